@@ -1,0 +1,301 @@
+#include "opts.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void opts_common_defaults(rdc_common_opts_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->metrics_bind_address = ":8080";
+    c->health_probe_bind_address = ":8081";
+    c->leader_elect = 0;
+    c->leader_election_id = "rediscluster-operator.cache.example.com";
+    c->leader_election_namespace = NULL;
+    c->lease_duration = 15;
+    c->renew_deadline = 10;
+    c->retry_period = 2;
+    c->workers = 2;
+    c->log_level = "info";
+    c->log_format = "json";
+    c->kube_api_qps = 20;
+    c->kube_api_burst = 30;
+    c->sync_period = 10 * 3600;
+    c->graceful_shutdown_timeout = 30;
+    c->runtime_dir = NULL;
+}
+
+void opts_common_fill(rdc_common_opts_t *c, opt_t *t)
+{
+    const opt_t table[OPTS_COMMON_COUNT] = {
+        {"kubeconfig", OPT_STRING, &c->kubeconfig,
+         "path to a kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)"},
+        {"context", OPT_STRING, &c->context, "kubeconfig context to use"},
+        {"metrics-bind-address", OPT_STRING, &c->metrics_bind_address,
+         "address the metrics endpoint binds to; \"0\" disables it"},
+        {"health-probe-bind-address", OPT_STRING, &c->health_probe_bind_address,
+         "address the /healthz and /readyz endpoints bind to; \"0\" disables them"},
+        {"leader-elect", OPT_BOOL, &c->leader_elect,
+         "hold a Lease so that only one replica acts at a time"},
+        {"leader-election-id", OPT_STRING, &c->leader_election_id, "name of the Lease"},
+        {"leader-election-namespace", OPT_STRING, &c->leader_election_namespace,
+         "namespace of the Lease (default: the pod's namespace, else \"default\")"},
+        {"leader-election-lease-duration", OPT_DURATION, &c->lease_duration,
+         "how long a Lease is valid without renewal"},
+        {"leader-election-renew-deadline", OPT_DURATION, &c->renew_deadline,
+         "how long the leader keeps trying to renew before it steps down"},
+        {"leader-election-retry-period", OPT_DURATION, &c->retry_period,
+         "time between election attempts"},
+        {"workers", OPT_INT, &c->workers, "number of reconcile workers"},
+        {"namespace", OPT_STRLIST, &c->namespaces,
+         "watch only this namespace (repeatable; default: all namespaces)"},
+        {"log-level", OPT_STRING, &c->log_level, "debug, info, warn or error"},
+        {"log-format", OPT_STRING, &c->log_format, "json or text"},
+        {"kube-api-qps", OPT_DOUBLE, &c->kube_api_qps,
+         "client-side requests per second to the API server; <= 0 disables the limit"},
+        {"kube-api-burst", OPT_INT, &c->kube_api_burst, "client-side burst above the QPS"},
+        {"sync-period", OPT_DURATION, &c->sync_period,
+         "how often every RedisCluster is reconciled even without changes"},
+        {"graceful-shutdown-timeout", OPT_DURATION, &c->graceful_shutdown_timeout,
+         "time in-flight reconciles get to finish on SIGTERM"},
+        {"runtime-dir", OPT_STRING, &c->runtime_dir,
+         "directory of the ipc:// endpoints (default: $XDG_RUNTIME_DIR/rdc or /tmp/rdc-$UID)"},
+        {"help", OPT_BOOL, &c->help, "print this help and exit"},
+        {"version", OPT_BOOL, &c->version, "print the version and exit"},
+    };
+    memcpy(t, table, sizeof(table));
+}
+
+int opts_parse_duration(const char *s, double *seconds)
+{
+    if (!s || !*s)
+        return -1;
+    char *end = NULL;
+    double total = 0;
+    const char *p = s;
+    /* Plain number: seconds. */
+    errno = 0;
+    double plain = strtod(p, &end);
+    if (errno == 0 && end != p && *end == '\0' && isfinite(plain) && plain >= 0) {
+        *seconds = plain;
+        return 0;
+    }
+    while (*p) {
+        errno = 0;
+        double v = strtod(p, &end);
+        if (errno || end == p || !isfinite(v) || v < 0)
+            return -1;
+        p = end;
+        double unit;
+        if (strncmp(p, "ms", 2) == 0) {
+            unit = 1e-3;
+            p += 2;
+        } else if (strncmp(p, "us", 2) == 0) {
+            unit = 1e-6;
+            p += 2;
+        } else if (strncmp(p, "ns", 2) == 0) {
+            unit = 1e-9;
+            p += 2;
+        } else if (*p == 'h') {
+            unit = 3600;
+            p++;
+        } else if (*p == 'm') {
+            unit = 60;
+            p++;
+        } else if (*p == 's') {
+            unit = 1;
+            p++;
+        } else {
+            return -1;
+        }
+        total += v * unit;
+    }
+    *seconds = total;
+    return 0;
+}
+
+static const opt_t *opt_find(const opt_t *table, const char *name, size_t len)
+{
+    for (const opt_t *o = table; o->type != OPT_END; o++) {
+        if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
+            return o;
+    }
+    return NULL;
+}
+
+/* Store value into o's target. Returns 0, or -1 with err set. */
+static int opt_set(const opt_t *o, const char *value, char *err, size_t errlen)
+{
+    char *end = NULL;
+    switch (o->type) {
+    case OPT_STRING:
+        *(const char **)o->target = value;
+        return 0;
+    case OPT_STRLIST: {
+        opt_strlist_t *l = o->target;
+        if (l->n == OPT_STRLIST_MAX) {
+            snprintf(err, errlen, "--%s: at most %d values", o->name, OPT_STRLIST_MAX);
+            return -1;
+        }
+        l->items[l->n++] = value;
+        return 0;
+    }
+    case OPT_INT: {
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        if (errno || end == value || *end || v < -2147483647L || v > 2147483647L) {
+            snprintf(err, errlen, "--%s: \"%s\" is not an integer", o->name, value);
+            return -1;
+        }
+        *(int *)o->target = (int)v;
+        return 0;
+    }
+    case OPT_DOUBLE: {
+        errno = 0;
+        double v = strtod(value, &end);
+        if (errno || end == value || *end || !isfinite(v)) {
+            snprintf(err, errlen, "--%s: \"%s\" is not a number", o->name, value);
+            return -1;
+        }
+        *(double *)o->target = v;
+        return 0;
+    }
+    case OPT_BOOL:
+        if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0) {
+            *(int *)o->target = 1;
+        } else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0) {
+            *(int *)o->target = 0;
+        } else {
+            snprintf(err, errlen, "--%s: \"%s\" is not true or false", o->name, value);
+            return -1;
+        }
+        return 0;
+    case OPT_DURATION:
+        if (opts_parse_duration(value, (double *)o->target)) {
+            snprintf(err, errlen, "--%s: \"%s\" is not a duration (e.g. 15s, 10m, 1h)",
+                     o->name, value);
+            return -1;
+        }
+        return 0;
+    case OPT_END:
+        break;
+    }
+    snprintf(err, errlen, "--%s: unsupported flag type", o->name);
+    return -1;
+}
+
+int opts_parse(const opt_t *table, int argc, char **argv, const char **positional,
+               size_t max_positional, size_t *npositional, char *err, size_t errlen)
+{
+    size_t npos = 0;
+    int only_positional = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (only_positional || arg[0] != '-' || arg[1] == '\0') {
+            if (!positional || npos == max_positional) {
+                snprintf(err, errlen, "unexpected argument \"%s\"", arg);
+                return -1;
+            }
+            positional[npos++] = arg;
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            only_positional = 1;
+            continue;
+        }
+        const char *name = arg + (arg[1] == '-' ? 2 : 1);
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const opt_t *o = opt_find(table, name, nlen);
+        if (!o && strncmp(name, "h", nlen) == 0 && nlen == 1)
+            o = opt_find(table, "help", 4);
+        if (!o) {
+            snprintf(err, errlen, "unknown flag \"%.*s\" (see --help)", (int)nlen + 2,
+                     arg[1] == '-' ? arg : name - 1);
+            return -1;
+        }
+        const char *value;
+        if (eq) {
+            value = eq + 1;
+        } else if (o->type == OPT_BOOL) {
+            value = "true";
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            snprintf(err, errlen, "--%s needs a value", o->name);
+            return -1;
+        }
+        if (opt_set(o, value, err, errlen))
+            return -1;
+    }
+    if (npositional)
+        *npositional = npos;
+    return 0;
+}
+
+static void print_default(FILE *out, const opt_t *o)
+{
+    switch (o->type) {
+    case OPT_STRING: {
+        const char *v = *(const char **)o->target;
+        if (v)
+            fprintf(out, " (default \"%s\")", v);
+        break;
+    }
+    case OPT_INT:
+        fprintf(out, " (default %d)", *(int *)o->target);
+        break;
+    case OPT_DOUBLE:
+        fprintf(out, " (default %g)", *(double *)o->target);
+        break;
+    case OPT_DURATION:
+        fprintf(out, " (default %gs)", *(double *)o->target);
+        break;
+    case OPT_BOOL:
+        if (*(int *)o->target)
+            fprintf(out, " (default true)");
+        break;
+    case OPT_STRLIST:
+    case OPT_END:
+        break;
+    }
+}
+
+void opts_usage(FILE *out, const char *prog, const char *summary, const opt_t *table)
+{
+    fprintf(out, "usage: %s [flags]\n\n%s\n\nflags:\n", prog, summary);
+    for (const opt_t *o = table; o->type != OPT_END; o++) {
+        const char *arg = "";
+        switch (o->type) {
+        case OPT_STRING:
+        case OPT_STRLIST: arg = " string"; break;
+        case OPT_INT: arg = " int"; break;
+        case OPT_DOUBLE: arg = " float"; break;
+        case OPT_DURATION: arg = " duration"; break;
+        case OPT_BOOL:
+        case OPT_END: break;
+        }
+        fprintf(out, "  --%s%s\n        %s", o->name, arg, o->help);
+        print_default(out, o);
+        fputc('\n', out);
+    }
+}
+
+int opts_apply_logging(const rdc_common_opts_t *c, const char *component, char *err,
+                       size_t errlen)
+{
+    rlog_level_t level;
+    rlog_format_t format;
+    if (rlog_parse_level(c->log_level, &level)) {
+        snprintf(err, errlen, "--log-level: \"%s\" is not debug, info, warn or error",
+                 c->log_level);
+        return -1;
+    }
+    if (rlog_parse_format(c->log_format, &format)) {
+        snprintf(err, errlen, "--log-format: \"%s\" is not json or text", c->log_format);
+        return -1;
+    }
+    rlog_init(component, level, format, NULL);
+    return 0;
+}

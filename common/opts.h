@@ -1,0 +1,91 @@
+/* opts: command-line flags spelled as controller-runtime operators spell them.
+ *
+ * A daemon describes its flags in a table of opt_t (the shared ones come from
+ * opts_common_table()); opts_parse() accepts "--name=value", "--name value", and for
+ * booleans "--name", "--name=true|false". Unknown flags and bad values are errors that
+ * name the flag. --help prints every flag with its default and help text.
+ */
+#ifndef RDC_OPTS_H
+#define RDC_OPTS_H
+
+#include "log.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum {
+    OPT_STRING,   /* const char * (points into argv or at the default) */
+    OPT_STRLIST,  /* opt_strlist_t: repeatable */
+    OPT_INT,      /* int */
+    OPT_DOUBLE,   /* double */
+    OPT_BOOL,     /* int 0/1 */
+    OPT_DURATION, /* double seconds; accepts Go durations "10h", "1m30s", "500ms", "15s" */
+    OPT_END
+} opt_type_t;
+
+#define OPT_STRLIST_MAX 32
+typedef struct {
+    const char *items[OPT_STRLIST_MAX];
+    size_t n;
+} opt_strlist_t;
+
+typedef struct {
+    const char *name; /* without the leading dashes */
+    opt_type_t type;
+    void *target;
+    const char *help;
+} opt_t;
+
+/* Settings every daemon shares. Defaults as controller-runtime's. */
+typedef struct {
+    const char *kubeconfig;
+    const char *context;
+    const char *metrics_bind_address;      /* ":8080"; "0" disables */
+    const char *health_probe_bind_address; /* ":8081"; "0" disables */
+    int leader_elect;
+    const char *leader_election_id;
+    const char *leader_election_namespace;
+    double lease_duration;                 /* seconds, 15 */
+    double renew_deadline;                 /* seconds, 10 */
+    double retry_period;                   /* seconds, 2 */
+    int workers;                           /* 2 */
+    opt_strlist_t namespaces;              /* empty = all namespaces */
+    const char *log_level;                 /* "info" */
+    const char *log_format;                /* "json" */
+    double kube_api_qps;                   /* 20; <= 0 disables the limiter */
+    int kube_api_burst;                    /* 30 */
+    double sync_period;                    /* seconds, 10 h */
+    double graceful_shutdown_timeout;      /* seconds, 30 */
+    const char *runtime_dir;               /* ipc endpoints live here */
+    int help;
+    int version;
+} rdc_common_opts_t;
+
+/* Fill c with the defaults. */
+void opts_common_defaults(rdc_common_opts_t *c);
+
+/* Number of entries opts_common_fill() writes (not counting OPT_END). */
+#define OPTS_COMMON_COUNT 21
+
+/* Write the shared flag descriptors for c into table[0..OPTS_COMMON_COUNT). */
+void opts_common_fill(rdc_common_opts_t *c, opt_t *table);
+
+/* Parse argv against table (terminated by an OPT_END entry). Positional arguments are
+ * collected in order into positional (up to max_positional; NULL = none allowed).
+ * Returns 0, or -1 with one line in err naming the flag. */
+int opts_parse(const opt_t *table, int argc, char **argv, const char **positional,
+               size_t max_positional, size_t *npositional, char *err, size_t errlen);
+
+/* Print usage: "usage: prog [flags]", summary, then each flag with its help. */
+void opts_usage(FILE *out, const char *prog, const char *summary, const opt_t *table);
+
+/* Parse a Go-style duration ("1h30m", "500ms", "15s", or plain seconds "15").
+ * Returns 0, or -1 when s is not a duration. */
+int opts_parse_duration(const char *s, double *seconds);
+
+/* Apply --log-level/--log-format to the logger for component name. Returns 0, or -1
+ * with err naming the bad flag. */
+int opts_apply_logging(const rdc_common_opts_t *c, const char *component, char *err,
+                       size_t errlen);
+
+#endif

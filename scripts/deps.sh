@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install the Debian packages the build and the tests need. Idempotent, and quiet when
+# everything is already there. Go (for the local control plane) comes with the machine;
+# see tests/cluster/README.md.
+set -euo pipefail
+pkgs=(
+    build-essential pkg-config
+    libcurl4-openssl-dev   # REST client (libcurl with OpenSSL)
+    libjson-c-dev          # JSON
+    libyaml-dev            # kubeconfig
+    libssl-dev             # TLS, base64, certificates
+    libzmq3-dev            # process links (ZeroMQ)
+    libcunit1-dev          # unit tests
+    libmicrohttpd-dev      # HTTP server for /healthz /metrics and webhooks
+    clang                  # make fuzz (libFuzzer)
+    openssl curl           # certificates and probes for the local control plane
+)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ "${#missing[@]}" -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}"
+SUDO=
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,195 @@
+/* Unit tests of the small common modules: buf, clock, log, opts. */
+#include "buf.h"
+#include "clock.h"
+#include "log.h"
+#include "opts.h"
+
+#include <CUnit/CUnit.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void test_buf_append_and_cap(void)
+{
+    buf_t b;
+    buf_init(&b, 8);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "");
+    CU_ASSERT_EQUAL(buf_puts(&b, "abcd"), 0);
+    CU_ASSERT_EQUAL(buf_printf(&b, "%d", 123), 0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "abcd123");
+    /* One more than the cap is refused and leaves the contents alone. */
+    CU_ASSERT_EQUAL(buf_puts(&b, "xy"), -1);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "abcd123");
+    CU_ASSERT_EQUAL(buf_puts(&b, "z"), 0);
+    CU_ASSERT_EQUAL(b.len, 8);
+    buf_consume(&b, 3);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "d123z");
+    char *s = buf_detach(&b);
+    CU_ASSERT_STRING_EQUAL(s, "d123z");
+    CU_ASSERT_PTR_NULL(b.data);
+    free(s);
+    buf_free(&b);
+}
+
+static void test_clock_rfc3339_roundtrip(void)
+{
+    char out[40];
+    int64_t t = INT64_C(1714564800) * NS_PER_SEC + 123456789;
+    CU_ASSERT_STRING_EQUAL(clock_format_rfc3339(t, 0, out, sizeof(out)), "2024-05-01T12:00:00Z");
+    CU_ASSERT_STRING_EQUAL(clock_format_rfc3339(t, 6, out, sizeof(out)),
+                           "2024-05-01T12:00:00.123456Z");
+    int64_t back = 0;
+    CU_ASSERT_EQUAL(clock_parse_rfc3339("2024-05-01T12:00:00.123456789Z", &back), 0);
+    CU_ASSERT_EQUAL(back, t);
+    CU_ASSERT_EQUAL(clock_parse_rfc3339("2024-05-01T14:00:00+02:00", &back), 0);
+    CU_ASSERT_EQUAL(back, INT64_C(1714564800) * NS_PER_SEC);
+    CU_ASSERT_EQUAL(clock_parse_rfc3339("2024-05-01 12:00", &back), -1);
+    CU_ASSERT_EQUAL(clock_parse_rfc3339("2024-13-01T12:00:00Z", &back), -1);
+    CU_ASSERT_EQUAL(clock_parse_rfc3339("2024-05-01T12:00:00Zjunk", &back), -1);
+    CU_ASSERT_EQUAL(clock_parse_rfc3339("", &back), -1);
+    CU_ASSERT(clock_mono_ns() > 0);
+}
+
+static char *capture_log(rlog_format_t format, void (*emit)(void))
+{
+    char *data = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&data, &len);
+    rlog_init("unit", RLOG_INFO, format, f);
+    emit();
+    fclose(f);
+    rlog_init("unit", RLOG_INFO, RLOG_JSON, NULL);
+    return data;
+}
+
+static void emit_records(void)
+{
+    rlog_debug("hidden", NULL);
+    rlog_info("reconcile done", "namespace", "default", "name", "a \"quoted\"\nname", NULL);
+    rlog_error("boom", "err", NULL, NULL);
+}
+
+static void test_log_json_lines(void)
+{
+    char *out = capture_log(RLOG_JSON, emit_records);
+    /* Two lines: debug is below the level. */
+    char *nl = strchr(out, '\n');
+    CU_ASSERT_PTR_NOT_NULL_FATAL(nl);
+    CU_ASSERT_PTR_NOT_NULL(strchr(nl + 1, '\n'));
+    CU_ASSERT_PTR_NULL(strstr(out, "hidden"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"level\":\"info\",\"logger\":\"unit\",\"msg\":\"reconcile done\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"name\":\"a \\\"quoted\\\"\\nname\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"err\":null"));
+    CU_ASSERT_EQUAL(strncmp(out, "{\"ts\":\"", 7), 0);
+    free(out);
+}
+
+static void test_log_text_lines(void)
+{
+    char *out = capture_log(RLOG_TEXT, emit_records);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "info  unit \"reconcile done\" namespace=default"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "error unit boom err=null"));
+    free(out);
+}
+
+static void test_log_parse(void)
+{
+    rlog_level_t l;
+    rlog_format_t f;
+    CU_ASSERT_EQUAL(rlog_parse_level("DEBUG", &l), 0);
+    CU_ASSERT_EQUAL(l, RLOG_DEBUG);
+    CU_ASSERT_EQUAL(rlog_parse_level("warning", &l), 0);
+    CU_ASSERT_EQUAL(l, RLOG_WARN);
+    CU_ASSERT_EQUAL(rlog_parse_level("loud", &l), -1);
+    CU_ASSERT_EQUAL(rlog_parse_format("text", &f), 0);
+    CU_ASSERT_EQUAL(f, RLOG_TEXT);
+    CU_ASSERT_EQUAL(rlog_parse_format("xml", &f), -1);
+}
+
+static void test_opts_parse_common(void)
+{
+    rdc_common_opts_t c;
+    opts_common_defaults(&c);
+    opt_t table[OPTS_COMMON_COUNT + 1];
+    opts_common_fill(&c, table);
+    table[OPTS_COMMON_COUNT] = (opt_t){NULL, OPT_END, NULL, NULL};
+    char *argv[] = {"prog", "--kubeconfig", "/tmp/k", "--leader-elect", "--workers=4",
+                    "--namespace", "a", "--namespace=b", "--sync-period=1h30m",
+                    "--kube-api-qps", "5.5", "--leader-elect=false", "pos"};
+    const char *pos[2];
+    size_t npos = 0;
+    char err[256] = "";
+    CU_ASSERT_EQUAL(opts_parse(table, 13, argv, pos, 2, &npos, err, sizeof(err)), 0);
+    CU_ASSERT_STRING_EQUAL(c.kubeconfig, "/tmp/k");
+    CU_ASSERT_EQUAL(c.leader_elect, 0);
+    CU_ASSERT_EQUAL(c.workers, 4);
+    CU_ASSERT_EQUAL(c.namespaces.n, 2);
+    CU_ASSERT_STRING_EQUAL(c.namespaces.items[1], "b");
+    CU_ASSERT_DOUBLE_EQUAL(c.sync_period, 5400, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(c.kube_api_qps, 5.5, 1e-9);
+    CU_ASSERT_EQUAL(npos, 1);
+    CU_ASSERT_STRING_EQUAL(pos[0], "pos");
+    /* Defaults survive. */
+    CU_ASSERT_STRING_EQUAL(c.metrics_bind_address, ":8080");
+    CU_ASSERT_DOUBLE_EQUAL(c.lease_duration, 15, 1e-9);
+}
+
+static void test_opts_errors_name_the_flag(void)
+{
+    rdc_common_opts_t c;
+    opts_common_defaults(&c);
+    opt_t table[OPTS_COMMON_COUNT + 1];
+    opts_common_fill(&c, table);
+    table[OPTS_COMMON_COUNT] = (opt_t){NULL, OPT_END, NULL, NULL};
+    char err[256];
+    char *a1[] = {"prog", "--workers=many"};
+    CU_ASSERT_EQUAL(opts_parse(table, 2, a1, NULL, 0, NULL, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--workers"));
+    char *a2[] = {"prog", "--no-such-flag"};
+    CU_ASSERT_EQUAL(opts_parse(table, 2, a2, NULL, 0, NULL, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--no-such-flag"));
+    char *a3[] = {"prog", "--kubeconfig"};
+    CU_ASSERT_EQUAL(opts_parse(table, 2, a3, NULL, 0, NULL, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "needs a value"));
+    char *a4[] = {"prog", "--sync-period=soon"};
+    CU_ASSERT_EQUAL(opts_parse(table, 2, a4, NULL, 0, NULL, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "duration"));
+    char *a5[] = {"prog", "stray"};
+    CU_ASSERT_EQUAL(opts_parse(table, 2, a5, NULL, 0, NULL, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "stray"));
+}
+
+static void test_opts_durations(void)
+{
+    double s;
+    CU_ASSERT_EQUAL(opts_parse_duration("15s", &s), 0);
+    CU_ASSERT_DOUBLE_EQUAL(s, 15, 1e-9);
+    CU_ASSERT_EQUAL(opts_parse_duration("500ms", &s), 0);
+    CU_ASSERT_DOUBLE_EQUAL(s, 0.5, 1e-9);
+    CU_ASSERT_EQUAL(opts_parse_duration("10h", &s), 0);
+    CU_ASSERT_DOUBLE_EQUAL(s, 36000, 1e-9);
+    CU_ASSERT_EQUAL(opts_parse_duration("2.5", &s), 0);
+    CU_ASSERT_DOUBLE_EQUAL(s, 2.5, 1e-9);
+    CU_ASSERT_EQUAL(opts_parse_duration("1x", &s), -1);
+    CU_ASSERT_EQUAL(opts_parse_duration("-1s", &s), -1);
+    CU_ASSERT_EQUAL(opts_parse_duration("", &s), -1);
+}
+
+static CU_TestInfo buf_tests[] = {{"append, printf, cap, consume, detach", test_buf_append_and_cap},
+                                  CU_TEST_INFO_NULL};
+static CU_TestInfo clock_tests[] = {{"RFC 3339 format and parse", test_clock_rfc3339_roundtrip},
+                                    CU_TEST_INFO_NULL};
+static CU_TestInfo log_tests[] = {{"JSON lines with escaping", test_log_json_lines},
+                                  {"text lines", test_log_text_lines},
+                                  {"level and format names", test_log_parse},
+                                  CU_TEST_INFO_NULL};
+static CU_TestInfo opts_tests[] = {{"common flags parse", test_opts_parse_common},
+                                   {"errors name the flag", test_opts_errors_name_the_flag},
+                                   {"Go durations", test_opts_durations},
+                                   CU_TEST_INFO_NULL};
+static CU_SuiteInfo suites[] = {{"buf", NULL, NULL, NULL, NULL, buf_tests},
+                                {"clock", NULL, NULL, NULL, NULL, clock_tests},
+                                {"log", NULL, NULL, NULL, NULL, log_tests},
+                                {"opts", NULL, NULL, NULL, NULL, opts_tests},
+                                CU_SUITE_INFO_NULL};
+
+#include "cu_main.h"
