@@ -53,6 +53,11 @@ $(BUILD)/bin/$(1): $(filter $(BUILD)/$(1)/%,$(MODULE_OBJ)) $(BUILD)/$(1)/main.o 
 endef
 $(foreach d,$(DAEMONS),$(eval $(call daemon_rule,$(d))))
 
+# Unit tests see every daemon's headers (their modules are linked in, see MODULE_SRC).
+$(BUILD)/tests/unit/%.o: tests/unit/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(DAEMONS:%=-I%) -Itests/unit -MMD -MP -c $< -o $@
+
 $(BUILD)/tests/test_%: $(BUILD)/tests/unit/test_%.o $(MODULE_OBJ) $(BUILD)/libcommon.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $^ -lcunit $(LDLIBS_ALL) -o $@

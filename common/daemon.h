@@ -1,0 +1,45 @@
+/* daemon: what every long-lived process of the operator shares with its supervisor.
+ *
+ * - Signals arrive through a signalfd (the loop polls it); handlers never run.
+ * - Readiness: a supervised child writes "READY\n" to the descriptor named by
+ *   $RDC_NOTIFY_FD once it can serve (s6's notification-fd), then closes it.
+ * - Runtime directory: the ipc:// endpoints, metrics and state files live there.
+ * - Metrics and state files are written to "<path>.new" and renamed into place, so a
+ *   reader never sees half a file.
+ */
+#ifndef RDC_DAEMON_H
+#define RDC_DAEMON_H
+
+#include <stddef.h>
+
+/* Block SIGTERM, SIGINT, SIGHUP, SIGCHLD and SIGPIPE... (SIGPIPE is ignored) and return a
+ * non-blocking, close-on-exec signalfd for the first four, or -1 with err set. */
+int daemon_signalfd(char *err, size_t errlen);
+
+/* Read one pending signal from fd; returns its number, or 0 when none is pending. */
+int daemon_read_signal(int fd);
+
+/* Unblock every signal and restore default dispositions (in a child before exec). */
+void daemon_reset_signals(void);
+
+/* Tell the supervisor that this process is ready (no-op when not supervised). */
+void daemon_notify_ready(void);
+
+/* Resolve the runtime directory: explicit (from --runtime-dir) or
+ * $XDG_RUNTIME_DIR/rdc-operator, else /tmp/rdc-operator-<uid>. Creates it with mode 0700
+ * when missing and refuses one that is not a directory owned by us. Returns 0, or -1
+ * with err naming the path. */
+int daemon_runtime_dir(const char *explicit_dir, char *out, size_t outlen, char *err,
+                       size_t errlen);
+
+/* "ipc://<dir>/<name>" into out; returns out. */
+char *daemon_endpoint(const char *dir, const char *name, char *out, size_t outlen);
+
+/* Write data atomically to path (via path.new and rename). Returns 0, or -1 (errno). */
+int daemon_write_file_atomic(const char *path, const char *data, size_t len);
+
+/* Write this process's metrics (the default registry) to <dir>/metrics/<name>.prom for
+ * the supervisor to merge. Returns 0 or -1. */
+int daemon_publish_metrics(const char *dir, const char *name);
+
+#endif

@@ -1,0 +1,79 @@
+/* proto: the messages the daemons exchange over ZeroMQ.
+ *
+ * Every message is a multipart zmsg; frame 0 names the message. Numbers travel as
+ * decimal text, objects as JSON text. A peer that receives a message it does not know,
+ * or one with missing or malformed frames, logs it, counts it in
+ * rdc_protocol_errors_total{socket} and drops it: bad input is never fatal.
+ *
+ * deltas (informerd PUB, the Clone pattern of the ZeroMQ guide)
+ *   DELTA seq type kind key resourceVersion object
+ *     seq: strictly increasing per informerd process; type: ADDED | MODIFIED | DELETED;
+ *     kind: RedisCluster | ConfigMap | Service | StatefulSet; key: namespace/name;
+ *     object: the cached object (for DELETED, the last known state).
+ *   HUGZ seq            heartbeat once a second when idle (seq = last published)
+ * snapshot (informerd ROUTER, same process)
+ *   request:  ICANHAZ
+ *   replies:  SNAP seq kind key resourceVersion object   (one per cached object)
+ *             KTHXBAI seq                                 (seq of the snapshot)
+ *   A late subscriber connects SUB first, then asks for a snapshot, applies it, and from
+ *   then on applies only deltas with seq greater than the snapshot's.
+ *
+ * work (informerd ROUTER; each workerd is a DEALER whose identity is "w-<pid>")
+ *   worker -> informerd:
+ *     READY                              idle: give me a key
+ *     DONE key result after_ms           result: ok | requeue | error | conflict
+ *     HEARTBEAT
+ *   informerd -> worker:
+ *     WORK key epoch generation rediscluster children
+ *       epoch: the leader epoch this item was dispatched under (see leader);
+ *       rediscluster: the cached RedisCluster JSON; children: a JSON object
+ *       {"ConfigMap": obj|null, "Service": obj|null, "StatefulSet": obj|null}
+ *     HEARTBEAT
+ *   Heartbeats go both ways every PROTO_HEARTBEAT_MS; a peer silent for
+ *   PROTO_LIVENESS heartbeats is dead (Paranoid Pirate): informerd puts a dead worker's
+ *   item back on the queue, a worker reconnects with backoff 1 s doubling to 32 s.
+ *
+ * leader (electord PUB, republished every retry period and on every change)
+ *   LEADER is_leader holder transitions epoch valid_until_mono_ms
+ *     valid_until_mono_ms: CLOCK_MONOTONIC ms (same host) after which the holder must not
+ *     write unless a newer LEADER message extends it; 0 when not leading.
+ *
+ * control (supervisor ROUTER; `supervisor ctl` is a DEALER or REQ)
+ *   STATUS               -> STATUS json
+ *   WORKERS n            -> OK | ERROR message
+ *   SHUTDOWN             -> OK
+ */
+#ifndef RDC_PROTO_H
+#define RDC_PROTO_H
+
+#define PROTO_DELTA "DELTA"
+#define PROTO_HUGZ "HUGZ"
+#define PROTO_ICANHAZ "ICANHAZ"
+#define PROTO_SNAP "SNAP"
+#define PROTO_KTHXBAI "KTHXBAI"
+#define PROTO_READY "READY"
+#define PROTO_DONE "DONE"
+#define PROTO_WORK "WORK"
+#define PROTO_HEARTBEAT "HEARTBEAT"
+#define PROTO_LEADER "LEADER"
+#define PROTO_STATUS "STATUS"
+#define PROTO_WORKERS "WORKERS"
+#define PROTO_SHUTDOWN "SHUTDOWN"
+#define PROTO_OK "OK"
+#define PROTO_ERROR "ERROR"
+
+#define PROTO_HEARTBEAT_MS 1000
+#define PROTO_LIVENESS 3
+
+/* Limits on what a peer may send us; larger messages are dropped (zmsg_recv). */
+#define PROTO_MAX_FRAMES 16
+#define PROTO_MAX_BYTES ((size_t)16 << 20)
+
+/* Endpoint file names inside the runtime directory (ipc://<dir>/<name>). */
+#define PROTO_EP_DELTAS "deltas.sock"
+#define PROTO_EP_SNAPSHOT "snapshot.sock"
+#define PROTO_EP_WORK "work.sock"
+#define PROTO_EP_LEADER "leader.sock"
+#define PROTO_EP_CONTROL "control.sock"
+
+#endif

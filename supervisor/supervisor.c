@@ -1,0 +1,886 @@
+#include "supervisor.h"
+
+#include "buf.h"
+#include "clock.h"
+#include "daemon.h"
+#include "httpd.h"
+#include "log.h"
+#include "merge.h"
+#include "metrics.h"
+#include "policy.h"
+#include "proto.h"
+#include "zmsg.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define MAX_CHILDREN 72
+#define MAX_WORKERS 64
+#define ELECTORD_STOP_NS (INT64_C(5) * NS_PER_SEC)
+#define METRICS_STALE_NS (INT64_C(120) * NS_PER_SEC)
+#define WEDGE_CHECK_NS (INT64_C(10) * NS_PER_SEC)
+
+typedef enum { CH_DOWN, CH_STARTING, CH_UP, CH_STOPPING } child_state_t;
+
+static const char *const state_names[] = {"down", "starting", "up", "stopping"};
+
+/* Children stop in phases: workers, informerd and the webhook first (they drain), then
+ * electord, which releases the Lease once nobody can write any more. */
+enum { PHASE_DRAIN = 0, PHASE_RELEASE = 1 };
+
+typedef struct {
+    char name[32];    /* "informerd", "workerd-3" */
+    char program[32]; /* executable in bindir */
+    int stop_phase;
+    int essential;    /* readiness depends on it */
+    pid_t pid;
+    child_state_t state;
+    int64_t started_ns;
+    int64_t next_start_ns; /* respawn deadline while down */
+    int notify_fd;         /* read end of the readiness pipe, -1 when none */
+    int ready;
+    int retired;           /* scaled away: do not restart, free the slot on exit */
+    policy_restart_t policy;
+    char last_exit[96];
+} child_t;
+
+struct supervisor {
+    supervisor_config_t cfg;
+    child_t children[MAX_CHILDREN];
+    size_t nchildren;
+    int next_worker_index;
+    void *zctx;
+    void *control;
+    httpd_t *health;
+    httpd_t *metrics;
+    int shutting_down;
+    int phase;
+    int64_t phase_deadline_ns;
+    int forced;
+    int64_t next_wedge_check_ns;
+    metric_family_t *m_restarts;
+    metric_family_t *m_children_up;
+};
+
+/* ---- children ---------------------------------------------------------------------- */
+
+static child_t *child_add(supervisor_t *s, const char *name, const char *program, int phase,
+                          int essential)
+{
+    if (s->nchildren == MAX_CHILDREN)
+        return NULL;
+    child_t *c = &s->children[s->nchildren++];
+    memset(c, 0, sizeof(*c));
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    snprintf(c->program, sizeof(c->program), "%s", program);
+    c->stop_phase = phase;
+    c->essential = essential;
+    c->notify_fd = -1;
+    c->state = CH_DOWN;
+    return c;
+}
+
+static child_t *child_by_pid(supervisor_t *s, pid_t pid)
+{
+    for (size_t i = 0; i < s->nchildren; i++) {
+        if (s->children[i].pid == pid && s->children[i].state != CH_DOWN)
+            return &s->children[i];
+    }
+    return NULL;
+}
+
+static void child_remove(supervisor_t *s, child_t *c)
+{
+    size_t i = (size_t)(c - s->children);
+    memmove(&s->children[i], &s->children[i + 1], (s->nchildren - i - 1) * sizeof(child_t));
+    s->nchildren--;
+}
+
+/* In the forked child: set up and exec; on failure report errno through the pipe. */
+static void child_exec(const supervisor_t *s, const child_t *c, int notify_w, int exec_w)
+{
+    daemon_reset_signals();
+    /* If the supervisor dies, so do its children: nobody would restart or fence them. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    int flags = fcntl(notify_w, F_GETFD);
+    fcntl(notify_w, F_SETFD, flags & ~FD_CLOEXEC);
+    char fdbuf[16];
+    snprintf(fdbuf, sizeof(fdbuf), "%d", notify_w);
+    setenv("RDC_NOTIFY_FD", fdbuf, 1);
+    setenv("RDC_CHILD_NAME", c->name, 1);
+    setenv("RDC_SUPERVISED", "1", 1);
+
+    char path[4096], rtdir[4200];
+    snprintf(path, sizeof(path), "%s/%s", s->cfg.bindir, c->program);
+    snprintf(rtdir, sizeof(rtdir), "--runtime-dir=%s", s->cfg.runtime_dir);
+    /* Pass-through flags first; the supervisor's own settings last, so they win. */
+    char *argv[160];
+    int n = 0;
+    argv[n++] = path;
+    for (int i = 0; i < s->cfg.child_argc && n < 150; i++)
+        argv[n++] = s->cfg.child_argv[i];
+    argv[n++] = rtdir;
+    argv[n++] = "--metrics-bind-address=0";
+    argv[n++] = "--health-probe-bind-address=0";
+    argv[n] = NULL;
+    execv(path, argv);
+    int e = errno;
+    ssize_t w = write(exec_w, &e, sizeof(e));
+    (void)w;
+    _exit(127);
+}
+
+/* Fork and exec c. Exec failure is seen through a close-on-exec pipe: EOF means exec
+ * happened, an errno means it did not. Returns 0 when the child runs. */
+static int child_start(supervisor_t *s, child_t *c, int64_t now)
+{
+    int notify[2], execp[2];
+    if (pipe2(notify, O_CLOEXEC))
+        goto fail_early;
+    if (pipe2(execp, O_CLOEXEC)) {
+        close(notify[0]);
+        close(notify[1]);
+        goto fail_early;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(notify[0]);
+        close(notify[1]);
+        close(execp[0]);
+        close(execp[1]);
+        goto fail_early;
+    }
+    if (pid == 0)
+        child_exec(s, c, notify[1], execp[1]);
+    close(notify[1]);
+    close(execp[1]);
+    int e = 0;
+    ssize_t r;
+    do {
+        r = read(execp[0], &e, sizeof(e));
+    } while (r < 0 && errno == EINTR);
+    close(execp[0]);
+    c->pid = pid;
+    c->started_ns = now;
+    c->ready = 0;
+    if (r == (ssize_t)sizeof(e)) {
+        /* exec failed: the child exits at once; it is reaped and respawned as any exit. */
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", s->cfg.bindir, c->program);
+        rlog_error("cannot start child", "child", c->name, "path", path, "error",
+                   strerror(e), NULL);
+        close(notify[0]);
+        c->notify_fd = -1;
+        c->state = CH_STARTING;
+        return -1;
+    }
+    c->notify_fd = notify[0];
+    c->state = CH_STARTING;
+    char pidbuf[16];
+    snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
+    rlog_info("child started", "child", c->name, "pid", pidbuf, NULL);
+    return 0;
+
+fail_early:
+    rlog_error("cannot start child", "child", c->name, "error", strerror(errno), NULL);
+    c->next_start_ns = now + policy_on_exit(&c->policy, now, now);
+    return -1;
+}
+
+static void child_signal(child_t *c, int sig)
+{
+    if (c->state != CH_DOWN && c->pid > 0)
+        kill(c->pid, sig);
+}
+
+static void child_close_notify(child_t *c)
+{
+    if (c->notify_fd >= 0) {
+        close(c->notify_fd);
+        c->notify_fd = -1;
+    }
+}
+
+/* A child exited with status: log it, and schedule the respawn unless we are stopping. */
+static void child_exited(supervisor_t *s, child_t *c, int status, int64_t now)
+{
+    char what[96], pidbuf[16], uptime[32];
+    policy_describe_status(status, what, sizeof(what));
+    snprintf(c->last_exit, sizeof(c->last_exit), "%s", what);
+    snprintf(pidbuf, sizeof(pidbuf), "%d", (int)c->pid);
+    snprintf(uptime, sizeof(uptime), "%.1fs", (double)(now - c->started_ns) / 1e9);
+    child_close_notify(c);
+    c->state = CH_DOWN;
+    c->ready = 0;
+    c->pid = 0;
+    if (s->shutting_down || c->retired) {
+        /* A retired slot is freed by purge_retired() at the end of the loop turn, so
+         * that no pointer into the table goes stale during the turn. */
+        rlog_info("child stopped", "child", c->name, "pid", pidbuf, "status", what, NULL);
+        return;
+    }
+    int64_t delay = policy_on_exit(&c->policy, c->started_ns, now);
+    c->next_start_ns = now + delay;
+    char delaybuf[32];
+    snprintf(delaybuf, sizeof(delaybuf), "%.0fs", (double)delay / 1e9);
+    rlog_warn("child exited; restarting after a delay", "child", c->name, "pid", pidbuf,
+              "status", what, "uptime", uptime, "delay", delaybuf, NULL);
+    metric_counter_add(s->m_restarts, METRIC_LABELS(c->name), 1);
+}
+
+/* Reap every exited process, our children and (as PID 1) adopted orphans alike. */
+static void reap(supervisor_t *s, int64_t now)
+{
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0)
+            return;
+        child_t *c = child_by_pid(s, pid);
+        if (c)
+            child_exited(s, c, status, now);
+    }
+}
+
+static void read_ready(child_t *c)
+{
+    char buf[64];
+    ssize_t n = read(c->notify_fd, buf, sizeof(buf));
+    if (n > 0 && memmem(buf, (size_t)n, "READY", 5)) {
+        c->ready = 1;
+        c->state = CH_UP;
+        rlog_info("child ready", "child", c->name, NULL);
+    }
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+        child_close_notify(c);
+}
+
+/* ---- pool size --------------------------------------------------------------------- */
+
+static void add_worker(supervisor_t *s)
+{
+    char name[32];
+    snprintf(name, sizeof(name), "workerd-%d", ++s->next_worker_index);
+    child_add(s, name, "workerd", PHASE_DRAIN, 0);
+}
+
+static int count_workers(const supervisor_t *s)
+{
+    int n = 0;
+    for (size_t i = 0; i < s->nchildren; i++) {
+        if (strcmp(s->children[i].program, "workerd") == 0 && !s->children[i].retired)
+            n++;
+    }
+    return n;
+}
+
+/* Grow or shrink the pool to n. Shrinking retires the newest workers with SIGTERM: each
+ * finishes its current key, which informerd then does not hand out again to it. */
+static int set_workers(supervisor_t *s, int n)
+{
+    if (n < 0 || n > MAX_WORKERS)
+        return -1;
+    while (count_workers(s) < n) {
+        if (s->nchildren == MAX_CHILDREN)
+            return -1;
+        add_worker(s);
+    }
+    for (size_t i = s->nchildren; i-- > 0 && count_workers(s) > n;) {
+        child_t *c = &s->children[i];
+        if (strcmp(c->program, "workerd") != 0 || c->retired)
+            continue;
+        c->retired = 1;
+        child_signal(c, SIGTERM);
+    }
+    s->cfg.workers = n;
+    char nbuf[16];
+    snprintf(nbuf, sizeof(nbuf), "%d", n);
+    rlog_info("worker pool resized", "workers", nbuf, NULL);
+    return 0;
+}
+
+/* Free the slots of retired workers that have exited. */
+static void purge_retired(supervisor_t *s)
+{
+    for (size_t i = s->nchildren; i-- > 0;) {
+        if (s->children[i].retired && s->children[i].state == CH_DOWN)
+            child_remove(s, &s->children[i]);
+    }
+}
+
+/* ---- health and metrics ------------------------------------------------------------- */
+
+static int readiness(const supervisor_t *s, buf_t *why)
+{
+    int ok = 1;
+    for (size_t i = 0; i < s->nchildren; i++) {
+        const child_t *c = &s->children[i];
+        if (!c->essential)
+            continue;
+        if (!c->ready) {
+            buf_printf(why, "%s is not ready (%s)\n", c->name, state_names[c->state]);
+            ok = 0;
+        } else if (policy_crashlooping(&c->policy)) {
+            buf_printf(why, "%s is crash-looping\n", c->name);
+            ok = 0;
+        }
+    }
+    if (s->shutting_down) {
+        buf_puts(why, "shutting down\n");
+        ok = 0;
+    }
+    return ok;
+}
+
+/* Resident memory and CPU seconds of pid from /proc, for the per-child process metrics. */
+static int proc_usage(pid_t pid, double *rss_bytes, double *cpu_s)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    /* Fields after the command name, which is in parentheses and may hold spaces. */
+    char *p = strrchr(text, ')');
+    if (!p)
+        return -1;
+    p += 2;
+    long ticks = sysconf(_SC_CLK_TCK);
+    unsigned long long utime = 0, stime = 0;
+    long long rss_pages = 0;
+    for (int field = 3; *p && field <= 24; field++) {
+        char *end = NULL;
+        if (field == 14)
+            utime = strtoull(p, &end, 10);
+        else if (field == 15)
+            stime = strtoull(p, &end, 10);
+        else if (field == 24)
+            rss_pages = strtoll(p, &end, 10);
+        p = strchr(p, ' ');
+        if (!p)
+            break;
+        p++;
+    }
+    *cpu_s = (double)(utime + stime) / (double)(ticks > 0 ? ticks : 100);
+    *rss_bytes = (double)rss_pages * (double)sysconf(_SC_PAGESIZE);
+    return 0;
+}
+
+static void render_metrics(supervisor_t *s, buf_t *out)
+{
+    merge_t *m = merge_new();
+    if (!m)
+        return;
+    buf_t own;
+    buf_init(&own, 16 << 20);
+    metric_family_t *rss = metrics_gauge(metrics_default(), "process_resident_memory_bytes",
+                                         "Resident memory size in bytes.", "child");
+    metric_family_t *cpu = metrics_gauge(metrics_default(), "process_cpu_seconds_total",
+                                         "Total user and system CPU time spent in seconds.",
+                                         "child");
+    metric_family_reset(rss);
+    metric_family_reset(cpu);
+    double r, c;
+    if (proc_usage(getpid(), &r, &c) == 0) {
+        metric_gauge_set(rss, METRIC_LABELS("supervisor"), r);
+        metric_gauge_set(cpu, METRIC_LABELS("supervisor"), c);
+    }
+    int up = 0;
+    for (size_t i = 0; i < s->nchildren; i++) {
+        child_t *ch = &s->children[i];
+        if (ch->state == CH_DOWN)
+            continue;
+        up++;
+        if (proc_usage(ch->pid, &r, &c) == 0) {
+            metric_gauge_set(rss, METRIC_LABELS(ch->name), r);
+            metric_gauge_set(cpu, METRIC_LABELS(ch->name), c);
+        }
+    }
+    metric_gauge_set(s->m_children_up, NULL, up);
+    metrics_expose(metrics_default(), &own);
+    /* The supervisor's own families carry their own labels; give them child="supervisor"
+     * only where they have none, by merging them like any child's file. */
+    merge_add(m, "supervisor", buf_str(&own), own.len);
+    buf_free(&own);
+    for (size_t i = 0; i < s->nchildren; i++) {
+        child_t *ch = &s->children[i];
+        if (ch->state == CH_DOWN)
+            continue;
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/metrics/%s.prom", s->cfg.runtime_dir, ch->name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        buf_t text;
+        buf_init(&text, 16 << 20);
+        char chunk[8192];
+        size_t n;
+        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+            if (buf_append(&text, chunk, n))
+                break;
+        }
+        fclose(f);
+        merge_add(m, ch->name, buf_str(&text), text.len);
+        buf_free(&text);
+    }
+    merge_render(m, out);
+    merge_destroy(&m);
+}
+
+static int http_handler(const char *path, buf_t *body, void *user)
+{
+    supervisor_t *s = user;
+    if (strcmp(path, "/healthz") == 0 || strcmp(path, "/livez") == 0) {
+        /* Answering at all proves the loop turns; wedged children are killed and
+         * restarted by the loop itself rather than failing the whole pod. */
+        buf_puts(body, "ok\n");
+        return 200;
+    }
+    if (strcmp(path, "/readyz") == 0) {
+        buf_t why;
+        buf_init(&why, 4096);
+        int ok = readiness(s, &why);
+        buf_puts(body, ok ? "ok\n" : buf_str(&why));
+        buf_free(&why);
+        return ok ? 200 : 503;
+    }
+    if (strcmp(path, "/metrics") == 0) {
+        render_metrics(s, body);
+        return 200;
+    }
+    buf_puts(body, "not found\n");
+    return 404;
+}
+
+/* A running child whose metrics file has not changed for METRICS_STALE_NS is wedged (its
+ * loop no longer turns): kill it so that it is restarted. */
+static void check_wedged(supervisor_t *s, int64_t now)
+{
+    if (now < s->next_wedge_check_ns)
+        return;
+    s->next_wedge_check_ns = now + WEDGE_CHECK_NS;
+    int64_t wall = clock_wall_ns();
+    for (size_t i = 0; i < s->nchildren; i++) {
+        child_t *c = &s->children[i];
+        if (c->state != CH_UP || now - c->started_ns < METRICS_STALE_NS)
+            continue;
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/metrics/%s.prom", s->cfg.runtime_dir, c->name);
+        struct stat st;
+        if (stat(path, &st))
+            continue;
+        int64_t mtime = (int64_t)st.st_mtim.tv_sec * NS_PER_SEC + st.st_mtim.tv_nsec;
+        if (wall - mtime > METRICS_STALE_NS) {
+            rlog_error("child is wedged (no progress for 120 s); killing it", "child",
+                       c->name, NULL);
+            child_signal(c, SIGKILL);
+        }
+    }
+}
+
+/* ---- control socket ---------------------------------------------------------------- */
+
+static void begin_shutdown(supervisor_t *s, int64_t now, const char *why);
+
+static char *status_json(const supervisor_t *s, int64_t now)
+{
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; i < s->nchildren; i++) {
+        const child_t *c = &s->children[i];
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "child", json_object_new_string(c->name));
+        json_object_object_add(o, "pid", json_object_new_int(c->pid));
+        json_object_object_add(o, "state", json_object_new_string(state_names[c->state]));
+        json_object_object_add(o, "ready", json_object_new_boolean(c->ready));
+        json_object_object_add(o, "uptime_s", json_object_new_double(
+            c->state == CH_DOWN ? 0 : (double)(now - c->started_ns) / 1e9));
+        json_object_object_add(o, "restarts", json_object_new_int64((int64_t)c->policy.restarts_total));
+        json_object_object_add(o, "last_exit", json_object_new_string(c->last_exit));
+        char path[4200], key[512] = "";
+        snprintf(path, sizeof(path), "%s/metrics/%s.key", s->cfg.runtime_dir, c->name);
+        FILE *f = c->state != CH_DOWN ? fopen(path, "r") : NULL;
+        if (f) {
+            size_t n = fread(key, 1, sizeof(key) - 1, f);
+            key[n] = '\0';
+            key[strcspn(key, "\n")] = '\0';
+            fclose(f);
+        }
+        json_object_object_add(o, "key", json_object_new_string(key));
+        json_object_array_add(arr, o);
+    }
+    char *out = strdup(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN));
+    json_object_put(arr);
+    return out;
+}
+
+static void handle_control(supervisor_t *s, int64_t now)
+{
+    zmsg_t *req = zmsg_recv(s->control, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096);
+    if (!req)
+        return;
+    zmsg_t *reply = zmsg_pop_frame_msg(req); /* the peer's routing id */
+    if (!reply) {
+        zmsg_destroy(&req);
+        return;
+    }
+    if (zmsg_frame_is(req, 0, PROTO_STATUS)) {
+        char *json = status_json(s, now);
+        zmsg_addstr(reply, PROTO_STATUS);
+        zmsg_addstr(reply, json ? json : "[]");
+        free(json);
+    } else if (zmsg_frame_is(req, 0, PROTO_WORKERS)) {
+        int64_t n = -1;
+        if (zmsg_frame_int64(req, 1, &n) == 0 && set_workers(s, (int)n) == 0) {
+            zmsg_addstr(reply, PROTO_OK);
+        } else {
+            zmsg_addstr(reply, PROTO_ERROR);
+            zmsg_addf(reply, "workers must be a number from 0 to %d", MAX_WORKERS);
+        }
+    } else if (zmsg_frame_is(req, 0, PROTO_SHUTDOWN)) {
+        zmsg_addstr(reply, PROTO_OK);
+        begin_shutdown(s, now, "shutdown requested on the control socket");
+    } else {
+        zmsg_addstr(reply, PROTO_ERROR);
+        zmsg_addstr(reply, "unknown command (STATUS, WORKERS n, SHUTDOWN)");
+    }
+    zmsg_send(&reply, s->control, ZMQ_DONTWAIT);
+    zmsg_destroy(&req);
+}
+
+/* ---- lifecycle --------------------------------------------------------------------- */
+
+static void signal_phase(supervisor_t *s, int phase, int sig)
+{
+    for (size_t i = 0; i < s->nchildren; i++) {
+        if (s->children[i].stop_phase == phase) {
+            if (s->children[i].state != CH_DOWN)
+                s->children[i].state = CH_STOPPING;
+            child_signal(&s->children[i], sig);
+        }
+    }
+}
+
+static int phase_done(const supervisor_t *s, int phase)
+{
+    for (size_t i = 0; i < s->nchildren; i++) {
+        if (s->children[i].stop_phase == phase && s->children[i].state != CH_DOWN)
+            return 0;
+    }
+    return 1;
+}
+
+static void begin_shutdown(supervisor_t *s, int64_t now, const char *why)
+{
+    if (s->shutting_down)
+        return;
+    rlog_info("shutting down: draining workers and informerd", "reason", why, NULL);
+    s->shutting_down = 1;
+    s->phase = PHASE_DRAIN;
+    s->phase_deadline_ns = now + (int64_t)(s->cfg.grace_s * 1e9);
+    signal_phase(s, PHASE_DRAIN, SIGTERM);
+}
+
+/* Move the shutdown along. Returns 1 when every child is gone. */
+static int step_shutdown(supervisor_t *s, int64_t now)
+{
+    if (s->phase == PHASE_DRAIN) {
+        if (!phase_done(s, PHASE_DRAIN) && now >= s->phase_deadline_ns) {
+            rlog_warn("grace period over; killing what is left", NULL);
+            s->forced = 1;
+            signal_phase(s, PHASE_DRAIN, SIGKILL);
+        }
+        if (!phase_done(s, PHASE_DRAIN))
+            return 0;
+        rlog_info("drained; stopping electord (releases the Lease)", NULL);
+        s->phase = PHASE_RELEASE;
+        s->phase_deadline_ns = now + ELECTORD_STOP_NS;
+        signal_phase(s, PHASE_RELEASE, SIGTERM);
+    }
+    if (!phase_done(s, PHASE_RELEASE) && now >= s->phase_deadline_ns) {
+        s->forced = 1;
+        signal_phase(s, PHASE_RELEASE, SIGKILL);
+    }
+    return phase_done(s, PHASE_RELEASE);
+}
+
+static void start_due_children(supervisor_t *s, int64_t now)
+{
+    if (s->shutting_down)
+        return;
+    for (size_t i = 0; i < s->nchildren; i++) {
+        child_t *c = &s->children[i];
+        if (c->state == CH_DOWN && !c->retired && now >= c->next_start_ns)
+            child_start(s, c, now);
+    }
+}
+
+/* The earliest deadline the loop must wake for, as a zmq_poll timeout in ms. */
+static long next_timeout_ms(const supervisor_t *s, int64_t now)
+{
+    int64_t next = now + INT64_C(1000) * NS_PER_MS; /* at least once a second */
+    for (size_t i = 0; i < s->nchildren; i++) {
+        const child_t *c = &s->children[i];
+        if (c->state == CH_DOWN && !c->retired && !s->shutting_down && c->next_start_ns < next)
+            next = c->next_start_ns;
+    }
+    if (s->shutting_down && s->phase_deadline_ns < next)
+        next = s->phase_deadline_ns;
+    long ms = next <= now ? 0 : (long)((next - now + NS_PER_MS - 1) / NS_PER_MS);
+    long h;
+    if (s->health && (h = httpd_timeout_ms(s->health)) >= 0 && h < ms)
+        ms = h;
+    if (s->metrics && (h = httpd_timeout_ms(s->metrics)) >= 0 && h < ms)
+        ms = h;
+    return ms;
+}
+
+int supervisor_run(supervisor_t *s, int signal_fd)
+{
+    int64_t now = clock_mono_ns();
+    start_due_children(s, now);
+    for (;;) {
+        zmq_pollitem_t items[MAX_CHILDREN + 4];
+        child_t *owners[MAX_CHILDREN + 4];
+        int n = 0;
+        items[n++] = (zmq_pollitem_t){NULL, signal_fd, ZMQ_POLLIN, 0};
+        items[n++] = (zmq_pollitem_t){s->control, 0, ZMQ_POLLIN, 0};
+        int health_i = -1, metrics_i = -1;
+        if (s->health) {
+            health_i = n;
+            items[n++] = (zmq_pollitem_t){NULL, httpd_fd(s->health), ZMQ_POLLIN, 0};
+        }
+        if (s->metrics) {
+            metrics_i = n;
+            items[n++] = (zmq_pollitem_t){NULL, httpd_fd(s->metrics), ZMQ_POLLIN, 0};
+        }
+        int first_child = n;
+        for (size_t i = 0; i < s->nchildren; i++) {
+            if (s->children[i].notify_fd >= 0) {
+                owners[n] = &s->children[i];
+                items[n++] = (zmq_pollitem_t){NULL, s->children[i].notify_fd, ZMQ_POLLIN, 0};
+            }
+        }
+        int rc = zmq_poll(items, n, next_timeout_ms(s, clock_mono_ns()));
+        now = clock_mono_ns();
+        if (rc < 0 && errno != EINTR) {
+            rlog_error("zmq_poll failed", "error", zmq_strerror(errno), NULL);
+            continue;
+        }
+        if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) {
+            int sig;
+            while ((sig = daemon_read_signal(signal_fd)) != 0) {
+                if (sig == SIGCHLD) {
+                    reap(s, now);
+                } else if (s->shutting_down && (sig == SIGTERM || sig == SIGINT)) {
+                    rlog_warn("second signal: stopping everything now", NULL);
+                    s->forced = 1;
+                    signal_phase(s, PHASE_DRAIN, SIGKILL);
+                    signal_phase(s, PHASE_RELEASE, SIGKILL);
+                } else if (sig == SIGTERM || sig == SIGINT) {
+                    begin_shutdown(s, now, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+                } else if (sig == SIGHUP) {
+                    /* Forwarded so children may reopen logs or reload certificates. */
+                    for (size_t i = 0; i < s->nchildren; i++)
+                        child_signal(&s->children[i], SIGHUP);
+                }
+            }
+        }
+        if (rc > 0 && (items[1].revents & ZMQ_POLLIN))
+            handle_control(s, now);
+        /* The control socket is edge-triggered through zmq_poll's level emulation; drain
+         * anything else that is waiting. */
+        for (int k = 0; k < 16; k++) {
+            int events = 0;
+            size_t len = sizeof(events);
+            if (zmq_getsockopt(s->control, ZMQ_EVENTS, &events, &len) || !(events & ZMQ_POLLIN))
+                break;
+            handle_control(s, now);
+        }
+        for (int i = first_child; rc > 0 && i < n; i++) {
+            if (items[i].revents & ZMQ_POLLIN)
+                read_ready(owners[i]);
+        }
+        if (health_i >= 0)
+            httpd_run(s->health);
+        if (metrics_i >= 0)
+            httpd_run(s->metrics);
+        if (s->shutting_down) {
+            if (step_shutdown(s, now))
+                break;
+        } else {
+            purge_retired(s);
+            start_due_children(s, now);
+            check_wedged(s, now);
+        }
+    }
+    rlog_info("all children stopped", "forced", s->forced ? "true" : "false", NULL);
+    return s->forced ? 1 : 0;
+}
+
+/* ---- construction ------------------------------------------------------------------ */
+
+int supervisor_new(const supervisor_config_t *cfg, supervisor_t **out, char *err,
+                   size_t errlen)
+{
+    *out = NULL;
+    supervisor_t *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    s->cfg = *cfg;
+    s->m_restarts = metrics_counter(metrics_default(), "supervisor_child_restarts_total",
+                                    "Restarts of each child process.", "child");
+    s->m_children_up = metrics_gauge(metrics_default(), "supervisor_children_running",
+                                     "Child processes currently running.", "");
+    char ep[4200];
+    s->zctx = zmq_ctx_new();
+    s->control = s->zctx ? zmq_socket(s->zctx, ZMQ_ROUTER) : NULL;
+    if (!s->control) {
+        snprintf(err, errlen, "control socket: %s", zmq_strerror(errno));
+        goto fail;
+    }
+    int linger = 0;
+    zmq_setsockopt(s->control, ZMQ_LINGER, &linger, sizeof(linger));
+    daemon_endpoint(cfg->runtime_dir, PROTO_EP_CONTROL, ep, sizeof(ep));
+    if (zmq_bind(s->control, ep)) {
+        snprintf(err, errlen, "control socket %s: %s", ep, zmq_strerror(errno));
+        goto fail;
+    }
+    if (httpd_new(cfg->health_addr, http_handler, s, &s->health, err, errlen) ||
+        httpd_new(cfg->metrics_addr, http_handler, s, &s->metrics, err, errlen))
+        goto fail;
+    child_add(s, "electord", "electord", PHASE_RELEASE, 1);
+    child_add(s, "informerd", "informerd", PHASE_DRAIN, 1);
+    if (cfg->webhook)
+        child_add(s, "webhook", "webhookd", PHASE_DRAIN, 0);
+    for (int i = 0; i < cfg->workers; i++)
+        add_worker(s);
+    /* Tell tests and users where the endpoints ended up (ports may be ephemeral). */
+    char addrs[256];
+    int hl = snprintf(addrs, sizeof(addrs), "health=%d\nmetrics=%d\n",
+                      s->health ? httpd_port(s->health) : 0,
+                      s->metrics ? httpd_port(s->metrics) : 0);
+    snprintf(ep, sizeof(ep), "%s/endpoints", cfg->runtime_dir);
+    daemon_write_file_atomic(ep, addrs, (size_t)hl);
+    *out = s;
+    return 0;
+fail:
+    supervisor_destroy(&s);
+    return -1;
+}
+
+void supervisor_destroy(supervisor_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    supervisor_t *s = *self_p;
+    for (size_t i = 0; i < s->nchildren; i++)
+        child_close_notify(&s->children[i]);
+    httpd_destroy(&s->health);
+    httpd_destroy(&s->metrics);
+    if (s->control)
+        zmq_close(s->control);
+    if (s->zctx)
+        zmq_ctx_term(s->zctx);
+    free(s);
+    *self_p = NULL;
+}
+
+/* ---- ctl --------------------------------------------------------------------------- */
+
+static void print_status_table(const char *json)
+{
+    json_object *arr = json_tokener_parse(json);
+    if (!arr || !json_object_is_type(arr, json_type_array)) {
+        printf("%s\n", json);
+        json_object_put(arr);
+        return;
+    }
+    printf("%-12s %-8s %-9s %-6s %10s %9s  %s\n", "CHILD", "PID", "STATE", "READY",
+           "UPTIME", "RESTARTS", "KEY");
+    for (size_t i = 0; i < json_object_array_length(arr); i++) {
+        json_object *o = json_object_array_get_idx(arr, i), *v;
+#define FIELD_STR(k) (json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : "")
+#define FIELD_INT(k) (json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : 0)
+        double up = json_object_object_get_ex(o, "uptime_s", &v) ? json_object_get_double(v) : 0;
+        printf("%-12s %-8lld %-9s %-6s %9.0fs %9lld  %s\n", FIELD_STR("child"),
+               (long long)FIELD_INT("pid"), FIELD_STR("state"),
+               json_object_object_get_ex(o, "ready", &v) && json_object_get_boolean(v) ? "yes" : "no",
+               up, (long long)FIELD_INT("restarts"), FIELD_STR("key"));
+#undef FIELD_STR
+#undef FIELD_INT
+    }
+    json_object_put(arr);
+}
+
+int supervisor_ctl(const char *runtime_dir, int argc, const char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "usage: supervisor ctl status | workers N | shutdown\n");
+        return 2;
+    }
+    zmsg_t *req = zmsg_new();
+    if (strcmp(argv[0], "status") == 0 && argc == 1) {
+        zmsg_addstr(req, PROTO_STATUS);
+    } else if (strcmp(argv[0], "workers") == 0 && argc == 2) {
+        zmsg_addstr(req, PROTO_WORKERS);
+        zmsg_addstr(req, argv[1]);
+    } else if (strcmp(argv[0], "shutdown") == 0 && argc == 1) {
+        zmsg_addstr(req, PROTO_SHUTDOWN);
+    } else {
+        zmsg_destroy(&req);
+        fprintf(stderr, "usage: supervisor ctl status | workers N | shutdown\n");
+        return 2;
+    }
+    void *ctx = zmq_ctx_new();
+    void *sock = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0, timeout = 5000;
+    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof(linger));
+    zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout, sizeof(timeout));
+    char ep[4200];
+    daemon_endpoint(runtime_dir, PROTO_EP_CONTROL, ep, sizeof(ep));
+    int rc = 1;
+    zmsg_t *reply = NULL;
+    if (zmq_connect(sock, ep) || zmsg_send(&req, sock, 0)) {
+        fprintf(stderr, "supervisor ctl: %s: %s\n", ep, zmq_strerror(errno));
+        goto out;
+    }
+    reply = zmsg_recv(sock, 0, PROTO_MAX_FRAMES, PROTO_MAX_BYTES);
+    if (!reply) {
+        fprintf(stderr, "supervisor ctl: no answer from %s within 5 s (is it running?)\n", ep);
+        goto out;
+    }
+    if (zmsg_frame_is(reply, 0, PROTO_STATUS)) {
+        char *json = zmsg_strdup(reply, 1);
+        print_status_table(json ? json : "[]");
+        free(json);
+        rc = 0;
+    } else if (zmsg_frame_is(reply, 0, PROTO_OK)) {
+        printf("ok\n");
+        rc = 0;
+    } else {
+        char *msg = zmsg_strdup(reply, 1);
+        fprintf(stderr, "supervisor ctl: %s\n", msg ? msg : "error");
+        free(msg);
+    }
+out:
+    zmsg_destroy(&req);
+    zmsg_destroy(&reply);
+    zmq_close(sock);
+    zmq_ctx_term(ctx);
+    return rc;
+}
