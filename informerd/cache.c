@@ -1,0 +1,749 @@
+#include "cache.h"
+
+#include "hashmap.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct owner_group owner_group_t;
+typedef struct store store_t;
+
+typedef struct entry {
+    cache_item_t pub; /* the public view; its strings point at the fields below */
+    store_t *store;
+    char *key;
+    char *rv;
+    char *uid;
+    char *owner_uid;
+    owner_group_t *group; /* children of the same controller owner */
+    struct entry *gprev, *gnext;
+    uint64_t gen; /* store generation of the last relist that saw it */
+} entry_t;
+
+/* Every cached child (of any kind) whose controller owner has this UID. */
+struct owner_group {
+    char *uid;
+    entry_t *head;
+};
+
+struct store {
+    char *kind;
+    hm_t *by_key; /* key -> entry_t */
+    hm_t *by_uid; /* uid -> entry_t */
+    uint64_t gen;
+};
+
+struct cache {
+    char *owner_kind;
+    store_t **stores; /* stores[0] holds the owner kind */
+    size_t nstores;
+    hm_t *owners; /* owner uid -> owner_group_t */
+    uint64_t seq;
+    cache_delta_fn on_delta;
+    void *on_delta_ud;
+};
+
+/* What the cache reads from an object; strings are borrowed from the object except key. */
+typedef struct {
+    const char *ns, *name, *rv, *uid;
+    const char *owner_uid, *owner_name; /* controller ownerReference of the owner kind */
+    bool has_owner;
+    char *key; /* allocated */
+} parsed_t;
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static char *dup_or_null(const char *s, bool *failed)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *failed = true;
+    return d;
+}
+
+const char *cache_change_name(cache_change_t type)
+{
+    switch (type) {
+    case CACHE_ADDED:
+        return "ADDED";
+    case CACHE_MODIFIED:
+        return "MODIFIED";
+    case CACHE_DELETED:
+        return "DELETED";
+    case CACHE_SYNC:
+        return "SYNC";
+    case CACHE_UNCHANGED:
+        break;
+    }
+    return "UNCHANGED";
+}
+
+/* ---- reading objects ---- */
+
+/* The member `name` of o: 1 and *out when it is a string, 0 when absent or null, -1 when
+ * it is something else. */
+static int get_string(json_object *o, const char *name, const char **out)
+{
+    json_object *v = NULL;
+    *out = NULL;
+    if (!json_object_object_get_ex(o, name, &v) || !v)
+        return 0;
+    if (!json_object_is_type(v, json_type_string))
+        return -1;
+    *out = json_object_get_string(v);
+    return 1;
+}
+
+/* The controller ownerReference of kind owner_kind, if any. Malformed references are
+ * skipped: they make an object no one's child, never an error. */
+static void find_controller_owner(json_object *meta, const char *owner_kind, parsed_t *p)
+{
+    json_object *refs = NULL;
+    if (!json_object_object_get_ex(meta, "ownerReferences", &refs) ||
+        !json_object_is_type(refs, json_type_array))
+        return;
+    size_t n = json_object_array_length(refs);
+    for (size_t i = 0; i < n; i++) {
+        json_object *ref = json_object_array_get_idx(refs, i);
+        json_object *controller = NULL;
+        const char *kind = NULL;
+        if (!json_object_is_type(ref, json_type_object) ||
+            !json_object_object_get_ex(ref, "controller", &controller) ||
+            !json_object_is_type(controller, json_type_boolean) ||
+            !json_object_get_boolean(controller) || get_string(ref, "kind", &kind) != 1 ||
+            strcmp(kind, owner_kind) != 0)
+            continue;
+        get_string(ref, "uid", &p->owner_uid);
+        get_string(ref, "name", &p->owner_name);
+        if (p->owner_uid && !*p->owner_uid)
+            p->owner_uid = NULL;
+        if (p->owner_name && !*p->owner_name)
+            p->owner_name = NULL;
+        p->has_owner = p->owner_uid || p->owner_name;
+        return;
+    }
+}
+
+static char *make_key(const char *ns, const char *name)
+{
+    size_t nl = ns ? strlen(ns) : 0, ml = strlen(name);
+    char *key = malloc(nl + ml + 2);
+    if (!key)
+        return NULL;
+    if (nl) {
+        memcpy(key, ns, nl);
+        key[nl++] = '/';
+    }
+    memcpy(key + nl, name, ml + 1);
+    return key;
+}
+
+/* Check obj as an object of kind and read what the cache needs. prefix starts every
+ * message ("items[3]: " for a list). Returns 0, or -1 with a message (p->key NULL). */
+static int parse_object(const cache_t *c, const char *kind, json_object *obj,
+                        const char *prefix, parsed_t *p, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof(*p));
+    json_object *meta = NULL;
+    const char *obj_kind = NULL;
+    if (!obj || !json_object_is_type(obj, json_type_object)) {
+        set_err(err, errlen, "%s%s: not a JSON object (%s)", prefix, kind,
+                json_type_to_name(json_object_get_type(obj)));
+        return -1;
+    }
+    if (!json_object_object_get_ex(obj, "metadata", &meta) ||
+        !json_object_is_type(meta, json_type_object)) {
+        set_err(err, errlen, "%s%s object without metadata", prefix, kind);
+        return -1;
+    }
+    if (get_string(meta, "name", &p->name) != 1 || !*p->name) {
+        set_err(err, errlen, "%s%s object without metadata.name", prefix, kind);
+        return -1;
+    }
+    if (get_string(meta, "namespace", &p->ns) < 0) {
+        set_err(err, errlen, "%s%s %s: metadata.namespace is not a string", prefix, kind,
+                p->name);
+        return -1;
+    }
+    p->key = make_key(p->ns, p->name);
+    if (!p->key) {
+        set_err(err, errlen, "%s%s %s: out of memory", prefix, kind, p->name);
+        return -1;
+    }
+    /* Items of a List usually carry no kind; when one is given it must match. */
+    int rc = get_string(obj, "kind", &obj_kind);
+    if (rc < 0) {
+        set_err(err, errlen, "%s%s %s: kind is not a string", prefix, kind, p->key);
+        goto fail;
+    }
+    if (rc == 1 && strcmp(obj_kind, kind) != 0) {
+        set_err(err, errlen, "%s%s %s: kind is \"%s\", expected %s", prefix, kind, p->key,
+                obj_kind, kind);
+        goto fail;
+    }
+    if (get_string(meta, "resourceVersion", &p->rv) < 0) {
+        set_err(err, errlen, "%s%s %s: metadata.resourceVersion is not a string", prefix,
+                kind, p->key);
+        goto fail;
+    }
+    if (get_string(meta, "uid", &p->uid) < 0) {
+        set_err(err, errlen, "%s%s %s: metadata.uid is not a string", prefix, kind, p->key);
+        goto fail;
+    }
+    if (p->uid && !*p->uid)
+        p->uid = NULL;
+    find_controller_owner(meta, c->owner_kind, p);
+    return 0;
+fail:
+    free(p->key);
+    p->key = NULL;
+    return -1;
+}
+
+/* controller-runtime's default transform: managedFields is large and never read. */
+static void strip_managed_fields(json_object *obj)
+{
+    json_object *meta = NULL;
+    if (json_object_object_get_ex(obj, "metadata", &meta) &&
+        json_object_is_type(meta, json_type_object))
+        json_object_object_del(meta, "managedFields");
+}
+
+/* ---- stores, entries and the owner index ---- */
+
+static store_t *find_store(const cache_t *c, const char *kind)
+{
+    if (!kind)
+        return NULL;
+    for (size_t i = 0; i < c->nstores; i++)
+        if (strcmp(c->stores[i]->kind, kind) == 0)
+            return c->stores[i];
+    return NULL;
+}
+
+static void entry_free(entry_t *e)
+{
+    json_object_put(e->pub.obj);
+    free(e->key);
+    free(e->rv);
+    free(e->uid);
+    free(e->owner_uid);
+    free(e);
+}
+
+static void entry_sync_view(entry_t *e)
+{
+    e->pub.kind = e->store->kind;
+    e->pub.key = e->key;
+    e->pub.resource_version = e->rv;
+    e->pub.uid = e->uid;
+    e->pub.owner_uid = e->owner_uid;
+}
+
+/* The group of owner uid, created when missing; NULL when out of memory. */
+static owner_group_t *group_get_or_create(cache_t *c, const char *uid)
+{
+    owner_group_t *g = hm_get(c->owners, uid);
+    if (g)
+        return g;
+    g = calloc(1, sizeof(*g));
+    if (!g)
+        return NULL;
+    g->uid = strdup(uid);
+    if (!g->uid || hm_put(c->owners, g->uid, g, NULL)) {
+        free(g->uid);
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+static void group_link(owner_group_t *g, entry_t *e)
+{
+    e->group = g;
+    e->gprev = NULL;
+    e->gnext = g->head;
+    if (g->head)
+        g->head->gprev = e;
+    g->head = e;
+}
+
+/* Take e out of its group, freeing the group when it becomes empty. */
+static void group_unlink(cache_t *c, entry_t *e)
+{
+    owner_group_t *g = e->group;
+    if (!g)
+        return;
+    if (e->gprev)
+        e->gprev->gnext = e->gnext;
+    else
+        g->head = e->gnext;
+    if (e->gnext)
+        e->gnext->gprev = e->gprev;
+    e->group = NULL;
+    e->gprev = e->gnext = NULL;
+    if (!g->head) {
+        hm_remove(c->owners, g->uid);
+        free(g->uid);
+        free(g);
+    }
+}
+
+static void emit(cache_t *c, cache_change_t type, const cache_item_t *item,
+                 json_object *old_obj)
+{
+    cache_delta_t d = {.seq = ++c->seq, .type = type, .item = item, .old_obj = old_obj};
+    if (c->on_delta)
+        c->on_delta(c->on_delta_ud, &d);
+}
+
+/* Insert or replace the parsed object in s. Everything that can fail happens before the
+ * first change, so on -1 (out of memory) s is unchanged. Takes p->key when it creates an
+ * entry (p->key is then NULL). */
+static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
+                        cache_change_t *change)
+{
+    entry_t *e = hm_get(s->by_key, p->key);
+    if (e && e->rv && p->rv && strcmp(e->rv, p->rv) == 0) {
+        e->gen = s->gen;
+        *change = CACHE_UNCHANGED;
+        return 0;
+    }
+    int rc = -1;
+    bool oom = false;
+    entry_t *fresh = NULL;
+    char *rv = dup_or_null(p->rv, &oom);
+    char *uid = dup_or_null(p->uid, &oom);
+    char *owner_uid = dup_or_null(p->owner_uid, &oom);
+    owner_group_t *group = NULL;
+    if (oom)
+        goto out;
+    if (!e && !(fresh = calloc(1, sizeof(*fresh))))
+        goto out;
+    if (hm_reserve(s->by_key, hm_count(s->by_key) + 1) ||
+        hm_reserve(s->by_uid, hm_count(s->by_uid) + 1))
+        goto out;
+    /* Last fallible step: a group created here is kept (it gets e below). */
+    if (owner_uid && !(group = group_get_or_create(c, owner_uid)))
+        goto out;
+
+    /* Commit; nothing below can fail. */
+    json_object *old_obj = NULL;
+    cache_change_t type = CACHE_MODIFIED;
+    if (fresh) {
+        e = fresh;
+        fresh = NULL;
+        e->store = s;
+        e->key = p->key;
+        p->key = NULL;
+        hm_put(s->by_key, e->key, e, NULL);
+        type = CACHE_ADDED;
+    } else {
+        old_obj = e->pub.obj;
+    }
+    e->pub.obj = json_object_get(obj);
+    free(e->rv);
+    e->rv = rv;
+    rv = NULL;
+    /* The uid index holds e->uid's pointer: drop it before freeing the string. */
+    if (e->uid && hm_get(s->by_uid, e->uid) == e)
+        hm_remove(s->by_uid, e->uid);
+    free(e->uid);
+    e->uid = uid;
+    uid = NULL;
+    if (e->uid)
+        hm_put(s->by_uid, e->uid, e, NULL);
+    if (group != e->group) {
+        group_unlink(c, e);
+        if (group)
+            group_link(group, e);
+    }
+    free(e->owner_uid);
+    e->owner_uid = owner_uid;
+    owner_uid = NULL;
+    e->gen = s->gen;
+    entry_sync_view(e);
+    e->pub.seq = c->seq + 1;
+    emit(c, type, &e->pub, old_obj);
+    json_object_put(old_obj);
+    *change = type;
+    rc = 0;
+out:
+    free(fresh);
+    free(rv);
+    free(uid);
+    free(owner_uid);
+    return rc;
+}
+
+/* Remove e from s and its indexes, emit DELETED, free it. */
+static void store_delete(cache_t *c, store_t *s, entry_t *e)
+{
+    hm_remove(s->by_key, e->key);
+    if (e->uid && hm_get(s->by_uid, e->uid) == e)
+        hm_remove(s->by_uid, e->uid);
+    group_unlink(c, e);
+    emit(c, CACHE_DELETED, &e->pub, NULL);
+    entry_free(e);
+}
+
+static void store_free(store_t *s)
+{
+    if (!s)
+        return;
+    if (s->by_key) {
+        hm_iter_t it = HM_ITER_INIT;
+        void *v;
+        while (hm_next(s->by_key, &it, NULL, &v))
+            entry_free(v);
+    }
+    hm_destroy(&s->by_key);
+    hm_destroy(&s->by_uid);
+    free(s->kind);
+    free(s);
+}
+
+/* ---- public API ---- */
+
+cache_t *cache_new(const char *owner_kind)
+{
+    if (!owner_kind || !*owner_kind)
+        return NULL;
+    cache_t *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->owner_kind = strdup(owner_kind);
+    c->owners = hm_new(0);
+    if (!c->owner_kind || !c->owners || cache_add_kind(c, owner_kind)) {
+        cache_destroy(&c);
+        return NULL;
+    }
+    return c;
+}
+
+void cache_destroy(cache_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    cache_t *c = *self_p;
+    for (size_t i = 0; i < c->nstores; i++)
+        store_free(c->stores[i]);
+    free(c->stores);
+    if (c->owners) {
+        hm_iter_t it = HM_ITER_INIT;
+        void *v;
+        while (hm_next(c->owners, &it, NULL, &v)) {
+            owner_group_t *g = v;
+            free(g->uid);
+            free(g);
+        }
+        hm_destroy(&c->owners);
+    }
+    free(c->owner_kind);
+    free(c);
+    *self_p = NULL;
+}
+
+int cache_add_kind(cache_t *c, const char *kind)
+{
+    if (!kind || !*kind)
+        return -1;
+    if (find_store(c, kind))
+        return 0;
+    store_t **stores = realloc(c->stores, (c->nstores + 1) * sizeof(*stores));
+    if (!stores)
+        return -1;
+    c->stores = stores;
+    store_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -1;
+    s->kind = strdup(kind);
+    s->by_key = hm_new(0);
+    s->by_uid = hm_new(0);
+    if (!s->kind || !s->by_key || !s->by_uid) {
+        store_free(s);
+        return -1;
+    }
+    c->stores[c->nstores++] = s;
+    return 0;
+}
+
+void cache_set_delta_handler(cache_t *c, cache_delta_fn fn, void *ud)
+{
+    c->on_delta = fn;
+    c->on_delta_ud = ud;
+}
+
+/* The store of kind, or NULL with a message. */
+static store_t *store_or_err(const cache_t *c, const char *kind, char *err, size_t errlen)
+{
+    store_t *s = find_store(c, kind);
+    if (!s)
+        set_err(err, errlen, "kind %s is not watched by the cache", kind ? kind : "(null)");
+    return s;
+}
+
+int cache_upsert(cache_t *c, const char *kind, json_object *obj, cache_change_t *change,
+                 char *err, size_t errlen)
+{
+    cache_change_t dummy;
+    parsed_t p = {0};
+    int rc = -1;
+    if (!change)
+        change = &dummy;
+    *change = CACHE_UNCHANGED;
+    store_t *s = store_or_err(c, kind, err, errlen);
+    if (!s || parse_object(c, kind, obj, "", &p, err, errlen))
+        goto out;
+    strip_managed_fields(obj);
+    if (store_upsert(c, s, &p, obj, change)) {
+        set_err(err, errlen, "%s %s: out of memory", kind, p.key);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(p.key);
+    return rc;
+}
+
+int cache_delete(cache_t *c, const char *kind, const char *key, cache_change_t *change,
+                 char *err, size_t errlen)
+{
+    if (change)
+        *change = CACHE_UNCHANGED;
+    store_t *s = store_or_err(c, kind, err, errlen);
+    if (!s)
+        return -1;
+    if (!key) {
+        set_err(err, errlen, "%s: delete without a key", kind);
+        return -1;
+    }
+    entry_t *e = hm_get(s->by_key, key);
+    if (!e)
+        return 0;
+    store_delete(c, s, e);
+    if (change)
+        *change = CACHE_DELETED;
+    return 0;
+}
+
+int cache_replace(cache_t *c, const char *kind, json_object *items, char *err,
+                  size_t errlen)
+{
+    int rc = -1;
+    parsed_t *ps = NULL;
+    hm_t *seen = NULL;
+    size_t n = 0;
+    store_t *s = store_or_err(c, kind, err, errlen);
+    if (!s)
+        goto out;
+    if (!items || !json_object_is_type(items, json_type_array)) {
+        set_err(err, errlen, "%s list: items is not a JSON array (%s)", kind,
+                json_type_to_name(json_object_get_type(items)));
+        goto out;
+    }
+    n = json_object_array_length(items);
+    ps = calloc(n ? n : 1, sizeof(*ps));
+    seen = hm_new(n);
+    if (!ps || !seen) {
+        set_err(err, errlen, "%s list: out of memory", kind);
+        goto out;
+    }
+    /* Check the whole list before touching the cache: all or nothing. */
+    for (size_t i = 0; i < n; i++) {
+        char prefix[64];
+        void *dup = NULL;
+        snprintf(prefix, sizeof(prefix), "%s list: items[%zu]: ", kind, i);
+        if (parse_object(c, kind, json_object_array_get_idx(items, i), prefix, &ps[i], err,
+                         errlen))
+            goto out;
+        if (hm_put(seen, ps[i].key, &ps[i], &dup)) {
+            set_err(err, errlen, "%s list: out of memory", kind);
+            goto out;
+        }
+        if (dup) {
+            set_err(err, errlen, "%sduplicate key %s", prefix, ps[i].key);
+            goto out;
+        }
+    }
+    hm_destroy(&seen); /* its keys are about to move into entries */
+
+    s->gen++;
+    for (size_t i = 0; i < n; i++) {
+        json_object *obj = json_object_array_get_idx(items, i);
+        cache_change_t change;
+        strip_managed_fields(obj);
+        if (store_upsert(c, s, &ps[i], obj, &change)) {
+            set_err(err, errlen, "%s list: items[%zu] %s: out of memory", kind, i, ps[i].key);
+            goto out;
+        }
+    }
+    /* What this list did not mention has vanished. Removal while iterating is safe. */
+    hm_iter_t it = HM_ITER_INIT;
+    void *v;
+    while (hm_next(s->by_key, &it, NULL, &v)) {
+        entry_t *e = v;
+        if (e->gen != s->gen)
+            store_delete(c, s, e);
+    }
+    rc = 0;
+out:
+    hm_destroy(&seen);
+    if (ps)
+        for (size_t i = 0; i < n; i++)
+            free(ps[i].key);
+    free(ps);
+    return rc;
+}
+
+size_t cache_resync(cache_t *c, const char *kind)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < c->nstores; i++) {
+        store_t *s = c->stores[i];
+        if (kind && strcmp(kind, s->kind) != 0)
+            continue;
+        hm_iter_t it = HM_ITER_INIT;
+        void *v;
+        while (hm_next(s->by_key, &it, NULL, &v)) {
+            emit(c, CACHE_SYNC, &((entry_t *)v)->pub, NULL);
+            count++;
+        }
+    }
+    return count;
+}
+
+const cache_item_t *cache_lookup(const cache_t *c, const char *kind, const char *key)
+{
+    const store_t *s = find_store(c, kind);
+    if (!s || !key)
+        return NULL;
+    const entry_t *e = hm_get(s->by_key, key);
+    return e ? &e->pub : NULL;
+}
+
+json_object *cache_get(const cache_t *c, const char *kind, const char *key)
+{
+    const cache_item_t *item = cache_lookup(c, kind, key);
+    return item ? item->obj : NULL;
+}
+
+const cache_item_t *cache_lookup_uid(const cache_t *c, const char *kind, const char *uid)
+{
+    const store_t *s = find_store(c, kind);
+    if (!s || !uid)
+        return NULL;
+    const entry_t *e = hm_get(s->by_uid, uid);
+    return e ? &e->pub : NULL;
+}
+
+size_t cache_count(const cache_t *c, const char *kind)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->nstores; i++)
+        if (!kind || strcmp(kind, c->stores[i]->kind) == 0)
+            n += hm_count(c->stores[i]->by_key);
+    return n;
+}
+
+size_t cache_foreach(const cache_t *c, const char *kind, cache_visit_fn visit, void *ud)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < c->nstores; i++) {
+        const store_t *s = c->stores[i];
+        if (kind && strcmp(kind, s->kind) != 0)
+            continue;
+        hm_iter_t it = HM_ITER_INIT;
+        void *v;
+        while (hm_next(s->by_key, &it, NULL, &v)) {
+            count++;
+            if (visit && visit(ud, &((const entry_t *)v)->pub))
+                return count;
+        }
+    }
+    return count;
+}
+
+uint64_t cache_seq(const cache_t *c)
+{
+    return c->seq;
+}
+
+uint64_t cache_snapshot(const cache_t *c, const char *kind, cache_visit_fn visit, void *ud)
+{
+    /* Single-threaded and visitors may not modify: the state cannot move under us. */
+    uint64_t seq = c->seq;
+    cache_foreach(c, kind, visit, ud);
+    return seq;
+}
+
+size_t cache_children_of(const cache_t *c, const char *owner_uid, const char *kind,
+                         cache_visit_fn visit, void *ud)
+{
+    if (!owner_uid)
+        return 0;
+    const owner_group_t *g = hm_get(c->owners, owner_uid);
+    size_t count = 0;
+    for (const entry_t *e = g ? g->head : NULL; e; e = e->gnext) {
+        if (kind && strcmp(kind, e->store->kind) != 0)
+            continue;
+        count++;
+        if (visit && visit(ud, &e->pub))
+            break;
+    }
+    return count;
+}
+
+int cache_owner_key(const cache_t *c, const char *kind, json_object *obj, char *out,
+                    size_t outlen)
+{
+    parsed_t p;
+    int rc = -1;
+    if (!out || !outlen || !kind)
+        return -1;
+    out[0] = '\0';
+    if (parse_object(c, kind, obj, "", &p, NULL, 0))
+        return -1;
+    const char *key = NULL;
+    char *fallback = NULL;
+    if (strcmp(kind, c->owner_kind) == 0) {
+        key = p.key;
+    } else if (p.has_owner) {
+        const cache_item_t *owner = cache_lookup_uid(c, c->owner_kind, p.owner_uid);
+        if (owner)
+            key = owner->key;
+        else if (p.owner_name)
+            key = fallback = make_key(p.ns, p.owner_name);
+        if (!key) {
+            rc = p.owner_name ? -1 : 1; /* out of memory, or nothing to resolve */
+            goto out;
+        }
+    } else {
+        rc = 1;
+        goto out;
+    }
+    if (strlen(key) < outlen) {
+        memcpy(out, key, strlen(key) + 1);
+        rc = 0;
+    }
+out:
+    free(fallback);
+    free(p.key);
+    return rc;
+}

@@ -1,0 +1,157 @@
+/* cache: informerd's object cache, its indexes and its delta stream.
+ *
+ * One store per watched kind holds the objects (json-c) by key "namespace/name" ("name"
+ * for cluster-scoped objects), with their resourceVersion and UID. Objects are kept as
+ * controller-runtime's cache keeps them: metadata.managedFields is stripped first.
+ *
+ * Indexes: by UID per kind, and by controller owner: a child is indexed under the UID of
+ * its metadata.ownerReferences[] entry with controller: true and kind == the owner kind
+ * (RedisCluster). cache_owner_key() maps any object to the key of the RedisCluster it
+ * concerns, so that every change reaches the work queue under the right key.
+ *
+ * Every change is a delta with a sequence number, handed synchronously to the delta
+ * handler (cache_set_delta_handler) while the objects it names are alive: the caller
+ * maps it to queue keys and publishes it. cache_replace() turns a relist into exactly
+ * the deltas that make the old cache equal to the list (invariant 5). cache_snapshot()
+ * visits every object at sequence number S, so that a late subscriber applies only the
+ * deltas after S (the ZeroMQ guide's Clone pattern).
+ *
+ * Bad input (not an object, no metadata.name, wrong kind, non-string fields) is refused
+ * with a message naming the kind, the object and what is wrong; the cache is unchanged.
+ *
+ * Ownership: the cache takes its own reference (json_object_get) to every object it
+ * keeps and releases it when the object is replaced or deleted; the caller keeps its
+ * reference. The cache edits the objects it is given (it removes managedFields), so give
+ * it objects nobody else reads. Objects, strings and items the cache returns are
+ * borrowed: valid until the next call that modifies the cache; callers must not modify
+ * them. Callbacks (delta handler and visitors) must not modify the cache. Single-threaded.
+ */
+#ifndef RDC_INFORMERD_CACHE_H
+#define RDC_INFORMERD_CACHE_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cache cache_t;
+
+typedef enum {
+    CACHE_UNCHANGED = 0, /* same resourceVersion: no delta */
+    CACHE_ADDED,
+    CACHE_MODIFIED,
+    CACHE_DELETED,
+    CACHE_SYNC /* periodic resync: the object again, unchanged */
+} cache_change_t;
+
+/* A cached object and what the cache knows about it. */
+typedef struct {
+    const char *kind;
+    const char *key;              /* "namespace/name", or "name" when cluster-scoped */
+    const char *resource_version; /* NULL when the object has none */
+    const char *uid;              /* NULL when the object has none */
+    const char *owner_uid;        /* UID of its controller owner of the owner kind, or NULL */
+    json_object *obj;
+    uint64_t seq;                 /* sequence number of the delta that last changed it */
+} cache_item_t;
+
+/* One change. item is the object as cached now; for DELETED, the last cached object
+ * (freed after the handler returns). old_obj is the previous object of a MODIFIED
+ * (NULL otherwise), so that a handler can map an owner change to both owners. */
+typedef struct {
+    uint64_t seq;
+    cache_change_t type;
+    const cache_item_t *item;
+    json_object *old_obj;
+} cache_delta_t;
+
+/* Delta handler; called synchronously for every delta, in sequence order. */
+typedef void (*cache_delta_fn)(void *ud, const cache_delta_t *delta);
+
+/* Visitor; return nonzero to stop the iteration. */
+typedef int (*cache_visit_fn)(void *ud, const cache_item_t *item);
+
+/* "ADDED", "MODIFIED", "DELETED", "SYNC" or "UNCHANGED". */
+const char *cache_change_name(cache_change_t type);
+
+/* A new, empty cache whose owner kind (controller owner of every child, e.g.
+ * "RedisCluster") is watched from the start. NULL when out of memory or owner_kind is
+ * NULL/empty. */
+cache_t *cache_new(const char *owner_kind);
+
+/* Free the cache and release every object; sets *self_p to NULL. NULL is ignored. */
+void cache_destroy(cache_t **self_p);
+
+/* Watch kind too (a child kind: "ConfigMap", "Service", "StatefulSet"). Registering a
+ * kind twice is harmless. Returns 0, or -1 when out of memory or kind is NULL/empty. */
+int cache_add_kind(cache_t *c, const char *kind);
+
+/* Set the delta handler (NULL = none). */
+void cache_set_delta_handler(cache_t *c, cache_delta_fn fn, void *ud);
+
+/* Add or replace obj (an object of kind, from a watch event or a get). *change (when not
+ * NULL) says what happened: ADDED, MODIFIED, or UNCHANGED when the cached object has the
+ * same resourceVersion (the cached one is kept, no delta). An object without a
+ * resourceVersion always counts as MODIFIED. Returns 0, or -1 with a message in err (kind
+ * not watched, bad object, out of memory); the cache is then unchanged. */
+int cache_upsert(cache_t *c, const char *kind, json_object *obj, cache_change_t *change,
+                 char *err, size_t errlen);
+
+/* Remove the object of kind at key ("namespace/name"). *change (when not NULL) is
+ * DELETED, or UNCHANGED when nothing was cached at key. Returns 0, or -1 with a message
+ * in err when kind is not watched or key is NULL. */
+int cache_delete(cache_t *c, const char *kind, const char *key, cache_change_t *change,
+                 char *err, size_t errlen);
+
+/* Make the store of kind equal to items (the JSON array of a fresh list), emitting the
+ * differences: ADDED for new keys, MODIFIED where the resourceVersion differs, nothing
+ * where it is equal, and DELETED for cached keys absent from the list. Every item is
+ * checked first: when any is bad (or a key appears twice) the whole list is refused with
+ * a message naming items[i], and the cache is unchanged. Returns 0, or -1 with a message
+ * in err. Running out of memory midway returns -1 with the cache partly updated; the
+ * deltas emitted so far describe exactly what changed, and the caller relists again. */
+int cache_replace(cache_t *c, const char *kind, json_object *items, char *err,
+                  size_t errlen);
+
+/* Emit a SYNC delta for every object of kind (NULL = every kind), as a periodic resync
+ * does. Returns the number of deltas emitted. */
+size_t cache_resync(cache_t *c, const char *kind);
+
+/* The cached object of kind at key, or NULL. */
+json_object *cache_get(const cache_t *c, const char *kind, const char *key);
+
+/* The cached item of kind at key, or NULL. */
+const cache_item_t *cache_lookup(const cache_t *c, const char *kind, const char *key);
+
+/* The cached item of kind with this UID, or NULL. */
+const cache_item_t *cache_lookup_uid(const cache_t *c, const char *kind, const char *uid);
+
+/* Number of objects of kind (NULL = every kind). */
+size_t cache_count(const cache_t *c, const char *kind);
+
+/* Visit every object of kind (NULL = every kind, in registration order), in no
+ * particular order within a kind. Returns the number of objects visited. */
+size_t cache_foreach(const cache_t *c, const char *kind, cache_visit_fn visit, void *ud);
+
+/* Sequence number of the last delta (0 before the first). */
+uint64_t cache_seq(const cache_t *c);
+
+/* Visit every object of kind (NULL = every kind) and return the sequence number S the
+ * visited state corresponds to: a subscriber that applies this snapshot and then the
+ * deltas with seq > S is up to date. */
+uint64_t cache_snapshot(const cache_t *c, const char *kind, cache_visit_fn visit, void *ud);
+
+/* Visit the cached objects of kind (NULL = every kind) whose controller owner has UID
+ * owner_uid. Returns the number visited. */
+size_t cache_children_of(const cache_t *c, const char *owner_uid, const char *kind,
+                         cache_visit_fn visit, void *ud);
+
+/* The key of the owner-kind object obj (of kind) concerns, written to out: obj's own key
+ * when kind is the owner kind; otherwise the key of the cached owner with the UID of obj's
+ * controller ownerReference of the owner kind, or, when that owner is not cached (yet),
+ * the reference's name in obj's namespace. Returns 0; 1 when obj has no such controller
+ * owner, or one with neither a cached UID nor a name (not ours: out is ""); -1 when obj
+ * is not a valid object of kind, out is too small or memory ran out. */
+int cache_owner_key(const cache_t *c, const char *kind, json_object *obj, char *out,
+                    size_t outlen);
+
+#endif

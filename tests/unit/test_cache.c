@@ -1,0 +1,572 @@
+/* Unit tests of informerd's object cache: upserts, the owner index and child -> owner key
+ * mapping, relist diffing, refusal of bad input, sequence numbers and snapshots. */
+#include "../../informerd/cache.h"
+
+#include <CUnit/CUnit.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OWNER "RedisCluster"
+
+/* A parsed object from printf-style JSON (single quotes stand for double quotes). */
+static json_object *obj(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_object *obj(const char *fmt, ...)
+{
+    char text[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    for (char *p = text; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    json_object *o = json_tokener_parse(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    return o;
+}
+
+/* A namespaced object with name, resourceVersion and uid. */
+static json_object *simple(const char *kind, const char *ns, const char *name, const char *rv,
+                           const char *uid)
+{
+    return obj("{'kind':'%s','metadata':{'namespace':'%s','name':'%s',"
+               "'resourceVersion':'%s','uid':'%s'}}",
+               kind, ns, name, rv, uid);
+}
+
+/* A child of kind with a controller reference to the RedisCluster owner_name/owner_uid. */
+static json_object *child(const char *kind, const char *name, const char *rv,
+                          const char *owner_name, const char *owner_uid)
+{
+    return obj("{'kind':'%s','metadata':{'namespace':'default','name':'%s',"
+               "'resourceVersion':'%s','uid':'uid-%s',"
+               "'ownerReferences':[{'apiVersion':'v1','kind':'Other','name':'x','uid':'ux',"
+               "'controller':false},"
+               "{'apiVersion':'cache.example.com/v1alpha1','kind':'RedisCluster',"
+               "'name':'%s','uid':'%s','controller':true,'blockOwnerDeletion':true}]}}",
+               kind, name, rv, name, owner_name, owner_uid);
+}
+
+/* Delta recorder. */
+typedef struct {
+    int n;
+    cache_change_t type[64];
+    char key[64][64];
+    char kind[64][32];
+    char rv[64][16];
+    char old_rv[64][16];
+    uint64_t seq[64];
+} rec_t;
+
+static void record(void *ud, const cache_delta_t *d)
+{
+    rec_t *r = ud;
+    if (r->n >= 64)
+        return;
+    int i = r->n++;
+    r->type[i] = d->type;
+    r->seq[i] = d->seq;
+    snprintf(r->key[i], sizeof(r->key[i]), "%s", d->item->key);
+    snprintf(r->kind[i], sizeof(r->kind[i]), "%s", d->item->kind);
+    snprintf(r->rv[i], sizeof(r->rv[i]), "%s",
+             d->item->resource_version ? d->item->resource_version : "");
+    r->old_rv[i][0] = '\0';
+    if (d->old_obj) {
+        json_object *meta, *rv;
+        if (json_object_object_get_ex(d->old_obj, "metadata", &meta) &&
+            json_object_object_get_ex(meta, "resourceVersion", &rv))
+            snprintf(r->old_rv[i], sizeof(r->old_rv[i]), "%s", json_object_get_string(rv));
+    }
+}
+
+/* Index of the delta for key, or -1. */
+static int find_delta(const rec_t *r, const char *key)
+{
+    for (int i = 0; i < r->n; i++)
+        if (strcmp(r->key[i], key) == 0)
+            return i;
+    return -1;
+}
+
+static cache_t *new_cache(rec_t *r)
+{
+    cache_t *c = cache_new(OWNER);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(cache_add_kind(c, "ConfigMap"), 0);
+    CU_ASSERT_EQUAL(cache_add_kind(c, "StatefulSet"), 0);
+    CU_ASSERT_EQUAL(cache_add_kind(c, "ConfigMap"), 0); /* twice is harmless */
+    if (r) {
+        memset(r, 0, sizeof(*r));
+        cache_set_delta_handler(c, record, r);
+    }
+    return c;
+}
+
+/* Upsert and drop our reference; returns the change (or -1 on error). */
+static int put(cache_t *c, const char *kind, json_object *o)
+{
+    cache_change_t ch;
+    char err[256];
+    int rc = cache_upsert(c, kind, o, &ch, err, sizeof(err));
+    json_object_put(o);
+    return rc ? -1 : (int)ch;
+}
+
+static const char *rv_of(json_object *o)
+{
+    json_object *meta, *rv;
+    if (!json_object_object_get_ex(o, "metadata", &meta) ||
+        !json_object_object_get_ex(meta, "resourceVersion", &rv))
+        return NULL;
+    return json_object_get_string(rv);
+}
+
+/* ---- upsert, delete ---- */
+
+static void test_upsert_added_unchanged_modified(void)
+{
+    rec_t r;
+    cache_t *c = new_cache(&r);
+    CU_ASSERT_EQUAL(cache_seq(c), 0);
+    CU_ASSERT_EQUAL(put(c, OWNER, simple(OWNER, "default", "cache", "1", "u1")), CACHE_ADDED);
+    CU_ASSERT_EQUAL(put(c, OWNER, simple(OWNER, "default", "cache", "1", "u1")),
+                    CACHE_UNCHANGED);
+    CU_ASSERT_EQUAL(put(c, OWNER, simple(OWNER, "default", "cache", "2", "u1")),
+                    CACHE_MODIFIED);
+    CU_ASSERT_EQUAL(r.n, 2);
+    CU_ASSERT_EQUAL(r.type[0], CACHE_ADDED);
+    CU_ASSERT_EQUAL(r.seq[0], 1);
+    CU_ASSERT_EQUAL(r.type[1], CACHE_MODIFIED);
+    CU_ASSERT_EQUAL(r.seq[1], 2);
+    CU_ASSERT_STRING_EQUAL(r.key[1], "default/cache");
+    CU_ASSERT_STRING_EQUAL(r.kind[1], OWNER);
+    CU_ASSERT_STRING_EQUAL(r.rv[1], "2");
+    CU_ASSERT_STRING_EQUAL(r.old_rv[1], "1");
+    CU_ASSERT_EQUAL(cache_seq(c), 2);
+
+    const cache_item_t *it = cache_lookup(c, OWNER, "default/cache");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+    CU_ASSERT_STRING_EQUAL(it->resource_version, "2");
+    CU_ASSERT_STRING_EQUAL(it->uid, "u1");
+    CU_ASSERT_EQUAL(it->seq, 2);
+    CU_ASSERT_PTR_EQUAL(cache_get(c, OWNER, "default/cache"), it->obj);
+    CU_ASSERT_STRING_EQUAL(rv_of(it->obj), "2");
+    CU_ASSERT_PTR_EQUAL(cache_lookup_uid(c, OWNER, "u1"), it);
+    CU_ASSERT_PTR_NULL(cache_get(c, OWNER, "default/other"));
+    CU_ASSERT_PTR_NULL(cache_get(c, "ConfigMap", "default/cache"));
+    CU_ASSERT_PTR_NULL(cache_get(c, "Pod", "default/cache"));
+
+    /* Cluster-scoped objects (no namespace) are keyed by name; no rv = always modified. */
+    CU_ASSERT_EQUAL(put(c, "ConfigMap", obj("{'metadata':{'name':'global'}}")), CACHE_ADDED);
+    CU_ASSERT_EQUAL(put(c, "ConfigMap", obj("{'metadata':{'name':'global'}}")), CACHE_MODIFIED);
+    CU_ASSERT_PTR_NOT_NULL(cache_get(c, "ConfigMap", "global"));
+    CU_ASSERT_EQUAL(cache_count(c, NULL), 2);
+    CU_ASSERT_EQUAL(cache_count(c, OWNER), 1);
+
+    /* Delete: the handler sees the last object; a missing key is not an error. */
+    cache_change_t ch = CACHE_ADDED;
+    char err[256];
+    CU_ASSERT_EQUAL(cache_delete(c, OWNER, "default/cache", &ch, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(ch, CACHE_DELETED);
+    CU_ASSERT_EQUAL(r.type[r.n - 1], CACHE_DELETED);
+    CU_ASSERT_STRING_EQUAL(r.rv[r.n - 1], "2");
+    CU_ASSERT_PTR_NULL(cache_get(c, OWNER, "default/cache"));
+    CU_ASSERT_PTR_NULL(cache_lookup_uid(c, OWNER, "u1"));
+    CU_ASSERT_EQUAL(cache_delete(c, OWNER, "default/cache", &ch, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(ch, CACHE_UNCHANGED);
+    CU_ASSERT_EQUAL(cache_delete(c, "Pod", "default/x", &ch, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "Pod"));
+    CU_ASSERT_STRING_EQUAL(cache_change_name(CACHE_MODIFIED), "MODIFIED");
+    CU_ASSERT_STRING_EQUAL(cache_change_name(CACHE_SYNC), "SYNC");
+    cache_destroy(&c);
+    CU_ASSERT_PTR_NULL(c);
+    cache_destroy(&c);
+}
+
+static void test_managed_fields_stripped(void)
+{
+    cache_t *c = new_cache(NULL);
+    json_object *o = obj("{'metadata':{'name':'cm','namespace':'default','resourceVersion':'5',"
+                         "'managedFields':[{'manager':'kubectl','operation':'Apply'}],"
+                         "'labels':{'app':'redis'}},'data':{'k':'v'}}");
+    CU_ASSERT_EQUAL(put(c, "ConfigMap", o), CACHE_ADDED);
+    json_object *got = cache_get(c, "ConfigMap", "default/cm");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    json_object *meta, *x;
+    CU_ASSERT(json_object_object_get_ex(got, "metadata", &meta));
+    CU_ASSERT_FALSE(json_object_object_get_ex(meta, "managedFields", &x));
+    CU_ASSERT(json_object_object_get_ex(meta, "labels", &x));
+    CU_ASSERT(json_object_object_get_ex(got, "data", &x));
+    cache_destroy(&c);
+}
+
+/* ---- the owner index ---- */
+
+static int collect_keys(void *ud, const cache_item_t *item)
+{
+    char *out = ud;
+    size_t len = strlen(out);
+    snprintf(out + len, 256 - len, "%s%s:%s", len ? "," : "", item->kind, item->key);
+    return 0;
+}
+
+static void test_owner_index_and_key_mapping(void)
+{
+    cache_t *c = new_cache(NULL);
+    char key[128], list[256] = "";
+    put(c, OWNER, simple(OWNER, "default", "cache", "1", "owner-uid"));
+    put(c, "ConfigMap", child("ConfigMap", "cache-config", "10", "cache", "owner-uid"));
+    put(c, "StatefulSet", child("StatefulSet", "cache", "11", "cache", "owner-uid"));
+    /* Owned by a controller of another kind only: not indexed, not ours. */
+    json_object *stranger = obj("{'metadata':{'namespace':'default','name':'other','uid':'s1',"
+                                "'resourceVersion':'3','ownerReferences':[{'kind':'Deployment',"
+                                "'name':'d','uid':'d1','controller':true}]}}");
+    CU_ASSERT_EQUAL(cache_upsert(c, "ConfigMap", stranger, NULL, NULL, 0), 0);
+
+    CU_ASSERT_EQUAL(cache_children_of(c, "owner-uid", NULL, collect_keys, list), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(list, "ConfigMap:default/cache-config"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(list, "StatefulSet:default/cache"));
+    CU_ASSERT_EQUAL(cache_children_of(c, "owner-uid", "ConfigMap", NULL, NULL), 1);
+    CU_ASSERT_EQUAL(cache_children_of(c, "owner-uid", "Service", NULL, NULL), 0);
+    CU_ASSERT_EQUAL(cache_children_of(c, "nobody", NULL, NULL, NULL), 0);
+    CU_ASSERT_STRING_EQUAL(cache_lookup(c, "ConfigMap", "default/cache-config")->owner_uid,
+                           "owner-uid");
+
+    /* Child -> owner key; the owner itself maps to its own key. */
+    json_object *cm = cache_get(c, "ConfigMap", "default/cache-config");
+    CU_ASSERT_EQUAL(cache_owner_key(c, "ConfigMap", cm, key, sizeof(key)), 0);
+    CU_ASSERT_STRING_EQUAL(key, "default/cache");
+    CU_ASSERT_EQUAL(cache_owner_key(c, OWNER, cache_get(c, OWNER, "default/cache"), key,
+                                    sizeof(key)), 0);
+    CU_ASSERT_STRING_EQUAL(key, "default/cache");
+    CU_ASSERT_EQUAL(cache_owner_key(c, "ConfigMap", stranger, key, sizeof(key)), 1);
+    CU_ASSERT_STRING_EQUAL(key, "");
+    json_object_put(stranger);
+    CU_ASSERT_EQUAL(cache_owner_key(c, "ConfigMap", cm, key, 4), -1); /* too small */
+
+    /* The UID decides when the owner is cached, even if the reference's name is stale. */
+    json_object *stale = child("ConfigMap", "x", "1", "renamed", "owner-uid");
+    CU_ASSERT_EQUAL(cache_owner_key(c, "ConfigMap", stale, key, sizeof(key)), 0);
+    CU_ASSERT_STRING_EQUAL(key, "default/cache");
+    json_object_put(stale);
+    /* Owner not cached (yet): the reference's name in the child's namespace. */
+    json_object *orphan = child("Service", "early", "1", "later", "uid-not-yet");
+    CU_ASSERT_EQUAL(cache_owner_key(c, "Service", orphan, key, sizeof(key)), 0);
+    CU_ASSERT_STRING_EQUAL(key, "default/later");
+    json_object_put(orphan);
+    CU_ASSERT_EQUAL(cache_owner_key(c, "ConfigMap", NULL, key, sizeof(key)), -1);
+
+    /* A child that changes owner moves in the index; a deleted child leaves it. */
+    put(c, "ConfigMap", child("ConfigMap", "cache-config", "12", "second", "second-uid"));
+    CU_ASSERT_EQUAL(cache_children_of(c, "owner-uid", NULL, NULL, NULL), 1);
+    CU_ASSERT_EQUAL(cache_children_of(c, "second-uid", NULL, NULL, NULL), 1);
+    cache_delete(c, "StatefulSet", "default/cache", NULL, NULL, 0);
+    CU_ASSERT_EQUAL(cache_children_of(c, "owner-uid", NULL, NULL, NULL), 0);
+    /* The same owner again (same rv bump) keeps exactly one index entry. */
+    put(c, "ConfigMap", child("ConfigMap", "cache-config", "13", "second", "second-uid"));
+    CU_ASSERT_EQUAL(cache_children_of(c, "second-uid", NULL, NULL, NULL), 1);
+    cache_destroy(&c);
+}
+
+/* The handler maps every delta to the owner key, as informerd does. */
+typedef struct {
+    cache_t *c;
+    char keys[8][64];
+    int n;
+} mapper_t;
+
+static void map_delta(void *ud, const cache_delta_t *d)
+{
+    mapper_t *m = ud;
+    char key[64];
+    if (m->n < 8 && cache_owner_key(m->c, d->item->kind, d->item->obj, key, sizeof(key)) == 0)
+        snprintf(m->keys[m->n++], sizeof(m->keys[0]), "%s", key);
+}
+
+static void test_deltas_map_to_owner_keys(void)
+{
+    mapper_t m = {0};
+    cache_t *c = new_cache(NULL);
+    m.c = c;
+    cache_set_delta_handler(c, map_delta, &m);
+    put(c, "ConfigMap", child("ConfigMap", "cfg", "1", "cache", "u1")); /* owner not cached */
+    put(c, OWNER, simple(OWNER, "prod", "cache", "1", "u1"));
+    put(c, "ConfigMap", child("ConfigMap", "cfg", "2", "cache", "u1")); /* owner cached */
+    cache_delete(c, "ConfigMap", "default/cfg", NULL, NULL, 0);
+    CU_ASSERT_EQUAL(m.n, 4);
+    CU_ASSERT_STRING_EQUAL(m.keys[0], "default/cache");
+    CU_ASSERT_STRING_EQUAL(m.keys[1], "prod/cache");
+    CU_ASSERT_STRING_EQUAL(m.keys[2], "prod/cache"); /* found by UID */
+    CU_ASSERT_STRING_EQUAL(m.keys[3], "prod/cache"); /* a DELETED child too */
+    cache_destroy(&c);
+}
+
+/* ---- relist ---- */
+
+static void test_replace_diff(void)
+{
+    rec_t r;
+    cache_t *c = new_cache(&r);
+    char err[256];
+    put(c, "ConfigMap", simple("ConfigMap", "default", "same", "1", "a"));
+    put(c, "ConfigMap", simple("ConfigMap", "default", "changed", "1", "b"));
+    put(c, "ConfigMap", simple("ConfigMap", "default", "vanished", "1", "c"));
+    put(c, OWNER, simple(OWNER, "default", "other-kind", "1", "o"));
+    uint64_t before = cache_seq(c);
+    r.n = 0;
+
+    /* A list: items of a List usually carry no kind. */
+    json_object *items = obj("[{'metadata':{'namespace':'default','name':'same','resourceVersion':'1','uid':'a'}},"
+                             " {'metadata':{'namespace':'default','name':'changed','resourceVersion':'7','uid':'b'}},"
+                             " {'metadata':{'namespace':'default','name':'new','resourceVersion':'8','uid':'d',"
+                             "   'managedFields':[{}]}}]");
+    CU_ASSERT_EQUAL(cache_replace(c, "ConfigMap", items, err, sizeof(err)), 0);
+    json_object_put(items);
+    CU_ASSERT_EQUAL(r.n, 3);
+    int i = find_delta(&r, "default/changed");
+    CU_ASSERT(i >= 0 && r.type[i] == CACHE_MODIFIED && strcmp(r.rv[i], "7") == 0 &&
+              strcmp(r.old_rv[i], "1") == 0);
+    i = find_delta(&r, "default/new");
+    CU_ASSERT(i >= 0 && r.type[i] == CACHE_ADDED);
+    i = find_delta(&r, "default/vanished");
+    CU_ASSERT(i >= 0 && r.type[i] == CACHE_DELETED);
+    CU_ASSERT_EQUAL(find_delta(&r, "default/same"), -1);
+    for (int k = 0; k < r.n; k++)
+        CU_ASSERT_EQUAL(r.seq[k], before + 1 + (uint64_t)k);
+    CU_ASSERT_EQUAL(cache_count(c, "ConfigMap"), 3);
+    CU_ASSERT_PTR_NULL(cache_get(c, "ConfigMap", "default/vanished"));
+    CU_ASSERT_PTR_NULL(cache_lookup_uid(c, "ConfigMap", "c"));
+    CU_ASSERT_STRING_EQUAL(rv_of(cache_get(c, "ConfigMap", "default/changed")), "7");
+    json_object *meta, *x;
+    json_object_object_get_ex(cache_get(c, "ConfigMap", "default/new"), "metadata", &meta);
+    CU_ASSERT_FALSE(json_object_object_get_ex(meta, "managedFields", &x));
+    /* Other kinds are untouched. */
+    CU_ASSERT_PTR_NOT_NULL(cache_get(c, OWNER, "default/other-kind"));
+
+    /* The same list again: nothing. An empty list: everything goes. */
+    r.n = 0;
+    items = obj("[{'metadata':{'namespace':'default','name':'same','resourceVersion':'1'}}]");
+    CU_ASSERT_EQUAL(cache_replace(c, "ConfigMap", items, err, sizeof(err)), 0);
+    json_object_put(items);
+    CU_ASSERT_EQUAL(r.n, 2); /* changed and new vanished */
+    CU_ASSERT_EQUAL(r.type[0], CACHE_DELETED);
+    CU_ASSERT_EQUAL(r.type[1], CACHE_DELETED);
+    r.n = 0;
+    items = obj("[]");
+    CU_ASSERT_EQUAL(cache_replace(c, "ConfigMap", items, err, sizeof(err)), 0);
+    json_object_put(items);
+    CU_ASSERT_EQUAL(r.n, 1);
+    CU_ASSERT_EQUAL(cache_count(c, "ConfigMap"), 0);
+    cache_destroy(&c);
+}
+
+static void test_replace_10k(void)
+{
+    enum { N = 10000 };
+    rec_t r;
+    cache_t *c = new_cache(&r);
+    char err[256];
+    json_object *items = json_object_new_array();
+    for (int i = 0; i < N; i++) {
+        char name[32], uid[32];
+        snprintf(name, sizeof(name), "cm-%05d", i);
+        snprintf(uid, sizeof(uid), "u-%05d", i);
+        json_object_array_add(items, simple("ConfigMap", "default", name, "1", uid));
+    }
+    CU_ASSERT_EQUAL(cache_replace(c, "ConfigMap", items, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(cache_count(c, "ConfigMap"), N);
+    CU_ASSERT_EQUAL(cache_seq(c), N);
+    /* Relist with every tenth changed and the last hundred gone. */
+    json_object *again = json_object_new_array();
+    for (int i = 0; i < N - 100; i++) {
+        char name[32], uid[32];
+        snprintf(name, sizeof(name), "cm-%05d", i);
+        snprintf(uid, sizeof(uid), "u-%05d", i);
+        json_object_array_add(again, simple("ConfigMap", "default", name, i % 10 ? "1" : "2",
+                                            uid));
+    }
+    CU_ASSERT_EQUAL(cache_replace(c, "ConfigMap", again, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(cache_seq(c), N + (N - 100) / 10 + 100);
+    CU_ASSERT_EQUAL(cache_count(c, "ConfigMap"), N - 100);
+    json_object_put(items);
+    json_object_put(again);
+    cache_destroy(&c);
+}
+
+/* ---- bad input ---- */
+
+static void test_bad_objects_refused(void)
+{
+    rec_t r;
+    cache_t *c = new_cache(&r);
+    char err[256];
+    cache_change_t ch;
+    put(c, "ConfigMap", simple("ConfigMap", "default", "keep", "1", "k"));
+    uint64_t seq = cache_seq(c);
+    struct {
+        const char *kind;
+        const char *json; /* NULL = a NULL object */
+        const char *want;  /* substring of the message */
+    } cases[] = {
+        {"ConfigMap", NULL, "ConfigMap: not a JSON object"},
+        {"ConfigMap", "[1,2]", "ConfigMap: not a JSON object (array)"},
+        {"ConfigMap", "'text'", "not a JSON object (string)"},
+        {"ConfigMap", "{'data':{}}", "ConfigMap object without metadata"},
+        {"ConfigMap", "{'metadata':'x'}", "ConfigMap object without metadata"},
+        {"ConfigMap", "{'metadata':{'namespace':'default'}}", "ConfigMap object without metadata.name"},
+        {"ConfigMap", "{'metadata':{'name':''}}", "without metadata.name"},
+        {"ConfigMap", "{'metadata':{'name':7}}", "without metadata.name"},
+        {"ConfigMap", "{'metadata':{'name':'keep','namespace':3}}", "ConfigMap keep: metadata.namespace is not a string"},
+        {"ConfigMap", "{'kind':'Secret','metadata':{'name':'keep','namespace':'default','resourceVersion':'9'}}",
+         "ConfigMap default/keep: kind is \"Secret\", expected ConfigMap"},
+        {"ConfigMap", "{'kind':5,'metadata':{'name':'keep','namespace':'default'}}", "kind is not a string"},
+        {"ConfigMap", "{'metadata':{'name':'keep','namespace':'default','resourceVersion':9}}",
+         "ConfigMap default/keep: metadata.resourceVersion is not a string"},
+        {"ConfigMap", "{'metadata':{'name':'keep','namespace':'default','uid':[]}}", "metadata.uid is not a string"},
+        {"Pod", "{'metadata':{'name':'p','namespace':'default'}}", "kind Pod is not watched"},
+        {NULL, "{'metadata':{'name':'p','namespace':'default'}}", "kind (null) is not watched"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_object *o = cases[i].json ? obj("%s", cases[i].json) : NULL;
+        err[0] = '\0';
+        ch = CACHE_ADDED;
+        CU_ASSERT_EQUAL(cache_upsert(c, cases[i].kind, o, &ch, err, sizeof(err)), -1);
+        CU_ASSERT_EQUAL(ch, CACHE_UNCHANGED);
+        if (!strstr(err, cases[i].want))
+            fprintf(stderr, "\ncase %zu: message \"%s\", want \"%s\"\n", i, err, cases[i].want);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].want));
+        json_object_put(o);
+    }
+    /* Unchanged: same objects, same sequence, no deltas beyond the first. */
+    CU_ASSERT_EQUAL(cache_seq(c), seq);
+    CU_ASSERT_EQUAL(r.n, 1);
+    CU_ASSERT_EQUAL(cache_count(c, NULL), 1);
+    CU_ASSERT_STRING_EQUAL(rv_of(cache_get(c, "ConfigMap", "default/keep")), "1");
+    /* err may be NULL. */
+    CU_ASSERT_EQUAL(cache_upsert(c, "Pod", NULL, NULL, NULL, 0), -1);
+
+    /* A list with one bad item, or a key twice, is refused whole. */
+    const char *lists[][2] = {
+        {"[{'metadata':{'name':'a','namespace':'default'}},{'metadata':{}}]",
+         "ConfigMap list: items[1]: ConfigMap object without metadata.name"},
+        {"[{'metadata':{'name':'a','namespace':'default'}},{'metadata':{'name':'a','namespace':'default'}}]",
+         "ConfigMap list: items[1]: duplicate key default/a"},
+        {"{'items':[]}", "ConfigMap list: items is not a JSON array (object)"},
+    };
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        json_object *items = obj("%s", lists[i][0]);
+        CU_ASSERT_EQUAL(cache_replace(c, "ConfigMap", items, err, sizeof(err)), -1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, lists[i][1]));
+        json_object_put(items);
+    }
+    CU_ASSERT_EQUAL(cache_replace(c, "ConfigMap", NULL, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(cache_replace(c, "Pod", NULL, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(cache_seq(c), seq);
+    CU_ASSERT_EQUAL(r.n, 1);
+    CU_ASSERT_PTR_NOT_NULL(cache_get(c, "ConfigMap", "default/keep"));
+
+    /* Malformed owner references are not errors: the object is just nobody's child. */
+    CU_ASSERT_EQUAL(put(c, "ConfigMap", obj("{'metadata':{'name':'odd','namespace':'default',"
+                                            "'ownerReferences':[1,{'controller':'yes','kind':'RedisCluster'},"
+                                            "{'controller':true,'kind':'RedisCluster'}]}}")),
+                    CACHE_ADDED);
+    char key[64];
+    CU_ASSERT_EQUAL(cache_owner_key(c, "ConfigMap", cache_get(c, "ConfigMap", "default/odd"),
+                                    key, sizeof(key)), 1);
+    CU_ASSERT_PTR_NULL(cache_new(""));
+    CU_ASSERT_EQUAL(cache_add_kind(c, ""), -1);
+    cache_destroy(&c);
+}
+
+/* ---- sequence numbers, snapshots, resync ---- */
+
+typedef struct {
+    int n;
+    uint64_t max_seq;
+} snap_t;
+
+static int snap_visit(void *ud, const cache_item_t *item)
+{
+    snap_t *s = ud;
+    s->n++;
+    if (item->seq > s->max_seq)
+        s->max_seq = item->seq;
+    return 0;
+}
+
+static int stop_at_first(void *ud, const cache_item_t *item)
+{
+    (void)item;
+    (*(int *)ud)++;
+    return 1;
+}
+
+static void test_snapshot_and_resync(void)
+{
+    rec_t r;
+    cache_t *c = new_cache(&r);
+    put(c, OWNER, simple(OWNER, "default", "a", "1", "ua"));
+    put(c, "ConfigMap", simple("ConfigMap", "default", "a", "1", "ca"));
+    put(c, "ConfigMap", simple("ConfigMap", "default", "b", "1", "cb"));
+    put(c, "ConfigMap", simple("ConfigMap", "default", "b", "2", "cb"));
+
+    /* A late subscriber: snapshot at S, then only deltas after S. */
+    snap_t s = {0};
+    uint64_t S = cache_snapshot(c, NULL, snap_visit, &s);
+    CU_ASSERT_EQUAL(S, 4);
+    CU_ASSERT_EQUAL(s.n, 3);
+    CU_ASSERT(s.max_seq <= S);
+    snap_t only = {0};
+    CU_ASSERT_EQUAL(cache_snapshot(c, "ConfigMap", snap_visit, &only), 4);
+    CU_ASSERT_EQUAL(only.n, 2);
+    r.n = 0;
+    put(c, "ConfigMap", simple("ConfigMap", "default", "c", "1", "cc"));
+    CU_ASSERT_EQUAL(r.n, 1);
+    CU_ASSERT_EQUAL(r.seq[0], S + 1);
+
+    int visited = 0;
+    CU_ASSERT_EQUAL(cache_foreach(c, NULL, stop_at_first, &visited), 1);
+    CU_ASSERT_EQUAL(visited, 1);
+    CU_ASSERT_EQUAL(cache_foreach(c, "StatefulSet", snap_visit, &s), 0);
+
+    r.n = 0;
+    CU_ASSERT_EQUAL(cache_resync(c, "ConfigMap"), 3);
+    CU_ASSERT_EQUAL(r.n, 3);
+    CU_ASSERT_EQUAL(r.type[0], CACHE_SYNC);
+    CU_ASSERT_EQUAL(r.seq[2], S + 4);
+    CU_ASSERT_EQUAL(cache_resync(c, NULL), 4);
+    /* SYNC changes nothing: items keep the seq of their last change. */
+    CU_ASSERT_EQUAL(cache_lookup(c, "ConfigMap", "default/b")->seq, 4);
+    cache_destroy(&c);
+}
+
+static CU_TestInfo store_tests[] = {
+    {"upsert: added, unchanged, modified; delete", test_upsert_added_unchanged_modified},
+    {"managedFields stripped", test_managed_fields_stripped},
+    {"bad objects refused, cache unchanged", test_bad_objects_refused},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo owner_tests[] = {
+    {"owner index and child -> owner key", test_owner_index_and_key_mapping},
+    {"deltas map to owner keys", test_deltas_map_to_owner_keys},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo relist_tests[] = {
+    {"relist diff", test_replace_diff},
+    {"relist of 10k objects", test_replace_10k},
+    {"snapshot at S, resync", test_snapshot_and_resync},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"cache", NULL, NULL, NULL, NULL, store_tests},
+    {"cache owners", NULL, NULL, NULL, NULL, owner_tests},
+    {"cache relist and snapshots", NULL, NULL, NULL, NULL, relist_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+#include "cu_main.h"

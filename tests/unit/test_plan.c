@@ -1,0 +1,1659 @@
+/* Unit tests of the pure reconcile core: plan_compute and the builders behind it.
+ *
+ * A small simulated API server (world_t) performs a plan's writes the way the real one
+ * would: applies come back with defaulted fields, server metadata and other managers'
+ * labels added, a StatefulSet's status lags behind its spec until sts_settle() says the
+ * controller caught up, finalizer patches and status writes land on the RedisCluster.
+ */
+#include "buf.h"
+#include "clock.h"
+#include "plan.h"
+#include "render.h"
+
+#include <CUnit/CUnit.h>
+#include <json-c/json.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T1 (INT64_C(1714564800) * NS_PER_SEC) /* 2024-05-01T12:00:00Z */
+#define T1_STR "2024-05-01T12:00:00Z"
+#define T2 (T1 + 60 * NS_PER_SEC)
+#define T2_STR "2024-05-01T12:01:00Z"
+#define T3 (T1 + 120 * NS_PER_SEC)
+#define T3_STR "2024-05-01T12:02:00Z"
+
+#define SPEC3                                                                                                    \
+    "{\"size\":3,\"image\":\"redis\",\"version\":\"7.2\","                                                    \
+    "\"config\":{\"maxmemory\":\"256mb\",\"maxmemoryPolicy\":\"allkeys-lru\"},"                               \
+    "\"storage\":{\"size\":\"1Gi\",\"storageClass\":\"standard\"}}"
+
+/* ---- JSON helpers ------------------------------------------------------------------- */
+
+static json_object *parse(const char *s)
+{
+    json_object *o = json_tokener_parse(s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    return o;
+}
+
+/* Walk a space-separated path ("spec template spec containers 0 image"); numeric steps
+ * index arrays. NULL when any step is missing. */
+static json_object *at(const json_object *o, const char *path)
+{
+    json_object *cur = (json_object *)o;
+    const char *p = path;
+    while (cur && *p) {
+        const char *end = strchr(p, ' ');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        char step[256];
+        CU_ASSERT_FATAL(n < sizeof(step));
+        memcpy(step, p, n);
+        step[n] = '\0';
+        if (json_object_is_type(cur, json_type_array)) {
+            char *e = NULL;
+            long i = strtol(step, &e, 10);
+            cur = (*e || i < 0) ? NULL : json_object_array_get_idx(cur, (size_t)i);
+        } else if (json_object_is_type(cur, json_type_object)) {
+            json_object *next = NULL;
+            cur = json_object_object_get_ex(cur, step, &next) ? next : NULL;
+        } else {
+            cur = NULL;
+        }
+        p += n;
+        if (*p == ' ')
+            p++;
+    }
+    return cur;
+}
+
+static const char *str_at(const json_object *o, const char *path)
+{
+    json_object *v = at(o, path);
+    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+static int64_t int_at(const json_object *o, const char *path)
+{
+    json_object *v = at(o, path);
+    return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -999;
+}
+
+/* Set the last step of path (an object key) to the JSON value, creating objects on the
+ * way. */
+static void set_at(json_object *o, const char *path, const char *value)
+{
+    char parent[512];
+    const char *last = strrchr(path, ' ');
+    json_object *holder = o;
+    if (last) {
+        size_t n = (size_t)(last - path);
+        CU_ASSERT_FATAL(n < sizeof(parent));
+        memcpy(parent, path, n);
+        parent[n] = '\0';
+        /* create missing objects step by step */
+        char walked[512] = "";
+        size_t wl = 0;
+        const char *p = parent;
+        holder = o;
+        while (*p) {
+            const char *end = strchr(p, ' ');
+            size_t sn = end ? (size_t)(end - p) : strlen(p);
+            memcpy(walked + wl, p, sn);
+            wl += sn;
+            walked[wl] = '\0';
+            json_object *next = at(o, walked);
+            if (!next) {
+                char key[256];
+                memcpy(key, p, sn);
+                key[sn] = '\0';
+                next = json_object_new_object();
+                json_object_object_add(holder, key, next);
+            }
+            holder = next;
+            p += sn;
+            if (*p == ' ') {
+                p++;
+                walked[wl++] = ' ';
+                walked[wl] = '\0';
+            }
+        }
+        last++;
+    } else {
+        last = path;
+    }
+    CU_ASSERT_FATAL(json_object_is_type(holder, json_type_object));
+    json_object_object_add(holder, last, value && strcmp(value, "null") ? parse(value) : NULL);
+}
+
+static void del_at(json_object *o, const char *parent_path, const char *key)
+{
+    json_object *h = parent_path[0] ? at(o, parent_path) : o;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    json_object_object_del(h, key);
+}
+
+static json_object *copy(const json_object *o)
+{
+    json_object *c = NULL;
+    CU_ASSERT_FATAL(json_object_deep_copy((json_object *)o, &c, NULL) == 0);
+    return c;
+}
+
+static int contains(const char *hay, const char *needle)
+{
+    return hay && needle && strstr(hay, needle) != NULL;
+}
+
+/* ---- RedisCluster fixtures ------------------------------------------------------------- */
+
+static json_object *rc_new(const char *spec, int with_finalizer)
+{
+    char text[8192];
+    snprintf(text, sizeof(text),
+             "{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","
+             "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\","
+             "\"generation\":1,\"resourceVersion\":\"100\"%s},\"spec\":%s}",
+             with_finalizer ? ",\"finalizers\":[\"" PLAN_FINALIZER "\"]" : "", spec);
+    return parse(text);
+}
+
+/* ---- The simulated API server -------------------------------------------------------- */
+
+typedef struct {
+    json_object *rc, *cm, *svc, *sts;
+} world_t;
+
+static void world_init(world_t *w, const char *spec, int with_finalizer)
+{
+    memset(w, 0, sizeof(*w));
+    w->rc = rc_new(spec, with_finalizer);
+}
+
+static void world_free(world_t *w)
+{
+    json_object_put(w->rc);
+    json_object_put(w->cm);
+    json_object_put(w->svc);
+    json_object_put(w->sts);
+    memset(w, 0, sizeof(*w));
+}
+
+static plan_t *run(world_t *w, int64_t now)
+{
+    plan_t *p = plan_compute(w->rc, w->cm, w->svc, w->sts, now);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    return p;
+}
+
+/* What the API server returns for an applied object: our fields plus server metadata,
+ * other managers' labels and annotations, and every default it fills in. */
+static json_object *server_view(const json_object *applied, const json_object *previous)
+{
+    json_object *o = copy(applied);
+    set_at(o, "metadata uid", "\"child-uid\"");
+    set_at(o, "metadata resourceVersion", "\"555\"");
+    set_at(o, "metadata creationTimestamp", "\"2024-05-01T11:00:00Z\"");
+    set_at(o, "metadata managedFields", "[{\"manager\":\"rediscluster-operator\",\"operation\":\"Apply\"}]");
+    set_at(o, "metadata labels team", "\"payments\"");
+    set_at(o, "metadata annotations note", "\"added by someone else\"");
+    const char *kind = str_at(o, "kind");
+    if (!strcmp(kind, "Service")) {
+        set_at(o, "spec clusterIPs", "[\"None\"]");
+        set_at(o, "spec type", "\"ClusterIP\"");
+        set_at(o, "spec sessionAffinity", "\"None\"");
+        set_at(o, "spec ipFamilies", "[\"IPv4\"]");
+        set_at(o, "spec ipFamilyPolicy", "\"SingleStack\"");
+        set_at(o, "spec internalTrafficPolicy", "\"Cluster\"");
+        set_at(o, "status", "{\"loadBalancer\":{}}");
+    } else if (!strcmp(kind, "StatefulSet")) {
+        int64_t gen = previous ? int_at(previous, "metadata generation") : 0;
+        char g[32];
+        snprintf(g, sizeof(g), "%lld", (long long)gen + 1);
+        set_at(o, "metadata generation", g);
+        set_at(o, "spec podManagementPolicy", "\"OrderedReady\"");
+        set_at(o, "spec revisionHistoryLimit", "10");
+        set_at(o, "spec updateStrategy", "{\"type\":\"RollingUpdate\",\"rollingUpdate\":{\"partition\":0}}");
+        set_at(o, "spec persistentVolumeClaimRetentionPolicy", "{\"whenDeleted\":\"Retain\",\"whenScaled\":\"Retain\"}");
+        set_at(o, "spec template metadata creationTimestamp", "null");
+        set_at(o, "spec template metadata annotations kubectl.kubernetes.io/restartedAt", "\"2024-05-01T10:00:00Z\"");
+        set_at(o, "spec template spec dnsPolicy", "\"ClusterFirst\"");
+        set_at(o, "spec template spec restartPolicy", "\"Always\"");
+        set_at(o, "spec template spec schedulerName", "\"default-scheduler\"");
+        set_at(o, "spec template spec securityContext", "{}");
+        set_at(o, "spec template spec terminationGracePeriodSeconds", "30");
+        json_object *c = at(o, "spec template spec containers 0");
+        set_at(c, "imagePullPolicy", "\"IfNotPresent\"");
+        set_at(c, "terminationMessagePath", "\"/dev/termination-log\"");
+        set_at(c, "terminationMessagePolicy", "\"File\"");
+        for (int i = 0; i < 2; i++) {
+            json_object *probe = at(c, i ? "readinessProbe" : "livenessProbe");
+            set_at(probe, "timeoutSeconds", "1");
+            set_at(probe, "successThreshold", "1");
+            set_at(probe, "failureThreshold", "3");
+        }
+        set_at(o, "spec template spec volumes 0 configMap defaultMode", "420");
+        json_object *pvc = at(o, "spec volumeClaimTemplates 0");
+        if (pvc) {
+            set_at(pvc, "apiVersion", "\"v1\"");
+            set_at(pvc, "kind", "\"PersistentVolumeClaim\"");
+            set_at(pvc, "metadata creationTimestamp", "null");
+            set_at(pvc, "spec volumeMode", "\"Filesystem\"");
+            set_at(pvc, "status", "{\"phase\":\"Pending\"}");
+            /* The API server stores quantities in canonical form. */
+            const char *size = str_at(pvc, "spec resources requests storage");
+            if (size && !strcmp(size, "1024Mi"))
+                set_at(pvc, "spec resources requests storage", "\"1Gi\"");
+        }
+        /* The controller has not seen the new generation yet: the status lags. */
+        json_object *st = previous ? at(previous, "status") : NULL;
+        json_object_object_add(o, "status", st ? copy(st) : parse("{\"replicas\":0,\"availableReplicas\":0}"));
+    }
+    return o;
+}
+
+/* The StatefulSet controller caught up: all replicas created and updated, ready given. */
+static void sts_settle(world_t *w, int ready)
+{
+    CU_ASSERT_PTR_NOT_NULL_FATAL(w->sts);
+    int64_t replicas = int_at(w->sts, "spec replicas");
+    char s[512];
+    snprintf(s, sizeof(s),
+             "{\"observedGeneration\":%lld,\"replicas\":%lld,\"readyReplicas\":%d,\"currentReplicas\":%lld,"
+             "\"updatedReplicas\":%lld,\"availableReplicas\":%d,\"currentRevision\":\"cache-6d4f\","
+             "\"updateRevision\":\"cache-6d4f\",\"collisionCount\":0}",
+             (long long)int_at(w->sts, "metadata generation"), (long long)replicas, ready, (long long)replicas,
+             (long long)replicas, ready);
+    json_object_object_add(w->sts, "status", parse(s));
+}
+
+/* Perform every write of the plan as the API server would. */
+static void perform(world_t *w, const plan_t *p)
+{
+    for (size_t i = 0; i < plan_action_count(p); i++) {
+        const plan_action_t *a = plan_action(p, i);
+        switch (a->kind) {
+        case PLAN_ADD_FINALIZER:
+        case PLAN_REMOVE_FINALIZER:
+            json_object_object_add(at(w->rc, "metadata"), "finalizers", copy(at(a->body, "metadata finalizers")));
+            set_at(w->rc, "metadata resourceVersion", "\"101\"");
+            break;
+        case PLAN_CLEANUP:
+            break;
+        case PLAN_APPLY: {
+            json_object **slot = !strcmp(a->resource, "configmaps") ? &w->cm
+                                 : !strcmp(a->resource, "services") ? &w->svc
+                                                                     : &w->sts;
+            json_object *fresh = server_view(a->body, *slot);
+            json_object_put(*slot);
+            *slot = fresh;
+            break;
+        }
+        case PLAN_UPDATE_STATUS:
+            json_object_object_add(w->rc, "status", copy(at(a->body, "status")));
+            break;
+        }
+    }
+}
+
+/* ---- Plan inspection ------------------------------------------------------------------- */
+
+static const plan_action_t *find_action(const plan_t *p, plan_action_kind_t kind, const char *resource)
+{
+    for (size_t i = 0; i < plan_action_count(p); i++) {
+        const plan_action_t *a = plan_action(p, i);
+        if (a->kind == kind && (!resource || !strcmp(a->resource, resource)))
+            return a;
+    }
+    return NULL;
+}
+
+static size_t count_kind(const plan_t *p, plan_action_kind_t kind)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < plan_action_count(p); i++)
+        n += plan_action(p, i)->kind == kind;
+    return n;
+}
+
+static const plan_event_t *find_event(const plan_t *p, const char *reason)
+{
+    for (size_t i = 0; i < plan_event_count(p); i++)
+        if (!strcmp(plan_event(p, i)->reason, reason))
+            return plan_event(p, i);
+    return NULL;
+}
+
+static json_object *cond(const plan_t *p, const char *type)
+{
+    json_object *list = at(plan_status(p), "conditions");
+    for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+        json_object *c = json_object_array_get_idx(list, i);
+        const char *t = str_at(c, "type");
+        if (t && !strcmp(t, type))
+            return c;
+    }
+    return NULL;
+}
+
+static void sha256_hex(const char *s, char out[65])
+{
+    unsigned char md[32];
+    unsigned int n = 0;
+    EVP_Digest(s, strlen(s), md, &n, EVP_sha256(), NULL);
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+/* Bring a world to Running: create everything, settle the StatefulSet, write status. */
+static void converge(world_t *w, int64_t now)
+{
+    for (int round = 0; round < 4; round++) {
+        plan_t *p = run(w, now);
+        perform(w, p);
+        plan_destroy(&p);
+        if (w->sts)
+            sts_settle(w, (int)int_at(w->sts, "spec replicas"));
+    }
+}
+
+/* ---- Fresh create ---------------------------------------------------------------------- */
+
+static void test_fresh_create_order_and_requests(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 0);
+    set_at(w.rc, "metadata finalizers", "[\"other.io/keep\"]");
+    plan_t *p = run(&w, T1);
+    CU_ASSERT_PTR_NULL(plan_error(p));
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 5);
+    const plan_action_t *a0 = plan_action(p, 0), *a1 = plan_action(p, 1), *a2 = plan_action(p, 2),
+                        *a3 = plan_action(p, 3), *a4 = plan_action(p, 4);
+    /* Finalizer first: a merge patch keeping the other finalizer, with RV precondition. */
+    CU_ASSERT_EQUAL(a0->kind, PLAN_ADD_FINALIZER);
+    CU_ASSERT_STRING_EQUAL(a0->method, "PATCH");
+    CU_ASSERT_STRING_EQUAL(a0->content_type, "application/merge-patch+json");
+    CU_ASSERT_STRING_EQUAL(a0->path, "/apis/cache.example.com/v1alpha1/namespaces/default/redisclusters/cache");
+    CU_ASSERT_STRING_EQUAL(str_at(a0->body, "metadata finalizers 0"), "other.io/keep");
+    CU_ASSERT_STRING_EQUAL(str_at(a0->body, "metadata finalizers 1"), PLAN_FINALIZER);
+    CU_ASSERT_STRING_EQUAL(str_at(a0->body, "metadata resourceVersion"), "100");
+    CU_ASSERT_PTR_NULL(a0->field_manager);
+    /* Then the three applies, ConfigMap before the StatefulSet that mounts it. */
+    CU_ASSERT_EQUAL(a1->kind, PLAN_APPLY);
+    CU_ASSERT_STRING_EQUAL(a1->resource, "configmaps");
+    CU_ASSERT_STRING_EQUAL(a1->path, "/api/v1/namespaces/default/configmaps/cache?fieldManager=rediscluster-operator&force=true");
+    CU_ASSERT_STRING_EQUAL(a1->content_type, "application/apply-patch+yaml");
+    CU_ASSERT_STRING_EQUAL(a1->field_manager, "rediscluster-operator");
+    CU_ASSERT_STRING_EQUAL(a2->resource, "services");
+    CU_ASSERT_STRING_EQUAL(a2->path, "/api/v1/namespaces/default/services/cache?fieldManager=rediscluster-operator&force=true");
+    CU_ASSERT_STRING_EQUAL(a3->resource, "statefulsets");
+    CU_ASSERT_STRING_EQUAL(a3->group_version, "apps/v1");
+    CU_ASSERT_STRING_EQUAL(a3->path, "/apis/apps/v1/namespaces/default/statefulsets/cache?fieldManager=rediscluster-operator&force=true");
+    /* And the status, on the subresource. */
+    CU_ASSERT_EQUAL(a4->kind, PLAN_UPDATE_STATUS);
+    CU_ASSERT_STRING_EQUAL(a4->subresource, "status");
+    CU_ASSERT_STRING_EQUAL(a4->path, "/apis/cache.example.com/v1alpha1/namespaces/default/redisclusters/cache/status");
+    CU_ASSERT_STRING_EQUAL(a4->content_type, "application/merge-patch+json");
+    CU_ASSERT_STRING_EQUAL(str_at(a4->body, "status phase"), "Pending");
+    CU_ASSERT_STRING_EQUAL(str_at(a4->body, "metadata name"), "cache");
+    /* One Created event per child, each tied to its apply. */
+    CU_ASSERT_EQUAL(plan_event_count(p), 3);
+    for (size_t i = 0; i < 3; i++) {
+        CU_ASSERT_STRING_EQUAL(plan_event(p, i)->type, "Normal");
+        CU_ASSERT_STRING_EQUAL(plan_event(p, i)->reason, "Created");
+        CU_ASSERT_EQUAL(plan_event(p, i)->action, (int)i + 1);
+    }
+    CU_ASSERT(contains(plan_event(p, 2)->message, "StatefulSet default/cache"));
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 10 * NS_PER_SEC);
+    plan_destroy(&p);
+    CU_ASSERT_PTR_NULL(p);
+    world_free(&w);
+}
+
+static void check_child_metadata(const json_object *o)
+{
+    CU_ASSERT_STRING_EQUAL(str_at(o, "metadata name"), "cache");
+    CU_ASSERT_STRING_EQUAL(str_at(o, "metadata namespace"), "default");
+    CU_ASSERT_STRING_EQUAL(str_at(o, "metadata labels app.kubernetes.io/name"), "redis");
+    CU_ASSERT_STRING_EQUAL(str_at(o, "metadata labels app.kubernetes.io/instance"), "cache");
+    CU_ASSERT_STRING_EQUAL(str_at(o, "metadata labels app.kubernetes.io/managed-by"), "rediscluster-operator");
+    CU_ASSERT_STRING_EQUAL(str_at(o, "metadata labels app.kubernetes.io/part-of"), "rediscluster");
+    json_object *refs = at(o, "metadata ownerReferences");
+    CU_ASSERT_EQUAL_FATAL(json_object_array_length(refs), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(refs, "0 apiVersion"), "cache.example.com/v1alpha1");
+    CU_ASSERT_STRING_EQUAL(str_at(refs, "0 kind"), "RedisCluster");
+    CU_ASSERT_STRING_EQUAL(str_at(refs, "0 name"), "cache");
+    CU_ASSERT_STRING_EQUAL(str_at(refs, "0 uid"), "uid-1");
+    CU_ASSERT(json_object_get_boolean(at(refs, "0 controller")));
+    CU_ASSERT(json_object_get_boolean(at(refs, "0 blockOwnerDeletion")));
+}
+
+static void test_fresh_create_children(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    plan_t *p = run(&w, T1);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_ADD_FINALIZER), 0);
+    CU_ASSERT_EQUAL_FATAL(count_kind(p, PLAN_APPLY), 3);
+    const json_object *cm = find_action(p, PLAN_APPLY, "configmaps")->body;
+    const json_object *svc = find_action(p, PLAN_APPLY, "services")->body;
+    const json_object *sts = find_action(p, PLAN_APPLY, "statefulsets")->body;
+    check_child_metadata(cm);
+    check_child_metadata(svc);
+    check_child_metadata(sts);
+
+    /* ConfigMap: redis.conf with the spec's memory settings and the defaults. */
+    CU_ASSERT_STRING_EQUAL(str_at(cm, "apiVersion"), "v1");
+    CU_ASSERT_STRING_EQUAL(str_at(cm, "kind"), "ConfigMap");
+    const char *conf = str_at(cm, "data redis.conf");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+    static const char *const lines[] = {"\nmaxmemory 256mb\n", "\nmaxmemory-policy allkeys-lru\n", "\ndir /data\n",
+                                        "\nappendonly yes\n",  "\nbind 0.0.0.0\n",              "\nport 6379\n",
+                                        "\nprotected-mode no\n", "\nsave 900 1\n"};
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+        CU_ASSERT(contains(conf, lines[i]));
+
+    /* Service: headless, port 6379 named redis, selector name+instance only. */
+    CU_ASSERT_STRING_EQUAL(str_at(svc, "spec clusterIP"), "None");
+    CU_ASSERT_STRING_EQUAL(str_at(svc, "spec ports 0 name"), "redis");
+    CU_ASSERT_EQUAL(int_at(svc, "spec ports 0 port"), 6379);
+    CU_ASSERT_EQUAL(int_at(svc, "spec ports 0 targetPort"), 6379);
+    CU_ASSERT_EQUAL(json_object_object_length(at(svc, "spec selector")), 2);
+    CU_ASSERT_STRING_EQUAL(str_at(svc, "spec selector app.kubernetes.io/instance"), "cache");
+
+    /* StatefulSet. */
+    CU_ASSERT_EQUAL(int_at(sts, "spec replicas"), 3);
+    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec serviceName"), "cache");
+    json_object *sel = at(sts, "spec selector matchLabels");
+    CU_ASSERT_EQUAL(json_object_object_length(sel), 2);
+    CU_ASSERT_STRING_EQUAL(str_at(sel, "app.kubernetes.io/name"), "redis");
+    CU_ASSERT_STRING_EQUAL(str_at(sel, "app.kubernetes.io/instance"), "cache");
+    CU_ASSERT_EQUAL(json_object_object_length(at(sts, "spec template metadata labels")), 4);
+    char hash[65];
+    sha256_hex(conf, hash);
+    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template metadata annotations cache.example.com/config-hash"), hash);
+    json_object *c = at(sts, "spec template spec containers 0");
+    CU_ASSERT_EQUAL(json_object_array_length(at(sts, "spec template spec containers")), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(c, "name"), "redis");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "image"), "redis:7.2");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "command 0"), "redis-server");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "command 1"), "/etc/redis/redis.conf");
+    CU_ASSERT_EQUAL(int_at(c, "ports 0 containerPort"), 6379);
+    CU_ASSERT_STRING_EQUAL(str_at(c, "ports 0 name"), "redis");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "resources requests cpu"), "100m");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "resources requests memory"), "256Mi");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "resources limits cpu"), "500m");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "resources limits memory"), "1Gi");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "livenessProbe exec command 0"), "redis-cli");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "livenessProbe exec command 1"), "ping");
+    CU_ASSERT_EQUAL(int_at(c, "livenessProbe initialDelaySeconds"), 10);
+    CU_ASSERT_EQUAL(int_at(c, "livenessProbe periodSeconds"), 10);
+    CU_ASSERT_STRING_EQUAL(str_at(c, "readinessProbe exec command 0"), "redis-cli");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "readinessProbe exec command 1"), "ping");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "volumeMounts 0 name"), "data");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "volumeMounts 0 mountPath"), "/data");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "volumeMounts 1 name"), "config");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "volumeMounts 1 mountPath"), "/etc/redis");
+    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec volumes 0 name"), "config");
+    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec volumes 0 configMap name"), "cache");
+    json_object *pvc = at(sts, "spec volumeClaimTemplates 0");
+    CU_ASSERT_EQUAL(json_object_array_length(at(sts, "spec volumeClaimTemplates")), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(pvc, "metadata name"), "data");
+    CU_ASSERT_STRING_EQUAL(str_at(pvc, "spec accessModes 0"), "ReadWriteOnce");
+    CU_ASSERT_STRING_EQUAL(str_at(pvc, "spec resources requests storage"), "1Gi");
+    CU_ASSERT_STRING_EQUAL(str_at(pvc, "spec storageClassName"), "standard");
+    /* Defaults the API server owns are left to it. */
+    CU_ASSERT_PTR_NULL(at(c, "imagePullPolicy"));
+    CU_ASSERT_PTR_NULL(at(sts, "spec template spec dnsPolicy"));
+
+    /* Status of a fresh object: Pending, with the /scale selector. */
+    json_object *st = plan_status(p);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    CU_ASSERT_EQUAL(int_at(st, "replicas"), 0);
+    CU_ASSERT_EQUAL(int_at(st, "readyReplicas"), 0);
+    CU_ASSERT_EQUAL(int_at(st, "observedGeneration"), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(st, "selector"), "app.kubernetes.io/name=redis,app.kubernetes.io/instance=cache");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "status"), "False");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "reason"), "Creating");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "lastTransitionTime"), T1_STR);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "status"), "True");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* ---- No-op ----------------------------------------------------------------------------- */
+
+static void test_converged_world_plans_nothing(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 0);
+    converge(&w, T1);
+    /* The simulated server added defaults, extra labels and annotations everywhere. */
+    CU_ASSERT_STRING_EQUAL(str_at(w.sts, "spec template spec containers 0 terminationMessagePath"), "/dev/termination-log");
+    CU_ASSERT_STRING_EQUAL(str_at(w.svc, "metadata labels team"), "payments");
+    plan_t *p = run(&w, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    CU_ASSERT_EQUAL(plan_event_count(p), 0);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 0);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "status"), "True");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "reason"), "AllReplicasReady");
+    CU_ASSERT_EQUAL(int_at(plan_status(p), "readyReplicas"), 3);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* A Service exactly as `kubectl get -o json` shows one the operator applied. */
+static void test_literal_server_service_is_not_drift(void)
+{
+    json_object *rc = rc_new(SPEC3, 1);
+    json_object *svc = parse(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"creationTimestamp\":\"2024-05-01T11:00:00Z\","
+        "\"labels\":{\"app.kubernetes.io/instance\":\"cache\",\"app.kubernetes.io/managed-by\":\"rediscluster-operator\","
+        "\"app.kubernetes.io/name\":\"redis\",\"app.kubernetes.io/part-of\":\"rediscluster\"},\"name\":\"cache\","
+        "\"namespace\":\"default\",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1alpha1\","
+        "\"blockOwnerDeletion\":true,\"controller\":true,\"kind\":\"RedisCluster\",\"name\":\"cache\",\"uid\":\"uid-1\"}],"
+        "\"resourceVersion\":\"812\",\"uid\":\"5b0e\"},\"spec\":{\"clusterIP\":\"None\",\"clusterIPs\":[\"None\"],"
+        "\"internalTrafficPolicy\":\"Cluster\",\"ipFamilies\":[\"IPv4\"],\"ipFamilyPolicy\":\"SingleStack\","
+        "\"ports\":[{\"name\":\"redis\",\"port\":6379,\"protocol\":\"TCP\",\"targetPort\":6379}],"
+        "\"selector\":{\"app.kubernetes.io/instance\":\"cache\",\"app.kubernetes.io/name\":\"redis\"},"
+        "\"sessionAffinity\":\"None\",\"type\":\"ClusterIP\"},\"status\":{\"loadBalancer\":{}}}");
+    plan_t *p = plan_compute(rc, NULL, svc, NULL, T1);
+    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_APPLY, "configmaps"));
+    CU_ASSERT_PTR_NULL(find_action(p, PLAN_APPLY, "services"));
+    plan_destroy(&p);
+    json_object_put(svc);
+    json_object_put(rc);
+}
+
+static void test_foreign_additions_are_not_drift(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    /* A sidecar injected by someone else, a second owner, extra template labels. */
+    json_object_array_add(at(w.sts, "spec template spec containers"),
+                          parse("{\"name\":\"istio-proxy\",\"image\":\"istio/proxyv2\"}"));
+    json_object_array_add(at(w.cm, "metadata ownerReferences"),
+                          parse("{\"apiVersion\":\"v1\",\"kind\":\"Thing\",\"name\":\"x\",\"uid\":\"uid-9\"}"));
+    set_at(w.sts, "spec template metadata labels sidecar", "\"yes\"");
+    set_at(w.cm, "data extra.conf", "\"# someone else's key\"");
+    /* Quantities in another, equal form. */
+    set_at(w.sts, "spec template spec containers 0 resources limits cpu", "\"0.5\"");
+    set_at(w.sts, "spec template spec containers 0 resources limits memory", "\"1024Mi\"");
+    plan_t *p = run(&w, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* ---- Drift ------------------------------------------------------------------------------ */
+
+/* Converge, let change() tamper with the world, and plan again. */
+static plan_t *drifted(world_t *w, void (*change)(world_t *))
+{
+    world_init(w, SPEC3, 1);
+    converge(w, T1);
+    change(w);
+    return run(w, T2);
+}
+
+static void change_cm_data(world_t *w)
+{
+    set_at(w->cm, "data redis.conf", "\"maxmemory 1gb\\n\"");
+}
+
+static void test_drift_configmap_data(void)
+{
+    world_t w;
+    plan_t *p = drifted(&w, change_cm_data);
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 1);
+    const plan_action_t *a = plan_action(p, 0);
+    CU_ASSERT_EQUAL(a->kind, PLAN_APPLY);
+    CU_ASSERT_STRING_EQUAL(a->resource, "configmaps");
+    CU_ASSERT(contains(a->why, "data.redis.conf"));
+    CU_ASSERT(contains(str_at(a->body, "data redis.conf"), "maxmemory 256mb"));
+    const plan_event_t *e = find_event(p, "Updated");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    CU_ASSERT_EQUAL(e->action, 0);
+    CU_ASSERT(contains(e->message, "ConfigMap default/cache"));
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void change_svc_port(world_t *w)
+{
+    set_at(w->svc, "spec ports 0 port", "6380");
+}
+
+static void test_drift_service_port(void)
+{
+    world_t w;
+    plan_t *p = drifted(&w, change_svc_port);
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 1);
+    CU_ASSERT_STRING_EQUAL(plan_action(p, 0)->resource, "services");
+    CU_ASSERT(contains(plan_action(p, 0)->why, "spec.ports[redis].port: want 6379, have 6380"));
+    CU_ASSERT_EQUAL(int_at(plan_action(p, 0)->body, "spec ports 0 port"), 6379);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void change_svc_headless(world_t *w)
+{
+    set_at(w->svc, "spec ports 0 name", "\"other\"");
+}
+
+static void test_drift_service_port_renamed(void)
+{
+    world_t w;
+    plan_t *p = drifted(&w, change_svc_headless);
+    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_APPLY, "services"));
+    CU_ASSERT(contains(plan_action(p, 0)->why, "spec.ports[redis]: missing"));
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void change_sts_replicas(world_t *w)
+{
+    set_at(w->sts, "spec replicas", "2"); /* someone ran kubectl scale on the StatefulSet */
+}
+
+static void test_drift_statefulset_replicas(void)
+{
+    world_t w;
+    plan_t *p = drifted(&w, change_sts_replicas);
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 2); /* apply, and the status now says Scaling */
+    const plan_action_t *a = find_action(p, PLAN_APPLY, "statefulsets");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(int_at(a->body, "spec replicas"), 3);
+    CU_ASSERT(contains(a->why, "spec.replicas: want 3, have 2"));
+    const plan_event_t *e = find_event(p, "Scaled");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    CU_ASSERT(contains(e->message, "from 2 to 3 replicas"));
+    CU_ASSERT_PTR_NULL(find_event(p, "Updated")); /* nothing else differs */
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void change_image(world_t *w)
+{
+    set_at(w->sts, "spec template spec containers 0 image", "\"redis:6.0\"");
+}
+
+static void test_drift_container_image(void)
+{
+    world_t w;
+    plan_t *p = drifted(&w, change_image);
+    const plan_action_t *a = find_action(p, PLAN_APPLY, "statefulsets");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT(contains(a->why, "spec.template.spec.containers[redis].image: want \"redis:7.2\", have \"redis:6.0\""));
+    CU_ASSERT_STRING_EQUAL(str_at(a->body, "spec template spec containers 0 image"), "redis:7.2");
+    CU_ASSERT_PTR_NOT_NULL(find_event(p, "Updated"));
+    CU_ASSERT_PTR_NULL(find_event(p, "Scaled"));
+    /* A new pod template is about to roll: not Running any more. */
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "reason"), "RollingUpdate");
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 10 * NS_PER_SEC);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void change_probe_and_labels(world_t *w)
+{
+    del_at(w->sts, "spec template spec containers 0", "readinessProbe");
+}
+
+static void test_drift_missing_probe(void)
+{
+    world_t w;
+    plan_t *p = drifted(&w, change_probe_and_labels);
+    const plan_action_t *a = find_action(p, PLAN_APPLY, "statefulsets");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT(contains(a->why, "readinessProbe"));
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void change_delete_children(world_t *w)
+{
+    json_object_put(w->svc);
+    w->svc = NULL;
+    json_object_put(w->cm);
+    w->cm = NULL;
+}
+
+static void test_drift_child_deleted(void)
+{
+    world_t w;
+    plan_t *p = drifted(&w, change_delete_children);
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 2);
+    CU_ASSERT_STRING_EQUAL(plan_action(p, 0)->resource, "configmaps");
+    CU_ASSERT_STRING_EQUAL(plan_action(p, 1)->resource, "services");
+    CU_ASSERT(contains(plan_action(p, 1)->why, "missing"));
+    CU_ASSERT_EQUAL(plan_event_count(p), 2);
+    CU_ASSERT_STRING_EQUAL(plan_event(p, 1)->reason, "Created");
+    CU_ASSERT_EQUAL(plan_event(p, 1)->action, 1);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void change_owner_refs(world_t *w)
+{
+    del_at(w->cm, "metadata", "ownerReferences");
+    set_at(w->svc, "metadata labels app.kubernetes.io/managed-by", "\"helm\"");
+}
+
+static void test_drift_owner_reference_and_label(void)
+{
+    world_t w;
+    plan_t *p = drifted(&w, change_owner_refs);
+    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_APPLY, "configmaps"));
+    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_APPLY, "services"));
+    CU_ASSERT_PTR_NULL(find_action(p, PLAN_APPLY, "statefulsets"));
+    CU_ASSERT(contains(find_action(p, PLAN_APPLY, "services")->why, "app.kubernetes.io/managed-by"));
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* ---- Scaling and config changes --------------------------------------------------------- */
+
+static void test_scale_up_and_down(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    for (int step = 0; step < 2; step++) {
+        int want = step == 0 ? 5 : 1, from = step == 0 ? 3 : 5;
+        char n[8];
+        snprintf(n, sizeof(n), "%d", want);
+        set_at(w.rc, "spec size", n);
+        set_at(w.rc, "metadata generation", step == 0 ? "2" : "3");
+        plan_t *p = run(&w, T2);
+        const plan_action_t *a = find_action(p, PLAN_APPLY, "statefulsets");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        CU_ASSERT_EQUAL(int_at(a->body, "spec replicas"), want);
+        CU_ASSERT_PTR_NULL(find_action(p, PLAN_APPLY, "configmaps"));
+        char msg[64];
+        snprintf(msg, sizeof(msg), "from %d to %d replicas", from, want);
+        CU_ASSERT(contains(find_event(p, "Scaled")->message, msg));
+        CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
+        CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "reason"), "Scaling");
+        CU_ASSERT_EQUAL(int_at(plan_status(p), "observedGeneration"), step + 2);
+        CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 10 * NS_PER_SEC);
+        perform(&w, p);
+        plan_destroy(&p);
+        /* Until the StatefulSet controller catches up, still Scaling and no new writes. */
+        p = run(&w, T2);
+        CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+        CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
+        plan_destroy(&p);
+        sts_settle(&w, want);
+        p = run(&w, T3);
+        CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+        CU_ASSERT_EQUAL(int_at(plan_status(p), "replicas"), want);
+        perform(&w, p);
+        plan_destroy(&p);
+    }
+    world_free(&w);
+}
+
+static void test_config_change_rolls_pods(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    const char *old_hash = str_at(w.sts, "spec template metadata annotations cache.example.com/config-hash");
+    char before[65];
+    snprintf(before, sizeof(before), "%s", old_hash);
+    set_at(w.rc, "spec config maxmemory", "\"512mb\"");
+    plan_t *p = run(&w, T2);
+    const plan_action_t *cm = find_action(p, PLAN_APPLY, "configmaps");
+    const plan_action_t *sts = find_action(p, PLAN_APPLY, "statefulsets");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cm);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sts);
+    CU_ASSERT(plan_action(p, 0) == cm); /* config first, then the pods that read it */
+    const char *conf = str_at(cm->body, "data redis.conf");
+    CU_ASSERT(contains(conf, "\nmaxmemory 512mb\n"));
+    char hash[65];
+    sha256_hex(conf, hash);
+    const char *new_hash = str_at(sts->body, "spec template metadata annotations cache.example.com/config-hash");
+    CU_ASSERT_STRING_EQUAL(new_hash, hash);
+    CU_ASSERT_STRING_NOT_EQUAL(new_hash, before);
+    CU_ASSERT(contains(sts->why, "cache.example.com/config-hash"));
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void test_same_config_same_hash(void)
+{
+    json_object *a = rc_new(SPEC3, 1), *b = rc_new(SPEC3, 1);
+    set_at(b, "metadata name", "\"other\"");
+    set_at(b, "spec size", "7");
+    plan_t *pa = plan_compute(a, NULL, NULL, NULL, T1), *pb = plan_compute(b, NULL, NULL, NULL, T2);
+    const char *path = "spec template metadata annotations cache.example.com/config-hash";
+    CU_ASSERT_STRING_EQUAL(str_at(find_action(pa, PLAN_APPLY, "statefulsets")->body, path),
+                           str_at(find_action(pb, PLAN_APPLY, "statefulsets")->body, path));
+    plan_destroy(&pa);
+    plan_destroy(&pb);
+    json_object_put(a);
+    json_object_put(b);
+}
+
+/* ---- Images ------------------------------------------------------------------------------ */
+
+static void test_image_reference_rules(void)
+{
+    static const struct {
+        const char *image, *version, *want;
+    } cases[] = {
+        {"redis", "7.2", "redis:7.2"},
+        {"redis", NULL, "redis"},
+        {"redis", "", "redis"},
+        {"redis:7.0", "7.2", "redis:7.0"},
+        {"docker.io/library/redis", "7.2", "docker.io/library/redis:7.2"},
+        {"host:5000/redis", "7.2", "host:5000/redis:7.2"},
+        {"host:5000/team/redis", NULL, "host:5000/team/redis"},
+        {"host:5000/redis:6", "7.2", "host:5000/redis:6"},
+        {"redis@sha256:0123abcd", "7.2", "redis@sha256:0123abcd"},
+        {"host:5000/redis@sha256:0123abcd", "7.2", "host:5000/redis@sha256:0123abcd"},
+        {"redis:7.2@sha256:0123abcd", "7.4", "redis:7.2@sha256:0123abcd"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        buf_t b;
+        buf_init(&b, 0);
+        CU_ASSERT_EQUAL(render_image_ref(cases[i].image, cases[i].version, &b), 0);
+        CU_ASSERT_STRING_EQUAL(buf_str(&b), cases[i].want);
+        if (strcmp(buf_str(&b), cases[i].want))
+            fprintf(stderr, "image %s version %s: got %s\n", cases[i].image,
+                    cases[i].version ? cases[i].version : "(none)", buf_str(&b));
+        buf_free(&b);
+    }
+}
+
+static void test_image_through_plan(void)
+{
+    static const struct {
+        const char *spec, *want;
+    } cases[] = {
+        {"{\"size\":1,\"image\":\"registry.local:5000/redis\",\"version\":\"7.2\"}", "registry.local:5000/redis:7.2"},
+        {"{\"size\":1,\"image\":\"redis@sha256:abc\",\"version\":\"7.2\"}", "redis@sha256:abc"},
+        {"{\"size\":1,\"image\":\"bitnami/redis:7.0.15\",\"version\":\"7.2\"}", "bitnami/redis:7.0.15"},
+        {"{\"size\":1,\"image\":\"redis\"}", "redis"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_object *rc = rc_new(cases[i].spec, 1);
+        plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
+        const plan_action_t *a = find_action(p, PLAN_APPLY, "statefulsets");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        CU_ASSERT_STRING_EQUAL(str_at(a->body, "spec template spec containers 0 image"), cases[i].want);
+        plan_destroy(&p);
+        json_object_put(rc);
+    }
+}
+
+/* ---- Optional fields --------------------------------------------------------------------- */
+
+static void test_minimal_spec_defaults(void)
+{
+    json_object *rc = rc_new("{\"size\":1,\"image\":\"redis\"}", 1);
+    plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 3);
+    const json_object *cm = find_action(p, PLAN_APPLY, "configmaps")->body;
+    const json_object *sts = find_action(p, PLAN_APPLY, "statefulsets")->body;
+    const char *conf = str_at(cm, "data redis.conf");
+    CU_ASSERT(!contains(conf, "maxmemory"));
+    CU_ASSERT(contains(conf, "\nappendonly yes\n"));
+    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec containers 0 image"), "redis");
+    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec volumeClaimTemplates 0 spec resources requests storage"), "1Gi");
+    CU_ASSERT_PTR_NULL(at(sts, "spec volumeClaimTemplates 0 spec storageClassName"));
+    CU_ASSERT_EQUAL(int_at(sts, "spec replicas"), 1);
+    plan_destroy(&p);
+    json_object_put(rc);
+
+    /* Empty strings and nulls mean "not set", as omitempty fields do. */
+    rc = rc_new("{\"size\":2,\"image\":\"redis\",\"version\":\"\",\"config\":{\"maxmemory\":\"\",\"maxmemoryPolicy\":null},"
+                "\"storage\":{\"size\":\"\",\"storageClass\":\"\"}}",
+                1);
+    p = plan_compute(rc, NULL, NULL, NULL, T1);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    sts = find_action(p, PLAN_APPLY, "statefulsets")->body;
+    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec containers 0 image"), "redis");
+    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec volumeClaimTemplates 0 spec resources requests storage"), "1Gi");
+    CU_ASSERT_PTR_NULL(at(sts, "spec volumeClaimTemplates 0 spec storageClassName"));
+    CU_ASSERT(!contains(str_at(find_action(p, PLAN_APPLY, "configmaps")->body, "data redis.conf"), "maxmemory"));
+    plan_destroy(&p);
+    json_object_put(rc);
+
+    /* Only a policy. */
+    rc = rc_new("{\"size\":2,\"image\":\"redis\",\"config\":{\"maxmemoryPolicy\":\"noeviction\"}}", 1);
+    p = plan_compute(rc, NULL, NULL, NULL, T1);
+    const char *c2 = str_at(find_action(p, PLAN_APPLY, "configmaps")->body, "data redis.conf");
+    CU_ASSERT(contains(c2, "\nmaxmemory-policy noeviction\n"));
+    CU_ASSERT(!contains(c2, "\nmaxmemory "));
+    plan_destroy(&p);
+    json_object_put(rc);
+}
+
+static void test_storage_quantity_normalised_by_server(void)
+{
+    world_t w;
+    world_init(&w, "{\"size\":1,\"image\":\"redis\",\"storage\":{\"size\":\"1024Mi\"}}", 1);
+    converge(&w, T1);
+    CU_ASSERT_STRING_EQUAL(str_at(w.sts, "spec volumeClaimTemplates 0 spec resources requests storage"), "1Gi");
+    plan_t *p = run(&w, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* ---- Invalid specs ----------------------------------------------------------------------- */
+
+static void test_invalid_specs(void)
+{
+    static const struct {
+        const char *spec, *field;
+    } cases[] = {
+        {"{\"size\":0,\"image\":\"redis\"}", "spec.size: must be between 1 and 10, have 0"},
+        {"{\"size\":11,\"image\":\"redis\"}", "spec.size: must be between 1 and 10, have 11"},
+        {"{\"size\":-3,\"image\":\"redis\"}", "spec.size"},
+        {"{\"size\":\"3\",\"image\":\"redis\"}", "spec.size: must be an integer"},
+        {"{\"size\":2.5,\"image\":\"redis\"}", "spec.size: must be an integer"},
+        {"{\"image\":\"redis\"}", "spec.size: required"},
+        {"{\"size\":3,\"image\":\"\"}", "spec.image: must not be empty"},
+        {"{\"size\":3}", "spec.image: required"},
+        {"{\"size\":3,\"image\":5}", "spec.image: must be a string"},
+        {"{\"size\":3,\"image\":\"re dis\"}", "spec.image: \"re dis\""},
+        {"{\"size\":3,\"image\":\"redis\\nmaxmemory 1\"}", "spec.image"},
+        {"{\"size\":3,\"image\":\"redis\",\"version\":\"7 2\"}", "spec.version: \"7 2\" is not an image tag"},
+        {"{\"size\":3,\"image\":\"redis\",\"version\":7}", "spec.version: must be a string"},
+        {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"10GB\"}}", "spec.storage.size: \"10GB\" must match"},
+        {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"1.5Gi\"}}", "spec.storage.size"},
+        {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"0Gi\"}}", "spec.storage.size: \"0Gi\" must be greater than zero"},
+        {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":10}}", "spec.storage.size: must be a string"},
+        {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"99999999999999999999Ti\"}}", "spec.storage.size"},
+        {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"storageClass\":\"Fast_SSD\"}}", "spec.storage.storageClass"},
+        {"{\"size\":3,\"image\":\"redis\",\"storage\":[]}", "spec.storage: must be an object"},
+        {"{\"size\":3,\"image\":\"redis\",\"config\":\"maxmemory 1\"}", "spec.config: must be an object"},
+        {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":\"lots\"}}", "spec.config.maxmemory: \"lots\" is not a memory size"},
+        {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":\"1gb\\nslaveof evil 6379\"}}", "spec.config.maxmemory"},
+        {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":256}}", "spec.config.maxmemory: must be a string"},
+        {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemoryPolicy\":\"allkeys-lfu\"}}", "spec.config.maxmemoryPolicy: \"allkeys-lfu\" must be one of"},
+        {"\"size=3\"", "spec: must be an object"},
+        {"[1,2]", "spec: must be an object"},
+        {"null", "spec: required"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_object *rc = rc_new(cases[i].spec, 1);
+        plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
+        CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+        CU_ASSERT_EQUAL(plan_action_count(p), 1);
+        const plan_action_t *st = find_action(p, PLAN_UPDATE_STATUS, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+        json_object *ready = cond(p, "Ready");
+        CU_ASSERT_STRING_EQUAL(str_at(ready, "status"), "False");
+        CU_ASSERT_STRING_EQUAL(str_at(ready, "reason"), "InvalidSpec");
+        CU_ASSERT(contains(str_at(ready, "message"), cases[i].field));
+        if (!contains(str_at(ready, "message"), cases[i].field))
+            fprintf(stderr, "spec %s: message %s\n", cases[i].spec, str_at(ready, "message"));
+        CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "True");
+        const plan_event_t *e = find_event(p, "InvalidSpec");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+        CU_ASSERT_STRING_EQUAL(e->type, "Warning");
+        CU_ASSERT_EQUAL(e->action, 0);
+        CU_ASSERT(contains(e->message, cases[i].field));
+        CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 0);
+        plan_destroy(&p);
+        json_object_put(rc);
+    }
+}
+
+static void test_invalid_spec_lists_every_problem_and_is_quiet_after(void)
+{
+    world_t w;
+    world_init(&w, "{\"size\":12,\"image\":\"\",\"storage\":{\"size\":\"10GB\"}}", 0);
+    plan_t *p = run(&w, T1);
+    /* The finalizer still goes on, so a later delete runs the cleanup. */
+    CU_ASSERT_EQUAL(plan_action(p, 0)->kind, PLAN_ADD_FINALIZER);
+    const char *msg = str_at(cond(p, "Ready"), "message");
+    CU_ASSERT(contains(msg, "spec.size"));
+    CU_ASSERT(contains(msg, "spec.image"));
+    CU_ASSERT(contains(msg, "spec.storage.size"));
+    perform(&w, p);
+    plan_destroy(&p);
+    /* Nothing changed: no status write and no repeated Warning on a resync. */
+    p = run(&w, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    CU_ASSERT_EQUAL(plan_event_count(p), 0);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
+    plan_destroy(&p);
+    /* Fixed: the children appear and the failure clears. */
+    json_object_object_add(w.rc, "spec", parse(SPEC3));
+    set_at(w.rc, "metadata generation", "2");
+    p = run(&w, T3);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 3);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "reason"), "Creating");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "lastTransitionTime"), T3_STR);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void test_invalid_names(void)
+{
+    static const char *const names[] = {"Cache", "1cache", "cache.example", "a-very-long-name-that-goes-past-the-fifty-two-limit-x"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        json_object *rc = rc_new(SPEC3, 1);
+        json_object_object_add(at(rc, "metadata"), "name", json_object_new_string(names[i]));
+        plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
+        CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
+        CU_ASSERT(contains(str_at(cond(p, "Ready"), "message"), "metadata.name"));
+        CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+        plan_destroy(&p);
+        json_object_put(rc);
+    }
+    /* 52 characters is fine. */
+    json_object *rc = rc_new(SPEC3, 1);
+    json_object_object_add(at(rc, "metadata"), "name",
+                           json_object_new_string("abcdefghij-abcdefghij-abcdefghij-abcdefghij-abcdefgh"));
+    plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    plan_destroy(&p);
+    json_object_put(rc);
+}
+
+static void test_missing_uid(void)
+{
+    json_object *rc = rc_new(SPEC3, 1);
+    del_at(rc, "metadata", "uid");
+    plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "reason"), "InvalidObject");
+    CU_ASSERT(contains(str_at(cond(p, "Ready"), "message"), "metadata.uid"));
+    CU_ASSERT_PTR_NOT_NULL(find_event(p, "InvalidObject"));
+    plan_destroy(&p);
+    json_object_put(rc);
+}
+
+/* ---- Deletion ---------------------------------------------------------------------------- */
+
+static void test_deletion_with_finalizer(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    set_at(w.rc, "metadata deletionTimestamp", "\"2024-05-01T12:05:00Z\"");
+    set_at(w.rc, "metadata finalizers", "[\"a.io/first\",\"" PLAN_FINALIZER "\",\"b.io/last\"]");
+    plan_t *p = run(&w, T2);
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 2);
+    CU_ASSERT_EQUAL(plan_action(p, 0)->kind, PLAN_CLEANUP);
+    CU_ASSERT_PTR_NULL(plan_action(p, 0)->path);
+    CU_ASSERT_PTR_NULL(plan_action(p, 0)->body);
+    const plan_action_t *rm = plan_action(p, 1);
+    CU_ASSERT_EQUAL(rm->kind, PLAN_REMOVE_FINALIZER);
+    CU_ASSERT_STRING_EQUAL(rm->content_type, "application/merge-patch+json");
+    json_object *list = at(rm->body, "metadata finalizers");
+    CU_ASSERT_EQUAL_FATAL(json_object_array_length(list), 2);
+    CU_ASSERT_STRING_EQUAL(str_at(list, "0"), "a.io/first");
+    CU_ASSERT_STRING_EQUAL(str_at(list, "1"), "b.io/last");
+    CU_ASSERT_PTR_NOT_NULL(str_at(rm->body, "metadata resourceVersion"));
+    CU_ASSERT_EQUAL_FATAL(plan_event_count(p), 1);
+    CU_ASSERT_STRING_EQUAL(plan_event(p, 0)->reason, "CleanedUp");
+    CU_ASSERT_STRING_EQUAL(plan_event(p, 0)->type, "Normal");
+    CU_ASSERT_EQUAL(plan_event(p, 0)->action, 0);
+    CU_ASSERT_PTR_NULL(plan_status(p));
+    CU_ASSERT_PTR_NULL(plan_phase(p));
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 0);
+    /* Deletion needs neither a valid spec nor a uid. */
+    perform(&w, p);
+    plan_destroy(&p);
+    json_object_object_add(w.rc, "spec", parse("\"broken\""));
+    set_at(w.rc, "metadata finalizers", "[\"" PLAN_FINALIZER "\"]");
+    del_at(w.rc, "metadata", "uid");
+    p = run(&w, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 2);
+    CU_ASSERT_EQUAL(json_object_array_length(at(plan_action(p, 1)->body, "metadata finalizers")), 0);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void test_deletion_without_finalizer(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 0);
+    set_at(w.rc, "metadata deletionTimestamp", "\"2024-05-01T12:05:00Z\"");
+    set_at(w.rc, "metadata finalizers", "[\"someone.else/keep\"]");
+    plan_t *p = run(&w, T1);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    CU_ASSERT_EQUAL(plan_event_count(p), 0);
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 0);
+    CU_ASSERT_PTR_NULL(plan_error(p));
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* ---- Status ------------------------------------------------------------------------------ */
+
+static void test_status_transitions_and_transition_times(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    /* T1: nothing exists: Pending. */
+    plan_t *p = run(&w, T1);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    perform(&w, p);
+    plan_destroy(&p);
+    /* T2: the StatefulSet runs 1 of 3 ready pods, 2 created so far: Scaling. Ready stays
+     * False, so its lastTransitionTime stays T1. */
+    json_object_object_add(w.sts, "status",
+                           parse("{\"observedGeneration\":1,\"replicas\":2,\"readyReplicas\":1,\"updatedReplicas\":2,"
+                                 "\"currentRevision\":\"cache-1\",\"updateRevision\":\"cache-1\"}"));
+    p = run(&w, T2);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
+    CU_ASSERT_EQUAL(int_at(plan_status(p), "replicas"), 2);
+    CU_ASSERT_EQUAL(int_at(plan_status(p), "readyReplicas"), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "status"), "False");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "reason"), "ReplicasNotReady");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "message"), "1/3 replicas ready");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "lastTransitionTime"), T1_STR);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "lastTransitionTime"), T1_STR);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_UPDATE_STATUS), 1);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 10 * NS_PER_SEC);
+    perform(&w, p);
+    plan_destroy(&p);
+    /* T3: all ready: Running. Ready flips (new time), Progressing flips (new time),
+     * Degraded stays False (old time). */
+    sts_settle(&w, 3);
+    p = run(&w, T3);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "status"), "True");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "lastTransitionTime"), T3_STR);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "status"), "False");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "lastTransitionTime"), T3_STR);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "lastTransitionTime"), T1_STR);
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 0);
+    const plan_action_t *st = find_action(p, PLAN_UPDATE_STATUS, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    CU_ASSERT_STRING_EQUAL(str_at(st->body, "status phase"), "Running");
+    perform(&w, p);
+    plan_destroy(&p);
+    /* Later: nothing changes, nothing is written, the times stay. */
+    p = run(&w, T3 + 3600 * NS_PER_SEC);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "lastTransitionTime"), T3_STR);
+    plan_destroy(&p);
+    /* A pod dies: 2/3 ready, nothing rolling: Pending, Ready flips back. */
+    set_at(w.sts, "status readyReplicas", "2");
+    p = run(&w, T3 + 7200 * NS_PER_SEC);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "status"), "False");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "lastTransitionTime"), "2024-05-01T14:02:00Z");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "status"), "False");
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 10 * NS_PER_SEC);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void test_rolling_statefulset_is_scaling(void)
+{
+    static const char *const statuses[] = {
+        /* revisions differ */
+        "{\"observedGeneration\":1,\"replicas\":3,\"readyReplicas\":3,\"updatedReplicas\":3,"
+        "\"currentRevision\":\"cache-1\",\"updateRevision\":\"cache-2\"}",
+        /* not all pods updated */
+        "{\"observedGeneration\":1,\"replicas\":3,\"readyReplicas\":3,\"updatedReplicas\":1,"
+        "\"currentRevision\":\"cache-1\",\"updateRevision\":\"cache-1\"}",
+        /* the controller has not seen the latest generation */
+        "{\"observedGeneration\":0,\"replicas\":3,\"readyReplicas\":3,\"updatedReplicas\":3,"
+        "\"currentRevision\":\"cache-1\",\"updateRevision\":\"cache-1\"}",
+    };
+    for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+        world_t w;
+        world_init(&w, SPEC3, 1);
+        converge(&w, T1);
+        json_object_object_add(w.sts, "status", parse(statuses[i]));
+        plan_t *p = run(&w, T2);
+        CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+        CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
+        CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "reason"), "RollingUpdate");
+        CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "status"), "False");
+        CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 10 * NS_PER_SEC);
+        plan_destroy(&p);
+        world_free(&w);
+    }
+}
+
+static void test_zero_ready_is_pending(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    sts_settle(&w, 0);
+    plan_t *p = run(&w, T2);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void test_status_keeps_foreign_conditions_and_tracks_generation(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    json_object_array_add(at(w.rc, "status conditions"),
+                          parse("{\"type\":\"Quarantined\",\"status\":\"False\",\"reason\":\"Healthy\","
+                                "\"lastTransitionTime\":\"2024-04-01T00:00:00Z\"}"));
+    plan_t *p = run(&w, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0); /* someone else's condition is not our business */
+    plan_destroy(&p);
+    /* A new generation (a label edit, say) needs a status write for observedGeneration. */
+    set_at(w.rc, "metadata generation", "2");
+    p = run(&w, T2);
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 1);
+    const plan_action_t *st = plan_action(p, 0);
+    CU_ASSERT_EQUAL(st->kind, PLAN_UPDATE_STATUS);
+    CU_ASSERT_EQUAL(int_at(st->body, "status observedGeneration"), 2);
+    CU_ASSERT_EQUAL(int_at(st->body, "status conditions 0 observedGeneration"), 2);
+    json_object *list = at(st->body, "status conditions");
+    CU_ASSERT_EQUAL_FATAL(json_object_array_length(list), 4);
+    CU_ASSERT_STRING_EQUAL(str_at(list, "3 type"), "Quarantined");
+    CU_ASSERT_STRING_EQUAL(str_at(list, "3 lastTransitionTime"), "2024-04-01T00:00:00Z");
+    CU_ASSERT_EQUAL(plan_event_count(p), 0);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void test_status_tampered_is_rewritten(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    set_at(w.rc, "status phase", "\"Failed\"");
+    plan_t *p = run(&w, T2);
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 1);
+    CU_ASSERT_EQUAL(plan_action(p, 0)->kind, PLAN_UPDATE_STATUS);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_action(p, 0)->body, "status phase"), "Running");
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* ---- Immutable StatefulSet fields and ownership ------------------------------------------ */
+
+static void test_storage_change_is_reported_not_applied(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    set_at(w.rc, "spec storage size", "\"2Gi\"");
+    set_at(w.rc, "metadata generation", "2");
+    plan_t *p = run(&w, T2);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+    json_object *deg = cond(p, "Degraded");
+    CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "True");
+    CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), "ImmutableFieldChanged");
+    CU_ASSERT(contains(str_at(deg, "message"), "spec.storage"));
+    CU_ASSERT(contains(str_at(deg, "message"), "want \"2Gi\", have \"1Gi\""));
+    const plan_event_t *e = find_event(p, "ImmutableFieldChanged");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    CU_ASSERT_STRING_EQUAL(e->type, "Warning");
+    CU_ASSERT_EQUAL(plan_action(p, (size_t)e->action)->kind, PLAN_UPDATE_STATUS);
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 0);
+    perform(&w, p);
+    plan_destroy(&p);
+    /* Reported once: the next resync writes nothing. */
+    p = run(&w, T3);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    CU_ASSERT_EQUAL(plan_event_count(p), 0);
+    plan_destroy(&p);
+    /* Other drift still converges, carrying the StatefulSet's own claim template. */
+    set_at(w.rc, "spec size", "4");
+    set_at(w.rc, "spec storage", "{\"size\":\"1Gi\",\"storageClass\":\"fast\"}");
+    p = run(&w, T3);
+    const plan_action_t *a = find_action(p, PLAN_APPLY, "statefulsets");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(int_at(a->body, "spec replicas"), 4);
+    json_object *pvc = at(a->body, "spec volumeClaimTemplates 0");
+    CU_ASSERT_STRING_EQUAL(str_at(pvc, "spec resources requests storage"), "1Gi");
+    CU_ASSERT_STRING_EQUAL(str_at(pvc, "spec storageClassName"), "standard");
+    CU_ASSERT_PTR_NULL(at(pvc, "status"));
+    CU_ASSERT_PTR_NULL(at(pvc, "metadata creationTimestamp"));
+    CU_ASSERT(contains(str_at(cond(p, "Degraded"), "message"), "storageClassName"));
+    plan_destroy(&p);
+    /* Storage back to what exists: Degraded clears. */
+    set_at(w.rc, "spec size", "3");
+    set_at(w.rc, "spec storage", "{\"size\":\"1Gi\",\"storageClass\":\"standard\"}");
+    p = run(&w, T3);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "lastTransitionTime"), T3_STR);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void test_selector_mismatch_blocks_statefulset_apply(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    set_at(w.sts, "spec selector", "{\"matchLabels\":{\"app\":\"cache\"}}");
+    set_at(w.sts, "spec replicas", "1");
+    plan_t *p = run(&w, T2);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "ImmutableFieldChanged");
+    CU_ASSERT(contains(str_at(cond(p, "Degraded"), "message"), "spec.selector"));
+    CU_ASSERT_PTR_NOT_NULL(find_event(p, "ImmutableFieldChanged"));
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void test_child_controlled_by_another_owner(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    set_at(w.cm, "metadata ownerReferences",
+           "[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"x\",\"uid\":\"uid-other\",\"controller\":true}]");
+    set_at(w.cm, "data redis.conf", "\"theirs\"");
+    plan_t *p = run(&w, T2);
+    CU_ASSERT_PTR_NULL(find_action(p, PLAN_APPLY, "configmaps"));
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "OwnerConflict");
+    CU_ASSERT(contains(str_at(cond(p, "Degraded"), "message"), "ConfigMap default/cache is controlled by another Deployment"));
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* ---- Malformed input --------------------------------------------------------------------- */
+
+static void test_malformed_input_never_crashes(void)
+{
+    static const char *const rcs[] = {
+        "\"just a string\"",
+        "[1,2,3]",
+        "42",
+        "{}",
+        "{\"metadata\":\"x\"}",
+        "{\"metadata\":{}}",
+        "{\"metadata\":{\"name\":5,\"namespace\":\"default\"}}",
+        "{\"metadata\":{\"name\":\"\",\"namespace\":\"default\"}}",
+        "{\"metadata\":{\"name\":\"cache\"}}",
+        "{\"metadata\":{\"name\":\"cache\",\"namespace\":null}}",
+    };
+    for (size_t i = 0; i < sizeof(rcs) / sizeof(rcs[0]); i++) {
+        json_object *rc = parse(rcs[i]);
+        plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_PTR_NOT_NULL(plan_error(p));
+        CU_ASSERT_EQUAL(plan_action_count(p), 0);
+        CU_ASSERT_EQUAL(plan_event_count(p), 0);
+        CU_ASSERT_PTR_NULL(plan_status(p));
+        CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 0);
+        json_object *j = plan_to_json(p);
+        CU_ASSERT_PTR_NOT_NULL(j);
+        json_object_put(j);
+        plan_destroy(&p);
+        json_object_put(rc);
+    }
+    plan_t *p = plan_compute(NULL, NULL, NULL, NULL, T1);
+    CU_ASSERT(contains(plan_error(p), "not a JSON object"));
+    plan_destroy(&p);
+
+    /* Addressable but broken everywhere else: planned as far as it can be. */
+    static const char *const odd[] = {
+        "{\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"u\",\"finalizers\":\"x\","
+        "\"generation\":\"1\",\"resourceVersion\":7},\"spec\":{\"size\":3,\"image\":\"redis\"},\"status\":\"bad\"}",
+        "{\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"u\",\"finalizers\":[1,null,{}]},"
+        "\"spec\":{\"size\":3,\"image\":\"redis\"},\"status\":{\"conditions\":[5,{\"type\":7},null,{\"type\":\"Ready\","
+        "\"status\":{}}],\"phase\":[]}}",
+        "{\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"u\",\"deletionTimestamp\":null},"
+        "\"spec\":{\"size\":3,\"image\":\"redis\",\"config\":null,\"storage\":null}}",
+    };
+    static const char *const children[] = {
+        "[]", "\"x\"", "{\"metadata\":[],\"spec\":\"x\",\"status\":5}",
+        "{\"spec\":{\"replicas\":\"3\",\"selector\":5,\"volumeClaimTemplates\":{}},\"status\":{\"readyReplicas\":\"3\"}}",
+        "{\"metadata\":{\"ownerReferences\":[{\"controller\":\"yes\",\"uid\":5}]},\"data\":{\"redis.conf\":7},"
+        "\"spec\":{\"ports\":[{\"name\":5}],\"template\":{\"spec\":{\"containers\":[{\"name\":\"redis\"}]}}}}",
+    };
+    for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+        for (size_t k = 0; k < sizeof(children) / sizeof(children[0]); k++) {
+            json_object *rc = parse(odd[i]), *child = parse(children[k]);
+            plan_t *q = plan_compute(rc, child, child, child, T1);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+            CU_ASSERT_PTR_NULL(plan_error(q));
+            CU_ASSERT_PTR_NOT_NULL(plan_phase(q));
+            CU_ASSERT_EQUAL(count_kind(q, PLAN_ADD_FINALIZER), 1);
+            json_object *j = plan_to_json(q);
+            CU_ASSERT_PTR_NOT_NULL(j);
+            json_object_put(j);
+            plan_destroy(&q);
+            json_object_put(child);
+            json_object_put(rc);
+        }
+    }
+    plan_destroy(NULL);
+}
+
+static void test_hostile_names_stay_in_their_path_segment(void)
+{
+    json_object *rc = rc_new(SPEC3, 1);
+    set_at(rc, "metadata name", "\"a/../b?x=1\"");
+    set_at(rc, "metadata deletionTimestamp", "\"2024-05-01T12:05:00Z\"");
+    plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 2);
+    CU_ASSERT_STRING_EQUAL(plan_action(p, 1)->path,
+                           "/apis/cache.example.com/v1alpha1/namespaces/default/redisclusters/a%2F..%2Fb%3Fx%3D1");
+    plan_destroy(&p);
+    json_object_put(rc);
+}
+
+/* ---- Comparison and quantities ---------------------------------------------------------- */
+
+static void test_subset_rules(void)
+{
+    json_object *d = parse("{\"a\":1,\"l\":[\"x\",\"y\"],\"items\":[{\"name\":\"n1\",\"v\":true},{\"name\":\"n2\",\"v\":2}],"
+                           "\"resources\":{\"requests\":{\"memory\":\"1Gi\"}}}");
+    json_object *o = parse("{\"a\":1.0,\"extra\":0,\"l\":[\"x\",\"y\"],\"items\":[{\"name\":\"n2\",\"v\":2,\"more\":1},"
+                           "{\"name\":\"other\"},{\"name\":\"n1\",\"v\":true}],\"resources\":{\"requests\":{\"memory\":\"1073741824\"}}}");
+    buf_t where;
+    buf_init(&where, 0);
+    CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 1);
+    CU_ASSERT_EQUAL(where.len, 0);
+    /* Positional lists must match in length and order. */
+    set_at(o, "l", "[\"y\",\"x\"]");
+    CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&where), "l[0]: want \"x\", have \"y\"");
+    buf_reset(&where);
+    set_at(o, "l", "[\"x\",\"y\",\"z\"]");
+    CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&where), "l: want 2 elements, have 3");
+    buf_reset(&where);
+    set_at(o, "l", "[\"x\",\"y\"]");
+    /* Keyed lists: a missing key is a difference. */
+    set_at(o, "items", "[{\"name\":\"n1\",\"v\":true}]");
+    CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&where), "items[n2]: missing");
+    buf_reset(&where);
+    set_at(o, "items", "[{\"name\":\"n1\",\"v\":false},{\"name\":\"n2\",\"v\":2}]");
+    CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&where), "items[n1].v: want true");
+    buf_reset(&where);
+    set_at(o, "items", "[{\"name\":\"n1\",\"v\":true},{\"name\":\"n2\",\"v\":2}]");
+    /* Quantities only under requests/limits. */
+    set_at(o, "resources requests memory", "\"1Mi\"");
+    CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 0);
+    buf_reset(&where);
+    set_at(o, "resources requests memory", "\"1024Mi\"");
+    CU_ASSERT_EQUAL(plan_json_subset(d, o, NULL), 1);
+    json_object *d2 = parse("{\"label\":\"1Gi\"}"), *o2 = parse("{\"label\":\"1024Mi\"}");
+    CU_ASSERT_EQUAL(plan_json_subset(d2, o2, NULL), 0);
+    /* Types. */
+    set_at(o, "a", "\"1\"");
+    CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&where), "a: want a number, have string");
+    CU_ASSERT_EQUAL(plan_json_subset(d, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(plan_json_subset(NULL, NULL, NULL), 1);
+    buf_free(&where);
+    json_object_put(d);
+    json_object_put(o);
+    json_object_put(d2);
+    json_object_put(o2);
+}
+
+static void test_quantities(void)
+{
+    CU_ASSERT(render_quantity_equal("1Gi", "1024Mi"));
+    CU_ASSERT(render_quantity_equal("1Gi", "1073741824"));
+    CU_ASSERT(render_quantity_equal("500m", "0.5"));
+    CU_ASSERT(render_quantity_equal("1", "1000m"));
+    CU_ASSERT(render_quantity_equal("1k", "1e3"));
+    CU_ASSERT(render_quantity_equal("1M", "1000k"));
+    CU_ASSERT(render_quantity_equal("0.5Gi", "512Mi"));
+    CU_ASSERT(render_quantity_equal("1Ti", "1024Gi"));
+    CU_ASSERT(!render_quantity_equal("1Gi", "1G"));
+    CU_ASSERT(!render_quantity_equal("100m", "1"));
+    CU_ASSERT(!render_quantity_equal("abc", "abd"));
+    CU_ASSERT(render_quantity_equal("abc", "abc"));
+    __int128 n = 0;
+    CU_ASSERT_EQUAL(render_quantity_nano("10GB", &n), -1);
+    CU_ASSERT_EQUAL(render_quantity_nano("", &n), -1);
+    CU_ASSERT_EQUAL(render_quantity_nano("Gi", &n), -1);
+    CU_ASSERT_EQUAL(render_quantity_nano("1e", &n), -1);
+    CU_ASSERT_EQUAL(render_quantity_nano("99999999999999999999999999999999Ei", &n), -1);
+    CU_ASSERT_EQUAL(render_quantity_nano("1n", &n), 0);
+    CU_ASSERT(n == 1);
+    CU_ASSERT_EQUAL(render_quantity_nano("0.1n", &n), 0);
+    CU_ASSERT(n == 1); /* rounded up, as the API server does */
+    CU_ASSERT_EQUAL(render_quantity_nano("-2", &n), 0);
+    CU_ASSERT(n == -2000000000);
+}
+
+static void test_plan_to_json(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 0);
+    plan_t *p = run(&w, T1);
+    json_object *j = plan_to_json(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+    CU_ASSERT_EQUAL(json_object_array_length(at(j, "actions")), 5);
+    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 0 kind"), "addFinalizer");
+    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 1 kind"), "apply");
+    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 1 method"), "PATCH");
+    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 1 contentType"), "application/apply-patch+yaml");
+    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 3 body kind"), "StatefulSet");
+    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 4 kind"), "updateStatus");
+    CU_ASSERT_STRING_EQUAL(str_at(j, "events 0 reason"), "Created");
+    CU_ASSERT_EQUAL(int_at(j, "events 0 action"), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(j, "status phase"), "Pending");
+    CU_ASSERT_EQUAL(int_at(j, "requeueAfterNs"), 10 * NS_PER_SEC);
+    CU_ASSERT(json_object_is_type(at(j, "error"), json_type_null) || !at(j, "error"));
+    json_object_put(j);
+    CU_ASSERT_PTR_NULL(plan_action(p, 5));
+    CU_ASSERT_PTR_NULL(plan_event(p, 3));
+    CU_ASSERT_STRING_EQUAL(plan_action_kind_name(PLAN_REMOVE_FINALIZER), "removeFinalizer");
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void test_inputs_are_not_modified(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    set_at(w.rc, "spec storage size", "\"2Gi\"");
+    set_at(w.rc, "spec size", "5");
+    const char *before[4];
+    char *saved[4];
+    json_object *objs[4] = {w.rc, w.cm, w.svc, w.sts};
+    for (int i = 0; i < 4; i++) {
+        before[i] = json_object_to_json_string_ext(objs[i], JSON_C_TO_STRING_PLAIN);
+        saved[i] = strdup(before[i]);
+    }
+    plan_t *p = run(&w, T2);
+    CU_ASSERT(plan_action_count(p) > 0);
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(objs[i], JSON_C_TO_STRING_PLAIN), saved[i]);
+        free(saved[i]);
+    }
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static CU_TestInfo create_tests[] = {
+    {"fresh create: finalizer, three applies, status, in order", test_fresh_create_order_and_requests},
+    {"fresh create: children's fields, labels, owner refs, hash", test_fresh_create_children},
+    {"converged world plans nothing", test_converged_world_plans_nothing},
+    {"literal server Service is not drift", test_literal_server_service_is_not_drift},
+    {"sidecars, extra owners, labels, quantity forms are not drift", test_foreign_additions_are_not_drift},
+    {"minimal spec and defaults", test_minimal_spec_defaults},
+    {"storage quantity normalised by the server", test_storage_quantity_normalised_by_server},
+    {"image reference rules", test_image_reference_rules},
+    {"image through the plan", test_image_through_plan},
+    {"same config, same hash", test_same_config_same_hash},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo drift_tests[] = {
+    {"ConfigMap data changed", test_drift_configmap_data},
+    {"Service port changed", test_drift_service_port},
+    {"Service port renamed", test_drift_service_port_renamed},
+    {"StatefulSet replicas changed", test_drift_statefulset_replicas},
+    {"container image changed", test_drift_container_image},
+    {"probe removed", test_drift_missing_probe},
+    {"children deleted", test_drift_child_deleted},
+    {"owner reference and label changed", test_drift_owner_reference_and_label},
+    {"scale up and down", test_scale_up_and_down},
+    {"config change rolls the pods", test_config_change_rolls_pods},
+    {"storage change reported, not applied", test_storage_change_is_reported_not_applied},
+    {"selector mismatch blocks the apply", test_selector_mismatch_blocks_statefulset_apply},
+    {"child controlled by another owner", test_child_controlled_by_another_owner},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo spec_tests[] = {
+    {"invalid specs, one field each", test_invalid_specs},
+    {"every problem listed, quiet afterwards, recovers", test_invalid_spec_lists_every_problem_and_is_quiet_after},
+    {"invalid names", test_invalid_names},
+    {"missing uid", test_missing_uid},
+    {"malformed input never crashes", test_malformed_input_never_crashes},
+    {"hostile names stay in their path segment", test_hostile_names_stay_in_their_path_segment},
+    {"inputs are not modified", test_inputs_are_not_modified},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo lifecycle_tests[] = {
+    {"deletion with finalizer", test_deletion_with_finalizer},
+    {"deletion without finalizer", test_deletion_without_finalizer},
+    {"status transitions and lastTransitionTime", test_status_transitions_and_transition_times},
+    {"rolling StatefulSet is Scaling", test_rolling_statefulset_is_scaling},
+    {"zero ready is Pending", test_zero_ready_is_pending},
+    {"foreign conditions kept, generation tracked", test_status_keeps_foreign_conditions_and_tracks_generation},
+    {"tampered status rewritten", test_status_tampered_is_rewritten},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo compare_tests[] = {
+    {"subset rules", test_subset_rules},
+    {"quantities", test_quantities},
+    {"plan_to_json", test_plan_to_json},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"plan: create", NULL, NULL, NULL, NULL, create_tests},
+    {"plan: drift", NULL, NULL, NULL, NULL, drift_tests},
+    {"plan: spec", NULL, NULL, NULL, NULL, spec_tests},
+    {"plan: lifecycle", NULL, NULL, NULL, NULL, lifecycle_tests},
+    {"plan: compare", NULL, NULL, NULL, NULL, compare_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+#include "cu_main.h"

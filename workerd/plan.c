@@ -1,0 +1,1379 @@
+/* plan: the pure core of a RedisCluster reconcile. See plan.h for the contract. */
+#include "plan.h"
+
+#include "clock.h"
+#include "render.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PLAN_MAX_ACTIONS 8
+#define PLAN_MAX_EVENTS 8
+#define MESSAGE_CAP 2048 /* a condition or event message never grows past this */
+#define VALUE_SHOWN 64   /* bytes of a user's value quoted in a message */
+
+#define CT_APPLY "application/apply-patch+yaml"
+#define CT_MERGE "application/merge-patch+json"
+
+typedef struct {
+    plan_action_t pub;
+    char *ns, *name, *path, *why; /* what pub's strings point to */
+} action_slot_t;
+
+typedef struct {
+    plan_event_t pub;
+    char *message;
+} event_slot_t;
+
+struct plan {
+    action_slot_t actions[PLAN_MAX_ACTIONS];
+    size_t n_actions;
+    event_slot_t events[PLAN_MAX_EVENTS];
+    size_t n_events;
+    json_object *status; /* computed status, or NULL */
+    char *error;         /* decision 1, or NULL */
+    int64_t requeue_after_ns;
+    int oom;             /* an allocation failed: plan_compute returns NULL */
+};
+
+/* ---- Reading untrusted JSON --------------------------------------------------------- */
+
+/* The value of key in o; NULL when o is not an object, the key is absent, or it is null. */
+static const json_object *jget(const json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
+        return NULL;
+    return json_object_is_type(v, json_type_null) ? NULL : v;
+}
+
+/* The string of a string value. json_object_get_string takes a non-const object, but on a
+ * string it only reads, so the inputs stay untouched. */
+static const char *str_of(const json_object *v)
+{
+    return json_object_get_string((json_object *)v);
+}
+
+typedef enum { J_ABSENT, J_OK, J_BAD } jfield_t;
+
+/* o[key] as a string. Absent or null: J_ABSENT. A string without embedded NUL: J_OK with
+ * *out set. Anything else: J_BAD. */
+static jfield_t jstring(const json_object *o, const char *key, const char **out)
+{
+    const json_object *v = jget(o, key);
+    *out = NULL;
+    if (!v)
+        return J_ABSENT;
+    if (!json_object_is_type(v, json_type_string))
+        return J_BAD;
+    const char *s = str_of(v);
+    if (strlen(s) != (size_t)json_object_get_string_len(v))
+        return J_BAD;
+    *out = s;
+    return J_OK;
+}
+
+/* o[key] as a non-empty string, or NULL. */
+static const char *jstr(const json_object *o, const char *key)
+{
+    const char *s;
+    return jstring(o, key, &s) == J_OK && *s ? s : NULL;
+}
+
+/* o[key] as an integer, or dflt when absent or not an integer. */
+static int64_t jint(const json_object *o, const char *key, int64_t dflt)
+{
+    const json_object *v = jget(o, key);
+    return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : dflt;
+}
+
+/* ---- Messages -------------------------------------------------------------------------- */
+
+/* Append s quoted, cut to VALUE_SHOWN bytes at a UTF-8 character boundary. */
+static void put_quoted(buf_t *b, const char *s)
+{
+    size_t n = strlen(s);
+    int cut = 0;
+    if (n > VALUE_SHOWN) {
+        n = VALUE_SHOWN;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+        cut = 1;
+    }
+    buf_puts(b, "\"");
+    buf_append(b, s, n);
+    buf_puts(b, cut ? "...\"" : "\"");
+}
+
+/* ---- Building the plan --------------------------------------------------------------- */
+
+/* Append one path segment, percent-encoding all but unreserved characters, so that no
+ * name can change the shape of the request path. Returns 0, or -1 when b refused. */
+static int put_segment(buf_t *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    int rc = buf_puts(b, "/");
+    for (; *s && !rc; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+            c == '.' || c == '_' || c == '~')
+            rc = buf_append(b, s, 1);
+        else
+            rc = buf_printf(b, "%%%c%c", hex[c >> 4], hex[c & 15]);
+    }
+    return rc;
+}
+
+/* The request path of an action (see plan.h), or NULL when out of memory. */
+static char *request_path(const plan_action_t *a)
+{
+    buf_t path;
+    buf_init(&path, 0);
+    int rc = strcmp(a->group_version, "v1") ? buf_printf(&path, "/apis/%s", a->group_version)
+                                            : buf_puts(&path, "/api/v1");
+    rc = rc || buf_puts(&path, "/namespaces") || put_segment(&path, a->ns) || put_segment(&path, a->resource) ||
+         put_segment(&path, a->name) || (a->subresource && put_segment(&path, a->subresource)) ||
+         (a->kind == PLAN_APPLY && buf_puts(&path, "?fieldManager=" RENDER_FIELD_MANAGER "&force=true"));
+    if (rc) {
+        buf_free(&path);
+        return NULL;
+    }
+    return buf_detach(&path);
+}
+
+static char *dup_or_oom(plan_t *p, const char *s)
+{
+    char *d = strdup(s);
+    if (!d)
+        p->oom = 1;
+    return d;
+}
+
+/* Add an action, taking body. Returns its index, or -1 when out of memory. */
+static int add_action(plan_t *p, plan_action_kind_t kind, const char *group_version, const char *resource,
+                      const char *ns, const char *name, json_object *body, const char *why)
+{
+    assert(p->n_actions < PLAN_MAX_ACTIONS);
+    action_slot_t *a = &p->actions[p->n_actions];
+    memset(a, 0, sizeof(*a));
+    a->pub.kind = kind;
+    a->pub.group_version = group_version;
+    a->pub.resource = resource;
+    a->pub.body = body;
+    p->n_actions++; /* from here plan_destroy frees what the slot holds */
+    a->ns = dup_or_oom(p, ns);
+    a->name = dup_or_oom(p, name);
+    a->why = dup_or_oom(p, why);
+    a->pub.ns = a->ns;
+    a->pub.name = a->name;
+    a->pub.why = a->why;
+    if (kind != PLAN_CLEANUP && !p->oom) {
+        a->pub.method = "PATCH";
+        a->pub.content_type = kind == PLAN_APPLY ? CT_APPLY : CT_MERGE;
+        a->pub.subresource = kind == PLAN_UPDATE_STATUS ? "status" : NULL;
+        a->pub.field_manager = kind == PLAN_APPLY ? RENDER_FIELD_MANAGER : NULL;
+        a->path = request_path(&a->pub);
+        a->pub.path = a->path;
+        if (!a->path)
+            p->oom = 1;
+    }
+    if (!body && kind != PLAN_CLEANUP)
+        p->oom = 1;
+    return p->oom ? -1 : (int)(p->n_actions - 1);
+}
+
+/* Add an event reporting action (or -1). */
+static void add_event(plan_t *p, const char *type, const char *reason, int action, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void add_event(plan_t *p, const char *type, const char *reason, int action, const char *fmt, ...)
+{
+    assert(p->n_events < PLAN_MAX_EVENTS);
+    buf_t m;
+    buf_init(&m, 2 * MESSAGE_CAP);
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&m, fmt, ap); /* a message over the cap stays empty rather than failing */
+    va_end(ap);
+    event_slot_t *e = &p->events[p->n_events++];
+    e->message = buf_detach(&m);
+    if (!e->message)
+        p->oom = 1;
+    e->pub.type = type;
+    e->pub.reason = reason;
+    e->pub.message = e->message;
+    e->pub.action = action;
+}
+
+/* ---- Managed-field comparison -------------------------------------------------------- */
+
+/* Shorten b to its first len bytes (len <= b->len). */
+static void cut_to(buf_t *b, size_t len)
+{
+    b->len = len;
+    if (b->data)
+        b->data[len] = '\0';
+}
+
+static const char *type_name(const json_object *v)
+{
+    return v ? json_type_to_name(json_object_get_type(v)) : "nothing";
+}
+
+/* Record the first difference: "<path>: <detail>". Always returns 0 (no match). */
+static int differ(buf_t *where, const buf_t *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int differ(buf_t *where, const buf_t *path, const char *fmt, ...)
+{
+    if (!where)
+        return 0;
+    buf_printf(where, "%s: ", path->len ? buf_str(path) : "(object)");
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(where, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+/* The key that identifies elements of a desired array: "uid" when every element is an
+ * object with a string uid, else "name" likewise, else NULL (match by position). */
+static const char *array_key(const json_object *d)
+{
+    static const char *const keys[] = {"uid", "name"};
+    size_t n = json_object_array_length(d);
+    for (size_t k = 0; k < 2 && n; k++) {
+        size_t i = 0;
+        for (; i < n; i++) {
+            if (!jstr(json_object_array_get_idx(d, i), keys[k]))
+                break;
+        }
+        if (i == n)
+            return keys[k];
+    }
+    return NULL;
+}
+
+static int subset_at(const json_object *d, const json_object *o, int quantity, buf_t *path, buf_t *where);
+
+static int subset_object(const json_object *d, const json_object *o, int quantity, buf_t *path, buf_t *where)
+{
+    if (!o || !json_object_is_type(o, json_type_object))
+        return differ(where, path, "want an object, have %s", type_name(o));
+    size_t mark = path->len;
+    json_object_object_foreach((json_object *)d, key, dv)
+    {
+        buf_printf(path, mark ? ".%s" : "%s", key);
+        json_object *ov = NULL;
+        json_object_object_get_ex(o, key, &ov);
+        int q = quantity || !strcmp(key, "requests") || !strcmp(key, "limits");
+        int ok = subset_at(dv, ov, q, path, where);
+        cut_to(path, mark);
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+static int subset_array(const json_object *d, const json_object *o, int quantity, buf_t *path, buf_t *where)
+{
+    if (!o || !json_object_is_type(o, json_type_array))
+        return differ(where, path, "want an array, have %s", type_name(o));
+    size_t nd = json_object_array_length(d), no = json_object_array_length(o);
+    const char *key = array_key(d);
+    if (!key && nd != no)
+        return differ(where, path, "want %zu elements, have %zu", nd, no);
+    size_t mark = path->len;
+    for (size_t i = 0; i < nd; i++) {
+        const json_object *de = json_object_array_get_idx(d, i), *oe = NULL;
+        if (key) {
+            const char *want = jstr(de, key);
+            buf_printf(path, "[%s]", want);
+            for (size_t j = 0; j < no && !oe; j++) {
+                const json_object *cand = json_object_array_get_idx(o, j);
+                const char *have = jstr(cand, key);
+                if (have && !strcmp(have, want))
+                    oe = cand;
+            }
+        } else {
+            buf_printf(path, "[%zu]", i);
+            oe = json_object_array_get_idx(o, i);
+        }
+        int ok = oe ? subset_at(de, oe, quantity, path, where) : differ(where, path, "missing");
+        cut_to(path, mark);
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+static int subset_at(const json_object *d, const json_object *o, int quantity, buf_t *path, buf_t *where)
+{
+    if (o && json_object_is_type(o, json_type_null))
+        o = NULL;
+    switch (d ? json_object_get_type(d) : json_type_null) {
+    case json_type_null:
+        return o ? differ(where, path, "want nothing, have %s", type_name(o)) : 1;
+    case json_type_object:
+        return subset_object(d, o, quantity, path, where);
+    case json_type_array:
+        return subset_array(d, o, quantity, path, where);
+    case json_type_string: {
+        if (!o || !json_object_is_type(o, json_type_string))
+            return differ(where, path, "want a string, have %s", type_name(o));
+        const char *ds = str_of(d), *os = str_of(o);
+        if (!strcmp(ds, os) || (quantity && render_quantity_equal(ds, os)))
+            return 1;
+        if (strlen(ds) > VALUE_SHOWN || strlen(os) > VALUE_SHOWN)
+            return differ(where, path, "differs");
+        return differ(where, path, "want \"%s\", have \"%s\"", ds, os);
+    }
+    case json_type_int:
+    case json_type_double: {
+        if (!o || !(json_object_is_type(o, json_type_int) || json_object_is_type(o, json_type_double)))
+            return differ(where, path, "want a number, have %s", type_name(o));
+        int same = json_object_is_type(d, json_type_int) && json_object_is_type(o, json_type_int)
+                       ? json_object_get_int64(d) == json_object_get_int64(o)
+                       : json_object_get_double(d) == json_object_get_double(o);
+        if (same)
+            return 1;
+        if (json_object_is_type(d, json_type_int) && json_object_is_type(o, json_type_int))
+            return differ(where, path, "want %lld, have %lld", (long long)json_object_get_int64(d),
+                          (long long)json_object_get_int64(o));
+        return differ(where, path, "want %g, have %g", json_object_get_double(d), json_object_get_double(o));
+    }
+    case json_type_boolean:
+        if (!o || !json_object_is_type(o, json_type_boolean))
+            return differ(where, path, "want a boolean, have %s", type_name(o));
+        if (!json_object_get_boolean(d) == !json_object_get_boolean(o))
+            return 1;
+        return differ(where, path, "want %s", json_object_get_boolean(d) ? "true" : "false");
+    }
+    return differ(where, path, "cannot compare");
+}
+
+/* Compare with a path prefix (the desired value's place in its object). */
+static int subset_prefixed(const json_object *d, const json_object *o, const char *prefix, buf_t *where)
+{
+    buf_t path;
+    buf_init(&path, 4096);
+    buf_puts(&path, prefix);
+    int ok = subset_at(d, o, 0, &path, where);
+    buf_free(&path);
+    return ok;
+}
+
+int plan_json_subset(const json_object *desired, const json_object *observed, buf_t *where)
+{
+    return subset_prefixed(desired, observed, "", where);
+}
+
+/* ---- Spec validation -------------------------------------------------------------------- */
+
+typedef struct {
+    buf_t text; /* "field: why; field: why" */
+    int count;
+} problems_t;
+
+static void problem(problems_t *pr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void problem(problems_t *pr, const char *fmt, ...)
+{
+    if (pr->count++)
+        buf_puts(&pr->text, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&pr->text, fmt, ap);
+    va_end(ap);
+}
+
+/* "field: <quoted value> <why>" */
+static void problem_value(problems_t *pr, const char *field, const char *value, const char *why)
+{
+    if (pr->count++)
+        buf_puts(&pr->text, "; ");
+    buf_printf(&pr->text, "%s: ", field);
+    put_quoted(&pr->text, value);
+    buf_printf(&pr->text, " %s", why);
+}
+
+static int is_lower_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* A DNS-1035 label of at most max characters: [a-z]([-a-z0-9]*[a-z0-9])? */
+static int is_dns1035_label(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > max || !(s[0] >= 'a' && s[0] <= 'z') || !is_lower_alnum(s[n - 1]))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!is_lower_alnum(s[i]) && s[i] != '-')
+            return 0;
+    return 1;
+}
+
+/* A DNS-1123 subdomain: dot-separated labels of [a-z0-9-], alphanumeric at both ends, at
+ * most 253 characters. */
+static int is_dns1123_subdomain(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int edge = (i == 0 || i == n - 1 || s[i - 1] == '.' || s[i + 1] == '.');
+        if (c == '.' ? (i == 0 || s[i - 1] == '.') : !(is_lower_alnum(c) || (c == '-' && !edge)))
+            return 0;
+    }
+    return s[n - 1] != '.';
+}
+
+/* An image tag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127} */
+static int is_image_tag(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 128 || s[0] == '.' || s[0] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!(is_lower_alnum(c) || (c >= 'A' && c <= 'Z') || c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Printable ASCII without blanks: what an image reference can hold. */
+static int is_image_chars(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s <= ' ' || (unsigned char)*s >= 0x7f)
+            return 0;
+    return 1;
+}
+
+/* Redis' memory size: digits with an optional unit b, k, kb, m, mb, g, gb (any case). */
+static int is_redis_memory(const char *s)
+{
+    size_t d = 0;
+    while (s[d] >= '0' && s[d] <= '9')
+        d++;
+    if (d == 0 || d > 19)
+        return 0;
+    static const char *const units[] = {"", "b", "k", "kb", "m", "mb", "g", "gb"};
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (!strcasecmp(s + d, units[i]))
+            return 1;
+    return 0;
+}
+
+/* spec.storage.size: ^[0-9]+(Gi|Mi|Ti)$, non-zero, representable. */
+static void check_storage_size(problems_t *pr, const char *s)
+{
+    size_t d = 0;
+    while (s[d] >= '0' && s[d] <= '9')
+        d++;
+    const char *unit = s + d;
+    __int128 nano = 0;
+    if (d == 0 || (strcmp(unit, "Gi") && strcmp(unit, "Mi") && strcmp(unit, "Ti")))
+        problem_value(pr, "spec.storage.size", s, "must match ^[0-9]+(Gi|Mi|Ti)$, e.g. 10Gi");
+    else if (render_quantity_nano(s, &nano) || nano / 1000000000 > ((__int128)1 << 62))
+        problem_value(pr, "spec.storage.size", s, "is too large");
+    else if (nano == 0)
+        problem_value(pr, "spec.storage.size", s, "must be greater than zero");
+}
+
+/* An optional string field: J_OK with a non-empty *out, J_ABSENT for absent, null or "",
+ * J_BAD (recorded as a problem) for anything else. */
+static jfield_t optional_string(problems_t *pr, const json_object *o, const char *key, const char *field,
+                                const char **out)
+{
+    jfield_t r = jstring(o, key, out);
+    if (r == J_BAD)
+        problem(pr, "%s: must be a string without NUL bytes", field);
+    else if (r == J_OK && !**out)
+        r = J_ABSENT;
+    return r;
+}
+
+/* An optional object field: the object, or NULL (a wrong type is recorded as a problem). */
+static const json_object *optional_object(problems_t *pr, const json_object *o, const char *key, const char *field)
+{
+    const json_object *v = jget(o, key);
+    if (v && !json_object_is_type(v, json_type_object)) {
+        problem(pr, "%s: must be an object, have %s", field, type_name(v));
+        return NULL;
+    }
+    return v;
+}
+
+static void check_size(problems_t *pr, const json_object *spec, render_input_t *in)
+{
+    const json_object *v = jget(spec, "size");
+    if (!v)
+        problem(pr, "spec.size: required");
+    else if (!json_object_is_type(v, json_type_int))
+        problem(pr, "spec.size: must be an integer, have %s", type_name(v));
+    else if (json_object_get_int64(v) < 1 || json_object_get_int64(v) > 10)
+        problem(pr, "spec.size: must be between 1 and 10, have %lld", (long long)json_object_get_int64(v));
+    else
+        in->size = (int)json_object_get_int64(v);
+}
+
+static void check_image(problems_t *pr, const json_object *spec, buf_t *image)
+{
+    const char *img = NULL, *version = NULL;
+    int usable = 0;
+    jfield_t r = jstring(spec, "image", &img);
+    if (r == J_ABSENT)
+        problem(pr, "spec.image: required");
+    else if (r == J_BAD)
+        problem(pr, "spec.image: must be a string without NUL bytes");
+    else if (!*img)
+        problem(pr, "spec.image: must not be empty");
+    else if (!is_image_chars(img) || strlen(img) > 1024)
+        problem_value(pr, "spec.image", img, "is not an image reference (blanks, control characters or too long)");
+    else
+        usable = 1;
+    if (optional_string(pr, spec, "version", "spec.version", &version) == J_OK && !is_image_tag(version)) {
+        problem_value(pr, "spec.version", version, "is not an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})");
+        usable = 0;
+    }
+    if (usable && render_image_ref(img, version, image))
+        problem(pr, "spec.image: too long");
+}
+
+static void check_config(problems_t *pr, const json_object *spec, render_input_t *in)
+{
+    const json_object *config = optional_object(pr, spec, "config", "spec.config");
+    const char *s = NULL;
+    if (optional_string(pr, config, "maxmemory", "spec.config.maxmemory", &s) == J_OK) {
+        if (is_redis_memory(s))
+            in->maxmemory = s;
+        else
+            problem_value(pr, "spec.config.maxmemory", s,
+                          "is not a memory size (digits with an optional unit b, k, kb, m, mb, g or gb, e.g. 256mb)");
+    }
+    if (optional_string(pr, config, "maxmemoryPolicy", "spec.config.maxmemoryPolicy", &s) == J_OK) {
+        if (!strcmp(s, "allkeys-lru") || !strcmp(s, "volatile-lru") || !strcmp(s, "noeviction"))
+            in->maxmemory_policy = s;
+        else
+            problem_value(pr, "spec.config.maxmemoryPolicy", s, "must be one of allkeys-lru, volatile-lru, noeviction");
+    }
+}
+
+static void check_storage(problems_t *pr, const json_object *spec, render_input_t *in)
+{
+    const json_object *storage = optional_object(pr, spec, "storage", "spec.storage");
+    const char *s = NULL;
+    in->storage_size = RENDER_DEFAULT_STORAGE;
+    if (optional_string(pr, storage, "size", "spec.storage.size", &s) == J_OK) {
+        int before = pr->count;
+        check_storage_size(pr, s);
+        if (pr->count == before)
+            in->storage_size = s;
+    }
+    if (optional_string(pr, storage, "storageClass", "spec.storage.storageClass", &s) == J_OK) {
+        if (is_dns1123_subdomain(s))
+            in->storage_class = s;
+        else
+            problem_value(pr, "spec.storage.storageClass", s, "is not a StorageClass name (a DNS subdomain)");
+    }
+}
+
+/* Fill in from the RedisCluster's spec and name, recording every problem in pr. The
+ * strings in in point into rc or image. */
+static void validate_spec(const json_object *rc, const char *name, render_input_t *in, buf_t *image,
+                          problems_t *pr)
+{
+    if (!is_dns1035_label(name, 52))
+        problem_value(pr, "metadata.name", name,
+                      "must be a DNS-1035 label of at most 52 characters ([a-z]([-a-z0-9]*[a-z0-9])?) "
+                      "to name the Service and the StatefulSet's pods");
+    const json_object *spec = jget(rc, "spec");
+    if (!spec) {
+        problem(pr, "spec: required");
+        return;
+    }
+    if (!json_object_is_type(spec, json_type_object)) {
+        problem(pr, "spec: must be an object, have %s", type_name(spec));
+        return;
+    }
+    check_size(pr, spec, in);
+    check_config(pr, spec, in);
+    check_storage(pr, spec, in);
+    check_image(pr, spec, image);
+    in->image = buf_str(image);
+}
+
+/* ---- Reconcile context ---------------------------------------------------------------- */
+
+typedef struct {
+    plan_t *plan;
+    const json_object *rc;
+    const char *name, *ns, *uid;
+    int64_t generation; /* -1 when metadata.generation is absent */
+    int64_t now;
+    render_input_t in;
+    const char *failed_reason; /* InvalidSpec / InvalidObject, or NULL */
+    problems_t invalid;
+    const char *degraded_reason; /* ImmutableFieldChanged / OwnerConflict, or NULL */
+    buf_t degraded;
+    int sts_replicas_change; /* this plan changes the StatefulSet's replicas */
+    int sts_template_change; /* ... or its pod template */
+} ctx_t;
+
+static void degrade(ctx_t *c, const char *reason, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void degrade(ctx_t *c, const char *reason, const char *fmt, ...)
+{
+    if (!c->degraded_reason)
+        c->degraded_reason = reason;
+    if (c->degraded.len)
+        buf_puts(&c->degraded, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&c->degraded, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- Finalizer ------------------------------------------------------------------------ */
+
+static int has_finalizer(const json_object *meta)
+{
+    const json_object *f = jget(meta, "finalizers");
+    if (!f || !json_object_is_type(f, json_type_array))
+        return 0;
+    for (size_t i = 0; i < json_object_array_length(f); i++) {
+        const json_object *e = json_object_array_get_idx(f, i);
+        if (e && json_object_is_type(e, json_type_string) && !strcmp(str_of(e), PLAN_FINALIZER))
+            return 1;
+    }
+    return 0;
+}
+
+/* The merge patch that sets the finalizer list to the observed one plus (add) or minus
+ * ours, with the resourceVersion precondition. */
+static json_object *finalizer_patch(const json_object *meta, int add, int *oom)
+{
+    json_object *list = render_arr(oom);
+    const json_object *f = jget(meta, "finalizers");
+    size_t n = f && json_object_is_type(f, json_type_array) ? json_object_array_length(f) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_object *e = json_object_array_get_idx(f, i);
+        if (e && json_object_is_type(e, json_type_string) && strcmp(str_of(e), PLAN_FINALIZER))
+            render_push(list, render_str(str_of(e), oom), oom);
+    }
+    if (add)
+        render_push(list, render_str(PLAN_FINALIZER, oom), oom);
+    json_object *m = render_obj(oom);
+    render_put(m, "finalizers", list, oom);
+    const char *rv = jstr(meta, "resourceVersion");
+    if (rv)
+        render_put(m, "resourceVersion", render_str(rv, oom), oom);
+    json_object *patch = render_obj(oom);
+    render_put(patch, "metadata", m, oom);
+    if (*oom) {
+        json_object_put(patch);
+        return NULL;
+    }
+    return patch;
+}
+
+/* ---- Children ------------------------------------------------------------------------- */
+
+/* The uid of another controller of obs, or NULL when it has none or it is us. */
+static const char *foreign_controller(const ctx_t *c, const json_object *obs, const char **kind_name)
+{
+    const json_object *refs = jget(jget(obs, "metadata"), "ownerReferences");
+    size_t n = refs && json_object_is_type(refs, json_type_array) ? json_object_array_length(refs) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_object *r = json_object_array_get_idx(refs, i);
+        const json_object *ctl = jget(r, "controller");
+        const char *uid = jstr(r, "uid");
+        if (ctl && json_object_is_type(ctl, json_type_boolean) && json_object_get_boolean(ctl) && uid &&
+            strcmp(uid, c->uid)) {
+            *kind_name = jstr(r, "kind");
+            return uid;
+        }
+    }
+    return NULL;
+}
+
+/* Plan the apply of one child, taking desired. obs is the observed object or NULL.
+ * Returns 0, or -1 when out of memory. */
+static int plan_child(ctx_t *c, const char *kind, const char *gv, const char *resource, json_object *desired,
+                      const json_object *obs)
+{
+    plan_t *p = c->plan;
+    buf_t why;
+    buf_init(&why, 2 * MESSAGE_CAP);
+    int rc = 0;
+    const char *other_kind = NULL;
+    if (!obs) {
+        buf_printf(&why, "%s %s/%s is missing", kind, c->ns, c->name);
+        int i = add_action(p, PLAN_APPLY, gv, resource, c->ns, c->name, desired, buf_str(&why));
+        add_event(p, "Normal", "Created", i, "Created %s %s/%s", kind, c->ns, c->name);
+    } else if (foreign_controller(c, obs, &other_kind)) {
+        /* Applying our controller reference next to another one is refused by the API
+         * server; leave the object to its owner and say so. */
+        degrade(c, "OwnerConflict", "%s %s/%s is controlled by another %s; the operator leaves it alone", kind,
+                c->ns, c->name, other_kind ? other_kind : "object");
+        json_object_put(desired);
+    } else {
+        buf_t where;
+        buf_init(&where, MESSAGE_CAP);
+        if (plan_json_subset(desired, obs, &where)) {
+            json_object_put(desired);
+        } else {
+            buf_printf(&why, "%s %s/%s: %s", kind, c->ns, c->name, buf_str(&where));
+            int i = add_action(p, PLAN_APPLY, gv, resource, c->ns, c->name, desired, buf_str(&why));
+            add_event(p, "Normal", "Updated", i, "Updated %s %s/%s: %s", kind, c->ns, c->name, buf_str(&where));
+        }
+        buf_free(&where);
+    }
+    if (p->oom)
+        rc = -1;
+    buf_free(&why);
+    return rc;
+}
+
+/* A copy of the observed volumeClaimTemplates without what the API server adds on its
+ * own (status, creationTimestamp), to apply unchanged; NULL when out of memory. */
+static json_object *observed_claim_templates(const json_object *obs_vct)
+{
+    json_object *copy = NULL;
+    if (json_object_deep_copy((json_object *)obs_vct, &copy, NULL))
+        return NULL;
+    for (size_t i = 0; i < json_object_array_length(copy); i++) {
+        json_object *e = json_object_array_get_idx(copy, i);
+        if (!json_object_is_type(e, json_type_object))
+            continue;
+        json_object_object_del(e, "status");
+        json_object *meta = NULL;
+        if (json_object_object_get_ex(e, "metadata", &meta) && json_object_is_type(meta, json_type_object))
+            json_object_object_del(meta, "creationTimestamp");
+    }
+    return copy;
+}
+
+/* Compare every managed field of the StatefulSet but spec.replicas. */
+static int sts_same_but_replicas(const json_object *d, const json_object *o, buf_t *where)
+{
+    json_object_object_foreach((json_object *)d, key, dv)
+    {
+        const json_object *ov = jget(o, key);
+        if (strcmp(key, "spec")) {
+            if (!subset_prefixed(dv, ov, key, where))
+                return 0;
+            continue;
+        }
+        json_object_object_foreach(dv, skey, sdv)
+        {
+            if (!strcmp(skey, "replicas"))
+                continue;
+            buf_t prefix;
+            buf_init(&prefix, 256);
+            buf_printf(&prefix, "spec.%s", skey);
+            int ok = subset_prefixed(sdv, jget(ov, skey), buf_str(&prefix), where);
+            buf_free(&prefix);
+            if (!ok)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Plan the StatefulSet, taking desired: immutable fields first, then drift. */
+static int plan_statefulset(ctx_t *c, json_object *desired, const json_object *obs)
+{
+    plan_t *p = c->plan;
+    const char *other_kind = NULL;
+    if (!obs || foreign_controller(c, obs, &other_kind))
+        return plan_child(c, "StatefulSet", "apps/v1", "statefulsets", desired, obs);
+    const json_object *dspec = jget(desired, "spec"), *ospec = jget(obs, "spec");
+
+    buf_t where;
+    buf_init(&where, MESSAGE_CAP);
+    int rc = 0;
+    if (!subset_prefixed(jget(dspec, "selector"), jget(ospec, "selector"), "spec.selector", &where) ||
+        !subset_prefixed(jget(dspec, "serviceName"), jget(ospec, "serviceName"), "spec.serviceName", &where)) {
+        degrade(c, "ImmutableFieldChanged",
+                "StatefulSet %s/%s: %s; this field cannot change, delete the StatefulSet (its volumes are kept) "
+                "to let the operator recreate it",
+                c->ns, c->name, buf_str(&where));
+        json_object_put(desired);
+        goto out;
+    }
+    buf_reset(&where);
+    const json_object *obs_vct = jget(ospec, "volumeClaimTemplates");
+    if (obs_vct && json_object_is_type(obs_vct, json_type_array) &&
+        !subset_prefixed(jget(dspec, "volumeClaimTemplates"), obs_vct, "spec.volumeClaimTemplates", &where)) {
+        /* A StatefulSet's claim templates are immutable: apply the observed ones, so the
+         * rest of the object still converges, and report the storage change instead. */
+        degrade(c, "ImmutableFieldChanged",
+                "spec.storage: not applied to StatefulSet %s/%s, whose volumeClaimTemplates cannot change "
+                "(%s); resize the PersistentVolumeClaims directly or recreate the StatefulSet",
+                c->ns, c->name, buf_str(&where));
+        json_object *vct = observed_claim_templates(obs_vct);
+        render_put((json_object *)dspec, "volumeClaimTemplates", vct, &p->oom);
+        if (p->oom) {
+            json_object_put(desired);
+            rc = -1;
+            goto out;
+        }
+    }
+
+    int64_t want = jint(dspec, "replicas", 1), have = jint(ospec, "replicas", 1);
+    buf_reset(&where);
+    int others_same = sts_same_but_replicas(desired, obs, &where);
+    c->sts_replicas_change = want != have;
+    c->sts_template_change = !subset_prefixed(jget(dspec, "template"), jget(ospec, "template"), "", NULL);
+    if (others_same && !c->sts_replicas_change) {
+        json_object_put(desired);
+        goto out;
+    }
+    buf_t why;
+    buf_init(&why, 2 * MESSAGE_CAP);
+    if (c->sts_replicas_change)
+        buf_printf(&why, "StatefulSet %s/%s: spec.replicas: want %lld, have %lld%s%s", c->ns, c->name,
+                   (long long)want, (long long)have, others_same ? "" : "; ", others_same ? "" : buf_str(&where));
+    else
+        buf_printf(&why, "StatefulSet %s/%s: %s", c->ns, c->name, buf_str(&where));
+    int i = add_action(p, PLAN_APPLY, "apps/v1", "statefulsets", c->ns, c->name, desired, buf_str(&why));
+    buf_free(&why);
+    if (c->sts_replicas_change)
+        add_event(p, "Normal", "Scaled", i, "Scaled StatefulSet %s/%s from %lld to %lld replicas", c->ns, c->name,
+                  (long long)have, (long long)want);
+    if (!others_same)
+        add_event(p, "Normal", "Updated", i, "Updated StatefulSet %s/%s: %s", c->ns, c->name, buf_str(&where));
+    rc = p->oom ? -1 : 0;
+out:
+    buf_free(&where);
+    return rc;
+}
+
+/* Build the three desired children and plan their applies. Returns 0, or -1 when out of
+ * memory. */
+static int plan_children(ctx_t *c, const json_object *cm, const json_object *svc, const json_object *sts)
+{
+    buf_t conf;
+    buf_init(&conf, 0);
+    char hash[65];
+    int rc = -1;
+    if (render_redis_conf(&c->in, &conf) || render_sha256_hex(conf.data, conf.len, hash))
+        goto out;
+    json_object *d = render_configmap(&c->in, buf_str(&conf));
+    if (!d || plan_child(c, "ConfigMap", "v1", "configmaps", d, cm))
+        goto out;
+    d = render_service(&c->in);
+    if (!d || plan_child(c, "Service", "v1", "services", d, svc))
+        goto out;
+    d = render_statefulset(&c->in, hash);
+    if (!d || plan_statefulset(c, d, sts))
+        goto out;
+    rc = 0;
+out:
+    if (rc)
+        c->plan->oom = 1;
+    buf_free(&conf);
+    return rc;
+}
+
+/* ---- Status -------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *type;
+    const char *status; /* "True" / "False" */
+    const char *reason;
+    char message[MESSAGE_CAP];
+} cond_t;
+
+enum { COND_READY, COND_PROGRESSING, COND_DEGRADED, COND_COUNT };
+
+static void set_cond(cond_t *k, const char *type, int status, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void set_cond(cond_t *k, const char *type, int status, const char *reason, const char *fmt, ...)
+{
+    k->type = type;
+    k->status = status ? "True" : "False";
+    k->reason = reason;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->message, sizeof(k->message), fmt, ap);
+    va_end(ap);
+}
+
+/* The observed condition of this type, or NULL. */
+static const json_object *observed_cond(const json_object *ostatus, const char *type)
+{
+    const json_object *list = jget(ostatus, "conditions");
+    size_t n = list && json_object_is_type(list, json_type_array) ? json_object_array_length(list) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_object *e = json_object_array_get_idx(list, i);
+        const char *t = jstr(e, "type");
+        if (t && !strcmp(t, type))
+            return e;
+    }
+    return NULL;
+}
+
+/* What the StatefulSet reports. */
+typedef struct {
+    int present;
+    int64_t spec_replicas, replicas, ready, updated;
+    int rolling; /* not settled on its current spec */
+} sts_view_t;
+
+static sts_view_t view_statefulset(const json_object *sts)
+{
+    sts_view_t v = {0};
+    if (!sts)
+        return v;
+    const json_object *spec = jget(sts, "spec"), *st = jget(sts, "status"), *meta = jget(sts, "metadata");
+    v.present = 1;
+    v.spec_replicas = jint(spec, "replicas", 1);
+    v.replicas = jint(st, "replicas", 0);
+    v.ready = jint(st, "readyReplicas", 0);
+    v.updated = jint(st, "updatedReplicas", 0);
+    int64_t gen = jint(meta, "generation", 0), seen = jint(st, "observedGeneration", 0);
+    const char *cur = jstr(st, "currentRevision"), *upd = jstr(st, "updateRevision");
+    v.rolling = seen < gen || v.updated != v.spec_replicas || v.replicas != v.spec_replicas ||
+                (cur && upd && strcmp(cur, upd));
+    return v;
+}
+
+/* Decide phase and conditions. */
+static const char *decide(const ctx_t *c, const sts_view_t *v, cond_t conds[COND_COUNT])
+{
+    cond_t *ready = &conds[COND_READY], *prog = &conds[COND_PROGRESSING], *deg = &conds[COND_DEGRADED];
+    if (c->failed_reason) {
+        const char *msg = buf_str(&c->invalid.text);
+        set_cond(ready, "Ready", 0, c->failed_reason, "%s", msg);
+        set_cond(prog, "Progressing", 0, c->failed_reason, "the spec must be fixed first");
+        set_cond(deg, "Degraded", 1, c->failed_reason, "%s", msg);
+        return "Failed";
+    }
+    if (c->degraded_reason)
+        set_cond(deg, "Degraded", 1, c->degraded_reason, "%s", buf_str(&c->degraded));
+    else
+        set_cond(deg, "Degraded", 0, "AsExpected", "%s", "");
+    if (!v->present) {
+        set_cond(ready, "Ready", 0, "Creating", "waiting for StatefulSet %s/%s", c->ns, c->name);
+        set_cond(prog, "Progressing", 1, "Creating", "creating StatefulSet %s/%s", c->ns, c->name);
+        return "Pending";
+    }
+    int scaling = v->spec_replicas != c->in.size || c->sts_replicas_change;
+    int rolling = v->rolling || c->sts_template_change;
+    if (scaling)
+        set_cond(prog, "Progressing", 1, "Scaling", "scaling from %lld to %d replicas", (long long)v->spec_replicas,
+                 c->in.size);
+    else if (rolling)
+        set_cond(prog, "Progressing", 1, "RollingUpdate", "%lld/%lld replicas updated%s", (long long)v->updated,
+                 (long long)v->spec_replicas, c->sts_template_change ? ", applying a new pod template" : "");
+    else
+        set_cond(prog, "Progressing", 0, "Stable", "%s", "");
+    const char *phase;
+    if (v->ready == 0)
+        phase = "Pending";
+    else if (scaling || rolling)
+        phase = "Scaling";
+    else if (v->ready >= c->in.size)
+        phase = "Running";
+    else
+        phase = "Pending";
+    if (!strcmp(phase, "Running"))
+        set_cond(ready, "Ready", 1, "AllReplicasReady", "%lld/%d replicas ready", (long long)v->ready, c->in.size);
+    else
+        set_cond(ready, "Ready", 0, "ReplicasNotReady", "%lld/%d replicas ready", (long long)v->ready, c->in.size);
+    return phase;
+}
+
+/* One condition as JSON, keeping the observed lastTransitionTime unless the status flips. */
+static json_object *cond_json(const ctx_t *c, const cond_t *k, const json_object *ostatus, int *oom)
+{
+    const json_object *old = observed_cond(ostatus, k->type);
+    const char *old_status = jstr(old, "status"), *old_time = jstr(old, "lastTransitionTime");
+    char now[40];
+    const char *when = old_status && old_time && !strcmp(old_status, k->status)
+                           ? old_time
+                           : clock_format_rfc3339(c->now, 0, now, sizeof(now));
+    json_object *j = render_obj(oom);
+    render_put(j, "type", render_str(k->type, oom), oom);
+    render_put(j, "status", render_str(k->status, oom), oom);
+    if (c->generation >= 0)
+        render_put(j, "observedGeneration", render_int(c->generation, oom), oom);
+    render_put(j, "lastTransitionTime", render_str(when, oom), oom);
+    render_put(j, "reason", render_str(k->reason, oom), oom);
+    if (k->message[0])
+        render_put(j, "message", render_str(k->message, oom), oom);
+    return j;
+}
+
+/* 1 when observed o[key] is the string want ("" matches absent). */
+static int same_str(const json_object *o, const char *key, const char *want)
+{
+    const char *have = NULL;
+    if (jstring(o, key, &have) == J_BAD)
+        return 0;
+    return !strcmp(have ? have : "", want ? want : "");
+}
+
+/* 1 when observed o[key] is the integer want. */
+static int same_int(const json_object *o, const char *key, int64_t want)
+{
+    const json_object *v = jget(o, key);
+    return v && json_object_is_type(v, json_type_int) && json_object_get_int64(v) == want;
+}
+
+/* 1 when the observed status already says what computed says (see plan.h). */
+static int status_current(const ctx_t *c, const json_object *computed, const json_object *ostatus)
+{
+    if (!ostatus || !json_object_is_type(ostatus, json_type_object))
+        return 0;
+    if (!same_str(ostatus, "phase", jstr(computed, "phase")) || !same_str(ostatus, "selector", jstr(computed, "selector")) ||
+        !same_int(ostatus, "replicas", jint(computed, "replicas", 0)) ||
+        !same_int(ostatus, "readyReplicas", jint(computed, "readyReplicas", 0)))
+        return 0;
+    if (c->generation >= 0 && !same_int(ostatus, "observedGeneration", c->generation))
+        return 0;
+    const json_object *list = jget(computed, "conditions");
+    for (size_t i = 0; i < COND_COUNT; i++) {
+        const json_object *k = json_object_array_get_idx(list, i);
+        const json_object *o = observed_cond(ostatus, jstr(k, "type"));
+        static const char *const keys[] = {"status", "reason", "message", "lastTransitionTime"};
+        if (!o)
+            return 0;
+        for (size_t j = 0; j < sizeof(keys) / sizeof(keys[0]); j++)
+            if (!same_str(o, keys[j], jstr(k, keys[j])))
+                return 0;
+        if (c->generation >= 0 && !same_int(o, "observedGeneration", c->generation))
+            return 0;
+    }
+    return 1;
+}
+
+/* Compute the status, and plan its write (with its events) when it changed. */
+static int plan_status_write(ctx_t *c, const json_object *sts)
+{
+    plan_t *p = c->plan;
+    int *oom = &p->oom;
+    sts_view_t v = view_statefulset(sts);
+    cond_t conds[COND_COUNT];
+    memset(conds, 0, sizeof(conds));
+    const char *phase = decide(c, &v, conds);
+    const json_object *ostatus = jget(c->rc, "status");
+
+    buf_t sel;
+    buf_init(&sel, 1024);
+    render_selector_string(c->name, &sel);
+    json_object *st = render_obj(oom);
+    render_put(st, "phase", render_str(phase, oom), oom);
+    render_put(st, "replicas", render_int(v.replicas, oom), oom);
+    render_put(st, "readyReplicas", render_int(v.ready, oom), oom);
+    if (c->generation >= 0)
+        render_put(st, "observedGeneration", render_int(c->generation, oom), oom);
+    render_put(st, "selector", render_str(buf_str(&sel), oom), oom);
+    buf_free(&sel);
+    json_object *list = render_arr(oom);
+    for (size_t i = 0; i < COND_COUNT; i++)
+        render_push(list, cond_json(c, &conds[i], ostatus, oom), oom);
+    /* Conditions someone else owns (a quarantine, say) ride along: a merge patch replaces
+     * the whole list. */
+    const json_object *olist = jget(ostatus, "conditions");
+    size_t n = olist && json_object_is_type(olist, json_type_array) ? json_object_array_length(olist) : 0;
+    for (size_t i = 0; i < n && !*oom; i++) {
+        json_object *e = json_object_array_get_idx(olist, i), *copy = NULL;
+        const char *t = jstr(e, "type");
+        if (!t || !strcmp(t, "Ready") || !strcmp(t, "Progressing") || !strcmp(t, "Degraded"))
+            continue;
+        if (json_object_deep_copy(e, &copy, NULL))
+            *oom = 1;
+        else
+            render_push(list, copy, oom);
+    }
+    render_put(st, "conditions", list, oom);
+    if (*oom) {
+        json_object_put(st);
+        return -1;
+    }
+    p->status = st;
+    if (status_current(c, st, ostatus))
+        return 0;
+
+    json_object *body = render_obj(oom), *meta = render_obj(oom), *copy = NULL;
+    render_put(body, "apiVersion", render_str(RENDER_GROUP_VERSION, oom), oom);
+    render_put(body, "kind", render_str(RENDER_KIND, oom), oom);
+    render_put(meta, "name", render_str(c->name, oom), oom);
+    render_put(meta, "namespace", render_str(c->ns, oom), oom);
+    render_put(body, "metadata", meta, oom);
+    if (json_object_deep_copy(st, &copy, NULL))
+        *oom = 1;
+    render_put(body, "status", copy, oom);
+    if (*oom) {
+        json_object_put(body);
+        return -1;
+    }
+    buf_t why;
+    buf_init(&why, 2 * MESSAGE_CAP);
+    buf_printf(&why, "status of RedisCluster %s/%s changed: phase %s, %lld/%d ready", c->ns, c->name, phase,
+               (long long)v.ready, c->in.size);
+    int i = add_action(p, PLAN_UPDATE_STATUS, RENDER_GROUP_VERSION, "redisclusters", c->ns, c->name, body,
+                       buf_str(&why));
+    buf_free(&why);
+    /* Warnings go with the status write that first reports them, so an unchanged problem
+     * is not re-recorded on every resync. */
+    if (c->failed_reason)
+        add_event(p, "Warning", c->failed_reason, i, "%s", conds[COND_READY].message);
+    else if (c->degraded_reason) {
+        const json_object *old = observed_cond(ostatus, "Degraded");
+        if (!same_str(old, "status", "True") || !same_str(old, "reason", c->degraded_reason) ||
+            !same_str(old, "message", conds[COND_DEGRADED].message))
+            add_event(p, "Warning", c->degraded_reason, i, "%s", conds[COND_DEGRADED].message);
+    }
+    return p->oom ? -1 : 0;
+}
+
+/* ---- plan_compute -------------------------------------------------------------------- */
+
+static const json_object *as_object(const json_object *o)
+{
+    return o && json_object_is_type(o, json_type_object) ? o : NULL;
+}
+
+/* Decision 1: name and namespace. Returns 0, or -1 with p->error set. */
+static int check_addressable(plan_t *p, const json_object *rc, const json_object *meta)
+{
+    const char *what = NULL;
+    if (!as_object(rc))
+        what = "the RedisCluster is not a JSON object";
+    else if (!as_object(meta))
+        what = "metadata: missing or not an object";
+    else if (!jstr(meta, "name"))
+        what = "metadata.name: missing, empty or not a string";
+    else if (!jstr(meta, "namespace"))
+        what = "metadata.namespace: missing, empty or not a string";
+    if (!what)
+        return 0;
+    p->error = dup_or_oom(p, what);
+    return -1;
+}
+
+/* Decision 2: deletion. */
+static void plan_deletion(plan_t *p, const json_object *meta, const char *ns, const char *name)
+{
+    if (!has_finalizer(meta))
+        return;
+    int i = add_action(p, PLAN_CLEANUP, RENDER_GROUP_VERSION, "redisclusters", ns, name, NULL,
+                       "RedisCluster is being deleted: run the cleanup hook");
+    add_event(p, "Normal", "CleanedUp", i, "Cleaned up RedisCluster %s/%s before deletion", ns, name);
+    add_action(p, PLAN_REMOVE_FINALIZER, RENDER_GROUP_VERSION, "redisclusters", ns, name,
+               finalizer_patch(meta, 0, &p->oom), "RedisCluster is being deleted: cleanup done, remove " PLAN_FINALIZER);
+}
+
+static void plan_live(plan_t *p, const json_object *rc, const json_object *meta, const json_object *cm,
+                      const json_object *svc, const json_object *sts, int64_t now)
+{
+    ctx_t c;
+    memset(&c, 0, sizeof(c));
+    c.plan = p;
+    c.rc = rc;
+    c.name = jstr(meta, "name");
+    c.ns = jstr(meta, "namespace");
+    c.uid = jstr(meta, "uid");
+    c.now = now;
+    const json_object *gen = jget(meta, "generation");
+    c.generation = gen && json_object_is_type(gen, json_type_int) ? json_object_get_int64(gen) : -1;
+    c.in.name = c.name;
+    c.in.ns = c.ns;
+    c.in.uid = c.uid;
+    buf_init(&c.invalid.text, MESSAGE_CAP);
+    buf_init(&c.degraded, MESSAGE_CAP);
+    buf_t image;
+    buf_init(&image, 4096);
+
+    if (!has_finalizer(meta))
+        add_action(p, PLAN_ADD_FINALIZER, RENDER_GROUP_VERSION, "redisclusters", c.ns, c.name,
+                   finalizer_patch(meta, 1, &p->oom), "RedisCluster has no " PLAN_FINALIZER " yet");
+    if (p->oom)
+        goto out;
+
+    if (!c.uid) {
+        c.failed_reason = "InvalidObject";
+        problem(&c.invalid, "metadata.uid: missing, empty or not a string; the children's owner references need it");
+    } else {
+        validate_spec(rc, c.name, &c.in, &image, &c.invalid);
+        if (c.invalid.count)
+            c.failed_reason = "InvalidSpec";
+    }
+    if (!c.failed_reason && plan_children(&c, cm, svc, sts))
+        goto out;
+    if (plan_status_write(&c, c.failed_reason ? NULL : sts))
+        goto out;
+    const char *phase = plan_phase(p);
+    if (phase && strcmp(phase, "Running") && strcmp(phase, "Failed"))
+        p->requeue_after_ns = PLAN_REQUEUE_NOT_READY_NS;
+out:
+    buf_free(&image);
+    buf_free(&c.invalid.text);
+    buf_free(&c.degraded);
+}
+
+plan_t *plan_compute(const json_object *rediscluster, const json_object *configmap, const json_object *service,
+                     const json_object *statefulset, int64_t now_wall_ns)
+{
+    plan_t *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    const json_object *meta = jget(as_object(rediscluster), "metadata");
+    if (check_addressable(p, rediscluster, meta))
+        goto out;
+    if (jget(meta, "deletionTimestamp"))
+        plan_deletion(p, meta, jstr(meta, "namespace"), jstr(meta, "name"));
+    else
+        plan_live(p, rediscluster, meta, as_object(configmap), as_object(service), as_object(statefulset),
+                  now_wall_ns);
+out:
+    if (p->oom)
+        plan_destroy(&p);
+    return p;
+}
+
+/* ---- Accessors ------------------------------------------------------------------------ */
+
+void plan_destroy(plan_t **plan_p)
+{
+    if (!plan_p || !*plan_p)
+        return;
+    plan_t *p = *plan_p;
+    for (size_t i = 0; i < p->n_actions; i++) {
+        action_slot_t *a = &p->actions[i];
+        json_object_put(a->pub.body);
+        free(a->ns);
+        free(a->name);
+        free(a->path);
+        free(a->why);
+    }
+    for (size_t i = 0; i < p->n_events; i++)
+        free(p->events[i].message);
+    json_object_put(p->status);
+    free(p->error);
+    free(p);
+    *plan_p = NULL;
+}
+
+size_t plan_action_count(const plan_t *plan)
+{
+    return plan->n_actions;
+}
+
+const plan_action_t *plan_action(const plan_t *plan, size_t i)
+{
+    return i < plan->n_actions ? &plan->actions[i].pub : NULL;
+}
+
+size_t plan_event_count(const plan_t *plan)
+{
+    return plan->n_events;
+}
+
+const plan_event_t *plan_event(const plan_t *plan, size_t i)
+{
+    return i < plan->n_events ? &plan->events[i].pub : NULL;
+}
+
+int64_t plan_requeue_after_ns(const plan_t *plan)
+{
+    return plan->requeue_after_ns;
+}
+
+json_object *plan_status(const plan_t *plan)
+{
+    return plan->status;
+}
+
+const char *plan_phase(const plan_t *plan)
+{
+    return plan->status ? jstr(plan->status, "phase") : NULL;
+}
+
+const char *plan_error(const plan_t *plan)
+{
+    return plan->error;
+}
+
+const char *plan_action_kind_name(plan_action_kind_t kind)
+{
+    switch (kind) {
+    case PLAN_ADD_FINALIZER:
+        return "addFinalizer";
+    case PLAN_REMOVE_FINALIZER:
+        return "removeFinalizer";
+    case PLAN_CLEANUP:
+        return "cleanup";
+    case PLAN_APPLY:
+        return "apply";
+    case PLAN_UPDATE_STATUS:
+        return "updateStatus";
+    }
+    return "unknown";
+}
+
+/* A new string, or JSON null for NULL. */
+static json_object *str_or_null(const char *s, int *oom)
+{
+    return s ? render_str(s, oom) : NULL;
+}
+
+/* obj[key] = s, or null when s is NULL. */
+static void put_opt(json_object *obj, const char *key, const char *s, int *oom)
+{
+    if (!s) {
+        if (!obj || json_object_object_add(obj, key, NULL))
+            *oom = 1;
+        return;
+    }
+    render_put(obj, key, str_or_null(s, oom), oom);
+}
+
+json_object *plan_to_json(const plan_t *plan)
+{
+    int oom = 0;
+    json_object *root = render_obj(&oom), *actions = render_arr(&oom), *events = render_arr(&oom);
+    for (size_t i = 0; i < plan->n_actions; i++) {
+        const plan_action_t *a = &plan->actions[i].pub;
+        json_object *j = render_obj(&oom);
+        render_put(j, "kind", render_str(plan_action_kind_name(a->kind), &oom), &oom);
+        put_opt(j, "method", a->method, &oom);
+        put_opt(j, "path", a->path, &oom);
+        put_opt(j, "contentType", a->content_type, &oom);
+        render_put(j, "why", render_str(a->why, &oom), &oom);
+        if (a->body)
+            render_put(j, "body", json_object_get(a->body), &oom);
+        else
+            put_opt(j, "body", NULL, &oom);
+        render_push(actions, j, &oom);
+    }
+    for (size_t i = 0; i < plan->n_events; i++) {
+        const plan_event_t *e = &plan->events[i].pub;
+        json_object *j = render_obj(&oom);
+        render_put(j, "type", render_str(e->type, &oom), &oom);
+        render_put(j, "reason", render_str(e->reason, &oom), &oom);
+        render_put(j, "message", render_str(e->message, &oom), &oom);
+        render_put(j, "action", render_int(e->action, &oom), &oom);
+        render_push(events, j, &oom);
+    }
+    render_put(root, "actions", actions, &oom);
+    render_put(root, "events", events, &oom);
+    if (plan->status)
+        render_put(root, "status", json_object_get(plan->status), &oom);
+    else
+        put_opt(root, "status", NULL, &oom);
+    render_put(root, "requeueAfterNs", render_int(plan->requeue_after_ns, &oom), &oom);
+    put_opt(root, "error", plan->error, &oom);
+    if (oom) {
+        json_object_put(root);
+        return NULL;
+    }
+    return root;
+}

@@ -1,0 +1,205 @@
+/* plan: the pure core of a RedisCluster reconcile.
+ *
+ *   plan_compute(RedisCluster, observed ConfigMap, Service, StatefulSet, now)
+ *       -> actions (writes), events, status, requeue
+ *
+ * No I/O and no clock reads: the same input gives the same plan. A thin executor performs
+ * each action with exactly one request (or, for PLAN_CLEANUP, the cleanup hook), in order,
+ * and stops at the first failure (the key is then retried with backoff). Events are
+ * recorded after the action they report has succeeded.
+ *
+ * ACTIONS, in the order they appear (each kind at most once, applies in the order
+ * ConfigMap, Service, StatefulSet so pods never start without their config):
+ *
+ *   PLAN_ADD_FINALIZER     PATCH <RedisCluster>, application/merge-patch+json,
+ *   PLAN_REMOVE_FINALIZER  body {"metadata":{"finalizers":[...],"resourceVersion":RV}}:
+ *                          the whole new finalizer list, with the observed resourceVersion
+ *                          as precondition (omitted when the object has none), so a
+ *                          concurrent change to the list fails with 409 instead of being lost.
+ *   PLAN_CLEANUP           run the cleanup hook (no request; body and path are NULL).
+ *   PLAN_APPLY             PATCH <child>?fieldManager=rediscluster-operator&force=true,
+ *                          application/apply-patch+yaml (JSON is YAML), body = the full
+ *                          desired object (server-side apply).
+ *   PLAN_UPDATE_STATUS     PATCH <RedisCluster>/status, application/merge-patch+json, body
+ *                          {"apiVersion","kind","metadata":{name,namespace},"status":{...}}.
+ *                          No resourceVersion: the same plan's finalizer patch changes it,
+ *                          and the status is recomputed from scratch on every reconcile.
+ *                          Conditions of types the operator does not own are carried over
+ *                          from the observed status (a merge patch replaces the list).
+ *
+ * Every action carries the request path ("/apis/apps/v1/namespaces/ns/statefulsets/x?..."),
+ * method and content type, so the executor needs no knowledge of the resources.
+ *
+ * DECISIONS, in order:
+ *  1. The RedisCluster is not an object, or metadata.name / metadata.namespace is missing,
+ *     empty or not a string: nothing can be addressed. No actions, no events, no status,
+ *     no requeue; plan_error() says what is missing.
+ *  2. metadata.deletionTimestamp is set: if our finalizer is present, PLAN_CLEANUP (Normal
+ *     event CleanedUp) then PLAN_REMOVE_FINALIZER; otherwise nothing. No status, no requeue.
+ *  3. Our finalizer is absent: PLAN_ADD_FINALIZER first, then go on in the same plan.
+ *  4. metadata.uid missing (owner references impossible) or the spec invalid (spec not an
+ *     object; size not an integer in 1..10; image empty, with blanks, or not a string;
+ *     version not a tag; config.maxmemory not <digits>[b|k|kb|m|mb|g|gb]; maxmemoryPolicy
+ *     not allkeys-lru|volatile-lru|noeviction; storage.size not ^[0-9]+(Gi|Mi|Ti)$ or zero;
+ *     storage.storageClass not a DNS subdomain; metadata.name not a DNS-1035 label of at
+ *     most 52 characters, which a Service and a StatefulSet's pod labels need): phase
+ *     Failed, Ready=False reason InvalidSpec (InvalidObject for the uid) with a message
+ *     naming every bad field and why; no child writes; a Warning event with the same
+ *     reason, recorded only with a status write (so a resync of an unchanged, invalid
+ *     object writes nothing); no requeue (a fix arrives as a watch event).
+ *  5. Otherwise the desired children are built (render.h) and compared with the observed
+ *     ones; a missing or drifted child gets PLAN_APPLY with the full desired object and a
+ *     Normal event (Created, Updated, or Scaled when the StatefulSet's replicas change).
+ *  6. The status is computed; PLAN_UPDATE_STATUS only when it differs from the observed one.
+ *  7. Requeue after 10 s unless the phase is Running or Failed.
+ *
+ * MANAGED-FIELD COMPARISON (drift), plan_json_subset(desired, observed):
+ *   An observed child matches when desired is a subset of it:
+ *   - object: every key of desired is present in observed with a matching value; keys only
+ *     in observed (defaults the API server adds: terminationMessagePath, imagePullPolicy,
+ *     dnsPolicy, clusterIPs, uid, managedFields, ...; labels and annotations of others)
+ *     are ignored;
+ *   - array of objects whose desired elements carry a "uid" (ownerReferences) or else a
+ *     "name" (containers, ports, volumes, volumeMounts): each desired element must match
+ *     the observed element with the same key, wherever it is; extra observed elements
+ *     (another owner, a sidecar added by someone else) are ignored;
+ *   - any other array (command, accessModes, volumeClaimTemplates): same length, matched
+ *     by position;
+ *   - string: equal; under a "requests" or "limits" key they are compared as quantities
+ *     ("1Gi" = "1024Mi", "500m" = "0.5");
+ *   - number: equal by value; boolean: equal; null in desired: observed absent or null.
+ *   Fields the operator stops setting are not detected as drift (server-side apply removes
+ *   them at the next apply).
+ *
+ * OWNERSHIP: an observed child whose controller owner reference names another uid is
+ * left alone (the API server refuses a second controller reference): no apply, and
+ * Degraded=True reason OwnerConflict.
+ *
+ * IMMUTABLE STATEFULSET FIELDS: spec.selector and spec.serviceName never change for a
+ * given name, but an observed StatefulSet created otherwise may differ: then no apply is
+ * planned for it (the API server would refuse it every time) and Degraded=True reason
+ * ImmutableFieldChanged says to delete the StatefulSet. spec.volumeClaimTemplates cannot
+ * change either: when spec.storage no longer matches the observed template, the apply
+ * carries the observed template unchanged (so other drift, such as replicas or the image,
+ * is still fixed) and Degraded=True reason ImmutableFieldChanged names the storage change
+ * (Warning event of the same reason when the condition appears).
+ *
+ * STATUS (phase, replicas, readyReplicas, observedGeneration = metadata.generation,
+ * selector for /scale, conditions Ready, Progressing, Degraded):
+ *   Failed   invalid spec (above);
+ *   Pending  no StatefulSet yet, or 0 ready replicas, or fewer ready than spec.size while
+ *            nothing is changing;
+ *   Scaling  the StatefulSet's replicas differ from spec.size, or it is rolling out
+ *            (status.observedGeneration behind metadata.generation, updatedReplicas or
+ *            status.replicas != spec.replicas, currentRevision != updateRevision), or this
+ *            plan applies a new replica count or pod template;
+ *   Running  readyReplicas >= spec.size and none of the above.
+ *   Conditions (type: status reason):
+ *     Ready:       True AllReplicasReady | False Creating, ReplicasNotReady, InvalidSpec,
+ *                  InvalidObject (message "2/3 replicas ready", or the spec problems)
+ *     Progressing: True Creating, Scaling, RollingUpdate | False Stable, InvalidSpec,
+ *                  InvalidObject
+ *     Degraded:    True ImmutableFieldChanged, OwnerConflict, InvalidSpec, InvalidObject
+ *                  | False AsExpected
+ *   lastTransitionTime of a condition is `now` when its status flips (or it is new), and
+ *   the observed value otherwise. The status write is planned only when phase, replicas,
+ *   readyReplicas, observedGeneration, selector, or a condition's status, reason, message
+ *   or observedGeneration differ from the observed status.
+ */
+#ifndef RDC_PLAN_H
+#define RDC_PLAN_H
+
+#include "buf.h"
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PLAN_FINALIZER "cache.example.com/finalizer"
+#define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
+
+typedef enum {
+    PLAN_ADD_FINALIZER,
+    PLAN_REMOVE_FINALIZER,
+    PLAN_CLEANUP,
+    PLAN_APPLY,
+    PLAN_UPDATE_STATUS,
+} plan_action_kind_t;
+
+/* One write. Every string and the body belong to the plan and live until plan_destroy. */
+typedef struct {
+    plan_action_kind_t kind;
+    const char *method;        /* "PATCH"; NULL for PLAN_CLEANUP */
+    const char *content_type;  /* "application/apply-patch+yaml" or "application/merge-patch+json" */
+    const char *group_version; /* "v1", "apps/v1", "cache.example.com/v1alpha1" */
+    const char *resource;      /* "configmaps", "services", "statefulsets", "redisclusters" */
+    const char *ns;            /* namespace */
+    const char *name;
+    const char *subresource;   /* "status" for PLAN_UPDATE_STATUS, else NULL */
+    const char *field_manager; /* "rediscluster-operator" for PLAN_APPLY, else NULL */
+    const char *path;          /* request path and query; NULL for PLAN_CLEANUP */
+    json_object *body;         /* request body (serialise it; do not change or free it) */
+    const char *why;           /* one line for logs: what differs, or why the write is needed */
+} plan_action_t;
+
+/* An Event to record on the RedisCluster. */
+typedef struct {
+    const char *type;    /* "Normal" or "Warning" */
+    const char *reason;  /* "Created", "Updated", "Scaled", "CleanedUp", "InvalidSpec", ... */
+    const char *message; /* names the object and what happened */
+    int action;          /* index of the action it reports: record it once that succeeded */
+} plan_event_t;
+
+typedef struct plan plan_t;
+
+/* Plan one reconcile. rediscluster is the RedisCluster as read from the API (anything at
+ * all is accepted: wrong types and missing parts are reported, never trusted); configmap,
+ * service and statefulset are the observed children named like it, NULL when absent (a
+ * non-object counts as absent). now_wall_ns is the wall-clock time for new
+ * lastTransitionTimes. The inputs are only read. Returns a plan the caller destroys with
+ * plan_destroy, or NULL only when out of memory. */
+plan_t *plan_compute(const json_object *rediscluster, const json_object *configmap,
+                     const json_object *service, const json_object *statefulset, int64_t now_wall_ns);
+
+/* Free the plan and everything it handed out, and set *plan_p to NULL. NULL is fine. */
+void plan_destroy(plan_t **plan_p);
+
+/* The actions, in the order to perform them. plan_action returns NULL past the end. */
+size_t plan_action_count(const plan_t *plan);
+const plan_action_t *plan_action(const plan_t *plan, size_t i);
+
+/* The events. plan_event returns NULL past the end. */
+size_t plan_event_count(const plan_t *plan);
+const plan_event_t *plan_event(const plan_t *plan, size_t i);
+
+/* Requeue after this many nanoseconds once the actions succeeded; 0 = done. */
+int64_t plan_requeue_after_ns(const plan_t *plan);
+
+/* The computed status (whether or not it is written), owned by the plan; NULL when none
+ * was computed (deletion, or an object that cannot be addressed). */
+json_object *plan_status(const plan_t *plan);
+
+/* The computed phase ("Pending", "Running", "Scaling", "Failed"), or NULL as plan_status. */
+const char *plan_phase(const plan_t *plan);
+
+/* Why nothing could be planned (decision 1), or NULL. */
+const char *plan_error(const plan_t *plan);
+
+/* The plan as JSON for `workerd --dry-run` and logs:
+ *   {"actions":[{"kind","method","path","contentType","why","body"},...],
+ *    "events":[{"type","reason","message","action"},...],
+ *    "status":{...}|null, "requeueAfterNs":N, "error":"..."|null}
+ * A new object the caller puts, or NULL when out of memory. */
+json_object *plan_to_json(const plan_t *plan);
+
+/* The name of an action kind: "addFinalizer", "removeFinalizer", "cleanup", "apply",
+ * "updateStatus". */
+const char *plan_action_kind_name(plan_action_kind_t kind);
+
+/* The managed-field comparison described above: 1 when desired is a subset of observed,
+ * else 0. On 0, when where is not NULL, appends where they first differ
+ * ("spec.template.spec.containers[redis].image: want \"redis:7.2\", have \"redis:7.0\"").
+ * Either argument may be NULL (absent). */
+int plan_json_subset(const json_object *desired, const json_object *observed, buf_t *where);
+
+#endif

@@ -1,0 +1,446 @@
+/* render: the desired ConfigMap, Service and StatefulSet of a RedisCluster. See render.h. */
+#include "render.h"
+
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* ---- JSON building helpers ---------------------------------------------------------- */
+
+json_object *render_str(const char *s, int *oom)
+{
+    json_object *o = json_object_new_string(s ? s : "");
+    if (!o)
+        *oom = 1;
+    return o;
+}
+
+json_object *render_int(int64_t v, int *oom)
+{
+    json_object *o = json_object_new_int64(v);
+    if (!o)
+        *oom = 1;
+    return o;
+}
+
+json_object *render_obj(int *oom)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        *oom = 1;
+    return o;
+}
+
+json_object *render_arr(int *oom)
+{
+    json_object *o = json_object_new_array();
+    if (!o)
+        *oom = 1;
+    return o;
+}
+
+void render_put(json_object *obj, const char *key, json_object *val, int *oom)
+{
+    if (!obj || !val || json_object_object_add(obj, key, val)) {
+        json_object_put(val);
+        *oom = 1;
+    }
+}
+
+void render_push(json_object *arr, json_object *val, int *oom)
+{
+    if (!arr || !val || json_object_array_add(arr, val)) {
+        json_object_put(val);
+        *oom = 1;
+    }
+}
+
+/* An array of strings, terminated by NULL. */
+static json_object *str_array(int *oom, const char *first, ...)
+{
+    json_object *a = render_arr(oom);
+    va_list ap;
+    va_start(ap, first);
+    for (const char *s = first; s; s = va_arg(ap, const char *))
+        render_push(a, render_str(s, oom), oom);
+    va_end(ap);
+    return a;
+}
+
+/* ---- Image, config, hash, selector -------------------------------------------------- */
+
+int render_image_has_tag_or_digest(const char *image)
+{
+    if (strchr(image, '@'))
+        return 1;
+    const char *last = strrchr(image, '/');
+    return strchr(last ? last + 1 : image, ':') != NULL;
+}
+
+int render_image_ref(const char *image, const char *version, buf_t *out)
+{
+    if (buf_puts(out, image))
+        return -1;
+    if (!version || !*version || render_image_has_tag_or_digest(image))
+        return 0;
+    return buf_printf(out, ":%s", version);
+}
+
+int render_redis_conf(const render_input_t *in, buf_t *out)
+{
+    /* Persistence on (AOF every second plus RDB snapshots) into the PVC at /data; the
+     * container is reached through the headless Service, so bind everywhere without
+     * protected mode (the pod network is the boundary). */
+    static const char defaults[] = "# redis.conf rendered by rediscluster-operator; edits are overwritten.\n"
+                                   "bind 0.0.0.0\n"
+                                   "port 6379\n"
+                                   "protected-mode no\n"
+                                   "dir /data\n"
+                                   "appendonly yes\n"
+                                   "appendfsync everysec\n"
+                                   "save 900 1\n"
+                                   "save 300 10\n"
+                                   "save 60 10000\n";
+    if (buf_puts(out, defaults))
+        return -1;
+    if (in->maxmemory && buf_printf(out, "maxmemory %s\n", in->maxmemory))
+        return -1;
+    if (in->maxmemory_policy && buf_printf(out, "maxmemory-policy %s\n", in->maxmemory_policy))
+        return -1;
+    return 0;
+}
+
+int render_sha256_hex(const char *data, size_t len, char hex[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    hex[0] = '\0';
+    if (!EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) || n != 32)
+        return -1;
+    static const char digits[] = "0123456789abcdef";
+    for (unsigned int i = 0; i < n; i++) {
+        hex[2 * i] = digits[md[i] >> 4];
+        hex[2 * i + 1] = digits[md[i] & 15];
+    }
+    hex[64] = '\0';
+    return 0;
+}
+
+int render_selector_string(const char *name, buf_t *out)
+{
+    return buf_printf(out, RENDER_LABEL_NAME "=" RENDER_APP_NAME "," RENDER_LABEL_INSTANCE "=%s", name);
+}
+
+/* ---- Object builders ----------------------------------------------------------------- */
+
+/* The selector labels (name, instance), or all four operator labels when full. */
+static json_object *labels(const render_input_t *in, int full, int *oom)
+{
+    json_object *l = render_obj(oom);
+    render_put(l, RENDER_LABEL_NAME, render_str(RENDER_APP_NAME, oom), oom);
+    render_put(l, RENDER_LABEL_INSTANCE, render_str(in->name, oom), oom);
+    if (full) {
+        render_put(l, RENDER_LABEL_MANAGED_BY, render_str(RENDER_FIELD_MANAGER, oom), oom);
+        render_put(l, RENDER_LABEL_PART_OF, render_str(RENDER_PART_OF, oom), oom);
+    }
+    return l;
+}
+
+/* metadata of a child: name, namespace, labels, and the controller owner reference. */
+static json_object *child_metadata(const render_input_t *in, int *oom)
+{
+    json_object *m = render_obj(oom);
+    render_put(m, "name", render_str(in->name, oom), oom);
+    if (in->ns)
+        render_put(m, "namespace", render_str(in->ns, oom), oom);
+    render_put(m, "labels", labels(in, 1, oom), oom);
+    json_object *ref = render_obj(oom);
+    render_put(ref, "apiVersion", render_str(RENDER_GROUP_VERSION, oom), oom);
+    render_put(ref, "kind", render_str(RENDER_KIND, oom), oom);
+    render_put(ref, "name", render_str(in->name, oom), oom);
+    render_put(ref, "uid", render_str(in->uid, oom), oom);
+    render_put(ref, "controller", json_object_new_boolean(1), oom);
+    render_put(ref, "blockOwnerDeletion", json_object_new_boolean(1), oom);
+    json_object *refs = render_arr(oom);
+    render_push(refs, ref, oom);
+    render_put(m, "ownerReferences", refs, oom);
+    return m;
+}
+
+/* A new top-level object with apiVersion, kind and the child metadata. */
+static json_object *child_object(const render_input_t *in, const char *api_version, const char *kind,
+                                 int *oom)
+{
+    json_object *o = render_obj(oom);
+    render_put(o, "apiVersion", render_str(api_version, oom), oom);
+    render_put(o, "kind", render_str(kind, oom), oom);
+    render_put(o, "metadata", child_metadata(in, oom), oom);
+    return o;
+}
+
+/* Hand back o, or free it and return NULL when any allocation failed while building it. */
+static json_object *finish(json_object *o, int oom)
+{
+    if (oom) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
+json_object *render_configmap(const render_input_t *in, const char *redis_conf)
+{
+    int oom = 0;
+    json_object *cm = child_object(in, "v1", "ConfigMap", &oom);
+    json_object *data = render_obj(&oom);
+    render_put(data, RENDER_CONFIG_KEY, render_str(redis_conf, &oom), &oom);
+    render_put(cm, "data", data, &oom);
+    return finish(cm, oom);
+}
+
+json_object *render_service(const render_input_t *in)
+{
+    int oom = 0;
+    json_object *svc = child_object(in, "v1", "Service", &oom);
+    json_object *spec = render_obj(&oom);
+    render_put(spec, "clusterIP", render_str("None", &oom), &oom);
+    render_put(spec, "selector", labels(in, 0, &oom), &oom);
+    json_object *port = render_obj(&oom);
+    render_put(port, "name", render_str("redis", &oom), &oom);
+    render_put(port, "port", render_int(RENDER_REDIS_PORT, &oom), &oom);
+    render_put(port, "targetPort", render_int(RENDER_REDIS_PORT, &oom), &oom);
+    render_put(port, "protocol", render_str("TCP", &oom), &oom);
+    json_object *ports = render_arr(&oom);
+    render_push(ports, port, &oom);
+    render_put(spec, "ports", ports, &oom);
+    render_put(svc, "spec", spec, &oom);
+    return finish(svc, oom);
+}
+
+/* An exec probe running `redis-cli ping`. */
+static json_object *ping_probe(int initial_delay, int period, int *oom)
+{
+    json_object *exec = render_obj(oom);
+    render_put(exec, "command", str_array(oom, "redis-cli", "ping", NULL), oom);
+    json_object *probe = render_obj(oom);
+    render_put(probe, "exec", exec, oom);
+    render_put(probe, "initialDelaySeconds", render_int(initial_delay, oom), oom);
+    render_put(probe, "periodSeconds", render_int(period, oom), oom);
+    return probe;
+}
+
+/* {"cpu": cpu, "memory": memory} */
+static json_object *resource_list(const char *cpu, const char *memory, int *oom)
+{
+    json_object *l = render_obj(oom);
+    render_put(l, "cpu", render_str(cpu, oom), oom);
+    render_put(l, "memory", render_str(memory, oom), oom);
+    return l;
+}
+
+/* {"name": name, "mountPath": path} */
+static json_object *mount(const char *name, const char *path, int *oom)
+{
+    json_object *m = render_obj(oom);
+    render_put(m, "name", render_str(name, oom), oom);
+    render_put(m, "mountPath", render_str(path, oom), oom);
+    return m;
+}
+
+static json_object *redis_container(const render_input_t *in, int *oom)
+{
+    json_object *c = render_obj(oom);
+    render_put(c, "name", render_str("redis", oom), oom);
+    render_put(c, "image", render_str(in->image, oom), oom);
+    render_put(c, "command", str_array(oom, "redis-server", "/etc/redis/redis.conf", NULL), oom);
+    json_object *port = render_obj(oom);
+    render_put(port, "name", render_str("redis", oom), oom);
+    render_put(port, "containerPort", render_int(RENDER_REDIS_PORT, oom), oom);
+    render_put(port, "protocol", render_str("TCP", oom), oom);
+    json_object *ports = render_arr(oom);
+    render_push(ports, port, oom);
+    render_put(c, "ports", ports, oom);
+    json_object *res = render_obj(oom);
+    render_put(res, "requests", resource_list(RENDER_CPU_REQUEST, RENDER_MEMORY_REQUEST, oom), oom);
+    render_put(res, "limits", resource_list(RENDER_CPU_LIMIT, RENDER_MEMORY_LIMIT, oom), oom);
+    render_put(c, "resources", res, oom);
+    /* Probes as the design document has them: liveness after 10 s every 10 s; readiness
+     * earlier and more often, so a pod joins the Service as soon as it answers. */
+    render_put(c, "livenessProbe", ping_probe(10, 10, oom), oom);
+    render_put(c, "readinessProbe", ping_probe(5, 5, oom), oom);
+    json_object *mounts = render_arr(oom);
+    render_push(mounts, mount("data", "/data", oom), oom);
+    render_push(mounts, mount("config", "/etc/redis", oom), oom);
+    render_put(c, "volumeMounts", mounts, oom);
+    return c;
+}
+
+static json_object *pod_template(const render_input_t *in, const char *config_hash, int *oom)
+{
+    json_object *meta = render_obj(oom);
+    render_put(meta, "labels", labels(in, 1, oom), oom);
+    json_object *ann = render_obj(oom);
+    render_put(ann, RENDER_CONFIG_HASH_ANNOTATION, render_str(config_hash, oom), oom);
+    render_put(meta, "annotations", ann, oom);
+
+    json_object *containers = render_arr(oom);
+    render_push(containers, redis_container(in, oom), oom);
+    json_object *cm = render_obj(oom);
+    render_put(cm, "name", render_str(in->name, oom), oom);
+    json_object *vol = render_obj(oom);
+    render_put(vol, "name", render_str("config", oom), oom);
+    render_put(vol, "configMap", cm, oom);
+    json_object *volumes = render_arr(oom);
+    render_push(volumes, vol, oom);
+
+    json_object *spec = render_obj(oom);
+    render_put(spec, "containers", containers, oom);
+    render_put(spec, "volumes", volumes, oom);
+    json_object *t = render_obj(oom);
+    render_put(t, "metadata", meta, oom);
+    render_put(t, "spec", spec, oom);
+    return t;
+}
+
+/* The PersistentVolumeClaim template "data": ReadWriteOnce, the requested size, and a
+ * storageClassName only when the spec names one (absent = the cluster's default class). */
+static json_object *data_claim_template(const render_input_t *in, int *oom)
+{
+    json_object *req = render_obj(oom);
+    render_put(req, "storage", render_str(in->storage_size, oom), oom);
+    json_object *res = render_obj(oom);
+    render_put(res, "requests", req, oom);
+    json_object *spec = render_obj(oom);
+    render_put(spec, "accessModes", str_array(oom, "ReadWriteOnce", NULL), oom);
+    render_put(spec, "resources", res, oom);
+    if (in->storage_class)
+        render_put(spec, "storageClassName", render_str(in->storage_class, oom), oom);
+    json_object *meta = render_obj(oom);
+    render_put(meta, "name", render_str("data", oom), oom);
+    json_object *pvc = render_obj(oom);
+    render_put(pvc, "metadata", meta, oom);
+    render_put(pvc, "spec", spec, oom);
+    return pvc;
+}
+
+json_object *render_statefulset(const render_input_t *in, const char *config_hash)
+{
+    int oom = 0;
+    json_object *sts = child_object(in, "apps/v1", "StatefulSet", &oom);
+    json_object *selector = render_obj(&oom);
+    render_put(selector, "matchLabels", labels(in, 0, &oom), &oom);
+    json_object *vcts = render_arr(&oom);
+    render_push(vcts, data_claim_template(in, &oom), &oom);
+
+    json_object *spec = render_obj(&oom);
+    render_put(spec, "replicas", render_int(in->size, &oom), &oom);
+    render_put(spec, "serviceName", render_str(in->name, &oom), &oom);
+    render_put(spec, "selector", selector, &oom);
+    render_put(spec, "template", pod_template(in, config_hash, &oom), &oom);
+    render_put(spec, "volumeClaimTemplates", vcts, &oom);
+    render_put(sts, "spec", spec, &oom);
+    return finish(sts, oom);
+}
+
+/* ---- Quantities ---------------------------------------------------------------------- */
+
+/* Values are kept below 2^126 so that no step can overflow a signed 128-bit integer. */
+#define QUANTITY_MAX ((unsigned __int128)1 << 126)
+
+/* The suffix's powers of 2 and 10. Returns 0, or -1 when it is not a suffix. */
+static int quantity_suffix(const char *s, int *e2, int *e10)
+{
+    static const struct {
+        const char *s;
+        int e2, e10;
+    } table[] = {{"", 0, 0},   {"Ki", 10, 0}, {"Mi", 20, 0}, {"Gi", 30, 0}, {"Ti", 40, 0},
+                 {"Pi", 50, 0}, {"Ei", 60, 0}, {"n", 0, -9},  {"u", 0, -6},  {"m", 0, -3},
+                 {"k", 0, 3},   {"M", 0, 6},   {"G", 0, 9},   {"T", 0, 12},  {"P", 0, 15},
+                 {"E", 0, 18}};
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        if (!strcmp(s, table[i].s)) {
+            *e2 = table[i].e2;
+            *e10 = table[i].e10;
+            return 0;
+        }
+    }
+    /* Decimal exponent: e or E, an optional sign, digits ("1e3", "5E-2"). */
+    if (*s != 'e' && *s != 'E')
+        return -1;
+    s++;
+    int neg = (*s == '-');
+    if (*s == '+' || *s == '-')
+        s++;
+    if (!*s)
+        return -1;
+    int v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > 100)
+            return -1;
+        v = v * 10 + (*s - '0');
+    }
+    *e2 = 0;
+    *e10 = neg ? -v : v;
+    return 0;
+}
+
+int render_quantity_nano(const char *s, __int128 *nano)
+{
+    if (!s || !*s)
+        return -1;
+    const char *p = s;
+    int neg = (*p == '-');
+    if (*p == '+' || *p == '-')
+        p++;
+    unsigned __int128 m = 0;
+    int digits = 0, significant = 0, frac = 0, dot = 0;
+    for (;; p++) {
+        if (*p >= '0' && *p <= '9') {
+            digits++;
+            if (dot)
+                frac++;
+            if (m == 0 && *p == '0')
+                continue;
+            if (++significant > 30)
+                return -1;
+            m = m * 10 + (unsigned)(*p - '0');
+        } else if (*p == '.' && !dot) {
+            dot = 1;
+        } else {
+            break;
+        }
+    }
+    int e2 = 0, e10 = 0;
+    if (!digits || quantity_suffix(p, &e2, &e10))
+        return -1;
+    for (int i = 0; i < e2; i++) {
+        if (m >= QUANTITY_MAX / 2)
+            return -1;
+        m *= 2;
+    }
+    int scale = e10 + 9 - frac; /* value = m * 10^scale nano-units */
+    for (; scale > 0 && m; scale--) {
+        if (m >= QUANTITY_MAX / 10)
+            return -1;
+        m *= 10;
+    }
+    int inexact = 0;
+    for (; scale < 0 && m; scale++) {
+        inexact |= (m % 10) != 0;
+        m /= 10;
+    }
+    if (inexact)
+        m++; /* the API server rounds a fraction of a nano-unit up */
+    *nano = neg ? -(__int128)m : (__int128)m;
+    return 0;
+}
+
+int render_quantity_equal(const char *a, const char *b)
+{
+    if (!strcmp(a, b))
+        return 1;
+    __int128 x, y;
+    if (render_quantity_nano(a, &x) || render_quantity_nano(b, &y))
+        return 0;
+    return x == y;
+}

@@ -1,0 +1,118 @@
+/* render: the desired children of a RedisCluster, built as Kubernetes JSON.
+ *
+ * Pure builders with no I/O: from a validated spec (render_input_t) they produce the
+ * ConfigMap holding redis.conf, the headless Service and the StatefulSet exactly as the
+ * operator applies them (server-side apply, field manager "rediscluster-operator"). Every
+ * object carries the operator's labels and a controller owner reference to the
+ * RedisCluster. What the builders put in an object is, by definition, the set of fields
+ * the operator manages: plan.c compares observed objects on those fields only.
+ *
+ * Also here: the image reference rule (when to append spec.version as a tag), the
+ * redis.conf renderer and its SHA-256, and Kubernetes quantity comparison.
+ *
+ * JSON building helpers (render_put and friends) record allocation failure in an int
+ * flag instead of returning codes at every step: build a whole object, then check the
+ * flag once.
+ */
+#ifndef RDC_RENDER_H
+#define RDC_RENDER_H
+
+#include "buf.h"
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RENDER_GROUP_VERSION "cache.example.com/v1alpha1"
+#define RENDER_KIND "RedisCluster"
+#define RENDER_FIELD_MANAGER "rediscluster-operator"
+#define RENDER_CONFIG_HASH_ANNOTATION "cache.example.com/config-hash"
+#define RENDER_CONFIG_KEY "redis.conf"
+#define RENDER_REDIS_PORT 6379
+#define RENDER_DEFAULT_STORAGE "1Gi"
+
+/* Label keys and the values that do not depend on the RedisCluster. The selector uses
+ * RENDER_LABEL_NAME and RENDER_LABEL_INSTANCE only (a StatefulSet selector is immutable,
+ * so it must never grow). */
+#define RENDER_LABEL_NAME "app.kubernetes.io/name"
+#define RENDER_LABEL_INSTANCE "app.kubernetes.io/instance"
+#define RENDER_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
+#define RENDER_LABEL_PART_OF "app.kubernetes.io/part-of"
+#define RENDER_APP_NAME "redis"
+#define RENDER_PART_OF "rediscluster"
+
+/* Container resources, from the design document's StatefulSet builder. */
+#define RENDER_CPU_REQUEST "100m"
+#define RENDER_MEMORY_REQUEST "256Mi"
+#define RENDER_CPU_LIMIT "500m"
+#define RENDER_MEMORY_LIMIT "1Gi"
+
+/* A validated spec: plain data, every string borrowed from the caller. */
+typedef struct {
+    const char *name;             /* metadata.name of the RedisCluster (and of every child) */
+    const char *ns;               /* metadata.namespace */
+    const char *uid;              /* metadata.uid, for the owner references */
+    int size;                     /* spec.size, 1..10 */
+    const char *image;            /* full image reference, from render_image_ref() */
+    const char *storage_size;     /* spec.storage.size, or RENDER_DEFAULT_STORAGE */
+    const char *storage_class;    /* spec.storage.storageClass, NULL = cluster default */
+    const char *maxmemory;        /* spec.config.maxmemory, NULL = unset */
+    const char *maxmemory_policy; /* spec.config.maxmemoryPolicy, NULL = unset */
+} render_input_t;
+
+/* The container image to run: image, plus ":" version when version is non-empty and image
+ * has neither a tag nor a digest. A tag is a ':' in the last path component, so the port
+ * in "host:5000/redis" is not one; a digest is anything after '@'. Appends to out.
+ * Returns 0, or -1 when out refused the text (cap or memory). */
+int render_image_ref(const char *image, const char *version, buf_t *out);
+
+/* 1 when image (a reference as above) already names a tag or a digest, else 0. */
+int render_image_has_tag_or_digest(const char *image);
+
+/* Append the redis.conf for in: fixed defaults (bind 0.0.0.0, port 6379, protected-mode
+ * no, dir /data, appendonly yes, RDB save points) then maxmemory and maxmemory-policy when
+ * set. The text is stable for a given input, so its hash changes only with the config.
+ * Returns 0, or -1 when out refused the text. */
+int render_redis_conf(const render_input_t *in, buf_t *out);
+
+/* Lower-case hex SHA-256 of len bytes at data into hex (65 bytes with the terminator).
+ * Returns 0, or -1 when OpenSSL fails (hex is then ""). */
+int render_sha256_hex(const char *data, size_t len, char hex[65]);
+
+/* The pod selector for /scale: "app.kubernetes.io/name=redis,app.kubernetes.io/instance=<name>".
+ * Appends to out. Returns 0, or -1 when out refused the text. */
+int render_selector_string(const char *name, buf_t *out);
+
+/* The desired children. Each returns a new object the caller owns (json_object_put), or
+ * NULL when out of memory. redis_conf is render_redis_conf's text; config_hash is its
+ * render_sha256_hex, which goes on the pod template so that a config change rolls the
+ * pods. */
+json_object *render_configmap(const render_input_t *in, const char *redis_conf);
+json_object *render_service(const render_input_t *in);
+json_object *render_statefulset(const render_input_t *in, const char *config_hash);
+
+/* Parse a Kubernetes resource quantity ("1Gi", "500m", "0.5", "1e3", "128974848") into
+ * nano-units (value x 10^9; a fraction of a nano-unit rounds up, as the API server rounds).
+ * Returns 0, or -1 when s is not a quantity or is too large to hold (more than 30
+ * significant digits or beyond 2^126 nano-units). */
+int render_quantity_nano(const char *s, __int128 *nano);
+
+/* 1 when a and b are the same quantity ("1Gi" and "1024Mi", "0.5" and "500m"), or the
+ * same string when either is not a quantity; else 0. */
+int render_quantity_equal(const char *a, const char *b);
+
+/* JSON building with one allocation-failure flag (see the file comment). */
+
+/* A new string, or NULL with *oom set. */
+json_object *render_str(const char *s, int *oom);
+/* A new int, or NULL with *oom set. */
+json_object *render_int(int64_t v, int *oom);
+/* A new object / array, or NULL with *oom set. */
+json_object *render_obj(int *oom);
+json_object *render_arr(int *oom);
+/* obj[key] = val, taking val (freed on failure). A NULL obj or val sets *oom. */
+void render_put(json_object *obj, const char *key, json_object *val, int *oom);
+/* Append val to arr, taking val (freed on failure). A NULL arr or val sets *oom. */
+void render_push(json_object *arr, json_object *val, int *oom);
+
+#endif
