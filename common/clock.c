@@ -77,13 +77,16 @@ int clock_parse_rfc3339(const char *s, int64_t *wall_ns)
     if (take_digits(&p, 4, &year) || expect(&p, '-') || take_digits(&p, 2, &mon) ||
         expect(&p, '-') || take_digits(&p, 2, &day))
         return -1;
-    if (*p != 'T' && *p != 't' && *p != ' ')
+    if (*p != 'T' && *p != 't')
         return -1;
     p++;
     if (take_digits(&p, 2, &hh) || expect(&p, ':') || take_digits(&p, 2, &mm) ||
         expect(&p, ':') || take_digits(&p, 2, &ss))
         return -1;
-    if (mon < 1 || mon > 12 || day < 1 || day > 31 || hh > 23 || mm > 59 || ss > 60)
+    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (mon < 1 || mon > 12 || day < 1 || day > mdays[mon - 1] + (mon == 2 && leap) ||
+        hh > 23 || mm > 59 || ss > 60)
         return -1;
     int64_t frac = 0;
     if (*p == '.') {
@@ -108,7 +111,8 @@ int clock_parse_rfc3339(const char *s, int64_t *wall_ns)
         int sign = *p == '-' ? -1 : 1;
         int oh, om;
         p++;
-        if (take_digits(&p, 2, &oh) || expect(&p, ':') || take_digits(&p, 2, &om))
+        if (take_digits(&p, 2, &oh) || expect(&p, ':') || take_digits(&p, 2, &om) ||
+            oh > 23 || om > 59)
             return -1;
         offset = sign * ((int64_t)oh * 3600 + om * 60);
     } else {

@@ -9,6 +9,9 @@
  * tokens read from a file are re-read when the file changes, and exec credential plugins
  * are re-run when their credential expires. Ask for the current token on every request
  * with kube_config_credentials().
+ *
+ * A kube_config_t is not thread-safe: use it from one thread (the REST client's loop).
+ * kube_config_credentials may block while an exec plugin runs (at most 30 s).
  */
 #ifndef RDC_KUBE_CONFIG_H
 #define RDC_KUBE_CONFIG_H
@@ -22,7 +25,8 @@ typedef struct kube_config kube_config_t;
 typedef struct {
     const char *kubeconfig_path; /* --kubeconfig; takes precedence over everything */
     const char *context;         /* --context; overrides current-context */
-    const char *env_kubeconfig;  /* value of $KUBECONFIG; NULL = read the environment */
+    const char *env_kubeconfig;  /* value of $KUBECONFIG; NULL = read the environment,
+                                    "" = unset */
     const char *home;            /* home directory; NULL = $HOME */
     const char *root;            /* prefix for in-cluster paths (tests use a fake root) */
     int no_in_cluster;           /* 1: never use in-cluster configuration */
@@ -49,9 +53,10 @@ typedef struct {
     int has_bearer;              /* 1 when a token, tokenFile or exec plugin is configured */
 } kube_rest_config_t;
 
-/* Load configuration. On success returns 0 and stores a new kube_config_t in *out (the
- * caller owns it; free with kube_config_destroy). On error returns -1, leaves *out NULL
- * and writes one line naming the file, the context and the field into err. */
+/* Load configuration (opts NULL = all defaults). On success returns 0 and stores a new
+ * kube_config_t in *out (the caller owns it; free with kube_config_destroy). On error
+ * returns -1, leaves *out NULL and writes one line naming the file, the context and the
+ * field into err. */
 int kube_config_load(const kube_config_opts_t *opts, kube_config_t **out,
                      char *err, size_t errlen);
 
@@ -77,5 +82,10 @@ const kube_rest_config_t *kube_config_rest(const kube_config_t *cfg);
 int kube_config_credentials(kube_config_t *cfg, const char **token,
                             const char **cert_pem, const char **key_pem,
                             char *err, size_t errlen);
+
+/* Forget the cached credential so the next kube_config_credentials re-runs the exec
+ * plugin and re-reads the token file even if unchanged (call it after a 401: the server
+ * no longer accepts the token). The old token is still returned if the refresh fails. */
+void kube_config_credentials_invalidate(kube_config_t *cfg);
 
 #endif

@@ -1,0 +1,624 @@
+/* kube_config_yaml: kubeconfig YAML -> kcfg_doc_t, with libyaml's document API.
+ *
+ * The walk is driven by the schema (clusters[].cluster.server, ...), never by the shape of
+ * the input, so its depth is fixed. Aliases are followed (libyaml shares the node), which
+ * means a small file can name one big node many times: a budget on copied bytes and
+ * visited items bounds the work. Unknown keys are ignored, as kubectl ignores them.
+ */
+#include "kube_config_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <yaml.h>
+
+/* Work allowed per file: copied bytes plus a fixed cost per visited item. */
+#define KCFG_PARSE_BUDGET ((long)32 << 20)
+#define KCFG_ITEM_COST 64
+
+typedef struct {
+    yaml_document_t *ydoc;
+    const char *file;
+    long budget;
+    char *err;
+    size_t errlen;
+} pctx_t;
+
+static const char *kind_name(const yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_SCALAR_NODE: return "a scalar";
+    case YAML_SEQUENCE_NODE: return "a sequence";
+    case YAML_MAPPING_NODE: return "a mapping";
+    default: return "nothing";
+    }
+}
+
+/* Charge the budget; -1 (with the error set) once it is spent. */
+static int spend(pctx_t *c, size_t bytes)
+{
+    c->budget -= (long)(bytes > (size_t)LONG_MAX / 2 ? (size_t)LONG_MAX / 2 : bytes);
+    c->budget -= KCFG_ITEM_COST;
+    if (c->budget < 0) {
+        kcfg_errf(c->err, c->errlen,
+                  "kubeconfig %s: document too large or too repetitive (aliases)", c->file);
+        return -1;
+    }
+    return 0;
+}
+
+/* The YAML null: an empty plain scalar, "~" or "null" in any of YAML's spellings. */
+static int is_null(const yaml_node_t *n)
+{
+    if (n == NULL)
+        return 1;
+    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return 0;
+    const char *v = (const char *)n->data.scalar.value;
+    size_t len = n->data.scalar.length;
+    return len == 0 || (len == 1 && v[0] == '~') ||
+           (len == 4 && (!memcmp(v, "null", 4) || !memcmp(v, "Null", 4) ||
+                         !memcmp(v, "NULL", 4)));
+}
+
+/* Value of key in a mapping node, or NULL when absent. The first occurrence wins. */
+static yaml_node_t *map_get(pctx_t *c, yaml_node_t *map, const char *key)
+{
+    size_t klen = strlen(key);
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+         p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(c->ydoc, p->key);
+        if (k && k->type == YAML_SCALAR_NODE && k->data.scalar.length == klen &&
+            memcmp(k->data.scalar.value, key, klen) == 0)
+            return yaml_document_get_node(c->ydoc, p->value);
+    }
+    return NULL;
+}
+
+static int type_error(pctx_t *c, const char *path, const char *want, const yaml_node_t *n)
+{
+    kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: expected %s, got %s", c->file, path,
+              want, kind_name(n));
+    return -1;
+}
+
+/* Copy scalar node n (at path) into *out; null leaves *out NULL. */
+static int node_string(pctx_t *c, yaml_node_t *n, const char *path, char **out)
+{
+    *out = NULL;
+    if (is_null(n))
+        return 0;
+    if (n->type != YAML_SCALAR_NODE)
+        return type_error(c, path, "a string", n);
+    size_t len = n->data.scalar.length;
+    if (memchr(n->data.scalar.value, '\0', len)) {
+        kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: contains a NUL character", c->file,
+                  path);
+        return -1;
+    }
+    if (spend(c, len))
+        return -1;
+    *out = strndup((const char *)n->data.scalar.value, len);
+    if (*out == NULL) {
+        kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: out of memory", c->file, path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Append s to buf (size len, used *off), truncating; buf stays NUL-terminated. */
+static void append(char *buf, size_t len, size_t *off, const char *s)
+{
+    size_t n = strlen(s);
+    if (*off + 1 >= len)
+        return;
+    if (n > len - *off - 1)
+        n = len - *off - 1; /* a truncated path is still a useful message */
+    memcpy(buf + *off, s, n);
+    *off += n;
+    buf[*off] = '\0';
+}
+
+/* Build "prefix.key" (or "key" at the top) into buf. */
+static const char *join_path(char *buf, size_t len, const char *prefix, const char *key)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    append(buf, len, &off, prefix);
+    if (prefix[0])
+        append(buf, len, &off, ".");
+    append(buf, len, &off, key);
+    return buf;
+}
+
+static int get_string(pctx_t *c, yaml_node_t *map, const char *prefix, const char *key,
+                      char **out)
+{
+    char path[256];
+    return node_string(c, map_get(c, map, key), join_path(path, sizeof path, prefix, key),
+                       out);
+}
+
+/* YAML 1.1 booleans, as go-yaml (and so kubectl) reads them. Null is false. */
+static int get_bool(pctx_t *c, yaml_node_t *map, const char *prefix, const char *key,
+                    int *out)
+{
+    static const char *const yes[] = {"true", "yes", "on", "y"};
+    static const char *const no[] = {"false", "no", "off", "n"};
+    char path[256];
+    yaml_node_t *n = map_get(c, map, key);
+    *out = 0;
+    if (is_null(n))
+        return 0;
+    join_path(path, sizeof path, prefix, key);
+    if (n->type != YAML_SCALAR_NODE)
+        return type_error(c, path, "a boolean", n);
+    const char *v = (const char *)n->data.scalar.value;
+    size_t len = n->data.scalar.length;
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (len == strlen(yes[i]) && strncasecmp(v, yes[i], len) == 0) {
+            *out = 1;
+            return 0;
+        }
+        if (len == strlen(no[i]) && strncasecmp(v, no[i], len) == 0)
+            return 0;
+    }
+    kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: expected a boolean, got \"%.*s\"",
+              c->file, path, (int)(len > 64 ? 64 : len), v);
+    return -1;
+}
+
+/* The node at key when it is a mapping (NULL when absent or null). */
+static int get_map(pctx_t *c, yaml_node_t *map, const char *prefix, const char *key,
+                   yaml_node_t **out)
+{
+    char path[256];
+    yaml_node_t *n = map_get(c, map, key);
+    *out = NULL;
+    if (is_null(n))
+        return 0;
+    if (n->type != YAML_MAPPING_NODE)
+        return type_error(c, join_path(path, sizeof path, prefix, key), "a mapping", n);
+    *out = n;
+    return 0;
+}
+
+/* The node at key when it is a sequence (NULL when absent or null), and its length. */
+static int get_seq(pctx_t *c, yaml_node_t *map, const char *prefix, const char *key,
+                   yaml_node_t **out, size_t *count)
+{
+    char path[256];
+    yaml_node_t *n = map_get(c, map, key);
+    *out = NULL;
+    *count = 0;
+    if (is_null(n))
+        return 0;
+    if (n->type != YAML_SEQUENCE_NODE)
+        return type_error(c, join_path(path, sizeof path, prefix, key), "a sequence", n);
+    *out = n;
+    *count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    return 0;
+}
+
+static yaml_node_t *seq_item(pctx_t *c, yaml_node_t *seq, size_t i)
+{
+    return yaml_document_get_node(c->ydoc, seq->data.sequence.items.start[i]);
+}
+
+static void *alloc_array(pctx_t *c, size_t n, size_t size, const char *path)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (p == NULL)
+        kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: out of memory", c->file, path);
+    return p;
+}
+
+void kcfg_exec_config_free(kcfg_exec_config_t *e)
+{
+    if (e == NULL)
+        return;
+    free(e->api_version);
+    free(e->command);
+    for (size_t i = 0; i < e->n_args; i++)
+        free(e->args[i]);
+    free(e->args);
+    for (size_t i = 0; i < e->n_env; i++) {
+        free(e->env[i].name);
+        free(e->env[i].value);
+    }
+    free(e->env);
+    free(e->install_hint);
+    free(e->interactive_mode);
+    free(e);
+}
+
+/* users[i].user.exec */
+static int parse_exec(pctx_t *c, yaml_node_t *m, const char *prefix, kcfg_exec_config_t **out)
+{
+    char path[256], ipath[300];
+    yaml_node_t *seq;
+    size_t count;
+    kcfg_exec_config_t *e = calloc(1, sizeof *e);
+    int rc = -1;
+
+    if (e == NULL) {
+        kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: out of memory", c->file, prefix);
+        goto out;
+    }
+    if (get_string(c, m, prefix, "apiVersion", &e->api_version) ||
+        get_string(c, m, prefix, "command", &e->command) ||
+        get_string(c, m, prefix, "installHint", &e->install_hint) ||
+        get_string(c, m, prefix, "interactiveMode", &e->interactive_mode) ||
+        get_bool(c, m, prefix, "provideClusterInfo", &e->provide_cluster_info))
+        goto out;
+
+    if (get_seq(c, m, prefix, "args", &seq, &count))
+        goto out;
+    if (seq) {
+        if ((e->args = alloc_array(c, count, sizeof *e->args, prefix)) == NULL)
+            goto out;
+        for (size_t i = 0; i < count; i++) {
+            snprintf(ipath, sizeof ipath, "%s.args[%zu]", prefix, i);
+            if (node_string(c, seq_item(c, seq, i), ipath, &e->args[e->n_args]))
+                goto out;
+            if (e->args[e->n_args] == NULL && (e->args[e->n_args] = strdup("")) == NULL) {
+                kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: out of memory", c->file,
+                          ipath);
+                goto out;
+            }
+            e->n_args++;
+        }
+    }
+
+    if (get_seq(c, m, prefix, "env", &seq, &count))
+        goto out;
+    if (seq) {
+        if ((e->env = alloc_array(c, count, sizeof *e->env, prefix)) == NULL)
+            goto out;
+        for (size_t i = 0; i < count; i++) {
+            yaml_node_t *item = seq_item(c, seq, i);
+            snprintf(ipath, sizeof ipath, "%s.env[%zu]", prefix, i);
+            if (item == NULL || item->type != YAML_MAPPING_NODE) {
+                type_error(c, ipath, "a mapping", item);
+                goto out;
+            }
+            kcfg_env_var_t *v = &e->env[e->n_env++];
+            if (get_string(c, item, ipath, "name", &v->name) ||
+                get_string(c, item, ipath, "value", &v->value))
+                goto out;
+            if (v->name == NULL || v->name[0] == '\0' || strchr(v->name, '=')) {
+                kcfg_errf(c->err, c->errlen,
+                          "kubeconfig %s: %s: name must be set and must not contain '='",
+                          c->file, join_path(path, sizeof path, ipath, "name"));
+                goto out;
+            }
+        }
+    }
+    rc = 0;
+out:
+    if (rc) {
+        kcfg_exec_config_free(e);
+        e = NULL;
+    }
+    *out = e;
+    return rc;
+}
+
+/* The "name" of a list entry and its body (entry[body_key]) as a mapping or NULL.
+ * *skip is set for entries without a name, which kubectl would keep under "" where no
+ * context can reach them. */
+static int parse_named(pctx_t *c, yaml_node_t *entry, const char *path, const char *body_key,
+                       char **name, yaml_node_t **body)
+{
+    *name = NULL;
+    *body = NULL;
+    if (spend(c, 0))
+        return -1;
+    if (entry == NULL || entry->type != YAML_MAPPING_NODE)
+        return type_error(c, path, "a mapping", entry);
+    if (get_string(c, entry, path, "name", name))
+        return -1;
+    if (get_map(c, entry, path, body_key, body)) {
+        free(*name);
+        *name = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* kubectl refuses a list that names an entry twice. base points at n structs of stride
+ * bytes whose first member is their char *name. Sorting copies keeps this O(n log n). */
+static int check_unique(pctx_t *c, const char *field, const void *base, size_t n,
+                        size_t stride)
+{
+    char **names;
+    int rc = 0;
+
+    if (n < 2)
+        return 0;
+    if ((names = alloc_array(c, n, sizeof *names, field)) == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        memcpy(&names[i], (const char *)base + i * stride, sizeof names[i]);
+    qsort(names, n, sizeof *names, cmp_name);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(names[i - 1], names[i]) == 0) {
+            kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: duplicate name \"%s\"", c->file,
+                      field, names[i]);
+            rc = -1;
+            break;
+        }
+    free(names);
+    return rc;
+}
+
+static int parse_clusters(pctx_t *c, yaml_node_t *root, kcfg_doc_t *d)
+{
+    char path[64], bpath[96];
+    yaml_node_t *seq, *body;
+    size_t count;
+
+    if (get_seq(c, root, "", "clusters", &seq, &count))
+        return -1;
+    if (seq == NULL)
+        return 0;
+    if ((d->clusters = alloc_array(c, count, sizeof *d->clusters, "clusters")) == NULL)
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        char *name;
+        snprintf(path, sizeof path, "clusters[%zu]", i);
+        if (parse_named(c, seq_item(c, seq, i), path, "cluster", &name, &body))
+            return -1;
+        if (name == NULL || name[0] == '\0') {
+            free(name);
+            continue;
+        }
+        kcfg_cluster_t *cl = &d->clusters[d->n_clusters++];
+        cl->name = name;
+        if (body == NULL)
+            continue;
+        snprintf(bpath, sizeof bpath, "%s.cluster", path);
+        if (get_string(c, body, bpath, "server", &cl->server) ||
+            get_string(c, body, bpath, "certificate-authority", &cl->certificate_authority) ||
+            get_string(c, body, bpath, "certificate-authority-data",
+                       &cl->certificate_authority_data) ||
+            get_bool(c, body, bpath, "insecure-skip-tls-verify",
+                     &cl->insecure_skip_tls_verify) ||
+            get_string(c, body, bpath, "tls-server-name", &cl->tls_server_name))
+            return -1;
+    }
+    return check_unique(c, "clusters", d->clusters, d->n_clusters, sizeof *d->clusters);
+}
+
+static int parse_users(pctx_t *c, yaml_node_t *root, kcfg_doc_t *d)
+{
+    char path[64], bpath[96], epath[128];
+    yaml_node_t *seq, *body, *exec;
+    size_t count;
+
+    if (get_seq(c, root, "", "users", &seq, &count))
+        return -1;
+    if (seq == NULL)
+        return 0;
+    if ((d->users = alloc_array(c, count, sizeof *d->users, "users")) == NULL)
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        char *name;
+        snprintf(path, sizeof path, "users[%zu]", i);
+        if (parse_named(c, seq_item(c, seq, i), path, "user", &name, &body))
+            return -1;
+        if (name == NULL || name[0] == '\0') {
+            free(name);
+            continue;
+        }
+        kcfg_user_t *u = &d->users[d->n_users++];
+        u->name = name;
+        if (body == NULL)
+            continue;
+        snprintf(bpath, sizeof bpath, "%s.user", path);
+        if (get_string(c, body, bpath, "client-certificate", &u->client_certificate) ||
+            get_string(c, body, bpath, "client-certificate-data",
+                       &u->client_certificate_data) ||
+            get_string(c, body, bpath, "client-key", &u->client_key) ||
+            get_string(c, body, bpath, "client-key-data", &u->client_key_data) ||
+            get_string(c, body, bpath, "token", &u->token) ||
+            get_string(c, body, bpath, "tokenFile", &u->token_file))
+            return -1;
+        u->has_auth_provider = !is_null(map_get(c, body, "auth-provider"));
+        if (get_map(c, body, bpath, "exec", &exec))
+            return -1;
+        snprintf(epath, sizeof epath, "%s.exec", bpath);
+        if (exec && parse_exec(c, exec, epath, &u->exec))
+            return -1;
+    }
+    return check_unique(c, "users", d->users, d->n_users, sizeof *d->users);
+}
+
+static int parse_contexts(pctx_t *c, yaml_node_t *root, kcfg_doc_t *d)
+{
+    char path[64], bpath[96];
+    yaml_node_t *seq, *body;
+    size_t count;
+
+    if (get_seq(c, root, "", "contexts", &seq, &count))
+        return -1;
+    if (seq == NULL)
+        return 0;
+    if ((d->contexts = alloc_array(c, count, sizeof *d->contexts, "contexts")) == NULL)
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        char *name;
+        snprintf(path, sizeof path, "contexts[%zu]", i);
+        if (parse_named(c, seq_item(c, seq, i), path, "context", &name, &body))
+            return -1;
+        if (name == NULL || name[0] == '\0') {
+            free(name);
+            continue;
+        }
+        kcfg_context_t *x = &d->contexts[d->n_contexts++];
+        x->name = name;
+        if (body == NULL)
+            continue;
+        snprintf(bpath, sizeof bpath, "%s.context", path);
+        if (get_string(c, body, bpath, "cluster", &x->cluster) ||
+            get_string(c, body, bpath, "user", &x->user) ||
+            get_string(c, body, bpath, "namespace", &x->namespace_))
+            return -1;
+    }
+    return check_unique(c, "contexts", d->contexts, d->n_contexts, sizeof *d->contexts);
+}
+
+/* 1-based line of byte offset off in buf (for reader errors, which carry no mark). */
+static size_t line_of_offset(const char *buf, size_t len, size_t off)
+{
+    size_t line = 1;
+    for (size_t i = 0; i < off && i < len; i++)
+        line += buf[i] == '\n';
+    return line;
+}
+
+static void yaml_error(const yaml_parser_t *p, const char *buf, size_t len, const char *file,
+                       char *err, size_t errlen)
+{
+    const char *problem = p->problem ? p->problem : "unknown error";
+    if (p->error == YAML_READER_ERROR) {
+        kcfg_errf(err, errlen, "kubeconfig %s: invalid YAML at line %zu (byte %zu): %s", file,
+                  line_of_offset(buf, len, p->problem_offset), p->problem_offset, problem);
+    } else if (p->context) {
+        kcfg_errf(err, errlen,
+                  "kubeconfig %s: invalid YAML at line %zu, column %zu: %s (%s at line %zu)",
+                  file, p->problem_mark.line + 1, p->problem_mark.column + 1, problem,
+                  p->context, p->context_mark.line + 1);
+    } else {
+        kcfg_errf(err, errlen, "kubeconfig %s: invalid YAML at line %zu, column %zu: %s",
+                  file, p->problem_mark.line + 1, p->problem_mark.column + 1, problem);
+    }
+}
+
+/* Absolute directory of path: its dirname, made absolute against the working directory
+ * (as kubectl does with filepath.Abs). Returns a new string or NULL. */
+static char *abs_dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char cwd[PATH_MAX];
+    char *dir = NULL;
+
+    if (slash == path)
+        return strdup("/");
+    if (slash && path[0] == '/')
+        return strndup(path, (size_t)(slash - path));
+    if (getcwd(cwd, sizeof cwd) == NULL)
+        return slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+    if (slash == NULL)
+        return strdup(cwd);
+    size_t n = strlen(cwd) + 1 + (size_t)(slash - path) + 1;
+    if ((dir = malloc(n)) != NULL)
+        snprintf(dir, n, "%s/%.*s", cwd, (int)(slash - path), path);
+    return dir;
+}
+
+int kcfg_doc_parse(const char *buf, size_t len, const char *path, kcfg_doc_t **out,
+                   char *err, size_t errlen)
+{
+    yaml_parser_t parser;
+    yaml_document_t ydoc;
+    int have_parser = 0, have_doc = 0, rc = -1;
+    kcfg_doc_t *d = NULL;
+    pctx_t c = {.ydoc = &ydoc, .file = path, .budget = KCFG_PARSE_BUDGET,
+                .err = err, .errlen = errlen};
+
+    *out = NULL;
+    if (len > KCFG_MAX_FILE_BYTES) {
+        kcfg_errf(err, errlen, "kubeconfig %s: larger than %zu bytes", path,
+                  KCFG_MAX_FILE_BYTES);
+        goto out;
+    }
+    if ((d = calloc(1, sizeof *d)) == NULL || (d->path = strdup(path)) == NULL ||
+        (d->dir = abs_dir_of(path)) == NULL) {
+        kcfg_errf(err, errlen, "kubeconfig %s: out of memory", path);
+        goto out;
+    }
+    if (!yaml_parser_initialize(&parser)) {
+        kcfg_errf(err, errlen, "kubeconfig %s: cannot initialise the YAML parser", path);
+        goto out;
+    }
+    have_parser = 1;
+    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+    if (!yaml_parser_load(&parser, &ydoc)) {
+        yaml_error(&parser, buf, len, path, err, errlen);
+        goto out;
+    }
+    have_doc = 1;
+
+    yaml_node_t *root = yaml_document_get_root_node(&ydoc);
+    if (!is_null(root)) { /* an empty file is an empty configuration, as for kubectl */
+        if (root->type != YAML_MAPPING_NODE) {
+            type_error(&c, "top level", "a mapping", root);
+            goto out;
+        }
+        if (get_string(&c, root, "", "current-context", &d->current_context) ||
+            parse_clusters(&c, root, d) || parse_users(&c, root, d) ||
+            parse_contexts(&c, root, d))
+            goto out;
+    }
+    rc = 0;
+out:
+    if (have_doc)
+        yaml_document_delete(&ydoc);
+    if (have_parser)
+        yaml_parser_delete(&parser);
+    if (rc)
+        kcfg_doc_destroy(&d);
+    *out = d;
+    return rc;
+}
+
+void kcfg_doc_destroy(kcfg_doc_t **doc_p)
+{
+    if (doc_p == NULL || *doc_p == NULL)
+        return;
+    kcfg_doc_t *d = *doc_p;
+    for (size_t i = 0; i < d->n_clusters; i++) {
+        kcfg_cluster_t *c = &d->clusters[i];
+        free(c->name);
+        free(c->server);
+        free(c->certificate_authority);
+        free(c->certificate_authority_data);
+        free(c->tls_server_name);
+    }
+    free(d->clusters);
+    for (size_t i = 0; i < d->n_users; i++) {
+        kcfg_user_t *u = &d->users[i];
+        free(u->name);
+        free(u->client_certificate);
+        free(u->client_certificate_data);
+        free(u->client_key);
+        free(u->client_key_data);
+        free(u->token);
+        free(u->token_file);
+        kcfg_exec_config_free(u->exec);
+    }
+    free(d->users);
+    for (size_t i = 0; i < d->n_contexts; i++) {
+        kcfg_context_t *x = &d->contexts[i];
+        free(x->name);
+        free(x->cluster);
+        free(x->user);
+        free(x->namespace_);
+    }
+    free(d->contexts);
+    free(d->current_context);
+    free(d->path);
+    free(d->dir);
+    free(d);
+    *doc_p = NULL;
+}

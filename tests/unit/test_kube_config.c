@@ -1,0 +1,1426 @@
+/* Unit tests for common/kube_config*.c: parsing, source selection and merging, context
+ * resolution, error messages, rotating token files and exec credential plugins.
+ *
+ * Every test works in a private temporary directory; certificates are generated with the
+ * openssl command once per suite; exec plugins are small /bin/sh scripts.
+ */
+#include "kube_config.h"
+#include "kube_config_internal.h"
+
+#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static char g_root[128];        /* mkdtemp directory of the whole run */
+static char g_dir[256];         /* fresh subdirectory of the current test */
+static int g_test_no;
+static char *g_cert, *g_key, *g_key2; /* PEM: self-signed cert (also the CA), its key,
+                                          an unrelated key */
+
+/* ---- helpers ---- */
+
+/* expr must return 0; on failure show err (the message under test) and stop the test. */
+#define ASSERT_LOADS(expr)                                                             \
+    do {                                                                               \
+        int rc_ = (expr);                                                              \
+        if (rc_ != 0)                                                                  \
+            fprintf(stderr, "\n    %s failed: %s\n", #expr, err);                     \
+        CU_ASSERT_EQUAL_FATAL(rc_, 0);                                                 \
+    } while (0)
+
+#define ASSERT_CONTAINS(hay, needle)                                                   \
+    do {                                                                               \
+        const char *h_ = (hay);                                                        \
+        int ok_ = h_ != NULL && strstr(h_, (needle)) != NULL;                          \
+        if (!ok_)                                                                      \
+            fprintf(stderr, "\n    expected \"%s\" in \"%s\"\n", (needle),             \
+                    h_ ? h_ : "(null)");                                               \
+        CU_ASSERT(ok_);                                                                \
+    } while (0)
+
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = malloc((size_t)n + 1);
+    if (s == NULL)
+        abort();
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* Path of name inside the test directory (static buffer rotation: 8 live at once). */
+static const char *tpath(const char *name)
+{
+    static char bufs[8][1024];
+    static int next;
+    char *b = bufs[next++ % 8];
+    snprintf(b, sizeof bufs[0], "%s/%s", g_dir, name);
+    return b;
+}
+
+static void mkdirs_for(const char *path)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(tmp, 0755);
+            *p = '/';
+        }
+}
+
+/* Write content to name (relative to the test directory) with the given mode. */
+static void write_mode(const char *name, const char *content, mode_t mode)
+{
+    const char *path = name[0] == '/' ? name : tpath(name);
+    mkdirs_for(path);
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    FILE *f = fopen(tmp, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs(content, f);
+    fclose(f);
+    chmod(tmp, mode);
+    CU_ASSERT_FATAL(rename(tmp, path) == 0);
+}
+
+static void write_file(const char *name, const char *content)
+{
+    write_mode(name, content, 0644);
+}
+
+/* Overwrite in place (same inode) and set the mtime. */
+static void overwrite_with_mtime(const char *path, const char *content, time_t sec, long nsec)
+{
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs(content, f);
+    fclose(f);
+    struct timespec ts[2] = {{sec, nsec}, {sec, nsec}};
+    CU_ASSERT_FATAL(utimensat(AT_FDCWD, path, ts, 0) == 0);
+}
+
+static char *slurp(const char *path)
+{
+    char *buf, why[128];
+    size_t len;
+    if (kcfg_read_file(path, 1 << 20, 0, &buf, &len, NULL, why, sizeof why))
+        return NULL;
+    return buf;
+}
+
+static int count_lines(const char *path)
+{
+    char *s = slurp(path);
+    int n = 0;
+    for (char *p = s; p && *p; p++)
+        n += *p == '\n';
+    free(s);
+    return n;
+}
+
+static char *b64(const char *s)
+{
+    size_t len = strlen(s);
+    char *out = malloc(4 * ((len + 2) / 3) + 1);
+    if (out == NULL)
+        abort();
+    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)len);
+    return out;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static int64_t g_fake_now;
+static int64_t fake_now(void)
+{
+    return g_fake_now;
+}
+
+/* Each test gets a fresh directory and default hooks. */
+static void setup_test(void)
+{
+    snprintf(g_dir, sizeof g_dir, "%s/t%d", g_root, ++g_test_no);
+    mkdir(g_dir, 0755);
+    kcfg_test_set_clock(NULL);
+    kcfg_test_set_exec_timeout_ms(0);
+}
+
+static void teardown_test(void)
+{
+    kcfg_test_set_clock(NULL);
+    kcfg_test_set_exec_timeout_ms(0);
+}
+
+static int suite_cleanup(void)
+{
+    free(g_cert);
+    free(g_key);
+    free(g_key2);
+    g_cert = g_key = g_key2 = NULL;
+    if (g_root[0])
+        nftw(g_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    g_root[0] = '\0';
+    return 0;
+}
+
+static int suite_init(void)
+{
+    snprintf(g_root, sizeof g_root, "/tmp/kcfg-test-XXXXXX");
+    if (mkdtemp(g_root) == NULL) {
+        g_root[0] = '\0';
+        return -1;
+    }
+    char *cmd = xprintf(
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+        "-keyout %s/key.pem -out %s/cert.pem -days 2 -subj /CN=kcfg-test >/dev/null 2>&1 && "
+        "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out %s/key2.pem "
+        ">/dev/null 2>&1",
+        g_root, g_root, g_root);
+    int rc = system(cmd);
+    free(cmd);
+    if (rc != 0) {
+        fprintf(stderr, "test_kube_config: generating certificates with openssl failed\n");
+        suite_cleanup();
+        return -1;
+    }
+    char p[512];
+    snprintf(p, sizeof p, "%s/cert.pem", g_root);
+    g_cert = slurp(p);
+    snprintf(p, sizeof p, "%s/key.pem", g_root);
+    g_key = slurp(p);
+    snprintf(p, sizeof p, "%s/key2.pem", g_root);
+    g_key2 = slurp(p);
+    if (g_cert && g_key && g_key2)
+        return 0;
+    suite_cleanup();
+    return -1;
+}
+
+
+/* Load a kubeconfig text from memory. */
+static int load_text(const char *yaml, const char *context, kube_config_t **cfg, char *err,
+                     size_t errlen)
+{
+    return kube_config_load_buffer(yaml, strlen(yaml), tpath("config"), context, cfg, err,
+                                   errlen);
+}
+
+/* Load a kubeconfig file with no other source able to interfere. */
+static int load_path(const char *path, const char *context, kube_config_t **cfg, char *err,
+                     size_t errlen)
+{
+    kube_config_opts_t o = {.kubeconfig_path = path, .context = context,
+                            .env_kubeconfig = "", .home = g_dir, .no_in_cluster = 1};
+    return kube_config_load(&o, cfg, err, errlen);
+}
+
+static const char *SIMPLE =
+    "apiVersion: v1\n"
+    "kind: Config\n"
+    "current-context: dev\n"
+    "preferences: {}\n"
+    "clusters:\n"
+    "- name: c1\n"
+    "  cluster:\n"
+    "    server: https://api.example.com:6443/\n"
+    "    tls-server-name: api.internal\n"
+    "- name: c2\n"
+    "  cluster:\n"
+    "    server: http://127.0.0.1:8080\n"
+    "    insecure-skip-tls-verify: true\n"
+    "users:\n"
+    "- name: u1\n"
+    "  user:\n"
+    "    token: secret-token\n"
+    "contexts:\n"
+    "- name: dev\n"
+    "  context: {cluster: c1, user: u1, namespace: team-a}\n"
+    "- name: other\n"
+    "  context:\n"
+    "    cluster: c2\n";
+
+/* ---- parsing and resolution ---- */
+
+static void test_buffer_basic(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    const char *tok, *cert, *key;
+
+    ASSERT_LOADS(load_text(SIMPLE, NULL, &cfg, err, sizeof err));
+    const kube_rest_config_t *r = kube_config_rest(cfg);
+    CU_ASSERT_STRING_EQUAL(r->server, "https://api.example.com:6443");
+    CU_ASSERT_STRING_EQUAL(r->context, "dev");
+    CU_ASSERT_STRING_EQUAL(r->cluster, "c1");
+    CU_ASSERT_STRING_EQUAL(r->user, "u1");
+    CU_ASSERT_STRING_EQUAL(r->namespace_, "team-a");
+    CU_ASSERT_STRING_EQUAL(r->tls_server_name, "api.internal");
+    CU_ASSERT_STRING_EQUAL(r->source, tpath("config"));
+    CU_ASSERT_PTR_NULL(r->ca_pem);
+    CU_ASSERT_PTR_NULL(r->client_cert_pem);
+    CU_ASSERT_EQUAL(r->insecure_skip_tls_verify, 0);
+    CU_ASSERT_EQUAL(r->has_bearer, 1);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "secret-token");
+    CU_ASSERT_PTR_NULL(cert);
+    CU_ASSERT_PTR_NULL(key);
+    kube_config_destroy(&cfg);
+    CU_ASSERT_PTR_NULL(cfg);
+    kube_config_destroy(&cfg); /* safe twice */
+    kube_config_destroy(NULL);
+}
+
+static void test_context_override(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    const char *tok, *cert, *key;
+
+    ASSERT_LOADS(load_text(SIMPLE, "other", &cfg, err, sizeof err));
+    const kube_rest_config_t *r = kube_config_rest(cfg);
+    CU_ASSERT_STRING_EQUAL(r->context, "other");
+    CU_ASSERT_STRING_EQUAL(r->server, "http://127.0.0.1:8080");
+    CU_ASSERT_STRING_EQUAL(r->namespace_, "default");
+    CU_ASSERT_STRING_EQUAL(r->user, "");
+    CU_ASSERT_EQUAL(r->insecure_skip_tls_verify, 1);
+    CU_ASSERT_EQUAL(r->has_bearer, 0);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_PTR_NULL(tok);
+    kube_config_destroy(&cfg);
+
+    CU_ASSERT_EQUAL(load_text(SIMPLE, "nope", &cfg, err, sizeof err), -1);
+    CU_ASSERT_PTR_NULL(cfg);
+    ASSERT_CONTAINS(err, "context \"nope\" not found");
+}
+
+static void test_no_current_context(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    CU_ASSERT_EQUAL(load_text("clusters: []\n", NULL, &cfg, err, sizeof err), -1);
+    CU_ASSERT_PTR_NULL(cfg);
+    ASSERT_CONTAINS(err, "current-context");
+    CU_ASSERT_EQUAL(kube_config_load_buffer("", 0, "empty.yaml", NULL, &cfg, err, sizeof err),
+                    -1);
+    ASSERT_CONTAINS(err, "empty.yaml");
+}
+
+static void test_inline_data(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    const char *tok, *cert, *key;
+    char *ca = b64(g_cert), *crt = b64(g_cert), *k = b64(g_key);
+    /* Split the base64 over lines: whitespace inside must be ignored. */
+    char *yaml = xprintf("current-context: x\n"
+                         "clusters:\n- name: c\n  cluster:\n    server: https://h:1\n"
+                         "    certificate-authority-data: %s\n"
+                         "users:\n- name: u\n  user:\n    client-certificate-data: %s\n"
+                         "    client-key-data: |\n      %.40s\n      %s\n"
+                         "contexts:\n- name: x\n  context: {cluster: c, user: u}\n",
+                         ca, crt, k, k + 40);
+
+    ASSERT_LOADS(load_text(yaml, NULL, &cfg, err, sizeof err));
+    const kube_rest_config_t *r = kube_config_rest(cfg);
+    CU_ASSERT_FATAL(r->ca_pem != NULL && r->client_cert_pem && r->client_key_pem);
+    CU_ASSERT_EQUAL(r->ca_pem_len, strlen(g_cert));
+    CU_ASSERT_STRING_EQUAL(r->ca_pem, g_cert);
+    CU_ASSERT_EQUAL(r->client_cert_pem_len, strlen(g_cert));
+    CU_ASSERT_STRING_EQUAL(r->client_cert_pem, g_cert);
+    CU_ASSERT_EQUAL(r->client_key_pem_len, strlen(g_key));
+    CU_ASSERT_STRING_EQUAL(r->client_key_pem, g_key);
+    CU_ASSERT_EQUAL(r->has_bearer, 0);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_PTR_NULL(tok);
+    CU_ASSERT_PTR_EQUAL(cert, r->client_cert_pem);
+    CU_ASSERT_PTR_EQUAL(key, r->client_key_pem);
+    kube_config_destroy(&cfg);
+    free(yaml);
+    free(ca);
+    free(crt);
+    free(k);
+}
+
+/* Padding lengths 0, 1 and 2 all decode to the exact bytes. */
+static void test_base64_padding(void)
+{
+    /* Three lengths in a row cover all three lengths modulo 3 (trailing text after a
+     * PEM block is allowed). */
+    static const char *const tails[] = {"A", "AB", "ABC"};
+    for (int pad = 0; pad < 3; pad++) {
+        char *pem = xprintf("%s%s", g_cert, tails[pad]);
+        char *data = b64(pem);
+        char *yaml = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n"
+                             "    server: https://h\n    certificate-authority-data: %s\n"
+                             "contexts:\n- name: x\n  context: {cluster: c}\n",
+                             data);
+        kube_config_t *cfg = NULL;
+        char err[512] = "";
+        CU_ASSERT_EQUAL(load_text(yaml, NULL, &cfg, err, sizeof err), 0);
+        if (cfg) {
+            CU_ASSERT_EQUAL(kube_config_rest(cfg)->ca_pem_len, strlen(pem));
+            CU_ASSERT_EQUAL(memcmp(kube_config_rest(cfg)->ca_pem, pem, strlen(pem)), 0);
+        }
+        kube_config_destroy(&cfg);
+        free(yaml);
+        free(data);
+        free(pem);
+    }
+}
+
+static void test_bad_base64(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    const char *yaml = "current-context: x\nclusters:\n- name: c\n  cluster:\n"
+                       "    server: https://h\n    certificate-authority-data: 'abc!'\n"
+                       "contexts:\n- name: x\n  context: {cluster: c}\n";
+    CU_ASSERT_EQUAL(load_text(yaml, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "cluster \"c\"");
+    ASSERT_CONTAINS(err, "certificate-authority-data: invalid base64");
+
+    char *notpem = b64("hello world");
+    char *y2 = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n"
+                       "    server: https://h\n    certificate-authority-data: %s\n"
+                       "contexts:\n- name: x\n  context: {cluster: c}\n", notpem);
+    CU_ASSERT_EQUAL(load_text(y2, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "no PEM certificate");
+    free(y2);
+    free(notpem);
+}
+
+static void test_relative_files(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    const char *tok, *cert, *key;
+
+    write_file("kube/pki/ca.crt", g_cert);
+    write_file("kube/pki/client.crt", g_cert);
+    write_file("kube/client.key", g_key);
+    write_file("kube/token.txt", "file-token\n");
+    write_file("kube/config",
+               "current-context: x\n"
+               "clusters:\n- name: c\n  cluster:\n    server: https://h:6443\n"
+               "    certificate-authority: pki/ca.crt\n"
+               "users:\n- name: u\n  user:\n    client-certificate: ./pki/client.crt\n"
+               "    client-key: client.key\n    tokenFile: token.txt\n"
+               "contexts:\n- name: x\n  context: {cluster: c, user: u}\n");
+    /* The working directory is elsewhere: paths must resolve against kube/. */
+    char cwd[PATH_MAX];
+    CU_ASSERT_FATAL(getcwd(cwd, sizeof cwd) != NULL);
+    CU_ASSERT_FATAL(chdir("/") == 0);
+    int rc = load_path(tpath("kube/config"), NULL, &cfg, err, sizeof err);
+    CU_ASSERT_FATAL(chdir(cwd) == 0);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    const kube_rest_config_t *r = kube_config_rest(cfg);
+    CU_ASSERT_STRING_EQUAL(r->ca_pem, g_cert);
+    CU_ASSERT_STRING_EQUAL(r->client_cert_pem, g_cert);
+    CU_ASSERT_STRING_EQUAL(r->client_key_pem, g_key);
+    CU_ASSERT_EQUAL(r->has_bearer, 1);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "file-token");
+    kube_config_destroy(&cfg);
+
+    /* A relative kubeconfig path is taken against the working directory. */
+    CU_ASSERT_FATAL(chdir(g_dir) == 0);
+    rc = load_path("kube/config", NULL, &cfg, err, sizeof err);
+    CU_ASSERT_FATAL(chdir(cwd) == 0);
+    CU_ASSERT_EQUAL(rc, 0);
+    kube_config_destroy(&cfg);
+}
+
+static void test_missing_referenced_file(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    write_file("config", "current-context: x\n"
+                         "clusters:\n- name: c\n  cluster:\n    server: https://h\n"
+                         "    certificate-authority: nothere.crt\n"
+                         "contexts:\n- name: x\n  context: {cluster: c}\n");
+    CU_ASSERT_EQUAL(load_path(tpath("config"), NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, tpath("nothere.crt"));
+    ASSERT_CONTAINS(err, "No such file or directory");
+    ASSERT_CONTAINS(err, "cluster \"c\"");
+}
+
+static void test_malformed_yaml(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    write_file("bad.yaml", "clusters:\n- name: c\n  cluster: {server: [unclosed\n");
+    CU_ASSERT_EQUAL(load_path(tpath("bad.yaml"), NULL, &cfg, err, sizeof err), -1);
+    CU_ASSERT_PTR_NULL(cfg);
+    ASSERT_CONTAINS(err, tpath("bad.yaml"));
+    ASSERT_CONTAINS(err, "line");
+
+    const char *tab = "clusters:\n\t- name: c\n";
+    CU_ASSERT_EQUAL(kube_config_load_buffer(tab, strlen(tab), "tabs.yaml", NULL, &cfg, err,
+                                            sizeof err), -1);
+    ASSERT_CONTAINS(err, "tabs.yaml");
+    ASSERT_CONTAINS(err, "line 2");
+
+    /* Invalid UTF-8 is a reader error: still a line number. */
+    const char bin[] = "a: b\nc: \xff\xfe\n";
+    CU_ASSERT_EQUAL(kube_config_load_buffer(bin, sizeof bin - 1, "bin.yaml", NULL, &cfg, err,
+                                            sizeof err), -1);
+    ASSERT_CONTAINS(err, "bin.yaml");
+    ASSERT_CONTAINS(err, "line 2");
+}
+
+static void test_wrong_types(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+
+    CU_ASSERT_EQUAL(load_text("clusters: oops\n", NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "clusters: expected a sequence, got a scalar");
+    CU_ASSERT_EQUAL(load_text("- a\n- b\n", NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "top level: expected a mapping");
+    CU_ASSERT_EQUAL(load_text("clusters:\n- name: c\n  cluster:\n    server: [a, b]\n", NULL,
+                              &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "clusters[0].cluster.server: expected a string, got a sequence");
+    CU_ASSERT_EQUAL(load_text("users:\n- name: u\n  user: {exec: {command: x, args: {a: 1}}}\n",
+                              NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "users[0].user.exec.args: expected a sequence");
+    CU_ASSERT_EQUAL(load_text("clusters:\n- name: c\n  cluster: {insecure-skip-tls-verify: "
+                              "maybe}\n", NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "insecure-skip-tls-verify: expected a boolean");
+    CU_ASSERT_EQUAL(load_text("contexts:\n- just-a-string\n", NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "contexts[0]: expected a mapping");
+    CU_ASSERT_EQUAL(load_text("clusters:\n- name: c\n- name: c\n", NULL, &cfg, err,
+                              sizeof err), -1);
+    ASSERT_CONTAINS(err, "duplicate name \"c\"");
+    CU_ASSERT_PTR_NULL(cfg);
+}
+
+static void test_missing_user_and_cluster(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    const char *yaml = "current-context: dev\n"
+                       "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+                       "contexts:\n- name: dev\n  context: {cluster: c, user: nobody}\n"
+                       "- name: lost\n  context: {cluster: foo}\n"
+                       "- name: bare\n  context: {}\n";
+    CU_ASSERT_EQUAL(load_text(yaml, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, tpath("config"));
+    ASSERT_CONTAINS(err, "context \"dev\"");
+    ASSERT_CONTAINS(err, "user \"nobody\" not found");
+    CU_ASSERT_EQUAL(load_text(yaml, "lost", &cfg, err, sizeof err), -1);
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof want, "kubeconfig %s: context \"lost\": cluster \"foo\" not found",
+             tpath("config"));
+    CU_ASSERT_STRING_EQUAL(err, want);
+    CU_ASSERT_EQUAL(load_text(yaml, "bare", &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "context \"bare\": cluster not set");
+    CU_ASSERT_PTR_NULL(cfg);
+}
+
+static void test_server_checks(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    CU_ASSERT_EQUAL(load_text("current-context: x\nclusters:\n- name: c\n  cluster:\n"
+                              "    server: api.example.com:6443\n"
+                              "contexts:\n- name: x\n  context: {cluster: c}\n",
+                              NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "cluster \"c\"");
+    ASSERT_CONTAINS(err, "must start with https:// or http://");
+    CU_ASSERT_EQUAL(load_text("current-context: x\nclusters:\n- name: c\n  cluster: {}\n"
+                              "contexts:\n- name: x\n  context: {cluster: c}\n",
+                              NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "cluster \"c\": server not set");
+    CU_ASSERT_EQUAL(load_text("current-context: x\nclusters:\n- name: c\n  cluster:\n"
+                              "    server: https:///\n"
+                              "contexts:\n- name: x\n  context: {cluster: c}\n",
+                              NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "no host");
+    /* Only one trailing slash is stripped; a path prefix is kept. */
+    ASSERT_LOADS(load_text("current-context: x\nclusters:\n- name: c\n  cluster:\n"
+                                    "    server: HTTPS://h:1/prefix/\n"
+                                    "contexts:\n- name: x\n  context: {cluster: c}\n",
+                                    NULL, &cfg, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->server, "HTTPS://h:1/prefix");
+    kube_config_destroy(&cfg);
+}
+
+static void test_tls_conflicts(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    char *ca = b64(g_cert), *crt = b64(g_cert), *k2 = b64(g_key2);
+    char *y;
+
+    write_file("ca.crt", g_cert);
+    y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n    server: https://h\n"
+                "    certificate-authority: ca.crt\n    certificate-authority-data: %s\n"
+                "contexts:\n- name: x\n  context: {cluster: c}\n", ca);
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "certificate-authority and certificate-authority-data are both set");
+    free(y);
+
+    y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n    server: https://h\n"
+                "    insecure-skip-tls-verify: yes\n    certificate-authority-data: %s\n"
+                "contexts:\n- name: x\n  context: {cluster: c}\n", ca);
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "insecure-skip-tls-verify");
+    free(y);
+
+    y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+                "users:\n- name: u\n  user:\n    client-certificate-data: %s\n"
+                "contexts:\n- name: x\n  context: {cluster: c, user: u}\n", crt);
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "user \"u\": client-certificate is set without client-key");
+    free(y);
+
+    y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+                "users:\n- name: u\n  user:\n    client-certificate-data: %s\n"
+                "    client-key-data: %s\n"
+                "contexts:\n- name: x\n  context: {cluster: c, user: u}\n", crt, k2);
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "do not match");
+    free(y);
+    CU_ASSERT_PTR_NULL(cfg);
+    free(ca);
+    free(crt);
+    free(k2);
+}
+
+static void test_unreadable_kubeconfig(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    CU_ASSERT_EQUAL(load_path(tpath("does-not-exist"), NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, tpath("does-not-exist"));
+    ASSERT_CONTAINS(err, "No such file or directory");
+    CU_ASSERT_EQUAL(load_path(g_dir, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "Is a directory");
+    CU_ASSERT_PTR_NULL(cfg);
+}
+
+static void test_size_caps(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    size_t big = KCFG_MAX_FILE_BYTES + 1;
+    char *buf = malloc(big);
+    CU_ASSERT_FATAL(buf != NULL);
+    memset(buf, '#', big);
+    CU_ASSERT_EQUAL(kube_config_load_buffer(buf, big, "big.yaml", NULL, &cfg, err, sizeof err),
+                    -1);
+    ASSERT_CONTAINS(err, "big.yaml: larger than");
+    free(buf);
+
+    /* Aliases that repeat one large string must not multiply memory. */
+    size_t n = 200000;
+    char *s = malloc(n + 1);
+    CU_ASSERT_FATAL(s != NULL);
+    memset(s, 'a', n);
+    s[n] = '\0';
+    char *y = xprintf("x: &big %s\nusers:\n- name: u\n  user:\n    exec:\n      args: "
+                      "[*big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
+                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big]\n",
+                      s);
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "too large or too repetitive");
+    free(y);
+    free(s);
+}
+
+static void test_exec_config_checks(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    const char *head = "current-context: x\nclusters:\n- name: c\n  cluster: "
+                       "{server: 'https://h'}\ncontexts:\n- name: x\n  context: "
+                       "{cluster: c, user: u}\nusers:\n- name: u\n  user:\n    exec:\n";
+    char *y;
+
+    y = xprintf("%s      apiVersion: client.authentication.k8s.io/v1alpha1\n"
+                "      command: p\n", head);
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "user \"u\": exec.apiVersion");
+    ASSERT_CONTAINS(err, "not supported");
+    free(y);
+    y = xprintf("%s      apiVersion: client.authentication.k8s.io/v1\n      command: p\n",
+                head);
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "exec.interactiveMode must be set");
+    free(y);
+    y = xprintf("%s      apiVersion: client.authentication.k8s.io/v1\n      command: p\n"
+                "      interactiveMode: Always\n", head);
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "interactiveMode \"Always\"");
+    free(y);
+    y = xprintf("%s      apiVersion: client.authentication.k8s.io/v1beta1\n", head);
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "exec.command not set");
+    free(y);
+    y = xprintf("%s      apiVersion: client.authentication.k8s.io/v1beta1\n      command: p\n"
+                "      env:\n      - value: x\n", head);
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "users[0].user.exec.env[0].name");
+    free(y);
+    /* Valid: loads without running anything. */
+    y = xprintf("%s      apiVersion: client.authentication.k8s.io/v1beta1\n      command: p\n",
+                head);
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), 0);
+    CU_ASSERT(cfg && kube_config_rest(cfg)->has_bearer == 1);
+    kube_config_destroy(&cfg);
+    free(y);
+}
+
+static void test_token_control_chars(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    const char *y = "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+                    "users:\n- name: u\n  user: {token: \"abc\\r\\nX-Evil: 1\"}\n"
+                    "contexts:\n- name: x\n  context: {cluster: c, user: u}\n";
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "user \"u\": token contains control characters");
+    CU_ASSERT(strchr(err, '\n') == NULL && strchr(err, '\r') == NULL);
+    CU_ASSERT_PTR_NULL(cfg);
+}
+
+static void test_auth_provider_rejected(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    const char *y = "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+                    "users:\n- name: u\n  user:\n    auth-provider: {name: gcp}\n"
+                    "contexts:\n- name: x\n  context: {cluster: c, user: u}\n";
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "auth-provider is not supported");
+}
+
+static void test_rfc3339(void)
+{
+    int64_t t = 0;
+    CU_ASSERT_EQUAL(kcfg_parse_rfc3339("1970-01-01T00:00:00Z", &t), 0);
+    CU_ASSERT_EQUAL(t, 0);
+    CU_ASSERT_EQUAL(kcfg_parse_rfc3339("2030-01-01T00:00:00Z", &t), 0);
+    CU_ASSERT_EQUAL(t, INT64_C(1893456000));
+    CU_ASSERT_EQUAL(kcfg_parse_rfc3339("2024-02-29T12:34:56Z", &t), 0);
+    CU_ASSERT_EQUAL(t, INT64_C(1709210096));
+    CU_ASSERT_EQUAL(kcfg_parse_rfc3339("2024-02-29T12:34:56.789+02:00", &t), 0);
+    CU_ASSERT_EQUAL(t, INT64_C(1709210096) - 7200);
+    CU_ASSERT_EQUAL(kcfg_parse_rfc3339("2024-02-29T12:34:56-00:30", &t), 0);
+    CU_ASSERT_EQUAL(t, INT64_C(1709210096) + 1800);
+    CU_ASSERT_EQUAL(kcfg_parse_rfc3339("1969-12-31T23:59:59Z", &t), 0);
+    CU_ASSERT_EQUAL(t, -1);
+    CU_ASSERT_EQUAL(kcfg_parse_rfc3339("2023-02-29T00:00:00Z", &t), -1);
+    CU_ASSERT_EQUAL(kcfg_parse_rfc3339("2024-01-01 00:00:00Z", &t), -1);
+    CU_ASSERT_EQUAL(kcfg_parse_rfc3339("2024-01-01T00:00:00", &t), -1);
+    CU_ASSERT_EQUAL(kcfg_parse_rfc3339("2024-01-01T00:00:00Zjunk", &t), -1);
+    CU_ASSERT_EQUAL(kcfg_parse_rfc3339("2024-13-01T00:00:00Z", &t), -1);
+    CU_ASSERT_EQUAL(kcfg_parse_rfc3339("2024", &t), -1);
+    CU_ASSERT_EQUAL(kcfg_parse_rfc3339("", &t), -1);
+}
+
+/* ---- sources ---- */
+
+static void test_kubeconfig_merge(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    const char *tok, *cert, *key;
+
+    write_file("a.yaml", "current-context: ctx-a\n"
+                         "clusters:\n- name: shared\n  cluster: {server: 'https://from-a'}\n"
+                         "users:\n- name: ua\n  user: {token: token-a}\n"
+                         "contexts:\n- name: ctx-a\n  context: {cluster: shared, user: ub}\n");
+    write_file("b.yaml", "current-context: ctx-b\n"
+                         "clusters:\n- name: shared\n  cluster: {server: 'https://from-b'}\n"
+                         "- name: only-b\n  cluster: {server: 'https://only-b'}\n"
+                         "users:\n- name: ub\n  user: {token: token-b}\n"
+                         "contexts:\n- name: ctx-a\n  context: {cluster: only-b}\n"
+                         "- name: ctx-b\n  context: {cluster: only-b, user: ua, "
+                         "namespace: nb}\n");
+    char *list = xprintf("%s::%s:%s:%s", tpath("missing.yaml"), tpath("a.yaml"),
+                         tpath("b.yaml"), tpath("a.yaml"));
+    kube_config_opts_t o = {.env_kubeconfig = list, .home = g_dir, .no_in_cluster = 1};
+
+    /* current-context from a; context ctx-a from a (not b's); cluster "shared" from a;
+     * user ub only in b. The missing file is skipped, the repeat ignored. */
+    ASSERT_LOADS(kube_config_load(&o, &cfg, err, sizeof err));
+    const kube_rest_config_t *r = kube_config_rest(cfg);
+    CU_ASSERT_STRING_EQUAL(r->context, "ctx-a");
+    CU_ASSERT_STRING_EQUAL(r->server, "https://from-a");
+    CU_ASSERT_STRING_EQUAL(r->user, "ub");
+    char *src = xprintf("%s:%s", tpath("a.yaml"), tpath("b.yaml"));
+    CU_ASSERT_STRING_EQUAL(r->source, src);
+    free(src);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "token-b");
+    kube_config_destroy(&cfg);
+
+    /* --context picks a context that only b defines, whose user only a defines. */
+    o.context = "ctx-b";
+    ASSERT_LOADS(kube_config_load(&o, &cfg, err, sizeof err));
+    r = kube_config_rest(cfg);
+    CU_ASSERT_STRING_EQUAL(r->server, "https://only-b");
+    CU_ASSERT_STRING_EQUAL(r->namespace_, "nb");
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "token-a");
+    kube_config_destroy(&cfg);
+
+    /* Reversed order: b's current-context and b's "shared" win. */
+    free(list);
+    list = xprintf("%s:%s", tpath("b.yaml"), tpath("a.yaml"));
+    o.env_kubeconfig = list;
+    o.context = NULL;
+    ASSERT_LOADS(kube_config_load(&o, &cfg, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->context, "ctx-b");
+    kube_config_destroy(&cfg);
+
+    /* An explicit path beats $KUBECONFIG (b's own ctx-a, which has no user). */
+    o.kubeconfig_path = tpath("b.yaml");
+    o.env_kubeconfig = tpath("a.yaml");
+    o.context = "ctx-a";
+    ASSERT_LOADS(kube_config_load(&o, &cfg, err, sizeof err));
+    CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->source, tpath("b.yaml"));
+    CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->server, "https://only-b");
+    kube_config_destroy(&cfg);
+    /* Alone, a.yaml's context names a user only b.yaml has. */
+    o.kubeconfig_path = tpath("a.yaml");
+    o.context = NULL;
+    CU_ASSERT_EQUAL(kube_config_load(&o, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "context \"ctx-a\": user \"ub\" not found");
+    free(list);
+
+    /* A broken file in the list is an error naming it, not skipped. */
+    write_file("broken.yaml", "clusters: [\n");
+    list = xprintf("%s:%s", tpath("a.yaml"), tpath("broken.yaml"));
+    o.kubeconfig_path = NULL;
+    o.env_kubeconfig = list;
+    CU_ASSERT_EQUAL(kube_config_load(&o, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, tpath("broken.yaml"));
+    free(list);
+}
+
+static void test_kubeconfig_all_missing(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    char *list = xprintf("%s:%s", tpath("x1"), tpath("x2"));
+    kube_config_opts_t o = {.env_kubeconfig = list, .home = g_dir, .no_in_cluster = 1};
+    CU_ASSERT_EQUAL(kube_config_load(&o, &cfg, err, sizeof err), -1);
+    CU_ASSERT_PTR_NULL(cfg);
+    ASSERT_CONTAINS(err, "no configuration");
+    free(list);
+}
+
+static void write_sa(const char *root, const char *token, const char *ns)
+{
+    char p[PATH_MAX + 128];
+    snprintf(p, sizeof p, "%s/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", root);
+    write_file(p, g_cert);
+    snprintf(p, sizeof p, "%s/var/run/secrets/kubernetes.io/serviceaccount/token", root);
+    write_file(p, token);
+    if (ns) {
+        snprintf(p, sizeof p, "%s/var/run/secrets/kubernetes.io/serviceaccount/namespace",
+                 root);
+        write_file(p, ns);
+    }
+}
+
+static void test_in_cluster(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    const char *tok, *cert, *key;
+    char root[1024], tokpath[PATH_MAX];
+
+    snprintf(root, sizeof root, "%s", tpath("root"));
+    snprintf(tokpath, sizeof tokpath, "%s/var/run/secrets/kubernetes.io/serviceaccount/token",
+             root);
+    write_sa(root, "sa-token-1\n", "operators\n");
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    kube_config_opts_t o = {.env_kubeconfig = "", .home = g_dir, .root = root};
+
+    CU_ASSERT_EQUAL(kube_config_load(&o, &cfg, err, sizeof err), 0);
+    if (cfg) {
+        const kube_rest_config_t *r = kube_config_rest(cfg);
+        CU_ASSERT_STRING_EQUAL(r->server, "https://10.96.0.1:443");
+        CU_ASSERT_STRING_EQUAL(r->source, "in-cluster");
+        CU_ASSERT_STRING_EQUAL(r->context, "");
+        CU_ASSERT_STRING_EQUAL(r->namespace_, "operators");
+        CU_ASSERT_STRING_EQUAL(r->ca_pem, g_cert);
+        CU_ASSERT_EQUAL(r->has_bearer, 1);
+        CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+        CU_ASSERT_STRING_EQUAL(tok, "sa-token-1");
+        /* The kubelet rotates the token: the next request sees the new one. */
+        overwrite_with_mtime(tokpath, "sa-token-2-longer\n", 2000000000, 5);
+        CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+        CU_ASSERT_STRING_EQUAL(tok, "sa-token-2-longer");
+    }
+    kube_config_destroy(&cfg);
+
+    /* IPv6 service host; no namespace file -> "default"; a trailing slash on root. */
+    char root2[1100];
+    snprintf(root2, sizeof root2, "%s/", tpath("root2"));
+    write_sa(root2, "t", NULL);
+    setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+    o.root = root2;
+    CU_ASSERT_EQUAL(kube_config_load(&o, &cfg, err, sizeof err), 0);
+    if (cfg) {
+        CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->server, "https://[fd00::1]:443");
+        CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->namespace_, "default");
+    }
+    kube_config_destroy(&cfg);
+
+    /* $KUBECONFIG set: in-cluster is not considered. */
+    write_file("k.yaml", SIMPLE);
+    o.env_kubeconfig = tpath("k.yaml");
+    CU_ASSERT_EQUAL(kube_config_load(&o, &cfg, err, sizeof err), 0);
+    if (cfg)
+        CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->context, "dev");
+    kube_config_destroy(&cfg);
+    o.env_kubeconfig = "";
+
+    /* Broken in-cluster files and no ~/.kube/config: the in-cluster error is reported. */
+    o.root = tpath("empty-root");
+    CU_ASSERT_EQUAL(kube_config_load(&o, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "in-cluster");
+    ASSERT_CONTAINS(err, "ca.crt");
+
+    /* A bad port. */
+    o.root = root;
+    setenv("KUBERNETES_SERVICE_PORT", "https", 1);
+    CU_ASSERT_EQUAL(kube_config_load(&o, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "KUBERNETES_SERVICE_PORT");
+
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+}
+
+static void test_home_fallback(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+
+    setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    kube_config_opts_t o = {.env_kubeconfig = "", .home = g_dir, .no_in_cluster = 1,
+                            .root = tpath("no-root")};
+    /* Nothing anywhere. */
+    CU_ASSERT_EQUAL(kube_config_load(&o, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "no configuration: set --kubeconfig or KUBECONFIG, or run in a "
+                         "cluster");
+    /* ~/.kube/config is used when in-cluster is off ... */
+    write_file(".kube/config", SIMPLE);
+    CU_ASSERT_EQUAL(kube_config_load(&o, &cfg, err, sizeof err), 0);
+    if (cfg)
+        CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->source, tpath(".kube/config"));
+    kube_config_destroy(&cfg);
+    /* ... and when in-cluster is on but its files are missing. */
+    o.no_in_cluster = 0;
+    CU_ASSERT_EQUAL(kube_config_load(&o, &cfg, err, sizeof err), 0);
+    if (cfg)
+        CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->context, "dev");
+    kube_config_destroy(&cfg);
+    /* --context applies to the home file too. */
+    o.context = "other";
+    CU_ASSERT_EQUAL(kube_config_load(&o, &cfg, err, sizeof err), 0);
+    if (cfg)
+        CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->context, "other");
+    kube_config_destroy(&cfg);
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+}
+
+/* ---- credentials ---- */
+
+static void test_token_file_rotation(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    const char *tok, *cert, *key;
+    char path[PATH_MAX];
+
+    snprintf(path, sizeof path, "%s", tpath("tok"));
+    write_file("tok", "  first-token \n");
+    overwrite_with_mtime(path, "  first-token \n", 1000000000, 1);
+    char *y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster: {server: "
+                      "'https://h'}\nusers:\n- name: u\n  user: {tokenFile: %s, token: static}\n"
+                      "contexts:\n- name: x\n  context: {cluster: c, user: u}\n", path);
+    ASSERT_LOADS(load_text(y, NULL, &cfg, err, sizeof err));
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "first-token"); /* the file wins over the static token */
+
+    /* Different content and mtime: re-read. */
+    overwrite_with_mtime(path, "second\n", 1000000000, 2);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "second");
+
+    /* Same size, same inode and mtime restored: the cached token is kept ... */
+    overwrite_with_mtime(path, "secXnd\n", 1000000000, 2);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "second");
+    /* ... until the caller invalidates it (after a 401). */
+    kube_config_credentials_invalidate(cfg);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "secXnd");
+
+    /* Gone: an error, and the last token is still handed out. */
+    CU_ASSERT_FATAL(unlink(path) == 0);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, path);
+    CU_ASSERT_STRING_EQUAL(tok, "secXnd");
+    /* Empty: an error too. */
+    write_file("tok", "\n");
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "empty");
+    CU_ASSERT_STRING_EQUAL(tok, "secXnd");
+    kube_config_destroy(&cfg);
+    free(y);
+
+    /* A missing token file (without a static fallback) fails the load. */
+    y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+                "users:\n- name: u\n  user: {tokenFile: nope.txt}\n"
+                "contexts:\n- name: x\n  context: {cluster: c, user: u}\n");
+    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "tokenFile");
+    ASSERT_CONTAINS(err, tpath("nope.txt"));
+    free(y);
+}
+
+/* The plugin used by the exec tests: logs each run to $COUNT_FILE, saves its
+ * KUBERNETES_EXEC_INFO and arguments, prints $RESPONSE_FILE. */
+static const char *PLUGIN =
+    "#!/bin/sh\n"
+    "echo run >> \"$COUNT_FILE\"\n"
+    "printf '%s' \"$KUBERNETES_EXEC_INFO\" > \"$INFO_FILE\"\n"
+    "printf '%s|%s' \"$1\" \"$2\" > \"$ARGS_FILE\"\n"
+    "cat \"$RESPONSE_FILE\"\n";
+
+/* A kubeconfig using the plugin at command (relative to the kubeconfig's directory). */
+static char *exec_kubeconfig(const char *command, const char *api, const char *extra)
+{
+    return xprintf("current-context: x\n"
+                   "clusters:\n- name: c\n  cluster:\n    server: https://api.test:6443\n"
+                   "    certificate-authority: ca.crt\n"
+                   "users:\n- name: u\n  user:\n    exec:\n"
+                   "      apiVersion: %s\n      command: %s\n"
+                   "      args: [first-arg, 'second arg']\n"
+                   "      interactiveMode: Never\n"
+                   "      installHint: install it with apt\n"
+                   "      env:\n"
+                   "      - {name: COUNT_FILE, value: %s}\n"
+                   "      - {name: INFO_FILE, value: %s}\n"
+                   "      - {name: ARGS_FILE, value: %s}\n"
+                   "      - {name: RESPONSE_FILE, value: %s}\n"
+                   "%s"
+                   "contexts:\n- name: x\n  context: {cluster: c, user: u}\n",
+                   api, command, tpath("count"), tpath("info"), tpath("args"),
+                   tpath("response.json"), extra ? extra : "");
+}
+
+static void write_response(const char *api, const char *token, const char *expiry)
+{
+    char *j = xprintf("{\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\",\"status\":"
+                      "{\"token\":\"%s\"%s%s%s}}\n",
+                      api, token, expiry ? ",\"expirationTimestamp\":\"" : "",
+                      expiry ? expiry : "", expiry ? "\"" : "");
+    write_file("response.json", j);
+    free(j);
+}
+
+static kube_config_t *load_exec(const char *command, const char *api, const char *extra)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    write_file("ca.crt", g_cert);
+    char *y = exec_kubeconfig(command, api, extra);
+    write_file("config", y);
+    free(y);
+    if (load_path(tpath("config"), NULL, &cfg, err, sizeof err))
+        fprintf(stderr, "\n    load: %s\n", err);
+    return cfg;
+}
+
+static void test_exec_plugin(void)
+{
+    char err[512] = "";
+    const char *tok, *cert, *key;
+
+    write_mode("bin/plugin.sh", PLUGIN, 0755);
+    write_response("client.authentication.k8s.io/v1", "exec-token", NULL);
+    kube_config_t *cfg = load_exec("./bin/plugin.sh", "client.authentication.k8s.io/v1",
+                                   "      provideClusterInfo: true\n");
+    CU_ASSERT_FATAL(cfg != NULL);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 0); /* nothing runs at load time */
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "exec-token");
+    CU_ASSERT_PTR_NULL(cert);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 1);
+
+    char *args = slurp(tpath("args"));
+    CU_ASSERT(args && strcmp(args, "first-arg|second arg") == 0);
+    free(args);
+
+    /* KUBERNETES_EXEC_INFO: the spec, with the cluster as asked. */
+    char *info = slurp(tpath("info"));
+    struct json_object *j = info ? json_tokener_parse(info) : NULL, *v;
+    CU_ASSERT_FATAL(j != NULL);
+    CU_ASSERT(json_object_object_get_ex(j, "kind", &v) &&
+              strcmp(json_object_get_string(v), "ExecCredential") == 0);
+    CU_ASSERT(json_object_object_get_ex(j, "apiVersion", &v) &&
+              strcmp(json_object_get_string(v), "client.authentication.k8s.io/v1") == 0);
+    struct json_object *spec = NULL, *cl = NULL;
+    CU_ASSERT_FATAL(json_object_object_get_ex(j, "spec", &spec));
+    CU_ASSERT(json_object_object_get_ex(spec, "interactive", &v) && !json_object_get_boolean(v));
+    CU_ASSERT_FATAL(json_object_object_get_ex(spec, "cluster", &cl));
+    CU_ASSERT(json_object_object_get_ex(cl, "server", &v) &&
+              strcmp(json_object_get_string(v), "https://api.test:6443") == 0);
+    char *ca64 = b64(g_cert);
+    CU_ASSERT(json_object_object_get_ex(cl, "certificate-authority-data", &v) &&
+              strcmp(json_object_get_string(v), ca64) == 0);
+    CU_ASSERT(json_object_object_get_ex(cl, "insecure-skip-tls-verify", &v) &&
+              !json_object_get_boolean(v));
+    free(ca64);
+    json_object_put(j);
+    free(info);
+
+    /* No expirationTimestamp: cached for good. */
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "exec-token");
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 1);
+    /* Unless invalidated. */
+    write_response("client.authentication.k8s.io/v1", "exec-token-2", NULL);
+    kube_config_credentials_invalidate(cfg);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "exec-token-2");
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 2);
+    kube_config_destroy(&cfg);
+}
+
+static void test_exec_no_cluster_info(void)
+{
+    char err[512] = "";
+    const char *tok, *cert, *key;
+
+    write_mode("bin/plugin.sh", PLUGIN, 0755);
+    write_response("client.authentication.k8s.io/v1beta1", "b", NULL);
+    /* An absolute command path, v1beta1 without interactiveMode is fine. */
+    kube_config_t *cfg = load_exec(tpath("bin/plugin.sh"),
+                                   "client.authentication.k8s.io/v1beta1", NULL);
+    CU_ASSERT_FATAL(cfg != NULL);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "b");
+    char *info = slurp(tpath("info"));
+    CU_ASSERT_PTR_NOT_NULL(info);
+    ASSERT_CONTAINS(info, "\"spec\":{\"interactive\":false}");
+    CU_ASSERT(info && strstr(info, "cluster") == NULL);
+    free(info);
+    kube_config_destroy(&cfg);
+}
+
+static void test_exec_expiry(void)
+{
+    char err[512] = "";
+    const char *tok, *cert, *key;
+    const int64_t expiry = INT64_C(1893456000); /* 2030-01-01T00:00:00Z */
+
+    write_mode("bin/plugin.sh", PLUGIN, 0755);
+    write_response("client.authentication.k8s.io/v1", "t1", "2030-01-01T00:00:00Z");
+    kube_config_t *cfg = load_exec("bin/plugin.sh", "client.authentication.k8s.io/v1", NULL);
+    CU_ASSERT_FATAL(cfg != NULL);
+    kcfg_test_set_clock(fake_now);
+
+    g_fake_now = expiry - 3600;
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "t1");
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 1); /* an hour left: cached */
+
+    g_fake_now = expiry - 11;
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 1); /* 11 s left: still cached */
+
+    write_response("client.authentication.k8s.io/v1", "t2", "2030-01-01T01:00:00Z");
+    g_fake_now = expiry - 5;
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "t2");               /* within 10 s: re-run */
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 2);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 2); /* new expiry is an hour away */
+    kube_config_destroy(&cfg);
+
+    /* A credential already expired on arrival (real clock) is re-run on every call. */
+    kcfg_test_set_clock(NULL);
+    write_response("client.authentication.k8s.io/v1", "old", "2001-01-01T00:00:00Z");
+    cfg = load_exec("bin/plugin.sh", "client.authentication.k8s.io/v1", NULL);
+    CU_ASSERT_FATAL(cfg != NULL);
+    int before = count_lines(tpath("count"));
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "old");
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), before + 2);
+    kube_config_destroy(&cfg);
+}
+
+static void test_exec_failure_keeps_token(void)
+{
+    char err[512] = "";
+    const char *tok, *cert, *key;
+
+    write_mode("bin/plugin.sh", PLUGIN, 0755);
+    write_response("client.authentication.k8s.io/v1", "good", "2001-01-01T00:00:00Z");
+    kube_config_t *cfg = load_exec("./bin/plugin.sh", "client.authentication.k8s.io/v1", NULL);
+    CU_ASSERT_FATAL(cfg != NULL);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "good");
+
+    /* Now the plugin fails: its stderr and the install hint are in the error, and the
+     * previous token is returned. */
+    write_mode("bin/plugin.sh",
+               "#!/bin/sh\necho 'boom: credentials revoked' >&2\necho more >&2\nexit 3\n",
+               0755);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "exec plugin \"./bin/plugin.sh\"");
+    ASSERT_CONTAINS(err, "exit status 3");
+    ASSERT_CONTAINS(err, "boom: credentials revoked");
+    CU_ASSERT(strstr(err, "more") == NULL); /* first line only */
+    ASSERT_CONTAINS(err, "install it with apt");
+    CU_ASSERT_STRING_EQUAL(tok, "good");
+
+    /* Bad output: wrong apiVersion, not JSON, no token. */
+    write_mode("bin/plugin.sh", "#!/bin/sh\ncat \"$RESPONSE_FILE\"\n", 0755);
+    write_response("client.authentication.k8s.io/v1beta1", "x", NULL);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "apiVersion");
+    write_file("response.json", "not json at all");
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "invalid ExecCredential JSON");
+    write_file("response.json", "{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                                "\"kind\":\"ExecCredential\",\"status\":{}}");
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "neither token");
+    write_file("response.json", "{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                                "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t\"}}"
+                                " trailing");
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "text after the object");
+    write_response("client.authentication.k8s.io/v1", "x", "yesterday");
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "expirationTimestamp");
+    CU_ASSERT_STRING_EQUAL(tok, "good");
+    kube_config_destroy(&cfg);
+}
+
+static void test_exec_not_found(void)
+{
+    char err[512] = "";
+    const char *tok, *cert, *key;
+
+    kube_config_t *cfg = load_exec("kcfg-no-such-plugin-anywhere",
+                                   "client.authentication.k8s.io/v1", NULL);
+    CU_ASSERT_FATAL(cfg != NULL);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "kcfg-no-such-plugin-anywhere");
+    ASSERT_CONTAINS(err, "not found in $PATH");
+    ASSERT_CONTAINS(err, "install it with apt");
+    CU_ASSERT_PTR_NULL(tok);
+    kube_config_destroy(&cfg);
+
+    /* A path that is not executable. */
+    write_mode("bin/noexec.sh", PLUGIN, 0644);
+    cfg = load_exec("bin/noexec.sh", "client.authentication.k8s.io/v1", NULL);
+    CU_ASSERT_FATAL(cfg != NULL);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "Permission denied");
+    kube_config_destroy(&cfg);
+}
+
+static void test_exec_path_lookup(void)
+{
+    char err[512] = "";
+    const char *tok, *cert, *key;
+
+    write_mode("pathdir/kcfg-test-plugin", PLUGIN, 0755);
+    write_response("client.authentication.k8s.io/v1", "from-path", NULL);
+    const char *old = getenv("PATH");
+    char *saved = old ? strdup(old) : NULL;
+    char *path = xprintf("%s:%s", tpath("pathdir"), old ? old : "/usr/bin:/bin");
+    setenv("PATH", path, 1);
+    kube_config_t *cfg = load_exec("kcfg-test-plugin", "client.authentication.k8s.io/v1",
+                                   NULL);
+    CU_ASSERT(cfg != NULL);
+    if (cfg) {
+        CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+        CU_ASSERT_STRING_EQUAL(tok, "from-path");
+    }
+    kube_config_destroy(&cfg);
+    if (saved)
+        setenv("PATH", saved, 1);
+    else
+        unsetenv("PATH");
+    free(saved);
+    free(path);
+}
+
+static void test_exec_timeout(void)
+{
+    char err[512] = "";
+    const char *tok, *cert, *key;
+    struct timespec t0, t1;
+
+    /* The shell's child (sleep) must die too: the whole group is killed. */
+    write_mode("bin/hang.sh", "#!/bin/sh\nsleep 30\necho never\n", 0755);
+    kube_config_t *cfg = load_exec("bin/hang.sh", "client.authentication.k8s.io/v1", NULL);
+    CU_ASSERT_FATAL(cfg != NULL);
+    kcfg_test_set_exec_timeout_ms(300);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CU_ASSERT(secs >= 0.25 && secs < 2.0);
+    ASSERT_CONTAINS(err, "timed out");
+    ASSERT_CONTAINS(err, "bin/hang.sh");
+    CU_ASSERT_PTR_NULL(tok);
+    kube_config_destroy(&cfg);
+
+    /* A plugin that floods stdout is stopped at the cap. */
+    write_mode("bin/flood.sh", "#!/bin/sh\nexec yes\n", 0755);
+    kcfg_test_set_exec_timeout_ms(5000);
+    cfg = load_exec("bin/flood.sh", "client.authentication.k8s.io/v1", NULL);
+    CU_ASSERT_FATAL(cfg != NULL);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "output larger than");
+    kube_config_destroy(&cfg);
+}
+
+static void test_exec_client_cert(void)
+{
+    char err[512] = "";
+    const char *tok, *cert, *key;
+
+    write_mode("bin/plugin.sh", PLUGIN, 0755);
+    struct json_object *j = json_object_new_object(), *st = json_object_new_object();
+    json_object_object_add(j, "apiVersion",
+                           json_object_new_string("client.authentication.k8s.io/v1"));
+    json_object_object_add(j, "kind", json_object_new_string("ExecCredential"));
+    json_object_object_add(j, "status", st);
+    json_object_object_add(st, "clientCertificateData", json_object_new_string(g_cert));
+    json_object_object_add(st, "clientKeyData", json_object_new_string(g_key));
+    write_file("response.json", json_object_to_json_string(j));
+
+    kube_config_t *cfg = load_exec("bin/plugin.sh", "client.authentication.k8s.io/v1", NULL);
+    CU_ASSERT_FATAL(cfg != NULL);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_PTR_NULL(tok);
+    CU_ASSERT(cert && strcmp(cert, g_cert) == 0);
+    CU_ASSERT(key && strcmp(key, g_key) == 0);
+
+    /* A key that does not match the certificate is refused. */
+    json_object_object_add(st, "clientKeyData", json_object_new_string(g_key2));
+    write_file("response.json", json_object_to_json_string(j));
+    kube_config_credentials_invalidate(cfg);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "do not match");
+    CU_ASSERT(key && strcmp(key, g_key) == 0); /* the previous pair is kept */
+    json_object_put(j);
+    kube_config_destroy(&cfg);
+}
+
+/* ---- registration (main() comes from cu_main.h) ---- */
+
+static CU_TestInfo parse_tests[] = {
+    {"buffer basic", test_buffer_basic},
+    {"context override", test_context_override},
+    {"no current-context", test_no_current_context},
+    {"inline -data", test_inline_data},
+    {"base64 padding", test_base64_padding},
+    {"bad base64 / not PEM", test_bad_base64},
+    {"files relative to the kubeconfig", test_relative_files},
+    {"missing referenced file", test_missing_referenced_file},
+    {"malformed YAML", test_malformed_yaml},
+    {"wrong types", test_wrong_types},
+    {"missing user and cluster", test_missing_user_and_cluster},
+    {"server checks", test_server_checks},
+    {"TLS conflicts", test_tls_conflicts},
+    {"unreadable kubeconfig", test_unreadable_kubeconfig},
+    {"size caps", test_size_caps},
+    {"exec config checks", test_exec_config_checks},
+    {"auth-provider rejected", test_auth_provider_rejected},
+    {"token with control characters", test_token_control_chars},
+    {"RFC 3339", test_rfc3339},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo source_tests[] = {
+    {"KUBECONFIG merge", test_kubeconfig_merge},
+    {"KUBECONFIG all missing", test_kubeconfig_all_missing},
+    {"in-cluster", test_in_cluster},
+    {"home fallback", test_home_fallback},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo cred_tests[] = {
+    {"token file rotation", test_token_file_rotation},
+    {"exec plugin", test_exec_plugin},
+    {"exec without cluster info", test_exec_no_cluster_info},
+    {"exec expiry", test_exec_expiry},
+    {"exec failure keeps token", test_exec_failure_keeps_token},
+    {"exec not found", test_exec_not_found},
+    {"exec PATH lookup", test_exec_path_lookup},
+    {"exec timeout and output cap", test_exec_timeout},
+    {"exec client certificate", test_exec_client_cert},
+    CU_TEST_INFO_NULL,
+};
+
+/* Each suite has its own temporary directory and certificates (suite_init/cleanup);
+ * each test a fresh subdirectory and default hooks (setup_test/teardown_test). */
+static CU_SuiteInfo suites[] = {
+    {"kube_config parse", suite_init, suite_cleanup, setup_test, teardown_test, parse_tests},
+    {"kube_config sources", suite_init, suite_cleanup, setup_test, teardown_test,
+     source_tests},
+    {"kube_config credentials", suite_init, suite_cleanup, setup_test, teardown_test,
+     cred_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+#include "cu_main.h"
