@@ -126,7 +126,10 @@ int clock_parse_rfc3339(const char *s, int64_t *wall_ns)
     tm.tm_hour = hh;
     tm.tm_min = mm;
     tm.tm_sec = ss;
-    time_t t = timegm(&tm);
-    *wall_ns = ((int64_t)t - offset) * NS_PER_SEC + frac;
+    int64_t t = (int64_t)timegm(&tm) - offset;
+    /* Nanoseconds since 1970 fit in int64 only from 1678 to 2262. */
+    if (t > INT64_MAX / NS_PER_SEC - 1 || t < INT64_MIN / NS_PER_SEC + 1)
+        return -1;
+    *wall_ns = t * NS_PER_SEC + frac;
     return 0;
 }
