@@ -16,9 +16,9 @@ OPT ?= -O2
 SAN ?=
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $(OPT) -g $(SAN) \
 	-Icommon -DRDC_VERSION='"$(VERSION)"' $(CFLAGS)
-LDLIBS_ALL := -lcurl -ljson-c -lyaml -lssl -lcrypto -lzmq -lmicrohttpd -lm -lpthread $(LDLIBS)
+LDLIBS_ALL := -lcurl -ljson-c -lyaml -lssl -lcrypto -lzmq -lmicrohttpd -levent -levent_openssl -lm -lpthread $(LDLIBS)
 
-DAEMONS := supervisor informerd workerd electord
+DAEMONS := supervisor informerd workerd electord webhookd
 COMMON_SRC := $(wildcard common/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -28,10 +28,13 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 MODULE_SRC := $(filter-out %/main.c,$(foreach d,$(DAEMONS),$(wildcard $(d)/*.c)))
 MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 
+# Keep object files of the unit tests between runs.
+.SECONDARY:
+
 .PHONY: all asan test unit asan-unit e2e deps fuzz clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
 
-$(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common supervisor informerd workerd electord tests/unit tests/fuzz -name '*.[ch]' 2>/dev/null)
+$(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) tests/unit tests/fuzz -name '*.[ch]' 2>/dev/null)
 	@scripts/check-banned.sh
 	@mkdir -p $(@D) && touch $@
 

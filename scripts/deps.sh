@@ -11,9 +11,10 @@ pkgs=(
     libssl-dev             # TLS, base64, certificates
     libzmq3-dev            # process links (ZeroMQ)
     libcunit1-dev          # unit tests
-    libmicrohttpd-dev      # HTTP server for /healthz /metrics and webhooks
+    libmicrohttpd-dev      # HTTP server for /healthz /readyz /metrics
+    libevent-dev           # HTTPS server of the admission webhooks (evhttp over OpenSSL)
     clang                  # make fuzz (libFuzzer)
-    openssl curl           # certificates and probes for the local control plane
+    openssl curl jq        # certificates, probes and JSON for the local control plane
 )
 missing=()
 for p in "${pkgs[@]}"; do

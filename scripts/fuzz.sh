@@ -11,7 +11,7 @@ for src in tests/fuzz/fuzz_*.c; do
     name=$(basename "$src" .c)
     echo "== $name (${seconds}s)"
     clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Icommon \
-        "$src" $common -lcurl -ljson-c -lyaml -lssl -lcrypto -lzmq -lm -lpthread \
+        "$src" $common -lcurl -ljson-c -lyaml -lssl -lcrypto -lzmq -lmicrohttpd -lm -lpthread \
         -o "$out/$name"
     corpus="tests/fuzz/corpus-$name"
     mkdir -p "$corpus"
