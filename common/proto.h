@@ -21,7 +21,8 @@
  * work (informerd ROUTER; each workerd is a DEALER whose identity is "w-<pid>")
  *   worker -> informerd:
  *     READY                              idle: give me a key
- *     DONE key result after_ms           result: ok | requeue | error | conflict
+ *     DONE key result after_ms           result: done | requeue_after | requeue | error |
+ *                                        fenced; also means "ready for the next item"
  *     HEARTBEAT
  *   informerd -> worker:
  *     WORK key epoch generation rediscluster children
@@ -37,6 +38,11 @@
  *   LEADER is_leader holder transitions epoch valid_until_mono_ms
  *     valid_until_mono_ms: CLOCK_MONOTONIC ms (same host) after which the holder must not
  *     write unless a newer LEADER message extends it; 0 when not leading.
+ *
+ * events (supervisor PUB)
+ *   EXITED name pid signal code   a child exited (signal 0 = it exited with code);
+ *                                 informerd hands a dead worker's item back at once
+ *                                 instead of waiting for its heartbeats to stop
  *
  * control (supervisor ROUTER; `supervisor ctl` is a DEALER or REQ)
  *   STATUS               -> STATUS json
@@ -59,6 +65,7 @@
 #define PROTO_STATUS "STATUS"
 #define PROTO_WORKERS "WORKERS"
 #define PROTO_SHUTDOWN "SHUTDOWN"
+#define PROTO_EXITED "EXITED"
 #define PROTO_OK "OK"
 #define PROTO_ERROR "ERROR"
 
@@ -75,5 +82,6 @@
 #define PROTO_EP_WORK "work.sock"
 #define PROTO_EP_LEADER "leader.sock"
 #define PROTO_EP_CONTROL "control.sock"
+#define PROTO_EP_EVENTS "events.sock"
 
 #endif

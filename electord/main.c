@@ -1,27 +1,39 @@
-/* electord: Holds the coordination.k8s.io/v1 Lease so that only one replica acts, and publishes the leadership state.
+/* electord: holds the coordination.k8s.io/v1 Lease so that only one replica of the
+ * operator acts, and publishes the leadership state to the other daemons.
  *
- * This is the daemon's command-line shell: flags, logging, configuration. Its module
- * (the event loop and the logic) is tracked in the project's issues and lands next to
- * this file; until it does, the daemon refuses to run rather than pretend to.
+ *   electord --kubeconfig ... --leader-elect --leader-election-id x
+ * campaigns and logs every transition; start a second one beside it to see who leads.
  */
+#include "daemon.h"
+#include "elector.h"
+#include "kube_client.h"
 #include "kube_config.h"
 #include "log.h"
+#include "metrics.h"
 #include "opts.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+static const char summary[] =
+    "Campaigns for the Lease named by --leader-election-id with client-go's semantics\n"
+    "(expiry judged by our own monotonic clock, optimistic concurrency, release on\n"
+    "shutdown) and publishes is_leader, the epoch and a write deadline to the workers.\n"
+    "Alone, it logs every transition: run two to see who leads.";
 
 int main(int argc, char **argv)
 {
     rdc_common_opts_t c;
     opts_common_defaults(&c);
-    opt_t table[OPTS_COMMON_COUNT + 1];
+    int standalone = 0;
+    opt_t table[OPTS_COMMON_COUNT + 2];
     opts_common_fill(&c, table);
-    table[OPTS_COMMON_COUNT] = (opt_t){NULL, OPT_END, NULL, NULL};
-    static const char summary[] =
-        "Holds the coordination.k8s.io/v1 Lease so that only one replica acts, and publishes the leadership state.";
-
-    char err[512];
+    table[OPTS_COMMON_COUNT] = (opt_t){"no-publish", OPT_BOOL, &standalone,
+                                       "do not bind the leader socket (several electords on one runtime dir)"};
+    table[OPTS_COMMON_COUNT + 1] = (opt_t){NULL, OPT_END, NULL, NULL};
+    char err[1024];
     if (opts_parse(table, argc, argv, NULL, 0, NULL, err, sizeof(err))) {
         fprintf(stderr, "electord: %s\n", err);
         return 2;
@@ -38,15 +50,68 @@ int main(int argc, char **argv)
         fprintf(stderr, "electord: %s\n", err);
         return 2;
     }
-    kube_config_opts_t ko = {.kubeconfig_path = c.kubeconfig, .context = c.context};
-    kube_config_t *cfg = NULL;
-    if (kube_config_load(&ko, &cfg, err, sizeof(err))) {
-        rlog_error("cannot load the Kubernetes configuration", "error", err, NULL);
-        return 1;
+    /* client-go's checks: duration > deadline > 1.2 x period, all positive. */
+    if (c.leader_elect && !(c.lease_duration > c.renew_deadline &&
+                            c.renew_deadline > 1.2 * c.retry_period && c.retry_period > 0)) {
+        fprintf(stderr, "electord: need --leader-election-lease-duration > "
+                        "--leader-election-renew-deadline > 1.2 x --leader-election-retry-period > 0 "
+                        "(got %gs, %gs, %gs)\n", c.lease_duration, c.renew_deadline, c.retry_period);
+        return 2;
     }
-    const kube_rest_config_t *rc = kube_config_rest(cfg);
-    rlog_info("configuration loaded", "server", rc->server, "source", rc->source, NULL);
-    rlog_error("not implemented yet: see the project's open issues", NULL);
+    kube_config_t *cfg = NULL;
+    kube_client_t *client = NULL;
+    int code = 1, sfd = -1;
+    char rtdir[4096];
+    const char *ns = c.leader_election_namespace;
+    if (c.leader_elect) {
+        kube_config_opts_t ko = {.kubeconfig_path = c.kubeconfig, .context = c.context};
+        if (kube_config_load(&ko, &cfg, err, sizeof(err))) {
+            rlog_error("cannot load the Kubernetes configuration", "error", err, NULL);
+            return 1;
+        }
+        if (!ns)
+            ns = kube_config_rest(cfg)->namespace_;
+        kube_client_opts_t co;
+        kube_client_opts_init(&co);
+        co.user_agent = "electord/" RDC_VERSION;
+        /* One retry period per request, no retries: a late answer is worth nothing. */
+        co.timeout_ms = (int64_t)(c.retry_period * 1000);
+        co.connect_timeout_ms = co.timeout_ms;
+        co.max_retries = 0;
+        co.qps = 0;
+        kube_error_t kerr;
+        kube_error_clear(&kerr);
+        client = kube_client_new(cfg, &co, &kerr);
+        if (!client) {
+            rlog_error("cannot create the API client", "error", kube_error_str(&kerr, err, sizeof(err)), NULL);
+            goto out;
+        }
+    }
+    if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
+        rlog_error("cannot use the runtime directory", "error", err, NULL);
+        goto out;
+    }
+    sfd = daemon_signalfd(err, sizeof(err));
+    if (sfd < 0) {
+        rlog_error("cannot set up signals", "error", err, NULL);
+        goto out;
+    }
+    const char *name = getenv("RDC_CHILD_NAME");
+    elector_config_t ec = {
+        .client = client,
+        .opts = &c,
+        .ns = ns ? ns : "default",
+        .runtime_dir = rtdir,
+        .name = name && *name ? name : "electord",
+        .publish = !standalone,
+        .signal_fd = sfd,
+    };
+    code = elector_run(&ec);
+out:
+    if (sfd >= 0)
+        close(sfd);
+    kube_client_destroy(&client);
     kube_config_destroy(&cfg);
-    return 3;
+    metrics_default_free();
+    return code;
 }

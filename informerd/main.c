@@ -1,27 +1,43 @@
-/* informerd: Lists and watches RedisClusters and the objects the operator owns, keeps the cache and the work queue, publishes deltas over ZeroMQ.
+/* informerd: lists and watches RedisClusters and the objects the operator owns, keeps
+ * the cache and the work queue, and publishes every change over ZeroMQ.
  *
- * This is the daemon's command-line shell: flags, logging, configuration. Its module
- * (the event loop and the logic) is tracked in the project's issues and lands next to
- * this file; until it does, the daemon refuses to run rather than pretend to.
+ *   informerd [flags]          serve the work queue and the delta stream (under supervisor)
+ *   informerd --tail [flags]   alone: print every cache change as a JSON line
  */
+#include "daemon.h"
+#include "informer.h"
+#include "kube_client.h"
 #include "kube_config.h"
 #include "log.h"
+#include "metrics.h"
 #include "opts.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+static const char summary[] =
+    "Lists and watches RedisClusters and the ConfigMaps, Services and StatefulSets the\n"
+    "operator owns, keeps the cache and the work queue (client-go semantics), dispatches\n"
+    "keys to workerd processes while this replica leads, and publishes every cache change\n"
+    "over ZeroMQ. --tail prints the changes as JSON lines: the operator's view while you\n"
+    "debug on a laptop, with no supervisor and no workers.";
 
 int main(int argc, char **argv)
 {
     rdc_common_opts_t c;
     opts_common_defaults(&c);
-    opt_t table[OPTS_COMMON_COUNT + 1];
+    int tail = 0;
+    double reconcile_timeout = 120;
+    opt_t table[OPTS_COMMON_COUNT + 3];
     opts_common_fill(&c, table);
-    table[OPTS_COMMON_COUNT] = (opt_t){NULL, OPT_END, NULL, NULL};
-    static const char summary[] =
-        "Lists and watches RedisClusters and the objects the operator owns, keeps the cache and the work queue, publishes deltas over ZeroMQ.";
-
-    char err[512];
+    table[OPTS_COMMON_COUNT] = (opt_t){"tail", OPT_BOOL, &tail,
+                                       "print every cache change as a JSON line on stdout"};
+    table[OPTS_COMMON_COUNT + 1] = (opt_t){"reconcile-timeout", OPT_DURATION, &reconcile_timeout,
+                                           "an item in flight longer than this is taken back from its worker"};
+    table[OPTS_COMMON_COUNT + 2] = (opt_t){NULL, OPT_END, NULL, NULL};
+    char err[1024];
     if (opts_parse(table, argc, argv, NULL, 0, NULL, err, sizeof(err))) {
         fprintf(stderr, "informerd: %s\n", err);
         return 2;
@@ -38,15 +54,61 @@ int main(int argc, char **argv)
         fprintf(stderr, "informerd: %s\n", err);
         return 2;
     }
+    if (c.sync_period <= 0) {
+        fprintf(stderr, "informerd: --sync-period must be positive\n");
+        return 2;
+    }
     kube_config_opts_t ko = {.kubeconfig_path = c.kubeconfig, .context = c.context};
     kube_config_t *cfg = NULL;
     if (kube_config_load(&ko, &cfg, err, sizeof(err))) {
         rlog_error("cannot load the Kubernetes configuration", "error", err, NULL);
         return 1;
     }
-    const kube_rest_config_t *rc = kube_config_rest(cfg);
-    rlog_info("configuration loaded", "server", rc->server, "source", rc->source, NULL);
-    rlog_error("not implemented yet: see the project's open issues", NULL);
+    kube_client_opts_t co;
+    kube_client_opts_init(&co);
+    co.user_agent = "informerd/" RDC_VERSION;
+    co.qps = c.kube_api_qps;
+    co.burst = c.kube_api_burst;
+    co.max_retries = 2;
+    co.timeout_ms = 60000;
+    kube_error_t kerr;
+    kube_error_clear(&kerr);
+    kube_client_t *client = kube_client_new(cfg, &co, &kerr);
+    int code = 1;
+    int sfd = -1;
+    char rtdir[4096];
+    if (!client) {
+        rlog_error("cannot create the API client", "error", kube_error_str(&kerr, err, sizeof(err)), NULL);
+        goto out;
+    }
+    if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
+        rlog_error("cannot use the runtime directory", "error", err, NULL);
+        goto out;
+    }
+    sfd = daemon_signalfd(err, sizeof(err));
+    if (sfd < 0) {
+        rlog_error("cannot set up signals", "error", err, NULL);
+        goto out;
+    }
+    const char *name = getenv("RDC_CHILD_NAME");
+    informer_config_t ic = {
+        .client = client,
+        .opts = &c,
+        .runtime_dir = rtdir,
+        .name = name && *name ? name : "informerd",
+        .tail = tail ? stdout : NULL,
+        .serve = !tail,
+        .signal_fd = sfd,
+        .reconcile_timeout_s = reconcile_timeout,
+    };
+    rlog_info("informerd started", "version", RDC_VERSION, "server", kube_config_rest(cfg)->server,
+              "mode", tail ? "tail" : "serve", NULL);
+    code = informer_run(&ic);
+out:
+    if (sfd >= 0)
+        close(sfd);
+    kube_client_destroy(&client);
     kube_config_destroy(&cfg);
-    return 3;
+    metrics_default_free();
+    return code;
 }

@@ -61,6 +61,7 @@ struct supervisor {
     int next_worker_index;
     void *zctx;
     void *control;
+    void *events; /* PUB: EXITED name pid signal code */
     httpd_t *health;
     httpd_t *metrics;
     int shutting_down;
@@ -220,6 +221,15 @@ static void child_exited(supervisor_t *s, child_t *c, int status, int64_t now)
     snprintf(pidbuf, sizeof(pidbuf), "%d", (int)c->pid);
     snprintf(uptime, sizeof(uptime), "%.1fs", (double)(now - c->started_ns) / 1e9);
     child_close_notify(c);
+    if (s->events) {
+        zmsg_t *ev = zmsg_new();
+        zmsg_addstr(ev, PROTO_EXITED);
+        zmsg_addstr(ev, c->name);
+        zmsg_addf(ev, "%d", (int)c->pid);
+        zmsg_addf(ev, "%d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        zmsg_addf(ev, "%d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        zmsg_send(&ev, s->events, ZMQ_DONTWAIT);
+    }
     c->state = CH_DOWN;
     c->ready = 0;
     c->pid = 0;
@@ -760,6 +770,13 @@ int supervisor_new(const supervisor_config_t *cfg, supervisor_t **out, char *err
         snprintf(err, errlen, "control socket %s: %s", ep, zmq_strerror(errno));
         goto fail;
     }
+    s->events = zmq_socket(s->zctx, ZMQ_PUB);
+    daemon_endpoint(cfg->runtime_dir, PROTO_EP_EVENTS, ep, sizeof(ep));
+    if (!s->events || zmq_setsockopt(s->events, ZMQ_LINGER, &linger, sizeof(linger)) ||
+        zmq_bind(s->events, ep)) {
+        snprintf(err, errlen, "events socket %s: %s", ep, zmq_strerror(errno));
+        goto fail;
+    }
     if (httpd_new(cfg->health_addr, http_handler, s, &s->health, err, errlen) ||
         httpd_new(cfg->metrics_addr, http_handler, s, &s->metrics, err, errlen))
         goto fail;
@@ -794,6 +811,8 @@ void supervisor_destroy(supervisor_t **self_p)
     httpd_destroy(&s->metrics);
     if (s->control)
         zmq_close(s->control);
+    if (s->events)
+        zmq_close(s->events);
     if (s->zctx)
         zmq_ctx_term(s->zctx);
     free(s);

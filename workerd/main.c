@@ -1,27 +1,121 @@
-/* workerd: Pulls RedisCluster keys from informerd, reconciles their ConfigMap, Service and StatefulSet, reports status.
+/* workerd: pulls RedisCluster keys from informerd, reconciles their ConfigMap, Service
+ * and StatefulSet, and reports the result.
  *
- * This is the daemon's command-line shell: flags, logging, configuration. Its module
- * (the event loop and the logic) is tracked in the project's issues and lands next to
- * this file; until it does, the daemon refuses to run rather than pretend to.
+ *   workerd [flags]                              serve informerd's work queue
+ *   workerd --once NAMESPACE/NAME [--dry-run]    reconcile one key from the API and exit
  */
+#include "clock.h"
+#include "daemon.h"
+#include "kube_client.h"
 #include "kube_config.h"
 #include "log.h"
+#include "metrics.h"
 #include "opts.h"
+#include "proto.h"
+#include "reconcile.h"
+#include "worker.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+static const char summary[] =
+    "Reconciles RedisClusters into their ConfigMap, headless Service and StatefulSet.\n"
+    "Under the supervisor it pulls work from informerd; alone, --once NAMESPACE/NAME reads\n"
+    "one RedisCluster and its children straight from the API, reconciles it and exits\n"
+    "(--dry-run prints the planned writes as JSON instead of making them).";
+
+/* GET one object; NotFound gives NULL and success. */
+static int get_object(kube_client_t *c, const char *group, const char *version,
+                      const char *ns, const char *resource, const char *name,
+                      json_object **out, kube_error_t *err)
+{
+    buf_t path;
+    buf_init(&path, 4096);
+    kube_path(&path, group, version, ns, resource, name, NULL);
+    int rc = kube_client_get(c, buf_str(&path), NULL, out, err);
+    buf_free(&path);
+    if (rc && kube_error_is_not_found(err)) {
+        *out = NULL;
+        kube_error_clear(err);
+        return 0;
+    }
+    return rc;
+}
+
+static int run_once(kube_client_t *client, const char *key, int dry_run)
+{
+    char ns[256], name[256];
+    const char *slash = strchr(key, '/');
+    if (!slash || slash == key || !slash[1] || (size_t)(slash - key) >= sizeof(ns) ||
+        strlen(slash + 1) >= sizeof(name)) {
+        fprintf(stderr, "workerd: --once wants NAMESPACE/NAME, got \"%s\"\n", key);
+        return 2;
+    }
+    memcpy(ns, key, (size_t)(slash - key));
+    ns[slash - key] = '\0';
+    snprintf(name, sizeof(name), "%s", slash + 1);
+    json_object *rc = NULL, *cm = NULL, *svc = NULL, *sts = NULL;
+    kube_error_t err;
+    kube_error_clear(&err);
+    int code = 1;
+    char line[1024];
+    if (get_object(client, "cache.example.com", "v1alpha1", ns, "redisclusters", name, &rc, &err) ||
+        get_object(client, "", "v1", ns, "configmaps", name, &cm, &err) ||
+        get_object(client, "", "v1", ns, "services", name, &svc, &err) ||
+        get_object(client, "apps", "v1", ns, "statefulsets", name, &sts, &err)) {
+        rlog_error("cannot read the objects", "key", key, "error",
+                   kube_error_str(&err, line, sizeof(line)), NULL);
+        goto out;
+    }
+    if (!rc) {
+        rlog_info("RedisCluster not found: nothing to do", "key", key, NULL);
+        code = 0;
+        goto out;
+    }
+    char rid[37];
+    reconcile_new_id(rid);
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    exec_ctx_t x = {.client = client, .reconcile_id = rid, .instance = host};
+    reconcile_outcome_t o;
+    reconcile_run(&x, rc, cm, svc, sts, dry_run ? stdout : NULL, &o);
+    if (o.result == RECONCILE_ERROR || o.result == RECONCILE_REQUEUE) {
+        fprintf(stderr, "workerd: %s: %s\n", reconcile_result_name(o.result), o.message);
+        code = 1;
+    } else {
+        if (!dry_run)
+            printf("%s: %s%s\n", key, reconcile_result_name(o.result),
+                   o.result == RECONCILE_REQUEUE_AFTER ? " (not ready yet; look again in 10s)" : "");
+        code = 0;
+    }
+out:
+    json_object_put(rc);
+    json_object_put(cm);
+    json_object_put(svc);
+    json_object_put(sts);
+    return code;
+}
 
 int main(int argc, char **argv)
 {
     rdc_common_opts_t c;
     opts_common_defaults(&c);
-    opt_t table[OPTS_COMMON_COUNT + 1];
+    const char *once = NULL, *work_ep = NULL, *leader_ep = NULL;
+    int dry_run = 0;
+    opt_t table[OPTS_COMMON_COUNT + 5];
     opts_common_fill(&c, table);
-    table[OPTS_COMMON_COUNT] = (opt_t){NULL, OPT_END, NULL, NULL};
-    static const char summary[] =
-        "Pulls RedisCluster keys from informerd, reconciles their ConfigMap, Service and StatefulSet, reports status.";
-
-    char err[512];
+    table[OPTS_COMMON_COUNT] = (opt_t){"once", OPT_STRING, &once,
+                                       "reconcile NAMESPACE/NAME once, reading from the API, and exit"};
+    table[OPTS_COMMON_COUNT + 1] = (opt_t){"dry-run", OPT_BOOL, &dry_run,
+                                           "with --once: print the planned writes as JSON, write nothing"};
+    table[OPTS_COMMON_COUNT + 2] = (opt_t){"work-endpoint", OPT_STRING, &work_ep,
+                                           "informerd's work socket (default ipc://<runtime-dir>/work.sock)"};
+    table[OPTS_COMMON_COUNT + 3] = (opt_t){"leader-endpoint", OPT_STRING, &leader_ep,
+                                           "electord's leader socket (default ipc://<runtime-dir>/leader.sock)"};
+    table[OPTS_COMMON_COUNT + 4] = (opt_t){NULL, OPT_END, NULL, NULL};
+    char err[1024];
     if (opts_parse(table, argc, argv, NULL, 0, NULL, err, sizeof(err))) {
         fprintf(stderr, "workerd: %s\n", err);
         return 2;
@@ -44,9 +138,52 @@ int main(int argc, char **argv)
         rlog_error("cannot load the Kubernetes configuration", "error", err, NULL);
         return 1;
     }
-    const kube_rest_config_t *rc = kube_config_rest(cfg);
-    rlog_info("configuration loaded", "server", rc->server, "source", rc->source, NULL);
-    rlog_error("not implemented yet: see the project's open issues", NULL);
+    kube_client_opts_t co;
+    kube_client_opts_init(&co);
+    co.user_agent = "workerd/" RDC_VERSION;
+    co.qps = c.kube_api_qps;
+    co.burst = c.kube_api_burst;
+    co.max_retries = 3;
+    kube_error_t kerr;
+    kube_error_clear(&kerr);
+    kube_client_t *client = kube_client_new(cfg, &co, &kerr);
+    int code = 1;
+    if (!client) {
+        rlog_error("cannot create the API client", "error", kube_error_str(&kerr, err, sizeof(err)), NULL);
+        goto out;
+    }
+    if (once) {
+        code = run_once(client, once, dry_run);
+        goto out;
+    }
+    char rtdir[4096], wep[4200], lep[4200];
+    if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
+        rlog_error("cannot use the runtime directory", "error", err, NULL);
+        goto out;
+    }
+    int sfd = daemon_signalfd(err, sizeof(err));
+    if (sfd < 0) {
+        rlog_error("cannot set up signals", "error", err, NULL);
+        goto out;
+    }
+    const char *name = getenv("RDC_CHILD_NAME");
+    worker_config_t wc = {
+        .client = client,
+        .runtime_dir = rtdir,
+        .name = name && *name ? name : "workerd",
+        .work_endpoint = work_ep ? work_ep : daemon_endpoint(rtdir, PROTO_EP_WORK, wep, sizeof(wep)),
+        .leader_endpoint = !c.leader_elect ? NULL
+                           : leader_ep ? leader_ep
+                                       : daemon_endpoint(rtdir, PROTO_EP_LEADER, lep, sizeof(lep)),
+        .signal_fd = sfd,
+    };
+    rlog_info("workerd started", "version", RDC_VERSION, "work", wc.work_endpoint, "leader",
+              wc.leader_endpoint ? wc.leader_endpoint : "(leader election off)", NULL);
+    code = worker_run(&wc);
+    close(sfd);
+out:
+    kube_client_destroy(&client);
     kube_config_destroy(&cfg);
-    return 3;
+    metrics_default_free();
+    return code;
 }

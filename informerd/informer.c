@@ -1,0 +1,1070 @@
+#include "informer.h"
+
+#include "backoff.h"
+#include "buf.h"
+#include "cache.h"
+#include "clock.h"
+#include "daemon.h"
+#include "log.h"
+#include "metrics.h"
+#include "proto.h"
+#include "watch.h"
+#include "workqueue.h"
+#include "zmsg.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define OWNER_KIND "RedisCluster"
+#define MANAGED_BY_SELECTOR "app.kubernetes.io/managed-by=rediscluster-operator"
+#define MAX_NAMESPACES OPT_STRLIST_MAX
+#define MAX_SOCKETS 64
+#define MAX_WORKERS 128
+#define LIST_PAGE 500
+#define RELIST_MIN_NS (INT64_C(800) * NS_PER_MS)
+#define RELIST_MAX_NS (INT64_C(30) * NS_PER_SEC)
+#define METRICS_EVERY_NS (INT64_C(2) * NS_PER_SEC)
+#define QUARANTINE_NS (INT64_C(3600) * NS_PER_SEC)
+#define CRASHES_TO_QUARANTINE 3
+#define MAX_EVENT_BYTES ((size_t)16 << 20)
+
+typedef struct informer informer_t;
+
+/* One WATCH stream: a kind in one namespace ("" = all). */
+typedef struct {
+    struct reflector *r;
+    const char *ns;
+    CURL *easy;
+    struct curl_slist *headers;
+    watch_decoder_t *dec;
+    int active;
+    int failed;                 /* the stream broke: relist the kind */
+    char why[1024];
+} stream_t;
+
+/* Lists and watches one kind. */
+typedef struct reflector {
+    informer_t *inf;
+    const char *kind, *group, *version, *resource, *selector;
+    stream_t streams[MAX_NAMESPACES];
+    size_t nstreams;
+    int synced;                 /* listed at least once */
+    int need_relist;
+    int64_t next_list_ns;
+    unsigned failures;          /* relists in a row that failed, for backoff */
+    int64_t last_event_wall_ns;
+} reflector_t;
+
+typedef struct {
+    char id[64];                /* routing id, "w-<pid>" */
+    size_t idlen;
+    int idle;
+    char key[512];              /* in-flight key, "" when idle */
+    int64_t dispatched_ns;
+    int64_t last_heard_ns;
+} worker_slot_t;
+
+struct informer {
+    const informer_config_t *cfg;
+    cache_t *cache;
+    workqueue_t *queue;
+    reflector_t refl[4];
+    size_t nrefl;
+    CURLM *multi;
+    struct pollfd curl_fds[MAX_SOCKETS];
+    int ncurl_fds;
+    int64_t curl_timer_ns;      /* -1 = none */
+    void *zctx, *pub, *snapshot, *work, *leader_sub, *events_sub;
+    worker_slot_t workers[MAX_WORKERS];
+    size_t nworkers;
+    int is_leader;
+    int64_t epoch;
+    int64_t valid_until_ms;
+    int64_t next_resync_ns;
+    int64_t next_metrics_ns;
+    int64_t next_hugz_ns;
+    int stopping;
+    int64_t stop_deadline_ns;
+    int ready_sent;
+    uint64_t rng;
+    metric_family_t *m_lists, *m_watches, *m_relists, *m_errors, *m_objects, *m_rv_age,
+        *m_deltas, *m_quarantined;
+};
+
+/* ---- deltas: publish, print, enqueue ---------------------------------------------- */
+
+static void publish_delta(informer_t *inf, const char *frame0, uint64_t seq, const char *type,
+                          const char *kind, const char *key, const char *rv,
+                          json_object *obj, void *sock)
+{
+    zmsg_t *m = zmsg_new();
+    zmsg_addstr(m, frame0);
+    zmsg_addf(m, "%llu", (unsigned long long)seq);
+    if (type)
+        zmsg_addstr(m, type);
+    zmsg_addstr(m, kind);
+    zmsg_addstr(m, key);
+    zmsg_addstr(m, rv ? rv : "");
+    zmsg_addstr(m, json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN));
+    zmsg_send(&m, sock, ZMQ_DONTWAIT);
+    (void)inf;
+}
+
+static void tail_print(FILE *out, uint64_t seq, const char *type, const char *kind,
+                       const char *key, const char *rv, json_object *obj)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "seq", json_object_new_int64((int64_t)seq));
+    json_object_object_add(o, "type", json_object_new_string(type));
+    json_object_object_add(o, "kind", json_object_new_string(kind));
+    json_object_object_add(o, "key", json_object_new_string(key));
+    json_object_object_add(o, "resourceVersion", json_object_new_string(rv ? rv : ""));
+    json_object_object_add(o, "object", json_object_get(obj));
+    fprintf(out, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    fflush(out);
+    json_object_put(o);
+}
+
+static int64_t generation_of(json_object *obj)
+{
+    json_object *md = NULL, *g = NULL;
+    if (obj && json_object_object_get_ex(obj, "metadata", &md) &&
+        json_object_object_get_ex(md, "generation", &g))
+        return json_object_get_int64(g);
+    return 0;
+}
+
+/* Every cache change: publish it, print it with --tail, and enqueue the key it concerns. */
+static void on_delta(void *ud, const cache_delta_t *d)
+{
+    informer_t *inf = ud;
+    const cache_item_t *it = d->item;
+    const char *type = cache_change_name(d->type);
+    metric_counter_add(inf->m_deltas, METRIC_LABELS(it->kind, type), 1);
+    if (inf->pub)
+        publish_delta(inf, PROTO_DELTA, d->seq, type, it->kind, it->key, it->resource_version,
+                      it->obj, inf->pub);
+    if (inf->cfg->tail)
+        tail_print(inf->cfg->tail, d->seq, type, it->kind, it->key, it->resource_version, it->obj);
+
+    char key[512];
+    int rc = cache_owner_key(inf->cache, it->kind, it->obj, key, sizeof(key));
+    if (rc != 0 || !key[0])
+        return;
+    int64_t now = clock_mono_ns();
+    if (strcmp(it->kind, OWNER_KIND) == 0) {
+        if (d->type == CACHE_DELETED)
+            return; /* gone for good: the finalizer already ran; children go with the GC */
+        /* A new spec lifts a quarantine: the change may well be the fix. */
+        if (d->type == CACHE_MODIFIED && generation_of(d->old_obj) != generation_of(it->obj))
+            workqueue_unquarantine(inf->queue, key);
+    }
+    workqueue_add(inf->queue, key, now);
+}
+
+/* ---- reflectors -------------------------------------------------------------------- */
+
+static void reflector_path(const reflector_t *r, const char *ns, buf_t *path)
+{
+    buf_reset(path);
+    kube_path(path, r->group, r->version, ns && *ns ? ns : NULL, r->resource, NULL, NULL);
+}
+
+/* Set kind/apiVersion on list items (lists leave them out) so deltas are self-describing. */
+static void stamp_items(const reflector_t *r, json_object *items)
+{
+    char gv[128];
+    snprintf(gv, sizeof(gv), "%s%s%s", r->group, *r->group ? "/" : "", r->version);
+    for (size_t i = 0; i < json_object_array_length(items); i++) {
+        json_object *o = json_object_array_get_idx(items, i);
+        if (!json_object_is_type(o, json_type_object))
+            continue;
+        json_object_object_add(o, "kind", json_object_new_string(r->kind));
+        json_object_object_add(o, "apiVersion", json_object_new_string(gv));
+    }
+}
+
+static void stream_stop(informer_t *inf, stream_t *s)
+{
+    if (s->easy) {
+        curl_multi_remove_handle(inf->multi, s->easy);
+        curl_easy_cleanup(s->easy);
+        s->easy = NULL;
+    }
+    curl_slist_free_all(s->headers);
+    s->headers = NULL;
+    s->active = 0;
+}
+
+static void reflector_fail(reflector_t *r, const char *why, int64_t now)
+{
+    informer_t *inf = r->inf;
+    for (size_t i = 0; i < r->nstreams; i++)
+        stream_stop(inf, &r->streams[i]);
+    r->need_relist = 1;
+    int64_t d = backoff_exponential(RELIST_MIN_NS, RELIST_MAX_NS, r->failures);
+    r->next_list_ns = now + backoff_jitter(d, 0.5, &inf->rng);
+    r->failures++;
+    char delay[32];
+    snprintf(delay, sizeof(delay), "%.1fs", (double)(r->next_list_ns - now) / 1e9);
+    rlog_warn("relisting", "kind", r->kind, "reason", why, "after", delay, NULL);
+}
+
+static size_t on_watch_data(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    stream_t *s = ud;
+    size_t len = size * nmemb;
+    if (s->failed)
+        return 0; /* abort the transfer */
+    int st = watch_decoder_feed(s->dec, ptr, len);
+    if (st != WATCH_OK) {
+        s->failed = 1;
+        snprintf(s->why, sizeof(s->why), "%s", watch_decoder_error(s->dec));
+        return 0;
+    }
+    return len;
+}
+
+static int on_watch_event(const watch_event_t *ev, void *ud)
+{
+    stream_t *s = ud;
+    reflector_t *r = s->r;
+    informer_t *inf = r->inf;
+    char err[512];
+    r->last_event_wall_ns = clock_wall_ns();
+    switch (ev->type) {
+    case WATCH_BOOKMARK:
+        return 0; /* the decoder remembers its resourceVersion */
+    case WATCH_ERROR: {
+        char line[512];
+        snprintf(s->why, sizeof(s->why), "watch error: %s",
+                 kube_error_str(ev->error, line, sizeof(line)));
+        s->failed = 1;
+        return 1;
+    }
+    case WATCH_ADDED:
+    case WATCH_MODIFIED: {
+        json_object_object_add(ev->object, "kind", json_object_new_string(r->kind));
+        cache_change_t ch;
+        if (cache_upsert(inf->cache, r->kind, ev->object, &ch, err, sizeof(err))) {
+            metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "bad_object"), 1);
+            snprintf(s->why, sizeof(s->why), "bad object in watch: %s", err);
+            s->failed = 1;
+            return 1;
+        }
+        return 0;
+    }
+    case WATCH_DELETED: {
+        char key[512];
+        if (!ev->name) {
+            metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "bad_object"), 1);
+            snprintf(s->why, sizeof(s->why), "DELETED event without metadata.name");
+            s->failed = 1;
+            return 1;
+        }
+        snprintf(key, sizeof(key), "%s%s%s", ev->ns ? ev->ns : "", ev->ns ? "/" : "", ev->name);
+        cache_change_t ch;
+        cache_delete(inf->cache, r->kind, key, &ch, err, sizeof(err));
+        return 0;
+    }
+    }
+    return 0;
+}
+
+static int stream_start(reflector_t *r, stream_t *s, int64_t now)
+{
+    informer_t *inf = r->inf;
+    (void)now;
+    buf_t path;
+    buf_init(&path, 4096);
+    reflector_path(r, s->ns, &path);
+    kube_req_opts_t ro;
+    memset(&ro, 0, sizeof(ro));
+    ro.label_selector = r->selector;
+    ro.resource_version = watch_decoder_last_rv(s->dec);
+    ro.allow_watch_bookmarks = 1;
+    /* client-go: a random timeout between 5 and 10 minutes spreads the reconnects. */
+    ro.timeout_seconds = 300 + (long)(backoff_rng_unit(&inf->rng) * 300);
+    kube_error_t err;
+    kube_error_clear(&err);
+    s->easy = kube_client_watch_handle(inf->cfg->client, buf_str(&path), &ro, &s->headers, &err);
+    buf_free(&path);
+    if (!s->easy) {
+        char line[512];
+        snprintf(s->why, sizeof(s->why), "%s", kube_error_str(&err, line, sizeof(line)));
+        return -1;
+    }
+    watch_decoder_reset(s->dec);
+    s->failed = 0;
+    s->why[0] = '\0';
+    curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, on_watch_data);
+    curl_easy_setopt(s->easy, CURLOPT_WRITEDATA, s);
+    curl_easy_setopt(s->easy, CURLOPT_PRIVATE, s);
+    curl_multi_add_handle(inf->multi, s->easy);
+    s->active = 1;
+    metric_counter_add(inf->m_watches, METRIC_LABELS(r->kind), 1);
+    return 0;
+}
+
+/* LIST every namespace of the kind, replace the cache's view, and start the watches. */
+static void reflector_list(reflector_t *r, int64_t now)
+{
+    informer_t *inf = r->inf;
+    json_object *all = json_object_new_array();
+    char rvs[MAX_NAMESPACES][256];
+    buf_t path;
+    buf_init(&path, 4096);
+    for (size_t i = 0; i < r->nstreams; i++) {
+        reflector_path(r, r->streams[i].ns, &path);
+        kube_req_opts_t ro;
+        memset(&ro, 0, sizeof(ro));
+        ro.label_selector = r->selector;
+        ro.limit = LIST_PAGE;
+        json_object *items = NULL;
+        char *rv = NULL;
+        kube_error_t err;
+        kube_error_clear(&err);
+        metric_counter_add(inf->m_lists, METRIC_LABELS(r->kind), 1);
+        if (kube_client_list_all(inf->cfg->client, buf_str(&path), &ro, &items, &rv, &err)) {
+            char line[512];
+            kube_error_str(&err, line, sizeof(line));
+            metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "list"), 1);
+            buf_free(&path);
+            json_object_put(all);
+            reflector_fail(r, line, now);
+            return;
+        }
+        for (size_t k = 0; k < json_object_array_length(items); k++)
+            json_object_array_add(all, json_object_get(json_object_array_get_idx(items, k)));
+        snprintf(rvs[i], sizeof(rvs[i]), "%s", rv ? rv : "");
+        json_object_put(items);
+        free(rv);
+    }
+    buf_free(&path);
+    stamp_items(r, all);
+    char err[512];
+    if (cache_replace(inf->cache, r->kind, all, err, sizeof(err))) {
+        json_object_put(all);
+        metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "bad_object"), 1);
+        reflector_fail(r, err, now);
+        return;
+    }
+    json_object_put(all);
+    if (r->synced)
+        metric_counter_add(inf->m_relists, METRIC_LABELS(r->kind), 1);
+    r->synced = 1;
+    r->need_relist = 0;
+    char count[32];
+    snprintf(count, sizeof(count), "%zu", cache_count(inf->cache, r->kind));
+    rlog_info("listed", "kind", r->kind, "objects", count, "resourceVersion", rvs[0], NULL);
+    for (size_t i = 0; i < r->nstreams; i++) {
+        stream_t *s = &r->streams[i];
+        watch_decoder_set_last_rv(s->dec, rvs[i]);
+        if (stream_start(r, s, now)) {
+            reflector_fail(r, s->why, now);
+            return;
+        }
+    }
+}
+
+/* A watch transfer ended: resume from the last resourceVersion, or relist. */
+static void stream_done(informer_t *inf, stream_t *s, CURLcode code, int64_t now)
+{
+    reflector_t *r = s->r;
+    long status = 0;
+    curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+    int finish = watch_decoder_finish(s->dec);
+    stream_stop(inf, s);
+    char why[1200];
+    if (s->failed) {
+        snprintf(why, sizeof(why), "%s", s->why);
+    } else if (code != CURLE_OK) {
+        snprintf(why, sizeof(why), "watch stream broke: curl %d (%s)", (int)code,
+                 curl_easy_strerror(code));
+    } else if (status != 200) {
+        snprintf(why, sizeof(why), "watch refused: HTTP %ld", status);
+    } else if (finish != WATCH_OK) {
+        snprintf(why, sizeof(why), "watch stream cut short: %s", watch_decoder_error(s->dec));
+    } else {
+        /* The server's timeoutSeconds ended a healthy watch: resume where it stopped. */
+        r->failures = 0;
+        if (stream_start(r, s, now))
+            reflector_fail(r, s->why, now);
+        return;
+    }
+    metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "watch"), 1);
+    reflector_fail(r, why, now);
+}
+
+/* ---- curl multi inside our loop ----------------------------------------------------- */
+
+static int curl_socket_cb(CURL *easy, curl_socket_t fd, int what, void *ud, void *sockp)
+{
+    (void)easy;
+    (void)sockp;
+    informer_t *inf = ud;
+    int i;
+    for (i = 0; i < inf->ncurl_fds && inf->curl_fds[i].fd != fd; i++)
+        ;
+    if (what == CURL_POLL_REMOVE) {
+        if (i < inf->ncurl_fds)
+            inf->curl_fds[i] = inf->curl_fds[--inf->ncurl_fds];
+        return 0;
+    }
+    if (i == inf->ncurl_fds) {
+        if (inf->ncurl_fds == MAX_SOCKETS)
+            return -1;
+        inf->ncurl_fds++;
+    }
+    inf->curl_fds[i].fd = fd;
+    inf->curl_fds[i].events = (short)(((what & CURL_POLL_IN) ? POLLIN : 0) |
+                                      ((what & CURL_POLL_OUT) ? POLLOUT : 0));
+    return 0;
+}
+
+static int curl_timer_cb(CURLM *multi, long timeout_ms, void *ud)
+{
+    (void)multi;
+    informer_t *inf = ud;
+    inf->curl_timer_ns = timeout_ms < 0 ? -1 : clock_mono_ns() + (int64_t)timeout_ms * NS_PER_MS;
+    return 0;
+}
+
+static void curl_collect(informer_t *inf, int64_t now)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(inf->multi, &left)) != NULL) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        stream_t *s = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
+        if (s)
+            stream_done(inf, s, msg->data.result, now);
+    }
+}
+
+/* ---- workers ------------------------------------------------------------------------ */
+
+static worker_slot_t *worker_find(informer_t *inf, const char *id, size_t len)
+{
+    for (size_t i = 0; i < inf->nworkers; i++) {
+        if (inf->workers[i].idlen == len && memcmp(inf->workers[i].id, id, len) == 0)
+            return &inf->workers[i];
+    }
+    return NULL;
+}
+
+static void worker_forget(informer_t *inf, worker_slot_t *w)
+{
+    *w = inf->workers[--inf->nworkers];
+}
+
+static void quarantine_report(informer_t *inf, const char *key);
+
+/* The worker died or went silent with an item: requeue it and count a crash. */
+static void worker_lost(informer_t *inf, worker_slot_t *w, const char *why, int64_t now)
+{
+    if (w->key[0]) {
+        workqueue_abandon(inf->queue, w->key, now);
+        unsigned crashes = workqueue_crash_count(inf->queue, w->key);
+        char n[16];
+        snprintf(n, sizeof(n), "%u", crashes);
+        rlog_warn("worker lost with an item in flight; requeued", "worker", w->id, "key",
+                  w->key, "reason", why, "crashes", n, NULL);
+        if (crashes >= CRASHES_TO_QUARANTINE) {
+            workqueue_quarantine(inf->queue, w->key, now + QUARANTINE_NS);
+            metric_counter_add(inf->m_quarantined, NULL, 1);
+            quarantine_report(inf, w->key);
+        }
+    }
+    worker_forget(inf, w);
+}
+
+static void send_work(informer_t *inf, worker_slot_t *w, const char *key, int64_t now)
+{
+    json_object *rc = cache_get(inf->cache, OWNER_KIND, key);
+    json_object *children = json_object_new_object();
+    static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet"};
+    for (size_t i = 0; i < 3; i++) {
+        json_object *o = cache_get(inf->cache, kinds[i], key);
+        json_object_object_add(children, kinds[i], o ? json_object_get(o) : NULL);
+    }
+    zmsg_t *m = zmsg_new();
+    zmsg_addmem(m, w->id, w->idlen);
+    zmsg_addstr(m, PROTO_WORK);
+    zmsg_addstr(m, key);
+    zmsg_addf(m, "%lld", (long long)inf->epoch);
+    zmsg_addf(m, "%lld", (long long)generation_of(rc));
+    zmsg_addstr(m, json_object_to_json_string_ext(rc, JSON_C_TO_STRING_PLAIN));
+    zmsg_addstr(m, json_object_to_json_string_ext(children, JSON_C_TO_STRING_PLAIN));
+    json_object_put(children);
+    if (zmsg_send(&m, inf->work, ZMQ_DONTWAIT)) {
+        /* The worker is gone (ROUTER_MANDATORY): give the key back untouched. */
+        workqueue_done(inf->queue, key, now);
+        workqueue_add(inf->queue, key, now);
+        worker_forget(inf, w);
+        return;
+    }
+    snprintf(w->key, sizeof(w->key), "%s", key);
+    w->idle = 0;
+    w->dispatched_ns = now;
+}
+
+static int may_dispatch(const informer_t *inf)
+{
+    if (inf->stopping)
+        return 0;
+    if (!inf->cfg->opts->leader_elect)
+        return 1;
+    return inf->is_leader && clock_mono_ns() / NS_PER_MS < inf->valid_until_ms;
+}
+
+static void dispatch(informer_t *inf, int64_t now)
+{
+    if (!may_dispatch(inf))
+        return;
+    for (size_t i = 0; i < inf->nworkers; i++) {
+        worker_slot_t *w = &inf->workers[i];
+        if (!w->idle)
+            continue;
+        const char *key;
+        for (;;) {
+            key = workqueue_get(inf->queue, now);
+            if (!key)
+                return;
+            if (cache_lookup(inf->cache, OWNER_KIND, key))
+                break;
+            /* Deleted meanwhile: nothing to reconcile. */
+            workqueue_forget(inf->queue, key);
+            workqueue_done(inf->queue, key, now);
+        }
+        char k[512];
+        snprintf(k, sizeof(k), "%s", key);
+        send_work(inf, w, k, now);
+    }
+}
+
+static void handle_done(informer_t *inf, worker_slot_t *w, zmsg_t *m, int64_t now)
+{
+    char *key = zmsg_strdup(m, 1);
+    char *result = zmsg_strdup(m, 2);
+    int64_t after_ms = 0;
+    zmsg_frame_int64(m, 3, &after_ms);
+    if (!key || !result || strcmp(key, w->key) != 0) {
+        rlog_warn("DONE for a key the worker was not given; ignored", "worker", w->id, NULL);
+        goto out;
+    }
+    workqueue_done(inf->queue, key, now);
+    if (strcmp(result, "done") == 0) {
+        workqueue_forget(inf->queue, key);
+    } else if (strcmp(result, "requeue_after") == 0) {
+        workqueue_forget(inf->queue, key);
+        workqueue_add_after(inf->queue, key, after_ms * NS_PER_MS, now);
+    } else if (strcmp(result, "fenced") == 0) {
+        workqueue_add(inf->queue, key, now);
+    } else {
+        /* error or conflict: back off per key (client-go's AddRateLimited). */
+        workqueue_add_rate_limited(inf->queue, key, now);
+    }
+out:
+    w->key[0] = '\0';
+    w->idle = 1;
+    free(key);
+    free(result);
+}
+
+static void handle_work_socket(informer_t *inf, int64_t now)
+{
+    zmsg_t *m;
+    while ((m = zmsg_recv(inf->work, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 1 << 20)) != NULL) {
+        size_t idlen = 0;
+        const char *id = zmsg_frame(m, 0, &idlen);
+        worker_slot_t *w = worker_find(inf, id, idlen);
+        if (!w && idlen < sizeof(w->id) && inf->nworkers < MAX_WORKERS) {
+            w = &inf->workers[inf->nworkers++];
+            memset(w, 0, sizeof(*w));
+            memcpy(w->id, id, idlen);
+            w->idlen = idlen;
+            w->idle = 1;
+        }
+        if (!w) {
+            zmsg_destroy(&m);
+            continue;
+        }
+        w->last_heard_ns = now;
+        if (zmsg_frame_is(m, 1, PROTO_READY)) {
+            if (w->key[0]) /* it restarted its link while holding an item */
+                worker_lost(inf, w, "reconnected", now);
+            else
+                w->idle = 1;
+        } else if (zmsg_frame_is(m, 1, PROTO_DONE)) {
+            zmsg_t *body = zmsg_pop_frame_msg(m);
+            zmsg_destroy(&body);
+            handle_done(inf, w, m, now);
+        } else if (!zmsg_frame_is(m, 1, PROTO_HEARTBEAT)) {
+            rlog_warn("unknown message on the work socket; dropped", "worker", w->id, NULL);
+        }
+        zmsg_destroy(&m);
+    }
+}
+
+static void heartbeat_workers(informer_t *inf, int64_t now)
+{
+    for (size_t i = 0; i < inf->nworkers;) {
+        worker_slot_t *w = &inf->workers[i];
+        int64_t silent = now - w->last_heard_ns;
+        int64_t limit = w->key[0] ? (int64_t)(inf->cfg->reconcile_timeout_s * 1e9)
+                                  : (int64_t)PROTO_LIVENESS * PROTO_HEARTBEAT_MS * NS_PER_MS;
+        if (silent > limit) {
+            worker_lost(inf, w, w->key[0] ? "reconcile timed out" : "silent", now);
+            continue; /* the slot now holds another worker */
+        }
+        if (w->idle) {
+            zmsg_t *m = zmsg_new();
+            zmsg_addmem(m, w->id, w->idlen);
+            zmsg_addstr(m, PROTO_HEARTBEAT);
+            zmsg_send(&m, inf->work, ZMQ_DONTWAIT);
+        }
+        i++;
+    }
+}
+
+/* The supervisor says a child exited: a worker's item comes back at once. */
+static void handle_events(informer_t *inf, int64_t now)
+{
+    zmsg_t *m;
+    while ((m = zmsg_recv(inf->events_sub, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
+        int64_t pid = 0, sig = 0;
+        if (zmsg_frame_is(m, 0, PROTO_EXITED) && zmsg_frame_int64(m, 2, &pid) == 0 &&
+            zmsg_frame_int64(m, 3, &sig) == 0) {
+            char id[64];
+            int len = snprintf(id, sizeof(id), "w-%lld", (long long)pid);
+            worker_slot_t *w = worker_find(inf, id, (size_t)len);
+            if (w) {
+                char why[64];
+                snprintf(why, sizeof(why), sig ? "killed by signal %lld" : "exited",
+                         (long long)sig);
+                worker_lost(inf, w, why, now);
+            }
+        }
+        zmsg_destroy(&m);
+    }
+}
+
+static void handle_leader(informer_t *inf)
+{
+    zmsg_t *m;
+    while ((m = zmsg_recv(inf->leader_sub, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
+        int64_t is_leader, epoch, valid;
+        if (zmsg_frame_is(m, 0, PROTO_LEADER) && zmsg_frame_int64(m, 1, &is_leader) == 0 &&
+            zmsg_frame_int64(m, 4, &epoch) == 0 && zmsg_frame_int64(m, 5, &valid) == 0) {
+            if ((is_leader != 0) != inf->is_leader)
+                rlog_info(is_leader ? "leading: dispatching work" : "not leading: work waits",
+                          NULL);
+            inf->is_leader = is_leader != 0;
+            inf->epoch = epoch;
+            inf->valid_until_ms = valid;
+        }
+        zmsg_destroy(&m);
+    }
+}
+
+/* ---- quarantine report ---------------------------------------------------------------- */
+
+/* Tell the user on the object itself: a Warning Event and a ReconcileCrashed condition
+ * (server-side apply under a field manager of its own, so the worker's status writes and
+ * this condition do not overwrite each other). Failures are logged, not retried. */
+static void quarantine_report(informer_t *inf, const char *key)
+{
+    json_object *rc = cache_get(inf->cache, OWNER_KIND, key);
+    json_object *md = NULL, *v = NULL;
+    if (!rc || !json_object_object_get_ex(rc, "metadata", &md))
+        return;
+    const char *name = json_object_object_get_ex(md, "name", &v) ? json_object_get_string(v) : "";
+    const char *ns = json_object_object_get_ex(md, "namespace", &v) ? json_object_get_string(v) : "";
+    const char *uid = json_object_object_get_ex(md, "uid", &v) ? json_object_get_string(v) : "";
+    rlog_error("key quarantined: it crashed workers repeatedly", "key", key, NULL);
+    if (!may_dispatch(inf))
+        return;
+    char msg[512], now[40], line[512];
+    snprintf(msg, sizeof(msg),
+             "reconcile crashed the worker %d times in a row; retried after 1h or when the spec changes",
+             CRASHES_TO_QUARANTINE);
+    clock_format_rfc3339(clock_wall_ns(), 0, now, sizeof(now));
+    char body[2048];
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"generateName\":\"%s.\","
+             "\"namespace\":\"%s\"},\"involvedObject\":{\"apiVersion\":\"cache.example.com/v1alpha1\","
+             "\"kind\":\"RedisCluster\",\"name\":\"%s\",\"namespace\":\"%s\",\"uid\":\"%s\"},"
+             "\"type\":\"Warning\",\"reason\":\"ReconcileCrashed\",\"message\":\"%s\","
+             "\"source\":{\"component\":\"rediscluster-operator\"},\"firstTimestamp\":\"%s\","
+             "\"lastTimestamp\":\"%s\",\"count\":1}",
+             name, ns, name, ns, uid, msg, now, now);
+    buf_t path;
+    buf_init(&path, 4096);
+    kube_error_t err;
+    kube_error_clear(&err);
+    kube_path(&path, "", "v1", ns, "events", NULL, NULL);
+    if (kube_client_request(inf->cfg->client, "POST", buf_str(&path), NULL, "application/json",
+                            body, strlen(body), 0, NULL, &err))
+        rlog_warn("cannot record event", "key", key, "error", kube_error_str(&err, line, sizeof(line)), NULL);
+    buf_reset(&path);
+    kube_path(&path, "cache.example.com", "v1alpha1", ns, "redisclusters", name, "status");
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","
+             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"status\":{\"conditions\":["
+             "{\"type\":\"ReconcileCrashed\",\"status\":\"True\",\"reason\":\"WorkerCrashed\","
+             "\"message\":\"%s\",\"lastTransitionTime\":\"%s\"}]}}",
+             name, ns, msg, now);
+    buf_puts(&path, "?fieldManager=rediscluster-operator-quarantine&force=true");
+    kube_error_clear(&err);
+    if (kube_client_request(inf->cfg->client, "PATCH", buf_str(&path), NULL,
+                            "application/apply-patch+yaml", body, strlen(body), 1, NULL, &err))
+        rlog_warn("cannot set the ReconcileCrashed condition", "key", key, "error",
+                  kube_error_str(&err, line, sizeof(line)), NULL);
+    buf_free(&path);
+}
+
+/* ---- snapshots (Clone pattern) ------------------------------------------------------- */
+
+typedef struct {
+    informer_t *inf;
+    zmsg_t *id;
+    uint64_t seq;
+} snap_ctx_t;
+
+static int snap_visit(void *ud, const cache_item_t *it)
+{
+    snap_ctx_t *sc = ud;
+    zmsg_t *m = zmsg_new();
+    size_t idlen;
+    const char *id = zmsg_frame(sc->id, 0, &idlen);
+    zmsg_addmem(m, id, idlen);
+    zmsg_addstr(m, PROTO_SNAP);
+    zmsg_addf(m, "%llu", (unsigned long long)sc->seq);
+    zmsg_addstr(m, it->kind);
+    zmsg_addstr(m, it->key);
+    zmsg_addstr(m, it->resource_version ? it->resource_version : "");
+    zmsg_addstr(m, json_object_to_json_string_ext(it->obj, JSON_C_TO_STRING_PLAIN));
+    zmsg_send(&m, sc->inf->snapshot, 0);
+    return 0;
+}
+
+static void handle_snapshot(informer_t *inf)
+{
+    zmsg_t *m;
+    while ((m = zmsg_recv(inf->snapshot, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
+        zmsg_t *id = zmsg_pop_frame_msg(m);
+        if (id && zmsg_frame_is(m, 0, PROTO_ICANHAZ)) {
+            snap_ctx_t sc = {inf, id, cache_seq(inf->cache)};
+            for (size_t i = 0; i < inf->nrefl; i++)
+                cache_snapshot(inf->cache, inf->refl[i].kind, snap_visit, &sc);
+            zmsg_t *end = zmsg_new();
+            size_t idlen;
+            const char *idb = zmsg_frame(id, 0, &idlen);
+            zmsg_addmem(end, idb, idlen);
+            zmsg_addstr(end, PROTO_KTHXBAI);
+            zmsg_addf(end, "%llu", (unsigned long long)sc.seq);
+            zmsg_send(&end, inf->snapshot, 0);
+        }
+        zmsg_destroy(&id);
+        zmsg_destroy(&m);
+    }
+}
+
+/* ---- metrics ------------------------------------------------------------------------- */
+
+static void update_metrics(informer_t *inf, int64_t now)
+{
+    int64_t wall = clock_wall_ns();
+    for (size_t i = 0; i < inf->nrefl; i++) {
+        reflector_t *r = &inf->refl[i];
+        metric_gauge_set(inf->m_objects, METRIC_LABELS(r->kind), (double)cache_count(inf->cache, r->kind));
+        if (r->last_event_wall_ns)
+            metric_gauge_set(inf->m_rv_age, METRIC_LABELS(r->kind),
+                             (double)(wall - r->last_event_wall_ns) / 1e9);
+    }
+    workqueue_update_metrics(inf->queue, now);
+    daemon_publish_metrics(inf->cfg->runtime_dir, inf->cfg->name);
+}
+
+/* ---- setup and loop ------------------------------------------------------------------ */
+
+static void *bind_socket(informer_t *inf, int type, const char *name)
+{
+    char ep[4200];
+    daemon_endpoint(inf->cfg->runtime_dir, name, ep, sizeof(ep));
+    void *s = zmq_socket(inf->zctx, type);
+    int linger = 0, one = 1;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof(linger));
+    if (type == ZMQ_ROUTER)
+        zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
+    if (zmq_bind(s, ep)) {
+        rlog_error("cannot bind", "endpoint", ep, "error", zmq_strerror(errno), NULL);
+        zmq_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void *connect_sub(informer_t *inf, const char *name, const char *topic)
+{
+    char ep[4200];
+    daemon_endpoint(inf->cfg->runtime_dir, name, ep, sizeof(ep));
+    void *s = zmq_socket(inf->zctx, ZMQ_SUB);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof(linger));
+    zmq_setsockopt(s, ZMQ_SUBSCRIBE, topic, strlen(topic));
+    zmq_connect(s, ep);
+    return s;
+}
+
+static void reflector_init(informer_t *inf, const char *kind, const char *group,
+                           const char *version, const char *resource, const char *selector)
+{
+    reflector_t *r = &inf->refl[inf->nrefl++];
+    memset(r, 0, sizeof(*r));
+    r->inf = inf;
+    r->kind = kind;
+    r->group = group;
+    r->version = version;
+    r->resource = resource;
+    r->selector = selector;
+    r->need_relist = 1;
+    const opt_strlist_t *nss = &inf->cfg->opts->namespaces;
+    r->nstreams = nss->n ? nss->n : 1;
+    for (size_t i = 0; i < r->nstreams; i++) {
+        stream_t *s = &r->streams[i];
+        s->r = r;
+        s->ns = nss->n ? nss->items[i] : "";
+        s->dec = watch_decoder_new(MAX_EVENT_BYTES, on_watch_event, s);
+    }
+    cache_add_kind(inf->cache, kind);
+}
+
+static int informer_setup(informer_t *inf)
+{
+    inf->rng = backoff_rng_seed();
+    inf->curl_timer_ns = -1;
+    inf->cache = cache_new(OWNER_KIND);
+    inf->queue = workqueue_new("rediscluster", metrics_default());
+    if (!inf->cache || !inf->queue)
+        return -1;
+    cache_set_delta_handler(inf->cache, on_delta, inf);
+    reflector_init(inf, OWNER_KIND, "cache.example.com", "v1alpha1", "redisclusters", NULL);
+    reflector_init(inf, "ConfigMap", "", "v1", "configmaps", MANAGED_BY_SELECTOR);
+    reflector_init(inf, "Service", "", "v1", "services", MANAGED_BY_SELECTOR);
+    reflector_init(inf, "StatefulSet", "apps", "v1", "statefulsets", MANAGED_BY_SELECTOR);
+    inf->multi = curl_multi_init();
+    curl_multi_setopt(inf->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb);
+    curl_multi_setopt(inf->multi, CURLMOPT_SOCKETDATA, inf);
+    curl_multi_setopt(inf->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
+    curl_multi_setopt(inf->multi, CURLMOPT_TIMERDATA, inf);
+    metrics_registry_t *reg = metrics_default();
+    inf->m_lists = metrics_counter(reg, "informer_list_total", "LIST requests per kind.", "kind");
+    inf->m_watches = metrics_counter(reg, "informer_watch_total", "WATCH streams started per kind.", "kind");
+    inf->m_relists = metrics_counter(reg, "informer_relists_total",
+                                     "Relists after a broken or expired watch, per kind.", "kind");
+    inf->m_errors = metrics_counter(reg, "informer_errors_total",
+                                    "List, watch and bad-object errors per kind.", "kind,reason");
+    inf->m_objects = metrics_gauge(reg, "informer_cache_objects", "Objects in the cache per kind.", "kind");
+    inf->m_rv_age = metrics_gauge(reg, "informer_last_event_age_seconds",
+                                  "Seconds since the last watch event (bookmarks included) per kind.", "kind");
+    inf->m_deltas = metrics_counter(reg, "informer_deltas_total", "Cache deltas per kind and type.", "kind,type");
+    inf->m_quarantined = metrics_counter(reg, "informer_quarantined_keys_total",
+                                         "Keys quarantined after crashing workers repeatedly.", "");
+    inf->zctx = zmq_ctx_new();
+    if (inf->cfg->serve) {
+        inf->pub = bind_socket(inf, ZMQ_PUB, PROTO_EP_DELTAS);
+        inf->snapshot = bind_socket(inf, ZMQ_ROUTER, PROTO_EP_SNAPSHOT);
+        inf->work = bind_socket(inf, ZMQ_ROUTER, PROTO_EP_WORK);
+        if (!inf->pub || !inf->snapshot || !inf->work)
+            return -1;
+        if (inf->cfg->opts->leader_elect)
+            inf->leader_sub = connect_sub(inf, PROTO_EP_LEADER, PROTO_LEADER);
+        inf->events_sub = connect_sub(inf, PROTO_EP_EVENTS, PROTO_EXITED);
+    }
+    int64_t now = clock_mono_ns();
+    inf->next_resync_ns = now + (int64_t)(inf->cfg->opts->sync_period * 1e9);
+    return 0;
+}
+
+static void informer_teardown(informer_t *inf)
+{
+    for (size_t i = 0; i < inf->nrefl; i++) {
+        for (size_t k = 0; k < inf->refl[i].nstreams; k++) {
+            stream_stop(inf, &inf->refl[i].streams[k]);
+            watch_decoder_destroy(&inf->refl[i].streams[k].dec);
+        }
+    }
+    if (inf->multi)
+        curl_multi_cleanup(inf->multi);
+    void *socks[] = {inf->pub, inf->snapshot, inf->work, inf->leader_sub, inf->events_sub};
+    for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
+        if (socks[i])
+            zmq_close(socks[i]);
+    }
+    if (inf->zctx)
+        zmq_ctx_term(inf->zctx);
+    workqueue_destroy(&inf->queue);
+    cache_destroy(&inf->cache);
+}
+
+static int all_synced(const informer_t *inf)
+{
+    for (size_t i = 0; i < inf->nrefl; i++) {
+        if (!inf->refl[i].synced)
+            return 0;
+    }
+    return 1;
+}
+
+static int in_flight(const informer_t *inf)
+{
+    for (size_t i = 0; i < inf->nworkers; i++) {
+        if (inf->workers[i].key[0])
+            return 1;
+    }
+    return 0;
+}
+
+static long loop_timeout_ms(informer_t *inf, int64_t now)
+{
+    int64_t next = now + (int64_t)PROTO_HEARTBEAT_MS * NS_PER_MS;
+    int64_t q = workqueue_next_deadline(inf->queue, now);
+    if (q > 0 && q < next)
+        next = q;
+    if (inf->curl_timer_ns >= 0 && inf->curl_timer_ns < next)
+        next = inf->curl_timer_ns;
+    for (size_t i = 0; i < inf->nrefl; i++) {
+        if (inf->refl[i].need_relist && inf->refl[i].next_list_ns < next)
+            next = inf->refl[i].next_list_ns;
+    }
+    return next <= now ? 0 : (long)((next - now + NS_PER_MS - 1) / NS_PER_MS);
+}
+
+int informer_run(const informer_config_t *cfg)
+{
+    informer_t *inf = calloc(1, sizeof(*inf));
+    if (!inf)
+        return 1;
+    inf->cfg = cfg;
+    int code = 0;
+    if (informer_setup(inf)) {
+        rlog_error("cannot start the informer", NULL);
+        code = 1;
+        goto out;
+    }
+    for (;;) {
+        int64_t now = clock_mono_ns();
+        for (size_t i = 0; i < inf->nrefl; i++) {
+            if (inf->refl[i].need_relist && now >= inf->refl[i].next_list_ns && !inf->stopping)
+                reflector_list(&inf->refl[i], clock_mono_ns());
+        }
+        if (!inf->ready_sent && all_synced(inf)) {
+            inf->ready_sent = 1;
+            rlog_info("caches synced", NULL);
+            daemon_notify_ready();
+        }
+        now = clock_mono_ns();
+        if (inf->ready_sent && now >= inf->next_resync_ns) {
+            /* The periodic resync: every RedisCluster goes through the queue again. */
+            cache_resync(inf->cache, OWNER_KIND);
+            inf->next_resync_ns = now + (int64_t)(cfg->opts->sync_period * 1e9);
+        }
+        if (inf->work)
+            dispatch(inf, now);
+        if (inf->stopping && (!in_flight(inf) || now >= inf->stop_deadline_ns))
+            break;
+
+        zmq_pollitem_t items[8 + MAX_SOCKETS];
+        int n = 0;
+        items[n++] = (zmq_pollitem_t){NULL, cfg->signal_fd, ZMQ_POLLIN, 0};
+        int work_i = -1, snap_i = -1, lead_i = -1, ev_i = -1;
+        if (inf->work) {
+            work_i = n;
+            items[n++] = (zmq_pollitem_t){inf->work, 0, ZMQ_POLLIN, 0};
+            snap_i = n;
+            items[n++] = (zmq_pollitem_t){inf->snapshot, 0, ZMQ_POLLIN, 0};
+            ev_i = n;
+            items[n++] = (zmq_pollitem_t){inf->events_sub, 0, ZMQ_POLLIN, 0};
+        }
+        if (inf->leader_sub) {
+            lead_i = n;
+            items[n++] = (zmq_pollitem_t){inf->leader_sub, 0, ZMQ_POLLIN, 0};
+        }
+        int curl_first = n;
+        for (int i = 0; i < inf->ncurl_fds; i++)
+            items[n++] = (zmq_pollitem_t){NULL, inf->curl_fds[i].fd, inf->curl_fds[i].events, 0};
+        int rc = zmq_poll(items, n, loop_timeout_ms(inf, now));
+        now = clock_mono_ns();
+        if (rc < 0 && errno != EINTR) {
+            rlog_error("zmq_poll failed", "error", zmq_strerror(errno), NULL);
+            code = 1;
+            break;
+        }
+        if (items[0].revents & ZMQ_POLLIN) {
+            int sig;
+            while ((sig = daemon_read_signal(cfg->signal_fd)) != 0) {
+                if ((sig == SIGTERM || sig == SIGINT) && !inf->stopping) {
+                    rlog_info("stopping: no new work; waiting for in-flight items", NULL);
+                    inf->stopping = 1;
+                    inf->stop_deadline_ns = now + (int64_t)(cfg->opts->graceful_shutdown_timeout * 1e9);
+                } else if (sig == SIGTERM || sig == SIGINT) {
+                    inf->stop_deadline_ns = now;
+                }
+            }
+        }
+        /* curl: hand over the ready sockets, then the timer. */
+        int running;
+        for (int i = curl_first; i < n; i++) {
+            if (!items[i].revents)
+                continue;
+            int ev = ((items[i].revents & ZMQ_POLLIN) ? CURL_CSELECT_IN : 0) |
+                     ((items[i].revents & ZMQ_POLLOUT) ? CURL_CSELECT_OUT : 0) |
+                     ((items[i].revents & ZMQ_POLLERR) ? CURL_CSELECT_ERR : 0);
+            curl_multi_socket_action(inf->multi, items[i].fd, ev, &running);
+        }
+        if (inf->curl_timer_ns >= 0 && now >= inf->curl_timer_ns) {
+            inf->curl_timer_ns = -1;
+            curl_multi_socket_action(inf->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+        curl_collect(inf, now);
+        if (lead_i >= 0)
+            handle_leader(inf);
+        if (ev_i >= 0)
+            handle_events(inf, now);
+        if (work_i >= 0)
+            handle_work_socket(inf, now);
+        if (snap_i >= 0)
+            handle_snapshot(inf);
+        (void)rc;
+        workqueue_advance(inf->queue, now);
+        if (inf->work && now >= inf->next_hugz_ns) {
+            heartbeat_workers(inf, now);
+            zmsg_t *h = zmsg_new();
+            zmsg_addstr(h, PROTO_HUGZ);
+            zmsg_addf(h, "%llu", (unsigned long long)cache_seq(inf->cache));
+            zmsg_send(&h, inf->pub, ZMQ_DONTWAIT);
+            inf->next_hugz_ns = now + (int64_t)PROTO_HEARTBEAT_MS * NS_PER_MS;
+        }
+        if (now >= inf->next_metrics_ns) {
+            update_metrics(inf, now);
+            inf->next_metrics_ns = now + METRICS_EVERY_NS;
+        }
+    }
+    rlog_info("informer stopped", NULL);
+out:
+    informer_teardown(inf);
+    free(inf);
+    return code;
+}

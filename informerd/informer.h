@@ -1,0 +1,45 @@
+/* informer: informerd's event loop.
+ *
+ * One loop (zmq_poll) serves everything: the watch streams (curl's multi interface hands
+ * its sockets and its one timer to this loop), the ZeroMQ sockets (deltas PUB, snapshot
+ * ROUTER, work ROUTER, leader SUB, supervisor events SUB), the signalfd, and the
+ * deadlines of the work queue, the resync and the reflectors' backoff.
+ *
+ * Reflectors (one per kind: RedisCluster, and the ConfigMaps, Services and StatefulSets
+ * carrying the operator's managed-by label): LIST with pagination, then WATCH from the
+ * list's resourceVersion with bookmarks and a random 5..10 min timeoutSeconds, resuming
+ * each new watch from the last resourceVersion seen. A 410, a decoding error or any
+ * broken stream ends in a relist whose differences with the cache become deltas. A
+ * relist is a blocking paginated LIST (bounded by the client's timeout); watches never
+ * block the loop.
+ *
+ * Work: keys go to idle workers only while this replica leads (or leader election is
+ * off). A worker's item comes back on DONE; a worker that dies (the supervisor says so,
+ * or it is silent past its deadline) gets its item requeued with a crash counted; a key
+ * that kills workers three times in a row is quarantined for an hour or until its spec
+ * changes, with a Warning Event and a ReconcileCrashed condition on the RedisCluster.
+ */
+#ifndef RDC_INFORMER_H
+#define RDC_INFORMER_H
+
+#include "kube_client.h"
+#include "opts.h"
+
+#include <stdio.h>
+
+typedef struct {
+    kube_client_t *client;
+    const rdc_common_opts_t *opts;  /* namespaces, leader election, sync period, grace */
+    const char *runtime_dir;
+    const char *name;               /* for the metrics file: $RDC_CHILD_NAME or "informerd" */
+    FILE *tail;                     /* --tail: print every delta as a JSON line here */
+    int serve;                      /* 1: bind the work/deltas sockets and dispatch */
+    int signal_fd;
+    double reconcile_timeout_s;     /* an in-flight item older than this is abandoned */
+} informer_config_t;
+
+/* Run until SIGTERM/SIGINT (then drain in-flight items within the grace period).
+ * Returns the exit code. */
+int informer_run(const informer_config_t *cfg);
+
+#endif

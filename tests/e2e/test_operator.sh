@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# End to end: the whole operator (supervisor, electord, informerd, workerd) against the
+# local control plane. Create, converge, drift, scale, config change, resync without
+# writes, deletion through the finalizer, and an orderly SIGTERM that releases the Lease.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+ns=rdc-e2e-op
+work=$(mktemp -d /tmp/rdc-e2e-op.XXXXXX)
+sup_pid=
+cleanup() {
+    if [ -n "$sup_pid" ] && kill -0 "$sup_pid" 2>/dev/null; then
+        kill -TERM "$sup_pid"; sleep 3; kill -KILL "$sup_pid" 2>/dev/null
+    fi
+    kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+kubectl apply -f "$TOP/crds/" >/dev/null
+check "CRD established" kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com
+kubectl create namespace "$ns" >/dev/null
+
+"$BIN/supervisor" --kubeconfig "$KUBECONFIG" --workers 2 --leader-elect \
+    --leader-election-namespace "$ns" --leader-election-id rdc-e2e \
+    --runtime-dir "$work/rt" --sync-period 15s \
+    --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+    >"$work/operator.log" 2>&1 &
+sup_pid=$!
+wait_until 10 test -s "$work/rt/endpoints"
+health=$(sed -n 's/^health=//p' "$work/rt/endpoints")
+metrics=$(sed -n 's/^metrics=//p' "$work/rt/endpoints")
+check "operator ready (/readyz)" wait_until 60 curl -sf "http://127.0.0.1:$health/readyz"
+check "/healthz ok" curl -sf "http://127.0.0.1:$health/healthz"
+check "one Lease holder" wait_until 30 sh -c "kubectl -n $ns get lease rdc-e2e -o jsonpath='{.spec.holderIdentity}' | grep -q ."
+
+cat <<YAML | kubectl apply -f - >/dev/null
+apiVersion: cache.example.com/v1alpha1
+kind: RedisCluster
+metadata: {name: cache, namespace: $ns}
+spec:
+  size: 3
+  image: redis
+  version: "7.2"
+  config: {maxmemory: 256mb, maxmemoryPolicy: allkeys-lru}
+  storage: {size: 1Gi}
+YAML
+
+get() { kubectl -n "$ns" get "$@" 2>/dev/null; }
+check "finalizer added" wait_until 30 sh -c "kubectl -n $ns get rdc cache -o jsonpath='{.metadata.finalizers}' | grep -q cache.example.com/finalizer"
+check "ConfigMap, Service, StatefulSet created" wait_until 30 get configmap/cache service/cache statefulset/cache
+owner() { kubectl -n "$ns" get "$1" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].controller}'; }
+check "ConfigMap owned by the RedisCluster" test "$(owner configmap/cache)" = "RedisCluster/true"
+check "StatefulSet owned by the RedisCluster" test "$(owner statefulset/cache)" = "RedisCluster/true"
+check "Service is headless" test "$(get service cache -o jsonpath='{.spec.clusterIP}')" = None
+check "image tag from version" test "$(get statefulset cache -o jsonpath='{.spec.template.spec.containers[0].image}')" = redis:7.2
+check "redis.conf carries maxmemory" sh -c "kubectl -n $ns get configmap cache -o jsonpath='{.data.redis\.conf}' | grep -q 'maxmemory 256mb'"
+phase() { get rdc cache -o jsonpath='{.status.phase}/{.status.readyReplicas}'; }
+check "Running with 3/3 ready" wait_until 120 sh -c "test \"\$(kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}/{.status.readyReplicas}')\" = Running/3"
+check "Ready condition True" test "$(get rdc cache -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True
+check "observedGeneration current" test "$(get rdc cache -o jsonpath='{.status.observedGeneration}')" = "$(get rdc cache -o jsonpath='{.metadata.generation}')"
+
+# Drift: a deleted StatefulSet comes back; an edited ConfigMap is put back.
+kubectl -n "$ns" delete statefulset cache --wait=true >/dev/null
+check "deleted StatefulSet recreated" wait_until 30 get statefulset/cache
+kubectl -n "$ns" patch configmap cache --type merge -p '{"data":{"redis.conf":"tampered"}}' >/dev/null
+check "edited ConfigMap restored" wait_until 30 sh -c "kubectl -n $ns get configmap cache -o jsonpath='{.data.redis\.conf}' | grep -q maxmemory"
+
+# Scale through the /scale subresource, and a config change that rolls the pods.
+hash_before=$(get statefulset cache -o jsonpath='{.spec.template.metadata.annotations.cache\.example\.com/config-hash}')
+kubectl -n "$ns" scale rdc/cache --replicas=4 >/dev/null
+check "kubectl scale reaches the StatefulSet" wait_until 30 sh -c "test \"\$(kubectl -n $ns get statefulset cache -o jsonpath='{.spec.replicas}')\" = 4"
+kubectl -n "$ns" patch rdc cache --type merge -p '{"spec":{"config":{"maxmemory":"512mb"}}}' >/dev/null
+check "config change reaches redis.conf" wait_until 30 sh -c "kubectl -n $ns get configmap cache -o jsonpath='{.data.redis\.conf}' | grep -q 'maxmemory 512mb'"
+check "config change rolls the pod template" wait_until 30 sh -c "test \"\$(kubectl -n $ns get statefulset cache -o jsonpath='{.spec.template.metadata.annotations.cache\.example\.com/config-hash}')\" != '$hash_before'"
+check "Running again with 4/4 ready" wait_until 120 sh -c "test \"\$(kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}/{.status.readyReplicas}')\" = Running/4"
+
+# Invariant 6: a resync of an unchanged cluster writes nothing (sync period 15 s).
+sleep 3
+w0=$(write_requests "http://127.0.0.1:$metrics/metrics")
+r0=$(curl -s "http://127.0.0.1:$metrics/metrics" | awk '/^controller_runtime_reconcile_total\{/ { s += $NF } END { printf "%d\n", s }')
+sleep 20
+w1=$(write_requests "http://127.0.0.1:$metrics/metrics")
+r1=$(curl -s "http://127.0.0.1:$metrics/metrics" | awk '/^controller_runtime_reconcile_total\{/ { s += $NF } END { printf "%d\n", s }')
+check "a resync reconciled the cluster ($r0 -> $r1 reconciles)" test "$r1" -gt "$r0"
+check "the resync made zero write requests ($w0 -> $w1)" test "$w1" = "$w0"
+check "metrics expose workqueue_depth" sh -c "curl -s http://127.0.0.1:$metrics/metrics | grep -q '^workqueue_depth'"
+check "metrics expose leader_election_master_status 1" sh -c "curl -s http://127.0.0.1:$metrics/metrics | grep -q '^leader_election_master_status{.*} 1'"
+
+# Deletion: cleanup, finalizer removed, children garbage-collected.
+kubectl -n "$ns" delete rdc cache --wait=false >/dev/null
+check "RedisCluster deleted through its finalizer" wait_until 60 sh -c "! kubectl -n $ns get rdc cache >/dev/null 2>&1"
+check "children garbage-collected" wait_until 60 sh -c "! kubectl -n $ns get statefulset cache >/dev/null 2>&1 && ! kubectl -n $ns get configmap cache >/dev/null 2>&1"
+check "CleanedUp event recorded" sh -c "kubectl -n $ns get events --field-selector reason=CleanedUp -o name | grep -q ."
+
+# SIGTERM drains, releases the Lease and exits 0.
+kill -TERM "$sup_pid"
+rc=124
+for _ in $(seq 1 60); do
+    if ! kill -0 "$sup_pid" 2>/dev/null; then wait "$sup_pid"; rc=$?; break; fi
+    sleep 0.5
+done
+sup_pid=
+check "SIGTERM: supervisor exits 0 (got $rc)" test "$rc" = 0
+check "Lease released on shutdown" test -z "$(kubectl -n $ns get lease rdc-e2e -o jsonpath='{.spec.holderIdentity}')"
+if [ "$failed" -gt 0 ]; then
+    echo "--- operator log (last 60 lines)"; tail -60 "$work/operator.log"
+fi
+summary

@@ -1,0 +1,144 @@
+#include "executor.h"
+
+#include "clock.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *exec_result_name(exec_result_t r)
+{
+    switch (r) {
+    case EXEC_OK: return "ok";
+    case EXEC_CONFLICT: return "conflict";
+    case EXEC_ERROR: return "error";
+    case EXEC_FENCED: return "fenced";
+    }
+    return "unknown";
+}
+
+static const char *json_str_at(const json_object *o, const char *a, const char *b)
+{
+    json_object *v = NULL, *w = NULL;
+    if (!json_object_object_get_ex(o, a, &v))
+        return NULL;
+    if (b) {
+        if (!json_object_object_get_ex(v, b, &w))
+            return NULL;
+        v = w;
+    }
+    return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *type,
+                      const char *reason, const char *message, kube_error_t *err)
+{
+    const char *name = json_str_at(rc, "metadata", "name");
+    const char *ns = json_str_at(rc, "metadata", "namespace");
+    if (!name || !ns) {
+        kube_error_set(err, KERR_CONFIG, "event %s: the RedisCluster has no name", reason);
+        return -1;
+    }
+    char now[40];
+    clock_format_rfc3339(clock_wall_ns(), 0, now, sizeof(now));
+    char micro[40];
+    clock_format_rfc3339(clock_wall_ns(), 6, micro, sizeof(micro));
+    json_object *ev = json_object_new_object();
+    json_object_object_add(ev, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(ev, "kind", json_object_new_string("Event"));
+    json_object *md = json_object_new_object();
+    char gen[300];
+    snprintf(gen, sizeof(gen), "%s.", name);
+    json_object_object_add(md, "generateName", json_object_new_string(gen));
+    json_object_object_add(md, "namespace", json_object_new_string(ns));
+    json_object_object_add(ev, "metadata", md);
+    json_object *inv = json_object_new_object();
+    json_object_object_add(inv, "apiVersion", json_object_new_string("cache.example.com/v1alpha1"));
+    json_object_object_add(inv, "kind", json_object_new_string("RedisCluster"));
+    json_object_object_add(inv, "name", json_object_new_string(name));
+    json_object_object_add(inv, "namespace", json_object_new_string(ns));
+    const char *uid = json_str_at(rc, "metadata", "uid");
+    if (uid)
+        json_object_object_add(inv, "uid", json_object_new_string(uid));
+    const char *rv = json_str_at(rc, "metadata", "resourceVersion");
+    if (rv)
+        json_object_object_add(inv, "resourceVersion", json_object_new_string(rv));
+    json_object_object_add(ev, "involvedObject", inv);
+    json_object_object_add(ev, "type", json_object_new_string(type));
+    json_object_object_add(ev, "reason", json_object_new_string(reason));
+    json_object_object_add(ev, "message", json_object_new_string(message));
+    json_object *src = json_object_new_object();
+    json_object_object_add(src, "component", json_object_new_string("rediscluster-operator"));
+    json_object_object_add(ev, "source", src);
+    json_object_object_add(ev, "reportingComponent", json_object_new_string("rediscluster-operator"));
+    json_object_object_add(ev, "reportingInstance",
+                           json_object_new_string(x->instance ? x->instance : "unknown"));
+    json_object_object_add(ev, "firstTimestamp", json_object_new_string(now));
+    json_object_object_add(ev, "lastTimestamp", json_object_new_string(now));
+    json_object_object_add(ev, "eventTime", json_object_new_string(micro));
+    json_object_object_add(ev, "action", json_object_new_string("Reconcile"));
+    json_object_object_add(ev, "count", json_object_new_int(1));
+    buf_t path;
+    buf_init(&path, 4096);
+    kube_path(&path, "", "v1", ns, "events", NULL, NULL);
+    int rc_ = kube_client_create(x->client, buf_str(&path), ev, NULL, NULL, err);
+    buf_free(&path);
+    json_object_put(ev);
+    return rc_;
+}
+
+/* Perform one action. Returns 0, or -1 with err. */
+static int exec_action(const exec_ctx_t *x, const plan_action_t *a, kube_error_t *err)
+{
+    const char *body = json_object_to_json_string_ext(a->body, JSON_C_TO_STRING_PLAIN);
+    /* Every write of a plan is a PATCH: apply and merge patches are idempotent, so the
+     * client may retry them after a lost response. */
+    return kube_client_request(x->client, a->method, a->path, NULL, a->content_type, body,
+                               strlen(body), 1, NULL, err);
+}
+
+exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
+                        size_t *failed_action, kube_error_t *err)
+{
+    kube_error_clear(err);
+    size_t n = plan_action_count(plan);
+    for (size_t i = 0; i < n; i++) {
+        const plan_action_t *a = plan_action(plan, i);
+        *failed_action = i;
+        if (a->kind == PLAN_CLEANUP) {
+            /* The hook for external resources (backups, DNS, ...) would run here; the
+             * children themselves go with the garbage collector via owner references. */
+            rlog_info("cleanup before deletion", "reconcileID", x->reconcile_id, "name",
+                      a->name, NULL);
+        } else {
+            if (x->fence && !x->fence(x->fence_user)) {
+                kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
+                return EXEC_FENCED;
+            }
+            if (exec_action(x, a, err)) {
+                int gone = kube_error_is_not_found(err) &&
+                           (a->kind == PLAN_REMOVE_FINALIZER || a->kind == PLAN_UPDATE_STATUS);
+                if (!gone)
+                    return kube_error_is_conflict(err) ? EXEC_CONFLICT : EXEC_ERROR;
+                kube_error_clear(err);
+            }
+            rlog_debug("write done", "reconcileID", x->reconcile_id, "action",
+                       plan_action_kind_name(a->kind), "path", a->path, "why", a->why, NULL);
+        }
+        for (size_t e = 0; e < plan_event_count(plan); e++) {
+            const plan_event_t *ev = plan_event(plan, e);
+            if (ev->action != (int)i)
+                continue;
+            if (x->fence && !x->fence(x->fence_user))
+                break;
+            kube_error_t eerr;
+            kube_error_clear(&eerr);
+            if (exec_record_event(x, rc, ev->type, ev->reason, ev->message, &eerr)) {
+                char line[1024];
+                rlog_warn("cannot record event", "reconcileID", x->reconcile_id, "reason",
+                          ev->reason, "error", kube_error_str(&eerr, line, sizeof(line)), NULL);
+            }
+        }
+    }
+    return EXEC_OK;
+}

@@ -1,0 +1,48 @@
+/* executor: the thin shell that carries out a plan against the API server.
+ *
+ * Each action is one request, made in the plan's order; the first failure stops the
+ * rest (the key is retried with backoff, and the next plan starts from what was done).
+ * NotFound while removing the finalizer or writing the status of an object that is being
+ * deleted counts as success: the object is gone, which is what deletion wanted. Events
+ * are recorded after the action they report has succeeded; a failure to record an Event
+ * is logged and never fails the reconcile. Before every write the fence is asked whether
+ * this process may still write (it leads, under the epoch the work was dispatched with);
+ * when it says no, nothing more is written.
+ */
+#ifndef RDC_EXECUTOR_H
+#define RDC_EXECUTOR_H
+
+#include "kube_client.h"
+#include "plan.h"
+
+typedef enum {
+    EXEC_OK = 0,      /* every action done */
+    EXEC_CONFLICT,    /* 409 on a write: requeue at once, the next read is fresher */
+    EXEC_ERROR,       /* any other failure: requeue with backoff */
+    EXEC_FENCED       /* leadership lost: stop, someone else owns the key now */
+} exec_result_t;
+
+/* May this process write now? Returns 1 or 0. */
+typedef int (*exec_fence_fn)(void *user);
+
+typedef struct {
+    kube_client_t *client;
+    exec_fence_fn fence;        /* NULL = always allowed (workerd --once) */
+    void *fence_user;
+    const char *reconcile_id;   /* for log lines */
+    const char *instance;       /* reportingInstance of Events (the host name) */
+} exec_ctx_t;
+
+/* Carry out the plan for the RedisCluster rc (used for Events' involvedObject). On
+ * failure err describes the failed request and *failed_action is its index. */
+exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
+                        size_t *failed_action, kube_error_t *err);
+
+/* Record one Event on the RedisCluster (core/v1 Event). Returns 0, or -1 with err. */
+int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *type,
+                      const char *reason, const char *message, kube_error_t *err);
+
+/* Name of a result: "ok", "conflict", "error", "fenced". */
+const char *exec_result_name(exec_result_t r);
+
+#endif

@@ -1,0 +1,152 @@
+#include "reconcile.h"
+
+#include "backoff.h"
+#include "clock.h"
+#include "log.h"
+#include "metrics.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *reconcile_result_name(reconcile_result_t r)
+{
+    switch (r) {
+    case RECONCILE_DONE: return "done";
+    case RECONCILE_REQUEUE_AFTER: return "requeue_after";
+    case RECONCILE_REQUEUE: return "requeue";
+    case RECONCILE_ERROR: return "error";
+    case RECONCILE_FENCED: return "fenced";
+    }
+    return "unknown";
+}
+
+void reconcile_new_id(char out[37])
+{
+    static uint64_t rng;
+    if (!rng)
+        rng = backoff_rng_seed();
+    uint64_t a = backoff_rng_next(&rng), b = backoff_rng_next(&rng);
+    /* Version 4, variant 10xx. */
+    a = (a & ~UINT64_C(0xf000)) | UINT64_C(0x4000);
+    b = (b & ~(UINT64_C(0xc) << 60)) | (UINT64_C(0x8) << 60);
+    snprintf(out, 37, "%08x-%04x-%04x-%04x-%012llx", (unsigned)(a >> 32),
+             (unsigned)((a >> 16) & 0xffff), (unsigned)(a & 0xffff), (unsigned)(b >> 48),
+             (unsigned long long)(b & UINT64_C(0xffffffffffff)));
+}
+
+static const char *str_at(const json_object *o, const char *k)
+{
+    json_object *md = NULL, *v = NULL;
+    if (!json_object_object_get_ex(o, "metadata", &md) || !json_object_object_get_ex(md, k, &v))
+        return "";
+    return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+}
+
+/* controller-runtime's result label values. */
+static const char *metric_result(reconcile_result_t r)
+{
+    switch (r) {
+    case RECONCILE_DONE: return "success";
+    case RECONCILE_REQUEUE_AFTER: return "requeue_after";
+    case RECONCILE_REQUEUE: return "requeue";
+    case RECONCILE_FENCED: return "requeue";
+    case RECONCILE_ERROR: return "error";
+    }
+    return "error";
+}
+
+static void record_metrics(reconcile_result_t r, double seconds)
+{
+    metrics_registry_t *reg = metrics_default();
+    metric_family_t *total = metrics_counter(reg, "controller_runtime_reconcile_total",
+                                             "Total number of reconciliations per controller",
+                                             "controller,result");
+    metric_family_t *errors = metrics_counter(reg, "controller_runtime_reconcile_errors_total",
+                                              "Total number of reconciliation errors per controller",
+                                              "controller");
+    static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3,
+                                     0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
+                                     1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9,
+                                     10, 15, 20, 25, 30, 40, 50, 60};
+    metric_family_t *time = metrics_histogram(
+        reg, "controller_runtime_reconcile_time_seconds",
+        "Length of time per reconciliation per controller", "controller", buckets,
+        sizeof(buckets) / sizeof(buckets[0]));
+    metric_counter_add(total, METRIC_LABELS(RECONCILE_CONTROLLER, metric_result(r)), 1);
+    if (r == RECONCILE_ERROR)
+        metric_counter_add(errors, METRIC_LABELS(RECONCILE_CONTROLLER), 1);
+    metric_histogram_observe(time, METRIC_LABELS(RECONCILE_CONTROLLER), seconds);
+}
+
+void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,
+                   const json_object *svc, const json_object *sts, FILE *dry_run,
+                   reconcile_outcome_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    int64_t start = clock_mono_ns();
+    const char *ns = str_at(rc, "namespace"), *name = str_at(rc, "name");
+    metric_family_t *active = metrics_gauge(metrics_default(),
+                                            "controller_runtime_active_workers",
+                                            "Number of currently used workers per controller",
+                                            "controller");
+    metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), 1);
+
+    plan_t *plan = plan_compute(rc, cm, svc, sts, clock_wall_ns());
+    if (!plan) {
+        out->result = RECONCILE_ERROR;
+        snprintf(out->message, sizeof(out->message), "out of memory while planning");
+        goto out;
+    }
+    if (plan_error(plan)) {
+        rlog_error("cannot reconcile this object", "controller", RECONCILE_CONTROLLER,
+                   "namespace", ns, "name", name, "reconcileID", x->reconcile_id, "error",
+                   plan_error(plan), NULL);
+        out->result = RECONCILE_DONE;
+        goto out;
+    }
+    if (dry_run) {
+        json_object *j = plan_to_json(plan);
+        fprintf(dry_run, "%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY));
+        json_object_put(j);
+        out->result = RECONCILE_DONE;
+        goto out;
+    }
+    size_t failed = 0;
+    kube_error_t err;
+    exec_result_t r = exec_plan(x, rc, plan, &failed, &err);
+    if (r == EXEC_OK) {
+        out->requeue_after_ns = plan_requeue_after_ns(plan);
+        out->result = out->requeue_after_ns > 0 ? RECONCILE_REQUEUE_AFTER : RECONCILE_DONE;
+    } else {
+        out->result = r == EXEC_CONFLICT ? RECONCILE_REQUEUE
+                      : r == EXEC_FENCED ? RECONCILE_FENCED
+                                         : RECONCILE_ERROR;
+        kube_error_str(&err, out->message, sizeof(out->message));
+        const plan_action_t *a = plan_action(plan, failed);
+        rlog(r == EXEC_CONFLICT || r == EXEC_FENCED ? RLOG_INFO : RLOG_ERROR,
+             "Reconciler error", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name",
+             name, "reconcileID", x->reconcile_id, "action",
+             a ? plan_action_kind_name(a->kind) : "", "result", exec_result_name(r), "error",
+             out->message, NULL);
+        /* A write the API refused as invalid will be refused again: say so on the object. */
+        if (r == EXEC_ERROR && (kube_error_is_invalid(&err) || err.code == KERR_FORBIDDEN)) {
+            kube_error_t eerr;
+            kube_error_clear(&eerr);
+            if (!x->fence || x->fence(x->fence_user))
+                exec_record_event(x, rc, "Warning", "ReconcileFailed", out->message, &eerr);
+        }
+    }
+out:;
+    double seconds = (double)(clock_mono_ns() - start) / 1e9;
+    char secs[32], actions[16];
+    snprintf(secs, sizeof(secs), "%.3f", seconds);
+    snprintf(actions, sizeof(actions), "%zu", plan ? plan_action_count(plan) : 0);
+    rlog_info("reconciled", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name", name,
+              "reconcileID", x->reconcile_id, "result", reconcile_result_name(out->result),
+              "phase", plan && plan_phase(plan) ? plan_phase(plan) : "", "writes", actions,
+              "seconds", secs, NULL);
+    if (!dry_run)
+        record_metrics(out->result, seconds);
+    metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), -1);
+    plan_destroy(&plan);
+}

@@ -1,0 +1,46 @@
+/* reconcile: one reconcile of one RedisCluster, from the objects to the result.
+ *
+ * plan_compute() decides, exec_plan() writes; this module adds what every reconcile
+ * shares: a reconcileID, the controller-runtime metrics and the log lines that carry
+ * controller, namespace, name and reconcileID.
+ */
+#ifndef RDC_RECONCILE_H
+#define RDC_RECONCILE_H
+
+#include "executor.h"
+
+#include <json-c/json.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define RECONCILE_CONTROLLER "rediscluster"
+
+typedef enum {
+    RECONCILE_DONE = 0,     /* converged or nothing to do: forget the key */
+    RECONCILE_REQUEUE_AFTER,/* fine, look again after requeue_after_ns */
+    RECONCILE_REQUEUE,      /* conflict: look again at once with fresh objects */
+    RECONCILE_ERROR,        /* failed: back off and retry */
+    RECONCILE_FENCED        /* leadership lost: hand the key back, no failure counted */
+} reconcile_result_t;
+
+typedef struct {
+    reconcile_result_t result;
+    int64_t requeue_after_ns;
+    char message[1024];     /* the error, for RECONCILE_ERROR */
+} reconcile_outcome_t;
+
+/* Reconcile rc given its observed children (each NULL when absent). dry_run != NULL
+ * prints the plan as JSON there and writes nothing. Never fails on bad input: a broken
+ * object gives a logged error and RECONCILE_DONE (a fix arrives as a new event). */
+void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,
+                   const json_object *svc, const json_object *sts, FILE *dry_run,
+                   reconcile_outcome_t *out);
+
+/* The word used on the wire and in metrics: "done", "requeue_after", "requeue", "error",
+ * "fenced". */
+const char *reconcile_result_name(reconcile_result_t r);
+
+/* Make a new random reconcile ID (36 characters, UUID v4 form) into out[37]. */
+void reconcile_new_id(char out[37]);
+
+#endif

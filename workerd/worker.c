@@ -1,0 +1,261 @@
+#include "worker.h"
+
+#include "backoff.h"
+#include "clock.h"
+#include "daemon.h"
+#include "log.h"
+#include "proto.h"
+#include "reconcile.h"
+#include "zmsg.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define RECONNECT_MIN_NS (INT64_C(1) * NS_PER_SEC)
+#define RECONNECT_MAX_NS (INT64_C(32) * NS_PER_SEC)
+#define METRICS_EVERY_NS (INT64_C(2) * NS_PER_SEC)
+
+typedef struct {
+    const worker_config_t *cfg;
+    void *ctx;
+    void *dealer;
+    void *leader;
+    /* Leadership as last published by electord. */
+    int is_leader;
+    int64_t leader_epoch;
+    int64_t valid_until_ms;
+    int64_t item_epoch;
+    int64_t last_heard_ns;   /* last message from informerd */
+    int64_t next_heartbeat_ns;
+    int64_t reconnect_delay_ns;
+    int64_t next_metrics_ns;
+    char hostname[256];
+} worker_t;
+
+static void worker_state_file(worker_t *w, const char *key)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/metrics/%s.key", w->cfg->runtime_dir, w->cfg->name);
+    daemon_write_file_atomic(path, key, strlen(key));
+}
+
+/* Open the DEALER and say READY. Returns 0 or -1. */
+static int worker_connect(worker_t *w)
+{
+    w->dealer = zmq_socket(w->ctx, ZMQ_DEALER);
+    if (!w->dealer)
+        return -1;
+    char id[32];
+    int idlen = snprintf(id, sizeof(id), "w-%d", (int)getpid());
+    int linger = 0;
+    zmq_setsockopt(w->dealer, ZMQ_ROUTING_ID, id, (size_t)idlen);
+    zmq_setsockopt(w->dealer, ZMQ_LINGER, &linger, sizeof(linger));
+    if (zmq_connect(w->dealer, w->cfg->work_endpoint)) {
+        rlog_error("cannot connect to informerd", "endpoint", w->cfg->work_endpoint, "error",
+                   zmq_strerror(errno), NULL);
+        return -1;
+    }
+    zmsg_t *m = zmsg_new();
+    zmsg_addstr(m, PROTO_READY);
+    zmsg_send(&m, w->dealer, ZMQ_DONTWAIT);
+    return 0;
+}
+
+static void worker_disconnect(worker_t *w)
+{
+    if (w->dealer) {
+        zmq_close(w->dealer);
+        w->dealer = NULL;
+    }
+}
+
+/* Apply every LEADER message waiting on the subscription. */
+static void drain_leader(worker_t *w)
+{
+    if (!w->leader)
+        return;
+    zmsg_t *m;
+    while ((m = zmsg_recv(w->leader, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
+        int64_t is_leader, transitions, epoch, valid;
+        if (zmsg_frame_is(m, 0, PROTO_LEADER) && zmsg_frame_int64(m, 1, &is_leader) == 0 &&
+            zmsg_frame_int64(m, 3, &transitions) == 0 && zmsg_frame_int64(m, 4, &epoch) == 0 &&
+            zmsg_frame_int64(m, 5, &valid) == 0) {
+            w->is_leader = is_leader != 0;
+            w->leader_epoch = epoch;
+            w->valid_until_ms = valid;
+        }
+        zmsg_destroy(&m);
+    }
+}
+
+/* The fence: may this worker write for the current item now? */
+static int worker_may_write(void *user)
+{
+    worker_t *w = user;
+    if (!w->leader)
+        return 1;
+    drain_leader(w);
+    int64_t now_ms = clock_mono_ns() / NS_PER_MS;
+    return w->is_leader && w->leader_epoch == w->item_epoch && now_ms < w->valid_until_ms;
+}
+
+static json_object *child_of(json_object *children, const char *kind)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(children, kind, &v) || !json_object_is_type(v, json_type_object))
+        return NULL;
+    return v;
+}
+
+/* Handle one WORK item and answer DONE. */
+static void worker_handle_work(worker_t *w, zmsg_t *m)
+{
+    char *key = zmsg_strdup(m, 1);
+    int64_t epoch = 0, generation = 0;
+    size_t rclen = 0, chlen = 0;
+    const char *rctext = zmsg_frame(m, 4, &rclen);
+    const char *chtext = zmsg_frame(m, 5, &chlen);
+    json_object *rc = NULL, *children = NULL;
+    reconcile_outcome_t out = {.result = RECONCILE_ERROR};
+    if (!key || zmsg_frame_int64(m, 2, &epoch) || zmsg_frame_int64(m, 3, &generation) ||
+        !rctext || !chtext) {
+        rlog_error("malformed WORK message from informerd; dropped", NULL);
+        goto answer;
+    }
+    rc = json_tokener_parse(rctext);
+    children = json_tokener_parse(chtext);
+    if (!rc || !json_object_is_type(rc, json_type_object)) {
+        rlog_error("WORK item without a RedisCluster object", "key", key, NULL);
+        out.result = RECONCILE_DONE;
+        goto answer;
+    }
+    w->item_epoch = epoch;
+    worker_state_file(w, key);
+    char rid[37];
+    reconcile_new_id(rid);
+    exec_ctx_t x = {.client = w->cfg->client,
+                    .fence = worker_may_write,
+                    .fence_user = w,
+                    .reconcile_id = rid,
+                    .instance = w->hostname};
+    reconcile_run(&x, rc, child_of(children, "ConfigMap"), child_of(children, "Service"),
+                  child_of(children, "StatefulSet"), NULL, &out);
+    worker_state_file(w, "");
+answer:;
+    zmsg_t *done = zmsg_new();
+    zmsg_addstr(done, PROTO_DONE);
+    zmsg_addstr(done, key ? key : "");
+    zmsg_addstr(done, reconcile_result_name(out.result));
+    zmsg_addf(done, "%lld", (long long)(out.requeue_after_ns / NS_PER_MS));
+    if (w->dealer)
+        zmsg_send(&done, w->dealer, ZMQ_DONTWAIT);
+    zmsg_destroy(&done);
+    json_object_put(rc);
+    json_object_put(children);
+    free(key);
+}
+
+static void worker_heartbeat(worker_t *w, int64_t now)
+{
+    if (now < w->next_heartbeat_ns || !w->dealer)
+        return;
+    zmsg_t *m = zmsg_new();
+    zmsg_addstr(m, PROTO_HEARTBEAT);
+    zmsg_send(&m, w->dealer, ZMQ_DONTWAIT);
+    w->next_heartbeat_ns = now + (int64_t)PROTO_HEARTBEAT_MS * NS_PER_MS;
+}
+
+int worker_run(const worker_config_t *cfg)
+{
+    worker_t w;
+    memset(&w, 0, sizeof(w));
+    w.cfg = cfg;
+    gethostname(w.hostname, sizeof(w.hostname) - 1);
+    w.ctx = zmq_ctx_new();
+    if (cfg->leader_endpoint) {
+        w.leader = zmq_socket(w.ctx, ZMQ_SUB);
+        int linger = 0;
+        zmq_setsockopt(w.leader, ZMQ_LINGER, &linger, sizeof(linger));
+        zmq_setsockopt(w.leader, ZMQ_SUBSCRIBE, PROTO_LEADER, strlen(PROTO_LEADER));
+        zmq_connect(w.leader, cfg->leader_endpoint);
+    }
+    int64_t now = clock_mono_ns();
+    w.reconnect_delay_ns = RECONNECT_MIN_NS;
+    if (worker_connect(&w))
+        worker_disconnect(&w);
+    w.last_heard_ns = now;
+    int64_t reconnect_at = 0;
+    daemon_notify_ready();
+    worker_state_file(&w, "");
+    int rc = 0;
+    for (;;) {
+        zmq_pollitem_t items[3];
+        int n = 0;
+        items[n++] = (zmq_pollitem_t){NULL, cfg->signal_fd, ZMQ_POLLIN, 0};
+        int dealer_i = -1, leader_i = -1;
+        if (w.dealer) {
+            dealer_i = n;
+            items[n++] = (zmq_pollitem_t){w.dealer, 0, ZMQ_POLLIN, 0};
+        }
+        if (w.leader) {
+            leader_i = n;
+            items[n++] = (zmq_pollitem_t){w.leader, 0, ZMQ_POLLIN, 0};
+        }
+        if (zmq_poll(items, n, PROTO_HEARTBEAT_MS) < 0 && errno != EINTR)
+            break;
+        now = clock_mono_ns();
+        if (items[0].revents & ZMQ_POLLIN) {
+            int sig = daemon_read_signal(cfg->signal_fd);
+            if (sig == SIGTERM || sig == SIGINT) {
+                rlog_info("stopping: no item in flight", NULL);
+                break;
+            }
+        }
+        if (leader_i >= 0 && (items[leader_i].revents & ZMQ_POLLIN))
+            drain_leader(&w);
+        if (dealer_i >= 0 && (items[dealer_i].revents & ZMQ_POLLIN)) {
+            zmsg_t *m;
+            while (w.dealer &&
+                   (m = zmsg_recv(w.dealer, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
+                w.last_heard_ns = now;
+                w.reconnect_delay_ns = RECONNECT_MIN_NS;
+                if (zmsg_frame_is(m, 0, PROTO_WORK))
+                    worker_handle_work(&w, m);
+                else if (!zmsg_frame_is(m, 0, PROTO_HEARTBEAT))
+                    rlog_warn("unknown message from informerd; dropped", NULL);
+                zmsg_destroy(&m);
+                now = clock_mono_ns();
+            }
+        }
+        if (w.dealer && now - w.last_heard_ns > (int64_t)PROTO_LIVENESS * PROTO_HEARTBEAT_MS * NS_PER_MS) {
+            char d[16];
+            snprintf(d, sizeof(d), "%llds", (long long)(w.reconnect_delay_ns / NS_PER_SEC));
+            rlog_warn("informerd is silent; reconnecting", "after", d, NULL);
+            worker_disconnect(&w);
+            reconnect_at = now + w.reconnect_delay_ns;
+            w.reconnect_delay_ns *= 2;
+            if (w.reconnect_delay_ns > RECONNECT_MAX_NS)
+                w.reconnect_delay_ns = RECONNECT_MAX_NS;
+        }
+        if (!w.dealer && now >= reconnect_at) {
+            if (worker_connect(&w))
+                worker_disconnect(&w);
+            w.last_heard_ns = now;
+        }
+        worker_heartbeat(&w, now);
+        if (now >= w.next_metrics_ns) {
+            daemon_publish_metrics(cfg->runtime_dir, cfg->name);
+            w.next_metrics_ns = now + METRICS_EVERY_NS;
+        }
+    }
+    worker_disconnect(&w);
+    if (w.leader)
+        zmq_close(w.leader);
+    zmq_ctx_term(w.ctx);
+    return rc;
+}
