@@ -1,0 +1,1249 @@
+#include "kube_client.h"
+
+#include "backoff.h"
+#include "clock.h"
+#include "log.h"
+#include "metrics.h"
+#include "ratelimit.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define DEFAULT_USER_AGENT "rdc/0.1.0"
+#define JSON_DEPTH 128
+#define WATCH_DEADLINE_MARGIN_S 30
+#define KEEPALIVE_IDLE_S 30L
+#define KEEPALIVE_INTVL_S 10L
+/* A throttled request is worth a log line when it waited this long (client-go: 1 s). */
+#define THROTTLE_LOG_NS NS_PER_SEC
+/* A paginated LIST that never ends is a server bug; stop somewhere. */
+#define MAX_LIST_PAGES 100000
+
+struct kube_client {
+    kube_config_t *cfg;
+    const kube_rest_config_t *rest;
+    kube_client_opts_t opts;
+    char *user_agent;
+    char *base_url;   /* scheme://host:port[/prefix] as put in URLs */
+    char *host;       /* real host:port, for metrics and Host: */
+    char *host_header; /* "Host: ..." when tls_server_name renames the URL, else NULL */
+    struct curl_slist *connect_to; /* name:port:host:port for tls_server_name */
+    CURL *easy;
+    char errbuf[CURL_ERROR_SIZE];
+    ratelimit_t rl;
+    uint64_t rng;
+    kube_client_clock_t clk;
+    kube_client_stats_t stats;
+    metric_family_t *m_requests;
+    metric_family_t *m_duration;
+    metric_family_t *m_retries;
+    metric_family_t *m_throttle;
+};
+
+/* What one attempt brought back. */
+typedef struct {
+    buf_t body;
+    int http_status;
+    int64_t retry_after_s; /* from the Retry-After header; 0 = none */
+    int too_large;
+} response_t;
+
+void kube_client_opts_init(kube_client_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->user_agent = DEFAULT_USER_AGENT;
+    o->qps = 20;
+    o->burst = 30;
+    o->timeout_ms = 30000;
+    o->connect_timeout_ms = 10000;
+    o->max_retries = 10;
+    o->retry_base_ms = 100;
+    o->retry_cap_ms = 5000;
+    o->retry_after_cap_ms = 10000;
+    o->max_response_bytes = BUF_DEFAULT_CAP;
+}
+
+/* Replace unset or out-of-range options with defaults. */
+static void opts_normalise(kube_client_opts_t *o)
+{
+    kube_client_opts_t d;
+    kube_client_opts_init(&d);
+    if (!o->user_agent || !*o->user_agent)
+        o->user_agent = d.user_agent;
+    if (o->timeout_ms <= 0)
+        o->timeout_ms = d.timeout_ms;
+    if (o->connect_timeout_ms <= 0)
+        o->connect_timeout_ms = d.connect_timeout_ms;
+    if (o->max_retries < 0)
+        o->max_retries = 0;
+    if (o->retry_base_ms <= 0)
+        o->retry_base_ms = d.retry_base_ms;
+    if (o->retry_cap_ms <= 0)
+        o->retry_cap_ms = d.retry_cap_ms;
+    if (o->retry_after_cap_ms <= 0)
+        o->retry_after_cap_ms = d.retry_after_cap_ms;
+    if (o->max_response_bytes == 0)
+        o->max_response_bytes = d.max_response_bytes;
+}
+
+/* ---- time ---------------------------------------------------------------------- */
+
+static int64_t now_ns(const kube_client_t *c)
+{
+    return c->clk.now_ns ? c->clk.now_ns(c->clk.user) : clock_mono_ns();
+}
+
+static void sleep_for(kube_client_t *c, int64_t ns)
+{
+    if (ns <= 0)
+        return;
+    if (c->clk.sleep_ns) {
+        c->clk.sleep_ns(c->clk.user, ns);
+        return;
+    }
+    /* Absolute deadline, so a signal cannot stretch or cut the wait. */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t t = (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec + ns;
+    ts.tv_sec = (time_t)(t / NS_PER_SEC);
+    ts.tv_nsec = (long)(t % NS_PER_SEC);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+void kube_client_set_clock(kube_client_t *c, const kube_client_clock_t *clk)
+{
+    if (clk)
+        c->clk = *clk;
+    else
+        memset(&c->clk, 0, sizeof(c->clk));
+}
+
+/* ---- paths and queries --------------------------------------------------------- */
+
+static int is_unreserved(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '-' || ch == '.' || ch == '_' || ch == '~';
+}
+
+/* Append s percent-encoded. */
+static int put_escaped(buf_t *out, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char enc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+        if (is_unreserved(*p) ? buf_append(out, p, 1) : buf_append(out, enc, 3))
+            return -1;
+    }
+    return 0;
+}
+
+/* A path piece that is present must be a usable segment. */
+static int bad_segment(const char *s)
+{
+    return !*s || strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
+}
+
+int kube_path(buf_t *out, const char *group, const char *version, const char *ns,
+              const char *resource, const char *name, const char *subresource)
+{
+    size_t mark = out->len;
+    int rc = -1;
+    if (!version || !resource || bad_segment(version) || bad_segment(resource) ||
+        (group && *group && bad_segment(group)) || (ns && bad_segment(ns)) ||
+        (name && bad_segment(name)) || (subresource && bad_segment(subresource)))
+        goto out;
+    if (group && *group) {
+        if (buf_puts(out, "/apis/") || put_escaped(out, group))
+            goto out;
+    } else if (buf_puts(out, "/api")) {
+        goto out;
+    }
+    if (buf_puts(out, "/") || put_escaped(out, version))
+        goto out;
+    if (ns && (buf_puts(out, "/namespaces/") || put_escaped(out, ns)))
+        goto out;
+    if (buf_puts(out, "/") || put_escaped(out, resource))
+        goto out;
+    if (name && (buf_puts(out, "/") || put_escaped(out, name)))
+        goto out;
+    if (subresource && (buf_puts(out, "/") || put_escaped(out, subresource)))
+        goto out;
+    rc = 0;
+out:
+    if (rc) {
+        /* Leave out as it was. */
+        out->len = mark;
+        if (out->data)
+            out->data[mark] = '\0';
+    }
+    return rc;
+}
+
+/* Append key=value (value percent-encoded) to a query string. */
+static int query_add(buf_t *q, const char *key, const char *value)
+{
+    if (!value || !*value)
+        return 0;
+    if ((q->len && buf_puts(q, "&")) || buf_puts(q, key) || buf_puts(q, "="))
+        return -1;
+    return put_escaped(q, value);
+}
+
+static int query_add_long(buf_t *q, const char *key, long v)
+{
+    char n[32];
+    snprintf(n, sizeof(n), "%ld", v);
+    return query_add(q, key, n);
+}
+
+/* ---- setting up a handle ------------------------------------------------------- */
+
+static int parse_server(kube_client_t *c, kube_error_t *err)
+{
+    const char *server = c->rest->server;
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
+    buf_t b;
+    buf_init(&b, 4096);
+    int rc = -1;
+    if (!u) {
+        kube_error_set(err, KERR_CONFIG, "out of memory");
+        goto out;
+    }
+    if (!server || !*server ||
+        curl_url_set(u, CURLUPART_URL, server, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
+        kube_error_set(err, KERR_CONFIG, "kubeconfig %s: server \"%s\" is not a URL",
+                       c->rest->source ? c->rest->source : "?", server ? server : "");
+        goto out;
+    }
+    if (strcasecmp(scheme, "https") != 0 && strcasecmp(scheme, "http") != 0) {
+        kube_error_set(err, KERR_CONFIG, "kubeconfig %s: server \"%s\": scheme must be https",
+                       c->rest->source ? c->rest->source : "?", server);
+        goto out;
+    }
+    /* Drop a trailing '/' of the prefix: API paths start with one. */
+    size_t plen = strlen(path);
+    while (plen > 0 && path[plen - 1] == '/')
+        path[--plen] = '\0';
+    if (buf_printf(&b, "%s:%s", host, port))
+        goto nomem;
+    c->host = buf_detach(&b);
+    const char *tsn = c->rest->tls_server_name;
+    if (tsn && *tsn && strcasecmp(scheme, "https") == 0) {
+        /* curl has no option for the verified name: put the name in the URL (so it is
+         * the SNI and the name checked against the certificate) and route name:port to
+         * the real address with CONNECT_TO. Host: keeps the real address, as Go does. */
+        if (buf_printf(&b, "%s:%s:%s:%s", tsn, port, host, port))
+            goto nomem;
+        c->connect_to = curl_slist_append(NULL, buf_str(&b));
+        buf_reset(&b);
+        if (!c->connect_to || buf_printf(&b, "Host: %s", c->host))
+            goto nomem;
+        c->host_header = buf_detach(&b);
+        if (buf_printf(&b, "https://%s:%s%s", tsn, port, path))
+            goto nomem;
+    } else if (buf_printf(&b, "%s://%s:%s%s", scheme, host, port, path)) {
+        goto nomem;
+    }
+    c->base_url = buf_detach(&b);
+    if (!c->host || !c->base_url)
+        goto nomem;
+    rc = 0;
+    goto out;
+nomem:
+    kube_error_set(err, KERR_CONFIG, "out of memory");
+out:
+    buf_free(&b);
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+kube_client_t *kube_client_new(kube_config_t *cfg, const kube_client_opts_t *opts,
+                               kube_error_t *err)
+{
+    kube_error_t local;
+    if (!err)
+        err = &local;
+    kube_error_clear(err);
+    assert(cfg);
+    kube_client_t *c = calloc(1, sizeof(*c));
+    if (!c) {
+        kube_error_set(err, KERR_CONFIG, "out of memory");
+        return NULL;
+    }
+    c->cfg = cfg;
+    c->rest = kube_config_rest(cfg);
+    if (opts)
+        c->opts = *opts;
+    else
+        kube_client_opts_init(&c->opts);
+    opts_normalise(&c->opts);
+    c->user_agent = strdup(c->opts.user_agent);
+    c->opts.user_agent = c->user_agent;
+    c->easy = curl_easy_init();
+    if (!c->user_agent || !c->easy) {
+        kube_error_set(err, KERR_CONFIG, "out of memory initialising curl");
+        goto fail;
+    }
+    if (parse_server(c, err))
+        goto fail;
+    ratelimit_init(&c->rl, c->opts.qps, c->opts.burst);
+    c->rng = backoff_rng_seed();
+
+    static const double buckets[] = {0.005, 0.025, 0.1, 0.25, 0.5, 1.0,
+                                     2.0,   4.0,   8.0, 15.0, 30.0, 60.0};
+    size_t nb = sizeof(buckets) / sizeof(buckets[0]);
+    metrics_registry_t *reg = metrics_default();
+    c->m_requests = metrics_counter(reg, "rest_client_requests_total",
+                                    "Number of HTTP requests, partitioned by status code, "
+                                    "method, and host.",
+                                    "code,method,host");
+    c->m_duration = metrics_histogram(reg, "rest_client_request_duration_seconds",
+                                      "Request latency in seconds. Broken down by verb, and "
+                                      "host.",
+                                      "verb,host", buckets, nb);
+    c->m_retries = metrics_counter(reg, "rest_client_request_retries_total",
+                                   "Number of request retries, partitioned by status code, "
+                                   "verb, and host.",
+                                   "code,verb,host");
+    c->m_throttle = metrics_histogram(reg, "rest_client_rate_limiter_duration_seconds",
+                                      "Client side rate limiter latency in seconds. Broken "
+                                      "down by verb, and host.",
+                                      "verb,host", buckets, nb);
+    return c;
+fail:
+    kube_client_destroy(&c);
+    return NULL;
+}
+
+void kube_client_destroy(kube_client_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    kube_client_t *c = *self_p;
+    if (c->easy)
+        curl_easy_cleanup(c->easy);
+    curl_slist_free_all(c->connect_to);
+    free(c->user_agent);
+    free(c->base_url);
+    free(c->host);
+    free(c->host_header);
+    free(c);
+    *self_p = NULL;
+}
+
+const char *kube_client_host(const kube_client_t *c)
+{
+    return c->host;
+}
+
+void kube_client_stats(const kube_client_t *c, kube_client_stats_t *out)
+{
+    *out = c->stats;
+}
+
+/* The request headers: Accept, bearer token, Host override, content type. Returns the
+ * list (caller frees) or NULL with err filled. */
+static struct curl_slist *build_headers(kube_client_t *c, const char *content_type,
+                                        const char **cert, const char **key,
+                                        kube_error_t *err)
+{
+    struct curl_slist *h = NULL, *t;
+    const char *token = NULL;
+    char cerr[256] = "";
+    buf_t line;
+    buf_init(&line, 64 << 10);
+    *cert = NULL;
+    *key = NULL;
+    int crc = kube_config_credentials(c->cfg, &token, cert, key, cerr, sizeof(cerr));
+    if (crc && !token && !*cert) {
+        kube_error_set(err, KERR_CONFIG, "credentials: %s", cerr);
+        goto fail;
+    }
+    if (crc)
+        rlog_warn("credential refresh failed; using the previous credential", "error", cerr,
+                  NULL);
+    if (!(t = curl_slist_append(h, "Accept: application/json")))
+        goto nomem;
+    h = t;
+    /* Large bodies: no 100-continue round trip (the API server answers at once). */
+    if (!(t = curl_slist_append(h, "Expect:")))
+        goto nomem;
+    h = t;
+    if (token && *token) {
+        if (buf_printf(&line, "Authorization: Bearer %s", token) ||
+            !(t = curl_slist_append(h, buf_str(&line))))
+            goto nomem;
+        h = t;
+    }
+    if (c->host_header) {
+        if (!(t = curl_slist_append(h, c->host_header)))
+            goto nomem;
+        h = t;
+    }
+    if (content_type) {
+        buf_reset(&line);
+        if (buf_printf(&line, "Content-Type: %s", content_type) ||
+            !(t = curl_slist_append(h, buf_str(&line))))
+            goto nomem;
+        h = t;
+    }
+    buf_free(&line);
+    return h;
+nomem:
+    kube_error_set(err, KERR_CONFIG, "out of memory building request headers");
+fail:
+    buf_free(&line);
+    curl_slist_free_all(h);
+    return NULL;
+}
+
+/* Options every request and stream shares: URL, TLS, identity, connection behaviour. */
+static CURLcode setup_handle(kube_client_t *c, CURL *e, const char *url,
+                             struct curl_slist *headers, const char *cert, const char *key)
+{
+    CURLcode rc = CURLE_OK;
+#define SET(opt, val)                                                                       \
+    do {                                                                                    \
+        if ((rc = curl_easy_setopt(e, opt, val)) != CURLE_OK)                               \
+            return rc;                                                                      \
+    } while (0)
+    SET(CURLOPT_URL, url);
+    SET(CURLOPT_PROTOCOLS_STR, "http,https");
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_HTTPHEADER, headers);
+    SET(CURLOPT_USERAGENT, c->user_agent);
+    SET(CURLOPT_ACCEPT_ENCODING, ""); /* gzip: big LISTs shrink a lot */
+    SET(CURLOPT_FOLLOWLOCATION, 0L);
+    SET(CURLOPT_CONNECTTIMEOUT_MS, (long)c->opts.connect_timeout_ms);
+    SET(CURLOPT_TCP_KEEPALIVE, 1L);
+    SET(CURLOPT_TCP_KEEPIDLE, KEEPALIVE_IDLE_S);
+    SET(CURLOPT_TCP_KEEPINTVL, KEEPALIVE_INTVL_S);
+    if (c->connect_to)
+        SET(CURLOPT_CONNECT_TO, c->connect_to);
+    const kube_rest_config_t *r = c->rest;
+    if (r->insecure_skip_tls_verify) {
+        SET(CURLOPT_SSL_VERIFYPEER, 0L);
+        SET(CURLOPT_SSL_VERIFYHOST, 0L);
+    } else {
+        SET(CURLOPT_SSL_VERIFYPEER, 1L);
+        SET(CURLOPT_SSL_VERIFYHOST, 2L);
+    }
+    if (r->ca_pem && r->ca_pem_len) {
+        struct curl_blob ca = {(void *)r->ca_pem, r->ca_pem_len, CURL_BLOB_COPY};
+        SET(CURLOPT_CAINFO_BLOB, &ca);
+        /* Trust the cluster's CA only, not the system store as well (as client-go). */
+        SET(CURLOPT_CAINFO, (char *)NULL);
+        SET(CURLOPT_CAPATH, (char *)NULL);
+    }
+    if (cert && *cert && key && *key) {
+        struct curl_blob cb = {(void *)cert, strlen(cert), CURL_BLOB_COPY};
+        struct curl_blob kb = {(void *)key, strlen(key), CURL_BLOB_COPY};
+        SET(CURLOPT_SSLCERT_BLOB, &cb);
+        SET(CURLOPT_SSLCERTTYPE, "PEM");
+        SET(CURLOPT_SSLKEY_BLOB, &kb);
+        SET(CURLOPT_SSLKEYTYPE, "PEM");
+    }
+#undef SET
+    return rc;
+}
+
+static int build_url(const kube_client_t *c, const char *path, const char *query, buf_t *url)
+{
+    if (buf_puts(url, c->base_url) || buf_puts(url, path))
+        return -1;
+    if (query && *query && (buf_puts(url, "?") || buf_puts(url, query)))
+        return -1;
+    return 0;
+}
+
+/* ---- one attempt --------------------------------------------------------------- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *user)
+{
+    response_t *r = user;
+    if (buf_append(&r->body, data, size * n)) {
+        r->too_large = 1;
+        return 0; /* makes curl stop with CURLE_WRITE_ERROR */
+    }
+    return size * n;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *user)
+{
+    response_t *r = user;
+    size_t len = size * n;
+    if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+        r->retry_after_s = 0; /* a new response (after 100 Continue) starts */
+    } else if (len > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
+        /* Seconds only; an HTTP date is ignored, as client-go does. */
+        int64_t v = 0;
+        size_t i = 12;
+        while (i < len && (data[i] == ' ' || data[i] == '\t'))
+            i++;
+        size_t digits = 0;
+        while (i < len && data[i] >= '0' && data[i] <= '9' && digits < 9) {
+            v = v * 10 + (data[i] - '0');
+            i++;
+            digits++;
+        }
+        if (digits > 0)
+            r->retry_after_s = v;
+    }
+    return len;
+}
+
+/* Send one attempt; the response (status, body, Retry-After) lands in *resp. Returns
+ * the CURLcode. */
+static CURLcode perform(kube_client_t *c, const char *method, const char *url,
+                        struct curl_slist *headers, const char *cert, const char *key,
+                        const char *body, size_t len, int64_t timeout_ns, response_t *resp,
+                        int *sent)
+{
+    CURL *e = c->easy;
+    /* Reset keeps the connection cache, so the next request reuses the connection. */
+    curl_easy_reset(e);
+    c->errbuf[0] = '\0';
+    CURLcode rc = setup_handle(c, e, url, headers, cert, key);
+    if (rc)
+        return rc;
+    long timeout_ms = (long)(timeout_ns / NS_PER_MS);
+    if (timeout_ms < 1)
+        timeout_ms = 1;
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->errbuf);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+    if (c->opts.connect_timeout_ms > timeout_ms)
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, resp);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, resp);
+    if (strcmp(method, "GET") == 0) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body ? body : "");
+        if (strcmp(method, "POST") != 0)
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    }
+    rc = curl_easy_perform(e);
+    long status = 0, connects = 0, request_size = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+    curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &request_size);
+    *sent = request_size > 0;
+    resp->http_status = (int)status;
+    c->stats.connects += (uint64_t)(connects > 0 ? connects : 0);
+    c->stats.requests++;
+    return rc;
+}
+
+/* The retry rules of the header comment, as a pure decision. sent: any request bytes
+ * went out (CURLINFO_REQUEST_SIZE > 0); when none did, the server cannot have acted and
+ * even a POST may be tried again. TLS verification failures, our own write refusal and
+ * the call's timeout (once the request was sent) are final. */
+static int should_retry(int idempotent, CURLcode rc, int sent, int status,
+                        int64_t retry_after_s)
+{
+    if (rc != CURLE_OK) {
+        switch (rc) {
+        case CURLE_COULDNT_RESOLVE_PROXY:
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_SSL_CONNECT_ERROR:
+            return 1;
+        case CURLE_OPERATION_TIMEDOUT:
+            return !sent; /* the connect timeout, not the call's */
+        case CURLE_SEND_ERROR:
+        case CURLE_RECV_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_PARTIAL_FILE:
+        case CURLE_HTTP2:
+        case CURLE_HTTP2_STREAM:
+            return idempotent || !sent;
+        default:
+            return 0;
+        }
+    }
+    if (status == 429)
+        return 1;
+    if (!idempotent)
+        return 0;
+    if (status == 503 || status == 504)
+        return 1;
+    return status >= 500 && status < 600 && retry_after_s > 0;
+}
+
+static void status_label(CURLcode rc, int status, char *out, size_t len)
+{
+    if (rc != CURLE_OK || status <= 0)
+        snprintf(out, len, "<error>");
+    else
+        snprintf(out, len, "%d", status);
+}
+
+/* Wait for the limiter within the deadline. Returns 0, or -1 when the wait would pass
+ * the deadline (nothing consumed). */
+static int throttle(kube_client_t *c, const char *method, int64_t deadline)
+{
+    if (ratelimit_unlimited(&c->rl))
+        return 0;
+    int64_t now = now_ns(c);
+    int64_t wait = 0;
+    if (ratelimit_try_reserve(&c->rl, now, deadline - now, &wait))
+        return -1;
+    sleep_for(c, wait);
+    c->stats.throttled_ns += wait;
+    metric_histogram_observe(c->m_throttle, METRIC_LABELS(method, c->host),
+                             (double)wait / 1e9);
+    if (wait >= THROTTLE_LOG_NS) {
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%lld", (long long)(wait / NS_PER_MS));
+        rlog_info("waited for client-side throttling", "method", method, "waitMs", ms,
+                  NULL);
+    }
+    return 0;
+}
+
+int64_t kube_client_throttle(kube_client_t *c)
+{
+    int64_t wait = ratelimit_reserve(&c->rl, now_ns(c));
+    c->stats.throttled_ns += wait;
+    if (!ratelimit_unlimited(&c->rl))
+        metric_histogram_observe(c->m_throttle, METRIC_LABELS("GET", c->host),
+                                 (double)wait / 1e9);
+    return wait;
+}
+
+/* Parse a whole response body as one JSON value. */
+static json_object *parse_json(const char *s, size_t len, char *why, size_t whylen)
+{
+    json_object *o = NULL;
+    json_tokener *tok = NULL;
+    if (len > (size_t)INT32_MAX - 1) {
+        snprintf(why, whylen, "body of %zu bytes is too large to parse", len);
+        goto out;
+    }
+    tok = json_tokener_new_ex(JSON_DEPTH);
+    if (!tok) {
+        snprintf(why, whylen, "out of memory");
+        goto out;
+    }
+    o = json_tokener_parse_ex(tok, s, (int)len);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    if (jerr != json_tokener_success) {
+        snprintf(why, whylen, "%s at byte %zu",
+                 jerr == json_tokener_continue ? "unexpected end of JSON"
+                                               : json_tokener_error_desc(jerr),
+                 json_tokener_get_parse_end(tok));
+        json_object_put(o);
+        o = NULL;
+        goto out;
+    }
+    for (size_t i = json_tokener_get_parse_end(tok); i < len; i++) {
+        if (s[i] != ' ' && s[i] != '\n' && s[i] != '\r' && s[i] != '\t') {
+            snprintf(why, whylen, "unexpected data after the JSON value at byte %zu", i);
+            json_object_put(o);
+            o = NULL;
+            goto out;
+        }
+    }
+    if (!o)
+        snprintf(why, whylen, "body is JSON null");
+out:
+    json_tokener_free(tok);
+    return o;
+}
+
+/* Turn a finished attempt into err (KERR_OK on 2xx). */
+static void classify(kube_client_t *c, CURLcode rc, const response_t *resp, kube_error_t *err)
+{
+    if (resp->too_large) {
+        kube_error_set(err, KERR_DECODE, "response body exceeds %zu bytes",
+                       c->opts.max_response_bytes);
+        err->http_status = resp->http_status;
+        err->curl_code = rc;
+        return;
+    }
+    if (rc != CURLE_OK) {
+        kube_error_set_transport(err, rc, rc == CURLE_OPERATION_TIMEDOUT,
+                                 curl_easy_strerror(rc), c->errbuf);
+        return;
+    }
+    err->retry_after_s = resp->retry_after_s;
+    kube_error_from_response(resp->http_status, resp->body.data, resp->body.len, err);
+}
+
+/* The pause before retry number attempt+1: the server's Retry-After (capped) when it
+ * gave one, else exponential backoff with up to 50 % jitter. */
+static int64_t retry_delay(kube_client_t *c, const kube_error_t *err, int attempt)
+{
+    if (err->retry_after_s > 0) {
+        int64_t cap = c->opts.retry_after_cap_ms * NS_PER_MS;
+        return err->retry_after_s > cap / NS_PER_SEC ? cap : err->retry_after_s * NS_PER_SEC;
+    }
+    int64_t d = backoff_exponential(c->opts.retry_base_ms * NS_PER_MS,
+                                    c->opts.retry_cap_ms * NS_PER_MS, (unsigned)attempt);
+    return backoff_jitter(d, 0.5, &c->rng);
+}
+
+static void log_retry(const kube_error_t *err, int attempt, int64_t delay)
+{
+    if (!rlog_enabled(RLOG_INFO))
+        return;
+    char line[768], n[16], ms[32];
+    snprintf(n, sizeof(n), "%d", attempt + 1);
+    snprintf(ms, sizeof(ms), "%lld", (long long)(delay / NS_PER_MS));
+    rlog_info("retrying request", "retry", n, "delayMs", ms, "error",
+              kube_error_str(err, line, sizeof(line)), NULL);
+}
+
+/* Run a request with limiter, retries and metrics. On success returns 0 with the body
+ * in resp->body; otherwise the error code with err filled. */
+static int execute(kube_client_t *c, const char *method, const char *path, const char *query,
+                   const char *content_type, const char *body, size_t len, int idempotent,
+                   response_t *resp, kube_error_t *err)
+{
+    buf_t url;
+    buf_init(&url, 1 << 20);
+    struct curl_slist *headers = NULL;
+    int64_t start = now_ns(c);
+    int64_t deadline = start + c->opts.timeout_ms * NS_PER_MS;
+    kube_error_clear(err);
+    kube_error_set_request(err, method, path);
+    if (!path || path[0] != '/') {
+        kube_error_set(err, KERR_CONFIG, "API path \"%s\" must start with /", path ? path : "");
+        goto out;
+    }
+    if (build_url(c, path, query, &url)) {
+        kube_error_set(err, KERR_CONFIG, "URL longer than %zu bytes", url.cap);
+        goto out;
+    }
+    for (int attempt = 0;; attempt++) {
+        if (throttle(c, method, deadline)) {
+            kube_error_set(err, KERR_TIMEOUT,
+                           "client rate limiter wait would exceed the %lld ms timeout",
+                           (long long)c->opts.timeout_ms);
+            goto out;
+        }
+        const char *cert, *key;
+        curl_slist_free_all(headers);
+        headers = build_headers(c, content_type, &cert, &key, err);
+        if (!headers)
+            goto out;
+        buf_free(&resp->body);
+        buf_init(&resp->body, c->opts.max_response_bytes);
+        resp->too_large = 0;
+        resp->retry_after_s = 0;
+        resp->http_status = 0;
+        int64_t t0 = now_ns(c);
+        int64_t remaining = deadline - t0;
+        int64_t real0 = clock_mono_ns();
+        int sent = 0;
+        CURLcode rc = perform(c, method, buf_str(&url), headers, cert, key, body, len,
+                              remaining, resp, &sent);
+        int64_t took = clock_mono_ns() - real0;
+
+        char code[16];
+        status_label(rc, resp->http_status, code, sizeof(code));
+        metric_counter_add(c->m_requests, METRIC_LABELS(code, method, c->host), 1);
+        metric_histogram_observe(c->m_duration, METRIC_LABELS(method, c->host),
+                                 (double)took / 1e9);
+
+        classify(c, rc, resp, err);
+        kube_error_set_request(err, method, buf_str(&url));
+        if (err->code == KERR_OK)
+            break;
+        if (resp->too_large || attempt >= c->opts.max_retries ||
+            !should_retry(idempotent, rc, sent, resp->http_status, err->retry_after_s))
+            goto out;
+        int64_t delay = retry_delay(c, err, attempt);
+        if (now_ns(c) + delay >= deadline)
+            goto out; /* no time left for another attempt: report this one */
+        metric_counter_add(c->m_retries, METRIC_LABELS(code, method, c->host), 1);
+        c->stats.retries++;
+        log_retry(err, attempt, delay);
+        sleep_for(c, delay);
+    }
+out:
+    curl_slist_free_all(headers);
+    buf_free(&url);
+    return err->code;
+}
+
+/* execute, then parse the body into *out when asked. */
+static int call(kube_client_t *c, const char *method, const char *path, const char *query,
+                const char *content_type, const char *body, size_t len, int idempotent,
+                json_object **out, kube_error_t *err)
+{
+    kube_error_t local;
+    if (!err)
+        err = &local;
+    if (out)
+        *out = NULL;
+    response_t resp;
+    memset(&resp, 0, sizeof(resp));
+    buf_init(&resp.body, c->opts.max_response_bytes);
+    int rc = execute(c, method, path, query, content_type, body, len, idempotent, &resp, err);
+    if (rc == 0 && out && resp.body.len > 0) {
+        char why[160];
+        *out = parse_json(resp.body.data, resp.body.len, why, sizeof(why));
+        if (!*out) {
+            kube_error_set(err, KERR_DECODE, "decode response: %s", why);
+            err->http_status = resp.http_status;
+            rc = err->code;
+        }
+    }
+    buf_free(&resp.body);
+    return rc;
+}
+
+int kube_client_request(kube_client_t *c, const char *method, const char *path,
+                        const char *query, const char *content_type, const char *body,
+                        size_t len, int idempotent, json_object **out, kube_error_t *err)
+{
+    return call(c, method, path, query, content_type, body, len, idempotent, out, err);
+}
+
+/* ---- operations ---------------------------------------------------------------- */
+
+/* Query parameters of writes. */
+static int write_query(buf_t *q, const kube_req_opts_t *ro)
+{
+    if (!ro)
+        return 0;
+    if (query_add(q, "fieldManager", ro->field_manager))
+        return -1;
+    if (ro->dry_run && query_add(q, "dryRun", "All"))
+        return -1;
+    return 0;
+}
+
+/* Fail a call before it is sent (query too long, out of memory). */
+static int early_error(kube_error_t *err, const char *method, const char *path,
+                       const char *what)
+{
+    kube_error_t local;
+    if (!err)
+        err = &local;
+    kube_error_clear(err);
+    kube_error_set_request(err, method, path);
+    kube_error_set(err, KERR_CONFIG, "%s", what);
+    return err->code;
+}
+
+static int query_error(kube_error_t *err, const char *method, const char *path)
+{
+    return early_error(err, method, path, "query string too long");
+}
+
+int kube_client_get(kube_client_t *c, const char *path, const kube_req_opts_t *ro,
+                    json_object **out, kube_error_t *err)
+{
+    buf_t q;
+    buf_init(&q, 64 << 10);
+    int rc;
+    if (ro && query_add(&q, "resourceVersion", ro->resource_version)) {
+        rc = query_error(err, "GET", path);
+        goto out;
+    }
+    rc = call(c, "GET", path, buf_str(&q), NULL, NULL, 0, 1, out, err);
+out:
+    buf_free(&q);
+    return rc;
+}
+
+/* Query of one LIST page. */
+static int list_query(buf_t *q, const kube_req_opts_t *ro, const char *cont, int paged)
+{
+    if (!ro)
+        return 0;
+    if (query_add(q, "labelSelector", ro->label_selector) ||
+        query_add(q, "fieldSelector", ro->field_selector))
+        return -1;
+    if (paged && ro->limit > 0 && query_add_long(q, "limit", ro->limit))
+        return -1;
+    if (cont && *cont)
+        return query_add(q, "continue", cont);
+    if (query_add(q, "resourceVersion", ro->resource_version) ||
+        query_add(q, "resourceVersionMatch", ro->resource_version_match))
+        return -1;
+    return 0;
+}
+
+static const char *list_meta_string(json_object *list, const char *key)
+{
+    json_object *meta, *v;
+    if (!json_object_object_get_ex(list, "metadata", &meta) ||
+        !json_object_object_get_ex(meta, key, &v) || !json_object_is_type(v, json_type_string))
+        return NULL;
+    return json_object_get_string(v);
+}
+
+/* The pager behind kube_client_list and kube_client_list_all. paged = 0 asks for
+ * everything at once (the fallback after an expired continue token). */
+static int list_pages(kube_client_t *c, const char *path, const kube_req_opts_t *ro,
+                      int paged, kube_list_page_fn fn, void *user, kube_error_t *err)
+{
+    buf_t q;
+    buf_init(&q, 64 << 10);
+    char *cont = NULL;
+    json_object *page = NULL;
+    int rc = 0;
+    for (int n = 0;; n++) {
+        buf_reset(&q);
+        if (list_query(&q, ro, cont, paged)) {
+            rc = query_error(err, "GET", path);
+            goto out;
+        }
+        rc = call(c, "GET", path, buf_str(&q), NULL, NULL, 0, 1, &page, err);
+        if (rc)
+            goto out;
+        if (!json_object_is_type(page, json_type_object)) {
+            kube_error_set(err, KERR_DECODE, "LIST response is not an object");
+            rc = err->code;
+            goto out;
+        }
+        const char *next = list_meta_string(page, "continue");
+        if (fn(page, user) != 0 || !next || !*next)
+            goto out;
+        if ((cont && strcmp(cont, next) == 0) || n + 1 >= MAX_LIST_PAGES) {
+            kube_error_set(err, KERR_DECODE, "LIST does not end: continue token repeats");
+            rc = err->code;
+            goto out;
+        }
+        free(cont);
+        cont = strdup(next);
+        json_object_put(page);
+        page = NULL;
+        if (!cont) {
+            kube_error_set(err, KERR_CONFIG, "out of memory");
+            rc = err->code;
+            goto out;
+        }
+    }
+out:
+    json_object_put(page);
+    free(cont);
+    buf_free(&q);
+    return rc;
+}
+
+int kube_client_list(kube_client_t *c, const char *path, const kube_req_opts_t *ro,
+                     kube_list_page_fn fn, void *user, kube_error_t *err)
+{
+    kube_error_t local;
+    return list_pages(c, path, ro, 1, fn, user, err ? err : &local);
+}
+
+typedef struct {
+    json_object *items;
+    char *rv;
+    int failed;
+} collect_t;
+
+static int collect_page(json_object *page, void *user)
+{
+    collect_t *col = user;
+    json_object *items;
+    if (json_object_object_get_ex(page, "items", &items) &&
+        json_object_is_type(items, json_type_array)) {
+        size_t n = json_object_array_length(items);
+        for (size_t i = 0; i < n; i++) {
+            json_object *it = json_object_array_get_idx(items, i);
+            if (json_object_array_add(col->items, json_object_get(it))) {
+                json_object_put(it);
+                col->failed = 1;
+                return 1;
+            }
+        }
+    }
+    const char *rv = list_meta_string(page, "resourceVersion");
+    free(col->rv);
+    col->rv = strdup(rv ? rv : "");
+    if (!col->rv) {
+        col->failed = 1;
+        return 1;
+    }
+    return 0;
+}
+
+int kube_client_list_all(kube_client_t *c, const char *path, const kube_req_opts_t *ro,
+                         json_object **items, char **rv, kube_error_t *err)
+{
+    kube_error_t local;
+    if (!err)
+        err = &local;
+    *items = NULL;
+    *rv = NULL;
+    collect_t col = {json_object_new_array(), NULL, 0};
+    int rc;
+    if (!col.items) {
+        kube_error_set(err, KERR_CONFIG, "out of memory");
+        rc = err->code;
+        goto out;
+    }
+    rc = list_pages(c, path, ro, 1, collect_page, &col, err);
+    if (rc == KERR_GONE && ro && ro->limit > 0 && json_object_array_length(col.items) > 0) {
+        /* The continue token expired mid-way: start again, unpaged. */
+        rlog_info("continue token expired; listing again without paging", "path", path,
+                  NULL);
+        json_object_put(col.items);
+        free(col.rv);
+        col.rv = NULL;
+        col.items = json_object_new_array();
+        if (!col.items) {
+            kube_error_set(err, KERR_CONFIG, "out of memory");
+            rc = err->code;
+            goto out;
+        }
+        rc = list_pages(c, path, ro, 0, collect_page, &col, err);
+    }
+    if (rc == 0 && (col.failed || !col.rv)) {
+        kube_error_set(err, KERR_CONFIG, "out of memory collecting LIST items");
+        rc = err->code;
+    }
+    if (rc)
+        goto out;
+    *items = col.items;
+    *rv = col.rv;
+    col.items = NULL;
+    col.rv = NULL;
+out:
+    json_object_put(col.items);
+    free(col.rv);
+    return rc;
+}
+
+/* Serialise body and send it with method. */
+static int send_json(kube_client_t *c, const char *method, const char *path, const char *query,
+                     const char *content_type, json_object *body, int idempotent,
+                     json_object **out, kube_error_t *err)
+{
+    size_t len = 0;
+    const char *text = json_object_to_json_string_length(
+        body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    if (!text)
+        return early_error(err, method, path, "cannot serialise the request body");
+    return call(c, method, path, query, content_type, text, len, idempotent, out, err);
+}
+
+int kube_client_create(kube_client_t *c, const char *path, json_object *body,
+                       const kube_req_opts_t *ro, json_object **out, kube_error_t *err)
+{
+    buf_t q;
+    buf_init(&q, 64 << 10);
+    int rc = write_query(&q, ro)
+                 ? query_error(err, "POST", path)
+                 : send_json(c, "POST", path, buf_str(&q), "application/json", body, 0, out,
+                             err);
+    buf_free(&q);
+    return rc;
+}
+
+int kube_client_update(kube_client_t *c, const char *path, json_object *body,
+                       const kube_req_opts_t *ro, json_object **out, kube_error_t *err)
+{
+    buf_t q;
+    buf_init(&q, 64 << 10);
+    int rc = write_query(&q, ro)
+                 ? query_error(err, "PUT", path)
+                 : send_json(c, "PUT", path, buf_str(&q), "application/json", body, 1, out,
+                             err);
+    buf_free(&q);
+    return rc;
+}
+
+int kube_client_patch(kube_client_t *c, const char *path, kube_patch_type_t type,
+                      json_object *patch, const kube_req_opts_t *ro, json_object **out,
+                      kube_error_t *err)
+{
+    static const char *const content_types[] = {
+        [KUBE_PATCH_MERGE] = "application/merge-patch+json",
+        [KUBE_PATCH_JSON] = "application/json-patch+json",
+        [KUBE_PATCH_STRATEGIC] = "application/strategic-merge-patch+json",
+        [KUBE_PATCH_APPLY] = "application/apply-patch+yaml",
+    };
+    kube_error_t local;
+    if (!err)
+        err = &local;
+    if (out)
+        *out = NULL;
+    buf_t q;
+    buf_init(&q, 64 << 10);
+    int rc;
+    if ((unsigned)type > KUBE_PATCH_APPLY) {
+        rc = early_error(err, "PATCH", path, "unknown patch type");
+        goto out;
+    }
+    if (type == KUBE_PATCH_APPLY && (!ro || !ro->field_manager || !*ro->field_manager)) {
+        rc = early_error(err, "PATCH", path, "server-side apply needs a field manager");
+        goto out;
+    }
+    if (write_query(&q, ro) ||
+        (type == KUBE_PATCH_APPLY && query_add(&q, "force", ro->force ? "true" : "false"))) {
+        rc = query_error(err, "PATCH", path);
+        goto out;
+    }
+    /* Apply is declarative and safe to repeat; the other patch types may not be
+     * (a JSON patch "add" to a list). */
+    rc = send_json(c, "PATCH", path, buf_str(&q), content_types[type], patch,
+                   type == KUBE_PATCH_APPLY, out, err);
+out:
+    buf_free(&q);
+    return rc;
+}
+
+/* DeleteOptions for ro; NULL when out of memory. */
+static json_object *delete_options(const kube_req_opts_t *ro)
+{
+    static const char *const policies[] = {NULL, "Foreground", "Background", "Orphan"};
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    int bad = json_object_object_add(o, "kind", json_object_new_string("DeleteOptions")) ||
+              json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
+    if (ro && ro->propagation > KUBE_PROPAGATION_DEFAULT &&
+        ro->propagation <= KUBE_PROPAGATION_ORPHAN)
+        bad |= json_object_object_add(o, "propagationPolicy",
+                                      json_object_new_string(policies[ro->propagation]));
+    if (ro && ((ro->precondition_uid && *ro->precondition_uid) ||
+               (ro->precondition_rv && *ro->precondition_rv))) {
+        json_object *pre = json_object_new_object();
+        bad |= json_object_object_add(o, "preconditions", pre);
+        if (ro->precondition_uid && *ro->precondition_uid)
+            bad |= json_object_object_add(pre, "uid",
+                                          json_object_new_string(ro->precondition_uid));
+        if (ro->precondition_rv && *ro->precondition_rv)
+            bad |= json_object_object_add(pre, "resourceVersion",
+                                          json_object_new_string(ro->precondition_rv));
+    }
+    if (ro && ro->has_grace_period)
+        bad |= json_object_object_add(o, "gracePeriodSeconds",
+                                      json_object_new_int64(ro->grace_period_seconds));
+    if (bad) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
+int kube_client_delete(kube_client_t *c, const char *path, const kube_req_opts_t *ro,
+                       json_object **out, kube_error_t *err)
+{
+    buf_t q;
+    buf_init(&q, 64 << 10);
+    json_object *body = delete_options(ro);
+    int rc;
+    if (!body) {
+        rc = early_error(err, "DELETE", path, "out of memory building DeleteOptions");
+        goto out;
+    }
+    if (ro && ro->dry_run && query_add(&q, "dryRun", "All")) {
+        rc = query_error(err, "DELETE", path);
+        goto out;
+    }
+    rc = send_json(c, "DELETE", path, buf_str(&q), "application/json", body, 1, out, err);
+out:
+    json_object_put(body);
+    buf_free(&q);
+    return rc;
+}
+
+/* ---- streams ------------------------------------------------------------------- */
+
+CURL *kube_client_stream_handle(kube_client_t *c, const char *path, const char *query,
+                                int64_t deadline_ms, struct curl_slist **headers,
+                                kube_error_t *err)
+{
+    kube_error_t local;
+    if (!err)
+        err = &local;
+    kube_error_clear(err);
+    kube_error_set_request(err, "GET", path);
+    *headers = NULL;
+    CURL *e = NULL;
+    buf_t url;
+    buf_init(&url, 1 << 20);
+    const char *cert, *key;
+    if (!path || path[0] != '/') {
+        kube_error_set(err, KERR_CONFIG, "API path \"%s\" must start with /", path ? path : "");
+        goto fail;
+    }
+    if (build_url(c, path, query, &url)) {
+        kube_error_set(err, KERR_CONFIG, "URL longer than %zu bytes", url.cap);
+        goto fail;
+    }
+    kube_error_set_request(err, "GET", buf_str(&url));
+    *headers = build_headers(c, NULL, &cert, &key, err);
+    if (!*headers)
+        goto fail;
+    e = curl_easy_init();
+    if (!e) {
+        kube_error_set(err, KERR_CONFIG, "out of memory initialising curl");
+        goto fail;
+    }
+    /* The URL is copied by curl; headers must live as long as the handle. */
+    CURLcode rc = setup_handle(c, e, buf_str(&url), *headers, cert, key);
+    if (rc == CURLE_OK && deadline_ms > 0)
+        rc = curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)deadline_ms);
+    if (rc != CURLE_OK) {
+        kube_error_set_transport(err, rc, 0, curl_easy_strerror(rc), "setting up the handle");
+        goto fail;
+    }
+    buf_free(&url);
+    return e;
+fail:
+    if (e)
+        curl_easy_cleanup(e);
+    curl_slist_free_all(*headers);
+    *headers = NULL;
+    buf_free(&url);
+    return NULL;
+}
+
+CURL *kube_client_watch_handle(kube_client_t *c, const char *path,
+                               const kube_req_opts_t *ro, struct curl_slist **headers,
+                               kube_error_t *err)
+{
+    buf_t q;
+    buf_init(&q, 64 << 10);
+    CURL *e = NULL;
+    *headers = NULL;
+    int bad = query_add(&q, "watch", "1");
+    if (ro) {
+        bad |= query_add(&q, "labelSelector", ro->label_selector);
+        bad |= query_add(&q, "fieldSelector", ro->field_selector);
+        bad |= query_add(&q, "resourceVersion", ro->resource_version);
+        if (ro->allow_watch_bookmarks)
+            bad |= query_add(&q, "allowWatchBookmarks", "true");
+        if (ro->timeout_seconds > 0)
+            bad |= query_add_long(&q, "timeoutSeconds", ro->timeout_seconds);
+    }
+    if (bad) {
+        query_error(err, "GET", path);
+        goto out;
+    }
+    int64_t deadline_ms = 0;
+    if (ro && ro->timeout_seconds > 0)
+        deadline_ms = ((int64_t)ro->timeout_seconds + WATCH_DEADLINE_MARGIN_S) * 1000;
+    e = kube_client_stream_handle(c, path, buf_str(&q), deadline_ms, headers, err);
+out:
+    buf_free(&q);
+    return e;
+}

@@ -1,0 +1,222 @@
+/* kube_client: a small blocking REST client for the Kubernetes API (libcurl + OpenSSL).
+ *
+ * One client keeps one curl easy handle, so consecutive calls reuse one TCP/TLS
+ * connection. TLS is verified unless the kubeconfig says insecure-skip-tls-verify; the
+ * CA (which then is the only one trusted, as in client-go), client certificate and key
+ * come from the kubeconfig as PEM blobs, the bearer token (and an exec plugin's client
+ * certificate) is asked from kube_config_credentials() on every request (they rotate).
+ * tls-server-name: curl 7.88 has no option for the name to verify, so the URL carries
+ * that name (it becomes the SNI and the name checked against the certificate) and
+ * CURLOPT_CONNECT_TO routes name:port to the real host:port; a Host: header keeps the
+ * real address, as Go's client does.
+ *
+ * Every call: waits for a token of the client-side QPS/burst limiter, sends the request,
+ * and on failure fills a kube_error_t typed from the API server's Status object. Retries
+ * are blocking and bounded by the call's timeout (which covers limiter waits, attempts
+ * and backoff sleeps together):
+ *   - idempotent calls (GET, LIST, PUT, DELETE, apply-PATCH) retry on 429, 503, 504,
+ *     any 5xx/429 carrying Retry-After or details.retryAfterSeconds, and on transport
+ *     errors (connect, send, receive; not TLS verification, not the call's timeout);
+ *   - other calls (POST, merge/JSON/strategic PATCH) retry only when the server cannot
+ *     have acted: 429, and failures to connect;
+ * with exponential backoff plus jitter, or the server's Retry-After (capped) when given.
+ *
+ * Metrics (metrics_default(), client-go's names): rest_client_requests_total{code,
+ * method,host} (code "<error>" for transport failures), rest_client_request_duration_
+ * seconds{verb,host}, rest_client_request_retries_total{code,verb,host},
+ * rest_client_rate_limiter_duration_seconds{verb,host}. One attempt = one request.
+ *
+ * A client is used by one thread at a time (it owns one curl handle and the metrics
+ * registry is single-threaded). Call curl_global_init() once at program start.
+ *
+ * Return convention of the calls: 0 on success, otherwise the kube_error_code_t of the
+ * failure, with *err filled (err may be NULL when the caller only needs the code).
+ */
+#ifndef RDC_KUBE_CLIENT_H
+#define RDC_KUBE_CLIENT_H
+
+#include "buf.h"
+#include "kube_config.h"
+#include "kube_error.h"
+
+#include <curl/curl.h>
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kube_client kube_client_t;
+
+typedef struct {
+    const char *user_agent;      /* "informerd/0.1.0"; NULL = "rdc/0.1.0" */
+    double qps;                  /* client-side limit; <= 0 = unlimited */
+    int burst;                   /* bucket size; < 1 = 1 */
+    int64_t timeout_ms;          /* per call, retries included; <= 0 = 30000 */
+    int64_t connect_timeout_ms;  /* per connection attempt; <= 0 = 10000 */
+    int max_retries;             /* retries after the first attempt; < 0 = 0 */
+    int64_t retry_base_ms;       /* first backoff delay; <= 0 = 100 */
+    int64_t retry_cap_ms;        /* backoff cap before jitter; <= 0 = 5000 */
+    int64_t retry_after_cap_ms;  /* longest Retry-After honoured; <= 0 = 10000 */
+    size_t max_response_bytes;   /* response body cap; 0 = 64 MiB */
+} kube_client_opts_t;
+
+/* Fill o with the defaults: qps 20, burst 30 (controller-runtime's), max_retries 10
+ * (client-go's), and the defaults listed above for the rest. */
+void kube_client_opts_init(kube_client_opts_t *o);
+
+/* Options of one call; zero-initialise ({0}) and set what applies. Fields that do not
+ * apply to a call are ignored. Strings are borrowed for the call. */
+typedef enum {
+    KUBE_PROPAGATION_DEFAULT = 0, /* the resource's default */
+    KUBE_PROPAGATION_FOREGROUND,
+    KUBE_PROPAGATION_BACKGROUND,
+    KUBE_PROPAGATION_ORPHAN
+} kube_propagation_t;
+
+typedef struct {
+    const char *label_selector;         /* LIST, watch */
+    const char *field_selector;         /* LIST, watch */
+    const char *resource_version;       /* GET, LIST (first page), watch */
+    const char *resource_version_match; /* LIST: "NotOlderThan" | "Exact" */
+    long limit;                         /* LIST page size; 0 = one unpaginated response */
+    long timeout_seconds;               /* watch: server-side timeoutSeconds; 0 = none */
+    int allow_watch_bookmarks;          /* watch */
+    const char *field_manager;          /* POST, PUT, PATCH; required for apply */
+    int force;                          /* apply: take conflicting fields */
+    int dry_run;                        /* POST, PUT, PATCH, DELETE: dryRun=All */
+    kube_propagation_t propagation;     /* DELETE */
+    const char *precondition_uid;       /* DELETE */
+    const char *precondition_rv;        /* DELETE */
+    int has_grace_period;               /* DELETE: send grace_period_seconds */
+    int64_t grace_period_seconds;
+} kube_req_opts_t;
+
+typedef enum {
+    KUBE_PATCH_MERGE,     /* application/merge-patch+json */
+    KUBE_PATCH_JSON,      /* application/json-patch+json (body is an array) */
+    KUBE_PATCH_STRATEGIC, /* application/strategic-merge-patch+json (built-in types) */
+    KUBE_PATCH_APPLY      /* server-side apply: application/apply-patch+yaml, JSON body */
+} kube_patch_type_t;
+
+/* Counters of what a client has done; for tests and debugging. */
+typedef struct {
+    uint64_t requests;       /* attempts sent (each retry counts) */
+    uint64_t retries;        /* attempts that were retries */
+    uint64_t connects;       /* new connections opened (CURLINFO_NUM_CONNECTS summed) */
+    int64_t throttled_ns;    /* total time waited for the rate limiter */
+} kube_client_stats_t;
+
+/* A new client for cfg (borrowed: it must outlive the client) with opts (copied; NULL =
+ * kube_client_opts_init defaults). Returns NULL when the server URL in cfg cannot be
+ * parsed or memory/curl initialisation fails; err (optional) then says why with code
+ * KERR_CONFIG. The caller owns the client; free it with kube_client_destroy. */
+kube_client_t *kube_client_new(kube_config_t *cfg, const kube_client_opts_t *opts,
+                               kube_error_t *err);
+
+/* Free the client (closing its connection) and set *self_p to NULL. NULL-safe. */
+void kube_client_destroy(kube_client_t **self_p);
+
+/* Append the API path of a resource to out:
+ *   group "" or NULL  -> /api/{version}, else /apis/{group}/{version}
+ *   then /namespaces/{ns} when ns is non-NULL, /{resource}, /{name}, /{subresource}.
+ * Pieces are percent-encoded (only A-Za-z0-9-._~ pass). Returns 0, or -1 with out
+ * unchanged when version or resource is missing or empty, a piece is empty, "." or
+ * "..", or out's cap is reached. */
+int kube_path(buf_t *out, const char *group, const char *version, const char *ns,
+              const char *resource, const char *name, const char *subresource);
+
+/* GET path. On success *out is the parsed object (caller owns: json_object_put), or NULL
+ * for an empty body. On error *out is NULL. */
+int kube_client_get(kube_client_t *c, const char *path, const kube_req_opts_t *ro,
+                    json_object **out, kube_error_t *err);
+
+/* Called with each page of a LIST (borrowed; json_object_get to keep it). Return 0 to
+ * fetch the next page, non-zero to stop (kube_client_list then returns 0). */
+typedef int (*kube_list_page_fn)(json_object *page, void *user);
+
+/* LIST path page by page (ro->limit per page, following metadata.continue), calling fn
+ * for every page. ro's resourceVersion/Match go only with the first page, as the API
+ * requires. An error on any page ends the listing (the caller relists from scratch). */
+int kube_client_list(kube_client_t *c, const char *path, const kube_req_opts_t *ro,
+                     kube_list_page_fn fn, void *user, kube_error_t *err);
+
+/* LIST path collecting every item of every page into one array. On success *items is a
+ * new json array (caller owns) and *rv a malloc'd copy of the list's
+ * metadata.resourceVersion ("" when absent; caller frees). When a continue token has
+ * expired (410) the listing restarts once without paging, as client-go's pager does.
+ * On error both are NULL. */
+int kube_client_list_all(kube_client_t *c, const char *path, const kube_req_opts_t *ro,
+                         json_object **items, char **rv, kube_error_t *err);
+
+/* POST body (borrowed) to path (a collection). *out (optional) gets the created object
+ * (caller owns). Not retried except on 429 and failures to connect. */
+int kube_client_create(kube_client_t *c, const char *path, json_object *body,
+                       const kube_req_opts_t *ro, json_object **out, kube_error_t *err);
+
+/* PUT body (borrowed) to path, e.g. an object or its /status or /scale. *out optional. */
+int kube_client_update(kube_client_t *c, const char *path, json_object *body,
+                       const kube_req_opts_t *ro, json_object **out, kube_error_t *err);
+
+/* PATCH path with patch (borrowed; an array for KUBE_PATCH_JSON). For KUBE_PATCH_APPLY
+ * ro->field_manager is required (KERR_CONFIG without it) and ro->force is sent as
+ * force=true|false. *out optional. */
+int kube_client_patch(kube_client_t *c, const char *path, kube_patch_type_t type,
+                      json_object *patch, const kube_req_opts_t *ro, json_object **out,
+                      kube_error_t *err);
+
+/* DELETE path with a DeleteOptions body carrying ro's propagationPolicy, preconditions
+ * and grace period. *out (optional) gets the response: the object (with a deletion
+ * timestamp, when finalizers hold it) or a Status. */
+int kube_client_delete(kube_client_t *c, const char *path, const kube_req_opts_t *ro,
+                       json_object **out, kube_error_t *err);
+
+/* Any request: method, path, query (without '?', already encoded; NULL = none), body
+ * (len bytes, may be NULL) sent with content_type. idempotent selects the retry rules
+ * above. *out optional, as for GET. */
+int kube_client_request(kube_client_t *c, const char *method, const char *path,
+                        const char *query, const char *content_type, const char *body,
+                        size_t len, int idempotent, json_object **out, kube_error_t *err);
+
+/* A new curl easy handle for a GET of path?query (query may be NULL) set up like the
+ * client's own requests (URL, TLS, current bearer token, Accept, User-Agent, connect
+ * timeout, TCP keepalive 30 s idle / 10 s interval) but for a long-lived stream: no
+ * overall timeout unless deadline_ms > 0, no response cap. The caller sets
+ * CURLOPT_WRITEFUNCTION/WRITEDATA, runs it (typically in a multi handle), and owns both
+ * the handle (curl_easy_cleanup) and *headers (curl_slist_free_all, after the handle is
+ * done). Clean the handle up before destroying the client: with tls-server-name it
+ * refers to the client's CURLOPT_CONNECT_TO list. It does not go through the rate
+ * limiter: see kube_client_throttle. Returns NULL with *headers NULL and err filled on
+ * failure. */
+CURL *kube_client_stream_handle(kube_client_t *c, const char *path, const char *query,
+                                int64_t deadline_ms, struct curl_slist **headers,
+                                kube_error_t *err);
+
+/* A watch stream handle: kube_client_stream_handle for path with watch=1 and ro's
+ * selectors, resourceVersion, allowWatchBookmarks and timeoutSeconds; when
+ * ro->timeout_seconds > 0 the transfer also gets a client-side deadline of
+ * timeoutSeconds + 30 s, so a stream the server should have ended is known dead. See
+ * watch.h for why there is no low-speed limit. Same ownership as above. */
+CURL *kube_client_watch_handle(kube_client_t *c, const char *path,
+                               const kube_req_opts_t *ro, struct curl_slist **headers,
+                               kube_error_t *err);
+
+/* Take one token of the client's rate limiter for a request made outside the client
+ * (a watch in an event loop) and return how long to wait before starting it (ns, 0 =
+ * now). Consumes the token. */
+int64_t kube_client_throttle(kube_client_t *c);
+
+/* The host:port requests go to (for metric labels and messages). */
+const char *kube_client_host(const kube_client_t *c);
+
+/* Copy the client's counters into *out. */
+void kube_client_stats(const kube_client_t *c, kube_client_stats_t *out);
+
+/* Test hook: replace the monotonic clock and the sleep used for limiter waits and
+ * backoff (both take/return ns). NULL functions restore the real ones. */
+typedef struct {
+    int64_t (*now_ns)(void *user);
+    void (*sleep_ns)(void *user, int64_t ns);
+    void *user;
+} kube_client_clock_t;
+void kube_client_set_clock(kube_client_t *c, const kube_client_clock_t *clk);
+
+#endif

@@ -1,0 +1,1463 @@
+/* Unit tests for kube_client against an in-process fake API server (libmicrohttpd on
+ * 127.0.0.1, an ephemeral port, a thread per connection), over plain HTTP and HTTPS
+ * with a CA and server certificate generated here with OpenSSL.
+ *
+ * Time: retries and limiter waits use a fake clock (kube_client_set_clock) so nothing
+ * waits for real except the one timeout test. */
+#include "buf.h"
+#include "clock.h"
+#include "kube_client.h"
+#include "kube_config.h"
+#include "log.h"
+#include "metrics.h"
+#include "watch.h"
+
+#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <curl/curl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the fake API server ------------------------------------------------------- */
+
+#define MAX_REQS 64
+
+typedef struct {
+    char method[16];
+    char path[512];
+    char query[2048]; /* decoded k=v pairs joined with & in arrival order */
+    char auth[512];
+    char ua[128];
+    char accept[128];
+    char ctype[128];
+    char host[128];
+    char body[16384];
+    size_t body_len;
+    int client_certs; /* certificates the TLS client presented; -1 = unknown */
+} fake_req_t;
+
+typedef struct {
+    int status;
+    char body[65536];
+    const char *retry_after; /* header value or NULL */
+    int delay_ms;            /* wait before answering */
+} fake_resp_t;
+
+typedef struct fake fake_t;
+typedef void (*fake_handler_fn)(fake_t *f, const fake_req_t *req, int n, fake_resp_t *out);
+
+struct fake {
+    struct MHD_Daemon *d;
+    int port;
+    pthread_mutex_t mu;
+    fake_req_t reqs[MAX_REQS];
+    int nreqs;
+    int connections;
+    int tls;
+    fake_handler_fn handler;
+};
+
+/* How many certificates the client presented. gnutls is already loaded by libmicrohttpd;
+ * look the function up at run time rather than link the test against it. */
+static int peer_certs(struct MHD_Connection *conn)
+{
+    typedef const void *(*get_peers_fn)(void *session, unsigned *n);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    void *sym = dlsym(RTLD_DEFAULT, "gnutls_certificate_get_peers");
+    if (!ci || !sym)
+        return -1;
+    get_peers_fn get_peers;
+    memcpy(&get_peers, &sym, sizeof(get_peers));
+    unsigned n = 0;
+    if (!get_peers(ci->tls_session, &n))
+        return 0;
+    return (int)n;
+}
+
+typedef struct {
+    fake_req_t req;
+    int overflow;
+} conn_state_t;
+
+static const char *lookup(struct MHD_Connection *c, enum MHD_ValueKind kind, const char *k)
+{
+    const char *v = MHD_lookup_connection_value(c, kind, k);
+    return v ? v : "";
+}
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    (void)kind;
+    fake_req_t *r = cls;
+    size_t off = strlen(r->query);
+    snprintf(r->query + off, sizeof(r->query) - off, "%s%s=%s", off ? "&" : "", key,
+             value ? value : "");
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload, size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    fake_t *f = cls;
+    conn_state_t *st = *con_cls;
+    if (!st) {
+        st = calloc(1, sizeof(*st));
+        snprintf(st->req.method, sizeof(st->req.method), "%s", method);
+        snprintf(st->req.path, sizeof(st->req.path), "%s", url);
+        *con_cls = st;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        size_t room = sizeof(st->req.body) - 1 - st->req.body_len;
+        size_t n = *upload_size < room ? *upload_size : room;
+        memcpy(st->req.body + st->req.body_len, upload, n);
+        st->req.body_len += n;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    fake_req_t *r = &st->req;
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, r);
+    snprintf(r->auth, sizeof(r->auth), "%s", lookup(conn, MHD_HEADER_KIND, "Authorization"));
+    snprintf(r->ua, sizeof(r->ua), "%s", lookup(conn, MHD_HEADER_KIND, "User-Agent"));
+    snprintf(r->accept, sizeof(r->accept), "%s", lookup(conn, MHD_HEADER_KIND, "Accept"));
+    snprintf(r->ctype, sizeof(r->ctype), "%s", lookup(conn, MHD_HEADER_KIND, "Content-Type"));
+    snprintf(r->host, sizeof(r->host), "%s", lookup(conn, MHD_HEADER_KIND, "Host"));
+    r->client_certs = f->tls ? peer_certs(conn) : -1;
+
+    pthread_mutex_lock(&f->mu);
+    int n = f->nreqs;
+    if (f->nreqs < MAX_REQS)
+        f->reqs[f->nreqs++] = *r;
+    pthread_mutex_unlock(&f->mu);
+
+    fake_resp_t *out = calloc(1, sizeof(*out));
+    out->status = 200;
+    snprintf(out->body, sizeof(out->body), "{}");
+    if (f->handler)
+        f->handler(f, r, n, out);
+    if (out->delay_ms) {
+        struct timespec ts = {out->delay_ms / 1000, (long)(out->delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(out->body), out->body,
+                                                                MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    if (out->retry_after)
+        MHD_add_response_header(resp, "Retry-After", out->retry_after);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)out->status, resp);
+    MHD_destroy_response(resp);
+    free(out);
+    return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    free(*con_cls);
+    *con_cls = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)conn;
+    (void)socket_context;
+    fake_t *f = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        pthread_mutex_lock(&f->mu);
+        f->connections++;
+        pthread_mutex_unlock(&f->mu);
+    }
+}
+
+/* Start a fake server; with key/cert PEM it speaks HTTPS and asks clients for a
+ * certificate issued by trust_pem. */
+static fake_t *fake_start_tls(fake_handler_fn handler, const char *key_pem,
+                              const char *cert_pem, const char *trust_pem)
+{
+    fake_t *f = calloc(1, sizeof(*f));
+    pthread_mutex_init(&f->mu, NULL);
+    f->handler = handler;
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = 0;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    /* No MHD_USE_ERROR_LOG: the TLS tests abort handshakes on purpose. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+    if (key_pem) {
+        flags |= MHD_USE_TLS;
+        f->tls = 1;
+        f->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, f, MHD_OPTION_SOCK_ADDR, &sa,
+                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+                                MHD_OPTION_NOTIFY_CONNECTION, on_connection, f,
+                                MHD_OPTION_HTTPS_MEM_KEY, key_pem, MHD_OPTION_HTTPS_MEM_CERT,
+                                cert_pem, MHD_OPTION_HTTPS_MEM_TRUST, trust_pem,
+                                MHD_OPTION_END);
+    } else {
+        f->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, f, MHD_OPTION_SOCK_ADDR, &sa,
+                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+                                MHD_OPTION_NOTIFY_CONNECTION, on_connection, f,
+                                MHD_OPTION_END);
+    }
+    if (!f->d) {
+        free(f);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(f->d, MHD_DAEMON_INFO_BIND_PORT);
+    f->port = info ? info->port : 0;
+    return f;
+}
+
+static fake_t *fake_start(fake_handler_fn handler, const char *key_pem, const char *cert_pem)
+{
+    return fake_start_tls(handler, key_pem, cert_pem, NULL);
+}
+
+static void fake_stop(fake_t **fp)
+{
+    fake_t *f = *fp;
+    if (!f)
+        return;
+    MHD_stop_daemon(f->d);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+    *fp = NULL;
+}
+
+static int fake_nreqs(fake_t *f)
+{
+    pthread_mutex_lock(&f->mu);
+    int n = f->nreqs;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+static int fake_connections(fake_t *f)
+{
+    pthread_mutex_lock(&f->mu);
+    int n = f->connections;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+/* ---- client helpers ------------------------------------------------------------ */
+
+static const char TOKEN[] = "test-token-0123456789";
+
+/* A kubeconfig for the fake server. extra_cluster / extra_user: more lines under
+ * cluster: / user:. */
+static kube_config_t *make_config_ex(const char *scheme, int port, const char *extra_cluster,
+                                     const char *extra_user)
+{
+    char yaml[32768];
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: v1\n"
+             "kind: Config\n"
+             "clusters:\n"
+             "- name: fake\n"
+             "  cluster:\n"
+             "    server: %s://127.0.0.1:%d\n"
+             "%s"
+             "contexts:\n"
+             "- name: fake\n"
+             "  context: {cluster: fake, user: u, namespace: default}\n"
+             "current-context: fake\n"
+             "users:\n"
+             "- name: u\n"
+             "  user:\n"
+             "    token: %s\n"
+             "%s",
+             scheme, port, extra_cluster ? extra_cluster : "", TOKEN,
+             extra_user ? extra_user : "");
+    kube_config_t *cfg = NULL;
+    char err[512];
+    if (kube_config_load_buffer(yaml, strlen(yaml), "test-kubeconfig", NULL, &cfg, err,
+                                sizeof(err))) {
+        fprintf(stderr, "kubeconfig: %s\n", err);
+        return NULL;
+    }
+    return cfg;
+}
+
+static kube_config_t *make_config(const char *scheme, int port, const char *extra_cluster)
+{
+    return make_config_ex(scheme, port, extra_cluster, NULL);
+}
+
+/* A fake monotonic clock that only moves when the client sleeps. */
+typedef struct {
+    int64_t now;
+    int64_t slept;
+    int sleeps;
+    int64_t last_sleep;
+} fake_clock_t;
+
+static int64_t fc_now(void *user)
+{
+    return ((fake_clock_t *)user)->now;
+}
+
+static void fc_sleep(void *user, int64_t ns)
+{
+    fake_clock_t *fc = user;
+    fc->now += ns;
+    fc->slept += ns;
+    fc->sleeps++;
+    fc->last_sleep = ns;
+}
+
+typedef struct {
+    fake_t *srv;
+    kube_config_t *cfg;
+    kube_client_t *c;
+    fake_clock_t clk;
+} env_t;
+
+static int env_open(env_t *e, fake_handler_fn h, const kube_client_opts_t *opts)
+{
+    memset(e, 0, sizeof(*e));
+    e->srv = fake_start(h, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e->srv);
+    e->cfg = make_config("http", e->srv->port, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e->cfg);
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.user_agent = "informerd/0.1.0";
+    o.qps = 0; /* unlimited unless a test says otherwise */
+    if (opts)
+        o = *opts;
+    kube_error_t err;
+    e->c = kube_client_new(e->cfg, &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e->c);
+    e->clk.now = 1000 * NS_PER_SEC;
+    kube_client_clock_t clk = {fc_now, fc_sleep, &e->clk};
+    kube_client_set_clock(e->c, &clk);
+    return 0;
+}
+
+static void env_close(env_t *e)
+{
+    kube_client_destroy(&e->c);
+    CU_ASSERT_PTR_NULL(e->c);
+    kube_config_destroy(&e->cfg);
+    fake_stop(&e->srv);
+}
+
+static const char *jstr(json_object *o, const char *path)
+{
+    /* "a.b.c" lookup for assertions. */
+    char key[128];
+    const char *p = path;
+    while (o && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        snprintf(key, sizeof(key), "%.*s", (int)n, p);
+        json_object *v = NULL;
+        if (!json_object_object_get_ex(o, key, &v))
+            return NULL;
+        o = v;
+        p = dot ? dot + 1 : p + n;
+    }
+    return o ? json_object_get_string(o) : NULL;
+}
+
+static double counter(const char *name, const char *const *labels)
+{
+    metrics_registry_t *reg = metrics_default();
+    metric_family_t *f = NULL;
+    if (strstr(name, "seconds"))
+        f = metrics_histogram(reg, name, "", "verb,host", NULL, 0);
+    else if (strcmp(name, "rest_client_requests_total") == 0)
+        f = metrics_counter(reg, name, "", "code,method,host");
+    else
+        f = metrics_counter(reg, name, "", "code,verb,host");
+    return metric_value(f, labels);
+}
+
+/* ---- tests: paths -------------------------------------------------------------- */
+
+static void test_path_builder(void)
+{
+    buf_t b;
+    buf_init(&b, 0);
+    CU_ASSERT_EQUAL(kube_path(&b, "", "v1", "default", "configmaps", "x", NULL), 0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "/api/v1/namespaces/default/configmaps/x");
+    buf_reset(&b);
+    CU_ASSERT_EQUAL(kube_path(&b, NULL, "v1", NULL, "namespaces", NULL, NULL), 0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "/api/v1/namespaces");
+    buf_reset(&b);
+    CU_ASSERT_EQUAL(kube_path(&b, "apps", "v1", "prod", "statefulsets", "cache", "scale"), 0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "/apis/apps/v1/namespaces/prod/statefulsets/cache/scale");
+    buf_reset(&b);
+    CU_ASSERT_EQUAL(kube_path(&b, "cache.example.com", "v1alpha1", "default", "redisclusters",
+                              "c", "status"),
+                    0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b),
+                           "/apis/cache.example.com/v1alpha1/namespaces/default/"
+                           "redisclusters/c/status");
+    buf_reset(&b);
+    CU_ASSERT_EQUAL(kube_path(&b, "rbac.authorization.k8s.io", "v1", NULL, "clusterroles",
+                              "system:controller:x y/z", NULL),
+                    0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "/apis/rbac.authorization.k8s.io/v1/clusterroles/"
+                                        "system%3Acontroller%3Ax%20y%2Fz");
+    /* Refusals leave the buffer as it was. */
+    buf_reset(&b);
+    buf_puts(&b, "keep");
+    CU_ASSERT_EQUAL(kube_path(&b, "", "v1", "default", "configmaps", "..", NULL), -1);
+    CU_ASSERT_EQUAL(kube_path(&b, "", "v1", "", "configmaps", NULL, NULL), -1);
+    CU_ASSERT_EQUAL(kube_path(&b, "", NULL, NULL, "configmaps", NULL, NULL), -1);
+    CU_ASSERT_EQUAL(kube_path(&b, "", "v1", NULL, "", NULL, NULL), -1);
+    CU_ASSERT_EQUAL(kube_path(&b, "", "v1", NULL, "pods", ".", NULL), -1);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "keep");
+    buf_free(&b);
+}
+
+/* ---- tests: verbs -------------------------------------------------------------- */
+
+static void h_echo(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
+{
+    (void)f;
+    (void)n;
+    if (strcmp(r->method, "POST") == 0)
+        out->status = 201;
+    snprintf(out->body, sizeof(out->body),
+             "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"x\","
+             "\"namespace\":\"default\",\"resourceVersion\":\"77\"},\"data\":{\"path\":\"%s\"}}",
+             r->path);
+}
+
+static void test_get(void)
+{
+    env_t e;
+    env_open(&e, h_echo, NULL);
+    json_object *obj = NULL;
+    kube_error_t err;
+    kube_req_opts_t ro = {0};
+    ro.resource_version = "0";
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces/default/configmaps/x", &ro, &obj,
+                                    &err),
+                    0);
+    CU_ASSERT_EQUAL(err.code, KERR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(obj);
+    CU_ASSERT_STRING_EQUAL(jstr(obj, "metadata.resourceVersion"), "77");
+    json_object_put(obj);
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(e.srv), 1);
+    fake_req_t *r = &e.srv->reqs[0];
+    CU_ASSERT_STRING_EQUAL(r->method, "GET");
+    CU_ASSERT_STRING_EQUAL(r->path, "/api/v1/namespaces/default/configmaps/x");
+    CU_ASSERT_STRING_EQUAL(r->query, "resourceVersion=0");
+    char want[128];
+    snprintf(want, sizeof(want), "Bearer %s", TOKEN);
+    CU_ASSERT_STRING_EQUAL(r->auth, want);
+    CU_ASSERT_STRING_EQUAL(r->ua, "informerd/0.1.0");
+    CU_ASSERT_STRING_EQUAL(r->accept, "application/json");
+    CU_ASSERT_EQUAL(r->body_len, 0);
+    /* out may be NULL: the body is then just checked for success. */
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces", NULL, NULL, NULL), 0);
+    /* A path without '/' is refused before anything is sent. */
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "api/v1/pods", NULL, &obj, &err), KERR_CONFIG);
+    CU_ASSERT_PTR_NULL(obj);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 2);
+    env_close(&e);
+}
+
+static void test_create_update(void)
+{
+    env_t e;
+    env_open(&e, h_echo, NULL);
+    json_object *body = json_tokener_parse(
+        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\"},"
+        "\"data\":{\"url\":\"http://a/b\"}}");
+    json_object *out = NULL;
+    kube_error_t err;
+    kube_req_opts_t ro = {0};
+    ro.field_manager = "rdc-operator";
+    ro.dry_run = 1;
+    CU_ASSERT_EQUAL(kube_client_create(e.c, "/api/v1/namespaces/default/configmaps", body, &ro,
+                                       &out, &err),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(out);
+    json_object_put(out);
+    CU_ASSERT_EQUAL(kube_client_update(e.c, "/api/v1/namespaces/default/configmaps/x/status",
+                                       body, NULL, &out, &err),
+                    0);
+    CU_ASSERT_STRING_EQUAL(jstr(out, "data.path"), "/api/v1/namespaces/default/configmaps/x/status");
+    json_object_put(out);
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(e.srv), 2);
+    fake_req_t *p = &e.srv->reqs[0], *u = &e.srv->reqs[1];
+    CU_ASSERT_STRING_EQUAL(p->method, "POST");
+    CU_ASSERT_STRING_EQUAL(p->path, "/api/v1/namespaces/default/configmaps");
+    CU_ASSERT_STRING_EQUAL(p->query, "fieldManager=rdc-operator&dryRun=All");
+    CU_ASSERT_STRING_EQUAL(p->ctype, "application/json");
+    /* Plain JSON, slashes unescaped. */
+    CU_ASSERT_STRING_EQUAL(p->body, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                                    "{\"name\":\"x\"},\"data\":{\"url\":\"http://a/b\"}}");
+    CU_ASSERT_STRING_EQUAL(u->method, "PUT");
+    CU_ASSERT_STRING_EQUAL(u->query, "");
+    CU_ASSERT_STRING_EQUAL(u->body, p->body);
+    json_object_put(body);
+    env_close(&e);
+}
+
+static void test_patch(void)
+{
+    env_t e;
+    env_open(&e, h_echo, NULL);
+    kube_error_t err;
+    json_object *apply = json_tokener_parse(
+        "{\"apiVersion\":\"apps/v1\",\"kind\":\"StatefulSet\",\"metadata\":{\"name\":\"c\","
+        "\"namespace\":\"default\"},\"spec\":{\"replicas\":3}}");
+    kube_req_opts_t ro = {0};
+    ro.field_manager = "rdc";
+    ro.force = 1;
+    const char *path = "/apis/apps/v1/namespaces/default/statefulsets/c";
+    json_object *out = NULL;
+    CU_ASSERT_EQUAL(kube_client_patch(e.c, path, KUBE_PATCH_APPLY, apply, &ro, &out, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(out);
+    json_object_put(out);
+    ro.force = 0;
+    CU_ASSERT_EQUAL(kube_client_patch(e.c, path, KUBE_PATCH_APPLY, apply, &ro, NULL, &err), 0);
+    json_object *merge = json_tokener_parse("{\"spec\":{\"replicas\":5}}");
+    CU_ASSERT_EQUAL(kube_client_patch(e.c, path, KUBE_PATCH_MERGE, merge, NULL, NULL, &err), 0);
+    json_object *jp = json_tokener_parse(
+        "[{\"op\":\"replace\",\"path\":\"/spec/replicas\",\"value\":4}]");
+    CU_ASSERT_EQUAL(kube_client_patch(e.c, "/apis/apps/v1/namespaces/default/statefulsets/c/scale",
+                                      KUBE_PATCH_JSON, jp, NULL, NULL, &err),
+                    0);
+    CU_ASSERT_EQUAL(kube_client_patch(e.c, path, KUBE_PATCH_STRATEGIC, merge, NULL, NULL, &err),
+                    0);
+    /* Apply without a field manager is refused locally. */
+    CU_ASSERT_EQUAL(kube_client_patch(e.c, path, KUBE_PATCH_APPLY, apply, NULL, NULL, &err),
+                    KERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "field manager"));
+
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(e.srv), 5);
+    fake_req_t *r = e.srv->reqs;
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_STRING_EQUAL(r[i].method, "PATCH");
+    CU_ASSERT_STRING_EQUAL(r[0].ctype, "application/apply-patch+yaml");
+    CU_ASSERT_STRING_EQUAL(r[0].query, "fieldManager=rdc&force=true");
+    CU_ASSERT_STRING_EQUAL(r[0].body, json_object_to_json_string_ext(
+                                          apply, JSON_C_TO_STRING_PLAIN |
+                                                     JSON_C_TO_STRING_NOSLASHESCAPE));
+    CU_ASSERT_STRING_EQUAL(r[1].query, "fieldManager=rdc&force=false");
+    CU_ASSERT_STRING_EQUAL(r[2].ctype, "application/merge-patch+json");
+    CU_ASSERT_STRING_EQUAL(r[2].body, "{\"spec\":{\"replicas\":5}}");
+    CU_ASSERT_STRING_EQUAL(r[3].ctype, "application/json-patch+json");
+    CU_ASSERT_STRING_EQUAL(r[3].path, "/apis/apps/v1/namespaces/default/statefulsets/c/scale");
+    CU_ASSERT_EQUAL(r[3].body[0], '[');
+    CU_ASSERT_STRING_EQUAL(r[4].ctype, "application/strategic-merge-patch+json");
+    json_object_put(apply);
+    json_object_put(merge);
+    json_object_put(jp);
+    env_close(&e);
+}
+
+static void h_delete(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
+{
+    (void)f;
+    (void)r;
+    (void)n;
+    snprintf(out->body, sizeof(out->body),
+             "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Success\","
+             "\"details\":{\"name\":\"x\",\"kind\":\"configmaps\",\"uid\":\"u-1\"}}");
+}
+
+static void test_delete(void)
+{
+    env_t e;
+    env_open(&e, h_delete, NULL);
+    kube_req_opts_t ro = {0};
+    ro.propagation = KUBE_PROPAGATION_FOREGROUND;
+    ro.precondition_uid = "u-1";
+    ro.precondition_rv = "42";
+    ro.has_grace_period = 1;
+    ro.grace_period_seconds = 0;
+    json_object *out = NULL;
+    kube_error_t err;
+    CU_ASSERT_EQUAL(kube_client_delete(e.c, "/api/v1/namespaces/default/configmaps/x", &ro, &out,
+                                       &err),
+                    0);
+    CU_ASSERT_STRING_EQUAL(jstr(out, "status"), "Success");
+    json_object_put(out);
+    ro = (kube_req_opts_t){0};
+    ro.propagation = KUBE_PROPAGATION_ORPHAN;
+    ro.dry_run = 1;
+    CU_ASSERT_EQUAL(kube_client_delete(e.c, "/api/v1/namespaces/default/configmaps/y", &ro, NULL,
+                                       NULL),
+                    0);
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(e.srv), 2);
+    fake_req_t *r = e.srv->reqs;
+    CU_ASSERT_STRING_EQUAL(r[0].method, "DELETE");
+    CU_ASSERT_STRING_EQUAL(r[0].ctype, "application/json");
+    json_object *b = json_tokener_parse(r[0].body);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_STRING_EQUAL(jstr(b, "kind"), "DeleteOptions");
+    CU_ASSERT_STRING_EQUAL(jstr(b, "propagationPolicy"), "Foreground");
+    CU_ASSERT_STRING_EQUAL(jstr(b, "preconditions.uid"), "u-1");
+    CU_ASSERT_STRING_EQUAL(jstr(b, "preconditions.resourceVersion"), "42");
+    CU_ASSERT_STRING_EQUAL(jstr(b, "gracePeriodSeconds"), "0");
+    json_object_put(b);
+    b = json_tokener_parse(r[1].body);
+    CU_ASSERT_STRING_EQUAL(jstr(b, "propagationPolicy"), "Orphan");
+    CU_ASSERT_PTR_NULL(jstr(b, "preconditions"));
+    CU_ASSERT_STRING_EQUAL(r[1].query, "dryRun=All");
+    json_object_put(b);
+    env_close(&e);
+}
+
+/* ---- tests: LIST --------------------------------------------------------------- */
+
+/* Three pages of 2, 2 and 1 items; the continue token says which page is next. */
+static void h_pages(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
+{
+    (void)f;
+    (void)n;
+    int page = 0;
+    const char *c = strstr(r->query, "continue=");
+    if (c)
+        page = c[strlen("continue=tok")] - '0';
+    const char *next[] = {"tok1", "tok2", ""};
+    int first = page * 2;
+    int count = page == 2 ? 1 : 2;
+    size_t off = (size_t)snprintf(out->body, sizeof(out->body),
+                                  "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\","
+                                  "\"metadata\":{\"resourceVersion\":\"500\"%s%s%s},"
+                                  "\"items\":[",
+                                  *next[page] ? ",\"continue\":\"" : "", next[page],
+                                  *next[page] ? "\"" : "");
+    for (int i = 0; i < count; i++)
+        off += (size_t)snprintf(out->body + off, sizeof(out->body) - off,
+                                "%s{\"metadata\":{\"name\":\"cm%d\"}}", i ? "," : "",
+                                first + i);
+    snprintf(out->body + off, sizeof(out->body) - off, "]}");
+}
+
+static int count_page(json_object *page, void *user)
+{
+    int *pages = user;
+    (*pages)++;
+    CU_ASSERT_STRING_EQUAL(jstr(page, "kind"), "ConfigMapList");
+    return 0;
+}
+
+static int stop_first(json_object *page, void *user)
+{
+    (void)page;
+    (*(int *)user)++;
+    return 1;
+}
+
+static void test_list_pagination(void)
+{
+    env_t e;
+    env_open(&e, h_pages, NULL);
+    kube_req_opts_t ro = {0};
+    ro.limit = 2;
+    ro.label_selector = "app.kubernetes.io/managed-by=rdc";
+    ro.resource_version = "0";
+    ro.resource_version_match = "NotOlderThan";
+    json_object *items = NULL;
+    char *rv = NULL;
+    kube_error_t err;
+    CU_ASSERT_EQUAL(kube_client_list_all(e.c, "/api/v1/configmaps", &ro, &items, &rv, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(items);
+    CU_ASSERT_EQUAL(json_object_array_length(items), 5);
+    for (int i = 0; i < 5; i++) {
+        char want[16];
+        snprintf(want, sizeof(want), "cm%d", i);
+        CU_ASSERT_STRING_EQUAL(jstr(json_object_array_get_idx(items, (size_t)i), "metadata.name"),
+                               want);
+    }
+    CU_ASSERT_STRING_EQUAL(rv, "500");
+    json_object_put(items);
+    free(rv);
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(e.srv), 3);
+    fake_req_t *r = e.srv->reqs;
+    CU_ASSERT_STRING_EQUAL(r[0].query, "labelSelector=app.kubernetes.io/managed-by=rdc&limit=2&"
+                                       "resourceVersion=0&resourceVersionMatch=NotOlderThan");
+    /* Later pages: the continue token instead of resourceVersion. */
+    CU_ASSERT_STRING_EQUAL(r[1].query, "labelSelector=app.kubernetes.io/managed-by=rdc&limit=2&"
+                                       "continue=tok1");
+    CU_ASSERT_STRING_EQUAL(r[2].query, "labelSelector=app.kubernetes.io/managed-by=rdc&limit=2&"
+                                       "continue=tok2");
+    /* Page callback form. */
+    int pages = 0;
+    CU_ASSERT_EQUAL(kube_client_list(e.c, "/api/v1/configmaps", &ro, count_page, &pages, &err), 0);
+    CU_ASSERT_EQUAL(pages, 3);
+    pages = 0;
+    CU_ASSERT_EQUAL(kube_client_list(e.c, "/api/v1/configmaps", &ro, stop_first, &pages, &err), 0);
+    CU_ASSERT_EQUAL(pages, 1);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 7);
+    env_close(&e);
+}
+
+/* The continue token expires on page 2: the list starts over without paging. */
+static void h_expired_continue(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
+{
+    if (strstr(r->query, "continue=tok1")) {
+        out->status = 410;
+        snprintf(out->body, sizeof(out->body),
+                 "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
+                 "\"Failure\",\"message\":\"The provided continue parameter is too old to "
+                 "display a consistent list result.\",\"reason\":\"Expired\",\"code\":410}");
+        return;
+    }
+    if (!strstr(r->query, "limit=")) {
+        snprintf(out->body, sizeof(out->body),
+                 "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"900\"},"
+                 "\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}},"
+                 "{\"metadata\":{\"name\":\"c\"}}]}");
+        return;
+    }
+    h_pages(f, r, n, out);
+}
+
+static void test_list_expired_continue(void)
+{
+    env_t e;
+    env_open(&e, h_expired_continue, NULL);
+    kube_req_opts_t ro = {0};
+    ro.limit = 2;
+    json_object *items = NULL;
+    char *rv = NULL;
+    kube_error_t err;
+    CU_ASSERT_EQUAL(kube_client_list_all(e.c, "/api/v1/configmaps", &ro, &items, &rv, &err), 0);
+    CU_ASSERT_EQUAL(json_object_array_length(items), 3);
+    CU_ASSERT_STRING_EQUAL(rv, "900");
+    json_object_put(items);
+    free(rv);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
+    /* The page form reports the 410 (the caller relists). */
+    int pages = 0;
+    CU_ASSERT_EQUAL(kube_client_list(e.c, "/api/v1/configmaps", &ro, count_page, &pages, &err),
+                    KERR_GONE);
+    CU_ASSERT_EQUAL(pages, 1);
+    env_close(&e);
+}
+
+/* ---- tests: errors and retries ------------------------------------------------- */
+
+static void h_429_twice(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
+{
+    (void)f;
+    (void)r;
+    if (n < 2) {
+        out->status = 429;
+        out->retry_after = "1";
+        snprintf(out->body, sizeof(out->body),
+                 "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
+                 "\"Failure\",\"message\":\"Too many requests, please try again later.\","
+                 "\"reason\":\"TooManyRequests\",\"details\":{\"retryAfterSeconds\":1},"
+                 "\"code\":429}");
+        return;
+    }
+    snprintf(out->body, sizeof(out->body), "{\"kind\":\"Pod\"}");
+}
+
+static void test_retry_429(void)
+{
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    o.retry_after_cap_ms = 50; /* honour Retry-After: 1, capped to 50 ms */
+    env_t e;
+    env_open(&e, h_429_twice, &o);
+    const char *host = kube_client_host(e.c);
+    json_object *out = NULL;
+    kube_error_t err;
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces/default/pods/p", NULL, &out, &err), 0);
+    CU_ASSERT_STRING_EQUAL(jstr(out, "kind"), "Pod");
+    json_object_put(out);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
+    CU_ASSERT_EQUAL(e.clk.sleeps, 2);
+    CU_ASSERT_EQUAL(e.clk.slept, 2 * 50 * NS_PER_MS);
+    kube_client_stats_t st;
+    kube_client_stats(e.c, &st);
+    CU_ASSERT_EQUAL(st.requests, 3);
+    CU_ASSERT_EQUAL(st.retries, 2);
+    CU_ASSERT_DOUBLE_EQUAL(counter("rest_client_request_retries_total",
+                                   METRIC_LABELS("429", "GET", host)), 2, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(counter("rest_client_requests_total",
+                                   METRIC_LABELS("429", "GET", host)), 2, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(counter("rest_client_requests_total",
+                                   METRIC_LABELS("200", "GET", host)), 1, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(counter("rest_client_request_duration_seconds",
+                                   METRIC_LABELS("GET", host)), 3, 1e-9);
+    /* Out of retries: the last error comes back with its retry-after. */
+    o.max_retries = 1;
+    kube_client_t *c1 = kube_client_new(e.cfg, &o, NULL);
+    kube_client_clock_t clk = {fc_now, fc_sleep, &e.clk};
+    kube_client_set_clock(c1, &clk);
+    e.srv->nreqs = 0;
+    CU_ASSERT_EQUAL(kube_client_get(c1, "/api/v1/pods", NULL, &out, &err), KERR_TOO_MANY_REQUESTS);
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT_EQUAL(err.http_status, 429);
+    CU_ASSERT_EQUAL(err.retry_after_s, 1);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 2);
+    kube_client_destroy(&c1);
+    env_close(&e);
+}
+
+static void h_always(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
+{
+    (void)f;
+    (void)n;
+    /* The status to answer is in the path: /status/<code>[/ra] */
+    const char *p = strstr(r->path, "/code/");
+    out->status = p ? (int)strtol(p + 6, NULL, 10) : 500;
+    if (strstr(r->path, "/ra"))
+        out->retry_after = "1";
+    snprintf(out->body, sizeof(out->body),
+             "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+             "\"message\":\"boom %d\",\"code\":%d}",
+             out->status, out->status);
+}
+
+static void test_retry_rules(void)
+{
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    o.max_retries = 2;
+    env_t e;
+    env_open(&e, h_always, &o);
+    kube_error_t err;
+    json_object *body = json_tokener_parse("{\"kind\":\"ConfigMap\"}");
+    /* POST 500: not retried. */
+    CU_ASSERT_EQUAL(kube_client_create(e.c, "/code/500", body, NULL, NULL, &err), KERR_INTERNAL);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
+    /* POST 503: the server may have acted; not retried either. */
+    e.srv->nreqs = 0;
+    CU_ASSERT_EQUAL(kube_client_create(e.c, "/code/503", body, NULL, NULL, &err),
+                    KERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
+    /* POST 429: rejected before processing; retried. */
+    e.srv->nreqs = 0;
+    CU_ASSERT_EQUAL(kube_client_create(e.c, "/code/429", body, NULL, NULL, &err),
+                    KERR_TOO_MANY_REQUESTS);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
+    /* GET 503 and 504: retried with backoff. */
+    e.srv->nreqs = 0;
+    e.clk.sleeps = 0;
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/code/503", NULL, NULL, &err), KERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
+    CU_ASSERT_EQUAL(e.clk.sleeps, 2);
+    /* Backoff: 100 ms then 200 ms, each plus up to 50 % jitter. */
+    CU_ASSERT(e.clk.last_sleep >= 200 * NS_PER_MS && e.clk.last_sleep < 300 * NS_PER_MS);
+    e.srv->nreqs = 0;
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/code/504", NULL, NULL, &err), KERR_TIMEOUT);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
+    /* PUT 500 without Retry-After: not retried (client-go); with it: retried. */
+    e.srv->nreqs = 0;
+    CU_ASSERT_EQUAL(kube_client_update(e.c, "/code/500", body, NULL, NULL, &err), KERR_INTERNAL);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
+    e.srv->nreqs = 0;
+    CU_ASSERT_EQUAL(kube_client_update(e.c, "/code/500/ra", body, NULL, NULL, &err),
+                    KERR_INTERNAL);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
+    /* 404 and 409 are answers, not failures to retry. */
+    e.srv->nreqs = 0;
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/code/404", NULL, NULL, &err), KERR_NOT_FOUND);
+    CU_ASSERT_EQUAL(kube_client_update(e.c, "/code/409", body, NULL, NULL, &err), KERR_CONFLICT);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 2);
+    /* Merge patch is not idempotent: 503 not retried; apply is. */
+    e.srv->nreqs = 0;
+    kube_req_opts_t ro = {0};
+    ro.field_manager = "rdc";
+    CU_ASSERT_EQUAL(kube_client_patch(e.c, "/code/503", KUBE_PATCH_MERGE, body, NULL, NULL, &err),
+                    KERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
+    CU_ASSERT_EQUAL(kube_client_patch(e.c, "/code/503", KUBE_PATCH_APPLY, body, &ro, NULL, &err),
+                    KERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 4);
+    /* A retry that would pass the call's timeout is not made. */
+    kube_client_opts_t o2 = o;
+    o2.timeout_ms = 1000;
+    o2.retry_after_cap_ms = 5000;
+    kube_client_t *c2 = kube_client_new(e.cfg, &o2, NULL);
+    kube_client_clock_t clk = {fc_now, fc_sleep, &e.clk};
+    kube_client_set_clock(c2, &clk);
+    e.srv->nreqs = 0;
+    CU_ASSERT_EQUAL(kube_client_get(c2, "/code/429/ra", NULL, NULL, &err),
+                    KERR_TOO_MANY_REQUESTS);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
+    kube_client_destroy(&c2);
+    json_object_put(body);
+    env_close(&e);
+}
+
+static void h_404(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
+{
+    (void)f;
+    (void)r;
+    (void)n;
+    out->status = 404;
+    snprintf(out->body, sizeof(out->body),
+             "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+             "\"message\":\"configmaps \\\"x\\\" not found\",\"reason\":\"NotFound\","
+             "\"details\":{\"name\":\"x\",\"kind\":\"configmaps\"},\"code\":404}");
+}
+
+static void test_error_status(void)
+{
+    env_t e;
+    env_open(&e, h_404, NULL);
+    json_object *out = (json_object *)1;
+    kube_error_t err;
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces/default/configmaps/x", NULL, &out,
+                                    &err),
+                    KERR_NOT_FOUND);
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT(kube_error_is_not_found(&err));
+    CU_ASSERT_EQUAL(err.http_status, 404);
+    CU_ASSERT_EQUAL(err.curl_code, 0);
+    CU_ASSERT_STRING_EQUAL(err.method, "GET");
+    char line[1024], want[512];
+    snprintf(want, sizeof(want),
+             "GET http://127.0.0.1:%d/api/v1/namespaces/default/configmaps/x: 404 NotFound: "
+             "configmaps \"x\" not found",
+             e.srv->port);
+    CU_ASSERT_STRING_EQUAL(kube_error_str(&err, line, sizeof(line)), want);
+    env_close(&e);
+}
+
+static void test_connection_refused(void)
+{
+    /* A port nobody listens on: bind, read the port, close. */
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof(sa);
+    CU_ASSERT_EQUAL_FATAL(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    getsockname(s, (struct sockaddr *)&sa, &sl);
+    int port = ntohs(sa.sin_port);
+    close(s);
+
+    kube_config_t *cfg = make_config("http", port, NULL);
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    o.max_retries = 2;
+    kube_client_t *c = kube_client_new(cfg, &o, NULL);
+    fake_clock_t fc = {.now = NS_PER_SEC};
+    kube_client_clock_t clk = {fc_now, fc_sleep, &fc};
+    kube_client_set_clock(c, &clk);
+    kube_error_t err;
+    json_object *body = json_object_new_object();
+    /* Even a POST is retried when the connection was never made. */
+    CU_ASSERT_EQUAL(kube_client_create(c, "/api/v1/namespaces/default/configmaps", body, NULL,
+                                       NULL, &err),
+                    KERR_TRANSPORT);
+    CU_ASSERT_EQUAL(err.curl_code, CURLE_COULDNT_CONNECT);
+    CU_ASSERT_EQUAL(err.http_status, 0);
+    kube_client_stats_t st;
+    kube_client_stats(c, &st);
+    CU_ASSERT_EQUAL(st.requests, 3);
+    CU_ASSERT_EQUAL(fc.sleeps, 2);
+    char line[1024], prefix[256];
+    kube_error_str(&err, line, sizeof(line));
+    snprintf(prefix, sizeof(prefix),
+             "POST http://127.0.0.1:%d/api/v1/namespaces/default/configmaps: transport: curl 7 "
+             "(Couldn't connect to server)",
+             port);
+    CU_ASSERT_EQUAL(strncmp(line, prefix, strlen(prefix)), 0);
+    char hostport[64];
+    snprintf(hostport, sizeof(hostport), "127.0.0.1:%d", port);
+    CU_ASSERT_STRING_EQUAL(kube_client_host(c), hostport);
+    CU_ASSERT_DOUBLE_EQUAL(counter("rest_client_requests_total",
+                                   METRIC_LABELS("<error>", "POST", hostport)), 3, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(counter("rest_client_request_retries_total",
+                                   METRIC_LABELS("<error>", "POST", hostport)), 2, 1e-9);
+    json_object_put(body);
+    kube_client_destroy(&c);
+    kube_config_destroy(&cfg);
+}
+
+static void test_connection_reuse(void)
+{
+    env_t e;
+    env_open(&e, h_echo, NULL);
+    json_object *body = json_tokener_parse("{\"kind\":\"ConfigMap\"}");
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces/default/configmaps/x", NULL,
+                                        NULL, NULL),
+                        0);
+    CU_ASSERT_EQUAL(kube_client_create(e.c, "/api/v1/namespaces/default/configmaps", body, NULL,
+                                       NULL, NULL),
+                    0);
+    CU_ASSERT_EQUAL(kube_client_update(e.c, "/api/v1/namespaces/default/configmaps/x", body,
+                                       NULL, NULL, NULL),
+                    0);
+    CU_ASSERT_EQUAL(kube_client_delete(e.c, "/api/v1/namespaces/default/configmaps/x", NULL,
+                                       NULL, NULL),
+                    0);
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces", NULL, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 9);
+    /* The method of each request was reset properly between them. */
+    CU_ASSERT_STRING_EQUAL(e.srv->reqs[8].method, "GET");
+    CU_ASSERT_EQUAL(e.srv->reqs[8].body_len, 0);
+    kube_client_stats_t st;
+    kube_client_stats(e.c, &st);
+    CU_ASSERT_EQUAL(st.requests, 9);
+    CU_ASSERT_EQUAL(st.connects, 1);
+    CU_ASSERT_EQUAL(fake_connections(e.srv), 1);
+    json_object_put(body);
+    env_close(&e);
+}
+
+static void test_rate_limiter(void)
+{
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 10;
+    o.burst = 2;
+    env_t e;
+    env_open(&e, h_echo, &o);
+    const char *host = kube_client_host(e.c);
+    for (int i = 0; i < 6; i++)
+        CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces", NULL, NULL, NULL), 0);
+    /* Two from the burst, then four spaced 100 ms apart on the fake clock. */
+    CU_ASSERT_EQUAL(e.clk.sleeps, 4);
+    CU_ASSERT(e.clk.slept >= 400 * NS_PER_MS - 1000 && e.clk.slept <= 400 * NS_PER_MS + 1000);
+    kube_client_stats_t st;
+    kube_client_stats(e.c, &st);
+    CU_ASSERT_EQUAL(st.throttled_ns, e.clk.slept);
+    CU_ASSERT_DOUBLE_EQUAL(counter("rest_client_rate_limiter_duration_seconds",
+                                   METRIC_LABELS("GET", host)), 6, 1e-9);
+    /* The external-request hook takes from the same bucket. */
+    int64_t w = kube_client_throttle(e.c);
+    CU_ASSERT(w >= 100 * NS_PER_MS - 1000 && w <= 100 * NS_PER_MS + 1000);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 6);
+    env_close(&e);
+
+    /* A limiter wait longer than the call's timeout fails the call before sending. */
+    o.qps = 0.1; /* one request per 10 s */
+    o.burst = 1;
+    o.timeout_ms = 2000;
+    env_open(&e, h_echo, &o);
+    kube_error_t err;
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces", NULL, NULL, &err), 0);
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces", NULL, NULL, &err), KERR_TIMEOUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "rate limiter"));
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
+    env_close(&e);
+}
+
+static void h_big(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
+{
+    (void)f;
+    (void)n;
+    if (strstr(r->path, "/bad")) {
+        snprintf(out->body, sizeof(out->body), "{\"kind\":\"Pod\",");
+        return;
+    }
+    if (strstr(r->path, "/slow")) {
+        out->delay_ms = 600;
+        return;
+    }
+    memset(out->body, ' ', 4000);
+    memcpy(out->body, "{\"a\":1}", 7);
+    out->body[4000] = '\0';
+}
+
+static void test_response_cap_decode_timeout(void)
+{
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    o.max_response_bytes = 1024;
+    o.timeout_ms = 200;
+    env_t e;
+    env_open(&e, h_big, &o);
+    json_object *out = NULL;
+    kube_error_t err;
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/big", NULL, &out, &err), KERR_DECODE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "exceeds 1024 bytes"));
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/bad", NULL, &out, &err), KERR_DECODE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "decode response"));
+    CU_ASSERT_EQUAL(err.http_status, 200);
+    CU_ASSERT_PTR_NULL(out);
+    /* The call's timeout ends a slow answer (real time: the fake clock does not move). */
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/slow", NULL, &out, &err), KERR_TIMEOUT);
+    char line[512];
+    kube_error_str(&err, line, sizeof(line));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "/api/v1/slow: timeout: curl 28"));
+    CU_ASSERT_EQUAL(err.curl_code, CURLE_OPERATION_TIMEDOUT);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
+    env_close(&e);
+}
+
+/* ---- tests: watch handle ------------------------------------------------------- */
+
+static void h_watch(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
+{
+    (void)f;
+    (void)r;
+    (void)n;
+    snprintf(out->body, sizeof(out->body),
+             "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":"
+             "\"11\"}}}\n"
+             "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"15\"}}}\n"
+             "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+             "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: 11 "
+             "(14)\",\"reason\":\"Expired\",\"code\":410}}\n");
+}
+
+static size_t feed_decoder(char *data, size_t size, size_t n, void *user)
+{
+    return watch_decoder_feed(user, data, size * n) == WATCH_OK ? size * n : 0;
+}
+
+static int count_events(const watch_event_t *ev, void *user)
+{
+    (void)ev;
+    (*(int *)user)++;
+    return 0;
+}
+
+static void test_watch_handle(void)
+{
+    env_t e;
+    env_open(&e, h_watch, NULL);
+    kube_req_opts_t ro = {0};
+    ro.resource_version = "10";
+    ro.allow_watch_bookmarks = 1;
+    ro.timeout_seconds = 300;
+    ro.label_selector = "app=x";
+    struct curl_slist *hdrs = NULL;
+    kube_error_t err;
+    CURL *h = kube_client_watch_handle(e.c, "/api/v1/namespaces/default/configmaps", &ro, &hdrs,
+                                       &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_PTR_NOT_NULL(hdrs);
+    int events = 0;
+    watch_decoder_t *d = watch_decoder_new(0, count_events, &events);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, feed_decoder);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, d);
+    CU_ASSERT_EQUAL(curl_easy_perform(h), CURLE_OK);
+    CU_ASSERT_EQUAL(watch_decoder_finish(d), WATCH_OK);
+    CU_ASSERT_EQUAL(events, 3);
+    CU_ASSERT_STRING_EQUAL(watch_decoder_last_rv(d), "15");
+    CU_ASSERT(kube_error_is_gone(watch_decoder_server_error(d)));
+    curl_easy_cleanup(h);
+    curl_slist_free_all(hdrs);
+    watch_decoder_destroy(&d);
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(e.srv), 1);
+    fake_req_t *r = &e.srv->reqs[0];
+    CU_ASSERT_STRING_EQUAL(r->query, "watch=1&labelSelector=app=x&resourceVersion=10&"
+                                     "allowWatchBookmarks=true&timeoutSeconds=300");
+    char want[128];
+    snprintf(want, sizeof(want), "Bearer %s", TOKEN);
+    CU_ASSERT_STRING_EQUAL(r->auth, want);
+    CU_ASSERT_STRING_EQUAL(r->ua, "informerd/0.1.0");
+    /* Bad path: no handle, nothing to free. */
+    h = kube_client_watch_handle(e.c, "nope", NULL, &hdrs, &err);
+    CU_ASSERT_PTR_NULL(h);
+    CU_ASSERT_PTR_NULL(hdrs);
+    CU_ASSERT_EQUAL(err.code, KERR_CONFIG);
+    env_close(&e);
+}
+
+/* ---- tests: HTTPS -------------------------------------------------------------- */
+
+typedef struct {
+    char *ca_pem;
+    char *key_pem;
+    char *cert_pem;
+    char *client_key_pem;
+    char *client_cert_pem;
+} certs_t;
+
+static char *bio_string(BIO *b)
+{
+    char *p;
+    long n = BIO_get_mem_data(b, &p);
+    char *s = malloc((size_t)n + 1);
+    memcpy(s, p, (size_t)n);
+    s[n] = '\0';
+    return s;
+}
+
+static X509 *make_cert(EVP_PKEY *key, X509 *issuer, EVP_PKEY *issuer_key, const char *cn,
+                       const char *san, const char *eku, int serial)
+{
+    X509 *x = X509_new();
+    X509_set_version(x, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), serial);
+    X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(x), 86400);
+    X509_set_pubkey(x, key);
+    X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+                               (const unsigned char *)cn, -1, -1, 0);
+    X509_set_issuer_name(x, X509_get_subject_name(issuer ? issuer : x));
+    X509V3_CTX ctx;
+    X509V3_set_ctx(&ctx, issuer ? issuer : x, x, NULL, NULL, 0);
+    const char *exts[][2] = {
+        {"basicConstraints", issuer ? "critical,CA:FALSE" : "critical,CA:TRUE"},
+        {"keyUsage", issuer ? "critical,digitalSignature,keyEncipherment"
+                            : "critical,keyCertSign,cRLSign"},
+        {"subjectKeyIdentifier", "hash"},
+        {eku ? "extendedKeyUsage" : NULL, eku},
+        {san ? "subjectAltName" : NULL, san},
+    };
+    for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+        if (!exts[i][0])
+            continue;
+        X509_EXTENSION *ext = X509V3_EXT_conf(NULL, &ctx, exts[i][0], exts[i][1]);
+        X509_add_ext(x, ext, -1);
+        X509_EXTENSION_free(ext);
+    }
+    X509_sign(x, issuer_key ? issuer_key : key, EVP_sha256());
+    return x;
+}
+
+/* A CA and a server certificate for kubernetes.test (no IP SAN: connecting by IP must
+ * fail verification unless tls-server-name says which name to check). */
+static int make_certs(certs_t *c)
+{
+    EVP_PKEY *cakey = EVP_EC_gen("P-256");
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    EVP_PKEY *ckey = EVP_EC_gen("P-256");
+    if (!cakey || !key || !ckey)
+        return -1;
+    X509 *ca = make_cert(cakey, NULL, NULL, "test-ca", NULL, NULL, 1);
+    X509 *srv = make_cert(key, ca, cakey, "kubernetes.test", "DNS:kubernetes.test",
+                          "serverAuth", 2);
+    X509 *cli = make_cert(ckey, ca, cakey, "system:node:test", NULL, "clientAuth", 3);
+    BIO *b = BIO_new(BIO_s_mem());
+    PEM_write_bio_X509(b, ca);
+    c->ca_pem = bio_string(b);
+    BIO_reset(b);
+    PEM_write_bio_X509(b, srv);
+    c->cert_pem = bio_string(b);
+    BIO_reset(b);
+    PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL);
+    c->key_pem = bio_string(b);
+    BIO_reset(b);
+    PEM_write_bio_X509(b, cli);
+    c->client_cert_pem = bio_string(b);
+    BIO_reset(b);
+    PEM_write_bio_PrivateKey(b, ckey, NULL, NULL, 0, NULL, NULL);
+    c->client_key_pem = bio_string(b);
+    BIO_free(b);
+    X509_free(ca);
+    X509_free(srv);
+    X509_free(cli);
+    EVP_PKEY_free(cakey);
+    EVP_PKEY_free(key);
+    EVP_PKEY_free(ckey);
+    return 0;
+}
+
+static char *b64(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = malloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
+    return out;
+}
+
+static void test_https(void)
+{
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        fprintf(stderr, "libmicrohttpd without TLS: HTTPS test skipped\n");
+        return;
+    }
+    certs_t certs = {0};
+    CU_ASSERT_EQUAL_FATAL(make_certs(&certs), 0);
+    fake_t *srv = fake_start_tls(h_echo, certs.key_pem, certs.cert_pem, certs.ca_pem);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
+    char *ca64 = b64(certs.ca_pem);
+    char extra[8192];
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    o.max_retries = 0;
+    kube_error_t err;
+    char line[1024];
+
+    /* 1. CA given, connecting by IP: the name does not match, verification fails. */
+    snprintf(extra, sizeof(extra), "    certificate-authority-data: %s\n", ca64);
+    kube_config_t *cfg = make_config("https", srv->port, extra);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+    kube_client_t *c = kube_client_new(cfg, &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), KERR_TRANSPORT);
+    CU_ASSERT_EQUAL(err.curl_code, CURLE_PEER_FAILED_VERIFICATION);
+    kube_error_str(&err, line, sizeof(line));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "transport: curl 60"));
+    kube_client_destroy(&c);
+    kube_config_destroy(&cfg);
+
+    /* 2. tls-server-name: verified against kubernetes.test, connection to 127.0.0.1,
+     *    and the connection is reused. */
+    snprintf(extra, sizeof(extra),
+             "    certificate-authority-data: %s\n    tls-server-name: kubernetes.test\n", ca64);
+    cfg = make_config("https", srv->port, extra);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+    c = kube_client_new(cfg, &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), 0);
+        if (err.code)
+            fprintf(stderr, "%s\n", kube_error_str(&err, line, sizeof(line)));
+    }
+    kube_client_stats_t st;
+    kube_client_stats(c, &st);
+    CU_ASSERT_EQUAL(st.connects, 1);
+    int nbefore = fake_nreqs(srv);
+    CU_ASSERT(nbefore >= 3);
+    /* Host: keeps the real address, as client-go does. */
+    char hostport[64];
+    snprintf(hostport, sizeof(hostport), "127.0.0.1:%d", srv->port);
+    CU_ASSERT_STRING_EQUAL(srv->reqs[nbefore - 1].host, hostport);
+    CU_ASSERT_EQUAL(srv->reqs[nbefore - 1].client_certs, 0); /* bearer token only */
+    CU_ASSERT_STRING_EQUAL(kube_client_host(c), hostport);
+    /* The watch handle is set up the same way. */
+    struct curl_slist *hdrs = NULL;
+    CURL *h = kube_client_stream_handle(c, "/api/v1/namespaces", NULL, 5000, &hdrs, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, NULL);
+    FILE *devnull = fopen("/dev/null", "w");
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, devnull);
+    CU_ASSERT_EQUAL(curl_easy_perform(h), CURLE_OK);
+    fclose(devnull);
+    curl_easy_cleanup(h);
+    curl_slist_free_all(hdrs);
+    kube_client_destroy(&c);
+    kube_config_destroy(&cfg);
+
+    /* 3. No CA but insecure-skip-tls-verify: accepted without verification. */
+    cfg = make_config("https", srv->port, "    insecure-skip-tls-verify: true\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+    c = kube_client_new(cfg, &o, &err);
+    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), 0);
+    kube_client_destroy(&c);
+    kube_config_destroy(&cfg);
+
+    /* 4. A client certificate and key from the kubeconfig are loaded from memory and
+     *    presented to the server. */
+    char *cc64 = b64(certs.client_cert_pem), *ck64 = b64(certs.client_key_pem);
+    char user[8192];
+    snprintf(user, sizeof(user),
+             "    client-certificate-data: %s\n    client-key-data: %s\n", cc64, ck64);
+    snprintf(extra, sizeof(extra),
+             "    certificate-authority-data: %s\n    tls-server-name: kubernetes.test\n", ca64);
+    cfg = make_config_ex("https", srv->port, extra, user);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+    c = kube_client_new(cfg, &o, &err);
+    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), 0);
+    if (err.code)
+        fprintf(stderr, "%s\n", kube_error_str(&err, line, sizeof(line)));
+    int last = fake_nreqs(srv) - 1;
+    /* 1 or 2: OpenSSL adds the CA to the chain it sends when it can build one. */
+    CU_ASSERT(srv->reqs[last].client_certs >= 1);
+    kube_client_destroy(&c);
+    kube_config_destroy(&cfg);
+    free(cc64);
+    free(ck64);
+
+    /* 5. No CA at all: the system store does not know our CA. */
+    cfg = make_config("https", srv->port, NULL);
+    c = kube_client_new(cfg, &o, &err);
+    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), KERR_TRANSPORT);
+    CU_ASSERT_EQUAL(err.curl_code, CURLE_PEER_FAILED_VERIFICATION);
+    kube_client_destroy(&c);
+    kube_config_destroy(&cfg);
+
+    fake_stop(&srv);
+    free(ca64);
+    free(certs.ca_pem);
+    free(certs.cert_pem);
+    free(certs.key_pem);
+    free(certs.client_cert_pem);
+    free(certs.client_key_pem);
+}
+
+static void test_bad_server(void)
+{
+    const char *yaml = "apiVersion: v1\nkind: Config\nclusters:\n- name: x\n  cluster:\n"
+                       "    server: https://exa mple:1\ncontexts:\n- name: x\n  context: "
+                       "{cluster: x, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user: {}\n";
+    kube_config_t *cfg = NULL;
+    char errbuf[256];
+    if (kube_config_load_buffer(yaml, strlen(yaml), "bad", NULL, &cfg, errbuf, sizeof(errbuf)) ==
+        0) {
+        kube_error_t err;
+        kube_client_t *c = kube_client_new(cfg, NULL, &err);
+        CU_ASSERT_PTR_NULL(c);
+        CU_ASSERT_EQUAL(err.code, KERR_CONFIG);
+        kube_client_destroy(&c);
+        kube_config_destroy(&cfg);
+    } else {
+        /* The config loader already refuses it: fine as well. */
+        CU_ASSERT_PTR_NULL(cfg);
+    }
+    /* Defaults with NULL opts. */
+    kube_config_t *ok = make_config("http", 1, NULL);
+    kube_client_t *c = kube_client_new(ok, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL(c);
+    CU_ASSERT_STRING_EQUAL(kube_client_host(c), "127.0.0.1:1");
+    kube_client_destroy(&c);
+    kube_client_destroy(&c); /* NULL-safe */
+    kube_config_destroy(&ok);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    rlog_init("test_kube_client", RLOG_ERROR, RLOG_TEXT, NULL);
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite("kube_client", NULL, NULL);
+    CU_add_test(s, "path builder", test_path_builder);
+    CU_add_test(s, "GET: method, path, headers", test_get);
+    CU_add_test(s, "POST and PUT", test_create_update);
+    CU_add_test(s, "PATCH: apply, merge, json, strategic", test_patch);
+    CU_add_test(s, "DELETE with DeleteOptions", test_delete);
+    CU_add_test(s, "LIST pagination over 3 pages", test_list_pagination);
+    CU_add_test(s, "LIST with expired continue", test_list_expired_continue);
+    CU_add_test(s, "429 Retry-After retried then succeeds", test_retry_429);
+    CU_add_test(s, "retry rules per method and status", test_retry_rules);
+    CU_add_test(s, "Status error mapped", test_error_status);
+    CU_add_test(s, "connection refused", test_connection_refused);
+    CU_add_test(s, "connection reuse", test_connection_reuse);
+    CU_add_test(s, "QPS limiter", test_rate_limiter);
+    CU_add_test(s, "response cap, bad JSON, timeout", test_response_cap_decode_timeout);
+    CU_add_test(s, "watch handle", test_watch_handle);
+    CU_add_test(s, "HTTPS: verification, tls-server-name", test_https);
+    CU_add_test(s, "bad server URL, default opts", test_bad_server);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failed = CU_get_number_of_failures() > 0;
+    CU_cleanup_registry();
+    metrics_default_free();
+    curl_global_cleanup();
+    return failed;
+}
