@@ -1,5 +1,6 @@
 #include "daemon.h"
 
+#include "log.h"
 #include "metrics.h"
 
 #include <errno.h>
@@ -143,4 +144,28 @@ int daemon_publish_metrics(const char *dir, const char *name)
     int rc = daemon_write_file_atomic(path, buf_str(&b), b.len);
     buf_free(&b);
     return rc;
+}
+
+int daemon_kube_connect(const rdc_common_opts_t *c, kube_client_opts_t *co,
+                        kube_config_t **cfg, kube_client_t **client)
+{
+    char err[1024];
+    *client = NULL;
+    kube_config_opts_t ko = {.kubeconfig_path = c->kubeconfig, .context = c->context};
+    if (kube_config_load(&ko, cfg, err, sizeof(err))) {
+        rlog_error("cannot load the Kubernetes configuration", "error", err, NULL);
+        return -1;
+    }
+    co->qps = c->kube_api_qps;
+    co->burst = c->kube_api_burst;
+    kube_error_t kerr;
+    kube_error_clear(&kerr);
+    *client = kube_client_new(*cfg, co, &kerr);
+    if (!*client) {
+        rlog_error("cannot create the API client", "error",
+                   kube_error_str(&kerr, err, sizeof(err)), NULL);
+        kube_config_destroy(cfg);
+        return -1;
+    }
+    return 0;
 }

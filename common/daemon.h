@@ -10,6 +10,9 @@
 #ifndef RDC_DAEMON_H
 #define RDC_DAEMON_H
 
+#include "kube_client.h"
+#include "opts.h"
+
 #include <stddef.h>
 
 /* Block SIGTERM, SIGINT, SIGHUP, SIGCHLD and SIGPIPE... (SIGPIPE is ignored) and return a
@@ -41,5 +44,12 @@ int daemon_write_file_atomic(const char *path, const char *data, size_t len);
 /* Write this process's metrics (the default registry) to <dir>/metrics/<name>.prom for
  * the supervisor to merge. Returns 0 or -1. */
 int daemon_publish_metrics(const char *dir, const char *name);
+
+/* Load the Kubernetes configuration named by the shared flags (--kubeconfig, --context,
+ * else KUBECONFIG, in-cluster, ~/.kube/config) and make a client with the settings in co
+ * (the QPS and burst flags are applied to it). Returns 0 with *cfg and *client owned by
+ * the caller (destroy the client first), or -1 with the reason logged and both NULL. */
+int daemon_kube_connect(const rdc_common_opts_t *c, kube_client_opts_t *co,
+                        kube_config_t **cfg, kube_client_t **client);
 
 #endif

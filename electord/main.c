@@ -64,13 +64,6 @@ int main(int argc, char **argv)
     char rtdir[4096];
     const char *ns = c.leader_election_namespace;
     if (c.leader_elect) {
-        kube_config_opts_t ko = {.kubeconfig_path = c.kubeconfig, .context = c.context};
-        if (kube_config_load(&ko, &cfg, err, sizeof(err))) {
-            rlog_error("cannot load the Kubernetes configuration", "error", err, NULL);
-            return 1;
-        }
-        if (!ns)
-            ns = kube_config_rest(cfg)->namespace_;
         kube_client_opts_t co;
         kube_client_opts_init(&co);
         co.user_agent = "electord/" RDC_VERSION;
@@ -78,14 +71,10 @@ int main(int argc, char **argv)
         co.timeout_ms = (int64_t)(c.retry_period * 1000);
         co.connect_timeout_ms = co.timeout_ms;
         co.max_retries = 0;
-        co.qps = 0;
-        kube_error_t kerr;
-        kube_error_clear(&kerr);
-        client = kube_client_new(cfg, &co, &kerr);
-        if (!client) {
-            rlog_error("cannot create the API client", "error", kube_error_str(&kerr, err, sizeof(err)), NULL);
-            goto out;
-        }
+        if (daemon_kube_connect(&c, &co, &cfg, &client))
+            return 1;
+        if (!ns)
+            ns = kube_config_rest(cfg)->namespace_;
     }
     if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
         rlog_error("cannot use the runtime directory", "error", err, NULL);

@@ -132,26 +132,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "workerd: %s\n", err);
         return 2;
     }
-    kube_config_opts_t ko = {.kubeconfig_path = c.kubeconfig, .context = c.context};
     kube_config_t *cfg = NULL;
-    if (kube_config_load(&ko, &cfg, err, sizeof(err))) {
-        rlog_error("cannot load the Kubernetes configuration", "error", err, NULL);
-        return 1;
-    }
+    kube_client_t *client = NULL;
     kube_client_opts_t co;
     kube_client_opts_init(&co);
     co.user_agent = "workerd/" RDC_VERSION;
-    co.qps = c.kube_api_qps;
-    co.burst = c.kube_api_burst;
     co.max_retries = 3;
-    kube_error_t kerr;
-    kube_error_clear(&kerr);
-    kube_client_t *client = kube_client_new(cfg, &co, &kerr);
+    if (daemon_kube_connect(&c, &co, &cfg, &client))
+        return 1;
     int code = 1;
-    if (!client) {
-        rlog_error("cannot create the API client", "error", kube_error_str(&kerr, err, sizeof(err)), NULL);
-        goto out;
-    }
     if (once) {
         code = run_once(client, once, dry_run);
         goto out;
