@@ -5,7 +5,8 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-ns=rdc-e2e-op
+# A namespace of its own per run: an earlier run's may still be terminating.
+ns=rdc-e2e-op-$$
 work=$(mktemp -d /tmp/rdc-e2e-op.XXXXXX)
 sup_pid=
 cleanup() {

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Tiny fake dynamic volume provisioner for the test cluster (started/stopped by
+# cluster.sh, runs in its own process group, logs to <state>/logs/provisioner.log).
+#
+# For every Pending PVC whose storageClassName is $SC (the cluster's default
+# StorageClass, provisioner "$PROVISIONER") it creates a hostPath PV named
+# pvc-<pvc uid> pre-bound to the claim (claimRef), with the requested size and
+# access modes; the PV controller in kube-controller-manager then binds the pair.
+# When the PVC is deleted the PV is deleted too (and on every (re)start Released
+# PVs of ours are swept). Nothing is ever written to the hostPath (pods are fake).
+#
+# Event driven: one `kubectl get pvc -A --watch -o json` stream through jq;
+# the watch is restarted when the apiserver closes it.
+set -uo pipefail
+: "${KUBECONFIG:?}" "${KUBECTL:?}"
+SC="${SC:-standard}"
+PROVISIONER="${PROVISIONER:-rdc.local/fake-hostpath}"
+LABEL="rdc.local/provisioned-by=fake-hostpath"
+k() { "$KUBECTL" --request-timeout=20s "$@"; }
+log() { echo "$(date -u +%FT%TZ) $*"; }
+
+sweep() {
+  k get pv -l "$LABEL" -o json 2>/dev/null |
+    jq -r '.items[] | select(.status.phase=="Released" or .status.phase=="Failed") | .metadata.name' |
+    while read -r pv; do log "sweep released $pv"; k delete pv "$pv" --wait=false >/dev/null 2>&1; done
+}
+
+provision() { # $1 = compact PVC json
+  local ns name uid size modes mode pv
+  ns=$(jq -r .metadata.namespace <<<"$1"); name=$(jq -r .metadata.name <<<"$1")
+  uid=$(jq -r .metadata.uid <<<"$1"); size=$(jq -r '.spec.resources.requests.storage // "1Gi"' <<<"$1")
+  modes=$(jq -c '.spec.accessModes // ["ReadWriteOnce"]' <<<"$1")
+  mode=$(jq -r '.spec.volumeMode // "Filesystem"' <<<"$1")
+  pv="pvc-$uid"
+  k get pv "$pv" >/dev/null 2>&1 && return 0
+  log "provision $pv for $ns/$name ($size)"
+  k create -f - >/dev/null <<JSON || log "create $pv failed"
+{"apiVersion":"v1","kind":"PersistentVolume",
+ "metadata":{"name":"$pv","labels":{"rdc.local/provisioned-by":"fake-hostpath"},
+   "annotations":{"pv.kubernetes.io/provisioned-by":"$PROVISIONER"}},
+ "spec":{"capacity":{"storage":"$size"},"accessModes":$modes,"volumeMode":"$mode",
+   "persistentVolumeReclaimPolicy":"Delete","storageClassName":"$SC",
+   "hostPath":{"path":"/tmp/rdc-fake-pv/$pv","type":""},
+   "claimRef":{"apiVersion":"v1","kind":"PersistentVolumeClaim","namespace":"$ns","name":"$name","uid":"$uid"}}}
+JSON
+}
+
+trap 'log "provisioner stopping"; exit 0' TERM INT
+log "provisioner started (storageClass=$SC provisioner=$PROVISIONER)"
+while :; do
+  sweep
+  # --output-watch-events: {"type":"ADDED|MODIFIED|DELETED","object":{...}}
+  k get pvc -A --watch --output-watch-events -o json --request-timeout=0 2>/dev/null |
+    jq --unbuffered -c --arg sc "$SC" '
+      select(.object.kind=="PersistentVolumeClaim")
+      | select((.object.spec.storageClassName // "") == $sc)
+      | if .type=="DELETED" then {op:"delete", pv:("pvc-"+.object.metadata.uid)}
+        elif (.object.status.phase=="Pending" and ((.object.spec.volumeName // "")=="")) then {op:"add", pvc:.object}
+        else empty end' |
+    while read -r ev; do
+      case "$(jq -r .op <<<"$ev")" in
+        add) provision "$(jq -c .pvc <<<"$ev")" ;;
+        delete) pv=$(jq -r .pv <<<"$ev"); log "delete $pv"; k delete pv "$pv" --ignore-not-found --wait=false >/dev/null 2>&1 ;;
+      esac
+    done
+  log "watch ended; restarting in 1s"
+  sleep 1
+done
