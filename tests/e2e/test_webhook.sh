@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# End to end: the admission webhooks (build/bin/webhookd) behind the real API server, and
+# the deploy/ manifests against it.
+#
+# webhookd runs on 127.0.0.1:<free port> with a certificate from deploy/gen-certs.sh (a
+# temporary CA, SAN IP:127.0.0.1); Validating/MutatingWebhookConfigurations point the API
+# server at it by URL with that CA, scoped to this test's namespace only. Then: invalid
+# RedisClusters are refused with messages naming the field, size may grow but not shrink
+# (also through /scale), storage is immutable, metadata-only updates pass, defaults appear
+# on created objects (also in a server-side dry run), the HTTPS side refuses what it must,
+# a rotated certificate is served without a restart, SIGTERM exits 0, and
+# `kubectl apply --dry-run=server -k deploy/` succeeds.
+#
+# Cleanup (trap): the webhook configurations FIRST (they fail closed), then webhookd by
+# its PID, then the namespaces this script created.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+ns=rdc-e2e-wh
+op_ns=rediscluster-operator-system
+vwc=rdc-e2e-webhook-validating
+mwc=rdc-e2e-webhook-mutating
+work=$(mktemp -d /tmp/rdc-e2e-wh.XXXXXX)
+wh_pid=
+created_op_ns=0
+VPATH=/validate-cache-example-com-v1alpha1-rediscluster
+MPATH=/mutate-cache-example-com-v1alpha1-rediscluster
+
+cleanup() {
+    kubectl delete validatingwebhookconfiguration "$vwc" --ignore-not-found --wait=false >/dev/null 2>&1
+    kubectl delete mutatingwebhookconfiguration "$mwc" --ignore-not-found --wait=false >/dev/null 2>&1
+    if [ -n "$wh_pid" ] && kill -0 "$wh_pid" 2>/dev/null; then
+        kill -TERM "$wh_pid" 2>/dev/null
+        for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$wh_pid" 2>/dev/null || break; sleep 0.3; done
+        kill -KILL "$wh_pid" 2>/dev/null
+    fi
+    kubectl delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1
+    [ "$created_op_ns" = 1 ] && kubectl delete namespace "$op_ns" --ignore-not-found --wait=false >/dev/null 2>&1
+    if [ "${RDC_E2E_KEEP:-0}" = 1 ]; then echo "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+# refused DESCRIPTION EXPECTED-SUBSTRING COMMAND...: the command fails and says EXPECTED.
+refused() {
+    local what=$1 want=$2 out
+    shift 2
+    if out=$("$@" 2>&1); then
+        not_ok "$what (accepted)"
+        return
+    fi
+    if grep -qF -- "$want" <<<"$out"; then ok "$what"; else not_ok "$what: $out"; fi
+}
+# A RedisCluster in $ns as JSON: rc NAME SPEC-JSON
+rc() { printf '{"apiVersion":"cache.example.com/v1alpha1","kind":"RedisCluster","metadata":{"name":"%s","namespace":"%s"},"spec":%s}' "$1" "$ns" "$2"; }
+create() { rc "$1" "$2" | kubectl create -f - 2>&1; }
+field() { kubectl -n "$ns" get rdc "$1" -o jsonpath="{$2}" 2>/dev/null; }
+# curl to webhookd, trusting only our CA; prints the HTTP status.
+wcurl() { curl -s -o "$work/body" -w '%{http_code}' --max-time 15 --cacert "$work/certs/ca.crt" "$@"; }
+
+# ---- The deploy copy of the CRD ---------------------------------------------------------
+check "deploy/base/crd is the same as crds/" cmp -s "$TOP/crds/cache.example.com_redisclusters.yaml" \
+    "$TOP/deploy/base/crd/cache.example.com_redisclusters.yaml"
+
+# ---- Certificates and webhookd ----------------------------------------------------------
+check "gen-certs.sh makes a CA and a serving certificate for 127.0.0.1" \
+    "$TOP/deploy/gen-certs.sh" --certs-only --ip 127.0.0.1 --days 1 -o "$work/certs"
+check "the serving certificate verifies against the CA" \
+    sh -c "openssl verify -CAfile '$work/certs/ca.crt' '$work/certs/tls.crt' >/dev/null"
+
+"$BIN/webhookd" --webhook-bind-address 127.0.0.1 --webhook-port 0 --webhook-cert-dir "$work/certs" \
+    --runtime-dir "$work/rt" --log-level debug >"$work/webhookd.log" 2>&1 &
+wh_pid=$!
+port=
+listening() {
+    port=$(sed -n 's/.*"msg":"webhook server listening".*"port":"\([0-9]*\)".*/\1/p' "$work/webhookd.log" | head -1)
+    [ -n "$port" ]
+}
+if ! wait_until 10 listening || ! listening; then
+    not_ok "webhookd started"
+    cat "$work/webhookd.log"
+    summary
+    exit 1
+fi
+ok "webhookd listening on 127.0.0.1:$port"
+base=https://127.0.0.1:$port
+check "/healthz over TLS with our CA" test "$(wcurl "$base/healthz")" = 200
+
+# ---- The HTTPS side ---------------------------------------------------------------------
+review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"e2e-1","kind":{"group":"cache.example.com","version":"v1alpha1","kind":"RedisCluster"},"operation":"CREATE","name":"x","namespace":"d","object":{"metadata":{"name":"x"},"spec":{"size":1,"image":"redis"}}}}'
+check "POST review: 200 with the uid echoed" test "$(wcurl -H 'Content-Type: application/json' -d "$review" "$base$VPATH?timeout=10s")" = 200
+check "  ... and allowed" grep -q '"uid":"e2e-1","allowed":true' "$work/body"
+check "mutate: a JSON Patch" sh -c "test \"\$(curl -s --cacert '$work/certs/ca.crt' -H 'Content-Type: application/json' -d '$review' '$base$MPATH')\" != '' && curl -s --cacert '$work/certs/ca.crt' -H 'Content-Type: application/json' -d '$review' '$base$MPATH' | grep -q '\"patchType\":\"JSONPatch\"'"
+check "GET on a webhook path: 405" test "$(wcurl "$base$VPATH")" = 405
+check "text/plain body: 415" test "$(wcurl -H 'Content-Type: text/plain' -d "$review" "$base$VPATH")" = 415
+check "not JSON: 400 with a BadRequest review" test "$(wcurl -H 'Content-Type: application/json' -d '{"kind":' "$base$VPATH")" = 400
+check "  ... saying why" grep -q '"reason":"BadRequest"' "$work/body"
+check "unknown path: 404" test "$(wcurl -H 'Content-Type: application/json' -d "$review" "$base/validate")" = 404
+head -c $((4 << 20)) /dev/zero | tr '\0' ' ' >"$work/big.json"
+check "4 MiB body: 413" test "$(wcurl -H 'Content-Type: application/json' --data-binary @"$work/big.json" "$base$VPATH")" = 413
+check "TLS 1.1 refused" sh -c "! curl -s -o /dev/null --tls-max 1.1 --cacert '$work/certs/ca.crt' '$base/healthz'"
+check "plain HTTP gets no answer" sh -c "! curl -s -o /dev/null --max-time 5 'http://127.0.0.1:$port/healthz'"
+slow_client() { # a client that connects and says nothing is dropped (evhttp timeout 10 s)
+    local start=$SECONDS
+    exec 3<>"/dev/tcp/127.0.0.1/$port" || return 1
+    timeout 20 cat <&3 >/dev/null
+    local rc=$?
+    exec 3<&-
+    [ "$rc" -ne 124 ] && [ $((SECONDS - start)) -le 15 ]
+}
+check "a silent client is dropped within the timeout" slow_client
+check "webhookd still alive after all that" kill -0 "$wh_pid"
+
+# ---- Register the webhooks with the API server ------------------------------------------
+kubectl apply -f "$TOP/crds/" >/dev/null
+check "CRD established" kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com
+kubectl create namespace "$ns" >/dev/null
+ca_b64=$(base64 -w0 <"$work/certs/ca.crt")
+register() { # the webhook configurations with caBundle $1
+    cat <<YAML | kubectl apply -f - >/dev/null
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: $mwc}
+webhooks:
+- name: mrediscluster.e2e.cache.example.com
+  admissionReviewVersions: [v1]
+  clientConfig: {url: "$base$MPATH", caBundle: "$1"}
+  failurePolicy: Fail
+  sideEffects: None
+  timeoutSeconds: 10
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $ns}}
+  rules:
+  - {apiGroups: [cache.example.com], apiVersions: [v1alpha1], operations: [CREATE, UPDATE], resources: [redisclusters], scope: Namespaced}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: $vwc}
+webhooks:
+- name: vrediscluster.e2e.cache.example.com
+  admissionReviewVersions: [v1]
+  clientConfig: {url: "$base$VPATH", caBundle: "$1"}
+  failurePolicy: Fail
+  sideEffects: None
+  timeoutSeconds: 10
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $ns}}
+  rules:
+  - {apiGroups: [cache.example.com], apiVersions: [v1alpha1], operations: [CREATE, UPDATE], resources: [redisclusters, redisclusters/scale], scope: Namespaced}
+YAML
+}
+register "$ca_b64"
+# The API server picks configurations up through an informer: wait until ours answers.
+webhook_active() { rc probe '{"size":1,"image":"redis","storage":{"storageClass":"Not_A_Class"}}' |
+    kubectl create --dry-run=server -f - 2>&1 | grep -q 'denied the request'; }
+check "webhooks registered and called by the API server" wait_until 30 webhook_active
+
+# ---- Validation on create -----------------------------------------------------------------
+refused "bad storageClass refused, field and rule named" \
+    'admission webhook "vrediscluster.e2e.cache.example.com" denied the request: RedisCluster.cache.example.com "bad-class" is invalid: spec.storage.storageClass: Invalid value: "Fast_SSD": must be the name of a StorageClass' \
+    create bad-class '{"size":1,"image":"redis","storage":{"storageClass":"Fast_SSD"}}'
+refused "bad version refused" 'spec.version: Invalid value: "7 2": must be an image tag' \
+    create bad-version '{"size":1,"image":"redis","version":"7 2"}'
+refused "image with a blank refused" 'spec.image: Invalid value: "re dis": must be an image reference' \
+    create bad-image '{"size":1,"image":"re dis"}'
+refused "zero storage refused" 'spec.storage.size: Invalid value: "0Gi": must be greater than zero' \
+    create bad-storage '{"size":1,"image":"redis","storage":{"size":"0Gi"}}'
+refused "name that cannot name a Service refused" 'metadata.name: Invalid value: "bad.name": must be a DNS-1035 label of at most 52 characters' \
+    create bad.name '{"size":1,"image":"redis"}'
+long=r23456789012345678901234567890123456789012345678901234
+refused "53-character name refused" "metadata.name: Invalid value: \"$long\"" create "$long" '{"size":1,"image":"redis"}'
+refused "every problem listed at once" 'spec.version: Invalid value: "a b": must be an image tag, spec.storage.storageClass: Invalid value' \
+    create bad-many '{"size":1,"image":"redis","version":"a b","storage":{"storageClass":"A"}}'
+refused "size 11 refused (schema or webhook)" 'spec.size' create bad-size '{"size":11,"image":"redis"}'
+check "nothing invalid was stored" sh -c "test -z \"\$(kubectl -n $ns get rdc -o name 2>/dev/null)\""
+
+# ---- Defaults -----------------------------------------------------------------------------
+sed -e "s/namespace: default/namespace: $ns/" "$TOP/deploy/samples/rediscluster-minimal.yaml" >"$work/minimal.yaml"
+dry=$(kubectl create --dry-run=server -o json -f "$work/minimal.yaml" 2>&1)
+check "server-side dry run gets the defaults (dryRun passes through)" \
+    sh -c "printf '%s' '$dry' | jq -e '.spec.version == \"7.2\" and .spec.storage.size == \"1Gi\" and .spec.config.maxmemoryPolicy == \"allkeys-lru\"' >/dev/null"
+check "minimal sample created" kubectl create -f "$work/minimal.yaml"
+check "default version 7.2" test "$(field cache-minimal .spec.version)" = 7.2
+check "default storage.size 1Gi" test "$(field cache-minimal .spec.storage.size)" = 1Gi
+check "default config.maxmemoryPolicy allkeys-lru" test "$(field cache-minimal .spec.config.maxmemoryPolicy)" = allkeys-lru
+check "tagged image gets no default version" sh -c "$(declare -f rc create); ns=$ns; create tagged '{\"size\":1,\"image\":\"redis:7.0\"}' >/dev/null"
+check "  ... version left unset" test -z "$(field tagged .spec.version)"
+check "  ... storage still defaulted" test "$(field tagged .spec.storage.size)" = 1Gi
+check "set values are kept" sh -c "$(declare -f rc create); ns=$ns; create kept '{\"size\":2,\"image\":\"redis\",\"version\":\"7.0\",\"config\":{\"maxmemoryPolicy\":\"noeviction\"},\"storage\":{\"size\":\"2Gi\",\"storageClass\":\"standard\"}}' >/dev/null"
+check "  ... as given" test "$(field kept '.spec.version}/{.spec.config.maxmemoryPolicy}/{.spec.storage.size')" = "7.0/noeviction/2Gi"
+sed -e "s/namespace: default/namespace: $ns/" "$TOP/deploy/samples/rediscluster-production.yaml" >"$work/production.yaml"
+check "production sample created" kubectl create -f "$work/production.yaml"
+sed -e "s/namespace: default/namespace: $ns/" "$TOP/deploy/samples/rediscluster.yaml" >"$work/sample.yaml"
+check "design sample created" kubectl create -f "$work/sample.yaml"
+
+# ---- Updates --------------------------------------------------------------------------------
+refused "size decrease refused" 'spec.size: Forbidden: may not decrease' \
+    kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"size":1}}'
+refused "scale down through /scale refused" 'may not decrease' kubectl -n "$ns" scale rdc kept --replicas=1
+check "size increase allowed" kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"size":3}}'
+check "scale up through /scale allowed" kubectl -n "$ns" scale rdc kept --replicas=4
+check "  ... size is 4" test "$(field kept .spec.size)" = 4
+refused "storage.size change refused" 'spec.storage.size: Forbidden: is immutable' \
+    kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"storage":{"size":"5Gi"}}}'
+check "the same size spelled differently is no change" \
+    kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"storage":{"size":"2048Mi"}}}'
+refused "storageClass change refused" 'spec.storage.storageClass: Forbidden: is immutable' \
+    kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"storage":{"storageClass":"fast"}}}'
+refused "storageClass set where it was unset refused (webhook)" \
+    'spec.storage.storageClass: Forbidden: is immutable (it is part of the StatefulSet'"'"'s volumeClaimTemplates): was unset (the cluster'"'"'s default), now "fast"' \
+    kubectl -n "$ns" patch rdc cache-minimal --type merge -p '{"spec":{"storage":{"storageClass":"fast"}}}'
+refused "invalid change on update refused" 'spec.config.maxmemory: Invalid value: "lots"' \
+    kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"config":{"maxmemory":"lots"}}}'
+check "metadata-only update allowed" kubectl -n "$ns" label rdc kept team=cache
+check "a finalizer can be added and removed" sh -c "kubectl -n $ns patch rdc kept --type merge -p '{\"metadata\":{\"finalizers\":[\"cache.example.com/finalizer\"]}}' >/dev/null && kubectl -n $ns patch rdc kept --type merge -p '{\"metadata\":{\"finalizers\":null}}' >/dev/null"
+
+# ---- Metrics and logs ----------------------------------------------------------------------
+prom=$work/rt/metrics/webhookd.prom
+metric() { awk -v k="$1" 'index($0, k) == 1 { print $NF }' "$prom" 2>/dev/null; }
+served() { [ "$(metric "controller_runtime_webhook_requests_total{webhook=\"$VPATH\",code=\"200\"}" | cut -d. -f1)" -gt 5 ]; }
+check "metrics file: validating requests counted" wait_until 5 served
+check "metrics file: mutating requests counted" \
+    test "$(metric "controller_runtime_webhook_requests_total{webhook=\"$MPATH\",code=\"200\"}" | cut -d. -f1)" -gt 3
+check "metrics file: latency histogram" grep -q "controller_runtime_webhook_latency_seconds_count{webhook=\"$VPATH\"}" "$prom"
+check "metrics file: nothing in flight" test "$(metric "controller_runtime_webhook_requests_in_flight{webhook=\"$VPATH\"}")" = 0
+check "denials logged with the API server's uid" grep -q '"msg":"denied".*"uid":"[0-9a-f-]\{36\}"' "$work/webhookd.log"
+
+# ---- Certificate rotation without a restart --------------------------------------------------
+serial() { openssl s_client -connect "127.0.0.1:$port" </dev/null 2>/dev/null | openssl x509 -noout -serial 2>/dev/null; }
+before=$(serial)
+"$TOP/deploy/gen-certs.sh" --certs-only --ip 127.0.0.1 --days 1 -o "$work/certs2" 2>/dev/null
+mv "$work/certs2/tls.key" "$work/certs/tls.key.new" && mv "$work/certs2/tls.crt" "$work/certs/tls.crt.new"
+mv "$work/certs/tls.crt.new" "$work/certs/tls.crt" && mv "$work/certs/tls.key.new" "$work/certs/tls.key"
+rotated() { s=$(serial); [ -n "$s" ] && [ "$s" != "$before" ]; }
+check "rotated certificate served without a restart" wait_until 10 rotated
+check "  ... logged" grep -q '"msg":"serving certificate reloaded"' "$work/webhookd.log"
+register "$(base64 -w0 <"$work/certs2/ca.crt")"
+new_ca_works() { rc probe2 '{"size":1,"image":"redis","version":"x y"}' | kubectl create --dry-run=server -f - 2>&1 | grep -q 'spec.version: Invalid value'; }
+check "API server reaches the webhook again with the new CA" wait_until 30 new_ca_works
+
+# ---- The deploy/ manifests against the API server --------------------------------------------
+if ! kubectl get namespace "$op_ns" >/dev/null 2>&1; then
+    # A server-side dry run cannot create namespaced objects in a namespace that is itself
+    # only dry-run created, so the namespace has to exist.
+    kubectl create namespace "$op_ns" >/dev/null && created_op_ns=1
+fi
+check "kubectl apply --dry-run=server -k deploy/" sh -c "kubectl apply --dry-run=server -k '$TOP/deploy/' >'$work/dryrun.log' 2>&1"
+check "  ... with no warnings" sh -c "! grep -qi 'warning' '$work/dryrun.log'"
+grep -v 'server dry run' "$work/dryrun.log" | head -20
+"$TOP/deploy/gen-certs.sh" -o "$work/overlay" >/dev/null 2>&1
+check "gen-certs.sh overlay (Secret, caBundle) passes a server-side dry run" \
+    sh -c "kubectl apply --dry-run=server -k '$work/overlay' >'$work/dryrun2.log' 2>&1"
+check "  ... sets the caBundle of both webhooks" test "$(kubectl kustomize "$work/overlay" | grep -c 'caBundle: ')" = 2
+check "cert-manager overlay builds with the cainjector annotation" \
+    test "$(kubectl kustomize "$TOP/deploy/overlays/cert-manager" | grep -c 'cert-manager.io/inject-ca-from: rediscluster-operator-system/rediscluster-operator-serving-cert')" = 2
+check "no '*' in the operator's RBAC" sh -c "! kubectl kustomize '$TOP/deploy/' | grep -q \"'\\*'\\|\\\"\\*\\\"\\|- \\*\$\""
+
+# ---- Shutdown -------------------------------------------------------------------------------
+kubectl delete validatingwebhookconfiguration "$vwc" --wait=false >/dev/null 2>&1
+kubectl delete mutatingwebhookconfiguration "$mwc" --wait=false >/dev/null 2>&1
+kill -TERM "$wh_pid"
+wait "$wh_pid"
+rc=$?
+check "SIGTERM: webhookd exits 0" test "$rc" = 0
+check "  ... after saying so" grep -q '"msg":"stopped"' "$work/webhookd.log"
+wh_pid=
+
+summary
