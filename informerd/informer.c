@@ -113,7 +113,7 @@ static void publish_delta(informer_t *inf, const char *frame0, uint64_t seq, con
     zmsg_addstr(m, kind);
     zmsg_addstr(m, key);
     zmsg_addstr(m, rv ? rv : "");
-    zmsg_addstr(m, json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN));
+    zmsg_addstr(m, json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     zmsg_send(&m, sock, ZMQ_DONTWAIT);
     (void)inf;
 }
@@ -128,7 +128,7 @@ static void tail_print(FILE *out, uint64_t seq, const char *type, const char *ki
     json_object_object_add(o, "key", json_object_new_string(key));
     json_object_object_add(o, "resourceVersion", json_object_new_string(rv ? rv : ""));
     json_object_object_add(o, "object", json_object_get(obj));
-    fprintf(out, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    fprintf(out, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     fflush(out);
     json_object_put(o);
 }
@@ -226,8 +226,10 @@ static size_t on_watch_data(char *ptr, size_t size, size_t nmemb, void *ud)
         return 0; /* abort the transfer */
     int st = watch_decoder_feed(s->dec, ptr, len);
     if (st != WATCH_OK) {
+        /* The event handler may have said why already (an ERROR event, a bad object). */
+        if (!s->failed)
+            snprintf(s->why, sizeof(s->why), "%s", watch_decoder_error(s->dec));
         s->failed = 1;
-        snprintf(s->why, sizeof(s->why), "%s", watch_decoder_error(s->dec));
         return 0;
     }
     return len;
@@ -292,7 +294,9 @@ static int stream_start(reflector_t *r, stream_t *s, int64_t now)
     ro.resource_version = watch_decoder_last_rv(s->dec);
     ro.allow_watch_bookmarks = 1;
     /* client-go: a random timeout between 5 and 10 minutes spreads the reconnects. */
-    ro.timeout_seconds = 300 + (long)(backoff_rng_unit(&inf->rng) * 300);
+    ro.timeout_seconds = inf->cfg->watch_timeout_s > 0
+                             ? (long)inf->cfg->watch_timeout_s
+                             : 300 + (long)(backoff_rng_unit(&inf->rng) * 300);
     kube_error_t err;
     kube_error_clear(&err);
     s->easy = kube_client_watch_handle(inf->cfg->client, buf_str(&path), &ro, &s->headers, &err);
@@ -504,8 +508,8 @@ static void send_work(informer_t *inf, worker_slot_t *w, const char *key, int64_
     zmsg_addstr(m, key);
     zmsg_addf(m, "%lld", (long long)inf->epoch);
     zmsg_addf(m, "%lld", (long long)generation_of(rc));
-    zmsg_addstr(m, json_object_to_json_string_ext(rc, JSON_C_TO_STRING_PLAIN));
-    zmsg_addstr(m, json_object_to_json_string_ext(children, JSON_C_TO_STRING_PLAIN));
+    zmsg_addstr(m, json_object_to_json_string_ext(rc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    zmsg_addstr(m, json_object_to_json_string_ext(children, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(children);
     if (zmsg_send(&m, inf->work, ZMQ_DONTWAIT)) {
         /* The worker is gone (ROUTER_MANDATORY): give the key back untouched. */
@@ -754,7 +758,7 @@ static int snap_visit(void *ud, const cache_item_t *it)
     zmsg_addstr(m, it->kind);
     zmsg_addstr(m, it->key);
     zmsg_addstr(m, it->resource_version ? it->resource_version : "");
-    zmsg_addstr(m, json_object_to_json_string_ext(it->obj, JSON_C_TO_STRING_PLAIN));
+    zmsg_addstr(m, json_object_to_json_string_ext(it->obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     zmsg_send(&m, sc->inf->snapshot, 0);
     return 0;
 }

@@ -36,6 +36,7 @@ typedef struct {
     int serve;                      /* 1: bind the work/deltas sockets and dispatch */
     int signal_fd;
     double reconcile_timeout_s;     /* an in-flight item older than this is abandoned */
+    double watch_timeout_s;         /* server-side timeout of each watch; 0 = random 5..10 min */
 } informer_config_t;
 
 /* Run until SIGTERM/SIGINT (then drain in-flight items within the grace period).

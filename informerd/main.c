@@ -6,6 +6,7 @@
  */
 #include "daemon.h"
 #include "informer.h"
+#include "subscriber.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "log.h"
@@ -22,21 +23,26 @@ static const char summary[] =
     "operator owns, keeps the cache and the work queue (client-go semantics), dispatches\n"
     "keys to workerd processes while this replica leads, and publishes every cache change\n"
     "over ZeroMQ. --tail prints the changes as JSON lines: the operator's view while you\n"
-    "debug on a laptop, with no supervisor and no workers.";
+    "debug on a laptop, with no supervisor and no workers. --subscribe prints the cache\n"
+    "and the live deltas of an informerd that runs on --runtime-dir (the Clone pattern).";
 
 int main(int argc, char **argv)
 {
     rdc_common_opts_t c;
     opts_common_defaults(&c);
-    int tail = 0;
-    double reconcile_timeout = 120;
-    opt_t table[OPTS_COMMON_COUNT + 3];
+    int tail = 0, subscribe = 0;
+    double reconcile_timeout = 120, watch_timeout = 0;
+    opt_t table[OPTS_COMMON_COUNT + 5];
     opts_common_fill(&c, table);
     table[OPTS_COMMON_COUNT] = (opt_t){"tail", OPT_BOOL, &tail,
                                        "print every cache change as a JSON line on stdout"};
     table[OPTS_COMMON_COUNT + 1] = (opt_t){"reconcile-timeout", OPT_DURATION, &reconcile_timeout,
                                            "an item in flight longer than this is taken back from its worker"};
-    table[OPTS_COMMON_COUNT + 2] = (opt_t){NULL, OPT_END, NULL, NULL};
+    table[OPTS_COMMON_COUNT + 2] = (opt_t){"subscribe", OPT_BOOL, &subscribe,
+                                           "print the cache and the delta stream of an informerd running on --runtime-dir"};
+    table[OPTS_COMMON_COUNT + 3] = (opt_t){"watch-timeout", OPT_DURATION, &watch_timeout,
+                                           "server-side timeout of each watch (default: random 5 to 10 min, as client-go)"};
+    table[OPTS_COMMON_COUNT + 4] = (opt_t){NULL, OPT_END, NULL, NULL};
     char err[1024];
     if (opts_parse(table, argc, argv, NULL, 0, NULL, err, sizeof(err))) {
         fprintf(stderr, "informerd: %s\n", err);
@@ -57,6 +63,21 @@ int main(int argc, char **argv)
     if (c.sync_period <= 0) {
         fprintf(stderr, "informerd: --sync-period must be positive\n");
         return 2;
+    }
+    if (subscribe) {
+        char dir[4096];
+        if (daemon_runtime_dir(c.runtime_dir, dir, sizeof(dir), err, sizeof(err))) {
+            fprintf(stderr, "informerd: %s\n", err);
+            return 1;
+        }
+        int fd = daemon_signalfd(err, sizeof(err));
+        if (fd < 0) {
+            fprintf(stderr, "informerd: %s\n", err);
+            return 1;
+        }
+        int rc = subscriber_run(dir, stdout, fd);
+        close(fd);
+        return rc;
     }
     kube_config_t *cfg = NULL;
     kube_client_t *client = NULL;
@@ -89,6 +110,7 @@ int main(int argc, char **argv)
         .serve = !tail,
         .signal_fd = sfd,
         .reconcile_timeout_s = reconcile_timeout,
+        .watch_timeout_s = watch_timeout,
     };
     rlog_info("informerd started", "version", RDC_VERSION, "server", kube_config_rest(cfg)->server,
               "mode", tail ? "tail" : "serve", NULL);

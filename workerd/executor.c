@@ -90,7 +90,7 @@ int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *ty
 /* Perform one action. Returns 0, or -1 with err. */
 static int exec_action(const exec_ctx_t *x, const plan_action_t *a, kube_error_t *err)
 {
-    const char *body = json_object_to_json_string_ext(a->body, JSON_C_TO_STRING_PLAIN);
+    const char *body = json_object_to_json_string_ext(a->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     /* Every write of a plan is a PATCH: apply and merge patches are idempotent, so the
      * client may retry them after a lost response. */
     return kube_client_request(x->client, a->method, a->path, NULL, a->content_type, body,

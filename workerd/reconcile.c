@@ -106,7 +106,7 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
     }
     if (dry_run) {
         json_object *j = plan_to_json(plan);
-        fprintf(dry_run, "%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY));
+        fprintf(dry_run, "%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(j);
         out->result = RECONCILE_DONE;
         goto out;

@@ -9,6 +9,8 @@
 #                       remove the state dir
 #   cluster.sh status   pid + liveness of each component and the apiserver /readyz
 #   cluster.sh env      print `export KUBECONFIG=...; export PATH=...` lines for eval
+#   cluster.sh restart-apiserver   stop and start kube-apiserver (watches break)
+#   cluster.sh compact  compact etcd at its current revision (old watches get 410 Gone)
 #
 # State dir: ${RDC_CLUSTER_DIR:-/tmp/rdc-cluster} (ports are picked free on 127.0.0.1 at
 # `up`, so two clusters with different RDC_CLUSTER_DIR can run side by side).
@@ -181,6 +183,26 @@ EOF
   chmod 600 "$1"
 }
 
+# start_apiserver BIN -- kube-apiserver with this cluster's certificates and ports
+start_apiserver() {
+  local BIN=$1 P="$DIR/pki"
+  start kube-apiserver "$BIN/kube-apiserver" "$BIN/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
+    --cert-dir="$P" --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" \
+    --client-ca-file="$P/ca.crt" \
+    --requestheader-client-ca-file="$P/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$P/front-proxy-client.crt" --proxy-client-key-file="$P/front-proxy-client.key" \
+    --authorization-mode=Node,RBAC \
+    --service-account-issuer="$ISSUER" --api-audiences="$ISSUER" \
+    --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --endpoint-reconciler-type=none \
+    --allow-privileged=true --profiling=false --event-ttl=30m
+}
+
 # ------------------------------------------------------------------ commands
 cmd_build() { "$here/build.sh" >/dev/null; log "binaries: $(bindir)"; }
 
@@ -230,21 +252,7 @@ EOF
     --unsafe-no-fsync=true --quota-backend-bytes=2147483648 --log-level=warn
   wait_for "etcd /health" "$UP_TIMEOUT" curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
 
-  start kube-apiserver "$BIN/kube-apiserver" "$BIN/kube-apiserver" \
-    --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
-    --cert-dir="$P" --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" \
-    --client-ca-file="$P/ca.crt" \
-    --requestheader-client-ca-file="$P/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
-    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
-    --requestheader-extra-headers-prefix=X-Remote-Extra- \
-    --proxy-client-cert-file="$P/front-proxy-client.crt" --proxy-client-key-file="$P/front-proxy-client.key" \
-    --authorization-mode=Node,RBAC \
-    --service-account-issuer="$ISSUER" --api-audiences="$ISSUER" \
-    --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
-    --service-cluster-ip-range="$SERVICE_CIDR" \
-    --endpoint-reconciler-type=none \
-    --allow-privileged=true --profiling=false --event-ttl=30m
+  start_apiserver "$BIN"
   wait_for "kube-apiserver /readyz" "$UP_TIMEOUT" readyz
 
   start kube-controller-manager "$BIN/kube-controller-manager" "$BIN/kube-controller-manager" \
@@ -365,6 +373,26 @@ cmd_status() {
   return $rc
 }
 
+# For the informer's tests: a restart of kube-apiserver under live watches, and a
+# compaction of etcd past every watch's resourceVersion (which forces 410 Gone).
+cmd_restart_apiserver() {
+  load_ports || die "not up ($DIR)"
+  stop_one kube-apiserver
+  start_apiserver "$BIN_DIR"
+  wait_for "kube-apiserver /readyz" "$UP_TIMEOUT" readyz
+  log "kube-apiserver restarted"
+}
+
+cmd_compact() {
+  load_ports || die "not up ($DIR)"
+  local rev
+  rev=$(curl -sf --max-time 5 -X POST "http://127.0.0.1:$ETCD_PORT/v3/kv/range" -d '{"key":"AA=="}' | jq -r .header.revision)
+  [ -n "$rev" ] && [ "$rev" != null ] || die "cannot read the etcd revision"
+  curl -sf --max-time 30 -X POST "http://127.0.0.1:$ETCD_PORT/v3/kv/compaction" \
+    -d "{\"revision\":\"$rev\",\"physical\":true}" >/dev/null || die "compaction failed"
+  log "etcd compacted at revision $rev"
+}
+
 cmd_env() {
   local bin; bin=$(bindir)
   echo "export KUBECONFIG=$DIR/kubeconfig"
@@ -382,5 +410,7 @@ case "${1:-}" in
   down) lock; cmd_down ;;
   status) cmd_status ;;
   env) cmd_env ;;
-  *) echo "usage: $0 build|up|down|status|env   (state dir: \$RDC_CLUSTER_DIR, default /tmp/rdc-cluster)" >&2; exit 2 ;;
+  restart-apiserver) lock; cmd_restart_apiserver ;;
+  compact) cmd_compact ;;
+  *) echo "usage: $0 build|up|down|status|env|restart-apiserver|compact   (state dir: \$RDC_CLUSTER_DIR, default /tmp/rdc-cluster)" >&2; exit 2 ;;
 esac

@@ -1,0 +1,661 @@
+/* rdc_spec: the rules and defaults of a RedisCluster. See rdc_spec.h for the contract. */
+#include "rdc_spec.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define VALUE_SHOWN 64 /* bytes of a user's value quoted in a message */
+#define TEXT_CAP 1024  /* one error's text never grows past this */
+
+/* ---- Field errors ------------------------------------------------------------------ */
+
+typedef struct {
+    rdc_field_error_type_t type;
+    char *field;
+    char *text;
+} field_error_t;
+
+struct rdc_field_errors {
+    field_error_t items[RDC_FIELD_ERRORS_MAX];
+    size_t n;
+    size_t dropped;
+    int oom;
+};
+
+rdc_field_errors_t *rdc_field_errors_new(void)
+{
+    return calloc(1, sizeof(rdc_field_errors_t));
+}
+
+void rdc_field_errors_destroy(rdc_field_errors_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    rdc_field_errors_t *e = *self_p;
+    for (size_t i = 0; i < e->n; i++) {
+        free(e->items[i].field);
+        free(e->items[i].text);
+    }
+    free(e);
+    *self_p = NULL;
+}
+
+size_t rdc_field_errors_count(const rdc_field_errors_t *e)
+{
+    return e->n;
+}
+
+size_t rdc_field_errors_dropped(const rdc_field_errors_t *e)
+{
+    return e->dropped;
+}
+
+int rdc_field_errors_oom(const rdc_field_errors_t *e)
+{
+    return e->oom;
+}
+
+rdc_field_error_type_t rdc_field_error_type(const rdc_field_errors_t *e, size_t i)
+{
+    return i < e->n ? e->items[i].type : RDC_FIELD_INVALID;
+}
+
+const char *rdc_field_error_field(const rdc_field_errors_t *e, size_t i)
+{
+    return i < e->n ? e->items[i].field : NULL;
+}
+
+const char *rdc_field_error_text(const rdc_field_errors_t *e, size_t i)
+{
+    return i < e->n ? e->items[i].text : NULL;
+}
+
+int rdc_field_errors_all_forbidden(const rdc_field_errors_t *e)
+{
+    if (e->n == 0)
+        return 0;
+    for (size_t i = 0; i < e->n; i++)
+        if (e->items[i].type != RDC_FIELD_FORBIDDEN)
+            return 0;
+    return 1;
+}
+
+int rdc_field_errors_format(const rdc_field_errors_t *e, buf_t *out)
+{
+    if (e->n == 1)
+        return buf_puts(out, e->items[0].text);
+    int rc = buf_puts(out, "[");
+    for (size_t i = 0; i < e->n && !rc; i++)
+        rc = buf_printf(out, "%s%s", i ? ", " : "", e->items[i].text);
+    if (!rc && e->dropped)
+        rc = buf_printf(out, ", and %zu more", e->dropped);
+    return rc ? rc : buf_puts(out, "]");
+}
+
+/* Append s quoted as Go's %q would show it, cut to VALUE_SHOWN bytes at a UTF-8
+ * character boundary, so that no value can break the message's shape. */
+static void put_quoted(buf_t *b, const char *s, size_t n)
+{
+    int cut = 0;
+    if (n > VALUE_SHOWN) {
+        n = VALUE_SHOWN;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+        cut = 1;
+    }
+    buf_puts(b, "\"");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            buf_printf(b, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            buf_printf(b, "\\x%02x", c);
+        else
+            buf_append(b, &s[i], 1);
+    }
+    buf_puts(b, cut ? "...\"" : "\"");
+}
+
+/* Append a JSON value as a message shows it: strings quoted, anything else as JSON text
+ * (cut to VALUE_SHOWN bytes). */
+static void put_value(buf_t *b, const json_object *v)
+{
+    if (!v) {
+        buf_puts(b, "null");
+        return;
+    }
+    if (json_object_is_type(v, json_type_string)) {
+        put_quoted(b, json_object_get_string((json_object *)v),
+                   (size_t)json_object_get_string_len(v));
+        return;
+    }
+    const char *t = json_object_to_json_string_ext((json_object *)v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    size_t n = strlen(t);
+    if (n > VALUE_SHOWN) {
+        buf_append(b, t, VALUE_SHOWN);
+        buf_puts(b, "...");
+    } else {
+        buf_append(b, t, n);
+    }
+}
+
+/* Record one error; detail is printf-style (NULL for none). value is shown for INVALID
+ * and UNSUPPORTED. */
+static void field_error(rdc_field_errors_t *e, rdc_field_error_type_t type, const char *field,
+                        const json_object *value, const char *detail, ...)
+    __attribute__((format(printf, 5, 6)));
+static void field_error(rdc_field_errors_t *e, rdc_field_error_type_t type, const char *field,
+                        const json_object *value, const char *detail, ...)
+{
+    if (e->n == RDC_FIELD_ERRORS_MAX) {
+        e->dropped++;
+        return;
+    }
+    static const char *const labels[] = {"Required value", "Invalid value", "Unsupported value",
+                                         "Forbidden"};
+    buf_t t;
+    buf_init(&t, TEXT_CAP);
+    buf_printf(&t, "%s: %s", field, labels[type]);
+    if (type == RDC_FIELD_INVALID || type == RDC_FIELD_UNSUPPORTED) {
+        buf_puts(&t, ": ");
+        put_value(&t, value);
+    }
+    if (detail) {
+        buf_puts(&t, ": ");
+        va_list ap;
+        va_start(ap, detail);
+        buf_vprintf(&t, detail, ap);
+        va_end(ap);
+    }
+    char *text = buf_detach(&t);
+    char *f = strdup(field);
+    if (!text || !f) {
+        free(text);
+        free(f);
+        e->oom = 1;
+        return;
+    }
+    e->items[e->n++] = (field_error_t){type, f, text};
+}
+
+/* ---- Reading untrusted JSON --------------------------------------------------------- */
+
+/* The value of key in o; NULL when o is not an object, the key is absent, or it is null. */
+static const json_object *jget(const json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
+        return NULL;
+    return json_object_is_type(v, json_type_null) ? NULL : v;
+}
+
+typedef enum { J_ABSENT, J_OK, J_BAD } jfield_t;
+
+/* o[key] as a string. Absent or null: J_ABSENT. A string without an embedded NUL: J_OK
+ * with *out set. Anything else: J_BAD. */
+static jfield_t jstring(const json_object *o, const char *key, const char **out)
+{
+    const json_object *v = jget(o, key);
+    *out = NULL;
+    if (!v)
+        return J_ABSENT;
+    if (!json_object_is_type(v, json_type_string))
+        return J_BAD;
+    const char *s = json_object_get_string((json_object *)v);
+    if (strlen(s) != (size_t)json_object_get_string_len(v))
+        return J_BAD;
+    *out = s;
+    return J_OK;
+}
+
+/* An optional string field: J_OK with a non-empty *out, J_ABSENT for absent, null or "",
+ * J_BAD (recorded in e when e is not NULL) for anything else. */
+static jfield_t optional_string(rdc_field_errors_t *e, const json_object *o, const char *key,
+                                const char *field, const char **out)
+{
+    jfield_t r = jstring(o, key, out);
+    if (r == J_BAD && e)
+        field_error(e, RDC_FIELD_INVALID, field, jget(o, key), "must be a string without NUL bytes");
+    else if (r == J_OK && !**out)
+        r = J_ABSENT;
+    return r;
+}
+
+/* An optional object field: the object, or NULL (a wrong type is recorded in e). */
+static const json_object *optional_object(rdc_field_errors_t *e, const json_object *o,
+                                          const char *key, const char *field)
+{
+    const json_object *v = jget(o, key);
+    if (v && !json_object_is_type(v, json_type_object)) {
+        if (e)
+            field_error(e, RDC_FIELD_INVALID, field, v, "must be an object");
+        return NULL;
+    }
+    return v;
+}
+
+/* ---- Predicates ------------------------------------------------------------------------ */
+
+static int is_lower_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+int rdc_spec_is_dns1035_label(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > max || !(s[0] >= 'a' && s[0] <= 'z') || !is_lower_alnum(s[n - 1]))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!is_lower_alnum(s[i]) && s[i] != '-')
+            return 0;
+    return 1;
+}
+
+int rdc_spec_is_dns1123_subdomain(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int edge = (i == 0 || i == n - 1 || s[i - 1] == '.' || s[i + 1] == '.');
+        if (c == '.' ? (i == 0 || s[i - 1] == '.') : !(is_lower_alnum(c) || (c == '-' && !edge)))
+            return 0;
+    }
+    return s[n - 1] != '.';
+}
+
+int rdc_spec_is_image_tag(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 128 || s[0] == '.' || s[0] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!(is_lower_alnum(c) || (c >= 'A' && c <= 'Z') || c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+int rdc_spec_is_image_ref(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++)
+        if ((unsigned char)s[n] <= ' ' || (unsigned char)s[n] >= 0x7f)
+            return 0;
+    return n > 0 && n <= RDC_SPEC_IMAGE_MAX;
+}
+
+int rdc_spec_image_has_tag_or_digest(const char *image)
+{
+    if (strchr(image, '@'))
+        return 1;
+    const char *last = strrchr(image, '/');
+    return strchr(last ? last + 1 : image, ':') != NULL;
+}
+
+int rdc_spec_is_redis_memory(const char *s)
+{
+    size_t d = 0;
+    while (s[d] >= '0' && s[d] <= '9')
+        d++;
+    if (d == 0 || d > 19)
+        return 0;
+    static const char *const units[] = {"", "b", "k", "kb", "m", "mb", "g", "gb"};
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (!strcasecmp(s + d, units[i]))
+            return 1;
+    return 0;
+}
+
+rdc_storage_rc_t rdc_spec_storage_bytes(const char *s, uint64_t *bytes)
+{
+    const uint64_t limit = UINT64_C(1) << 62;
+    size_t d = 0;
+    uint64_t n = 0;
+    int big = 0;
+    for (; s[d] >= '0' && s[d] <= '9'; d++) {
+        /* Past the limit the exact value no longer matters: it is too large. */
+        if (!big && n > (limit - (uint64_t)(s[d] - '0')) / 10)
+            big = 1;
+        else if (!big)
+            n = n * 10 + (uint64_t)(s[d] - '0');
+    }
+    int shift = !strcmp(s + d, "Mi") ? 20 : !strcmp(s + d, "Gi") ? 30 : !strcmp(s + d, "Ti") ? 40 : 0;
+    if (d == 0 || shift == 0)
+        return RDC_STORAGE_BAD_FORMAT;
+    if (big || n > (limit >> shift))
+        return RDC_STORAGE_TOO_LARGE;
+    if (n == 0)
+        return RDC_STORAGE_ZERO;
+    *bytes = n << shift;
+    return RDC_STORAGE_OK;
+}
+
+/* ---- Validation ---------------------------------------------------------------------- */
+
+static void check_name(rdc_field_errors_t *e, const json_object *rc)
+{
+    const json_object *meta = jget(rc, "metadata");
+    const json_object *v = jget(meta, "name");
+    const char *name = NULL;
+    if (meta && !json_object_is_type(meta, json_type_object))
+        field_error(e, RDC_FIELD_INVALID, "metadata", meta, "must be an object");
+    else if (!v)
+        field_error(e, RDC_FIELD_REQUIRED, "metadata.name", NULL, NULL);
+    else if (jstring(meta, "name", &name) != J_OK)
+        field_error(e, RDC_FIELD_INVALID, "metadata.name", v, "must be a string without NUL bytes");
+    else if (!rdc_spec_is_dns1035_label(name, RDC_SPEC_NAME_MAX))
+        field_error(e, RDC_FIELD_INVALID, "metadata.name", v,
+                    "must be a DNS-1035 label of at most %d characters ([a-z]([-a-z0-9]*[a-z0-9])?): "
+                    "it names the Service and the StatefulSet's pods",
+                    RDC_SPEC_NAME_MAX);
+}
+
+static void check_size(rdc_field_errors_t *e, const json_object *spec)
+{
+    const json_object *v = jget(spec, "size");
+    if (!v)
+        field_error(e, RDC_FIELD_REQUIRED, "spec.size", NULL, NULL);
+    else if (!json_object_is_type(v, json_type_int))
+        field_error(e, RDC_FIELD_INVALID, "spec.size", v, "must be an integer");
+    else if (json_object_get_int64(v) < RDC_SPEC_SIZE_MIN || json_object_get_int64(v) > RDC_SPEC_SIZE_MAX)
+        field_error(e, RDC_FIELD_INVALID, "spec.size", v, "must be between %d and %d", RDC_SPEC_SIZE_MIN,
+                    RDC_SPEC_SIZE_MAX);
+}
+
+static void check_image(rdc_field_errors_t *e, const json_object *spec)
+{
+    const json_object *v = jget(spec, "image");
+    const char *img = NULL, *version = NULL;
+    jfield_t r = jstring(spec, "image", &img);
+    if (r == J_ABSENT)
+        field_error(e, RDC_FIELD_REQUIRED, "spec.image", NULL, NULL);
+    else if (r == J_BAD)
+        field_error(e, RDC_FIELD_INVALID, "spec.image", v, "must be a string without NUL bytes");
+    else if (!*img)
+        field_error(e, RDC_FIELD_REQUIRED, "spec.image", NULL, "must not be empty");
+    else if (!rdc_spec_is_image_ref(img))
+        field_error(e, RDC_FIELD_INVALID, "spec.image", v,
+                    "must be an image reference: printable ASCII without blanks, at most %d bytes",
+                    RDC_SPEC_IMAGE_MAX);
+    if (optional_string(e, spec, "version", "spec.version", &version) == J_OK && !rdc_spec_is_image_tag(version))
+        field_error(e, RDC_FIELD_INVALID, "spec.version", jget(spec, "version"),
+                    "must be an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})");
+}
+
+static void check_config(rdc_field_errors_t *e, const json_object *spec)
+{
+    const json_object *config = optional_object(e, spec, "config", "spec.config");
+    const char *s = NULL;
+    if (optional_string(e, config, "maxmemory", "spec.config.maxmemory", &s) == J_OK && !rdc_spec_is_redis_memory(s))
+        field_error(e, RDC_FIELD_INVALID, "spec.config.maxmemory", jget(config, "maxmemory"),
+                    "must be a memory size: digits with an optional unit b, k, kb, m, mb, g or gb, e.g. 256mb");
+    if (optional_string(e, config, "maxmemoryPolicy", "spec.config.maxmemoryPolicy", &s) == J_OK &&
+        strcmp(s, "allkeys-lru") && strcmp(s, "volatile-lru") && strcmp(s, "noeviction"))
+        field_error(e, RDC_FIELD_UNSUPPORTED, "spec.config.maxmemoryPolicy", jget(config, "maxmemoryPolicy"),
+                    "supported values: \"allkeys-lru\", \"noeviction\", \"volatile-lru\"");
+}
+
+static void check_storage(rdc_field_errors_t *e, const json_object *spec)
+{
+    const json_object *storage = optional_object(e, spec, "storage", "spec.storage");
+    const char *s = NULL;
+    uint64_t bytes = 0;
+    if (optional_string(e, storage, "size", "spec.storage.size", &s) == J_OK) {
+        const json_object *v = jget(storage, "size");
+        switch (rdc_spec_storage_bytes(s, &bytes)) {
+        case RDC_STORAGE_OK:
+            break;
+        case RDC_STORAGE_BAD_FORMAT:
+            field_error(e, RDC_FIELD_INVALID, "spec.storage.size", v, "must match ^[0-9]+(Gi|Mi|Ti)$, e.g. 10Gi");
+            break;
+        case RDC_STORAGE_TOO_LARGE:
+            field_error(e, RDC_FIELD_INVALID, "spec.storage.size", v, "must be at most 2^62 bytes");
+            break;
+        case RDC_STORAGE_ZERO:
+            field_error(e, RDC_FIELD_INVALID, "spec.storage.size", v, "must be greater than zero");
+            break;
+        }
+    }
+    if (optional_string(e, storage, "storageClass", "spec.storage.storageClass", &s) == J_OK &&
+        !rdc_spec_is_dns1123_subdomain(s))
+        field_error(e, RDC_FIELD_INVALID, "spec.storage.storageClass", jget(storage, "storageClass"),
+                    "must be the name of a StorageClass: a DNS subdomain of lower case alphanumerics, "
+                    "'-' and '.', at most 253 characters");
+}
+
+size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs)
+{
+    size_t before = errs->n + errs->dropped;
+    if (!rc || !json_object_is_type(rc, json_type_object)) {
+        field_error(errs, RDC_FIELD_INVALID, "<object>", rc, "must be an object");
+        return errs->n + errs->dropped - before;
+    }
+    check_name(errs, rc);
+    const json_object *spec = jget(rc, "spec");
+    if (!spec)
+        field_error(errs, RDC_FIELD_REQUIRED, "spec", NULL, NULL);
+    else if (!json_object_is_type(spec, json_type_object))
+        field_error(errs, RDC_FIELD_INVALID, "spec", spec, "must be an object");
+    else {
+        check_size(errs, spec);
+        check_image(errs, spec);
+        check_config(errs, spec);
+        check_storage(errs, spec);
+    }
+    return errs->n + errs->dropped - before;
+}
+
+/* ---- Update rules ---------------------------------------------------------------------- */
+
+/* The effective storage size of a spec ("1Gi" when absent), or NULL when it is of a wrong
+ * type or the storage parent is. */
+static const char *effective_storage_size(const json_object *spec)
+{
+    const json_object *storage = jget(spec, "storage");
+    const char *s = NULL;
+    if (storage && !json_object_is_type(storage, json_type_object))
+        return NULL;
+    jfield_t r = optional_string(NULL, storage, "size", NULL, &s);
+    return r == J_BAD ? NULL : r == J_ABSENT ? RDC_SPEC_DEFAULT_STORAGE_SIZE : s;
+}
+
+/* The effective storage class of a spec: *cls NULL for the cluster's default. Returns 0,
+ * or -1 when it (or its parent) is of a wrong type. */
+static int effective_storage_class(const json_object *spec, const char **cls)
+{
+    const json_object *storage = jget(spec, "storage");
+    *cls = NULL;
+    if (storage && !json_object_is_type(storage, json_type_object))
+        return -1;
+    jfield_t r = optional_string(NULL, storage, "storageClass", NULL, cls);
+    if (r == J_ABSENT)
+        *cls = NULL;
+    return r == J_BAD ? -1 : 0;
+}
+
+static void put_class(buf_t *b, const char *cls)
+{
+    if (cls)
+        put_quoted(b, cls, strlen(cls));
+    else
+        buf_puts(b, "unset (the cluster's default)");
+}
+
+size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *new_rc,
+                                rdc_field_errors_t *errs)
+{
+    size_t before = errs->n + errs->dropped;
+    const json_object *olds = jget(old_rc, "spec"), *news = jget(new_rc, "spec");
+    if (!olds || !news || !json_object_is_type(olds, json_type_object) ||
+        !json_object_is_type(news, json_type_object))
+        return 0;
+
+    const json_object *os = jget(olds, "size"), *ns = jget(news, "size");
+    if (os && ns && json_object_is_type(os, json_type_int) && json_object_is_type(ns, json_type_int) &&
+        json_object_get_int64(ns) < json_object_get_int64(os))
+        field_error(errs, RDC_FIELD_FORBIDDEN, "spec.size", NULL,
+                    "may not decrease from %lld to %lld (scaling a RedisCluster down is not allowed)",
+                    (long long)json_object_get_int64(os), (long long)json_object_get_int64(ns));
+
+    const char *oz = effective_storage_size(olds), *nz = effective_storage_size(news);
+    uint64_t ob = 0, nb = 0;
+    if (oz && nz && rdc_spec_storage_bytes(oz, &ob) == RDC_STORAGE_OK &&
+        rdc_spec_storage_bytes(nz, &nb) == RDC_STORAGE_OK && ob != nb) {
+        buf_t d;
+        buf_init(&d, TEXT_CAP);
+        buf_puts(&d, "is immutable (it sizes the StatefulSet's volumeClaimTemplates): was ");
+        put_quoted(&d, oz, strlen(oz));
+        buf_puts(&d, ", now ");
+        put_quoted(&d, nz, strlen(nz));
+        field_error(errs, RDC_FIELD_FORBIDDEN, "spec.storage.size", NULL, "%s", buf_str(&d));
+        buf_free(&d);
+    }
+
+    const char *oc = NULL, *nc = NULL;
+    if (!effective_storage_class(olds, &oc) && !effective_storage_class(news, &nc) &&
+        (!oc != !nc || (oc && strcmp(oc, nc)))) {
+        buf_t d;
+        buf_init(&d, TEXT_CAP);
+        buf_puts(&d, "is immutable (it is part of the StatefulSet's volumeClaimTemplates): was ");
+        put_class(&d, oc);
+        buf_puts(&d, ", now ");
+        put_class(&d, nc);
+        field_error(errs, RDC_FIELD_FORBIDDEN, "spec.storage.storageClass", NULL, "%s", buf_str(&d));
+        buf_free(&d);
+    }
+    return errs->n + errs->dropped - before;
+}
+
+/* ---- Defaults -------------------------------------------------------------------------- */
+
+/* Append {"op":"add","path":path,"value":value} to ops, taking value. Returns 0 or -1. */
+static int add_op(json_object *ops, const char *path, json_object *value)
+{
+    json_object *op = json_object_new_object(), *o = json_object_new_string("add"),
+                *p = json_object_new_string(path);
+    if (!op || !o || !p || !value) {
+        json_object_put(op);
+        json_object_put(o);
+        json_object_put(p);
+        json_object_put(value);
+        return -1;
+    }
+    json_object_object_add(op, "op", o);
+    json_object_object_add(op, "path", p);
+    json_object_object_add(op, "value", value);
+    if (json_object_array_add(ops, op)) {
+        json_object_put(op);
+        return -1;
+    }
+    return 0;
+}
+
+/* {key: value} with a string value, or NULL when out of memory. */
+static json_object *object_with(const char *key, const char *value)
+{
+    json_object *o = json_object_new_object(), *v = json_object_new_string(value);
+    if (!o || !v) {
+        json_object_put(o);
+        json_object_put(v);
+        return NULL;
+    }
+    json_object_object_add(o, key, v);
+    return o;
+}
+
+/* One nested default: spec[parent][key] = value. Returns ops added (0 or 1) or -1. */
+static int default_nested(const json_object *spec, const char *parent, const char *key, const char *value,
+                          json_object *ops)
+{
+    const json_object *p = jget(spec, parent);
+    char path[128];
+    if (!p) {
+        snprintf(path, sizeof(path), "/spec/%s", parent);
+        return add_op(ops, path, object_with(key, value)) ? -1 : 1;
+    }
+    const char *s = NULL;
+    if (!json_object_is_type(p, json_type_object) || optional_string(NULL, p, key, NULL, &s) != J_ABSENT)
+        return 0;
+    snprintf(path, sizeof(path), "/spec/%s/%s", parent, key);
+    return add_op(ops, path, json_object_new_string(value)) ? -1 : 1;
+}
+
+int rdc_spec_default_ops(const json_object *rc, json_object *ops)
+{
+    const json_object *spec = jget(rc, "spec");
+    if (!spec || !json_object_is_type(spec, json_type_object))
+        return 0;
+    int n = 0, r;
+    const char *s = NULL, *img = NULL;
+    /* The version is only used as the image's tag: leave it unset when the image has one,
+     * so that the object does not claim a version it does not run. */
+    int tagged = jstring(spec, "image", &img) == J_OK && rdc_spec_image_has_tag_or_digest(img);
+    if (!tagged && optional_string(NULL, spec, "version", NULL, &s) == J_ABSENT) {
+        if (add_op(ops, "/spec/version", json_object_new_string(RDC_SPEC_DEFAULT_VERSION)))
+            return -1;
+        n++;
+    }
+    if ((r = default_nested(spec, "storage", "size", RDC_SPEC_DEFAULT_STORAGE_SIZE, ops)) < 0)
+        return -1;
+    n += r;
+    if ((r = default_nested(spec, "config", "maxmemoryPolicy", RDC_SPEC_DEFAULT_MAXMEMORY_POLICY, ops)) < 0)
+        return -1;
+    return n + r;
+}
+
+json_object *rdc_spec_defaulted(const json_object *rc)
+{
+    const json_object *spec = jget(rc, "spec");
+    json_object *copy = NULL, *ops = NULL;
+    if (!spec || !json_object_is_type(spec, json_type_object))
+        return NULL;
+    if (json_object_deep_copy((json_object *)spec, &copy, NULL) || !(ops = json_object_new_array()) ||
+        rdc_spec_default_ops(rc, ops) < 0)
+        goto fail;
+    /* Apply the "add" operations: paths are /spec/<key> or /spec/<parent>/<key>, and a
+     * parent is always an object (absent parents are added whole). */
+    for (size_t i = 0; i < json_object_array_length(ops); i++) {
+        json_object *op = json_object_array_get_idx(ops, i), *path = NULL, *value = NULL;
+        json_object_object_get_ex(op, "path", &path);
+        json_object_object_get_ex(op, "value", &value);
+        char buf[128];
+        snprintf(buf, sizeof(buf), "%s", json_object_get_string(path) + strlen("/spec/"));
+        char *slash = strchr(buf, '/');
+        json_object *target = copy;
+        if (slash) {
+            *slash = '\0';
+            if (!json_object_object_get_ex(copy, buf, &target))
+                goto fail;
+        }
+        if (json_object_object_add(target, slash ? slash + 1 : buf, json_object_get(value))) {
+            json_object_put(value);
+            goto fail;
+        }
+    }
+    json_object_put(ops);
+    return copy;
+fail:
+    json_object_put(ops);
+    json_object_put(copy);
+    return NULL;
+}
+
+int rdc_spec_unchanged(const json_object *old_rc, const json_object *new_rc)
+{
+    json_object *olds = (json_object *)jget(old_rc, "spec"), *news = (json_object *)jget(new_rc, "spec");
+    if (!olds || !news)
+        return !olds && !news;
+    if (json_object_equal(olds, news))
+        return 1;
+    json_object *defaulted = rdc_spec_defaulted(old_rc);
+    int same = defaulted && json_object_equal(defaulted, news);
+    json_object_put(defaulted);
+    return same;
+}

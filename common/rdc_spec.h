@@ -1,0 +1,151 @@
+/* rdc_spec: the rules a RedisCluster must follow, and the defaults of its spec.
+ *
+ * One statement of the rules that workerd's plan (plan.h, decision 4) applies before it
+ * reconciles, for the admission webhook to refuse what the operator could not reconcile:
+ *
+ *   metadata.name          a DNS-1035 label of at most 52 characters (it names the Service
+ *                          and the StatefulSet, whose pods add a suffix)
+ *   spec                   required, an object
+ *   spec.size              required, an integer from 1 to 10
+ *   spec.image             required, a non-empty string of printable ASCII without blanks,
+ *                          at most 1024 bytes
+ *   spec.version           optional, an image tag [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}
+ *   spec.config            optional object; maxmemory <digits>[b|k|kb|m|mb|g|gb] (any case,
+ *                          at most 19 digits); maxmemoryPolicy allkeys-lru | volatile-lru |
+ *                          noeviction
+ *   spec.storage           optional object; size ^[0-9]+(Gi|Mi|Ti)$, non-zero, at most 2^62
+ *                          bytes; storageClass a DNS-1123 subdomain
+ *
+ * An optional string that is null or "" counts as absent (as Go's omitempty would make it).
+ * A string holding a NUL byte is never valid.
+ *
+ * On UPDATE (rdc_spec_validate_update) the transition rules of the design: spec.size may not
+ * decrease (scaling down is not allowed), and spec.storage.size and spec.storage.storageClass
+ * are immutable, because a StatefulSet's volumeClaimTemplates are. Absent values are compared
+ * as their defaults, and sizes as quantities ("1Gi" = "1024Mi").
+ *
+ * Problems are recorded as Kubernetes field errors and printed as the API server prints
+ * them ("spec.size: Invalid value: 11: must be between 1 and 10"), so users read the same
+ * shape of message whether the schema, a CEL rule or the webhook refused them.
+ *
+ * Every function is pure: no I/O, the inputs are only read.
+ */
+#ifndef RDC_SPEC_H
+#define RDC_SPEC_H
+
+#include "buf.h"
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RDC_SPEC_SIZE_MIN 1
+#define RDC_SPEC_SIZE_MAX 10
+#define RDC_SPEC_NAME_MAX 52
+#define RDC_SPEC_IMAGE_MAX 1024
+#define RDC_SPEC_DEFAULT_VERSION "7.2"
+#define RDC_SPEC_DEFAULT_STORAGE_SIZE "1Gi"
+#define RDC_SPEC_DEFAULT_MAXMEMORY_POLICY "allkeys-lru"
+
+/* ---- Field errors ------------------------------------------------------------------ */
+
+typedef enum {
+    RDC_FIELD_REQUIRED,    /* "<field>: Required value" */
+    RDC_FIELD_INVALID,     /* "<field>: Invalid value: <value>: <detail>" */
+    RDC_FIELD_UNSUPPORTED, /* "<field>: Unsupported value: <value>: supported values: ..." */
+    RDC_FIELD_FORBIDDEN,   /* "<field>: Forbidden: <detail>" */
+} rdc_field_error_type_t;
+
+typedef struct rdc_field_errors rdc_field_errors_t;
+
+/* A new, empty list of field errors; NULL when out of memory. */
+rdc_field_errors_t *rdc_field_errors_new(void);
+
+/* Free the list and set *self_p to NULL. NULL (or *self_p NULL) is fine. */
+void rdc_field_errors_destroy(rdc_field_errors_t **self_p);
+
+/* Number of errors recorded. At most RDC_FIELD_ERRORS_MAX are kept; more are counted in
+ * rdc_field_errors_dropped. */
+#define RDC_FIELD_ERRORS_MAX 32
+size_t rdc_field_errors_count(const rdc_field_errors_t *e);
+size_t rdc_field_errors_dropped(const rdc_field_errors_t *e);
+
+/* 1 when a record was lost for lack of memory (the list is then incomplete). */
+int rdc_field_errors_oom(const rdc_field_errors_t *e);
+
+/* The i-th error's type, field path ("spec.storage.size") and full text
+ * ("spec.storage.size: Invalid value: \"0Gi\": must be greater than zero"). The strings
+ * belong to the list. Out of range: type RDC_FIELD_INVALID and NULL strings. */
+rdc_field_error_type_t rdc_field_error_type(const rdc_field_errors_t *e, size_t i);
+const char *rdc_field_error_field(const rdc_field_errors_t *e, size_t i);
+const char *rdc_field_error_text(const rdc_field_errors_t *e, size_t i);
+
+/* 1 when every recorded error is RDC_FIELD_FORBIDDEN (and there is at least one). */
+int rdc_field_errors_all_forbidden(const rdc_field_errors_t *e);
+
+/* Append the texts as Kubernetes joins field errors: the only one as is, several as
+ * "[first, second, ...]". Returns 0, or -1 when out refused the text. */
+int rdc_field_errors_format(const rdc_field_errors_t *e, buf_t *out);
+
+/* ---- Validation ---------------------------------------------------------------------- */
+
+/* Check a RedisCluster (anything at all: wrong types are reported, never trusted) against
+ * the rules above and record each problem in errs. Returns the number recorded. */
+size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs);
+
+/* Check the transition from old_rc to new_rc (size may not decrease; storage size and
+ * class immutable) and record each problem in errs. Values that are themselves invalid
+ * are left to rdc_spec_validate. Returns the number recorded. */
+size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *new_rc,
+                                rdc_field_errors_t *errs);
+
+/* 1 when new_rc's spec is old_rc's, or old_rc's with only the defaults added: an update
+ * that changes nothing in the spec (metadata, finalizers, labels). Else 0. */
+int rdc_spec_unchanged(const json_object *old_rc, const json_object *new_rc);
+
+/* ---- Defaults -------------------------------------------------------------------------- */
+
+/* The defaults of rc's spec as JSON Patch (RFC 6902) "add" operations appended to ops (an
+ * array): spec.version "7.2" unless spec.image already names a tag or digest,
+ * spec.storage.size "1Gi", spec.config.maxmemoryPolicy "allkeys-lru", each only where the
+ * value is absent, null or "" and its parent is an object or absent (a parent of the
+ * wrong type is left for validation to report). Nothing when rc has no spec object.
+ * Returns the number of operations appended, or -1 when out of memory (ops may then hold
+ * some of them). */
+int rdc_spec_default_ops(const json_object *rc, json_object *ops);
+
+/* A deep copy of rc's spec with the defaults applied; NULL when rc has no spec object or
+ * out of memory. The caller puts it (json_object_put). */
+json_object *rdc_spec_defaulted(const json_object *rc);
+
+/* ---- Predicates (shared with workerd) ------------------------------------------------ */
+
+/* [a-z]([-a-z0-9]*[a-z0-9])? of 1..max characters. */
+int rdc_spec_is_dns1035_label(const char *s, size_t max);
+
+/* Dot-separated labels of [a-z0-9-], alphanumeric at both ends, at most 253 characters. */
+int rdc_spec_is_dns1123_subdomain(const char *s);
+
+/* [A-Za-z0-9_][A-Za-z0-9_.-]{0,127} */
+int rdc_spec_is_image_tag(const char *s);
+
+/* Printable ASCII without blanks, 1..RDC_SPEC_IMAGE_MAX bytes. */
+int rdc_spec_is_image_ref(const char *s);
+
+/* 1 when image names a digest ('@') or a tag (a ':' in its last path component, so the
+ * port of "host:5000/redis" is not one). */
+int rdc_spec_image_has_tag_or_digest(const char *image);
+
+/* Redis' memory size: 1..19 digits and an optional unit b, k, kb, m, mb, g, gb (any case). */
+int rdc_spec_is_redis_memory(const char *s);
+
+/* spec.storage.size in bytes. Returns RDC_STORAGE_OK with *bytes set, or why not. */
+typedef enum {
+    RDC_STORAGE_OK = 0,
+    RDC_STORAGE_BAD_FORMAT, /* not ^[0-9]+(Gi|Mi|Ti)$ */
+    RDC_STORAGE_TOO_LARGE,  /* more than 2^62 bytes */
+    RDC_STORAGE_ZERO,
+} rdc_storage_rc_t;
+rdc_storage_rc_t rdc_spec_storage_bytes(const char *s, uint64_t *bytes);
+
+#endif
