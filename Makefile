@@ -6,6 +6,7 @@
 #   make unit       unit suites only (make asan-unit: under the sanitizers)
 #   make e2e        end-to-end suite only (brings the local cluster up and down)
 #   make deps       install the Debian packages the build and the tests need
+#   make fault      the daemons with a test-only fault switch, into build-fault/
 #   make fuzz       libFuzzer over the kubeconfig parser and the watch decoder (bounded)
 #   make cluster-up / cluster-down   the local control plane (tests/cluster/)
 
@@ -31,7 +32,7 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 # Keep object files of the unit tests between runs.
 .SECONDARY:
 
-.PHONY: all asan test unit asan-unit e2e deps fuzz clean banned cluster-up cluster-down
+.PHONY: all fault asan test unit asan-unit e2e deps fuzz clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
 
 $(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) tests/unit tests/fuzz -name '*.[ch]' 2>/dev/null)
@@ -74,7 +75,12 @@ unit: all $(UNIT_BIN)
 asan-unit:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" unit
 
-e2e: all
+# The daemons with the test-only fault switch (workerd aborts on a RedisCluster annotated
+# cache.example.com/test-fault: crash), for the supervisor's isolation tests.
+fault:
+	$(MAKE) BUILD=build-fault CFLAGS=-DRDC_FAULT_INJECTION all
+
+e2e: all fault
 	@tests/e2e/run.sh
 
 test: unit e2e
@@ -92,6 +98,6 @@ cluster-down:
 	@tests/cluster/cluster.sh down
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-fault
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

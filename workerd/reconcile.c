@@ -6,6 +6,7 @@
 #include "metrics.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *reconcile_result_name(reconcile_result_t r)
@@ -78,10 +79,28 @@ static void record_metrics(reconcile_result_t r, double seconds)
     metric_histogram_observe(time, METRIC_LABELS(RECONCILE_CONTROLLER), seconds);
 }
 
+#ifdef RDC_FAULT_INJECTION
+/* Test-only fault switch, compiled into `make fault` builds and never into releases: a
+ * RedisCluster annotated cache.example.com/test-fault: crash kills the worker that
+ * reconciles it, so the end-to-end tests can show quarantine and isolation. */
+static void maybe_crash(const json_object *rc)
+{
+    json_object *md = NULL, *ann = NULL, *v = NULL;
+    if (json_object_object_get_ex(rc, "metadata", &md) &&
+        json_object_object_get_ex(md, "annotations", &ann) &&
+        json_object_object_get_ex(ann, "cache.example.com/test-fault", &v) &&
+        strcmp(json_object_get_string(v), "crash") == 0)
+        abort();
+}
+#endif
+
 void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,
                    const json_object *svc, const json_object *sts, FILE *dry_run,
                    reconcile_outcome_t *out)
 {
+#ifdef RDC_FAULT_INJECTION
+    maybe_crash(rc);
+#endif
     memset(out, 0, sizeof(*out));
     int64_t start = clock_mono_ns();
     const char *ns = str_at(rc, "namespace"), *name = str_at(rc, "name");
