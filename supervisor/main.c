@@ -24,8 +24,8 @@
 static const char summary[] =
     "The rdc-operator's entrypoint: runs electord, informerd, --workers workerd processes\n"
     "(and the webhook server with --webhook), restarts them with backoff, serves /healthz,\n"
-    "/readyz and /metrics, and drains in order on SIGTERM. Every flag except --bindir and\n"
-    "--webhook is passed through to the children.\n\n"
+    "/readyz and /metrics, and drains in order on SIGTERM. The shared flags are passed\n"
+    "through to every child, the --webhook-* ones to the webhook server only.\n\n"
     "  supervisor ctl [--runtime-dir DIR] status | workers N | shutdown";
 
 /* Directory of our own executable: the children live beside it by default. */
@@ -41,35 +41,64 @@ static void default_bindir(char *out, size_t len)
     snprintf(out, len, "%s", dirname(self));
 }
 
-/* Flags the children understand: everything except ours and the subcommand. */
-static int child_flags(int argc, char **argv, char **out, int max)
+/* Is a the flag --name or --name=value? */
+static int is_flag(const char *a, const char *name)
 {
-    int n = 0;
-    for (int i = 1; i < argc && n < max; i++) {
+    size_t n = strlen(name);
+    return strncmp(a, name, n) == 0 && (a[n] == '\0' || a[n] == '=');
+}
+
+/* Split our argv: the shared flags go to every child, --webhook-* flags (with their
+ * values) to the webhook server only, and --bindir/--webhook stay here. */
+static void split_flags(int argc, char **argv, char **common, int *ncommon, int max_common,
+                        char **webhook, int *nwebhook, int max)
+{
+    static const char *const valued_webhook[] = {"--webhook-cert-dir", "--webhook-port",
+                                                 "--webhook-bind-address"};
+    *ncommon = *nwebhook = 0;
+    for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strncmp(a, "--bindir", 8) == 0 || strncmp(a, "--webhook", 9) == 0) {
-            if (!strchr(a, '=') && strncmp(a, "--bindir", 8) == 0)
+        if (is_flag(a, "--bindir")) {
+            if (!strchr(a, '='))
                 i++; /* skip its value */
             continue;
         }
-        out[n++] = argv[i];
+        if (is_flag(a, "--webhook"))
+            continue;
+        int wh = 0;
+        for (size_t k = 0; k < 3; k++)
+            wh |= is_flag(a, valued_webhook[k]);
+        if (wh) {
+            if (*nwebhook < max)
+                webhook[(*nwebhook)++] = argv[i];
+            if (!strchr(a, '=') && i + 1 < argc && *nwebhook < max)
+                webhook[(*nwebhook)++] = argv[++i];
+            continue;
+        }
+        if (*ncommon < max_common)
+            common[(*ncommon)++] = argv[i];
     }
-    return n;
 }
 
 int main(int argc, char **argv)
 {
     rdc_common_opts_t c;
     opts_common_defaults(&c);
-    const char *bindir = NULL;
-    int webhook = 0;
-    opt_t table[OPTS_COMMON_COUNT + 3];
+    const char *bindir = NULL, *wh_dir = NULL, *wh_addr = NULL;
+    int webhook = 0, wh_port = 9443;
+    opt_t table[OPTS_COMMON_COUNT + 6];
     opts_common_fill(&c, table);
     table[OPTS_COMMON_COUNT] = (opt_t){"bindir", OPT_STRING, &bindir,
                                        "directory of the daemon executables (default: beside supervisor)"};
     table[OPTS_COMMON_COUNT + 1] = (opt_t){"webhook", OPT_BOOL, &webhook,
                                            "also run the admission webhook server"};
-    table[OPTS_COMMON_COUNT + 2] = (opt_t){NULL, OPT_END, NULL, NULL};
+    table[OPTS_COMMON_COUNT + 2] = (opt_t){"webhook-cert-dir", OPT_STRING, &wh_dir,
+                                           "webhook server: directory of tls.crt and tls.key"};
+    table[OPTS_COMMON_COUNT + 3] = (opt_t){"webhook-port", OPT_INT, &wh_port,
+                                           "webhook server: HTTPS port"};
+    table[OPTS_COMMON_COUNT + 4] = (opt_t){"webhook-bind-address", OPT_STRING, &wh_addr,
+                                           "webhook server: address to listen on (default all)"};
+    table[OPTS_COMMON_COUNT + 5] = (opt_t){NULL, OPT_END, NULL, NULL};
 
     const char *pos[4];
     size_t npos = 0;
@@ -126,7 +155,9 @@ int main(int argc, char **argv)
         default_bindir(bindir_buf, sizeof(bindir_buf));
         bindir = bindir_buf;
     }
-    char *cargv[128];
+    char *cargv[128], *wargv[16];
+    int cargc = 0, wargc = 0;
+    split_flags(argc, argv, cargv, &cargc, 128, wargv, &wargc, 16);
     supervisor_config_t cfg = {
         .bindir = bindir,
         .runtime_dir = rtdir,
@@ -135,8 +166,10 @@ int main(int argc, char **argv)
         .grace_s = c.graceful_shutdown_timeout,
         .metrics_addr = c.metrics_bind_address,
         .health_addr = c.health_probe_bind_address,
-        .child_argc = child_flags(argc, argv, cargv, 128),
+        .child_argc = cargc,
         .child_argv = cargv,
+        .webhook_argc = wargc,
+        .webhook_argv = wargv,
     };
     supervisor_t *s = NULL;
     if (supervisor_new(&cfg, &s, err, sizeof(err))) {

@@ -128,8 +128,12 @@ static void child_exec(const supervisor_t *s, const child_t *c, int notify_w, in
     char *argv[160];
     int n = 0;
     argv[n++] = path;
-    for (int i = 0; i < s->cfg.child_argc && n < 150; i++)
+    for (int i = 0; i < s->cfg.child_argc && n < 140; i++)
         argv[n++] = s->cfg.child_argv[i];
+    if (strcmp(c->program, "webhookd") == 0) {
+        for (int i = 0; i < s->cfg.webhook_argc && n < 150; i++)
+            argv[n++] = s->cfg.webhook_argv[i];
+    }
     argv[n++] = rtdir;
     argv[n++] = "--metrics-bind-address=0";
     argv[n++] = "--health-probe-bind-address=0";
@@ -531,7 +535,7 @@ static char *status_json(const supervisor_t *s, int64_t now)
         json_object_object_add(o, "key", json_object_new_string(key));
         json_object_array_add(arr, o);
     }
-    char *out = strdup(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN));
+    char *out = strdup(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(arr);
     return out;
 }

@@ -24,6 +24,8 @@ typedef struct {
     const char *health_addr;     /* --health-probe-bind-address */
     int child_argc;              /* flags passed through to every child */
     char **child_argv;
+    int webhook_argc;            /* flags for the webhook server only (--webhook-*) */
+    char **webhook_argv;
 } supervisor_config_t;
 
 /* Create the supervisor: bind the control socket and the HTTP endpoints. Starts no

@@ -1,8 +1,172 @@
-/* webhookd: the admission webhook server (being written; see the project's issues). */
-#include <stdio.h>
+/* webhookd: the admission webhook server of the rdc-operator.
+ *
+ *   webhookd --webhook-cert-dir DIR [--webhook-port 9443] [--webhook-bind-address ADDR]
+ *
+ * Serves the validating and mutating (defaulting) webhooks for RedisClusters over HTTPS
+ * (admission.h has the rules, webhook_server.h the HTTP side). It runs in a process of its
+ * own because it parses untrusted input; under the supervisor it is the child "webhook",
+ * reports readiness once listening, publishes its metrics file every 2 s and exits 0 on
+ * SIGTERM after it stopped accepting connections. SIGHUP rereads the certificate at once
+ * (it is reread anyway within a second or two of a change).
+ */
+#include "daemon.h"
+#include "log.h"
+#include "metrics.h"
+#include "opts.h"
+#include "webhook_server.h"
+#include "webhook_tls.h"
 
-int main(void)
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TICK_S 2           /* metrics file and certificate check */
+#define DRAIN_GRACE_MS 500 /* after the listener closed, for replies still being written */
+
+static const char summary[] =
+    "The admission webhook server of the rdc-operator: validates and defaults RedisClusters\n"
+    "(AdmissionReview admission.k8s.io/v1) over HTTPS at\n"
+    "  /validate-cache-example-com-v1alpha1-rediscluster\n"
+    "  /mutate-cache-example-com-v1alpha1-rediscluster\n"
+    "with the certificate and key in --webhook-cert-dir (reloaded when they change).\n"
+    "The shared flags are accepted so that the supervisor can pass its own through.";
+
+typedef struct {
+    struct event_base *base;
+    webhook_server_t *server;
+    const char *runtime_dir;
+    const char *name;
+    int draining;
+} app_t;
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
-    fprintf(stderr, "webhookd: not implemented yet\n");
-    return 3;
+    (void)fd;
+    (void)what;
+    app_t *a = arg;
+    webhook_server_check_certs(a->server);
+    daemon_publish_metrics(a->runtime_dir, a->name);
+}
+
+static void on_signal(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    app_t *a = arg;
+    int sig;
+    while ((sig = daemon_read_signal(fd)) > 0) {
+        if (sig == SIGHUP) {
+            webhook_server_check_certs(a->server);
+        } else if ((sig == SIGTERM || sig == SIGINT) && !a->draining) {
+            a->draining = 1;
+            rlog_info("shutting down: no new connections", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+            webhook_server_stop_accepting(a->server);
+            struct timeval grace = {0, DRAIN_GRACE_MS * 1000};
+            event_base_loopexit(a->base, &grace);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    rdc_common_opts_t c;
+    opts_common_defaults(&c);
+    webhook_server_config_t wc = {
+        .bind_address = "",
+        .port = WEBHOOK_DEFAULT_PORT,
+        .cert_dir = WEBHOOK_DEFAULT_CERT_DIR,
+        .cert_name = "tls.crt",
+        .key_name = "tls.key",
+    };
+    opt_t table[OPTS_COMMON_COUNT + 6];
+    opts_common_fill(&c, table);
+    opt_t *t = &table[OPTS_COMMON_COUNT];
+    t[0] = (opt_t){"webhook-port", OPT_INT, &wc.port, "port of the webhook server (0 = any free port)"};
+    t[1] = (opt_t){"webhook-bind-address", OPT_STRING, &wc.bind_address,
+                   "address the webhook server listens on (empty = every interface)"};
+    t[2] = (opt_t){"webhook-cert-dir", OPT_STRING, &wc.cert_dir,
+                   "directory of the serving certificate and key (reloaded when they change)"};
+    t[3] = (opt_t){"webhook-cert-name", OPT_STRING, &wc.cert_name, "certificate file in --webhook-cert-dir"};
+    t[4] = (opt_t){"webhook-key-name", OPT_STRING, &wc.key_name, "key file in --webhook-cert-dir"};
+    t[5] = (opt_t){NULL, OPT_END, NULL, NULL};
+
+    char err[1024];
+    if (opts_parse(table, argc, argv, NULL, 0, NULL, err, sizeof(err))) {
+        fprintf(stderr, "webhookd: %s\n", err);
+        return 2;
+    }
+    if (c.help) {
+        opts_usage(stdout, "webhookd", summary, table);
+        return 0;
+    }
+    if (c.version) {
+        printf("webhookd %s\n", RDC_VERSION);
+        return 0;
+    }
+    if (opts_apply_logging(&c, "webhookd", err, sizeof(err))) {
+        fprintf(stderr, "webhookd: %s\n", err);
+        return 2;
+    }
+    if (wc.port < 0 || wc.port > 65535) {
+        fprintf(stderr, "webhookd: --webhook-port must be from 0 to 65535, have %d\n", wc.port);
+        return 2;
+    }
+
+    int code = 1, sfd = -1;
+    char rtdir[4096];
+    const char *name = getenv("RDC_CHILD_NAME");
+    app_t a = {.name = name && *name ? name : "webhookd", .runtime_dir = rtdir};
+    struct event *sig_ev = NULL, *tick_ev = NULL;
+    if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
+        rlog_error("cannot use the runtime directory", "error", err, NULL);
+        goto out;
+    }
+    sfd = daemon_signalfd(err, sizeof(err));
+    if (sfd < 0) {
+        rlog_error("cannot set up signals", "error", err, NULL);
+        goto out;
+    }
+    if (!(a.base = event_base_new())) {
+        rlog_error("cannot create the event loop", NULL);
+        goto out;
+    }
+    if (webhook_server_new(a.base, &wc, &a.server, err, sizeof(err))) {
+        rlog_error("cannot start the webhook server", "error", err, NULL);
+        goto out;
+    }
+    struct timeval tick = {TICK_S, 0};
+    sig_ev = event_new(a.base, sfd, EV_READ | EV_PERSIST, on_signal, &a);
+    tick_ev = event_new(a.base, -1, EV_PERSIST, on_tick, &a);
+    if (!sig_ev || !tick_ev || event_add(sig_ev, NULL) || event_add(tick_ev, &tick)) {
+        rlog_error("cannot set up the event loop", NULL);
+        goto out;
+    }
+    char port[16];
+    snprintf(port, sizeof(port), "%d", webhook_server_port(a.server));
+    rlog_info("webhook server listening", "version", RDC_VERSION, "address",
+              *wc.bind_address ? wc.bind_address : "*", "port", port, "certDir", wc.cert_dir, NULL);
+    daemon_publish_metrics(rtdir, a.name);
+    daemon_notify_ready();
+    if (event_base_dispatch(a.base) < 0) {
+        rlog_error("the event loop failed", NULL);
+        goto out;
+    }
+    code = 0;
+    rlog_info("stopped", NULL);
+out:
+    if (a.server)
+        daemon_publish_metrics(rtdir, a.name);
+    if (sig_ev)
+        event_free(sig_ev);
+    if (tick_ev)
+        event_free(tick_ev);
+    webhook_server_destroy(&a.server);
+    if (a.base)
+        event_base_free(a.base);
+    if (sfd >= 0)
+        close(sfd);
+    metrics_default_free();
+    return code;
 }

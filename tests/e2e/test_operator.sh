@@ -74,7 +74,14 @@ check "kubectl scale reaches the StatefulSet" wait_until 30 sh -c "test \"\$(kub
 kubectl -n "$ns" patch rdc cache --type merge -p '{"spec":{"config":{"maxmemory":"512mb"}}}' >/dev/null
 check "config change reaches redis.conf" wait_until 30 sh -c "kubectl -n $ns get configmap cache -o jsonpath='{.data.redis\.conf}' | grep -q 'maxmemory 512mb'"
 check "config change rolls the pod template" wait_until 30 sh -c "test \"\$(kubectl -n $ns get statefulset cache -o jsonpath='{.spec.template.metadata.annotations.cache\.example\.com/config-hash}')\" != '$hash_before'"
+kubectl -n "$ns" patch rdc cache --type merge -p '{"spec":{"image":"redis","version":"7.4"}}' >/dev/null
+check "image change reaches the StatefulSet" wait_until 30 sh -c "test \"\$(kubectl -n $ns get statefulset cache -o jsonpath='{.spec.template.spec.containers[0].image}')\" = redis:7.4"
 check "Running again with 4/4 ready" wait_until 120 sh -c "test \"\$(kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}/{.status.readyReplicas}')\" = Running/4"
+
+# workerd alone: --once --dry-run on a converged cluster plans no write.
+"$BIN/workerd" --kubeconfig "$KUBECONFIG" --once "$ns/cache" --dry-run --log-level error >"$work/plan.json" 2>&1
+check "workerd --once --dry-run plans no write for a converged cluster" \
+    test "$(jq '.actions | length' "$work/plan.json" 2>/dev/null)" = 0
 
 # Invariant 6: a resync of an unchanged cluster writes nothing (sync period 15 s).
 sleep 3

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# End to end: 20 RedisClusters converge; a resync of the unchanged clusters then
+# reconciles every one of them and makes zero write requests (invariant 6).
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+ns=rdc-e2e-rs-$$
+n=20
+work=$(mktemp -d /tmp/rdc-e2e-rs.XXXXXX)
+sup_pid=
+cleanup() {
+    if [ -n "$sup_pid" ] && kill -0 "$sup_pid" 2>/dev/null; then
+        kill -TERM "$sup_pid"; sleep 3; kill -KILL "$sup_pid" 2>/dev/null
+    fi
+    kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+kubectl apply -f "$TOP/crds/" >/dev/null
+kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com >/dev/null
+kubectl create namespace "$ns" >/dev/null
+for i in $(seq 1 $n); do
+    printf -- '---\napiVersion: cache.example.com/v1alpha1\nkind: RedisCluster\nmetadata: {name: r%02d, namespace: %s}\nspec: {size: 1, image: redis, version: "7.2"}\n' "$i" "$ns"
+done >"$work/clusters.yaml"
+kubectl apply -f "$work/clusters.yaml" >/dev/null
+
+"$BIN/supervisor" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns" \
+    --runtime-dir "$work/rt" --sync-period 30s \
+    --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+    >"$work/operator.log" 2>&1 &
+sup_pid=$!
+wait_until 10 test -s "$work/rt/endpoints"
+metrics=$(sed -n 's/^metrics=//p' "$work/rt/endpoints")
+running() { kubectl -n "$ns" get rdc -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Running$'; }
+check "all $n clusters Running" wait_until 180 sh -c "test \$(kubectl -n $ns get rdc -o jsonpath='{range .items[*]}{.status.phase}{\"\\n\"}{end}' | grep -c '^Running\$') = $n"
+reconciles() { curl -s "http://127.0.0.1:$metrics/metrics" | awk '/^controller_runtime_reconcile_total\{/ { s += $NF } END { printf "%d\n", s }'; }
+sleep 5
+w0=$(write_requests "http://127.0.0.1:$metrics/metrics")
+r0=$(reconciles)
+sleep 35
+w1=$(write_requests "http://127.0.0.1:$metrics/metrics")
+r1=$(reconciles)
+check "the resync reconciled all $n clusters ($r0 -> $r1)" test $((r1 - r0)) -ge $n
+check "and made zero write requests ($w0 -> $w1)" test "$w1" = "$w0"
+if [ "$failed" -gt 0 ]; then echo "--- operator log (last 30 lines)"; tail -30 "$work/operator.log"; fi
+summary

@@ -1,0 +1,484 @@
+/* admission: the pure core of the RedisCluster admission webhooks. See admission.h. */
+#include "admission.h"
+
+#include "buf.h"
+#include "rdc_spec.h"
+
+#include <json-c/json.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MESSAGE_CAP 4096 /* status.message never grows past this */
+#define NAME_SHOWN 253   /* bytes of an object name quoted in a message */
+#define GROUP "cache.example.com"
+#define KIND "RedisCluster"
+
+typedef struct {
+    admission_kind_t kind;
+    admission_outcome_t *out;
+    const char *api_version;   /* echoed in the response */
+    const char *uid;           /* "" until known */
+    int bad;                   /* a bad request */
+    int allowed;
+    int code;
+    const char *reason;        /* "BadRequest", "Invalid", "Forbidden" */
+    buf_t message;
+    json_object *patch_ops;    /* JSON Patch operations, or NULL */
+    json_object *warnings;     /* array of strings, or NULL */
+    int oom;
+} review_t;
+
+/* ---- Small helpers ------------------------------------------------------------------- */
+
+/* Copy src into dst (size bytes), cut at a UTF-8 character boundary. */
+static void copy_cut(char *dst, size_t size, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+    if (n >= size) {
+        n = size - 1;
+        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+            n--;
+    }
+    if (n)
+        memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* The value of key in o; NULL when o is not an object, the key is absent, or it is null. */
+static json_object *jget(const json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
+        return NULL;
+    return json_object_is_type(v, json_type_null) ? NULL : v;
+}
+
+/* o[key] as a string without embedded NUL bytes, or NULL. */
+static const char *jstr(const json_object *o, const char *key)
+{
+    json_object *v = jget(o, key);
+    if (!v || !json_object_is_type(v, json_type_string))
+        return NULL;
+    const char *s = json_object_get_string(v);
+    return strlen(s) == (size_t)json_object_get_string_len(v) ? s : NULL;
+}
+
+/* Append s quoted, with quotes, backslashes and control bytes escaped, cut to max bytes. */
+static void put_quoted(buf_t *b, const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    int cut = n > max;
+    if (cut) {
+        n = max;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    buf_puts(b, "\"");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            buf_printf(b, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            buf_printf(b, "\\x%02x", c);
+        else
+            buf_append(b, &s[i], 1);
+    }
+    buf_puts(b, cut ? "...\"" : "\"");
+}
+
+/* Refuse the request as malformed: code 400, reason BadRequest, message printf-style. */
+static void bad_request(review_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bad_request(review_t *r, const char *fmt, ...)
+{
+    r->bad = 1;
+    r->allowed = 0;
+    r->code = 400;
+    r->reason = "BadRequest";
+    buf_reset(&r->message);
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&r->message, fmt, ap);
+    va_end(ap);
+}
+
+/* A short description of a JSON value's type, for messages. */
+static const char *type_name(const json_object *v)
+{
+    switch (v ? json_object_get_type(v) : json_type_null) {
+    case json_type_null: return "null";
+    case json_type_boolean: return "a boolean";
+    case json_type_double:
+    case json_type_int: return "a number";
+    case json_type_object: return "an object";
+    case json_type_array: return "an array";
+    case json_type_string: return "a string";
+    }
+    return "an unknown value";
+}
+
+static void add_warning(review_t *r, const char *text)
+{
+    if (!r->warnings && !(r->warnings = json_object_new_array())) {
+        r->oom = 1;
+        return;
+    }
+    json_object *s = json_object_new_string(text);
+    if (!s || json_object_array_add(r->warnings, s)) {
+        json_object_put(s);
+        r->oom = 1;
+    }
+}
+
+/* ---- Parsing the envelope ------------------------------------------------------------- */
+
+/* Parse len bytes as one JSON value followed by nothing but blanks. Returns the value, or
+ * NULL with the reason in r (a bad request). */
+static json_object *parse_body(review_t *r, const char *body, size_t len)
+{
+    if (len > INT_MAX) {
+        bad_request(r, "body: too large");
+        return NULL;
+    }
+    if (len == 0) {
+        bad_request(r, "body: empty; an AdmissionReview (JSON) is required");
+        return NULL;
+    }
+    json_tokener *tok = json_tokener_new_ex(ADMISSION_MAX_DEPTH);
+    if (!tok) {
+        r->oom = 1;
+        return NULL;
+    }
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_object *root = json_tokener_parse_ex(tok, body, (int)len);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    if (!root && jerr == json_tokener_continue) {
+        /* A value at the very end (a bare number) is only complete once something
+         * follows it: a blank ends it without completing anything unfinished. */
+        root = json_tokener_parse_ex(tok, " ", 1);
+        jerr = json_tokener_get_error(tok);
+        end = len;
+    }
+    if (!root || jerr != json_tokener_success) {
+        if (jerr == json_tokener_continue)
+            bad_request(r, "body: not JSON: unexpected end of input");
+        else
+            bad_request(r, "body: not JSON: %s at byte %zu", json_tokener_error_desc(jerr), end);
+        json_object_put(root);
+        root = NULL;
+    } else {
+        for (size_t i = end; i < len; i++) {
+            char c = body[i];
+            if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+                bad_request(r, "body: not JSON: unexpected data after the value at byte %zu", i);
+                json_object_put(root);
+                root = NULL;
+                break;
+            }
+        }
+    }
+    json_tokener_free(tok);
+    return root;
+}
+
+/* Check the AdmissionReview envelope and return its request, or NULL (a bad request). */
+static json_object *envelope(review_t *r, const json_object *root)
+{
+    if (!json_object_is_type(root, json_type_object)) {
+        bad_request(r, "body: must be an AdmissionReview object, have %s", type_name(root));
+        return NULL;
+    }
+    json_object *request = jget(root, "request");
+    const char *uid = jstr(request, "uid");
+    if (uid && *uid)
+        r->uid = uid; /* from here on, even a refusal answers the right request */
+    const char *av = jstr(root, "apiVersion"), *kind = jstr(root, "kind");
+    if (av && (!strcmp(av, "admission.k8s.io/v1") || !strcmp(av, "admission.k8s.io/v1beta1")))
+        r->api_version = av;
+    if (!av || r->api_version != av) {
+        bad_request(r, "apiVersion: must be admission.k8s.io/v1");
+        return NULL;
+    }
+    if (!kind || strcmp(kind, "AdmissionReview")) {
+        bad_request(r, "kind: must be AdmissionReview");
+        return NULL;
+    }
+    if (!request || !json_object_is_type(request, json_type_object)) {
+        bad_request(r, "request: required, an object, have %s", type_name(request));
+        return NULL;
+    }
+    if (!uid || !*uid) {
+        bad_request(r, "request.uid: required, a non-empty string");
+        return NULL;
+    }
+    return request;
+}
+
+/* "group/kind" of request.kind equals (group, kind)? An absent group means "" (core). */
+static int kind_is(const json_object *k, const char *group, const char *kind)
+{
+    const char *g = jstr(k, "group"), *n = jstr(k, "kind");
+    return n && !strcmp(n, kind) && !strcmp(g ? g : "", group);
+}
+
+/* ---- Validating ------------------------------------------------------------------------- */
+
+/* Refuse with the field errors: 403 Forbidden when only transition rules were broken,
+ * else 422 Invalid. */
+static void refuse(review_t *r, const rdc_field_errors_t *errs, const char *name)
+{
+    int forbidden = rdc_field_errors_all_forbidden(errs);
+    r->allowed = 0;
+    r->code = forbidden ? 403 : 422;
+    r->reason = forbidden ? "Forbidden" : "Invalid";
+    buf_reset(&r->message);
+    buf_puts(&r->message, KIND "." GROUP " ");
+    put_quoted(&r->message, name ? name : "", NAME_SHOWN);
+    buf_puts(&r->message, forbidden ? " is forbidden: " : " is invalid: ");
+    rdc_field_errors_format(errs, &r->message);
+    if (rdc_field_errors_oom(errs))
+        r->oom = 1;
+}
+
+/* Warnings for settings that have no effect. */
+static void spec_warnings(review_t *r, const json_object *obj)
+{
+    const json_object *spec = jget(obj, "spec");
+    const char *img = jstr(spec, "image"), *version = jstr(spec, "version");
+    if (img && version && *version && rdc_spec_image_has_tag_or_digest(img)) {
+        buf_t w;
+        buf_init(&w, MESSAGE_CAP);
+        buf_puts(&w, "spec.version ");
+        put_quoted(&w, version, 64);
+        buf_puts(&w, " has no effect: spec.image ");
+        put_quoted(&w, img, 128);
+        buf_puts(&w, " already names a tag or digest");
+        add_warning(r, buf_str(&w));
+        buf_free(&w);
+    }
+}
+
+/* The scale subresource (kind autoscaling/v1 Scale, whose spec.replicas is the
+ * RedisCluster's spec.size): 1..10, and never lower than before. */
+static void validate_scale(review_t *r, const char *op, const json_object *obj, const json_object *old)
+{
+    if (strcmp(op, "UPDATE"))
+        return;
+    const char *name = jstr(jget(obj, "metadata"), "name");
+    json_object *nv = jget(jget(obj, "spec"), "replicas"), *ov = jget(jget(old, "spec"), "replicas");
+    buf_t d;
+    buf_init(&d, MESSAGE_CAP);
+    int forbidden = 0;
+    if (!nv || !json_object_is_type(nv, json_type_int)) {
+        buf_printf(&d, "spec.replicas: Invalid value: %s: must be an integer", type_name(nv));
+    } else if (json_object_get_int64(nv) < RDC_SPEC_SIZE_MIN || json_object_get_int64(nv) > RDC_SPEC_SIZE_MAX) {
+        buf_printf(&d, "spec.replicas: Invalid value: %lld: must be between %d and %d",
+                   (long long)json_object_get_int64(nv), RDC_SPEC_SIZE_MIN, RDC_SPEC_SIZE_MAX);
+    } else if (ov && json_object_is_type(ov, json_type_int) && json_object_get_int64(nv) < json_object_get_int64(ov)) {
+        forbidden = 1;
+        buf_printf(&d, "spec.replicas: Forbidden: may not decrease from %lld to %lld "
+                       "(scaling a RedisCluster down is not allowed)",
+                   (long long)json_object_get_int64(ov), (long long)json_object_get_int64(nv));
+    }
+    if (d.len) {
+        r->allowed = 0;
+        r->code = forbidden ? 403 : 422;
+        r->reason = forbidden ? "Forbidden" : "Invalid";
+        buf_reset(&r->message);
+        buf_puts(&r->message, "Scale.autoscaling ");
+        put_quoted(&r->message, name ? name : "", NAME_SHOWN);
+        buf_printf(&r->message, " is %s: %s", forbidden ? "forbidden" : "invalid", buf_str(&d));
+    }
+    buf_free(&d);
+}
+
+static void validate(review_t *r, const char *op, const char *sub, const json_object *obj,
+                     const json_object *old, const char *name)
+{
+    if (!strcmp(sub, "scale")) {
+        validate_scale(r, op, obj, old);
+        return;
+    }
+    rdc_field_errors_t *errs = rdc_field_errors_new();
+    if (!errs) {
+        r->oom = 1;
+        return;
+    }
+    if (*sub || (strcmp(op, "CREATE") && strcmp(op, "UPDATE")))
+        goto out; /* status, DELETE, CONNECT: nothing to check */
+    if (!strcmp(op, "UPDATE") &&
+        (jget(jget(obj, "metadata"), "deletionTimestamp") || rdc_spec_unchanged(old, obj)))
+        goto out;
+    rdc_spec_validate(obj, errs);
+    if (!strcmp(op, "UPDATE"))
+        rdc_spec_validate_update(old, obj, errs);
+    if (rdc_field_errors_count(errs) || rdc_field_errors_dropped(errs))
+        refuse(r, errs, name);
+    spec_warnings(r, obj);
+out:
+    rdc_field_errors_destroy(&errs);
+}
+
+/* ---- Mutating --------------------------------------------------------------------------- */
+
+static void mutate(review_t *r, const char *op, const char *sub, const json_object *obj)
+{
+    if (*sub || (strcmp(op, "CREATE") && strcmp(op, "UPDATE")))
+        return;
+    if (jget(jget(obj, "metadata"), "deletionTimestamp"))
+        return; /* being deleted: change nothing under the finalizer's feet */
+    json_object *ops = json_object_new_array();
+    int n = ops ? rdc_spec_default_ops(obj, ops) : -1;
+    if (n < 0) {
+        r->oom = 1;
+        json_object_put(ops);
+    } else if (n == 0) {
+        json_object_put(ops);
+    } else {
+        r->patch_ops = ops;
+    }
+}
+
+/* ---- Response ----------------------------------------------------------------------------- */
+
+char *admission_base64(const unsigned char *data, size_t len)
+{
+    if (len > (size_t)INT_MAX / 4 * 3 - 3)
+        return NULL;
+    char *out = malloc(4 * ((len + 2) / 3) + 1);
+    if (!out)
+        return NULL;
+    int n = EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+    if (n < 0) {
+        free(out);
+        return NULL;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+/* obj[key] = val (taking val); records allocation failure in r. */
+static void put(review_t *r, json_object *obj, const char *key, json_object *val)
+{
+    if (!obj || !val || json_object_object_add(obj, key, val)) {
+        json_object_put(val);
+        r->oom = 1;
+    }
+}
+
+static char *render(review_t *r)
+{
+    char *patch64 = NULL, *out = NULL;
+    json_object *root = json_object_new_object(), *resp = json_object_new_object();
+    if (!root || !resp) {
+        json_object_put(resp);
+        goto out;
+    }
+    put(r, root, "apiVersion", json_object_new_string(r->api_version));
+    put(r, root, "kind", json_object_new_string("AdmissionReview"));
+    put(r, root, "response", resp);
+    put(r, resp, "uid", json_object_new_string(r->uid));
+    put(r, resp, "allowed", json_object_new_boolean(r->allowed));
+    if (!r->allowed) {
+        json_object *st = json_object_new_object();
+        put(r, st, "metadata", json_object_new_object());
+        put(r, st, "status", json_object_new_string("Failure"));
+        put(r, st, "message", json_object_new_string(buf_str(&r->message)));
+        put(r, st, "reason", json_object_new_string(r->reason));
+        put(r, st, "code", json_object_new_int(r->code));
+        put(r, resp, "status", st);
+    } else if (r->patch_ops) {
+        const char *text = json_object_to_json_string_ext(r->patch_ops, JSON_C_TO_STRING_PLAIN |
+                                                                            JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!text || !(patch64 = admission_base64((const unsigned char *)text, strlen(text)))) {
+            r->oom = 1;
+            goto out;
+        }
+        put(r, resp, "patchType", json_object_new_string("JSONPatch"));
+        put(r, resp, "patch", json_object_new_string(patch64));
+    }
+    if (r->warnings) {
+        put(r, resp, "warnings", json_object_get(r->warnings));
+    }
+    if (r->oom)
+        goto out;
+    const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    out = text ? strdup(text) : NULL;
+out:
+    free(patch64);
+    json_object_put(root);
+    return out;
+}
+
+static void fill_outcome(const review_t *r, admission_outcome_t *o, const json_object *request, const char *name)
+{
+    memset(o, 0, sizeof(*o));
+    o->bad_request = r->bad;
+    o->allowed = r->allowed;
+    o->code = r->allowed ? 200 : r->code;
+    o->patched = r->allowed && r->patch_ops;
+    json_object *dry = jget(request, "dryRun");
+    o->dry_run = dry && json_object_is_type(dry, json_type_boolean) && json_object_get_boolean(dry);
+    copy_cut(o->uid, sizeof(o->uid), r->uid);
+    copy_cut(o->operation, sizeof(o->operation), jstr(request, "operation"));
+    copy_cut(o->ns, sizeof(o->ns), jstr(request, "namespace"));
+    copy_cut(o->name, sizeof(o->name), name);
+    if (!r->allowed)
+        copy_cut(o->message, sizeof(o->message), buf_str(&r->message));
+}
+
+int admission_review(const char *body, size_t len, admission_kind_t kind, char **response_json_out,
+                     admission_outcome_t *outcome)
+{
+    review_t r = {.kind = kind, .api_version = "admission.k8s.io/v1", .uid = "", .allowed = 1, .code = 200};
+    buf_init(&r.message, MESSAGE_CAP);
+    json_object *root = body ? parse_body(&r, body, len) : NULL;
+    json_object *request = NULL;
+    const char *name = NULL;
+    if (!body)
+        bad_request(&r, "body: empty; an AdmissionReview (JSON) is required");
+    if (root)
+        request = envelope(&r, root);
+    if (request) {
+        static const char *const ops[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
+        const char *op = jstr(request, "operation");
+        const char *sub = jstr(request, "subResource");
+        json_object *k = jget(request, "kind"), *obj = jget(request, "object"), *old = jget(request, "oldObject");
+        size_t i = 0;
+        while (op && i < sizeof(ops) / sizeof(ops[0]) && strcmp(op, ops[i]))
+            i++;
+        sub = sub ? sub : "";
+        name = jstr(request, "name");
+        if (!name || !*name)
+            name = jstr(jget(obj, "metadata"), "name");
+        if (!op || i == sizeof(ops) / sizeof(ops[0]))
+            bad_request(&r, "request.operation: must be CREATE, UPDATE, DELETE or CONNECT");
+        else if (!strcmp(sub, "scale") ? !kind_is(k, "autoscaling", "Scale") : !kind_is(k, GROUP, KIND))
+            bad_request(&r, "request.kind: this webhook serves %s", !strcmp(sub, "scale")
+                                                                       ? "autoscaling Scale (redisclusters/scale)"
+                                                                       : GROUP " " KIND);
+        else if ((!strcmp(op, "CREATE") || !strcmp(op, "UPDATE")) &&
+                 (!obj || !json_object_is_type(obj, json_type_object)))
+            bad_request(&r, "request.object: required for %s, an object, have %s", op, type_name(obj));
+        else if (!strcmp(op, "UPDATE") && (!old || !json_object_is_type(old, json_type_object)))
+            bad_request(&r, "request.oldObject: required for UPDATE, an object, have %s", type_name(old));
+        else if (kind == ADMISSION_VALIDATE)
+            validate(&r, op, sub, obj, old, name);
+        else
+            mutate(&r, op, sub, obj);
+    }
+    if (outcome)
+        fill_outcome(&r, outcome, request, name);
+    char *text = r.oom ? NULL : render(&r);
+    json_object_put(r.patch_ops);
+    json_object_put(r.warnings);
+    json_object_put(root); /* last: r's strings point into it */
+    buf_free(&r.message);
+    *response_json_out = text;
+    if (!text)
+        return -1;
+    return r.bad ? 1 : 0;
+}

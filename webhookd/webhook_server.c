@@ -1,0 +1,384 @@
+/* webhook_server: the HTTPS shell around admission_review(). See webhook_server.h. */
+#include "webhook_server.h"
+
+#include "admission.h"
+#include "clock.h"
+#include "log.h"
+#include "metrics.h"
+#include "webhook_tls.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_HEADERS ((size_t)64 << 10)
+#define CERT_CHECK_INTERVAL_NS NS_PER_SEC /* at most one look at the files per second */
+
+struct webhook_server {
+    struct event_base *base;
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound; /* NULL once we stopped accepting */
+    webhook_tls_t *tls;
+    int port;
+    int64_t next_cert_check_ns;
+    unsigned long requests;
+    metric_family_t *m_total, *m_latency, *m_in_flight, *m_cert_reads, *m_cert_errors;
+};
+
+/* ---- Listening ---------------------------------------------------------------------------- */
+
+/* Bind and listen on one address. Returns the descriptor, or -1 with errno set. */
+static int bind_listen(int family, const struct sockaddr *sa, socklen_t len, int dual_stack)
+{
+    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int one = 1, zero = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (dual_stack)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+    if (bind(fd, sa, len) == 0 && listen(fd, 128) == 0)
+        return fd;
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+/* A non-blocking listening socket on host:port. host NULL or "" means every interface, as
+ * Go's ":9443" does: IPv6 dual-stack, or IPv4 when the kernel has no IPv6. A literal IPv6
+ * address may be bracketed ("[::1]"). Returns the descriptor, or -1 with err set. */
+static int listen_on(const char *host, int port, char *err, size_t errlen)
+{
+    if (!host || !*host) {
+        struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = in6addr_any, .sin6_port = htons((uint16_t)port)};
+        int fd = bind_listen(AF_INET6, (struct sockaddr *)&a6, sizeof(a6), 1);
+        if (fd < 0 && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL)) {
+            struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY),
+                                     .sin_port = htons((uint16_t)port)};
+            fd = bind_listen(AF_INET, (struct sockaddr *)&a4, sizeof(a4), 0);
+        }
+        if (fd < 0)
+            snprintf(err, errlen, "cannot listen on :%d: %s", port, strerror(errno));
+        return fd;
+    }
+    char hostbuf[256], portstr[16];
+    snprintf(portstr, sizeof(portstr), "%d", port);
+    size_t n = strlen(host);
+    if (host[0] == '[' && n >= 3 && host[n - 1] == ']' && n - 2 < sizeof(hostbuf)) {
+        memcpy(hostbuf, host + 1, n - 2);
+        hostbuf[n - 2] = '\0';
+    } else {
+        snprintf(hostbuf, sizeof(hostbuf), "%s", host);
+    }
+    struct addrinfo hints = {.ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    int gai = getaddrinfo(hostbuf, portstr, &hints, &res);
+    if (gai) {
+        snprintf(err, errlen, "cannot resolve the bind address \"%s\": %s", host, gai_strerror(gai));
+        return -1;
+    }
+    int fd = -1, saved = EADDRNOTAVAIL;
+    for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next)
+        if ((fd = bind_listen(ai->ai_family, ai->ai_addr, ai->ai_addrlen, 0)) < 0)
+            saved = errno;
+    freeaddrinfo(res);
+    if (fd < 0)
+        snprintf(err, errlen, "cannot listen on %s port %d: %s", host, port, strerror(saved));
+    return fd;
+}
+
+static int local_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &len))
+        return -1;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* ---- TLS ---------------------------------------------------------------------------------- */
+
+int webhook_server_check_certs(webhook_server_t *s)
+{
+    char err[512];
+    s->next_cert_check_ns = clock_mono_ns() + CERT_CHECK_INTERVAL_NS;
+    int rc = webhook_tls_check(s->tls, err, sizeof(err));
+    if (rc == 1) {
+        metric_counter_add(s->m_cert_reads, NULL, 1);
+        char loads[16];
+        snprintf(loads, sizeof(loads), "%u", webhook_tls_loads(s->tls));
+        rlog_info("serving certificate reloaded", "loads", loads, NULL);
+    } else if (rc < 0) {
+        metric_counter_add(s->m_cert_reads, NULL, 1);
+        metric_counter_add(s->m_cert_errors, NULL, 1);
+        rlog_error("cannot reload the serving certificate; still serving the previous one", "error", err, NULL);
+    }
+    return rc;
+}
+
+/* evhttp asks for a bufferevent for every accepted connection: a TLS one. */
+static struct bufferevent *make_bufferevent(struct event_base *base, void *arg)
+{
+    webhook_server_t *s = arg;
+    if (clock_mono_ns() >= s->next_cert_check_ns)
+        webhook_server_check_certs(s);
+    SSL *ssl = SSL_new(webhook_tls_ctx(s->tls));
+    if (!ssl)
+        return NULL; /* evhttp then makes a plain one, which on_request refuses */
+    struct bufferevent *bev =
+        bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+    if (bev)
+        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    return bev;
+}
+
+/* ---- Requests ----------------------------------------------------------------------------- */
+
+static const char *reason_of(int code)
+{
+    switch (code) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 415: return "Unsupported Media Type";
+    default: return "Internal Server Error";
+    }
+}
+
+/* Send code with body (len bytes) as content_type. */
+static void reply(struct evhttp_request *req, int code, const char *content_type, const char *body, size_t len)
+{
+    struct evbuffer *out = evbuffer_new();
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Content-Type", content_type);
+    evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+    if (code == 405)
+        evhttp_add_header(h, "Allow", "POST");
+    if (out)
+        evbuffer_add(out, body, len);
+    evhttp_send_reply(req, code, reason_of(code), out);
+    if (out)
+        evbuffer_free(out);
+}
+
+static void reply_text(struct evhttp_request *req, int code, const char *text)
+{
+    reply(req, code, "text/plain; charset=utf-8", text, strlen(text));
+}
+
+/* application/json, with or without parameters ("; charset=utf-8"), in any case. */
+static int is_json(const char *ct)
+{
+    if (!ct)
+        return 0;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    size_t n = strlen("application/json");
+    if (strncasecmp(ct, "application/json", n))
+        return 0;
+    ct += n;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    return *ct == '\0' || *ct == ';';
+}
+
+static void log_outcome(const char *webhook, int http, const admission_outcome_t *o, int64_t elapsed_ns)
+{
+    char code[8], status[8], ms[32];
+    snprintf(code, sizeof(code), "%d", http);
+    snprintf(status, sizeof(status), "%d", o->code);
+    snprintf(ms, sizeof(ms), "%.3f", (double)elapsed_ns / 1e6);
+    rlog_level_t level = o->allowed ? RLOG_DEBUG : RLOG_INFO;
+    if (!rlog_enabled(level))
+        return;
+    rlog(level, o->bad_request ? "bad admission request" : o->allowed ? "admitted" : "denied",
+         "webhook", webhook, "uid", o->uid, "operation", o->operation, "namespace", o->ns, "name", o->name,
+         "dryRun", o->dry_run ? "true" : "false", "patched", o->patched ? "true" : "false", "httpCode", code, "code", status,
+         "message", o->allowed ? NULL : o->message, "ms", ms, NULL);
+}
+
+static void serve_admission(webhook_server_t *s, struct evhttp_request *req, const char *path, admission_kind_t kind)
+{
+    int64_t t0 = clock_mono_ns();
+    const char *const *l = METRIC_LABELS(path);
+    metric_gauge_add(s->m_in_flight, l, 1);
+    int code;
+    admission_outcome_t o;
+    memset(&o, 0, sizeof(o));
+    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
+        code = 405;
+        reply_text(req, code, "405 method not allowed: an AdmissionReview is POSTed\n");
+    } else if (!is_json(ct)) {
+        code = 415;
+        char msg[512];
+        snprintf(msg, sizeof(msg), "415 unsupported media type: Content-Type must be application/json, have \"%.200s\"\n",
+                 ct ? ct : "");
+        reply_text(req, code, msg);
+    } else {
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        size_t len = evbuffer_get_length(in);
+        const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+        char *resp = NULL;
+        int rc = body ? admission_review(body, len, kind, &resp, &o) : -1;
+        if (rc < 0) {
+            code = 500;
+            reply_text(req, code, "500 out of memory\n");
+        } else {
+            code = rc == 1 ? 400 : 200;
+            reply(req, code, "application/json", resp, strlen(resp));
+        }
+        free(resp);
+        log_outcome(kind == ADMISSION_VALIDATE ? "validate" : "mutate", code, &o, clock_mono_ns() - t0);
+    }
+    char cs[8];
+    snprintf(cs, sizeof(cs), "%d", code);
+    metric_counter_add(s->m_total, METRIC_LABELS(path, cs), 1);
+    metric_histogram_observe(s->m_latency, l, (double)(clock_mono_ns() - t0) / 1e9);
+    metric_gauge_add(s->m_in_flight, l, -1);
+    s->requests++;
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    webhook_server_t *s = arg;
+    struct evhttp_connection *conn = evhttp_request_get_connection(req);
+    struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+    if (!bev || !bufferevent_openssl_get_ssl(bev)) {
+        /* Only when TLS could not be set up for this connection (out of memory). */
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        reply_text(req, 500, "500 TLS unavailable\n");
+        return;
+    }
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (path && !strcmp(path, ADMISSION_VALIDATE_PATH))
+        serve_admission(s, req, ADMISSION_VALIDATE_PATH, ADMISSION_VALIDATE);
+    else if (path && !strcmp(path, ADMISSION_MUTATE_PATH))
+        serve_admission(s, req, ADMISSION_MUTATE_PATH, ADMISSION_MUTATE);
+    else if (path && (!strcmp(path, "/healthz") || !strcmp(path, "/readyz")) &&
+             (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD))
+        reply_text(req, 200, "ok\n");
+    else if (path && (!strcmp(path, "/healthz") || !strcmp(path, "/readyz")))
+        reply_text(req, 405, "405 method not allowed\n");
+    else
+        reply_text(req, 404, "404 not found: the webhooks are " ADMISSION_VALIDATE_PATH " and " ADMISSION_MUTATE_PATH "\n");
+}
+
+/* ---- Life cycle --------------------------------------------------------------------------- */
+
+static void register_metrics(webhook_server_t *s)
+{
+    metrics_registry_t *reg = metrics_default();
+    s->m_total = metrics_counter(reg, "controller_runtime_webhook_requests_total",
+                                 "Total number of admission requests by HTTP status code.", "webhook,code");
+    s->m_latency = metrics_histogram(reg, "controller_runtime_webhook_latency_seconds",
+                                     "Histogram of the latency of processing admission requests", "webhook", NULL, 0);
+    s->m_in_flight = metrics_gauge(reg, "controller_runtime_webhook_requests_in_flight",
+                                   "Current number of admission requests being served.", "webhook");
+    s->m_cert_reads = metrics_counter(reg, "certwatcher_read_certificate_total",
+                                      "Total number of certificate reads", NULL);
+    s->m_cert_errors = metrics_counter(reg, "certwatcher_read_certificate_errors_total",
+                                       "Total number of certificate read errors", NULL);
+    /* As controller-runtime does: the series exist (at zero) before the first request. */
+    static const char *const paths[] = {ADMISSION_VALIDATE_PATH, ADMISSION_MUTATE_PATH};
+    for (size_t i = 0; i < 2; i++) {
+        metric_counter_add(s->m_total, METRIC_LABELS(paths[i], "200"), 0);
+        metric_counter_add(s->m_total, METRIC_LABELS(paths[i], "500"), 0);
+        metric_gauge_add(s->m_in_flight, METRIC_LABELS(paths[i]), 0);
+    }
+    metric_counter_add(s->m_cert_reads, NULL, 0);
+    metric_counter_add(s->m_cert_errors, NULL, 0);
+}
+
+int webhook_server_new(struct event_base *base, const webhook_server_config_t *cfg, webhook_server_t **out,
+                       char *err, size_t errlen)
+{
+    *out = NULL;
+    webhook_server_t *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    s->base = base;
+    register_metrics(s);
+    metric_counter_add(s->m_cert_reads, NULL, 1);
+    if (webhook_tls_new(cfg->cert_dir, cfg->cert_name ? cfg->cert_name : "tls.crt",
+                        cfg->key_name ? cfg->key_name : "tls.key", &s->tls, err, errlen)) {
+        metric_counter_add(s->m_cert_errors, NULL, 1);
+        goto fail;
+    }
+    s->next_cert_check_ns = clock_mono_ns() + CERT_CHECK_INTERVAL_NS;
+    if (!(s->http = evhttp_new(base))) {
+        snprintf(err, errlen, "cannot create the HTTP server: out of memory");
+        goto fail;
+    }
+    evhttp_set_bevcb(s->http, make_bufferevent, s);
+    evhttp_set_gencb(s->http, on_request, s);
+    evhttp_set_max_body_size(s->http, (ev_ssize_t)(cfg->max_body ? cfg->max_body : WEBHOOK_DEFAULT_MAX_BODY));
+    evhttp_set_max_headers_size(s->http, (ev_ssize_t)MAX_HEADERS);
+    evhttp_set_timeout(s->http, cfg->timeout_s > 0 ? cfg->timeout_s : WEBHOOK_DEFAULT_TIMEOUT_S);
+    /* Every method reaches on_request, which answers 405 itself (evhttp would say 501). */
+    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                            EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+                                            EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
+    int fd = listen_on(cfg->bind_address, cfg->port, err, errlen);
+    if (fd < 0)
+        goto fail;
+    s->port = local_port(fd);
+    if (!(s->bound = evhttp_accept_socket_with_handle(s->http, fd))) {
+        close(fd);
+        snprintf(err, errlen, "cannot accept connections on port %d", s->port);
+        goto fail;
+    }
+    *out = s;
+    return 0;
+fail:
+    webhook_server_destroy(&s);
+    return -1;
+}
+
+void webhook_server_stop_accepting(webhook_server_t *s)
+{
+    if (s->bound) {
+        evhttp_del_accept_socket(s->http, s->bound);
+        s->bound = NULL;
+    }
+}
+
+void webhook_server_destroy(webhook_server_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    webhook_server_t *s = *self_p;
+    if (s->http)
+        evhttp_free(s->http); /* closes the listener and every connection */
+    webhook_tls_destroy(&s->tls);
+    free(s);
+    *self_p = NULL;
+}
+
+int webhook_server_port(const webhook_server_t *s)
+{
+    return s->port;
+}
+
+unsigned long webhook_server_requests(const webhook_server_t *s)
+{
+    return s->requests;
+}

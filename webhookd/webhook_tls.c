@@ -1,0 +1,203 @@
+/* webhook_tls: the webhook server's TLS context, reloaded when its files change. See
+ * webhook_tls.h. */
+#include "webhook_tls.h"
+
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* Mozilla's "intermediate" TLS 1.2 suites (TLS 1.3 suites are OpenSSL's defaults). */
+#define TLS12_CIPHERS                                                                              \
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"     \
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+
+typedef struct {
+    int ok; /* 0: the file could not be stat'ed */
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+} file_sig_t;
+
+struct webhook_tls {
+    char *cert_path, *key_path;
+    SSL_CTX *ctx;
+    file_sig_t cert_sig, key_sig; /* of the files last tried (loaded or not) */
+    int64_t not_after;
+    unsigned loads;
+};
+
+static file_sig_t sig_of(const char *path)
+{
+    struct stat st;
+    file_sig_t s = {0};
+    if (stat(path, &st) == 0) {
+        s.ok = 1;
+        s.dev = st.st_dev;
+        s.ino = st.st_ino;
+        s.size = st.st_size;
+        s.mtime = st.st_mtim;
+    }
+    return s;
+}
+
+static int sig_equal(const file_sig_t *a, const file_sig_t *b)
+{
+    return a->ok == b->ok && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+/* Never prompt on a terminal for an encrypted key: an encrypted key simply fails. */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    (void)u;
+    return 0;
+}
+
+/* "<what> <path>: <OpenSSL's last reason>" into err; clears OpenSSL's error queue. */
+static void ssl_error(char *err, size_t errlen, const char *what, const char *path)
+{
+    unsigned long e, last = 0;
+    while ((e = ERR_get_error()) != 0)
+        last = e;
+    char reason[256] = "unknown error";
+    if (last)
+        ERR_error_string_n(last, reason, sizeof(reason));
+    else if (errno)
+        snprintf(reason, sizeof(reason), "%s", strerror(errno));
+    snprintf(err, errlen, "%s %s: %s", what, path, reason);
+}
+
+static int64_t cert_not_after(SSL_CTX *ctx)
+{
+    X509 *x = SSL_CTX_get0_certificate(ctx);
+    const ASN1_TIME *t = x ? X509_get0_notAfter(x) : NULL;
+    struct tm tm;
+    if (!t || !ASN1_TIME_to_tm(t, &tm))
+        return 0;
+    return (int64_t)timegm(&tm);
+}
+
+/* A new server context from the two files, or NULL with err set. */
+static SSL_CTX *load_ctx(const char *cert_path, const char *key_path, char *err, size_t errlen)
+{
+    ERR_clear_error();
+    errno = 0;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (!ctx) {
+        ssl_error(err, errlen, "cannot create a TLS context for", cert_path);
+        return NULL;
+    }
+    SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+    if (!SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) || !SSL_CTX_set_cipher_list(ctx, TLS12_CIPHERS)) {
+        ssl_error(err, errlen, "cannot configure TLS for", cert_path);
+        goto fail;
+    }
+    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert_path) != 1) {
+        ssl_error(err, errlen, "cannot load the certificate", cert_path);
+        goto fail;
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, key_path, SSL_FILETYPE_PEM) != 1) {
+        ssl_error(err, errlen, "cannot load the private key", key_path);
+        goto fail;
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        ssl_error(err, errlen, "the private key does not match the certificate", cert_path);
+        goto fail;
+    }
+    return ctx;
+fail:
+    SSL_CTX_free(ctx);
+    ERR_clear_error();
+    return NULL;
+}
+
+static char *join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+int webhook_tls_new(const char *dir, const char *cert_name, const char *key_name, webhook_tls_t **out,
+                    char *err, size_t errlen)
+{
+    webhook_tls_t *t = calloc(1, sizeof(*t));
+    *out = NULL;
+    if (!t || !(t->cert_path = join(dir, cert_name)) || !(t->key_path = join(dir, key_name))) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    t->cert_sig = sig_of(t->cert_path);
+    t->key_sig = sig_of(t->key_path);
+    if (!(t->ctx = load_ctx(t->cert_path, t->key_path, err, errlen)))
+        goto fail;
+    t->not_after = cert_not_after(t->ctx);
+    t->loads = 1;
+    *out = t;
+    return 0;
+fail:
+    webhook_tls_destroy(&t);
+    return -1;
+}
+
+void webhook_tls_destroy(webhook_tls_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    webhook_tls_t *t = *self_p;
+    SSL_CTX_free(t->ctx);
+    free(t->cert_path);
+    free(t->key_path);
+    free(t);
+    *self_p = NULL;
+}
+
+SSL_CTX *webhook_tls_ctx(const webhook_tls_t *t)
+{
+    return t->ctx;
+}
+
+int webhook_tls_check(webhook_tls_t *t, char *err, size_t errlen)
+{
+    file_sig_t c = sig_of(t->cert_path), k = sig_of(t->key_path);
+    if (sig_equal(&c, &t->cert_sig) && sig_equal(&k, &t->key_sig))
+        return 0;
+    SSL_CTX *ctx = load_ctx(t->cert_path, t->key_path, err, errlen);
+    /* Files swapped while we read them: the pair may be mixed; look again next time. */
+    file_sig_t c2 = sig_of(t->cert_path), k2 = sig_of(t->key_path);
+    if (!sig_equal(&c, &c2) || !sig_equal(&k, &k2)) {
+        SSL_CTX_free(ctx);
+        return 0;
+    }
+    t->cert_sig = c;
+    t->key_sig = k;
+    if (!ctx)
+        return -1;
+    SSL_CTX_free(t->ctx);
+    t->ctx = ctx;
+    t->not_after = cert_not_after(ctx);
+    t->loads++;
+    return 1;
+}
+
+int64_t webhook_tls_not_after(const webhook_tls_t *t)
+{
+    return t->not_after;
+}
+
+unsigned webhook_tls_loads(const webhook_tls_t *t)
+{
+    return t->loads;
+}
