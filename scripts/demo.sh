@@ -46,6 +46,7 @@ for _ in $(seq 1 150); do
     sleep 2
 done
 kill "$watcher" 2>/dev/null || true
-kubectl get rdc,statefulset,service,configmap,pods -n default -l app.kubernetes.io/instance=cache
+kubectl get rdc cache -n default
+kubectl get statefulset,service,configmap,pods,pvc -n default -l app.kubernetes.io/instance=cache
 echo "demo: phase is ${phase:-unknown}; the operator keeps running until Ctrl-C"
 wait "$op"
