@@ -7,6 +7,11 @@ set -uo pipefail
 
 # A namespace of its own per run: an earlier run's may still be terminating.
 ns=rdc-e2e-op-$$
+# test_rbac.sh runs this script with the operator on a ServiceAccount's token and its
+# Lease in the deploy/ namespace, where the Role for leases lives.
+op_kubeconfig=${OPERATOR_KUBECONFIG:-$KUBECONFIG}
+lease_ns=${LEASE_NS:-$ns}
+lease=rdc-e2e-$$
 work=$(mktemp -d /tmp/rdc-e2e-op.XXXXXX)
 sup_pid=
 cleanup() {
@@ -22,8 +27,8 @@ kubectl apply -f "$TOP/crds/" >/dev/null
 check "CRD established" kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com
 kubectl create namespace "$ns" >/dev/null
 
-"$BIN/supervisor" --kubeconfig "$KUBECONFIG" --workers 2 --leader-elect \
-    --leader-election-namespace "$ns" --leader-election-id rdc-e2e \
+"$BIN/supervisor" --kubeconfig "$op_kubeconfig" --workers 2 --leader-elect \
+    --leader-election-namespace "$lease_ns" --leader-election-id "$lease" \
     --runtime-dir "$work/rt" --sync-period 15s \
     --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
     >"$work/operator.log" 2>&1 &
@@ -33,7 +38,7 @@ health=$(sed -n 's/^health=//p' "$work/rt/endpoints")
 metrics=$(sed -n 's/^metrics=//p' "$work/rt/endpoints")
 check "operator ready (/readyz)" wait_until 60 curl -sf "http://127.0.0.1:$health/readyz"
 check "/healthz ok" curl -sf "http://127.0.0.1:$health/healthz"
-check "one Lease holder" wait_until 30 sh -c "kubectl -n $ns get lease rdc-e2e -o jsonpath='{.spec.holderIdentity}' | grep -q ."
+check "one Lease holder" wait_until 30 sh -c "kubectl -n $lease_ns get lease $lease -o jsonpath='{.spec.holderIdentity}' | grep -q ."
 
 cat <<YAML | kubectl apply -f - >/dev/null
 apiVersion: cache.example.com/v1alpha1
@@ -79,7 +84,7 @@ check "image change reaches the StatefulSet" wait_until 30 sh -c "test \"\$(kube
 check "Running again with 4/4 ready" wait_until 120 sh -c "test \"\$(kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}/{.status.readyReplicas}')\" = Running/4"
 
 # workerd alone: --once --dry-run on a converged cluster plans no write.
-"$BIN/workerd" --kubeconfig "$KUBECONFIG" --once "$ns/cache" --dry-run --log-level error >"$work/plan.json" 2>&1
+"$BIN/workerd" --kubeconfig "$op_kubeconfig" --once "$ns/cache" --dry-run --log-level error >"$work/plan.json" 2>&1
 check "workerd --once --dry-run plans no write for a converged cluster" \
     test "$(jq '.actions | length' "$work/plan.json" 2>/dev/null)" = 0
 
@@ -110,7 +115,7 @@ for _ in $(seq 1 60); do
 done
 sup_pid=
 check "SIGTERM: supervisor exits 0 (got $rc)" test "$rc" = 0
-check "Lease released on shutdown" test -z "$(kubectl -n $ns get lease rdc-e2e -o jsonpath='{.spec.holderIdentity}')"
+check "Lease released on shutdown" test -z "$(kubectl -n $lease_ns get lease $lease -o jsonpath='{.spec.holderIdentity}')"
 if [ "$failed" -gt 0 ]; then
     echo "--- operator log (last 60 lines)"; tail -60 "$work/operator.log"
 fi

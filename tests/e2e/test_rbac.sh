@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# End to end: RBAC is enough and no more. The operator runs on the token of deploy/'s
+# ServiceAccount, bound to deploy/'s ClusterRole and leader-election Role, and passes the
+# whole lifecycle test (create, drift, scale, config and image changes, resync without
+# writes, deletion, leader election, release); the same token is refused what the
+# operator does not need.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+sa_ns=rediscluster-operator-system
+work=$(mktemp -d /tmp/rdc-e2e-rbac.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+kubectl apply -f "$TOP/deploy/base/namespace.yaml" >/dev/null
+kubectl apply -f "$TOP/deploy/base/rbac/" >/dev/null
+check "deploy/ RBAC applied" kubectl -n "$sa_ns" get serviceaccount rediscluster-operator
+token=$(kubectl -n "$sa_ns" create token rediscluster-operator --duration=1h)
+server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+ca=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+if [ -z "$ca" ]; then
+    ca=$(base64 -w0 < "$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')")
+fi
+cat >"$work/kubeconfig" <<YAML
+apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
+users: [{name: operator, user: {token: "$token"}}]
+contexts: [{name: operator, context: {cluster: local, user: operator}}]
+current-context: operator
+YAML
+chmod 600 "$work/kubeconfig"
+as_op() { kubectl --kubeconfig "$work/kubeconfig" "$@"; }
+check "the token may list RedisClusters" as_op get rdc -A
+check "the token may not read Secrets" sh -c "! kubectl --kubeconfig '$work/kubeconfig' get secrets -A"
+check "the token may not delete RedisClusters" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i delete redisclusters.cache.example.com -A | grep -qx yes"
+check "the token may not touch Pods" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i create pods | grep -qx yes"
+check "the token may not take Leases outside its namespace" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i update leases -n default | grep -qx yes"
+no_wildcard() { # no "*" in any rule's apiGroups, resources or verbs (comments aside)
+    ! grep -hv '^[[:space:]]*#' "$TOP"/deploy/base/rbac/*.yaml | grep -E '^[[:space:]]*(- )?(apiGroups|resources|verbs):.*\*|^[[:space:]]*- "?\*"?[[:space:]]*$'
+}
+check "no rule grants '*'" no_wildcard
+
+echo "# the whole lifecycle with the ServiceAccount's token:"
+out=$(OPERATOR_KUBECONFIG="$work/kubeconfig" LEASE_NS="$sa_ns" bash "$(dirname "$0")/test_operator.sh" 2>&1)
+echo "$out" | sed 's/^/    /'
+line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -1)
+check "lifecycle passes with the operator's own RBAC ($line)" sh -c "echo '$line' | grep -q ' 0 failed'"
+summary
