@@ -32,7 +32,7 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 # Keep object files of the unit tests between runs.
 .SECONDARY:
 
-.PHONY: all fault asan test unit asan-unit e2e deps fuzz clean banned cluster-up cluster-down
+.PHONY: bench-informer all fault asan test unit asan-unit e2e deps fuzz clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
 
 $(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) tests/unit tests/fuzz -name '*.[ch]' 2>/dev/null)
@@ -90,6 +90,14 @@ deps:
 
 fuzz:
 	@scripts/fuzz.sh $(or $(FUZZ_SECONDS),60)
+
+# The informer's own figures: cache memory per object, deltas per second through PUB.
+$(BUILD)/bench/bench_informer: bench/bench_informer.c $(filter $(BUILD)/informerd/%,$(MODULE_OBJ)) $(BUILD)/libcommon.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Iinformerd $^ $(LDLIBS_ALL) -o $@
+
+bench-informer: $(BUILD)/bench/bench_informer
+	@$< $(or $(N),10000) $(or $(M),100000)
 
 cluster-up:
 	@tests/cluster/cluster.sh up
