@@ -224,8 +224,11 @@ int worker_run(const worker_config_t *cfg)
                    (m = zmsg_recv(w.dealer, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
                 w.last_heard_ns = now;
                 w.reconnect_delay_ns = RECONNECT_MIN_NS;
-                if (zmsg_frame_is(m, 0, PROTO_WORK))
+                if (zmsg_frame_is(m, 0, PROTO_WORK)) {
                     worker_handle_work(&w, m);
+                    /* We were busy, not deaf: informerd's silence is measured from now. */
+                    w.last_heard_ns = clock_mono_ns();
+                }
                 else if (!zmsg_frame_is(m, 0, PROTO_HEARTBEAT))
                     rlog_warn("unknown message from informerd; dropped", NULL);
                 zmsg_destroy(&m);
