@@ -83,25 +83,35 @@ int rdc_field_errors_all_forbidden(const rdc_field_errors_t *e)
     return 1;
 }
 
+/* Room kept at the end of a list for ", and <N> more]" (N at most 20 digits). */
+#define LIST_END_ROOM 40
+
 int rdc_field_errors_format(const rdc_field_errors_t *e, buf_t *out)
 {
-    if (e->n == 1)
-        return buf_puts(out, e->items[0].text);
+    if (e->n == 1 && !e->dropped && !buf_puts(out, e->items[0].text))
+        return 0;
+    /* A text that would leave no room for the end of the list is said in the count. */
+    size_t cap = out->cap ? out->cap : BUF_DEFAULT_CAP, kept = 0;
     int rc = buf_puts(out, "[");
-    for (size_t i = 0; i < e->n && !rc; i++)
-        rc = buf_printf(out, "%s%s", i ? ", " : "", e->items[i].text);
-    if (!rc && e->dropped)
-        rc = buf_printf(out, ", and %zu more", e->dropped);
+    for (size_t i = 0; i < e->n && !rc; i++) {
+        if (out->len + 2 + strlen(e->items[i].text) + LIST_END_ROOM > cap)
+            break;
+        rc = buf_printf(out, "%s%s", kept ? ", " : "", e->items[i].text);
+        kept += !rc;
+    }
+    size_t more = e->n - kept + e->dropped;
+    if (!rc && more)
+        rc = buf_printf(out, "%sand %zu more", kept ? ", " : "", more);
     return rc ? rc : buf_puts(out, "]");
 }
 
-/* Append s quoted as Go's %q would show it, cut to VALUE_SHOWN bytes at a UTF-8
+/* Append the n bytes at s quoted as Go's %q would show them, cut to max bytes at a UTF-8
  * character boundary, so that no value can break the message's shape. */
-static void put_quoted(buf_t *b, const char *s, size_t n)
+static void put_quoted(buf_t *b, const char *s, size_t n, size_t max)
 {
     int cut = 0;
-    if (n > VALUE_SHOWN) {
-        n = VALUE_SHOWN;
+    if (n > max) {
+        n = max;
         while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
             n--;
         cut = 1;
@@ -119,6 +129,11 @@ static void put_quoted(buf_t *b, const char *s, size_t n)
     buf_puts(b, cut ? "...\"" : "\"");
 }
 
+void rdc_spec_put_quoted(buf_t *b, const char *s, size_t max)
+{
+    put_quoted(b, s, strlen(s), max);
+}
+
 /* Append a JSON value as a message shows it: strings quoted, anything else as JSON text
  * (cut to VALUE_SHOWN bytes). */
 static void put_value(buf_t *b, const json_object *v)
@@ -129,7 +144,7 @@ static void put_value(buf_t *b, const json_object *v)
     }
     if (json_object_is_type(v, json_type_string)) {
         put_quoted(b, json_object_get_string((json_object *)v),
-                   (size_t)json_object_get_string_len(v));
+                   (size_t)json_object_get_string_len(v), VALUE_SHOWN);
         return;
     }
     const char *t = json_object_to_json_string_ext((json_object *)v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -483,7 +498,7 @@ static int effective_storage_class(const json_object *spec, const char **cls)
 static void put_class(buf_t *b, const char *cls)
 {
     if (cls)
-        put_quoted(b, cls, strlen(cls));
+        rdc_spec_put_quoted(b, cls, VALUE_SHOWN);
     else
         buf_puts(b, "unset (the cluster's default)");
 }
@@ -511,9 +526,9 @@ size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *ne
         buf_t d;
         buf_init(&d, TEXT_CAP);
         buf_puts(&d, "is immutable (it sizes the StatefulSet's volumeClaimTemplates): was ");
-        put_quoted(&d, oz, strlen(oz));
+        rdc_spec_put_quoted(&d, oz, VALUE_SHOWN);
         buf_puts(&d, ", now ");
-        put_quoted(&d, nz, strlen(nz));
+        rdc_spec_put_quoted(&d, nz, VALUE_SHOWN);
         field_error(errs, RDC_FIELD_FORBIDDEN, "spec.storage.size", NULL, "%s", buf_str(&d));
         buf_free(&d);
     }

@@ -84,8 +84,15 @@ const char *rdc_field_error_text(const rdc_field_errors_t *e, size_t i);
 int rdc_field_errors_all_forbidden(const rdc_field_errors_t *e);
 
 /* Append the texts as Kubernetes joins field errors: the only one as is, several as
- * "[first, second, ...]". Returns 0, or -1 when out refused the text. */
+ * "[first, second, ...]". Errors past RDC_FIELD_ERRORS_MAX, and texts that would not fit
+ * in out's cap (each is kept whole or not at all), are counted at the end: "[first, and
+ * 3 more]". Returns 0, or -1 when out refused even that (cap or memory). */
 int rdc_field_errors_format(const rdc_field_errors_t *e, buf_t *out);
+
+/* Append s quoted as the messages quote a value (Go's %q: quotes and backslashes escaped,
+ * control bytes as \xNN), cut to its first max bytes at a UTF-8 character boundary with
+ * "..." before the closing quote. */
+void rdc_spec_put_quoted(buf_t *b, const char *s, size_t max);
 
 /* ---- Validation ---------------------------------------------------------------------- */
 

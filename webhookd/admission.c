@@ -66,29 +66,6 @@ static const char *jstr(const json_object *o, const char *key)
     return strlen(s) == (size_t)json_object_get_string_len(v) ? s : NULL;
 }
 
-/* Append s quoted, with quotes, backslashes and control bytes escaped, cut to max bytes. */
-static void put_quoted(buf_t *b, const char *s, size_t max)
-{
-    size_t n = strlen(s);
-    int cut = n > max;
-    if (cut) {
-        n = max;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-            n--;
-    }
-    buf_puts(b, "\"");
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            buf_printf(b, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            buf_printf(b, "\\x%02x", c);
-        else
-            buf_append(b, &s[i], 1);
-    }
-    buf_puts(b, cut ? "...\"" : "\"");
-}
-
 /* Refuse the request as malformed: code 400, reason BadRequest, message printf-style. */
 static void bad_request(review_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void bad_request(review_t *r, const char *fmt, ...)
@@ -236,7 +213,7 @@ static void refuse(review_t *r, const rdc_field_errors_t *errs, const char *name
     r->reason = forbidden ? "Forbidden" : "Invalid";
     buf_reset(&r->message);
     buf_puts(&r->message, KIND "." GROUP " ");
-    put_quoted(&r->message, name ? name : "", NAME_SHOWN);
+    rdc_spec_put_quoted(&r->message, name ? name : "", NAME_SHOWN);
     buf_puts(&r->message, forbidden ? " is forbidden: " : " is invalid: ");
     rdc_field_errors_format(errs, &r->message);
     if (rdc_field_errors_oom(errs))
@@ -252,9 +229,9 @@ static void spec_warnings(review_t *r, const json_object *obj)
         buf_t w;
         buf_init(&w, MESSAGE_CAP);
         buf_puts(&w, "spec.version ");
-        put_quoted(&w, version, 64);
+        rdc_spec_put_quoted(&w, version, 64);
         buf_puts(&w, " has no effect: spec.image ");
-        put_quoted(&w, img, 128);
+        rdc_spec_put_quoted(&w, img, 128);
         buf_puts(&w, " already names a tag or digest");
         add_warning(r, buf_str(&w));
         buf_free(&w);
@@ -289,7 +266,7 @@ static void validate_scale(review_t *r, const char *op, const json_object *obj, 
         r->reason = forbidden ? "Forbidden" : "Invalid";
         buf_reset(&r->message);
         buf_puts(&r->message, "Scale.autoscaling ");
-        put_quoted(&r->message, name ? name : "", NAME_SHOWN);
+        rdc_spec_put_quoted(&r->message, name ? name : "", NAME_SHOWN);
         buf_printf(&r->message, " is %s: %s", forbidden ? "forbidden" : "invalid", buf_str(&d));
     }
     buf_free(&d);

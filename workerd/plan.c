@@ -2,6 +2,7 @@
 #include "plan.h"
 
 #include "clock.h"
+#include "rdc_spec.h"
 #include "render.h"
 
 #include <assert.h>
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define PLAN_MAX_ACTIONS 8
 #define PLAN_MAX_EVENTS 8
@@ -89,24 +89,6 @@ static int64_t jint(const json_object *o, const char *key, int64_t dflt)
 {
     const json_object *v = jget(o, key);
     return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : dflt;
-}
-
-/* ---- Messages -------------------------------------------------------------------------- */
-
-/* Append s quoted, cut to VALUE_SHOWN bytes at a UTF-8 character boundary. */
-static void put_quoted(buf_t *b, const char *s)
-{
-    size_t n = strlen(s);
-    int cut = 0;
-    if (n > VALUE_SHOWN) {
-        n = VALUE_SHOWN;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-            n--;
-        cut = 1;
-    }
-    buf_puts(b, "\"");
-    buf_append(b, s, n);
-    buf_puts(b, cut ? "...\"" : "\"");
 }
 
 /* ---- Building the plan --------------------------------------------------------------- */
@@ -371,240 +353,40 @@ int plan_json_subset(const json_object *desired, const json_object *observed, bu
 
 /* ---- Spec validation -------------------------------------------------------------------- */
 
-typedef struct {
-    buf_t text; /* "field: why; field: why" */
-    int count;
-} problems_t;
-
-static void problem(problems_t *pr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void problem(problems_t *pr, const char *fmt, ...)
+/* Decision 4's spec rules are rdc_spec_validate's, the ones the admission webhook applies,
+ * so the two cannot disagree. Appends every problem to message as the API server words
+ * field errors ("spec.size: Invalid value: 11: must be between 1 and 10", several as
+ * "[..., ...]"). Returns how many there are, or -1 when out of memory. */
+static int spec_problems(const json_object *rc, buf_t *message)
 {
-    if (pr->count++)
-        buf_puts(&pr->text, "; ");
-    va_list ap;
-    va_start(ap, fmt);
-    buf_vprintf(&pr->text, fmt, ap);
-    va_end(ap);
+    rdc_field_errors_t *errs = rdc_field_errors_new();
+    if (!errs)
+        return -1;
+    size_t n = rdc_spec_validate(rc, errs);
+    int oom = rdc_field_errors_oom(errs) || (n && rdc_field_errors_format(errs, message));
+    rdc_field_errors_destroy(&errs);
+    return oom ? -1 : (int)n;
 }
 
-/* "field: <quoted value> <why>" */
-static void problem_value(problems_t *pr, const char *field, const char *value, const char *why)
+/* Fill in from a spec that rdc_spec_validate accepted (an optional string that is null or
+ * "" is unset). The strings in in point into rc or image. Returns 0, or -1 when out of
+ * memory. */
+static int spec_input(const json_object *rc, render_input_t *in, buf_t *image)
 {
-    if (pr->count++)
-        buf_puts(&pr->text, "; ");
-    buf_printf(&pr->text, "%s: ", field);
-    put_quoted(&pr->text, value);
-    buf_printf(&pr->text, " %s", why);
-}
-
-static int is_lower_alnum(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-/* A DNS-1035 label of at most max characters: [a-z]([-a-z0-9]*[a-z0-9])? */
-static int is_dns1035_label(const char *s, size_t max)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > max || !(s[0] >= 'a' && s[0] <= 'z') || !is_lower_alnum(s[n - 1]))
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!is_lower_alnum(s[i]) && s[i] != '-')
-            return 0;
-    return 1;
-}
-
-/* A DNS-1123 subdomain: dot-separated labels of [a-z0-9-], alphanumeric at both ends, at
- * most 253 characters. */
-static int is_dns1123_subdomain(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 253)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        int edge = (i == 0 || i == n - 1 || s[i - 1] == '.' || s[i + 1] == '.');
-        if (c == '.' ? (i == 0 || s[i - 1] == '.') : !(is_lower_alnum(c) || (c == '-' && !edge)))
-            return 0;
-    }
-    return s[n - 1] != '.';
-}
-
-/* An image tag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127} */
-static int is_image_tag(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 128 || s[0] == '.' || s[0] == '-')
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!(is_lower_alnum(c) || (c >= 'A' && c <= 'Z') || c == '_' || c == '.' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
-
-/* Printable ASCII without blanks: what an image reference can hold. */
-static int is_image_chars(const char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s <= ' ' || (unsigned char)*s >= 0x7f)
-            return 0;
-    return 1;
-}
-
-/* Redis' memory size: digits with an optional unit b, k, kb, m, mb, g, gb (any case). */
-static int is_redis_memory(const char *s)
-{
-    size_t d = 0;
-    while (s[d] >= '0' && s[d] <= '9')
-        d++;
-    if (d == 0 || d > 19)
-        return 0;
-    static const char *const units[] = {"", "b", "k", "kb", "m", "mb", "g", "gb"};
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-        if (!strcasecmp(s + d, units[i]))
-            return 1;
-    return 0;
-}
-
-/* spec.storage.size: ^[0-9]+(Gi|Mi|Ti)$, non-zero, representable. */
-static void check_storage_size(problems_t *pr, const char *s)
-{
-    size_t d = 0;
-    while (s[d] >= '0' && s[d] <= '9')
-        d++;
-    const char *unit = s + d;
-    __int128 nano = 0;
-    if (d == 0 || (strcmp(unit, "Gi") && strcmp(unit, "Mi") && strcmp(unit, "Ti")))
-        problem_value(pr, "spec.storage.size", s, "must match ^[0-9]+(Gi|Mi|Ti)$, e.g. 10Gi");
-    else if (render_quantity_nano(s, &nano) || nano / 1000000000 > ((__int128)1 << 62))
-        problem_value(pr, "spec.storage.size", s, "is too large");
-    else if (nano == 0)
-        problem_value(pr, "spec.storage.size", s, "must be greater than zero");
-}
-
-/* An optional string field: J_OK with a non-empty *out, J_ABSENT for absent, null or "",
- * J_BAD (recorded as a problem) for anything else. */
-static jfield_t optional_string(problems_t *pr, const json_object *o, const char *key, const char *field,
-                                const char **out)
-{
-    jfield_t r = jstring(o, key, out);
-    if (r == J_BAD)
-        problem(pr, "%s: must be a string without NUL bytes", field);
-    else if (r == J_OK && !**out)
-        r = J_ABSENT;
-    return r;
-}
-
-/* An optional object field: the object, or NULL (a wrong type is recorded as a problem). */
-static const json_object *optional_object(problems_t *pr, const json_object *o, const char *key, const char *field)
-{
-    const json_object *v = jget(o, key);
-    if (v && !json_object_is_type(v, json_type_object)) {
-        problem(pr, "%s: must be an object, have %s", field, type_name(v));
-        return NULL;
-    }
-    return v;
-}
-
-static void check_size(problems_t *pr, const json_object *spec, render_input_t *in)
-{
-    const json_object *v = jget(spec, "size");
-    if (!v)
-        problem(pr, "spec.size: required");
-    else if (!json_object_is_type(v, json_type_int))
-        problem(pr, "spec.size: must be an integer, have %s", type_name(v));
-    else if (json_object_get_int64(v) < 1 || json_object_get_int64(v) > 10)
-        problem(pr, "spec.size: must be between 1 and 10, have %lld", (long long)json_object_get_int64(v));
-    else
-        in->size = (int)json_object_get_int64(v);
-}
-
-static void check_image(problems_t *pr, const json_object *spec, buf_t *image)
-{
-    const char *img = NULL, *version = NULL;
-    int usable = 0;
-    jfield_t r = jstring(spec, "image", &img);
-    if (r == J_ABSENT)
-        problem(pr, "spec.image: required");
-    else if (r == J_BAD)
-        problem(pr, "spec.image: must be a string without NUL bytes");
-    else if (!*img)
-        problem(pr, "spec.image: must not be empty");
-    else if (!is_image_chars(img) || strlen(img) > 1024)
-        problem_value(pr, "spec.image", img, "is not an image reference (blanks, control characters or too long)");
-    else
-        usable = 1;
-    if (optional_string(pr, spec, "version", "spec.version", &version) == J_OK && !is_image_tag(version)) {
-        problem_value(pr, "spec.version", version, "is not an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})");
-        usable = 0;
-    }
-    if (usable && render_image_ref(img, version, image))
-        problem(pr, "spec.image: too long");
-}
-
-static void check_config(problems_t *pr, const json_object *spec, render_input_t *in)
-{
-    const json_object *config = optional_object(pr, spec, "config", "spec.config");
-    const char *s = NULL;
-    if (optional_string(pr, config, "maxmemory", "spec.config.maxmemory", &s) == J_OK) {
-        if (is_redis_memory(s))
-            in->maxmemory = s;
-        else
-            problem_value(pr, "spec.config.maxmemory", s,
-                          "is not a memory size (digits with an optional unit b, k, kb, m, mb, g or gb, e.g. 256mb)");
-    }
-    if (optional_string(pr, config, "maxmemoryPolicy", "spec.config.maxmemoryPolicy", &s) == J_OK) {
-        if (!strcmp(s, "allkeys-lru") || !strcmp(s, "volatile-lru") || !strcmp(s, "noeviction"))
-            in->maxmemory_policy = s;
-        else
-            problem_value(pr, "spec.config.maxmemoryPolicy", s, "must be one of allkeys-lru, volatile-lru, noeviction");
-    }
-}
-
-static void check_storage(problems_t *pr, const json_object *spec, render_input_t *in)
-{
-    const json_object *storage = optional_object(pr, spec, "storage", "spec.storage");
-    const char *s = NULL;
-    in->storage_size = RENDER_DEFAULT_STORAGE;
-    if (optional_string(pr, storage, "size", "spec.storage.size", &s) == J_OK) {
-        int before = pr->count;
-        check_storage_size(pr, s);
-        if (pr->count == before)
-            in->storage_size = s;
-    }
-    if (optional_string(pr, storage, "storageClass", "spec.storage.storageClass", &s) == J_OK) {
-        if (is_dns1123_subdomain(s))
-            in->storage_class = s;
-        else
-            problem_value(pr, "spec.storage.storageClass", s, "is not a StorageClass name (a DNS subdomain)");
-    }
-}
-
-/* Fill in from the RedisCluster's spec and name, recording every problem in pr. The
- * strings in in point into rc or image. */
-static void validate_spec(const json_object *rc, const char *name, render_input_t *in, buf_t *image,
-                          problems_t *pr)
-{
-    if (!is_dns1035_label(name, 52))
-        problem_value(pr, "metadata.name", name,
-                      "must be a DNS-1035 label of at most 52 characters ([a-z]([-a-z0-9]*[a-z0-9])?) "
-                      "to name the Service and the StatefulSet's pods");
     const json_object *spec = jget(rc, "spec");
-    if (!spec) {
-        problem(pr, "spec: required");
-        return;
-    }
-    if (!json_object_is_type(spec, json_type_object)) {
-        problem(pr, "spec: must be an object, have %s", type_name(spec));
-        return;
-    }
-    check_size(pr, spec, in);
-    check_config(pr, spec, in);
-    check_storage(pr, spec, in);
-    check_image(pr, spec, image);
+    const json_object *config = jget(spec, "config"), *storage = jget(spec, "storage");
+    in->size = (int)jint(spec, "size", 0);
+    in->maxmemory = jstr(config, "maxmemory");
+    in->maxmemory_policy = jstr(config, "maxmemoryPolicy");
+    in->storage_size = jstr(storage, "size");
+    if (!in->storage_size)
+        in->storage_size = RENDER_DEFAULT_STORAGE;
+    in->storage_class = jstr(storage, "storageClass");
+    /* At most RDC_SPEC_IMAGE_MAX bytes, ':' and a 128-byte tag: only memory can fail. */
+    if (render_image_ref(jstr(spec, "image"), jstr(spec, "version"), image))
+        return -1;
     in->image = buf_str(image);
+    return 0;
 }
 
 /* ---- Reconcile context ---------------------------------------------------------------- */
@@ -617,7 +399,7 @@ typedef struct {
     int64_t now;
     render_input_t in;
     const char *failed_reason; /* InvalidSpec / InvalidObject, or NULL */
-    problems_t invalid;
+    buf_t invalid;             /* why, when failed_reason is set */
     const char *degraded_reason; /* ImmutableFieldChanged / OwnerConflict, or NULL */
     buf_t degraded;
     int sts_replicas_change; /* this plan changes the StatefulSet's replicas */
@@ -948,7 +730,7 @@ static const char *decide(const ctx_t *c, const sts_view_t *v, cond_t conds[COND
 {
     cond_t *ready = &conds[COND_READY], *prog = &conds[COND_PROGRESSING], *deg = &conds[COND_DEGRADED];
     if (c->failed_reason) {
-        const char *msg = buf_str(&c->invalid.text);
+        const char *msg = buf_str(&c->invalid);
         set_cond(ready, "Ready", 0, c->failed_reason, "%s", msg);
         set_cond(prog, "Progressing", 0, c->failed_reason, "the spec must be fixed first");
         set_cond(deg, "Degraded", 1, c->failed_reason, "%s", msg);
@@ -1187,7 +969,7 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
     c.in.name = c.name;
     c.in.ns = c.ns;
     c.in.uid = c.uid;
-    buf_init(&c.invalid.text, MESSAGE_CAP);
+    buf_init(&c.invalid, MESSAGE_CAP - 1); /* it must fit a condition's message */
     buf_init(&c.degraded, MESSAGE_CAP);
     buf_t image;
     buf_init(&image, 4096);
@@ -1200,10 +982,14 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
 
     if (!c.uid) {
         c.failed_reason = "InvalidObject";
-        problem(&c.invalid, "metadata.uid: missing, empty or not a string; the children's owner references need it");
+        buf_puts(&c.invalid, "metadata.uid: missing, empty or not a string; the children's owner references need it");
     } else {
-        validate_spec(rc, c.name, &c.in, &image, &c.invalid);
-        if (c.invalid.count)
+        int problems = spec_problems(rc, &c.invalid);
+        if (problems < 0 || (problems == 0 && spec_input(rc, &c.in, &image))) {
+            p->oom = 1;
+            goto out;
+        }
+        if (problems)
             c.failed_reason = "InvalidSpec";
     }
     if (!c.failed_reason && plan_children(&c, cm, svc, sts))
@@ -1215,7 +1001,7 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
         p->requeue_after_ns = PLAN_REQUEUE_NOT_READY_NS;
 out:
     buf_free(&image);
-    buf_free(&c.invalid.text);
+    buf_free(&c.invalid);
     buf_free(&c.degraded);
 }
 

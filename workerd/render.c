@@ -1,6 +1,8 @@
 /* render: the desired ConfigMap, Service and StatefulSet of a RedisCluster. See render.h. */
 #include "render.h"
 
+#include "rdc_spec.h"
+
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <string.h>
@@ -69,19 +71,11 @@ static json_object *str_array(int *oom, const char *first, ...)
 
 /* ---- Image, config, hash, selector -------------------------------------------------- */
 
-int render_image_has_tag_or_digest(const char *image)
-{
-    if (strchr(image, '@'))
-        return 1;
-    const char *last = strrchr(image, '/');
-    return strchr(last ? last + 1 : image, ':') != NULL;
-}
-
 int render_image_ref(const char *image, const char *version, buf_t *out)
 {
     if (buf_puts(out, image))
         return -1;
-    if (!version || !*version || render_image_has_tag_or_digest(image))
+    if (!version || !*version || rdc_spec_image_has_tag_or_digest(image))
         return 0;
     return buf_printf(out, ":%s", version);
 }

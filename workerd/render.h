@@ -18,6 +18,7 @@
 #define RDC_RENDER_H
 
 #include "buf.h"
+#include "rdc_spec.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -29,7 +30,7 @@
 #define RENDER_CONFIG_HASH_ANNOTATION "cache.example.com/config-hash"
 #define RENDER_CONFIG_KEY "redis.conf"
 #define RENDER_REDIS_PORT 6379
-#define RENDER_DEFAULT_STORAGE "1Gi"
+#define RENDER_DEFAULT_STORAGE RDC_SPEC_DEFAULT_STORAGE_SIZE /* "1Gi" */
 
 /* Label keys and the values that do not depend on the RedisCluster. The selector uses
  * RENDER_LABEL_NAME and RENDER_LABEL_INSTANCE only (a StatefulSet selector is immutable,
@@ -61,13 +62,10 @@ typedef struct {
 } render_input_t;
 
 /* The container image to run: image, plus ":" version when version is non-empty and image
- * has neither a tag nor a digest. A tag is a ':' in the last path component, so the port
- * in "host:5000/redis" is not one; a digest is anything after '@'. Appends to out.
- * Returns 0, or -1 when out refused the text (cap or memory). */
+ * has neither a tag nor a digest (rdc_spec_image_has_tag_or_digest: a tag is a ':' in the
+ * last path component, so the port in "host:5000/redis" is not one; a digest is anything
+ * after '@'). Appends to out. Returns 0, or -1 when out refused the text (cap or memory). */
 int render_image_ref(const char *image, const char *version, buf_t *out);
-
-/* 1 when image (a reference as above) already names a tag or a digest, else 0. */
-int render_image_has_tag_or_digest(const char *image);
 
 /* Append the redis.conf for in: fixed defaults (bind 0.0.0.0, port 6379, protected-mode
  * no, dir /data, appendonly yes, RDB save points) then maxmemory and maxmemory-policy when

@@ -322,6 +322,53 @@ static void test_every_problem_listed(void)
     CU_ASSERT(contains(m, ", spec.storage.storageClass: Invalid value"));
     CU_ASSERT(m && m[strlen(m) - 1] == ']');
     answer_free(&a);
+
+    /* Values of control bytes quote four times as long: every field wrong that way still
+     * fits, and with the update rules broken too it is more than the message holds: the
+     * list keeps whole texts, counts the rest and still ends. */
+    buf_t name, v, spec;
+    buf_init(&name, 0);
+    buf_init(&v, 0);
+    buf_init(&spec, 0);
+    for (int i = 0; i < 253; i++)
+        buf_puts(&name, "\\u0001");
+    for (int i = 0; i < 64; i++)
+        buf_puts(&v, "\\u0001");
+    buf_printf(&spec, "{\"size\":\"%s\",\"image\":\"%s\",\"version\":\"%s\",\"config\":{\"maxmemory\":\"%s\","
+                      "\"maxmemoryPolicy\":\"%s\"},\"storage\":{\"size\":\"%s\",\"storageClass\":\"%s\"}}",
+               buf_str(&v), buf_str(&v), buf_str(&v), buf_str(&v), buf_str(&v), buf_str(&v), buf_str(&v));
+    a = validate_create(buf_str(&name), buf_str(&spec));
+    m = message(&a);
+    CU_ASSERT_FALSE(allowed(&a));
+    CU_ASSERT(contains(m, "is invalid: [metadata.name: Invalid value: \"\\x01"));
+    CU_ASSERT(contains(m, ", spec.storage.storageClass: Invalid value: \"\\x01"));
+    CU_ASSERT(m && strlen(m) < 4096 && m[strlen(m) - 1] == ']');
+    answer_free(&a);
+    buf_reset(&spec);
+    buf_printf(&spec, "{\"size\":1,\"image\":\"%s\",\"version\":\"%s\",\"config\":{\"maxmemory\":\"%s\","
+                      "\"maxmemoryPolicy\":\"%s\"},\"storage\":{\"size\":\"2Gi\",\"storageClass\":\"%s\"}}",
+               buf_str(&v), buf_str(&v), buf_str(&v), buf_str(&v), buf_str(&v));
+    buf_t old;
+    buf_init(&old, 0);
+    buf_puts(&old, "{\"size\":5,\"image\":\"redis\",\"storage\":{\"size\":\"1Gi\",\"storageClass\":\"");
+    for (int i = 0; i < 64; i++)
+        buf_puts(&old, "\\u0002");
+    buf_puts(&old, "\"}}");
+    char *body = review_text("UPDATE", buf_str(&name), buf_str(&spec), buf_str(&old), NULL);
+    a = ask_str(body, ADMISSION_VALIDATE);
+    free(body);
+    buf_free(&old);
+    m = message(&a);
+    CU_ASSERT_FALSE(allowed(&a));
+    CU_ASSERT_EQUAL(a.o.code, 422);
+    CU_ASSERT(contains(m, "is invalid: [metadata.name: Invalid value: \"\\x01"));
+    CU_ASSERT(contains(m, ", spec.size: Forbidden: may not decrease from 5 to 1"));
+    CU_ASSERT(contains(m, ", and 1 more]"));
+    CU_ASSERT(m && strlen(m) < 4096 && m[strlen(m) - 1] == ']');
+    answer_free(&a);
+    buf_free(&name);
+    buf_free(&v);
+    buf_free(&spec);
 }
 
 static void test_invalid_names(void)
@@ -905,9 +952,42 @@ static void test_field_errors_list(void)
     CU_ASSERT_EQUAL(rdc_field_errors_format(e, &b), 0);
     CU_ASSERT(contains(buf_str(&b), ", and 9 more]"));
     buf_free(&b);
+    /* A buffer too small for them all: whole texts only, the rest counted, well formed. */
+    const char *first = rdc_field_error_text(e, 0);
+    buf_init(&b, strlen(first) + 64);
+    CU_ASSERT_EQUAL(rdc_field_errors_format(e, &b), 0);
+    buf_t want;
+    buf_init(&want, 0);
+    buf_printf(&want, "[%s, and %zu more]", first, RDC_FIELD_ERRORS_MAX - 1 + rdc_field_errors_dropped(e));
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), buf_str(&want));
+    buf_free(&want);
+    buf_free(&b);
+    buf_init(&b, 8); /* not even the first fits */
+    CU_ASSERT_EQUAL(rdc_field_errors_format(e, &b), -1);
+    buf_free(&b);
+    buf_init(&b, 48);
+    CU_ASSERT_EQUAL(rdc_field_errors_format(e, &b), 0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "[and 41 more]");
+    buf_free(&b);
     json_object_put(rc);
     rdc_field_errors_destroy(&e);
     rdc_field_errors_destroy(&e); /* NULL is fine */
+    /* One error that fits is said alone; quoting escapes and cuts at a character. */
+    e = rdc_field_errors_new();
+    rc = json_tokener_parse("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"size\":11,\"image\":\"redis\"}}");
+    CU_ASSERT_EQUAL(rdc_spec_validate(rc, e), 1);
+    buf_init(&b, 0);
+    CU_ASSERT_EQUAL(rdc_field_errors_format(e, &b), 0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "spec.size: Invalid value: 11: must be between 1 and 10");
+    buf_reset(&b);
+    rdc_spec_put_quoted(&b, "a\"b\\c\n\xc3\xa9", 64);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "\"a\\\"b\\\\c\\x0a\xc3\xa9\"");
+    buf_reset(&b);
+    rdc_spec_put_quoted(&b, "ab\xc3\xa9", 3);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "\"ab...\"");
+    buf_free(&b);
+    json_object_put(rc);
+    rdc_field_errors_destroy(&e);
 }
 
 static void test_base64(void)

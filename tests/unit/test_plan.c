@@ -8,6 +8,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "plan.h"
+#include "rdc_spec.h"
 #include "render.h"
 
 #include <CUnit/CUnit.h>
@@ -958,34 +959,34 @@ static void test_invalid_specs(void)
     static const struct {
         const char *spec, *field;
     } cases[] = {
-        {"{\"size\":0,\"image\":\"redis\"}", "spec.size: must be between 1 and 10, have 0"},
-        {"{\"size\":11,\"image\":\"redis\"}", "spec.size: must be between 1 and 10, have 11"},
+        {"{\"size\":0,\"image\":\"redis\"}", "spec.size: Invalid value: 0: must be between 1 and 10"},
+        {"{\"size\":11,\"image\":\"redis\"}", "spec.size: Invalid value: 11: must be between 1 and 10"},
         {"{\"size\":-3,\"image\":\"redis\"}", "spec.size"},
-        {"{\"size\":\"3\",\"image\":\"redis\"}", "spec.size: must be an integer"},
-        {"{\"size\":2.5,\"image\":\"redis\"}", "spec.size: must be an integer"},
-        {"{\"image\":\"redis\"}", "spec.size: required"},
-        {"{\"size\":3,\"image\":\"\"}", "spec.image: must not be empty"},
-        {"{\"size\":3}", "spec.image: required"},
-        {"{\"size\":3,\"image\":5}", "spec.image: must be a string"},
-        {"{\"size\":3,\"image\":\"re dis\"}", "spec.image: \"re dis\""},
+        {"{\"size\":\"3\",\"image\":\"redis\"}", "spec.size: Invalid value: \"3\": must be an integer"},
+        {"{\"size\":2.5,\"image\":\"redis\"}", "spec.size: Invalid value: 2.5: must be an integer"},
+        {"{\"image\":\"redis\"}", "spec.size: Required value"},
+        {"{\"size\":3,\"image\":\"\"}", "spec.image: Required value: must not be empty"},
+        {"{\"size\":3}", "spec.image: Required value"},
+        {"{\"size\":3,\"image\":5}", "spec.image: Invalid value: 5: must be a string"},
+        {"{\"size\":3,\"image\":\"re dis\"}", "spec.image: Invalid value: \"re dis\": must be an image reference"},
         {"{\"size\":3,\"image\":\"redis\\nmaxmemory 1\"}", "spec.image"},
-        {"{\"size\":3,\"image\":\"redis\",\"version\":\"7 2\"}", "spec.version: \"7 2\" is not an image tag"},
-        {"{\"size\":3,\"image\":\"redis\",\"version\":7}", "spec.version: must be a string"},
-        {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"10GB\"}}", "spec.storage.size: \"10GB\" must match"},
+        {"{\"size\":3,\"image\":\"redis\",\"version\":\"7 2\"}", "spec.version: Invalid value: \"7 2\": must be an image tag"},
+        {"{\"size\":3,\"image\":\"redis\",\"version\":7}", "spec.version: Invalid value: 7: must be a string"},
+        {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"10GB\"}}", "spec.storage.size: Invalid value: \"10GB\": must match"},
         {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"1.5Gi\"}}", "spec.storage.size"},
-        {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"0Gi\"}}", "spec.storage.size: \"0Gi\" must be greater than zero"},
-        {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":10}}", "spec.storage.size: must be a string"},
+        {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"0Gi\"}}", "spec.storage.size: Invalid value: \"0Gi\": must be greater than zero"},
+        {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":10}}", "spec.storage.size: Invalid value: 10: must be a string"},
         {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"99999999999999999999Ti\"}}", "spec.storage.size"},
         {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"storageClass\":\"Fast_SSD\"}}", "spec.storage.storageClass"},
-        {"{\"size\":3,\"image\":\"redis\",\"storage\":[]}", "spec.storage: must be an object"},
-        {"{\"size\":3,\"image\":\"redis\",\"config\":\"maxmemory 1\"}", "spec.config: must be an object"},
-        {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":\"lots\"}}", "spec.config.maxmemory: \"lots\" is not a memory size"},
+        {"{\"size\":3,\"image\":\"redis\",\"storage\":[]}", "spec.storage: Invalid value: []: must be an object"},
+        {"{\"size\":3,\"image\":\"redis\",\"config\":\"maxmemory 1\"}", "spec.config: Invalid value: \"maxmemory 1\": must be an object"},
+        {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":\"lots\"}}", "spec.config.maxmemory: Invalid value: \"lots\": must be a memory size"},
         {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":\"1gb\\nslaveof evil 6379\"}}", "spec.config.maxmemory"},
-        {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":256}}", "spec.config.maxmemory: must be a string"},
-        {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemoryPolicy\":\"allkeys-lfu\"}}", "spec.config.maxmemoryPolicy: \"allkeys-lfu\" must be one of"},
-        {"\"size=3\"", "spec: must be an object"},
-        {"[1,2]", "spec: must be an object"},
-        {"null", "spec: required"},
+        {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":256}}", "spec.config.maxmemory: Invalid value: 256: must be a string"},
+        {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemoryPolicy\":\"allkeys-lfu\"}}", "spec.config.maxmemoryPolicy: Unsupported value: \"allkeys-lfu\": supported values"},
+        {"\"size=3\"", "spec: Invalid value: \"size=3\": must be an object"},
+        {"[1,2]", "spec: Invalid value: [1,2]: must be an object"},
+        {"null", "spec: Required value"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_object *rc = rc_new(cases[i].spec, 1);
@@ -1081,6 +1082,124 @@ static void test_missing_uid(void)
     CU_ASSERT_PTR_NOT_NULL(find_event(p, "InvalidObject"));
     plan_destroy(&p);
     json_object_put(rc);
+}
+
+/* The reconcile and the admission webhook apply one set of rules (rdc_spec): the plan
+ * fails exactly when rdc_spec_validate finds a problem, and says what it says. */
+static void test_spec_rules_are_the_webhook_rules(void)
+{
+    char image1024[1025], image1025[1026], tag128[129], tag129[130], class253[254], spec[4096];
+    memset(image1024, 'r', 1024);
+    image1024[1024] = '\0';
+    memset(image1025, 'r', 1025);
+    image1025[1025] = '\0';
+    memset(tag128, '7', 128);
+    tag128[128] = '\0';
+    memset(tag129, '7', 129);
+    tag129[129] = '\0';
+    memset(class253, 'c', 253);
+    class253[253] = '\0';
+    for (size_t i = 63; i < 253; i += 64)
+        class253[i] = '.';
+    static const char *const fixed[] = {
+        "{\"size\":1,\"image\":\"redis\"}",
+        "{\"size\":10,\"image\":\"redis\"}",
+        "{\"size\":10.0,\"image\":\"redis\"}",
+        "{\"size\":true,\"image\":\"redis\"}",
+        "{\"size\":1,\"image\":\"redis\",\"version\":\"_7.2-x\"}",
+        "{\"size\":1,\"image\":\"redis\",\"version\":\".7\"}",
+        "{\"size\":1,\"image\":\"redis\",\"version\":null}",
+        "{\"size\":1,\"image\":\"r\\u00e9dis\"}",
+        "{\"size\":1,\"image\":\"re\\u0000dis\"}",
+        "{\"size\":1,\"image\":\"redis\",\"config\":{\"maxmemory\":\"1234567890123456789GB\"}}",
+        "{\"size\":1,\"image\":\"redis\",\"config\":{\"maxmemory\":\"12345678901234567890\"}}",
+        "{\"size\":1,\"image\":\"redis\",\"config\":{\"maxmemory\":\"1tb\"}}",
+        "{\"size\":1,\"image\":\"redis\",\"config\":null,\"storage\":null}",
+        "{\"size\":1,\"image\":\"redis\",\"config\":{\"maxmemoryPolicy\":\"\"}}",
+        "{\"size\":1,\"image\":\"redis\",\"storage\":{\"size\":\"4194304Ti\"}}",
+        "{\"size\":1,\"image\":\"redis\",\"storage\":{\"size\":\"4194305Ti\"}}",
+        "{\"size\":1,\"image\":\"redis\",\"storage\":{\"size\":\"0000000000000000000000000000000001Gi\"}}",
+        "{\"size\":1,\"image\":\"redis\",\"storage\":{\"size\":\"1gi\"}}",
+        "{\"size\":1,\"image\":\"redis\",\"storage\":{\"size\":\"0Mi\"}}",
+        "{\"size\":1,\"image\":\"redis\",\"storage\":{\"storageClass\":\"a.-b\"}}",
+        "{\"size\":1,\"image\":\"redis\",\"storage\":{\"storageClass\":\"fast.ssd-1\"}}",
+    };
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) + 6; i++) {
+        size_t k = i - sizeof(fixed) / sizeof(fixed[0]);
+        if (i < sizeof(fixed) / sizeof(fixed[0]))
+            snprintf(spec, sizeof(spec), "%s", fixed[i]);
+        else if (k < 2)
+            snprintf(spec, sizeof(spec), "{\"size\":1,\"image\":\"%s\"}", k ? image1025 : image1024);
+        else if (k < 4)
+            snprintf(spec, sizeof(spec), "{\"size\":1,\"image\":\"redis\",\"version\":\"%s\"}", k == 3 ? tag129 : tag128);
+        else
+            snprintf(spec, sizeof(spec), "{\"size\":1,\"image\":\"redis\",\"storage\":{\"storageClass\":\"%s%s\"}}",
+                     class253, k == 5 ? "c" : "");
+        json_object *rc = rc_new(spec, 1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rc);
+        rdc_field_errors_t *e = rdc_field_errors_new();
+        size_t n = rdc_spec_validate(rc, e);
+        buf_t want;
+        buf_init(&want, 0);
+        if (n)
+            CU_ASSERT_EQUAL(rdc_field_errors_format(e, &want), 0);
+        plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_STRING_EQUAL(plan_phase(p), n ? "Failed" : "Pending");
+        CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), n ? 0 : 3);
+        if (n) {
+            CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "reason"), "InvalidSpec");
+            CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "message"), buf_str(&want));
+            CU_ASSERT_PTR_NOT_NULL_FATAL(find_event(p, "InvalidSpec"));
+            CU_ASSERT_STRING_EQUAL(find_event(p, "InvalidSpec")->message, buf_str(&want));
+        }
+        if (strcmp(plan_phase(p), n ? "Failed" : "Pending"))
+            fprintf(stderr, "spec %.80s: %zu problems, phase %s\n", spec, n, plan_phase(p));
+        plan_destroy(&p);
+        buf_free(&want);
+        rdc_field_errors_destroy(&e);
+        json_object_put(rc);
+    }
+}
+
+/* Every field wrong, with values of control bytes that quote four times as long: the
+ * message still fits a condition, whole texts only, and says how many it left out. */
+static void test_invalid_spec_message_is_bounded(void)
+{
+    char spec[4096];
+    buf_t j;
+    buf_init(&j, 0);
+    for (size_t i = 0; i < 64; i++)
+        buf_puts(&j, "\\u0001");
+    const char *v = buf_str(&j);
+    snprintf(spec, sizeof(spec),
+             "{\"size\":\"%s\",\"image\":\"%s\",\"version\":\"%s\",\"config\":{\"maxmemory\":\"%s\","
+             "\"maxmemoryPolicy\":\"%s\"},\"storage\":{\"size\":\"%s\",\"storageClass\":\"%s\"}}",
+             v, v, v, v, v, v, v);
+    json_object *rc = rc_new(spec, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rc);
+    char name[65] = "Not-A-Label-";
+    memset(name + 12, '\x01', 52);
+    name[64] = '\0';
+    json_object_object_add(at(rc, "metadata"), "name", json_object_new_string(name));
+    plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
+    const char *msg = str_at(cond(p, "Ready"), "message");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(msg);
+    size_t len = strlen(msg);
+    CU_ASSERT(len < 2048);
+    CU_ASSERT(len > 1024);
+    CU_ASSERT(msg[0] == '[' && msg[len - 1] == ']');
+    CU_ASSERT(contains(msg, "[metadata.name: Invalid value: \"Not-A-Label-\\x01"));
+    CU_ASSERT(contains(msg, ", spec.size: Invalid value: \"\\x01"));
+    CU_ASSERT(contains(msg, " more]"));
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "message"), msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(find_event(p, "InvalidSpec"));
+    CU_ASSERT_STRING_EQUAL(find_event(p, "InvalidSpec")->message, msg);
+    plan_destroy(&p);
+    json_object_put(rc);
+    buf_free(&j);
 }
 
 /* ---- Deletion ---------------------------------------------------------------------------- */
@@ -1623,6 +1742,8 @@ static CU_TestInfo spec_tests[] = {
     {"every problem listed, quiet afterwards, recovers", test_invalid_spec_lists_every_problem_and_is_quiet_after},
     {"invalid names", test_invalid_names},
     {"missing uid", test_missing_uid},
+    {"the spec rules are the webhook's", test_spec_rules_are_the_webhook_rules},
+    {"invalid-spec message is bounded", test_invalid_spec_message_is_bounded},
     {"malformed input never crashes", test_malformed_input_never_crashes},
     {"hostile names stay in their path segment", test_hostile_names_stay_in_their_path_segment},
     {"inputs are not modified", test_inputs_are_not_modified},
