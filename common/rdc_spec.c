@@ -1,4 +1,5 @@
 /* rdc_spec: the rules and defaults of a RedisCluster. See rdc_spec.h for the contract. */
+#include "jsonx.h"
 #include "rdc_spec.h"
 
 #include <stdarg.h>
@@ -198,44 +199,18 @@ static void field_error(rdc_field_errors_t *e, rdc_field_error_type_t type, cons
 
 /* ---- Reading untrusted JSON --------------------------------------------------------- */
 
-/* The value of key in o; NULL when o is not an object, the key is absent, or it is null. */
-static const json_object *jget(const json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return json_object_is_type(v, json_type_null) ? NULL : v;
-}
 
-typedef enum { J_ABSENT, J_OK, J_BAD } jfield_t;
 
-/* o[key] as a string. Absent or null: J_ABSENT. A string without an embedded NUL: J_OK
- * with *out set. Anything else: J_BAD. */
-static jfield_t jstring(const json_object *o, const char *key, const char **out)
-{
-    const json_object *v = jget(o, key);
-    *out = NULL;
-    if (!v)
-        return J_ABSENT;
-    if (!json_object_is_type(v, json_type_string))
-        return J_BAD;
-    const char *s = json_object_get_string((json_object *)v);
-    if (strlen(s) != (size_t)json_object_get_string_len(v))
-        return J_BAD;
-    *out = s;
-    return J_OK;
-}
-
-/* An optional string field: J_OK with a non-empty *out, J_ABSENT for absent, null or "",
- * J_BAD (recorded in e when e is not NULL) for anything else. */
-static jfield_t optional_string(rdc_field_errors_t *e, const json_object *o, const char *key,
+/* An optional string field: JSONX_OK with a non-empty *out, JSONX_ABSENT for absent, null or "",
+ * JSONX_BAD (recorded in e when e is not NULL) for anything else. */
+static jsonx_field_t optional_string(rdc_field_errors_t *e, const json_object *o, const char *key,
                                 const char *field, const char **out)
 {
-    jfield_t r = jstring(o, key, out);
-    if (r == J_BAD && e)
-        field_error(e, RDC_FIELD_INVALID, field, jget(o, key), "must be a string without NUL bytes");
-    else if (r == J_OK && !**out)
-        r = J_ABSENT;
+    jsonx_field_t r = jsonx_string(o, key, out);
+    if (r == JSONX_BAD && e)
+        field_error(e, RDC_FIELD_INVALID, field, jsonx_get(o, key), "must be a string without NUL bytes");
+    else if (r == JSONX_OK && !**out)
+        r = JSONX_ABSENT;
     return r;
 }
 
@@ -243,7 +218,7 @@ static jfield_t optional_string(rdc_field_errors_t *e, const json_object *o, con
 static const json_object *optional_object(rdc_field_errors_t *e, const json_object *o,
                                           const char *key, const char *field)
 {
-    const json_object *v = jget(o, key);
+    const json_object *v = jsonx_get(o, key);
     if (v && !json_object_is_type(v, json_type_object)) {
         if (e)
             field_error(e, RDC_FIELD_INVALID, field, v, "must be an object");
@@ -356,14 +331,14 @@ rdc_storage_rc_t rdc_spec_storage_bytes(const char *s, uint64_t *bytes)
 
 static void check_name(rdc_field_errors_t *e, const json_object *rc)
 {
-    const json_object *meta = jget(rc, "metadata");
-    const json_object *v = jget(meta, "name");
+    const json_object *meta = jsonx_get(rc, "metadata");
+    const json_object *v = jsonx_get(meta, "name");
     const char *name = NULL;
     if (meta && !json_object_is_type(meta, json_type_object))
         field_error(e, RDC_FIELD_INVALID, "metadata", meta, "must be an object");
     else if (!v)
         field_error(e, RDC_FIELD_REQUIRED, "metadata.name", NULL, NULL);
-    else if (jstring(meta, "name", &name) != J_OK)
+    else if (jsonx_string(meta, "name", &name) != JSONX_OK)
         field_error(e, RDC_FIELD_INVALID, "metadata.name", v, "must be a string without NUL bytes");
     else if (!rdc_spec_is_dns1035_label(name, RDC_SPEC_NAME_MAX))
         field_error(e, RDC_FIELD_INVALID, "metadata.name", v,
@@ -374,7 +349,7 @@ static void check_name(rdc_field_errors_t *e, const json_object *rc)
 
 static void check_size(rdc_field_errors_t *e, const json_object *spec)
 {
-    const json_object *v = jget(spec, "size");
+    const json_object *v = jsonx_get(spec, "size");
     if (!v)
         field_error(e, RDC_FIELD_REQUIRED, "spec.size", NULL, NULL);
     else if (!json_object_is_type(v, json_type_int))
@@ -386,12 +361,12 @@ static void check_size(rdc_field_errors_t *e, const json_object *spec)
 
 static void check_image(rdc_field_errors_t *e, const json_object *spec)
 {
-    const json_object *v = jget(spec, "image");
+    const json_object *v = jsonx_get(spec, "image");
     const char *img = NULL, *version = NULL;
-    jfield_t r = jstring(spec, "image", &img);
-    if (r == J_ABSENT)
+    jsonx_field_t r = jsonx_string(spec, "image", &img);
+    if (r == JSONX_ABSENT)
         field_error(e, RDC_FIELD_REQUIRED, "spec.image", NULL, NULL);
-    else if (r == J_BAD)
+    else if (r == JSONX_BAD)
         field_error(e, RDC_FIELD_INVALID, "spec.image", v, "must be a string without NUL bytes");
     else if (!*img)
         field_error(e, RDC_FIELD_REQUIRED, "spec.image", NULL, "must not be empty");
@@ -399,8 +374,8 @@ static void check_image(rdc_field_errors_t *e, const json_object *spec)
         field_error(e, RDC_FIELD_INVALID, "spec.image", v,
                     "must be an image reference: printable ASCII without blanks, at most %d bytes",
                     RDC_SPEC_IMAGE_MAX);
-    if (optional_string(e, spec, "version", "spec.version", &version) == J_OK && !rdc_spec_is_image_tag(version))
-        field_error(e, RDC_FIELD_INVALID, "spec.version", jget(spec, "version"),
+    if (optional_string(e, spec, "version", "spec.version", &version) == JSONX_OK && !rdc_spec_is_image_tag(version))
+        field_error(e, RDC_FIELD_INVALID, "spec.version", jsonx_get(spec, "version"),
                     "must be an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})");
 }
 
@@ -408,12 +383,12 @@ static void check_config(rdc_field_errors_t *e, const json_object *spec)
 {
     const json_object *config = optional_object(e, spec, "config", "spec.config");
     const char *s = NULL;
-    if (optional_string(e, config, "maxmemory", "spec.config.maxmemory", &s) == J_OK && !rdc_spec_is_redis_memory(s))
-        field_error(e, RDC_FIELD_INVALID, "spec.config.maxmemory", jget(config, "maxmemory"),
+    if (optional_string(e, config, "maxmemory", "spec.config.maxmemory", &s) == JSONX_OK && !rdc_spec_is_redis_memory(s))
+        field_error(e, RDC_FIELD_INVALID, "spec.config.maxmemory", jsonx_get(config, "maxmemory"),
                     "must be a memory size: digits with an optional unit b, k, kb, m, mb, g or gb, e.g. 256mb");
-    if (optional_string(e, config, "maxmemoryPolicy", "spec.config.maxmemoryPolicy", &s) == J_OK &&
+    if (optional_string(e, config, "maxmemoryPolicy", "spec.config.maxmemoryPolicy", &s) == JSONX_OK &&
         strcmp(s, "allkeys-lru") && strcmp(s, "volatile-lru") && strcmp(s, "noeviction"))
-        field_error(e, RDC_FIELD_UNSUPPORTED, "spec.config.maxmemoryPolicy", jget(config, "maxmemoryPolicy"),
+        field_error(e, RDC_FIELD_UNSUPPORTED, "spec.config.maxmemoryPolicy", jsonx_get(config, "maxmemoryPolicy"),
                     "supported values: \"allkeys-lru\", \"noeviction\", \"volatile-lru\"");
 }
 
@@ -422,8 +397,8 @@ static void check_storage(rdc_field_errors_t *e, const json_object *spec)
     const json_object *storage = optional_object(e, spec, "storage", "spec.storage");
     const char *s = NULL;
     uint64_t bytes = 0;
-    if (optional_string(e, storage, "size", "spec.storage.size", &s) == J_OK) {
-        const json_object *v = jget(storage, "size");
+    if (optional_string(e, storage, "size", "spec.storage.size", &s) == JSONX_OK) {
+        const json_object *v = jsonx_get(storage, "size");
         switch (rdc_spec_storage_bytes(s, &bytes)) {
         case RDC_STORAGE_OK:
             break;
@@ -438,9 +413,9 @@ static void check_storage(rdc_field_errors_t *e, const json_object *spec)
             break;
         }
     }
-    if (optional_string(e, storage, "storageClass", "spec.storage.storageClass", &s) == J_OK &&
+    if (optional_string(e, storage, "storageClass", "spec.storage.storageClass", &s) == JSONX_OK &&
         !rdc_spec_is_dns1123_subdomain(s))
-        field_error(e, RDC_FIELD_INVALID, "spec.storage.storageClass", jget(storage, "storageClass"),
+        field_error(e, RDC_FIELD_INVALID, "spec.storage.storageClass", jsonx_get(storage, "storageClass"),
                     "must be the name of a StorageClass: a DNS subdomain of lower case alphanumerics, "
                     "'-' and '.', at most 253 characters");
 }
@@ -453,7 +428,7 @@ size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs)
         return errs->n + errs->dropped - before;
     }
     check_name(errs, rc);
-    const json_object *spec = jget(rc, "spec");
+    const json_object *spec = jsonx_get(rc, "spec");
     if (!spec)
         field_error(errs, RDC_FIELD_REQUIRED, "spec", NULL, NULL);
     else if (!json_object_is_type(spec, json_type_object))
@@ -473,26 +448,26 @@ size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs)
  * type or the storage parent is. */
 static const char *effective_storage_size(const json_object *spec)
 {
-    const json_object *storage = jget(spec, "storage");
+    const json_object *storage = jsonx_get(spec, "storage");
     const char *s = NULL;
     if (storage && !json_object_is_type(storage, json_type_object))
         return NULL;
-    jfield_t r = optional_string(NULL, storage, "size", NULL, &s);
-    return r == J_BAD ? NULL : r == J_ABSENT ? RDC_SPEC_DEFAULT_STORAGE_SIZE : s;
+    jsonx_field_t r = optional_string(NULL, storage, "size", NULL, &s);
+    return r == JSONX_BAD ? NULL : r == JSONX_ABSENT ? RDC_SPEC_DEFAULT_STORAGE_SIZE : s;
 }
 
 /* The effective storage class of a spec: *cls NULL for the cluster's default. Returns 0,
  * or -1 when it (or its parent) is of a wrong type. */
 static int effective_storage_class(const json_object *spec, const char **cls)
 {
-    const json_object *storage = jget(spec, "storage");
+    const json_object *storage = jsonx_get(spec, "storage");
     *cls = NULL;
     if (storage && !json_object_is_type(storage, json_type_object))
         return -1;
-    jfield_t r = optional_string(NULL, storage, "storageClass", NULL, cls);
-    if (r == J_ABSENT)
+    jsonx_field_t r = optional_string(NULL, storage, "storageClass", NULL, cls);
+    if (r == JSONX_ABSENT)
         *cls = NULL;
-    return r == J_BAD ? -1 : 0;
+    return r == JSONX_BAD ? -1 : 0;
 }
 
 static void put_class(buf_t *b, const char *cls)
@@ -507,12 +482,12 @@ size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *ne
                                 rdc_field_errors_t *errs)
 {
     size_t before = errs->n + errs->dropped;
-    const json_object *olds = jget(old_rc, "spec"), *news = jget(new_rc, "spec");
+    const json_object *olds = jsonx_get(old_rc, "spec"), *news = jsonx_get(new_rc, "spec");
     if (!olds || !news || !json_object_is_type(olds, json_type_object) ||
         !json_object_is_type(news, json_type_object))
         return 0;
 
-    const json_object *os = jget(olds, "size"), *ns = jget(news, "size");
+    const json_object *os = jsonx_get(olds, "size"), *ns = jsonx_get(news, "size");
     if (os && ns && json_object_is_type(os, json_type_int) && json_object_is_type(ns, json_type_int) &&
         json_object_get_int64(ns) < json_object_get_int64(os))
         field_error(errs, RDC_FIELD_FORBIDDEN, "spec.size", NULL,
@@ -589,14 +564,14 @@ static json_object *object_with(const char *key, const char *value)
 static int default_nested(const json_object *spec, const char *parent, const char *key, const char *value,
                           json_object *ops)
 {
-    const json_object *p = jget(spec, parent);
+    const json_object *p = jsonx_get(spec, parent);
     char path[128];
     if (!p) {
         snprintf(path, sizeof(path), "/spec/%s", parent);
         return add_op(ops, path, object_with(key, value)) ? -1 : 1;
     }
     const char *s = NULL;
-    if (!json_object_is_type(p, json_type_object) || optional_string(NULL, p, key, NULL, &s) != J_ABSENT)
+    if (!json_object_is_type(p, json_type_object) || optional_string(NULL, p, key, NULL, &s) != JSONX_ABSENT)
         return 0;
     snprintf(path, sizeof(path), "/spec/%s/%s", parent, key);
     return add_op(ops, path, json_object_new_string(value)) ? -1 : 1;
@@ -604,15 +579,15 @@ static int default_nested(const json_object *spec, const char *parent, const cha
 
 int rdc_spec_default_ops(const json_object *rc, json_object *ops)
 {
-    const json_object *spec = jget(rc, "spec");
+    const json_object *spec = jsonx_get(rc, "spec");
     if (!spec || !json_object_is_type(spec, json_type_object))
         return 0;
     int n = 0, r;
     const char *s = NULL, *img = NULL;
     /* The version is only used as the image's tag: leave it unset when the image has one,
      * so that the object does not claim a version it does not run. */
-    int tagged = jstring(spec, "image", &img) == J_OK && rdc_spec_image_has_tag_or_digest(img);
-    if (!tagged && optional_string(NULL, spec, "version", NULL, &s) == J_ABSENT) {
+    int tagged = jsonx_string(spec, "image", &img) == JSONX_OK && rdc_spec_image_has_tag_or_digest(img);
+    if (!tagged && optional_string(NULL, spec, "version", NULL, &s) == JSONX_ABSENT) {
         if (add_op(ops, "/spec/version", json_object_new_string(RDC_SPEC_DEFAULT_VERSION)))
             return -1;
         n++;
@@ -627,7 +602,7 @@ int rdc_spec_default_ops(const json_object *rc, json_object *ops)
 
 json_object *rdc_spec_defaulted(const json_object *rc)
 {
-    const json_object *spec = jget(rc, "spec");
+    const json_object *spec = jsonx_get(rc, "spec");
     json_object *copy = NULL, *ops = NULL;
     if (!spec || !json_object_is_type(spec, json_type_object))
         return NULL;
@@ -664,7 +639,7 @@ fail:
 
 int rdc_spec_unchanged(const json_object *old_rc, const json_object *new_rc)
 {
-    json_object *olds = (json_object *)jget(old_rc, "spec"), *news = (json_object *)jget(new_rc, "spec");
+    json_object *olds = (json_object *)jsonx_get(old_rc, "spec"), *news = (json_object *)jsonx_get(new_rc, "spec");
     if (!olds || !news)
         return !olds && !news;
     if (json_object_equal(olds, news))

@@ -1,4 +1,5 @@
 /* admission: the pure core of the RedisCluster admission webhooks. See admission.h. */
+#include "jsonx.h"
 #include "admission.h"
 
 #include "buf.h"
@@ -47,19 +48,11 @@ static void copy_cut(char *dst, size_t size, const char *src)
     dst[n] = '\0';
 }
 
-/* The value of key in o; NULL when o is not an object, the key is absent, or it is null. */
-static json_object *jget(const json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return json_object_is_type(v, json_type_null) ? NULL : v;
-}
 
 /* o[key] as a string without embedded NUL bytes, or NULL. */
 static const char *jstr(const json_object *o, const char *key)
 {
-    json_object *v = jget(o, key);
+    json_object *v = jsonx_get(o, key);
     if (!v || !json_object_is_type(v, json_type_string))
         return NULL;
     const char *s = json_object_get_string(v);
@@ -168,7 +161,7 @@ static json_object *envelope(review_t *r, const json_object *root)
         bad_request(r, "body: must be an AdmissionReview object, have %s", type_name(root));
         return NULL;
     }
-    json_object *request = jget(root, "request");
+    json_object *request = jsonx_get(root, "request");
     const char *uid = jstr(request, "uid");
     if (uid && *uid)
         r->uid = uid; /* from here on, even a refusal answers the right request */
@@ -223,7 +216,7 @@ static void refuse(review_t *r, const rdc_field_errors_t *errs, const char *name
 /* Warnings for settings that have no effect. */
 static void spec_warnings(review_t *r, const json_object *obj)
 {
-    const json_object *spec = jget(obj, "spec");
+    const json_object *spec = jsonx_get(obj, "spec");
     const char *img = jstr(spec, "image"), *version = jstr(spec, "version");
     if (img && version && *version && rdc_spec_image_has_tag_or_digest(img)) {
         buf_t w;
@@ -244,8 +237,8 @@ static void validate_scale(review_t *r, const char *op, const json_object *obj, 
 {
     if (strcmp(op, "UPDATE"))
         return;
-    const char *name = jstr(jget(obj, "metadata"), "name");
-    json_object *nv = jget(jget(obj, "spec"), "replicas"), *ov = jget(jget(old, "spec"), "replicas");
+    const char *name = jstr(jsonx_get(obj, "metadata"), "name");
+    json_object *nv = jsonx_get(jsonx_get(obj, "spec"), "replicas"), *ov = jsonx_get(jsonx_get(old, "spec"), "replicas");
     buf_t d;
     buf_init(&d, MESSAGE_CAP);
     int forbidden = 0;
@@ -287,7 +280,7 @@ static void validate(review_t *r, const char *op, const char *sub, const json_ob
     if (*sub || (strcmp(op, "CREATE") && strcmp(op, "UPDATE")))
         goto out; /* status, DELETE, CONNECT: nothing to check */
     if (!strcmp(op, "UPDATE") &&
-        (jget(jget(obj, "metadata"), "deletionTimestamp") || rdc_spec_unchanged(old, obj)))
+        (jsonx_get(jsonx_get(obj, "metadata"), "deletionTimestamp") || rdc_spec_unchanged(old, obj)))
         goto out;
     rdc_spec_validate(obj, errs);
     if (!strcmp(op, "UPDATE"))
@@ -305,7 +298,7 @@ static void mutate(review_t *r, const char *op, const char *sub, const json_obje
 {
     if (*sub || (strcmp(op, "CREATE") && strcmp(op, "UPDATE")))
         return;
-    if (jget(jget(obj, "metadata"), "deletionTimestamp"))
+    if (jsonx_get(jsonx_get(obj, "metadata"), "deletionTimestamp"))
         return; /* being deleted: change nothing under the finalizer's feet */
     json_object *ops = json_object_new_array();
     int n = ops ? rdc_spec_default_ops(obj, ops) : -1;
@@ -397,7 +390,7 @@ static void fill_outcome(const review_t *r, admission_outcome_t *o, const json_o
     o->allowed = r->allowed;
     o->code = r->allowed ? 200 : r->code;
     o->patched = r->allowed && r->patch_ops;
-    json_object *dry = jget(request, "dryRun");
+    json_object *dry = jsonx_get(request, "dryRun");
     o->dry_run = dry && json_object_is_type(dry, json_type_boolean) && json_object_get_boolean(dry);
     copy_cut(o->uid, sizeof(o->uid), r->uid);
     copy_cut(o->operation, sizeof(o->operation), jstr(request, "operation"));
@@ -423,14 +416,14 @@ int admission_review(const char *body, size_t len, admission_kind_t kind, char *
         static const char *const ops[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
         const char *op = jstr(request, "operation");
         const char *sub = jstr(request, "subResource");
-        json_object *k = jget(request, "kind"), *obj = jget(request, "object"), *old = jget(request, "oldObject");
+        json_object *k = jsonx_get(request, "kind"), *obj = jsonx_get(request, "object"), *old = jsonx_get(request, "oldObject");
         size_t i = 0;
         while (op && i < sizeof(ops) / sizeof(ops[0]) && strcmp(op, ops[i]))
             i++;
         sub = sub ? sub : "";
         name = jstr(request, "name");
         if (!name || !*name)
-            name = jstr(jget(obj, "metadata"), "name");
+            name = jstr(jsonx_get(obj, "metadata"), "name");
         if (!op || i == sizeof(ops) / sizeof(ops[0]))
             bad_request(&r, "request.operation: must be CREATE, UPDATE, DELETE or CONNECT");
         else if (!strcmp(sub, "scale") ? !kind_is(k, "autoscaling", "Scale") : !kind_is(k, GROUP, KIND))

@@ -1,6 +1,7 @@
 /* plan: the pure core of a RedisCluster reconcile. See plan.h for the contract. */
 #include "plan.h"
 
+#include "jsonx.h"
 #include "clock.h"
 #include "rdc_spec.h"
 #include "render.h"
@@ -42,15 +43,6 @@ struct plan {
 
 /* ---- Reading untrusted JSON --------------------------------------------------------- */
 
-/* The value of key in o; NULL when o is not an object, the key is absent, or it is null. */
-static const json_object *jget(const json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return json_object_is_type(v, json_type_null) ? NULL : v;
-}
-
 /* The string of a string value. json_object_get_string takes a non-const object, but on a
  * string it only reads, so the inputs stay untouched. */
 static const char *str_of(const json_object *v)
@@ -58,36 +50,17 @@ static const char *str_of(const json_object *v)
     return json_object_get_string((json_object *)v);
 }
 
-typedef enum { J_ABSENT, J_OK, J_BAD } jfield_t;
-
-/* o[key] as a string. Absent or null: J_ABSENT. A string without embedded NUL: J_OK with
- * *out set. Anything else: J_BAD. */
-static jfield_t jstring(const json_object *o, const char *key, const char **out)
-{
-    const json_object *v = jget(o, key);
-    *out = NULL;
-    if (!v)
-        return J_ABSENT;
-    if (!json_object_is_type(v, json_type_string))
-        return J_BAD;
-    const char *s = str_of(v);
-    if (strlen(s) != (size_t)json_object_get_string_len(v))
-        return J_BAD;
-    *out = s;
-    return J_OK;
-}
-
 /* o[key] as a non-empty string, or NULL. */
 static const char *jstr(const json_object *o, const char *key)
 {
     const char *s;
-    return jstring(o, key, &s) == J_OK && *s ? s : NULL;
+    return jsonx_string(o, key, &s) == JSONX_OK && *s ? s : NULL;
 }
 
 /* o[key] as an integer, or dflt when absent or not an integer. */
 static int64_t jint(const json_object *o, const char *key, int64_t dflt)
 {
-    const json_object *v = jget(o, key);
+    const json_object *v = jsonx_get(o, key);
     return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : dflt;
 }
 
@@ -373,8 +346,8 @@ static int spec_problems(const json_object *rc, buf_t *message)
  * memory. */
 static int spec_input(const json_object *rc, render_input_t *in, buf_t *image)
 {
-    const json_object *spec = jget(rc, "spec");
-    const json_object *config = jget(spec, "config"), *storage = jget(spec, "storage");
+    const json_object *spec = jsonx_get(rc, "spec");
+    const json_object *config = jsonx_get(spec, "config"), *storage = jsonx_get(spec, "storage");
     in->size = (int)jint(spec, "size", 0);
     in->maxmemory = jstr(config, "maxmemory");
     in->maxmemory_policy = jstr(config, "maxmemoryPolicy");
@@ -423,7 +396,7 @@ static void degrade(ctx_t *c, const char *reason, const char *fmt, ...)
 
 static int has_finalizer(const json_object *meta)
 {
-    const json_object *f = jget(meta, "finalizers");
+    const json_object *f = jsonx_get(meta, "finalizers");
     if (!f || !json_object_is_type(f, json_type_array))
         return 0;
     for (size_t i = 0; i < json_object_array_length(f); i++) {
@@ -439,7 +412,7 @@ static int has_finalizer(const json_object *meta)
 static json_object *finalizer_patch(const json_object *meta, int add, int *oom)
 {
     json_object *list = render_arr(oom);
-    const json_object *f = jget(meta, "finalizers");
+    const json_object *f = jsonx_get(meta, "finalizers");
     size_t n = f && json_object_is_type(f, json_type_array) ? json_object_array_length(f) : 0;
     for (size_t i = 0; i < n; i++) {
         const json_object *e = json_object_array_get_idx(f, i);
@@ -467,11 +440,11 @@ static json_object *finalizer_patch(const json_object *meta, int add, int *oom)
 /* The uid of another controller of obs, or NULL when it has none or it is us. */
 static const char *foreign_controller(const ctx_t *c, const json_object *obs, const char **kind_name)
 {
-    const json_object *refs = jget(jget(obs, "metadata"), "ownerReferences");
+    const json_object *refs = jsonx_get(jsonx_get(obs, "metadata"), "ownerReferences");
     size_t n = refs && json_object_is_type(refs, json_type_array) ? json_object_array_length(refs) : 0;
     for (size_t i = 0; i < n; i++) {
         const json_object *r = json_object_array_get_idx(refs, i);
-        const json_object *ctl = jget(r, "controller");
+        const json_object *ctl = jsonx_get(r, "controller");
         const char *uid = jstr(r, "uid");
         if (ctl && json_object_is_type(ctl, json_type_boolean) && json_object_get_boolean(ctl) && uid &&
             strcmp(uid, c->uid)) {
@@ -544,7 +517,7 @@ static int sts_same_but_replicas(const json_object *d, const json_object *o, buf
 {
     json_object_object_foreach((json_object *)d, key, dv)
     {
-        const json_object *ov = jget(o, key);
+        const json_object *ov = jsonx_get(o, key);
         if (strcmp(key, "spec")) {
             if (!subset_prefixed(dv, ov, key, where))
                 return 0;
@@ -557,7 +530,7 @@ static int sts_same_but_replicas(const json_object *d, const json_object *o, buf
             buf_t prefix;
             buf_init(&prefix, 256);
             buf_printf(&prefix, "spec.%s", skey);
-            int ok = subset_prefixed(sdv, jget(ov, skey), buf_str(&prefix), where);
+            int ok = subset_prefixed(sdv, jsonx_get(ov, skey), buf_str(&prefix), where);
             buf_free(&prefix);
             if (!ok)
                 return 0;
@@ -573,13 +546,13 @@ static int plan_statefulset(ctx_t *c, json_object *desired, const json_object *o
     const char *other_kind = NULL;
     if (!obs || foreign_controller(c, obs, &other_kind))
         return plan_child(c, "StatefulSet", "apps/v1", "statefulsets", desired, obs);
-    const json_object *dspec = jget(desired, "spec"), *ospec = jget(obs, "spec");
+    const json_object *dspec = jsonx_get(desired, "spec"), *ospec = jsonx_get(obs, "spec");
 
     buf_t where;
     buf_init(&where, MESSAGE_CAP);
     int rc = 0;
-    if (!subset_prefixed(jget(dspec, "selector"), jget(ospec, "selector"), "spec.selector", &where) ||
-        !subset_prefixed(jget(dspec, "serviceName"), jget(ospec, "serviceName"), "spec.serviceName", &where)) {
+    if (!subset_prefixed(jsonx_get(dspec, "selector"), jsonx_get(ospec, "selector"), "spec.selector", &where) ||
+        !subset_prefixed(jsonx_get(dspec, "serviceName"), jsonx_get(ospec, "serviceName"), "spec.serviceName", &where)) {
         degrade(c, "ImmutableFieldChanged",
                 "StatefulSet %s/%s: %s; this field cannot change, delete the StatefulSet (its volumes are kept) "
                 "to let the operator recreate it",
@@ -588,9 +561,9 @@ static int plan_statefulset(ctx_t *c, json_object *desired, const json_object *o
         goto out;
     }
     buf_reset(&where);
-    const json_object *obs_vct = jget(ospec, "volumeClaimTemplates");
+    const json_object *obs_vct = jsonx_get(ospec, "volumeClaimTemplates");
     if (obs_vct && json_object_is_type(obs_vct, json_type_array) &&
-        !subset_prefixed(jget(dspec, "volumeClaimTemplates"), obs_vct, "spec.volumeClaimTemplates", &where)) {
+        !subset_prefixed(jsonx_get(dspec, "volumeClaimTemplates"), obs_vct, "spec.volumeClaimTemplates", &where)) {
         /* A StatefulSet's claim templates are immutable: apply the observed ones, so the
          * rest of the object still converges, and report the storage change instead. */
         degrade(c, "ImmutableFieldChanged",
@@ -610,7 +583,7 @@ static int plan_statefulset(ctx_t *c, json_object *desired, const json_object *o
     buf_reset(&where);
     int others_same = sts_same_but_replicas(desired, obs, &where);
     c->sts_replicas_change = want != have;
-    c->sts_template_change = !subset_prefixed(jget(dspec, "template"), jget(ospec, "template"), "", NULL);
+    c->sts_template_change = !subset_prefixed(jsonx_get(dspec, "template"), jsonx_get(ospec, "template"), "", NULL);
     if (others_same && !c->sts_replicas_change) {
         json_object_put(desired);
         goto out;
@@ -689,7 +662,7 @@ static void set_cond(cond_t *k, const char *type, int status, const char *reason
 /* The observed condition of this type, or NULL. */
 static const json_object *observed_cond(const json_object *ostatus, const char *type)
 {
-    const json_object *list = jget(ostatus, "conditions");
+    const json_object *list = jsonx_get(ostatus, "conditions");
     size_t n = list && json_object_is_type(list, json_type_array) ? json_object_array_length(list) : 0;
     for (size_t i = 0; i < n; i++) {
         const json_object *e = json_object_array_get_idx(list, i);
@@ -712,7 +685,7 @@ static sts_view_t view_statefulset(const json_object *sts)
     sts_view_t v = {0};
     if (!sts)
         return v;
-    const json_object *spec = jget(sts, "spec"), *st = jget(sts, "status"), *meta = jget(sts, "metadata");
+    const json_object *spec = jsonx_get(sts, "spec"), *st = jsonx_get(sts, "status"), *meta = jsonx_get(sts, "metadata");
     v.present = 1;
     v.spec_replicas = jint(spec, "replicas", 1);
     v.replicas = jint(st, "replicas", 0);
@@ -796,7 +769,7 @@ static json_object *cond_json(const ctx_t *c, const cond_t *k, const json_object
 static int same_str(const json_object *o, const char *key, const char *want)
 {
     const char *have = NULL;
-    if (jstring(o, key, &have) == J_BAD)
+    if (jsonx_string(o, key, &have) == JSONX_BAD)
         return 0;
     return !strcmp(have ? have : "", want ? want : "");
 }
@@ -804,7 +777,7 @@ static int same_str(const json_object *o, const char *key, const char *want)
 /* 1 when observed o[key] is the integer want. */
 static int same_int(const json_object *o, const char *key, int64_t want)
 {
-    const json_object *v = jget(o, key);
+    const json_object *v = jsonx_get(o, key);
     return v && json_object_is_type(v, json_type_int) && json_object_get_int64(v) == want;
 }
 
@@ -819,7 +792,7 @@ static int status_current(const ctx_t *c, const json_object *computed, const jso
         return 0;
     if (c->generation >= 0 && !same_int(ostatus, "observedGeneration", c->generation))
         return 0;
-    const json_object *list = jget(computed, "conditions");
+    const json_object *list = jsonx_get(computed, "conditions");
     for (size_t i = 0; i < COND_COUNT; i++) {
         const json_object *k = json_object_array_get_idx(list, i);
         const json_object *o = observed_cond(ostatus, jstr(k, "type"));
@@ -844,7 +817,7 @@ static int plan_status_write(ctx_t *c, const json_object *sts)
     cond_t conds[COND_COUNT];
     memset(conds, 0, sizeof(conds));
     const char *phase = decide(c, &v, conds);
-    const json_object *ostatus = jget(c->rc, "status");
+    const json_object *ostatus = jsonx_get(c->rc, "status");
 
     buf_t sel;
     buf_init(&sel, 1024);
@@ -862,7 +835,7 @@ static int plan_status_write(ctx_t *c, const json_object *sts)
         render_push(list, cond_json(c, &conds[i], ostatus, oom), oom);
     /* Conditions someone else owns (a quarantine, say) ride along: a merge patch replaces
      * the whole list. */
-    const json_object *olist = jget(ostatus, "conditions");
+    const json_object *olist = jsonx_get(ostatus, "conditions");
     size_t n = olist && json_object_is_type(olist, json_type_array) ? json_object_array_length(olist) : 0;
     for (size_t i = 0; i < n && !*oom; i++) {
         json_object *e = json_object_array_get_idx(olist, i), *copy = NULL;
@@ -964,7 +937,7 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
     c.ns = jstr(meta, "namespace");
     c.uid = jstr(meta, "uid");
     c.now = now;
-    const json_object *gen = jget(meta, "generation");
+    const json_object *gen = jsonx_get(meta, "generation");
     c.generation = gen && json_object_is_type(gen, json_type_int) ? json_object_get_int64(gen) : -1;
     c.in.name = c.name;
     c.in.ns = c.ns;
@@ -1011,10 +984,10 @@ plan_t *plan_compute(const json_object *rediscluster, const json_object *configm
     plan_t *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
-    const json_object *meta = jget(as_object(rediscluster), "metadata");
+    const json_object *meta = jsonx_get(as_object(rediscluster), "metadata");
     if (check_addressable(p, rediscluster, meta))
         goto out;
-    if (jget(meta, "deletionTimestamp"))
+    if (jsonx_get(meta, "deletionTimestamp"))
         plan_deletion(p, meta, jstr(meta, "namespace"), jstr(meta, "name"));
     else
         plan_live(p, rediscluster, meta, as_object(configmap), as_object(service), as_object(statefulset),
