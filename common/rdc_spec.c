@@ -1,6 +1,7 @@
 /* rdc_spec: the rules and defaults of a RedisCluster. See rdc_spec.h for the contract. */
-#include "jsonx.h"
 #include "rdc_spec.h"
+
+#include "jsonx.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -198,8 +199,6 @@ static void field_error(rdc_field_errors_t *e, rdc_field_error_type_t type, cons
 }
 
 /* ---- Reading untrusted JSON --------------------------------------------------------- */
-
-
 
 /* An optional string field: JSONX_OK with a non-empty *out, JSONX_ABSENT for absent, null or "",
  * JSONX_BAD (recorded in e when e is not NULL) for anything else. */

@@ -1,6 +1,7 @@
 /* admission: the pure core of the RedisCluster admission webhooks. See admission.h. */
-#include "jsonx.h"
 #include "admission.h"
+
+#include "jsonx.h"
 
 #include "buf.h"
 #include "rdc_spec.h"
@@ -47,7 +48,6 @@ static void copy_cut(char *dst, size_t size, const char *src)
         memcpy(dst, src, n);
     dst[n] = '\0';
 }
-
 
 /* o[key] as a string without embedded NUL bytes, or NULL. */
 static const char *jstr(const json_object *o, const char *key)
