@@ -39,6 +39,7 @@ struct kube_client {
     uint64_t rng;
     kube_client_clock_t clk;
     kube_client_stats_t stats;
+    int64_t call_deadline_ns; /* kube_client_set_deadline; 0 = none */
     metric_family_t *m_requests;
     metric_family_t *m_duration;
     metric_family_t *m_retries;
@@ -726,6 +727,12 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
     int64_t deadline = start + c->opts.timeout_ms * NS_PER_MS;
     kube_error_clear(err);
     kube_error_set_request(err, method, path);
+    if (c->call_deadline_ns && c->call_deadline_ns < deadline)
+        deadline = c->call_deadline_ns;
+    if (deadline <= start) {
+        kube_error_set(err, KERR_TIMEOUT, "the caller's deadline passed before the request was sent");
+        goto out;
+    }
     if (!path || path[0] != '/') {
         kube_error_set(err, KERR_CONFIG, "API path \"%s\" must start with /", path ? path : "");
         goto out;
@@ -753,6 +760,10 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
         resp->http_status = 0;
         int64_t t0 = now_ns(c);
         int64_t remaining = deadline - t0;
+        if (remaining < NS_PER_MS) {
+            kube_error_set(err, KERR_TIMEOUT, "no time left before the deadline to send the request");
+            goto out;
+        }
         int64_t real0 = clock_mono_ns();
         int sent = 0;
         CURLcode rc = perform(c, method, buf_str(&url), headers, cert, key, body, len,
@@ -1246,4 +1257,9 @@ CURL *kube_client_watch_handle(kube_client_t *c, const char *path,
 out:
     buf_free(&q);
     return e;
+}
+
+void kube_client_set_deadline(kube_client_t *c, int64_t deadline_mono_ns)
+{
+    c->call_deadline_ns = deadline_mono_ns > 0 ? deadline_mono_ns : 0;
 }

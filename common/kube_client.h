@@ -204,6 +204,15 @@ CURL *kube_client_watch_handle(kube_client_t *c, const char *path,
  * now). Consumes the token. */
 int64_t kube_client_throttle(kube_client_t *c);
 
+/* Bound every request made from now on to end by deadline_mono_ns (CLOCK_MONOTONIC ns,
+ * as clock_mono_ns(), or the test clock when one is set; 0 removes the bound): the rate limiter wait, every attempt and
+ * every retry stop at it, and a request that would start after it fails at once with
+ * KERR_TIMEOUT without being sent. This is fencing: a worker's writes must not outlive
+ * the leadership they were made under (see electord/election.h). Bytes already handed
+ * to the network before the deadline can still arrive later; the margin between the
+ * renew deadline and the lease duration is what covers them, as in client-go. */
+void kube_client_set_deadline(kube_client_t *c, int64_t deadline_mono_ns);
+
 /* The host:port requests go to (for metric labels and messages). */
 const char *kube_client_host(const kube_client_t *c);
 

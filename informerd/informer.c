@@ -632,12 +632,13 @@ static void heartbeat_workers(informer_t *inf, int64_t now)
             worker_lost(inf, w, w->key[0] ? "reconcile timed out" : "silent", now);
             continue; /* the slot now holds another worker */
         }
-        if (w->idle) {
-            zmsg_t *m = zmsg_new();
-            zmsg_addmem(m, w->id, w->idlen);
-            zmsg_addstr(m, PROTO_HEARTBEAT);
-            zmsg_send(&m, inf->work, ZMQ_DONTWAIT);
-        }
+        /* Busy workers too: a worker measures our silence in wall time, and a reconcile
+         * longer than its liveness window would otherwise make it drop the link (and its
+         * DONE) and report READY again, which counts as a crash of the key. */
+        zmsg_t *m = zmsg_new();
+        zmsg_addmem(m, w->id, w->idlen);
+        zmsg_addstr(m, PROTO_HEARTBEAT);
+        zmsg_send(&m, inf->work, ZMQ_DONTWAIT);
         i++;
     }
 }
@@ -653,7 +654,18 @@ static void handle_events(informer_t *inf, int64_t now)
             char id[64];
             int len = snprintf(id, sizeof(id), "w-%lld", (long long)pid);
             worker_slot_t *w = worker_find(inf, id, (size_t)len);
-            if (w) {
+            int64_t code = -1;
+            zmsg_frame_int64(m, 4, &code);
+            if (w && sig == 0 && code == 0) {
+                /* A clean exit (a worker retired by `ctl workers`, or stopping) is no
+                 * crash: an item it never got to goes back without counting against
+                 * its key. */
+                if (w->key[0]) {
+                    workqueue_done(inf->queue, w->key, now);
+                    workqueue_add(inf->queue, w->key, now);
+                }
+                worker_forget(inf, w);
+            } else if (w) {
                 char why[64];
                 snprintf(why, sizeof(why), sig ? "killed by signal %lld" : "exited",
                          (long long)sig);
@@ -699,6 +711,9 @@ static void quarantine_report(informer_t *inf, const char *key)
     rlog_error("key quarantined: it crashed workers repeatedly", "key", key, NULL);
     if (!may_dispatch(inf))
         return;
+    /* Fenced like the workers' writes: nothing lands after our leadership's validity. */
+    if (inf->cfg->opts->leader_elect)
+        kube_client_set_deadline(inf->cfg->client, inf->valid_until_ms * NS_PER_MS);
     char msg[512], now[40], line[512];
     snprintf(msg, sizeof(msg),
              "reconcile crashed the worker %d times in a row; retried after 1h or when the spec changes",
@@ -735,6 +750,7 @@ static void quarantine_report(informer_t *inf, const char *key)
                             "application/apply-patch+yaml", body, strlen(body), 1, NULL, &err))
         rlog_warn("cannot set the ReconcileCrashed condition", "key", key, "error",
                   kube_error_str(&err, line, sizeof(line)), NULL);
+    kube_client_set_deadline(inf->cfg->client, 0);
     buf_free(&path);
 }
 

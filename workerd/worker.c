@@ -101,7 +101,12 @@ static int worker_may_write(void *user)
         return 1;
     drain_leader(w);
     int64_t now_ms = clock_mono_ns() / NS_PER_MS;
-    return w->is_leader && w->leader_epoch == w->item_epoch && now_ms < w->valid_until_ms;
+    int ok = w->is_leader && w->leader_epoch == w->item_epoch && now_ms < w->valid_until_ms;
+    /* The write that follows must also end before the leadership's validity does: a
+     * request still in flight at the fence must not land after someone else leads. */
+    if (ok)
+        kube_client_set_deadline(w->cfg->client, w->valid_until_ms * NS_PER_MS);
+    return ok;
 }
 
 static json_object *child_of(json_object *children, const char *kind)
@@ -145,6 +150,7 @@ static void worker_handle_work(worker_t *w, zmsg_t *m)
                     .instance = w->hostname};
     reconcile_run(&x, rc, child_of(children, "ConfigMap"), child_of(children, "Service"),
                   child_of(children, "StatefulSet"), NULL, &out);
+    kube_client_set_deadline(w->cfg->client, 0);
     worker_state_file(w, "");
 answer:;
     zmsg_t *done = zmsg_new();

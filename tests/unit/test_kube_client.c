@@ -483,6 +483,31 @@ static void test_get(void)
     env_close(&e);
 }
 
+/* A caller's deadline (fencing) bounds the request: past it nothing is sent at all. */
+static void test_deadline(void)
+{
+    env_t e;
+    env_open(&e, h_echo, NULL);
+    kube_error_t err;
+    kube_client_set_deadline(e.c, e.clk.now - NS_PER_MS); /* the client's (fake) clock */
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces/default/configmaps/x", NULL, NULL,
+                                    &err),
+                    KERR_TIMEOUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "deadline"));
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 0);
+    /* A deadline in the future lets it through; 0 removes the bound. */
+    kube_client_set_deadline(e.c, e.clk.now + 10 * NS_PER_SEC);
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces/default/configmaps/x", NULL, NULL,
+                                    &err),
+                    0);
+    kube_client_set_deadline(e.c, 0);
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces/default/configmaps/x", NULL, NULL,
+                                    &err),
+                    0);
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 2);
+    env_close(&e);
+}
+
 static void test_create_update(void)
 {
     env_t e;
@@ -1438,6 +1463,7 @@ int main(void)
     CU_pSuite s = CU_add_suite("kube_client", NULL, NULL);
     CU_add_test(s, "path builder", test_path_builder);
     CU_add_test(s, "GET: method, path, headers", test_get);
+    CU_add_test(s, "caller's deadline (fencing)", test_deadline);
     CU_add_test(s, "POST and PUT", test_create_update);
     CU_add_test(s, "PATCH: apply, merge, json, strategic", test_patch);
     CU_add_test(s, "DELETE with DeleteOptions", test_delete);
