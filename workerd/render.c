@@ -83,10 +83,10 @@ int render_image_ref(const char *image, const char *version, buf_t *out)
 int render_redis_conf(const render_input_t *in, buf_t *out)
 {
     /* Persistence on (AOF every second plus RDB snapshots) into the PVC at /data; the
-     * container is reached through the headless Service, so bind everywhere without
-     * protected mode (the pod network is the boundary). */
+     * container is reached through the headless Service, so no bind directive (Redis then
+     * listens on every interface of the pod) and no protected mode (the pod network is
+     * the boundary). */
     static const char defaults[] = "# redis.conf rendered by rediscluster-operator; edits are overwritten.\n"
-                                   "bind 0.0.0.0\n"
                                    "port 6379\n"
                                    "protected-mode no\n"
                                    "dir /data\n"
