@@ -564,7 +564,13 @@ static void handle_done(informer_t *inf, worker_slot_t *w, zmsg_t *m, int64_t no
     int64_t after_ms = 0;
     zmsg_frame_int64(m, 3, &after_ms);
     if (!key || !result || strcmp(key, w->key) != 0) {
-        rlog_warn("DONE for a key the worker was not given; ignored", "worker", w->id, NULL);
+        /* A confused peer: hand its real item back rather than leave it "processing". */
+        rlog_warn("DONE for a key the worker was not given; its item is requeued", "worker",
+                  w->id, "key", w->key, NULL);
+        if (w->key[0]) {
+            workqueue_done(inf->queue, w->key, now);
+            workqueue_add(inf->queue, w->key, now);
+        }
         goto out;
     }
     workqueue_done(inf->queue, key, now);

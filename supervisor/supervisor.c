@@ -337,6 +337,7 @@ static void purge_retired(supervisor_t *s)
 static int readiness(const supervisor_t *s, buf_t *why)
 {
     int ok = 1;
+    int64_t now = clock_mono_ns();
     for (size_t i = 0; i < s->nchildren; i++) {
         const child_t *c = &s->children[i];
         if (!c->essential)
@@ -344,7 +345,10 @@ static int readiness(const supervisor_t *s, buf_t *why)
         if (!c->ready) {
             buf_printf(why, "%s is not ready (%s)\n", c->name, state_names[c->state]);
             ok = 0;
-        } else if (policy_crashlooping(&c->policy)) {
+        } else if (policy_crashlooping(&c->policy) &&
+                   now - c->started_ns < POLICY_RESTART_CAP_NS) {
+            /* Its streak of exits only resets for the backoff after POLICY_STABLE_NS;
+             * a run that outlasted the longest restart delay has stopped looping. */
             buf_printf(why, "%s is crash-looping\n", c->name);
             ok = 0;
         }

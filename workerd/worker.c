@@ -66,9 +66,12 @@ static int worker_connect(worker_t *w)
     return 0;
 }
 
-static void worker_disconnect(worker_t *w)
+static void worker_disconnect(worker_t *w, int flush)
 {
     if (w->dealer) {
+        /* On the way out, give a DONE just sent a moment to reach informerd. */
+        int linger = flush ? 1000 : 0;
+        zmq_setsockopt(w->dealer, ZMQ_LINGER, &linger, sizeof(linger));
         zmq_close(w->dealer);
         w->dealer = NULL;
     }
@@ -193,7 +196,7 @@ int worker_run(const worker_config_t *cfg)
     int64_t now = clock_mono_ns();
     w.reconnect_delay_ns = RECONNECT_MIN_NS;
     if (worker_connect(&w))
-        worker_disconnect(&w);
+        worker_disconnect(&w, 0);
     w.last_heard_ns = now;
     int64_t reconnect_at = 0;
     daemon_notify_ready();
@@ -245,7 +248,7 @@ int worker_run(const worker_config_t *cfg)
             char d[16];
             snprintf(d, sizeof(d), "%llds", (long long)(w.reconnect_delay_ns / NS_PER_SEC));
             rlog_warn("informerd is silent; reconnecting", "after", d, NULL);
-            worker_disconnect(&w);
+            worker_disconnect(&w, 0);
             reconnect_at = now + w.reconnect_delay_ns;
             w.reconnect_delay_ns *= 2;
             if (w.reconnect_delay_ns > RECONNECT_MAX_NS)
@@ -253,7 +256,7 @@ int worker_run(const worker_config_t *cfg)
         }
         if (!w.dealer && now >= reconnect_at) {
             if (worker_connect(&w))
-                worker_disconnect(&w);
+                worker_disconnect(&w, 0);
             w.last_heard_ns = now;
         }
         worker_heartbeat(&w, now);
@@ -262,7 +265,7 @@ int worker_run(const worker_config_t *cfg)
             w.next_metrics_ns = now + METRICS_EVERY_NS;
         }
     }
-    worker_disconnect(&w);
+    worker_disconnect(&w, 1);
     if (w.leader)
         zmq_close(w.leader);
     zmq_ctx_term(w.ctx);
