@@ -48,6 +48,9 @@ for t in tests/e2e/test_*.sh; do
     [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
     passed=$((passed + p)) failed=$((failed + f))
 done
+# Tear down before the summary, so that the count is the last line printed.
+cleanup
+started=0
 echo
 echo "e2e: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
