@@ -727,8 +727,11 @@ int supervisor_run(supervisor_t *s, int signal_fd)
                 break;
             handle_control(s, now);
         }
+        /* Any event on a readiness pipe, POLLHUP included (zmq_poll reports it as
+         * ZMQ_POLLERR): a child that wrote READY closes its end, and a pipe left at EOF
+         * would wake the loop at once forever. read_ready closes it. */
         for (int i = first_child; rc > 0 && i < n; i++) {
-            if (items[i].revents & ZMQ_POLLIN)
+            if (items[i].revents)
                 read_ready(owners[i]);
         }
         if (health_i >= 0)
