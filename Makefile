@@ -32,7 +32,7 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 # Keep object files of the unit tests between runs.
 .SECONDARY:
 
-.PHONY: bench-informer all fault asan test unit asan-unit e2e deps fuzz clean banned cluster-up cluster-down
+.PHONY: bench bench-informer all fault asan test unit asan-unit e2e deps fuzz clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
 
 $(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) tests/unit tests/fuzz -name '*.[ch]' 2>/dev/null)
@@ -98,6 +98,9 @@ $(BUILD)/bench/bench_informer: bench/bench_informer.c $(filter $(BUILD)/informer
 
 bench-informer: $(BUILD)/bench/bench_informer
 	@$< $(or $(N),10000) $(or $(M),100000)
+
+bench: all
+	@bench/run.sh
 
 cluster-up:
 	@tests/cluster/cluster.sh up

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# bench/run.sh: the rdc-operator benchmark (`make bench`; see bench/README.md).
+#
+# Brings the local control plane up (tests/cluster/cluster.sh, its own state dir), builds
+# the raw-limit client, runs bench/bench.py, prints a markdown table on stdout and writes
+# bench/results/<YYYY-MM-DD>-<shortsha>.json. Takes the cluster down afterwards if it
+# started it (BENCH_KEEP_CLUSTER=1 keeps it).
+#
+# Knobs (environment or make variables):
+#   N=100            RedisClusters of the main run (size 3 each)
+#   WORKERS=2        workerd processes of the main run
+#   BENCH_FULL=1     also: the workers sweep (SWEEP_N=100 clusters, SWEEP_WORKERS="1 2 4 8")
+#                    and one run with N_FULL=1000 (plus its raw client run; RAW_FULL=0 skips it)
+#   SCENARIOS="converge failover raw"   pick scenarios (add "sweep", "full")
+#   SYNC_PERIOD=30s  --sync-period of the operator (the steady-state phase waits for a resync)
+#   QPS= BURST=      --kube-api-qps / --kube-api-burst of the operator (default: its own 20/30)
+#   STORAGE=dynamic  volume claims bound by the cluster's fake provisioner; "static": by
+#                    pre-created PVs (no provisioner in the path; see README)
+#   RAW_CONCURRENCY=100 RAW_HTTP=2   the raw client's requests in flight and protocol
+#   BENCH_CLUSTER_DIR=/tmp/rdc-cluster-bench   state dir of the control plane
+set -uo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+export RDC_CLUSTER_DIR=${BENCH_CLUSTER_DIR:-/tmp/rdc-cluster-bench}
+cluster=tests/cluster/cluster.sh
+read -r la1 la5 la15 _ </proc/loadavg
+echo "bench: load average at start: $la1 $la5 $la15 ($(nproc) cores)" >&2
+
+if [ ! -x build/bin/supervisor ] || [ ! -f build/libcommon.a ] || [ ! -f build/workerd/render.o ]; then
+    make -j2 all >&2 || exit 1
+fi
+make -s -C bench >&2 || { echo "bench: cannot build bench/.build/rawapply" >&2; exit 1; }
+
+started=0
+cleanup() {
+    if [ "$started" = 1 ] && [ "${BENCH_KEEP_CLUSTER:-0}" != 1 ]; then
+        "$cluster" down >&2 || true
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+"$cluster" status >/dev/null 2>&1 || started=1
+if ! "$cluster" up >&2; then
+    echo "bench: the local control plane did not come up; see $RDC_CLUSTER_DIR/logs" >&2
+    exit 1
+fi
+eval "$("$cluster" env)"
+kubectl apply -f crds/ >/dev/null || exit 1
+kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com >/dev/null || exit 1
+
+sha=$(git rev-parse --short HEAD 2>/dev/null || echo nogit)
+day=$(date +%F)
+mkdir -p bench/results
+out=bench/results/$day-$sha.json
+i=2
+while [ -e "$out" ] && [ "${BENCH_OVERWRITE:-0}" != 1 ]; do
+    out=bench/results/$day-$sha-$i.json
+    i=$((i + 1))
+done
+work=$(mktemp -d /tmp/rdc-bench.XXXXXX)
+export BENCH_OUT=$top/$out BENCH_COMMIT=$sha BENCH_DATE=$day BENCH_WORK=$work RDC_BIN=$top/build/bin
+# bench.py stops what it started (operators, watch processes, namespaces) on TERM/INT:
+# pass ours on to it and wait (bounded) until it is done.
+python3 bench/bench.py run &
+py=$!
+trap 'kill -TERM "$py" 2>/dev/null' INT TERM
+wait "$py"
+rc=$?
+for _ in $(seq 1 120); do
+    kill -0 "$py" 2>/dev/null || break
+    sleep 0.5
+done
+wait "$py" 2>/dev/null && rc=0 || { r=$?; [ "$r" != 127 ] && rc=$r; }
+trap 'exit 130' INT TERM
+if [ -e "$out" ]; then
+    echo "bench: results in $out (operator logs and watch streams in $work)" >&2
+else
+    echo "bench: no results file written (operator logs and watch streams in $work)" >&2
+fi
+exit $rc
