@@ -1599,8 +1599,9 @@ def markdown(R):
                              raw["writes"]["requests"], fmt(raw["writes"]["seconds"]), fmt(raw["writes"]["rps"]),
                              fmt(raw["writes"]["latency_ms"]["p50"]), fmt(raw["writes"]["latency_ms"]["p99"]),
                              raw["writes"].get("failed")),
-                         "%s s to all children, %s writes/s" % (
-                             fmt(g(op, "convergence", "seconds_to_all_children")), fmt(op.get("writes_per_second")))
+                         "%s s to all children, %s writes/s until then" % (
+                             fmt(g(op, "convergence", "seconds_to_all_children")),
+                             fmt(op.get("writes_per_second_until_children") or op.get("writes_per_second")))
                          if op else "—"])
         table(L, ["N", "client", "creates", "operator's writes", "operator (same N)"], rows)
     return "\n".join(L)

@@ -14,8 +14,8 @@
 #   SCENARIOS="converge failover raw"   pick scenarios (add "sweep", "full")
 #   SYNC_PERIOD=30s  --sync-period of the operator (the steady-state phase waits for a resync)
 #   QPS= BURST=      --kube-api-qps / --kube-api-burst of the operator (default: its own 20/30)
-#   STORAGE=dynamic  volume claims bound by the cluster's fake provisioner; "static": by
-#                    pre-created PVs (no provisioner in the path; see README)
+#   STORAGE=static   volume claims bound to pre-created, pre-bound PVs (no provisioner in the
+#                    path); "dynamic": by the cluster's fake provisioner (see README)
 #   RAW_CONCURRENCY=100 RAW_HTTP=2   the raw client's requests in flight and protocol
 #   BENCH_CLUSTER_DIR=/tmp/rdc-cluster-bench   state dir of the control plane
 set -uo pipefail
