@@ -1462,9 +1462,11 @@ def markdown(R):
     L.append("")
     L.append("Machine: %s cores, %s GiB RAM, kernel %s; load average at start %s, at end %s; "
              "%s other kube-apiserver(s) running on the machine. Storage: %s. Operator client QPS/burst per "
-             "process: %s. Sync period: %s. Elapsed: %s s." %
+             "process: %s. Controller manager and scheduler: %s. Sync period: %s. Elapsed: %s s." %
              (m["cpus"], m["mem_gib"], m.get("kernel"), m["loadavg_start"], m.get("loadavg_end", "?"),
-              m["other_apiservers"], cfg["storage"], cfg["qps_burst"], cfg["sync_period"],
+              m["other_apiservers"], cfg["storage"], cfg["qps_burst"],
+              {True: "default client QPS limits (20/30, 50/100)", False: "client QPS limits lifted (5000/10000)"}
+              .get(cfg.get("control_plane_qps_limits"), "?"), cfg["sync_period"],
               fmt(R.get("elapsed_seconds"))))
     las = [x[1] for x in m.get("loadavg_1m_series") or []]
     if las:
@@ -1649,6 +1651,7 @@ def run_main():
          "machine": machine_state(),
          "config": {"n": n, "workers": workers, "full": full, "storage": ctx.storage, "sync_period": ctx.sync_period,
                     "qps_burst": "%s/%s" % (ctx.qps or "20 (default)", ctx.burst or "30 (default)"),
+                    "control_plane_qps_limits": os.environ.get("RDC_CLUSTER_QPS_LIMITS", "1") != "0",
                     "client_threads": ctx.threads, "work_dir": ctx.work}}
     t_start = time.time()
     log("work dir %s; load average %s" % (ctx.work, R["machine"]["loadavg_start"]))

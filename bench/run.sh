@@ -18,10 +18,16 @@
 #                    path); "dynamic": by the cluster's fake provisioner (see README)
 #   RAW_CONCURRENCY=100 RAW_HTTP=2   the raw client's requests in flight and protocol
 #   BENCH_CLUSTER_DIR=/tmp/rdc-cluster-bench   state dir of the control plane
+#   CP_QPS_LIMITS=0  1 keeps kube-controller-manager's and kube-scheduler's default client
+#                    QPS limits (20/30, 50/100); 0 lifts them (5000/10000, as kwokctl does)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
 export RDC_CLUSTER_DIR=${BENCH_CLUSTER_DIR:-/tmp/rdc-cluster-bench}
+# the controller manager's and scheduler's own client QPS limits are lifted (as kwokctl
+# --disable-qps-limits does) unless CP_QPS_LIMITS=1; takes effect when the bench starts the
+# control plane
+export RDC_CLUSTER_QPS_LIMITS=${CP_QPS_LIMITS:-0}
 cluster=tests/cluster/cluster.sh
 read -r la1 la5 la15 _ </proc/loadavg
 echo "bench: load average at start: $la1 $la5 $la15 ($(nproc) cores)" >&2

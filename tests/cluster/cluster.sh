@@ -21,6 +21,13 @@ DIR="${RDC_CLUSTER_DIR:-/tmp/rdc-cluster}"
 DIR="${DIR%/}"
 UP_TIMEOUT="${RDC_UP_TIMEOUT:-120}"     # seconds for each wait in `up`
 NODES="${RDC_CLUSTER_NODES:-3}"
+# 0 lifts the client-side rate limits of kube-controller-manager (default 20 QPS / 30
+# burst) and kube-scheduler (50 / 100), as `kwokctl --disable-qps-limits` does: with
+# hundreds of fake pods those limits, not the code under test, set the pace. The tests
+# keep the defaults; the benchmarks lift them.
+QPS_LIMITS="${RDC_CLUSTER_QPS_LIMITS:-1}"
+QPS_FLAGS=()
+if [ "$QPS_LIMITS" = 0 ]; then QPS_FLAGS=(--kube-api-qps=5000 --kube-api-burst=10000); fi
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok provisioner)
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
@@ -264,13 +271,13 @@ EOF
     --root-ca-file="$P/ca.crt" --service-account-private-key-file="$P/sa.key" \
     --use-service-account-credentials=true \
     --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
-    --service-cluster-ip-range="$SERVICE_CIDR" --profiling=false
+    --service-cluster-ip-range="$SERVICE_CIDR" --profiling=false ${QPS_FLAGS[@]+"${QPS_FLAGS[@]}"}
   start kube-scheduler "$BIN/kube-scheduler" "$BIN/kube-scheduler" \
     --kubeconfig="$DIR/scheduler.kubeconfig" \
     --authentication-kubeconfig="$DIR/scheduler.kubeconfig" \
     --authorization-kubeconfig="$DIR/scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" --cert-dir="$DIR/pki/scheduler-serving" \
-    --leader-elect=false --profiling=false
+    --leader-elect=false --profiling=false ${QPS_FLAGS[@]+"${QPS_FLAGS[@]}"}
   # HOME points kwok away from a user's ~/.kwok/kwok.yaml: only our stages apply
   start kwok "$BIN/kwok" env HOME="$DIR/kwok-home" "$BIN/kwok" \
     --kubeconfig="$DIR/kubeconfig" --config="$here/kwok/stages.yaml" \
