@@ -342,8 +342,10 @@ static int spec_problems(const json_object *rc, buf_t *message)
 }
 
 /* Fill in from a spec that rdc_spec_validate accepted (an optional string that is null or
- * "" is unset). The strings in in point into rc or image. Returns 0, or -1 when out of
- * memory. */
+ * "" is unset). An unset version, maxmemoryPolicy or storage size takes the default the
+ * defaulting webhook would have written (rdc_spec.h), so a cluster runs the same with or
+ * without the webhook. The strings in in point into rc, image or static storage. Returns
+ * 0, or -1 when out of memory. */
 static int spec_input(const json_object *rc, render_input_t *in, buf_t *image)
 {
     const json_object *spec = jsonx_get(rc, "spec");
@@ -351,12 +353,17 @@ static int spec_input(const json_object *rc, render_input_t *in, buf_t *image)
     in->size = (int)jint(spec, "size", 0);
     in->maxmemory = jstr(config, "maxmemory");
     in->maxmemory_policy = jstr(config, "maxmemoryPolicy");
+    if (!in->maxmemory_policy)
+        in->maxmemory_policy = RDC_SPEC_DEFAULT_MAXMEMORY_POLICY;
     in->storage_size = jstr(storage, "size");
     if (!in->storage_size)
-        in->storage_size = RENDER_DEFAULT_STORAGE;
+        in->storage_size = RDC_SPEC_DEFAULT_STORAGE_SIZE;
     in->storage_class = jstr(storage, "storageClass");
-    /* At most RDC_SPEC_IMAGE_MAX bytes, ':' and a 128-byte tag: only memory can fail. */
-    if (render_image_ref(jstr(spec, "image"), jstr(spec, "version"), image))
+    const char *version = jstr(spec, "version");
+    /* The version is the tag of an image that names none (render_image_ref ignores it
+     * otherwise). At most RDC_SPEC_IMAGE_MAX bytes, ':' and a 128-byte tag: only memory
+     * can fail. */
+    if (render_image_ref(jstr(spec, "image"), version ? version : RDC_SPEC_DEFAULT_VERSION, image))
         return -1;
     in->image = buf_str(image);
     return 0;

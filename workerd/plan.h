@@ -47,8 +47,11 @@
  *     naming every bad field and why; no child writes; a Warning event with the same
  *     reason, recorded only with a status write (so a resync of an unchanged, invalid
  *     object writes nothing); no requeue (a fix arrives as a watch event).
- *  5. Otherwise the desired children are built (render.h) and compared with the observed
- *     ones; a missing or drifted child gets PLAN_APPLY with the full desired object and a
+ *  5. Otherwise the desired children are built (render.h) from the spec with the
+ *     defaulting webhook's defaults for what it leaves unset (version "7.2" as the tag of an
+ *     image without one, maxmemoryPolicy allkeys-lru, storage.size 1Gi; rdc_spec.h), so a
+ *     cluster runs the same whether or not the webhook is installed, and compared with the
+ *     observed ones; a missing or drifted child gets PLAN_APPLY with the full desired object and a
  *     Normal event (Created, Updated, or Scaled when the StatefulSet's replicas change).
  *  6. The status is computed; PLAN_UPDATE_STATUS only when it differs from the observed one.
  *  7. Requeue after 10 s unless the phase is Running or Failed.

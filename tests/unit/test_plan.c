@@ -885,7 +885,9 @@ static void test_image_through_plan(void)
         {"{\"size\":1,\"image\":\"registry.local:5000/redis\",\"version\":\"7.2\"}", "registry.local:5000/redis:7.2"},
         {"{\"size\":1,\"image\":\"redis@sha256:abc\",\"version\":\"7.2\"}", "redis@sha256:abc"},
         {"{\"size\":1,\"image\":\"bitnami/redis:7.0.15\",\"version\":\"7.2\"}", "bitnami/redis:7.0.15"},
-        {"{\"size\":1,\"image\":\"redis\"}", "redis"},
+        {"{\"size\":1,\"image\":\"redis\"}", "redis:" RDC_SPEC_DEFAULT_VERSION},
+        {"{\"size\":1,\"image\":\"host:5000/redis\",\"version\":null}", "host:5000/redis:7.2"},
+        {"{\"size\":1,\"image\":\"redis:6.2\"}", "redis:6.2"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_object *rc = rc_new(cases[i].spec, 1);
@@ -900,6 +902,8 @@ static void test_image_through_plan(void)
 
 /* ---- Optional fields --------------------------------------------------------------------- */
 
+/* Without the defaulting webhook the reconcile fills in the same defaults it would have
+ * written (version, maxmemoryPolicy, storage.size): one object, one result, webhook or not. */
 static void test_minimal_spec_defaults(void)
 {
     json_object *rc = rc_new("{\"size\":1,\"image\":\"redis\"}", 1);
@@ -908,9 +912,10 @@ static void test_minimal_spec_defaults(void)
     const json_object *cm = find_action(p, PLAN_APPLY, "configmaps")->body;
     const json_object *sts = find_action(p, PLAN_APPLY, "statefulsets")->body;
     const char *conf = str_at(cm, "data redis.conf");
-    CU_ASSERT(!contains(conf, "maxmemory"));
+    CU_ASSERT(!contains(conf, "\nmaxmemory "));
+    CU_ASSERT(contains(conf, "\nmaxmemory-policy allkeys-lru\n"));
     CU_ASSERT(contains(conf, "\nappendonly yes\n"));
-    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec containers 0 image"), "redis");
+    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec containers 0 image"), "redis:7.2");
     CU_ASSERT_STRING_EQUAL(str_at(sts, "spec volumeClaimTemplates 0 spec resources requests storage"), "1Gi");
     CU_ASSERT_PTR_NULL(at(sts, "spec volumeClaimTemplates 0 spec storageClassName"));
     CU_ASSERT_EQUAL(int_at(sts, "spec replicas"), 1);
@@ -924,11 +929,29 @@ static void test_minimal_spec_defaults(void)
     p = plan_compute(rc, NULL, NULL, NULL, T1);
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
     sts = find_action(p, PLAN_APPLY, "statefulsets")->body;
-    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec containers 0 image"), "redis");
+    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec containers 0 image"), "redis:7.2");
     CU_ASSERT_STRING_EQUAL(str_at(sts, "spec volumeClaimTemplates 0 spec resources requests storage"), "1Gi");
     CU_ASSERT_PTR_NULL(at(sts, "spec volumeClaimTemplates 0 spec storageClassName"));
-    CU_ASSERT(!contains(str_at(find_action(p, PLAN_APPLY, "configmaps")->body, "data redis.conf"), "maxmemory"));
+    conf = str_at(find_action(p, PLAN_APPLY, "configmaps")->body, "data redis.conf");
+    CU_ASSERT(!contains(conf, "\nmaxmemory "));
+    CU_ASSERT(contains(conf, "\nmaxmemory-policy allkeys-lru\n"));
     plan_destroy(&p);
+    json_object_put(rc);
+
+    /* The webhook's output plans exactly the children the bare object plans. */
+    rc = rc_new("{\"size\":1,\"image\":\"redis\"}", 1);
+    json_object *defaulted = rdc_spec_defaulted(rc);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(defaulted);
+    json_object *rc2 = rc_new(json_object_to_json_string(defaulted), 1);
+    plan_t *p1 = plan_compute(rc, NULL, NULL, NULL, T1), *p2 = plan_compute(rc2, NULL, NULL, NULL, T1);
+    static const char *const kinds[] = {"configmaps", "services", "statefulsets"};
+    for (size_t i = 0; i < 3; i++)
+        CU_ASSERT(json_object_equal(find_action(p1, PLAN_APPLY, kinds[i])->body,
+                                    find_action(p2, PLAN_APPLY, kinds[i])->body));
+    plan_destroy(&p1);
+    plan_destroy(&p2);
+    json_object_put(defaulted);
+    json_object_put(rc2);
     json_object_put(rc);
 
     /* Only a policy. */
