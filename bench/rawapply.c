@@ -146,13 +146,13 @@ static req_t *build(int ci, int step)
     case ST_FINALIZER:
         ctype = "application/merge-patch+json";
         kube_path(&path, "cache.example.com", "v1alpha1", g_ns, "redisclusters", c->name, NULL);
-        body = render_obj(&oom);
+        body = jsonx_new_obj(&oom);
         {
-            json_object *md = render_obj(&oom), *fin = render_arr(&oom);
-            render_push(fin, render_str("cache.example.com/finalizer", &oom), &oom);
-            render_put(md, "finalizers", fin, &oom);
-            render_put(md, "resourceVersion", render_str(c->rv, &oom), &oom);
-            render_put(body, "metadata", md, &oom);
+            json_object *md = jsonx_new_obj(&oom), *fin = jsonx_new_arr(&oom);
+            jsonx_push(fin, jsonx_new_str("cache.example.com/finalizer", &oom), &oom);
+            jsonx_put(md, "finalizers", fin, &oom);
+            jsonx_put(md, "resourceVersion", jsonx_new_str(c->rv, &oom), &oom);
+            jsonx_put(body, "metadata", md, &oom);
         }
         break;
     case ST_APPLY_CM:

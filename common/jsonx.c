@@ -25,3 +25,53 @@ jsonx_field_t jsonx_string(const json_object *o, const char *key, const char **o
     *out = s;
     return JSONX_OK;
 }
+
+/* ---- building -------------------------------------------------------------------------- */
+
+json_object *jsonx_new_str(const char *s, int *oom)
+{
+    json_object *o = json_object_new_string(s ? s : "");
+    if (!o)
+        *oom = 1;
+    return o;
+}
+
+json_object *jsonx_new_int(int64_t v, int *oom)
+{
+    json_object *o = json_object_new_int64(v);
+    if (!o)
+        *oom = 1;
+    return o;
+}
+
+json_object *jsonx_new_obj(int *oom)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        *oom = 1;
+    return o;
+}
+
+json_object *jsonx_new_arr(int *oom)
+{
+    json_object *o = json_object_new_array();
+    if (!o)
+        *oom = 1;
+    return o;
+}
+
+void jsonx_put(json_object *obj, const char *key, json_object *val, int *oom)
+{
+    if (!obj || !val || json_object_object_add(obj, key, val)) {
+        json_object_put(val);
+        *oom = 1;
+    }
+}
+
+void jsonx_push(json_object *arr, json_object *val, int *oom)
+{
+    if (!arr || !val || json_object_array_add(arr, val)) {
+        json_object_put(val);
+        *oom = 1;
+    }
+}

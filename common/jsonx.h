@@ -4,6 +4,7 @@
 #define RDC_JSONX_H
 
 #include <json-c/json.h>
+#include <stdint.h>
 
 typedef enum { JSONX_ABSENT, JSONX_OK, JSONX_BAD } jsonx_field_t;
 
@@ -15,5 +16,21 @@ json_object *jsonx_get(const json_object *o, const char *key);
  * JSONX_OK with *out set (borrowed from o). Anything else: JSONX_BAD. *out is NULL unless
  * JSONX_OK. */
 jsonx_field_t jsonx_string(const json_object *o, const char *key, const char **out);
+
+/* Building JSON with one allocation-failure flag: every call below sets *oom (and never
+ * clears it) when memory runs out, so a builder makes all its calls and checks *oom once
+ * at the end; a NULL from one call is accepted (and ignored) by the next. */
+
+/* A new string (s NULL: ""), or NULL with *oom set. */
+json_object *jsonx_new_str(const char *s, int *oom);
+/* A new int, or NULL with *oom set. */
+json_object *jsonx_new_int(int64_t v, int *oom);
+/* A new object / array, or NULL with *oom set. */
+json_object *jsonx_new_obj(int *oom);
+json_object *jsonx_new_arr(int *oom);
+/* obj[key] = val, taking val (freed on failure). A NULL obj or val sets *oom. */
+void jsonx_put(json_object *obj, const char *key, json_object *val, int *oom);
+/* Append val to arr, taking val (freed on failure). A NULL arr or val sets *oom. */
+void jsonx_push(json_object *arr, json_object *val, int *oom);
 
 #endif

@@ -4,7 +4,9 @@
 #include "buf.h"
 #include "cache.h"
 #include "clock.h"
+#include "crashcond.h"
 #include "daemon.h"
+#include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
 #include "proto.h"
@@ -166,6 +168,18 @@ static void on_delta(void *ud, const cache_delta_t *d)
         /* A new spec lifts a quarantine: the change may well be the fix. */
         if (d->type == CACHE_MODIFIED && generation_of(d->old_obj) != generation_of(it->obj))
             workqueue_unquarantine(inf->queue, key);
+        /* A quarantine recorded on the object by an earlier informerd (this one restarted,
+         * or another replica led): hold the key back for the rest of its window rather
+         * than let it crash workers again. */
+        if (d->type == CACHE_ADDED && !workqueue_is_quarantined(inf->queue, key)) {
+            int64_t left = crashcond_quarantine_left_ns(it->obj, clock_wall_ns(), QUARANTINE_NS);
+            if (left > 0 && workqueue_quarantine(inf->queue, key, now + left) == 0) {
+                char secs[32];
+                snprintf(secs, sizeof(secs), "%lld", (long long)(left / NS_PER_SEC));
+                rlog_warn("key quarantined by its ReconcileCrashed condition", "key", key, "seconds_left", secs,
+                          NULL);
+            }
+        }
     }
     workqueue_add(inf->queue, key, now);
 }
@@ -557,6 +571,8 @@ static void dispatch(informer_t *inf, int64_t now)
     }
 }
 
+static void crashcond_clear(informer_t *inf, const char *key);
+
 static void handle_done(informer_t *inf, worker_slot_t *w, zmsg_t *m, int64_t now)
 {
     char *key = zmsg_strdup(m, 1);
@@ -574,6 +590,9 @@ static void handle_done(informer_t *inf, worker_slot_t *w, zmsg_t *m, int64_t no
         goto out;
     }
     workqueue_done(inf->queue, key, now);
+    /* The reconcile ran to its end without crashing the worker: a quarantine recorded on
+     * the object is over. */
+    crashcond_clear(inf, key);
     if (strcmp(result, "done") == 0) {
         workqueue_forget(inf->queue, key);
     } else if (strcmp(result, "requeue_after") == 0) {
@@ -702,9 +721,52 @@ static void handle_leader(informer_t *inf)
 
 /* ---- quarantine report ---------------------------------------------------------------- */
 
-/* Tell the user on the object itself: a Warning Event and a ReconcileCrashed condition
- * (server-side apply under a field manager of its own, so the worker's status writes and
- * this condition do not overwrite each other). Failures are logged, not retried. */
+/* Set the ReconcileCrashed condition (crashcond.h) on the cached RedisCluster of key by
+ * server-side apply under a field manager of its own, so the worker's status writes and
+ * this condition do not overwrite each other. Fenced like the workers' writes. Failures
+ * are logged, not retried (the condition only reports; the quarantine is in memory). */
+static void crashcond_write(informer_t *inf, const char *key, const json_object *rc, int crashed, const char *msg)
+{
+    const json_object *md = jsonx_get(rc, "metadata");
+    const char *name = NULL, *ns = NULL;
+    if (jsonx_string(md, "name", &name) != JSONX_OK || jsonx_string(md, "namespace", &ns) != JSONX_OK)
+        return;
+    char *body = crashcond_apply_body(rc, crashed, msg, clock_wall_ns());
+    if (!body) {
+        rlog_warn("cannot build the ReconcileCrashed condition", "key", key, NULL);
+        return;
+    }
+    if (inf->cfg->opts->leader_elect)
+        kube_client_set_deadline(inf->cfg->client, inf->valid_until_ms * NS_PER_MS);
+    buf_t path;
+    buf_init(&path, 512);
+    kube_path(&path, "cache.example.com", "v1alpha1", ns, "redisclusters", name, "status");
+    buf_puts(&path, "?fieldManager=" CRASHCOND_FIELD_MANAGER "&force=true");
+    kube_error_t err;
+    kube_error_clear(&err);
+    char line[512];
+    if (kube_client_request(inf->cfg->client, "PATCH", buf_str(&path), NULL, "application/apply-patch+yaml",
+                            body, strlen(body), 1, NULL, &err))
+        rlog_warn("cannot set the ReconcileCrashed condition", "key", key, "status", crashed ? "True" : "False",
+                  "error", kube_error_str(&err, line, sizeof(line)), NULL);
+    else if (!crashed)
+        rlog_info("ReconcileCrashed condition cleared: the reconcile completed", "key", key, NULL);
+    kube_client_set_deadline(inf->cfg->client, 0);
+    buf_free(&path);
+    free(body);
+}
+
+/* After a reconcile of key that did not crash: turn a True ReconcileCrashed condition
+ * False. */
+static void crashcond_clear(informer_t *inf, const char *key)
+{
+    json_object *rc = cache_get(inf->cache, OWNER_KIND, key);
+    if (rc && may_dispatch(inf) && crashcond_is_true(rc, NULL, NULL))
+        crashcond_write(inf, key, rc, 0, "the reconcile completed without crashing the worker");
+}
+
+/* Tell the user on the object itself: a Warning Event and a ReconcileCrashed condition.
+ * Failures are logged, not retried. */
 static void quarantine_report(informer_t *inf, const char *key)
 {
     json_object *rc = cache_get(inf->cache, OWNER_KIND, key);
@@ -742,22 +804,9 @@ static void quarantine_report(informer_t *inf, const char *key)
     if (kube_client_request(inf->cfg->client, "POST", buf_str(&path), NULL, "application/json",
                             body, strlen(body), 0, NULL, &err))
         rlog_warn("cannot record event", "key", key, "error", kube_error_str(&err, line, sizeof(line)), NULL);
-    buf_reset(&path);
-    kube_path(&path, "cache.example.com", "v1alpha1", ns, "redisclusters", name, "status");
-    snprintf(body, sizeof(body),
-             "{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","
-             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"status\":{\"conditions\":["
-             "{\"type\":\"ReconcileCrashed\",\"status\":\"True\",\"reason\":\"WorkerCrashed\","
-             "\"message\":\"%s\",\"lastTransitionTime\":\"%s\"}]}}",
-             name, ns, msg, now);
-    buf_puts(&path, "?fieldManager=rediscluster-operator-quarantine&force=true");
-    kube_error_clear(&err);
-    if (kube_client_request(inf->cfg->client, "PATCH", buf_str(&path), NULL,
-                            "application/apply-patch+yaml", body, strlen(body), 1, NULL, &err))
-        rlog_warn("cannot set the ReconcileCrashed condition", "key", key, "error",
-                  kube_error_str(&err, line, sizeof(line)), NULL);
     kube_client_set_deadline(inf->cfg->client, 0);
     buf_free(&path);
+    crashcond_write(inf, key, rc, 1, msg);
 }
 
 /* ---- snapshots (Clone pattern) ------------------------------------------------------- */

@@ -418,23 +418,23 @@ static int has_finalizer(const json_object *meta)
  * ours, with the resourceVersion precondition. */
 static json_object *finalizer_patch(const json_object *meta, int add, int *oom)
 {
-    json_object *list = render_arr(oom);
+    json_object *list = jsonx_new_arr(oom);
     const json_object *f = jsonx_get(meta, "finalizers");
     size_t n = f && json_object_is_type(f, json_type_array) ? json_object_array_length(f) : 0;
     for (size_t i = 0; i < n; i++) {
         const json_object *e = json_object_array_get_idx(f, i);
         if (e && json_object_is_type(e, json_type_string) && strcmp(str_of(e), PLAN_FINALIZER))
-            render_push(list, render_str(str_of(e), oom), oom);
+            jsonx_push(list, jsonx_new_str(str_of(e), oom), oom);
     }
     if (add)
-        render_push(list, render_str(PLAN_FINALIZER, oom), oom);
-    json_object *m = render_obj(oom);
-    render_put(m, "finalizers", list, oom);
+        jsonx_push(list, jsonx_new_str(PLAN_FINALIZER, oom), oom);
+    json_object *m = jsonx_new_obj(oom);
+    jsonx_put(m, "finalizers", list, oom);
     const char *rv = jstr(meta, "resourceVersion");
     if (rv)
-        render_put(m, "resourceVersion", render_str(rv, oom), oom);
-    json_object *patch = render_obj(oom);
-    render_put(patch, "metadata", m, oom);
+        jsonx_put(m, "resourceVersion", jsonx_new_str(rv, oom), oom);
+    json_object *patch = jsonx_new_obj(oom);
+    jsonx_put(patch, "metadata", m, oom);
     if (*oom) {
         json_object_put(patch);
         return NULL;
@@ -578,7 +578,7 @@ static int plan_statefulset(ctx_t *c, json_object *desired, const json_object *o
                 "(%s); resize the PersistentVolumeClaims directly or recreate the StatefulSet",
                 c->ns, c->name, buf_str(&where));
         json_object *vct = observed_claim_templates(obs_vct);
-        render_put((json_object *)dspec, "volumeClaimTemplates", vct, &p->oom);
+        jsonx_put((json_object *)dspec, "volumeClaimTemplates", vct, &p->oom);
         if (p->oom) {
             json_object_put(desired);
             rc = -1;
@@ -760,15 +760,15 @@ static json_object *cond_json(const ctx_t *c, const cond_t *k, const json_object
     const char *when = old_status && old_time && !strcmp(old_status, k->status)
                            ? old_time
                            : clock_format_rfc3339(c->now, 0, now, sizeof(now));
-    json_object *j = render_obj(oom);
-    render_put(j, "type", render_str(k->type, oom), oom);
-    render_put(j, "status", render_str(k->status, oom), oom);
+    json_object *j = jsonx_new_obj(oom);
+    jsonx_put(j, "type", jsonx_new_str(k->type, oom), oom);
+    jsonx_put(j, "status", jsonx_new_str(k->status, oom), oom);
     if (c->generation >= 0)
-        render_put(j, "observedGeneration", render_int(c->generation, oom), oom);
-    render_put(j, "lastTransitionTime", render_str(when, oom), oom);
-    render_put(j, "reason", render_str(k->reason, oom), oom);
+        jsonx_put(j, "observedGeneration", jsonx_new_int(c->generation, oom), oom);
+    jsonx_put(j, "lastTransitionTime", jsonx_new_str(when, oom), oom);
+    jsonx_put(j, "reason", jsonx_new_str(k->reason, oom), oom);
     if (k->message[0])
-        render_put(j, "message", render_str(k->message, oom), oom);
+        jsonx_put(j, "message", jsonx_new_str(k->message, oom), oom);
     return j;
 }
 
@@ -829,17 +829,17 @@ static int plan_status_write(ctx_t *c, const json_object *sts)
     buf_t sel;
     buf_init(&sel, 1024);
     render_selector_string(c->name, &sel);
-    json_object *st = render_obj(oom);
-    render_put(st, "phase", render_str(phase, oom), oom);
-    render_put(st, "replicas", render_int(v.replicas, oom), oom);
-    render_put(st, "readyReplicas", render_int(v.ready, oom), oom);
+    json_object *st = jsonx_new_obj(oom);
+    jsonx_put(st, "phase", jsonx_new_str(phase, oom), oom);
+    jsonx_put(st, "replicas", jsonx_new_int(v.replicas, oom), oom);
+    jsonx_put(st, "readyReplicas", jsonx_new_int(v.ready, oom), oom);
     if (c->generation >= 0)
-        render_put(st, "observedGeneration", render_int(c->generation, oom), oom);
-    render_put(st, "selector", render_str(buf_str(&sel), oom), oom);
+        jsonx_put(st, "observedGeneration", jsonx_new_int(c->generation, oom), oom);
+    jsonx_put(st, "selector", jsonx_new_str(buf_str(&sel), oom), oom);
     buf_free(&sel);
-    json_object *list = render_arr(oom);
+    json_object *list = jsonx_new_arr(oom);
     for (size_t i = 0; i < COND_COUNT; i++)
-        render_push(list, cond_json(c, &conds[i], ostatus, oom), oom);
+        jsonx_push(list, cond_json(c, &conds[i], ostatus, oom), oom);
     /* Conditions someone else owns (a quarantine, say) ride along: a merge patch replaces
      * the whole list. */
     const json_object *olist = jsonx_get(ostatus, "conditions");
@@ -852,9 +852,9 @@ static int plan_status_write(ctx_t *c, const json_object *sts)
         if (json_object_deep_copy(e, &copy, NULL))
             *oom = 1;
         else
-            render_push(list, copy, oom);
+            jsonx_push(list, copy, oom);
     }
-    render_put(st, "conditions", list, oom);
+    jsonx_put(st, "conditions", list, oom);
     if (*oom) {
         json_object_put(st);
         return -1;
@@ -863,15 +863,15 @@ static int plan_status_write(ctx_t *c, const json_object *sts)
     if (status_current(c, st, ostatus))
         return 0;
 
-    json_object *body = render_obj(oom), *meta = render_obj(oom), *copy = NULL;
-    render_put(body, "apiVersion", render_str(RENDER_GROUP_VERSION, oom), oom);
-    render_put(body, "kind", render_str(RENDER_KIND, oom), oom);
-    render_put(meta, "name", render_str(c->name, oom), oom);
-    render_put(meta, "namespace", render_str(c->ns, oom), oom);
-    render_put(body, "metadata", meta, oom);
+    json_object *body = jsonx_new_obj(oom), *meta = jsonx_new_obj(oom), *copy = NULL;
+    jsonx_put(body, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
+    jsonx_put(body, "kind", jsonx_new_str(RENDER_KIND, oom), oom);
+    jsonx_put(meta, "name", jsonx_new_str(c->name, oom), oom);
+    jsonx_put(meta, "namespace", jsonx_new_str(c->ns, oom), oom);
+    jsonx_put(body, "metadata", meta, oom);
     if (json_object_deep_copy(st, &copy, NULL))
         *oom = 1;
-    render_put(body, "status", copy, oom);
+    jsonx_put(body, "status", copy, oom);
     if (*oom) {
         json_object_put(body);
         return -1;
@@ -1088,7 +1088,7 @@ const char *plan_action_kind_name(plan_action_kind_t kind)
 /* A new string, or JSON null for NULL. */
 static json_object *str_or_null(const char *s, int *oom)
 {
-    return s ? render_str(s, oom) : NULL;
+    return s ? jsonx_new_str(s, oom) : NULL;
 }
 
 /* obj[key] = s, or null when s is NULL. */
@@ -1099,43 +1099,43 @@ static void put_opt(json_object *obj, const char *key, const char *s, int *oom)
             *oom = 1;
         return;
     }
-    render_put(obj, key, str_or_null(s, oom), oom);
+    jsonx_put(obj, key, str_or_null(s, oom), oom);
 }
 
 json_object *plan_to_json(const plan_t *plan)
 {
     int oom = 0;
-    json_object *root = render_obj(&oom), *actions = render_arr(&oom), *events = render_arr(&oom);
+    json_object *root = jsonx_new_obj(&oom), *actions = jsonx_new_arr(&oom), *events = jsonx_new_arr(&oom);
     for (size_t i = 0; i < plan->n_actions; i++) {
         const plan_action_t *a = &plan->actions[i].pub;
-        json_object *j = render_obj(&oom);
-        render_put(j, "kind", render_str(plan_action_kind_name(a->kind), &oom), &oom);
+        json_object *j = jsonx_new_obj(&oom);
+        jsonx_put(j, "kind", jsonx_new_str(plan_action_kind_name(a->kind), &oom), &oom);
         put_opt(j, "method", a->method, &oom);
         put_opt(j, "path", a->path, &oom);
         put_opt(j, "contentType", a->content_type, &oom);
-        render_put(j, "why", render_str(a->why, &oom), &oom);
+        jsonx_put(j, "why", jsonx_new_str(a->why, &oom), &oom);
         if (a->body)
-            render_put(j, "body", json_object_get(a->body), &oom);
+            jsonx_put(j, "body", json_object_get(a->body), &oom);
         else
             put_opt(j, "body", NULL, &oom);
-        render_push(actions, j, &oom);
+        jsonx_push(actions, j, &oom);
     }
     for (size_t i = 0; i < plan->n_events; i++) {
         const plan_event_t *e = &plan->events[i].pub;
-        json_object *j = render_obj(&oom);
-        render_put(j, "type", render_str(e->type, &oom), &oom);
-        render_put(j, "reason", render_str(e->reason, &oom), &oom);
-        render_put(j, "message", render_str(e->message, &oom), &oom);
-        render_put(j, "action", render_int(e->action, &oom), &oom);
-        render_push(events, j, &oom);
+        json_object *j = jsonx_new_obj(&oom);
+        jsonx_put(j, "type", jsonx_new_str(e->type, &oom), &oom);
+        jsonx_put(j, "reason", jsonx_new_str(e->reason, &oom), &oom);
+        jsonx_put(j, "message", jsonx_new_str(e->message, &oom), &oom);
+        jsonx_put(j, "action", jsonx_new_int(e->action, &oom), &oom);
+        jsonx_push(events, j, &oom);
     }
-    render_put(root, "actions", actions, &oom);
-    render_put(root, "events", events, &oom);
+    jsonx_put(root, "actions", actions, &oom);
+    jsonx_put(root, "events", events, &oom);
     if (plan->status)
-        render_put(root, "status", json_object_get(plan->status), &oom);
+        jsonx_put(root, "status", json_object_get(plan->status), &oom);
     else
         put_opt(root, "status", NULL, &oom);
-    render_put(root, "requeueAfterNs", render_int(plan->requeue_after_ns, &oom), &oom);
+    jsonx_put(root, "requeueAfterNs", jsonx_new_int(plan->requeue_after_ns, &oom), &oom);
     put_opt(root, "error", plan->error, &oom);
     if (oom) {
         json_object_put(root);

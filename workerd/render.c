@@ -1,70 +1,21 @@
 /* render: the desired ConfigMap, Service and StatefulSet of a RedisCluster. See render.h. */
 #include "render.h"
 
+#include "jsonx.h"
 #include "rdc_spec.h"
 
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <string.h>
 
-/* ---- JSON building helpers ---------------------------------------------------------- */
-
-json_object *render_str(const char *s, int *oom)
-{
-    json_object *o = json_object_new_string(s ? s : "");
-    if (!o)
-        *oom = 1;
-    return o;
-}
-
-json_object *render_int(int64_t v, int *oom)
-{
-    json_object *o = json_object_new_int64(v);
-    if (!o)
-        *oom = 1;
-    return o;
-}
-
-json_object *render_obj(int *oom)
-{
-    json_object *o = json_object_new_object();
-    if (!o)
-        *oom = 1;
-    return o;
-}
-
-json_object *render_arr(int *oom)
-{
-    json_object *o = json_object_new_array();
-    if (!o)
-        *oom = 1;
-    return o;
-}
-
-void render_put(json_object *obj, const char *key, json_object *val, int *oom)
-{
-    if (!obj || !val || json_object_object_add(obj, key, val)) {
-        json_object_put(val);
-        *oom = 1;
-    }
-}
-
-void render_push(json_object *arr, json_object *val, int *oom)
-{
-    if (!arr || !val || json_object_array_add(arr, val)) {
-        json_object_put(val);
-        *oom = 1;
-    }
-}
-
 /* An array of strings, terminated by NULL. */
 static json_object *str_array(int *oom, const char *first, ...)
 {
-    json_object *a = render_arr(oom);
+    json_object *a = jsonx_new_arr(oom);
     va_list ap;
     va_start(ap, first);
     for (const char *s = first; s; s = va_arg(ap, const char *))
-        render_push(a, render_str(s, oom), oom);
+        jsonx_push(a, jsonx_new_str(s, oom), oom);
     va_end(ap);
     return a;
 }
@@ -130,12 +81,12 @@ int render_selector_string(const char *name, buf_t *out)
 /* The selector labels (name, instance), or all four operator labels when full. */
 static json_object *labels(const render_input_t *in, int full, int *oom)
 {
-    json_object *l = render_obj(oom);
-    render_put(l, RENDER_LABEL_NAME, render_str(RENDER_APP_NAME, oom), oom);
-    render_put(l, RENDER_LABEL_INSTANCE, render_str(in->name, oom), oom);
+    json_object *l = jsonx_new_obj(oom);
+    jsonx_put(l, RENDER_LABEL_NAME, jsonx_new_str(RENDER_APP_NAME, oom), oom);
+    jsonx_put(l, RENDER_LABEL_INSTANCE, jsonx_new_str(in->name, oom), oom);
     if (full) {
-        render_put(l, RENDER_LABEL_MANAGED_BY, render_str(RENDER_FIELD_MANAGER, oom), oom);
-        render_put(l, RENDER_LABEL_PART_OF, render_str(RENDER_PART_OF, oom), oom);
+        jsonx_put(l, RENDER_LABEL_MANAGED_BY, jsonx_new_str(RENDER_FIELD_MANAGER, oom), oom);
+        jsonx_put(l, RENDER_LABEL_PART_OF, jsonx_new_str(RENDER_PART_OF, oom), oom);
     }
     return l;
 }
@@ -143,21 +94,21 @@ static json_object *labels(const render_input_t *in, int full, int *oom)
 /* metadata of a child: name, namespace, labels, and the controller owner reference. */
 static json_object *child_metadata(const render_input_t *in, int *oom)
 {
-    json_object *m = render_obj(oom);
-    render_put(m, "name", render_str(in->name, oom), oom);
+    json_object *m = jsonx_new_obj(oom);
+    jsonx_put(m, "name", jsonx_new_str(in->name, oom), oom);
     if (in->ns)
-        render_put(m, "namespace", render_str(in->ns, oom), oom);
-    render_put(m, "labels", labels(in, 1, oom), oom);
-    json_object *ref = render_obj(oom);
-    render_put(ref, "apiVersion", render_str(RENDER_GROUP_VERSION, oom), oom);
-    render_put(ref, "kind", render_str(RENDER_KIND, oom), oom);
-    render_put(ref, "name", render_str(in->name, oom), oom);
-    render_put(ref, "uid", render_str(in->uid, oom), oom);
-    render_put(ref, "controller", json_object_new_boolean(1), oom);
-    render_put(ref, "blockOwnerDeletion", json_object_new_boolean(1), oom);
-    json_object *refs = render_arr(oom);
-    render_push(refs, ref, oom);
-    render_put(m, "ownerReferences", refs, oom);
+        jsonx_put(m, "namespace", jsonx_new_str(in->ns, oom), oom);
+    jsonx_put(m, "labels", labels(in, 1, oom), oom);
+    json_object *ref = jsonx_new_obj(oom);
+    jsonx_put(ref, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
+    jsonx_put(ref, "kind", jsonx_new_str(RENDER_KIND, oom), oom);
+    jsonx_put(ref, "name", jsonx_new_str(in->name, oom), oom);
+    jsonx_put(ref, "uid", jsonx_new_str(in->uid, oom), oom);
+    jsonx_put(ref, "controller", json_object_new_boolean(1), oom);
+    jsonx_put(ref, "blockOwnerDeletion", json_object_new_boolean(1), oom);
+    json_object *refs = jsonx_new_arr(oom);
+    jsonx_push(refs, ref, oom);
+    jsonx_put(m, "ownerReferences", refs, oom);
     return m;
 }
 
@@ -165,10 +116,10 @@ static json_object *child_metadata(const render_input_t *in, int *oom)
 static json_object *child_object(const render_input_t *in, const char *api_version, const char *kind,
                                  int *oom)
 {
-    json_object *o = render_obj(oom);
-    render_put(o, "apiVersion", render_str(api_version, oom), oom);
-    render_put(o, "kind", render_str(kind, oom), oom);
-    render_put(o, "metadata", child_metadata(in, oom), oom);
+    json_object *o = jsonx_new_obj(oom);
+    jsonx_put(o, "apiVersion", jsonx_new_str(api_version, oom), oom);
+    jsonx_put(o, "kind", jsonx_new_str(kind, oom), oom);
+    jsonx_put(o, "metadata", child_metadata(in, oom), oom);
     return o;
 }
 
@@ -186,9 +137,9 @@ json_object *render_configmap(const render_input_t *in, const char *redis_conf)
 {
     int oom = 0;
     json_object *cm = child_object(in, "v1", "ConfigMap", &oom);
-    json_object *data = render_obj(&oom);
-    render_put(data, RENDER_CONFIG_KEY, render_str(redis_conf, &oom), &oom);
-    render_put(cm, "data", data, &oom);
+    json_object *data = jsonx_new_obj(&oom);
+    jsonx_put(data, RENDER_CONFIG_KEY, jsonx_new_str(redis_conf, &oom), &oom);
+    jsonx_put(cm, "data", data, &oom);
     return finish(cm, oom);
 }
 
@@ -196,103 +147,103 @@ json_object *render_service(const render_input_t *in)
 {
     int oom = 0;
     json_object *svc = child_object(in, "v1", "Service", &oom);
-    json_object *spec = render_obj(&oom);
-    render_put(spec, "clusterIP", render_str("None", &oom), &oom);
-    render_put(spec, "selector", labels(in, 0, &oom), &oom);
-    json_object *port = render_obj(&oom);
-    render_put(port, "name", render_str("redis", &oom), &oom);
-    render_put(port, "port", render_int(RENDER_REDIS_PORT, &oom), &oom);
-    render_put(port, "targetPort", render_int(RENDER_REDIS_PORT, &oom), &oom);
-    render_put(port, "protocol", render_str("TCP", &oom), &oom);
-    json_object *ports = render_arr(&oom);
-    render_push(ports, port, &oom);
-    render_put(spec, "ports", ports, &oom);
-    render_put(svc, "spec", spec, &oom);
+    json_object *spec = jsonx_new_obj(&oom);
+    jsonx_put(spec, "clusterIP", jsonx_new_str("None", &oom), &oom);
+    jsonx_put(spec, "selector", labels(in, 0, &oom), &oom);
+    json_object *port = jsonx_new_obj(&oom);
+    jsonx_put(port, "name", jsonx_new_str("redis", &oom), &oom);
+    jsonx_put(port, "port", jsonx_new_int(RENDER_REDIS_PORT, &oom), &oom);
+    jsonx_put(port, "targetPort", jsonx_new_int(RENDER_REDIS_PORT, &oom), &oom);
+    jsonx_put(port, "protocol", jsonx_new_str("TCP", &oom), &oom);
+    json_object *ports = jsonx_new_arr(&oom);
+    jsonx_push(ports, port, &oom);
+    jsonx_put(spec, "ports", ports, &oom);
+    jsonx_put(svc, "spec", spec, &oom);
     return finish(svc, oom);
 }
 
 /* An exec probe running `redis-cli ping`. */
 static json_object *ping_probe(int initial_delay, int period, int *oom)
 {
-    json_object *exec = render_obj(oom);
-    render_put(exec, "command", str_array(oom, "redis-cli", "ping", NULL), oom);
-    json_object *probe = render_obj(oom);
-    render_put(probe, "exec", exec, oom);
-    render_put(probe, "initialDelaySeconds", render_int(initial_delay, oom), oom);
-    render_put(probe, "periodSeconds", render_int(period, oom), oom);
+    json_object *exec = jsonx_new_obj(oom);
+    jsonx_put(exec, "command", str_array(oom, "redis-cli", "ping", NULL), oom);
+    json_object *probe = jsonx_new_obj(oom);
+    jsonx_put(probe, "exec", exec, oom);
+    jsonx_put(probe, "initialDelaySeconds", jsonx_new_int(initial_delay, oom), oom);
+    jsonx_put(probe, "periodSeconds", jsonx_new_int(period, oom), oom);
     return probe;
 }
 
 /* {"cpu": cpu, "memory": memory} */
 static json_object *resource_list(const char *cpu, const char *memory, int *oom)
 {
-    json_object *l = render_obj(oom);
-    render_put(l, "cpu", render_str(cpu, oom), oom);
-    render_put(l, "memory", render_str(memory, oom), oom);
+    json_object *l = jsonx_new_obj(oom);
+    jsonx_put(l, "cpu", jsonx_new_str(cpu, oom), oom);
+    jsonx_put(l, "memory", jsonx_new_str(memory, oom), oom);
     return l;
 }
 
 /* {"name": name, "mountPath": path} */
 static json_object *mount(const char *name, const char *path, int *oom)
 {
-    json_object *m = render_obj(oom);
-    render_put(m, "name", render_str(name, oom), oom);
-    render_put(m, "mountPath", render_str(path, oom), oom);
+    json_object *m = jsonx_new_obj(oom);
+    jsonx_put(m, "name", jsonx_new_str(name, oom), oom);
+    jsonx_put(m, "mountPath", jsonx_new_str(path, oom), oom);
     return m;
 }
 
 static json_object *redis_container(const render_input_t *in, int *oom)
 {
-    json_object *c = render_obj(oom);
-    render_put(c, "name", render_str("redis", oom), oom);
-    render_put(c, "image", render_str(in->image, oom), oom);
-    render_put(c, "command", str_array(oom, "redis-server", "/etc/redis/redis.conf", NULL), oom);
-    json_object *port = render_obj(oom);
-    render_put(port, "name", render_str("redis", oom), oom);
-    render_put(port, "containerPort", render_int(RENDER_REDIS_PORT, oom), oom);
-    render_put(port, "protocol", render_str("TCP", oom), oom);
-    json_object *ports = render_arr(oom);
-    render_push(ports, port, oom);
-    render_put(c, "ports", ports, oom);
-    json_object *res = render_obj(oom);
-    render_put(res, "requests", resource_list(RENDER_CPU_REQUEST, RENDER_MEMORY_REQUEST, oom), oom);
-    render_put(res, "limits", resource_list(RENDER_CPU_LIMIT, RENDER_MEMORY_LIMIT, oom), oom);
-    render_put(c, "resources", res, oom);
+    json_object *c = jsonx_new_obj(oom);
+    jsonx_put(c, "name", jsonx_new_str("redis", oom), oom);
+    jsonx_put(c, "image", jsonx_new_str(in->image, oom), oom);
+    jsonx_put(c, "command", str_array(oom, "redis-server", "/etc/redis/redis.conf", NULL), oom);
+    json_object *port = jsonx_new_obj(oom);
+    jsonx_put(port, "name", jsonx_new_str("redis", oom), oom);
+    jsonx_put(port, "containerPort", jsonx_new_int(RENDER_REDIS_PORT, oom), oom);
+    jsonx_put(port, "protocol", jsonx_new_str("TCP", oom), oom);
+    json_object *ports = jsonx_new_arr(oom);
+    jsonx_push(ports, port, oom);
+    jsonx_put(c, "ports", ports, oom);
+    json_object *res = jsonx_new_obj(oom);
+    jsonx_put(res, "requests", resource_list(RENDER_CPU_REQUEST, RENDER_MEMORY_REQUEST, oom), oom);
+    jsonx_put(res, "limits", resource_list(RENDER_CPU_LIMIT, RENDER_MEMORY_LIMIT, oom), oom);
+    jsonx_put(c, "resources", res, oom);
     /* Probes as the design document has them: liveness after 10 s every 10 s; readiness
      * earlier and more often, so a pod joins the Service as soon as it answers. */
-    render_put(c, "livenessProbe", ping_probe(10, 10, oom), oom);
-    render_put(c, "readinessProbe", ping_probe(5, 5, oom), oom);
-    json_object *mounts = render_arr(oom);
-    render_push(mounts, mount("data", "/data", oom), oom);
-    render_push(mounts, mount("config", "/etc/redis", oom), oom);
-    render_put(c, "volumeMounts", mounts, oom);
+    jsonx_put(c, "livenessProbe", ping_probe(10, 10, oom), oom);
+    jsonx_put(c, "readinessProbe", ping_probe(5, 5, oom), oom);
+    json_object *mounts = jsonx_new_arr(oom);
+    jsonx_push(mounts, mount("data", "/data", oom), oom);
+    jsonx_push(mounts, mount("config", "/etc/redis", oom), oom);
+    jsonx_put(c, "volumeMounts", mounts, oom);
     return c;
 }
 
 static json_object *pod_template(const render_input_t *in, const char *config_hash, int *oom)
 {
-    json_object *meta = render_obj(oom);
-    render_put(meta, "labels", labels(in, 1, oom), oom);
-    json_object *ann = render_obj(oom);
-    render_put(ann, RENDER_CONFIG_HASH_ANNOTATION, render_str(config_hash, oom), oom);
-    render_put(meta, "annotations", ann, oom);
+    json_object *meta = jsonx_new_obj(oom);
+    jsonx_put(meta, "labels", labels(in, 1, oom), oom);
+    json_object *ann = jsonx_new_obj(oom);
+    jsonx_put(ann, RENDER_CONFIG_HASH_ANNOTATION, jsonx_new_str(config_hash, oom), oom);
+    jsonx_put(meta, "annotations", ann, oom);
 
-    json_object *containers = render_arr(oom);
-    render_push(containers, redis_container(in, oom), oom);
-    json_object *cm = render_obj(oom);
-    render_put(cm, "name", render_str(in->name, oom), oom);
-    json_object *vol = render_obj(oom);
-    render_put(vol, "name", render_str("config", oom), oom);
-    render_put(vol, "configMap", cm, oom);
-    json_object *volumes = render_arr(oom);
-    render_push(volumes, vol, oom);
+    json_object *containers = jsonx_new_arr(oom);
+    jsonx_push(containers, redis_container(in, oom), oom);
+    json_object *cm = jsonx_new_obj(oom);
+    jsonx_put(cm, "name", jsonx_new_str(in->name, oom), oom);
+    json_object *vol = jsonx_new_obj(oom);
+    jsonx_put(vol, "name", jsonx_new_str("config", oom), oom);
+    jsonx_put(vol, "configMap", cm, oom);
+    json_object *volumes = jsonx_new_arr(oom);
+    jsonx_push(volumes, vol, oom);
 
-    json_object *spec = render_obj(oom);
-    render_put(spec, "containers", containers, oom);
-    render_put(spec, "volumes", volumes, oom);
-    json_object *t = render_obj(oom);
-    render_put(t, "metadata", meta, oom);
-    render_put(t, "spec", spec, oom);
+    json_object *spec = jsonx_new_obj(oom);
+    jsonx_put(spec, "containers", containers, oom);
+    jsonx_put(spec, "volumes", volumes, oom);
+    json_object *t = jsonx_new_obj(oom);
+    jsonx_put(t, "metadata", meta, oom);
+    jsonx_put(t, "spec", spec, oom);
     return t;
 }
 
@@ -300,20 +251,20 @@ static json_object *pod_template(const render_input_t *in, const char *config_ha
  * storageClassName only when the spec names one (absent = the cluster's default class). */
 static json_object *data_claim_template(const render_input_t *in, int *oom)
 {
-    json_object *req = render_obj(oom);
-    render_put(req, "storage", render_str(in->storage_size, oom), oom);
-    json_object *res = render_obj(oom);
-    render_put(res, "requests", req, oom);
-    json_object *spec = render_obj(oom);
-    render_put(spec, "accessModes", str_array(oom, "ReadWriteOnce", NULL), oom);
-    render_put(spec, "resources", res, oom);
+    json_object *req = jsonx_new_obj(oom);
+    jsonx_put(req, "storage", jsonx_new_str(in->storage_size, oom), oom);
+    json_object *res = jsonx_new_obj(oom);
+    jsonx_put(res, "requests", req, oom);
+    json_object *spec = jsonx_new_obj(oom);
+    jsonx_put(spec, "accessModes", str_array(oom, "ReadWriteOnce", NULL), oom);
+    jsonx_put(spec, "resources", res, oom);
     if (in->storage_class)
-        render_put(spec, "storageClassName", render_str(in->storage_class, oom), oom);
-    json_object *meta = render_obj(oom);
-    render_put(meta, "name", render_str("data", oom), oom);
-    json_object *pvc = render_obj(oom);
-    render_put(pvc, "metadata", meta, oom);
-    render_put(pvc, "spec", spec, oom);
+        jsonx_put(spec, "storageClassName", jsonx_new_str(in->storage_class, oom), oom);
+    json_object *meta = jsonx_new_obj(oom);
+    jsonx_put(meta, "name", jsonx_new_str("data", oom), oom);
+    json_object *pvc = jsonx_new_obj(oom);
+    jsonx_put(pvc, "metadata", meta, oom);
+    jsonx_put(pvc, "spec", spec, oom);
     return pvc;
 }
 
@@ -321,18 +272,18 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
 {
     int oom = 0;
     json_object *sts = child_object(in, "apps/v1", "StatefulSet", &oom);
-    json_object *selector = render_obj(&oom);
-    render_put(selector, "matchLabels", labels(in, 0, &oom), &oom);
-    json_object *vcts = render_arr(&oom);
-    render_push(vcts, data_claim_template(in, &oom), &oom);
+    json_object *selector = jsonx_new_obj(&oom);
+    jsonx_put(selector, "matchLabels", labels(in, 0, &oom), &oom);
+    json_object *vcts = jsonx_new_arr(&oom);
+    jsonx_push(vcts, data_claim_template(in, &oom), &oom);
 
-    json_object *spec = render_obj(&oom);
-    render_put(spec, "replicas", render_int(in->size, &oom), &oom);
-    render_put(spec, "serviceName", render_str(in->name, &oom), &oom);
-    render_put(spec, "selector", selector, &oom);
-    render_put(spec, "template", pod_template(in, config_hash, &oom), &oom);
-    render_put(spec, "volumeClaimTemplates", vcts, &oom);
-    render_put(sts, "spec", spec, &oom);
+    json_object *spec = jsonx_new_obj(&oom);
+    jsonx_put(spec, "replicas", jsonx_new_int(in->size, &oom), &oom);
+    jsonx_put(spec, "serviceName", jsonx_new_str(in->name, &oom), &oom);
+    jsonx_put(spec, "selector", selector, &oom);
+    jsonx_put(spec, "template", pod_template(in, config_hash, &oom), &oom);
+    jsonx_put(spec, "volumeClaimTemplates", vcts, &oom);
+    jsonx_put(sts, "spec", spec, &oom);
     return finish(sts, oom);
 }
 

@@ -10,14 +10,15 @@
  * Also here: the image reference rule (when to append spec.version as a tag), the
  * redis.conf renderer and its SHA-256, and Kubernetes quantity comparison.
  *
- * JSON building helpers (render_put and friends) record allocation failure in an int
- * flag instead of returning codes at every step: build a whole object, then check the
- * flag once.
+ * Objects are built with jsonx.h's helpers (jsonx_put and friends), which record
+ * allocation failure in an int flag instead of returning codes at every step: build a
+ * whole object, then check the flag once.
  */
 #ifndef RDC_RENDER_H
 #define RDC_RENDER_H
 
 #include "buf.h"
+#include "jsonx.h"
 #include "rdc_spec.h"
 
 #include <json-c/json.h>
@@ -98,19 +99,5 @@ int render_quantity_nano(const char *s, __int128 *nano);
 /* 1 when a and b are the same quantity ("1Gi" and "1024Mi", "0.5" and "500m"), or the
  * same string when either is not a quantity; else 0. */
 int render_quantity_equal(const char *a, const char *b);
-
-/* JSON building with one allocation-failure flag (see the file comment). */
-
-/* A new string, or NULL with *oom set. */
-json_object *render_str(const char *s, int *oom);
-/* A new int, or NULL with *oom set. */
-json_object *render_int(int64_t v, int *oom);
-/* A new object / array, or NULL with *oom set. */
-json_object *render_obj(int *oom);
-json_object *render_arr(int *oom);
-/* obj[key] = val, taking val (freed on failure). A NULL obj or val sets *oom. */
-void render_put(json_object *obj, const char *key, json_object *val, int *oom);
-/* Append val to arr, taking val (freed on failure). A NULL arr or val sets *oom. */
-void render_push(json_object *arr, json_object *val, int *oom);
 
 #endif

@@ -4,7 +4,8 @@
 #  1. Quarantine (invariant 4): a RedisCluster annotated cache.example.com/test-fault: crash
 #     aborts every workerd that reconciles it; after 3 crashes in a row it is quarantined
 #     (Warning Event ReconcileCrashed, condition ReconcileCrashed=True) while the others
-#     converge; a spec change lifts the quarantine.
+#     converge; a SIGKILLed informerd's successor restores the quarantine from the
+#     condition; a spec change lifts it and the next reconcile turns the condition False.
 #  2. `supervisor ctl workers` up to 4, then down to 1, while clusters converge.
 #  3. Chaos: N RedisClusters (default 50, size 1) converging while random children
 #     (workers, informerd, electord) are SIGKILLed every few seconds for a minute: every
@@ -146,6 +147,29 @@ check "no other key was quarantined (ReconcileCrashed events on: $ev)" test "$ev
 check "all children up again after the crashes" wait_until 30 all_up
 note "quarantine done"
 
+# ---- 1b. the quarantine outlives informerd ---------------------------------------------
+# It is recorded on the object (the condition names the generation and when it began): a
+# new informerd holds the key back for the rest of the hour instead of letting it crash
+# workers three more times.
+
+aborts() { grep -c 'signal 6 (SIGABRT)' "$work/operator.log"; }
+aborts_before=$(aborts)
+ipid=$(ctl status | awk '$1 == "informerd" { print $2 }')
+if [ -n "$ipid" ] && [ "$(awk '/^PPid:/ { print $2 }' "/proc/$ipid/status" 2>/dev/null)" = "$sup_pid" ]; then
+    check "informerd SIGKILLed (pid $ipid)" kill -KILL "$ipid"
+else
+    not_ok "informerd's pid from ctl status ($ipid) is a child of the supervisor"
+fi
+informerd_back() { all_up && [ "$(ctl status | awk '$1 == "informerd" { print $2 }')" != "$ipid" ]; }
+check "informerd restarted" wait_until 30 informerd_back
+check "the new informerd restored the quarantine from the condition" wait_until 30 \
+    grep -q '"msg":"key quarantined by its ReconcileCrashed condition".*"key":"'"$ns"'/crasher"' "$work/operator.log"
+sleep 10
+check "no worker crashed on the quarantined key since (SIGABRTs: $aborts_before -> $(aborts))" \
+    test "$(aborts)" = "$aborts_before"
+check "still no StatefulSet for the quarantined one" sh -c "! kubectl -n $ns get statefulset crasher >/dev/null 2>&1"
+note "quarantine restored"
+
 # ---- 2. the pool shrinks to 1 under load; a new spec lifts the quarantine ---------------
 
 create_rdcs $(names b "$M")
@@ -155,6 +179,10 @@ check "ctl workers 1 accepted" ctl workers 1
 check "ctl status shows exactly 1 worker up" wait_until 30 workers_are 1
 check "the $M new RedisClusters converge with one worker" wait_until 120 converged "b[0-9]" "$M"
 check "a spec change lifted the quarantine: crasher Running" wait_until 60 converged "crasher$" 1
+crash_cond() { kubectl -n "$ns" get rdc crasher -o jsonpath='{.status.conditions[?(@.type=="ReconcileCrashed")].status}/{.status.conditions[?(@.type=="ReconcileCrashed")].reason}'; }
+crash_cleared() { [ "$(crash_cond)" = False/ReconcileCompleted ]; }
+check "the completed reconcile cleared the condition (ReconcileCrashed False/ReconcileCompleted)" \
+    wait_until 30 crash_cleared
 check "ctl status still shows exactly 1 worker" workers_are 1
 check "retired workers cost no key a crash" sh -c "! grep '\"msg\":\"worker lost with an item in flight; requeued\".*\"reason\":\"exited\"' '$work/operator.log'"
 note "scaling done"
