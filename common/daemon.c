@@ -153,7 +153,7 @@ int daemon_kube_connect(const rdc_common_opts_t *c, kube_client_opts_t *co,
     *client = NULL;
     kube_config_opts_t ko = {.kubeconfig_path = c->kubeconfig, .context = c->context};
     if (kube_config_load(&ko, cfg, err, sizeof(err))) {
-        rlog_error("cannot load the Kubernetes configuration", "error", err, NULL);
+        rlog_error("cannot load the Kubernetes configuration", "error", err);
         return -1;
     }
     co->qps = c->kube_api_qps;
@@ -163,7 +163,7 @@ int daemon_kube_connect(const rdc_common_opts_t *c, kube_client_opts_t *co,
     *client = kube_client_new(*cfg, co, &kerr);
     if (!*client) {
         rlog_error("cannot create the API client", "error",
-                   kube_error_str(&kerr, err, sizeof(err)), NULL);
+                   kube_error_str(&kerr, err, sizeof(err)));
         kube_config_destroy(cfg);
         return -1;
     }

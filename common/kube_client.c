@@ -377,8 +377,7 @@ static struct curl_slist *build_headers(kube_client_t *c, const char *content_ty
         goto fail;
     }
     if (crc)
-        rlog_warn("credential refresh failed; using the previous credential", "error", cerr,
-                  NULL);
+        rlog_warn("credential refresh failed; using the previous credential", "error", cerr);
     if (!(t = curl_slist_append(h, "Accept: application/json")))
         goto nomem;
     h = t;
@@ -615,8 +614,7 @@ static int throttle(kube_client_t *c, const char *method, int64_t deadline)
     if (wait >= THROTTLE_LOG_NS) {
         char ms[32];
         snprintf(ms, sizeof(ms), "%lld", (long long)(wait / NS_PER_MS));
-        rlog_info("waited for client-side throttling", "method", method, "waitMs", ms,
-                  NULL);
+        rlog_info("waited for client-side throttling", "method", method, "waitMs", ms);
     }
     return 0;
 }
@@ -711,7 +709,7 @@ static void log_retry(const kube_error_t *err, int attempt, int64_t delay)
     snprintf(n, sizeof(n), "%d", attempt + 1);
     snprintf(ms, sizeof(ms), "%lld", (long long)(delay / NS_PER_MS));
     rlog_info("retrying request", "retry", n, "delayMs", ms, "error",
-              kube_error_str(err, line, sizeof(line)), NULL);
+              kube_error_str(err, line, sizeof(line)));
 }
 
 /* Run a request with limiter, retries and metrics. On success returns 0 with the body
@@ -1012,8 +1010,7 @@ int kube_client_list_all(kube_client_t *c, const char *path, const kube_req_opts
     rc = list_pages(c, path, ro, 1, collect_page, &col, err);
     if (rc == KERR_GONE && ro && ro->limit > 0 && json_object_array_length(col.items) > 0) {
         /* The continue token expired mid-way: start again, unpaged. */
-        rlog_info("continue token expired; listing again without paging", "path", path,
-                  NULL);
+        rlog_info("continue token expired; listing again without paging", "path", path);
         json_object_put(col.items);
         free(col.rv);
         col.rv = NULL;

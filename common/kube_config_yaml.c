@@ -30,6 +30,8 @@ typedef struct {
 
 static const char *kind_name(const yaml_node_t *n)
 {
+    if (!n)
+        return "nothing";
     switch (n->type) {
     case YAML_SCALAR_NODE: return "a scalar";
     case YAML_SEQUENCE_NODE: return "a sequence";

@@ -92,7 +92,7 @@ static void put_text_value(buf_t *b, const char *s)
     buf_puts(b, "\"");
 }
 
-void rlog(rlog_level_t level, const char *msg, ...)
+void rlog_at(rlog_level_t level, const char *msg, ...)
 {
     if (!rlog_enabled(level))
         return;

@@ -27,13 +27,18 @@ int rlog_parse_format(const char *s, rlog_format_t *format);
 /* 1 when records of this level are written. */
 int rlog_enabled(rlog_level_t level);
 
-/* Write a record: msg, then key/value string pairs terminated by NULL. A NULL value is
- * written as null. Example: rlog(RLOG_INFO, "watch started", "kind", "ConfigMap", NULL); */
-void rlog(rlog_level_t level, const char *msg, ...) __attribute__((sentinel));
+/* Write a record: msg, then key/value string pairs (a NULL value is written as null). The
+ * macros end the list with RLOG_END themselves, so a call names only its pairs:
+ *   rlog_info("watch started", "kind", "ConfigMap", "namespace", ns);
+ * rlog_at() is the function behind them; a direct call ends its list with RLOG_END (a
+ * typed null pointer: a bare NULL may be a plain 0 that va_arg cannot read as a pointer). */
+void rlog_at(rlog_level_t level, const char *msg, ...) __attribute__((sentinel));
 
-#define rlog_debug(...) rlog(RLOG_DEBUG, __VA_ARGS__)
-#define rlog_info(...) rlog(RLOG_INFO, __VA_ARGS__)
-#define rlog_warn(...) rlog(RLOG_WARN, __VA_ARGS__)
-#define rlog_error(...) rlog(RLOG_ERROR, __VA_ARGS__)
+#define RLOG_END ((const char *)0)
+#define rlog(level, ...) rlog_at((level), __VA_ARGS__, RLOG_END)
+#define rlog_debug(...) rlog_at(RLOG_DEBUG, __VA_ARGS__, RLOG_END)
+#define rlog_info(...) rlog_at(RLOG_INFO, __VA_ARGS__, RLOG_END)
+#define rlog_warn(...) rlog_at(RLOG_WARN, __VA_ARGS__, RLOG_END)
+#define rlog_error(...) rlog_at(RLOG_ERROR, __VA_ARGS__, RLOG_END)
 
 #endif

@@ -195,7 +195,10 @@ static void field_error(rdc_field_errors_t *e, rdc_field_error_type_t type, cons
         e->oom = 1;
         return;
     }
-    e->items[e->n++] = (field_error_t){type, f, text};
+    field_error_t *item = &e->items[e->n++];
+    item->type = type;
+    item->field = f;
+    item->text = text;
 }
 
 /* ---- Reading untrusted JSON --------------------------------------------------------- */

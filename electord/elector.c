@@ -57,13 +57,13 @@ static void report(elector_t *el, unsigned events)
     snprintf(epoch, sizeof(epoch), "%lld", (long long)election_epoch(el->e));
     if (events & ELECTION_EV_BECAME_LEADER)
         rlog_info("became leader", "lease", election_id(el->e), "identity",
-                  election_identity(el->e), "epoch", epoch, NULL);
+                  election_identity(el->e), "epoch", epoch);
     if (events & ELECTION_EV_LOST)
         rlog_warn("stopped leading", "lease", election_id(el->e), "identity",
-                  election_identity(el->e), NULL);
+                  election_identity(el->e));
     if (events & ELECTION_EV_NEW_LEADER)
         rlog_info("new leader observed", "lease", election_id(el->e), "holder",
-                  election_holder(el->e), NULL);
+                  election_holder(el->e));
 }
 
 static void lease_path(elector_t *el, buf_t *path, int with_name)
@@ -81,7 +81,7 @@ static unsigned do_write(elector_t *el, election_action_t action, const election
     if (election_record_to_json(rec, el->cfg->opts->leader_election_id, el->cfg->ns,
                                 action == ELECTION_UPDATE ? el->last_read : NULL, &body, err,
                                 sizeof(err))) {
-        rlog_error("cannot build the Lease", "error", err, NULL);
+        rlog_error("cannot build the Lease", "error", err);
         election_write_result(el->e, clock_mono_ns(), ELECTION_WRITE_ERROR, NULL, &events);
         return events;
     }
@@ -110,7 +110,7 @@ static unsigned do_write(elector_t *el, election_action_t action, const election
         int conflict = kube_error_is_conflict(&kerr) || kube_error_is_already_exists(&kerr);
         if (!conflict) {
             char line[512];
-            rlog_warn("Lease write failed", "error", kube_error_str(&kerr, line, sizeof(line)), NULL);
+            rlog_warn("Lease write failed", "error", kube_error_str(&kerr, line, sizeof(line)));
         }
         election_write_result(el->e, now,
                               conflict ? ELECTION_WRITE_CONFLICT : ELECTION_WRITE_ERROR, NULL,
@@ -141,7 +141,7 @@ static void attempt(elector_t *el)
         char err[512];
         if (rc == 0) {
             if (election_record_from_json(lease, &rec, err, sizeof(err))) {
-                rlog_warn("unreadable Lease; treated as a failed read", "error", err, NULL);
+                rlog_warn("unreadable Lease; treated as a failed read", "error", err);
                 observed = NULL;
             } else {
                 json_object_put(el->last_read);
@@ -151,7 +151,7 @@ static void attempt(elector_t *el)
             rec.exists = 0;
         } else {
             char line[512];
-            rlog_warn("cannot read the Lease", "error", kube_error_str(&kerr, line, sizeof(line)), NULL);
+            rlog_warn("cannot read the Lease", "error", kube_error_str(&kerr, line, sizeof(line)));
             observed = NULL;
         }
         json_object_put(lease);
@@ -174,7 +174,7 @@ static void release(elector_t *el)
     if (election_release(el->e, clock_mono_ns(), clock_wall_ns(), &rec, &events) == 0) {
         publish(el, clock_mono_ns()); /* stop our workers first */
         events |= do_write(el, ELECTION_UPDATE, &rec);
-        rlog_info("released the Lease", "lease", election_id(el->e), NULL);
+        rlog_info("released the Lease", "lease", election_id(el->e));
     }
     report(el, events);
     publish(el, clock_mono_ns());
@@ -194,7 +194,7 @@ static int elector_setup(elector_t *el)
         int linger = 0;
         zmq_setsockopt(el->pub, ZMQ_LINGER, &linger, sizeof(linger));
         if (zmq_bind(el->pub, ep)) {
-            rlog_error("cannot bind", "endpoint", ep, "error", zmq_strerror(errno), NULL);
+            rlog_error("cannot bind", "endpoint", ep, "error", zmq_strerror(errno));
             return -1;
         }
     }
@@ -205,7 +205,7 @@ static int elector_setup(elector_t *el)
     unsigned char rnd[16];
     uint64_t seed = 0;
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-        rlog_error("getrandom failed", NULL);
+        rlog_error("getrandom failed");
         return -1;
     }
     memcpy(&seed, rnd, sizeof(seed));
@@ -221,11 +221,11 @@ static int elector_setup(elector_t *el)
     };
     el->e = election_new(&ec, err, sizeof(err));
     if (!el->e) {
-        rlog_error("invalid leader election settings", "error", err, NULL);
+        rlog_error("invalid leader election settings", "error", err);
         return -1;
     }
     rlog_info("campaigning", "lease", o->leader_election_id, "namespace", el->cfg->ns,
-              "identity", identity, NULL);
+              "identity", identity);
     return 0;
 }
 

@@ -77,12 +77,12 @@ int main(int argc, char **argv)
             ns = kube_config_rest(cfg)->namespace_;
     }
     if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
-        rlog_error("cannot use the runtime directory", "error", err, NULL);
+        rlog_error("cannot use the runtime directory", "error", err);
         goto out;
     }
     sfd = daemon_signalfd(err, sizeof(err));
     if (sfd < 0) {
-        rlog_error("cannot set up signals", "error", err, NULL);
+        rlog_error("cannot set up signals", "error", err);
         goto out;
     }
     const char *name = getenv("RDC_CHILD_NAME");

@@ -176,8 +176,7 @@ static void on_delta(void *ud, const cache_delta_t *d)
             if (left > 0 && workqueue_quarantine(inf->queue, key, now + left) == 0) {
                 char secs[32];
                 snprintf(secs, sizeof(secs), "%lld", (long long)(left / NS_PER_SEC));
-                rlog_warn("key quarantined by its ReconcileCrashed condition", "key", key, "seconds_left", secs,
-                          NULL);
+                rlog_warn("key quarantined by its ReconcileCrashed condition", "key", key, "seconds_left", secs);
             }
         }
     }
@@ -229,7 +228,7 @@ static void reflector_fail(reflector_t *r, const char *why, int64_t now)
     r->failures++;
     char delay[32];
     snprintf(delay, sizeof(delay), "%.1fs", (double)(r->next_list_ns - now) / 1e9);
-    rlog_warn("relisting", "kind", r->kind, "reason", why, "after", delay, NULL);
+    rlog_warn("relisting", "kind", r->kind, "reason", why, "after", delay);
 }
 
 static size_t on_watch_data(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -382,7 +381,7 @@ static void reflector_list(reflector_t *r, int64_t now)
     r->need_relist = 0;
     char count[32];
     snprintf(count, sizeof(count), "%zu", cache_count(inf->cache, r->kind));
-    rlog_info("listed", "kind", r->kind, "objects", count, "resourceVersion", rvs[0], NULL);
+    rlog_info("listed", "kind", r->kind, "objects", count, "resourceVersion", rvs[0]);
     for (size_t i = 0; i < r->nstreams; i++) {
         stream_t *s = &r->streams[i];
         watch_decoder_set_last_rv(s->dec, rvs[i]);
@@ -497,7 +496,7 @@ static void worker_lost(informer_t *inf, worker_slot_t *w, const char *why, int6
         char n[16];
         snprintf(n, sizeof(n), "%u", crashes);
         rlog_warn("worker lost with an item in flight; requeued", "worker", w->id, "key",
-                  w->key, "reason", why, "crashes", n, NULL);
+                  w->key, "reason", why, "crashes", n);
         if (crashes >= CRASHES_TO_QUARANTINE) {
             workqueue_quarantine(inf->queue, w->key, now + QUARANTINE_NS);
             metric_counter_add(inf->m_quarantined, NULL, 1);
@@ -582,7 +581,7 @@ static void handle_done(informer_t *inf, worker_slot_t *w, zmsg_t *m, int64_t no
     if (!key || !result || strcmp(key, w->key) != 0) {
         /* A confused peer: hand its real item back rather than leave it "processing". */
         rlog_warn("DONE for a key the worker was not given; its item is requeued", "worker",
-                  w->id, "key", w->key, NULL);
+                  w->id, "key", w->key);
         if (w->key[0]) {
             workqueue_done(inf->queue, w->key, now);
             workqueue_add(inf->queue, w->key, now);
@@ -640,7 +639,7 @@ static void handle_work_socket(informer_t *inf, int64_t now)
             zmsg_destroy(&body);
             handle_done(inf, w, m, now);
         } else if (!zmsg_frame_is(m, 1, PROTO_HEARTBEAT)) {
-            rlog_warn("unknown message on the work socket; dropped", "worker", w->id, NULL);
+            rlog_warn("unknown message on the work socket; dropped", "worker", w->id);
         }
         zmsg_destroy(&m);
     }
@@ -709,8 +708,7 @@ static void handle_leader(informer_t *inf)
         if (zmsg_frame_is(m, 0, PROTO_LEADER) && zmsg_frame_int64(m, 1, &is_leader) == 0 &&
             zmsg_frame_int64(m, 4, &epoch) == 0 && zmsg_frame_int64(m, 5, &valid) == 0) {
             if ((is_leader != 0) != inf->is_leader)
-                rlog_info(is_leader ? "leading: dispatching work" : "not leading: work waits",
-                          NULL);
+                rlog_info(is_leader ? "leading: dispatching work" : "not leading: work waits");
             inf->is_leader = is_leader != 0;
             inf->epoch = epoch;
             inf->valid_until_ms = valid;
@@ -733,7 +731,7 @@ static void crashcond_write(informer_t *inf, const char *key, const json_object 
         return;
     char *body = crashcond_apply_body(rc, crashed, msg, clock_wall_ns());
     if (!body) {
-        rlog_warn("cannot build the ReconcileCrashed condition", "key", key, NULL);
+        rlog_warn("cannot build the ReconcileCrashed condition", "key", key);
         return;
     }
     if (inf->cfg->opts->leader_elect)
@@ -748,9 +746,9 @@ static void crashcond_write(informer_t *inf, const char *key, const json_object 
     if (kube_client_request(inf->cfg->client, "PATCH", buf_str(&path), NULL, "application/apply-patch+yaml",
                             body, strlen(body), 1, NULL, &err))
         rlog_warn("cannot set the ReconcileCrashed condition", "key", key, "status", crashed ? "True" : "False",
-                  "error", kube_error_str(&err, line, sizeof(line)), NULL);
+                  "error", kube_error_str(&err, line, sizeof(line)));
     else if (!crashed)
-        rlog_info("ReconcileCrashed condition cleared: the reconcile completed", "key", key, NULL);
+        rlog_info("ReconcileCrashed condition cleared: the reconcile completed", "key", key);
     kube_client_set_deadline(inf->cfg->client, 0);
     buf_free(&path);
     free(body);
@@ -776,7 +774,7 @@ static void quarantine_report(informer_t *inf, const char *key)
     const char *name = json_object_object_get_ex(md, "name", &v) ? json_object_get_string(v) : "";
     const char *ns = json_object_object_get_ex(md, "namespace", &v) ? json_object_get_string(v) : "";
     const char *uid = json_object_object_get_ex(md, "uid", &v) ? json_object_get_string(v) : "";
-    rlog_error("key quarantined: it crashed workers repeatedly", "key", key, NULL);
+    rlog_error("key quarantined: it crashed workers repeatedly", "key", key);
     if (!may_dispatch(inf))
         return;
     /* Fenced like the workers' writes: nothing lands after our leadership's validity. */
@@ -803,7 +801,7 @@ static void quarantine_report(informer_t *inf, const char *key)
     kube_path(&path, "", "v1", ns, "events", NULL, NULL);
     if (kube_client_request(inf->cfg->client, "POST", buf_str(&path), NULL, "application/json",
                             body, strlen(body), 0, NULL, &err))
-        rlog_warn("cannot record event", "key", key, "error", kube_error_str(&err, line, sizeof(line)), NULL);
+        rlog_warn("cannot record event", "key", key, "error", kube_error_str(&err, line, sizeof(line)));
     kube_client_set_deadline(inf->cfg->client, 0);
     buf_free(&path);
     crashcond_write(inf, key, rc, 1, msg);
@@ -884,7 +882,7 @@ static void *bind_socket(informer_t *inf, int type, const char *name)
     if (type == ZMQ_ROUTER)
         zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
     if (zmq_bind(s, ep)) {
-        rlog_error("cannot bind", "endpoint", ep, "error", zmq_strerror(errno), NULL);
+        rlog_error("cannot bind", "endpoint", ep, "error", zmq_strerror(errno));
         zmq_close(s);
         return NULL;
     }
@@ -1035,7 +1033,7 @@ int informer_run(const informer_config_t *cfg)
     inf->cfg = cfg;
     int code = 0;
     if (informer_setup(inf)) {
-        rlog_error("cannot start the informer", NULL);
+        rlog_error("cannot start the informer");
         code = 1;
         goto out;
     }
@@ -1047,7 +1045,7 @@ int informer_run(const informer_config_t *cfg)
         }
         if (!inf->ready_sent && all_synced(inf)) {
             inf->ready_sent = 1;
-            rlog_info("caches synced", NULL);
+            rlog_info("caches synced");
             daemon_notify_ready();
         }
         now = clock_mono_ns();
@@ -1083,7 +1081,7 @@ int informer_run(const informer_config_t *cfg)
         int rc = zmq_poll(items, n, loop_timeout_ms(inf, now));
         now = clock_mono_ns();
         if (rc < 0 && errno != EINTR) {
-            rlog_error("zmq_poll failed", "error", zmq_strerror(errno), NULL);
+            rlog_error("zmq_poll failed", "error", zmq_strerror(errno));
             code = 1;
             break;
         }
@@ -1091,7 +1089,7 @@ int informer_run(const informer_config_t *cfg)
             int sig;
             while ((sig = daemon_read_signal(cfg->signal_fd)) != 0) {
                 if ((sig == SIGTERM || sig == SIGINT) && !inf->stopping) {
-                    rlog_info("stopping: no new work; waiting for in-flight items", NULL);
+                    rlog_info("stopping: no new work; waiting for in-flight items");
                     inf->stopping = 1;
                     inf->stop_deadline_ns = now + (int64_t)(cfg->opts->graceful_shutdown_timeout * 1e9);
                 } else if (sig == SIGTERM || sig == SIGINT) {
@@ -1137,7 +1135,7 @@ int informer_run(const informer_config_t *cfg)
             inf->next_metrics_ns = now + METRICS_EVERY_NS;
         }
     }
-    rlog_info("informer stopped", NULL);
+    rlog_info("informer stopped");
 out:
     informer_teardown(inf);
     free(inf);

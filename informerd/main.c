@@ -92,12 +92,12 @@ int main(int argc, char **argv)
     int sfd = -1;
     char rtdir[4096];
     if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
-        rlog_error("cannot use the runtime directory", "error", err, NULL);
+        rlog_error("cannot use the runtime directory", "error", err);
         goto out;
     }
     sfd = daemon_signalfd(err, sizeof(err));
     if (sfd < 0) {
-        rlog_error("cannot set up signals", "error", err, NULL);
+        rlog_error("cannot set up signals", "error", err);
         goto out;
     }
     const char *name = getenv("RDC_CHILD_NAME");
@@ -113,7 +113,7 @@ int main(int argc, char **argv)
         .watch_timeout_s = watch_timeout,
     };
     rlog_info("informerd started", "version", RDC_VERSION, "server", kube_config_rest(cfg)->server,
-              "mode", tail ? "tail" : "serve", NULL);
+              "mode", tail ? "tail" : "serve");
     code = informer_run(&ic);
 out:
     if (sfd >= 0)

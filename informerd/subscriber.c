@@ -82,7 +82,7 @@ int subscriber_run(const char *runtime_dir, FILE *out, int signal_fd)
     /* Subscribe before the snapshot, so that nothing falls between the two. */
     int64_t seq = take_snapshot(snap, out);
     if (seq < 0) {
-        rlog_error("no snapshot from informerd within 10 s (is it running?)", "endpoint", ep, NULL);
+        rlog_error("no snapshot from informerd within 10 s (is it running?)", "endpoint", ep);
         goto out;
     }
     for (;;) {
@@ -101,7 +101,7 @@ int subscriber_run(const char *runtime_dir, FILE *out, int signal_fd)
             int64_t s = 0;
             if (zmsg_frame_is(m, 0, PROTO_DELTA) && zmsg_frame_int64(m, 1, &s) == 0 && s > seq) {
                 if (s != seq + 1) {
-                    rlog_warn("gap in the delta stream; taking a new snapshot", NULL);
+                    rlog_warn("gap in the delta stream; taking a new snapshot");
                     zmsg_destroy(&m);
                     seq = take_snapshot(snap, out);
                     if (seq < 0)

@@ -142,12 +142,12 @@ int main(int argc, char **argv)
     int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB)) {
         rlog_error("another supervisor runs on this runtime directory (use --runtime-dir)",
-                   "dir", rtdir, NULL);
+                   "dir", rtdir);
         return 1;
     }
     int sfd = daemon_signalfd(err, sizeof(err));
     if (sfd < 0) {
-        rlog_error("cannot set up signals", "error", err, NULL);
+        rlog_error("cannot set up signals", "error", err);
         return 1;
     }
     char bindir_buf[4096];
@@ -173,13 +173,13 @@ int main(int argc, char **argv)
     };
     supervisor_t *s = NULL;
     if (supervisor_new(&cfg, &s, err, sizeof(err))) {
-        rlog_error("cannot start", "error", err, NULL);
+        rlog_error("cannot start", "error", err);
         return 1;
     }
     char nworkers[16];
     snprintf(nworkers, sizeof(nworkers), "%d", c.workers);
     rlog_info("supervisor started", "version", RDC_VERSION, "runtime_dir", rtdir, "bindir",
-              bindir, "workers", nworkers, NULL);
+              bindir, "workers", nworkers);
     int rc = supervisor_run(s, sfd);
     supervisor_destroy(&s);
     close(sfd);

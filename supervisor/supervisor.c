@@ -183,7 +183,7 @@ static int child_start(supervisor_t *s, child_t *c, int64_t now)
         char path[4096];
         snprintf(path, sizeof(path), "%s/%s", s->cfg.bindir, c->program);
         rlog_error("cannot start child", "child", c->name, "path", path, "error",
-                   strerror(e), NULL);
+                   strerror(e));
         close(notify[0]);
         c->notify_fd = -1;
         c->state = CH_STARTING;
@@ -193,11 +193,11 @@ static int child_start(supervisor_t *s, child_t *c, int64_t now)
     c->state = CH_STARTING;
     char pidbuf[16];
     snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
-    rlog_info("child started", "child", c->name, "pid", pidbuf, NULL);
+    rlog_info("child started", "child", c->name, "pid", pidbuf);
     return 0;
 
 fail_early:
-    rlog_error("cannot start child", "child", c->name, "error", strerror(errno), NULL);
+    rlog_error("cannot start child", "child", c->name, "error", strerror(errno));
     c->next_start_ns = now + policy_on_exit(&c->policy, now, now);
     return -1;
 }
@@ -240,7 +240,7 @@ static void child_exited(supervisor_t *s, child_t *c, int status, int64_t now)
     if (s->shutting_down || c->retired) {
         /* A retired slot is freed by purge_retired() at the end of the loop turn, so
          * that no pointer into the table goes stale during the turn. */
-        rlog_info("child stopped", "child", c->name, "pid", pidbuf, "status", what, NULL);
+        rlog_info("child stopped", "child", c->name, "pid", pidbuf, "status", what);
         return;
     }
     int64_t delay = policy_on_exit(&c->policy, c->started_ns, now);
@@ -248,7 +248,7 @@ static void child_exited(supervisor_t *s, child_t *c, int status, int64_t now)
     char delaybuf[32];
     snprintf(delaybuf, sizeof(delaybuf), "%.0fs", (double)delay / 1e9);
     rlog_warn("child exited; restarting after a delay", "child", c->name, "pid", pidbuf,
-              "status", what, "uptime", uptime, "delay", delaybuf, NULL);
+              "status", what, "uptime", uptime, "delay", delaybuf);
     metric_counter_add(s->m_restarts, METRIC_LABELS(c->name), 1);
 }
 
@@ -273,7 +273,7 @@ static void read_ready(child_t *c)
     if (n > 0 && memmem(buf, (size_t)n, "READY", 5)) {
         c->ready = 1;
         c->state = CH_UP;
-        rlog_info("child ready", "child", c->name, NULL);
+        rlog_info("child ready", "child", c->name);
     }
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
         child_close_notify(c);
@@ -319,7 +319,7 @@ static int set_workers(supervisor_t *s, int n)
     s->cfg.workers = n;
     char nbuf[16];
     snprintf(nbuf, sizeof(nbuf), "%d", n);
-    rlog_info("worker pool resized", "workers", nbuf, NULL);
+    rlog_info("worker pool resized", "workers", nbuf);
     return 0;
 }
 
@@ -503,7 +503,7 @@ static void check_wedged(supervisor_t *s, int64_t now)
         int64_t mtime = (int64_t)st.st_mtim.tv_sec * NS_PER_SEC + st.st_mtim.tv_nsec;
         if (wall - mtime > METRICS_STALE_NS) {
             rlog_error("child is wedged (no progress for 120 s); killing it", "child",
-                       c->name, NULL);
+                       c->name);
             child_signal(c, SIGKILL);
         }
     }
@@ -604,7 +604,7 @@ static void begin_shutdown(supervisor_t *s, int64_t now, const char *why)
 {
     if (s->shutting_down)
         return;
-    rlog_info("shutting down: draining workers and informerd", "reason", why, NULL);
+    rlog_info("shutting down: draining workers and informerd", "reason", why);
     s->shutting_down = 1;
     s->phase = PHASE_DRAIN;
     s->phase_deadline_ns = now + (int64_t)(s->cfg.grace_s * 1e9);
@@ -616,13 +616,13 @@ static int step_shutdown(supervisor_t *s, int64_t now)
 {
     if (s->phase == PHASE_DRAIN) {
         if (!phase_done(s, PHASE_DRAIN) && now >= s->phase_deadline_ns) {
-            rlog_warn("grace period over; killing what is left", NULL);
+            rlog_warn("grace period over; killing what is left");
             s->forced = 1;
             signal_phase(s, PHASE_DRAIN, SIGKILL);
         }
         if (!phase_done(s, PHASE_DRAIN))
             return 0;
-        rlog_info("drained; stopping electord (releases the Lease)", NULL);
+        rlog_info("drained; stopping electord (releases the Lease)");
         s->phase = PHASE_RELEASE;
         s->phase_deadline_ns = now + ELECTORD_STOP_NS;
         signal_phase(s, PHASE_RELEASE, SIGTERM);
@@ -694,7 +694,7 @@ int supervisor_run(supervisor_t *s, int signal_fd)
         int rc = zmq_poll(items, n, next_timeout_ms(s, clock_mono_ns()));
         now = clock_mono_ns();
         if (rc < 0 && errno != EINTR) {
-            rlog_error("zmq_poll failed", "error", zmq_strerror(errno), NULL);
+            rlog_error("zmq_poll failed", "error", zmq_strerror(errno));
             continue;
         }
         if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) {
@@ -703,7 +703,7 @@ int supervisor_run(supervisor_t *s, int signal_fd)
                 if (sig == SIGCHLD) {
                     reap(s, now);
                 } else if (s->shutting_down && (sig == SIGTERM || sig == SIGINT)) {
-                    rlog_warn("second signal: stopping everything now", NULL);
+                    rlog_warn("second signal: stopping everything now");
                     s->forced = 1;
                     signal_phase(s, PHASE_DRAIN, SIGKILL);
                     signal_phase(s, PHASE_RELEASE, SIGKILL);
@@ -747,7 +747,7 @@ int supervisor_run(supervisor_t *s, int signal_fd)
             check_wedged(s, now);
         }
     }
-    rlog_info("all children stopped", "forced", s->forced ? "true" : "false", NULL);
+    rlog_info("all children stopped", "forced", s->forced ? "true" : "false");
     return s->forced ? 1 : 0;
 }
 

@@ -61,7 +61,7 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
             webhook_server_check_certs(a->server);
         } else if ((sig == SIGTERM || sig == SIGINT) && !a->draining) {
             a->draining = 1;
-            rlog_info("shutting down: no new connections", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+            rlog_info("shutting down: no new connections", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
             webhook_server_stop_accepting(a->server);
             struct timeval grace = {0, DRAIN_GRACE_MS * 1000};
             event_base_loopexit(a->base, &grace);
@@ -120,41 +120,41 @@ int main(int argc, char **argv)
     app_t a = {.name = name && *name ? name : "webhookd", .runtime_dir = rtdir};
     struct event *sig_ev = NULL, *tick_ev = NULL;
     if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
-        rlog_error("cannot use the runtime directory", "error", err, NULL);
+        rlog_error("cannot use the runtime directory", "error", err);
         goto out;
     }
     sfd = daemon_signalfd(err, sizeof(err));
     if (sfd < 0) {
-        rlog_error("cannot set up signals", "error", err, NULL);
+        rlog_error("cannot set up signals", "error", err);
         goto out;
     }
     if (!(a.base = event_base_new())) {
-        rlog_error("cannot create the event loop", NULL);
+        rlog_error("cannot create the event loop");
         goto out;
     }
     if (webhook_server_new(a.base, &wc, &a.server, err, sizeof(err))) {
-        rlog_error("cannot start the webhook server", "error", err, NULL);
+        rlog_error("cannot start the webhook server", "error", err);
         goto out;
     }
     struct timeval tick = {TICK_S, 0};
     sig_ev = event_new(a.base, sfd, EV_READ | EV_PERSIST, on_signal, &a);
     tick_ev = event_new(a.base, -1, EV_PERSIST, on_tick, &a);
     if (!sig_ev || !tick_ev || event_add(sig_ev, NULL) || event_add(tick_ev, &tick)) {
-        rlog_error("cannot set up the event loop", NULL);
+        rlog_error("cannot set up the event loop");
         goto out;
     }
     char port[16];
     snprintf(port, sizeof(port), "%d", webhook_server_port(a.server));
     rlog_info("webhook server listening", "version", RDC_VERSION, "address",
-              *wc.bind_address ? wc.bind_address : "*", "port", port, "certDir", wc.cert_dir, NULL);
+              *wc.bind_address ? wc.bind_address : "*", "port", port, "certDir", wc.cert_dir);
     daemon_publish_metrics(rtdir, a.name);
     daemon_notify_ready();
     if (event_base_dispatch(a.base) < 0) {
-        rlog_error("the event loop failed", NULL);
+        rlog_error("the event loop failed");
         goto out;
     }
     code = 0;
-    rlog_info("stopped", NULL);
+    rlog_info("stopped");
 out:
     if (a.server)
         daemon_publish_metrics(rtdir, a.name);

@@ -120,11 +120,11 @@ int webhook_server_check_certs(webhook_server_t *s)
         metric_counter_add(s->m_cert_reads, NULL, 1);
         char loads[16];
         snprintf(loads, sizeof(loads), "%u", webhook_tls_loads(s->tls));
-        rlog_info("serving certificate reloaded", "loads", loads, NULL);
+        rlog_info("serving certificate reloaded", "loads", loads);
     } else if (rc < 0) {
         metric_counter_add(s->m_cert_reads, NULL, 1);
         metric_counter_add(s->m_cert_errors, NULL, 1);
-        rlog_error("cannot reload the serving certificate; still serving the previous one", "error", err, NULL);
+        rlog_error("cannot reload the serving certificate; still serving the previous one", "error", err);
     }
     return rc;
 }
@@ -208,7 +208,7 @@ static void log_outcome(const char *webhook, int http, const admission_outcome_t
     rlog(level, o->bad_request ? "bad admission request" : o->allowed ? "admitted" : "denied",
          "webhook", webhook, "uid", o->uid, "operation", o->operation, "namespace", o->ns, "name", o->name,
          "dryRun", o->dry_run ? "true" : "false", "patched", o->patched ? "true" : "false", "httpCode", code, "code", status,
-         "message", o->allowed ? NULL : o->message, "ms", ms, NULL);
+         "message", o->allowed ? NULL : o->message, "ms", ms);
 }
 
 static void serve_admission(webhook_server_t *s, struct evhttp_request *req, const char *path, admission_kind_t kind)

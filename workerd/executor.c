@@ -109,7 +109,7 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
             /* The hook for external resources (backups, DNS, ...) would run here; the
              * children themselves go with the garbage collector via owner references. */
             rlog_info("cleanup before deletion", "reconcileID", x->reconcile_id, "name",
-                      a->name, NULL);
+                      a->name);
         } else {
             if (x->fence && !x->fence(x->fence_user)) {
                 kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
@@ -123,7 +123,7 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
                 kube_error_clear(err);
             }
             rlog_debug("write done", "reconcileID", x->reconcile_id, "action",
-                       plan_action_kind_name(a->kind), "path", a->path, "why", a->why, NULL);
+                       plan_action_kind_name(a->kind), "path", a->path, "why", a->why);
         }
         for (size_t e = 0; e < plan_event_count(plan); e++) {
             const plan_event_t *ev = plan_event(plan, e);
@@ -136,7 +136,7 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
             if (exec_record_event(x, rc, ev->type, ev->reason, ev->message, &eerr)) {
                 char line[1024];
                 rlog_warn("cannot record event", "reconcileID", x->reconcile_id, "reason",
-                          ev->reason, "error", kube_error_str(&eerr, line, sizeof(line)), NULL);
+                          ev->reason, "error", kube_error_str(&eerr, line, sizeof(line)));
             }
         }
     }

@@ -66,11 +66,11 @@ static int run_once(kube_client_t *client, const char *key, int dry_run)
         get_object(client, "", "v1", ns, "services", name, &svc, &err) ||
         get_object(client, "apps", "v1", ns, "statefulsets", name, &sts, &err)) {
         rlog_error("cannot read the objects", "key", key, "error",
-                   kube_error_str(&err, line, sizeof(line)), NULL);
+                   kube_error_str(&err, line, sizeof(line)));
         goto out;
     }
     if (!rc) {
-        rlog_info("RedisCluster not found: nothing to do", "key", key, NULL);
+        rlog_info("RedisCluster not found: nothing to do", "key", key);
         code = 0;
         goto out;
     }
@@ -147,12 +147,12 @@ int main(int argc, char **argv)
     }
     char rtdir[4096], wep[4200], lep[4200];
     if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
-        rlog_error("cannot use the runtime directory", "error", err, NULL);
+        rlog_error("cannot use the runtime directory", "error", err);
         goto out;
     }
     int sfd = daemon_signalfd(err, sizeof(err));
     if (sfd < 0) {
-        rlog_error("cannot set up signals", "error", err, NULL);
+        rlog_error("cannot set up signals", "error", err);
         goto out;
     }
     const char *name = getenv("RDC_CHILD_NAME");
@@ -167,7 +167,7 @@ int main(int argc, char **argv)
         .signal_fd = sfd,
     };
     rlog_info("workerd started", "version", RDC_VERSION, "work", wc.work_endpoint, "leader",
-              wc.leader_endpoint ? wc.leader_endpoint : "(leader election off)", NULL);
+              wc.leader_endpoint ? wc.leader_endpoint : "(leader election off)");
     code = worker_run(&wc);
     close(sfd);
 out:

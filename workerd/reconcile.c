@@ -119,7 +119,7 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
     if (plan_error(plan)) {
         rlog_error("cannot reconcile this object", "controller", RECONCILE_CONTROLLER,
                    "namespace", ns, "name", name, "reconcileID", x->reconcile_id, "error",
-                   plan_error(plan), NULL);
+                   plan_error(plan));
         out->result = RECONCILE_DONE;
         goto out;
     }
@@ -146,7 +146,7 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
              "Reconciler error", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name",
              name, "reconcileID", x->reconcile_id, "action",
              a ? plan_action_kind_name(a->kind) : "", "result", exec_result_name(r), "error",
-             out->message, NULL);
+             out->message);
         /* A write the API refused as invalid will be refused again: say so on the object. */
         if (r == EXEC_ERROR && (kube_error_is_invalid(&err) || err.code == KERR_FORBIDDEN)) {
             kube_error_t eerr;
@@ -163,7 +163,7 @@ out:;
     rlog_info("reconciled", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name", name,
               "reconcileID", x->reconcile_id, "result", reconcile_result_name(out->result),
               "phase", plan && plan_phase(plan) ? plan_phase(plan) : "", "writes", actions,
-              "seconds", secs, NULL);
+              "seconds", secs);
     if (!dry_run)
         record_metrics(out->result, seconds);
     metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), -1);

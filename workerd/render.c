@@ -8,7 +8,9 @@
 #include <stdarg.h>
 #include <string.h>
 
-/* An array of strings, terminated by NULL. */
+/* An array of strings, terminated by STR_END (a typed null pointer, which va_arg may read
+ * as a const char *; a bare NULL may be a plain 0). */
+#define STR_END ((const char *)0)
 static json_object *str_array(int *oom, const char *first, ...)
 {
     json_object *a = jsonx_new_arr(oom);
@@ -166,7 +168,7 @@ json_object *render_service(const render_input_t *in)
 static json_object *ping_probe(int initial_delay, int period, int *oom)
 {
     json_object *exec = jsonx_new_obj(oom);
-    jsonx_put(exec, "command", str_array(oom, "redis-cli", "ping", NULL), oom);
+    jsonx_put(exec, "command", str_array(oom, "redis-cli", "ping", STR_END), oom);
     json_object *probe = jsonx_new_obj(oom);
     jsonx_put(probe, "exec", exec, oom);
     jsonx_put(probe, "initialDelaySeconds", jsonx_new_int(initial_delay, oom), oom);
@@ -197,7 +199,7 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     json_object *c = jsonx_new_obj(oom);
     jsonx_put(c, "name", jsonx_new_str("redis", oom), oom);
     jsonx_put(c, "image", jsonx_new_str(in->image, oom), oom);
-    jsonx_put(c, "command", str_array(oom, "redis-server", "/etc/redis/redis.conf", NULL), oom);
+    jsonx_put(c, "command", str_array(oom, "redis-server", "/etc/redis/redis.conf", STR_END), oom);
     json_object *port = jsonx_new_obj(oom);
     jsonx_put(port, "name", jsonx_new_str("redis", oom), oom);
     jsonx_put(port, "containerPort", jsonx_new_int(RENDER_REDIS_PORT, oom), oom);
@@ -256,7 +258,7 @@ static json_object *data_claim_template(const render_input_t *in, int *oom)
     json_object *res = jsonx_new_obj(oom);
     jsonx_put(res, "requests", req, oom);
     json_object *spec = jsonx_new_obj(oom);
-    jsonx_put(spec, "accessModes", str_array(oom, "ReadWriteOnce", NULL), oom);
+    jsonx_put(spec, "accessModes", str_array(oom, "ReadWriteOnce", STR_END), oom);
     jsonx_put(spec, "resources", res, oom);
     if (in->storage_class)
         jsonx_put(spec, "storageClassName", jsonx_new_str(in->storage_class, oom), oom);

@@ -57,7 +57,7 @@ static int worker_connect(worker_t *w)
     zmq_setsockopt(w->dealer, ZMQ_LINGER, &linger, sizeof(linger));
     if (zmq_connect(w->dealer, w->cfg->work_endpoint)) {
         rlog_error("cannot connect to informerd", "endpoint", w->cfg->work_endpoint, "error",
-                   zmq_strerror(errno), NULL);
+                   zmq_strerror(errno));
         return -1;
     }
     zmsg_t *m = zmsg_new();
@@ -132,13 +132,13 @@ static void worker_handle_work(worker_t *w, zmsg_t *m)
     reconcile_outcome_t out = {.result = RECONCILE_ERROR};
     if (!key || zmsg_frame_int64(m, 2, &epoch) || zmsg_frame_int64(m, 3, &generation) ||
         !rctext || !chtext) {
-        rlog_error("malformed WORK message from informerd; dropped", NULL);
+        rlog_error("malformed WORK message from informerd; dropped");
         goto answer;
     }
     rc = json_tokener_parse(rctext);
     children = json_tokener_parse(chtext);
     if (!rc || !json_object_is_type(rc, json_type_object)) {
-        rlog_error("WORK item without a RedisCluster object", "key", key, NULL);
+        rlog_error("WORK item without a RedisCluster object", "key", key);
         out.result = RECONCILE_DONE;
         goto answer;
     }
@@ -221,7 +221,7 @@ int worker_run(const worker_config_t *cfg)
         if (items[0].revents & ZMQ_POLLIN) {
             int sig = daemon_read_signal(cfg->signal_fd);
             if (sig == SIGTERM || sig == SIGINT) {
-                rlog_info("stopping: no item in flight", NULL);
+                rlog_info("stopping: no item in flight");
                 break;
             }
         }
@@ -239,7 +239,7 @@ int worker_run(const worker_config_t *cfg)
                     w.last_heard_ns = clock_mono_ns();
                 }
                 else if (!zmsg_frame_is(m, 0, PROTO_HEARTBEAT))
-                    rlog_warn("unknown message from informerd; dropped", NULL);
+                    rlog_warn("unknown message from informerd; dropped");
                 zmsg_destroy(&m);
                 now = clock_mono_ns();
             }
@@ -247,7 +247,7 @@ int worker_run(const worker_config_t *cfg)
         if (w.dealer && now - w.last_heard_ns > (int64_t)PROTO_LIVENESS * PROTO_HEARTBEAT_MS * NS_PER_MS) {
             char d[16];
             snprintf(d, sizeof(d), "%llds", (long long)(w.reconnect_delay_ns / NS_PER_SEC));
-            rlog_warn("informerd is silent; reconnecting", "after", d, NULL);
+            rlog_warn("informerd is silent; reconnecting", "after", d);
             worker_disconnect(&w, 0);
             reconnect_at = now + w.reconnect_delay_ns;
             w.reconnect_delay_ns *= 2;

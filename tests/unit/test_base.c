@@ -63,9 +63,9 @@ static char *capture_log(rlog_format_t format, void (*emit)(void))
 
 static void emit_records(void)
 {
-    rlog_debug("hidden", NULL);
-    rlog_info("reconcile done", "namespace", "default", "name", "a \"quoted\"\nname", NULL);
-    rlog_error("boom", "err", NULL, NULL);
+    rlog_debug("hidden");
+    rlog_info("reconcile done", "namespace", "default", "name", "a \"quoted\"\nname");
+    rlog_error("boom", "err", NULL);
 }
 
 static void test_log_json_lines(void)
