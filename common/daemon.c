@@ -169,3 +169,16 @@ int daemon_kube_connect(const rdc_common_opts_t *c, kube_client_opts_t *co,
     }
     return 0;
 }
+
+int daemon_loop_setup(const char *explicit_dir, char *rtdir, size_t rtdirlen)
+{
+    char err[1024];
+    if (daemon_runtime_dir(explicit_dir, rtdir, rtdirlen, err, sizeof(err))) {
+        rlog_error("cannot use the runtime directory", "error", err);
+        return -1;
+    }
+    int fd = daemon_signalfd(err, sizeof(err));
+    if (fd < 0)
+        rlog_error("cannot set up signals", "error", err);
+    return fd;
+}

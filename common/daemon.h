@@ -35,6 +35,10 @@ void daemon_notify_ready(void);
 int daemon_runtime_dir(const char *explicit_dir, char *out, size_t outlen, char *err,
                        size_t errlen);
 
+/* What every daemon's loop needs: the runtime directory (daemon_runtime_dir of
+ * explicit_dir) in rtdir, and the signalfd, returned. -1 after logging why. */
+int daemon_loop_setup(const char *explicit_dir, char *rtdir, size_t rtdirlen);
+
 /* "ipc://<dir>/<name>" into out; returns out. */
 char *daemon_endpoint(const char *dir, const char *name, char *out, size_t outlen);
 

@@ -299,3 +299,26 @@ int opts_apply_logging(const rdc_common_opts_t *c, const char *component, char *
     rlog_init(component, level, format, NULL);
     return 0;
 }
+
+int opts_main(const char *prog, const char *summary, const opt_t *table, const rdc_common_opts_t *c,
+              int argc, char **argv, const char **positional, size_t max_positional, size_t *npositional)
+{
+    char err[1024];
+    if (opts_parse(table, argc, argv, positional, max_positional, npositional, err, sizeof(err))) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return 2;
+    }
+    if (c->help) {
+        opts_usage(stdout, prog, summary, table);
+        return 0;
+    }
+    if (c->version) {
+        printf("%s %s\n", prog, RDC_VERSION);
+        return 0;
+    }
+    if (opts_apply_logging(c, prog, err, sizeof(err))) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return 2;
+    }
+    return -1;
+}

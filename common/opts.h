@@ -83,6 +83,13 @@ void opts_usage(FILE *out, const char *prog, const char *summary, const opt_t *t
  * Returns 0, or -1 when s is not a duration. */
 int opts_parse_duration(const char *s, double *seconds);
 
+/* The start of every daemon's main(): parse argv against table (positional arguments as
+ * in opts_parse), answer --help (usage with summary) and --version, and apply the logging
+ * flags of c. Returns -1 when main should go on, else the exit code to return at once:
+ * 0 after --help or --version, 2 after a bad flag (one line on stderr, "prog: ..."). */
+int opts_main(const char *prog, const char *summary, const opt_t *table, const rdc_common_opts_t *c,
+              int argc, char **argv, const char **positional, size_t max_positional, size_t *npositional);
+
 /* Apply --log-level/--log-format to the logger for component name. Returns 0, or -1
  * with err naming the bad flag. */
 int opts_apply_logging(const rdc_common_opts_t *c, const char *component, char *err,

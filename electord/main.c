@@ -33,23 +33,9 @@ int main(int argc, char **argv)
     table[OPTS_COMMON_COUNT] = (opt_t){"no-publish", OPT_BOOL, &standalone,
                                        "do not bind the leader socket (several electords on one runtime dir)"};
     table[OPTS_COMMON_COUNT + 1] = (opt_t){NULL, OPT_END, NULL, NULL};
-    char err[1024];
-    if (opts_parse(table, argc, argv, NULL, 0, NULL, err, sizeof(err))) {
-        fprintf(stderr, "electord: %s\n", err);
-        return 2;
-    }
-    if (c.help) {
-        opts_usage(stdout, "electord", summary, table);
-        return 0;
-    }
-    if (c.version) {
-        printf("electord %s\n", RDC_VERSION);
-        return 0;
-    }
-    if (opts_apply_logging(&c, "electord", err, sizeof(err))) {
-        fprintf(stderr, "electord: %s\n", err);
-        return 2;
-    }
+    int early = opts_main("electord", summary, table, &c, argc, argv, NULL, 0, NULL);
+    if (early >= 0)
+        return early;
     /* client-go's checks: duration > deadline > 1.2 x period, all positive. */
     if (c.leader_elect && !(c.lease_duration > c.renew_deadline &&
                             c.renew_deadline > 1.2 * c.retry_period && c.retry_period > 0)) {
@@ -76,15 +62,8 @@ int main(int argc, char **argv)
         if (!ns)
             ns = kube_config_rest(cfg)->namespace_;
     }
-    if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
-        rlog_error("cannot use the runtime directory", "error", err);
+    if ((sfd = daemon_loop_setup(c.runtime_dir, rtdir, sizeof(rtdir))) < 0)
         goto out;
-    }
-    sfd = daemon_signalfd(err, sizeof(err));
-    if (sfd < 0) {
-        rlog_error("cannot set up signals", "error", err);
-        goto out;
-    }
     const char *name = getenv("RDC_CHILD_NAME");
     elector_config_t ec = {
         .client = client,

@@ -43,38 +43,18 @@ int main(int argc, char **argv)
     table[OPTS_COMMON_COUNT + 3] = (opt_t){"watch-timeout", OPT_DURATION, &watch_timeout,
                                            "server-side timeout of each watch (default: random 5 to 10 min, as client-go)"};
     table[OPTS_COMMON_COUNT + 4] = (opt_t){NULL, OPT_END, NULL, NULL};
-    char err[1024];
-    if (opts_parse(table, argc, argv, NULL, 0, NULL, err, sizeof(err))) {
-        fprintf(stderr, "informerd: %s\n", err);
-        return 2;
-    }
-    if (c.help) {
-        opts_usage(stdout, "informerd", summary, table);
-        return 0;
-    }
-    if (c.version) {
-        printf("informerd %s\n", RDC_VERSION);
-        return 0;
-    }
-    if (opts_apply_logging(&c, "informerd", err, sizeof(err))) {
-        fprintf(stderr, "informerd: %s\n", err);
-        return 2;
-    }
+    int early = opts_main("informerd", summary, table, &c, argc, argv, NULL, 0, NULL);
+    if (early >= 0)
+        return early;
     if (c.sync_period <= 0) {
         fprintf(stderr, "informerd: --sync-period must be positive\n");
         return 2;
     }
     if (subscribe) {
         char dir[4096];
-        if (daemon_runtime_dir(c.runtime_dir, dir, sizeof(dir), err, sizeof(err))) {
-            fprintf(stderr, "informerd: %s\n", err);
+        int fd = daemon_loop_setup(c.runtime_dir, dir, sizeof(dir));
+        if (fd < 0)
             return 1;
-        }
-        int fd = daemon_signalfd(err, sizeof(err));
-        if (fd < 0) {
-            fprintf(stderr, "informerd: %s\n", err);
-            return 1;
-        }
         int rc = subscriber_run(dir, stdout, fd);
         close(fd);
         return rc;
@@ -91,15 +71,8 @@ int main(int argc, char **argv)
     int code = 1;
     int sfd = -1;
     char rtdir[4096];
-    if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
-        rlog_error("cannot use the runtime directory", "error", err);
+    if ((sfd = daemon_loop_setup(c.runtime_dir, rtdir, sizeof(rtdir))) < 0)
         goto out;
-    }
-    sfd = daemon_signalfd(err, sizeof(err));
-    if (sfd < 0) {
-        rlog_error("cannot set up signals", "error", err);
-        goto out;
-    }
     const char *name = getenv("RDC_CHILD_NAME");
     informer_config_t ic = {
         .client = client,

@@ -102,23 +102,10 @@ int main(int argc, char **argv)
 
     const char *pos[4];
     size_t npos = 0;
+    int early = opts_main("supervisor", summary, table, &c, argc, argv, pos, 4, &npos);
+    if (early >= 0)
+        return early;
     char err[512];
-    if (opts_parse(table, argc, argv, pos, 4, &npos, err, sizeof(err))) {
-        fprintf(stderr, "supervisor: %s\n", err);
-        return 2;
-    }
-    if (c.help) {
-        opts_usage(stdout, "supervisor", summary, table);
-        return 0;
-    }
-    if (c.version) {
-        printf("supervisor %s\n", RDC_VERSION);
-        return 0;
-    }
-    if (opts_apply_logging(&c, "supervisor", err, sizeof(err))) {
-        fprintf(stderr, "supervisor: %s\n", err);
-        return 2;
-    }
     char rtdir[4096];
     if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
         fprintf(stderr, "supervisor: %s\n", err);

@@ -92,23 +92,10 @@ int main(int argc, char **argv)
     t[4] = (opt_t){"webhook-key-name", OPT_STRING, &wc.key_name, "key file in --webhook-cert-dir"};
     t[5] = (opt_t){NULL, OPT_END, NULL, NULL};
 
+    int early = opts_main("webhookd", summary, table, &c, argc, argv, NULL, 0, NULL);
+    if (early >= 0)
+        return early;
     char err[1024];
-    if (opts_parse(table, argc, argv, NULL, 0, NULL, err, sizeof(err))) {
-        fprintf(stderr, "webhookd: %s\n", err);
-        return 2;
-    }
-    if (c.help) {
-        opts_usage(stdout, "webhookd", summary, table);
-        return 0;
-    }
-    if (c.version) {
-        printf("webhookd %s\n", RDC_VERSION);
-        return 0;
-    }
-    if (opts_apply_logging(&c, "webhookd", err, sizeof(err))) {
-        fprintf(stderr, "webhookd: %s\n", err);
-        return 2;
-    }
     if (wc.port < 0 || wc.port > 65535) {
         fprintf(stderr, "webhookd: --webhook-port must be from 0 to 65535, have %d\n", wc.port);
         return 2;
@@ -119,15 +106,8 @@ int main(int argc, char **argv)
     const char *name = getenv("RDC_CHILD_NAME");
     app_t a = {.name = name && *name ? name : "webhookd", .runtime_dir = rtdir};
     struct event *sig_ev = NULL, *tick_ev = NULL;
-    if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
-        rlog_error("cannot use the runtime directory", "error", err);
+    if ((sfd = daemon_loop_setup(c.runtime_dir, rtdir, sizeof(rtdir))) < 0)
         goto out;
-    }
-    sfd = daemon_signalfd(err, sizeof(err));
-    if (sfd < 0) {
-        rlog_error("cannot set up signals", "error", err);
-        goto out;
-    }
     if (!(a.base = event_base_new())) {
         rlog_error("cannot create the event loop");
         goto out;

@@ -115,23 +115,9 @@ int main(int argc, char **argv)
     table[OPTS_COMMON_COUNT + 3] = (opt_t){"leader-endpoint", OPT_STRING, &leader_ep,
                                            "electord's leader socket (default ipc://<runtime-dir>/leader.sock)"};
     table[OPTS_COMMON_COUNT + 4] = (opt_t){NULL, OPT_END, NULL, NULL};
-    char err[1024];
-    if (opts_parse(table, argc, argv, NULL, 0, NULL, err, sizeof(err))) {
-        fprintf(stderr, "workerd: %s\n", err);
-        return 2;
-    }
-    if (c.help) {
-        opts_usage(stdout, "workerd", summary, table);
-        return 0;
-    }
-    if (c.version) {
-        printf("workerd %s\n", RDC_VERSION);
-        return 0;
-    }
-    if (opts_apply_logging(&c, "workerd", err, sizeof(err))) {
-        fprintf(stderr, "workerd: %s\n", err);
-        return 2;
-    }
+    int early = opts_main("workerd", summary, table, &c, argc, argv, NULL, 0, NULL);
+    if (early >= 0)
+        return early;
     kube_config_t *cfg = NULL;
     kube_client_t *client = NULL;
     kube_client_opts_t co;
@@ -146,15 +132,9 @@ int main(int argc, char **argv)
         goto out;
     }
     char rtdir[4096], wep[4200], lep[4200];
-    if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
-        rlog_error("cannot use the runtime directory", "error", err);
+    int sfd = daemon_loop_setup(c.runtime_dir, rtdir, sizeof(rtdir));
+    if (sfd < 0)
         goto out;
-    }
-    int sfd = daemon_signalfd(err, sizeof(err));
-    if (sfd < 0) {
-        rlog_error("cannot set up signals", "error", err);
-        goto out;
-    }
     const char *name = getenv("RDC_CHILD_NAME");
     worker_config_t wc = {
         .client = client,
