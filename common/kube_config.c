@@ -608,41 +608,21 @@ static int resolve_user(kube_config_t *c, kcfg_user_t *u, const kcfg_doc_t *doc,
 
 /* Lookups across merged files: the first file that defines a name wins, as when
  * kubectl merges $KUBECONFIG. Each returns the entry and its file, or NULL. */
-static kcfg_context_t *find_context(kcfg_doc_t **docs, size_t n, const char *name,
-                                    kcfg_doc_t **doc)
-{
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < docs[i]->n_contexts; j++)
-            if (strcmp(docs[i]->contexts[j].name, name) == 0) {
-                *doc = docs[i];
-                return &docs[i]->contexts[j];
-            }
-    return NULL;
-}
-
-static kcfg_cluster_t *find_cluster(kcfg_doc_t **docs, size_t n, const char *name,
-                                    kcfg_doc_t **doc)
-{
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < docs[i]->n_clusters; j++)
-            if (strcmp(docs[i]->clusters[j].name, name) == 0) {
-                *doc = docs[i];
-                return &docs[i]->clusters[j];
-            }
-    return NULL;
-}
-
-static kcfg_user_t *find_user(kcfg_doc_t **docs, size_t n, const char *name,
-                              kcfg_doc_t **doc)
-{
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < docs[i]->n_users; j++)
-            if (strcmp(docs[i]->users[j].name, name) == 0) {
-                *doc = docs[i];
-                return &docs[i]->users[j];
-            }
-    return NULL;
-}
+#define DEFINE_FIND(fn, type, array, count)                                                                    \
+    static type *fn(kcfg_doc_t **docs, size_t n, const char *name, kcfg_doc_t **doc)                           \
+    {                                                                                                          \
+        for (size_t i = 0; i < n; i++)                                                                         \
+            for (size_t j = 0; j < docs[i]->count; j++)                                                        \
+                if (strcmp(docs[i]->array[j].name, name) == 0) {                                               \
+                    *doc = docs[i];                                                                            \
+                    return &docs[i]->array[j];                                                                 \
+                }                                                                                              \
+        return NULL;                                                                                           \
+    }
+DEFINE_FIND(find_context, kcfg_context_t, contexts, n_contexts)
+DEFINE_FIND(find_cluster, kcfg_cluster_t, clusters, n_clusters)
+DEFINE_FIND(find_user, kcfg_user_t, users, n_users)
+#undef DEFINE_FIND
 
 /* Resolve one context of the merged docs into a new configuration. */
 static int resolve(kcfg_doc_t **docs, size_t n, const char *source, const char *ctx_override,
