@@ -33,3 +33,27 @@ summary() {
 write_requests() {
     curl -s "$1" | awk '/^rest_client_requests_total\{/ && /method="(POST|PUT|PATCH|DELETE)"/ && !/child="electord"/ { s += $NF } END { printf "%d\n", s }'
 }
+
+# sup_start BIN_DIR RUNTIME_DIR LOG [supervisor flags...]: start BIN_DIR/supervisor in the
+# background (a child of this shell, so `wait "$sup_pid"` gives its exit status) with its
+# metrics and probes on free 127.0.0.1 ports and its output in LOG; sets sup_pid, and
+# health and metrics (the ports) once it has written RUNTIME_DIR/endpoints.
+sup_start() {
+    local bin=$1 rt=$2 log=$3; shift 3
+    "$bin/supervisor" "$@" --runtime-dir "$rt" \
+        --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$log" 2>&1 &
+    sup_pid=$!
+    wait_until 10 test -s "$rt/endpoints"
+    health=$(sed -n 's/^health=//p' "$rt/endpoints" 2>/dev/null)
+    metrics=$(sed -n 's/^metrics=//p' "$rt/endpoints" 2>/dev/null)
+}
+# sup_stop [SECONDS]: SIGTERM the supervisor of sup_start, SIGKILL it if it still runs after
+# SECONDS (default 10); nothing when it is gone already.
+sup_stop() {
+    [ -n "${sup_pid:-}" ] && kill -0 "$sup_pid" 2>/dev/null || return 0
+    kill -TERM "$sup_pid"
+    local end=$((SECONDS + ${1:-10}))
+    while kill -0 "$sup_pid" 2>/dev/null && [ "$SECONDS" -lt "$end" ]; do sleep 0.2; done
+    kill -KILL "$sup_pid" 2>/dev/null
+    return 0
+}

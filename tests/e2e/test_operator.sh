@@ -15,9 +15,7 @@ lease=rdc-e2e-$$
 work=$(mktemp -d /tmp/rdc-e2e-op.XXXXXX)
 sup_pid=
 cleanup() {
-    if [ -n "$sup_pid" ] && kill -0 "$sup_pid" 2>/dev/null; then
-        kill -TERM "$sup_pid"; sleep 3; kill -KILL "$sup_pid" 2>/dev/null
-    fi
+    sup_stop 3
     kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
     rm -rf "$work"
 }
@@ -27,15 +25,8 @@ kubectl apply -f "$TOP/crds/" >/dev/null
 check "CRD established" kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com
 kubectl create namespace "$ns" >/dev/null
 
-"$BIN/supervisor" --kubeconfig "$op_kubeconfig" --workers 2 --leader-elect \
-    --leader-election-namespace "$lease_ns" --leader-election-id "$lease" \
-    --runtime-dir "$work/rt" --sync-period 15s \
-    --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
-    >"$work/operator.log" 2>&1 &
-sup_pid=$!
-wait_until 10 test -s "$work/rt/endpoints"
-health=$(sed -n 's/^health=//p' "$work/rt/endpoints")
-metrics=$(sed -n 's/^metrics=//p' "$work/rt/endpoints")
+sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$op_kubeconfig" --workers 2 --leader-elect \
+    --leader-election-namespace "$lease_ns" --leader-election-id "$lease" --sync-period 15s
 check "operator ready (/readyz)" wait_until 60 curl -sf "http://127.0.0.1:$health/readyz"
 check "/healthz ok" curl -sf "http://127.0.0.1:$health/healthz"
 check "one Lease holder" wait_until 30 sh -c "kubectl -n $lease_ns get lease $lease -o jsonpath='{.spec.holderIdentity}' | grep -q ."

@@ -9,9 +9,7 @@ n=20
 work=$(mktemp -d /tmp/rdc-e2e-rs.XXXXXX)
 sup_pid=
 cleanup() {
-    if [ -n "$sup_pid" ] && kill -0 "$sup_pid" 2>/dev/null; then
-        kill -TERM "$sup_pid"; sleep 3; kill -KILL "$sup_pid" 2>/dev/null
-    fi
+    sup_stop 3
     kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
     rm -rf "$work"
 }
@@ -25,13 +23,8 @@ for i in $(seq 1 $n); do
 done >"$work/clusters.yaml"
 kubectl apply -f "$work/clusters.yaml" >/dev/null
 
-"$BIN/supervisor" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns" \
-    --runtime-dir "$work/rt" --sync-period 30s \
-    --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
-    >"$work/operator.log" 2>&1 &
-sup_pid=$!
-wait_until 10 test -s "$work/rt/endpoints"
-metrics=$(sed -n 's/^metrics=//p' "$work/rt/endpoints")
+sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns" \
+    --sync-period 30s
 running() { kubectl -n "$ns" get rdc -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Running$'; }
 check "all $n clusters Running" wait_until 180 sh -c "test \$(kubectl -n $ns get rdc -o jsonpath='{range .items[*]}{.status.phase}{\"\\n\"}{end}' | grep -c '^Running\$') = $n"
 reconciles() { curl -s "http://127.0.0.1:$metrics/metrics" | awk '/^controller_runtime_reconcile_total\{/ { s += $NF } END { printf "%d\n", s }'; }

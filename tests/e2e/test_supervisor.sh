@@ -34,11 +34,7 @@ sup_pid= bg_pid=
 t0=$SECONDS
 cleanup() {
     [ -n "$bg_pid" ] && kill -TERM "$bg_pid" 2>/dev/null
-    if [ -n "$sup_pid" ] && kill -0 "$sup_pid" 2>/dev/null; then
-        kill -TERM "$sup_pid"
-        for _ in $(seq 1 20); do kill -0 "$sup_pid" 2>/dev/null || break; sleep 0.5; done
-        kill -KILL "$sup_pid" 2>/dev/null
-    fi
+    sup_stop 10
     # Nobody runs the finalizer any more: take it off so that the namespace can go.
     kubectl -n "$ns" get rdc -o json 2>/dev/null |
         jq '.items |= map(.metadata.finalizers = null)' 2>/dev/null |
@@ -109,16 +105,10 @@ kubectl create namespace "$ns" >/dev/null
 check "static PersistentVolumes created" test "$(kubectl get pv -l "rdc-e2e-sup=$ns" -o name | wc -l)" -eq $((1 + 2 * M + N))
 
 ulimit -c 0 # the crashing workers abort(): no core files
-"$FBIN/supervisor" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns" --leader-elect \
-    --leader-election-namespace "$ns" --leader-election-id rdc-e2e-sup \
+sup_start "$FBIN" "$rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns" \
+    --leader-elect --leader-election-namespace "$ns" --leader-election-id rdc-e2e-sup \
     --leader-election-lease-duration 6s --leader-election-renew-deadline 4s \
-    --leader-election-retry-period 1s --graceful-shutdown-timeout ${GRACE}s \
-    --runtime-dir "$rt" --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
-    >"$work/operator.log" 2>&1 &
-sup_pid=$!
-wait_until 10 test -s "$rt/endpoints"
-health=$(sed -n 's/^health=//p' "$rt/endpoints")
-metrics=$(sed -n 's/^metrics=//p' "$rt/endpoints")
+    --leader-election-retry-period 1s --graceful-shutdown-timeout ${GRACE}s
 check "operator ready (/readyz)" wait_until 60 curl -sf "http://127.0.0.1:$health/readyz"
 initial_table() { all_up && workers_are 2; }
 check "ctl status: electord, informerd and 2 workers up" wait_until 20 initial_table
