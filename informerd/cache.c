@@ -18,6 +18,8 @@ typedef struct entry {
     char *rv;
     char *uid;
     char *owner_uid;
+    char *owner_fallback; /* "<namespace>/<owner reference name>", or NULL */
+    char *json;           /* the object as compact JSON text */
     owner_group_t *group; /* children of the same controller owner */
     struct entry *gprev, *gnext;
     uint64_t gen; /* store generation of the last relist that saw it */
@@ -51,6 +53,7 @@ typedef struct {
     const char *ns, *name, *rv, *uid;
     const char *owner_uid, *owner_name; /* controller ownerReference of the owner kind */
     bool has_owner;
+    int64_t generation; /* metadata.generation, 0 when absent or not an integer */
     char *key; /* allocated */
 } parsed_t;
 
@@ -208,6 +211,9 @@ static int parse_object(const cache_t *c, const char *kind, json_object *obj,
     }
     if (p->uid && !*p->uid)
         p->uid = NULL;
+    json_object *gen = NULL;
+    if (json_object_object_get_ex(meta, "generation", &gen) && json_object_is_type(gen, json_type_int))
+        p->generation = json_object_get_int64(gen);
     find_controller_owner(meta, c->owner_kind, p);
     return 0;
 fail:
@@ -239,7 +245,8 @@ static store_t *find_store(const cache_t *c, const char *kind)
 
 static void entry_free(entry_t *e)
 {
-    json_object_put(e->pub.obj);
+    free(e->json);
+    free(e->owner_fallback);
     free(e->key);
     free(e->rv);
     free(e->uid);
@@ -254,6 +261,7 @@ static void entry_sync_view(entry_t *e)
     e->pub.resource_version = e->rv;
     e->pub.uid = e->uid;
     e->pub.owner_uid = e->owner_uid;
+    e->pub.json = e->json;
 }
 
 /* The group of owner uid, created when missing; NULL when out of memory. */
@@ -305,10 +313,9 @@ static void group_unlink(cache_t *c, entry_t *e)
     }
 }
 
-static void emit(cache_t *c, cache_change_t type, const cache_item_t *item,
-                 json_object *old_obj)
+static void emit(cache_t *c, cache_change_t type, const cache_item_t *item, int64_t old_generation)
 {
-    cache_delta_t d = {.seq = ++c->seq, .type = type, .item = item, .old_obj = old_obj};
+    cache_delta_t d = {.seq = ++c->seq, .type = type, .item = item, .old_generation = old_generation};
     if (c->on_delta)
         c->on_delta(c->on_delta_ud, &d);
 }
@@ -331,7 +338,13 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
     char *rv = dup_or_null(p->rv, &oom);
     char *uid = dup_or_null(p->uid, &oom);
     char *owner_uid = dup_or_null(p->owner_uid, &oom);
+    char *fallback = NULL, *json = NULL;
     owner_group_t *group = NULL;
+    if (p->owner_name && !(fallback = make_key(p->ns, p->owner_name)))
+        oom = true;
+    const char *text = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    if (!text || !(json = strdup(text)))
+        oom = true;
     if (oom)
         goto out;
     if (!e && !(fresh = calloc(1, sizeof(*fresh))))
@@ -344,7 +357,7 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
         goto out;
 
     /* Commit; nothing below can fail. */
-    json_object *old_obj = NULL;
+    int64_t old_generation = 0;
     cache_change_t type = CACHE_MODIFIED;
     if (fresh) {
         e = fresh;
@@ -355,9 +368,16 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
         hm_put(s->by_key, e->key, e, NULL);
         type = CACHE_ADDED;
     } else {
-        old_obj = e->pub.obj;
+        old_generation = e->pub.generation;
     }
-    e->pub.obj = json_object_get(obj);
+    free(e->json);
+    e->json = json;
+    e->pub.json_len = strlen(json);
+    json = NULL;
+    e->pub.generation = p->generation;
+    free(e->owner_fallback);
+    e->owner_fallback = fallback;
+    fallback = NULL;
     free(e->rv);
     e->rv = rv;
     rv = NULL;
@@ -380,11 +400,12 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
     e->gen = s->gen;
     entry_sync_view(e);
     e->pub.seq = c->seq + 1;
-    emit(c, type, &e->pub, old_obj);
-    json_object_put(old_obj);
+    emit(c, type, &e->pub, old_generation);
     *change = type;
     rc = 0;
 out:
+    free(json);
+    free(fallback);
     free(fresh);
     free(rv);
     free(uid);
@@ -399,7 +420,7 @@ static void store_delete(cache_t *c, store_t *s, entry_t *e)
     if (e->uid && hm_get(s->by_uid, e->uid) == e)
         hm_remove(s->by_uid, e->uid);
     group_unlink(c, e);
-    emit(c, CACHE_DELETED, &e->pub, NULL);
+    emit(c, CACHE_DELETED, &e->pub, 0);
     entry_free(e);
 }
 
@@ -622,7 +643,7 @@ size_t cache_resync(cache_t *c, const char *kind)
         hm_iter_t it = HM_ITER_INIT;
         void *v;
         while (hm_next(s->by_key, &it, NULL, &v)) {
-            emit(c, CACHE_SYNC, &((entry_t *)v)->pub, NULL);
+            emit(c, CACHE_SYNC, &((entry_t *)v)->pub, 0);
             count++;
         }
     }
@@ -638,10 +659,16 @@ const cache_item_t *cache_lookup(const cache_t *c, const char *kind, const char 
     return e ? &e->pub : NULL;
 }
 
-json_object *cache_get(const cache_t *c, const char *kind, const char *key)
+const char *cache_get_json(const cache_t *c, const char *kind, const char *key)
 {
     const cache_item_t *item = cache_lookup(c, kind, key);
-    return item ? item->obj : NULL;
+    return item ? item->json : NULL;
+}
+
+json_object *cache_get_parsed(const cache_t *c, const char *kind, const char *key)
+{
+    const cache_item_t *item = cache_lookup(c, kind, key);
+    return item ? json_tokener_parse(item->json) : NULL;
 }
 
 const cache_item_t *cache_lookup_uid(const cache_t *c, const char *kind, const char *uid)
@@ -746,4 +773,28 @@ out:
     free(fallback);
     free(p.key);
     return rc;
+}
+
+int cache_item_owner_key(const cache_t *c, const cache_item_t *item, char *out, size_t outlen)
+{
+    if (!item || !out || !outlen)
+        return -1;
+    out[0] = '\0';
+    const entry_t *e = (const entry_t *)item; /* pub is the entry's first member */
+    const char *key = NULL;
+    if (strcmp(item->kind, c->owner_kind) == 0) {
+        key = item->key;
+    } else if (item->owner_uid || e->owner_fallback) {
+        const cache_item_t *owner = cache_lookup_uid(c, c->owner_kind, item->owner_uid);
+        key = owner ? owner->key : e->owner_fallback;
+        if (!key)
+            return 1; /* a uid nobody has, and no name to fall back on */
+    } else {
+        return 1;
+    }
+    size_t n = strlen(key);
+    if (n >= outlen)
+        return -1;
+    memcpy(out, key, n + 1);
+    return 0;
 }

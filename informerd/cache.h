@@ -1,8 +1,11 @@
 /* cache: informerd's object cache, its indexes and its delta stream.
  *
- * One store per watched kind holds the objects (json-c) by key "namespace/name" ("name"
- * for cluster-scoped objects), with their resourceVersion and UID. Objects are kept as
- * controller-runtime's cache keeps them: metadata.managedFields is stripped first.
+ * One store per watched kind holds the objects by key "namespace/name" ("name" for
+ * cluster-scoped objects), with their resourceVersion, UID and metadata.generation.
+ * Objects are kept as controller-runtime's cache keeps them (metadata.managedFields is
+ * stripped first), but as compact JSON text rather than parsed trees: everything the
+ * cache's readers do with an object (publish a delta, answer a snapshot, hand a key to a
+ * worker) sends text, and a json-c tree costs ~15x its text in heap (bench-informer).
  *
  * Indexes: by UID per kind, and by controller owner: a child is indexed under the UID of
  * its metadata.ownerReferences[] entry with controller: true and kind == the owner kind
@@ -19,12 +22,11 @@
  * Bad input (not an object, no metadata.name, wrong kind, non-string fields) is refused
  * with a message naming the kind, the object and what is wrong; the cache is unchanged.
  *
- * Ownership: the cache takes its own reference (json_object_get) to every object it
- * keeps and releases it when the object is replaced or deleted; the caller keeps its
- * reference. The cache edits the objects it is given (it removes managedFields), so give
- * it objects nobody else reads. Objects, strings and items the cache returns are
- * borrowed: valid until the next call that modifies the cache; callers must not modify
- * them. Callbacks (delta handler and visitors) must not modify the cache. Single-threaded.
+ * Ownership: the cache keeps a copy (the text) of every object it is given; the caller
+ * keeps its tree. The cache edits the trees it is given (it removes managedFields), so
+ * give it objects nobody else reads. Strings and items the cache returns are borrowed:
+ * valid until the next call that modifies the cache; callers must not modify them.
+ * Callbacks (delta handler and visitors) must not modify the cache. Single-threaded.
  */
 #ifndef RDC_INFORMERD_CACHE_H
 #define RDC_INFORMERD_CACHE_H
@@ -50,18 +52,21 @@ typedef struct {
     const char *resource_version; /* NULL when the object has none */
     const char *uid;              /* NULL when the object has none */
     const char *owner_uid;        /* UID of its controller owner of the owner kind, or NULL */
-    json_object *obj;
+    const char *json;             /* the object, compact JSON text (NUL-terminated) */
+    size_t json_len;
+    int64_t generation;           /* metadata.generation, 0 when absent */
     uint64_t seq;                 /* sequence number of the delta that last changed it */
 } cache_item_t;
 
 /* One change. item is the object as cached now; for DELETED, the last cached object
- * (freed after the handler returns). old_obj is the previous object of a MODIFIED
- * (NULL otherwise), so that a handler can map an owner change to both owners. */
+ * (freed after the handler returns). old_generation is the previous object's
+ * metadata.generation for a MODIFIED (0 otherwise), so that a handler can tell a spec
+ * change from a status or metadata change. */
 typedef struct {
     uint64_t seq;
     cache_change_t type;
     const cache_item_t *item;
-    json_object *old_obj;
+    int64_t old_generation;
 } cache_delta_t;
 
 /* Delta handler; called synchronously for every delta, in sequence order. */
@@ -116,8 +121,12 @@ int cache_replace(cache_t *c, const char *kind, json_object *items, char *err,
  * does. Returns the number of deltas emitted. */
 size_t cache_resync(cache_t *c, const char *kind);
 
-/* The cached object of kind at key, or NULL. */
-json_object *cache_get(const cache_t *c, const char *kind, const char *key);
+/* The cached object of kind at key as compact JSON text, or NULL. */
+const char *cache_get_json(const cache_t *c, const char *kind, const char *key);
+
+/* The cached object of kind at key parsed into a new tree (the caller puts it), or NULL
+ * when nothing is cached there or memory ran out. */
+json_object *cache_get_parsed(const cache_t *c, const char *kind, const char *key);
 
 /* The cached item of kind at key, or NULL. */
 const cache_item_t *cache_lookup(const cache_t *c, const char *kind, const char *key);
@@ -153,5 +162,9 @@ size_t cache_children_of(const cache_t *c, const char *owner_uid, const char *ki
  * is not a valid object of kind, out is too small or memory ran out. */
 int cache_owner_key(const cache_t *c, const char *kind, json_object *obj, char *out,
                     size_t outlen);
+
+/* cache_owner_key for a cached item, from what the cache recorded when it stored it (no
+ * parsing). Same results. */
+int cache_item_owner_key(const cache_t *c, const cache_item_t *item, char *out, size_t outlen);
 
 #endif

@@ -105,7 +105,7 @@ struct informer {
 
 static void publish_delta(informer_t *inf, const char *frame0, uint64_t seq, const char *type,
                           const char *kind, const char *key, const char *rv,
-                          json_object *obj, void *sock)
+                          const char *json, size_t json_len, void *sock)
 {
     zmsg_t *m = zmsg_new();
     zmsg_addstr(m, frame0);
@@ -115,13 +115,15 @@ static void publish_delta(informer_t *inf, const char *frame0, uint64_t seq, con
     zmsg_addstr(m, kind);
     zmsg_addstr(m, key);
     zmsg_addstr(m, rv ? rv : "");
-    zmsg_addstr(m, json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    zmsg_addmem(m, json, json_len);
     zmsg_send(&m, sock, ZMQ_DONTWAIT);
     (void)inf;
 }
 
+/* One JSON line: {"seq","type","kind","key","resourceVersion","object"}; the object is the
+ * cache's text as is. */
 static void tail_print(FILE *out, uint64_t seq, const char *type, const char *kind,
-                       const char *key, const char *rv, json_object *obj)
+                       const char *key, const char *rv, const char *json)
 {
     json_object *o = json_object_new_object();
     json_object_object_add(o, "seq", json_object_new_int64((int64_t)seq));
@@ -129,19 +131,12 @@ static void tail_print(FILE *out, uint64_t seq, const char *type, const char *ki
     json_object_object_add(o, "kind", json_object_new_string(kind));
     json_object_object_add(o, "key", json_object_new_string(key));
     json_object_object_add(o, "resourceVersion", json_object_new_string(rv ? rv : ""));
-    json_object_object_add(o, "object", json_object_get(obj));
-    fprintf(out, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    const char *head = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    /* head ends with '}': splice the object in as the last member. */
+    if (head && *head)
+        fprintf(out, "%.*s,\"object\":%s}\n", (int)strlen(head) - 1, head, json);
     fflush(out);
     json_object_put(o);
-}
-
-static int64_t generation_of(json_object *obj)
-{
-    json_object *md = NULL, *g = NULL;
-    if (obj && json_object_object_get_ex(obj, "metadata", &md) &&
-        json_object_object_get_ex(md, "generation", &g))
-        return json_object_get_int64(g);
-    return 0;
 }
 
 /* Every cache change: publish it, print it with --tail, and enqueue the key it concerns. */
@@ -153,12 +148,12 @@ static void on_delta(void *ud, const cache_delta_t *d)
     metric_counter_add(inf->m_deltas, METRIC_LABELS(it->kind, type), 1);
     if (inf->pub)
         publish_delta(inf, PROTO_DELTA, d->seq, type, it->kind, it->key, it->resource_version,
-                      it->obj, inf->pub);
+                      it->json, it->json_len, inf->pub);
     if (inf->cfg->tail)
-        tail_print(inf->cfg->tail, d->seq, type, it->kind, it->key, it->resource_version, it->obj);
+        tail_print(inf->cfg->tail, d->seq, type, it->kind, it->key, it->resource_version, it->json);
 
     char key[512];
-    int rc = cache_owner_key(inf->cache, it->kind, it->obj, key, sizeof(key));
+    int rc = cache_item_owner_key(inf->cache, it, key, sizeof(key));
     if (rc != 0 || !key[0])
         return;
     int64_t now = clock_mono_ns();
@@ -166,13 +161,16 @@ static void on_delta(void *ud, const cache_delta_t *d)
         if (d->type == CACHE_DELETED)
             return; /* gone for good: the finalizer already ran; children go with the GC */
         /* A new spec lifts a quarantine: the change may well be the fix. */
-        if (d->type == CACHE_MODIFIED && generation_of(d->old_obj) != generation_of(it->obj))
+        if (d->type == CACHE_MODIFIED && d->old_generation != it->generation)
             workqueue_unquarantine(inf->queue, key);
         /* A quarantine recorded on the object by an earlier informerd (this one restarted,
          * or another replica led): hold the key back for the rest of its window rather
          * than let it crash workers again. */
-        if (d->type == CACHE_ADDED && !workqueue_is_quarantined(inf->queue, key)) {
-            int64_t left = crashcond_quarantine_left_ns(it->obj, clock_wall_ns(), QUARANTINE_NS);
+        if (d->type == CACHE_ADDED && strstr(it->json, "\"" CRASHCOND_TYPE "\"") &&
+            !workqueue_is_quarantined(inf->queue, key)) {
+            json_object *rc_obj = json_tokener_parse(it->json);
+            int64_t left = crashcond_quarantine_left_ns(rc_obj, clock_wall_ns(), QUARANTINE_NS);
+            json_object_put(rc_obj);
             if (left > 0 && workqueue_quarantine(inf->queue, key, now + left) == 0) {
                 char secs[32];
                 snprintf(secs, sizeof(secs), "%lld", (long long)(left / NS_PER_SEC));
@@ -508,22 +506,26 @@ static void worker_lost(informer_t *inf, worker_slot_t *w, const char *why, int6
 
 static void send_work(informer_t *inf, worker_slot_t *w, const char *key, int64_t now)
 {
-    json_object *rc = cache_get(inf->cache, OWNER_KIND, key);
-    json_object *children = json_object_new_object();
+    /* dispatch() checked that the owner is cached. The children go as one JSON object
+     * {"ConfigMap":...,"Service":...,"StatefulSet":...} spliced from the cache's text. */
+    const cache_item_t *rc = cache_lookup(inf->cache, OWNER_KIND, key);
     static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet"};
+    buf_t children;
+    buf_init(&children, 4096);
     for (size_t i = 0; i < 3; i++) {
-        json_object *o = cache_get(inf->cache, kinds[i], key);
-        json_object_object_add(children, kinds[i], o ? json_object_get(o) : NULL);
+        const char *o = cache_get_json(inf->cache, kinds[i], key);
+        buf_printf(&children, "%c\"%s\":%s", i ? ',' : '{', kinds[i], o ? o : "null");
     }
+    buf_puts(&children, "}");
     zmsg_t *m = zmsg_new();
     zmsg_addmem(m, w->id, w->idlen);
     zmsg_addstr(m, PROTO_WORK);
     zmsg_addstr(m, key);
     zmsg_addf(m, "%lld", (long long)inf->epoch);
-    zmsg_addf(m, "%lld", (long long)generation_of(rc));
-    zmsg_addstr(m, json_object_to_json_string_ext(rc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-    zmsg_addstr(m, json_object_to_json_string_ext(children, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-    json_object_put(children);
+    zmsg_addf(m, "%lld", (long long)(rc ? rc->generation : 0));
+    zmsg_addmem(m, rc ? rc->json : "null", rc ? rc->json_len : 4);
+    zmsg_addmem(m, buf_str(&children), children.len);
+    buf_free(&children);
     if (zmsg_send(&m, inf->work, ZMQ_DONTWAIT)) {
         /* The worker is gone (ROUTER_MANDATORY): give the key back untouched. */
         workqueue_done(inf->queue, key, now);
@@ -758,25 +760,34 @@ static void crashcond_write(informer_t *inf, const char *key, const json_object 
  * False. */
 static void crashcond_clear(informer_t *inf, const char *key)
 {
-    json_object *rc = cache_get(inf->cache, OWNER_KIND, key);
-    if (rc && may_dispatch(inf) && crashcond_is_true(rc, NULL, NULL))
+    const char *text = cache_get_json(inf->cache, OWNER_KIND, key);
+    /* Parse only the rare object that names the condition at all. */
+    if (!text || !strstr(text, "\"" CRASHCOND_TYPE "\"") || !may_dispatch(inf))
+        return;
+    json_object *rc = json_tokener_parse(text);
+    if (crashcond_is_true(rc, NULL, NULL))
         crashcond_write(inf, key, rc, 0, "the reconcile completed without crashing the worker");
+    json_object_put(rc);
 }
 
 /* Tell the user on the object itself: a Warning Event and a ReconcileCrashed condition.
  * Failures are logged, not retried. */
 static void quarantine_report(informer_t *inf, const char *key)
 {
-    json_object *rc = cache_get(inf->cache, OWNER_KIND, key);
+    json_object *rc = cache_get_parsed(inf->cache, OWNER_KIND, key);
     json_object *md = NULL, *v = NULL;
-    if (!rc || !json_object_object_get_ex(rc, "metadata", &md))
+    if (!rc || !json_object_object_get_ex(rc, "metadata", &md)) {
+        json_object_put(rc);
         return;
+    }
     const char *name = json_object_object_get_ex(md, "name", &v) ? json_object_get_string(v) : "";
     const char *ns = json_object_object_get_ex(md, "namespace", &v) ? json_object_get_string(v) : "";
     const char *uid = json_object_object_get_ex(md, "uid", &v) ? json_object_get_string(v) : "";
     rlog_error("key quarantined: it crashed workers repeatedly", "key", key);
-    if (!may_dispatch(inf))
+    if (!may_dispatch(inf)) {
+        json_object_put(rc);
         return;
+    }
     /* Fenced like the workers' writes: nothing lands after our leadership's validity. */
     if (inf->cfg->opts->leader_elect)
         kube_client_set_deadline(inf->cfg->client, inf->valid_until_ms * NS_PER_MS);
@@ -805,6 +816,7 @@ static void quarantine_report(informer_t *inf, const char *key)
     kube_client_set_deadline(inf->cfg->client, 0);
     buf_free(&path);
     crashcond_write(inf, key, rc, 1, msg);
+    json_object_put(rc);
 }
 
 /* ---- snapshots (Clone pattern) ------------------------------------------------------- */
@@ -827,7 +839,7 @@ static int snap_visit(void *ud, const cache_item_t *it)
     zmsg_addstr(m, it->kind);
     zmsg_addstr(m, it->key);
     zmsg_addstr(m, it->resource_version ? it->resource_version : "");
-    zmsg_addstr(m, json_object_to_json_string_ext(it->obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    zmsg_addmem(m, it->json, it->json_len);
     zmsg_send(&m, sc->inf->snapshot, 0);
     return 0;
 }

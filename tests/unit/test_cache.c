@@ -56,7 +56,7 @@ typedef struct {
     char key[64][64];
     char kind[64][32];
     char rv[64][16];
-    char old_rv[64][16];
+    int64_t gen[64], old_gen[64];
     uint64_t seq[64];
 } rec_t;
 
@@ -72,13 +72,8 @@ static void record(void *ud, const cache_delta_t *d)
     snprintf(r->kind[i], sizeof(r->kind[i]), "%s", d->item->kind);
     snprintf(r->rv[i], sizeof(r->rv[i]), "%s",
              d->item->resource_version ? d->item->resource_version : "");
-    r->old_rv[i][0] = '\0';
-    if (d->old_obj) {
-        json_object *meta, *rv;
-        if (json_object_object_get_ex(d->old_obj, "metadata", &meta) &&
-            json_object_object_get_ex(meta, "resourceVersion", &rv))
-            snprintf(r->old_rv[i], sizeof(r->old_rv[i]), "%s", json_object_get_string(rv));
-    }
+    r->gen[i] = d->item->generation;
+    r->old_gen[i] = d->old_generation;
 }
 
 /* Index of the delta for key, or -1. */
@@ -114,13 +109,18 @@ static int put(cache_t *c, const char *kind, json_object *o)
     return rc ? -1 : (int)ch;
 }
 
-static const char *rv_of(json_object *o)
+/* metadata.resourceVersion of a cached object's text (in a static buffer), or NULL. */
+static const char *rv_of(const char *json)
 {
-    json_object *meta, *rv;
-    if (!json_object_object_get_ex(o, "metadata", &meta) ||
-        !json_object_object_get_ex(meta, "resourceVersion", &rv))
-        return NULL;
-    return json_object_get_string(rv);
+    static char out[64];
+    json_object *o = json ? json_tokener_parse(json) : NULL, *meta, *rv;
+    const char *res = NULL;
+    if (o && json_object_object_get_ex(o, "metadata", &meta) && json_object_object_get_ex(meta, "resourceVersion", &rv)) {
+        snprintf(out, sizeof(out), "%s", json_object_get_string(rv));
+        res = out;
+    }
+    json_object_put(o);
+    return res;
 }
 
 /* ---- upsert, delete ---- */
@@ -143,7 +143,7 @@ static void test_upsert_added_unchanged_modified(void)
     CU_ASSERT_STRING_EQUAL(r.key[1], "default/cache");
     CU_ASSERT_STRING_EQUAL(r.kind[1], OWNER);
     CU_ASSERT_STRING_EQUAL(r.rv[1], "2");
-    CU_ASSERT_STRING_EQUAL(r.old_rv[1], "1");
+    CU_ASSERT_EQUAL(r.old_gen[1], 0); /* no metadata.generation in these objects */
     CU_ASSERT_EQUAL(cache_seq(c), 2);
 
     const cache_item_t *it = cache_lookup(c, OWNER, "default/cache");
@@ -151,17 +151,19 @@ static void test_upsert_added_unchanged_modified(void)
     CU_ASSERT_STRING_EQUAL(it->resource_version, "2");
     CU_ASSERT_STRING_EQUAL(it->uid, "u1");
     CU_ASSERT_EQUAL(it->seq, 2);
-    CU_ASSERT_PTR_EQUAL(cache_get(c, OWNER, "default/cache"), it->obj);
-    CU_ASSERT_STRING_EQUAL(rv_of(it->obj), "2");
+    CU_ASSERT_PTR_EQUAL(cache_get_json(c, OWNER, "default/cache"), it->json);
+    CU_ASSERT_EQUAL(strlen(it->json), it->json_len);
+    CU_ASSERT_STRING_EQUAL(rv_of(it->json), "2");
     CU_ASSERT_PTR_EQUAL(cache_lookup_uid(c, OWNER, "u1"), it);
-    CU_ASSERT_PTR_NULL(cache_get(c, OWNER, "default/other"));
-    CU_ASSERT_PTR_NULL(cache_get(c, "ConfigMap", "default/cache"));
-    CU_ASSERT_PTR_NULL(cache_get(c, "Pod", "default/cache"));
+    CU_ASSERT_PTR_NULL(cache_get_json(c, OWNER, "default/other"));
+    CU_ASSERT_PTR_NULL(cache_get_json(c, "ConfigMap", "default/cache"));
+    CU_ASSERT_PTR_NULL(cache_get_json(c, "Pod", "default/cache"));
+    CU_ASSERT_PTR_NULL(cache_get_parsed(c, "Pod", "default/cache"));
 
     /* Cluster-scoped objects (no namespace) are keyed by name; no rv = always modified. */
     CU_ASSERT_EQUAL(put(c, "ConfigMap", obj("{'metadata':{'name':'global'}}")), CACHE_ADDED);
     CU_ASSERT_EQUAL(put(c, "ConfigMap", obj("{'metadata':{'name':'global'}}")), CACHE_MODIFIED);
-    CU_ASSERT_PTR_NOT_NULL(cache_get(c, "ConfigMap", "global"));
+    CU_ASSERT_PTR_NOT_NULL(cache_get_json(c, "ConfigMap", "global"));
     CU_ASSERT_EQUAL(cache_count(c, NULL), 2);
     CU_ASSERT_EQUAL(cache_count(c, OWNER), 1);
 
@@ -172,7 +174,7 @@ static void test_upsert_added_unchanged_modified(void)
     CU_ASSERT_EQUAL(ch, CACHE_DELETED);
     CU_ASSERT_EQUAL(r.type[r.n - 1], CACHE_DELETED);
     CU_ASSERT_STRING_EQUAL(r.rv[r.n - 1], "2");
-    CU_ASSERT_PTR_NULL(cache_get(c, OWNER, "default/cache"));
+    CU_ASSERT_PTR_NULL(cache_get_json(c, OWNER, "default/cache"));
     CU_ASSERT_PTR_NULL(cache_lookup_uid(c, OWNER, "u1"));
     CU_ASSERT_EQUAL(cache_delete(c, OWNER, "default/cache", &ch, err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(ch, CACHE_UNCHANGED);
@@ -185,6 +187,42 @@ static void test_upsert_added_unchanged_modified(void)
     cache_destroy(&c);
 }
 
+/* The cache keeps compact text and the generation; a MODIFIED delta carries the old one,
+ * so a spec change (new generation) can be told from a status write. */
+static void test_text_and_generation(void)
+{
+    rec_t r;
+    cache_t *c = new_cache(&r);
+    CU_ASSERT_EQUAL(put(c, OWNER, obj("{'metadata':{'name':'g','namespace':'default','resourceVersion':'1',"
+                                      "'generation':3},  'spec': {'size': 1}}")),
+                    CACHE_ADDED);
+    const cache_item_t *it = cache_lookup(c, OWNER, "default/g");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+    CU_ASSERT_EQUAL(it->generation, 3);
+    CU_ASSERT_STRING_EQUAL(it->json, "{\"metadata\":{\"name\":\"g\",\"namespace\":\"default\","
+                                     "\"resourceVersion\":\"1\",\"generation\":3},\"spec\":{\"size\":1}}");
+    CU_ASSERT_EQUAL(r.gen[0], 3);
+    CU_ASSERT_EQUAL(r.old_gen[0], 0);
+    /* A status write: same generation. */
+    put(c, OWNER, obj("{'metadata':{'name':'g','namespace':'default','resourceVersion':'2','generation':3},"
+                      "'status':{'phase':'Running'}}"));
+    CU_ASSERT_EQUAL(r.type[1], CACHE_MODIFIED);
+    CU_ASSERT_EQUAL(r.old_gen[1], 3);
+    CU_ASSERT_EQUAL(r.gen[1], 3);
+    /* A spec change. */
+    put(c, OWNER, obj("{'metadata':{'name':'g','namespace':'default','resourceVersion':'3','generation':4}}"));
+    CU_ASSERT_EQUAL(r.old_gen[2], 3);
+    CU_ASSERT_EQUAL(r.gen[2], 4);
+    /* A generation that is not an integer counts as none. */
+    put(c, OWNER, obj("{'metadata':{'name':'g','namespace':'default','resourceVersion':'4','generation':'5'}}"));
+    CU_ASSERT_EQUAL(r.gen[3], 0);
+    /* Slashes are not escaped (the text is what the API server sent, minus managedFields). */
+    put(c, "ConfigMap", obj("{'metadata':{'name':'s','namespace':'default','resourceVersion':'1'},"
+                            "'data':{'p':'/etc/redis'}}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(cache_get_json(c, "ConfigMap", "default/s"), "\"/etc/redis\""));
+    cache_destroy(&c);
+}
+
 static void test_managed_fields_stripped(void)
 {
     cache_t *c = new_cache(NULL);
@@ -192,13 +230,15 @@ static void test_managed_fields_stripped(void)
                          "'managedFields':[{'manager':'kubectl','operation':'Apply'}],"
                          "'labels':{'app':'redis'}},'data':{'k':'v'}}");
     CU_ASSERT_EQUAL(put(c, "ConfigMap", o), CACHE_ADDED);
-    json_object *got = cache_get(c, "ConfigMap", "default/cm");
+    json_object *got = cache_get_parsed(c, "ConfigMap", "default/cm");
     CU_ASSERT_PTR_NOT_NULL_FATAL(got);
     json_object *meta, *x;
     CU_ASSERT(json_object_object_get_ex(got, "metadata", &meta));
     CU_ASSERT_FALSE(json_object_object_get_ex(meta, "managedFields", &x));
     CU_ASSERT(json_object_object_get_ex(meta, "labels", &x));
     CU_ASSERT(json_object_object_get_ex(got, "data", &x));
+    json_object_put(got);
+    CU_ASSERT_PTR_NULL(strstr(cache_get_json(c, "ConfigMap", "default/cm"), "managedFields"));
     cache_destroy(&c);
 }
 
@@ -235,12 +275,21 @@ static void test_owner_index_and_key_mapping(void)
                            "owner-uid");
 
     /* Child -> owner key; the owner itself maps to its own key. */
-    json_object *cm = cache_get(c, "ConfigMap", "default/cache-config");
+    json_object *cm = cache_get_parsed(c, "ConfigMap", "default/cache-config");
     CU_ASSERT_EQUAL(cache_owner_key(c, "ConfigMap", cm, key, sizeof(key)), 0);
     CU_ASSERT_STRING_EQUAL(key, "default/cache");
-    CU_ASSERT_EQUAL(cache_owner_key(c, OWNER, cache_get(c, OWNER, "default/cache"), key,
-                                    sizeof(key)), 0);
+    json_object_put(cm);
+    json_object *own = cache_get_parsed(c, OWNER, "default/cache");
+    CU_ASSERT_EQUAL(cache_owner_key(c, OWNER, own, key, sizeof(key)), 0);
     CU_ASSERT_STRING_EQUAL(key, "default/cache");
+    json_object_put(own);
+    /* The same from what the cache recorded. */
+    CU_ASSERT_EQUAL(cache_item_owner_key(c, cache_lookup(c, "ConfigMap", "default/cache-config"), key, sizeof(key)),
+                    0);
+    CU_ASSERT_STRING_EQUAL(key, "default/cache");
+    CU_ASSERT_EQUAL(cache_item_owner_key(c, cache_lookup(c, OWNER, "default/cache"), key, sizeof(key)), 0);
+    CU_ASSERT_STRING_EQUAL(key, "default/cache");
+    CU_ASSERT_EQUAL(cache_item_owner_key(c, cache_lookup(c, OWNER, "default/cache"), key, 5), -1);
     CU_ASSERT_EQUAL(cache_owner_key(c, "ConfigMap", stranger, key, sizeof(key)), 1);
     CU_ASSERT_STRING_EQUAL(key, "");
     json_object_put(stranger);
@@ -281,7 +330,7 @@ static void map_delta(void *ud, const cache_delta_t *d)
 {
     mapper_t *m = ud;
     char key[64];
-    if (m->n < 8 && cache_owner_key(m->c, d->item->kind, d->item->obj, key, sizeof(key)) == 0)
+    if (m->n < 8 && cache_item_owner_key(m->c, d->item, key, sizeof(key)) == 0)
         snprintf(m->keys[m->n++], sizeof(m->keys[0]), "%s", key);
 }
 
@@ -326,8 +375,7 @@ static void test_replace_diff(void)
     json_object_put(items);
     CU_ASSERT_EQUAL(r.n, 3);
     int i = find_delta(&r, "default/changed");
-    CU_ASSERT(i >= 0 && r.type[i] == CACHE_MODIFIED && strcmp(r.rv[i], "7") == 0 &&
-              strcmp(r.old_rv[i], "1") == 0);
+    CU_ASSERT(i >= 0 && r.type[i] == CACHE_MODIFIED && strcmp(r.rv[i], "7") == 0);
     i = find_delta(&r, "default/new");
     CU_ASSERT(i >= 0 && r.type[i] == CACHE_ADDED);
     i = find_delta(&r, "default/vanished");
@@ -336,14 +384,12 @@ static void test_replace_diff(void)
     for (int k = 0; k < r.n; k++)
         CU_ASSERT_EQUAL(r.seq[k], before + 1 + (uint64_t)k);
     CU_ASSERT_EQUAL(cache_count(c, "ConfigMap"), 3);
-    CU_ASSERT_PTR_NULL(cache_get(c, "ConfigMap", "default/vanished"));
+    CU_ASSERT_PTR_NULL(cache_get_json(c, "ConfigMap", "default/vanished"));
     CU_ASSERT_PTR_NULL(cache_lookup_uid(c, "ConfigMap", "c"));
-    CU_ASSERT_STRING_EQUAL(rv_of(cache_get(c, "ConfigMap", "default/changed")), "7");
-    json_object *meta, *x;
-    json_object_object_get_ex(cache_get(c, "ConfigMap", "default/new"), "metadata", &meta);
-    CU_ASSERT_FALSE(json_object_object_get_ex(meta, "managedFields", &x));
+    CU_ASSERT_STRING_EQUAL(rv_of(cache_get_json(c, "ConfigMap", "default/changed")), "7");
+    CU_ASSERT_PTR_NULL(strstr(cache_get_json(c, "ConfigMap", "default/new"), "managedFields"));
     /* Other kinds are untouched. */
-    CU_ASSERT_PTR_NOT_NULL(cache_get(c, OWNER, "default/other-kind"));
+    CU_ASSERT_PTR_NOT_NULL(cache_get_json(c, OWNER, "default/other-kind"));
 
     /* The same list again: nothing. An empty list: everything goes. */
     r.n = 0;
@@ -443,7 +489,7 @@ static void test_bad_objects_refused(void)
     CU_ASSERT_EQUAL(cache_seq(c), seq);
     CU_ASSERT_EQUAL(r.n, 1);
     CU_ASSERT_EQUAL(cache_count(c, NULL), 1);
-    CU_ASSERT_STRING_EQUAL(rv_of(cache_get(c, "ConfigMap", "default/keep")), "1");
+    CU_ASSERT_STRING_EQUAL(rv_of(cache_get_json(c, "ConfigMap", "default/keep")), "1");
     /* err may be NULL. */
     CU_ASSERT_EQUAL(cache_upsert(c, "Pod", NULL, NULL, NULL, 0), -1);
 
@@ -465,7 +511,7 @@ static void test_bad_objects_refused(void)
     CU_ASSERT_EQUAL(cache_replace(c, "Pod", NULL, err, sizeof(err)), -1);
     CU_ASSERT_EQUAL(cache_seq(c), seq);
     CU_ASSERT_EQUAL(r.n, 1);
-    CU_ASSERT_PTR_NOT_NULL(cache_get(c, "ConfigMap", "default/keep"));
+    CU_ASSERT_PTR_NOT_NULL(cache_get_json(c, "ConfigMap", "default/keep"));
 
     /* Malformed owner references are not errors: the object is just nobody's child. */
     CU_ASSERT_EQUAL(put(c, "ConfigMap", obj("{'metadata':{'name':'odd','namespace':'default',"
@@ -473,8 +519,10 @@ static void test_bad_objects_refused(void)
                                             "{'controller':true,'kind':'RedisCluster'}]}}")),
                     CACHE_ADDED);
     char key[64];
-    CU_ASSERT_EQUAL(cache_owner_key(c, "ConfigMap", cache_get(c, "ConfigMap", "default/odd"),
-                                    key, sizeof(key)), 1);
+    json_object *odd = cache_get_parsed(c, "ConfigMap", "default/odd");
+    CU_ASSERT_EQUAL(cache_owner_key(c, "ConfigMap", odd, key, sizeof(key)), 1);
+    json_object_put(odd);
+    CU_ASSERT_EQUAL(cache_item_owner_key(c, cache_lookup(c, "ConfigMap", "default/odd"), key, sizeof(key)), 1);
     CU_ASSERT_PTR_NULL(cache_new(""));
     CU_ASSERT_EQUAL(cache_add_kind(c, ""), -1);
     cache_destroy(&c);
@@ -544,6 +592,7 @@ static void test_snapshot_and_resync(void)
 
 static CU_TestInfo store_tests[] = {
     {"upsert: added, unchanged, modified; delete", test_upsert_added_unchanged_modified},
+    {"text and generation", test_text_and_generation},
     {"managedFields stripped", test_managed_fields_stripped},
     {"bad objects refused, cache unchanged", test_bad_objects_refused},
     CU_TEST_INFO_NULL,
