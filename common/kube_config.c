@@ -50,6 +50,9 @@ struct kube_config {
     char *exec_info;              /* KUBERNETES_EXEC_INFO */
     kcfg_exec_cred_t exec_cred;   /* last credential the plugin returned */
     int exec_cred_valid;          /* exec_cred holds a usable credential */
+    int exec_failures;            /* runs that failed in a row */
+    int64_t exec_retry_at_s;      /* no new run before this (wall clock, s) */
+    char exec_last_err[512];      /* why the last run failed */
 };
 
 /* ---- shared helpers ---- */
@@ -1013,18 +1016,44 @@ static int refresh_file_token(kube_config_t *c, char *err, size_t errlen)
 }
 
 /* Run the exec plugin when there is no credential or it expires within the slack. */
+static int exec_run(kube_config_t *c, char *err, size_t errlen);
+
 static int refresh_exec(kube_config_t *c, char *err, size_t errlen)
+{
+    int rc;
+
+    int64_t now = g_now_s();
+    if (c->exec_cred_valid &&
+        (c->exec_cred.expiry_s == 0 || now < c->exec_cred.expiry_s - KCFG_EXPIRY_SLACK_S))
+        return 0;
+    /* A failing plugin is not re-run on every request: 1 s after the first failure, then
+     * doubling up to KCFG_EXEC_BACKOFF_MAX_S; until then the last error stands. */
+    if (c->exec_failures > 0 && now < c->exec_retry_at_s) {
+        kcfg_errf(err, errlen, "%s (failed %d time%s in a row; next run in %llds)", c->exec_last_err,
+                  c->exec_failures, c->exec_failures == 1 ? "" : "s", (long long)(c->exec_retry_at_s - now));
+        return -1;
+    }
+    rc = exec_run(c, err, errlen);
+    if (rc == 0) {
+        c->exec_failures = 0;
+        return 0;
+    }
+    if (c->exec_failures < 30)
+        c->exec_failures++;
+    int64_t delay = INT64_C(1) << (c->exec_failures - 1);
+    c->exec_retry_at_s = now + (delay < KCFG_EXEC_BACKOFF_MAX_S ? delay : KCFG_EXEC_BACKOFF_MAX_S);
+    snprintf(c->exec_last_err, sizeof(c->exec_last_err), "%s", err && errlen ? err : "exec plugin failed");
+    return -1;
+}
+
+/* Run the exec plugin once and keep its credential. Returns 0, or -1 with err set. */
+static int exec_run(kube_config_t *c, char *err, size_t errlen)
 {
     kcfg_exec_cred_t cred;
     char *json = NULL, msg[768];
     size_t len;
     const kcfg_exec_config_t *e = c->exec;
     int rc = -1;
-
-    if (c->exec_cred_valid &&
-        (c->exec_cred.expiry_s == 0 ||
-         g_now_s() < c->exec_cred.expiry_s - KCFG_EXPIRY_SLACK_S))
-        return 0;
 
     kcfg_exec_spec_t spec = {
         .display_name = e->command, .path = c->exec_path, .argv = c->exec_argv,

@@ -19,6 +19,7 @@
 #define KCFG_MAX_EXEC_STDERR ((size_t)64 << 10)     /* kept for the error message */
 #define KCFG_DEFAULT_EXEC_TIMEOUT_MS 30000
 #define KCFG_EXPIRY_SLACK_S 10                      /* refresh this long before expiry */
+#define KCFG_EXEC_BACKOFF_MAX_S 30                  /* longest wait between runs of a failing plugin */
 
 /* ---- the model of one kubeconfig file (strings are owned, NULL when absent) ---- */
 

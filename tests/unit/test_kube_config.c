@@ -1211,6 +1211,9 @@ static void test_exec_failure_keeps_token(void)
     write_response("client.authentication.k8s.io/v1", "good", "2001-01-01T00:00:00Z");
     kube_config_t *cfg = load_exec("./bin/plugin.sh", "client.authentication.k8s.io/v1", NULL);
     CU_ASSERT_FATAL(cfg != NULL);
+    /* A fake clock, moved past the failure backoff (at most 30 s) before each run. */
+    kcfg_test_set_clock(fake_now);
+    g_fake_now = INT64_C(1893456000);
     CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
     CU_ASSERT_STRING_EQUAL(tok, "good");
 
@@ -1219,6 +1222,7 @@ static void test_exec_failure_keeps_token(void)
     write_mode("bin/plugin.sh",
                "#!/bin/sh\necho 'boom: credentials revoked' >&2\necho more >&2\nexit 3\n",
                0755);
+    g_fake_now += 31;
     CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "exec plugin \"./bin/plugin.sh\"");
     ASSERT_CONTAINS(err, "exit status 3");
@@ -1230,25 +1234,85 @@ static void test_exec_failure_keeps_token(void)
     /* Bad output: wrong apiVersion, not JSON, no token. */
     write_mode("bin/plugin.sh", "#!/bin/sh\ncat \"$RESPONSE_FILE\"\n", 0755);
     write_response("client.authentication.k8s.io/v1beta1", "x", NULL);
+    g_fake_now += 31;
     CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "apiVersion");
     write_file("response.json", "not json at all");
+    g_fake_now += 31;
     CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "invalid ExecCredential JSON");
     write_file("response.json", "{\"apiVersion\":\"client.authentication.k8s.io/v1\","
                                 "\"kind\":\"ExecCredential\",\"status\":{}}");
+    g_fake_now += 31;
     CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "neither token");
     write_file("response.json", "{\"apiVersion\":\"client.authentication.k8s.io/v1\","
                                 "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t\"}}"
                                 " trailing");
+    g_fake_now += 31;
     CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "text after the object");
     write_response("client.authentication.k8s.io/v1", "x", "yesterday");
+    g_fake_now += 31;
     CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "expirationTimestamp");
     CU_ASSERT_STRING_EQUAL(tok, "good");
     kube_config_destroy(&cfg);
+    kcfg_test_set_clock(NULL);
+}
+
+/* A failing plugin is re-run after 1, 2, 4, ... up to 30 s, not on every request; the
+ * calls in between get its last error at once. A success ends the backoff. */
+static void test_exec_failure_backoff(void)
+{
+    char err[512] = "";
+    const char *tok, *cert, *key;
+    write_mode("bin/plugin.sh", "#!/bin/sh\necho run >> \"$COUNT_FILE\"\necho 'denied' >&2\nexit 1\n", 0755);
+    kube_config_t *cfg = load_exec("./bin/plugin.sh", "client.authentication.k8s.io/v1", NULL);
+    CU_ASSERT_FATAL(cfg != NULL);
+    kcfg_test_set_clock(fake_now);
+    const int64_t t0 = INT64_C(1893456000);
+    int base = count_lines(tpath("count"));
+    g_fake_now = t0;
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), base + 1);
+    ASSERT_CONTAINS(err, "denied");
+    CU_ASSERT_PTR_NULL(tok);
+    /* Within the second: not run again, same error, says when. */
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), base + 1);
+    ASSERT_CONTAINS(err, "denied");
+    ASSERT_CONTAINS(err, "failed 1 time in a row; next run in 1s");
+    /* t0+1: run (2nd failure, next after 2 s); t0+2: not; t0+3: run (3rd, next after 4 s). */
+    g_fake_now = t0 + 1;
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), base + 2);
+    g_fake_now = t0 + 2;
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), base + 2);
+    ASSERT_CONTAINS(err, "failed 2 times in a row; next run in 1s");
+    g_fake_now = t0 + 3;
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), base + 3);
+    /* Many failures later the wait is capped at 30 s. */
+    for (int i = 0; i < 10; i++) {
+        g_fake_now += 31;
+        kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err);
+    }
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), base + 13);
+    g_fake_now += 29;
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), base + 13);
+    ASSERT_CONTAINS(err, "next run in 1s");
+    /* Fixed: the next run succeeds and the token is used at once. */
+    write_mode("bin/plugin.sh", PLUGIN, 0755);
+    write_response("client.authentication.k8s.io/v1", "back", NULL);
+    g_fake_now += 1;
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "back");
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), base + 14);
+    kube_config_destroy(&cfg);
+    kcfg_test_set_clock(NULL);
 }
 
 static void test_exec_not_found(void)
@@ -1405,6 +1469,7 @@ static CU_TestInfo cred_tests[] = {
     {"exec without cluster info", test_exec_no_cluster_info},
     {"exec expiry", test_exec_expiry},
     {"exec failure keeps token", test_exec_failure_keeps_token},
+    {"exec failure backoff", test_exec_failure_backoff},
     {"exec not found", test_exec_not_found},
     {"exec PATH lookup", test_exec_path_lookup},
     {"exec timeout and output cap", test_exec_timeout},
