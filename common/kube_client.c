@@ -1260,3 +1260,215 @@ void kube_client_set_deadline(kube_client_t *c, int64_t deadline_mono_ns)
 {
     c->call_deadline_ns = deadline_mono_ns > 0 ? deadline_mono_ns : 0;
 }
+
+/* ---- non-blocking pager ------------------------------------------------------------- */
+
+struct kube_pager {
+    kube_client_t *c;
+    char *path;
+    kube_req_opts_t ro;
+    char *label_selector, *field_selector, *resource_version, *resource_version_match;
+    int paged;
+    int pages;
+    char *cont;          /* continue token of the next page, NULL on the first */
+    CURL *easy;
+    struct curl_slist *headers;
+    buf_t body;
+    int too_large;
+    int64_t started_ns;
+    json_object *items;
+    char *rv;
+};
+
+static char *dup_opt(const char *s, int *oom)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *oom = 1;
+    return d;
+}
+
+kube_pager_t *kube_pager_new(kube_client_t *c, const char *path, const kube_req_opts_t *ro)
+{
+    kube_pager_t *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    int oom = 0;
+    p->c = c;
+    p->path = dup_opt(path ? path : "", &oom);
+    if (ro) {
+        p->ro = *ro;
+        p->ro.label_selector = p->label_selector = dup_opt(ro->label_selector, &oom);
+        p->ro.field_selector = p->field_selector = dup_opt(ro->field_selector, &oom);
+        p->ro.resource_version = p->resource_version = dup_opt(ro->resource_version, &oom);
+        p->ro.resource_version_match = p->resource_version_match = dup_opt(ro->resource_version_match, &oom);
+    }
+    p->paged = 1;
+    p->items = json_object_new_array();
+    buf_init(&p->body, c->opts.max_response_bytes);
+    if (oom || !p->items)
+        kube_pager_destroy(&p);
+    return p;
+}
+
+static void pager_drop_handle(kube_pager_t *p)
+{
+    if (p->easy)
+        curl_easy_cleanup(p->easy);
+    p->easy = NULL;
+    curl_slist_free_all(p->headers);
+    p->headers = NULL;
+}
+
+static size_t pager_write(char *data, size_t size, size_t n, void *user)
+{
+    kube_pager_t *p = user;
+    if (buf_append(&p->body, data, size * n)) {
+        p->too_large = 1;
+        return 0;
+    }
+    return size * n;
+}
+
+CURL *kube_pager_start(kube_pager_t *p, kube_error_t *err)
+{
+    kube_error_t local;
+    if (!err)
+        err = &local;
+    kube_error_clear(err);
+    pager_drop_handle(p);
+    buf_reset(&p->body);
+    p->too_large = 0;
+    buf_t q;
+    buf_init(&q, 64 << 10);
+    if (list_query(&q, &p->ro, p->cont, p->paged)) {
+        query_error(err, "GET", p->path);
+        buf_free(&q);
+        return NULL;
+    }
+    p->easy = kube_client_stream_handle(p->c, p->path, buf_str(&q), p->c->opts.timeout_ms, &p->headers, err);
+    buf_free(&q);
+    if (!p->easy)
+        return NULL;
+    curl_easy_setopt(p->easy, CURLOPT_WRITEFUNCTION, pager_write);
+    curl_easy_setopt(p->easy, CURLOPT_WRITEDATA, p);
+    p->started_ns = clock_mono_ns();
+    return p->easy;
+}
+
+/* Start over from the first page without paging (an expired continue token). */
+static void pager_restart_unpaged(kube_pager_t *p)
+{
+    rlog_info("continue token expired; listing again without paging", "path", p->path);
+    json_object_put(p->items);
+    p->items = json_object_new_array();
+    free(p->cont);
+    p->cont = NULL;
+    free(p->rv);
+    p->rv = NULL;
+    p->paged = 0;
+}
+
+/* Add a page's items to p->items and take its resourceVersion. Returns 0, or -1 when
+ * out of memory. */
+static int pager_collect(kube_pager_t *p, json_object *page)
+{
+    collect_t col = {p->items, p->rv, 0};
+    int rc = collect_page(page, &col);
+    p->rv = col.rv; /* collect_page freed the old one */
+    return rc || col.failed ? -1 : 0;
+}
+
+kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_t *err)
+{
+    kube_error_t local;
+    if (!err)
+        err = &local;
+    kube_error_clear(err);
+    long status = 0;
+    char *url = NULL;
+    if (p->easy) {
+        curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(p->easy, CURLINFO_EFFECTIVE_URL, &url);
+    }
+    char label[16];
+    status_label(code, (int)status, label, sizeof(label));
+    metric_counter_add(p->c->m_requests, METRIC_LABELS(label, "GET", p->c->host), 1);
+    metric_histogram_observe(p->c->m_duration, METRIC_LABELS("GET", p->c->host),
+                             (double)(clock_mono_ns() - p->started_ns) / 1e9);
+    p->c->stats.requests++;
+    kube_pager_state_t st = KUBE_PAGER_ERROR;
+    json_object *page = NULL;
+    if (!p->easy) {
+        kube_error_set(err, KERR_CONFIG, "no page in flight");
+    } else if (p->too_large) {
+        kube_error_set(err, KERR_DECODE, "response body exceeds %zu bytes", p->c->opts.max_response_bytes);
+    } else if (code != CURLE_OK) {
+        kube_error_set_transport(err, code, code == CURLE_OPERATION_TIMEDOUT, curl_easy_strerror(code), "");
+    } else if (status != 200) {
+        kube_error_from_response((int)status, p->body.data, p->body.len, err);
+        if (err->code == KERR_GONE && p->cont && p->paged && p->ro.limit > 0) {
+            pager_restart_unpaged(p);
+            st = p->items ? KUBE_PAGER_MORE : KUBE_PAGER_ERROR;
+            if (st == KUBE_PAGER_ERROR)
+                kube_error_set(err, KERR_CONFIG, "out of memory");
+            else
+                kube_error_clear(err);
+        }
+    } else if (!(page = json_tokener_parse(buf_str(&p->body))) || !json_object_is_type(page, json_type_object)) {
+        kube_error_set(err, KERR_DECODE, "LIST response is not a JSON object");
+    } else if (pager_collect(p, page)) {
+        kube_error_set(err, KERR_CONFIG, "out of memory collecting LIST items");
+    } else {
+        const char *next = list_meta_string(page, "continue");
+        p->pages++;
+        if (!next || !*next) {
+            st = KUBE_PAGER_DONE;
+        } else if ((p->cont && strcmp(p->cont, next) == 0) || p->pages >= MAX_LIST_PAGES) {
+            kube_error_set(err, KERR_DECODE, "LIST does not end: continue token repeats");
+        } else {
+            free(p->cont);
+            p->cont = strdup(next);
+            st = p->cont ? KUBE_PAGER_MORE : KUBE_PAGER_ERROR;
+            if (!p->cont)
+                kube_error_set(err, KERR_CONFIG, "out of memory");
+        }
+    }
+    if (st == KUBE_PAGER_ERROR)
+        kube_error_set_request(err, "GET", url ? url : p->path);
+    json_object_put(page);
+    pager_drop_handle(p);
+    buf_reset(&p->body);
+    return st;
+}
+
+json_object *kube_pager_items(const kube_pager_t *p)
+{
+    return p->items;
+}
+
+const char *kube_pager_rv(const kube_pager_t *p)
+{
+    return p->rv ? p->rv : "";
+}
+
+void kube_pager_destroy(kube_pager_t **p_p)
+{
+    if (!p_p || !*p_p)
+        return;
+    kube_pager_t *p = *p_p;
+    pager_drop_handle(p);
+    buf_free(&p->body);
+    json_object_put(p->items);
+    free(p->rv);
+    free(p->cont);
+    free(p->path);
+    free(p->label_selector);
+    free(p->field_selector);
+    free(p->resource_version);
+    free(p->resource_version_match);
+    free(p);
+    *p_p = NULL;
+}

@@ -199,6 +199,35 @@ CURL *kube_client_watch_handle(kube_client_t *c, const char *path,
                                const kube_req_opts_t *ro, struct curl_slist **headers,
                                kube_error_t *err);
 
+/* A paginated LIST driven by the caller's event loop (a curl multi handle) instead of
+ * blocking, with kube_client_list_all's semantics: ro->limit items per page following
+ * metadata.continue, resourceVersion/Match only with the first page, and one restart
+ * without paging when a continue token has expired (410).
+ *
+ *   p = kube_pager_new(c, path, ro);
+ *   h = kube_pager_start(p, &err);          add h to the multi
+ *   ... the multi reports h done with code: remove h from the multi, then
+ *   kube_pager_finish(p, code, &err)        KUBE_PAGER_MORE: start the next page
+ *                                           KUBE_PAGER_DONE: kube_pager_items / _rv
+ *                                           KUBE_PAGER_ERROR: err says why
+ *
+ * Each page is one request with the client's timeout, counted in the client's metrics,
+ * but it does not wait for the client's rate limiter. The pager owns its handle (freed
+ * by finish and destroy); remove it from the multi before either. */
+typedef struct kube_pager kube_pager_t;
+typedef enum { KUBE_PAGER_ERROR = -1, KUBE_PAGER_DONE = 0, KUBE_PAGER_MORE = 1 } kube_pager_state_t;
+
+/* NULL when out of memory. ro (may be NULL) is copied. */
+kube_pager_t *kube_pager_new(kube_client_t *c, const char *path, const kube_req_opts_t *ro);
+CURL *kube_pager_start(kube_pager_t *p, kube_error_t *err);
+kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_t *err);
+/* After DONE: every item of every page (borrowed from the pager) and the list's
+ * resourceVersion ("" when absent). */
+json_object *kube_pager_items(const kube_pager_t *p);
+const char *kube_pager_rv(const kube_pager_t *p);
+/* Free the pager and its handle; *p_p = NULL. NULL is ignored. */
+void kube_pager_destroy(kube_pager_t **p_p);
+
 /* Take one token of the client's rate limiter for a request made outside the client
  * (a watch in an event loop) and return how long to wait before starting it (ns, 0 =
  * now). Consumes the token. */

@@ -40,8 +40,20 @@
 
 typedef struct informer informer_t;
 
-/* One WATCH stream: a kind in one namespace ("" = all). */
+/* What a curl handle's CURLOPT_PRIVATE points at: the first member of a stream_t (its
+ * watch) or of its list_xfer_t (a LIST page). */
+typedef enum { XFER_WATCH = 1, XFER_LIST } xfer_kind_t;
+
+struct stream;
 typedef struct {
+    xfer_kind_t xfer;           /* XFER_LIST */
+    struct stream *s;
+} list_xfer_t;
+
+/* One kind in one namespace ("" = all): its LIST (pages in flight through the same curl
+ * multi as the watches, never blocking the loop), then its WATCH stream. */
+typedef struct stream {
+    xfer_kind_t xfer;           /* XFER_WATCH */
     struct reflector *r;
     const char *ns;
     CURL *easy;
@@ -50,6 +62,10 @@ typedef struct {
     int active;
     int failed;                 /* the stream broke: relist the kind */
     char why[1024];
+    list_xfer_t lx;
+    kube_pager_t *pager;        /* the LIST in progress, or NULL */
+    CURL *list_easy;            /* its page in flight, or NULL */
+    int listed;                 /* this namespace's LIST is complete */
 } stream_t;
 
 /* Lists and watches one kind. */
@@ -60,6 +76,8 @@ typedef struct reflector {
     size_t nstreams;
     int synced;                 /* listed at least once */
     int need_relist;
+    int listing;                /* a LIST is in progress */
+    int64_t list_started_ns;
     int64_t next_list_ns;
     unsigned failures;          /* relists in a row that failed, for backoff */
     int64_t last_event_wall_ns;
@@ -203,8 +221,18 @@ static void stamp_items(const reflector_t *r, json_object *items)
     }
 }
 
+static void stream_stop_list(informer_t *inf, stream_t *s)
+{
+    if (s->list_easy)
+        curl_multi_remove_handle(inf->multi, s->list_easy);
+    s->list_easy = NULL;
+    kube_pager_destroy(&s->pager); /* frees the handle */
+    s->listed = 0;
+}
+
 static void stream_stop(informer_t *inf, stream_t *s)
 {
+    stream_stop_list(inf, s);
     if (s->easy) {
         curl_multi_remove_handle(inf->multi, s->easy);
         curl_easy_cleanup(s->easy);
@@ -220,6 +248,7 @@ static void reflector_fail(reflector_t *r, const char *why, int64_t now)
     informer_t *inf = r->inf;
     for (size_t i = 0; i < r->nstreams; i++)
         stream_stop(inf, &r->streams[i]);
+    r->listing = 0;
     r->need_relist = 1;
     int64_t d = backoff_exponential(RELIST_MIN_NS, RELIST_MAX_NS, r->failures);
     r->next_list_ns = now + backoff_jitter(d, 0.5, &inf->rng);
@@ -329,43 +358,80 @@ static int stream_start(reflector_t *r, stream_t *s, int64_t now)
     return 0;
 }
 
-/* LIST every namespace of the kind, replace the cache's view, and start the watches. */
+/* Start the next page of s's LIST. Returns 0, or -1 with s->why set. */
+static int list_page_start(informer_t *inf, stream_t *s)
+{
+    kube_error_t err;
+    CURL *h = kube_pager_start(s->pager, &err);
+    if (!h) {
+        char line[512];
+        snprintf(s->why, sizeof(s->why), "%s", kube_error_str(&err, line, sizeof(line)));
+        return -1;
+    }
+    s->lx.xfer = XFER_LIST;
+    s->lx.s = s;
+    curl_easy_setopt(h, CURLOPT_PRIVATE, &s->lx);
+    if (curl_multi_add_handle(inf->multi, h) != CURLM_OK) {
+        snprintf(s->why, sizeof(s->why), "cannot add the LIST transfer to the curl multi handle");
+        return -1;
+    }
+    s->list_easy = h;
+    return 0;
+}
+
+/* LIST every namespace of the kind, all at once and page by page in the loop; list_done
+ * replaces the cache's view and starts the watches when the last one completes. */
 static void reflector_list(reflector_t *r, int64_t now)
 {
     informer_t *inf = r->inf;
-    json_object *all = json_object_new_array();
-    char rvs[MAX_NAMESPACES][256];
     buf_t path;
     buf_init(&path, 4096);
+    r->need_relist = 0;
+    r->listing = 1;
+    r->list_started_ns = now;
     for (size_t i = 0; i < r->nstreams; i++) {
-        reflector_path(r, r->streams[i].ns, &path);
+        stream_t *s = &r->streams[i];
+        stream_stop(inf, s);
+        reflector_path(r, s->ns, &path);
         kube_req_opts_t ro;
         memset(&ro, 0, sizeof(ro));
         ro.label_selector = r->selector;
         ro.limit = LIST_PAGE;
-        json_object *items = NULL;
-        char *rv = NULL;
-        kube_error_t err;
-        kube_error_clear(&err);
         metric_counter_add(inf->m_lists, METRIC_LABELS(r->kind), 1);
-        if (kube_client_list_all(inf->cfg->client, buf_str(&path), &ro, &items, &rv, &err)) {
-            char line[512];
-            kube_error_str(&err, line, sizeof(line));
-            metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "list"), 1);
+        s->pager = kube_pager_new(inf->cfg->client, buf_str(&path), &ro);
+        if (!s->pager)
+            snprintf(s->why, sizeof(s->why), "out of memory starting a LIST");
+        if (!s->pager || list_page_start(inf, s)) {
             buf_free(&path);
-            json_object_put(all);
-            reflector_fail(r, line, now);
+            metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "list"), 1);
+            reflector_fail(r, s->why, now);
             return;
         }
-        for (size_t k = 0; k < json_object_array_length(items); k++)
-            json_object_array_add(all, json_object_get(json_object_array_get_idx(items, k)));
-        snprintf(rvs[i], sizeof(rvs[i]), "%s", rv ? rv : "");
-        json_object_put(items);
-        free(rv);
     }
     buf_free(&path);
-    stamp_items(r, all);
+}
+
+/* Every namespace of r is listed: make the cache equal to the lists and start the
+ * watches from their resourceVersions. */
+static void reflector_listed(reflector_t *r, int64_t now)
+{
+    informer_t *inf = r->inf;
+    json_object *all = json_object_new_array();
+    for (size_t i = 0; all && i < r->nstreams; i++) {
+        json_object *items = kube_pager_items(r->streams[i].pager);
+        for (size_t k = 0; k < json_object_array_length(items); k++)
+            if (json_object_array_add(all, json_object_get(json_object_array_get_idx(items, k)))) {
+                json_object_put(all);
+                all = NULL;
+                break;
+            }
+    }
     char err[512];
+    if (!all) {
+        reflector_fail(r, "out of memory merging the LIST pages", now);
+        return;
+    }
+    stamp_items(r, all);
     if (cache_replace(inf->cache, r->kind, all, err, sizeof(err))) {
         json_object_put(all);
         metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "bad_object"), 1);
@@ -376,18 +442,50 @@ static void reflector_list(reflector_t *r, int64_t now)
     if (r->synced)
         metric_counter_add(inf->m_relists, METRIC_LABELS(r->kind), 1);
     r->synced = 1;
-    r->need_relist = 0;
-    char count[32];
+    r->listing = 0;
+    char count[32], took[32];
     snprintf(count, sizeof(count), "%zu", cache_count(inf->cache, r->kind));
-    rlog_info("listed", "kind", r->kind, "objects", count, "resourceVersion", rvs[0]);
+    snprintf(took, sizeof(took), "%.3fs", (double)(now - r->list_started_ns) / 1e9);
+    rlog_info("listed", "kind", r->kind, "objects", count, "resourceVersion", kube_pager_rv(r->streams[0].pager),
+              "took", took);
     for (size_t i = 0; i < r->nstreams; i++) {
         stream_t *s = &r->streams[i];
-        watch_decoder_set_last_rv(s->dec, rvs[i]);
+        watch_decoder_set_last_rv(s->dec, kube_pager_rv(s->pager));
+        stream_stop_list(inf, s);
         if (stream_start(r, s, now)) {
             reflector_fail(r, s->why, now);
             return;
         }
     }
+}
+
+/* A LIST page of s ended: the next page, the end of this namespace's list, or a relist. */
+static void list_done(informer_t *inf, stream_t *s, CURLcode code, int64_t now)
+{
+    reflector_t *r = s->r;
+    curl_multi_remove_handle(inf->multi, s->list_easy);
+    s->list_easy = NULL;
+    kube_error_t err;
+    kube_pager_state_t st = kube_pager_finish(s->pager, code, &err);
+    if (st == KUBE_PAGER_ERROR) {
+        char line[768];
+        kube_error_str(&err, line, sizeof(line));
+        metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "list"), 1);
+        reflector_fail(r, line, now);
+        return;
+    }
+    if (st == KUBE_PAGER_MORE) {
+        if (list_page_start(inf, s)) {
+            metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "list"), 1);
+            reflector_fail(r, s->why, now);
+        }
+        return;
+    }
+    s->listed = 1;
+    for (size_t i = 0; i < r->nstreams; i++)
+        if (!r->streams[i].listed)
+            return;
+    reflector_listed(r, now);
 }
 
 /* A watch transfer ended: resume from the last resourceVersion, or relist. */
@@ -460,10 +558,12 @@ static void curl_collect(informer_t *inf, int64_t now)
     while ((msg = curl_multi_info_read(inf->multi, &left)) != NULL) {
         if (msg->msg != CURLMSG_DONE)
             continue;
-        stream_t *s = NULL;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
-        if (s)
-            stream_done(inf, s, msg->data.result, now);
+        xfer_kind_t *x = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+        if (x && *x == XFER_WATCH)
+            stream_done(inf, (stream_t *)x, msg->data.result, now);
+        else if (x && *x == XFER_LIST)
+            list_done(inf, ((list_xfer_t *)x)->s, msg->data.result, now);
     }
 }
 
@@ -929,6 +1029,7 @@ static void reflector_init(informer_t *inf, const char *kind, const char *group,
     r->nstreams = nss->n ? nss->n : 1;
     for (size_t i = 0; i < r->nstreams; i++) {
         stream_t *s = &r->streams[i];
+        s->xfer = XFER_WATCH;
         s->r = r;
         s->ns = nss->n ? nss->items[i] : "";
         s->dec = watch_decoder_new(MAX_EVENT_BYTES, on_watch_event, s);

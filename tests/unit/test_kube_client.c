@@ -783,6 +783,127 @@ static void test_list_expired_continue(void)
     env_close(&e);
 }
 
+static void h_404(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out);
+
+/* Drive a pager to its end through a curl multi handle, as informerd's loop does.
+ * Returns the last state; *pages counts the requests. */
+static kube_pager_state_t run_pager(kube_pager_t *p, int *pages, kube_error_t *err)
+{
+    CURLM *m = curl_multi_init();
+    kube_pager_state_t st = KUBE_PAGER_ERROR;
+    for (*pages = 0; *pages < 20; (*pages)++) {
+        CURL *h = kube_pager_start(p, err);
+        if (!h)
+            break;
+        curl_multi_add_handle(m, h);
+        int running = 1;
+        CURLcode code = CURLE_OK;
+        while (running) {
+            curl_multi_perform(m, &running);
+            if (running)
+                curl_multi_poll(m, NULL, 0, 1000, NULL);
+        }
+        int left;
+        CURLMsg *msg;
+        while ((msg = curl_multi_info_read(m, &left)) != NULL)
+            if (msg->msg == CURLMSG_DONE)
+                code = msg->data.result;
+        curl_multi_remove_handle(m, h);
+        st = kube_pager_finish(p, code, err);
+        if (st != KUBE_PAGER_MORE) {
+            (*pages)++;
+            break;
+        }
+    }
+    curl_multi_cleanup(m);
+    return st;
+}
+
+static void test_pager(void)
+{
+    env_t e;
+    env_open(&e, h_pages, NULL);
+    kube_req_opts_t ro = {0};
+    ro.limit = 2;
+    ro.label_selector = "app.kubernetes.io/managed-by=rdc";
+    ro.resource_version = "0";
+    ro.resource_version_match = "NotOlderThan";
+    kube_pager_t *p = kube_pager_new(e.c, "/api/v1/configmaps", &ro);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    ro.label_selector = "changed-after"; /* the pager keeps its own copy */
+    kube_error_t err;
+    int pages = 0;
+    CU_ASSERT_EQUAL(run_pager(p, &pages, &err), KUBE_PAGER_DONE);
+    CU_ASSERT_EQUAL(pages, 3);
+    json_object *items = kube_pager_items(p);
+    CU_ASSERT_EQUAL_FATAL(json_object_array_length(items), 5);
+    for (int i = 0; i < 5; i++) {
+        char want[16];
+        snprintf(want, sizeof(want), "cm%d", i);
+        CU_ASSERT_STRING_EQUAL(jstr(json_object_array_get_idx(items, (size_t)i), "metadata.name"), want);
+    }
+    CU_ASSERT_STRING_EQUAL(kube_pager_rv(p), "500");
+    kube_pager_destroy(&p);
+    CU_ASSERT_PTR_NULL(p);
+    /* The same requests as the blocking pager. */
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(e.srv), 3);
+    fake_req_t *r = e.srv->reqs;
+    CU_ASSERT_STRING_EQUAL(r[0].query, "labelSelector=app.kubernetes.io/managed-by=rdc&limit=2&"
+                                       "resourceVersion=0&resourceVersionMatch=NotOlderThan");
+    CU_ASSERT_STRING_EQUAL(r[1].query, "labelSelector=app.kubernetes.io/managed-by=rdc&limit=2&continue=tok1");
+    CU_ASSERT_STRING_EQUAL(r[2].query, "labelSelector=app.kubernetes.io/managed-by=rdc&limit=2&continue=tok2");
+    /* Counted like the client's own requests. */
+    kube_client_stats_t st;
+    kube_client_stats(e.c, &st);
+    CU_ASSERT_EQUAL(st.requests, 3);
+    env_close(&e);
+
+    /* An expired continue token: one restart without paging. */
+    env_open(&e, h_expired_continue, NULL);
+    ro.label_selector = NULL;
+    ro.resource_version = ro.resource_version_match = NULL;
+    p = kube_pager_new(e.c, "/api/v1/configmaps", &ro);
+    CU_ASSERT_EQUAL(run_pager(p, &pages, &err), KUBE_PAGER_DONE);
+    CU_ASSERT_EQUAL(pages, 3);
+    CU_ASSERT_EQUAL(json_object_array_length(kube_pager_items(p)), 3);
+    CU_ASSERT_STRING_EQUAL(kube_pager_rv(p), "900");
+    CU_ASSERT_PTR_NULL(strstr(e.srv->reqs[2].query, "limit="));
+    kube_pager_destroy(&p);
+    env_close(&e);
+
+    /* A refusal is an error with the API's reason and the request. */
+    env_open(&e, h_404, NULL);
+    p = kube_pager_new(e.c, "/api/v1/namespaces/x/configmaps", &ro);
+    CU_ASSERT_EQUAL(run_pager(p, &pages, &err), KUBE_PAGER_ERROR);
+    CU_ASSERT_EQUAL(pages, 1);
+    CU_ASSERT(kube_error_is_not_found(&err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.target, "/api/v1/namespaces/x/configmaps"));
+    kube_pager_destroy(&p);
+    env_close(&e);
+}
+
+/* A server that is not there: a transport error, no crash, no leak. */
+static void test_pager_transport_error(void)
+{
+    kube_config_t *cfg = make_config("http", 1, NULL); /* port 1: refused */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    kube_error_t err;
+    kube_client_t *c = kube_client_new(cfg, &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    kube_pager_t *p = kube_pager_new(c, "/api/v1/configmaps", NULL);
+    int pages = 0;
+    CU_ASSERT_EQUAL(run_pager(p, &pages, &err), KUBE_PAGER_ERROR);
+    CU_ASSERT_EQUAL(err.code, KERR_TRANSPORT);
+    /* finish without a page in flight is an error, not a crash. */
+    CU_ASSERT_EQUAL(kube_pager_finish(p, CURLE_OK, &err), KUBE_PAGER_ERROR);
+    kube_pager_destroy(&p);
+    kube_pager_destroy(&p);
+    kube_client_destroy(&c);
+    kube_config_destroy(&cfg);
+}
+
 /* ---- tests: errors and retries ------------------------------------------------- */
 
 static void h_429_twice(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
@@ -1469,6 +1590,8 @@ int main(void)
     CU_add_test(s, "DELETE with DeleteOptions", test_delete);
     CU_add_test(s, "LIST pagination over 3 pages", test_list_pagination);
     CU_add_test(s, "LIST with expired continue", test_list_expired_continue);
+    CU_add_test(s, "non-blocking pager", test_pager);
+    CU_add_test(s, "non-blocking pager: transport error", test_pager_transport_error);
     CU_add_test(s, "429 Retry-After retried then succeeds", test_retry_429);
     CU_add_test(s, "retry rules per method and status", test_retry_rules);
     CU_add_test(s, "Status error mapped", test_error_status);
