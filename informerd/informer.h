@@ -9,15 +9,17 @@
  * carrying the operator's managed-by label): LIST with pagination, then WATCH from the
  * list's resourceVersion with bookmarks and a random 5..10 min timeoutSeconds, resuming
  * each new watch from the last resourceVersion seen. A 410, a decoding error or any
- * broken stream ends in a relist whose differences with the cache become deltas. A
- * relist is a blocking paginated LIST (bounded by the client's timeout); watches never
- * block the loop.
+ * broken stream ends in a relist whose differences with the cache become deltas. LIST
+ * pages (kube_pager) and watches alike are transfers of one curl multi handle: nothing
+ * the API server does blocks the loop, its heartbeats or its dispatch.
  *
  * Work: keys go to idle workers only while this replica leads (or leader election is
  * off). A worker's item comes back on DONE; a worker that dies (the supervisor says so,
  * or it is silent past its deadline) gets its item requeued with a crash counted; a key
  * that kills workers three times in a row is quarantined for an hour or until its spec
- * changes, with a Warning Event and a ReconcileCrashed condition on the RedisCluster.
+ * changes, with a Warning Event and a ReconcileCrashed condition on the RedisCluster
+ * (crashcond.h): a new informerd restores the quarantine from that condition, and the
+ * next reconcile that completes turns it False.
  */
 #ifndef RDC_INFORMER_H
 #define RDC_INFORMER_H
