@@ -57,6 +57,20 @@ check "Running with 3/3 ready" wait_until 120 sh -c "test \"\$(kubectl -n $ns ge
 check "Ready condition True" test "$(get rdc cache -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True
 check "observedGeneration current" test "$(get rdc cache -o jsonpath='{.status.observedGeneration}')" = "$(get rdc cache -o jsonpath='{.metadata.generation}')"
 
+# Without the defaulting webhook, a bare spec gets the same defaults from the reconcile.
+kubectl -n "$ns" create -f - >/dev/null <<YAML
+apiVersion: cache.example.com/v1alpha1
+kind: RedisCluster
+metadata: {name: bare, namespace: $ns}
+spec: {size: 1, image: redis}
+YAML
+check "bare spec: StatefulSet created" wait_until 30 get statefulset/bare
+check "bare spec: image tagged with the default version 7.2" \
+    test "$(get statefulset bare -o jsonpath='{.spec.template.spec.containers[0].image}')" = redis:7.2
+check "bare spec: redis.conf has the default maxmemory-policy allkeys-lru" \
+    sh -c "kubectl -n $ns get configmap bare -o jsonpath='{.data.redis\.conf}' | grep -qx 'maxmemory-policy allkeys-lru'"
+kubectl -n "$ns" delete rdc bare --wait=true --timeout=60s >/dev/null 2>&1
+
 # Drift: a deleted StatefulSet comes back; an edited ConfigMap is put back.
 kubectl -n "$ns" delete statefulset cache --wait=true >/dev/null
 check "deleted StatefulSet recreated" wait_until 30 get statefulset/cache
@@ -95,7 +109,7 @@ check "metrics expose leader_election_master_status 1" sh -c "curl -s http://127
 kubectl -n "$ns" delete rdc cache --wait=false >/dev/null
 check "RedisCluster deleted through its finalizer" wait_until 60 sh -c "! kubectl -n $ns get rdc cache >/dev/null 2>&1"
 check "children garbage-collected" wait_until 60 sh -c "! kubectl -n $ns get statefulset cache >/dev/null 2>&1 && ! kubectl -n $ns get configmap cache >/dev/null 2>&1"
-check "CleanedUp event recorded" sh -c "kubectl -n $ns get events --field-selector reason=CleanedUp -o name | grep -q ."
+check "CleanedUp event recorded" sh -c "kubectl -n $ns get events --field-selector reason=CleanedUp,involvedObject.name=cache -o name | grep -q ."
 
 # SIGTERM drains, releases the Lease and exits 0.
 kill -TERM "$sup_pid"
