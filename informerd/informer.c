@@ -463,6 +463,8 @@ static void reflector_listed(reflector_t *r, int64_t now)
 static void list_done(informer_t *inf, stream_t *s, CURLcode code, int64_t now)
 {
     reflector_t *r = s->r;
+    if (!s->pager || !s->list_easy)
+        return; /* stopped meanwhile (a sibling's failure): nothing of ours in flight */
     curl_multi_remove_handle(inf->multi, s->list_easy);
     s->list_easy = NULL;
     kube_error_t err;
