@@ -1449,6 +1449,16 @@ json_object *kube_pager_items(const kube_pager_t *p)
     return p->items;
 }
 
+json_object *kube_pager_take_items(kube_pager_t *p)
+{
+    json_object *fresh = json_object_new_array();
+    if (!fresh)
+        return NULL;
+    json_object *items = p->items;
+    p->items = fresh;
+    return items;
+}
+
 const char *kube_pager_rv(const kube_pager_t *p)
 {
     return p->rv ? p->rv : "";

@@ -225,6 +225,11 @@ kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_
  * resourceVersion ("" when absent). */
 json_object *kube_pager_items(const kube_pager_t *p);
 const char *kube_pager_rv(const kube_pager_t *p);
+/* The items collected since the last take (a JSON array the caller owns and puts), so
+ * that a caller can consume the list page by page instead of holding all of it; the
+ * pager starts a new array. After an expired continue token the pager starts over from
+ * the first item. NULL when out of memory. */
+json_object *kube_pager_take_items(kube_pager_t *p);
 /* Free the pager and its handle; *p_p = NULL. NULL is ignored. */
 void kube_pager_destroy(kube_pager_t **p_p);
 

@@ -564,16 +564,16 @@ int cache_delete(cache_t *c, const char *kind, const char *key, cache_change_t *
     return 0;
 }
 
-int cache_replace(cache_t *c, const char *kind, json_object *items, char *err,
-                  size_t errlen)
+/* Check every item of items, then upsert them all into s under its current generation.
+ * prefix names the list in messages ("ConfigMap list"). Returns 0, or -1 with a message
+ * (the cache unchanged when an item is bad; partly updated when memory ran out). */
+static int store_add_items(cache_t *c, store_t *s, const char *kind, json_object *items, char *err,
+                           size_t errlen)
 {
     int rc = -1;
     parsed_t *ps = NULL;
     hm_t *seen = NULL;
     size_t n = 0;
-    store_t *s = store_or_err(c, kind, err, errlen);
-    if (!s)
-        goto out;
     if (!items || !json_object_is_type(items, json_type_array)) {
         set_err(err, errlen, "%s list: items is not a JSON array (%s)", kind,
                 json_type_to_name(json_object_get_type(items)));
@@ -605,7 +605,6 @@ int cache_replace(cache_t *c, const char *kind, json_object *items, char *err,
     }
     hm_destroy(&seen); /* its keys are about to move into entries */
 
-    s->gen++;
     for (size_t i = 0; i < n; i++) {
         json_object *obj = json_object_array_get_idx(items, i);
         cache_change_t change;
@@ -615,14 +614,6 @@ int cache_replace(cache_t *c, const char *kind, json_object *items, char *err,
             goto out;
         }
     }
-    /* What this list did not mention has vanished. Removal while iterating is safe. */
-    hm_iter_t it = HM_ITER_INIT;
-    void *v;
-    while (hm_next(s->by_key, &it, NULL, &v)) {
-        entry_t *e = v;
-        if (e->gen != s->gen)
-            store_delete(c, s, e);
-    }
     rc = 0;
 out:
     hm_destroy(&seen);
@@ -631,6 +622,57 @@ out:
             free(ps[i].key);
     free(ps);
     return rc;
+}
+
+/* Delete what the current generation of s has not seen. Removal while iterating is safe. */
+static void store_sweep(cache_t *c, store_t *s)
+{
+    hm_iter_t it = HM_ITER_INIT;
+    void *v;
+    while (hm_next(s->by_key, &it, NULL, &v)) {
+        entry_t *e = v;
+        if (e->gen != s->gen)
+            store_delete(c, s, e);
+    }
+}
+
+int cache_relist_begin(cache_t *c, const char *kind, char *err, size_t errlen)
+{
+    store_t *s = store_or_err(c, kind, err, errlen);
+    if (!s)
+        return -1;
+    s->gen++;
+    return 0;
+}
+
+int cache_relist_add(cache_t *c, const char *kind, json_object *items, char *err, size_t errlen)
+{
+    store_t *s = store_or_err(c, kind, err, errlen);
+    return s ? store_add_items(c, s, kind, items, err, errlen) : -1;
+}
+
+int cache_relist_end(cache_t *c, const char *kind, char *err, size_t errlen)
+{
+    store_t *s = store_or_err(c, kind, err, errlen);
+    if (!s)
+        return -1;
+    store_sweep(c, s);
+    return 0;
+}
+
+int cache_replace(cache_t *c, const char *kind, json_object *items, char *err,
+                  size_t errlen)
+{
+    store_t *s = store_or_err(c, kind, err, errlen);
+    if (!s)
+        return -1;
+    /* A new generation with nothing marked yet changes nothing visible: a refused list
+     * leaves the cache as it was, and the next relist starts a generation of its own. */
+    s->gen++;
+    if (store_add_items(c, s, kind, items, err, errlen))
+        return -1;
+    store_sweep(c, s);
+    return 0;
 }
 
 size_t cache_resync(cache_t *c, const char *kind)

@@ -117,6 +117,17 @@ int cache_delete(cache_t *c, const char *kind, const char *key, cache_change_t *
 int cache_replace(cache_t *c, const char *kind, json_object *items, char *err,
                   size_t errlen);
 
+/* cache_replace in steps, for a list that arrives page by page: begin, then add each
+ * page's items (a JSON array, checked as cache_replace checks a list: a bad item refuses
+ * the whole page), then end, which deletes the cached objects of kind no page since the
+ * begin has mentioned. Deltas are emitted as the pages arrive, so a page's objects need
+ * not be kept until the list is complete. A relist abandoned before end (a page failed)
+ * leaves the cache as the pages so far made it: each delta described a real change, and
+ * the next begin starts over. Returns 0, or -1 with a message in err. */
+int cache_relist_begin(cache_t *c, const char *kind, char *err, size_t errlen);
+int cache_relist_add(cache_t *c, const char *kind, json_object *items, char *err, size_t errlen);
+int cache_relist_end(cache_t *c, const char *kind, char *err, size_t errlen);
+
 /* Emit a SYNC delta for every object of kind (NULL = every kind), as a periodic resync
  * does. Returns the number of deltas emitted. */
 size_t cache_resync(cache_t *c, const char *kind);

@@ -528,6 +528,54 @@ static void test_bad_objects_refused(void)
     cache_destroy(&c);
 }
 
+/* A relist that arrives page by page: deltas as the pages come, deletions at the end. */
+static void test_relist_in_pages(void)
+{
+    rec_t r;
+    cache_t *c = new_cache(&r);
+    char err[256];
+    put(c, "ConfigMap", obj("{'metadata':{'namespace':'d','name':'keep','resourceVersion':'1'}}"));
+    put(c, "ConfigMap", obj("{'metadata':{'namespace':'d','name':'gone','resourceVersion':'1'}}"));
+    put(c, "ConfigMap", obj("{'metadata':{'namespace':'d','name':'late','resourceVersion':'1'}}"));
+    put(c, OWNER, obj("{'metadata':{'namespace':'d','name':'owner','resourceVersion':'1'}}"));
+    r.n = 0;
+    CU_ASSERT_EQUAL(cache_relist_begin(c, "ConfigMap", err, sizeof(err)), 0);
+    json_object *p1 = obj("[{'metadata':{'namespace':'d','name':'keep','resourceVersion':'1'}},"
+                          " {'metadata':{'namespace':'d','name':'new','resourceVersion':'5'}}]");
+    CU_ASSERT_EQUAL(cache_relist_add(c, "ConfigMap", p1, err, sizeof(err)), 0);
+    json_object_put(p1);
+    CU_ASSERT_EQUAL(r.n, 1); /* ADDED new, at once */
+    CU_ASSERT_EQUAL(r.type[0], CACHE_ADDED);
+    /* A bad page is refused whole; what the earlier pages did stays. */
+    json_object *bad = obj("[{'metadata':{'namespace':'d','name':'late','resourceVersion':'2'}}, 7]");
+    CU_ASSERT_EQUAL(cache_relist_add(c, "ConfigMap", bad, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "items[1]"));
+    json_object_put(bad);
+    CU_ASSERT_EQUAL(r.n, 1);
+    CU_ASSERT_STRING_EQUAL(rv_of(cache_get_json(c, "ConfigMap", "d/late")), "1");
+    json_object *p2 = obj("[{'metadata':{'namespace':'d','name':'late','resourceVersion':'2'}}]");
+    CU_ASSERT_EQUAL(cache_relist_add(c, "ConfigMap", p2, err, sizeof(err)), 0);
+    json_object_put(p2);
+    CU_ASSERT_EQUAL(r.n, 2);
+    CU_ASSERT_EQUAL(r.type[1], CACHE_MODIFIED);
+    CU_ASSERT_PTR_NOT_NULL(cache_get_json(c, "ConfigMap", "d/gone")); /* not before the end */
+    CU_ASSERT_EQUAL(cache_relist_end(c, "ConfigMap", err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(r.n, 3);
+    CU_ASSERT_EQUAL(r.type[2], CACHE_DELETED);
+    CU_ASSERT_STRING_EQUAL(r.key[2], "d/gone");
+    CU_ASSERT_EQUAL(cache_count(c, "ConfigMap"), 3);
+    CU_ASSERT_PTR_NOT_NULL(cache_get_json(c, OWNER, "d/owner")); /* other kinds untouched */
+    /* Unknown kinds are errors. */
+    CU_ASSERT_EQUAL(cache_relist_begin(c, "Pod", err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(cache_relist_add(c, "Pod", NULL, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(cache_relist_end(c, "Pod", err, sizeof(err)), -1);
+    /* An empty relist empties the kind. */
+    CU_ASSERT_EQUAL(cache_relist_begin(c, "ConfigMap", err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(cache_relist_end(c, "ConfigMap", err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(cache_count(c, "ConfigMap"), 0);
+    cache_destroy(&c);
+}
+
 /* ---- sequence numbers, snapshots, resync ---- */
 
 typedef struct {
@@ -606,6 +654,7 @@ static CU_TestInfo owner_tests[] = {
 
 static CU_TestInfo relist_tests[] = {
     {"relist diff", test_replace_diff},
+    {"relist in pages", test_relist_in_pages},
     {"relist of 10k objects", test_replace_10k},
     {"snapshot at S, resync", test_snapshot_and_resync},
     CU_TEST_INFO_NULL,
