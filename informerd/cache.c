@@ -707,6 +707,18 @@ const char *cache_get_json(const cache_t *c, const char *kind, const char *key)
     return item ? item->json : NULL;
 }
 
+int cache_children_json(const cache_t *c, const char *key, const char *const *kinds, size_t nkinds, buf_t *out)
+{
+    int rc = buf_puts(out, "{");
+    for (size_t i = 0; i < nkinds && rc == 0; i++) {
+        const char *o = cache_get_json(c, kinds[i], key);
+        rc = buf_printf(out, "%s\"%s\":", i ? "," : "", kinds[i]);
+        if (rc == 0)
+            rc = buf_puts(out, o ? o : "null");
+    }
+    return rc == 0 ? buf_puts(out, "}") : -1;
+}
+
 json_object *cache_get_parsed(const cache_t *c, const char *kind, const char *key)
 {
     const cache_item_t *item = cache_lookup(c, kind, key);

@@ -31,6 +31,8 @@
 #ifndef RDC_INFORMERD_CACHE_H
 #define RDC_INFORMERD_CACHE_H
 
+#include "buf.h"
+
 #include <json-c/json.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -134,6 +136,11 @@ size_t cache_resync(cache_t *c, const char *kind);
 
 /* The cached object of kind at key as compact JSON text, or NULL. */
 const char *cache_get_json(const cache_t *c, const char *kind, const char *key);
+
+/* Append to out one JSON object {"<kind>":<the cached object of that kind at key, or
+ * null>, ...} for each of the nkinds kinds, from the cached text (a work item's
+ * children). Returns 0, or -1 when out's cap or memory ran out (out is then unusable). */
+int cache_children_json(const cache_t *c, const char *key, const char *const *kinds, size_t nkinds, buf_t *out);
 
 /* The cached object of kind at key parsed into a new tree (the caller puts it), or NULL
  * when nothing is cached there or memory ran out. */

@@ -634,12 +634,15 @@ static void send_work(informer_t *inf, worker_slot_t *w, const char *key, int64_
     const cache_item_t *rc = cache_lookup(inf->cache, OWNER_KIND, key);
     static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet"};
     buf_t children;
-    buf_init(&children, 4096);
-    for (size_t i = 0; i < 3; i++) {
-        const char *o = cache_get_json(inf->cache, kinds[i], key);
-        buf_printf(&children, "%c\"%s\":%s", i ? ',' : '{', kinds[i], o ? o : "null");
+    buf_init(&children, 0);
+    if (cache_children_json(inf->cache, key, kinds, 3, &children)) {
+        /* Out of memory: the key waits and comes back, it is not lost. */
+        buf_free(&children);
+        rlog_error("cannot build the work item; retrying later", "key", key);
+        workqueue_done(inf->queue, key, now);
+        workqueue_add_rate_limited(inf->queue, key, now);
+        return;
     }
-    buf_puts(&children, "}");
     zmsg_t *m = zmsg_new();
     zmsg_addmem(m, w->id, w->idlen);
     zmsg_addstr(m, PROTO_WORK);
@@ -862,7 +865,7 @@ static void crashcond_write(informer_t *inf, const char *key, const json_object 
     if (inf->cfg->opts->leader_elect)
         kube_client_set_deadline(inf->cfg->client, inf->valid_until_ms * NS_PER_MS);
     buf_t path;
-    buf_init(&path, 512);
+    buf_init(&path, 0);
     kube_path(&path, "cache.example.com", "v1alpha1", ns, "redisclusters", name, "status");
     buf_puts(&path, "?fieldManager=" CRASHCOND_FIELD_MANAGER "&force=true");
     kube_error_t err;

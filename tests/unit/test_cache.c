@@ -576,6 +576,42 @@ static void test_relist_in_pages(void)
     cache_destroy(&c);
 }
 
+/* A work item's children: every kind present or null, whatever the objects' size. */
+static void test_children_json(void)
+{
+    cache_t *c = new_cache(NULL);
+    char big[12000];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    put(c, "ConfigMap", obj("{'metadata':{'namespace':'d','name':'cache','resourceVersion':'1'},'data':{'redis.conf':'%s'}}", "small"));
+    json_object *sts = json_object_new_object(), *md = json_object_new_object();
+    json_object_object_add(md, "namespace", json_object_new_string("d"));
+    json_object_object_add(md, "name", json_object_new_string("cache"));
+    json_object_object_add(md, "resourceVersion", json_object_new_string("2"));
+    json_object_object_add(sts, "metadata", md);
+    json_object_object_add(sts, "pad", json_object_new_string(big)); /* a 12 KB StatefulSet */
+    CU_ASSERT_EQUAL(put(c, "StatefulSet", sts), CACHE_ADDED);
+    static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet"};
+    buf_t b;
+    buf_init(&b, 0);
+    CU_ASSERT_EQUAL(cache_children_json(c, "d/cache", kinds, 2 + 1, &b), 0);
+    json_object *got = json_tokener_parse(buf_str(&b));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    json_object *x;
+    CU_ASSERT(json_object_object_get_ex(got, "ConfigMap", &x) && json_object_is_type(x, json_type_object));
+    CU_ASSERT(json_object_object_get_ex(got, "Service", &x) && x == NULL); /* present, null */
+    CU_ASSERT(json_object_object_get_ex(got, "StatefulSet", &x) && json_object_is_type(x, json_type_object));
+    CU_ASSERT_EQUAL(strlen(json_object_get_string(json_object_object_get(x, "pad"))), sizeof(big) - 1);
+    json_object_put(got);
+    /* A cap too small is an error, never a silently missing child. */
+    buf_t small;
+    buf_init(&small, 4096);
+    CU_ASSERT_EQUAL(cache_children_json(c, "d/cache", kinds, 3, &small), -1);
+    buf_free(&small);
+    buf_free(&b);
+    cache_destroy(&c);
+}
+
 /* ---- sequence numbers, snapshots, resync ---- */
 
 typedef struct {
@@ -655,6 +691,7 @@ static CU_TestInfo owner_tests[] = {
 static CU_TestInfo relist_tests[] = {
     {"relist diff", test_replace_diff},
     {"relist in pages", test_relist_in_pages},
+    {"work item children as JSON", test_children_json},
     {"relist of 10k objects", test_replace_10k},
     {"snapshot at S, resync", test_snapshot_and_resync},
     CU_TEST_INFO_NULL,
