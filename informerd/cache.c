@@ -565,8 +565,8 @@ int cache_delete(cache_t *c, const char *kind, const char *key, cache_change_t *
 }
 
 /* Check every item of items, then upsert them all into s under its current generation.
- * prefix names the list in messages ("ConfigMap list"). Returns 0, or -1 with a message
- * (the cache unchanged when an item is bad; partly updated when memory ran out). */
+ * Messages name the list as "<kind> list: items[i]". Returns 0, or -1 with a message (the
+ * cache unchanged when an item is bad; partly updated when memory ran out). */
 static int store_add_items(cache_t *c, store_t *s, const char *kind, json_object *items, char *err,
                            size_t errlen)
 {
