@@ -1392,13 +1392,13 @@ kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_
     if (p->easy) {
         curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &status);
         curl_easy_getinfo(p->easy, CURLINFO_EFFECTIVE_URL, &url);
+        char label[16];
+        status_label(code, (int)status, label, sizeof(label));
+        metric_counter_add(p->c->m_requests, METRIC_LABELS(label, "GET", p->c->host), 1);
+        metric_histogram_observe(p->c->m_duration, METRIC_LABELS("GET", p->c->host),
+                                 (double)(clock_mono_ns() - p->started_ns) / 1e9);
+        p->c->stats.requests++;
     }
-    char label[16];
-    status_label(code, (int)status, label, sizeof(label));
-    metric_counter_add(p->c->m_requests, METRIC_LABELS(label, "GET", p->c->host), 1);
-    metric_histogram_observe(p->c->m_duration, METRIC_LABELS("GET", p->c->host),
-                             (double)(clock_mono_ns() - p->started_ns) / 1e9);
-    p->c->stats.requests++;
     kube_pager_state_t st = KUBE_PAGER_ERROR;
     json_object *page = NULL;
     if (!p->easy) {
