@@ -1020,8 +1020,6 @@ static int exec_run(kube_config_t *c, char *err, size_t errlen);
 
 static int refresh_exec(kube_config_t *c, char *err, size_t errlen)
 {
-    int rc;
-
     int64_t now = g_now_s();
     if (c->exec_cred_valid &&
         (c->exec_cred.expiry_s == 0 || now < c->exec_cred.expiry_s - KCFG_EXPIRY_SLACK_S))
@@ -1033,8 +1031,7 @@ static int refresh_exec(kube_config_t *c, char *err, size_t errlen)
                   c->exec_failures, c->exec_failures == 1 ? "" : "s", (long long)(c->exec_retry_at_s - now));
         return -1;
     }
-    rc = exec_run(c, err, errlen);
-    if (rc == 0) {
+    if (exec_run(c, err, errlen) == 0) {
         c->exec_failures = 0;
         return 0;
     }
