@@ -110,3 +110,13 @@ const char *buf_str(const buf_t *b)
 {
     return b->data ? b->data : "";
 }
+
+char *str_dup_opt(const char *s, int *oom)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *oom = 1;
+    return d;
+}

@@ -41,6 +41,10 @@ int buf_vprintf(buf_t *b, const char *fmt, va_list ap);
 /* Remove the first n bytes (n <= len), moving the rest to the front. */
 void buf_consume(buf_t *b, size_t n);
 
+/* strdup(s) for an optional string: NULL for NULL; when memory runs out, NULL with *oom
+ * set (and never cleared), so a caller copies several fields and checks *oom once. */
+char *str_dup_opt(const char *s, int *oom);
+
 /* Hand the contents to the caller (who frees them) and leave the buffer empty. Returns
  * an empty allocated string when nothing was appended; NULL only when out of memory. */
 char *buf_detach(buf_t *b);

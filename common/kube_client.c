@@ -1280,16 +1280,6 @@ struct kube_pager {
     char *rv;
 };
 
-static char *dup_opt(const char *s, int *oom)
-{
-    if (!s)
-        return NULL;
-    char *d = strdup(s);
-    if (!d)
-        *oom = 1;
-    return d;
-}
-
 kube_pager_t *kube_pager_new(kube_client_t *c, const char *path, const kube_req_opts_t *ro)
 {
     kube_pager_t *p = calloc(1, sizeof(*p));
@@ -1297,13 +1287,13 @@ kube_pager_t *kube_pager_new(kube_client_t *c, const char *path, const kube_req_
         return NULL;
     int oom = 0;
     p->c = c;
-    p->path = dup_opt(path ? path : "", &oom);
+    p->path = str_dup_opt(path ? path : "", &oom);
     if (ro) {
         p->ro = *ro;
-        p->ro.label_selector = p->label_selector = dup_opt(ro->label_selector, &oom);
-        p->ro.field_selector = p->field_selector = dup_opt(ro->field_selector, &oom);
-        p->ro.resource_version = p->resource_version = dup_opt(ro->resource_version, &oom);
-        p->ro.resource_version_match = p->resource_version_match = dup_opt(ro->resource_version_match, &oom);
+        p->ro.label_selector = p->label_selector = str_dup_opt(ro->label_selector, &oom);
+        p->ro.field_selector = p->field_selector = str_dup_opt(ro->field_selector, &oom);
+        p->ro.resource_version = p->resource_version = str_dup_opt(ro->resource_version, &oom);
+        p->ro.resource_version_match = p->resource_version_match = str_dup_opt(ro->resource_version_match, &oom);
     }
     p->paged = 1;
     p->items = json_object_new_array();

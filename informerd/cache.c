@@ -70,16 +70,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-static char *dup_or_null(const char *s, bool *failed)
-{
-    if (!s)
-        return NULL;
-    char *d = strdup(s);
-    if (!d)
-        *failed = true;
-    return d;
-}
-
 const char *cache_change_name(cache_change_t type)
 {
     switch (type) {
@@ -333,18 +323,18 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
         return 0;
     }
     int rc = -1;
-    bool oom = false;
+    int oom = 0;
     entry_t *fresh = NULL;
-    char *rv = dup_or_null(p->rv, &oom);
-    char *uid = dup_or_null(p->uid, &oom);
-    char *owner_uid = dup_or_null(p->owner_uid, &oom);
+    char *rv = str_dup_opt(p->rv, &oom);
+    char *uid = str_dup_opt(p->uid, &oom);
+    char *owner_uid = str_dup_opt(p->owner_uid, &oom);
     char *fallback = NULL, *json = NULL;
     owner_group_t *group = NULL;
     if (p->owner_name && !(fallback = make_key(p->ns, p->owner_name)))
-        oom = true;
+        oom = 1;
     const char *text = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     if (!text || !(json = strdup(text)))
-        oom = true;
+        oom = 1;
     if (oom)
         goto out;
     if (!e && !(fresh = calloc(1, sizeof(*fresh))))
