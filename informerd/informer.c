@@ -36,6 +36,7 @@
 #define LIST_PAGE 500
 #define RELIST_MIN_NS (INT64_C(800) * NS_PER_MS)
 #define RELIST_MAX_NS (INT64_C(30) * NS_PER_SEC)
+#define MAX_ERROR_BODY ((size_t)64 << 10)
 #define METRICS_EVERY_NS (INT64_C(2) * NS_PER_SEC)
 #define QUARANTINE_NS (INT64_C(3600) * NS_PER_SEC)
 #define CRASHES_TO_QUARANTINE 3
@@ -63,8 +64,12 @@ typedef struct stream {
     struct curl_slist *headers;
     watch_decoder_t *dec;
     int active;
-    int failed;                 /* the stream broke: relist the kind */
+    int failed;                 /* an event was lost or refused: relist the kind */
     char why[1024];
+    long status;                /* HTTP status of the watch response, 0 until known */
+    buf_t errbody;              /* the body of a non-200 watch response (a Status) */
+    int64_t rewatch_ns;         /* resume the watch at this time; 0 = not pending */
+    unsigned rewatch_failures;  /* resumes in a row that did not get a stream */
     list_xfer_t lx;
     kube_pager_t *pager;        /* the LIST in progress, or NULL */
     CURL *list_easy;            /* its page in flight, or NULL */
@@ -244,6 +249,8 @@ static void stream_stop(informer_t *inf, stream_t *s)
     curl_slist_free_all(s->headers);
     s->headers = NULL;
     s->active = 0;
+    s->rewatch_ns = 0;
+    buf_free(&s->errbody);
 }
 
 static void reflector_fail(reflector_t *r, const char *why, int64_t now)
@@ -267,6 +274,16 @@ static size_t on_watch_data(char *ptr, size_t size, size_t nmemb, void *ud)
     size_t len = size * nmemb;
     if (s->failed)
         return 0; /* abort the transfer */
+    if (s->status == 0)
+        curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
+    if (s->status != 200) {
+        /* Refused (410 for a resourceVersion the server no longer has, 403, 429...): the
+         * body is one Status, not events. Keep it for stream_done. */
+        size_t room = MAX_ERROR_BODY - s->errbody.len;
+        if (room)
+            (void)buf_append(&s->errbody, ptr, len < room ? len : room); /* best effort */
+        return len;
+    }
     int st = watch_decoder_feed(s->dec, ptr, len);
     if (st != WATCH_OK) {
         /* The event handler may have said why already (an ERROR event, a bad object). */
@@ -352,6 +369,9 @@ static int stream_start(reflector_t *r, stream_t *s, int64_t now)
     watch_decoder_reset(s->dec);
     s->failed = 0;
     s->why[0] = '\0';
+    s->status = 0;
+    s->rewatch_ns = 0;
+    buf_free(&s->errbody);
     curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, on_watch_data);
     curl_easy_setopt(s->easy, CURLOPT_WRITEDATA, s);
     curl_easy_setopt(s->easy, CURLOPT_PRIVATE, s);
@@ -511,33 +531,89 @@ static void list_done(informer_t *inf, stream_t *s, CURLcode code, int64_t now)
     reflector_listed(r, now);
 }
 
-/* A watch transfer ended: resume from the last resourceVersion, or relist. */
+/* Resume s's watch from its last resourceVersion after a backoff (no relist: the cache
+ * is still right up to that version, and a version the server no longer has is answered
+ * with 410, which does relist). */
+static void stream_rewatch_later(stream_t *s, const char *why, int64_t at_least_ns, int64_t now)
+{
+    reflector_t *r = s->r;
+    int64_t d = backoff_exponential(RELIST_MIN_NS, RELIST_MAX_NS, s->rewatch_failures);
+    d = backoff_jitter(d, 0.5, &r->inf->rng);
+    if (at_least_ns > RELIST_MAX_NS)
+        at_least_ns = RELIST_MAX_NS;
+    s->rewatch_ns = now + (d > at_least_ns ? d : at_least_ns);
+    s->rewatch_failures++;
+    char delay[32];
+    snprintf(delay, sizeof(delay), "%.1fs", (double)(s->rewatch_ns - now) / 1e9);
+    rlog_warn("watch broke; resuming", "kind", r->kind, "reason", why, "resourceVersion",
+              watch_decoder_last_rv(s->dec), "after", delay);
+}
+
+static void stream_rewatch(stream_t *s, int64_t now)
+{
+    s->rewatch_ns = 0;
+    if (stream_start(s->r, s, now))
+        reflector_fail(s->r, s->why, now);
+}
+
+/* A watch transfer ended. As client-go's reflector: a stream the server ended, or one the
+ * network broke, resumes from the last resourceVersion (at once if it had been serving,
+ * after a backoff if it could not connect); a lost or malformed event, an ERROR event and
+ * a refused watch (410 Gone above all) relist the kind. */
 static void stream_done(informer_t *inf, stream_t *s, CURLcode code, int64_t now)
 {
     reflector_t *r = s->r;
-    long status = 0;
-    curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+    long status = s->status;
+    if (status == 0)
+        curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
     int finish = watch_decoder_finish(s->dec);
-    stream_stop(inf, s);
     char why[1200];
     if (s->failed) {
-        snprintf(why, sizeof(why), "%s", s->why);
-    } else if (code != CURLE_OK) {
-        snprintf(why, sizeof(why), "watch stream broke: curl %d (%s)", (int)code,
-                 curl_easy_strerror(code));
-    } else if (status != 200) {
-        snprintf(why, sizeof(why), "watch refused: HTTP %ld", status);
-    } else if (finish != WATCH_OK) {
-        snprintf(why, sizeof(why), "watch stream cut short: %s", watch_decoder_error(s->dec));
-    } else {
-        /* The server's timeoutSeconds ended a healthy watch: resume where it stopped. */
-        r->failures = 0;
-        if (stream_start(r, s, now))
-            reflector_fail(r, s->why, now);
+        stream_stop(inf, s);
+        metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "watch"), 1);
+        reflector_fail(r, s->why, now);
         return;
     }
+    if (status != 0 && status != 200) {
+        kube_error_t err;
+        kube_error_from_response((int)status, buf_str(&s->errbody), s->errbody.len, &err);
+        char line[768];
+        snprintf(why, sizeof(why), "watch refused: %s", kube_error_str(&err, line, sizeof(line)));
+        int again = kube_error_is_too_many_requests(&err) ||
+                    (kube_error_retryable(&err) && !kube_error_is_gone(&err));
+        stream_stop(inf, s);
+        metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "watch"), 1);
+        if (again) /* 429 "storage is (re)initializing" from a starting apiserver, 5xx */
+            stream_rewatch_later(s, why, (int64_t)err.retry_after_s * NS_PER_SEC, now);
+        else
+            reflector_fail(r, why, now);
+        return;
+    }
+    if (code == CURLE_OK && finish == WATCH_OK) {
+        /* The server's timeoutSeconds ended a healthy watch: resume where it stopped. */
+        stream_stop(inf, s);
+        r->failures = 0;
+        s->rewatch_failures = 0;
+        stream_rewatch(s, now);
+        return;
+    }
+    if (code != CURLE_OK)
+        snprintf(why, sizeof(why), "watch stream broke: curl %d (%s)", (int)code,
+                 curl_easy_strerror(code));
+    else
+        snprintf(why, sizeof(why), "watch stream cut short: %s", watch_decoder_error(s->dec));
+    stream_stop(inf, s);
     metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "watch"), 1);
-    reflector_fail(r, why, now);
+    if (status == 200) {
+        /* It was serving: the events up to the break were whole (the decoder delivers
+         * complete lines only), so go on from the last one at once. */
+        s->rewatch_failures = 0;
+        rlog_warn("watch broke; resuming", "kind", r->kind, "reason", why, "resourceVersion",
+                  watch_decoder_last_rv(s->dec), "after", "0s");
+        stream_rewatch(s, now);
+        return;
+    }
+    stream_rewatch_later(s, why, 0, now);
 }
 
 /* ---- curl multi inside our loop ----------------------------------------------------- */
@@ -1059,6 +1135,7 @@ static void reflector_init(informer_t *inf, const char *kind, const char *group,
         s->r = r;
         s->ns = nss->n ? nss->items[i] : "";
         s->dec = watch_decoder_new(MAX_EVENT_BYTES, on_watch_event, s);
+        buf_init(&s->errbody, MAX_ERROR_BODY);
     }
     cache_add_kind(inf->cache, kind);
 }
@@ -1158,8 +1235,12 @@ static long loop_timeout_ms(informer_t *inf, int64_t now)
     if (inf->curl_timer_ns >= 0 && inf->curl_timer_ns < next)
         next = inf->curl_timer_ns;
     for (size_t i = 0; i < inf->nrefl; i++) {
-        if (inf->refl[i].need_relist && inf->refl[i].next_list_ns < next)
-            next = inf->refl[i].next_list_ns;
+        reflector_t *r = &inf->refl[i];
+        if (r->need_relist && r->next_list_ns < next)
+            next = r->next_list_ns;
+        for (size_t j = 0; j < r->nstreams; j++)
+            if (r->streams[j].rewatch_ns && r->streams[j].rewatch_ns < next)
+                next = r->streams[j].rewatch_ns;
     }
     return next <= now ? 0 : (long)((next - now + NS_PER_MS - 1) / NS_PER_MS);
 }
@@ -1178,9 +1259,15 @@ int informer_run(const informer_config_t *cfg)
     }
     for (;;) {
         int64_t now = clock_mono_ns();
-        for (size_t i = 0; i < inf->nrefl; i++) {
-            if (inf->refl[i].need_relist && now >= inf->refl[i].next_list_ns && !inf->stopping)
-                reflector_list(&inf->refl[i], clock_mono_ns());
+        for (size_t i = 0; i < inf->nrefl && !inf->stopping; i++) {
+            reflector_t *r = &inf->refl[i];
+            if (r->need_relist && now >= r->next_list_ns) {
+                reflector_list(r, clock_mono_ns());
+                continue;
+            }
+            for (size_t j = 0; j < r->nstreams && !r->need_relist; j++)
+                if (r->streams[j].rewatch_ns && now >= r->streams[j].rewatch_ns)
+                    stream_rewatch(&r->streams[j], clock_mono_ns());
         }
         if (!inf->ready_sent && all_synced(inf)) {
             inf->ready_sent = 1;
