@@ -37,6 +37,7 @@
 #define RELIST_MIN_NS (INT64_C(800) * NS_PER_MS)
 #define RELIST_MAX_NS (INT64_C(30) * NS_PER_SEC)
 #define MAX_ERROR_BODY ((size_t)64 << 10)
+#define SHORT_WATCH_NS NS_PER_SEC
 #define METRICS_EVERY_NS (INT64_C(2) * NS_PER_SEC)
 #define QUARANTINE_NS (INT64_C(3600) * NS_PER_SEC)
 #define CRASHES_TO_QUARANTINE 3
@@ -68,6 +69,7 @@ typedef struct stream {
     char why[1024];
     long status;                /* HTTP status of the watch response, 0 until known */
     buf_t errbody;              /* the body of a non-200 watch response (a Status) */
+    int64_t started_ns;         /* when the current watch request was made */
     int64_t rewatch_ns;         /* resume the watch at this time; 0 = not pending */
     unsigned rewatch_failures;  /* resumes in a row that did not get a stream */
     list_xfer_t lx;
@@ -344,7 +346,6 @@ static int on_watch_event(const watch_event_t *ev, void *ud)
 static int stream_start(reflector_t *r, stream_t *s, int64_t now)
 {
     informer_t *inf = r->inf;
-    (void)now;
     buf_t path;
     buf_init(&path, 4096);
     reflector_path(r, s->ns, &path);
@@ -370,6 +371,7 @@ static int stream_start(reflector_t *r, stream_t *s, int64_t now)
     s->failed = 0;
     s->why[0] = '\0';
     s->status = 0;
+    s->started_ns = now;
     s->rewatch_ns = 0;
     buf_free(&s->errbody);
     curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, on_watch_data);
@@ -589,7 +591,10 @@ static void stream_done(informer_t *inf, stream_t *s, CURLcode code, int64_t now
             reflector_fail(r, why, now);
         return;
     }
-    if (code == CURLE_OK && finish == WATCH_OK) {
+    /* client-go's "very short watch": a stream that ends within a second of its request
+     * is not resumed at once, so a server or proxy that drops every watch cannot spin us. */
+    int served = now - s->started_ns >= SHORT_WATCH_NS;
+    if (code == CURLE_OK && finish == WATCH_OK && served) {
         /* The server's timeoutSeconds ended a healthy watch: resume where it stopped. */
         stream_stop(inf, s);
         r->failures = 0;
@@ -600,11 +605,13 @@ static void stream_done(informer_t *inf, stream_t *s, CURLcode code, int64_t now
     if (code != CURLE_OK)
         snprintf(why, sizeof(why), "watch stream broke: curl %d (%s)", (int)code,
                  curl_easy_strerror(code));
-    else
+    else if (finish != WATCH_OK)
         snprintf(why, sizeof(why), "watch stream cut short: %s", watch_decoder_error(s->dec));
+    else
+        snprintf(why, sizeof(why), "watch ended after %.3fs", (double)(now - s->started_ns) / 1e9);
     stream_stop(inf, s);
     metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "watch"), 1);
-    if (status == 200) {
+    if (status == 200 && served) {
         /* It was serving: the events up to the break were whole (the decoder delivers
          * complete lines only), so go on from the last one at once. */
         s->rewatch_failures = 0;

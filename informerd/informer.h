@@ -8,8 +8,12 @@
  * Reflectors (one per kind: RedisCluster, and the ConfigMaps, Services and StatefulSets
  * carrying the operator's managed-by label): LIST with pagination, then WATCH from the
  * list's resourceVersion with bookmarks and a random 5..10 min timeoutSeconds, resuming
- * each new watch from the last resourceVersion seen. A 410, a decoding error or any
- * broken stream ends in a relist whose differences with the cache become deltas. LIST
+ * each new watch from the last resourceVersion seen. As client-go's reflector: a stream
+ * that ends or breaks resumes from there (at once if it had served for a second, after a
+ * backoff if it could not connect, or was refused with 429/5xx, honouring Retry-After);
+ * a 410, any other refusal, an ERROR event or an undecodable event ends in a relist
+ * whose differences with the cache become deltas. A refused watch's body is read as the
+ * Status it is, never as events. LIST
  * pages (kube_pager) and watches alike are transfers of one curl multi handle: nothing
  * the API server does blocks the loop, its heartbeats or its dispatch.
  *
