@@ -92,7 +92,8 @@ static char *request_path(const plan_action_t *a)
                                             : buf_puts(&path, "/api/v1");
     rc = rc || buf_puts(&path, "/namespaces") || put_segment(&path, a->ns) || put_segment(&path, a->resource) ||
          put_segment(&path, a->name) || (a->subresource && put_segment(&path, a->subresource)) ||
-         (a->kind == PLAN_APPLY && buf_puts(&path, "?fieldManager=" RENDER_FIELD_MANAGER "&force=true"));
+         ((a->kind == PLAN_APPLY || a->kind == PLAN_UPDATE_STATUS) &&
+          buf_puts(&path, "?fieldManager=" RENDER_FIELD_MANAGER "&force=true"));
     if (rc) {
         buf_free(&path);
         return NULL;
@@ -128,9 +129,10 @@ static int add_action(plan_t *p, plan_action_kind_t kind, const char *group_vers
     a->pub.why = a->why;
     if (kind != PLAN_CLEANUP && !p->oom) {
         a->pub.method = "PATCH";
-        a->pub.content_type = kind == PLAN_APPLY ? CT_APPLY : CT_MERGE;
+        int apply = kind == PLAN_APPLY || kind == PLAN_UPDATE_STATUS;
+        a->pub.content_type = apply ? CT_APPLY : CT_MERGE;
         a->pub.subresource = kind == PLAN_UPDATE_STATUS ? "status" : NULL;
-        a->pub.field_manager = kind == PLAN_APPLY ? RENDER_FIELD_MANAGER : NULL;
+        a->pub.field_manager = apply ? RENDER_FIELD_MANAGER : NULL;
         a->path = request_path(&a->pub);
         a->pub.path = a->path;
         if (!a->path)
@@ -840,20 +842,9 @@ static int plan_status_write(ctx_t *c, const json_object *sts)
     json_object *list = jsonx_new_arr(oom);
     for (size_t i = 0; i < COND_COUNT; i++)
         jsonx_push(list, cond_json(c, &conds[i], ostatus, oom), oom);
-    /* Conditions someone else owns (a quarantine, say) ride along: a merge patch replaces
-     * the whole list. */
-    const json_object *olist = jsonx_get(ostatus, "conditions");
-    size_t n = olist && json_object_is_type(olist, json_type_array) ? json_object_array_length(olist) : 0;
-    for (size_t i = 0; i < n && !*oom; i++) {
-        json_object *e = json_object_array_get_idx(olist, i), *copy = NULL;
-        const char *t = jstr(e, "type");
-        if (!t || !strcmp(t, "Ready") || !strcmp(t, "Progressing") || !strcmp(t, "Degraded"))
-            continue;
-        if (json_object_deep_copy(e, &copy, NULL))
-            *oom = 1;
-        else
-            jsonx_push(list, copy, oom);
-    }
+    /* Only the operator's own conditions: the status is server-side applied, and the
+     * conditions list is a map keyed by type, so a condition someone else applies
+     * (informerd's ReconcileCrashed, say) is theirs and stays as they wrote it. */
     jsonx_put(st, "conditions", list, oom);
     if (*oom) {
         json_object_put(st);

@@ -20,12 +20,16 @@
  *   PLAN_APPLY             PATCH <child>?fieldManager=rediscluster-operator&force=true,
  *                          application/apply-patch+yaml (JSON is YAML), body = the full
  *                          desired object (server-side apply).
- *   PLAN_UPDATE_STATUS     PATCH <RedisCluster>/status, application/merge-patch+json, body
- *                          {"apiVersion","kind","metadata":{name,namespace},"status":{...}}.
- *                          No resourceVersion: the same plan's finalizer patch changes it,
- *                          and the status is recomputed from scratch on every reconcile.
- *                          Conditions of types the operator does not own are carried over
- *                          from the observed status (a merge patch replaces the list).
+ *   PLAN_UPDATE_STATUS     PATCH <RedisCluster>/status?fieldManager=rediscluster-operator&force=true,
+ *                          application/apply-patch+yaml, body
+ *                          {"apiVersion","kind","metadata":{name,namespace},"status":{...}}
+ *                          (server-side apply). No resourceVersion: the same plan's
+ *                          finalizer patch changes it, and the status is recomputed from
+ *                          scratch on every reconcile. Only the Ready, Progressing and
+ *                          Degraded conditions: the list is a map keyed by type, so a
+ *                          condition another field manager applies (informerd's
+ *                          ReconcileCrashed) is neither carried from a stale snapshot nor
+ *                          removed.
  *
  * Every action carries the request path ("/apis/apps/v1/namespaces/ns/statefulsets/x?..."),
  * method and content type, so the executor needs no knowledge of the resources.
@@ -139,7 +143,7 @@ typedef struct {
     const char *ns;            /* namespace */
     const char *name;
     const char *subresource;   /* "status" for PLAN_UPDATE_STATUS, else NULL */
-    const char *field_manager; /* "rediscluster-operator" for PLAN_APPLY, else NULL */
+    const char *field_manager; /* "rediscluster-operator" for PLAN_APPLY and PLAN_UPDATE_STATUS */
     const char *path;          /* request path and query; NULL for PLAN_CLEANUP */
     json_object *body;         /* request body (serialise it; do not change or free it) */
     const char *why;           /* one line for logs: what differs, or why the write is needed */

@@ -56,6 +56,12 @@ phase() { get rdc cache -o jsonpath='{.status.phase}/{.status.readyReplicas}'; }
 check "Running with 3/3 ready" wait_until 120 sh -c "test \"\$(kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}/{.status.readyReplicas}')\" = Running/3"
 check "Ready condition True" test "$(get rdc cache -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True
 check "observedGeneration current" test "$(get rdc cache -o jsonpath='{.status.observedGeneration}')" = "$(get rdc cache -o jsonpath='{.metadata.generation}')"
+# The status is server-side applied: the operator owns its three conditions, and a
+# condition another field manager applies (a backup tool, say) stays theirs.
+check "status server-side applied by rediscluster-operator" sh -c "kubectl -n $ns get rdc cache -o json --show-managed-fields | jq -e '[.metadata.managedFields[] | select(.manager==\"rediscluster-operator\" and .operation==\"Apply\" and .subresource==\"status\")] | length == 1' >/dev/null"
+printf 'apiVersion: cache.example.com/v1alpha1\nkind: RedisCluster\nmetadata: {name: cache, namespace: %s}\nstatus:\n  conditions:\n  - {type: BackupReady, status: "True", reason: Done, message: nightly, lastTransitionTime: "2026-01-01T00:00:00Z"}\n' "$ns" |
+    kubectl apply --server-side --field-manager=backup-tool --subresource=status -f - >/dev/null
+check "another manager's condition applied" test "$(get rdc cache -o jsonpath='{.status.conditions[?(@.type=="BackupReady")].reason}')" = Done
 
 # Without the defaulting webhook, a bare spec gets the same defaults from the reconcile.
 kubectl -n "$ns" create -f - >/dev/null <<YAML
@@ -87,6 +93,10 @@ check "config change rolls the pod template" wait_until 30 sh -c "test \"\$(kube
 kubectl -n "$ns" patch rdc cache --type merge -p '{"spec":{"image":"redis","version":"7.4"}}' >/dev/null
 check "image change reaches the StatefulSet" wait_until 30 sh -c "test \"\$(kubectl -n $ns get statefulset cache -o jsonpath='{.spec.template.spec.containers[0].image}')\" = redis:7.4"
 check "Running again with 4/4 ready" wait_until 120 sh -c "test \"\$(kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}/{.status.readyReplicas}')\" = Running/4"
+check "the other manager's condition survived the operator's status writes" \
+    test "$(get rdc cache -o jsonpath='{.status.conditions[?(@.type=="BackupReady")].status}/{.status.conditions[?(@.type=="BackupReady")].message}')" = True/nightly
+check "  ... and the operator's status entry does not own it" sh -c \
+    "kubectl -n $ns get rdc cache -o json --show-managed-fields | jq -e '[.metadata.managedFields[] | select(.manager==\"rediscluster-operator\" and .subresource==\"status\") | .fieldsV1 | tostring | contains(\"BackupReady\")] | any | not' >/dev/null"
 
 # workerd alone: --once --dry-run on a converged cluster plans no write.
 "$BIN/workerd" --kubeconfig "$op_kubeconfig" --once "$ns/cache" --dry-run --log-level error >"$work/plan.json" 2>&1
