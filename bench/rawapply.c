@@ -11,8 +11,8 @@
  *   phase 1  POST --count RedisClusters (the user's creates; timed on their own)
  *   phase 2  per cluster, as workerd does it: the finalizer merge patch (with the
  *            resourceVersion precondition), then the three server-side applies
- *            (ConfigMap, Service, StatefulSet; concurrently), then one status merge
- *            patch. Every cluster's chain runs at once, --concurrency requests in flight.
+ *            (ConfigMap, Service, StatefulSet; concurrently), then one status
+ *            server-side apply. Every cluster's chain runs at once, --concurrency requests in flight.
  *
  * Prints one JSON object with the timings, request rates and status codes. Requests are
  * retried (at most 3 times) on 429, 5xx and transport errors. Bounded: every transfer
@@ -171,7 +171,7 @@ static req_t *build(int ci, int step)
         body = render_statefulset(&in, hash);
         break;
     case ST_STATUS: {
-        ctype = "application/merge-patch+json";
+        ctype = "application/apply-patch+yaml";
         kube_path(&path, "cache.example.com", "v1alpha1", g_ns, "redisclusters", c->name, "status");
         buf_t b;
         buf_init(&b, 4096);
@@ -197,7 +197,7 @@ static req_t *build(int ci, int step)
     }
     }
     buf_free(&conf);
-    if (step == ST_APPLY_CM || step == ST_APPLY_SVC || step == ST_APPLY_STS)
+    if (step == ST_APPLY_CM || step == ST_APPLY_SVC || step == ST_APPLY_STS || step == ST_STATUS)
         buf_puts(&path, "?fieldManager=rediscluster-operator&force=true");
     if (body) {
         if (oom)
