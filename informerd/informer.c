@@ -614,6 +614,7 @@ static void stream_done(informer_t *inf, stream_t *s, CURLcode code, int64_t now
     if (status == 200 && served) {
         /* It was serving: the events up to the break were whole (the decoder delivers
          * complete lines only), so go on from the last one at once. */
+        r->failures = 0;
         s->rewatch_failures = 0;
         rlog_warn("watch broke; resuming", "kind", r->kind, "reason", why, "resourceVersion",
                   watch_decoder_last_rv(s->dec), "after", "0s");
