@@ -33,7 +33,6 @@
 #define MAX_NAMESPACES OPT_STRLIST_MAX
 #define MAX_SOCKETS 64
 #define MAX_WORKERS 128
-#define LIST_PAGE 500
 #define RELIST_MIN_NS (INT64_C(800) * NS_PER_MS)
 #define RELIST_MAX_NS (INT64_C(30) * NS_PER_SEC)
 #define MAX_ERROR_BODY ((size_t)64 << 10)
@@ -427,7 +426,7 @@ static void reflector_list(reflector_t *r, int64_t now)
         kube_req_opts_t ro;
         memset(&ro, 0, sizeof(ro));
         ro.label_selector = r->selector;
-        ro.limit = LIST_PAGE;
+        ro.limit = inf->cfg->list_page_size > 0 ? inf->cfg->list_page_size : INFORMER_LIST_PAGE_DEFAULT;
         metric_counter_add(inf->m_lists, METRIC_LABELS(r->kind), 1);
         s->pager = kube_pager_new(inf->cfg->client, buf_str(&path), &ro);
         if (!s->pager)

@@ -43,7 +43,15 @@ typedef struct {
     int signal_fd;
     double reconcile_timeout_s;     /* an in-flight item older than this is abandoned */
     double watch_timeout_s;         /* server-side timeout of each watch; 0 = random 5..10 min */
+    int list_page_size;             /* objects per LIST page; 0 = INFORMER_LIST_PAGE_DEFAULT */
 } informer_config_t;
+
+/* Objects per LIST page unless told otherwise. client-go's reflector pages by 500; each
+ * page is parsed whole before it becomes cache text, so the page bounds the relist's
+ * memory peak. Measured, a fresh informerd listing 1000 clusters (4000 objects): peak RSS
+ * 70 MB with pages of 500, 32 MB with 100, 27 MB with 50; the 1000 StatefulSets took
+ * 1.8 s, 2.4 s and 2.3-3.5 s to list. */
+#define INFORMER_LIST_PAGE_DEFAULT 100
 
 /* Run until SIGTERM/SIGINT (then drain in-flight items within the grace period).
  * Returns the exit code. */

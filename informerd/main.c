@@ -32,7 +32,8 @@ int main(int argc, char **argv)
     opts_common_defaults(&c);
     int tail = 0, subscribe = 0;
     double reconcile_timeout = 120, watch_timeout = 0;
-    opt_t table[OPTS_COMMON_COUNT + 5];
+    int list_page = INFORMER_LIST_PAGE_DEFAULT;
+    opt_t table[OPTS_COMMON_COUNT + 6];
     opts_common_fill(&c, table);
     table[OPTS_COMMON_COUNT] = (opt_t){"tail", OPT_BOOL, &tail,
                                        "print every cache change as a JSON line on stdout"};
@@ -42,12 +43,18 @@ int main(int argc, char **argv)
                                            "print the cache and the delta stream of an informerd running on --runtime-dir"};
     table[OPTS_COMMON_COUNT + 3] = (opt_t){"watch-timeout", OPT_DURATION, &watch_timeout,
                                            "server-side timeout of each watch (default: random 5 to 10 min, as client-go)"};
-    table[OPTS_COMMON_COUNT + 4] = (opt_t){NULL, OPT_END, NULL, NULL};
+    table[OPTS_COMMON_COUNT + 4] = (opt_t){"list-page-size", OPT_INT, &list_page,
+                                           "objects per LIST page (client-go pages by 500); smaller pages lower the memory peak of a relist"};
+    table[OPTS_COMMON_COUNT + 5] = (opt_t){NULL, OPT_END, NULL, NULL};
     int early = opts_main("informerd", summary, table, &c, argc, argv, NULL, 0, NULL);
     if (early >= 0)
         return early;
     if (c.sync_period <= 0) {
         fprintf(stderr, "informerd: --sync-period must be positive\n");
+        return 2;
+    }
+    if (list_page < 1 || list_page > 10000) {
+        fprintf(stderr, "informerd: --list-page-size must be between 1 and 10000\n");
         return 2;
     }
     if (subscribe) {
@@ -84,6 +91,7 @@ int main(int argc, char **argv)
         .signal_fd = sfd,
         .reconcile_timeout_s = reconcile_timeout,
         .watch_timeout_s = watch_timeout,
+        .list_page_size = list_page,
     };
     rlog_info("informerd started", "version", RDC_VERSION, "server", kube_config_rest(cfg)->server,
               "mode", tail ? "tail" : "serve");

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End to end: informerd alone against the local control plane. The delta stream carries
 # exactly the right changes (server-side label filtering included); a kube-apiserver
-# restart and an etcd compaction (410 Gone on resume) end in a relist that misses no
-# update and invents none; a subscriber that joins late receives exactly the cache.
+# restart and an etcd compaction (410 Gone on resume) end in a relist (in pages of one
+# object here) that misses no update and invents none; a subscriber that joins late
+# receives exactly the cache.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -23,7 +24,7 @@ kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.e
 kubectl create namespace "$ns" >/dev/null
 
 "$BIN/informerd" --kubeconfig "$KUBECONFIG" --runtime-dir "$work/rt" --namespace "$ns" \
-    --watch-timeout 5s --log-format text >"$work/informerd.log" 2>&1 &
+    --watch-timeout 5s --list-page-size 1 --log-format text >"$work/informerd.log" 2>&1 &
 inf_pid=$!
 check "informerd serves its snapshot socket" wait_until 20 test -S "$work/rt/snapshot.sock"
 "$BIN/informerd" --runtime-dir "$work/rt" --subscribe >"$work/sub.jsonl" 2>"$work/sub.log" &
@@ -91,6 +92,7 @@ check "the change made during the outage arrives (MODIFIED a, size 3)" wait_unti
     "jq -r --arg key '$ns/a' 'select(.key==\$key and .type==\"MODIFIED\") | .object.spec.size' '$work/sub.jsonl' | grep -qx 3"
 check "b's annotations arrive after the relist" wait_until 60 sh -c \
     "jq -r --arg key '$ns/b' 'select(.key==\$key and .type==\"MODIFIED\") | .object.metadata.annotations.touch' '$work/sub.jsonl' | grep -qx 3"
+check "the relist read both RedisClusters in pages of one" grep -q 'listed kind=RedisCluster objects=2 ' "$work/informerd.log"
 
 # A late subscriber gets exactly the cache: the RedisClusters the API server has.
 "$BIN/informerd" --runtime-dir "$work/rt" --subscribe >"$work/late.jsonl" 2>"$work/late.log" &
