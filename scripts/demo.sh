@@ -30,8 +30,8 @@ if ! kill -0 "$op" 2>/dev/null; then
     wait "$op" || rc=$?
     echo "demo: the operator exited (code ${rc:-0}); its log:" >&2
     cat "$log" >&2
-    echo "demo: the cluster is up and the CRD installed, but the operator daemons are not" >&2
-    echo "demo: implemented yet (see the open issues); nothing more to show." >&2
+    echo "demo: the operator did not start (its log above says why); the cluster is up and" >&2
+    echo "demo: the CRD installed: fix that and run this again." >&2
     exit 1
 fi
 trap 'kill -TERM $op 2>/dev/null; wait $op 2>/dev/null; echo "demo: operator stopped; log: $log"' EXIT
