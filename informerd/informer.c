@@ -532,29 +532,37 @@ static void list_done(informer_t *inf, stream_t *s, CURLcode code, int64_t now)
     reflector_listed(r, now);
 }
 
-/* Resume s's watch from its last resourceVersion after a backoff (no relist: the cache
- * is still right up to that version, and a version the server no longer has is answered
- * with 410, which does relist). */
-static void stream_rewatch_later(stream_t *s, const char *why, int64_t at_least_ns, int64_t now)
-{
-    reflector_t *r = s->r;
-    int64_t d = backoff_exponential(RELIST_MIN_NS, RELIST_MAX_NS, s->rewatch_failures);
-    d = backoff_jitter(d, 0.5, &r->inf->rng);
-    if (at_least_ns > RELIST_MAX_NS)
-        at_least_ns = RELIST_MAX_NS;
-    s->rewatch_ns = now + (d > at_least_ns ? d : at_least_ns);
-    s->rewatch_failures++;
-    char delay[32];
-    snprintf(delay, sizeof(delay), "%.1fs", (double)(s->rewatch_ns - now) / 1e9);
-    rlog_warn("watch broke; resuming", "kind", r->kind, "reason", why, "resourceVersion",
-              watch_decoder_last_rv(s->dec), "after", delay);
-}
-
 static void stream_rewatch(stream_t *s, int64_t now)
 {
     s->rewatch_ns = 0;
     if (stream_start(s->r, s, now))
         reflector_fail(s->r, s->why, now);
+}
+
+/* Resume s's watch from its last resourceVersion, at once (delay_ns 0) or later. No
+ * relist: the cache is right up to that version, and a version the server no longer has
+ * is answered with 410, which does relist. */
+static void stream_resume(stream_t *s, const char *why, int64_t delay_ns, int64_t now)
+{
+    char delay[32];
+    snprintf(delay, sizeof(delay), "%.1fs", (double)delay_ns / 1e9);
+    rlog_warn("watch broke; resuming", "kind", s->r->kind, "reason", why, "resourceVersion",
+              watch_decoder_last_rv(s->dec), "after", delay);
+    if (delay_ns <= 0)
+        stream_rewatch(s, now);
+    else
+        s->rewatch_ns = now + delay_ns;
+}
+
+/* Resume after the stream's backoff, and not before at_least_ns (a Retry-After). */
+static void stream_rewatch_later(stream_t *s, const char *why, int64_t at_least_ns, int64_t now)
+{
+    int64_t d = backoff_exponential(RELIST_MIN_NS, RELIST_MAX_NS, s->rewatch_failures);
+    d = backoff_jitter(d, 0.5, &s->r->inf->rng);
+    if (at_least_ns > RELIST_MAX_NS)
+        at_least_ns = RELIST_MAX_NS;
+    s->rewatch_failures++;
+    stream_resume(s, why, d > at_least_ns ? d : at_least_ns, now);
 }
 
 /* A watch transfer ended. As client-go's reflector: a stream the server ended, or one the
@@ -615,9 +623,7 @@ static void stream_done(informer_t *inf, stream_t *s, CURLcode code, int64_t now
          * complete lines only), so go on from the last one at once. */
         r->failures = 0;
         s->rewatch_failures = 0;
-        rlog_warn("watch broke; resuming", "kind", r->kind, "reason", why, "resourceVersion",
-                  watch_decoder_last_rv(s->dec), "after", "0s");
-        stream_rewatch(s, now);
+        stream_resume(s, why, 0, now);
         return;
     }
     stream_rewatch_later(s, why, 0, now);
