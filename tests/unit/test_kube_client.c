@@ -695,15 +695,22 @@ static int stop_first(json_object *page, void *user)
     return 1;
 }
 
-static void test_list_pagination(void)
+/* The list options h_pages expects: pages of 2 from the watch cache, with a selector. */
+static kube_req_opts_t pages_opts(void)
 {
-    env_t e;
-    env_open(&e, h_pages, NULL);
     kube_req_opts_t ro = {0};
     ro.limit = 2;
     ro.label_selector = "app.kubernetes.io/managed-by=rdc";
     ro.resource_version = "0";
     ro.resource_version_match = "NotOlderThan";
+    return ro;
+}
+
+static void test_list_pagination(void)
+{
+    env_t e;
+    env_open(&e, h_pages, NULL);
+    kube_req_opts_t ro = pages_opts();
     json_object *items = NULL;
     char *rv = NULL;
     kube_error_t err;
@@ -823,11 +830,7 @@ static void test_pager(void)
 {
     env_t e;
     env_open(&e, h_pages, NULL);
-    kube_req_opts_t ro = {0};
-    ro.limit = 2;
-    ro.label_selector = "app.kubernetes.io/managed-by=rdc";
-    ro.resource_version = "0";
-    ro.resource_version_match = "NotOlderThan";
+    kube_req_opts_t ro = pages_opts();
     kube_pager_t *p = kube_pager_new(e.c, "/api/v1/configmaps", &ro);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     ro.label_selector = "changed-after"; /* the pager keeps its own copy */
