@@ -1,0 +1,171 @@
+#include "loop_curl.h"
+
+#include "clock.h"
+
+#include <stdlib.h>
+
+struct loop_curl {
+    loop_t *loop;
+    CURLM *multi;
+    loop_curl_done_fn *done;
+    void *arg;
+    int timer_id; /* 0 when curl wants no timeout */
+    int running;
+    int *fds; /* the fds registered with the loop, so that destroy can take them back */
+    int nfds, fds_cap;
+};
+
+static void fd_forget(loop_curl_t *lc, int fd)
+{
+    for (int i = 0; i < lc->nfds; i++)
+        if (lc->fds[i] == fd) {
+            lc->fds[i] = lc->fds[--lc->nfds];
+            return;
+        }
+}
+
+static int fd_remember(loop_curl_t *lc, int fd)
+{
+    if (lc->nfds == lc->fds_cap) {
+        int ncap = lc->fds_cap ? lc->fds_cap * 2 : 8;
+        int *p = realloc(lc->fds, (size_t)ncap * sizeof(int));
+        if (!p)
+            return -1;
+        lc->fds = p;
+        lc->fds_cap = ncap;
+    }
+    lc->fds[lc->nfds++] = fd;
+    return 0;
+}
+
+/* Report every finished transfer. */
+static void collect(loop_curl_t *lc)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(lc->multi, &left)) != NULL) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        CURL *easy = msg->easy_handle;
+        CURLcode result = msg->data.result;
+        curl_multi_remove_handle(lc->multi, easy);
+        lc->done(easy, result, lc->arg);
+    }
+}
+
+static int on_fd(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop;
+    (void)socket;
+    loop_curl_t *lc = arg;
+    int ev = ((revents & LOOP_IN) ? CURL_CSELECT_IN : 0) |
+             ((revents & LOOP_OUT) ? CURL_CSELECT_OUT : 0) |
+             ((revents & LOOP_ERR) ? CURL_CSELECT_ERR : 0);
+    curl_multi_socket_action(lc->multi, fd, ev, &lc->running);
+    collect(lc);
+    return 0;
+}
+
+static int on_timer(loop_t *loop, int id, void *arg)
+{
+    (void)loop;
+    (void)id;
+    loop_curl_t *lc = arg;
+    lc->timer_id = 0; /* a once-timer: curl sets a new one from inside the action if needed */
+    curl_multi_socket_action(lc->multi, CURL_SOCKET_TIMEOUT, 0, &lc->running);
+    collect(lc);
+    return 0;
+}
+
+static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *ud, void *sockp)
+{
+    (void)easy;
+    (void)sockp;
+    loop_curl_t *lc = ud;
+    if (what == CURL_POLL_REMOVE) {
+        loop_remove_fd(lc->loop, fd);
+        fd_forget(lc, fd);
+        return 0;
+    }
+    int events = ((what & CURL_POLL_IN) ? LOOP_IN : 0) | ((what & CURL_POLL_OUT) ? LOOP_OUT : 0);
+    if (loop_set_fd_events(lc->loop, fd, events) == 0)
+        return 0;
+    if (fd_remember(lc, fd))
+        return -1;
+    if (loop_add_fd(lc->loop, fd, events, on_fd, lc)) {
+        fd_forget(lc, fd);
+        return -1;
+    }
+    return 0;
+}
+
+static int timer_cb(CURLM *multi, long timeout_ms, void *ud)
+{
+    (void)multi;
+    loop_curl_t *lc = ud;
+    if (timeout_ms < 0) {
+        if (lc->timer_id)
+            loop_cancel_timer(lc->loop, lc->timer_id);
+        lc->timer_id = 0;
+        return 0;
+    }
+    int64_t delay = (int64_t)timeout_ms * NS_PER_MS;
+    if (lc->timer_id && loop_timer_reset(lc->loop, lc->timer_id, delay) == 0)
+        return 0;
+    lc->timer_id = loop_add_timer(lc->loop, delay, 0, on_timer, lc);
+    if (lc->timer_id < 0) {
+        lc->timer_id = 0;
+        return -1;
+    }
+    return 0;
+}
+
+loop_curl_t *loop_curl_new(loop_t *loop, CURLM *multi, loop_curl_done_fn *done, void *arg)
+{
+    loop_curl_t *lc = calloc(1, sizeof(*lc));
+    if (!lc)
+        return NULL;
+    lc->loop = loop;
+    lc->multi = multi;
+    lc->done = done;
+    lc->arg = arg;
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, lc);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, lc);
+    return lc;
+}
+
+void loop_curl_destroy(loop_curl_t **lc_p)
+{
+    if (!lc_p || !*lc_p)
+        return;
+    loop_curl_t *lc = *lc_p;
+    curl_multi_setopt(lc->multi, CURLMOPT_SOCKETFUNCTION, NULL);
+    curl_multi_setopt(lc->multi, CURLMOPT_SOCKETDATA, NULL);
+    curl_multi_setopt(lc->multi, CURLMOPT_TIMERFUNCTION, NULL);
+    curl_multi_setopt(lc->multi, CURLMOPT_TIMERDATA, NULL);
+    if (lc->timer_id)
+        loop_cancel_timer(lc->loop, lc->timer_id);
+    for (int i = 0; i < lc->nfds; i++)
+        loop_remove_fd(lc->loop, lc->fds[i]);
+    free(lc->fds);
+    free(lc);
+    *lc_p = NULL;
+}
+
+int loop_curl_add(loop_curl_t *lc, CURL *easy)
+{
+    /* curl arms its timer from inside add_handle; the loop then starts the transfer. */
+    return curl_multi_add_handle(lc->multi, easy) == CURLM_OK ? 0 : -1;
+}
+
+void loop_curl_remove(loop_curl_t *lc, CURL *easy)
+{
+    curl_multi_remove_handle(lc->multi, easy);
+}
+
+int loop_curl_running(const loop_curl_t *lc)
+{
+    return lc->running;
+}
