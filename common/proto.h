@@ -70,6 +70,8 @@
 #define PROTO_ERROR "ERROR"
 
 #define PROTO_HEARTBEAT_MS 1000
+/* How often each daemon writes its metrics file for the supervisor to merge. */
+#define PROTO_METRICS_EVERY_MS 2000
 #define PROTO_LIVENESS 3
 
 /* Limits on what a peer may send us; larger messages are dropped (zmsg_recv). */

@@ -5,6 +5,7 @@
 #include "daemon.h"
 #include "election.h"
 #include "log.h"
+#include "loop.h"
 #include "metrics.h"
 #include "proto.h"
 #include "zmsg.h"
@@ -18,7 +19,6 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#define METRICS_EVERY_NS (INT64_C(2) * NS_PER_SEC)
 #define ALWAYS_VALID_MS (INT64_C(1) << 60)
 
 typedef struct {
@@ -28,7 +28,7 @@ typedef struct {
     json_object *last_read;   /* the Lease as last read, the base of our next PUT */
     metric_family_t *m_status;
     int64_t next_publish_ns;
-    int64_t next_metrics_ns;
+    int code; /* the exit code elector_run returns */
 } elector_t;
 
 static void publish(elector_t *el, int64_t now)
@@ -229,61 +229,88 @@ static int elector_setup(elector_t *el)
     return 0;
 }
 
+/* Every turn: step the lease machine, publish when due, and sleep until the next of
+ * the machine's wakeup and the next publish. */
+static int on_turn(loop_t *loop, int64_t now, int64_t *wait, void *arg)
+{
+    (void)loop;
+    elector_t *el = arg;
+    if (el->e) {
+        unsigned ev = election_tick(el->e, now);
+        report(el, ev);
+        if (ev)
+            publish(el, now);
+        if (election_attempt_due(el->e, now))
+            attempt(el);
+    }
+    now = clock_mono_ns();
+    if (now >= el->next_publish_ns)
+        publish(el, now);
+    int64_t next = el->next_publish_ns;
+    if (el->e && election_next_wakeup(el->e) < next)
+        next = election_next_wakeup(el->e);
+    if (next - now < *wait)
+        *wait = next > now ? next - now : 0;
+    return 0;
+}
+
+static int on_metrics(loop_t *loop, int id, void *arg)
+{
+    (void)loop;
+    (void)id;
+    elector_t *el = arg;
+    daemon_publish_metrics(el->cfg->runtime_dir, el->cfg->name);
+    return 0;
+}
+
+/* SIGTERM/SIGINT: release the Lease (so a standby takes over at once) and stop. */
+static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)socket;
+    (void)revents;
+    elector_t *el = arg;
+    int sig;
+    while ((sig = daemon_read_signal(fd)) != 0) {
+        if (sig == SIGTERM || sig == SIGINT) {
+            if (el->e)
+                release(el);
+            loop_stop(loop);
+        }
+    }
+    return 0;
+}
+
 int elector_run(const elector_config_t *cfg)
 {
     elector_t el;
     memset(&el, 0, sizeof(el));
     el.cfg = cfg;
-    int code = 0;
+    loop_t *loop = NULL;
     if (elector_setup(&el)) {
-        code = 1;
+        el.code = 1;
+        goto out;
+    }
+    loop = loop_new();
+    if (!loop || loop_add_prepare(loop, on_turn, &el) ||
+        loop_add_fd(loop, cfg->signal_fd, LOOP_IN, on_signal, &el) ||
+        loop_add_timer(loop, 0, PROTO_METRICS_EVERY_MS * NS_PER_MS, on_metrics, &el) < 0) {
+        rlog_error("out of memory");
+        el.code = 1;
         goto out;
     }
     daemon_notify_ready();
-    for (;;) {
-        int64_t now = clock_mono_ns();
-        if (el.e) {
-            unsigned ev = election_tick(el.e, now);
-            report(&el, ev);
-            if (ev)
-                publish(&el, now);
-            if (election_attempt_due(el.e, now))
-                attempt(&el);
-        }
-        now = clock_mono_ns();
-        if (now >= el.next_publish_ns)
-            publish(&el, now);
-        if (now >= el.next_metrics_ns) {
-            daemon_publish_metrics(cfg->runtime_dir, cfg->name);
-            el.next_metrics_ns = now + METRICS_EVERY_NS;
-        }
-        int64_t next = el.next_publish_ns;
-        if (el.e && election_next_wakeup(el.e) < next)
-            next = election_next_wakeup(el.e);
-        if (el.next_metrics_ns < next)
-            next = el.next_metrics_ns;
-        long ms = next <= now ? 0 : (long)((next - now + NS_PER_MS - 1) / NS_PER_MS);
-        zmq_pollitem_t item = {NULL, cfg->signal_fd, ZMQ_POLLIN, 0};
-        if (zmq_poll(&item, 1, ms) < 0 && errno != EINTR) {
-            code = 1;
-            break;
-        }
-        if (item.revents & ZMQ_POLLIN) {
-            int sig = daemon_read_signal(cfg->signal_fd);
-            if (sig == SIGTERM || sig == SIGINT) {
-                if (el.e)
-                    release(&el);
-                break;
-            }
-        }
+    if (loop_run(loop, PROTO_METRICS_EVERY_MS * NS_PER_MS)) {
+        rlog_error("event loop failed", "error", loop_error(loop));
+        el.code = 1;
     }
     daemon_publish_metrics(cfg->runtime_dir, cfg->name);
 out:
+    loop_destroy(&loop);
     election_destroy(&el.e);
     json_object_put(el.last_read);
     if (el.pub)
         zmq_close(el.pub);
     if (el.zctx)
         zmq_ctx_term(el.zctx);
-    return code;
+    return el.code;
 }
