@@ -30,8 +30,20 @@ summary() {
 
 # Sum of rest_client_requests_total for the write methods in a metrics exposition,
 # leaving out electord, whose Lease renewals are writes by design.
+#
+# A scrape that fails, is empty, or has no rest_client_requests_total at all (every
+# operator makes GETs, so the family is always there) is not "0 writes": it prints a
+# value that equals no other (so `test "$w1" = "$w0"` fails), says why on stderr, and
+# returns 1.
 write_requests() {
-    curl -s "$1" | awk '/^rest_client_requests_total\{/ && /method="(POST|PUT|PATCH|DELETE)"/ && !/child="electord"/ { s += $NF } END { printf "%d\n", s }'
+    local body
+    body=$(curl -sf --max-time 10 "$1") || body=''
+    if ! printf '%s\n' "$body" | grep -q '^rest_client_requests_total{'; then
+        echo "write_requests: no rest_client_requests_total in the scrape of $1" >&2
+        echo "no-scrape-$RANDOM$RANDOM"
+        return 1
+    fi
+    printf '%s\n' "$body" | awk '/^rest_client_requests_total\{/ && /method="(POST|PUT|PATCH|DELETE)"/ && !/child="electord"/ { s += $NF } END { printf "%d\n", s }'
 }
 
 # sup_start BIN_DIR RUNTIME_DIR LOG [supervisor flags...]: start BIN_DIR/supervisor in the
