@@ -26,6 +26,39 @@ jsonx_field_t jsonx_string(const json_object *o, const char *key, const char **o
     return JSONX_OK;
 }
 
+const char *jsonx_str(const json_object *o, const char *key)
+{
+    const char *s;
+    return jsonx_string(o, key, &s) == JSONX_OK ? s : NULL;
+}
+
+int jsonx_int(const json_object *o, const char *key, int64_t *out)
+{
+    json_object *v = jsonx_get(o, key);
+    if (!v || !json_object_is_type(v, json_type_int))
+        return -1;
+    *out = json_object_get_int64(v);
+    return 0;
+}
+
+json_object *jsonx_path(const json_object *o, const char *const *keys)
+{
+    json_object *v = (json_object *)o;
+    for (; *keys && v; keys++)
+        v = jsonx_get(v, *keys);
+    return v;
+}
+
+const char *jsonx_path_str(const json_object *o, const char *const *keys)
+{
+    if (!keys[0])
+        return NULL;
+    const json_object *parent = o;
+    for (; keys[1] && parent; keys++)
+        parent = jsonx_get(parent, keys[0]);
+    return parent ? jsonx_str(parent, keys[0]) : NULL;
+}
+
 /* ---- building -------------------------------------------------------------------------- */
 
 json_object *jsonx_new_str(const char *s, int *oom)

@@ -17,6 +17,24 @@ json_object *jsonx_get(const json_object *o, const char *key);
  * JSONX_OK. */
 jsonx_field_t jsonx_string(const json_object *o, const char *key, const char **out);
 
+/* o[key] as a string, or NULL when absent, null, not a string, or holding a NUL byte
+ * (jsonx_string without the distinction between absent and bad). Borrowed from o. */
+const char *jsonx_str(const json_object *o, const char *key);
+
+/* o[key] as an integer (a JSON integer, not a float or a numeric string): 0 with *out
+ * set, or -1 (and *out unchanged) when absent, null or not an integer. */
+int jsonx_int(const json_object *o, const char *key, int64_t *out);
+
+/* The value at a path of object keys, e.g. JSONX_AT(obj, "metadata", "labels", k): NULL
+ * as soon as one step is not an object or lacks the key. keys ends with a NULL entry;
+ * use the macros, which add it. Borrowed from o. */
+json_object *jsonx_path(const json_object *o, const char *const *keys);
+/* The string at a path (as jsonx_str for the last step), or NULL. */
+const char *jsonx_path_str(const json_object *o, const char *const *keys);
+
+#define JSONX_AT(o, ...) jsonx_path((o), (const char *const[]){__VA_ARGS__, NULL})
+#define JSONX_STR_AT(o, ...) jsonx_path_str((o), (const char *const[]){__VA_ARGS__, NULL})
+
 /* Building JSON with one allocation-failure flag: every call below sets *oom (and never
  * clears it) when memory runs out, so a builder makes all its calls and checks *oom once
  * at the end; a NULL from one call is accepted (and ignored) by the next. */

@@ -1,5 +1,7 @@
 #include "kube_error.h"
 
+#include "jsonx.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -196,32 +198,16 @@ void kube_error_set_transport(kube_error_t *e, int curl_code, int timed_out,
     copy_str(e->transport, sizeof(e->transport), tmp);
 }
 
-static const char *get_string(json_object *o, const char *key)
-{
-    json_object *v;
-    if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-        return NULL;
-    return json_object_get_string(v);
-}
-
-static int get_int(json_object *o, const char *key, int64_t *out)
-{
-    json_object *v;
-    if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
-        return -1;
-    *out = json_object_get_int64(v);
-    return 0;
-}
 
 /* A Status says kind: Status; older or hand-made ones at least say status: Failure. */
 static int looks_like_status(json_object *o)
 {
     if (!json_object_is_type(o, json_type_object))
         return 0;
-    const char *kind = get_string(o, "kind");
+    const char *kind = jsonx_str(o, "kind");
     if (kind)
         return strcmp(kind, "Status") == 0;
-    const char *status = get_string(o, "status");
+    const char *status = jsonx_str(o, "status");
     return status && strcmp(status, "Failure") == 0;
 }
 
@@ -240,9 +226,9 @@ static void take_causes(json_object *details, kube_error_t *out)
         if (out->ncauses >= KUBE_ERROR_MAX_CAUSES)
             continue;
         kube_error_cause_t *dst = &out->causes[out->ncauses++];
-        copy_str(dst->field, sizeof(dst->field), get_string(c, "field"));
-        copy_str(dst->reason, sizeof(dst->reason), get_string(c, "reason"));
-        copy_str(dst->message, sizeof(dst->message), get_string(c, "message"));
+        copy_str(dst->field, sizeof(dst->field), jsonx_str(c, "field"));
+        copy_str(dst->reason, sizeof(dst->reason), jsonx_str(c, "reason"));
+        copy_str(dst->message, sizeof(dst->message), jsonx_str(c, "message"));
     }
 }
 
@@ -257,11 +243,11 @@ kube_error_code_t kube_error_from_status(json_object *status, int http_status,
         return out->code;
     }
     int64_t code = 0;
-    if (get_int(status, "code", &code) == 0 && http_status <= 0 && code > 0 && code < 1000)
+    if (jsonx_int(status, "code", &code) == 0 && http_status <= 0 && code > 0 && code < 1000)
         out->http_status = (int)code;
-    const char *reason = get_string(status, "reason");
-    const char *message = get_string(status, "message");
-    const char *st = get_string(status, "status");
+    const char *reason = jsonx_str(status, "reason");
+    const char *message = jsonx_str(status, "message");
+    const char *st = jsonx_str(status, "status");
     copy_str(out->reason, sizeof(out->reason), reason);
     copy_str(out->message, sizeof(out->message), message);
 
@@ -271,7 +257,7 @@ kube_error_code_t kube_error_from_status(json_object *status, int http_status,
         details = NULL;
     take_causes(details, out);
     int64_t ra = 0;
-    if (out->retry_after_s <= 0 && get_int(details, "retryAfterSeconds", &ra) == 0 && ra > 0)
+    if (out->retry_after_s <= 0 && jsonx_int(details, "retryAfterSeconds", &ra) == 0 && ra > 0)
         out->retry_after_s = ra;
 
     kube_error_code_t c = reason ? code_for_reason(reason) : KERR_OK;

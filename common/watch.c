@@ -1,6 +1,7 @@
 #include "watch.h"
 
 #include "buf.h"
+#include "jsonx.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -123,20 +124,6 @@ static int is_blank(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-static json_object *child(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return v;
-}
-
-static const char *child_string(json_object *o, const char *key)
-{
-    json_object *v = child(o, key);
-    return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 static int parse_type(const char *s, watch_event_type_t *out)
 {
     for (int t = WATCH_ADDED; t <= WATCH_ERROR; t++) {
@@ -158,15 +145,15 @@ static int deliver(watch_decoder_t *d, json_object *obj)
                   (unsigned long long)idx, json_type_to_name(json_object_get_type(obj)));
         goto out;
     }
-    json_object *object = child(obj, "object");
-    json_object *meta = child(object, "metadata");
+    json_object *object = jsonx_get(obj, "object");
+    json_object *meta = jsonx_get(object, "metadata");
     watch_event_t ev = {0};
     ev.object = object;
-    ev.ns = child_string(meta, "namespace");
-    ev.name = child_string(meta, "name");
-    ev.resource_version = child_string(meta, "resourceVersion");
+    ev.ns = jsonx_str(meta, "namespace");
+    ev.name = jsonx_str(meta, "name");
+    ev.resource_version = jsonx_str(meta, "resourceVersion");
     ev.index = idx;
-    const char *type = child_string(obj, "type");
+    const char *type = jsonx_str(obj, "type");
     const char *key_ns = ev.ns ? ev.ns : "";
     const char *key_name = ev.name ? ev.name : "";
     const char *sep = ev.ns ? "/" : "";

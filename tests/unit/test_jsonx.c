@@ -1,0 +1,71 @@
+/* Unit tests of jsonx: reading untrusted JSON by key and by path. */
+#include "jsonx.h"
+
+#include <CUnit/CUnit.h>
+#include <string.h>
+
+static json_object *doc;
+
+static int setup(void)
+{
+    doc = json_tokener_parse(
+        "{\"metadata\":{\"name\":\"cache\",\"namespace\":null,\"generation\":3,"
+        "\"labels\":{\"app.kubernetes.io/name\":\"redis\"},\"uid\":7},"
+        "\"spec\":{\"size\":2.5,\"image\":\"redis\"},\"list\":[1,2],\"s\":\"x\"}");
+    return doc ? 0 : -1;
+}
+
+static int teardown(void)
+{
+    json_object_put(doc);
+    return 0;
+}
+
+static void test_str_and_int(void)
+{
+    CU_ASSERT_STRING_EQUAL(jsonx_str(jsonx_get(doc, "metadata"), "name"), "cache");
+    CU_ASSERT_PTR_NULL(jsonx_str(jsonx_get(doc, "metadata"), "namespace")); /* null */
+    CU_ASSERT_PTR_NULL(jsonx_str(jsonx_get(doc, "metadata"), "uid"));       /* not a string */
+    CU_ASSERT_PTR_NULL(jsonx_str(jsonx_get(doc, "metadata"), "missing"));
+    CU_ASSERT_PTR_NULL(jsonx_str(NULL, "name"));
+    CU_ASSERT_PTR_NULL(jsonx_str(jsonx_get(doc, "list"), "name")); /* not an object */
+    int64_t v = -1;
+    CU_ASSERT_EQUAL(jsonx_int(jsonx_get(doc, "metadata"), "generation", &v), 0);
+    CU_ASSERT_EQUAL(v, 3);
+    CU_ASSERT_EQUAL(jsonx_int(jsonx_get(doc, "spec"), "size", &v), -1); /* a float */
+    CU_ASSERT_EQUAL(jsonx_int(jsonx_get(doc, "metadata"), "name", &v), -1);
+    CU_ASSERT_EQUAL(v, 3); /* unchanged on failure */
+    /* A string with a NUL byte in it is not a string we hand out. */
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "k", json_object_new_string_len("a\0b", 3));
+    CU_ASSERT_PTR_NULL(jsonx_str(o, "k"));
+    json_object_put(o);
+}
+
+static void test_paths(void)
+{
+    CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(doc, "metadata", "name"), "cache");
+    CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(doc, "metadata", "labels", "app.kubernetes.io/name"), "redis");
+    CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(doc, "s"), "x");
+    CU_ASSERT_PTR_NULL(JSONX_STR_AT(doc, "metadata", "nope", "name"));
+    CU_ASSERT_PTR_NULL(JSONX_STR_AT(doc, "list", "name"));
+    CU_ASSERT_PTR_NULL(JSONX_STR_AT(doc, "metadata", "generation"));
+    CU_ASSERT_PTR_NULL(JSONX_STR_AT(NULL, "metadata", "name"));
+    CU_ASSERT_PTR_NOT_NULL(JSONX_AT(doc, "metadata", "labels"));
+    CU_ASSERT(json_object_is_type(JSONX_AT(doc, "spec", "size"), json_type_double));
+    CU_ASSERT_PTR_NULL(JSONX_AT(doc, "metadata", "namespace")); /* null reads as absent */
+    CU_ASSERT_PTR_NULL(JSONX_AT(doc, "s", "deeper"));
+}
+
+static CU_TestInfo jsonx_tests[] = {
+    {"str and int by key", test_str_and_int},
+    {"values by path", test_paths},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"jsonx", setup, teardown, NULL, NULL, jsonx_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+#include "cu_main.h"
