@@ -86,4 +86,9 @@
 #define PROTO_EP_CONTROL "control.sock"
 #define PROTO_EP_EVENTS "events.sock"
 
+/* A message on socket ("work", "leader", "events", "snapshot", "control") was unknown,
+ * malformed or too large and is dropped: log it once and count it in
+ * rdc_protocol_errors_total{socket}. what says which and why. */
+void proto_error(const char *socket, const char *what);
+
 #endif
