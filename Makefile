@@ -34,7 +34,7 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 .SECONDARY:
 
 
-.PHONY: bench bench-informer all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
+.PHONY: bench bench-informer bench-webhook all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
 
 $(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) tests/unit tests/fuzz -name '*.[ch]' 2>/dev/null)
@@ -122,6 +122,15 @@ $(BUILD)/bench/bench_informer: bench/bench_informer.c $(filter $(BUILD)/informer
 
 bench-informer: $(BUILD)/bench/bench_informer
 	@$< $(or $(N),10000) $(or $(M),100000)
+
+# The webhook server under idle TLS connections: RSS per connection, refusals at the cap,
+# AdmissionReview latency while they are open (N connections, CAPS a list of caps).
+$(BUILD)/bench/bench_webhook: bench/bench_webhook.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $< -lssl -lcrypto -o $@
+
+bench-webhook: $(BUILD)/bin/webhookd $(BUILD)/bench/bench_webhook
+	@$(BUILD)/bench/bench_webhook --webhookd $(BUILD)/bin/webhookd -n $(or $(N),2000) --caps $(or $(CAPS),4096:1024)
 
 bench: all
 	@bench/run.sh
