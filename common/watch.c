@@ -279,6 +279,10 @@ int watch_decoder_feed(watch_decoder_t *d, const char *chunk, size_t len)
             if (buf_append(&d->line, p, seg))
                 return fail(d, WATCH_ERR_NOMEM, "watch event %llu: out of memory",
                             (unsigned long long)d->lines + 1);
+            /* The same end mark as in place (the '\n' over the buffer's NUL, which is
+             * always there): ending at a NUL instead, json-c (which allows comments)
+             * took `{"a":{"b":1//x` for the number 1, while in place it is incomplete. */
+            d->line.data[d->line.len] = '\n';
             rc = handle_line(d, d->line.data, d->line.len, 0);
             drop_line(d);
         }

@@ -1,6 +1,8 @@
 /* webhookd: the admission webhook server of the rdc-operator.
  *
  *   webhookd --webhook-cert-dir DIR [--webhook-port 9443] [--webhook-bind-address ADDR]
+ *            [--webhook-max-connections 1024] [--webhook-request-timeout 10s]
+ *            [--webhook-idle-timeout 10s]
  *
  * Serves the validating and mutating (defaulting) webhooks for RedisClusters over HTTPS
  * (admission.h has the rules, webhook_server.h the HTTP side). It runs in a process of its
@@ -21,10 +23,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define TICK_S 2           /* metrics file and certificate check */
 #define DRAIN_GRACE_MS 500 /* after the listener closed, for replies still being written */
+#define SPARE_FDS 64       /* descriptors besides the connections: listener, logs, signals */
 
 static const char summary[] =
     "The admission webhook server of the rdc-operator: validates and defaults RedisClusters\n"
@@ -69,6 +73,33 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* The connection cap must fit under the open-file limit, or accept() would fail with
+ * EMFILE before the cap is reached. Raise the soft limit as far as needed and allowed
+ * (Go's runtime raises it to the hard limit), and lower the cap when even the hard limit
+ * is too small, saying so. Returns the cap to use. */
+static int fit_open_files(int max_connections)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)max_connections + SPARE_FDS;
+    if (getrlimit(RLIMIT_NOFILE, &rl))
+        return max_connections;
+    if (rl.rlim_cur < want) {
+        rlim_t old = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl))
+            rl.rlim_cur = old;
+    }
+    if (rl.rlim_cur >= want)
+        return max_connections;
+    int fit = rl.rlim_cur > 2 * SPARE_FDS ? (int)(rl.rlim_cur - SPARE_FDS) : SPARE_FDS;
+    char have[24], use[24];
+    snprintf(have, sizeof(have), "%llu", (unsigned long long)rl.rlim_cur);
+    snprintf(use, sizeof(use), "%d", fit);
+    rlog_warn("--webhook-max-connections lowered to fit the open-file limit", "limit", have,
+              "maxConnections", use);
+    return fit;
+}
+
 int main(int argc, char **argv)
 {
     rdc_common_opts_t c;
@@ -80,7 +111,9 @@ int main(int argc, char **argv)
         .cert_name = "tls.crt",
         .key_name = "tls.key",
     };
-    opt_t table[OPTS_COMMON_COUNT + 6];
+    double request_timeout = WEBHOOK_DEFAULT_REQUEST_TIMEOUT_MS / 1000.0, idle_timeout = WEBHOOK_DEFAULT_TIMEOUT_S;
+    wc.max_connections = WEBHOOK_DEFAULT_MAX_CONNECTIONS;
+    opt_t table[OPTS_COMMON_COUNT + 9];
     opts_common_fill(&c, table);
     opt_t *t = &table[OPTS_COMMON_COUNT];
     t[0] = (opt_t){"webhook-port", OPT_INT, &wc.port, "port of the webhook server (0 = any free port)"};
@@ -90,7 +123,15 @@ int main(int argc, char **argv)
                    "directory of the serving certificate and key (reloaded when they change)"};
     t[3] = (opt_t){"webhook-cert-name", OPT_STRING, &wc.cert_name, "certificate file in --webhook-cert-dir"};
     t[4] = (opt_t){"webhook-key-name", OPT_STRING, &wc.key_name, "key file in --webhook-cert-dir"};
-    t[5] = (opt_t){NULL, OPT_END, NULL, NULL};
+    t[5] = (opt_t){"webhook-max-connections", OPT_INT, &wc.max_connections,
+                   "open connections at most; over it new ones are closed at accept (counted in "
+                   "webhook_connections_refused_total)"};
+    t[6] = (opt_t){"webhook-request-timeout", OPT_DURATION, &request_timeout,
+                   "a connection must deliver a whole request (TLS handshake, headers, body) within this of "
+                   "its accept, or of the previous request plus --webhook-idle-timeout"};
+    t[7] = (opt_t){"webhook-idle-timeout", OPT_DURATION, &idle_timeout,
+                   "a kept-alive connection silent this long is closed (also: any read or write stall)"};
+    t[8] = (opt_t){NULL, OPT_END, NULL, NULL};
 
     int early = opts_main("webhookd", summary, table, &c, argc, argv, NULL, 0, NULL);
     if (early >= 0)
@@ -100,6 +141,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "webhookd: --webhook-port must be from 0 to 65535, have %d\n", wc.port);
         return 2;
     }
+    if (wc.max_connections < 1) {
+        fprintf(stderr, "webhookd: --webhook-max-connections must be at least 1, have %d\n", wc.max_connections);
+        return 2;
+    }
+    /* Whole milliseconds and whole seconds (evhttp's timeout), up to a day. */
+    if (request_timeout < 0.001 || request_timeout > 86400 || idle_timeout < 1 || idle_timeout > 86400) {
+        fprintf(stderr, "webhookd: --webhook-request-timeout must be from 1ms to 24h and --webhook-idle-timeout "
+                        "from 1s to 24h, have %gs and %gs\n", request_timeout, idle_timeout);
+        return 2;
+    }
+    wc.request_timeout_ms = (int)(request_timeout * 1000 + 0.5);
+    wc.timeout_s = (int)(idle_timeout + 0.5);
 
     int code = 1, sfd = -1;
     char rtdir[4096];
@@ -112,6 +165,7 @@ int main(int argc, char **argv)
         rlog_error("cannot create the event loop");
         goto out;
     }
+    wc.max_connections = fit_open_files(wc.max_connections);
     if (webhook_server_new(a.base, &wc, &a.server, err, sizeof(err))) {
         rlog_error("cannot start the webhook server", "error", err);
         goto out;
@@ -125,8 +179,13 @@ int main(int argc, char **argv)
     }
     char port[16];
     snprintf(port, sizeof(port), "%d", webhook_server_port(a.server));
+    char maxc[16], rto[16], ito[16];
+    snprintf(maxc, sizeof(maxc), "%d", wc.max_connections);
+    snprintf(rto, sizeof(rto), "%dms", wc.request_timeout_ms);
+    snprintf(ito, sizeof(ito), "%ds", wc.timeout_s);
     rlog_info("webhook server listening", "version", RDC_VERSION, "address",
-              *wc.bind_address ? wc.bind_address : "*", "port", port, "certDir", wc.cert_dir);
+              *wc.bind_address ? wc.bind_address : "*", "port", port, "certDir", wc.cert_dir,
+              "maxConnections", maxc, "requestTimeout", rto, "idleTimeout", ito);
     daemon_publish_metrics(rtdir, a.name);
     daemon_notify_ready();
     if (event_base_dispatch(a.base) < 0) {

@@ -13,8 +13,11 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,16 +27,37 @@
 
 #define MAX_HEADERS ((size_t)64 << 10)
 #define CERT_CHECK_INTERVAL_NS NS_PER_SEC /* at most one look at the files per second */
+#define REFUSE_BATCH 64 /* connections refused per wake-up, so that the loop goes on */
+
+typedef struct conn conn_t;
 
 struct webhook_server {
     struct event_base *base;
     struct evhttp *http;
     struct evhttp_bound_socket *bound; /* NULL once we stopped accepting */
+    struct event *refuser;             /* on the listening socket while the cap is reached */
     webhook_tls_t *tls;
     int port;
+    int max_connections;
+    int request_timeout_ms, idle_timeout_ms;
     int64_t next_cert_check_ns;
-    unsigned long requests;
+    unsigned long requests, refused, timed_out;
+    int open;        /* connections with a conn_t, i.e. between accept and SSL_free */
+    int paused;      /* evhttp's listener disabled, refuser on */
+    conn_t *conns;   /* every open connection (to detach them on destroy) */
     metric_family_t *m_total, *m_latency, *m_in_flight, *m_cert_reads, *m_cert_errors;
+    metric_family_t *m_open, *m_refused, *m_timed_out;
+};
+
+/* One accepted TLS connection. evhttp owns the connection and its bufferevent, which
+ * owns the SSL; this rides on the SSL (ex_data) and is freed with it, so its life is
+ * exactly the connection's, however evhttp ends it. */
+struct conn {
+    webhook_server_t *s; /* NULL once the server is gone (finalizers may run later) */
+    SSL *ssl;
+    int nodelay;         /* TCP_NODELAY set on the socket */
+    struct event *deadline;
+    conn_t *prev, *next;
 };
 
 /* ---- Listening ---------------------------------------------------------------------------- */
@@ -48,7 +72,7 @@ static int bind_listen(int family, const struct sockaddr *sa, socklen_t len, int
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (dual_stack)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-    if (bind(fd, sa, len) == 0 && listen(fd, 128) == 0)
+    if (bind(fd, sa, len) == 0 && listen(fd, SOMAXCONN) == 0) /* the kernel caps it */
         return fd;
     int e = errno;
     close(fd);
@@ -129,19 +153,147 @@ int webhook_server_check_certs(webhook_server_t *s)
     return rc;
 }
 
-/* evhttp asks for a bufferevent for every accepted connection: a TLS one. */
+/* ---- Connections: the cap and the whole-request deadline ------------------------------------- */
+
+static int conn_index = -1;
+static pthread_once_t conn_index_once = PTHREAD_ONCE_INIT;
+
+static void pause_accepting(webhook_server_t *s);
+static void resume_accepting(webhook_server_t *s);
+
+/* OpenSSL calls this for every SSL it frees, ptr being our conn_t or NULL. */
+static void conn_free_cb(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
+{
+    (void)parent;
+    (void)ad;
+    (void)idx;
+    (void)argl;
+    (void)argp;
+    conn_t *c = ptr;
+    if (!c)
+        return;
+    webhook_server_t *s = c->s;
+    if (s) {
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            s->conns = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+        s->open--;
+        metric_gauge_set(s->m_open, NULL, s->open);
+        if (s->paused && s->open < s->max_connections)
+            resume_accepting(s);
+    }
+    if (c->deadline)
+        event_free(c->deadline);
+    free(c);
+}
+
+static void conn_index_init(void)
+{
+    conn_index = SSL_get_ex_new_index(0, "webhook_server conn", NULL, NULL, conn_free_cb);
+}
+
+/* The deadline passed: shut the socket down. evhttp then sees the end of the stream and
+ * frees the connection (and with it the SSL and this conn_t). The socket is still ours
+ * here: libevent closes it in the same step that frees the SSL. */
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_t *c = arg;
+    int sock = SSL_get_fd(c->ssl);
+    if (!c->s || sock < 0)
+        return;
+    c->s->timed_out++;
+    metric_counter_add(c->s->m_timed_out, NULL, 1);
+    rlog_debug("connection closed at the whole-request deadline");
+    shutdown(sock, SHUT_RDWR);
+}
+
+static void conn_arm(conn_t *c, int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    event_add(c->deadline, &tv);
+}
+
+/* Accept every pending connection and close it at once with a reset: the cap is reached. */
+static void on_refuse(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    webhook_server_t *s = arg;
+    for (int i = 0; i < REFUSE_BATCH; i++) {
+        int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0)
+            break; /* EAGAIN; or EMFILE and the like, tried again at the next wake-up */
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        close(c);
+        if (s->refused++ % 1000 == 0) {
+            char max[16];
+            snprintf(max, sizeof(max), "%d", s->max_connections);
+            rlog_warn("connection limit reached: refusing new connections (logged once per 1000)",
+                      "maxConnections", max);
+        }
+        metric_counter_add(s->m_refused, NULL, 1);
+    }
+}
+
+static void pause_accepting(webhook_server_t *s)
+{
+    if (!s->bound || s->paused)
+        return;
+    evconnlistener_disable(evhttp_bound_socket_get_listener(s->bound));
+    event_add(s->refuser, NULL);
+    s->paused = 1;
+}
+
+static void resume_accepting(webhook_server_t *s)
+{
+    if (!s->paused)
+        return;
+    event_del(s->refuser);
+    if (s->bound)
+        evconnlistener_enable(evhttp_bound_socket_get_listener(s->bound));
+    s->paused = 0;
+}
+
+/* evhttp asks for a bufferevent for every accepted connection: a TLS one, with its
+ * deadline; the connection that reaches the cap pauses the listener. On failure evhttp
+ * makes a plain bufferevent, which on_request refuses. */
 static struct bufferevent *make_bufferevent(struct event_base *base, void *arg)
 {
     webhook_server_t *s = arg;
     if (clock_mono_ns() >= s->next_cert_check_ns)
         webhook_server_check_certs(s);
     SSL *ssl = SSL_new(webhook_tls_ctx(s->tls));
-    if (!ssl)
-        return NULL; /* evhttp then makes a plain one, which on_request refuses */
+    conn_t *c = calloc(1, sizeof(*c));
+    if (!ssl || !c || !(c->deadline = evtimer_new(base, on_deadline, c))) {
+        SSL_free(ssl);
+        free(c);
+        return NULL;
+    }
     struct bufferevent *bev =
         bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-    if (bev)
-        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    if (!bev) { /* libevent has freed the SSL (or, out of memory itself, leaks that one) */
+        event_free(c->deadline);
+        free(c);
+        return NULL;
+    }
+    bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    c->s = s;
+    c->ssl = ssl;
+    SSL_set_ex_data(ssl, conn_index, c);
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    conn_arm(c, s->request_timeout_ms);
+    s->open++;
+    metric_gauge_set(s->m_open, NULL, s->open);
+    if (s->open >= s->max_connections)
+        pause_accepting(s);
     return bev;
 }
 
@@ -264,6 +416,18 @@ static void on_request(struct evhttp_request *req, void *arg)
         reply_text(req, 500, "500 TLS unavailable\n");
         return;
     }
+    /* A complete request: the next one is due within idle + request timeout. */
+    conn_t *c = SSL_get_ex_data(bufferevent_openssl_get_ssl(bev), conn_index);
+    if (c)
+        conn_arm(c, s->idle_timeout_ms + s->request_timeout_ms);
+    if (c && !c->nodelay) {
+        /* The answer leaves as several TLS records: without this, Nagle holds the last
+         * one until the client's delayed ACK (40 ms on Linux) for every request. */
+        int one = 1, sock = SSL_get_fd(c->ssl);
+        if (sock >= 0)
+            setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        c->nodelay = 1;
+    }
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
@@ -304,6 +468,14 @@ static void register_metrics(webhook_server_t *s)
     }
     metric_counter_add(s->m_cert_reads, NULL, 0);
     metric_counter_add(s->m_cert_errors, NULL, 0);
+    s->m_open = metrics_gauge(reg, "webhook_open_connections", "Open connections to the webhook server.", NULL);
+    s->m_refused = metrics_counter(reg, "webhook_connections_refused_total",
+                                   "Connections closed at accept because the connection cap was reached.", NULL);
+    s->m_timed_out = metrics_counter(reg, "webhook_connections_timed_out_total",
+                                     "Connections closed at the whole-request deadline.", NULL);
+    metric_gauge_set(s->m_open, NULL, 0);
+    metric_counter_add(s->m_refused, NULL, 0);
+    metric_counter_add(s->m_timed_out, NULL, 0);
 }
 
 int webhook_server_new(struct event_base *base, const webhook_server_config_t *cfg, webhook_server_t **out,
@@ -316,6 +488,16 @@ int webhook_server_new(struct event_base *base, const webhook_server_config_t *c
         return -1;
     }
     s->base = base;
+    s->max_connections = cfg->max_connections > 0 ? cfg->max_connections : WEBHOOK_DEFAULT_MAX_CONNECTIONS;
+    s->request_timeout_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : WEBHOOK_DEFAULT_REQUEST_TIMEOUT_MS;
+    int idle_s = cfg->timeout_s > 0 ? cfg->timeout_s : WEBHOOK_DEFAULT_TIMEOUT_S;
+    s->idle_timeout_ms = idle_s * 1000;
+    pthread_once(&conn_index_once, conn_index_init);
+    if (conn_index < 0) {
+        snprintf(err, errlen, "cannot register the connection data with OpenSSL");
+        free(s);
+        return -1;
+    }
     register_metrics(s);
     metric_counter_add(s->m_cert_reads, NULL, 1);
     if (webhook_tls_new(cfg->cert_dir, cfg->cert_name ? cfg->cert_name : "tls.crt",
@@ -332,7 +514,7 @@ int webhook_server_new(struct event_base *base, const webhook_server_config_t *c
     evhttp_set_gencb(s->http, on_request, s);
     evhttp_set_max_body_size(s->http, (ev_ssize_t)(cfg->max_body ? cfg->max_body : WEBHOOK_DEFAULT_MAX_BODY));
     evhttp_set_max_headers_size(s->http, (ev_ssize_t)MAX_HEADERS);
-    evhttp_set_timeout(s->http, cfg->timeout_s > 0 ? cfg->timeout_s : WEBHOOK_DEFAULT_TIMEOUT_S);
+    evhttp_set_timeout(s->http, idle_s);
     /* Every method reaches on_request, which answers 405 itself (evhttp would say 501). */
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                                             EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
@@ -346,6 +528,10 @@ int webhook_server_new(struct event_base *base, const webhook_server_config_t *c
         snprintf(err, errlen, "cannot accept connections on port %d", s->port);
         goto fail;
     }
+    if (!(s->refuser = event_new(base, fd, EV_READ | EV_PERSIST, on_refuse, s))) {
+        snprintf(err, errlen, "cannot create the connection refuser: out of memory");
+        goto fail;
+    }
     *out = s;
     return 0;
 fail:
@@ -355,6 +541,11 @@ fail:
 
 void webhook_server_stop_accepting(webhook_server_t *s)
 {
+    if (s->refuser) { /* before the listening socket closes */
+        event_free(s->refuser);
+        s->refuser = NULL;
+    }
+    s->paused = 0;
     if (s->bound) {
         evhttp_del_accept_socket(s->http, s->bound);
         s->bound = NULL;
@@ -366,6 +557,15 @@ void webhook_server_destroy(webhook_server_t **self_p)
     if (!self_p || !*self_p)
         return;
     webhook_server_t *s = *self_p;
+    webhook_server_stop_accepting(s);
+    /* evhttp_free frees every connection, but libevent may finalize their bufferevents
+     * (and so free their SSLs) later, up to event_base_free: detach them from us now. */
+    for (conn_t *c = s->conns; c; c = c->next) {
+        c->s = NULL;
+        event_free(c->deadline);
+        c->deadline = NULL;
+    }
+    s->conns = NULL;
     if (s->http)
         evhttp_free(s->http); /* closes the listener and every connection */
     webhook_tls_destroy(&s->tls);
@@ -381,4 +581,19 @@ int webhook_server_port(const webhook_server_t *s)
 unsigned long webhook_server_requests(const webhook_server_t *s)
 {
     return s->requests;
+}
+
+int webhook_server_open_connections(const webhook_server_t *s)
+{
+    return s->open;
+}
+
+unsigned long webhook_server_refused(const webhook_server_t *s)
+{
+    return s->refused;
+}
+
+unsigned long webhook_server_timed_out(const webhook_server_t *s)
+{
+    return s->timed_out;
 }

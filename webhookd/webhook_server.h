@@ -13,15 +13,40 @@
  * On the webhook paths: a method other than POST is 405 (with Allow: POST); a
  * Content-Type other than application/json (parameters allowed) is 415; a body that is
  * not an AdmissionReview is 400 with a refusing AdmissionReview that says why; a body over
- * max_body bytes is 413 and headers over 64 KiB are refused by evhttp; a connection that
- * sends or takes nothing for timeout_s seconds is closed. A query string (the API server
- * adds ?timeout=10s) is ignored. Every answer has a body saying what happened.
+ * max_body bytes is 413 and headers over 64 KiB are refused by evhttp. A query string (the
+ * API server adds ?timeout=10s) is ignored. Every answer has a body saying what happened.
+ *
+ * CONNECTIONS (what a hostile or broken client can hold)
+ *   - At most max_connections are open at once. The one that reaches the cap is served;
+ *     while the cap is reached the listener is paused and every new connection is accepted
+ *     and closed at once with a reset (no TLS, no memory kept), and counted. Accepting
+ *     resumes as soon as one closes. The API server opens a handful; the cap is for the
+ *     rest (and keeps the process below its open-file limit).
+ *   - A whole-request deadline: a connection must deliver a complete request (TLS
+ *     handshake, headers and body) within request_timeout of its accept, and each next one
+ *     on a kept-alive connection within idle_timeout + request_timeout of the previous
+ *     one; otherwise it is closed (shutdown of the socket), counted. Trickling a byte at a
+ *     time therefore holds a connection no longer than that, however slow the trickle.
+ *   - idle_timeout (timeout_s) also bounds any single read or write stall (evhttp's
+ *     timeout), so a kept-alive connection with nothing to say is closed after it.
+ *   - Memory per open idle connection is bounded: OpenSSL releases an idle connection's
+ *     record buffers (SSL_MODE_RELEASE_BUFFERS, see webhook_tls.h) and evhttp's buffers
+ *     are empty between requests. bench/bench_webhook.c (make bench-webhook) measured
+ *     16.4 kB of RSS per idle TLS connection (26.9 kB without releasing the buffers), so
+ *     the default cap of 1024 bounds idle connections to about 17 MB. The API server keeps
+ *     a handful of connections per replica; 1024 leaves room for bursts of concurrent
+ *     admissions from several API servers. (A connection in the middle of a request also
+ *     holds its body so far, up to max_body; the deadline bounds how long.)
  *
  * METRICS (controller-runtime's names, in the default registry, label webhook = the path):
  *   controller_runtime_webhook_requests_total{webhook,code}   code = HTTP status sent
  *   controller_runtime_webhook_latency_seconds{webhook}       histogram
  *   controller_runtime_webhook_requests_in_flight{webhook}    gauge
  *   certwatcher_read_certificate_total, certwatcher_read_certificate_errors_total
+ * and the connection limits' own (no controller-runtime equivalent):
+ *   webhook_open_connections                   gauge
+ *   webhook_connections_refused_total          closed at accept: the cap was reached
+ *   webhook_connections_timed_out_total        closed at the whole-request deadline
  */
 #ifndef RDC_WEBHOOK_SERVER_H
 #define RDC_WEBHOOK_SERVER_H
@@ -33,6 +58,8 @@
 #define WEBHOOK_DEFAULT_CERT_DIR "/tmp/k8s-webhook-server/serving-certs"
 #define WEBHOOK_DEFAULT_MAX_BODY ((size_t)3 << 20)
 #define WEBHOOK_DEFAULT_TIMEOUT_S 10
+#define WEBHOOK_DEFAULT_REQUEST_TIMEOUT_MS 10000
+#define WEBHOOK_DEFAULT_MAX_CONNECTIONS 1024
 
 typedef struct {
     const char *bind_address; /* host or IP to listen on; NULL or "" = every interface */
@@ -41,7 +68,10 @@ typedef struct {
     const char *cert_name;    /* "tls.crt" when NULL */
     const char *key_name;     /* "tls.key" when NULL */
     size_t max_body;          /* request body cap in bytes; 0 = WEBHOOK_DEFAULT_MAX_BODY */
-    int timeout_s;            /* idle read/write timeout; 0 = WEBHOOK_DEFAULT_TIMEOUT_S */
+    int timeout_s;            /* idle_timeout: keep-alive silence and any read or write stall,
+                                 seconds; 0 = WEBHOOK_DEFAULT_TIMEOUT_S */
+    int request_timeout_ms;   /* whole-request deadline; 0 = WEBHOOK_DEFAULT_REQUEST_TIMEOUT_MS */
+    int max_connections;      /* open connections at most; 0 = WEBHOOK_DEFAULT_MAX_CONNECTIONS */
 } webhook_server_config_t;
 
 typedef struct webhook_server webhook_server_t;
@@ -66,5 +96,11 @@ int webhook_server_check_certs(webhook_server_t *s);
 
 /* Requests answered so far on the webhook paths (any status). */
 unsigned long webhook_server_requests(const webhook_server_t *s);
+
+/* Connections open now, refused at accept so far (the cap), and closed at the
+ * whole-request deadline so far. */
+int webhook_server_open_connections(const webhook_server_t *s);
+unsigned long webhook_server_refused(const webhook_server_t *s);
+unsigned long webhook_server_timed_out(const webhook_server_t *s);
 
 #endif

@@ -102,6 +102,10 @@ static SSL_CTX *load_ctx(const char *cert_path, const char *key_path, char *err,
         goto fail;
     }
     SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    /* An idle connection gives its record buffers back: bench/bench_webhook.c measured
+     * 26.9 kB of RSS per idle connection without this, 16.4 kB with it (2,000
+     * connections; no session tickets or no session cache changed nothing measurable). */
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
     if (SSL_CTX_use_certificate_chain_file(ctx, cert_path) != 1) {
         ssl_error(err, errlen, "cannot load the certificate", cert_path);
         goto fail;

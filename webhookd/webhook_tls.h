@@ -10,7 +10,8 @@
  * is retried when the files change again.
  *
  * The context allows TLS 1.2 and 1.3 only, with forward-secret AEAD cipher suites for
- * TLS 1.2, no compression, no renegotiation, and never prompts for a key passphrase.
+ * TLS 1.2, no compression, no renegotiation, and never prompts for a key passphrase. An
+ * idle connection releases its record buffers (SSL_MODE_RELEASE_BUFFERS).
  */
 #ifndef RDC_WEBHOOK_TLS_H
 #define RDC_WEBHOOK_TLS_H

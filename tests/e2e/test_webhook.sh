@@ -9,7 +9,10 @@
 # (also through /scale), storage is immutable, metadata-only updates pass, defaults appear
 # on created objects (also in a server-side dry run), the HTTPS side refuses what it must,
 # a rotated certificate is served without a restart, SIGTERM exits 0, and
-# `kubectl apply --dry-run=server -k deploy/` succeeds.
+# `kubectl apply --dry-run=server -k deploy/` succeeds. A second webhookd with a cap of 3
+# connections and a 3 s whole-request deadline shows the limits: connection cap+1 is
+# refused while the 3 accepted ones are served, accepting resumes when one closes, and a
+# slow-loris client (a byte a second) is closed at the deadline.
 #
 # Cleanup (trap): the webhook configurations FIRST (they fail closed), then webhookd by
 # its PID, then the namespaces this script created.
@@ -22,6 +25,8 @@ vwc=rdc-e2e-webhook-validating
 mwc=rdc-e2e-webhook-mutating
 work=$(mktemp -d /tmp/rdc-e2e-wh.XXXXXX)
 wh_pid=
+lim_pid=
+lim_clients=()
 created_op_ns=0
 VPATH=/validate-cache-example-com-v1alpha1-rediscluster
 MPATH=/mutate-cache-example-com-v1alpha1-rediscluster
@@ -34,6 +39,7 @@ cleanup() {
         for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$wh_pid" 2>/dev/null || break; sleep 0.3; done
         kill -KILL "$wh_pid" 2>/dev/null
     fi
+    for p in "${lim_clients[@]}" $lim_pid; do kill "$p" 2>/dev/null; done
     kubectl delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1
     [ "$created_op_ns" = 1 ] && kubectl delete namespace "$op_ns" --ignore-not-found --wait=false >/dev/null 2>&1
     if [ "${RDC_E2E_KEEP:-0}" = 1 ]; then echo "kept $work"; else rm -rf "$work"; fi
@@ -113,6 +119,76 @@ slow_client() { # a client that connects and says nothing is dropped (evhttp tim
 }
 check "a silent client is dropped within the timeout" slow_client
 check "webhookd still alive after all that" kill -0 "$wh_pid"
+
+# ---- Connection limits: a second webhookd, cap 3, whole-request deadline 3 s ----------------
+"$BIN/webhookd" --webhook-bind-address 127.0.0.1 --webhook-port 0 --webhook-cert-dir "$work/certs" \
+    --runtime-dir "$work/rt-lim" --webhook-max-connections 3 --webhook-request-timeout 3s \
+    --webhook-idle-timeout 6s >"$work/lim.log" 2>&1 &
+lim_pid=$!
+lim_port=
+lim_listening() {
+    lim_port=$(sed -n 's/.*"msg":"webhook server listening".*"port":"\([0-9]*\)".*/\1/p' "$work/lim.log" | head -1)
+    [ -n "$lim_port" ]
+}
+wait_until 10 lim_listening
+check "limited webhookd listening, cap and deadline logged" \
+    grep -q '"maxConnections":"3","requestTimeout":"3000ms","idleTimeout":"6s"' "$work/lim.log"
+# client N: a TLS connection held open by openssl s_client, fed through a fifo on fd 10+N.
+client() {
+    local n=$1
+    mkfifo "$work/in$n"
+    openssl s_client -connect "127.0.0.1:$lim_port" -CAfile "$work/certs/ca.crt" -quiet <"$work/in$n" \
+        >"$work/out$n" 2>"$work/err$n" &
+    lim_clients[$n]=$!
+    eval "exec $((10 + n))>\"\$work/in$n\""
+}
+healthz_on() { # healthz_on N: one more GET /healthz on client N, answered 200 (count them)
+    local n=$1 before
+    before=$(grep -c '^HTTP/1.1 200' "$work/out$n" 2>/dev/null)
+    printf 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n' >&$((10 + n)) || return 1
+    wait_until 5 sh -c "[ \$(grep -c '^HTTP/1.1 200' '$work/out$n') -gt ${before:-0} ]"
+}
+lim_metric() { awk -v k="$1" '$1 == k { print $2 }' "$work/rt-lim/metrics/webhookd.prom" 2>/dev/null | cut -d. -f1; }
+if [ -n "$lim_port" ]; then
+    for n in 1 2 3; do client "$n"; done
+    for n in 1 2 3; do check "connection $n of 3 accepted and served" healthz_on "$n"; done
+    # Connection 4: TCP connects (the kernel's backlog), then webhookd resets it at accept.
+    check "connection 4 (cap+1) refused" sh -c "! curl -s -o /dev/null --max-time 5 --cacert '$work/certs/ca.crt' 'https://127.0.0.1:$lim_port/healthz'"
+    check "  ... while the accepted ones are still served" healthz_on 1
+    refused_counted() { [ "$(lim_metric webhook_connections_refused_total)" -ge 1 ]; }
+    check "  ... counted in webhook_connections_refused_total" wait_until 5 refused_counted
+    check "  ... open connections 3 in webhook_open_connections" test "$(lim_metric webhook_open_connections)" = 3
+    kill "${lim_clients[2]}" 2>/dev/null
+    eval "exec 12>&-"
+    reaccept() { curl -s -o /dev/null --max-time 3 --cacert "$work/certs/ca.crt" "https://127.0.0.1:$lim_port/healthz"; }
+    check "one closes: a new connection is accepted again" wait_until 5 reaccept
+    kill "${lim_clients[1]}" "${lim_clients[3]}" 2>/dev/null
+    eval "exec 11>&- 13>&-"
+
+    # Slow loris: a byte a second (each read well within the 6 s idle timeout), never a
+    # whole request: closed at the 3 s whole-request deadline.
+    client 4
+    t0=$SECONDS
+    ( for c in P O S T ' ' / v a l i d a t e x y z w; do printf '%s' "$c" || exit 0; sleep 1; done ) >&14 2>/dev/null &
+    trickle=$!
+    s_client_gone() { ! kill -0 "${lim_clients[4]}" 2>/dev/null; }
+    wait_until 15 s_client_gone
+    took=$((SECONDS - t0))
+    check "slow-loris client closed by webhookd (after ${took}s)" s_client_gone
+    check "  ... at the whole-request deadline (3 s), not before and long before the trickle ends (16 s)" \
+        test "$took" -ge 2 -a "$took" -le 7
+    kill "$trickle" 2>/dev/null
+    eval "exec 14>&-"
+    timed_out_counted() { [ "$(lim_metric webhook_connections_timed_out_total)" -ge 1 ]; }
+    check "  ... counted in webhook_connections_timed_out_total" wait_until 5 timed_out_counted
+    check "limited webhookd still alive" kill -0 "$lim_pid"
+    kill -TERM "$lim_pid"
+    wait "$lim_pid"
+    check "limited webhookd: SIGTERM exits 0" test $? = 0
+    lim_pid=
+else
+    not_ok "limited webhookd started: $(tail -3 "$work/lim.log")"
+fi
 
 # ---- Register the webhooks with the API server ------------------------------------------
 kubectl apply -f "$TOP/crds/" >/dev/null
