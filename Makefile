@@ -2,7 +2,7 @@
 #
 #   make            build every daemon into build/bin/
 #   make asan       the same with AddressSanitizer + UBSan, into build-asan/
-#   make test       unit suites, then the end-to-end suite on the local control plane
+#   make test       unit suites, a short fuzz run, then the end-to-end suite on the local control plane
 #   make unit       unit suites only (make asan-unit: under the sanitizers)
 #   make e2e        end-to-end suite only (brings the local cluster up and down)
 #   make deps       install the Debian packages the build and the tests need
@@ -85,7 +85,7 @@ fault:
 e2e: all fault
 	@tests/e2e/run.sh
 
-test: unit e2e
+test: unit fuzz-short e2e
 
 deps:
 	@scripts/deps.sh
