@@ -3,8 +3,47 @@
 #include "clock.h"
 #include "log.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define MEMO_SLOTS 256
+
+typedef struct {
+    uint64_t uid;  /* hash of the RedisCluster's uid; 0 = free */
+    uint64_t sig;  /* hash of the resourceVersion it was computed from and the status */
+} memo_slot_t;
+
+struct exec_memo {
+    memo_slot_t slot[MEMO_SLOTS];
+    size_t next; /* round-robin victim when full */
+};
+
+exec_memo_t *exec_memo_new(void)
+{
+    return calloc(1, sizeof(exec_memo_t));
+}
+
+void exec_memo_destroy(exec_memo_t **memo_p)
+{
+    if (!memo_p)
+        return;
+    free(*memo_p);
+    *memo_p = NULL;
+}
+
+/* FNV-1a over s (and its NUL, so "a"+"b" and "ab" differ), continuing from h. */
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    do {
+        h ^= (unsigned char)*s;
+        h *= UINT64_C(0x100000001b3);
+    } while (*s++);
+    return h ? h : 1;
+}
+
+#define FNV_START UINT64_C(0xcbf29ce484222325)
 
 const char *exec_result_name(exec_result_t r)
 {
@@ -87,14 +126,61 @@ int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *ty
     return rc_;
 }
 
+/* The memo's key and signature of a status write for rc; 0 when they cannot be made
+ * (no uid or resourceVersion, out of memory): such a write is never skipped. */
+static int status_signature(const json_object *rc, const plan_action_t *a, uint64_t *uid, uint64_t *sig)
+{
+    const char *u = json_str_at(rc, "metadata", "uid"), *rv = json_str_at(rc, "metadata", "resourceVersion");
+    json_object *st = NULL, *copy = NULL, *conds = NULL;
+    if (!u || !rv || !json_object_object_get_ex(a->body, "status", &st) || json_object_deep_copy(st, &copy, NULL))
+        return 0;
+    /* A retry computed later stamps a later time on a condition that flips: the same
+     * content all the same. */
+    if (json_object_object_get_ex(copy, "conditions", &conds) && json_object_is_type(conds, json_type_array))
+        for (size_t i = 0; i < json_object_array_length(conds); i++) {
+            json_object *c = json_object_array_get_idx(conds, i);
+            if (json_object_is_type(c, json_type_object))
+                json_object_object_del(c, "lastTransitionTime");
+        }
+    *uid = fnv(FNV_START, u);
+    *sig = fnv(fnv(FNV_START, rv), json_object_to_json_string_ext(copy, JSON_C_TO_STRING_PLAIN));
+    json_object_put(copy);
+    return 1;
+}
+
+/* The memo's slot for uid, or NULL. */
+static memo_slot_t *memo_find(exec_memo_t *m, uint64_t uid)
+{
+    for (size_t i = 0; m && i < MEMO_SLOTS; i++)
+        if (m->slot[i].uid == uid)
+            return &m->slot[i];
+    return NULL;
+}
+
+static void memo_store(exec_memo_t *m, uint64_t uid, uint64_t sig)
+{
+    if (!m)
+        return;
+    memo_slot_t *s = memo_find(m, uid);
+    if (!s)
+        s = memo_find(m, 0);
+    if (!s) {
+        s = &m->slot[m->next];
+        m->next = (m->next + 1) % MEMO_SLOTS;
+    }
+    s->uid = uid;
+    s->sig = sig;
+}
+
 /* Perform one action. Returns 0, or -1 with err. */
 static int exec_action(const exec_ctx_t *x, const plan_action_t *a, kube_error_t *err)
 {
     const char *body = json_object_to_json_string_ext(a->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    /* Every write of a plan is a PATCH: apply and merge patches are idempotent, so the
-     * client may retry them after a lost response. */
+    /* Apply and merge patches are idempotent, so the client may retry them after a lost
+     * response; a create (POST) is retried only where the server cannot have acted. */
+    int idempotent = strcmp(a->method, "POST") != 0;
     return kube_client_request(x->client, a->method, a->path, NULL, a->content_type, body,
-                               strlen(body), 1, NULL, err);
+                               strlen(body), idempotent, NULL, err);
 }
 
 exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
@@ -105,6 +191,16 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
     for (size_t i = 0; i < n; i++) {
         const plan_action_t *a = plan_action(plan, i);
         *failed_action = i;
+        uint64_t uid = 0, sig = 0;
+        int signed_ = a->kind == PLAN_UPDATE_STATUS && x->memo && status_signature(rc, a, &uid, &sig);
+        if (signed_) {
+            memo_slot_t *s = memo_find(x->memo, uid);
+            if (s && s->sig == sig) {
+                rlog_debug("status already written from this resourceVersion; skipped", "reconcileID",
+                           x->reconcile_id, "path", a->path);
+                continue; /* and its events */
+            }
+        }
         if (a->kind == PLAN_CLEANUP) {
             /* The hook for external resources (backups, DNS, ...) would run here; the
              * children themselves go with the garbage collector via owner references. */
@@ -119,9 +215,12 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
                 int gone = kube_error_is_not_found(err) &&
                            (a->kind == PLAN_REMOVE_FINALIZER || a->kind == PLAN_UPDATE_STATUS);
                 if (!gone)
-                    return kube_error_is_conflict(err) ? EXEC_CONFLICT : EXEC_ERROR;
+                    return kube_error_is_conflict(err) || kube_error_is_already_exists(err) ? EXEC_CONFLICT
+                                                                                           : EXEC_ERROR;
                 kube_error_clear(err);
             }
+            if (signed_)
+                memo_store(x->memo, uid, sig);
             rlog_debug("write done", "reconcileID", x->reconcile_id, "action",
                        plan_action_kind_name(a->kind), "path", a->path, "why", a->why);
         }
