@@ -1553,6 +1553,355 @@ static void test_child_controlled_by_another_owner(void)
     world_free(&w);
 }
 
+/* ---- Ownership: a table of observed children -------------------------------------------- */
+
+#define USER_CM                                                                                                  \
+    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\","   \
+    "\"uid\":\"user-cm\",\"resourceVersion\":\"7\"%s},\"data\":{\"redis.conf\":\"maxmemory 1mb\\n\","             \
+    "\"app.properties\":\"mine=1\"}}"
+#define USER_SVC                                                                                                 \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\","     \
+    "\"uid\":\"user-svc\"%s},\"spec\":{\"type\":\"ClusterIP\",\"clusterIP\":\"10.0.0.7\","                        \
+    "\"selector\":{\"app\":\"web\"},\"ports\":[{\"name\":\"http\",\"port\":80}]}}"
+#define USER_STS                                                                                                 \
+    "{\"apiVersion\":\"apps/v1\",\"kind\":\"StatefulSet\",\"metadata\":{\"name\":\"cache\",\"namespace\":"        \
+    "\"default\",\"uid\":\"user-sts\",\"generation\":1%s},\"spec\":{\"replicas\":3,\"serviceName\":\"web\","      \
+    "\"selector\":{\"matchLabels\":{\"app\":\"web\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"web\"}},"  \
+    "\"spec\":{\"containers\":[{\"name\":\"web\",\"image\":\"nginx\"}]}}},"                                         \
+    "\"status\":{\"observedGeneration\":1,\"replicas\":3,\"readyReplicas\":3,\"updatedReplicas\":3}}"
+
+/* metadata additions of the rows (spliced into USER_* after the uid) */
+#define NO_REFS ""
+#define FOREIGN_CTL                                                                                              \
+    ",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"web\","                \
+    "\"uid\":\"uid-deploy\",\"controller\":true}]"
+#define OLD_RC_CTL                                                                                               \
+    ",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","            \
+    "\"name\":\"cache\",\"uid\":\"uid-0\",\"controller\":true}]"
+#define OURS_NOT_CTL                                                                                             \
+    ",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","            \
+    "\"name\":\"cache\",\"uid\":\"uid-1\"}]"
+#define OURS_CTL                                                                                                 \
+    ",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","            \
+    "\"name\":\"cache\",\"uid\":\"uid-1\",\"controller\":true}]"
+#define LABELLED ",\"labels\":{\"app.kubernetes.io/managed-by\":\"rediscluster-operator\"}"
+
+typedef struct {
+    const char *what;
+    const char *resource; /* the child under test; the other two are absent (a new cluster) */
+    const char *object;   /* printf format: one of USER_*, %s = metadata additions */
+    const char *meta;
+    plan_action_kind_t write; /* expected write of that child; PLAN_CLEANUP = none */
+    const char *message;      /* expected in the Degraded message, or NULL for no conflict */
+} owner_row_t;
+
+static const owner_row_t owner_rows[] = {
+    {"unlabelled ConfigMap, no owner", "configmaps", USER_CM, NO_REFS, PLAN_CLEANUP,
+     "ConfigMap default/cache exists and was not created by this RedisCluster (it has no controller owner reference)"},
+    {"labelled ConfigMap, no owner", "configmaps", USER_CM, LABELLED, PLAN_CLEANUP, "no controller owner reference"},
+    {"ConfigMap controlled by a Deployment", "configmaps", USER_CM, FOREIGN_CTL, PLAN_CLEANUP,
+     "ConfigMap default/cache is controlled by another Deployment \"web\""},
+    {"ConfigMap of an earlier RedisCluster", "configmaps", USER_CM, OLD_RC_CTL, PLAN_CLEANUP,
+     "controlled by another RedisCluster \"cache\""},
+    {"ConfigMap we own but do not control", "configmaps", USER_CM, OURS_NOT_CTL, PLAN_CLEANUP,
+     "no controller owner reference"},
+    {"ConfigMap we control, drifted", "configmaps", USER_CM, OURS_CTL, PLAN_APPLY, NULL},
+    {"unlabelled ClusterIP Service", "services", USER_SVC, NO_REFS, PLAN_CLEANUP,
+     "Service default/cache exists and was not created by this RedisCluster"},
+    {"Service controlled by a Deployment", "services", USER_SVC, FOREIGN_CTL, PLAN_CLEANUP,
+     "Service default/cache is controlled by another Deployment \"web\""},
+    {"Service we control, drifted", "services", USER_SVC, OURS_CTL, PLAN_APPLY, NULL},
+    {"unlabelled StatefulSet, another selector", "statefulsets", USER_STS, NO_REFS, PLAN_CLEANUP,
+     "StatefulSet default/cache exists and was not created by this RedisCluster"},
+    {"StatefulSet of an earlier RedisCluster", "statefulsets", USER_STS, OLD_RC_CTL, PLAN_CLEANUP,
+     "StatefulSet default/cache is controlled by another RedisCluster"},
+    {"absent ConfigMap", "configmaps", NULL, NULL, PLAN_CREATE, NULL},
+    {"absent Service", "services", NULL, NULL, PLAN_CREATE, NULL},
+    {"absent StatefulSet", "statefulsets", NULL, NULL, PLAN_CREATE, NULL},
+};
+
+static json_object **slot_of(world_t *w, const char *resource)
+{
+    return !strcmp(resource, "configmaps") ? &w->cm : !strcmp(resource, "services") ? &w->svc : &w->sts;
+}
+
+/* One row: a new RedisCluster meets the observed child. */
+static void owner_row(const owner_row_t *r)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    char text[4096], *before = NULL;
+    if (r->object) {
+        snprintf(text, sizeof(text), r->object, r->meta);
+        *slot_of(&w, r->resource) = parse(text);
+        before = strdup(json_object_to_json_string_ext(*slot_of(&w, r->resource), JSON_C_TO_STRING_PLAIN));
+    }
+    plan_t *p = run(&w, T1);
+    const plan_action_t *a = find_write(p, r->resource);
+    if (r->write == PLAN_CLEANUP) {
+        CU_ASSERT_PTR_NULL(a);
+    } else {
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        CU_ASSERT_EQUAL(a->kind, r->write);
+    }
+    /* force=true goes only to an object whose controller reference is ours. */
+    for (size_t i = 0; i < plan_action_count(p); i++) {
+        const plan_action_t *x = plan_action(p, i);
+        if (contains(x->path, "force=true") && x->kind == PLAN_APPLY)
+            CU_ASSERT(!strcmp(x->resource, r->resource) && !strcmp(r->meta, OURS_CTL));
+    }
+    json_object *deg = cond(p, "Degraded");
+    if (!r->message) {
+        CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "False");
+        CU_ASSERT_PTR_NULL(find_event(p, "OwnerConflict"));
+        goto out;
+    }
+    CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "True");
+    CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), "OwnerConflict");
+    if (!contains(str_at(deg, "message"), r->message))
+        fprintf(stderr, "\n%s: Degraded message is: %s\n", r->what, str_at(deg, "message"));
+    CU_ASSERT(contains(str_at(deg, "message"), r->message));
+    const plan_event_t *e = find_event(p, "OwnerConflict");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    CU_ASSERT_STRING_EQUAL(e->type, "Warning");
+    CU_ASSERT_STRING_EQUAL(e->message, str_at(deg, "message"));
+    CU_ASSERT_EQUAL(plan_action(p, (size_t)e->action)->kind, PLAN_UPDATE_STATUS);
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), PLAN_REQUEUE_NOT_READY_NS);
+    /* A StatefulSet that is not ours says nothing about our replicas. */
+    CU_ASSERT_EQUAL(int_at(plan_status(p), "readyReplicas"), 0);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    if (!strcmp(r->resource, "configmaps")) {
+        /* Pods would mount the other ConfigMap: no StatefulSet while it stands. */
+        CU_ASSERT_PTR_NULL(find_write(p, "statefulsets"));
+        CU_ASSERT(contains(str_at(deg, "message"), "StatefulSet default/cache is not created while the ConfigMap"));
+    } else {
+        CU_ASSERT_EQUAL(find_write(p, "configmaps")->kind, PLAN_CREATE);
+    }
+    /* Perform and look again, as resyncs would: the object stays untouched, nothing more
+     * is written or recorded, the conflict stays reported and looked at again. */
+    for (int round = 0; round < 4; round++) {
+        perform(&w, p);
+        plan_destroy(&p);
+        if (w.sts && strcmp(r->resource, "statefulsets"))
+            sts_settle(&w, 3);
+        p = run(&w, T2);
+    }
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    CU_ASSERT_EQUAL(plan_event_count(p), 0);
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), PLAN_REQUEUE_NOT_READY_NS);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "OwnerConflict");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "lastTransitionTime"), T1_STR);
+    CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(*slot_of(&w, r->resource), JSON_C_TO_STRING_PLAIN), before);
+    /* The user removes it: the operator creates its own and converges. */
+    json_object_put(*slot_of(&w, r->resource));
+    *slot_of(&w, r->resource) = NULL;
+    plan_destroy(&p);
+    p = run(&w, T3);
+    a = find_write(p, r->resource);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(a->kind, PLAN_CREATE);
+    plan_destroy(&p);
+    converge(&w, T3);
+    p = run(&w, T3);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 0);
+out:
+    plan_destroy(&p);
+    free(before);
+    world_free(&w);
+}
+
+static void test_ownership_table(void)
+{
+    for (size_t i = 0; i < sizeof(owner_rows) / sizeof(owner_rows[0]); i++)
+        owner_row(&owner_rows[i]);
+}
+
+/* Three objects in the way at once: one message names them all, one event. */
+static void test_ownership_every_child_in_the_way(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    char text[4096];
+    snprintf(text, sizeof(text), USER_CM, NO_REFS);
+    w.cm = parse(text);
+    snprintf(text, sizeof(text), USER_SVC, FOREIGN_CTL);
+    w.svc = parse(text);
+    snprintf(text, sizeof(text), USER_STS, NO_REFS);
+    w.sts = parse(text);
+    plan_t *p = run(&w, T1);
+    CU_ASSERT_EQUAL(count_writes(p), 0);
+    CU_ASSERT_EQUAL(plan_action_count(p), 1);
+    CU_ASSERT_EQUAL(plan_event_count(p), 1);
+    const char *m = str_at(cond(p, "Degraded"), "message");
+    CU_ASSERT(contains(m, "ConfigMap default/cache exists"));
+    CU_ASSERT(contains(m, "Service default/cache is controlled by another Deployment"));
+    CU_ASSERT(contains(m, "StatefulSet default/cache exists"));
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* ---- A failed write: a table of API refusals ---------------------------------------------- */
+
+typedef struct {
+    const char *what;
+    const char *resource;         /* the write that fails (of the fresh plan) */
+    int http;
+    const char *api_reason, *api_message;
+    const char *reason;           /* expected Degraded reason */
+    const char *message;          /* expected in the Degraded message */
+} fail_row_t;
+
+static const fail_row_t fail_rows[] = {
+    {"403 on create", "statefulsets", 403, "Forbidden",
+     "statefulsets.apps is forbidden: User \"op\" cannot create resource \"statefulsets\"", "Forbidden",
+     "cannot create StatefulSet default/cache: 403 Forbidden: statefulsets.apps is forbidden: User \"op\""},
+    {"422 on create", "services", 422, "Invalid", "Service \"cache\" is invalid: spec.ports[1].name: Duplicate value",
+     "Invalid", "cannot create Service default/cache: 422 Invalid: Service \"cache\" is invalid: spec.ports[1].name"},
+    {"a webhook's 500", "configmaps", 500, "InternalError", "Internal error occurred: failed calling webhook",
+     "InternalError", "cannot create ConfigMap default/cache: 500 InternalError: Internal error occurred"},
+    {"400 without a Status", "configmaps", 400, "", "<html>bad request</html>", "WriteFailed",
+     "cannot create ConfigMap default/cache: 400 error: <html>bad request</html>"},
+    {"a reason that is no condition reason", "configmaps", 400, "Bad Request", "x", "WriteFailed", "400 Bad Request: x"},
+    {"the finalizer patch", "redisclusters", 422, "Invalid", "metadata.finalizers: Forbidden", "Invalid",
+     "cannot add the finalizer to RedisCluster default/cache: 422 Invalid"},
+};
+
+static size_t index_of(const plan_t *p, const char *resource)
+{
+    for (size_t i = 0; i < plan_action_count(p); i++)
+        if (!strcmp(plan_action(p, i)->resource, resource))
+            return i;
+    CU_FAIL("no such action");
+    return 0;
+}
+
+/* Perform a plan's actions before index upto (the ones that succeeded). */
+static void perform_until(world_t *w, const plan_t *p, size_t upto)
+{
+    for (size_t i = 0; i < upto; i++) {
+        const plan_action_t *a = plan_action(p, i);
+        if (a->kind == PLAN_CREATE) {
+            json_object **slot = slot_of(w, a->resource);
+            json_object_put(*slot);
+            *slot = server_view(a->body, NULL);
+        } else if (a->kind == PLAN_ADD_FINALIZER) {
+            json_object_object_add(at(w->rc, "metadata"), "finalizers", copy(at(a->body, "metadata finalizers")));
+        }
+    }
+}
+
+static void fail_row(const fail_row_t *r)
+{
+    world_t w;
+    world_init(&w, SPEC3, 0);
+    plan_t *p = run(&w, T1);
+    size_t failed = index_of(p, r->resource);
+    perform_until(&w, p, failed);
+    plan_destroy(&p);
+    p = run(&w, T1); /* the same reconcile as it is seen once the earlier writes landed */
+    failed = index_of(p, r->resource);
+    plan_t *f = plan_write_failed(w.rc, p, failed, r->http, r->api_reason, r->api_message, T2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(f), 1);
+    const plan_action_t *a = plan_action(f, 0);
+    CU_ASSERT_EQUAL(a->kind, PLAN_UPDATE_STATUS);
+    CU_ASSERT_STRING_EQUAL(a->path, "/apis/cache.example.com/v1alpha1/namespaces/default/redisclusters/cache/status"
+                                    "?fieldManager=rediscluster-operator&force=true");
+    json_object *deg = cond(f, "Degraded");
+    CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "True");
+    CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), r->reason);
+    if (!contains(str_at(deg, "message"), r->message))
+        fprintf(stderr, "\n%s: Degraded message is: %s\n", r->what, str_at(deg, "message"));
+    CU_ASSERT(contains(str_at(deg, "message"), r->message));
+    CU_ASSERT_STRING_EQUAL(str_at(deg, "lastTransitionTime"), T2_STR);
+    CU_ASSERT_STRING_EQUAL(str_at(a->body, "status conditions 2 reason"), r->reason);
+    /* The rest of the status is the plan's. */
+    CU_ASSERT_STRING_EQUAL(plan_phase(f), plan_phase(p));
+    CU_ASSERT_STRING_EQUAL(str_at(cond(f, "Ready"), "reason"), str_at(cond(p, "Ready"), "reason"));
+    CU_ASSERT_EQUAL_FATAL(plan_event_count(f), 1);
+    CU_ASSERT_STRING_EQUAL(plan_event(f, 0)->type, "Warning");
+    CU_ASSERT_STRING_EQUAL(plan_event(f, 0)->reason, r->reason);
+    CU_ASSERT_STRING_EQUAL(plan_event(f, 0)->message, str_at(deg, "message"));
+    CU_ASSERT_EQUAL(plan_event(f, 0)->action, 0);
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(f), 0);
+    /* The status lands; the same failure again, later: nothing to write or record. */
+    json_object_object_add(w.rc, "status", copy(at(a->body, "status")));
+    plan_destroy(&f);
+    plan_destroy(&p);
+    p = run(&w, T3);
+    f = plan_write_failed(w.rc, p, index_of(p, r->resource), r->http, r->api_reason, r->api_message, T3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(plan_action_count(f), 0);
+    CU_ASSERT_EQUAL(plan_event_count(f), 0);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(f, "Degraded"), "lastTransitionTime"), T2_STR);
+    plan_destroy(&f);
+    /* Another message is news: written and recorded. */
+    f = plan_write_failed(w.rc, p, index_of(p, r->resource), r->http, r->api_reason, "something else", T3);
+    CU_ASSERT_EQUAL(plan_action_count(f), 1);
+    CU_ASSERT_EQUAL(plan_event_count(f), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(f, "Degraded"), "lastTransitionTime"), T2_STR);
+    plan_destroy(&f);
+    /* Once the write goes through, the plan's own status clears Degraded. */
+    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_UPDATE_STATUS, NULL));
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void test_failed_write_table(void)
+{
+    for (size_t i = 0; i < sizeof(fail_rows) / sizeof(fail_rows[0]); i++)
+        fail_row(&fail_rows[i]);
+}
+
+static void test_failed_write_edges(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    plan_t *p = run(&w, T1);
+    /* A failed status write cannot report itself; nor can an index past the end. */
+    size_t st = index_of(p, "redisclusters");
+    CU_ASSERT_EQUAL(plan_action(p, st)->kind, PLAN_UPDATE_STATUS);
+    plan_t *f = plan_write_failed(w.rc, p, st, 422, "Invalid", "status.phase: bad", T2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(plan_action_count(f), 0);
+    CU_ASSERT_EQUAL(plan_event_count(f), 0);
+    plan_destroy(&f);
+    f = plan_write_failed(w.rc, p, 99, 422, "Invalid", "x", T2);
+    CU_ASSERT_EQUAL(plan_action_count(f), 0);
+    plan_destroy(&f);
+    /* NULL reason and message are fine. */
+    f = plan_write_failed(w.rc, p, 0, 403, NULL, NULL, T2);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(f, "Degraded"), "reason"), "WriteFailed");
+    CU_ASSERT(contains(str_at(cond(f, "Degraded"), "message"), "403 error: (no message)"));
+    plan_destroy(&f);
+    plan_destroy(&p);
+    /* An OwnerConflict already degraded: the failure comes first, the conflict stays. */
+    char text[4096];
+    snprintf(text, sizeof(text), USER_SVC, NO_REFS);
+    w.svc = parse(text);
+    p = run(&w, T1);
+    f = plan_write_failed(w.rc, p, index_of(p, "statefulsets"), 403, "Forbidden", "no", T2);
+    const char *m = str_at(cond(f, "Degraded"), "message");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(f, "Degraded"), "reason"), "Forbidden");
+    CU_ASSERT(contains(m, "cannot create StatefulSet default/cache: 403 Forbidden: no; Service default/cache exists"));
+    plan_destroy(&f);
+    plan_destroy(&p);
+    /* A RedisCluster that cannot be addressed gives an empty plan, not a crash. */
+    json_object *bad = parse("{\"metadata\":{}}");
+    p = run(&w, T1);
+    f = plan_write_failed(bad, p, 0, 403, "Forbidden", "no", T2);
+    CU_ASSERT_PTR_NOT_NULL(f);
+    CU_ASSERT_EQUAL(plan_action_count(f), 0);
+    plan_destroy(&f);
+    plan_destroy(&p);
+    json_object_put(bad);
+    world_free(&w);
+}
+
 /* ---- Malformed input --------------------------------------------------------------------- */
 
 static void test_malformed_input_never_crashes(void)
@@ -1799,6 +2148,14 @@ static CU_TestInfo drift_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+static CU_TestInfo ownership_tests[] = {
+    {"observed children: ours, not ours, absent (table)", test_ownership_table},
+    {"every child in the way", test_ownership_every_child_in_the_way},
+    {"a failed write in the status, once (table)", test_failed_write_table},
+    {"a failed write: edges", test_failed_write_edges},
+    CU_TEST_INFO_NULL,
+};
+
 static CU_TestInfo spec_tests[] = {
     {"invalid specs, one field each", test_invalid_specs},
     {"every problem listed, quiet afterwards, recovers", test_invalid_spec_lists_every_problem_and_is_quiet_after},
@@ -1833,6 +2190,7 @@ static CU_TestInfo compare_tests[] = {
 static CU_SuiteInfo suites[] = {
     {"plan: create", NULL, NULL, NULL, NULL, create_tests},
     {"plan: drift", NULL, NULL, NULL, NULL, drift_tests},
+    {"plan: ownership and failed writes", NULL, NULL, NULL, NULL, ownership_tests},
     {"plan: spec", NULL, NULL, NULL, NULL, spec_tests},
     {"plan: lifecycle", NULL, NULL, NULL, NULL, lifecycle_tests},
     {"plan: compare", NULL, NULL, NULL, NULL, compare_tests},
