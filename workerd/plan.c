@@ -1142,6 +1142,15 @@ plan_t *plan_write_failed(const json_object *rediscluster, const plan_t *failed,
     }
     deg = cond_json(&c, &k, ostatus, oom);
     json_object *list = (json_object *)jsonx_get(st, "conditions");
+    /* failed may have been computed from an older copy than rediscluster: a condition
+     * rediscluster already shows with the same status keeps the time shown there. */
+    for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+        json_object *e = json_object_array_get_idx(list, i);
+        const json_object *o = observed_cond(ostatus, jstr(e, "type"));
+        const char *t = jstr(o, "lastTransitionTime");
+        if (t && same_str(o, "status", jstr(e, "status")))
+            jsonx_put(e, "lastTransitionTime", jsonx_new_str(t, oom), oom);
+    }
     for (size_t i = 0; deg && list && i < json_object_array_length(list); i++) {
         const char *t = jstr(json_object_array_get_idx(list, i), "type");
         if (t && !strcmp(t, "Degraded")) {

@@ -212,7 +212,9 @@ plan_t *plan_compute(const json_object *rediscluster, const json_object *configm
 /* The plan that reports a failed write (A FAILED WRITE above): action is the index in
  * failed of the write the API refused with http_status, api_reason (its Status reason;
  * NULL or "" when none) and api_message (NULL or "" when none); rediscluster is the
- * object failed was computed from. The result holds at most a PLAN_UPDATE_STATUS and its
+ * object as it is now (read afresh by the caller; failed may have been computed from an
+ * older copy: every condition's lastTransitionTime is taken again from rediscluster where
+ * it shows the same status). The result holds at most a PLAN_UPDATE_STATUS and its
  * Warning event, nothing when the failed write was the status itself (it cannot report
  * itself) or the observed status already says it; no requeue (the caller backs off).
  * Inputs are only read. Returns a plan the caller destroys, or NULL when out of memory. */

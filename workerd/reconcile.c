@@ -94,14 +94,14 @@ static void maybe_crash(const json_object *rc)
 }
 #endif
 
-/* GET the child named like rc into *out (the caller puts it); 404 gives NULL and 0.
- * Returns 0, or -1 with err. */
-static int get_child(const exec_ctx_t *x, const char *group, const char *resource, const char *ns,
-                     const char *name, json_object **out, kube_error_t *err)
+/* GET one object into *out (the caller puts it); 404 gives NULL and 0. Returns 0, or -1
+ * with err. */
+static int get_object(const exec_ctx_t *x, const char *group, const char *version, const char *resource,
+                      const char *ns, const char *name, json_object **out, kube_error_t *err)
 {
     buf_t path;
     buf_init(&path, 4096);
-    int rc = kube_path(&path, group, "v1", ns, resource, name, NULL);
+    int rc = kube_path(&path, group, version, ns, resource, name, NULL);
     if (rc) {
         kube_error_set(err, KERR_CONFIG, "%s %s/%s: cannot build the request path", resource, ns, name);
     } else if (kube_client_get(x->client, buf_str(&path), NULL, out, err)) {
@@ -138,7 +138,7 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
     for (int i = 0; i < 3; i++) {
         if (child[i] || !x->client)
             continue;
-        if (get_child(x, group[i], resource[i], ns, name, &fetched[i], err))
+        if (get_object(x, group[i], "v1", resource[i], ns, name, &fetched[i], err))
             return -1;
         child[i] = fetched[i];
     }
@@ -154,22 +154,39 @@ static int refused_by_api(const kube_error_t *err)
 }
 
 /* Put the failure of action failed into the status (plan_write_failed) before the
- * caller backs off. Failing to do so is logged, never more. */
+ * caller backs off. The RedisCluster is read afresh first: a retry is often dispatched
+ * before the watch has brought the status an earlier attempt wrote (maybe by another
+ * worker), and comparing with that stale copy would write and record the same failure
+ * again. Failing to report is logged, never more. */
 static void report_write_failure(const exec_ctx_t *x, const json_object *rc, const plan_t *plan, size_t failed,
                                  const kube_error_t *err)
 {
-    plan_t *fp = plan_write_failed(rc, plan, failed, err->http_status, err->reason, err->message, clock_wall_ns());
+    json_object *fresh = NULL;
+    kube_error_t gerr;
+    kube_error_clear(&gerr);
     char line[1024];
+    if (get_object(x, "cache.example.com", "v1alpha1", "redisclusters", str_at(rc, "namespace"), str_at(rc, "name"),
+                   &fresh, &gerr)) {
+        rlog_warn("cannot read the RedisCluster again; comparing with the cached one", "reconcileID",
+                  x->reconcile_id, "error", kube_error_str(&gerr, line, sizeof(line)));
+        fresh = json_object_get((json_object *)rc);
+    } else if (!fresh) {
+        return; /* deleted meanwhile: nothing to report on */
+    }
+    plan_t *fp = plan_write_failed(fresh, plan, failed, err->http_status, err->reason, err->message,
+                                   clock_wall_ns());
     if (!fp) {
         rlog_warn("out of memory while reporting a failed write", "reconcileID", x->reconcile_id);
+        json_object_put(fresh);
         return;
     }
     size_t at = 0;
     kube_error_t serr;
-    if (plan_action_count(fp) && exec_plan(x, rc, fp, &at, &serr) != EXEC_OK)
+    if (plan_action_count(fp) && exec_plan(x, fresh, fp, &at, &serr) != EXEC_OK)
         rlog_warn("cannot report the failed write in the status", "reconcileID", x->reconcile_id, "error",
                   kube_error_str(&serr, line, sizeof(line)));
     plan_destroy(&fp);
+    json_object_put(fresh);
 }
 
 void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,

@@ -1828,9 +1828,23 @@ static void fail_row(const fail_row_t *r)
     CU_ASSERT_EQUAL(plan_event(f, 0)->action, 0);
     CU_ASSERT_EQUAL(plan_requeue_after_ns(f), 0);
     /* The status lands; the same failure again, later: nothing to write or record. */
+    json_object *stale = copy(w.rc);
     json_object_object_add(w.rc, "status", copy(at(a->body, "status")));
+    set_at(w.rc, "metadata resourceVersion", "\"102\"");
     plan_destroy(&f);
     plan_destroy(&p);
+    /* Even from a plan computed later on the copy from before (a retry that came before
+     * the watch, whose conditions are all new to it): compared with the RedisCluster as
+     * it is now, nothing to say. */
+    p = plan_compute(stale, w.cm, w.svc, w.sts, T3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    f = plan_write_failed(w.rc, p, index_of(p, r->resource), r->http, r->api_reason, r->api_message, T3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(plan_action_count(f), 0);
+    CU_ASSERT_EQUAL(plan_event_count(f), 0);
+    plan_destroy(&f);
+    plan_destroy(&p);
+    json_object_put(stale);
     p = run(&w, T3);
     f = plan_write_failed(w.rc, p, index_of(p, r->resource), r->http, r->api_reason, r->api_message, T3);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
