@@ -9,15 +9,26 @@
 #include <string.h>
 
 #define MEMO_SLOTS 256
+#define EVENT_SLOTS 256
+#define EVENT_WINDOW_NS (INT64_C(600) * NS_PER_SEC) /* client-go's correlator: 10 minutes */
 
 typedef struct {
     uint64_t uid;  /* hash of the RedisCluster's uid; 0 = free */
     uint64_t sig;  /* hash of the resourceVersion it was computed from and the status */
 } memo_slot_t;
 
+typedef struct {
+    uint64_t key;   /* hash of involved object, type, reason, message; 0 = free */
+    char name[256]; /* the Event object recorded for it */
+    int64_t count;
+    int64_t at_ns;  /* monotonic time of the last recording */
+} event_slot_t;
+
 struct exec_memo {
     memo_slot_t slot[MEMO_SLOTS];
     size_t next; /* round-robin victim when full */
+    event_slot_t event[EVENT_SLOTS];
+    size_t next_event;
 };
 
 exec_memo_t *exec_memo_new(void)
@@ -69,6 +80,63 @@ static const char *json_str_at(const json_object *o, const char *a, const char *
     return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
+/* The memo's slot of an identical Event recorded within the window, or NULL. */
+static event_slot_t *event_find(exec_memo_t *m, uint64_t key, int64_t now)
+{
+    for (size_t i = 0; m && i < EVENT_SLOTS; i++)
+        if (m->event[i].key == key && now - m->event[i].at_ns < EVENT_WINDOW_NS)
+            return &m->event[i];
+    return NULL;
+}
+
+static void event_store(exec_memo_t *m, uint64_t key, const char *name, int64_t now)
+{
+    if (!m || !name)
+        return;
+    event_slot_t *s = NULL;
+    for (size_t i = 0; i < EVENT_SLOTS && !s; i++)
+        if (!m->event[i].key || now - m->event[i].at_ns >= EVENT_WINDOW_NS)
+            s = &m->event[i];
+    if (!s) {
+        s = &m->event[m->next_event];
+        m->next_event = (m->next_event + 1) % EVENT_SLOTS;
+    }
+    s->key = key;
+    snprintf(s->name, sizeof(s->name), "%s", name);
+    s->count = 1;
+    s->at_ns = now;
+}
+
+/* client-go's recorder: an identical Event again within the window bumps the count and
+ * lastTimestamp of the one recorded (a merge PATCH). Returns 0 when done, 1 when there
+ * is none to bump (or it has expired: 404), -1 with err on another failure. */
+static int event_bump(const exec_ctx_t *x, event_slot_t *s, const char *ns, kube_error_t *err)
+{
+    char now[40];
+    clock_format_rfc3339(clock_wall_ns(), 0, now, sizeof(now));
+    json_object *patch = json_object_new_object();
+    json_object_object_add(patch, "count", json_object_new_int64(s->count + 1));
+    json_object_object_add(patch, "lastTimestamp", json_object_new_string(now));
+    buf_t path;
+    buf_init(&path, 4096);
+    int rc = kube_path(&path, "", "v1", ns, "events", s->name, NULL);
+    if (!rc)
+        rc = kube_client_patch(x->client, buf_str(&path), KUBE_PATCH_MERGE, patch, NULL, NULL, err) ? -1 : 0;
+    buf_free(&path);
+    json_object_put(patch);
+    if (!rc) {
+        s->count++;
+        s->at_ns = clock_mono_ns();
+        return 0;
+    }
+    if (kube_error_is_not_found(err)) {
+        kube_error_clear(err);
+        s->key = 0;
+        return 1;
+    }
+    return -1;
+}
+
 int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *type,
                       const char *reason, const char *message, kube_error_t *err)
 {
@@ -117,11 +185,25 @@ int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *ty
     json_object_object_add(ev, "eventTime", json_object_new_string(micro));
     json_object_object_add(ev, "action", json_object_new_string("Reconcile"));
     json_object_object_add(ev, "count", json_object_new_int(1));
+    int64_t mono = clock_mono_ns();
+    uint64_t key = fnv(fnv(fnv(fnv(fnv(fnv(FNV_START, ns), name), uid ? uid : ""), type), reason), message);
+    event_slot_t *seen = event_find(x->memo, key, mono);
+    if (seen) {
+        int b = event_bump(x, seen, ns, err);
+        if (b <= 0) {
+            json_object_put(ev);
+            return b;
+        }
+    }
     buf_t path;
     buf_init(&path, 4096);
     kube_path(&path, "", "v1", ns, "events", NULL, NULL);
-    int rc_ = kube_client_create(x->client, buf_str(&path), ev, NULL, NULL, err);
+    json_object *made = NULL;
+    int rc_ = kube_client_create(x->client, buf_str(&path), ev, NULL, x->memo ? &made : NULL, err);
     buf_free(&path);
+    if (!rc_)
+        event_store(x->memo, key, json_str_at(made, "metadata", "name"), mono);
+    json_object_put(made);
     json_object_put(ev);
     return rc_;
 }

@@ -18,7 +18,10 @@
  * resourceVersion, with the same content (lastTransitionTimes aside), is skipped with
  * its events: the API already has it, and the work item only carried a RedisCluster
  * older than our own write (a retry dispatched before the watch delivered it). Any newer
- * RedisCluster is compared by the plan as usual.
+ * RedisCluster is compared by the plan as usual. It also remembers the Events recorded
+ * in the last 10 minutes: recording an identical one again (same RedisCluster, type,
+ * reason and message) PATCHes count and lastTimestamp of the one recorded, as client-go's
+ * recorder does, instead of creating another (a new one when that has expired: 404).
  */
 #ifndef RDC_EXECUTOR_H
 #define RDC_EXECUTOR_H
@@ -58,7 +61,8 @@ typedef struct {
 exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
                         size_t *failed_action, kube_error_t *err);
 
-/* Record one Event on the RedisCluster (core/v1 Event). Returns 0, or -1 with err. */
+/* Record one Event on the RedisCluster (core/v1 Event), or bump the count of an identical
+ * one x->memo remembers. Returns 0, or -1 with err. */
 int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *type,
                       const char *reason, const char *message, kube_error_t *err);
 
