@@ -145,8 +145,9 @@ for o in $objects; do
     check "$o untouched while its RedisCluster exists (resourceVersion, owners, labels, data, spec)" \
         cmp -s "$work/${o/\//_}.before" "$work/${o/\//_}.during"
 done
+# (Each jq reads a file kubectl wrote first: no object, no pass.)
 check "no operator field manager on the user's ConfigMap" \
-    sh -c "kubectl -n $ns get configmap keep-cm -o json --show-managed-fields | jq -e '[.metadata.managedFields[]? | select(.manager==\"rediscluster-operator\")] | length == 0' >/dev/null"
+    sh -c "kubectl -n $ns get configmap keep-cm -o json --show-managed-fields >$work/mf.json && jq -e '[.metadata.managedFields[]? | select(.manager==\"rediscluster-operator\")] | length == 0' $work/mf.json >/dev/null"
 check "keep-cm: still one OwnerConflict Event, count 1, after the requeues" test "$(events_of "$ns" keep-cm OwnerConflict)" = 1/1
 check "ctl-cm: one OwnerConflict Event, count 1" test "$(events_of "$ns" ctl-cm OwnerConflict)" = 1/1
 sleep 12
@@ -166,7 +167,7 @@ for o in configmap/keep-cm configmap/ctl-cm service/keep-svc statefulset/keep-st
     check "$o intact after its RedisCluster is deleted" cmp -s "$work/${o/\//_}.before" "$work/${o/\//_}.after"
 done
 check "the user's ConfigMap keeps both keys" \
-    sh -c "kubectl -n $ns get configmap keep-cm -o json | jq -e '.data[\"app.properties\"] == \"feature.x=on\" and (.data[\"redis.conf\"] | startswith(\"maxmemory 1mb\"))' >/dev/null"
+    sh -c "kubectl -n $ns get configmap keep-cm -o json >$work/cm.json && jq -e '.data[\"app.properties\"] == \"feature.x=on\" and (.data[\"redis.conf\"] | startswith(\"maxmemory 1mb\"))' $work/cm.json >/dev/null"
 
 # ---- The user deletes the object: the operator makes its own and converges ----------------
 kubectl -n "$ns" delete configmap/yield-cm service/yield-svc statefulset/yield-sts --wait=true --timeout=60s >/dev/null
