@@ -8,6 +8,20 @@
  * is logged and never fails the reconcile. Before every write the fence is asked whether
  * this process may still write (it leads, under the epoch the work was dispatched with);
  * when it says no, nothing more is written.
+ *
+ * PLAN_CREATE is a POST, retried by the client only when the server cannot have acted; its
+ * 409 AlreadyExists is EXEC_CONFLICT like any 409 (the next reconcile observes the object).
+ *
+ * The memo (optional, one per worker process) remembers the last status this process
+ * wrote for each RedisCluster (by uid) together with the resourceVersion of the
+ * RedisCluster it was computed from. A status write computed again from that same
+ * resourceVersion, with the same content (lastTransitionTimes aside), is skipped with
+ * its events: the API already has it, and the work item only carried a RedisCluster
+ * older than our own write (a retry dispatched before the watch delivered it). Any newer
+ * RedisCluster is compared by the plan as usual. It also remembers the Events recorded
+ * in the last 10 minutes: recording an identical one again (same RedisCluster, type,
+ * reason and message) PATCHes count and lastTimestamp of the one recorded, as client-go's
+ * recorder does, instead of creating another (a new one when that has expired: 404).
  */
 #ifndef RDC_EXECUTOR_H
 #define RDC_EXECUTOR_H
@@ -25,8 +39,17 @@ typedef enum {
 /* May this process write now? Returns 1 or 0. */
 typedef int (*exec_fence_fn)(void *user);
 
+typedef struct exec_memo exec_memo_t;
+
+/* A new, empty memo; NULL when out of memory. */
+exec_memo_t *exec_memo_new(void);
+
+/* Free the memo and set *memo_p to NULL. NULL is fine. */
+void exec_memo_destroy(exec_memo_t **memo_p);
+
 typedef struct {
     kube_client_t *client;
+    exec_memo_t *memo;          /* NULL = remember nothing */
     exec_fence_fn fence;        /* NULL = always allowed (workerd --once) */
     void *fence_user;
     const char *reconcile_id;   /* for log lines */
@@ -38,7 +61,8 @@ typedef struct {
 exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
                         size_t *failed_action, kube_error_t *err);
 
-/* Record one Event on the RedisCluster (core/v1 Event). Returns 0, or -1 with err. */
+/* Record one Event on the RedisCluster (core/v1 Event), or bump the count of an identical
+ * one x->memo remembers. Returns 0, or -1 with err. */
 int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *type,
                       const char *reason, const char *message, kube_error_t *err);
 

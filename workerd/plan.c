@@ -19,6 +19,7 @@
 
 #define CT_APPLY "application/apply-patch+yaml"
 #define CT_MERGE "application/merge-patch+json"
+#define CT_JSON "application/json"
 
 typedef struct {
     plan_action_t pub;
@@ -91,9 +92,11 @@ static char *request_path(const plan_action_t *a)
     int rc = strcmp(a->group_version, "v1") ? buf_printf(&path, "/apis/%s", a->group_version)
                                             : buf_puts(&path, "/api/v1");
     rc = rc || buf_puts(&path, "/namespaces") || put_segment(&path, a->ns) || put_segment(&path, a->resource) ||
-         put_segment(&path, a->name) || (a->subresource && put_segment(&path, a->subresource)) ||
+         (a->kind != PLAN_CREATE && put_segment(&path, a->name)) ||
+         (a->subresource && put_segment(&path, a->subresource)) ||
          ((a->kind == PLAN_APPLY || a->kind == PLAN_UPDATE_STATUS) &&
-          buf_puts(&path, "?fieldManager=" RENDER_FIELD_MANAGER "&force=true"));
+          buf_puts(&path, "?fieldManager=" RENDER_FIELD_MANAGER "&force=true")) ||
+         (a->kind == PLAN_CREATE && buf_puts(&path, "?fieldManager=" RENDER_FIELD_MANAGER));
     if (rc) {
         buf_free(&path);
         return NULL;
@@ -128,11 +131,11 @@ static int add_action(plan_t *p, plan_action_kind_t kind, const char *group_vers
     a->pub.name = a->name;
     a->pub.why = a->why;
     if (kind != PLAN_CLEANUP && !p->oom) {
-        a->pub.method = "PATCH";
         int apply = kind == PLAN_APPLY || kind == PLAN_UPDATE_STATUS;
-        a->pub.content_type = apply ? CT_APPLY : CT_MERGE;
+        a->pub.method = kind == PLAN_CREATE ? "POST" : "PATCH";
+        a->pub.content_type = kind == PLAN_CREATE ? CT_JSON : apply ? CT_APPLY : CT_MERGE;
         a->pub.subresource = kind == PLAN_UPDATE_STATUS ? "status" : NULL;
-        a->pub.field_manager = apply ? RENDER_FIELD_MANAGER : NULL;
+        a->pub.field_manager = apply || kind == PLAN_CREATE ? RENDER_FIELD_MANAGER : NULL;
         a->path = request_path(&a->pub);
         a->pub.path = a->path;
         if (!a->path)
@@ -384,6 +387,8 @@ typedef struct {
     buf_t invalid;             /* why, when failed_reason is set */
     const char *degraded_reason; /* ImmutableFieldChanged / OwnerConflict, or NULL */
     buf_t degraded;
+    int owner_conflict;      /* an observed child is not ours */
+    int sts_ours;            /* the observed StatefulSet is ours (its status counts) */
     int sts_replicas_change; /* this plan changes the StatefulSet's replicas */
     int sts_template_change; /* ... or its pod template */
 } ctx_t;
@@ -446,26 +451,61 @@ static json_object *finalizer_patch(const json_object *meta, int add, int *oom)
 
 /* ---- Children ------------------------------------------------------------------------- */
 
-/* The uid of another controller of obs, or NULL when it has none or it is us. */
-static const char *foreign_controller(const ctx_t *c, const json_object *obs, const char **kind_name)
+/* Who controls an observed child. */
+typedef enum {
+    CTL_OURS,  /* a controller reference with our uid */
+    CTL_NONE,  /* no controller reference at all */
+    CTL_OTHER  /* another object's controller reference */
+} controller_t;
+
+/* Who controls obs; for CTL_OTHER, *kind and *name (either may stay NULL) say what. */
+static controller_t controller_of(const ctx_t *c, const json_object *obs, const char **kind, const char **name)
 {
     const json_object *refs = jsonx_get(jsonx_get(obs, "metadata"), "ownerReferences");
     size_t n = refs && json_object_is_type(refs, json_type_array) ? json_object_array_length(refs) : 0;
     for (size_t i = 0; i < n; i++) {
         const json_object *r = json_object_array_get_idx(refs, i);
         const json_object *ctl = jsonx_get(r, "controller");
+        if (!ctl || !json_object_is_type(ctl, json_type_boolean) || !json_object_get_boolean(ctl))
+            continue;
+        /* The API server allows one controller reference per object: the first decides. */
         const char *uid = jstr(r, "uid");
-        if (ctl && json_object_is_type(ctl, json_type_boolean) && json_object_get_boolean(ctl) && uid &&
-            strcmp(uid, c->uid)) {
-            *kind_name = jstr(r, "kind");
-            return uid;
-        }
+        if (uid && !strcmp(uid, c->uid))
+            return CTL_OURS;
+        *kind = jstr(r, "kind");
+        *name = jstr(r, "name");
+        return CTL_OTHER;
     }
-    return NULL;
+    return CTL_NONE;
 }
 
-/* Plan the apply of one child, taking desired. obs is the observed object or NULL.
- * Returns 0, or -1 when out of memory. */
+/* Ownership (see plan.h): 1 when obs exists and is not ours; then the Degraded message
+ * says whose it is. An object the operator did not create is never written. */
+static int owner_conflict(ctx_t *c, const char *kind, const json_object *obs)
+{
+    const char *other_kind = NULL, *other_name = NULL;
+    if (!obs)
+        return 0;
+    controller_t who = controller_of(c, obs, &other_kind, &other_name);
+    if (who == CTL_OURS)
+        return 0;
+    c->owner_conflict = 1;
+    if (who == CTL_OTHER)
+        degrade(c, "OwnerConflict",
+                "%s %s/%s is controlled by another %s%s%.*s%s; the operator leaves it alone (delete or rename it, or "
+                "rename the RedisCluster)",
+                kind, c->ns, c->name, other_kind ? other_kind : "object", other_name ? " \"" : "", VALUE_SHOWN,
+                other_name ? other_name : "", other_name ? "\"" : "");
+    else
+        degrade(c, "OwnerConflict",
+                "%s %s/%s exists and was not created by this RedisCluster (it has no controller owner reference); "
+                "the operator leaves it alone (delete or rename it to let the operator create its own)",
+                kind, c->ns, c->name);
+    return 1;
+}
+
+/* Plan the create or update of one child, taking desired. obs is the observed object or
+ * NULL. Returns 0, or -1 when out of memory. */
 static int plan_child(ctx_t *c, const char *kind, const char *gv, const char *resource, json_object *desired,
                       const json_object *obs)
 {
@@ -473,16 +513,13 @@ static int plan_child(ctx_t *c, const char *kind, const char *gv, const char *re
     buf_t why;
     buf_init(&why, 2 * MESSAGE_CAP);
     int rc = 0;
-    const char *other_kind = NULL;
     if (!obs) {
+        /* Created, never applied: a create fails with AlreadyExists instead of taking over
+         * an object that appeared since it was observed absent. */
         buf_printf(&why, "%s %s/%s is missing", kind, c->ns, c->name);
-        int i = add_action(p, PLAN_APPLY, gv, resource, c->ns, c->name, desired, buf_str(&why));
+        int i = add_action(p, PLAN_CREATE, gv, resource, c->ns, c->name, desired, buf_str(&why));
         add_event(p, "Normal", "Created", i, "Created %s %s/%s", kind, c->ns, c->name);
-    } else if (foreign_controller(c, obs, &other_kind)) {
-        /* Applying our controller reference next to another one is refused by the API
-         * server; leave the object to its owner and say so. */
-        degrade(c, "OwnerConflict", "%s %s/%s is controlled by another %s; the operator leaves it alone", kind,
-                c->ns, c->name, other_kind ? other_kind : "object");
+    } else if (owner_conflict(c, kind, obs)) {
         json_object_put(desired);
     } else {
         buf_t where;
@@ -552,9 +589,13 @@ static int sts_same_but_replicas(const json_object *d, const json_object *o, buf
 static int plan_statefulset(ctx_t *c, json_object *desired, const json_object *obs)
 {
     plan_t *p = c->plan;
-    const char *other_kind = NULL;
-    if (!obs || foreign_controller(c, obs, &other_kind))
+    if (!obs || owner_conflict(c, "StatefulSet", obs)) {
+        if (obs) {
+            json_object_put(desired);
+            return 0;
+        }
         return plan_child(c, "StatefulSet", "apps/v1", "statefulsets", desired, obs);
+    }
     const json_object *dspec = jsonx_get(desired, "spec"), *ospec = jsonx_get(obs, "spec");
 
     buf_t where;
@@ -630,9 +671,20 @@ static int plan_children(ctx_t *c, const json_object *cm, const json_object *svc
     json_object *d = render_configmap(&c->in, buf_str(&conf));
     if (!d || plan_child(c, "ConfigMap", "v1", "configmaps", d, cm))
         goto out;
+    /* Only ours after its own check: the ConfigMap's conflict was just reported. */
+    int cm_ours = !cm || !c->owner_conflict;
     d = render_service(&c->in);
     if (!d || plan_child(c, "Service", "v1", "services", d, svc))
         goto out;
+    const char *k = NULL, *n = NULL;
+    c->sts_ours = sts && controller_of(c, sts, &k, &n) == CTL_OURS;
+    if (!cm_ours && (!sts || c->sts_ours)) {
+        /* Pods would mount the other object's redis.conf: hold the StatefulSet back. */
+        degrade(c, "OwnerConflict", "StatefulSet %s/%s is not %s while the ConfigMap it mounts is not the operator's",
+                c->ns, c->name, sts ? "updated" : "created");
+        rc = 0;
+        goto out;
+    }
     d = render_statefulset(&c->in, hash);
     if (!d || plan_statefulset(c, d, sts))
         goto out;
@@ -817,6 +869,42 @@ static int status_current(const ctx_t *c, const json_object *computed, const jso
     return 1;
 }
 
+/* Plan the write of the computed status st (taken: it becomes the plan's status) unless
+ * the observed one already says it. A Warning event of the Degraded condition's reason
+ * goes with the write when that condition is True and says something new, so an unchanged
+ * problem is not re-recorded on every resync. why is the action's log line. Returns 0,
+ * or -1 when out of memory. */
+static int status_write(ctx_t *c, json_object *st, const char *why)
+{
+    plan_t *p = c->plan;
+    int *oom = &p->oom;
+    const json_object *ostatus = jsonx_get(c->rc, "status");
+    p->status = st;
+    if (status_current(c, st, ostatus))
+        return 0;
+
+    json_object *body = jsonx_new_obj(oom), *meta = jsonx_new_obj(oom), *copy = NULL;
+    jsonx_put(body, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
+    jsonx_put(body, "kind", jsonx_new_str(RENDER_KIND, oom), oom);
+    jsonx_put(meta, "name", jsonx_new_str(c->name, oom), oom);
+    jsonx_put(meta, "namespace", jsonx_new_str(c->ns, oom), oom);
+    jsonx_put(body, "metadata", meta, oom);
+    if (json_object_deep_copy(st, &copy, NULL))
+        *oom = 1;
+    jsonx_put(body, "status", copy, oom);
+    if (*oom) {
+        json_object_put(body);
+        return -1;
+    }
+    int i = add_action(p, PLAN_UPDATE_STATUS, RENDER_GROUP_VERSION, "redisclusters", c->ns, c->name, body, why);
+    const json_object *deg = observed_cond(st, "Degraded"), *old = observed_cond(ostatus, "Degraded");
+    const char *reason = jstr(deg, "reason"), *message = jstr(deg, "message");
+    if (reason && same_str(deg, "status", "True") &&
+        (!same_str(old, "status", "True") || !same_str(old, "reason", reason) || !same_str(old, "message", message)))
+        add_event(p, "Warning", reason, i, "%s", message ? message : "");
+    return p->oom ? -1 : 0;
+}
+
 /* Compute the status, and plan its write (with its events) when it changed. */
 static int plan_status_write(ctx_t *c, const json_object *sts)
 {
@@ -850,41 +938,13 @@ static int plan_status_write(ctx_t *c, const json_object *sts)
         json_object_put(st);
         return -1;
     }
-    p->status = st;
-    if (status_current(c, st, ostatus))
-        return 0;
-
-    json_object *body = jsonx_new_obj(oom), *meta = jsonx_new_obj(oom), *copy = NULL;
-    jsonx_put(body, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
-    jsonx_put(body, "kind", jsonx_new_str(RENDER_KIND, oom), oom);
-    jsonx_put(meta, "name", jsonx_new_str(c->name, oom), oom);
-    jsonx_put(meta, "namespace", jsonx_new_str(c->ns, oom), oom);
-    jsonx_put(body, "metadata", meta, oom);
-    if (json_object_deep_copy(st, &copy, NULL))
-        *oom = 1;
-    jsonx_put(body, "status", copy, oom);
-    if (*oom) {
-        json_object_put(body);
-        return -1;
-    }
     buf_t why;
     buf_init(&why, 2 * MESSAGE_CAP);
     buf_printf(&why, "status of RedisCluster %s/%s changed: phase %s, %lld/%d ready", c->ns, c->name, phase,
                (long long)v.ready, c->in.size);
-    int i = add_action(p, PLAN_UPDATE_STATUS, RENDER_GROUP_VERSION, "redisclusters", c->ns, c->name, body,
-                       buf_str(&why));
+    int rc = status_write(c, st, buf_str(&why));
     buf_free(&why);
-    /* Warnings go with the status write that first reports them, so an unchanged problem
-     * is not re-recorded on every resync. */
-    if (c->failed_reason)
-        add_event(p, "Warning", c->failed_reason, i, "%s", conds[COND_READY].message);
-    else if (c->degraded_reason) {
-        const json_object *old = observed_cond(ostatus, "Degraded");
-        if (!same_str(old, "status", "True") || !same_str(old, "reason", c->degraded_reason) ||
-            !same_str(old, "message", conds[COND_DEGRADED].message))
-            add_event(p, "Warning", c->degraded_reason, i, "%s", conds[COND_DEGRADED].message);
-    }
-    return p->oom ? -1 : 0;
+    return rc;
 }
 
 /* ---- plan_compute -------------------------------------------------------------------- */
@@ -965,10 +1025,11 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
     }
     if (!c.failed_reason && plan_children(&c, cm, svc, sts))
         goto out;
-    if (plan_status_write(&c, c.failed_reason ? NULL : sts))
+    if (plan_status_write(&c, c.failed_reason || !c.sts_ours ? NULL : sts))
         goto out;
     const char *phase = plan_phase(p);
-    if (phase && strcmp(phase, "Running") && strcmp(phase, "Failed"))
+    /* An object in the way is not watched (it has not our labels): look again. */
+    if (c.owner_conflict || (phase && strcmp(phase, "Running") && strcmp(phase, "Failed")))
         p->requeue_after_ns = PLAN_REQUEUE_NOT_READY_NS;
 out:
     buf_free(&image);
@@ -990,6 +1051,126 @@ plan_t *plan_compute(const json_object *rediscluster, const json_object *configm
     else
         plan_live(p, rediscluster, meta, as_object(configmap), as_object(service), as_object(statefulset),
                   now_wall_ns);
+out:
+    if (p->oom)
+        plan_destroy(&p);
+    return p;
+}
+
+/* ---- A failed write ------------------------------------------------------------------ */
+
+/* 1 when s can be a condition reason (metav1.Condition: ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$). */
+static int condition_reason_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (!n || n > 1024 || !((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        char ch = s[i];
+        int alnum = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_';
+        if (!alnum && !((ch == ',' || ch == ':') && i + 1 < n))
+            return 0;
+    }
+    return 1;
+}
+
+/* "ConfigMap" for "configmaps", and so on. */
+static const char *kind_of_resource(const char *resource)
+{
+    static const char *const map[][2] = {{"configmaps", "ConfigMap"},
+                                         {"services", "Service"},
+                                         {"statefulsets", "StatefulSet"},
+                                         {"redisclusters", RENDER_KIND}};
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (!strcmp(map[i][0], resource))
+            return map[i][1];
+    return resource;
+}
+
+/* What an action does, as a verb phrase for messages. */
+static const char *action_verb(plan_action_kind_t kind)
+{
+    switch (kind) {
+    case PLAN_CREATE: return "create";
+    case PLAN_APPLY: return "apply";
+    case PLAN_ADD_FINALIZER: return "add the finalizer to";
+    case PLAN_REMOVE_FINALIZER: return "remove the finalizer from";
+    case PLAN_UPDATE_STATUS: return "write the status of";
+    case PLAN_CLEANUP: return "clean up";
+    }
+    return "write";
+}
+
+plan_t *plan_write_failed(const json_object *rediscluster, const plan_t *failed, size_t action, int http_status,
+                          const char *api_reason, const char *api_message, int64_t now_wall_ns)
+{
+    plan_t *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    const plan_action_t *a = plan_action(failed, action);
+    const json_object *meta = jsonx_get(as_object(rediscluster), "metadata");
+    /* A status write that failed cannot report itself; nothing planned, nothing to say. */
+    if (!a || a->kind == PLAN_UPDATE_STATUS || a->kind == PLAN_CLEANUP || !failed->status || !jstr(meta, "name") ||
+        !jstr(meta, "namespace"))
+        return p;
+    ctx_t c;
+    memset(&c, 0, sizeof(c));
+    c.plan = p;
+    c.rc = rediscluster;
+    c.name = jstr(meta, "name");
+    c.ns = jstr(meta, "namespace");
+    c.now = now_wall_ns;
+    c.generation = jint(meta, "generation", -1);
+    int *oom = &p->oom;
+
+    cond_t k;
+    memset(&k, 0, sizeof(k));
+    const char *reason = condition_reason_ok(api_reason) ? api_reason : "WriteFailed";
+    const json_object *was = observed_cond(failed->status, "Degraded");
+    const char *was_msg = same_str(was, "status", "True") ? jstr(was, "message") : NULL;
+    /* The API's message verbatim (it is what a user searches for), the object named, and
+     * whatever else was already degraded after it. */
+    set_cond(&k, "Degraded", 1, reason, "cannot %s %s %s/%s: %d %s: %s%s%s", action_verb(a->kind),
+             kind_of_resource(a->resource), a->ns, a->name, http_status,
+             api_reason && *api_reason ? api_reason : "error", api_message && *api_message ? api_message : "(no message)",
+             was_msg ? "; " : "", was_msg ? was_msg : "");
+    const json_object *ostatus = jsonx_get(rediscluster, "status");
+    json_object *st = NULL, *deg = NULL;
+    if (json_object_deep_copy(failed->status, &st, NULL)) {
+        p->oom = 1;
+        goto out;
+    }
+    deg = cond_json(&c, &k, ostatus, oom);
+    json_object *list = (json_object *)jsonx_get(st, "conditions");
+    /* failed may have been computed from an older copy than rediscluster: a condition
+     * rediscluster already shows with the same status keeps the time shown there. */
+    for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+        json_object *e = json_object_array_get_idx(list, i);
+        const json_object *o = observed_cond(ostatus, jstr(e, "type"));
+        const char *t = jstr(o, "lastTransitionTime");
+        if (t && same_str(o, "status", jstr(e, "status")))
+            jsonx_put(e, "lastTransitionTime", jsonx_new_str(t, oom), oom);
+    }
+    for (size_t i = 0; deg && list && i < json_object_array_length(list); i++) {
+        const char *t = jstr(json_object_array_get_idx(list, i), "type");
+        if (t && !strcmp(t, "Degraded")) {
+            if (json_object_array_put_idx(list, i, deg))
+                *oom = 1;
+            deg = NULL;
+        }
+    }
+    if (deg || *oom) { /* not placed: the status had no Degraded condition */
+        json_object_put(deg);
+        json_object_put(st);
+        if (!*oom)
+            return p;
+        goto out;
+    }
+    buf_t why;
+    buf_init(&why, 2 * MESSAGE_CAP);
+    buf_printf(&why, "status of RedisCluster %s/%s: a write failed: %s", c.ns, c.name, k.message);
+    status_write(&c, st, buf_str(&why));
+    buf_free(&why);
 out:
     if (p->oom)
         plan_destroy(&p);
@@ -1070,6 +1251,8 @@ const char *plan_action_kind_name(plan_action_kind_t kind)
         return "cleanup";
     case PLAN_APPLY:
         return "apply";
+    case PLAN_CREATE:
+        return "create";
     case PLAN_UPDATE_STATUS:
         return "updateStatus";
     }

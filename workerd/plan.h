@@ -8,8 +8,9 @@
  * and stops at the first failure (the key is then retried with backoff). Events are
  * recorded after the action they report has succeeded.
  *
- * ACTIONS, in the order they appear (each kind at most once, applies in the order
- * ConfigMap, Service, StatefulSet so pods never start without their config):
+ * ACTIONS, in the order they appear (each kind at most once, except creates and applies,
+ * which come in the order ConfigMap, Service, StatefulSet so pods never start without
+ * their config):
  *
  *   PLAN_ADD_FINALIZER     PATCH <RedisCluster>, application/merge-patch+json,
  *   PLAN_REMOVE_FINALIZER  body {"metadata":{"finalizers":[...],"resourceVersion":RV}}:
@@ -17,9 +18,16 @@
  *                          as precondition (omitted when the object has none), so a
  *                          concurrent change to the list fails with 409 instead of being lost.
  *   PLAN_CLEANUP           run the cleanup hook (no request; body and path are NULL).
+ *   PLAN_CREATE            POST <children collection>?fieldManager=rediscluster-operator,
+ *                          application/json, body = the full desired object. Create-only:
+ *                          when an object of that name appeared since it was observed
+ *                          absent, the API answers 409 AlreadyExists, nothing is changed,
+ *                          and the next reconcile observes it (see OWNERSHIP).
  *   PLAN_APPLY             PATCH <child>?fieldManager=rediscluster-operator&force=true,
  *                          application/apply-patch+yaml (JSON is YAML), body = the full
- *                          desired object (server-side apply).
+ *                          desired object (server-side apply). Only ever on a child whose
+ *                          controller owner reference is ours (force takes fields from
+ *                          other managers, so it never goes to an object we do not control).
  *   PLAN_UPDATE_STATUS     PATCH <RedisCluster>/status?fieldManager=rediscluster-operator&force=true,
  *                          application/apply-patch+yaml, body
  *                          {"apiVersion","kind","metadata":{name,namespace},"status":{...}}
@@ -31,7 +39,8 @@
  *                          ReconcileCrashed) is neither carried from a stale snapshot nor
  *                          removed.
  *
- * Every action carries the request path ("/apis/apps/v1/namespaces/ns/statefulsets/x?..."),
+ * Every action carries the request path ("/apis/apps/v1/namespaces/ns/statefulsets/x?...",
+ * for PLAN_CREATE the collection "/apis/apps/v1/namespaces/ns/statefulsets?..."),
  * method and content type, so the executor needs no knowledge of the resources.
  *
  * DECISIONS, in order:
@@ -55,10 +64,14 @@
  *     defaulting webhook's defaults for what it leaves unset (version "7.2" as the tag of an
  *     image without one, maxmemoryPolicy allkeys-lru, storage.size 1Gi; rdc_spec.h), so a
  *     cluster runs the same whether or not the webhook is installed, and compared with the
- *     observed ones; a missing or drifted child gets PLAN_APPLY with the full desired object and a
- *     Normal event (Created, Updated, or Scaled when the StatefulSet's replicas change).
+ *     observed ones: a missing child gets PLAN_CREATE (Normal event Created); an observed
+ *     child that is not ours is left alone (OWNERSHIP); a drifted child of ours gets
+ *     PLAN_APPLY with the full desired object and a Normal event (Updated, or Scaled when
+ *     the StatefulSet's replicas change).
  *  6. The status is computed; PLAN_UPDATE_STATUS only when it differs from the observed one.
- *  7. Requeue after 10 s unless the phase is Running or Failed.
+ *  7. Requeue after 10 s unless the phase is Running or Failed; also, whatever the phase,
+ *     while an OwnerConflict stands: the object in the way carries none of our labels, so
+ *     no watch event says when it goes, and only looking again finds out.
  *
  * MANAGED-FIELD COMPARISON (drift), plan_json_subset(desired, observed):
  *   An observed child matches when desired is a subset of it:
@@ -76,11 +89,35 @@
  *     ("1Gi" = "1024Mi", "500m" = "0.5");
  *   - number: equal by value; boolean: equal; null in desired: observed absent or null.
  *   Fields the operator stops setting are not detected as drift (server-side apply removes
- *   them at the next apply).
+ *   them at the next apply, but only those it alone manages: a child made by PLAN_CREATE
+ *   records its fields under the same manager name with operation Update, and those stay
+ *   until a new version of the operator drops them explicitly).
  *
- * OWNERSHIP: an observed child whose controller owner reference names another uid is
- * left alone (the API server refuses a second controller reference): no apply, and
- * Degraded=True reason OwnerConflict.
+ * OWNERSHIP (controller-runtime's rule: the operator never takes over what it did not
+ * create): an observed child is ours when its first controller owner reference
+ * (controller: true) carries this RedisCluster's uid. A child that is not ours (no
+ * controller reference at all, as with a user's own ConfigMap, or another object's,
+ * including an earlier RedisCluster of the same name the garbage collector has not yet
+ * cleaned up) is left untouched: no write of any kind, Degraded=True reason OwnerConflict
+ * with a message naming the kind, namespace/name and why (no controller reference, or the
+ * other controller's kind and name), and the Warning event OwnerConflict with the status
+ * write that first reports it. When the ConfigMap is not ours the StatefulSet is neither
+ * created nor updated either (its pods would mount the other object's redis.conf), which
+ * the Degraded message says. A StatefulSet that is not ours contributes nothing to the
+ * status (it is treated as absent there: phase Pending, Ready=False Creating).
+ * The caller hands in every child it can find by name, not only the ones its labelled
+ * cache holds (workerd GETs a child the cache says is absent), since an unlabelled object
+ * of that name would otherwise look absent; PLAN_CREATE then fails safe with 409.
+ *
+ * A FAILED WRITE (plan_write_failed): when the API refuses one of the plan's writes (422,
+ * 403, 400, a webhook's denial, ...), the status still tells: the plan's computed status
+ * with Degraded=True, reason the API's Status reason when it is a valid condition reason
+ * (Invalid, Forbidden, ...) else WriteFailed, message "cannot <create|apply|...> <Kind>
+ * <ns>/<name>: <HTTP code> <reason>: <the API's message>" (then any other Degraded
+ * message), written only when it differs from the observed status, with a Warning event
+ * of that reason only when the Degraded condition says something new. So the same
+ * failure, retried with backoff, writes nothing and records nothing again once its status
+ * is observed.
  *
  * IMMUTABLE STATEFULSET FIELDS: spec.selector and spec.serviceName never change for a
  * given name, but an observed StatefulSet created otherwise may differ: then no apply is
@@ -106,8 +143,10 @@
  *                  InvalidObject (message "2/3 replicas ready", or the spec problems)
  *     Progressing: True Creating, Scaling, RollingUpdate | False Stable, InvalidSpec,
  *                  InvalidObject
- *     Degraded:    True ImmutableFieldChanged, OwnerConflict, InvalidSpec, InvalidObject
- *                  | False AsExpected
+ *     Degraded:    True ImmutableFieldChanged, OwnerConflict, InvalidSpec, InvalidObject,
+ *                  or a failed write's reason (above) | False AsExpected
+ *   The Warning event of a True Degraded condition (its reason and message) goes with the
+ *   status write, and only when the condition's status, reason or message changes.
  *   lastTransitionTime of a condition is `now` when its status flips (or it is new), and
  *   the observed value otherwise. The status write is planned only when phase, replicas,
  *   readyReplicas, observedGeneration, selector, or a condition's status, reason, message
@@ -129,6 +168,7 @@ typedef enum {
     PLAN_ADD_FINALIZER,
     PLAN_REMOVE_FINALIZER,
     PLAN_CLEANUP,
+    PLAN_CREATE,
     PLAN_APPLY,
     PLAN_UPDATE_STATUS,
 } plan_action_kind_t;
@@ -136,14 +176,15 @@ typedef enum {
 /* One write. Every string and the body belong to the plan and live until plan_destroy. */
 typedef struct {
     plan_action_kind_t kind;
-    const char *method;        /* "PATCH"; NULL for PLAN_CLEANUP */
-    const char *content_type;  /* "application/apply-patch+yaml" or "application/merge-patch+json" */
+    const char *method;        /* "POST" for PLAN_CREATE, else "PATCH"; NULL for PLAN_CLEANUP */
+    const char *content_type;  /* "application/apply-patch+yaml", "application/merge-patch+json",
+                                  or "application/json" (PLAN_CREATE) */
     const char *group_version; /* "v1", "apps/v1", "cache.example.com/v1alpha1" */
     const char *resource;      /* "configmaps", "services", "statefulsets", "redisclusters" */
     const char *ns;            /* namespace */
-    const char *name;
     const char *subresource;   /* "status" for PLAN_UPDATE_STATUS, else NULL */
-    const char *field_manager; /* "rediscluster-operator" for PLAN_APPLY and PLAN_UPDATE_STATUS */
+    const char *field_manager; /* "rediscluster-operator" for PLAN_CREATE, PLAN_APPLY, PLAN_UPDATE_STATUS */
+    const char *name;          /* the object's name (for PLAN_CREATE it is in the body, not the path) */
     const char *path;          /* request path and query; NULL for PLAN_CLEANUP */
     json_object *body;         /* request body (serialise it; do not change or free it) */
     const char *why;           /* one line for logs: what differs, or why the write is needed */
@@ -167,6 +208,18 @@ typedef struct plan plan_t;
  * plan_destroy, or NULL only when out of memory. */
 plan_t *plan_compute(const json_object *rediscluster, const json_object *configmap,
                      const json_object *service, const json_object *statefulset, int64_t now_wall_ns);
+
+/* The plan that reports a failed write (A FAILED WRITE above): action is the index in
+ * failed of the write the API refused with http_status, api_reason (its Status reason;
+ * NULL or "" when none) and api_message (NULL or "" when none); rediscluster is the
+ * object as it is now (read afresh by the caller; failed may have been computed from an
+ * older copy: every condition's lastTransitionTime is taken again from rediscluster where
+ * it shows the same status). The result holds at most a PLAN_UPDATE_STATUS and its
+ * Warning event, nothing when the failed write was the status itself (it cannot report
+ * itself) or the observed status already says it; no requeue (the caller backs off).
+ * Inputs are only read. Returns a plan the caller destroys, or NULL when out of memory. */
+plan_t *plan_write_failed(const json_object *rediscluster, const plan_t *failed, size_t action, int http_status,
+                          const char *api_reason, const char *api_message, int64_t now_wall_ns);
 
 /* Free the plan and everything it handed out, and set *plan_p to NULL. NULL is fine. */
 void plan_destroy(plan_t **plan_p);
@@ -199,8 +252,8 @@ const char *plan_error(const plan_t *plan);
  * A new object the caller puts, or NULL when out of memory. */
 json_object *plan_to_json(const plan_t *plan);
 
-/* The name of an action kind: "addFinalizer", "removeFinalizer", "cleanup", "apply",
- * "updateStatus". */
+/* The name of an action kind: "addFinalizer", "removeFinalizer", "cleanup", "create",
+ * "apply", "updateStatus". */
 const char *plan_action_kind_name(plan_action_kind_t kind);
 
 /* The managed-field comparison described above: 1 when desired is a subset of observed,

@@ -94,6 +94,101 @@ static void maybe_crash(const json_object *rc)
 }
 #endif
 
+/* GET one object into *out (the caller puts it); 404 gives NULL and 0. Returns 0, or -1
+ * with err. */
+static int get_object(const exec_ctx_t *x, const char *group, const char *version, const char *resource,
+                      const char *ns, const char *name, json_object **out, kube_error_t *err)
+{
+    buf_t path;
+    buf_init(&path, 4096);
+    int rc = kube_path(&path, group, version, ns, resource, name, NULL);
+    if (rc) {
+        kube_error_set(err, KERR_CONFIG, "%s %s/%s: cannot build the request path", resource, ns, name);
+    } else if (kube_client_get(x->client, buf_str(&path), NULL, out, err)) {
+        rc = -1;
+        if (kube_error_is_not_found(err)) {
+            kube_error_clear(err);
+            rc = 0;
+        }
+    }
+    buf_free(&path);
+    if (rc || (*out && !json_object_is_type(*out, json_type_object))) {
+        json_object_put(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* The cache lists children by our label only: an unlabelled object of the same name
+ * looks absent there. Ask the API by name for each child the cache does not have (a
+ * read, only then: a resync of healthy clusters reads nothing). fetched[i] gets what was
+ * found (owned by the caller); child[i] points to it. Returns 0, or -1 with err. */
+static int find_absent_children(const exec_ctx_t *x, const json_object *rc, const json_object *child[3],
+                                json_object *fetched[3], kube_error_t *err)
+{
+    static const char *const group[3] = {"", "", "apps"}, *const resource[3] = {"configmaps", "services",
+                                                                                  "statefulsets"};
+    json_object *md = NULL;
+    const char *ns = str_at(rc, "namespace"), *name = str_at(rc, "name");
+    /* Deletion looks at no child, and an object that cannot be addressed is the plan's
+     * to report. */
+    if (!*ns || !*name || !json_object_object_get_ex(rc, "metadata", &md) ||
+        json_object_object_get_ex(md, "deletionTimestamp", NULL))
+        return 0;
+    for (int i = 0; i < 3; i++) {
+        if (child[i] || !x->client)
+            continue;
+        if (get_object(x, group[i], "v1", resource[i], ns, name, &fetched[i], err))
+            return -1;
+        child[i] = fetched[i];
+    }
+    return 0;
+}
+
+/* The API refused the write (an answer, not a transport failure or overload that a
+ * retry may get past): worth saying in the status. */
+static int refused_by_api(const kube_error_t *err)
+{
+    return err->http_status >= 400 && !kube_error_retryable(err) && !kube_error_is_conflict(err) &&
+           !kube_error_is_already_exists(err);
+}
+
+/* Put the failure of action failed into the status (plan_write_failed) before the
+ * caller backs off. The RedisCluster is read afresh first: a retry is often dispatched
+ * before the watch has brought the status an earlier attempt wrote (maybe by another
+ * worker), and comparing with that stale copy would write and record the same failure
+ * again. Failing to report is logged, never more. */
+static void report_write_failure(const exec_ctx_t *x, const json_object *rc, const plan_t *plan, size_t failed,
+                                 const kube_error_t *err)
+{
+    json_object *fresh = NULL;
+    kube_error_t gerr;
+    kube_error_clear(&gerr);
+    char line[1024];
+    if (get_object(x, "cache.example.com", "v1alpha1", "redisclusters", str_at(rc, "namespace"), str_at(rc, "name"),
+                   &fresh, &gerr)) {
+        rlog_warn("cannot read the RedisCluster again; comparing with the cached one", "reconcileID",
+                  x->reconcile_id, "error", kube_error_str(&gerr, line, sizeof(line)));
+        fresh = json_object_get((json_object *)rc);
+    } else if (!fresh) {
+        return; /* deleted meanwhile: nothing to report on */
+    }
+    plan_t *fp = plan_write_failed(fresh, plan, failed, err->http_status, err->reason, err->message,
+                                   clock_wall_ns());
+    if (!fp) {
+        rlog_warn("out of memory while reporting a failed write", "reconcileID", x->reconcile_id);
+        json_object_put(fresh);
+        return;
+    }
+    size_t at = 0;
+    kube_error_t serr;
+    if (plan_action_count(fp) && exec_plan(x, fresh, fp, &at, &serr) != EXEC_OK)
+        rlog_warn("cannot report the failed write in the status", "reconcileID", x->reconcile_id, "error",
+                  kube_error_str(&serr, line, sizeof(line)));
+    plan_destroy(&fp);
+    json_object_put(fresh);
+}
+
 void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,
                    const json_object *svc, const json_object *sts, FILE *dry_run,
                    reconcile_outcome_t *out)
@@ -110,7 +205,19 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
                                             "controller");
     metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), 1);
 
-    plan_t *plan = plan_compute(rc, cm, svc, sts, clock_wall_ns());
+    const json_object *child[3] = {cm, svc, sts};
+    json_object *fetched[3] = {NULL, NULL, NULL};
+    plan_t *plan = NULL;
+    kube_error_t ferr;
+    kube_error_clear(&ferr);
+    if (find_absent_children(x, rc, child, fetched, &ferr)) {
+        out->result = RECONCILE_ERROR;
+        kube_error_str(&ferr, out->message, sizeof(out->message));
+        rlog_error("Reconciler error", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name", name,
+                   "reconcileID", x->reconcile_id, "action", "get", "error", out->message);
+        goto out;
+    }
+    plan = plan_compute(rc, child[0], child[1], child[2], clock_wall_ns());
     if (!plan) {
         out->result = RECONCILE_ERROR;
         snprintf(out->message, sizeof(out->message), "out of memory while planning");
@@ -147,13 +254,10 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
              name, "reconcileID", x->reconcile_id, "action",
              a ? plan_action_kind_name(a->kind) : "", "result", exec_result_name(r), "error",
              out->message);
-        /* A write the API refused as invalid will be refused again: say so on the object. */
-        if (r == EXEC_ERROR && (kube_error_is_invalid(&err) || err.code == KERR_FORBIDDEN)) {
-            kube_error_t eerr;
-            kube_error_clear(&eerr);
-            if (!x->fence || x->fence(x->fence_user))
-                exec_record_event(x, rc, "Warning", "ReconcileFailed", out->message, &eerr);
-        }
+        /* A write the API refused will likely be refused again: the status says so
+         * (once: an unchanged failure writes and records nothing more). */
+        if (r == EXEC_ERROR && refused_by_api(&err))
+            report_write_failure(x, rc, plan, failed, &err);
     }
 out:;
     double seconds = (double)(clock_mono_ns() - start) / 1e9;
@@ -168,4 +272,6 @@ out:;
         record_metrics(out->result, seconds);
     metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), -1);
     plan_destroy(&plan);
+    for (int i = 0; i < 3; i++)
+        json_object_put(fetched[i]);
 }

@@ -29,9 +29,14 @@ typedef struct {
     char message[1024];     /* the error, for RECONCILE_ERROR */
 } reconcile_outcome_t;
 
-/* Reconcile rc given its observed children (each NULL when absent). dry_run != NULL
- * prints the plan as JSON there and writes nothing. Never fails on bad input: a broken
- * object gives a logged error and RECONCILE_DONE (a fix arrives as a new event). */
+/* Reconcile rc given its observed children (each NULL when the cache has none). A child
+ * the caller has not is first read from the API by name (GET; 404 = absent), since the
+ * cache only holds labelled objects and an unlabelled one of that name must not look
+ * absent to the plan (plan.h, OWNERSHIP); a failed read is RECONCILE_ERROR. A write the
+ * API refuses (4xx other than 409/429, a non-retryable 5xx) is put into the status
+ * (plan_write_failed) before RECONCILE_ERROR is returned. dry_run != NULL prints the plan
+ * as JSON there and writes nothing. Never fails on bad input: a broken object gives a
+ * logged error and RECONCILE_DONE (a fix arrives as a new event). */
 void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,
                    const json_object *svc, const json_object *sts, FILE *dry_run,
                    reconcile_outcome_t *out);

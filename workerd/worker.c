@@ -34,6 +34,7 @@ typedef struct {
     int64_t next_heartbeat_ns;
     int64_t reconnect_delay_ns;
     int64_t next_metrics_ns;
+    exec_memo_t *memo;       /* the status writes this worker made (executor.h) */
     char hostname[256];
 } worker_t;
 
@@ -147,6 +148,7 @@ static void worker_handle_work(worker_t *w, zmsg_t *m)
     char rid[37];
     reconcile_new_id(rid);
     exec_ctx_t x = {.client = w->cfg->client,
+                    .memo = w->memo,
                     .fence = worker_may_write,
                     .fence_user = w,
                     .reconcile_id = rid,
@@ -184,6 +186,7 @@ int worker_run(const worker_config_t *cfg)
     worker_t w;
     memset(&w, 0, sizeof(w));
     w.cfg = cfg;
+    w.memo = exec_memo_new(); /* without it (out of memory) stale retries may write again */
     gethostname(w.hostname, sizeof(w.hostname) - 1);
     w.ctx = zmq_ctx_new();
     if (cfg->leader_endpoint) {
@@ -269,5 +272,6 @@ int worker_run(const worker_config_t *cfg)
     if (w.leader)
         zmq_close(w.leader);
     zmq_ctx_term(w.ctx);
+    exec_memo_destroy(&w.memo);
     return rc;
 }

@@ -282,10 +282,19 @@ static void perform(world_t *w, const plan_t *p)
             break;
         case PLAN_CLEANUP:
             break;
+        case PLAN_CREATE:
         case PLAN_APPLY: {
             json_object **slot = !strcmp(a->resource, "configmaps") ? &w->cm
                                  : !strcmp(a->resource, "services") ? &w->svc
                                                                      : &w->sts;
+            /* A create is only planned for what was observed absent, an apply only for
+             * what is ours. */
+            if (a->kind == PLAN_CREATE) {
+                CU_ASSERT_PTR_NULL(*slot);
+            } else {
+                CU_ASSERT_PTR_NOT_NULL_FATAL(str_at(*slot, "metadata ownerReferences 0 uid"));
+                CU_ASSERT_STRING_EQUAL(str_at(*slot, "metadata ownerReferences 0 uid"), "uid-1");
+            }
             json_object *fresh = server_view(a->body, *slot);
             json_object_put(*slot);
             *slot = fresh;
@@ -316,6 +325,19 @@ static size_t count_kind(const plan_t *p, plan_action_kind_t kind)
     for (size_t i = 0; i < plan_action_count(p); i++)
         n += plan_action(p, i)->kind == kind;
     return n;
+}
+
+/* The create or apply of a child resource, or NULL. */
+static const plan_action_t *find_write(const plan_t *p, const char *resource)
+{
+    const plan_action_t *a = find_action(p, PLAN_CREATE, resource);
+    return a ? a : find_action(p, PLAN_APPLY, resource);
+}
+
+/* Creates and applies of children. */
+static size_t count_writes(const plan_t *p)
+{
+    return count_kind(p, PLAN_CREATE) + count_kind(p, PLAN_APPLY);
 }
 
 static const plan_event_t *find_event(const plan_t *p, const char *reason)
@@ -380,17 +402,23 @@ static void test_fresh_create_order_and_requests(void)
     CU_ASSERT_STRING_EQUAL(str_at(a0->body, "metadata finalizers 1"), PLAN_FINALIZER);
     CU_ASSERT_STRING_EQUAL(str_at(a0->body, "metadata resourceVersion"), "100");
     CU_ASSERT_PTR_NULL(a0->field_manager);
-    /* Then the three applies, ConfigMap before the StatefulSet that mounts it. */
-    CU_ASSERT_EQUAL(a1->kind, PLAN_APPLY);
+    /* Then the three creates (POST to the collection, never a forced apply), ConfigMap
+     * before the StatefulSet that mounts it. */
+    CU_ASSERT_EQUAL(a1->kind, PLAN_CREATE);
+    CU_ASSERT_STRING_EQUAL(a1->method, "POST");
     CU_ASSERT_STRING_EQUAL(a1->resource, "configmaps");
-    CU_ASSERT_STRING_EQUAL(a1->path, "/api/v1/namespaces/default/configmaps/cache?fieldManager=rediscluster-operator&force=true");
-    CU_ASSERT_STRING_EQUAL(a1->content_type, "application/apply-patch+yaml");
+    CU_ASSERT_STRING_EQUAL(a1->name, "cache");
+    CU_ASSERT_STRING_EQUAL(a1->path, "/api/v1/namespaces/default/configmaps?fieldManager=rediscluster-operator");
+    CU_ASSERT_STRING_EQUAL(a1->content_type, "application/json");
     CU_ASSERT_STRING_EQUAL(a1->field_manager, "rediscluster-operator");
+    CU_ASSERT_STRING_EQUAL(str_at(a1->body, "metadata name"), "cache");
+    CU_ASSERT_EQUAL(a2->kind, PLAN_CREATE);
     CU_ASSERT_STRING_EQUAL(a2->resource, "services");
-    CU_ASSERT_STRING_EQUAL(a2->path, "/api/v1/namespaces/default/services/cache?fieldManager=rediscluster-operator&force=true");
+    CU_ASSERT_STRING_EQUAL(a2->path, "/api/v1/namespaces/default/services?fieldManager=rediscluster-operator");
+    CU_ASSERT_EQUAL(a3->kind, PLAN_CREATE);
     CU_ASSERT_STRING_EQUAL(a3->resource, "statefulsets");
     CU_ASSERT_STRING_EQUAL(a3->group_version, "apps/v1");
-    CU_ASSERT_STRING_EQUAL(a3->path, "/apis/apps/v1/namespaces/default/statefulsets/cache?fieldManager=rediscluster-operator&force=true");
+    CU_ASSERT_STRING_EQUAL(a3->path, "/apis/apps/v1/namespaces/default/statefulsets?fieldManager=rediscluster-operator");
     /* And the status, on the subresource. */
     CU_ASSERT_EQUAL(a4->kind, PLAN_UPDATE_STATUS);
     CU_ASSERT_STRING_EQUAL(a4->subresource, "status");
@@ -438,10 +466,10 @@ static void test_fresh_create_children(void)
     world_init(&w, SPEC3, 1);
     plan_t *p = run(&w, T1);
     CU_ASSERT_EQUAL(count_kind(p, PLAN_ADD_FINALIZER), 0);
-    CU_ASSERT_EQUAL_FATAL(count_kind(p, PLAN_APPLY), 3);
-    const json_object *cm = find_action(p, PLAN_APPLY, "configmaps")->body;
-    const json_object *svc = find_action(p, PLAN_APPLY, "services")->body;
-    const json_object *sts = find_action(p, PLAN_APPLY, "statefulsets")->body;
+    CU_ASSERT_EQUAL_FATAL(count_writes(p), 3);
+    const json_object *cm = find_write(p, "configmaps")->body;
+    const json_object *svc = find_write(p, "services")->body;
+    const json_object *sts = find_write(p, "statefulsets")->body;
     check_child_metadata(cm);
     check_child_metadata(svc);
     check_child_metadata(sts);
@@ -566,8 +594,8 @@ static void test_literal_server_service_is_not_drift(void)
         "\"selector\":{\"app.kubernetes.io/instance\":\"cache\",\"app.kubernetes.io/name\":\"redis\"},"
         "\"sessionAffinity\":\"None\",\"type\":\"ClusterIP\"},\"status\":{\"loadBalancer\":{}}}");
     plan_t *p = plan_compute(rc, NULL, svc, NULL, T1);
-    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_APPLY, "configmaps"));
-    CU_ASSERT_PTR_NULL(find_action(p, PLAN_APPLY, "services"));
+    CU_ASSERT_PTR_NOT_NULL(find_write(p, "configmaps"));
+    CU_ASSERT_PTR_NULL(find_write(p, "services"));
     plan_destroy(&p);
     json_object_put(svc);
     json_object_put(rc);
@@ -655,7 +683,7 @@ static void test_drift_service_port_renamed(void)
 {
     world_t w;
     plan_t *p = drifted(&w, change_svc_headless);
-    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_APPLY, "services"));
+    CU_ASSERT_PTR_NOT_NULL(find_write(p, "services"));
     CU_ASSERT(contains(plan_action(p, 0)->why, "spec.ports[redis]: missing"));
     plan_destroy(&p);
     world_free(&w);
@@ -671,7 +699,7 @@ static void test_drift_statefulset_replicas(void)
     world_t w;
     plan_t *p = drifted(&w, change_sts_replicas);
     CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 2); /* apply, and the status now says Scaling */
-    const plan_action_t *a = find_action(p, PLAN_APPLY, "statefulsets");
+    const plan_action_t *a = find_write(p, "statefulsets");
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     CU_ASSERT_EQUAL(int_at(a->body, "spec replicas"), 3);
     CU_ASSERT(contains(a->why, "spec.replicas: want 3, have 2"));
@@ -693,7 +721,7 @@ static void test_drift_container_image(void)
 {
     world_t w;
     plan_t *p = drifted(&w, change_image);
-    const plan_action_t *a = find_action(p, PLAN_APPLY, "statefulsets");
+    const plan_action_t *a = find_write(p, "statefulsets");
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     CU_ASSERT(contains(a->why, "spec.template.spec.containers[redis].image: want \"redis:7.2\", have \"redis:6.0\""));
     CU_ASSERT_STRING_EQUAL(str_at(a->body, "spec template spec containers 0 image"), "redis:7.2");
@@ -716,7 +744,7 @@ static void test_drift_missing_probe(void)
 {
     world_t w;
     plan_t *p = drifted(&w, change_probe_and_labels);
-    const plan_action_t *a = find_action(p, PLAN_APPLY, "statefulsets");
+    const plan_action_t *a = find_write(p, "statefulsets");
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     CU_ASSERT(contains(a->why, "readinessProbe"));
     plan_destroy(&p);
@@ -756,10 +784,14 @@ static void test_drift_owner_reference_and_label(void)
 {
     world_t w;
     plan_t *p = drifted(&w, change_owner_refs);
-    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_APPLY, "configmaps"));
-    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_APPLY, "services"));
-    CU_ASSERT_PTR_NULL(find_action(p, PLAN_APPLY, "statefulsets"));
-    CU_ASSERT(contains(find_action(p, PLAN_APPLY, "services")->why, "app.kubernetes.io/managed-by"));
+    /* A ConfigMap without our controller reference is not ours any more: never taken
+     * back (plan.h, OWNERSHIP), and the StatefulSet that mounts it is left as it is. */
+    CU_ASSERT_PTR_NULL(find_write(p, "configmaps"));
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "OwnerConflict");
+    CU_ASSERT_PTR_NOT_NULL(find_write(p, "services"));
+    CU_ASSERT_EQUAL(find_write(p, "services")->kind, PLAN_APPLY);
+    CU_ASSERT_PTR_NULL(find_write(p, "statefulsets"));
+    CU_ASSERT(contains(find_write(p, "services")->why, "app.kubernetes.io/managed-by"));
     plan_destroy(&p);
     world_free(&w);
 }
@@ -778,10 +810,10 @@ static void test_scale_up_and_down(void)
         set_at(w.rc, "spec size", n);
         set_at(w.rc, "metadata generation", step == 0 ? "2" : "3");
         plan_t *p = run(&w, T2);
-        const plan_action_t *a = find_action(p, PLAN_APPLY, "statefulsets");
+        const plan_action_t *a = find_write(p, "statefulsets");
         CU_ASSERT_PTR_NOT_NULL_FATAL(a);
         CU_ASSERT_EQUAL(int_at(a->body, "spec replicas"), want);
-        CU_ASSERT_PTR_NULL(find_action(p, PLAN_APPLY, "configmaps"));
+        CU_ASSERT_PTR_NULL(find_write(p, "configmaps"));
         char msg[64];
         snprintf(msg, sizeof(msg), "from %d to %d replicas", from, want);
         CU_ASSERT(contains(find_event(p, "Scaled")->message, msg));
@@ -793,7 +825,7 @@ static void test_scale_up_and_down(void)
         plan_destroy(&p);
         /* Until the StatefulSet controller catches up, still Scaling and no new writes. */
         p = run(&w, T2);
-        CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+        CU_ASSERT_EQUAL(count_writes(p), 0);
         CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
         plan_destroy(&p);
         sts_settle(&w, want);
@@ -816,8 +848,8 @@ static void test_config_change_rolls_pods(void)
     snprintf(before, sizeof(before), "%s", old_hash);
     set_at(w.rc, "spec config maxmemory", "\"512mb\"");
     plan_t *p = run(&w, T2);
-    const plan_action_t *cm = find_action(p, PLAN_APPLY, "configmaps");
-    const plan_action_t *sts = find_action(p, PLAN_APPLY, "statefulsets");
+    const plan_action_t *cm = find_write(p, "configmaps");
+    const plan_action_t *sts = find_write(p, "statefulsets");
     CU_ASSERT_PTR_NOT_NULL_FATAL(cm);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sts);
     CU_ASSERT(plan_action(p, 0) == cm); /* config first, then the pods that read it */
@@ -840,8 +872,8 @@ static void test_same_config_same_hash(void)
     set_at(b, "spec size", "7");
     plan_t *pa = plan_compute(a, NULL, NULL, NULL, T1), *pb = plan_compute(b, NULL, NULL, NULL, T2);
     const char *path = "spec template metadata annotations cache.example.com/config-hash";
-    CU_ASSERT_STRING_EQUAL(str_at(find_action(pa, PLAN_APPLY, "statefulsets")->body, path),
-                           str_at(find_action(pb, PLAN_APPLY, "statefulsets")->body, path));
+    CU_ASSERT_STRING_EQUAL(str_at(find_write(pa, "statefulsets")->body, path),
+                           str_at(find_write(pb, "statefulsets")->body, path));
     plan_destroy(&pa);
     plan_destroy(&pb);
     json_object_put(a);
@@ -894,7 +926,7 @@ static void test_image_through_plan(void)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_object *rc = rc_new(cases[i].spec, 1);
         plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
-        const plan_action_t *a = find_action(p, PLAN_APPLY, "statefulsets");
+        const plan_action_t *a = find_write(p, "statefulsets");
         CU_ASSERT_PTR_NOT_NULL_FATAL(a);
         CU_ASSERT_STRING_EQUAL(str_at(a->body, "spec template spec containers 0 image"), cases[i].want);
         plan_destroy(&p);
@@ -910,9 +942,9 @@ static void test_minimal_spec_defaults(void)
 {
     json_object *rc = rc_new("{\"size\":1,\"image\":\"redis\"}", 1);
     plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 3);
-    const json_object *cm = find_action(p, PLAN_APPLY, "configmaps")->body;
-    const json_object *sts = find_action(p, PLAN_APPLY, "statefulsets")->body;
+    CU_ASSERT_EQUAL(count_writes(p), 3);
+    const json_object *cm = find_write(p, "configmaps")->body;
+    const json_object *sts = find_write(p, "statefulsets")->body;
     const char *conf = str_at(cm, "data redis.conf");
     CU_ASSERT(!contains(conf, "\nmaxmemory "));
     CU_ASSERT(contains(conf, "\nmaxmemory-policy allkeys-lru\n"));
@@ -930,11 +962,11 @@ static void test_minimal_spec_defaults(void)
                 1);
     p = plan_compute(rc, NULL, NULL, NULL, T1);
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
-    sts = find_action(p, PLAN_APPLY, "statefulsets")->body;
+    sts = find_write(p, "statefulsets")->body;
     CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec containers 0 image"), "redis:7.2");
     CU_ASSERT_STRING_EQUAL(str_at(sts, "spec volumeClaimTemplates 0 spec resources requests storage"), "1Gi");
     CU_ASSERT_PTR_NULL(at(sts, "spec volumeClaimTemplates 0 spec storageClassName"));
-    conf = str_at(find_action(p, PLAN_APPLY, "configmaps")->body, "data redis.conf");
+    conf = str_at(find_write(p, "configmaps")->body, "data redis.conf");
     CU_ASSERT(!contains(conf, "\nmaxmemory "));
     CU_ASSERT(contains(conf, "\nmaxmemory-policy allkeys-lru\n"));
     plan_destroy(&p);
@@ -948,8 +980,8 @@ static void test_minimal_spec_defaults(void)
     plan_t *p1 = plan_compute(rc, NULL, NULL, NULL, T1), *p2 = plan_compute(rc2, NULL, NULL, NULL, T1);
     static const char *const kinds[] = {"configmaps", "services", "statefulsets"};
     for (size_t i = 0; i < 3; i++)
-        CU_ASSERT(json_object_equal(find_action(p1, PLAN_APPLY, kinds[i])->body,
-                                    find_action(p2, PLAN_APPLY, kinds[i])->body));
+        CU_ASSERT(json_object_equal(find_write(p1, kinds[i])->body,
+                                    find_write(p2, kinds[i])->body));
     plan_destroy(&p1);
     plan_destroy(&p2);
     json_object_put(defaulted);
@@ -959,7 +991,7 @@ static void test_minimal_spec_defaults(void)
     /* Only a policy. */
     rc = rc_new("{\"size\":2,\"image\":\"redis\",\"config\":{\"maxmemoryPolicy\":\"noeviction\"}}", 1);
     p = plan_compute(rc, NULL, NULL, NULL, T1);
-    const char *c2 = str_at(find_action(p, PLAN_APPLY, "configmaps")->body, "data redis.conf");
+    const char *c2 = str_at(find_write(p, "configmaps")->body, "data redis.conf");
     CU_ASSERT(contains(c2, "\nmaxmemory-policy noeviction\n"));
     CU_ASSERT(!contains(c2, "\nmaxmemory "));
     plan_destroy(&p);
@@ -1020,7 +1052,7 @@ static void test_invalid_specs(void)
         plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
-        CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+        CU_ASSERT_EQUAL(count_writes(p), 0);
         CU_ASSERT_EQUAL(plan_action_count(p), 1);
         const plan_action_t *st = find_action(p, PLAN_UPDATE_STATUS, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(st);
@@ -1065,7 +1097,7 @@ static void test_invalid_spec_lists_every_problem_and_is_quiet_after(void)
     json_object_object_add(w.rc, "spec", parse(SPEC3));
     set_at(w.rc, "metadata generation", "2");
     p = run(&w, T3);
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 3);
+    CU_ASSERT_EQUAL(count_writes(p), 3);
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "reason"), "Creating");
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
@@ -1083,7 +1115,7 @@ static void test_invalid_names(void)
         plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
         CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
         CU_ASSERT(contains(str_at(cond(p, "Ready"), "message"), "metadata.name"));
-        CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+        CU_ASSERT_EQUAL(count_writes(p), 0);
         plan_destroy(&p);
         json_object_put(rc);
     }
@@ -1103,7 +1135,7 @@ static void test_missing_uid(void)
     del_at(rc, "metadata", "uid");
     plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+    CU_ASSERT_EQUAL(count_writes(p), 0);
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "reason"), "InvalidObject");
     CU_ASSERT(contains(str_at(cond(p, "Ready"), "message"), "metadata.uid"));
     CU_ASSERT_PTR_NOT_NULL(find_event(p, "InvalidObject"));
@@ -1173,7 +1205,7 @@ static void test_spec_rules_are_the_webhook_rules(void)
         plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         CU_ASSERT_STRING_EQUAL(plan_phase(p), n ? "Failed" : "Pending");
-        CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), n ? 0 : 3);
+        CU_ASSERT_EQUAL(count_writes(p), n ? 0 : 3);
         if (n) {
             CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "reason"), "InvalidSpec");
             CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "message"), buf_str(&want));
@@ -1312,7 +1344,7 @@ static void test_status_transitions_and_transition_times(void)
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "lastTransitionTime"), T1_STR);
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "lastTransitionTime"), T1_STR);
     CU_ASSERT_EQUAL(count_kind(p, PLAN_UPDATE_STATUS), 1);
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+    CU_ASSERT_EQUAL(count_writes(p), 0);
     CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 10 * NS_PER_SEC);
     perform(&w, p);
     plan_destroy(&p);
@@ -1368,7 +1400,7 @@ static void test_rolling_statefulset_is_scaling(void)
         converge(&w, T1);
         json_object_object_add(w.sts, "status", parse(statuses[i]));
         plan_t *p = run(&w, T2);
-        CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+        CU_ASSERT_EQUAL(count_writes(p), 0);
         CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
         CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "reason"), "RollingUpdate");
         CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "status"), "False");
@@ -1445,7 +1477,7 @@ static void test_storage_change_is_reported_not_applied(void)
     set_at(w.rc, "spec storage size", "\"2Gi\"");
     set_at(w.rc, "metadata generation", "2");
     plan_t *p = run(&w, T2);
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+    CU_ASSERT_EQUAL(count_writes(p), 0);
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
     json_object *deg = cond(p, "Degraded");
     CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "True");
@@ -1468,7 +1500,7 @@ static void test_storage_change_is_reported_not_applied(void)
     set_at(w.rc, "spec size", "4");
     set_at(w.rc, "spec storage", "{\"size\":\"1Gi\",\"storageClass\":\"fast\"}");
     p = run(&w, T3);
-    const plan_action_t *a = find_action(p, PLAN_APPLY, "statefulsets");
+    const plan_action_t *a = find_write(p, "statefulsets");
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     CU_ASSERT_EQUAL(int_at(a->body, "spec replicas"), 4);
     json_object *pvc = at(a->body, "spec volumeClaimTemplates 0");
@@ -1482,7 +1514,7 @@ static void test_storage_change_is_reported_not_applied(void)
     set_at(w.rc, "spec size", "3");
     set_at(w.rc, "spec storage", "{\"size\":\"1Gi\",\"storageClass\":\"standard\"}");
     p = run(&w, T3);
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+    CU_ASSERT_EQUAL(count_writes(p), 0);
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "lastTransitionTime"), T3_STR);
     plan_destroy(&p);
@@ -1497,7 +1529,7 @@ static void test_selector_mismatch_blocks_statefulset_apply(void)
     set_at(w.sts, "spec selector", "{\"matchLabels\":{\"app\":\"cache\"}}");
     set_at(w.sts, "spec replicas", "1");
     plan_t *p = run(&w, T2);
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_APPLY), 0);
+    CU_ASSERT_EQUAL(count_writes(p), 0);
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "ImmutableFieldChanged");
     CU_ASSERT(contains(str_at(cond(p, "Degraded"), "message"), "spec.selector"));
     CU_ASSERT_PTR_NOT_NULL(find_event(p, "ImmutableFieldChanged"));
@@ -1514,10 +1546,373 @@ static void test_child_controlled_by_another_owner(void)
            "[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"x\",\"uid\":\"uid-other\",\"controller\":true}]");
     set_at(w.cm, "data redis.conf", "\"theirs\"");
     plan_t *p = run(&w, T2);
-    CU_ASSERT_PTR_NULL(find_action(p, PLAN_APPLY, "configmaps"));
+    CU_ASSERT_PTR_NULL(find_write(p, "configmaps"));
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "OwnerConflict");
     CU_ASSERT(contains(str_at(cond(p, "Degraded"), "message"), "ConfigMap default/cache is controlled by another Deployment"));
     plan_destroy(&p);
+    world_free(&w);
+}
+
+/* ---- Ownership: a table of observed children -------------------------------------------- */
+
+#define USER_CM                                                                                                  \
+    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\","   \
+    "\"uid\":\"user-cm\",\"resourceVersion\":\"7\"%s},\"data\":{\"redis.conf\":\"maxmemory 1mb\\n\","             \
+    "\"app.properties\":\"mine=1\"}}"
+#define USER_SVC                                                                                                 \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\","     \
+    "\"uid\":\"user-svc\"%s},\"spec\":{\"type\":\"ClusterIP\",\"clusterIP\":\"10.0.0.7\","                        \
+    "\"selector\":{\"app\":\"web\"},\"ports\":[{\"name\":\"http\",\"port\":80}]}}"
+#define USER_STS                                                                                                 \
+    "{\"apiVersion\":\"apps/v1\",\"kind\":\"StatefulSet\",\"metadata\":{\"name\":\"cache\",\"namespace\":"        \
+    "\"default\",\"uid\":\"user-sts\",\"generation\":1%s},\"spec\":{\"replicas\":3,\"serviceName\":\"web\","      \
+    "\"selector\":{\"matchLabels\":{\"app\":\"web\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"web\"}},"  \
+    "\"spec\":{\"containers\":[{\"name\":\"web\",\"image\":\"nginx\"}]}}},"                                         \
+    "\"status\":{\"observedGeneration\":1,\"replicas\":3,\"readyReplicas\":3,\"updatedReplicas\":3}}"
+
+/* metadata additions of the rows (spliced into USER_* after the uid) */
+#define NO_REFS ""
+#define FOREIGN_CTL                                                                                              \
+    ",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"web\","                \
+    "\"uid\":\"uid-deploy\",\"controller\":true}]"
+#define OLD_RC_CTL                                                                                               \
+    ",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","            \
+    "\"name\":\"cache\",\"uid\":\"uid-0\",\"controller\":true}]"
+#define OURS_NOT_CTL                                                                                             \
+    ",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","            \
+    "\"name\":\"cache\",\"uid\":\"uid-1\"}]"
+#define OURS_CTL                                                                                                 \
+    ",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","            \
+    "\"name\":\"cache\",\"uid\":\"uid-1\",\"controller\":true}]"
+#define LABELLED ",\"labels\":{\"app.kubernetes.io/managed-by\":\"rediscluster-operator\"}"
+
+typedef struct {
+    const char *what;
+    const char *resource; /* the child under test; the other two are absent (a new cluster) */
+    const char *object;   /* printf format: one of USER_*, %s = metadata additions */
+    const char *meta;
+    plan_action_kind_t write; /* expected write of that child; PLAN_CLEANUP = none */
+    const char *message;      /* expected in the Degraded message, or NULL for no conflict */
+} owner_row_t;
+
+static const owner_row_t owner_rows[] = {
+    {"unlabelled ConfigMap, no owner", "configmaps", USER_CM, NO_REFS, PLAN_CLEANUP,
+     "ConfigMap default/cache exists and was not created by this RedisCluster (it has no controller owner reference)"},
+    {"labelled ConfigMap, no owner", "configmaps", USER_CM, LABELLED, PLAN_CLEANUP, "no controller owner reference"},
+    {"ConfigMap controlled by a Deployment", "configmaps", USER_CM, FOREIGN_CTL, PLAN_CLEANUP,
+     "ConfigMap default/cache is controlled by another Deployment \"web\""},
+    {"ConfigMap of an earlier RedisCluster", "configmaps", USER_CM, OLD_RC_CTL, PLAN_CLEANUP,
+     "controlled by another RedisCluster \"cache\""},
+    {"ConfigMap we own but do not control", "configmaps", USER_CM, OURS_NOT_CTL, PLAN_CLEANUP,
+     "no controller owner reference"},
+    {"ConfigMap we control, drifted", "configmaps", USER_CM, OURS_CTL, PLAN_APPLY, NULL},
+    {"unlabelled ClusterIP Service", "services", USER_SVC, NO_REFS, PLAN_CLEANUP,
+     "Service default/cache exists and was not created by this RedisCluster"},
+    {"Service controlled by a Deployment", "services", USER_SVC, FOREIGN_CTL, PLAN_CLEANUP,
+     "Service default/cache is controlled by another Deployment \"web\""},
+    {"Service we control, drifted", "services", USER_SVC, OURS_CTL, PLAN_APPLY, NULL},
+    {"unlabelled StatefulSet, another selector", "statefulsets", USER_STS, NO_REFS, PLAN_CLEANUP,
+     "StatefulSet default/cache exists and was not created by this RedisCluster"},
+    {"StatefulSet of an earlier RedisCluster", "statefulsets", USER_STS, OLD_RC_CTL, PLAN_CLEANUP,
+     "StatefulSet default/cache is controlled by another RedisCluster"},
+    {"absent ConfigMap", "configmaps", NULL, NULL, PLAN_CREATE, NULL},
+    {"absent Service", "services", NULL, NULL, PLAN_CREATE, NULL},
+    {"absent StatefulSet", "statefulsets", NULL, NULL, PLAN_CREATE, NULL},
+};
+
+static json_object **slot_of(world_t *w, const char *resource)
+{
+    return !strcmp(resource, "configmaps") ? &w->cm : !strcmp(resource, "services") ? &w->svc : &w->sts;
+}
+
+/* One row: a new RedisCluster meets the observed child. */
+static void owner_row(const owner_row_t *r)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    char text[4096], *before = NULL;
+    if (r->object) {
+        snprintf(text, sizeof(text), r->object, r->meta);
+        *slot_of(&w, r->resource) = parse(text);
+        before = strdup(json_object_to_json_string_ext(*slot_of(&w, r->resource), JSON_C_TO_STRING_PLAIN));
+    }
+    plan_t *p = run(&w, T1);
+    const plan_action_t *a = find_write(p, r->resource);
+    if (r->write == PLAN_CLEANUP) {
+        CU_ASSERT_PTR_NULL(a);
+    } else {
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        CU_ASSERT_EQUAL(a->kind, r->write);
+    }
+    /* force=true goes only to an object whose controller reference is ours. */
+    for (size_t i = 0; i < plan_action_count(p); i++) {
+        const plan_action_t *x = plan_action(p, i);
+        if (contains(x->path, "force=true") && x->kind == PLAN_APPLY)
+            CU_ASSERT(!strcmp(x->resource, r->resource) && !strcmp(r->meta, OURS_CTL));
+    }
+    json_object *deg = cond(p, "Degraded");
+    if (!r->message) {
+        CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "False");
+        CU_ASSERT_PTR_NULL(find_event(p, "OwnerConflict"));
+        goto out;
+    }
+    CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "True");
+    CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), "OwnerConflict");
+    if (!contains(str_at(deg, "message"), r->message))
+        fprintf(stderr, "\n%s: Degraded message is: %s\n", r->what, str_at(deg, "message"));
+    CU_ASSERT(contains(str_at(deg, "message"), r->message));
+    const plan_event_t *e = find_event(p, "OwnerConflict");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    CU_ASSERT_STRING_EQUAL(e->type, "Warning");
+    CU_ASSERT_STRING_EQUAL(e->message, str_at(deg, "message"));
+    CU_ASSERT_EQUAL(plan_action(p, (size_t)e->action)->kind, PLAN_UPDATE_STATUS);
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), PLAN_REQUEUE_NOT_READY_NS);
+    /* A StatefulSet that is not ours says nothing about our replicas. */
+    CU_ASSERT_EQUAL(int_at(plan_status(p), "readyReplicas"), 0);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    if (!strcmp(r->resource, "configmaps")) {
+        /* Pods would mount the other ConfigMap: no StatefulSet while it stands. */
+        CU_ASSERT_PTR_NULL(find_write(p, "statefulsets"));
+        CU_ASSERT(contains(str_at(deg, "message"), "StatefulSet default/cache is not created while the ConfigMap"));
+    } else {
+        CU_ASSERT_EQUAL(find_write(p, "configmaps")->kind, PLAN_CREATE);
+    }
+    /* Perform and look again, as resyncs would: the object stays untouched, nothing more
+     * is written or recorded, the conflict stays reported and looked at again. */
+    for (int round = 0; round < 4; round++) {
+        perform(&w, p);
+        plan_destroy(&p);
+        if (w.sts && strcmp(r->resource, "statefulsets"))
+            sts_settle(&w, 3);
+        p = run(&w, T2);
+    }
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    CU_ASSERT_EQUAL(plan_event_count(p), 0);
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), PLAN_REQUEUE_NOT_READY_NS);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "OwnerConflict");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "lastTransitionTime"), T1_STR);
+    CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(*slot_of(&w, r->resource), JSON_C_TO_STRING_PLAIN), before);
+    /* The user removes it: the operator creates its own and converges. */
+    json_object_put(*slot_of(&w, r->resource));
+    *slot_of(&w, r->resource) = NULL;
+    plan_destroy(&p);
+    p = run(&w, T3);
+    a = find_write(p, r->resource);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(a->kind, PLAN_CREATE);
+    plan_destroy(&p);
+    converge(&w, T3);
+    p = run(&w, T3);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 0);
+out:
+    plan_destroy(&p);
+    free(before);
+    world_free(&w);
+}
+
+static void test_ownership_table(void)
+{
+    for (size_t i = 0; i < sizeof(owner_rows) / sizeof(owner_rows[0]); i++)
+        owner_row(&owner_rows[i]);
+}
+
+/* Three objects in the way at once: one message names them all, one event. */
+static void test_ownership_every_child_in_the_way(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    char text[4096];
+    snprintf(text, sizeof(text), USER_CM, NO_REFS);
+    w.cm = parse(text);
+    snprintf(text, sizeof(text), USER_SVC, FOREIGN_CTL);
+    w.svc = parse(text);
+    snprintf(text, sizeof(text), USER_STS, NO_REFS);
+    w.sts = parse(text);
+    plan_t *p = run(&w, T1);
+    CU_ASSERT_EQUAL(count_writes(p), 0);
+    CU_ASSERT_EQUAL(plan_action_count(p), 1);
+    CU_ASSERT_EQUAL(plan_event_count(p), 1);
+    const char *m = str_at(cond(p, "Degraded"), "message");
+    CU_ASSERT(contains(m, "ConfigMap default/cache exists"));
+    CU_ASSERT(contains(m, "Service default/cache is controlled by another Deployment"));
+    CU_ASSERT(contains(m, "StatefulSet default/cache exists"));
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* ---- A failed write: a table of API refusals ---------------------------------------------- */
+
+typedef struct {
+    const char *what;
+    const char *resource;         /* the write that fails (of the fresh plan) */
+    int http;
+    const char *api_reason, *api_message;
+    const char *reason;           /* expected Degraded reason */
+    const char *message;          /* expected in the Degraded message */
+} fail_row_t;
+
+static const fail_row_t fail_rows[] = {
+    {"403 on create", "statefulsets", 403, "Forbidden",
+     "statefulsets.apps is forbidden: User \"op\" cannot create resource \"statefulsets\"", "Forbidden",
+     "cannot create StatefulSet default/cache: 403 Forbidden: statefulsets.apps is forbidden: User \"op\""},
+    {"422 on create", "services", 422, "Invalid", "Service \"cache\" is invalid: spec.ports[1].name: Duplicate value",
+     "Invalid", "cannot create Service default/cache: 422 Invalid: Service \"cache\" is invalid: spec.ports[1].name"},
+    {"a webhook's 500", "configmaps", 500, "InternalError", "Internal error occurred: failed calling webhook",
+     "InternalError", "cannot create ConfigMap default/cache: 500 InternalError: Internal error occurred"},
+    {"400 without a Status", "configmaps", 400, "", "<html>bad request</html>", "WriteFailed",
+     "cannot create ConfigMap default/cache: 400 error: <html>bad request</html>"},
+    {"a reason that is no condition reason", "configmaps", 400, "Bad Request", "x", "WriteFailed", "400 Bad Request: x"},
+    {"the finalizer patch", "redisclusters", 422, "Invalid", "metadata.finalizers: Forbidden", "Invalid",
+     "cannot add the finalizer to RedisCluster default/cache: 422 Invalid"},
+};
+
+static size_t index_of(const plan_t *p, const char *resource)
+{
+    for (size_t i = 0; i < plan_action_count(p); i++)
+        if (!strcmp(plan_action(p, i)->resource, resource))
+            return i;
+    CU_FAIL("no such action");
+    return 0;
+}
+
+/* Perform a plan's actions before index upto (the ones that succeeded). */
+static void perform_until(world_t *w, const plan_t *p, size_t upto)
+{
+    for (size_t i = 0; i < upto; i++) {
+        const plan_action_t *a = plan_action(p, i);
+        if (a->kind == PLAN_CREATE) {
+            json_object **slot = slot_of(w, a->resource);
+            json_object_put(*slot);
+            *slot = server_view(a->body, NULL);
+        } else if (a->kind == PLAN_ADD_FINALIZER) {
+            json_object_object_add(at(w->rc, "metadata"), "finalizers", copy(at(a->body, "metadata finalizers")));
+        }
+    }
+}
+
+static void fail_row(const fail_row_t *r)
+{
+    world_t w;
+    world_init(&w, SPEC3, 0);
+    plan_t *p = run(&w, T1);
+    size_t failed = index_of(p, r->resource);
+    perform_until(&w, p, failed);
+    plan_destroy(&p);
+    p = run(&w, T1); /* the same reconcile as it is seen once the earlier writes landed */
+    failed = index_of(p, r->resource);
+    plan_t *f = plan_write_failed(w.rc, p, failed, r->http, r->api_reason, r->api_message, T2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(f), 1);
+    const plan_action_t *a = plan_action(f, 0);
+    CU_ASSERT_EQUAL(a->kind, PLAN_UPDATE_STATUS);
+    CU_ASSERT_STRING_EQUAL(a->path, "/apis/cache.example.com/v1alpha1/namespaces/default/redisclusters/cache/status"
+                                    "?fieldManager=rediscluster-operator&force=true");
+    json_object *deg = cond(f, "Degraded");
+    CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "True");
+    CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), r->reason);
+    if (!contains(str_at(deg, "message"), r->message))
+        fprintf(stderr, "\n%s: Degraded message is: %s\n", r->what, str_at(deg, "message"));
+    CU_ASSERT(contains(str_at(deg, "message"), r->message));
+    CU_ASSERT_STRING_EQUAL(str_at(deg, "lastTransitionTime"), T2_STR);
+    CU_ASSERT_STRING_EQUAL(str_at(a->body, "status conditions 2 reason"), r->reason);
+    /* The rest of the status is the plan's. */
+    CU_ASSERT_STRING_EQUAL(plan_phase(f), plan_phase(p));
+    CU_ASSERT_STRING_EQUAL(str_at(cond(f, "Ready"), "reason"), str_at(cond(p, "Ready"), "reason"));
+    CU_ASSERT_EQUAL_FATAL(plan_event_count(f), 1);
+    CU_ASSERT_STRING_EQUAL(plan_event(f, 0)->type, "Warning");
+    CU_ASSERT_STRING_EQUAL(plan_event(f, 0)->reason, r->reason);
+    CU_ASSERT_STRING_EQUAL(plan_event(f, 0)->message, str_at(deg, "message"));
+    CU_ASSERT_EQUAL(plan_event(f, 0)->action, 0);
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(f), 0);
+    /* The status lands; the same failure again, later: nothing to write or record. */
+    json_object *stale = copy(w.rc);
+    json_object_object_add(w.rc, "status", copy(at(a->body, "status")));
+    set_at(w.rc, "metadata resourceVersion", "\"102\"");
+    plan_destroy(&f);
+    plan_destroy(&p);
+    /* Even from a plan computed later on the copy from before (a retry that came before
+     * the watch, whose conditions are all new to it): compared with the RedisCluster as
+     * it is now, nothing to say. */
+    p = plan_compute(stale, w.cm, w.svc, w.sts, T3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    f = plan_write_failed(w.rc, p, index_of(p, r->resource), r->http, r->api_reason, r->api_message, T3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(plan_action_count(f), 0);
+    CU_ASSERT_EQUAL(plan_event_count(f), 0);
+    plan_destroy(&f);
+    plan_destroy(&p);
+    json_object_put(stale);
+    p = run(&w, T3);
+    f = plan_write_failed(w.rc, p, index_of(p, r->resource), r->http, r->api_reason, r->api_message, T3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(plan_action_count(f), 0);
+    CU_ASSERT_EQUAL(plan_event_count(f), 0);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(f, "Degraded"), "lastTransitionTime"), T2_STR);
+    plan_destroy(&f);
+    /* Another message is news: written and recorded. */
+    f = plan_write_failed(w.rc, p, index_of(p, r->resource), r->http, r->api_reason, "something else", T3);
+    CU_ASSERT_EQUAL(plan_action_count(f), 1);
+    CU_ASSERT_EQUAL(plan_event_count(f), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(f, "Degraded"), "lastTransitionTime"), T2_STR);
+    plan_destroy(&f);
+    /* Once the write goes through, the plan's own status clears Degraded. */
+    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_UPDATE_STATUS, NULL));
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static void test_failed_write_table(void)
+{
+    for (size_t i = 0; i < sizeof(fail_rows) / sizeof(fail_rows[0]); i++)
+        fail_row(&fail_rows[i]);
+}
+
+static void test_failed_write_edges(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    plan_t *p = run(&w, T1);
+    /* A failed status write cannot report itself; nor can an index past the end. */
+    size_t st = index_of(p, "redisclusters");
+    CU_ASSERT_EQUAL(plan_action(p, st)->kind, PLAN_UPDATE_STATUS);
+    plan_t *f = plan_write_failed(w.rc, p, st, 422, "Invalid", "status.phase: bad", T2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(plan_action_count(f), 0);
+    CU_ASSERT_EQUAL(plan_event_count(f), 0);
+    plan_destroy(&f);
+    f = plan_write_failed(w.rc, p, 99, 422, "Invalid", "x", T2);
+    CU_ASSERT_EQUAL(plan_action_count(f), 0);
+    plan_destroy(&f);
+    /* NULL reason and message are fine. */
+    f = plan_write_failed(w.rc, p, 0, 403, NULL, NULL, T2);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(f, "Degraded"), "reason"), "WriteFailed");
+    CU_ASSERT(contains(str_at(cond(f, "Degraded"), "message"), "403 error: (no message)"));
+    plan_destroy(&f);
+    plan_destroy(&p);
+    /* An OwnerConflict already degraded: the failure comes first, the conflict stays. */
+    char text[4096];
+    snprintf(text, sizeof(text), USER_SVC, NO_REFS);
+    w.svc = parse(text);
+    p = run(&w, T1);
+    f = plan_write_failed(w.rc, p, index_of(p, "statefulsets"), 403, "Forbidden", "no", T2);
+    const char *m = str_at(cond(f, "Degraded"), "message");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(f, "Degraded"), "reason"), "Forbidden");
+    CU_ASSERT(contains(m, "cannot create StatefulSet default/cache: 403 Forbidden: no; Service default/cache exists"));
+    plan_destroy(&f);
+    plan_destroy(&p);
+    /* A RedisCluster that cannot be addressed gives an empty plan, not a crash. */
+    json_object *bad = parse("{\"metadata\":{}}");
+    p = run(&w, T1);
+    f = plan_write_failed(bad, p, 0, 403, "Forbidden", "no", T2);
+    CU_ASSERT_PTR_NOT_NULL(f);
+    CU_ASSERT_EQUAL(plan_action_count(f), 0);
+    plan_destroy(&f);
+    plan_destroy(&p);
+    json_object_put(bad);
     world_free(&w);
 }
 
@@ -1694,9 +2089,9 @@ static void test_plan_to_json(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
     CU_ASSERT_EQUAL(json_object_array_length(at(j, "actions")), 5);
     CU_ASSERT_STRING_EQUAL(str_at(j, "actions 0 kind"), "addFinalizer");
-    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 1 kind"), "apply");
-    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 1 method"), "PATCH");
-    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 1 contentType"), "application/apply-patch+yaml");
+    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 1 kind"), "create");
+    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 1 method"), "POST");
+    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 1 contentType"), "application/json");
     CU_ASSERT_STRING_EQUAL(str_at(j, "actions 3 body kind"), "StatefulSet");
     CU_ASSERT_STRING_EQUAL(str_at(j, "actions 4 kind"), "updateStatus");
     CU_ASSERT_STRING_EQUAL(str_at(j, "events 0 reason"), "Created");
@@ -1767,6 +2162,14 @@ static CU_TestInfo drift_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+static CU_TestInfo ownership_tests[] = {
+    {"observed children: ours, not ours, absent (table)", test_ownership_table},
+    {"every child in the way", test_ownership_every_child_in_the_way},
+    {"a failed write in the status, once (table)", test_failed_write_table},
+    {"a failed write: edges", test_failed_write_edges},
+    CU_TEST_INFO_NULL,
+};
+
 static CU_TestInfo spec_tests[] = {
     {"invalid specs, one field each", test_invalid_specs},
     {"every problem listed, quiet afterwards, recovers", test_invalid_spec_lists_every_problem_and_is_quiet_after},
@@ -1801,6 +2204,7 @@ static CU_TestInfo compare_tests[] = {
 static CU_SuiteInfo suites[] = {
     {"plan: create", NULL, NULL, NULL, NULL, create_tests},
     {"plan: drift", NULL, NULL, NULL, NULL, drift_tests},
+    {"plan: ownership and failed writes", NULL, NULL, NULL, NULL, ownership_tests},
     {"plan: spec", NULL, NULL, NULL, NULL, spec_tests},
     {"plan: lifecycle", NULL, NULL, NULL, NULL, lifecycle_tests},
     {"plan: compare", NULL, NULL, NULL, NULL, compare_tests},
