@@ -836,7 +836,11 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
         kube_error_set_request(err, method, buf_str(&url));
         if (err->code == KERR_OK)
             break;
-        if (rc == CURLE_OK && resp->http_status == 401) {
+        /* A 401 status line is enough, even when the body then broke off (the API
+         * server may answer a POST before reading its body and end the stream: curl
+         * 18): authentication failed before anything was done, so a resend is safe
+         * for every method. */
+        if (resp->http_status == 401) {
             kube_config_credentials_rejected(c->cfg, gen);
             if (auth_retried)
                 goto out;

@@ -734,11 +734,11 @@ static int resolve(kcfg_doc_t **docs, size_t n, const char *source, const char *
     }
     if (resolve_cluster(c, cl, cl_doc, err, errlen))
         goto out;
-    /* kubectl goes on anonymously without a user entry; we refuse (kube_config.h). */
+    /* Without a user entry kubectl has no credential and prompts for one; a daemon
+     * cannot, so it is an error here (kube_config.h). */
     if (ctx->user == NULL || ctx->user[0] == '\0') {
-        kcfg_errf(err, errlen, "kubeconfig %s: context \"%s\": user not set (a context "
-                               "without a user would run as system:anonymous)",
-                  ctx_doc->path, name);
+        kcfg_errf(err, errlen, "kubeconfig %s: context \"%s\": user not set", ctx_doc->path,
+                  name);
         goto out;
     }
     if (u == NULL) {

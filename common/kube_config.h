@@ -17,8 +17,9 @@
  *   - an exec plugin is never run when a token, tokenFile or client certificate is set
  *     (client-go's exec authenticator steps aside: kubectl does not run it either);
  *   - a context without a user, or naming a user that no file defines, is an error at
- *     load naming the context (kubectl would go on anonymously; an operator that meant
- *     to use a credential must not silently run as system:anonymous).
+ *     load naming the context (kubectl 1.37 has no credential then and prompts for a
+ *     username, which fails without a terminal: "error: EOF");
+ *   - as-uid, as-groups or as-user-extra without as is an error at load, as in kubectl.
  * Impersonation (as, as-uid, as-groups, as-user-extra) becomes Impersonate-* headers on
  * every request (kube_rest_config_t.impersonate_headers). The proxy: the cluster's
  * proxy-url wins; otherwise Go's http.ProxyFromEnvironment (HTTPS_PROXY / https_proxy

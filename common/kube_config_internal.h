@@ -186,7 +186,9 @@ int kcfg_no_proxy_match(const char *no_proxy, const char *host, const char *port
  * Nothing when none of as, as-uid, as-groups, as-user-extra is set. where prefixes
  * errors. Returns 0 with *lines (NULL when none; free with kcfg_free_lines) and *n, or
  * -1 with err set when a value contains a control character (it would break the header;
- * Go refuses to send it). */
+ * Go refuses to send it) or when as-uid, as-groups or as-user-extra comes without as
+ * (kubectl refuses that too: "requesting uid, groups or user-extra ... without
+ * impersonating a user"). */
 int kcfg_impersonation_headers(const kcfg_user_t *u, const char *where, char ***lines,
                                size_t *n, char *err, size_t errlen);
 

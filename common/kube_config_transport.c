@@ -396,6 +396,12 @@ int kcfg_impersonation_headers(const kcfg_user_t *u, const char *where, char ***
               u->n_as_extra > 0;
     if (!any)
         return 0;
+    if (!(u->as && *u->as)) {
+        /* kubectl's words: the API server would refuse it anyway (400). */
+        kcfg_errf(err, errlen, "%s: as-uid, as-groups or as-user-extra set without "
+                               "impersonating a user (as)", where);
+        return -1;
+    }
     /* Refuse what would split a header, naming the field. */
     const char *bad = NULL;
     if (u->as && !value_ok(u->as))
@@ -413,7 +419,7 @@ int kcfg_impersonation_headers(const kcfg_user_t *u, const char *where, char ***
         kcfg_errf(err, errlen, "%s: %s contains a control character", where, bad);
         return -1;
     }
-    if (add_line(&l, &count, "Impersonate-User", u->as ? u->as : ""))
+    if (add_line(&l, &count, "Impersonate-User", u->as))
         goto nomem;
     if (u->as_uid && *u->as_uid && add_line(&l, &count, "Impersonate-Uid", u->as_uid))
         goto nomem;

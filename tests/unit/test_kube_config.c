@@ -1486,7 +1486,7 @@ static const cred_case_t CRED_CASES[] = {
     {"cert+token", NULL, NULL, CERT TOKEN, "u", NULL, NULL, NULL, "client-certificate+token",
      "static-token", 1, 0, "", NULL, NULL, "sends both; the API server takes the cert"},
     {"empty user entry", NULL, NULL, "", "u", NULL, NULL, NULL, "none", NULL, 0, 0, "", NULL,
-     NULL, "anonymous"},
+     NULL, "no credential (kubectl prompts for one); we send none"},
     {"as", NULL, NULL, CERT "    as: jane\n", "u", NULL, NULL, NULL, "client-certificate",
      NULL, 1, 0, "Impersonate-User: jane", NULL, NULL, "acts as jane"},
     {"as, as-uid, as-groups, as-user-extra", NULL, NULL,
@@ -1498,6 +1498,9 @@ static const cred_case_t CRED_CASES[] = {
      "Impersonate-Group: team a|Impersonate-Extra-example.com%2Fscopes: read|"
      "Impersonate-Extra-example.com%2Fscopes: write|Impersonate-Extra-p%25c%20t: x y",
      NULL, NULL, "the same headers"},
+    {"as-groups without as", NULL, NULL, CERT "    as-groups: [dev]\n", "u", NULL, NULL,
+     "without impersonating a user (as)", NULL, NULL, 0, 0, NULL, NULL, NULL,
+     "error: requesting uid, groups or user-extra for u without impersonating a user"},
     {"as with a newline", NULL, NULL, CERT "    as: \"jane\\nX-Evil: 1\"\n", "u", NULL, NULL,
      "as contains a control character", NULL, NULL, 0, 0, NULL, NULL, NULL,
      "refuses to send the header"},
@@ -1522,10 +1525,10 @@ static const cred_case_t CRED_CASES[] = {
      "localhost,.test", NULL, "token", "static-token", 0, 0, "", NULL, NULL, "direct"},
     {"context without user", NULL, NULL, TOKEN, NULL, NULL, NULL,
      "context \"x\": user not set", NULL, NULL, 0, 0, NULL, NULL, NULL,
-     "goes on as system:anonymous"},
+     "no credential: prompts for a username; without a terminal \"error: EOF\""},
     {"context with an undefined user", NULL, NULL, TOKEN, "ghost", NULL, NULL,
      "context \"x\": user \"ghost\" not found", NULL, NULL, 0, 0, NULL, NULL, NULL,
-     "goes on as system:anonymous"},
+     "no credential: prompts for a username; without a terminal \"error: EOF\""},
 };
 
 static void test_credential_rules(void)
