@@ -379,8 +379,9 @@ u12=$(( $(unauthorized) - before ))
 echo "#   informerd, 12 s of refused tokens: plugin runs $r12, 401s at the API server $u12"
 check "informerd re-runs the plugin after 401s (runs $r12 > 1)" test "$r12" -gt 1
 check "informerd backs off: at most 8 plugin runs in 12 s (runs $r12)" test "$r12" -le 8
-check "informerd does not resend the refused token in a loop: at most 40 refused requests in 12 s ($u12)" \
-    test "$u12" -le 40
+# The refused requests are paced by informerd's relist backoff (about 1 a second; the
+# same before this change), not by the plugin: bounded, not zero.
+check "refused requests stay paced: at most 40 in 12 s ($u12)" test "$u12" -le 40
 check "informerd still running" kill -0 "$inf_pid"
 cp "$work/sa2.token" "$work/later.token"
 kubectl -n "$ns" create configmap rdc-e2e-probe --from-literal=a=b >/dev/null
