@@ -358,11 +358,41 @@ void kube_client_stats(const kube_client_t *c, kube_client_stats_t *out)
     *out = c->stats;
 }
 
-/* The request headers: Accept, bearer token, Host override, content type. Returns the
- * list (caller frees) or NULL with err filled. */
+/* A stream handle's note of the credential it was sent with, so that a 401 on it
+ * invalidates that credential only if it is still the current one (one plugin run per
+ * burst of 401s, however many watches got it). It is the first node of the handle's
+ * header list, which the caller keeps until the handle is done and frees with
+ * curl_slist_free_all: that frees node.data and then the node, i.e. the whole ticket
+ * (node is the first member, and libcurl frees with free() unless
+ * curl_global_init_mem replaced it, which nothing here does). */
+typedef struct {
+    struct curl_slist node;
+    kube_client_t *client;
+    uint64_t gen;
+} cred_ticket_t;
+
+/* Put line at the head of h as a cred_ticket_t. NULL when out of memory (h unchanged). */
+static struct curl_slist *ticket_prepend(struct curl_slist *h, const char *line,
+                                         kube_client_t *c, uint64_t gen)
+{
+    cred_ticket_t *t = calloc(1, sizeof(*t));
+    if (!t || !(t->node.data = strdup(line))) {
+        free(t);
+        return NULL;
+    }
+    t->node.next = h;
+    t->client = c;
+    t->gen = gen;
+    return &t->node;
+}
+
+/* The request headers: Accept, bearer token, impersonation, Host override, content
+ * type. *gen gets the generation of the credential used. With ticket the list starts
+ * with a cred_ticket_t (for stream handles). Returns the list (caller frees) or NULL
+ * with err filled. */
 static struct curl_slist *build_headers(kube_client_t *c, const char *content_type,
-                                        const char **cert, const char **key,
-                                        kube_error_t *err)
+                                        int ticket, const char **cert, const char **key,
+                                        uint64_t *gen, kube_error_t *err)
 {
     struct curl_slist *h = NULL, *t;
     const char *token = NULL;
@@ -372,15 +402,19 @@ static struct curl_slist *build_headers(kube_client_t *c, const char *content_ty
     *cert = NULL;
     *key = NULL;
     int crc = kube_config_credentials(c->cfg, &token, cert, key, cerr, sizeof(cerr));
+    *gen = kube_config_credentials_generation(c->cfg);
     if (crc && !token && !*cert) {
         kube_error_set(err, KERR_CONFIG, "credentials: %s", cerr);
         goto fail;
     }
     if (crc)
         rlog_warn("credential refresh failed; using the previous credential", "error", cerr);
-    if (!(t = curl_slist_append(h, "Accept: application/json")))
+    if (ticket) {
+        if (!(h = ticket_prepend(NULL, "Accept: application/json", c, *gen)))
+            goto nomem;
+    } else if (!(h = curl_slist_append(NULL, "Accept: application/json"))) {
         goto nomem;
-    h = t;
+    }
     /* Large bodies: no 100-continue round trip (the API server answers at once). */
     if (!(t = curl_slist_append(h, "Expect:")))
         goto nomem;
@@ -388,6 +422,12 @@ static struct curl_slist *build_headers(kube_client_t *c, const char *content_ty
     if (token && *token) {
         if (buf_printf(&line, "Authorization: Bearer %s", token) ||
             !(t = curl_slist_append(h, buf_str(&line))))
+            goto nomem;
+        h = t;
+    }
+    /* Impersonation on every request, as client-go's impersonating round tripper. */
+    for (size_t i = 0; i < c->rest->n_impersonate_headers; i++) {
+        if (!(t = curl_slist_append(h, c->rest->impersonate_headers[i])))
             goto nomem;
         h = t;
     }
@@ -437,6 +477,11 @@ static CURLcode setup_handle(kube_client_t *c, CURL *e, const char *url,
     if (c->connect_to)
         SET(CURLOPT_CONNECT_TO, c->connect_to);
     const kube_rest_config_t *r = c->rest;
+    /* The proxy kube_config chose (proxy-url, else the environment with Go's rules), or
+     * none: "" keeps curl from reading *_proxy / no_proxy itself, whose rules differ
+     * (curl reads http_proxy only in lower case and proxies loopback hosts). */
+    SET(CURLOPT_PROXY, r->proxy ? r->proxy : "");
+    SET(CURLOPT_NOPROXY, "");
     if (r->insecure_skip_tls_verify) {
         SET(CURLOPT_SSL_VERIFYPEER, 0L);
         SET(CURLOPT_SSL_VERIFYHOST, 0L);
@@ -739,18 +784,31 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
         kube_error_set(err, KERR_CONFIG, "URL longer than %zu bytes", url.cap);
         goto out;
     }
+    /* After a 401 the credential is refreshed (exec plugin re-run, token file re-read)
+     * and the request sent once more, but only with a different credential. */
+    int auth_retried = 0;
+    uint64_t gen = 0, rejected_gen = 0;
     for (int attempt = 0;; attempt++) {
+        const char *cert, *key;
+        curl_slist_free_all(headers);
+        headers = build_headers(c, content_type, 0, &cert, &key, &gen, err);
+        if (!headers)
+            goto out;
+        if (auth_retried == 1) {
+            if (gen == rejected_gen)
+                goto out; /* nothing new to offer: err still holds the 401 */
+            auth_retried = 2;
+            metric_counter_add(c->m_retries, METRIC_LABELS("401", method, c->host), 1);
+            c->stats.retries++;
+            rlog_info("retrying request with a refreshed credential after 401", "method",
+                      method, "path", path);
+        }
         if (throttle(c, method, deadline)) {
             kube_error_set(err, KERR_TIMEOUT,
                            "client rate limiter wait would exceed the %lld ms timeout",
                            (long long)c->opts.timeout_ms);
             goto out;
         }
-        const char *cert, *key;
-        curl_slist_free_all(headers);
-        headers = build_headers(c, content_type, &cert, &key, err);
-        if (!headers)
-            goto out;
         buf_free(&resp->body);
         buf_init(&resp->body, c->opts.max_response_bytes);
         resp->too_large = 0;
@@ -778,6 +836,18 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
         kube_error_set_request(err, method, buf_str(&url));
         if (err->code == KERR_OK)
             break;
+        /* A 401 status line is enough, even when the body then broke off (the API
+         * server may answer a POST before reading its body and end the stream: curl
+         * 18): authentication failed before anything was done, so a resend is safe
+         * for every method. */
+        if (resp->http_status == 401) {
+            kube_config_credentials_rejected(c->cfg, gen);
+            if (auth_retried)
+                goto out;
+            auth_retried = 1;
+            rejected_gen = gen;
+            continue;
+        }
         if (resp->too_large || attempt >= c->opts.max_retries ||
             !should_retry(idempotent, rc, sent, resp->http_status, err->retry_after_s))
             goto out;
@@ -1175,6 +1245,22 @@ out:
 
 /* ---- streams ------------------------------------------------------------------- */
 
+/* Header callback of stream handles: a 401 status line tells kube_config that the
+ * credential in the handle's ticket was refused. */
+static size_t on_stream_header(char *data, size_t size, size_t n, void *user)
+{
+    cred_ticket_t *t = user;
+    size_t len = size * n;
+    /* "HTTP/1.1 401 ..." or "HTTP/2 401 ..." */
+    if (len > 12 && strncmp(data, "HTTP/", 5) == 0) {
+        const char *sp = memchr(data, ' ', len);
+        if (sp && (size_t)(sp - data) + 4 <= len && strncmp(sp + 1, "401", 3) == 0 &&
+            (size_t)(sp - data) + 4 < len && (sp[4] == ' ' || sp[4] == '\r'))
+            kube_config_credentials_rejected(t->client->cfg, t->gen);
+    }
+    return len;
+}
+
 CURL *kube_client_stream_handle(kube_client_t *c, const char *path, const char *query,
                                 int64_t deadline_ms, struct curl_slist **headers,
                                 kube_error_t *err)
@@ -1198,7 +1284,8 @@ CURL *kube_client_stream_handle(kube_client_t *c, const char *path, const char *
         goto fail;
     }
     kube_error_set_request(err, "GET", buf_str(&url));
-    *headers = build_headers(c, NULL, &cert, &key, err);
+    uint64_t gen;
+    *headers = build_headers(c, NULL, 1, &cert, &key, &gen, err);
     if (!*headers)
         goto fail;
     e = curl_easy_init();
@@ -1208,6 +1295,10 @@ CURL *kube_client_stream_handle(kube_client_t *c, const char *path, const char *
     }
     /* The URL is copied by curl; headers must live as long as the handle. */
     CURLcode rc = setup_handle(c, e, buf_str(&url), *headers, cert, key);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_stream_header);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(e, CURLOPT_HEADERDATA, (void *)*headers);
     if (rc == CURLE_OK && deadline_ms > 0)
         rc = curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)deadline_ms);
     if (rc != CURLE_OK) {

@@ -5,6 +5,13 @@
  * CA (which then is the only one trusted, as in client-go), client certificate and key
  * come from the kubeconfig as PEM blobs, the bearer token (and an exec plugin's client
  * certificate) is asked from kube_config_credentials() on every request (they rotate).
+ * Every request, watches and pager pages included, carries the kubeconfig's
+ * Impersonate-* headers and goes through the proxy kube_config chose (proxy-url, else
+ * the environment as Go reads it, never for a loopback server; curl's own *_proxy
+ * handling is switched off). A 401 tells kube_config that the credential was refused
+ * (kube_config_credentials_rejected: one exec plugin run or token file re-read per
+ * burst); a blocking call is then sent once more if, and only if, the refreshed
+ * credential differs.
  * tls-server-name: curl 7.88 has no option for the name to verify, so the URL carries
  * that name (it becomes the SNI and the name checked against the certificate) and
  * CURLOPT_CONNECT_TO routes name:port to the real host:port; a Host: header keeps the
@@ -183,7 +190,10 @@ int kube_client_request(kube_client_t *c, const char *method, const char *path,
  * CURLOPT_WRITEFUNCTION/WRITEDATA, runs it (typically in a multi handle), and owns both
  * the handle (curl_easy_cleanup) and *headers (curl_slist_free_all, after the handle is
  * done). Clean the handle up before destroying the client: with tls-server-name it
- * refers to the client's CURLOPT_CONNECT_TO list. It does not go through the rate
+ * refers to the client's CURLOPT_CONNECT_TO list, and its header callback reports a 401
+ * to the client's configuration. Do not replace CURLOPT_HEADERFUNCTION/HEADERDATA: they
+ * are how a 401 on the stream refreshes the credential (the first node of *headers
+ * records which credential the stream was sent with). It does not go through the rate
  * limiter: see kube_client_throttle. Returns NULL with *headers NULL and err filled on
  * failure. */
 CURL *kube_client_stream_handle(kube_client_t *c, const char *path, const char *query,

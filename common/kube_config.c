@@ -53,6 +53,15 @@ struct kube_config {
     int exec_failures;            /* runs that failed in a row */
     int64_t exec_retry_at_s;      /* no new run before this (wall clock, s) */
     char exec_last_err[512];      /* why the last run failed */
+    int exec_rejected;            /* the server refused exec_cred (401): a run that
+                                     brings the same credential back counts as failed */
+
+    uint64_t cred_gen;            /* kube_config_credentials_generation */
+    char *proxy_cfg;              /* the cluster's proxy-url, NULL when unset */
+    char *proxy;                  /* effective proxy for curl, NULL = direct */
+    char *imp_user;               /* as */
+    char **imp_headers;           /* Impersonate-* lines */
+    size_t n_imp_headers;
 };
 
 /* ---- shared helpers ---- */
@@ -318,6 +327,10 @@ void kube_config_destroy(kube_config_t **self_p)
     free(c->exec_argv);   /* its strings belong to exec */
     free(c->exec_info);
     kcfg_exec_cred_clear(&c->exec_cred);
+    free(c->proxy_cfg);
+    free(c->proxy);
+    free(c->imp_user);
+    kcfg_free_lines(c->imp_headers, c->n_imp_headers);
     free(c);
     *self_p = NULL;
 }
@@ -340,6 +353,40 @@ static void publish_rest(kube_config_t *c)
     r->client_key_pem = c->key_pem;
     r->client_key_pem_len = c->key_pem_len;
     r->has_bearer = c->static_token || c->token_file || c->exec;
+    if (strcmp(c->source, "in-cluster") == 0)
+        r->auth_source = "in-cluster";
+    else if (c->exec)
+        r->auth_source = "exec";
+    else if (c->cert_pem)
+        r->auth_source = c->token_file     ? "client-certificate+tokenFile"
+                         : c->static_token ? "client-certificate+token"
+                                           : "client-certificate";
+    else
+        r->auth_source = c->token_file ? "tokenFile" : c->static_token ? "token" : "none";
+    r->proxy = c->proxy;
+    r->impersonate_user = c->imp_user;
+    r->impersonate_headers = (const char *const *)c->imp_headers;
+    r->n_impersonate_headers = c->n_imp_headers;
+}
+
+/* Go's os.Getenv for kcfg_proxy_for. */
+static const char *env_get(const char *name)
+{
+    return getenv(name);
+}
+
+/* The proxy for c->server (proxy-url, else the environment), once, at load. */
+static int resolve_proxy(kube_config_t *c, const char *where, char *err, size_t errlen)
+{
+    char why[512];
+    const char *source = NULL;
+    if (kcfg_proxy_for(c->server, c->proxy_cfg, env_get, &c->proxy, &source, why,
+                       sizeof why)) {
+        kcfg_errf(err, errlen, "%s: %s", where, why);
+        return -1;
+    }
+    c->rest.proxy_source = source; /* a string constant */
+    return 0;
 }
 
 static int set_str(char **dst, const char *src)
@@ -457,7 +504,9 @@ static int resolve_cluster(kube_config_t *c, const kcfg_cluster_t *cl, const kcf
     if (cl->tls_server_name && cl->tls_server_name[0] &&
         (c->tls_server_name = strdup(cl->tls_server_name)) == NULL)
         return oom(err, errlen, where);
-    return 0;
+    if (cl->proxy_url && cl->proxy_url[0] && (c->proxy_cfg = strdup(cl->proxy_url)) == NULL)
+        return oom(err, errlen, where);
+    return resolve_proxy(c, where, err, errlen);
 }
 
 /* KUBERNETES_EXEC_INFO for the plugin: the ExecCredential spec client-go sends. Returns
@@ -598,8 +647,17 @@ static int resolve_user(kube_config_t *c, kcfg_user_t *u, const kcfg_doc_t *doc,
             }
         }
     }
-    if (u->exec && resolve_exec(c, u, doc, where, err, errlen))
+    /* client-go's exec authenticator steps aside when the transport already has a
+     * token, a token file or a client certificate: kubectl does not run the plugin then,
+     * and neither do we. */
+    if (u->exec && !c->static_token && !c->token_file && !c->cert_pem &&
+        resolve_exec(c, u, doc, where, err, errlen))
         return -1;
+    if (kcfg_impersonation_headers(u, where, &c->imp_headers, &c->n_imp_headers, err,
+                                   errlen))
+        return -1;
+    if (u->as && u->as[0] && (c->imp_user = strdup(u->as)) == NULL)
+        return oom(err, errlen, where);
     if (u->has_auth_provider && !c->static_token && !c->token_file && !c->exec &&
         !c->cert_pem) {
         kcfg_errf(err, errlen, "%s: auth-provider is not supported (use an exec plugin)",
@@ -664,14 +722,8 @@ static int resolve(kcfg_doc_t **docs, size_t n, const char *source, const char *
                   ctx_doc->path, name, ctx->cluster);
         goto out;
     }
-    if (ctx->user && ctx->user[0]) { /* no user: anonymous, as kubectl allows */
+    if (ctx->user && ctx->user[0])
         u = find_user(docs, n, ctx->user, &u_doc);
-        if (u == NULL) {
-            kcfg_errf(err, errlen, "kubeconfig %s: context \"%s\": user \"%s\" not found",
-                      ctx_doc->path, name, ctx->user);
-            goto out;
-        }
-    }
     if ((c = calloc(1, sizeof *c)) == NULL || set_str(&c->context, name) ||
         set_str(&c->cluster, cl->name) || set_str(&c->user, u ? u->name : "") ||
         set_str(&c->source, source) ||
@@ -680,8 +732,21 @@ static int resolve(kcfg_doc_t **docs, size_t n, const char *source, const char *
         kcfg_errf(err, errlen, "kubeconfig %s: out of memory", source);
         goto out;
     }
-    if (resolve_cluster(c, cl, cl_doc, err, errlen) ||
-        (u && resolve_user(c, u, u_doc, err, errlen)))
+    if (resolve_cluster(c, cl, cl_doc, err, errlen))
+        goto out;
+    /* Without a user entry kubectl has no credential and prompts for one; a daemon
+     * cannot, so it is an error here (kube_config.h). */
+    if (ctx->user == NULL || ctx->user[0] == '\0') {
+        kcfg_errf(err, errlen, "kubeconfig %s: context \"%s\": user not set", ctx_doc->path,
+                  name);
+        goto out;
+    }
+    if (u == NULL) {
+        kcfg_errf(err, errlen, "kubeconfig %s: context \"%s\": user \"%s\" not found",
+                  ctx_doc->path, name, ctx->user);
+        goto out;
+    }
+    if (resolve_user(c, u, u_doc, err, errlen))
         goto out;
     publish_rest(c);
     rc = 0;
@@ -868,6 +933,8 @@ static int load_in_cluster(const char *root, const char *host, const char *port,
         oom(err, errlen, "in-cluster");
         goto out;
     }
+    if (resolve_proxy(c, "in-cluster", err, errlen))
+        goto out;
     publish_rest(c);
     rc = 0;
 out:
@@ -1008,6 +1075,8 @@ static int refresh_file_token(kube_config_t *c, char *err, size_t errlen)
         free(tok);
         return -1;
     }
+    if (c->file_token == NULL || strcmp(c->file_token, tok) != 0)
+        c->cred_gen++;
     free(c->file_token);
     c->file_token = tok;
     c->file_token_st = rst; /* of what was read, so a change after the read is seen */
@@ -1016,7 +1085,7 @@ static int refresh_file_token(kube_config_t *c, char *err, size_t errlen)
 }
 
 /* Run the exec plugin when there is no credential or it expires within the slack. */
-static int exec_run(kube_config_t *c, char *err, size_t errlen);
+static int exec_run(kube_config_t *c, int *changed, char *err, size_t errlen);
 
 static int refresh_exec(kube_config_t *c, char *err, size_t errlen)
 {
@@ -1031,9 +1100,18 @@ static int refresh_exec(kube_config_t *c, char *err, size_t errlen)
                   c->exec_failures, c->exec_failures == 1 ? "" : "s", (long long)(c->exec_retry_at_s - now));
         return -1;
     }
-    if (exec_run(c, err, errlen) == 0) {
-        c->exec_failures = 0;
-        return 0;
+    int changed = 0;
+    if (exec_run(c, &changed, err, errlen) == 0) {
+        int refused_again = c->exec_rejected && !changed;
+        c->exec_rejected = 0;
+        if (!refused_again) {
+            c->exec_failures = 0;
+            return 0;
+        }
+        /* The plugin handed back the credential the server just refused: keep it (it is
+         * all we have) but do not run the plugin again before the backoff says so. */
+        kcfg_errf(err, errlen, "exec plugin \"%s\" returned the credential the server "
+                               "rejected (401)", c->exec->command);
     }
     if (c->exec_failures < 30)
         c->exec_failures++;
@@ -1043,8 +1121,15 @@ static int refresh_exec(kube_config_t *c, char *err, size_t errlen)
     return -1;
 }
 
-/* Run the exec plugin once and keep its credential. Returns 0, or -1 with err set. */
-static int exec_run(kube_config_t *c, char *err, size_t errlen)
+/* Same string, both NULL counting as same. */
+static int same_str(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Run the exec plugin once and keep its credential; *changed says whether it differs
+ * from the previous one (then the generation moves on). Returns 0, or -1 with err set. */
+static int exec_run(kube_config_t *c, int *changed, char *err, size_t errlen)
 {
     kcfg_exec_cred_t cred;
     char *json = NULL, msg[768];
@@ -1078,6 +1163,11 @@ static int exec_run(kube_config_t *c, char *err, size_t errlen)
             goto out;
         }
     }
+    *changed = !same_str(cred.token, c->exec_cred.token) ||
+               !same_str(cred.cert_pem, c->exec_cred.cert_pem) ||
+               !same_str(cred.key_pem, c->exec_cred.key_pem);
+    if (*changed)
+        c->cred_gen++;
     kcfg_exec_cred_clear(&c->exec_cred);
     c->exec_cred = cred;
     c->exec_cred_valid = 1;
@@ -1120,4 +1210,21 @@ void kube_config_credentials_invalidate(kube_config_t *cfg)
     assert(cfg);
     cfg->exec_cred_valid = 0;
     cfg->file_token_stale = 1;
+}
+
+uint64_t kube_config_credentials_generation(const kube_config_t *cfg)
+{
+    assert(cfg);
+    return cfg->cred_gen;
+}
+
+int kube_config_credentials_rejected(kube_config_t *cfg, uint64_t gen)
+{
+    assert(cfg);
+    if (gen != cfg->cred_gen)
+        return 0; /* already replaced: the rest of a burst of 401s */
+    if (cfg->exec && cfg->exec_cred_valid)
+        cfg->exec_rejected = 1;
+    kube_config_credentials_invalidate(cfg);
+    return 1;
 }

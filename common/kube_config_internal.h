@@ -4,6 +4,8 @@
  *
  *   kube_config_yaml.c  kubeconfig YAML -> kcfg_doc_t (a faithful, unvalidated model)
  *   kube_config_exec.c  run an exec credential plugin, parse its ExecCredential
+ *   kube_config_transport.c  what client-go's transport decides: the proxy, the
+ *                       impersonation headers (pure functions)
  *   kube_config.c       pick the sources, merge, resolve one context, credentials
  */
 #ifndef RDC_KUBE_CONFIG_INTERNAL_H
@@ -47,7 +49,15 @@ typedef struct {
     char *certificate_authority_data; /* base64 as written in the file */
     int insecure_skip_tls_verify;
     char *tls_server_name;
+    char *proxy_url;                  /* proxy-url as written in the file */
 } kcfg_cluster_t;
+
+/* One as-user-extra entry: a key and its values, in file order. */
+typedef struct {
+    char *key;
+    char **values;
+    size_t n_values;
+} kcfg_extra_t;
 
 typedef struct {
     char *name;
@@ -59,6 +69,12 @@ typedef struct {
     char *token_file;
     int has_auth_provider;            /* auth-provider: present (unsupported) */
     kcfg_exec_config_t *exec;         /* NULL when no exec: section */
+    char *as;                         /* impersonation: as */
+    char *as_uid;                     /* as-uid */
+    char **as_groups;                 /* as-groups */
+    size_t n_as_groups;
+    kcfg_extra_t *as_extra;           /* as-user-extra */
+    size_t n_as_extra;
 } kcfg_user_t;
 
 typedef struct {
@@ -138,6 +154,46 @@ void kcfg_exec_cred_clear(kcfg_exec_cred_t *cred);
  * +hh:mm offset) into whole seconds since the epoch (the fraction is dropped). Returns 0,
  * or -1 when s is not such a timestamp. */
 int kcfg_parse_rfc3339(const char *s, int64_t *epoch_s);
+
+/* ---- transport decisions (kube_config_transport.c; pure) ---- */
+
+/* An environment lookup: getenv, or a table in the tests. NULL or "" = unset. */
+typedef const char *(*kcfg_getenv_fn)(const char *name);
+
+/* The proxy client-go would use for requests to server (an http:// or https:// URL).
+ * proxy_url (the cluster's proxy-url, may be NULL) wins, even for a loopback server; it
+ * must be an http, https or socks5 URL with a host. Otherwise Go's
+ * http.ProxyFromEnvironment with env: HTTPS_PROXY, else https_proxy, for an https server;
+ * HTTP_PROXY, else http_proxy, for http (ignored when REQUEST_METHOD is set, Go's CGI
+ * rule); a value without a scheme gets http://; no proxy for "localhost", a loopback
+ * address, or a host NO_PROXY (else no_proxy) exempts ("*", IP, CIDR, domain with its
+ * subdomains, ".domain", "*.domain", each with an optional :port).
+ * Returns 0 with *proxy a new string for curl (socks5:// as socks5h://, which resolves at
+ * the proxy as Go does) or NULL for a direct connection, and *source naming where it
+ * came from ("proxy-url", "HTTPS_PROXY", ...) or NULL; -1 with err set when proxy_url is
+ * unusable (nothing allocated). */
+int kcfg_proxy_for(const char *server, const char *proxy_url, kcfg_getenv_fn env,
+                   char **proxy, const char **source, char *err, size_t errlen);
+
+/* Whether no_proxy (a NO_PROXY value) exempts host (no brackets for IPv6) at port
+ * (decimal, the scheme's default when the URL has none). 1 = go direct. */
+int kcfg_no_proxy_match(const char *no_proxy, const char *host, const char *port);
+
+/* The Impersonate-* header lines of user u, as client-go's impersonating round tripper
+ * writes them: "Impersonate-User: <as>", "Impersonate-Uid: <as-uid>", one
+ * "Impersonate-Group: <g>" per group, one "Impersonate-Extra-<key>: <v>" per value with
+ * the key percent-encoded where it is not an HTTP token character (and '%' itself).
+ * Nothing when none of as, as-uid, as-groups, as-user-extra is set. where prefixes
+ * errors. Returns 0 with *lines (NULL when none; free with kcfg_free_lines) and *n, or
+ * -1 with err set when a value contains a control character (it would break the header;
+ * Go refuses to send it) or when as-uid, as-groups or as-user-extra comes without as
+ * (kubectl refuses that too: "requesting uid, groups or user-extra ... without
+ * impersonating a user"). */
+int kcfg_impersonation_headers(const kcfg_user_t *u, const char *where, char ***lines,
+                               size_t *n, char *err, size_t errlen);
+
+/* Free n strings and the array. NULL-safe. */
+void kcfg_free_lines(char **lines, size_t n);
 
 /* ---- helpers shared by the files ---- */
 

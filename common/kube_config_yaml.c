@@ -395,10 +395,93 @@ static int parse_clusters(pctx_t *c, yaml_node_t *root, kcfg_doc_t *d)
                        &cl->certificate_authority_data) ||
             get_bool(c, body, bpath, "insecure-skip-tls-verify",
                      &cl->insecure_skip_tls_verify) ||
-            get_string(c, body, bpath, "tls-server-name", &cl->tls_server_name))
+            get_string(c, body, bpath, "tls-server-name", &cl->tls_server_name) ||
+            get_string(c, body, bpath, "proxy-url", &cl->proxy_url))
             return -1;
     }
     return check_unique(c, "clusters", d->clusters, d->n_clusters, sizeof *d->clusters);
+}
+
+/* A sequence of strings at map[key] into a new array (*n items; NULL and 0 when absent).
+ * A null item is kept as "" (kubectl reads it as the empty string). */
+static int get_string_list(pctx_t *c, yaml_node_t *map, const char *prefix, const char *key,
+                           char ***out, size_t *n)
+{
+    char path[256], ipath[300];
+    yaml_node_t *seq;
+    size_t count;
+
+    *out = NULL;
+    *n = 0;
+    if (get_seq(c, map, prefix, key, &seq, &count))
+        return -1;
+    if (seq == NULL)
+        return 0;
+    join_path(path, sizeof path, prefix, key);
+    if ((*out = alloc_array(c, count, sizeof **out, path)) == NULL)
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        snprintf(ipath, sizeof ipath, "%s[%zu]", path, i);
+        if (node_string(c, seq_item(c, seq, i), ipath, &(*out)[*n]))
+            return -1;
+        if ((*out)[*n] == NULL && ((*out)[*n] = strdup("")) == NULL) {
+            kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: out of memory", c->file, ipath);
+            return -1;
+        }
+        (*n)++;
+    }
+    return 0;
+}
+
+/* users[i].user.as-user-extra: a mapping of key -> list of strings, kept in file order. */
+static int parse_as_extra(pctx_t *c, yaml_node_t *body, const char *prefix, kcfg_user_t *u)
+{
+    char path[256], kpath[512];
+    yaml_node_t *m;
+
+    if (get_map(c, body, prefix, "as-user-extra", &m))
+        return -1;
+    if (m == NULL)
+        return 0;
+    join_path(path, sizeof path, prefix, "as-user-extra");
+    size_t count = (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
+    if ((u->as_extra = alloc_array(c, count, sizeof *u->as_extra, path)) == NULL)
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_pair_t *p = &m->data.mapping.pairs.start[i];
+        yaml_node_t *k = yaml_document_get_node(c->ydoc, p->key);
+        kcfg_extra_t *x = &u->as_extra[u->n_as_extra];
+        if (spend(c, 0))
+            return -1;
+        if (node_string(c, k, path, &x->key))
+            return -1;
+        u->n_as_extra++;
+        if (x->key == NULL || x->key[0] == '\0') {
+            kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: empty key", c->file, path);
+            return -1;
+        }
+        snprintf(kpath, sizeof kpath, "%s.%s", path, x->key);
+        yaml_node_t *v = yaml_document_get_node(c->ydoc, p->value);
+        if (is_null(v))
+            continue;
+        if (v->type != YAML_SEQUENCE_NODE)
+            return type_error(c, kpath, "a sequence", v);
+        size_t nv = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+        if ((x->values = alloc_array(c, nv, sizeof *x->values, kpath)) == NULL)
+            return -1;
+        for (size_t j = 0; j < nv; j++) {
+            if (node_string(c, seq_item(c, v, j), kpath, &x->values[x->n_values]))
+                return -1;
+            if (x->values[x->n_values] == NULL &&
+                (x->values[x->n_values] = strdup("")) == NULL) {
+                kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: out of memory", c->file,
+                          kpath);
+                return -1;
+            }
+            x->n_values++;
+        }
+    }
+    return 0;
 }
 
 static int parse_users(pctx_t *c, yaml_node_t *root, kcfg_doc_t *d)
@@ -433,7 +516,11 @@ static int parse_users(pctx_t *c, yaml_node_t *root, kcfg_doc_t *d)
             get_string(c, body, bpath, "client-key", &u->client_key) ||
             get_string(c, body, bpath, "client-key-data", &u->client_key_data) ||
             get_string(c, body, bpath, "token", &u->token) ||
-            get_string(c, body, bpath, "tokenFile", &u->token_file))
+            get_string(c, body, bpath, "tokenFile", &u->token_file) ||
+            get_string(c, body, bpath, "as", &u->as) ||
+            get_string(c, body, bpath, "as-uid", &u->as_uid) ||
+            get_string_list(c, body, bpath, "as-groups", &u->as_groups, &u->n_as_groups) ||
+            parse_as_extra(c, body, bpath, u))
             return -1;
         u->has_auth_provider = !is_null(map_get(c, body, "auth-provider"));
         if (get_map(c, body, bpath, "exec", &exec))
@@ -596,6 +683,7 @@ void kcfg_doc_destroy(kcfg_doc_t **doc_p)
         free(c->certificate_authority);
         free(c->certificate_authority_data);
         free(c->tls_server_name);
+        free(c->proxy_url);
     }
     free(d->clusters);
     for (size_t i = 0; i < d->n_users; i++) {
@@ -608,6 +696,18 @@ void kcfg_doc_destroy(kcfg_doc_t **doc_p)
         free(u->token);
         free(u->token_file);
         kcfg_exec_config_free(u->exec);
+        free(u->as);
+        free(u->as_uid);
+        for (size_t j = 0; j < u->n_as_groups; j++)
+            free(u->as_groups[j]);
+        free(u->as_groups);
+        for (size_t j = 0; j < u->n_as_extra; j++) {
+            free(u->as_extra[j].key);
+            for (size_t k = 0; k < u->as_extra[j].n_values; k++)
+                free(u->as_extra[j].values[k]);
+            free(u->as_extra[j].values);
+        }
+        free(u->as_extra);
     }
     free(d->users);
     for (size_t i = 0; i < d->n_contexts; i++) {

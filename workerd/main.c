@@ -3,6 +3,7 @@
  *
  *   workerd [flags]                              serve informerd's work queue
  *   workerd --once NAMESPACE/NAME [--dry-run]    reconcile one key from the API and exit
+ *   workerd --whoami                             who the API server takes us for, and exit
  */
 #include "clock.h"
 #include "daemon.h"
@@ -24,7 +25,36 @@ static const char summary[] =
     "Reconciles RedisClusters into their ConfigMap, headless Service and StatefulSet.\n"
     "Under the supervisor it pulls work from informerd; alone, --once NAMESPACE/NAME reads\n"
     "one RedisCluster and its children straight from the API, reconciles it and exits\n"
-    "(--dry-run prints the planned writes as JSON instead of making them).";
+    "(--dry-run prints the planned writes as JSON instead of making them).\n"
+    "--whoami prints the SelfSubjectReview the API server returns for the configured\n"
+    "credentials (as `kubectl auth whoami -o json`) and how they were chosen, and exits.";
+
+/* POST a SelfSubjectReview and print it; the credential choice goes to stderr. */
+static int run_whoami(kube_config_t *cfg, kube_client_t *client)
+{
+    const kube_rest_config_t *r = kube_config_rest(cfg);
+    fprintf(stderr, "workerd: server %s context \"%s\" user \"%s\" auth %s%s%s proxy %s%s%s\n",
+            r->server, r->context, r->user, r->auth_source,
+            r->impersonate_user ? " impersonating " : "",
+            r->impersonate_user ? r->impersonate_user : "", r->proxy ? r->proxy : "none",
+            r->proxy_source ? " from " : "", r->proxy_source ? r->proxy_source : "");
+    json_object *body = json_object_new_object(), *out = NULL;
+    json_object_object_add(body, "apiVersion", json_object_new_string("authentication.k8s.io/v1"));
+    json_object_object_add(body, "kind", json_object_new_string("SelfSubjectReview"));
+    kube_error_t err;
+    char line[1024];
+    int rc = kube_client_create(client, "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                                body, NULL, &out, &err);
+    json_object_put(body);
+    if (rc) {
+        fprintf(stderr, "workerd: whoami: %s\n", kube_error_str(&err, line, sizeof(line)));
+        return 1;
+    }
+    printf("%s\n", json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY |
+                                                         JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(out);
+    return 0;
+}
 
 /* GET one object; NotFound gives NULL and success. */
 static int get_object(kube_client_t *c, const char *group, const char *version,
@@ -103,8 +133,8 @@ int main(int argc, char **argv)
     rdc_common_opts_t c;
     opts_common_defaults(&c);
     const char *once = NULL, *work_ep = NULL, *leader_ep = NULL;
-    int dry_run = 0;
-    opt_t table[OPTS_COMMON_COUNT + 5];
+    int dry_run = 0, whoami = 0;
+    opt_t table[OPTS_COMMON_COUNT + 6];
     opts_common_fill(&c, table);
     table[OPTS_COMMON_COUNT] = (opt_t){"once", OPT_STRING, &once,
                                        "reconcile NAMESPACE/NAME once, reading from the API, and exit"};
@@ -114,7 +144,9 @@ int main(int argc, char **argv)
                                            "informerd's work socket (default ipc://<runtime-dir>/work.sock)"};
     table[OPTS_COMMON_COUNT + 3] = (opt_t){"leader-endpoint", OPT_STRING, &leader_ep,
                                            "electord's leader socket (default ipc://<runtime-dir>/leader.sock)"};
-    table[OPTS_COMMON_COUNT + 4] = (opt_t){NULL, OPT_END, NULL, NULL};
+    table[OPTS_COMMON_COUNT + 4] = (opt_t){"whoami", OPT_BOOL, &whoami,
+                                           "print who the API server takes these credentials for (a SelfSubjectReview) and exit"};
+    table[OPTS_COMMON_COUNT + 5] = (opt_t){NULL, OPT_END, NULL, NULL};
     int early = opts_main("workerd", summary, table, &c, argc, argv, NULL, 0, NULL);
     if (early >= 0)
         return early;
@@ -127,6 +159,10 @@ int main(int argc, char **argv)
     if (daemon_kube_connect(&c, &co, &cfg, &client))
         return 1;
     int code = 1;
+    if (whoami) {
+        code = run_whoami(cfg, client);
+        goto out;
+    }
     if (once) {
         code = run_once(client, once, dry_run);
         goto out;

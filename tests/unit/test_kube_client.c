@@ -27,7 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +46,7 @@ typedef struct {
     char accept[128];
     char ctype[128];
     char host[128];
+    char imp[1024];   /* Impersonate-* headers as "Name: value|..." in arrival order */
     char body[16384];
     size_t body_len;
     int client_certs; /* certificates the TLS client presented; -1 = unknown */
@@ -110,6 +113,19 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
     return MHD_YES;
 }
 
+static enum MHD_Result collect_imp(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    (void)kind;
+    fake_req_t *r = cls;
+    if (strncasecmp(key, "Impersonate-", 12) != 0)
+        return MHD_YES;
+    size_t off = strlen(r->imp);
+    snprintf(r->imp + off, sizeof(r->imp) - off, "%s%s: %s", off ? "|" : "", key,
+             value ? value : "");
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **con_cls)
@@ -139,6 +155,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     snprintf(r->accept, sizeof(r->accept), "%s", lookup(conn, MHD_HEADER_KIND, "Accept"));
     snprintf(r->ctype, sizeof(r->ctype), "%s", lookup(conn, MHD_HEADER_KIND, "Content-Type"));
     snprintf(r->host, sizeof(r->host), "%s", lookup(conn, MHD_HEADER_KIND, "Host"));
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_imp, r);
     r->client_certs = f->tls ? peer_certs(conn) : -1;
 
     pthread_mutex_lock(&f->mu);
@@ -1549,6 +1566,315 @@ static void test_https(void)
     free(certs.client_key_pem);
 }
 
+/* ---- tests: credentials, impersonation, proxy ------------------------------------- */
+
+/* An exec plugin in a fresh directory: each run appends to <dir>/count and prints token
+ * "t<run number>", or "bad" when <dir>/mode says "same". */
+static const char *PLUGIN_SH =
+    "#!/bin/sh\n"
+    "d=$(dirname \"$0\")\n"
+    "echo run >> \"$d/count\"\n"
+    "n=$(wc -l < \"$d/count\")\n"
+    "tok=t$((n))\n"
+    "[ \"$(cat \"$d/mode\" 2>/dev/null)\" = same ] && tok=bad\n"
+    "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+    "\"status\":{\"token\":\"%s\"}}' \"$tok\"\n";
+
+typedef struct {
+    char dir[64];
+    char plugin[128];
+} plugin_dir_t;
+
+static void plugin_setup(plugin_dir_t *pd, const char *mode)
+{
+    snprintf(pd->dir, sizeof(pd->dir), "/tmp/kc-plugin-XXXXXX");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(pd->dir));
+    snprintf(pd->plugin, sizeof(pd->plugin), "%s/plugin.sh", pd->dir);
+    FILE *f = fopen(pd->plugin, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(PLUGIN_SH, f);
+    fclose(f);
+    chmod(pd->plugin, 0755);
+    char p[160];
+    snprintf(p, sizeof(p), "%s/mode", pd->dir);
+    f = fopen(p, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(mode, f);
+    fclose(f);
+}
+
+static int plugin_runs(const plugin_dir_t *pd)
+{
+    char p[160];
+    snprintf(p, sizeof(p), "%s/count", pd->dir);
+    FILE *f = fopen(p, "r");
+    int n = 0, ch;
+    while (f && (ch = fgetc(f)) != EOF)
+        n += ch == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static void plugin_cleanup(plugin_dir_t *pd)
+{
+    char p[160];
+    static const char *const files[] = {"plugin.sh", "mode", "count"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof(p), "%s/%s", pd->dir, files[i]);
+        unlink(p);
+    }
+    rmdir(pd->dir);
+}
+
+/* A kubeconfig for the fake server using the plugin and impersonating jane. */
+static kube_config_t *make_exec_config(int port, const plugin_dir_t *pd)
+{
+    char yaml[4096], err[512];
+    snprintf(yaml, sizeof(yaml),
+             "current-context: fake\n"
+             "clusters:\n- name: fake\n  cluster: {server: 'http://127.0.0.1:%d'}\n"
+             "contexts:\n- name: fake\n  context: {cluster: fake, user: u}\n"
+             "users:\n- name: u\n  user:\n"
+             "    as: jane\n    as-groups: [dev, ops]\n"
+             "    as-user-extra: {reason/why: [test]}\n"
+             "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+             "      command: %s\n      interactiveMode: Never\n",
+             port, pd->plugin);
+    kube_config_t *cfg = NULL;
+    if (kube_config_load_buffer(yaml, strlen(yaml), "exec-kubeconfig", NULL, &cfg, err,
+                                sizeof(err)))
+        fprintf(stderr, "kubeconfig: %s\n", err);
+    return cfg;
+}
+
+/* 401 for the tokens "t1" and "bad", as an API server that does not know them. */
+static void h_reject_t1(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
+{
+    if (strcmp(r->auth, "Bearer t1") == 0 || strcmp(r->auth, "Bearer bad") == 0) {
+        out->status = 401;
+        snprintf(out->body, sizeof(out->body),
+                 "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                 "\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}");
+        return;
+    }
+    h_echo(f, r, n, out);
+}
+
+static kube_client_t *exec_client(kube_config_t *cfg)
+{
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    o.max_retries = 0;
+    kube_error_t err;
+    kube_client_t *c = kube_client_new(cfg, &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    return c;
+}
+
+#define JANE_HEADERS                                                                     \
+    "Impersonate-User: jane|Impersonate-Group: dev|Impersonate-Group: ops|"              \
+    "Impersonate-Extra-reason%2Fwhy: test"
+
+/* The server rejects the first exec credential once: the plugin is run again and the
+ * request retried with the new token, transparently. */
+static void test_401_refresh_retry(void)
+{
+    plugin_dir_t pd;
+    plugin_setup(&pd, "rotate");
+    fake_t *srv = fake_start(h_reject_t1, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
+    kube_config_t *cfg = make_exec_config(srv->port, &pd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+    kube_client_t *c = exec_client(cfg);
+    kube_error_t err;
+    json_object *obj = NULL;
+
+    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces/default/configmaps/x", NULL, &obj,
+                                    &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(obj);
+    json_object_put(obj);
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(srv), 2);
+    CU_ASSERT_STRING_EQUAL(srv->reqs[0].auth, "Bearer t1");
+    CU_ASSERT_STRING_EQUAL(srv->reqs[1].auth, "Bearer t2");
+    CU_ASSERT_EQUAL(plugin_runs(&pd), 2);
+    /* Impersonation on every request, the retry included. */
+    CU_ASSERT_STRING_EQUAL(srv->reqs[0].imp, JANE_HEADERS);
+    CU_ASSERT_STRING_EQUAL(srv->reqs[1].imp, JANE_HEADERS);
+    kube_client_stats_t st;
+    kube_client_stats(c, &st);
+    CU_ASSERT_EQUAL(st.requests, 2);
+    CU_ASSERT_EQUAL(st.retries, 1);
+    /* The new token is kept. */
+    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), 0);
+    CU_ASSERT_EQUAL(fake_nreqs(srv), 3);
+    CU_ASSERT_STRING_EQUAL(srv->reqs[2].auth, "Bearer t2");
+    CU_ASSERT_EQUAL(plugin_runs(&pd), 2);
+    kube_client_destroy(&c);
+    kube_config_destroy(&cfg);
+    fake_stop(&srv);
+    plugin_cleanup(&pd);
+
+    /* A plugin that keeps handing out a token the server refuses: the 401 is returned
+     * after one re-run, no resend of the same token, and the next requests do not run it
+     * again within the backoff. */
+    plugin_setup(&pd, "same");
+    srv = fake_start(h_reject_t1, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
+    cfg = make_exec_config(srv->port, &pd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+    c = exec_client(cfg);
+    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err),
+                    KERR_UNAUTHORIZED);
+    CU_ASSERT_EQUAL(fake_nreqs(srv), 1);
+    CU_ASSERT_EQUAL(plugin_runs(&pd), 2);
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err),
+                        KERR_UNAUTHORIZED);
+    CU_ASSERT_EQUAL(fake_nreqs(srv), 6);
+    CU_ASSERT_EQUAL(plugin_runs(&pd), 2);
+    kube_client_destroy(&c);
+    kube_config_destroy(&cfg);
+    fake_stop(&srv);
+    plugin_cleanup(&pd);
+}
+
+static size_t discard(char *d, size_t size, size_t n, void *u)
+{
+    (void)d;
+    (void)u;
+    return size * n;
+}
+
+/* A 401 on a stream (watch, pager page) reaches kube_config too, once per burst: two
+ * streams opened with t1 both get 401; only the first one's invalidates. */
+static void test_401_on_streams(void)
+{
+    plugin_dir_t pd;
+    plugin_setup(&pd, "rotate");
+    fake_t *srv = fake_start(h_reject_t1, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
+    kube_config_t *cfg = make_exec_config(srv->port, &pd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+    kube_client_t *c = exec_client(cfg);
+    kube_error_t err;
+    struct curl_slist *h1s = NULL, *h2s = NULL;
+    kube_req_opts_t ro = {0};
+    CURL *h1 = kube_client_watch_handle(c, "/api/v1/configmaps", &ro, &h1s, &err);
+    CURL *h2 = kube_client_stream_handle(c, "/api/v1/configmaps", NULL, 5000, &h2s, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h2);
+    CU_ASSERT_EQUAL(plugin_runs(&pd), 1);
+    curl_easy_setopt(h1, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(h2, CURLOPT_WRITEFUNCTION, discard);
+    CU_ASSERT_EQUAL(curl_easy_perform(h1), CURLE_OK);
+    long status = 0;
+    curl_easy_getinfo(h1, CURLINFO_RESPONSE_CODE, &status);
+    CU_ASSERT_EQUAL(status, 401);
+    /* The next request gets a new token at once: no 401 first. */
+    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), 0);
+    CU_ASSERT_EQUAL(plugin_runs(&pd), 2);
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(srv), 2);
+    CU_ASSERT_STRING_EQUAL(srv->reqs[1].auth, "Bearer t2");
+    /* The second stream's 401 (sent with t1) is part of the same burst: t2 is kept. */
+    CU_ASSERT_EQUAL(curl_easy_perform(h2), CURLE_OK);
+    curl_easy_getinfo(h2, CURLINFO_RESPONSE_CODE, &status);
+    CU_ASSERT_EQUAL(status, 401);
+    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), 0);
+    CU_ASSERT_EQUAL(plugin_runs(&pd), 2);
+    curl_easy_cleanup(h1);
+    curl_easy_cleanup(h2);
+    curl_slist_free_all(h1s);
+    curl_slist_free_all(h2s);
+    /* Impersonation on watches and pager pages as well. */
+    CU_ASSERT_STRING_EQUAL(srv->reqs[0].imp, JANE_HEADERS);
+    kube_pager_t *p = kube_pager_new(c, "/api/v1/configmaps", NULL);
+    int pages = 0;
+    CU_ASSERT_EQUAL(run_pager(p, &pages, &err), KUBE_PAGER_DONE);
+    kube_pager_destroy(&p);
+    int n = fake_nreqs(srv);
+    CU_ASSERT_STRING_EQUAL(srv->reqs[n - 1].imp, JANE_HEADERS);
+    CU_ASSERT_STRING_EQUAL(srv->reqs[n - 1].auth, "Bearer t2");
+    kube_client_destroy(&c);
+    kube_config_destroy(&cfg);
+    fake_stop(&srv);
+    plugin_cleanup(&pd);
+}
+
+/* proxy-url routes requests through the proxy; an environment proxy is not used for a
+ * loopback server; a dead proxy-url is an error even for a loopback server. */
+static void test_proxy(void)
+{
+    fake_t *srv = fake_start(h_echo, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    o.max_retries = 0;
+    kube_error_t err;
+    char extra[256];
+
+    /* The fake server as an HTTP proxy for a host that does not resolve. */
+    snprintf(extra, sizeof(extra), "    proxy-url: http://127.0.0.1:%d\n", srv->port);
+    char yaml[2048], cerr[512];
+    snprintf(yaml, sizeof(yaml),
+             "current-context: x\nclusters:\n- name: c\n  cluster:\n"
+             "    server: http://api.rdc-test.invalid:81\n%s"
+             "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+             "users:\n- name: u\n  user: {token: tok}\n", extra);
+    kube_config_t *cfg = NULL;
+    CU_ASSERT_EQUAL_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "p", NULL, &cfg, cerr,
+                                                  sizeof(cerr)), 0);
+    CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->proxy_source, "proxy-url");
+    kube_client_t *c = kube_client_new(cfg, &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(srv), 1);
+    CU_ASSERT_STRING_EQUAL(srv->reqs[0].host, "api.rdc-test.invalid:81");
+    CU_ASSERT_PTR_NOT_NULL(strstr(srv->reqs[0].path, "/api/v1/namespaces"));
+    kube_client_destroy(&c);
+    kube_config_destroy(&cfg);
+
+    /* HTTP_PROXY set to a dead port, server on 127.0.0.1 and localhost: direct. */
+    setenv("HTTP_PROXY", "http://127.0.0.1:1", 1);
+    setenv("http_proxy", "http://127.0.0.1:1", 1);
+    const char *hosts[] = {"127.0.0.1", "localhost"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(yaml, sizeof(yaml),
+                 "current-context: x\nclusters:\n- name: c\n  cluster:\n"
+                 "    server: http://%s:%d\n"
+                 "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+                 "users:\n- name: u\n  user: {token: tok}\n", hosts[i], srv->port);
+        CU_ASSERT_EQUAL_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "p", NULL, &cfg,
+                                                      cerr, sizeof(cerr)), 0);
+        CU_ASSERT_PTR_NULL(kube_config_rest(cfg)->proxy);
+        c = kube_client_new(cfg, &o, &err);
+        CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), 0);
+        kube_client_destroy(&c);
+        kube_config_destroy(&cfg);
+    }
+    CU_ASSERT_EQUAL(fake_nreqs(srv), 3);
+    unsetenv("HTTP_PROXY");
+    unsetenv("http_proxy");
+
+    /* proxy-url to a dead port wins even for a loopback server: a transport error. */
+    snprintf(yaml, sizeof(yaml),
+             "current-context: x\nclusters:\n- name: c\n  cluster:\n"
+             "    server: http://127.0.0.1:%d\n    proxy-url: http://127.0.0.1:1\n"
+             "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+             "users:\n- name: u\n  user: {token: tok}\n", srv->port);
+    CU_ASSERT_EQUAL_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "p", NULL, &cfg, cerr,
+                                                  sizeof(cerr)), 0);
+    c = kube_client_new(cfg, &o, &err);
+    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), KERR_TRANSPORT);
+    CU_ASSERT_EQUAL(err.curl_code, CURLE_COULDNT_CONNECT);
+    CU_ASSERT_EQUAL(fake_nreqs(srv), 3);
+    kube_client_destroy(&c);
+    kube_config_destroy(&cfg);
+    fake_stop(&srv);
+}
+
 static void test_bad_server(void)
 {
     const char *yaml = "apiVersion: v1\nkind: Config\nclusters:\n- name: x\n  cluster:\n"
@@ -1605,6 +1931,10 @@ int main(void)
     CU_add_test(s, "watch handle", test_watch_handle);
     CU_add_test(s, "HTTPS: verification, tls-server-name", test_https);
     CU_add_test(s, "bad server URL, default opts", test_bad_server);
+    CU_add_test(s, "401: exec plugin re-run, request retried once", test_401_refresh_retry);
+    CU_add_test(s, "401 on streams: once per burst; impersonation on streams",
+                test_401_on_streams);
+    CU_add_test(s, "proxy-url, environment proxy and loopback", test_proxy);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     int failed = CU_get_number_of_failures() > 0;

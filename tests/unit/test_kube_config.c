@@ -256,12 +256,15 @@ static const char *SIMPLE =
     "- name: u1\n"
     "  user:\n"
     "    token: secret-token\n"
+    "- name: nobody\n"
+    "  user: {}\n"
     "contexts:\n"
     "- name: dev\n"
     "  context: {cluster: c1, user: u1, namespace: team-a}\n"
     "- name: other\n"
     "  context:\n"
-    "    cluster: c2\n";
+    "    cluster: c2\n"
+    "    user: nobody\n";
 
 /* ---- parsing and resolution ---- */
 
@@ -305,7 +308,7 @@ static void test_context_override(void)
     CU_ASSERT_STRING_EQUAL(r->context, "other");
     CU_ASSERT_STRING_EQUAL(r->server, "http://127.0.0.1:8080");
     CU_ASSERT_STRING_EQUAL(r->namespace_, "default");
-    CU_ASSERT_STRING_EQUAL(r->user, "");
+    CU_ASSERT_STRING_EQUAL(r->user, "nobody");
     CU_ASSERT_EQUAL(r->insecure_skip_tls_verify, 1);
     CU_ASSERT_EQUAL(r->has_bearer, 0);
     CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
@@ -376,7 +379,7 @@ static void test_base64_padding(void)
         char *data = b64(pem);
         char *yaml = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n"
                              "    server: https://h\n    certificate-authority-data: %s\n"
-                             "contexts:\n- name: x\n  context: {cluster: c}\n",
+                             "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
                              data);
         kube_config_t *cfg = NULL;
         char err[512] = "";
@@ -398,7 +401,7 @@ static void test_bad_base64(void)
     char err[512] = "";
     const char *yaml = "current-context: x\nclusters:\n- name: c\n  cluster:\n"
                        "    server: https://h\n    certificate-authority-data: 'abc!'\n"
-                       "contexts:\n- name: x\n  context: {cluster: c}\n";
+                       "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n";
     CU_ASSERT_EQUAL(load_text(yaml, NULL, &cfg, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "cluster \"c\"");
     ASSERT_CONTAINS(err, "certificate-authority-data: invalid base64");
@@ -406,7 +409,7 @@ static void test_bad_base64(void)
     char *notpem = b64("hello world");
     char *y2 = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n"
                        "    server: https://h\n    certificate-authority-data: %s\n"
-                       "contexts:\n- name: x\n  context: {cluster: c}\n", notpem);
+                       "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n", notpem);
     CU_ASSERT_EQUAL(load_text(y2, NULL, &cfg, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "no PEM certificate");
     free(y2);
@@ -461,7 +464,7 @@ static void test_missing_referenced_file(void)
     write_file("config", "current-context: x\n"
                          "clusters:\n- name: c\n  cluster:\n    server: https://h\n"
                          "    certificate-authority: nothere.crt\n"
-                         "contexts:\n- name: x\n  context: {cluster: c}\n");
+                         "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n");
     CU_ASSERT_EQUAL(load_path(tpath("config"), NULL, &cfg, err, sizeof err), -1);
     ASSERT_CONTAINS(err, tpath("nothere.crt"));
     ASSERT_CONTAINS(err, "No such file or directory");
@@ -547,23 +550,23 @@ static void test_server_checks(void)
     char err[512] = "";
     CU_ASSERT_EQUAL(load_text("current-context: x\nclusters:\n- name: c\n  cluster:\n"
                               "    server: api.example.com:6443\n"
-                              "contexts:\n- name: x\n  context: {cluster: c}\n",
+                              "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
                               NULL, &cfg, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "cluster \"c\"");
     ASSERT_CONTAINS(err, "must start with https:// or http://");
     CU_ASSERT_EQUAL(load_text("current-context: x\nclusters:\n- name: c\n  cluster: {}\n"
-                              "contexts:\n- name: x\n  context: {cluster: c}\n",
+                              "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
                               NULL, &cfg, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "cluster \"c\": server not set");
     CU_ASSERT_EQUAL(load_text("current-context: x\nclusters:\n- name: c\n  cluster:\n"
                               "    server: https:///\n"
-                              "contexts:\n- name: x\n  context: {cluster: c}\n",
+                              "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
                               NULL, &cfg, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "no host");
     /* Only one trailing slash is stripped; a path prefix is kept. */
     ASSERT_LOADS(load_text("current-context: x\nclusters:\n- name: c\n  cluster:\n"
                                     "    server: HTTPS://h:1/prefix/\n"
-                                    "contexts:\n- name: x\n  context: {cluster: c}\n",
+                                    "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
                                     NULL, &cfg, err, sizeof err));
     CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->server, "HTTPS://h:1/prefix");
     kube_config_destroy(&cfg);
@@ -579,14 +582,14 @@ static void test_tls_conflicts(void)
     write_file("ca.crt", g_cert);
     y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n    server: https://h\n"
                 "    certificate-authority: ca.crt\n    certificate-authority-data: %s\n"
-                "contexts:\n- name: x\n  context: {cluster: c}\n", ca);
+                "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n", ca);
     CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "certificate-authority and certificate-authority-data are both set");
     free(y);
 
     y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n    server: https://h\n"
                 "    insecure-skip-tls-verify: yes\n    certificate-authority-data: %s\n"
-                "contexts:\n- name: x\n  context: {cluster: c}\n", ca);
+                "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n", ca);
     CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "insecure-skip-tls-verify");
     free(y);
@@ -774,7 +777,7 @@ static void test_kubeconfig_merge(void)
                          "clusters:\n- name: shared\n  cluster: {server: 'https://from-b'}\n"
                          "- name: only-b\n  cluster: {server: 'https://only-b'}\n"
                          "users:\n- name: ub\n  user: {token: token-b}\n"
-                         "contexts:\n- name: ctx-a\n  context: {cluster: only-b}\n"
+                         "contexts:\n- name: ctx-a\n  context: {cluster: only-b, user: ub}\n"
                          "- name: ctx-b\n  context: {cluster: only-b, user: ua, "
                          "namespace: nb}\n");
     char *list = xprintf("%s::%s:%s:%s", tpath("missing.yaml"), tpath("a.yaml"),
@@ -814,7 +817,7 @@ static void test_kubeconfig_merge(void)
     CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->context, "ctx-b");
     kube_config_destroy(&cfg);
 
-    /* An explicit path beats $KUBECONFIG (b's own ctx-a, which has no user). */
+    /* An explicit path beats $KUBECONFIG (b's own ctx-a). */
     o.kubeconfig_path = tpath("b.yaml");
     o.env_kubeconfig = tpath("a.yaml");
     o.context = "ctx-a";
@@ -1432,6 +1435,376 @@ static void test_exec_client_cert(void)
 
 /* ---- registration (main() comes from cu_main.h) ---- */
 
+/* ---- credential rules as client-go / kubectl apply them ---- */
+
+/* One kubeconfig variant and what we do with it. The kubectl column is what the pinned
+ * kubectl (tests/cluster) does with the same kubeconfig: tests/e2e/test_kubeconfig.sh
+ * runs these variants through both against the real control plane. */
+typedef struct {
+    const char *name;
+    const char *server;       /* NULL = https://api.test:6443 */
+    const char *cluster;      /* more lines under cluster: */
+    const char *user;         /* lines under user: ("" = an empty user entry) */
+    const char *ctx_user;     /* the context's user: field; NULL = none */
+    const char *https_proxy;  /* environment while loading */
+    const char *no_proxy;
+    const char *want_err;     /* substring of the load error; NULL = it loads */
+    const char *auth;         /* kube_rest_config_t.auth_source */
+    const char *token;        /* bearer token handed out; NULL = none */
+    int cert;                 /* a client certificate is presented */
+    int runs;                 /* exec plugin runs for one credentials() call */
+    const char *headers;      /* impersonation header lines joined with '|' */
+    const char *proxy;        /* proxy used; NULL = direct */
+    const char *proxy_source;
+    const char *kubectl;      /* what kubectl does (documentation of the row) */
+} cred_case_t;
+
+#define CERT "    client-certificate: client.crt\n    client-key: client.key\n"
+#define TOKEN "    token: static-token\n"
+#define TOKENFILE "    tokenFile: token.txt\n"
+#define EXEC                                                                            \
+    "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"                    \
+    "      command: ./plugin.sh\n      interactiveMode: Never\n"
+
+static const cred_case_t CRED_CASES[] = {
+    {"cert", NULL, NULL, CERT, "u", NULL, NULL, NULL, "client-certificate", NULL, 1, 0, "",
+     NULL, NULL, "the certificate's identity"},
+    {"token", NULL, NULL, TOKEN, "u", NULL, NULL, NULL, "token", "static-token", 0, 0, "",
+     NULL, NULL, "the token's identity"},
+    {"tokenFile", NULL, NULL, TOKENFILE, "u", NULL, NULL, NULL, "tokenFile", "file-token", 0,
+     0, "", NULL, NULL, "the file's token"},
+    {"token+tokenFile", NULL, NULL, TOKEN TOKENFILE, "u", NULL, NULL, NULL, "tokenFile",
+     "file-token", 0, 0, "", NULL, NULL, "the file wins, the token is its fallback"},
+    {"exec", NULL, NULL, EXEC, "u", NULL, NULL, NULL, "exec", "exec-token", 0, 1, "", NULL,
+     NULL, "runs the plugin"},
+    {"cert+exec", NULL, NULL, CERT EXEC, "u", NULL, NULL, NULL, "client-certificate", NULL,
+     1, 0, "", NULL, NULL, "the certificate; the plugin is not run"},
+    {"token+exec", NULL, NULL, TOKEN EXEC, "u", NULL, NULL, NULL, "token", "static-token", 0,
+     0, "", NULL, NULL, "the token; the plugin is not run"},
+    {"tokenFile+exec", NULL, NULL, TOKENFILE EXEC, "u", NULL, NULL, NULL, "tokenFile",
+     "file-token", 0, 0, "", NULL, NULL, "the file's token; the plugin is not run"},
+    {"cert+token", NULL, NULL, CERT TOKEN, "u", NULL, NULL, NULL, "client-certificate+token",
+     "static-token", 1, 0, "", NULL, NULL, "sends both; the API server takes the cert"},
+    {"empty user entry", NULL, NULL, "", "u", NULL, NULL, NULL, "none", NULL, 0, 0, "", NULL,
+     NULL, "no credential (kubectl prompts for one); we send none"},
+    {"as", NULL, NULL, CERT "    as: jane\n", "u", NULL, NULL, NULL, "client-certificate",
+     NULL, 1, 0, "Impersonate-User: jane", NULL, NULL, "acts as jane"},
+    {"as, as-uid, as-groups, as-user-extra", NULL, NULL,
+     CERT "    as: jane\n    as-uid: '1234'\n    as-groups: [dev, 'team a']\n"
+          "    as-user-extra:\n      example.com/scopes: [read, write]\n"
+          "      'p%c t': ['x y']\n",
+     "u", NULL, NULL, NULL, "client-certificate", NULL, 1, 0,
+     "Impersonate-User: jane|Impersonate-Uid: 1234|Impersonate-Group: dev|"
+     "Impersonate-Group: team a|Impersonate-Extra-example.com%2Fscopes: read|"
+     "Impersonate-Extra-example.com%2Fscopes: write|Impersonate-Extra-p%25c%20t: x y",
+     NULL, NULL, "the same headers"},
+    {"as-groups without as", NULL, NULL, CERT "    as-groups: [dev]\n", "u", NULL, NULL,
+     "without impersonating a user (as)", NULL, NULL, 0, 0, NULL, NULL, NULL,
+     "error: requesting uid, groups or user-extra for u without impersonating a user"},
+    {"as with a newline", NULL, NULL, CERT "    as: \"jane\\nX-Evil: 1\"\n", "u", NULL, NULL,
+     "as contains a control character", NULL, NULL, 0, 0, NULL, NULL, NULL,
+     "refuses to send the header"},
+    {"proxy-url wins, even for loopback", "https://127.0.0.1:6443",
+     "    proxy-url: http://127.0.0.1:9\n", TOKEN, "u", "http://env-proxy:3128", NULL, NULL,
+     "token", "static-token", 0, 0, "", "http://127.0.0.1:9", "proxy-url",
+     "dials the proxy"},
+    {"proxy-url socks5", NULL, "    proxy-url: socks5://127.0.0.1:1080\n", TOKEN, "u", NULL,
+     NULL, NULL, "token", "static-token", 0, 0, "", "socks5h://127.0.0.1:1080", "proxy-url",
+     "SOCKS5, names resolved by the proxy"},
+    {"proxy-url ftp", NULL, "    proxy-url: ftp://127.0.0.1:21\n", TOKEN, "u", NULL, NULL,
+     "unsupported scheme \"ftp\"", NULL, NULL, 0, 0, NULL, NULL, NULL, "invalid 'proxy-url'"},
+    {"HTTPS_PROXY", NULL, NULL, TOKEN, "u", "proxy.test:3128", NULL, NULL, "token",
+     "static-token", 0, 0, "", "http://proxy.test:3128", "HTTPS_PROXY", "uses the proxy"},
+    {"HTTPS_PROXY, loopback server", "https://127.0.0.1:6443", NULL, TOKEN, "u",
+     "http://proxy.test:3128", NULL, NULL, "token", "static-token", 0, 0, "", NULL, NULL,
+     "direct"},
+    {"HTTPS_PROXY, localhost server", "https://localhost:6443", NULL, TOKEN, "u",
+     "http://proxy.test:3128", NULL, NULL, "token", "static-token", 0, 0, "", NULL, NULL,
+     "direct"},
+    {"HTTPS_PROXY, NO_PROXY .test", NULL, NULL, TOKEN, "u", "http://proxy.test:3128",
+     "localhost,.test", NULL, "token", "static-token", 0, 0, "", NULL, NULL, "direct"},
+    {"context without user", NULL, NULL, TOKEN, NULL, NULL, NULL,
+     "context \"x\": user not set", NULL, NULL, 0, 0, NULL, NULL, NULL,
+     "no credential: prompts for a username; without a terminal \"error: EOF\""},
+    {"context with an undefined user", NULL, NULL, TOKEN, "ghost", NULL, NULL,
+     "context \"x\": user \"ghost\" not found", NULL, NULL, 0, 0, NULL, NULL, NULL,
+     "no credential: prompts for a username; without a terminal \"error: EOF\""},
+};
+
+static void test_credential_rules(void)
+{
+    write_file("client.crt", g_cert);
+    write_file("client.key", g_key);
+    write_file("token.txt", "file-token\n");
+    write_mode("plugin.sh",
+               "#!/bin/sh\necho run >> \"$(dirname \"$0\")/count\"\n"
+               "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+               "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"exec-token\"}}'\n",
+               0755);
+    for (size_t i = 0; i < sizeof CRED_CASES / sizeof CRED_CASES[0]; i++) {
+        const cred_case_t *t = &CRED_CASES[i];
+        kube_config_t *cfg = NULL;
+        char err[512] = "", ctx[128] = "", hdrs[2048] = "";
+        const char *tok, *cert, *key;
+
+        unlink(tpath("count"));
+        if (t->ctx_user)
+            snprintf(ctx, sizeof ctx, ", user: %s", t->ctx_user);
+        char *y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n"
+                          "    server: %s\n%s"
+                          "users:\n- name: u\n  user:%s\n%s"
+                          "contexts:\n- name: x\n  context: {cluster: c%s}\n",
+                          t->server ? t->server : "https://api.test:6443",
+                          t->cluster ? t->cluster : "", t->user[0] ? "" : " {}", t->user,
+                          ctx);
+        write_file("config", y);
+        free(y);
+        for (const char *const *v = (const char *const[]){"HTTPS_PROXY", "https_proxy",
+                                                             "NO_PROXY", "no_proxy", NULL};
+             *v; v++)
+            unsetenv(*v);
+        if (t->https_proxy)
+            setenv("HTTPS_PROXY", t->https_proxy, 1);
+        if (t->no_proxy)
+            setenv("NO_PROXY", t->no_proxy, 1);
+        int rc = load_path(tpath("config"), NULL, &cfg, err, sizeof err);
+        unsetenv("HTTPS_PROXY");
+        unsetenv("NO_PROXY");
+        if (t->want_err) {
+            if (rc == 0 || strstr(err, t->want_err) == NULL)
+                fprintf(stderr, "\n    %s: want error \"%s\", got rc %d \"%s\"\n", t->name,
+                        t->want_err, rc, err);
+            CU_ASSERT_EQUAL(rc, -1);
+            ASSERT_CONTAINS(err, t->want_err);
+            continue;
+        }
+        if (rc)
+            fprintf(stderr, "\n    %s: %s\n", t->name, err);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc)
+            continue;
+        const kube_rest_config_t *r = kube_config_rest(cfg);
+        CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+        for (size_t h = 0; h < r->n_impersonate_headers; h++) {
+            size_t off = strlen(hdrs);
+            snprintf(hdrs + off, sizeof hdrs - off, "%s%s", h ? "|" : "",
+                     r->impersonate_headers[h]);
+        }
+        int ok = strcmp(r->auth_source, t->auth) == 0 &&
+                 (t->token ? tok && strcmp(tok, t->token) == 0 : tok == NULL) &&
+                 (cert != NULL) == t->cert && count_lines(tpath("count")) == t->runs &&
+                 strcmp(hdrs, t->headers) == 0 &&
+                 (t->proxy ? r->proxy && strcmp(r->proxy, t->proxy) == 0 : r->proxy == NULL) &&
+                 (t->proxy_source ? r->proxy_source &&
+                                        strcmp(r->proxy_source, t->proxy_source) == 0
+                                  : r->proxy_source == NULL);
+        if (!ok)
+            fprintf(stderr,
+                    "\n    %s: auth %s token %s cert %d runs %d headers \"%s\" proxy %s (%s)\n",
+                    t->name, r->auth_source, tok ? tok : "(none)", cert != NULL,
+                    count_lines(tpath("count")), hdrs, r->proxy ? r->proxy : "(direct)",
+                    r->proxy_source ? r->proxy_source : "-");
+        CU_ASSERT(ok);
+        kube_config_destroy(&cfg);
+    }
+}
+
+/* A fake environment for kcfg_proxy_for: "NAME=value" entries. */
+static const char *const *g_env;
+static const char *fake_env(const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *const *e = g_env; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+static void test_proxy_from_environment(void)
+{
+    static const struct {
+        const char *server;
+        const char *env[5];
+        const char *want;   /* NULL = direct */
+        const char *source;
+    } cases[] = {
+        {"https://api.test", {"HTTPS_PROXY=http://p:1"}, "http://p:1", "HTTPS_PROXY"},
+        {"https://api.test", {"https_proxy=p:1"}, "http://p:1", "https_proxy"},
+        {"https://api.test", {"HTTPS_PROXY=http://P:1", "https_proxy=http://q:2"},
+         "http://P:1", "HTTPS_PROXY"},
+        {"https://api.test", {"HTTP_PROXY=http://p:1"}, NULL, NULL},
+        {"http://api.test", {"HTTP_PROXY=http://p:1"}, "http://p:1", "HTTP_PROXY"},
+        {"http://api.test", {"http_proxy=http://p:1", "REQUEST_METHOD=GET"}, NULL, NULL},
+        {"https://api.test", {"HTTPS_PROXY=socks5://p:1080"}, "socks5h://p:1080",
+         "HTTPS_PROXY"},
+        {"https://api.test", {"HTTPS_PROXY=https://p:443"}, "https://p:443", "HTTPS_PROXY"},
+        {"https://127.0.0.1:6443", {"HTTPS_PROXY=http://p:1"}, NULL, NULL},
+        {"https://127.9.9.9:6443", {"HTTPS_PROXY=http://p:1"}, NULL, NULL},
+        {"https://[::1]:6443", {"HTTPS_PROXY=http://p:1"}, NULL, NULL},
+        {"https://LocalHost:6443", {"HTTPS_PROXY=http://p:1"}, NULL, NULL},
+        {"https://localhost.test:6443", {"HTTPS_PROXY=http://p:1"}, "http://p:1",
+         "HTTPS_PROXY"},
+        {"https://10.1.2.3:6443", {"HTTPS_PROXY=http://p:1", "NO_PROXY=10.0.0.0/8"}, NULL,
+         NULL},
+        {"https://11.1.2.3:6443", {"HTTPS_PROXY=http://p:1", "NO_PROXY=10.0.0.0/8"},
+         "http://p:1", "HTTPS_PROXY"},
+        {"https://api.test:6443", {"HTTPS_PROXY=http://p:1", "no_proxy=*"}, NULL, NULL},
+        {"https://api.test:6443", {"HTTPS_PROXY=http://p:1", "NO_PROXY=api.test:443"},
+         "http://p:1", "HTTPS_PROXY"},
+        {"https://api.test", {"HTTPS_PROXY=http://p:1", "NO_PROXY=api.test:443"}, NULL, NULL},
+        {"https://a.api.test", {"HTTPS_PROXY=http://p:1", "NO_PROXY= x.org , API.test"}, NULL,
+         NULL},
+        {"https://api.test", {"HTTPS_PROXY=http://p:1", "NO_PROXY=.api.test"}, "http://p:1",
+         "HTTPS_PROXY"},
+        {"https://xapi.test", {"HTTPS_PROXY=http://p:1", "NO_PROXY=api.test"}, "http://p:1",
+         "HTTPS_PROXY"},
+        {"https://b.api.test", {"HTTPS_PROXY=http://p:1", "NO_PROXY=*.api.test"}, NULL, NULL},
+        {"https://10.0.0.1:6443", {"HTTPS_PROXY=http://p:1", "NO_PROXY=10.0.0.1:6443"}, NULL,
+         NULL},
+        {"https://[fd00::1]:6443", {"HTTPS_PROXY=http://p:1", "NO_PROXY=fd00::/8"}, NULL,
+         NULL},
+        {"https://user@api.test:6443/prefix", {"HTTPS_PROXY=http://p:1", "NO_PROXY=api.test"},
+         NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *proxy = NULL, err[256] = "";
+        const char *source = NULL;
+        g_env = cases[i].env;
+        int rc = kcfg_proxy_for(cases[i].server, NULL, fake_env, &proxy, &source, err,
+                                sizeof err);
+        int ok = rc == 0 &&
+                 (cases[i].want ? proxy && strcmp(proxy, cases[i].want) == 0 : !proxy) &&
+                 (cases[i].source ? source && strcmp(source, cases[i].source) == 0 : !source);
+        if (!ok)
+            fprintf(stderr, "\n    case %zu %s %s: got %s (%s)\n", i, cases[i].server,
+                    cases[i].env[0], proxy ? proxy : "direct", source ? source : "-");
+        CU_ASSERT(ok);
+        free(proxy);
+    }
+    g_env = NULL;
+    /* proxy-url: checked, wins over the environment. */
+    char *proxy = NULL, err[256] = "";
+    const char *source = NULL;
+    static const char *const env[] = {"HTTPS_PROXY=http://p:1", NULL};
+    g_env = env;
+    CU_ASSERT_EQUAL(kcfg_proxy_for("https://api.test", "HTTP://q:2", fake_env, &proxy, &source,
+                                   err, sizeof err), 0);
+    CU_ASSERT(proxy && strcmp(proxy, "http://q:2") == 0);
+    free(proxy);
+    CU_ASSERT_EQUAL(kcfg_proxy_for("https://api.test", "q:2", fake_env, &proxy, &source, err,
+                                   sizeof err), -1);
+    ASSERT_CONTAINS(err, "must be http, https, or socks5");
+    CU_ASSERT_PTR_NULL(proxy);
+    CU_ASSERT_EQUAL(kcfg_proxy_for("https://api.test", "http://", fake_env, &proxy, &source,
+                                   err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "no host");
+    g_env = NULL;
+}
+
+/* The server refused the credential (401): re-run the plugin once per burst, retry the
+ * rejected token no sooner than the backoff allows, re-read a token file. */
+static void test_credentials_rejected(void)
+{
+    char err[512] = "";
+    const char *tok, *cert, *key;
+
+    write_mode("bin/plugin.sh", PLUGIN, 0755);
+    write_response("client.authentication.k8s.io/v1", "t1", NULL);
+    g_fake_now = 1000000;
+    kcfg_test_set_clock(fake_now);
+    kube_config_t *cfg = load_exec("./bin/plugin.sh", "client.authentication.k8s.io/v1", NULL);
+    CU_ASSERT_FATAL(cfg != NULL);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "t1");
+    uint64_t g1 = kube_config_credentials_generation(cfg);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 1);
+
+    /* 401 with t1: forgotten, the next request runs the plugin and gets t2. */
+    write_response("client.authentication.k8s.io/v1", "t2", NULL);
+    CU_ASSERT_EQUAL(kube_config_credentials_rejected(cfg, g1), 1);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "t2");
+    uint64_t g2 = kube_config_credentials_generation(cfg);
+    CU_ASSERT_NOT_EQUAL(g1, g2);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 2);
+    /* The rest of the burst (requests sent with t1) changes nothing. */
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(kube_config_credentials_rejected(cfg, g1), 0);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "t2");
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 2);
+
+    /* t2 refused too, and the plugin keeps handing out t2: one run, then the backoff. */
+    CU_ASSERT_EQUAL(kube_config_credentials_rejected(cfg, g2), 1);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "rejected (401)");
+    CU_ASSERT_STRING_EQUAL(tok, "t2");
+    CU_ASSERT_EQUAL(kube_config_credentials_generation(cfg), g2);
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 3);
+    for (int i = 0; i < 10; i++) { /* 10 more 401s within the second: no run */
+        CU_ASSERT_EQUAL(kube_config_credentials_rejected(cfg, g2), 1);
+        kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err);
+        CU_ASSERT_STRING_EQUAL(tok, "t2");
+    }
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 3);
+    g_fake_now += 1; /* the 1 s backoff is over: one more run, which brings t3 */
+    write_response("client.authentication.k8s.io/v1", "t3", NULL);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "t3");
+    CU_ASSERT_EQUAL(count_lines(tpath("count")), 4);
+    CU_ASSERT_NOT_EQUAL(kube_config_credentials_generation(cfg), g2);
+    kube_config_destroy(&cfg);
+
+    /* A token file: re-read after a 401 even when stat says it did not change. */
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", tpath("tok"));
+    write_file("tok", "aaaa\n");
+    overwrite_with_mtime(path, "aaaa\n", 1000000000, 5);
+    char *y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster: {server: "
+                      "'https://h'}\nusers:\n- name: u\n  user: {tokenFile: %s}\n"
+                      "contexts:\n- name: x\n  context: {cluster: c, user: u}\n", path);
+    ASSERT_LOADS(load_text(y, NULL, &cfg, err, sizeof err));
+    free(y);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "aaaa");
+    uint64_t f1 = kube_config_credentials_generation(cfg);
+    overwrite_with_mtime(path, "bbbb\n", 1000000000, 5);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "aaaa");
+    CU_ASSERT_EQUAL(kube_config_credentials_rejected(cfg, f1), 1);
+    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
+    CU_ASSERT_STRING_EQUAL(tok, "bbbb");
+    CU_ASSERT_NOT_EQUAL(kube_config_credentials_generation(cfg), f1);
+    kube_config_destroy(&cfg);
+}
+
+static void test_impersonation_parse(void)
+{
+    kube_config_t *cfg = NULL;
+    char err[512] = "";
+    /* Types are checked with the field's path. */
+    CU_ASSERT_EQUAL(load_text("current-context: x\nclusters:\n- name: c\n  cluster: {server: "
+                              "'https://h'}\nusers:\n- name: u\n  user: {as-groups: dev}\n"
+                              "contexts:\n- name: x\n  context: {cluster: c, user: u}\n",
+                              NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "users[0].user.as-groups: expected a sequence");
+    CU_ASSERT_EQUAL(load_text("current-context: x\nclusters:\n- name: c\n  cluster: {server: "
+                              "'https://h'}\nusers:\n- name: u\n  user:\n    as-user-extra: "
+                              "{k: v}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n",
+                              NULL, &cfg, err, sizeof err), -1);
+    ASSERT_CONTAINS(err, "as-user-extra.k: expected a sequence");
+    /* An empty group is sent as an empty header (curl: "Name;"). */
+    ASSERT_LOADS(load_text("current-context: x\nclusters:\n- name: c\n  cluster: {server: "
+                           "'https://h'}\nusers:\n- name: u\n  user: {as: a, as-groups: ['']}\n"
+                           "contexts:\n- name: x\n  context: {cluster: c, user: u}\n",
+                           NULL, &cfg, err, sizeof err));
+    const kube_rest_config_t *r = kube_config_rest(cfg);
+    CU_ASSERT_EQUAL_FATAL(r->n_impersonate_headers, 2);
+    CU_ASSERT_STRING_EQUAL(r->impersonate_headers[1], "Impersonate-Group;");
+    CU_ASSERT_STRING_EQUAL(r->impersonate_user, "a");
+    kube_config_destroy(&cfg);
+}
+
 static CU_TestInfo parse_tests[] = {
     {"buffer basic", test_buffer_basic},
     {"context override", test_context_override},
@@ -1474,6 +1847,10 @@ static CU_TestInfo cred_tests[] = {
     {"exec PATH lookup", test_exec_path_lookup},
     {"exec timeout and output cap", test_exec_timeout},
     {"exec client certificate", test_exec_client_cert},
+    {"credential rules (table, as kubectl)", test_credential_rules},
+    {"proxy from the environment (table)", test_proxy_from_environment},
+    {"401: plugin re-run once per burst, token file re-read", test_credentials_rejected},
+    {"impersonation fields", test_impersonation_parse},
     CU_TEST_INFO_NULL,
 };
 
