@@ -44,6 +44,9 @@ typedef struct {
     double reconcile_timeout_s;     /* an in-flight item older than this is abandoned */
     double watch_timeout_s;         /* server-side timeout of each watch; 0 = random 5..10 min */
     int list_page_size;             /* objects per LIST page; 0 = INFORMER_LIST_PAGE_DEFAULT */
+    size_t max_response_bytes;      /* the client's response cap, for messages */
+    size_t max_object_bytes;        /* an object longer than this is cached in minimal form; 0 = no bound */
+    double cache_sync_timeout_s;    /* exit 1 when not every kind synced by then; 0 = wait forever */
 } informer_config_t;
 
 /* Objects per LIST page unless told otherwise. client-go's reflector pages by 500; each
@@ -52,6 +55,18 @@ typedef struct {
  * 70 MB with pages of 500, 32 MB with 100, 27 MB with 50; the 1000 StatefulSets took
  * 1.8 s, 2.4 s and 2.3-3.5 s to list. */
 #define INFORMER_LIST_PAGE_DEFAULT 100
+
+/* The client's cap on one response (a LIST page), as kube_client's default. */
+#define INFORMER_MAX_RESPONSE_DEFAULT (64 << 20)
+
+/* An object whose JSON (managedFields stripped) is longer is cached in minimal form. 2 MiB
+ * is above what the API server can store in one object with etcd's default request
+ * limit (1.5 MiB), so by default nothing the API server accepts is cut; lower it to bound
+ * the cache's memory per object more tightly. */
+#define INFORMER_MAX_OBJECT_DEFAULT (2 << 20)
+
+/* controller-runtime's CacheSyncTimeout default. */
+#define INFORMER_CACHE_SYNC_TIMEOUT_DEFAULT 120.0
 
 /* Run until SIGTERM/SIGINT (then drain in-flight items within the grace period).
  * Returns the exit code. */
