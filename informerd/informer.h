@@ -17,6 +17,29 @@
  * pages (kube_pager) and watches alike are transfers of one curl multi handle: nothing
  * the API server does blocks the loop, its heartbeats or its dispatch.
  *
+ * Bounded by bytes (invariant 10): a LIST page over --max-response-bytes is asked again
+ * smaller, down to one object, and an object alone over it is listed as metadata only
+ * (kube_pager), so a relist always completes. An object listed that way, or longer than
+ * --max-object-bytes, is cached in its minimal form (cache.h: identity, owner references,
+ * finalizers, deletionTimestamp, and an annotation saying why), logged, counted in
+ * informer_objects_skipped_total{kind,reason} and, once the caches synced and while this
+ * replica may write, reported by a Warning Event ObjectTooLarge on it. A RedisCluster
+ * that is in minimal form, or whose ConfigMap, Service or StatefulSet is, is not
+ * dispatched (a worker would read the missing spec or data as a change to make) until it
+ * is whole again, except when it is being deleted: then its minimal form carries all that
+ * workerd's plan needs to remove the finalizer (plan.h, decision 2), so a RedisCluster
+ * the operator cannot process can always be deleted.
+ *
+ * Sync: no key is dispatched before every reflector has listed once (controller-runtime
+ * starts its workers only after WaitForCacheSync): before that, a child on a page not
+ * yet listed would look absent. The log says "caches synced"; informer_cache_synced{kind}
+ * says which kinds are. Not synced within --cache-sync-timeout (default 2m, as
+ * controller-runtime's CacheSyncTimeout): informerd logs "timed out waiting for caches to
+ * sync" with the kinds and the last error of each, and exits 1, as controller-runtime's
+ * manager fails; the supervisor restarts it with its backoff and /readyz reports
+ * informerd not ready (crash-looping) meanwhile. Exiting rather than waiting on: a new
+ * process starts from a clean client and connection, and a stuck sync shows as restarts.
+ *
  * Work: keys go to idle workers only while this replica leads (or leader election is
  * off). A worker's item comes back on DONE; a worker that dies (the supervisor says so,
  * or it is silent past its deadline) gets its item requeued with a crash counted; a key
