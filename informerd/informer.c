@@ -10,6 +10,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "proto.h"
+#include "syncgate.h"
 #include "watch.h"
 #include "workqueue.h"
 #include "zmsg.h"
@@ -1402,26 +1403,16 @@ static void informer_teardown(informer_t *inf)
         free(inf->too_large[inf->too_large_head]);
 }
 
-static int all_synced(const informer_t *inf)
+/* The sync gate (syncgate.h) over the reflectors. */
+static syncgate_state_t sync_state(const informer_t *inf, int64_t now, buf_t *names, buf_t *why)
 {
-    for (size_t i = 0; i < inf->nrefl; i++) {
-        if (!inf->refl[i].synced)
-            return 0;
-    }
-    return 1;
-}
-
-/* Why the caches are not synced: "ConfigMap (reason), StatefulSet (LIST in progress)". */
-static void unsynced_kinds(const informer_t *inf, buf_t *kinds, buf_t *why)
-{
+    syncgate_kind_t kinds[4];
     for (size_t i = 0; i < inf->nrefl; i++) {
         const reflector_t *r = &inf->refl[i];
-        if (r->synced)
-            continue;
-        buf_printf(kinds, "%s%s", kinds->len ? "," : "", r->kind);
-        buf_printf(why, "%s%s (%s)", why->len ? "; " : "", r->kind,
-                   r->last_error[0] ? r->last_error : r->listing ? "LIST in progress" : "LIST not started");
+        kinds[i] = (syncgate_kind_t){r->kind, r->synced, r->listing, r->last_error};
     }
+    return syncgate_check(kinds, inf->nrefl, inf->started_ns, now,
+                          (int64_t)(inf->cfg->cache_sync_timeout_s * 1e9), names, why);
 }
 
 static int in_flight(const informer_t *inf)
@@ -1476,20 +1467,20 @@ int informer_run(const informer_config_t *cfg)
                 if (r->streams[j].rewatch_ns && now >= r->streams[j].rewatch_ns)
                     stream_rewatch(&r->streams[j], clock_mono_ns());
         }
-        if (!inf->ready_sent && all_synced(inf)) {
+        syncgate_state_t gate = inf->ready_sent ? SYNCGATE_OPEN : sync_state(inf, now, NULL, NULL);
+        if (!inf->ready_sent && gate == SYNCGATE_OPEN) {
             char took[32];
             snprintf(took, sizeof(took), "%.3fs", (double)(clock_mono_ns() - inf->started_ns) / 1e9);
             inf->ready_sent = 1;
             rlog_info("caches synced", "took", took);
             daemon_notify_ready();
-        } else if (!inf->ready_sent && cfg->cache_sync_timeout_s > 0 &&
-                   now - inf->started_ns >= (int64_t)(cfg->cache_sync_timeout_s * 1e9)) {
+        } else if (gate == SYNCGATE_TIMED_OUT) {
             /* controller-runtime's CacheSyncTimeout: the manager fails, and so do we; the
              * supervisor restarts us with its backoff and reports us not ready meanwhile. */
             buf_t kinds, why;
             buf_init(&kinds, 1024);
             buf_init(&why, 4096);
-            unsynced_kinds(inf, &kinds, &why);
+            sync_state(inf, now, &kinds, &why);
             char after[32];
             snprintf(after, sizeof(after), "%.0fs", cfg->cache_sync_timeout_s);
             rlog_error("timed out waiting for caches to sync; exiting", "kinds", buf_str(&kinds), "reason",
