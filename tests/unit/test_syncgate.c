@@ -3,6 +3,7 @@
 #include "../../informerd/syncgate.h"
 
 #include <CUnit/CUnit.h>
+#include <stdio.h>
 #include <string.h>
 
 #define S INT64_C(1000000000)
