@@ -1473,6 +1473,7 @@ int informer_run(const informer_config_t *cfg)
             snprintf(took, sizeof(took), "%.3fs", (double)(clock_mono_ns() - inf->started_ns) / 1e9);
             inf->ready_sent = 1;
             rlog_info("caches synced", "took", took);
+            update_metrics(inf, now); /* informer_cache_synced at once, not at the next round */
             daemon_notify_ready();
         } else if (gate == SYNCGATE_TIMED_OUT) {
             /* controller-runtime's CacheSyncTimeout: the manager fails, and so do we; the
