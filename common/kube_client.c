@@ -1463,6 +1463,26 @@ static int pager_collect(kube_pager_t *p, json_object *page)
     return rc || col.failed ? -1 : 0;
 }
 
+/* The limit after a page that fitted: as many items of this page's average size as fill
+ * three quarters of the cap, so that pages of large objects are asked small before they
+ * fail, but never more than twice the limit that just fitted (grow back step by step,
+ * as TCP's window does after a loss) nor more than the caller's page size. */
+static long pager_next_limit(const kube_pager_t *p, json_object *page)
+{
+    json_object *items = NULL;
+    size_t n = json_object_object_get_ex(page, "items", &items) && json_object_is_type(items, json_type_array)
+                   ? json_object_array_length(items)
+                   : 0;
+    long next = p->ro.limit > p->base_limit / 2 ? p->base_limit : p->ro.limit * 2;
+    if (n == 0)
+        return next;
+    size_t per_item = p->body.len / n + 1;
+    size_t fit = p->c->opts.max_response_bytes / 4 * 3 / per_item;
+    if (fit < 1)
+        fit = 1;
+    return (size_t)next < fit ? next : (long)fit;
+}
+
 kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_t *err)
 {
     kube_error_t local;
@@ -1506,13 +1526,10 @@ kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_
     } else {
         const char *next = list_meta_string(page, "continue");
         p->pages++;
-        if (p->meta_only) {
+        if (p->meta_only)
             p->meta_only = 0;
-        } else if (p->paged && p->base_limit > 0 && p->ro.limit < p->base_limit) {
-            /* A page fitted: grow back toward the caller's page size, as TCP's window
-             * does after a loss, so one large object costs a few small pages only. */
-            p->ro.limit = p->ro.limit > p->base_limit / 2 ? p->base_limit : p->ro.limit * 2;
-        }
+        else if (p->paged && p->base_limit > 0)
+            p->ro.limit = pager_next_limit(p, page);
         if (!next || !*next) {
             st = KUBE_PAGER_DONE;
         } else if ((p->cont && strcmp(p->cont, next) == 0) || p->pages >= MAX_LIST_PAGES) {

@@ -213,8 +213,10 @@ CURL *kube_client_watch_handle(kube_client_t *c, const char *path,
  *
  * Bounded by bytes as well as by count: a page whose body passes the client's
  * max_response_bytes is dropped as it arrives and asked again (KUBE_PAGER_MORE) with the
- * same continue token and half the limit, down to 1; every page that fits doubles the
- * limit again up to ro->limit. The continue token names the last key served, not an
+ * same continue token and half the limit, down to 1. After a page that fits, the next
+ * limit is as many items of that page's average size as fill three quarters of the cap,
+ * at most twice the limit that fitted and at most ro->limit: it grows back, and pages of
+ * large objects are asked small before they fail. The continue token names the last key served, not an
  * offset, so no item is lost or repeated across a change of limit (client-go's pager
  * lets the limit vary the same way). When one object alone is over the cap, its page
  * of one is asked again as metadata only (Accept: ...;as=PartialObjectMetadataList, as

@@ -974,21 +974,23 @@ static void test_pager_shrinks(void)
     json_object_put(skipped);
     CU_ASSERT_STRING_EQUAL(kube_pager_rv(p), "700");
     /* The requests: limit 8 from the start is over the cap (cm4 + cm7), then 4 fits
-     * (cm0..cm3), 8 from cm4 is over, 4 (cm4..cm7) over, 2 (cm4, cm5) fits, 4 from cm6
-     * over, 2 over, 1 fits (cm6), 2 over, 1 over, metadata of cm7, then 1 (cm8), 2 (cm9). */
-    static const long want_limits[] = {8, 4, 8, 4, 2, 4, 2, 1, 2, 1, 1, 1, 2};
+     * (cm0..cm3) and, its items being small, the next page is 8 again: from cm4 it is
+     * over, 4 (cm4..cm7) over, 2 (cm4, cm5) fits; those average 1.6 kB, so the next
+     * page is asked at 3 (what fills 3/4 of the cap), not 4: cm6..cm8 over, 1 (cm6)
+     * fits, 2 over, 1 over, the metadata of cm7, then 1 (cm8) and 2 (cm9). */
+    static const long want_limits[] = {8, 4, 8, 4, 2, 3, 1, 2, 1, 1, 1, 2};
     size_t nwant = sizeof(want_limits) / sizeof(want_limits[0]);
     CU_ASSERT_EQUAL_FATAL(fake_nreqs(e.srv), (int)nwant);
     CU_ASSERT_EQUAL(pages, (int)nwant);
     for (size_t i = 0; i < nwant; i++) {
         CU_ASSERT_EQUAL(req_limit(e.srv, (int)i), want_limits[i]);
         int meta = strstr(e.srv->reqs[i].accept, "PartialObjectMetadataList") != NULL;
-        CU_ASSERT_EQUAL(meta, i == 10);
+        CU_ASSERT_EQUAL(meta, i == 9);
     }
-    CU_ASSERT_EQUAL(kube_pager_shrinks(p), 7);
+    CU_ASSERT_EQUAL(kube_pager_shrinks(p), 6);
     CU_ASSERT_EQUAL(kube_pager_limit(p), 4); /* growing back */
     /* The metadata request kept the other headers (the token). */
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.srv->reqs[10].auth, TOKEN));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.srv->reqs[9].auth, TOKEN));
     kube_pager_destroy(&p);
     env_close(&e);
 
