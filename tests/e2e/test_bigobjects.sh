@@ -15,6 +15,7 @@
 # Then cache sync: a labelled ConfigMap whose metadata alone is over the cap keeps the
 # ConfigMap cache from syncing: no work is dispatched, /readyz says not ready, and after
 # --cache-sync-timeout informerd exits naming ConfigMap; deleting it recovers.
+# KEEP_WORK=1 keeps the work directory (logs, metrics) for debugging.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
