@@ -1354,13 +1354,22 @@ void kube_client_set_deadline(kube_client_t *c, int64_t deadline_mono_ns)
 
 /* ---- non-blocking pager ------------------------------------------------------------- */
 
+/* The Accept header of a metadata-only LIST (client-go's metadata client): every item comes
+ * as a PartialObjectMetadata, its spec, data and status left out. */
+#define PAGER_ACCEPT_METADATA \
+    "Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
 struct kube_pager {
     kube_client_t *c;
     char *path;
-    kube_req_opts_t ro;
+    kube_req_opts_t ro;  /* ro.limit is the page size of the next request */
     char *label_selector, *field_selector, *resource_version, *resource_version_match;
+    long base_limit;     /* the caller's page size, which a shrunk page grows back to */
     int paged;
     int pages;
+    int meta_only;       /* the page in flight asks for metadata only */
+    int unpaged_too_large; /* the unpaged fallback was over the cap: no second fallback */
+    unsigned shrinks;
     char *cont;          /* continue token of the next page, NULL on the first */
     CURL *easy;
     struct curl_slist *headers;
@@ -1368,6 +1377,7 @@ struct kube_pager {
     int too_large;
     int64_t started_ns;
     json_object *items;
+    json_object *skipped; /* metadata of the objects too large for a page of one */
     char *rv;
 };
 
@@ -1386,10 +1396,12 @@ kube_pager_t *kube_pager_new(kube_client_t *c, const char *path, const kube_req_
         p->ro.resource_version = p->resource_version = str_dup_opt(ro->resource_version, &oom);
         p->ro.resource_version_match = p->resource_version_match = str_dup_opt(ro->resource_version_match, &oom);
     }
+    p->base_limit = p->ro.limit > 0 ? p->ro.limit : 0;
     p->paged = 1;
     p->items = json_object_new_array();
+    p->skipped = json_object_new_array();
     buf_init(&p->body, c->opts.max_response_bytes);
-    if (oom || !p->items)
+    if (oom || !p->items || !p->skipped)
         kube_pager_destroy(&p);
     return p;
 }
@@ -1413,6 +1425,30 @@ static size_t pager_write(char *data, size_t size, size_t n, void *user)
     return size * n;
 }
 
+/* Replace the Accept header of p's handle by the metadata-only one. Returns 0, or -1
+ * when out of memory (the handle keeps its headers). */
+static int pager_accept_metadata(kube_pager_t *p)
+{
+    struct curl_slist *h = NULL, *t;
+    for (const struct curl_slist *l = p->headers; l; l = l->next) {
+        if (strncasecmp(l->data, "Accept:", 7) == 0)
+            continue;
+        if (!(t = curl_slist_append(h, l->data)))
+            goto fail;
+        h = t;
+    }
+    if (!(t = curl_slist_append(h, PAGER_ACCEPT_METADATA)))
+        goto fail;
+    h = t;
+    curl_easy_setopt(p->easy, CURLOPT_HTTPHEADER, h);
+    curl_slist_free_all(p->headers);
+    p->headers = h;
+    return 0;
+fail:
+    curl_slist_free_all(h);
+    return -1;
+}
+
 CURL *kube_pager_start(kube_pager_t *p, kube_error_t *err)
 {
     kube_error_t local;
@@ -1433,33 +1469,109 @@ CURL *kube_pager_start(kube_pager_t *p, kube_error_t *err)
     buf_free(&q);
     if (!p->easy)
         return NULL;
+    if (p->meta_only && pager_accept_metadata(p)) {
+        kube_error_set(err, KERR_CONFIG, "out of memory");
+        kube_error_set_request(err, "GET", p->path);
+        pager_drop_handle(p);
+        return NULL;
+    }
     curl_easy_setopt(p->easy, CURLOPT_WRITEFUNCTION, pager_write);
     curl_easy_setopt(p->easy, CURLOPT_WRITEDATA, p);
     p->started_ns = clock_mono_ns();
     return p->easy;
 }
 
-/* Start over from the first page without paging (an expired continue token). */
-static void pager_restart_unpaged(kube_pager_t *p)
+/* Forget what the pages so far brought (the list starts over). Returns 0, or -1 when out
+ * of memory. */
+static int pager_forget_items(kube_pager_t *p)
 {
-    rlog_info("continue token expired; listing again without paging", "path", p->path);
     json_object_put(p->items);
+    json_object_put(p->skipped);
     p->items = json_object_new_array();
+    p->skipped = json_object_new_array();
     free(p->cont);
     p->cont = NULL;
     free(p->rv);
     p->rv = NULL;
-    p->paged = 0;
+    return p->items && p->skipped ? 0 : -1;
 }
 
-/* Add a page's items to p->items and take its resourceVersion. Returns 0, or -1 when
- * out of memory. */
+/* Start over from the first page without paging (an expired continue token). */
+static int pager_restart_unpaged(kube_pager_t *p)
+{
+    rlog_info("continue token expired; listing again without paging", "path", p->path);
+    p->paged = 0;
+    return pager_forget_items(p);
+}
+
+/* A response was over the cap (its bytes were dropped as they came). Decide what the
+ * next request is: KUBE_PAGER_MORE, or KUBE_PAGER_ERROR with err set. */
+static kube_pager_state_t pager_too_large(kube_pager_t *p, kube_error_t *err)
+{
+    size_t cap = p->c->opts.max_response_bytes;
+    char limit[32];
+    if (!p->paged || p->ro.limit <= 0) {
+        /* One unpaged response cannot be made smaller: list again in pages, once. */
+        if (p->unpaged_too_large || pager_forget_items(p)) {
+            kube_error_set(err, KERR_DECODE, "response body exceeds %zu bytes", cap);
+            return KUBE_PAGER_ERROR;
+        }
+        p->unpaged_too_large = 1;
+        p->paged = 1;
+        p->ro.limit = p->base_limit > 0 ? p->base_limit : 500;
+        rlog_warn("LIST response over the response cap; listing again in pages", "path", p->path);
+        return KUBE_PAGER_MORE;
+    }
+    if (p->meta_only) {
+        kube_error_set(err, KERR_DECODE,
+                       "response body exceeds %zu bytes even for the metadata of one object", cap);
+        return KUBE_PAGER_ERROR;
+    }
+    p->shrinks++;
+    if (p->ro.limit > 1) {
+        /* The same continue token with a smaller limit: the server starts from the same
+         * key, so no item is skipped or repeated. */
+        p->ro.limit /= 2;
+        snprintf(limit, sizeof(limit), "%ld", p->ro.limit);
+        rlog_warn("LIST page over the response cap; retrying it with a smaller limit", "path", p->path,
+                  "limit", limit);
+        return KUBE_PAGER_MORE;
+    }
+    /* One object alone is over the cap: ask for its metadata only, so the list goes on
+     * past it and the caller can still name it (and act on its deletion). */
+    p->meta_only = 1;
+    rlog_warn("one object is larger than the response cap; listing its metadata only", "path", p->path);
+    return KUBE_PAGER_MORE;
+}
+
+/* Add a page's items to p->items (or p->skipped, for a metadata-only page) and take its
+ * resourceVersion. Returns 0, or -1 when out of memory. */
 static int pager_collect(kube_pager_t *p, json_object *page)
 {
-    collect_t col = {p->items, p->rv, 0};
+    collect_t col = {p->meta_only ? p->skipped : p->items, p->rv, 0};
     int rc = collect_page(page, &col);
     p->rv = col.rv; /* collect_page freed the old one */
     return rc || col.failed ? -1 : 0;
+}
+
+/* The limit after a page that fitted: as many items of this page's average size as fill
+ * three quarters of the cap, so that pages of large objects are asked small before they
+ * fail, but never more than twice the limit that just fitted (grow back step by step,
+ * as TCP's window does after a loss) nor more than the caller's page size. */
+static long pager_next_limit(const kube_pager_t *p, json_object *page)
+{
+    json_object *items = NULL;
+    size_t n = json_object_object_get_ex(page, "items", &items) && json_object_is_type(items, json_type_array)
+                   ? json_object_array_length(items)
+                   : 0;
+    long next = p->ro.limit > p->base_limit / 2 ? p->base_limit : p->ro.limit * 2;
+    if (n == 0)
+        return next;
+    size_t per_item = p->body.len / n + 1;
+    size_t fit = p->c->opts.max_response_bytes / 4 * 3 / per_item;
+    if (fit < 1)
+        fit = 1;
+    return (size_t)next < fit ? next : (long)fit;
 }
 
 kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_t *err)
@@ -1485,14 +1597,14 @@ kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_
     if (!p->easy) {
         kube_error_set(err, KERR_CONFIG, "no page in flight");
     } else if (p->too_large) {
-        kube_error_set(err, KERR_DECODE, "response body exceeds %zu bytes", p->c->opts.max_response_bytes);
+        st = pager_too_large(p, err);
     } else if (code != CURLE_OK) {
         kube_error_set_transport(err, code, code == CURLE_OPERATION_TIMEDOUT, curl_easy_strerror(code), "");
     } else if (status != 200) {
         kube_error_from_response((int)status, p->body.data, p->body.len, err);
-        if (err->code == KERR_GONE && p->cont && p->paged && p->ro.limit > 0) {
-            pager_restart_unpaged(p);
-            st = p->items ? KUBE_PAGER_MORE : KUBE_PAGER_ERROR;
+        if (err->code == KERR_GONE && p->cont && p->paged && p->ro.limit > 0 && !p->unpaged_too_large) {
+            st = pager_restart_unpaged(p) ? KUBE_PAGER_ERROR : KUBE_PAGER_MORE;
+            p->meta_only = 0;
             if (st == KUBE_PAGER_ERROR)
                 kube_error_set(err, KERR_CONFIG, "out of memory");
             else
@@ -1505,6 +1617,10 @@ kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_
     } else {
         const char *next = list_meta_string(page, "continue");
         p->pages++;
+        if (p->meta_only)
+            p->meta_only = 0;
+        else if (p->paged && p->base_limit > 0)
+            p->ro.limit = pager_next_limit(p, page);
         if (!next || !*next) {
             st = KUBE_PAGER_DONE;
         } else if ((p->cont && strcmp(p->cont, next) == 0) || p->pages >= MAX_LIST_PAGES) {
@@ -1530,6 +1646,26 @@ json_object *kube_pager_items(const kube_pager_t *p)
     return p->items;
 }
 
+json_object *kube_pager_take_skipped(kube_pager_t *p)
+{
+    json_object *fresh = json_object_new_array();
+    if (!fresh)
+        return NULL;
+    json_object *skipped = p->skipped;
+    p->skipped = fresh;
+    return skipped;
+}
+
+long kube_pager_limit(const kube_pager_t *p)
+{
+    return p->ro.limit;
+}
+
+unsigned kube_pager_shrinks(const kube_pager_t *p)
+{
+    return p->shrinks;
+}
+
 json_object *kube_pager_take_items(kube_pager_t *p)
 {
     json_object *fresh = json_object_new_array();
@@ -1553,6 +1689,7 @@ void kube_pager_destroy(kube_pager_t **p_p)
     pager_drop_handle(p);
     buf_free(&p->body);
     json_object_put(p->items);
+    json_object_put(p->skipped);
     free(p->rv);
     free(p->cont);
     free(p->path);

@@ -221,6 +221,20 @@ CURL *kube_client_watch_handle(kube_client_t *c, const char *path,
  *                                           KUBE_PAGER_DONE: kube_pager_items / _rv
  *                                           KUBE_PAGER_ERROR: err says why
  *
+ * Bounded by bytes as well as by count: a page whose body passes the client's
+ * max_response_bytes is dropped as it arrives and asked again (KUBE_PAGER_MORE) with the
+ * same continue token and half the limit, down to 1. After a page that fits, the next
+ * limit is as many items of that page's average size as fill three quarters of the cap,
+ * at most twice the limit that fitted and at most ro->limit: it grows back, and pages of
+ * large objects are asked small before they fail. The continue token names the last key served, not an
+ * offset, so no item is lost or repeated across a change of limit (client-go's pager
+ * lets the limit vary the same way). When one object alone is over the cap, its page
+ * of one is asked again as metadata only (Accept: ...;as=PartialObjectMetadataList, as
+ * client-go's metadata client), and its PartialObjectMetadata goes to
+ * kube_pager_take_skipped instead of the items: the list goes on past it. Only when even
+ * that is over the cap does the list fail. An unpaged response (the fallback after an
+ * expired continue token) over the cap is asked again in pages from the first, once.
+ *
  * Each page is one request with the client's timeout, counted in the client's metrics,
  * but it does not wait for the client's rate limiter. The pager owns its handle (freed
  * by finish and destroy); remove it from the multi before either. */
@@ -240,6 +254,15 @@ const char *kube_pager_rv(const kube_pager_t *p);
  * pager starts a new array. After an expired continue token the pager starts over from
  * the first item. NULL when out of memory. */
 json_object *kube_pager_take_items(kube_pager_t *p);
+/* The metadata (PartialObjectMetadata objects) of the items too large for a page of
+ * one, collected since the last take: a JSON array the caller owns and puts; the pager
+ * starts a new one. Restarts forget them as they forget the items. NULL when out of
+ * memory. */
+json_object *kube_pager_take_skipped(kube_pager_t *p);
+/* The limit of the next page (ro->limit unless a page was over the cap), and how many
+ * responses were over the cap so far. */
+long kube_pager_limit(const kube_pager_t *p);
+unsigned kube_pager_shrinks(const kube_pager_t *p);
 /* Free the pager and its handle; *p_p = NULL. NULL is ignored. */
 void kube_pager_destroy(kube_pager_t **p_p);
 

@@ -250,7 +250,7 @@ int rdc_spec_is_dns1035_label(const char *s, size_t max)
 int rdc_spec_is_dns1123_subdomain(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > 253)
+    if (n == 0 || n > RDC_SPEC_STORAGE_CLASS_MAX)
         return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
@@ -264,7 +264,7 @@ int rdc_spec_is_dns1123_subdomain(const char *s)
 int rdc_spec_is_image_tag(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > 128 || s[0] == '.' || s[0] == '-')
+    if (n == 0 || n > RDC_SPEC_VERSION_MAX || s[0] == '.' || s[0] == '-')
         return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
@@ -296,7 +296,8 @@ int rdc_spec_is_redis_memory(const char *s)
     size_t d = 0;
     while (s[d] >= '0' && s[d] <= '9')
         d++;
-    if (d == 0 || d > 19)
+    /* 19 digits and a unit of at most 2 letters: RDC_SPEC_MAXMEMORY_MAX bytes at most. */
+    if (d == 0 || d > 19 || strlen(s) > RDC_SPEC_MAXMEMORY_MAX)
         return 0;
     static const char *const units[] = {"", "b", "k", "kb", "m", "mb", "g", "gb"};
     for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
@@ -401,7 +402,10 @@ static void check_storage(rdc_field_errors_t *e, const json_object *spec)
     uint64_t bytes = 0;
     if (optional_string(e, storage, "size", "spec.storage.size", &s) == JSONX_OK) {
         const json_object *v = jsonx_get(storage, "size");
-        switch (rdc_spec_storage_bytes(s, &bytes)) {
+        if (strlen(s) > RDC_SPEC_STORAGE_SIZE_MAX)
+            field_error(e, RDC_FIELD_INVALID, "spec.storage.size", v, "must be at most %d characters",
+                        RDC_SPEC_STORAGE_SIZE_MAX);
+        else switch (rdc_spec_storage_bytes(s, &bytes)) {
         case RDC_STORAGE_OK:
             break;
         case RDC_STORAGE_BAD_FORMAT:

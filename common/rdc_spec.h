@@ -8,13 +8,18 @@
  *   spec                   required, an object
  *   spec.size              required, an integer from 1 to 10
  *   spec.image             required, a non-empty string of printable ASCII without blanks,
- *                          at most 1024 bytes
+ *                          at most 512 bytes
  *   spec.version           optional, an image tag [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}
  *   spec.config            optional object; maxmemory <digits>[b|k|kb|m|mb|g|gb] (any case,
- *                          at most 19 digits); maxmemoryPolicy allkeys-lru | volatile-lru |
- *                          noeviction
+ *                          at most 19 digits, so at most 21 bytes); maxmemoryPolicy
+ *                          allkeys-lru | volatile-lru | noeviction
  *   spec.storage           optional object; size ^[0-9]+(Gi|Mi|Ti)$, non-zero, at most 2^62
- *                          bytes; storageClass a DNS-1123 subdomain
+ *                          bytes and 32 characters; storageClass a DNS-1123 subdomain (at
+ *                          most 253 characters)
+ *
+ * The string bounds (RDC_SPEC_*_MAX) are the CRD schema's maxLength values
+ * (crds/cache.example.com_redisclusters.yaml; test_admission checks that they agree), so
+ * the schema, the webhook and the reconcile refuse the same lengths.
  *
  * An optional string that is null or "" counts as absent (as Go's omitempty would make it).
  * A string holding a NUL byte is never valid.
@@ -42,7 +47,12 @@
 #define RDC_SPEC_SIZE_MIN 1
 #define RDC_SPEC_SIZE_MAX 10
 #define RDC_SPEC_NAME_MAX 52
-#define RDC_SPEC_IMAGE_MAX 1024
+#define RDC_SPEC_IMAGE_MAX 512
+#define RDC_SPEC_VERSION_MAX 128
+#define RDC_SPEC_MAXMEMORY_MAX 21
+#define RDC_SPEC_MAXMEMORY_POLICY_MAX 12
+#define RDC_SPEC_STORAGE_SIZE_MAX 32
+#define RDC_SPEC_STORAGE_CLASS_MAX 253
 #define RDC_SPEC_DEFAULT_VERSION "7.2"
 #define RDC_SPEC_DEFAULT_STORAGE_SIZE "1Gi"
 #define RDC_SPEC_DEFAULT_MAXMEMORY_POLICY "allkeys-lru"

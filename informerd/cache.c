@@ -46,6 +46,7 @@ struct cache {
     uint64_t seq;
     cache_delta_fn on_delta;
     void *on_delta_ud;
+    size_t max_object_bytes; /* 0 = no limit */
 };
 
 /* What the cache reads from an object; strings are borrowed from the object except key. */
@@ -53,6 +54,7 @@ typedef struct {
     const char *ns, *name, *rv, *uid;
     const char *owner_uid, *owner_name; /* controller ownerReference of the owner kind */
     bool has_owner;
+    bool deleting;      /* metadata.deletionTimestamp is set */
     int64_t generation; /* metadata.generation, 0 when absent or not an integer */
     char *key; /* allocated */
 } parsed_t;
@@ -201,6 +203,8 @@ static int parse_object(const cache_t *c, const char *kind, json_object *obj,
     }
     if (p->uid && !*p->uid)
         p->uid = NULL;
+    json_object *deleted = NULL;
+    p->deleting = json_object_object_get_ex(meta, "deletionTimestamp", &deleted) && deleted;
     json_object *gen = NULL;
     if (json_object_object_get_ex(meta, "generation", &gen) && json_object_is_type(gen, json_type_int))
         p->generation = json_object_get_int64(gen);
@@ -219,6 +223,47 @@ static void strip_managed_fields(json_object *obj)
     if (json_object_object_get_ex(obj, "metadata", &meta) &&
         json_object_is_type(meta, json_type_object))
         json_object_object_del(meta, "managedFields");
+}
+
+json_object *cache_minimal_form(json_object *obj, const char *why)
+{
+    static const char *const keep[] = {"name", "namespace", "uid", "resourceVersion", "generation",
+                                       "creationTimestamp", "deletionTimestamp",
+                                       "deletionGracePeriodSeconds", "ownerReferences", "finalizers"};
+    json_object *meta = NULL, *v = NULL;
+    json_object *mini = json_object_new_object();
+    json_object *mmeta = json_object_new_object();
+    json_object *ann = json_object_new_object();
+    json_object *reason = json_object_new_string(why ? why : "");
+    int bad = !mini || !mmeta || !ann || !reason;
+    if (!bad && json_object_object_get_ex(obj, "apiVersion", &v))
+        bad |= json_object_object_add(mini, "apiVersion", json_object_get(v));
+    if (!bad && json_object_object_get_ex(obj, "kind", &v))
+        bad |= json_object_object_add(mini, "kind", json_object_get(v));
+    if (!bad && json_object_object_get_ex(obj, "metadata", &meta) && json_object_is_type(meta, json_type_object))
+        for (size_t i = 0; !bad && i < sizeof(keep) / sizeof(keep[0]); i++)
+            if (json_object_object_get_ex(meta, keep[i], &v))
+                bad |= json_object_object_add(mmeta, keep[i], json_object_get(v));
+    if (!bad) {
+        bad |= json_object_object_add(ann, CACHE_TRUNCATED_ANNOTATION, reason);
+        reason = NULL;
+    }
+    if (!bad) {
+        bad |= json_object_object_add(mmeta, "annotations", ann);
+        ann = NULL;
+    }
+    if (!bad) {
+        bad |= json_object_object_add(mini, "metadata", mmeta);
+        mmeta = NULL;
+    }
+    json_object_put(reason);
+    json_object_put(ann);
+    json_object_put(mmeta);
+    if (bad) {
+        json_object_put(mini);
+        return NULL;
+    }
+    return mini;
 }
 
 /* ---- stores, entries and the owner index ---- */
@@ -314,7 +359,7 @@ static void emit(cache_t *c, cache_change_t type, const cache_item_t *item, int6
  * first change, so on -1 (out of memory) s is unchanged. Takes p->key when it creates an
  * entry (p->key is then NULL). */
 static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
-                        cache_change_t *change)
+                        const char *partial_why, cache_change_t *change)
 {
     entry_t *e = hm_get(s->by_key, p->key);
     if (e && e->rv && p->rv && strcmp(e->rv, p->rv) == 0) {
@@ -332,9 +377,26 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
     owner_group_t *group = NULL;
     if (p->owner_name && !(fallback = make_key(p->ns, p->owner_name)))
         oom = 1;
-    const char *text = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    const int fmt = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
+    const char *text = json_object_to_json_string_ext(obj, fmt);
+    size_t truncated = 0;
+    json_object *mini = NULL;
+    if (text && (partial_why || (c->max_object_bytes && strlen(text) > c->max_object_bytes))) {
+        /* Too large to keep (or only its metadata came): keep what names it and what its
+         * deletion needs, and say why on it, so every reader sees it is not whole. */
+        char why[256];
+        truncated = partial_why ? 1 : strlen(text);
+        if (partial_why)
+            snprintf(why, sizeof(why), "%s", partial_why);
+        else
+            snprintf(why, sizeof(why), "object of %zu bytes is over informerd's --max-object-bytes "
+                     "(%zu): only its metadata is cached", truncated, c->max_object_bytes);
+        mini = cache_minimal_form(obj, why);
+        text = mini ? json_object_to_json_string_ext(mini, fmt) : NULL;
+    }
     if (!text || !(json = strdup(text)))
         oom = 1;
+    json_object_put(mini);
     if (oom)
         goto out;
     if (!e && !(fresh = calloc(1, sizeof(*fresh))))
@@ -365,6 +427,8 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
     e->pub.json_len = strlen(json);
     json = NULL;
     e->pub.generation = p->generation;
+    e->pub.truncated = truncated;
+    e->pub.deleting = p->deleting;
     free(e->owner_fallback);
     e->owner_fallback = fallback;
     fallback = NULL;
@@ -523,7 +587,7 @@ int cache_upsert(cache_t *c, const char *kind, json_object *obj, cache_change_t 
     if (!s || parse_object(c, kind, obj, "", &p, err, errlen))
         goto out;
     strip_managed_fields(obj);
-    if (store_upsert(c, s, &p, obj, change)) {
+    if (store_upsert(c, s, &p, obj, NULL, change)) {
         set_err(err, errlen, "%s %s: out of memory", kind, p.key);
         goto out;
     }
@@ -557,8 +621,8 @@ int cache_delete(cache_t *c, const char *kind, const char *key, cache_change_t *
 /* Check every item of items, then upsert them all into s under its current generation.
  * Messages name the list as "<kind> list: items[i]". Returns 0, or -1 with a message (the
  * cache unchanged when an item is bad; partly updated when memory ran out). */
-static int store_add_items(cache_t *c, store_t *s, const char *kind, json_object *items, char *err,
-                           size_t errlen)
+static int store_add_items(cache_t *c, store_t *s, const char *kind, json_object *items,
+                           const char *partial_why, char *err, size_t errlen)
 {
     int rc = -1;
     parsed_t *ps = NULL;
@@ -599,7 +663,7 @@ static int store_add_items(cache_t *c, store_t *s, const char *kind, json_object
         json_object *obj = json_object_array_get_idx(items, i);
         cache_change_t change;
         strip_managed_fields(obj);
-        if (store_upsert(c, s, &ps[i], obj, &change)) {
+        if (store_upsert(c, s, &ps[i], obj, partial_why, &change)) {
             set_err(err, errlen, "%s list: items[%zu] %s: out of memory", kind, i, ps[i].key);
             goto out;
         }
@@ -638,7 +702,19 @@ int cache_relist_begin(cache_t *c, const char *kind, char *err, size_t errlen)
 int cache_relist_add(cache_t *c, const char *kind, json_object *items, char *err, size_t errlen)
 {
     store_t *s = store_or_err(c, kind, err, errlen);
-    return s ? store_add_items(c, s, kind, items, err, errlen) : -1;
+    return s ? store_add_items(c, s, kind, items, NULL, err, errlen) : -1;
+}
+
+int cache_relist_add_partial(cache_t *c, const char *kind, json_object *items, const char *why,
+                             char *err, size_t errlen)
+{
+    store_t *s = store_or_err(c, kind, err, errlen);
+    return s ? store_add_items(c, s, kind, items, why ? why : "only its metadata was listed", err, errlen) : -1;
+}
+
+void cache_set_max_object_bytes(cache_t *c, size_t max)
+{
+    c->max_object_bytes = max;
 }
 
 int cache_relist_end(cache_t *c, const char *kind, char *err, size_t errlen)
@@ -659,7 +735,7 @@ int cache_replace(cache_t *c, const char *kind, json_object *items, char *err,
     /* A new generation with nothing marked yet changes nothing visible: a refused list
      * leaves the cache as it was, and the next relist starts a generation of its own. */
     s->gen++;
-    if (store_add_items(c, s, kind, items, err, errlen))
+    if (store_add_items(c, s, kind, items, NULL, err, errlen))
         return -1;
     store_sweep(c, s);
     return 0;

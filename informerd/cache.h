@@ -58,6 +58,11 @@ typedef struct {
     size_t json_len;
     int64_t generation;           /* metadata.generation, 0 when absent */
     uint64_t seq;                 /* sequence number of the delta that last changed it */
+    size_t truncated;             /* 0: json is the whole object. Otherwise json is its
+                                     minimal form (cache_minimal_form): the object was this
+                                     many bytes, over the cache's limit, or 1 when only its
+                                     metadata came (cache_relist_add_partial) */
+    int deleting;                 /* metadata.deletionTimestamp is set */
 } cache_item_t;
 
 /* One change. item is the object as cached now; for DELETED, the last cached object
@@ -91,6 +96,25 @@ void cache_destroy(cache_t **self_p);
 /* Watch kind too (a child kind: "ConfigMap", "Service", "StatefulSet"). Registering a
  * kind twice is harmless. Returns 0, or -1 when out of memory or kind is NULL/empty. */
 int cache_add_kind(cache_t *c, const char *kind);
+
+/* Bound the text kept per object (0 = no bound, the default): an object whose compact
+ * JSON (managedFields stripped) is longer than max is kept in its minimal form instead
+ * (cache_minimal_form), with item->truncated set to its length. So memory per object is
+ * bounded, and the object is still there to be named, mapped to its owner's key, and
+ * deleted (its finalizers and deletionTimestamp are kept). */
+void cache_set_max_object_bytes(cache_t *c, size_t max);
+
+/* The annotation a minimal form carries, saying why the object is not whole. */
+#define CACHE_TRUNCATED_ANNOTATION "cache.example.com/informer-truncated"
+
+/* A new object with only apiVersion, kind and metadata's name, namespace, uid,
+ * resourceVersion, generation, creationTimestamp, deletionTimestamp,
+ * deletionGracePeriodSeconds, ownerReferences and finalizers of obj (shared with obj, not
+ * copied), plus the annotation CACHE_TRUNCATED_ANNOTATION = why. No spec, data, status,
+ * labels or other annotations: what identifies the object and what its deletion needs
+ * (workerd's plan removes its finalizer from exactly these). The caller puts it; NULL
+ * when out of memory. */
+json_object *cache_minimal_form(json_object *obj, const char *why);
 
 /* Set the delta handler (NULL = none). */
 void cache_set_delta_handler(cache_t *c, cache_delta_fn fn, void *ud);
@@ -129,6 +153,13 @@ int cache_replace(cache_t *c, const char *kind, json_object *items, char *err,
 int cache_relist_begin(cache_t *c, const char *kind, char *err, size_t errlen);
 int cache_relist_add(cache_t *c, const char *kind, json_object *items, char *err, size_t errlen);
 int cache_relist_end(cache_t *c, const char *kind, char *err, size_t errlen);
+
+/* cache_relist_add for items of which only the metadata came (the objects a LIST page
+ * could not hold, as PartialObjectMetadata: kube_pager_take_skipped): each is kept in
+ * its minimal form with why (NULL: a default text) as its annotation and
+ * item->truncated = 1. Same checks and results as cache_relist_add. */
+int cache_relist_add_partial(cache_t *c, const char *kind, json_object *items, const char *why,
+                             char *err, size_t errlen);
 
 /* Emit a SYNC delta for every object of kind (NULL = every kind), as a periodic resync
  * does. Returns the number of deltas emitted. */

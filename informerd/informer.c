@@ -10,6 +10,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "proto.h"
+#include "syncgate.h"
 #include "watch.h"
 #include "workqueue.h"
 #include "zmsg.h"
@@ -41,6 +42,9 @@
 #define QUARANTINE_NS (INT64_C(3600) * NS_PER_SEC)
 #define CRASHES_TO_QUARANTINE 3
 #define MAX_EVENT_BYTES ((size_t)16 << 20)
+#define TOO_LARGE_PENDING 256
+#define TOO_LARGE_EVENTS_PER_TURN 4
+#define EVENT_DEADLINE_NS (INT64_C(5) * NS_PER_SEC)
 
 typedef struct informer informer_t;
 
@@ -90,6 +94,7 @@ typedef struct reflector {
     int64_t next_list_ns;
     unsigned failures;          /* relists in a row that failed, for backoff */
     int64_t last_event_wall_ns;
+    char last_error[512];       /* why the last LIST or WATCH failed, "" when none did */
 } reflector_t;
 
 typedef struct {
@@ -122,10 +127,15 @@ struct informer {
     int64_t next_hugz_ns;
     int stopping;
     int64_t stop_deadline_ns;
-    int ready_sent;
+    int ready_sent;             /* every reflector has synced once: dispatch may start */
+    int64_t started_ns;
     uint64_t rng;
+    /* Objects kept in minimal form (too large) waiting for their Warning Event, which
+     * only the leader writes, after the caches synced: "kind\tkey" strings, a FIFO. */
+    char *too_large[TOO_LARGE_PENDING];
+    size_t too_large_head, too_large_n;
     metric_family_t *m_lists, *m_watches, *m_relists, *m_errors, *m_objects, *m_rv_age,
-        *m_deltas, *m_quarantined;
+        *m_deltas, *m_quarantined, *m_skipped, *m_synced;
 };
 
 /* ---- deltas: publish, print, enqueue ---------------------------------------------- */
@@ -166,6 +176,76 @@ static void tail_print(FILE *out, uint64_t seq, const char *type, const char *ki
     json_object_put(o);
 }
 
+/* ---- objects too large to keep whole ------------------------------------------------ */
+
+/* The reason label of a minimal-form item: why it is not whole. */
+static const char *too_large_reason(const cache_item_t *it)
+{
+    return it->truncated == 1 ? "response_cap" : "max_object_bytes";
+}
+
+/* A cache item was stored in its minimal form (cache.h): log it, count it, and queue
+ * its Warning Event (written by the leader once the caches synced: too_large_report). */
+static void too_large_noted(informer_t *inf, const cache_item_t *it)
+{
+    char bytes[32];
+    snprintf(bytes, sizeof(bytes), "%zu", it->truncated);
+    const char *reason = too_large_reason(it);
+    metric_counter_add(inf->m_skipped, METRIC_LABELS(it->kind, reason), 1);
+    rlog_warn("object too large: only its metadata is cached; its RedisCluster is not reconciled "
+              "(deletion still is)", "kind", it->kind, "key", it->key, "resourceVersion",
+              it->resource_version ? it->resource_version : "", "bytes", it->truncated == 1 ? "unknown" : bytes,
+              "reason", reason);
+    if (!inf->cfg->serve)
+        return;
+    if (inf->too_large_n == TOO_LARGE_PENDING) {
+        rlog_warn("too many objects too large: no Event for this one", "kind", it->kind, "key", it->key);
+        return;
+    }
+    size_t n = strlen(it->kind) + strlen(it->key) + 2;
+    char *entry = malloc(n);
+    if (!entry)
+        return;
+    snprintf(entry, n, "%s\t%s", it->kind, it->key);
+    inf->too_large[(inf->too_large_head + inf->too_large_n++) % TOO_LARGE_PENDING] = entry;
+}
+
+/* The name of the cached object that makes key's RedisCluster impossible to reconcile
+ * (itself or a child kept in minimal form), or NULL. A RedisCluster being deleted is
+ * never held back: its finalizer only needs its metadata (plan.h, decision 2). */
+static const cache_item_t *too_large_blocker(const informer_t *inf, const cache_item_t *rc)
+{
+    static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet"};
+    if (rc->deleting)
+        return NULL;
+    if (rc->truncated)
+        return rc;
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        const cache_item_t *ch = cache_lookup(inf->cache, kinds[i], rc->key);
+        if (ch && ch->truncated)
+            return ch;
+    }
+    return NULL;
+}
+
+static void too_large_event(informer_t *inf, const char *kind, const char *key);
+
+/* Write the queued Warning Events, a few per turn, while this replica may write. */
+static void too_large_report(informer_t *inf)
+{
+    for (int i = 0; i < TOO_LARGE_EVENTS_PER_TURN && inf->too_large_n; i++) {
+        char *entry = inf->too_large[inf->too_large_head];
+        inf->too_large_head = (inf->too_large_head + 1) % TOO_LARGE_PENDING;
+        inf->too_large_n--;
+        char *tab = strchr(entry, '\t');
+        if (tab) {
+            *tab = '\0';
+            too_large_event(inf, entry, tab + 1);
+        }
+        free(entry);
+    }
+}
+
 /* Every cache change: publish it, print it with --tail, and enqueue the key it concerns. */
 static void on_delta(void *ud, const cache_delta_t *d)
 {
@@ -178,6 +258,9 @@ static void on_delta(void *ud, const cache_delta_t *d)
                       it->json, it->json_len, inf->pub);
     if (inf->cfg->tail)
         tail_print(inf->cfg->tail, d->seq, type, it->kind, it->key, it->resource_version, it->json);
+
+    if (it->truncated && (d->type == CACHE_ADDED || d->type == CACHE_MODIFIED))
+        too_large_noted(inf, it);
 
     char key[512];
     int rc = cache_item_owner_key(inf->cache, it, key, sizeof(key));
@@ -259,6 +342,7 @@ static void reflector_fail(reflector_t *r, const char *why, int64_t now)
     informer_t *inf = r->inf;
     for (size_t i = 0; i < r->nstreams; i++)
         stream_stop(inf, &r->streams[i]);
+    snprintf(r->last_error, sizeof(r->last_error), "%s", why);
     r->listing = 0;
     r->need_relist = 1;
     int64_t d = backoff_exponential(RELIST_MIN_NS, RELIST_MAX_NS, r->failures);
@@ -456,6 +540,7 @@ static void reflector_listed(reflector_t *r, int64_t now)
         metric_counter_add(inf->m_relists, METRIC_LABELS(r->kind), 1);
     r->synced = 1;
     r->listing = 0;
+    r->last_error[0] = '\0';
     char count[32], took[32];
     snprintf(count, sizeof(count), "%zu", cache_count(inf->cache, r->kind));
     snprintf(took, sizeof(took), "%.3fs", (double)(now - r->list_started_ns) / 1e9);
@@ -490,6 +575,20 @@ static int list_take_page(reflector_t *r, stream_t *s)
     stamp_items(r, items);
     int rc = cache_relist_add(r->inf->cache, r->kind, items, err, sizeof(err));
     json_object_put(items);
+    json_object *skipped = rc ? NULL : kube_pager_take_skipped(s->pager);
+    if (!rc && !skipped) {
+        snprintf(s->why, sizeof(s->why), "out of memory taking LIST items");
+        return -1;
+    }
+    if (!rc && json_object_array_length(skipped)) {
+        /* Objects a page of one could not hold: only their metadata came. */
+        char why[160];
+        snprintf(why, sizeof(why), "object larger than the response cap (--max-response-bytes %zu): "
+                 "only its metadata was listed", r->inf->cfg->max_response_bytes);
+        stamp_items(r, skipped);
+        rc = cache_relist_add_partial(r->inf->cache, r->kind, skipped, why, err, sizeof(err));
+    }
+    json_object_put(skipped);
     if (rc) {
         metric_counter_add(r->inf->m_errors, METRIC_LABELS(r->kind, "bad_object"), 1);
         snprintf(s->why, sizeof(s->why), "%s", err);
@@ -775,9 +874,16 @@ static void dispatch(informer_t *inf, int64_t now)
             key = workqueue_get(inf->queue, now);
             if (!key)
                 return;
-            if (cache_lookup(inf->cache, OWNER_KIND, key))
+            const cache_item_t *rc = cache_lookup(inf->cache, OWNER_KIND, key);
+            const cache_item_t *big = rc ? too_large_blocker(inf, rc) : NULL;
+            if (rc && !big)
                 break;
-            /* Deleted meanwhile: nothing to reconcile. */
+            /* Deleted meanwhile: nothing to reconcile. Or it, or a child, is kept in
+             * minimal form: a worker would take the missing spec or data for a change to
+             * make. It waits for a smaller object (a delta) or its deletion. */
+            if (big)
+                rlog_info("not reconciled: an object is too large (see its Warning Event)", "key", key,
+                          "kind", big->kind, "object", big->key);
             workqueue_forget(inf->queue, key);
             workqueue_done(inf->queue, key, now);
         }
@@ -1034,6 +1140,71 @@ static void quarantine_report(informer_t *inf, const char *key)
     json_object_put(rc);
 }
 
+/* The Warning Event ObjectTooLarge on the object of kind at key, if it is still cached in
+ * minimal form. Fenced like the workers' writes and bounded in time; failures are
+ * logged, not retried (the log line and the metric already said it). */
+static void too_large_event(informer_t *inf, const char *kind, const char *key)
+{
+    const cache_item_t *it = cache_lookup(inf->cache, kind, key);
+    if (!it || !it->truncated)
+        return;
+    json_object *o = json_tokener_parse(it->json);
+    const json_object *md = jsonx_get(o, "metadata");
+    const char *name = NULL, *ns = NULL, *uid = NULL, *api = NULL, *why = NULL;
+    jsonx_string(md, "name", &name);
+    jsonx_string(md, "namespace", &ns);
+    jsonx_string(md, "uid", &uid);
+    jsonx_string(o, "apiVersion", &api);
+    jsonx_string(jsonx_get(md, "annotations"), CACHE_TRUNCATED_ANNOTATION, &why);
+    if (!name || !ns) {
+        json_object_put(o);
+        return;
+    }
+    char msg[1024], now[40], gen[300], line[512];
+    snprintf(msg, sizeof(msg), "%s %s/%s: %s; %s", kind, ns, name, why ? why : "too large",
+             strcmp(kind, OWNER_KIND) == 0 ? "it is not reconciled until it is smaller, but it can be deleted"
+                                           : "the RedisCluster it belongs to is not reconciled until it is smaller");
+    snprintf(gen, sizeof(gen), "%s.", name);
+    clock_format_rfc3339(clock_wall_ns(), 0, now, sizeof(now));
+    json_object *ev = json_object_new_object(), *meta = json_object_new_object(),
+                *inv = json_object_new_object(), *src = json_object_new_object();
+    json_object_object_add(meta, "generateName", json_object_new_string(gen));
+    json_object_object_add(meta, "namespace", json_object_new_string(ns));
+    json_object_object_add(inv, "apiVersion", json_object_new_string(api ? api : ""));
+    json_object_object_add(inv, "kind", json_object_new_string(kind));
+    json_object_object_add(inv, "name", json_object_new_string(name));
+    json_object_object_add(inv, "namespace", json_object_new_string(ns));
+    if (uid)
+        json_object_object_add(inv, "uid", json_object_new_string(uid));
+    json_object_object_add(src, "component", json_object_new_string("rediscluster-operator"));
+    json_object_object_add(ev, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(ev, "kind", json_object_new_string("Event"));
+    json_object_object_add(ev, "metadata", meta);
+    json_object_object_add(ev, "involvedObject", inv);
+    json_object_object_add(ev, "type", json_object_new_string("Warning"));
+    json_object_object_add(ev, "reason", json_object_new_string("ObjectTooLarge"));
+    json_object_object_add(ev, "message", json_object_new_string(msg));
+    json_object_object_add(ev, "source", src);
+    json_object_object_add(ev, "firstTimestamp", json_object_new_string(now));
+    json_object_object_add(ev, "lastTimestamp", json_object_new_string(now));
+    json_object_object_add(ev, "count", json_object_new_int(1));
+    int64_t deadline = clock_mono_ns() + EVENT_DEADLINE_NS;
+    if (inf->cfg->opts->leader_elect && inf->valid_until_ms * NS_PER_MS < deadline)
+        deadline = inf->valid_until_ms * NS_PER_MS;
+    kube_client_set_deadline(inf->cfg->client, deadline);
+    buf_t path;
+    buf_init(&path, 4096);
+    kube_path(&path, "", "v1", ns, "events", NULL, NULL);
+    kube_error_t err;
+    kube_error_clear(&err);
+    if (kube_client_create(inf->cfg->client, buf_str(&path), ev, NULL, NULL, &err))
+        rlog_warn("cannot record event", "kind", kind, "key", key, "error", kube_error_str(&err, line, sizeof(line)));
+    kube_client_set_deadline(inf->cfg->client, 0);
+    buf_free(&path);
+    json_object_put(ev);
+    json_object_put(o); /* ns and the others point into it */
+}
+
 /* ---- snapshots (Clone pattern) ------------------------------------------------------- */
 
 typedef struct {
@@ -1089,6 +1260,7 @@ static void update_metrics(informer_t *inf, int64_t now)
     for (size_t i = 0; i < inf->nrefl; i++) {
         reflector_t *r = &inf->refl[i];
         metric_gauge_set(inf->m_objects, METRIC_LABELS(r->kind), (double)cache_count(inf->cache, r->kind));
+        metric_gauge_set(inf->m_synced, METRIC_LABELS(r->kind), r->synced ? 1 : 0);
         if (r->last_event_wall_ns)
             metric_gauge_set(inf->m_rv_age, METRIC_LABELS(r->kind),
                              (double)(wall - r->last_event_wall_ns) / 1e9);
@@ -1161,6 +1333,7 @@ static int informer_setup(informer_t *inf)
     inf->queue = workqueue_new("rediscluster", metrics_default());
     if (!inf->cache || !inf->queue)
         return -1;
+    cache_set_max_object_bytes(inf->cache, inf->cfg->max_object_bytes);
     cache_set_delta_handler(inf->cache, on_delta, inf);
     reflector_init(inf, OWNER_KIND, "cache.example.com", "v1alpha1", "redisclusters", NULL);
     reflector_init(inf, "ConfigMap", "", "v1", "configmaps", MANAGED_BY_SELECTOR);
@@ -1184,6 +1357,12 @@ static int informer_setup(informer_t *inf)
     inf->m_deltas = metrics_counter(reg, "informer_deltas_total", "Cache deltas per kind and type.", "kind,type");
     inf->m_quarantined = metrics_counter(reg, "informer_quarantined_keys_total",
                                          "Keys quarantined after crashing workers repeatedly.", "");
+    inf->m_skipped = metrics_counter(reg, "informer_objects_skipped_total",
+                                     "Objects too large to cache whole (kept as metadata only), per kind and "
+                                     "reason (max_object_bytes, response_cap).", "kind,reason");
+    inf->m_synced = metrics_gauge(reg, "informer_cache_synced",
+                                  "1 once the kind's first LIST completed (no work is dispatched before every "
+                                  "kind is synced), else 0.", "kind");
     inf->zctx = zmq_ctx_new();
     if (inf->cfg->serve) {
         inf->pub = bind_socket(inf, ZMQ_PUB, PROTO_EP_DELTAS);
@@ -1196,6 +1375,7 @@ static int informer_setup(informer_t *inf)
         inf->events_sub = connect_sub(inf, PROTO_EP_EVENTS, PROTO_EXITED);
     }
     int64_t now = clock_mono_ns();
+    inf->started_ns = now;
     inf->next_resync_ns = now + (int64_t)(inf->cfg->opts->sync_period * 1e9);
     return 0;
 }
@@ -1219,15 +1399,20 @@ static void informer_teardown(informer_t *inf)
         zmq_ctx_term(inf->zctx);
     workqueue_destroy(&inf->queue);
     cache_destroy(&inf->cache);
+    for (; inf->too_large_n; inf->too_large_n--, inf->too_large_head = (inf->too_large_head + 1) % TOO_LARGE_PENDING)
+        free(inf->too_large[inf->too_large_head]);
 }
 
-static int all_synced(const informer_t *inf)
+/* The sync gate (syncgate.h) over the reflectors. */
+static syncgate_state_t sync_state(const informer_t *inf, int64_t now, buf_t *names, buf_t *why)
 {
+    syncgate_kind_t kinds[4];
     for (size_t i = 0; i < inf->nrefl; i++) {
-        if (!inf->refl[i].synced)
-            return 0;
+        const reflector_t *r = &inf->refl[i];
+        kinds[i] = (syncgate_kind_t){r->kind, r->synced, r->listing, r->last_error};
     }
-    return 1;
+    return syncgate_check(kinds, inf->nrefl, inf->started_ns, now,
+                          (int64_t)(inf->cfg->cache_sync_timeout_s * 1e9), names, why);
 }
 
 static int in_flight(const informer_t *inf)
@@ -1282,10 +1467,30 @@ int informer_run(const informer_config_t *cfg)
                 if (r->streams[j].rewatch_ns && now >= r->streams[j].rewatch_ns)
                     stream_rewatch(&r->streams[j], clock_mono_ns());
         }
-        if (!inf->ready_sent && all_synced(inf)) {
+        syncgate_state_t gate = inf->ready_sent ? SYNCGATE_OPEN : sync_state(inf, now, NULL, NULL);
+        if (!inf->ready_sent && gate == SYNCGATE_OPEN) {
+            char took[32];
+            snprintf(took, sizeof(took), "%.3fs", (double)(clock_mono_ns() - inf->started_ns) / 1e9);
             inf->ready_sent = 1;
-            rlog_info("caches synced");
+            rlog_info("caches synced", "took", took);
+            update_metrics(inf, now); /* informer_cache_synced at once, not at the next round */
             daemon_notify_ready();
+        } else if (gate == SYNCGATE_TIMED_OUT) {
+            /* controller-runtime's CacheSyncTimeout: the manager fails, and so do we; the
+             * supervisor restarts us with its backoff and reports us not ready meanwhile. */
+            buf_t kinds, why;
+            buf_init(&kinds, 1024);
+            buf_init(&why, 4096);
+            sync_state(inf, now, &kinds, &why);
+            char after[32];
+            snprintf(after, sizeof(after), "%.0fs", cfg->cache_sync_timeout_s);
+            rlog_error("timed out waiting for caches to sync; exiting", "kinds", buf_str(&kinds), "reason",
+                       buf_str(&why), "after", after);
+            buf_free(&kinds);
+            buf_free(&why);
+            update_metrics(inf, now);
+            code = 1;
+            break;
         }
         now = clock_mono_ns();
         if (inf->ready_sent && now >= inf->next_resync_ns) {
@@ -1293,8 +1498,13 @@ int informer_run(const informer_config_t *cfg)
             cache_resync(inf->cache, OWNER_KIND);
             inf->next_resync_ns = now + (int64_t)(cfg->opts->sync_period * 1e9);
         }
-        if (inf->work)
+        /* No work before every cache synced (controller-runtime starts its workers only
+         * then): a child on a page not yet listed would look absent to a worker. */
+        if (inf->work && inf->ready_sent) {
             dispatch(inf, now);
+            if (inf->too_large_n && may_dispatch(inf))
+                too_large_report(inf);
+        }
         if (inf->stopping && (!in_flight(inf) || now >= inf->stop_deadline_ns))
             break;
 

@@ -17,6 +17,29 @@
  * pages (kube_pager) and watches alike are transfers of one curl multi handle: nothing
  * the API server does blocks the loop, its heartbeats or its dispatch.
  *
+ * Bounded by bytes (invariant 10): a LIST page over --max-response-bytes is asked again
+ * smaller, down to one object, and an object alone over it is listed as metadata only
+ * (kube_pager), so a relist always completes. An object listed that way, or longer than
+ * --max-object-bytes, is cached in its minimal form (cache.h: identity, owner references,
+ * finalizers, deletionTimestamp, and an annotation saying why), logged, counted in
+ * informer_objects_skipped_total{kind,reason} and, once the caches synced and while this
+ * replica may write, reported by a Warning Event ObjectTooLarge on it. A RedisCluster
+ * that is in minimal form, or whose ConfigMap, Service or StatefulSet is, is not
+ * dispatched (a worker would read the missing spec or data as a change to make) until it
+ * is whole again, except when it is being deleted: then its minimal form carries all that
+ * workerd's plan needs to remove the finalizer (plan.h, decision 2), so a RedisCluster
+ * the operator cannot process can always be deleted.
+ *
+ * Sync: no key is dispatched before every reflector has listed once (controller-runtime
+ * starts its workers only after WaitForCacheSync): before that, a child on a page not
+ * yet listed would look absent. The log says "caches synced"; informer_cache_synced{kind}
+ * says which kinds are. Not synced within --cache-sync-timeout (default 2m, as
+ * controller-runtime's CacheSyncTimeout): informerd logs "timed out waiting for caches to
+ * sync" with the kinds and the last error of each, and exits 1, as controller-runtime's
+ * manager fails; the supervisor restarts it with its backoff and /readyz reports
+ * informerd not ready (crash-looping) meanwhile. Exiting rather than waiting on: a new
+ * process starts from a clean client and connection, and a stuck sync shows as restarts.
+ *
  * Work: keys go to idle workers only while this replica leads (or leader election is
  * off). A worker's item comes back on DONE; a worker that dies (the supervisor says so,
  * or it is silent past its deadline) gets its item requeued with a crash counted; a key
@@ -44,6 +67,9 @@ typedef struct {
     double reconcile_timeout_s;     /* an in-flight item older than this is abandoned */
     double watch_timeout_s;         /* server-side timeout of each watch; 0 = random 5..10 min */
     int list_page_size;             /* objects per LIST page; 0 = INFORMER_LIST_PAGE_DEFAULT */
+    size_t max_response_bytes;      /* the client's response cap, for messages */
+    size_t max_object_bytes;        /* an object longer than this is cached in minimal form; 0 = no bound */
+    double cache_sync_timeout_s;    /* exit 1 when not every kind synced by then; 0 = wait forever */
 } informer_config_t;
 
 /* Objects per LIST page unless told otherwise. client-go's reflector pages by 500; each
@@ -52,6 +78,18 @@ typedef struct {
  * 70 MB with pages of 500, 32 MB with 100, 27 MB with 50; the 1000 StatefulSets took
  * 1.8 s, 2.4 s and 2.3-3.5 s to list. */
 #define INFORMER_LIST_PAGE_DEFAULT 100
+
+/* The client's cap on one response (a LIST page), as kube_client's default. */
+#define INFORMER_MAX_RESPONSE_DEFAULT (64 << 20)
+
+/* An object whose JSON (managedFields stripped) is longer is cached in minimal form. 2 MiB
+ * is above what the API server can store in one object with etcd's default request
+ * limit (1.5 MiB), so by default nothing the API server accepts is cut; lower it to bound
+ * the cache's memory per object more tightly. */
+#define INFORMER_MAX_OBJECT_DEFAULT (2 << 20)
+
+/* controller-runtime's CacheSyncTimeout default. */
+#define INFORMER_CACHE_SYNC_TIMEOUT_DEFAULT 120.0
 
 /* Run until SIGTERM/SIGINT (then drain in-flight items within the grace period).
  * Returns the exit code. */

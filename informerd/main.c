@@ -33,7 +33,9 @@ int main(int argc, char **argv)
     int tail = 0, subscribe = 0;
     double reconcile_timeout = 120, watch_timeout = 0;
     int list_page = INFORMER_LIST_PAGE_DEFAULT;
-    opt_t table[OPTS_COMMON_COUNT + 6];
+    int max_response = INFORMER_MAX_RESPONSE_DEFAULT, max_object = INFORMER_MAX_OBJECT_DEFAULT;
+    double sync_timeout = INFORMER_CACHE_SYNC_TIMEOUT_DEFAULT;
+    opt_t table[OPTS_COMMON_COUNT + 9];
     opts_common_fill(&c, table);
     table[OPTS_COMMON_COUNT] = (opt_t){"tail", OPT_BOOL, &tail,
                                        "print every cache change as a JSON line on stdout"};
@@ -45,7 +47,13 @@ int main(int argc, char **argv)
                                            "server-side timeout of each watch (default: random 5 to 10 min, as client-go)"};
     table[OPTS_COMMON_COUNT + 4] = (opt_t){"list-page-size", OPT_INT, &list_page,
                                            "objects per LIST page (client-go pages by 500); smaller pages lower the memory peak of a relist"};
-    table[OPTS_COMMON_COUNT + 5] = (opt_t){NULL, OPT_END, NULL, NULL};
+    table[OPTS_COMMON_COUNT + 5] = (opt_t){"max-response-bytes", OPT_INT, &max_response,
+                                           "cap on one API response (a LIST page): a page over it is asked again smaller"};
+    table[OPTS_COMMON_COUNT + 6] = (opt_t){"max-object-bytes", OPT_INT, &max_object,
+                                           "an object larger than this is cached as its metadata only and not reconciled (Warning Event ObjectTooLarge)"};
+    table[OPTS_COMMON_COUNT + 7] = (opt_t){"cache-sync-timeout", OPT_DURATION, &sync_timeout,
+                                           "exit 1 when the caches have not synced by then, naming the kinds (as controller-runtime's CacheSyncTimeout; 0 = wait forever)"};
+    table[OPTS_COMMON_COUNT + 8] = (opt_t){NULL, OPT_END, NULL, NULL};
     int early = opts_main("informerd", summary, table, &c, argc, argv, NULL, 0, NULL);
     if (early >= 0)
         return early;
@@ -55,6 +63,14 @@ int main(int argc, char **argv)
     }
     if (list_page < 1 || list_page > 10000) {
         fprintf(stderr, "informerd: --list-page-size must be between 1 and 10000\n");
+        return 2;
+    }
+    if (max_response < 4096 || max_object < 4096) {
+        fprintf(stderr, "informerd: --max-response-bytes and --max-object-bytes must be at least 4096\n");
+        return 2;
+    }
+    if (sync_timeout < 0) {
+        fprintf(stderr, "informerd: --cache-sync-timeout must not be negative\n");
         return 2;
     }
     if (subscribe) {
@@ -73,6 +89,7 @@ int main(int argc, char **argv)
     co.user_agent = "informerd/" RDC_VERSION;
     co.max_retries = 2;
     co.timeout_ms = 60000;
+    co.max_response_bytes = (size_t)max_response;
     if (daemon_kube_connect(&c, &co, &cfg, &client))
         return 1;
     int code = 1;
@@ -92,6 +109,9 @@ int main(int argc, char **argv)
         .reconcile_timeout_s = reconcile_timeout,
         .watch_timeout_s = watch_timeout,
         .list_page_size = list_page,
+        .max_response_bytes = (size_t)max_response,
+        .max_object_bytes = (size_t)max_object,
+        .cache_sync_timeout_s = sync_timeout,
     };
     rlog_info("informerd started", "version", RDC_VERSION, "server", kube_config_rest(cfg)->server,
               "mode", tail ? "tail" : "serve");

@@ -888,6 +888,133 @@ static void test_agrees_with_plan(void)
 
 /* ---- rdc_spec predicates and base64 ---------------------------------------------------------- */
 
+/* ---- string bounds: the CRD's maxLength values and rdc_spec's agree ------------------ */
+
+/* The maxLength of the schema property reached by path (each name nested under the one
+ * before, by indentation) in the CRD's text, or -1. */
+static long crd_max_length(const char *text, const char *const *path, size_t n)
+{
+    const char *p = text;
+    size_t indent = 0;
+    for (size_t k = 0; k < n; k++) {
+        char want[64];
+        snprintf(want, sizeof(want), "%s:", path[k]);
+        const char *line = p;
+        for (;;) {
+            line = strchr(line, '\n');
+            if (!line)
+                return -1;
+            line++;
+            size_t in = strspn(line, " ");
+            if (k > 0 && line[in] && line[in] != '\n' && in <= indent)
+                return -1; /* left the parent */
+            /* A property is a key alone on its line ("storage: true" is something else). */
+            if (strncmp(line + in, want, strlen(want)) == 0 && line[in + strlen(want)] == '\n') {
+                indent = in;
+                p = line;
+                break;
+            }
+        }
+    }
+    for (const char *line = strchr(p, '\n'); line; line = strchr(line, '\n')) {
+        line++;
+        size_t in = strspn(line, " ");
+        if (in <= indent)
+            return -1;
+        if (strncmp(line + in, "maxLength:", 10) == 0)
+            return strtol(line + in + 10, NULL, 10);
+    }
+    return -1;
+}
+
+static char *read_crd(void)
+{
+    const char *top = getenv("RDC_TOP");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/crds/cache.example.com_redisclusters.yaml", top && *top ? top : ".");
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char *text = calloc(1, 1 << 20);
+    size_t n = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (text && n == 0) {
+        free(text);
+        text = NULL;
+    }
+    return text;
+}
+
+/* A spec with one string of length n made of c at the JSON path given by fmt ("%s"
+ * stands for the string). */
+static answer_t validate_with(const char *fmt, size_t n, char c)
+{
+    char *v = malloc(n + 1);
+    memset(v, c, n);
+    v[n] = '\0';
+    buf_t spec;
+    buf_init(&spec, 0);
+    buf_printf(&spec, fmt, v);
+    answer_t a = validate_create("cache", buf_str(&spec));
+    buf_free(&spec);
+    free(v);
+    return a;
+}
+
+static void test_string_bounds_agree_with_crd(void)
+{
+    char *crd = read_crd();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(crd); /* run from the repository's top (or set RDC_TOP) */
+    static const char *const image[] = {"image"}, *const version[] = {"version"},
+                             *const maxmemory[] = {"maxmemory"}, *const policy[] = {"maxmemoryPolicy"},
+                             *const ssize[] = {"storage", "size"}, *const sclass[] = {"storageClass"};
+    CU_ASSERT_EQUAL(crd_max_length(crd, image, 1), RDC_SPEC_IMAGE_MAX);
+    CU_ASSERT_EQUAL(crd_max_length(crd, version, 1), RDC_SPEC_VERSION_MAX);
+    CU_ASSERT_EQUAL(crd_max_length(crd, maxmemory, 1), RDC_SPEC_MAXMEMORY_MAX);
+    CU_ASSERT_EQUAL(crd_max_length(crd, policy, 1), RDC_SPEC_MAXMEMORY_POLICY_MAX);
+    CU_ASSERT_EQUAL(crd_max_length(crd, ssize, 2), RDC_SPEC_STORAGE_SIZE_MAX);
+    CU_ASSERT_EQUAL(crd_max_length(crd, sclass, 1), RDC_SPEC_STORAGE_CLASS_MAX);
+    CU_ASSERT(strlen("volatile-lru") <= RDC_SPEC_MAXMEMORY_POLICY_MAX);
+    free(crd);
+
+    /* At each bound the webhook accepts, one past it refuses with the field named. */
+    static const struct {
+        const char *fmt, *field;
+        size_t max;
+        char c;
+    } bounds[] = {
+        {"{\"size\":1,\"image\":\"%s\"}", "spec.image: Invalid value", RDC_SPEC_IMAGE_MAX, 'r'},
+        {"{\"size\":1,\"image\":\"redis\",\"version\":\"%s\"}", "spec.version: Invalid value", RDC_SPEC_VERSION_MAX, '7'},
+        {"{\"size\":1,\"image\":\"redis\",\"storage\":{\"storageClass\":\"%s\"}}", "spec.storage.storageClass: Invalid value",
+         RDC_SPEC_STORAGE_CLASS_MAX, 's'},
+    };
+    for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
+        answer_t a = validate_with(bounds[i].fmt, bounds[i].max, bounds[i].c);
+        CU_ASSERT(allowed(&a));
+        answer_free(&a);
+        a = validate_with(bounds[i].fmt, bounds[i].max + 1, bounds[i].c);
+        CU_ASSERT_FALSE(allowed(&a));
+        CU_ASSERT(contains(message(&a), bounds[i].field));
+        answer_free(&a);
+    }
+    /* storage.size: leading zeros keep the value small but not the text. */
+    answer_t a = validate_with("{\"size\":1,\"image\":\"redis\",\"storage\":{\"size\":\"%s1Gi\"}}", RDC_SPEC_STORAGE_SIZE_MAX - 3, '0');
+    CU_ASSERT(allowed(&a));
+    answer_free(&a);
+    a = validate_with("{\"size\":1,\"image\":\"redis\",\"storage\":{\"size\":\"%s1Gi\"}}", RDC_SPEC_STORAGE_SIZE_MAX - 2, '0');
+    CU_ASSERT_FALSE(allowed(&a));
+    CU_ASSERT(contains(message(&a), "spec.storage.size: Invalid value: \"000"));
+    CU_ASSERT(contains(message(&a), "must be at most 32 characters"));
+    answer_free(&a);
+    /* maxmemory: 19 digits and a 2-letter unit is the longest (21). */
+    a = validate_with("{\"size\":1,\"image\":\"redis\",\"config\":{\"maxmemory\":\"%smb\"}}", 19, '1');
+    CU_ASSERT(allowed(&a));
+    answer_free(&a);
+    a = validate_with("{\"size\":1,\"image\":\"redis\",\"config\":{\"maxmemory\":\"%smb\"}}", 20, '1');
+    CU_ASSERT_FALSE(allowed(&a));
+    answer_free(&a);
+}
+
 static void test_predicates(void)
 {
     uint64_t bytes = 0;
@@ -1433,6 +1560,7 @@ static CU_TestInfo create_tests[] = {
     {"invalid names", test_invalid_names},
     {"warning for a version next to a tagged image", test_warning_for_version_with_tagged_image},
     {"agrees with workerd's plan on validity", test_agrees_with_plan},
+    {"string bounds: the CRD's maxLength, at and past each", test_string_bounds_agree_with_crd},
     CU_TEST_INFO_NULL,
 };
 

@@ -674,11 +674,150 @@ static void test_snapshot_and_resync(void)
     cache_destroy(&c);
 }
 
+/* ---- objects too large to keep ---- */
+
+/* A RedisCluster with a spec.image of n bytes, a finalizer, a label and an annotation. */
+static json_object *big_rc(const char *rv, size_t n, int deleting)
+{
+    json_object *o = obj("{'apiVersion':'cache.example.com/v1alpha1','kind':'RedisCluster','metadata':"
+                         "{'namespace':'default','name':'big','uid':'ubig','resourceVersion':'%s',"
+                         "'generation':3,%s'finalizers':['cache.example.com/finalizer'],"
+                         "'labels':{'team':'a'},'annotations':{'note':'x'},"
+                         "'managedFields':[{'manager':'kubectl'}]},'spec':{'size':3}}",
+                         rv, deleting ? "'deletionTimestamp':'2026-01-01T00:00:00Z'," : "");
+    json_object *spec = NULL;
+    json_object_object_get_ex(o, "spec", &spec);
+    char *image = malloc(n + 1);
+    memset(image, 'r', n);
+    image[n] = '\0';
+    json_object_object_add(spec, "image", json_object_new_string(image));
+    free(image);
+    return o;
+}
+
+/* The string at metadata.<key> of text, or NULL (static buffer). */
+static const char *meta_of(const char *text, const char *key)
+{
+    static char out[256];
+    json_object *o = json_tokener_parse(text), *m = NULL, *v = NULL;
+    const char *res = NULL;
+    if (o && json_object_object_get_ex(o, "metadata", &m) && json_object_object_get_ex(m, key, &v)) {
+        snprintf(out, sizeof(out), "%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        res = out;
+    }
+    json_object_put(o);
+    return res;
+}
+
+static void test_max_object_bytes(void)
+{
+    rec_t r;
+    cache_t *c = new_cache(&r);
+    cache_set_max_object_bytes(c, 4096);
+    /* Under the bound: whole. */
+    CU_ASSERT_EQUAL(put(c, OWNER, big_rc("1", 1000, 0)), CACHE_ADDED);
+    const cache_item_t *it = cache_lookup(c, OWNER, "default/big");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+    CU_ASSERT_EQUAL(it->truncated, 0);
+    CU_ASSERT_EQUAL(it->deleting, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(it->json, "rrrrrrrr"));
+    CU_ASSERT_PTR_NULL(strstr(it->json, CACHE_TRUNCATED_ANNOTATION));
+
+    /* Over it: the minimal form, a MODIFIED delta like any change, its length recorded. */
+    CU_ASSERT_EQUAL(put(c, OWNER, big_rc("2", 100000, 0)), CACHE_MODIFIED);
+    it = cache_lookup(c, OWNER, "default/big");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+    CU_ASSERT(it->truncated > 100000 && it->truncated < 101000);
+    CU_ASSERT(it->json_len < 1024);
+    CU_ASSERT_PTR_NULL(strstr(it->json, "rrrrrrrr"));
+    CU_ASSERT_PTR_NULL(strstr(it->json, "\"spec\""));
+    CU_ASSERT_PTR_NULL(strstr(it->json, "team"));      /* labels go */
+    CU_ASSERT_PTR_NULL(strstr(it->json, "note"));      /* other annotations go */
+    CU_ASSERT_PTR_NULL(strstr(it->json, "kubectl"));   /* managedFields went first */
+    CU_ASSERT_STRING_EQUAL(meta_of(it->json, "finalizers"), "[\"cache.example.com/finalizer\"]");
+    CU_ASSERT_STRING_EQUAL(meta_of(it->json, "uid"), "\"ubig\"");
+    CU_ASSERT_STRING_EQUAL(meta_of(it->json, "resourceVersion"), "\"2\"");
+    CU_ASSERT_PTR_NOT_NULL(strstr(it->json, "\"kind\":\"RedisCluster\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(it->json, "\"apiVersion\":\"cache.example.com/v1alpha1\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(meta_of(it->json, "annotations"), "over informerd's --max-object-bytes (4096)"));
+    CU_ASSERT_EQUAL(it->generation, 3);
+    CU_ASSERT_EQUAL(r.type[r.n - 1], CACHE_MODIFIED);
+    CU_ASSERT_PTR_EQUAL(cache_lookup_uid(c, OWNER, "ubig"), it);
+
+    /* Being deleted: the deletionTimestamp is kept and said. */
+    CU_ASSERT_EQUAL(put(c, OWNER, big_rc("3", 100000, 1)), CACHE_MODIFIED);
+    it = cache_lookup(c, OWNER, "default/big");
+    CU_ASSERT_EQUAL(it->deleting, 1);
+    CU_ASSERT_STRING_EQUAL(meta_of(it->json, "deletionTimestamp"), "\"2026-01-01T00:00:00Z\"");
+
+    /* Small again: whole again. */
+    CU_ASSERT_EQUAL(put(c, OWNER, big_rc("4", 10, 0)), CACHE_MODIFIED);
+    it = cache_lookup(c, OWNER, "default/big");
+    CU_ASSERT_EQUAL(it->truncated, 0);
+    CU_ASSERT_EQUAL(it->deleting, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(it->json, "\"spec\""));
+
+    /* A child over the bound is still indexed under its owner. */
+    json_object *ch = child("ConfigMap", "cm", "5", "big", "ubig");
+    char *data = calloc(1, 9000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    memset(data, 'd', 8999);
+    json_object_object_add(ch, "data", json_object_new_string(data));
+    free(data);
+    CU_ASSERT_EQUAL(put(c, "ConfigMap", ch), CACHE_ADDED);
+    it = cache_lookup(c, "ConfigMap", "default/cm");
+    CU_ASSERT(it->truncated > 8999);
+    CU_ASSERT_STRING_EQUAL(it->owner_uid, "ubig");
+    char key[128];
+    CU_ASSERT_EQUAL(cache_item_owner_key(c, it, key, sizeof(key)), 0);
+    CU_ASSERT_STRING_EQUAL(key, "default/big");
+    CU_ASSERT_PTR_NOT_NULL(strstr(it->json, "ownerReferences"));
+
+    /* No bound: everything whole. */
+    cache_set_max_object_bytes(c, 0);
+    CU_ASSERT_EQUAL(put(c, OWNER, big_rc("6", 100000, 0)), CACHE_MODIFIED);
+    CU_ASSERT_EQUAL(cache_lookup(c, OWNER, "default/big")->truncated, 0);
+    cache_destroy(&c);
+}
+
+/* Metadata-only items of a relist (PartialObjectMetadata) are kept as minimal forms
+ * with the reason given, and count as seen: the relist's end does not delete them. */
+static void test_relist_partial(void)
+{
+    rec_t r;
+    cache_t *c = new_cache(&r);
+    char err[256];
+    CU_ASSERT_EQUAL(put(c, "ConfigMap", simple("ConfigMap", "default", "big", "1", "u1")), CACHE_ADDED);
+    CU_ASSERT_EQUAL(put(c, "ConfigMap", simple("ConfigMap", "default", "gone", "1", "u2")), CACHE_ADDED);
+    CU_ASSERT_EQUAL(cache_relist_begin(c, "ConfigMap", err, sizeof(err)), 0);
+    json_object *whole = json_object_new_array();
+    json_object_array_add(whole, simple("ConfigMap", "default", "small", "3", "u3"));
+    CU_ASSERT_EQUAL(cache_relist_add(c, "ConfigMap", whole, err, sizeof(err)), 0);
+    json_object_put(whole);
+    json_object *meta = json_object_new_array();
+    json_object_array_add(meta, obj("{'kind':'ConfigMap','apiVersion':'v1','metadata':{'namespace':'default',"
+                                    "'name':'big','resourceVersion':'2','uid':'u1','labels':{'a':'b'}}}"));
+    CU_ASSERT_EQUAL(cache_relist_add_partial(c, "ConfigMap", meta, "over the response cap", err, sizeof(err)), 0);
+    json_object_put(meta);
+    CU_ASSERT_EQUAL(cache_relist_end(c, "ConfigMap", err, sizeof(err)), 0);
+    const cache_item_t *it = cache_lookup(c, "ConfigMap", "default/big");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+    CU_ASSERT_EQUAL(it->truncated, 1);
+    CU_ASSERT_STRING_EQUAL(it->resource_version, "2");
+    CU_ASSERT_PTR_NOT_NULL(strstr(it->json, "over the response cap"));
+    CU_ASSERT_EQUAL(cache_lookup(c, "ConfigMap", "default/small")->truncated, 0);
+    CU_ASSERT_PTR_NULL(cache_lookup(c, "ConfigMap", "default/gone"));
+    CU_ASSERT_EQUAL(cache_count(c, "ConfigMap"), 2);
+    cache_destroy(&c);
+}
+
 static CU_TestInfo store_tests[] = {
     {"upsert: added, unchanged, modified; delete", test_upsert_added_unchanged_modified},
     {"text and generation", test_text_and_generation},
     {"managedFields stripped", test_managed_fields_stripped},
     {"bad objects refused, cache unchanged", test_bad_objects_refused},
+    {"objects over max_object_bytes kept in minimal form", test_max_object_bytes},
+    {"relist: metadata-only items", test_relist_partial},
     CU_TEST_INFO_NULL,
 };
 

@@ -902,6 +902,127 @@ static void test_pager(void)
     env_close(&e);
 }
 
+/* Ten ConfigMaps of different sizes behind continue tokens "i<next index>": most are
+ * small, cm4 is 3 kB, cm7 alone is 20 kB (over the 8 kB cap of the test) and cm8 1.5 kB.
+ * The limit and the token decide the page, as on a real server; a metadata-only request
+ * (PartialObjectMetadataList) gets the items without their data. */
+#define BIG_ITEMS 10
+static size_t big_item_size(int i)
+{
+    return i == 7 ? 20000 : i == 4 ? 3000 : i == 8 ? 1500 : 100;
+}
+
+static void h_big_pages(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
+{
+    (void)f;
+    (void)n;
+    int first = 0, limit = BIG_ITEMS;
+    const char *c = strstr(r->query, "continue=i");
+    const char *l = strstr(r->query, "limit=");
+    if (c)
+        first = (int)strtol(c + strlen("continue=i"), NULL, 10);
+    if (l)
+        limit = (int)strtol(l + strlen("limit="), NULL, 10);
+    int meta = strstr(r->accept, "as=PartialObjectMetadataList") != NULL;
+    int end = first + limit < BIG_ITEMS ? first + limit : BIG_ITEMS;
+    char next[32] = "";
+    if (end < BIG_ITEMS)
+        snprintf(next, sizeof(next), "i%d", end);
+    size_t off = (size_t)snprintf(out->body, sizeof(out->body),
+                                  "{\"kind\":\"%s\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"700\"%s%s%s},"
+                                  "\"items\":[",
+                                  meta ? "PartialObjectMetadataList" : "ConfigMapList",
+                                  *next ? ",\"continue\":\"" : "", next, *next ? "\"" : "");
+    for (int i = first; i < end && off < sizeof(out->body); i++) {
+        off += (size_t)snprintf(out->body + off, sizeof(out->body) - off,
+                                "%s{\"metadata\":{\"name\":\"cm%d\",\"resourceVersion\":\"%d\"}",
+                                i > first ? "," : "", i, 100 + i);
+        if (!meta && off + big_item_size(i) + 32 < sizeof(out->body)) {
+            off += (size_t)snprintf(out->body + off, sizeof(out->body) - off, ",\"data\":{\"k\":\"");
+            memset(out->body + off, 'x', big_item_size(i));
+            off += big_item_size(i);
+            off += (size_t)snprintf(out->body + off, sizeof(out->body) - off, "\"}");
+        }
+        off += (size_t)snprintf(out->body + off, sizeof(out->body) - off, "}");
+    }
+    if (off < sizeof(out->body))
+        snprintf(out->body + off, sizeof(out->body) - off, "]}");
+}
+
+/* The limit of request i, from its query (0 when none). */
+static long req_limit(fake_t *f, int i)
+{
+    const char *l = strstr(f->reqs[i].query, "limit=");
+    return l ? strtol(l + strlen("limit="), NULL, 10) : 0;
+}
+
+static void test_pager_shrinks(void)
+{
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    o.max_response_bytes = 8192;
+    env_t e;
+    env_open(&e, h_big_pages, &o);
+    kube_req_opts_t ro = {0};
+    ro.limit = 8;
+    kube_pager_t *p = kube_pager_new(e.c, "/api/v1/configmaps", &ro);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    kube_error_t err;
+    int pages = 0;
+    CU_ASSERT_EQUAL_FATAL(run_pager(p, &pages, &err), KUBE_PAGER_DONE);
+    /* Every item exactly once and in order, except cm7, which only its metadata names. */
+    json_object *items = kube_pager_items(p);
+    CU_ASSERT_EQUAL_FATAL(json_object_array_length(items), BIG_ITEMS - 1);
+    for (int i = 0, k = 0; i < BIG_ITEMS; i++) {
+        if (i == 7)
+            continue;
+        char want[16];
+        snprintf(want, sizeof(want), "cm%d", i);
+        json_object *it = json_object_array_get_idx(items, (size_t)k++);
+        CU_ASSERT_STRING_EQUAL(jstr(it, "metadata.name"), want);
+        CU_ASSERT_EQUAL(strlen(jstr(it, "data.k")), big_item_size(i));
+    }
+    json_object *skipped = kube_pager_take_skipped(p);
+    CU_ASSERT_EQUAL_FATAL(json_object_array_length(skipped), 1);
+    CU_ASSERT_STRING_EQUAL(jstr(json_object_array_get_idx(skipped, 0), "metadata.name"), "cm7");
+    CU_ASSERT_STRING_EQUAL(jstr(json_object_array_get_idx(skipped, 0), "metadata.resourceVersion"), "107");
+    CU_ASSERT_PTR_NULL(jstr(json_object_array_get_idx(skipped, 0), "data"));
+    json_object_put(skipped);
+    CU_ASSERT_STRING_EQUAL(kube_pager_rv(p), "700");
+    /* The requests: limit 8 from the start is over the cap (cm4 + cm7), then 4 fits
+     * (cm0..cm3) and, its items being small, the next page is 8 again: from cm4 it is
+     * over, 4 (cm4..cm7) over, 2 (cm4, cm5) fits; those average 1.6 kB, so the next
+     * page is asked at 3 (what fills 3/4 of the cap), not 4: cm6..cm8 over, 1 (cm6)
+     * fits, 2 over, 1 over, the metadata of cm7, then 1 (cm8) and 2 (cm9). */
+    static const long want_limits[] = {8, 4, 8, 4, 2, 3, 1, 2, 1, 1, 1, 2};
+    size_t nwant = sizeof(want_limits) / sizeof(want_limits[0]);
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(e.srv), (int)nwant);
+    CU_ASSERT_EQUAL(pages, (int)nwant);
+    for (size_t i = 0; i < nwant; i++) {
+        CU_ASSERT_EQUAL(req_limit(e.srv, (int)i), want_limits[i]);
+        int meta = strstr(e.srv->reqs[i].accept, "PartialObjectMetadataList") != NULL;
+        CU_ASSERT_EQUAL(meta, i == 9);
+    }
+    CU_ASSERT_EQUAL(kube_pager_shrinks(p), 6);
+    CU_ASSERT_EQUAL(kube_pager_limit(p), 4); /* growing back */
+    /* The metadata request kept the other headers (the token). */
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.srv->reqs[9].auth, TOKEN));
+    kube_pager_destroy(&p);
+    env_close(&e);
+
+    /* Even the metadata of one object over the cap: an error naming the cap, not a loop. */
+    o.max_response_bytes = 64;
+    env_open(&e, h_big_pages, &o);
+    p = kube_pager_new(e.c, "/api/v1/configmaps", &ro);
+    CU_ASSERT_EQUAL(run_pager(p, &pages, &err), KUBE_PAGER_ERROR);
+    CU_ASSERT_EQUAL(err.code, KERR_DECODE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "even for the metadata of one object"));
+    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 5); /* 8, 4, 2, 1, metadata */
+    kube_pager_destroy(&p);
+    env_close(&e);
+}
+
 /* A server that is not there: a transport error, no crash, no leak. */
 static void test_pager_transport_error(void)
 {
@@ -1921,6 +2042,7 @@ int main(void)
     CU_add_test(s, "LIST with expired continue", test_list_expired_continue);
     CU_add_test(s, "non-blocking pager", test_pager);
     CU_add_test(s, "non-blocking pager: transport error", test_pager_transport_error);
+    CU_add_test(s, "non-blocking pager: pages shrink under the response cap", test_pager_shrinks);
     CU_add_test(s, "429 Retry-After retried then succeeds", test_retry_429);
     CU_add_test(s, "retry rules per method and status", test_retry_rules);
     CU_add_test(s, "Status error mapped", test_error_status);
