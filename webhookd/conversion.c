@@ -1,0 +1,701 @@
+/* conversion: RedisCluster v1alpha1 <-> v1 and the ConversionReview core. See conversion.h. */
+#include "conversion.h"
+
+#include "buf.h"
+#include "jsonx.h"
+#include "metrics.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KIND "RedisCluster"
+#define PATH_PARTS 4 /* a v1-only path has at most this many segments */
+
+/* The v1-only fields: in v1's schema and not in v1alpha1's. The first segment is spec or
+ * status. Their order here is the order of the record's members (its canonical text). */
+static const char *const CONVERSION_V1_ONLY[][PATH_PARTS] = {
+    {"spec", "mode", NULL},
+    {"spec", "auth", NULL},
+    {"spec", "persistence", NULL},
+    {"spec", "failover", NULL},
+    {"status", "primary", NULL},
+    {"status", "nodes", NULL},
+};
+#define N_V1_ONLY (sizeof(CONVERSION_V1_ONLY) / sizeof(CONVERSION_V1_ONLY[0]))
+
+/* What a v1alpha1 object without the annotation is in v1 (when its spec is an object). */
+#define IMPLIED_MODE "Standalone"
+#define IMPLIED_PERSISTENCE "aof"
+
+typedef enum { CONV_OK = 0, CONV_REFUSED = 1, CONV_OOM = -1 } conv_rc_t;
+
+/* ---- Small helpers ------------------------------------------------------------------ */
+
+/* Write a printf-style message into err (errlen bytes; nothing when errlen is 0). */
+static conv_rc_t refuse(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static conv_rc_t refuse(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return CONV_REFUSED;
+}
+
+static const char *type_name(const json_object *v)
+{
+    switch (v ? json_object_get_type(v) : json_type_null) {
+    case json_type_null: return "null";
+    case json_type_boolean: return "a boolean";
+    case json_type_double:
+    case json_type_int: return "a number";
+    case json_type_object: return "an object";
+    case json_type_array: return "an array";
+    case json_type_string: return "a string";
+    }
+    return "an unknown value";
+}
+
+/* o[key] as a string without embedded NUL bytes, or NULL. */
+static const char *jstr(const json_object *o, const char *key)
+{
+    const char *s = NULL;
+    return jsonx_string(o, key, &s) == JSONX_OK ? s : NULL;
+}
+
+/* Copy src into dst (size bytes), cut at a UTF-8 character boundary. */
+static void copy_cut(char *dst, size_t size, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+    if (n >= size) {
+        n = size - 1;
+        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+            n--;
+    }
+    if (n)
+        memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* Does object o have member key (null counts)? *v gets the value (NULL for null). */
+static int has(json_object *o, const char *key, json_object **v)
+{
+    *v = NULL;
+    return o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, key, v);
+}
+
+/* The object that holds the last segment of path inside root, or NULL when some parent
+ * is absent or not an object. */
+static json_object *parent_of(json_object *root, const char *const *path)
+{
+    json_object *o = root;
+    for (size_t i = 0; i + 1 < PATH_PARTS && path[i + 1]; i++) {
+        json_object *next;
+        if (!has(o, path[i], &next) || !json_object_is_type(next, json_type_object))
+            return NULL;
+        o = next;
+    }
+    return o;
+}
+
+static const char *leaf_of(const char *const *path)
+{
+    size_t i = 0;
+    while (i + 1 < PATH_PARTS && path[i + 1])
+        i++;
+    return path[i];
+}
+
+/* "spec.storage.retention" */
+static void path_str(const char *const *path, char *out, size_t len)
+{
+    size_t off = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < PATH_PARTS && path[i] && off < len; i++)
+        off += (size_t)snprintf(out + off, len - off, "%s%s", i ? "." : "", path[i]);
+}
+
+/* Like parent_of, creating absent parents as objects. Returns NULL with *bad naming the
+ * segment index whose value is not an object (*bad = -1: out of memory). */
+static json_object *parent_make(json_object *root, const char *const *path, int *bad)
+{
+    json_object *o = root;
+    *bad = -1;
+    for (size_t i = 0; i + 1 < PATH_PARTS && path[i + 1]; i++) {
+        json_object *next;
+        if (!has(o, path[i], &next) || !next) {
+            if (!(next = json_object_new_object()))
+                return NULL;
+            if (json_object_object_add(o, path[i], next)) {
+                json_object_put(next);
+                return NULL;
+            }
+        } else if (!json_object_is_type(next, json_type_object)) {
+            *bad = (int)i;
+            return NULL;
+        }
+        o = next;
+    }
+    return o;
+}
+
+/* The record a v1alpha1 object without the annotation stands for. NULL when out of memory. */
+static json_object *implied_record(json_object *obj)
+{
+    json_object *spec, *r = json_object_new_object();
+    int oom = !r;
+    if (!oom && has(obj, "spec", &spec) && spec && json_object_is_type(spec, json_type_object)) {
+        json_object *s = jsonx_new_obj(&oom);
+        jsonx_put(s, "mode", jsonx_new_str(IMPLIED_MODE, &oom), &oom);
+        jsonx_put(s, "persistence", jsonx_new_str(IMPLIED_PERSISTENCE, &oom), &oom);
+        jsonx_put(r, "spec", s, &oom);
+    }
+    if (oom) {
+        json_object_put(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Check the object's envelope: an object of kind RedisCluster in one of the two versions,
+ * with a metadata object whose annotations (when present) are an object. *version gets
+ * the apiVersion. */
+static conv_rc_t check_object(json_object *obj, const char **version, char *err, size_t errlen)
+{
+    if (!obj || !json_object_is_type(obj, json_type_object))
+        return refuse(err, errlen, "must be a RedisCluster object, have %s", type_name(obj));
+    const char *kind = jstr(obj, "kind"), *av = jstr(obj, "apiVersion");
+    if (!kind || strcmp(kind, KIND))
+        return refuse(err, errlen, "kind: must be " KIND ", have %s%.64s%s", kind ? "\"" : "",
+                      kind ? kind : type_name(jsonx_get(obj, "kind")), kind ? "\"" : "");
+    if (!av || (strcmp(av, CONVERSION_V1ALPHA1) && strcmp(av, CONVERSION_V1)))
+        return refuse(err, errlen, "apiVersion %s%.64s%s: must be " CONVERSION_V1ALPHA1 " or " CONVERSION_V1,
+                      av ? "\"" : "", av ? av : type_name(jsonx_get(obj, "apiVersion")), av ? "\"" : "");
+    json_object *meta = jsonx_get(obj, "metadata"), *ann;
+    if (!meta || !json_object_is_type(meta, json_type_object))
+        return refuse(err, errlen, "metadata: required, an object, have %s", type_name(meta));
+    if ((ann = jsonx_get(meta, "annotations")) && !json_object_is_type(ann, json_type_object))
+        return refuse(err, errlen, "metadata.annotations: must be an object, have %s", type_name(ann));
+    json_object *a;
+    if (has(ann, CONVERSION_ANNOTATION, &a) && !json_object_is_type(a, json_type_string))
+        return refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: must be a string, have %s",
+                      type_name(a));
+    *version = av;
+    return CONV_OK;
+}
+
+/* ---- v1 -> v1alpha1 ------------------------------------------------------------------ */
+
+static conv_rc_t to_v1alpha1(json_object *obj, char *err, size_t errlen)
+{
+    conv_rc_t rc = CONV_OOM;
+    json_object *rec = json_object_new_object(), *implied = NULL;
+    if (!rec)
+        goto out;
+    for (size_t i = 0; i < N_V1_ONLY; i++) {
+        const char *const *path = CONVERSION_V1_ONLY[i];
+        json_object *parent = parent_of(obj, path), *v;
+        if (!has(parent, leaf_of(path), &v))
+            continue;
+        int bad;
+        json_object *rparent = parent_make(rec, path, &bad);
+        if (!rparent || json_object_object_add(rparent, leaf_of(path), json_object_get(v))) {
+            json_object_put(rparent ? v : NULL);
+            goto out;
+        }
+        json_object_object_del(parent, leaf_of(path));
+    }
+    json_object *meta = jsonx_get(obj, "metadata"), *ann = jsonx_get(meta, "annotations"), *a;
+    if (has(ann, CONVERSION_ANNOTATION, &a)) { /* a v1 object carrying it: keep its value */
+        if (json_object_object_add(rec, "annotation", json_object_get(a))) {
+            json_object_put(a);
+            goto out;
+        }
+        json_object_object_del(ann, CONVERSION_ANNOTATION);
+    }
+    if (!(implied = implied_record(obj)))
+        goto out;
+    if (!json_object_equal(rec, implied)) {
+        const char *text = json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        json_object *s = text ? json_object_new_string(text) : NULL;
+        if (!s)
+            goto out;
+        if (!ann) {
+            if (!(ann = json_object_new_object()) || json_object_object_add(meta, "annotations", ann)) {
+                json_object_put(ann);
+                json_object_put(s);
+                goto out;
+            }
+        }
+        if (json_object_object_add(ann, CONVERSION_ANNOTATION, s)) {
+            json_object_put(s);
+            goto out;
+        }
+    }
+    json_object *av = json_object_new_string(CONVERSION_V1ALPHA1);
+    if (!av || json_object_object_add(obj, "apiVersion", av)) {
+        json_object_put(av);
+        goto out;
+    }
+    rc = CONV_OK;
+out:
+    (void)err;
+    (void)errlen;
+    json_object_put(rec);
+    json_object_put(implied);
+    return rc;
+}
+
+/* ---- v1alpha1 -> v1 ------------------------------------------------------------------ */
+
+/* Parse the annotation's text as a record (an object, bounded). */
+static conv_rc_t parse_record(const char *text, size_t len, json_object **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (len > CONVERSION_MAX_RECORD)
+        return refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: %zu bytes, more than %d",
+                      len, CONVERSION_MAX_RECORD);
+    json_tokener *tok = json_tokener_new_ex(CONVERSION_MAX_DEPTH);
+    if (!tok)
+        return CONV_OOM;
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_object *r = json_tokener_parse_ex(tok, text, (int)len);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    conv_rc_t rc = CONV_OK;
+    if (!r || jerr != json_tokener_success)
+        rc = refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: not JSON: %s",
+                    jerr == json_tokener_continue ? "unexpected end of input" : json_tokener_error_desc(jerr));
+    else if (!json_object_is_type(r, json_type_object))
+        rc = refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: must be a JSON object, have %s",
+                    type_name(r));
+    else
+        for (size_t i = end; i < len && !rc; i++)
+            if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r')
+                rc = refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: not JSON: "
+                                         "unexpected data after the value at byte %zu", i);
+    if (rc) {
+        json_object_put(r);
+        return rc;
+    }
+    *out = r;
+    return CONV_OK;
+}
+
+/* After the v1-only fields were taken out of rec's member `top`, nothing but empty
+ * objects may be left in it: anything else is not a v1-only field. prefix names the
+ * member for the message. */
+static conv_rc_t check_leftover(json_object *o, char *prefix, size_t plen, size_t cap, char *err, size_t errlen)
+{
+    json_object_object_foreach(o, key, val)
+    {
+        int n = snprintf(prefix + plen, cap - plen, ".%s", key);
+        size_t nlen = n < 0 ? plen : plen + (size_t)n < cap ? plen + (size_t)n : cap - 1;
+        if (!val || !json_object_is_type(val, json_type_object))
+            return refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: %s: not a field "
+                                       "that only v1 has",
+                          prefix);
+        conv_rc_t rc = check_leftover(val, prefix, nlen, cap, err, errlen);
+        prefix[plen] = '\0';
+        if (rc)
+            return rc;
+    }
+    return CONV_OK;
+}
+
+static conv_rc_t to_v1(json_object *obj, char *err, size_t errlen)
+{
+    conv_rc_t rc = CONV_OOM;
+    json_object *meta = jsonx_get(obj, "metadata"), *ann = jsonx_get(meta, "annotations"), *a, *rec = NULL;
+    if (has(ann, CONVERSION_ANNOTATION, &a)) {
+        if ((rc = parse_record(json_object_get_string(a), (size_t)json_object_get_string_len(a), &rec, err, errlen)))
+            goto out;
+        rc = CONV_OOM;
+        json_object_object_del(ann, CONVERSION_ANNOTATION);
+        if (json_object_object_length(ann) == 0) {
+            json_object_object_del(meta, "annotations");
+            ann = NULL;
+        }
+    } else if (!(rec = implied_record(obj))) {
+        goto out;
+    }
+    json_object_object_foreach(rec, key, val)
+    {
+        if (strcmp(key, "spec") && strcmp(key, "status") && strcmp(key, "annotation")) {
+            rc = refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: %.64s: not a member of "
+                                     "the record (spec, status, annotation)", key);
+            goto out;
+        }
+        if (!strcmp(key, "annotation") ? !val || !json_object_is_type(val, json_type_string)
+                                       : !val || !json_object_is_type(val, json_type_object)) {
+            rc = refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: %s: must be %s, have %s",
+                        key, strcmp(key, "annotation") ? "an object" : "a string", type_name(val));
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < N_V1_ONLY; i++) {
+        const char *const *path = CONVERSION_V1_ONLY[i];
+        json_object *rparent = parent_of(rec, path), *v;
+        if (!has(rparent, leaf_of(path), &v))
+            continue;
+        int bad;
+        json_object *parent = parent_make(obj, path, &bad);
+        if (!parent) {
+            if (bad >= 0) {
+                char where[128], field[128];
+                const char *prefix[PATH_PARTS] = {NULL};
+                for (int k = 0; k <= bad; k++)
+                    prefix[k] = path[k];
+                path_str(prefix, where, sizeof(where));
+                path_str(path, field, sizeof(field));
+                rc = refuse(err, errlen, "%s: must be an object to hold %s, have %s", where, field,
+                            type_name(jsonx_get(parent_of(obj, prefix), path[bad])));
+            }
+            goto out;
+        }
+        if (json_object_object_add(parent, leaf_of(path), json_object_get(v))) {
+            json_object_put(v);
+            goto out;
+        }
+        json_object_object_del(rparent, leaf_of(path));
+    }
+    char prefix[256];
+    static const char *const tops[] = {"spec", "status"};
+    for (size_t i = 0; i < 2; i++) {
+        json_object *t = jsonx_get(rec, tops[i]);
+        copy_cut(prefix, sizeof(prefix), tops[i]);
+        if (t && (rc = check_leftover(t, prefix, strlen(prefix), sizeof(prefix), err, errlen)))
+            goto out;
+    }
+    rc = CONV_OOM;
+    if (has(rec, "annotation", &a)) {
+        if (!ann) {
+            if (!(ann = json_object_new_object()) || json_object_object_add(meta, "annotations", ann)) {
+                json_object_put(ann);
+                goto out;
+            }
+        }
+        if (json_object_object_add(ann, CONVERSION_ANNOTATION, json_object_get(a))) {
+            json_object_put(a);
+            goto out;
+        }
+    }
+    json_object *av = json_object_new_string(CONVERSION_V1);
+    if (!av || json_object_object_add(obj, "apiVersion", av)) {
+        json_object_put(av);
+        goto out;
+    }
+    rc = CONV_OK;
+out:
+    json_object_put(rec);
+    return rc;
+}
+
+/* Convert obj in place to desired. *direction: 1 up, -1 down, 0 same. On a refusal or
+ * out of memory obj may be half converted: the caller drops it. */
+static conv_rc_t convert_in_place(json_object *obj, const char *desired, int *direction, char *err, size_t errlen)
+{
+    const char *have = NULL;
+    conv_rc_t rc = check_object(obj, &have, err, errlen);
+    if (rc)
+        return rc;
+    if (!strcmp(have, desired)) {
+        *direction = 0;
+        return CONV_OK;
+    }
+    if (!strcmp(desired, CONVERSION_V1)) {
+        *direction = 1;
+        return to_v1(obj, err, errlen);
+    }
+    *direction = -1;
+    return to_v1alpha1(obj, err, errlen);
+}
+
+static int desired_known(const char *d)
+{
+    return d && (!strcmp(d, CONVERSION_V1) || !strcmp(d, CONVERSION_V1ALPHA1));
+}
+
+int conversion_convert(const json_object *obj, const char *desired, json_object **out, char *err, size_t errlen)
+{
+    json_object *copy = NULL;
+    int direction;
+    *out = NULL;
+    if (errlen)
+        err[0] = '\0';
+    if (!desired_known(desired)) {
+        refuse(err, errlen, "desiredAPIVersion %s%.64s%s: must be " CONVERSION_V1ALPHA1 " or " CONVERSION_V1,
+               desired ? "\"" : "", desired ? desired : "null", desired ? "\"" : "");
+        return -1;
+    }
+    if (obj && json_object_deep_copy((json_object *)obj, &copy, NULL)) {
+        refuse(err, errlen, "out of memory");
+        return -1;
+    }
+    conv_rc_t rc = convert_in_place(copy, desired, &direction, err, errlen);
+    if (rc) {
+        if (rc == CONV_OOM)
+            refuse(err, errlen, "out of memory");
+        json_object_put(copy);
+        return -1;
+    }
+    *out = copy;
+    return 0;
+}
+
+/* ---- The review ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *api_version; /* echoed */
+    const char *uid;         /* "" until known */
+    int bad, failed, oom;
+    buf_t message;
+} review_t;
+
+static void fail(review_t *r, int bad, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail(review_t *r, int bad, const char *fmt, ...)
+{
+    char tmp[CONVERSION_MESSAGE_CAP], cut[CONVERSION_MESSAGE_CAP];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    copy_cut(cut, sizeof(cut) - 1, tmp); /* the cap, at a character boundary */
+    r->bad = bad;
+    r->failed = 1;
+    buf_reset(&r->message);
+    buf_puts(&r->message, cut);
+}
+
+static json_object *parse_body(review_t *r, const char *body, size_t len)
+{
+    if (!body || len == 0) {
+        fail(r, 1, "body: empty; a ConversionReview (JSON) is required");
+        return NULL;
+    }
+    if (len > INT_MAX) {
+        fail(r, 1, "body: too large");
+        return NULL;
+    }
+    json_tokener *tok = json_tokener_new_ex(CONVERSION_MAX_DEPTH);
+    if (!tok) {
+        r->oom = 1;
+        return NULL;
+    }
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_object *root = json_tokener_parse_ex(tok, body, (int)len);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    if (!root && jerr == json_tokener_continue) {
+        /* A bare number at the very end is only complete once something follows it. */
+        root = json_tokener_parse_ex(tok, " ", 1);
+        jerr = json_tokener_get_error(tok);
+        end = len;
+    }
+    json_tokener_free(tok);
+    if (!root || jerr != json_tokener_success) {
+        if (jerr == json_tokener_continue)
+            fail(r, 1, "body: not JSON: unexpected end of input");
+        else
+            fail(r, 1, "body: not JSON: %s at byte %zu", json_tokener_error_desc(jerr), end);
+        json_object_put(root);
+        return NULL;
+    }
+    for (size_t i = end; i < len; i++) {
+        char c = body[i];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+            fail(r, 1, "body: not JSON: unexpected data after the value at byte %zu", i);
+            json_object_put(root);
+            return NULL;
+        }
+    }
+    return root;
+}
+
+/* Check the envelope and return request, or NULL (a bad request). */
+static json_object *envelope(review_t *r, json_object *root)
+{
+    if (!json_object_is_type(root, json_type_object)) {
+        fail(r, 1, "body: must be a ConversionReview object, have %s", type_name(root));
+        return NULL;
+    }
+    json_object *request = jsonx_get(root, "request");
+    const char *uid = jstr(request, "uid"), *av = jstr(root, "apiVersion"), *kind = jstr(root, "kind");
+    if (uid && *uid)
+        r->uid = uid;
+    if (av && (!strcmp(av, "apiextensions.k8s.io/v1") || !strcmp(av, "apiextensions.k8s.io/v1beta1")))
+        r->api_version = av;
+    else {
+        fail(r, 1, "apiVersion: must be apiextensions.k8s.io/v1");
+        return NULL;
+    }
+    if (!kind || strcmp(kind, "ConversionReview")) {
+        fail(r, 1, "kind: must be ConversionReview");
+        return NULL;
+    }
+    if (!request || !json_object_is_type(request, json_type_object)) {
+        fail(r, 1, "request: required, an object, have %s", type_name(request));
+        return NULL;
+    }
+    if (!uid || !*uid) {
+        fail(r, 1, "request.uid: required, a non-empty string");
+        return NULL;
+    }
+    json_object *objects = jsonx_get(request, "objects");
+    if (!objects || !json_object_is_type(objects, json_type_array)) {
+        fail(r, 1, "request.objects: required, an array, have %s", type_name(objects));
+        return NULL;
+    }
+    return request;
+}
+
+/* Convert every object of request in place; on success *converted is a new array of
+ * them in order. */
+static void convert_all(review_t *r, json_object *request, json_object **converted, conversion_outcome_t *o)
+{
+    const char *desired = jstr(request, "desiredAPIVersion");
+    json_object *objects = jsonx_get(request, "objects");
+    size_t n = json_object_array_length(objects);
+    o->objects = n;
+    copy_cut(o->desired, sizeof(o->desired), desired);
+    if (!desired_known(desired)) {
+        fail(r, 0, "desiredAPIVersion %s%.64s%s: this webhook converts RedisClusters to " CONVERSION_V1ALPHA1
+                   " or " CONVERSION_V1,
+             desired ? "\"" : "", desired ? desired : type_name(jsonx_get(request, "desiredAPIVersion")),
+             desired ? "\"" : "");
+        return;
+    }
+    json_object *out = json_object_new_array_ext((int)(n < 1024 ? n : 1024));
+    if (!out) {
+        r->oom = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object *obj = json_object_array_get_idx(objects, i);
+        char err[1024] = "";
+        int direction = 0;
+        conv_rc_t rc = convert_in_place(obj, desired, &direction, err, sizeof(err));
+        if (rc == CONV_OOM) {
+            r->oom = 1;
+            break;
+        }
+        if (rc) {
+            json_object *meta = jsonx_get(obj, "metadata");
+            const char *ns = jstr(meta, "namespace"), *name = jstr(meta, "name");
+            if (name)
+                fail(r, 0, "objects[%zu] (%.63s%s%.253s): %s", i, ns ? ns : "", ns ? "/" : "", name, err);
+            else
+                fail(r, 0, "objects[%zu]: %s", i, err);
+            break;
+        }
+        if (json_object_array_add(out, json_object_get(obj))) {
+            json_object_put(obj);
+            r->oom = 1;
+            break;
+        }
+        if (direction > 0)
+            o->up++;
+        else if (direction < 0)
+            o->down++;
+        else
+            o->same++;
+    }
+    if (r->failed || r->oom) {
+        json_object_put(out);
+        o->up = o->down = o->same = 0;
+        return;
+    }
+    *converted = out;
+}
+
+static char *render(review_t *r, json_object *converted)
+{
+    int oom = 0;
+    char *text = NULL;
+    json_object *root = jsonx_new_obj(&oom), *resp = jsonx_new_obj(&oom), *result = jsonx_new_obj(&oom);
+    jsonx_put(root, "apiVersion", jsonx_new_str(r->api_version, &oom), &oom);
+    jsonx_put(root, "kind", jsonx_new_str("ConversionReview", &oom), &oom);
+    jsonx_put(resp, "uid", jsonx_new_str(r->uid, &oom), &oom);
+    jsonx_put(resp, "convertedObjects", converted ? json_object_get(converted) : jsonx_new_arr(&oom), &oom);
+    jsonx_put(result, "status", jsonx_new_str(r->failed ? "Failure" : "Success", &oom), &oom);
+    if (r->failed) {
+        jsonx_put(result, "message", jsonx_new_str(buf_str(&r->message), &oom), &oom);
+        jsonx_put(result, "reason", jsonx_new_str(r->bad ? "BadRequest" : "Invalid", &oom), &oom);
+        jsonx_put(result, "code", jsonx_new_int(r->bad ? 400 : 422, &oom), &oom);
+    }
+    jsonx_put(resp, "result", result, &oom);
+    jsonx_put(root, "response", resp, &oom);
+    if (!oom) {
+        const char *s = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        text = s ? strdup(s) : NULL;
+    }
+    json_object_put(root);
+    return text;
+}
+
+int conversion_review(const char *body, size_t len, char **response_json_out, conversion_outcome_t *outcome)
+{
+    conversion_outcome_t local;
+    conversion_outcome_t *o = outcome ? outcome : &local;
+    memset(o, 0, sizeof(*o));
+    review_t r = {.api_version = "apiextensions.k8s.io/v1", .uid = ""};
+    buf_init(&r.message, CONVERSION_MESSAGE_CAP);
+    json_object *converted = NULL, *root = parse_body(&r, body, len), *request = root ? envelope(&r, root) : NULL;
+    if (request)
+        convert_all(&r, request, &converted, o);
+    o->bad_request = r.bad;
+    o->success = !r.failed;
+    o->code = r.failed ? (r.bad ? 400 : 422) : 200;
+    copy_cut(o->uid, sizeof(o->uid), r.uid);
+    if (r.failed)
+        copy_cut(o->message, sizeof(o->message), buf_str(&r.message));
+    char *text = r.oom ? NULL : render(&r, converted);
+    json_object_put(converted);
+    json_object_put(root); /* last: r's strings point into it */
+    buf_free(&r.message);
+    *response_json_out = text;
+    if (!text)
+        return -1;
+    return r.bad ? 1 : 0;
+}
+
+/* ---- Metrics ----------------------------------------------------------------------------- */
+
+static metric_family_t *m_requests(void)
+{
+    return metrics_counter(metrics_default(), "webhook_conversion_requests_total",
+                           "ConversionReviews answered, by result (Success, Failure, BadRequest).", "result");
+}
+
+static metric_family_t *m_objects(void)
+{
+    return metrics_counter(metrics_default(), "webhook_conversion_objects_total",
+                           "RedisCluster objects converted, by version from and to.", "from,to");
+}
+
+void conversion_metrics_register(void)
+{
+    static const char *const results[] = {"Success", "Failure", "BadRequest"};
+    metric_family_t *req = m_requests(), *obj = m_objects();
+    for (size_t i = 0; i < 3; i++)
+        metric_counter_add(req, METRIC_LABELS(results[i]), 0);
+    metric_counter_add(obj, METRIC_LABELS("v1alpha1", "v1"), 0);
+    metric_counter_add(obj, METRIC_LABELS("v1", "v1alpha1"), 0);
+}
+
+void conversion_metrics_observe(int rc, const conversion_outcome_t *o)
+{
+    if (rc < 0 || !o)
+        return;
+    metric_counter_add(m_requests(), METRIC_LABELS(o->bad_request ? "BadRequest" : o->success ? "Success" : "Failure"), 1);
+    if (o->up)
+        metric_counter_add(m_objects(), METRIC_LABELS("v1alpha1", "v1"), (double)o->up);
+    if (o->down)
+        metric_counter_add(m_objects(), METRIC_LABELS("v1", "v1alpha1"), (double)o->down);
+}
