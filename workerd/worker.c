@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "log.h"
+#include "loop.h"
 #include "proto.h"
 #include "reconcile.h"
 #include "zmsg.h"
@@ -18,7 +19,6 @@
 
 #define RECONNECT_MIN_NS (INT64_C(1) * NS_PER_SEC)
 #define RECONNECT_MAX_NS (INT64_C(32) * NS_PER_SEC)
-#define METRICS_EVERY_NS (INT64_C(2) * NS_PER_SEC)
 
 typedef struct {
     const worker_config_t *cfg;
@@ -31,9 +31,8 @@ typedef struct {
     int64_t valid_until_ms;
     int64_t item_epoch;
     int64_t last_heard_ns;   /* last message from informerd */
-    int64_t next_heartbeat_ns;
     int64_t reconnect_delay_ns;
-    int64_t next_metrics_ns;
+    loop_t *loop;
     exec_memo_t *memo;       /* the status writes this worker made (executor.h) */
     char hostname[256];
 } worker_t;
@@ -45,7 +44,9 @@ static void worker_state_file(worker_t *w, const char *key)
     daemon_write_file_atomic(path, key, strlen(key));
 }
 
-/* Open the DEALER and say READY. Returns 0 or -1. */
+static int on_dealer(loop_t *loop, void *socket, int fd, int revents, void *arg);
+
+/* Open the DEALER, watch it, and say READY. Returns 0 or -1. */
 static int worker_connect(worker_t *w)
 {
     w->dealer = zmq_socket(w->ctx, ZMQ_DEALER);
@@ -61,6 +62,8 @@ static int worker_connect(worker_t *w)
                    zmq_strerror(errno));
         return -1;
     }
+    if (loop_add_socket(w->loop, w->dealer, LOOP_IN, on_dealer, w))
+        return -1;
     zmsg_t *m = zmsg_new();
     zmsg_addstr(m, PROTO_READY);
     zmsg_send(&m, w->dealer, ZMQ_DONTWAIT);
@@ -70,6 +73,8 @@ static int worker_connect(worker_t *w)
 static void worker_disconnect(worker_t *w, int flush)
 {
     if (w->dealer) {
+        if (w->loop)
+            loop_remove_socket(w->loop, w->dealer);
         /* On the way out, give a DONE just sent a moment to reach informerd. */
         int linger = flush ? 1000 : 0;
         zmq_setsockopt(w->dealer, ZMQ_LINGER, &linger, sizeof(linger));
@@ -92,6 +97,8 @@ static void drain_leader(worker_t *w)
             w->is_leader = is_leader != 0;
             w->leader_epoch = epoch;
             w->valid_until_ms = valid;
+        } else {
+            proto_error("leader", "not a LEADER message with numeric frames 1, 3, 4 and 5");
         }
         zmsg_destroy(&m);
     }
@@ -133,7 +140,7 @@ static void worker_handle_work(worker_t *w, zmsg_t *m)
     reconcile_outcome_t out = {.result = RECONCILE_ERROR};
     if (!key || zmsg_frame_int64(m, 2, &epoch) || zmsg_frame_int64(m, 3, &generation) ||
         !rctext || !chtext) {
-        rlog_error("malformed WORK message from informerd; dropped");
+        proto_error("work", "WORK without key, numeric epoch and generation, or objects");
         goto answer;
     }
     rc = json_tokener_parse(rctext);
@@ -171,14 +178,103 @@ answer:;
     free(key);
 }
 
-static void worker_heartbeat(worker_t *w, int64_t now)
+static int on_reconnect(loop_t *loop, int id, void *arg)
 {
-    if (now < w->next_heartbeat_ns || !w->dealer)
-        return;
+    (void)loop;
+    (void)id;
+    worker_t *w = arg;
+    if (worker_connect(w))
+        worker_disconnect(w, 0);
+    w->last_heard_ns = clock_mono_ns();
+    return 0;
+}
+
+/* Every heartbeat period: tell informerd we live; if it has been silent for
+ * PROTO_LIVENESS periods, drop the link and reconnect after a doubling delay (Paranoid
+ * Pirate). */
+static int on_heartbeat(loop_t *loop, int id, void *arg)
+{
+    (void)id;
+    worker_t *w = arg;
+    if (!w->dealer)
+        return 0; /* a reconnect is scheduled */
+    int64_t now = clock_mono_ns();
+    if (now - w->last_heard_ns > (int64_t)PROTO_LIVENESS * PROTO_HEARTBEAT_MS * NS_PER_MS) {
+        char d[16];
+        snprintf(d, sizeof(d), "%llds", (long long)(w->reconnect_delay_ns / NS_PER_SEC));
+        rlog_warn("informerd is silent; reconnecting", "after", d);
+        worker_disconnect(w, 0);
+        if (loop_add_timer(loop, w->reconnect_delay_ns, 0, on_reconnect, w) < 0)
+            return -1;
+        w->reconnect_delay_ns *= 2;
+        if (w->reconnect_delay_ns > RECONNECT_MAX_NS)
+            w->reconnect_delay_ns = RECONNECT_MAX_NS;
+        return 0;
+    }
     zmsg_t *m = zmsg_new();
     zmsg_addstr(m, PROTO_HEARTBEAT);
     zmsg_send(&m, w->dealer, ZMQ_DONTWAIT);
-    w->next_heartbeat_ns = now + (int64_t)PROTO_HEARTBEAT_MS * NS_PER_MS;
+    return 0;
+}
+
+/* Messages from informerd: WORK items (reconciled here, one at a time) and heartbeats. */
+static int on_dealer(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop;
+    (void)socket;
+    (void)fd;
+    (void)revents;
+    worker_t *w = arg;
+    zmsg_t *m;
+    while (w->dealer &&
+           (m = zmsg_recv(w->dealer, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
+        w->last_heard_ns = clock_mono_ns();
+        w->reconnect_delay_ns = RECONNECT_MIN_NS;
+        if (zmsg_frame_is(m, 0, PROTO_WORK)) {
+            worker_handle_work(w, m);
+            /* We were busy, not deaf: informerd's silence is measured from now. */
+            w->last_heard_ns = clock_mono_ns();
+        } else if (!zmsg_frame_is(m, 0, PROTO_HEARTBEAT)) {
+            proto_error("work", "unknown message from informerd");
+        }
+        zmsg_destroy(&m);
+    }
+    return 0;
+}
+
+static int on_leader(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop;
+    (void)socket;
+    (void)fd;
+    (void)revents;
+    drain_leader(arg);
+    return 0;
+}
+
+static int on_metrics(loop_t *loop, int id, void *arg)
+{
+    (void)loop;
+    (void)id;
+    worker_t *w = arg;
+    daemon_publish_metrics(w->cfg->runtime_dir, w->cfg->name);
+    return 0;
+}
+
+/* SIGTERM/SIGINT: a reconcile runs inside a handler, so none is in flight here. */
+static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)socket;
+    (void)revents;
+    (void)arg;
+    int sig;
+    while ((sig = daemon_read_signal(fd)) != 0) {
+        if (sig == SIGTERM || sig == SIGINT) {
+            rlog_info("stopping: no item in flight");
+            loop_stop(loop);
+        }
+    }
+    return 0;
 }
 
 int worker_run(const worker_config_t *cfg)
@@ -186,92 +282,53 @@ int worker_run(const worker_config_t *cfg)
     worker_t w;
     memset(&w, 0, sizeof(w));
     w.cfg = cfg;
+    int rc = 0;
     w.memo = exec_memo_new(); /* without it (out of memory) stale retries may write again */
     gethostname(w.hostname, sizeof(w.hostname) - 1);
     w.ctx = zmq_ctx_new();
+    w.loop = loop_new();
+    if (!w.ctx || !w.loop ||
+        loop_add_fd(w.loop, cfg->signal_fd, LOOP_IN, on_signal, &w) ||
+        loop_add_timer(w.loop, PROTO_HEARTBEAT_MS * NS_PER_MS, PROTO_HEARTBEAT_MS * NS_PER_MS,
+                       on_heartbeat, &w) < 0 ||
+        loop_add_timer(w.loop, 0, PROTO_METRICS_EVERY_MS * NS_PER_MS, on_metrics, &w) < 0) {
+        rlog_error("out of memory");
+        rc = 1;
+        goto out;
+    }
     if (cfg->leader_endpoint) {
         w.leader = zmq_socket(w.ctx, ZMQ_SUB);
         int linger = 0;
         zmq_setsockopt(w.leader, ZMQ_LINGER, &linger, sizeof(linger));
         zmq_setsockopt(w.leader, ZMQ_SUBSCRIBE, PROTO_LEADER, strlen(PROTO_LEADER));
         zmq_connect(w.leader, cfg->leader_endpoint);
+        if (loop_add_socket(w.loop, w.leader, LOOP_IN, on_leader, &w)) {
+            rc = 1;
+            goto out;
+        }
     }
-    int64_t now = clock_mono_ns();
     w.reconnect_delay_ns = RECONNECT_MIN_NS;
-    if (worker_connect(&w))
+    if (worker_connect(&w)) {
         worker_disconnect(&w, 0);
-    w.last_heard_ns = now;
-    int64_t reconnect_at = 0;
+        if (loop_add_timer(w.loop, w.reconnect_delay_ns, 0, on_reconnect, &w) < 0) {
+            rc = 1;
+            goto out;
+        }
+    }
+    w.last_heard_ns = clock_mono_ns();
     daemon_notify_ready();
     worker_state_file(&w, "");
-    int rc = 0;
-    for (;;) {
-        zmq_pollitem_t items[3];
-        int n = 0;
-        items[n++] = (zmq_pollitem_t){NULL, cfg->signal_fd, ZMQ_POLLIN, 0};
-        int dealer_i = -1, leader_i = -1;
-        if (w.dealer) {
-            dealer_i = n;
-            items[n++] = (zmq_pollitem_t){w.dealer, 0, ZMQ_POLLIN, 0};
-        }
-        if (w.leader) {
-            leader_i = n;
-            items[n++] = (zmq_pollitem_t){w.leader, 0, ZMQ_POLLIN, 0};
-        }
-        if (zmq_poll(items, n, PROTO_HEARTBEAT_MS) < 0 && errno != EINTR)
-            break;
-        now = clock_mono_ns();
-        if (items[0].revents & ZMQ_POLLIN) {
-            int sig = daemon_read_signal(cfg->signal_fd);
-            if (sig == SIGTERM || sig == SIGINT) {
-                rlog_info("stopping: no item in flight");
-                break;
-            }
-        }
-        if (leader_i >= 0 && (items[leader_i].revents & ZMQ_POLLIN))
-            drain_leader(&w);
-        if (dealer_i >= 0 && (items[dealer_i].revents & ZMQ_POLLIN)) {
-            zmsg_t *m;
-            while (w.dealer &&
-                   (m = zmsg_recv(w.dealer, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
-                w.last_heard_ns = now;
-                w.reconnect_delay_ns = RECONNECT_MIN_NS;
-                if (zmsg_frame_is(m, 0, PROTO_WORK)) {
-                    worker_handle_work(&w, m);
-                    /* We were busy, not deaf: informerd's silence is measured from now. */
-                    w.last_heard_ns = clock_mono_ns();
-                }
-                else if (!zmsg_frame_is(m, 0, PROTO_HEARTBEAT))
-                    rlog_warn("unknown message from informerd; dropped");
-                zmsg_destroy(&m);
-                now = clock_mono_ns();
-            }
-        }
-        if (w.dealer && now - w.last_heard_ns > (int64_t)PROTO_LIVENESS * PROTO_HEARTBEAT_MS * NS_PER_MS) {
-            char d[16];
-            snprintf(d, sizeof(d), "%llds", (long long)(w.reconnect_delay_ns / NS_PER_SEC));
-            rlog_warn("informerd is silent; reconnecting", "after", d);
-            worker_disconnect(&w, 0);
-            reconnect_at = now + w.reconnect_delay_ns;
-            w.reconnect_delay_ns *= 2;
-            if (w.reconnect_delay_ns > RECONNECT_MAX_NS)
-                w.reconnect_delay_ns = RECONNECT_MAX_NS;
-        }
-        if (!w.dealer && now >= reconnect_at) {
-            if (worker_connect(&w))
-                worker_disconnect(&w, 0);
-            w.last_heard_ns = now;
-        }
-        worker_heartbeat(&w, now);
-        if (now >= w.next_metrics_ns) {
-            daemon_publish_metrics(cfg->runtime_dir, cfg->name);
-            w.next_metrics_ns = now + METRICS_EVERY_NS;
-        }
+    if (loop_run(w.loop, PROTO_HEARTBEAT_MS * NS_PER_MS)) {
+        rlog_error("event loop failed", "error", loop_error(w.loop));
+        rc = 1;
     }
+out:
     worker_disconnect(&w, 1);
     if (w.leader)
         zmq_close(w.leader);
-    zmq_ctx_term(w.ctx);
+    loop_destroy(&w.loop);
+    if (w.ctx)
+        zmq_ctx_term(w.ctx);
     exec_memo_destroy(&w.memo);
     return rc;
 }
