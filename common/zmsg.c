@@ -18,9 +18,20 @@ struct zmsg {
     size_t alloc;
 };
 
+/* Out of memory in a message is fatal, as in CZMQ: the process exits with a clear line
+ * and the supervisor restarts it, instead of every call site handling a NULL. */
+static void *must(void *p)
+{
+    if (!p) {
+        fputs("zmsg: out of memory\n", stderr);
+        abort();
+    }
+    return p;
+}
+
 zmsg_t *zmsg_new(void)
 {
-    return calloc(1, sizeof(zmsg_t));
+    return must(calloc(1, sizeof(zmsg_t)));
 }
 
 void zmsg_destroy(zmsg_t **self_p)
@@ -45,15 +56,10 @@ static int zmsg_insert(zmsg_t *m, size_t pos, const void *data, size_t len)
 {
     if (m->n == m->alloc) {
         size_t na = m->alloc ? m->alloc * 2 : 8;
-        zframe_t *nf = realloc(m->frames, na * sizeof(zframe_t));
-        if (!nf)
-            return -1;
-        m->frames = nf;
+        m->frames = must(realloc(m->frames, na * sizeof(zframe_t)));
         m->alloc = na;
     }
-    char *copy = malloc(len + 1);
-    if (!copy)
-        return -1;
+    char *copy = must(malloc(len + 1));
     if (len)
         memcpy(copy, data, len);
     copy[len] = '\0';
@@ -82,7 +88,7 @@ int zmsg_addf(zmsg_t *m, const char *fmt, ...)
     int n = vasprintf(&s, fmt, ap);
     va_end(ap);
     if (n < 0)
-        return -1;
+        must(NULL);
     int rc = zmsg_insert(m, m->n, s, (size_t)n);
     free(s);
     return rc;
@@ -111,7 +117,7 @@ char *zmsg_strdup(const zmsg_t *m, size_t i)
 {
     if (!m || i >= m->n)
         return NULL;
-    return strndup(m->frames[i].data, m->frames[i].len);
+    return must(strndup(m->frames[i].data, m->frames[i].len));
 }
 
 int zmsg_frame_is(const zmsg_t *m, size_t i, const char *s)
@@ -152,12 +158,7 @@ zmsg_t *zmsg_pop_frame_msg(zmsg_t *m)
     if (!m || m->n == 0)
         return NULL;
     zmsg_t *out = zmsg_new();
-    if (!out)
-        return NULL;
-    if (zmsg_addmem(out, m->frames[0].data, m->frames[0].len)) {
-        zmsg_destroy(&out);
-        return NULL;
-    }
+    zmsg_addmem(out, m->frames[0].data, m->frames[0].len);
     free(zmsg_popstr(m));
     return out;
 }
@@ -182,10 +183,6 @@ int zmsg_send(zmsg_t **self_p, void *socket, int flags)
 zmsg_t *zmsg_recv(void *socket, int flags, size_t max_frames, size_t max_bytes)
 {
     zmsg_t *m = zmsg_new();
-    if (!m) {
-        errno = ENOMEM;
-        return NULL;
-    }
     size_t total = 0;
     int oversize = 0;
     for (;;) {
@@ -204,12 +201,8 @@ zmsg_t *zmsg_recv(void *socket, int flags, size_t max_frames, size_t max_bytes)
         total += len;
         if (m->n >= max_frames || total > max_bytes)
             oversize = 1;
-        if (!oversize && zmsg_addmem(m, zmq_msg_data(&part), len)) {
-            zmq_msg_close(&part);
-            zmsg_destroy(&m);
-            errno = ENOMEM;
-            return NULL;
-        }
+        if (!oversize)
+            zmsg_addmem(m, zmq_msg_data(&part), len);
         int more = zmq_msg_more(&part);
         zmq_msg_close(&part);
         if (!more)

@@ -3,6 +3,10 @@
  * A message is a list of frames. Sending takes ownership of the message; receiving
  * returns a new one. Frames are byte strings; helpers read them as strings or integers
  * with bounds checks, so a malformed peer message is an error, never an overread.
+ *
+ * Out of memory is not an error here but the end of the process (as in CZMQ): every
+ * allocation that fails aborts with "zmsg: out of memory", so no caller handles a NULL
+ * message or a failed append, and the supervisor restarts the daemon.
  */
 #ifndef RDC_ZMSG_H
 #define RDC_ZMSG_H
@@ -12,7 +16,7 @@
 
 typedef struct zmsg zmsg_t;
 
-/* A new, empty message; NULL when out of memory. */
+/* A new, empty message. Never NULL. */
 zmsg_t *zmsg_new(void);
 
 /* Free the message and set *self_p to NULL. Safe with NULL. */
@@ -21,7 +25,7 @@ void zmsg_destroy(zmsg_t **self_p);
 /* Number of frames. */
 size_t zmsg_size(const zmsg_t *m);
 
-/* Append a frame (copied). Returns 0, or -1 when out of memory (message unchanged). */
+/* Append a frame (copied). Returns 0 (kept for call sites that check it). */
 int zmsg_addmem(zmsg_t *m, const void *data, size_t len);
 int zmsg_addstr(zmsg_t *m, const char *s);
 int zmsg_addf(zmsg_t *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -34,7 +38,7 @@ int zmsg_pushstr(zmsg_t *m, const char *s);
  * owned by the message; they are followed by a NUL that is not part of the frame. */
 const char *zmsg_frame(const zmsg_t *m, size_t i, size_t *len);
 
-/* Frame i as a new string (caller frees), or NULL when out of range or out of memory. */
+/* Frame i as a new string (caller frees), or NULL when out of range. */
 char *zmsg_strdup(const zmsg_t *m, size_t i);
 
 /* 1 when frame i exists and equals s byte for byte. */
@@ -46,7 +50,8 @@ int zmsg_frame_int64(const zmsg_t *m, size_t i, int64_t *out);
 /* Remove frame 0 and return it as a new string (caller frees); NULL when empty. */
 char *zmsg_popstr(zmsg_t *m);
 
-/* Remove frame 0 into a new message (used to split a ROUTER envelope). NULL when empty. */
+/* Remove frame 0 into a new message (used to split a ROUTER envelope). NULL when m is
+ * empty. */
 zmsg_t *zmsg_pop_frame_msg(zmsg_t *m);
 
 /* Send every frame on socket and destroy the message, also on error (ZeroMQ's own
@@ -54,8 +59,8 @@ zmsg_t *zmsg_pop_frame_msg(zmsg_t *m);
  * with errno set by ZeroMQ. */
 int zmsg_send(zmsg_t **self_p, void *socket, int flags);
 
-/* Receive one whole multipart message. Returns it, or NULL with errno set (EAGAIN with
- * ZMQ_DONTWAIT when nothing is waiting, EINTR on a signal). Messages with more than
+/* Receive one whole multipart message. Returns it, or NULL with errno set by ZeroMQ
+ * (EAGAIN with ZMQ_DONTWAIT when nothing is waiting, EINTR on a signal). Messages with more than
  * max_frames frames or more than max_bytes bytes in all are received and dropped: NULL
  * with errno EMSGSIZE. */
 zmsg_t *zmsg_recv(void *socket, int flags, size_t max_frames, size_t max_bytes);
