@@ -37,7 +37,7 @@ ours() {
     done
     return 1
 }
-cmd_of() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | cut -c1-80; }
+cmd_of() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | cut -c1-80 || true; }
 
 # What `cluster.sh up` is waiting for right now, in one line.
 cluster_waits_for() {
@@ -49,7 +49,10 @@ cluster_waits_for() {
     if [ -n "$bindir" ] && [ ! -f "$dest/.complete" ]; then
         pid=$(lock_holder "$lock")
         if [ -n "$pid" ] && ! ours "$pid"; then
-            echo "another process's control-plane build (pid $pid: $(cmd_of "$pid"); lock $lock): a cold build takes about 21 min on 2 cores, started $(stat -c %y "$lock" | cut -c12-19)"
+            local who="pid $pid, not visible from here"
+            [ -r "/proc/$pid/cmdline" ] &&
+                who="pid $pid: $(cmd_of "$pid"), running for $(( $(ps -o etimes= -p "$pid" 2>/dev/null || echo 0) / 60 )) min"
+            echo "another process's control-plane build ($who; lock $lock); a cold build takes about 21 min on 2 cores"
         else
             echo "the control-plane build into $dest (about 21 min on 2 cores, once per machine)"
         fi
