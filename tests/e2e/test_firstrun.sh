@@ -122,7 +122,8 @@ check "  ... and reconciles a RedisCluster to Running" wait_until 60 phase_is "$
 check "the first supervisor still runs" kill -0 "$a_pid"
 
 # Explicitly given, a held directory is an error naming the holder.
-"$BIN/supervisor" --kubeconfig "$KUBECONFIG" --runtime-dir "$def" \
+# (Foreground runs are bounded: a supervisor that accepted the directory would run on.)
+timeout 10 "$BIN/supervisor" --kubeconfig "$KUBECONFIG" --runtime-dir "$def" \
     --metrics-bind-address 0 --health-probe-bind-address 0 >"$work/c.log" 2>&1
 c_rc=$?
 check "--runtime-dir of a running supervisor: exits 1" test "$c_rc" = 1
@@ -132,18 +133,18 @@ check "  ... naming the directory and the holder's pid" \
 # The runtime directory itself: no symbolic link, ours, mode 0700 (issue 22 item 9).
 mkdir -m 700 "$work/real"
 ln -s "$work/real" "$work/link"
-"$BIN/supervisor" --runtime-dir "$work/link" --metrics-bind-address 0 --health-probe-bind-address 0 >"$work/d.log" 2>&1
+timeout 10 "$BIN/supervisor" --runtime-dir "$work/link" --metrics-bind-address 0 --health-probe-bind-address 0 >"$work/d.log" 2>&1
 d_rc=$?
 check "a runtime directory that is a symbolic link is refused (exit 1)" test "$d_rc" = 1
 check "  ... naming it and why" grep -qF "runtime directory $work/link is a symbolic link" "$work/d.log"
 check "  ... and nothing was created through it" test -z "$(ls -A "$work/real")"
 mkdir -m 755 "$work/open"
-"$BIN/supervisor" --runtime-dir "$work/open" --metrics-bind-address 0 --health-probe-bind-address 0 >"$work/e.log" 2>&1
+timeout 10 "$BIN/supervisor" --runtime-dir "$work/open" --metrics-bind-address 0 --health-probe-bind-address 0 >"$work/e.log" 2>&1
 e_rc=$?
 check "a runtime directory with mode 0755 is refused (exit 1)" test "$e_rc" = 1
 check "  ... naming it, its mode and the fix" grep -qF "runtime directory $work/open has mode 0755, not 0700" "$work/e.log"
 check "  ... and left as it was" test "$(stat -c %a "$work/open")" = 755
-"$BIN/electord" --runtime-dir "$work/open" >"$work/f.log" 2>&1
+timeout 10 "$BIN/electord" --runtime-dir "$work/open" >"$work/f.log" 2>&1
 check "  ... by the daemons too (electord alone)" grep -qF "has mode 0755, not 0700" "$work/f.log"
 
 # ---- 2. Endpoints: bound addresses logged, /metrics only on the metrics port -------------
