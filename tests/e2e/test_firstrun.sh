@@ -66,7 +66,9 @@ cleanup() {
     kubectl -n default delete rdc cache --ignore-not-found --wait=false >/dev/null 2>&1
     kubectl -n default delete lease rdc-demo --ignore-not-found >/dev/null 2>&1
     if [ "$applied_deploy" = 1 ]; then
-        kubectl delete namespace "$op_ns" --ignore-not-found --wait=false >/dev/null 2>&1
+        # Waited for: test_rbac.sh and test_webhook.sh create things in this namespace,
+        # which a terminating namespace refuses.
+        kubectl delete namespace "$op_ns" --ignore-not-found --timeout=120s >/dev/null 2>&1
         kubectl delete clusterrole,clusterrolebinding -l app.kubernetes.io/part-of=rediscluster-operator \
             --ignore-not-found >/dev/null 2>&1
     fi
