@@ -64,35 +64,85 @@ void daemon_notify_ready(void)
     unsetenv("RDC_NOTIFY_FD");
 }
 
-int daemon_runtime_dir(const char *explicit_dir, char *out, size_t outlen, char *err,
-                       size_t errlen)
+int daemon_runtime_dir_check(const char *path, const struct stat *st, uid_t uid, char *err,
+                             size_t errlen)
 {
-    if (explicit_dir && *explicit_dir) {
-        snprintf(out, outlen, "%s", explicit_dir);
-    } else {
-        const char *xdg = getenv("XDG_RUNTIME_DIR");
-        if (xdg && *xdg)
-            snprintf(out, outlen, "%s/rdc-operator", xdg);
-        else
-            snprintf(out, outlen, "/tmp/rdc-operator-%u", (unsigned)getuid());
-    }
-    if (mkdir(out, 0700) && errno != EEXIST) {
-        snprintf(err, errlen, "runtime directory %s: %s", out, strerror(errno));
+    if (S_ISLNK(st->st_mode)) {
+        snprintf(err, errlen, "runtime directory %s is a symbolic link: refusing to follow it "
+                 "(remove it, or pass --runtime-dir with a directory of yours)", path);
         return -1;
     }
-    struct stat st;
-    if (stat(out, &st) || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
-        snprintf(err, errlen, "runtime directory %s: not a directory owned by uid %u", out,
-                 (unsigned)getuid());
+    if (!S_ISDIR(st->st_mode)) {
+        snprintf(err, errlen, "runtime directory %s is not a directory", path);
         return -1;
     }
-    char sub[4096];
-    snprintf(sub, sizeof(sub), "%s/metrics", out);
-    if (mkdir(sub, 0700) && errno != EEXIST) {
-        snprintf(err, errlen, "runtime directory %s: %s", sub, strerror(errno));
+    if (st->st_uid != uid) {
+        snprintf(err, errlen, "runtime directory %s is owned by uid %u, not by us (uid %u): "
+                 "pass --runtime-dir with a directory of yours", path, (unsigned)st->st_uid,
+                 (unsigned)uid);
+        return -1;
+    }
+    if ((st->st_mode & 0777) != 0700) {
+        snprintf(err, errlen, "runtime directory %s has mode %04o, not 0700: other users could "
+                 "reach its sockets (chmod 700 %s)", path, (unsigned)(st->st_mode & 0777), path);
         return -1;
     }
     return 0;
+}
+
+/* Create path with mode 0700 when missing, then open it without following a final
+ * symbolic link and check what was opened. Returns 0 or -1 with err set. */
+static int runtime_dir_ensure(const char *path, char *err, size_t errlen)
+{
+    int created = mkdir(path, 0700) == 0;
+    if (!created && errno != EEXIST) {
+        snprintf(err, errlen, "runtime directory %s: cannot create it: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        int saved = errno;
+        if (lstat(path, &st) == 0 && daemon_runtime_dir_check(path, &st, getuid(), err, errlen))
+            return -1;
+        snprintf(err, errlen, "runtime directory %s: %s", path, strerror(saved));
+        return -1;
+    }
+    int rc = -1;
+    if (fstat(fd, &st)) {
+        snprintf(err, errlen, "runtime directory %s: %s", path, strerror(errno));
+        goto out;
+    }
+    /* Ours since a moment ago: the umask may have taken bits mkdir asked for. */
+    if (created && st.st_uid == getuid() && (st.st_mode & 0777) != 0700) {
+        if (fchmod(fd, 0700 | (st.st_mode & S_ISGID)) || fstat(fd, &st)) {
+            snprintf(err, errlen, "runtime directory %s: chmod 700: %s", path, strerror(errno));
+            goto out;
+        }
+    }
+    rc = daemon_runtime_dir_check(path, &st, getuid(), err, errlen);
+out:
+    close(fd);
+    return rc;
+}
+
+int daemon_runtime_dir(const char *explicit_dir, char *out, size_t outlen, char *err,
+                       size_t errlen)
+{
+    int n;
+    if (explicit_dir && *explicit_dir)
+        n = snprintf(out, outlen, "%s", explicit_dir);
+    else
+        n = (int)strlen(opts_default_runtime_dir(out, outlen));
+    if (n < 0 || (size_t)n >= outlen || (size_t)n > 4000) {
+        snprintf(err, errlen, "runtime directory %.64s...: path too long", out);
+        return -1;
+    }
+    if (runtime_dir_ensure(out, err, errlen))
+        return -1;
+    char sub[4200];
+    snprintf(sub, sizeof(sub), "%s/metrics", out);
+    return runtime_dir_ensure(sub, err, errlen);
 }
 
 char *daemon_endpoint(const char *dir, const char *name, char *out, size_t outlen)

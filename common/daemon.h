@@ -14,6 +14,8 @@
 #include "opts.h"
 
 #include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 /* Block SIGTERM, SIGINT, SIGHUP, SIGCHLD and SIGPIPE... (SIGPIPE is ignored) and return a
  * non-blocking, close-on-exec signalfd for the first four, or -1 with err set. */
@@ -28,12 +30,21 @@ void daemon_reset_signals(void);
 /* Tell the supervisor that this process is ready (no-op when not supervised). */
 void daemon_notify_ready(void);
 
-/* Resolve the runtime directory: explicit (from --runtime-dir) or
- * $XDG_RUNTIME_DIR/rdc-operator, else /tmp/rdc-operator-<uid>. Creates it with mode 0700
- * when missing and refuses one that is not a directory owned by us. Returns 0, or -1
- * with err naming the path. */
+/* Resolve the runtime directory: explicit (from --runtime-dir) or the default
+ * (opts_default_runtime_dir: $XDG_RUNTIME_DIR/rdc-operator, else /tmp/rdc-operator-<uid>),
+ * creating it (and its metrics/ subdirectory) with mode 0700 when missing. An existing one
+ * must be a real directory (not a symbolic link: it is opened with O_NOFOLLOW, so the check
+ * and the use see the same inode), owned by our uid, with permission bits exactly 0700
+ * (set-gid, which an fsGroup volume gives, is allowed). Returns 0, or -1 with err naming the
+ * path, what is wrong and how to fix it; nothing is changed in an existing directory. */
 int daemon_runtime_dir(const char *explicit_dir, char *out, size_t outlen, char *err,
                        size_t errlen);
+
+/* The pure part of daemon_runtime_dir's check: is st (from lstat or fstat of path) a
+ * runtime directory we may use as uid? Returns 0, or -1 with err naming path and the
+ * problem (a symbolic link, not a directory, owned by another uid, mode not 0700). */
+int daemon_runtime_dir_check(const char *path, const struct stat *st, uid_t uid, char *err,
+                             size_t errlen);
 
 /* What every daemon's loop needs: the runtime directory (daemon_runtime_dir of
  * explicit_dir) in rtdir, and the signalfd, returned. -1 after logging why. */

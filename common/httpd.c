@@ -13,6 +13,7 @@ struct httpd {
     httpd_handler_fn handler;
     void *user;
     int port;
+    char host[INET_ADDRSTRLEN];
 };
 
 int httpd_parse_addr(const char *addr, char *host, size_t hostlen, int *port)
@@ -118,6 +119,7 @@ int httpd_new(const char *addr, httpd_handler_fn handler, void *user, httpd_t **
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : port;
+    inet_ntop(AF_INET, &sin.sin_addr, h->host, sizeof(h->host));
     *out = h;
     return 0;
 }
@@ -153,4 +155,10 @@ void httpd_run(httpd_t *h)
 int httpd_port(const httpd_t *h)
 {
     return h->port;
+}
+
+char *httpd_bound_addr(const httpd_t *h, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s:%d", h->host, h->port);
+    return out;
 }

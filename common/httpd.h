@@ -38,6 +38,11 @@ void httpd_run(httpd_t *h);
 /* The port actually bound (useful with port 0). */
 int httpd_port(const httpd_t *h);
 
+/* The address actually bound, "host:port" with the real port (e.g. "127.0.0.1:41327"
+ * for "127.0.0.1:0", "0.0.0.0:8080" for ":8080"), into out; returns out. For the log line
+ * that tells users and tests where the endpoint is. */
+char *httpd_bound_addr(const httpd_t *h, char *out, size_t outlen);
+
 /* Parse "host:port" / ":port" into host (empty = any) and port. Returns 0 or -1. */
 int httpd_parse_addr(const char *addr, char *host, size_t hostlen, int *port);
 

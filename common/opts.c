@@ -1,9 +1,13 @@
 #include "opts.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void opts_common_defaults(rdc_common_opts_t *c)
 {
@@ -26,8 +30,26 @@ void opts_common_defaults(rdc_common_opts_t *c)
     c->runtime_dir = NULL;
 }
 
+char *opts_default_runtime_dir(char *out, size_t outlen)
+{
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    if (xdg && *xdg)
+        snprintf(out, outlen, "%s/rdc-operator", xdg);
+    else
+        snprintf(out, outlen, "/tmp/rdc-operator-%u", (unsigned)getuid());
+    return out;
+}
+
 void opts_common_fill(rdc_common_opts_t *c, opt_t *t)
 {
+    /* The help of --runtime-dir names the default this process would really use. */
+    static char rtdir_help[4300];
+    char def[4096];
+    snprintf(rtdir_help, sizeof(rtdir_help),
+             "directory of the ipc:// endpoints, metrics and state files, a directory of "
+             "ours with mode 0700 (default $XDG_RUNTIME_DIR/rdc-operator, else "
+             "/tmp/rdc-operator-$UID: here \"%s\")",
+             opts_default_runtime_dir(def, sizeof(def)));
     const opt_t table[OPTS_COMMON_COUNT] = {
         {"kubeconfig", OPT_STRING, &c->kubeconfig,
          "path to a kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)"},
@@ -59,12 +81,106 @@ void opts_common_fill(rdc_common_opts_t *c, opt_t *t)
          "how often every RedisCluster is reconciled even without changes"},
         {"graceful-shutdown-timeout", OPT_DURATION, &c->graceful_shutdown_timeout,
          "time in-flight reconciles get to finish on SIGTERM"},
-        {"runtime-dir", OPT_STRING, &c->runtime_dir,
-         "directory of the ipc:// endpoints (default: $XDG_RUNTIME_DIR/rdc or /tmp/rdc-$UID)"},
+        {"runtime-dir", OPT_STRING, &c->runtime_dir, rtdir_help},
         {"help", OPT_BOOL, &c->help, "print this help and exit"},
         {"version", OPT_BOOL, &c->version, "print the version and exit"},
     };
     memcpy(t, table, sizeof(table));
+}
+
+void opts_common_select(opt_t *table, const char *used)
+{
+    static const char *const shared[] = {
+        "kubeconfig", "context", "metrics-bind-address", "health-probe-bind-address",
+        "leader-elect", "leader-election-id", "leader-election-namespace",
+        "leader-election-lease-duration", "leader-election-renew-deadline",
+        "leader-election-retry-period", "workers", "namespace", "log-level", "log-format",
+        "kube-api-qps", "kube-api-burst", "sync-period", "graceful-shutdown-timeout",
+        "runtime-dir"};
+    size_t nshared = sizeof(shared) / sizeof(shared[0]);
+    /* Every name in used must be a shared flag: a typo would silently unlist one. */
+    for (const char *p = used; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        int known = 0;
+        for (size_t k = 0; k < nshared; k++)
+            known |= strlen(shared[k]) == len && strncmp(shared[k], p, len) == 0;
+        assert(known && "opts_common_select: not a shared flag");
+        (void)known;
+        p = comma ? comma + 1 : p + len;
+    }
+    for (opt_t *o = table; o->type != OPT_END; o++) {
+        int is_shared = 0;
+        for (size_t k = 0; k < nshared; k++)
+            is_shared |= strcmp(shared[k], o->name) == 0;
+        if (!is_shared)
+            continue;
+        int listed = 0;
+        size_t nlen = strlen(o->name);
+        for (const char *p = used; p && *p;) {
+            const char *comma = strchr(p, ',');
+            size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            listed |= len == nlen && strncmp(o->name, p, len) == 0;
+            p = comma ? comma + 1 : p + len;
+        }
+        if (!listed)
+            o->help = NULL;
+    }
+}
+
+/* Append "<whole>[.<frac without trailing zeros>]<unit>" to out; frac has digits
+ * digits. Returns the characters written (or that would have been). */
+static int fmt_frac(char *out, size_t outlen, uint64_t whole, uint64_t frac, int digits,
+                    const char *unit)
+{
+    char fs[16] = "";
+    if (frac) {
+        snprintf(fs, sizeof(fs), ".%0*" PRIu64, digits, frac);
+        size_t n = strlen(fs);
+        while (n > 1 && fs[n - 1] == '0')
+            fs[--n] = '\0';
+    }
+    return snprintf(out, outlen, "%" PRIu64 "%s%s", whole, fs, unit);
+}
+
+char *opts_format_duration(double seconds, char *out, size_t outlen)
+{
+    if (outlen == 0)
+        return out;
+    const char *sign = "";
+    if (seconds < 0) {
+        sign = "-";
+        seconds = -seconds;
+    }
+    /* Go's Duration is an int64 of nanoseconds: clamp to its range. */
+    double ns = round(seconds * 1e9);
+    uint64_t u = ns >= 9.2e18 ? UINT64_C(9223372036854775807) : (uint64_t)ns;
+    int n = snprintf(out, outlen, "%s", sign);
+    if (n < 0 || (size_t)n >= outlen)
+        return out;
+    char *p = out + n;
+    size_t left = outlen - (size_t)n;
+    if (u == 0) {
+        snprintf(out, outlen, "0s");
+    } else if (u < 1000) {
+        snprintf(p, left, "%" PRIu64 "ns", u);
+    } else if (u < 1000000) {
+        fmt_frac(p, left, u / 1000, u % 1000, 3, "\u00b5s");
+    } else if (u < 1000000000) {
+        fmt_frac(p, left, u / 1000000, u % 1000000, 6, "ms");
+    } else {
+        uint64_t s = u / 1000000000, frac = u % 1000000000;
+        uint64_t h = s / 3600, m = s / 60 % 60;
+        s %= 60;
+        int k = 0;
+        if (h)
+            k = snprintf(p, left, "%" PRIu64 "h%" PRIu64 "m", h, m);
+        else if (m)
+            k = snprintf(p, left, "%" PRIu64 "m", m);
+        if (k >= 0 && (size_t)k < left)
+            fmt_frac(p + k, left - (size_t)k, s, frac, 9, "s");
+    }
+    return out;
 }
 
 int opts_parse_duration(const char *s, double *seconds)
@@ -249,9 +365,11 @@ static void print_default(FILE *out, const opt_t *o)
     case OPT_DOUBLE:
         fprintf(out, " (default %g)", *(double *)o->target);
         break;
-    case OPT_DURATION:
-        fprintf(out, " (default %gs)", *(double *)o->target);
+    case OPT_DURATION: {
+        char d[64];
+        fprintf(out, " (default %s)", opts_format_duration(*(double *)o->target, d, sizeof(d)));
         break;
+    }
     case OPT_BOOL:
         if (*(int *)o->target)
             fprintf(out, " (default true)");
@@ -266,6 +384,8 @@ void opts_usage(FILE *out, const char *prog, const char *summary, const opt_t *t
 {
     fprintf(out, "usage: %s [flags]\n\n%s\n\nflags:\n", prog, summary);
     for (const opt_t *o = table; o->type != OPT_END; o++) {
+        if (!o->help)
+            continue; /* accepted, not listed (opts_common_select) */
         const char *arg = "";
         switch (o->type) {
         case OPT_STRING:
@@ -304,14 +424,29 @@ int opts_main(const char *prog, const char *summary, const opt_t *table, const r
               int argc, char **argv, const char **positional, size_t max_positional, size_t *npositional)
 {
     char err[1024];
+    /* The usage shows the defaults, i.e. the targets before parsing: render it now (a
+     * parsed --help would otherwise print "(default true)" for itself). */
+    char *usage = NULL;
+    size_t usage_len = 0;
+    FILE *mem = open_memstream(&usage, &usage_len);
+    if (mem) {
+        opts_usage(mem, prog, summary, table);
+        fclose(mem);
+    }
     if (opts_parse(table, argc, argv, positional, max_positional, npositional, err, sizeof(err))) {
         fprintf(stderr, "%s: %s\n", prog, err);
+        free(usage);
         return 2;
     }
     if (c->help) {
-        opts_usage(stdout, prog, summary, table);
+        if (usage)
+            fwrite(usage, 1, usage_len, stdout);
+        else
+            opts_usage(stdout, prog, summary, table);
+        free(usage);
         return 0;
     }
+    free(usage);
     if (c->version) {
         printf("%s %s\n", prog, RDC_VERSION);
         return 0;

@@ -3,7 +3,12 @@
  * A daemon describes its flags in a table of opt_t (the shared ones come from
  * opts_common_table()); opts_parse() accepts "--name=value", "--name value", and for
  * booleans "--name", "--name=true|false". Unknown flags and bad values are errors that
- * name the flag. --help prints every flag with its default and help text.
+ * name the flag. --help prints every listed flag with its default (as it was before the
+ * command line was parsed; durations in Go's style, 10h0m0s) and help text.
+ *
+ * Every daemon accepts every shared flag (the supervisor passes them all to each child),
+ * but lists in --help only the ones it uses: opts_common_select() unlists the others. An
+ * entry whose help is NULL is accepted and not listed.
  */
 #ifndef RDC_OPTS_H
 #define RDC_OPTS_H
@@ -33,7 +38,7 @@ typedef struct {
     const char *name; /* without the leading dashes */
     opt_type_t type;
     void *target;
-    const char *help;
+    const char *help; /* NULL: accepted, not listed by --help */
 } opt_t;
 
 /* Settings every daemon shares. Defaults as controller-runtime's. */
@@ -70,13 +75,29 @@ void opts_common_defaults(rdc_common_opts_t *c);
 /* Write the shared flag descriptors for c into table[0..OPTS_COMMON_COUNT). */
 void opts_common_fill(rdc_common_opts_t *c, opt_t *table);
 
+/* Unlist (help = NULL) every shared flag of table that is not named in used, a
+ * comma-separated list ("kubeconfig,context,log-level"); --help and --version stay
+ * listed. The daemon's own flags are left alone. A name in used that is not a shared flag
+ * is a programmer error (assert). */
+void opts_common_select(opt_t *table, const char *used);
+
+/* The runtime directory used when --runtime-dir is not given: $XDG_RUNTIME_DIR/rdc-operator
+ * when XDG_RUNTIME_DIR is set, else /tmp/rdc-operator-<uid>. Writes it to out; returns out. */
+char *opts_default_runtime_dir(char *out, size_t outlen);
+
+/* Format seconds as Go's time.Duration.String() does: "10h0m0s", "1m30s", "2.5s",
+ * "500ms", "0s" (rounded to the nanosecond; negative values get a leading '-'). Returns
+ * out. */
+char *opts_format_duration(double seconds, char *out, size_t outlen);
+
 /* Parse argv against table (terminated by an OPT_END entry). Positional arguments are
  * collected in order into positional (up to max_positional; NULL = none allowed).
  * Returns 0, or -1 with one line in err naming the flag. */
 int opts_parse(const opt_t *table, int argc, char **argv, const char **positional,
                size_t max_positional, size_t *npositional, char *err, size_t errlen);
 
-/* Print usage: "usage: prog [flags]", summary, then each flag with its help. */
+/* Print usage: "usage: prog [flags]", summary, then each listed flag with its help and
+ * the current value of its target as the default (so call it before parsing). */
 void opts_usage(FILE *out, const char *prog, const char *summary, const opt_t *table);
 
 /* Parse a Go-style duration ("1h30m", "500ms", "15s", or plain seconds "15").
@@ -84,7 +105,8 @@ void opts_usage(FILE *out, const char *prog, const char *summary, const opt_t *t
 int opts_parse_duration(const char *s, double *seconds);
 
 /* The start of every daemon's main(): parse argv against table (positional arguments as
- * in opts_parse), answer --help (usage with summary) and --version, and apply the logging
+ * in opts_parse), answer --help (usage with summary and the defaults as they were before
+ * parsing) and --version, and apply the logging
  * flags of c. Returns -1 when main should go on, else the exit code to return at once:
  * 0 after --help or --version, 2 after a bad flag (one line on stderr, "prog: ..."). */
 int opts_main(const char *prog, const char *summary, const opt_t *table, const rdc_common_opts_t *c,

@@ -33,6 +33,11 @@ int main(int argc, char **argv)
     table[OPTS_COMMON_COUNT] = (opt_t){"no-publish", OPT_BOOL, &standalone,
                                        "do not bind the leader socket (several electords on one runtime dir)"};
     table[OPTS_COMMON_COUNT + 1] = (opt_t){NULL, OPT_END, NULL, NULL};
+    /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
+    opts_common_select(table, "kubeconfig,context,leader-elect,leader-election-id,"
+                              "leader-election-namespace,leader-election-lease-duration,"
+                              "leader-election-renew-deadline,leader-election-retry-period,"
+                              "log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
     int early = opts_main("electord", summary, table, &c, argc, argv, NULL, 0, NULL);
     if (early >= 0)
         return early;

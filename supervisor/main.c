@@ -10,6 +10,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "opts.h"
+#include "rundir.h"
 #include "supervisor.h"
 
 #include <errno.h>
@@ -25,7 +26,11 @@ static const char summary[] =
     "The rdc-operator's entrypoint: runs electord, informerd, --workers workerd processes\n"
     "(and the webhook server with --webhook), restarts them with backoff, serves /healthz,\n"
     "/readyz and /metrics, and drains in order on SIGTERM. The shared flags are passed\n"
-    "through to every child, the --webhook-* ones to the webhook server only.\n\n"
+    "through to every child, --webhook-port, --webhook-bind-address and --webhook-cert-dir\n"
+    "to the webhook server only.\n\n"
+    "One supervisor per runtime directory: without --runtime-dir, when another supervisor\n"
+    "holds the default one, the first free of <default>-2 ... <default>-16 is used (logged\n"
+    "at start; pass it to `supervisor ctl --runtime-dir`).\n\n"
     "  supervisor ctl [--runtime-dir DIR] status | workers N | shutdown";
 
 /* Directory of our own executable: the children live beside it by default. */
@@ -93,7 +98,7 @@ int main(int argc, char **argv)
     table[OPTS_COMMON_COUNT + 1] = (opt_t){"webhook", OPT_BOOL, &webhook,
                                            "also run the admission webhook server"};
     table[OPTS_COMMON_COUNT + 2] = (opt_t){"webhook-cert-dir", OPT_STRING, &wh_dir,
-                                           "webhook server: directory of tls.crt and tls.key"};
+                                           "webhook server: directory of tls.crt and tls.key (default: webhookd's, /tmp/k8s-webhook-server/serving-certs)"};
     table[OPTS_COMMON_COUNT + 3] = (opt_t){"webhook-port", OPT_INT, &wh_port,
                                            "webhook server: HTTPS port"};
     table[OPTS_COMMON_COUNT + 4] = (opt_t){"webhook-bind-address", OPT_STRING, &wh_addr,
@@ -105,13 +110,13 @@ int main(int argc, char **argv)
     int early = opts_main("supervisor", summary, table, &c, argc, argv, pos, 4, &npos);
     if (early >= 0)
         return early;
-    char err[512];
+    char err[1536];
     char rtdir[4096];
-    if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
-        fprintf(stderr, "supervisor: %s\n", err);
-        return 1;
-    }
     if (npos > 0) {
+        if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
+            fprintf(stderr, "supervisor: %s\n", err);
+            return 1;
+        }
         if (strcmp(pos[0], "ctl") != 0) {
             fprintf(stderr, "supervisor: unknown command \"%s\" (see --help)\n", pos[0]);
             return 2;
@@ -123,14 +128,21 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    /* One supervisor per runtime directory (s6's lock file). */
-    char lockpath[4200];
-    snprintf(lockpath, sizeof(lockpath), "%s/supervisor.lock", rtdir);
-    int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB)) {
-        rlog_error("another supervisor runs on this runtime directory (use --runtime-dir)",
-                   "dir", rtdir);
+    /* One supervisor per runtime directory (s6's lock file); without --runtime-dir a
+     * free one is picked rather than failing because another operator of ours runs. */
+    int fallback = 0;
+    int lockfd = rundir_acquire(c.runtime_dir, rtdir, sizeof(rtdir), &fallback, err, sizeof(err));
+    if (lockfd < 0) {
+        rlog_error("cannot use a runtime directory", "error", err);
         return 1;
+    }
+    if (fallback) {
+        char def[4096], holder[32];
+        opts_default_runtime_dir(def, sizeof(def));
+        snprintf(holder, sizeof(holder), "%ld", rundir_holder(def));
+        rlog_warn("another supervisor holds the default runtime directory: using a free one "
+                  "(pass --runtime-dir to `supervisor ctl` to reach this one)",
+                  "default", def, "holder_pid", holder, "runtime_dir", rtdir);
     }
     int sfd = daemon_signalfd(err, sizeof(err));
     if (sfd < 0) {
@@ -170,7 +182,6 @@ int main(int argc, char **argv)
     int rc = supervisor_run(s, sfd);
     supervisor_destroy(&s);
     close(sfd);
-    unlink(lockpath);
-    close(lockfd);
+    close(lockfd); /* the file stays: see rundir.h */
     return rc;
 }

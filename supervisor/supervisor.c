@@ -8,6 +8,7 @@
 #include "merge.h"
 #include "metrics.h"
 #include "policy.h"
+#include "procstat.h"
 #include "proto.h"
 #include "zmsg.h"
 
@@ -360,43 +361,6 @@ static int readiness(const supervisor_t *s, buf_t *why)
     return ok;
 }
 
-/* Resident memory and CPU seconds of pid from /proc, for the per-child process metrics. */
-static int proc_usage(pid_t pid, double *rss_bytes, double *cpu_s)
-{
-    char path[64], text[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(text, 1, sizeof(text) - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    /* Fields after the command name, which is in parentheses and may hold spaces. */
-    char *p = strrchr(text, ')');
-    if (!p)
-        return -1;
-    p += 2;
-    long ticks = sysconf(_SC_CLK_TCK);
-    unsigned long long utime = 0, stime = 0;
-    long long rss_pages = 0;
-    for (int field = 3; *p && field <= 24; field++) {
-        char *end = NULL;
-        if (field == 14)
-            utime = strtoull(p, &end, 10);
-        else if (field == 15)
-            stime = strtoull(p, &end, 10);
-        else if (field == 24)
-            rss_pages = strtoll(p, &end, 10);
-        p = strchr(p, ' ');
-        if (!p)
-            break;
-        p++;
-    }
-    *cpu_s = (double)(utime + stime) / (double)(ticks > 0 ? ticks : 100);
-    *rss_bytes = (double)rss_pages * (double)sysconf(_SC_PAGESIZE);
-    return 0;
-}
-
 static void render_metrics(supervisor_t *s, buf_t *out)
 {
     merge_t *m = merge_new();
@@ -404,17 +368,14 @@ static void render_metrics(supervisor_t *s, buf_t *out)
         return;
     buf_t own;
     buf_init(&own, 16 << 20);
-    metric_family_t *rss = metrics_gauge(metrics_default(), "process_resident_memory_bytes",
-                                         "Resident memory size in bytes.", "child");
-    metric_family_t *cpu = metrics_gauge(metrics_default(), "process_cpu_seconds_total",
-                                         "Total user and system CPU time spent in seconds.",
-                                         "child");
+    metric_family_t *rss, *cpu;
+    procstat_families(metrics_default(), &rss, &cpu);
     metric_family_reset(rss);
     metric_family_reset(cpu);
     double r, c;
-    if (proc_usage(getpid(), &r, &c) == 0) {
+    if (procstat_read(getpid(), &r, &c) == 0) {
         metric_gauge_set(rss, METRIC_LABELS("supervisor"), r);
-        metric_gauge_set(cpu, METRIC_LABELS("supervisor"), c);
+        metric_counter_add(cpu, METRIC_LABELS("supervisor"), c);
     }
     int up = 0;
     for (size_t i = 0; i < s->nchildren; i++) {
@@ -422,9 +383,9 @@ static void render_metrics(supervisor_t *s, buf_t *out)
         if (ch->state == CH_DOWN)
             continue;
         up++;
-        if (proc_usage(ch->pid, &r, &c) == 0) {
+        if (procstat_read(ch->pid, &r, &c) == 0) {
             metric_gauge_set(rss, METRIC_LABELS(ch->name), r);
-            metric_gauge_set(cpu, METRIC_LABELS(ch->name), c);
+            metric_counter_add(cpu, METRIC_LABELS(ch->name), c);
         }
     }
     metric_gauge_set(s->m_children_up, NULL, up);
@@ -458,7 +419,9 @@ static void render_metrics(supervisor_t *s, buf_t *out)
     merge_destroy(&m);
 }
 
-static int http_handler(const char *path, buf_t *body, void *user)
+/* The health-probe port: /healthz (/livez) and /readyz only, as controller-runtime's
+ * probe server; metrics are on their own port. */
+static int probe_handler(const char *path, buf_t *body, void *user)
 {
     supervisor_t *s = user;
     if (strcmp(path, "/healthz") == 0 || strcmp(path, "/livez") == 0) {
@@ -475,6 +438,14 @@ static int http_handler(const char *path, buf_t *body, void *user)
         buf_free(&why);
         return ok ? 200 : 503;
     }
+    buf_puts(body, "not found\n");
+    return 404;
+}
+
+/* The metrics port: /metrics only. */
+static int metrics_handler(const char *path, buf_t *body, void *user)
+{
+    supervisor_t *s = user;
     if (strcmp(path, "/metrics") == 0) {
         render_metrics(s, body);
         return 200;
@@ -788,9 +759,21 @@ int supervisor_new(const supervisor_config_t *cfg, supervisor_t **out, char *err
         snprintf(err, errlen, "events socket %s: %s", ep, zmq_strerror(errno));
         goto fail;
     }
-    if (httpd_new(cfg->health_addr, http_handler, s, &s->health, err, errlen) ||
-        httpd_new(cfg->metrics_addr, http_handler, s, &s->metrics, err, errlen))
+    if (httpd_new(cfg->health_addr, probe_handler, s, &s->health, err, errlen) ||
+        httpd_new(cfg->metrics_addr, metrics_handler, s, &s->metrics, err, errlen))
         goto fail;
+    /* The addresses really bound: with ":0" the port is only known now. */
+    char bound[64];
+    if (s->health)
+        rlog_info("serving health probes", "addr", httpd_bound_addr(s->health, bound, sizeof(bound)),
+                  "paths", "/healthz /readyz");
+    else
+        rlog_info("health probes disabled (--health-probe-bind-address=0)");
+    if (s->metrics)
+        rlog_info("serving metrics", "addr", httpd_bound_addr(s->metrics, bound, sizeof(bound)),
+                  "paths", "/metrics");
+    else
+        rlog_info("metrics disabled (--metrics-bind-address=0)");
     child_add(s, "electord", "electord", PHASE_RELEASE, 1);
     child_add(s, "informerd", "informerd", PHASE_DRAIN, 1);
     if (cfg->webhook)
