@@ -222,7 +222,8 @@ static json_object *server_view(const json_object *applied, const json_object *p
         set_at(o, "spec template spec dnsPolicy", "\"ClusterFirst\"");
         set_at(o, "spec template spec restartPolicy", "\"Always\"");
         set_at(o, "spec template spec schedulerName", "\"default-scheduler\"");
-        set_at(o, "spec template spec securityContext", "{}");
+        if (!at(o, "spec template spec securityContext"))
+            set_at(o, "spec template spec securityContext", "{}");
         set_at(o, "spec template spec terminationGracePeriodSeconds", "30");
         json_object *c = at(o, "spec template spec containers 0");
         set_at(c, "imagePullPolicy", "\"IfNotPresent\"");
@@ -296,6 +297,17 @@ static void perform(world_t *w, const plan_t *p)
                 CU_ASSERT_STRING_EQUAL(str_at(*slot, "metadata ownerReferences 0 uid"), "uid-1");
             }
             json_object *fresh = server_view(a->body, *slot);
+            json_object_put(*slot);
+            *slot = fresh;
+            break;
+        }
+        case PLAN_REPLACE:
+        case PLAN_DELETE: {
+            json_object **slot = !strcmp(a->resource, "configmaps") ? &w->cm
+                                 : !strcmp(a->resource, "services") ? &w->svc
+                                                                     : &w->sts;
+            CU_ASSERT_PTR_NOT_NULL_FATAL(*slot);
+            json_object *fresh = a->kind == PLAN_REPLACE ? server_view(a->body, *slot) : NULL;
             json_object_put(*slot);
             *slot = fresh;
             break;
