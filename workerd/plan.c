@@ -788,6 +788,16 @@ static sts_view_t view_statefulset(const json_object *sts)
 /* ---- Diagnosis ------------------------------------------------------------------------ */
 
 #define API_QUOTED 1024 /* bytes of the API's own message quoted in a diagnosis */
+#define DIAG_POD_GRACE_NS (INT64_C(30) * 1000000000)       /* a pod's own causes count after this */
+
+/* How long ago (by now) the RFC 3339 time t was; -1 when t is missing or unreadable. */
+static int64_t age_ns(const char *t, int64_t now)
+{
+    int64_t at = 0;
+    if (!t || !*t || clock_parse_rfc3339(t, &at))
+        return -1;
+    return now > at ? now - at : 0;
+}
 
 static int condition_reason_ok(const char *s);
 
@@ -809,15 +819,16 @@ static const char *event_time(const json_object *e)
     return t ? t : "";
 }
 
-/* The latest Warning Event of the list (the later one in list order on a tie), or NULL. */
-static const json_object *latest_warning(const json_object *events)
+/* The latest Event of the list (the later one in list order on a tie) that is a Warning
+ * (reason NULL) or has reason a or b, or NULL. */
+static const json_object *latest_event(const json_object *events, const char *a, const char *b)
 {
     const json_object *best = NULL;
     events = items_of(events);
     for (size_t i = 0; events && i < json_object_array_length(events); i++) {
         const json_object *e = json_object_array_get_idx(events, i);
-        const char *type = jstr(e, "type");
-        if (!type || strcmp(type, "Warning") || !jstr(e, "reason"))
+        const char *type = jstr(e, "type"), *reason = jstr(e, "reason");
+        if (!reason || (!a && (!type || strcmp(type, "Warning"))) || (a && strcmp(reason, a) && strcmp(reason, b)))
             continue;
         if (!best || strcmp(event_time(e), event_time(best)) >= 0)
             best = e;
@@ -930,19 +941,26 @@ static void diagnose(ctx_t *c, const json_object *sts)
     int64_t live = 0;
     for (size_t i = 0; pods && i < json_object_array_length(pods); i++)
         live += !jsonx_get(jsonx_get(json_object_array_get_idx(pods, i), "metadata"), "deletionTimestamp");
-    const json_object *e = latest_warning(m->sts_events);
+    /* The StatefulSet controller records SuccessfulCreate for every pod it made: a
+     * FailedCreate after the last of those still stands (an older one is history). */
+    const json_object *e = latest_event(m->sts_events, "FailedCreate", "SuccessfulCreate");
     const char *pod_name = plan_pod_to_explain(pods);
     const json_object *pod = pod_named(pods, pod_name);
     const char *container = NULL, *msg = NULL, *why;
+    /* Causes that pass on their own (the scheduler waits for a claim being provisioned,
+     * a pod just made has no conditions yet) are not causes: a pod's own problems count
+     * once it is DIAG_POD_GRACE_NS old. */
+    int64_t pod_age = age_ns(jstr(jsonx_get(pod, "metadata"), "creationTimestamp"), c->now);
+    int pod_settled = pod_age < 0 || pod_age >= DIAG_POD_GRACE_NS;
     if (live < v.spec_replicas && e && !strcmp(jstr(e, "reason"), "FailedCreate")) {
         diagnosed(c, "FailedCreate", "StatefulSet %s/%s cannot create its pods: %.*s", c->ns, c->name, API_QUOTED,
                   jstr(e, "message") ? jstr(e, "message") : "(no message)");
     } else if (pod && (why = container_waiting(pod, &container, &msg))) {
         diagnosed(c, why, "pod %s/%s, container %s: %s%s%.*s", c->ns, pod_name, container ? container : "?", why,
                   msg ? ": " : "", API_QUOTED, msg ? msg : "");
-    } else if (pod && (msg = unschedulable(pod))) {
+    } else if (pod && pod_settled && (msg = unschedulable(pod))) {
         diagnosed(c, "FailedScheduling", "pod %s/%s cannot be scheduled: %.*s", c->ns, pod_name, API_QUOTED, msg);
-    } else if (pod && (e = latest_warning(m->pod_events)) && condition_reason_ok(jstr(e, "reason"))) {
+    } else if (pod && pod_settled && (e = latest_event(m->pod_events, NULL, NULL)) && condition_reason_ok(jstr(e, "reason"))) {
         diagnosed(c, jstr(e, "reason"), "pod %s/%s: %s: %.*s", c->ns, pod_name, jstr(e, "reason"), API_QUOTED,
                   jstr(e, "message") ? jstr(e, "message") : "(no message)");
     }

@@ -149,8 +149,9 @@
  * (plan_pod_to_explain). With them, while fewer replicas than spec.size are ready, the
  * first cause found, in this order, becomes Ready=False and Degraded=True with its reason
  * and a message quoting the API's words (at most 1024 bytes of them):
- *   FailedCreate      fewer pods exist than the StatefulSet wants, and its latest Warning
- *                     Event is FailedCreate (a ResourceQuota, Pod Security, ...);
+ *   FailedCreate      fewer pods exist than the StatefulSet wants, and of its Events
+ *                     FailedCreate (a ResourceQuota, Pod Security, ...) is later than any
+ *                     SuccessfulCreate (an older one is history);
  *   ErrImagePull, ImagePullBackOff, CrashLoopBackOff, CreateContainerConfigError,
  *   InvalidImageName, RunContainerError, CreateContainerError
  *                     the waiting reason of a container of the first pod not Ready;
@@ -158,6 +159,9 @@
  *                     e.g. unbound PersistentVolumeClaims or no node fits);
  *   <reason>          that pod's latest Warning Event (FailedMount, ...), when its reason
  *                     is a valid condition reason.
+ *   The last two only once the pod is 30 s old (by creationTimestamp and now): until then
+ *   they are the ordinary steps of a pod starting (the scheduler waits for a claim the
+ *   provisioner is binding), not causes, and reporting them would flap the status.
  *   Nothing found: the status is what it would be without the reads.
  * STORAGE CLASS: when the plan creates the StatefulSet and spec.storage.storageClass is
  * set, plan_storage_class_to_check() names the class; the caller GETs it (a read only

@@ -566,9 +566,13 @@ static void test_not_running_reads_and_reports_the_cause(void)
     reconcile_outcome_t out;
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, &out);
     settle_sts(&e, 0);
+    put_obj(&e.api, NS "/events/sts-0",
+            parse("{\"metadata\":{\"name\":\"sts-0\"},\"type\":\"Normal\",\"reason\":\"SuccessfulCreate\","
+                  "\"lastTimestamp\":\"2026-01-01T00:00:00Z\",\"message\":\"create Pod cache-0 in StatefulSet cache "
+                  "successful\"}"));
     put_obj(&e.api, NS "/events/sts-1",
             parse("{\"metadata\":{\"name\":\"sts-1\"},\"type\":\"Warning\",\"reason\":\"FailedCreate\","
-                  "\"lastTimestamp\":\"2026-01-01T00:00:00Z\",\"message\":\"create Pod cache-0 in StatefulSet cache "
+                  "\"lastTimestamp\":\"2026-01-01T00:00:01Z\",\"message\":\"create Pod cache-0 in StatefulSet cache "
                   "failed error: pods \\\"cache-0\\\" is forbidden: exceeded quota: pods\"}"));
     children(&e, kids);
     json_object_put(rc);
