@@ -886,8 +886,12 @@ static void diagnosed(ctx_t *c, const char *reason, const char *fmt, ...)
 }
 
 /* A container of the pod waiting for a reason that explains it, or NULL; *container
- * and *message say more (either may stay NULL). */
-static const char *container_waiting(const json_object *pod, const char **container, const char **message)
+ * and *message say more (either may stay NULL), and *exit_code / *exit_reason how it
+ * last ended (-1 / NULL when unknown). A CrashLoopBackOff's own message names a back-off
+ * that doubles at every restart, so the caller says how the container ended instead:
+ * the status then stays the same while the loop goes on. */
+static const char *container_waiting(const json_object *pod, const char **container, const char **message,
+                                     int64_t *exit_code, const char **exit_reason)
 {
     static const char *const reasons[] = {"ErrImagePull",     "ImagePullBackOff",           "CrashLoopBackOff",
                                           "InvalidImageName", "CreateContainerConfigError", "RunContainerError",
@@ -902,8 +906,11 @@ static const char *container_waiting(const json_object *pod, const char **contai
             const char *r = jstr(w, "reason");
             for (size_t k = 0; r && k < sizeof(reasons) / sizeof(reasons[0]); k++) {
                 if (!strcmp(r, reasons[k])) {
+                    const json_object *t = jsonx_get(jsonx_get(e, "lastState"), "terminated");
                     *container = jstr(e, "name");
                     *message = jstr(w, "message");
+                    *exit_code = jint(t, "exitCode", -1);
+                    *exit_reason = jstr(t, "reason");
                     return reasons[k];
                 }
             }
@@ -946,7 +953,8 @@ static void diagnose(ctx_t *c, const json_object *sts)
     const json_object *e = latest_event(m->sts_events, "FailedCreate", "SuccessfulCreate");
     const char *pod_name = plan_pod_to_explain(pods);
     const json_object *pod = pod_named(pods, pod_name);
-    const char *container = NULL, *msg = NULL, *why;
+    const char *container = NULL, *msg = NULL, *why, *exit_reason = NULL;
+    int64_t exit_code = -1;
     /* Causes that pass on their own (the scheduler waits for a claim being provisioned,
      * a pod just made has no conditions yet) are not causes: a pod's own problems count
      * once it is DIAG_POD_GRACE_NS old. */
@@ -955,9 +963,14 @@ static void diagnose(ctx_t *c, const json_object *sts)
     if (live < v.spec_replicas && e && !strcmp(jstr(e, "reason"), "FailedCreate")) {
         diagnosed(c, "FailedCreate", "StatefulSet %s/%s cannot create its pods: %.*s", c->ns, c->name, API_QUOTED,
                   jstr(e, "message") ? jstr(e, "message") : "(no message)");
-    } else if (pod && (why = container_waiting(pod, &container, &msg))) {
-        diagnosed(c, why, "pod %s/%s, container %s: %s%s%.*s", c->ns, pod_name, container ? container : "?", why,
-                  msg ? ": " : "", API_QUOTED, msg ? msg : "");
+    } else if (pod && (why = container_waiting(pod, &container, &msg, &exit_code, &exit_reason))) {
+        if (!strcmp(why, "CrashLoopBackOff"))
+            diagnosed(c, why, "pod %s/%s, container %s: CrashLoopBackOff: it keeps exiting (last exit code %lld%s%s%s)",
+                      c->ns, pod_name, container ? container : "?", (long long)exit_code, exit_reason ? ", " : "",
+                      exit_reason ? exit_reason : "", exit_code < 0 ? "; unknown" : "");
+        else
+            diagnosed(c, why, "pod %s/%s, container %s: %s%s%.*s", c->ns, pod_name, container ? container : "?", why,
+                      msg ? ": " : "", API_QUOTED, msg ? msg : "");
     } else if (pod && pod_settled && (msg = unschedulable(pod))) {
         diagnosed(c, "FailedScheduling", "pod %s/%s cannot be scheduled: %.*s", c->ns, pod_name, API_QUOTED, msg);
     } else if (pod && pod_settled && (e = latest_event(m->pod_events, NULL, NULL)) && condition_reason_ok(jstr(e, "reason"))) {

@@ -2182,9 +2182,13 @@ static const diag_row_t diag_rows[] = {
     {"ImagePullBackOff of an init container", 0,
      "[" POD_OLD("cache-0", WAITING("initContainerStatuses", "ImagePullBackOff", "Back-off pulling image")) "]", "[]", "[]",
      "ImagePullBackOff", "Back-off pulling image"},
-    {"CrashLoopBackOff, even on a young pod", 1,
-     "[" POD_OLD("cache-0", READY) "," POD_YOUNG("cache-1", WAITING("containerStatuses", "CrashLoopBackOff", "back-off 10s restarting")) "]",
-     "[]", "[]", "CrashLoopBackOff", "pod default/cache-1, container redis: CrashLoopBackOff"},
+    {"CrashLoopBackOff, even on a young pod: how it ended, not the back-off", 1,
+     "[" POD_OLD("cache-0", READY) ",{\"metadata\":{\"name\":\"cache-1\",\"creationTimestamp\":\"2024-05-01T12:01:50Z\"},"
+     "\"status\":{\"containerStatuses\":[{\"name\":\"redis\",\"restartCount\":4,\"state\":{\"waiting\":{\"reason\":"
+     "\"CrashLoopBackOff\",\"message\":\"back-off 40s restarting failed container\"}},\"lastState\":{\"terminated\":"
+     "{\"exitCode\":1,\"reason\":\"Error\"}}}]}}]",
+     "[]", "[]", "CrashLoopBackOff",
+     "pod default/cache-1, container redis: CrashLoopBackOff: it keeps exiting (last exit code 1, Error)"},
     {"a waiting reason that explains nothing", 0,
      "[" POD_OLD("cache-0", WAITING("containerStatuses", "ContainerCreating", "")) "]", "[]", "[]", NULL, NULL},
     {"FailedScheduling on an old pod quotes the scheduler", 0, "[" POD_OLD("cache-0", UNSCHED) "]", "[]", "[]",
