@@ -259,7 +259,8 @@ static int exec_action(const exec_ctx_t *x, const plan_action_t *a, kube_error_t
 {
     const char *body = json_object_to_json_string_ext(a->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     /* Apply and merge patches are idempotent, so the client may retry them after a lost
-     * response; a create (POST) is retried only where the server cannot have acted. */
+     * response, and so are a PUT and a DELETE with their preconditions (a repeat gets 409
+     * or 404); a create (POST) is retried only where the server cannot have acted. */
     int idempotent = strcmp(a->method, "POST") != 0;
     return kube_client_request(x->client, a->method, a->path, NULL, a->content_type, body,
                                strlen(body), idempotent, NULL, err);
@@ -294,8 +295,8 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
                 return EXEC_FENCED;
             }
             if (exec_action(x, a, err)) {
-                int gone = kube_error_is_not_found(err) &&
-                           (a->kind == PLAN_REMOVE_FINALIZER || a->kind == PLAN_UPDATE_STATUS);
+                int gone = kube_error_is_not_found(err) && (a->kind == PLAN_REMOVE_FINALIZER ||
+                                                            a->kind == PLAN_UPDATE_STATUS || a->kind == PLAN_DELETE);
                 if (!gone)
                     return kube_error_is_conflict(err) || kube_error_is_already_exists(err) ? EXEC_CONFLICT
                                                                                            : EXEC_ERROR;
