@@ -1347,6 +1347,17 @@ out:
     return e;
 }
 
+void kube_client_count_request(kube_client_t *c, const char *method, CURLcode code,
+                               long http_status, int64_t started_mono_ns)
+{
+    char label[16];
+    status_label(code, (int)http_status, label, sizeof(label));
+    metric_counter_add(c->m_requests, METRIC_LABELS(label, method, c->host), 1);
+    metric_histogram_observe(c->m_duration, METRIC_LABELS(method, c->host),
+                             (double)(clock_mono_ns() - started_mono_ns) / 1e9);
+    c->stats.requests++;
+}
+
 void kube_client_set_deadline(kube_client_t *c, int64_t deadline_mono_ns)
 {
     c->call_deadline_ns = deadline_mono_ns > 0 ? deadline_mono_ns : 0;
@@ -1585,12 +1596,7 @@ kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_
     if (p->easy) {
         curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &status);
         curl_easy_getinfo(p->easy, CURLINFO_EFFECTIVE_URL, &url);
-        char label[16];
-        status_label(code, (int)status, label, sizeof(label));
-        metric_counter_add(p->c->m_requests, METRIC_LABELS(label, "GET", p->c->host), 1);
-        metric_histogram_observe(p->c->m_duration, METRIC_LABELS("GET", p->c->host),
-                                 (double)(clock_mono_ns() - p->started_ns) / 1e9);
-        p->c->stats.requests++;
+        kube_client_count_request(p->c, "GET", code, status, p->started_ns);
     }
     kube_pager_state_t st = KUBE_PAGER_ERROR;
     json_object *page = NULL;
