@@ -2,6 +2,7 @@
 
 #include "backoff.h"
 #include "clock.h"
+#include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
 #include "ratelimit.h"
@@ -965,15 +966,6 @@ static int list_query(buf_t *q, const kube_req_opts_t *ro, const char *cont, int
     return 0;
 }
 
-static const char *list_meta_string(json_object *list, const char *key)
-{
-    json_object *meta, *v;
-    if (!json_object_object_get_ex(list, "metadata", &meta) ||
-        !json_object_object_get_ex(meta, key, &v) || !json_object_is_type(v, json_type_string))
-        return NULL;
-    return json_object_get_string(v);
-}
-
 /* The pager behind kube_client_list and kube_client_list_all. paged = 0 asks for
  * everything at once (the fallback after an expired continue token). */
 static int list_pages(kube_client_t *c, const char *path, const kube_req_opts_t *ro,
@@ -998,7 +990,7 @@ static int list_pages(kube_client_t *c, const char *path, const kube_req_opts_t 
             rc = err->code;
             goto out;
         }
-        const char *next = list_meta_string(page, "continue");
+        const char *next = JSONX_STR_AT(page, "metadata", "continue");
         if (fn(page, user) != 0 || !next || !*next)
             goto out;
         if ((cont && strcmp(cont, next) == 0) || n + 1 >= MAX_LIST_PAGES) {
@@ -1052,7 +1044,7 @@ static int collect_page(json_object *page, void *user)
             }
         }
     }
-    const char *rv = list_meta_string(page, "resourceVersion");
+    const char *rv = JSONX_STR_AT(page, "metadata", "resourceVersion");
     free(col->rv);
     col->rv = strdup(rv ? rv : "");
     if (!col->rv) {
@@ -1621,7 +1613,7 @@ kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_
     } else if (pager_collect(p, page)) {
         kube_error_set(err, KERR_CONFIG, "out of memory collecting LIST items");
     } else {
-        const char *next = list_meta_string(page, "continue");
+        const char *next = JSONX_STR_AT(page, "metadata", "continue");
         p->pages++;
         if (p->meta_only)
             p->meta_only = 0;

@@ -2,6 +2,7 @@
 
 #include "backoff.h"
 #include "clock.h"
+#include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -35,12 +36,11 @@ void reconcile_new_id(char out[37])
              (unsigned long long)(b & UINT64_C(0xffffffffffff)));
 }
 
-static const char *str_at(const json_object *o, const char *k)
+/* metadata.<k> of o as a string, "" when absent. */
+static const char *meta_str(const json_object *o, const char *k)
 {
-    json_object *md = NULL, *v = NULL;
-    if (!json_object_object_get_ex(o, "metadata", &md) || !json_object_object_get_ex(md, k, &v))
-        return "";
-    return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+    const char *v = JSONX_STR_AT(o, "metadata", k);
+    return v ? v : "";
 }
 
 /* controller-runtime's result label values. */
@@ -85,11 +85,8 @@ static void record_metrics(reconcile_result_t r, double seconds)
  * reconciles it, so the end-to-end tests can show quarantine and isolation. */
 static void maybe_crash(const json_object *rc)
 {
-    json_object *md = NULL, *ann = NULL, *v = NULL;
-    if (json_object_object_get_ex(rc, "metadata", &md) &&
-        json_object_object_get_ex(md, "annotations", &ann) &&
-        json_object_object_get_ex(ann, "cache.example.com/test-fault", &v) &&
-        strcmp(json_object_get_string(v), "crash") == 0)
+    const char *fault = JSONX_STR_AT(rc, "metadata", "annotations", "cache.example.com/test-fault");
+    if (fault && strcmp(fault, "crash") == 0)
         abort();
 }
 
@@ -99,10 +96,8 @@ static void maybe_crash(const json_object *rc)
  * still sees no drift afterwards and a resync writes nothing. */
 static void maybe_break_pod_security(const json_object *rc, const plan_t *plan)
 {
-    json_object *md = NULL, *ann = NULL, *v = NULL;
-    if (!json_object_object_get_ex(rc, "metadata", &md) || !json_object_object_get_ex(md, "annotations", &ann) ||
-        !json_object_object_get_ex(ann, "cache.example.com/test-fault", &v) ||
-        strcmp(json_object_get_string(v), "pod-security") != 0)
+    const char *fault = JSONX_STR_AT(rc, "metadata", "annotations", "cache.example.com/test-fault");
+    if (!fault || strcmp(fault, "pod-security") != 0)
         return;
     for (size_t i = 0; i < plan_action_count(plan); i++) {
         const plan_action_t *a = plan_action(plan, i);
@@ -157,7 +152,7 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
     static const char *const group[3] = {"", "", "apps"}, *const resource[3] = {"configmaps", "services",
                                                                                   "statefulsets"};
     json_object *md = NULL;
-    const char *ns = str_at(rc, "namespace"), *name = str_at(rc, "name");
+    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
     /* Deletion looks at no child, and an object that cannot be addressed is the plan's
      * to report. */
     if (!*ns || !*name || !json_object_object_get_ex(rc, "metadata", &md) ||
@@ -193,7 +188,7 @@ static void report_write_failure(const exec_ctx_t *x, const json_object *rc, con
     kube_error_t gerr;
     kube_error_clear(&gerr);
     char line[1024];
-    if (get_object(x, "cache.example.com", "v1alpha1", "redisclusters", str_at(rc, "namespace"), str_at(rc, "name"),
+    if (get_object(x, "cache.example.com", "v1alpha1", "redisclusters", meta_str(rc, "namespace"), meta_str(rc, "name"),
                    &fresh, &gerr)) {
         rlog_warn("cannot read the RedisCluster again; comparing with the cached one", "reconcileID",
                   x->reconcile_id, "error", kube_error_str(&gerr, line, sizeof(line)));
@@ -243,7 +238,7 @@ static int list_in(const exec_ctx_t *x, const char *ns, const char *resource, co
 static void read_diagnosis(const exec_ctx_t *x, const json_object *rc, const plan_t *plan, json_object *got[3],
                            plan_observed_t *more)
 {
-    const char *ns = str_at(rc, "namespace"), *name = str_at(rc, "name");
+    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
     char fs[600], line[1024];
     kube_error_t err;
     kube_error_clear(&err);
@@ -343,7 +338,7 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
 #endif
     memset(out, 0, sizeof(*out));
     int64_t start = clock_mono_ns();
-    const char *ns = str_at(rc, "namespace"), *name = str_at(rc, "name");
+    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
     metric_family_t *active = metrics_gauge(metrics_default(),
                                             "controller_runtime_active_workers",
                                             "Number of currently used workers per controller",
