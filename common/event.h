@@ -8,7 +8,8 @@
  * involvedObject {apiVersion, kind, name, namespace, uid?, resourceVersion?}, type,
  * reason, message (cut to EVENT_MESSAGE_MAX bytes as the API server requires), source
  * {component}, reportingComponent, reportingInstance, firstTimestamp = lastTimestamp
- * (RFC 3339, seconds), eventTime (MicroTime), action, count 1.
+ * (RFC 3339, seconds), eventTime (MicroTime), action, count 1. The API server refuses an
+ * Event with an eventTime and no action or reportingInstance, so both always have a value.
  */
 #ifndef RDC_EVENT_H
 #define RDC_EVENT_H
@@ -29,7 +30,7 @@ typedef struct {
     const char *type;        /* "Normal" | "Warning" */
     const char *reason;      /* UpperCamelCase */
     const char *message;
-    const char *action;      /* optional, e.g. "Reconcile" */
+    const char *action;      /* what was being done; NULL = "Reconcile" */
     const char *instance;    /* reportingInstance (host name); optional */
 } event_spec_t;
 

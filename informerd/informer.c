@@ -129,6 +129,7 @@ struct informer {
     loop_t *loop;
     loop_curl_t *lc;            /* drives multi on loop */
     write_xfer_t *writes;       /* writes in flight (a list) */
+    char hostname[256];         /* reportingInstance of its Events */
     int exit_code;              /* what informer_run returns once the loop ends */
     void *zctx, *pub, *snapshot, *work, *leader_sub, *events_sub;
     worker_slot_t workers[MAX_WORKERS];
@@ -823,7 +824,7 @@ static void informer_write(informer_t *inf, const char *what, const char *key, c
 
 /* Record an Event about obj (kind overrides obj's own when given). */
 static void informer_event(informer_t *inf, const char *key, const json_object *obj, const char *kind,
-                           const char *type, const char *reason, const char *message)
+                           const char *action, const char *type, const char *reason, const char *message)
 {
     event_spec_t spec = {0};
     event_involve(&spec, obj);
@@ -832,6 +833,8 @@ static void informer_event(informer_t *inf, const char *key, const json_object *
     spec.type = type;
     spec.reason = reason;
     spec.message = message;
+    spec.action = action;
+    spec.instance = inf->hostname;
     json_object *ev = event_build(&spec, clock_wall_ns());
     if (!ev) {
         rlog_warn("cannot build the event", "reason", reason, "key", key);
@@ -1165,7 +1168,7 @@ static void quarantine_report(informer_t *inf, const char *key)
     snprintf(msg, sizeof(msg),
              "reconcile crashed the worker %d times in a row; retried after 1h or when the spec changes",
              CRASHES_TO_QUARANTINE);
-    informer_event(inf, key, rc, OWNER_KIND, "Warning", "ReconcileCrashed", msg);
+    informer_event(inf, key, rc, OWNER_KIND, "Quarantine", "Warning", "ReconcileCrashed", msg);
     crashcond_write(inf, key, rc, 1, msg);
     json_object_put(rc);
 }
@@ -1186,7 +1189,7 @@ static void too_large_event(informer_t *inf, const char *kind, const char *key)
         snprintf(msg, sizeof(msg), "%s %s/%s: %s; %s", kind, ns, name, why ? why : "too large",
                  strcmp(kind, OWNER_KIND) == 0 ? "it is not reconciled until it is smaller, but it can be deleted"
                                                : "the RedisCluster it belongs to is not reconciled until it is smaller");
-        informer_event(inf, key, o, kind, "Warning", "ObjectTooLarge", msg);
+        informer_event(inf, key, o, kind, "Cache", "Warning", "ObjectTooLarge", msg);
     }
     json_object_put(o);
 }
@@ -1314,6 +1317,7 @@ static void reflector_init(informer_t *inf, const char *kind, const char *group,
 static int informer_setup(informer_t *inf)
 {
     inf->rng = backoff_rng_seed();
+    gethostname(inf->hostname, sizeof(inf->hostname) - 1);
     inf->cache = cache_new(OWNER_KIND);
     inf->queue = workqueue_new("rediscluster", metrics_default());
     if (!inf->cache || !inf->queue)

@@ -51,6 +51,9 @@ static void test_refusals_and_cut(void)
     json_object *ev = event_build(&s, 0);
     CU_ASSERT_PTR_NOT_NULL(ev);
     CU_ASSERT_PTR_NULL(JSONX_AT(ev, "involvedObject", "uid"));
+    /* eventTime is set, so the API server requires action and reportingInstance. */
+    CU_ASSERT_STRING_EQUAL(jsonx_str(ev, "action"), "Reconcile");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(ev, "reportingInstance"), "unknown");
     json_object_put(ev);
     event_spec_t no_ns = {.name = "x", .type = "Normal", .reason = "Created"};
     CU_ASSERT_PTR_NULL(event_build(&no_ns, 0));
