@@ -15,6 +15,7 @@ pkgs=(
     libevent-dev           # HTTPS server of the admission webhooks (evhttp over OpenSSL)
     clang                  # make fuzz (libFuzzer)
     openssl curl jq        # certificates, probes and JSON for the local control plane
+    redis-server redis-tools   # real Redis behind the pods of the process nodes (tests/cluster)
 )
 missing=()
 for p in "${pkgs[@]}"; do
