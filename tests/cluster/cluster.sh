@@ -381,7 +381,8 @@ metadata:
     mkdir -p "$DIR/runtime"
     start runtime "$RT_BIN" "$RT_BIN" --kubeconfig="$DIR/kubeconfig" --nodes="$pn" \
       --state-dir="$DIR/runtime" --max-pods="$MAX_PODS" --pod-cidr="$POD_CIDR" \
-      --kubelet-port="$KWOK_PORT" --apiserver-port="$APISERVER_PORT"
+      --kubelet-port="$KWOK_PORT" --apiserver-port="$APISERVER_PORT" \
+      --operator-bin-dir="${RDC_OPERATOR_BIN_DIR:-$(cd "$here/../.." && pwd)/build/bin}"
     proc_ready() {
       [ "$("${K[@]}" get nodes -l "$PROC_LABEL=true" -o json |
         jq '[.items[] | select(.status.conditions[]? | select(.type=="Ready" and .status=="True"))] | length')" = "$PROC_NODES" ]

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -62,7 +63,7 @@ func mt(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)
 
 // start runs argv as the container's process in its own process group, stdout/stderr to
 // the log file in the CRI format (what `kubectl logs` reads through kwok).
-func (c *container) start(argv, env []string, dir string) error {
+func (c *container) start(argv, env []string, dir string, ns *nsSpec) error {
 	if c.everRan {
 		_ = os.Rename(c.logPath(), c.prevLogPath())
 	}
@@ -86,9 +87,18 @@ func (c *container) start(argv, env []string, dir string) error {
 		return err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if ns != nil {
+		self, err := os.Executable()
+		spec, _ := json.Marshal(ns)
+		if err != nil {
+			self = "/proc/self/exe"
+		}
+		cmd = exec.Command(self, append([]string{"__mount-exec", string(spec), "--"}, argv...)...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Unshareflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS}
+	}
 	cmd.Env, cmd.Dir = env, dir
 	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
@@ -275,6 +285,24 @@ func (c *container) status() v1.ContainerStatus {
 	}
 	cs.Started = &started
 	return cs
+}
+
+// handleExit (mu held) starts the crash-loop back-off once per exit: 10 s doubling to
+// 5 min, back to 10 s after a run of 10 min or more.
+func (c *container) handleExit(now time.Time) {
+	if !c.everRan || c.exitHandled {
+		return
+	}
+	c.exitHandled = true
+	if c.last != nil && c.last.FinishedAt.Sub(c.last.StartedAt.Time) >= backoffReset {
+		c.backoff = 0
+	}
+	if c.backoff == 0 {
+		c.backoff = backoffStart
+	} else if c.backoff *= 2; c.backoff > backoffMax {
+		c.backoff = backoffMax
+	}
+	c.nextStart = now.Add(c.backoff)
 }
 
 func (c *container) setWaiting(reason, msg string) {

@@ -22,6 +22,15 @@ type imageRule struct {
 	defaultCmd []string // the image's entrypoint+cmd when the container has no command/args
 	workDir    string   // the image's WORKDIR (translated through the volume mounts)
 	describe   string
+	// imageDirs maps directories of the image to host directories (the operator's
+	// /usr/local/bin is the repository's build/bin)
+	imageDirs map[string]string
+	// mountNS: the container gets a mount namespace of its own in which its volumes are
+	// bind-mounted at their real mountPaths (hard-coded paths such as the in-cluster
+	// service-account directory work); arguments and env are then not translated
+	mountNS bool
+	// unavailable, when set, says why the image cannot run on this machine
+	unavailable string
 }
 
 // The image table (documented in tests/cluster/README.md, "Images").
@@ -30,6 +39,33 @@ var imageTable = []imageRule{
 		describe: "Debian's redis-server/redis-cli (the tag is ignored: the machine's version runs)"},
 	{prefix: "busybox", defaultCmd: []string{"sh"}, workDir: "/",
 		describe: "this machine's /bin/sh and tools"},
+	{prefix: "rediscluster-operator", defaultCmd: []string{"/usr/local/bin/supervisor"}, workDir: "/",
+		describe: "the operator built in this checkout (make: build/bin)", mountNS: true,
+		unavailable: "the runtime was started without --operator-bin-dir"},
+}
+
+// setOperatorBinDir points the operator's image at the built binaries (checked at each
+// start: `make` may run after `up`).
+func setOperatorBinDir(dir string) {
+	for i := range imageTable {
+		if imageTable[i].prefix == "rediscluster-operator" && dir != "" {
+			imageTable[i].imageDirs = map[string]string{"/usr/local/bin": dir}
+			imageTable[i].unavailable = ""
+		}
+	}
+}
+
+// ruleProblem says why a rule's image cannot run now ("" when it can).
+func ruleProblem(r *imageRule) string {
+	if r.unavailable != "" {
+		return r.unavailable
+	}
+	if d, ok := r.imageDirs["/usr/local/bin"]; ok {
+		if _, err := os.Stat(filepath.Join(d, "supervisor")); err != nil {
+			return fmt.Sprintf("the operator is not built (%s/supervisor: run make)", d)
+		}
+	}
+	return ""
 }
 
 // repoName is the last path element of an image reference without tag or digest:
@@ -51,10 +87,18 @@ func repoName(image string) string {
 // ErrImagePull would carry it.
 func lookupImage(image string) (*imageRule, error) {
 	name := repoName(image)
+	var best *imageRule // the longest matching prefix: rediscluster-operator is not redis
 	for i := range imageTable {
-		if name != "" && strings.HasPrefix(name, imageTable[i].prefix) {
-			return &imageTable[i], nil
+		r := &imageTable[i]
+		if name != "" && strings.HasPrefix(name, r.prefix) && (best == nil || len(r.prefix) > len(best.prefix)) {
+			best = r
 		}
+	}
+	if best != nil {
+		if why := ruleProblem(best); why != "" {
+			return nil, fmt.Errorf("image %q: %s", image, why)
+		}
+		return best, nil
 	}
 	var known []string
 	for _, r := range imageTable {
@@ -281,4 +325,22 @@ func sweepPidFiles(dir string) {
 		}
 		_ = os.Remove(f)
 	}
+}
+
+// bindArg rewrites a listen address without a host (":8080", "0.0.0.0:8080", "[::]:8080")
+// in a --*bind-address=... argument to the pod IP: the pod's ports are its own.
+func bindArg(a, ip string) string {
+	i := strings.Index(a, "bind-address=")
+	if !strings.HasPrefix(a, "--") || i < 0 {
+		return a
+	}
+	v := a[i+len("bind-address="):]
+	for _, any := range []string{":", "0.0.0.0:", "[::]:", "*:"} {
+		if strings.HasPrefix(v, any) && v != any {
+			if _, err := strconv.Atoi(v[len(any):]); err == nil {
+				return a[:i+len("bind-address=")] + ip + ":" + v[len(any):]
+			}
+		}
+	}
+	return a
 }

@@ -15,15 +15,19 @@ func TestLookupImage(t *testing.T) {
 		{"redis", true}, {"redis:7.2", true}, {"docker.io/library/redis:7.2-alpine", true},
 		{"ghcr.io/x/redis-stack@sha256:abc", true}, {"busybox:1.36", true},
 		{"nginx:1.25", false}, {"", false}, {"registry:5000/myredis:1", false},
+		{"rediscluster-operator:0.1.0", false}, // not the redis rule: the operator's, unavailable here
 	} {
 		r, err := lookupImage(tc.image)
+		if err == nil && strings.HasPrefix(repoName(tc.image), "rediscluster-operator") {
+			t.Errorf("lookupImage(%q): the operator's image ran without --operator-bin-dir", tc.image)
+		}
 		if (err == nil) != tc.ok {
 			t.Errorf("lookupImage(%q) err=%v, want ok=%v", tc.image, err, tc.ok)
 		}
 		if err == nil && r == nil {
 			t.Errorf("lookupImage(%q): nil rule", tc.image)
 		}
-		if err != nil && !strings.Contains(err.Error(), "image table") {
+		if err != nil && !strings.Contains(err.Error(), "image table") && !strings.Contains(err.Error(), "--operator-bin-dir") {
 			t.Errorf("lookupImage(%q): message %q does not say why", tc.image, err)
 		}
 	}
@@ -101,20 +105,38 @@ func TestIPAllocator(t *testing.T) {
 	}
 }
 
-func TestRedisArgs(t *testing.T) {
+func TestRedisCommand(t *testing.T) {
 	d := t.TempDir()
 	conf := filepath.Join(d, "redis.conf")
-	if err := os.WriteFile(conf, []byte("port 6379\ndir /data\n"), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte("port 6379\ndir /data\nlogfile \"\"\npidfile /var/run/r.pid\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m := newMountMap([]mountEntry{{"/data", "/h/pv"}})
-	got := strings.Join(redisArgs([]string{"/usr/bin/redis-server", conf}, m, "127.10.255.254"), " ")
-	if got != "--bind 127.10.255.254 --daemonize no --dir /h/pv" {
-		t.Errorf("redisArgs = %q", got)
+	m := newMountMap([]mountEntry{{"/data", filepath.Join(d, "pv")}})
+	copyPath := filepath.Join(d, "copy.conf")
+	argv, err := redisCommand([]string{"/usr/bin/redis-server", conf}, m, "127.10.255.254", filepath.Join(d, "rootfs"), copyPath)
+	if err != nil {
+		t.Fatal(err)
 	}
-	got = strings.Join(redisArgs([]string{"/usr/bin/redis-server", "--port", "7000"}, m, "127.10.0.9"), " ")
-	if got != "--bind 127.10.0.9 --daemonize no" {
-		t.Errorf("redisArgs without config = %q", got)
+	if got := strings.Join(argv, " "); got != "/usr/bin/redis-server "+copyPath+" --bind 127.10.255.254 --daemonize no" {
+		t.Errorf("argv = %q", got)
+	}
+	b, _ := os.ReadFile(copyPath)
+	want := "port 6379\ndir " + filepath.Join(d, "pv") + "\nlogfile \"\"\npidfile " + filepath.Join(d, "rootfs/var/run/r.pid") + "\n"
+	if string(b) != want {
+		t.Errorf("config copy:\n%s\nwant:\n%s", b, want)
+	}
+	if st, err := os.Stat(filepath.Join(d, "pv")); err != nil || !st.IsDir() {
+		t.Error("the dir of the config was not created")
+	}
+	argv, err = redisCommand([]string{"/usr/bin/redis-server", "--port", "7000", "--dir", "/srv"}, m, "127.10.0.9", filepath.Join(d, "rootfs"), copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(argv[1:], " "); got != "--port 7000 --dir "+filepath.Join(d, "rootfs/srv")+" --bind 127.10.0.9 --daemonize no" {
+		t.Errorf("argv without config = %q", got)
+	}
+	if _, err := redisCommand([]string{"/usr/bin/redis-server", filepath.Join(d, "missing.conf")}, m, "127.10.0.9", d, copyPath); err == nil {
+		t.Error("a missing config file was not an error")
 	}
 }
 
@@ -123,16 +145,22 @@ func TestWriteAtomic(t *testing.T) {
 	if err := writeAtomic(d, fileSet{"a": {[]byte("1"), 0o644}, "sub/b": {[]byte("2"), 0o600}}); err != nil {
 		t.Fatal(err)
 	}
-	first, _ := os.Readlink(d)
+	first, _ := os.Readlink(filepath.Join(d, "..data"))
 	if b, _ := os.ReadFile(filepath.Join(d, "sub/b")); string(b) != "2" {
 		t.Fatalf("sub/b = %q", b)
 	}
 	if err := writeAtomic(d, fileSet{"a": {[]byte("1"), 0o644}, "sub/b": {[]byte("2"), 0o600}}); err != nil {
 		t.Fatal(err)
 	}
-	if same, _ := os.Readlink(d); same != first {
+	if same, _ := os.Readlink(filepath.Join(d, "..data")); same != first {
 		t.Fatal("unchanged content was rewritten")
 	}
+	// a reader holding the directory (a bind mount does) sees the update
+	fd, err := os.Open(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
 	if err := writeAtomic(d, fileSet{"a": {[]byte("new"), 0o644}}); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +170,30 @@ func TestWriteAtomic(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(d, "sub/b")); !os.IsNotExist(err) {
 		t.Fatal("a key removed from the source is still there")
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(d), first)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(d, first)); !os.IsNotExist(err) {
 		t.Fatal("the old version dir was not removed")
+	}
+	if _, err := writeAtomicBad(d); err == nil {
+		t.Fatal("a key with .. was accepted")
+	}
+}
+
+func writeAtomicBad(d string) (bool, error) {
+	return false, writeAtomic(d, fileSet{"../escape": {[]byte("x"), 0o644}})
+}
+
+func TestBindArg(t *testing.T) {
+	for in, want := range map[string]string{
+		"--metrics-bind-address=:8080":           "--metrics-bind-address=127.10.0.5:8080",
+		"--health-probe-bind-address=0.0.0.0:81": "--health-probe-bind-address=127.10.0.5:81",
+		"--metrics-bind-address=127.0.0.1:8080":  "--metrics-bind-address=127.0.0.1:8080",
+		"--metrics-bind-address=0":               "--metrics-bind-address=0",
+		"--bind-address=[::]:9443":               "--bind-address=127.10.0.5:9443",
+		"bind-address=:1":                        "bind-address=:1",
+		"--workers=2":                            "--workers=2",
+	} {
+		if got := bindArg(in, "127.10.0.5"); got != want {
+			t.Errorf("bindArg(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -34,15 +34,16 @@ import (
 )
 
 type config struct {
-	kubeconfig    string
-	nodes         []string
-	stateDir      string
-	maxPods       int
-	podCIDR       string
-	kubeletPort   int
-	apiserverHost string
-	apiserverPort string
-	kwokCRDs      bool
+	kubeconfig     string
+	nodes          []string
+	stateDir       string
+	maxPods        int
+	podCIDR        string
+	kubeletPort    int
+	apiserverHost  string
+	apiserverPort  string
+	kwokCRDs       bool
+	operatorBinDir string
 }
 
 // Runtime holds what all pod workers share.
@@ -68,6 +69,10 @@ func (rt *Runtime) wrapperDir() string { return filepath.Join(rt.cfg.stateDir, "
 func (rt *Runtime) lostDir() string    { return filepath.Join(rt.cfg.stateDir, "lost") }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "__mount-exec" {
+		mountExecMain(os.Args[2:]) // the helper of mount-namespaced containers (mountns.go)
+		return
+	}
 	var cfg config
 	var nodes string
 	flag.StringVar(&cfg.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
@@ -79,6 +84,7 @@ func main() {
 	flag.StringVar(&cfg.apiserverHost, "apiserver-host", "127.0.0.1", "KUBERNETES_SERVICE_HOST given to containers")
 	flag.StringVar(&cfg.apiserverPort, "apiserver-port", "", "KUBERNETES_SERVICE_PORT given to containers")
 	flag.BoolVar(&cfg.kwokCRDs, "kwok-crds", true, "create kwok Logs/Exec objects for each pod (kubectl logs/exec)")
+	flag.StringVar(&cfg.operatorBinDir, "operator-bin-dir", "", "the built operator (supervisor, ...): the image rediscluster-operator* runs it")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds | log.LUTC)
 	if cfg.stateDir == "" {
@@ -89,6 +95,7 @@ func main() {
 			cfg.nodes = append(cfg.nodes, n)
 		}
 	}
+	setOperatorBinDir(cfg.operatorBinDir)
 	if err := run(cfg); err != nil {
 		log.Fatal(err)
 	}

@@ -31,11 +31,11 @@ type podWorker struct {
 	uid      types.UID
 	ns, name string
 
-	mu    sync.Mutex
-	pod   *v1.Pod
-	gone  bool
-	ctrs  []*container
-	wake  chan struct{}
+	mu   sync.Mutex
+	pod  *v1.Pod
+	gone bool
+	ctrs []*container
+	wake chan struct{}
 
 	// owned by the run goroutine
 	dir          string
@@ -238,18 +238,7 @@ func (w *podWorker) syncContainer(pod *v1.Pod, c *container) {
 		return
 	}
 	now := time.Now()
-	if c.everRan && !c.exitHandled {
-		c.exitHandled = true
-		if c.last != nil && c.last.FinishedAt.Sub(c.last.StartedAt.Time) >= backoffReset {
-			c.backoff = 0
-		}
-		if c.backoff == 0 {
-			c.backoff = backoffStart
-		} else if c.backoff *= 2; c.backoff > backoffMax {
-			c.backoff = backoffMax
-		}
-		c.nextStart = now.Add(c.backoff)
-	}
+	c.handleExit(now)
 	restart := !c.everRan
 	if c.everRan && c.last != nil {
 		switch pod.Spec.RestartPolicy {
@@ -279,12 +268,12 @@ func (w *podWorker) syncContainer(pod *v1.Pod, c *container) {
 		c.setWaiting("ErrImagePull", err.Error())
 		return
 	}
-	argv, env, dir, err := w.buildCommand(pod, c, rule)
+	argv, env, dir, ns, err := w.buildCommand(pod, c, rule)
 	if err != nil {
 		c.setWaiting("CreateContainerConfigError", err.Error())
 		return
 	}
-	if err := c.start(argv, env, dir); err != nil {
+	if err := c.start(argv, env, dir, ns); err != nil {
 		// as a runtime that cannot exec the entrypoint: terminated with StartError, backoff
 		c.mu.Lock()
 		if c.everRan {
@@ -293,6 +282,10 @@ func (w *podWorker) syncContainer(pod *v1.Pod, c *container) {
 		c.everRan, c.exitHandled = true, false
 		c.prev, c.last = c.last, &v1.ContainerStateTerminated{ExitCode: 128, Reason: "StartError",
 			Message: err.Error(), StartedAt: mt(now), FinishedAt: mt(now)}
+		c.handleExit(now)
+		c.waitReason = "CrashLoopBackOff"
+		c.waitMsg = fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
+			c.backoff, c.spec.Name, pod.Name, pod.Namespace, pod.UID)
 		c.mu.Unlock()
 		w.logf("container %s: start: %v", c.spec.Name, err)
 	}
@@ -312,15 +305,28 @@ func (w *podWorker) mountsOf(spec *v1.Container) mountMap {
 		}
 		es = append(es, mountEntry{ctrPath: m.MountPath, hostPath: h})
 	}
+	if r, err := lookupImage(spec.Image); err == nil {
+		for cp, hp := range r.imageDirs {
+			es = append(es, mountEntry{ctrPath: cp, hostPath: hp})
+		}
+	}
+	return newMountMap(es)
+}
+
+func imageDirMap(r *imageRule) mountMap {
+	var es []mountEntry
+	for cp, hp := range r.imageDirs {
+		es = append(es, mountEntry{ctrPath: cp, hostPath: hp})
+	}
 	return newMountMap(es)
 }
 
 // buildCommand resolves the image, command/args (with $(VAR) expansion), env and working
 // dir of a container, paths translated through its volume mounts.
-func (w *podWorker) buildCommand(pod *v1.Pod, c *container, rule *imageRule) ([]string, []string, string, error) {
-	envKV, err := w.containerEnv(pod, &c.spec)
+func (w *podWorker) buildCommand(pod *v1.Pod, c *container, rule *imageRule) ([]string, []string, string, *nsSpec, error) {
+	envKV, err := w.containerEnv(pod, &c.spec, !rule.mountNS)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", nil, err
 	}
 	vals := map[string]string{}
 	env := make([]string, 0, len(envKV))
@@ -344,65 +350,125 @@ func (w *podWorker) buildCommand(pod *v1.Pod, c *container, rule *imageRule) ([]
 	}
 	mounts := w.mountsOf(&c.spec)
 	for i := range argv {
-		argv[i] = mounts.translateArg(expandVars(argv[i], lookup))
+		a := expandVars(argv[i], lookup)
+		switch {
+		case !rule.mountNS:
+			a = mounts.translateArg(a)
+		case i == 0:
+			a = imageDirMap(rule).translate(a) // the image's own programs
+		}
+		argv[i] = bindArg(a, w.ip)
 	}
 	prog, err := resolveProgram(argv[0], envPath(env))
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", nil, err
 	}
 	argv[0] = prog
 	if filepath.Base(prog) == "redis-server" {
-		argv = append(argv, redisArgs(argv, mounts, w.ip)...)
+		if argv, err = redisCommand(argv, mounts, w.ip, filepath.Join(w.dir, "rootfs"),
+			filepath.Join(w.dir, c.spec.Name+".redis.conf")); err != nil {
+			return nil, nil, "", nil, err
+		}
 	}
 	wd := c.spec.WorkingDir
 	if wd == "" {
 		wd = rule.workDir
+	}
+	if rule.mountNS {
+		ns := &nsSpec{Dir: wd, Hostname: pod.Name}
+		for _, m := range c.spec.VolumeMounts {
+			h, ok := w.hostOf[m.Name]
+			if !ok {
+				continue
+			}
+			if m.SubPath != "" {
+				h = filepath.Join(h, m.SubPath)
+			}
+			ns.Mounts = append(ns.Mounts, nsMount{Src: h, Dst: m.MountPath})
+		}
+		return argv, env, "/", ns, nil
 	}
 	dir := mounts.translate(wd)
 	if dir == wd && wd != "/" {
 		// not a mount: a directory of the pod's own stands in for the image's
 		dir = filepath.Join(w.dir, "rootfs", wd)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, nil, "", err
+			return nil, nil, "", nil, err
 		}
 	}
-	return argv, env, dir, nil
+	return argv, env, dir, nil, nil
 }
 
-// redisArgs: Redis listens on the pod IP only, stays in the foreground, and its `dir`
-// (from the config file or --dir) is translated through the mounts.
-func redisArgs(argv []string, mounts mountMap, ip string) []string {
-	extra := []string{"--bind", ip, "--daemonize", "no"}
-	dir := ""
-	if len(argv) > 1 && !strings.HasPrefix(argv[1], "-") {
-		if f, err := os.Open(argv[1]); err == nil {
-			sc := bufio.NewScanner(f)
-			for sc.Scan() {
-				fs := strings.Fields(sc.Text())
-				if len(fs) == 2 && strings.EqualFold(fs[0], "dir") {
-					dir = strings.Trim(fs[1], `"'`)
+// redisPathDirectives are the redis.conf directives whose argument is a path.
+var redisPathDirectives = map[string]bool{"dir": true, "include": true, "logfile": true, "pidfile": true,
+	"unixsocket": true, "aclfile": true, "tls-cert-file": true, "tls-key-file": true, "tls-ca-cert-file": true,
+	"tls-ca-cert-dir": true, "tls-dh-params-file": true, "tls-client-cert-file": true, "tls-client-key-file": true}
+
+// redisCommand adapts a redis-server command line: Redis listens on the pod IP only and
+// stays in the foreground, and a config file is replaced by a copy (confCopy) in which
+// the paths of path directives are translated through the mounts (Redis changes into `dir`
+// while it reads the file, so the path must exist on this machine); a path that is not
+// a mount becomes a directory under rootfs (the pod's stand-in for the image's files).
+func redisCommand(argv []string, mounts mountMap, ip, rootfs, confCopy string) ([]string, error) {
+	out := append([]string(nil), argv...)
+	hostPath := func(p string) string {
+		t := mounts.translate(p)
+		if t == p && strings.HasPrefix(p, "/") {
+			t = filepath.Join(rootfs, p)
+		}
+		return t
+	}
+	if len(out) > 1 && !strings.HasPrefix(out[1], "-") {
+		b, err := os.ReadFile(out[1])
+		if err != nil {
+			return nil, fmt.Errorf("redis config file: %v", err)
+		}
+		var conf strings.Builder
+		sc := bufio.NewScanner(strings.NewReader(string(b)))
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			line := sc.Text()
+			fs := strings.Fields(line)
+			if len(fs) == 2 && redisPathDirectives[strings.ToLower(fs[0])] {
+				p := strings.Trim(fs[1], `"'`)
+				if strings.HasPrefix(p, "/") {
+					t := hostPath(p)
+					if strings.EqualFold(fs[0], "dir") {
+						if err := os.MkdirAll(t, 0o755); err != nil {
+							return nil, err
+						}
+					}
+					line = fs[0] + " " + strconvQuote(t)
 				}
 			}
-			f.Close()
+			conf.WriteString(line + "\n")
+		}
+		if err := os.WriteFile(confCopy, []byte(conf.String()), 0o644); err != nil {
+			return nil, err
+		}
+		out[1] = confCopy
+	}
+	for i := 1; i+1 < len(out); i++ {
+		if out[i] == "--dir" && strings.HasPrefix(out[i+1], "/") {
+			out[i+1] = hostPath(out[i+1])
+			_ = os.MkdirAll(out[i+1], 0o755)
 		}
 	}
-	for i := 1; i+1 < len(argv); i++ {
-		if argv[i] == "--dir" {
-			dir = argv[i+1]
-		}
+	return append(out, "--bind", ip, "--daemonize", "no"), nil
+}
+
+// strconvQuote quotes a path for redis.conf when it has spaces.
+func strconvQuote(p string) string {
+	if strings.ContainsAny(p, " \t\"'") {
+		return `"` + strings.ReplaceAll(p, `"`, `\"`) + `"`
 	}
-	if dir != "" {
-		if t := mounts.translate(dir); t != dir {
-			extra = append(extra, "--dir", t)
-		}
-	}
-	return extra
+	return p
 }
 
 // containerEnv is the environment as the kubelet builds it: service variables for the
 // apiserver, envFrom, then env (later wins); plus the runtime's own PATH, HOSTNAME, HOME
 // and RDC_POD_IP/RDC_POD_DIR.
-func (w *podWorker) containerEnv(pod *v1.Pod, c *v1.Container) ([][2]string, error) {
+func (w *podWorker) containerEnv(pod *v1.Pod, c *v1.Container, translate bool) ([][2]string, error) {
 	var out [][2]string
 	idx := map[string]int{}
 	set := func(k, v string) {
@@ -472,7 +538,10 @@ func (w *podWorker) containerEnv(pod *v1.Pod, c *v1.Container) ([][2]string, err
 				return "", false
 			})
 		}
-		set(e.Name, mounts.translate(v))
+		if translate {
+			v = mounts.translate(v)
+		}
+		set(e.Name, v)
 	}
 	set("RDC_POD_IP", w.ip)
 	set("RDC_POD_DIR", w.dir)
@@ -690,9 +759,12 @@ func (w *podWorker) buildStatus(pod *v1.Pod) v1.PodStatus {
 				running = true // waiting to restart
 			}
 		}
+		always := pod.Spec.RestartPolicy == "" || pod.Spec.RestartPolicy == v1.RestartPolicyAlways
 		switch {
 		case pending:
 			st.Phase = v1.PodPending
+		case always:
+			st.Phase = v1.PodRunning // whatever ended will be restarted
 		case terminated == len(ctrs) && len(ctrs) > 0 && failed:
 			st.Phase = v1.PodFailed
 		case terminated == len(ctrs) && len(ctrs) > 0:

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -236,8 +235,11 @@ type tokenInfo struct {
 	refresh time.Time
 }
 
-// writeAtomic makes dir (a symlink) point at a fresh directory holding files, only when
-// the content changed, like the kubelet's ..data swap: a reader sees old or new, never half.
+// writeAtomic writes files into dir the way the kubelet's AtomicWriter does: the content
+// is in a fresh directory dir/..<hash>, dir/..data is a symlink to it, swapped with one
+// rename, and each top-level name in dir is a symlink through ..data. A reader sees the old
+// or the new content, never half; a bind mount of dir (mount namespaces) sees updates.
+// Nothing is written when the content is unchanged.
 func writeAtomic(dir string, files fileSet) error {
 	keys := make([]string, 0, len(files))
 	for k := range files {
@@ -249,41 +251,57 @@ func writeAtomic(dir string, files fileSet) error {
 		fmt.Fprintf(h, "%s\x00%o\x00%d\x00", k, files[k].mode, len(files[k].data))
 		h.Write(files[k].data)
 	}
-	sum := hex.EncodeToString(h.Sum(nil))[:16]
-	target := dir + "..." + sum
-	if cur, err := os.Readlink(dir); err == nil && cur == filepath.Base(target) {
+	version := "..." + hex.EncodeToString(h.Sum(nil))[:16]
+	dataLink := filepath.Join(dir, "..data")
+	if cur, err := os.Readlink(dataLink); err == nil && cur == version {
 		return nil
 	}
-	if err := os.MkdirAll(target, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, version), 0o755); err != nil {
 		return err
 	}
+	top := map[string]bool{}
 	for _, k := range keys {
-		if strings.Contains(k, "..") {
+		if strings.Contains(k, "..") || strings.HasPrefix(k, "/") {
 			return fmt.Errorf("bad path %q", k)
 		}
-		p := filepath.Join(target, k)
+		top[strings.SplitN(k, "/", 2)[0]] = true
+		p := filepath.Join(dir, version, k)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
-		}
-		if old, err := os.ReadFile(p); err == nil && bytes.Equal(old, files[k].data) {
-			continue
 		}
 		if err := os.WriteFile(p, files[k].data, files[k].mode|0o400); err != nil {
 			return err
 		}
 		_ = os.Chmod(p, files[k].mode|0o400)
 	}
-	old, _ := os.Readlink(dir)
-	tmp := dir + ".tmp-link"
+	old, _ := os.Readlink(dataLink)
+	tmp := filepath.Join(dir, "..data_tmp")
 	_ = os.Remove(tmp)
-	if err := os.Symlink(filepath.Base(target), tmp); err != nil {
+	if err := os.Symlink(version, tmp); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := os.Rename(tmp, dataLink); err != nil {
 		return err
 	}
-	if old != "" && old != filepath.Base(target) {
-		_ = os.RemoveAll(filepath.Join(filepath.Dir(dir), old))
+	for t := range top {
+		link := filepath.Join(dir, t)
+		if cur, err := os.Readlink(link); err == nil && cur == filepath.Join("..data", t) {
+			continue
+		}
+		_ = os.Remove(link)
+		if err := os.Symlink(filepath.Join("..data", t), link); err != nil {
+			return err
+		}
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		n := e.Name()
+		if !strings.HasPrefix(n, "..") && !top[n] {
+			_ = os.Remove(filepath.Join(dir, n)) // a key that is gone
+		}
+	}
+	if old != "" && old != version {
+		_ = os.RemoveAll(filepath.Join(dir, old))
 	}
 	return nil
 }
