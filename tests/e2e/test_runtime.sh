@@ -23,7 +23,7 @@ eventually() { local deadline=$(( $(date +%s) + WAIT )); until "$@"; do [ "$(dat
 within() { local deadline=$(( $(date +%s) + $1 )); shift; until "$@"; do [ "$(date +%s)" -lt "$deadline" ] || return 1; sleep 0.25; done; }
 
 cleanup() {
-  k delete namespace "$NS" --wait=false >/dev/null 2>&1
+  k delete namespace "$NS" "$NS-rdc" --wait=false >/dev/null 2>&1
   for n in $(cat "$tmp/lost" 2>/dev/null); do "$cluster" node-restore "$n" >/dev/null 2>&1; done
   rm -rf "$tmp"
 }
@@ -276,6 +276,100 @@ node_ready() { [ "$(k get node "$node2" -o jsonpath='{.status.conditions[?(@.typ
 check "node-restore: the node is Ready again" eventually node_ready
 check "and st-2 runs again (its container restarted) and answers PING" \
   eventually bash -c "$(declare -f field ready_is k pong); NS=$NS; ready_is st-2 True && pong \$(field st-2 '{.status.podIP}')"
+
+# ---------------------------------------------------------------- the operator as a pod
+# deploy/ (with deploy/gen-certs.sh's Secret) on the process nodes: the image
+# rediscluster-operator* runs build/bin/supervisor in a mount namespace where the
+# projected service-account volume is at /var/run/secrets/kubernetes.io/serviceaccount, so
+# the operator uses its in-cluster configuration, RBAC and the Lease for real. One
+# replica (webhookd binds *:9443) and no webhook configurations (the apiserver reaches
+# webhooks through Service IPs, which do not route here).
+OPNS=rediscluster-operator-system
+if [ ! -x "$root/build/bin/supervisor" ]; then
+  echo "# SKIP the operator as a pod: $root/build/bin/supervisor is not built (make)"
+elif k get namespace "$OPNS" >/dev/null 2>&1; then
+  echo "# SKIP the operator as a pod: namespace $OPNS exists already (another installation)"
+else
+  crd_pre=0; k get crd redisclusters.cache.example.com >/dev/null 2>&1 && crd_pre=1
+  mkdir -p "$tmp/op"
+  "$root/deploy/gen-certs.sh" -o "$tmp/certs" >/dev/null 2>&1
+  cat >"$tmp/op/kustomization.yaml" <<'EOF'
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- ../certs
+patches:
+- target: {kind: Deployment, name: rediscluster-operator}
+  patch: |
+    - {op: replace, path: /spec/replicas, value: 1}
+- target: {kind: ValidatingWebhookConfiguration}
+  patch: |
+    $patch: delete
+    apiVersion: admissionregistration.k8s.io/v1
+    kind: ValidatingWebhookConfiguration
+    metadata: {name: any}
+- target: {kind: MutatingWebhookConfiguration}
+  patch: |
+    $patch: delete
+    apiVersion: admissionregistration.k8s.io/v1
+    kind: MutatingWebhookConfiguration
+    metadata: {name: any}
+EOF
+  k create namespace "$OPNS" >/dev/null 2>&1
+  "$cluster" pin-namespace "$OPNS" >/dev/null 2>&1
+  check "kubectl apply -k deploy/ (gen-certs overlay, 1 replica, no webhook configurations)" k apply -k "$tmp/op"
+  op_ready() { [ "$(k get deploy -n "$OPNS" rediscluster-operator -o jsonpath='{.status.readyReplicas}')" = 1 ]; }
+  check "the operator's pod becomes Ready (httpGet /readyz on its pod IP)" eventually op_ready
+  opod=$(k get pods -n "$OPNS" -l app.kubernetes.io/name=rediscluster-operator -o jsonpath='{.items[0].metadata.name}')
+  check "it runs on a process node" bash -c "[[ \"\$(kubectl get pod -n $OPNS $opod -o jsonpath='{.spec.nodeName}')\" == proc-node-* ]]"
+  opid=$(cut -d' ' -f1 "$STATE/pids/${OPNS}_${opod}_manager.pid" 2>/dev/null)
+  check "its process is build/bin/supervisor, without KUBECONFIG, with KUBERNETES_SERVICE_HOST/PORT" bash -c \
+    "[ \"\$(readlink /proc/$opid/exe)\" = '$root/build/bin/supervisor' ] && ! tr '\\0' '\\n' </proc/$opid/environ | grep -q ^KUBECONFIG= &&
+     tr '\\0' '\\n' </proc/$opid/environ | grep -qx KUBERNETES_SERVICE_PORT=\$(sed -n 's/^APISERVER_PORT=//p' $RDC_CLUSTER_DIR/ports.env)"
+  # (through /proc/PID/root; /var/run is a symlink to /run on Debian, resolved from here)
+  check "in its mount namespace the service-account token is at the in-cluster path" \
+    test -s "/proc/$opid/root$(readlink -f /var/run)/secrets/kubernetes.io/serviceaccount/token"
+  check "... and nothing was created on the machine's filesystem for it" \
+    test ! -e /var/run/secrets/kubernetes.io/serviceaccount/token
+  leader() { k get lease -n "$OPNS" rediscluster-operator.cache.example.com -o jsonpath='{.spec.holderIdentity}' | grep -q "^$opod"; }
+  check "it takes the Lease (holder = its pod name: its own hostname)" eventually leader
+  check "its log says it uses the in-cluster configuration (https://127.0.0.1:<apiserver port>)" \
+    bash -c "kubectl logs -n $OPNS $opod | grep informerd | grep -q '\"server\":\"https://127.0.0.1:'"
+  k create namespace "$NS-rdc" >/dev/null 2>&1
+  "$cluster" pin-namespace "$NS-rdc" >/dev/null 2>&1
+  sed "s/namespace: default/namespace: $NS-rdc/" "$root/deploy/samples/rediscluster.yaml" | k apply -f - >/dev/null
+  rdc_running() { [ "$(k get rdc -n "$NS-rdc" cache -o jsonpath='{.status.phase}')" = Running ]; }
+  check "it reconciles deploy/samples/rediscluster.yaml to Running (readiness: redis-cli ping in each pod)" eventually rdc_running
+  real_redis() {
+    local i ip
+    for i in 0 1 2; do
+      ip=$(k get pod -n "$NS-rdc" "cache-$i" -o jsonpath='{.status.podIP}')
+      [ "$(redis-cli -h "$ip" ping)" = PONG ] || return 1
+      [ "$(redis-cli -h "$ip" config get maxmemory | tail -1)" = 268435456 ] || return 1
+    done
+  }
+  check "real Redis behind it: 3 pods answer PING, with the operator's redis.conf (maxmemory 256mb)" real_redis
+  k delete rdc -n "$NS-rdc" cache --wait=false >/dev/null 2>&1
+  rdc_gone() { ! k get rdc -n "$NS-rdc" cache >/dev/null 2>&1; }
+  check "deleting the RedisCluster: the operator's finalizer runs and it is gone" eventually rdc_gone
+  t0=$(date +%s.%N)
+  k delete pod -n "$OPNS" "$opod" --wait=false >/dev/null 2>&1
+  op_gone() { ! k get pod -n "$OPNS" "$opod" >/dev/null 2>&1; }
+  within 60 op_gone
+  secs=$(python3 -c "import sys,time; print('%.1f' % (time.time()-float(sys.argv[1])))" "$t0")
+  check "its pod deleted: the supervisor drains on SIGTERM within the grace period of 40 s (${secs}s)" \
+    python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 35 else 1)" "$secs"
+  k delete namespace "$NS-rdc" --wait=false >/dev/null 2>&1
+  if [ "$crd_pre" = 1 ]; then
+    # everything of deploy/ but the CRD, which was there before us
+    k delete clusterrole,clusterrolebinding -l app.kubernetes.io/part-of=rediscluster-operator --wait=false >/dev/null 2>&1
+    k delete namespace "$OPNS" --wait=false >/dev/null 2>&1
+  else
+    k delete -k "$tmp/op" --wait=false >/dev/null 2>&1
+  fi
+  op_ns_gone() { ! k get namespace "$OPNS" >/dev/null 2>&1; }
+  check "the operator is uninstalled (its namespace is gone)" eventually op_ns_gone
+fi
 
 # ---------------------------------------------------------------- the maximum
 max=${RDC_RUNTIME_MAX_PODS:-30}

@@ -128,12 +128,17 @@ func TestRedisCommand(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(d, "pv")); err != nil || !st.IsDir() {
 		t.Error("the dir of the config was not created")
 	}
-	argv, err = redisCommand([]string{"/usr/bin/redis-server", "--port", "7000", "--dir", "/srv"}, m, "127.10.0.9", filepath.Join(d, "rootfs"), copyPath)
+	argv, err = redisCommand([]string{"/usr/bin/redis-server", "--port", "7000", "--dir", "/no-such-rdc-dir"}, m, "127.10.0.9", filepath.Join(d, "rootfs"), copyPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(argv[1:], " "); got != "--port 7000 --dir "+filepath.Join(d, "rootfs/srv")+" --bind 127.10.0.9 --daemonize no" {
+	if got := strings.Join(argv[1:], " "); got != "--port 7000 --dir "+filepath.Join(d, "rootfs/no-such-rdc-dir")+" --bind 127.10.0.9 --daemonize no" {
 		t.Errorf("argv without config = %q", got)
+	}
+	// an argument already translated to an existing host directory stays as it is
+	argv, _ = redisCommand([]string{"/usr/bin/redis-server", "--dir", filepath.Join(d, "pv")}, m, "127.10.0.9", filepath.Join(d, "rootfs"), copyPath)
+	if argv[2] != filepath.Join(d, "pv") {
+		t.Errorf("--dir of a mount was moved: %q", argv[2])
 	}
 	if _, err := redisCommand([]string{"/usr/bin/redis-server", filepath.Join(d, "missing.conf")}, m, "127.10.0.9", d, copyPath); err == nil {
 		t.Error("a missing config file was not an error")

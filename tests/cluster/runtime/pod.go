@@ -448,10 +448,14 @@ func redisCommand(argv []string, mounts mountMap, ip, rootfs, confCopy string) (
 		}
 		out[1] = confCopy
 	}
+	// --dir was translated with the other arguments; a path that is neither a mount nor
+	// on this machine goes under rootfs
 	for i := 1; i+1 < len(out); i++ {
 		if out[i] == "--dir" && strings.HasPrefix(out[i+1], "/") {
-			out[i+1] = hostPath(out[i+1])
-			_ = os.MkdirAll(out[i+1], 0o755)
+			if _, err := os.Stat(out[i+1]); err != nil {
+				out[i+1] = hostPath(out[i+1])
+				_ = os.MkdirAll(out[i+1], 0o755)
+			}
 		}
 	}
 	return append(out, "--bind", ip, "--daemonize", "no"), nil
