@@ -134,6 +134,49 @@ unmapped() {
 }
 check "an unmapped image (nginx) waits with reason ErrImagePull and a message saying why" eventually unmapped
 
+# ---------------------------------------------------------------- liveness, startup
+k apply -n "$NS" -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: unlive}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: redis
+    image: redis:7.2
+    livenessProbe:
+      exec: {command: [redis-cli, -p, "1", ping]}
+      periodSeconds: 1
+      failureThreshold: 2
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: unstarted}
+spec:
+  containers:
+  - name: redis
+    image: redis:7.2
+    startupProbe:
+      tcpSocket: {port: 7777}
+      periodSeconds: 1
+      failureThreshold: 600
+    readinessProbe:
+      tcpSocket: {port: 6379}
+      periodSeconds: 1
+EOF
+killed_by_liveness() {
+  k get pod -n "$NS" unlive -o json | jq -e '.status.containerStatuses[0] | .restartCount >= 1 and
+    .lastState.terminated.exitCode != null' >/dev/null
+}
+check "a failing liveness probe (period 1 s, threshold 2) kills the container and it is restarted" within 40 killed_by_liveness
+not_started() {
+  k get pod -n "$NS" unstarted -o json | jq -e '.status.containerStatuses[0] | .started==false and .ready==false
+    and .state.running != null' >/dev/null
+}
+check "until its startup probe succeeds a running container is neither started nor Ready" eventually not_started
+sleep 3
+check "... and stays so (readiness is not probed before startup)" not_started
+
 # ---------------------------------------------------------------- env, volumes
 k create configmap -n "$NS" cfg --from-literal=key=one --from-literal=A=from-configmap >/dev/null
 k create secret generic -n "$NS" sec --from-literal=S=from-secret >/dev/null
