@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The process runtime of the local control plane (tests/cluster/runtime, README "Process
-# nodes"): pods on the process nodes run real redis-server processes on their pod IPs.
+# nodes"): pods on the process nodes run real redis-server processes on their pod IPs;
+# deploy/ runs the operator itself as a pod there (skipped when build/bin is not built).
 # Needs a cluster started with process nodes (RDC_CLUSTER_PROCESS_NODES=N, which
 # tests/e2e/run.sh sets); on a cluster without them it says so and skips.
 # One line per check: "ok - ..." / "not ok - ...", then "N passed, M failed".
