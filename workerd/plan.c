@@ -701,14 +701,16 @@ static int plan_children(ctx_t *c, const json_object *cm, const json_object *svc
         rc = 0;
         goto out;
     }
-    if (!sts && c->in.storage_class && c->more && c->more->storage_class_missing) {
-        /* Claims of a class that does not exist never bind: hold the StatefulSet back. */
+    if (c->in.storage_class && c->more && c->more->storage_class_missing) {
+        /* Not a reason to hold the StatefulSet back: claims of a class with no
+         * StorageClass object still bind to PersistentVolumes created with that class
+         * name (static provisioning). While the pods are not ready it is the likely
+         * cause, so say it. */
         degrade(c, "StorageClassNotFound",
-                "StorageClass \"%.*s\" (spec.storage.storageClass) does not exist; StatefulSet %s/%s is not created "
-                "until it does: create that StorageClass, or recreate the RedisCluster naming a class that exists",
+                "StorageClass \"%.*s\" (spec.storage.storageClass) does not exist: the claims of StatefulSet %s/%s "
+                "bind only to PersistentVolumes created with that storageClassName; create the StorageClass (or such "
+                "PersistentVolumes)",
                 VALUE_SHOWN, c->in.storage_class, c->ns, c->name);
-        rc = 0;
-        goto out;
     }
     d = render_statefulset(&c->in, hash);
     if (!d || plan_statefulset(c, d, sts))
@@ -1266,7 +1268,9 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
         goto out;
     const char *phase = plan_phase(p);
     p->wants_diagnosis = !c.failed_reason && c.sts_ours && phase && strcmp(phase, "Running");
-    if (c.sts_created && c.in.storage_class)
+    /* The class is looked up when the StatefulSet is created and while the cluster is not
+     * Running (a healthy resync reads nothing more). */
+    if (c.in.storage_class && (c.sts_created || p->wants_diagnosis))
         p->storage_class = dup_or_oom(p, c.in.storage_class);
     p->selector = dup_or_oom(p, jstr(plan_status(p), "selector") ? jstr(plan_status(p), "selector") : "");
     /* An object in the way is not watched (it has not our labels): look again. */

@@ -163,12 +163,14 @@
  *   they are the ordinary steps of a pod starting (the scheduler waits for a claim the
  *   provisioner is binding), not causes, and reporting them would flap the status.
  *   Nothing found: the status is what it would be without the reads.
- * STORAGE CLASS: when the plan creates the StatefulSet and spec.storage.storageClass is
- * set, plan_storage_class_to_check() names the class; the caller GETs it (a read only
- * then) and, when it does not exist, plans again with storage_class_missing: the
- * StatefulSet is not created (its claims would never bind, and a class made later would
- * not rescue them), Degraded=True StorageClassNotFound names the class, phase Pending,
- * requeue after 10 s (a StorageClass is not watched).
+ * STORAGE CLASS: when spec.storage.storageClass is set and the plan creates the
+ * StatefulSet or the cluster is not Running, plan_storage_class_to_check() names the
+ * class; the caller GETs it (a read only then: a healthy resync reads nothing more) and,
+ * when it does not exist, plans again with storage_class_missing: Degraded=True
+ * StorageClassNotFound names the class and the two ways out. The StatefulSet is created
+ * all the same: claims of a class with no StorageClass object still bind to
+ * PersistentVolumes made with that storageClassName (static provisioning), and the
+ * cluster then runs; once Running, the class is not looked up and Degraded clears.
  *
  * IMMUTABLE STATEFULSET FIELDS: spec.selector and spec.serviceName never change for a
  * given name, but an observed StatefulSet created otherwise may differ: then no apply is

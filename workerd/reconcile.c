@@ -364,7 +364,7 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
     if (plan && x->client && !dry_run) {
         const char *cls = plan_storage_class_to_check(plan);
         more.storage_class_missing = cls && storage_class_missing(x, cls);
-        if (!more.storage_class_missing && plan_wants_diagnosis(plan))
+        if (plan_wants_diagnosis(plan))
             read_diagnosis(x, rc, plan, diag, &more);
     }
     if (more.storage_class_missing || more.pods || more.sts_events) {

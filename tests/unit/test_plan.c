@@ -2296,8 +2296,10 @@ static void test_diagnosis_is_asked_only_when_not_running(void)
     world_free(&w);
 }
 
-/* The StorageClass is checked only when the StatefulSet is to be created with one named;
- * missing, the StatefulSet waits, Degraded names the class, and the plan looks again. */
+/* The StorageClass is looked up when the StatefulSet is created and while the cluster is
+ * not Running. Missing, the StatefulSet is created all the same (static PersistentVolumes
+ * of that class name may bind), Degraded names the class and the ways out; once the
+ * cluster runs, nothing is looked up and Degraded clears. */
 static void test_storage_class_checked_before_creating(void)
 {
     world_t w;
@@ -2308,30 +2310,41 @@ static void test_storage_class_checked_before_creating(void)
     plan_observed_t more = {.storage_class_missing = 1};
     p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    CU_ASSERT_PTR_NULL(find_write(p, "statefulsets"));
+    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_CREATE, "statefulsets"));
     CU_ASSERT_PTR_NOT_NULL(find_write(p, "configmaps"));
-    CU_ASSERT_PTR_NULL(plan_storage_class_to_check(p));
     json_object *deg = cond(p, "Degraded");
     CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), "StorageClassNotFound");
     CU_ASSERT(contains(str_at(deg, "message"), "StorageClass \"standard\" (spec.storage.storageClass) does not exist"));
-    CU_ASSERT(contains(str_at(deg, "message"), "StatefulSet default/cache is not created"));
+    CU_ASSERT(contains(str_at(deg, "message"), "bind only to PersistentVolumes created with that storageClassName"));
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
     CU_ASSERT_EQUAL(plan_requeue_after_ns(p), PLAN_REQUEUE_NOT_READY_NS);
     CU_ASSERT_PTR_NOT_NULL(find_event(p, "StorageClassNotFound"));
     perform(&w, p);
     plan_destroy(&p);
-    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T2);
-    CU_ASSERT_EQUAL(plan_action_count(p), 0); /* quiet while it stays missing */
-    plan_destroy(&p);
-    /* The class appears: created, Degraded clears. */
+    /* Still not ready, still missing: looked up again; the status follows the new
+     * StatefulSet once, then nothing new to say. */
     p = run(&w, T2);
-    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_CREATE, "statefulsets"));
+    CU_ASSERT_STRING_EQUAL(plan_storage_class_to_check(p), "standard");
+    plan_destroy(&p);
+    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "StorageClassNotFound");
+    CU_ASSERT_PTR_NULL(find_event(p, "StorageClassNotFound")); /* said once already */
+    perform(&w, p);
+    plan_destroy(&p);
+    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    plan_destroy(&p);
+    /* The claims bound to static volumes and the pods run: Running, no look-up, Degraded clears. */
+    sts_settle(&w, 3);
+    p = run(&w, T2);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+    CU_ASSERT_PTR_NULL(plan_storage_class_to_check(p));
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
     perform(&w, p);
     plan_destroy(&p);
-    /* Once it exists, nothing more to check. */
     p = run(&w, T2);
-    CU_ASSERT_PTR_NULL(plan_storage_class_to_check(p));
+    CU_ASSERT_EQUAL(plan_action_count(p), 0); /* and a resync of it writes nothing */
     plan_destroy(&p);
     world_free(&w);
     /* No class named: nothing to check. */
