@@ -12,7 +12,6 @@
 #include "metrics.h"
 #include "watch.h"
 
-#include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -2025,43 +2024,51 @@ static void test_bad_server(void)
     kube_config_destroy(&ok);
 }
 
-int main(void)
+/* Process-wide set-up around the suite: curl's globals, and only errors in the log. */
+static int suite_init(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     rlog_init("test_kube_client", RLOG_ERROR, RLOG_TEXT, NULL);
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("kube_client", NULL, NULL);
-    CU_add_test(s, "path builder", test_path_builder);
-    CU_add_test(s, "GET: method, path, headers", test_get);
-    CU_add_test(s, "caller's deadline (fencing)", test_deadline);
-    CU_add_test(s, "POST and PUT", test_create_update);
-    CU_add_test(s, "PATCH: apply, merge, json, strategic", test_patch);
-    CU_add_test(s, "DELETE with DeleteOptions", test_delete);
-    CU_add_test(s, "LIST pagination over 3 pages", test_list_pagination);
-    CU_add_test(s, "LIST with expired continue", test_list_expired_continue);
-    CU_add_test(s, "non-blocking pager", test_pager);
-    CU_add_test(s, "non-blocking pager: transport error", test_pager_transport_error);
-    CU_add_test(s, "non-blocking pager: pages shrink under the response cap", test_pager_shrinks);
-    CU_add_test(s, "429 Retry-After retried then succeeds", test_retry_429);
-    CU_add_test(s, "retry rules per method and status", test_retry_rules);
-    CU_add_test(s, "Status error mapped", test_error_status);
-    CU_add_test(s, "connection refused", test_connection_refused);
-    CU_add_test(s, "connection reuse", test_connection_reuse);
-    CU_add_test(s, "QPS limiter", test_rate_limiter);
-    CU_add_test(s, "response cap, bad JSON, timeout", test_response_cap_decode_timeout);
-    CU_add_test(s, "watch handle", test_watch_handle);
-    CU_add_test(s, "HTTPS: verification, tls-server-name", test_https);
-    CU_add_test(s, "bad server URL, default opts", test_bad_server);
-    CU_add_test(s, "401: exec plugin re-run, request retried once", test_401_refresh_retry);
-    CU_add_test(s, "401 on streams: once per burst; impersonation on streams",
-                test_401_on_streams);
-    CU_add_test(s, "proxy-url, environment proxy and loopback", test_proxy);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() > 0;
-    CU_cleanup_registry();
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : 1;
+}
+
+static int suite_clean(void)
+{
     metrics_default_free();
     curl_global_cleanup();
-    return failed;
+    return 0;
 }
+
+static CU_TestInfo kube_client_tests[] = {
+    {"path builder", test_path_builder},
+    {"GET: method, path, headers", test_get},
+    {"caller's deadline (fencing)", test_deadline},
+    {"POST and PUT", test_create_update},
+    {"PATCH: apply, merge, json, strategic", test_patch},
+    {"DELETE with DeleteOptions", test_delete},
+    {"LIST pagination over 3 pages", test_list_pagination},
+    {"LIST with expired continue", test_list_expired_continue},
+    {"non-blocking pager", test_pager},
+    {"non-blocking pager: transport error", test_pager_transport_error},
+    {"non-blocking pager: pages shrink under the response cap", test_pager_shrinks},
+    {"429 Retry-After retried then succeeds", test_retry_429},
+    {"retry rules per method and status", test_retry_rules},
+    {"Status error mapped", test_error_status},
+    {"connection refused", test_connection_refused},
+    {"connection reuse", test_connection_reuse},
+    {"QPS limiter", test_rate_limiter},
+    {"response cap, bad JSON, timeout", test_response_cap_decode_timeout},
+    {"watch handle", test_watch_handle},
+    {"HTTPS: verification, tls-server-name", test_https},
+    {"bad server URL, default opts", test_bad_server},
+    {"401: exec plugin re-run, request retried once", test_401_refresh_retry},
+    {"401 on streams: once per burst; impersonation on streams", test_401_on_streams},
+    {"proxy-url, environment proxy and loopback", test_proxy},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"kube_client", suite_init, suite_clean, NULL, NULL, kube_client_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+#include "cu_main.h"

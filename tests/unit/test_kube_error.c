@@ -1,7 +1,6 @@
 /* Unit tests for kube_error: Status bodies as the API server sends them. */
 #include "kube_error.h"
 
-#include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <string.h>
 
@@ -274,23 +273,22 @@ static void test_transport_and_str(void)
     CU_ASSERT_EQUAL(kube_error_code_for_http(599), KERR_INTERNAL);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("kube_error", NULL, NULL);
-    CU_add_test(s, "404 NotFound", test_not_found);
-    CU_add_test(s, "409 AlreadyExists and Conflict", test_already_exists_and_conflict);
-    CU_add_test(s, "422 Invalid with causes", test_invalid_with_causes);
-    CU_add_test(s, "410 Expired/Gone", test_gone);
-    CU_add_test(s, "403 Forbidden, 401", test_forbidden_unauthorized);
-    CU_add_test(s, "429, ServerTimeout, Timeout", test_too_many_requests);
-    CU_add_test(s, "non-Status bodies", test_not_a_status);
-    CU_add_test(s, "message capped at UTF-8 boundary", test_message_capped_utf8);
-    CU_add_test(s, "transport errors and kube_error_str", test_transport_and_str);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() > 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static CU_TestInfo kube_error_tests[] = {
+    {"404 NotFound", test_not_found},
+    {"409 AlreadyExists and Conflict", test_already_exists_and_conflict},
+    {"422 Invalid with causes", test_invalid_with_causes},
+    {"410 Expired/Gone", test_gone},
+    {"403 Forbidden, 401", test_forbidden_unauthorized},
+    {"429, ServerTimeout, Timeout", test_too_many_requests},
+    {"non-Status bodies", test_not_a_status},
+    {"message capped at UTF-8 boundary", test_message_capped_utf8},
+    {"transport errors and kube_error_str", test_transport_and_str},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"kube_error", NULL, NULL, NULL, NULL, kube_error_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+#include "cu_main.h"

@@ -1,7 +1,6 @@
 /* Unit tests for the watch stream decoder. */
 #include "watch.h"
 
-#include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,24 +357,23 @@ static void test_many_events(void)
     free(buf);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("watch", NULL, NULL);
-    CU_add_test(s, "whole stream", test_whole_stream);
-    CU_add_test(s, "split at every byte / one byte at a time", test_every_split_point);
-    CU_add_test(s, "bookmark updates last rv", test_bookmark_updates_rv);
-    CU_add_test(s, "ERROR 410 -> KERR_GONE", test_error_event_gone);
-    CU_add_test(s, "oversized event", test_oversized_event);
-    CU_add_test(s, "garbage lines", test_garbage_lines);
-    CU_add_test(s, "truncated final line", test_truncated_final_line);
-    CU_add_test(s, "callback stops", test_callback_stops);
-    CU_add_test(s, "object ownership", test_object_ownership);
-    CU_add_test(s, "many events, linear", test_many_events);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() > 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static CU_TestInfo watch_tests[] = {
+    {"whole stream", test_whole_stream},
+    {"split at every byte / one byte at a time", test_every_split_point},
+    {"bookmark updates last rv", test_bookmark_updates_rv},
+    {"ERROR 410 -> KERR_GONE", test_error_event_gone},
+    {"oversized event", test_oversized_event},
+    {"garbage lines", test_garbage_lines},
+    {"truncated final line", test_truncated_final_line},
+    {"callback stops", test_callback_stops},
+    {"object ownership", test_object_ownership},
+    {"many events, linear", test_many_events},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"watch", NULL, NULL, NULL, NULL, watch_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+#include "cu_main.h"
