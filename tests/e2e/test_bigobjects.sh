@@ -20,16 +20,10 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ns=rdc-e2e-big-$$
-work=$(mktemp -d /tmp/rdc-e2e-big.XXXXXX)
-sup_pid=
 crd_patched=0
-cleanup() {
-    sup_stop 5
-    [ "$crd_patched" = 1 ] && kubectl apply -f "$TOP/crds/" >/dev/null 2>&1
-    kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
-    [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+SUP_STOP_SECONDS=5
+cleanup_more() { [ "$crd_patched" = 1 ] && kubectl apply -f "$TOP/crds/" >/dev/null 2>&1; }
+e2e_setup big "$ns"
 
 # The supervisor passes only the shared flags to its children: informerd's own come from
 # a wrapper in a --bindir of our own, read from a file at every (re)start.
@@ -39,10 +33,7 @@ printf '#!/bin/sh\nexec "%s/informerd" $(cat "%s/informerd.flags") "$@"\n' "$BIN
 chmod +x "$work/bin/informerd"
 echo "--max-response-bytes 65536 --max-object-bytes 49152" >"$work/informerd.flags"
 
-kubectl apply -f "$TOP/crds/" >/dev/null
-check "CRD established" kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com
 check "CRD: spec.image has maxLength 512" test "$(kubectl get crd redisclusters.cache.example.com -o jsonpath='{.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.image.maxLength}')" = 512
-kubectl create namespace "$ns" >/dev/null
 
 pad() { head -c "$1" /dev/zero | tr '\0' "${2:-x}"; }
 k() { kubectl -n "$ns" "$@"; }

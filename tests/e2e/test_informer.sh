@@ -8,20 +8,13 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ns=rdc-e2e-inf-$$
-work=$(mktemp -d /tmp/rdc-e2e-inf.XXXXXX)
 inf_pid= sub_pid= late_pid=
-cleanup() {
+cleanup_more() {
     for p in $late_pid $sub_pid $inf_pid; do kill -CONT "$p" 2>/dev/null; kill -TERM "$p" 2>/dev/null; done
     sleep 1
     for p in $late_pid $sub_pid $inf_pid; do kill -KILL "$p" 2>/dev/null; done
-    kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
-    rm -rf "$work"
 }
-trap cleanup EXIT
-
-kubectl apply -f "$TOP/crds/" >/dev/null
-kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com >/dev/null
-kubectl create namespace "$ns" >/dev/null
+e2e_setup inf "$ns"
 
 "$BIN/informerd" --kubeconfig "$KUBECONFIG" --runtime-dir "$work/rt" --namespace "$ns" \
     --watch-timeout 5s --list-page-size 1 --log-format text >"$work/informerd.log" 2>&1 &
