@@ -232,3 +232,18 @@ int daemon_loop_setup(const char *explicit_dir, char *rtdir, size_t rtdirlen)
         rlog_error("cannot set up signals", "error", err);
     return fd;
 }
+
+void daemon_release(int sfd, kube_client_t **client, kube_config_t **cfg)
+{
+    if (sfd >= 0)
+        close(sfd);
+    kube_client_destroy(client);
+    kube_config_destroy(cfg);
+    metrics_default_free();
+}
+
+const char *daemon_child_name(const char *fallback)
+{
+    const char *name = getenv("RDC_CHILD_NAME");
+    return name && *name ? name : fallback;
+}

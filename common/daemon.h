@@ -67,4 +67,13 @@ int daemon_publish_metrics(const char *dir, const char *name);
 int daemon_kube_connect(const rdc_common_opts_t *c, kube_client_opts_t *co,
                         kube_config_t **cfg, kube_client_t **client);
 
+/* The name this process has among its supervisor's children ($RDC_CHILD_NAME, set by the
+ * supervisor: "workerd-2"), or fallback when it runs alone (unset or empty). */
+const char *daemon_child_name(const char *fallback);
+
+/* The end of every daemon's main(): close the signalfd sfd (when >= 0), destroy *client
+ * and then *cfg (either may be NULL; both are set to NULL) and free the default metrics
+ * registry. */
+void daemon_release(int sfd, kube_client_t **client, kube_config_t **cfg);
+
 #endif

@@ -1,6 +1,7 @@
-/* Unit tests of the small common modules: buf, clock, log, opts. */
+/* Unit tests of the small common modules: buf, clock, log, opts (and daemon_child_name). */
 #include "buf.h"
 #include "clock.h"
+#include "daemon.h"
 #include "log.h"
 #include "opts.h"
 
@@ -135,27 +136,64 @@ static void test_opts_parse_common(void)
 
 static void test_opts_errors_name_the_flag(void)
 {
+    static const struct {
+        const char *arg, *err;
+    } cases[] = {
+        {"--workers=many", "--workers"},
+        {"--no-such-flag", "--no-such-flag"},
+        {"--kubeconfig", "needs a value"},
+        {"--sync-period=soon", "duration"},
+        {"stray", "stray"},
+    };
     rdc_common_opts_t c;
     opts_common_defaults(&c);
     opt_t table[OPTS_COMMON_COUNT + 1];
     opts_common_fill(&c, table);
     table[OPTS_COMMON_COUNT] = (opt_t){NULL, OPT_END, NULL, NULL};
-    char err[256];
-    char *a1[] = {"prog", "--workers=many"};
-    CU_ASSERT_EQUAL(opts_parse(table, 2, a1, NULL, 0, NULL, err, sizeof(err)), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--workers"));
-    char *a2[] = {"prog", "--no-such-flag"};
-    CU_ASSERT_EQUAL(opts_parse(table, 2, a2, NULL, 0, NULL, err, sizeof(err)), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--no-such-flag"));
-    char *a3[] = {"prog", "--kubeconfig"};
-    CU_ASSERT_EQUAL(opts_parse(table, 2, a3, NULL, 0, NULL, err, sizeof(err)), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "needs a value"));
-    char *a4[] = {"prog", "--sync-period=soon"};
-    CU_ASSERT_EQUAL(opts_parse(table, 2, a4, NULL, 0, NULL, err, sizeof(err)), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "duration"));
-    char *a5[] = {"prog", "stray"};
-    CU_ASSERT_EQUAL(opts_parse(table, 2, a5, NULL, 0, NULL, err, sizeof(err)), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "stray"));
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char err[256] = "";
+        char *argv[] = {"prog", (char *)cases[i].arg};
+        CU_ASSERT_EQUAL(opts_parse(table, 2, argv, NULL, 0, NULL, err, sizeof(err)), -1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].err));
+    }
+}
+
+/* A daemon's own flags after the shared ones, in order, with one OPT_END at the end. */
+static void test_opts_common_join(void)
+{
+    rdc_common_opts_t c;
+    opts_common_defaults(&c);
+    int mine = 0;
+    const char *other = NULL;
+    const opt_t own[] = {
+        {"mine", OPT_BOOL, &mine, "a daemon's own flag"},
+        {"other", OPT_STRING, &other, NULL},
+        {NULL, OPT_END, NULL, NULL},
+    };
+    opt_t table[OPTS_JOINED_LEN(own)];
+    CU_ASSERT_EQUAL(sizeof(table) / sizeof(table[0]), OPTS_COMMON_COUNT + 3);
+    opts_common_join(&c, own, table);
+    CU_ASSERT_STRING_EQUAL(table[0].name, "kubeconfig");
+    CU_ASSERT_STRING_EQUAL(table[OPTS_COMMON_COUNT].name, "mine");
+    CU_ASSERT_PTR_EQUAL(table[OPTS_COMMON_COUNT + 1].target, &other);
+    CU_ASSERT_EQUAL(table[OPTS_COMMON_COUNT + 2].type, OPT_END);
+    char *argv[] = {"prog", "--mine", "--other=x", "--workers", "7"};
+    char err[256] = "";
+    CU_ASSERT_EQUAL(opts_parse(table, 5, argv, NULL, 0, NULL, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(mine, 1);
+    CU_ASSERT_STRING_EQUAL(other, "x");
+    CU_ASSERT_EQUAL(c.workers, 7);
+}
+
+static void test_daemon_child_name(void)
+{
+    unsetenv("RDC_CHILD_NAME");
+    CU_ASSERT_STRING_EQUAL(daemon_child_name("workerd"), "workerd");
+    setenv("RDC_CHILD_NAME", "", 1);
+    CU_ASSERT_STRING_EQUAL(daemon_child_name("workerd"), "workerd");
+    setenv("RDC_CHILD_NAME", "workerd-2", 1);
+    CU_ASSERT_STRING_EQUAL(daemon_child_name("workerd"), "workerd-2");
+    unsetenv("RDC_CHILD_NAME");
 }
 
 static void test_opts_durations(void)
@@ -185,6 +223,8 @@ static CU_TestInfo log_tests[] = {{"JSON lines with escaping", test_log_json_lin
 static CU_TestInfo opts_tests[] = {{"common flags parse", test_opts_parse_common},
                                    {"errors name the flag", test_opts_errors_name_the_flag},
                                    {"Go durations", test_opts_durations},
+                                   {"shared and own flags joined", test_opts_common_join},
+                                   {"child name from the supervisor", test_daemon_child_name},
                                    CU_TEST_INFO_NULL};
 static CU_SuiteInfo suites[] = {{"buf", NULL, NULL, NULL, NULL, buf_tests},
                                 {"clock", NULL, NULL, NULL, NULL, clock_tests},
