@@ -106,13 +106,19 @@ static void test_log_parse(void)
     CU_ASSERT_EQUAL(rlog_parse_format("xml", &f), -1);
 }
 
+/* The flag table of a process with the shared flags only, for c at its defaults. */
+static void common_only(rdc_common_opts_t *c, opt_t table[OPTS_COMMON_COUNT + 1])
+{
+    static const opt_t none[] = {{NULL, OPT_END, NULL, NULL}};
+    opts_common_defaults(c);
+    opts_common_join(c, none, table);
+}
+
 static void test_opts_parse_common(void)
 {
     rdc_common_opts_t c;
-    opts_common_defaults(&c);
     opt_t table[OPTS_COMMON_COUNT + 1];
-    opts_common_fill(&c, table);
-    table[OPTS_COMMON_COUNT] = (opt_t){NULL, OPT_END, NULL, NULL};
+    common_only(&c, table);
     char *argv[] = {"prog", "--kubeconfig", "/tmp/k", "--leader-elect", "--workers=4",
                     "--namespace", "a", "--namespace=b", "--sync-period=1h30m",
                     "--kube-api-qps", "5.5", "--leader-elect=false", "pos"};
@@ -134,27 +140,25 @@ static void test_opts_parse_common(void)
     CU_ASSERT_DOUBLE_EQUAL(c.lease_duration, 15, 1e-9);
 }
 
+/* Bad command lines ("prog ARG") and what their error must name. */
+static const struct { const char *arg, *err; } bad_flags[] = {
+    {"--workers=many", "--workers"},
+    {"--no-such-flag", "--no-such-flag"},
+    {"--kubeconfig", "needs a value"},
+    {"--sync-period=soon", "duration"},
+    {"stray", "stray"},
+};
+
 static void test_opts_errors_name_the_flag(void)
 {
-    static const struct {
-        const char *arg, *err;
-    } cases[] = {
-        {"--workers=many", "--workers"},
-        {"--no-such-flag", "--no-such-flag"},
-        {"--kubeconfig", "needs a value"},
-        {"--sync-period=soon", "duration"},
-        {"stray", "stray"},
-    };
     rdc_common_opts_t c;
-    opts_common_defaults(&c);
     opt_t table[OPTS_COMMON_COUNT + 1];
-    opts_common_fill(&c, table);
-    table[OPTS_COMMON_COUNT] = (opt_t){NULL, OPT_END, NULL, NULL};
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    common_only(&c, table);
+    for (size_t i = 0; i < sizeof(bad_flags) / sizeof(bad_flags[0]); i++) {
         char err[256] = "";
-        char *argv[] = {"prog", (char *)cases[i].arg};
+        char *argv[] = {"prog", (char *)bad_flags[i].arg};
         CU_ASSERT_EQUAL(opts_parse(table, 2, argv, NULL, 0, NULL, err, sizeof(err)), -1);
-        CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].err));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad_flags[i].err));
     }
 }
 
@@ -212,6 +216,8 @@ static void test_opts_durations(void)
     CU_ASSERT_EQUAL(opts_parse_duration("", &s), -1);
 }
 
+static CU_TestInfo daemon_tests[] = {{"child name from the supervisor", test_daemon_child_name},
+                                     CU_TEST_INFO_NULL};
 static CU_TestInfo buf_tests[] = {{"append, printf, cap, consume, detach", test_buf_append_and_cap},
                                   CU_TEST_INFO_NULL};
 static CU_TestInfo clock_tests[] = {{"RFC 3339 format and parse", test_clock_rfc3339_roundtrip},
@@ -224,12 +230,12 @@ static CU_TestInfo opts_tests[] = {{"common flags parse", test_opts_parse_common
                                    {"errors name the flag", test_opts_errors_name_the_flag},
                                    {"Go durations", test_opts_durations},
                                    {"shared and own flags joined", test_opts_common_join},
-                                   {"child name from the supervisor", test_daemon_child_name},
                                    CU_TEST_INFO_NULL};
 static CU_SuiteInfo suites[] = {{"buf", NULL, NULL, NULL, NULL, buf_tests},
                                 {"clock", NULL, NULL, NULL, NULL, clock_tests},
                                 {"log", NULL, NULL, NULL, NULL, log_tests},
                                 {"opts", NULL, NULL, NULL, NULL, opts_tests},
+                                {"daemon", NULL, NULL, NULL, NULL, daemon_tests},
                                 CU_SUITE_INFO_NULL};
 
 #include "cu_main.h"
