@@ -391,22 +391,15 @@ def stop_proc(p, grace):
     """TERM the process p (ours, started with start_new_session), wait up to grace s, then
     KILL its process group. Returns (exit code or None, seconds it took)."""
     t0 = time.time()
-    if p.poll() is None:
+    for kill, sig, wait_s in ((os.kill, signal.SIGTERM, grace), (os.killpg, signal.SIGKILL, 5)):
+        if p.poll() is not None:
+            break
         try:
-            os.kill(p.pid, signal.SIGTERM)
+            kill(p.pid, sig)
         except ProcessLookupError:
             pass
         try:
-            p.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-    if p.poll() is None:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            p.wait(timeout=5)
+            p.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:
             pass
     # leftovers of the group (children that outlived their parent)
