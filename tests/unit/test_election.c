@@ -1408,9 +1408,5 @@ static CU_TestInfo election_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"election", NULL, NULL, NULL, NULL, election_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "election", NULL, NULL, election_tests
 #include "cu_main.h"

@@ -2066,9 +2066,5 @@ static CU_TestInfo kube_client_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"kube_client", suite_init, suite_clean, NULL, NULL, kube_client_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "kube_client", suite_init, suite_clean, kube_client_tests
 #include "cu_main.h"

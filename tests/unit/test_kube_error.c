@@ -286,9 +286,5 @@ static CU_TestInfo kube_error_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"kube_error", NULL, NULL, NULL, NULL, kube_error_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "kube_error", NULL, NULL, kube_error_tests
 #include "cu_main.h"

@@ -525,9 +525,5 @@ static CU_TestInfo loop_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"loop", NULL, NULL, NULL, NULL, loop_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "loop", NULL, NULL, loop_tests
 #include "cu_main.h"

@@ -575,9 +575,5 @@ static CU_TestInfo tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"migrate", suite_init, suite_clean, NULL, NULL, tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "migrate", suite_init, suite_clean, tests
 #include "cu_main.h"

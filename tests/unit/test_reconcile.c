@@ -712,9 +712,5 @@ static CU_TestInfo shell_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"workerd shell", NULL, NULL, NULL, NULL, shell_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "workerd shell", NULL, NULL, shell_tests
 #include "cu_main.h"

@@ -371,9 +371,5 @@ static CU_TestInfo watch_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"watch", NULL, NULL, NULL, NULL, watch_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "watch", NULL, NULL, watch_tests
 #include "cu_main.h"

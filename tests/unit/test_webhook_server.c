@@ -380,9 +380,5 @@ static CU_TestInfo limit_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"webhook server: connection limits", suite_init, suite_clean, NULL, NULL, limit_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "webhook server: connection limits", suite_init, suite_clean, limit_tests
 #include "cu_main.h"
