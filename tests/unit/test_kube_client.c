@@ -6,6 +6,7 @@
  * waits for real except the one timeout test. */
 #include "buf.h"
 #include "clock.h"
+#include "fake_clock.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "log.h"
@@ -321,28 +322,6 @@ static kube_config_t *make_config(const char *scheme, int port, const char *extr
     return make_config_ex(scheme, port, extra_cluster, NULL);
 }
 
-/* A fake monotonic clock that only moves when the client sleeps. */
-typedef struct {
-    int64_t now;
-    int64_t slept;
-    int sleeps;
-    int64_t last_sleep;
-} fake_clock_t;
-
-static int64_t fc_now(void *user)
-{
-    return ((fake_clock_t *)user)->now;
-}
-
-static void fc_sleep(void *user, int64_t ns)
-{
-    fake_clock_t *fc = user;
-    fc->now += ns;
-    fc->slept += ns;
-    fc->sleeps++;
-    fc->last_sleep = ns;
-}
-
 typedef struct {
     fake_t *srv;
     kube_config_t *cfg;
@@ -409,6 +388,20 @@ static double counter(const char *name, const char *const *labels)
     else
         f = metrics_counter(reg, name, "", "code,verb,host");
     return metric_value(f, labels);
+}
+
+/* Process-wide set-up around the suite: curl's globals, and only errors in the log. */
+static int suite_init(void)
+{
+    rlog_init("test_kube_client", RLOG_ERROR, RLOG_TEXT, NULL);
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : 1;
+}
+
+static int suite_clean(void)
+{
+    metrics_default_free();
+    curl_global_cleanup();
+    return 0;
 }
 
 /* ---- tests: paths -------------------------------------------------------------- */
@@ -2022,20 +2015,6 @@ static void test_bad_server(void)
     kube_client_destroy(&c);
     kube_client_destroy(&c); /* NULL-safe */
     kube_config_destroy(&ok);
-}
-
-/* Process-wide set-up around the suite: curl's globals, and only errors in the log. */
-static int suite_init(void)
-{
-    rlog_init("test_kube_client", RLOG_ERROR, RLOG_TEXT, NULL);
-    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : 1;
-}
-
-static int suite_clean(void)
-{
-    metrics_default_free();
-    curl_global_cleanup();
-    return 0;
 }
 
 static CU_TestInfo kube_client_tests[] = {

@@ -5,21 +5,20 @@
  * status.storedVersions. The rate limit runs on a fake clock.
  */
 #include "buf.h"
+#include "fake_api.h"
+#include "fake_clock.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "migrate.h"
 
 #include <CUnit/CUnit.h>
-#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 /* ---- The fake API server ---------------------------------------------------------------- */
@@ -37,7 +36,7 @@ typedef struct {
 } fobj_t;
 
 typedef struct {
-    struct MHD_Daemon *d;
+    fake_api_t srv;
     int port;
     pthread_mutex_t mu;
     fobj_t objs[MAX_OBJS];
@@ -51,10 +50,6 @@ typedef struct {
     char log[MAX_LOG][160];    /* "METHOD path?query" */
     int nlog;
 } fake_t;
-
-typedef struct {
-    buf_t body;
-} conn_t;
 
 static void fobj_json(const fobj_t *o, buf_t *b)
 {
@@ -188,52 +183,20 @@ static int handle(fake_t *f, struct MHD_Connection *c, const char *method, const
     return status_body(out, 404, "NotFound", "no such path");
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+/* The fake_api handler: log the request, answer it from the store. */
+static int on_request(void *user, struct MHD_Connection *c, const char *method, const char *url,
+                      const char *body, buf_t *out)
 {
-    (void)version;
-    fake_t *f = cls;
-    conn_t *st = *con_cls;
-    if (!st) {
-        st = calloc(1, sizeof(*st));
-        buf_init(&st->body, 1 << 20);
-        *con_cls = st;
-        return MHD_YES;
-    }
-    if (*upload_size) {
-        buf_append(&st->body, upload, *upload_size);
-        *upload_size = 0;
-        return MHD_YES;
-    }
-    buf_t out;
-    buf_init(&out, 0);
+    fake_t *f = user;
     pthread_mutex_lock(&f->mu);
     if (f->nlog < MAX_LOG) {
         const char *cont = arg(c, "continue"), *dry = arg(c, "dryRun");
         snprintf(f->log[f->nlog++], sizeof(f->log[0]), "%s %s%s%s%s", method, url, cont ? " continue=" : "",
                  cont ? cont : "", dry ? " dryRun" : "");
     }
-    int code = handle(f, c, method, url, buf_str(&st->body), &out);
+    int code = handle(f, c, method, url, body, out);
     pthread_mutex_unlock(&f->mu);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(out.len, (void *)buf_str(&out), MHD_RESPMEM_MUST_COPY);
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, resp);
-    MHD_destroy_response(resp);
-    buf_free(&out);
-    return ret;
-}
-
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
-{
-    (void)cls;
-    (void)c;
-    (void)toe;
-    conn_t *st = *con_cls;
-    if (st) {
-        buf_free(&st->body);
-        free(st);
-    }
-    *con_cls = NULL;
+    return code;
 }
 
 /* A fake with n RedisClusters c0..c{n-1}, the first n_old stored as v1alpha1, the CRD's
@@ -253,22 +216,14 @@ static fake_t *fake_start(int n, int n_old)
     snprintf(f->stored[0], sizeof(f->stored[0]), "v1alpha1");
     snprintf(f->stored[1], sizeof(f->stored[1]), "v1");
     f->nstored = 2;
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    f->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL, on_request,
-                            f, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-                            MHD_OPTION_END);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f->d);
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(f->d, MHD_DAEMON_INFO_BIND_PORT);
-    f->port = info ? info->port : 0;
+    fake_api_start(&f->srv, on_request, f);
+    f->port = f->srv.port;
     return f;
 }
 
 static void fake_stop(fake_t **fp)
 {
-    MHD_stop_daemon((*fp)->d);
+    fake_api_stop(&(*fp)->srv);
     pthread_mutex_destroy(&(*fp)->mu);
     free(*fp);
     *fp = NULL;
@@ -326,25 +281,7 @@ static void client_free(client_t *cl)
     kube_config_destroy(&cl->cfg);
 }
 
-typedef struct {
-    int64_t now, slept;
-    int sleeps;
-} fclock_t;
-
-static int64_t fc_now(void *u)
-{
-    return ((fclock_t *)u)->now;
-}
-
-static void fc_sleep(void *u, int64_t ns)
-{
-    fclock_t *fc = u;
-    fc->now += ns;
-    fc->slept += ns;
-    fc->sleeps++;
-}
-
-static migrate_opts_t opts_with(fclock_t *fc, long page, double qps)
+static migrate_opts_t opts_with(fake_clock_t *fc, long page, double qps)
 {
     migrate_opts_t o = {0};
     o.page_size = page;
@@ -362,7 +299,7 @@ static void test_migrates_every_object_then_stored_versions(void)
 {
     fake_t *f = fake_start(25, 20);
     client_t cl = client_for(f);
-    fclock_t fc = {0};
+    fake_clock_t fc = {0};
     migrate_opts_t o = opts_with(&fc, 10, 5.0);
     migrate_report_t r;
     kube_error_t e;
@@ -409,7 +346,7 @@ static void test_conflicts_reread_and_deleted_objects(void)
     f->objs[2].conflict_once = 1;
     f->objs[4].deleted = 1;
     client_t cl = client_for(f);
-    fclock_t fc = {0};
+    fake_clock_t fc = {0};
     migrate_opts_t o = opts_with(&fc, 100, -1);
     migrate_report_t r;
     kube_error_t e;
@@ -432,7 +369,7 @@ static void test_failed_object_keeps_stored_versions(void)
     fake_t *f = fake_start(4, 4);
     f->objs[1].invalid = 1;
     client_t cl = client_for(f);
-    fclock_t fc = {0};
+    fake_clock_t fc = {0};
     migrate_opts_t o = opts_with(&fc, 100, -1);
     migrate_report_t r;
     kube_error_t e;
@@ -475,7 +412,7 @@ static void test_resumes_from_the_state_file(void)
     fake_t *f = fake_start(25, 25);
     snprintf(f->fail_list_at, sizeof(f->fail_list_at), "p20");
     client_t cl = client_for(f);
-    fclock_t fc = {0};
+    fake_clock_t fc = {0};
     migrate_opts_t o = opts_with(&fc, 10, -1);
     o.state_file = state;
     migrate_report_t r;
@@ -518,7 +455,7 @@ static void test_expired_token_lists_again(void)
     fake_t *f = fake_start(15, 15);
     f->expire_tokens = 1;
     client_t cl = client_for(f);
-    fclock_t fc = {0};
+    fake_clock_t fc = {0};
     migrate_opts_t o = opts_with(&fc, 10, -1);
     o.state_file = state;
     migrate_report_t r;
@@ -537,7 +474,7 @@ static void test_dry_run_writes_nothing(void)
 {
     fake_t *f = fake_start(5, 5);
     client_t cl = client_for(f);
-    fclock_t fc = {0};
+    fake_clock_t fc = {0};
     migrate_opts_t o = opts_with(&fc, 100, -1);
     o.dry_run = 1;
     migrate_report_t r;
