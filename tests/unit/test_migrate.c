@@ -402,13 +402,23 @@ static void test_refuses_before_the_crd_is_v1(void)
     fake_stop(&f);
 }
 
+/* A fresh path for a state file in state (a mkstemp template): holding text, or, when
+ * text is NULL, not there at all. */
+static void state_file_at(char *state, const char *text)
+{
+    int fd = mkstemp(state);
+    CU_ASSERT_FATAL(fd >= 0);
+    if (text)
+        CU_ASSERT_EQUAL((size_t)write(fd, text, strlen(text)), strlen(text));
+    close(fd);
+    if (!text)
+        unlink(state);
+}
+
 static void test_resumes_from_the_state_file(void)
 {
     char state[] = "/tmp/test_migrate_state_XXXXXX";
-    int fd = mkstemp(state);
-    CU_ASSERT_FATAL(fd >= 0);
-    close(fd);
-    unlink(state);
+    state_file_at(state, NULL);
     fake_t *f = fake_start(25, 25);
     snprintf(f->fail_list_at, sizeof(f->fail_list_at), "p20");
     client_t cl = client_for(f);
@@ -447,11 +457,7 @@ static void test_resumes_from_the_state_file(void)
 static void test_expired_token_lists_again(void)
 {
     char state[] = "/tmp/test_migrate_state_XXXXXX";
-    int fd = mkstemp(state);
-    CU_ASSERT_FATAL(fd >= 0);
-    const char *text = "{\"crd\":\"redisclusters.cache.example.com\",\"version\":\"v1\",\"continue\":\"p10\",\"listed\":10}\n";
-    CU_ASSERT_EQUAL((size_t)write(fd, text, strlen(text)), strlen(text));
-    close(fd);
+    state_file_at(state, "{\"crd\":\"redisclusters.cache.example.com\",\"version\":\"v1\",\"continue\":\"p10\",\"listed\":10}\n");
     fake_t *f = fake_start(15, 15);
     f->expire_tokens = 1;
     client_t cl = client_for(f);
