@@ -84,6 +84,17 @@ static void test_whole_stream(void)
     watch_decoder_destroy(&d); /* NULL-safe */
 }
 
+/* A stream of len bytes that is fed, finishes cleanly and yields no event. */
+static void assert_no_events(const char *stream, size_t len)
+{
+    seen_t s = {0};
+    watch_decoder_t *d = watch_decoder_new(0, record, &s);
+    CU_ASSERT_EQUAL(watch_decoder_feed(d, stream, len), WATCH_OK);
+    CU_ASSERT_EQUAL(watch_decoder_finish(d), WATCH_OK);
+    CU_ASSERT_EQUAL(s.count, 0);
+    watch_decoder_destroy(&d);
+}
+
 static void test_every_split_point(void)
 {
     size_t len = sizeof(STREAM) - 1;
@@ -111,12 +122,7 @@ static void test_every_split_point(void)
         watch_decoder_destroy(&d);
     }
     /* Empty feeds are harmless. */
-    seen_t s = {0};
-    watch_decoder_t *d = watch_decoder_new(0, record, &s);
-    CU_ASSERT_EQUAL(watch_decoder_feed(d, "", 0), WATCH_OK);
-    CU_ASSERT_EQUAL(watch_decoder_finish(d), WATCH_OK);
-    CU_ASSERT_EQUAL(s.count, 0);
-    watch_decoder_destroy(&d);
+    assert_no_events("", 0);
 }
 
 static void test_bookmark_updates_rv(void)
@@ -261,11 +267,7 @@ static void test_garbage_lines(void)
     CU_ASSERT_EQUAL(s.count, 0);
     watch_decoder_destroy(&d);
     /* Whitespace-only lines are skipped like empty ones. */
-    d = watch_decoder_new(0, record, &s);
-    CU_ASSERT_EQUAL(watch_decoder_feed(d, "\n \r\n\t\n\n", 7), WATCH_OK);
-    CU_ASSERT_EQUAL(watch_decoder_finish(d), WATCH_OK);
-    CU_ASSERT_EQUAL(s.count, 0);
-    watch_decoder_destroy(&d);
+    assert_no_events("\n \r\n\t\n\n", 7);
 }
 
 static void test_truncated_final_line(void)
