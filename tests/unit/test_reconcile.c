@@ -359,6 +359,18 @@ static void settle_sts(env_t *e, int ready)
     put_obj(&e->api, path, sts);
 }
 
+/* The RedisCluster stored and its children created by a first reconcile, the StatefulSet
+ * then settled with ready ready replicas. Returns the RedisCluster as first stored (the
+ * caller puts it). */
+static json_object *created(env_t *e, int ready)
+{
+    json_object *rc = store_rc(e);
+    reconcile_outcome_t out;
+    reconcile_run(&e->x, rc, NULL, NULL, NULL, NULL, &out);
+    settle_sts(e, ready);
+    return rc;
+}
+
 /* Everything in the cache and Running: no read at all. */
 static void test_nothing_absent_reads_nothing(void)
 {
@@ -515,10 +527,8 @@ static void test_not_running_reads_and_reports_the_cause(void)
 {
     env_t e;
     env_open(&e);
-    json_object *rc = store_rc(&e), *kids[3];
+    json_object *rc = created(&e, 0), *kids[3];
     reconcile_outcome_t out;
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, &out);
-    settle_sts(&e, 0);
     put_obj(&e.api, NS "/events/sts-0",
             parse("{\"metadata\":{\"name\":\"sts-0\"},\"type\":\"Normal\",\"reason\":\"SuccessfulCreate\","
                   "\"lastTimestamp\":\"2026-01-01T00:00:00Z\",\"message\":\"create Pod cache-0 in StatefulSet cache "
@@ -569,10 +579,8 @@ static void test_refused_apply_takes_the_child_back(void)
     for (int recreate = 0; recreate < 2; recreate++) {
         env_t e;
         env_open(&e);
-        json_object *rc = store_rc(&e), *kids[3];
+        json_object *rc = created(&e, 1), *kids[3];
         reconcile_outcome_t out;
-        reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, &out);
-        settle_sts(&e, 1);
         /* kubectl patch: the port list replaced by one of port 7000 named "redis". */
         json_object *svc = stored(&e, NS "/services/cache");
         CU_ASSERT_PTR_NOT_NULL_FATAL(svc);
