@@ -4,6 +4,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "opts.h"
+#include "text_assert.h"
 
 #include <CUnit/CUnit.h>
 #include <stdlib.h>
@@ -77,9 +78,8 @@ static void test_log_json_lines(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(nl);
     CU_ASSERT_PTR_NOT_NULL(strchr(nl + 1, '\n'));
     CU_ASSERT_PTR_NULL(strstr(out, "hidden"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"level\":\"info\",\"logger\":\"unit\",\"msg\":\"reconcile done\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"name\":\"a \\\"quoted\\\"\\nname\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"err\":null"));
+    ASSERT_TEXT_HAS(out, "\"level\":\"info\",\"logger\":\"unit\",\"msg\":\"reconcile done\"",
+                    "\"name\":\"a \\\"quoted\\\"\\nname\"", "\"err\":null");
     CU_ASSERT_EQUAL(strncmp(out, "{\"ts\":\"", 7), 0);
     free(out);
 }

@@ -3,6 +3,7 @@
  * resourceVersion is stale (409 Conflict) and a create when the Lease exists. */
 #include "clock.h"
 #include "../../electord/election.h"
+#include "text_assert.h"
 
 #include <CUnit/CUnit.h>
 #include <inttypes.h>
@@ -782,15 +783,10 @@ static void test_json_round_trip(void)
                                                   sizeof(err)),
                           0);
     const char *txt = json_object_to_json_string_ext(o, PLAIN);
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"apiVersion\":\"coordination.k8s.io/v1\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"kind\":\"Lease\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"name\":\"rdc-leader\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"namespace\":\"default\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"resourceVersion\":\"4242\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"leaseDurationSeconds\":15"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"acquireTime\":\"2024-05-01T12:00:00.123456Z\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"renewTime\":\"2024-05-01T12:00:02.654321Z\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"leaseTransitions\":7"));
+    ASSERT_TEXT_HAS(txt, "\"apiVersion\":\"coordination.k8s.io/v1\"", "\"kind\":\"Lease\"",
+                    "\"name\":\"rdc-leader\"", "\"namespace\":\"default\"", "\"resourceVersion\":\"4242\"",
+                    "\"leaseDurationSeconds\":15", "\"acquireTime\":\"2024-05-01T12:00:00.123456Z\"",
+                    "\"renewTime\":\"2024-05-01T12:00:02.654321Z\"", "\"leaseTransitions\":7");
 
     /* Back through text, as it travels. */
     json_object *p = json_tokener_parse(txt);
@@ -868,12 +864,9 @@ static void test_json_client_go_lease_and_base(void)
                           0);
     CU_ASSERT_PTR_NOT_EQUAL(o, lease);
     const char *txt = json_object_to_json_string_ext(o, PLAIN);
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"labels\":{\"app\":\"rdc\"}"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"uid\":\"6f1c\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"strategy\":\"OldestEmulationVersion\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"holderIdentity\":\"me\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"leaseTransitions\":13"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"resourceVersion\":\"98765\""));
+    ASSERT_TEXT_HAS(txt, "\"labels\":{\"app\":\"rdc\"}", "\"uid\":\"6f1c\"",
+                    "\"strategy\":\"OldestEmulationVersion\"", "\"holderIdentity\":\"me\"",
+                    "\"leaseTransitions\":13", "\"resourceVersion\":\"98765\"");
     json_object_put(o);
     /* ... and leaves the Lease read alone. */
     CU_ASSERT_PTR_NOT_NULL(strstr(json_object_to_json_string_ext(lease, PLAIN),
