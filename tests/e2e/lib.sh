@@ -23,6 +23,14 @@ wait_until() {
     done
     "$@" >/dev/null 2>&1
 }
+# wait_output SECONDS WANT command... : poll every 0.5 s until the command prints WANT (its
+# whole output). Not `wait_until N test "$(command)" = WANT`: that runs the command once,
+# before the wait, and only tests the same answer again.
+wait_output() {
+    local limit=$1 want=$2; shift 2
+    wait_until "$limit" output_is "$want" "$@"
+}
+output_is() { local want=$1; shift; [ "$("$@" 2>/dev/null)" = "$want" ]; }
 summary() {
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]

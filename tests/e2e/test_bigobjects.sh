@@ -100,7 +100,7 @@ check "the relist completes: caches synced" wait_until 60 grep -q 'caches synced
 check "operator ready (/readyz)" wait_until 30 curl -sf "http://127.0.0.1:$health/readyz"
 check "  ... pages shrank" grep -q 'LIST page over the response cap; retrying it with a smaller limit' "$work/operator2.log"
 check "  ... objects over the cap alone were listed as metadata" grep -q 'one object is larger than the response cap; listing its metadata only' "$work/operator2.log"
-check "ok-02 reconciled after the restart (StatefulSet scaled to 2)" wait_until 60 test "$(jp statefulset/ok-02 '{.spec.replicas}')" = 2
+check "ok-02 reconciled after the restart (StatefulSet scaled to 2)" wait_output 60 2 jp statefulset/ok-02 '{.spec.replicas}'
 up_to_date() {
     for n in ok-01 ok-02 ok-04 ok-05 ok-06; do
         [ "$(jp "rdc/$n" '{.status.observedGeneration}')" = "$(jp "rdc/$n" '{.metadata.generation}')" ] || return 1
@@ -135,10 +135,10 @@ check "big-a and big-b deleted through their finalizer" wait_until 60 sh -c "! k
 check "  ... with the CleanedUp event" sh -c "kubectl -n $ns get events --field-selector reason=CleanedUp,involvedObject.name=big-a -o name | grep -q ."
 # Recovery: ok-03's ConfigMap small again, ok-03 is reconciled (scaled to 2) again.
 k patch configmap ok-03 --type json -p '[{"op":"remove","path":"/data/pad"}]' >/dev/null
-check "ok-03 reconciled once its ConfigMap is small again" wait_until 60 test "$(jp statefulset/ok-03 '{.spec.replicas}')" = 2
+check "ok-03 reconciled once its ConfigMap is small again" wait_output 60 2 jp statefulset/ok-03 '{.spec.replicas}'
 k delete configmap ballast-1 ballast-2 ballast-3 ballast-4 ballast-5 >/dev/null
 rc_json late 10 | kubectl create -f - >/dev/null
-check "a new cluster afterwards gets its children" wait_until 60 test "$(jp statefulset/late '{.spec.replicas}')" = 1
+check "a new cluster afterwards gets its children" wait_output 60 1 jp statefulset/late '{.spec.replicas}'
 sup_stop 10
 
 # Phase 4: a ConfigMap cache that cannot sync (the metadata of one object is over the
@@ -159,7 +159,7 @@ check "no work was dispatched meanwhile (no reconcile logged)" sh -c "! grep -q 
 check "  ... ok-01 still at 1" test "$(jp statefulset/ok-01 '{.spec.replicas}')" = 1
 k delete configmap wedge >/dev/null
 check "recovery: caches sync once the wedge is gone" wait_until 90 grep -q 'caches synced' "$work/operator3.log"
-check "  ... ok-01 reconciled (scaled to 2)" wait_until 60 test "$(jp statefulset/ok-01 '{.spec.replicas}')" = 2
+check "  ... ok-01 reconciled (scaled to 2)" wait_output 60 2 jp statefulset/ok-01 '{.spec.replicas}'
 check "  ... operator ready (/readyz)" wait_until 60 curl -sf "http://127.0.0.1:$health/readyz"
 
 if [ "$failed" -gt 0 ]; then
