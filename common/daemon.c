@@ -1,7 +1,9 @@
 #include "daemon.h"
 
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -194,6 +196,20 @@ int daemon_publish_metrics(const char *dir, const char *name)
     int rc = daemon_write_file_atomic(path, buf_str(&b), b.len);
     buf_free(&b);
     return rc;
+}
+
+static int on_publish_metrics(loop_t *loop, int id, void *arg)
+{
+    (void)loop;
+    (void)id;
+    const daemon_metrics_t *m = arg;
+    daemon_publish_metrics(m->dir, m->name);
+    return 0;
+}
+
+int daemon_add_metrics_timer(loop_t *loop, daemon_metrics_t *m)
+{
+    return loop_add_timer(loop, 0, PROTO_METRICS_EVERY_MS * NS_PER_MS, on_publish_metrics, m);
 }
 
 int daemon_kube_connect(const rdc_common_opts_t *c, kube_client_opts_t *co,

@@ -11,6 +11,7 @@
 #define RDC_DAEMON_H
 
 #include "kube_client.h"
+#include "loop.h"
 #include "opts.h"
 
 #include <stddef.h>
@@ -59,6 +60,18 @@ int daemon_write_file_atomic(const char *path, const char *data, size_t len);
 /* Write this process's metrics (the default registry) to <dir>/metrics/<name>.prom for
  * the supervisor to merge. Returns 0 or -1. */
 int daemon_publish_metrics(const char *dir, const char *name);
+
+/* Where daemon_add_metrics_timer publishes: dir (the runtime directory) and the name of
+ * the file, <dir>/metrics/<name>.prom. */
+typedef struct {
+    const char *dir;
+    const char *name;
+} daemon_metrics_t;
+
+/* A timer on loop that publishes this process's metrics (daemon_publish_metrics of m) on
+ * the next turn and then every PROTO_METRICS_EVERY_MS. m (not copied) must outlive the
+ * timer. Returns the timer id, or -1 when out of memory. */
+int daemon_add_metrics_timer(loop_t *loop, daemon_metrics_t *m);
 
 /* Load the Kubernetes configuration named by the shared flags (--kubeconfig, --context,
  * else KUBECONFIG, in-cluster, ~/.kube/config) and make a client with the settings in co

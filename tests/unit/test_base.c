@@ -3,12 +3,16 @@
 #include "clock.h"
 #include "daemon.h"
 #include "log.h"
+#include "loop.h"
 #include "opts.h"
 #include "text_assert.h"
 
 #include <CUnit/CUnit.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void test_buf_append_and_cap(void)
 {
@@ -189,6 +193,27 @@ static void test_opts_common_join(void)
     CU_ASSERT_EQUAL(c.workers, 7);
 }
 
+/* The metrics timer publishes on the first turn, to <dir>/metrics/<name>.prom. */
+static void test_daemon_metrics_timer(void)
+{
+    char dir[] = "/tmp/test_base_metrics_XXXXXX", sub[64], file[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    snprintf(sub, sizeof(sub), "%s/metrics", dir);
+    snprintf(file, sizeof(file), "%s/unit-1.prom", sub);
+    CU_ASSERT_EQUAL_FATAL(mkdir(sub, 0700), 0);
+    loop_t *loop = loop_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(loop);
+    daemon_metrics_t m = {dir, "unit-1"};
+    CU_ASSERT(daemon_add_metrics_timer(loop, &m) > 0);
+    CU_ASSERT_EQUAL(access(file, F_OK), -1);
+    CU_ASSERT_EQUAL(loop_run_once(loop, 0), 0);
+    CU_ASSERT_EQUAL(access(file, F_OK), 0);
+    loop_destroy(&loop);
+    unlink(file);
+    rmdir(sub);
+    rmdir(dir);
+}
+
 static void test_daemon_child_name(void)
 {
     unsetenv("RDC_CHILD_NAME");
@@ -216,8 +241,6 @@ static void test_opts_durations(void)
     CU_ASSERT_EQUAL(opts_parse_duration("", &s), -1);
 }
 
-static CU_TestInfo daemon_tests[] = {{"child name from the supervisor", test_daemon_child_name},
-                                     CU_TEST_INFO_NULL};
 static CU_TestInfo buf_tests[] = {{"append, printf, cap, consume, detach", test_buf_append_and_cap},
                                   CU_TEST_INFO_NULL};
 static CU_TestInfo clock_tests[] = {{"RFC 3339 format and parse", test_clock_rfc3339_roundtrip},
@@ -231,6 +254,9 @@ static CU_TestInfo opts_tests[] = {{"common flags parse", test_opts_parse_common
                                    {"Go durations", test_opts_durations},
                                    {"shared and own flags joined", test_opts_common_join},
                                    CU_TEST_INFO_NULL};
+static CU_TestInfo daemon_tests[] = {{"child name from the supervisor", test_daemon_child_name},
+                                     {"metrics timer", test_daemon_metrics_timer},
+                                     CU_TEST_INFO_NULL};
 static CU_SuiteInfo suites[] = {{"buf", NULL, NULL, NULL, NULL, buf_tests},
                                 {"clock", NULL, NULL, NULL, NULL, clock_tests},
                                 {"log", NULL, NULL, NULL, NULL, log_tests},

@@ -1115,6 +1115,46 @@ static void h_always(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
              out->status, out->status);
 }
 
+/* Which failures are retried, by method and status (max_retries 2: 3 requests at most). */
+typedef enum { R_GET, R_POST, R_PUT, R_MERGE_PATCH, R_APPLY } retry_call_t;
+static const struct {
+    retry_call_t call;
+    const char *path;
+    kube_error_code_t code;
+    int requests;
+} retry_cases[] = {
+    {R_POST, "/code/500", KERR_INTERNAL, 1},               /* POST 500: not retried */
+    {R_POST, "/code/503", KERR_UNAVAILABLE, 1},            /* the server may have acted */
+    {R_POST, "/code/429", KERR_TOO_MANY_REQUESTS, 3},      /* rejected before processing */
+    {R_GET, "/code/504", KERR_TIMEOUT, 3},                 /* GET 503 and 504: retried */
+    {R_PUT, "/code/500", KERR_INTERNAL, 1},                /* PUT 500: not (client-go) ... */
+    {R_PUT, "/code/500/ra", KERR_INTERNAL, 3},             /* ... unless with Retry-After */
+    {R_GET, "/code/404", KERR_NOT_FOUND, 1},               /* 404 and 409 are answers, */
+    {R_PUT, "/code/409", KERR_CONFLICT, 1},                /* not failures to retry */
+    {R_MERGE_PATCH, "/code/503", KERR_UNAVAILABLE, 1},     /* merge patch: not idempotent */
+    {R_APPLY, "/code/503", KERR_UNAVAILABLE, 3},           /* apply is */
+};
+
+static kube_error_code_t retry_call(kube_client_t *c, retry_call_t call, const char *path,
+                                    json_object *body, kube_error_t *err)
+{
+    kube_req_opts_t ro = {0};
+    ro.field_manager = "rdc";
+    switch (call) {
+    case R_GET:
+        return kube_client_get(c, path, NULL, NULL, err);
+    case R_POST:
+        return kube_client_create(c, path, body, NULL, NULL, err);
+    case R_PUT:
+        return kube_client_update(c, path, body, NULL, NULL, err);
+    case R_MERGE_PATCH:
+        return kube_client_patch(c, path, KUBE_PATCH_MERGE, body, NULL, NULL, err);
+    case R_APPLY:
+        return kube_client_patch(c, path, KUBE_PATCH_APPLY, body, &ro, NULL, err);
+    }
+    return KERR_OTHER;
+}
+
 static void test_retry_rules(void)
 {
     kube_client_opts_t o;
@@ -1125,53 +1165,19 @@ static void test_retry_rules(void)
     env_open(&e, h_always, &o);
     kube_error_t err;
     json_object *body = json_tokener_parse("{\"kind\":\"ConfigMap\"}");
-    /* POST 500: not retried. */
-    CU_ASSERT_EQUAL(kube_client_create(e.c, "/code/500", body, NULL, NULL, &err), KERR_INTERNAL);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
-    /* POST 503: the server may have acted; not retried either. */
-    e.srv->nreqs = 0;
-    CU_ASSERT_EQUAL(kube_client_create(e.c, "/code/503", body, NULL, NULL, &err),
-                    KERR_UNAVAILABLE);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
-    /* POST 429: rejected before processing; retried. */
-    e.srv->nreqs = 0;
-    CU_ASSERT_EQUAL(kube_client_create(e.c, "/code/429", body, NULL, NULL, &err),
-                    KERR_TOO_MANY_REQUESTS);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
-    /* GET 503 and 504: retried with backoff. */
+    for (size_t i = 0; i < sizeof(retry_cases) / sizeof(retry_cases[0]); i++) {
+        e.srv->nreqs = 0;
+        CU_ASSERT_EQUAL(retry_call(e.c, retry_cases[i].call, retry_cases[i].path, body, &err),
+                        retry_cases[i].code);
+        CU_ASSERT_EQUAL(fake_nreqs(e.srv), retry_cases[i].requests);
+    }
+    /* GET 503: retried with backoff, 100 ms then 200 ms, each plus up to 50 % jitter. */
     e.srv->nreqs = 0;
     e.clk.sleeps = 0;
-    CU_ASSERT_EQUAL(kube_client_get(e.c, "/code/503", NULL, NULL, &err), KERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(retry_call(e.c, R_GET, "/code/503", body, &err), KERR_UNAVAILABLE);
     CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
     CU_ASSERT_EQUAL(e.clk.sleeps, 2);
-    /* Backoff: 100 ms then 200 ms, each plus up to 50 % jitter. */
     CU_ASSERT(e.clk.last_sleep >= 200 * NS_PER_MS && e.clk.last_sleep < 300 * NS_PER_MS);
-    e.srv->nreqs = 0;
-    CU_ASSERT_EQUAL(kube_client_get(e.c, "/code/504", NULL, NULL, &err), KERR_TIMEOUT);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
-    /* PUT 500 without Retry-After: not retried (client-go); with it: retried. */
-    e.srv->nreqs = 0;
-    CU_ASSERT_EQUAL(kube_client_update(e.c, "/code/500", body, NULL, NULL, &err), KERR_INTERNAL);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
-    e.srv->nreqs = 0;
-    CU_ASSERT_EQUAL(kube_client_update(e.c, "/code/500/ra", body, NULL, NULL, &err),
-                    KERR_INTERNAL);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
-    /* 404 and 409 are answers, not failures to retry. */
-    e.srv->nreqs = 0;
-    CU_ASSERT_EQUAL(kube_client_get(e.c, "/code/404", NULL, NULL, &err), KERR_NOT_FOUND);
-    CU_ASSERT_EQUAL(kube_client_update(e.c, "/code/409", body, NULL, NULL, &err), KERR_CONFLICT);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 2);
-    /* Merge patch is not idempotent: 503 not retried; apply is. */
-    e.srv->nreqs = 0;
-    kube_req_opts_t ro = {0};
-    ro.field_manager = "rdc";
-    CU_ASSERT_EQUAL(kube_client_patch(e.c, "/code/503", KUBE_PATCH_MERGE, body, NULL, NULL, &err),
-                    KERR_UNAVAILABLE);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
-    CU_ASSERT_EQUAL(kube_client_patch(e.c, "/code/503", KUBE_PATCH_APPLY, body, &ro, NULL, &err),
-                    KERR_UNAVAILABLE);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 4);
     /* A retry that would pass the call's timeout is not made. */
     kube_client_opts_t o2 = o;
     o2.timeout_ms = 1000;
