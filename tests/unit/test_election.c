@@ -481,6 +481,16 @@ static void test_conflict_loses_the_race(void)
     election_destroy(&b);
 }
 
+/* An empty Lease store s, and "a" (seed 1), which took the Lease at 100 s. */
+static election_t *leader_a(store_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    election_t *a = make("a", 1);
+    attempt(a, s, SEC(100), WALL0, 0, 0);
+    CU_ASSERT_TRUE_FATAL(election_is_leader(a));
+    return a;
+}
+
 /* ---- losing the Lease and fencing ------------------------------------------------------- */
 
 static void test_renew_failure_steps_down_before_expiry(void)
@@ -537,9 +547,7 @@ static void test_renew_failure_steps_down_before_expiry(void)
 static void test_stepped_down_leader_starts_a_new_term(void)
 {
     store_t s;
-    memset(&s, 0, sizeof(s));
-    election_t *a = make("a", 1);
-    attempt(a, &s, SEC(100), WALL0, 0, 0);
+    election_t *a = leader_a(&s);
     CU_ASSERT_EQUAL(election_tick(a, SEC(110)), ELECTION_EV_LOST);
     /* The Lease still names a, but a's term is over: it waits for it to expire (15 s
      * after it last saw it change, at its own write at 100 s) like anyone would. */
@@ -559,9 +567,7 @@ static void test_stepped_down_leader_starts_a_new_term(void)
 static void test_leader_steps_down_on_foreign_holder_or_deletion(void)
 {
     store_t s;
-    memset(&s, 0, sizeof(s));
-    election_t *a = make("a", 1);
-    attempt(a, &s, SEC(100), WALL0, 0, 0);
+    election_t *a = leader_a(&s);
     /* Someone overwrote the Lease: stop at once, not at the deadline. */
     store_put_foreign(&s, "rogue", 15, WALL0, 5);
     attempt_t r = attempt(a, &s, SEC(102), WALL0, 0, 0);
@@ -571,9 +577,7 @@ static void test_leader_steps_down_on_foreign_holder_or_deletion(void)
     election_destroy(&a);
 
     /* The Lease was deleted under the leader: stop, then create it anew. */
-    memset(&s, 0, sizeof(s));
-    a = make("a", 1);
-    attempt(a, &s, SEC(100), WALL0, 0, 0);
+    a = leader_a(&s);
     memset(&s.rec, 0, sizeof(s.rec));
     election_decision_t d;
     election_record_t gone = s.rec;
@@ -650,9 +654,7 @@ static void test_slow_writes_buy_no_time(void)
 static void test_renew_time_always_changes(void)
 {
     store_t s;
-    memset(&s, 0, sizeof(s));
-    election_t *a = make("a", 1);
-    attempt(a, &s, SEC(100), WALL0, 0, 0);
+    election_t *a = leader_a(&s);
     /* A frozen wall clock, then one stepped back an hour: observers must still see a
      * change on every renew, or they would not restart their clocks. */
     attempt_t r = attempt(a, &s, SEC(102), WALL0, 0, 0);
