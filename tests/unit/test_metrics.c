@@ -76,8 +76,8 @@ static void test_registration_rules_and_escaping(void)
     buf_t out;
     buf_init(&out, 0);
     metrics_expose(r, &out);
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&out), "# HELP x_total help with \\\\ and\\nnewline\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&out), "x_total{k=\"quote\\\"back\\\\slash\\nnl\"} 1\n"));
+    ASSERT_TEXT_HAS(buf_str(&out), "# HELP x_total help with \\\\ and\\nnewline\n",
+                    "x_total{k=\"quote\\\"back\\\\slash\\nnl\"} 1\n");
     buf_free(&out);
     /* A capped output buffer reports that it was cut. */
     buf_init(&out, 16);

@@ -4,6 +4,7 @@
 #include "../../informerd/workqueue.h"
 
 #include "metrics.h"
+#include "text_assert.h"
 
 #include <CUnit/CUnit.h>
 #include <stdint.h>
@@ -414,8 +415,8 @@ static void test_metrics(void)
     buf_t out;
     buf_init(&out, 0);
     metrics_expose(reg, &out);
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&out), "workqueue_depth{name=\"rediscluster\"} 2\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&out), "# TYPE workqueue_queue_duration_seconds histogram"));
+    ASSERT_TEXT_HAS(buf_str(&out), "workqueue_depth{name=\"rediscluster\"} 2\n",
+                    "# TYPE workqueue_queue_duration_seconds histogram");
     buf_free(&out);
     workqueue_destroy(&q);
     workqueue_destroy(&other);
