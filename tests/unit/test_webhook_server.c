@@ -149,6 +149,14 @@ static int client_open(int port, client_t *c)
     return tls_client_open(client_ctx, port, 0, c);
 }
 
+/* A server (fixture_start's caps) and one client connected to it. */
+static void fixture_with_client(fixture_t *f, int max_connections, int request_timeout_ms, int idle_s,
+                                client_t *c)
+{
+    fixture_start(f, max_connections, request_timeout_ms, idle_s);
+    CU_ASSERT_EQUAL_FATAL(client_open(f->port, c), 0);
+}
+
 /* GET /healthz on a kept-alive connection; returns the HTTP status, or -1. */
 static int client_healthz(client_t *c)
 {
@@ -227,9 +235,8 @@ static void test_cap_refuses_one_over(void)
 static void test_cap_many_refused(void)
 {
     fixture_t f;
-    fixture_start(&f, 1, 30000, 30);
     client_t held, c;
-    CU_ASSERT_EQUAL_FATAL(client_open(f.port, &held), 0);
+    fixture_with_client(&f, 1, 30000, 30, &held);
     int refused = 0;
     for (int i = 0; i < 20; i++)
         refused += client_open(f.port, &c) == -1;
@@ -247,9 +254,8 @@ static void test_slow_loris_closed_at_deadline(void)
     /* Each read waits at most 5 s (idle), each byte comes every 150 ms: only the
      * whole-request deadline (700 ms) can end this. */
     fixture_t f;
-    fixture_start(&f, 10, 700, 5);
     client_t c;
-    CU_ASSERT_EQUAL_FATAL(client_open(f.port, &c), 0);
+    fixture_with_client(&f, 10, 700, 5, &c);
     static const char req[] = "POST " ADMISSION_VALIDATE_PATH " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                               "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n";
     double t0 = now_s(), closed_at = 0;
@@ -281,9 +287,8 @@ static void test_keepalive_requests_in_time_survive(void)
     /* Deadline 600 ms per request: five requests 300 ms apart (1.2 s in all) are served
      * on one connection; then, silent, it is closed after idle + deadline at the latest. */
     fixture_t f;
-    fixture_start(&f, 10, 600, 1);
     client_t c;
-    CU_ASSERT_EQUAL_FATAL(client_open(f.port, &c), 0);
+    fixture_with_client(&f, 10, 600, 1, &c);
     for (int i = 0; i < 5; i++) {
         CU_ASSERT_EQUAL(client_healthz(&c), 200);
         pause_ms(300);
@@ -301,9 +306,8 @@ static void test_stop_accepting_at_cap(void)
 {
     /* Draining while the cap is reached: the refuser goes with the listener. */
     fixture_t f;
-    fixture_start(&f, 1, 30000, 30);
     client_t held, c;
-    CU_ASSERT_EQUAL_FATAL(client_open(f.port, &held), 0);
+    fixture_with_client(&f, 1, 30000, 30, &held);
     CU_ASSERT_EQUAL(client_open(f.port, &c), -1);
     fixture_halt(&f);
     webhook_server_stop_accepting(f.srv);
