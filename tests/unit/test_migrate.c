@@ -293,28 +293,51 @@ static migrate_opts_t opts_with(fake_clock_t *fc, long page, double qps)
     return o;
 }
 
+/* One migration's world: the fake with n RedisClusters (n_old stored as v1alpha1), a
+ * client of it, a fake clock and the options (page size, qps) that use it, and where
+ * migrate_storage reports. */
+typedef struct {
+    fake_t *f;
+    client_t cl;
+    fake_clock_t fc;
+    migrate_opts_t o;
+    migrate_report_t r;
+    kube_error_t e;
+} mig_t;
+
+static void mig_open(mig_t *m, int n, int n_old, long page, double qps)
+{
+    memset(m, 0, sizeof(*m));
+    m->f = fake_start(n, n_old);
+    m->cl = client_for(m->f);
+    m->o = opts_with(&m->fc, page, qps);
+}
+
+static void mig_close(mig_t *m)
+{
+    client_free(&m->cl);
+    fake_stop(&m->f);
+}
+
 /* ---- Tests ----------------------------------------------------------------------------------- */
 
 static void test_migrates_every_object_then_stored_versions(void)
 {
-    fake_t *f = fake_start(25, 20);
-    client_t cl = client_for(f);
-    fake_clock_t fc = {0};
-    migrate_opts_t o = opts_with(&fc, 10, 5.0);
-    migrate_report_t r;
-    kube_error_t e;
-    int rc = migrate_storage(cl.c, &o, &r, &e);
+    mig_t m;
+    mig_open(&m, 25, 20, 10, 5.0);
+    fake_t *f = m.f;
+    int rc = migrate_storage(m.cl.c, &m.o, &m.r, &m.e);
     if (rc)
-        fprintf(stderr, "migrate: %s\n", e.message);
+        fprintf(stderr, "migrate: %s\n", m.e.message);
     CU_ASSERT_EQUAL(rc, 0);
-    CU_ASSERT_EQUAL(r.listed, 25);
-    CU_ASSERT_EQUAL(r.rewritten, 20);
-    CU_ASSERT_EQUAL(r.unchanged, 5);
-    CU_ASSERT_EQUAL(r.pages, 3);
-    CU_ASSERT_EQUAL(r.failed + r.gone + r.conflicts, 0);
-    CU_ASSERT_STRING_EQUAL(r.stored_before, "v1alpha1,v1");
-    CU_ASSERT_STRING_EQUAL(r.stored_after, "v1");
-    CU_ASSERT(r.stored_versions_patched);
+    CU_ASSERT_EQUAL(m.r.listed, 25);
+    CU_ASSERT_EQUAL(m.r.rewritten, 20);
+    CU_ASSERT_EQUAL(m.r.unchanged, 5);
+    CU_ASSERT_EQUAL(m.r.pages, 3);
+    CU_ASSERT_EQUAL(m.r.failed + m.r.gone + m.r.conflicts, 0);
+    CU_ASSERT_STRING_EQUAL(m.r.stored_before, "v1alpha1,v1");
+    CU_ASSERT_STRING_EQUAL(m.r.stored_after, "v1");
+    CU_ASSERT(m.r.stored_versions_patched);
     CU_ASSERT_EQUAL(stored_v1_count(f), 25);
     CU_ASSERT_EQUAL(f->nstored, 1);
     CU_ASSERT_STRING_EQUAL(f->stored[0], "v1");
@@ -322,84 +345,73 @@ static void test_migrates_every_object_then_stored_versions(void)
     CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH " continue=p10"), 1);
     CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH " continue=p20"), 1);
     /* 5 per second with a burst of 1: 24 waits of 200 ms. */
-    CU_ASSERT_EQUAL(fc.sleeps, 24);
-    CU_ASSERT(fc.slept >= INT64_C(4800000000) - 1000 && fc.slept <= INT64_C(4800000000) + 1000);
+    CU_ASSERT_EQUAL(m.fc.sleeps, 24);
+    CU_ASSERT(m.fc.slept >= INT64_C(4800000000) - 1000 && m.fc.slept <= INT64_C(4800000000) + 1000);
     buf_t b;
     buf_init(&b, 0);
-    migrate_report_format(&r, &o, &b);
+    migrate_report_format(&m.r, &m.o, &b);
     CU_ASSERT_STRING_EQUAL(buf_str(&b), "migrate-storage redisclusters.cache.example.com to v1: 25 listed, 20 rewritten, "
                                         "5 unchanged, 0 conflicts, 0 gone, 0 failed, 3 pages; storedVersions "
                                         "[v1alpha1,v1] -> [v1]");
     buf_free(&b);
     /* A second run has nothing to do and lists nothing. */
     int lists = count_log(f, "GET " LIST_PATH);
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, &o, &r, &e), 0);
-    CU_ASSERT(r.already_done);
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
+    CU_ASSERT(m.r.already_done);
     CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH), lists);
-    client_free(&cl);
-    fake_stop(&f);
+    mig_close(&m);
 }
 
 static void test_conflicts_reread_and_deleted_objects(void)
 {
-    fake_t *f = fake_start(6, 6);
+    mig_t m;
+    mig_open(&m, 6, 6, 100, -1);
+    fake_t *f = m.f;
     f->objs[2].conflict_once = 1;
     f->objs[4].deleted = 1;
-    client_t cl = client_for(f);
-    fake_clock_t fc = {0};
-    migrate_opts_t o = opts_with(&fc, 100, -1);
-    migrate_report_t r;
-    kube_error_t e;
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, &o, &r, &e), 0);
-    CU_ASSERT_EQUAL(r.listed, 6);
-    CU_ASSERT_EQUAL(r.rewritten, 5);
-    CU_ASSERT_EQUAL(r.conflicts, 1);
-    CU_ASSERT_EQUAL(r.gone, 1);
-    CU_ASSERT_EQUAL(r.failed, 0);
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
+    CU_ASSERT_EQUAL(m.r.listed, 6);
+    CU_ASSERT_EQUAL(m.r.rewritten, 5);
+    CU_ASSERT_EQUAL(m.r.conflicts, 1);
+    CU_ASSERT_EQUAL(m.r.gone, 1);
+    CU_ASSERT_EQUAL(m.r.failed, 0);
     CU_ASSERT_EQUAL(count_log(f, "GET " OBJ_PREFIX "c2"), 1); /* the re-read */
     CU_ASSERT_EQUAL(count_log(f, "PUT " OBJ_PREFIX "c2"), 2);
-    CU_ASSERT(r.stored_versions_patched);
-    CU_ASSERT_EQUAL(fc.sleeps, 0); /* unlimited */
-    client_free(&cl);
-    fake_stop(&f);
+    CU_ASSERT(m.r.stored_versions_patched);
+    CU_ASSERT_EQUAL(m.fc.sleeps, 0); /* unlimited */
+    mig_close(&m);
 }
 
 static void test_failed_object_keeps_stored_versions(void)
 {
-    fake_t *f = fake_start(4, 4);
+    mig_t m;
+    mig_open(&m, 4, 4, 100, -1);
+    fake_t *f = m.f;
     f->objs[1].invalid = 1;
-    client_t cl = client_for(f);
-    fake_clock_t fc = {0};
-    migrate_opts_t o = opts_with(&fc, 100, -1);
-    migrate_report_t r;
-    kube_error_t e;
-    int rc = migrate_storage(cl.c, &o, &r, &e);
+    int rc = migrate_storage(m.cl.c, &m.o, &m.r, &m.e);
     CU_ASSERT_EQUAL(rc, KERR_INVALID);
-    CU_ASSERT_EQUAL(r.failed, 1);
-    CU_ASSERT_EQUAL(r.rewritten, 3); /* the others went on */
-    CU_ASSERT(!r.stored_versions_patched);
+    CU_ASSERT_EQUAL(m.r.failed, 1);
+    CU_ASSERT_EQUAL(m.r.rewritten, 3); /* the others went on */
+    CU_ASSERT(!m.r.stored_versions_patched);
     CU_ASSERT_EQUAL(f->nstored, 2);
     CU_ASSERT_EQUAL(count_log(f, "PATCH "), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.last_error, "ns/c1: PUT"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.last_error, "Invalid"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.message, "1 object(s) could not be rewritten, storedVersions left as [v1alpha1,v1]"));
-    client_free(&cl);
-    fake_stop(&f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(m.r.last_error, "ns/c1: PUT"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m.r.last_error, "Invalid"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m.e.message, "1 object(s) could not be rewritten, storedVersions left as [v1alpha1,v1]"));
+    mig_close(&m);
 }
 
 static void test_refuses_before_the_crd_is_v1(void)
 {
-    fake_t *f = fake_start(3, 3);
+    mig_t m;
+    mig_open(&m, 3, 3, 100, -1);
+    fake_t *f = m.f;
     snprintf(f->storage, sizeof(f->storage), "v1alpha1");
-    client_t cl = client_for(f);
-    migrate_report_t r;
-    kube_error_t e;
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, NULL, &r, &e), KERR_CONFIG);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.message, "the storage version is v1alpha1, not v1"));
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, NULL, &m.r, &m.e), KERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(m.e.message, "the storage version is v1alpha1, not v1"));
     CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH), 0);
     CU_ASSERT_EQUAL(count_log(f, "PUT "), 0);
-    client_free(&cl);
-    fake_stop(&f);
+    mig_close(&m);
 }
 
 /* A fresh path for a state file in state (a mkstemp template): holding text, or, when
@@ -419,18 +431,15 @@ static void test_resumes_from_the_state_file(void)
 {
     char state[] = "/tmp/test_migrate_state_XXXXXX";
     state_file_at(state, NULL);
-    fake_t *f = fake_start(25, 25);
+    mig_t m;
+    mig_open(&m, 25, 25, 10, -1);
+    fake_t *f = m.f;
     snprintf(f->fail_list_at, sizeof(f->fail_list_at), "p20");
-    client_t cl = client_for(f);
-    fake_clock_t fc = {0};
-    migrate_opts_t o = opts_with(&fc, 10, -1);
-    o.state_file = state;
-    migrate_report_t r;
-    kube_error_t e;
+    m.o.state_file = state;
     /* The third page fails: 20 done, the state file points at p20. */
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, &o, &r, &e), KERR_INTERNAL);
-    CU_ASSERT_EQUAL(r.rewritten, 20);
-    CU_ASSERT(!r.stored_versions_patched);
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), KERR_INTERNAL);
+    CU_ASSERT_EQUAL(m.r.rewritten, 20);
+    CU_ASSERT(!m.r.stored_versions_patched);
     FILE *sf = fopen(state, "r");
     CU_ASSERT_PTR_NOT_NULL_FATAL(sf);
     char text[1024] = "";
@@ -441,59 +450,50 @@ static void test_resumes_from_the_state_file(void)
     /* The second run starts at p20 and finishes; the counts add up. */
     f->fail_list_at[0] = '\0';
     int first_pages = count_log(f, "GET " LIST_PATH " continue=p10");
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, &o, &r, &e), 0);
-    CU_ASSERT(r.resumed);
-    CU_ASSERT_EQUAL(r.pages, 1);
-    CU_ASSERT_EQUAL(r.listed, 25);
-    CU_ASSERT_EQUAL(r.rewritten, 25);
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
+    CU_ASSERT(m.r.resumed);
+    CU_ASSERT_EQUAL(m.r.pages, 1);
+    CU_ASSERT_EQUAL(m.r.listed, 25);
+    CU_ASSERT_EQUAL(m.r.rewritten, 25);
     CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH " continue=p10"), first_pages); /* pages 1-2 not listed again */
     CU_ASSERT_EQUAL(stored_v1_count(f), 25);
-    CU_ASSERT(r.stored_versions_patched);
+    CU_ASSERT(m.r.stored_versions_patched);
     CU_ASSERT_EQUAL(access(state, F_OK), -1); /* removed when done */
-    client_free(&cl);
-    fake_stop(&f);
+    mig_close(&m);
 }
 
 static void test_expired_token_lists_again(void)
 {
     char state[] = "/tmp/test_migrate_state_XXXXXX";
     state_file_at(state, "{\"crd\":\"redisclusters.cache.example.com\",\"version\":\"v1\",\"continue\":\"p10\",\"listed\":10}\n");
-    fake_t *f = fake_start(15, 15);
+    mig_t m;
+    mig_open(&m, 15, 15, 10, -1);
+    fake_t *f = m.f;
     f->expire_tokens = 1;
-    client_t cl = client_for(f);
-    fake_clock_t fc = {0};
-    migrate_opts_t o = opts_with(&fc, 10, -1);
-    o.state_file = state;
-    migrate_report_t r;
-    kube_error_t e;
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, &o, &r, &e), 0);
-    CU_ASSERT(r.resumed && r.restarted);
-    CU_ASSERT_EQUAL(r.rewritten, 15); /* everything, from the first page */
+    m.o.state_file = state;
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
+    CU_ASSERT(m.r.resumed && m.r.restarted);
+    CU_ASSERT_EQUAL(m.r.rewritten, 15); /* everything, from the first page */
     CU_ASSERT_EQUAL(stored_v1_count(f), 15);
-    CU_ASSERT(r.stored_versions_patched);
+    CU_ASSERT(m.r.stored_versions_patched);
     unlink(state);
-    client_free(&cl);
-    fake_stop(&f);
+    mig_close(&m);
 }
 
 static void test_dry_run_writes_nothing(void)
 {
-    fake_t *f = fake_start(5, 5);
-    client_t cl = client_for(f);
-    fake_clock_t fc = {0};
-    migrate_opts_t o = opts_with(&fc, 100, -1);
-    o.dry_run = 1;
-    migrate_report_t r;
-    kube_error_t e;
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, &o, &r, &e), 0);
-    CU_ASSERT_EQUAL(r.unchanged, 5);
-    CU_ASSERT_EQUAL(r.rewritten, 0);
+    mig_t m;
+    mig_open(&m, 5, 5, 100, -1);
+    fake_t *f = m.f;
+    m.o.dry_run = 1;
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
+    CU_ASSERT_EQUAL(m.r.unchanged, 5);
+    CU_ASSERT_EQUAL(m.r.rewritten, 0);
     CU_ASSERT_EQUAL(count_log(f, "PUT "), 5);
     CU_ASSERT_EQUAL(stored_v1_count(f), 0);
     CU_ASSERT_EQUAL(count_log(f, "PATCH "), 0);
     CU_ASSERT_EQUAL(f->nstored, 2);
-    client_free(&cl);
-    fake_stop(&f);
+    mig_close(&m);
 }
 
 static int suite_init(void)
