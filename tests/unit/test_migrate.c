@@ -325,7 +325,6 @@ static void test_migrates_every_object_then_stored_versions(void)
 {
     mig_t m;
     mig_open(&m, 25, 20, 10, 5.0);
-    fake_t *f = m.f;
     int rc = migrate_storage(m.cl.c, &m.o, &m.r, &m.e);
     if (rc)
         fprintf(stderr, "migrate: %s\n", m.e.message);
@@ -338,12 +337,12 @@ static void test_migrates_every_object_then_stored_versions(void)
     CU_ASSERT_STRING_EQUAL(m.r.stored_before, "v1alpha1,v1");
     CU_ASSERT_STRING_EQUAL(m.r.stored_after, "v1");
     CU_ASSERT(m.r.stored_versions_patched);
-    CU_ASSERT_EQUAL(stored_v1_count(f), 25);
-    CU_ASSERT_EQUAL(f->nstored, 1);
-    CU_ASSERT_STRING_EQUAL(f->stored[0], "v1");
-    CU_ASSERT_EQUAL(count_log(f, "PUT "), 25);
-    CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH " continue=p10"), 1);
-    CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH " continue=p20"), 1);
+    CU_ASSERT_EQUAL(stored_v1_count(m.f), 25);
+    CU_ASSERT_EQUAL(m.f->nstored, 1);
+    CU_ASSERT_STRING_EQUAL(m.f->stored[0], "v1");
+    CU_ASSERT_EQUAL(count_log(m.f, "PUT "), 25);
+    CU_ASSERT_EQUAL(count_log(m.f, "GET " LIST_PATH " continue=p10"), 1);
+    CU_ASSERT_EQUAL(count_log(m.f, "GET " LIST_PATH " continue=p20"), 1);
     /* 5 per second with a burst of 1: 24 waits of 200 ms. */
     CU_ASSERT_EQUAL(m.fc.sleeps, 24);
     CU_ASSERT(m.fc.slept >= INT64_C(4800000000) - 1000 && m.fc.slept <= INT64_C(4800000000) + 1000);
@@ -355,10 +354,10 @@ static void test_migrates_every_object_then_stored_versions(void)
                                         "[v1alpha1,v1] -> [v1]");
     buf_free(&b);
     /* A second run has nothing to do and lists nothing. */
-    int lists = count_log(f, "GET " LIST_PATH);
+    int lists = count_log(m.f, "GET " LIST_PATH);
     CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
     CU_ASSERT(m.r.already_done);
-    CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH), lists);
+    CU_ASSERT_EQUAL(count_log(m.f, "GET " LIST_PATH), lists);
     mig_close(&m);
 }
 
@@ -366,17 +365,16 @@ static void test_conflicts_reread_and_deleted_objects(void)
 {
     mig_t m;
     mig_open(&m, 6, 6, 100, -1);
-    fake_t *f = m.f;
-    f->objs[2].conflict_once = 1;
-    f->objs[4].deleted = 1;
+    m.f->objs[2].conflict_once = 1;
+    m.f->objs[4].deleted = 1;
     CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
     CU_ASSERT_EQUAL(m.r.listed, 6);
     CU_ASSERT_EQUAL(m.r.rewritten, 5);
     CU_ASSERT_EQUAL(m.r.conflicts, 1);
     CU_ASSERT_EQUAL(m.r.gone, 1);
     CU_ASSERT_EQUAL(m.r.failed, 0);
-    CU_ASSERT_EQUAL(count_log(f, "GET " OBJ_PREFIX "c2"), 1); /* the re-read */
-    CU_ASSERT_EQUAL(count_log(f, "PUT " OBJ_PREFIX "c2"), 2);
+    CU_ASSERT_EQUAL(count_log(m.f, "GET " OBJ_PREFIX "c2"), 1); /* the re-read */
+    CU_ASSERT_EQUAL(count_log(m.f, "PUT " OBJ_PREFIX "c2"), 2);
     CU_ASSERT(m.r.stored_versions_patched);
     CU_ASSERT_EQUAL(m.fc.sleeps, 0); /* unlimited */
     mig_close(&m);
@@ -386,15 +384,14 @@ static void test_failed_object_keeps_stored_versions(void)
 {
     mig_t m;
     mig_open(&m, 4, 4, 100, -1);
-    fake_t *f = m.f;
-    f->objs[1].invalid = 1;
+    m.f->objs[1].invalid = 1;
     int rc = migrate_storage(m.cl.c, &m.o, &m.r, &m.e);
     CU_ASSERT_EQUAL(rc, KERR_INVALID);
     CU_ASSERT_EQUAL(m.r.failed, 1);
     CU_ASSERT_EQUAL(m.r.rewritten, 3); /* the others went on */
     CU_ASSERT(!m.r.stored_versions_patched);
-    CU_ASSERT_EQUAL(f->nstored, 2);
-    CU_ASSERT_EQUAL(count_log(f, "PATCH "), 0);
+    CU_ASSERT_EQUAL(m.f->nstored, 2);
+    CU_ASSERT_EQUAL(count_log(m.f, "PATCH "), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(m.r.last_error, "ns/c1: PUT"));
     CU_ASSERT_PTR_NOT_NULL(strstr(m.r.last_error, "Invalid"));
     CU_ASSERT_PTR_NOT_NULL(strstr(m.e.message, "1 object(s) could not be rewritten, storedVersions left as [v1alpha1,v1]"));
@@ -405,12 +402,11 @@ static void test_refuses_before_the_crd_is_v1(void)
 {
     mig_t m;
     mig_open(&m, 3, 3, 100, -1);
-    fake_t *f = m.f;
-    snprintf(f->storage, sizeof(f->storage), "v1alpha1");
+    snprintf(m.f->storage, sizeof(m.f->storage), "v1alpha1");
     CU_ASSERT_EQUAL(migrate_storage(m.cl.c, NULL, &m.r, &m.e), KERR_CONFIG);
     CU_ASSERT_PTR_NOT_NULL(strstr(m.e.message, "the storage version is v1alpha1, not v1"));
-    CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH), 0);
-    CU_ASSERT_EQUAL(count_log(f, "PUT "), 0);
+    CU_ASSERT_EQUAL(count_log(m.f, "GET " LIST_PATH), 0);
+    CU_ASSERT_EQUAL(count_log(m.f, "PUT "), 0);
     mig_close(&m);
 }
 
@@ -433,8 +429,7 @@ static void test_resumes_from_the_state_file(void)
     state_file_at(state, NULL);
     mig_t m;
     mig_open(&m, 25, 25, 10, -1);
-    fake_t *f = m.f;
-    snprintf(f->fail_list_at, sizeof(f->fail_list_at), "p20");
+    snprintf(m.f->fail_list_at, sizeof(m.f->fail_list_at), "p20");
     m.o.state_file = state;
     /* The third page fails: 20 done, the state file points at p20. */
     CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), KERR_INTERNAL);
@@ -448,15 +443,15 @@ static void test_resumes_from_the_state_file(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"continue\":\"p20\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"rewritten\":20"));
     /* The second run starts at p20 and finishes; the counts add up. */
-    f->fail_list_at[0] = '\0';
-    int first_pages = count_log(f, "GET " LIST_PATH " continue=p10");
+    m.f->fail_list_at[0] = '\0';
+    int first_pages = count_log(m.f, "GET " LIST_PATH " continue=p10");
     CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
     CU_ASSERT(m.r.resumed);
     CU_ASSERT_EQUAL(m.r.pages, 1);
     CU_ASSERT_EQUAL(m.r.listed, 25);
     CU_ASSERT_EQUAL(m.r.rewritten, 25);
-    CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH " continue=p10"), first_pages); /* pages 1-2 not listed again */
-    CU_ASSERT_EQUAL(stored_v1_count(f), 25);
+    CU_ASSERT_EQUAL(count_log(m.f, "GET " LIST_PATH " continue=p10"), first_pages); /* pages 1-2 not listed again */
+    CU_ASSERT_EQUAL(stored_v1_count(m.f), 25);
     CU_ASSERT(m.r.stored_versions_patched);
     CU_ASSERT_EQUAL(access(state, F_OK), -1); /* removed when done */
     mig_close(&m);
@@ -468,13 +463,12 @@ static void test_expired_token_lists_again(void)
     state_file_at(state, "{\"crd\":\"redisclusters.cache.example.com\",\"version\":\"v1\",\"continue\":\"p10\",\"listed\":10}\n");
     mig_t m;
     mig_open(&m, 15, 15, 10, -1);
-    fake_t *f = m.f;
-    f->expire_tokens = 1;
+    m.f->expire_tokens = 1;
     m.o.state_file = state;
     CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
     CU_ASSERT(m.r.resumed && m.r.restarted);
     CU_ASSERT_EQUAL(m.r.rewritten, 15); /* everything, from the first page */
-    CU_ASSERT_EQUAL(stored_v1_count(f), 15);
+    CU_ASSERT_EQUAL(stored_v1_count(m.f), 15);
     CU_ASSERT(m.r.stored_versions_patched);
     unlink(state);
     mig_close(&m);
@@ -484,15 +478,14 @@ static void test_dry_run_writes_nothing(void)
 {
     mig_t m;
     mig_open(&m, 5, 5, 100, -1);
-    fake_t *f = m.f;
     m.o.dry_run = 1;
     CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
     CU_ASSERT_EQUAL(m.r.unchanged, 5);
     CU_ASSERT_EQUAL(m.r.rewritten, 0);
-    CU_ASSERT_EQUAL(count_log(f, "PUT "), 5);
-    CU_ASSERT_EQUAL(stored_v1_count(f), 0);
-    CU_ASSERT_EQUAL(count_log(f, "PATCH "), 0);
-    CU_ASSERT_EQUAL(f->nstored, 2);
+    CU_ASSERT_EQUAL(count_log(m.f, "PUT "), 5);
+    CU_ASSERT_EQUAL(stored_v1_count(m.f), 0);
+    CU_ASSERT_EQUAL(count_log(m.f, "PATCH "), 0);
+    CU_ASSERT_EQUAL(m.f->nstored, 2);
     mig_close(&m);
 }
 
