@@ -4,6 +4,9 @@
 #include <CUnit/CUnit.h>
 #include <string.h>
 
+/* How every Failure Status the API server sends begins. */
+#define STATUS_FAILURE "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+
 static kube_error_code_t map(int status, const char *body, kube_error_t *e)
 {
     kube_error_clear(e);
@@ -13,7 +16,7 @@ static kube_error_code_t map(int status, const char *body, kube_error_t *e)
 static void test_not_found(void)
 {
     const char *body =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"configmaps \\\"x\\\" not found\",\"reason\":\"NotFound\","
         "\"details\":{\"name\":\"x\",\"kind\":\"configmaps\"},\"code\":404}\n";
     kube_error_t e;
@@ -34,11 +37,11 @@ static void test_not_found(void)
 static void test_already_exists_and_conflict(void)
 {
     const char *exists =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"configmaps \\\"x\\\" already exists\",\"reason\":\"AlreadyExists\","
         "\"details\":{\"name\":\"x\",\"kind\":\"configmaps\"},\"code\":409}";
     const char *conflict =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"Operation cannot be fulfilled on configmaps \\\"x\\\": the object has "
         "been modified; please apply your changes to the latest version and try again\","
         "\"reason\":\"Conflict\",\"details\":{\"name\":\"x\",\"kind\":\"configmaps\"},"
@@ -62,7 +65,7 @@ static void test_already_exists_and_conflict(void)
 static void test_invalid_with_causes(void)
 {
     const char *body =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"RedisCluster.cache.example.com \\\"c\\\" is invalid: [spec.size: "
         "Invalid value: 11: spec.size in body should be less than or equal to 10, "
         "spec.image: Required value]\",\"reason\":\"Invalid\",\"details\":{\"name\":\"c\","
@@ -107,7 +110,7 @@ static void test_invalid_with_causes(void)
 static void test_gone(void)
 {
     const char *expired =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"too old resource version: 1234 (5678)\",\"reason\":\"Expired\","
         "\"code\":410}";
     kube_error_t e;
@@ -115,8 +118,8 @@ static void test_gone(void)
     CU_ASSERT(kube_error_is_gone(&e));
     CU_ASSERT_STRING_EQUAL(e.reason, "Expired");
     /* Older servers: reason Gone, or just the message. */
-    const char *gone = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
-                       "\"status\":\"Failure\",\"message\":\"The provided continue "
+    const char *gone = STATUS_FAILURE
+                       "\"message\":\"The provided continue "
                        "parameter is too old\",\"reason\":\"Gone\",\"code\":410}";
     CU_ASSERT_EQUAL(map(410, gone, &e), KERR_GONE);
     const char *bare = "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":"
@@ -133,7 +136,7 @@ static void test_gone(void)
 static void test_forbidden_unauthorized(void)
 {
     const char *body =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"configmaps is forbidden: User "
         "\\\"system:serviceaccount:default:rdc\\\" cannot list resource \\\"configmaps\\\" "
         "in API group \\\"\\\" in the namespace \\\"kube-system\\\"\",\"reason\":"
@@ -142,8 +145,8 @@ static void test_forbidden_unauthorized(void)
     CU_ASSERT_EQUAL(map(403, body, &e), KERR_FORBIDDEN);
     CU_ASSERT(kube_error_is_forbidden(&e));
     CU_ASSERT_PTR_NOT_NULL(strstr(e.message, "cannot list resource"));
-    const char *unauth = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
-                         "\"status\":\"Failure\",\"message\":\"Unauthorized\",\"reason\":"
+    const char *unauth = STATUS_FAILURE
+                         "\"message\":\"Unauthorized\",\"reason\":"
                          "\"Unauthorized\",\"code\":401}";
     CU_ASSERT_EQUAL(map(401, unauth, &e), KERR_UNAUTHORIZED);
     CU_ASSERT(kube_error_is_unauthorized(&e));
@@ -152,7 +155,7 @@ static void test_forbidden_unauthorized(void)
 static void test_too_many_requests(void)
 {
     const char *body =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"Too many requests, please try again later.\",\"reason\":"
         "\"TooManyRequests\",\"details\":{\"retryAfterSeconds\":2},\"code\":429}";
     kube_error_t e;
@@ -169,8 +172,8 @@ static void test_too_many_requests(void)
     kube_error_from_response(429, body, strlen(body), &e);
     CU_ASSERT_EQUAL(e.retry_after_s, 7);
 
-    const char *st = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
-                     "\"Failure\",\"message\":\"The list operation against pods could not be "
+    const char *st = STATUS_FAILURE
+                     "\"message\":\"The list operation against pods could not be "
                      "completed at this time, please try again.\",\"reason\":"
                      "\"ServerTimeout\",\"details\":{\"name\":\"list\",\"kind\":\"pods\","
                      "\"retryAfterSeconds\":1},\"code\":500}";
