@@ -989,30 +989,32 @@ static int send_json(kube_client_t *c, const char *method, const char *path, con
     return call(c, method, path, query, content_type, text, len, idempotent, out, err);
 }
 
-int kube_client_create(kube_client_t *c, const char *path, json_object *body,
-                       const kube_req_opts_t *ro, json_object **out, kube_error_t *err)
+/* A JSON body sent with method (POST or PUT) and ro's query: kube_client_create and
+ * kube_client_update. */
+static int send_object(kube_client_t *c, const char *method, const char *path, json_object *body,
+                       int idempotent, const kube_req_opts_t *ro, json_object **out,
+                       kube_error_t *err)
 {
     buf_t q;
     buf_init(&q, 64 << 10);
     int rc = write_query(&q, ro)
-                 ? kc_query_error(err, "POST", path)
-                 : send_json(c, "POST", path, buf_str(&q), "application/json", body, 0, out,
-                             err);
+                 ? kc_query_error(err, method, path)
+                 : send_json(c, method, path, buf_str(&q), "application/json", body, idempotent,
+                             out, err);
     buf_free(&q);
     return rc;
+}
+
+int kube_client_create(kube_client_t *c, const char *path, json_object *body,
+                       const kube_req_opts_t *ro, json_object **out, kube_error_t *err)
+{
+    return send_object(c, "POST", path, body, 0, ro, out, err);
 }
 
 int kube_client_update(kube_client_t *c, const char *path, json_object *body,
                        const kube_req_opts_t *ro, json_object **out, kube_error_t *err)
 {
-    buf_t q;
-    buf_init(&q, 64 << 10);
-    int rc = write_query(&q, ro)
-                 ? kc_query_error(err, "PUT", path)
-                 : send_json(c, "PUT", path, buf_str(&q), "application/json", body, 1, out,
-                             err);
-    buf_free(&q);
-    return rc;
+    return send_object(c, "PUT", path, body, 1, ro, out, err);
 }
 
 int kube_client_patch(kube_client_t *c, const char *path, kube_patch_type_t type,

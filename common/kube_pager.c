@@ -299,14 +299,21 @@ json_object *kube_pager_items(const kube_pager_t *p)
     return p->items;
 }
 
-json_object *kube_pager_take_skipped(kube_pager_t *p)
+/* The array in *slot, handed to the caller and replaced by a fresh empty one; NULL (and
+ * *slot unchanged) when out of memory. */
+static json_object *take_array(json_object **slot)
 {
     json_object *fresh = json_object_new_array();
     if (!fresh)
         return NULL;
-    json_object *skipped = p->skipped;
-    p->skipped = fresh;
-    return skipped;
+    json_object *taken = *slot;
+    *slot = fresh;
+    return taken;
+}
+
+json_object *kube_pager_take_skipped(kube_pager_t *p)
+{
+    return take_array(&p->skipped);
 }
 
 long kube_pager_limit(const kube_pager_t *p)
@@ -321,12 +328,7 @@ unsigned kube_pager_shrinks(const kube_pager_t *p)
 
 json_object *kube_pager_take_items(kube_pager_t *p)
 {
-    json_object *fresh = json_object_new_array();
-    if (!fresh)
-        return NULL;
-    json_object *items = p->items;
-    p->items = fresh;
-    return items;
+    return take_array(&p->items);
 }
 
 const char *kube_pager_rv(const kube_pager_t *p)

@@ -406,6 +406,20 @@ typedef struct {
     buf_t diag;              /* its message */
 } ctx_t;
 
+/* A zeroed context for planning p about rc (whose metadata is meta) at now: the name,
+ * namespace, uid and generation (-1 when absent) read from meta. */
+static void ctx_init(ctx_t *c, plan_t *p, const json_object *rc, const json_object *meta, int64_t now)
+{
+    memset(c, 0, sizeof(*c));
+    c->plan = p;
+    c->rc = rc;
+    c->name = jstr(meta, "name");
+    c->ns = jstr(meta, "namespace");
+    c->uid = jstr(meta, "uid");
+    c->now = now;
+    c->generation = jint(meta, "generation", -1);
+}
+
 static void degrade(ctx_t *c, const char *reason, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void degrade(ctx_t *c, const char *reason, const char *fmt, ...)
 {
@@ -1223,15 +1237,7 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
                       const json_object *svc, const json_object *sts, const plan_observed_t *more, int64_t now)
 {
     ctx_t c;
-    memset(&c, 0, sizeof(c));
-    c.plan = p;
-    c.rc = rc;
-    c.name = jstr(meta, "name");
-    c.ns = jstr(meta, "namespace");
-    c.uid = jstr(meta, "uid");
-    c.now = now;
-    const json_object *gen = jsonx_get(meta, "generation");
-    c.generation = gen && json_object_is_type(gen, json_type_int) ? json_object_get_int64(gen) : -1;
+    ctx_init(&c, p, rc, meta, now);
     c.in.name = c.name;
     c.in.ns = c.ns;
     c.in.uid = c.uid;
@@ -1369,13 +1375,7 @@ plan_t *plan_write_failed(const json_object *rediscluster, const plan_t *failed,
         !jstr(meta, "namespace"))
         return p;
     ctx_t c;
-    memset(&c, 0, sizeof(c));
-    c.plan = p;
-    c.rc = rediscluster;
-    c.name = jstr(meta, "name");
-    c.ns = jstr(meta, "namespace");
-    c.now = now_wall_ns;
-    c.generation = jint(meta, "generation", -1);
+    ctx_init(&c, p, rediscluster, meta, now_wall_ns);
     int *oom = &p->oom;
 
     cond_t k;

@@ -27,22 +27,10 @@ ns=rdc-e2e-st-$$
 qns=rdc-e2e-stq-$$
 pns=rdc-e2e-stp-$$
 sc=rdc-e2e-missing-$$
-work=$(mktemp -d /tmp/rdc-e2e-st.XXXXXX)
-sup_pid=
-cleanup() {
-    sup_stop 3
-    kubectl delete namespace "$ns" "$qns" "$pns" --wait=false >/dev/null 2>&1
-    kubectl delete storageclass "$sc" --wait=false >/dev/null 2>&1
-    rm -rf "$work"
-}
-trap cleanup EXIT
+cleanup_more() { kubectl delete storageclass "$sc" --wait=false >/dev/null 2>&1; }
 
 check "the fault build exists ($FBIN/workerd)" test -x "$FBIN/workerd"
-kubectl apply -f "$TOP/crds/" >/dev/null
-check "CRD established" kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com
-kubectl create namespace "$ns" >/dev/null
-kubectl create namespace "$qns" >/dev/null
-kubectl create namespace "$pns" >/dev/null
+e2e_setup st "$ns" "$qns" "$pns"
 kubectl label namespace "$pns" pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/enforce-version=latest >/dev/null
 kubectl -n "$qns" create quota no-pods --hard=pods=0 >/dev/null
 wait_until 20 sh -c "kubectl -n $qns get quota no-pods -o jsonpath='{.status.hard}' | grep -q pods"

@@ -77,9 +77,5 @@ static CU_TestInfo event_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"event", NULL, NULL, NULL, NULL, event_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "event", NULL, NULL, event_tests
 #include "cu_main.h"

@@ -92,9 +92,5 @@ static CU_TestInfo lifecycle_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"lifecycle", NULL, NULL, NULL, NULL, lifecycle_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "lifecycle", NULL, NULL, lifecycle_tests
 #include "cu_main.h"

@@ -636,37 +636,9 @@ static void test_foreign_additions_are_not_drift(void)
 
 /* ---- Drift ------------------------------------------------------------------------------ */
 
-/* Converge, let change() tamper with the world, and plan again. */
-static plan_t *drifted(world_t *w, void (*change)(world_t *))
-{
-    world_init(w, SPEC3, 1);
-    converge(w, T1);
-    change(w);
-    return run(w, T2);
-}
-
 static void change_cm_data(world_t *w)
 {
     set_at(w->cm, "data redis.conf", "\"maxmemory 1gb\\n\"");
-}
-
-static void test_drift_configmap_data(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_cm_data);
-    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 1);
-    const plan_action_t *a = plan_action(p, 0);
-    CU_ASSERT_EQUAL(a->kind, PLAN_APPLY);
-    CU_ASSERT_STRING_EQUAL(a->resource, "configmaps");
-    CU_ASSERT(contains(a->why, "data.redis.conf"));
-    CU_ASSERT(contains(str_at(a->body, "data redis.conf"), "maxmemory 256mb"));
-    const plan_event_t *e = find_event(p, "Updated");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    CU_ASSERT_EQUAL(e->action, 0);
-    CU_ASSERT(contains(e->message, "ConfigMap default/cache"));
-    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
-    plan_destroy(&p);
-    world_free(&w);
 }
 
 static void change_svc_port(world_t *w)
@@ -674,31 +646,9 @@ static void change_svc_port(world_t *w)
     set_at(w->svc, "spec ports 0 port", "6380");
 }
 
-static void test_drift_service_port(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_svc_port);
-    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 1);
-    CU_ASSERT_STRING_EQUAL(plan_action(p, 0)->resource, "services");
-    CU_ASSERT(contains(plan_action(p, 0)->why, "spec.ports[redis].port: want 6379, have 6380"));
-    CU_ASSERT_EQUAL(int_at(plan_action(p, 0)->body, "spec ports 0 port"), 6379);
-    plan_destroy(&p);
-    world_free(&w);
-}
-
-static void change_svc_headless(world_t *w)
+static void change_svc_port_name(world_t *w)
 {
     set_at(w->svc, "spec ports 0 name", "\"other\"");
-}
-
-static void test_drift_service_port_renamed(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_svc_headless);
-    CU_ASSERT_PTR_NOT_NULL(find_write(p, "services"));
-    CU_ASSERT(contains(plan_action(p, 0)->why, "spec.ports[redis]: missing"));
-    plan_destroy(&p);
-    world_free(&w);
 }
 
 static void change_sts_replicas(world_t *w)
@@ -706,61 +656,14 @@ static void change_sts_replicas(world_t *w)
     set_at(w->sts, "spec replicas", "2"); /* someone ran kubectl scale on the StatefulSet */
 }
 
-static void test_drift_statefulset_replicas(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_sts_replicas);
-    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 2); /* apply, and the status now says Scaling */
-    const plan_action_t *a = find_write(p, "statefulsets");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    CU_ASSERT_EQUAL(int_at(a->body, "spec replicas"), 3);
-    CU_ASSERT(contains(a->why, "spec.replicas: want 3, have 2"));
-    const plan_event_t *e = find_event(p, "Scaled");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    CU_ASSERT(contains(e->message, "from 2 to 3 replicas"));
-    CU_ASSERT_PTR_NULL(find_event(p, "Updated")); /* nothing else differs */
-    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
-    plan_destroy(&p);
-    world_free(&w);
-}
-
 static void change_image(world_t *w)
 {
     set_at(w->sts, "spec template spec containers 0 image", "\"redis:6.0\"");
 }
 
-static void test_drift_container_image(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_image);
-    const plan_action_t *a = find_write(p, "statefulsets");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    CU_ASSERT(contains(a->why, "spec.template.spec.containers[redis].image: want \"redis:7.2\", have \"redis:6.0\""));
-    CU_ASSERT_STRING_EQUAL(str_at(a->body, "spec template spec containers 0 image"), "redis:7.2");
-    CU_ASSERT_PTR_NOT_NULL(find_event(p, "Updated"));
-    CU_ASSERT_PTR_NULL(find_event(p, "Scaled"));
-    /* A new pod template is about to roll: not Running any more. */
-    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
-    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "reason"), "RollingUpdate");
-    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 10 * NS_PER_SEC);
-    plan_destroy(&p);
-    world_free(&w);
-}
-
-static void change_probe_and_labels(world_t *w)
+static void change_probe(world_t *w)
 {
     del_at(w->sts, "spec template spec containers 0", "readinessProbe");
-}
-
-static void test_drift_missing_probe(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_probe_and_labels);
-    const plan_action_t *a = find_write(p, "statefulsets");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    CU_ASSERT(contains(a->why, "readinessProbe"));
-    plan_destroy(&p);
-    world_free(&w);
 }
 
 static void change_delete_children(world_t *w)
@@ -771,39 +674,122 @@ static void change_delete_children(world_t *w)
     w->cm = NULL;
 }
 
-static void test_drift_child_deleted(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_delete_children);
-    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 2);
-    CU_ASSERT_STRING_EQUAL(plan_action(p, 0)->resource, "configmaps");
-    CU_ASSERT_STRING_EQUAL(plan_action(p, 1)->resource, "services");
-    CU_ASSERT(contains(plan_action(p, 1)->why, "missing"));
-    CU_ASSERT_EQUAL(plan_event_count(p), 2);
-    CU_ASSERT_STRING_EQUAL(plan_event(p, 1)->reason, "Created");
-    CU_ASSERT_EQUAL(plan_event(p, 1)->action, 1);
-    plan_destroy(&p);
-    world_free(&w);
-}
-
 static void change_owner_refs(world_t *w)
 {
     del_at(w->cm, "metadata", "ownerReferences");
     set_at(w->svc, "metadata labels app.kubernetes.io/managed-by", "\"helm\"");
 }
 
-static void test_drift_owner_reference_and_label(void)
+/* What only one case checks. */
+static void more_cm_data(const plan_t *p)
 {
-    world_t w;
-    plan_t *p = drifted(&w, change_owner_refs);
-    /* A ConfigMap without our controller reference is not ours any more: never taken
-     * back (plan.h, OWNERSHIP), and the StatefulSet that mounts it is left as it is. */
+    CU_ASSERT_EQUAL(find_event(p, "Updated")->action, 0); /* the Event names the apply */
+}
+
+static void more_image(const plan_t *p)
+{
+    /* A new pod template is about to roll: not Running any more. */
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "reason"), "RollingUpdate");
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 10 * NS_PER_SEC);
+}
+
+static void more_children_deleted(const plan_t *p)
+{
+    CU_ASSERT_STRING_EQUAL(plan_action(p, 0)->resource, "configmaps");
+    CU_ASSERT_STRING_EQUAL(plan_action(p, 1)->resource, "services");
+    CU_ASSERT_EQUAL(plan_event_count(p), 2);
+    CU_ASSERT_STRING_EQUAL(plan_event(p, 1)->reason, "Created");
+    CU_ASSERT_EQUAL(plan_event(p, 1)->action, 1);
+}
+
+/* A ConfigMap without our controller reference is not ours any more: never taken back
+ * (plan.h, OWNERSHIP), and the StatefulSet that mounts it is left as it is. */
+static void more_owner_refs(const plan_t *p)
+{
     CU_ASSERT_PTR_NULL(find_write(p, "configmaps"));
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "OwnerConflict");
-    CU_ASSERT_PTR_NOT_NULL(find_write(p, "services"));
-    CU_ASSERT_EQUAL(find_write(p, "services")->kind, PLAN_APPLY);
     CU_ASSERT_PTR_NULL(find_write(p, "statefulsets"));
-    CU_ASSERT(contains(find_write(p, "services")->why, "app.kubernetes.io/managed-by"));
+}
+
+/* Converge, let change() tamper with the world, and plan again: the plan must put back
+ * what changed and say so. A NULL or negative field is not checked. */
+static const struct {
+    const char *name; /* the CUnit test's name (drift_tests) */
+    void (*change)(world_t *);
+    int actions;          /* plan_action_count */
+    const char *resource; /* the write (create or apply) that puts it back ... */
+    int first;            /* ... is the plan's first action */
+    int kind;             /* ... of this kind */
+    const char *why;      /* ... and its why holds this */
+    const char *body_path, *body_has, *body_is; /* the string at body_path holds / is */
+    int64_t body_int;                           /* ... or, without them, this integer */
+    const char *event, *event_says; /* an Event with this reason, its message holding this */
+    const char *no_event;           /* no Event with this reason */
+    const char *phase;
+    void (*more)(const plan_t *p);
+} drift_cases[] = {
+    {"ConfigMap data changed", change_cm_data, 1, "configmaps", 1, PLAN_APPLY, "data.redis.conf",
+     "data redis.conf", "maxmemory 256mb", NULL, 0, "Updated", "ConfigMap default/cache", NULL, "Running",
+     more_cm_data},
+    {"Service port changed", change_svc_port, 1, "services", 1, -1, "spec.ports[redis].port: want 6379, have 6380",
+     "spec ports 0 port", NULL, NULL, 6379, NULL, NULL, NULL, NULL, NULL},
+    {"Service port renamed", change_svc_port_name, -1, "services", 1, -1, "spec.ports[redis]: missing", NULL, NULL,
+     NULL, 0, NULL, NULL, NULL, NULL, NULL},
+    /* apply, and the status now says Scaling; nothing else differs */
+    {"StatefulSet replicas changed", change_sts_replicas, 2, "statefulsets", 0, -1, "spec.replicas: want 3, have 2",
+     "spec replicas", NULL, NULL, 3, "Scaled", "from 2 to 3 replicas", "Updated", "Scaling", NULL},
+    {"container image changed", change_image, -1, "statefulsets", 0, -1,
+     "spec.template.spec.containers[redis].image: want \"redis:7.2\", have \"redis:6.0\"",
+     "spec template spec containers 0 image", NULL, "redis:7.2", 0, "Updated", NULL, "Scaled", "Scaling", more_image},
+    {"probe removed", change_probe, -1, "statefulsets", 0, -1, "readinessProbe", NULL, NULL, NULL, 0, NULL, NULL,
+     NULL, NULL, NULL},
+    {"children deleted", change_delete_children, 2, "services", 0, -1, "missing", NULL, NULL, NULL, 0, NULL, NULL,
+     NULL, NULL, more_children_deleted},
+    {"owner reference and label changed", change_owner_refs, -1, "services", 0, PLAN_APPLY,
+     "app.kubernetes.io/managed-by", NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, more_owner_refs},
+};
+
+/* Every test of drift_tests: the case named as the running test. */
+static void test_drift_case(void)
+{
+    const char *name = CU_get_current_test()->pName;
+    size_t i = 0;
+    while (i < sizeof(drift_cases) / sizeof(drift_cases[0]) && strcmp(drift_cases[i].name, name))
+        i++;
+    CU_ASSERT_FATAL(i < sizeof(drift_cases) / sizeof(drift_cases[0]));
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    drift_cases[i].change(&w);
+    plan_t *p = run(&w, T2);
+    if (drift_cases[i].actions >= 0)
+        CU_ASSERT_EQUAL_FATAL(plan_action_count(p), (size_t)drift_cases[i].actions);
+    const plan_action_t *a = find_write(p, drift_cases[i].resource);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    if (drift_cases[i].first)
+        CU_ASSERT_PTR_EQUAL(a, plan_action(p, 0));
+    if (drift_cases[i].kind >= 0)
+        CU_ASSERT_EQUAL(a->kind, (plan_action_kind_t)drift_cases[i].kind);
+    CU_ASSERT(contains(a->why, drift_cases[i].why));
+    const char *path = drift_cases[i].body_path;
+    if (path && drift_cases[i].body_has)
+        CU_ASSERT(contains(str_at(a->body, path), drift_cases[i].body_has));
+    if (path && drift_cases[i].body_is)
+        CU_ASSERT_STRING_EQUAL(str_at(a->body, path), drift_cases[i].body_is);
+    if (path && !drift_cases[i].body_has && !drift_cases[i].body_is)
+        CU_ASSERT_EQUAL(int_at(a->body, path), drift_cases[i].body_int);
+    if (drift_cases[i].event) {
+        const plan_event_t *e = find_event(p, drift_cases[i].event);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+        if (drift_cases[i].event_says)
+            CU_ASSERT(contains(e->message, drift_cases[i].event_says));
+    }
+    if (drift_cases[i].no_event)
+        CU_ASSERT_PTR_NULL(find_event(p, drift_cases[i].no_event));
+    if (drift_cases[i].phase)
+        CU_ASSERT_STRING_EQUAL(plan_phase(p), drift_cases[i].phase);
+    if (drift_cases[i].more)
+        drift_cases[i].more(p);
     plan_destroy(&p);
     world_free(&w);
 }
@@ -2598,15 +2584,15 @@ static CU_TestInfo create_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_TestInfo drift_tests[] = {
-    {"ConfigMap data changed", test_drift_configmap_data},
-    {"Service port changed", test_drift_service_port},
-    {"Service port renamed", test_drift_service_port_renamed},
-    {"StatefulSet replicas changed", test_drift_statefulset_replicas},
-    {"container image changed", test_drift_container_image},
-    {"probe removed", test_drift_missing_probe},
-    {"children deleted", test_drift_child_deleted},
-    {"owner reference and label changed", test_drift_owner_reference_and_label},
+static CU_TestInfo drift_tests[] = { /* one test a row of drift_cases */
+    {"ConfigMap data changed", test_drift_case},
+    {"Service port changed", test_drift_case},
+    {"Service port renamed", test_drift_case},
+    {"StatefulSet replicas changed", test_drift_case},
+    {"container image changed", test_drift_case},
+    {"probe removed", test_drift_case},
+    {"children deleted", test_drift_case},
+    {"owner reference and label changed", test_drift_case},
     {"scale up and down", test_scale_up_and_down},
     {"config change rolls the pods", test_config_change_rolls_pods},
     {"storage change reported, not applied", test_storage_change_is_reported_not_applied},

@@ -6,21 +6,19 @@
 #include "buf.h"
 #include "clock.h"
 #include "executor.h"
+#include "fake_api.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "reconcile.h"
 
 #include <CUnit/CUnit.h>
-#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 /* ---- The fake API server ---------------------------------------------------------------- */
 
@@ -33,7 +31,7 @@ typedef struct {
 } req_t;
 
 typedef struct {
-    struct MHD_Daemon *d;
+    fake_api_t srv;
     int port;
     pthread_mutex_t mu;
     char *path[MAX_OBJS]; /* object paths, NULL = free */
@@ -47,12 +45,6 @@ typedef struct {
     const char *refuse_patch; /* an object whose PATCHes get 422 */
     const char *refuse_put;   /* an object whose PUTs get 422 */
 } api_t;
-
-typedef struct {
-    char method[8];
-    char url[512];
-    buf_t body;
-} conn_t;
 
 static int find_obj(api_t *a, const char *path)
 {
@@ -87,13 +79,12 @@ static const char *status_json(int code, const char *reason, const char *msg, ch
     return out;
 }
 
-/* Answer one request from the store. Returns the HTTP status; *out is the body. */
-static int serve(api_t *a, const char *method, const char *url, const char *body, char **out)
+/* Answer one request from the store. Returns the HTTP status; the body in out. */
+static int serve(api_t *a, const char *method, const char *url, const char *body, buf_t *out)
 {
     char buf[1024];
     json_object *in = body && *body ? json_tokener_parse(body) : NULL;
     int code = 200;
-    *out = NULL;
     int i = find_obj(a, url);
     size_t ulen = strlen(url);
     int collection = ulen > 5 && (!strcmp(url + ulen - 5, "/pods") || !strcmp(url + ulen - 7, "/events"));
@@ -106,23 +97,23 @@ static int serve(api_t *a, const char *method, const char *url, const char *body
                 json_object_array_add(items, json_object_get(a->obj[k]));
         json_object_object_add(list, "items", items);
         json_object_object_add(list, "metadata", json_object_new_object());
-        *out = strdup(json_object_to_json_string(list));
+        buf_puts(out, json_object_to_json_string(list));
         json_object_put(list);
     } else if (!strcmp(method, "PUT")) {
         if (i < 0) {
             code = 404;
-            *out = strdup(status_json(404, "NotFound", "not found", buf, sizeof(buf)));
+            buf_puts(out, status_json(404, "NotFound", "not found", buf, sizeof(buf)));
         } else if (a->refuse_put && !strcmp(url, a->refuse_put)) {
             code = 422;
-            *out = strdup(status_json(422, "Invalid", "put refused", buf, sizeof(buf)));
+            buf_puts(out, status_json(422, "Invalid", "put refused", buf, sizeof(buf)));
         } else {
             put_obj(a, url, json_object_get(in));
-            *out = strdup(json_object_to_json_string(in));
+            buf_puts(out, json_object_to_json_string(in));
         }
     } else if (!strcmp(method, "DELETE")) {
         if (i < 0) {
             code = 404;
-            *out = strdup(status_json(404, "NotFound", "not found", buf, sizeof(buf)));
+            buf_puts(out, status_json(404, "NotFound", "not found", buf, sizeof(buf)));
         } else {
             free(a->path[i]);
             a->path[i] = NULL;
@@ -132,9 +123,9 @@ static int serve(api_t *a, const char *method, const char *url, const char *body
     } else if (!strcmp(method, "GET")) {
         if (i < 0) {
             code = 404;
-            *out = strdup(status_json(404, "NotFound", "not found", buf, sizeof(buf)));
+            buf_puts(out, status_json(404, "NotFound", "not found", buf, sizeof(buf)));
         } else {
-            *out = strdup(json_object_to_json_string(a->obj[i]));
+            buf_puts(out, json_object_to_json_string(a->obj[i]));
         }
     } else if (!strcmp(method, "POST")) {
         const char *name = json_object_get_string(json_object_object_get(json_object_object_get(in, "metadata"), "name"));
@@ -148,14 +139,14 @@ static int serve(api_t *a, const char *method, const char *url, const char *body
         }
         if (a->refuse && strstr(url, a->refuse)) {
             code = 403;
-            *out = strdup(status_json(403, "Forbidden", "exceeded quota: q", buf, sizeof(buf)));
+            buf_puts(out, status_json(403, "Forbidden", "exceeded quota: q", buf, sizeof(buf)));
         } else if (find_obj(a, path) >= 0) {
             code = 409;
-            *out = strdup(status_json(409, "AlreadyExists", "already exists", buf, sizeof(buf)));
+            buf_puts(out, status_json(409, "AlreadyExists", "already exists", buf, sizeof(buf)));
         } else {
             put_obj(a, path, json_object_get(in));
             code = 201;
-            *out = strdup(json_object_to_json_string(in));
+            buf_puts(out, json_object_to_json_string(in));
         }
     } else if (!strcmp(method, "PATCH")) {
         char base[512];
@@ -166,11 +157,11 @@ static int serve(api_t *a, const char *method, const char *url, const char *body
         i = find_obj(a, base);
         if (a->refuse_patch && !strcmp(url, a->refuse_patch)) {
             code = 422;
-            *out = strdup(status_json(422, "Invalid", "spec.ports[1].name: Duplicate value: \\\"redis\\\"", buf,
+            buf_puts(out, status_json(422, "Invalid", "spec.ports[1].name: Duplicate value: \\\"redis\\\"", buf,
                                       sizeof(buf)));
         } else if (i < 0 || (a->events_expire && strstr(url, "/events/"))) {
             code = 404;
-            *out = strdup(status_json(404, "NotFound", "not found", buf, sizeof(buf)));
+            buf_puts(out, status_json(404, "NotFound", "not found", buf, sizeof(buf)));
         } else {
             /* Enough of a merge for the tests: top-level keys, and status whole. */
             json_object *o = NULL;
@@ -182,61 +173,30 @@ static int serve(api_t *a, const char *method, const char *url, const char *body
                 json_object_object_add(o, k, json_object_get(v));
             }
             put_obj(a, base, o);
-            *out = strdup(json_object_to_json_string(o));
+            buf_puts(out, json_object_to_json_string(o));
         }
     }
     json_object_put(in);
-    if (!*out)
-        *out = strdup("{}");
+    if (!out->len)
+        buf_puts(out, "{}");
     return code;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+/* The fake_api handler: log the request, answer it from the store. */
+static int on_request(void *user, struct MHD_Connection *c, const char *method, const char *url,
+                      const char *body, buf_t *out)
 {
-    (void)version;
-    api_t *a = cls;
-    conn_t *st = *con_cls;
-    if (!st) {
-        st = calloc(1, sizeof(*st));
-        snprintf(st->method, sizeof(st->method), "%s", method);
-        snprintf(st->url, sizeof(st->url), "%s", url);
-        buf_init(&st->body, 0);
-        *con_cls = st;
-        return MHD_YES;
-    }
-    if (*upload_size) {
-        buf_append(&st->body, upload, *upload_size);
-        *upload_size = 0;
-        return MHD_YES;
-    }
+    (void)c;
+    api_t *a = user;
     pthread_mutex_lock(&a->mu);
     if (a->nlog < MAX_LOG) {
         snprintf(a->log[a->nlog].method, sizeof(a->log[0].method), "%s", method);
         snprintf(a->log[a->nlog].path, sizeof(a->log[0].path), "%s", url);
         a->nlog++;
     }
-    char *out = NULL;
-    int code = serve(a, method, url, st->body.len ? buf_str(&st->body) : NULL, &out);
+    int code = serve(a, method, url, body, out);
     pthread_mutex_unlock(&a->mu);
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(out), out, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
-{
-    (void)cls;
-    (void)c;
-    (void)t;
-    conn_t *st = *con_cls;
-    if (st) {
-        buf_free(&st->body);
-        free(st);
-    }
-    *con_cls = NULL;
+    return code;
 }
 
 typedef struct {
@@ -251,15 +211,8 @@ static void env_open(env_t *e)
 {
     memset(e, 0, sizeof(*e));
     pthread_mutex_init(&e->api.mu, NULL);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    e->api.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
-                                on_request, &e->api, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
-                                on_completed, NULL, MHD_OPTION_END);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e->api.d);
-    e->api.port = MHD_get_daemon_info(e->api.d, MHD_DAEMON_INFO_BIND_PORT)->port;
+    fake_api_start(&e->api.srv, on_request, &e->api);
+    e->api.port = e->api.srv.port;
     char yaml[1024], err[256];
     snprintf(yaml, sizeof(yaml),
              "apiVersion: v1\nkind: Config\nclusters:\n- name: f\n  cluster: {server: http://127.0.0.1:%d}\n"
@@ -279,7 +232,7 @@ static void env_open(env_t *e)
 
 static void env_close(env_t *e)
 {
-    MHD_stop_daemon(e->api.d);
+    fake_api_stop(&e->api.srv);
     for (int i = 0; i < MAX_OBJS; i++) {
         free(e->api.path[i]);
         json_object_put(e->api.obj[i]);
@@ -404,6 +357,18 @@ static void settle_sts(env_t *e, int ready)
              ready);
     json_object_object_add(sts, "status", parse(st));
     put_obj(&e->api, path, sts);
+}
+
+/* The RedisCluster stored and its children created by a first reconcile, the StatefulSet
+ * then settled with ready ready replicas. Returns the RedisCluster as first stored (the
+ * caller puts it). */
+static json_object *created(env_t *e, int ready)
+{
+    json_object *rc = store_rc(e);
+    reconcile_outcome_t out;
+    reconcile_run(&e->x, rc, NULL, NULL, NULL, NULL, &out);
+    settle_sts(e, ready);
+    return rc;
 }
 
 /* Everything in the cache and Running: no read at all. */
@@ -562,10 +527,8 @@ static void test_not_running_reads_and_reports_the_cause(void)
 {
     env_t e;
     env_open(&e);
-    json_object *rc = store_rc(&e), *kids[3];
+    json_object *rc = created(&e, 0), *kids[3];
     reconcile_outcome_t out;
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, &out);
-    settle_sts(&e, 0);
     put_obj(&e.api, NS "/events/sts-0",
             parse("{\"metadata\":{\"name\":\"sts-0\"},\"type\":\"Normal\",\"reason\":\"SuccessfulCreate\","
                   "\"lastTimestamp\":\"2026-01-01T00:00:00Z\",\"message\":\"create Pod cache-0 in StatefulSet cache "
@@ -616,10 +579,8 @@ static void test_refused_apply_takes_the_child_back(void)
     for (int recreate = 0; recreate < 2; recreate++) {
         env_t e;
         env_open(&e);
-        json_object *rc = store_rc(&e), *kids[3];
+        json_object *rc = created(&e, 1), *kids[3];
         reconcile_outcome_t out;
-        reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, &out);
-        settle_sts(&e, 1);
         /* kubectl patch: the port list replaced by one of port 7000 named "redis". */
         json_object *svc = stored(&e, NS "/services/cache");
         CU_ASSERT_PTR_NOT_NULL_FATAL(svc);
@@ -707,9 +668,5 @@ static CU_TestInfo shell_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"workerd shell", NULL, NULL, NULL, NULL, shell_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "workerd shell", NULL, NULL, shell_tests
 #include "cu_main.h"
