@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the fuzz seed corpora: tests/fuzz/corpus/<target>/<name>, small real inputs.
 
-    python3 tests/fuzz/corpus/make-seeds.py     # rewrites kube_config/, watch/, admission/
+    python3 tests/fuzz/corpus/make-seeds.py     # rewrites kube_config/, watch/, admission/, conversion/
 
 The seeds are committed; this script is how they were made (rerun it after changing it,
 and commit both). Files named regress-* are inputs a fuzzer once failed on, kept as found
@@ -387,8 +387,54 @@ def admission_seeds():
     write("admission", "create-spec-array", b"\x01[1,2,3]")
 
 
+def conversion_seeds():
+    """fuzz_conversion: byte 0 = mode (& 3: 0 raw review, 1 object to v1, 2 object to
+    v1alpha1, 3 annotation text on a v1alpha1 object, to v1)."""
+    def convreview(desired, objs, uid="c-1"):
+        return json.dumps({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+                           "request": {"uid": uid, "desiredAPIVersion": desired, "objects": objs}})
+    spec = {"size": 3, "image": "redis", "version": "7.2",
+            "config": {"maxmemory": "256mb", "maxmemoryPolicy": "allkeys-lru"},
+            "storage": {"size": "1Gi", "storageClass": "standard"}}
+    alpha = {"apiVersion": "cache.example.com/v1alpha1", "kind": "RedisCluster",
+             "metadata": {"name": "cache", "namespace": "default", "uid": "u-1", "resourceVersion": "7"},
+             "spec": spec, "status": {"phase": "Running", "replicas": 3, "readyReplicas": 3}}
+    v1spec = dict(spec, mode="Replication", persistence="rdb",
+                  auth={"secretRef": {"name": "redis-auth", "key": "password"}},
+                  failover={"downAfter": "3s", "minReplicasToWrite": 1, "minReplicasMaxLag": 10})
+    v1 = {"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
+          "metadata": {"name": "cache", "namespace": "default"}, "spec": v1spec,
+          "status": {"phase": "Running", "primary": "cache-0",
+                     "nodes": [{"pod": "cache-0", "ip": "127.10.0.5", "role": "primary", "linkUp": True,
+                                "offset": 1234, "lagBytes": 0}]}}
+    annotated = json.loads(json.dumps(alpha))
+    annotated["metadata"]["annotations"] = {"cache.example.com/v1-fields": json.dumps(
+        {"spec": {"mode": "Replication", "persistence": "rdb"}}, separators=(",", ":"))}
+    raw = {
+        "to-v1": convreview("cache.example.com/v1", [alpha]),
+        "to-v1alpha1": convreview("cache.example.com/v1alpha1", [v1]),
+        "annotated-to-v1": convreview("cache.example.com/v1", [annotated]),
+        "same-version": convreview("cache.example.com/v1", [v1]),
+        "two-objects": convreview("cache.example.com/v1alpha1", [v1, alpha]),
+        "unknown-version": convreview("cache.example.com/v2", [alpha]),
+        "not-rediscluster": convreview("cache.example.com/v1", [{"apiVersion": "v1", "kind": "ConfigMap"}]),
+        "no-objects": convreview("cache.example.com/v1", []),
+        "no-request": '{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}',
+        "not-json": '{"apiVersion":"apiextensions.k8s.io/v1",',
+        "deep": convreview("cache.example.com/v1", [json.loads("[" * 60 + "]" * 60)]),
+    }
+    for name, body in raw.items():
+        write("conversion", "raw-" + name, b"\x00" + body.encode())
+    write("conversion", "object-to-v1", b"\x01" + json.dumps(alpha).encode())
+    write("conversion", "object-to-v1alpha1", b"\x02" + json.dumps(v1).encode())
+    write("conversion", "object-null-spec", b"\x01" + b'{"apiVersion":"cache.example.com/v1alpha1","kind":"RedisCluster","spec":null}')
+    write("conversion", "annotation-valid", b"\x03" + b'{"spec":{"mode":"Replication","persistence":"aof"}}')
+    write("conversion", "annotation-garbage", b"\x03" + b'{"spec":[1,')
+    write("conversion", "annotation-status", b"\x03" + b'{"status":{"primary":"cache-1","nodes":[]}}')
+
+
 if __name__ == "__main__":
-    for t in ("kube_config", "watch", "admission"):
+    for t in ("kube_config", "watch", "admission", "conversion"):
         d = os.path.join(HERE, t)
         if os.path.isdir(d):
             for f in os.listdir(d):
@@ -397,5 +443,6 @@ if __name__ == "__main__":
     kube_config_seeds()
     watch_seeds()
     admission_seeds()
-    for t in ("kube_config", "watch", "admission"):
+    conversion_seeds()
+    for t in ("kube_config", "watch", "admission", "conversion"):
         print(t, len(os.listdir(os.path.join(HERE, t))))
