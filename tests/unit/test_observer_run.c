@@ -143,7 +143,7 @@ static int all_linked(json_object *obs)
     if (json_object_array_length(nodes) != 3)
         return 0;
     for (int i = 0; i < 3; i++) {
-        char pod[16];
+        char pod[32];
         snprintf(pod, sizeof(pod), "cache-%d", i);
         json_object *n = node_of(obs, pod);
         if (!n || field_int(n, "reachable") != 1)
