@@ -182,19 +182,17 @@ static int setup(void)
     port = free_port();
     char p[16];
     snprintf(p, sizeof(p), "%d", port);
-    if (server_start_at(&srv[0], ips[0], port, NULL))
-        return 1;
     const char *const extra[] = {"--replicaof", ips[0], p, NULL};
-    for (int i = 1; i < 3; i++)
-        if (server_start_at(&srv[i], ips[i], port, extra))
+    for (int i = 0; i < 3; i++) {
+        if (server_start_at(&srv[i], ips[i], port, i ? extra : NULL)) {
+            for (int k = 0; k <= i; k++)
+                server_stop(&srv[k]); /* CUnit runs no cleanup after a failed init */
             return 1;
-    zctx = zmq_ctx_new();
-    pub = bind_at(ZMQ_PUB, PROTO_EP_DELTAS);
-    router = bind_at(ZMQ_ROUTER, PROTO_EP_SNAPSHOT);
-    pull = bind_at(ZMQ_PULL, PROTO_EP_OBSERVE);
-    if (!pub || !router || !pull)
-        return 1;
+        }
+    }
     seq = 7;
+    /* Fork before this process makes its ZeroMQ context (and its threads): the child
+     * connects, and ZeroMQ reconnects once the binds below exist. */
     child = fork();
     if (child == 0) {
         char err[128];
@@ -212,8 +210,14 @@ static int setup(void)
             .info_every = 5,
             .redis_port = port,
         };
-        _exit(observer_run(&cfg));
+        exit(observer_run(&cfg)); /* exit, not _exit: LeakSanitizer checks the daemon */
     }
+    zctx = zmq_ctx_new();
+    pub = bind_at(ZMQ_PUB, PROTO_EP_DELTAS);
+    router = bind_at(ZMQ_ROUTER, PROTO_EP_SNAPSHOT);
+    pull = bind_at(ZMQ_PULL, PROTO_EP_OBSERVE);
+    if (!pub || !router || !pull)
+        return 1;
     return child > 0 ? 0 : 1;
 }
 
