@@ -976,12 +976,16 @@ int observer_once(kube_client_t *client, const char *ns, const char *name, int p
     }
     buf_reset(&path);
     kube_path(&path, "", "v1", ns, "pods", NULL, NULL);
-    buf_printf(&sel, "app.kubernetes.io/name=redis," INSTANCE_LABEL "=%s", name);
+    /* The pods informerd caches: the operator's managed-by label, and this instance. */
+    buf_printf(&sel, "app.kubernetes.io/managed-by=rediscluster-operator," INSTANCE_LABEL "=%s", name);
     kube_req_opts_t ro;
     memset(&ro, 0, sizeof(ro));
     ro.label_selector = buf_str(&sel);
     ro.limit = 500;
-    if (kube_client_list_all(client, buf_str(&path), &ro, &pods, NULL, &err)) {
+    char *list_rv = NULL;
+    int lrc = kube_client_list_all(client, buf_str(&path), &ro, &pods, &list_rv, &err);
+    free(list_rv);
+    if (lrc) {
         fprintf(stderr, "observerd: pods of %s/%s: %s\n", ns, name, kube_error_str(&err, line, sizeof(line)));
         goto out;
     }
