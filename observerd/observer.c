@@ -74,6 +74,7 @@ struct observer {
     int snapshotting;
     int snap_timer;
     uint64_t seq;
+    int hugz_behind;            /* HUGZ in a row whose seq was below ours */
     int synced;                 /* a snapshot completed at least once */
     cluster_t *clusters;
     pod_t *pods;
@@ -446,9 +447,12 @@ static int on_sub(loop_t *loop, void *socket, int fd, int revents, void *arg)
     while (!ob->snapshotting && (m = zmsg_recv(socket, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
         int64_t seq = 0;
         if (zmsg_frame_is(m, 0, PROTO_HUGZ) && zmsg_frame_int64(m, 1, &seq) == 0) {
-            /* Behind: deltas were lost. Ahead of informerd: it restarted from 0. */
-            if ((uint64_t)seq != ob->seq) {
+            /* Ahead of us: deltas were lost. Behind us twice in a row: informerd restarted
+             * from 0 (once may be a heartbeat queued before our snapshot). */
+            ob->hugz_behind = (uint64_t)seq < ob->seq ? ob->hugz_behind + 1 : 0;
+            if ((uint64_t)seq > ob->seq || ob->hugz_behind >= 2) {
                 rlog_warn("delta stream out of step with informerd; taking a new snapshot");
+                ob->hugz_behind = 0;
                 take_snapshot(ob);
             }
         } else if (zmsg_frame_is(m, 0, PROTO_DELTA) && zmsg_frame_int64(m, 1, &seq) == 0) {

@@ -1,8 +1,8 @@
 /* observer: observerd's event loop: the only process that watches Redis itself.
  *
  * It follows informerd's cache over the delta stream (the Clone pattern: SUB first, then
- * a snapshot from the snapshot socket, then only deltas newer than it; a gap, or a HUGZ
- * whose sequence number went back because informerd restarted, takes a new snapshot).
+ * a snapshot from the snapshot socket, then only deltas newer than it; a gap, a HUGZ
+ * ahead of us, or two HUGZ behind us (informerd restarted) take a new snapshot).
  * From the RedisClusters it reads spec.auth.secretRef {name, key (default "password")}
  * and fetches that Secret over the loop (never blocking, never logging the password);
  * from the Pods (labelled app.kubernetes.io/instance=<cluster>) it keeps one Redis

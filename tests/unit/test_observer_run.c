@@ -6,8 +6,9 @@
  * pods, and reads what observerd sends and its metrics file. Shown: the first
  * observation (roles, links), offsets alone send nothing, a SIGSTOPped primary is
  * reported unreachable (and rdc_redis_up 0) within 3 s and again every second while
- * down, its return is reported, a pod deleted by a delta leaves the observation, and
- * SIGTERM ends the daemon with 0. */
+ * down, its return is reported, a pod deleted by a delta leaves the observation, an
+ * informerd restart (heartbeats behind) brings a new snapshot and the observation again,
+ * and SIGTERM ends the daemon with 0. */
 #include "daemon.h"
 #include "observer.h"
 #include "proto.h"
@@ -343,7 +344,22 @@ static void test_observer_end_to_end(void)
     CU_ASSERT_PTR_NULL(node_of(obs, "cache-2"));
     json_object_put(obs);
 
-    /* 6. SIGTERM: exit 0. */
+    /* 6. informerd "restarts": its heartbeats fall behind our sequence number twice; a
+     * new snapshot (with cache-2 back) follows, and the observation is sent again. */
+    seq = 1;
+    for (int i = 0; i < 2; i++) {
+        zmsg_t *h = zmsg_new();
+        zmsg_addstr(h, PROTO_HUGZ);
+        zmsg_addstr(h, "1");
+        zmsg_send(&h, pub, 0);
+    }
+    obs = next_observed(4000, key, sizeof(key));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(obs);
+    json_object_object_get_ex(obs, "nodes", &nodes);
+    CU_ASSERT_EQUAL(json_object_array_length(nodes), 3);
+    json_object_put(obs);
+
+    /* 7. SIGTERM: exit 0. */
     kill(child, SIGTERM);
     int status = 0;
     CU_ASSERT_EQUAL(waitpid(child, &status, 0), child);
