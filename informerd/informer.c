@@ -18,6 +18,7 @@
 #include "proto.h"
 #include "syncgate.h"
 #include "watch.h"
+#include "workitem.h"
 #include "workqueue.h"
 #include "zmsg.h"
 
@@ -934,21 +935,12 @@ static void worker_lost(informer_t *inf, worker_slot_t *w, const char *why, int6
 static void send_work(informer_t *inf, worker_slot_t *w, const char *key, int64_t now)
 {
     /* dispatch() checked that the owner is cached. The children go as one JSON object
-     * {"ConfigMap":...,"Service":...,"StatefulSet":...} spliced from the cache's text. */
+     * spliced from the cache's text (workitem.h). */
     const cache_item_t *rc = cache_lookup(inf->cache, OWNER_KIND, key);
-    static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet"};
     buf_t children;
     buf_init(&children, 0);
     const observation_t *obs = hm_get(inf->observations, key);
-    /* {"ConfigMap":..,"Service":..,"StatefulSet":..,"Pods":[..],"Redis":obs|null} */
-    int bad = cache_children_json(inf->cache, key, kinds, 3, &children);
-    if (!bad && children.len && children.data[children.len - 1] == '}') {
-        children.data[--children.len] = '\0';
-        bad = buf_puts(&children, ",\"Pods\":") || cache_label_children_json(inf->cache, "Pod", key, &children) ||
-              buf_puts(&children, ",\"Redis\":") ||
-              (obs ? buf_append(&children, obs->json, obs->len) : buf_puts(&children, "null")) ||
-              buf_puts(&children, "}");
-    }
+    int bad = workitem_children(inf->cache, key, obs ? obs->json : NULL, obs ? obs->len : 0, &children);
     if (bad) {
         /* Out of memory: the key waits and comes back, it is not lost. */
         buf_free(&children);

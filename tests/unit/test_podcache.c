@@ -3,6 +3,7 @@
  * RedisCluster its app.kubernetes.io/instance label names; the work item's "Pods"). */
 #include "cache.h"
 #include "podview.h"
+#include "workitem.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -204,10 +205,67 @@ static void test_controller_owner_wins(void)
     cache_destroy(&c);
 }
 
+/* The work item's children: the three kinds as before, the cluster's pods, the latest
+ * observation. */
+static void test_workitem_children(void)
+{
+    cache_t *c = cache_new("RedisCluster");
+    cache_add_kind(c, "ConfigMap");
+    cache_add_kind(c, "Service");
+    cache_add_kind(c, "StatefulSet");
+    cache_add_kind(c, "Pod");
+    cache_set_owner_label(c, "Pod", LABEL);
+    char err[256];
+    cache_change_t ch;
+    json_object *cm = json_tokener_parse("{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cache\",\"namespace\":\"ns1\","
+                                         "\"resourceVersion\":\"1\"},\"data\":{\"redis.conf\":\"x\"}}");
+    CU_ASSERT_EQUAL(cache_upsert(c, "ConfigMap", cm, &ch, err, sizeof(err)), 0);
+    json_object_put(cm);
+    upsert(c, pod("cache-0", "2", "cache", "10.0.0.1"));
+    upsert(c, pod("cache-1", "3", "cache", "10.0.0.2"));
+    upsert(c, pod("other-0", "4", "other", "10.0.0.3"));
+    static const char obs[] = "{\"observedAt\":\"t\",\"nodes\":[{\"pod\":\"cache-0\",\"role\":\"master\"}]}";
+    for (int with_obs = 0; with_obs < 2; with_obs++) {
+        buf_t b;
+        buf_init(&b, 0);
+        CU_ASSERT_EQUAL_FATAL(workitem_children(c, "ns1/cache", with_obs ? obs : NULL, strlen(obs), &b), 0);
+        json_object *o = json_tokener_parse(buf_str(&b));
+        CU_ASSERT_TRUE_FATAL(json_object_is_type(o, json_type_object));
+        json_object *v = NULL;
+        CU_ASSERT_TRUE(json_object_object_get_ex(o, "ConfigMap", &v) && json_object_is_type(v, json_type_object));
+        CU_ASSERT_TRUE(json_object_object_get_ex(o, "Service", &v) && v == NULL);
+        CU_ASSERT_TRUE(json_object_object_get_ex(o, "StatefulSet", &v) && v == NULL);
+        CU_ASSERT_TRUE_FATAL(json_object_object_get_ex(o, "Pods", &v) && json_object_is_type(v, json_type_array));
+        CU_ASSERT_EQUAL(json_object_array_length(v), 2);
+        CU_ASSERT_TRUE(json_object_object_get_ex(o, "Redis", &v));
+        if (with_obs) {
+            json_object *nodes = NULL;
+            CU_ASSERT_TRUE(json_object_object_get_ex(v, "nodes", &nodes) && json_object_array_length(nodes) == 1);
+        } else {
+            CU_ASSERT_PTR_NULL(v);
+        }
+        json_object_put(o);
+        buf_free(&b);
+    }
+    /* A key with nothing: nulls and an empty list. */
+    buf_t b;
+    buf_init(&b, 0);
+    CU_ASSERT_EQUAL(workitem_children(c, "ns1/none", NULL, 0, &b), 0);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b),
+                           "{\"ConfigMap\":null,\"Service\":null,\"StatefulSet\":null,\"Pods\":[],\"Redis\":null}");
+    buf_free(&b);
+    /* Over the buffer's cap: -1. */
+    buf_init(&b, 40);
+    CU_ASSERT_EQUAL(workitem_children(c, "ns1/cache", obs, strlen(obs), &b), -1);
+    buf_free(&b);
+    cache_destroy(&c);
+}
+
 static CU_TestInfo tests[] = {
     {"compact form of a pod", test_podview_compact},
     {"pods belong to their instance label's cluster", test_owner_label},
     {"a controller owner wins over the label", test_controller_owner_wins},
+    {"the work item's children: kinds, Pods, Redis", test_workitem_children},
     CU_TEST_INFO_NULL,
 };
 
