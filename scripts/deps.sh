@@ -14,11 +14,11 @@ pkgs=(
     libmicrohttpd-dev      # HTTP server for /healthz /readyz /metrics
     libevent-dev           # HTTPS server of the admission webhooks (evhttp over OpenSSL)
     libhiredis-dev         # observerd: RESP client for the Redis pods (async API on our loop)
-    redis-server redis-tools  # unit tests of observerd against real Redis servers; redis-cli
     clang                  # make fuzz (libFuzzer)
     libclang-rt-dev        # make fuzz: libclang_rt.fuzzer/asan for the default clang
     openssl curl jq        # certificates, probes and JSON for the local control plane
-    redis-server redis-tools   # real Redis behind the pods of the process nodes (tests/cluster)
+    redis-server redis-tools   # real Redis behind the pods of the process nodes (tests/cluster);
+                               # observerd's unit tests run real redis-server on loopback
 )
 missing=()
 for p in "${pkgs[@]}"; do
