@@ -118,6 +118,7 @@ check "observerd said so" grep -q 'cache-0: reachable true->false' "$work/observ
 kill -CONT "$pid" && stopped=
 check "SIGCONT: up again" wait_until 5 is rdc_redis_up cache-0 1
 
+echo "# observerd: RSS $(awk '/^VmRSS/ {print $2 " kB"}' /proc/$obs_pid/status 2>/dev/null), CPU $(ps -o times= -p "$obs_pid" 2>/dev/null | tr -d ' ') s for 3 pods"
 if [ "$failed" -gt 0 ]; then
     echo "--- operator log (last 20 lines)"; tail -20 "$work/operator.log"
     echo "--- observerd log (last 30 lines)"; tail -30 "$work/observerd.log"
