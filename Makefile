@@ -18,9 +18,9 @@ OPT ?= -O2
 SAN ?=
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $(OPT) -g $(SAN) \
 	-Icommon -DRDC_VERSION='"$(VERSION)"' $(CFLAGS)
-LDLIBS_ALL := -lcurl -ljson-c -lyaml -lssl -lcrypto -lzmq -lmicrohttpd -levent -levent_openssl -lm -lpthread $(LDLIBS)
+LDLIBS_ALL := -lcurl -ljson-c -lyaml -lssl -lcrypto -lzmq -lmicrohttpd -levent -levent_openssl -lhiredis -lm -lpthread $(LDLIBS)
 
-DAEMONS := supervisor informerd workerd electord webhookd
+DAEMONS := supervisor informerd workerd electord webhookd observerd
 COMMON_SRC := $(wildcard common/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

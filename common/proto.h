@@ -8,7 +8,8 @@
  * deltas (informerd PUB, the Clone pattern of the ZeroMQ guide)
  *   DELTA seq type kind key resourceVersion object
  *     seq: strictly increasing per informerd process; type: ADDED | MODIFIED | DELETED;
- *     kind: RedisCluster | ConfigMap | Service | StatefulSet; key: namespace/name;
+ *     kind: RedisCluster | ConfigMap | Service | StatefulSet | Pod; key: namespace/name
+ *     (a Pod's key is its own; its RedisCluster is its app.kubernetes.io/instance label);
  *     object: the cached object (for DELETED, the last known state).
  *   HUGZ seq            heartbeat once a second when idle (seq = last published)
  * snapshot (informerd ROUTER, same process)
@@ -28,7 +29,10 @@
  *     WORK key epoch generation rediscluster children
  *       epoch: the leader epoch this item was dispatched under (see leader);
  *       rediscluster: the cached RedisCluster JSON; children: a JSON object
- *       {"ConfigMap": obj|null, "Service": obj|null, "StatefulSet": obj|null}
+ *       {"ConfigMap": obj|null, "Service": obj|null, "StatefulSet": obj|null,
+ *        "Pods": [pod, ...], "Redis": observation|null}
+ *       Pods are the cluster's pods in compact form (metadata, spec.nodeName,
+ *       status.podIP/phase/conditions); Redis is the latest OBSERVED observation.
  *     HEARTBEAT
  *   Heartbeats go both ways every PROTO_HEARTBEAT_MS; a peer silent for
  *   PROTO_LIVENESS heartbeats is dead (Paranoid Pirate): informerd puts a dead worker's
@@ -38,6 +42,18 @@
  *   LEADER is_leader holder transitions epoch valid_until_mono_ms
  *     valid_until_mono_ms: CLOCK_MONOTONIC ms (same host) after which the holder must not
  *     write unless a newer LEADER message extends it; 0 when not leading.
+ *
+ * observe (informerd PULL; observerd PUSH)
+ *   OBSERVED key observation
+ *     key: namespace/name of the RedisCluster; observation: JSON
+ *     {"observedAt": RFC 3339 wall time, "nodes": [{"pod","ip","reachable","role",
+ *      "masterHost","masterPort","linkUp","offset","lastOkAgoMs","downSinceMs"}]}
+ *     role: "master" | "slave" | "" (unknown); downSinceMs: 0 when reachable.
+ *     Sent when a node's reachability, role, master host/port or link, or the set of
+ *     nodes, changes (offsets alone never), and every second while a primary is
+ *     unreachable. informerd keeps the latest per key (not a delta kind), hands it to
+ *     the worker as children "Redis", and adds the key to the queue. At most
+ *     PROTO_MAX_OBSERVATION_BYTES.
  *
  * events (supervisor PUB)
  *   EXITED name pid signal code   a child exited (signal 0 = it exited with code);
@@ -66,6 +82,7 @@
 #define PROTO_WORKERS "WORKERS"
 #define PROTO_SHUTDOWN "SHUTDOWN"
 #define PROTO_EXITED "EXITED"
+#define PROTO_OBSERVED "OBSERVED"
 #define PROTO_OK "OK"
 #define PROTO_ERROR "ERROR"
 
@@ -85,6 +102,10 @@
 #define PROTO_EP_LEADER "leader.sock"
 #define PROTO_EP_CONTROL "control.sock"
 #define PROTO_EP_EVENTS "events.sock"
+#define PROTO_EP_OBSERVE "observe.sock"
+
+/* An observation larger than this is dropped by informerd (about 200 bytes a node). */
+#define PROTO_MAX_OBSERVATION_BYTES ((size_t)256 << 10)
 
 /* A message on socket ("work", "leader", "events", "snapshot", "control") was unknown,
  * malformed or too large and is dropped: log it once and count it in

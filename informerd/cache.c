@@ -25,9 +25,12 @@ typedef struct entry {
     uint64_t gen; /* store generation of the last relist that saw it */
 } entry_t;
 
-/* Every cached child (of any kind) whose controller owner has this UID. */
+/* Every cached child (of any kind) whose controller owner has this UID; or, in
+ * label_owners, every object of a kind owned by label (cache_set_owner_label) whose
+ * label names this owner key. */
 struct owner_group {
-    char *uid;
+    char *uid;     /* the owner's UID, or its key in label_owners */
+    hm_t *home;    /* the index holding the group */
     entry_t *head;
 };
 
@@ -36,6 +39,7 @@ struct store {
     hm_t *by_key; /* key -> entry_t */
     hm_t *by_uid; /* uid -> entry_t */
     uint64_t gen;
+    char *owner_label; /* cache_set_owner_label, or NULL */
 };
 
 struct cache {
@@ -43,6 +47,7 @@ struct cache {
     store_t **stores; /* stores[0] holds the owner kind */
     size_t nstores;
     hm_t *owners; /* owner uid -> owner_group_t */
+    hm_t *label_owners; /* owner key -> owner_group_t, for kinds owned by label */
     uint64_t seq;
     cache_delta_fn on_delta;
     void *on_delta_ud;
@@ -61,6 +66,7 @@ typedef struct {
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+static store_t *find_store(const cache_t *c, const char *kind);
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -209,6 +215,18 @@ static int parse_object(const cache_t *c, const char *kind, json_object *obj,
     if (json_object_object_get_ex(meta, "generation", &gen) && json_object_is_type(gen, json_type_int))
         p->generation = json_object_get_int64(gen);
     find_controller_owner(meta, c->owner_kind, p);
+    const store_t *s = find_store(c, kind);
+    if (!p->has_owner && s && s->owner_label) {
+        /* Owned by label (a Pod: its StatefulSet is the controller, the instance label
+         * names the RedisCluster). A label that is not a string owns nothing. */
+        json_object *labels = NULL;
+        const char *v = NULL;
+        if (json_object_object_get_ex(meta, "labels", &labels) && json_object_is_type(labels, json_type_object) &&
+            get_string(labels, s->owner_label, &v) == 1 && *v) {
+            p->owner_name = v;
+            p->has_owner = true;
+        }
+    }
     return 0;
 fail:
     free(p->key);
@@ -300,16 +318,17 @@ static void entry_sync_view(entry_t *e)
 }
 
 /* The group of owner uid, created when missing; NULL when out of memory. */
-static owner_group_t *group_get_or_create(cache_t *c, const char *uid)
+static owner_group_t *group_get_or_create(hm_t *home, const char *uid)
 {
-    owner_group_t *g = hm_get(c->owners, uid);
+    owner_group_t *g = hm_get(home, uid);
     if (g)
         return g;
     g = calloc(1, sizeof(*g));
     if (!g)
         return NULL;
     g->uid = strdup(uid);
-    if (!g->uid || hm_put(c->owners, g->uid, g, NULL)) {
+    g->home = home;
+    if (!g->uid || hm_put(home, g->uid, g, NULL)) {
         free(g->uid);
         free(g);
         return NULL;
@@ -330,6 +349,7 @@ static void group_link(owner_group_t *g, entry_t *e)
 /* Take e out of its group, freeing the group when it becomes empty. */
 static void group_unlink(cache_t *c, entry_t *e)
 {
+    (void)c;
     owner_group_t *g = e->group;
     if (!g)
         return;
@@ -342,7 +362,7 @@ static void group_unlink(cache_t *c, entry_t *e)
     e->group = NULL;
     e->gprev = e->gnext = NULL;
     if (!g->head) {
-        hm_remove(c->owners, g->uid);
+        hm_remove(g->home, g->uid);
         free(g->uid);
         free(g);
     }
@@ -405,7 +425,9 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
         hm_reserve(s->by_uid, hm_count(s->by_uid) + 1))
         goto out;
     /* Last fallible step: a group created here is kept (it gets e below). */
-    if (owner_uid && !(group = group_get_or_create(c, owner_uid)))
+    if (owner_uid && !(group = group_get_or_create(c->owners, owner_uid)))
+        goto out;
+    if (!owner_uid && fallback && s->owner_label && !(group = group_get_or_create(c->label_owners, fallback)))
         goto out;
 
     /* Commit; nothing below can fail. */
@@ -491,6 +513,7 @@ static void store_free(store_t *s)
     hm_destroy(&s->by_key);
     hm_destroy(&s->by_uid);
     free(s->kind);
+    free(s->owner_label);
     free(s);
 }
 
@@ -505,7 +528,8 @@ cache_t *cache_new(const char *owner_kind)
         return NULL;
     c->owner_kind = strdup(owner_kind);
     c->owners = hm_new(0);
-    if (!c->owner_kind || !c->owners || cache_add_kind(c, owner_kind)) {
+    c->label_owners = hm_new(0);
+    if (!c->owner_kind || !c->owners || !c->label_owners || cache_add_kind(c, owner_kind)) {
         cache_destroy(&c);
         return NULL;
     }
@@ -529,6 +553,16 @@ void cache_destroy(cache_t **self_p)
             free(g);
         }
         hm_destroy(&c->owners);
+    }
+    if (c->label_owners) {
+        hm_iter_t it = HM_ITER_INIT;
+        void *v;
+        while (hm_next(c->label_owners, &it, NULL, &v)) {
+            owner_group_t *g = v;
+            free(g->uid);
+            free(g);
+        }
+        hm_destroy(&c->label_owners);
     }
     free(c->owner_kind);
     free(c);
@@ -789,6 +823,34 @@ int cache_children_json(const cache_t *c, const char *key, const char *const *ki
             rc = buf_puts(out, o ? o : "null");
     }
     return rc == 0 ? buf_puts(out, "}") : -1;
+}
+
+int cache_set_owner_label(cache_t *c, const char *kind, const char *label)
+{
+    store_t *s = find_store(c, kind);
+    if (!s || !label || !*label || strcmp(kind, c->owner_kind) == 0 || hm_count(s->by_key))
+        return -1;
+    char *copy = strdup(label);
+    if (!copy)
+        return -1;
+    free(s->owner_label);
+    s->owner_label = copy;
+    return 0;
+}
+
+int cache_label_children_json(const cache_t *c, const char *kind, const char *key, buf_t *out)
+{
+    const owner_group_t *g = key ? hm_get(c->label_owners, key) : NULL;
+    int rc = buf_puts(out, "[");
+    size_t n = 0;
+    for (const entry_t *e = g ? g->head : NULL; e && rc == 0; e = e->gnext) {
+        if (kind && strcmp(kind, e->store->kind) != 0)
+            continue;
+        rc = buf_puts(out, n++ ? "," : "");
+        if (rc == 0)
+            rc = buf_puts(out, e->json);
+    }
+    return rc == 0 ? buf_puts(out, "]") : -1;
 }
 
 json_object *cache_get_parsed(const cache_t *c, const char *kind, const char *key)

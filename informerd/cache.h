@@ -9,7 +9,8 @@
  *
  * Indexes: by UID per kind, and by controller owner: a child is indexed under the UID of
  * its metadata.ownerReferences[] entry with controller: true and kind == the owner kind
- * (RedisCluster). cache_owner_key() maps any object to the key of the RedisCluster it
+ * (RedisCluster), and for kinds owned by label (cache_set_owner_label: Pods) by the owner
+ * key their label names. cache_owner_key() maps any object to the key of the RedisCluster it
  * concerns, so that every change reaches the work queue under the right key.
  *
  * Every change is a delta with a sequence number, handed synchronously to the delta
@@ -172,6 +173,20 @@ const char *cache_get_json(const cache_t *c, const char *kind, const char *key);
  * null>, ...} for each of the nkinds kinds, from the cached text (a work item's
  * children). Returns 0, or -1 when out's cap or memory ran out (out is then unusable). */
 int cache_children_json(const cache_t *c, const char *key, const char *const *kinds, size_t nkinds, buf_t *out);
+
+/* Objects of kind (not the owner kind) that have no controller owner of the owner kind
+ * belong to the owner named by their label `label` in their own namespace: a Pod, whose
+ * controller is its StatefulSet, belongs to the RedisCluster its
+ * app.kubernetes.io/instance label names. cache_item_owner_key then maps it to that key,
+ * and cache_label_children_json lists the objects of kind by that key. Set before the
+ * first object of kind is stored. Returns 0, or -1 (kind not watched, the owner kind,
+ * objects already stored, or out of memory). */
+int cache_set_owner_label(cache_t *c, const char *kind, const char *label);
+
+/* Append to out a JSON array of the cached texts of the objects of kind (NULL = any
+ * kind owned by label) that belong by label to the owner key, in no particular order
+ * ("[]" when none). Returns 0, or -1 when out's cap or memory ran out. */
+int cache_label_children_json(const cache_t *c, const char *kind, const char *key, buf_t *out);
 
 /* The cached object of kind at key parsed into a new tree (the caller puts it), or NULL
  * when nothing is cached there or memory ran out. */

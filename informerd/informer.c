@@ -7,15 +7,18 @@
 #include "crashcond.h"
 #include "daemon.h"
 #include "event.h"
+#include "hashmap.h"
 #include "jsonx.h"
 #include "kube_async.h"
 #include "log.h"
 #include "loop.h"
 #include "loop_curl.h"
 #include "metrics.h"
+#include "podview.h"
 #include "proto.h"
 #include "syncgate.h"
 #include "watch.h"
+#include "workitem.h"
 #include "workqueue.h"
 #include "zmsg.h"
 
@@ -34,6 +37,9 @@
 
 #define OWNER_KIND "RedisCluster"
 #define MANAGED_BY_SELECTOR "app.kubernetes.io/managed-by=rediscluster-operator"
+/* A Pod's controller is its StatefulSet; this label names its RedisCluster. */
+#define POD_OWNER_LABEL "app.kubernetes.io/instance"
+#define NREFLECTORS 5
 #define MAX_NAMESPACES OPT_STRLIST_MAX
 #define MAX_WORKERS 128
 #define RELIST_MIN_NS (INT64_C(800) * NS_PER_MS)
@@ -86,6 +92,7 @@ typedef struct stream {
 typedef struct reflector {
     informer_t *inf;
     const char *kind, *group, *version, *resource, *selector;
+    int (*transform)(json_object *obj); /* applied to every object before the cache: Pods' compact form */
     stream_t streams[MAX_NAMESPACES];
     size_t nstreams;
     int synced;                 /* listed at least once */
@@ -123,7 +130,7 @@ struct informer {
     const informer_config_t *cfg;
     cache_t *cache;
     workqueue_t *queue;
-    reflector_t refl[4];
+    reflector_t refl[NREFLECTORS];
     size_t nrefl;
     CURLM *multi;
     loop_t *loop;
@@ -131,7 +138,8 @@ struct informer {
     write_xfer_t *writes;       /* writes in flight (a list) */
     char hostname[256];         /* reportingInstance of its Events */
     int exit_code;              /* what informer_run returns once the loop ends */
-    void *zctx, *pub, *snapshot, *work, *leader_sub, *events_sub;
+    void *zctx, *pub, *snapshot, *work, *leader_sub, *events_sub, *observe;
+    hm_t *observations;         /* RedisCluster key -> observation_t: observerd's latest */
     worker_slot_t workers[MAX_WORKERS];
     size_t nworkers;
     int is_leader;
@@ -148,8 +156,29 @@ struct informer {
     char *too_large[TOO_LARGE_PENDING];
     size_t too_large_head, too_large_n;
     metric_family_t *m_lists, *m_watches, *m_relists, *m_errors, *m_objects, *m_rv_age,
-        *m_deltas, *m_quarantined, *m_skipped, *m_synced;
+        *m_deltas, *m_quarantined, *m_skipped, *m_synced, *m_observations;
 };
+
+/* observerd's latest observation of a RedisCluster's Redis nodes (proto.h, OBSERVED). */
+typedef struct {
+    char *key;
+    char *json;
+    size_t len;
+} observation_t;
+
+static void observation_free(observation_t *o)
+{
+    if (!o)
+        return;
+    free(o->key);
+    free(o->json);
+    free(o);
+}
+
+static void observation_forget(informer_t *inf, const char *key)
+{
+    observation_free(hm_remove(inf->observations, key));
+}
 
 /* ---- deltas: publish, print, enqueue ---------------------------------------------- */
 
@@ -281,8 +310,10 @@ static void on_delta(void *ud, const cache_delta_t *d)
         return;
     int64_t now = clock_mono_ns();
     if (strcmp(it->kind, OWNER_KIND) == 0) {
-        if (d->type == CACHE_DELETED)
+        if (d->type == CACHE_DELETED) {
+            observation_forget(inf, key);
             return; /* gone for good: the finalizer already ran; children go with the GC */
+        }
         /* A new spec lifts a quarantine: the change may well be the fix. */
         if (d->type == CACHE_MODIFIED && d->old_generation != it->generation)
             workqueue_unquarantine(inf->queue, key);
@@ -413,6 +444,12 @@ static int on_watch_event(const watch_event_t *ev, void *ud)
     case WATCH_ADDED:
     case WATCH_MODIFIED: {
         json_object_object_add(ev->object, "kind", json_object_new_string(r->kind));
+        if (r->transform && r->transform(ev->object)) {
+            metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "bad_object"), 1);
+            snprintf(s->why, sizeof(s->why), "cannot reduce a %s to its cached form", r->kind);
+            s->failed = 1;
+            return 1;
+        }
         cache_change_t ch;
         if (cache_upsert(inf->cache, r->kind, ev->object, &ch, err, sizeof(err))) {
             metric_counter_add(inf->m_errors, METRIC_LABELS(r->kind, "bad_object"), 1);
@@ -586,6 +623,13 @@ static int list_take_page(reflector_t *r, stream_t *s)
         return -1;
     }
     stamp_items(r, items);
+    for (size_t i = 0; r->transform && i < json_object_array_length(items); i++) {
+        if (r->transform(json_object_array_get_idx(items, i))) {
+            json_object_put(items);
+            snprintf(s->why, sizeof(s->why), "cannot reduce a listed %s to its cached form", r->kind);
+            return -1;
+        }
+    }
     int rc = cache_relist_add(r->inf->cache, r->kind, items, err, sizeof(err));
     json_object_put(items);
     json_object *skipped = rc ? NULL : kube_pager_take_skipped(s->pager);
@@ -891,12 +935,13 @@ static void worker_lost(informer_t *inf, worker_slot_t *w, const char *why, int6
 static void send_work(informer_t *inf, worker_slot_t *w, const char *key, int64_t now)
 {
     /* dispatch() checked that the owner is cached. The children go as one JSON object
-     * {"ConfigMap":...,"Service":...,"StatefulSet":...} spliced from the cache's text. */
+     * spliced from the cache's text (workitem.h). */
     const cache_item_t *rc = cache_lookup(inf->cache, OWNER_KIND, key);
-    static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet"};
     buf_t children;
     buf_init(&children, 0);
-    if (cache_children_json(inf->cache, key, kinds, 3, &children)) {
+    const observation_t *obs = hm_get(inf->observations, key);
+    int bad = workitem_children(inf->cache, key, obs ? obs->json : NULL, obs ? obs->len : 0, &children);
+    if (bad) {
         /* Out of memory: the key waits and comes back, it is not lost. */
         buf_free(&children);
         rlog_error("cannot build the work item; retrying later", "key", key);
@@ -1194,6 +1239,64 @@ static void too_large_event(informer_t *inf, const char *kind, const char *key)
     json_object_put(o);
 }
 
+/* ---- observations from observerd ------------------------------------------------------ */
+
+/* OBSERVED key observation: keep it as the key's latest and queue the key. Only for a
+ * cached RedisCluster (observerd follows our cache, so anything else is stale). */
+static void handle_observe(informer_t *inf, int64_t now)
+{
+    zmsg_t *m;
+    while ((m = zmsg_recv(inf->observe, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_OBSERVATION_BYTES + 1024)) != NULL) {
+        size_t len = 0;
+        char *key = zmsg_strdup(m, 1);
+        const char *text = zmsg_frame(m, 2, &len);
+        json_object *o = NULL;
+        if (!zmsg_frame_is(m, 0, PROTO_OBSERVED) || !key || !text || zmsg_size(m) != 3) {
+            proto_error("observe", "malformed OBSERVED");
+            metric_counter_add(inf->m_observations, METRIC_LABELS("malformed"), 1);
+            goto next;
+        }
+        json_tokener *tok = json_tokener_new();
+        o = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
+        if (tok && json_tokener_get_error(tok) != json_tokener_success) {
+            json_object_put(o);
+            o = NULL;
+        }
+        json_tokener_free(tok);
+        if (!o || !json_object_is_type(jsonx_get(o, "nodes"), json_type_array)) {
+            proto_error("observe", "OBSERVED observation is not {\"nodes\":[...]}");
+            metric_counter_add(inf->m_observations, METRIC_LABELS("malformed"), 1);
+            goto next;
+        }
+        if (!cache_lookup(inf->cache, OWNER_KIND, key)) {
+            metric_counter_add(inf->m_observations, METRIC_LABELS("unknown_key"), 1);
+            goto next;
+        }
+        observation_t *ob = calloc(1, sizeof(*ob));
+        if (ob) {
+            ob->key = strdup(key);
+            ob->json = malloc(len + 1);
+            ob->len = len;
+        }
+        if (!ob || !ob->key || !ob->json || hm_reserve(inf->observations, hm_count(inf->observations) + 1)) {
+            observation_free(ob);
+            rlog_warn("out of memory keeping an observation", "key", key);
+            goto next;
+        }
+        memcpy(ob->json, text, len);
+        ob->json[len] = '\0';
+        void *old = NULL;
+        hm_put(inf->observations, ob->key, ob, &old);
+        observation_free(old);
+        metric_counter_add(inf->m_observations, METRIC_LABELS("stored"), 1);
+        workqueue_add(inf->queue, key, now);
+    next:
+        json_object_put(o);
+        free(key);
+        zmsg_destroy(&m);
+    }
+}
+
 /* ---- snapshots (Clone pattern) ------------------------------------------------------- */
 
 typedef struct {
@@ -1328,6 +1431,13 @@ static int informer_setup(informer_t *inf)
     reflector_init(inf, "ConfigMap", "", "v1", "configmaps", MANAGED_BY_SELECTOR);
     reflector_init(inf, "Service", "", "v1", "services", MANAGED_BY_SELECTOR);
     reflector_init(inf, "StatefulSet", "apps", "v1", "statefulsets", MANAGED_BY_SELECTOR);
+    /* The Redis pods, for observerd (which follows our deltas) and the workers (children
+     * "Pods"): the pod template carries the managed-by label too. Kept compact. */
+    reflector_init(inf, "Pod", "", "v1", "pods", MANAGED_BY_SELECTOR);
+    inf->refl[inf->nrefl - 1].transform = podview_compact;
+    inf->observations = hm_new(0);
+    if (!inf->observations || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL))
+        return -1;
     inf->multi = curl_multi_init();
     inf->loop = loop_new();
     if (!inf->multi || !inf->loop)
@@ -1354,12 +1464,16 @@ static int informer_setup(informer_t *inf)
     inf->m_synced = metrics_gauge(reg, "informer_cache_synced",
                                   "1 once the kind's first LIST completed (no work is dispatched before every "
                                   "kind is synced), else 0.", "kind");
+    inf->m_observations = metrics_counter(reg, "informer_observations_total",
+                                          "OBSERVED messages from observerd by result (stored, unknown_key, "
+                                          "malformed).", "result");
     inf->zctx = zmq_ctx_new();
     if (inf->cfg->serve) {
         inf->pub = bind_socket(inf, ZMQ_PUB, PROTO_EP_DELTAS);
         inf->snapshot = bind_socket(inf, ZMQ_ROUTER, PROTO_EP_SNAPSHOT);
         inf->work = bind_socket(inf, ZMQ_ROUTER, PROTO_EP_WORK);
-        if (!inf->pub || !inf->snapshot || !inf->work)
+        inf->observe = bind_socket(inf, ZMQ_PULL, PROTO_EP_OBSERVE);
+        if (!inf->pub || !inf->snapshot || !inf->work || !inf->observe)
             return -1;
         if (inf->cfg->opts->leader_elect)
             inf->leader_sub = connect_sub(inf, PROTO_EP_LEADER, PROTO_LEADER);
@@ -1390,7 +1504,7 @@ static void informer_teardown(informer_t *inf)
     if (inf->multi)
         curl_multi_cleanup(inf->multi);
     loop_destroy(&inf->loop);
-    void *socks[] = {inf->pub, inf->snapshot, inf->work, inf->leader_sub, inf->events_sub};
+    void *socks[] = {inf->pub, inf->snapshot, inf->work, inf->leader_sub, inf->events_sub, inf->observe};
     for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
         if (socks[i])
             zmq_close(socks[i]);
@@ -1399,6 +1513,13 @@ static void informer_teardown(informer_t *inf)
         zmq_ctx_term(inf->zctx);
     workqueue_destroy(&inf->queue);
     cache_destroy(&inf->cache);
+    if (inf->observations) {
+        hm_iter_t it = HM_ITER_INIT;
+        void *v;
+        while (hm_next(inf->observations, &it, NULL, &v))
+            observation_free(v);
+        hm_destroy(&inf->observations);
+    }
     for (; inf->too_large_n; inf->too_large_n--, inf->too_large_head = (inf->too_large_head + 1) % TOO_LARGE_PENDING)
         free(inf->too_large[inf->too_large_head]);
 }
@@ -1406,7 +1527,7 @@ static void informer_teardown(informer_t *inf)
 /* The sync gate (syncgate.h) over the reflectors. */
 static syncgate_state_t sync_state(const informer_t *inf, int64_t now, buf_t *names, buf_t *why)
 {
-    syncgate_kind_t kinds[4];
+    syncgate_kind_t kinds[NREFLECTORS];
     for (size_t i = 0; i < inf->nrefl; i++) {
         const reflector_t *r = &inf->refl[i];
         kinds[i] = (syncgate_kind_t){r->kind, r->synced, r->listing, r->last_error};
@@ -1554,6 +1675,13 @@ static int on_snapshot(loop_t *loop, void *socket, int fd, int revents, void *ar
     return 0;
 }
 
+static int on_observe(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop, (void)socket, (void)fd, (void)revents;
+    handle_observe(arg, clock_mono_ns());
+    return 0;
+}
+
 static int on_events(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
     (void)loop, (void)socket, (void)fd, (void)revents;
@@ -1604,6 +1732,7 @@ static int informer_handlers(informer_t *inf)
     if (loop_add_socket(l, inf->events_sub, LOOP_IN, on_events, inf) ||
         loop_add_socket(l, inf->work, LOOP_IN, on_work, inf) ||
         loop_add_socket(l, inf->snapshot, LOOP_IN, on_snapshot, inf) ||
+        loop_add_socket(l, inf->observe, LOOP_IN, on_observe, inf) ||
         loop_add_timer(l, 0, beat, on_hugz, inf) < 0)
         return -1;
     return 0;

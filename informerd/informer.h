@@ -5,8 +5,10 @@
  * ROUTER, work ROUTER, leader SUB, supervisor events SUB), the signalfd, and the
  * deadlines of the work queue, the resync and the reflectors' backoff.
  *
- * Reflectors (one per kind: RedisCluster, and the ConfigMaps, Services and StatefulSets
- * carrying the operator's managed-by label): LIST with pagination, then WATCH from the
+ * Reflectors (one per kind: RedisCluster, and the ConfigMaps, Services, StatefulSets and
+ * Pods carrying the operator's managed-by label; Pods are cached in compact form
+ * (podview.h) and belong to the RedisCluster their app.kubernetes.io/instance label
+ * names): LIST with pagination, then WATCH from the
  * list's resourceVersion with bookmarks and a random 5..10 min timeoutSeconds, resuming
  * each new watch from the last resourceVersion seen. As client-go's reflector: a stream
  * that ends or breaks resumes from there (at once if it had served for a second, after a
@@ -39,6 +41,11 @@
  * manager fails; the supervisor restarts it with its backoff and /readyz reports
  * informerd not ready (crash-looping) meanwhile. Exiting rather than waiting on: a new
  * process starts from a clean client and connection, and a stuck sync shows as restarts.
+ *
+ * Observations: observerd PUSHes OBSERVED key observation to the observe socket
+ * (proto.h); informerd keeps the latest per cached RedisCluster (dropped with it), hands
+ * it to the worker as children "Redis" beside "Pods", and queues the key. They are not
+ * deltas: observerd follows the delta stream and must not hear its own news back.
  *
  * Work: keys go to idle workers only while this replica leads (or leader election is
  * off). A worker's item comes back on DONE; a worker that dies (the supervisor says so,

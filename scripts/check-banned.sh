@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pattern='(^|[^A-Za-z0-9_])(sprintf|vsprintf|strcpy|strcat|strtok|sscanf|atoi|atol|gets)[[:space:]]*\('
 hits=$(grep -rnE "$pattern" --include='*.c' --include='*.h' \
-    common supervisor informerd workerd electord webhookd tests/unit tests/fuzz bench 2>/dev/null | \
+    common supervisor informerd workerd electord webhookd observerd tests/unit tests/fuzz bench 2>/dev/null | \
     grep -v 'banned-ok' || true)
 if [ -n "$hits" ]; then
     echo "banned functions used (see STYLE.md):" >&2

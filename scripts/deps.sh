@@ -13,10 +13,12 @@ pkgs=(
     libcunit1-dev          # unit tests
     libmicrohttpd-dev      # HTTP server for /healthz /readyz /metrics
     libevent-dev           # HTTPS server of the admission webhooks (evhttp over OpenSSL)
+    libhiredis-dev         # observerd: RESP client for the Redis pods (async API on our loop)
     clang                  # make fuzz (libFuzzer)
     libclang-rt-dev        # make fuzz: libclang_rt.fuzzer/asan for the default clang
     openssl curl jq        # certificates, probes and JSON for the local control plane
-    redis-server redis-tools   # real Redis behind the pods of the process nodes (tests/cluster)
+    redis-server redis-tools   # real Redis behind the pods of the process nodes (tests/cluster);
+                               # observerd's unit tests run real redis-server on loopback
 )
 missing=()
 for p in "${pkgs[@]}"; do

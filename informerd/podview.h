@@ -1,0 +1,21 @@
+/* podview: the compact form in which informerd caches a Redis pod. Pure.
+ *
+ * A Pod object is mostly what nobody here reads (the whole container spec, volumes,
+ * tolerations, container statuses). The cache keeps only what the operator uses: all of
+ * metadata (labels, ownerReferences, deletionTimestamp; managedFields is stripped by the
+ * cache), spec.nodeName, and status.podIP, status.podIPs, status.phase and
+ * status.conditions (Ready and the rest), so a pod costs a few hundred bytes however
+ * large its spec is.
+ */
+#ifndef RDC_INFORMERD_PODVIEW_H
+#define RDC_INFORMERD_PODVIEW_H
+
+#include <json-c/json.h>
+
+/* Reduce the Pod object pod (edited in place) to its compact form. Members that are
+ * absent stay absent; a spec or status that is not an object is dropped. Returns 0, or
+ * -1 when pod is not an object or memory ran out (pod is then whole or partly reduced,
+ * never invalid JSON). */
+int podview_compact(json_object *pod);
+
+#endif

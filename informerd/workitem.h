@@ -1,0 +1,24 @@
+/* workitem: the children object of a WORK message (proto.h), built from the cache's text.
+ * Pure: no I/O.
+ *
+ *   {"ConfigMap": obj|null, "Service": obj|null, "StatefulSet": obj|null,
+ *    "Pods": [pod, ...], "Redis": observation|null}
+ *
+ * ConfigMap, Service and StatefulSet are the cached objects at the RedisCluster's own key;
+ * Pods are the pods that belong to it by their instance label (cache_set_owner_label),
+ * in compact form; Redis is observerd's latest observation (OBSERVED), or null. Readers
+ * that look children up by kind (workerd's child_of) see the keys they always saw.
+ */
+#ifndef RDC_INFORMERD_WORKITEM_H
+#define RDC_INFORMERD_WORKITEM_H
+
+#include "buf.h"
+#include "cache.h"
+
+#include <stddef.h>
+
+/* Append key's children object to out. observation (obslen bytes of JSON) may be NULL.
+ * Returns 0, or -1 when out's cap or memory ran out (out is then unusable). */
+int workitem_children(const cache_t *c, const char *key, const char *observation, size_t obslen, buf_t *out);
+
+#endif

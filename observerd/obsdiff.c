@@ -1,0 +1,120 @@
+#include "obsdiff.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+static const obs_node_t *find_pod(const obs_node_t *nodes, size_t n, const char *pod)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(nodes[i].pod, pod) == 0)
+            return &nodes[i];
+    return NULL;
+}
+
+/* The first difference that is news between a and b (same pod), or NULL; *what gets the
+ * field's name and the two values. */
+static const char *node_news(const obs_node_t *a, const obs_node_t *b, char *what, size_t cap)
+{
+    if (strcmp(a->ip, b->ip) != 0) {
+        snprintf(what, cap, "ip %s->%s", a->ip, b->ip);
+        return what;
+    }
+    if (a->reachable != b->reachable) {
+        snprintf(what, cap, "reachable %s->%s", a->reachable ? "true" : "false", b->reachable ? "true" : "false");
+        return what;
+    }
+    if (a->role != b->role) {
+        snprintf(what, cap, "role %s->%s", redisinfo_role_name(a->role), redisinfo_role_name(b->role));
+        return what;
+    }
+    if (strcmp(a->master_host, b->master_host) != 0 || a->master_port != b->master_port) {
+        snprintf(what, cap, "master %s:%d->%s:%d", a->master_host, a->master_port, b->master_host, b->master_port);
+        return what;
+    }
+    if (a->link_up != b->link_up) {
+        snprintf(what, cap, "linkUp %s->%s", a->link_up ? "true" : "false", b->link_up ? "true" : "false");
+        return what;
+    }
+    return NULL;
+}
+
+/* The first piece of news, described in out; 1 when there is one. */
+static int first_news(const obs_node_t *prev, size_t nprev, const obs_node_t *cur, size_t ncur, char *out,
+                      size_t cap)
+{
+    char what[600];
+    if (nprev != ncur) {
+        snprintf(out, cap, "nodes: %zu->%zu", nprev, ncur);
+        return 1;
+    }
+    for (size_t i = 0; i < ncur; i++) {
+        const obs_node_t *p = find_pod(prev, nprev, cur[i].pod);
+        if (!p) {
+            snprintf(out, cap, "%s: new node", cur[i].pod);
+            return 1;
+        }
+        if (node_news(p, &cur[i], what, sizeof(what))) {
+            snprintf(out, cap, "%s: %s", cur[i].pod, what);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+obsdiff_t obsdiff_compare(const obs_node_t *prev, size_t nprev, const obs_node_t *cur, size_t ncur)
+{
+    char why[8];
+    if (first_news(prev, nprev, cur, ncur, why, sizeof(why)))
+        return OBSDIFF_CHANGED;
+    for (size_t i = 0; i < ncur; i++)
+        if (!cur[i].reachable && cur[i].ip[0] && cur[i].role != REDISINFO_ROLE_SLAVE)
+            return OBSDIFF_STILL_DOWN;
+    return OBSDIFF_SAME;
+}
+
+void obsdiff_explain(const obs_node_t *prev, size_t nprev, const obs_node_t *cur, size_t ncur, char *out,
+                     size_t cap)
+{
+    if (!cap)
+        return;
+    out[0] = '\0';
+    (void)first_news(prev, nprev, cur, ncur, out, cap);
+}
+
+int obsdiff_json(const obs_node_t *nodes, size_t n, const char *observed_at, buf_t *out)
+{
+    json_object *o = json_object_new_object(), *arr = json_object_new_array();
+    int bad = !o || !arr;
+    if (!bad && json_object_object_add(o, "nodes", arr)) {
+        json_object_put(arr);
+        bad = 1;
+    } else if (bad) {
+        json_object_put(arr);
+    }
+    if (!bad)
+        bad |= json_object_object_add(o, "observedAt", json_object_new_string(observed_at ? observed_at : ""));
+    for (size_t i = 0; !bad && i < n; i++) {
+        const obs_node_t *x = &nodes[i];
+        json_object *e = json_object_new_object();
+        if (!e || json_object_array_add(arr, e)) {
+            json_object_put(e);
+            bad = 1;
+            break;
+        }
+        bad |= json_object_object_add(e, "pod", json_object_new_string(x->pod));
+        bad |= json_object_object_add(e, "ip", json_object_new_string(x->ip));
+        bad |= json_object_object_add(e, "reachable", json_object_new_boolean(x->reachable));
+        bad |= json_object_object_add(e, "role", json_object_new_string(redisinfo_role_name(x->role)));
+        bad |= json_object_object_add(e, "masterHost", json_object_new_string(x->master_host));
+        bad |= json_object_object_add(e, "masterPort", json_object_new_int(x->master_port));
+        bad |= json_object_object_add(e, "linkUp", json_object_new_boolean(x->link_up));
+        bad |= json_object_object_add(e, "offset", json_object_new_int64(x->offset));
+        bad |= json_object_object_add(e, "lastOkAgoMs", json_object_new_int64(x->last_ok_ago_ms));
+        bad |= json_object_object_add(e, "downSinceMs", json_object_new_int64(x->down_since_ms));
+    }
+    const char *text = bad ? NULL : json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    int rc = text ? buf_puts(out, text) : -1;
+    json_object_put(o);
+    return rc ? -1 : 0;
+}

@@ -1,0 +1,1074 @@
+#include "observer.h"
+
+#include "buf.h"
+#include "clock.h"
+#include "daemon.h"
+#include "jsonx.h"
+#include "log.h"
+#include "loop.h"
+#include "loop_curl.h"
+#include "metrics.h"
+#include "obsdiff.h"
+#include "proto.h"
+#include "redisnode.h"
+#include "zmsg.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#define INSTANCE_LABEL "app.kubernetes.io/instance"
+#define SNAPSHOT_TIMEOUT_NS (INT64_C(10) * NS_PER_SEC)
+#define SECRET_RETRY_NS (INT64_C(10) * NS_PER_SEC)
+#define SECRET_DEADLINE_MS 5000
+#define SECRET_MAX_BYTES ((size_t)1 << 20)
+#define STILL_DOWN_EVERY_NS NS_PER_SEC
+#define METRICS_EVERY_NS NS_PER_SEC
+#define MAX_NODES 64
+
+typedef struct cluster cluster_t;
+typedef struct observer observer_t;
+
+typedef struct pod {
+    observer_t *ob;
+    char key[512];              /* namespace/name */
+    char name[254];
+    char ip[64];                /* "" until it has one */
+    cluster_t *cluster;
+    redisnode_t *node;          /* NULL while no IP */
+    unsigned probes;
+    int seen;                   /* mark of the snapshot in progress */
+    struct pod *next, *cnext;   /* all pods; the cluster's pods */
+} pod_t;
+
+struct cluster {
+    observer_t *ob;
+    char key[512], ns[254], name[254];
+    int has_object;             /* the RedisCluster is cached (else: pods only, so far) */
+    char secret_name[254], secret_key[254]; /* "" = no auth */
+    char *password;             /* NULL until the Secret was read */
+    int64_t secret_next_ns;     /* fetch (again) at or after this; 0 = not wanted */
+    CURL *secret_easy;
+    struct curl_slist *secret_headers;
+    buf_t secret_body;
+    obs_node_t *sent;           /* the observation last sent */
+    size_t nsent;
+    int ever_sent;
+    int64_t last_sent_ns;
+    char primary[254];          /* the sole reachable master last seen, "" none yet */
+    int seen;
+    pod_t *pods;
+    struct cluster *next;
+};
+
+struct observer {
+    const observer_config_t *cfg;
+    loop_t *loop;
+    CURLM *multi;
+    loop_curl_t *lc;
+    void *zctx, *sub, *snap, *push;
+    int snapshotting;
+    int snap_timer;
+    uint64_t seq;
+    int hugz_behind;            /* HUGZ in a row whose seq was below ours */
+    int synced;                 /* a snapshot completed at least once */
+    cluster_t *clusters;
+    pod_t *pods;
+    int tick_timer;
+    metric_family_t *m_up, *m_role, *m_lag, *m_clients, *m_changes, *m_sent, *m_rx_up, *m_rx_clients,
+        *m_rx_mem, *m_rx_maxmem, *m_rx_evicted, *m_rx_expired, *m_rx_hits, *m_rx_misses, *m_rx_cmds,
+        *m_rx_slaves, *m_rx_offset, *m_rx_bgsave;
+};
+
+/* ---- clusters and pods ---------------------------------------------------------------- */
+
+static cluster_t *cluster_find(observer_t *ob, const char *key)
+{
+    for (cluster_t *c = ob->clusters; c; c = c->next)
+        if (strcmp(c->key, key) == 0)
+            return c;
+    return NULL;
+}
+
+static cluster_t *cluster_get(observer_t *ob, const char *key)
+{
+    cluster_t *c = cluster_find(ob, key);
+    if (c)
+        return c;
+    const char *slash = strchr(key, '/');
+    if (!slash || strlen(key) >= sizeof(c->key) || (size_t)(slash - key) >= sizeof(c->ns) ||
+        strlen(slash + 1) >= sizeof(c->name))
+        return NULL;
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->ob = ob;
+    snprintf(c->key, sizeof(c->key), "%s", key);
+    snprintf(c->ns, sizeof(c->ns), "%.*s", (int)(slash - key), key);
+    snprintf(c->name, sizeof(c->name), "%s", slash + 1);
+    buf_init(&c->secret_body, SECRET_MAX_BYTES);
+    c->seen = 1;
+    c->next = ob->clusters;
+    ob->clusters = c;
+    return c;
+}
+
+static void secret_stop(observer_t *ob, cluster_t *c)
+{
+    if (c->secret_easy) {
+        loop_curl_remove(ob->lc, c->secret_easy);
+        curl_easy_cleanup(c->secret_easy);
+        c->secret_easy = NULL;
+    }
+    curl_slist_free_all(c->secret_headers);
+    c->secret_headers = NULL;
+    buf_free(&c->secret_body);
+}
+
+static void password_forget(cluster_t *c)
+{
+    if (c->password) {
+        memset(c->password, 0, strlen(c->password));
+        free(c->password);
+    }
+    c->password = NULL;
+}
+
+/* Free c when nothing refers to it any more (no object, no pods). */
+static void cluster_maybe_free(observer_t *ob, cluster_t *c)
+{
+    if (c->has_object || c->pods)
+        return;
+    cluster_t **pp = &ob->clusters;
+    while (*pp && *pp != c)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = c->next;
+    secret_stop(ob, c);
+    password_forget(c);
+    free(c->sent);
+    free(c);
+}
+
+static pod_t *pod_find(observer_t *ob, const char *key)
+{
+    for (pod_t *p = ob->pods; p; p = p->next)
+        if (strcmp(p->key, key) == 0)
+            return p;
+    return NULL;
+}
+
+static void pod_unlink_cluster(observer_t *ob, pod_t *p)
+{
+    cluster_t *c = p->cluster;
+    if (!c)
+        return;
+    pod_t **pp = &c->pods;
+    while (*pp && *pp != p)
+        pp = &(*pp)->cnext;
+    if (*pp)
+        *pp = p->cnext;
+    p->cluster = NULL;
+    p->cnext = NULL;
+    cluster_maybe_free(ob, c);
+}
+
+static void pod_remove(observer_t *ob, pod_t *p)
+{
+    pod_t **pp = &ob->pods;
+    while (*pp && *pp != p)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = p->next;
+    redisnode_destroy(&p->node);
+    pod_unlink_cluster(ob, p);
+    free(p);
+}
+
+static void on_probe(redisnode_t *node, void *arg);
+
+/* ---- the delta stream: apply objects ------------------------------------------------- */
+
+static void cluster_apply(observer_t *ob, const char *key, json_object *obj, int deleted)
+{
+    cluster_t *c = deleted ? cluster_find(ob, key) : cluster_get(ob, key);
+    if (!c)
+        return;
+    c->seen = 1;
+    if (deleted) {
+        c->has_object = 0;
+        c->secret_name[0] = c->secret_key[0] = '\0';
+        secret_stop(ob, c);
+        password_forget(c);
+        cluster_maybe_free(ob, c);
+        return;
+    }
+    c->has_object = 1;
+    const char *sname = JSONX_STR_AT(obj, "spec", "auth", "secretRef", "name");
+    const char *skey = JSONX_STR_AT(obj, "spec", "auth", "secretRef", "key");
+    if (!sname)
+        sname = "";
+    if (!skey || !*skey)
+        skey = "password";
+    if (!*sname)
+        skey = "";
+    if (strcmp(sname, c->secret_name) == 0 && strcmp(skey, c->secret_key) == 0)
+        return;
+    snprintf(c->secret_name, sizeof(c->secret_name), "%s", sname);
+    snprintf(c->secret_key, sizeof(c->secret_key), "%s", skey);
+    secret_stop(ob, c);
+    password_forget(c);
+    for (pod_t *p = c->pods; p; p = p->cnext)
+        if (p->node)
+            redisnode_set_password(p->node, NULL);
+    c->secret_next_ns = *sname ? loop_now(ob->loop) : 0;
+    if (*sname)
+        rlog_info("cluster authenticates: reading its Secret", "cluster", key, "secret", sname, "secretKey", skey);
+}
+
+static void pod_apply(observer_t *ob, const char *key, json_object *obj, int deleted)
+{
+    pod_t *p = pod_find(ob, key);
+    if (deleted) {
+        if (p)
+            pod_remove(ob, p);
+        return;
+    }
+    const char *ns = JSONX_STR_AT(obj, "metadata", "namespace");
+    const char *name = JSONX_STR_AT(obj, "metadata", "name");
+    const char *inst = JSONX_STR_AT(obj, "metadata", "labels", INSTANCE_LABEL);
+    const char *ip = JSONX_STR_AT(obj, "status", "podIP");
+    const char *phase = JSONX_STR_AT(obj, "status", "phase");
+    if (!ns || !name || !inst || !*inst) {
+        if (p)
+            pod_remove(ob, p);
+        return;
+    }
+    /* A pod that ended has no server to watch, even if its IP is still reported. */
+    if (!ip || (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)))
+        ip = "";
+    char ckey[512];
+    snprintf(ckey, sizeof(ckey), "%s/%s", ns, inst);
+    if (!p) {
+        if (strlen(key) >= sizeof(p->key) || strlen(name) >= sizeof(p->name))
+            return;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+            return;
+        p->ob = ob;
+        snprintf(p->key, sizeof(p->key), "%s", key);
+        snprintf(p->name, sizeof(p->name), "%s", name);
+        p->next = ob->pods;
+        ob->pods = p;
+    }
+    p->seen = 1;
+    if (!p->cluster || strcmp(p->cluster->key, ckey) != 0) {
+        pod_unlink_cluster(ob, p);
+        cluster_t *c = cluster_get(ob, ckey);
+        if (!c) {
+            pod_remove(ob, p);
+            return;
+        }
+        p->cluster = c;
+        p->cnext = c->pods;
+        c->pods = p;
+        if (p->node)
+            redisnode_set_password(p->node, c->password);
+    }
+    if (strcmp(p->ip, ip) != 0) {
+        /* A new IP is a new server (the pod was recreated): a new connection. */
+        redisnode_destroy(&p->node);
+        snprintf(p->ip, sizeof(p->ip), "%s", ip);
+        p->probes = 0;
+        if (*ip) {
+            p->node = redisnode_new(ob->loop, ip, ob->cfg->redis_port, ob->cfg->probe_timeout_ns, on_probe, p);
+            if (p->node)
+                redisnode_set_password(p->node, p->cluster->password);
+        }
+    }
+}
+
+static void apply_item(observer_t *ob, const char *kind, const char *key, const char *json, size_t len,
+                       int deleted)
+{
+    int is_rc = strcmp(kind, "RedisCluster") == 0, is_pod = strcmp(kind, "Pod") == 0;
+    if (!is_rc && !is_pod)
+        return;
+    json_object *obj = NULL;
+    if (!deleted) {
+        json_tokener *tok = json_tokener_new();
+        obj = tok ? json_tokener_parse_ex(tok, json, (int)len) : NULL;
+        json_tokener_free(tok);
+        if (!obj || !json_object_is_type(obj, json_type_object)) {
+            proto_error("deltas", "object is not JSON");
+            json_object_put(obj);
+            return;
+        }
+    }
+    if (is_rc)
+        cluster_apply(ob, key, obj, deleted);
+    else
+        pod_apply(ob, key, obj, deleted);
+    json_object_put(obj);
+}
+
+/* ---- the delta stream: Clone pattern -------------------------------------------------- */
+
+static int on_sub(loop_t *loop, void *socket, int fd, int revents, void *arg);
+static void take_snapshot(observer_t *ob);
+
+static void *new_dealer(observer_t *ob)
+{
+    char ep[4200];
+    void *s = zmq_socket(ob->zctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof(linger));
+    zmq_connect(s, daemon_endpoint(ob->cfg->runtime_dir, PROTO_EP_SNAPSHOT, ep, sizeof(ep)));
+    return s;
+}
+
+static int on_snap_timeout(loop_t *loop, int id, void *arg)
+{
+    (void)loop;
+    (void)id;
+    observer_t *ob = arg;
+    ob->snap_timer = 0;
+    rlog_warn("no snapshot from informerd yet; asking again");
+    take_snapshot(ob);
+    return 0;
+}
+
+static int on_snap(loop_t *loop, void *socket, int fd, int revents, void *arg);
+
+/* Ask for a snapshot on a fresh DEALER (a late answer to an earlier request cannot mix
+ * in), and stop reading deltas until it is complete: they wait in the SUB socket. */
+static void take_snapshot(observer_t *ob)
+{
+    if (ob->snap) {
+        loop_remove_socket(ob->loop, ob->snap);
+        zmq_close(ob->snap);
+    }
+    ob->snap = new_dealer(ob);
+    loop_add_socket(ob->loop, ob->snap, LOOP_IN, on_snap, ob);
+    loop_remove_socket(ob->loop, ob->sub);
+    ob->snapshotting = 1;
+    for (cluster_t *c = ob->clusters; c; c = c->next)
+        c->seen = 0;
+    for (pod_t *p = ob->pods; p; p = p->next)
+        p->seen = 0;
+    zmsg_t *req = zmsg_new();
+    zmsg_addstr(req, PROTO_ICANHAZ);
+    zmsg_send(&req, ob->snap, ZMQ_DONTWAIT);
+    if (ob->snap_timer)
+        loop_cancel_timer(ob->loop, ob->snap_timer);
+    ob->snap_timer = loop_add_timer(ob->loop, SNAPSHOT_TIMEOUT_NS, 0, on_snap_timeout, ob);
+    if (ob->snap_timer < 0)
+        ob->snap_timer = 0;
+}
+
+/* The snapshot is complete: what it did not mention is gone. */
+static void snapshot_done(observer_t *ob, uint64_t seq)
+{
+    for (pod_t *p = ob->pods, *next; p; p = next) {
+        next = p->next;
+        if (!p->seen)
+            pod_remove(ob, p);
+    }
+    for (cluster_t *c = ob->clusters, *next; c; c = next) {
+        next = c->next;
+        /* informerd may have restarted: whatever it knew of our observations is lost. */
+        c->ever_sent = 0;
+        if (!c->seen && c->has_object)
+            cluster_apply(ob, c->key, NULL, 1);
+    }
+    ob->seq = seq;
+    ob->snapshotting = 0;
+    if (ob->snap_timer)
+        loop_cancel_timer(ob->loop, ob->snap_timer);
+    ob->snap_timer = 0;
+    loop_add_socket(ob->loop, ob->sub, LOOP_IN, on_sub, ob);
+    if (!ob->synced) {
+        ob->synced = 1;
+        daemon_notify_ready();
+    }
+    size_t np = 0, nc = 0;
+    for (pod_t *p = ob->pods; p; p = p->next)
+        np++;
+    for (cluster_t *c = ob->clusters; c; c = c->next)
+        nc++;
+    char s[32], a[32], b[32];
+    snprintf(s, sizeof(s), "%llu", (unsigned long long)seq);
+    snprintf(a, sizeof(a), "%zu", nc);
+    snprintf(b, sizeof(b), "%zu", np);
+    rlog_info("snapshot applied", "seq", s, "clusters", a, "pods", b);
+}
+
+static int on_snap(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop;
+    (void)fd;
+    (void)revents;
+    observer_t *ob = arg;
+    zmsg_t *m;
+    while (socket == ob->snap && (m = zmsg_recv(socket, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
+        int64_t seq = -1;
+        if (zmsg_frame_is(m, 0, PROTO_SNAP) && ob->snapshotting) {
+            /* SNAP seq kind key rv object */
+            char *kind = zmsg_strdup(m, 2), *key = zmsg_strdup(m, 3);
+            size_t len = 0;
+            const char *json = zmsg_frame(m, 5, &len);
+            if (kind && key && json)
+                apply_item(ob, kind, key, json, len, 0);
+            else
+                proto_error("snapshot", "malformed SNAP");
+            free(kind);
+            free(key);
+        } else if (zmsg_frame_is(m, 0, PROTO_KTHXBAI) && zmsg_frame_int64(m, 1, &seq) == 0 && ob->snapshotting) {
+            zmsg_destroy(&m);
+            snapshot_done(ob, (uint64_t)seq);
+            return 0; /* the socket may have been replaced meanwhile: no more reads */
+        }
+        zmsg_destroy(&m);
+    }
+    return 0;
+}
+
+static int on_sub(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop;
+    (void)fd;
+    (void)revents;
+    observer_t *ob = arg;
+    zmsg_t *m;
+    while (!ob->snapshotting && (m = zmsg_recv(socket, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
+        int64_t seq = 0;
+        if (zmsg_frame_is(m, 0, PROTO_HUGZ) && zmsg_frame_int64(m, 1, &seq) == 0) {
+            /* Ahead of us: deltas were lost. Behind us twice in a row: informerd restarted
+             * from 0 (once may be a heartbeat queued before our snapshot). */
+            ob->hugz_behind = (uint64_t)seq < ob->seq ? ob->hugz_behind + 1 : 0;
+            if ((uint64_t)seq > ob->seq || ob->hugz_behind >= 2) {
+                rlog_warn("delta stream out of step with informerd; taking a new snapshot");
+                ob->hugz_behind = 0;
+                take_snapshot(ob);
+            }
+        } else if (zmsg_frame_is(m, 0, PROTO_DELTA) && zmsg_frame_int64(m, 1, &seq) == 0) {
+            if ((uint64_t)seq > ob->seq) {
+                if ((uint64_t)seq != ob->seq + 1) {
+                    rlog_warn("gap in the delta stream; taking a new snapshot");
+                    take_snapshot(ob);
+                } else {
+                    /* DELTA seq type kind key rv object */
+                    char *kind = zmsg_strdup(m, 3), *key = zmsg_strdup(m, 4);
+                    size_t len = 0;
+                    const char *json = zmsg_frame(m, 6, &len);
+                    if (kind && key && json)
+                        apply_item(ob, kind, key, json, len, zmsg_frame_is(m, 2, "DELETED"));
+                    else
+                        proto_error("deltas", "malformed DELTA");
+                    free(kind);
+                    free(key);
+                    ob->seq = (uint64_t)seq;
+                }
+            }
+        }
+        zmsg_destroy(&m);
+    }
+    return 0;
+}
+
+/* ---- Secrets -------------------------------------------------------------------------- */
+
+static size_t on_secret_data(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    cluster_t *c = ud;
+    size_t len = size * nmemb;
+    return buf_append(&c->secret_body, ptr, len) == 0 ? len : 0;
+}
+
+/* Standard base64 (the Secret's data) into a new NUL-terminated string, or NULL. */
+static char *base64_decode(const char *in)
+{
+    size_t n = strlen(in);
+    if (n % 4)
+        return NULL;
+    unsigned char *out = malloc(n / 4 * 3 + 1);
+    if (!out)
+        return NULL;
+    int len = EVP_DecodeBlock(out, (const unsigned char *)in, (int)n);
+    if (len < 0) {
+        free(out);
+        return NULL;
+    }
+    for (size_t i = n; i > 0 && in[i - 1] == '='; i--)
+        len--;
+    out[len] = '\0';
+    return (char *)out;
+}
+
+static void secret_done(observer_t *ob, cluster_t *c, CURLcode code)
+{
+    long status = 0;
+    curl_easy_getinfo(c->secret_easy, CURLINFO_RESPONSE_CODE, &status);
+    char *pw = NULL;
+    char why[256] = "";
+    if (code != CURLE_OK) {
+        snprintf(why, sizeof(why), "curl: %s", curl_easy_strerror(code));
+    } else if (status != 200) {
+        snprintf(why, sizeof(why), "HTTP %ld", status);
+    } else {
+        json_object *s = json_tokener_parse(buf_str(&c->secret_body));
+        const char *b64 = jsonx_str(jsonx_get(s, "data"), c->secret_key);
+        if (!b64)
+            snprintf(why, sizeof(why), "the Secret has no data key \"%.200s\"", c->secret_key);
+        else if (!(pw = base64_decode(b64)))
+            snprintf(why, sizeof(why), "data key \"%.200s\" is not base64", c->secret_key);
+        json_object_put(s);
+    }
+    curl_easy_cleanup(c->secret_easy);
+    c->secret_easy = NULL;
+    curl_slist_free_all(c->secret_headers);
+    c->secret_headers = NULL;
+    buf_free(&c->secret_body);
+    if (!pw) {
+        c->secret_next_ns = loop_now(ob->loop) + SECRET_RETRY_NS;
+        rlog_warn("cannot read the cluster's Secret; probing without a password", "cluster", c->key, "secret",
+                  c->secret_name, "reason", why);
+        return;
+    }
+    int changed = !c->password || strcmp(c->password, pw) != 0;
+    password_forget(c);
+    c->password = pw;
+    c->secret_next_ns = 0;
+    for (pod_t *p = c->pods; p; p = p->cnext)
+        if (p->node)
+            redisnode_set_password(p->node, c->password);
+    if (changed)
+        rlog_info("read the cluster's Secret", "cluster", c->key, "secret", c->secret_name);
+}
+
+static void on_curl_done(CURL *easy, CURLcode result, void *arg)
+{
+    observer_t *ob = arg;
+    for (cluster_t *c = ob->clusters; c; c = c->next) {
+        if (c->secret_easy == easy) {
+            secret_done(ob, c, result);
+            return;
+        }
+    }
+    curl_easy_cleanup(easy);
+}
+
+static void secret_fetch(observer_t *ob, cluster_t *c)
+{
+    c->secret_next_ns = 0;
+    if (!ob->cfg->client || c->secret_easy || !c->secret_name[0])
+        return;
+    buf_t path;
+    buf_init(&path, 4096);
+    kube_error_t err;
+    kube_error_clear(&err);
+    if (kube_path(&path, "", "v1", c->ns, "secrets", c->secret_name, NULL) == 0)
+        c->secret_easy = kube_client_stream_handle(ob->cfg->client, buf_str(&path), NULL, SECRET_DEADLINE_MS,
+                                                   &c->secret_headers, &err);
+    buf_free(&path);
+    if (!c->secret_easy) {
+        char line[512];
+        rlog_warn("cannot read the cluster's Secret", "cluster", c->key, "error", kube_error_str(&err, line, sizeof(line)));
+        c->secret_next_ns = loop_now(ob->loop) + SECRET_RETRY_NS;
+        return;
+    }
+    buf_init(&c->secret_body, SECRET_MAX_BYTES);
+    curl_easy_setopt(c->secret_easy, CURLOPT_WRITEFUNCTION, on_secret_data);
+    curl_easy_setopt(c->secret_easy, CURLOPT_WRITEDATA, c);
+    if (loop_curl_add(ob->lc, c->secret_easy)) {
+        curl_easy_cleanup(c->secret_easy);
+        c->secret_easy = NULL;
+        curl_slist_free_all(c->secret_headers);
+        c->secret_headers = NULL;
+        c->secret_next_ns = loop_now(ob->loop) + SECRET_RETRY_NS;
+    }
+}
+
+/* ---- observations ------------------------------------------------------------------- */
+
+static int cmp_node(const void *a, const void *b)
+{
+    return strcmp(((const obs_node_t *)a)->pod, ((const obs_node_t *)b)->pod);
+}
+
+/* The cluster's nodes now, sorted by pod name. Returns how many (at most cap). */
+static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size_t cap)
+{
+    size_t n = 0;
+    for (const pod_t *p = c->pods; p && n < cap; p = p->cnext) {
+        obs_node_t *x = &out[n++];
+        memset(x, 0, sizeof(*x));
+        snprintf(x->pod, sizeof(x->pod), "%s", p->name);
+        snprintf(x->ip, sizeof(x->ip), "%s", p->ip);
+        x->offset = -1;
+        x->last_ok_ago_ms = -1;
+        const redisnode_state_t *st = p->node ? redisnode_state(p->node) : NULL;
+        if (!st || !st->probes)
+            continue; /* no IP yet, or not probed yet: unknown, unreachable */
+        x->reachable = st->reachable;
+        if (st->ever_answered) {
+            x->role = st->info.role;
+            snprintf(x->master_host, sizeof(x->master_host), "%s", st->info.master_host);
+            x->master_port = st->info.master_port;
+            x->link_up = st->info.link_up;
+            x->offset = redisinfo_offset(&st->info);
+            x->last_ok_ago_ms = (now - st->last_ok_ns) / NS_PER_MS;
+        }
+        x->down_since_ms = st->down_since_ns ? (now - st->down_since_ns) / NS_PER_MS : 0;
+    }
+    qsort(out, n, sizeof(*out), cmp_node);
+    return n;
+}
+
+/* Every pod of c has been probed at least once (so a first observation is whole). */
+static int all_probed(const cluster_t *c)
+{
+    for (const pod_t *p = c->pods; p; p = p->cnext)
+        if (p->node && !redisnode_state(p->node)->probes)
+            return 0;
+    return 1;
+}
+
+static void count_primary(observer_t *ob, cluster_t *c, const obs_node_t *nodes, size_t n)
+{
+    const char *only = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!nodes[i].reachable || nodes[i].role != REDISINFO_ROLE_MASTER)
+            continue;
+        if (only)
+            return; /* two primaries: not a change of primary (plan's business) */
+        only = nodes[i].pod;
+    }
+    if (!only || strcmp(only, c->primary) == 0)
+        return;
+    if (c->primary[0]) {
+        metric_counter_add(ob->m_changes, METRIC_LABELS(c->ns, c->name), 1);
+        rlog_info("primary changed", "cluster", c->key, "from", c->primary, "to", only);
+    }
+    snprintf(c->primary, sizeof(c->primary), "%.253s", only);
+}
+
+static void evaluate(observer_t *ob, cluster_t *c)
+{
+    if (!all_probed(c))
+        return;
+    int64_t now = loop_now(ob->loop);
+    obs_node_t nodes[MAX_NODES];
+    size_t n = build_nodes(c, now, nodes, MAX_NODES);
+    count_primary(ob, c, nodes, n);
+    obsdiff_t d = c->ever_sent ? obsdiff_compare(c->sent, c->nsent, nodes, n) : OBSDIFF_CHANGED;
+    if (d == OBSDIFF_SAME || (d == OBSDIFF_STILL_DOWN && now - c->last_sent_ns < STILL_DOWN_EVERY_NS))
+        return;
+    char why[600] = "first observation";
+    if (c->ever_sent)
+        obsdiff_explain(c->sent, c->nsent, nodes, n, why, sizeof(why));
+    if (d == OBSDIFF_STILL_DOWN)
+        snprintf(why, sizeof(why), "a primary is still unreachable");
+    char at[40];
+    clock_format_rfc3339(clock_wall_ns(), 3, at, sizeof(at));
+    buf_t body;
+    buf_init(&body, PROTO_MAX_OBSERVATION_BYTES);
+    if (obsdiff_json(nodes, n, at, &body)) {
+        buf_free(&body);
+        rlog_warn("observation too large to send", "cluster", c->key);
+        return;
+    }
+    zmsg_t *m = zmsg_new();
+    zmsg_addstr(m, PROTO_OBSERVED);
+    zmsg_addstr(m, c->key);
+    zmsg_addmem(m, buf_str(&body), body.len);
+    int rc = zmsg_send(&m, ob->push, ZMQ_DONTWAIT);
+    zmsg_destroy(&m);
+    buf_free(&body);
+    if (rc) {
+        /* informerd is not taking it now: the next probe compares against what was last
+         * sent, so the news is sent then. */
+        return;
+    }
+    obs_node_t *copy = n ? malloc(n * sizeof(*copy)) : NULL;
+    if (n && !copy)
+        return;
+    if (n)
+        memcpy(copy, nodes, n * sizeof(*copy));
+    free(c->sent);
+    c->sent = copy;
+    c->nsent = n;
+    c->ever_sent = 1;
+    c->last_sent_ns = now;
+    metric_counter_add(ob->m_sent, METRIC_LABELS(d == OBSDIFF_STILL_DOWN ? "still_down" : "changed"), 1);
+    if (d == OBSDIFF_CHANGED)
+        rlog_info("observation sent", "cluster", c->key, "reason", why);
+    else
+        rlog_debug("observation sent", "cluster", c->key, "reason", why);
+}
+
+static void on_probe(redisnode_t *node, void *arg)
+{
+    pod_t *p = arg;
+    observer_t *ob = p->ob;
+    const redisnode_state_t *st = redisnode_state(node);
+    cluster_t *c = p->cluster;
+    if (!st->reachable && c && c->password == NULL && c->secret_name[0] && !c->secret_easy &&
+        !c->secret_next_ns)
+        c->secret_next_ns = loop_now(ob->loop) + SECRET_RETRY_NS;
+    if (!st->reachable && c && c->password && c->secret_name[0] && !c->secret_easy && !c->secret_next_ns &&
+        (strstr(st->error, "WRONGPASS") || strstr(st->error, "NOAUTH")))
+        c->secret_next_ns = loop_now(ob->loop) + SECRET_RETRY_NS; /* rotated? read it again */
+    if (c)
+        evaluate(ob, c);
+}
+
+/* ---- ticks and metrics -------------------------------------------------------------- */
+
+static int on_tick(loop_t *loop, int id, void *arg)
+{
+    (void)id;
+    observer_t *ob = arg;
+    int64_t now = loop_now(loop);
+    for (cluster_t *c = ob->clusters; c; c = c->next)
+        if (c->secret_next_ns && now >= c->secret_next_ns)
+            secret_fetch(ob, c);
+    for (pod_t *p = ob->pods; p; p = p->next) {
+        if (!p->node || redisnode_busy(p->node))
+            continue;
+        int full = ob->cfg->info_every > 0 && p->probes % (unsigned)ob->cfg->info_every == 0;
+        p->probes++;
+        /* A probe that could not start already reported its failure. */
+        (void)redisnode_probe(p->node, full);
+    }
+    return 0;
+}
+
+static void set_if(metric_family_t *f, const char *const *labels, int64_t v)
+{
+    if (v >= 0)
+        metric_gauge_set(f, labels, (double)v);
+}
+
+static int on_metrics(loop_t *loop, int id, void *arg)
+{
+    (void)loop;
+    (void)id;
+    observer_t *ob = arg;
+    metric_family_t *gauges[] = {ob->m_up, ob->m_role, ob->m_lag, ob->m_clients, ob->m_rx_up, ob->m_rx_clients,
+                                 ob->m_rx_mem, ob->m_rx_maxmem, ob->m_rx_evicted, ob->m_rx_expired, ob->m_rx_hits,
+                                 ob->m_rx_misses, ob->m_rx_cmds, ob->m_rx_slaves, ob->m_rx_offset, ob->m_rx_bgsave};
+    /* Rebuilt from scratch: a pod that went leaves no series behind. */
+    for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
+        metric_family_reset(gauges[i]);
+    for (cluster_t *c = ob->clusters; c; c = c->next) {
+        int64_t primary_offset = -1;
+        for (pod_t *p = c->pods; p; p = p->cnext) {
+            const redisnode_state_t *st = p->node ? redisnode_state(p->node) : NULL;
+            if (st && st->reachable && st->info.role == REDISINFO_ROLE_MASTER &&
+                st->info.master_repl_offset > primary_offset)
+                primary_offset = st->info.master_repl_offset;
+        }
+        for (pod_t *p = c->pods; p; p = p->cnext) {
+            const char *const *l = METRIC_LABELS(c->ns, c->name, p->name);
+            const redisnode_state_t *st = p->node ? redisnode_state(p->node) : NULL;
+            int up = st && st->reachable;
+            metric_gauge_set(ob->m_up, l, up);
+            metric_gauge_set(ob->m_rx_up, l, up);
+            if (!st || !st->ever_answered)
+                continue;
+            const redisinfo_t *in = &st->info;
+            if (in->role != REDISINFO_ROLE_UNKNOWN)
+                metric_gauge_set(ob->m_role, l, in->role == REDISINFO_ROLE_MASTER);
+            int64_t off = redisinfo_offset(in);
+            if (in->role == REDISINFO_ROLE_MASTER)
+                metric_gauge_set(ob->m_lag, l, 0);
+            else if (in->role == REDISINFO_ROLE_SLAVE && off >= 0 && primary_offset >= 0)
+                metric_gauge_set(ob->m_lag, l, (double)(primary_offset > off ? primary_offset - off : 0));
+            set_if(ob->m_rx_offset, l, in->master_repl_offset);
+            set_if(ob->m_rx_slaves, l, in->connected_slaves);
+            if (!st->have_full)
+                continue;
+            const redisinfo_t *f = &st->full;
+            set_if(ob->m_clients, l, f->connected_clients);
+            set_if(ob->m_rx_clients, l, f->connected_clients);
+            set_if(ob->m_rx_mem, l, f->used_memory);
+            set_if(ob->m_rx_maxmem, l, f->maxmemory);
+            set_if(ob->m_rx_evicted, l, f->evicted_keys);
+            set_if(ob->m_rx_expired, l, f->expired_keys);
+            set_if(ob->m_rx_hits, l, f->keyspace_hits);
+            set_if(ob->m_rx_misses, l, f->keyspace_misses);
+            set_if(ob->m_rx_cmds, l, f->total_commands_processed);
+            set_if(ob->m_rx_bgsave, l, f->rdb_last_bgsave_ok);
+        }
+    }
+    daemon_publish_metrics(ob->cfg->runtime_dir, ob->cfg->name);
+    return 0;
+}
+
+static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)socket;
+    (void)revents;
+    (void)arg;
+    int sig;
+    while ((sig = daemon_read_signal(fd)) != 0) {
+        if (sig == SIGTERM || sig == SIGINT) {
+            rlog_info("stopping");
+            loop_stop(loop);
+        }
+    }
+    return 0;
+}
+
+static void register_metrics(observer_t *ob)
+{
+    metrics_registry_t *reg = metrics_default();
+    const char *pl = "namespace,rediscluster,pod";
+    ob->m_up = metrics_gauge(reg, "rdc_redis_up", "1 when the pod's Redis answered the last PING and INFO.", pl);
+    ob->m_role = metrics_gauge(reg, "rdc_redis_role", "1 for a primary (role:master), 0 for a replica.", pl);
+    ob->m_lag = metrics_gauge(reg, "rdc_redis_replication_lag_bytes",
+                              "The primary's master_repl_offset minus this replica's offset (0 on the primary).", pl);
+    ob->m_clients = metrics_gauge(reg, "rdc_redis_connected_clients", "connected_clients from INFO.", pl);
+    ob->m_changes = metrics_counter(reg, "rdc_redis_primary_changes_total",
+                                    "Times the cluster's single reachable primary became another pod.",
+                                    "namespace,rediscluster");
+    ob->m_sent = metrics_counter(reg, "rdc_observer_observations_sent_total",
+                                 "Observations sent to informerd, by reason (changed, still_down).", "reason");
+    ob->m_rx_up = metrics_gauge(reg, "redis_up", "redis_exporter's redis_up: 1 when the last probe answered.", pl);
+    ob->m_rx_clients = metrics_gauge(reg, "redis_connected_clients", "INFO connected_clients.", pl);
+    ob->m_rx_mem = metrics_gauge(reg, "redis_memory_used_bytes", "INFO used_memory.", pl);
+    ob->m_rx_maxmem = metrics_gauge(reg, "redis_memory_max_bytes", "INFO maxmemory (0 = no limit).", pl);
+    ob->m_rx_evicted = metrics_gauge(reg, "redis_evicted_keys_total", "INFO evicted_keys (Redis's counter).", pl);
+    ob->m_rx_expired = metrics_gauge(reg, "redis_expired_keys_total", "INFO expired_keys (Redis's counter).", pl);
+    ob->m_rx_hits = metrics_gauge(reg, "redis_keyspace_hits_total", "INFO keyspace_hits (Redis's counter).", pl);
+    ob->m_rx_misses = metrics_gauge(reg, "redis_keyspace_misses_total", "INFO keyspace_misses (Redis's counter).", pl);
+    ob->m_rx_cmds = metrics_gauge(reg, "redis_commands_processed_total",
+                                  "INFO total_commands_processed (Redis's counter).", pl);
+    ob->m_rx_slaves = metrics_gauge(reg, "redis_connected_slaves", "INFO connected_slaves.", pl);
+    ob->m_rx_offset = metrics_gauge(reg, "redis_master_repl_offset", "INFO master_repl_offset.", pl);
+    ob->m_rx_bgsave = metrics_gauge(reg, "redis_rdb_last_bgsave_status", "1 when rdb_last_bgsave_status is ok.", pl);
+}
+
+int observer_run(const observer_config_t *cfg)
+{
+    observer_t *ob = calloc(1, sizeof(*ob));
+    if (!ob)
+        return 1;
+    ob->cfg = cfg;
+    int code = 1;
+    char ep[4200];
+    register_metrics(ob);
+    ob->loop = loop_new();
+    ob->multi = curl_multi_init();
+    ob->zctx = zmq_ctx_new();
+    if (!ob->loop || !ob->multi || !ob->zctx || !(ob->lc = loop_curl_new(ob->loop, ob->multi, on_curl_done, ob)))
+        goto out;
+    int linger = 0;
+    ob->sub = zmq_socket(ob->zctx, ZMQ_SUB);
+    zmq_setsockopt(ob->sub, ZMQ_LINGER, &linger, sizeof(linger));
+    zmq_setsockopt(ob->sub, ZMQ_SUBSCRIBE, PROTO_DELTA, strlen(PROTO_DELTA));
+    zmq_setsockopt(ob->sub, ZMQ_SUBSCRIBE, PROTO_HUGZ, strlen(PROTO_HUGZ));
+    zmq_connect(ob->sub, daemon_endpoint(cfg->runtime_dir, PROTO_EP_DELTAS, ep, sizeof(ep)));
+    ob->push = zmq_socket(ob->zctx, ZMQ_PUSH);
+    zmq_setsockopt(ob->push, ZMQ_LINGER, &linger, sizeof(linger));
+    zmq_connect(ob->push, daemon_endpoint(cfg->runtime_dir, PROTO_EP_OBSERVE, ep, sizeof(ep)));
+    if (loop_add_fd(ob->loop, cfg->signal_fd, LOOP_IN, on_signal, ob) ||
+        (ob->tick_timer = loop_add_timer(ob->loop, cfg->probe_interval_ns, cfg->probe_interval_ns, on_tick, ob)) < 0 ||
+        loop_add_timer(ob->loop, METRICS_EVERY_NS, METRICS_EVERY_NS, on_metrics, ob) < 0)
+        goto out;
+    /* Subscribed first (above), then the snapshot: nothing falls between the two. */
+    take_snapshot(ob);
+    rlog_info("observerd started", "runtime_dir", cfg->runtime_dir);
+    code = loop_run(ob->loop, cfg->probe_interval_ns) ? 1 : 0;
+    if (code)
+        rlog_error("event loop failed", "error", loop_error(ob->loop));
+out:
+    while (ob->pods)
+        pod_remove(ob, ob->pods);
+    while (ob->clusters) {
+        cluster_t *c = ob->clusters;
+        c->has_object = 0;
+        cluster_maybe_free(ob, c);
+    }
+    loop_curl_destroy(&ob->lc);
+    if (ob->multi)
+        curl_multi_cleanup(ob->multi);
+    void *socks[] = {ob->sub, ob->snap, ob->push};
+    for (size_t i = 0; i < 3; i++)
+        if (socks[i])
+            zmq_close(socks[i]);
+    if (ob->zctx)
+        zmq_ctx_term(ob->zctx);
+    loop_destroy(&ob->loop);
+    free(ob);
+    return code;
+}
+
+/* ---- --once --------------------------------------------------------------------------- */
+
+typedef struct {
+    int left;
+} once_t;
+
+static void once_probe(redisnode_t *node, void *arg)
+{
+    (void)node;
+    once_t *o = arg;
+    o->left--;
+}
+
+static json_object *info_json(const redisinfo_t *f)
+{
+    json_object *o = json_object_new_object();
+    const struct {
+        const char *name;
+        int64_t v;
+    } figs[] = {{"connected_clients", f->connected_clients},   {"used_memory", f->used_memory},
+                {"maxmemory", f->maxmemory},                   {"evicted_keys", f->evicted_keys},
+                {"expired_keys", f->expired_keys},             {"keyspace_hits", f->keyspace_hits},
+                {"keyspace_misses", f->keyspace_misses},       {"total_commands_processed", f->total_commands_processed},
+                {"connected_slaves", f->connected_slaves},     {"master_repl_offset", f->master_repl_offset},
+                {"rdb_last_bgsave_ok", f->rdb_last_bgsave_ok}};
+    for (size_t i = 0; i < sizeof(figs) / sizeof(figs[0]); i++)
+        if (figs[i].v >= 0)
+            json_object_object_add(o, figs[i].name, json_object_new_int64(figs[i].v));
+    return o;
+}
+
+int observer_once(kube_client_t *client, const char *ns, const char *name, int port, int64_t timeout_ns, FILE *out)
+{
+    int code = 1;
+    char line[512];
+    kube_error_t err;
+    kube_error_clear(&err);
+    json_object *rc = NULL, *pods = NULL, *secret = NULL;
+    char *password = NULL;
+    loop_t *loop = NULL;
+    redisnode_t *nodes[MAX_NODES] = {0};
+    const char *pod_names[MAX_NODES] = {0};
+    const char *pod_ips[MAX_NODES] = {0};
+    size_t n = 0;
+    buf_t path, sel, body;
+    buf_init(&path, 4096);
+    buf_init(&sel, 1024);
+    buf_init(&body, PROTO_MAX_OBSERVATION_BYTES);
+    kube_path(&path, "cache.example.com", "v1alpha1", ns, "redisclusters", name, NULL);
+    if (kube_client_get(client, buf_str(&path), NULL, &rc, &err)) {
+        fprintf(stderr, "observerd: RedisCluster %s/%s: %s\n", ns, name, kube_error_str(&err, line, sizeof(line)));
+        goto out;
+    }
+    const char *sname = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "name");
+    const char *skey = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "key");
+    if (sname && *sname) {
+        buf_reset(&path);
+        kube_path(&path, "", "v1", ns, "secrets", sname, NULL);
+        if (kube_client_get(client, buf_str(&path), NULL, &secret, &err)) {
+            fprintf(stderr, "observerd: Secret %s/%s: %s\n", ns, sname, kube_error_str(&err, line, sizeof(line)));
+            goto out;
+        }
+        const char *b64 = jsonx_str(jsonx_get(secret, "data"), skey && *skey ? skey : "password");
+        if (!b64 || !(password = base64_decode(b64))) {
+            fprintf(stderr, "observerd: Secret %s/%s has no usable key \"%s\"\n", ns, sname,
+                    skey && *skey ? skey : "password");
+            goto out;
+        }
+    }
+    buf_reset(&path);
+    kube_path(&path, "", "v1", ns, "pods", NULL, NULL);
+    /* The pods informerd caches: the operator's managed-by label, and this instance. */
+    buf_printf(&sel, "app.kubernetes.io/managed-by=rediscluster-operator," INSTANCE_LABEL "=%s", name);
+    kube_req_opts_t ro;
+    memset(&ro, 0, sizeof(ro));
+    ro.label_selector = buf_str(&sel);
+    ro.limit = 500;
+    char *list_rv = NULL;
+    int lrc = kube_client_list_all(client, buf_str(&path), &ro, &pods, &list_rv, &err);
+    free(list_rv);
+    if (lrc) {
+        fprintf(stderr, "observerd: pods of %s/%s: %s\n", ns, name, kube_error_str(&err, line, sizeof(line)));
+        goto out;
+    }
+    loop = loop_new();
+    once_t o = {0};
+    if (!loop)
+        goto out;
+    for (size_t i = 0; i < json_object_array_length(pods) && n < MAX_NODES; i++) {
+        json_object *p = json_object_array_get_idx(pods, i);
+        pod_names[n] = JSONX_STR_AT(p, "metadata", "name");
+        pod_ips[n] = JSONX_STR_AT(p, "status", "podIP");
+        if (!pod_names[n])
+            continue;
+        if (pod_ips[n] && *pod_ips[n]) {
+            nodes[n] = redisnode_new(loop, pod_ips[n], port, timeout_ns, once_probe, &o);
+            if (nodes[n]) {
+                redisnode_set_password(nodes[n], password);
+                o.left++;
+                (void)redisnode_probe(nodes[n], 1); /* a failure already called back */
+            }
+        }
+        n++;
+    }
+    while (o.left > 0)
+        if (loop_run_once(loop, timeout_ns) < 0)
+            break;
+    json_object *res = json_object_new_object(), *arr = json_object_new_array();
+    char at[40];
+    clock_format_rfc3339(clock_wall_ns(), 3, at, sizeof(at));
+    json_object_object_add(res, "observedAt", json_object_new_string(at));
+    json_object_object_add(res, "cluster", json_object_new_string(name));
+    json_object_object_add(res, "namespace", json_object_new_string(ns));
+    json_object_object_add(res, "nodes", arr);
+    int64_t now = loop_now(loop);
+    for (size_t i = 0; i < n; i++) {
+        obs_node_t x;
+        memset(&x, 0, sizeof(x));
+        snprintf(x.pod, sizeof(x.pod), "%s", pod_names[i]);
+        snprintf(x.ip, sizeof(x.ip), "%s", pod_ips[i] ? pod_ips[i] : "");
+        x.offset = x.last_ok_ago_ms = -1;
+        const redisnode_state_t *st = nodes[i] ? redisnode_state(nodes[i]) : NULL;
+        if (st && st->reachable) {
+            x.reachable = 1;
+            x.role = st->info.role;
+            snprintf(x.master_host, sizeof(x.master_host), "%s", st->info.master_host);
+            x.master_port = st->info.master_port;
+            x.link_up = st->info.link_up;
+            x.offset = redisinfo_offset(&st->info);
+            x.last_ok_ago_ms = (now - st->last_ok_ns) / NS_PER_MS;
+        }
+        buf_reset(&body);
+        obsdiff_json(&x, 1, at, &body);
+        json_object *one = json_tokener_parse(buf_str(&body));
+        json_object *node = json_object_get(json_object_array_get_idx(jsonx_get(one, "nodes"), 0));
+        json_object_put(one);
+        if (!node)
+            continue;
+        if (st && st->reachable)
+            json_object_object_add(node, "info", info_json(&st->full));
+        else if (st)
+            json_object_object_add(node, "error", json_object_new_string(st->error));
+        json_object_array_add(arr, node);
+    }
+    fprintf(out, "%s\n", json_object_to_json_string_ext(res, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(res);
+    code = 0;
+out:
+    for (size_t i = 0; i < MAX_NODES; i++)
+        redisnode_destroy(&nodes[i]);
+    loop_destroy(&loop);
+    if (password) {
+        memset(password, 0, strlen(password));
+        free(password);
+    }
+    json_object_put(rc);
+    json_object_put(pods);
+    json_object_put(secret);
+    buf_free(&path);
+    buf_free(&sel);
+    buf_free(&body);
+    return code;
+}

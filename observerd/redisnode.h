@@ -1,0 +1,69 @@
+/* redisnode: the observer's link to one Redis server: one hiredis connection on the loop
+ * (redis_loop.h), and probes with a deadline.
+ *
+ * A probe connects when there is no connection (then AUTH when a password is set),
+ * sends PING and INFO (the replication section, or every default section when asked:
+ * the metrics' figures), and ends in exactly one call of the node's callback: answered
+ * (both replies came, INFO parsed: state.reachable 1) or failed (connection refused or
+ * closed, an error reply such as NOAUTH/WRONGPASS, or no answer within the timeout:
+ * state.reachable 0). A failed probe drops the connection, so a server that hangs
+ * (SIGSTOP) or comes back (restart) is met on a fresh connection by the next probe.
+ * The callback may start the next probe but must not destroy the node.
+ *
+ * The password is copied and never logged; state.error names what failed without it.
+ */
+#ifndef RDC_OBSERVERD_REDISNODE_H
+#define RDC_OBSERVERD_REDISNODE_H
+
+#include "loop.h"
+#include "redisinfo.h"
+
+#include <stdint.h>
+
+typedef struct redisnode redisnode_t;
+
+typedef struct {
+    int reachable;          /* the last probe was answered */
+    int ever_answered;
+    int64_t last_ok_ns;     /* loop clock of the last answered probe, 0 never */
+    int64_t down_since_ns;  /* loop clock of the first failed probe of this outage, 0 when up */
+    redisinfo_t info;       /* from the last answered probe (kept while unreachable) */
+    redisinfo_t full;       /* from the last answered full probe (every default section) */
+    int have_full;
+    char error[256];        /* why the last probe failed, "" after an answered one */
+    uint64_t probes, failures;
+} redisnode_state_t;
+
+typedef void redisnode_fn(redisnode_t *node, void *arg);
+
+/* A node for ip:port on loop, probes bounded by timeout_ns, results to fn(node, arg).
+ * Nothing is sent before redisnode_probe. NULL when out of memory. */
+redisnode_t *redisnode_new(loop_t *loop, const char *ip, int port, int64_t timeout_ns, redisnode_fn *fn,
+                           void *arg);
+
+/* Drop the connection (no callback for a probe in flight) and free the node; *node_p =
+ * NULL. NULL is fine. Not from inside the node's own callback. */
+void redisnode_destroy(redisnode_t **node_p);
+
+/* Use password (copied; NULL or "" = none) from the next connection on; a changed
+ * password drops the current connection so the next probe authenticates again. Returns
+ * 0, or -1 when out of memory (the old password stays). */
+int redisnode_set_password(redisnode_t *node, const char *password);
+
+/* Start a probe; full asks INFO with every default section instead of INFO replication.
+ * Returns 0, 1 when a probe is already in flight (nothing started), or -1 when the
+ * connection could not even be started (the callback has then been called with the
+ * failure). */
+int redisnode_probe(redisnode_t *node, int full);
+
+/* The node's state after its last probe (borrowed). */
+const redisnode_state_t *redisnode_state(const redisnode_t *node);
+
+/* The address it probes. */
+const char *redisnode_ip(const redisnode_t *node);
+int redisnode_port(const redisnode_t *node);
+
+/* 1 while a probe is in flight. */
+int redisnode_busy(const redisnode_t *node);
+
+#endif

@@ -1,0 +1,106 @@
+/* Real redis-server processes for the unit tests (Debian's redis-server): each on a free
+ * port (or the one given) of a loopback address, no persistence, its log discarded,
+ * started by fork/exec and stopped by its PID. Static helpers: include in one test file. */
+#ifndef RDC_TEST_REDIS_SERVERS_H
+#define RDC_TEST_REDIS_SERVERS_H
+
+#include "clock.h"
+
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+    pid_t pid;
+    int port;
+} server_t;
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || getsockname(fd, (struct sockaddr *)&a, &len)) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void nap_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Answers PING (or asks for a password) within deadline_ms (a sync hiredis connection of the test's own). */
+static int server_answers_at(const char *ip, int port, int deadline_ms)
+{
+    for (int waited = 0; waited <= deadline_ms; waited += 20) {
+        struct timeval tv = {0, 200000};
+        redisContext *c = redisConnectWithTimeout(ip, port, tv);
+        if (c && !c->err) {
+            redisReply *r = redisCommand(c, "PING");
+            /* NOAUTH: up, and asking for the password (a --requirepass server). */
+            int ok = r && (r->type == REDIS_REPLY_STATUS ||
+                           (r->type == REDIS_REPLY_ERROR && r->str && strstr(r->str, "NOAUTH")));
+            freeReplyObject(r);
+            redisFree(c);
+            if (ok)
+                return 1;
+        } else if (c) {
+            redisFree(c);
+        }
+        nap_ms(20);
+    }
+    return 0;
+}
+
+/* Start redis-server on ip:port (0 = a free one) with extra arguments (NULL-terminated). */
+static int server_start_at(server_t *s, const char *ip, int port, const char *const *extra)
+{
+    s->port = port ? port : free_port();
+    char p[16];
+    snprintf(p, sizeof(p), "%d", s->port);
+    const char *argv[32] = {"redis-server", "--port", p, "--bind", ip, "--save", "", "--appendonly", "no",
+                            "--daemonize", "no", "--logfile", "/dev/null", "--dir", "/tmp",
+                            "--repl-diskless-sync-delay", "0"};
+    size_t n = 17;
+    for (size_t i = 0; extra && extra[i] && n < 31; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    s->pid = fork();
+    if (s->pid == 0) {
+        execvp("redis-server", (char *const *)argv);
+        _exit(127);
+    }
+    if (s->pid < 0)
+        return -1;
+    return server_answers_at(ip, s->port, 5000) ? 0 : -1;
+}
+
+static void server_stop(server_t *s)
+{
+    if (s->pid <= 0)
+        return;
+    kill(s->pid, SIGCONT);
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    s->pid = 0;
+}
+
+static inline int server_start(server_t *s, int port, const char *const *extra)
+{
+    return server_start_at(s, "127.0.0.1", port, extra);
+}
+
+#endif
