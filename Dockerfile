@@ -14,7 +14,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential ca-certificates \
       libcurl4-openssl-dev libjson-c-dev libyaml-dev libssl-dev libzmq3-dev \
-      libmicrohttpd-dev libevent-dev \
+      libmicrohttpd-dev libevent-dev libhiredis-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what `make all` reads (see .dockerignore): a change to the tests or docs does not
@@ -27,6 +27,7 @@ COPY informerd/ informerd/
 COPY workerd/ workerd/
 COPY electord/ electord/
 COPY webhookd/ webhookd/
+COPY observerd/ observerd/
 RUN make -j"$(nproc)" all \
  && install -d /out \
  && install -s -m 0755 build/bin/* /out/
@@ -37,7 +38,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       ca-certificates \
       libcurl4 libjson-c5 libyaml-0-2 libssl3 libzmq5 libmicrohttpd12 \
-      libevent-2.1-7 libevent-openssl-2.1-7 \
+      libevent-2.1-7 libevent-openssl-2.1-7 libhiredis0.14 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /usr/local/bin/
 # The runtime directory for `docker run` without a volume (Kubernetes mounts an emptyDir).

@@ -54,7 +54,7 @@ static int is_flag(const char *a, const char *name)
 }
 
 /* Split our argv: the shared flags go to every child, --webhook-* flags (with their
- * values) to the webhook server only, and --bindir/--webhook stay here. */
+ * values) to the webhook server only, and --bindir/--webhook/--redis-observer stay here. */
 static void split_flags(int argc, char **argv, char **common, int *ncommon, int max_common,
                         char **webhook, int *nwebhook, int max)
 {
@@ -68,7 +68,7 @@ static void split_flags(int argc, char **argv, char **common, int *ncommon, int 
                 i++; /* skip its value */
             continue;
         }
-        if (is_flag(a, "--webhook"))
+        if (is_flag(a, "--webhook") || is_flag(a, "--redis-observer"))
             continue;
         int wh = 0;
         for (size_t k = 0; k < 3; k++)
@@ -90,8 +90,8 @@ int main(int argc, char **argv)
     rdc_common_opts_t c;
     opts_common_defaults(&c);
     const char *bindir = NULL, *wh_dir = NULL, *wh_addr = NULL;
-    int webhook = 0, wh_port = 9443;
-    opt_t table[OPTS_COMMON_COUNT + 6];
+    int webhook = 0, wh_port = 9443, observer = 1;
+    opt_t table[OPTS_COMMON_COUNT + 7];
     opts_common_fill(&c, table);
     table[OPTS_COMMON_COUNT] = (opt_t){"bindir", OPT_STRING, &bindir,
                                        "directory of the daemon executables (default: beside supervisor)"};
@@ -103,7 +103,9 @@ int main(int argc, char **argv)
                                            "webhook server: HTTPS port"};
     table[OPTS_COMMON_COUNT + 4] = (opt_t){"webhook-bind-address", OPT_STRING, &wh_addr,
                                            "webhook server: address to listen on (default all)"};
-    table[OPTS_COMMON_COUNT + 5] = (opt_t){NULL, OPT_END, NULL, NULL};
+    table[OPTS_COMMON_COUNT + 5] = (opt_t){"redis-observer", OPT_BOOL, &observer,
+                                           "also run observerd, which probes every Redis pod (--redis-observer=false: not)"};
+    table[OPTS_COMMON_COUNT + 6] = (opt_t){NULL, OPT_END, NULL, NULL};
 
     const char *pos[4];
     size_t npos = 0;
@@ -162,6 +164,7 @@ int main(int argc, char **argv)
         .runtime_dir = rtdir,
         .workers = c.workers,
         .webhook = webhook,
+        .observer = observer,
         .grace_s = c.graceful_shutdown_timeout,
         .metrics_addr = c.metrics_bind_address,
         .health_addr = c.health_probe_bind_address,

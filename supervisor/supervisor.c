@@ -843,6 +843,10 @@ int supervisor_new(const supervisor_config_t *cfg, supervisor_t **out, char *err
     child_add(s, "informerd", "informerd", PHASE_DRAIN, 1);
     if (cfg->webhook)
         child_add(s, "webhook", "webhookd", PHASE_DRAIN, 0);
+    /* On every replica, leader or not (it only reads): its observations are ready for a
+     * new leader's first reconcile. Not essential: the operator reconciles without it. */
+    if (cfg->observer)
+        child_add(s, "observerd", "observerd", PHASE_DRAIN, 0);
     for (int i = 0; i < cfg->workers; i++)
         add_worker(s);
     /* Tell tests and users where the endpoints ended up (ports may be ephemeral). */

@@ -19,6 +19,7 @@ typedef struct {
     const char *runtime_dir;     /* resolved and created by the caller */
     int workers;                 /* initial size of the workerd pool */
     int webhook;                 /* 1: also run the webhook server */
+    int observer;                /* 1: also run observerd, the Redis observer */
     double grace_s;              /* --graceful-shutdown-timeout */
     const char *metrics_addr;    /* --metrics-bind-address */
     const char *health_addr;     /* --health-probe-bind-address */

@@ -159,7 +159,7 @@ static const struct {
     /* --help given last, after other flags: the defaults are still the defaults. */
     {"supervisor", "--workers 5 --sync-period 1m --leader-elect --help",
      {"--sync-period duration", "(default 10h0m0s)", "number of reconcile workers (default 2)\n"},
-     {"(default true)", "36000s"}},
+     {"only one replica acts at a time (default true)", "print this help and exit (default true)", "36000s"}},
     /* electord lists only the flags it uses ... */
     {"electord", "--help",
      {"  --leader-elect\n", "  --leader-election-lease-duration duration\n", "  --kubeconfig string\n"},
