@@ -54,6 +54,8 @@ int main(int argc, char **argv)
     table[OPTS_COMMON_COUNT + 7] = (opt_t){"cache-sync-timeout", OPT_DURATION, &sync_timeout,
                                            "exit 1 when the caches have not synced by then, naming the kinds (as controller-runtime's CacheSyncTimeout; 0 = wait forever)"};
     table[OPTS_COMMON_COUNT + 8] = (opt_t){NULL, OPT_END, NULL, NULL};
+    /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
+    opts_common_select(table, "kubeconfig,context,leader-elect,namespace,sync-period,graceful-shutdown-timeout,log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
     int early = opts_main("informerd", summary, table, &c, argc, argv, NULL, 0, NULL);
     if (early >= 0)
         return early;

@@ -51,6 +51,8 @@ int main(int argc, char **argv)
                                            "do not talk to the API server (no Secrets: clusters with auth are probed "
                                            "without a password); for tests"};
     table[OPTS_COMMON_COUNT + 6] = (opt_t){NULL, OPT_END, NULL, NULL};
+    /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
+    opts_common_select(table, "kubeconfig,context,log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
     int early = opts_main("observerd", summary, table, &c, argc, argv, NULL, 0, NULL);
     if (early >= 0)
         return early;

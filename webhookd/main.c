@@ -133,6 +133,8 @@ int main(int argc, char **argv)
                    "a kept-alive connection silent this long is closed (also: any read or write stall)"};
     t[8] = (opt_t){NULL, OPT_END, NULL, NULL};
 
+    /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
+    opts_common_select(table, "log-level,log-format,runtime-dir");
     int early = opts_main("webhookd", summary, table, &c, argc, argv, NULL, 0, NULL);
     if (early >= 0)
         return early;

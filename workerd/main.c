@@ -151,6 +151,8 @@ int main(int argc, char **argv)
     };
     opt_t table[OPTS_JOINED_LEN(own)];
     opts_common_join(&c, own, table);
+    /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
+    opts_common_select(table, "kubeconfig,context,leader-elect,log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
     int early = opts_main("workerd", summary, table, &c, argc, argv, NULL, 0, NULL);
     if (early >= 0)
         return early;
