@@ -1,0 +1,202 @@
+/* informer_internal: what informerd's files share, split along informer.c's old section
+ * headers:
+ *   informer.c   deltas, objects too large, metrics, setup and the loop's handlers
+ *   reflector.c  LIST and WATCH per kind, curl on the loop, informerd's own writes
+ *                (Events, the ReconcileCrashed condition) through kube_async
+ *   dispatch.c   workers (the work socket, Paranoid Pirate), quarantine, observerd's
+ *                observations, snapshots (the Clone pattern)
+ * Not for use outside informerd/. */
+#ifndef RDC_INFORMER_INTERNAL_H
+#define RDC_INFORMER_INTERNAL_H
+
+#include "informer.h"
+
+#include "backoff.h"
+#include "buf.h"
+#include "cache.h"
+#include "clock.h"
+#include "crashcond.h"
+#include "daemon.h"
+#include "event.h"
+#include "hashmap.h"
+#include "jsonx.h"
+#include "kube_async.h"
+#include "log.h"
+#include "loop.h"
+#include "loop_curl.h"
+#include "metrics.h"
+#include "podview.h"
+#include "proto.h"
+#include "syncgate.h"
+#include "watch.h"
+#include "workitem.h"
+#include "workqueue.h"
+#include "zmsg.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define OWNER_KIND "RedisCluster"
+#define MANAGED_BY_SELECTOR "app.kubernetes.io/managed-by=rediscluster-operator"
+/* A Pod's controller is its StatefulSet; this label names its RedisCluster. */
+#define POD_OWNER_LABEL "app.kubernetes.io/instance"
+#define NREFLECTORS 5
+#define MAX_NAMESPACES OPT_STRLIST_MAX
+#define MAX_WORKERS 128
+#define RELIST_MIN_NS (INT64_C(800) * NS_PER_MS)
+#define RELIST_MAX_NS (INT64_C(30) * NS_PER_SEC)
+#define MAX_ERROR_BODY ((size_t)64 << 10)
+#define SHORT_WATCH_NS NS_PER_SEC
+#define QUARANTINE_NS (INT64_C(3600) * NS_PER_SEC)
+#define CRASHES_TO_QUARANTINE 3
+#define MAX_EVENT_BYTES ((size_t)16 << 20)
+#define TOO_LARGE_PENDING 256
+#define TOO_LARGE_EVENTS_PER_TURN 4
+#define EVENT_DEADLINE_NS (INT64_C(5) * NS_PER_SEC)
+
+typedef struct informer informer_t;
+
+/* What a curl handle's CURLOPT_PRIVATE points at: the first member of a stream_t (its
+ * watch) or of its list_xfer_t (a LIST page). */
+typedef enum { XFER_WATCH = 1, XFER_LIST, XFER_WRITE } xfer_kind_t;
+
+struct stream;
+typedef struct {
+    xfer_kind_t xfer;           /* XFER_LIST */
+    struct stream *s;
+} list_xfer_t;
+
+/* One kind in one namespace ("" = all): its LIST (pages in flight through the same curl
+ * multi as the watches, never blocking the loop), then its WATCH stream. */
+typedef struct stream {
+    xfer_kind_t xfer;           /* XFER_WATCH */
+    struct reflector *r;
+    const char *ns;
+    CURL *easy;
+    struct curl_slist *headers;
+    watch_decoder_t *dec;
+    int active;
+    int failed;                 /* an event was lost or refused: relist the kind */
+    char why[1024];
+    long status;                /* HTTP status of the watch response, 0 until known */
+    buf_t errbody;              /* the body of a non-200 watch response (a Status) */
+    int64_t started_ns;         /* when the current watch request was made */
+    int64_t rewatch_ns;         /* resume the watch at this time; 0 = not pending */
+    unsigned rewatch_failures;  /* resumes in a row that did not get a stream */
+    list_xfer_t lx;
+    kube_pager_t *pager;        /* the LIST in progress, or NULL */
+    CURL *list_easy;            /* its page in flight, or NULL */
+    int listed;                 /* this namespace's LIST is complete */
+} stream_t;
+
+/* Lists and watches one kind. */
+typedef struct reflector {
+    informer_t *inf;
+    const char *kind, *group, *version, *resource, *selector;
+    int (*transform)(json_object *obj); /* applied to every object before the cache: Pods' compact form */
+    stream_t streams[MAX_NAMESPACES];
+    size_t nstreams;
+    int synced;                 /* listed at least once */
+    int need_relist;
+    int listing;                /* a LIST is in progress */
+    int64_t list_started_ns;
+    int64_t next_list_ns;
+    unsigned failures;          /* relists in a row that failed, for backoff */
+    int64_t last_event_wall_ns;
+    char last_error[512];       /* why the last LIST or WATCH failed, "" when none did */
+} reflector_t;
+
+typedef struct {
+    char id[64];                /* routing id, "w-<pid>" */
+    size_t idlen;
+    int idle;
+    char key[512];              /* in-flight key, "" when idle */
+    int64_t dispatched_ns;
+    int64_t last_heard_ns;
+} worker_slot_t;
+
+/* A write informerd makes itself (an Event, the ReconcileCrashed condition), run by the
+ * loop's curl multi so the loop never blocks on it; best effort: a failure is logged. */
+typedef struct write_xfer {
+    xfer_kind_t kind; /* XFER_WRITE: first, as CURLINFO_PRIVATE is read as an xfer_kind_t */
+    informer_t *inf;
+    kube_async_t *req;
+    struct write_xfer *next, *prev;
+    char what[64];    /* for the log: "Event ReconcileCrashed", "ReconcileCrashed condition" */
+    char key[320];
+    int clearing;     /* it turns the condition False: say so when it lands */
+} write_xfer_t;
+
+struct informer {
+    const informer_config_t *cfg;
+    cache_t *cache;
+    workqueue_t *queue;
+    reflector_t refl[NREFLECTORS];
+    size_t nrefl;
+    CURLM *multi;
+    loop_t *loop;
+    loop_curl_t *lc;            /* drives multi on loop */
+    write_xfer_t *writes;       /* writes in flight (a list) */
+    char hostname[256];         /* reportingInstance of its Events */
+    int exit_code;              /* what informer_run returns once the loop ends */
+    void *zctx, *pub, *snapshot, *work, *leader_sub, *events_sub, *observe;
+    hm_t *observations;         /* RedisCluster key -> observation_t: observerd's latest */
+    worker_slot_t workers[MAX_WORKERS];
+    size_t nworkers;
+    int is_leader;
+    int64_t epoch;
+    int64_t valid_until_ms;
+    int64_t next_resync_ns;
+    int stopping;
+    int64_t stop_deadline_ns;
+    int ready_sent;             /* every reflector has synced once: dispatch may start */
+    int64_t started_ns;
+    uint64_t rng;
+    /* Objects kept in minimal form (too large) waiting for their Warning Event, which
+     * only the leader writes, after the caches synced: "kind\tkey" strings, a FIFO. */
+    char *too_large[TOO_LARGE_PENDING];
+    size_t too_large_head, too_large_n;
+    metric_family_t *m_lists, *m_watches, *m_relists, *m_errors, *m_objects, *m_rv_age,
+        *m_deltas, *m_quarantined, *m_skipped, *m_synced, *m_observations;
+};
+
+/* observerd's latest observation of a RedisCluster's Redis nodes (proto.h, OBSERVED). */
+typedef struct {
+    char *key;
+    char *json;
+    size_t len;
+} observation_t;
+
+void observation_free(observation_t *o);
+void observation_forget(informer_t *inf, const char *key);
+void informer_write(informer_t *inf, const char *what, const char *key, const char *method,
+                    const char *path, const char *content_type, const char *body, int clearing);
+void informer_event(informer_t *inf, const char *key, const json_object *obj, const char *kind,
+                    const char *action, const char *type, const char *reason, const char *message);
+const cache_item_t *too_large_blocker(const informer_t *inf, const cache_item_t *rc);
+int may_dispatch(const informer_t *inf);
+int on_watch_event(const watch_event_t *ev, void *ud);
+void dispatch(informer_t *inf, int64_t now);
+void handle_events(informer_t *inf, int64_t now);
+void handle_leader(informer_t *inf);
+void handle_observe(informer_t *inf, int64_t now);
+void handle_snapshot(informer_t *inf);
+void handle_work_socket(informer_t *inf, int64_t now);
+void heartbeat_workers(informer_t *inf, int64_t now);
+void on_transfer_done(CURL *easy, CURLcode result, void *arg);
+void reflector_list(reflector_t *r, int64_t now);
+void stream_rewatch(stream_t *s, int64_t now);
+void stream_stop(informer_t *inf, stream_t *s);
+void too_large_event(informer_t *inf, const char *kind, const char *key);
+
+#endif
