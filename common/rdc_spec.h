@@ -39,6 +39,7 @@
 #define RDC_SPEC_H
 
 #include "buf.h"
+#include "rdc_api.h"
 
 #include <json-c/json.h>
 #include <stddef.h>

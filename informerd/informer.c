@@ -10,6 +10,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "proto.h"
+#include "rdc_api.h"
 #include "syncgate.h"
 #include "watch.h"
 #include "workqueue.h"
@@ -1061,7 +1062,7 @@ static void crashcond_write(informer_t *inf, const char *key, const json_object 
         kube_client_set_deadline(inf->cfg->client, inf->valid_until_ms * NS_PER_MS);
     buf_t path;
     buf_init(&path, 0);
-    kube_path(&path, "cache.example.com", "v1alpha1", ns, "redisclusters", name, "status");
+    kube_path(&path, RDC_API_GROUP, RDC_API_VERSION, ns, "redisclusters", name, "status");
     buf_puts(&path, "?fieldManager=" CRASHCOND_FIELD_MANAGER "&force=true");
     kube_error_t err;
     kube_error_clear(&err);
@@ -1120,7 +1121,7 @@ static void quarantine_report(informer_t *inf, const char *key)
     char body[2048];
     snprintf(body, sizeof(body),
              "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"generateName\":\"%s.\","
-             "\"namespace\":\"%s\"},\"involvedObject\":{\"apiVersion\":\"cache.example.com/v1alpha1\","
+             "\"namespace\":\"%s\"},\"involvedObject\":{\"apiVersion\":\"" RDC_GROUP_VERSION "\","
              "\"kind\":\"RedisCluster\",\"name\":\"%s\",\"namespace\":\"%s\",\"uid\":\"%s\"},"
              "\"type\":\"Warning\",\"reason\":\"ReconcileCrashed\",\"message\":\"%s\","
              "\"source\":{\"component\":\"rediscluster-operator\"},\"firstTimestamp\":\"%s\","
@@ -1335,7 +1336,7 @@ static int informer_setup(informer_t *inf)
         return -1;
     cache_set_max_object_bytes(inf->cache, inf->cfg->max_object_bytes);
     cache_set_delta_handler(inf->cache, on_delta, inf);
-    reflector_init(inf, OWNER_KIND, "cache.example.com", "v1alpha1", "redisclusters", NULL);
+    reflector_init(inf, OWNER_KIND, RDC_API_GROUP, RDC_API_VERSION, "redisclusters", NULL);
     reflector_init(inf, "ConfigMap", "", "v1", "configmaps", MANAGED_BY_SELECTOR);
     reflector_init(inf, "Service", "", "v1", "services", MANAGED_BY_SELECTOR);
     reflector_init(inf, "StatefulSet", "apps", "v1", "statefulsets", MANAGED_BY_SELECTOR);

@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "rdc_api.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -160,7 +161,7 @@ int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *ty
     json_object_object_add(md, "namespace", json_object_new_string(ns));
     json_object_object_add(ev, "metadata", md);
     json_object *inv = json_object_new_object();
-    json_object_object_add(inv, "apiVersion", json_object_new_string("cache.example.com/v1alpha1"));
+    json_object_object_add(inv, "apiVersion", json_object_new_string(RDC_GROUP_VERSION));
     json_object_object_add(inv, "kind", json_object_new_string("RedisCluster"));
     json_object_object_add(inv, "name", json_object_new_string(name));
     json_object_object_add(inv, "namespace", json_object_new_string(ns));

@@ -179,7 +179,7 @@ typedef struct {
     const char *method;        /* "POST" for PLAN_CREATE, else "PATCH"; NULL for PLAN_CLEANUP */
     const char *content_type;  /* "application/apply-patch+yaml", "application/merge-patch+json",
                                   or "application/json" (PLAN_CREATE) */
-    const char *group_version; /* "v1", "apps/v1", "cache.example.com/v1alpha1" */
+    const char *group_version; /* "v1", "apps/v1", "cache.example.com/v1" */
     const char *resource;      /* "configmaps", "services", "statefulsets", "redisclusters" */
     const char *ns;            /* namespace */
     const char *subresource;   /* "status" for PLAN_UPDATE_STATUS, else NULL */
