@@ -192,7 +192,7 @@ check "master_status 0 on the standby $S" wait_until 10 mst "$S" 0
 check "leaseTransitions 0 after the first acquisition" test "$(transitions)" = 0
 
 cat <<YAML | kubectl apply -f - >/dev/null
-apiVersion: cache.example.com/v1alpha1
+apiVersion: cache.example.com/v1
 kind: RedisCluster
 metadata: {name: cache, namespace: $ns}
 spec:

@@ -19,7 +19,7 @@ kubectl apply -f "$TOP/crds/" >/dev/null
 kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com >/dev/null
 kubectl create namespace "$ns" >/dev/null
 for i in $(seq 1 $n); do
-    printf -- '---\napiVersion: cache.example.com/v1alpha1\nkind: RedisCluster\nmetadata: {name: r%02d, namespace: %s}\nspec: {size: 1, image: redis, version: "7.2"}\n' "$i" "$ns"
+    printf -- '---\napiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: r%02d, namespace: %s}\nspec: {size: 1, image: redis, version: "7.2"}\n' "$i" "$ns"
 done >"$work/clusters.yaml"
 kubectl apply -f "$work/clusters.yaml" >/dev/null
 

@@ -57,7 +57,7 @@ refused() {
     if grep -qF -- "$want" <<<"$out"; then ok "$what"; else not_ok "$what: $out"; fi
 }
 # A RedisCluster in $ns as JSON: rc NAME SPEC-JSON
-rc() { printf '{"apiVersion":"cache.example.com/v1alpha1","kind":"RedisCluster","metadata":{"name":"%s","namespace":"%s"},"spec":%s}' "$1" "$ns" "$2"; }
+rc() { printf '{"apiVersion":"cache.example.com/v1","kind":"RedisCluster","metadata":{"name":"%s","namespace":"%s"},"spec":%s}' "$1" "$ns" "$2"; }
 create() { rc "$1" "$2" | kubectl create -f - 2>&1; }
 field() { kubectl -n "$ns" get rdc "$1" -o jsonpath="{$2}" 2>/dev/null; }
 # curl to webhookd, trusting only our CA; prints the HTTP status.
@@ -92,7 +92,7 @@ base=https://127.0.0.1:$port
 check "/healthz over TLS with our CA" test "$(wcurl "$base/healthz")" = 200
 
 # ---- The HTTPS side ---------------------------------------------------------------------
-review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"e2e-1","kind":{"group":"cache.example.com","version":"v1alpha1","kind":"RedisCluster"},"operation":"CREATE","name":"x","namespace":"d","object":{"metadata":{"name":"x"},"spec":{"size":1,"image":"redis"}}}}'
+review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"e2e-1","kind":{"group":"cache.example.com","version":"v1","kind":"RedisCluster"},"operation":"CREATE","name":"x","namespace":"d","object":{"metadata":{"name":"x"},"spec":{"size":1,"image":"redis"}}}}'
 check "POST review: 200 with the uid echoed" test "$(wcurl -H 'Content-Type: application/json' -d "$review" "$base$VPATH?timeout=10s")" = 200
 check "  ... and allowed" grep -q '"uid":"e2e-1","allowed":true' "$work/body"
 check "mutate: 200" test "$(wcurl -H 'Content-Type: application/json' -d "$review" "$base$MPATH")" = 200
@@ -210,7 +210,7 @@ webhooks:
   timeoutSeconds: 10
   namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $ns}}
   rules:
-  - {apiGroups: [cache.example.com], apiVersions: [v1alpha1], operations: [CREATE, UPDATE], resources: [redisclusters], scope: Namespaced}
+  - {apiGroups: [cache.example.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [redisclusters], scope: Namespaced}
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
@@ -224,7 +224,7 @@ webhooks:
   timeoutSeconds: 10
   namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $ns}}
   rules:
-  - {apiGroups: [cache.example.com], apiVersions: [v1alpha1], operations: [CREATE, UPDATE], resources: [redisclusters, redisclusters/scale], scope: Namespaced}
+  - {apiGroups: [cache.example.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [redisclusters, redisclusters/scale], scope: Namespaced}
 YAML
 }
 register "$ca_b64"
