@@ -337,9 +337,10 @@ grep -v 'server dry run' "$work/dryrun.log" | head -20
 "$TOP/deploy/gen-certs.sh" -o "$work/overlay" >/dev/null 2>&1
 check "gen-certs.sh overlay (Secret, caBundle) passes a server-side dry run" \
     sh -c "kubectl apply --dry-run=server -k '$work/overlay' >'$work/dryrun2.log' 2>&1"
-check "  ... sets the caBundle of both webhooks" test "$(kubectl kustomize "$work/overlay" | grep -c 'caBundle: ')" = 2
-check "cert-manager overlay builds with the cainjector annotation" \
-    test "$(kubectl kustomize "$TOP/deploy/overlays/cert-manager" | grep -c 'cert-manager.io/inject-ca-from: rediscluster-operator-system/rediscluster-operator-serving-cert')" = 2
+check "  ... sets the caBundle of both webhooks and of the CRD's conversion webhook" test "$(kubectl kustomize "$work/overlay" | grep -c 'caBundle: ')" = 3
+check "  ... the CRD's conversion caBundle is the CA" sh -c "kubectl kustomize '$work/overlay' | grep -A12 '^  conversion:' | grep -q \"caBundle: \$(base64 -w0 <'$work/overlay/ca.crt')\""
+check "cert-manager overlay builds with the cainjector annotation (both webhooks and the CRD)" \
+    test "$(kubectl kustomize "$TOP/deploy/overlays/cert-manager" | grep -c 'cert-manager.io/inject-ca-from: rediscluster-operator-system/rediscluster-operator-serving-cert')" = 3
 no_wildcard_rbac() { # no "*" among the verbs, resources or apiGroups of any rule
     local all
     all=$(kubectl kustomize "$TOP/deploy/") || return 1
