@@ -113,6 +113,13 @@ jq '.spec.versions = [.spec.versions[] | select(.name == "v1alpha1") | .storage 
     | .spec.conversion = {strategy: "None"}' "$work/stock.json" >"$work/old.json"
 
 # ---- 1. The CRD before v1, 40 objects stored as v1alpha1 ----------------------------------
+# RedisClusters left by earlier scripts (a namespace still terminating after its operator
+# stopped) keep their finalizer, and with it the CRD: no operator runs now to remove it.
+left=$(kubectl get "$V1" -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}{"\n"}{end}' 2>/dev/null)
+for o in $left; do
+    kubectl -n "${o%%/*}" patch "$V1" "${o#*/}" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+done
+[ -z "$left" ] || echo "# finalizers removed from $(echo "$left" | wc -l) RedisCluster(s) left by earlier scripts"
 kubectl delete crd "$crd" --ignore-not-found --timeout=90s >/dev/null 2>&1
 if kubectl get crd "$crd" >/dev/null 2>&1; then
     not_ok "the CRD of earlier scripts removed (it is still there: objects it cannot read?)"
