@@ -391,22 +391,15 @@ def stop_proc(p, grace):
     """TERM the process p (ours, started with start_new_session), wait up to grace s, then
     KILL its process group. Returns (exit code or None, seconds it took)."""
     t0 = time.time()
-    if p.poll() is None:
+    for kill, sig, wait_s in ((os.kill, signal.SIGTERM, grace), (os.killpg, signal.SIGKILL, 5)):
+        if p.poll() is not None:
+            break
         try:
-            os.kill(p.pid, signal.SIGTERM)
+            kill(p.pid, sig)
         except ProcessLookupError:
             pass
         try:
-            p.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-    if p.poll() is None:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            p.wait(timeout=5)
+            p.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:
             pass
     # leftovers of the group (children that outlived their parent)
@@ -418,18 +411,30 @@ def stop_proc(p, grace):
     return p.returncode, time.time() - t0
 
 
+def proc_stat(pid):
+    """The fields of /proc/PID/stat after the command name (which is in parentheses and
+    may hold spaces): v[0] is field 3, the state. None when the process is gone."""
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            s = f.read()
+        return s[s.rindex(")") + 2:].split()
+    except (OSError, ValueError):
+        return None
+
+
+def all_stats():
+    """(pid, proc_stat(pid)) of every process that is still there."""
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            v = proc_stat(d)
+            if v:
+                yield int(d), v
+
+
 def proc_children():
     kids = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                s = f.read()
-            ppid = int(s[s.rindex(")") + 2:].split()[1])
-            kids.setdefault(ppid, []).append(int(d))
-        except (OSError, ValueError):
-            pass
+    for pid, v in all_stats():
+        kids.setdefault(int(v[1]), []).append(pid)
     return kids
 
 
@@ -444,13 +449,8 @@ def descendants(pid):
 
 
 def proc_cpu(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            s = f.read()
-        v = s[s.rindex(")") + 2:].split()
-        return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError):
-        return None
+    v = proc_stat(pid)
+    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK") if v else None
 
 
 def proc_name(pid):
@@ -511,18 +511,9 @@ def session_cpu(sid):
     children used (cutime/cstime), so the provisioner's short-lived kubectl and jq count."""
     total = 0.0
     tck = os.sysconf("SC_CLK_TCK")
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                s = f.read()
-            v = s[s.rindex(")") + 2:].split()
-            if int(v[3]) != sid:
-                continue
+    for _, v in all_stats():
+        if int(v[3]) == sid:
             total += (int(v[11]) + int(v[12]) + int(v[13]) + int(v[14])) / tck
-        except (OSError, ValueError):
-            pass
     return total
 
 

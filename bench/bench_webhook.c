@@ -18,6 +18,8 @@
  * Prints one table row per cap. Needs deploy/gen-certs.sh (openssl) unless --certs names a
  * directory with ca.crt, tls.crt and tls.key. Linux only (/proc).
  */
+#include "../tests/unit/tls_client.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -44,10 +46,7 @@
     "\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\",\"namespace\":"   \
     "\"default\"},\"spec\":{\"size\":3,\"image\":\"redis\",\"version\":\"7.2\",\"storage\":{\"size\":\"1Gi\"}}}}}"
 
-typedef struct {
-    int fd;
-    SSL *ssl;
-} tls_conn_t;
+typedef tls_client_t tls_conn_t;
 
 static double now_ms(void)
 {
@@ -74,46 +73,11 @@ static void rss_of(pid_t pid, long *rss_kb, long *anon_kb)
     fclose(f);
 }
 
-/* A TLS connection to 127.0.0.1:port (5 s timeouts). Returns 0, or -1 when the
- * connection or the handshake failed (refused at the cap: reset or end of stream). */
+/* A TLS connection to 127.0.0.1:port (5 s timeouts, TCP_NODELAY). Returns 0, or -1 when
+ * the connection or the handshake failed (refused at the cap: reset or end of stream). */
 static int tls_open(SSL_CTX *ctx, int port, tls_conn_t *c)
 {
-    c->ssl = NULL;
-    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (c->fd < 0)
-        return -1;
-    struct timeval tv = {5, 0};
-    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    int one = 1;
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)))
-        goto fail;
-    if (!(c->ssl = SSL_new(ctx)))
-        goto fail;
-    SSL_set_fd(c->ssl, c->fd);
-    if (SSL_connect(c->ssl) != 1)
-        goto fail;
-    return 0;
-fail:
-    ERR_clear_error();
-    SSL_free(c->ssl);
-    c->ssl = NULL;
-    close(c->fd);
-    c->fd = -1;
-    return -1;
-}
-
-static void tls_close(tls_conn_t *c)
-{
-    if (c->ssl)
-        SSL_free(c->ssl);
-    if (c->fd >= 0)
-        close(c->fd);
-    c->ssl = NULL;
-    c->fd = -1;
+    return tls_client_open(ctx, port, 1, c);
 }
 
 /* POST the review on c and read one answer (Content-Length framed). Returns the HTTP
@@ -179,7 +143,7 @@ static lat_t time_posts(SSL_CTX *ctx, int port, int count, int fresh, tls_conn_t
         int code = use->ssl ? post_review(use, &allowed) : -1;
         double dt = now_ms() - t0;
         if (fresh)
-            tls_close(&c);
+            tls_client_close(&c);
         if (code == 200 && allowed) {
             t[m++] = dt;
             l.ok++;
@@ -289,9 +253,9 @@ static int run_cap(const char *bin, const char *certs, const char *work, int cap
 out:
     for (int i = 0; conns && i < n; i++)
         if (conns[i].ssl)
-            tls_close(&conns[i]);
+            tls_client_close(&conns[i]);
     free(conns);
-    tls_close(&kept);
+    tls_client_close(&kept);
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
     return rc;

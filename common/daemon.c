@@ -1,7 +1,9 @@
 #include "daemon.h"
 
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -196,6 +198,20 @@ int daemon_publish_metrics(const char *dir, const char *name)
     return rc;
 }
 
+static int on_publish_metrics(loop_t *loop, int id, void *arg)
+{
+    (void)loop;
+    (void)id;
+    const daemon_metrics_t *m = arg;
+    daemon_publish_metrics(m->dir, m->name);
+    return 0;
+}
+
+int daemon_add_metrics_timer(loop_t *loop, daemon_metrics_t *m)
+{
+    return loop_add_timer(loop, 0, PROTO_METRICS_EVERY_MS * NS_PER_MS, on_publish_metrics, m);
+}
+
 int daemon_kube_connect(const rdc_common_opts_t *c, kube_client_opts_t *co,
                         kube_config_t **cfg, kube_client_t **client)
 {
@@ -231,4 +247,19 @@ int daemon_loop_setup(const char *explicit_dir, char *rtdir, size_t rtdirlen)
     if (fd < 0)
         rlog_error("cannot set up signals", "error", err);
     return fd;
+}
+
+void daemon_release(int sfd, kube_client_t **client, kube_config_t **cfg)
+{
+    if (sfd >= 0)
+        close(sfd);
+    kube_client_destroy(client);
+    kube_config_destroy(cfg);
+    metrics_default_free();
+}
+
+const char *daemon_child_name(const char *fallback)
+{
+    const char *name = getenv("RDC_CHILD_NAME");
+    return name && *name ? name : fallback;
 }

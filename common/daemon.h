@@ -11,6 +11,7 @@
 #define RDC_DAEMON_H
 
 #include "kube_client.h"
+#include "loop.h"
 #include "opts.h"
 
 #include <stddef.h>
@@ -60,11 +61,32 @@ int daemon_write_file_atomic(const char *path, const char *data, size_t len);
  * the supervisor to merge. Returns 0 or -1. */
 int daemon_publish_metrics(const char *dir, const char *name);
 
+/* Where daemon_add_metrics_timer publishes: dir (the runtime directory) and the name of
+ * the file, <dir>/metrics/<name>.prom. */
+typedef struct {
+    const char *dir;
+    const char *name;
+} daemon_metrics_t;
+
+/* A timer on loop that publishes this process's metrics (daemon_publish_metrics of m) on
+ * the next turn and then every PROTO_METRICS_EVERY_MS. m (not copied) must outlive the
+ * timer. Returns the timer id, or -1 when out of memory. */
+int daemon_add_metrics_timer(loop_t *loop, daemon_metrics_t *m);
+
 /* Load the Kubernetes configuration named by the shared flags (--kubeconfig, --context,
  * else KUBECONFIG, in-cluster, ~/.kube/config) and make a client with the settings in co
  * (the QPS and burst flags are applied to it). Returns 0 with *cfg and *client owned by
  * the caller (destroy the client first), or -1 with the reason logged and both NULL. */
 int daemon_kube_connect(const rdc_common_opts_t *c, kube_client_opts_t *co,
                         kube_config_t **cfg, kube_client_t **client);
+
+/* The name this process has among its supervisor's children ($RDC_CHILD_NAME, set by the
+ * supervisor: "workerd-2"), or fallback when it runs alone (unset or empty). */
+const char *daemon_child_name(const char *fallback);
+
+/* The end of every daemon's main(): close the signalfd sfd (when >= 0), destroy *client
+ * and then *cfg (either may be NULL; both are set to NULL) and free the default metrics
+ * registry. */
+void daemon_release(int sfd, kube_client_t **client, kube_config_t **cfg);
 
 #endif

@@ -2,6 +2,8 @@
 
 #include "backoff.h"
 #include "clock.h"
+#include "jsonx.h"
+#include "kube_client_internal.h"
 #include "log.h"
 #include "metrics.h"
 #include "ratelimit.h"
@@ -13,46 +15,6 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-
-#define DEFAULT_USER_AGENT "rdc/0.1.0"
-#define JSON_DEPTH 128
-#define WATCH_DEADLINE_MARGIN_S 30
-#define KEEPALIVE_IDLE_S 30L
-#define KEEPALIVE_INTVL_S 10L
-/* A throttled request is worth a log line when it waited this long (client-go: 1 s). */
-#define THROTTLE_LOG_NS NS_PER_SEC
-/* A paginated LIST that never ends is a server bug; stop somewhere. */
-#define MAX_LIST_PAGES 100000
-
-struct kube_client {
-    kube_config_t *cfg;
-    const kube_rest_config_t *rest;
-    kube_client_opts_t opts;
-    char *user_agent;
-    char *base_url;   /* scheme://host:port[/prefix] as put in URLs */
-    char *host;       /* real host:port, for metrics and Host: */
-    char *host_header; /* "Host: ..." when tls_server_name renames the URL, else NULL */
-    struct curl_slist *connect_to; /* name:port:host:port for tls_server_name */
-    CURL *easy;
-    char errbuf[CURL_ERROR_SIZE];
-    ratelimit_t rl;
-    uint64_t rng;
-    kube_client_clock_t clk;
-    kube_client_stats_t stats;
-    int64_t call_deadline_ns; /* kube_client_set_deadline; 0 = none */
-    metric_family_t *m_requests;
-    metric_family_t *m_duration;
-    metric_family_t *m_retries;
-    metric_family_t *m_throttle;
-};
-
-/* What one attempt brought back. */
-typedef struct {
-    buf_t body;
-    int http_status;
-    int64_t retry_after_s; /* from the Retry-After header; 0 = none */
-    int too_large;
-} response_t;
 
 void kube_client_opts_init(kube_client_opts_t *o)
 {
@@ -123,85 +85,6 @@ void kube_client_set_clock(kube_client_t *c, const kube_client_clock_t *clk)
         c->clk = *clk;
     else
         memset(&c->clk, 0, sizeof(c->clk));
-}
-
-/* ---- paths and queries --------------------------------------------------------- */
-
-static int is_unreserved(unsigned char ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-           ch == '-' || ch == '.' || ch == '_' || ch == '~';
-}
-
-/* Append s percent-encoded. */
-static int put_escaped(buf_t *out, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        char enc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-        if (is_unreserved(*p) ? buf_append(out, p, 1) : buf_append(out, enc, 3))
-            return -1;
-    }
-    return 0;
-}
-
-/* A path piece that is present must be a usable segment. */
-static int bad_segment(const char *s)
-{
-    return !*s || strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
-}
-
-int kube_path(buf_t *out, const char *group, const char *version, const char *ns,
-              const char *resource, const char *name, const char *subresource)
-{
-    size_t mark = out->len;
-    int rc = -1;
-    if (!version || !resource || bad_segment(version) || bad_segment(resource) ||
-        (group && *group && bad_segment(group)) || (ns && bad_segment(ns)) ||
-        (name && bad_segment(name)) || (subresource && bad_segment(subresource)))
-        goto out;
-    if (group && *group) {
-        if (buf_puts(out, "/apis/") || put_escaped(out, group))
-            goto out;
-    } else if (buf_puts(out, "/api")) {
-        goto out;
-    }
-    if (buf_puts(out, "/") || put_escaped(out, version))
-        goto out;
-    if (ns && (buf_puts(out, "/namespaces/") || put_escaped(out, ns)))
-        goto out;
-    if (buf_puts(out, "/") || put_escaped(out, resource))
-        goto out;
-    if (name && (buf_puts(out, "/") || put_escaped(out, name)))
-        goto out;
-    if (subresource && (buf_puts(out, "/") || put_escaped(out, subresource)))
-        goto out;
-    rc = 0;
-out:
-    if (rc) {
-        /* Leave out as it was. */
-        out->len = mark;
-        if (out->data)
-            out->data[mark] = '\0';
-    }
-    return rc;
-}
-
-/* Append key=value (value percent-encoded) to a query string. */
-static int query_add(buf_t *q, const char *key, const char *value)
-{
-    if (!value || !*value)
-        return 0;
-    if ((q->len && buf_puts(q, "&")) || buf_puts(q, key) || buf_puts(q, "="))
-        return -1;
-    return put_escaped(q, value);
-}
-
-static int query_add_long(buf_t *q, const char *key, long v)
-{
-    char n[32];
-    snprintf(n, sizeof(n), "%ld", v);
-    return query_add(q, key, n);
 }
 
 /* ---- setting up a handle ------------------------------------------------------- */
@@ -675,7 +558,7 @@ int64_t kube_client_throttle(kube_client_t *c)
 }
 
 /* Parse a whole response body as one JSON value. */
-static json_object *parse_json(const char *s, size_t len, char *why, size_t whylen)
+json_object *kc_parse_json(const char *s, size_t len, char *why, size_t whylen)
 {
     json_object *o = NULL;
     json_tokener *tok = NULL;
@@ -881,7 +764,7 @@ static int call(kube_client_t *c, const char *method, const char *path, const ch
     int rc = execute(c, method, path, query, content_type, body, len, idempotent, &resp, err);
     if (rc == 0 && out && resp.body.len > 0) {
         char why[160];
-        *out = parse_json(resp.body.data, resp.body.len, why, sizeof(why));
+        *out = kc_parse_json(resp.body.data, resp.body.len, why, sizeof(why));
         if (!*out) {
             kube_error_set(err, KERR_DECODE, "decode response: %s", why);
             err->http_status = resp.http_status;
@@ -906,9 +789,9 @@ static int write_query(buf_t *q, const kube_req_opts_t *ro)
 {
     if (!ro)
         return 0;
-    if (query_add(q, "fieldManager", ro->field_manager))
+    if (kc_query_add(q, "fieldManager", ro->field_manager))
         return -1;
-    if (ro->dry_run && query_add(q, "dryRun", "All"))
+    if (ro->dry_run && kc_query_add(q, "dryRun", "All"))
         return -1;
     return 0;
 }
@@ -926,7 +809,7 @@ static int early_error(kube_error_t *err, const char *method, const char *path,
     return err->code;
 }
 
-static int query_error(kube_error_t *err, const char *method, const char *path)
+int kc_query_error(kube_error_t *err, const char *method, const char *path)
 {
     return early_error(err, method, path, "query string too long");
 }
@@ -937,8 +820,8 @@ int kube_client_get(kube_client_t *c, const char *path, const kube_req_opts_t *r
     buf_t q;
     buf_init(&q, 64 << 10);
     int rc;
-    if (ro && query_add(&q, "resourceVersion", ro->resource_version)) {
-        rc = query_error(err, "GET", path);
+    if (ro && kc_query_add(&q, "resourceVersion", ro->resource_version)) {
+        rc = kc_query_error(err, "GET", path);
         goto out;
     }
     rc = call(c, "GET", path, buf_str(&q), NULL, NULL, 0, 1, out, err);
@@ -948,30 +831,21 @@ out:
 }
 
 /* Query of one LIST page. */
-static int list_query(buf_t *q, const kube_req_opts_t *ro, const char *cont, int paged)
+int kc_list_query(buf_t *q, const kube_req_opts_t *ro, const char *cont, int paged)
 {
     if (!ro)
         return 0;
-    if (query_add(q, "labelSelector", ro->label_selector) ||
-        query_add(q, "fieldSelector", ro->field_selector))
+    if (kc_query_add(q, "labelSelector", ro->label_selector) ||
+        kc_query_add(q, "fieldSelector", ro->field_selector))
         return -1;
-    if (paged && ro->limit > 0 && query_add_long(q, "limit", ro->limit))
+    if (paged && ro->limit > 0 && kc_query_add_long(q, "limit", ro->limit))
         return -1;
     if (cont && *cont)
-        return query_add(q, "continue", cont);
-    if (query_add(q, "resourceVersion", ro->resource_version) ||
-        query_add(q, "resourceVersionMatch", ro->resource_version_match))
+        return kc_query_add(q, "continue", cont);
+    if (kc_query_add(q, "resourceVersion", ro->resource_version) ||
+        kc_query_add(q, "resourceVersionMatch", ro->resource_version_match))
         return -1;
     return 0;
-}
-
-static const char *list_meta_string(json_object *list, const char *key)
-{
-    json_object *meta, *v;
-    if (!json_object_object_get_ex(list, "metadata", &meta) ||
-        !json_object_object_get_ex(meta, key, &v) || !json_object_is_type(v, json_type_string))
-        return NULL;
-    return json_object_get_string(v);
 }
 
 /* The pager behind kube_client_list and kube_client_list_all. paged = 0 asks for
@@ -986,8 +860,8 @@ static int list_pages(kube_client_t *c, const char *path, const kube_req_opts_t 
     int rc = 0;
     for (int n = 0;; n++) {
         buf_reset(&q);
-        if (list_query(&q, ro, cont, paged)) {
-            rc = query_error(err, "GET", path);
+        if (kc_list_query(&q, ro, cont, paged)) {
+            rc = kc_query_error(err, "GET", path);
             goto out;
         }
         rc = call(c, "GET", path, buf_str(&q), NULL, NULL, 0, 1, &page, err);
@@ -998,7 +872,7 @@ static int list_pages(kube_client_t *c, const char *path, const kube_req_opts_t 
             rc = err->code;
             goto out;
         }
-        const char *next = list_meta_string(page, "continue");
+        const char *next = JSONX_STR_AT(page, "metadata", "continue");
         if (fn(page, user) != 0 || !next || !*next)
             goto out;
         if ((cont && strcmp(cont, next) == 0) || n + 1 >= MAX_LIST_PAGES) {
@@ -1030,13 +904,7 @@ int kube_client_list(kube_client_t *c, const char *path, const kube_req_opts_t *
     return list_pages(c, path, ro, 1, fn, user, err ? err : &local);
 }
 
-typedef struct {
-    json_object *items;
-    char *rv;
-    int failed;
-} collect_t;
-
-static int collect_page(json_object *page, void *user)
+int kc_collect_page(json_object *page, void *user)
 {
     collect_t *col = user;
     json_object *items;
@@ -1052,7 +920,7 @@ static int collect_page(json_object *page, void *user)
             }
         }
     }
-    const char *rv = list_meta_string(page, "resourceVersion");
+    const char *rv = JSONX_STR_AT(page, "metadata", "resourceVersion");
     free(col->rv);
     col->rv = strdup(rv ? rv : "");
     if (!col->rv) {
@@ -1077,7 +945,7 @@ int kube_client_list_all(kube_client_t *c, const char *path, const kube_req_opts
         rc = err->code;
         goto out;
     }
-    rc = list_pages(c, path, ro, 1, collect_page, &col, err);
+    rc = list_pages(c, path, ro, 1, kc_collect_page, &col, err);
     if (rc == KERR_GONE && ro && ro->limit > 0 && json_object_array_length(col.items) > 0) {
         /* The continue token expired mid-way: start again, unpaged. */
         rlog_info("continue token expired; listing again without paging", "path", path);
@@ -1090,7 +958,7 @@ int kube_client_list_all(kube_client_t *c, const char *path, const kube_req_opts
             rc = err->code;
             goto out;
         }
-        rc = list_pages(c, path, ro, 0, collect_page, &col, err);
+        rc = list_pages(c, path, ro, 0, kc_collect_page, &col, err);
     }
     if (rc == 0 && (col.failed || !col.rv)) {
         kube_error_set(err, KERR_CONFIG, "out of memory collecting LIST items");
@@ -1121,30 +989,32 @@ static int send_json(kube_client_t *c, const char *method, const char *path, con
     return call(c, method, path, query, content_type, text, len, idempotent, out, err);
 }
 
-int kube_client_create(kube_client_t *c, const char *path, json_object *body,
-                       const kube_req_opts_t *ro, json_object **out, kube_error_t *err)
+/* A JSON body sent with method (POST or PUT) and ro's query: kube_client_create and
+ * kube_client_update. */
+static int send_object(kube_client_t *c, const char *method, const char *path, json_object *body,
+                       int idempotent, const kube_req_opts_t *ro, json_object **out,
+                       kube_error_t *err)
 {
     buf_t q;
     buf_init(&q, 64 << 10);
     int rc = write_query(&q, ro)
-                 ? query_error(err, "POST", path)
-                 : send_json(c, "POST", path, buf_str(&q), "application/json", body, 0, out,
-                             err);
+                 ? kc_query_error(err, method, path)
+                 : send_json(c, method, path, buf_str(&q), "application/json", body, idempotent,
+                             out, err);
     buf_free(&q);
     return rc;
+}
+
+int kube_client_create(kube_client_t *c, const char *path, json_object *body,
+                       const kube_req_opts_t *ro, json_object **out, kube_error_t *err)
+{
+    return send_object(c, "POST", path, body, 0, ro, out, err);
 }
 
 int kube_client_update(kube_client_t *c, const char *path, json_object *body,
                        const kube_req_opts_t *ro, json_object **out, kube_error_t *err)
 {
-    buf_t q;
-    buf_init(&q, 64 << 10);
-    int rc = write_query(&q, ro)
-                 ? query_error(err, "PUT", path)
-                 : send_json(c, "PUT", path, buf_str(&q), "application/json", body, 1, out,
-                             err);
-    buf_free(&q);
-    return rc;
+    return send_object(c, "PUT", path, body, 1, ro, out, err);
 }
 
 int kube_client_patch(kube_client_t *c, const char *path, kube_patch_type_t type,
@@ -1174,8 +1044,8 @@ int kube_client_patch(kube_client_t *c, const char *path, kube_patch_type_t type
         goto out;
     }
     if (write_query(&q, ro) ||
-        (type == KUBE_PATCH_APPLY && query_add(&q, "force", ro->force ? "true" : "false"))) {
-        rc = query_error(err, "PATCH", path);
+        (type == KUBE_PATCH_APPLY && kc_query_add(&q, "force", ro->force ? "true" : "false"))) {
+        rc = kc_query_error(err, "PATCH", path);
         goto out;
     }
     /* Apply is declarative and safe to repeat; the other patch types may not be
@@ -1232,8 +1102,8 @@ int kube_client_delete(kube_client_t *c, const char *path, const kube_req_opts_t
         rc = early_error(err, "DELETE", path, "out of memory building DeleteOptions");
         goto out;
     }
-    if (ro && ro->dry_run && query_add(&q, "dryRun", "All")) {
-        rc = query_error(err, "DELETE", path);
+    if (ro && ro->dry_run && kc_query_add(&q, "dryRun", "All")) {
+        rc = kc_query_error(err, "DELETE", path);
         goto out;
     }
     rc = send_json(c, "DELETE", path, buf_str(&q), "application/json", body, 1, out, err);
@@ -1324,18 +1194,18 @@ CURL *kube_client_watch_handle(kube_client_t *c, const char *path,
     buf_init(&q, 64 << 10);
     CURL *e = NULL;
     *headers = NULL;
-    int bad = query_add(&q, "watch", "1");
+    int bad = kc_query_add(&q, "watch", "1");
     if (ro) {
-        bad |= query_add(&q, "labelSelector", ro->label_selector);
-        bad |= query_add(&q, "fieldSelector", ro->field_selector);
-        bad |= query_add(&q, "resourceVersion", ro->resource_version);
+        bad |= kc_query_add(&q, "labelSelector", ro->label_selector);
+        bad |= kc_query_add(&q, "fieldSelector", ro->field_selector);
+        bad |= kc_query_add(&q, "resourceVersion", ro->resource_version);
         if (ro->allow_watch_bookmarks)
-            bad |= query_add(&q, "allowWatchBookmarks", "true");
+            bad |= kc_query_add(&q, "allowWatchBookmarks", "true");
         if (ro->timeout_seconds > 0)
-            bad |= query_add_long(&q, "timeoutSeconds", ro->timeout_seconds);
+            bad |= kc_query_add_long(&q, "timeoutSeconds", ro->timeout_seconds);
     }
     if (bad) {
-        query_error(err, "GET", path);
+        kc_query_error(err, "GET", path);
         goto out;
     }
     int64_t deadline_ms = 0;
@@ -1347,356 +1217,19 @@ out:
     return e;
 }
 
+void kube_client_count_request(kube_client_t *c, const char *method, CURLcode code,
+                               long http_status, int64_t started_mono_ns)
+{
+    char label[16];
+    status_label(code, (int)http_status, label, sizeof(label));
+    metric_counter_add(c->m_requests, METRIC_LABELS(label, method, c->host), 1);
+    metric_histogram_observe(c->m_duration, METRIC_LABELS(method, c->host),
+                             (double)(clock_mono_ns() - started_mono_ns) / 1e9);
+    c->stats.requests++;
+}
+
 void kube_client_set_deadline(kube_client_t *c, int64_t deadline_mono_ns)
 {
     c->call_deadline_ns = deadline_mono_ns > 0 ? deadline_mono_ns : 0;
 }
 
-/* ---- non-blocking pager ------------------------------------------------------------- */
-
-/* The Accept header of a metadata-only LIST (client-go's metadata client): every item comes
- * as a PartialObjectMetadata, its spec, data and status left out. */
-#define PAGER_ACCEPT_METADATA \
-    "Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
-
-struct kube_pager {
-    kube_client_t *c;
-    char *path;
-    kube_req_opts_t ro;  /* ro.limit is the page size of the next request */
-    char *label_selector, *field_selector, *resource_version, *resource_version_match;
-    long base_limit;     /* the caller's page size, which a shrunk page grows back to */
-    int paged;
-    int pages;
-    int meta_only;       /* the page in flight asks for metadata only */
-    int unpaged_too_large; /* the unpaged fallback was over the cap: no second fallback */
-    unsigned shrinks;
-    char *cont;          /* continue token of the next page, NULL on the first */
-    CURL *easy;
-    struct curl_slist *headers;
-    buf_t body;
-    int too_large;
-    int64_t started_ns;
-    json_object *items;
-    json_object *skipped; /* metadata of the objects too large for a page of one */
-    char *rv;
-};
-
-kube_pager_t *kube_pager_new(kube_client_t *c, const char *path, const kube_req_opts_t *ro)
-{
-    kube_pager_t *p = calloc(1, sizeof(*p));
-    if (!p)
-        return NULL;
-    int oom = 0;
-    p->c = c;
-    p->path = str_dup_opt(path ? path : "", &oom);
-    if (ro) {
-        p->ro = *ro;
-        p->ro.label_selector = p->label_selector = str_dup_opt(ro->label_selector, &oom);
-        p->ro.field_selector = p->field_selector = str_dup_opt(ro->field_selector, &oom);
-        p->ro.resource_version = p->resource_version = str_dup_opt(ro->resource_version, &oom);
-        p->ro.resource_version_match = p->resource_version_match = str_dup_opt(ro->resource_version_match, &oom);
-    }
-    p->base_limit = p->ro.limit > 0 ? p->ro.limit : 0;
-    p->paged = 1;
-    p->items = json_object_new_array();
-    p->skipped = json_object_new_array();
-    buf_init(&p->body, c->opts.max_response_bytes);
-    if (oom || !p->items || !p->skipped)
-        kube_pager_destroy(&p);
-    return p;
-}
-
-static void pager_drop_handle(kube_pager_t *p)
-{
-    if (p->easy)
-        curl_easy_cleanup(p->easy);
-    p->easy = NULL;
-    curl_slist_free_all(p->headers);
-    p->headers = NULL;
-}
-
-static size_t pager_write(char *data, size_t size, size_t n, void *user)
-{
-    kube_pager_t *p = user;
-    if (buf_append(&p->body, data, size * n)) {
-        p->too_large = 1;
-        return 0;
-    }
-    return size * n;
-}
-
-/* Replace the Accept header of p's handle by the metadata-only one. Returns 0, or -1
- * when out of memory (the handle keeps its headers). */
-static int pager_accept_metadata(kube_pager_t *p)
-{
-    struct curl_slist *h = NULL, *t;
-    for (const struct curl_slist *l = p->headers; l; l = l->next) {
-        if (strncasecmp(l->data, "Accept:", 7) == 0)
-            continue;
-        if (!(t = curl_slist_append(h, l->data)))
-            goto fail;
-        h = t;
-    }
-    if (!(t = curl_slist_append(h, PAGER_ACCEPT_METADATA)))
-        goto fail;
-    h = t;
-    curl_easy_setopt(p->easy, CURLOPT_HTTPHEADER, h);
-    curl_slist_free_all(p->headers);
-    p->headers = h;
-    return 0;
-fail:
-    curl_slist_free_all(h);
-    return -1;
-}
-
-CURL *kube_pager_start(kube_pager_t *p, kube_error_t *err)
-{
-    kube_error_t local;
-    if (!err)
-        err = &local;
-    kube_error_clear(err);
-    pager_drop_handle(p);
-    buf_reset(&p->body);
-    p->too_large = 0;
-    buf_t q;
-    buf_init(&q, 64 << 10);
-    if (list_query(&q, &p->ro, p->cont, p->paged)) {
-        query_error(err, "GET", p->path);
-        buf_free(&q);
-        return NULL;
-    }
-    p->easy = kube_client_stream_handle(p->c, p->path, buf_str(&q), p->c->opts.timeout_ms, &p->headers, err);
-    buf_free(&q);
-    if (!p->easy)
-        return NULL;
-    if (p->meta_only && pager_accept_metadata(p)) {
-        kube_error_set(err, KERR_CONFIG, "out of memory");
-        kube_error_set_request(err, "GET", p->path);
-        pager_drop_handle(p);
-        return NULL;
-    }
-    curl_easy_setopt(p->easy, CURLOPT_WRITEFUNCTION, pager_write);
-    curl_easy_setopt(p->easy, CURLOPT_WRITEDATA, p);
-    p->started_ns = clock_mono_ns();
-    return p->easy;
-}
-
-/* Forget what the pages so far brought (the list starts over). Returns 0, or -1 when out
- * of memory. */
-static int pager_forget_items(kube_pager_t *p)
-{
-    json_object_put(p->items);
-    json_object_put(p->skipped);
-    p->items = json_object_new_array();
-    p->skipped = json_object_new_array();
-    free(p->cont);
-    p->cont = NULL;
-    free(p->rv);
-    p->rv = NULL;
-    return p->items && p->skipped ? 0 : -1;
-}
-
-/* Start over from the first page without paging (an expired continue token). */
-static int pager_restart_unpaged(kube_pager_t *p)
-{
-    rlog_info("continue token expired; listing again without paging", "path", p->path);
-    p->paged = 0;
-    return pager_forget_items(p);
-}
-
-/* A response was over the cap (its bytes were dropped as they came). Decide what the
- * next request is: KUBE_PAGER_MORE, or KUBE_PAGER_ERROR with err set. */
-static kube_pager_state_t pager_too_large(kube_pager_t *p, kube_error_t *err)
-{
-    size_t cap = p->c->opts.max_response_bytes;
-    char limit[32];
-    if (!p->paged || p->ro.limit <= 0) {
-        /* One unpaged response cannot be made smaller: list again in pages, once. */
-        if (p->unpaged_too_large || pager_forget_items(p)) {
-            kube_error_set(err, KERR_DECODE, "response body exceeds %zu bytes", cap);
-            return KUBE_PAGER_ERROR;
-        }
-        p->unpaged_too_large = 1;
-        p->paged = 1;
-        p->ro.limit = p->base_limit > 0 ? p->base_limit : 500;
-        rlog_warn("LIST response over the response cap; listing again in pages", "path", p->path);
-        return KUBE_PAGER_MORE;
-    }
-    if (p->meta_only) {
-        kube_error_set(err, KERR_DECODE,
-                       "response body exceeds %zu bytes even for the metadata of one object", cap);
-        return KUBE_PAGER_ERROR;
-    }
-    p->shrinks++;
-    if (p->ro.limit > 1) {
-        /* The same continue token with a smaller limit: the server starts from the same
-         * key, so no item is skipped or repeated. */
-        p->ro.limit /= 2;
-        snprintf(limit, sizeof(limit), "%ld", p->ro.limit);
-        rlog_warn("LIST page over the response cap; retrying it with a smaller limit", "path", p->path,
-                  "limit", limit);
-        return KUBE_PAGER_MORE;
-    }
-    /* One object alone is over the cap: ask for its metadata only, so the list goes on
-     * past it and the caller can still name it (and act on its deletion). */
-    p->meta_only = 1;
-    rlog_warn("one object is larger than the response cap; listing its metadata only", "path", p->path);
-    return KUBE_PAGER_MORE;
-}
-
-/* Add a page's items to p->items (or p->skipped, for a metadata-only page) and take its
- * resourceVersion. Returns 0, or -1 when out of memory. */
-static int pager_collect(kube_pager_t *p, json_object *page)
-{
-    collect_t col = {p->meta_only ? p->skipped : p->items, p->rv, 0};
-    int rc = collect_page(page, &col);
-    p->rv = col.rv; /* collect_page freed the old one */
-    return rc || col.failed ? -1 : 0;
-}
-
-/* The limit after a page that fitted: as many items of this page's average size as fill
- * three quarters of the cap, so that pages of large objects are asked small before they
- * fail, but never more than twice the limit that just fitted (grow back step by step,
- * as TCP's window does after a loss) nor more than the caller's page size. */
-static long pager_next_limit(const kube_pager_t *p, json_object *page)
-{
-    json_object *items = NULL;
-    size_t n = json_object_object_get_ex(page, "items", &items) && json_object_is_type(items, json_type_array)
-                   ? json_object_array_length(items)
-                   : 0;
-    long next = p->ro.limit > p->base_limit / 2 ? p->base_limit : p->ro.limit * 2;
-    if (n == 0)
-        return next;
-    size_t per_item = p->body.len / n + 1;
-    size_t fit = p->c->opts.max_response_bytes / 4 * 3 / per_item;
-    if (fit < 1)
-        fit = 1;
-    return (size_t)next < fit ? next : (long)fit;
-}
-
-kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_t *err)
-{
-    kube_error_t local;
-    if (!err)
-        err = &local;
-    kube_error_clear(err);
-    long status = 0;
-    char *url = NULL;
-    if (p->easy) {
-        curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &status);
-        curl_easy_getinfo(p->easy, CURLINFO_EFFECTIVE_URL, &url);
-        char label[16];
-        status_label(code, (int)status, label, sizeof(label));
-        metric_counter_add(p->c->m_requests, METRIC_LABELS(label, "GET", p->c->host), 1);
-        metric_histogram_observe(p->c->m_duration, METRIC_LABELS("GET", p->c->host),
-                                 (double)(clock_mono_ns() - p->started_ns) / 1e9);
-        p->c->stats.requests++;
-    }
-    kube_pager_state_t st = KUBE_PAGER_ERROR;
-    json_object *page = NULL;
-    if (!p->easy) {
-        kube_error_set(err, KERR_CONFIG, "no page in flight");
-    } else if (p->too_large) {
-        st = pager_too_large(p, err);
-    } else if (code != CURLE_OK) {
-        kube_error_set_transport(err, code, code == CURLE_OPERATION_TIMEDOUT, curl_easy_strerror(code), "");
-    } else if (status != 200) {
-        kube_error_from_response((int)status, p->body.data, p->body.len, err);
-        if (err->code == KERR_GONE && p->cont && p->paged && p->ro.limit > 0 && !p->unpaged_too_large) {
-            st = pager_restart_unpaged(p) ? KUBE_PAGER_ERROR : KUBE_PAGER_MORE;
-            p->meta_only = 0;
-            if (st == KUBE_PAGER_ERROR)
-                kube_error_set(err, KERR_CONFIG, "out of memory");
-            else
-                kube_error_clear(err);
-        }
-    } else if (!(page = json_tokener_parse(buf_str(&p->body))) || !json_object_is_type(page, json_type_object)) {
-        kube_error_set(err, KERR_DECODE, "LIST response is not a JSON object");
-    } else if (pager_collect(p, page)) {
-        kube_error_set(err, KERR_CONFIG, "out of memory collecting LIST items");
-    } else {
-        const char *next = list_meta_string(page, "continue");
-        p->pages++;
-        if (p->meta_only)
-            p->meta_only = 0;
-        else if (p->paged && p->base_limit > 0)
-            p->ro.limit = pager_next_limit(p, page);
-        if (!next || !*next) {
-            st = KUBE_PAGER_DONE;
-        } else if ((p->cont && strcmp(p->cont, next) == 0) || p->pages >= MAX_LIST_PAGES) {
-            kube_error_set(err, KERR_DECODE, "LIST does not end: continue token repeats");
-        } else {
-            free(p->cont);
-            p->cont = strdup(next);
-            st = p->cont ? KUBE_PAGER_MORE : KUBE_PAGER_ERROR;
-            if (!p->cont)
-                kube_error_set(err, KERR_CONFIG, "out of memory");
-        }
-    }
-    if (st == KUBE_PAGER_ERROR)
-        kube_error_set_request(err, "GET", url ? url : p->path);
-    json_object_put(page);
-    pager_drop_handle(p);
-    buf_reset(&p->body);
-    return st;
-}
-
-json_object *kube_pager_items(const kube_pager_t *p)
-{
-    return p->items;
-}
-
-json_object *kube_pager_take_skipped(kube_pager_t *p)
-{
-    json_object *fresh = json_object_new_array();
-    if (!fresh)
-        return NULL;
-    json_object *skipped = p->skipped;
-    p->skipped = fresh;
-    return skipped;
-}
-
-long kube_pager_limit(const kube_pager_t *p)
-{
-    return p->ro.limit;
-}
-
-unsigned kube_pager_shrinks(const kube_pager_t *p)
-{
-    return p->shrinks;
-}
-
-json_object *kube_pager_take_items(kube_pager_t *p)
-{
-    json_object *fresh = json_object_new_array();
-    if (!fresh)
-        return NULL;
-    json_object *items = p->items;
-    p->items = fresh;
-    return items;
-}
-
-const char *kube_pager_rv(const kube_pager_t *p)
-{
-    return p->rv ? p->rv : "";
-}
-
-void kube_pager_destroy(kube_pager_t **p_p)
-{
-    if (!p_p || !*p_p)
-        return;
-    kube_pager_t *p = *p_p;
-    pager_drop_handle(p);
-    buf_free(&p->body);
-    json_object_put(p->items);
-    json_object_put(p->skipped);
-    free(p->rv);
-    free(p->cont);
-    free(p->path);
-    free(p->label_selector);
-    free(p->field_selector);
-    free(p->resource_version);
-    free(p->resource_version_match);
-    free(p);
-    *p_p = NULL;
-}

@@ -271,6 +271,12 @@ void kube_pager_destroy(kube_pager_t **p_p);
  * now). Consumes the token. */
 int64_t kube_client_throttle(kube_client_t *c);
 
+/* Count one request made outside the client's own calls (a pager page, a kube_async
+ * write) in rest_client_requests_total{code,method,host} and the latency histogram, as
+ * the client counts its own. started_mono_ns is when it was sent (clock_mono_ns()). */
+void kube_client_count_request(kube_client_t *c, const char *method, CURLcode code,
+                               long http_status, int64_t started_mono_ns);
+
 /* Bound every request made from now on to end by deadline_mono_ns (CLOCK_MONOTONIC ns,
  * as clock_mono_ns(), or the test clock when one is set; 0 removes the bound): the rate limiter wait, every attempt and
  * every retry stop at it, and a request that would start after it fails at once with

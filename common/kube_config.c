@@ -66,19 +66,6 @@ struct kube_config {
 
 /* ---- shared helpers ---- */
 
-void kcfg_errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (err == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    for (char *p = err; *p; p++) /* one line, whatever the files contained */
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = (*p == '\n' || *p == '\r' || *p == '\t') ? ' ' : '?';
-}
-
 int kcfg_read_file(const char *path, size_t cap, int regular_only, char **out,
                    size_t *len, struct stat *st_out, char *why, size_t whylen)
 {

@@ -88,6 +88,15 @@ void opts_common_fill(rdc_common_opts_t *c, opt_t *t)
     memcpy(t, table, sizeof(table));
 }
 
+void opts_common_join(rdc_common_opts_t *c, const opt_t *own, opt_t *table)
+{
+    opts_common_fill(c, table);
+    size_t i = 0;
+    do
+        table[OPTS_COMMON_COUNT + i] = own[i];
+    while (own[i++].type != OPT_END);
+}
+
 void opts_common_select(opt_t *table, const char *used)
 {
     static const char *const shared[] = {

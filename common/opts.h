@@ -75,6 +75,15 @@ void opts_common_defaults(rdc_common_opts_t *c);
 /* Write the shared flag descriptors for c into table[0..OPTS_COMMON_COUNT). */
 void opts_common_fill(rdc_common_opts_t *c, opt_t *table);
 
+/* The number of entries of table for opts_common_join(c, own, table): the shared flags
+ * and every entry of the array own, its OPT_END included. */
+#define OPTS_JOINED_LEN(own) (OPTS_COMMON_COUNT + sizeof(own) / sizeof((own)[0]))
+
+/* A daemon's whole flag table: the shared flags for c (opts_common_fill), then the
+ * daemon's own, the entries of own up to and including its OPT_END entry. table holds
+ * OPTS_JOINED_LEN(own) entries. own is only read; the targets stay the caller's. */
+void opts_common_join(rdc_common_opts_t *c, const opt_t *own, opt_t *table);
+
 /* Unlist (help = NULL) every shared flag of table that is not named in used, a
  * comma-separated list ("kubeconfig,context,log-level"); --help and --version stay
  * listed. The daemon's own flags are left alone. A name in used that is not a shared flag

@@ -629,18 +629,27 @@ static const char *type_name(json_object *v)
     return json_type_to_name(json_object_get_type(v));
 }
 
+/* member() of the reader of <where> <sect>.<key>, which expects what ("an integer"): on
+ * -1 (another type), err says so. */
+static int typed_member(json_object *obj, const char *where, const char *sect, const char *key,
+                        json_type want, const char *what, json_object **v, char *err,
+                        size_t errlen)
+{
+    int r = member(obj, key, want, v);
+    if (r < 0)
+        set_err(err, errlen, "%s %s.%s: expected %s, got %s", where, sect, key, what,
+                type_name(*v));
+    return r;
+}
+
 static int read_string(json_object *obj, const char *where, const char *sect, const char *key,
                        char *dst, size_t dstlen, char *err, size_t errlen)
 {
     json_object *v;
-    int r = member(obj, key, json_type_string, &v);
     dst[0] = '\0';
-    if (r == 0)
-        return 0;
-    if (r < 0) {
-        set_err(err, errlen, "%s %s.%s: expected a string, got %s", where, sect, key, type_name(v));
-        return -1;
-    }
+    int r = typed_member(obj, where, sect, key, json_type_string, "a string", &v, err, errlen);
+    if (r <= 0)
+        return r;
     const char *s = json_object_get_string(v);
     size_t n = (size_t)json_object_get_string_len(v);
     if (n >= dstlen || strlen(s) != n) {
@@ -656,15 +665,10 @@ static int read_int32(json_object *obj, const char *where, const char *sect, con
                       int64_t *dst, char *err, size_t errlen)
 {
     json_object *v;
-    int r = member(obj, key, json_type_int, &v);
     *dst = 0;
-    if (r == 0)
-        return 0;
-    if (r < 0) {
-        set_err(err, errlen, "%s %s.%s: expected an integer, got %s", where, sect, key,
-                type_name(v));
-        return -1;
-    }
+    int r = typed_member(obj, where, sect, key, json_type_int, "an integer", &v, err, errlen);
+    if (r <= 0)
+        return r;
     int64_t x = json_object_get_int64(v);
     if (x < 0 || x > INT32_MAX) {
         set_err(err, errlen, "%s %s.%s: %" PRId64 " is out of range 0..%d", where, sect, key, x,
@@ -679,15 +683,11 @@ static int read_microtime(json_object *obj, const char *where, const char *sect,
                           const char *key, int64_t *dst, char *err, size_t errlen)
 {
     json_object *v;
-    int r = member(obj, key, json_type_string, &v);
     *dst = 0;
-    if (r == 0)
-        return 0;
-    if (r < 0) {
-        set_err(err, errlen, "%s %s.%s: expected a MicroTime string, got %s", where, sect, key,
-                type_name(v));
-        return -1;
-    }
+    int r = typed_member(obj, where, sect, key, json_type_string, "a MicroTime string", &v, err,
+                         errlen);
+    if (r <= 0)
+        return r;
     const char *s = json_object_get_string(v);
     int year = 0;
     for (int i = 0; i < 4; i++) {

@@ -28,6 +28,7 @@ typedef struct {
     json_object *last_read;   /* the Lease as last read, the base of our next PUT */
     metric_family_t *m_status;
     int64_t next_publish_ns;
+    daemon_metrics_t metrics; /* where our metrics go */
     int code; /* the exit code elector_run returns */
 } elector_t;
 
@@ -254,15 +255,6 @@ static int on_turn(loop_t *loop, int64_t now, int64_t *wait, void *arg)
     return 0;
 }
 
-static int on_metrics(loop_t *loop, int id, void *arg)
-{
-    (void)loop;
-    (void)id;
-    elector_t *el = arg;
-    daemon_publish_metrics(el->cfg->runtime_dir, el->cfg->name);
-    return 0;
-}
-
 /* SIGTERM/SIGINT: release the Lease (so a standby takes over at once) and stop. */
 static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
@@ -282,9 +274,7 @@ static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
 
 int elector_run(const elector_config_t *cfg)
 {
-    elector_t el;
-    memset(&el, 0, sizeof(el));
-    el.cfg = cfg;
+    elector_t el = {.cfg = cfg, .metrics = {cfg->runtime_dir, cfg->name}};
     loop_t *loop = NULL;
     if (elector_setup(&el)) {
         el.code = 1;
@@ -293,7 +283,7 @@ int elector_run(const elector_config_t *cfg)
     loop = loop_new();
     if (!loop || loop_add_prepare(loop, on_turn, &el) ||
         loop_add_fd(loop, cfg->signal_fd, LOOP_IN, on_signal, &el) ||
-        loop_add_timer(loop, 0, PROTO_METRICS_EVERY_MS * NS_PER_MS, on_metrics, &el) < 0) {
+        daemon_add_metrics_timer(loop, &el.metrics) < 0) {
         rlog_error("out of memory");
         el.code = 1;
         goto out;

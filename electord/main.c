@@ -28,11 +28,13 @@ int main(int argc, char **argv)
     rdc_common_opts_t c;
     opts_common_defaults(&c);
     int standalone = 0;
-    opt_t table[OPTS_COMMON_COUNT + 2];
-    opts_common_fill(&c, table);
-    table[OPTS_COMMON_COUNT] = (opt_t){"no-publish", OPT_BOOL, &standalone,
-                                       "do not bind the leader socket (several electords on one runtime dir)"};
-    table[OPTS_COMMON_COUNT + 1] = (opt_t){NULL, OPT_END, NULL, NULL};
+    const opt_t own[] = {
+        {"no-publish", OPT_BOOL, &standalone,
+         "do not bind the leader socket (several electords on one runtime dir)"},
+        {NULL, OPT_END, NULL, NULL},
+    };
+    opt_t table[OPTS_JOINED_LEN(own)];
+    opts_common_join(&c, own, table);
     /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
     opts_common_select(table, "kubeconfig,context,leader-elect,leader-election-id,"
                               "leader-election-namespace,leader-election-lease-duration,"
@@ -69,22 +71,17 @@ int main(int argc, char **argv)
     }
     if ((sfd = daemon_loop_setup(c.runtime_dir, rtdir, sizeof(rtdir))) < 0)
         goto out;
-    const char *name = getenv("RDC_CHILD_NAME");
     elector_config_t ec = {
         .client = client,
         .opts = &c,
         .ns = ns ? ns : "default",
         .runtime_dir = rtdir,
-        .name = name && *name ? name : "electord",
+        .name = daemon_child_name("electord"),
         .publish = !standalone,
         .signal_fd = sfd,
     };
     code = elector_run(&ec);
 out:
-    if (sfd >= 0)
-        close(sfd);
-    kube_client_destroy(&client);
-    kube_config_destroy(&cfg);
-    metrics_default_free();
+    daemon_release(sfd, &client, &cfg);
     return code;
 }

@@ -758,13 +758,19 @@ size_t cache_resync(cache_t *c, const char *kind)
     return count;
 }
 
-const cache_item_t *cache_lookup(const cache_t *c, const char *kind, const char *key)
+/* The entry of kind under id in its store's index by_uid (else by key), or NULL. */
+static const cache_item_t *lookup(const cache_t *c, const char *kind, const char *id, int by_uid)
 {
     const store_t *s = find_store(c, kind);
-    if (!s || !key)
+    if (!s || !id)
         return NULL;
-    const entry_t *e = hm_get(s->by_key, key);
+    const entry_t *e = hm_get(by_uid ? s->by_uid : s->by_key, id);
     return e ? &e->pub : NULL;
+}
+
+const cache_item_t *cache_lookup(const cache_t *c, const char *kind, const char *key)
+{
+    return lookup(c, kind, key, 0);
 }
 
 const char *cache_get_json(const cache_t *c, const char *kind, const char *key)
@@ -793,11 +799,7 @@ json_object *cache_get_parsed(const cache_t *c, const char *kind, const char *ke
 
 const cache_item_t *cache_lookup_uid(const cache_t *c, const char *kind, const char *uid)
 {
-    const store_t *s = find_store(c, kind);
-    if (!s || !uid)
-        return NULL;
-    const entry_t *e = hm_get(s->by_uid, uid);
-    return e ? &e->pub : NULL;
+    return lookup(c, kind, uid, 1);
 }
 
 size_t cache_count(const cache_t *c, const char *kind)

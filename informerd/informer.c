@@ -6,8 +6,12 @@
 #include "clock.h"
 #include "crashcond.h"
 #include "daemon.h"
+#include "event.h"
 #include "jsonx.h"
+#include "kube_async.h"
 #include "log.h"
+#include "loop.h"
+#include "loop_curl.h"
 #include "metrics.h"
 #include "proto.h"
 #include "rdc_api.h"
@@ -22,7 +26,6 @@
 #include <malloc.h>
 #endif
 #include <json-c/json.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,13 +36,11 @@
 #define OWNER_KIND "RedisCluster"
 #define MANAGED_BY_SELECTOR "app.kubernetes.io/managed-by=rediscluster-operator"
 #define MAX_NAMESPACES OPT_STRLIST_MAX
-#define MAX_SOCKETS 64
 #define MAX_WORKERS 128
 #define RELIST_MIN_NS (INT64_C(800) * NS_PER_MS)
 #define RELIST_MAX_NS (INT64_C(30) * NS_PER_SEC)
 #define MAX_ERROR_BODY ((size_t)64 << 10)
 #define SHORT_WATCH_NS NS_PER_SEC
-#define METRICS_EVERY_NS (INT64_C(2) * NS_PER_SEC)
 #define QUARANTINE_NS (INT64_C(3600) * NS_PER_SEC)
 #define CRASHES_TO_QUARANTINE 3
 #define MAX_EVENT_BYTES ((size_t)16 << 20)
@@ -51,7 +52,7 @@ typedef struct informer informer_t;
 
 /* What a curl handle's CURLOPT_PRIVATE points at: the first member of a stream_t (its
  * watch) or of its list_xfer_t (a LIST page). */
-typedef enum { XFER_WATCH = 1, XFER_LIST } xfer_kind_t;
+typedef enum { XFER_WATCH = 1, XFER_LIST, XFER_WRITE } xfer_kind_t;
 
 struct stream;
 typedef struct {
@@ -107,6 +108,18 @@ typedef struct {
     int64_t last_heard_ns;
 } worker_slot_t;
 
+/* A write informerd makes itself (an Event, the ReconcileCrashed condition), run by the
+ * loop's curl multi so the loop never blocks on it; best effort: a failure is logged. */
+typedef struct write_xfer {
+    xfer_kind_t kind; /* XFER_WRITE: first, as CURLINFO_PRIVATE is read as an xfer_kind_t */
+    informer_t *inf;
+    kube_async_t *req;
+    struct write_xfer *next, *prev;
+    char what[64];    /* for the log: "Event ReconcileCrashed", "ReconcileCrashed condition" */
+    char key[320];
+    int clearing;     /* it turns the condition False: say so when it lands */
+} write_xfer_t;
+
 struct informer {
     const informer_config_t *cfg;
     cache_t *cache;
@@ -114,9 +127,11 @@ struct informer {
     reflector_t refl[4];
     size_t nrefl;
     CURLM *multi;
-    struct pollfd curl_fds[MAX_SOCKETS];
-    int ncurl_fds;
-    int64_t curl_timer_ns;      /* -1 = none */
+    loop_t *loop;
+    loop_curl_t *lc;            /* drives multi on loop */
+    write_xfer_t *writes;       /* writes in flight (a list) */
+    char hostname[256];         /* reportingInstance of its Events */
+    int exit_code;              /* what informer_run returns once the loop ends */
     void *zctx, *pub, *snapshot, *work, *leader_sub, *events_sub;
     worker_slot_t workers[MAX_WORKERS];
     size_t nworkers;
@@ -124,8 +139,6 @@ struct informer {
     int64_t epoch;
     int64_t valid_until_ms;
     int64_t next_resync_ns;
-    int64_t next_metrics_ns;
-    int64_t next_hugz_ns;
     int stopping;
     int64_t stop_deadline_ns;
     int ready_sent;             /* every reflector has synced once: dispatch may start */
@@ -729,54 +742,114 @@ static void stream_done(informer_t *inf, stream_t *s, CURLcode code, int64_t now
     stream_rewatch_later(s, why, 0, now);
 }
 
-/* ---- curl multi inside our loop ----------------------------------------------------- */
+/* ---- curl multi on the loop (loop_curl) --------------------------------------------- */
 
-static int curl_socket_cb(CURL *easy, curl_socket_t fd, int what, void *ud, void *sockp)
+/* A LIST page or a watch stream ended: hand it to its owner. */
+static void on_transfer_done(CURL *easy, CURLcode result, void *arg)
 {
-    (void)easy;
-    (void)sockp;
-    informer_t *inf = ud;
-    int i;
-    for (i = 0; i < inf->ncurl_fds && inf->curl_fds[i].fd != fd; i++)
-        ;
-    if (what == CURL_POLL_REMOVE) {
-        if (i < inf->ncurl_fds)
-            inf->curl_fds[i] = inf->curl_fds[--inf->ncurl_fds];
-        return 0;
+    informer_t *inf = arg;
+    xfer_kind_t *x = NULL;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
+    int64_t now = clock_mono_ns();
+    if (x && *x == XFER_WATCH) {
+        stream_done(inf, (stream_t *)x, result, now);
+    } else if (x && *x == XFER_LIST) {
+        list_done(inf, ((list_xfer_t *)x)->s, result, now);
+    } else if (x && *x == XFER_WRITE) {
+        write_xfer_t *w = (write_xfer_t *)x;
+        if (w->prev)
+            w->prev->next = w->next;
+        else
+            inf->writes = w->next;
+        if (w->next)
+            w->next->prev = w->prev;
+        kube_async_finish(&w->req, result); /* calls on_write_done */
+        free(w);
     }
-    if (i == inf->ncurl_fds) {
-        if (inf->ncurl_fds == MAX_SOCKETS)
-            return -1;
-        inf->ncurl_fds++;
-    }
-    inf->curl_fds[i].fd = fd;
-    inf->curl_fds[i].events = (short)(((what & CURL_POLL_IN) ? POLLIN : 0) |
-                                      ((what & CURL_POLL_OUT) ? POLLOUT : 0));
-    return 0;
 }
 
-static int curl_timer_cb(CURLM *multi, long timeout_ms, void *ud)
+static void on_write_done(const kube_error_t *err, long status, void *arg)
 {
-    (void)multi;
-    informer_t *inf = ud;
-    inf->curl_timer_ns = timeout_ms < 0 ? -1 : clock_mono_ns() + (int64_t)timeout_ms * NS_PER_MS;
-    return 0;
+    (void)status;
+    write_xfer_t *w = arg;
+    char line[512];
+    if (err->code != KERR_OK)
+        rlog_warn("cannot write", "what", w->what, "key", w->key, "error",
+                  kube_error_str(err, line, sizeof(line)));
+    else if (w->clearing)
+        rlog_info("ReconcileCrashed condition cleared: the reconcile completed", "key", w->key);
 }
 
-static void curl_collect(informer_t *inf, int64_t now)
+/* Start a write on the loop, fenced by the leadership's validity and bounded by
+ * EVENT_DEADLINE_NS. Failures to start are logged; returns nothing (best effort). */
+static void informer_write(informer_t *inf, const char *what, const char *key, const char *method,
+                           const char *path, const char *content_type, const char *body,
+                           int clearing)
 {
-    CURLMsg *msg;
-    int left;
-    while ((msg = curl_multi_info_read(inf->multi, &left)) != NULL) {
-        if (msg->msg != CURLMSG_DONE)
-            continue;
-        xfer_kind_t *x = NULL;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-        if (x && *x == XFER_WATCH)
-            stream_done(inf, (stream_t *)x, msg->data.result, now);
-        else if (x && *x == XFER_LIST)
-            list_done(inf, ((list_xfer_t *)x)->s, msg->data.result, now);
+    int64_t deadline = clock_mono_ns() + EVENT_DEADLINE_NS;
+    if (inf->cfg->opts->leader_elect && inf->valid_until_ms * NS_PER_MS < deadline)
+        deadline = inf->valid_until_ms * NS_PER_MS;
+    write_xfer_t *w = calloc(1, sizeof(*w));
+    kube_error_t err;
+    kube_error_clear(&err);
+    char line[512];
+    if (!w) {
+        rlog_warn("cannot write: out of memory", "what", what, "key", key);
+        return;
     }
+    w->kind = XFER_WRITE;
+    w->inf = inf;
+    w->clearing = clearing;
+    snprintf(w->what, sizeof(w->what), "%s", what);
+    snprintf(w->key, sizeof(w->key), "%s", key);
+    w->req = kube_async_new(inf->cfg->client, method, path, content_type, body, strlen(body),
+                            deadline, on_write_done, w, &err);
+    if (!w->req) {
+        rlog_warn("cannot write", "what", what, "key", key, "error", kube_error_str(&err, line, sizeof(line)));
+        free(w);
+        return;
+    }
+    CURL *h = kube_async_handle(w->req);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)w);
+    if (loop_curl_add(inf->lc, h)) {
+        rlog_warn("cannot write: curl refused the transfer", "what", what, "key", key);
+        kube_async_destroy(&w->req);
+        free(w);
+        return;
+    }
+    w->next = inf->writes;
+    if (inf->writes)
+        inf->writes->prev = w;
+    inf->writes = w;
+}
+
+/* Record an Event about obj (kind overrides obj's own when given). */
+static void informer_event(informer_t *inf, const char *key, const json_object *obj, const char *kind,
+                           const char *action, const char *type, const char *reason, const char *message)
+{
+    event_spec_t spec = {0};
+    event_involve(&spec, obj);
+    if (kind)
+        spec.kind = kind;
+    spec.type = type;
+    spec.reason = reason;
+    spec.message = message;
+    spec.action = action;
+    spec.instance = inf->hostname;
+    json_object *ev = event_build(&spec, clock_wall_ns());
+    if (!ev) {
+        rlog_warn("cannot build the event", "reason", reason, "key", key);
+        return;
+    }
+    buf_t path;
+    buf_init(&path, 4096);
+    kube_path(&path, "", "v1", spec.ns, "events", NULL, NULL);
+    char what[64];
+    snprintf(what, sizeof(what), "Event %s", reason);
+    informer_write(inf, what, key, "POST", buf_str(&path), "application/json",
+                   json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN), 0);
+    buf_free(&path);
+    json_object_put(ev);
 }
 
 /* ---- workers ------------------------------------------------------------------------ */
@@ -1049,31 +1122,21 @@ static void handle_leader(informer_t *inf)
  * are logged, not retried (the condition only reports; the quarantine is in memory). */
 static void crashcond_write(informer_t *inf, const char *key, const json_object *rc, int crashed, const char *msg)
 {
-    const json_object *md = jsonx_get(rc, "metadata");
-    const char *name = NULL, *ns = NULL;
-    if (jsonx_string(md, "name", &name) != JSONX_OK || jsonx_string(md, "namespace", &ns) != JSONX_OK)
+    const char *name = JSONX_STR_AT(rc, "metadata", "name");
+    const char *ns = JSONX_STR_AT(rc, "metadata", "namespace");
+    if (!name || !ns)
         return;
     char *body = crashcond_apply_body(rc, crashed, msg, clock_wall_ns());
     if (!body) {
         rlog_warn("cannot build the ReconcileCrashed condition", "key", key);
         return;
     }
-    if (inf->cfg->opts->leader_elect)
-        kube_client_set_deadline(inf->cfg->client, inf->valid_until_ms * NS_PER_MS);
     buf_t path;
     buf_init(&path, 0);
     kube_path(&path, RDC_API_GROUP, RDC_API_VERSION, ns, "redisclusters", name, "status");
     buf_puts(&path, "?fieldManager=" CRASHCOND_FIELD_MANAGER "&force=true");
-    kube_error_t err;
-    kube_error_clear(&err);
-    char line[512];
-    if (kube_client_request(inf->cfg->client, "PATCH", buf_str(&path), NULL, "application/apply-patch+yaml",
-                            body, strlen(body), 1, NULL, &err))
-        rlog_warn("cannot set the ReconcileCrashed condition", "key", key, "status", crashed ? "True" : "False",
-                  "error", kube_error_str(&err, line, sizeof(line)));
-    else if (!crashed)
-        rlog_info("ReconcileCrashed condition cleared: the reconcile completed", "key", key);
-    kube_client_set_deadline(inf->cfg->client, 0);
+    informer_write(inf, crashed ? "ReconcileCrashed condition True" : "ReconcileCrashed condition False",
+                   key, "PATCH", buf_str(&path), "application/apply-patch+yaml", body, !crashed);
     buf_free(&path);
     free(body);
 }
@@ -1093,117 +1156,43 @@ static void crashcond_clear(informer_t *inf, const char *key)
 }
 
 /* Tell the user on the object itself: a Warning Event and a ReconcileCrashed condition.
- * Failures are logged, not retried. */
+ * Both are written on the loop (no wait here); failures are logged, not retried. */
 static void quarantine_report(informer_t *inf, const char *key)
 {
-    json_object *rc = cache_get_parsed(inf->cache, OWNER_KIND, key);
-    json_object *md = NULL, *v = NULL;
-    if (!rc || !json_object_object_get_ex(rc, "metadata", &md)) {
-        json_object_put(rc);
-        return;
-    }
-    const char *name = json_object_object_get_ex(md, "name", &v) ? json_object_get_string(v) : "";
-    const char *ns = json_object_object_get_ex(md, "namespace", &v) ? json_object_get_string(v) : "";
-    const char *uid = json_object_object_get_ex(md, "uid", &v) ? json_object_get_string(v) : "";
     rlog_error("key quarantined: it crashed workers repeatedly", "key", key);
-    if (!may_dispatch(inf)) {
-        json_object_put(rc);
+    if (!may_dispatch(inf))
         return;
-    }
-    /* Fenced like the workers' writes: nothing lands after our leadership's validity. */
-    if (inf->cfg->opts->leader_elect)
-        kube_client_set_deadline(inf->cfg->client, inf->valid_until_ms * NS_PER_MS);
-    char msg[512], now[40], line[512];
+    json_object *rc = cache_get_parsed(inf->cache, OWNER_KIND, key);
+    if (!rc)
+        return;
+    char msg[512];
     snprintf(msg, sizeof(msg),
              "reconcile crashed the worker %d times in a row; retried after 1h or when the spec changes",
              CRASHES_TO_QUARANTINE);
-    clock_format_rfc3339(clock_wall_ns(), 0, now, sizeof(now));
-    char body[2048];
-    snprintf(body, sizeof(body),
-             "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"generateName\":\"%s.\","
-             "\"namespace\":\"%s\"},\"involvedObject\":{\"apiVersion\":\"" RDC_GROUP_VERSION "\","
-             "\"kind\":\"RedisCluster\",\"name\":\"%s\",\"namespace\":\"%s\",\"uid\":\"%s\"},"
-             "\"type\":\"Warning\",\"reason\":\"ReconcileCrashed\",\"message\":\"%s\","
-             "\"source\":{\"component\":\"rediscluster-operator\"},\"firstTimestamp\":\"%s\","
-             "\"lastTimestamp\":\"%s\",\"count\":1}",
-             name, ns, name, ns, uid, msg, now, now);
-    buf_t path;
-    buf_init(&path, 4096);
-    kube_error_t err;
-    kube_error_clear(&err);
-    kube_path(&path, "", "v1", ns, "events", NULL, NULL);
-    if (kube_client_request(inf->cfg->client, "POST", buf_str(&path), NULL, "application/json",
-                            body, strlen(body), 0, NULL, &err))
-        rlog_warn("cannot record event", "key", key, "error", kube_error_str(&err, line, sizeof(line)));
-    kube_client_set_deadline(inf->cfg->client, 0);
-    buf_free(&path);
+    informer_event(inf, key, rc, OWNER_KIND, "Quarantine", "Warning", "ReconcileCrashed", msg);
     crashcond_write(inf, key, rc, 1, msg);
     json_object_put(rc);
 }
 
 /* The Warning Event ObjectTooLarge on the object of kind at key, if it is still cached in
- * minimal form. Fenced like the workers' writes and bounded in time; failures are
- * logged, not retried (the log line and the metric already said it). */
+ * minimal form; written on the loop, failures logged (the log line and the metric
+ * already said it). */
 static void too_large_event(informer_t *inf, const char *kind, const char *key)
 {
     const cache_item_t *it = cache_lookup(inf->cache, kind, key);
     if (!it || !it->truncated)
         return;
     json_object *o = json_tokener_parse(it->json);
-    const json_object *md = jsonx_get(o, "metadata");
-    const char *name = NULL, *ns = NULL, *uid = NULL, *api = NULL, *why = NULL;
-    jsonx_string(md, "name", &name);
-    jsonx_string(md, "namespace", &ns);
-    jsonx_string(md, "uid", &uid);
-    jsonx_string(o, "apiVersion", &api);
-    jsonx_string(jsonx_get(md, "annotations"), CACHE_TRUNCATED_ANNOTATION, &why);
-    if (!name || !ns) {
-        json_object_put(o);
-        return;
+    const char *name = JSONX_STR_AT(o, "metadata", "name"), *ns = JSONX_STR_AT(o, "metadata", "namespace");
+    const char *why = JSONX_STR_AT(o, "metadata", "annotations", CACHE_TRUNCATED_ANNOTATION);
+    if (name && ns) {
+        char msg[1024];
+        snprintf(msg, sizeof(msg), "%s %s/%s: %s; %s", kind, ns, name, why ? why : "too large",
+                 strcmp(kind, OWNER_KIND) == 0 ? "it is not reconciled until it is smaller, but it can be deleted"
+                                               : "the RedisCluster it belongs to is not reconciled until it is smaller");
+        informer_event(inf, key, o, kind, "Cache", "Warning", "ObjectTooLarge", msg);
     }
-    char msg[1024], now[40], gen[300], line[512];
-    snprintf(msg, sizeof(msg), "%s %s/%s: %s; %s", kind, ns, name, why ? why : "too large",
-             strcmp(kind, OWNER_KIND) == 0 ? "it is not reconciled until it is smaller, but it can be deleted"
-                                           : "the RedisCluster it belongs to is not reconciled until it is smaller");
-    snprintf(gen, sizeof(gen), "%s.", name);
-    clock_format_rfc3339(clock_wall_ns(), 0, now, sizeof(now));
-    json_object *ev = json_object_new_object(), *meta = json_object_new_object(),
-                *inv = json_object_new_object(), *src = json_object_new_object();
-    json_object_object_add(meta, "generateName", json_object_new_string(gen));
-    json_object_object_add(meta, "namespace", json_object_new_string(ns));
-    json_object_object_add(inv, "apiVersion", json_object_new_string(api ? api : ""));
-    json_object_object_add(inv, "kind", json_object_new_string(kind));
-    json_object_object_add(inv, "name", json_object_new_string(name));
-    json_object_object_add(inv, "namespace", json_object_new_string(ns));
-    if (uid)
-        json_object_object_add(inv, "uid", json_object_new_string(uid));
-    json_object_object_add(src, "component", json_object_new_string("rediscluster-operator"));
-    json_object_object_add(ev, "apiVersion", json_object_new_string("v1"));
-    json_object_object_add(ev, "kind", json_object_new_string("Event"));
-    json_object_object_add(ev, "metadata", meta);
-    json_object_object_add(ev, "involvedObject", inv);
-    json_object_object_add(ev, "type", json_object_new_string("Warning"));
-    json_object_object_add(ev, "reason", json_object_new_string("ObjectTooLarge"));
-    json_object_object_add(ev, "message", json_object_new_string(msg));
-    json_object_object_add(ev, "source", src);
-    json_object_object_add(ev, "firstTimestamp", json_object_new_string(now));
-    json_object_object_add(ev, "lastTimestamp", json_object_new_string(now));
-    json_object_object_add(ev, "count", json_object_new_int(1));
-    int64_t deadline = clock_mono_ns() + EVENT_DEADLINE_NS;
-    if (inf->cfg->opts->leader_elect && inf->valid_until_ms * NS_PER_MS < deadline)
-        deadline = inf->valid_until_ms * NS_PER_MS;
-    kube_client_set_deadline(inf->cfg->client, deadline);
-    buf_t path;
-    buf_init(&path, 4096);
-    kube_path(&path, "", "v1", ns, "events", NULL, NULL);
-    kube_error_t err;
-    kube_error_clear(&err);
-    if (kube_client_create(inf->cfg->client, buf_str(&path), ev, NULL, NULL, &err))
-        rlog_warn("cannot record event", "kind", kind, "key", key, "error", kube_error_str(&err, line, sizeof(line)));
-    kube_client_set_deadline(inf->cfg->client, 0);
-    buf_free(&path);
-    json_object_put(ev);
-    json_object_put(o); /* ns and the others point into it */
+    json_object_put(o);
 }
 
 /* ---- snapshots (Clone pattern) ------------------------------------------------------- */
@@ -1329,7 +1318,7 @@ static void reflector_init(informer_t *inf, const char *kind, const char *group,
 static int informer_setup(informer_t *inf)
 {
     inf->rng = backoff_rng_seed();
-    inf->curl_timer_ns = -1;
+    gethostname(inf->hostname, sizeof(inf->hostname) - 1);
     inf->cache = cache_new(OWNER_KIND);
     inf->queue = workqueue_new("rediscluster", metrics_default());
     if (!inf->cache || !inf->queue)
@@ -1341,10 +1330,12 @@ static int informer_setup(informer_t *inf)
     reflector_init(inf, "Service", "", "v1", "services", MANAGED_BY_SELECTOR);
     reflector_init(inf, "StatefulSet", "apps", "v1", "statefulsets", MANAGED_BY_SELECTOR);
     inf->multi = curl_multi_init();
-    curl_multi_setopt(inf->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb);
-    curl_multi_setopt(inf->multi, CURLMOPT_SOCKETDATA, inf);
-    curl_multi_setopt(inf->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
-    curl_multi_setopt(inf->multi, CURLMOPT_TIMERDATA, inf);
+    inf->loop = loop_new();
+    if (!inf->multi || !inf->loop)
+        return -1;
+    inf->lc = loop_curl_new(inf->loop, inf->multi, on_transfer_done, inf);
+    if (!inf->lc)
+        return -1;
     metrics_registry_t *reg = metrics_default();
     inf->m_lists = metrics_counter(reg, "informer_list_total", "LIST requests per kind.", "kind");
     inf->m_watches = metrics_counter(reg, "informer_watch_total", "WATCH streams started per kind.", "kind");
@@ -1389,8 +1380,17 @@ static void informer_teardown(informer_t *inf)
             watch_decoder_destroy(&inf->refl[i].streams[k].dec);
         }
     }
+    while (inf->writes) {
+        write_xfer_t *w = inf->writes;
+        inf->writes = w->next;
+        curl_multi_remove_handle(inf->multi, kube_async_handle(w->req));
+        kube_async_destroy(&w->req);
+        free(w);
+    }
+    loop_curl_destroy(&inf->lc);
     if (inf->multi)
         curl_multi_cleanup(inf->multi);
+    loop_destroy(&inf->loop);
     void *socks[] = {inf->pub, inf->snapshot, inf->work, inf->leader_sub, inf->events_sub};
     for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
         if (socks[i])
@@ -1425,23 +1425,189 @@ static int in_flight(const informer_t *inf)
     return 0;
 }
 
-static long loop_timeout_ms(informer_t *inf, int64_t now)
+/* Lower *wait to the next deadline the informer itself keeps: the queue's delayed adds,
+ * relists and rewatches, the drain deadline. (curl's timer is a loop timer of its own.) */
+static void next_deadline(const informer_t *inf, int64_t now, int64_t *wait)
 {
-    int64_t next = now + (int64_t)PROTO_HEARTBEAT_MS * NS_PER_MS;
+    int64_t next = now + *wait;
     int64_t q = workqueue_next_deadline(inf->queue, now);
     if (q > 0 && q < next)
         next = q;
-    if (inf->curl_timer_ns >= 0 && inf->curl_timer_ns < next)
-        next = inf->curl_timer_ns;
     for (size_t i = 0; i < inf->nrefl; i++) {
-        reflector_t *r = &inf->refl[i];
+        const reflector_t *r = &inf->refl[i];
         if (r->need_relist && r->next_list_ns < next)
             next = r->next_list_ns;
         for (size_t j = 0; j < r->nstreams; j++)
             if (r->streams[j].rewatch_ns && r->streams[j].rewatch_ns < next)
                 next = r->streams[j].rewatch_ns;
     }
-    return next <= now ? 0 : (long)((next - now + NS_PER_MS - 1) / NS_PER_MS);
+    if (inf->stopping && inf->stop_deadline_ns < next)
+        next = inf->stop_deadline_ns;
+    *wait = next > now ? next - now : 0;
+}
+
+/* Relists and rewatches that are due. */
+static void reflectors_step(informer_t *inf, int64_t now)
+{
+    for (size_t i = 0; i < inf->nrefl && !inf->stopping; i++) {
+        reflector_t *r = &inf->refl[i];
+        if (r->need_relist && now >= r->next_list_ns) {
+            reflector_list(r, clock_mono_ns());
+            continue;
+        }
+        for (size_t j = 0; j < r->nstreams && !r->need_relist; j++)
+            if (r->streams[j].rewatch_ns && now >= r->streams[j].rewatch_ns)
+                stream_rewatch(&r->streams[j], clock_mono_ns());
+    }
+}
+
+/* The sync gate: readiness once every kind listed; exit (-1) at the timeout. */
+static int sync_step(informer_t *inf, int64_t now)
+{
+    syncgate_state_t gate = inf->ready_sent ? SYNCGATE_OPEN : sync_state(inf, now, NULL, NULL);
+    if (!inf->ready_sent && gate == SYNCGATE_OPEN) {
+        char took[32];
+        snprintf(took, sizeof(took), "%.3fs", (double)(clock_mono_ns() - inf->started_ns) / 1e9);
+        inf->ready_sent = 1;
+        rlog_info("caches synced", "took", took);
+        update_metrics(inf, now); /* informer_cache_synced at once, not at the next round */
+        daemon_notify_ready();
+    } else if (gate == SYNCGATE_TIMED_OUT) {
+        /* controller-runtime's CacheSyncTimeout: the manager fails, and so do we; the
+         * supervisor restarts us with its backoff and reports us not ready meanwhile. */
+        buf_t kinds, why;
+        buf_init(&kinds, 1024);
+        buf_init(&why, 4096);
+        sync_state(inf, now, &kinds, &why);
+        char after[32];
+        snprintf(after, sizeof(after), "%.0fs", inf->cfg->cache_sync_timeout_s);
+        rlog_error("timed out waiting for caches to sync; exiting", "kinds", buf_str(&kinds), "reason",
+                   buf_str(&why), "after", after);
+        buf_free(&kinds);
+        buf_free(&why);
+        update_metrics(inf, now);
+        inf->exit_code = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Every turn: relists and rewatches, the sync gate, the periodic resync, the queue's
+ * delayed adds, dispatch, and the end of a drain. */
+static int on_turn(loop_t *loop, int64_t now, int64_t *wait, void *arg)
+{
+    informer_t *inf = arg;
+    reflectors_step(inf, now);
+    if (sync_step(inf, now))
+        return -1;
+    now = clock_mono_ns();
+    if (inf->ready_sent && now >= inf->next_resync_ns) {
+        /* The periodic resync: every RedisCluster goes through the queue again. */
+        cache_resync(inf->cache, OWNER_KIND);
+        inf->next_resync_ns = now + (int64_t)(inf->cfg->opts->sync_period * 1e9);
+    }
+    workqueue_advance(inf->queue, now);
+    /* No work before every cache synced (controller-runtime starts its workers only
+     * then): a child on a page not yet listed would look absent to a worker. */
+    if (inf->work && inf->ready_sent) {
+        dispatch(inf, now);
+        if (inf->too_large_n && may_dispatch(inf))
+            too_large_report(inf);
+    }
+    if (inf->stopping && (!in_flight(inf) || now >= inf->stop_deadline_ns))
+        loop_stop(loop);
+    if (inf->ready_sent && inf->next_resync_ns - now < *wait)
+        *wait = inf->next_resync_ns > now ? inf->next_resync_ns - now : 0;
+    next_deadline(inf, now, wait);
+    return 0;
+}
+
+/* SIGTERM/SIGINT: stop dispatching and drain; a second one ends the drain at once. */
+static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop, (void)socket, (void)revents;
+    informer_t *inf = arg;
+    int64_t now = clock_mono_ns();
+    int sig;
+    while ((sig = daemon_read_signal(fd)) != 0) {
+        if ((sig == SIGTERM || sig == SIGINT) && !inf->stopping) {
+            rlog_info("stopping: no new work; waiting for in-flight items");
+            inf->stopping = 1;
+            inf->stop_deadline_ns = now + (int64_t)(inf->cfg->opts->graceful_shutdown_timeout * 1e9);
+        } else if (sig == SIGTERM || sig == SIGINT) {
+            inf->stop_deadline_ns = now;
+        }
+    }
+    return 0;
+}
+
+static int on_work(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop, (void)socket, (void)fd, (void)revents;
+    handle_work_socket(arg, clock_mono_ns());
+    return 0;
+}
+
+static int on_snapshot(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop, (void)socket, (void)fd, (void)revents;
+    handle_snapshot(arg);
+    return 0;
+}
+
+static int on_events(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop, (void)socket, (void)fd, (void)revents;
+    handle_events(arg, clock_mono_ns());
+    return 0;
+}
+
+static int on_leader(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop, (void)socket, (void)fd, (void)revents;
+    handle_leader(arg);
+    return 0;
+}
+
+/* Every heartbeat period: the workers' liveness and HUGZ on the delta stream. */
+static int on_hugz(loop_t *loop, int id, void *arg)
+{
+    (void)loop, (void)id;
+    informer_t *inf = arg;
+    heartbeat_workers(inf, clock_mono_ns());
+    zmsg_t *h = zmsg_new();
+    zmsg_addstr(h, PROTO_HUGZ);
+    zmsg_addf(h, "%llu", (unsigned long long)cache_seq(inf->cache));
+    zmsg_send(&h, inf->pub, ZMQ_DONTWAIT);
+    return 0;
+}
+
+static int on_metrics(loop_t *loop, int id, void *arg)
+{
+    (void)loop, (void)id;
+    update_metrics(arg, clock_mono_ns());
+    return 0;
+}
+
+/* Register every handler. 0, or -1 when out of memory. */
+static int informer_handlers(informer_t *inf)
+{
+    loop_t *l = inf->loop;
+    const int64_t beat = PROTO_HEARTBEAT_MS * NS_PER_MS;
+    if (loop_add_prepare(l, on_turn, inf) ||
+        loop_add_fd(l, inf->cfg->signal_fd, LOOP_IN, on_signal, inf) ||
+        loop_add_timer(l, 0, PROTO_METRICS_EVERY_MS * NS_PER_MS, on_metrics, inf) < 0)
+        return -1;
+    if (inf->leader_sub && loop_add_socket(l, inf->leader_sub, LOOP_IN, on_leader, inf))
+        return -1;
+    if (!inf->work)
+        return 0;
+    if (loop_add_socket(l, inf->events_sub, LOOP_IN, on_events, inf) ||
+        loop_add_socket(l, inf->work, LOOP_IN, on_work, inf) ||
+        loop_add_socket(l, inf->snapshot, LOOP_IN, on_snapshot, inf) ||
+        loop_add_timer(l, 0, beat, on_hugz, inf) < 0)
+        return -1;
+    return 0;
 }
 
 int informer_run(const informer_config_t *cfg)
@@ -1450,143 +1616,18 @@ int informer_run(const informer_config_t *cfg)
     if (!inf)
         return 1;
     inf->cfg = cfg;
-    int code = 0;
-    if (informer_setup(inf)) {
+    if (informer_setup(inf) || informer_handlers(inf)) {
         rlog_error("cannot start the informer");
-        code = 1;
+        inf->exit_code = 1;
         goto out;
     }
-    for (;;) {
-        int64_t now = clock_mono_ns();
-        for (size_t i = 0; i < inf->nrefl && !inf->stopping; i++) {
-            reflector_t *r = &inf->refl[i];
-            if (r->need_relist && now >= r->next_list_ns) {
-                reflector_list(r, clock_mono_ns());
-                continue;
-            }
-            for (size_t j = 0; j < r->nstreams && !r->need_relist; j++)
-                if (r->streams[j].rewatch_ns && now >= r->streams[j].rewatch_ns)
-                    stream_rewatch(&r->streams[j], clock_mono_ns());
-        }
-        syncgate_state_t gate = inf->ready_sent ? SYNCGATE_OPEN : sync_state(inf, now, NULL, NULL);
-        if (!inf->ready_sent && gate == SYNCGATE_OPEN) {
-            char took[32];
-            snprintf(took, sizeof(took), "%.3fs", (double)(clock_mono_ns() - inf->started_ns) / 1e9);
-            inf->ready_sent = 1;
-            rlog_info("caches synced", "took", took);
-            update_metrics(inf, now); /* informer_cache_synced at once, not at the next round */
-            daemon_notify_ready();
-        } else if (gate == SYNCGATE_TIMED_OUT) {
-            /* controller-runtime's CacheSyncTimeout: the manager fails, and so do we; the
-             * supervisor restarts us with its backoff and reports us not ready meanwhile. */
-            buf_t kinds, why;
-            buf_init(&kinds, 1024);
-            buf_init(&why, 4096);
-            sync_state(inf, now, &kinds, &why);
-            char after[32];
-            snprintf(after, sizeof(after), "%.0fs", cfg->cache_sync_timeout_s);
-            rlog_error("timed out waiting for caches to sync; exiting", "kinds", buf_str(&kinds), "reason",
-                       buf_str(&why), "after", after);
-            buf_free(&kinds);
-            buf_free(&why);
-            update_metrics(inf, now);
-            code = 1;
-            break;
-        }
-        now = clock_mono_ns();
-        if (inf->ready_sent && now >= inf->next_resync_ns) {
-            /* The periodic resync: every RedisCluster goes through the queue again. */
-            cache_resync(inf->cache, OWNER_KIND);
-            inf->next_resync_ns = now + (int64_t)(cfg->opts->sync_period * 1e9);
-        }
-        /* No work before every cache synced (controller-runtime starts its workers only
-         * then): a child on a page not yet listed would look absent to a worker. */
-        if (inf->work && inf->ready_sent) {
-            dispatch(inf, now);
-            if (inf->too_large_n && may_dispatch(inf))
-                too_large_report(inf);
-        }
-        if (inf->stopping && (!in_flight(inf) || now >= inf->stop_deadline_ns))
-            break;
-
-        zmq_pollitem_t items[8 + MAX_SOCKETS];
-        int n = 0;
-        items[n++] = (zmq_pollitem_t){NULL, cfg->signal_fd, ZMQ_POLLIN, 0};
-        int work_i = -1, snap_i = -1, lead_i = -1, ev_i = -1;
-        if (inf->work) {
-            work_i = n;
-            items[n++] = (zmq_pollitem_t){inf->work, 0, ZMQ_POLLIN, 0};
-            snap_i = n;
-            items[n++] = (zmq_pollitem_t){inf->snapshot, 0, ZMQ_POLLIN, 0};
-            ev_i = n;
-            items[n++] = (zmq_pollitem_t){inf->events_sub, 0, ZMQ_POLLIN, 0};
-        }
-        if (inf->leader_sub) {
-            lead_i = n;
-            items[n++] = (zmq_pollitem_t){inf->leader_sub, 0, ZMQ_POLLIN, 0};
-        }
-        int curl_first = n;
-        for (int i = 0; i < inf->ncurl_fds; i++)
-            items[n++] = (zmq_pollitem_t){NULL, inf->curl_fds[i].fd, inf->curl_fds[i].events, 0};
-        int rc = zmq_poll(items, n, loop_timeout_ms(inf, now));
-        now = clock_mono_ns();
-        if (rc < 0 && errno != EINTR) {
-            rlog_error("zmq_poll failed", "error", zmq_strerror(errno));
-            code = 1;
-            break;
-        }
-        if (items[0].revents & ZMQ_POLLIN) {
-            int sig;
-            while ((sig = daemon_read_signal(cfg->signal_fd)) != 0) {
-                if ((sig == SIGTERM || sig == SIGINT) && !inf->stopping) {
-                    rlog_info("stopping: no new work; waiting for in-flight items");
-                    inf->stopping = 1;
-                    inf->stop_deadline_ns = now + (int64_t)(cfg->opts->graceful_shutdown_timeout * 1e9);
-                } else if (sig == SIGTERM || sig == SIGINT) {
-                    inf->stop_deadline_ns = now;
-                }
-            }
-        }
-        /* curl: hand over the ready sockets, then the timer. */
-        int running;
-        for (int i = curl_first; i < n; i++) {
-            if (!items[i].revents)
-                continue;
-            int ev = ((items[i].revents & ZMQ_POLLIN) ? CURL_CSELECT_IN : 0) |
-                     ((items[i].revents & ZMQ_POLLOUT) ? CURL_CSELECT_OUT : 0) |
-                     ((items[i].revents & ZMQ_POLLERR) ? CURL_CSELECT_ERR : 0);
-            curl_multi_socket_action(inf->multi, items[i].fd, ev, &running);
-        }
-        if (inf->curl_timer_ns >= 0 && now >= inf->curl_timer_ns) {
-            inf->curl_timer_ns = -1;
-            curl_multi_socket_action(inf->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-        }
-        curl_collect(inf, now);
-        if (lead_i >= 0)
-            handle_leader(inf);
-        if (ev_i >= 0)
-            handle_events(inf, now);
-        if (work_i >= 0)
-            handle_work_socket(inf, now);
-        if (snap_i >= 0)
-            handle_snapshot(inf);
-        (void)rc;
-        workqueue_advance(inf->queue, now);
-        if (inf->work && now >= inf->next_hugz_ns) {
-            heartbeat_workers(inf, now);
-            zmsg_t *h = zmsg_new();
-            zmsg_addstr(h, PROTO_HUGZ);
-            zmsg_addf(h, "%llu", (unsigned long long)cache_seq(inf->cache));
-            zmsg_send(&h, inf->pub, ZMQ_DONTWAIT);
-            inf->next_hugz_ns = now + (int64_t)PROTO_HEARTBEAT_MS * NS_PER_MS;
-        }
-        if (now >= inf->next_metrics_ns) {
-            update_metrics(inf, now);
-            inf->next_metrics_ns = now + METRICS_EVERY_NS;
-        }
+    if (loop_run(inf->loop, PROTO_HEARTBEAT_MS * NS_PER_MS) && !inf->exit_code) {
+        rlog_error("event loop failed", "error", loop_error(inf->loop));
+        inf->exit_code = 1;
     }
     rlog_info("informer stopped");
-out:
+out:;
+    int code = inf->exit_code;
     informer_teardown(inf);
     free(inf);
     return code;

@@ -414,32 +414,40 @@ int workqueue_add(workqueue_t *q, const char *key, int64_t now_ns)
     return 0;
 }
 
+/* The start the two delayed adds share: the key checked, room in the delayed heap reserved
+ * (so that schedule() cannot fail), the item found or made. Returns the item, or NULL with
+ * *rc the add's result: 0 while shutting down (the add is dropped), -1 for a bad key or
+ * out of memory (the queue unchanged). */
+static wq_item_t *delayed_add_item(workqueue_t *q, const char *key, int *rc)
+{
+    *rc = -1;
+    if (!valid_key(key))
+        return NULL;
+    if (q->shutting_down) {
+        *rc = 0;
+        return NULL;
+    }
+    if (heap_reserve_one(&q->delayed))
+        return NULL;
+    return item_get_or_create(q, key);
+}
+
 int workqueue_add_after(workqueue_t *q, const char *key, int64_t delay_ns, int64_t now_ns)
 {
-    if (!valid_key(key))
-        return -1;
-    if (q->shutting_down)
-        return 0;
-    if (heap_reserve_one(&q->delayed))
-        return -1;
-    wq_item_t *it = item_get_or_create(q, key);
+    int rc;
+    wq_item_t *it = delayed_add_item(q, key, &rc);
     if (!it)
-        return -1;
+        return rc;
     schedule(q, it, delay_ns, now_ns);
     return 0;
 }
 
 int workqueue_add_rate_limited(workqueue_t *q, const char *key, int64_t now_ns)
 {
-    if (!valid_key(key))
-        return -1;
-    if (q->shutting_down)
-        return 0;
-    if (heap_reserve_one(&q->delayed))
-        return -1;
-    wq_item_t *it = item_get_or_create(q, key);
+    int rc;
+    wq_item_t *it = delayed_add_item(q, key, &rc);
     if (!it)
-        return -1;
+        return rc;
     schedule(q, it, rate_limit_delay(q, it, now_ns), now_ns);
     return 0;
 }

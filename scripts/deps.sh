@@ -16,6 +16,7 @@ pkgs=(
     clang                  # make fuzz (libFuzzer)
     libclang-rt-dev        # make fuzz: libclang_rt.fuzzer/asan for the default clang
     openssl curl jq        # certificates, probes and JSON for the local control plane
+    redis-server redis-tools   # real Redis behind the pods of the process nodes (tests/cluster)
 )
 missing=()
 for p in "${pkgs[@]}"; do

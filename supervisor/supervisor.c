@@ -4,7 +4,9 @@
 #include "clock.h"
 #include "daemon.h"
 #include "httpd.h"
+#include "lifecycle.h"
 #include "log.h"
+#include "loop.h"
 #include "merge.h"
 #include "metrics.h"
 #include "policy.h"
@@ -30,10 +32,6 @@
 #define ELECTORD_STOP_NS (INT64_C(5) * NS_PER_SEC)
 #define METRICS_STALE_NS (INT64_C(120) * NS_PER_SEC)
 #define WEDGE_CHECK_NS (INT64_C(10) * NS_PER_SEC)
-
-typedef enum { CH_DOWN, CH_STARTING, CH_UP, CH_STOPPING } child_state_t;
-
-static const char *const state_names[] = {"down", "starting", "up", "stopping"};
 
 /* Children stop in phases: workers, informerd and the webhook first (they drain), then
  * electord, which releases the Lease once nobody can write any more. */
@@ -70,6 +68,7 @@ struct supervisor {
     int64_t phase_deadline_ns;
     int forced;
     int64_t next_wedge_check_ns;
+    loop_t *loop;
     metric_family_t *m_restarts;
     metric_family_t *m_children_up;
 };
@@ -148,8 +147,16 @@ static void child_exec(const supervisor_t *s, const child_t *c, int notify_w, in
 
 /* Fork and exec c. Exec failure is seen through a close-on-exec pipe: EOF means exec
  * happened, an errno means it did not. Returns 0 when the child runs. */
-static int child_start(supervisor_t *s, child_t *c, int64_t now)
+static void child_event(supervisor_t *s, child_t *c, child_event_t ev, int64_t now, int sig);
+static int on_notify(loop_t *loop, void *socket, int fd, int revents, void *arg);
+
+/* The SPAWN action: fork and exec c. Exec failure is seen through a close-on-exec pipe:
+ * EOF means exec happened, an errno means it did not (the child then exits at once and is
+ * reaped like any exit). A failing fork or pipe is the event SPAWN_FAILED. */
+static void child_start(supervisor_t *s, child_t *c, int64_t now)
 {
+    c->started_ns = now;
+    c->ready = 0;
     int notify[2], execp[2];
     if (pipe2(notify, O_CLOEXEC))
         goto fail_early;
@@ -177,30 +184,26 @@ static int child_start(supervisor_t *s, child_t *c, int64_t now)
     } while (r < 0 && errno == EINTR);
     close(execp[0]);
     c->pid = pid;
-    c->started_ns = now;
-    c->ready = 0;
     if (r == (ssize_t)sizeof(e)) {
-        /* exec failed: the child exits at once; it is reaped and respawned as any exit. */
         char path[4096];
         snprintf(path, sizeof(path), "%s/%s", s->cfg.bindir, c->program);
         rlog_error("cannot start child", "child", c->name, "path", path, "error",
                    strerror(e));
         close(notify[0]);
         c->notify_fd = -1;
-        c->state = CH_STARTING;
-        return -1;
+        return;
     }
     c->notify_fd = notify[0];
-    c->state = CH_STARTING;
+    if (loop_add_fd(s->loop, c->notify_fd, LOOP_IN, on_notify, s))
+        rlog_warn("cannot watch the readiness pipe; the child will not be seen ready", "child", c->name);
     char pidbuf[16];
     snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
     rlog_info("child started", "child", c->name, "pid", pidbuf);
-    return 0;
+    return;
 
 fail_early:
-    rlog_error("cannot start child", "child", c->name, "error", strerror(errno));
-    c->next_start_ns = now + policy_on_exit(&c->policy, now, now);
-    return -1;
+    snprintf(c->last_exit, sizeof(c->last_exit), "not started: %s", strerror(errno));
+    child_event(s, c, CEV_SPAWN_FAILED, now, 0);
 }
 
 static void child_signal(child_t *c, int sig)
@@ -209,23 +212,24 @@ static void child_signal(child_t *c, int sig)
         kill(c->pid, sig);
 }
 
-static void child_close_notify(child_t *c)
+static void child_close_notify(supervisor_t *s, child_t *c)
 {
     if (c->notify_fd >= 0) {
+        if (s->loop)
+            loop_remove_fd(s->loop, c->notify_fd);
         close(c->notify_fd);
         c->notify_fd = -1;
     }
 }
 
-/* A child exited with status: log it, and schedule the respawn unless we are stopping. */
+/* A child exited with status: tell informerd (EXITED), then the lifecycle decides
+ * between a respawn after a delay and the end. */
 static void child_exited(supervisor_t *s, child_t *c, int status, int64_t now)
 {
-    char what[96], pidbuf[16], uptime[32];
+    char what[96];
     policy_describe_status(status, what, sizeof(what));
     snprintf(c->last_exit, sizeof(c->last_exit), "%s", what);
-    snprintf(pidbuf, sizeof(pidbuf), "%d", (int)c->pid);
-    snprintf(uptime, sizeof(uptime), "%.1fs", (double)(now - c->started_ns) / 1e9);
-    child_close_notify(c);
+    child_close_notify(s, c);
     if (s->events) {
         zmsg_t *ev = zmsg_new();
         zmsg_addstr(ev, PROTO_EXITED);
@@ -235,22 +239,55 @@ static void child_exited(supervisor_t *s, child_t *c, int status, int64_t now)
         zmsg_addf(ev, "%d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         zmsg_send(&ev, s->events, ZMQ_DONTWAIT);
     }
-    c->state = CH_DOWN;
+    child_event(s, c, CEV_EXITED, now, 0);
     c->ready = 0;
     c->pid = 0;
-    if (s->shutting_down || c->retired) {
-        /* A retired slot is freed by purge_retired() at the end of the loop turn, so
-         * that no pointer into the table goes stale during the turn. */
-        rlog_info("child stopped", "child", c->name, "pid", pidbuf, "status", what);
+}
+
+/* Feed event to c's lifecycle (lifecycle.h) and perform the action it gives. sig is the
+ * signal of a STOP. A retired slot that ends DOWN is freed by purge_retired() at the end
+ * of the turn, so no pointer into the table goes stale during the turn. */
+static void child_event(supervisor_t *s, child_t *c, child_event_t ev, int64_t now, int sig)
+{
+    child_transition_t t = lifecycle_step(c->state, ev, s->shutting_down || c->retired);
+    if (t.action == CACT_IGNORE) {
+        rlog_debug("lifecycle event ignored", "child", c->name, "state",
+                   lifecycle_state_name(c->state), "event", lifecycle_event_name(ev));
         return;
     }
-    int64_t delay = policy_on_exit(&c->policy, c->started_ns, now);
-    c->next_start_ns = now + delay;
-    char delaybuf[32];
-    snprintf(delaybuf, sizeof(delaybuf), "%.0fs", (double)delay / 1e9);
-    rlog_warn("child exited; restarting after a delay", "child", c->name, "pid", pidbuf,
-              "status", what, "uptime", uptime, "delay", delaybuf);
-    metric_counter_add(s->m_restarts, METRIC_LABELS(c->name), 1);
+    c->state = t.next;
+    char pidbuf[16], buf[32];
+    snprintf(pidbuf, sizeof(pidbuf), "%d", (int)c->pid);
+    switch (t.action) {
+    case CACT_SPAWN:
+        child_start(s, c, now);
+        break;
+    case CACT_RESTART_LATER: {
+        int64_t delay = policy_on_exit(&c->policy, c->started_ns, now);
+        c->next_start_ns = now + delay;
+        snprintf(buf, sizeof(buf), "%.0fs", (double)delay / 1e9);
+        char uptime[32];
+        snprintf(uptime, sizeof(uptime), "%.1fs", (double)(now - c->started_ns) / 1e9);
+        rlog_warn("child exited; restarting after a delay", "child", c->name, "pid", pidbuf,
+                  "status", c->last_exit, "uptime", uptime, "delay", buf);
+        metric_counter_add(s->m_restarts, METRIC_LABELS(c->name), 1);
+        break;
+    }
+    case CACT_READY:
+        c->ready = 1;
+        rlog_info("child ready", "child", c->name);
+        break;
+    case CACT_STOPPED:
+        rlog_info("child stopped", "child", c->name, "pid", pidbuf, "status", c->last_exit);
+        break;
+    case CACT_SIGNAL:
+        if (c->pid > 0)
+            kill(c->pid, sig);
+        break;
+    case CACT_NONE:
+    case CACT_IGNORE:
+        break;
+    }
 }
 
 /* Reap every exited process, our children and (as PID 1) adopted orphans alike. */
@@ -267,17 +304,14 @@ static void reap(supervisor_t *s, int64_t now)
     }
 }
 
-static void read_ready(child_t *c)
+static void read_ready(supervisor_t *s, child_t *c, int64_t now)
 {
     char buf[64];
     ssize_t n = read(c->notify_fd, buf, sizeof(buf));
-    if (n > 0 && memmem(buf, (size_t)n, "READY", 5)) {
-        c->ready = 1;
-        c->state = CH_UP;
-        rlog_info("child ready", "child", c->name);
-    }
+    if (n > 0 && memmem(buf, (size_t)n, "READY", 5))
+        child_event(s, c, CEV_READY, now, 0);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-        child_close_notify(c);
+        child_close_notify(s, c);
 }
 
 /* ---- pool size --------------------------------------------------------------------- */
@@ -315,7 +349,7 @@ static int set_workers(supervisor_t *s, int n)
         if (strcmp(c->program, "workerd") != 0 || c->retired)
             continue;
         c->retired = 1;
-        child_signal(c, SIGTERM);
+        child_event(s, c, CEV_STOP, clock_mono_ns(), SIGTERM);
     }
     s->cfg.workers = n;
     char nbuf[16];
@@ -344,7 +378,7 @@ static int readiness(const supervisor_t *s, buf_t *why)
         if (!c->essential)
             continue;
         if (!c->ready) {
-            buf_printf(why, "%s is not ready (%s)\n", c->name, state_names[c->state]);
+            buf_printf(why, "%s is not ready (%s)\n", c->name, lifecycle_state_name(c->state));
             ok = 0;
         } else if (policy_crashlooping(&c->policy) &&
                    now - c->started_ns < POLICY_RESTART_CAP_NS) {
@@ -492,7 +526,7 @@ static char *status_json(const supervisor_t *s, int64_t now)
         json_object *o = json_object_new_object();
         json_object_object_add(o, "child", json_object_new_string(c->name));
         json_object_object_add(o, "pid", json_object_new_int(c->pid));
-        json_object_object_add(o, "state", json_object_new_string(state_names[c->state]));
+        json_object_object_add(o, "state", json_object_new_string(lifecycle_state_name(c->state)));
         json_object_object_add(o, "ready", json_object_new_boolean(c->ready));
         json_object_object_add(o, "uptime_s", json_object_new_double(
             c->state == CH_DOWN ? 0 : (double)(now - c->started_ns) / 1e9));
@@ -553,12 +587,10 @@ static void handle_control(supervisor_t *s, int64_t now)
 
 static void signal_phase(supervisor_t *s, int phase, int sig)
 {
+    int64_t now = clock_mono_ns();
     for (size_t i = 0; i < s->nchildren; i++) {
-        if (s->children[i].stop_phase == phase) {
-            if (s->children[i].state != CH_DOWN)
-                s->children[i].state = CH_STOPPING;
-            child_signal(&s->children[i], sig);
-        }
+        if (s->children[i].stop_phase == phase)
+            child_event(s, &s->children[i], CEV_STOP, now, sig);
     }
 }
 
@@ -612,14 +644,15 @@ static void start_due_children(supervisor_t *s, int64_t now)
     for (size_t i = 0; i < s->nchildren; i++) {
         child_t *c = &s->children[i];
         if (c->state == CH_DOWN && !c->retired && now >= c->next_start_ns)
-            child_start(s, c, now);
+            child_event(s, c, CEV_DUE, now, 0);
     }
 }
 
-/* The earliest deadline the loop must wake for, as a zmq_poll timeout in ms. */
-static long next_timeout_ms(const supervisor_t *s, int64_t now)
+/* Lower *wait to the earliest deadline: a respawn, the shutdown phase's end, the HTTP
+ * servers' own timeouts. */
+static void next_deadline(const supervisor_t *s, int64_t now, int64_t *wait)
 {
-    int64_t next = now + INT64_C(1000) * NS_PER_MS; /* at least once a second */
+    int64_t next = now + *wait;
     for (size_t i = 0; i < s->nchildren; i++) {
         const child_t *c = &s->children[i];
         if (c->state == CH_DOWN && !c->retired && !s->shutting_down && c->next_start_ns < next)
@@ -627,96 +660,123 @@ static long next_timeout_ms(const supervisor_t *s, int64_t now)
     }
     if (s->shutting_down && s->phase_deadline_ns < next)
         next = s->phase_deadline_ns;
-    long ms = next <= now ? 0 : (long)((next - now + NS_PER_MS - 1) / NS_PER_MS);
-    long h;
-    if (s->health && (h = httpd_timeout_ms(s->health)) >= 0 && h < ms)
-        ms = h;
-    if (s->metrics && (h = httpd_timeout_ms(s->metrics)) >= 0 && h < ms)
-        ms = h;
-    return ms;
+    httpd_t *servers[] = {s->health, s->metrics};
+    for (size_t i = 0; i < 2; i++) {
+        long h;
+        if (servers[i] && (h = httpd_timeout_ms(servers[i])) >= 0 && now + h * NS_PER_MS < next)
+            next = now + h * NS_PER_MS;
+    }
+    *wait = next > now ? next - now : 0;
+}
+
+/* Every turn: the HTTP servers' pending work, then the shutdown's next step, or the
+ * respawns that are due, retired slots freed, and the wedge check. */
+static int on_turn(loop_t *loop, int64_t now, int64_t *wait, void *arg)
+{
+    supervisor_t *s = arg;
+    if (s->health)
+        httpd_run(s->health);
+    if (s->metrics)
+        httpd_run(s->metrics);
+    if (s->shutting_down) {
+        if (step_shutdown(s, now)) {
+            loop_stop(loop);
+            return 0;
+        }
+    } else {
+        purge_retired(s);
+        start_due_children(s, now);
+        check_wedged(s, now);
+    }
+    next_deadline(s, clock_mono_ns(), wait);
+    return 0;
+}
+
+static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop, (void)socket, (void)revents;
+    supervisor_t *s = arg;
+    int64_t now = clock_mono_ns();
+    int sig;
+    while ((sig = daemon_read_signal(fd)) != 0) {
+        if (sig == SIGCHLD) {
+            reap(s, now);
+        } else if (s->shutting_down && (sig == SIGTERM || sig == SIGINT)) {
+            rlog_warn("second signal: stopping everything now");
+            s->forced = 1;
+            signal_phase(s, PHASE_DRAIN, SIGKILL);
+            signal_phase(s, PHASE_RELEASE, SIGKILL);
+        } else if (sig == SIGTERM || sig == SIGINT) {
+            begin_shutdown(s, now, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        } else if (sig == SIGHUP) {
+            /* Forwarded so children may reopen logs or reload certificates. */
+            for (size_t i = 0; i < s->nchildren; i++)
+                child_signal(&s->children[i], SIGHUP);
+        }
+    }
+    return 0;
+}
+
+/* The control socket: every request waiting (a bounded number per turn). */
+static int on_control(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop, (void)fd, (void)revents;
+    supervisor_t *s = arg;
+    for (int k = 0; k < 16; k++) {
+        int events = 0;
+        size_t len = sizeof(events);
+        if (zmq_getsockopt(socket, ZMQ_EVENTS, &events, &len) || !(events & ZMQ_POLLIN))
+            break;
+        handle_control(s, clock_mono_ns());
+    }
+    return 0;
+}
+
+/* A readiness pipe: READY, or its end (POLLHUP: a child that wrote READY closes its end,
+ * and a pipe left at EOF would wake the loop at once forever; read_ready closes it). */
+static int on_notify(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop, (void)socket, (void)revents;
+    supervisor_t *s = arg;
+    for (size_t i = 0; i < s->nchildren; i++) {
+        if (s->children[i].notify_fd == fd) {
+            read_ready(s, &s->children[i], clock_mono_ns());
+            break;
+        }
+    }
+    return 0;
+}
+
+static int on_http(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop, (void)socket, (void)revents;
+    supervisor_t *s = arg;
+    if (s->health && fd == httpd_fd(s->health))
+        httpd_run(s->health);
+    if (s->metrics && fd == httpd_fd(s->metrics))
+        httpd_run(s->metrics);
+    return 0;
 }
 
 int supervisor_run(supervisor_t *s, int signal_fd)
 {
-    int64_t now = clock_mono_ns();
-    start_due_children(s, now);
-    for (;;) {
-        zmq_pollitem_t items[MAX_CHILDREN + 4];
-        child_t *owners[MAX_CHILDREN + 4];
-        int n = 0;
-        items[n++] = (zmq_pollitem_t){NULL, signal_fd, ZMQ_POLLIN, 0};
-        items[n++] = (zmq_pollitem_t){s->control, 0, ZMQ_POLLIN, 0};
-        int health_i = -1, metrics_i = -1;
-        if (s->health) {
-            health_i = n;
-            items[n++] = (zmq_pollitem_t){NULL, httpd_fd(s->health), ZMQ_POLLIN, 0};
-        }
-        if (s->metrics) {
-            metrics_i = n;
-            items[n++] = (zmq_pollitem_t){NULL, httpd_fd(s->metrics), ZMQ_POLLIN, 0};
-        }
-        int first_child = n;
-        for (size_t i = 0; i < s->nchildren; i++) {
-            if (s->children[i].notify_fd >= 0) {
-                owners[n] = &s->children[i];
-                items[n++] = (zmq_pollitem_t){NULL, s->children[i].notify_fd, ZMQ_POLLIN, 0};
-            }
-        }
-        int rc = zmq_poll(items, n, next_timeout_ms(s, clock_mono_ns()));
-        now = clock_mono_ns();
-        if (rc < 0 && errno != EINTR) {
-            rlog_error("zmq_poll failed", "error", zmq_strerror(errno));
-            continue;
-        }
-        if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) {
-            int sig;
-            while ((sig = daemon_read_signal(signal_fd)) != 0) {
-                if (sig == SIGCHLD) {
-                    reap(s, now);
-                } else if (s->shutting_down && (sig == SIGTERM || sig == SIGINT)) {
-                    rlog_warn("second signal: stopping everything now");
-                    s->forced = 1;
-                    signal_phase(s, PHASE_DRAIN, SIGKILL);
-                    signal_phase(s, PHASE_RELEASE, SIGKILL);
-                } else if (sig == SIGTERM || sig == SIGINT) {
-                    begin_shutdown(s, now, sig == SIGTERM ? "SIGTERM" : "SIGINT");
-                } else if (sig == SIGHUP) {
-                    /* Forwarded so children may reopen logs or reload certificates. */
-                    for (size_t i = 0; i < s->nchildren; i++)
-                        child_signal(&s->children[i], SIGHUP);
-                }
-            }
-        }
-        if (rc > 0 && (items[1].revents & ZMQ_POLLIN))
-            handle_control(s, now);
-        /* The control socket is edge-triggered through zmq_poll's level emulation; drain
-         * anything else that is waiting. */
-        for (int k = 0; k < 16; k++) {
-            int events = 0;
-            size_t len = sizeof(events);
-            if (zmq_getsockopt(s->control, ZMQ_EVENTS, &events, &len) || !(events & ZMQ_POLLIN))
-                break;
-            handle_control(s, now);
-        }
-        /* Any event on a readiness pipe, POLLHUP included (zmq_poll reports it as
-         * ZMQ_POLLERR): a child that wrote READY closes its end, and a pipe left at EOF
-         * would wake the loop at once forever. read_ready closes it. */
-        for (int i = first_child; rc > 0 && i < n; i++) {
-            if (items[i].revents)
-                read_ready(owners[i]);
-        }
-        if (health_i >= 0)
-            httpd_run(s->health);
-        if (metrics_i >= 0)
-            httpd_run(s->metrics);
-        if (s->shutting_down) {
-            if (step_shutdown(s, now))
-                break;
-        } else {
-            purge_retired(s);
-            start_due_children(s, now);
-            check_wedged(s, now);
-        }
+    if (loop_add_prepare(s->loop, on_turn, s) ||
+        loop_add_fd(s->loop, signal_fd, LOOP_IN, on_signal, s) ||
+        loop_add_socket(s->loop, s->control, LOOP_IN, on_control, s) ||
+        (s->health && loop_add_fd(s->loop, httpd_fd(s->health), LOOP_IN, on_http, s)) ||
+        (s->metrics && loop_add_fd(s->loop, httpd_fd(s->metrics), LOOP_IN, on_http, s))) {
+        rlog_error("out of memory");
+        return 1;
+    }
+    if (loop_run(s->loop, NS_PER_SEC)) {
+        /* A failing poll ends the loop instead of spinning (the old loop's `continue`).
+         * The children are told to stop; they would get SIGTERM from PR_SET_PDEATHSIG
+         * anyway once we exit. */
+        rlog_error("event loop failed; stopping the children", "error", loop_error(s->loop));
+        s->shutting_down = 1;
+        signal_phase(s, PHASE_DRAIN, SIGTERM);
+        signal_phase(s, PHASE_RELEASE, SIGTERM);
+        return 1;
     }
     rlog_info("all children stopped", "forced", s->forced ? "true" : "false");
     return s->forced ? 1 : 0;
@@ -739,6 +799,11 @@ int supervisor_new(const supervisor_config_t *cfg, supervisor_t **out, char *err
     s->m_children_up = metrics_gauge(metrics_default(), "supervisor_children_running",
                                      "Child processes currently running.", "");
     char ep[4200];
+    s->loop = loop_new();
+    if (!s->loop) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     s->zctx = zmq_ctx_new();
     s->control = s->zctx ? zmq_socket(s->zctx, ZMQ_ROUTER) : NULL;
     if (!s->control) {
@@ -800,7 +865,8 @@ void supervisor_destroy(supervisor_t **self_p)
         return;
     supervisor_t *s = *self_p;
     for (size_t i = 0; i < s->nchildren; i++)
-        child_close_notify(&s->children[i]);
+        child_close_notify(s, &s->children[i]);
+    loop_destroy(&s->loop);
     httpd_destroy(&s->health);
     httpd_destroy(&s->metrics);
     if (s->control)

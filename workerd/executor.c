@@ -1,8 +1,10 @@
 #include "executor.h"
 
 #include "clock.h"
+#include "event.h"
+#include "jsonx.h"
 #include "log.h"
-#include "rdc_api.h"
+#include "render.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -68,19 +70,6 @@ const char *exec_result_name(exec_result_t r)
     return "unknown";
 }
 
-static const char *json_str_at(const json_object *o, const char *a, const char *b)
-{
-    json_object *v = NULL, *w = NULL;
-    if (!json_object_object_get_ex(o, a, &v))
-        return NULL;
-    if (b) {
-        if (!json_object_object_get_ex(v, b, &w))
-            return NULL;
-        v = w;
-    }
-    return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 /* The memo's slot of an identical Event recorded within the window, or NULL. */
 static event_slot_t *event_find(exec_memo_t *m, uint64_t key, int64_t now)
 {
@@ -141,51 +130,22 @@ static int event_bump(const exec_ctx_t *x, event_slot_t *s, const char *ns, kube
 int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *type,
                       const char *reason, const char *message, kube_error_t *err)
 {
-    const char *name = json_str_at(rc, "metadata", "name");
-    const char *ns = json_str_at(rc, "metadata", "namespace");
-    if (!name || !ns) {
-        kube_error_set(err, KERR_CONFIG, "event %s: the RedisCluster has no name", reason);
+    event_spec_t spec = {0};
+    event_involve(&spec, rc);
+    /* The RedisCluster as the operator addresses it, whatever version it was read in. */
+    spec.api_version = RENDER_GROUP_VERSION;
+    spec.kind = "RedisCluster";
+    spec.type = type;
+    spec.reason = reason;
+    spec.message = message;
+    spec.action = "Reconcile";
+    spec.instance = x->instance;
+    const char *name = spec.name, *ns = spec.ns, *uid = spec.uid;
+    json_object *ev = event_build(&spec, clock_wall_ns());
+    if (!ev) {
+        kube_error_set(err, KERR_CONFIG, "event %s: the RedisCluster has no name or namespace", reason);
         return -1;
     }
-    char now[40];
-    clock_format_rfc3339(clock_wall_ns(), 0, now, sizeof(now));
-    char micro[40];
-    clock_format_rfc3339(clock_wall_ns(), 6, micro, sizeof(micro));
-    json_object *ev = json_object_new_object();
-    json_object_object_add(ev, "apiVersion", json_object_new_string("v1"));
-    json_object_object_add(ev, "kind", json_object_new_string("Event"));
-    json_object *md = json_object_new_object();
-    char gen[300];
-    snprintf(gen, sizeof(gen), "%s.", name);
-    json_object_object_add(md, "generateName", json_object_new_string(gen));
-    json_object_object_add(md, "namespace", json_object_new_string(ns));
-    json_object_object_add(ev, "metadata", md);
-    json_object *inv = json_object_new_object();
-    json_object_object_add(inv, "apiVersion", json_object_new_string(RDC_GROUP_VERSION));
-    json_object_object_add(inv, "kind", json_object_new_string("RedisCluster"));
-    json_object_object_add(inv, "name", json_object_new_string(name));
-    json_object_object_add(inv, "namespace", json_object_new_string(ns));
-    const char *uid = json_str_at(rc, "metadata", "uid");
-    if (uid)
-        json_object_object_add(inv, "uid", json_object_new_string(uid));
-    const char *rv = json_str_at(rc, "metadata", "resourceVersion");
-    if (rv)
-        json_object_object_add(inv, "resourceVersion", json_object_new_string(rv));
-    json_object_object_add(ev, "involvedObject", inv);
-    json_object_object_add(ev, "type", json_object_new_string(type));
-    json_object_object_add(ev, "reason", json_object_new_string(reason));
-    json_object_object_add(ev, "message", json_object_new_string(message));
-    json_object *src = json_object_new_object();
-    json_object_object_add(src, "component", json_object_new_string("rediscluster-operator"));
-    json_object_object_add(ev, "source", src);
-    json_object_object_add(ev, "reportingComponent", json_object_new_string("rediscluster-operator"));
-    json_object_object_add(ev, "reportingInstance",
-                           json_object_new_string(x->instance ? x->instance : "unknown"));
-    json_object_object_add(ev, "firstTimestamp", json_object_new_string(now));
-    json_object_object_add(ev, "lastTimestamp", json_object_new_string(now));
-    json_object_object_add(ev, "eventTime", json_object_new_string(micro));
-    json_object_object_add(ev, "action", json_object_new_string("Reconcile"));
-    json_object_object_add(ev, "count", json_object_new_int(1));
     int64_t mono = clock_mono_ns();
     uint64_t key = fnv(fnv(fnv(fnv(fnv(fnv(FNV_START, ns), name), uid ? uid : ""), type), reason), message);
     event_slot_t *seen = event_find(x->memo, key, mono);
@@ -203,7 +163,7 @@ int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *ty
     int rc_ = kube_client_create(x->client, buf_str(&path), ev, NULL, x->memo ? &made : NULL, err);
     buf_free(&path);
     if (!rc_)
-        event_store(x->memo, key, json_str_at(made, "metadata", "name"), mono);
+        event_store(x->memo, key, JSONX_STR_AT(made, "metadata", "name"), mono);
     json_object_put(made);
     json_object_put(ev);
     return rc_;
@@ -213,7 +173,7 @@ int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *ty
  * (no uid or resourceVersion, out of memory): such a write is never skipped. */
 static int status_signature(const json_object *rc, const plan_action_t *a, uint64_t *uid, uint64_t *sig)
 {
-    const char *u = json_str_at(rc, "metadata", "uid"), *rv = json_str_at(rc, "metadata", "resourceVersion");
+    const char *u = JSONX_STR_AT(rc, "metadata", "uid"), *rv = JSONX_STR_AT(rc, "metadata", "resourceVersion");
     json_object *st = NULL, *copy = NULL, *conds = NULL;
     if (!u || !rv || !json_object_object_get_ex(a->body, "status", &st) || json_object_deep_copy(st, &copy, NULL))
         return 0;
@@ -260,7 +220,8 @@ static int exec_action(const exec_ctx_t *x, const plan_action_t *a, kube_error_t
 {
     const char *body = json_object_to_json_string_ext(a->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     /* Apply and merge patches are idempotent, so the client may retry them after a lost
-     * response; a create (POST) is retried only where the server cannot have acted. */
+     * response, and so are a PUT and a DELETE with their preconditions (a repeat gets 409
+     * or 404); a create (POST) is retried only where the server cannot have acted. */
     int idempotent = strcmp(a->method, "POST") != 0;
     return kube_client_request(x->client, a->method, a->path, NULL, a->content_type, body,
                                strlen(body), idempotent, NULL, err);
@@ -295,8 +256,8 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
                 return EXEC_FENCED;
             }
             if (exec_action(x, a, err)) {
-                int gone = kube_error_is_not_found(err) &&
-                           (a->kind == PLAN_REMOVE_FINALIZER || a->kind == PLAN_UPDATE_STATUS);
+                int gone = kube_error_is_not_found(err) && (a->kind == PLAN_REMOVE_FINALIZER ||
+                                                            a->kind == PLAN_UPDATE_STATUS || a->kind == PLAN_DELETE);
                 if (!gone)
                     return kube_error_is_conflict(err) || kube_error_is_already_exists(err) ? EXEC_CONFLICT
                                                                                            : EXEC_ERROR;

@@ -9,6 +9,10 @@
  * this process may still write (it leads, under the epoch the work was dispatched with);
  * when it says no, nothing more is written.
  *
+ * PLAN_REPLACE (PUT with the observed resourceVersion) and PLAN_DELETE (preconditions uid
+ * and resourceVersion) come only from plan_take_back; a 409 on either is EXEC_CONFLICT
+ * (the object changed since it was observed), and NotFound on PLAN_DELETE is success.
+ *
  * PLAN_CREATE is a POST, retried by the client only when the server cannot have acted; its
  * 409 AlreadyExists is EXEC_CONFLICT like any 409 (the next reconcile observes the object).
  *

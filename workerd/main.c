@@ -135,31 +135,32 @@ int main(int argc, char **argv)
     opts_common_defaults(&c);
     const char *once = NULL, *work_ep = NULL, *leader_ep = NULL;
     int dry_run = 0, whoami = 0;
-    opt_t table[OPTS_COMMON_COUNT + 6];
-    opts_common_fill(&c, table);
-    table[OPTS_COMMON_COUNT] = (opt_t){"once", OPT_STRING, &once,
-                                       "reconcile NAMESPACE/NAME once, reading from the API, and exit"};
-    table[OPTS_COMMON_COUNT + 1] = (opt_t){"dry-run", OPT_BOOL, &dry_run,
-                                           "with --once: print the planned writes as JSON, write nothing"};
-    table[OPTS_COMMON_COUNT + 2] = (opt_t){"work-endpoint", OPT_STRING, &work_ep,
-                                           "informerd's work socket (default ipc://<runtime-dir>/work.sock)"};
-    table[OPTS_COMMON_COUNT + 3] = (opt_t){"leader-endpoint", OPT_STRING, &leader_ep,
-                                           "electord's leader socket (default ipc://<runtime-dir>/leader.sock)"};
-    table[OPTS_COMMON_COUNT + 4] = (opt_t){"whoami", OPT_BOOL, &whoami,
-                                           "print who the API server takes these credentials for (a SelfSubjectReview) and exit"};
-    table[OPTS_COMMON_COUNT + 5] = (opt_t){NULL, OPT_END, NULL, NULL};
+    /* Released at out: */
+    kube_config_t *cfg = NULL;
+    kube_client_t *client = NULL;
+    int code = 1, sfd = -1;
+    const opt_t own[] = {
+        {"once", OPT_STRING, &once, "reconcile NAMESPACE/NAME once, reading from the API, and exit"},
+        {"dry-run", OPT_BOOL, &dry_run, "with --once: print the planned writes as JSON, write nothing"},
+        {"work-endpoint", OPT_STRING, &work_ep,
+         "informerd's work socket (default ipc://<runtime-dir>/work.sock)"},
+        {"leader-endpoint", OPT_STRING, &leader_ep,
+         "electord's leader socket (default ipc://<runtime-dir>/leader.sock)"},
+        {"whoami", OPT_BOOL, &whoami,
+         "print who the API server takes these credentials for (a SelfSubjectReview) and exit"},
+        {NULL, OPT_END, NULL, NULL},
+    };
+    opt_t table[OPTS_JOINED_LEN(own)];
+    opts_common_join(&c, own, table);
     int early = opts_main("workerd", summary, table, &c, argc, argv, NULL, 0, NULL);
     if (early >= 0)
         return early;
-    kube_config_t *cfg = NULL;
-    kube_client_t *client = NULL;
     kube_client_opts_t co;
     kube_client_opts_init(&co);
     co.user_agent = "workerd/" RDC_VERSION;
     co.max_retries = 3;
     if (daemon_kube_connect(&c, &co, &cfg, &client))
         return 1;
-    int code = 1;
     if (whoami) {
         code = run_whoami(cfg, client);
         goto out;
@@ -169,14 +170,13 @@ int main(int argc, char **argv)
         goto out;
     }
     char rtdir[4096], wep[4200], lep[4200];
-    int sfd = daemon_loop_setup(c.runtime_dir, rtdir, sizeof(rtdir));
+    sfd = daemon_loop_setup(c.runtime_dir, rtdir, sizeof(rtdir));
     if (sfd < 0)
         goto out;
-    const char *name = getenv("RDC_CHILD_NAME");
     worker_config_t wc = {
         .client = client,
         .runtime_dir = rtdir,
-        .name = name && *name ? name : "workerd",
+        .name = daemon_child_name("workerd"),
         .work_endpoint = work_ep ? work_ep : daemon_endpoint(rtdir, PROTO_EP_WORK, wep, sizeof(wep)),
         .leader_endpoint = !c.leader_elect ? NULL
                            : leader_ep ? leader_ep
@@ -186,10 +186,7 @@ int main(int argc, char **argv)
     rlog_info("workerd started", "version", RDC_VERSION, "work", wc.work_endpoint, "leader",
               wc.leader_endpoint ? wc.leader_endpoint : "(leader election off)");
     code = worker_run(&wc);
-    close(sfd);
 out:
-    kube_client_destroy(&client);
-    kube_config_destroy(&cfg);
-    metrics_default_free();
+    daemon_release(sfd, &client, &cfg);
     return code;
 }

@@ -40,6 +40,9 @@ struct plan {
     char *error;         /* decision 1, or NULL */
     int64_t requeue_after_ns;
     int oom;             /* an allocation failed: plan_compute returns NULL */
+    int wants_diagnosis; /* plan_wants_diagnosis */
+    char *storage_class; /* plan_storage_class_to_check, or NULL */
+    char *selector;      /* plan_pod_selector, or NULL */
 };
 
 /* ---- Reading untrusted JSON --------------------------------------------------------- */
@@ -96,7 +99,8 @@ static char *request_path(const plan_action_t *a)
          (a->subresource && put_segment(&path, a->subresource)) ||
          ((a->kind == PLAN_APPLY || a->kind == PLAN_UPDATE_STATUS) &&
           buf_puts(&path, "?fieldManager=" RENDER_FIELD_MANAGER "&force=true")) ||
-         (a->kind == PLAN_CREATE && buf_puts(&path, "?fieldManager=" RENDER_FIELD_MANAGER));
+         ((a->kind == PLAN_CREATE || a->kind == PLAN_REPLACE) &&
+          buf_puts(&path, "?fieldManager=" RENDER_FIELD_MANAGER));
     if (rc) {
         buf_free(&path);
         return NULL;
@@ -132,10 +136,15 @@ static int add_action(plan_t *p, plan_action_kind_t kind, const char *group_vers
     a->pub.why = a->why;
     if (kind != PLAN_CLEANUP && !p->oom) {
         int apply = kind == PLAN_APPLY || kind == PLAN_UPDATE_STATUS;
-        a->pub.method = kind == PLAN_CREATE ? "POST" : "PATCH";
-        a->pub.content_type = kind == PLAN_CREATE ? CT_JSON : apply ? CT_APPLY : CT_MERGE;
+        int plain = kind == PLAN_CREATE || kind == PLAN_REPLACE || kind == PLAN_DELETE;
+        a->pub.method = kind == PLAN_CREATE    ? "POST"
+                        : kind == PLAN_REPLACE ? "PUT"
+                        : kind == PLAN_DELETE  ? "DELETE"
+                                               : "PATCH";
+        a->pub.content_type = plain ? CT_JSON : apply ? CT_APPLY : CT_MERGE;
         a->pub.subresource = kind == PLAN_UPDATE_STATUS ? "status" : NULL;
-        a->pub.field_manager = apply || kind == PLAN_CREATE ? RENDER_FIELD_MANAGER : NULL;
+        a->pub.field_manager =
+            apply || kind == PLAN_CREATE || kind == PLAN_REPLACE ? RENDER_FIELD_MANAGER : NULL;
         a->path = request_path(&a->pub);
         a->pub.path = a->path;
         if (!a->path)
@@ -391,7 +400,25 @@ typedef struct {
     int sts_ours;            /* the observed StatefulSet is ours (its status counts) */
     int sts_replicas_change; /* this plan changes the StatefulSet's replicas */
     int sts_template_change; /* ... or its pod template */
+    int sts_created;         /* this plan creates the StatefulSet */
+    const plan_observed_t *more; /* what the caller read on request, or NULL */
+    const char *diag_reason; /* DIAGNOSIS: the cause found, or NULL */
+    buf_t diag;              /* its message */
 } ctx_t;
+
+/* A zeroed context for planning p about rc (whose metadata is meta) at now: the name,
+ * namespace, uid and generation (-1 when absent) read from meta. */
+static void ctx_init(ctx_t *c, plan_t *p, const json_object *rc, const json_object *meta, int64_t now)
+{
+    memset(c, 0, sizeof(*c));
+    c->plan = p;
+    c->rc = rc;
+    c->name = jstr(meta, "name");
+    c->ns = jstr(meta, "namespace");
+    c->uid = jstr(meta, "uid");
+    c->now = now;
+    c->generation = jint(meta, "generation", -1);
+}
 
 static void degrade(ctx_t *c, const char *reason, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void degrade(ctx_t *c, const char *reason, const char *fmt, ...)
@@ -616,9 +643,12 @@ static int plan_statefulset(ctx_t *c, json_object *desired, const json_object *o
         !subset_prefixed(jsonx_get(dspec, "volumeClaimTemplates"), obs_vct, "spec.volumeClaimTemplates", &where)) {
         /* A StatefulSet's claim templates are immutable: apply the observed ones, so the
          * rest of the object still converges, and report the storage change instead. */
+        /* Never advise recreating the StatefulSet: its claims stay, and the new pods
+         * would get the new class or size beside the old ones (a mixed set). */
         degrade(c, "ImmutableFieldChanged",
                 "spec.storage: not applied to StatefulSet %s/%s, whose volumeClaimTemplates cannot change "
-                "(%s); resize the PersistentVolumeClaims directly or recreate the StatefulSet",
+                "(%s); set spec.storage back to what the StatefulSet has. To move the data to other storage, "
+                "create a new RedisCluster with the new spec.storage and migrate the data to it",
                 c->ns, c->name, buf_str(&where));
         json_object *vct = observed_claim_templates(obs_vct);
         jsonx_put((json_object *)dspec, "volumeClaimTemplates", vct, &p->oom);
@@ -685,9 +715,21 @@ static int plan_children(ctx_t *c, const json_object *cm, const json_object *svc
         rc = 0;
         goto out;
     }
+    if (c->in.storage_class && c->more && c->more->storage_class_missing) {
+        /* Not a reason to hold the StatefulSet back: claims of a class with no
+         * StorageClass object still bind to PersistentVolumes created with that class
+         * name (static provisioning). While the pods are not ready it is the likely
+         * cause, so say it. */
+        degrade(c, "StorageClassNotFound",
+                "StorageClass \"%.*s\" (spec.storage.storageClass) does not exist: the claims of StatefulSet %s/%s "
+                "bind only to PersistentVolumes created with that storageClassName; create the StorageClass (or such "
+                "PersistentVolumes)",
+                VALUE_SHOWN, c->in.storage_class, c->ns, c->name);
+    }
     d = render_statefulset(&c->in, hash);
     if (!d || plan_statefulset(c, d, sts))
         goto out;
+    c->sts_created = !sts;
     rc = 0;
 out:
     if (rc)
@@ -759,6 +801,202 @@ static sts_view_t view_statefulset(const json_object *sts)
     return v;
 }
 
+/* ---- Diagnosis ------------------------------------------------------------------------ */
+
+#define API_QUOTED 1024 /* bytes of the API's own message quoted in a diagnosis */
+#define DIAG_POD_GRACE_NS (INT64_C(30) * 1000000000)       /* a pod's own causes count after this */
+
+/* How long ago (by now) the RFC 3339 time t was; -1 when t is missing or unreadable. */
+static int64_t age_ns(const char *t, int64_t now)
+{
+    int64_t at = 0;
+    if (!t || !*t || clock_parse_rfc3339(t, &at))
+        return -1;
+    return now > at ? now - at : 0;
+}
+
+static int condition_reason_ok(const char *s);
+
+/* Items of a list (an array), or NULL. */
+static const json_object *items_of(const json_object *list)
+{
+    return list && json_object_is_type(list, json_type_array) ? list : NULL;
+}
+
+/* When an Event last happened: lastTimestamp, else eventTime, else creationTimestamp
+ * (RFC 3339 strings compare in time order). "" when none. */
+static const char *event_time(const json_object *e)
+{
+    const char *t = jstr(e, "lastTimestamp");
+    if (!t)
+        t = jstr(e, "eventTime");
+    if (!t)
+        t = jstr(jsonx_get(e, "metadata"), "creationTimestamp");
+    return t ? t : "";
+}
+
+/* The latest Event of the list (the later one in list order on a tie) that is a Warning
+ * (reason NULL) or has reason a or b, or NULL. */
+static const json_object *latest_event(const json_object *events, const char *a, const char *b)
+{
+    const json_object *best = NULL;
+    events = items_of(events);
+    for (size_t i = 0; events && i < json_object_array_length(events); i++) {
+        const json_object *e = json_object_array_get_idx(events, i);
+        const char *type = jstr(e, "type"), *reason = jstr(e, "reason");
+        if (!reason || (!a && (!type || strcmp(type, "Warning"))) || (a && strcmp(reason, a) && strcmp(reason, b)))
+            continue;
+        if (!best || strcmp(event_time(e), event_time(best)) >= 0)
+            best = e;
+    }
+    return best;
+}
+
+/* 1 when the pod's Ready condition is True. */
+static int pod_ready(const json_object *pod)
+{
+    const json_object *conds = items_of(jsonx_get(jsonx_get(pod, "status"), "conditions"));
+    for (size_t i = 0; conds && i < json_object_array_length(conds); i++) {
+        const json_object *k = json_object_array_get_idx(conds, i);
+        const char *t = jstr(k, "type"), *st = jstr(k, "status");
+        if (t && !strcmp(t, "Ready"))
+            return st && !strcmp(st, "True");
+    }
+    return 0;
+}
+
+/* The pod named name in pods, or NULL. */
+static const json_object *pod_named(const json_object *pods, const char *name)
+{
+    pods = items_of(pods);
+    for (size_t i = 0; pods && name && i < json_object_array_length(pods); i++) {
+        const json_object *pod = json_object_array_get_idx(pods, i);
+        const char *n = jstr(jsonx_get(pod, "metadata"), "name");
+        if (n && !strcmp(n, name))
+            return pod;
+    }
+    return NULL;
+}
+
+const char *plan_pod_to_explain(const json_object *pods)
+{
+    pods = items_of(pods);
+    for (size_t i = 0; pods && i < json_object_array_length(pods); i++) {
+        const json_object *pod = json_object_array_get_idx(pods, i);
+        const char *n = jstr(jsonx_get(pod, "metadata"), "name");
+        if (n && !pod_ready(pod))
+            return n;
+    }
+    return NULL;
+}
+
+/* Record the cause found: reason, and a message quoting the API. */
+static void diagnosed(ctx_t *c, const char *reason, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void diagnosed(ctx_t *c, const char *reason, const char *fmt, ...)
+{
+    c->diag_reason = reason;
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&c->diag, fmt, ap);
+    va_end(ap);
+}
+
+/* A container of the pod waiting for a reason that explains it, or NULL; *container
+ * and *message say more (either may stay NULL), and *exit_code / *exit_reason how it
+ * last ended (-1 / NULL when unknown). A CrashLoopBackOff's own message names a back-off
+ * that doubles at every restart, so the caller says how the container ended instead:
+ * the status then stays the same while the loop goes on. */
+static const char *container_waiting(const json_object *pod, const char **container, const char **message,
+                                     int64_t *exit_code, const char **exit_reason)
+{
+    static const char *const reasons[] = {"ErrImagePull",     "ImagePullBackOff",           "CrashLoopBackOff",
+                                          "InvalidImageName", "CreateContainerConfigError", "RunContainerError",
+                                          "CreateContainerError"};
+    static const char *const lists[] = {"initContainerStatuses", "containerStatuses"};
+    const json_object *st = jsonx_get(pod, "status");
+    for (size_t l = 0; l < 2; l++) {
+        const json_object *cs = items_of(jsonx_get(st, lists[l]));
+        for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
+            const json_object *e = json_object_array_get_idx(cs, i);
+            const json_object *w = jsonx_get(jsonx_get(e, "state"), "waiting");
+            const char *r = jstr(w, "reason");
+            for (size_t k = 0; r && k < sizeof(reasons) / sizeof(reasons[0]); k++) {
+                if (!strcmp(r, reasons[k])) {
+                    const json_object *t = jsonx_get(jsonx_get(e, "lastState"), "terminated");
+                    *container = jstr(e, "name");
+                    *message = jstr(w, "message");
+                    *exit_code = jint(t, "exitCode", -1);
+                    *exit_reason = jstr(t, "reason");
+                    return reasons[k];
+                }
+            }
+        }
+    }
+    return NULL;
+}
+
+/* The message of the pod's PodScheduled condition when it is False, or NULL. */
+static const char *unschedulable(const json_object *pod)
+{
+    const json_object *conds = items_of(jsonx_get(jsonx_get(pod, "status"), "conditions"));
+    for (size_t i = 0; conds && i < json_object_array_length(conds); i++) {
+        const json_object *k = json_object_array_get_idx(conds, i);
+        const char *t = jstr(k, "type"), *st = jstr(k, "status");
+        if (t && !strcmp(t, "PodScheduled") && st && !strcmp(st, "False")) {
+            const char *m = jstr(k, "message");
+            return m ? m : jstr(k, "reason") ? jstr(k, "reason") : "unschedulable";
+        }
+    }
+    return NULL;
+}
+
+/* DIAGNOSIS (plan.h): find why fewer replicas than wanted are ready, from what the
+ * caller read. Sets c->diag_reason and c->diag, and degrades with them. */
+static void diagnose(ctx_t *c, const json_object *sts)
+{
+    const plan_observed_t *m = c->more;
+    if (!m || !sts)
+        return;
+    sts_view_t v = view_statefulset(sts);
+    if (v.ready >= c->in.size)
+        return;
+    const json_object *pods = items_of(m->pods);
+    int64_t live = 0;
+    for (size_t i = 0; pods && i < json_object_array_length(pods); i++)
+        live += !jsonx_get(jsonx_get(json_object_array_get_idx(pods, i), "metadata"), "deletionTimestamp");
+    /* The StatefulSet controller records SuccessfulCreate for every pod it made: a
+     * FailedCreate after the last of those still stands (an older one is history). */
+    const json_object *e = latest_event(m->sts_events, "FailedCreate", "SuccessfulCreate");
+    const char *pod_name = plan_pod_to_explain(pods);
+    const json_object *pod = pod_named(pods, pod_name);
+    const char *container = NULL, *msg = NULL, *why, *exit_reason = NULL;
+    int64_t exit_code = -1;
+    /* Causes that pass on their own (the scheduler waits for a claim being provisioned,
+     * a pod just made has no conditions yet) are not causes: a pod's own problems count
+     * once it is DIAG_POD_GRACE_NS old. */
+    int64_t pod_age = age_ns(jstr(jsonx_get(pod, "metadata"), "creationTimestamp"), c->now);
+    int pod_settled = pod_age < 0 || pod_age >= DIAG_POD_GRACE_NS;
+    if (live < v.spec_replicas && e && !strcmp(jstr(e, "reason"), "FailedCreate")) {
+        diagnosed(c, "FailedCreate", "StatefulSet %s/%s cannot create its pods: %.*s", c->ns, c->name, API_QUOTED,
+                  jstr(e, "message") ? jstr(e, "message") : "(no message)");
+    } else if (pod && (why = container_waiting(pod, &container, &msg, &exit_code, &exit_reason))) {
+        if (!strcmp(why, "CrashLoopBackOff"))
+            diagnosed(c, why, "pod %s/%s, container %s: CrashLoopBackOff: it keeps exiting (last exit code %lld%s%s%s)",
+                      c->ns, pod_name, container ? container : "?", (long long)exit_code, exit_reason ? ", " : "",
+                      exit_reason ? exit_reason : "", exit_code < 0 ? "; unknown" : "");
+        else
+            diagnosed(c, why, "pod %s/%s, container %s: %s%s%.*s", c->ns, pod_name, container ? container : "?", why,
+                      msg ? ": " : "", API_QUOTED, msg ? msg : "");
+    } else if (pod && pod_settled && (msg = unschedulable(pod))) {
+        diagnosed(c, "FailedScheduling", "pod %s/%s cannot be scheduled: %.*s", c->ns, pod_name, API_QUOTED, msg);
+    } else if (pod && pod_settled && (e = latest_event(m->pod_events, NULL, NULL)) && condition_reason_ok(jstr(e, "reason"))) {
+        diagnosed(c, jstr(e, "reason"), "pod %s/%s: %s: %.*s", c->ns, pod_name, jstr(e, "reason"), API_QUOTED,
+                  jstr(e, "message") ? jstr(e, "message") : "(no message)");
+    }
+    if (c->diag_reason)
+        degrade(c, c->diag_reason, "%s", buf_str(&c->diag));
+}
+
 /* Decide phase and conditions. */
 static const char *decide(const ctx_t *c, const sts_view_t *v, cond_t conds[COND_COUNT])
 {
@@ -781,9 +1019,17 @@ static const char *decide(const ctx_t *c, const sts_view_t *v, cond_t conds[COND
     }
     int scaling = v->spec_replicas != c->in.size || c->sts_replicas_change;
     int rolling = v->rolling || c->sts_template_change;
+    /* A scale-up between two pods (the StatefulSet settled on the new replica count, the
+     * next pod not ready yet) stays Scaling instead of flickering to Pending. */
+    const char *was = jstr(jsonx_get(c->rc, "status"), "phase");
+    int continuing = !scaling && !rolling && !c->diag_reason && v->ready > 0 && v->ready < c->in.size && was &&
+                     !strcmp(was, "Scaling");
     if (scaling)
         set_cond(prog, "Progressing", 1, "Scaling", "scaling from %lld to %d replicas", (long long)v->spec_replicas,
                  c->in.size);
+    else if (continuing)
+        set_cond(prog, "Progressing", 1, "Scaling", "scaling to %d replicas, %lld ready", c->in.size,
+                 (long long)v->ready);
     else if (rolling)
         set_cond(prog, "Progressing", 1, "RollingUpdate", "%lld/%lld replicas updated%s", (long long)v->updated,
                  (long long)v->spec_replicas, c->sts_template_change ? ", applying a new pod template" : "");
@@ -792,7 +1038,7 @@ static const char *decide(const ctx_t *c, const sts_view_t *v, cond_t conds[COND
     const char *phase;
     if (v->ready == 0)
         phase = "Pending";
-    else if (scaling || rolling)
+    else if (scaling || rolling || continuing)
         phase = "Scaling";
     else if (v->ready >= c->in.size)
         phase = "Running";
@@ -800,6 +1046,9 @@ static const char *decide(const ctx_t *c, const sts_view_t *v, cond_t conds[COND
         phase = "Pending";
     if (!strcmp(phase, "Running"))
         set_cond(ready, "Ready", 1, "AllReplicasReady", "%lld/%d replicas ready", (long long)v->ready, c->in.size);
+    else if (c->diag_reason)
+        set_cond(ready, "Ready", 0, c->diag_reason, "%lld/%d replicas ready: %s", (long long)v->ready, c->in.size,
+                 buf_str(&c->diag));
     else
         set_cond(ready, "Ready", 0, "ReplicasNotReady", "%lld/%d replicas ready", (long long)v->ready, c->in.size);
     return phase;
@@ -985,23 +1234,17 @@ static void plan_deletion(plan_t *p, const json_object *meta, const char *ns, co
 }
 
 static void plan_live(plan_t *p, const json_object *rc, const json_object *meta, const json_object *cm,
-                      const json_object *svc, const json_object *sts, int64_t now)
+                      const json_object *svc, const json_object *sts, const plan_observed_t *more, int64_t now)
 {
     ctx_t c;
-    memset(&c, 0, sizeof(c));
-    c.plan = p;
-    c.rc = rc;
-    c.name = jstr(meta, "name");
-    c.ns = jstr(meta, "namespace");
-    c.uid = jstr(meta, "uid");
-    c.now = now;
-    const json_object *gen = jsonx_get(meta, "generation");
-    c.generation = gen && json_object_is_type(gen, json_type_int) ? json_object_get_int64(gen) : -1;
+    ctx_init(&c, p, rc, meta, now);
     c.in.name = c.name;
     c.in.ns = c.ns;
     c.in.uid = c.uid;
     buf_init(&c.invalid, MESSAGE_CAP - 1); /* it must fit a condition's message */
     buf_init(&c.degraded, MESSAGE_CAP);
+    buf_init(&c.diag, MESSAGE_CAP / 2);
+    c.more = more;
     buf_t image;
     buf_init(&image, 4096);
 
@@ -1025,9 +1268,17 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
     }
     if (!c.failed_reason && plan_children(&c, cm, svc, sts))
         goto out;
+    if (!c.failed_reason && c.sts_ours)
+        diagnose(&c, sts);
     if (plan_status_write(&c, c.failed_reason || !c.sts_ours ? NULL : sts))
         goto out;
     const char *phase = plan_phase(p);
+    p->wants_diagnosis = !c.failed_reason && c.sts_ours && phase && strcmp(phase, "Running");
+    /* The class is looked up when the StatefulSet is created and while the cluster is not
+     * Running (a healthy resync reads nothing more). */
+    if (c.in.storage_class && (c.sts_created || p->wants_diagnosis))
+        p->storage_class = dup_or_oom(p, c.in.storage_class);
+    p->selector = dup_or_oom(p, jstr(plan_status(p), "selector") ? jstr(plan_status(p), "selector") : "");
     /* An object in the way is not watched (it has not our labels): look again. */
     if (c.owner_conflict || (phase && strcmp(phase, "Running") && strcmp(phase, "Failed")))
         p->requeue_after_ns = PLAN_REQUEUE_NOT_READY_NS;
@@ -1035,10 +1286,18 @@ out:
     buf_free(&image);
     buf_free(&c.invalid);
     buf_free(&c.degraded);
+    buf_free(&c.diag);
 }
 
 plan_t *plan_compute(const json_object *rediscluster, const json_object *configmap, const json_object *service,
                      const json_object *statefulset, int64_t now_wall_ns)
+{
+    return plan_compute_observed(rediscluster, configmap, service, statefulset, NULL, now_wall_ns);
+}
+
+plan_t *plan_compute_observed(const json_object *rediscluster, const json_object *configmap,
+                              const json_object *service, const json_object *statefulset,
+                              const plan_observed_t *more, int64_t now_wall_ns)
 {
     plan_t *p = calloc(1, sizeof(*p));
     if (!p)
@@ -1049,7 +1308,7 @@ plan_t *plan_compute(const json_object *rediscluster, const json_object *configm
     if (jsonx_get(meta, "deletionTimestamp"))
         plan_deletion(p, meta, jstr(meta, "namespace"), jstr(meta, "name"));
     else
-        plan_live(p, rediscluster, meta, as_object(configmap), as_object(service), as_object(statefulset),
+        plan_live(p, rediscluster, meta, as_object(configmap), as_object(service), as_object(statefulset), more,
                   now_wall_ns);
 out:
     if (p->oom)
@@ -1093,6 +1352,8 @@ static const char *action_verb(plan_action_kind_t kind)
     switch (kind) {
     case PLAN_CREATE: return "create";
     case PLAN_APPLY: return "apply";
+    case PLAN_REPLACE: return "replace";
+    case PLAN_DELETE: return "delete";
     case PLAN_ADD_FINALIZER: return "add the finalizer to";
     case PLAN_REMOVE_FINALIZER: return "remove the finalizer from";
     case PLAN_UPDATE_STATUS: return "write the status of";
@@ -1114,13 +1375,7 @@ plan_t *plan_write_failed(const json_object *rediscluster, const plan_t *failed,
         !jstr(meta, "namespace"))
         return p;
     ctx_t c;
-    memset(&c, 0, sizeof(c));
-    c.plan = p;
-    c.rc = rediscluster;
-    c.name = jstr(meta, "name");
-    c.ns = jstr(meta, "namespace");
-    c.now = now_wall_ns;
-    c.generation = jint(meta, "generation", -1);
+    ctx_init(&c, p, rediscluster, meta, now_wall_ns);
     int *oom = &p->oom;
 
     cond_t k;
@@ -1177,6 +1432,112 @@ out:
     return p;
 }
 
+/* ---- Taking a child back ------------------------------------------------------------------ */
+
+/* desired merged over observed, as a new value (TAKING A CHILD BACK in plan.h): objects
+ * key by key, keyed lists of objects element by element (observed order, unmatched
+ * desired elements appended), anything else desired's. NULL only when out of memory. */
+static json_object *merge_over(const json_object *d, const json_object *o, int *oom)
+{
+    json_object *out = NULL;
+    if (d && o && json_object_is_type(d, json_type_object) && json_object_is_type(o, json_type_object)) {
+        if (json_object_deep_copy((json_object *)o, &out, NULL)) {
+            *oom = 1;
+            return NULL;
+        }
+        json_object_object_foreach((json_object *)d, key, dv)
+        {
+            jsonx_put(out, key, merge_over(dv, jsonx_get(o, key), oom), oom);
+        }
+        return out;
+    }
+    const char *key = d && json_object_is_type(d, json_type_array) ? array_key(d) : NULL;
+    if (key && o && json_object_is_type(o, json_type_array)) {
+        size_t nd = json_object_array_length(d), no = json_object_array_length(o);
+        char used[64] = {0};
+        out = jsonx_new_arr(oom);
+        for (size_t j = 0; j < no; j++) {
+            const json_object *oe = json_object_array_get_idx(o, j), *de = NULL;
+            const char *have = jstr(oe, key);
+            for (size_t i = 0; have && i < nd && i < sizeof(used) && !de; i++) {
+                if (!used[i] && !strcmp(jstr(json_object_array_get_idx(d, i), key), have)) {
+                    de = json_object_array_get_idx(d, i);
+                    used[i] = 1;
+                }
+            }
+            jsonx_push(out, merge_over(de ? de : oe, de ? oe : NULL, oom), oom);
+        }
+        for (size_t i = 0; i < nd; i++)
+            if (i >= sizeof(used) || !used[i])
+                jsonx_push(out, merge_over(json_object_array_get_idx(d, i), NULL, oom), oom);
+        return out;
+    }
+    if (!d)
+        return NULL; /* JSON null */
+    if (json_object_deep_copy((json_object *)d, &out, NULL))
+        *oom = 1;
+    return out;
+}
+
+plan_t *plan_take_back(const plan_t *failed, size_t action, const json_object *observed, int recreate,
+                       int http_status, const char *api_reason, const char *api_message)
+{
+    plan_t *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    const plan_action_t *a = plan_action(failed, action);
+    observed = as_object(observed);
+    if (!a || a->kind != PLAN_APPLY || !observed || !strcmp(a->resource, "redisclusters") ||
+        (recreate && strcmp(a->resource, "services")))
+        return p;
+    const char *kind = kind_of_resource(a->resource);
+    const json_object *ometa = jsonx_get(observed, "metadata");
+    const char *uid = jstr(ometa, "uid"), *rv = jstr(ometa, "resourceVersion");
+    const char *reason = api_reason && *api_reason ? api_reason : "error";
+    const char *msg = api_message && *api_message ? api_message : "(no message)";
+    int *oom = &p->oom;
+    buf_t why;
+    buf_init(&why, 2 * MESSAGE_CAP);
+    if (!recreate) {
+        json_object *body = merge_over(a->body, observed, oom);
+        json_object *meta = (json_object *)jsonx_get(body, "metadata");
+        if (meta && json_object_is_type(meta, json_type_object))
+            json_object_object_del(meta, "managedFields");
+        if (body && json_object_is_type(body, json_type_object))
+            json_object_object_del(body, "status");
+        buf_printf(&why, "%s %s/%s: the apply was refused (%d %s); replace it with the desired state", kind, a->ns,
+                   a->name, http_status, reason);
+        int i = add_action(p, PLAN_REPLACE, a->group_version, a->resource, a->ns, a->name, body, buf_str(&why));
+        add_event(p, "Normal", "DriftRepaired", i,
+                  "Took back %s %s/%s: another field manager's change made the apply fail (%d %s: %.*s); replaced "
+                  "it with the operator's desired state",
+                  kind, a->ns, a->name, http_status, reason, API_QUOTED / 2, msg);
+    } else {
+        json_object *opts = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom), *desired = NULL;
+        jsonx_put(opts, "apiVersion", jsonx_new_str("v1", oom), oom);
+        jsonx_put(opts, "kind", jsonx_new_str("DeleteOptions", oom), oom);
+        if (uid)
+            jsonx_put(pre, "uid", jsonx_new_str(uid, oom), oom);
+        if (rv)
+            jsonx_put(pre, "resourceVersion", jsonx_new_str(rv, oom), oom);
+        jsonx_put(opts, "preconditions", pre, oom);
+        buf_printf(&why, "%s %s/%s: cannot be updated (%d %s); delete and create it", kind, a->ns, a->name,
+                   http_status, reason);
+        add_action(p, PLAN_DELETE, a->group_version, a->resource, a->ns, a->name, opts, buf_str(&why));
+        if (!*oom && json_object_deep_copy(a->body, &desired, NULL))
+            *oom = 1;
+        int i = *oom ? -1 : add_action(p, PLAN_CREATE, a->group_version, a->resource, a->ns, a->name, desired,
+                                        buf_str(&why));
+        add_event(p, "Warning", "Recreated", i,
+                  "Recreated %s %s/%s: it could not be updated to the operator's desired state (%d %s: %.*s)", kind,
+                  a->ns, a->name, http_status, reason, API_QUOTED / 2, msg);
+    }
+    buf_free(&why);
+    if (p->oom)
+        plan_destroy(&p);
+    return p;
+}
+
 /* ---- Accessors ------------------------------------------------------------------------ */
 
 void plan_destroy(plan_t **plan_p)
@@ -1196,6 +1557,8 @@ void plan_destroy(plan_t **plan_p)
         free(p->events[i].message);
     json_object_put(p->status);
     free(p->error);
+    free(p->storage_class);
+    free(p->selector);
     free(p);
     *plan_p = NULL;
 }
@@ -1240,6 +1603,21 @@ const char *plan_error(const plan_t *plan)
     return plan->error;
 }
 
+int plan_wants_diagnosis(const plan_t *plan)
+{
+    return plan->wants_diagnosis;
+}
+
+const char *plan_pod_selector(const plan_t *plan)
+{
+    return plan->selector && *plan->selector ? plan->selector : NULL;
+}
+
+const char *plan_storage_class_to_check(const plan_t *plan)
+{
+    return plan->storage_class;
+}
+
 const char *plan_action_kind_name(plan_action_kind_t kind)
 {
     switch (kind) {
@@ -1253,6 +1631,10 @@ const char *plan_action_kind_name(plan_action_kind_t kind)
         return "apply";
     case PLAN_CREATE:
         return "create";
+    case PLAN_REPLACE:
+        return "replace";
+    case PLAN_DELETE:
+        return "delete";
     case PLAN_UPDATE_STATUS:
         return "updateStatus";
     }

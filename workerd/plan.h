@@ -28,6 +28,13 @@
  *                          desired object (server-side apply). Only ever on a child whose
  *                          controller owner reference is ours (force takes fields from
  *                          other managers, so it never goes to an object we do not control).
+ *   PLAN_REPLACE           PUT <child>?fieldManager=rediscluster-operator, application/json,
+ *                          body = the observed object with the desired one merged over it
+ *                          and the observed metadata.resourceVersion as precondition (only
+ *                          from plan_take_back, see TAKING A CHILD BACK).
+ *   PLAN_DELETE            DELETE <child>, application/json, body = DeleteOptions with
+ *                          preconditions {uid, resourceVersion} of the observed object (only
+ *                          from plan_take_back, only for a Service), followed by PLAN_CREATE.
  *   PLAN_UPDATE_STATUS     PATCH <RedisCluster>/status?fieldManager=rediscluster-operator&force=true,
  *                          application/apply-patch+yaml, body
  *                          {"apiVersion","kind","metadata":{name,namespace},"status":{...}}
@@ -119,6 +126,52 @@
  * failure, retried with backoff, writes nothing and records nothing again once its status
  * is observed.
  *
+ * TAKING A CHILD BACK (plan_take_back): a forced server-side apply of a child we control
+ * can still be refused: another manager's list entry may collide with ours (kubectl patch
+ * of a Service port to 7000 under the name "redis": the list key is port+protocol, so the
+ * apply makes two ports named "redis", 422 Duplicate value). Applying again would fail
+ * the same way forever. The operator's desired state wins, as with controller-runtime's
+ * CreateOrUpdate: the child is replaced (PLAN_REPLACE) by the observed object with the
+ * desired one merged over it (objects merged key by key, lists of objects keyed as in the
+ * comparison below with desired elements merged over the observed element of the same
+ * key and other observed elements kept, other lists and values taken from desired;
+ * managedFields and status dropped), with a Normal event DriftRepaired naming the refusal.
+ * When even that is refused (422) and the child is the Service, which holds no data and
+ * whose pods are selected again at once, it is deleted (preconditions uid and
+ * resourceVersion) and created afresh, with a Warning event Recreated. Never the
+ * StatefulSet (its claims) nor the ConfigMap that way. A take-back that fails is reported
+ * as a failed write (below).
+ *
+ * DIAGNOSIS (plan_compute_observed): when the cluster is not Running, the plan's
+ * plan_wants_diagnosis() says so and the caller reads what explains it (only then: a
+ * healthy resync reads nothing more): the pods of the StatefulSet's selector, the Events
+ * of the StatefulSet, and the Events of the first pod that is not Ready
+ * (plan_pod_to_explain). With them, while fewer replicas than spec.size are ready, the
+ * first cause found, in this order, becomes Ready=False and Degraded=True with its reason
+ * and a message quoting the API's words (at most 1024 bytes of them):
+ *   FailedCreate      fewer pods exist than the StatefulSet wants, and of its Events
+ *                     FailedCreate (a ResourceQuota, Pod Security, ...) is later than any
+ *                     SuccessfulCreate (an older one is history);
+ *   ErrImagePull, ImagePullBackOff, CrashLoopBackOff, CreateContainerConfigError,
+ *   InvalidImageName, RunContainerError, CreateContainerError
+ *                     the waiting reason of a container of the first pod not Ready;
+ *   FailedScheduling  that pod's PodScheduled condition is False (the scheduler's message,
+ *                     e.g. unbound PersistentVolumeClaims or no node fits);
+ *   <reason>          that pod's latest Warning Event (FailedMount, ...), when its reason
+ *                     is a valid condition reason.
+ *   The last two only once the pod is 30 s old (by creationTimestamp and now): until then
+ *   they are the ordinary steps of a pod starting (the scheduler waits for a claim the
+ *   provisioner is binding), not causes, and reporting them would flap the status.
+ *   Nothing found: the status is what it would be without the reads.
+ * STORAGE CLASS: when spec.storage.storageClass is set and the plan creates the
+ * StatefulSet or the cluster is not Running, plan_storage_class_to_check() names the
+ * class; the caller GETs it (a read only then: a healthy resync reads nothing more) and,
+ * when it does not exist, plans again with storage_class_missing: Degraded=True
+ * StorageClassNotFound names the class and the two ways out. The StatefulSet is created
+ * all the same: claims of a class with no StorageClass object still bind to
+ * PersistentVolumes made with that storageClassName (static provisioning), and the
+ * cluster then runs; once Running, the class is not looked up and Degraded clears.
+ *
  * IMMUTABLE STATEFULSET FIELDS: spec.selector and spec.serviceName never change for a
  * given name, but an observed StatefulSet created otherwise may differ: then no apply is
  * planned for it (the API server would refuse it every time) and Degraded=True reason
@@ -126,25 +179,32 @@
  * change either: when spec.storage no longer matches the observed template, the apply
  * carries the observed template unchanged (so other drift, such as replicas or the image,
  * is still fixed) and Degraded=True reason ImmutableFieldChanged names the storage change
- * (Warning event of the same reason when the condition appears).
+ * (Warning event of the same reason when the condition appears). The message never
+ * advises recreating the StatefulSet (its old claims would stay and new pods would get
+ * the new class or size: a mixed set): it says to set spec.storage back, and how to move
+ * to other storage (a new RedisCluster, then migrate the data).
  *
  * STATUS (phase, replicas, readyReplicas, observedGeneration = metadata.generation,
  * selector for /scale, conditions Ready, Progressing, Degraded):
  *   Failed   invalid spec (above);
  *   Pending  no StatefulSet yet, or 0 ready replicas, or fewer ready than spec.size while
- *            nothing is changing;
+ *            nothing is changing (and the observed phase is not Scaling, below);
  *   Scaling  the StatefulSet's replicas differ from spec.size, or it is rolling out
  *            (status.observedGeneration behind metadata.generation, updatedReplicas or
  *            status.replicas != spec.replicas, currentRevision != updateRevision), or this
- *            plan applies a new replica count or pod template;
+ *            plan applies a new replica count or pod template; also while the observed
+ *            phase is Scaling, some but fewer than spec.size replicas are ready and no
+ *            diagnosis found a cause (a scale-up between two pods: no Pending flicker);
  *   Running  readyReplicas >= spec.size and none of the above.
  *   Conditions (type: status reason):
  *     Ready:       True AllReplicasReady | False Creating, ReplicasNotReady, InvalidSpec,
- *                  InvalidObject (message "2/3 replicas ready", or the spec problems)
+ *                  InvalidObject, or a diagnosed cause (message "2/3 replicas ready", then
+ *                  ": " and the cause; or the spec problems)
  *     Progressing: True Creating, Scaling, RollingUpdate | False Stable, InvalidSpec,
  *                  InvalidObject
  *     Degraded:    True ImmutableFieldChanged, OwnerConflict, InvalidSpec, InvalidObject,
- *                  or a failed write's reason (above) | False AsExpected
+ *                  StorageClassNotFound, a diagnosed cause, or a failed write's reason
+ *                  (above) | False AsExpected
  *   The Warning event of a True Degraded condition (its reason and message) goes with the
  *   status write, and only when the condition's status, reason or message changes.
  *   lastTransitionTime of a condition is `now` when its status flips (or it is new), and
@@ -170,20 +230,24 @@ typedef enum {
     PLAN_CLEANUP,
     PLAN_CREATE,
     PLAN_APPLY,
+    PLAN_REPLACE,
+    PLAN_DELETE,
     PLAN_UPDATE_STATUS,
 } plan_action_kind_t;
 
 /* One write. Every string and the body belong to the plan and live until plan_destroy. */
 typedef struct {
     plan_action_kind_t kind;
-    const char *method;        /* "POST" for PLAN_CREATE, else "PATCH"; NULL for PLAN_CLEANUP */
+    const char *method;        /* "POST" for PLAN_CREATE, "PUT" for PLAN_REPLACE, "DELETE" for
+                                  PLAN_DELETE, else "PATCH"; NULL for PLAN_CLEANUP */
     const char *content_type;  /* "application/apply-patch+yaml", "application/merge-patch+json",
-                                  or "application/json" (PLAN_CREATE) */
+                                  or "application/json" (create, replace, delete) */
     const char *group_version; /* "v1", "apps/v1", "cache.example.com/v1" */
     const char *resource;      /* "configmaps", "services", "statefulsets", "redisclusters" */
     const char *ns;            /* namespace */
     const char *subresource;   /* "status" for PLAN_UPDATE_STATUS, else NULL */
-    const char *field_manager; /* "rediscluster-operator" for PLAN_CREATE, PLAN_APPLY, PLAN_UPDATE_STATUS */
+    const char *field_manager; /* "rediscluster-operator" for every write but the finalizer
+                                  patches and PLAN_DELETE */
     const char *name;          /* the object's name (for PLAN_CREATE it is in the body, not the path) */
     const char *path;          /* request path and query; NULL for PLAN_CLEANUP */
     json_object *body;         /* request body (serialise it; do not change or free it) */
@@ -208,6 +272,45 @@ typedef struct plan plan_t;
  * plan_destroy, or NULL only when out of memory. */
 plan_t *plan_compute(const json_object *rediscluster, const json_object *configmap,
                      const json_object *service, const json_object *statefulset, int64_t now_wall_ns);
+
+/* What the caller read because the plan asked (DIAGNOSIS, STORAGE CLASS above). Arrays
+ * are the items of a list answer; any member may be NULL (not read). */
+typedef struct {
+    const json_object *pods;       /* pods of the StatefulSet's selector */
+    const json_object *sts_events; /* Events whose involvedObject is the StatefulSet */
+    const json_object *pod_events; /* Events of the pod plan_pod_to_explain named */
+    int storage_class_missing;     /* GET storageclasses/<plan_storage_class_to_check> was 404 */
+} plan_observed_t;
+
+/* plan_compute with what the caller read on the plan's request; more may be NULL (then
+ * it is plan_compute). Inputs are only read; NULL only when out of memory. */
+plan_t *plan_compute_observed(const json_object *rediscluster, const json_object *configmap,
+                              const json_object *service, const json_object *statefulset,
+                              const plan_observed_t *more, int64_t now_wall_ns);
+
+/* 1 when the computed phase is neither Running nor Failed and the StatefulSet is ours:
+ * reading pods and Events may explain why (DIAGNOSIS). */
+int plan_wants_diagnosis(const plan_t *plan);
+
+/* The StatefulSet's pod selector as a label selector string, or NULL as plan_status. */
+const char *plan_pod_selector(const plan_t *plan);
+
+/* The class whose existence decides whether the StatefulSet may be created (STORAGE
+ * CLASS), or NULL when there is nothing to check. Owned by the plan. */
+const char *plan_storage_class_to_check(const plan_t *plan);
+
+/* The name of the first pod (in list order) whose Ready condition is not True, or NULL.
+ * Points into pods. */
+const char *plan_pod_to_explain(const json_object *pods);
+
+/* The plan that takes a refused child back (TAKING A CHILD BACK): action is the index in
+ * failed of a PLAN_APPLY the API refused with http_status, api_reason and api_message;
+ * observed is that child as observed (NULL: nothing to take back). recreate 0 gives a
+ * PLAN_REPLACE and its DriftRepaired event; recreate 1 (a Service only) a PLAN_DELETE, a
+ * PLAN_CREATE and the Recreated event. Returns an empty plan when the action is not such
+ * an apply or recreate is asked for another kind; NULL only when out of memory. */
+plan_t *plan_take_back(const plan_t *failed, size_t action, const json_object *observed, int recreate,
+                       int http_status, const char *api_reason, const char *api_message);
 
 /* The plan that reports a failed write (A FAILED WRITE above): action is the index in
  * failed of the write the API refused with http_status, api_reason (its Status reason;
@@ -253,7 +356,7 @@ const char *plan_error(const plan_t *plan);
 json_object *plan_to_json(const plan_t *plan);
 
 /* The name of an action kind: "addFinalizer", "removeFinalizer", "cleanup", "create",
- * "apply", "updateStatus". */
+ * "apply", "replace", "delete", "updateStatus". */
 const char *plan_action_kind_name(plan_action_kind_t kind);
 
 /* The managed-field comparison described above: 1 when desired is a subset of observed,

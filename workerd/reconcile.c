@@ -2,6 +2,7 @@
 
 #include "backoff.h"
 #include "clock.h"
+#include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
 #include "rdc_api.h"
@@ -36,12 +37,11 @@ void reconcile_new_id(char out[37])
              (unsigned long long)(b & UINT64_C(0xffffffffffff)));
 }
 
-static const char *str_at(const json_object *o, const char *k)
+/* metadata.<k> of o as a string, "" when absent. */
+static const char *meta_str(const json_object *o, const char *k)
 {
-    json_object *md = NULL, *v = NULL;
-    if (!json_object_object_get_ex(o, "metadata", &md) || !json_object_object_get_ex(md, k, &v))
-        return "";
-    return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+    const char *v = JSONX_STR_AT(o, "metadata", k);
+    return v ? v : "";
 }
 
 /* controller-runtime's result label values. */
@@ -86,12 +86,35 @@ static void record_metrics(reconcile_result_t r, double seconds)
  * reconciles it, so the end-to-end tests can show quarantine and isolation. */
 static void maybe_crash(const json_object *rc)
 {
-    json_object *md = NULL, *ann = NULL, *v = NULL;
-    if (json_object_object_get_ex(rc, "metadata", &md) &&
-        json_object_object_get_ex(md, "annotations", &ann) &&
-        json_object_object_get_ex(ann, "cache.example.com/test-fault", &v) &&
-        strcmp(json_object_get_string(v), "crash") == 0)
+    const char *fault = JSONX_STR_AT(rc, "metadata", "annotations", "cache.example.com/test-fault");
+    if (fault && strcmp(fault, "crash") == 0)
         abort();
+}
+
+/* cache.example.com/test-fault: pod-security makes the pod template break Pod Security
+ * "restricted" (and "baseline"): the container adds the NET_ADMIN capability. Only added
+ * to what the operator sends, so the plan's comparison (desired a subset of observed)
+ * still sees no drift afterwards and a resync writes nothing. */
+static void maybe_break_pod_security(const json_object *rc, const plan_t *plan)
+{
+    const char *fault = JSONX_STR_AT(rc, "metadata", "annotations", "cache.example.com/test-fault");
+    if (!fault || strcmp(fault, "pod-security") != 0)
+        return;
+    for (size_t i = 0; i < plan_action_count(plan); i++) {
+        const plan_action_t *a = plan_action(plan, i);
+        json_object *spec = NULL, *tmpl = NULL, *pspec = NULL, *cs = NULL, *sc = NULL, *caps = NULL;
+        if (strcmp(a->resource, "statefulsets") || !a->body ||
+            !json_object_object_get_ex(a->body, "spec", &spec) ||
+            !json_object_object_get_ex(spec, "template", &tmpl) ||
+            !json_object_object_get_ex(tmpl, "spec", &pspec) ||
+            !json_object_object_get_ex(pspec, "containers", &cs) || !json_object_is_type(cs, json_type_array) ||
+            !json_object_object_get_ex(json_object_array_get_idx(cs, 0), "securityContext", &sc) ||
+            !json_object_object_get_ex(sc, "capabilities", &caps))
+            continue;
+        json_object *add = json_object_new_array();
+        json_object_array_add(add, json_object_new_string("NET_ADMIN"));
+        json_object_object_add(caps, "add", add);
+    }
 }
 #endif
 
@@ -130,7 +153,7 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
     static const char *const group[3] = {"", "", "apps"}, *const resource[3] = {"configmaps", "services",
                                                                                   "statefulsets"};
     json_object *md = NULL;
-    const char *ns = str_at(rc, "namespace"), *name = str_at(rc, "name");
+    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
     /* Deletion looks at no child, and an object that cannot be addressed is the plan's
      * to report. */
     if (!*ns || !*name || !json_object_object_get_ex(rc, "metadata", &md) ||
@@ -166,7 +189,7 @@ static void report_write_failure(const exec_ctx_t *x, const json_object *rc, con
     kube_error_t gerr;
     kube_error_clear(&gerr);
     char line[1024];
-    if (get_object(x, RDC_API_GROUP, RDC_API_VERSION, "redisclusters", str_at(rc, "namespace"), str_at(rc, "name"),
+    if (get_object(x, RDC_API_GROUP, RDC_API_VERSION, "redisclusters", meta_str(rc, "namespace"), meta_str(rc, "name"),
                    &fresh, &gerr)) {
         rlog_warn("cannot read the RedisCluster again; comparing with the cached one", "reconcileID",
                   x->reconcile_id, "error", kube_error_str(&gerr, line, sizeof(line)));
@@ -190,6 +213,123 @@ static void report_write_failure(const exec_ctx_t *x, const json_object *rc, con
     json_object_put(fresh);
 }
 
+/* LIST one resource of the namespace with a label or field selector into *items (the
+ * caller puts it). Returns 0, or -1 with err. */
+static int list_in(const exec_ctx_t *x, const char *ns, const char *resource, const char *label_selector,
+                   const char *field_selector, json_object **items, kube_error_t *err)
+{
+    buf_t path;
+    buf_init(&path, 4096);
+    kube_req_opts_t ro = {.label_selector = label_selector, .field_selector = field_selector, .limit = 500};
+    char *rv = NULL;
+    int rc = kube_path(&path, "", "v1", ns, resource, NULL, NULL);
+    if (rc)
+        kube_error_set(err, KERR_CONFIG, "%s in %s: cannot build the request path", resource, ns);
+    else
+        rc = kube_client_list_all(x->client, buf_str(&path), &ro, items, &rv, err) ? -1 : 0;
+    free(rv);
+    buf_free(&path);
+    return rc;
+}
+
+/* What plan_wants_diagnosis asks for (plan.h, DIAGNOSIS): the StatefulSet's pods, its
+ * Events, and the Events of the first pod not Ready. got[] takes what was read (the
+ * caller puts each); more points into it. A failed read is logged and leaves that part
+ * NULL: a diagnosis is a help, never a reason to fail the reconcile. */
+static void read_diagnosis(const exec_ctx_t *x, const json_object *rc, const plan_t *plan, json_object *got[3],
+                           plan_observed_t *more)
+{
+    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
+    char fs[600], line[1024];
+    kube_error_t err;
+    kube_error_clear(&err);
+    if (list_in(x, ns, "pods", plan_pod_selector(plan), NULL, &got[0], &err))
+        rlog_warn("cannot read the pods to explain the status", "reconcileID", x->reconcile_id, "error",
+                  kube_error_str(&err, line, sizeof(line)));
+    snprintf(fs, sizeof(fs), "involvedObject.kind=StatefulSet,involvedObject.name=%s", name);
+    kube_error_clear(&err);
+    if (list_in(x, ns, "events", NULL, fs, &got[1], &err))
+        rlog_warn("cannot read the StatefulSet's Events", "reconcileID", x->reconcile_id, "error",
+                  kube_error_str(&err, line, sizeof(line)));
+    const char *pod = plan_pod_to_explain(got[0]);
+    if (pod) {
+        snprintf(fs, sizeof(fs), "involvedObject.kind=Pod,involvedObject.name=%s", pod);
+        kube_error_clear(&err);
+        if (list_in(x, ns, "events", NULL, fs, &got[2], &err))
+            rlog_warn("cannot read the pod's Events", "reconcileID", x->reconcile_id, "error",
+                      kube_error_str(&err, line, sizeof(line)));
+    }
+    more->pods = got[0];
+    more->sts_events = got[1];
+    more->pod_events = got[2];
+}
+
+/* STORAGE CLASS (plan.h): 1 when the class the plan would create claims of is absent
+ * (404), 0 when it exists or cannot be read (then the StatefulSet is created as before,
+ * and a diagnosis explains pending claims). */
+static int storage_class_missing(const exec_ctx_t *x, const char *cls)
+{
+    json_object *sc = NULL;
+    kube_error_t err;
+    kube_error_clear(&err);
+    char line[1024];
+    if (get_object(x, "storage.k8s.io", "v1", "storageclasses", NULL, cls, &sc, &err)) {
+        rlog_warn("cannot read the StorageClass", "reconcileID", x->reconcile_id, "storageClass", cls, "error",
+                  kube_error_str(&err, line, sizeof(line)));
+        return 0;
+    }
+    int missing = sc == NULL;
+    json_object_put(sc);
+    return missing;
+}
+
+/* The observed child an action writes (child[] is ConfigMap, Service, StatefulSet). */
+static const json_object *child_written(const plan_action_t *a, const json_object *const child[3])
+{
+    static const char *const resource[3] = {"configmaps", "services", "statefulsets"};
+    for (int i = 0; a && i < 3; i++)
+        if (!strcmp(a->resource, resource[i]))
+            return child[i];
+    return NULL;
+}
+
+/* TAKING A CHILD BACK (plan.h): the apply at index failed was refused with err (422);
+ * replace the child, and when that is refused too and it is the Service, recreate it.
+ * Returns EXEC_OK when the child was taken back; otherwise the last attempt's result,
+ * with err describing it. */
+static exec_result_t take_back(const exec_ctx_t *x, const json_object *rc, const plan_t *plan, size_t failed,
+                               const json_object *obs, kube_error_t *err)
+{
+    exec_result_t r = EXEC_ERROR;
+    char line[1024];
+    for (int recreate = 0; recreate < 2; recreate++) {
+        plan_t *tb = plan_take_back(plan, failed, obs, recreate, err->http_status, err->reason, err->message);
+        if (!tb)
+            return EXEC_ERROR;
+        if (!plan_action_count(tb)) {
+            plan_destroy(&tb);
+            return r;
+        }
+        size_t at = 0;
+        kube_error_t terr;
+        r = exec_plan(x, rc, tb, &at, &terr);
+        const plan_action_t *a = plan_action(tb, at);
+        if (r == EXEC_OK)
+            rlog_info(recreate ? "recreated a child the API refused to update" : "took back a refused child",
+                      "reconcileID", x->reconcile_id, "path", a->path, "why", a->why);
+        else
+            rlog_warn("cannot take the child back", "reconcileID", x->reconcile_id, "action",
+                      plan_action_kind_name(a->kind), "error", kube_error_str(&terr, line, sizeof(line)));
+        plan_destroy(&tb);
+        if (r == EXEC_OK)
+            return r;
+        *err = terr;
+        if (r != EXEC_ERROR || err->http_status != 422)
+            return r;
+    }
+    return r;
+}
+
 void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,
                    const json_object *svc, const json_object *sts, FILE *dry_run,
                    reconcile_outcome_t *out)
@@ -199,7 +339,7 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
 #endif
     memset(out, 0, sizeof(*out));
     int64_t start = clock_mono_ns();
-    const char *ns = str_at(rc, "namespace"), *name = str_at(rc, "name");
+    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
     metric_family_t *active = metrics_gauge(metrics_default(),
                                             "controller_runtime_active_workers",
                                             "Number of currently used workers per controller",
@@ -207,7 +347,8 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
     metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), 1);
 
     const json_object *child[3] = {cm, svc, sts};
-    json_object *fetched[3] = {NULL, NULL, NULL};
+    json_object *fetched[3] = {NULL, NULL, NULL}, *diag[3] = {NULL, NULL, NULL};
+    plan_observed_t more;
     plan_t *plan = NULL;
     kube_error_t ferr;
     kube_error_clear(&ferr);
@@ -219,6 +360,22 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
         goto out;
     }
     plan = plan_compute(rc, child[0], child[1], child[2], clock_wall_ns());
+    /* Only when the first plan asks: a healthy resync reads nothing more. */
+    memset(&more, 0, sizeof(more));
+    if (plan && x->client && !dry_run) {
+        const char *cls = plan_storage_class_to_check(plan);
+        more.storage_class_missing = cls && storage_class_missing(x, cls);
+        if (plan_wants_diagnosis(plan))
+            read_diagnosis(x, rc, plan, diag, &more);
+    }
+    if (more.storage_class_missing || more.pods || more.sts_events) {
+        plan_destroy(&plan);
+        plan = plan_compute_observed(rc, child[0], child[1], child[2], &more, clock_wall_ns());
+    }
+#ifdef RDC_FAULT_INJECTION
+    if (plan)
+        maybe_break_pod_security(rc, plan);
+#endif
     if (!plan) {
         out->result = RECONCILE_ERROR;
         snprintf(out->message, sizeof(out->message), "out of memory while planning");
@@ -241,6 +398,17 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
     size_t failed = 0;
     kube_error_t err;
     exec_result_t r = exec_plan(x, rc, plan, &failed, &err);
+    const plan_action_t *fa = r == EXEC_OK ? NULL : plan_action(plan, failed);
+    if (r == EXEC_ERROR && err.http_status == 422 && fa && fa->kind == PLAN_APPLY) {
+        /* Applying again would be refused again: take the child back. */
+        r = take_back(x, rc, plan, failed, child_written(fa, child), &err);
+        if (r == EXEC_OK) {
+            /* The rest of the plan is the next reconcile's, with the child as it is now. */
+            out->result = RECONCILE_REQUEUE_AFTER;
+            out->requeue_after_ns = RECONCILE_TAKE_BACK_REQUEUE_NS;
+            goto out;
+        }
+    }
     if (r == EXEC_OK) {
         out->requeue_after_ns = plan_requeue_after_ns(plan);
         out->result = out->requeue_after_ns > 0 ? RECONCILE_REQUEUE_AFTER : RECONCILE_DONE;
@@ -273,6 +441,8 @@ out:;
         record_metrics(out->result, seconds);
     metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), -1);
     plan_destroy(&plan);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         json_object_put(fetched[i]);
+        json_object_put(diag[i]);
+    }
 }

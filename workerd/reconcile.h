@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #define RECONCILE_CONTROLLER "rediscluster"
+#define RECONCILE_TAKE_BACK_REQUEUE_NS (INT64_C(1000000000)) /* after a child was taken back */
 
 typedef enum {
     RECONCILE_DONE = 0,     /* converged or nothing to do: forget the key */
@@ -34,7 +35,13 @@ typedef struct {
  * cache only holds labelled objects and an unlabelled one of that name must not look
  * absent to the plan (plan.h, OWNERSHIP); a failed read is RECONCILE_ERROR. A write the
  * API refuses (4xx other than 409/429, a non-retryable 5xx) is put into the status
- * (plan_write_failed) before RECONCILE_ERROR is returned. dry_run != NULL prints the plan
+ * (plan_write_failed) before RECONCILE_ERROR is returned; but an apply of a child refused
+ * with 422 is first taken back (plan_take_back: replace, or recreate the Service), and
+ * when that succeeds the result is RECONCILE_REQUEUE_AFTER 1 s (the rest of the plan is
+ * the next reconcile's). When the first plan asks (plan_storage_class_to_check,
+ * plan_wants_diagnosis) the StorageClass, or the StatefulSet's pods and the Events of the
+ * StatefulSet and of its first pod not Ready, are read and the plan is computed again with
+ * them (plan_compute_observed); a healthy, Running cluster costs no read. dry_run != NULL prints the plan
  * as JSON there and writes nothing. Never fails on bad input: a broken object gives a
  * logged error and RECONCILE_DONE (a fix arrives as a new event). */
 void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,

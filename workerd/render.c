@@ -219,7 +219,32 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     jsonx_push(mounts, mount("data", "/data", oom), oom);
     jsonx_push(mounts, mount("config", "/etc/redis", oom), oom);
     jsonx_put(c, "volumeMounts", mounts, oom);
+    /* Pod Security "restricted": no privilege escalation, every capability dropped, a
+     * read-only root (Redis writes only to /data: AOF, RDB, and nothing under /tmp since
+     * it runs without the image's entrypoint, which would chown). */
+    json_object *sc = jsonx_new_obj(oom);
+    jsonx_put(sc, "allowPrivilegeEscalation", json_object_new_boolean(0), oom);
+    json_object *caps = jsonx_new_obj(oom);
+    jsonx_put(caps, "drop", str_array(oom, "ALL", STR_END), oom);
+    jsonx_put(sc, "capabilities", caps, oom);
+    jsonx_put(sc, "readOnlyRootFilesystem", json_object_new_boolean(1), oom);
+    jsonx_put(c, "securityContext", sc, oom);
     return c;
+}
+
+/* The pod's securityContext: not root (the redis images' uid and gid 999), the volumes
+ * group-owned by 999 so /data is writable, the runtime's default seccomp profile. */
+static json_object *pod_security_context(int *oom)
+{
+    json_object *sc = jsonx_new_obj(oom);
+    jsonx_put(sc, "runAsNonRoot", json_object_new_boolean(1), oom);
+    jsonx_put(sc, "runAsUser", jsonx_new_int(RENDER_REDIS_UID, oom), oom);
+    jsonx_put(sc, "runAsGroup", jsonx_new_int(RENDER_REDIS_UID, oom), oom);
+    jsonx_put(sc, "fsGroup", jsonx_new_int(RENDER_REDIS_UID, oom), oom);
+    json_object *seccomp = jsonx_new_obj(oom);
+    jsonx_put(seccomp, "type", jsonx_new_str("RuntimeDefault", oom), oom);
+    jsonx_put(sc, "seccompProfile", seccomp, oom);
+    return sc;
 }
 
 static json_object *pod_template(const render_input_t *in, const char *config_hash, int *oom)
@@ -241,6 +266,7 @@ static json_object *pod_template(const render_input_t *in, const char *config_ha
     jsonx_push(volumes, vol, oom);
 
     json_object *spec = jsonx_new_obj(oom);
+    jsonx_put(spec, "securityContext", pod_security_context(oom), oom);
     jsonx_put(spec, "containers", containers, oom);
     jsonx_put(spec, "volumes", volumes, oom);
     json_object *t = jsonx_new_obj(oom);

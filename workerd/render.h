@@ -43,6 +43,9 @@
 #define RENDER_APP_NAME "redis"
 #define RENDER_PART_OF "rediscluster"
 
+/* The uid and gid of the redis user in the official images: the pod runs as them. */
+#define RENDER_REDIS_UID 999
+
 /* Container resources, from the design document's StatefulSet builder. */
 #define RENDER_CPU_REQUEST "100m"
 #define RENDER_MEMORY_REQUEST "256Mi"
@@ -89,6 +92,10 @@ int render_selector_string(const char *name, buf_t *out);
 json_object *render_configmap(const render_input_t *in, const char *redis_conf);
 json_object *render_service(const render_input_t *in);
 json_object *render_statefulset(const render_input_t *in, const char *config_hash);
+/* The pod template passes Pod Security "restricted": pod securityContext runAsNonRoot,
+ * runAsUser/runAsGroup/fsGroup RENDER_REDIS_UID, seccompProfile RuntimeDefault; the
+ * container's allowPrivilegeEscalation false, capabilities drop ALL,
+ * readOnlyRootFilesystem true (Redis writes only to the /data volume). */
 
 /* Parse a Kubernetes resource quantity ("1Gi", "500m", "0.5", "1e3", "128974848") into
  * nano-units (value x 10^9; a fraction of a nano-unit rounds up, as the API server rounds).

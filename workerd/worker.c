@@ -35,6 +35,7 @@ typedef struct {
     loop_t *loop;
     exec_memo_t *memo;       /* the status writes this worker made (executor.h) */
     char hostname[256];
+    daemon_metrics_t metrics; /* where our metrics go */
 } worker_t;
 
 static void worker_state_file(worker_t *w, const char *key)
@@ -252,15 +253,6 @@ static int on_leader(loop_t *loop, void *socket, int fd, int revents, void *arg)
     return 0;
 }
 
-static int on_metrics(loop_t *loop, int id, void *arg)
-{
-    (void)loop;
-    (void)id;
-    worker_t *w = arg;
-    daemon_publish_metrics(w->cfg->runtime_dir, w->cfg->name);
-    return 0;
-}
-
 /* SIGTERM/SIGINT: a reconcile runs inside a handler, so none is in flight here. */
 static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
@@ -279,9 +271,7 @@ static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
 
 int worker_run(const worker_config_t *cfg)
 {
-    worker_t w;
-    memset(&w, 0, sizeof(w));
-    w.cfg = cfg;
+    worker_t w = {.cfg = cfg, .metrics = {cfg->runtime_dir, cfg->name}};
     int rc = 0;
     w.memo = exec_memo_new(); /* without it (out of memory) stale retries may write again */
     gethostname(w.hostname, sizeof(w.hostname) - 1);
@@ -291,7 +281,7 @@ int worker_run(const worker_config_t *cfg)
         loop_add_fd(w.loop, cfg->signal_fd, LOOP_IN, on_signal, &w) ||
         loop_add_timer(w.loop, PROTO_HEARTBEAT_MS * NS_PER_MS, PROTO_HEARTBEAT_MS * NS_PER_MS,
                        on_heartbeat, &w) < 0 ||
-        loop_add_timer(w.loop, 0, PROTO_METRICS_EVERY_MS * NS_PER_MS, on_metrics, &w) < 0) {
+        daemon_add_metrics_timer(w.loop, &w.metrics) < 0) {
         rlog_error("out of memory");
         rc = 1;
         goto out;

@@ -12,6 +12,14 @@
 #   cluster.sh restart-apiserver   stop and start kube-apiserver (watches break)
 #   cluster.sh compact  compact etcd at its current revision (old watches get 410 Gone)
 #
+# Process nodes (RDC_CLUSTER_PROCESS_NODES=N at `up`, default 0 = none): N more nodes
+# proc-node-0..N-1 whose pods run as real local processes (runtime/, see README.md):
+#   cluster.sh pin-namespace NS     every pod of NS lands on the process nodes
+#   cluster.sh pod-kill NS/POD [C]  SIGKILL the container's process (a crash)
+#   cluster.sh pod-freeze NS/POD [C]   SIGSTOP it (a hung process); pod-thaw: SIGCONT
+#   cluster.sh node-lose NODE       the node "dies": heartbeats stop, its processes are killed
+#   cluster.sh node-restore NODE    it comes back (its pods' containers start again)
+#
 # State dir: ${RDC_CLUSTER_DIR:-/tmp/rdc-cluster} (ports are picked free on 127.0.0.1 at
 # `up`, so two clusters with different RDC_CLUSTER_DIR can run side by side).
 set -euo pipefail
@@ -28,13 +36,17 @@ NODES="${RDC_CLUSTER_NODES:-3}"
 QPS_LIMITS="${RDC_CLUSTER_QPS_LIMITS:-1}"
 QPS_FLAGS=()
 if [ "$QPS_LIMITS" = 0 ]; then QPS_FLAGS=(--kube-api-qps=5000 --kube-api-burst=10000); fi
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok provisioner)
+BASE_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok provisioner)
+COMPONENTS=("${BASE_COMPONENTS[@]}")   # + runtime with process nodes (process_mode)
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
 # Fake pod IPs handed out by kwok. Loopback on purpose: nothing listens there, and if
 # code under test dials a pod IP the packet never leaves this machine.
 POD_CIDR="${RDC_POD_CIDR:-127.10.0.0/16}"
 ISSUER=https://kubernetes.default.svc.cluster.local
+PROC_NODES="${RDC_CLUSTER_PROCESS_NODES:-0}"   # process nodes (0: none, the cluster as before)
+MAX_PODS="${RDC_RUNTIME_MAX_PODS:-30}"          # pods the runtime runs at once, over all its nodes
+PROC_LABEL=rdc.local/process-node
 
 log() { echo "cluster.sh: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -207,26 +219,50 @@ start_apiserver() {
     --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
     --service-cluster-ip-range="$SERVICE_CIDR" \
     --endpoint-reconciler-type=none \
-    --allow-privileged=true --profiling=false --event-ttl=30m
+    --allow-privileged=true --profiling=false --event-ttl=30m ${APISERVER_EXTRA[@]+"${APISERVER_EXTRA[@]}"}
+}
+
+# Flags and components that exist only with process nodes (PROCESS_NODES from ports.env).
+APISERVER_EXTRA=()
+process_mode() {
+  APISERVER_EXTRA=(); COMPONENTS=("${BASE_COMPONENTS[@]}")
+  if [ "${PROCESS_NODES:-0}" -gt 0 ]; then
+    # pin-namespace: a namespace annotation adds the nodeSelector and the toleration
+    APISERVER_EXTRA=(--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction)
+    COMPONENTS+=(runtime)
+  fi
 }
 
 # ------------------------------------------------------------------ commands
-cmd_build() { "$here/build.sh" >/dev/null; log "binaries: $(bindir)"; }
+cmd_build() {
+  "$here/build.sh" >/dev/null; log "binaries: $(bindir)"
+  "$here/build-runtime.sh" >/dev/null; log "process runtime: $("$here/build-runtime.sh" --path)"
+}
 
 all_alive() { local c; for c in "${COMPONENTS[@]}"; do alive "$c" || return 1; done; }
 
 cmd_up() {
   need openssl openssl; need curl curl; need jq jq; need python3 python3; need setsid util-linux
   if [ -d "$DIR/pids" ]; then
-    if all_alive && load_ports && readyz >/dev/null 2>&1; then
+    load_ports || true; process_mode
+    if [ -n "${RDC_CLUSTER_PROCESS_NODES:-}" ] && [ "${PROCESS_NODES:-0}" != "$PROC_NODES" ]; then
+      log "the cluster in $DIR has ${PROCESS_NODES:-0} process nodes, $PROC_NODES asked for: restarting it"
+      cmd_down
+    elif all_alive && readyz >/dev/null 2>&1; then
       log "already up ($DIR, apiserver https://127.0.0.1:$APISERVER_PORT)"; return 0
+    else
+      log "state dir $DIR exists but the cluster is not (fully) up: tearing it down first"
+      cmd_down
     fi
-    log "state dir $DIR exists but the cluster is not (fully) up: tearing it down first"
-    cmd_down
   fi
   local t0; t0=$(date +%s.%N)
   local BIN; BIN=$("$here/build.sh")
   [ -x "$BIN/kube-apiserver" ] || die "build failed"
+  local RT_BIN=""
+  if [ "$PROC_NODES" -gt 0 ]; then
+    need redis-server "redis-server (scripts/deps.sh)"; need redis-cli "redis-tools (scripts/deps.sh)"
+    RT_BIN=$("$here/build-runtime.sh"); [ -x "$RT_BIN" ] || die "runtime build failed"
+  fi
   if [ -e "$DIR" ] && [ -n "$(ls -A "$DIR" 2>/dev/null)" ] && [ ! -f "$DIR/ports.env" ]; then
     die "$DIR exists, is not empty and is not a cluster state dir: refusing to use it (set RDC_CLUSTER_DIR)"
   fi
@@ -242,8 +278,10 @@ SCHEDULER_PORT=$5
 KWOK_PORT=$6
 KWOK_NODE_PORT=$7
 BIN_DIR=$BIN
+PROCESS_NODES=$PROC_NODES
+RUNTIME_BIN=$RT_BIN
 EOF
-  load_ports
+  load_ports; process_mode
   gen_pki
   write_kubeconfig "$DIR/kubeconfig" admin
   write_kubeconfig "$DIR/controller-manager.kubeconfig" controller-manager
@@ -262,6 +300,7 @@ EOF
   start_apiserver "$BIN"
   wait_for "kube-apiserver /readyz" "$UP_TIMEOUT" readyz
 
+  local K0=("$BIN/kubectl" --kubeconfig="$DIR/kubeconfig" --request-timeout=20s)
   start kube-controller-manager "$BIN/kube-controller-manager" "$BIN/kube-controller-manager" \
     --kubeconfig="$DIR/controller-manager.kubeconfig" \
     --authentication-kubeconfig="$DIR/controller-manager.kubeconfig" \
@@ -278,8 +317,18 @@ EOF
     --authorization-kubeconfig="$DIR/scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" --cert-dir="$DIR/pki/scheduler-serving" \
     --leader-elect=false --profiling=false ${QPS_FLAGS[@]+"${QPS_FLAGS[@]}"}
+  # Process nodes: kwok serves `kubectl logs/exec` of their pods from per-pod Logs/Exec
+  # objects the runtime writes; kwok runs exec'd commands by name from its own PATH, so
+  # the runtime's wrappers (redis-cli: localhost is the pod) come first on it.
+  local KWOK_EXTRA=() KWOK_PATH=$PATH
+  if [ "$PROC_NODES" -gt 0 ]; then
+    "${K0[@]}" apply -f "$here/kwok/crds/" >/dev/null
+    wait_for "kwok CRDs established" "$UP_TIMEOUT" "${K0[@]}" wait --for=condition=Established --timeout=5s \
+      crd/logs.kwok.x-k8s.io crd/execs.kwok.x-k8s.io
+    KWOK_EXTRA=(--enable-crds=Logs,Exec); KWOK_PATH="$DIR/runtime/bin:$PATH"
+  fi
   # HOME points kwok away from a user's ~/.kwok/kwok.yaml: only our stages apply
-  start kwok "$BIN/kwok" env HOME="$DIR/kwok-home" "$BIN/kwok" \
+  start kwok "$BIN/kwok" env HOME="$DIR/kwok-home" PATH="$KWOK_PATH" "$BIN/kwok" ${KWOK_EXTRA[@]+"${KWOK_EXTRA[@]}"} \
     --kubeconfig="$DIR/kubeconfig" --config="$here/kwok/stages.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-ip=127.0.0.1 --node-port="$KWOK_NODE_PORT" --cidr="$POD_CIDR" --node-lease-duration-seconds=40 \
@@ -327,6 +376,19 @@ metadata:
       jq '[.items[] | select(.status.conditions[]? | select(.type=="Ready" and .status=="True"))] | length')" = "$NODES" ]
   }
   wait_for "$NODES kwok nodes Ready" "$UP_TIMEOUT" nodes_ready
+  if [ "$PROC_NODES" -gt 0 ]; then
+    local pn; pn=$(seq -s, -f 'proc-node-%g' 0 $((PROC_NODES - 1)))
+    mkdir -p "$DIR/runtime"
+    start runtime "$RT_BIN" "$RT_BIN" --kubeconfig="$DIR/kubeconfig" --nodes="$pn" \
+      --state-dir="$DIR/runtime" --max-pods="$MAX_PODS" --pod-cidr="$POD_CIDR" \
+      --kubelet-port="$KWOK_PORT" --apiserver-port="$APISERVER_PORT" \
+      --operator-bin-dir="${RDC_OPERATOR_BIN_DIR:-$(cd "$here/../.." && pwd)/build/bin}"
+    proc_ready() {
+      [ "$("${K[@]}" get nodes -l "$PROC_LABEL=true" -o json |
+        jq '[.items[] | select(.status.conditions[]? | select(.type=="Ready" and .status=="True"))] | length')" = "$PROC_NODES" ]
+    }
+    wait_for "$PROC_NODES process nodes Ready" "$UP_TIMEOUT" proc_ready
+  fi
   wait_for "kube-controller-manager /healthz" "$UP_TIMEOUT" curl -skf --max-time 2 "https://127.0.0.1:$CONTROLLER_MANAGER_PORT/healthz"
   wait_for "kube-scheduler /healthz" "$UP_TIMEOUT" curl -skf --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/healthz"
   # pods can only be created once the serviceaccount controller made "default"
@@ -344,7 +406,9 @@ cmd_down() {
   if [ ! -d "$DIR" ]; then log "not up ($DIR does not exist)"; return 0; fi
   local i
   # reverse start order: clients first, etcd last
+  load_ports || true; process_mode
   for ((i=${#COMPONENTS[@]}-1; i>=0; i--)); do stop_one "${COMPONENTS[$i]}"; done
+  sweep_containers
   # only remove what looks like our state dir
   if [ -f "$DIR/ports.env" ] || [ -d "$DIR/pids" ]; then rm -rf "$DIR"; log "removed $DIR"
   else log "$DIR does not look like a cluster state dir; not removing it"; fi
@@ -352,7 +416,7 @@ cmd_down() {
 
 cmd_status() {
   if [ ! -d "$DIR/pids" ]; then echo "cluster: down ($DIR)"; return 3; fi
-  load_ports || true
+  load_ports || true; process_mode
   local c pid rc=0 rss port total=0
   printf '%-24s %-8s %-6s %-7s %s\n' COMPONENT PID STATE RSS_MB PORT
   for c in "${COMPONENTS[@]}"; do
@@ -361,6 +425,7 @@ cmd_status() {
       etcd) port=${ETCD_PORT:-} ;; kube-apiserver) port=${APISERVER_PORT:-} ;;
       kube-controller-manager) port=${CONTROLLER_MANAGER_PORT:-} ;; kube-scheduler) port=${SCHEDULER_PORT:-} ;;
       kwok) port=${KWOK_PORT:-} ;;
+      runtime) port="($(find "$DIR/runtime/pids" -name '*.pid' 2>/dev/null | wc -l) container processes; their RSS is not counted here)" ;;
     esac
     if pid=$(pid_of "$c"); then
       # RSS of the component's whole session (the provisioner has kubectl/jq children)
@@ -383,7 +448,7 @@ cmd_status() {
 # For the informer's tests: a restart of kube-apiserver under live watches, and a
 # compaction of etcd past every watch's resourceVersion (which forces 410 Gone).
 cmd_restart_apiserver() {
-  load_ports || die "not up ($DIR)"
+  load_ports || die "not up ($DIR)"; process_mode
   stop_one kube-apiserver
   start_apiserver "$BIN_DIR"
   wait_for "kube-apiserver /readyz" "$UP_TIMEOUT" readyz
@@ -398,6 +463,68 @@ cmd_compact() {
   curl -sf --max-time 30 -X POST "http://127.0.0.1:$ETCD_PORT/v3/kv/compaction" \
     -d "{\"revision\":\"$rev\",\"physical\":true}" >/dev/null || die "compaction failed"
   log "etcd compacted at revision $rev"
+}
+
+# ------------------------------------------------------------------ process nodes
+# The PID files of container processes: <state>/runtime/pids/<ns>_<pod>_<container>.pid
+# holding "<pid> <start time>"; the pid is also the process group of the container.
+sweep_containers() {
+  local f pid st now
+  for f in "$DIR"/runtime/pids/*.pid; do
+    [ -e "$f" ] || continue
+    read -r pid st <"$f" || continue
+    now=$(awk '{sub(/^.*\) /, ""); print $20}' "/proc/$pid/stat" 2>/dev/null) || now=""
+    if [ -n "$pid" ] && [ "$pid" -gt 1 ] && [ "$now" = "$st" ]; then
+      kill -KILL -- "-$pid" 2>/dev/null || true
+      log "killed leftover container process group $pid ($(basename "$f" .pid))"
+    fi
+    rm -f "$f"
+  done
+}
+
+# container_pid NS/POD [CONTAINER]: the pid of a running container (its process group)
+container_pid() {
+  local ref=$1 ctr=${2:-} ns pod f pid st now
+  ns=${ref%%/*}; pod=${ref#*/}
+  [ "$ns" != "$ref" ] && [ -n "$pod" ] || die "expected NAMESPACE/POD, got '$ref'"
+  if [ -n "$ctr" ]; then f="$DIR/runtime/pids/${ns}_${pod}_${ctr}.pid"
+  else f=$(ls "$DIR/runtime/pids/${ns}_${pod}_"*.pid 2>/dev/null | head -n1); fi
+  [ -n "$f" ] && [ -f "$f" ] || die "no running container for $ref${ctr:+ ($ctr)} (is it on a process node?)"
+  read -r pid st <"$f"
+  now=$(awk '{sub(/^.*\) /, ""); print $20}' "/proc/$pid/stat" 2>/dev/null) || now=""
+  [ "$now" = "$st" ] || die "the process of $ref is gone (stale $f)"
+  echo "$pid"
+}
+
+cmd_signal() { # SIGNAL NS/POD [CONTAINER]
+  local sig=$1 pid; shift
+  [ $# -ge 1 ] || die "usage: $0 pod-kill|pod-freeze|pod-thaw NAMESPACE/POD [CONTAINER]"
+  pid=$(container_pid "$@")
+  kill "-$sig" -- "-$pid"
+  log "SIG$sig to container process group $pid ($1${2:+ $2})"
+}
+
+cmd_node_lose() { # NODE: heartbeats and Lease renewals stop, its processes are SIGKILLed
+  [ -n "${1:-}" ] || die "usage: $0 node-lose NODE"
+  [ -d "$DIR/runtime/lost" ] || die "no process nodes in $DIR"
+  touch "$DIR/runtime/lost/$1"
+  log "node $1 lost: no more heartbeats; its processes are being killed"
+}
+
+cmd_node_restore() {
+  [ -n "${1:-}" ] || die "usage: $0 node-restore NODE"
+  rm -f "$DIR/runtime/lost/$1"
+  log "node $1 restored: heartbeats resume, its pods' containers start again"
+}
+
+cmd_pin_namespace() { # NS: every new pod of NS selects and tolerates the process nodes
+  [ -n "${1:-}" ] || die "usage: $0 pin-namespace NAMESPACE"
+  load_ports || die "not up ($DIR)"
+  [ "${PROCESS_NODES:-0}" -gt 0 ] || die "the cluster in $DIR has no process nodes (RDC_CLUSTER_PROCESS_NODES=N at up)"
+  "$BIN_DIR/kubectl" --kubeconfig="$DIR/kubeconfig" annotate --overwrite namespace "$1" \
+    "scheduler.alpha.kubernetes.io/node-selector=$PROC_LABEL=true" \
+    "scheduler.alpha.kubernetes.io/defaultTolerations=[{\"key\":\"$PROC_LABEL\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}]" >/dev/null
+  log "namespace $1: its pods now land on the process nodes"
 }
 
 cmd_env() {
@@ -419,5 +546,11 @@ case "${1:-}" in
   env) cmd_env ;;
   restart-apiserver) lock; cmd_restart_apiserver ;;
   compact) cmd_compact ;;
-  *) echo "usage: $0 build|up|down|status|env|restart-apiserver|compact   (state dir: \$RDC_CLUSTER_DIR, default /tmp/rdc-cluster)" >&2; exit 2 ;;
+  pod-kill) shift; cmd_signal KILL "$@" ;;
+  pod-freeze) shift; cmd_signal STOP "$@" ;;
+  pod-thaw) shift; cmd_signal CONT "$@" ;;
+  node-lose) shift; cmd_node_lose "$@" ;;
+  node-restore) shift; cmd_node_restore "$@" ;;
+  pin-namespace) shift; cmd_pin_namespace "$@" ;;
+  *) echo "usage: $0 build|up|down|status|env|restart-apiserver|compact|pin-namespace|pod-kill|pod-freeze|pod-thaw|node-lose|node-restore   (state dir: \$RDC_CLUSTER_DIR, default /tmp/rdc-cluster)" >&2; exit 2 ;;
 esac

@@ -88,4 +88,26 @@ for m in k8s etcd kwok; do
   rm -f "$here/mods/$m/go.sum"
   (cd "$here/mods/$m" && go mod tidy)
 done
-echo "done; now commit tests/cluster/mods/*/go.mod and go.sum"
+# ---------------------------------------------------------------- runtime (ours)
+# runtime/ (rdc-pod-runtime) uses client-go at the pinned Kubernetes' staging version, and
+# every module it shares with mods/k8s at mods/k8s' version: no extra download, and the Go
+# build cache of build.sh's k8s build serves most of its packages.
+align_runtime() {
+  (cd "$here/runtime" && go mod edit -require="k8s.io/api@$staging_ver" \
+     -require="k8s.io/apimachinery@$staging_ver" -require="k8s.io/client-go@$staging_ver" && go mod tidy)
+  python3 - "$here/mods/k8s/go.mod" "$here/runtime" <<'PY'
+import re, subprocess, sys
+k8s = open(sys.argv[1]).read()
+pins = dict(re.findall(r'^\s+(\S+) (v\S+)(?: // indirect)?$', k8s, re.M))
+pins.update(re.findall(r'^\s+(\S+) => \S+ (v\S+)$', k8s, re.M))   # the staging replaces win
+cur = dict(re.findall(r'^\s+(\S+) (v\S+)(?: // indirect)?$', open(sys.argv[2] + '/go.mod').read(), re.M))
+args = ['-require=%s@%s' % (m, pins[m]) for m in sorted(cur) if m in pins and pins[m] != cur[m]]
+if args:
+    print("runtime: aligning with mods/k8s: " + " ".join(a[9:] for a in args))
+    subprocess.check_call(['go', 'mod', 'edit'] + args, cwd=sys.argv[2])
+PY
+  (cd "$here/runtime" && go mod tidy)
+}
+echo "== runtime: align with mods/k8s"
+align_runtime
+echo "done; now commit tests/cluster/mods/*/go.mod, go.sum and runtime/go.mod, go.sum"

@@ -23,6 +23,14 @@ wait_until() {
     done
     "$@" >/dev/null 2>&1
 }
+# wait_output SECONDS WANT command... : poll every 0.5 s until the command prints WANT (its
+# whole output). Not `wait_until N test "$(command)" = WANT`: that runs the command once,
+# before the wait, and only tests the same answer again.
+wait_output() {
+    local limit=$1 want=$2; shift 2
+    wait_until "$limit" output_is "$want" "$@"
+}
+output_is() { local want=$1; shift; [ "$("$@" 2>/dev/null)" = "$want" ]; }
 summary() {
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]
@@ -68,4 +76,44 @@ sup_stop() {
     while kill -0 "$sup_pid" 2>/dev/null && [ "$SECONDS" -lt "$end" ]; do sleep 0.2; done
     kill -KILL "$sup_pid" 2>/dev/null
     return 0
+}
+
+# e2e_setup NAME NAMESPACE...: the start most scripts share. Makes $work, a fresh directory
+# /tmp/rdc-e2e-NAME.XXXXXX; applies the CRD and checks that it is Established; creates the
+# namespaces. At exit (an EXIT trap): the supervisor of sup_start stopped (sup_stop
+# ${SUP_STOP_SECONDS:-3}); the script's own cleanup_more, if it defines one; the
+# namespaces deleted without waiting; $work removed unless KEEP_WORK is set.
+e2e_setup() {
+    local name=$1; shift
+    e2e_namespaces=("$@")
+    work=$(mktemp -d "/tmp/rdc-e2e-$name.XXXXXX")
+    sup_pid=
+    trap e2e_cleanup EXIT
+    kubectl apply -f "$TOP/crds/" >/dev/null
+    check "CRD established" kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com
+    local n
+    for n in "$@"; do kubectl create namespace "$n" >/dev/null; done
+}
+e2e_cleanup() {
+    sup_stop "${SUP_STOP_SECONDS:-3}"
+    declare -F cleanup_more >/dev/null && cleanup_more
+    [ "${#e2e_namespaces[@]}" -gt 0 ] &&
+        kubectl delete namespace "${e2e_namespaces[@]}" --wait=false >/dev/null 2>&1
+    [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"
+}
+
+# rc_apply_cache NAMESPACE: apply the RedisCluster "cache" most scripts start from: 3
+# replicas of redis 7.2, maxmemory 256mb allkeys-lru, 1Gi of storage.
+rc_apply_cache() {
+    kubectl apply -f - >/dev/null <<YAML
+apiVersion: cache.example.com/v1
+kind: RedisCluster
+metadata: {name: cache, namespace: $1}
+spec:
+  size: 3
+  image: redis
+  version: "7.2"
+  config: {maxmemory: 256mb, maxmemoryPolicy: allkeys-lru}
+  storage: {size: 1Gi}
+YAML
 }

@@ -9,6 +9,9 @@ cd "$(dirname "$0")/../.."
 top=$(pwd)
 cluster=tests/cluster/cluster.sh
 export RDC_CLUSTER_DIR=${RDC_CLUSTER_DIR:-/tmp/rdc-cluster-e2e}
+# Process nodes for test_runtime.sh (and what comes after it): tainted, so no other test's
+# pods land there; RDC_CLUSTER_PROCESS_NODES=0 runs the suite without them (it then skips).
+export RDC_CLUSTER_PROCESS_NODES=${RDC_CLUSTER_PROCESS_NODES:-3}
 
 started=0
 cleanup() {

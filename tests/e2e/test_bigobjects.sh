@@ -20,16 +20,10 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ns=rdc-e2e-big-$$
-work=$(mktemp -d /tmp/rdc-e2e-big.XXXXXX)
-sup_pid=
 crd_patched=0
-cleanup() {
-    sup_stop 5
-    [ "$crd_patched" = 1 ] && kubectl apply -f "$TOP/crds/" >/dev/null 2>&1
-    kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
-    [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+SUP_STOP_SECONDS=5
+cleanup_more() { [ "$crd_patched" = 1 ] && kubectl apply -f "$TOP/crds/" >/dev/null 2>&1; }
+e2e_setup big "$ns"
 
 # The supervisor passes only the shared flags to its children: informerd's own come from
 # a wrapper in a --bindir of our own, read from a file at every (re)start.
@@ -39,10 +33,7 @@ printf '#!/bin/sh\nexec "%s/informerd" $(cat "%s/informerd.flags") "$@"\n' "$BIN
 chmod +x "$work/bin/informerd"
 echo "--max-response-bytes 65536 --max-object-bytes 49152" >"$work/informerd.flags"
 
-kubectl apply -f "$TOP/crds/" >/dev/null
-check "CRD established" kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com
 check "CRD: spec.image has maxLength 512" test "$(kubectl get crd redisclusters.cache.example.com -o jsonpath='{.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.image.maxLength}')" = 512
-kubectl create namespace "$ns" >/dev/null
 
 pad() { head -c "$1" /dev/zero | tr '\0' "${2:-x}"; }
 k() { kubectl -n "$ns" "$@"; }
@@ -109,7 +100,7 @@ check "the relist completes: caches synced" wait_until 60 grep -q 'caches synced
 check "operator ready (/readyz)" wait_until 30 curl -sf "http://127.0.0.1:$health/readyz"
 check "  ... pages shrank" grep -q 'LIST page over the response cap; retrying it with a smaller limit' "$work/operator2.log"
 check "  ... objects over the cap alone were listed as metadata" grep -q 'one object is larger than the response cap; listing its metadata only' "$work/operator2.log"
-check "ok-02 reconciled after the restart (StatefulSet scaled to 2)" wait_until 60 test "$(jp statefulset/ok-02 '{.spec.replicas}')" = 2
+check "ok-02 reconciled after the restart (StatefulSet scaled to 2)" wait_output 60 2 jp statefulset/ok-02 '{.spec.replicas}'
 up_to_date() {
     for n in ok-01 ok-02 ok-04 ok-05 ok-06; do
         [ "$(jp "rdc/$n" '{.status.observedGeneration}')" = "$(jp "rdc/$n" '{.metadata.generation}')" ] || return 1
@@ -144,10 +135,10 @@ check "big-a and big-b deleted through their finalizer" wait_until 60 sh -c "! k
 check "  ... with the CleanedUp event" sh -c "kubectl -n $ns get events --field-selector reason=CleanedUp,involvedObject.name=big-a -o name | grep -q ."
 # Recovery: ok-03's ConfigMap small again, ok-03 is reconciled (scaled to 2) again.
 k patch configmap ok-03 --type json -p '[{"op":"remove","path":"/data/pad"}]' >/dev/null
-check "ok-03 reconciled once its ConfigMap is small again" wait_until 60 test "$(jp statefulset/ok-03 '{.spec.replicas}')" = 2
+check "ok-03 reconciled once its ConfigMap is small again" wait_output 60 2 jp statefulset/ok-03 '{.spec.replicas}'
 k delete configmap ballast-1 ballast-2 ballast-3 ballast-4 ballast-5 >/dev/null
 rc_json late 10 | kubectl create -f - >/dev/null
-check "a new cluster afterwards gets its children" wait_until 60 test "$(jp statefulset/late '{.spec.replicas}')" = 1
+check "a new cluster afterwards gets its children" wait_output 60 1 jp statefulset/late '{.spec.replicas}'
 sup_stop 10
 
 # Phase 4: a ConfigMap cache that cannot sync (the metadata of one object is over the
@@ -168,7 +159,7 @@ check "no work was dispatched meanwhile (no reconcile logged)" sh -c "! grep -q 
 check "  ... ok-01 still at 1" test "$(jp statefulset/ok-01 '{.spec.replicas}')" = 1
 k delete configmap wedge >/dev/null
 check "recovery: caches sync once the wedge is gone" wait_until 90 grep -q 'caches synced' "$work/operator3.log"
-check "  ... ok-01 reconciled (scaled to 2)" wait_until 60 test "$(jp statefulset/ok-01 '{.spec.replicas}')" = 2
+check "  ... ok-01 reconciled (scaled to 2)" wait_output 60 2 jp statefulset/ok-01 '{.spec.replicas}'
 check "  ... operator ready (/readyz)" wait_until 60 curl -sf "http://127.0.0.1:$health/readyz"
 
 if [ "$failed" -gt 0 ]; then

@@ -161,6 +161,17 @@ wait_leader() {
 spec() { kubectl -n "$ns" patch rdc cache --type merge -p "{\"spec\":$1}" >/dev/null; }
 cm_has() { kubectl -n "$ns" get configmap cache -o jsonpath='{.data.redis\.conf}' 2>/dev/null | grep -q "$1"; }
 phase_is() { test "$(kubectl -n "$ns" get rdc cache -o jsonpath='{.status.phase}/{.status.readyReplicas}' 2>/dev/null)" = "$1"; }
+# new_standby NAME: start one more instance, which must come up as a standby that has seen
+# the leader; it becomes S, and tr0 the Lease's transitions before what comes next.
+new_standby() {
+    local n=$1
+    start_instance "$n"
+    check "instance $n ready" wait_instance "$n"
+    S=$n
+    check "$n is a standby (master_status 0)" wait_until 10 mst "$n" 0
+    check "$n has observed the leader" wait_until 10 logged "$n" electord "new leader observed"
+    tr0=$(transitions)
+}
 dump_logs() {
     local n
     for n in "$@"; do echo "--- $n log (last 25 lines)"; tail -25 "$work/$n.log"; done
@@ -191,17 +202,7 @@ check "master_status 1 on the leader $L" wait_until 10 mst "$L" 1
 check "master_status 0 on the standby $S" wait_until 10 mst "$S" 0
 check "leaseTransitions 0 after the first acquisition" test "$(transitions)" = 0
 
-cat <<YAML | kubectl apply -f - >/dev/null
-apiVersion: cache.example.com/v1
-kind: RedisCluster
-metadata: {name: cache, namespace: $ns}
-spec:
-  size: 3
-  image: redis
-  version: "7.2"
-  config: {maxmemory: 256mb, maxmemoryPolicy: allkeys-lru}
-  storage: {size: 1Gi}
-YAML
+rc_apply_cache "$ns"
 check "RedisCluster Running with 3/3 ready" wait_until 90 phase_is Running/3
 check "children applied by the operator's field manager" sh -c "kubectl -n $ns get statefulset cache -o jsonpath='{.metadata.managedFields[*].manager}' | grep -qw rediscluster-operator"
 sleep 2.5 # one metrics refresh of every child
@@ -249,12 +250,7 @@ unset "sup[$L]"
 old=$L L=$S
 
 # ---- 3. a fresh standby; SIGTERM the leader (drain, release) --------------------------------
-start_instance C
-check "instance C ready" wait_instance C
-S=C
-check "C is a standby (master_status 0)" wait_until 10 mst C 0
-check "C has observed the leader" wait_until 10 logged C electord "new leader observed"
-tr0=$(transitions)
+new_standby C
 t_term=$(now)
 kill -TERM "${sup[$L]}"
 t_seen=$(wait_leader C 10)
@@ -281,12 +277,7 @@ unset "sup[$L]"
 L=C
 
 # ---- 4. partition: SIGSTOP the leader's electord only -------------------------------------
-start_instance D
-check "instance D ready" wait_instance D
-S=D
-check "D is a standby (master_status 0)" wait_until 10 mst D 0
-check "D has observed the leader" wait_until 10 logged D electord "new leader observed"
-tr0=$(transitions)
+new_standby D
 el_pid=$(electord_pid "$L")
 kids+=("$el_pid")
 check "found the leader's electord ($el_pid)" ours "$el_pid"

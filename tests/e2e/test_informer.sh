@@ -8,20 +8,13 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ns=rdc-e2e-inf-$$
-work=$(mktemp -d /tmp/rdc-e2e-inf.XXXXXX)
 inf_pid= sub_pid= late_pid=
-cleanup() {
+cleanup_more() {
     for p in $late_pid $sub_pid $inf_pid; do kill -CONT "$p" 2>/dev/null; kill -TERM "$p" 2>/dev/null; done
     sleep 1
     for p in $late_pid $sub_pid $inf_pid; do kill -KILL "$p" 2>/dev/null; done
-    kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
-    rm -rf "$work"
 }
-trap cleanup EXIT
-
-kubectl apply -f "$TOP/crds/" >/dev/null
-kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com >/dev/null
-kubectl create namespace "$ns" >/dev/null
+e2e_setup inf "$ns"
 
 "$BIN/informerd" --kubeconfig "$KUBECONFIG" --runtime-dir "$work/rt" --namespace "$ns" \
     --watch-timeout 5s --list-page-size 1 --log-format text >"$work/informerd.log" 2>&1 &
@@ -40,9 +33,9 @@ rc_yaml() { # name size
 apply_rc() { wait_until 30 sh -c "printf 'apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: $1, namespace: $ns}\nspec: {size: $2, image: redis}\n' | kubectl apply -f -"; }
 
 rc_yaml a 1 | kubectl apply -f - >/dev/null
-check "ADDED RedisCluster a" wait_until 15 test "$(lines ADDED RedisCluster "$ns/a")" = 1
+check "ADDED RedisCluster a" wait_output 15 1 lines ADDED RedisCluster "$ns/a"
 kubectl -n "$ns" patch rdc a --type merge -p '{"spec":{"size":2}}' >/dev/null
-check "MODIFIED RedisCluster a" wait_until 15 test "$(lines MODIFIED RedisCluster "$ns/a")" = 1
+check "MODIFIED RedisCluster a" wait_output 15 1 lines MODIFIED RedisCluster "$ns/a"
 uid=$(kubectl -n "$ns" get rdc a -o jsonpath='{.metadata.uid}')
 cat <<YAML | kubectl apply -f - >/dev/null
 apiVersion: v1
@@ -55,11 +48,11 @@ metadata:
 data: {k: v}
 YAML
 kubectl -n "$ns" create configmap unlabelled --from-literal=k=v >/dev/null
-check "ADDED ConfigMap with the operator's label" wait_until 15 test "$(lines ADDED ConfigMap "$ns/a")" = 1
+check "ADDED ConfigMap with the operator's label" wait_output 15 1 lines ADDED ConfigMap "$ns/a"
 sleep 1
 check "a ConfigMap without the label never reaches the cache" test "$(lines ADDED ConfigMap "$ns/unlabelled")" = 0
 kubectl -n "$ns" delete configmap a >/dev/null
-check "DELETED ConfigMap" wait_until 15 test "$(lines DELETED ConfigMap "$ns/a")" = 1
+check "DELETED ConfigMap" wait_output 15 1 lines DELETED ConfigMap "$ns/a"
 
 # A kube-apiserver restart: watches break and resume from their resourceVersion (as
 # client-go's reflector: no relist for a connection refused); if the new apiserver no

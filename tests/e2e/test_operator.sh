@@ -12,18 +12,7 @@ ns=rdc-e2e-op-$$
 op_kubeconfig=${OPERATOR_KUBECONFIG:-$KUBECONFIG}
 lease_ns=${LEASE_NS:-$ns}
 lease=rdc-e2e-$$
-work=$(mktemp -d /tmp/rdc-e2e-op.XXXXXX)
-sup_pid=
-cleanup() {
-    sup_stop 3
-    kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-kubectl apply -f "$TOP/crds/" >/dev/null
-check "CRD established" kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com
-kubectl create namespace "$ns" >/dev/null
+e2e_setup op "$ns"
 
 sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$op_kubeconfig" --workers 2 --leader-elect \
     --leader-election-namespace "$lease_ns" --leader-election-id "$lease" --sync-period 15s
@@ -31,17 +20,7 @@ check "operator ready (/readyz)" wait_until 60 curl -sf "http://127.0.0.1:$healt
 check "/healthz ok" curl -sf "http://127.0.0.1:$health/healthz"
 check "one Lease holder" wait_until 30 sh -c "kubectl -n $lease_ns get lease $lease -o jsonpath='{.spec.holderIdentity}' | grep -q ."
 
-cat <<YAML | kubectl apply -f - >/dev/null
-apiVersion: cache.example.com/v1
-kind: RedisCluster
-metadata: {name: cache, namespace: $ns}
-spec:
-  size: 3
-  image: redis
-  version: "7.2"
-  config: {maxmemory: 256mb, maxmemoryPolicy: allkeys-lru}
-  storage: {size: 1Gi}
-YAML
+rc_apply_cache "$ns"
 
 get() { kubectl -n "$ns" get "$@" 2>/dev/null; }
 check "finalizer added" wait_until 30 sh -c "kubectl -n $ns get rdc cache -o jsonpath='{.metadata.finalizers}' | grep -q cache.example.com/finalizer"

@@ -15,19 +15,7 @@ set -uo pipefail
 
 ns=rdc-e2e-own-$$
 qns=rdc-e2e-ownq-$$
-work=$(mktemp -d /tmp/rdc-e2e-own.XXXXXX)
-sup_pid=
-cleanup() {
-    sup_stop 3
-    kubectl delete namespace "$ns" "$qns" --wait=false >/dev/null 2>&1
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-kubectl apply -f "$TOP/crds/" >/dev/null
-check "CRD established" kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com
-kubectl create namespace "$ns" >/dev/null
-kubectl create namespace "$qns" >/dev/null
+e2e_setup own "$ns" "$qns"
 
 # ---- The user's objects, there before any RedisCluster ---------------------------------
 # For each kind two of them: "keep-*" stays while its RedisCluster is deleted, "yield-*"

@@ -6,18 +6,7 @@ set -uo pipefail
 
 ns=rdc-e2e-rs-$$
 n=20
-work=$(mktemp -d /tmp/rdc-e2e-rs.XXXXXX)
-sup_pid=
-cleanup() {
-    sup_stop 3
-    kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-kubectl apply -f "$TOP/crds/" >/dev/null
-kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com >/dev/null
-kubectl create namespace "$ns" >/dev/null
+e2e_setup rs "$ns"
 for i in $(seq 1 $n); do
     printf -- '---\napiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: r%02d, namespace: %s}\nspec: {size: 1, image: redis, version: "7.2"}\n' "$i" "$ns"
 done >"$work/clusters.yaml"

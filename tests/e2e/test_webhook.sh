@@ -289,8 +289,10 @@ check "the same size spelled differently is no change" \
     kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"storage":{"size":"2048Mi"}}}'
 refused "storageClass change refused" 'spec.storage.storageClass: Forbidden: is immutable' \
     kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"storage":{"storageClass":"fast"}}}'
-refused "storageClass set where it was unset refused (webhook)" \
-    'spec.storage.storageClass: Forbidden: is immutable (it is part of the StatefulSet'"'"'s volumeClaimTemplates): was unset (the cluster'"'"'s default), now "fast"' \
+# The CRD's own CEL rule refuses it now, before the webhook is asked (the fail-closed layer
+# under a webhook whose failurePolicy is Ignore); the webhook refuses it too (test_admission).
+refused "storageClass set where it was unset refused (CRD rule)" \
+    'spec.storage.storageClass: Forbidden: is immutable, also from unset to set' \
     kubectl -n "$ns" patch rdc cache-minimal --type merge -p '{"spec":{"storage":{"storageClass":"fast"}}}'
 refused "invalid change on update refused" 'spec.config.maxmemory: Invalid value: "lots"' \
     kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"config":{"maxmemory":"lots"}}}'

@@ -25,6 +25,8 @@
 #include "buf.h"
 #include "plan.h"
 #include "rdc_spec.h"
+#define FUZZ_TARGET "fuzz_admission"
+#include "fuzz_review.h"
 
 #include <json-c/json.h>
 #include <openssl/evp.h>
@@ -34,20 +36,6 @@
 #include <string.h>
 
 #define VALID_SPEC "{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"1Gi\"}}"
-
-static void check(int ok, const char *what, const char *out)
-{
-    if (!ok) {
-        fprintf(stderr, "fuzz_admission: %s\nanswer: %.2000s\n", what, out ? out : "(null)");
-        abort();
-    }
-}
-
-static json_object *get(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
 
 /* A well-formed review around the payload (JSON text, used as is: it may be anything). */
 static void wrap(buf_t *b, const char *op, const char *spec, size_t spec_len, const char *old_spec,

@@ -16,26 +16,14 @@
  */
 #include "buf.h"
 #include "conversion.h"
+#define FUZZ_TARGET "fuzz_conversion"
+#include "fuzz_review.h"
 
 #include <json-c/json.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void check(int ok, const char *what, const char *out)
-{
-    if (!ok) {
-        fprintf(stderr, "fuzz_conversion: %s\nanswer: %.2000s\n", what, out ? out : "(null)");
-        abort();
-    }
-}
-
-static json_object *get(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
 
 static void wrap(buf_t *b, const char *desired, const char *obj, size_t len)
 {

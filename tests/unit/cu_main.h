@@ -1,10 +1,19 @@
 /* Shared main() for the CUnit suites: each tests/unit/test_*.c defines its suites in a
- * CU_SuiteInfo array named `suites` and includes this header last. Exit status is 1 when
- * any assertion failed, so make and the CI runner see failures. */
+ * CU_SuiteInfo array named `suites` and includes this header last. A file with one suite
+ * defines instead, just before the include,
+ *     #define CU_ONE_SUITE "name", init, clean, tests
+ * (init and clean as in CU_SuiteInfo, NULL for none; tests its CU_TestInfo array).
+ * Exit status is 1 when any assertion failed, so make and the CI runner see failures. */
 #ifndef RDC_CU_MAIN_H
 #define RDC_CU_MAIN_H
 
 #include <CUnit/Basic.h>
+
+#ifdef CU_ONE_SUITE
+#define CU_ONE_SUITE_INFO_(name, init, clean, tests) {name, init, clean, NULL, NULL, tests}
+#define CU_ONE_SUITE_INFO(...) CU_ONE_SUITE_INFO_(__VA_ARGS__)
+static CU_SuiteInfo suites[] = {CU_ONE_SUITE_INFO(CU_ONE_SUITE), CU_SUITE_INFO_NULL};
+#endif
 
 int main(void)
 {

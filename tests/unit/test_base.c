@@ -1,12 +1,18 @@
-/* Unit tests of the small common modules: buf, clock, log, opts. */
+/* Unit tests of the small common modules: buf, clock, log, opts (and daemon_child_name). */
 #include "buf.h"
 #include "clock.h"
+#include "daemon.h"
 #include "log.h"
+#include "loop.h"
 #include "opts.h"
+#include "text_assert.h"
 
 #include <CUnit/CUnit.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void test_buf_append_and_cap(void)
 {
@@ -76,9 +82,8 @@ static void test_log_json_lines(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(nl);
     CU_ASSERT_PTR_NOT_NULL(strchr(nl + 1, '\n'));
     CU_ASSERT_PTR_NULL(strstr(out, "hidden"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"level\":\"info\",\"logger\":\"unit\",\"msg\":\"reconcile done\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"name\":\"a \\\"quoted\\\"\\nname\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"err\":null"));
+    ASSERT_TEXT_HAS(out, "\"level\":\"info\",\"logger\":\"unit\",\"msg\":\"reconcile done\"",
+                    "\"name\":\"a \\\"quoted\\\"\\nname\"", "\"err\":null");
     CU_ASSERT_EQUAL(strncmp(out, "{\"ts\":\"", 7), 0);
     free(out);
 }
@@ -105,13 +110,19 @@ static void test_log_parse(void)
     CU_ASSERT_EQUAL(rlog_parse_format("xml", &f), -1);
 }
 
+/* The flag table of a process with the shared flags only, for c at its defaults. */
+static void common_only(rdc_common_opts_t *c, opt_t table[OPTS_COMMON_COUNT + 1])
+{
+    static const opt_t none[] = {{NULL, OPT_END, NULL, NULL}};
+    opts_common_defaults(c);
+    opts_common_join(c, none, table);
+}
+
 static void test_opts_parse_common(void)
 {
     rdc_common_opts_t c;
-    opts_common_defaults(&c);
     opt_t table[OPTS_COMMON_COUNT + 1];
-    opts_common_fill(&c, table);
-    table[OPTS_COMMON_COUNT] = (opt_t){NULL, OPT_END, NULL, NULL};
+    common_only(&c, table);
     char *argv[] = {"prog", "--kubeconfig", "/tmp/k", "--leader-elect", "--workers=4",
                     "--namespace", "a", "--namespace=b", "--sync-period=1h30m",
                     "--kube-api-qps", "5.5", "--leader-elect=false", "pos"};
@@ -133,29 +144,85 @@ static void test_opts_parse_common(void)
     CU_ASSERT_DOUBLE_EQUAL(c.lease_duration, 15, 1e-9);
 }
 
+/* Bad command lines ("prog ARG") and what their error must name. */
+static const struct { const char *arg, *err; } bad_flags[] = {
+    {"--workers=many", "--workers"},
+    {"--no-such-flag", "--no-such-flag"},
+    {"--kubeconfig", "needs a value"},
+    {"--sync-period=soon", "duration"},
+    {"stray", "stray"},
+};
+
 static void test_opts_errors_name_the_flag(void)
 {
     rdc_common_opts_t c;
-    opts_common_defaults(&c);
     opt_t table[OPTS_COMMON_COUNT + 1];
-    opts_common_fill(&c, table);
-    table[OPTS_COMMON_COUNT] = (opt_t){NULL, OPT_END, NULL, NULL};
-    char err[256];
-    char *a1[] = {"prog", "--workers=many"};
-    CU_ASSERT_EQUAL(opts_parse(table, 2, a1, NULL, 0, NULL, err, sizeof(err)), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--workers"));
-    char *a2[] = {"prog", "--no-such-flag"};
-    CU_ASSERT_EQUAL(opts_parse(table, 2, a2, NULL, 0, NULL, err, sizeof(err)), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--no-such-flag"));
-    char *a3[] = {"prog", "--kubeconfig"};
-    CU_ASSERT_EQUAL(opts_parse(table, 2, a3, NULL, 0, NULL, err, sizeof(err)), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "needs a value"));
-    char *a4[] = {"prog", "--sync-period=soon"};
-    CU_ASSERT_EQUAL(opts_parse(table, 2, a4, NULL, 0, NULL, err, sizeof(err)), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "duration"));
-    char *a5[] = {"prog", "stray"};
-    CU_ASSERT_EQUAL(opts_parse(table, 2, a5, NULL, 0, NULL, err, sizeof(err)), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "stray"));
+    common_only(&c, table);
+    for (size_t i = 0; i < sizeof(bad_flags) / sizeof(bad_flags[0]); i++) {
+        char err[256] = "";
+        char *argv[] = {"prog", (char *)bad_flags[i].arg};
+        CU_ASSERT_EQUAL(opts_parse(table, 2, argv, NULL, 0, NULL, err, sizeof(err)), -1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad_flags[i].err));
+    }
+}
+
+/* A daemon's own flags after the shared ones, in order, with one OPT_END at the end. */
+static void test_opts_common_join(void)
+{
+    rdc_common_opts_t c;
+    opts_common_defaults(&c);
+    int mine = 0;
+    const char *other = NULL;
+    const opt_t own[] = {
+        {"mine", OPT_BOOL, &mine, "a daemon's own flag"},
+        {"other", OPT_STRING, &other, NULL},
+        {NULL, OPT_END, NULL, NULL},
+    };
+    opt_t table[OPTS_JOINED_LEN(own)];
+    CU_ASSERT_EQUAL(sizeof(table) / sizeof(table[0]), OPTS_COMMON_COUNT + 3);
+    opts_common_join(&c, own, table);
+    CU_ASSERT_STRING_EQUAL(table[0].name, "kubeconfig");
+    CU_ASSERT_STRING_EQUAL(table[OPTS_COMMON_COUNT].name, "mine");
+    CU_ASSERT_PTR_EQUAL(table[OPTS_COMMON_COUNT + 1].target, &other);
+    CU_ASSERT_EQUAL(table[OPTS_COMMON_COUNT + 2].type, OPT_END);
+    char *argv[] = {"prog", "--mine", "--other=x", "--workers", "7"};
+    char err[256] = "";
+    CU_ASSERT_EQUAL(opts_parse(table, 5, argv, NULL, 0, NULL, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(mine, 1);
+    CU_ASSERT_STRING_EQUAL(other, "x");
+    CU_ASSERT_EQUAL(c.workers, 7);
+}
+
+/* The metrics timer publishes on the first turn, to <dir>/metrics/<name>.prom. */
+static void test_daemon_metrics_timer(void)
+{
+    char dir[] = "/tmp/test_base_metrics_XXXXXX", sub[64], file[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    snprintf(sub, sizeof(sub), "%s/metrics", dir);
+    snprintf(file, sizeof(file), "%s/unit-1.prom", sub);
+    CU_ASSERT_EQUAL_FATAL(mkdir(sub, 0700), 0);
+    loop_t *loop = loop_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(loop);
+    daemon_metrics_t m = {dir, "unit-1"};
+    CU_ASSERT(daemon_add_metrics_timer(loop, &m) > 0);
+    CU_ASSERT_EQUAL(access(file, F_OK), -1);
+    CU_ASSERT_EQUAL(loop_run_once(loop, 0), 0);
+    CU_ASSERT_EQUAL(access(file, F_OK), 0);
+    loop_destroy(&loop);
+    unlink(file);
+    rmdir(sub);
+    rmdir(dir);
+}
+
+static void test_daemon_child_name(void)
+{
+    unsetenv("RDC_CHILD_NAME");
+    CU_ASSERT_STRING_EQUAL(daemon_child_name("workerd"), "workerd");
+    setenv("RDC_CHILD_NAME", "", 1);
+    CU_ASSERT_STRING_EQUAL(daemon_child_name("workerd"), "workerd");
+    setenv("RDC_CHILD_NAME", "workerd-2", 1);
+    CU_ASSERT_STRING_EQUAL(daemon_child_name("workerd"), "workerd-2");
+    unsetenv("RDC_CHILD_NAME");
 }
 
 static void test_opts_durations(void)
@@ -185,11 +252,16 @@ static CU_TestInfo log_tests[] = {{"JSON lines with escaping", test_log_json_lin
 static CU_TestInfo opts_tests[] = {{"common flags parse", test_opts_parse_common},
                                    {"errors name the flag", test_opts_errors_name_the_flag},
                                    {"Go durations", test_opts_durations},
+                                   {"shared and own flags joined", test_opts_common_join},
                                    CU_TEST_INFO_NULL};
+static CU_TestInfo daemon_tests[] = {{"child name from the supervisor", test_daemon_child_name},
+                                     {"metrics timer", test_daemon_metrics_timer},
+                                     CU_TEST_INFO_NULL};
 static CU_SuiteInfo suites[] = {{"buf", NULL, NULL, NULL, NULL, buf_tests},
                                 {"clock", NULL, NULL, NULL, NULL, clock_tests},
                                 {"log", NULL, NULL, NULL, NULL, log_tests},
                                 {"opts", NULL, NULL, NULL, NULL, opts_tests},
+                                {"daemon", NULL, NULL, NULL, NULL, daemon_tests},
                                 CU_SUITE_INFO_NULL};
 
 #include "cu_main.h"

@@ -109,18 +109,27 @@ static int put(cache_t *c, const char *kind, json_object *o)
     return rc ? -1 : (int)ch;
 }
 
-/* metadata.resourceVersion of a cached object's text (in a static buffer), or NULL. */
-static const char *rv_of(const char *json)
+/* metadata.<key> of an object's text (NULL: none) into out: the value itself (a string's
+ * text), or with as_json its JSON. Returns out, or NULL when there is no such member. */
+static const char *meta_field(const char *text, const char *key, int as_json, char *out, size_t outlen)
 {
-    static char out[64];
-    json_object *o = json ? json_tokener_parse(json) : NULL, *meta, *rv;
+    json_object *o = text ? json_tokener_parse(text) : NULL, *m = NULL, *v = NULL;
     const char *res = NULL;
-    if (o && json_object_object_get_ex(o, "metadata", &meta) && json_object_object_get_ex(meta, "resourceVersion", &rv)) {
-        snprintf(out, sizeof(out), "%s", json_object_get_string(rv));
+    if (o && json_object_object_get_ex(o, "metadata", &m) && json_object_object_get_ex(m, key, &v)) {
+        snprintf(out, outlen, "%s",
+                 as_json ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+                         : json_object_get_string(v));
         res = out;
     }
     json_object_put(o);
     return res;
+}
+
+/* metadata.resourceVersion of a cached object's text (in a static buffer), or NULL. */
+static const char *rv_of(const char *json)
+{
+    static char out[64];
+    return meta_field(json, "resourceVersion", 0, out, sizeof(out));
 }
 
 /* ---- upsert, delete ---- */
@@ -695,18 +704,11 @@ static json_object *big_rc(const char *rv, size_t n, int deleting)
     return o;
 }
 
-/* The string at metadata.<key> of text, or NULL (static buffer). */
+/* The JSON at metadata.<key> of text, or NULL (static buffer). */
 static const char *meta_of(const char *text, const char *key)
 {
     static char out[256];
-    json_object *o = json_tokener_parse(text), *m = NULL, *v = NULL;
-    const char *res = NULL;
-    if (o && json_object_object_get_ex(o, "metadata", &m) && json_object_object_get_ex(m, key, &v)) {
-        snprintf(out, sizeof(out), "%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-        res = out;
-    }
-    json_object_put(o);
-    return res;
+    return meta_field(text, key, 1, out, sizeof(out));
 }
 
 static void test_max_object_bytes(void)

@@ -164,9 +164,5 @@ static CU_TestInfo crashcond_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"crashcond", NULL, NULL, NULL, NULL, crashcond_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "crashcond", NULL, NULL, crashcond_tests
 #include "cu_main.h"

@@ -3,6 +3,7 @@
  * resourceVersion is stale (409 Conflict) and a create when the Lease exists. */
 #include "clock.h"
 #include "../../electord/election.h"
+#include "text_assert.h"
 
 #include <CUnit/CUnit.h>
 #include <inttypes.h>
@@ -480,6 +481,16 @@ static void test_conflict_loses_the_race(void)
     election_destroy(&b);
 }
 
+/* An empty Lease store s, and "a" (seed 1), which took the Lease at 100 s. */
+static election_t *leader_a(store_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    election_t *a = make("a", 1);
+    attempt(a, s, SEC(100), WALL0, 0, 0);
+    CU_ASSERT_TRUE_FATAL(election_is_leader(a));
+    return a;
+}
+
 /* ---- losing the Lease and fencing ------------------------------------------------------- */
 
 static void test_renew_failure_steps_down_before_expiry(void)
@@ -536,9 +547,7 @@ static void test_renew_failure_steps_down_before_expiry(void)
 static void test_stepped_down_leader_starts_a_new_term(void)
 {
     store_t s;
-    memset(&s, 0, sizeof(s));
-    election_t *a = make("a", 1);
-    attempt(a, &s, SEC(100), WALL0, 0, 0);
+    election_t *a = leader_a(&s);
     CU_ASSERT_EQUAL(election_tick(a, SEC(110)), ELECTION_EV_LOST);
     /* The Lease still names a, but a's term is over: it waits for it to expire (15 s
      * after it last saw it change, at its own write at 100 s) like anyone would. */
@@ -558,9 +567,7 @@ static void test_stepped_down_leader_starts_a_new_term(void)
 static void test_leader_steps_down_on_foreign_holder_or_deletion(void)
 {
     store_t s;
-    memset(&s, 0, sizeof(s));
-    election_t *a = make("a", 1);
-    attempt(a, &s, SEC(100), WALL0, 0, 0);
+    election_t *a = leader_a(&s);
     /* Someone overwrote the Lease: stop at once, not at the deadline. */
     store_put_foreign(&s, "rogue", 15, WALL0, 5);
     attempt_t r = attempt(a, &s, SEC(102), WALL0, 0, 0);
@@ -570,9 +577,7 @@ static void test_leader_steps_down_on_foreign_holder_or_deletion(void)
     election_destroy(&a);
 
     /* The Lease was deleted under the leader: stop, then create it anew. */
-    memset(&s, 0, sizeof(s));
-    a = make("a", 1);
-    attempt(a, &s, SEC(100), WALL0, 0, 0);
+    a = leader_a(&s);
     memset(&s.rec, 0, sizeof(s.rec));
     election_decision_t d;
     election_record_t gone = s.rec;
@@ -649,9 +654,7 @@ static void test_slow_writes_buy_no_time(void)
 static void test_renew_time_always_changes(void)
 {
     store_t s;
-    memset(&s, 0, sizeof(s));
-    election_t *a = make("a", 1);
-    attempt(a, &s, SEC(100), WALL0, 0, 0);
+    election_t *a = leader_a(&s);
     /* A frozen wall clock, then one stepped back an hour: observers must still see a
      * change on every renew, or they would not restart their clocks. */
     attempt_t r = attempt(a, &s, SEC(102), WALL0, 0, 0);
@@ -782,15 +785,10 @@ static void test_json_round_trip(void)
                                                   sizeof(err)),
                           0);
     const char *txt = json_object_to_json_string_ext(o, PLAIN);
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"apiVersion\":\"coordination.k8s.io/v1\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"kind\":\"Lease\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"name\":\"rdc-leader\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"namespace\":\"default\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"resourceVersion\":\"4242\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"leaseDurationSeconds\":15"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"acquireTime\":\"2024-05-01T12:00:00.123456Z\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"renewTime\":\"2024-05-01T12:00:02.654321Z\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"leaseTransitions\":7"));
+    ASSERT_TEXT_HAS(txt, "\"apiVersion\":\"coordination.k8s.io/v1\"", "\"kind\":\"Lease\"",
+                    "\"name\":\"rdc-leader\"", "\"namespace\":\"default\"", "\"resourceVersion\":\"4242\"",
+                    "\"leaseDurationSeconds\":15", "\"acquireTime\":\"2024-05-01T12:00:00.123456Z\"",
+                    "\"renewTime\":\"2024-05-01T12:00:02.654321Z\"", "\"leaseTransitions\":7");
 
     /* Back through text, as it travels. */
     json_object *p = json_tokener_parse(txt);
@@ -868,12 +866,9 @@ static void test_json_client_go_lease_and_base(void)
                           0);
     CU_ASSERT_PTR_NOT_EQUAL(o, lease);
     const char *txt = json_object_to_json_string_ext(o, PLAIN);
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"labels\":{\"app\":\"rdc\"}"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"uid\":\"6f1c\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"strategy\":\"OldestEmulationVersion\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"holderIdentity\":\"me\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"leaseTransitions\":13"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(txt, "\"resourceVersion\":\"98765\""));
+    ASSERT_TEXT_HAS(txt, "\"labels\":{\"app\":\"rdc\"}", "\"uid\":\"6f1c\"",
+                    "\"strategy\":\"OldestEmulationVersion\"", "\"holderIdentity\":\"me\"",
+                    "\"leaseTransitions\":13", "\"resourceVersion\":\"98765\"");
     json_object_put(o);
     /* ... and leaves the Lease read alone. */
     CU_ASSERT_PTR_NOT_NULL(strstr(json_object_to_json_string_ext(lease, PLAIN),
@@ -1408,9 +1403,5 @@ static CU_TestInfo election_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"election", NULL, NULL, NULL, NULL, election_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "election", NULL, NULL, election_tests
 #include "cu_main.h"

@@ -7,6 +7,7 @@
 #include "metrics.h"
 #include "opts.h"
 #include "procstat.h"
+#include "text_assert.h"
 #include "rundir.h"
 
 #include <CUnit/CUnit.h>
@@ -70,23 +71,20 @@ static void test_select_unlists_but_accepts(void)
     rdc_common_opts_t c;
     opts_common_defaults(&c);
     int own = 0;
-    opt_t table[OPTS_COMMON_COUNT + 2];
-    opts_common_fill(&c, table);
-    table[OPTS_COMMON_COUNT] = (opt_t){"own-flag", OPT_BOOL, &own, "a flag of the daemon"};
-    table[OPTS_COMMON_COUNT + 1] = (opt_t){NULL, OPT_END, NULL, NULL};
+    const opt_t own_flags[] = {
+        {"own-flag", OPT_BOOL, &own, "a flag of the daemon"},
+        {NULL, OPT_END, NULL, NULL},
+    };
+    opt_t table[OPTS_JOINED_LEN(own_flags)];
+    opts_common_join(&c, own_flags, table);
     opts_common_select(table, "kubeconfig,log-level,sync-period");
     char *u = usage_of(table);
-    CU_ASSERT_PTR_NOT_NULL(strstr(u, "  --kubeconfig string\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(u, "  --log-level string\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(u, "  --own-flag\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(u, "  --help\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(u, "  --version\n"));
-    CU_ASSERT_PTR_NULL(strstr(u, "--workers"));
-    CU_ASSERT_PTR_NULL(strstr(u, "--metrics-bind-address"));
-    CU_ASSERT_PTR_NULL(strstr(u, "--leader-elect"));
+    ASSERT_TEXT_HAS(u, "  --kubeconfig string\n", "  --log-level string\n", "  --own-flag\n", "  --help\n",
+                    "  --version\n");
+    ASSERT_TEXT_LACKS(u, "--workers", "--metrics-bind-address", "--leader-elect");
     /* Go-style default for 10 h, not "36000s". */
-    CU_ASSERT_PTR_NOT_NULL(strstr(u, "(default 10h0m0s)"));
-    CU_ASSERT_PTR_NULL(strstr(u, "36000"));
+    ASSERT_TEXT_HAS(u, "(default 10h0m0s)");
+    ASSERT_TEXT_LACKS(u, "36000");
     free(u);
     /* Unlisted flags are still accepted: the supervisor passes every shared flag on. */
     char *argv[] = {"prog", "--workers=7", "--metrics-bind-address", "0", "--leader-elect"};
@@ -153,39 +151,35 @@ static char *run_help(const char *name, const char *args, int *status)
     return text;
 }
 
+/* What a daemon's --help must say and must not say (lists end at the first NULL). */
+static const struct {
+    const char *daemon, *args;
+    const char *has[4], *lacks[6];
+} help_cases[] = {
+    /* --help given last, after other flags: the defaults are still the defaults. */
+    {"supervisor", "--workers 5 --sync-period 1m --leader-elect --help",
+     {"--sync-period duration", "(default 10h0m0s)", "number of reconcile workers (default 2)\n"},
+     {"(default true)", "36000s"}},
+    /* electord lists only the flags it uses ... */
+    {"electord", "--help",
+     {"  --leader-elect\n", "  --leader-election-lease-duration duration\n", "  --kubeconfig string\n"},
+     {"--workers", "--sync-period", "--metrics-bind-address", "--namespace ", "(default true)"}},
+    /* ... and still accepts the others, as the supervisor passes them. */
+    {"electord", "--workers 3 --sync-period 1h --metrics-bind-address=0 --help", {NULL}, {NULL}},
+};
+
 static void test_daemon_help(void)
 {
-    int st = -1;
-    /* --help given last, after other flags: the defaults are still the defaults. */
-    char *u = run_help("supervisor", "--workers 5 --sync-period 1m --leader-elect --help", &st);
-    if (!u)
-        return;
-    CU_ASSERT_EQUAL(st, 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(u, "--sync-period duration"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(u, "(default 10h0m0s)"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(u, "number of reconcile workers (default 2)\n"));
-    CU_ASSERT_PTR_NULL(strstr(u, "(default true)"));
-    CU_ASSERT_PTR_NULL(strstr(u, "36000s"));
-    free(u);
-    u = run_help("electord", "--help", &st);
-    if (!u)
-        return;
-    CU_ASSERT_EQUAL(st, 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(u, "  --leader-elect\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(u, "  --leader-election-lease-duration duration\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(u, "  --kubeconfig string\n"));
-    CU_ASSERT_PTR_NULL(strstr(u, "--workers"));
-    CU_ASSERT_PTR_NULL(strstr(u, "--sync-period"));
-    CU_ASSERT_PTR_NULL(strstr(u, "--metrics-bind-address"));
-    CU_ASSERT_PTR_NULL(strstr(u, "--namespace "));
-    CU_ASSERT_PTR_NULL(strstr(u, "(default true)"));
-    free(u);
-    /* ... and still accepts them, as the supervisor passes them. */
-    u = run_help("electord", "--workers 3 --sync-period 1h --metrics-bind-address=0 --help", &st);
-    if (!u)
-        return;
-    CU_ASSERT_EQUAL(st, 0);
-    free(u);
+    for (size_t i = 0; i < sizeof(help_cases) / sizeof(help_cases[0]); i++) {
+        int st = -1;
+        char *u = run_help(help_cases[i].daemon, help_cases[i].args, &st);
+        if (!u)
+            return;
+        CU_ASSERT_EQUAL(st, 0);
+        text_assert_each(u, help_cases[i].has, 1);
+        text_assert_each(u, help_cases[i].lacks, 0);
+        free(u);
+    }
 }
 
 /* ---- runtime directory ----------------------------------------------------------------- */

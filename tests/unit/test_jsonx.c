@@ -63,9 +63,5 @@ static CU_TestInfo jsonx_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"jsonx", setup, teardown, NULL, NULL, jsonx_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "jsonx", setup, teardown, jsonx_tests
 #include "cu_main.h"

@@ -6,13 +6,13 @@
  * waits for real except the one timeout test. */
 #include "buf.h"
 #include "clock.h"
+#include "fake_clock.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "log.h"
 #include "metrics.h"
 #include "watch.h"
 
-#include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -322,28 +322,6 @@ static kube_config_t *make_config(const char *scheme, int port, const char *extr
     return make_config_ex(scheme, port, extra_cluster, NULL);
 }
 
-/* A fake monotonic clock that only moves when the client sleeps. */
-typedef struct {
-    int64_t now;
-    int64_t slept;
-    int sleeps;
-    int64_t last_sleep;
-} fake_clock_t;
-
-static int64_t fc_now(void *user)
-{
-    return ((fake_clock_t *)user)->now;
-}
-
-static void fc_sleep(void *user, int64_t ns)
-{
-    fake_clock_t *fc = user;
-    fc->now += ns;
-    fc->slept += ns;
-    fc->sleeps++;
-    fc->last_sleep = ns;
-}
-
 typedef struct {
     fake_t *srv;
     kube_config_t *cfg;
@@ -410,6 +388,20 @@ static double counter(const char *name, const char *const *labels)
     else
         f = metrics_counter(reg, name, "", "code,verb,host");
     return metric_value(f, labels);
+}
+
+/* Process-wide set-up around the suite: curl's globals, and only errors in the log. */
+static int suite_init(void)
+{
+    rlog_init("test_kube_client", RLOG_ERROR, RLOG_TEXT, NULL);
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : 1;
+}
+
+static int suite_clean(void)
+{
+    metrics_default_free();
+    curl_global_cleanup();
+    return 0;
 }
 
 /* ---- tests: paths -------------------------------------------------------------- */
@@ -1123,6 +1115,46 @@ static void h_always(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
              out->status, out->status);
 }
 
+/* Which failures are retried, by method and status (max_retries 2: 3 requests at most). */
+typedef enum { R_GET, R_POST, R_PUT, R_MERGE_PATCH, R_APPLY } retry_call_t;
+static const struct {
+    retry_call_t call;
+    const char *path;
+    kube_error_code_t code;
+    int requests;
+} retry_cases[] = {
+    {R_POST, "/code/500", KERR_INTERNAL, 1},               /* POST 500: not retried */
+    {R_POST, "/code/503", KERR_UNAVAILABLE, 1},            /* the server may have acted */
+    {R_POST, "/code/429", KERR_TOO_MANY_REQUESTS, 3},      /* rejected before processing */
+    {R_GET, "/code/504", KERR_TIMEOUT, 3},                 /* GET 503 and 504: retried */
+    {R_PUT, "/code/500", KERR_INTERNAL, 1},                /* PUT 500: not (client-go) ... */
+    {R_PUT, "/code/500/ra", KERR_INTERNAL, 3},             /* ... unless with Retry-After */
+    {R_GET, "/code/404", KERR_NOT_FOUND, 1},               /* 404 and 409 are answers, */
+    {R_PUT, "/code/409", KERR_CONFLICT, 1},                /* not failures to retry */
+    {R_MERGE_PATCH, "/code/503", KERR_UNAVAILABLE, 1},     /* merge patch: not idempotent */
+    {R_APPLY, "/code/503", KERR_UNAVAILABLE, 3},           /* apply is */
+};
+
+static kube_error_code_t retry_call(kube_client_t *c, retry_call_t call, const char *path,
+                                    json_object *body, kube_error_t *err)
+{
+    kube_req_opts_t ro = {0};
+    ro.field_manager = "rdc";
+    switch (call) {
+    case R_GET:
+        return kube_client_get(c, path, NULL, NULL, err);
+    case R_POST:
+        return kube_client_create(c, path, body, NULL, NULL, err);
+    case R_PUT:
+        return kube_client_update(c, path, body, NULL, NULL, err);
+    case R_MERGE_PATCH:
+        return kube_client_patch(c, path, KUBE_PATCH_MERGE, body, NULL, NULL, err);
+    case R_APPLY:
+        return kube_client_patch(c, path, KUBE_PATCH_APPLY, body, &ro, NULL, err);
+    }
+    return KERR_OTHER;
+}
+
 static void test_retry_rules(void)
 {
     kube_client_opts_t o;
@@ -1133,53 +1165,19 @@ static void test_retry_rules(void)
     env_open(&e, h_always, &o);
     kube_error_t err;
     json_object *body = json_tokener_parse("{\"kind\":\"ConfigMap\"}");
-    /* POST 500: not retried. */
-    CU_ASSERT_EQUAL(kube_client_create(e.c, "/code/500", body, NULL, NULL, &err), KERR_INTERNAL);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
-    /* POST 503: the server may have acted; not retried either. */
-    e.srv->nreqs = 0;
-    CU_ASSERT_EQUAL(kube_client_create(e.c, "/code/503", body, NULL, NULL, &err),
-                    KERR_UNAVAILABLE);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
-    /* POST 429: rejected before processing; retried. */
-    e.srv->nreqs = 0;
-    CU_ASSERT_EQUAL(kube_client_create(e.c, "/code/429", body, NULL, NULL, &err),
-                    KERR_TOO_MANY_REQUESTS);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
-    /* GET 503 and 504: retried with backoff. */
+    for (size_t i = 0; i < sizeof(retry_cases) / sizeof(retry_cases[0]); i++) {
+        e.srv->nreqs = 0;
+        CU_ASSERT_EQUAL(retry_call(e.c, retry_cases[i].call, retry_cases[i].path, body, &err),
+                        retry_cases[i].code);
+        CU_ASSERT_EQUAL(fake_nreqs(e.srv), retry_cases[i].requests);
+    }
+    /* GET 503: retried with backoff, 100 ms then 200 ms, each plus up to 50 % jitter. */
     e.srv->nreqs = 0;
     e.clk.sleeps = 0;
-    CU_ASSERT_EQUAL(kube_client_get(e.c, "/code/503", NULL, NULL, &err), KERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(retry_call(e.c, R_GET, "/code/503", body, &err), KERR_UNAVAILABLE);
     CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
     CU_ASSERT_EQUAL(e.clk.sleeps, 2);
-    /* Backoff: 100 ms then 200 ms, each plus up to 50 % jitter. */
     CU_ASSERT(e.clk.last_sleep >= 200 * NS_PER_MS && e.clk.last_sleep < 300 * NS_PER_MS);
-    e.srv->nreqs = 0;
-    CU_ASSERT_EQUAL(kube_client_get(e.c, "/code/504", NULL, NULL, &err), KERR_TIMEOUT);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
-    /* PUT 500 without Retry-After: not retried (client-go); with it: retried. */
-    e.srv->nreqs = 0;
-    CU_ASSERT_EQUAL(kube_client_update(e.c, "/code/500", body, NULL, NULL, &err), KERR_INTERNAL);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
-    e.srv->nreqs = 0;
-    CU_ASSERT_EQUAL(kube_client_update(e.c, "/code/500/ra", body, NULL, NULL, &err),
-                    KERR_INTERNAL);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 3);
-    /* 404 and 409 are answers, not failures to retry. */
-    e.srv->nreqs = 0;
-    CU_ASSERT_EQUAL(kube_client_get(e.c, "/code/404", NULL, NULL, &err), KERR_NOT_FOUND);
-    CU_ASSERT_EQUAL(kube_client_update(e.c, "/code/409", body, NULL, NULL, &err), KERR_CONFLICT);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 2);
-    /* Merge patch is not idempotent: 503 not retried; apply is. */
-    e.srv->nreqs = 0;
-    kube_req_opts_t ro = {0};
-    ro.field_manager = "rdc";
-    CU_ASSERT_EQUAL(kube_client_patch(e.c, "/code/503", KUBE_PATCH_MERGE, body, NULL, NULL, &err),
-                    KERR_UNAVAILABLE);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 1);
-    CU_ASSERT_EQUAL(kube_client_patch(e.c, "/code/503", KUBE_PATCH_APPLY, body, &ro, NULL, &err),
-                    KERR_UNAVAILABLE);
-    CU_ASSERT_EQUAL(fake_nreqs(e.srv), 4);
     /* A retry that would pass the call's timeout is not made. */
     kube_client_opts_t o2 = o;
     o2.timeout_ms = 1000;
@@ -2025,43 +2023,33 @@ static void test_bad_server(void)
     kube_config_destroy(&ok);
 }
 
-int main(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    rlog_init("test_kube_client", RLOG_ERROR, RLOG_TEXT, NULL);
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("kube_client", NULL, NULL);
-    CU_add_test(s, "path builder", test_path_builder);
-    CU_add_test(s, "GET: method, path, headers", test_get);
-    CU_add_test(s, "caller's deadline (fencing)", test_deadline);
-    CU_add_test(s, "POST and PUT", test_create_update);
-    CU_add_test(s, "PATCH: apply, merge, json, strategic", test_patch);
-    CU_add_test(s, "DELETE with DeleteOptions", test_delete);
-    CU_add_test(s, "LIST pagination over 3 pages", test_list_pagination);
-    CU_add_test(s, "LIST with expired continue", test_list_expired_continue);
-    CU_add_test(s, "non-blocking pager", test_pager);
-    CU_add_test(s, "non-blocking pager: transport error", test_pager_transport_error);
-    CU_add_test(s, "non-blocking pager: pages shrink under the response cap", test_pager_shrinks);
-    CU_add_test(s, "429 Retry-After retried then succeeds", test_retry_429);
-    CU_add_test(s, "retry rules per method and status", test_retry_rules);
-    CU_add_test(s, "Status error mapped", test_error_status);
-    CU_add_test(s, "connection refused", test_connection_refused);
-    CU_add_test(s, "connection reuse", test_connection_reuse);
-    CU_add_test(s, "QPS limiter", test_rate_limiter);
-    CU_add_test(s, "response cap, bad JSON, timeout", test_response_cap_decode_timeout);
-    CU_add_test(s, "watch handle", test_watch_handle);
-    CU_add_test(s, "HTTPS: verification, tls-server-name", test_https);
-    CU_add_test(s, "bad server URL, default opts", test_bad_server);
-    CU_add_test(s, "401: exec plugin re-run, request retried once", test_401_refresh_retry);
-    CU_add_test(s, "401 on streams: once per burst; impersonation on streams",
-                test_401_on_streams);
-    CU_add_test(s, "proxy-url, environment proxy and loopback", test_proxy);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() > 0;
-    CU_cleanup_registry();
-    metrics_default_free();
-    curl_global_cleanup();
-    return failed;
-}
+static CU_TestInfo kube_client_tests[] = {
+    {"path builder", test_path_builder},
+    {"GET: method, path, headers", test_get},
+    {"caller's deadline (fencing)", test_deadline},
+    {"POST and PUT", test_create_update},
+    {"PATCH: apply, merge, json, strategic", test_patch},
+    {"DELETE with DeleteOptions", test_delete},
+    {"LIST pagination over 3 pages", test_list_pagination},
+    {"LIST with expired continue", test_list_expired_continue},
+    {"non-blocking pager", test_pager},
+    {"non-blocking pager: transport error", test_pager_transport_error},
+    {"non-blocking pager: pages shrink under the response cap", test_pager_shrinks},
+    {"429 Retry-After retried then succeeds", test_retry_429},
+    {"retry rules per method and status", test_retry_rules},
+    {"Status error mapped", test_error_status},
+    {"connection refused", test_connection_refused},
+    {"connection reuse", test_connection_reuse},
+    {"QPS limiter", test_rate_limiter},
+    {"response cap, bad JSON, timeout", test_response_cap_decode_timeout},
+    {"watch handle", test_watch_handle},
+    {"HTTPS: verification, tls-server-name", test_https},
+    {"bad server URL, default opts", test_bad_server},
+    {"401: exec plugin re-run, request retried once", test_401_refresh_retry},
+    {"401 on streams: once per burst; impersonation on streams", test_401_on_streams},
+    {"proxy-url, environment proxy and loopback", test_proxy},
+    CU_TEST_INFO_NULL,
+};
+
+#define CU_ONE_SUITE "kube_client", suite_init, suite_clean, kube_client_tests
+#include "cu_main.h"

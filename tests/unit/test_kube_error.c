@@ -1,9 +1,11 @@
 /* Unit tests for kube_error: Status bodies as the API server sends them. */
 #include "kube_error.h"
 
-#include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <string.h>
+
+/* How every Failure Status the API server sends begins. */
+#define STATUS_FAILURE "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
 
 static kube_error_code_t map(int status, const char *body, kube_error_t *e)
 {
@@ -14,7 +16,7 @@ static kube_error_code_t map(int status, const char *body, kube_error_t *e)
 static void test_not_found(void)
 {
     const char *body =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"configmaps \\\"x\\\" not found\",\"reason\":\"NotFound\","
         "\"details\":{\"name\":\"x\",\"kind\":\"configmaps\"},\"code\":404}\n";
     kube_error_t e;
@@ -35,11 +37,11 @@ static void test_not_found(void)
 static void test_already_exists_and_conflict(void)
 {
     const char *exists =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"configmaps \\\"x\\\" already exists\",\"reason\":\"AlreadyExists\","
         "\"details\":{\"name\":\"x\",\"kind\":\"configmaps\"},\"code\":409}";
     const char *conflict =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"Operation cannot be fulfilled on configmaps \\\"x\\\": the object has "
         "been modified; please apply your changes to the latest version and try again\","
         "\"reason\":\"Conflict\",\"details\":{\"name\":\"x\",\"kind\":\"configmaps\"},"
@@ -63,7 +65,7 @@ static void test_already_exists_and_conflict(void)
 static void test_invalid_with_causes(void)
 {
     const char *body =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"RedisCluster.cache.example.com \\\"c\\\" is invalid: [spec.size: "
         "Invalid value: 11: spec.size in body should be less than or equal to 10, "
         "spec.image: Required value]\",\"reason\":\"Invalid\",\"details\":{\"name\":\"c\","
@@ -108,7 +110,7 @@ static void test_invalid_with_causes(void)
 static void test_gone(void)
 {
     const char *expired =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"too old resource version: 1234 (5678)\",\"reason\":\"Expired\","
         "\"code\":410}";
     kube_error_t e;
@@ -116,8 +118,8 @@ static void test_gone(void)
     CU_ASSERT(kube_error_is_gone(&e));
     CU_ASSERT_STRING_EQUAL(e.reason, "Expired");
     /* Older servers: reason Gone, or just the message. */
-    const char *gone = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
-                       "\"status\":\"Failure\",\"message\":\"The provided continue "
+    const char *gone = STATUS_FAILURE
+                       "\"message\":\"The provided continue "
                        "parameter is too old\",\"reason\":\"Gone\",\"code\":410}";
     CU_ASSERT_EQUAL(map(410, gone, &e), KERR_GONE);
     const char *bare = "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":"
@@ -134,7 +136,7 @@ static void test_gone(void)
 static void test_forbidden_unauthorized(void)
 {
     const char *body =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"configmaps is forbidden: User "
         "\\\"system:serviceaccount:default:rdc\\\" cannot list resource \\\"configmaps\\\" "
         "in API group \\\"\\\" in the namespace \\\"kube-system\\\"\",\"reason\":"
@@ -143,8 +145,8 @@ static void test_forbidden_unauthorized(void)
     CU_ASSERT_EQUAL(map(403, body, &e), KERR_FORBIDDEN);
     CU_ASSERT(kube_error_is_forbidden(&e));
     CU_ASSERT_PTR_NOT_NULL(strstr(e.message, "cannot list resource"));
-    const char *unauth = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
-                         "\"status\":\"Failure\",\"message\":\"Unauthorized\",\"reason\":"
+    const char *unauth = STATUS_FAILURE
+                         "\"message\":\"Unauthorized\",\"reason\":"
                          "\"Unauthorized\",\"code\":401}";
     CU_ASSERT_EQUAL(map(401, unauth, &e), KERR_UNAUTHORIZED);
     CU_ASSERT(kube_error_is_unauthorized(&e));
@@ -153,7 +155,7 @@ static void test_forbidden_unauthorized(void)
 static void test_too_many_requests(void)
 {
     const char *body =
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        STATUS_FAILURE
         "\"message\":\"Too many requests, please try again later.\",\"reason\":"
         "\"TooManyRequests\",\"details\":{\"retryAfterSeconds\":2},\"code\":429}";
     kube_error_t e;
@@ -170,8 +172,8 @@ static void test_too_many_requests(void)
     kube_error_from_response(429, body, strlen(body), &e);
     CU_ASSERT_EQUAL(e.retry_after_s, 7);
 
-    const char *st = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
-                     "\"Failure\",\"message\":\"The list operation against pods could not be "
+    const char *st = STATUS_FAILURE
+                     "\"message\":\"The list operation against pods could not be "
                      "completed at this time, please try again.\",\"reason\":"
                      "\"ServerTimeout\",\"details\":{\"name\":\"list\",\"kind\":\"pods\","
                      "\"retryAfterSeconds\":1},\"code\":500}";
@@ -274,23 +276,18 @@ static void test_transport_and_str(void)
     CU_ASSERT_EQUAL(kube_error_code_for_http(599), KERR_INTERNAL);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("kube_error", NULL, NULL);
-    CU_add_test(s, "404 NotFound", test_not_found);
-    CU_add_test(s, "409 AlreadyExists and Conflict", test_already_exists_and_conflict);
-    CU_add_test(s, "422 Invalid with causes", test_invalid_with_causes);
-    CU_add_test(s, "410 Expired/Gone", test_gone);
-    CU_add_test(s, "403 Forbidden, 401", test_forbidden_unauthorized);
-    CU_add_test(s, "429, ServerTimeout, Timeout", test_too_many_requests);
-    CU_add_test(s, "non-Status bodies", test_not_a_status);
-    CU_add_test(s, "message capped at UTF-8 boundary", test_message_capped_utf8);
-    CU_add_test(s, "transport errors and kube_error_str", test_transport_and_str);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() > 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static CU_TestInfo kube_error_tests[] = {
+    {"404 NotFound", test_not_found},
+    {"409 AlreadyExists and Conflict", test_already_exists_and_conflict},
+    {"422 Invalid with causes", test_invalid_with_causes},
+    {"410 Expired/Gone", test_gone},
+    {"403 Forbidden, 401", test_forbidden_unauthorized},
+    {"429, ServerTimeout, Timeout", test_too_many_requests},
+    {"non-Status bodies", test_not_a_status},
+    {"message capped at UTF-8 boundary", test_message_capped_utf8},
+    {"transport errors and kube_error_str", test_transport_and_str},
+    CU_TEST_INFO_NULL,
+};
+
+#define CU_ONE_SUITE "kube_error", NULL, NULL, kube_error_tests
+#include "cu_main.h"

@@ -96,50 +96,65 @@ static probe_t probe(char tag)
     return p;
 }
 
+/* A loop and a pipe, its read end fds[0] and write end fds[1], and a probe tagged tag
+ * for the reader that the test registers. */
+typedef struct {
+    int fds[2];
+    loop_t *loop;
+    probe_t p;
+} pipe_loop_t;
+
+static void pipe_loop_open(pipe_loop_t *t, char tag)
+{
+    CU_ASSERT_FATAL(pipe(t->fds) == 0);
+    t->loop = loop_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t->loop);
+    t->p = probe(tag);
+}
+
+static void pipe_loop_close(pipe_loop_t *t)
+{
+    loop_destroy(&t->loop);
+    CU_ASSERT_PTR_NULL(t->loop);
+    close(t->fds[0]);
+    close(t->fds[1]);
+}
+
 static void test_fd_reader(void)
 {
-    int fds[2];
-    CU_ASSERT_FATAL(pipe(fds) == 0);
-    loop_t *loop = loop_new();
-    probe_t p = probe('a');
-    CU_ASSERT_EQUAL(loop_add_fd(loop, fds[0], LOOP_IN, on_reader, &p), 0);
-    CU_ASSERT_EQUAL(loop_reader_count(loop), 1);
-    CU_ASSERT_EQUAL(loop_run_once(loop, 0), 0);
-    CU_ASSERT_EQUAL(p.calls, 0); /* nothing to read yet */
-    CU_ASSERT_EQUAL(write(fds[1], "x", 1), 1);
-    CU_ASSERT_EQUAL(loop_run_once(loop, 0), 0);
-    CU_ASSERT_EQUAL(p.calls, 1);
-    CU_ASSERT_EQUAL(p.last_revents & LOOP_IN, LOOP_IN);
-    loop_remove_fd(loop, fds[0]);
-    CU_ASSERT_EQUAL(loop_reader_count(loop), 0);
-    CU_ASSERT_EQUAL(write(fds[1], "x", 1), 1);
-    CU_ASSERT_EQUAL(loop_run_once(loop, 0), 0);
-    CU_ASSERT_EQUAL(p.calls, 1);
-    loop_destroy(&loop);
-    CU_ASSERT_PTR_NULL(loop);
-    close(fds[0]);
-    close(fds[1]);
+    pipe_loop_t t;
+    pipe_loop_open(&t, 'a');
+    CU_ASSERT_EQUAL(loop_add_fd(t.loop, t.fds[0], LOOP_IN, on_reader, &t.p), 0);
+    CU_ASSERT_EQUAL(loop_reader_count(t.loop), 1);
+    CU_ASSERT_EQUAL(loop_run_once(t.loop, 0), 0);
+    CU_ASSERT_EQUAL(t.p.calls, 0); /* nothing to read yet */
+    CU_ASSERT_EQUAL(write(t.fds[1], "x", 1), 1);
+    CU_ASSERT_EQUAL(loop_run_once(t.loop, 0), 0);
+    CU_ASSERT_EQUAL(t.p.calls, 1);
+    CU_ASSERT_EQUAL(t.p.last_revents & LOOP_IN, LOOP_IN);
+    loop_remove_fd(t.loop, t.fds[0]);
+    CU_ASSERT_EQUAL(loop_reader_count(t.loop), 0);
+    CU_ASSERT_EQUAL(write(t.fds[1], "x", 1), 1);
+    CU_ASSERT_EQUAL(loop_run_once(t.loop, 0), 0);
+    CU_ASSERT_EQUAL(t.p.calls, 1);
+    pipe_loop_close(&t);
 }
 
 /* curl asks for "writable" while connecting: the loop must wake at once for it, not at
  * the next timer (poll(2)'s POLLOUT is 4, which zmq_poll reads as ZMQ_POLLERR). */
 static void test_writable_wakes_at_once(void)
 {
-    int fds[2];
-    CU_ASSERT_FATAL(pipe(fds) == 0);
-    loop_t *loop = loop_new();
-    probe_t p = probe('w');
-    CU_ASSERT_EQUAL(loop_add_fd(loop, fds[1], LOOP_IN, on_reader, &p), 0);
-    CU_ASSERT_EQUAL(loop_set_fd_events(loop, fds[1], LOOP_OUT), 0);
-    CU_ASSERT_EQUAL(loop_set_fd_events(loop, 12345, LOOP_OUT), -1);
+    pipe_loop_t t;
+    pipe_loop_open(&t, 'w');
+    CU_ASSERT_EQUAL(loop_add_fd(t.loop, t.fds[1], LOOP_IN, on_reader, &t.p), 0);
+    CU_ASSERT_EQUAL(loop_set_fd_events(t.loop, t.fds[1], LOOP_OUT), 0);
+    CU_ASSERT_EQUAL(loop_set_fd_events(t.loop, 12345, LOOP_OUT), -1);
     int64_t t0 = clock_mono_ns();
-    CU_ASSERT_EQUAL(loop_run_once(loop, 2 * NS_PER_SEC), 0);
+    CU_ASSERT_EQUAL(loop_run_once(t.loop, 2 * NS_PER_SEC), 0);
     CU_ASSERT(clock_mono_ns() - t0 < NS_PER_SEC);
-    CU_ASSERT_EQUAL(p.calls, 1);
-    CU_ASSERT_EQUAL(p.last_revents, LOOP_OUT);
-    loop_destroy(&loop);
-    close(fds[0]);
-    close(fds[1]);
+    CU_ASSERT_EQUAL(t.p.calls, 1);
+    CU_ASSERT_EQUAL(t.p.last_revents, LOOP_OUT);
+    pipe_loop_close(&t);
 }
 
 static void test_zmq_reader(void)
@@ -525,9 +540,5 @@ static CU_TestInfo loop_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"loop", NULL, NULL, NULL, NULL, loop_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "loop", NULL, NULL, loop_tests
 #include "cu_main.h"

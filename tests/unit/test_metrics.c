@@ -1,5 +1,6 @@
 /* Unit tests of the metrics registry and its Prometheus text exposition. */
 #include "metrics.h"
+#include "text_assert.h"
 
 #include <CUnit/CUnit.h>
 #include <string.h>
@@ -27,10 +28,10 @@ static void test_counter_and_gauge_text(void)
     buf_init(&out, 0);
     CU_ASSERT_EQUAL(metrics_expose(r, &out), 0);
     const char *t = buf_str(&out);
-    CU_ASSERT_PTR_NOT_NULL(strstr(t, "# TYPE rest_client_requests_total counter\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(t, "rest_client_requests_total{code=\"200\",method=\"GET\",host=\"127.0.0.1:6443\"} 3\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(t, "rest_client_requests_total{code=\"404\",method=\"GET\",host=\"127.0.0.1:6443\"} 1\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(t, "# TYPE workqueue_depth gauge\nworkqueue_depth{name=\"rediscluster\"} 5\n"));
+    ASSERT_TEXT_HAS(t, "# TYPE rest_client_requests_total counter\n",
+                    "rest_client_requests_total{code=\"200\",method=\"GET\",host=\"127.0.0.1:6443\"} 3\n",
+                    "rest_client_requests_total{code=\"404\",method=\"GET\",host=\"127.0.0.1:6443\"} 1\n",
+                    "# TYPE workqueue_depth gauge\nworkqueue_depth{name=\"rediscluster\"} 5\n");
     /* Families are sorted by name. */
     CU_ASSERT(strstr(t, "rest_client_requests_total") < strstr(t, "workqueue_depth"));
     buf_free(&out);
@@ -55,12 +56,11 @@ static void test_histogram_text(void)
     buf_init(&out, 0);
     metrics_expose(r, &out);
     const char *t = buf_str(&out);
-    CU_ASSERT_PTR_NOT_NULL(strstr(t, "controller_runtime_reconcile_time_seconds_bucket{controller=\"rediscluster\",le=\"0.1\"} 1\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(t, "_bucket{controller=\"rediscluster\",le=\"1\"} 3\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(t, "_bucket{controller=\"rediscluster\",le=\"10\"} 3\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(t, "_bucket{controller=\"rediscluster\",le=\"+Inf\"} 4\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(t, "_sum{controller=\"rediscluster\"} 101.05\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(t, "_count{controller=\"rediscluster\"} 4\n"));
+    ASSERT_TEXT_HAS(t, "controller_runtime_reconcile_time_seconds_bucket{controller=\"rediscluster\",le=\"0.1\"} 1\n",
+                    "_bucket{controller=\"rediscluster\",le=\"1\"} 3\n",
+                    "_bucket{controller=\"rediscluster\",le=\"10\"} 3\n",
+                    "_bucket{controller=\"rediscluster\",le=\"+Inf\"} 4\n",
+                    "_sum{controller=\"rediscluster\"} 101.05\n", "_count{controller=\"rediscluster\"} 4\n");
     buf_free(&out);
     metrics_registry_destroy(&r);
 }
@@ -76,8 +76,8 @@ static void test_registration_rules_and_escaping(void)
     buf_t out;
     buf_init(&out, 0);
     metrics_expose(r, &out);
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&out), "# HELP x_total help with \\\\ and\\nnewline\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&out), "x_total{k=\"quote\\\"back\\\\slash\\nnl\"} 1\n"));
+    ASSERT_TEXT_HAS(buf_str(&out), "# HELP x_total help with \\\\ and\\nnewline\n",
+                    "x_total{k=\"quote\\\"back\\\\slash\\nnl\"} 1\n");
     buf_free(&out);
     /* A capped output buffer reports that it was cut. */
     buf_init(&out, 16);

@@ -5,21 +5,20 @@
  * status.storedVersions. The rate limit runs on a fake clock.
  */
 #include "buf.h"
+#include "fake_api.h"
+#include "fake_clock.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "migrate.h"
 
 #include <CUnit/CUnit.h>
-#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 /* ---- The fake API server ---------------------------------------------------------------- */
@@ -37,7 +36,7 @@ typedef struct {
 } fobj_t;
 
 typedef struct {
-    struct MHD_Daemon *d;
+    fake_api_t srv;
     int port;
     pthread_mutex_t mu;
     fobj_t objs[MAX_OBJS];
@@ -51,10 +50,6 @@ typedef struct {
     char log[MAX_LOG][160];    /* "METHOD path?query" */
     int nlog;
 } fake_t;
-
-typedef struct {
-    buf_t body;
-} conn_t;
 
 static void fobj_json(const fobj_t *o, buf_t *b)
 {
@@ -188,52 +183,20 @@ static int handle(fake_t *f, struct MHD_Connection *c, const char *method, const
     return status_body(out, 404, "NotFound", "no such path");
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+/* The fake_api handler: log the request, answer it from the store. */
+static int on_request(void *user, struct MHD_Connection *c, const char *method, const char *url,
+                      const char *body, buf_t *out)
 {
-    (void)version;
-    fake_t *f = cls;
-    conn_t *st = *con_cls;
-    if (!st) {
-        st = calloc(1, sizeof(*st));
-        buf_init(&st->body, 1 << 20);
-        *con_cls = st;
-        return MHD_YES;
-    }
-    if (*upload_size) {
-        buf_append(&st->body, upload, *upload_size);
-        *upload_size = 0;
-        return MHD_YES;
-    }
-    buf_t out;
-    buf_init(&out, 0);
+    fake_t *f = user;
     pthread_mutex_lock(&f->mu);
     if (f->nlog < MAX_LOG) {
         const char *cont = arg(c, "continue"), *dry = arg(c, "dryRun");
         snprintf(f->log[f->nlog++], sizeof(f->log[0]), "%s %s%s%s%s", method, url, cont ? " continue=" : "",
                  cont ? cont : "", dry ? " dryRun" : "");
     }
-    int code = handle(f, c, method, url, buf_str(&st->body), &out);
+    int code = handle(f, c, method, url, body, out);
     pthread_mutex_unlock(&f->mu);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(out.len, (void *)buf_str(&out), MHD_RESPMEM_MUST_COPY);
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, resp);
-    MHD_destroy_response(resp);
-    buf_free(&out);
-    return ret;
-}
-
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
-{
-    (void)cls;
-    (void)c;
-    (void)toe;
-    conn_t *st = *con_cls;
-    if (st) {
-        buf_free(&st->body);
-        free(st);
-    }
-    *con_cls = NULL;
+    return code;
 }
 
 /* A fake with n RedisClusters c0..c{n-1}, the first n_old stored as v1alpha1, the CRD's
@@ -253,22 +216,14 @@ static fake_t *fake_start(int n, int n_old)
     snprintf(f->stored[0], sizeof(f->stored[0]), "v1alpha1");
     snprintf(f->stored[1], sizeof(f->stored[1]), "v1");
     f->nstored = 2;
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    f->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL, on_request,
-                            f, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-                            MHD_OPTION_END);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f->d);
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(f->d, MHD_DAEMON_INFO_BIND_PORT);
-    f->port = info ? info->port : 0;
+    fake_api_start(&f->srv, on_request, f);
+    f->port = f->srv.port;
     return f;
 }
 
 static void fake_stop(fake_t **fp)
 {
-    MHD_stop_daemon((*fp)->d);
+    fake_api_stop(&(*fp)->srv);
     pthread_mutex_destroy(&(*fp)->mu);
     free(*fp);
     *fp = NULL;
@@ -326,25 +281,7 @@ static void client_free(client_t *cl)
     kube_config_destroy(&cl->cfg);
 }
 
-typedef struct {
-    int64_t now, slept;
-    int sleeps;
-} fclock_t;
-
-static int64_t fc_now(void *u)
-{
-    return ((fclock_t *)u)->now;
-}
-
-static void fc_sleep(void *u, int64_t ns)
-{
-    fclock_t *fc = u;
-    fc->now += ns;
-    fc->slept += ns;
-    fc->sleeps++;
-}
-
-static migrate_opts_t opts_with(fclock_t *fc, long page, double qps)
+static migrate_opts_t opts_with(fake_clock_t *fc, long page, double qps)
 {
     migrate_opts_t o = {0};
     o.page_size = page;
@@ -356,134 +293,148 @@ static migrate_opts_t opts_with(fclock_t *fc, long page, double qps)
     return o;
 }
 
+/* One migration's world: the fake with n RedisClusters (n_old stored as v1alpha1), a
+ * client of it, a fake clock and the options (page size, qps) that use it, and where
+ * migrate_storage reports. */
+typedef struct {
+    fake_t *f;
+    client_t cl;
+    fake_clock_t fc;
+    migrate_opts_t o;
+    migrate_report_t r;
+    kube_error_t e;
+} mig_t;
+
+static void mig_open(mig_t *m, int n, int n_old, long page, double qps)
+{
+    memset(m, 0, sizeof(*m));
+    m->f = fake_start(n, n_old);
+    m->cl = client_for(m->f);
+    m->o = opts_with(&m->fc, page, qps);
+}
+
+static void mig_close(mig_t *m)
+{
+    client_free(&m->cl);
+    fake_stop(&m->f);
+}
+
 /* ---- Tests ----------------------------------------------------------------------------------- */
 
 static void test_migrates_every_object_then_stored_versions(void)
 {
-    fake_t *f = fake_start(25, 20);
-    client_t cl = client_for(f);
-    fclock_t fc = {0};
-    migrate_opts_t o = opts_with(&fc, 10, 5.0);
-    migrate_report_t r;
-    kube_error_t e;
-    int rc = migrate_storage(cl.c, &o, &r, &e);
+    mig_t m;
+    mig_open(&m, 25, 20, 10, 5.0);
+    int rc = migrate_storage(m.cl.c, &m.o, &m.r, &m.e);
     if (rc)
-        fprintf(stderr, "migrate: %s\n", e.message);
+        fprintf(stderr, "migrate: %s\n", m.e.message);
     CU_ASSERT_EQUAL(rc, 0);
-    CU_ASSERT_EQUAL(r.listed, 25);
-    CU_ASSERT_EQUAL(r.rewritten, 20);
-    CU_ASSERT_EQUAL(r.unchanged, 5);
-    CU_ASSERT_EQUAL(r.pages, 3);
-    CU_ASSERT_EQUAL(r.failed + r.gone + r.conflicts, 0);
-    CU_ASSERT_STRING_EQUAL(r.stored_before, "v1alpha1,v1");
-    CU_ASSERT_STRING_EQUAL(r.stored_after, "v1");
-    CU_ASSERT(r.stored_versions_patched);
-    CU_ASSERT_EQUAL(stored_v1_count(f), 25);
-    CU_ASSERT_EQUAL(f->nstored, 1);
-    CU_ASSERT_STRING_EQUAL(f->stored[0], "v1");
-    CU_ASSERT_EQUAL(count_log(f, "PUT "), 25);
-    CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH " continue=p10"), 1);
-    CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH " continue=p20"), 1);
+    CU_ASSERT_EQUAL(m.r.listed, 25);
+    CU_ASSERT_EQUAL(m.r.rewritten, 20);
+    CU_ASSERT_EQUAL(m.r.unchanged, 5);
+    CU_ASSERT_EQUAL(m.r.pages, 3);
+    CU_ASSERT_EQUAL(m.r.failed + m.r.gone + m.r.conflicts, 0);
+    CU_ASSERT_STRING_EQUAL(m.r.stored_before, "v1alpha1,v1");
+    CU_ASSERT_STRING_EQUAL(m.r.stored_after, "v1");
+    CU_ASSERT(m.r.stored_versions_patched);
+    CU_ASSERT_EQUAL(stored_v1_count(m.f), 25);
+    CU_ASSERT_EQUAL(m.f->nstored, 1);
+    CU_ASSERT_STRING_EQUAL(m.f->stored[0], "v1");
+    CU_ASSERT_EQUAL(count_log(m.f, "PUT "), 25);
+    CU_ASSERT_EQUAL(count_log(m.f, "GET " LIST_PATH " continue=p10"), 1);
+    CU_ASSERT_EQUAL(count_log(m.f, "GET " LIST_PATH " continue=p20"), 1);
     /* 5 per second with a burst of 1: 24 waits of 200 ms. */
-    CU_ASSERT_EQUAL(fc.sleeps, 24);
-    CU_ASSERT(fc.slept >= INT64_C(4800000000) - 1000 && fc.slept <= INT64_C(4800000000) + 1000);
+    CU_ASSERT_EQUAL(m.fc.sleeps, 24);
+    CU_ASSERT(m.fc.slept >= INT64_C(4800000000) - 1000 && m.fc.slept <= INT64_C(4800000000) + 1000);
     buf_t b;
     buf_init(&b, 0);
-    migrate_report_format(&r, &o, &b);
+    migrate_report_format(&m.r, &m.o, &b);
     CU_ASSERT_STRING_EQUAL(buf_str(&b), "migrate-storage redisclusters.cache.example.com to v1: 25 listed, 20 rewritten, "
                                         "5 unchanged, 0 conflicts, 0 gone, 0 failed, 3 pages; storedVersions "
                                         "[v1alpha1,v1] -> [v1]");
     buf_free(&b);
     /* A second run has nothing to do and lists nothing. */
-    int lists = count_log(f, "GET " LIST_PATH);
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, &o, &r, &e), 0);
-    CU_ASSERT(r.already_done);
-    CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH), lists);
-    client_free(&cl);
-    fake_stop(&f);
+    int lists = count_log(m.f, "GET " LIST_PATH);
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
+    CU_ASSERT(m.r.already_done);
+    CU_ASSERT_EQUAL(count_log(m.f, "GET " LIST_PATH), lists);
+    mig_close(&m);
 }
 
 static void test_conflicts_reread_and_deleted_objects(void)
 {
-    fake_t *f = fake_start(6, 6);
-    f->objs[2].conflict_once = 1;
-    f->objs[4].deleted = 1;
-    client_t cl = client_for(f);
-    fclock_t fc = {0};
-    migrate_opts_t o = opts_with(&fc, 100, -1);
-    migrate_report_t r;
-    kube_error_t e;
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, &o, &r, &e), 0);
-    CU_ASSERT_EQUAL(r.listed, 6);
-    CU_ASSERT_EQUAL(r.rewritten, 5);
-    CU_ASSERT_EQUAL(r.conflicts, 1);
-    CU_ASSERT_EQUAL(r.gone, 1);
-    CU_ASSERT_EQUAL(r.failed, 0);
-    CU_ASSERT_EQUAL(count_log(f, "GET " OBJ_PREFIX "c2"), 1); /* the re-read */
-    CU_ASSERT_EQUAL(count_log(f, "PUT " OBJ_PREFIX "c2"), 2);
-    CU_ASSERT(r.stored_versions_patched);
-    CU_ASSERT_EQUAL(fc.sleeps, 0); /* unlimited */
-    client_free(&cl);
-    fake_stop(&f);
+    mig_t m;
+    mig_open(&m, 6, 6, 100, -1);
+    m.f->objs[2].conflict_once = 1;
+    m.f->objs[4].deleted = 1;
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
+    CU_ASSERT_EQUAL(m.r.listed, 6);
+    CU_ASSERT_EQUAL(m.r.rewritten, 5);
+    CU_ASSERT_EQUAL(m.r.conflicts, 1);
+    CU_ASSERT_EQUAL(m.r.gone, 1);
+    CU_ASSERT_EQUAL(m.r.failed, 0);
+    CU_ASSERT_EQUAL(count_log(m.f, "GET " OBJ_PREFIX "c2"), 1); /* the re-read */
+    CU_ASSERT_EQUAL(count_log(m.f, "PUT " OBJ_PREFIX "c2"), 2);
+    CU_ASSERT(m.r.stored_versions_patched);
+    CU_ASSERT_EQUAL(m.fc.sleeps, 0); /* unlimited */
+    mig_close(&m);
 }
 
 static void test_failed_object_keeps_stored_versions(void)
 {
-    fake_t *f = fake_start(4, 4);
-    f->objs[1].invalid = 1;
-    client_t cl = client_for(f);
-    fclock_t fc = {0};
-    migrate_opts_t o = opts_with(&fc, 100, -1);
-    migrate_report_t r;
-    kube_error_t e;
-    int rc = migrate_storage(cl.c, &o, &r, &e);
+    mig_t m;
+    mig_open(&m, 4, 4, 100, -1);
+    m.f->objs[1].invalid = 1;
+    int rc = migrate_storage(m.cl.c, &m.o, &m.r, &m.e);
     CU_ASSERT_EQUAL(rc, KERR_INVALID);
-    CU_ASSERT_EQUAL(r.failed, 1);
-    CU_ASSERT_EQUAL(r.rewritten, 3); /* the others went on */
-    CU_ASSERT(!r.stored_versions_patched);
-    CU_ASSERT_EQUAL(f->nstored, 2);
-    CU_ASSERT_EQUAL(count_log(f, "PATCH "), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.last_error, "ns/c1: PUT"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(r.last_error, "Invalid"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.message, "1 object(s) could not be rewritten, storedVersions left as [v1alpha1,v1]"));
-    client_free(&cl);
-    fake_stop(&f);
+    CU_ASSERT_EQUAL(m.r.failed, 1);
+    CU_ASSERT_EQUAL(m.r.rewritten, 3); /* the others went on */
+    CU_ASSERT(!m.r.stored_versions_patched);
+    CU_ASSERT_EQUAL(m.f->nstored, 2);
+    CU_ASSERT_EQUAL(count_log(m.f, "PATCH "), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(m.r.last_error, "ns/c1: PUT"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m.r.last_error, "Invalid"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m.e.message, "1 object(s) could not be rewritten, storedVersions left as [v1alpha1,v1]"));
+    mig_close(&m);
 }
 
 static void test_refuses_before_the_crd_is_v1(void)
 {
-    fake_t *f = fake_start(3, 3);
-    snprintf(f->storage, sizeof(f->storage), "v1alpha1");
-    client_t cl = client_for(f);
-    migrate_report_t r;
-    kube_error_t e;
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, NULL, &r, &e), KERR_CONFIG);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.message, "the storage version is v1alpha1, not v1"));
-    CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH), 0);
-    CU_ASSERT_EQUAL(count_log(f, "PUT "), 0);
-    client_free(&cl);
-    fake_stop(&f);
+    mig_t m;
+    mig_open(&m, 3, 3, 100, -1);
+    snprintf(m.f->storage, sizeof(m.f->storage), "v1alpha1");
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, NULL, &m.r, &m.e), KERR_CONFIG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(m.e.message, "the storage version is v1alpha1, not v1"));
+    CU_ASSERT_EQUAL(count_log(m.f, "GET " LIST_PATH), 0);
+    CU_ASSERT_EQUAL(count_log(m.f, "PUT "), 0);
+    mig_close(&m);
+}
+
+/* A fresh path for a state file in state (a mkstemp template): holding text, or, when
+ * text is NULL, not there at all. */
+static void state_file_at(char *state, const char *text)
+{
+    int fd = mkstemp(state);
+    CU_ASSERT_FATAL(fd >= 0);
+    if (text)
+        CU_ASSERT_EQUAL((size_t)write(fd, text, strlen(text)), strlen(text));
+    close(fd);
+    if (!text)
+        unlink(state);
 }
 
 static void test_resumes_from_the_state_file(void)
 {
     char state[] = "/tmp/test_migrate_state_XXXXXX";
-    int fd = mkstemp(state);
-    CU_ASSERT_FATAL(fd >= 0);
-    close(fd);
-    unlink(state);
-    fake_t *f = fake_start(25, 25);
-    snprintf(f->fail_list_at, sizeof(f->fail_list_at), "p20");
-    client_t cl = client_for(f);
-    fclock_t fc = {0};
-    migrate_opts_t o = opts_with(&fc, 10, -1);
-    o.state_file = state;
-    migrate_report_t r;
-    kube_error_t e;
+    state_file_at(state, NULL);
+    mig_t m;
+    mig_open(&m, 25, 25, 10, -1);
+    snprintf(m.f->fail_list_at, sizeof(m.f->fail_list_at), "p20");
+    m.o.state_file = state;
     /* The third page fails: 20 done, the state file points at p20. */
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, &o, &r, &e), KERR_INTERNAL);
-    CU_ASSERT_EQUAL(r.rewritten, 20);
-    CU_ASSERT(!r.stored_versions_patched);
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), KERR_INTERNAL);
+    CU_ASSERT_EQUAL(m.r.rewritten, 20);
+    CU_ASSERT(!m.r.stored_versions_patched);
     FILE *sf = fopen(state, "r");
     CU_ASSERT_PTR_NOT_NULL_FATAL(sf);
     char text[1024] = "";
@@ -492,65 +443,50 @@ static void test_resumes_from_the_state_file(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"continue\":\"p20\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"rewritten\":20"));
     /* The second run starts at p20 and finishes; the counts add up. */
-    f->fail_list_at[0] = '\0';
-    int first_pages = count_log(f, "GET " LIST_PATH " continue=p10");
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, &o, &r, &e), 0);
-    CU_ASSERT(r.resumed);
-    CU_ASSERT_EQUAL(r.pages, 1);
-    CU_ASSERT_EQUAL(r.listed, 25);
-    CU_ASSERT_EQUAL(r.rewritten, 25);
-    CU_ASSERT_EQUAL(count_log(f, "GET " LIST_PATH " continue=p10"), first_pages); /* pages 1-2 not listed again */
-    CU_ASSERT_EQUAL(stored_v1_count(f), 25);
-    CU_ASSERT(r.stored_versions_patched);
+    m.f->fail_list_at[0] = '\0';
+    int first_pages = count_log(m.f, "GET " LIST_PATH " continue=p10");
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
+    CU_ASSERT(m.r.resumed);
+    CU_ASSERT_EQUAL(m.r.pages, 1);
+    CU_ASSERT_EQUAL(m.r.listed, 25);
+    CU_ASSERT_EQUAL(m.r.rewritten, 25);
+    CU_ASSERT_EQUAL(count_log(m.f, "GET " LIST_PATH " continue=p10"), first_pages); /* pages 1-2 not listed again */
+    CU_ASSERT_EQUAL(stored_v1_count(m.f), 25);
+    CU_ASSERT(m.r.stored_versions_patched);
     CU_ASSERT_EQUAL(access(state, F_OK), -1); /* removed when done */
-    client_free(&cl);
-    fake_stop(&f);
+    mig_close(&m);
 }
 
 static void test_expired_token_lists_again(void)
 {
     char state[] = "/tmp/test_migrate_state_XXXXXX";
-    int fd = mkstemp(state);
-    CU_ASSERT_FATAL(fd >= 0);
-    const char *text = "{\"crd\":\"redisclusters.cache.example.com\",\"version\":\"v1\",\"continue\":\"p10\",\"listed\":10}\n";
-    CU_ASSERT_EQUAL((size_t)write(fd, text, strlen(text)), strlen(text));
-    close(fd);
-    fake_t *f = fake_start(15, 15);
-    f->expire_tokens = 1;
-    client_t cl = client_for(f);
-    fclock_t fc = {0};
-    migrate_opts_t o = opts_with(&fc, 10, -1);
-    o.state_file = state;
-    migrate_report_t r;
-    kube_error_t e;
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, &o, &r, &e), 0);
-    CU_ASSERT(r.resumed && r.restarted);
-    CU_ASSERT_EQUAL(r.rewritten, 15); /* everything, from the first page */
-    CU_ASSERT_EQUAL(stored_v1_count(f), 15);
-    CU_ASSERT(r.stored_versions_patched);
+    state_file_at(state, "{\"crd\":\"redisclusters.cache.example.com\",\"version\":\"v1\",\"continue\":\"p10\",\"listed\":10}\n");
+    mig_t m;
+    mig_open(&m, 15, 15, 10, -1);
+    m.f->expire_tokens = 1;
+    m.o.state_file = state;
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
+    CU_ASSERT(m.r.resumed && m.r.restarted);
+    CU_ASSERT_EQUAL(m.r.rewritten, 15); /* everything, from the first page */
+    CU_ASSERT_EQUAL(stored_v1_count(m.f), 15);
+    CU_ASSERT(m.r.stored_versions_patched);
     unlink(state);
-    client_free(&cl);
-    fake_stop(&f);
+    mig_close(&m);
 }
 
 static void test_dry_run_writes_nothing(void)
 {
-    fake_t *f = fake_start(5, 5);
-    client_t cl = client_for(f);
-    fclock_t fc = {0};
-    migrate_opts_t o = opts_with(&fc, 100, -1);
-    o.dry_run = 1;
-    migrate_report_t r;
-    kube_error_t e;
-    CU_ASSERT_EQUAL(migrate_storage(cl.c, &o, &r, &e), 0);
-    CU_ASSERT_EQUAL(r.unchanged, 5);
-    CU_ASSERT_EQUAL(r.rewritten, 0);
-    CU_ASSERT_EQUAL(count_log(f, "PUT "), 5);
-    CU_ASSERT_EQUAL(stored_v1_count(f), 0);
-    CU_ASSERT_EQUAL(count_log(f, "PATCH "), 0);
-    CU_ASSERT_EQUAL(f->nstored, 2);
-    client_free(&cl);
-    fake_stop(&f);
+    mig_t m;
+    mig_open(&m, 5, 5, 100, -1);
+    m.o.dry_run = 1;
+    CU_ASSERT_EQUAL(migrate_storage(m.cl.c, &m.o, &m.r, &m.e), 0);
+    CU_ASSERT_EQUAL(m.r.unchanged, 5);
+    CU_ASSERT_EQUAL(m.r.rewritten, 0);
+    CU_ASSERT_EQUAL(count_log(m.f, "PUT "), 5);
+    CU_ASSERT_EQUAL(stored_v1_count(m.f), 0);
+    CU_ASSERT_EQUAL(count_log(m.f, "PATCH "), 0);
+    CU_ASSERT_EQUAL(m.f->nstored, 2);
+    mig_close(&m);
 }
 
 static int suite_init(void)
@@ -575,9 +511,5 @@ static CU_TestInfo tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"migrate", suite_init, suite_clean, NULL, NULL, tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "migrate", suite_init, suite_clean, tests
 #include "cu_main.h"

@@ -222,7 +222,8 @@ static json_object *server_view(const json_object *applied, const json_object *p
         set_at(o, "spec template spec dnsPolicy", "\"ClusterFirst\"");
         set_at(o, "spec template spec restartPolicy", "\"Always\"");
         set_at(o, "spec template spec schedulerName", "\"default-scheduler\"");
-        set_at(o, "spec template spec securityContext", "{}");
+        if (!at(o, "spec template spec securityContext"))
+            set_at(o, "spec template spec securityContext", "{}");
         set_at(o, "spec template spec terminationGracePeriodSeconds", "30");
         json_object *c = at(o, "spec template spec containers 0");
         set_at(c, "imagePullPolicy", "\"IfNotPresent\"");
@@ -296,6 +297,17 @@ static void perform(world_t *w, const plan_t *p)
                 CU_ASSERT_STRING_EQUAL(str_at(*slot, "metadata ownerReferences 0 uid"), "uid-1");
             }
             json_object *fresh = server_view(a->body, *slot);
+            json_object_put(*slot);
+            *slot = fresh;
+            break;
+        }
+        case PLAN_REPLACE:
+        case PLAN_DELETE: {
+            json_object **slot = !strcmp(a->resource, "configmaps") ? &w->cm
+                                 : !strcmp(a->resource, "services") ? &w->svc
+                                                                     : &w->sts;
+            CU_ASSERT_PTR_NOT_NULL_FATAL(*slot);
+            json_object *fresh = a->kind == PLAN_REPLACE ? server_view(a->body, *slot) : NULL;
             json_object_put(*slot);
             *slot = fresh;
             break;
@@ -624,37 +636,9 @@ static void test_foreign_additions_are_not_drift(void)
 
 /* ---- Drift ------------------------------------------------------------------------------ */
 
-/* Converge, let change() tamper with the world, and plan again. */
-static plan_t *drifted(world_t *w, void (*change)(world_t *))
-{
-    world_init(w, SPEC3, 1);
-    converge(w, T1);
-    change(w);
-    return run(w, T2);
-}
-
 static void change_cm_data(world_t *w)
 {
     set_at(w->cm, "data redis.conf", "\"maxmemory 1gb\\n\"");
-}
-
-static void test_drift_configmap_data(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_cm_data);
-    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 1);
-    const plan_action_t *a = plan_action(p, 0);
-    CU_ASSERT_EQUAL(a->kind, PLAN_APPLY);
-    CU_ASSERT_STRING_EQUAL(a->resource, "configmaps");
-    CU_ASSERT(contains(a->why, "data.redis.conf"));
-    CU_ASSERT(contains(str_at(a->body, "data redis.conf"), "maxmemory 256mb"));
-    const plan_event_t *e = find_event(p, "Updated");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    CU_ASSERT_EQUAL(e->action, 0);
-    CU_ASSERT(contains(e->message, "ConfigMap default/cache"));
-    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
-    plan_destroy(&p);
-    world_free(&w);
 }
 
 static void change_svc_port(world_t *w)
@@ -662,31 +646,9 @@ static void change_svc_port(world_t *w)
     set_at(w->svc, "spec ports 0 port", "6380");
 }
 
-static void test_drift_service_port(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_svc_port);
-    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 1);
-    CU_ASSERT_STRING_EQUAL(plan_action(p, 0)->resource, "services");
-    CU_ASSERT(contains(plan_action(p, 0)->why, "spec.ports[redis].port: want 6379, have 6380"));
-    CU_ASSERT_EQUAL(int_at(plan_action(p, 0)->body, "spec ports 0 port"), 6379);
-    plan_destroy(&p);
-    world_free(&w);
-}
-
-static void change_svc_headless(world_t *w)
+static void change_svc_port_name(world_t *w)
 {
     set_at(w->svc, "spec ports 0 name", "\"other\"");
-}
-
-static void test_drift_service_port_renamed(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_svc_headless);
-    CU_ASSERT_PTR_NOT_NULL(find_write(p, "services"));
-    CU_ASSERT(contains(plan_action(p, 0)->why, "spec.ports[redis]: missing"));
-    plan_destroy(&p);
-    world_free(&w);
 }
 
 static void change_sts_replicas(world_t *w)
@@ -694,61 +656,14 @@ static void change_sts_replicas(world_t *w)
     set_at(w->sts, "spec replicas", "2"); /* someone ran kubectl scale on the StatefulSet */
 }
 
-static void test_drift_statefulset_replicas(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_sts_replicas);
-    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 2); /* apply, and the status now says Scaling */
-    const plan_action_t *a = find_write(p, "statefulsets");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    CU_ASSERT_EQUAL(int_at(a->body, "spec replicas"), 3);
-    CU_ASSERT(contains(a->why, "spec.replicas: want 3, have 2"));
-    const plan_event_t *e = find_event(p, "Scaled");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    CU_ASSERT(contains(e->message, "from 2 to 3 replicas"));
-    CU_ASSERT_PTR_NULL(find_event(p, "Updated")); /* nothing else differs */
-    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
-    plan_destroy(&p);
-    world_free(&w);
-}
-
 static void change_image(world_t *w)
 {
     set_at(w->sts, "spec template spec containers 0 image", "\"redis:6.0\"");
 }
 
-static void test_drift_container_image(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_image);
-    const plan_action_t *a = find_write(p, "statefulsets");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    CU_ASSERT(contains(a->why, "spec.template.spec.containers[redis].image: want \"redis:7.2\", have \"redis:6.0\""));
-    CU_ASSERT_STRING_EQUAL(str_at(a->body, "spec template spec containers 0 image"), "redis:7.2");
-    CU_ASSERT_PTR_NOT_NULL(find_event(p, "Updated"));
-    CU_ASSERT_PTR_NULL(find_event(p, "Scaled"));
-    /* A new pod template is about to roll: not Running any more. */
-    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
-    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "reason"), "RollingUpdate");
-    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 10 * NS_PER_SEC);
-    plan_destroy(&p);
-    world_free(&w);
-}
-
-static void change_probe_and_labels(world_t *w)
+static void change_probe(world_t *w)
 {
     del_at(w->sts, "spec template spec containers 0", "readinessProbe");
-}
-
-static void test_drift_missing_probe(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_probe_and_labels);
-    const plan_action_t *a = find_write(p, "statefulsets");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    CU_ASSERT(contains(a->why, "readinessProbe"));
-    plan_destroy(&p);
-    world_free(&w);
 }
 
 static void change_delete_children(world_t *w)
@@ -759,39 +674,122 @@ static void change_delete_children(world_t *w)
     w->cm = NULL;
 }
 
-static void test_drift_child_deleted(void)
-{
-    world_t w;
-    plan_t *p = drifted(&w, change_delete_children);
-    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 2);
-    CU_ASSERT_STRING_EQUAL(plan_action(p, 0)->resource, "configmaps");
-    CU_ASSERT_STRING_EQUAL(plan_action(p, 1)->resource, "services");
-    CU_ASSERT(contains(plan_action(p, 1)->why, "missing"));
-    CU_ASSERT_EQUAL(plan_event_count(p), 2);
-    CU_ASSERT_STRING_EQUAL(plan_event(p, 1)->reason, "Created");
-    CU_ASSERT_EQUAL(plan_event(p, 1)->action, 1);
-    plan_destroy(&p);
-    world_free(&w);
-}
-
 static void change_owner_refs(world_t *w)
 {
     del_at(w->cm, "metadata", "ownerReferences");
     set_at(w->svc, "metadata labels app.kubernetes.io/managed-by", "\"helm\"");
 }
 
-static void test_drift_owner_reference_and_label(void)
+/* What only one case checks. */
+static void more_cm_data(const plan_t *p)
 {
-    world_t w;
-    plan_t *p = drifted(&w, change_owner_refs);
-    /* A ConfigMap without our controller reference is not ours any more: never taken
-     * back (plan.h, OWNERSHIP), and the StatefulSet that mounts it is left as it is. */
+    CU_ASSERT_EQUAL(find_event(p, "Updated")->action, 0); /* the Event names the apply */
+}
+
+static void more_image(const plan_t *p)
+{
+    /* A new pod template is about to roll: not Running any more. */
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "reason"), "RollingUpdate");
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 10 * NS_PER_SEC);
+}
+
+static void more_children_deleted(const plan_t *p)
+{
+    CU_ASSERT_STRING_EQUAL(plan_action(p, 0)->resource, "configmaps");
+    CU_ASSERT_STRING_EQUAL(plan_action(p, 1)->resource, "services");
+    CU_ASSERT_EQUAL(plan_event_count(p), 2);
+    CU_ASSERT_STRING_EQUAL(plan_event(p, 1)->reason, "Created");
+    CU_ASSERT_EQUAL(plan_event(p, 1)->action, 1);
+}
+
+/* A ConfigMap without our controller reference is not ours any more: never taken back
+ * (plan.h, OWNERSHIP), and the StatefulSet that mounts it is left as it is. */
+static void more_owner_refs(const plan_t *p)
+{
     CU_ASSERT_PTR_NULL(find_write(p, "configmaps"));
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "OwnerConflict");
-    CU_ASSERT_PTR_NOT_NULL(find_write(p, "services"));
-    CU_ASSERT_EQUAL(find_write(p, "services")->kind, PLAN_APPLY);
     CU_ASSERT_PTR_NULL(find_write(p, "statefulsets"));
-    CU_ASSERT(contains(find_write(p, "services")->why, "app.kubernetes.io/managed-by"));
+}
+
+/* Converge, let change() tamper with the world, and plan again: the plan must put back
+ * what changed and say so. A NULL or negative field is not checked. */
+static const struct {
+    const char *name; /* the CUnit test's name (drift_tests) */
+    void (*change)(world_t *);
+    int actions;          /* plan_action_count */
+    const char *resource; /* the write (create or apply) that puts it back ... */
+    int first;            /* ... is the plan's first action */
+    int kind;             /* ... of this kind */
+    const char *why;      /* ... and its why holds this */
+    const char *body_path, *body_has, *body_is; /* the string at body_path holds / is */
+    int64_t body_int;                           /* ... or, without them, this integer */
+    const char *event, *event_says; /* an Event with this reason, its message holding this */
+    const char *no_event;           /* no Event with this reason */
+    const char *phase;
+    void (*more)(const plan_t *p);
+} drift_cases[] = {
+    {"ConfigMap data changed", change_cm_data, 1, "configmaps", 1, PLAN_APPLY, "data.redis.conf",
+     "data redis.conf", "maxmemory 256mb", NULL, 0, "Updated", "ConfigMap default/cache", NULL, "Running",
+     more_cm_data},
+    {"Service port changed", change_svc_port, 1, "services", 1, -1, "spec.ports[redis].port: want 6379, have 6380",
+     "spec ports 0 port", NULL, NULL, 6379, NULL, NULL, NULL, NULL, NULL},
+    {"Service port renamed", change_svc_port_name, -1, "services", 1, -1, "spec.ports[redis]: missing", NULL, NULL,
+     NULL, 0, NULL, NULL, NULL, NULL, NULL},
+    /* apply, and the status now says Scaling; nothing else differs */
+    {"StatefulSet replicas changed", change_sts_replicas, 2, "statefulsets", 0, -1, "spec.replicas: want 3, have 2",
+     "spec replicas", NULL, NULL, 3, "Scaled", "from 2 to 3 replicas", "Updated", "Scaling", NULL},
+    {"container image changed", change_image, -1, "statefulsets", 0, -1,
+     "spec.template.spec.containers[redis].image: want \"redis:7.2\", have \"redis:6.0\"",
+     "spec template spec containers 0 image", NULL, "redis:7.2", 0, "Updated", NULL, "Scaled", "Scaling", more_image},
+    {"probe removed", change_probe, -1, "statefulsets", 0, -1, "readinessProbe", NULL, NULL, NULL, 0, NULL, NULL,
+     NULL, NULL, NULL},
+    {"children deleted", change_delete_children, 2, "services", 0, -1, "missing", NULL, NULL, NULL, 0, NULL, NULL,
+     NULL, NULL, more_children_deleted},
+    {"owner reference and label changed", change_owner_refs, -1, "services", 0, PLAN_APPLY,
+     "app.kubernetes.io/managed-by", NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, more_owner_refs},
+};
+
+/* Every test of drift_tests: the case named as the running test. */
+static void test_drift_case(void)
+{
+    const char *name = CU_get_current_test()->pName;
+    size_t i = 0;
+    while (i < sizeof(drift_cases) / sizeof(drift_cases[0]) && strcmp(drift_cases[i].name, name))
+        i++;
+    CU_ASSERT_FATAL(i < sizeof(drift_cases) / sizeof(drift_cases[0]));
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    drift_cases[i].change(&w);
+    plan_t *p = run(&w, T2);
+    if (drift_cases[i].actions >= 0)
+        CU_ASSERT_EQUAL_FATAL(plan_action_count(p), (size_t)drift_cases[i].actions);
+    const plan_action_t *a = find_write(p, drift_cases[i].resource);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    if (drift_cases[i].first)
+        CU_ASSERT_PTR_EQUAL(a, plan_action(p, 0));
+    if (drift_cases[i].kind >= 0)
+        CU_ASSERT_EQUAL(a->kind, (plan_action_kind_t)drift_cases[i].kind);
+    CU_ASSERT(contains(a->why, drift_cases[i].why));
+    const char *path = drift_cases[i].body_path;
+    if (path && drift_cases[i].body_has)
+        CU_ASSERT(contains(str_at(a->body, path), drift_cases[i].body_has));
+    if (path && drift_cases[i].body_is)
+        CU_ASSERT_STRING_EQUAL(str_at(a->body, path), drift_cases[i].body_is);
+    if (path && !drift_cases[i].body_has && !drift_cases[i].body_is)
+        CU_ASSERT_EQUAL(int_at(a->body, path), drift_cases[i].body_int);
+    if (drift_cases[i].event) {
+        const plan_event_t *e = find_event(p, drift_cases[i].event);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+        if (drift_cases[i].event_says)
+            CU_ASSERT(contains(e->message, drift_cases[i].event_says));
+    }
+    if (drift_cases[i].no_event)
+        CU_ASSERT_PTR_NULL(find_event(p, drift_cases[i].no_event));
+    if (drift_cases[i].phase)
+        CU_ASSERT_STRING_EQUAL(plan_phase(p), drift_cases[i].phase);
+    if (drift_cases[i].more)
+        drift_cases[i].more(p);
     plan_destroy(&p);
     world_free(&w);
 }
@@ -2131,6 +2129,447 @@ static void test_inputs_are_not_modified(void)
     world_free(&w);
 }
 
+
+/* ---- Diagnosis, storage class, taking a child back, Scaling ------------------------------ */
+
+#define POD_OLD(name, status) "{\"metadata\":{\"name\":\"" name "\",\"creationTimestamp\":\"" T1_STR "\"},\"status\":" status "}"
+#define POD_YOUNG(name, status) "{\"metadata\":{\"name\":\"" name "\",\"creationTimestamp\":\"2024-05-01T12:01:50Z\"},\"status\":" status "}"
+#define READY "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}"
+#define WAITING(list, reason, msg)                                                                                 \
+    "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}],\"" list "\":[{\"name\":\"redis\",\"state\":{"       \
+    "\"waiting\":{\"reason\":\"" reason "\",\"message\":\"" msg "\"}}}]}"
+#define UNSCHED "{\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\","         \
+                "\"message\":\"0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims\"}]}"
+#define EV(type, reason, at, msg)                                                                                  \
+    "{\"type\":\"" type "\",\"reason\":\"" reason "\",\"lastTimestamp\":\"" at "\",\"message\":\"" msg "\"}"
+#define QUOTA_MSG "create Pod cache-0 in StatefulSet cache failed error: pods cache-0 is forbidden: exceeded quota: q"
+
+typedef struct {
+    const char *name;
+    int ready;              /* readyReplicas of the StatefulSet (spec.size is 3) */
+    const char *pods, *sts_events, *pod_events;
+    const char *reason;     /* the diagnosed reason, or NULL for none */
+    const char *message;    /* a part of the Degraded message */
+} diag_row_t;
+
+static const diag_row_t diag_rows[] = {
+    {"quota: FailedCreate after the last SuccessfulCreate", 0, "[]",
+     "[" EV("Normal", "SuccessfulCreate", "2024-05-01T11:00:00Z", "create Pod cache-0 ok") ","
+         EV("Warning", "FailedCreate", "2024-05-01T11:59:00Z", QUOTA_MSG) "]", NULL, "FailedCreate",
+     "StatefulSet default/cache cannot create its pods: " QUOTA_MSG},
+    {"FailedCreate older than a SuccessfulCreate is history", 0, "[]",
+     "[" EV("Warning", "FailedCreate", "2024-05-01T11:00:00Z", QUOTA_MSG) ","
+         EV("Normal", "SuccessfulCreate", "2024-05-01T11:59:00Z", "create Pod cache-0 ok") "]", NULL, NULL, NULL},
+    {"FailedCreate while every pod exists is not the cause", 0,
+     "[" POD_OLD("cache-0", "{}") "," POD_OLD("cache-1", "{}") "," POD_OLD("cache-2", "{}") "]",
+     "[" EV("Warning", "FailedCreate", "2024-05-01T11:59:00Z", QUOTA_MSG) "]", NULL, NULL, NULL},
+    {"ErrImagePull quotes the kubelet", 0, "[" POD_OLD("cache-0", WAITING("containerStatuses", "ErrImagePull", "pull access denied for nope")) "]",
+     "[]", "[]", "ErrImagePull", "pod default/cache-0, container redis: ErrImagePull: pull access denied for nope"},
+    {"ImagePullBackOff of an init container", 0,
+     "[" POD_OLD("cache-0", WAITING("initContainerStatuses", "ImagePullBackOff", "Back-off pulling image")) "]", "[]", "[]",
+     "ImagePullBackOff", "Back-off pulling image"},
+    {"CrashLoopBackOff, even on a young pod: how it ended, not the back-off", 1,
+     "[" POD_OLD("cache-0", READY) ",{\"metadata\":{\"name\":\"cache-1\",\"creationTimestamp\":\"2024-05-01T12:01:50Z\"},"
+     "\"status\":{\"containerStatuses\":[{\"name\":\"redis\",\"restartCount\":4,\"state\":{\"waiting\":{\"reason\":"
+     "\"CrashLoopBackOff\",\"message\":\"back-off 40s restarting failed container\"}},\"lastState\":{\"terminated\":"
+     "{\"exitCode\":1,\"reason\":\"Error\"}}}]}}]",
+     "[]", "[]", "CrashLoopBackOff",
+     "pod default/cache-1, container redis: CrashLoopBackOff: it keeps exiting (last exit code 1, Error)"},
+    {"a waiting reason that explains nothing", 0,
+     "[" POD_OLD("cache-0", WAITING("containerStatuses", "ContainerCreating", "")) "]", "[]", "[]", NULL, NULL},
+    {"FailedScheduling on an old pod quotes the scheduler", 0, "[" POD_OLD("cache-0", UNSCHED) "]", "[]", "[]",
+     "FailedScheduling", "pod default/cache-0 cannot be scheduled: 0/3 nodes are available: pod has unbound immediate"},
+    {"FailedScheduling on a pod 10 s old is not yet a cause", 0, "[" POD_YOUNG("cache-0", UNSCHED) "]", "[]", "[]", NULL,
+     NULL},
+    {"the pod's latest Warning Event", 0, "[" POD_OLD("cache-0", "{}") "]", "[]",
+     "[" EV("Warning", "FailedMount", "2024-05-01T11:58:00Z", "old mount") ","
+         EV("Normal", "Pulled", "2024-05-01T11:59:30Z", "pulled") ","
+         EV("Warning", "FailedMount", "2024-05-01T11:59:00Z", "MountVolume.SetUp failed for volume config") "]",
+     "FailedMount", "pod default/cache-0: FailedMount: MountVolume.SetUp failed for volume config"},
+    {"a Warning Event whose reason cannot be a condition reason", 0, "[" POD_OLD("cache-0", "{}") "]", "[]",
+     "[" EV("Warning", "bad reason!", "2024-05-01T11:59:00Z", "x") "]", NULL, NULL},
+    {"ready pods are skipped", 2,
+     "[" POD_OLD("cache-0", READY) "," POD_OLD("cache-1", READY) "," POD_OLD("cache-2", WAITING("containerStatuses", "CrashLoopBackOff", "boom")) "]",
+     "[]", "[]", "CrashLoopBackOff", "pod default/cache-2"},
+    {"all ready: nothing is diagnosed, whatever the Events", 3,
+     "[" POD_OLD("cache-0", READY) "," POD_OLD("cache-1", READY) "," POD_OLD("cache-2", READY) "]",
+     "[" EV("Warning", "FailedCreate", "2024-05-01T11:59:00Z", QUOTA_MSG) "]", NULL, NULL, NULL},
+    {"garbage instead of lists", 0, "{\"items\":1}", "\"x\"", "[1,null,{\"type\":7}]", NULL, NULL},
+};
+
+static void diag_row(const diag_row_t *r)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    sts_settle(&w, r->ready);
+    json_object *pods = parse(r->pods), *sev = r->sts_events ? parse(r->sts_events) : NULL,
+                *pev = r->pod_events ? parse(r->pod_events) : NULL;
+    plan_observed_t more = {.pods = pods, .sts_events = sev, .pod_events = pev};
+    plan_t *p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(count_writes(p), 0);
+    json_object *deg = cond(p, "Degraded"), *ready = cond(p, "Ready");
+    if (r->reason) {
+        if (strcmp(str_at(deg, "reason"), r->reason) || !contains(str_at(deg, "message"), r->message))
+            fprintf(stderr, "\n  row \"%s\": Degraded %s: %s\n", r->name, str_at(deg, "reason"), str_at(deg, "message"));
+        CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "True");
+        CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), r->reason);
+        CU_ASSERT(contains(str_at(deg, "message"), r->message));
+        CU_ASSERT_STRING_EQUAL(str_at(ready, "reason"), r->reason);
+        CU_ASSERT(contains(str_at(ready, "message"), r->message));
+        CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+        const plan_event_t *e = find_event(p, r->reason);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+        CU_ASSERT_STRING_EQUAL(e->type, "Warning");
+    } else {
+        if (strcmp(str_at(deg, "status"), "False"))
+            fprintf(stderr, "\n  row \"%s\": Degraded %s: %s\n", r->name, str_at(deg, "reason"), str_at(deg, "message"));
+        CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "False");
+        CU_ASSERT_STRING_EQUAL(str_at(ready, "reason"), r->ready == 3 ? "AllReplicasReady" : "ReplicasNotReady");
+    }
+    CU_ASSERT_EQUAL(plan_wants_diagnosis(p), r->ready < 3);
+    /* The same cause again writes and records nothing. */
+    perform(&w, p);
+    plan_destroy(&p);
+    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    CU_ASSERT_EQUAL(plan_event_count(p), 0);
+    plan_destroy(&p);
+    json_object_put(pods);
+    json_object_put(sev);
+    json_object_put(pev);
+    world_free(&w);
+}
+
+static void test_diagnosis_table(void)
+{
+    for (size_t i = 0; i < sizeof(diag_rows) / sizeof(diag_rows[0]); i++)
+        diag_row(&diag_rows[i]);
+}
+
+/* Who asks for a diagnosis, which pod is explained, and a healthy plan never asks. */
+static void test_diagnosis_is_asked_only_when_not_running(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    plan_t *p = run(&w, T1); /* creating: nothing to read yet */
+    CU_ASSERT_EQUAL(plan_wants_diagnosis(p), 0);
+    plan_destroy(&p);
+    converge(&w, T1);
+    p = run(&w, T2);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+    CU_ASSERT_EQUAL(plan_wants_diagnosis(p), 0);
+    CU_ASSERT_STRING_EQUAL(plan_pod_selector(p), "app.kubernetes.io/name=redis,app.kubernetes.io/instance=cache");
+    plan_destroy(&p);
+    sts_settle(&w, 1);
+    p = run(&w, T2);
+    CU_ASSERT_EQUAL(plan_wants_diagnosis(p), 1);
+    plan_destroy(&p);
+    set_at(w.rc, "spec size", "0");
+    p = run(&w, T2);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
+    CU_ASSERT_EQUAL(plan_wants_diagnosis(p), 0);
+    plan_destroy(&p);
+    json_object *pods = parse("[" POD_OLD("cache-0", READY) ",{\"metadata\":{}}," POD_OLD("cache-1", "{}") "]");
+    CU_ASSERT_STRING_EQUAL(plan_pod_to_explain(pods), "cache-1");
+    json_object_put(pods);
+    pods = parse("[" POD_OLD("cache-0", READY) "]");
+    CU_ASSERT_PTR_NULL(plan_pod_to_explain(pods));
+    CU_ASSERT_PTR_NULL(plan_pod_to_explain(NULL));
+    json_object_put(pods);
+    world_free(&w);
+}
+
+/* The StorageClass is looked up when the StatefulSet is created and while the cluster is
+ * not Running. Missing, the StatefulSet is created all the same (static PersistentVolumes
+ * of that class name may bind), Degraded names the class and the ways out; once the
+ * cluster runs, nothing is looked up and Degraded clears. */
+static void test_storage_class_checked_before_creating(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    plan_t *p = run(&w, T1);
+    CU_ASSERT_STRING_EQUAL(plan_storage_class_to_check(p), "standard");
+    plan_destroy(&p);
+    plan_observed_t more = {.storage_class_missing = 1};
+    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_CREATE, "statefulsets"));
+    CU_ASSERT_PTR_NOT_NULL(find_write(p, "configmaps"));
+    json_object *deg = cond(p, "Degraded");
+    CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), "StorageClassNotFound");
+    CU_ASSERT(contains(str_at(deg, "message"), "StorageClass \"standard\" (spec.storage.storageClass) does not exist"));
+    CU_ASSERT(contains(str_at(deg, "message"), "bind only to PersistentVolumes created with that storageClassName"));
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), PLAN_REQUEUE_NOT_READY_NS);
+    CU_ASSERT_PTR_NOT_NULL(find_event(p, "StorageClassNotFound"));
+    perform(&w, p);
+    plan_destroy(&p);
+    /* Still not ready, still missing: looked up again; the status follows the new
+     * StatefulSet once, then nothing new to say. */
+    p = run(&w, T2);
+    CU_ASSERT_STRING_EQUAL(plan_storage_class_to_check(p), "standard");
+    plan_destroy(&p);
+    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "StorageClassNotFound");
+    CU_ASSERT_PTR_NULL(find_event(p, "StorageClassNotFound")); /* said once already */
+    perform(&w, p);
+    plan_destroy(&p);
+    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    plan_destroy(&p);
+    /* The claims bound to static volumes and the pods run: Running, no look-up, Degraded clears. */
+    sts_settle(&w, 3);
+    p = run(&w, T2);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+    CU_ASSERT_PTR_NULL(plan_storage_class_to_check(p));
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
+    perform(&w, p);
+    plan_destroy(&p);
+    p = run(&w, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0); /* and a resync of it writes nothing */
+    plan_destroy(&p);
+    world_free(&w);
+    /* No class named: nothing to check. */
+    world_init(&w, "{\"size\":1,\"image\":\"redis\"}", 1);
+    p = run(&w, T1);
+    CU_ASSERT_PTR_NULL(plan_storage_class_to_check(p));
+    more.storage_class_missing = 1; /* and a stray flag changes nothing */
+    plan_destroy(&p);
+    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T1);
+    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_CREATE, "statefulsets"));
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* The storage advice never leads to a mixed set. */
+static void test_storage_change_advice(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    set_at(w.rc, "spec storage storageClass", "\"fast\"");
+    plan_t *p = run(&w, T2);
+    const char *m = str_at(cond(p, "Degraded"), "message");
+    CU_ASSERT(contains(m, "set spec.storage back to what the StatefulSet has"));
+    CU_ASSERT(contains(m, "create a new RedisCluster"));
+    CU_ASSERT(!contains(m, "recreate the StatefulSet"));
+    CU_ASSERT(!contains(m, "delete the StatefulSet"));
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* kubectl patch made the Service's only port 7000 under our port's name: the apply is
+ * refused (422), and the take-back plan replaces it, or recreates it. */
+static void test_take_back_table(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    set_at(w.svc, "spec ports", "[{\"name\":\"redis\",\"port\":7000,\"targetPort\":6379,\"protocol\":\"TCP\"}]");
+    set_at(w.svc, "metadata managedFields", "[{\"manager\":\"kubectl-patch\"}]");
+    plan_t *p = run(&w, T2);
+    size_t i = index_of(p, "services");
+    CU_ASSERT_EQUAL_FATAL(plan_action(p, i)->kind, PLAN_APPLY);
+    const char *msg = "spec.ports[1].name: Duplicate value: \"redis\"";
+
+    plan_t *tb = plan_take_back(p, i, w.svc, 0, 422, "Invalid", msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tb);
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(tb), 1);
+    const plan_action_t *a = plan_action(tb, 0);
+    CU_ASSERT_EQUAL(a->kind, PLAN_REPLACE);
+    CU_ASSERT_STRING_EQUAL(a->method, "PUT");
+    CU_ASSERT_STRING_EQUAL(a->content_type, "application/json");
+    CU_ASSERT_STRING_EQUAL(a->path, "/api/v1/namespaces/default/services/cache?fieldManager=rediscluster-operator");
+    CU_ASSERT_STRING_EQUAL(str_at(a->body, "metadata resourceVersion"), "555");
+    CU_ASSERT_STRING_EQUAL(str_at(a->body, "metadata labels team"), "payments"); /* others' kept */
+    CU_ASSERT_STRING_EQUAL(str_at(a->body, "spec ipFamilyPolicy"), "SingleStack");
+    CU_ASSERT_PTR_NULL(at(a->body, "metadata managedFields"));
+    CU_ASSERT_PTR_NULL(at(a->body, "status"));
+    CU_ASSERT_EQUAL(json_object_array_length(at(a->body, "spec ports")), 1);
+    CU_ASSERT_EQUAL(int_at(a->body, "spec ports 0 port"), 6379);
+    CU_ASSERT_EQUAL(plan_event_count(tb), 1);
+    CU_ASSERT_STRING_EQUAL(plan_event(tb, 0)->reason, "DriftRepaired");
+    CU_ASSERT_STRING_EQUAL(plan_event(tb, 0)->type, "Normal");
+    CU_ASSERT(contains(plan_event(tb, 0)->message, "Took back Service default/cache"));
+    CU_ASSERT(contains(plan_event(tb, 0)->message, "422 Invalid: spec.ports[1].name: Duplicate value"));
+    /* Performed, the Service matches: the next plan writes nothing. */
+    perform(&w, tb);
+    plan_destroy(&tb);
+    plan_destroy(&p);
+    p = run(&w, T2);
+    CU_ASSERT_EQUAL(count_writes(p), 0);
+    plan_destroy(&p);
+
+    /* Recreate: DELETE with preconditions, then POST of the desired Service. */
+    set_at(w.svc, "spec ports", "[{\"name\":\"redis\",\"port\":7000,\"targetPort\":6379,\"protocol\":\"TCP\"}]");
+    p = run(&w, T2);
+    i = index_of(p, "services");
+    tb = plan_take_back(p, i, w.svc, 1, 422, "Invalid", "put refused");
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(tb), 2);
+    CU_ASSERT_EQUAL(plan_action(tb, 0)->kind, PLAN_DELETE);
+    CU_ASSERT_STRING_EQUAL(plan_action(tb, 0)->method, "DELETE");
+    CU_ASSERT_STRING_EQUAL(plan_action(tb, 0)->path, "/api/v1/namespaces/default/services/cache");
+    CU_ASSERT_STRING_EQUAL(str_at(plan_action(tb, 0)->body, "preconditions uid"), "child-uid");
+    CU_ASSERT_STRING_EQUAL(str_at(plan_action(tb, 0)->body, "preconditions resourceVersion"), "555");
+    CU_ASSERT_EQUAL(plan_action(tb, 1)->kind, PLAN_CREATE);
+    CU_ASSERT_EQUAL(int_at(plan_action(tb, 1)->body, "spec ports 0 port"), 6379);
+    CU_ASSERT_STRING_EQUAL(plan_event(tb, 0)->reason, "Recreated");
+    CU_ASSERT_STRING_EQUAL(plan_event(tb, 0)->type, "Warning");
+    CU_ASSERT_EQUAL(plan_event(tb, 0)->action, 1);
+    plan_destroy(&tb);
+
+    /* Nothing to take back: another action, no observed object, a recreate of anything
+     * but the Service. */
+    tb = plan_take_back(p, i, NULL, 0, 422, "Invalid", msg);
+    CU_ASSERT_EQUAL(plan_action_count(tb), 0);
+    plan_destroy(&tb);
+    {
+        world_t fresh; /* its plan: creates and a status write, no apply */
+        world_init(&fresh, SPEC3, 1);
+        plan_t *fp = run(&fresh, T1);
+        for (size_t k = 0; k < plan_action_count(fp); k++) {
+            CU_ASSERT_NOT_EQUAL(plan_action(fp, k)->kind, PLAN_APPLY);
+            tb = plan_take_back(fp, k, w.svc, 0, 422, "Invalid", msg);
+            CU_ASSERT_EQUAL(plan_action_count(tb), 0);
+            plan_destroy(&tb);
+        }
+        plan_destroy(&fp);
+        world_free(&fresh);
+    }
+    tb = plan_take_back(p, 99, w.svc, 0, 422, "Invalid", msg);
+    CU_ASSERT_EQUAL(plan_action_count(tb), 0);
+    plan_destroy(&tb);
+    plan_destroy(&p);
+    set_at(w.sts, "spec template spec containers 0 image", "\"redis:6\"");
+    json_object_array_add(at(w.sts, "spec template spec containers"), parse("{\"name\":\"sidecar\",\"image\":\"busybox\"}"));
+    p = run(&w, T2);
+    i = index_of(p, "statefulsets");
+    tb = plan_take_back(p, i, w.sts, 1, 422, "Invalid", msg);
+    CU_ASSERT_EQUAL(plan_action_count(tb), 0); /* never the StatefulSet's claims */
+    plan_destroy(&tb);
+    tb = plan_take_back(p, i, w.sts, 0, 422, "Invalid", msg);
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(tb), 1);
+    a = plan_action(tb, 0);
+    /* Keyed lists merged: our container fixed and keeping the server's defaults, the
+     * sidecar kept. */
+    CU_ASSERT_STRING_EQUAL(str_at(a->body, "spec template spec containers 0 image"), "redis:7.2");
+    CU_ASSERT_STRING_EQUAL(str_at(a->body, "spec template spec containers 0 terminationMessagePath"), "/dev/termination-log");
+    CU_ASSERT_STRING_EQUAL(str_at(a->body, "spec template spec containers 1 name"), "sidecar");
+    CU_ASSERT_PTR_NOT_NULL(at(a->body, "spec volumeClaimTemplates 0"));
+    plan_destroy(&tb);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* A scale-up between two pods stays Scaling; a stable cluster losing a pod is Pending. */
+static void test_scale_up_has_no_pending_flicker(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    converge(&w, T1);
+    set_at(w.rc, "spec size", "5");
+    set_at(w.rc, "metadata generation", "2");
+    plan_t *p = run(&w, T2);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
+    perform(&w, p);
+    plan_destroy(&p);
+    for (int ready = 3; ready < 5; ready++) {
+        sts_settle(&w, ready); /* the controller settled on 5 replicas, some not ready yet */
+        p = run(&w, T2);
+        CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
+        CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "reason"), "Scaling");
+        CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "status"), "True");
+        CU_ASSERT_EQUAL(count_writes(p), 0);
+        perform(&w, p);
+        plan_destroy(&p);
+    }
+    sts_settle(&w, 5);
+    p = run(&w, T3);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+    perform(&w, p);
+    plan_destroy(&p);
+    /* Running, then a pod is lost: Pending, not Scaling. */
+    sts_settle(&w, 4);
+    p = run(&w, T3);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "status"), "False");
+    plan_destroy(&p);
+    /* Scaling, but a cause found: Pending with the cause. */
+    set_at(w.rc, "status phase", "\"Scaling\"");
+    json_object *pods = parse("[" POD_OLD("cache-4", WAITING("containerStatuses", "CrashLoopBackOff", "boom")) "]");
+    plan_observed_t more = {.pods = pods};
+    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T3);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "CrashLoopBackOff");
+    plan_destroy(&p);
+    /* Scaling observed, zero ready: Pending. */
+    sts_settle(&w, 0);
+    p = run(&w, T3);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    plan_destroy(&p);
+    json_object_put(pods);
+    world_free(&w);
+}
+
+/* The pod template passes Pod Security "restricted"; a StatefulSet made by an older
+ * operator without it gets one apply (a rolling update), then nothing. */
+static void test_pod_template_is_restricted(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 1);
+    plan_t *p = run(&w, T1);
+    const plan_action_t *a = find_write(p, "statefulsets");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    json_object *ps = at(a->body, "spec template spec securityContext"),
+                *cs = at(a->body, "spec template spec containers 0 securityContext");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ps);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cs);
+    CU_ASSERT(json_object_get_boolean(at(ps, "runAsNonRoot")));
+    CU_ASSERT_EQUAL(int_at(ps, "runAsUser"), 999);
+    CU_ASSERT_EQUAL(int_at(ps, "runAsGroup"), 999);
+    CU_ASSERT_EQUAL(int_at(ps, "fsGroup"), 999);
+    CU_ASSERT_STRING_EQUAL(str_at(ps, "seccompProfile type"), "RuntimeDefault");
+    CU_ASSERT(json_object_is_type(at(cs, "allowPrivilegeEscalation"), json_type_boolean));
+    CU_ASSERT(!json_object_get_boolean(at(cs, "allowPrivilegeEscalation")));
+    CU_ASSERT_STRING_EQUAL(str_at(cs, "capabilities drop 0"), "ALL");
+    CU_ASSERT_EQUAL(json_object_array_length(at(cs, "capabilities drop")), 1);
+    CU_ASSERT(json_object_get_boolean(at(cs, "readOnlyRootFilesystem")));
+    /* Only /data and the config are mounted: nothing else needs to be writable. */
+    CU_ASSERT_EQUAL(json_object_array_length(at(a->body, "spec template spec containers 0 volumeMounts")), 2);
+    plan_destroy(&p);
+    converge(&w, T1);
+    /* An older operator's StatefulSet: no securityContext. */
+    set_at(w.sts, "spec template spec securityContext", "{}");
+    json_object_object_del(at(w.sts, "spec template spec containers 0"), "securityContext");
+    p = run(&w, T2);
+    a = find_action(p, PLAN_APPLY, "statefulsets");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT(contains(a->why, "securityContext"));
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling"); /* a rolling update */
+    perform(&w, p);
+    plan_destroy(&p);
+    sts_settle(&w, 3);
+    p = run(&w, T3);
+    CU_ASSERT_EQUAL(count_writes(p), 0);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+static CU_TestInfo status_tests[] = {
+    {"diagnosis of a cluster that is not Running (table)", test_diagnosis_table},
+    {"diagnosis asked only when not Running", test_diagnosis_is_asked_only_when_not_running},
+    {"StorageClass checked before creating", test_storage_class_checked_before_creating},
+    {"storage advice never leads to a mixed set", test_storage_change_advice},
+    {"a refused child taken back (replace, recreate)", test_take_back_table},
+    {"scale-up: no Pending flicker", test_scale_up_has_no_pending_flicker},
+    {"pod template passes Pod Security restricted", test_pod_template_is_restricted},
+    CU_TEST_INFO_NULL,
+};
+
 static CU_TestInfo create_tests[] = {
     {"fresh create: finalizer, three applies, status, in order", test_fresh_create_order_and_requests},
     {"fresh create: children's fields, labels, owner refs, hash", test_fresh_create_children},
@@ -2145,15 +2584,15 @@ static CU_TestInfo create_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_TestInfo drift_tests[] = {
-    {"ConfigMap data changed", test_drift_configmap_data},
-    {"Service port changed", test_drift_service_port},
-    {"Service port renamed", test_drift_service_port_renamed},
-    {"StatefulSet replicas changed", test_drift_statefulset_replicas},
-    {"container image changed", test_drift_container_image},
-    {"probe removed", test_drift_missing_probe},
-    {"children deleted", test_drift_child_deleted},
-    {"owner reference and label changed", test_drift_owner_reference_and_label},
+static CU_TestInfo drift_tests[] = { /* one test a row of drift_cases */
+    {"ConfigMap data changed", test_drift_case},
+    {"Service port changed", test_drift_case},
+    {"Service port renamed", test_drift_case},
+    {"StatefulSet replicas changed", test_drift_case},
+    {"container image changed", test_drift_case},
+    {"probe removed", test_drift_case},
+    {"children deleted", test_drift_case},
+    {"owner reference and label changed", test_drift_case},
     {"scale up and down", test_scale_up_and_down},
     {"config change rolls the pods", test_config_change_rolls_pods},
     {"storage change reported, not applied", test_storage_change_is_reported_not_applied},
@@ -2208,6 +2647,7 @@ static CU_SuiteInfo suites[] = {
     {"plan: spec", NULL, NULL, NULL, NULL, spec_tests},
     {"plan: lifecycle", NULL, NULL, NULL, NULL, lifecycle_tests},
     {"plan: compare", NULL, NULL, NULL, NULL, compare_tests},
+    {"plan: status and take-back", NULL, NULL, NULL, NULL, status_tests},
     CU_SUITE_INFO_NULL,
 };
 

@@ -25,9 +25,5 @@ static CU_TestInfo proto_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"proto", NULL, NULL, NULL, NULL, proto_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "proto", NULL, NULL, proto_tests
 #include "cu_main.h"

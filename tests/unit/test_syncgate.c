@@ -75,9 +75,5 @@ static CU_TestInfo tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"syncgate", NULL, NULL, NULL, NULL, tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "syncgate", NULL, NULL, tests
 #include "cu_main.h"

@@ -1,7 +1,6 @@
 /* Unit tests for the watch stream decoder. */
 #include "watch.h"
 
-#include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +84,17 @@ static void test_whole_stream(void)
     watch_decoder_destroy(&d); /* NULL-safe */
 }
 
+/* A stream of len bytes that is fed, finishes cleanly and yields no event. */
+static void assert_no_events(const char *stream, size_t len)
+{
+    seen_t s = {0};
+    watch_decoder_t *d = watch_decoder_new(0, record, &s);
+    CU_ASSERT_EQUAL(watch_decoder_feed(d, stream, len), WATCH_OK);
+    CU_ASSERT_EQUAL(watch_decoder_finish(d), WATCH_OK);
+    CU_ASSERT_EQUAL(s.count, 0);
+    watch_decoder_destroy(&d);
+}
+
 static void test_every_split_point(void)
 {
     size_t len = sizeof(STREAM) - 1;
@@ -112,12 +122,7 @@ static void test_every_split_point(void)
         watch_decoder_destroy(&d);
     }
     /* Empty feeds are harmless. */
-    seen_t s = {0};
-    watch_decoder_t *d = watch_decoder_new(0, record, &s);
-    CU_ASSERT_EQUAL(watch_decoder_feed(d, "", 0), WATCH_OK);
-    CU_ASSERT_EQUAL(watch_decoder_finish(d), WATCH_OK);
-    CU_ASSERT_EQUAL(s.count, 0);
-    watch_decoder_destroy(&d);
+    assert_no_events("", 0);
 }
 
 static void test_bookmark_updates_rv(void)
@@ -262,11 +267,7 @@ static void test_garbage_lines(void)
     CU_ASSERT_EQUAL(s.count, 0);
     watch_decoder_destroy(&d);
     /* Whitespace-only lines are skipped like empty ones. */
-    d = watch_decoder_new(0, record, &s);
-    CU_ASSERT_EQUAL(watch_decoder_feed(d, "\n \r\n\t\n\n", 7), WATCH_OK);
-    CU_ASSERT_EQUAL(watch_decoder_finish(d), WATCH_OK);
-    CU_ASSERT_EQUAL(s.count, 0);
-    watch_decoder_destroy(&d);
+    assert_no_events("\n \r\n\t\n\n", 7);
 }
 
 static void test_truncated_final_line(void)
@@ -358,24 +359,19 @@ static void test_many_events(void)
     free(buf);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("watch", NULL, NULL);
-    CU_add_test(s, "whole stream", test_whole_stream);
-    CU_add_test(s, "split at every byte / one byte at a time", test_every_split_point);
-    CU_add_test(s, "bookmark updates last rv", test_bookmark_updates_rv);
-    CU_add_test(s, "ERROR 410 -> KERR_GONE", test_error_event_gone);
-    CU_add_test(s, "oversized event", test_oversized_event);
-    CU_add_test(s, "garbage lines", test_garbage_lines);
-    CU_add_test(s, "truncated final line", test_truncated_final_line);
-    CU_add_test(s, "callback stops", test_callback_stops);
-    CU_add_test(s, "object ownership", test_object_ownership);
-    CU_add_test(s, "many events, linear", test_many_events);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() > 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static CU_TestInfo watch_tests[] = {
+    {"whole stream", test_whole_stream},
+    {"split at every byte / one byte at a time", test_every_split_point},
+    {"bookmark updates last rv", test_bookmark_updates_rv},
+    {"ERROR 410 -> KERR_GONE", test_error_event_gone},
+    {"oversized event", test_oversized_event},
+    {"garbage lines", test_garbage_lines},
+    {"truncated final line", test_truncated_final_line},
+    {"callback stops", test_callback_stops},
+    {"object ownership", test_object_ownership},
+    {"many events, linear", test_many_events},
+    CU_TEST_INFO_NULL,
+};
+
+#define CU_ONE_SUITE "watch", NULL, NULL, watch_tests
+#include "cu_main.h"

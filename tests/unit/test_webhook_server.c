@@ -7,6 +7,7 @@
 #include "admission.h"
 #include "log.h"
 #include "metrics.h"
+#include "tls_client.h"
 #include "webhook_server.h"
 
 #include <CUnit/CUnit.h>
@@ -134,53 +135,26 @@ static void fixture_free(fixture_t *f)
 
 static SSL_CTX *client_ctx;
 
-typedef struct {
-    int fd;
-    SSL *ssl;
-} client_t;
+typedef tls_client_t client_t;
 
 static int tcp_connect(int port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    struct timeval tv = {5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-        close(fd);
-        return -1;
-    }
-    return fd;
+    return tls_tcp_connect(port, 0);
 }
 
 /* Connect and finish the TLS handshake. Returns 0, or -1 (c cleared) when the server
  * closed or reset the connection instead. */
 static int client_open(int port, client_t *c)
 {
-    c->ssl = NULL;
-    if ((c->fd = tcp_connect(port)) < 0)
-        return -1;
-    c->ssl = SSL_new(client_ctx);
-    SSL_set_fd(c->ssl, c->fd);
-    if (SSL_connect(c->ssl) == 1)
-        return 0;
-    ERR_clear_error();
-    SSL_free(c->ssl);
-    close(c->fd);
-    c->ssl = NULL;
-    c->fd = -1;
-    return -1;
+    return tls_client_open(client_ctx, port, 0, c);
 }
 
-static void client_close(client_t *c)
+/* A server (fixture_start's caps) and one client connected to it. */
+static void fixture_with_client(fixture_t *f, int max_connections, int request_timeout_ms, int idle_s,
+                                client_t *c)
 {
-    if (c->ssl)
-        SSL_free(c->ssl);
-    if (c->fd >= 0)
-        close(c->fd);
-    c->ssl = NULL;
-    c->fd = -1;
+    fixture_start(f, max_connections, request_timeout_ms, idle_s);
+    CU_ASSERT_EQUAL_FATAL(client_open(f->port, c), 0);
 }
 
 /* GET /healthz on a kept-alive connection; returns the HTTP status, or -1. */
@@ -236,7 +210,7 @@ static void test_cap_refuses_one_over(void)
         CU_ASSERT_EQUAL(client_healthz(&c[i]), 200);
     }
     /* One closes: accepting resumes. */
-    client_close(&c[1]);
+    tls_client_close(&c[1]);
     int reopened = -1;
     for (int tries = 0; tries < 50 && reopened; tries++) {
         pause_ms(20);
@@ -253,7 +227,7 @@ static void test_cap_refuses_one_over(void)
                                          "Connections closed at accept because the connection cap was reached.", NULL);
     CU_ASSERT_EQUAL(metric_value(m, NULL), (double)webhook_server_refused(f.srv));
     for (int i = 0; i < 3; i++)
-        client_close(&c[i]);
+        tls_client_close(&c[i]);
     fixture_free(&f);
 }
 
@@ -261,9 +235,8 @@ static void test_cap_refuses_one_over(void)
 static void test_cap_many_refused(void)
 {
     fixture_t f;
-    fixture_start(&f, 1, 30000, 30);
     client_t held, c;
-    CU_ASSERT_EQUAL_FATAL(client_open(f.port, &held), 0);
+    fixture_with_client(&f, 1, 30000, 30, &held);
     int refused = 0;
     for (int i = 0; i < 20; i++)
         refused += client_open(f.port, &c) == -1;
@@ -272,7 +245,7 @@ static void test_cap_many_refused(void)
     fixture_halt(&f);
     CU_ASSERT_EQUAL(webhook_server_refused(f.srv), 20);
     CU_ASSERT_EQUAL(webhook_server_open_connections(f.srv), 1);
-    client_close(&held);
+    tls_client_close(&held);
     fixture_free(&f);
 }
 
@@ -281,9 +254,8 @@ static void test_slow_loris_closed_at_deadline(void)
     /* Each read waits at most 5 s (idle), each byte comes every 150 ms: only the
      * whole-request deadline (700 ms) can end this. */
     fixture_t f;
-    fixture_start(&f, 10, 700, 5);
     client_t c;
-    CU_ASSERT_EQUAL_FATAL(client_open(f.port, &c), 0);
+    fixture_with_client(&f, 10, 700, 5, &c);
     static const char req[] = "POST " ADMISSION_VALIDATE_PATH " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                               "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n";
     double t0 = now_s(), closed_at = 0;
@@ -294,7 +266,7 @@ static void test_slow_loris_closed_at_deadline(void)
     ERR_clear_error();
     CU_ASSERT(closed_at > 0.5);
     CU_ASSERT(closed_at < 2.0);
-    client_close(&c);
+    tls_client_close(&c);
 
     /* A client that never starts its TLS handshake: the same deadline. */
     int fd = tcp_connect(f.port);
@@ -315,9 +287,8 @@ static void test_keepalive_requests_in_time_survive(void)
     /* Deadline 600 ms per request: five requests 300 ms apart (1.2 s in all) are served
      * on one connection; then, silent, it is closed after idle + deadline at the latest. */
     fixture_t f;
-    fixture_start(&f, 10, 600, 1);
     client_t c;
-    CU_ASSERT_EQUAL_FATAL(client_open(f.port, &c), 0);
+    fixture_with_client(&f, 10, 600, 1, &c);
     for (int i = 0; i < 5; i++) {
         CU_ASSERT_EQUAL(client_healthz(&c), 200);
         pause_ms(300);
@@ -325,7 +296,7 @@ static void test_keepalive_requests_in_time_survive(void)
     double t0 = now_s();
     CU_ASSERT(closed_by_server(c.fd, c.ssl, 4000));
     CU_ASSERT(now_s() - t0 < 2.0);
-    client_close(&c);
+    tls_client_close(&c);
     fixture_halt(&f);
     CU_ASSERT_EQUAL(webhook_server_open_connections(f.srv), 0);
     fixture_free(&f);
@@ -335,14 +306,13 @@ static void test_stop_accepting_at_cap(void)
 {
     /* Draining while the cap is reached: the refuser goes with the listener. */
     fixture_t f;
-    fixture_start(&f, 1, 30000, 30);
     client_t held, c;
-    CU_ASSERT_EQUAL_FATAL(client_open(f.port, &held), 0);
+    fixture_with_client(&f, 1, 30000, 30, &held);
     CU_ASSERT_EQUAL(client_open(f.port, &c), -1);
     fixture_halt(&f);
     webhook_server_stop_accepting(f.srv);
     CU_ASSERT_EQUAL(tcp_connect(f.port), -1);
-    client_close(&held);
+    tls_client_close(&held);
     fixture_free(&f);
 }
 
@@ -380,9 +350,5 @@ static CU_TestInfo limit_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"webhook server: connection limits", suite_init, suite_clean, NULL, NULL, limit_tests},
-    CU_SUITE_INFO_NULL,
-};
-
+#define CU_ONE_SUITE "webhook server: connection limits", suite_init, suite_clean, limit_tests
 #include "cu_main.h"

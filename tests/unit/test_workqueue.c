@@ -4,6 +4,7 @@
 #include "../../informerd/workqueue.h"
 
 #include "metrics.h"
+#include "text_assert.h"
 
 #include <CUnit/CUnit.h>
 #include <stdint.h>
@@ -414,8 +415,8 @@ static void test_metrics(void)
     buf_t out;
     buf_init(&out, 0);
     metrics_expose(reg, &out);
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&out), "workqueue_depth{name=\"rediscluster\"} 2\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&out), "# TYPE workqueue_queue_duration_seconds histogram"));
+    ASSERT_TEXT_HAS(buf_str(&out), "workqueue_depth{name=\"rediscluster\"} 2\n",
+                    "# TYPE workqueue_queue_duration_seconds histogram");
     buf_free(&out);
     workqueue_destroy(&q);
     workqueue_destroy(&other);
@@ -423,6 +424,36 @@ static void test_metrics(void)
 }
 
 /* ---- scale ---- */
+
+/* Hand out every item, now and as delays pass (*t moves on to each next deadline), until
+ * the queue is empty: each key goes to seen (when not NULL), is forgotten (with forget)
+ * and done. Returns how many items were handed out. */
+static size_t drain_all(workqueue_t *q, int64_t *t, int forget, void (*seen)(const char *key, void *arg),
+                        void *arg)
+{
+    size_t handed = 0;
+    for (;;) {
+        const char *k;
+        while ((k = workqueue_get(q, *t))) {
+            handed++;
+            if (seen)
+                seen(k, arg);
+            if (forget)
+                workqueue_forget(q, k);
+            workqueue_done(q, k, *t);
+        }
+        int64_t next = workqueue_next_deadline(q, *t);
+        if (next == INT64_MAX)
+            return handed;
+        *t = next;
+    }
+}
+
+/* drain_all's seen for the random walk: key "k<i>" is no longer pending. */
+static void not_pending(const char *key, void *arg)
+{
+    ((unsigned char *)arg)[strtol(key + 1, NULL, 10)] = 0;
+}
 
 static void test_stress_100k_keys(void)
 {
@@ -457,20 +488,8 @@ static void test_stress_100k_keys(void)
     }
     CU_ASSERT_EQUAL(workqueue_len(q), (N + 2) / 3);
     /* Drain everything, including the rate-limited keys (the bucket spaces them out). */
-    size_t handed = 0;
     int64_t t = T0 + 2;
-    for (;;) {
-        const char *k;
-        while ((k = workqueue_get(q, t))) {
-            handed++;
-            workqueue_forget(q, k);
-            workqueue_done(q, k, t);
-        }
-        int64_t next = workqueue_next_deadline(q, t);
-        if (next == INT64_MAX)
-            break;
-        t = next;
-    }
+    size_t handed = drain_all(q, &t, 1, NULL, NULL);
     /* Keys both re-added and rate-limited were queued again after their delay. */
     size_t want = 0;
     for (int i = 0; i < N; i++)
@@ -546,17 +565,7 @@ static void test_random_walk_10k(void)
         snprintf(key, sizeof(key), "k%d", g);
         CU_ASSERT_EQUAL(workqueue_done(q, key, t), 0);
     }
-    for (;;) {
-        const char *got;
-        while ((got = workqueue_get(q, t))) {
-            pending[strtol(got + 1, NULL, 10)] = 0;
-            workqueue_done(q, got, t);
-        }
-        int64_t next = workqueue_next_deadline(q, t);
-        if (next == INT64_MAX)
-            break;
-        t = next;
-    }
+    drain_all(q, &t, 0, not_pending, pending);
     int lost = 0;
     for (int i = 0; i < N; i++)
         lost += pending[i];

@@ -1,0 +1,60 @@
+/* kube_async: one API request run by the caller's event loop instead of blocking it.
+ *
+ * For the writes a loop must make without stalling (informerd's Events and status
+ * conditions): the handle is set up like the client's own requests (URL, TLS, credential,
+ * impersonation, a 401 refreshing the credential) with method, content type and body,
+ * runs in the caller's curl multi (common/loop_curl), and on completion is classified
+ * (kube_error_from_response), counted in rest_client_requests_total like every request,
+ * and reported to the done callback once.
+ *
+ * No retries and no rate-limiter wait: the callers are best-effort reports that log a
+ * failure and go on. The deadline fences it: a request whose deadline has passed is
+ * refused at creation (KERR_TIMEOUT, nothing sent), and curl aborts one still running at
+ * the deadline. Responses are capped at 1 MiB.
+ *
+ *   r = kube_async_new(client, "POST", path, "application/json", body, len, deadline,
+ *                      done, arg, &err);
+ *   curl_easy_setopt(kube_async_handle(r), CURLOPT_PRIVATE, mine);   (to find it again)
+ *   add kube_async_handle(r) to the multi; when the multi reports it done (and it is out
+ *   of the multi): kube_async_finish(&r, code)  -> done(err, status, arg); r freed
+ */
+#ifndef RDC_KUBE_ASYNC_H
+#define RDC_KUBE_ASYNC_H
+
+#include "kube_client.h"
+#include "kube_error.h"
+
+#include <curl/curl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KUBE_ASYNC_DEFAULT_TIMEOUT_MS 30000
+#define KUBE_ASYNC_MAX_RESPONSE ((size_t)1 << 20)
+
+typedef struct kube_async kube_async_t;
+
+/* The request ended: err->code is KERR_OK for a 2xx answer, else why it failed (the
+ * API's Status, a transport error, the deadline). http_status is 0 when no answer came. */
+typedef void kube_async_done_fn(const kube_error_t *err, long http_status, void *arg);
+
+/* A request of method to path (path and query, starting with '/'), body of len bytes
+ * (copied; NULL for none) sent with content_type, to end by deadline_mono_ns (0: within
+ * KUBE_ASYNC_DEFAULT_TIMEOUT_MS). Returns NULL with err filled when the deadline has passed,
+ * the path is bad, or memory runs out. */
+kube_async_t *kube_async_new(kube_client_t *c, const char *method, const char *path,
+                             const char *content_type, const char *body, size_t len,
+                             int64_t deadline_mono_ns, kube_async_done_fn *done, void *arg,
+                             kube_error_t *err);
+
+/* The curl handle to run (owned by the request). */
+CURL *kube_async_handle(const kube_async_t *r);
+
+/* The transfer ended with code (it must be out of the multi): classify, count, call done
+ * once, free the request and set *r_p to NULL. */
+void kube_async_finish(kube_async_t **r_p, CURLcode code);
+
+/* Free a request without calling done (out of the multi first); *r_p = NULL. NULL is
+ * fine. */
+void kube_async_destroy(kube_async_t **r_p);
+
+#endif

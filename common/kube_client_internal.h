@@ -1,0 +1,81 @@
+/* kube_client_internal: what the client's files share (kube_client.c: handles, attempts,
+ * operations, streams; kube_path.c: paths and queries; kube_pager.c: the non-blocking
+ * pager). Not for use outside common/kube_*.c. */
+#ifndef RDC_KUBE_CLIENT_INTERNAL_H
+#define RDC_KUBE_CLIENT_INTERNAL_H
+
+#include "kube_client.h"
+#include "metrics.h"
+#include "ratelimit.h"
+
+#include <curl/curl.h>
+
+#define DEFAULT_USER_AGENT "rdc/0.1.0"
+#define JSON_DEPTH 128
+#define WATCH_DEADLINE_MARGIN_S 30
+#define KEEPALIVE_IDLE_S 30L
+#define KEEPALIVE_INTVL_S 10L
+/* A throttled request is worth a log line when it waited this long (client-go: 1 s). */
+#define THROTTLE_LOG_NS NS_PER_SEC
+/* A paginated LIST that never ends is a server bug; stop somewhere. */
+#define MAX_LIST_PAGES 100000
+
+
+struct kube_client {
+    kube_config_t *cfg;
+    const kube_rest_config_t *rest;
+    kube_client_opts_t opts;
+    char *user_agent;
+    char *base_url;   /* scheme://host:port[/prefix] as put in URLs */
+    char *host;       /* real host:port, for metrics and Host: */
+    char *host_header; /* "Host: ..." when tls_server_name renames the URL, else NULL */
+    struct curl_slist *connect_to; /* name:port:host:port for tls_server_name */
+    CURL *easy;
+    char errbuf[CURL_ERROR_SIZE];
+    ratelimit_t rl;
+    uint64_t rng;
+    kube_client_clock_t clk;
+    kube_client_stats_t stats;
+    int64_t call_deadline_ns; /* kube_client_set_deadline; 0 = none */
+    metric_family_t *m_requests;
+    metric_family_t *m_duration;
+    metric_family_t *m_retries;
+    metric_family_t *m_throttle;
+};
+
+/* What one attempt brought back. */
+typedef struct {
+    buf_t body;
+    int http_status;
+    int64_t retry_after_s; /* from the Retry-After header; 0 = none */
+    int too_large;
+} response_t;
+
+/* Append "&key=value" (or "key=value" first) to q, value percent-encoded. 0 or -1. */
+int kc_query_add(buf_t *q, const char *key, const char *value);
+int kc_query_add_long(buf_t *q, const char *key, long v);
+
+/* The query of a LIST page: ro's selectors and resourceVersion(Match) (first page only),
+ * limit and continue when paged. 0 or -1 when q refused. */
+int kc_list_query(buf_t *q, const kube_req_opts_t *ro, const char *cont, int paged);
+
+/* A request refused before it was sent because its query string did not fit: err is
+ * KERR_CONFIG naming method and path. Returns err->code. */
+int kc_query_error(kube_error_t *err, const char *method, const char *path);
+
+/* A list being collected: every item appended to items, the last page's
+ * resourceVersion in rv (owned). */
+typedef struct {
+    json_object *items;
+    char *rv;
+    int failed;
+} collect_t;
+
+/* Append one LIST page's items to the collect_t at user and keep its resourceVersion.
+ * 0, or 1 (with failed set) when out of memory. */
+int kc_collect_page(json_object *page, void *user);
+
+/* Parse len bytes of JSON with the client's depth limit; NULL with why filled. */
+json_object *kc_parse_json(const char *s, size_t len, char *why, size_t whylen);
+
+#endif

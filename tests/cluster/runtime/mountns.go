@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// A container of an image with mountNS runs in a mount namespace of its own: the runtime
+// starts itself as `rdc-pod-runtime __mount-exec SPEC -- ARGV...` with CLONE_NEWNS (Go
+// makes / private in the child), and that helper bind-mounts every volume at its real
+// mountPath, then execs ARGV (same pid). A mountPath whose parent does not exist on the
+// machine gets a tmpfs over its deepest existing ancestor inside the namespace (never over
+// "/"), so nothing is created on the machine's filesystem. It also gets a UTS namespace
+// whose hostname is the pod's name (leader election identities differ per pod). Needs
+// CAP_SYS_ADMIN (root).
+type nsSpec struct {
+	Mounts   []nsMount `json:"mounts"`
+	Dir      string    `json:"dir"`
+	Hostname string    `json:"hostname"` // a UTS namespace too: the pod's name, as in a pod
+}
+
+type nsMount struct {
+	Src string `json:"src"`
+	Dst string `json:"dst"`
+}
+
+const oPath = 0x200000 // O_PATH
+
+func mountExecMain(args []string) {
+	fail := func(f string, a ...interface{}) {
+		fmt.Fprintf(os.Stderr, "rdc-pod-runtime mount-exec: "+f+"\n", a...)
+		os.Exit(128)
+	}
+	if len(args) < 3 || args[1] != "--" {
+		fail("usage: __mount-exec SPEC -- ARGV...")
+	}
+	var spec nsSpec
+	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
+		fail("spec: %v", err)
+	}
+	argv := args[2:]
+	sort.Slice(spec.Mounts, func(i, j int) bool { return len(spec.Mounts[i].Dst) < len(spec.Mounts[j].Dst) })
+	// open every source first: a tmpfs below may hide it
+	fds := make([]int, len(spec.Mounts))
+	isDir := make([]bool, len(spec.Mounts))
+	for i, m := range spec.Mounts {
+		fd, err := syscall.Open(m.Src, oPath|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			fail("open %s: %v", m.Src, err)
+		}
+		fds[i] = fd
+		st, err := os.Stat(m.Src)
+		isDir[i] = err == nil && st.IsDir()
+	}
+	var tmpfs []string
+	for _, m := range spec.Mounts {
+		if _, err := os.Stat(m.Dst); err == nil {
+			continue
+		}
+		anc := filepath.Dir(m.Dst)
+		for {
+			if _, err := os.Stat(anc); err == nil {
+				break
+			}
+			anc = filepath.Dir(anc)
+		}
+		if anc == "/" {
+			fail("mountPath %s: no parent directory on this machine to put a tmpfs on", m.Dst)
+		}
+		tmpfs = append(tmpfs, anc)
+	}
+	sort.Strings(tmpfs)
+	var done []string
+	for _, t := range tmpfs {
+		covered := false
+		for _, d := range done {
+			if t == d || strings.HasPrefix(t, d+"/") {
+				covered = true
+			}
+		}
+		if covered {
+			continue
+		}
+		if err := syscall.Mount("tmpfs", t, "tmpfs", 0, "mode=755"); err != nil {
+			fail("tmpfs on %s: %v", t, err)
+		}
+		done = append(done, t)
+	}
+	for i, m := range spec.Mounts {
+		if isDir[i] {
+			if err := os.MkdirAll(m.Dst, 0o755); err != nil {
+				fail("mkdir %s: %v", m.Dst, err)
+			}
+		} else {
+			_ = os.MkdirAll(filepath.Dir(m.Dst), 0o755)
+			if f, err := os.OpenFile(m.Dst, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+				f.Close()
+			}
+		}
+		src := fmt.Sprintf("/proc/self/fd/%d", fds[i])
+		if err := syscall.Mount(src, m.Dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			fail("bind %s on %s: %v", m.Src, m.Dst, err)
+		}
+		syscall.Close(fds[i])
+	}
+	if spec.Hostname != "" {
+		if err := syscall.Sethostname([]byte(spec.Hostname)); err != nil {
+			fail("hostname: %v", err)
+		}
+	}
+	if spec.Dir != "" {
+		if err := os.Chdir(spec.Dir); err != nil {
+			fail("chdir %s: %v", spec.Dir, err)
+		}
+	}
+	if err := syscall.Exec(argv[0], argv, os.Environ()); err != nil {
+		fail("exec %s: %v", argv[0], err)
+	}
+}

@@ -1,0 +1,111 @@
+/* fake_api: the in-process HTTP server of the unit suites that talk to a fake API server
+ * (libmicrohttpd on 127.0.0.1, a free port, one thread per connection).
+ *
+ * It gathers each request's body and calls the suite's handler once per request with the
+ * method, the URL (path without the query; MHD_lookup_connection_value on c gives the
+ * query arguments) and the body ("" when there is none). The handler writes the response
+ * body to out and returns the HTTP status; the response goes out as application/json.
+ * Handlers run on the server's threads: a handler that touches state the test also reads
+ * takes the suite's own lock.
+ *
+ * Header-only (each suite is one executable): include it in the test file.
+ */
+#ifndef RDC_TEST_FAKE_API_H
+#define RDC_TEST_FAKE_API_H
+
+#include "buf.h"
+
+#include <CUnit/CUnit.h>
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int (*fake_api_handler_t)(void *user, struct MHD_Connection *c, const char *method,
+                                  const char *url, const char *body, buf_t *out);
+
+typedef struct {
+    struct MHD_Daemon *d;
+    int port;
+    fake_api_handler_t handle;
+    void *user;
+} fake_api_t;
+
+static inline enum MHD_Result fake_api_on_request(void *cls, struct MHD_Connection *c,
+                                                  const char *url, const char *method,
+                                                  const char *version, const char *upload,
+                                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    fake_api_t *f = cls;
+    buf_t *body = *con_cls;
+    if (!body) { /* the headers: make room for the body */
+        body = calloc(1, sizeof(*body));
+        if (!body)
+            return MHD_NO;
+        buf_init(body, 0);
+        *con_cls = body;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        buf_append(body, upload, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    buf_t out;
+    buf_init(&out, 0);
+    int code = f->handle(f->user, c, method, url, buf_str(body), &out);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(out.len, (void *)buf_str(&out), MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, resp);
+    MHD_destroy_response(resp);
+    buf_free(&out);
+    return ret;
+}
+
+static inline void fake_api_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    (void)toe;
+    buf_t *body = *con_cls;
+    if (body) {
+        buf_free(body);
+        free(body);
+    }
+    *con_cls = NULL;
+}
+
+/* Start serving on 127.0.0.1 with handler(user, ...); f->port is the port. A server that
+ * cannot start fails the test (CU_ASSERT_*_FATAL). Stop it with fake_api_stop. */
+static inline void fake_api_start(fake_api_t *f, fake_api_handler_t handler, void *user)
+{
+    memset(f, 0, sizeof(*f));
+    f->handle = handler;
+    f->user = user;
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    f->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
+                            NULL, NULL, fake_api_on_request, f, MHD_OPTION_SOCK_ADDR, &sa,
+                            MHD_OPTION_NOTIFY_COMPLETED, fake_api_on_completed, NULL,
+                            MHD_OPTION_END);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f->d);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(f->d, MHD_DAEMON_INFO_BIND_PORT);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(info);
+    f->port = info->port;
+}
+
+/* Stop the server (waiting for its threads); no handler runs after it returns. */
+static inline void fake_api_stop(fake_api_t *f)
+{
+    if (f->d)
+        MHD_stop_daemon(f->d);
+    f->d = NULL;
+}
+
+#endif
