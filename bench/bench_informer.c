@@ -34,7 +34,7 @@ static json_object *make_sts(int i)
              "\"generation\":1,\"creationTimestamp\":\"2026-11-29T18:00:00Z\",\"labels\":{"
              "\"app.kubernetes.io/name\":\"redis\",\"app.kubernetes.io/instance\":\"rc-%d\","
              "\"app.kubernetes.io/managed-by\":\"rediscluster-operator\",\"app.kubernetes.io/part-of\":\"rediscluster\"},"
-             "\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","
+             "\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
              "\"name\":\"rc-%d\",\"uid\":\"10000000-0000-4000-8000-%012d\",\"controller\":true,\"blockOwnerDeletion\":true}],"
              "\"managedFields\":[{\"manager\":\"rediscluster-operator\",\"operation\":\"Apply\",\"apiVersion\":\"apps/v1\","
              "\"time\":\"2026-11-29T18:00:00Z\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:spec\":{\"f:replicas\":{},"

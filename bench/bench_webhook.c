@@ -41,9 +41,9 @@
 #define VPATH "/validate-cache-example-com-v1alpha1-rediscluster"
 #define REVIEW                                                                                                  \
     "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"bench-1\","   \
-    "\"kind\":{\"group\":\"cache.example.com\",\"version\":\"v1alpha1\",\"kind\":\"RedisCluster\"},"             \
+    "\"kind\":{\"group\":\"cache.example.com\",\"version\":\"v1\",\"kind\":\"RedisCluster\"},"             \
     "\"operation\":\"CREATE\",\"namespace\":\"default\",\"name\":\"cache\",\"object\":{\"apiVersion\":"          \
-    "\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\",\"namespace\":"   \
+    "\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\",\"namespace\":"   \
     "\"default\"},\"spec\":{\"size\":3,\"image\":\"redis\",\"version\":\"7.2\",\"storage\":{\"size\":\"1Gi\"}}}}}"
 
 typedef tls_client_t tls_conn_t;

@@ -130,11 +130,11 @@ static req_t *build(int ci, int step)
     switch (step) {
     case ST_CREATE: {
         method = "POST";
-        kube_path(&path, "cache.example.com", "v1alpha1", g_ns, "redisclusters", NULL, NULL);
+        kube_path(&path, "cache.example.com", "v1", g_ns, "redisclusters", NULL, NULL);
         buf_t b;
         buf_init(&b, 4096);
         buf_printf(&b,
-                   "{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","
+                   "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
                    "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"labels\":{\"rdc-bench\":\"raw\"}},"
                    "\"spec\":{\"size\":3,\"image\":\"redis\",\"version\":\"7.2\","
                    "\"config\":{\"maxmemory\":\"256mb\",\"maxmemoryPolicy\":\"allkeys-lru\"},"
@@ -145,7 +145,7 @@ static req_t *build(int ci, int step)
     }
     case ST_FINALIZER:
         ctype = "application/merge-patch+json";
-        kube_path(&path, "cache.example.com", "v1alpha1", g_ns, "redisclusters", c->name, NULL);
+        kube_path(&path, "cache.example.com", "v1", g_ns, "redisclusters", c->name, NULL);
         body = jsonx_new_obj(&oom);
         {
             json_object *md = jsonx_new_obj(&oom), *fin = jsonx_new_arr(&oom);
@@ -172,7 +172,7 @@ static req_t *build(int ci, int step)
         break;
     case ST_STATUS: {
         ctype = "application/apply-patch+yaml";
-        kube_path(&path, "cache.example.com", "v1alpha1", g_ns, "redisclusters", c->name, "status");
+        kube_path(&path, "cache.example.com", "v1", g_ns, "redisclusters", c->name, "status");
         buf_t b;
         buf_init(&b, 4096);
         char ts[32];
@@ -181,7 +181,7 @@ static req_t *build(int ci, int step)
         gmtime_r(&t, &tm);
         strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
         buf_printf(&b,
-                   "{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","
+                   "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
                    "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"status\":{\"phase\":\"Pending\","
                    "\"replicas\":0,\"readyReplicas\":0,\"observedGeneration\":1,"
                    "\"selector\":\"app.kubernetes.io/name=redis,app.kubernetes.io/instance=%s\",\"conditions\":["

@@ -21,7 +21,7 @@
 #define EVENT_COMPONENT "rediscluster-operator"
 
 typedef struct {
-    const char *api_version; /* of the involved object: "cache.example.com/v1alpha1" */
+    const char *api_version; /* of the involved object: "cache.example.com/v1" */
     const char *kind;        /* "RedisCluster", "ConfigMap", ... */
     const char *name;        /* required */
     const char *ns;          /* required */

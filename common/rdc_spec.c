@@ -426,6 +426,139 @@ static void check_storage(rdc_field_errors_t *e, const json_object *spec)
                     "'-' and '.', at most 253 characters");
 }
 
+/* ---- The fields only v1 has (docs/api-versions.md; the CRD's v1 schema) ------------- */
+
+int rdc_spec_duration_ns(const char *s, int64_t *ns)
+{
+    /* Go's time.ParseDuration restricted to the CRD's pattern ^([0-9]+([.][0-9]+)?(ms|s|m|h))+$ */
+    static const struct {
+        const char *unit;
+        double ns;
+    } units[] = {{"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
+    if (!s || !*s)
+        return -1;
+    double total = 0;
+    const char *p = s;
+    while (*p) {
+        const char *start = p;
+        double whole = 0, frac = 0, scale = 1;
+        while (*p >= '0' && *p <= '9' && p - start < 24)
+            whole = whole * 10 + (*p++ - '0');
+        if (p == start || (*p >= '0' && *p <= '9'))
+            return -1;
+        if (*p == '.') {
+            const char *f = ++p;
+            while (*p >= '0' && *p <= '9' && p - f < 24) {
+                scale /= 10;
+                frac += (*p++ - '0') * scale;
+            }
+            if (p == f || (*p >= '0' && *p <= '9'))
+                return -1;
+        }
+        size_t u = 0, n = sizeof(units) / sizeof(units[0]);
+        while (u < n && strncmp(p, units[u].unit, strlen(units[u].unit)))
+            u++;
+        if (u == n)
+            return -1;
+        p += strlen(units[u].unit);
+        total += (whole + frac) * units[u].ns;
+        if (total > 9.2e18)
+            return -1;
+    }
+    *ns = (int64_t)total;
+    return 0;
+}
+
+/* A Secret data key: [-._a-zA-Z0-9]+ of at most 253 characters. */
+static int is_secret_key(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > RDC_SPEC_SECRET_KEY_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(s[i] >= 'a' && s[i] <= 'z') && !(s[i] >= 'A' && s[i] <= 'Z') && !(s[i] >= '0' && s[i] <= '9') &&
+            s[i] != '-' && s[i] != '.' && s[i] != '_')
+            return 0;
+    return 1;
+}
+
+static void check_enum(rdc_field_errors_t *e, const json_object *o, const char *key, const char *field,
+                       const char *const *values, const char *supported)
+{
+    const char *s = NULL;
+    if (optional_string(e, o, key, field, &s) != JSONX_OK)
+        return;
+    for (size_t i = 0; values[i]; i++)
+        if (!strcmp(s, values[i]))
+            return;
+    field_error(e, RDC_FIELD_UNSUPPORTED, field, jsonx_get(o, key), "supported values: %s", supported);
+}
+
+/* An optional integer field from lo to hi. */
+static void check_int_range(rdc_field_errors_t *e, const json_object *o, const char *key, const char *field,
+                            int64_t lo, int64_t hi)
+{
+    const json_object *v = jsonx_get(o, key);
+    if (!v || json_object_is_type(v, json_type_null))
+        return;
+    if (!json_object_is_type(v, json_type_int))
+        field_error(e, RDC_FIELD_INVALID, field, v, "must be an integer");
+    else if (json_object_get_int64(v) < lo || json_object_get_int64(v) > hi)
+        field_error(e, RDC_FIELD_INVALID, field, v, "must be between %lld and %lld", (long long)lo, (long long)hi);
+}
+
+static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec)
+{
+    static const char *const modes[] = {"Replication", "Standalone", NULL};
+    static const char *const persistence[] = {"none", "rdb", "aof", NULL};
+    check_enum(e, spec, "mode", "spec.mode", modes, "\"Replication\", \"Standalone\"");
+    check_enum(e, spec, "persistence", "spec.persistence", persistence, "\"aof\", \"none\", \"rdb\"");
+
+    const json_object *auth = optional_object(e, spec, "auth", "spec.auth");
+    if (auth) {
+        const json_object *ref = optional_object(e, auth, "secretRef", "spec.auth.secretRef");
+        const char *s = NULL;
+        if (!jsonx_get(auth, "secretRef"))
+            field_error(e, RDC_FIELD_REQUIRED, "spec.auth.secretRef", NULL, NULL);
+        else if (ref) {
+            jsonx_field_t r = optional_string(e, ref, "name", "spec.auth.secretRef.name", &s);
+            if (r == JSONX_ABSENT)
+                field_error(e, RDC_FIELD_REQUIRED, "spec.auth.secretRef.name", NULL, NULL);
+            else if (r == JSONX_OK && !rdc_spec_is_dns1123_subdomain(s))
+                field_error(e, RDC_FIELD_INVALID, "spec.auth.secretRef.name", jsonx_get(ref, "name"),
+                            "must be the name of a Secret: a DNS subdomain of lower case alphanumerics, "
+                            "'-' and '.', at most 253 characters");
+            if (optional_string(e, ref, "key", "spec.auth.secretRef.key", &s) == JSONX_OK && !is_secret_key(s))
+                field_error(e, RDC_FIELD_INVALID, "spec.auth.secretRef.key", jsonx_get(ref, "key"),
+                            "must be a Secret data key ([-._a-zA-Z0-9]+, at most %d characters)",
+                            RDC_SPEC_SECRET_KEY_MAX);
+        }
+    }
+
+    const json_object *fo = optional_object(e, spec, "failover", "spec.failover");
+    if (fo) {
+        const char *s = NULL;
+        int64_t ns = 0;
+        if (optional_string(e, fo, "downAfter", "spec.failover.downAfter", &s) == JSONX_OK) {
+            const json_object *v = jsonx_get(fo, "downAfter");
+            if (strlen(s) > RDC_SPEC_DOWN_AFTER_MAX || rdc_spec_duration_ns(s, &ns))
+                field_error(e, RDC_FIELD_INVALID, "spec.failover.downAfter", v,
+                            "must be a duration such as 3s, 1m30s or 500ms (at most %d characters)",
+                            RDC_SPEC_DOWN_AFTER_MAX);
+            else if (ns < RDC_SPEC_DOWN_AFTER_MIN_NS || ns > RDC_SPEC_DOWN_AFTER_MAX_NS)
+                field_error(e, RDC_FIELD_INVALID, "spec.failover.downAfter", v, "must be between 1s and 5m");
+        }
+        check_int_range(e, fo, "minReplicasToWrite", "spec.failover.minReplicasToWrite", 0, RDC_SPEC_SIZE_MAX - 1);
+        check_int_range(e, fo, "minReplicasMaxLag", "spec.failover.minReplicasMaxLag", 1, 3600);
+        const json_object *w = jsonx_get(fo, "minReplicasToWrite"), *size = jsonx_get(spec, "size");
+        if (w && size && json_object_is_type(w, json_type_int) && json_object_is_type(size, json_type_int) &&
+            json_object_get_int64(w) >= 0 && json_object_get_int64(w) < RDC_SPEC_SIZE_MAX &&
+            json_object_get_int64(w) >= json_object_get_int64(size))
+            field_error(e, RDC_FIELD_INVALID, "spec.failover.minReplicasToWrite", w,
+                        "must be less than spec.size (the primary counts replicas besides itself)");
+    }
+}
+
 size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs)
 {
     size_t before = errs->n + errs->dropped;
@@ -444,6 +577,7 @@ size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs)
         check_image(errs, spec);
         check_config(errs, spec);
         check_storage(errs, spec);
+        check_v1_fields(errs, spec);
     }
     return errs->n + errs->dropped - before;
 }

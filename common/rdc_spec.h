@@ -17,6 +17,18 @@
  *                          bytes and 32 characters; storageClass a DNS-1123 subdomain (at
  *                          most 253 characters)
  *
+ * and the fields only v1 has (docs/api-versions.md), each checked only when present, as
+ * the CRD's v1 schema states them (the schema also gives their defaults; rdc_spec adds
+ * none, so a spec's defaults, and what the operator renders from it, are the same in
+ * both versions):
+ *   spec.mode              Replication | Standalone
+ *   spec.persistence       none | rdb | aof
+ *   spec.auth              an object with secretRef (required): name a DNS-1123 subdomain
+ *                          (required), key [-._a-zA-Z0-9]+ of at most 253 characters
+ *   spec.failover          downAfter a duration (Go's syntax, ^([0-9]+([.][0-9]+)?(ms|s|m|h))+$,
+ *                          at most 32 characters) from 1s to 5m; minReplicasToWrite 0..9
+ *                          and less than spec.size; minReplicasMaxLag 1..3600
+ *
  * The string bounds (RDC_SPEC_*_MAX) are the CRD schema's maxLength values
  * (crds/cache.example.com_redisclusters.yaml; test_admission checks that they agree), so
  * the schema, the webhook and the reconcile refuse the same lengths.
@@ -39,6 +51,7 @@
 #define RDC_SPEC_H
 
 #include "buf.h"
+#include "rdc_api.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -53,6 +66,10 @@
 #define RDC_SPEC_MAXMEMORY_POLICY_MAX 12
 #define RDC_SPEC_STORAGE_SIZE_MAX 32
 #define RDC_SPEC_STORAGE_CLASS_MAX 253
+#define RDC_SPEC_SECRET_KEY_MAX 253
+#define RDC_SPEC_DOWN_AFTER_MAX 32
+#define RDC_SPEC_DOWN_AFTER_MIN_NS 1000000000LL   /* 1s */
+#define RDC_SPEC_DOWN_AFTER_MAX_NS 300000000000LL /* 5m */
 #define RDC_SPEC_DEFAULT_VERSION "7.2"
 #define RDC_SPEC_DEFAULT_STORAGE_SIZE "1Gi"
 #define RDC_SPEC_DEFAULT_MAXMEMORY_POLICY "allkeys-lru"
@@ -152,6 +169,12 @@ int rdc_spec_is_image_ref(const char *s);
 /* 1 when image names a digest ('@') or a tag (a ':' in its last path component, so the
  * port of "host:5000/redis" is not one). */
 int rdc_spec_image_has_tag_or_digest(const char *image);
+
+/* A duration as the CRD's spec.failover.downAfter pattern allows: one or more
+ * <digits>[.<digits>]<unit>, unit ms, s, m or h ("3s", "1m30s", "1.5s"). Returns 0 with
+ * *ns the nanoseconds (fractions below 1 ns dropped), or -1 when s is not one or is
+ * longer than about 292 years. */
+int rdc_spec_duration_ns(const char *s, int64_t *ns);
 
 /* Redis' memory size: 1..19 digits and an optional unit b, k, kb, m, mb, g, gb (any case). */
 int rdc_spec_is_redis_memory(const char *s);

@@ -2,7 +2,7 @@
 # Make a self-signed CA and a serving certificate for the rdc-operator's admission
 # webhooks (openssl CLI), and a kustomize overlay that installs the operator with them:
 # the Secret rediscluster-operator-webhook-cert (type kubernetes.io/tls) and the CA in the
-# caBundle of both webhook configurations.
+# caBundle of both webhook configurations and of the CRD's conversion webhook (/convert).
 #
 #   deploy/gen-certs.sh                      # writes deploy/overlays/self-signed/
 #   kubectl apply -k deploy/overlays/self-signed
@@ -142,6 +142,13 @@ patches:
   patch: |-
     - op: add
       path: /webhooks/0/clientConfig/caBundle
+      value: $ca_b64
+- target:
+    kind: CustomResourceDefinition
+    name: redisclusters.cache.example.com
+  patch: |-
+    - op: add
+      path: /spec/conversion/webhook/clientConfig/caBundle
       value: $ca_b64
 EOF
 echo "gen-certs.sh: wrote $out/kustomization.yaml; install with: kubectl apply -k $out" >&2

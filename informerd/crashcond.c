@@ -3,6 +3,7 @@
 
 #include "clock.h"
 #include "jsonx.h"
+#include "rdc_api.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +85,7 @@ char *crashcond_apply_body(const json_object *rc, int crashed, const char *messa
     jsonx_put(status, "conditions", conds, &oom);
     jsonx_put(meta, "name", jsonx_new_str(name, &oom), &oom);
     jsonx_put(meta, "namespace", jsonx_new_str(ns, &oom), &oom);
-    jsonx_put(body, "apiVersion", jsonx_new_str("cache.example.com/v1alpha1", &oom), &oom);
+    jsonx_put(body, "apiVersion", jsonx_new_str(RDC_GROUP_VERSION, &oom), &oom);
     jsonx_put(body, "kind", jsonx_new_str("RedisCluster", &oom), &oom);
     jsonx_put(body, "metadata", meta, &oom);
     jsonx_put(body, "status", status, &oom);

@@ -297,7 +297,7 @@ static void crashcond_write(informer_t *inf, const char *key, const json_object 
     }
     buf_t path;
     buf_init(&path, 0);
-    kube_path(&path, "cache.example.com", "v1alpha1", ns, "redisclusters", name, "status");
+    kube_path(&path, RDC_API_GROUP, RDC_API_VERSION, ns, "redisclusters", name, "status");
     buf_puts(&path, "?fieldManager=" CRASHCOND_FIELD_MANAGER "&force=true");
     informer_write(inf, crashed ? "ReconcileCrashed condition True" : "ReconcileCrashed condition False",
                    key, "PATCH", buf_str(&path), "application/apply-patch+yaml", body, !crashed);

@@ -239,7 +239,7 @@ static int informer_setup(informer_t *inf)
         return -1;
     cache_set_max_object_bytes(inf->cache, inf->cfg->max_object_bytes);
     cache_set_delta_handler(inf->cache, on_delta, inf);
-    reflector_init(inf, OWNER_KIND, "cache.example.com", "v1alpha1", "redisclusters", NULL);
+    reflector_init(inf, OWNER_KIND, RDC_API_GROUP, RDC_API_VERSION, "redisclusters", NULL);
     reflector_init(inf, "ConfigMap", "", "v1", "configmaps", MANAGED_BY_SELECTOR);
     reflector_init(inf, "Service", "", "v1", "services", MANAGED_BY_SELECTOR);
     reflector_init(inf, "StatefulSet", "apps", "v1", "statefulsets", MANAGED_BY_SELECTOR);

@@ -27,6 +27,7 @@
 #include "metrics.h"
 #include "podview.h"
 #include "proto.h"
+#include "rdc_api.h"
 #include "syncgate.h"
 #include "watch.h"
 #include "workitem.h"

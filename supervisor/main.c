@@ -6,13 +6,21 @@
  *   supervisor ctl status              print the process table of a running supervisor
  *   supervisor ctl workers N           resize its worker pool
  *   supervisor ctl shutdown            ask it to drain and exit
+ *   supervisor ctl migrate-storage     rewrite every RedisCluster in the CRD's storage
+ *                                      version (v1) and drop v1alpha1 from storedVersions
+ *                                      (migrate.h; talks to the API, not to a supervisor)
  */
+#include "buf.h"
 #include "daemon.h"
+#include "kube_client.h"
+#include "kube_config.h"
 #include "log.h"
+#include "migrate.h"
 #include "opts.h"
 #include "rundir.h"
 #include "supervisor.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -31,7 +39,69 @@ static const char summary[] =
     "One supervisor per runtime directory: without --runtime-dir, when another supervisor\n"
     "holds the default one, the first free of <default>-2 ... <default>-16 is used (logged\n"
     "at start; pass it to `supervisor ctl --runtime-dir`).\n\n"
-    "  supervisor ctl [--runtime-dir DIR] status | workers N | shutdown";
+    "  supervisor ctl [--runtime-dir DIR] status | workers N | shutdown\n\n"
+    "  supervisor ctl migrate-storage [--kubeconfig F] [--state-file F] [--page-size N]\n"
+    "                                 [--qps Q] [--dry-run]\n"
+    "      the storage migration of the upgrade to cache.example.com/v1\n"
+    "      (docs/api-versions.md): every RedisCluster rewritten as v1, then the CRD's\n"
+    "      status.storedVersions set to [v1]; prints one line, exits 1 on failure.";
+
+/* The flags of `ctl migrate-storage` (never passed to the children). */
+typedef struct {
+    const char *state_file;
+    int page_size;
+    double qps;
+    int dry_run;
+} migrate_flags_t;
+
+/* `supervisor ctl migrate-storage`: migrate_storage() with the shared connection flags.
+ * Prints the report line on stdout (and the error on stderr). Returns the exit code:
+ * 0 when every object is stored as v1 and storedVersions is [v1], else 1. */
+static int run_migrate_storage(const rdc_common_opts_t *c, const migrate_flags_t *f)
+{
+    int code = 1;
+    kube_config_t *cfg = NULL;
+    kube_client_t *client = NULL;
+    buf_t line;
+    buf_init(&line, 0);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+        fprintf(stderr, "supervisor: migrate-storage: cannot initialise libcurl\n");
+        return 1;
+    }
+    kube_client_opts_t co;
+    kube_client_opts_init(&co);
+    co.user_agent = "supervisor-migrate-storage/" RDC_VERSION;
+    co.max_retries = 3;
+    if (daemon_kube_connect(c, &co, &cfg, &client))
+        goto out;
+    migrate_opts_t mo = {
+        .page_size = f->page_size,
+        .qps = f->qps,
+        .state_file = f->state_file,
+        .dry_run = f->dry_run,
+    };
+    migrate_report_t report;
+    kube_error_t kerr;
+    kube_error_clear(&kerr);
+    int rc = migrate_storage(client, &mo, &report, &kerr);
+    if (migrate_report_format(&report, &mo, &line) == 0)
+        printf("%s%s\n", buf_str(&line), f->dry_run ? " (dry run)" : "");
+    fflush(stdout);
+    if (rc) {
+        char err[1024];
+        fprintf(stderr, "supervisor: migrate-storage failed: %s\n", kube_error_str(&kerr, err, sizeof(err)));
+        if (report.last_error[0])
+            fprintf(stderr, "supervisor: migrate-storage: last object error: %s\n", report.last_error);
+        goto out;
+    }
+    code = 0;
+out:
+    buf_free(&line);
+    kube_client_destroy(&client);
+    kube_config_destroy(&cfg);
+    curl_global_cleanup();
+    return code;
+}
 
 /* Directory of our own executable: the children live beside it by default. */
 static void default_bindir(char *out, size_t len)
@@ -60,6 +130,7 @@ static void split_flags(int argc, char **argv, char **common, int *ncommon, int 
 {
     static const char *const valued_webhook[] = {"--webhook-cert-dir", "--webhook-port",
                                                  "--webhook-bind-address"};
+    static const char *const valued_ctl[] = {"--state-file", "--page-size", "--qps"};
     *ncommon = *nwebhook = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -68,8 +139,16 @@ static void split_flags(int argc, char **argv, char **common, int *ncommon, int 
                 i++; /* skip its value */
             continue;
         }
-        if (is_flag(a, "--webhook") || is_flag(a, "--redis-observer"))
+        if (is_flag(a, "--webhook") || is_flag(a, "--redis-observer") || is_flag(a, "--dry-run"))
             continue;
+        int ctl = 0;
+        for (size_t k = 0; k < 3; k++)
+            ctl |= is_flag(a, valued_ctl[k]);
+        if (ctl) { /* ctl migrate-storage's own: the children do not know them */
+            if (!strchr(a, '='))
+                i++;
+            continue;
+        }
         int wh = 0;
         for (size_t k = 0; k < 3; k++)
             wh |= is_flag(a, valued_webhook[k]);
@@ -91,7 +170,8 @@ int main(int argc, char **argv)
     opts_common_defaults(&c);
     const char *bindir = NULL, *wh_dir = NULL, *wh_addr = NULL;
     int webhook = 0, wh_port = 9443, observer = 1;
-    opt_t table[OPTS_COMMON_COUNT + 7];
+    migrate_flags_t mf = {.state_file = NULL, .page_size = 100, .qps = 10, .dry_run = 0};
+    opt_t table[OPTS_COMMON_COUNT + 11];
     opts_common_fill(&c, table);
     table[OPTS_COMMON_COUNT] = (opt_t){"bindir", OPT_STRING, &bindir,
                                        "directory of the daemon executables (default: beside supervisor)"};
@@ -103,9 +183,17 @@ int main(int argc, char **argv)
                                            "webhook server: HTTPS port"};
     table[OPTS_COMMON_COUNT + 4] = (opt_t){"webhook-bind-address", OPT_STRING, &wh_addr,
                                            "webhook server: address to listen on (default all)"};
-    table[OPTS_COMMON_COUNT + 5] = (opt_t){"redis-observer", OPT_BOOL, &observer,
+    table[OPTS_COMMON_COUNT + 5] = (opt_t){"state-file", OPT_STRING, &mf.state_file,
+                                           "ctl migrate-storage: progress file to resume from (default none)"};
+    table[OPTS_COMMON_COUNT + 6] = (opt_t){"page-size", OPT_INT, &mf.page_size,
+                                           "ctl migrate-storage: objects per LIST page"};
+    table[OPTS_COMMON_COUNT + 7] = (opt_t){"qps", OPT_DOUBLE, &mf.qps,
+                                           "ctl migrate-storage: object writes per second (< 0: unlimited)"};
+    table[OPTS_COMMON_COUNT + 8] = (opt_t){"dry-run", OPT_BOOL, &mf.dry_run,
+                                           "ctl migrate-storage: send the writes with dryRun=All, leave the CRD alone"};
+    table[OPTS_COMMON_COUNT + 9] = (opt_t){"redis-observer", OPT_BOOL, &observer,
                                            "also run observerd, which probes every Redis pod (--redis-observer=false: not)"};
-    table[OPTS_COMMON_COUNT + 6] = (opt_t){NULL, OPT_END, NULL, NULL};
+    table[OPTS_COMMON_COUNT + 10] = (opt_t){NULL, OPT_END, NULL, NULL};
 
     const char *pos[4];
     size_t npos = 0;
@@ -114,6 +202,14 @@ int main(int argc, char **argv)
         return early;
     char err[1536];
     char rtdir[4096];
+    if (npos >= 2 && !strcmp(pos[0], "ctl") && !strcmp(pos[1], "migrate-storage")) {
+        if (npos > 2 || mf.page_size < 1 || mf.page_size > 500 || mf.qps == 0) {
+            fprintf(stderr, "supervisor: ctl migrate-storage takes no arguments, --page-size 1..500 and a --qps "
+                            "other than 0\n");
+            return 2;
+        }
+        return run_migrate_storage(&c, &mf);
+    }
     if (npos > 0) {
         if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
             fprintf(stderr, "supervisor: %s\n", err);

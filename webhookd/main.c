@@ -31,10 +31,12 @@
 #define SPARE_FDS 64       /* descriptors besides the connections: listener, logs, signals */
 
 static const char summary[] =
-    "The admission webhook server of the rdc-operator: validates and defaults RedisClusters\n"
-    "(AdmissionReview admission.k8s.io/v1) over HTTPS at\n"
+    "The webhook server of the rdc-operator: validates and defaults RedisClusters\n"
+    "(AdmissionReview admission.k8s.io/v1) and converts them between cache.example.com/v1alpha1\n"
+    "and cache.example.com/v1 (ConversionReview apiextensions.k8s.io/v1) over HTTPS at\n"
     "  /validate-cache-example-com-v1alpha1-rediscluster\n"
     "  /mutate-cache-example-com-v1alpha1-rediscluster\n"
+    "  /convert\n"
     "with the certificate and key in --webhook-cert-dir (reloaded when they change).\n"
     "The shared flags are accepted so that the supervisor can pass its own through.";
 

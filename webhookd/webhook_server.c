@@ -3,6 +3,7 @@
 
 #include "admission.h"
 #include "clock.h"
+#include "conversion.h"
 #include "log.h"
 #include "metrics.h"
 #include "webhook_tls.h"
@@ -405,6 +406,66 @@ static void serve_admission(webhook_server_t *s, struct evhttp_request *req, con
     s->requests++;
 }
 
+static void log_conversion(int http, const conversion_outcome_t *o, int64_t elapsed_ns)
+{
+    char code[8], status[8], ms[32], objects[24];
+    snprintf(code, sizeof(code), "%d", http);
+    snprintf(status, sizeof(status), "%d", o->code);
+    snprintf(ms, sizeof(ms), "%.3f", (double)elapsed_ns / 1e6);
+    snprintf(objects, sizeof(objects), "%zu", o->objects);
+    rlog_level_t level = o->success ? RLOG_DEBUG : RLOG_INFO;
+    if (!rlog_enabled(level))
+        return;
+    rlog(level, o->bad_request ? "bad conversion request" : o->success ? "converted" : "conversion refused",
+         "webhook", CONVERSION_PATH, "uid", o->uid, "desiredAPIVersion", o->desired, "objects", objects,
+         "httpCode", code, "code", status, "message", o->success ? NULL : o->message, "ms", ms);
+}
+
+/* POST /convert: a ConversionReview, under the same checks, body cap and deadline as the
+ * admission paths. */
+static void serve_conversion(webhook_server_t *s, struct evhttp_request *req)
+{
+    int64_t t0 = clock_mono_ns();
+    const char *const *l = METRIC_LABELS(CONVERSION_PATH);
+    metric_gauge_add(s->m_in_flight, l, 1);
+    int code;
+    conversion_outcome_t o;
+    memset(&o, 0, sizeof(o));
+    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
+        code = 405;
+        reply_text(req, code, "405 method not allowed: a ConversionReview is POSTed\n");
+    } else if (!is_json(ct)) {
+        code = 415;
+        char msg[512];
+        snprintf(msg, sizeof(msg), "415 unsupported media type: Content-Type must be application/json, have \"%.200s\"\n",
+                 ct ? ct : "");
+        reply_text(req, code, msg);
+    } else {
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        size_t len = evbuffer_get_length(in);
+        const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+        char *resp = NULL;
+        int rc = body ? conversion_review(body, len, &resp, &o) : -1;
+        conversion_metrics_observe(rc, &o);
+        if (rc < 0) {
+            code = 500;
+            reply_text(req, code, "500 out of memory\n");
+        } else {
+            code = rc == 1 ? 400 : 200;
+            reply(req, code, "application/json", resp, strlen(resp));
+        }
+        free(resp);
+        log_conversion(code, &o, clock_mono_ns() - t0);
+    }
+    char cs[8];
+    snprintf(cs, sizeof(cs), "%d", code);
+    metric_counter_add(s->m_total, METRIC_LABELS(CONVERSION_PATH, cs), 1);
+    metric_histogram_observe(s->m_latency, l, (double)(clock_mono_ns() - t0) / 1e9);
+    metric_gauge_add(s->m_in_flight, l, -1);
+    s->requests++;
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     webhook_server_t *s = arg;
@@ -435,13 +496,16 @@ static void on_request(struct evhttp_request *req, void *arg)
         serve_admission(s, req, ADMISSION_VALIDATE_PATH, ADMISSION_VALIDATE);
     else if (path && !strcmp(path, ADMISSION_MUTATE_PATH))
         serve_admission(s, req, ADMISSION_MUTATE_PATH, ADMISSION_MUTATE);
+    else if (path && !strcmp(path, CONVERSION_PATH))
+        serve_conversion(s, req);
     else if (path && (!strcmp(path, "/healthz") || !strcmp(path, "/readyz")) &&
              (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD))
         reply_text(req, 200, "ok\n");
     else if (path && (!strcmp(path, "/healthz") || !strcmp(path, "/readyz")))
         reply_text(req, 405, "405 method not allowed\n");
     else
-        reply_text(req, 404, "404 not found: the webhooks are " ADMISSION_VALIDATE_PATH " and " ADMISSION_MUTATE_PATH "\n");
+        reply_text(req, 404, "404 not found: the webhooks are " ADMISSION_VALIDATE_PATH ", " ADMISSION_MUTATE_PATH
+                                " and " CONVERSION_PATH "\n");
 }
 
 /* ---- Life cycle --------------------------------------------------------------------------- */
@@ -460,14 +524,15 @@ static void register_metrics(webhook_server_t *s)
     s->m_cert_errors = metrics_counter(reg, "certwatcher_read_certificate_errors_total",
                                        "Total number of certificate read errors", NULL);
     /* As controller-runtime does: the series exist (at zero) before the first request. */
-    static const char *const paths[] = {ADMISSION_VALIDATE_PATH, ADMISSION_MUTATE_PATH};
-    for (size_t i = 0; i < 2; i++) {
+    static const char *const paths[] = {ADMISSION_VALIDATE_PATH, ADMISSION_MUTATE_PATH, CONVERSION_PATH};
+    for (size_t i = 0; i < 3; i++) {
         metric_counter_add(s->m_total, METRIC_LABELS(paths[i], "200"), 0);
         metric_counter_add(s->m_total, METRIC_LABELS(paths[i], "500"), 0);
         metric_gauge_add(s->m_in_flight, METRIC_LABELS(paths[i]), 0);
     }
     metric_counter_add(s->m_cert_reads, NULL, 0);
     metric_counter_add(s->m_cert_errors, NULL, 0);
+    conversion_metrics_register();
     s->m_open = metrics_gauge(reg, "webhook_open_connections", "Open connections to the webhook server.", NULL);
     s->m_refused = metrics_counter(reg, "webhook_connections_refused_total",
                                    "Connections closed at accept because the connection cap was reached.", NULL);

@@ -8,11 +8,14 @@
  * ROUTES
  *   POST ADMISSION_VALIDATE_PATH   validating webhook (AdmissionReview in, out)
  *   POST ADMISSION_MUTATE_PATH     mutating (defaulting) webhook
+ *   POST CONVERSION_PATH           CRD conversion webhook (ConversionReview in, out;
+ *                                  conversion.h), v1alpha1 <-> v1
  *   GET  /healthz, /readyz         200 "ok" (the server is up and serving TLS)
  *   anything else                  404
  * On the webhook paths: a method other than POST is 405 (with Allow: POST); a
  * Content-Type other than application/json (parameters allowed) is 415; a body that is
- * not an AdmissionReview is 400 with a refusing AdmissionReview that says why; a body over
+ * not an AdmissionReview (a ConversionReview on /convert) is 400 with a refusing review
+ * that says why; a body over
  * max_body bytes is 413 and headers over 64 KiB are refused by evhttp. A query string (the
  * API server adds ?timeout=10s) is ignored. Every answer has a body saying what happened.
  *
@@ -43,6 +46,8 @@
  *   controller_runtime_webhook_latency_seconds{webhook}       histogram
  *   controller_runtime_webhook_requests_in_flight{webhook}    gauge
  *   certwatcher_read_certificate_total, certwatcher_read_certificate_errors_total
+ * the conversion's own (conversion.h): webhook_conversion_requests_total{result},
+ * webhook_conversion_objects_total{from,to}
  * and the connection limits' own (no controller-runtime equivalent):
  *   webhook_open_connections                   gauge
  *   webhook_connections_refused_total          closed at accept: the cap was reached

@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "opts.h"
 #include "proto.h"
+#include "rdc_api.h"
 #include "reconcile.h"
 #include "worker.h"
 
@@ -91,7 +92,7 @@ static int run_once(kube_client_t *client, const char *key, int dry_run)
     kube_error_clear(&err);
     int code = 1;
     char line[1024];
-    if (get_object(client, "cache.example.com", "v1alpha1", ns, "redisclusters", name, &rc, &err) ||
+    if (get_object(client, RDC_API_GROUP, RDC_API_VERSION, ns, "redisclusters", name, &rc, &err) ||
         get_object(client, "", "v1", ns, "configmaps", name, &cm, &err) ||
         get_object(client, "", "v1", ns, "services", name, &svc, &err) ||
         get_object(client, "apps", "v1", ns, "statefulsets", name, &sts, &err)) {

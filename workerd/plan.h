@@ -242,7 +242,7 @@ typedef struct {
                                   PLAN_DELETE, else "PATCH"; NULL for PLAN_CLEANUP */
     const char *content_type;  /* "application/apply-patch+yaml", "application/merge-patch+json",
                                   or "application/json" (create, replace, delete) */
-    const char *group_version; /* "v1", "apps/v1", "cache.example.com/v1alpha1" */
+    const char *group_version; /* "v1", "apps/v1", "cache.example.com/v1" */
     const char *resource;      /* "configmaps", "services", "statefulsets", "redisclusters" */
     const char *ns;            /* namespace */
     const char *subresource;   /* "status" for PLAN_UPDATE_STATUS, else NULL */

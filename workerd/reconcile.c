@@ -5,6 +5,7 @@
 #include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
+#include "rdc_api.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,7 +189,7 @@ static void report_write_failure(const exec_ctx_t *x, const json_object *rc, con
     kube_error_t gerr;
     kube_error_clear(&gerr);
     char line[1024];
-    if (get_object(x, "cache.example.com", "v1alpha1", "redisclusters", meta_str(rc, "namespace"), meta_str(rc, "name"),
+    if (get_object(x, RDC_API_GROUP, RDC_API_VERSION, "redisclusters", meta_str(rc, "namespace"), meta_str(rc, "name"),
                    &fresh, &gerr)) {
         rlog_warn("cannot read the RedisCluster again; comparing with the cached one", "reconcileID",
                   x->reconcile_id, "error", kube_error_str(&gerr, line, sizeof(line)));

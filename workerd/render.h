@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RENDER_GROUP_VERSION "cache.example.com/v1alpha1"
+#define RENDER_GROUP_VERSION RDC_GROUP_VERSION
 #define RENDER_KIND "RedisCluster"
 #define RENDER_FIELD_MANAGER "rediscluster-operator"
 #define RENDER_CONFIG_HASH_ANNOTATION "cache.example.com/config-hash"

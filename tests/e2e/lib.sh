@@ -106,7 +106,7 @@ e2e_cleanup() {
 # replicas of redis 7.2, maxmemory 256mb allkeys-lru, 1Gi of storage.
 rc_apply_cache() {
     kubectl apply -f - >/dev/null <<YAML
-apiVersion: cache.example.com/v1alpha1
+apiVersion: cache.example.com/v1
 kind: RedisCluster
 metadata: {name: cache, namespace: $1}
 spec:

@@ -40,14 +40,14 @@ k() { kubectl -n "$ns" "$@"; }
 jp() { kubectl -n "$ns" get "$1" -o jsonpath="$2" 2>/dev/null; }
 
 # The schema refuses an image one past its maxLength; one at it is accepted.
-printf '{"apiVersion":"cache.example.com/v1alpha1","kind":"RedisCluster","metadata":{"name":"long","namespace":"%s"},"spec":{"size":1,"image":"%s"}}' "$ns" "$(pad 513 r)" >"$work/long.json"
+printf '{"apiVersion":"cache.example.com/v1","kind":"RedisCluster","metadata":{"name":"long","namespace":"%s"},"spec":{"size":1,"image":"%s"}}' "$ns" "$(pad 513 r)" >"$work/long.json"
 check "an image of 513 bytes is refused by the schema" sh -c "! kubectl create -f '$work/long.json' 2>'$work/long.err' && grep -q 'spec.image' '$work/long.err'"
-printf '{"apiVersion":"cache.example.com/v1alpha1","kind":"RedisCluster","metadata":{"name":"long","namespace":"%s"},"spec":{"size":1,"image":"%s"}}' "$ns" "$(pad 512 r)" >"$work/long.json"
+printf '{"apiVersion":"cache.example.com/v1","kind":"RedisCluster","metadata":{"name":"long","namespace":"%s"},"spec":{"size":1,"image":"%s"}}' "$ns" "$(pad 512 r)" >"$work/long.json"
 check "an image of 512 bytes is accepted" kubectl create -f "$work/long.json"
 k delete rdc long --wait=false >/dev/null 2>&1
 
 rc_json() { # name annotation-bytes
-    printf '{"apiVersion":"cache.example.com/v1alpha1","kind":"RedisCluster","metadata":{"name":"%s","namespace":"%s","annotations":{"example.com/ballast":"%s"}},"spec":{"size":1,"image":"redis","version":"7.2"}}\n' "$1" "$ns" "$(pad "$2")"
+    printf '{"apiVersion":"cache.example.com/v1","kind":"RedisCluster","metadata":{"name":"%s","namespace":"%s","annotations":{"example.com/ballast":"%s"}},"spec":{"size":1,"image":"redis","version":"7.2"}}\n' "$1" "$ns" "$(pad "$2")"
 }
 oks="ok-01 ok-02 ok-03 ok-04 ok-05 ok-06"
 for n in $oks; do rc_json "$n" 20000; done >"$work/oks.json"

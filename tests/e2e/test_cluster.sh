@@ -53,7 +53,7 @@ check "CRD redisclusters.cache.example.com is Established" \
   timeout "$((WAIT + 5))" kubectl wait --for=condition=Established crd/redisclusters.cache.example.com --timeout="${WAIT}s"
 cr_created() {
   k apply -n "$NS" -f - >/dev/null 2>&1 <<'EOF'
-apiVersion: cache.example.com/v1alpha1
+apiVersion: cache.example.com/v1
 kind: RedisCluster
 metadata:
   name: smoke
@@ -66,7 +66,7 @@ EOF
 check "a valid RedisCluster is accepted" eventually cr_created
 check "kubectl get rdc (short name) lists it" k get rdc smoke -n "$NS"
 check "an invalid RedisCluster (size 11, no image) is rejected" bash -c "! kubectl apply -n $NS -f - <<'EOF'
-apiVersion: cache.example.com/v1alpha1
+apiVersion: cache.example.com/v1
 kind: RedisCluster
 metadata:
   name: invalid

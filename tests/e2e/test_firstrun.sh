@@ -77,7 +77,7 @@ cleanup() {
 trap cleanup EXIT
 
 rc_json() { # rc_json NS NAME SPEC-JSON
-    printf '{"apiVersion":"cache.example.com/v1alpha1","kind":"RedisCluster","metadata":{"name":"%s","namespace":"%s"},"spec":%s}' "$2" "$1" "$3"
+    printf '{"apiVersion":"cache.example.com/v1","kind":"RedisCluster","metadata":{"name":"%s","namespace":"%s"},"spec":%s}' "$2" "$1" "$3"
 }
 phase_is() { test "$(kubectl -n "$1" get rdc "$2" -o jsonpath='{.status.phase}' 2>/dev/null)" = "$3"; }
 # refused DESCRIPTION EXPECTED-SUBSTRING COMMAND...: the command fails and says EXPECTED.

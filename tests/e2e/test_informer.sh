@@ -27,10 +27,10 @@ check "subscriber synced" wait_until 20 grep -q '"type":"SYNCED"' "$work/sub.jso
 # lines TYPE KIND KEY: how many delta lines of that type, kind and key were printed
 lines() { jq -r --arg t "$1" --arg k "$2" --arg key "$3" 'select(.type==$t and .kind==$k and .key==$key) | .seq' "$work/sub.jsonl" 2>/dev/null | wc -l; }
 rc_yaml() { # name size
-    printf 'apiVersion: cache.example.com/v1alpha1\nkind: RedisCluster\nmetadata: {name: %s, namespace: %s}\nspec: {size: %s, image: redis}\n' "$1" "$ns" "$2"
+    printf 'apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: %s, namespace: %s}\nspec: {size: %s, image: redis}\n' "$1" "$ns" "$2"
 }
 # apply_rc NAME SIZE: create it, retrying while the API server is still starting
-apply_rc() { wait_until 30 sh -c "printf 'apiVersion: cache.example.com/v1alpha1\nkind: RedisCluster\nmetadata: {name: $1, namespace: $ns}\nspec: {size: $2, image: redis}\n' | kubectl apply -f -"; }
+apply_rc() { wait_until 30 sh -c "printf 'apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: $1, namespace: $ns}\nspec: {size: $2, image: redis}\n' | kubectl apply -f -"; }
 
 rc_yaml a 1 | kubectl apply -f - >/dev/null
 check "ADDED RedisCluster a" wait_output 15 1 lines ADDED RedisCluster "$ns/a"
@@ -44,7 +44,7 @@ metadata:
   name: a
   namespace: $ns
   labels: {app.kubernetes.io/managed-by: rediscluster-operator}
-  ownerReferences: [{apiVersion: cache.example.com/v1alpha1, kind: RedisCluster, name: a, uid: $uid, controller: true}]
+  ownerReferences: [{apiVersion: cache.example.com/v1, kind: RedisCluster, name: a, uid: $uid, controller: true}]
 data: {k: v}
 YAML
 kubectl -n "$ns" create configmap unlabelled --from-literal=k=v >/dev/null

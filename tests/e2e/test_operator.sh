@@ -38,13 +38,13 @@ check "observedGeneration current" test "$(get rdc cache -o jsonpath='{.status.o
 # The status is server-side applied: the operator owns its three conditions, and a
 # condition another field manager applies (a backup tool, say) stays theirs.
 check "status server-side applied by rediscluster-operator" sh -c "kubectl -n $ns get rdc cache -o json --show-managed-fields | jq -e '[.metadata.managedFields[] | select(.manager==\"rediscluster-operator\" and .operation==\"Apply\" and .subresource==\"status\")] | length == 1' >/dev/null"
-printf 'apiVersion: cache.example.com/v1alpha1\nkind: RedisCluster\nmetadata: {name: cache, namespace: %s}\nstatus:\n  conditions:\n  - {type: BackupReady, status: "True", reason: Done, message: nightly, lastTransitionTime: "2026-01-01T00:00:00Z"}\n' "$ns" |
+printf 'apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: cache, namespace: %s}\nstatus:\n  conditions:\n  - {type: BackupReady, status: "True", reason: Done, message: nightly, lastTransitionTime: "2026-01-01T00:00:00Z"}\n' "$ns" |
     kubectl apply --server-side --field-manager=backup-tool --subresource=status -f - >/dev/null
 check "another manager's condition applied" test "$(get rdc cache -o jsonpath='{.status.conditions[?(@.type=="BackupReady")].reason}')" = Done
 
 # Without the defaulting webhook, a bare spec gets the same defaults from the reconcile.
 kubectl -n "$ns" create -f - >/dev/null <<YAML
-apiVersion: cache.example.com/v1alpha1
+apiVersion: cache.example.com/v1
 kind: RedisCluster
 metadata: {name: bare, namespace: $ns}
 spec: {size: 1, image: redis}

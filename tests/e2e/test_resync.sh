@@ -8,7 +8,7 @@ ns=rdc-e2e-rs-$$
 n=20
 e2e_setup rs "$ns"
 for i in $(seq 1 $n); do
-    printf -- '---\napiVersion: cache.example.com/v1alpha1\nkind: RedisCluster\nmetadata: {name: r%02d, namespace: %s}\nspec: {size: 1, image: redis, version: "7.2"}\n' "$i" "$ns"
+    printf -- '---\napiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: r%02d, namespace: %s}\nspec: {size: 1, image: redis, version: "7.2"}\n' "$i" "$ns"
 done >"$work/clusters.yaml"
 kubectl apply -f "$work/clusters.yaml" >/dev/null
 

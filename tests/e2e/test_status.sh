@@ -41,7 +41,7 @@ check "operator ready (/readyz)" wait_until 60 curl -sf "http://127.0.0.1:$healt
 
 rdc() { # namespace name size [storageClass] [annotation value]
     {
-        printf 'apiVersion: cache.example.com/v1alpha1\nkind: RedisCluster\nmetadata:\n  name: %s\n  namespace: %s\n' "$2" "$1"
+        printf 'apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata:\n  name: %s\n  namespace: %s\n' "$2" "$1"
         [ -n "${5:-}" ] && printf '  annotations: {cache.example.com/test-fault: %s}\n' "$5"
         printf 'spec:\n  size: %s\n  image: redis\n  version: "7.2"\n' "$3"
         [ -n "${4:-}" ] && printf '  storage: {storageClass: %s}\n' "$4"

@@ -84,7 +84,7 @@ names() { # PREFIX COUNT
     for i in $(seq 1 "$2"); do printf '%s%02d\n' "$1" "$i"; done
 }
 rdc_json() { # NAME [ANNOTATIONS-JSON]
-    printf '{"apiVersion":"cache.example.com/v1alpha1","kind":"RedisCluster","metadata":{"name":"%s","namespace":"%s"%s},"spec":{"size":1,"image":"redis","version":"7.2","config":{"maxmemory":"64mb","maxmemoryPolicy":"allkeys-lru"},"storage":{"size":"1Gi","storageClass":"%s"}}}\n' \
+    printf '{"apiVersion":"cache.example.com/v1","kind":"RedisCluster","metadata":{"name":"%s","namespace":"%s"%s},"spec":{"size":1,"image":"redis","version":"7.2","config":{"maxmemory":"64mb","maxmemoryPolicy":"allkeys-lru"},"storage":{"size":"1Gi","storageClass":"%s"}}}\n' \
         "$1" "$ns" "${2:+,\"annotations\":$2}" "$sc"
 }
 pv_json() { # NAME: a PV pre-bound to the claim of pod NAME-0

@@ -57,7 +57,7 @@ refused() {
     if grep -qF -- "$want" <<<"$out"; then ok "$what"; else not_ok "$what: $out"; fi
 }
 # A RedisCluster in $ns as JSON: rc NAME SPEC-JSON
-rc() { printf '{"apiVersion":"cache.example.com/v1alpha1","kind":"RedisCluster","metadata":{"name":"%s","namespace":"%s"},"spec":%s}' "$1" "$ns" "$2"; }
+rc() { printf '{"apiVersion":"cache.example.com/v1","kind":"RedisCluster","metadata":{"name":"%s","namespace":"%s"},"spec":%s}' "$1" "$ns" "$2"; }
 create() { rc "$1" "$2" | kubectl create -f - 2>&1; }
 field() { kubectl -n "$ns" get rdc "$1" -o jsonpath="{$2}" 2>/dev/null; }
 # curl to webhookd, trusting only our CA; prints the HTTP status.
@@ -92,7 +92,7 @@ base=https://127.0.0.1:$port
 check "/healthz over TLS with our CA" test "$(wcurl "$base/healthz")" = 200
 
 # ---- The HTTPS side ---------------------------------------------------------------------
-review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"e2e-1","kind":{"group":"cache.example.com","version":"v1alpha1","kind":"RedisCluster"},"operation":"CREATE","name":"x","namespace":"d","object":{"metadata":{"name":"x"},"spec":{"size":1,"image":"redis"}}}}'
+review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"e2e-1","kind":{"group":"cache.example.com","version":"v1","kind":"RedisCluster"},"operation":"CREATE","name":"x","namespace":"d","object":{"metadata":{"name":"x"},"spec":{"size":1,"image":"redis"}}}}'
 check "POST review: 200 with the uid echoed" test "$(wcurl -H 'Content-Type: application/json' -d "$review" "$base$VPATH?timeout=10s")" = 200
 check "  ... and allowed" grep -q '"uid":"e2e-1","allowed":true' "$work/body"
 check "mutate: 200" test "$(wcurl -H 'Content-Type: application/json' -d "$review" "$base$MPATH")" = 200
@@ -210,7 +210,7 @@ webhooks:
   timeoutSeconds: 10
   namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $ns}}
   rules:
-  - {apiGroups: [cache.example.com], apiVersions: [v1alpha1], operations: [CREATE, UPDATE], resources: [redisclusters], scope: Namespaced}
+  - {apiGroups: [cache.example.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [redisclusters], scope: Namespaced}
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
@@ -224,7 +224,7 @@ webhooks:
   timeoutSeconds: 10
   namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $ns}}
   rules:
-  - {apiGroups: [cache.example.com], apiVersions: [v1alpha1], operations: [CREATE, UPDATE], resources: [redisclusters, redisclusters/scale], scope: Namespaced}
+  - {apiGroups: [cache.example.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [redisclusters, redisclusters/scale], scope: Namespaced}
 YAML
 }
 register "$ca_b64"
@@ -339,9 +339,10 @@ grep -v 'server dry run' "$work/dryrun.log" | head -20
 "$TOP/deploy/gen-certs.sh" -o "$work/overlay" >/dev/null 2>&1
 check "gen-certs.sh overlay (Secret, caBundle) passes a server-side dry run" \
     sh -c "kubectl apply --dry-run=server -k '$work/overlay' >'$work/dryrun2.log' 2>&1"
-check "  ... sets the caBundle of both webhooks" test "$(kubectl kustomize "$work/overlay" | grep -c 'caBundle: ')" = 2
-check "cert-manager overlay builds with the cainjector annotation" \
-    test "$(kubectl kustomize "$TOP/deploy/overlays/cert-manager" | grep -c 'cert-manager.io/inject-ca-from: rediscluster-operator-system/rediscluster-operator-serving-cert')" = 2
+check "  ... sets the caBundle of both webhooks and of the CRD's conversion webhook" test "$(kubectl kustomize "$work/overlay" | grep -c 'caBundle: ')" = 3
+check "  ... the CRD's conversion caBundle is the CA" sh -c "kubectl kustomize '$work/overlay' | grep -A12 '^  conversion:' | grep -q \"caBundle: \$(base64 -w0 <'$work/overlay/ca.crt')\""
+check "cert-manager overlay builds with the cainjector annotation (both webhooks and the CRD)" \
+    test "$(kubectl kustomize "$TOP/deploy/overlays/cert-manager" | grep -c 'cert-manager.io/inject-ca-from: rediscluster-operator-system/rediscluster-operator-serving-cert')" = 3
 no_wildcard_rbac() { # no "*" among the verbs, resources or apiGroups of any rule
     local all
     all=$(kubectl kustomize "$TOP/deploy/") || return 1

@@ -1512,6 +1512,45 @@ static void test_server_routes_and_errors(void)
     free(valid);
 }
 
+/* POST /convert: a ConversionReview answered over the same TLS server, 405/415/400 like
+ * the admission paths, and the conversion metrics counted. */
+static void test_server_convert(void)
+{
+    fixture_t f;
+    fixture_start(&f, 64 << 10, 1);
+    static const char review[] =
+        "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"ConversionReview\",\"request\":{\"uid\":\"c-1\","
+        "\"desiredAPIVersion\":\"cache.example.com/v1\",\"objects\":[{\"apiVersion\":\"cache.example.com/v1alpha1\","
+        "\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\"},"
+        "\"spec\":{\"size\":1,\"image\":\"redis\"}}]}}";
+    metric_family_t *objects = metrics_counter(metrics_default(), "webhook_conversion_objects_total",
+                                               "RedisCluster objects converted, by version from and to.", "from,to");
+    double up0 = metric_value(objects, METRIC_LABELS("v1alpha1", "v1"));
+    http_answer_t a;
+    post(f.port, "POST", "/convert?timeout=30s", "application/json", review, strlen(review), &a);
+    CU_ASSERT_EQUAL(a.status, 200);
+    CU_ASSERT(contains(a.body, "\"uid\":\"c-1\""));
+    CU_ASSERT(contains(a.body, "\"apiVersion\":\"cache.example.com/v1\""));
+    CU_ASSERT(contains(a.body, "\"mode\":\"Standalone\""));
+    CU_ASSERT(contains(a.body, "\"status\":\"Success\""));
+    buf_free(&a.raw);
+    post(f.port, "GET", "/convert", NULL, "", 0, &a);
+    CU_ASSERT_EQUAL(a.status, 405);
+    buf_free(&a.raw);
+    post(f.port, "POST", "/convert", "text/plain", review, strlen(review), &a);
+    CU_ASSERT_EQUAL(a.status, 415);
+    buf_free(&a.raw);
+    post(f.port, "POST", "/convert", "application/json", "[1,2", 4, &a);
+    CU_ASSERT_EQUAL(a.status, 400);
+    CU_ASSERT(contains(a.body, "\"kind\":\"ConversionReview\""));
+    buf_free(&a.raw);
+    fixture_stop(&f);
+    CU_ASSERT_EQUAL(counter("/convert", "200"), 1);
+    CU_ASSERT_EQUAL(counter("/convert", "405"), 1);
+    CU_ASSERT_EQUAL(counter("/convert", "400"), 1);
+    CU_ASSERT_EQUAL(metric_value(objects, METRIC_LABELS("v1alpha1", "v1")) - up0, 1);
+}
+
 static void test_server_reloads_certificate(void)
 {
     fixture_t f;
@@ -1593,6 +1632,7 @@ static CU_TestInfo robustness_tests[] = {
 static CU_TestInfo server_tests[] = {
     {"certificate load and reload", test_tls_load_and_reload},
     {"routes, methods, content types, sizes, timeouts, metrics", test_server_routes_and_errors},
+    {"POST /convert: conversion reviews and their metrics", test_server_convert},
     {"new connections get a rotated certificate", test_server_reloads_certificate},
     {"bind and certificate errors", test_server_bind_errors},
     CU_TEST_INFO_NULL,

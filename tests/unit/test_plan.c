@@ -153,7 +153,7 @@ static json_object *rc_new(const char *spec, int with_finalizer)
 {
     char text[8192];
     snprintf(text, sizeof(text),
-             "{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","
+             "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
              "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\","
              "\"generation\":1,\"resourceVersion\":\"100\"%s},\"spec\":%s}",
              with_finalizer ? ",\"finalizers\":[\"" PLAN_FINALIZER "\"]" : "", spec);
@@ -409,7 +409,7 @@ static void test_fresh_create_order_and_requests(void)
     CU_ASSERT_EQUAL(a0->kind, PLAN_ADD_FINALIZER);
     CU_ASSERT_STRING_EQUAL(a0->method, "PATCH");
     CU_ASSERT_STRING_EQUAL(a0->content_type, "application/merge-patch+json");
-    CU_ASSERT_STRING_EQUAL(a0->path, "/apis/cache.example.com/v1alpha1/namespaces/default/redisclusters/cache");
+    CU_ASSERT_STRING_EQUAL(a0->path, "/apis/cache.example.com/v1/namespaces/default/redisclusters/cache");
     CU_ASSERT_STRING_EQUAL(str_at(a0->body, "metadata finalizers 0"), "other.io/keep");
     CU_ASSERT_STRING_EQUAL(str_at(a0->body, "metadata finalizers 1"), PLAN_FINALIZER);
     CU_ASSERT_STRING_EQUAL(str_at(a0->body, "metadata resourceVersion"), "100");
@@ -434,7 +434,7 @@ static void test_fresh_create_order_and_requests(void)
     /* And the status, on the subresource. */
     CU_ASSERT_EQUAL(a4->kind, PLAN_UPDATE_STATUS);
     CU_ASSERT_STRING_EQUAL(a4->subresource, "status");
-    CU_ASSERT_STRING_EQUAL(a4->path, "/apis/cache.example.com/v1alpha1/namespaces/default/redisclusters/cache/status"
+    CU_ASSERT_STRING_EQUAL(a4->path, "/apis/cache.example.com/v1/namespaces/default/redisclusters/cache/status"
                                      "?fieldManager=rediscluster-operator&force=true");
     CU_ASSERT_STRING_EQUAL(a4->content_type, "application/apply-patch+yaml");
     CU_ASSERT_STRING_EQUAL(a4->field_manager, "rediscluster-operator");
@@ -464,7 +464,7 @@ static void check_child_metadata(const json_object *o)
     CU_ASSERT_STRING_EQUAL(str_at(o, "metadata labels app.kubernetes.io/part-of"), "rediscluster");
     json_object *refs = at(o, "metadata ownerReferences");
     CU_ASSERT_EQUAL_FATAL(json_object_array_length(refs), 1);
-    CU_ASSERT_STRING_EQUAL(str_at(refs, "0 apiVersion"), "cache.example.com/v1alpha1");
+    CU_ASSERT_STRING_EQUAL(str_at(refs, "0 apiVersion"), "cache.example.com/v1");
     CU_ASSERT_STRING_EQUAL(str_at(refs, "0 kind"), "RedisCluster");
     CU_ASSERT_STRING_EQUAL(str_at(refs, "0 name"), "cache");
     CU_ASSERT_STRING_EQUAL(str_at(refs, "0 uid"), "uid-1");
@@ -598,7 +598,7 @@ static void test_literal_server_service_is_not_drift(void)
         "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"creationTimestamp\":\"2024-05-01T11:00:00Z\","
         "\"labels\":{\"app.kubernetes.io/instance\":\"cache\",\"app.kubernetes.io/managed-by\":\"rediscluster-operator\","
         "\"app.kubernetes.io/name\":\"redis\",\"app.kubernetes.io/part-of\":\"rediscluster\"},\"name\":\"cache\","
-        "\"namespace\":\"default\",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1alpha1\","
+        "\"namespace\":\"default\",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1\","
         "\"blockOwnerDeletion\":true,\"controller\":true,\"kind\":\"RedisCluster\",\"name\":\"cache\",\"uid\":\"uid-1\"}],"
         "\"resourceVersion\":\"812\",\"uid\":\"5b0e\"},\"spec\":{\"clusterIP\":\"None\",\"clusterIPs\":[\"None\"],"
         "\"internalTrafficPolicy\":\"Cluster\",\"ipFamilies\":[\"IPv4\"],\"ipFamilyPolicy\":\"SingleStack\","
@@ -1574,13 +1574,13 @@ static void test_child_controlled_by_another_owner(void)
     ",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"web\","                \
     "\"uid\":\"uid-deploy\",\"controller\":true}]"
 #define OLD_RC_CTL                                                                                               \
-    ",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","            \
+    ",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","            \
     "\"name\":\"cache\",\"uid\":\"uid-0\",\"controller\":true}]"
 #define OURS_NOT_CTL                                                                                             \
-    ",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","            \
+    ",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","            \
     "\"name\":\"cache\",\"uid\":\"uid-1\"}]"
 #define OURS_CTL                                                                                                 \
-    ",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","            \
+    ",\"ownerReferences\":[{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","            \
     "\"name\":\"cache\",\"uid\":\"uid-1\",\"controller\":true}]"
 #define LABELLED ",\"labels\":{\"app.kubernetes.io/managed-by\":\"rediscluster-operator\"}"
 
@@ -1806,7 +1806,7 @@ static void fail_row(const fail_row_t *r)
     CU_ASSERT_EQUAL_FATAL(plan_action_count(f), 1);
     const plan_action_t *a = plan_action(f, 0);
     CU_ASSERT_EQUAL(a->kind, PLAN_UPDATE_STATUS);
-    CU_ASSERT_STRING_EQUAL(a->path, "/apis/cache.example.com/v1alpha1/namespaces/default/redisclusters/cache/status"
+    CU_ASSERT_STRING_EQUAL(a->path, "/apis/cache.example.com/v1/namespaces/default/redisclusters/cache/status"
                                     "?fieldManager=rediscluster-operator&force=true");
     json_object *deg = cond(f, "Degraded");
     CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "True");
@@ -1992,7 +1992,7 @@ static void test_hostile_names_stay_in_their_path_segment(void)
     plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
     CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 2);
     CU_ASSERT_STRING_EQUAL(plan_action(p, 1)->path,
-                           "/apis/cache.example.com/v1alpha1/namespaces/default/redisclusters/a%2F..%2Fb%3Fx%3D1");
+                           "/apis/cache.example.com/v1/namespaces/default/redisclusters/a%2F..%2Fb%3Fx%3D1");
     plan_destroy(&p);
     json_object_put(rc);
 }

@@ -254,7 +254,7 @@ static int count_req(env_t *e, const char *method, const char *part)
 }
 
 #define NS "/api/v1/namespaces/default"
-#define RC_PATH "/apis/cache.example.com/v1alpha1/namespaces/default/redisclusters/cache"
+#define RC_PATH "/apis/cache.example.com/v1/namespaces/default/redisclusters/cache"
 
 static json_object *parse(const char *s)
 {
@@ -277,7 +277,7 @@ static json_object *stored(env_t *e, const char *path)
 static json_object *store_rc(env_t *e)
 {
     put_obj(&e->api, RC_PATH,
-            parse("{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\",\"metadata\":{"
+            parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
                   "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,"
                   "\"finalizers\":[\"cache.example.com/finalizer\"]},\"spec\":{\"size\":1,\"image\":\"redis\"}}"));
     return stored(e, RC_PATH);

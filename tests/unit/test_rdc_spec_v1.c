@@ -1,0 +1,199 @@
+/* test_rdc_spec_v1: the rules of the fields only cache.example.com/v1 has (rdc_spec.h),
+ * as the webhooks apply them to every request (v1alpha1 ones arrive converted to v1),
+ * and their agreement with the CRD's v1 schema. */
+#include "admission.h"
+#include "rdc_spec.h"
+
+#include <CUnit/CUnit.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The errors rdc_spec_validate records for spec (a JSON text), joined as the API does. */
+static char *errors_of(const char *spec_json)
+{
+    char doc[4096];
+    snprintf(doc, sizeof(doc),
+             "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\"},"
+             "\"spec\":%s}",
+             spec_json);
+    json_object *rc = json_tokener_parse(doc);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rc);
+    rdc_field_errors_t *e = rdc_field_errors_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    rdc_spec_validate(rc, e);
+    buf_t out;
+    buf_init(&out, 0);
+    if (rdc_field_errors_count(e))
+        rdc_field_errors_format(e, &out);
+    char *s = buf_detach(&out);
+    rdc_field_errors_destroy(&e);
+    json_object_put(rc);
+    return s;
+}
+
+static void test_v1_fields_table(void)
+{
+    static const struct {
+        const char *spec;
+        const char *want; /* "" = valid; else a substring of the joined errors */
+    } cases[] = {
+        /* valid: every v1 field at its usual values, and at the bounds */
+        {"{\"size\":3,\"image\":\"redis\",\"mode\":\"Replication\",\"persistence\":\"aof\","
+         "\"auth\":{\"secretRef\":{\"name\":\"redis-pw\",\"key\":\"password\"}},"
+         "\"failover\":{\"downAfter\":\"3s\",\"minReplicasToWrite\":1,\"minReplicasMaxLag\":10}}", ""},
+        {"{\"size\":1,\"image\":\"redis\",\"mode\":\"Standalone\",\"persistence\":\"none\"}", ""},
+        {"{\"size\":1,\"image\":\"redis\",\"persistence\":\"rdb\",\"failover\":{\"downAfter\":\"1s\"}}", ""},
+        {"{\"size\":1,\"image\":\"redis\",\"failover\":{\"downAfter\":\"5m\",\"minReplicasToWrite\":0}}", ""},
+        {"{\"size\":1,\"image\":\"redis\",\"failover\":{\"downAfter\":\"4m59.5s\",\"minReplicasMaxLag\":3600}}", ""},
+        {"{\"size\":1,\"image\":\"redis\",\"failover\":{\"downAfter\":\"1500ms\"}}", ""},
+        {"{\"size\":1,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"a.b-c\",\"key\":\"_x.Y-9\"}}}", ""},
+        {"{\"size\":1,\"image\":\"redis\",\"mode\":null,\"failover\":{}}", ""},
+        /* enums */
+        {"{\"size\":1,\"image\":\"redis\",\"mode\":\"Cluster\"}",
+         "spec.mode: Unsupported value: \"Cluster\": supported values: \"Replication\", \"Standalone\""},
+        {"{\"size\":1,\"image\":\"redis\",\"mode\":3}", "spec.mode: Invalid value: 3: must be a string"},
+        {"{\"size\":1,\"image\":\"redis\",\"persistence\":\"AOF\"}",
+         "spec.persistence: Unsupported value: \"AOF\": supported values: \"aof\", \"none\", \"rdb\""},
+        /* auth */
+        {"{\"size\":1,\"image\":\"redis\",\"auth\":{}}", "spec.auth.secretRef: Required value"},
+        {"{\"size\":1,\"image\":\"redis\",\"auth\":\"pw\"}", "spec.auth: Invalid value: \"pw\": must be an object"},
+        {"{\"size\":1,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"key\":\"k\"}}}",
+         "spec.auth.secretRef.name: Required value"},
+        {"{\"size\":1,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"Redis_PW\"}}}",
+         "spec.auth.secretRef.name: Invalid value: \"Redis_PW\": must be the name of a Secret"},
+        {"{\"size\":1,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"pw\",\"key\":\"a/b\"}}}",
+         "spec.auth.secretRef.key: Invalid value: \"a/b\": must be a Secret data key"},
+        /* failover */
+        {"{\"size\":1,\"image\":\"redis\",\"failover\":{\"downAfter\":\"999ms\"}}",
+         "spec.failover.downAfter: Invalid value: \"999ms\": must be between 1s and 5m"},
+        {"{\"size\":1,\"image\":\"redis\",\"failover\":{\"downAfter\":\"5m0.001s\"}}",
+         "spec.failover.downAfter: Invalid value: \"5m0.001s\": must be between 1s and 5m"},
+        {"{\"size\":1,\"image\":\"redis\",\"failover\":{\"downAfter\":\"1h\"}}", "must be between 1s and 5m"},
+        {"{\"size\":1,\"image\":\"redis\",\"failover\":{\"downAfter\":\"3\"}}",
+         "spec.failover.downAfter: Invalid value: \"3\": must be a duration"},
+        {"{\"size\":1,\"image\":\"redis\",\"failover\":{\"downAfter\":\"-3s\"}}", "must be a duration"},
+        {"{\"size\":1,\"image\":\"redis\",\"failover\":{\"downAfter\":\"3s \"}}", "must be a duration"},
+        {"{\"size\":1,\"image\":\"redis\",\"failover\":{\"downAfter\":\".5s\"}}", "must be a duration"},
+        {"{\"size\":1,\"image\":\"redis\",\"failover\":{\"downAfter\":\"1.s\"}}", "must be a duration"},
+        {"{\"size\":1,\"image\":\"redis\",\"failover\":{\"downAfter\":\"1us\"}}", "must be a duration"},
+        {"{\"size\":1,\"image\":\"redis\",\"failover\":{\"downAfter\":\"000000000000000000000000000000001s\"}}",
+         "must be a duration"},
+        {"{\"size\":3,\"image\":\"redis\",\"failover\":{\"minReplicasToWrite\":3}}",
+         "spec.failover.minReplicasToWrite: Invalid value: 3: must be less than spec.size"},
+        {"{\"size\":3,\"image\":\"redis\",\"failover\":{\"minReplicasToWrite\":-1}}",
+         "spec.failover.minReplicasToWrite: Invalid value: -1: must be between 0 and 9"},
+        {"{\"size\":3,\"image\":\"redis\",\"failover\":{\"minReplicasMaxLag\":0}}",
+         "spec.failover.minReplicasMaxLag: Invalid value: 0: must be between 1 and 3600"},
+        {"{\"size\":3,\"image\":\"redis\",\"failover\":{\"minReplicasMaxLag\":\"10\"}}",
+         "spec.failover.minReplicasMaxLag: Invalid value: \"10\": must be an integer"},
+        {"{\"size\":3,\"image\":\"redis\",\"failover\":[]}", "spec.failover: Invalid value"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = errors_of(cases[i].spec);
+        int ok = cases[i].want[0] ? strstr(got, cases[i].want) != NULL : got[0] == '\0';
+        if (!ok)
+            fprintf(stderr, "\ncase %zu: %s\n  want %s\n  got  %s\n", i, cases[i].spec,
+                    cases[i].want[0] ? cases[i].want : "(valid)", got);
+        CU_ASSERT(ok);
+        free(got);
+    }
+}
+
+static void test_duration(void)
+{
+    static const struct {
+        const char *s;
+        int rc;
+        long long ns;
+    } cases[] = {
+        {"3s", 0, 3000000000LL},       {"1m30s", 0, 90000000000LL}, {"500ms", 0, 500000000LL},
+        {"1.5s", 0, 1500000000LL},     {"1h", 0, 3600000000000LL},  {"2m0.25s", 0, 120250000000LL},
+        {"", -1, 0},                   {"s", -1, 0},                {"3", -1, 0},
+        {"3S", -1, 0},                 {"3 s", -1, 0},              {"1e3s", -1, 0},
+        {"3s3", -1, 0},                {"+3s", -1, 0},              {"99999999999999999h", -1, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int64_t ns = -7;
+        int rc = rdc_spec_duration_ns(cases[i].s, &ns);
+        CU_ASSERT_EQUAL(rc, cases[i].rc);
+        if (rc == 0 && cases[i].rc == 0)
+            CU_ASSERT_EQUAL(ns, cases[i].ns);
+        if (rc != cases[i].rc)
+            fprintf(stderr, "\nduration \"%s\": rc %d, want %d\n", cases[i].s, rc, cases[i].rc);
+    }
+    CU_ASSERT_EQUAL(rdc_spec_duration_ns(NULL, NULL), -1);
+}
+
+/* The webhook refuses a v1 object with a bad v1-only field, naming it, and admits a good
+ * one: the API server sends every request in v1 (the rules name v1, matchPolicy
+ * Equivalent). */
+static void test_admission_v1(void)
+{
+    static const char *fmt =
+        "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u1\","
+        "\"kind\":{\"group\":\"cache.example.com\",\"version\":\"v1\",\"kind\":\"RedisCluster\"},"
+        "\"resource\":{\"group\":\"cache.example.com\",\"version\":\"v1\",\"resource\":\"redisclusters\"},"
+        "\"operation\":\"CREATE\",\"name\":\"cache\",\"namespace\":\"default\",\"object\":{\"apiVersion\":"
+        "\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\",\"namespace\":"
+        "\"default\"},\"spec\":%s}}}";
+    char body[2048];
+    snprintf(body, sizeof(body), fmt,
+             "{\"size\":3,\"image\":\"redis:7.2\",\"mode\":\"Replication\",\"failover\":{\"downAfter\":\"10m\"}}");
+    char *resp = NULL;
+    admission_outcome_t o;
+    CU_ASSERT_EQUAL(admission_review(body, strlen(body), ADMISSION_VALIDATE, &resp, &o), 0);
+    CU_ASSERT_EQUAL(o.allowed, 0);
+    CU_ASSERT_EQUAL(o.code, 422);
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "spec.failover.downAfter: Invalid value: \"10m\": must be between 1s and 5m"));
+    free(resp);
+    snprintf(body, sizeof(body), fmt,
+             "{\"size\":3,\"image\":\"redis:7.2\",\"mode\":\"Replication\",\"failover\":{\"downAfter\":\"10s\"},"
+             "\"auth\":{\"secretRef\":{\"name\":\"pw\"}}}");
+    resp = NULL;
+    CU_ASSERT_EQUAL(admission_review(body, strlen(body), ADMISSION_VALIDATE, &resp, &o), 0);
+    CU_ASSERT_EQUAL(o.allowed, 1);
+    free(resp);
+}
+
+/* The bounds the webhook applies are the CRD's v1 schema's. */
+static void test_crd_agrees(void)
+{
+    const char *top = getenv("RDC_TOP");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/crds/cache.example.com_redisclusters.yaml", top && *top ? top : ".");
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f); /* run from the repository's top (or set RDC_TOP) */
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "enum: [\"Replication\", \"Standalone\"]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "enum: [\"none\", \"rdb\", \"aof\"]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "pattern: '^([0-9]+([.][0-9]+)?(ms|s|m|h))+$'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "duration(self) >= duration('1s') && duration(self) <= duration('5m')"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "pattern: '^[-._a-zA-Z0-9]+$'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "self.failover.minReplicasToWrite < self.size"));
+    /* v1 is the storage version, v1alpha1 served and deprecated, converted by /convert */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "  - name: v1\n    served: true\n    storage: true\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "  - name: v1alpha1\n    served: true\n    storage: false"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "deprecated: true"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "strategy: Webhook"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "path: /convert"));
+}
+
+static CU_TestInfo tests[] = {
+    {"v1-only fields: enums, auth, failover (table)", test_v1_fields_table},
+    {"durations as the CRD's downAfter pattern", test_duration},
+    {"the validating webhook on v1 objects", test_admission_v1},
+    {"the CRD's v1 schema states the same rules", test_crd_agrees},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"rdc_spec v1", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+#include "cu_main.h"
