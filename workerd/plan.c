@@ -226,6 +226,25 @@ static const char *array_key(const json_object *d)
 
 static int subset_at(const json_object *d, const json_object *o, int quantity, buf_t *path, buf_t *where);
 
+/* 1 when two apiVersions name the same group ("cache.example.com/v1" and
+ * "cache.example.com/v1alpha1"; "v1" and "v1" are the core group). */
+static int same_group(const char *a, const char *b)
+{
+    const char *sa = strchr(a, '/'), *sb = strchr(b, '/');
+    size_t la = sa ? (size_t)(sa - a) : 0, lb = sb ? (size_t)(sb - b) : 0;
+    return la == lb && strncmp(a, b, la) == 0;
+}
+
+/* An owner reference names its owner by uid; its apiVersion may be any version the
+ * owner's group serves: the references an operator of cache.example.com/v1alpha1 wrote
+ * are still right after the upgrade to v1, and rewriting them would be one apply per
+ * child for nothing. path is at "...ownerReferences[<uid>].apiVersion". */
+static int owner_ref_version_ok(const json_object *d, const json_object *o, const buf_t *path)
+{
+    return strstr(buf_str(path), "ownerReferences[") && o && json_object_is_type(d, json_type_string) &&
+           json_object_is_type(o, json_type_string) && same_group(str_of(d), str_of(o));
+}
+
 static int subset_object(const json_object *d, const json_object *o, int quantity, buf_t *path, buf_t *where)
 {
     if (!o || !json_object_is_type(o, json_type_object))
@@ -237,7 +256,8 @@ static int subset_object(const json_object *d, const json_object *o, int quantit
         json_object *ov = NULL;
         json_object_object_get_ex(o, key, &ov);
         int q = quantity || !strcmp(key, "requests") || !strcmp(key, "limits");
-        int ok = subset_at(dv, ov, q, path, where);
+        int ok = (!strcmp(key, "apiVersion") && owner_ref_version_ok(dv, ov, path)) ||
+                 subset_at(dv, ov, q, path, where);
         cut_to(path, mark);
         if (!ok)
             return 0;
@@ -1098,7 +1118,8 @@ static int status_current(const ctx_t *c, const json_object *computed, const jso
         return 0;
     if (!same_str(ostatus, "phase", jstr(computed, "phase")) || !same_str(ostatus, "selector", jstr(computed, "selector")) ||
         !same_int(ostatus, "replicas", jint(computed, "replicas", 0)) ||
-        !same_int(ostatus, "readyReplicas", jint(computed, "readyReplicas", 0)))
+        !same_int(ostatus, "readyReplicas", jint(computed, "readyReplicas", 0)) ||
+        !same_str(ostatus, "ready", jstr(computed, "ready")))
         return 0;
     if (c->generation >= 0 && !same_int(ostatus, "observedGeneration", c->generation))
         return 0;
@@ -1172,6 +1193,12 @@ static int plan_status_write(ctx_t *c, const json_object *sts)
     jsonx_put(st, "phase", jsonx_new_str(phase, oom), oom);
     jsonx_put(st, "replicas", jsonx_new_int(v.replicas, oom), oom);
     jsonx_put(st, "readyReplicas", jsonx_new_int(v.ready, oom), oom);
+    char ready[48];
+    if (c->in.size > 0)
+        snprintf(ready, sizeof(ready), "%lld/%d", (long long)v.ready, c->in.size);
+    else /* an invalid spec: no size to count against */
+        snprintf(ready, sizeof(ready), "%lld", (long long)v.ready);
+    jsonx_put(st, "ready", jsonx_new_str(ready, oom), oom);
     if (c->generation >= 0)
         jsonx_put(st, "observedGeneration", jsonx_new_int(c->generation, oom), oom);
     jsonx_put(st, "selector", jsonx_new_str(buf_str(&sel), oom), oom);

@@ -89,7 +89,10 @@
  *   - array of objects whose desired elements carry a "uid" (ownerReferences) or else a
  *     "name" (containers, ports, volumes, volumeMounts): each desired element must match
  *     the observed element with the same key, wherever it is; extra observed elements
- *     (another owner, a sidecar added by someone else) are ignored;
+ *     (another owner, a sidecar added by someone else) are ignored; in an owner
+ *     reference, apiVersion matches any version of the same group (the references the
+ *     operator of cache.example.com/v1alpha1 wrote are still ours after the upgrade and
+ *     are not rewritten);
  *   - any other array (command, accessModes, volumeClaimTemplates): same length, matched
  *     by position;
  *   - string: equal; under a "requests" or "limits" key they are compared as quantities
@@ -184,8 +187,9 @@
  * the new class or size: a mixed set): it says to set spec.storage back, and how to move
  * to other storage (a new RedisCluster, then migrate the data).
  *
- * STATUS (phase, replicas, readyReplicas, observedGeneration = metadata.generation,
- * selector for /scale, conditions Ready, Progressing, Degraded):
+ * STATUS (phase, replicas, readyReplicas, ready = "readyReplicas/spec.size" for kubectl's
+ * READY column, observedGeneration = metadata.generation, selector for /scale,
+ * conditions Ready, Progressing, Degraded):
  *   Failed   invalid spec (above);
  *   Pending  no StatefulSet yet, or 0 ready replicas, or fewer ready than spec.size while
  *            nothing is changing (and the observed phase is not Scaling, below);
@@ -209,7 +213,7 @@
  *   status write, and only when the condition's status, reason or message changes.
  *   lastTransitionTime of a condition is `now` when its status flips (or it is new), and
  *   the observed value otherwise. The status write is planned only when phase, replicas,
- *   readyReplicas, observedGeneration, selector, or a condition's status, reason, message
+ *   readyReplicas, ready, observedGeneration, selector, or a condition's status, reason, message
  *   or observedGeneration differ from the observed status.
  */
 #ifndef RDC_PLAN_H

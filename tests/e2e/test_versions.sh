@@ -263,8 +263,20 @@ check "a second run: exit 0, nothing to do" grep -q 'nothing to do, storedVersio
 check "migrate-storage refuses bad flags (exit 2)" sh -c "'$BIN/supervisor' ctl migrate-storage --page-size 0 >/dev/null 2>&1; test \$? = 2"
 
 # A fresh operator over the migrated objects of its namespace: it reconciles all 20 and
-# writes nothing (no child, no status: nothing changed).
+# writes nothing (no child, no status: nothing changed) -- also with children as the
+# operator of v1alpha1 made them, whose owner references name v1alpha1 (same group, same
+# uid: still ours, and not rewritten).
 sup_stop 10
+for kind in configmaps services statefulsets; do
+    for o in $(kubectl -n "$ns" get "$kind" -l app.kubernetes.io/managed-by=rediscluster-operator -o name); do
+        kubectl -n "$ns" patch "$o" --type=json \
+            -p '[{"op":"replace","path":"/metadata/ownerReferences/0/apiVersion","value":"cache.example.com/v1alpha1"}]' >/dev/null
+    done
+done
+old_refs() { kubectl -n "$ns" get configmaps,services,statefulsets -l app.kubernetes.io/managed-by=rediscluster-operator \
+    -o jsonpath='{range .items[*]}{.metadata.ownerReferences[0].apiVersion}{"\n"}{end}' | grep -c '^cache.example.com/v1alpha1$'; }
+check "the children's owner references name v1alpha1 now, as an older operator wrote them ($(old_refs))" \
+    test "$(old_refs)" -ge 60
 sup_start "$BIN" "$work/rt2" "$work/operator2.log" --workers 2 --leader-elect --namespace "$ns" \
     --leader-election-namespace "$ns" --leader-election-id rdc-e2e-ver --sync-period 10h
 check "operator restarted: ready" wait_until 60 curl -sf "http://127.0.0.1:$health/readyz"
@@ -274,6 +286,7 @@ sleep 3
 w2=$(write_requests "$(murl)")
 echo "# the restarted operator: $(reconciles) reconciles, $w2 writes"
 check "  ... with zero writes (nothing changed: no child, no status)" test "$w2" = 0
+check "  ... and the children's v1alpha1 owner references were left as they are" test "$(old_refs)" -ge 60
 
 stop_webhookd
 kubectl get "$V1" -A -o json >"$work/down-v1.json" 2>"$work/down-v1.err"

@@ -2559,6 +2559,64 @@ static void test_pod_template_is_restricted(void)
     world_free(&w);
 }
 
+/* status.ready is "ready/size" (kubectl's READY column); a status written before it
+ * existed gets it with one status write, then nothing. */
+static void test_status_ready_string(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 0);
+    converge(&w, T1);
+    plan_t *p = run(&w, T2);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "ready"), "3/3");
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    plan_destroy(&p);
+    /* Two of three ready. */
+    sts_settle(&w, 2);
+    p = run(&w, T2);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "ready"), "2/3");
+    perform(&w, p);
+    plan_destroy(&p);
+    sts_settle(&w, 3);
+    p = run(&w, T2);
+    perform(&w, p);
+    plan_destroy(&p);
+    /* The status of an older operator, without the field: written once. */
+    json_object_object_del(at(w.rc, "status"), "ready");
+    p = run(&w, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 1);
+    CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_UPDATE_STATUS, "redisclusters"));
+    CU_ASSERT_EQUAL(plan_event_count(p), 0);
+    perform(&w, p);
+    plan_destroy(&p);
+    p = run(&w, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* Children made by the operator of cache.example.com/v1alpha1 carry owner references in
+ * that version: still ours, and no drift (no apply per child after the upgrade). Another
+ * group with the same uid is drift. */
+static void test_owner_reference_of_an_older_version(void)
+{
+    world_t w;
+    world_init(&w, SPEC3, 0);
+    converge(&w, T1);
+    json_object *children[] = {w.cm, w.svc, w.sts};
+    for (size_t i = 0; i < 3; i++)
+        set_at(children[i], "metadata ownerReferences 0 apiVersion", "\"cache.example.com/v1alpha1\"");
+    plan_t *p = run(&w, T2);
+    CU_ASSERT_EQUAL(plan_action_count(p), 0);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
+    plan_destroy(&p);
+    set_at(w.cm, "metadata ownerReferences 0 apiVersion", "\"other.example.com/v1\"");
+    p = run(&w, T2);
+    CU_ASSERT_PTR_NOT_NULL(find_write(p, "configmaps"));
+    plan_destroy(&p);
+    world_free(&w);
+}
+
 static CU_TestInfo status_tests[] = {
     {"diagnosis of a cluster that is not Running (table)", test_diagnosis_table},
     {"diagnosis asked only when not Running", test_diagnosis_is_asked_only_when_not_running},
@@ -2567,6 +2625,8 @@ static CU_TestInfo status_tests[] = {
     {"a refused child taken back (replace, recreate)", test_take_back_table},
     {"scale-up: no Pending flicker", test_scale_up_has_no_pending_flicker},
     {"pod template passes Pod Security restricted", test_pod_template_is_restricted},
+    {"status.ready reads ready/size", test_status_ready_string},
+    {"an owner reference of an older API version is ours, no drift", test_owner_reference_of_an_older_version},
     CU_TEST_INFO_NULL,
 };
 
