@@ -28,7 +28,7 @@ import urllib.parse
 import urllib.request
 
 GROUP = "cache.example.com"
-RDC_PATH = "/apis/cache.example.com/v1alpha1/namespaces/{ns}/redisclusters"
+RDC_PATH = "/apis/cache.example.com/v1/namespaces/{ns}/redisclusters"
 FINALIZER = "cache.example.com/finalizer"
 HASH_ANNOTATION = "cache.example.com/config-hash"
 LEASE_ID = "rdc-bench"
@@ -701,7 +701,7 @@ def rdc_manifest(name, ns, storage_class=None, maxmemory="256mb"):
     storage = {"size": "1Gi"}
     if storage_class:
         storage["storageClass"] = storage_class
-    return {"apiVersion": "cache.example.com/v1alpha1", "kind": "RedisCluster",
+    return {"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
             "metadata": {"name": name, "namespace": ns, "labels": {"rdc-bench": "1"}},
             "spec": {"size": 3, "image": "redis", "version": "7.2",
                      "config": {"maxmemory": maxmemory, "maxmemoryPolicy": "allkeys-lru"}, "storage": storage}}

@@ -36,7 +36,7 @@ kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.e
 kubectl create namespace "$ns" >/dev/null
 check "cluster.sh pin-namespace $ns" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns"
 wait_until 20 kubectl -n "$ns" get serviceaccount default
-printf 'apiVersion: cache.example.com/v1alpha1\nkind: RedisCluster\nmetadata: {name: cache, namespace: %s}\nspec: {size: 3, image: redis, version: "7.2"}\n' "$ns" |
+printf 'apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: cache, namespace: %s}\nspec: {size: 3, image: redis, version: "7.2"}\n' "$ns" |
     kubectl apply -f - >/dev/null
 # A Redis pod without the operator's managed-by label: never cached, never observed.
 kubectl -n "$ns" run stray --image=redis:7.2 --labels=app.kubernetes.io/name=redis,app.kubernetes.io/instance=cache >/dev/null
