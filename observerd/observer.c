@@ -9,6 +9,7 @@
 #include "loop_curl.h"
 #include "metrics.h"
 #include "obsdiff.h"
+#include "rdc_api.h"
 #include "proto.h"
 #include "redisnode.h"
 #include "zmsg.h"
@@ -957,7 +958,7 @@ int observer_once(kube_client_t *client, const char *ns, const char *name, int p
     buf_init(&path, 4096);
     buf_init(&sel, 1024);
     buf_init(&body, PROTO_MAX_OBSERVATION_BYTES);
-    kube_path(&path, "cache.example.com", "v1alpha1", ns, "redisclusters", name, NULL);
+    kube_path(&path, RDC_API_GROUP, RDC_API_VERSION, ns, "redisclusters", name, NULL);
     if (kube_client_get(client, buf_str(&path), NULL, &rc, &err)) {
         fprintf(stderr, "observerd: RedisCluster %s/%s: %s\n", ns, name, kube_error_str(&err, line, sizeof(line)));
         goto out;
