@@ -42,7 +42,7 @@ printf 'apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: c
 kubectl -n "$ns" run stray --image=redis:7.2 --labels=app.kubernetes.io/name=redis,app.kubernetes.io/instance=cache >/dev/null
 
 sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 1 --namespace "$ns"
-check "the cluster is Running" wait_until 120 sh -c "kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}' | grep -qx Running"
+check "the cluster is Running" wait_until 240 sh -c "kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}' | grep -qx Running"
 pod_ip() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.status.podIP}' 2>/dev/null; }
 for i in 0 1 2; do
     wait_until 60 sh -c "redis-cli -h \"\$(kubectl -n $ns get pod cache-$i -o jsonpath='{.status.podIP}')\" ping | grep -q PONG"
