@@ -9,6 +9,7 @@
 #include "fake_clock.h"
 #include "kube_client.h"
 #include "kube_config.h"
+#include "kube_config_internal.h"
 #include "log.h"
 #include "metrics.h"
 #include "watch.h"
@@ -75,6 +76,12 @@ struct fake {
 
 /* How many certificates the client presented. gnutls is already loaded by libmicrohttpd;
  * look the function up at run time rather than link the test against it. */
+/* A wall clock that stands still (kube_config's exec backoff, in whole seconds). */
+static int64_t frozen_wall_s(void)
+{
+    return INT64_C(1764590400);
+}
+
 static int peer_certs(struct MHD_Connection *conn)
 {
     typedef const void *(*get_peers_fn)(void *session, unsigned *n);
@@ -1837,7 +1844,10 @@ static void test_401_refresh_retry(void)
 
     /* A plugin that keeps handing out a token the server refuses: the 401 is returned
      * after one re-run, no resend of the same token, and the next requests do not run it
-     * again within the backoff. */
+     * again within the backoff. The backoff is on kube_config's wall clock in whole
+     * seconds: frozen here, or a first run just before a second boundary would see its
+     * "1 s" end a moment later (and a loaded machine lets a second pass anyway). */
+    kcfg_test_set_clock(frozen_wall_s);
     plugin_setup(&pd, "same");
     srv = fake_start(h_reject_t1, NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
@@ -1853,6 +1863,7 @@ static void test_401_refresh_retry(void)
                         KERR_UNAUTHORIZED);
     CU_ASSERT_EQUAL(fake_nreqs(srv), 6);
     CU_ASSERT_EQUAL(plugin_runs(&pd), 2);
+    kcfg_test_set_clock(NULL);
     kube_client_destroy(&c);
     kube_config_destroy(&cfg);
     fake_stop(&srv);
