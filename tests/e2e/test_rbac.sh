@@ -9,8 +9,18 @@ set -uo pipefail
 
 sa_ns=rediscluster-operator-system
 work=$(mktemp -d /tmp/rdc-e2e-rbac.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+# The operator's namespace goes again if this script made it (test_runtime installs
+# deploy/ into it later and must find it gone).
+created_ns=0
+kubectl get namespace "$sa_ns" >/dev/null 2>&1 || created_ns=1
+cleanup() {
+    [ "$created_ns" = 1 ] && kubectl delete namespace "$sa_ns" --ignore-not-found --wait=false >/dev/null 2>&1
+    rm -rf "$work"
+}
+trap cleanup EXIT
 
+kubectl apply -f "$TOP/crds/" >/dev/null # run alone on a fresh cluster too
+kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com >/dev/null 2>&1
 kubectl apply -f "$TOP/deploy/base/namespace.yaml" >/dev/null
 kubectl apply -f "$TOP/deploy/base/rbac/" >/dev/null
 check "deploy/ RBAC applied" kubectl -n "$sa_ns" get serviceaccount rediscluster-operator

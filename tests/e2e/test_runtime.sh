@@ -329,6 +329,11 @@ check "and st-2 runs again (its container restarted) and answers PING" \
 # replica (webhookd binds *:9443) and no webhook configurations (the apiserver reaches
 # webhooks through Service IPs, which do not route here).
 OPNS=rediscluster-operator-system
+# An earlier script's installation may still be going away (a namespace Terminating).
+for _ in $(seq 1 120); do
+  [ "$(k get namespace "$OPNS" -o jsonpath='{.status.phase}' 2>/dev/null)" = Terminating ] || break
+  sleep 1
+done
 if [ ! -x "$root/build/bin/supervisor" ]; then
   echo "# SKIP the operator as a pod: $root/build/bin/supervisor is not built (make)"
 elif k get namespace "$OPNS" >/dev/null 2>&1; then
