@@ -364,18 +364,31 @@ static void log_outcome(const char *webhook, int http, const admission_outcome_t
          "message", o->allowed ? NULL : o->message, "ms", ms);
 }
 
-static void serve_admission(webhook_server_t *s, struct evhttp_request *req, const char *path, admission_kind_t kind)
+/* One review endpoint: what it is called in messages and metrics, and what it does with
+ * a well-formed POST body. review answers into *resp and returns 0, 1 (a bad request: the
+ * answer is still JSON) or -1 (out of memory); done logs the outcome with the HTTP code. */
+typedef struct {
+    const char *path;
+    const char *what; /* "an AdmissionReview", "a ConversionReview" */
+    int (*review)(const char *body, size_t len, char **resp, void *ctx);
+    void (*done)(int http, void *ctx, int64_t elapsed_ns);
+    void *ctx;
+} review_route_t;
+
+/* Serve one review request (admission or conversion alike): POST only, JSON only, the
+ * body to the route's review, the answer, and the metrics of every request. */
+static void serve_review(webhook_server_t *s, struct evhttp_request *req, const review_route_t *r)
 {
     int64_t t0 = clock_mono_ns();
-    const char *const *l = METRIC_LABELS(path);
+    const char *const *l = METRIC_LABELS(r->path);
     metric_gauge_add(s->m_in_flight, l, 1);
     int code;
-    admission_outcome_t o;
-    memset(&o, 0, sizeof(o));
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
     if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
         code = 405;
-        reply_text(req, code, "405 method not allowed: an AdmissionReview is POSTed\n");
+        char msg[128];
+        snprintf(msg, sizeof(msg), "405 method not allowed: %s is POSTed\n", r->what);
+        reply_text(req, code, msg);
     } else if (!is_json(ct)) {
         code = 415;
         char msg[512];
@@ -387,7 +400,7 @@ static void serve_admission(webhook_server_t *s, struct evhttp_request *req, con
         size_t len = evbuffer_get_length(in);
         const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
         char *resp = NULL;
-        int rc = body ? admission_review(body, len, kind, &resp, &o) : -1;
+        int rc = body ? r->review(body, len, &resp, r->ctx) : -1;
         if (rc < 0) {
             code = 500;
             reply_text(req, code, "500 out of memory\n");
@@ -396,14 +409,40 @@ static void serve_admission(webhook_server_t *s, struct evhttp_request *req, con
             reply(req, code, "application/json", resp, strlen(resp));
         }
         free(resp);
-        log_outcome(kind == ADMISSION_VALIDATE ? "validate" : "mutate", code, &o, clock_mono_ns() - t0);
+        r->done(code, r->ctx, clock_mono_ns() - t0);
     }
     char cs[8];
     snprintf(cs, sizeof(cs), "%d", code);
-    metric_counter_add(s->m_total, METRIC_LABELS(path, cs), 1);
+    metric_counter_add(s->m_total, METRIC_LABELS(r->path, cs), 1);
     metric_histogram_observe(s->m_latency, l, (double)(clock_mono_ns() - t0) / 1e9);
     metric_gauge_add(s->m_in_flight, l, -1);
     s->requests++;
+}
+
+typedef struct {
+    admission_kind_t kind;
+    admission_outcome_t o;
+} admission_ctx_t;
+
+static int admission_route_review(const char *body, size_t len, char **resp, void *ctx)
+{
+    admission_ctx_t *a = ctx;
+    return admission_review(body, len, a->kind, resp, &a->o);
+}
+
+static void admission_route_done(int http, void *ctx, int64_t elapsed_ns)
+{
+    admission_ctx_t *a = ctx;
+    log_outcome(a->kind == ADMISSION_VALIDATE ? "validate" : "mutate", http, &a->o, elapsed_ns);
+}
+
+static void serve_admission(webhook_server_t *s, struct evhttp_request *req, const char *path, admission_kind_t kind)
+{
+    admission_ctx_t a;
+    memset(&a, 0, sizeof(a));
+    a.kind = kind;
+    review_route_t r = {path, "an AdmissionReview", admission_route_review, admission_route_done, &a};
+    serve_review(s, req, &r);
 }
 
 static void log_conversion(int http, const conversion_outcome_t *o, int64_t elapsed_ns)
@@ -421,49 +460,27 @@ static void log_conversion(int http, const conversion_outcome_t *o, int64_t elap
          "httpCode", code, "code", status, "message", o->success ? NULL : o->message, "ms", ms);
 }
 
+static int conversion_route_review(const char *body, size_t len, char **resp, void *ctx)
+{
+    conversion_outcome_t *o = ctx;
+    int rc = conversion_review(body, len, resp, o);
+    conversion_metrics_observe(rc, o);
+    return rc;
+}
+
+static void conversion_route_done(int http, void *ctx, int64_t elapsed_ns)
+{
+    log_conversion(http, ctx, elapsed_ns);
+}
+
 /* POST /convert: a ConversionReview, under the same checks, body cap and deadline as the
  * admission paths. */
 static void serve_conversion(webhook_server_t *s, struct evhttp_request *req)
 {
-    int64_t t0 = clock_mono_ns();
-    const char *const *l = METRIC_LABELS(CONVERSION_PATH);
-    metric_gauge_add(s->m_in_flight, l, 1);
-    int code;
     conversion_outcome_t o;
     memset(&o, 0, sizeof(o));
-    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
-    if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
-        code = 405;
-        reply_text(req, code, "405 method not allowed: a ConversionReview is POSTed\n");
-    } else if (!is_json(ct)) {
-        code = 415;
-        char msg[512];
-        snprintf(msg, sizeof(msg), "415 unsupported media type: Content-Type must be application/json, have \"%.200s\"\n",
-                 ct ? ct : "");
-        reply_text(req, code, msg);
-    } else {
-        struct evbuffer *in = evhttp_request_get_input_buffer(req);
-        size_t len = evbuffer_get_length(in);
-        const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
-        char *resp = NULL;
-        int rc = body ? conversion_review(body, len, &resp, &o) : -1;
-        conversion_metrics_observe(rc, &o);
-        if (rc < 0) {
-            code = 500;
-            reply_text(req, code, "500 out of memory\n");
-        } else {
-            code = rc == 1 ? 400 : 200;
-            reply(req, code, "application/json", resp, strlen(resp));
-        }
-        free(resp);
-        log_conversion(code, &o, clock_mono_ns() - t0);
-    }
-    char cs[8];
-    snprintf(cs, sizeof(cs), "%d", code);
-    metric_counter_add(s->m_total, METRIC_LABELS(CONVERSION_PATH, cs), 1);
-    metric_histogram_observe(s->m_latency, l, (double)(clock_mono_ns() - t0) / 1e9);
-    metric_gauge_add(s->m_in_flight, l, -1);
-    s->requests++;
+    review_route_t r = {CONVERSION_PATH, "a ConversionReview", conversion_route_review, conversion_route_done, &o};
+    serve_review(s, req, &r);
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
