@@ -1,5 +1,7 @@
 #include "jsonx.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 json_object *jsonx_get(const json_object *o, const char *key)
@@ -57,6 +59,49 @@ const char *jsonx_path_str(const json_object *o, const char *const *keys)
     for (; keys[1] && parent; keys++)
         parent = jsonx_get(parent, keys[0]);
     return parent ? jsonx_str(parent, keys[0]) : NULL;
+}
+
+int jsonx_parse_strict(const char *text, size_t len, int max_depth, json_object **out, char *err,
+                       size_t errlen)
+{
+    *out = NULL;
+    if (len > INT_MAX) {
+        snprintf(err, errlen, "too large");
+        return 1;
+    }
+    json_tokener *tok = json_tokener_new_ex(max_depth);
+    if (!tok)
+        return -1;
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_object *root = json_tokener_parse_ex(tok, text, (int)len);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    if (!root && jerr == json_tokener_continue) {
+        /* A value at the very end (a bare number) is only complete once something
+         * follows it: a blank ends it without completing anything unfinished. */
+        root = json_tokener_parse_ex(tok, " ", 1);
+        jerr = json_tokener_get_error(tok);
+        end = len;
+    }
+    json_tokener_free(tok);
+    if (!root || jerr != json_tokener_success) {
+        if (jerr == json_tokener_continue)
+            snprintf(err, errlen, "unexpected end of input");
+        else
+            snprintf(err, errlen, "%s at byte %zu", json_tokener_error_desc(jerr), end);
+        json_object_put(root);
+        return 1;
+    }
+    for (size_t i = end; i < len; i++) {
+        char c = text[i];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+            snprintf(err, errlen, "unexpected data after the value at byte %zu", i);
+            json_object_put(root);
+            return 1;
+        }
+    }
+    *out = root;
+    return 0;
 }
 
 /* ---- building -------------------------------------------------------------------------- */

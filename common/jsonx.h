@@ -35,6 +35,15 @@ const char *jsonx_path_str(const json_object *o, const char *const *keys);
 #define JSONX_AT(o, ...) jsonx_path((o), (const char *const[]){__VA_ARGS__, NULL})
 #define JSONX_STR_AT(o, ...) jsonx_path_str((o), (const char *const[]){__VA_ARGS__, NULL})
 
+/* Parse all len bytes of text as one JSON value, strictly (json-c's STRICT and
+ * VALIDATE_UTF8 flags, at most max_depth levels), with nothing but blanks after it; a bare
+ * number at the very end counts as complete. Returns 0 with *out (the caller puts it);
+ * 1 with *out NULL and why it is not JSON in err ("unexpected end of input", "<json-c's
+ * reason> at byte N", "unexpected data after the value at byte N"); -1 when out of
+ * memory. len must fit an int (callers refuse larger bodies first). */
+int jsonx_parse_strict(const char *text, size_t len, int max_depth, json_object **out, char *err,
+                       size_t errlen);
+
 /* Building JSON with one allocation-failure flag: every call below sets *oom (and never
  * clears it) when memory runs out, so a builder makes all its calls and checks *oom once
  * at the end; a NULL from one call is accepted (and ignored) by the next. */

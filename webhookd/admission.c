@@ -116,41 +116,13 @@ static json_object *parse_body(review_t *r, const char *body, size_t len)
         bad_request(r, "body: empty; an AdmissionReview (JSON) is required");
         return NULL;
     }
-    json_tokener *tok = json_tokener_new_ex(ADMISSION_MAX_DEPTH);
-    if (!tok) {
+    json_object *root = NULL;
+    char why[256];
+    int rc = jsonx_parse_strict(body, len, ADMISSION_MAX_DEPTH, &root, why, sizeof(why));
+    if (rc < 0)
         r->oom = 1;
-        return NULL;
-    }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    json_object *root = json_tokener_parse_ex(tok, body, (int)len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t end = json_tokener_get_parse_end(tok);
-    if (!root && jerr == json_tokener_continue) {
-        /* A value at the very end (a bare number) is only complete once something
-         * follows it: a blank ends it without completing anything unfinished. */
-        root = json_tokener_parse_ex(tok, " ", 1);
-        jerr = json_tokener_get_error(tok);
-        end = len;
-    }
-    if (!root || jerr != json_tokener_success) {
-        if (jerr == json_tokener_continue)
-            bad_request(r, "body: not JSON: unexpected end of input");
-        else
-            bad_request(r, "body: not JSON: %s at byte %zu", json_tokener_error_desc(jerr), end);
-        json_object_put(root);
-        root = NULL;
-    } else {
-        for (size_t i = end; i < len; i++) {
-            char c = body[i];
-            if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
-                bad_request(r, "body: not JSON: unexpected data after the value at byte %zu", i);
-                json_object_put(root);
-                root = NULL;
-                break;
-            }
-        }
-    }
-    json_tokener_free(tok);
+    else if (rc > 0)
+        bad_request(r, "body: not JSON: %s", why);
     return root;
 }
 

@@ -57,9 +57,32 @@ static void test_paths(void)
     CU_ASSERT_PTR_NULL(JSONX_AT(doc, "s", "deeper"));
 }
 
+static void test_parse_strict(void)
+{
+    json_object *o = NULL;
+    char why[128];
+    CU_ASSERT_EQUAL(jsonx_parse_strict("{\"a\":1} \n", 9, 8, &o, why, sizeof(why)), 0);
+    CU_ASSERT_PTR_NOT_NULL(o);
+    json_object_put(o);
+    CU_ASSERT_EQUAL(jsonx_parse_strict("42", 2, 8, &o, why, sizeof(why)), 0); /* a bare number at the end */
+    CU_ASSERT_EQUAL(json_object_get_int(o), 42);
+    json_object_put(o);
+    CU_ASSERT_EQUAL(jsonx_parse_strict("{\"a\":", 5, 8, &o, why, sizeof(why)), 1);
+    CU_ASSERT_PTR_NULL(o);
+    CU_ASSERT_STRING_EQUAL(why, "unexpected end of input");
+    CU_ASSERT_EQUAL(jsonx_parse_strict("{} x", 4, 8, &o, why, sizeof(why)), 1); /* data after the value */
+    CU_ASSERT_PTR_NULL(o);
+    CU_ASSERT(strstr(why, "at byte 3") != NULL);
+    CU_ASSERT_EQUAL(jsonx_parse_strict("[[[[1]]]]", 9, 3, &o, why, sizeof(why)), 1); /* too deep */
+    CU_ASSERT_PTR_NULL(o);
+    CU_ASSERT_EQUAL(jsonx_parse_strict("{\"a\":1,}", 8, 8, &o, why, sizeof(why)), 1); /* strict: no trailing comma */
+    CU_ASSERT(strstr(why, "at byte") != NULL);
+}
+
 static CU_TestInfo jsonx_tests[] = {
     {"str and int by key", test_str_and_int},
     {"values by path", test_paths},
+    {"strict parse of a whole body", test_parse_strict},
     CU_TEST_INFO_NULL,
 };
 
