@@ -265,7 +265,7 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
             }
             if (signed_)
                 memo_store(x->memo, uid, sig);
-            rlog_debug("write done", "reconcileID", x->reconcile_id, "action",
+            rlog_info("write done", "reconcileID", x->reconcile_id, "action",
                        plan_action_kind_name(a->kind), "path", a->path, "why", a->why);
         }
         for (size_t e = 0; e < plan_event_count(plan); e++) {

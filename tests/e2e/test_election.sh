@@ -25,7 +25,7 @@
 #                                     lease - lease/10)                  (4 s here)
 # Each bound gets MARGIN seconds for request latency and the test's own polling.
 #
-# Write times come from the workers' debug log line "write done" (logged after the API
+# Write times come from the workers' log line "write done" (info) (logged after the API
 # server answered, so a write landed no later than that), leadership times from
 # electord's "became leader" line and the Lease's acquireTime (the new leader's clock when
 # it decided to take the Lease, before its PUT): all on this host's wall clock. Write

@@ -82,15 +82,25 @@ check "  ... and the operator's status entry does not own it" sh -c \
 check "workerd --once --dry-run plans no write for a converged cluster" \
     test "$(jq '.actions | length' "$work/plan.json" 2>/dev/null)" = 0
 
-# Invariant 6: a resync of an unchanged cluster writes nothing (sync period 15 s).
+# Invariant 6: a resync of an unchanged cluster writes nothing (sync period 15 s). Each
+# 20 s window holds a resync; a window with writes is shown (each write's reason from the
+# log) and another is measured: a cluster that really changed (a pod's readiness flapping
+# on a loaded machine) writes in one window, a resync that writes does so in every one.
 sleep 3
-w0=$(write_requests "http://127.0.0.1:$metrics/metrics")
-r0=$(curl -s "http://127.0.0.1:$metrics/metrics" | awk '/^controller_runtime_reconcile_total\{/ { s += $NF } END { printf "%d\n", s }')
-sleep 20
-w1=$(write_requests "http://127.0.0.1:$metrics/metrics")
-r1=$(curl -s "http://127.0.0.1:$metrics/metrics" | awk '/^controller_runtime_reconcile_total\{/ { s += $NF } END { printf "%d\n", s }')
+resync_ok=0
+for attempt in 1 2 3; do
+    w0=$(write_requests "http://127.0.0.1:$metrics/metrics")
+    r0=$(curl -s "http://127.0.0.1:$metrics/metrics" | awk '/^controller_runtime_reconcile_total\{/ { s += $NF } END { printf "%d\n", s }')
+    l0=$(wc -l <"$work/operator.log")
+    sleep 20
+    w1=$(write_requests "http://127.0.0.1:$metrics/metrics")
+    r1=$(curl -s "http://127.0.0.1:$metrics/metrics" | awk '/^controller_runtime_reconcile_total\{/ { s += $NF } END { printf "%d\n", s }')
+    if [ "$r1" -gt "$r0" ] && [ "$w1" = "$w0" ]; then resync_ok=1; break; fi
+    echo "# window $attempt: $r0 -> $r1 reconciles, $w0 -> $w1 writes; the writes:"
+    tail -n +"$((l0 + 1))" "$work/operator.log" | grep '"write done"\|"observation sent"' | head -20 | sed 's/^/#   /'
+done
 check "a resync reconciled the cluster ($r0 -> $r1 reconciles)" test "$r1" -gt "$r0"
-check "the resync made zero write requests ($w0 -> $w1)" test "$w1" = "$w0"
+check "the resync made zero write requests ($w0 -> $w1, window $attempt of 3)" test "$resync_ok" = 1
 check "metrics expose workqueue_depth" sh -c "curl -s http://127.0.0.1:$metrics/metrics | grep -q '^workqueue_depth'"
 check "metrics expose leader_election_master_status 1" sh -c "curl -s http://127.0.0.1:$metrics/metrics | grep -q '^leader_election_master_status{.*} 1'"
 
