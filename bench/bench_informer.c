@@ -12,7 +12,7 @@
 #include "cache.h"
 #include "clock.h"
 #include "proto.h"
-#include "zmsg.h"
+#include "rmsg.h"
 
 #include <json-c/json.h>
 #include <malloc.h>
@@ -128,12 +128,12 @@ static void bench_pubsub(int m)
         int got = 0;
         int64_t first = 0;
         while (got < m) {
-            zmsg_t *msg = zmsg_recv(sub, 0, PROTO_MAX_FRAMES, PROTO_MAX_BYTES);
+            rmsg_t *msg = rmsg_recv(sub, 0, PROTO_MAX_FRAMES, PROTO_MAX_BYTES);
             if (!msg)
                 break;
             if (got++ == 0)
                 first = clock_mono_ns();
-            zmsg_destroy(&msg);
+            rmsg_destroy(&msg);
         }
         double secs = (double)(clock_mono_ns() - first) / 1e9;
         printf("| PUB -> SUB over ipc: deltas received | %d of %d |\n", got, m);
@@ -152,15 +152,15 @@ static void bench_pubsub(int m)
     if (read(ready[0], &r, 1) != 1)
         return;
     for (int i = 0; i < m; i++) {
-        zmsg_t *msg = zmsg_new();
-        zmsg_addstr(msg, PROTO_DELTA);
-        zmsg_addf(msg, "%d", i + 1);
-        zmsg_addstr(msg, "MODIFIED");
-        zmsg_addstr(msg, "StatefulSet");
-        zmsg_addstr(msg, "bench/rc-1");
-        zmsg_addf(msg, "%d", 2000 + i);
-        zmsg_addstr(msg, text);
-        zmsg_send(&msg, pub, 0);
+        rmsg_t *msg = rmsg_new();
+        rmsg_addstr(msg, PROTO_DELTA);
+        rmsg_addf(msg, "%d", i + 1);
+        rmsg_addstr(msg, "MODIFIED");
+        rmsg_addstr(msg, "StatefulSet");
+        rmsg_addstr(msg, "bench/rc-1");
+        rmsg_addf(msg, "%d", 2000 + i);
+        rmsg_addstr(msg, text);
+        rmsg_send(&msg, pub, 0);
     }
     int status;
     waitpid(pid, &status, 0);

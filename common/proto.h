@@ -1,6 +1,6 @@
 /* proto: the messages the daemons exchange over ZeroMQ.
  *
- * Every message is a multipart zmsg; frame 0 names the message. Numbers travel as
+ * Every message is a multipart rmsg; frame 0 names the message. Numbers travel as
  * decimal text, objects as JSON text. A peer that receives a message it does not know,
  * or one with missing or malformed frames, logs it, counts it in
  * rdc_protocol_errors_total{socket} and drops it: bad input is never fatal.
@@ -91,7 +91,7 @@
 #define PROTO_METRICS_EVERY_MS 2000
 #define PROTO_LIVENESS 3
 
-/* Limits on what a peer may send us; larger messages are dropped (zmsg_recv). */
+/* Limits on what a peer may send us; larger messages are dropped (rmsg_recv). */
 #define PROTO_MAX_FRAMES 16
 #define PROTO_MAX_BYTES ((size_t)16 << 20)
 

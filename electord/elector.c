@@ -8,7 +8,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "proto.h"
-#include "zmsg.h"
+#include "rmsg.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -41,14 +41,14 @@ static void publish(elector_t *el, int64_t now)
     metric_gauge_set(el->m_status, METRIC_LABELS(el->cfg->opts->leader_election_id), leader);
     if (!el->pub)
         return;
-    zmsg_t *m = zmsg_new();
-    zmsg_addstr(m, PROTO_LEADER);
-    zmsg_addf(m, "%d", leader);
-    zmsg_addstr(m, el->e ? election_holder(el->e) : "");
-    zmsg_addf(m, "%lld", (long long)(el->e ? election_observed_transitions(el->e) : 0));
-    zmsg_addf(m, "%lld", (long long)(el->e ? (leader ? election_epoch(el->e) : -1) : 0));
-    zmsg_addf(m, "%lld", (long long)valid_ms);
-    zmsg_send(&m, el->pub, ZMQ_DONTWAIT);
+    rmsg_t *m = rmsg_new();
+    rmsg_addstr(m, PROTO_LEADER);
+    rmsg_addf(m, "%d", leader);
+    rmsg_addstr(m, el->e ? election_holder(el->e) : "");
+    rmsg_addf(m, "%lld", (long long)(el->e ? election_observed_transitions(el->e) : 0));
+    rmsg_addf(m, "%lld", (long long)(el->e ? (leader ? election_epoch(el->e) : -1) : 0));
+    rmsg_addf(m, "%lld", (long long)valid_ms);
+    rmsg_send(&m, el->pub, ZMQ_DONTWAIT);
     el->next_publish_ns = now + (int64_t)(el->cfg->opts->retry_period * 1e9);
 }
 

@@ -69,16 +69,16 @@ static void send_work(informer_t *inf, worker_slot_t *w, const char *key, int64_
         workqueue_add_rate_limited(inf->queue, key, now);
         return;
     }
-    zmsg_t *m = zmsg_new();
-    zmsg_addmem(m, w->id, w->idlen);
-    zmsg_addstr(m, PROTO_WORK);
-    zmsg_addstr(m, key);
-    zmsg_addf(m, "%lld", (long long)inf->epoch);
-    zmsg_addf(m, "%lld", (long long)(rc ? rc->generation : 0));
-    zmsg_addmem(m, rc ? rc->json : "null", rc ? rc->json_len : 4);
-    zmsg_addmem(m, buf_str(&children), children.len);
+    rmsg_t *m = rmsg_new();
+    rmsg_addmem(m, w->id, w->idlen);
+    rmsg_addstr(m, PROTO_WORK);
+    rmsg_addstr(m, key);
+    rmsg_addf(m, "%lld", (long long)inf->epoch);
+    rmsg_addf(m, "%lld", (long long)(rc ? rc->generation : 0));
+    rmsg_addmem(m, rc ? rc->json : "null", rc ? rc->json_len : 4);
+    rmsg_addmem(m, buf_str(&children), children.len);
     buf_free(&children);
-    if (zmsg_send(&m, inf->work, ZMQ_DONTWAIT)) {
+    if (rmsg_send(&m, inf->work, ZMQ_DONTWAIT)) {
         /* The worker is gone (ROUTER_MANDATORY): give the key back untouched. */
         workqueue_done(inf->queue, key, now);
         workqueue_add(inf->queue, key, now);
@@ -133,12 +133,12 @@ void dispatch(informer_t *inf, int64_t now)
 
 static void crashcond_clear(informer_t *inf, const char *key);
 
-static void handle_done(informer_t *inf, worker_slot_t *w, zmsg_t *m, int64_t now)
+static void handle_done(informer_t *inf, worker_slot_t *w, rmsg_t *m, int64_t now)
 {
-    char *key = zmsg_strdup(m, 1);
-    char *result = zmsg_strdup(m, 2);
+    char *key = rmsg_strdup(m, 1);
+    char *result = rmsg_strdup(m, 2);
     int64_t after_ms = 0;
-    zmsg_frame_int64(m, 3, &after_ms);
+    rmsg_frame_int64(m, 3, &after_ms);
     if (!key || !result || strcmp(key, w->key) != 0) {
         /* A confused peer: hand its real item back rather than leave it "processing". */
         rlog_warn("DONE for a key the worker was not given; its item is requeued", "worker",
@@ -173,10 +173,10 @@ out:
 
 void handle_work_socket(informer_t *inf, int64_t now)
 {
-    zmsg_t *m;
-    while ((m = zmsg_recv(inf->work, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 1 << 20)) != NULL) {
+    rmsg_t *m;
+    while ((m = rmsg_recv(inf->work, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 1 << 20)) != NULL) {
         size_t idlen = 0;
-        const char *id = zmsg_frame(m, 0, &idlen);
+        const char *id = rmsg_frame(m, 0, &idlen);
         worker_slot_t *w = worker_find(inf, id, idlen);
         if (!w && idlen < sizeof(w->id) && inf->nworkers < MAX_WORKERS) {
             w = &inf->workers[inf->nworkers++];
@@ -186,23 +186,23 @@ void handle_work_socket(informer_t *inf, int64_t now)
             w->idle = 1;
         }
         if (!w) {
-            zmsg_destroy(&m);
+            rmsg_destroy(&m);
             continue;
         }
         w->last_heard_ns = now;
-        if (zmsg_frame_is(m, 1, PROTO_READY)) {
+        if (rmsg_frame_is(m, 1, PROTO_READY)) {
             if (w->key[0]) /* it restarted its link while holding an item */
                 worker_lost(inf, w, "reconnected", now);
             else
                 w->idle = 1;
-        } else if (zmsg_frame_is(m, 1, PROTO_DONE)) {
-            zmsg_t *body = zmsg_pop_frame_msg(m);
-            zmsg_destroy(&body);
+        } else if (rmsg_frame_is(m, 1, PROTO_DONE)) {
+            rmsg_t *body = rmsg_pop_frame_msg(m);
+            rmsg_destroy(&body);
             handle_done(inf, w, m, now);
-        } else if (!zmsg_frame_is(m, 1, PROTO_HEARTBEAT)) {
+        } else if (!rmsg_frame_is(m, 1, PROTO_HEARTBEAT)) {
             rlog_warn("unknown message on the work socket; dropped", "worker", w->id);
         }
-        zmsg_destroy(&m);
+        rmsg_destroy(&m);
     }
 }
 
@@ -220,10 +220,10 @@ void heartbeat_workers(informer_t *inf, int64_t now)
         /* Busy workers too: a worker measures our silence in wall time, and a reconcile
          * longer than its liveness window would otherwise make it drop the link (and its
          * DONE) and report READY again, which counts as a crash of the key. */
-        zmsg_t *m = zmsg_new();
-        zmsg_addmem(m, w->id, w->idlen);
-        zmsg_addstr(m, PROTO_HEARTBEAT);
-        zmsg_send(&m, inf->work, ZMQ_DONTWAIT);
+        rmsg_t *m = rmsg_new();
+        rmsg_addmem(m, w->id, w->idlen);
+        rmsg_addstr(m, PROTO_HEARTBEAT);
+        rmsg_send(&m, inf->work, ZMQ_DONTWAIT);
         i++;
     }
 }
@@ -231,16 +231,16 @@ void heartbeat_workers(informer_t *inf, int64_t now)
 /* The supervisor says a child exited: a worker's item comes back at once. */
 void handle_events(informer_t *inf, int64_t now)
 {
-    zmsg_t *m;
-    while ((m = zmsg_recv(inf->events_sub, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
+    rmsg_t *m;
+    while ((m = rmsg_recv(inf->events_sub, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
         int64_t pid = 0, sig = 0;
-        if (zmsg_frame_is(m, 0, PROTO_EXITED) && zmsg_frame_int64(m, 2, &pid) == 0 &&
-            zmsg_frame_int64(m, 3, &sig) == 0) {
+        if (rmsg_frame_is(m, 0, PROTO_EXITED) && rmsg_frame_int64(m, 2, &pid) == 0 &&
+            rmsg_frame_int64(m, 3, &sig) == 0) {
             char id[64];
             int len = snprintf(id, sizeof(id), "w-%lld", (long long)pid);
             worker_slot_t *w = worker_find(inf, id, (size_t)len);
             int64_t code = -1;
-            zmsg_frame_int64(m, 4, &code);
+            rmsg_frame_int64(m, 4, &code);
             if (w && sig == 0 && code == 0) {
                 /* A clean exit (a worker retired by `ctl workers`, or stopping) is no
                  * crash: an item it never got to goes back without counting against
@@ -257,24 +257,24 @@ void handle_events(informer_t *inf, int64_t now)
                 worker_lost(inf, w, why, now);
             }
         }
-        zmsg_destroy(&m);
+        rmsg_destroy(&m);
     }
 }
 
 void handle_leader(informer_t *inf)
 {
-    zmsg_t *m;
-    while ((m = zmsg_recv(inf->leader_sub, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
+    rmsg_t *m;
+    while ((m = rmsg_recv(inf->leader_sub, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
         int64_t is_leader, epoch, valid;
-        if (zmsg_frame_is(m, 0, PROTO_LEADER) && zmsg_frame_int64(m, 1, &is_leader) == 0 &&
-            zmsg_frame_int64(m, 4, &epoch) == 0 && zmsg_frame_int64(m, 5, &valid) == 0) {
+        if (rmsg_frame_is(m, 0, PROTO_LEADER) && rmsg_frame_int64(m, 1, &is_leader) == 0 &&
+            rmsg_frame_int64(m, 4, &epoch) == 0 && rmsg_frame_int64(m, 5, &valid) == 0) {
             if ((is_leader != 0) != inf->is_leader)
                 rlog_info(is_leader ? "leading: dispatching work" : "not leading: work waits");
             inf->is_leader = is_leader != 0;
             inf->epoch = epoch;
             inf->valid_until_ms = valid;
         }
-        zmsg_destroy(&m);
+        rmsg_destroy(&m);
     }
 }
 
@@ -365,13 +365,13 @@ void too_large_event(informer_t *inf, const char *kind, const char *key)
  * cached RedisCluster (observerd follows our cache, so anything else is stale). */
 void handle_observe(informer_t *inf, int64_t now)
 {
-    zmsg_t *m;
-    while ((m = zmsg_recv(inf->observe, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_OBSERVATION_BYTES + 1024)) != NULL) {
+    rmsg_t *m;
+    while ((m = rmsg_recv(inf->observe, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_OBSERVATION_BYTES + 1024)) != NULL) {
         size_t len = 0;
-        char *key = zmsg_strdup(m, 1);
-        const char *text = zmsg_frame(m, 2, &len);
+        char *key = rmsg_strdup(m, 1);
+        const char *text = rmsg_frame(m, 2, &len);
         json_object *o = NULL;
-        if (!zmsg_frame_is(m, 0, PROTO_OBSERVED) || !key || !text || zmsg_size(m) != 3) {
+        if (!rmsg_frame_is(m, 0, PROTO_OBSERVED) || !key || !text || rmsg_size(m) != 3) {
             proto_error("observe", "malformed OBSERVED");
             metric_counter_add(inf->m_observations, METRIC_LABELS("malformed"), 1);
             goto next;
@@ -413,7 +413,7 @@ void handle_observe(informer_t *inf, int64_t now)
     next:
         json_object_put(o);
         free(key);
-        zmsg_destroy(&m);
+        rmsg_destroy(&m);
     }
 }
 
@@ -421,45 +421,45 @@ void handle_observe(informer_t *inf, int64_t now)
 
 typedef struct {
     informer_t *inf;
-    zmsg_t *id;
+    rmsg_t *id;
     uint64_t seq;
 } snap_ctx_t;
 
 static int snap_visit(void *ud, const cache_item_t *it)
 {
     snap_ctx_t *sc = ud;
-    zmsg_t *m = zmsg_new();
+    rmsg_t *m = rmsg_new();
     size_t idlen;
-    const char *id = zmsg_frame(sc->id, 0, &idlen);
-    zmsg_addmem(m, id, idlen);
-    zmsg_addstr(m, PROTO_SNAP);
-    zmsg_addf(m, "%llu", (unsigned long long)sc->seq);
-    zmsg_addstr(m, it->kind);
-    zmsg_addstr(m, it->key);
-    zmsg_addstr(m, it->resource_version ? it->resource_version : "");
-    zmsg_addmem(m, it->json, it->json_len);
-    zmsg_send(&m, sc->inf->snapshot, 0);
+    const char *id = rmsg_frame(sc->id, 0, &idlen);
+    rmsg_addmem(m, id, idlen);
+    rmsg_addstr(m, PROTO_SNAP);
+    rmsg_addf(m, "%llu", (unsigned long long)sc->seq);
+    rmsg_addstr(m, it->kind);
+    rmsg_addstr(m, it->key);
+    rmsg_addstr(m, it->resource_version ? it->resource_version : "");
+    rmsg_addmem(m, it->json, it->json_len);
+    rmsg_send(&m, sc->inf->snapshot, 0);
     return 0;
 }
 
 void handle_snapshot(informer_t *inf)
 {
-    zmsg_t *m;
-    while ((m = zmsg_recv(inf->snapshot, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
-        zmsg_t *id = zmsg_pop_frame_msg(m);
-        if (id && zmsg_frame_is(m, 0, PROTO_ICANHAZ)) {
+    rmsg_t *m;
+    while ((m = rmsg_recv(inf->snapshot, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
+        rmsg_t *id = rmsg_pop_frame_msg(m);
+        if (id && rmsg_frame_is(m, 0, PROTO_ICANHAZ)) {
             snap_ctx_t sc = {inf, id, cache_seq(inf->cache)};
             for (size_t i = 0; i < inf->nrefl; i++)
                 cache_snapshot(inf->cache, inf->refl[i].kind, snap_visit, &sc);
-            zmsg_t *end = zmsg_new();
+            rmsg_t *end = rmsg_new();
             size_t idlen;
-            const char *idb = zmsg_frame(id, 0, &idlen);
-            zmsg_addmem(end, idb, idlen);
-            zmsg_addstr(end, PROTO_KTHXBAI);
-            zmsg_addf(end, "%llu", (unsigned long long)sc.seq);
-            zmsg_send(&end, inf->snapshot, 0);
+            const char *idb = rmsg_frame(id, 0, &idlen);
+            rmsg_addmem(end, idb, idlen);
+            rmsg_addstr(end, PROTO_KTHXBAI);
+            rmsg_addf(end, "%llu", (unsigned long long)sc.seq);
+            rmsg_send(&end, inf->snapshot, 0);
         }
-        zmsg_destroy(&id);
-        zmsg_destroy(&m);
+        rmsg_destroy(&id);
+        rmsg_destroy(&m);
     }
 }

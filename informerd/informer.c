@@ -8,16 +8,16 @@ static void publish_delta(informer_t *inf, const char *frame0, uint64_t seq, con
                           const char *kind, const char *key, const char *rv,
                           const char *json, size_t json_len, void *sock)
 {
-    zmsg_t *m = zmsg_new();
-    zmsg_addstr(m, frame0);
-    zmsg_addf(m, "%llu", (unsigned long long)seq);
+    rmsg_t *m = rmsg_new();
+    rmsg_addstr(m, frame0);
+    rmsg_addf(m, "%llu", (unsigned long long)seq);
     if (type)
-        zmsg_addstr(m, type);
-    zmsg_addstr(m, kind);
-    zmsg_addstr(m, key);
-    zmsg_addstr(m, rv ? rv : "");
-    zmsg_addmem(m, json, json_len);
-    zmsg_send(&m, sock, ZMQ_DONTWAIT);
+        rmsg_addstr(m, type);
+    rmsg_addstr(m, kind);
+    rmsg_addstr(m, key);
+    rmsg_addstr(m, rv ? rv : "");
+    rmsg_addmem(m, json, json_len);
+    rmsg_send(&m, sock, ZMQ_DONTWAIT);
     (void)inf;
 }
 
@@ -514,10 +514,10 @@ static int on_hugz(loop_t *loop, int id, void *arg)
     (void)loop, (void)id;
     informer_t *inf = arg;
     heartbeat_workers(inf, clock_mono_ns());
-    zmsg_t *h = zmsg_new();
-    zmsg_addstr(h, PROTO_HUGZ);
-    zmsg_addf(h, "%llu", (unsigned long long)cache_seq(inf->cache));
-    zmsg_send(&h, inf->pub, ZMQ_DONTWAIT);
+    rmsg_t *h = rmsg_new();
+    rmsg_addstr(h, PROTO_HUGZ);
+    rmsg_addf(h, "%llu", (unsigned long long)cache_seq(inf->cache));
+    rmsg_send(&h, inf->pub, ZMQ_DONTWAIT);
     return 0;
 }
 

@@ -32,7 +32,7 @@
 #include "watch.h"
 #include "workitem.h"
 #include "workqueue.h"
-#include "zmsg.h"
+#include "rmsg.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "proto.h"
-#include "zmsg.h"
+#include "rmsg.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -16,11 +16,11 @@
 
 #define SNAPSHOT_TIMEOUT_MS 10000
 
-static void print_item(FILE *out, const char *type, const zmsg_t *m, size_t first)
+static void print_item(FILE *out, const char *type, const rmsg_t *m, size_t first)
 {
     /* first: index of the seq frame; kind, key, rv, object follow (DELTA has type too). */
     int64_t seq = 0;
-    zmsg_frame_int64(m, first, &seq);
+    rmsg_frame_int64(m, first, &seq);
     size_t k = first + 1 + (strcmp(type, "SNAPSHOT") == 0 ? 0 : 1);
     json_object *o = json_object_new_object();
     json_object_object_add(o, "seq", json_object_new_int64(seq));
@@ -28,11 +28,11 @@ static void print_item(FILE *out, const char *type, const zmsg_t *m, size_t firs
     const char *names[] = {"kind", "key", "resourceVersion"};
     for (size_t i = 0; i < 3; i++) {
         size_t len = 0;
-        const char *v = zmsg_frame(m, k + i, &len);
+        const char *v = rmsg_frame(m, k + i, &len);
         json_object_object_add(o, names[i], json_object_new_string_len(v ? v : "", v ? (int)len : 0));
     }
     size_t olen = 0;
-    const char *text = zmsg_frame(m, k + 3, &olen);
+    const char *text = rmsg_frame(m, k + 3, &olen);
     json_object *obj = text ? json_tokener_parse(text) : NULL;
     json_object_object_add(o, "object", obj);
     fprintf(out, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -43,27 +43,27 @@ static void print_item(FILE *out, const char *type, const zmsg_t *m, size_t firs
 /* Ask for a snapshot and print it. Returns its sequence number, or -1 on timeout. */
 static int64_t take_snapshot(void *snap, FILE *out)
 {
-    zmsg_t *req = zmsg_new();
-    zmsg_addstr(req, PROTO_ICANHAZ);
-    if (zmsg_send(&req, snap, 0))
+    rmsg_t *req = rmsg_new();
+    rmsg_addstr(req, PROTO_ICANHAZ);
+    if (rmsg_send(&req, snap, 0))
         return -1;
     for (;;) {
         zmq_pollitem_t it = {snap, 0, ZMQ_POLLIN, 0};
         if (zmq_poll(&it, 1, SNAPSHOT_TIMEOUT_MS) <= 0)
             return -1;
-        zmsg_t *m = zmsg_recv(snap, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES);
+        rmsg_t *m = rmsg_recv(snap, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES);
         if (!m)
             continue;
         int64_t seq = -1;
-        if (zmsg_frame_is(m, 0, PROTO_KTHXBAI) && zmsg_frame_int64(m, 1, &seq) == 0) {
+        if (rmsg_frame_is(m, 0, PROTO_KTHXBAI) && rmsg_frame_int64(m, 1, &seq) == 0) {
             fprintf(out, "{\"type\":\"SYNCED\",\"seq\":%lld}\n", (long long)seq);
             fflush(out);
-            zmsg_destroy(&m);
+            rmsg_destroy(&m);
             return seq;
         }
-        if (zmsg_frame_is(m, 0, PROTO_SNAP))
+        if (rmsg_frame_is(m, 0, PROTO_SNAP))
             print_item(out, "SNAPSHOT", m, 1);
-        zmsg_destroy(&m);
+        rmsg_destroy(&m);
     }
 }
 
@@ -96,26 +96,26 @@ int subscriber_run(const char *runtime_dir, FILE *out, int signal_fd)
                 break;
             }
         }
-        zmsg_t *m;
-        while ((m = zmsg_recv(sub, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES)) != NULL) {
+        rmsg_t *m;
+        while ((m = rmsg_recv(sub, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES)) != NULL) {
             int64_t s = 0;
-            if (zmsg_frame_is(m, 0, PROTO_DELTA) && zmsg_frame_int64(m, 1, &s) == 0 && s > seq) {
+            if (rmsg_frame_is(m, 0, PROTO_DELTA) && rmsg_frame_int64(m, 1, &s) == 0 && s > seq) {
                 if (s != seq + 1) {
                     rlog_warn("gap in the delta stream; taking a new snapshot");
-                    zmsg_destroy(&m);
+                    rmsg_destroy(&m);
                     seq = take_snapshot(snap, out);
                     if (seq < 0)
                         goto out;
                     continue;
                 }
                 size_t tl = 0;
-                const char *type = zmsg_frame(m, 2, &tl);
+                const char *type = rmsg_frame(m, 2, &tl);
                 char tbuf[16];
                 snprintf(tbuf, sizeof(tbuf), "%.*s", (int)(tl < 15 ? tl : 15), type ? type : "");
                 print_item(out, tbuf, m, 1);
                 seq = s;
             }
-            zmsg_destroy(&m);
+            rmsg_destroy(&m);
         }
     }
 out:

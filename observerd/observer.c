@@ -12,7 +12,7 @@
 #include "rdc_api.h"
 #include "proto.h"
 #include "redisnode.h"
-#include "zmsg.h"
+#include "rmsg.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -361,9 +361,9 @@ static void take_snapshot(observer_t *ob)
         c->seen = 0;
     for (pod_t *p = ob->pods; p; p = p->next)
         p->seen = 0;
-    zmsg_t *req = zmsg_new();
-    zmsg_addstr(req, PROTO_ICANHAZ);
-    zmsg_send(&req, ob->snap, ZMQ_DONTWAIT);
+    rmsg_t *req = rmsg_new();
+    rmsg_addstr(req, PROTO_ICANHAZ);
+    rmsg_send(&req, ob->snap, ZMQ_DONTWAIT);
     if (ob->snap_timer)
         loop_cancel_timer(ob->loop, ob->snap_timer);
     ob->snap_timer = loop_add_timer(ob->loop, SNAPSHOT_TIMEOUT_NS, 0, on_snap_timeout, ob);
@@ -414,26 +414,26 @@ static int on_snap(loop_t *loop, void *socket, int fd, int revents, void *arg)
     (void)fd;
     (void)revents;
     observer_t *ob = arg;
-    zmsg_t *m;
-    while (socket == ob->snap && (m = zmsg_recv(socket, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
+    rmsg_t *m;
+    while (socket == ob->snap && (m = rmsg_recv(socket, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
         int64_t seq = -1;
-        if (zmsg_frame_is(m, 0, PROTO_SNAP) && ob->snapshotting) {
+        if (rmsg_frame_is(m, 0, PROTO_SNAP) && ob->snapshotting) {
             /* SNAP seq kind key rv object */
-            char *kind = zmsg_strdup(m, 2), *key = zmsg_strdup(m, 3);
+            char *kind = rmsg_strdup(m, 2), *key = rmsg_strdup(m, 3);
             size_t len = 0;
-            const char *json = zmsg_frame(m, 5, &len);
+            const char *json = rmsg_frame(m, 5, &len);
             if (kind && key && json)
                 apply_item(ob, kind, key, json, len, 0);
             else
                 proto_error("snapshot", "malformed SNAP");
             free(kind);
             free(key);
-        } else if (zmsg_frame_is(m, 0, PROTO_KTHXBAI) && zmsg_frame_int64(m, 1, &seq) == 0 && ob->snapshotting) {
-            zmsg_destroy(&m);
+        } else if (rmsg_frame_is(m, 0, PROTO_KTHXBAI) && rmsg_frame_int64(m, 1, &seq) == 0 && ob->snapshotting) {
+            rmsg_destroy(&m);
             snapshot_done(ob, (uint64_t)seq);
             return 0; /* the socket may have been replaced meanwhile: no more reads */
         }
-        zmsg_destroy(&m);
+        rmsg_destroy(&m);
     }
     return 0;
 }
@@ -444,10 +444,10 @@ static int on_sub(loop_t *loop, void *socket, int fd, int revents, void *arg)
     (void)fd;
     (void)revents;
     observer_t *ob = arg;
-    zmsg_t *m;
-    while (!ob->snapshotting && (m = zmsg_recv(socket, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
+    rmsg_t *m;
+    while (!ob->snapshotting && (m = rmsg_recv(socket, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
         int64_t seq = 0;
-        if (zmsg_frame_is(m, 0, PROTO_HUGZ) && zmsg_frame_int64(m, 1, &seq) == 0) {
+        if (rmsg_frame_is(m, 0, PROTO_HUGZ) && rmsg_frame_int64(m, 1, &seq) == 0) {
             /* Ahead of us: deltas were lost. Behind us twice in a row: informerd restarted
              * from 0 (once may be a heartbeat queued before our snapshot). */
             ob->hugz_behind = (uint64_t)seq < ob->seq ? ob->hugz_behind + 1 : 0;
@@ -456,18 +456,18 @@ static int on_sub(loop_t *loop, void *socket, int fd, int revents, void *arg)
                 ob->hugz_behind = 0;
                 take_snapshot(ob);
             }
-        } else if (zmsg_frame_is(m, 0, PROTO_DELTA) && zmsg_frame_int64(m, 1, &seq) == 0) {
+        } else if (rmsg_frame_is(m, 0, PROTO_DELTA) && rmsg_frame_int64(m, 1, &seq) == 0) {
             if ((uint64_t)seq > ob->seq) {
                 if ((uint64_t)seq != ob->seq + 1) {
                     rlog_warn("gap in the delta stream; taking a new snapshot");
                     take_snapshot(ob);
                 } else {
                     /* DELTA seq type kind key rv object */
-                    char *kind = zmsg_strdup(m, 3), *key = zmsg_strdup(m, 4);
+                    char *kind = rmsg_strdup(m, 3), *key = rmsg_strdup(m, 4);
                     size_t len = 0;
-                    const char *json = zmsg_frame(m, 6, &len);
+                    const char *json = rmsg_frame(m, 6, &len);
                     if (kind && key && json)
-                        apply_item(ob, kind, key, json, len, zmsg_frame_is(m, 2, "DELETED"));
+                        apply_item(ob, kind, key, json, len, rmsg_frame_is(m, 2, "DELETED"));
                     else
                         proto_error("deltas", "malformed DELTA");
                     free(kind);
@@ -476,7 +476,7 @@ static int on_sub(loop_t *loop, void *socket, int fd, int revents, void *arg)
                 }
             }
         }
-        zmsg_destroy(&m);
+        rmsg_destroy(&m);
     }
     return 0;
 }
@@ -683,12 +683,12 @@ static void evaluate(observer_t *ob, cluster_t *c)
         rlog_warn("observation too large to send", "cluster", c->key);
         return;
     }
-    zmsg_t *m = zmsg_new();
-    zmsg_addstr(m, PROTO_OBSERVED);
-    zmsg_addstr(m, c->key);
-    zmsg_addmem(m, buf_str(&body), body.len);
-    int rc = zmsg_send(&m, ob->push, ZMQ_DONTWAIT);
-    zmsg_destroy(&m);
+    rmsg_t *m = rmsg_new();
+    rmsg_addstr(m, PROTO_OBSERVED);
+    rmsg_addstr(m, c->key);
+    rmsg_addmem(m, buf_str(&body), body.len);
+    int rc = rmsg_send(&m, ob->push, ZMQ_DONTWAIT);
+    rmsg_destroy(&m);
     buf_free(&body);
     if (rc) {
         /* informerd is not taking it now: the next probe compares against what was last

@@ -12,7 +12,7 @@
 #include "policy.h"
 #include "procstat.h"
 #include "proto.h"
-#include "zmsg.h"
+#include "rmsg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -231,13 +231,13 @@ static void child_exited(supervisor_t *s, child_t *c, int status, int64_t now)
     snprintf(c->last_exit, sizeof(c->last_exit), "%s", what);
     child_close_notify(s, c);
     if (s->events) {
-        zmsg_t *ev = zmsg_new();
-        zmsg_addstr(ev, PROTO_EXITED);
-        zmsg_addstr(ev, c->name);
-        zmsg_addf(ev, "%d", (int)c->pid);
-        zmsg_addf(ev, "%d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-        zmsg_addf(ev, "%d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-        zmsg_send(&ev, s->events, ZMQ_DONTWAIT);
+        rmsg_t *ev = rmsg_new();
+        rmsg_addstr(ev, PROTO_EXITED);
+        rmsg_addstr(ev, c->name);
+        rmsg_addf(ev, "%d", (int)c->pid);
+        rmsg_addf(ev, "%d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        rmsg_addf(ev, "%d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        rmsg_send(&ev, s->events, ZMQ_DONTWAIT);
     }
     child_event(s, c, CEV_EXITED, now, 0);
     c->ready = 0;
@@ -551,36 +551,36 @@ static char *status_json(const supervisor_t *s, int64_t now)
 
 static void handle_control(supervisor_t *s, int64_t now)
 {
-    zmsg_t *req = zmsg_recv(s->control, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096);
+    rmsg_t *req = rmsg_recv(s->control, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096);
     if (!req)
         return;
-    zmsg_t *reply = zmsg_pop_frame_msg(req); /* the peer's routing id */
+    rmsg_t *reply = rmsg_pop_frame_msg(req); /* the peer's routing id */
     if (!reply) {
-        zmsg_destroy(&req);
+        rmsg_destroy(&req);
         return;
     }
-    if (zmsg_frame_is(req, 0, PROTO_STATUS)) {
+    if (rmsg_frame_is(req, 0, PROTO_STATUS)) {
         char *json = status_json(s, now);
-        zmsg_addstr(reply, PROTO_STATUS);
-        zmsg_addstr(reply, json ? json : "[]");
+        rmsg_addstr(reply, PROTO_STATUS);
+        rmsg_addstr(reply, json ? json : "[]");
         free(json);
-    } else if (zmsg_frame_is(req, 0, PROTO_WORKERS)) {
+    } else if (rmsg_frame_is(req, 0, PROTO_WORKERS)) {
         int64_t n = -1;
-        if (zmsg_frame_int64(req, 1, &n) == 0 && set_workers(s, (int)n) == 0) {
-            zmsg_addstr(reply, PROTO_OK);
+        if (rmsg_frame_int64(req, 1, &n) == 0 && set_workers(s, (int)n) == 0) {
+            rmsg_addstr(reply, PROTO_OK);
         } else {
-            zmsg_addstr(reply, PROTO_ERROR);
-            zmsg_addf(reply, "workers must be a number from 0 to %d", MAX_WORKERS);
+            rmsg_addstr(reply, PROTO_ERROR);
+            rmsg_addf(reply, "workers must be a number from 0 to %d", MAX_WORKERS);
         }
-    } else if (zmsg_frame_is(req, 0, PROTO_SHUTDOWN)) {
-        zmsg_addstr(reply, PROTO_OK);
+    } else if (rmsg_frame_is(req, 0, PROTO_SHUTDOWN)) {
+        rmsg_addstr(reply, PROTO_OK);
         begin_shutdown(s, now, "shutdown requested on the control socket");
     } else {
-        zmsg_addstr(reply, PROTO_ERROR);
-        zmsg_addstr(reply, "unknown command (STATUS, WORKERS n, SHUTDOWN)");
+        rmsg_addstr(reply, PROTO_ERROR);
+        rmsg_addstr(reply, "unknown command (STATUS, WORKERS n, SHUTDOWN)");
     }
-    zmsg_send(&reply, s->control, ZMQ_DONTWAIT);
-    zmsg_destroy(&req);
+    rmsg_send(&reply, s->control, ZMQ_DONTWAIT);
+    rmsg_destroy(&req);
 }
 
 /* ---- lifecycle --------------------------------------------------------------------- */
@@ -916,16 +916,16 @@ int supervisor_ctl(const char *runtime_dir, int argc, const char **argv)
         fprintf(stderr, "usage: supervisor ctl status | workers N | shutdown\n");
         return 2;
     }
-    zmsg_t *req = zmsg_new();
+    rmsg_t *req = rmsg_new();
     if (strcmp(argv[0], "status") == 0 && argc == 1) {
-        zmsg_addstr(req, PROTO_STATUS);
+        rmsg_addstr(req, PROTO_STATUS);
     } else if (strcmp(argv[0], "workers") == 0 && argc == 2) {
-        zmsg_addstr(req, PROTO_WORKERS);
-        zmsg_addstr(req, argv[1]);
+        rmsg_addstr(req, PROTO_WORKERS);
+        rmsg_addstr(req, argv[1]);
     } else if (strcmp(argv[0], "shutdown") == 0 && argc == 1) {
-        zmsg_addstr(req, PROTO_SHUTDOWN);
+        rmsg_addstr(req, PROTO_SHUTDOWN);
     } else {
-        zmsg_destroy(&req);
+        rmsg_destroy(&req);
         fprintf(stderr, "usage: supervisor ctl status | workers N | shutdown\n");
         return 2;
     }
@@ -937,32 +937,32 @@ int supervisor_ctl(const char *runtime_dir, int argc, const char **argv)
     char ep[4200];
     daemon_endpoint(runtime_dir, PROTO_EP_CONTROL, ep, sizeof(ep));
     int rc = 1;
-    zmsg_t *reply = NULL;
-    if (zmq_connect(sock, ep) || zmsg_send(&req, sock, 0)) {
+    rmsg_t *reply = NULL;
+    if (zmq_connect(sock, ep) || rmsg_send(&req, sock, 0)) {
         fprintf(stderr, "supervisor ctl: %s: %s\n", ep, zmq_strerror(errno));
         goto out;
     }
-    reply = zmsg_recv(sock, 0, PROTO_MAX_FRAMES, PROTO_MAX_BYTES);
+    reply = rmsg_recv(sock, 0, PROTO_MAX_FRAMES, PROTO_MAX_BYTES);
     if (!reply) {
         fprintf(stderr, "supervisor ctl: no answer from %s within 5 s (is it running?)\n", ep);
         goto out;
     }
-    if (zmsg_frame_is(reply, 0, PROTO_STATUS)) {
-        char *json = zmsg_strdup(reply, 1);
+    if (rmsg_frame_is(reply, 0, PROTO_STATUS)) {
+        char *json = rmsg_strdup(reply, 1);
         print_status_table(json ? json : "[]");
         free(json);
         rc = 0;
-    } else if (zmsg_frame_is(reply, 0, PROTO_OK)) {
+    } else if (rmsg_frame_is(reply, 0, PROTO_OK)) {
         printf("ok\n");
         rc = 0;
     } else {
-        char *msg = zmsg_strdup(reply, 1);
+        char *msg = rmsg_strdup(reply, 1);
         fprintf(stderr, "supervisor ctl: %s\n", msg ? msg : "error");
         free(msg);
     }
 out:
-    zmsg_destroy(&req);
-    zmsg_destroy(&reply);
+    rmsg_destroy(&req);
+    rmsg_destroy(&reply);
     zmq_close(sock);
     zmq_ctx_term(ctx);
     return rc;

@@ -7,7 +7,7 @@
 #include "loop.h"
 #include "proto.h"
 #include "reconcile.h"
-#include "zmsg.h"
+#include "rmsg.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -65,9 +65,9 @@ static int worker_connect(worker_t *w)
     }
     if (loop_add_socket(w->loop, w->dealer, LOOP_IN, on_dealer, w))
         return -1;
-    zmsg_t *m = zmsg_new();
-    zmsg_addstr(m, PROTO_READY);
-    zmsg_send(&m, w->dealer, ZMQ_DONTWAIT);
+    rmsg_t *m = rmsg_new();
+    rmsg_addstr(m, PROTO_READY);
+    rmsg_send(&m, w->dealer, ZMQ_DONTWAIT);
     return 0;
 }
 
@@ -89,19 +89,19 @@ static void drain_leader(worker_t *w)
 {
     if (!w->leader)
         return;
-    zmsg_t *m;
-    while ((m = zmsg_recv(w->leader, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
+    rmsg_t *m;
+    while ((m = rmsg_recv(w->leader, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
         int64_t is_leader, transitions, epoch, valid;
-        if (zmsg_frame_is(m, 0, PROTO_LEADER) && zmsg_frame_int64(m, 1, &is_leader) == 0 &&
-            zmsg_frame_int64(m, 3, &transitions) == 0 && zmsg_frame_int64(m, 4, &epoch) == 0 &&
-            zmsg_frame_int64(m, 5, &valid) == 0) {
+        if (rmsg_frame_is(m, 0, PROTO_LEADER) && rmsg_frame_int64(m, 1, &is_leader) == 0 &&
+            rmsg_frame_int64(m, 3, &transitions) == 0 && rmsg_frame_int64(m, 4, &epoch) == 0 &&
+            rmsg_frame_int64(m, 5, &valid) == 0) {
             w->is_leader = is_leader != 0;
             w->leader_epoch = epoch;
             w->valid_until_ms = valid;
         } else {
             proto_error("leader", "not a LEADER message with numeric frames 1, 3, 4 and 5");
         }
-        zmsg_destroy(&m);
+        rmsg_destroy(&m);
     }
 }
 
@@ -130,16 +130,16 @@ static json_object *child_of(json_object *children, const char *kind)
 }
 
 /* Handle one WORK item and answer DONE. */
-static void worker_handle_work(worker_t *w, zmsg_t *m)
+static void worker_handle_work(worker_t *w, rmsg_t *m)
 {
-    char *key = zmsg_strdup(m, 1);
+    char *key = rmsg_strdup(m, 1);
     int64_t epoch = 0, generation = 0;
     size_t rclen = 0, chlen = 0;
-    const char *rctext = zmsg_frame(m, 4, &rclen);
-    const char *chtext = zmsg_frame(m, 5, &chlen);
+    const char *rctext = rmsg_frame(m, 4, &rclen);
+    const char *chtext = rmsg_frame(m, 5, &chlen);
     json_object *rc = NULL, *children = NULL;
     reconcile_outcome_t out = {.result = RECONCILE_ERROR};
-    if (!key || zmsg_frame_int64(m, 2, &epoch) || zmsg_frame_int64(m, 3, &generation) ||
+    if (!key || rmsg_frame_int64(m, 2, &epoch) || rmsg_frame_int64(m, 3, &generation) ||
         !rctext || !chtext) {
         proto_error("work", "WORK without key, numeric epoch and generation, or objects");
         goto answer;
@@ -166,14 +166,14 @@ static void worker_handle_work(worker_t *w, zmsg_t *m)
     kube_client_set_deadline(w->cfg->client, 0);
     worker_state_file(w, "");
 answer:;
-    zmsg_t *done = zmsg_new();
-    zmsg_addstr(done, PROTO_DONE);
-    zmsg_addstr(done, key ? key : "");
-    zmsg_addstr(done, reconcile_result_name(out.result));
-    zmsg_addf(done, "%lld", (long long)(out.requeue_after_ns / NS_PER_MS));
+    rmsg_t *done = rmsg_new();
+    rmsg_addstr(done, PROTO_DONE);
+    rmsg_addstr(done, key ? key : "");
+    rmsg_addstr(done, reconcile_result_name(out.result));
+    rmsg_addf(done, "%lld", (long long)(out.requeue_after_ns / NS_PER_MS));
     if (w->dealer)
-        zmsg_send(&done, w->dealer, ZMQ_DONTWAIT);
-    zmsg_destroy(&done);
+        rmsg_send(&done, w->dealer, ZMQ_DONTWAIT);
+    rmsg_destroy(&done);
     json_object_put(rc);
     json_object_put(children);
     free(key);
@@ -212,9 +212,9 @@ static int on_heartbeat(loop_t *loop, int id, void *arg)
             w->reconnect_delay_ns = RECONNECT_MAX_NS;
         return 0;
     }
-    zmsg_t *m = zmsg_new();
-    zmsg_addstr(m, PROTO_HEARTBEAT);
-    zmsg_send(&m, w->dealer, ZMQ_DONTWAIT);
+    rmsg_t *m = rmsg_new();
+    rmsg_addstr(m, PROTO_HEARTBEAT);
+    rmsg_send(&m, w->dealer, ZMQ_DONTWAIT);
     return 0;
 }
 
@@ -226,19 +226,19 @@ static int on_dealer(loop_t *loop, void *socket, int fd, int revents, void *arg)
     (void)fd;
     (void)revents;
     worker_t *w = arg;
-    zmsg_t *m;
+    rmsg_t *m;
     while (w->dealer &&
-           (m = zmsg_recv(w->dealer, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
+           (m = rmsg_recv(w->dealer, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
         w->last_heard_ns = clock_mono_ns();
         w->reconnect_delay_ns = RECONNECT_MIN_NS;
-        if (zmsg_frame_is(m, 0, PROTO_WORK)) {
+        if (rmsg_frame_is(m, 0, PROTO_WORK)) {
             worker_handle_work(w, m);
             /* We were busy, not deaf: informerd's silence is measured from now. */
             w->last_heard_ns = clock_mono_ns();
-        } else if (!zmsg_frame_is(m, 0, PROTO_HEARTBEAT)) {
+        } else if (!rmsg_frame_is(m, 0, PROTO_HEARTBEAT)) {
             proto_error("work", "unknown message from informerd");
         }
-        zmsg_destroy(&m);
+        rmsg_destroy(&m);
     }
     return 0;
 }

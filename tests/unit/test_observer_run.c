@@ -13,7 +13,7 @@
 #include "observer.h"
 #include "proto.h"
 #include "redis_servers.h"
-#include "zmsg.h"
+#include "rmsg.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -57,31 +57,31 @@ static void *bind_at(int type, const char *name)
 
 static void answer_snapshot(void)
 {
-    zmsg_t *m;
-    while ((m = zmsg_recv(router, ZMQ_DONTWAIT, 8, 1 << 20)) != NULL) {
+    rmsg_t *m;
+    while ((m = rmsg_recv(router, ZMQ_DONTWAIT, 8, 1 << 20)) != NULL) {
         size_t idlen = 0;
-        const char *id = zmsg_frame(m, 0, &idlen);
-        if (zmsg_frame_is(m, 1, PROTO_ICANHAZ)) {
+        const char *id = rmsg_frame(m, 0, &idlen);
+        if (rmsg_frame_is(m, 1, PROTO_ICANHAZ)) {
             const char *kinds[4] = {"RedisCluster", "Pod", "Pod", "Pod"};
             const char *keys[4] = {"ns1/cache", "ns1/cache-0", "ns1/cache-1", "ns1/cache-2"};
             for (int i = 0; i < 4; i++) {
-                zmsg_t *r = zmsg_new();
-                zmsg_addmem(r, id, idlen);
-                zmsg_addstr(r, PROTO_SNAP);
-                zmsg_addf(r, "%llu", (unsigned long long)seq);
-                zmsg_addstr(r, kinds[i]);
-                zmsg_addstr(r, keys[i]);
-                zmsg_addstr(r, "1");
-                zmsg_addstr(r, i ? pod_json(i - 1) : RC_JSON);
-                zmsg_send(&r, router, 0);
+                rmsg_t *r = rmsg_new();
+                rmsg_addmem(r, id, idlen);
+                rmsg_addstr(r, PROTO_SNAP);
+                rmsg_addf(r, "%llu", (unsigned long long)seq);
+                rmsg_addstr(r, kinds[i]);
+                rmsg_addstr(r, keys[i]);
+                rmsg_addstr(r, "1");
+                rmsg_addstr(r, i ? pod_json(i - 1) : RC_JSON);
+                rmsg_send(&r, router, 0);
             }
-            zmsg_t *r = zmsg_new();
-            zmsg_addmem(r, id, idlen);
-            zmsg_addstr(r, PROTO_KTHXBAI);
-            zmsg_addf(r, "%llu", (unsigned long long)seq);
-            zmsg_send(&r, router, 0);
+            rmsg_t *r = rmsg_new();
+            rmsg_addmem(r, id, idlen);
+            rmsg_addstr(r, PROTO_KTHXBAI);
+            rmsg_addf(r, "%llu", (unsigned long long)seq);
+            rmsg_send(&r, router, 0);
         }
-        zmsg_destroy(&m);
+        rmsg_destroy(&m);
     }
 }
 
@@ -94,19 +94,19 @@ static json_object *next_observed(int ms, char *key, size_t keycap)
         zmq_pollitem_t it[2] = {{pull, 0, ZMQ_POLLIN, 0}, {router, 0, ZMQ_POLLIN, 0}};
         zmq_poll(it, 2, 50);
         answer_snapshot();
-        zmsg_t *m = zmsg_recv(pull, ZMQ_DONTWAIT, 8, 1 << 20);
+        rmsg_t *m = rmsg_recv(pull, ZMQ_DONTWAIT, 8, 1 << 20);
         if (!m)
             continue;
         json_object *o = NULL;
-        if (zmsg_frame_is(m, 0, PROTO_OBSERVED) && zmsg_size(m) == 3) {
-            char *k = zmsg_strdup(m, 1);
+        if (rmsg_frame_is(m, 0, PROTO_OBSERVED) && rmsg_size(m) == 3) {
+            char *k = rmsg_strdup(m, 1);
             snprintf(key, keycap, "%s", k ? k : "");
             free(k);
-            char *text = zmsg_strdup(m, 2);
+            char *text = rmsg_strdup(m, 2);
             o = text ? json_tokener_parse(text) : NULL;
             free(text);
         }
-        zmsg_destroy(&m);
+        rmsg_destroy(&m);
         if (o)
             return o;
     }
@@ -327,15 +327,15 @@ static void test_observer_end_to_end(void)
     CU_ASSERT_TRUE(back);
 
     /* 5. A pod deleted (a delta): the observation has two nodes. */
-    zmsg_t *d = zmsg_new();
-    zmsg_addstr(d, PROTO_DELTA);
-    zmsg_addf(d, "%llu", (unsigned long long)++seq);
-    zmsg_addstr(d, "DELETED");
-    zmsg_addstr(d, "Pod");
-    zmsg_addstr(d, "ns1/cache-2");
-    zmsg_addstr(d, "2");
-    zmsg_addstr(d, pod_json(2));
-    zmsg_send(&d, pub, 0);
+    rmsg_t *d = rmsg_new();
+    rmsg_addstr(d, PROTO_DELTA);
+    rmsg_addf(d, "%llu", (unsigned long long)++seq);
+    rmsg_addstr(d, "DELETED");
+    rmsg_addstr(d, "Pod");
+    rmsg_addstr(d, "ns1/cache-2");
+    rmsg_addstr(d, "2");
+    rmsg_addstr(d, pod_json(2));
+    rmsg_send(&d, pub, 0);
     obs = next_observed(3000, key, sizeof(key));
     CU_ASSERT_PTR_NOT_NULL_FATAL(obs);
     json_object *nodes = NULL;
@@ -348,10 +348,10 @@ static void test_observer_end_to_end(void)
      * new snapshot (with cache-2 back) follows, and the observation is sent again. */
     seq = 1;
     for (int i = 0; i < 2; i++) {
-        zmsg_t *h = zmsg_new();
-        zmsg_addstr(h, PROTO_HUGZ);
-        zmsg_addstr(h, "1");
-        zmsg_send(&h, pub, 0);
+        rmsg_t *h = rmsg_new();
+        rmsg_addstr(h, PROTO_HUGZ);
+        rmsg_addstr(h, "1");
+        rmsg_send(&h, pub, 0);
     }
     obs = next_observed(4000, key, sizeof(key));
     CU_ASSERT_PTR_NOT_NULL_FATAL(obs);

@@ -1,4 +1,4 @@
-#include "zmsg.h"
+#include "rmsg.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -10,10 +10,10 @@
 typedef struct {
     char *data; /* len bytes plus a NUL */
     size_t len;
-} zframe_t;
+} rframe_t;
 
-struct zmsg {
-    zframe_t *frames;
+struct rmsg {
+    rframe_t *frames;
     size_t n;
     size_t alloc;
 };
@@ -23,22 +23,22 @@ struct zmsg {
 static void *must(void *p)
 {
     if (!p) {
-        fputs("zmsg: out of memory\n", stderr);
+        fputs("rmsg: out of memory\n", stderr);
         abort();
     }
     return p;
 }
 
-zmsg_t *zmsg_new(void)
+rmsg_t *rmsg_new(void)
 {
-    return must(calloc(1, sizeof(zmsg_t)));
+    return must(calloc(1, sizeof(rmsg_t)));
 }
 
-void zmsg_destroy(zmsg_t **self_p)
+void rmsg_destroy(rmsg_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    zmsg_t *m = *self_p;
+    rmsg_t *m = *self_p;
     for (size_t i = 0; i < m->n; i++)
         free(m->frames[i].data);
     free(m->frames);
@@ -46,41 +46,41 @@ void zmsg_destroy(zmsg_t **self_p)
     *self_p = NULL;
 }
 
-size_t zmsg_size(const zmsg_t *m)
+size_t rmsg_size(const rmsg_t *m)
 {
     return m ? m->n : 0;
 }
 
 /* Insert a copy of data at position pos. */
-static int zmsg_insert(zmsg_t *m, size_t pos, const void *data, size_t len)
+static int rmsg_insert(rmsg_t *m, size_t pos, const void *data, size_t len)
 {
     if (m->n == m->alloc) {
         size_t na = m->alloc ? m->alloc * 2 : 8;
-        m->frames = must(realloc(m->frames, na * sizeof(zframe_t)));
+        m->frames = must(realloc(m->frames, na * sizeof(rframe_t)));
         m->alloc = na;
     }
     char *copy = must(malloc(len + 1));
     if (len)
         memcpy(copy, data, len);
     copy[len] = '\0';
-    memmove(&m->frames[pos + 1], &m->frames[pos], (m->n - pos) * sizeof(zframe_t));
+    memmove(&m->frames[pos + 1], &m->frames[pos], (m->n - pos) * sizeof(rframe_t));
     m->frames[pos].data = copy;
     m->frames[pos].len = len;
     m->n++;
     return 0;
 }
 
-int zmsg_addmem(zmsg_t *m, const void *data, size_t len)
+int rmsg_addmem(rmsg_t *m, const void *data, size_t len)
 {
-    return zmsg_insert(m, m->n, data, len);
+    return rmsg_insert(m, m->n, data, len);
 }
 
-int zmsg_addstr(zmsg_t *m, const char *s)
+int rmsg_addstr(rmsg_t *m, const char *s)
 {
-    return zmsg_insert(m, m->n, s, strlen(s));
+    return rmsg_insert(m, m->n, s, strlen(s));
 }
 
-int zmsg_addf(zmsg_t *m, const char *fmt, ...)
+int rmsg_addf(rmsg_t *m, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -89,22 +89,22 @@ int zmsg_addf(zmsg_t *m, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         must(NULL);
-    int rc = zmsg_insert(m, m->n, s, (size_t)n);
+    int rc = rmsg_insert(m, m->n, s, (size_t)n);
     free(s);
     return rc;
 }
 
-int zmsg_pushmem(zmsg_t *m, const void *data, size_t len)
+int rmsg_pushmem(rmsg_t *m, const void *data, size_t len)
 {
-    return zmsg_insert(m, 0, data, len);
+    return rmsg_insert(m, 0, data, len);
 }
 
-int zmsg_pushstr(zmsg_t *m, const char *s)
+int rmsg_pushstr(rmsg_t *m, const char *s)
 {
-    return zmsg_insert(m, 0, s, strlen(s));
+    return rmsg_insert(m, 0, s, strlen(s));
 }
 
-const char *zmsg_frame(const zmsg_t *m, size_t i, size_t *len)
+const char *rmsg_frame(const rmsg_t *m, size_t i, size_t *len)
 {
     if (!m || i >= m->n)
         return NULL;
@@ -113,14 +113,14 @@ const char *zmsg_frame(const zmsg_t *m, size_t i, size_t *len)
     return m->frames[i].data;
 }
 
-char *zmsg_strdup(const zmsg_t *m, size_t i)
+char *rmsg_strdup(const rmsg_t *m, size_t i)
 {
     if (!m || i >= m->n)
         return NULL;
     return must(strndup(m->frames[i].data, m->frames[i].len));
 }
 
-int zmsg_frame_is(const zmsg_t *m, size_t i, const char *s)
+int rmsg_frame_is(const rmsg_t *m, size_t i, const char *s)
 {
     if (!m || i >= m->n)
         return 0;
@@ -128,7 +128,7 @@ int zmsg_frame_is(const zmsg_t *m, size_t i, const char *s)
     return m->frames[i].len == n && memcmp(m->frames[i].data, s, n) == 0;
 }
 
-int zmsg_frame_int64(const zmsg_t *m, size_t i, int64_t *out)
+int rmsg_frame_int64(const rmsg_t *m, size_t i, int64_t *out)
 {
     if (!m || i >= m->n || m->frames[i].len == 0 || m->frames[i].len > 20)
         return -1;
@@ -143,29 +143,29 @@ int zmsg_frame_int64(const zmsg_t *m, size_t i, int64_t *out)
     return 0;
 }
 
-char *zmsg_popstr(zmsg_t *m)
+char *rmsg_popstr(rmsg_t *m)
 {
     if (!m || m->n == 0)
         return NULL;
     char *s = m->frames[0].data; /* already NUL-terminated */
-    memmove(&m->frames[0], &m->frames[1], (m->n - 1) * sizeof(zframe_t));
+    memmove(&m->frames[0], &m->frames[1], (m->n - 1) * sizeof(rframe_t));
     m->n--;
     return s;
 }
 
-zmsg_t *zmsg_pop_frame_msg(zmsg_t *m)
+rmsg_t *rmsg_pop_frame_msg(rmsg_t *m)
 {
     if (!m || m->n == 0)
         return NULL;
-    zmsg_t *out = zmsg_new();
-    zmsg_addmem(out, m->frames[0].data, m->frames[0].len);
-    free(zmsg_popstr(m));
+    rmsg_t *out = rmsg_new();
+    rmsg_addmem(out, m->frames[0].data, m->frames[0].len);
+    free(rmsg_popstr(m));
     return out;
 }
 
-int zmsg_send(zmsg_t **self_p, void *socket, int flags)
+int rmsg_send(rmsg_t **self_p, void *socket, int flags)
 {
-    zmsg_t *m = *self_p;
+    rmsg_t *m = *self_p;
     int rc = 0;
     for (size_t i = 0; i < m->n; i++) {
         int more = i + 1 < m->n ? ZMQ_SNDMORE : 0;
@@ -175,14 +175,14 @@ int zmsg_send(zmsg_t **self_p, void *socket, int flags)
         }
     }
     int saved = errno;
-    zmsg_destroy(self_p);
+    rmsg_destroy(self_p);
     errno = saved;
     return rc;
 }
 
-zmsg_t *zmsg_recv(void *socket, int flags, size_t max_frames, size_t max_bytes)
+rmsg_t *rmsg_recv(void *socket, int flags, size_t max_frames, size_t max_bytes)
 {
-    zmsg_t *m = zmsg_new();
+    rmsg_t *m = rmsg_new();
     size_t total = 0;
     int oversize = 0;
     for (;;) {
@@ -193,7 +193,7 @@ zmsg_t *zmsg_recv(void *socket, int flags, size_t max_frames, size_t max_bytes)
         if (zmq_msg_recv(&part, socket, m->n == 0 && !oversize ? flags : 0) < 0) {
             int saved = errno;
             zmq_msg_close(&part);
-            zmsg_destroy(&m);
+            rmsg_destroy(&m);
             errno = saved;
             return NULL;
         }
@@ -202,14 +202,14 @@ zmsg_t *zmsg_recv(void *socket, int flags, size_t max_frames, size_t max_bytes)
         if (m->n >= max_frames || total > max_bytes)
             oversize = 1;
         if (!oversize)
-            zmsg_addmem(m, zmq_msg_data(&part), len);
+            rmsg_addmem(m, zmq_msg_data(&part), len);
         int more = zmq_msg_more(&part);
         zmq_msg_close(&part);
         if (!more)
             break;
     }
     if (oversize) {
-        zmsg_destroy(&m);
+        rmsg_destroy(&m);
         errno = EMSGSIZE;
         return NULL;
     }
