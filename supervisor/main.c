@@ -164,75 +164,47 @@ static void split_flags(int argc, char **argv, char **common, int *ncommon, int 
     }
 }
 
-int main(int argc, char **argv)
-{
-    rdc_common_opts_t c;
-    opts_common_defaults(&c);
-    const char *bindir = NULL, *wh_dir = NULL, *wh_addr = NULL;
-    int webhook = 0, wh_port = 9443, observer = 1;
-    migrate_flags_t mf = {.state_file = NULL, .page_size = 100, .qps = 10, .dry_run = 0};
-    opt_t table[OPTS_COMMON_COUNT + 11];
-    opts_common_fill(&c, table);
-    table[OPTS_COMMON_COUNT] = (opt_t){"bindir", OPT_STRING, &bindir,
-                                       "directory of the daemon executables (default: beside supervisor)"};
-    table[OPTS_COMMON_COUNT + 1] = (opt_t){"webhook", OPT_BOOL, &webhook,
-                                           "also run the admission webhook server"};
-    table[OPTS_COMMON_COUNT + 2] = (opt_t){"webhook-cert-dir", OPT_STRING, &wh_dir,
-                                           "webhook server: directory of tls.crt and tls.key (default: webhookd's, /tmp/k8s-webhook-server/serving-certs)"};
-    table[OPTS_COMMON_COUNT + 3] = (opt_t){"webhook-port", OPT_INT, &wh_port,
-                                           "webhook server: HTTPS port"};
-    table[OPTS_COMMON_COUNT + 4] = (opt_t){"webhook-bind-address", OPT_STRING, &wh_addr,
-                                           "webhook server: address to listen on (default all)"};
-    table[OPTS_COMMON_COUNT + 5] = (opt_t){"state-file", OPT_STRING, &mf.state_file,
-                                           "ctl migrate-storage: progress file to resume from (default none)"};
-    table[OPTS_COMMON_COUNT + 6] = (opt_t){"page-size", OPT_INT, &mf.page_size,
-                                           "ctl migrate-storage: objects per LIST page"};
-    table[OPTS_COMMON_COUNT + 7] = (opt_t){"qps", OPT_DOUBLE, &mf.qps,
-                                           "ctl migrate-storage: object writes per second (< 0: unlimited)"};
-    table[OPTS_COMMON_COUNT + 8] = (opt_t){"dry-run", OPT_BOOL, &mf.dry_run,
-                                           "ctl migrate-storage: send the writes with dryRun=All, leave the CRD alone"};
-    table[OPTS_COMMON_COUNT + 9] = (opt_t){"redis-observer", OPT_BOOL, &observer,
-                                           "also run observerd, which probes every Redis pod (--redis-observer=false: not)"};
-    table[OPTS_COMMON_COUNT + 10] = (opt_t){NULL, OPT_END, NULL, NULL};
+/* The supervisor's own flags, as read. */
+typedef struct {
+    const char *bindir, *wh_dir, *wh_addr;
+    int webhook, wh_port, observer;
+    migrate_flags_t mf;
+} own_opts_t;
 
-    const char *pos[4];
-    size_t npos = 0;
-    int early = opts_main("supervisor", summary, table, &c, argc, argv, pos, 4, &npos);
-    if (early >= 0)
-        return early;
-    char err[1536];
-    char rtdir[4096];
+/* `supervisor ctl ...`: the exit code. */
+static int run_ctl(const rdc_common_opts_t *c, const own_opts_t *o, const char **pos, size_t npos)
+{
+    char err[1536], rtdir[4096];
     if (npos >= 2 && !strcmp(pos[0], "ctl") && !strcmp(pos[1], "migrate-storage")) {
-        if (npos > 2 || mf.page_size < 1 || mf.page_size > 500 || mf.qps == 0) {
+        if (npos > 2 || o->mf.page_size < 1 || o->mf.page_size > 500 || o->mf.qps == 0) {
             fprintf(stderr, "supervisor: ctl migrate-storage takes no arguments, --page-size 1..500 and a --qps "
                             "other than 0\n");
             return 2;
         }
-        return run_migrate_storage(&c, &mf);
+        return run_migrate_storage(c, &o->mf);
     }
-    if (npos > 0) {
-        if (daemon_runtime_dir(c.runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
-            fprintf(stderr, "supervisor: %s\n", err);
-            return 1;
-        }
-        if (strcmp(pos[0], "ctl") != 0) {
-            fprintf(stderr, "supervisor: unknown command \"%s\" (see --help)\n", pos[0]);
-            return 2;
-        }
-        return supervisor_ctl(rtdir, (int)npos - 1, pos + 1);
+    if (daemon_runtime_dir(c->runtime_dir, rtdir, sizeof(rtdir), err, sizeof(err))) {
+        fprintf(stderr, "supervisor: %s\n", err);
+        return 1;
     }
-    if (c.workers < 0 || c.workers > 64) {
-        fprintf(stderr, "supervisor: --workers must be from 0 to 64\n");
+    if (strcmp(pos[0], "ctl") != 0) {
+        fprintf(stderr, "supervisor: unknown command \"%s\" (see --help)\n", pos[0]);
         return 2;
     }
+    return supervisor_ctl(rtdir, (int)npos - 1, pos + 1);
+}
 
-    /* One supervisor per runtime directory (s6's lock file); without --runtime-dir a
-     * free one is picked rather than failing because another operator of ours runs. */
+/* One supervisor per runtime directory (s6's lock file); without --runtime-dir a free one
+ * is picked rather than failing because another operator of ours runs. The lock's fd, or
+ * -1 after logging. */
+static int lock_runtime_dir(const rdc_common_opts_t *c, char *rtdir, size_t len)
+{
+    char err[1536];
     int fallback = 0;
-    int lockfd = rundir_acquire(c.runtime_dir, rtdir, sizeof(rtdir), &fallback, err, sizeof(err));
+    int lockfd = rundir_acquire(c->runtime_dir, rtdir, len, &fallback, err, sizeof(err));
     if (lockfd < 0) {
         rlog_error("cannot use a runtime directory", "error", err);
-        return 1;
+        return -1;
     }
     if (fallback) {
         char def[4096], holder[32];
@@ -242,12 +214,23 @@ int main(int argc, char **argv)
                   "(pass --runtime-dir to `supervisor ctl` to reach this one)",
                   "default", def, "holder_pid", holder, "runtime_dir", rtdir);
     }
+    return lockfd;
+}
+
+/* Run the daemons until a signal; the exit code. */
+static int supervise(const rdc_common_opts_t *c, const own_opts_t *o, int argc, char **argv)
+{
+    char err[1536], rtdir[4096], bindir_buf[4096];
+    int lockfd = lock_runtime_dir(c, rtdir, sizeof(rtdir));
+    if (lockfd < 0)
+        return 1;
     int sfd = daemon_signalfd(err, sizeof(err));
     if (sfd < 0) {
         rlog_error("cannot set up signals", "error", err);
+        close(lockfd);
         return 1;
     }
-    char bindir_buf[4096];
+    const char *bindir = o->bindir;
     if (!bindir) {
         default_bindir(bindir_buf, sizeof(bindir_buf));
         bindir = bindir_buf;
@@ -258,29 +241,67 @@ int main(int argc, char **argv)
     supervisor_config_t cfg = {
         .bindir = bindir,
         .runtime_dir = rtdir,
-        .workers = c.workers,
-        .webhook = webhook,
-        .observer = observer,
-        .grace_s = c.graceful_shutdown_timeout,
-        .metrics_addr = c.metrics_bind_address,
-        .health_addr = c.health_probe_bind_address,
+        .workers = c->workers,
+        .webhook = o->webhook,
+        .observer = o->observer,
+        .grace_s = c->graceful_shutdown_timeout,
+        .metrics_addr = c->metrics_bind_address,
+        .health_addr = c->health_probe_bind_address,
         .child_argc = cargc,
         .child_argv = cargv,
         .webhook_argc = wargc,
         .webhook_argv = wargv,
     };
     supervisor_t *s = NULL;
+    int rc = 1;
     if (supervisor_new(&cfg, &s, err, sizeof(err))) {
         rlog_error("cannot start", "error", err);
-        return 1;
+    } else {
+        char nworkers[16];
+        snprintf(nworkers, sizeof(nworkers), "%d", c->workers);
+        rlog_info("supervisor started", "version", RDC_VERSION, "runtime_dir", rtdir, "bindir",
+                  bindir, "workers", nworkers);
+        rc = supervisor_run(s, sfd);
+        supervisor_destroy(&s);
     }
-    char nworkers[16];
-    snprintf(nworkers, sizeof(nworkers), "%d", c.workers);
-    rlog_info("supervisor started", "version", RDC_VERSION, "runtime_dir", rtdir, "bindir",
-              bindir, "workers", nworkers);
-    int rc = supervisor_run(s, sfd);
-    supervisor_destroy(&s);
     close(sfd);
     close(lockfd); /* the file stays: see rundir.h */
     return rc;
+}
+
+int main(int argc, char **argv)
+{
+    rdc_common_opts_t c;
+    opts_common_defaults(&c);
+    own_opts_t o = {.wh_port = 9443, .observer = 1, .mf = {.page_size = 100, .qps = 10}};
+    const opt_t own[] = {
+        {"bindir", OPT_STRING, &o.bindir, "directory of the daemon executables (default: beside supervisor)"},
+        {"webhook", OPT_BOOL, &o.webhook, "also run the admission webhook server"},
+        {"webhook-cert-dir", OPT_STRING, &o.wh_dir,
+         "webhook server: directory of tls.crt and tls.key (default: webhookd's, /tmp/k8s-webhook-server/serving-certs)"},
+        {"webhook-port", OPT_INT, &o.wh_port, "webhook server: HTTPS port"},
+        {"webhook-bind-address", OPT_STRING, &o.wh_addr, "webhook server: address to listen on (default all)"},
+        {"state-file", OPT_STRING, &o.mf.state_file, "ctl migrate-storage: progress file to resume from (default none)"},
+        {"page-size", OPT_INT, &o.mf.page_size, "ctl migrate-storage: objects per LIST page"},
+        {"qps", OPT_DOUBLE, &o.mf.qps, "ctl migrate-storage: object writes per second (< 0: unlimited)"},
+        {"dry-run", OPT_BOOL, &o.mf.dry_run,
+         "ctl migrate-storage: send the writes with dryRun=All, leave the CRD alone"},
+        {"redis-observer", OPT_BOOL, &o.observer,
+         "also run observerd, which probes every Redis pod (--redis-observer=false: not)"},
+        {NULL, OPT_END, NULL, NULL},
+    };
+    opt_t table[OPTS_JOINED_LEN(own)];
+    opts_common_join(&c, own, table);
+    const char *pos[4];
+    size_t npos = 0;
+    int early = opts_main("supervisor", summary, table, &c, argc, argv, pos, 4, &npos);
+    if (early >= 0)
+        return early;
+    if (npos > 0)
+        return run_ctl(&c, &o, pos, npos);
+    if (c.workers < 0 || c.workers > 64) {
+        fprintf(stderr, "supervisor: --workers must be from 0 to 64\n");
+        return 2;
+    }
+    return supervise(&c, &o, argc, argv);
 }

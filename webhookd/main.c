@@ -102,51 +102,16 @@ static int fit_open_files(int max_connections)
     return fit;
 }
 
-int main(int argc, char **argv)
+/* 0 when the flags hold together (and wc's timeouts set from them), else 2 after saying
+ * why on stderr. */
+static int check_flags(webhook_server_config_t *wc, double request_timeout, double idle_timeout)
 {
-    rdc_common_opts_t c;
-    opts_common_defaults(&c);
-    webhook_server_config_t wc = {
-        .bind_address = "",
-        .port = WEBHOOK_DEFAULT_PORT,
-        .cert_dir = WEBHOOK_DEFAULT_CERT_DIR,
-        .cert_name = "tls.crt",
-        .key_name = "tls.key",
-    };
-    double request_timeout = WEBHOOK_DEFAULT_REQUEST_TIMEOUT_MS / 1000.0, idle_timeout = WEBHOOK_DEFAULT_TIMEOUT_S;
-    wc.max_connections = WEBHOOK_DEFAULT_MAX_CONNECTIONS;
-    opt_t table[OPTS_COMMON_COUNT + 9];
-    opts_common_fill(&c, table);
-    opt_t *t = &table[OPTS_COMMON_COUNT];
-    t[0] = (opt_t){"webhook-port", OPT_INT, &wc.port, "port of the webhook server (0 = any free port)"};
-    t[1] = (opt_t){"webhook-bind-address", OPT_STRING, &wc.bind_address,
-                   "address the webhook server listens on (empty = every interface)"};
-    t[2] = (opt_t){"webhook-cert-dir", OPT_STRING, &wc.cert_dir,
-                   "directory of the serving certificate and key (reloaded when they change)"};
-    t[3] = (opt_t){"webhook-cert-name", OPT_STRING, &wc.cert_name, "certificate file in --webhook-cert-dir"};
-    t[4] = (opt_t){"webhook-key-name", OPT_STRING, &wc.key_name, "key file in --webhook-cert-dir"};
-    t[5] = (opt_t){"webhook-max-connections", OPT_INT, &wc.max_connections,
-                   "open connections at most; over it new ones are closed at accept (counted in "
-                   "webhook_connections_refused_total)"};
-    t[6] = (opt_t){"webhook-request-timeout", OPT_DURATION, &request_timeout,
-                   "a connection must deliver a whole request (TLS handshake, headers, body) within this of "
-                   "its accept, or of the previous request plus --webhook-idle-timeout"};
-    t[7] = (opt_t){"webhook-idle-timeout", OPT_DURATION, &idle_timeout,
-                   "a kept-alive connection silent this long is closed (also: any read or write stall)"};
-    t[8] = (opt_t){NULL, OPT_END, NULL, NULL};
-
-    /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
-    opts_common_select(table, "log-level,log-format,runtime-dir");
-    int early = opts_main("webhookd", summary, table, &c, argc, argv, NULL, 0, NULL);
-    if (early >= 0)
-        return early;
-    char err[1024];
-    if (wc.port < 0 || wc.port > 65535) {
-        fprintf(stderr, "webhookd: --webhook-port must be from 0 to 65535, have %d\n", wc.port);
+    if (wc->port < 0 || wc->port > 65535) {
+        fprintf(stderr, "webhookd: --webhook-port must be from 0 to 65535, have %d\n", wc->port);
         return 2;
     }
-    if (wc.max_connections < 1) {
-        fprintf(stderr, "webhookd: --webhook-max-connections must be at least 1, have %d\n", wc.max_connections);
+    if (wc->max_connections < 1) {
+        fprintf(stderr, "webhookd: --webhook-max-connections must be at least 1, have %d\n", wc->max_connections);
         return 2;
     }
     /* Whole milliseconds and whole seconds (evhttp's timeout), up to a day. */
@@ -155,22 +120,38 @@ int main(int argc, char **argv)
                         "from 1s to 24h, have %gs and %gs\n", request_timeout, idle_timeout);
         return 2;
     }
-    wc.request_timeout_ms = (int)(request_timeout * 1000 + 0.5);
-    wc.timeout_s = (int)(idle_timeout + 0.5);
+    wc->request_timeout_ms = (int)(request_timeout * 1000 + 0.5);
+    wc->timeout_s = (int)(idle_timeout + 0.5);
+    return 0;
+}
 
+static void log_listening(const app_t *a, const webhook_server_config_t *wc)
+{
+    char port[16], maxc[16], rto[16], ito[16];
+    snprintf(port, sizeof(port), "%d", webhook_server_port(a->server));
+    snprintf(maxc, sizeof(maxc), "%d", wc->max_connections);
+    snprintf(rto, sizeof(rto), "%dms", wc->request_timeout_ms);
+    snprintf(ito, sizeof(ito), "%ds", wc->timeout_s);
+    rlog_info("webhook server listening", "version", RDC_VERSION, "address",
+              *wc->bind_address ? wc->bind_address : "*", "port", port, "certDir", wc->cert_dir,
+              "maxConnections", maxc, "requestTimeout", rto, "idleTimeout", ito);
+}
+
+/* Serve on libevent until SIGTERM/SIGINT; the exit code. */
+static int serve(const rdc_common_opts_t *c, webhook_server_config_t *wc)
+{
     int code = 1, sfd = -1;
-    char rtdir[4096];
-    const char *name = getenv("RDC_CHILD_NAME");
-    app_t a = {.name = name && *name ? name : "webhookd", .runtime_dir = rtdir};
+    char rtdir[4096], err[1024];
+    app_t a = {.name = daemon_child_name("webhookd"), .runtime_dir = rtdir};
     struct event *sig_ev = NULL, *tick_ev = NULL;
-    if ((sfd = daemon_loop_setup(c.runtime_dir, rtdir, sizeof(rtdir))) < 0)
+    if ((sfd = daemon_loop_setup(c->runtime_dir, rtdir, sizeof(rtdir))) < 0)
         goto out;
     if (!(a.base = event_base_new())) {
         rlog_error("cannot create the event loop");
         goto out;
     }
-    wc.max_connections = fit_open_files(wc.max_connections);
-    if (webhook_server_new(a.base, &wc, &a.server, err, sizeof(err))) {
+    wc->max_connections = fit_open_files(wc->max_connections);
+    if (webhook_server_new(a.base, wc, &a.server, err, sizeof(err))) {
         rlog_error("cannot start the webhook server", "error", err);
         goto out;
     }
@@ -181,15 +162,7 @@ int main(int argc, char **argv)
         rlog_error("cannot set up the event loop");
         goto out;
     }
-    char port[16];
-    snprintf(port, sizeof(port), "%d", webhook_server_port(a.server));
-    char maxc[16], rto[16], ito[16];
-    snprintf(maxc, sizeof(maxc), "%d", wc.max_connections);
-    snprintf(rto, sizeof(rto), "%dms", wc.request_timeout_ms);
-    snprintf(ito, sizeof(ito), "%ds", wc.timeout_s);
-    rlog_info("webhook server listening", "version", RDC_VERSION, "address",
-              *wc.bind_address ? wc.bind_address : "*", "port", port, "certDir", wc.cert_dir,
-              "maxConnections", maxc, "requestTimeout", rto, "idleTimeout", ito);
+    log_listening(&a, wc);
     daemon_publish_metrics(rtdir, a.name);
     daemon_notify_ready();
     if (event_base_dispatch(a.base) < 0) {
@@ -210,6 +183,50 @@ out:
         event_base_free(a.base);
     if (sfd >= 0)
         close(sfd);
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    rdc_common_opts_t c;
+    opts_common_defaults(&c);
+    webhook_server_config_t wc = {
+        .bind_address = "",
+        .port = WEBHOOK_DEFAULT_PORT,
+        .cert_dir = WEBHOOK_DEFAULT_CERT_DIR,
+        .cert_name = "tls.crt",
+        .key_name = "tls.key",
+        .max_connections = WEBHOOK_DEFAULT_MAX_CONNECTIONS,
+    };
+    double request_timeout = WEBHOOK_DEFAULT_REQUEST_TIMEOUT_MS / 1000.0, idle_timeout = WEBHOOK_DEFAULT_TIMEOUT_S;
+    const opt_t own[] = {
+        {"webhook-port", OPT_INT, &wc.port, "port of the webhook server (0 = any free port)"},
+        {"webhook-bind-address", OPT_STRING, &wc.bind_address,
+         "address the webhook server listens on (empty = every interface)"},
+        {"webhook-cert-dir", OPT_STRING, &wc.cert_dir,
+         "directory of the serving certificate and key (reloaded when they change)"},
+        {"webhook-cert-name", OPT_STRING, &wc.cert_name, "certificate file in --webhook-cert-dir"},
+        {"webhook-key-name", OPT_STRING, &wc.key_name, "key file in --webhook-cert-dir"},
+        {"webhook-max-connections", OPT_INT, &wc.max_connections,
+         "open connections at most; over it new ones are closed at accept (counted in "
+         "webhook_connections_refused_total)"},
+        {"webhook-request-timeout", OPT_DURATION, &request_timeout,
+         "a connection must deliver a whole request (TLS handshake, headers, body) within this of "
+         "its accept, or of the previous request plus --webhook-idle-timeout"},
+        {"webhook-idle-timeout", OPT_DURATION, &idle_timeout,
+         "a kept-alive connection silent this long is closed (also: any read or write stall)"},
+        {NULL, OPT_END, NULL, NULL},
+    };
+    opt_t table[OPTS_JOINED_LEN(own)];
+    opts_common_join(&c, own, table);
+    /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
+    opts_common_select(table, "log-level,log-format,runtime-dir");
+    int early = opts_main("webhookd", summary, table, &c, argc, argv, NULL, 0, NULL);
+    if (early >= 0)
+        return early;
+    if (check_flags(&wc, request_timeout, idle_timeout))
+        return 2;
+    int code = serve(&c, &wc);
     metrics_default_free();
     return code;
 }
