@@ -102,6 +102,11 @@ const char *redisconf_owned(const char *name, int persistence_set)
     return NULL;
 }
 
+const char *redisconf_owned_name(size_t i)
+{
+    return i < sizeof(owned) / sizeof(owned[0]) ? owned[i].name : NULL;
+}
+
 int redisconf_runtime_settable(const char *name)
 {
     for (size_t i = 0; i < sizeof(runtime) / sizeof(runtime[0]); i++)

@@ -42,6 +42,10 @@ int redisconf_value_ok(const char *value);
  * persistence_set: spec.persistence is set (then appendonly is owned too). */
 const char *redisconf_owned(const char *name, int persistence_set);
 
+/* The i-th always-owned directive of the table (appendonly aside), NULL past the end: the
+ * CRD's CEL rule on spec.config.extra lists the same names (test_knobs compares them). */
+const char *redisconf_owned_name(size_t i);
+
 /* 1 when Redis can change name (any case) at run time with CONFIG SET, else 0. */
 int redisconf_runtime_settable(const char *name);
 

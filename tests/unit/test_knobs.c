@@ -91,6 +91,8 @@ static char *errors_of(const char *spec)
     return s;
 }
 
+static const json_object *body_of(const plan_t *p, const char *resource);
+
 /* ---- The deny-list and the runtime table -------------------------------------------- */
 
 static void test_every_owned_directive_is_refused_by_name(void)
@@ -127,6 +129,52 @@ static void test_every_owned_directive_is_refused_by_name(void)
     ASSERT_TEXT_HAS(err, "spec.config.extra.appendonly: Forbidden: directive \"appendonly\" is owned by the operator: "
                          "set by spec.persistence");
     free(err);
+}
+
+/* The CRD's CEL rule refuses the same directives (the API server says so even without the
+ * webhook): its list, read from the file, is redisconf's table in the same order. */
+static void test_crd_lists_the_owned_directives(void)
+{
+    const char *top = getenv("RDC_TOP");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/crds/cache.example.com_redisclusters.yaml", top && *top ? top : ".");
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char line[4096], want[4096] = "";
+    size_t off = 0;
+    for (size_t i = 0; redisconf_owned_name(i); i++)
+        off += (size_t)snprintf(want + off, sizeof(want) - off, "%s'%s'", i ? ", " : "", redisconf_owned_name(i));
+    int rules = 0;
+    while (fgets(line, sizeof(line), f)) {
+        const char *r = strstr(line, "self.all(k, !(k in [");
+        if (!r)
+            continue;
+        rules++;
+        r += strlen("self.all(k, !(k in [");
+        const char *end = strchr(r, ']');
+        CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+        if ((size_t)(end - r) != strlen(want) || strncmp(r, want, strlen(want)))
+            fprintf(stderr, "\n  CRD: %.*s\n  redisconf: %s\n", (int)(end - r), r, want);
+        CU_ASSERT_EQUAL((size_t)(end - r), strlen(want));
+        CU_ASSERT_EQUAL(strncmp(r, want, strlen(want)), 0);
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(rules, 1); /* on v1 only */
+}
+
+/* workerd's side of the same rule (no webhook, an object stored past it): Failed, named. */
+static void test_owned_directive_fails_the_reconcile(void)
+{
+    json_object *rc = rc_with("{\"size\":1,\"image\":\"redis\",\"config\":{\"extra\":{\"requirepass\":\"x\"}}}");
+    plan_t *p = plan_compute_children(rc, &(plan_children_t){NULL, NULL, NULL, NULL}, NULL, T1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
+    CU_ASSERT_PTR_NULL(body_of(p, "statefulsets"));
+    CU_ASSERT_PTR_NULL(body_of(p, "configmaps"));
+    ASSERT_TEXT_HAS(json_object_to_json_string_ext(plan_status(p), JSON_C_TO_STRING_NOSLASHESCAPE), "InvalidSpec",
+                    "spec.config.extra.requirepass: Forbidden: directive \\\"requirepass\\\" is owned by the operator: set by spec.auth");
+    plan_destroy(&p);
+    json_object_put(rc);
 }
 
 static void test_extra_values_and_names(void)
@@ -562,6 +610,8 @@ static void test_knobs_survive_v1alpha1(void)
 static CU_TestInfo tests[] = {
     {"every owned directive refused by name", test_every_owned_directive_is_refused_by_name},
     {"extra directive names and values", test_extra_values_and_names},
+    {"the CRD's CEL rule lists the same directives", test_crd_lists_the_owned_directives},
+    {"an owned directive fails the reconcile, named", test_owned_directive_fails_the_reconcile},
     {"runtime-settable table", test_runtime_table},
     {"pod knob rules (table)", test_knob_rules},
     {"render: every default", test_render_defaults},
