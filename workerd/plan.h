@@ -10,7 +10,8 @@
  *
  * ACTIONS, in the order they appear (each kind at most once, except creates and applies,
  * which come in the order ConfigMap, Service, StatefulSet so pods never start without
- * their config):
+ * their config, then the PodDisruptionBudget, planned only while the StatefulSet of that
+ * name is ours or absent):
  *
  *   PLAN_ADD_FINALIZER     PATCH <RedisCluster>, application/merge-patch+json,
  *   PLAN_REMOVE_FINALIZER  body {"metadata":{"finalizers":[...],"resourceVersion":RV}}:
