@@ -8,7 +8,7 @@
  * deltas (informerd PUB, the Clone pattern of the ZeroMQ guide)
  *   DELTA seq type kind key resourceVersion object
  *     seq: strictly increasing per informerd process; type: ADDED | MODIFIED | DELETED;
- *     kind: RedisCluster | ConfigMap | Service | StatefulSet | Pod; key: namespace/name
+ *     kind: RedisCluster | ConfigMap | Service | StatefulSet | PodDisruptionBudget | Pod; key: namespace/name
  *     (a Pod's key is its own; its RedisCluster is its app.kubernetes.io/instance label);
  *     object: the cached object (for DELETED, the last known state).
  *   HUGZ seq            heartbeat once a second when idle (seq = last published)
@@ -30,7 +30,7 @@
  *       epoch: the leader epoch this item was dispatched under (see leader);
  *       rediscluster: the cached RedisCluster JSON; children: a JSON object
  *       {"ConfigMap": obj|null, "Service": obj|null, "StatefulSet": obj|null,
- *        "Pods": [pod, ...], "Redis": observation|null}
+ *        "PodDisruptionBudget": obj|null, "Pods": [pod, ...], "Redis": observation|null}
  *       Pods are the cluster's pods in compact form (metadata, spec.nodeName,
  *       status.podIP/phase/conditions); Redis is the latest OBSERVED observation.
  *     HEARTBEAT

@@ -2,6 +2,7 @@
 #include "rdc_spec.h"
 
 #include "jsonx.h"
+#include "redisconf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -559,6 +560,268 @@ static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec)
     }
 }
 
+/* ---- v1 pod, PDB, storage and config knobs (issue 20) ---------------------------------- */
+
+/* A Kubernetes quantity as the API parses one: [+-]digits[.digits] then a binary or
+ * decimal suffix or an exponent ("500m", "1Gi", "0.5", "1e3"). */
+static int is_quantity(const char *s)
+{
+    size_t i = (*s == '+' || *s == '-'), digits = 0;
+    for (int dot = 0; (s[i] >= '0' && s[i] <= '9') || (s[i] == '.' && !dot); i++) {
+        dot |= s[i] == '.';
+        digits += s[i] != '.';
+    }
+    if (!digits || strlen(s) > 64)
+        return 0;
+    static const char *const suffixes[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"};
+    for (size_t k = 0; k < sizeof(suffixes) / sizeof(suffixes[0]); k++)
+        if (!strcmp(s + i, suffixes[k]))
+            return 1;
+    if (s[i] != 'e' && s[i] != 'E')
+        return 0;
+    i += 1 + (s[i + 1] == '+' || s[i + 1] == '-');
+    if (!s[i])
+        return 0;
+    for (; s[i]; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
+/* A label value: at most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends ("" too). */
+static int is_label_value(const char *s)
+{
+    size_t n = strlen(s);
+    if (n > 63)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && ((i == 0 || i == n - 1) || (c != '.' && c != '_' && c != '-')))
+            return 0;
+    }
+    return 1;
+}
+
+/* A label or annotation key: [prefix/]name, prefix a DNS subdomain, name a label value of
+ * 1..63 characters. */
+static int is_qualified_name(const char *s)
+{
+    const char *slash = strchr(s, '/');
+    if (slash) {
+        char prefix[254];
+        size_t n = (size_t)(slash - s);
+        if (n == 0 || n >= sizeof(prefix))
+            return 0;
+        memcpy(prefix, s, n);
+        prefix[n] = '\0';
+        if (!rdc_spec_is_dns1123_subdomain(prefix))
+            return 0;
+        s = slash + 1;
+    }
+    return *s && is_label_value(s);
+}
+
+/* An optional array of at most max objects; returns it or NULL (problems recorded). */
+static const json_object *optional_object_array(rdc_field_errors_t *e, const json_object *o, const char *key,
+                                                const char *field, size_t max)
+{
+    const json_object *v = jsonx_get(o, key);
+    if (!v || json_object_is_type(v, json_type_null))
+        return NULL;
+    if (!json_object_is_type(v, json_type_array)) {
+        field_error(e, RDC_FIELD_INVALID, field, v, "must be an array");
+        return NULL;
+    }
+    if (json_object_array_length(v) > max) {
+        field_error(e, RDC_FIELD_INVALID, field, NULL, "must have at most %zu items", max);
+        return NULL;
+    }
+    for (size_t i = 0; i < json_object_array_length(v); i++) {
+        const json_object *it = json_object_array_get_idx(v, i);
+        if (!it || !json_object_is_type(it, json_type_object)) {
+            char f[128];
+            snprintf(f, sizeof(f), "%s[%zu]", field, i);
+            field_error(e, RDC_FIELD_INVALID, f, it, "must be an object");
+            return NULL;
+        }
+    }
+    return v;
+}
+
+/* A map of label keys to label values (values_label) or to any strings (annotations).
+ * Keys starting with one of the reserved prefixes (NULL-terminated) are forbidden. */
+static void check_string_map(rdc_field_errors_t *e, const json_object *o, const char *key, const char *field,
+                             int values_label, const char *const *reserved)
+{
+    const json_object *m = optional_object(e, o, key, field);
+    if (!m)
+        return;
+    if (json_object_object_length(m) > RDC_SPEC_MAP_MAX) {
+        field_error(e, RDC_FIELD_INVALID, field, NULL, "must have at most %d entries", RDC_SPEC_MAP_MAX);
+        return;
+    }
+    json_object_object_foreach((json_object *)m, k, v)
+    {
+        char f[384];
+        snprintf(f, sizeof(f), "%s[%.300s]", field, k);
+        const char *s = NULL;
+        if (!is_qualified_name(k)) {
+            field_error(e, RDC_FIELD_INVALID, f, NULL,
+                        "must be a qualified name ([prefix/]name, name of [A-Za-z0-9._-] of at most 63 characters)");
+            continue;
+        }
+        for (size_t i = 0; reserved && reserved[i]; i++)
+            if (!strncmp(k, reserved[i], strlen(reserved[i]))) {
+                field_error(e, RDC_FIELD_FORBIDDEN, f, NULL, "%s is set by the operator", k);
+                break;
+            }
+        if (!v || !json_object_is_type(v, json_type_string) || jsonx_string(m, k, &s) != JSONX_OK)
+            field_error(e, RDC_FIELD_INVALID, f, v, "must be a string");
+        else if (values_label ? !is_label_value(s) : strlen(s) > RDC_SPEC_ANNOTATION_MAX)
+            field_error(e, RDC_FIELD_INVALID, f, v,
+                        values_label ? "must be a label value: at most 63 characters of [A-Za-z0-9._-], "
+                                       "alphanumeric at both ends"
+                                     : "must be at most 4096 bytes");
+    }
+}
+
+/* {labels, annotations} for pods or Services. */
+static void check_extra_metadata(rdc_field_errors_t *e, const json_object *spec, const char *key, const char *field)
+{
+    static const char *const labels[] = {"app.kubernetes.io/name", "app.kubernetes.io/instance",
+                                         "app.kubernetes.io/managed-by", "app.kubernetes.io/part-of", NULL};
+    static const char *const annotations[] = {"cache.example.com/", NULL};
+    const json_object *m = optional_object(e, spec, key, field);
+    char f[128];
+    snprintf(f, sizeof(f), "%s.labels", field);
+    check_string_map(e, m, "labels", f, 1, labels);
+    snprintf(f, sizeof(f), "%s.annotations", field);
+    check_string_map(e, m, "annotations", f, 0, annotations);
+}
+
+static void check_resources(rdc_field_errors_t *e, const json_object *spec)
+{
+    const json_object *res = optional_object(e, spec, "resources", "spec.resources");
+    if (!res)
+        return;
+    json_object_object_foreach((json_object *)res, part, list)
+    {
+        char f[384];
+        snprintf(f, sizeof(f), "spec.resources.%.64s", part);
+        if (strcmp(part, "requests") && strcmp(part, "limits")) {
+            field_error(e, RDC_FIELD_FORBIDDEN, f, NULL, "only requests and limits may be set");
+            continue;
+        }
+        if (!list || json_object_is_type(list, json_type_null))
+            continue;
+        if (!json_object_is_type(list, json_type_object)) {
+            field_error(e, RDC_FIELD_INVALID, f, list, "must be an object");
+            continue;
+        }
+        json_object_object_foreach(list, name, q)
+        {
+            snprintf(f, sizeof(f), "spec.resources.%s[%.253s]", part, name);
+            const char *s = NULL;
+            if (q && json_object_is_type(q, json_type_int) && json_object_get_int64(q) >= 0)
+                continue;
+            if (!q || !json_object_is_type(q, json_type_string) || jsonx_string(list, name, &s) != JSONX_OK ||
+                !is_quantity(s))
+                field_error(e, RDC_FIELD_INVALID, f, q, "must be a quantity, e.g. 500m, 1Gi or 2");
+        }
+    }
+}
+
+static void check_pdb_and_retention(rdc_field_errors_t *e, const json_object *spec)
+{
+    const json_object *pdb = optional_object(e, spec, "podDisruptionBudget", "spec.podDisruptionBudget");
+    const json_object *mu = jsonx_get(pdb, "maxUnavailable");
+    if (mu && !json_object_is_type(mu, json_type_null)) {
+        const char *s = json_object_is_type(mu, json_type_string) ? json_object_get_string((json_object *)mu) : NULL;
+        size_t n = s ? strspn(s, "0123456789") : 0;
+        if (json_object_is_type(mu, json_type_int)) {
+            if (json_object_get_int64(mu) < 0 || json_object_get_int64(mu) > RDC_SPEC_SIZE_MAX)
+                field_error(e, RDC_FIELD_INVALID, "spec.podDisruptionBudget.maxUnavailable", mu,
+                            "must be between 0 and %d", RDC_SPEC_SIZE_MAX);
+        } else if (!s || n == 0 || n > 3 || strcmp(s + n, "%") || strtol(s, NULL, 10) > 100) {
+            field_error(e, RDC_FIELD_INVALID, "spec.podDisruptionBudget.maxUnavailable", mu,
+                        "must be an integer or a percentage from 0%% to 100%%");
+        }
+    }
+    const json_object *storage = jsonx_get(spec, "storage");
+    if (storage && !json_object_is_type(storage, json_type_object))
+        return; /* check_storage reported it */
+    const json_object *ret = optional_object(e, storage, "retention", "spec.storage.retention");
+    static const char *const policies[] = {"Retain", "Delete", NULL};
+    check_enum(e, ret, "whenDeleted", "spec.storage.retention.whenDeleted", policies, "\"Delete\", \"Retain\"");
+    check_enum(e, ret, "whenScaled", "spec.storage.retention.whenScaled", policies, "\"Delete\", \"Retain\"");
+}
+
+/* spec.config.extra: directive -> value, never one the operator owns (redisconf.h). */
+static void check_config_extra(rdc_field_errors_t *e, const json_object *spec)
+{
+    const json_object *config = jsonx_get(spec, "config");
+    if (config && !json_object_is_type(config, json_type_object))
+        return; /* check_config reported it */
+    const json_object *extra = optional_object(e, config, "extra", "spec.config.extra");
+    if (!extra)
+        return;
+    if (json_object_object_length(extra) > REDISCONF_EXTRA_MAX) {
+        field_error(e, RDC_FIELD_INVALID, "spec.config.extra", NULL, "must have at most %d directives",
+                    REDISCONF_EXTRA_MAX);
+        return;
+    }
+    const char *persistence = NULL;
+    int persistence_set = optional_string(NULL, spec, "persistence", NULL, &persistence) == JSONX_OK;
+    json_object_object_foreach((json_object *)extra, name, v)
+    {
+        char f[384];
+        snprintf(f, sizeof(f), "spec.config.extra.%.300s", name);
+        const char *s = NULL, *why = NULL;
+        if (!redisconf_name_ok(name))
+            field_error(e, RDC_FIELD_INVALID, f, NULL,
+                        "must be a redis.conf directive name in lower case ([a-z][a-z0-9-]{0,63})");
+        else if ((why = redisconf_owned(name, persistence_set)))
+            field_error(e, RDC_FIELD_FORBIDDEN, f, NULL, "directive \"%s\" is owned by the operator: %s", name, why);
+        else if (!v || !json_object_is_type(v, json_type_string) || jsonx_string(extra, name, &s) != JSONX_OK ||
+                 !redisconf_value_ok(s))
+            field_error(e, RDC_FIELD_INVALID, f, v,
+                        "must be a string of 1 to %d printable characters (no line breaks)", REDISCONF_VALUE_MAX);
+    }
+}
+
+static void check_pod_knobs(rdc_field_errors_t *e, const json_object *spec)
+{
+    check_resources(e, spec);
+    optional_object(e, spec, "securityContext", "spec.securityContext");
+    optional_object(e, spec, "podSecurityContext", "spec.podSecurityContext");
+    optional_object(e, spec, "affinity", "spec.affinity");
+    optional_object_array(e, spec, "tolerations", "spec.tolerations", RDC_SPEC_LIST_MAX);
+    optional_object_array(e, spec, "topologySpreadConstraints", "spec.topologySpreadConstraints", RDC_SPEC_LIST_MAX);
+    const json_object *ips = optional_object_array(e, spec, "imagePullSecrets", "spec.imagePullSecrets", RDC_SPEC_LIST_MAX);
+    for (size_t i = 0; ips && i < json_object_array_length(ips); i++) {
+        const char *s = NULL;
+        char f[64];
+        snprintf(f, sizeof(f), "spec.imagePullSecrets[%zu].name", i);
+        if (optional_string(e, json_object_array_get_idx(ips, i), "name", f, &s) != JSONX_OK ||
+            !rdc_spec_is_dns1123_subdomain(s))
+            field_error(e, RDC_FIELD_INVALID, f, s ? jsonx_get(json_object_array_get_idx(ips, i), "name") : NULL,
+                        "must be the name of a Secret (a DNS subdomain)");
+    }
+    check_string_map(e, spec, "nodeSelector", "spec.nodeSelector", 1, NULL);
+    const char *pc = NULL;
+    if (optional_string(e, spec, "priorityClassName", "spec.priorityClassName", &pc) == JSONX_OK &&
+        !rdc_spec_is_dns1123_subdomain(pc))
+        field_error(e, RDC_FIELD_INVALID, "spec.priorityClassName", jsonx_get(spec, "priorityClassName"),
+                    "must be the name of a PriorityClass (a DNS subdomain)");
+    check_int_range(e, spec, "terminationGracePeriodSeconds", "spec.terminationGracePeriodSeconds", 0,
+                    RDC_SPEC_GRACE_MAX);
+    check_extra_metadata(e, spec, "podMetadata", "spec.podMetadata");
+    check_extra_metadata(e, spec, "serviceMetadata", "spec.serviceMetadata");
+    check_pdb_and_retention(e, spec);
+    check_config_extra(e, spec);
+}
+
 size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs)
 {
     size_t before = errs->n + errs->dropped;
@@ -578,6 +841,7 @@ size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs)
         check_config(errs, spec);
         check_storage(errs, spec);
         check_v1_fields(errs, spec);
+        check_pod_knobs(errs, spec);
     }
     return errs->n + errs->dropped - before;
 }

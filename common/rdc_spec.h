@@ -29,6 +29,30 @@
  *                          at most 32 characters) from 1s to 5m; minReplicasToWrite 0..9
  *                          and less than spec.size; minReplicasMaxLag 1..3600
  *
+ * and the pod, disruption-budget, storage and config knobs of v1 (issue 20; the CRD states
+ * their shapes in full, these are the rules the reconcile relies on):
+ *   spec.resources         requests and limits only, each a map of quantities (strings or
+ *                          non-negative integers)
+ *   spec.securityContext, spec.podSecurityContext, spec.affinity
+ *                          objects (merged over, or replacing, the defaults: render.h)
+ *   spec.tolerations, spec.topologySpreadConstraints, spec.imagePullSecrets
+ *                          arrays of at most RDC_SPEC_LIST_MAX objects; an image pull
+ *                          secret's name a DNS subdomain
+ *   spec.nodeSelector      labels (keys qualified names, values label values)
+ *   spec.priorityClassName a DNS subdomain
+ *   spec.terminationGracePeriodSeconds  0..RDC_SPEC_GRACE_MAX
+ *   spec.podMetadata, spec.serviceMetadata  {labels, annotations}: at most
+ *                          RDC_SPEC_MAP_MAX each; the operator's labels
+ *                          (app.kubernetes.io/name, instance, managed-by, part-of) and
+ *                          annotations under cache.example.com/ are Forbidden
+ *   spec.podDisruptionBudget.maxUnavailable  0..10, or a percentage "0%".."100%"
+ *   spec.storage.retention whenDeleted, whenScaled: Retain | Delete
+ *   spec.config.extra      at most REDISCONF_EXTRA_MAX directives (redisconf.h: name and
+ *                          value syntax); a directive the operator owns is Forbidden with a
+ *                          message naming it and its owner ("spec.config.extra.port:
+ *                          Forbidden: directive \"port\" is owned by the operator: ...");
+ *                          appendonly is owned when spec.persistence is set
+ *
  * The string bounds (RDC_SPEC_*_MAX) are the CRD schema's maxLength values
  * (crds/cache.example.com_redisclusters.yaml; test_admission checks that they agree), so
  * the schema, the webhook and the reconcile refuse the same lengths.
@@ -70,6 +94,10 @@
 #define RDC_SPEC_DOWN_AFTER_MAX 32
 #define RDC_SPEC_DOWN_AFTER_MIN_NS 1000000000LL   /* 1s */
 #define RDC_SPEC_DOWN_AFTER_MAX_NS 300000000000LL /* 5m */
+#define RDC_SPEC_LIST_MAX 32        /* tolerations, topologySpreadConstraints, imagePullSecrets */
+#define RDC_SPEC_MAP_MAX 64         /* nodeSelector, podMetadata/serviceMetadata labels and annotations */
+#define RDC_SPEC_ANNOTATION_MAX 4096
+#define RDC_SPEC_GRACE_MAX 86400    /* terminationGracePeriodSeconds */
 #define RDC_SPEC_DEFAULT_VERSION "7.2"
 #define RDC_SPEC_DEFAULT_STORAGE_SIZE "1Gi"
 #define RDC_SPEC_DEFAULT_MAXMEMORY_POLICY "allkeys-lru"

@@ -79,7 +79,7 @@ static void too_large_noted(informer_t *inf, const cache_item_t *it)
  * never held back: its finalizer only needs its metadata (plan.h, decision 2). */
 const cache_item_t *too_large_blocker(const informer_t *inf, const cache_item_t *rc)
 {
-    static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet"};
+    static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget"};
     if (rc->deleting)
         return NULL;
     if (rc->truncated)
@@ -243,6 +243,7 @@ static int informer_setup(informer_t *inf)
     reflector_init(inf, "ConfigMap", "", "v1", "configmaps", MANAGED_BY_SELECTOR);
     reflector_init(inf, "Service", "", "v1", "services", MANAGED_BY_SELECTOR);
     reflector_init(inf, "StatefulSet", "apps", "v1", "statefulsets", MANAGED_BY_SELECTOR);
+    reflector_init(inf, "PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", MANAGED_BY_SELECTOR);
     /* The Redis pods, for observerd (which follows our deltas) and the workers (children
      * "Pods"): the pod template carries the managed-by label too. Kept compact. */
     reflector_init(inf, "Pod", "", "v1", "pods", MANAGED_BY_SELECTOR);

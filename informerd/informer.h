@@ -5,8 +5,8 @@
  * ROUTER, work ROUTER, leader SUB, supervisor events SUB), the signalfd, and the
  * deadlines of the work queue, the resync and the reflectors' backoff.
  *
- * Reflectors (one per kind: RedisCluster, and the ConfigMaps, Services, StatefulSets and
- * Pods carrying the operator's managed-by label; Pods are cached in compact form
+ * Reflectors (one per kind: RedisCluster, and the ConfigMaps, Services, StatefulSets,
+ * PodDisruptionBudgets and Pods carrying the operator's managed-by label; Pods are cached in compact form
  * (podview.h) and belong to the RedisCluster their app.kubernetes.io/instance label
  * names): LIST with pagination, then WATCH from the
  * list's resourceVersion with bookmarks and a random 5..10 min timeoutSeconds, resuming

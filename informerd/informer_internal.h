@@ -51,7 +51,7 @@
 #define MANAGED_BY_SELECTOR "app.kubernetes.io/managed-by=rediscluster-operator"
 /* A Pod's controller is its StatefulSet; this label names its RedisCluster. */
 #define POD_OWNER_LABEL "app.kubernetes.io/instance"
-#define NREFLECTORS 5
+#define NREFLECTORS 6
 #define MAX_NAMESPACES OPT_STRLIST_MAX
 #define MAX_WORKERS 128
 #define RELIST_MIN_NS (INT64_C(800) * NS_PER_MS)

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 static const char summary[] =
-    "Lists and watches RedisClusters and the ConfigMaps, Services, StatefulSets and Pods the\n"
+    "Lists and watches RedisClusters and the ConfigMaps, Services, StatefulSets, PDBs and Pods the\n"
     "operator owns, keeps the cache and the work queue (client-go semantics), dispatches\n"
     "keys to workerd processes while this replica leads, and publishes every cache change\n"
     "over ZeroMQ. --tail prints the changes as JSON lines: the operator's view while you\n"

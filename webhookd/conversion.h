@@ -10,8 +10,12 @@
  *
  * THE TWO VERSIONS. v1 is v1alpha1 plus the "v1-only" fields, listed once in
  * conversion.c (CONVERSION_V1_ONLY): spec.mode, spec.auth, spec.persistence,
- * spec.failover, status.primary, status.nodes. A new v1 field (issue 20's resources,
- * affinity, storage.retention, ...) is one more line there and in the CRD.
+ * spec.failover, the pod, budget, storage and config knobs of issue 20 (spec.resources,
+ * securityContext, podSecurityContext, affinity, tolerations, nodeSelector,
+ * topologySpreadConstraints, priorityClassName, imagePullSecrets, podMetadata,
+ * serviceMetadata, terminationGracePeriodSeconds, podDisruptionBudget, storage.retention,
+ * config.extra), status.primary, status.nodes. A new v1 field is one more line there and
+ * in the CRD.
  * Everything else (metadata, the shared spec and status fields, fields unknown to both)
  * is carried through untouched, value for value.
  *

@@ -385,6 +385,7 @@ static int spec_input(const json_object *rc, render_input_t *in, buf_t *image)
     const json_object *spec = jsonx_get(rc, "spec");
     const json_object *config = jsonx_get(spec, "config"), *storage = jsonx_get(spec, "storage");
     in->size = (int)jint(spec, "size", 0);
+    in->spec = spec;
     in->maxmemory = jstr(config, "maxmemory");
     in->maxmemory_policy = jstr(config, "maxmemoryPolicy");
     if (!in->maxmemory_policy)
@@ -422,6 +423,7 @@ typedef struct {
     int sts_template_change; /* ... or its pod template */
     int sts_created;         /* this plan creates the StatefulSet */
     const plan_observed_t *more; /* what the caller read on request, or NULL */
+    const json_object *pdb;  /* the observed PodDisruptionBudget, or NULL */
     const char *diag_reason; /* DIAGNOSIS: the cause found, or NULL */
     buf_t diag;              /* its message */
 } ctx_t;
@@ -716,7 +718,14 @@ static int plan_children(ctx_t *c, const json_object *cm, const json_object *svc
     buf_init(&conf, 0);
     char hash[65];
     int rc = -1;
-    if (render_redis_conf(&c->in, &conf) || render_sha256_hex(conf.data, conf.len, hash))
+    buf_t restart;
+    buf_init(&restart, 0);
+    /* The pods roll when what they read at start changes, not for directives Redis takes
+     * at run time (render_redis_conf_restart). */
+    int bad = render_redis_conf(&c->in, &conf) || render_redis_conf_restart(&c->in, &restart) ||
+              render_sha256_hex(restart.data, restart.len, hash);
+    buf_free(&restart);
+    if (bad)
         goto out;
     json_object *d = render_configmap(&c->in, buf_str(&conf));
     if (!d || plan_child(c, "ConfigMap", "v1", "configmaps", d, cm))
@@ -750,6 +759,12 @@ static int plan_children(ctx_t *c, const json_object *cm, const json_object *svc
     if (!d || plan_statefulset(c, d, sts))
         goto out;
     c->sts_created = !sts;
+    /* The budget covers the pods of our StatefulSet only: none while another's is there. */
+    if (!sts || c->sts_ours) {
+        d = render_pdb(&c->in);
+        if (!d || plan_child(c, "PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", d, c->pdb))
+            goto out;
+    }
     rc = 0;
 out:
     if (rc)
@@ -1261,10 +1276,12 @@ static void plan_deletion(plan_t *p, const json_object *meta, const char *ns, co
 }
 
 static void plan_live(plan_t *p, const json_object *rc, const json_object *meta, const json_object *cm,
-                      const json_object *svc, const json_object *sts, const plan_observed_t *more, int64_t now)
+                      const json_object *svc, const json_object *sts, const json_object *pdb,
+                      const plan_observed_t *more, int64_t now)
 {
     ctx_t c;
     ctx_init(&c, p, rc, meta, now);
+    c.pdb = pdb;
     c.in.name = c.name;
     c.in.ns = c.ns;
     c.in.uid = c.uid;
@@ -1326,6 +1343,13 @@ plan_t *plan_compute_observed(const json_object *rediscluster, const json_object
                               const json_object *service, const json_object *statefulset,
                               const plan_observed_t *more, int64_t now_wall_ns)
 {
+    plan_children_t kids = {configmap, service, statefulset, NULL};
+    return plan_compute_children(rediscluster, &kids, more, now_wall_ns);
+}
+
+plan_t *plan_compute_children(const json_object *rediscluster, const plan_children_t *kids,
+                              const plan_observed_t *more, int64_t now_wall_ns)
+{
     plan_t *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
@@ -1335,8 +1359,8 @@ plan_t *plan_compute_observed(const json_object *rediscluster, const json_object
     if (jsonx_get(meta, "deletionTimestamp"))
         plan_deletion(p, meta, jstr(meta, "namespace"), jstr(meta, "name"));
     else
-        plan_live(p, rediscluster, meta, as_object(configmap), as_object(service), as_object(statefulset), more,
-                  now_wall_ns);
+        plan_live(p, rediscluster, meta, as_object(kids->configmap), as_object(kids->service),
+                  as_object(kids->statefulset), as_object(kids->pdb), more, now_wall_ns);
 out:
     if (p->oom)
         plan_destroy(&p);
@@ -1366,6 +1390,7 @@ static const char *kind_of_resource(const char *resource)
     static const char *const map[][2] = {{"configmaps", "ConfigMap"},
                                          {"services", "Service"},
                                          {"statefulsets", "StatefulSet"},
+                                         {"poddisruptionbudgets", "PodDisruptionBudget"},
                                          {"redisclusters", RENDER_KIND}};
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (!strcmp(map[i][0], resource))

@@ -10,7 +10,8 @@
  *
  * ACTIONS, in the order they appear (each kind at most once, except creates and applies,
  * which come in the order ConfigMap, Service, StatefulSet so pods never start without
- * their config):
+ * their config, then the PodDisruptionBudget, planned only while the StatefulSet of that
+ * name is ours or absent):
  *
  *   PLAN_ADD_FINALIZER     PATCH <RedisCluster>, application/merge-patch+json,
  *   PLAN_REMOVE_FINALIZER  body {"metadata":{"finalizers":[...],"resourceVersion":RV}}:
@@ -67,7 +68,8 @@
  *     naming every bad field and why; no child writes; a Warning event with the same
  *     reason, recorded only with a status write (so a resync of an unchanged, invalid
  *     object writes nothing); no requeue (a fix arrives as a watch event).
- *  5. Otherwise the desired children are built (render.h) from the spec with the
+ *  5. Otherwise the desired children (ConfigMap, Service, StatefulSet, then the
+ *     PodDisruptionBudget "policy/v1 poddisruptionbudgets" of the pods, render_pdb) are built (render.h) from the spec with the
  *     defaulting webhook's defaults for what it leaves unset (version "7.2" as the tag of an
  *     image without one, maxmemoryPolicy allkeys-lru, storage.size 1Gi; rdc_spec.h), so a
  *     cluster runs the same whether or not the webhook is installed, and compared with the
@@ -290,6 +292,20 @@ typedef struct {
  * it is plan_compute). Inputs are only read; NULL only when out of memory. */
 plan_t *plan_compute_observed(const json_object *rediscluster, const json_object *configmap,
                               const json_object *service, const json_object *statefulset,
+                              const plan_observed_t *more, int64_t now_wall_ns);
+
+/* The observed children by kind, each NULL when absent (a non-object counts as absent). */
+typedef struct {
+    const json_object *configmap;
+    const json_object *service;
+    const json_object *statefulset;
+    const json_object *pdb; /* the PodDisruptionBudget (policy/v1) */
+} plan_children_t;
+
+/* plan_compute_observed with every child, the PodDisruptionBudget included (plan_compute
+ * and plan_compute_observed pass it as absent). Inputs are only read; NULL only when out
+ * of memory. */
+plan_t *plan_compute_children(const json_object *rediscluster, const plan_children_t *kids,
                               const plan_observed_t *more, int64_t now_wall_ns);
 
 /* 1 when the computed phase is neither Running nor Failed and the StatefulSet is ours:

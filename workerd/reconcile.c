@@ -147,11 +147,14 @@ static int get_object(const exec_ctx_t *x, const char *group, const char *versio
  * looks absent there. Ask the API by name for each child the cache does not have (a
  * read, only then: a resync of healthy clusters reads nothing). fetched[i] gets what was
  * found (owned by the caller); child[i] points to it. Returns 0, or -1 with err. */
-static int find_absent_children(const exec_ctx_t *x, const json_object *rc, const json_object *child[3],
-                                json_object *fetched[3], kube_error_t *err)
+#define N_CHILDREN 4
+static const char *const child_group[N_CHILDREN] = {"", "", "apps", "policy"};
+static const char *const child_resource[N_CHILDREN] = {"configmaps", "services", "statefulsets",
+                                                       "poddisruptionbudgets"};
+
+static int find_absent_children(const exec_ctx_t *x, const json_object *rc, const json_object *child[N_CHILDREN],
+                                json_object *fetched[N_CHILDREN], kube_error_t *err)
 {
-    static const char *const group[3] = {"", "", "apps"}, *const resource[3] = {"configmaps", "services",
-                                                                                  "statefulsets"};
     json_object *md = NULL;
     const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
     /* Deletion looks at no child, and an object that cannot be addressed is the plan's
@@ -159,10 +162,10 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
     if (!*ns || !*name || !json_object_object_get_ex(rc, "metadata", &md) ||
         json_object_object_get_ex(md, "deletionTimestamp", NULL))
         return 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < N_CHILDREN; i++) {
         if (child[i] || !x->client)
             continue;
-        if (get_object(x, group[i], "v1", resource[i], ns, name, &fetched[i], err))
+        if (get_object(x, child_group[i], "v1", child_resource[i], ns, name, &fetched[i], err))
             return -1;
         child[i] = fetched[i];
     }
@@ -283,12 +286,11 @@ static int storage_class_missing(const exec_ctx_t *x, const char *cls)
     return missing;
 }
 
-/* The observed child an action writes (child[] is ConfigMap, Service, StatefulSet). */
-static const json_object *child_written(const plan_action_t *a, const json_object *const child[3])
+/* The observed child an action writes (child[] is ConfigMap, Service, StatefulSet, PDB). */
+static const json_object *child_written(const plan_action_t *a, const json_object *const child[N_CHILDREN])
 {
-    static const char *const resource[3] = {"configmaps", "services", "statefulsets"};
-    for (int i = 0; a && i < 3; i++)
-        if (!strcmp(a->resource, resource[i]))
+    for (int i = 0; a && i < N_CHILDREN; i++)
+        if (!strcmp(a->resource, child_resource[i]))
             return child[i];
     return NULL;
 }
@@ -334,6 +336,13 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
                    const json_object *svc, const json_object *sts, FILE *dry_run,
                    reconcile_outcome_t *out)
 {
+    plan_children_t kids = {cm, svc, sts, NULL};
+    reconcile_run_children(x, rc, &kids, dry_run, out);
+}
+
+void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
+                            FILE *dry_run, reconcile_outcome_t *out)
+{
 #ifdef RDC_FAULT_INJECTION
     maybe_crash(rc);
 #endif
@@ -346,8 +355,8 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
                                             "controller");
     metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), 1);
 
-    const json_object *child[3] = {cm, svc, sts};
-    json_object *fetched[3] = {NULL, NULL, NULL}, *diag[3] = {NULL, NULL, NULL};
+    const json_object *child[N_CHILDREN] = {kids->configmap, kids->service, kids->statefulset, kids->pdb};
+    json_object *fetched[N_CHILDREN] = {NULL, NULL, NULL, NULL}, *diag[3] = {NULL, NULL, NULL};
     plan_observed_t more;
     plan_t *plan = NULL;
     kube_error_t ferr;
@@ -359,7 +368,8 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
                    "reconcileID", x->reconcile_id, "action", "get", "error", out->message);
         goto out;
     }
-    plan = plan_compute(rc, child[0], child[1], child[2], clock_wall_ns());
+    plan_children_t observed = {child[0], child[1], child[2], child[3]};
+    plan = plan_compute_children(rc, &observed, NULL, clock_wall_ns());
     /* Only when the first plan asks: a healthy resync reads nothing more. */
     memset(&more, 0, sizeof(more));
     if (plan && x->client && !dry_run) {
@@ -370,7 +380,7 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
     }
     if (more.storage_class_missing || more.pods || more.sts_events) {
         plan_destroy(&plan);
-        plan = plan_compute_observed(rc, child[0], child[1], child[2], &more, clock_wall_ns());
+        plan = plan_compute_children(rc, &observed, &more, clock_wall_ns());
     }
 #ifdef RDC_FAULT_INJECTION
     if (plan)
@@ -441,8 +451,8 @@ out:;
         record_metrics(out->result, seconds);
     metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), -1);
     plan_destroy(&plan);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < N_CHILDREN; i++)
         json_object_put(fetched[i]);
+    for (int i = 0; i < 3; i++)
         json_object_put(diag[i]);
-    }
 }

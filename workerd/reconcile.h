@@ -48,6 +48,11 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
                    const json_object *svc, const json_object *sts, FILE *dry_run,
                    reconcile_outcome_t *out);
 
+/* reconcile_run with every observed child, the PodDisruptionBudget included (reconcile_run
+ * passes it as absent, so it is read by name like any child the cache has not). */
+void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
+                            FILE *dry_run, reconcile_outcome_t *out);
+
 /* The word used on the wire and in metrics: "done", "requeue_after", "requeue", "error",
  * "fenced". */
 const char *reconcile_result_name(reconcile_result_t r);

@@ -3,9 +3,11 @@
 
 #include "jsonx.h"
 #include "rdc_spec.h"
+#include "redisconf.h"
 
 #include <openssl/evp.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* An array of strings, terminated by STR_END (a typed null pointer, which va_arg may read
@@ -33,7 +35,48 @@ int render_image_ref(const char *image, const char *version, buf_t *out)
     return buf_printf(out, ":%s", version);
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Append spec.config.extra as "name value" lines sorted by name (the API's order is not
+ * promised), leaving out the runtime-settable ones when restart_only. */
+static int extra_conf(const render_input_t *in, int restart_only, buf_t *out)
+{
+    const json_object *extra = jsonx_get(jsonx_get(in->spec, "config"), "extra");
+    if (!extra || !json_object_is_type(extra, json_type_object))
+        return 0;
+    const char *names[REDISCONF_EXTRA_MAX];
+    size_t n = 0;
+    json_object_object_foreach((json_object *)extra, k, v)
+    {
+        if (n < REDISCONF_EXTRA_MAX && v && json_object_is_type(v, json_type_string))
+            names[n++] = k;
+    }
+    qsort(names, n, sizeof(names[0]), by_name);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (restart_only && redisconf_runtime_settable(names[i]))
+            continue;
+        rc = buf_printf(out, "%s %s\n", names[i], json_object_get_string(jsonx_get(extra, names[i])));
+    }
+    return rc;
+}
+
+static int redis_conf(const render_input_t *in, int restart_only, buf_t *out);
+
 int render_redis_conf(const render_input_t *in, buf_t *out)
+{
+    return redis_conf(in, 0, out);
+}
+
+int render_redis_conf_restart(const render_input_t *in, buf_t *out)
+{
+    return redis_conf(in, 1, out);
+}
+
+static int redis_conf(const render_input_t *in, int restart_only, buf_t *out)
 {
     /* Persistence on (AOF every second plus RDB snapshots) into the PVC at /data; the
      * container is reached through the headless Service, so no bind directive (Redis then
@@ -54,7 +97,7 @@ int render_redis_conf(const render_input_t *in, buf_t *out)
         return -1;
     if (in->maxmemory_policy && buf_printf(out, "maxmemory-policy %s\n", in->maxmemory_policy))
         return -1;
-    return 0;
+    return extra_conf(in, restart_only, out);
 }
 
 int render_sha256_hex(const char *data, size_t len, char hex[65])
@@ -76,6 +119,121 @@ int render_sha256_hex(const char *data, size_t len, char hex[65])
 int render_selector_string(const char *name, buf_t *out)
 {
     return buf_printf(out, RENDER_LABEL_NAME "=" RENDER_APP_NAME "," RENDER_LABEL_INSTANCE "=%s", name);
+}
+
+/* ---- Knobs (render.h, KNOBS) ------------------------------------------------------------ */
+
+/* spec[key] when it has the JSON type t, else NULL. */
+static const json_object *knob(const render_input_t *in, const char *key, json_type t)
+{
+    const json_object *v = jsonx_get(in->spec, key);
+    return v && json_object_is_type(v, t) ? v : NULL;
+}
+
+/* A deep copy of v (NULL gives NULL). */
+static json_object *copy_of(const json_object *v, int *oom)
+{
+    json_object *c = NULL;
+    if (v && json_object_deep_copy((json_object *)v, &c, NULL))
+        *oom = 1;
+    return c;
+}
+
+/* dst[key] = a copy of spec[key] when it has type t. */
+static void put_knob(json_object *dst, const render_input_t *in, const char *key, json_type t, int *oom)
+{
+    const json_object *v = knob(in, key, t);
+    if (v)
+        jsonx_put(dst, key, copy_of(v, oom), oom);
+}
+
+/* Each member of the object over (when it is one) copied into dst, replacing dst's. */
+static void merge_into(json_object *dst, const json_object *over, int *oom)
+{
+    if (!over || !json_object_is_type(over, json_type_object))
+        return;
+    json_object_object_foreach((json_object *)over, k, v)
+    {
+        jsonx_put(dst, k, copy_of(v, oom), oom);
+    }
+}
+
+/* The user's spec.resources, integer quantities as strings (the API server returns them
+ * so, and the plan compares strings as quantities). */
+static json_object *user_resources(const json_object *res, int *oom)
+{
+    json_object *out = jsonx_new_obj(oom);
+    static const char *const parts[] = {"requests", "limits"};
+    for (size_t i = 0; i < 2; i++) {
+        const json_object *l = jsonx_get(res, parts[i]);
+        if (!l || !json_object_is_type(l, json_type_object))
+            continue;
+        json_object *o = jsonx_new_obj(oom);
+        json_object_object_foreach((json_object *)l, k, v)
+        {
+            jsonx_put(o, k, jsonx_new_str(json_object_get_string(v), oom), oom);
+        }
+        jsonx_put(out, parts[i], o, oom);
+    }
+    return out;
+}
+
+/* Extra labels and annotations (spec.podMetadata or spec.serviceMetadata) into meta. */
+static void extra_metadata(json_object *meta, const render_input_t *in, const char *key, int *oom)
+{
+    const json_object *m = knob(in, key, json_type_object);
+    static const char *const parts[] = {"labels", "annotations"};
+    for (size_t i = 0; m && i < 2; i++) {
+        const json_object *extra = jsonx_get(m, parts[i]);
+        if (!extra || !json_object_is_type(extra, json_type_object) || !json_object_object_length(extra))
+            continue;
+        json_object *dst = (json_object *)jsonx_get(meta, parts[i]);
+        if (!dst) {
+            dst = jsonx_new_obj(oom);
+            jsonx_put(meta, parts[i], dst, oom);
+        }
+        /* The operator's own keys win (rdc_spec refuses them anyway). */
+        json_object_object_foreach((json_object *)extra, k, v)
+        {
+            if (dst && !jsonx_get(dst, k))
+                jsonx_put(dst, k, copy_of(v, oom), oom);
+        }
+    }
+}
+
+static json_object *labels(const render_input_t *in, int full, int *oom);
+
+/* The default affinity: spread the cluster's pods over nodes when the scheduler can. */
+static json_object *default_affinity(const render_input_t *in, int *oom)
+{
+    json_object *sel = jsonx_new_obj(oom);
+    jsonx_put(sel, "matchLabels", labels(in, 0, oom), oom);
+    json_object *term = jsonx_new_obj(oom);
+    jsonx_put(term, "labelSelector", sel, oom);
+    jsonx_put(term, "topologyKey", jsonx_new_str("kubernetes.io/hostname", oom), oom);
+    json_object *pref = jsonx_new_obj(oom);
+    jsonx_put(pref, "weight", jsonx_new_int(100, oom), oom);
+    jsonx_put(pref, "podAffinityTerm", term, oom);
+    json_object *list = jsonx_new_arr(oom);
+    jsonx_push(list, pref, oom);
+    json_object *anti = jsonx_new_obj(oom);
+    jsonx_put(anti, "preferredDuringSchedulingIgnoredDuringExecution", list, oom);
+    json_object *aff = jsonx_new_obj(oom);
+    jsonx_put(aff, "podAntiAffinity", anti, oom);
+    return aff;
+}
+
+/* The scheduling and lifecycle knobs of the pod spec. */
+static void pod_knobs(json_object *spec, const render_input_t *in, int *oom)
+{
+    const json_object *aff = knob(in, "affinity", json_type_object);
+    jsonx_put(spec, "affinity", aff ? copy_of(aff, oom) : default_affinity(in, oom), oom);
+    put_knob(spec, in, "tolerations", json_type_array, oom);
+    put_knob(spec, in, "nodeSelector", json_type_object, oom);
+    put_knob(spec, in, "topologySpreadConstraints", json_type_array, oom);
+    put_knob(spec, in, "priorityClassName", json_type_string, oom);
+    put_knob(spec, in, "imagePullSecrets", json_type_array, oom);
+    put_knob(spec, in, "terminationGracePeriodSeconds", json_type_int, oom);
 }
 
 /* ---- Object builders ----------------------------------------------------------------- */
@@ -161,6 +319,7 @@ json_object *render_service(const render_input_t *in)
     jsonx_push(ports, port, &oom);
     jsonx_put(spec, "ports", ports, &oom);
     jsonx_put(svc, "spec", spec, &oom);
+    extra_metadata((json_object *)jsonx_get(svc, "metadata"), in, "serviceMetadata", &oom);
     return finish(svc, oom);
 }
 
@@ -207,9 +366,12 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     json_object *ports = jsonx_new_arr(oom);
     jsonx_push(ports, port, oom);
     jsonx_put(c, "ports", ports, oom);
-    json_object *res = jsonx_new_obj(oom);
-    jsonx_put(res, "requests", resource_list(RENDER_CPU_REQUEST, RENDER_MEMORY_REQUEST, oom), oom);
-    jsonx_put(res, "limits", resource_list(RENDER_CPU_LIMIT, RENDER_MEMORY_LIMIT, oom), oom);
+    const json_object *user_res = knob(in, "resources", json_type_object);
+    json_object *res = user_res ? user_resources(user_res, oom) : jsonx_new_obj(oom);
+    if (!user_res) {
+        jsonx_put(res, "requests", resource_list(RENDER_CPU_REQUEST, RENDER_MEMORY_REQUEST, oom), oom);
+        jsonx_put(res, "limits", resource_list(RENDER_CPU_LIMIT, RENDER_MEMORY_LIMIT, oom), oom);
+    }
     jsonx_put(c, "resources", res, oom);
     /* Probes as the design document has them: liveness after 10 s every 10 s; readiness
      * earlier and more often, so a pod joins the Service as soon as it answers. */
@@ -228,13 +390,14 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     jsonx_put(caps, "drop", str_array(oom, "ALL", STR_END), oom);
     jsonx_put(sc, "capabilities", caps, oom);
     jsonx_put(sc, "readOnlyRootFilesystem", json_object_new_boolean(1), oom);
+    merge_into(sc, knob(in, "securityContext", json_type_object), oom);
     jsonx_put(c, "securityContext", sc, oom);
     return c;
 }
 
 /* The pod's securityContext: not root (the redis images' uid and gid 999), the volumes
  * group-owned by 999 so /data is writable, the runtime's default seccomp profile. */
-static json_object *pod_security_context(int *oom)
+static json_object *pod_security_context(const render_input_t *in, int *oom)
 {
     json_object *sc = jsonx_new_obj(oom);
     jsonx_put(sc, "runAsNonRoot", json_object_new_boolean(1), oom);
@@ -244,6 +407,7 @@ static json_object *pod_security_context(int *oom)
     json_object *seccomp = jsonx_new_obj(oom);
     jsonx_put(seccomp, "type", jsonx_new_str("RuntimeDefault", oom), oom);
     jsonx_put(sc, "seccompProfile", seccomp, oom);
+    merge_into(sc, knob(in, "podSecurityContext", json_type_object), oom);
     return sc;
 }
 
@@ -254,6 +418,7 @@ static json_object *pod_template(const render_input_t *in, const char *config_ha
     json_object *ann = jsonx_new_obj(oom);
     jsonx_put(ann, RENDER_CONFIG_HASH_ANNOTATION, jsonx_new_str(config_hash, oom), oom);
     jsonx_put(meta, "annotations", ann, oom);
+    extra_metadata(meta, in, "podMetadata", oom);
 
     json_object *containers = jsonx_new_arr(oom);
     jsonx_push(containers, redis_container(in, oom), oom);
@@ -266,9 +431,10 @@ static json_object *pod_template(const render_input_t *in, const char *config_ha
     jsonx_push(volumes, vol, oom);
 
     json_object *spec = jsonx_new_obj(oom);
-    jsonx_put(spec, "securityContext", pod_security_context(oom), oom);
+    jsonx_put(spec, "securityContext", pod_security_context(in, oom), oom);
     jsonx_put(spec, "containers", containers, oom);
     jsonx_put(spec, "volumes", volumes, oom);
+    pod_knobs(spec, in, oom);
     json_object *t = jsonx_new_obj(oom);
     jsonx_put(t, "metadata", meta, oom);
     jsonx_put(t, "spec", spec, oom);
@@ -311,8 +477,36 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
     jsonx_put(spec, "selector", selector, &oom);
     jsonx_put(spec, "template", pod_template(in, config_hash, &oom), &oom);
     jsonx_put(spec, "volumeClaimTemplates", vcts, &oom);
+    const json_object *ret = jsonx_get(knob(in, "storage", json_type_object), "retention");
+    if (ret && json_object_is_type(ret, json_type_object)) {
+        json_object *policy = jsonx_new_obj(&oom);
+        static const char *const when[] = {"whenDeleted", "whenScaled"};
+        for (size_t i = 0; i < 2; i++) {
+            const char *v = NULL;
+            jsonx_put(policy, when[i],
+                      jsonx_new_str(jsonx_string(ret, when[i], &v) == JSONX_OK && *v ? v : "Retain", &oom), &oom);
+        }
+        jsonx_put(spec, "persistentVolumeClaimRetentionPolicy", policy, &oom);
+    }
     jsonx_put(sts, "spec", spec, &oom);
     return finish(sts, oom);
+}
+
+json_object *render_pdb(const render_input_t *in)
+{
+    int oom = 0;
+    json_object *pdb = child_object(in, "policy/v1", "PodDisruptionBudget", &oom);
+    json_object *selector = jsonx_new_obj(&oom);
+    jsonx_put(selector, "matchLabels", labels(in, 0, &oom), &oom);
+    const json_object *mu = jsonx_get(knob(in, "podDisruptionBudget", json_type_object), "maxUnavailable");
+    json_object *spec = jsonx_new_obj(&oom);
+    if (mu && (json_object_is_type(mu, json_type_int) || json_object_is_type(mu, json_type_string)))
+        jsonx_put(spec, "maxUnavailable", copy_of(mu, &oom), &oom);
+    else
+        jsonx_put(spec, "maxUnavailable", jsonx_new_int(RENDER_PDB_MAX_UNAVAILABLE, &oom), &oom);
+    jsonx_put(spec, "selector", selector, &oom);
+    jsonx_put(pdb, "spec", spec, &oom);
+    return finish(pdb, oom);
 }
 
 /* ---- Quantities ---------------------------------------------------------------------- */

@@ -63,7 +63,31 @@ typedef struct {
     const char *storage_class;    /* spec.storage.storageClass, NULL = cluster default */
     const char *maxmemory;        /* spec.config.maxmemory, NULL = unset */
     const char *maxmemory_policy; /* spec.config.maxmemoryPolicy, NULL = unset */
+    const json_object *spec;      /* the validated spec, read for the KNOBS below; NULL = every default */
 } render_input_t;
+
+/* KNOBS (v1, issue 20), each read from in->spec and rendered only where stated:
+ *   resources                  the container's resources as given (integers as strings),
+ *                              else the RENDER_*_REQUEST/LIMIT defaults
+ *   securityContext            merged key by key over the container's restricted defaults
+ *   podSecurityContext         merged key by key over the pod's restricted defaults (so
+ *                              setting runAsUser keeps runAsNonRoot and seccompProfile)
+ *   affinity                   as given, else preferred pod anti-affinity (weight 100,
+ *                              topologyKey kubernetes.io/hostname, the selector labels)
+ *   tolerations, nodeSelector, topologySpreadConstraints, priorityClassName,
+ *   imagePullSecrets, terminationGracePeriodSeconds
+ *                              copied into the pod template when set, absent otherwise
+ *   podMetadata                labels and annotations added to the pod template's
+ *   serviceMetadata            labels and annotations added to the Service's (the
+ *                              operator's own keys cannot be set: rdc_spec.h)
+ *   storage.retention          the StatefulSet's persistentVolumeClaimRetentionPolicy
+ *                              (whenDeleted, whenScaled; an unset one is Retain); absent
+ *                              when unset (the API's default is Retain, Retain)
+ *   podDisruptionBudget        render_pdb's maxUnavailable (default 1)
+ *   config.extra               "name value" lines after the operator's, by name */
+
+/* The PodDisruptionBudget's default spec.maxUnavailable. */
+#define RENDER_PDB_MAX_UNAVAILABLE 1
 
 /* The container image to run: image, plus ":" version when version is non-empty and image
  * has neither a tag nor a digest (rdc_spec_image_has_tag_or_digest: a tag is a ':' in the
@@ -76,6 +100,13 @@ int render_image_ref(const char *image, const char *version, buf_t *out);
  * set. The text is stable for a given input, so its hash changes only with the config.
  * Returns 0, or -1 when out refused the text. */
 int render_redis_conf(const render_input_t *in, buf_t *out);
+
+/* render_redis_conf without the spec.config.extra directives Redis can change at run time
+ * (redisconf_runtime_settable): the text whose hash goes on the pod template, so that a
+ * change to those alone does not roll the pods. TODO(repl): once workerd executes Redis
+ * commands, a change of them is applied with CONFIG SET to the running pods; until then it
+ * reaches a pod when it restarts (the ConfigMap holds the full text). Returns 0 or -1. */
+int render_redis_conf_restart(const render_input_t *in, buf_t *out);
 
 /* Lower-case hex SHA-256 of len bytes at data into hex (65 bytes with the terminator).
  * Returns 0, or -1 when OpenSSL fails (hex is then ""). */
@@ -92,6 +123,9 @@ int render_selector_string(const char *name, buf_t *out);
 json_object *render_configmap(const render_input_t *in, const char *redis_conf);
 json_object *render_service(const render_input_t *in);
 json_object *render_statefulset(const render_input_t *in, const char *config_hash);
+/* The policy/v1 PodDisruptionBudget of the cluster's pods: named like the cluster, the
+ * selector labels, spec.maxUnavailable from spec.podDisruptionBudget (default 1). */
+json_object *render_pdb(const render_input_t *in);
 /* The pod template passes Pod Security "restricted": pod securityContext runAsNonRoot,
  * runAsUser/runAsGroup/fsGroup RENDER_REDIS_UID, seccompProfile RuntimeDefault; the
  * container's allowPrivilegeEscalation false, capabilities drop ALL,

@@ -161,8 +161,9 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                     .fence_user = w,
                     .reconcile_id = rid,
                     .instance = w->hostname};
-    reconcile_run(&x, rc, child_of(children, "ConfigMap"), child_of(children, "Service"),
-                  child_of(children, "StatefulSet"), NULL, &out);
+    plan_children_t kids = {child_of(children, "ConfigMap"), child_of(children, "Service"),
+                            child_of(children, "StatefulSet"), child_of(children, "PodDisruptionBudget")};
+    reconcile_run_children(&x, rc, &kids, NULL, &out);
     kube_client_set_deadline(w->cfg->client, 0);
     worker_state_file(w, "");
 answer:;

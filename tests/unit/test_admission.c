@@ -308,6 +308,22 @@ static void test_invalid_fields_named_in_message(void)
     }
 }
 
+/* spec.config.extra (issue 20): a directive the operator owns is refused by the webhook
+ * with its name, 403 Forbidden (only Forbidden errors); an allowed one passes. */
+static void test_owned_directive_refused_by_name(void)
+{
+    answer_t a = validate_create("cache", "{\"size\":1,\"image\":\"redis\",\"config\":{\"extra\":{\"hz\":\"20\","
+                                          "\"rename-command\":\"CONFIG \\\"\\\"\"}}}");
+    CU_ASSERT_FALSE(allowed(&a));
+    CU_ASSERT_EQUAL(status_code(&a), 403);
+    CU_ASSERT(contains(message(&a), "RedisCluster.cache.example.com \"cache\" is forbidden: spec.config.extra.rename-command: "
+                                    "Forbidden: directive \"rename-command\" is owned by the operator"));
+    answer_free(&a);
+    a = validate_create("cache", "{\"size\":1,\"image\":\"redis\",\"config\":{\"extra\":{\"hz\":\"20\"}}}");
+    CU_ASSERT_TRUE(allowed(&a));
+    answer_free(&a);
+}
+
 static void test_every_problem_listed(void)
 {
     answer_t a = validate_create("cache", "{\"size\":0,\"image\":\"\",\"version\":\"a b\",\"config\":{\"maxmemory\":\"x\","
@@ -1593,6 +1609,7 @@ static void test_server_bind_errors(void)
 }
 
 static CU_TestInfo create_tests[] = {
+    {"an owned redis.conf directive refused by name", test_owned_directive_refused_by_name},
     {"valid create is allowed, uid and apiVersion echoed", test_valid_create_is_allowed},
     {"each invalid field named with its rule", test_invalid_fields_named_in_message},
     {"every problem listed at once", test_every_problem_listed},

@@ -163,7 +163,7 @@ static json_object *rc_new(const char *spec, int with_finalizer)
 /* ---- The simulated API server -------------------------------------------------------- */
 
 typedef struct {
-    json_object *rc, *cm, *svc, *sts;
+    json_object *rc, *cm, *svc, *sts, *pdb;
 } world_t;
 
 static void world_init(world_t *w, const char *spec, int with_finalizer)
@@ -178,12 +178,14 @@ static void world_free(world_t *w)
     json_object_put(w->cm);
     json_object_put(w->svc);
     json_object_put(w->sts);
+    json_object_put(w->pdb);
     memset(w, 0, sizeof(*w));
 }
 
 static plan_t *run(world_t *w, int64_t now)
 {
-    plan_t *p = plan_compute(w->rc, w->cm, w->svc, w->sts, now);
+    plan_children_t kids = {w->cm, w->svc, w->sts, w->pdb};
+    plan_t *p = plan_compute_children(w->rc, &kids, NULL, now);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     return p;
 }
@@ -208,6 +210,8 @@ static json_object *server_view(const json_object *applied, const json_object *p
         set_at(o, "spec ipFamilyPolicy", "\"SingleStack\"");
         set_at(o, "spec internalTrafficPolicy", "\"Cluster\"");
         set_at(o, "status", "{\"loadBalancer\":{}}");
+    } else if (!strcmp(kind, "PodDisruptionBudget")) {
+        set_at(o, "status", "{\"currentHealthy\":0,\"desiredHealthy\":0,\"disruptionsAllowed\":0,\"expectedPods\":0}");
     } else if (!strcmp(kind, "StatefulSet")) {
         int64_t gen = previous ? int_at(previous, "metadata generation") : 0;
         char g[32];
@@ -285,9 +289,10 @@ static void perform(world_t *w, const plan_t *p)
             break;
         case PLAN_CREATE:
         case PLAN_APPLY: {
-            json_object **slot = !strcmp(a->resource, "configmaps") ? &w->cm
-                                 : !strcmp(a->resource, "services") ? &w->svc
-                                                                     : &w->sts;
+            json_object **slot = !strcmp(a->resource, "configmaps")             ? &w->cm
+                                 : !strcmp(a->resource, "services")             ? &w->svc
+                                 : !strcmp(a->resource, "poddisruptionbudgets") ? &w->pdb
+                                                                                 : &w->sts;
             /* A create is only planned for what was observed absent, an apply only for
              * what is ours. */
             if (a->kind == PLAN_CREATE) {
@@ -303,9 +308,10 @@ static void perform(world_t *w, const plan_t *p)
         }
         case PLAN_REPLACE:
         case PLAN_DELETE: {
-            json_object **slot = !strcmp(a->resource, "configmaps") ? &w->cm
-                                 : !strcmp(a->resource, "services") ? &w->svc
-                                                                     : &w->sts;
+            json_object **slot = !strcmp(a->resource, "configmaps")             ? &w->cm
+                                 : !strcmp(a->resource, "services")             ? &w->svc
+                                 : !strcmp(a->resource, "poddisruptionbudgets") ? &w->pdb
+                                                                                 : &w->sts;
             CU_ASSERT_PTR_NOT_NULL_FATAL(*slot);
             json_object *fresh = a->kind == PLAN_REPLACE ? server_view(a->body, *slot) : NULL;
             json_object_put(*slot);
@@ -402,9 +408,9 @@ static void test_fresh_create_order_and_requests(void)
     set_at(w.rc, "metadata finalizers", "[\"other.io/keep\"]");
     plan_t *p = run(&w, T1);
     CU_ASSERT_PTR_NULL(plan_error(p));
-    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 5);
+    CU_ASSERT_EQUAL_FATAL(plan_action_count(p), 6);
     const plan_action_t *a0 = plan_action(p, 0), *a1 = plan_action(p, 1), *a2 = plan_action(p, 2),
-                        *a3 = plan_action(p, 3), *a4 = plan_action(p, 4);
+                        *a3 = plan_action(p, 3), *a4 = plan_action(p, 5), *a5 = plan_action(p, 4);
     /* Finalizer first: a merge patch keeping the other finalizer, with RV precondition. */
     CU_ASSERT_EQUAL(a0->kind, PLAN_ADD_FINALIZER);
     CU_ASSERT_STRING_EQUAL(a0->method, "PATCH");
@@ -431,6 +437,11 @@ static void test_fresh_create_order_and_requests(void)
     CU_ASSERT_STRING_EQUAL(a3->resource, "statefulsets");
     CU_ASSERT_STRING_EQUAL(a3->group_version, "apps/v1");
     CU_ASSERT_STRING_EQUAL(a3->path, "/apis/apps/v1/namespaces/default/statefulsets?fieldManager=rediscluster-operator");
+    /* The PodDisruptionBudget after the StatefulSet (issue 20). */
+    CU_ASSERT_EQUAL(a5->kind, PLAN_CREATE);
+    CU_ASSERT_STRING_EQUAL(a5->resource, "poddisruptionbudgets");
+    CU_ASSERT_STRING_EQUAL(a5->path,
+                           "/apis/policy/v1/namespaces/default/poddisruptionbudgets?fieldManager=rediscluster-operator");
     /* And the status, on the subresource. */
     CU_ASSERT_EQUAL(a4->kind, PLAN_UPDATE_STATUS);
     CU_ASSERT_STRING_EQUAL(a4->subresource, "status");
@@ -441,8 +452,8 @@ static void test_fresh_create_order_and_requests(void)
     CU_ASSERT_STRING_EQUAL(str_at(a4->body, "status phase"), "Pending");
     CU_ASSERT_STRING_EQUAL(str_at(a4->body, "metadata name"), "cache");
     /* One Created event per child, each tied to its apply. */
-    CU_ASSERT_EQUAL(plan_event_count(p), 3);
-    for (size_t i = 0; i < 3; i++) {
+    CU_ASSERT_EQUAL(plan_event_count(p), 4);
+    for (size_t i = 0; i < 4; i++) {
         CU_ASSERT_STRING_EQUAL(plan_event(p, i)->type, "Normal");
         CU_ASSERT_STRING_EQUAL(plan_event(p, i)->reason, "Created");
         CU_ASSERT_EQUAL(plan_event(p, i)->action, (int)i + 1);
@@ -478,7 +489,7 @@ static void test_fresh_create_children(void)
     world_init(&w, SPEC3, 1);
     plan_t *p = run(&w, T1);
     CU_ASSERT_EQUAL(count_kind(p, PLAN_ADD_FINALIZER), 0);
-    CU_ASSERT_EQUAL_FATAL(count_writes(p), 3);
+    CU_ASSERT_EQUAL_FATAL(count_writes(p), 4);
     const json_object *cm = find_write(p, "configmaps")->body;
     const json_object *svc = find_write(p, "services")->body;
     const json_object *sts = find_write(p, "statefulsets")->body;
@@ -940,7 +951,7 @@ static void test_minimal_spec_defaults(void)
 {
     json_object *rc = rc_new("{\"size\":1,\"image\":\"redis\"}", 1);
     plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
-    CU_ASSERT_EQUAL(count_writes(p), 3);
+    CU_ASSERT_EQUAL(count_writes(p), 4);
     const json_object *cm = find_write(p, "configmaps")->body;
     const json_object *sts = find_write(p, "statefulsets")->body;
     const char *conf = str_at(cm, "data redis.conf");
@@ -1095,7 +1106,7 @@ static void test_invalid_spec_lists_every_problem_and_is_quiet_after(void)
     json_object_object_add(w.rc, "spec", parse(SPEC3));
     set_at(w.rc, "metadata generation", "2");
     p = run(&w, T3);
-    CU_ASSERT_EQUAL(count_writes(p), 3);
+    CU_ASSERT_EQUAL(count_writes(p), 4);
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "reason"), "Creating");
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "False");
@@ -1203,7 +1214,7 @@ static void test_spec_rules_are_the_webhook_rules(void)
         plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         CU_ASSERT_STRING_EQUAL(plan_phase(p), n ? "Failed" : "Pending");
-        CU_ASSERT_EQUAL(count_writes(p), n ? 0 : 3);
+        CU_ASSERT_EQUAL(count_writes(p), n ? 0 : 4);
         if (n) {
             CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "reason"), "InvalidSpec");
             CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "message"), buf_str(&want));
@@ -1834,7 +1845,7 @@ static void fail_row(const fail_row_t *r)
     /* Even from a plan computed later on the copy from before (a retry that came before
      * the watch, whose conditions are all new to it): compared with the RedisCluster as
      * it is now, nothing to say. */
-    p = plan_compute(stale, w.cm, w.svc, w.sts, T3);
+    p = plan_compute_children(stale, &(plan_children_t){w.cm, w.svc, w.sts, w.pdb}, NULL, T3);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     f = plan_write_failed(w.rc, p, index_of(p, r->resource), r->http, r->api_reason, r->api_message, T3);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -2085,21 +2096,22 @@ static void test_plan_to_json(void)
     plan_t *p = run(&w, T1);
     json_object *j = plan_to_json(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(j);
-    CU_ASSERT_EQUAL(json_object_array_length(at(j, "actions")), 5);
+    CU_ASSERT_EQUAL(json_object_array_length(at(j, "actions")), 6);
     CU_ASSERT_STRING_EQUAL(str_at(j, "actions 0 kind"), "addFinalizer");
     CU_ASSERT_STRING_EQUAL(str_at(j, "actions 1 kind"), "create");
     CU_ASSERT_STRING_EQUAL(str_at(j, "actions 1 method"), "POST");
     CU_ASSERT_STRING_EQUAL(str_at(j, "actions 1 contentType"), "application/json");
     CU_ASSERT_STRING_EQUAL(str_at(j, "actions 3 body kind"), "StatefulSet");
-    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 4 kind"), "updateStatus");
+    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 4 body kind"), "PodDisruptionBudget");
+    CU_ASSERT_STRING_EQUAL(str_at(j, "actions 5 kind"), "updateStatus");
     CU_ASSERT_STRING_EQUAL(str_at(j, "events 0 reason"), "Created");
     CU_ASSERT_EQUAL(int_at(j, "events 0 action"), 1);
     CU_ASSERT_STRING_EQUAL(str_at(j, "status phase"), "Pending");
     CU_ASSERT_EQUAL(int_at(j, "requeueAfterNs"), 10 * NS_PER_SEC);
     CU_ASSERT(json_object_is_type(at(j, "error"), json_type_null) || !at(j, "error"));
     json_object_put(j);
-    CU_ASSERT_PTR_NULL(plan_action(p, 5));
-    CU_ASSERT_PTR_NULL(plan_event(p, 3));
+    CU_ASSERT_PTR_NULL(plan_action(p, 6));
+    CU_ASSERT_PTR_NULL(plan_event(p, 4));
     CU_ASSERT_STRING_EQUAL(plan_action_kind_name(PLAN_REMOVE_FINALIZER), "removeFinalizer");
     plan_destroy(&p);
     world_free(&w);
@@ -2206,7 +2218,7 @@ static void diag_row(const diag_row_t *r)
     json_object *pods = parse(r->pods), *sev = r->sts_events ? parse(r->sts_events) : NULL,
                 *pev = r->pod_events ? parse(r->pod_events) : NULL;
     plan_observed_t more = {.pods = pods, .sts_events = sev, .pod_events = pev};
-    plan_t *p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T3);
+    plan_t *p = plan_compute_children(w.rc, &(plan_children_t){w.cm, w.svc, w.sts, w.pdb}, &more, T3);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(count_writes(p), 0);
     json_object *deg = cond(p, "Degraded"), *ready = cond(p, "Ready");
@@ -2232,7 +2244,7 @@ static void diag_row(const diag_row_t *r)
     /* The same cause again writes and records nothing. */
     perform(&w, p);
     plan_destroy(&p);
-    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T3);
+    p = plan_compute_children(w.rc, &(plan_children_t){w.cm, w.svc, w.sts, w.pdb}, &more, T3);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(plan_action_count(p), 0);
     CU_ASSERT_EQUAL(plan_event_count(p), 0);
@@ -2294,7 +2306,7 @@ static void test_storage_class_checked_before_creating(void)
     CU_ASSERT_STRING_EQUAL(plan_storage_class_to_check(p), "standard");
     plan_destroy(&p);
     plan_observed_t more = {.storage_class_missing = 1};
-    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T1);
+    p = plan_compute_children(w.rc, &(plan_children_t){w.cm, w.svc, w.sts, w.pdb}, &more, T1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_CREATE, "statefulsets"));
     CU_ASSERT_PTR_NOT_NULL(find_write(p, "configmaps"));
@@ -2312,13 +2324,13 @@ static void test_storage_class_checked_before_creating(void)
     p = run(&w, T2);
     CU_ASSERT_STRING_EQUAL(plan_storage_class_to_check(p), "standard");
     plan_destroy(&p);
-    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T2);
+    p = plan_compute_children(w.rc, &(plan_children_t){w.cm, w.svc, w.sts, w.pdb}, &more, T2);
     CU_ASSERT_EQUAL(plan_action_count(p), 1);
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "StorageClassNotFound");
     CU_ASSERT_PTR_NULL(find_event(p, "StorageClassNotFound")); /* said once already */
     perform(&w, p);
     plan_destroy(&p);
-    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T2);
+    p = plan_compute_children(w.rc, &(plan_children_t){w.cm, w.svc, w.sts, w.pdb}, &more, T2);
     CU_ASSERT_EQUAL(plan_action_count(p), 0);
     plan_destroy(&p);
     /* The claims bound to static volumes and the pods run: Running, no look-up, Degraded clears. */
@@ -2339,7 +2351,7 @@ static void test_storage_class_checked_before_creating(void)
     CU_ASSERT_PTR_NULL(plan_storage_class_to_check(p));
     more.storage_class_missing = 1; /* and a stray flag changes nothing */
     plan_destroy(&p);
-    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T1);
+    p = plan_compute_children(w.rc, &(plan_children_t){w.cm, w.svc, w.sts, w.pdb}, &more, T1);
     CU_ASSERT_PTR_NOT_NULL(find_action(p, PLAN_CREATE, "statefulsets"));
     plan_destroy(&p);
     world_free(&w);
@@ -2502,7 +2514,7 @@ static void test_scale_up_has_no_pending_flicker(void)
     set_at(w.rc, "status phase", "\"Scaling\"");
     json_object *pods = parse("[" POD_OLD("cache-4", WAITING("containerStatuses", "CrashLoopBackOff", "boom")) "]");
     plan_observed_t more = {.pods = pods};
-    p = plan_compute_observed(w.rc, w.cm, w.svc, w.sts, &more, T3);
+    p = plan_compute_children(w.rc, &(plan_children_t){w.cm, w.svc, w.sts, w.pdb}, &more, T3);
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "CrashLoopBackOff");
     plan_destroy(&p);

@@ -205,14 +205,15 @@ static void test_controller_owner_wins(void)
     cache_destroy(&c);
 }
 
-/* The work item's children: the three kinds as before, the cluster's pods, the latest
- * observation. */
+/* The work item's children: the four kinds (the PodDisruptionBudget since issue 20), the
+ * cluster's pods, the latest observation. */
 static void test_workitem_children(void)
 {
     cache_t *c = cache_new("RedisCluster");
     cache_add_kind(c, "ConfigMap");
     cache_add_kind(c, "Service");
     cache_add_kind(c, "StatefulSet");
+    cache_add_kind(c, "PodDisruptionBudget");
     cache_add_kind(c, "Pod");
     cache_set_owner_label(c, "Pod", LABEL);
     char err[256];
@@ -221,6 +222,10 @@ static void test_workitem_children(void)
                                          "\"resourceVersion\":\"1\"},\"data\":{\"redis.conf\":\"x\"}}");
     CU_ASSERT_EQUAL(cache_upsert(c, "ConfigMap", cm, &ch, err, sizeof(err)), 0);
     json_object_put(cm);
+    json_object *pdb = json_tokener_parse("{\"kind\":\"PodDisruptionBudget\",\"metadata\":{\"name\":\"cache\","
+                                          "\"namespace\":\"ns1\",\"resourceVersion\":\"5\"},\"spec\":{\"maxUnavailable\":1}}");
+    CU_ASSERT_EQUAL(cache_upsert(c, "PodDisruptionBudget", pdb, &ch, err, sizeof(err)), 0);
+    json_object_put(pdb);
     upsert(c, pod("cache-0", "2", "cache", "10.0.0.1"));
     upsert(c, pod("cache-1", "3", "cache", "10.0.0.2"));
     upsert(c, pod("other-0", "4", "other", "10.0.0.3"));
@@ -235,6 +240,7 @@ static void test_workitem_children(void)
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "ConfigMap", &v) && json_object_is_type(v, json_type_object));
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "Service", &v) && v == NULL);
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "StatefulSet", &v) && v == NULL);
+        CU_ASSERT_TRUE(json_object_object_get_ex(o, "PodDisruptionBudget", &v) && json_object_is_type(v, json_type_object));
         CU_ASSERT_TRUE_FATAL(json_object_object_get_ex(o, "Pods", &v) && json_object_is_type(v, json_type_array));
         CU_ASSERT_EQUAL(json_object_array_length(v), 2);
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "Redis", &v));
@@ -252,7 +258,8 @@ static void test_workitem_children(void)
     buf_init(&b, 0);
     CU_ASSERT_EQUAL(workitem_children(c, "ns1/none", NULL, 0, &b), 0);
     CU_ASSERT_STRING_EQUAL(buf_str(&b),
-                           "{\"ConfigMap\":null,\"Service\":null,\"StatefulSet\":null,\"Pods\":[],\"Redis\":null}");
+                           "{\"ConfigMap\":null,\"Service\":null,\"StatefulSet\":null,\"PodDisruptionBudget\":null,"
+                           "\"Pods\":[],\"Redis\":null}");
     buf_free(&b);
     /* Over the buffer's cap: -1. */
     buf_init(&b, 40);

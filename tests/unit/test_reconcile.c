@@ -335,7 +335,7 @@ static void test_absent_in_cache_is_read_and_left_alone(void)
     int n = e.api.nlog;
     reconcile_run(&e.x, rc, NULL, svc, NULL, NULL, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
-    CU_ASSERT_EQUAL(e.api.nlog - n, 2); /* GET configmap, GET statefulset: no write */
+    CU_ASSERT_EQUAL(e.api.nlog - n, 3); /* GET configmap, statefulset, poddisruptionbudget: no write */
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/services/cache"), 1);
     CU_ASSERT_STRING_EQUAL(json_object_to_json_string(e.api.obj[find_obj(&e.api, NS "/configmaps/cache")]), before);
     json_object_put(svc);
@@ -380,10 +380,11 @@ static void test_nothing_absent_reads_nothing(void)
     reconcile_outcome_t out;
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "POST", "/statefulsets"), 1);
-    json_object *kids[3];
-    static const char *const paths[3] = {NS "/configmaps/cache", NS "/services/cache",
-                                         "/apis/apps/v1/namespaces/default/statefulsets/cache"};
-    for (int i = 0; i < 3; i++) {
+    json_object *kids[4];
+    static const char *const paths[4] = {NS "/configmaps/cache", NS "/services/cache",
+                                         "/apis/apps/v1/namespaces/default/statefulsets/cache",
+                                         "/apis/policy/v1/namespaces/default/poddisruptionbudgets/cache"};
+    for (int i = 0; i < 4; i++) {
         kids[i] = stored(&e, paths[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(kids[i]);
     }
@@ -393,15 +394,15 @@ static void test_nothing_absent_reads_nothing(void)
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
     int writes = count_req(&e, "POST", "/") + count_req(&e, "PATCH", "/");
-    reconcile_run(&e.x, rc, kids[0], kids[1], kids[2], NULL, &out);
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_DONE);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/pods"), 0);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/events"), 0);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", "/"), 3); /* only the first pass's */
+    CU_ASSERT_EQUAL(count_req(&e, "GET", "/"), 4); /* only the first pass's */
     /* The status (a StatefulSet is there now) is the only write. */
     CU_ASSERT_EQUAL(count_req(&e, "POST", "/") + count_req(&e, "PATCH", "/"), writes + 1);
     CU_ASSERT_EQUAL(count_req(&e, "PATCH", RC_PATH "/status"), 2);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         json_object_put(kids[i]);
     json_object_put(rc);
     env_close(&e);
@@ -504,19 +505,20 @@ static void test_create_already_exists_requeues(void)
 }
 
 /* The children of a first reconcile, read back as the cache would hand them. */
-static void children(env_t *e, json_object *kids[3])
+static void children(env_t *e, json_object *kids[4])
 {
-    static const char *const paths[3] = {NS "/configmaps/cache", NS "/services/cache",
-                                         "/apis/apps/v1/namespaces/default/statefulsets/cache"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const paths[4] = {NS "/configmaps/cache", NS "/services/cache",
+                                         "/apis/apps/v1/namespaces/default/statefulsets/cache",
+                                         "/apis/policy/v1/namespaces/default/poddisruptionbudgets/cache"};
+    for (int i = 0; i < 4; i++) {
         kids[i] = stored(e, paths[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(kids[i]);
     }
 }
 
-static void put_kids(json_object *kids[3])
+static void put_kids(json_object *kids[4])
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         json_object_put(kids[i]);
 }
 
@@ -527,7 +529,7 @@ static void test_not_running_reads_and_reports_the_cause(void)
 {
     env_t e;
     env_open(&e);
-    json_object *rc = created(&e, 0), *kids[3];
+    json_object *rc = created(&e, 0), *kids[4];
     reconcile_outcome_t out;
     put_obj(&e.api, NS "/events/sts-0",
             parse("{\"metadata\":{\"name\":\"sts-0\"},\"type\":\"Normal\",\"reason\":\"SuccessfulCreate\","
@@ -540,7 +542,7 @@ static void test_not_running_reads_and_reports_the_cause(void)
     children(&e, kids);
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
-    reconcile_run(&e.x, rc, kids[0], kids[1], kids[2], NULL, &out);
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 1);
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 1); /* no pod, so no pod Events */
     CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "FailedCreate");
@@ -552,7 +554,7 @@ static void test_not_running_reads_and_reports_the_cause(void)
                   "pod has unbound immediate PersistentVolumeClaims\"}]}}"));
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
-    reconcile_run(&e.x, rc, kids[0], kids[1], kids[2], NULL, &out);
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 3);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "FailedScheduling");
     CU_ASSERT(strstr(degraded(&e, "message"), "unbound immediate PersistentVolumeClaims") != NULL);
@@ -562,7 +564,7 @@ static void test_not_running_reads_and_reports_the_cause(void)
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
     int gets = count_req(&e, "GET", "/");
-    reconcile_run(&e.x, rc, kids[0], kids[1], kids[2], NULL, &out);
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/"), gets);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "status"), "False");
     put_kids(kids);
@@ -579,7 +581,7 @@ static void test_refused_apply_takes_the_child_back(void)
     for (int recreate = 0; recreate < 2; recreate++) {
         env_t e;
         env_open(&e);
-        json_object *rc = created(&e, 1), *kids[3];
+        json_object *rc = created(&e, 1), *kids[4];
         reconcile_outcome_t out;
         /* kubectl patch: the port list replaced by one of port 7000 named "redis". */
         json_object *svc = stored(&e, NS "/services/cache");
@@ -597,7 +599,7 @@ static void test_refused_apply_takes_the_child_back(void)
         children(&e, kids);
         json_object_put(rc);
         rc = stored(&e, RC_PATH);
-        reconcile_run(&e.x, rc, kids[0], kids[1], kids[2], NULL, &out);
+        reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, &out);
         CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
         CU_ASSERT_EQUAL(count_req(&e, "PATCH", NS "/services/cache"), 1);
         CU_ASSERT_EQUAL(count_req(&e, "PUT", NS "/services/cache"), 1);
