@@ -9,6 +9,8 @@
 #include "metrics.h"
 #include "plan.h"
 #include "rdc_spec.h"
+#include "tls_client.h"
+#include "webhook_fixture.h"
 #include "webhook_server.h"
 #include "webhook_tls.h"
 
@@ -1254,71 +1256,12 @@ static void test_tls_load_and_reload(void)
 
 /* ---- The HTTPS server, served from a thread --------------------------------------------------- */
 
-typedef struct {
-    struct event_base *base;
-    webhook_server_t *srv;
-    struct event *stop_ev;
-    int stop[2];
-    pthread_t th;
-    int port;
-} fixture_t;
-
-static void on_stop(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    event_base_loopbreak(arg);
-}
-
-static void *serve(void *arg)
-{
-    fixture_t *f = arg;
-    event_base_dispatch(f->base);
-    return NULL;
-}
-
 static void fixture_start(fixture_t *f, size_t max_body, int timeout_s)
 {
-    memset(f, 0, sizeof(*f));
     make_cert("server", "tls.crt", "tls.key");
-    f->base = event_base_new();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f->base);
     webhook_server_config_t cfg = {.bind_address = "127.0.0.1", .port = 0, .cert_dir = tmpdir,
                                    .max_body = max_body, .timeout_s = timeout_s};
-    char err[512];
-    CU_ASSERT_EQUAL_FATAL(webhook_server_new(f->base, &cfg, &f->srv, err, sizeof(err)), 0);
-    f->port = webhook_server_port(f->srv);
-    CU_ASSERT(f->port > 0);
-    CU_ASSERT_FATAL(pipe(f->stop) == 0);
-    f->stop_ev = event_new(f->base, f->stop[0], EV_READ, on_stop, f->base);
-    event_add(f->stop_ev, NULL);
-    CU_ASSERT_FATAL(pthread_create(&f->th, NULL, serve, f) == 0);
-}
-
-static void fixture_stop(fixture_t *f)
-{
-    CU_ASSERT(write(f->stop[1], "x", 1) == 1);
-    pthread_join(f->th, NULL);
-    event_free(f->stop_ev);
-    webhook_server_destroy(&f->srv);
-    event_base_free(f->base);
-    close(f->stop[0]);
-    close(f->stop[1]);
-}
-
-static int connect_tcp(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    struct timeval tv = {5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-        close(fd);
-        return -1;
-    }
-    return fd;
+    webhook_fixture_start(f, &cfg);
 }
 
 typedef struct {
@@ -1343,7 +1286,7 @@ static void https(int port, const char *raw, size_t len, int max_version, http_a
         SSL_CTX_set_cipher_list(ctx, "DEFAULT:@SECLEVEL=0");
         SSL_CTX_set_max_proto_version(ctx, max_version);
     }
-    int fd = connect_tcp(port);
+    int fd = tls_tcp_connect(port, 0);
     CU_ASSERT_FATAL(fd >= 0);
     SSL *ssl = SSL_new(ctx);
     SSL_set_fd(ssl, fd);
@@ -1478,7 +1421,7 @@ static void test_server_routes_and_errors(void)
     CU_ASSERT(a.ok);
     CU_ASSERT_EQUAL(a.status, 200);
     buf_free(&a.raw);
-    int fd = connect_tcp(f.port);
+    int fd = tls_tcp_connect(f.port, 0);
     CU_ASSERT(write(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 34) == 34);
     char rbuf[256];
     ssize_t r = read(fd, rbuf, sizeof(rbuf));
@@ -1486,7 +1429,7 @@ static void test_server_routes_and_errors(void)
     close(fd);
 
     /* A client that says nothing is dropped after the timeout (1 s here). */
-    fd = connect_tcp(f.port);
+    fd = tls_tcp_connect(f.port, 0);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     r = read(fd, rbuf, sizeof(rbuf));
