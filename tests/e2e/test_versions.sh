@@ -220,18 +220,7 @@ kubectl get namespace "$op_ns" >/dev/null 2>&1 || { kubectl create namespace "$o
 check "deploy/migrate-storage applies (server dry run)" kubectl apply --dry-run=server -k "$TOP/deploy/migrate-storage"
 kubectl apply -f "$TOP/deploy/migrate-storage/rbac.yaml" >/dev/null
 token=$(kubectl -n "$op_ns" create token rediscluster-migrate-storage --duration=1h)
-server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
-ca=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-[ -n "$ca" ] || ca=$(base64 -w0 <"$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')")
-cat >"$work/migrate.kubeconfig" <<YAML
-apiVersion: v1
-kind: Config
-clusters: [{name: local, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
-users: [{name: migrate, user: {token: "$token"}}]
-contexts: [{name: migrate, context: {cluster: local, user: migrate}}]
-current-context: migrate
-YAML
-chmod 600 "$work/migrate.kubeconfig"
+token_kubeconfig "$work/migrate.kubeconfig" migrate "$token"
 check "  ... its token may not delete RedisClusters" \
     sh -c "! kubectl --kubeconfig '$work/migrate.kubeconfig' auth can-i delete redisclusters.cache.example.com -A | grep -qx yes"
 kubectl get "$V1" -A -o json >"$work/pre-mig.json"
