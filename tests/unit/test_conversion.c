@@ -383,6 +383,20 @@ static json_object *canonical_record(json_object *spec_fields, json_object *stat
     return r;
 }
 
+/* Each of the n v1-only fields in names with probability 1/2, as an object; NULL when
+ * none was drawn. */
+static json_object *rnd_v1_fields(const char *const *names, size_t n)
+{
+    json_object *f = json_object_new_object();
+    for (size_t i = 0; i < n; i++)
+        if (one_in(2))
+            json_object_object_add(f, names[i], v1_value(names[i]));
+    if (json_object_object_length(f))
+        return f;
+    json_object_put(f);
+    return NULL;
+}
+
 /* A v1alpha1 object that may carry a canonical annotation, written here independently of
  * the code under test: the record's fields only where the object has a spec / status
  * object to hold them, and never the record a missing annotation stands for. */
@@ -392,26 +406,10 @@ static json_object *rnd_v1alpha1(void)
     if (one_in(3))
         return o;
     json_object *spec = jsonx_get(o, "spec"), *status = jsonx_get(o, "status"), *sf = NULL, *stf = NULL, *an = NULL;
-    if (spec && json_object_is_type(spec, json_type_object)) {
-        json_object *f = json_object_new_object();
-        for (size_t i = 0; i < 4; i++)
-            if (one_in(2))
-                json_object_object_add(f, V1_SPEC[i], v1_value(V1_SPEC[i]));
-        if (json_object_object_length(f))
-            sf = f;
-        else
-            json_object_put(f);
-    }
-    if (status && json_object_is_type(status, json_type_object)) {
-        json_object *f = json_object_new_object();
-        for (size_t i = 0; i < 2; i++)
-            if (one_in(2))
-                json_object_object_add(f, V1_STATUS[i], v1_value(V1_STATUS[i]));
-        if (json_object_object_length(f))
-            stf = f;
-        else
-            json_object_put(f);
-    }
+    if (spec && json_object_is_type(spec, json_type_object))
+        sf = rnd_v1_fields(V1_SPEC, 4);
+    if (status && json_object_is_type(status, json_type_object))
+        stf = rnd_v1_fields(V1_STATUS, 2);
     if (one_in(6))
         an = rnd_string();
     json_object *rec = canonical_record(sf, stf, an);
