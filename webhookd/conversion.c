@@ -164,25 +164,74 @@ static conv_rc_t check_object(json_object *obj, const char **version, char *err,
 
 /* ---- v1 -> v1alpha1 ------------------------------------------------------------------ */
 
+/* Move every v1-only field present in from into to (its parents in to created as
+ * objects) and delete it from from: the first step down (object -> record) and the last
+ * but one up (record -> object). CONV_OK; CONV_OOM; CONV_REFUSED (why in err) when a
+ * parent in to is there but not an object. */
+static conv_rc_t move_v1_fields(json_object *from, json_object *to, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < N_V1_ONLY; i++) {
+        const char *const *path = CONVERSION_V1_ONLY[i];
+        json_object *src = parent_of(from, path), *v;
+        if (!has(src, leaf_of(path), &v))
+            continue;
+        int bad;
+        json_object *dst = parent_make(to, path, &bad);
+        if (!dst && bad < 0)
+            return CONV_OOM;
+        if (!dst) {
+            char where[128], field[128];
+            const char *prefix[PATH_PARTS] = {NULL};
+            for (int k = 0; k <= bad; k++)
+                prefix[k] = path[k];
+            path_str(prefix, where, sizeof(where));
+            path_str(path, field, sizeof(field));
+            return refuse(err, errlen, "%s: must be an object to hold %s, have %s", where, field,
+                          review_type_name(jsonx_get(parent_of(to, prefix), path[bad])));
+        }
+        if (json_object_object_add(dst, leaf_of(path), json_object_get(v))) {
+            json_object_put(v);
+            return CONV_OOM;
+        }
+        json_object_object_del(src, leaf_of(path));
+    }
+    return CONV_OK;
+}
+
+/* The last step of both directions: metadata.annotations[CONVERSION_ANNOTATION] = value
+ * (taken; NULL: the annotations are left alone), the map created in meta when ann is
+ * NULL; then apiVersion = api_version. 0, or -1 when out of memory (value freed). */
+static int finish(json_object *obj, json_object *meta, json_object *ann, json_object *value,
+                  const char *api_version)
+{
+    if (value) {
+        if (!ann && (!(ann = json_object_new_object()) || json_object_object_add(meta, "annotations", ann))) {
+            json_object_put(ann);
+            json_object_put(value);
+            return -1;
+        }
+        if (json_object_object_add(ann, CONVERSION_ANNOTATION, value)) {
+            json_object_put(value);
+            return -1;
+        }
+    }
+    json_object *av = json_object_new_string(api_version);
+    if (!av || json_object_object_add(obj, "apiVersion", av)) {
+        json_object_put(av);
+        return -1;
+    }
+    return 0;
+}
+
 static conv_rc_t to_v1alpha1(json_object *obj, char *err, size_t errlen)
 {
     conv_rc_t rc = CONV_OOM;
-    json_object *rec = json_object_new_object(), *implied = NULL;
+    json_object *rec = json_object_new_object(), *implied = NULL, *record_text = NULL;
     if (!rec)
         goto out;
-    for (size_t i = 0; i < N_V1_ONLY; i++) {
-        const char *const *path = CONVERSION_V1_ONLY[i];
-        json_object *parent = parent_of(obj, path), *v;
-        if (!has(parent, leaf_of(path), &v))
-            continue;
-        int bad;
-        json_object *rparent = parent_make(rec, path, &bad);
-        if (!rparent || json_object_object_add(rparent, leaf_of(path), json_object_get(v))) {
-            json_object_put(rparent ? v : NULL);
-            goto out;
-        }
-        json_object_object_del(parent, leaf_of(path));
-    }
+    if ((rc = move_v1_fields(obj, rec, err, errlen)) != CONV_OK)
+        goto out;
+    rc = CONV_OOM;
     json_object *meta = jsonx_get(obj, "metadata"), *ann = jsonx_get(meta, "annotations"), *a;
     if (has(ann, CONVERSION_ANNOTATION, &a)) { /* a v1 object carrying it: keep its value */
         if (json_object_object_add(rec, "annotation", json_object_get(a))) {
@@ -195,30 +244,13 @@ static conv_rc_t to_v1alpha1(json_object *obj, char *err, size_t errlen)
         goto out;
     if (!json_object_equal(rec, implied)) {
         const char *text = json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-        json_object *s = text ? json_object_new_string(text) : NULL;
-        if (!s)
+        if (!text || !(record_text = json_object_new_string(text)))
             goto out;
-        if (!ann) {
-            if (!(ann = json_object_new_object()) || json_object_object_add(meta, "annotations", ann)) {
-                json_object_put(ann);
-                json_object_put(s);
-                goto out;
-            }
-        }
-        if (json_object_object_add(ann, CONVERSION_ANNOTATION, s)) {
-            json_object_put(s);
-            goto out;
-        }
     }
-    json_object *av = json_object_new_string(CONVERSION_V1ALPHA1);
-    if (!av || json_object_object_add(obj, "apiVersion", av)) {
-        json_object_put(av);
+    if (finish(obj, meta, ann, record_text, CONVERSION_V1ALPHA1))
         goto out;
-    }
     rc = CONV_OK;
 out:
-    (void)err;
-    (void)errlen;
     json_object_put(rec);
     json_object_put(implied);
     return rc;
@@ -312,32 +344,8 @@ static conv_rc_t to_v1(json_object *obj, char *err, size_t errlen)
             goto out;
         }
     }
-    for (size_t i = 0; i < N_V1_ONLY; i++) {
-        const char *const *path = CONVERSION_V1_ONLY[i];
-        json_object *rparent = parent_of(rec, path), *v;
-        if (!has(rparent, leaf_of(path), &v))
-            continue;
-        int bad;
-        json_object *parent = parent_make(obj, path, &bad);
-        if (!parent) {
-            if (bad >= 0) {
-                char where[128], field[128];
-                const char *prefix[PATH_PARTS] = {NULL};
-                for (int k = 0; k <= bad; k++)
-                    prefix[k] = path[k];
-                path_str(prefix, where, sizeof(where));
-                path_str(path, field, sizeof(field));
-                rc = refuse(err, errlen, "%s: must be an object to hold %s, have %s", where, field,
-                            review_type_name(jsonx_get(parent_of(obj, prefix), path[bad])));
-            }
-            goto out;
-        }
-        if (json_object_object_add(parent, leaf_of(path), json_object_get(v))) {
-            json_object_put(v);
-            goto out;
-        }
-        json_object_object_del(rparent, leaf_of(path));
-    }
+    if ((rc = move_v1_fields(rec, obj, err, errlen)) != CONV_OK)
+        goto out;
     char prefix[256];
     static const char *const tops[] = {"spec", "status"};
     for (size_t i = 0; i < 2; i++) {
@@ -347,23 +355,8 @@ static conv_rc_t to_v1(json_object *obj, char *err, size_t errlen)
             goto out;
     }
     rc = CONV_OOM;
-    if (has(rec, "annotation", &a)) {
-        if (!ann) {
-            if (!(ann = json_object_new_object()) || json_object_object_add(meta, "annotations", ann)) {
-                json_object_put(ann);
-                goto out;
-            }
-        }
-        if (json_object_object_add(ann, CONVERSION_ANNOTATION, json_object_get(a))) {
-            json_object_put(a);
-            goto out;
-        }
-    }
-    json_object *av = json_object_new_string(CONVERSION_V1);
-    if (!av || json_object_object_add(obj, "apiVersion", av)) {
-        json_object_put(av);
+    if (finish(obj, meta, ann, has(rec, "annotation", &a) ? json_object_get(a) : NULL, CONVERSION_V1))
         goto out;
-    }
     rc = CONV_OK;
 out:
     json_object_put(rec);
