@@ -391,12 +391,20 @@ static CURLcode setup_handle(kube_client_t *c, CURL *e, const char *url,
     return rc;
 }
 
-static int build_url(const kube_client_t *c, const char *path, const char *query, buf_t *url)
+/* The request URL base_url + path [+ "?" query] into url. -1 with err set (KERR_CONFIG)
+ * when path does not start with "/" or the URL does not fit url's cap. */
+static int build_url(const kube_client_t *c, const char *path, const char *query, buf_t *url,
+                     kube_error_t *err)
 {
-    if (buf_puts(url, c->base_url) || buf_puts(url, path))
+    if (!path || path[0] != '/') {
+        kube_error_set(err, KERR_CONFIG, "API path \"%s\" must start with /", path ? path : "");
         return -1;
-    if (query && *query && (buf_puts(url, "?") || buf_puts(url, query)))
+    }
+    if (buf_puts(url, c->base_url) || buf_puts(url, path) ||
+        (query && *query && (buf_puts(url, "?") || buf_puts(url, query)))) {
+        kube_error_set(err, KERR_CONFIG, "URL longer than %zu bytes", url->cap);
         return -1;
+    }
     return 0;
 }
 
@@ -659,14 +667,8 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
         kube_error_set(err, KERR_TIMEOUT, "the caller's deadline passed before the request was sent");
         goto out;
     }
-    if (!path || path[0] != '/') {
-        kube_error_set(err, KERR_CONFIG, "API path \"%s\" must start with /", path ? path : "");
+    if (build_url(c, path, query, &url, err))
         goto out;
-    }
-    if (build_url(c, path, query, &url)) {
-        kube_error_set(err, KERR_CONFIG, "URL longer than %zu bytes", url.cap);
-        goto out;
-    }
     /* After a 401 the credential is refreshed (exec plugin re-run, token file re-read)
      * and the request sent once more, but only with a different credential. */
     int auth_retried = 0;
@@ -1145,14 +1147,8 @@ CURL *kube_client_stream_handle(kube_client_t *c, const char *path, const char *
     buf_t url;
     buf_init(&url, 1 << 20);
     const char *cert, *key;
-    if (!path || path[0] != '/') {
-        kube_error_set(err, KERR_CONFIG, "API path \"%s\" must start with /", path ? path : "");
+    if (build_url(c, path, query, &url, err))
         goto fail;
-    }
-    if (build_url(c, path, query, &url)) {
-        kube_error_set(err, KERR_CONFIG, "URL longer than %zu bytes", url.cap);
-        goto fail;
-    }
     kube_error_set_request(err, "GET", buf_str(&url));
     uint64_t gen;
     *headers = build_headers(c, NULL, 1, &cert, &key, &gen, err);

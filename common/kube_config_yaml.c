@@ -174,35 +174,36 @@ static int get_bool(pctx_t *c, yaml_node_t *map, const char *prefix, const char 
     return -1;
 }
 
-/* The node at key when it is a mapping (NULL when absent or null). */
-static int get_map(pctx_t *c, yaml_node_t *map, const char *prefix, const char *key,
-                   yaml_node_t **out)
+/* The node at key when it is of type (what: "a mapping", "a sequence" for messages);
+ * NULL when absent or null. */
+static int get_node(pctx_t *c, yaml_node_t *map, const char *prefix, const char *key, yaml_node_type_t type,
+                    const char *what, yaml_node_t **out)
 {
     char path[256];
     yaml_node_t *n = map_get(c, map, key);
     *out = NULL;
     if (is_null(n))
         return 0;
-    if (n->type != YAML_MAPPING_NODE)
-        return type_error(c, join_path(path, sizeof path, prefix, key), "a mapping", n);
+    if (n->type != type)
+        return type_error(c, join_path(path, sizeof path, prefix, key), what, n);
     *out = n;
     return 0;
+}
+
+/* The node at key when it is a mapping (NULL when absent or null). */
+static int get_map(pctx_t *c, yaml_node_t *map, const char *prefix, const char *key,
+                   yaml_node_t **out)
+{
+    return get_node(c, map, prefix, key, YAML_MAPPING_NODE, "a mapping", out);
 }
 
 /* The node at key when it is a sequence (NULL when absent or null), and its length. */
 static int get_seq(pctx_t *c, yaml_node_t *map, const char *prefix, const char *key,
                    yaml_node_t **out, size_t *count)
 {
-    char path[256];
-    yaml_node_t *n = map_get(c, map, key);
-    *out = NULL;
-    *count = 0;
-    if (is_null(n))
-        return 0;
-    if (n->type != YAML_SEQUENCE_NODE)
-        return type_error(c, join_path(path, sizeof path, prefix, key), "a sequence", n);
-    *out = n;
-    *count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    if (get_node(c, map, prefix, key, YAML_SEQUENCE_NODE, "a sequence", out))
+        return -1;
+    *count = *out ? (size_t)((*out)->data.sequence.items.top - (*out)->data.sequence.items.start) : 0;
     return 0;
 }
 
@@ -219,15 +220,52 @@ static void *alloc_array(pctx_t *c, size_t n, size_t size, const char *path)
     return p;
 }
 
+/* A sequence of strings at map[key] into a new array (*n items; NULL and 0 when absent).
+ * A null item is kept as "" (kubectl reads it as the empty string). */
+static int get_string_list(pctx_t *c, yaml_node_t *map, const char *prefix, const char *key,
+                           char ***out, size_t *n)
+{
+    char path[256], ipath[300];
+    yaml_node_t *seq;
+    size_t count;
+
+    *out = NULL;
+    *n = 0;
+    if (get_seq(c, map, prefix, key, &seq, &count))
+        return -1;
+    if (seq == NULL)
+        return 0;
+    join_path(path, sizeof path, prefix, key);
+    if ((*out = alloc_array(c, count, sizeof **out, path)) == NULL)
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        snprintf(ipath, sizeof ipath, "%s[%zu]", path, i);
+        if (node_string(c, seq_item(c, seq, i), ipath, &(*out)[*n]))
+            return -1;
+        if ((*out)[*n] == NULL && ((*out)[*n] = strdup("")) == NULL) {
+            kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: out of memory", c->file, ipath);
+            return -1;
+        }
+        (*n)++;
+    }
+    return 0;
+}
+
+/* Free the n strings of v, then v. */
+static void free_strings(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
 void kcfg_exec_config_free(kcfg_exec_config_t *e)
 {
     if (e == NULL)
         return;
     free(e->api_version);
     free(e->command);
-    for (size_t i = 0; i < e->n_args; i++)
-        free(e->args[i]);
-    free(e->args);
+    free_strings(e->args, e->n_args);
     for (size_t i = 0; i < e->n_env; i++) {
         free(e->env[i].name);
         free(e->env[i].value);
@@ -258,23 +296,8 @@ static int parse_exec(pctx_t *c, yaml_node_t *m, const char *prefix, kcfg_exec_c
         get_bool(c, m, prefix, "provideClusterInfo", &e->provide_cluster_info))
         goto out;
 
-    if (get_seq(c, m, prefix, "args", &seq, &count))
+    if (get_string_list(c, m, prefix, "args", &e->args, &e->n_args))
         goto out;
-    if (seq) {
-        if ((e->args = alloc_array(c, count, sizeof *e->args, prefix)) == NULL)
-            goto out;
-        for (size_t i = 0; i < count; i++) {
-            snprintf(ipath, sizeof ipath, "%s.args[%zu]", prefix, i);
-            if (node_string(c, seq_item(c, seq, i), ipath, &e->args[e->n_args]))
-                goto out;
-            if (e->args[e->n_args] == NULL && (e->args[e->n_args] = strdup("")) == NULL) {
-                kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: out of memory", c->file,
-                          ipath);
-                goto out;
-            }
-            e->n_args++;
-        }
-    }
 
     if (get_seq(c, m, prefix, "env", &seq, &count))
         goto out;
@@ -363,73 +386,58 @@ static int check_unique(pctx_t *c, const char *field, const void *base, size_t n
     return rc;
 }
 
-static int parse_clusters(pctx_t *c, yaml_node_t *root, kcfg_doc_t *d)
+/* Fills one named item (a kcfg_cluster_t, kcfg_user_t or kcfg_context_t, its name set)
+ * from its body mapping; bpath names the body in messages ("clusters[0].cluster"). */
+typedef int (*named_body_fn)(pctx_t *c, yaml_node_t *body, const char *bpath, void *item);
+
+/* The list root[list] of {name, <field>: body} entries (clusters, users, contexts) into a
+ * new array *items of elem-byte structs whose first member is the name, *n of them: an
+ * entry without a name is skipped, a null body leaves the rest of the struct zero, fill
+ * reads any other. The names must be unique. *items is set (for the caller to free) even
+ * when -1 is returned. */
+static int parse_named_list(pctx_t *c, yaml_node_t *root, const char *list, const char *field, size_t elem,
+                            void **items, size_t *n, named_body_fn fill)
 {
     char path[64], bpath[96];
     yaml_node_t *seq, *body;
     size_t count;
 
-    if (get_seq(c, root, "", "clusters", &seq, &count))
+    if (get_seq(c, root, "", list, &seq, &count))
         return -1;
     if (seq == NULL)
         return 0;
-    if ((d->clusters = alloc_array(c, count, sizeof *d->clusters, "clusters")) == NULL)
+    if ((*items = alloc_array(c, count, elem, list)) == NULL)
         return -1;
     for (size_t i = 0; i < count; i++) {
         char *name;
-        snprintf(path, sizeof path, "clusters[%zu]", i);
-        if (parse_named(c, seq_item(c, seq, i), path, "cluster", &name, &body))
+        snprintf(path, sizeof path, "%s[%zu]", list, i);
+        if (parse_named(c, seq_item(c, seq, i), path, field, &name, &body))
             return -1;
         if (name == NULL || name[0] == '\0') {
             free(name);
             continue;
         }
-        kcfg_cluster_t *cl = &d->clusters[d->n_clusters++];
-        cl->name = name;
+        char *item = (char *)*items + (*n)++ * elem;
+        memcpy(item, &name, sizeof name);
         if (body == NULL)
             continue;
-        snprintf(bpath, sizeof bpath, "%s.cluster", path);
-        if (get_string(c, body, bpath, "server", &cl->server) ||
-            get_string(c, body, bpath, "certificate-authority", &cl->certificate_authority) ||
-            get_string(c, body, bpath, "certificate-authority-data",
-                       &cl->certificate_authority_data) ||
-            get_bool(c, body, bpath, "insecure-skip-tls-verify",
-                     &cl->insecure_skip_tls_verify) ||
-            get_string(c, body, bpath, "tls-server-name", &cl->tls_server_name) ||
-            get_string(c, body, bpath, "proxy-url", &cl->proxy_url))
+        snprintf(bpath, sizeof bpath, "%s.%s", path, field);
+        if (fill(c, body, bpath, item))
             return -1;
     }
-    return check_unique(c, "clusters", d->clusters, d->n_clusters, sizeof *d->clusters);
+    return check_unique(c, list, *items, *n, elem);
 }
 
-/* A sequence of strings at map[key] into a new array (*n items; NULL and 0 when absent).
- * A null item is kept as "" (kubectl reads it as the empty string). */
-static int get_string_list(pctx_t *c, yaml_node_t *map, const char *prefix, const char *key,
-                           char ***out, size_t *n)
+static int fill_cluster(pctx_t *c, yaml_node_t *body, const char *bpath, void *item)
 {
-    char path[256], ipath[300];
-    yaml_node_t *seq;
-    size_t count;
-
-    *out = NULL;
-    *n = 0;
-    if (get_seq(c, map, prefix, key, &seq, &count))
+    kcfg_cluster_t *cl = item;
+    if (get_string(c, body, bpath, "server", &cl->server) ||
+        get_string(c, body, bpath, "certificate-authority", &cl->certificate_authority) ||
+        get_string(c, body, bpath, "certificate-authority-data", &cl->certificate_authority_data) ||
+        get_bool(c, body, bpath, "insecure-skip-tls-verify", &cl->insecure_skip_tls_verify) ||
+        get_string(c, body, bpath, "tls-server-name", &cl->tls_server_name) ||
+        get_string(c, body, bpath, "proxy-url", &cl->proxy_url))
         return -1;
-    if (seq == NULL)
-        return 0;
-    join_path(path, sizeof path, prefix, key);
-    if ((*out = alloc_array(c, count, sizeof **out, path)) == NULL)
-        return -1;
-    for (size_t i = 0; i < count; i++) {
-        snprintf(ipath, sizeof ipath, "%s[%zu]", path, i);
-        if (node_string(c, seq_item(c, seq, i), ipath, &(*out)[*n]))
-            return -1;
-        if ((*out)[*n] == NULL && ((*out)[*n] = strdup("")) == NULL) {
-            kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: out of memory", c->file, ipath);
-            return -1;
-        }
-        (*n)++;
-    }
     return 0;
 }
 
@@ -484,86 +492,53 @@ static int parse_as_extra(pctx_t *c, yaml_node_t *body, const char *prefix, kcfg
     return 0;
 }
 
-static int parse_users(pctx_t *c, yaml_node_t *root, kcfg_doc_t *d)
+static int fill_user(pctx_t *c, yaml_node_t *body, const char *bpath, void *item)
 {
-    char path[64], bpath[96], epath[128];
-    yaml_node_t *seq, *body, *exec;
-    size_t count;
-
-    if (get_seq(c, root, "", "users", &seq, &count))
+    char epath[128];
+    yaml_node_t *exec;
+    kcfg_user_t *u = item;
+    if (get_string(c, body, bpath, "client-certificate", &u->client_certificate) ||
+        get_string(c, body, bpath, "client-certificate-data", &u->client_certificate_data) ||
+        get_string(c, body, bpath, "client-key", &u->client_key) ||
+        get_string(c, body, bpath, "client-key-data", &u->client_key_data) ||
+        get_string(c, body, bpath, "token", &u->token) ||
+        get_string(c, body, bpath, "tokenFile", &u->token_file) ||
+        get_string(c, body, bpath, "as", &u->as) ||
+        get_string(c, body, bpath, "as-uid", &u->as_uid) ||
+        get_string_list(c, body, bpath, "as-groups", &u->as_groups, &u->n_as_groups) ||
+        parse_as_extra(c, body, bpath, u))
         return -1;
-    if (seq == NULL)
-        return 0;
-    if ((d->users = alloc_array(c, count, sizeof *d->users, "users")) == NULL)
+    u->has_auth_provider = !is_null(map_get(c, body, "auth-provider"));
+    if (get_map(c, body, bpath, "exec", &exec))
         return -1;
-    for (size_t i = 0; i < count; i++) {
-        char *name;
-        snprintf(path, sizeof path, "users[%zu]", i);
-        if (parse_named(c, seq_item(c, seq, i), path, "user", &name, &body))
-            return -1;
-        if (name == NULL || name[0] == '\0') {
-            free(name);
-            continue;
-        }
-        kcfg_user_t *u = &d->users[d->n_users++];
-        u->name = name;
-        if (body == NULL)
-            continue;
-        snprintf(bpath, sizeof bpath, "%s.user", path);
-        if (get_string(c, body, bpath, "client-certificate", &u->client_certificate) ||
-            get_string(c, body, bpath, "client-certificate-data",
-                       &u->client_certificate_data) ||
-            get_string(c, body, bpath, "client-key", &u->client_key) ||
-            get_string(c, body, bpath, "client-key-data", &u->client_key_data) ||
-            get_string(c, body, bpath, "token", &u->token) ||
-            get_string(c, body, bpath, "tokenFile", &u->token_file) ||
-            get_string(c, body, bpath, "as", &u->as) ||
-            get_string(c, body, bpath, "as-uid", &u->as_uid) ||
-            get_string_list(c, body, bpath, "as-groups", &u->as_groups, &u->n_as_groups) ||
-            parse_as_extra(c, body, bpath, u))
-            return -1;
-        u->has_auth_provider = !is_null(map_get(c, body, "auth-provider"));
-        if (get_map(c, body, bpath, "exec", &exec))
-            return -1;
-        snprintf(epath, sizeof epath, "%s.exec", bpath);
-        if (exec && parse_exec(c, exec, epath, &u->exec))
-            return -1;
-    }
-    return check_unique(c, "users", d->users, d->n_users, sizeof *d->users);
+    snprintf(epath, sizeof epath, "%s.exec", bpath);
+    if (exec && parse_exec(c, exec, epath, &u->exec))
+        return -1;
+    return 0;
 }
 
-static int parse_contexts(pctx_t *c, yaml_node_t *root, kcfg_doc_t *d)
+static int fill_context(pctx_t *c, yaml_node_t *body, const char *bpath, void *item)
 {
-    char path[64], bpath[96];
-    yaml_node_t *seq, *body;
-    size_t count;
+    kcfg_context_t *x = item;
+    if (get_string(c, body, bpath, "cluster", &x->cluster) || get_string(c, body, bpath, "user", &x->user) ||
+        get_string(c, body, bpath, "namespace", &x->namespace_))
+        return -1;
+    return 0;
+}
 
-    if (get_seq(c, root, "", "contexts", &seq, &count))
-        return -1;
-    if (seq == NULL)
-        return 0;
-    if ((d->contexts = alloc_array(c, count, sizeof *d->contexts, "contexts")) == NULL)
-        return -1;
-    for (size_t i = 0; i < count; i++) {
-        char *name;
-        snprintf(path, sizeof path, "contexts[%zu]", i);
-        if (parse_named(c, seq_item(c, seq, i), path, "context", &name, &body))
-            return -1;
-        if (name == NULL || name[0] == '\0') {
-            free(name);
-            continue;
-        }
-        kcfg_context_t *x = &d->contexts[d->n_contexts++];
-        x->name = name;
-        if (body == NULL)
-            continue;
-        snprintf(bpath, sizeof bpath, "%s.context", path);
-        if (get_string(c, body, bpath, "cluster", &x->cluster) ||
-            get_string(c, body, bpath, "user", &x->user) ||
-            get_string(c, body, bpath, "namespace", &x->namespace_))
-            return -1;
-    }
-    return check_unique(c, "contexts", d->contexts, d->n_contexts, sizeof *d->contexts);
+/* The clusters, users and contexts of the document root into d. */
+static int parse_lists(pctx_t *c, yaml_node_t *root, kcfg_doc_t *d)
+{
+    void *clusters = NULL, *users = NULL, *contexts = NULL;
+    int rc = parse_named_list(c, root, "clusters", "cluster", sizeof *d->clusters, &clusters, &d->n_clusters,
+                              fill_cluster) ||
+             parse_named_list(c, root, "users", "user", sizeof *d->users, &users, &d->n_users, fill_user) ||
+             parse_named_list(c, root, "contexts", "context", sizeof *d->contexts, &contexts, &d->n_contexts,
+                              fill_context);
+    d->clusters = clusters;
+    d->users = users;
+    d->contexts = contexts;
+    return rc ? -1 : 0;
 }
 
 /* 1-based line of byte offset off in buf (for reader errors, which carry no mark). */
@@ -655,8 +630,7 @@ int kcfg_doc_parse(const char *buf, size_t len, const char *path, kcfg_doc_t **o
             goto out;
         }
         if (get_string(&c, root, "", "current-context", &d->current_context) ||
-            parse_clusters(&c, root, d) || parse_users(&c, root, d) ||
-            parse_contexts(&c, root, d))
+            parse_lists(&c, root, d))
             goto out;
     }
     rc = 0;
@@ -698,14 +672,10 @@ void kcfg_doc_destroy(kcfg_doc_t **doc_p)
         kcfg_exec_config_free(u->exec);
         free(u->as);
         free(u->as_uid);
-        for (size_t j = 0; j < u->n_as_groups; j++)
-            free(u->as_groups[j]);
-        free(u->as_groups);
+        free_strings(u->as_groups, u->n_as_groups);
         for (size_t j = 0; j < u->n_as_extra; j++) {
             free(u->as_extra[j].key);
-            for (size_t k = 0; k < u->as_extra[j].n_values; k++)
-                free(u->as_extra[j].values[k]);
-            free(u->as_extra[j].values);
+            free_strings(u->as_extra[j].values, u->as_extra[j].n_values);
         }
         free(u->as_extra);
     }

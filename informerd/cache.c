@@ -536,6 +536,21 @@ cache_t *cache_new(const char *owner_kind)
     return c;
 }
 
+/* Free an owner index (uid -> owner_group_t) and its groups; *idx_p becomes NULL. */
+static void owner_index_free(hm_t **idx_p)
+{
+    if (!*idx_p)
+        return;
+    hm_iter_t it = HM_ITER_INIT;
+    void *v;
+    while (hm_next(*idx_p, &it, NULL, &v)) {
+        owner_group_t *g = v;
+        free(g->uid);
+        free(g);
+    }
+    hm_destroy(idx_p);
+}
+
 void cache_destroy(cache_t **self_p)
 {
     if (!self_p || !*self_p)
@@ -544,26 +559,8 @@ void cache_destroy(cache_t **self_p)
     for (size_t i = 0; i < c->nstores; i++)
         store_free(c->stores[i]);
     free(c->stores);
-    if (c->owners) {
-        hm_iter_t it = HM_ITER_INIT;
-        void *v;
-        while (hm_next(c->owners, &it, NULL, &v)) {
-            owner_group_t *g = v;
-            free(g->uid);
-            free(g);
-        }
-        hm_destroy(&c->owners);
-    }
-    if (c->label_owners) {
-        hm_iter_t it = HM_ITER_INIT;
-        void *v;
-        while (hm_next(c->label_owners, &it, NULL, &v)) {
-            owner_group_t *g = v;
-            free(g->uid);
-            free(g);
-        }
-        hm_destroy(&c->label_owners);
-    }
+    owner_index_free(&c->owners);
+    owner_index_free(&c->label_owners);
     free(c->owner_kind);
     free(c);
     *self_p = NULL;

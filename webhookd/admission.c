@@ -2,6 +2,7 @@
 #include "admission.h"
 
 #include "jsonx.h"
+#include "review.h"
 
 #include "buf.h"
 #include "rdc_spec.h"
@@ -35,20 +36,6 @@ typedef struct {
 
 /* ---- Small helpers ------------------------------------------------------------------- */
 
-/* Copy src into dst (size bytes), cut at a UTF-8 character boundary. */
-static void copy_cut(char *dst, size_t size, const char *src)
-{
-    size_t n = src ? strlen(src) : 0;
-    if (n >= size) {
-        n = size - 1;
-        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
-            n--;
-    }
-    if (n)
-        memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 /* o[key] as a string without embedded NUL bytes, or NULL. */
 static const char *jstr(const json_object *o, const char *key)
 {
@@ -74,21 +61,6 @@ static void bad_request(review_t *r, const char *fmt, ...)
     va_end(ap);
 }
 
-/* A short description of a JSON value's type, for messages. */
-static const char *type_name(const json_object *v)
-{
-    switch (v ? json_object_get_type(v) : json_type_null) {
-    case json_type_null: return "null";
-    case json_type_boolean: return "a boolean";
-    case json_type_double:
-    case json_type_int: return "a number";
-    case json_type_object: return "an object";
-    case json_type_array: return "an array";
-    case json_type_string: return "a string";
-    }
-    return "an unknown value";
-}
-
 static void add_warning(review_t *r, const char *text)
 {
     if (!r->warnings && !(r->warnings = json_object_new_array())) {
@@ -104,33 +76,11 @@ static void add_warning(review_t *r, const char *text)
 
 /* ---- Parsing the envelope ------------------------------------------------------------- */
 
-/* Parse len bytes as one JSON value followed by nothing but blanks. Returns the value, or
- * NULL with the reason in r (a bad request). */
-static json_object *parse_body(review_t *r, const char *body, size_t len)
-{
-    if (len > INT_MAX) {
-        bad_request(r, "body: too large");
-        return NULL;
-    }
-    if (len == 0) {
-        bad_request(r, "body: empty; an AdmissionReview (JSON) is required");
-        return NULL;
-    }
-    json_object *root = NULL;
-    char why[256];
-    int rc = jsonx_parse_strict(body, len, ADMISSION_MAX_DEPTH, &root, why, sizeof(why));
-    if (rc < 0)
-        r->oom = 1;
-    else if (rc > 0)
-        bad_request(r, "body: not JSON: %s", why);
-    return root;
-}
-
 /* Check the AdmissionReview envelope and return its request, or NULL (a bad request). */
 static json_object *envelope(review_t *r, const json_object *root)
 {
     if (!json_object_is_type(root, json_type_object)) {
-        bad_request(r, "body: must be an AdmissionReview object, have %s", type_name(root));
+        bad_request(r, "body: must be an AdmissionReview object, have %s", review_type_name(root));
         return NULL;
     }
     json_object *request = jsonx_get(root, "request");
@@ -149,7 +99,7 @@ static json_object *envelope(review_t *r, const json_object *root)
         return NULL;
     }
     if (!request || !json_object_is_type(request, json_type_object)) {
-        bad_request(r, "request: required, an object, have %s", type_name(request));
+        bad_request(r, "request: required, an object, have %s", review_type_name(request));
         return NULL;
     }
     if (!uid || !*uid) {
@@ -215,7 +165,7 @@ static void validate_scale(review_t *r, const char *op, const json_object *obj, 
     buf_init(&d, MESSAGE_CAP);
     int forbidden = 0;
     if (!nv || !json_object_is_type(nv, json_type_int)) {
-        buf_printf(&d, "spec.replicas: Invalid value: %s: must be an integer", type_name(nv));
+        buf_printf(&d, "spec.replicas: Invalid value: %s: must be an integer", review_type_name(nv));
     } else if (json_object_get_int64(nv) < RDC_SPEC_SIZE_MIN || json_object_get_int64(nv) > RDC_SPEC_SIZE_MAX) {
         buf_printf(&d, "spec.replicas: Invalid value: %lld: must be between %d and %d",
                    (long long)json_object_get_int64(nv), RDC_SPEC_SIZE_MIN, RDC_SPEC_SIZE_MAX);
@@ -364,12 +314,12 @@ static void fill_outcome(const review_t *r, admission_outcome_t *o, const json_o
     o->patched = r->allowed && r->patch_ops;
     json_object *dry = jsonx_get(request, "dryRun");
     o->dry_run = dry && json_object_is_type(dry, json_type_boolean) && json_object_get_boolean(dry);
-    copy_cut(o->uid, sizeof(o->uid), r->uid);
-    copy_cut(o->operation, sizeof(o->operation), jstr(request, "operation"));
-    copy_cut(o->ns, sizeof(o->ns), jstr(request, "namespace"));
-    copy_cut(o->name, sizeof(o->name), name);
+    review_copy_cut(o->uid, sizeof(o->uid), r->uid);
+    review_copy_cut(o->operation, sizeof(o->operation), jstr(request, "operation"));
+    review_copy_cut(o->ns, sizeof(o->ns), jstr(request, "namespace"));
+    review_copy_cut(o->name, sizeof(o->name), name);
     if (!r->allowed)
-        copy_cut(o->message, sizeof(o->message), buf_str(&r->message));
+        review_copy_cut(o->message, sizeof(o->message), buf_str(&r->message));
 }
 
 int admission_review(const char *body, size_t len, admission_kind_t kind, char **response_json_out,
@@ -377,11 +327,12 @@ int admission_review(const char *body, size_t len, admission_kind_t kind, char *
 {
     review_t r = {.kind = kind, .api_version = "admission.k8s.io/v1", .uid = "", .allowed = 1, .code = 200};
     buf_init(&r.message, MESSAGE_CAP);
-    json_object *root = body ? parse_body(&r, body, len) : NULL;
+    char msg[320];
+    json_object *root = review_parse_body(body, len, ADMISSION_MAX_DEPTH, "an AdmissionReview", &r.oom, msg, sizeof(msg));
+    if (msg[0])
+        bad_request(&r, "%s", msg);
     json_object *request = NULL;
     const char *name = NULL;
-    if (!body)
-        bad_request(&r, "body: empty; an AdmissionReview (JSON) is required");
     if (root)
         request = envelope(&r, root);
     if (request) {
@@ -404,9 +355,9 @@ int admission_review(const char *body, size_t len, admission_kind_t kind, char *
                                                                        : GROUP " " KIND);
         else if ((!strcmp(op, "CREATE") || !strcmp(op, "UPDATE")) &&
                  (!obj || !json_object_is_type(obj, json_type_object)))
-            bad_request(&r, "request.object: required for %s, an object, have %s", op, type_name(obj));
+            bad_request(&r, "request.object: required for %s, an object, have %s", op, review_type_name(obj));
         else if (!strcmp(op, "UPDATE") && (!old || !json_object_is_type(old, json_type_object)))
-            bad_request(&r, "request.oldObject: required for UPDATE, an object, have %s", type_name(old));
+            bad_request(&r, "request.oldObject: required for UPDATE, an object, have %s", review_type_name(old));
         else if (kind == ADMISSION_VALIDATE)
             validate(&r, op, sub, obj, old, name);
         else

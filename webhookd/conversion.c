@@ -4,6 +4,7 @@
 #include "buf.h"
 #include "jsonx.h"
 #include "metrics.h"
+#include "review.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -62,39 +63,11 @@ static conv_rc_t refuse(char *err, size_t errlen, const char *fmt, ...)
     return CONV_REFUSED;
 }
 
-static const char *type_name(const json_object *v)
-{
-    switch (v ? json_object_get_type(v) : json_type_null) {
-    case json_type_null: return "null";
-    case json_type_boolean: return "a boolean";
-    case json_type_double:
-    case json_type_int: return "a number";
-    case json_type_object: return "an object";
-    case json_type_array: return "an array";
-    case json_type_string: return "a string";
-    }
-    return "an unknown value";
-}
-
 /* o[key] as a string without embedded NUL bytes, or NULL. */
 static const char *jstr(const json_object *o, const char *key)
 {
     const char *s = NULL;
     return jsonx_string(o, key, &s) == JSONX_OK ? s : NULL;
-}
-
-/* Copy src into dst (size bytes), cut at a UTF-8 character boundary. */
-static void copy_cut(char *dst, size_t size, const char *src)
-{
-    size_t n = src ? strlen(src) : 0;
-    if (n >= size) {
-        n = size - 1;
-        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
-            n--;
-    }
-    if (n)
-        memcpy(dst, src, n);
-    dst[n] = '\0';
 }
 
 /* Does object o have member key (null counts)? *v gets the value (NULL for null). */
@@ -183,48 +156,97 @@ static json_object *implied_record(json_object *obj)
 static conv_rc_t check_object(json_object *obj, const char **version, char *err, size_t errlen)
 {
     if (!obj || !json_object_is_type(obj, json_type_object))
-        return refuse(err, errlen, "must be a RedisCluster object, have %s", type_name(obj));
+        return refuse(err, errlen, "must be a RedisCluster object, have %s", review_type_name(obj));
     const char *kind = jstr(obj, "kind"), *av = jstr(obj, "apiVersion");
     if (!kind || strcmp(kind, KIND))
         return refuse(err, errlen, "kind: must be " KIND ", have %s%.64s%s", kind ? "\"" : "",
-                      kind ? kind : type_name(jsonx_get(obj, "kind")), kind ? "\"" : "");
+                      kind ? kind : review_type_name(jsonx_get(obj, "kind")), kind ? "\"" : "");
     if (!av || (strcmp(av, CONVERSION_V1ALPHA1) && strcmp(av, CONVERSION_V1)))
         return refuse(err, errlen, "apiVersion %s%.64s%s: must be " CONVERSION_V1ALPHA1 " or " CONVERSION_V1,
-                      av ? "\"" : "", av ? av : type_name(jsonx_get(obj, "apiVersion")), av ? "\"" : "");
+                      av ? "\"" : "", av ? av : review_type_name(jsonx_get(obj, "apiVersion")), av ? "\"" : "");
     json_object *meta = jsonx_get(obj, "metadata"), *ann;
     if (!meta || !json_object_is_type(meta, json_type_object))
-        return refuse(err, errlen, "metadata: required, an object, have %s", type_name(meta));
+        return refuse(err, errlen, "metadata: required, an object, have %s", review_type_name(meta));
     if ((ann = jsonx_get(meta, "annotations")) && !json_object_is_type(ann, json_type_object))
-        return refuse(err, errlen, "metadata.annotations: must be an object, have %s", type_name(ann));
+        return refuse(err, errlen, "metadata.annotations: must be an object, have %s", review_type_name(ann));
     json_object *a;
     if (has(ann, CONVERSION_ANNOTATION, &a) && !json_object_is_type(a, json_type_string))
         return refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: must be a string, have %s",
-                      type_name(a));
+                      review_type_name(a));
     *version = av;
     return CONV_OK;
 }
 
 /* ---- v1 -> v1alpha1 ------------------------------------------------------------------ */
 
+/* Move every v1-only field present in from into to (its parents in to created as
+ * objects) and delete it from from: the first step down (object -> record) and the last
+ * but one up (record -> object). CONV_OK; CONV_OOM; CONV_REFUSED (why in err) when a
+ * parent in to is there but not an object. */
+static conv_rc_t move_v1_fields(json_object *from, json_object *to, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < N_V1_ONLY; i++) {
+        const char *const *path = CONVERSION_V1_ONLY[i];
+        json_object *src = parent_of(from, path), *v;
+        if (!has(src, leaf_of(path), &v))
+            continue;
+        int bad;
+        json_object *dst = parent_make(to, path, &bad);
+        if (!dst && bad < 0)
+            return CONV_OOM;
+        if (!dst) {
+            char where[128], field[128];
+            const char *prefix[PATH_PARTS] = {NULL};
+            for (int k = 0; k <= bad; k++)
+                prefix[k] = path[k];
+            path_str(prefix, where, sizeof(where));
+            path_str(path, field, sizeof(field));
+            return refuse(err, errlen, "%s: must be an object to hold %s, have %s", where, field,
+                          review_type_name(jsonx_get(parent_of(to, prefix), path[bad])));
+        }
+        if (json_object_object_add(dst, leaf_of(path), json_object_get(v))) {
+            json_object_put(v);
+            return CONV_OOM;
+        }
+        json_object_object_del(src, leaf_of(path));
+    }
+    return CONV_OK;
+}
+
+/* The last step of both directions: metadata.annotations[CONVERSION_ANNOTATION] = value
+ * (taken; NULL: the annotations are left alone), the map created in meta when ann is
+ * NULL; then apiVersion = api_version. 0, or -1 when out of memory (value freed). */
+static int finish(json_object *obj, json_object *meta, json_object *ann, json_object *value,
+                  const char *api_version)
+{
+    if (value) {
+        if (!ann && (!(ann = json_object_new_object()) || json_object_object_add(meta, "annotations", ann))) {
+            json_object_put(ann);
+            json_object_put(value);
+            return -1;
+        }
+        if (json_object_object_add(ann, CONVERSION_ANNOTATION, value)) {
+            json_object_put(value);
+            return -1;
+        }
+    }
+    json_object *av = json_object_new_string(api_version);
+    if (!av || json_object_object_add(obj, "apiVersion", av)) {
+        json_object_put(av);
+        return -1;
+    }
+    return 0;
+}
+
 static conv_rc_t to_v1alpha1(json_object *obj, char *err, size_t errlen)
 {
     conv_rc_t rc = CONV_OOM;
-    json_object *rec = json_object_new_object(), *implied = NULL;
+    json_object *rec = json_object_new_object(), *implied = NULL, *record_text = NULL;
     if (!rec)
         goto out;
-    for (size_t i = 0; i < N_V1_ONLY; i++) {
-        const char *const *path = CONVERSION_V1_ONLY[i];
-        json_object *parent = parent_of(obj, path), *v;
-        if (!has(parent, leaf_of(path), &v))
-            continue;
-        int bad;
-        json_object *rparent = parent_make(rec, path, &bad);
-        if (!rparent || json_object_object_add(rparent, leaf_of(path), json_object_get(v))) {
-            json_object_put(rparent ? v : NULL);
-            goto out;
-        }
-        json_object_object_del(parent, leaf_of(path));
-    }
+    if ((rc = move_v1_fields(obj, rec, err, errlen)) != CONV_OK)
+        goto out;
+    rc = CONV_OOM;
     json_object *meta = jsonx_get(obj, "metadata"), *ann = jsonx_get(meta, "annotations"), *a;
     if (has(ann, CONVERSION_ANNOTATION, &a)) { /* a v1 object carrying it: keep its value */
         if (json_object_object_add(rec, "annotation", json_object_get(a))) {
@@ -237,30 +259,13 @@ static conv_rc_t to_v1alpha1(json_object *obj, char *err, size_t errlen)
         goto out;
     if (!json_object_equal(rec, implied)) {
         const char *text = json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-        json_object *s = text ? json_object_new_string(text) : NULL;
-        if (!s)
+        if (!text || !(record_text = json_object_new_string(text)))
             goto out;
-        if (!ann) {
-            if (!(ann = json_object_new_object()) || json_object_object_add(meta, "annotations", ann)) {
-                json_object_put(ann);
-                json_object_put(s);
-                goto out;
-            }
-        }
-        if (json_object_object_add(ann, CONVERSION_ANNOTATION, s)) {
-            json_object_put(s);
-            goto out;
-        }
     }
-    json_object *av = json_object_new_string(CONVERSION_V1ALPHA1);
-    if (!av || json_object_object_add(obj, "apiVersion", av)) {
-        json_object_put(av);
+    if (finish(obj, meta, ann, record_text, CONVERSION_V1ALPHA1))
         goto out;
-    }
     rc = CONV_OK;
 out:
-    (void)err;
-    (void)errlen;
     json_object_put(rec);
     json_object_put(implied);
     return rc;
@@ -289,7 +294,7 @@ static conv_rc_t parse_record(const char *text, size_t len, json_object **out, c
                     jerr == json_tokener_continue ? "unexpected end of input" : json_tokener_error_desc(jerr));
     else if (!json_object_is_type(r, json_type_object))
         rc = refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: must be a JSON object, have %s",
-                    type_name(r));
+                    review_type_name(r));
     else
         for (size_t i = end; i < len && !rc; i++)
             if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r')
@@ -350,62 +355,23 @@ static conv_rc_t to_v1(json_object *obj, char *err, size_t errlen)
         if (!strcmp(key, "annotation") ? !val || !json_object_is_type(val, json_type_string)
                                        : !val || !json_object_is_type(val, json_type_object)) {
             rc = refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: %s: must be %s, have %s",
-                        key, strcmp(key, "annotation") ? "an object" : "a string", type_name(val));
+                        key, strcmp(key, "annotation") ? "an object" : "a string", review_type_name(val));
             goto out;
         }
     }
-    for (size_t i = 0; i < N_V1_ONLY; i++) {
-        const char *const *path = CONVERSION_V1_ONLY[i];
-        json_object *rparent = parent_of(rec, path), *v;
-        if (!has(rparent, leaf_of(path), &v))
-            continue;
-        int bad;
-        json_object *parent = parent_make(obj, path, &bad);
-        if (!parent) {
-            if (bad >= 0) {
-                char where[128], field[128];
-                const char *prefix[PATH_PARTS] = {NULL};
-                for (int k = 0; k <= bad; k++)
-                    prefix[k] = path[k];
-                path_str(prefix, where, sizeof(where));
-                path_str(path, field, sizeof(field));
-                rc = refuse(err, errlen, "%s: must be an object to hold %s, have %s", where, field,
-                            type_name(jsonx_get(parent_of(obj, prefix), path[bad])));
-            }
-            goto out;
-        }
-        if (json_object_object_add(parent, leaf_of(path), json_object_get(v))) {
-            json_object_put(v);
-            goto out;
-        }
-        json_object_object_del(rparent, leaf_of(path));
-    }
+    if ((rc = move_v1_fields(rec, obj, err, errlen)) != CONV_OK)
+        goto out;
     char prefix[256];
     static const char *const tops[] = {"spec", "status"};
     for (size_t i = 0; i < 2; i++) {
         json_object *t = jsonx_get(rec, tops[i]);
-        copy_cut(prefix, sizeof(prefix), tops[i]);
+        review_copy_cut(prefix, sizeof(prefix), tops[i]);
         if (t && (rc = check_leftover(t, prefix, strlen(prefix), sizeof(prefix), err, errlen)))
             goto out;
     }
     rc = CONV_OOM;
-    if (has(rec, "annotation", &a)) {
-        if (!ann) {
-            if (!(ann = json_object_new_object()) || json_object_object_add(meta, "annotations", ann)) {
-                json_object_put(ann);
-                goto out;
-            }
-        }
-        if (json_object_object_add(ann, CONVERSION_ANNOTATION, json_object_get(a))) {
-            json_object_put(a);
-            goto out;
-        }
-    }
-    json_object *av = json_object_new_string(CONVERSION_V1);
-    if (!av || json_object_object_add(obj, "apiVersion", av)) {
-        json_object_put(av);
+    if (finish(obj, meta, ann, has(rec, "annotation", &a) ? json_object_get(a) : NULL, CONVERSION_V1))
         goto out;
-    }
     rc = CONV_OK;
 out:
     json_object_put(rec);
@@ -481,38 +447,18 @@ static void fail(review_t *r, int bad, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(tmp, sizeof(tmp), fmt, ap);
     va_end(ap);
-    copy_cut(cut, sizeof(cut) - 1, tmp); /* the cap, at a character boundary */
+    review_copy_cut(cut, sizeof(cut) - 1, tmp); /* the cap, at a character boundary */
     r->bad = bad;
     r->failed = 1;
     buf_reset(&r->message);
     buf_puts(&r->message, cut);
 }
 
-static json_object *parse_body(review_t *r, const char *body, size_t len)
-{
-    if (!body || len == 0) {
-        fail(r, 1, "body: empty; a ConversionReview (JSON) is required");
-        return NULL;
-    }
-    if (len > INT_MAX) {
-        fail(r, 1, "body: too large");
-        return NULL;
-    }
-    json_object *root = NULL;
-    char why[256];
-    int rc = jsonx_parse_strict(body, len, CONVERSION_MAX_DEPTH, &root, why, sizeof(why));
-    if (rc < 0)
-        r->oom = 1;
-    else if (rc > 0)
-        fail(r, 1, "body: not JSON: %s", why);
-    return root;
-}
-
 /* Check the envelope and return request, or NULL (a bad request). */
 static json_object *envelope(review_t *r, json_object *root)
 {
     if (!json_object_is_type(root, json_type_object)) {
-        fail(r, 1, "body: must be a ConversionReview object, have %s", type_name(root));
+        fail(r, 1, "body: must be a ConversionReview object, have %s", review_type_name(root));
         return NULL;
     }
     json_object *request = jsonx_get(root, "request");
@@ -530,7 +476,7 @@ static json_object *envelope(review_t *r, json_object *root)
         return NULL;
     }
     if (!request || !json_object_is_type(request, json_type_object)) {
-        fail(r, 1, "request: required, an object, have %s", type_name(request));
+        fail(r, 1, "request: required, an object, have %s", review_type_name(request));
         return NULL;
     }
     if (!uid || !*uid) {
@@ -539,7 +485,7 @@ static json_object *envelope(review_t *r, json_object *root)
     }
     json_object *objects = jsonx_get(request, "objects");
     if (!objects || !json_object_is_type(objects, json_type_array)) {
-        fail(r, 1, "request.objects: required, an array, have %s", type_name(objects));
+        fail(r, 1, "request.objects: required, an array, have %s", review_type_name(objects));
         return NULL;
     }
     return request;
@@ -553,11 +499,11 @@ static void convert_all(review_t *r, json_object *request, json_object **convert
     json_object *objects = jsonx_get(request, "objects");
     size_t n = json_object_array_length(objects);
     o->objects = n;
-    copy_cut(o->desired, sizeof(o->desired), desired);
+    review_copy_cut(o->desired, sizeof(o->desired), desired);
     if (!desired_known(desired)) {
         fail(r, 0, "desiredAPIVersion %s%.64s%s: this webhook converts RedisClusters to " CONVERSION_V1ALPHA1
                    " or " CONVERSION_V1,
-             desired ? "\"" : "", desired ? desired : type_name(jsonx_get(request, "desiredAPIVersion")),
+             desired ? "\"" : "", desired ? desired : review_type_name(jsonx_get(request, "desiredAPIVersion")),
              desired ? "\"" : "");
         return;
     }
@@ -636,15 +582,21 @@ int conversion_review(const char *body, size_t len, char **response_json_out, co
     memset(o, 0, sizeof(*o));
     review_t r = {.api_version = "apiextensions.k8s.io/v1", .uid = ""};
     buf_init(&r.message, CONVERSION_MESSAGE_CAP);
-    json_object *converted = NULL, *root = parse_body(&r, body, len), *request = root ? envelope(&r, root) : NULL;
+    char msg[320];
+    json_object *converted = NULL, *request = NULL;
+    json_object *root = review_parse_body(body, len, CONVERSION_MAX_DEPTH, "a ConversionReview", &r.oom, msg, sizeof(msg));
+    if (msg[0])
+        fail(&r, 1, "%s", msg);
+    else if (root)
+        request = envelope(&r, root);
     if (request)
         convert_all(&r, request, &converted, o);
     o->bad_request = r.bad;
     o->success = !r.failed;
     o->code = r.failed ? (r.bad ? 400 : 422) : 200;
-    copy_cut(o->uid, sizeof(o->uid), r.uid);
+    review_copy_cut(o->uid, sizeof(o->uid), r.uid);
     if (r.failed)
-        copy_cut(o->message, sizeof(o->message), buf_str(&r.message));
+        review_copy_cut(o->message, sizeof(o->message), buf_str(&r.message));
     char *text = r.oom ? NULL : render(&r, converted);
     json_object_put(converted);
     json_object_put(root); /* last: r's strings point into it */

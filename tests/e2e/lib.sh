@@ -117,3 +117,34 @@ spec:
   storage: {size: 1Gi}
 YAML
 }
+
+# refused DESCRIPTION EXPECTED-SUBSTRING COMMAND...: the command fails and says EXPECTED
+# (one check: not ok when it succeeds, or fails saying something else).
+refused() {
+    local what=$1 want=$2 out
+    shift 2
+    if out=$("$@" 2>&1); then
+        not_ok "$what (accepted)"
+        return
+    fi
+    if grep -qF -- "$want" <<<"$out"; then ok "$what"; else not_ok "$what: $out"; fi
+}
+
+# token_kubeconfig FILE NAME TOKEN: write FILE (mode 600), a kubeconfig for the API server
+# of the current kubeconfig (its server and CA, inline or from a file) with one user and
+# one context, both NAME, that authenticate with the bearer TOKEN.
+token_kubeconfig() {
+    local file=$1 name=$2 token=$3 server ca
+    server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+    ca=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+    [ -n "$ca" ] || ca=$(base64 -w0 <"$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')")
+    cat >"$file" <<YAML
+apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
+users: [{name: $name, user: {token: "$token"}}]
+contexts: [{name: $name, context: {cluster: local, user: $name}}]
+current-context: $name
+YAML
+    chmod 600 "$file"
+}

@@ -80,16 +80,6 @@ rc_json() { # rc_json NS NAME SPEC-JSON
     printf '{"apiVersion":"cache.example.com/v1","kind":"RedisCluster","metadata":{"name":"%s","namespace":"%s"},"spec":%s}' "$2" "$1" "$3"
 }
 phase_is() { test "$(kubectl -n "$1" get rdc "$2" -o jsonpath='{.status.phase}' 2>/dev/null)" = "$3"; }
-# refused DESCRIPTION EXPECTED-SUBSTRING COMMAND...: the command fails and says EXPECTED.
-refused() {
-    local what=$1 want=$2 out
-    shift 2
-    if out=$("$@" 2>&1); then
-        not_ok "$what (accepted)"
-        return
-    fi
-    if grep -qF -- "$want" <<<"$out"; then ok "$what"; else not_ok "$what: $out"; fi
-}
 
 kubectl apply -f "$TOP/crds/" >/dev/null
 kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com >/dev/null

@@ -25,20 +25,7 @@ kubectl apply -f "$TOP/deploy/base/namespace.yaml" >/dev/null
 kubectl apply -f "$TOP/deploy/base/rbac/" >/dev/null
 check "deploy/ RBAC applied" kubectl -n "$sa_ns" get serviceaccount rediscluster-operator
 token=$(kubectl -n "$sa_ns" create token rediscluster-operator --duration=1h)
-server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
-ca=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-if [ -z "$ca" ]; then
-    ca=$(base64 -w0 < "$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')")
-fi
-cat >"$work/kubeconfig" <<YAML
-apiVersion: v1
-kind: Config
-clusters: [{name: local, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
-users: [{name: operator, user: {token: "$token"}}]
-contexts: [{name: operator, context: {cluster: local, user: operator}}]
-current-context: operator
-YAML
-chmod 600 "$work/kubeconfig"
+token_kubeconfig "$work/kubeconfig" operator "$token"
 as_op() { kubectl --kubeconfig "$work/kubeconfig" "$@"; }
 check "the token may list RedisClusters" as_op get rdc -A
 check "the token may not read Secrets" sh -c "! kubectl --kubeconfig '$work/kubeconfig' get secrets -A"

@@ -220,18 +220,7 @@ kubectl get namespace "$op_ns" >/dev/null 2>&1 || { kubectl create namespace "$o
 check "deploy/migrate-storage applies (server dry run)" kubectl apply --dry-run=server -k "$TOP/deploy/migrate-storage"
 kubectl apply -f "$TOP/deploy/migrate-storage/rbac.yaml" >/dev/null
 token=$(kubectl -n "$op_ns" create token rediscluster-migrate-storage --duration=1h)
-server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
-ca=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-[ -n "$ca" ] || ca=$(base64 -w0 <"$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority}')")
-cat >"$work/migrate.kubeconfig" <<YAML
-apiVersion: v1
-kind: Config
-clusters: [{name: local, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
-users: [{name: migrate, user: {token: "$token"}}]
-contexts: [{name: migrate, context: {cluster: local, user: migrate}}]
-current-context: migrate
-YAML
-chmod 600 "$work/migrate.kubeconfig"
+token_kubeconfig "$work/migrate.kubeconfig" migrate "$token"
 check "  ... its token may not delete RedisClusters" \
     sh -c "! kubectl --kubeconfig '$work/migrate.kubeconfig' auth can-i delete redisclusters.cache.example.com -A | grep -qx yes"
 kubectl get "$V1" -A -o json >"$work/pre-mig.json"
@@ -300,14 +289,19 @@ check "  ... v1alpha1 reads work again" wait_until 20 kubectl -n "$ns" get "$V1A
 # ---- 5. Conversion both ways through the API server --------------------------------------
 # In $ns2, which the operator does not watch: its writes would race the full updates.
 fresh_discovery
+# read_both NAME: the RedisCluster NAME in $ns2 read as v1 into $work/NAME-v1.json and as
+# v1alpha1 into $work/NAME-v1a.json.
+read_both() {
+    kubectl -n "$ns2" get "$V1" "$1" -o json >"$work/$1-v1.json"
+    kubectl -n "$ns2" get "$V1A" "$1" -o json >"$work/$1-v1a.json" 2>/dev/null
+}
 printf 'apiVersion: cache.example.com/v1alpha1\nkind: RedisCluster\nmetadata: {name: alpha, namespace: %s}\nspec: {size: 2, image: redis, version: "7.2", config: {maxmemory: 64mb}}\n' "$ns2" |
     kubectl create -f - >/dev/null 2>"$work/create-alpha.err"
 check "created as v1alpha1" kubectl -n "$ns2" get "$V1A" alpha
 check "  ... kubectl prints the deprecation warning" grep -qF "Warning: $WARNING" "$work/create-alpha.err"
-kubectl -n "$ns2" get "$V1" alpha -o json >"$work/alpha-v1.json"
+read_both alpha
 check "  ... read as v1: apiVersion v1, mode Standalone, persistence aof, shared fields as written" \
     jqe '.apiVersion == "cache.example.com/v1" and .spec.mode == "Standalone" and .spec.persistence == "aof" and .spec.size == 2 and .spec.config.maxmemory == "64mb" and .metadata.annotations == null' "$work/alpha-v1.json"
-kubectl -n "$ns2" get "$V1A" alpha -o json >"$work/alpha-v1a.json" 2>/dev/null
 check "  ... and back as v1alpha1: no v1 fields, no annotation" \
     jqe '.apiVersion == "cache.example.com/v1alpha1" and .spec.mode == null and .spec.persistence == null and .metadata.annotations == null and .spec.size == 2' "$work/alpha-v1a.json"
 cat <<YAML | kubectl create -f - >/dev/null
@@ -323,10 +317,9 @@ spec:
   auth: {secretRef: {name: beta-pw, key: pass}}
   failover: {downAfter: 5s, minReplicasToWrite: 1, minReplicasMaxLag: 20}
 YAML
-kubectl -n "$ns2" get "$V1" beta -o json >"$work/beta-v1.json"
+read_both beta
 check "created as v1 with v1-only fields" \
     jqe '.spec.mode == "Replication" and .spec.auth.secretRef.name == "beta-pw" and .spec.failover.downAfter == "5s"' "$work/beta-v1.json"
-kubectl -n "$ns2" get "$V1A" beta -o json >"$work/beta-v1a.json" 2>/dev/null
 check "  ... read as v1alpha1: the v1-only fields absent from spec, kept in the annotation" \
     jqe '.spec.mode == null and .spec.auth == null and .spec.failover == null and .spec.persistence == null and (.metadata.annotations["cache.example.com/v1-fields"] | fromjson | .spec.auth.secretRef.name == "beta-pw")' "$work/beta-v1a.json"
 rv0=$(jqf .metadata.resourceVersion "$work/beta-v1a.json")

@@ -46,16 +46,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# refused DESCRIPTION EXPECTED-SUBSTRING COMMAND...: the command fails and says EXPECTED.
-refused() {
-    local what=$1 want=$2 out
-    shift 2
-    if out=$("$@" 2>&1); then
-        not_ok "$what (accepted)"
-        return
-    fi
-    if grep -qF -- "$want" <<<"$out"; then ok "$what"; else not_ok "$what: $out"; fi
-}
 # A RedisCluster in $ns as JSON: rc NAME SPEC-JSON
 rc() { printf '{"apiVersion":"cache.example.com/v1","kind":"RedisCluster","metadata":{"name":"%s","namespace":"%s"},"spec":%s}' "$1" "$ns" "$2"; }
 create() { rc "$1" "$2" | kubectl create -f - 2>&1; }
@@ -196,36 +186,32 @@ check "CRD established" kubectl wait --for=condition=Established --timeout=60s c
 kubectl wait --for=delete "namespace/$ns" --timeout=90s >/dev/null 2>&1 # left by an earlier run
 kubectl create namespace "$ns" >/dev/null
 ca_b64=$(base64 -w0 <"$work/certs/ca.crt")
-register() { # the webhook configurations with caBundle $1
-    cat <<YAML | kubectl apply -f - >/dev/null
+# webhook_config KIND NAME WEBHOOK PATH RESOURCES CABUNDLE: one webhook configuration
+# (KIND Mutating- or ValidatingWebhookConfiguration) calling $base PATH for CREATE and
+# UPDATE of RESOURCES (a YAML list body) in $ns only.
+webhook_config() {
+    cat <<YAML
 apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata: {name: $mwc}
+kind: $1
+metadata: {name: $2}
 webhooks:
-- name: mrediscluster.e2e.cache.example.com
+- name: $3
   admissionReviewVersions: [v1]
-  clientConfig: {url: "$base$MPATH", caBundle: "$1"}
+  clientConfig: {url: "$base$4", caBundle: "$6"}
   failurePolicy: Fail
   sideEffects: None
   timeoutSeconds: 10
   namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $ns}}
   rules:
-  - {apiGroups: [cache.example.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [redisclusters], scope: Namespaced}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: $vwc}
-webhooks:
-- name: vrediscluster.e2e.cache.example.com
-  admissionReviewVersions: [v1]
-  clientConfig: {url: "$base$VPATH", caBundle: "$1"}
-  failurePolicy: Fail
-  sideEffects: None
-  timeoutSeconds: 10
-  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $ns}}
-  rules:
-  - {apiGroups: [cache.example.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [redisclusters, redisclusters/scale], scope: Namespaced}
+  - {apiGroups: [cache.example.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [$5], scope: Namespaced}
 YAML
+}
+register() { # the webhook configurations with caBundle $1
+    {
+        webhook_config MutatingWebhookConfiguration "$mwc" mrediscluster.e2e.cache.example.com "$MPATH" redisclusters "$1"
+        echo ---
+        webhook_config ValidatingWebhookConfiguration "$vwc" vrediscluster.e2e.cache.example.com "$VPATH" "redisclusters, redisclusters/scale" "$1"
+    } | kubectl apply -f - >/dev/null
 }
 register "$ca_b64"
 # The API server picks configurations up through an informer: wait until ours answers.

@@ -5,10 +5,13 @@
  */
 #include "admission.h"
 #include "buf.h"
+#include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
 #include "plan.h"
 #include "rdc_spec.h"
+#include "tls_client.h"
+#include "webhook_fixture.h"
 #include "webhook_server.h"
 #include "webhook_tls.h"
 
@@ -112,32 +115,20 @@ static void answer_free(answer_t *a)
     a->root = a->response = NULL;
 }
 
-static json_object *get(const json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-static const char *str_of(const json_object *o, const char *key)
-{
-    json_object *v = get(o, key);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 static int allowed(const answer_t *a)
 {
-    json_object *v = get(a->response, "allowed");
+    json_object *v = jsonx_get(a->response, "allowed");
     return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
 }
 
 static const char *message(const answer_t *a)
 {
-    return str_of(get(a->response, "status"), "message");
+    return jsonx_str(jsonx_get(a->response, "status"), "message");
 }
 
 static int status_code(const answer_t *a)
 {
-    json_object *v = get(get(a->response, "status"), "code");
+    json_object *v = jsonx_get(jsonx_get(a->response, "status"), "code");
     return v ? json_object_get_int(v) : 0;
 }
 
@@ -161,10 +152,10 @@ static answer_t validate_update(const char *old_spec, const char *new_spec)
 /* Decode the base64 JSON Patch of a mutating answer; NULL when there is none. */
 static json_object *patch_of(const answer_t *a)
 {
-    const char *p64 = str_of(a->response, "patch");
+    const char *p64 = jsonx_str(a->response, "patch");
     if (!p64)
         return NULL;
-    CU_ASSERT_STRING_EQUAL(str_of(a->response, "patchType"), "JSONPatch");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(a->response, "patchType"), "JSONPatch");
     size_t n = strlen(p64);
     unsigned char *raw = malloc(n + 1);
     int len = EVP_DecodeBlock(raw, (const unsigned char *)p64, (int)n);
@@ -184,9 +175,9 @@ static json_object *op_value(json_object *ops, const char *path)
 {
     for (size_t i = 0; i < json_object_array_length(ops); i++) {
         json_object *op = json_object_array_get_idx(ops, i);
-        if (!strcmp(str_of(op, "path"), path)) {
-            CU_ASSERT_STRING_EQUAL(str_of(op, "op"), "add");
-            return get(op, "value");
+        if (!strcmp(jsonx_str(op, "path"), path)) {
+            CU_ASSERT_STRING_EQUAL(jsonx_str(op, "op"), "add");
+            return jsonx_get(op, "value");
         }
     }
     return NULL;
@@ -206,13 +197,13 @@ static void test_valid_create_is_allowed(void)
 {
     answer_t a = validate_create("cache", VALID_SPEC);
     CU_ASSERT_EQUAL(a.rc, 0);
-    CU_ASSERT_STRING_EQUAL(str_of(a.root, "apiVersion"), "admission.k8s.io/v1");
-    CU_ASSERT_STRING_EQUAL(str_of(a.root, "kind"), "AdmissionReview");
-    CU_ASSERT_STRING_EQUAL(str_of(a.response, "uid"), "705ab4f5-6393-11e8-b7cc-42010a800002");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(a.root, "apiVersion"), "admission.k8s.io/v1");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(a.root, "kind"), "AdmissionReview");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(a.response, "uid"), "705ab4f5-6393-11e8-b7cc-42010a800002");
     CU_ASSERT(allowed(&a));
-    CU_ASSERT_PTR_NULL(get(a.response, "status"));
-    CU_ASSERT_PTR_NULL(get(a.response, "patch"));
-    CU_ASSERT_PTR_NULL(get(a.response, "warnings"));
+    CU_ASSERT_PTR_NULL(jsonx_get(a.response, "status"));
+    CU_ASSERT_PTR_NULL(jsonx_get(a.response, "patch"));
+    CU_ASSERT_PTR_NULL(jsonx_get(a.response, "warnings"));
     CU_ASSERT(a.o.allowed);
     CU_ASSERT_EQUAL(a.o.code, 200);
     CU_ASSERT_STRING_EQUAL(a.o.operation, "CREATE");
@@ -294,8 +285,8 @@ static void test_invalid_fields_named_in_message(void)
         CU_ASSERT_EQUAL(a.rc, 0);
         CU_ASSERT_FALSE(allowed(&a));
         CU_ASSERT_EQUAL(status_code(&a), 422);
-        CU_ASSERT_STRING_EQUAL(str_of(get(a.response, "status"), "reason"), "Invalid");
-        CU_ASSERT_STRING_EQUAL(str_of(get(a.response, "status"), "status"), "Failure");
+        CU_ASSERT_STRING_EQUAL(jsonx_str(jsonx_get(a.response, "status"), "reason"), "Invalid");
+        CU_ASSERT_STRING_EQUAL(jsonx_str(jsonx_get(a.response, "status"), "status"), "Failure");
         CU_ASSERT(contains(message(&a), "RedisCluster.cache.example.com \"cache\" is invalid: "));
         CU_ASSERT(contains(message(&a), invalid_cases[i].expect));
         if (!contains(message(&a), invalid_cases[i].expect))
@@ -416,13 +407,13 @@ static void test_warning_for_version_with_tagged_image(void)
 {
     answer_t a = validate_create("cache", "{\"size\":1,\"image\":\"redis:7.0\",\"version\":\"7.2\"}");
     CU_ASSERT(allowed(&a));
-    json_object *w = get(a.response, "warnings");
+    json_object *w = jsonx_get(a.response, "warnings");
     CU_ASSERT_FATAL(w && json_object_array_length(w) == 1);
     CU_ASSERT(contains(json_object_get_string(json_object_array_get_idx(w, 0)),
                        "spec.version \"7.2\" has no effect: spec.image \"redis:7.0\" already names a tag or digest"));
     answer_free(&a);
     a = validate_create("cache", "{\"size\":1,\"image\":\"host:5000/redis\",\"version\":\"7.2\"}");
-    CU_ASSERT_PTR_NULL(get(a.response, "warnings")); /* a registry port is not a tag */
+    CU_ASSERT_PTR_NULL(jsonx_get(a.response, "warnings")); /* a registry port is not a tag */
     answer_free(&a);
 }
 
@@ -434,7 +425,7 @@ static void test_update_size_decrease_refused(void)
     CU_ASSERT_EQUAL(a.rc, 0);
     CU_ASSERT_FALSE(allowed(&a));
     CU_ASSERT_EQUAL(status_code(&a), 403);
-    CU_ASSERT_STRING_EQUAL(str_of(get(a.response, "status"), "reason"), "Forbidden");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(jsonx_get(a.response, "status"), "reason"), "Forbidden");
     CU_ASSERT_STRING_EQUAL(message(&a), "RedisCluster.cache.example.com \"cache\" is forbidden: spec.size: Forbidden: "
                                         "may not decrease from 5 to 3 (scaling a RedisCluster down is not allowed)");
     answer_free(&a);
@@ -526,7 +517,7 @@ static void test_update_metadata_only_never_blocked(void)
     answer_free(&a);
     a = ask_str(buf_str(&b), ADMISSION_MUTATE);
     CU_ASSERT(allowed(&a));
-    CU_ASSERT_PTR_NULL(get(a.response, "patch"));
+    CU_ASSERT_PTR_NULL(jsonx_get(a.response, "patch"));
     answer_free(&a);
     buf_free(&b);
 }
@@ -539,7 +530,7 @@ static void test_delete_and_connect_allowed(void)
     answer_free(&a);
     a = ask_str(body, ADMISSION_MUTATE);
     CU_ASSERT(allowed(&a));
-    CU_ASSERT_PTR_NULL(get(a.response, "patch"));
+    CU_ASSERT_PTR_NULL(jsonx_get(a.response, "patch"));
     answer_free(&a);
     free(body);
 }
@@ -553,29 +544,34 @@ static void test_scale_subresource(void)
         "\"subResource\":\"scale\",\"operation\":\"UPDATE\",\"name\":\"cache\",\"namespace\":\"default\","
         "\"object\":{\"apiVersion\":\"autoscaling/v1\",\"kind\":\"Scale\",\"metadata\":{\"name\":\"cache\"},\"spec\":{\"replicas\":%d}},"
         "\"oldObject\":{\"apiVersion\":\"autoscaling/v1\",\"kind\":\"Scale\",\"metadata\":{\"name\":\"cache\"},\"spec\":{\"replicas\":%d}}}}";
-    char body[1024];
-    snprintf(body, sizeof(body), fmt, 4, 3);
-    answer_t a = ask_str(body, ADMISSION_VALIDATE);
-    CU_ASSERT(allowed(&a));
-    answer_free(&a);
-    snprintf(body, sizeof(body), fmt, 2, 3);
-    a = ask_str(body, ADMISSION_VALIDATE);
-    CU_ASSERT_FALSE(allowed(&a));
-    CU_ASSERT_EQUAL(status_code(&a), 403);
-    CU_ASSERT(contains(message(&a), "Scale.autoscaling \"cache\" is forbidden: spec.replicas: Forbidden: may not decrease from 3 to 2"));
-    answer_free(&a);
-    snprintf(body, sizeof(body), fmt, 11, 3);
-    a = ask_str(body, ADMISSION_VALIDATE);
-    CU_ASSERT_FALSE(allowed(&a));
-    CU_ASSERT_EQUAL(status_code(&a), 422);
-    CU_ASSERT(contains(message(&a), "spec.replicas: Invalid value: 11: must be between 1 and 10"));
-    answer_free(&a);
-    /* The defaulting webhook leaves the scale subresource alone. */
-    snprintf(body, sizeof(body), fmt, 4, 3);
-    a = ask_str(body, ADMISSION_MUTATE);
-    CU_ASSERT(allowed(&a));
-    CU_ASSERT_PTR_NULL(get(a.response, "patch"));
-    answer_free(&a);
+    static const struct {
+        int replicas, old_replicas;
+        admission_kind_t kind;
+        int code;            /* 0: allowed */
+        const char *message; /* the refusal's, in part */
+    } cases[] = {
+        {4, 3, ADMISSION_VALIDATE, 0, NULL},
+        {2, 3, ADMISSION_VALIDATE, 403,
+         "Scale.autoscaling \"cache\" is forbidden: spec.replicas: Forbidden: may not decrease from 3 to 2"},
+        {11, 3, ADMISSION_VALIDATE, 422, "spec.replicas: Invalid value: 11: must be between 1 and 10"},
+        /* The defaulting webhook leaves the scale subresource alone. */
+        {4, 3, ADMISSION_MUTATE, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char body[1024];
+        snprintf(body, sizeof(body), fmt, cases[i].replicas, cases[i].old_replicas);
+        answer_t a = ask_str(body, cases[i].kind);
+        if (!cases[i].code) {
+            CU_ASSERT(allowed(&a));
+        } else {
+            CU_ASSERT_FALSE(allowed(&a));
+            CU_ASSERT_EQUAL(status_code(&a), cases[i].code);
+            CU_ASSERT(contains(message(&a), cases[i].message));
+        }
+        if (cases[i].kind == ADMISSION_MUTATE)
+            CU_ASSERT_PTR_NULL(jsonx_get(a.response, "patch"));
+        answer_free(&a);
+    }
 }
 
 /* ---- Mutating ------------------------------------------------------------------------------ */
@@ -590,9 +586,9 @@ static void test_defaults_patch(void)
     CU_ASSERT_EQUAL(json_object_array_length(ops), 3);
     CU_ASSERT_STRING_EQUAL(json_object_get_string(op_value(ops, "/spec/version")), "7.2");
     json_object *storage = op_value(ops, "/spec/storage"), *config = op_value(ops, "/spec/config");
-    CU_ASSERT_STRING_EQUAL(str_of(storage, "size"), "1Gi");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(storage, "size"), "1Gi");
     CU_ASSERT_EQUAL(json_object_object_length(storage), 1);
-    CU_ASSERT_STRING_EQUAL(str_of(config, "maxmemoryPolicy"), "allkeys-lru");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(config, "maxmemoryPolicy"), "allkeys-lru");
     CU_ASSERT_EQUAL(json_object_object_length(config), 1);
     json_object_put(ops);
     answer_free(&a);
@@ -628,19 +624,19 @@ static void test_defaults_patch(void)
     /* Everything set: allowed, no patch at all. */
     a = mutate_create(VALID_SPEC);
     CU_ASSERT(allowed(&a));
-    CU_ASSERT_PTR_NULL(get(a.response, "patch"));
-    CU_ASSERT_PTR_NULL(get(a.response, "patchType"));
+    CU_ASSERT_PTR_NULL(jsonx_get(a.response, "patch"));
+    CU_ASSERT_PTR_NULL(jsonx_get(a.response, "patchType"));
     CU_ASSERT_FALSE(a.o.patched);
     answer_free(&a);
 
     /* Parents of the wrong type are left for validation to report; no spec, no patch. */
     a = mutate_create("{\"size\":3,\"image\":\"redis\",\"version\":\"7.2\",\"config\":\"x\",\"storage\":[1]}");
     CU_ASSERT(allowed(&a));
-    CU_ASSERT_PTR_NULL(get(a.response, "patch"));
+    CU_ASSERT_PTR_NULL(jsonx_get(a.response, "patch"));
     answer_free(&a);
     a = mutate_create(NULL);
     CU_ASSERT(allowed(&a));
-    CU_ASSERT_PTR_NULL(get(a.response, "patch"));
+    CU_ASSERT_PTR_NULL(jsonx_get(a.response, "patch"));
     answer_free(&a);
 }
 
@@ -654,9 +650,9 @@ static void test_defaulted_object_is_valid_and_stable(void)
     json_object *rc = json_tokener_parse(buf_str(&b));
     json_object *spec = rdc_spec_defaulted(rc);
     CU_ASSERT_PTR_NOT_NULL_FATAL(spec);
-    CU_ASSERT_STRING_EQUAL(json_object_get_string(get(spec, "version")), "7.2");
-    CU_ASSERT_STRING_EQUAL(str_of(get(spec, "storage"), "size"), "1Gi");
-    CU_ASSERT_STRING_EQUAL(str_of(get(spec, "config"), "maxmemoryPolicy"), "allkeys-lru");
+    CU_ASSERT_STRING_EQUAL(json_object_get_string(jsonx_get(spec, "version")), "7.2");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(jsonx_get(spec, "storage"), "size"), "1Gi");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(jsonx_get(spec, "config"), "maxmemoryPolicy"), "allkeys-lru");
     json_object_object_add(rc, "spec", spec);
     rdc_field_errors_t *e = rdc_field_errors_new();
     CU_ASSERT_EQUAL(rdc_spec_validate(rc, e), 0);
@@ -679,9 +675,9 @@ static void expect_bad(const char *body, size_t len, const char *expect, const c
         CU_ASSERT(a.o.bad_request);
         CU_ASSERT_FALSE(allowed(&a));
         CU_ASSERT_EQUAL(status_code(&a), 400);
-        CU_ASSERT_STRING_EQUAL(str_of(get(a.response, "status"), "reason"), "BadRequest");
-        CU_ASSERT_STRING_EQUAL(str_of(a.root, "kind"), "AdmissionReview");
-        CU_ASSERT_STRING_EQUAL(str_of(a.response, "uid"), uid);
+        CU_ASSERT_STRING_EQUAL(jsonx_str(jsonx_get(a.response, "status"), "reason"), "BadRequest");
+        CU_ASSERT_STRING_EQUAL(jsonx_str(a.root, "kind"), "AdmissionReview");
+        CU_ASSERT_STRING_EQUAL(jsonx_str(a.response, "uid"), uid);
         CU_ASSERT(contains(message(&a), expect));
         if (!contains(message(&a), expect))
             fprintf(stderr, "\nbody %.80s: want %s, have %s\n", body, expect, message(&a));
@@ -771,7 +767,7 @@ static void test_v1beta1_echoed(void)
     buf_puts(&b, strchr(body, ','));
     answer_t a = ask_str(buf_str(&b), ADMISSION_VALIDATE);
     CU_ASSERT_EQUAL(a.rc, 0);
-    CU_ASSERT_STRING_EQUAL(str_of(a.root, "apiVersion"), "admission.k8s.io/v1beta1");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(a.root, "apiVersion"), "admission.k8s.io/v1beta1");
     CU_ASSERT(allowed(&a));
     answer_free(&a);
     buf_free(&b);
@@ -796,7 +792,7 @@ static void test_dry_run_passthrough(void)
     a = ask_str(dry, ADMISSION_MUTATE);
     CU_ASSERT(a.o.dry_run);
     CU_ASSERT(a.o.patched);
-    CU_ASSERT_PTR_NOT_NULL(get(a.response, "patch"));
+    CU_ASSERT_PTR_NOT_NULL(jsonx_get(a.response, "patch"));
     answer_free(&a);
     free(dry);
 }
@@ -849,7 +845,7 @@ static void test_big_input(void)
     buf_printf(&b, HDR "\"request\":{\"uid\":\"%.5000s\"," RCKIND ",\"operation\":\"DELETE\",\"name\":\"%.5000s\"}}", s, s);
     a = ask(buf_str(&b), b.len, ADMISSION_VALIDATE);
     CU_ASSERT(allowed(&a));
-    CU_ASSERT_EQUAL(strlen(str_of(a.response, "uid")), 5000);
+    CU_ASSERT_EQUAL(strlen(jsonx_str(a.response, "uid")), 5000);
     CU_ASSERT_EQUAL(strlen(a.o.uid), sizeof(a.o.uid) - 1);
     CU_ASSERT_EQUAL(strlen(a.o.name), sizeof(a.o.name) - 1);
     answer_free(&a);
@@ -1270,71 +1266,12 @@ static void test_tls_load_and_reload(void)
 
 /* ---- The HTTPS server, served from a thread --------------------------------------------------- */
 
-typedef struct {
-    struct event_base *base;
-    webhook_server_t *srv;
-    struct event *stop_ev;
-    int stop[2];
-    pthread_t th;
-    int port;
-} fixture_t;
-
-static void on_stop(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    event_base_loopbreak(arg);
-}
-
-static void *serve(void *arg)
-{
-    fixture_t *f = arg;
-    event_base_dispatch(f->base);
-    return NULL;
-}
-
 static void fixture_start(fixture_t *f, size_t max_body, int timeout_s)
 {
-    memset(f, 0, sizeof(*f));
     make_cert("server", "tls.crt", "tls.key");
-    f->base = event_base_new();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f->base);
     webhook_server_config_t cfg = {.bind_address = "127.0.0.1", .port = 0, .cert_dir = tmpdir,
                                    .max_body = max_body, .timeout_s = timeout_s};
-    char err[512];
-    CU_ASSERT_EQUAL_FATAL(webhook_server_new(f->base, &cfg, &f->srv, err, sizeof(err)), 0);
-    f->port = webhook_server_port(f->srv);
-    CU_ASSERT(f->port > 0);
-    CU_ASSERT_FATAL(pipe(f->stop) == 0);
-    f->stop_ev = event_new(f->base, f->stop[0], EV_READ, on_stop, f->base);
-    event_add(f->stop_ev, NULL);
-    CU_ASSERT_FATAL(pthread_create(&f->th, NULL, serve, f) == 0);
-}
-
-static void fixture_stop(fixture_t *f)
-{
-    CU_ASSERT(write(f->stop[1], "x", 1) == 1);
-    pthread_join(f->th, NULL);
-    event_free(f->stop_ev);
-    webhook_server_destroy(&f->srv);
-    event_base_free(f->base);
-    close(f->stop[0]);
-    close(f->stop[1]);
-}
-
-static int connect_tcp(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    struct timeval tv = {5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-        close(fd);
-        return -1;
-    }
-    return fd;
+    webhook_fixture_start(f, &cfg);
 }
 
 typedef struct {
@@ -1359,7 +1296,7 @@ static void https(int port, const char *raw, size_t len, int max_version, http_a
         SSL_CTX_set_cipher_list(ctx, "DEFAULT:@SECLEVEL=0");
         SSL_CTX_set_max_proto_version(ctx, max_version);
     }
-    int fd = connect_tcp(port);
+    int fd = tls_tcp_connect(port, 0);
     CU_ASSERT_FATAL(fd >= 0);
     SSL *ssl = SSL_new(ctx);
     SSL_set_fd(ssl, fd);
@@ -1494,7 +1431,7 @@ static void test_server_routes_and_errors(void)
     CU_ASSERT(a.ok);
     CU_ASSERT_EQUAL(a.status, 200);
     buf_free(&a.raw);
-    int fd = connect_tcp(f.port);
+    int fd = tls_tcp_connect(f.port, 0);
     CU_ASSERT(write(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 34) == 34);
     char rbuf[256];
     ssize_t r = read(fd, rbuf, sizeof(rbuf));
@@ -1502,7 +1439,7 @@ static void test_server_routes_and_errors(void)
     close(fd);
 
     /* A client that says nothing is dropped after the timeout (1 s here). */
-    fd = connect_tcp(f.port);
+    fd = tls_tcp_connect(f.port, 0);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     r = read(fd, rbuf, sizeof(rbuf));

@@ -5,7 +5,10 @@
  */
 #include "buf.h"
 #include "conversion.h"
+#include "jsonx.h"
 #include "metrics.h"
+#include "metrics_text.h"
+#include "text_assert.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -32,18 +35,6 @@ static json_object *parse(const char *text)
     return o;
 }
 
-static json_object *get(const json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-static const char *str_of(const json_object *o, const char *key)
-{
-    json_object *v = get(o, key);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 /* Convert; on failure print why. Returns the new object or NULL. */
 static json_object *conv(const json_object *in, const char *to)
 {
@@ -68,7 +59,7 @@ static int same(const json_object *a, const json_object *b, const char *what)
 
 static const char *annotation_of(const json_object *o)
 {
-    return str_of(get(get(o, "metadata"), "annotations"), CONVERSION_ANNOTATION);
+    return jsonx_str(jsonx_get(jsonx_get(o, "metadata"), "annotations"), CONVERSION_ANNOTATION);
 }
 
 /* ---- The table of pairs ------------------------------------------------------------------ */
@@ -222,7 +213,7 @@ static void test_refusals_say_why(void)
     buf_puts(&b, "\"}}");
     json_object *o = parse("{" A META "}"), *ann = json_object_new_object(), *out = NULL;
     json_object_object_add(ann, CONVERSION_ANNOTATION, json_object_new_string(buf_str(&b)));
-    json_object_object_add(get(o, "metadata"), "annotations", ann);
+    json_object_object_add(jsonx_get(o, "metadata"), "annotations", ann);
     char err[256];
     CU_ASSERT_EQUAL(conversion_convert(o, CONVERSION_V1, &out, err, sizeof(err)), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "more than"));
@@ -394,6 +385,20 @@ static json_object *canonical_record(json_object *spec_fields, json_object *stat
     return r;
 }
 
+/* Each of the n v1-only fields in names with probability 1/2, as an object; NULL when
+ * none was drawn. */
+static json_object *rnd_v1_fields(const char *const *names, size_t n)
+{
+    json_object *f = json_object_new_object();
+    for (size_t i = 0; i < n; i++)
+        if (one_in(2))
+            json_object_object_add(f, names[i], v1_value(names[i]));
+    if (json_object_object_length(f))
+        return f;
+    json_object_put(f);
+    return NULL;
+}
+
 /* A v1alpha1 object that may carry a canonical annotation, written here independently of
  * the code under test: the record's fields only where the object has a spec / status
  * object to hold them, and never the record a missing annotation stands for. */
@@ -402,27 +407,11 @@ static json_object *rnd_v1alpha1(void)
     json_object *o = rnd_base(CONVERSION_V1ALPHA1, 0);
     if (one_in(3))
         return o;
-    json_object *spec = get(o, "spec"), *status = get(o, "status"), *sf = NULL, *stf = NULL, *an = NULL;
-    if (spec && json_object_is_type(spec, json_type_object)) {
-        json_object *f = json_object_new_object();
-        for (size_t i = 0; i < 4; i++)
-            if (one_in(2))
-                json_object_object_add(f, V1_SPEC[i], v1_value(V1_SPEC[i]));
-        if (json_object_object_length(f))
-            sf = f;
-        else
-            json_object_put(f);
-    }
-    if (status && json_object_is_type(status, json_type_object)) {
-        json_object *f = json_object_new_object();
-        for (size_t i = 0; i < 2; i++)
-            if (one_in(2))
-                json_object_object_add(f, V1_STATUS[i], v1_value(V1_STATUS[i]));
-        if (json_object_object_length(f))
-            stf = f;
-        else
-            json_object_put(f);
-    }
+    json_object *spec = jsonx_get(o, "spec"), *status = jsonx_get(o, "status"), *sf = NULL, *stf = NULL, *an = NULL;
+    if (spec && json_object_is_type(spec, json_type_object))
+        sf = rnd_v1_fields(V1_SPEC, 4);
+    if (status && json_object_is_type(status, json_type_object))
+        stf = rnd_v1_fields(V1_STATUS, 2);
     if (one_in(6))
         an = rnd_string();
     json_object *rec = canonical_record(sf, stf, an);
@@ -430,7 +419,7 @@ static json_object *rnd_v1alpha1(void)
                                                   ? "{\"spec\":{\"mode\":\"Standalone\",\"persistence\":\"aof\"}}"
                                                   : "{}");
     if (!json_object_equal(rec, implied)) {
-        json_object *meta = get(o, "metadata"), *ann = get(meta, "annotations");
+        json_object *meta = jsonx_get(o, "metadata"), *ann = jsonx_get(meta, "annotations");
         if (!ann) {
             ann = json_object_new_object();
             json_object_object_add(meta, "annotations", ann);
@@ -447,7 +436,7 @@ static json_object *rnd_v1(void)
 {
     json_object *o = rnd_base(CONVERSION_V1, 1);
     if (one_in(8)) { /* a v1 object that carries the annotation (copied from a v1alpha1 view) */
-        json_object *meta = get(o, "metadata"), *ann = get(meta, "annotations");
+        json_object *meta = jsonx_get(o, "metadata"), *ann = jsonx_get(meta, "annotations");
         if (!ann) {
             ann = json_object_new_object();
             json_object_object_add(meta, "annotations", ann);
@@ -460,7 +449,7 @@ static json_object *rnd_v1(void)
 /* Nothing of v1 is left in a v1alpha1 object (v1alpha1's schema would prune it). */
 static int has_no_v1_fields(const json_object *o)
 {
-    json_object *spec = get(o, "spec"), *status = get(o, "status");
+    json_object *spec = jsonx_get(o, "spec"), *status = jsonx_get(o, "status");
     for (size_t i = 0; i < 4; i++)
         if (spec && json_object_is_type(spec, json_type_object) && json_object_object_get_ex(spec, V1_SPEC[i], NULL))
             return 0;
@@ -511,9 +500,9 @@ static void test_round_trip_v1alpha1_v1_v1alpha1(void)
             failures++;
         }
         /* A v1alpha1 object without the annotation is Standalone with AOF in v1. */
-        json_object *spec = get(up, "spec");
+        json_object *spec = jsonx_get(up, "spec");
         if (up && !want && spec && json_object_is_type(spec, json_type_object) &&
-            (!str_of(spec, "mode") || strcmp(str_of(spec, "mode"), "Standalone")))
+            (!jsonx_str(spec, "mode") || strcmp(jsonx_str(spec, "mode"), "Standalone")))
             failures++;
         /* The annotation never shows in v1, unless v1 itself carried one. */
         json_object_put(back);
@@ -560,10 +549,10 @@ static answer_t ask(const char *body, size_t len)
     CU_ASSERT_PTR_NOT_NULL_FATAL(out);
     a.root = json_tokener_parse(out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a.root);
-    a.response = get(a.root, "response");
-    a.result = get(a.response, "result");
+    a.response = jsonx_get(a.root, "response");
+    a.result = jsonx_get(a.response, "result");
     CU_ASSERT_PTR_NOT_NULL_FATAL(a.result);
-    CU_ASSERT_STRING_EQUAL(str_of(a.root, "kind"), "ConversionReview");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(a.root, "kind"), "ConversionReview");
     free(out);
     return a;
 }
@@ -591,18 +580,18 @@ static void test_review_converts_in_order(void)
                         "{" A "\"metadata\":{\"name\":\"three\"},\"spec\":{\"size\":3}}]");
     answer_t a = ask_str(body);
     CU_ASSERT_EQUAL(a.rc, 0);
-    CU_ASSERT_STRING_EQUAL(str_of(a.root, "apiVersion"), "apiextensions.k8s.io/v1");
-    CU_ASSERT_STRING_EQUAL(str_of(a.response, "uid"), "705ab4f5-6393-11e8");
-    CU_ASSERT_STRING_EQUAL(str_of(a.result, "status"), "Success");
-    json_object *objs = get(a.response, "convertedObjects");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(a.root, "apiVersion"), "apiextensions.k8s.io/v1");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(a.response, "uid"), "705ab4f5-6393-11e8");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(a.result, "status"), "Success");
+    json_object *objs = jsonx_get(a.response, "convertedObjects");
     CU_ASSERT_EQUAL_FATAL(json_object_array_length(objs), 3);
     static const char *const names[] = {"one", "two", "three"};
     static const char *const modes[] = {"Standalone", "Replication", "Standalone"};
     for (size_t i = 0; i < 3; i++) {
         json_object *o = json_object_array_get_idx(objs, i);
-        CU_ASSERT_STRING_EQUAL(str_of(o, "apiVersion"), CONVERSION_V1);
-        CU_ASSERT_STRING_EQUAL(str_of(get(o, "metadata"), "name"), names[i]);
-        CU_ASSERT_STRING_EQUAL(str_of(get(o, "spec"), "mode"), modes[i]);
+        CU_ASSERT_STRING_EQUAL(jsonx_str(o, "apiVersion"), CONVERSION_V1);
+        CU_ASSERT_STRING_EQUAL(jsonx_str(jsonx_get(o, "metadata"), "name"), names[i]);
+        CU_ASSERT_STRING_EQUAL(jsonx_str(jsonx_get(o, "spec"), "mode"), modes[i]);
     }
     CU_ASSERT(a.o.success && !a.o.bad_request && a.o.code == 200);
     CU_ASSERT_EQUAL(a.o.objects, 3);
@@ -618,19 +607,19 @@ static void test_review_converts_in_order(void)
                   "[{" V "\"metadata\":{\"name\":\"x\"},\"spec\":{\"size\":2,\"mode\":\"Replication\"}}]");
     a = ask_str(body);
     CU_ASSERT_EQUAL(a.rc, 0);
-    CU_ASSERT_STRING_EQUAL(str_of(a.root, "apiVersion"), "apiextensions.k8s.io/v1beta1");
-    json_object *o = json_object_array_get_idx(get(a.response, "convertedObjects"), 0);
-    CU_ASSERT_STRING_EQUAL(str_of(o, "apiVersion"), CONVERSION_V1ALPHA1);
+    CU_ASSERT_STRING_EQUAL(jsonx_str(a.root, "apiVersion"), "apiextensions.k8s.io/v1beta1");
+    json_object *o = json_object_array_get_idx(jsonx_get(a.response, "convertedObjects"), 0);
+    CU_ASSERT_STRING_EQUAL(jsonx_str(o, "apiVersion"), CONVERSION_V1ALPHA1);
     CU_ASSERT_STRING_EQUAL(annotation_of(o), "{\"spec\":{\"mode\":\"Replication\"}}");
-    CU_ASSERT_PTR_NULL(get(get(o, "spec"), "mode"));
+    CU_ASSERT_PTR_NULL(jsonx_get(jsonx_get(o, "spec"), "mode"));
     CU_ASSERT_EQUAL(a.o.down, 1);
     json_object_put(a.root);
     free(body);
     body = review("apiextensions.k8s.io/v1", "u3", CONVERSION_V1, "[]");
     a = ask_str(body);
     CU_ASSERT_EQUAL(a.rc, 0);
-    CU_ASSERT_STRING_EQUAL(str_of(a.result, "status"), "Success");
-    CU_ASSERT_EQUAL(json_object_array_length(get(a.response, "convertedObjects")), 0);
+    CU_ASSERT_STRING_EQUAL(jsonx_str(a.result, "status"), "Success");
+    CU_ASSERT_EQUAL(json_object_array_length(jsonx_get(a.response, "convertedObjects")), 0);
     json_object_put(a.root);
     free(body);
 }
@@ -656,12 +645,12 @@ static void test_review_failures(void)
         char *body = review("apiextensions.k8s.io/v1", "uid-f", cases[i].desired, cases[i].objects);
         answer_t a = ask_str(body);
         CU_ASSERT_EQUAL(a.rc, 0);
-        CU_ASSERT_STRING_EQUAL(str_of(a.response, "uid"), "uid-f");
-        CU_ASSERT_STRING_EQUAL(str_of(a.result, "status"), "Failure");
-        CU_ASSERT_EQUAL(json_object_get_int(get(a.result, "code")), 422);
-        CU_ASSERT_STRING_EQUAL(str_of(a.result, "reason"), "Invalid");
-        CU_ASSERT_EQUAL(json_object_array_length(get(a.response, "convertedObjects")), 0);
-        const char *msg = str_of(a.result, "message");
+        CU_ASSERT_STRING_EQUAL(jsonx_str(a.response, "uid"), "uid-f");
+        CU_ASSERT_STRING_EQUAL(jsonx_str(a.result, "status"), "Failure");
+        CU_ASSERT_EQUAL(json_object_get_int(jsonx_get(a.result, "code")), 422);
+        CU_ASSERT_STRING_EQUAL(jsonx_str(a.result, "reason"), "Invalid");
+        CU_ASSERT_EQUAL(json_object_array_length(jsonx_get(a.response, "convertedObjects")), 0);
+        const char *msg = jsonx_str(a.result, "message");
         if (!msg || !strstr(msg, cases[i].message)) {
             fprintf(stderr, "case %zu: have \"%s\", want a part \"%s\"\n", i, msg ? msg : "(none)", cases[i].message);
             CU_FAIL("failure message");
@@ -695,10 +684,10 @@ static void test_malformed_reviews_are_bad_requests(void)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         answer_t a = ask_str(cases[i].body);
         CU_ASSERT_EQUAL(a.rc, 1);
-        CU_ASSERT_STRING_EQUAL(str_of(a.result, "status"), "Failure");
-        CU_ASSERT_EQUAL(json_object_get_int(get(a.result, "code")), 400);
-        CU_ASSERT_STRING_EQUAL(str_of(a.result, "reason"), "BadRequest");
-        const char *msg = str_of(a.result, "message");
+        CU_ASSERT_STRING_EQUAL(jsonx_str(a.result, "status"), "Failure");
+        CU_ASSERT_EQUAL(json_object_get_int(jsonx_get(a.result, "code")), 400);
+        CU_ASSERT_STRING_EQUAL(jsonx_str(a.result, "reason"), "BadRequest");
+        const char *msg = jsonx_str(a.result, "message");
         if (!msg || !strstr(msg, cases[i].message)) {
             fprintf(stderr, "case %zu: have \"%s\", want a part \"%s\"\n", i, msg ? msg : "(none)", cases[i].message);
             CU_FAIL("bad request message");
@@ -709,7 +698,7 @@ static void test_malformed_reviews_are_bad_requests(void)
     /* The uid is echoed as soon as it is known, even in a bad request. */
     answer_t a = ask_str("{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"ConversionReview\",\"request\":"
                          "{\"uid\":\"known\",\"objects\":null}}");
-    CU_ASSERT_STRING_EQUAL(str_of(a.response, "uid"), "known");
+    CU_ASSERT_STRING_EQUAL(jsonx_str(a.response, "uid"), "known");
     json_object_put(a.root);
     /* Nesting past the cap. */
     buf_t b;
@@ -741,7 +730,7 @@ static void test_review_survives_any_bytes(void)
         char *out = NULL;
         int rc = conversion_review(body, n, &out, NULL);
         json_object *root = out ? json_tokener_parse(out) : NULL;
-        answered += rc >= 0 && root && get(get(root, "response"), "result") ? 1 : 0;
+        answered += rc >= 0 && root && jsonx_get(jsonx_get(root, "response"), "result") ? 1 : 0;
         json_object_put(root);
         free(out);
     }
@@ -755,7 +744,7 @@ static void test_review_survives_any_bytes(void)
         int rc = conversion_review(copy, len, &out, NULL), rc2 = conversion_review(copy, len, &out2, NULL);
         CU_ASSERT(rc >= 0 && rc == rc2 && out && out2 && !strcmp(out, out2));
         json_object *root = out ? json_tokener_parse(out) : NULL;
-        CU_ASSERT_PTR_NOT_NULL(get(get(root, "response"), "result"));
+        CU_ASSERT_PTR_NOT_NULL(jsonx_get(jsonx_get(root, "response"), "result"));
         json_object_put(root);
         free(out);
         free(out2);
@@ -788,12 +777,10 @@ static void test_metrics_count_reviews(void)
     CU_ASSERT_EQUAL(metric_value(req, METRIC_LABELS("Failure")), fail0 + 1);
     CU_ASSERT_EQUAL(metric_value(req, METRIC_LABELS("BadRequest")), bad0 + 1);
     CU_ASSERT_EQUAL(metric_value(obj, METRIC_LABELS("v1alpha1", "v1")), up0 + 2);
-    buf_t b;
-    buf_init(&b, 0);
-    CU_ASSERT_EQUAL(metrics_expose(metrics_default(), &b), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&b), "webhook_conversion_requests_total{result=\"Success\"}"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&b), "webhook_conversion_objects_total{from=\"v1\",to=\"v1alpha1\"} 0"));
-    buf_free(&b);
+    char *text = exposition_of(metrics_default());
+    ASSERT_TEXT_HAS(text, "webhook_conversion_requests_total{result=\"Success\"}",
+                    "webhook_conversion_objects_total{from=\"v1\",to=\"v1alpha1\"} 0");
+    free(text);
     metrics_default_free();
 }
 

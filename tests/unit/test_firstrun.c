@@ -5,6 +5,7 @@
 #include "daemon.h"
 #include "httpd.h"
 #include "metrics.h"
+#include "metrics_text.h"
 #include "opts.h"
 #include "procstat.h"
 #include "text_assert.h"
@@ -394,12 +395,10 @@ static void test_process_metric_types(void)
     CU_ASSERT(s >= 0);
     metric_gauge_set(rss, METRIC_LABELS("supervisor"), b);
     metric_counter_add(cpu, METRIC_LABELS("supervisor"), s);
-    buf_t out;
-    buf_init(&out, 1 << 20);
-    metrics_expose(r, &out);
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&out), "# TYPE process_cpu_seconds_total counter\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&out), "# TYPE process_resident_memory_bytes gauge\n"));
-    buf_free(&out);
+    char *text = exposition_of(r);
+    ASSERT_TEXT_HAS(text, "# TYPE process_cpu_seconds_total counter\n",
+                    "# TYPE process_resident_memory_bytes gauge\n");
+    free(text);
     CU_ASSERT_EQUAL(procstat_read(0, &b, &s), -1); /* no /proc/0 */
     metrics_registry_destroy(&r);
 }

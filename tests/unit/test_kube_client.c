@@ -71,7 +71,8 @@ struct fake {
     int nreqs;
     int connections;
     int tls;
-    fake_handler_fn handler;
+    fake_handler_fn handler; /* NULL: every answer is 200 with body */
+    const char *body;        /* the answer's body before the handler; NULL: "{}" */
 };
 
 /* How many certificates the client presented. gnutls is already loaded by libmicrohttpd;
@@ -173,7 +174,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
     fake_resp_t *out = calloc(1, sizeof(*out));
     out->status = 200;
-    snprintf(out->body, sizeof(out->body), "{}");
+    snprintf(out->body, sizeof(out->body), "%s", f->body ? f->body : "{}");
     if (f->handler)
         f->handler(f, r, n, out);
     if (out->delay_ms) {
@@ -329,6 +330,15 @@ static kube_config_t *make_config(const char *scheme, int port, const char *extr
     return make_config_ex(scheme, port, extra_cluster, NULL);
 }
 
+/* Client options for the tests: the defaults without the rate limit (qps 0). */
+static kube_client_opts_t unlimited_opts(void)
+{
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    return o;
+}
+
 typedef struct {
     fake_t *srv;
     kube_config_t *cfg;
@@ -355,6 +365,14 @@ static int env_open(env_t *e, fake_handler_fn h, const kube_client_opts_t *opts)
     e->clk.now = 1000 * NS_PER_SEC;
     kube_client_clock_t clk = {fc_now, fc_sleep, &e->clk};
     kube_client_set_clock(e->c, &clk);
+    return 0;
+}
+
+/* env_open with a server that answers every request 200 with body. */
+static int env_open_body(env_t *e, const char *body, const kube_client_opts_t *opts)
+{
+    env_open(e, NULL, opts);
+    e->srv->body = body;
     return 0;
 }
 
@@ -616,20 +634,15 @@ static void test_patch(void)
     env_close(&e);
 }
 
-static void h_delete(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
-{
-    (void)f;
-    (void)r;
-    (void)n;
-    snprintf(out->body, sizeof(out->body),
-             "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Success\","
-             "\"details\":{\"name\":\"x\",\"kind\":\"configmaps\",\"uid\":\"u-1\"}}");
-}
+/* The Status a DELETE answers with. */
+static const char DELETE_STATUS[] =
+    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Success\","
+    "\"details\":{\"name\":\"x\",\"kind\":\"configmaps\",\"uid\":\"u-1\"}}";
 
 static void test_delete(void)
 {
     env_t e;
-    env_open(&e, h_delete, NULL);
+    env_open_body(&e, DELETE_STATUS, NULL);
     kube_req_opts_t ro = {0};
     ro.propagation = KUBE_PROPAGATION_FOREGROUND;
     ro.precondition_uid = "u-1";
@@ -957,9 +970,7 @@ static long req_limit(fake_t *f, int i)
 
 static void test_pager_shrinks(void)
 {
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
+    kube_client_opts_t o = unlimited_opts();
     o.max_response_bytes = 8192;
     env_t e;
     env_open(&e, h_big_pages, &o);
@@ -1065,9 +1076,7 @@ static void h_429_twice(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
 
 static void test_retry_429(void)
 {
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
+    kube_client_opts_t o = unlimited_opts();
     o.retry_after_cap_ms = 50; /* honour Retry-After: 1, capped to 50 ms */
     env_t e;
     env_open(&e, h_429_twice, &o);
@@ -1164,9 +1173,7 @@ static kube_error_code_t retry_call(kube_client_t *c, retry_call_t call, const c
 
 static void test_retry_rules(void)
 {
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
+    kube_client_opts_t o = unlimited_opts();
     o.max_retries = 2;
     env_t e;
     env_open(&e, h_always, &o);
@@ -1251,9 +1258,7 @@ static void test_connection_refused(void)
     close(s);
 
     kube_config_t *cfg = make_config("http", port, NULL);
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
+    kube_client_opts_t o = unlimited_opts();
     o.max_retries = 2;
     kube_client_t *c = kube_client_new(cfg, &o, NULL);
     fake_clock_t fc = {.now = NS_PER_SEC};
@@ -1379,9 +1384,7 @@ static void h_big(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
 
 static void test_response_cap_decode_timeout(void)
 {
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
+    kube_client_opts_t o = unlimited_opts();
     o.max_response_bytes = 1024;
     o.timeout_ms = 200;
     env_t e;
@@ -1407,19 +1410,14 @@ static void test_response_cap_decode_timeout(void)
 
 /* ---- tests: watch handle ------------------------------------------------------- */
 
-static void h_watch(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
-{
-    (void)f;
-    (void)r;
-    (void)n;
-    snprintf(out->body, sizeof(out->body),
-             "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":"
-             "\"11\"}}}\n"
-             "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"15\"}}}\n"
-             "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
-             "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: 11 "
-             "(14)\",\"reason\":\"Expired\",\"code\":410}}\n");
-}
+/* A watch stream: ADDED at 11, a BOOKMARK at 15, then 410 Expired. */
+static const char WATCH_STREAM[] =
+    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":"
+    "\"11\"}}}\n"
+    "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"15\"}}}\n"
+    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+    "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: 11 "
+    "(14)\",\"reason\":\"Expired\",\"code\":410}}\n";
 
 static size_t feed_decoder(char *data, size_t size, size_t n, void *user)
 {
@@ -1436,7 +1434,7 @@ static int count_events(const watch_event_t *ev, void *user)
 static void test_watch_handle(void)
 {
     env_t e;
-    env_open(&e, h_watch, NULL);
+    env_open_body(&e, WATCH_STREAM, NULL);
     kube_req_opts_t ro = {0};
     ro.resource_version = "10";
     ro.allow_watch_bookmarks = 1;
@@ -1486,13 +1484,20 @@ typedef struct {
     char *client_cert_pem;
 } certs_t;
 
-static char *bio_string(BIO *b)
+/* The PEM text (malloc'd) of the certificate x, or else of the private key k. */
+static char *pem_of(X509 *x, EVP_PKEY *k)
 {
+    BIO *b = BIO_new(BIO_s_mem());
+    if (x)
+        PEM_write_bio_X509(b, x);
+    else
+        PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL);
     char *p;
     long n = BIO_get_mem_data(b, &p);
     char *s = malloc((size_t)n + 1);
     memcpy(s, p, (size_t)n);
     s[n] = '\0';
+    BIO_free(b);
     return s;
 }
 
@@ -1542,22 +1547,11 @@ static int make_certs(certs_t *c)
     X509 *srv = make_cert(key, ca, cakey, "kubernetes.test", "DNS:kubernetes.test",
                           "serverAuth", 2);
     X509 *cli = make_cert(ckey, ca, cakey, "system:node:test", NULL, "clientAuth", 3);
-    BIO *b = BIO_new(BIO_s_mem());
-    PEM_write_bio_X509(b, ca);
-    c->ca_pem = bio_string(b);
-    BIO_reset(b);
-    PEM_write_bio_X509(b, srv);
-    c->cert_pem = bio_string(b);
-    BIO_reset(b);
-    PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL);
-    c->key_pem = bio_string(b);
-    BIO_reset(b);
-    PEM_write_bio_X509(b, cli);
-    c->client_cert_pem = bio_string(b);
-    BIO_reset(b);
-    PEM_write_bio_PrivateKey(b, ckey, NULL, NULL, 0, NULL, NULL);
-    c->client_key_pem = bio_string(b);
-    BIO_free(b);
+    c->ca_pem = pem_of(ca, NULL);
+    c->cert_pem = pem_of(srv, NULL);
+    c->key_pem = pem_of(NULL, key);
+    c->client_cert_pem = pem_of(cli, NULL);
+    c->client_key_pem = pem_of(NULL, ckey);
     X509_free(ca);
     X509_free(srv);
     X509_free(cli);
@@ -1587,9 +1581,7 @@ static void test_https(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
     char *ca64 = b64(certs.ca_pem);
     char extra[8192];
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
+    kube_client_opts_t o = unlimited_opts();
     o.max_retries = 0;
     kube_error_t err;
     char line[1024];
@@ -1789,14 +1781,39 @@ static void h_reject_t1(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
 
 static kube_client_t *exec_client(kube_config_t *cfg)
 {
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
+    kube_client_opts_t o = unlimited_opts();
     o.max_retries = 0;
     kube_error_t err;
     kube_client_t *c = kube_client_new(cfg, &o, &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     return c;
+}
+
+/* The 401 tests' setting: the plugin in mode, a fake server that refuses t1 (and "bad"),
+ * a kubeconfig using the plugin as jane, and a client of it without retries. */
+typedef struct {
+    plugin_dir_t pd;
+    fake_t *srv;
+    kube_config_t *cfg;
+    kube_client_t *c;
+} exec_env_t;
+
+static void exec_env_open(exec_env_t *x, const char *mode)
+{
+    plugin_setup(&x->pd, mode);
+    x->srv = fake_start(h_reject_t1, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x->srv);
+    x->cfg = make_exec_config(x->srv->port, &x->pd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x->cfg);
+    x->c = exec_client(x->cfg);
+}
+
+static void exec_env_close(exec_env_t *x)
+{
+    kube_client_destroy(&x->c);
+    kube_config_destroy(&x->cfg);
+    fake_stop(&x->srv);
+    plugin_cleanup(&x->pd);
 }
 
 #define JANE_HEADERS                                                                     \
@@ -1807,40 +1824,32 @@ static kube_client_t *exec_client(kube_config_t *cfg)
  * request retried with the new token, transparently. */
 static void test_401_refresh_retry(void)
 {
-    plugin_dir_t pd;
-    plugin_setup(&pd, "rotate");
-    fake_t *srv = fake_start(h_reject_t1, NULL, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
-    kube_config_t *cfg = make_exec_config(srv->port, &pd);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
-    kube_client_t *c = exec_client(cfg);
+    exec_env_t x;
+    exec_env_open(&x, "rotate");
     kube_error_t err;
     json_object *obj = NULL;
 
-    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces/default/configmaps/x", NULL, &obj,
+    CU_ASSERT_EQUAL(kube_client_get(x.c, "/api/v1/namespaces/default/configmaps/x", NULL, &obj,
                                     &err), 0);
     CU_ASSERT_PTR_NOT_NULL(obj);
     json_object_put(obj);
-    CU_ASSERT_EQUAL_FATAL(fake_nreqs(srv), 2);
-    CU_ASSERT_STRING_EQUAL(srv->reqs[0].auth, "Bearer t1");
-    CU_ASSERT_STRING_EQUAL(srv->reqs[1].auth, "Bearer t2");
-    CU_ASSERT_EQUAL(plugin_runs(&pd), 2);
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(x.srv), 2);
+    CU_ASSERT_STRING_EQUAL(x.srv->reqs[0].auth, "Bearer t1");
+    CU_ASSERT_STRING_EQUAL(x.srv->reqs[1].auth, "Bearer t2");
+    CU_ASSERT_EQUAL(plugin_runs(&x.pd), 2);
     /* Impersonation on every request, the retry included. */
-    CU_ASSERT_STRING_EQUAL(srv->reqs[0].imp, JANE_HEADERS);
-    CU_ASSERT_STRING_EQUAL(srv->reqs[1].imp, JANE_HEADERS);
+    CU_ASSERT_STRING_EQUAL(x.srv->reqs[0].imp, JANE_HEADERS);
+    CU_ASSERT_STRING_EQUAL(x.srv->reqs[1].imp, JANE_HEADERS);
     kube_client_stats_t st;
-    kube_client_stats(c, &st);
+    kube_client_stats(x.c, &st);
     CU_ASSERT_EQUAL(st.requests, 2);
     CU_ASSERT_EQUAL(st.retries, 1);
     /* The new token is kept. */
-    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), 0);
-    CU_ASSERT_EQUAL(fake_nreqs(srv), 3);
-    CU_ASSERT_STRING_EQUAL(srv->reqs[2].auth, "Bearer t2");
-    CU_ASSERT_EQUAL(plugin_runs(&pd), 2);
-    kube_client_destroy(&c);
-    kube_config_destroy(&cfg);
-    fake_stop(&srv);
-    plugin_cleanup(&pd);
+    CU_ASSERT_EQUAL(kube_client_get(x.c, "/api/v1/namespaces", NULL, NULL, &err), 0);
+    CU_ASSERT_EQUAL(fake_nreqs(x.srv), 3);
+    CU_ASSERT_STRING_EQUAL(x.srv->reqs[2].auth, "Bearer t2");
+    CU_ASSERT_EQUAL(plugin_runs(&x.pd), 2);
+    exec_env_close(&x);
 
     /* A plugin that keeps handing out a token the server refuses: the 401 is returned
      * after one re-run, no resend of the same token, and the next requests do not run it
@@ -1848,26 +1857,18 @@ static void test_401_refresh_retry(void)
      * seconds: frozen here, or a first run just before a second boundary would see its
      * "1 s" end a moment later (and a loaded machine lets a second pass anyway). */
     kcfg_test_set_clock(frozen_wall_s);
-    plugin_setup(&pd, "same");
-    srv = fake_start(h_reject_t1, NULL, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
-    cfg = make_exec_config(srv->port, &pd);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
-    c = exec_client(cfg);
-    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err),
+    exec_env_open(&x, "same");
+    CU_ASSERT_EQUAL(kube_client_get(x.c, "/api/v1/namespaces", NULL, NULL, &err),
                     KERR_UNAUTHORIZED);
-    CU_ASSERT_EQUAL(fake_nreqs(srv), 1);
-    CU_ASSERT_EQUAL(plugin_runs(&pd), 2);
+    CU_ASSERT_EQUAL(fake_nreqs(x.srv), 1);
+    CU_ASSERT_EQUAL(plugin_runs(&x.pd), 2);
     for (int i = 0; i < 5; i++)
-        CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err),
+        CU_ASSERT_EQUAL(kube_client_get(x.c, "/api/v1/namespaces", NULL, NULL, &err),
                         KERR_UNAUTHORIZED);
-    CU_ASSERT_EQUAL(fake_nreqs(srv), 6);
-    CU_ASSERT_EQUAL(plugin_runs(&pd), 2);
+    CU_ASSERT_EQUAL(fake_nreqs(x.srv), 6);
+    CU_ASSERT_EQUAL(plugin_runs(&x.pd), 2);
     kcfg_test_set_clock(NULL);
-    kube_client_destroy(&c);
-    kube_config_destroy(&cfg);
-    fake_stop(&srv);
-    plugin_cleanup(&pd);
+    exec_env_close(&x);
 }
 
 static size_t discard(char *d, size_t size, size_t n, void *u)
@@ -1881,21 +1882,16 @@ static size_t discard(char *d, size_t size, size_t n, void *u)
  * streams opened with t1 both get 401; only the first one's invalidates. */
 static void test_401_on_streams(void)
 {
-    plugin_dir_t pd;
-    plugin_setup(&pd, "rotate");
-    fake_t *srv = fake_start(h_reject_t1, NULL, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
-    kube_config_t *cfg = make_exec_config(srv->port, &pd);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
-    kube_client_t *c = exec_client(cfg);
+    exec_env_t x;
+    exec_env_open(&x, "rotate");
     kube_error_t err;
     struct curl_slist *h1s = NULL, *h2s = NULL;
     kube_req_opts_t ro = {0};
-    CURL *h1 = kube_client_watch_handle(c, "/api/v1/configmaps", &ro, &h1s, &err);
-    CURL *h2 = kube_client_stream_handle(c, "/api/v1/configmaps", NULL, 5000, &h2s, &err);
+    CURL *h1 = kube_client_watch_handle(x.c, "/api/v1/configmaps", &ro, &h1s, &err);
+    CURL *h2 = kube_client_stream_handle(x.c, "/api/v1/configmaps", NULL, 5000, &h2s, &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(h1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(h2);
-    CU_ASSERT_EQUAL(plugin_runs(&pd), 1);
+    CU_ASSERT_EQUAL(plugin_runs(&x.pd), 1);
     curl_easy_setopt(h1, CURLOPT_WRITEFUNCTION, discard);
     curl_easy_setopt(h2, CURLOPT_WRITEFUNCTION, discard);
     CU_ASSERT_EQUAL(curl_easy_perform(h1), CURLE_OK);
@@ -1903,33 +1899,30 @@ static void test_401_on_streams(void)
     curl_easy_getinfo(h1, CURLINFO_RESPONSE_CODE, &status);
     CU_ASSERT_EQUAL(status, 401);
     /* The next request gets a new token at once: no 401 first. */
-    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), 0);
-    CU_ASSERT_EQUAL(plugin_runs(&pd), 2);
-    CU_ASSERT_EQUAL_FATAL(fake_nreqs(srv), 2);
-    CU_ASSERT_STRING_EQUAL(srv->reqs[1].auth, "Bearer t2");
+    CU_ASSERT_EQUAL(kube_client_get(x.c, "/api/v1/namespaces", NULL, NULL, &err), 0);
+    CU_ASSERT_EQUAL(plugin_runs(&x.pd), 2);
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(x.srv), 2);
+    CU_ASSERT_STRING_EQUAL(x.srv->reqs[1].auth, "Bearer t2");
     /* The second stream's 401 (sent with t1) is part of the same burst: t2 is kept. */
     CU_ASSERT_EQUAL(curl_easy_perform(h2), CURLE_OK);
     curl_easy_getinfo(h2, CURLINFO_RESPONSE_CODE, &status);
     CU_ASSERT_EQUAL(status, 401);
-    CU_ASSERT_EQUAL(kube_client_get(c, "/api/v1/namespaces", NULL, NULL, &err), 0);
-    CU_ASSERT_EQUAL(plugin_runs(&pd), 2);
+    CU_ASSERT_EQUAL(kube_client_get(x.c, "/api/v1/namespaces", NULL, NULL, &err), 0);
+    CU_ASSERT_EQUAL(plugin_runs(&x.pd), 2);
     curl_easy_cleanup(h1);
     curl_easy_cleanup(h2);
     curl_slist_free_all(h1s);
     curl_slist_free_all(h2s);
     /* Impersonation on watches and pager pages as well. */
-    CU_ASSERT_STRING_EQUAL(srv->reqs[0].imp, JANE_HEADERS);
-    kube_pager_t *p = kube_pager_new(c, "/api/v1/configmaps", NULL);
+    CU_ASSERT_STRING_EQUAL(x.srv->reqs[0].imp, JANE_HEADERS);
+    kube_pager_t *p = kube_pager_new(x.c, "/api/v1/configmaps", NULL);
     int pages = 0;
     CU_ASSERT_EQUAL(run_pager(p, &pages, &err), KUBE_PAGER_DONE);
     kube_pager_destroy(&p);
-    int n = fake_nreqs(srv);
-    CU_ASSERT_STRING_EQUAL(srv->reqs[n - 1].imp, JANE_HEADERS);
-    CU_ASSERT_STRING_EQUAL(srv->reqs[n - 1].auth, "Bearer t2");
-    kube_client_destroy(&c);
-    kube_config_destroy(&cfg);
-    fake_stop(&srv);
-    plugin_cleanup(&pd);
+    int n = fake_nreqs(x.srv);
+    CU_ASSERT_STRING_EQUAL(x.srv->reqs[n - 1].imp, JANE_HEADERS);
+    CU_ASSERT_STRING_EQUAL(x.srv->reqs[n - 1].auth, "Bearer t2");
+    exec_env_close(&x);
 }
 
 /* proxy-url routes requests through the proxy; an environment proxy is not used for a
@@ -1938,9 +1931,7 @@ static void test_proxy(void)
 {
     fake_t *srv = fake_start(h_echo, NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
+    kube_client_opts_t o = unlimited_opts();
     o.max_retries = 0;
     kube_error_t err;
     char extra[256];

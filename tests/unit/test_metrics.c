@@ -1,8 +1,10 @@
 /* Unit tests of the metrics registry and its Prometheus text exposition. */
 #include "metrics.h"
+#include "metrics_text.h"
 #include "text_assert.h"
 
 #include <CUnit/CUnit.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void test_counter_and_gauge_text(void)
@@ -24,17 +26,14 @@ static void test_counter_and_gauge_text(void)
     CU_ASSERT_DOUBLE_EQUAL(metric_value(g, METRIC_LABELS("rediscluster")), 5, 0);
     CU_ASSERT_DOUBLE_EQUAL(metric_value(g, METRIC_LABELS("other")), 0, 0);
 
-    buf_t out;
-    buf_init(&out, 0);
-    CU_ASSERT_EQUAL(metrics_expose(r, &out), 0);
-    const char *t = buf_str(&out);
+    char *t = exposition_of(r);
     ASSERT_TEXT_HAS(t, "# TYPE rest_client_requests_total counter\n",
                     "rest_client_requests_total{code=\"200\",method=\"GET\",host=\"127.0.0.1:6443\"} 3\n",
                     "rest_client_requests_total{code=\"404\",method=\"GET\",host=\"127.0.0.1:6443\"} 1\n",
                     "# TYPE workqueue_depth gauge\nworkqueue_depth{name=\"rediscluster\"} 5\n");
     /* Families are sorted by name. */
-    CU_ASSERT(strstr(t, "rest_client_requests_total") < strstr(t, "workqueue_depth"));
-    buf_free(&out);
+    CU_ASSERT(t && strstr(t, "rest_client_requests_total") < strstr(t, "workqueue_depth"));
+    free(t);
     metrics_registry_destroy(&r);
     CU_ASSERT_PTR_NULL(r);
 }
@@ -52,16 +51,13 @@ static void test_histogram_text(void)
     metric_histogram_observe(h, l, 0.5);
     metric_histogram_observe(h, l, 100);
     CU_ASSERT_DOUBLE_EQUAL(metric_value(h, l), 4, 0);
-    buf_t out;
-    buf_init(&out, 0);
-    metrics_expose(r, &out);
-    const char *t = buf_str(&out);
+    char *t = exposition_of(r);
     ASSERT_TEXT_HAS(t, "controller_runtime_reconcile_time_seconds_bucket{controller=\"rediscluster\",le=\"0.1\"} 1\n",
                     "_bucket{controller=\"rediscluster\",le=\"1\"} 3\n",
                     "_bucket{controller=\"rediscluster\",le=\"10\"} 3\n",
                     "_bucket{controller=\"rediscluster\",le=\"+Inf\"} 4\n",
                     "_sum{controller=\"rediscluster\"} 101.05\n", "_count{controller=\"rediscluster\"} 4\n");
-    buf_free(&out);
+    free(t);
     metrics_registry_destroy(&r);
 }
 
@@ -73,13 +69,12 @@ static void test_registration_rules_and_escaping(void)
     CU_ASSERT_PTR_NULL(metrics_gauge(r, "x_total", "clash", "k"));
     metric_counter_add(a, METRIC_LABELS("quote\"back\\slash\nnl"), 1);
     metric_counter_add(NULL, METRIC_LABELS("ignored"), 1);
-    buf_t out;
-    buf_init(&out, 0);
-    metrics_expose(r, &out);
-    ASSERT_TEXT_HAS(buf_str(&out), "# HELP x_total help with \\\\ and\\nnewline\n",
+    char *t = exposition_of(r);
+    ASSERT_TEXT_HAS(t, "# HELP x_total help with \\\\ and\\nnewline\n",
                     "x_total{k=\"quote\\\"back\\\\slash\\nnl\"} 1\n");
-    buf_free(&out);
+    free(t);
     /* A capped output buffer reports that it was cut. */
+    buf_t out;
     buf_init(&out, 16);
     CU_ASSERT_EQUAL(metrics_expose(r, &out), -1);
     buf_free(&out);

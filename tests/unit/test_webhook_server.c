@@ -8,6 +8,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "tls_client.h"
+#include "webhook_fixture.h"
 #include "webhook_server.h"
 
 #include <CUnit/CUnit.h>
@@ -74,61 +75,13 @@ static void make_cert(void)
 
 /* ---- The server on a thread ------------------------------------------------------------------ */
 
-typedef struct {
-    struct event_base *base;
-    webhook_server_t *srv;
-    struct event *stop_ev;
-    int stop[2];
-    pthread_t th;
-    int port;
-} fixture_t;
-
-static void on_stop(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    event_base_loopbreak(arg);
-}
-
-static void *serve(void *arg)
-{
-    fixture_t *f = arg;
-    event_base_dispatch(f->base);
-    return NULL;
-}
-
 static void fixture_start(fixture_t *f, int max_connections, int request_timeout_ms, int idle_s)
 {
-    memset(f, 0, sizeof(*f));
     make_cert();
-    f->base = event_base_new();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f->base);
     webhook_server_config_t cfg = {.bind_address = "127.0.0.1", .port = 0, .cert_dir = tmpdir,
                                    .timeout_s = idle_s, .request_timeout_ms = request_timeout_ms,
                                    .max_connections = max_connections};
-    char err[512];
-    CU_ASSERT_EQUAL_FATAL(webhook_server_new(f->base, &cfg, &f->srv, err, sizeof(err)), 0);
-    f->port = webhook_server_port(f->srv);
-    CU_ASSERT_FATAL(pipe(f->stop) == 0);
-    f->stop_ev = event_new(f->base, f->stop[0], EV_READ, on_stop, f->base);
-    event_add(f->stop_ev, NULL);
-    CU_ASSERT_FATAL(pthread_create(&f->th, NULL, serve, f) == 0);
-}
-
-/* Stop the loop: the server's counters can be read from here on. */
-static void fixture_halt(fixture_t *f)
-{
-    CU_ASSERT(write(f->stop[1], "x", 1) == 1);
-    pthread_join(f->th, NULL);
-}
-
-static void fixture_free(fixture_t *f)
-{
-    event_free(f->stop_ev);
-    webhook_server_destroy(&f->srv);
-    event_base_free(f->base);
-    close(f->stop[0]);
-    close(f->stop[1]);
+    webhook_fixture_start(f, &cfg);
 }
 
 /* ---- Clients ------------------------------------------------------------------------------------ */

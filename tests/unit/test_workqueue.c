@@ -4,6 +4,7 @@
 #include "../../informerd/workqueue.h"
 
 #include "metrics.h"
+#include "metrics_text.h"
 #include "text_assert.h"
 
 #include <CUnit/CUnit.h>
@@ -412,12 +413,10 @@ static void test_metrics(void)
     CU_ASSERT_DOUBLE_EQUAL(metric_value(unfinished, l), 0, 0);
     CU_ASSERT_DOUBLE_EQUAL(metric_value(longest, l), 0, 0);
 
-    buf_t out;
-    buf_init(&out, 0);
-    metrics_expose(reg, &out);
-    ASSERT_TEXT_HAS(buf_str(&out), "workqueue_depth{name=\"rediscluster\"} 2\n",
+    char *text = exposition_of(reg);
+    ASSERT_TEXT_HAS(text, "workqueue_depth{name=\"rediscluster\"} 2\n",
                     "# TYPE workqueue_queue_duration_seconds histogram");
-    buf_free(&out);
+    free(text);
     workqueue_destroy(&q);
     workqueue_destroy(&other);
     metrics_registry_destroy(&reg);
