@@ -12,7 +12,9 @@
  *       failure: the writer resolves the primary again and retries the SAME i (so keys are
  *       dense). --events gets one JSON line per state change, with epoch milliseconds:
  *         {"t":..,"ev":"start"}
- *         {"t":..,"ev":"fail","addr":"h:p","err":"...","i":N}     first failure after a success
+ *         {"t":..,"ev":"fail","addr":"h:p","err":"...","i":N,"last_ack":T}
+ *                                                      first failure after a success; T is
+ *                                                      the time of the last acknowledged write
  *         {"t":..,"ev":"accept","addr":"h:p","i":N}    first SET +OK after a failure
  *         {"t":..,"ev":"ack","addr":"h:p","i":N}       first acknowledged write after a failure
  *         {"t":..,"ev":"target","addr":"h:p"}          the resolved primary changed
@@ -349,6 +351,7 @@ static int aw_write_run(const aw_write_opts_t *o)
     aw_addr_t cur = {"", 0};
     char err[384], last_err[384] = "";
     uint64_t i = 1, acked = 0, failed = 0;
+    int64_t last_ack = 0;
     int failing = 0, accepted_since_fail = 0, rc = 2;
     struct timespec next;
     long period_ns = 1000000000L / o->rate;
@@ -406,6 +409,7 @@ static int aw_write_run(const aw_write_opts_t *o)
                 fflush(acks);
                 acked++;
                 i++;
+                last_ack = aw_now_ms();
                 if (failing) {
                     aw_event(ev, "ack", ",\"addr\":\"%s:%d\",\"i\":%" PRIu64, cur.host, cur.port, i - 1);
                     failing = 0;
@@ -422,7 +426,8 @@ static int aw_write_run(const aw_write_opts_t *o)
         if (!failing) {
             failing = 1;
             accepted_since_fail = 0;
-            aw_event(ev, "fail", ",\"addr\":\"%s:%d\",\"err\":\"%s\",\"i\":%" PRIu64, cur.host, cur.port, err, i);
+            aw_event(ev, "fail", ",\"addr\":\"%s:%d\",\"err\":\"%s\",\"i\":%" PRIu64 ",\"last_ack\":%" PRId64,
+                     cur.host, cur.port, err, i, last_ack);
             snprintf(last_err, sizeof(last_err), "%s", err);
         } else if (strcmp(err, last_err) != 0) {
             aw_event(ev, "error", ",\"addr\":\"%s:%d\",\"err\":\"%s\"", cur.host, cur.port, err);

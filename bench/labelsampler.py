@@ -2,7 +2,7 @@
 """bench/labelsampler.py: which pods carry a label, every 100 ms, and any instant with two.
 
     labelsampler.py --namespace NS [--selector cache.example.com/role=primary]
-                    [--interval-ms 100] --out FILE [--duration S]
+                    [--interval-ms 100] --out FILE [--duration S] [--primary-file F]
 
 Keeps one `kubectl get pods -l SELECTOR --watch --output-watch-events -o json` stream open
 (kubectl from PATH, KUBECONFIG from the environment) and rebuilds from it the set of pods
@@ -13,6 +13,10 @@ server commits, in order, so no label flip between two samples is missed; every
 differs from the previous line) a line "<epoch ms> <count> <pod> <pod>..." is appended to
 FILE. An instant with two or more pods labelled is counted whether it lasted 1 ms or 10 s.
 
+--primary-file F: on every change F is replaced (write + rename) by "<podIP>:6379" when
+exactly one pod is labelled, and by an empty file otherwise: bench/ackwriter's
+--resolve-file then follows the label without running kubectl on each retry.
+
 On SIGTERM/SIGINT or after --duration it prints one summary line on stdout:
     samples=<n> changes=<n> max=<n> two_ms=<n> two_events=<n> watch_restarts=<n>
 two_ms: total time with >= 2 pods labelled; two_events: how many times that began.
@@ -20,6 +24,7 @@ Exit 0; 2 when kubectl cannot be started or the watch never delivered its first 
 """
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -32,8 +37,11 @@ def now_ms():
 
 
 class Sampler:
-    def __init__(self, ns, selector, out):
+    def __init__(self, ns, selector, out, primary_file=None):
         self.ns, self.selector, self.out = ns, selector, out
+        self.primary_file = primary_file
+        self.ips = {}
+        self.last_primary = None
         self.lock = threading.Lock()
         self.pods = set()
         self.stop = threading.Event()
@@ -62,6 +70,15 @@ class Sampler:
             self.out.flush()
             self.last_line = line
             self.changes += 1
+        if self.primary_file:
+            ip = self.ips.get(next(iter(self.pods))) if n == 1 else None
+            content = "%s:6379\n" % ip if ip else ""
+            if content != self.last_primary:
+                tmp = self.primary_file + ".tmp"
+                with open(tmp, "w") as f:
+                    f.write(content)
+                os.replace(tmp, self.primary_file)
+                self.last_primary = content
 
     def watch_once(self):
         cmd = ["kubectl", "-n", self.ns, "get", "pods", "-l", self.selector, "--watch",
@@ -92,6 +109,9 @@ class Sampler:
                 with self.lock:
                     if kind in ("ADDED", "MODIFIED"):
                         self.pods.add(name)
+                        ip = ev["object"].get("status", {}).get("podIP")
+                        if ip:
+                            self.ips[name] = ip
                     elif kind == "DELETED":
                         self.pods.discard(name)
                     self.record(now_ms())
@@ -122,9 +142,10 @@ def main():
     ap.add_argument("--interval-ms", type=int, default=100)
     ap.add_argument("--out", required=True)
     ap.add_argument("--duration", type=float, default=0)
+    ap.add_argument("--primary-file")
     a = ap.parse_args()
     with open(a.out, "a") as out:
-        s = Sampler(a.namespace, a.selector, out)
+        s = Sampler(a.namespace, a.selector, out, a.primary_file)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())

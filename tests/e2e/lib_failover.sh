@@ -18,7 +18,9 @@
 #                                        there was at least one
 #   fo_label_sampler_start DIR NS [SELECTOR]   every 100 ms which pods carry SELECTOR
 #                                        (default cache.example.com/role=primary), from one
-#                                        watch; lines in DIR/labels.txt
+#                                        watch; lines in DIR/labels.txt; DIR/primary.addr
+#                                        holds "<ip>:6379" of the one labelled pod (empty
+#                                        when none or several): ackwriter --resolve-file
 #   fo_label_sampler_stop DIR            stop it; prints "samples=.. max=.. two_ms=.. ..."
 #   fo_role_sampler_start DIR H:P,H:P..  every 100 ms which of them answer ROLE master
 #                                        (DIR/roles.txt)
@@ -88,7 +90,8 @@ fo_label_sampler_start() {
     local dir=$1 ns=$2 sel=${3:-cache.example.com/role=primary}
     mkdir -p "$dir"
     _fo_start "$dir/labels.pid" "$dir/labels.sum" "$dir/labels.err" \
-        python3 "$FO_TOP/bench/labelsampler.py" --namespace "$ns" --selector "$sel" --out "$dir/labels.txt"
+        python3 "$FO_TOP/bench/labelsampler.py" --namespace "$ns" --selector "$sel" --out "$dir/labels.txt" \
+        --primary-file "$dir/primary.addr"
 }
 fo_label_sampler_stop() {
     _fo_stop "$1/labels.pid" 5
@@ -217,15 +220,24 @@ spec:
   - metadata: {name: data}
     spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
 YAML
-    local end=$((SECONDS + 180))
+    local end=$((SECONDS + 180)) pv
     for ((i = 0; i < size; i++)); do
         while :; do
             ip=$(kubectl -n "$ns" get pod "$name-$i" -o jsonpath='{.status.podIP}' 2>/dev/null)
-            [ -n "$ip" ] && [ "$(redis-cli -h "$ip" ping 2>/dev/null)" = PONG ] && break
+            pv=$(kubectl -n "$ns" get pvc "data-$name-$i" -o jsonpath='{.spec.volumeName}' 2>/dev/null)
+            [ -n "$ip" ] && [ -n "$pv" ] && fo_is_pod_redis "$ip" "$pv" && break
             [ "$SECONDS" -lt "$end" ] || return 1
             sleep 0.5
         done
     done
+}
+# fo_is_pod_redis IP PV: the Redis answering on IP keeps its data in PV's directory, i.e. it
+# is this cluster's pod and not another cluster's on the same address (two clusters with
+# process nodes on one machine hand out the same pod IPs unless their RDC_POD_CIDR differ).
+fo_is_pod_redis() {
+    local dir
+    dir=$(redis-cli -h "$1" config get dir 2>/dev/null | sed -n 2p)
+    [ -n "$dir" ] && [ "${dir##*/}" = "$2" ]
 }
 # fo_pod_ips NS NAME [SIZE]: the pod IPs of NAME-0..SIZE-1, space separated, in order.
 fo_pod_ips() {
