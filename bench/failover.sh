@@ -131,7 +131,6 @@ sys_sentinel_setup() {
     wait_until 20 sh -c "redis-cli -p ${FO_SENTINELS##*:} sentinel sentinels fo | grep -c '^name\$' | grep -qx 2" ||
         { echo "sentinels did not find each other" >"$d/skip"; return 1; }
     fo_role_sampler_start "$d" "$ip0:6379,$ip1:6379,$ip2:6379"
-    fo_label_sampler_start "$d" "$S_NS"
     fo_writer_start "$d" --sentinels "$FO_SENTINELS" --master fo --rate "$RATE" --prefix s_
 }
 sys_sentinel_ns() { echo "$S_NS"; }

@@ -141,7 +141,8 @@ def analyse(work, meta):
             fig["lost"] = sum(r.get("lost") or 0 for r in rs)
             fig["two_masters_ms"] = sum(r.get("two_masters_ms") or 0 for r in rs)
             fig["two_masters_trials"] = len([r for r in rs if (r.get("two_masters_ms") or 0) > 0])
-            fig["two_labels_ms"] = sum(r.get("two_labels_ms") or 0 for r in rs)
+            tl = [r.get("two_labels_ms") for r in rs if r.get("two_labels_ms") is not None]
+            fig["two_labels_ms"] = sum(tl) if tl else None
             summ[scen] = fig
         fin = next((r for r in rows if r.get("scenario") == "final"), None)
         summ["final_verify"] = fin.get("verify") if fin else None
