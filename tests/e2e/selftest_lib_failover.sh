@@ -45,9 +45,11 @@ sleep 0.5
 kubectl -n "$ns" label pod r-0 cache.example.com/role- >/dev/null
 sleep 0.5
 check "fo_label_primary_addr: r-1 is the one labelled" test "$(fo_label_primary_addr "$ns")" = "$ip1:6379"
+check "the label sampler's primary file names r-1 ($(cat "$work/w/primary.addr" 2>/dev/null))" test "$(cat "$work/w/primary.addr" 2>/dev/null)" = "$ip1:6379"
 kubectl -n "$ns" label pod r-1 cache.example.com/role- >/dev/null
 none_labelled() { ! fo_label_primary_addr "$ns"; }
 check "fo_label_primary_addr fails when no pod is labelled" none_labelled
+check "the primary file is empty when no pod is labelled" wait_until 3 test ! -s "$work/w/primary.addr"
 
 fo_writer_start "$work/w" --sentinels "$FO_SENTINELS" --master fo --prefix selftest_
 check "the writer acknowledges writes to r-0" wait_until 10 sh -c "test \"\$(wc -l <$work/w/acks.txt)\" -ge 200"
