@@ -34,7 +34,7 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 .SECONDARY:
 
 
-.PHONY: bench bench-informer bench-webhook all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
+.PHONY: bench bench-informer bench-webhook bench-ackwriter bench-failover all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
 
 $(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) tests/unit tests/fuzz -name '*.[ch]' 2>/dev/null)
@@ -134,6 +134,18 @@ bench-webhook: $(BUILD)/bin/webhookd $(BUILD)/bench/bench_webhook
 
 bench: all
 	@bench/run.sh
+
+# The failover benchmark's client (bench/ackwriter.c): SET + WAIT writer that logs only
+# acknowledged writes, their verifier and a ROLE sampler; and the benchmark itself
+# (bench/failover.sh, bench/README.md "Failover"; SYSTEMS, TRIALS, DOWN_AFTER_MS knobs).
+$(BUILD)/bench/ackwriter: bench/ackwriter.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $< -lhiredis -o $@
+
+bench-ackwriter: $(BUILD)/bench/ackwriter
+
+bench-failover: $(BUILD)/bench/ackwriter
+	@ACKWRITER=$(BUILD)/bench/ackwriter RDC_BIN=$(BUILD)/bin bench/failover.sh
 
 cluster-up:
 	@tests/cluster/cluster.sh up
