@@ -42,7 +42,12 @@ SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
 # Fake pod IPs handed out by kwok. Loopback on purpose: nothing listens there, and if
 # code under test dials a pod IP the packet never leaves this machine.
-POD_CIDR="${RDC_POD_CIDR:-127.10.0.0/16}"
+# Each state dir gets its own range (/tmp/rdc-cluster keeps 127.10.0.0/16), so two
+# clusters side by side never hand out the same pod IP: with process nodes, a test of one
+# would otherwise reach the other's Redis at the same address.
+if [ "$DIR" = /tmp/rdc-cluster ]; then pod_octet=10
+else pod_octet=$((11 + $(printf '%s' "$DIR" | cksum | cut -d' ' -f1) % 240)); fi
+POD_CIDR="${RDC_POD_CIDR:-127.$pod_octet.0.0/16}"
 ISSUER=https://kubernetes.default.svc.cluster.local
 PROC_NODES="${RDC_CLUSTER_PROCESS_NODES:-0}"   # process nodes (0: none, the cluster as before)
 MAX_PODS="${RDC_RUNTIME_MAX_PODS:-30}"          # pods the runtime runs at once, over all its nodes

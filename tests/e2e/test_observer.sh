@@ -114,7 +114,9 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 echo "# SIGSTOP of the primary: rdc_redis_up 0 after ${ms} ms"
 check "a SIGSTOPped primary shows rdc_redis_up 0 within 3 s (${ms} ms)" test "$(m rdc_redis_up cache-0)" = 0 -a "$ms" -lt 3000
 check "the replicas stay up" test "$(m rdc_redis_up cache-1)$(m rdc_redis_up cache-2)" = 11
-check "observerd said so" grep -q 'cache-0: reachable true->false' "$work/observerd.log"
+# The observation is sent once every pod's probe of the round has ended (evaluate), the
+# metric when its own probe does: wait for the log line rather than read it at once.
+check "observerd said so" wait_until 5 grep -q 'cache-0: reachable true->false' "$work/observerd.log"
 kill -CONT "$pid" && stopped=
 check "SIGCONT: up again" wait_until 5 is rdc_redis_up cache-0 1
 
