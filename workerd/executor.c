@@ -4,6 +4,7 @@
 #include "event.h"
 #include "jsonx.h"
 #include "log.h"
+#include "redisexec.h"
 #include "render.h"
 
 #include <stdint.h>
@@ -250,6 +251,20 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
              * children themselves go with the garbage collector via owner references. */
             rlog_info("cleanup before deletion", "reconcileID", x->reconcile_id, "name",
                       a->name);
+        } else if (a->kind == PLAN_REDIS) {
+            /* A Redis command is a write like any other: only the leader sends it. */
+            if (x->fence && !x->fence(x->fence_user)) {
+                kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
+                return EXEC_FENCED;
+            }
+            char rerr[512];
+            if (redisexec_command(a->ip, RENDER_REDIS_PORT, x->redis_password, a->argc, a->argv, REDISEXEC_TIMEOUT_NS,
+                                  NULL, 0, rerr, sizeof(rerr))) {
+                kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, rerr);
+                return EXEC_ERROR;
+            }
+            rlog_info("redis command done", "reconcileID", x->reconcile_id, "pod", a->name, "command", a->argv[0],
+                      "why", a->why);
         } else {
             if (x->fence && !x->fence(x->fence_user)) {
                 kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");

@@ -6,6 +6,9 @@
 #include "log.h"
 #include "metrics.h"
 #include "rdc_api.h"
+#include "render.h"
+
+#include <openssl/evp.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,11 +150,11 @@ static int get_object(const exec_ctx_t *x, const char *group, const char *versio
  * looks absent there. Ask the API by name for each child the cache does not have (a
  * read, only then: a resync of healthy clusters reads nothing). fetched[i] gets what was
  * found (owned by the caller); child[i] points to it. Returns 0, or -1 with err. */
-static int find_absent_children(const exec_ctx_t *x, const json_object *rc, const json_object *child[3],
-                                json_object *fetched[3], kube_error_t *err)
+static int find_absent_children(const exec_ctx_t *x, const json_object *rc, const json_object *child[5],
+                                json_object *fetched[5], kube_error_t *err)
 {
-    static const char *const group[3] = {"", "", "apps"}, *const resource[3] = {"configmaps", "services",
-                                                                                  "statefulsets"};
+    static const char *const group[5] = {"", "", "apps", "", ""},
+                             *const resource[5] = {"configmaps", "services", "statefulsets", "services", "services"};
     json_object *md = NULL;
     const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
     /* Deletion looks at no child, and an object that cannot be addressed is the plan's
@@ -159,13 +162,81 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
     if (!*ns || !*name || !json_object_object_get_ex(rc, "metadata", &md) ||
         json_object_object_get_ex(md, "deletionTimestamp", NULL))
         return 0;
-    for (int i = 0; i < 3; i++) {
-        if (child[i] || !x->client)
+    const char *mode = JSONX_STR_AT(rc, "spec", "mode");
+    int replication = mode && !strcmp(mode, "Replication");
+    for (int i = 0; i < 5; i++) {
+        if (child[i] || !x->client || (i >= 3 && !replication))
             continue;
-        if (get_object(x, group[i], "v1", resource[i], ns, name, &fetched[i], err))
+        char role_name[300];
+        if (i >= 3)
+            render_role_service_name(name, i == 3 ? RENDER_ROLE_PRIMARY : RENDER_ROLE_REPLICA, role_name,
+                                     sizeof(role_name));
+        if (get_object(x, group[i], "v1", resource[i], ns, i >= 3 ? role_name : name, &fetched[i], err))
             return -1;
         child[i] = fetched[i];
     }
+    return 0;
+}
+
+/* base64 text into a new NUL-terminated string, or NULL when it is not base64 or holds
+ * a NUL byte. */
+static char *base64_text(const char *b64)
+{
+    size_t n = strlen(b64);
+    if (n % 4)
+        return NULL;
+    unsigned char *out = malloc(n / 4 * 3 + 1);
+    if (!out)
+        return NULL;
+    int len = n ? EVP_DecodeBlock(out, (const unsigned char *)b64, (int)n) : 0;
+    if (len < 0) {
+        free(out);
+        return NULL;
+    }
+    for (size_t i = n; i > 0 && b64[i - 1] == '='; i--)
+        len--;
+    out[len] = '\0';
+    if (strlen((char *)out) != (size_t)len) {
+        free(out);
+        return NULL;
+    }
+    return (char *)out;
+}
+
+int reconcile_read_password(kube_client_t *client, const json_object *rc, char **password, kube_error_t *err)
+{
+    *password = NULL;
+    const char *ns = meta_str(rc, "namespace");
+    const char *sname = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "name");
+    const char *key = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "key");
+    if (!sname || !*sname)
+        return 0;
+    if (!key || !*key)
+        key = RENDER_AUTH_DEFAULT_KEY;
+    exec_ctx_t x = {.client = client};
+    json_object *secret = NULL;
+    if (get_object(&x, "", "v1", "secrets", ns, sname, &secret, err))
+        return -1;
+    int rc_ = -1;
+    const char *b64 = JSONX_STR_AT(secret, "data", key);
+    if (!secret)
+        kube_error_set(err, KERR_NOT_FOUND, "Secret %s/%s (spec.auth.secretRef) not found", ns, sname);
+    else if (!b64)
+        kube_error_set(err, KERR_CONFIG, "Secret %s/%s has no key \"%s\" (spec.auth.secretRef.key)", ns, sname, key);
+    else if (!(*password = base64_text(b64)))
+        kube_error_set(err, KERR_CONFIG, "Secret %s/%s key \"%s\": not base64 text", ns, sname, key);
+    else
+        rc_ = 0;
+    json_object_put(secret);
+    return rc_;
+}
+
+/* 1 when the plan sends a Redis command. */
+static int plan_has_redis(const plan_t *plan)
+{
+    for (size_t i = 0; i < plan_action_count(plan); i++)
+        if (plan_action(plan, i)->kind == PLAN_REDIS)
+            return 1;
     return 0;
 }
 
@@ -331,8 +402,8 @@ static exec_result_t take_back(const exec_ctx_t *x, const json_object *rc, const
 }
 
 void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,
-                   const json_object *svc, const json_object *sts, FILE *dry_run,
-                   reconcile_outcome_t *out)
+                   const json_object *svc, const json_object *sts, const plan_observed_t *seen,
+                   FILE *dry_run, reconcile_outcome_t *out)
 {
 #ifdef RDC_FAULT_INJECTION
     maybe_crash(rc);
@@ -346,10 +417,13 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
                                             "controller");
     metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), 1);
 
-    const json_object *child[3] = {cm, svc, sts};
-    json_object *fetched[3] = {NULL, NULL, NULL}, *diag[3] = {NULL, NULL, NULL};
+    const json_object *child[5] = {cm, svc, sts, seen ? seen->primary_service : NULL,
+                                   seen ? seen->replicas_service : NULL};
+    json_object *fetched[5] = {NULL, NULL, NULL, NULL, NULL}, *diag[3] = {NULL, NULL, NULL};
     plan_observed_t more;
     plan_t *plan = NULL;
+    char *password = NULL;
+    exec_ctx_t xr = *x; /* with the Redis password, when the plan needs it */
     kube_error_t ferr;
     kube_error_clear(&ferr);
     if (find_absent_children(x, rc, child, fetched, &ferr)) {
@@ -359,9 +433,15 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
                    "reconcileID", x->reconcile_id, "action", "get", "error", out->message);
         goto out;
     }
-    plan = plan_compute(rc, child[0], child[1], child[2], clock_wall_ns());
-    /* Only when the first plan asks: a healthy resync reads nothing more. */
     memset(&more, 0, sizeof(more));
+    if (seen) {
+        more.members = seen->members;
+        more.redis = seen->redis;
+    }
+    more.primary_service = child[3];
+    more.replicas_service = child[4];
+    plan = plan_compute_observed(rc, child[0], child[1], child[2], &more, clock_wall_ns());
+    /* Only when the first plan asks: a healthy resync reads nothing more. */
     if (plan && x->client && !dry_run) {
         const char *cls = plan_storage_class_to_check(plan);
         more.storage_class_missing = cls && storage_class_missing(x, cls);
@@ -397,6 +477,17 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
     }
     size_t failed = 0;
     kube_error_t err;
+    if (plan_has_redis(plan) && x->client) {
+        if (reconcile_read_password(x->client, rc, &password, &err)) {
+            out->result = RECONCILE_ERROR;
+            kube_error_str(&err, out->message, sizeof(out->message));
+            rlog_error("Reconciler error", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name", name,
+                       "reconcileID", x->reconcile_id, "action", "get", "error", out->message);
+            goto out;
+        }
+        xr.redis_password = password;
+    }
+    x = &xr;
     exec_result_t r = exec_plan(x, rc, plan, &failed, &err);
     const plan_action_t *fa = r == EXEC_OK ? NULL : plan_action(plan, failed);
     if (r == EXEC_ERROR && err.http_status == 422 && fa && fa->kind == PLAN_APPLY) {
@@ -441,8 +532,12 @@ out:;
         record_metrics(out->result, seconds);
     metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), -1);
     plan_destroy(&plan);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 5; i++)
         json_object_put(fetched[i]);
+    for (int i = 0; i < 3; i++)
         json_object_put(diag[i]);
+    if (password) {
+        memset(password, 0, strlen(password));
+        free(password);
     }
 }

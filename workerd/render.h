@@ -63,7 +63,23 @@ typedef struct {
     const char *storage_class;    /* spec.storage.storageClass, NULL = cluster default */
     const char *maxmemory;        /* spec.config.maxmemory, NULL = unset */
     const char *maxmemory_policy; /* spec.config.maxmemoryPolicy, NULL = unset */
+    /* Replication (docs/replication.md) and auth: */
+    int replication;              /* spec.mode Replication: the role Services exist */
+    const char *auth_secret;      /* spec.auth.secretRef.name, NULL = no password */
+    const char *auth_key;         /* spec.auth.secretRef.key, RENDER_AUTH_DEFAULT_KEY when unset */
 } render_input_t;
+
+/* The role label workerd keeps on each pod of a Replication cluster, and what the role
+ * Services select. */
+#define RENDER_LABEL_ROLE "cache.example.com/role"
+#define RENDER_ROLE_PRIMARY "primary"
+#define RENDER_ROLE_REPLICA "replica"
+#define RENDER_AUTH_DEFAULT_KEY "password"
+/* The container's environment variable holding the password (from the Secret, never
+ * rendered: a secretKeyRef); REDISCLI_AUTH too, so the probes and kubectl exec
+ * authenticate. */
+#define RENDER_PASSWORD_ENV "REDIS_PASSWORD"
+
 
 /* The container image to run: image, plus ":" version when version is non-empty and image
  * has neither a tag nor a digest (rdc_spec_image_has_tag_or_digest: a tag is a ':' in the
@@ -92,6 +108,17 @@ int render_selector_string(const char *name, buf_t *out);
 json_object *render_configmap(const render_input_t *in, const char *redis_conf);
 json_object *render_service(const render_input_t *in);
 json_object *render_statefulset(const render_input_t *in, const char *config_hash);
+/* The Service <name>-primary (role RENDER_ROLE_PRIMARY) or <name>-replicas (role
+ * RENDER_ROLE_REPLICA): ClusterIP, port 6379, selecting the cluster's pods that carry
+ * that role label. Clients without Sentinel support write to <name>-primary. */
+json_object *render_role_service(const render_input_t *in, const char *role);
+/* The name of that Service into out[outlen]: "<name>-primary" or "<name>-replicas". */
+void render_role_service_name(const char *name, const char *role, char *out, size_t outlen);
+/* With in->auth_secret, the container gets RENDER_PASSWORD_ENV and REDISCLI_AUTH from the
+ * Secret (secretKeyRef: the password is in neither the ConfigMap nor the pod spec) and
+ * starts as `redis-server /etc/redis/redis.conf --requirepass $(REDIS_PASSWORD)
+ * --masterauth $(REDIS_PASSWORD)` (the kubelet expands $(VAR)); its redis-cli probes
+ * authenticate through REDISCLI_AUTH. */
 /* The pod template passes Pod Security "restricted": pod securityContext runAsNonRoot,
  * runAsUser/runAsGroup/fsGroup RENDER_REDIS_UID, seccompProfile RuntimeDefault; the
  * container's allowPrivilegeEscalation false, capabilities drop ALL,

@@ -129,6 +129,15 @@ static json_object *child_of(json_object *children, const char *kind)
     return v;
 }
 
+/* children[key] as an array, or NULL. */
+static json_object *array_of(json_object *children, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(children, key, &v) || !json_object_is_type(v, json_type_array))
+        return NULL;
+    return v;
+}
+
 /* Handle one WORK item and answer DONE. */
 static void worker_handle_work(worker_t *w, rmsg_t *m)
 {
@@ -161,8 +170,13 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                     .fence_user = w,
                     .reconcile_id = rid,
                     .instance = w->hostname};
+    /* The rest of the work item (workitem.h): pods, observation, role Services. */
+    plan_observed_t seen = {.members = array_of(children, "Pods"),
+                            .redis = child_of(children, "Redis"),
+                            .primary_service = child_of(children, "ServicePrimary"),
+                            .replicas_service = child_of(children, "ServiceReplicas")};
     reconcile_run(&x, rc, child_of(children, "ConfigMap"), child_of(children, "Service"),
-                  child_of(children, "StatefulSet"), NULL, &out);
+                  child_of(children, "StatefulSet"), &seen, NULL, &out);
     kube_client_set_deadline(w->cfg->client, 0);
     worker_state_file(w, "");
 answer:;
