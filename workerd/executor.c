@@ -228,6 +228,36 @@ static int exec_action(const exec_ctx_t *x, const plan_action_t *a, kube_error_t
                                strlen(body), idempotent, NULL, err);
 }
 
+/* 1 when the PLAN_REDIS action a is a REPLICAOF the node already follows: a work item
+ * can carry an observation older than a command this worker just sent (observerd probes
+ * once a second), and sending it again would only repeat its Event. A node that cannot
+ * be asked counts as not done (the command then says what fails). */
+static int redis_already_done(const exec_ctx_t *x, const plan_action_t *a)
+{
+    if (a->argc != 3 || strcmp(a->argv[0], "REPLICAOF"))
+        return 0;
+    const char *av[2] = {"INFO", "replication"};
+    char info[8192], err[256], role[16], host[256];
+    int port = 0, link = 0;
+    int64_t offset = -1;
+    if (redisexec_command(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password, 2, av,
+                          REDISEXEC_TIMEOUT_NS, info,
+                          sizeof(info), err, sizeof(err)))
+        return 0;
+    redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &port, &link, &offset);
+    char have_port[16];
+    snprintf(have_port, sizeof(have_port), "%d", port);
+    return !strcmp(role, "slave") && !strcmp(host, a->argv[1]) && !strcmp(have_port, a->argv[2]);
+}
+
+/* 1 when err is ACL SETUSER's answer to removing a password the user no longer has: the
+ * old password was dropped by an earlier attempt of the same rotation. */
+static int redis_removed_already(const plan_action_t *a, const char *err)
+{
+    return a->argc >= 3 && !strcmp(a->argv[0], "ACL") && a->argv[a->argc - 1][0] == '<' &&
+           strstr(err, "does not exist") != NULL;
+}
+
 exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
                         size_t *failed_action, kube_error_t *err)
 {
@@ -258,8 +288,14 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
                 return EXEC_FENCED;
             }
             char rerr[512];
-            if (redisexec_command(a->ip, RENDER_REDIS_PORT, x->redis_password, a->argc, a->argv, REDISEXEC_TIMEOUT_NS,
-                                  NULL, 0, rerr, sizeof(rerr))) {
+            if (redis_already_done(x, a)) {
+                rlog_debug("redis command already in effect; skipped", "reconcileID", x->reconcile_id, "pod",
+                           a->name, "command", a->argv[0]);
+                continue; /* and its events */
+            }
+            if (redisexec_command(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password, a->argc,
+                                  a->argv, REDISEXEC_TIMEOUT_NS, NULL, 0, rerr, sizeof(rerr)) &&
+                !redis_removed_already(a, rerr)) {
                 kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, rerr);
                 return EXEC_ERROR;
             }

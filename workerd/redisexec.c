@@ -18,9 +18,30 @@ static struct timeval tv_of(int64_t ns)
     return tv;
 }
 
-/* Connect (and AUTH). Returns the context, or NULL with err. */
-static redisContext *connect_auth(const char *ip, int port, const char *password, int64_t timeout_ns, char *err,
-                                  size_t errlen)
+/* AUTH with password on c. Returns 0, 1 when refused (err set), -1 on a connection
+ * failure (err set). */
+static int auth(redisContext *c, const char *ip, int port, const char *password, char *err, size_t errlen)
+{
+    const char *av[2] = {"AUTH", password};
+    redisReply *r = redisCommandArgv(c, 2, av, NULL);
+    int rc = 0;
+    if (!r) {
+        snprintf(err, errlen, "AUTH %s:%d: %s", ip, port, c->errstr);
+        rc = -1;
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        /* The reply (WRONGPASS, ...) never quotes the password. */
+        snprintf(err, errlen, "AUTH %s:%d: %s", ip, port, r->str);
+        rc = 1;
+    }
+    if (r)
+        freeReplyObject(r);
+    return rc;
+}
+
+/* Connect (and AUTH, with old_password when password is refused). Returns the context,
+ * or NULL with err. */
+static redisContext *connect_auth(const char *ip, int port, const char *password, const char *old_password,
+                                  int64_t timeout_ns, char *err, size_t errlen)
 {
     redisContext *c = redisConnectWithTimeout(ip, port, tv_of(timeout_ns));
     if (!c) {
@@ -38,23 +59,37 @@ static redisContext *connect_auth(const char *ip, int port, const char *password
         return NULL;
     }
     if (password && *password) {
-        const char *av[2] = {"AUTH", password};
-        redisReply *r = redisCommandArgv(c, 2, av, NULL);
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            /* The reply (WRONGPASS, ...) never quotes the password. */
-            snprintf(err, errlen, "AUTH %s:%d: %s", ip, port, r ? r->str : c->errstr);
-            if (r)
-                freeReplyObject(r);
+        int a = auth(c, ip, port, password, err, errlen);
+        if (a == 1 && old_password && *old_password)
+            a = auth(c, ip, port, old_password, err, errlen);
+        if (a) {
             redisFree(c);
             return NULL;
         }
-        freeReplyObject(r);
     }
     return c;
 }
 
-int redisexec_command(const char *ip, int port, const char *password, int argc, const char *const *argv,
-                      int64_t timeout_ns, char *reply, size_t replylen, char *err, size_t errlen)
+/* Replace every occurrence of secret in s (NUL-terminated, cap bytes) by token. */
+static void scrub(char *s, size_t cap, const char *secret, const char *token)
+{
+    size_t sl = secret ? strlen(secret) : 0, tl = strlen(token);
+    if (!sl)
+        return;
+    for (char *p = strstr(s, secret); p; p = strstr(p + tl, secret)) {
+        size_t rest = strlen(p + sl);
+        if ((size_t)(p - s) + tl + rest + 1 > cap) {
+            *p = '\0'; /* no room: cut the text there rather than keep the secret */
+            return;
+        }
+        memmove(p + tl, p + sl, rest + 1);
+        memcpy(p, token, tl);
+    }
+}
+
+int redisexec_command(const char *ip, int port, const char *password, const char *old_password, int argc,
+                      const char *const *argv, int64_t timeout_ns, char *reply, size_t replylen, char *err,
+                      size_t errlen)
 {
     if (reply && replylen)
         reply[0] = '\0';
@@ -63,15 +98,36 @@ int redisexec_command(const char *ip, int port, const char *password, int argc, 
         return -1;
     }
     const char *av[MAX_ARGS];
-    for (int i = 0; i < argc; i++)
-        av[i] = strcmp(argv[i], REDISEXEC_PASSWORD_TOKEN) ? argv[i] : (password ? password : "");
-    redisContext *c = connect_auth(ip, port, password, timeout_ns, err, errlen);
-    if (!c)
-        return -1;
+    char *made[MAX_ARGS] = {0};
     int rc = -1;
-    redisReply *r = redisCommandArgv(c, argc, av, NULL);
+    redisContext *c = NULL;
+    redisReply *r = NULL;
+    static const char *const tokens[2] = {REDISEXEC_PASSWORD_TOKEN, REDISEXEC_OLD_PASSWORD_TOKEN};
+    const char *secrets[2] = {password ? password : "", old_password ? old_password : ""};
+    for (int i = 0; i < argc; i++) {
+        av[i] = argv[i];
+        size_t n = strlen(argv[i]);
+        for (int t = 0; t < 2; t++) {
+            size_t tl = strlen(tokens[t]);
+            if (n < tl || strcmp(argv[i] + n - tl, tokens[t]))
+                continue;
+            size_t len = n - tl + strlen(secrets[t]) + 1;
+            if (!(made[i] = malloc(len))) {
+                snprintf(err, errlen, "out of memory");
+                goto out;
+            }
+            snprintf(made[i], len, "%.*s%s", (int)(n - tl), argv[i], secrets[t]);
+            av[i] = made[i];
+            break;
+        }
+    }
+    c = connect_auth(ip, port, password, old_password, timeout_ns, err, errlen);
+    if (!c)
+        goto out;
+    r = redisCommandArgv(c, argc, av, NULL);
     if (!r) {
-        snprintf(err, errlen, "%s %s:%d: %s", argv[0], ip, port, c->err == REDIS_ERR_IO && errno == EAGAIN ? "timeout" : c->errstr);
+        snprintf(err, errlen, "%s %s:%d: %s", argv[0], ip, port,
+                 c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK) ? "timeout" : c->errstr);
     } else if (r->type == REDIS_REPLY_ERROR) {
         snprintf(err, errlen, "%s %s:%d: %s", argv[0], ip, port, r->str);
     } else {
@@ -83,9 +139,20 @@ int redisexec_command(const char *ip, int port, const char *password, int argc, 
                 snprintf(reply, replylen, "%s", r->str);
         }
     }
+out:
+    if (rc && errlen) /* ACL SETUSER's errors quote the modifier, password and all */
+        for (int t = 0; t < 2; t++)
+            scrub(err, errlen, secrets[t], tokens[t]);
     if (r)
         freeReplyObject(r);
-    redisFree(c);
+    if (c)
+        redisFree(c);
+    for (int i = 0; i < argc; i++) {
+        if (made[i]) {
+            memset(made[i], 0, strlen(made[i]));
+            free(made[i]);
+        }
+    }
     return rc;
 }
 
@@ -158,7 +225,7 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
         int mport = 0, link = 0, ok = 0;
         int64_t offset = -1;
         const char *av[2] = {"INFO", "replication"};
-        if (ip && *ip && !redisexec_command(ip, port, password, 2, av, timeout_ns, info, sizeof(info), err, sizeof(err))) {
+        if (ip && *ip && !redisexec_command(ip, port, password, NULL, 2, av, timeout_ns, info, sizeof(info), err, sizeof(err))) {
             redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &mport, &link, &offset);
             ok = 1;
         }

@@ -13,9 +13,11 @@
  * pod with an IP, in observerd's observation shape (docs/observer.md), so the plan sees
  * the same input either way.
  *
- * The password is never copied into an error message or a log line; the argument
- * vector may hold REDISEXEC_PASSWORD_TOKEN, which is replaced by the password on the
- * wire only (plans and their JSON show the token).
+ * The passwords are never copied into an error message or a log line (an error reply
+ * that quotes one, as ACL SETUSER's does, has it replaced by its token); an argument
+ * that ends with REDISEXEC_PASSWORD_TOKEN or REDISEXEC_OLD_PASSWORD_TOKEN has the token
+ * replaced by that password on the wire only (">${password}" is ACL's "add this
+ * password"): plans and their JSON show the tokens.
  */
 #ifndef RDC_WORKERD_REDISEXEC_H
 #define RDC_WORKERD_REDISEXEC_H
@@ -24,16 +26,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define REDISEXEC_PASSWORD_TOKEN "<password>"
+#define REDISEXEC_PASSWORD_TOKEN "${password}"
+#define REDISEXEC_OLD_PASSWORD_TOKEN "${old-password}"
 #define REDISEXEC_TIMEOUT_NS (INT64_C(2000000000)) /* connect, and each reply */
 
-/* Run argv (argc elements, argc >= 1) on ip:port. password NULL or "" = no AUTH. An
- * element equal to REDISEXEC_PASSWORD_TOKEN is sent as the password. On success returns
+/* Run argv (argc elements, 1..16) on ip:port. password NULL or "" = no AUTH; when AUTH
+ * with password is refused and old_password is set (a rotation in progress, the node not
+ * yet given the new one), AUTH with old_password. Tokens as above. On success returns
  * 0 and, when reply is not NULL, copies the reply's text (status, string, integer as
  * digits; "" for others) into reply[replylen]. On failure returns -1 with one line in
  * err[errlen] ("connect 10.0.0.5:6379: Connection refused", "AUTH: WRONGPASS ...",
  * "REPLICAOF: ERR ...", "timeout"), without the password. */
-int redisexec_command(const char *ip, int port, const char *password, int argc, const char *const *argv,
+int redisexec_command(const char *ip, int port, const char *password, const char *old_password, int argc,
+                      const char *const *argv,
                       int64_t timeout_ns, char *reply, size_t replylen, char *err, size_t errlen);
 
 /* One observation of pods (an array of Pod objects; those without status.podIP are
