@@ -228,6 +228,25 @@ static int exec_action(const exec_ctx_t *x, const plan_action_t *a, kube_error_t
                                strlen(body), idempotent, NULL, err);
 }
 
+/* PLAN_AUTH_RECORD: the plan's Secret with the password in place of its token, applied.
+ * Returns 0, or -1 with err. */
+static int exec_auth_record(const exec_ctx_t *x, const plan_action_t *a, kube_error_t *err)
+{
+    json_object *body = NULL, *sd = NULL;
+    if (!x->redis_password || json_object_deep_copy(a->body, &body, NULL) ||
+        !json_object_object_get_ex(body, "stringData", &sd)) {
+        json_object_put(body);
+        kube_error_set(err, KERR_CONFIG, "Secret %s: no password to record", a->name);
+        return -1;
+    }
+    json_object_object_add(sd, RENDER_AUTH_DEFAULT_KEY, json_object_new_string(x->redis_password));
+    const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    int rc = kube_client_request(x->client, a->method, a->path, NULL, a->content_type, text, strlen(text), 1, NULL,
+                                 err);
+    json_object_put(body);
+    return rc ? -1 : 0;
+}
+
 /* 1 when the PLAN_REDIS action a is a REPLICAOF the node already follows: a work item
  * can carry an observation older than a command this worker just sent (observerd probes
  * once a second), and sending it again would only repeat its Event. A node that cannot
@@ -301,6 +320,15 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
             }
             rlog_info("redis command done", "reconcileID", x->reconcile_id, "pod", a->name, "command", a->argv[0],
                       "why", a->why);
+        } else if (a->kind == PLAN_AUTH_RECORD) {
+            if (x->fence && !x->fence(x->fence_user)) {
+                kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
+                return EXEC_FENCED;
+            }
+            if (exec_auth_record(x, a, err))
+                return kube_error_is_conflict(err) ? EXEC_CONFLICT : EXEC_ERROR;
+            rlog_info("write done", "reconcileID", x->reconcile_id, "action", plan_action_kind_name(a->kind), "path",
+                      a->path, "why", a->why);
         } else {
             if (x->fence && !x->fence(x->fence_user)) {
                 kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");

@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "rdc_spec.h"
 #include "render.h"
+#include "redisexec.h"
 #include "topology.h"
 
 #include <assert.h>
@@ -14,7 +15,7 @@
 #include <string.h>
 
 /* A finalizer, five children, a label and a Redis command per pod (at most 10), a status. */
-#define PLAN_MAX_ACTIONS 64
+#define PLAN_MAX_ACTIONS 96
 #define PLAN_MAX_EVENTS 64
 #define MESSAGE_CAP 2048 /* a condition or event message never grows past this */
 #define VALUE_SHOWN 64   /* bytes of a user's value quoted in a message */
@@ -26,8 +27,8 @@
 typedef struct {
     plan_action_t pub;
     char *ns, *name, *path, *why; /* what pub's strings point to */
-    char *ip, *argv_s[3];         /* PLAN_REDIS */
-    const char *argv[3];
+    char *ip, *argv_s[PLAN_REDIS_MAX_ARGS]; /* PLAN_REDIS */
+    const char *argv[PLAN_REDIS_MAX_ARGS];
 } action_slot_t;
 
 typedef struct {
@@ -101,7 +102,7 @@ static char *request_path(const plan_action_t *a)
     rc = rc || buf_puts(&path, "/namespaces") || put_segment(&path, a->ns) || put_segment(&path, a->resource) ||
          (a->kind != PLAN_CREATE && put_segment(&path, a->name)) ||
          (a->subresource && put_segment(&path, a->subresource)) ||
-         ((a->kind == PLAN_APPLY || a->kind == PLAN_UPDATE_STATUS) &&
+         ((a->kind == PLAN_APPLY || a->kind == PLAN_UPDATE_STATUS || a->kind == PLAN_AUTH_RECORD) &&
           buf_puts(&path, "?fieldManager=" RENDER_FIELD_MANAGER "&force=true")) ||
          ((a->kind == PLAN_CREATE || a->kind == PLAN_REPLACE) &&
           buf_puts(&path, "?fieldManager=" RENDER_FIELD_MANAGER));
@@ -139,7 +140,7 @@ static int add_action(plan_t *p, plan_action_kind_t kind, const char *group_vers
     a->pub.name = a->name;
     a->pub.why = a->why;
     if (kind != PLAN_CLEANUP && kind != PLAN_REDIS && !p->oom) {
-        int apply = kind == PLAN_APPLY || kind == PLAN_UPDATE_STATUS;
+        int apply = kind == PLAN_APPLY || kind == PLAN_UPDATE_STATUS || kind == PLAN_AUTH_RECORD;
         int plain = kind == PLAN_CREATE || kind == PLAN_REPLACE || kind == PLAN_DELETE;
         a->pub.method = kind == PLAN_CREATE    ? "POST"
                         : kind == PLAN_REPLACE ? "PUT"
@@ -159,7 +160,7 @@ static int add_action(plan_t *p, plan_action_kind_t kind, const char *group_vers
     return p->oom ? -1 : (int)(p->n_actions - 1);
 }
 
-/* Add a PLAN_REDIS action: argv (argc <= 3) on pod at ip. Returns its index, or -1 when
+/* Add a PLAN_REDIS action: argv (argc <= PLAN_REDIS_MAX_ARGS) on pod at ip. Returns its index, or -1 when
  * out of memory. */
 static int add_redis_action(plan_t *p, const char *ns, const char *pod, const char *ip, int argc,
                             const char *const *argv, const char *why)
@@ -170,7 +171,8 @@ static int add_redis_action(plan_t *p, const char *ns, const char *pod, const ch
     action_slot_t *a = &p->actions[i];
     a->ip = dup_or_oom(p, ip);
     a->pub.ip = a->ip;
-    for (int k = 0; k < argc && k < 3; k++) {
+    assert(argc <= PLAN_REDIS_MAX_ARGS);
+    for (int k = 0; k < argc && k < PLAN_REDIS_MAX_ARGS; k++) {
         a->argv_s[k] = dup_or_oom(p, argv[k]);
         a->argv[k] = a->argv_s[k];
     }
@@ -458,6 +460,7 @@ typedef struct {
     const char *diag_reason; /* DIAGNOSIS: the cause found, or NULL */
     buf_t diag;              /* its message */
     topo_t *topo;            /* REPLICATION: the decisions, or NULL (Standalone, invalid) */
+    int rotating;            /* AUTH: this plan rotates the password */
 } ctx_t;
 
 /* A zeroed context for planning p about rc (whose metadata is meta) at now: the name,
@@ -659,6 +662,82 @@ static int plan_role_service(ctx_t *c, const char *role, const json_object *obs)
     return p->oom ? -1 : 0;
 }
 
+/* The IP of each pod <name>-<i>, i < size, from the work item's pods; 0 when every one
+ * has an IP (ips[i] point into pods), -1 when one is missing or has none yet. */
+static int member_ips(const ctx_t *c, const json_object *pods, const char *ips[], int n)
+{
+    for (int i = 0; i < n; i++)
+        ips[i] = NULL;
+    size_t len = pods && json_object_is_type(pods, json_type_array) ? json_object_array_length(pods) : 0;
+    size_t nl = strlen(c->name);
+    for (size_t k = 0; k < len; k++) {
+        const json_object *p = json_object_array_get_idx(pods, k);
+        const char *pn = JSONX_STR_AT(p, "metadata", "name"), *ip = JSONX_STR_AT(p, "status", "podIP");
+        if (!pn || strncmp(pn, c->name, nl) || pn[nl] != '-' || !ip || !*ip)
+            continue;
+        char *end = NULL;
+        long o = strtol(pn + nl + 1, &end, 10);
+        if (*end || end == pn + nl + 1 || o < 0 || o >= n)
+            continue;
+        ips[o] = ip;
+    }
+    for (int i = 0; i < n; i++)
+        if (!ips[i])
+            return -1;
+    return 0;
+}
+
+/* AUTH (plan.h): record the password Redis runs with, or rotate it. Returns 0, or -1
+ * when out of memory. */
+static int plan_auth(ctx_t *c)
+{
+    plan_t *p = c->plan;
+    plan_auth_t st = c->more ? c->more->auth : PLAN_AUTH_UNKNOWN;
+    if (!c->in.auth_secret || st == PLAN_AUTH_UNKNOWN || st == PLAN_AUTH_CURRENT)
+        return 0;
+    char rec[300], why[600], pod[320];
+    snprintf(rec, sizeof(rec), "%s" RENDER_AUTH_RECORD_SUFFIX, c->name);
+    if (st == PLAN_AUTH_UNRECORDED) {
+        snprintf(why, sizeof(why), "Secret %s/%s: no record of the password Redis runs with yet", c->ns, rec);
+        return add_action(p, PLAN_AUTH_RECORD, "v1", "secrets", c->ns, rec,
+                          render_auth_record(&c->in, REDISEXEC_PASSWORD_TOKEN), why) < 0 ? -1 : 0;
+    }
+    const char *ips[RDC_SPEC_SIZE_MAX];
+    int n = c->in.size < RDC_SPEC_SIZE_MAX ? c->in.size : RDC_SPEC_SIZE_MAX;
+    if (member_ips(c, c->more->members, ips, n)) {
+        degrade(c, "PasswordRotationWaiting",
+                "the password in Secret %s/%s changed; it is rotated once every pod has an IP", c->ns,
+                c->in.auth_secret);
+        p->requeue_after_ns = PLAN_REQUEUE_NOT_READY_NS;
+        return 0;
+    }
+    c->rotating = 1;
+    static const char *const add[] = {"ACL", "SETUSER", "default", "on", ">" REDISEXEC_PASSWORD_TOKEN};
+    static const char *const mauth[] = {"CONFIG", "SET", "masterauth", REDISEXEC_PASSWORD_TOKEN};
+    static const char *const drop[] = {"ACL", "SETUSER", "default", "<" REDISEXEC_OLD_PASSWORD_TOKEN};
+    for (int i = 0; i < n; i++) {
+        snprintf(pod, sizeof(pod), "%s-%d", c->name, i);
+        snprintf(why, sizeof(why), "password rotation: %s accepts the new password too", pod);
+        if (add_redis_action(p, c->ns, pod, ips[i], 5, add, why) < 0)
+            return -1;
+        snprintf(why, sizeof(why), "password rotation: %s authenticates to its primary with the new password", pod);
+        if (add_redis_action(p, c->ns, pod, ips[i], 4, mauth, why) < 0)
+            return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        snprintf(pod, sizeof(pod), "%s-%d", c->name, i);
+        snprintf(why, sizeof(why), "password rotation: every pod accepts the new password; %s drops the old one", pod);
+        if (add_redis_action(p, c->ns, pod, ips[i], 4, drop, why) < 0)
+            return -1;
+    }
+    snprintf(why, sizeof(why), "Secret %s/%s: the password rotated on %d pods", c->ns, rec, n);
+    int k = add_action(p, PLAN_AUTH_RECORD, "v1", "secrets", c->ns, rec,
+                       render_auth_record(&c->in, REDISEXEC_PASSWORD_TOKEN), why);
+    add_event(p, "Normal", "PasswordRotated", k, "Rotated the password of %d pods to the one in Secret %s/%s", n,
+              c->ns, c->in.auth_secret);
+    return p->oom ? -1 : 0;
+}
+
 /* REPLICATION (plan.h): the role labels and the Redis commands topology_compute decides.
  * Returns 0, or -1 when out of memory. */
 static int plan_replication(ctx_t *c)
@@ -684,8 +763,9 @@ static int plan_replication(ctx_t *c)
         if (add_action(p, PLAN_LABEL_POD, "v1", "pods", c->ns, l->pod, body, why) < 0)
             return -1;
     }
-    /* Without an observation nothing is known of Redis: no command. */
-    for (size_t i = 0; m && m->redis && i < c->topo->n_cmds; i++) {
+    /* Without an observation nothing is known of Redis: no command; nor while the
+     * password rotates (the observer cannot authenticate then). */
+    for (size_t i = 0; m && m->redis && !c->rotating && i < c->topo->n_cmds; i++) {
         const topo_cmd_t *t = &c->topo->cmds[i];
         const char *argv[3] = {"REPLICAOF", t->primary_ip, "6379"};
         int k = add_redis_action(p, c->ns, t->pod, t->ip, 3, argv, t->why);
@@ -1483,6 +1563,8 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
     }
     if (!c.failed_reason && plan_children(&c, cm, svc, sts))
         goto out;
+    if (!c.failed_reason && plan_auth(&c))
+        goto out;
     topo_t topo;
     if (!c.failed_reason && c.in.replication) {
         c.topo = &topo;
@@ -1561,6 +1643,7 @@ static const char *kind_of_resource(const char *resource)
                                          {"services", "Service"},
                                          {"statefulsets", "StatefulSet"},
                                          {"pods", "Pod"},
+                                         {"secrets", "Secret"},
                                          {"redisclusters", RENDER_KIND}};
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (!strcmp(map[i][0], resource))
@@ -1582,6 +1665,7 @@ static const char *action_verb(plan_action_kind_t kind)
     case PLAN_CLEANUP: return "clean up";
     case PLAN_LABEL_POD: return "label";
     case PLAN_REDIS: return "send a Redis command to";
+    case PLAN_AUTH_RECORD: return "record the password in";
     }
     return "write";
 }
@@ -1777,7 +1861,7 @@ void plan_destroy(plan_t **plan_p)
         free(a->path);
         free(a->why);
         free(a->ip);
-        for (size_t k = 0; k < 3; k++)
+        for (size_t k = 0; k < PLAN_REDIS_MAX_ARGS; k++)
             free(a->argv_s[k]);
     }
     for (size_t i = 0; i < p->n_events; i++)
@@ -1868,6 +1952,8 @@ const char *plan_action_kind_name(plan_action_kind_t kind)
         return "labelPod";
     case PLAN_REDIS:
         return "redis";
+    case PLAN_AUTH_RECORD:
+        return "authRecord";
     }
     return "unknown";
 }

@@ -198,6 +198,20 @@
  *   this; independent servers, no role Services, labels or Redis actions.
  *   Order of the actions: children, role labels, Redis commands, then the status.
  *
+ * AUTH (spec.auth.secretRef; docs/replication.md): the pods get the password from the
+ * Secret by reference (render.h), and workerd keeps a record of the password Redis runs
+ * with in the Secret <name>-redis-auth (owned, key password), which it reads with the
+ * user's Secret on every reconcile of such a cluster (more->auth):
+ *   PLAN_AUTH_UNRECORDED  PLAN_AUTH_RECORD (the pods started with the Secret's password);
+ *   PLAN_AUTH_ROTATE      when every pod of 0..size-1 has an IP: on each, PLAN_REDIS
+ *                         `ACL SETUSER default on >${password}` and `CONFIG SET masterauth
+ *                         ${password}` (both passwords accepted from here), then on each
+ *                         `ACL SETUSER default <${old-password}`, then PLAN_AUTH_RECORD
+ *                         with the Normal event PasswordRotated; no topology command in
+ *                         the same plan (the observer cannot authenticate meanwhile). A
+ *                         pod without an IP yet: nothing now, requeue after 10 s.
+ *   The executor authenticates with the new password, else the old one (the record's).
+ *
  * IMMUTABLE STATEFULSET FIELDS: spec.selector and spec.serviceName never change for a
  * given name, but an observed StatefulSet created otherwise may differ: then no apply is
  * planned for it (the API server would refuse it every time) and Degraded=True reason
@@ -249,6 +263,7 @@
 #include <stdint.h>
 
 #define PLAN_FINALIZER "cache.example.com/finalizer"
+#define PLAN_REDIS_MAX_ARGS 6
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
 
 typedef enum {
@@ -262,7 +277,18 @@ typedef enum {
     PLAN_UPDATE_STATUS,
     PLAN_LABEL_POD,  /* PATCH pods/<name>, merge patch of the role label (REPLICATION) */
     PLAN_REDIS,      /* a Redis command on one pod (no request: pod, ip, argv) */
+    PLAN_AUTH_RECORD /* server-side apply of Secret <name>-redis-auth (AUTH below); the body's
+                        stringData.password is the token "${password}", which the executor
+                        replaces by the password itself */
 } plan_action_kind_t;
+
+/* What workerd read of the password (AUTH below). */
+typedef enum {
+    PLAN_AUTH_UNKNOWN = 0, /* no spec.auth, or the Secret could not be read: no auth action */
+    PLAN_AUTH_CURRENT,     /* Redis runs with the Secret's password (the record says so) */
+    PLAN_AUTH_UNRECORDED,  /* no record yet: Redis runs with what the pods started with */
+    PLAN_AUTH_ROTATE       /* the Secret's password is not the recorded one: rotate */
+} plan_auth_t;
 
 /* One write. Every string and the body belong to the plan and live until plan_destroy. */
 typedef struct {
@@ -318,6 +344,7 @@ typedef struct {
     const json_object *redis;      /* observerd's observation (children.Redis), or NULL */
     const json_object *primary_service;  /* Service <name>-primary, or NULL when absent */
     const json_object *replicas_service; /* Service <name>-replicas, or NULL when absent */
+    plan_auth_t auth;              /* AUTH below */
 } plan_observed_t;
 
 /* plan_compute with what the caller read on the plan's request; more may be NULL (then
@@ -395,7 +422,7 @@ const char *plan_error(const plan_t *plan);
 json_object *plan_to_json(const plan_t *plan);
 
 /* The name of an action kind: "addFinalizer", "removeFinalizer", "cleanup", "create",
- * "apply", "replace", "delete", "updateStatus", "labelPod", "redis". */
+ * "apply", "replace", "delete", "updateStatus", "labelPod", "redis", "authRecord". */
 const char *plan_action_kind_name(plan_action_kind_t kind);
 
 /* The managed-field comparison described above: 1 when desired is a subset of observed,

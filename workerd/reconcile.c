@@ -231,13 +231,46 @@ int reconcile_read_password(kube_client_t *client, const json_object *rc, char *
     return rc_;
 }
 
-/* 1 when the plan sends a Redis command. */
-static int plan_has_redis(const plan_t *plan)
+/* AUTH (plan.h): the Secret's password into *password and the recorded one (Secret
+ * <name>-redis-auth) into *applied (new strings the caller wipes and frees, NULL when
+ * absent), and what they say. A Secret that cannot be read is logged: PLAN_AUTH_UNKNOWN
+ * (no auth action; Redis commands then go without a password and fail, saying why). */
+static plan_auth_t read_auth(const exec_ctx_t *x, const json_object *rc, char **password, char **applied)
 {
-    for (size_t i = 0; i < plan_action_count(plan); i++)
-        if (plan_action(plan, i)->kind == PLAN_REDIS)
-            return 1;
-    return 0;
+    *password = *applied = NULL;
+    const char *sname = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "name");
+    if (!x->client || !sname || !*sname)
+        return PLAN_AUTH_UNKNOWN;
+    kube_error_t err;
+    kube_error_clear(&err);
+    char line[1024], rec[300];
+    if (reconcile_read_password(x->client, rc, password, &err)) {
+        rlog_warn("cannot read the cluster's password", "reconcileID", x->reconcile_id, "error",
+                  kube_error_str(&err, line, sizeof(line)));
+        return PLAN_AUTH_UNKNOWN;
+    }
+    snprintf(rec, sizeof(rec), "%s" RENDER_AUTH_RECORD_SUFFIX, meta_str(rc, "name"));
+    json_object *s = NULL;
+    if (get_object(x, "", "v1", "secrets", meta_str(rc, "namespace"), rec, &s, &err)) {
+        rlog_warn("cannot read the password record", "reconcileID", x->reconcile_id, "secret", rec, "error",
+                  kube_error_str(&err, line, sizeof(line)));
+        return PLAN_AUTH_UNKNOWN;
+    }
+    const char *b64 = JSONX_STR_AT(s, "data", RENDER_AUTH_DEFAULT_KEY);
+    *applied = b64 ? base64_text(b64) : NULL;
+    json_object_put(s);
+    if (!*applied)
+        return PLAN_AUTH_UNRECORDED;
+    return strcmp(*applied, *password) ? PLAN_AUTH_ROTATE : PLAN_AUTH_CURRENT;
+}
+
+static void wipe(char **s)
+{
+    if (*s) {
+        memset(*s, 0, strlen(*s));
+        free(*s);
+        *s = NULL;
+    }
 }
 
 /* The API refused the write (an answer, not a transport failure or overload that a
@@ -422,8 +455,8 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
     json_object *fetched[5] = {NULL, NULL, NULL, NULL, NULL}, *diag[3] = {NULL, NULL, NULL};
     plan_observed_t more;
     plan_t *plan = NULL;
-    char *password = NULL;
-    exec_ctx_t xr = *x; /* with the Redis password, when the plan needs it */
+    char *password = NULL, *applied = NULL;
+    exec_ctx_t xr = *x; /* with the Redis passwords */
     kube_error_t ferr;
     kube_error_clear(&ferr);
     if (find_absent_children(x, rc, child, fetched, &ferr)) {
@@ -440,6 +473,9 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
     }
     more.primary_service = child[3];
     more.replicas_service = child[4];
+    more.auth = read_auth(x, rc, &password, &applied);
+    xr.redis_password = password;
+    xr.redis_old_password = applied;
     plan = plan_compute_observed(rc, child[0], child[1], child[2], &more, clock_wall_ns());
     /* Only when the first plan asks: a healthy resync reads nothing more. */
     if (plan && x->client && !dry_run) {
@@ -477,16 +513,6 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
     }
     size_t failed = 0;
     kube_error_t err;
-    if (plan_has_redis(plan) && x->client) {
-        if (reconcile_read_password(x->client, rc, &password, &err)) {
-            out->result = RECONCILE_ERROR;
-            kube_error_str(&err, out->message, sizeof(out->message));
-            rlog_error("Reconciler error", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name", name,
-                       "reconcileID", x->reconcile_id, "action", "get", "error", out->message);
-            goto out;
-        }
-        xr.redis_password = password;
-    }
     x = &xr;
     exec_result_t r = exec_plan(x, rc, plan, &failed, &err);
     const plan_action_t *fa = r == EXEC_OK ? NULL : plan_action(plan, failed);
@@ -536,8 +562,6 @@ out:;
         json_object_put(fetched[i]);
     for (int i = 0; i < 3; i++)
         json_object_put(diag[i]);
-    if (password) {
-        memset(password, 0, strlen(password));
-        free(password);
-    }
+    wipe(&password);
+    wipe(&applied);
 }

@@ -46,8 +46,9 @@ typedef struct {
  * logged error and RECONCILE_DONE (a fix arrives as a new event).
  * seen (may be NULL) carries the rest of the work item for REPLICATION (plan.h): the
  * pods, the observation and the role Services (each looked up by name like the other
- * children when absent). When the plan holds Redis commands and spec.auth is set, the
- * Secret is read (GET) for the password, which goes to the executor and nowhere else. */
+ * children when absent). With spec.auth, the Secret and the password record
+ * <name>-redis-auth are read (GET) on every reconcile (plan.h, AUTH); the passwords go
+ * to the executor and nowhere else. */
 void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,
                    const json_object *svc, const json_object *sts, const plan_observed_t *seen,
                    FILE *dry_run, reconcile_outcome_t *out);

@@ -197,6 +197,22 @@ json_object *render_role_service(const render_input_t *in, const char *role)
     return finish(svc, oom);
 }
 
+json_object *render_auth_record(const render_input_t *in, const char *password_token)
+{
+    int oom = 0;
+    char name[300];
+    snprintf(name, sizeof(name), "%s" RENDER_AUTH_RECORD_SUFFIX, in->name);
+    json_object *s = jsonx_new_obj(&oom);
+    jsonx_put(s, "apiVersion", jsonx_new_str("v1", &oom), &oom);
+    jsonx_put(s, "kind", jsonx_new_str("Secret", &oom), &oom);
+    jsonx_put(s, "metadata", child_metadata(in, name, &oom), &oom);
+    jsonx_put(s, "type", jsonx_new_str("Opaque", &oom), &oom);
+    json_object *data = jsonx_new_obj(&oom);
+    jsonx_put(data, RENDER_AUTH_DEFAULT_KEY, jsonx_new_str(password_token, &oom), &oom);
+    jsonx_put(s, "stringData", data, &oom);
+    return finish(s, oom);
+}
+
 /* An env var taken from the auth Secret. */
 static json_object *secret_env(const render_input_t *in, const char *var, int *oom)
 {

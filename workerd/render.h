@@ -112,6 +112,11 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
  * RENDER_ROLE_REPLICA): ClusterIP, port 6379, selecting the cluster's pods that carry
  * that role label. Clients without Sentinel support write to <name>-primary. */
 json_object *render_role_service(const render_input_t *in, const char *role);
+/* The Secret <name>-redis-auth in which workerd records the password Redis runs with
+ * (plan.h, AUTH): type Opaque, stringData {password: password_token}; the token is
+ * replaced by the executor, never rendered. */
+#define RENDER_AUTH_RECORD_SUFFIX "-redis-auth"
+json_object *render_auth_record(const render_input_t *in, const char *password_token);
 /* The name of that Service into out[outlen]: "<name>-primary" or "<name>-replicas". */
 void render_role_service_name(const char *name, const char *role, char *out, size_t outlen);
 /* With in->auth_secret, the container gets RENDER_PASSWORD_ENV and REDISCLI_AUTH from the

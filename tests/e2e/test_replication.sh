@@ -16,7 +16,9 @@
 #   - solo stays two independent primaries: no role Services, labels or REPLICAOF;
 #   - secure: a client without the password is refused, with it accepted; the replica
 #     authenticates to its primary (masterauth); the password appears in no ConfigMap,
-#     operator log line, Event, RedisCluster (status) or StatefulSet/pod spec;
+#     operator log line, Event, RedisCluster (status) or StatefulSet/pod spec; a change of
+#     the Secret rotates it: both passwords accepted, then only the new one, replication
+#     kept (masterauth), recorded in the owned Secret secure-redis-auth;
 #   - with the operator stopped, `workerd --once --dry-run` shows the REPLICAOF a hand-made
 #     change needs (no password in it) and `workerd --once` carries it out.
 set -uo pipefail
@@ -166,6 +168,31 @@ kubectl -n "$ns" get pods -o json | jq '[.items[] | {metadata, spec}]' >"$work/p
 check "the password is in no pod spec" sh -c "test -s $work/podspecs.json && ! grep -qF -- '$PW' $work/podspecs.json"
 check "the password is in no line of the operator's log ($(wc -l <"$work/operator.log") lines)" sh -c "test -s $work/operator.log && ! grep -qF -- '$PW' $work/operator.log"
 
+# ---- rotation ---------------------------------------------------------------------------------
+NEW="Nw8-repl-e2e-$$-rotated"
+recorded() { kubectl -n "$ns" get secret secure-redis-auth -o jsonpath='{.data.password}' | base64 -d; }
+check "the record secure-redis-auth holds the password Redis runs with, owned" \
+    sh -c "test \"\$(kubectl -n $ns get secret secure-redis-auth -o jsonpath='{.metadata.ownerReferences[0].kind}')\" = RedisCluster"
+check "  (its value is the Secret's)" test "$(recorded)" = "$PW"
+accepts() { env REDISCLI_AUTH="$2" redis-cli -h "$(pod_ip "$1")" ping 2>/dev/null | grep -qx PONG; }
+export -f accepts
+check "before the rotation the new password is refused" sh -c "! accepts secure-0 '$NEW'"
+kubectl -n "$ns" create secret generic pw --from-literal=password="$NEW" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl -n "$ns" annotate rdc secure cache.example.com/poke="$$" --overwrite >/dev/null
+t0=$(date +%s%N)
+check "after the Secret changed, both pods accept the new password" wait_until 60 sh -c "accepts secure-0 '$NEW' && accepts secure-1 '$NEW'"
+check "and then refuse the old one" wait_until 30 sh -c "! accepts secure-0 '$PW' && ! accepts secure-1 '$PW'"
+echo "# rotation done $((($(date +%s%N) - t0) / 1000000)) ms after the annotation"
+check "an Event PasswordRotated" wait_until 10 sh -c "kubectl -n $ns get events --field-selector reason=PasswordRotated -o name | grep -q ."
+check "the record now holds the new password" wait_output 10 "$NEW" recorded
+check "secure-1 is still a linked replica (masterauth rotated)" wait_until 30 env REDISCLI_AUTH="$NEW" bash -c "linked secure-1 secure-0"
+check "the observer authenticates again: ReplicationHealthy True" wait_output 60 "True AllReplicasLinked" cond secure ReplicationHealthy
+for what in configmaps events redisclusters statefulsets; do
+    kubectl -n "$ns" get "$what" -o yaml >"$work/$what.2.yaml" 2>/dev/null
+    check "neither password is in $what after the rotation" sh -c "test -s $work/$what.2.yaml && ! grep -qF -e '$PW' -e '$NEW' $work/$what.2.yaml"
+done
+check "neither is in the operator's log" sh -c "! grep -qF -e '$PW' -e '$NEW' $work/operator.log"
+
 # ---- workerd --once with the operator stopped ----------------------------------------------
 sup_stop 5
 redis-cli -h "$(pod_ip cache-3)" replicaof 127.0.0.1 6391 >/dev/null
@@ -174,7 +201,7 @@ dry=$(jq -r '[.actions[] | select(.kind=="redis") | "\(.pod) \(.argv | join(" ")
 check "--dry-run shows the REPLICAOF ($dry)" test "$dry" = "cache-3 REPLICAOF $(pod_ip cache-0) 6379"
 check "--dry-run changed nothing" test "$(info cache-3 master_port)" = 6391
 "$BIN/workerd" --kubeconfig "$KUBECONFIG" --once "$ns/secure" --dry-run >"$work/dry2.json" 2>>"$work/dry.log"
-check "--dry-run of secure holds no password" sh -c "test -s $work/dry2.json && ! grep -qF -- '$PW' $work/dry2.json $work/dry.log"
+check "--dry-run of secure holds no password" sh -c "test -s $work/dry2.json && ! grep -qF -e '$PW' -e '$NEW' $work/dry2.json $work/dry.log"
 "$BIN/workerd" --kubeconfig "$KUBECONFIG" --once "$ns/cache" >"$work/once.out" 2>>"$work/dry.log"
 check "workerd --once repoints cache-3" wait_until 20 linked cache-3 cache-0
 

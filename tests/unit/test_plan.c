@@ -317,6 +317,7 @@ static void perform(world_t *w, const plan_t *p)
             break;
         case PLAN_LABEL_POD:
         case PLAN_REDIS:
+        case PLAN_AUTH_RECORD:
             break; /* Standalone worlds plan neither */
         }
     }
@@ -3023,12 +3024,83 @@ static CU_TestInfo compare_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+
+/* AUTH: the record, and a rotation as exact Redis commands. */
+static void test_auth_record_and_rotation(void)
+{
+    json_object *rc = rc_new("{\"size\":3,\"image\":\"redis\",\"mode\":\"Replication\",\"auth\":{\"secretRef\":"
+                             "{\"name\":\"pw\"}}}", 1);
+    set_at(rc, "status primary", "\"cache-0\"");
+    json_object *pods = repl_pods("primary", "replica", "replica");
+    /* Two primaries observed: not acted on while rotating. */
+    json_object *obs = repl_obs("cache-0 10.0.0.1 true master - 0 false 1", "cache-1 10.0.0.2 true master - 0 false 1",
+                                "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 1");
+    plan_observed_t more = {.members = pods, .redis = obs, .auth = PLAN_AUTH_CURRENT};
+    plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_AUTH_RECORD), 0);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 1); /* the demotion */
+    plan_destroy(&p);
+
+    more.auth = PLAN_AUTH_UNRECORDED;
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    const plan_action_t *r = find_action(p, PLAN_AUTH_RECORD, "secrets");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_STRING_EQUAL(r->path, "/api/v1/namespaces/default/secrets/cache-redis-auth?fieldManager=rediscluster-operator&force=true");
+    CU_ASSERT_STRING_EQUAL(r->content_type, "application/apply-patch+yaml");
+    CU_ASSERT_STRING_EQUAL(str_at(r->body, "stringData password"), "${password}");
+    CU_ASSERT_STRING_EQUAL(str_at(r->body, "metadata ownerReferences 0 uid"), "uid-1");
+    plan_destroy(&p);
+
+    more.auth = PLAN_AUTH_ROTATE;
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    char cmds[2048], labels[256];
+    redis_actions(p, cmds, sizeof(cmds), labels, sizeof(labels));
+    CU_ASSERT_STRING_EQUAL(cmds, "cache-0@10.0.0.1 ACL SETUSER default on >${password};"
+                                 "cache-0@10.0.0.1 CONFIG SET masterauth ${password};"
+                                 "cache-1@10.0.0.2 ACL SETUSER default on >${password};"
+                                 "cache-1@10.0.0.2 CONFIG SET masterauth ${password};"
+                                 "cache-2@10.0.0.3 ACL SETUSER default on >${password};"
+                                 "cache-2@10.0.0.3 CONFIG SET masterauth ${password};"
+                                 "cache-0@10.0.0.1 ACL SETUSER default <${old-password};"
+                                 "cache-1@10.0.0.2 ACL SETUSER default <${old-password};"
+                                 "cache-2@10.0.0.3 ACL SETUSER default <${old-password};");
+    /* The record after the last drop; its event. */
+    size_t last_redis = 0, record = 0;
+    for (size_t i = 0; i < plan_action_count(p); i++) {
+        if (plan_action(p, i)->kind == PLAN_REDIS)
+            last_redis = i;
+        if (plan_action(p, i)->kind == PLAN_AUTH_RECORD)
+            record = i;
+    }
+    CU_ASSERT_EQUAL(record, last_redis + 1);
+    int rotated = 0;
+    for (size_t e = 0; e < plan_event_count(p); e++)
+        rotated += !strcmp(plan_event(p, e)->reason, "PasswordRotated") && plan_event(p, e)->action == (int)record;
+    CU_ASSERT_EQUAL(rotated, 1);
+    plan_destroy(&p);
+
+    /* A pod without an IP yet: wait. */
+    del_at(json_object_array_get_idx(pods, 2), "status", "podIP");
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    redis_actions(p, cmds, sizeof(cmds), labels, sizeof(labels));
+    /* No ACL; the topology is kept meanwhile (AUTH falls back to the old password). */
+    CU_ASSERT_STRING_EQUAL(cmds, "cache-1@10.0.0.2 REPLICAOF 10.0.0.1 6379;");
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_AUTH_RECORD), 0);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "PasswordRotationWaiting");
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), PLAN_REQUEUE_NOT_READY_NS);
+    plan_destroy(&p);
+    json_object_put(rc);
+    json_object_put(pods);
+    json_object_put(obs);
+}
+
 static CU_TestInfo replication_tests[] = {
     {"topologies and their Redis actions (table)", test_replication_table},
     {"status.nodes; offsets alone write nothing", test_replication_status_ignores_offsets},
     {"Standalone: no topology", test_standalone_has_no_topology},
     {"role Services", test_role_services},
     {"auth from the Secret, not the ConfigMap", test_auth_rendering},
+    {"auth: the record, a rotation's exact commands", test_auth_record_and_rotation},
     CU_TEST_INFO_NULL,
 };
 
