@@ -176,12 +176,12 @@ check "the record secure-redis-auth holds the password Redis runs with, owned" \
 check "  (its value is the Secret's)" test "$(recorded)" = "$PW"
 accepts() { env REDISCLI_AUTH="$2" redis-cli -h "$(pod_ip "$1")" ping 2>/dev/null | grep -qx PONG; }
 export -f accepts
-check "before the rotation the new password is refused" sh -c "! accepts secure-0 '$NEW'"
-kubectl -n "$ns" create secret generic pw --from-literal=password="$NEW" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+check "before the rotation the new password is refused" bash -c "! accepts secure-0 '$NEW'"
+kubectl -n "$ns" create secret generic pw --from-literal=password="$NEW" --dry-run=client -o yaml | kubectl replace -f - >/dev/null
 kubectl -n "$ns" annotate rdc secure cache.example.com/poke="$$" --overwrite >/dev/null
 t0=$(date +%s%N)
-check "after the Secret changed, both pods accept the new password" wait_until 60 sh -c "accepts secure-0 '$NEW' && accepts secure-1 '$NEW'"
-check "and then refuse the old one" wait_until 30 sh -c "! accepts secure-0 '$PW' && ! accepts secure-1 '$PW'"
+check "after the Secret changed, both pods accept the new password" wait_until 60 bash -c "accepts secure-0 '$NEW' && accepts secure-1 '$NEW'"
+check "and then refuse the old one" wait_until 30 bash -c "! accepts secure-0 '$PW' && ! accepts secure-1 '$PW'"
 echo "# rotation done $((($(date +%s%N) - t0) / 1000000)) ms after the annotation"
 check "an Event PasswordRotated" wait_until 10 sh -c "kubectl -n $ns get events --field-selector reason=PasswordRotated -o name | grep -q ."
 check "the record now holds the new password" wait_output 10 "$NEW" recorded
