@@ -1486,6 +1486,8 @@ static int plan_status_write(ctx_t *c, const json_object *sts)
     buf_init(&why, 2 * MESSAGE_CAP);
     buf_printf(&why, "status of RedisCluster %s/%s changed: phase %s, %lld/%d ready", c->ns, c->name, phase,
                (long long)v.ready, c->in.size);
+    if (c->topo)
+        buf_printf(&why, ", primary %s, ReplicationHealthy %s", c->topo->primary, repl.reason);
     int rc = status_write(c, st, buf_str(&why));
     buf_free(&why);
     return rc;
