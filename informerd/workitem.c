@@ -1,11 +1,23 @@
 #include "workitem.h"
 
+#include <stdio.h>
+
 int workitem_children(const cache_t *c, const char *key, const char *observation, size_t obslen, buf_t *out)
 {
     static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget"};
     if (cache_children_json(c, key, kinds, sizeof(kinds) / sizeof(kinds[0]), out) || !out->len || out->data[out->len - 1] != '}')
         return -1;
     out->data[--out->len] = '\0'; /* reopen the object */
+    /* The role Services of a Replication cluster: <name>-primary, <name>-replicas. */
+    static const char *const role[2][2] = {{"ServicePrimary", "-primary"}, {"ServiceReplicas", "-replicas"}};
+    for (int i = 0; i < 2; i++) {
+        char k[600];
+        if ((size_t)snprintf(k, sizeof(k), "%s%s", key, role[i][1]) >= sizeof(k))
+            return -1;
+        const char *o = cache_get_json(c, "Service", k);
+        if (buf_printf(out, ",\"%s\":%s", role[i][0], o ? o : "null"))
+            return -1;
+    }
     if (buf_puts(out, ",\"Pods\":") || cache_label_children_json(c, "Pod", key, out) ||
         buf_puts(out, ",\"Redis\":") ||
         (observation ? buf_append(out, observation, obslen) : buf_puts(out, "null")) || buf_puts(out, "}"))

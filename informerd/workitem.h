@@ -2,9 +2,13 @@
  * Pure: no I/O.
  *
  *   {"ConfigMap": obj|null, "Service": obj|null, "StatefulSet": obj|null,
- *    "PodDisruptionBudget": obj|null, "Pods": [pod, ...], "Redis": observation|null}
+ *    "PodDisruptionBudget": obj|null, "ServicePrimary": obj|null, "ServiceReplicas": obj|null,
+ *    "Pods": [pod, ...], "Redis": observation|null}
  *
- * ConfigMap, Service, StatefulSet and PodDisruptionBudget are the cached objects at the RedisCluster's own key;
+ * ConfigMap, Service, StatefulSet and PodDisruptionBudget are the cached objects at the
+ * RedisCluster's own key;
+ * ServicePrimary and ServiceReplicas the Services at <key>-primary and <key>-replicas
+ * (a Replication cluster's role Services, docs/replication.md);
  * Pods are the pods that belong to it by their instance label (cache_set_owner_label),
  * in compact form; Redis is observerd's latest observation (OBSERVED), or null. Readers
  * that look children up by kind (workerd's child_of) see the keys they always saw.

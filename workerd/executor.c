@@ -4,6 +4,7 @@
 #include "event.h"
 #include "jsonx.h"
 #include "log.h"
+#include "redisexec.h"
 #include "render.h"
 
 #include <stdint.h>
@@ -227,6 +228,55 @@ static int exec_action(const exec_ctx_t *x, const plan_action_t *a, kube_error_t
                                strlen(body), idempotent, NULL, err);
 }
 
+/* PLAN_AUTH_RECORD: the plan's Secret with the password in place of its token, applied.
+ * Returns 0, or -1 with err. */
+static int exec_auth_record(const exec_ctx_t *x, const plan_action_t *a, kube_error_t *err)
+{
+    json_object *body = NULL, *sd = NULL;
+    if (!x->redis_password || json_object_deep_copy(a->body, &body, NULL) ||
+        !json_object_object_get_ex(body, "stringData", &sd)) {
+        json_object_put(body);
+        kube_error_set(err, KERR_CONFIG, "Secret %s: no password to record", a->name);
+        return -1;
+    }
+    json_object_object_add(sd, RENDER_AUTH_DEFAULT_KEY, json_object_new_string(x->redis_password));
+    const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    int rc = kube_client_request(x->client, a->method, a->path, NULL, a->content_type, text, strlen(text), 1, NULL,
+                                 err);
+    json_object_put(body);
+    return rc ? -1 : 0;
+}
+
+/* 1 when the PLAN_REDIS action a is a REPLICAOF the node already follows: a work item
+ * can carry an observation older than a command this worker just sent (observerd probes
+ * once a second), and sending it again would only repeat its Event. A node that cannot
+ * be asked counts as not done (the command then says what fails). */
+static int redis_already_done(const exec_ctx_t *x, const plan_action_t *a)
+{
+    if (a->argc != 3 || strcmp(a->argv[0], "REPLICAOF"))
+        return 0;
+    const char *av[2] = {"INFO", "replication"};
+    char info[8192], err[256], role[16], host[256];
+    int port = 0, link = 0;
+    int64_t offset = -1;
+    if (redisexec_command(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password, 2, av,
+                          REDISEXEC_TIMEOUT_NS, info,
+                          sizeof(info), err, sizeof(err)))
+        return 0;
+    redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &port, &link, &offset);
+    char have_port[16];
+    snprintf(have_port, sizeof(have_port), "%d", port);
+    return !strcmp(role, "slave") && !strcmp(host, a->argv[1]) && !strcmp(have_port, a->argv[2]);
+}
+
+/* 1 when err is ACL SETUSER's answer to removing a password the user no longer has: the
+ * old password was dropped by an earlier attempt of the same rotation. */
+static int redis_removed_already(const plan_action_t *a, const char *err)
+{
+    return a->argc >= 3 && !strcmp(a->argv[0], "ACL") && a->argv[a->argc - 1][0] == '<' &&
+           strstr(err, "does not exist") != NULL;
+}
+
 exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
                         size_t *failed_action, kube_error_t *err)
 {
@@ -250,6 +300,35 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
              * children themselves go with the garbage collector via owner references. */
             rlog_info("cleanup before deletion", "reconcileID", x->reconcile_id, "name",
                       a->name);
+        } else if (a->kind == PLAN_REDIS) {
+            /* A Redis command is a write like any other: only the leader sends it. */
+            if (x->fence && !x->fence(x->fence_user)) {
+                kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
+                return EXEC_FENCED;
+            }
+            char rerr[512];
+            if (redis_already_done(x, a)) {
+                rlog_debug("redis command already in effect; skipped", "reconcileID", x->reconcile_id, "pod",
+                           a->name, "command", a->argv[0]);
+                continue; /* and its events */
+            }
+            if (redisexec_command(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password, a->argc,
+                                  a->argv, REDISEXEC_TIMEOUT_NS, NULL, 0, rerr, sizeof(rerr)) &&
+                !redis_removed_already(a, rerr)) {
+                kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, rerr);
+                return EXEC_ERROR;
+            }
+            rlog_info("redis command done", "reconcileID", x->reconcile_id, "pod", a->name, "command", a->argv[0],
+                      "why", a->why);
+        } else if (a->kind == PLAN_AUTH_RECORD) {
+            if (x->fence && !x->fence(x->fence_user)) {
+                kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
+                return EXEC_FENCED;
+            }
+            if (exec_auth_record(x, a, err))
+                return kube_error_is_conflict(err) ? EXEC_CONFLICT : EXEC_ERROR;
+            rlog_info("write done", "reconcileID", x->reconcile_id, "action", plan_action_kind_name(a->kind), "path",
+                      a->path, "why", a->why);
         } else {
             if (x->fence && !x->fence(x->fence_user)) {
                 kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");

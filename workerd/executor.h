@@ -13,6 +13,13 @@
  * and resourceVersion) come only from plan_take_back; a 409 on either is EXEC_CONFLICT
  * (the object changed since it was observed), and NotFound on PLAN_DELETE is success.
  *
+ * PLAN_REDIS is one command to the pod's Redis (redisexec.h: connect, AUTH with
+ * x->redis_password when set, the command, each bounded by REDISEXEC_TIMEOUT_NS), fenced
+ * like a request; a failure (unreachable, an error reply) is EXEC_ERROR with err naming
+ * the pod and the reply, never the password. A REPLICAOF the node already follows (INFO
+ * replication, asked first) is skipped with its events: the observation in a work item
+ * may predate a command sent a moment ago.
+ *
  * PLAN_CREATE is a POST, retried by the client only when the server cannot have acted; its
  * 409 AlreadyExists is EXEC_CONFLICT like any 409 (the next reconcile observes the object).
  *
@@ -58,6 +65,8 @@ typedef struct {
     void *fence_user;
     const char *reconcile_id;   /* for log lines */
     const char *instance;       /* reportingInstance of Events (the host name) */
+    const char *redis_password; /* AUTH for PLAN_REDIS; NULL = none (never logged) */
+    const char *redis_old_password; /* during a rotation: the one Redis had (docs/replication.md) */
 } exec_ctx_t;
 
 /* Carry out the plan for the RedisCluster rc (used for Events' involvedObject). On

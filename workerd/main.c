@@ -7,6 +7,7 @@
  */
 #include "clock.h"
 #include "daemon.h"
+#include "jsonx.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "log.h"
@@ -15,6 +16,8 @@
 #include "proto.h"
 #include "rdc_api.h"
 #include "reconcile.h"
+#include "redisexec.h"
+#include "render.h"
 #include "worker.h"
 
 #include <stdio.h>
@@ -87,7 +90,9 @@ static int run_once(kube_client_t *client, const char *key, int dry_run)
     memcpy(ns, key, (size_t)(slash - key));
     ns[slash - key] = '\0';
     snprintf(name, sizeof(name), "%s", slash + 1);
-    json_object *rc = NULL, *cm = NULL, *svc = NULL, *sts = NULL;
+    json_object *rc = NULL, *cm = NULL, *svc = NULL, *sts = NULL, *pods = NULL, *psvc = NULL, *rsvc = NULL,
+                *observation = NULL;
+    char *password = NULL;
     kube_error_t err;
     kube_error_clear(&err);
     int code = 1;
@@ -105,13 +110,41 @@ static int run_once(kube_client_t *client, const char *key, int dry_run)
         code = 0;
         goto out;
     }
+    /* REPLICATION: the pods, the role Services, and a look at Redis of our own (under the
+     * supervisor observerd's observation comes with the work item). */
+    const char *mode = JSONX_STR_AT(rc, "spec", "mode");
+    if (mode && !strcmp(mode, "Replication")) {
+        char pname[300], rname[300], sel[600];
+        render_role_service_name(name, RENDER_ROLE_PRIMARY, pname, sizeof(pname));
+        render_role_service_name(name, RENDER_ROLE_REPLICA, rname, sizeof(rname));
+        buf_t path;
+        buf_init(&path, 4096);
+        kube_path(&path, "", "v1", ns, "pods", NULL, NULL);
+        snprintf(sel, sizeof(sel), RENDER_LABEL_INSTANCE "=%s," RENDER_LABEL_MANAGED_BY "=" RENDER_FIELD_MANAGER, name);
+        kube_req_opts_t ro = {.label_selector = sel, .limit = 500};
+        char *lrv = NULL;
+        int lrc = kube_client_list_all(client, buf_str(&path), &ro, &pods, &lrv, &err);
+        free(lrv);
+        buf_free(&path);
+        if (lrc || get_object(client, "", "v1", ns, "services", pname, &psvc, &err) ||
+            get_object(client, "", "v1", ns, "services", rname, &rsvc, &err) ||
+            reconcile_read_password(client, rc, &password, &err)) {
+            rlog_error("cannot read the pods, role Services or Secret", "key", key, "error",
+                       kube_error_str(&err, line, sizeof(line)));
+            goto out;
+        }
+        char at[40];
+        clock_format_rfc3339(clock_wall_ns(), 3, at, sizeof(at));
+        observation = redisexec_observe(pods, password, RENDER_REDIS_PORT, REDISEXEC_TIMEOUT_NS / 4, at);
+    }
+    plan_observed_t seen = {.members = pods, .redis = observation, .primary_service = psvc, .replicas_service = rsvc};
     char rid[37];
     reconcile_new_id(rid);
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
     exec_ctx_t x = {.client = client, .reconcile_id = rid, .instance = host};
     reconcile_outcome_t o;
-    reconcile_run(&x, rc, cm, svc, sts, dry_run ? stdout : NULL, &o);
+    reconcile_run(&x, rc, cm, svc, sts, &seen, dry_run ? stdout : NULL, &o);
     if (o.result == RECONCILE_ERROR || o.result == RECONCILE_REQUEUE) {
         fprintf(stderr, "workerd: %s: %s\n", reconcile_result_name(o.result), o.message);
         code = 1;
@@ -126,6 +159,14 @@ out:
     json_object_put(cm);
     json_object_put(svc);
     json_object_put(sts);
+    json_object_put(pods);
+    json_object_put(psvc);
+    json_object_put(rsvc);
+    json_object_put(observation);
+    if (password) {
+        memset(password, 0, strlen(password));
+        free(password);
+    }
     return code;
 }
 

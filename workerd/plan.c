@@ -5,6 +5,8 @@
 #include "clock.h"
 #include "rdc_spec.h"
 #include "render.h"
+#include "redisexec.h"
+#include "topology.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -12,8 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PLAN_MAX_ACTIONS 8
-#define PLAN_MAX_EVENTS 8
+/* A finalizer, five children, a label and a Redis command per pod (at most 10), a status. */
+#define PLAN_MAX_ACTIONS 96
+#define PLAN_MAX_EVENTS 64
 #define MESSAGE_CAP 2048 /* a condition or event message never grows past this */
 #define VALUE_SHOWN 64   /* bytes of a user's value quoted in a message */
 
@@ -24,6 +27,8 @@
 typedef struct {
     plan_action_t pub;
     char *ns, *name, *path, *why; /* what pub's strings point to */
+    char *ip, *argv_s[PLAN_REDIS_MAX_ARGS]; /* PLAN_REDIS */
+    const char *argv[PLAN_REDIS_MAX_ARGS];
 } action_slot_t;
 
 typedef struct {
@@ -97,7 +102,7 @@ static char *request_path(const plan_action_t *a)
     rc = rc || buf_puts(&path, "/namespaces") || put_segment(&path, a->ns) || put_segment(&path, a->resource) ||
          (a->kind != PLAN_CREATE && put_segment(&path, a->name)) ||
          (a->subresource && put_segment(&path, a->subresource)) ||
-         ((a->kind == PLAN_APPLY || a->kind == PLAN_UPDATE_STATUS) &&
+         ((a->kind == PLAN_APPLY || a->kind == PLAN_UPDATE_STATUS || a->kind == PLAN_AUTH_RECORD) &&
           buf_puts(&path, "?fieldManager=" RENDER_FIELD_MANAGER "&force=true")) ||
          ((a->kind == PLAN_CREATE || a->kind == PLAN_REPLACE) &&
           buf_puts(&path, "?fieldManager=" RENDER_FIELD_MANAGER));
@@ -134,8 +139,8 @@ static int add_action(plan_t *p, plan_action_kind_t kind, const char *group_vers
     a->pub.ns = a->ns;
     a->pub.name = a->name;
     a->pub.why = a->why;
-    if (kind != PLAN_CLEANUP && !p->oom) {
-        int apply = kind == PLAN_APPLY || kind == PLAN_UPDATE_STATUS;
+    if (kind != PLAN_CLEANUP && kind != PLAN_REDIS && !p->oom) {
+        int apply = kind == PLAN_APPLY || kind == PLAN_UPDATE_STATUS || kind == PLAN_AUTH_RECORD;
         int plain = kind == PLAN_CREATE || kind == PLAN_REPLACE || kind == PLAN_DELETE;
         a->pub.method = kind == PLAN_CREATE    ? "POST"
                         : kind == PLAN_REPLACE ? "PUT"
@@ -150,9 +155,30 @@ static int add_action(plan_t *p, plan_action_kind_t kind, const char *group_vers
         if (!a->path)
             p->oom = 1;
     }
-    if (!body && kind != PLAN_CLEANUP)
+    if (!body && kind != PLAN_CLEANUP && kind != PLAN_REDIS)
         p->oom = 1;
     return p->oom ? -1 : (int)(p->n_actions - 1);
+}
+
+/* Add a PLAN_REDIS action: argv (argc <= PLAN_REDIS_MAX_ARGS) on pod at ip. Returns its index, or -1 when
+ * out of memory. */
+static int add_redis_action(plan_t *p, const char *ns, const char *pod, const char *ip, int argc,
+                            const char *const *argv, const char *why)
+{
+    int i = add_action(p, PLAN_REDIS, "v1", "pods", ns, pod, NULL, why);
+    if (i < 0)
+        return -1;
+    action_slot_t *a = &p->actions[i];
+    a->ip = dup_or_oom(p, ip);
+    a->pub.ip = a->ip;
+    assert(argc <= PLAN_REDIS_MAX_ARGS);
+    for (int k = 0; k < argc && k < PLAN_REDIS_MAX_ARGS; k++) {
+        a->argv_s[k] = dup_or_oom(p, argv[k]);
+        a->argv[k] = a->argv_s[k];
+    }
+    a->pub.argc = argc;
+    a->pub.argv = a->argv;
+    return p->oom ? -1 : i;
 }
 
 /* Add an event reporting action (or -1). */
@@ -394,6 +420,15 @@ static int spec_input(const json_object *rc, render_input_t *in, buf_t *image)
     if (!in->storage_size)
         in->storage_size = RDC_SPEC_DEFAULT_STORAGE_SIZE;
     in->storage_class = jstr(storage, "storageClass");
+    /* No mode is Standalone: the v1 schema defaults it to Replication on every object the
+     * API server hands out, and v1alpha1 clusters are converted to Standalone. */
+    const char *mode = jstr(spec, "mode");
+    in->replication = mode && !strcmp(mode, "Replication");
+    const json_object *sref = jsonx_get(jsonx_get(spec, "auth"), "secretRef");
+    in->auth_secret = jstr(sref, "name");
+    in->auth_key = jstr(sref, "key");
+    if (!in->auth_key)
+        in->auth_key = RENDER_AUTH_DEFAULT_KEY;
     const char *version = jstr(spec, "version");
     /* The version is the tag of an image that names none (render_image_ref ignores it
      * otherwise). At most RDC_SPEC_IMAGE_MAX bytes, ':' and a 128-byte tag: only memory
@@ -426,6 +461,8 @@ typedef struct {
     const json_object *pdb;  /* the observed PodDisruptionBudget, or NULL */
     const char *diag_reason; /* DIAGNOSIS: the cause found, or NULL */
     buf_t diag;              /* its message */
+    topo_t *topo;            /* REPLICATION: the decisions, or NULL (Standalone, invalid) */
+    int rotating;            /* AUTH: this plan rotates the password */
 } ctx_t;
 
 /* A zeroed context for planning p about rc (whose metadata is meta) at now: the name,
@@ -588,6 +625,157 @@ static int plan_child(ctx_t *c, const char *kind, const char *gv, const char *re
     return rc;
 }
 
+/* Plan the Service <name>-primary or <name>-replicas (REPLICATION in plan.h) as the other
+ * children: create when absent, apply on drift, nothing but OwnerConflict when it is not
+ * ours. Returns 0, or -1 when out of memory. */
+static int plan_role_service(ctx_t *c, const char *role, const json_object *obs)
+{
+    plan_t *p = c->plan;
+    char name[300];
+    render_role_service_name(c->name, role, name, sizeof(name));
+    json_object *d = render_role_service(&c->in, role);
+    if (!d)
+        return -1;
+    obs = obs && json_object_is_type(obs, json_type_object) ? obs : NULL;
+    const char *k = NULL, *n = NULL;
+    buf_t why, where;
+    buf_init(&why, 2 * MESSAGE_CAP);
+    buf_init(&where, MESSAGE_CAP);
+    if (!obs) {
+        buf_printf(&why, "Service %s/%s is missing", c->ns, name);
+        int i = add_action(p, PLAN_CREATE, "v1", "services", c->ns, name, d, buf_str(&why));
+        add_event(p, "Normal", "Created", i, "Created Service %s/%s", c->ns, name);
+    } else if (controller_of(c, obs, &k, &n) != CTL_OURS) {
+        json_object_put(d);
+        c->owner_conflict = 1;
+        degrade(c, "OwnerConflict",
+                "Service %s/%s exists and was not created by this RedisCluster; the operator leaves it alone (delete or "
+                "rename it)",
+                c->ns, name);
+    } else if (plan_json_subset(d, obs, &where)) {
+        json_object_put(d);
+    } else {
+        buf_printf(&why, "Service %s/%s: %s", c->ns, name, buf_str(&where));
+        int i = add_action(p, PLAN_APPLY, "v1", "services", c->ns, name, d, buf_str(&why));
+        add_event(p, "Normal", "Updated", i, "Updated Service %s/%s: %s", c->ns, name, buf_str(&where));
+    }
+    buf_free(&why);
+    buf_free(&where);
+    return p->oom ? -1 : 0;
+}
+
+/* The IP of each pod <name>-<i>, i < size, from the work item's pods; 0 when every one
+ * has an IP (ips[i] point into pods), -1 when one is missing or has none yet. */
+static int member_ips(const ctx_t *c, const json_object *pods, const char *ips[], int n)
+{
+    for (int i = 0; i < n; i++)
+        ips[i] = NULL;
+    size_t len = pods && json_object_is_type(pods, json_type_array) ? json_object_array_length(pods) : 0;
+    size_t nl = strlen(c->name);
+    for (size_t k = 0; k < len; k++) {
+        const json_object *p = json_object_array_get_idx(pods, k);
+        const char *pn = JSONX_STR_AT(p, "metadata", "name"), *ip = JSONX_STR_AT(p, "status", "podIP");
+        if (!pn || strncmp(pn, c->name, nl) || pn[nl] != '-' || !ip || !*ip)
+            continue;
+        char *end = NULL;
+        long o = strtol(pn + nl + 1, &end, 10);
+        if (*end || end == pn + nl + 1 || o < 0 || o >= n)
+            continue;
+        ips[o] = ip;
+    }
+    for (int i = 0; i < n; i++)
+        if (!ips[i])
+            return -1;
+    return 0;
+}
+
+/* AUTH (plan.h): record the password Redis runs with, or rotate it. Returns 0, or -1
+ * when out of memory. */
+static int plan_auth(ctx_t *c)
+{
+    plan_t *p = c->plan;
+    plan_auth_t st = c->more ? c->more->auth : PLAN_AUTH_UNKNOWN;
+    if (!c->in.auth_secret || st == PLAN_AUTH_UNKNOWN || st == PLAN_AUTH_CURRENT)
+        return 0;
+    char rec[300], why[600], pod[320];
+    snprintf(rec, sizeof(rec), "%s" RENDER_AUTH_RECORD_SUFFIX, c->name);
+    if (st == PLAN_AUTH_UNRECORDED) {
+        snprintf(why, sizeof(why), "Secret %s/%s: no record of the password Redis runs with yet", c->ns, rec);
+        return add_action(p, PLAN_AUTH_RECORD, "v1", "secrets", c->ns, rec,
+                          render_auth_record(&c->in, REDISEXEC_PASSWORD_TOKEN), why) < 0 ? -1 : 0;
+    }
+    const char *ips[RDC_SPEC_SIZE_MAX];
+    int n = c->in.size < RDC_SPEC_SIZE_MAX ? c->in.size : RDC_SPEC_SIZE_MAX;
+    if (member_ips(c, c->more->members, ips, n)) {
+        degrade(c, "PasswordRotationWaiting",
+                "the password in Secret %s/%s changed; it is rotated once every pod has an IP", c->ns,
+                c->in.auth_secret);
+        p->requeue_after_ns = PLAN_REQUEUE_NOT_READY_NS;
+        return 0;
+    }
+    c->rotating = 1;
+    static const char *const add[] = {"ACL", "SETUSER", "default", "on", ">" REDISEXEC_PASSWORD_TOKEN};
+    static const char *const mauth[] = {"CONFIG", "SET", "masterauth", REDISEXEC_PASSWORD_TOKEN};
+    static const char *const drop[] = {"ACL", "SETUSER", "default", "<" REDISEXEC_OLD_PASSWORD_TOKEN};
+    for (int i = 0; i < n; i++) {
+        snprintf(pod, sizeof(pod), "%s-%d", c->name, i);
+        snprintf(why, sizeof(why), "password rotation: %s accepts the new password too", pod);
+        if (add_redis_action(p, c->ns, pod, ips[i], 5, add, why) < 0)
+            return -1;
+        snprintf(why, sizeof(why), "password rotation: %s authenticates to its primary with the new password", pod);
+        if (add_redis_action(p, c->ns, pod, ips[i], 4, mauth, why) < 0)
+            return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        snprintf(pod, sizeof(pod), "%s-%d", c->name, i);
+        snprintf(why, sizeof(why), "password rotation: every pod accepts the new password; %s drops the old one", pod);
+        if (add_redis_action(p, c->ns, pod, ips[i], 4, drop, why) < 0)
+            return -1;
+    }
+    snprintf(why, sizeof(why), "Secret %s/%s: the password rotated on %d pods", c->ns, rec, n);
+    int k = add_action(p, PLAN_AUTH_RECORD, "v1", "secrets", c->ns, rec,
+                       render_auth_record(&c->in, REDISEXEC_PASSWORD_TOKEN), why);
+    add_event(p, "Normal", "PasswordRotated", k, "Rotated the password of %d pods to the one in Secret %s/%s", n,
+              c->ns, c->in.auth_secret);
+    return p->oom ? -1 : 0;
+}
+
+/* REPLICATION (plan.h): the role labels and the Redis commands topology_compute decides.
+ * Returns 0, or -1 when out of memory. */
+static int plan_replication(ctx_t *c)
+{
+    plan_t *p = c->plan;
+    int *oom = &p->oom;
+    const plan_observed_t *m = c->more;
+    const char *sp = jstr(jsonx_get(c->rc, "status"), "primary");
+    topo_compute(c->name, c->in.size, sp, m ? m->members : NULL, m ? m->redis : NULL, c->topo);
+    char why[600];
+    for (size_t i = 0; i < c->topo->n_labels; i++) {
+        const topo_label_t *l = &c->topo->labels[i];
+        json_object *body = jsonx_new_obj(oom), *meta = jsonx_new_obj(oom), *labels = jsonx_new_obj(oom);
+        jsonx_put(labels, RENDER_LABEL_ROLE, jsonx_new_str(l->role, oom), oom);
+        jsonx_put(meta, "labels", labels, oom);
+        jsonx_put(body, "metadata", meta, oom);
+        snprintf(why, sizeof(why), "pod %s/%s: label %s is \"%s\", its role is %s", c->ns, l->pod, RENDER_LABEL_ROLE,
+                 l->have, l->role);
+        if (*oom) {
+            json_object_put(body);
+            return -1;
+        }
+        if (add_action(p, PLAN_LABEL_POD, "v1", "pods", c->ns, l->pod, body, why) < 0)
+            return -1;
+    }
+    /* Without an observation nothing is known of Redis: no command; nor while the
+     * password rotates (the observer cannot authenticate then). */
+    for (size_t i = 0; m && m->redis && !c->rotating && i < c->topo->n_cmds; i++) {
+        const topo_cmd_t *t = &c->topo->cmds[i];
+        const char *argv[3] = {"REPLICAOF", t->primary_ip, "6379"};
+        int k = add_redis_action(p, c->ns, t->pod, t->ip, 3, argv, t->why);
+        add_event(p, "Normal", "Repointed", k, "%s", t->why);
+    }
+    return p->oom ? -1 : 0;
+}
+
 /* A copy of the observed volumeClaimTemplates without what the API server adds on its
  * own (status, creationTimestamp), to apply unchanged; NULL when out of memory. */
 static json_object *observed_claim_templates(const json_object *obs_vct)
@@ -734,6 +922,10 @@ static int plan_children(ctx_t *c, const json_object *cm, const json_object *svc
     int cm_ours = !cm || !c->owner_conflict;
     d = render_service(&c->in);
     if (!d || plan_child(c, "Service", "v1", "services", d, svc))
+        goto out;
+    if (c->in.replication &&
+        (plan_role_service(c, RENDER_ROLE_PRIMARY, c->more ? c->more->primary_service : NULL) ||
+         plan_role_service(c, RENDER_ROLE_REPLICA, c->more ? c->more->replicas_service : NULL)))
         goto out;
     const char *k = NULL, *n = NULL;
     c->sts_ours = sts && controller_of(c, sts, &k, &n) == CTL_OURS;
@@ -1126,6 +1318,55 @@ static int same_int(const json_object *o, const char *key, int64_t want)
     return v && json_object_is_type(v, json_type_int) && json_object_get_int64(v) == want;
 }
 
+/* 1 when o[key] is the boolean want (absent counts as false). */
+static int same_bool(const json_object *o, const char *key, int want)
+{
+    const json_object *v = jsonx_get(o, key);
+    int have = v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+    return have == want;
+}
+
+/* 1 when the observed status.nodes say what the computed ones say on pod, ip, role and
+ * linkUp (REPLICATION: offsets and lag alone never make a status write). */
+static int nodes_current(const json_object *computed, const json_object *ostatus)
+{
+    const json_object *want = jsonx_get(computed, "nodes"), *have = jsonx_get(ostatus, "nodes");
+    if (!want)
+        return 1; /* Standalone: not ours to compare */
+    if (!have || !json_object_is_type(have, json_type_array) ||
+        json_object_array_length(have) != json_object_array_length((json_object *)want))
+        return 0;
+    for (size_t i = 0; i < json_object_array_length((json_object *)want); i++) {
+        const json_object *w = json_object_array_get_idx(want, i), *h = json_object_array_get_idx(have, i);
+        const json_object *lu = jsonx_get(w, "linkUp");
+        if (!same_str(h, "pod", jstr(w, "pod")) || !same_str(h, "ip", jstr(w, "ip")) ||
+            !same_str(h, "role", jstr(w, "role")) || !same_bool(h, "linkUp", lu && json_object_get_boolean((json_object *)lu)))
+            return 0;
+    }
+    return 1;
+}
+
+/* status.nodes from the topology (REPLICATION); NULL when out of memory. */
+static json_object *nodes_json(const topo_t *t, int *oom)
+{
+    json_object *arr = jsonx_new_arr(oom);
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        const topo_node_t *n = &t->nodes[i];
+        json_object *j = jsonx_new_obj(oom);
+        jsonx_put(j, "pod", jsonx_new_str(n->pod, oom), oom);
+        if (n->ip[0])
+            jsonx_put(j, "ip", jsonx_new_str(n->ip, oom), oom);
+        jsonx_put(j, "role", jsonx_new_str(n->role, oom), oom);
+        jsonx_put(j, "linkUp", json_object_new_boolean(n->link_up), oom);
+        if (n->offset >= 0)
+            jsonx_put(j, "offset", jsonx_new_int(n->offset, oom), oom);
+        if (n->lag_bytes >= 0)
+            jsonx_put(j, "lagBytes", jsonx_new_int(n->lag_bytes, oom), oom);
+        jsonx_push(arr, j, oom);
+    }
+    return arr;
+}
+
 /* 1 when the observed status already says what computed says (see plan.h). */
 static int status_current(const ctx_t *c, const json_object *computed, const json_object *ostatus)
 {
@@ -1138,8 +1379,10 @@ static int status_current(const ctx_t *c, const json_object *computed, const jso
         return 0;
     if (c->generation >= 0 && !same_int(ostatus, "observedGeneration", c->generation))
         return 0;
+    if (!same_str(ostatus, "primary", jstr(computed, "primary")) || !nodes_current(computed, ostatus))
+        return 0;
     const json_object *list = jsonx_get(computed, "conditions");
-    for (size_t i = 0; i < COND_COUNT; i++) {
+    for (size_t i = 0; i < json_object_array_length((json_object *)list); i++) {
         const json_object *k = json_object_array_get_idx(list, i);
         const json_object *o = observed_cond(ostatus, jstr(k, "type"));
         static const char *const keys[] = {"status", "reason", "message", "lastTransitionTime"};
@@ -1200,6 +1443,22 @@ static int plan_status_write(ctx_t *c, const json_object *sts)
     memset(conds, 0, sizeof(conds));
     const char *phase = decide(c, &v, conds);
     const json_object *ostatus = jsonx_get(c->rc, "status");
+    /* REPLICATION: without an observation, what the status says of Redis stays. */
+    cond_t repl;
+    const json_object *kept_nodes = NULL;
+    memset(&repl, 0, sizeof(repl));
+    if (c->topo) {
+        const json_object *was = observed_cond(ostatus, "ReplicationHealthy");
+        if (!(c->more && c->more->redis) && was && jstr(was, "status") && jstr(was, "reason")) {
+            set_cond(&repl, "ReplicationHealthy", same_str(was, "status", "True"), jstr(was, "reason"), "%s",
+                     jstr(was, "message") ? jstr(was, "message") : "");
+            kept_nodes = jsonx_get(ostatus, "nodes");
+            if (!kept_nodes || !json_object_is_type(kept_nodes, json_type_array))
+                kept_nodes = NULL;
+        } else {
+            set_cond(&repl, "ReplicationHealthy", c->topo->healthy, c->topo->reason, "%s", c->topo->message);
+        }
+    }
 
     buf_t sel;
     buf_init(&sel, 1024);
@@ -1218,9 +1477,18 @@ static int plan_status_write(ctx_t *c, const json_object *sts)
         jsonx_put(st, "observedGeneration", jsonx_new_int(c->generation, oom), oom);
     jsonx_put(st, "selector", jsonx_new_str(buf_str(&sel), oom), oom);
     buf_free(&sel);
+    if (c->topo) {
+        jsonx_put(st, "primary", jsonx_new_str(c->topo->primary, oom), oom);
+        json_object *nodes = NULL;
+        if (kept_nodes && json_object_deep_copy((json_object *)kept_nodes, &nodes, NULL))
+            *oom = 1;
+        jsonx_put(st, "nodes", kept_nodes ? nodes : nodes_json(c->topo, oom), oom);
+    }
     json_object *list = jsonx_new_arr(oom);
     for (size_t i = 0; i < COND_COUNT; i++)
         jsonx_push(list, cond_json(c, &conds[i], ostatus, oom), oom);
+    if (c->topo)
+        jsonx_push(list, cond_json(c, &repl, ostatus, oom), oom);
     /* Only the operator's own conditions: the status is server-side applied, and the
      * conditions list is a map keyed by type, so a condition someone else applies
      * (informerd's ReconcileCrashed, say) is theirs and stays as they wrote it. */
@@ -1233,6 +1501,8 @@ static int plan_status_write(ctx_t *c, const json_object *sts)
     buf_init(&why, 2 * MESSAGE_CAP);
     buf_printf(&why, "status of RedisCluster %s/%s changed: phase %s, %lld/%d ready", c->ns, c->name, phase,
                (long long)v.ready, c->in.size);
+    if (c->topo)
+        buf_printf(&why, ", primary %s, ReplicationHealthy %s", c->topo->primary, repl.reason);
     int rc = status_write(c, st, buf_str(&why));
     buf_free(&why);
     return rc;
@@ -1312,6 +1582,14 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
     }
     if (!c.failed_reason && plan_children(&c, cm, svc, sts))
         goto out;
+    if (!c.failed_reason && plan_auth(&c))
+        goto out;
+    topo_t topo;
+    if (!c.failed_reason && c.in.replication) {
+        c.topo = &topo;
+        if (plan_replication(&c))
+            goto out;
+    }
     if (!c.failed_reason && c.sts_ours)
         diagnose(&c, sts);
     if (plan_status_write(&c, c.failed_reason || !c.sts_ours ? NULL : sts))
@@ -1391,6 +1669,8 @@ static const char *kind_of_resource(const char *resource)
                                          {"services", "Service"},
                                          {"statefulsets", "StatefulSet"},
                                          {"poddisruptionbudgets", "PodDisruptionBudget"},
+                                         {"pods", "Pod"},
+                                         {"secrets", "Secret"},
                                          {"redisclusters", RENDER_KIND}};
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (!strcmp(map[i][0], resource))
@@ -1410,6 +1690,9 @@ static const char *action_verb(plan_action_kind_t kind)
     case PLAN_REMOVE_FINALIZER: return "remove the finalizer from";
     case PLAN_UPDATE_STATUS: return "write the status of";
     case PLAN_CLEANUP: return "clean up";
+    case PLAN_LABEL_POD: return "label";
+    case PLAN_REDIS: return "send a Redis command to";
+    case PLAN_AUTH_RECORD: return "record the password in";
     }
     return "write";
 }
@@ -1604,6 +1887,9 @@ void plan_destroy(plan_t **plan_p)
         free(a->name);
         free(a->path);
         free(a->why);
+        free(a->ip);
+        for (size_t k = 0; k < PLAN_REDIS_MAX_ARGS; k++)
+            free(a->argv_s[k]);
     }
     for (size_t i = 0; i < p->n_events; i++)
         free(p->events[i].message);
@@ -1689,6 +1975,12 @@ const char *plan_action_kind_name(plan_action_kind_t kind)
         return "delete";
     case PLAN_UPDATE_STATUS:
         return "updateStatus";
+    case PLAN_LABEL_POD:
+        return "labelPod";
+    case PLAN_REDIS:
+        return "redis";
+    case PLAN_AUTH_RECORD:
+        return "authRecord";
     }
     return "unknown";
 }
@@ -1722,7 +2014,15 @@ json_object *plan_to_json(const plan_t *plan)
         put_opt(j, "path", a->path, &oom);
         put_opt(j, "contentType", a->content_type, &oom);
         jsonx_put(j, "why", jsonx_new_str(a->why, &oom), &oom);
-        if (a->body)
+        if (a->kind == PLAN_REDIS) {
+            /* The arguments never hold a password (redisexec.h's token at most). */
+            jsonx_put(j, "pod", jsonx_new_str(a->name, &oom), &oom);
+            jsonx_put(j, "ip", jsonx_new_str(a->ip ? a->ip : "", &oom), &oom);
+            json_object *av = jsonx_new_arr(&oom);
+            for (int k = 0; k < a->argc; k++)
+                jsonx_push(av, jsonx_new_str(a->argv[k], &oom), &oom);
+            jsonx_put(j, "argv", av, &oom);
+        } else if (a->body)
             jsonx_put(j, "body", json_object_get(a->body), &oom);
         else
             put_opt(j, "body", NULL, &oom);

@@ -177,6 +177,43 @@
  * PersistentVolumes made with that storageClassName (static provisioning), and the
  * cluster then runs; once Running, the class is not looked up and Degraded clears.
  *
+ * REPLICATION (spec.mode Replication; docs/replication.md; the decisions are topology.h's):
+ *   - the Services <name>-primary and <name>-replicas (render_role_service) are planned
+ *     as the other children (create, apply on drift, OwnerConflict when not ours), after
+ *     the headless Service;
+ *   - PLAN_LABEL_POD for each pod whose cache.example.com/role label is not its role by
+ *     designation (primary for the pod status.primary names, <name>-0 at first; replica
+ *     for the others), body {"metadata":{"labels":{"cache.example.com/role":ROLE}}};
+ *   - PLAN_REDIS `REPLICAOF <primary ip> 6379` for each reachable node that is a second
+ *     primary or follows another address, only while the primary is reachable and a
+ *     master (Normal event Repointed); never a promotion: no primary leaves every node as
+ *     it is, with ReplicationHealthy False (NoPrimary, PrimaryUnreachable);
+ *   - status.primary, status.nodes[] {pod, ip, role, linkUp, offset, lagBytes} and the
+ *     condition ReplicationHealthy (after Degraded). The status write is planned when
+ *     primary, ReplicationHealthy, or a node's pod, ip, role or linkUp differ: offsets and
+ *     lagBytes alone never cause a write (they move all the time); they are a snapshot of
+ *     the moment the status was written for another reason (live figures: the metric
+ *     rdc_redis_replication_lag_bytes). Without an observation (more->redis NULL) the
+ *     observed nodes and ReplicationHealthy are kept as they are (NotObserved when there
+ *     is none yet) and no Redis action is planned.
+ *   Standalone (and a spec without mode, as v1alpha1 clusters are converted): none of
+ *   this; independent servers, no role Services, labels or Redis actions.
+ *   Order of the actions: children, role labels, Redis commands, then the status.
+ *
+ * AUTH (spec.auth.secretRef; docs/replication.md): the pods get the password from the
+ * Secret by reference (render.h), and workerd keeps a record of the password Redis runs
+ * with in the Secret <name>-redis-auth (owned, key password), which it reads with the
+ * user's Secret on every reconcile of such a cluster (more->auth):
+ *   PLAN_AUTH_UNRECORDED  PLAN_AUTH_RECORD (the pods started with the Secret's password);
+ *   PLAN_AUTH_ROTATE      when every pod of 0..size-1 has an IP: on each, PLAN_REDIS
+ *                         `ACL SETUSER default on >${password}` and `CONFIG SET masterauth
+ *                         ${password}` (both passwords accepted from here), then on each
+ *                         `ACL SETUSER default <${old-password}`, then PLAN_AUTH_RECORD
+ *                         with the Normal event PasswordRotated; no topology command in
+ *                         the same plan (the observer cannot authenticate meanwhile). A
+ *                         pod without an IP yet: nothing now, requeue after 10 s.
+ *   The executor authenticates with the new password, else the old one (the record's).
+ *
  * IMMUTABLE STATEFULSET FIELDS: spec.selector and spec.serviceName never change for a
  * given name, but an observed StatefulSet created otherwise may differ: then no apply is
  * planned for it (the API server would refuse it every time) and Degraded=True reason
@@ -228,6 +265,7 @@
 #include <stdint.h>
 
 #define PLAN_FINALIZER "cache.example.com/finalizer"
+#define PLAN_REDIS_MAX_ARGS 6
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
 
 typedef enum {
@@ -239,7 +277,20 @@ typedef enum {
     PLAN_REPLACE,
     PLAN_DELETE,
     PLAN_UPDATE_STATUS,
+    PLAN_LABEL_POD,  /* PATCH pods/<name>, merge patch of the role label (REPLICATION) */
+    PLAN_REDIS,      /* a Redis command on one pod (no request: pod, ip, argv) */
+    PLAN_AUTH_RECORD /* server-side apply of Secret <name>-redis-auth (AUTH below); the body's
+                        stringData.password is the token "${password}", which the executor
+                        replaces by the password itself */
 } plan_action_kind_t;
+
+/* What workerd read of the password (AUTH below). */
+typedef enum {
+    PLAN_AUTH_UNKNOWN = 0, /* no spec.auth, or the Secret could not be read: no auth action */
+    PLAN_AUTH_CURRENT,     /* Redis runs with the Secret's password (the record says so) */
+    PLAN_AUTH_UNRECORDED,  /* no record yet: Redis runs with what the pods started with */
+    PLAN_AUTH_ROTATE       /* the Secret's password is not the recorded one: rotate */
+} plan_auth_t;
 
 /* One write. Every string and the body belong to the plan and live until plan_destroy. */
 typedef struct {
@@ -258,6 +309,10 @@ typedef struct {
     const char *path;          /* request path and query; NULL for PLAN_CLEANUP */
     json_object *body;         /* request body (serialise it; do not change or free it) */
     const char *why;           /* one line for logs: what differs, or why the write is needed */
+    /* PLAN_REDIS only (name is the pod): */
+    const char *ip;            /* the pod's IP; the command goes to ip:6379 */
+    int argc;
+    const char *const *argv;   /* e.g. {"REPLICAOF", "127.10.0.5", "6379"}; never a password */
 } plan_action_t;
 
 /* An Event to record on the RedisCluster. */
@@ -286,6 +341,12 @@ typedef struct {
     const json_object *sts_events; /* Events whose involvedObject is the StatefulSet */
     const json_object *pod_events; /* Events of the pod plan_pod_to_explain named */
     int storage_class_missing;     /* GET storageclasses/<plan_storage_class_to_check> was 404 */
+    /* What the work item carries besides the three children (REPLICATION): */
+    const json_object *members;    /* the cluster's pods (children.Pods), an array */
+    const json_object *redis;      /* observerd's observation (children.Redis), or NULL */
+    const json_object *primary_service;  /* Service <name>-primary, or NULL when absent */
+    const json_object *replicas_service; /* Service <name>-replicas, or NULL when absent */
+    plan_auth_t auth;              /* AUTH below */
 } plan_observed_t;
 
 /* plan_compute with what the caller read on the plan's request; more may be NULL (then
@@ -370,13 +431,14 @@ const char *plan_error(const plan_t *plan);
 
 /* The plan as JSON for `workerd --dry-run` and logs:
  *   {"actions":[{"kind","method","path","contentType","why","body"},...],
+ *    (a PLAN_REDIS action has "pod","ip","argv" instead of a body)
  *    "events":[{"type","reason","message","action"},...],
  *    "status":{...}|null, "requeueAfterNs":N, "error":"..."|null}
  * A new object the caller puts, or NULL when out of memory. */
 json_object *plan_to_json(const plan_t *plan);
 
 /* The name of an action kind: "addFinalizer", "removeFinalizer", "cleanup", "create",
- * "apply", "replace", "delete", "updateStatus". */
+ * "apply", "replace", "delete", "updateStatus", "labelPod", "redis", "authRecord". */
 const char *plan_action_kind_name(plan_action_kind_t kind);
 
 /* The managed-field comparison described above: 1 when desired is a subset of observed,

@@ -6,6 +6,9 @@
 #include "log.h"
 #include "metrics.h"
 #include "rdc_api.h"
+#include "render.h"
+
+#include <openssl/evp.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,10 +150,11 @@ static int get_object(const exec_ctx_t *x, const char *group, const char *versio
  * looks absent there. Ask the API by name for each child the cache does not have (a
  * read, only then: a resync of healthy clusters reads nothing). fetched[i] gets what was
  * found (owned by the caller); child[i] points to it. Returns 0, or -1 with err. */
-#define N_CHILDREN 4
-static const char *const child_group[N_CHILDREN] = {"", "", "apps", "policy"};
+#define N_CHILDREN 6 /* ConfigMap, Service, StatefulSet, PDB, then the role Services */
+static const char *const child_group[N_CHILDREN] = {"", "", "apps", "policy", "", ""};
 static const char *const child_resource[N_CHILDREN] = {"configmaps", "services", "statefulsets",
-                                                       "poddisruptionbudgets"};
+                                                       "poddisruptionbudgets", "services", "services"};
+#define ROLE_CHILD 4 /* the first role Service's index */
 
 static int find_absent_children(const exec_ctx_t *x, const json_object *rc, const json_object *child[N_CHILDREN],
                                 json_object *fetched[N_CHILDREN], kube_error_t *err)
@@ -162,14 +166,116 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
     if (!*ns || !*name || !json_object_object_get_ex(rc, "metadata", &md) ||
         json_object_object_get_ex(md, "deletionTimestamp", NULL))
         return 0;
+    const char *mode = JSONX_STR_AT(rc, "spec", "mode");
+    int replication = mode && !strcmp(mode, "Replication");
     for (int i = 0; i < N_CHILDREN; i++) {
-        if (child[i] || !x->client)
+        if (child[i] || !x->client || (i >= ROLE_CHILD && !replication))
             continue;
-        if (get_object(x, child_group[i], "v1", child_resource[i], ns, name, &fetched[i], err))
+        char role_name[300];
+        if (i >= ROLE_CHILD)
+            render_role_service_name(name, i == ROLE_CHILD ? RENDER_ROLE_PRIMARY : RENDER_ROLE_REPLICA, role_name,
+                                     sizeof(role_name));
+        if (get_object(x, child_group[i], "v1", child_resource[i], ns, i >= ROLE_CHILD ? role_name : name,
+                       &fetched[i], err))
             return -1;
         child[i] = fetched[i];
     }
     return 0;
+}
+
+/* base64 text into a new NUL-terminated string, or NULL when it is not base64 or holds
+ * a NUL byte. */
+static char *base64_text(const char *b64)
+{
+    size_t n = strlen(b64);
+    if (n % 4)
+        return NULL;
+    unsigned char *out = malloc(n / 4 * 3 + 1);
+    if (!out)
+        return NULL;
+    int len = n ? EVP_DecodeBlock(out, (const unsigned char *)b64, (int)n) : 0;
+    if (len < 0) {
+        free(out);
+        return NULL;
+    }
+    for (size_t i = n; i > 0 && b64[i - 1] == '='; i--)
+        len--;
+    out[len] = '\0';
+    if (strlen((char *)out) != (size_t)len) {
+        free(out);
+        return NULL;
+    }
+    return (char *)out;
+}
+
+int reconcile_read_password(kube_client_t *client, const json_object *rc, char **password, kube_error_t *err)
+{
+    *password = NULL;
+    const char *ns = meta_str(rc, "namespace");
+    const char *sname = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "name");
+    const char *key = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "key");
+    if (!sname || !*sname)
+        return 0;
+    if (!key || !*key)
+        key = RENDER_AUTH_DEFAULT_KEY;
+    exec_ctx_t x = {.client = client};
+    json_object *secret = NULL;
+    if (get_object(&x, "", "v1", "secrets", ns, sname, &secret, err))
+        return -1;
+    int rc_ = -1;
+    const char *b64 = JSONX_STR_AT(secret, "data", key);
+    if (!secret)
+        kube_error_set(err, KERR_NOT_FOUND, "Secret %s/%s (spec.auth.secretRef) not found", ns, sname);
+    else if (!b64)
+        kube_error_set(err, KERR_CONFIG, "Secret %s/%s has no key \"%s\" (spec.auth.secretRef.key)", ns, sname, key);
+    else if (!(*password = base64_text(b64)))
+        kube_error_set(err, KERR_CONFIG, "Secret %s/%s key \"%s\": not base64 text", ns, sname, key);
+    else
+        rc_ = 0;
+    json_object_put(secret);
+    return rc_;
+}
+
+/* AUTH (plan.h): the Secret's password into *password and the recorded one (Secret
+ * <name>-redis-auth) into *applied (new strings the caller wipes and frees, NULL when
+ * absent), and what they say. A Secret that cannot be read is logged: PLAN_AUTH_UNKNOWN
+ * (no auth action; Redis commands then go without a password and fail, saying why). */
+static plan_auth_t read_auth(const exec_ctx_t *x, const json_object *rc, char **password, char **applied)
+{
+    *password = *applied = NULL;
+    const char *sname = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "name");
+    if (!x->client || !sname || !*sname)
+        return PLAN_AUTH_UNKNOWN;
+    kube_error_t err;
+    kube_error_clear(&err);
+    char line[1024], rec[300];
+    if (reconcile_read_password(x->client, rc, password, &err)) {
+        rlog_warn("cannot read the cluster's password", "reconcileID", x->reconcile_id, "error",
+                  kube_error_str(&err, line, sizeof(line)));
+        return PLAN_AUTH_UNKNOWN;
+    }
+    snprintf(rec, sizeof(rec), "%s" RENDER_AUTH_RECORD_SUFFIX, meta_str(rc, "name"));
+    json_object *s = NULL;
+    if (get_object(x, "", "v1", "secrets", meta_str(rc, "namespace"), rec, &s, &err)) {
+        rlog_warn("cannot read the password record", "reconcileID", x->reconcile_id, "secret", rec, "error",
+                  kube_error_str(&err, line, sizeof(line)));
+        return PLAN_AUTH_UNKNOWN;
+    }
+    const char *b64 = JSONX_STR_AT(s, "data", RENDER_AUTH_DEFAULT_KEY);
+    *applied = b64 ? base64_text(b64) : NULL;
+    json_object_put(s);
+    if (!*applied)
+        return PLAN_AUTH_UNRECORDED;
+    return strcmp(*applied, *password) ? PLAN_AUTH_ROTATE : PLAN_AUTH_CURRENT;
+}
+
+static void wipe(char **s)
+{
+    if (*s) {
+        memset(*s, 0, strlen(*s));
+        free(*s);
+        *s = NULL;
+    }
 }
 
 /* The API refused the write (an answer, not a transport failure or overload that a
@@ -286,11 +392,13 @@ static int storage_class_missing(const exec_ctx_t *x, const char *cls)
     return missing;
 }
 
-/* The observed child an action writes (child[] is ConfigMap, Service, StatefulSet, PDB). */
+/* The observed child an action writes (child[] is ConfigMap, Service, StatefulSet, PDB and
+ * the role Services: three Services, told apart by name). */
 static const json_object *child_written(const plan_action_t *a, const json_object *const child[N_CHILDREN])
 {
     for (int i = 0; a && i < N_CHILDREN; i++)
-        if (!strcmp(a->resource, child_resource[i]))
+        if (child[i] && a->name && !strcmp(a->resource, child_resource[i]) &&
+            !strcmp(meta_str(child[i], "name"), a->name))
             return child[i];
     return NULL;
 }
@@ -333,15 +441,15 @@ static exec_result_t take_back(const exec_ctx_t *x, const json_object *rc, const
 }
 
 void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,
-                   const json_object *svc, const json_object *sts, FILE *dry_run,
-                   reconcile_outcome_t *out)
+                   const json_object *svc, const json_object *sts, const plan_observed_t *seen,
+                   FILE *dry_run, reconcile_outcome_t *out)
 {
     plan_children_t kids = {cm, svc, sts, NULL};
-    reconcile_run_children(x, rc, &kids, dry_run, out);
+    reconcile_run_children(x, rc, &kids, seen, dry_run, out);
 }
 
 void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
-                            FILE *dry_run, reconcile_outcome_t *out)
+                            const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out)
 {
 #ifdef RDC_FAULT_INJECTION
     maybe_crash(rc);
@@ -355,10 +463,14 @@ void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const pl
                                             "controller");
     metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), 1);
 
-    const json_object *child[N_CHILDREN] = {kids->configmap, kids->service, kids->statefulset, kids->pdb};
-    json_object *fetched[N_CHILDREN] = {NULL, NULL, NULL, NULL}, *diag[3] = {NULL, NULL, NULL};
+    const json_object *child[N_CHILDREN] = {kids->configmap, kids->service, kids->statefulset, kids->pdb,
+                                            seen ? seen->primary_service : NULL,
+                                            seen ? seen->replicas_service : NULL};
+    json_object *fetched[N_CHILDREN] = {NULL, NULL, NULL, NULL, NULL, NULL}, *diag[3] = {NULL, NULL, NULL};
     plan_observed_t more;
     plan_t *plan = NULL;
+    char *password = NULL, *applied = NULL;
+    exec_ctx_t xr = *x; /* with the Redis passwords */
     kube_error_t ferr;
     kube_error_clear(&ferr);
     if (find_absent_children(x, rc, child, fetched, &ferr)) {
@@ -368,10 +480,19 @@ void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const pl
                    "reconcileID", x->reconcile_id, "action", "get", "error", out->message);
         goto out;
     }
-    plan_children_t observed = {child[0], child[1], child[2], child[3]};
-    plan = plan_compute_children(rc, &observed, NULL, clock_wall_ns());
-    /* Only when the first plan asks: a healthy resync reads nothing more. */
     memset(&more, 0, sizeof(more));
+    if (seen) {
+        more.members = seen->members;
+        more.redis = seen->redis;
+    }
+    more.primary_service = child[ROLE_CHILD];
+    more.replicas_service = child[ROLE_CHILD + 1];
+    more.auth = read_auth(x, rc, &password, &applied);
+    xr.redis_password = password;
+    xr.redis_old_password = applied;
+    plan_children_t observed = {child[0], child[1], child[2], child[3]};
+    plan = plan_compute_children(rc, &observed, &more, clock_wall_ns());
+    /* Only when the first plan asks: a healthy resync reads nothing more. */
     if (plan && x->client && !dry_run) {
         const char *cls = plan_storage_class_to_check(plan);
         more.storage_class_missing = cls && storage_class_missing(x, cls);
@@ -407,6 +528,7 @@ void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const pl
     }
     size_t failed = 0;
     kube_error_t err;
+    x = &xr;
     exec_result_t r = exec_plan(x, rc, plan, &failed, &err);
     const plan_action_t *fa = r == EXEC_OK ? NULL : plan_action(plan, failed);
     if (r == EXEC_ERROR && err.http_status == 422 && fa && fa->kind == PLAN_APPLY) {
@@ -455,4 +577,6 @@ out:;
         json_object_put(fetched[i]);
     for (int i = 0; i < 3; i++)
         json_object_put(diag[i]);
+    wipe(&password);
+    wipe(&applied);
 }

@@ -43,15 +43,26 @@ typedef struct {
  * StatefulSet and of its first pod not Ready, are read and the plan is computed again with
  * them (plan_compute_observed); a healthy, Running cluster costs no read. dry_run != NULL prints the plan
  * as JSON there and writes nothing. Never fails on bad input: a broken object gives a
- * logged error and RECONCILE_DONE (a fix arrives as a new event). */
+ * logged error and RECONCILE_DONE (a fix arrives as a new event).
+ * seen (may be NULL) carries the rest of the work item for REPLICATION (plan.h): the
+ * pods, the observation and the role Services (each looked up by name like the other
+ * children when absent). With spec.auth, the Secret and the password record
+ * <name>-redis-auth are read (GET) on every reconcile (plan.h, AUTH); the passwords go
+ * to the executor and nowhere else. */
 void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,
-                   const json_object *svc, const json_object *sts, FILE *dry_run,
-                   reconcile_outcome_t *out);
+                   const json_object *svc, const json_object *sts, const plan_observed_t *seen,
+                   FILE *dry_run, reconcile_outcome_t *out);
+
+/* The Redis password of rc (spec.auth.secretRef {name, key (default "password")}): GET
+ * the Secret and decode the key. Returns 0 with *password a new string the caller frees
+ * (NULL when rc has no spec.auth), or -1 with err (Secret or key missing, not base64).
+ * The password never appears in err. */
+int reconcile_read_password(kube_client_t *client, const json_object *rc, char **password, kube_error_t *err);
 
 /* reconcile_run with every observed child, the PodDisruptionBudget included (reconcile_run
  * passes it as absent, so it is read by name like any child the cache has not). */
 void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
-                            FILE *dry_run, reconcile_outcome_t *out);
+                            const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out);
 
 /* The word used on the wire and in metrics: "done", "requeue_after", "requeue", "error",
  * "fenced". */

@@ -7,6 +7,7 @@
 
 #include <openssl/evp.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -251,11 +252,12 @@ static json_object *labels(const render_input_t *in, int full, int *oom)
     return l;
 }
 
-/* metadata of a child: name, namespace, labels, and the controller owner reference. */
-static json_object *child_metadata(const render_input_t *in, int *oom)
+/* metadata of a child named name: name, namespace, labels, and the controller owner
+ * reference. */
+static json_object *child_metadata(const render_input_t *in, const char *name, int *oom)
 {
     json_object *m = jsonx_new_obj(oom);
-    jsonx_put(m, "name", jsonx_new_str(in->name, oom), oom);
+    jsonx_put(m, "name", jsonx_new_str(name, oom), oom);
     if (in->ns)
         jsonx_put(m, "namespace", jsonx_new_str(in->ns, oom), oom);
     jsonx_put(m, "labels", labels(in, 1, oom), oom);
@@ -279,7 +281,7 @@ static json_object *child_object(const render_input_t *in, const char *api_versi
     json_object *o = jsonx_new_obj(oom);
     jsonx_put(o, "apiVersion", jsonx_new_str(api_version, oom), oom);
     jsonx_put(o, "kind", jsonx_new_str(kind, oom), oom);
-    jsonx_put(o, "metadata", child_metadata(in, oom), oom);
+    jsonx_put(o, "metadata", child_metadata(in, in->name, oom), oom);
     return o;
 }
 
@@ -323,6 +325,67 @@ json_object *render_service(const render_input_t *in)
     return finish(svc, oom);
 }
 
+void render_role_service_name(const char *name, const char *role, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s-%s", name, strcmp(role, RENDER_ROLE_PRIMARY) ? "replicas" : "primary");
+}
+
+json_object *render_role_service(const render_input_t *in, const char *role)
+{
+    int oom = 0;
+    char name[300];
+    render_role_service_name(in->name, role, name, sizeof(name));
+    json_object *svc = jsonx_new_obj(&oom);
+    jsonx_put(svc, "apiVersion", jsonx_new_str("v1", &oom), &oom);
+    jsonx_put(svc, "kind", jsonx_new_str("Service", &oom), &oom);
+    jsonx_put(svc, "metadata", child_metadata(in, name, &oom), &oom);
+    json_object *spec = jsonx_new_obj(&oom);
+    jsonx_put(spec, "type", jsonx_new_str("ClusterIP", &oom), &oom);
+    json_object *sel = labels(in, 0, &oom);
+    jsonx_put(sel, RENDER_LABEL_ROLE, jsonx_new_str(role, &oom), &oom);
+    jsonx_put(spec, "selector", sel, &oom);
+    json_object *port = jsonx_new_obj(&oom);
+    jsonx_put(port, "name", jsonx_new_str("redis", &oom), &oom);
+    jsonx_put(port, "port", jsonx_new_int(RENDER_REDIS_PORT, &oom), &oom);
+    jsonx_put(port, "targetPort", jsonx_new_int(RENDER_REDIS_PORT, &oom), &oom);
+    jsonx_put(port, "protocol", jsonx_new_str("TCP", &oom), &oom);
+    json_object *ports = jsonx_new_arr(&oom);
+    jsonx_push(ports, port, &oom);
+    jsonx_put(spec, "ports", ports, &oom);
+    jsonx_put(svc, "spec", spec, &oom);
+    return finish(svc, oom);
+}
+
+json_object *render_auth_record(const render_input_t *in, const char *password_token)
+{
+    int oom = 0;
+    char name[300];
+    snprintf(name, sizeof(name), "%s" RENDER_AUTH_RECORD_SUFFIX, in->name);
+    json_object *s = jsonx_new_obj(&oom);
+    jsonx_put(s, "apiVersion", jsonx_new_str("v1", &oom), &oom);
+    jsonx_put(s, "kind", jsonx_new_str("Secret", &oom), &oom);
+    jsonx_put(s, "metadata", child_metadata(in, name, &oom), &oom);
+    jsonx_put(s, "type", jsonx_new_str("Opaque", &oom), &oom);
+    json_object *data = jsonx_new_obj(&oom);
+    jsonx_put(data, RENDER_AUTH_DEFAULT_KEY, jsonx_new_str(password_token, &oom), &oom);
+    jsonx_put(s, "stringData", data, &oom);
+    return finish(s, oom);
+}
+
+/* An env var taken from the auth Secret. */
+static json_object *secret_env(const render_input_t *in, const char *var, int *oom)
+{
+    json_object *ref = jsonx_new_obj(oom);
+    jsonx_put(ref, "name", jsonx_new_str(in->auth_secret, oom), oom);
+    jsonx_put(ref, "key", jsonx_new_str(in->auth_key ? in->auth_key : RENDER_AUTH_DEFAULT_KEY, oom), oom);
+    json_object *from = jsonx_new_obj(oom);
+    jsonx_put(from, "secretKeyRef", ref, oom);
+    json_object *e = jsonx_new_obj(oom);
+    jsonx_put(e, "name", jsonx_new_str(var, oom), oom);
+    jsonx_put(e, "valueFrom", from, oom);
+    return e;
+}
+
 /* An exec probe running `redis-cli ping`. */
 static json_object *ping_probe(int initial_delay, int period, int *oom)
 {
@@ -358,7 +421,20 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     json_object *c = jsonx_new_obj(oom);
     jsonx_put(c, "name", jsonx_new_str("redis", oom), oom);
     jsonx_put(c, "image", jsonx_new_str(in->image, oom), oom);
-    jsonx_put(c, "command", str_array(oom, "redis-server", "/etc/redis/redis.conf", STR_END), oom);
+    if (in->auth_secret) {
+        /* The password reaches Redis through the environment, expanded by the kubelet:
+         * neither the ConfigMap nor the pod spec holds it. */
+        jsonx_put(c, "command",
+                  str_array(oom, "redis-server", "/etc/redis/redis.conf", "--requirepass", "$(" RENDER_PASSWORD_ENV ")",
+                            "--masterauth", "$(" RENDER_PASSWORD_ENV ")", STR_END),
+                  oom);
+        json_object *env = jsonx_new_arr(oom);
+        jsonx_push(env, secret_env(in, RENDER_PASSWORD_ENV, oom), oom);
+        jsonx_push(env, secret_env(in, "REDISCLI_AUTH", oom), oom);
+        jsonx_put(c, "env", env, oom);
+    } else {
+        jsonx_put(c, "command", str_array(oom, "redis-server", "/etc/redis/redis.conf", STR_END), oom);
+    }
     json_object *port = jsonx_new_obj(oom);
     jsonx_put(port, "name", jsonx_new_str("redis", oom), oom);
     jsonx_put(port, "containerPort", jsonx_new_int(RENDER_REDIS_PORT, oom), oom);

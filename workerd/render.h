@@ -64,6 +64,10 @@ typedef struct {
     const char *maxmemory;        /* spec.config.maxmemory, NULL = unset */
     const char *maxmemory_policy; /* spec.config.maxmemoryPolicy, NULL = unset */
     const json_object *spec;      /* the validated spec, read for the KNOBS below; NULL = every default */
+    /* Replication (docs/replication.md) and auth: */
+    int replication;              /* spec.mode Replication: the role Services exist */
+    const char *auth_secret;      /* spec.auth.secretRef.name, NULL = no password */
+    const char *auth_key;         /* spec.auth.secretRef.key, RENDER_AUTH_DEFAULT_KEY when unset */
 } render_input_t;
 
 /* KNOBS (v1, issue 20), each read from in->spec and rendered only where stated:
@@ -88,6 +92,17 @@ typedef struct {
 
 /* The PodDisruptionBudget's default spec.maxUnavailable. */
 #define RENDER_PDB_MAX_UNAVAILABLE 1
+
+/* The role label workerd keeps on each pod of a Replication cluster, and what the role
+ * Services select. */
+#define RENDER_LABEL_ROLE "cache.example.com/role"
+#define RENDER_ROLE_PRIMARY "primary"
+#define RENDER_ROLE_REPLICA "replica"
+#define RENDER_AUTH_DEFAULT_KEY "password"
+/* The container's environment variable holding the password (from the Secret, never
+ * rendered: a secretKeyRef); REDISCLI_AUTH too, so the probes and kubectl exec
+ * authenticate. */
+#define RENDER_PASSWORD_ENV "REDIS_PASSWORD"
 
 /* The container image to run: image, plus ":" version when version is non-empty and image
  * has neither a tag nor a digest (rdc_spec_image_has_tag_or_digest: a tag is a ':' in the
@@ -126,6 +141,22 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
 /* The policy/v1 PodDisruptionBudget of the cluster's pods: named like the cluster, the
  * selector labels, spec.maxUnavailable from spec.podDisruptionBudget (default 1). */
 json_object *render_pdb(const render_input_t *in);
+/* The Service <name>-primary (role RENDER_ROLE_PRIMARY) or <name>-replicas (role
+ * RENDER_ROLE_REPLICA): ClusterIP, port 6379, selecting the cluster's pods that carry
+ * that role label. Clients without Sentinel support write to <name>-primary. */
+json_object *render_role_service(const render_input_t *in, const char *role);
+/* The Secret <name>-redis-auth in which workerd records the password Redis runs with
+ * (plan.h, AUTH): type Opaque, stringData {password: password_token}; the token is
+ * replaced by the executor, never rendered. */
+#define RENDER_AUTH_RECORD_SUFFIX "-redis-auth"
+json_object *render_auth_record(const render_input_t *in, const char *password_token);
+/* The name of that Service into out[outlen]: "<name>-primary" or "<name>-replicas". */
+void render_role_service_name(const char *name, const char *role, char *out, size_t outlen);
+/* With in->auth_secret, the container gets RENDER_PASSWORD_ENV and REDISCLI_AUTH from the
+ * Secret (secretKeyRef: the password is in neither the ConfigMap nor the pod spec) and
+ * starts as `redis-server /etc/redis/redis.conf --requirepass $(REDIS_PASSWORD)
+ * --masterauth $(REDIS_PASSWORD)` (the kubelet expands $(VAR)); its redis-cli probes
+ * authenticate through REDISCLI_AUTH. */
 /* The pod template passes Pod Security "restricted": pod securityContext runAsNonRoot,
  * runAsUser/runAsGroup/fsGroup RENDER_REDIS_UID, seccompProfile RuntimeDefault; the
  * container's allowPrivilegeEscalation false, capabilities drop ALL,

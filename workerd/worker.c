@@ -129,6 +129,15 @@ static json_object *child_of(json_object *children, const char *kind)
     return v;
 }
 
+/* children[key] as an array, or NULL. */
+static json_object *array_of(json_object *children, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(children, key, &v) || !json_object_is_type(v, json_type_array))
+        return NULL;
+    return v;
+}
+
 /* Handle one WORK item and answer DONE. */
 static void worker_handle_work(worker_t *w, rmsg_t *m)
 {
@@ -163,7 +172,12 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                     .instance = w->hostname};
     plan_children_t kids = {child_of(children, "ConfigMap"), child_of(children, "Service"),
                             child_of(children, "StatefulSet"), child_of(children, "PodDisruptionBudget")};
-    reconcile_run_children(&x, rc, &kids, NULL, &out);
+    /* The rest of the work item (workitem.h): pods, observation, role Services. */
+    plan_observed_t seen = {.members = array_of(children, "Pods"),
+                            .redis = child_of(children, "Redis"),
+                            .primary_service = child_of(children, "ServicePrimary"),
+                            .replicas_service = child_of(children, "ServiceReplicas")};
+    reconcile_run_children(&x, rc, &kids, &seen, NULL, &out);
     kube_client_set_deadline(w->cfg->client, 0);
     worker_state_file(w, "");
 answer:;

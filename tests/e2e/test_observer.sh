@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # End to end: the Redis observer on the local control plane with process nodes (the pod
 # runtime: every pod of a pinned namespace is a real redis-server on its pod IP). The
-# operator (supervisor) makes a 3-pod RedisCluster; this script links the pods as one
-# primary and two replicas by hand (the operator does not manage replication yet, issue
-# 14), and runs observerd alone beside the operator on its runtime directory. Shown:
+# operator (supervisor) makes a 3-pod Standalone RedisCluster; this script links the pods
+# as one primary and two replicas by hand (in Standalone mode the operator leaves
+# replication alone; Replication mode is test_replication.sh's), and runs observerd alone beside the operator on its runtime directory. Shown:
 # informerd caches the pods in compact form (server-side label filter, Pod in the sync
 # gate); observerd's rdc_redis_up / rdc_redis_role match `redis-cli info replication` on
 # every pod; `observerd --once` says the same; the observations about the new topology
@@ -36,7 +36,9 @@ kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.e
 kubectl create namespace "$ns" >/dev/null
 check "cluster.sh pin-namespace $ns" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns"
 wait_until 20 kubectl -n "$ns" get serviceaccount default
-printf 'apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: cache, namespace: %s}\nspec: {size: 3, image: redis, version: "7.2"}\n' "$ns" |
+# Standalone: the operator leaves replication alone (in Replication mode it links the pods
+# itself, test_replication.sh), so this script can link them by hand.
+printf 'apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: cache, namespace: %s}\nspec: {size: 3, image: redis, version: "7.2", mode: Standalone}\n' "$ns" |
     kubectl apply -f - >/dev/null
 # A Redis pod without the operator's managed-by label: never cached, never observed.
 kubectl -n "$ns" run stray --image=redis:7.2 --labels=app.kubernetes.io/name=redis,app.kubernetes.io/instance=cache >/dev/null

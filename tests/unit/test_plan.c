@@ -321,6 +321,10 @@ static void perform(world_t *w, const plan_t *p)
         case PLAN_UPDATE_STATUS:
             json_object_object_add(w->rc, "status", copy(at(a->body, "status")));
             break;
+        case PLAN_LABEL_POD:
+        case PLAN_REDIS:
+        case PLAN_AUTH_RECORD:
+            break; /* Standalone worlds plan neither */
         }
     }
 }
@@ -2629,6 +2633,326 @@ static void test_owner_reference_of_an_older_version(void)
     world_free(&w);
 }
 
+
+/* ---- Replication (plan.h REPLICATION; topology.h) --------------------------------------- */
+
+#define SPEC_REPL "{\"size\":3,\"image\":\"redis\",\"mode\":\"Replication\"}"
+
+/* Pods cache-0..2 at 10.0.0.1..3 with the role labels given ("" = none). */
+static json_object *repl_pods(const char *l0, const char *l1, const char *l2)
+{
+    const char *lab[3] = {l0, l1, l2};
+    json_object *arr = json_object_new_array();
+    for (int i = 0; i < 3; i++) {
+        char t[512];
+        snprintf(t, sizeof(t),
+                 "{\"metadata\":{\"name\":\"cache-%d\",\"labels\":{\"app.kubernetes.io/instance\":\"cache\"%s%s%s}},"
+                 "\"status\":{\"podIP\":\"10.0.0.%d\"}}",
+                 i, *lab[i] ? ",\"cache.example.com/role\":\"" : "", lab[i], *lab[i] ? "\"" : "", i + 1);
+        json_object_array_add(arr, parse(t));
+    }
+    return arr;
+}
+
+/* An observation node: "pod ip reachable role masterHost masterPort linkUp offset". */
+static json_object *obs_node(const char *spec)
+{
+    char pod[32], ip[32], reach[8], role[16], mh[32], mp[8], link[8], off[24];
+    const char *p = spec;
+    char *f[8] = {pod, ip, reach, role, mh, mp, link, off};
+    size_t cap[8] = {sizeof(pod), sizeof(ip), sizeof(reach), sizeof(role), sizeof(mh), sizeof(mp), sizeof(link), sizeof(off)};
+    for (int i = 0; i < 8; i++) {
+        size_t n = strcspn(p, " ");
+        CU_ASSERT_FATAL(n < cap[i]);
+        memcpy(f[i], p, n);
+        f[i][n] = '\0';
+        p += n + (p[n] == ' ');
+    }
+    char t[512];
+    snprintf(t, sizeof(t),
+             "{\"pod\":\"%s\",\"ip\":\"%s\",\"reachable\":%s,\"role\":\"%s\",\"masterHost\":\"%s\",\"masterPort\":%s,"
+             "\"linkUp\":%s,\"offset\":%s,\"lastOkAgoMs\":100,\"downSinceMs\":0}",
+             pod, ip, reach, strcmp(role, "-") ? role : "", strcmp(mh, "-") ? mh : "", mp, link, off);
+    return parse(t);
+}
+
+static json_object *repl_obs(const char *n0, const char *n1, const char *n2)
+{
+    json_object *o = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
+    const char *n[3] = {n0, n1, n2};
+    for (int i = 0; i < 3; i++)
+        if (n[i])
+            json_object_array_add(at(o, "nodes"), obs_node(n[i]));
+    return o;
+}
+
+/* The plan's Redis commands as "pod@ip ARGV...;" and its label patches as "pod=role;". */
+static void redis_actions(const plan_t *p, char *cmds, size_t cl, char *labels, size_t ll)
+{
+    cmds[0] = labels[0] = '\0';
+    for (size_t i = 0; i < plan_action_count(p); i++) {
+        const plan_action_t *a = plan_action(p, i);
+        size_t n;
+        if (a->kind == PLAN_REDIS) {
+            n = strlen(cmds);
+            snprintf(cmds + n, cl - n, "%s@%s", a->name, a->ip);
+            for (int k = 0; k < a->argc; k++) {
+                n = strlen(cmds);
+                snprintf(cmds + n, cl - n, " %s", a->argv[k]);
+            }
+            n = strlen(cmds);
+            snprintf(cmds + n, cl - n, ";");
+            CU_ASSERT_PTR_NULL(a->path);
+            CU_ASSERT_PTR_NULL(a->body);
+        } else if (a->kind == PLAN_LABEL_POD) {
+            n = strlen(labels);
+            snprintf(labels + n, ll - n, "%s=%s;", a->name, str_at(a->body, "metadata labels cache.example.com/role"));
+            CU_ASSERT_STRING_EQUAL(a->method, "PATCH");
+            CU_ASSERT_STRING_EQUAL(a->content_type, "application/merge-patch+json");
+            CU_ASSERT_TRUE(contains(a->path, "/api/v1/namespaces/default/pods/"));
+        }
+    }
+}
+
+static void test_replication_table(void)
+{
+    static const struct {
+        const char *name;
+        const char *primary; /* status.primary, NULL = none */
+        const char *labels[3];
+        const char *nodes[3]; /* NULL = not in the observation */
+        int no_observation;
+        const char *want_cmds, *want_labels, *want_reason, *want_primary;
+    } cases[] = {
+        {"healthy", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 500", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 480"},
+         0, "", "", "AllReplicasLinked", "cache-0"},
+        {"replica pointing at a wrong address", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 500", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500",
+          "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 0"},
+         0, "cache-2@10.0.0.3 REPLICAOF 10.0.0.1 6379;", "", "Repointing", "cache-0"},
+        {"replica following the primary's host on another port", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 500", "cache-1 10.0.0.2 true slave 10.0.0.1 6380 false 0",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 500"},
+         0, "cache-1@10.0.0.2 REPLICAOF 10.0.0.1 6379;", "", "Repointing", "cache-0"},
+        {"two primaries: the one not in status is demoted", "cache-1", {"replica", "primary", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 90", "cache-1 10.0.0.2 true master - 0 false 500",
+          "cache-2 10.0.0.3 true slave 10.0.0.2 6379 true 500"},
+         0, "cache-0@10.0.0.1 REPLICAOF 10.0.0.2 6379;", "", "Repointing", "cache-1"},
+        {"no primary: nothing is elected", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true slave 10.0.0.2 6379 false 500", "cache-1 10.0.0.2 true slave 10.0.0.3 6379 false 500",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500"},
+         0, "", "", "NoPrimary", "cache-0"},
+        {"primary unreachable: no replica is touched", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 false master - 0 false 500", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 500",
+          "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 500"},
+         0, "", "", "PrimaryUnreachable", "cache-0"},
+        {"a replica unreachable: reported, not acted on", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 500", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500",
+          "cache-2 10.0.0.3 false slave 10.0.0.1 6379 true 400"},
+         0, "", "", "NodeUnreachable", "cache-0"},
+        {"an observation of another IP (stale) is not acted on", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 500", "cache-1 10.0.0.99 true master - 0 false 500",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 500"},
+         0, "", "", "NodeUnreachable", "cache-0"},
+        {"a restarted replica comes up as a master: demoted", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 500", "cache-1 10.0.0.2 true master - 0 false 0",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 500"},
+         0, "cache-1@10.0.0.2 REPLICAOF 10.0.0.1 6379;", "", "Repointing", "cache-0"},
+        {"first creation: pod -0 is the primary, labels set", NULL, {"", "", "primary"},
+         {"cache-0 10.0.0.1 true master - 0 false 0", "cache-1 10.0.0.2 true master - 0 false 0",
+          "cache-2 10.0.0.3 true master - 0 false 0"},
+         0, "cache-1@10.0.0.2 REPLICAOF 10.0.0.1 6379;cache-2@10.0.0.3 REPLICAOF 10.0.0.1 6379;",
+         "cache-0=primary;cache-1=replica;cache-2=replica;", "Repointing", "cache-0"},
+        {"no observation: no Redis command", "cache-0", {"primary", "replica", "replica"},
+         {NULL, NULL, NULL}, 1, "", "", "NotObserved", "cache-0"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_object *rc = rc_new(SPEC_REPL, 1);
+        if (cases[i].primary) {
+            char t[128];
+            snprintf(t, sizeof(t), "\"%s\"", cases[i].primary);
+            set_at(rc, "status primary", t);
+        }
+        json_object *pods = repl_pods(cases[i].labels[0], cases[i].labels[1], cases[i].labels[2]);
+        json_object *obs = cases[i].no_observation ? NULL
+                                                   : repl_obs(cases[i].nodes[0], cases[i].nodes[1], cases[i].nodes[2]);
+        plan_observed_t more = {.members = pods, .redis = obs};
+        plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        char cmds[1024], labels[512];
+        redis_actions(p, cmds, sizeof(cmds), labels, sizeof(labels));
+        if (strcmp(cmds, cases[i].want_cmds) || strcmp(labels, cases[i].want_labels))
+            fprintf(stderr, "case \"%s\": commands \"%s\" labels \"%s\"\n", cases[i].name, cmds, labels);
+        CU_ASSERT_STRING_EQUAL(cmds, cases[i].want_cmds);
+        CU_ASSERT_STRING_EQUAL(labels, cases[i].want_labels);
+        const json_object *rh = cond(p, "ReplicationHealthy");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rh);
+        if (strcmp(str_at(rh, "reason"), cases[i].want_reason))
+            fprintf(stderr, "case \"%s\": reason %s: %s\n", cases[i].name, str_at(rh, "reason"), str_at(rh, "message"));
+        CU_ASSERT_STRING_EQUAL(str_at(rh, "reason"), cases[i].want_reason);
+        CU_ASSERT_STRING_EQUAL(str_at(rh, "status"), strcmp(cases[i].want_reason, "AllReplicasLinked") ? "False" : "True");
+        CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), cases[i].want_primary);
+        /* Every Redis command has its Normal event; the order is labels, commands, status. */
+        size_t repointed = 0;
+        for (size_t e = 0; e < plan_event_count(p); e++)
+            repointed += !strcmp(plan_event(p, e)->reason, "Repointed");
+        CU_ASSERT_EQUAL(repointed, count_kind(p, PLAN_REDIS));
+        CU_ASSERT_EQUAL(plan_action(p, plan_action_count(p) - 1)->kind, PLAN_UPDATE_STATUS);
+        /* The role Services are planned (created: none observed). */
+        size_t role_svc = 0;
+        for (size_t k = 0; k < plan_action_count(p); k++) {
+            const plan_action_t *a = plan_action(p, k);
+            role_svc += a->kind == PLAN_CREATE && (!strcmp(a->name, "cache-primary") || !strcmp(a->name, "cache-replicas"));
+        }
+        CU_ASSERT_EQUAL(role_svc, 2);
+        plan_destroy(&p);
+        json_object_put(rc);
+        json_object_put(pods);
+        json_object_put(obs);
+    }
+}
+
+/* status.nodes of a healthy cluster, and no status write when only offsets move. */
+static void test_replication_status_ignores_offsets(void)
+{
+    json_object *rc = rc_new(SPEC_REPL, 1);
+    json_object *pods = repl_pods("primary", "replica", "replica");
+    json_object *obs = repl_obs("cache-0 10.0.0.1 true master - 0 false 500",
+                                "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500",
+                                "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 450");
+    plan_observed_t more = {.members = pods, .redis = obs};
+    plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    json_object *st = plan_status(p);
+    CU_ASSERT_EQUAL_FATAL(json_object_array_length(at(st, "nodes")), 3);
+    CU_ASSERT_STRING_EQUAL(str_at(st, "nodes 0 pod"), "cache-0");
+    CU_ASSERT_STRING_EQUAL(str_at(st, "nodes 0 role"), "primary");
+    CU_ASSERT_EQUAL(int_at(st, "nodes 0 lagBytes"), 0);
+    CU_ASSERT_STRING_EQUAL(str_at(st, "nodes 2 ip"), "10.0.0.3");
+    CU_ASSERT_STRING_EQUAL(str_at(st, "nodes 2 role"), "replica");
+    CU_ASSERT_EQUAL(int_at(st, "nodes 2 offset"), 450);
+    CU_ASSERT_EQUAL(int_at(st, "nodes 2 lagBytes"), 50);
+    CU_ASSERT_TRUE(json_object_get_boolean(at(st, "nodes 2 linkUp")));
+    /* The status as written; offsets move on, nothing else: no write at all. */
+    json_object_object_add(rc, "status", copy(st));
+    plan_destroy(&p);
+    json_object_put(obs);
+    obs = repl_obs("cache-0 10.0.0.1 true master - 0 false 9000", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 8000",
+                   "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 7000");
+    more.redis = obs;
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_UPDATE_STATUS), 0);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_LABEL_POD), 0);
+    plan_destroy(&p);
+    /* Without an observation (informerd restarted): what the status says of Redis stays. */
+    more.redis = NULL;
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T2);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_UPDATE_STATUS), 0);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "ReplicationHealthy"), "reason"), "AllReplicasLinked");
+    plan_destroy(&p);
+    /* A link goes down: that is news, the status is written. */
+    json_object_put(obs);
+    obs = repl_obs("cache-0 10.0.0.1 true master - 0 false 9000", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 8000",
+                   "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 7000");
+    more.redis = obs;
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T2);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_UPDATE_STATUS), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "ReplicationHealthy"), "reason"), "ReplicaLinkDown");
+    plan_destroy(&p);
+    json_object_put(rc);
+    json_object_put(pods);
+    json_object_put(obs);
+}
+
+/* Standalone: independent servers, whatever Redis says. */
+static void test_standalone_has_no_topology(void)
+{
+    json_object *rc = rc_new("{\"size\":3,\"image\":\"redis\",\"mode\":\"Standalone\"}", 1);
+    json_object *pods = repl_pods("", "", "");
+    json_object *obs = repl_obs("cache-0 10.0.0.1 true master - 0 false 1", "cache-1 10.0.0.2 true master - 0 false 1",
+                                "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 1");
+    plan_observed_t more = {.members = pods, .redis = obs};
+    plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_LABEL_POD), 0);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_CREATE), 4); /* ConfigMap, headless Service, StatefulSet, PDB */
+    CU_ASSERT_PTR_NULL(cond(p, "ReplicationHealthy"));
+    CU_ASSERT_PTR_NULL(at(plan_status(p), "primary"));
+    plan_destroy(&p);
+    json_object_put(rc);
+    json_object_put(pods);
+    json_object_put(obs);
+}
+
+/* The role Services: selector with the role, owned, not rewritten when right. */
+static void test_role_services(void)
+{
+    json_object *rc = rc_new(SPEC_REPL, 1);
+    plan_observed_t more = {0};
+    plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    const plan_action_t *ps = NULL, *rs = NULL;
+    for (size_t i = 0; i < plan_action_count(p); i++) {
+        const plan_action_t *a = plan_action(p, i);
+        if (a->kind == PLAN_CREATE && !strcmp(a->name, "cache-primary"))
+            ps = a;
+        if (a->kind == PLAN_CREATE && !strcmp(a->name, "cache-replicas"))
+            rs = a;
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ps);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rs);
+    CU_ASSERT_STRING_EQUAL(str_at(ps->body, "spec selector cache.example.com/role"), "primary");
+    CU_ASSERT_STRING_EQUAL(str_at(ps->body, "spec selector app.kubernetes.io/instance"), "cache");
+    CU_ASSERT_STRING_EQUAL(str_at(rs->body, "spec selector cache.example.com/role"), "replica");
+    CU_ASSERT_STRING_EQUAL(str_at(ps->body, "metadata ownerReferences 0 uid"), "uid-1");
+    CU_ASSERT_TRUE(contains(ps->path, "/api/v1/namespaces/default/services"));
+    /* As the server keeps them: no drift. */
+    json_object *psv = server_view(ps->body, NULL), *rsv = server_view(rs->body, NULL);
+    plan_destroy(&p);
+    more.primary_service = psv;
+    more.replicas_service = rsv;
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    for (size_t i = 0; i < plan_action_count(p); i++)
+        CU_ASSERT_FALSE(!strcmp(plan_action(p, i)->resource, "services") && strcmp(plan_action(p, i)->name, "cache"));
+    plan_destroy(&p);
+    /* A selector changed by hand is drift: applied back. */
+    set_at(psv, "spec selector cache.example.com/role", "\"replica\"");
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    const plan_action_t *ap = find_action(p, PLAN_APPLY, "services");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ap);
+    CU_ASSERT_STRING_EQUAL(ap->name, "cache-primary");
+    plan_destroy(&p);
+    json_object_put(psv);
+    json_object_put(rsv);
+    json_object_put(rc);
+}
+
+/* Auth: the password comes from the Secret by reference, never into the ConfigMap. */
+static void test_auth_rendering(void)
+{
+    json_object *rc = rc_new("{\"size\":1,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"pw\"}}}", 1);
+    plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
+    const plan_action_t *sts = find_action(p, PLAN_CREATE, "statefulsets");
+    const plan_action_t *cm = find_action(p, PLAN_CREATE, "configmaps");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sts);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cm);
+    json_object *c = at(sts->body, "spec template spec containers 0");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "env 0 name"), "REDIS_PASSWORD");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "env 0 valueFrom secretKeyRef name"), "pw");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "env 0 valueFrom secretKeyRef key"), "password");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "env 1 name"), "REDISCLI_AUTH");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "command 2"), "--requirepass");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "command 3"), "$(REDIS_PASSWORD)");
+    CU_ASSERT_STRING_EQUAL(str_at(c, "command 5"), "$(REDIS_PASSWORD)");
+    CU_ASSERT_FALSE(contains(str_at(cm->body, "data redis.conf"), "requirepass"));
+    plan_destroy(&p);
+    json_object_put(rc);
+}
+
 static CU_TestInfo status_tests[] = {
     {"diagnosis of a cluster that is not Running (table)", test_diagnosis_table},
     {"diagnosis asked only when not Running", test_diagnosis_is_asked_only_when_not_running},
@@ -2712,7 +3036,88 @@ static CU_TestInfo compare_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+
+/* AUTH: the record, and a rotation as exact Redis commands. */
+static void test_auth_record_and_rotation(void)
+{
+    json_object *rc = rc_new("{\"size\":3,\"image\":\"redis\",\"mode\":\"Replication\",\"auth\":{\"secretRef\":"
+                             "{\"name\":\"pw\"}}}", 1);
+    set_at(rc, "status primary", "\"cache-0\"");
+    json_object *pods = repl_pods("primary", "replica", "replica");
+    /* Two primaries observed: not acted on while rotating. */
+    json_object *obs = repl_obs("cache-0 10.0.0.1 true master - 0 false 1", "cache-1 10.0.0.2 true master - 0 false 1",
+                                "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 1");
+    plan_observed_t more = {.members = pods, .redis = obs, .auth = PLAN_AUTH_CURRENT};
+    plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_AUTH_RECORD), 0);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 1); /* the demotion */
+    plan_destroy(&p);
+
+    more.auth = PLAN_AUTH_UNRECORDED;
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    const plan_action_t *r = find_action(p, PLAN_AUTH_RECORD, "secrets");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_STRING_EQUAL(r->path, "/api/v1/namespaces/default/secrets/cache-redis-auth?fieldManager=rediscluster-operator&force=true");
+    CU_ASSERT_STRING_EQUAL(r->content_type, "application/apply-patch+yaml");
+    CU_ASSERT_STRING_EQUAL(str_at(r->body, "stringData password"), "${password}");
+    CU_ASSERT_STRING_EQUAL(str_at(r->body, "metadata ownerReferences 0 uid"), "uid-1");
+    plan_destroy(&p);
+
+    more.auth = PLAN_AUTH_ROTATE;
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    char cmds[2048], labels[256];
+    redis_actions(p, cmds, sizeof(cmds), labels, sizeof(labels));
+    CU_ASSERT_STRING_EQUAL(cmds, "cache-0@10.0.0.1 ACL SETUSER default on >${password};"
+                                 "cache-0@10.0.0.1 CONFIG SET masterauth ${password};"
+                                 "cache-1@10.0.0.2 ACL SETUSER default on >${password};"
+                                 "cache-1@10.0.0.2 CONFIG SET masterauth ${password};"
+                                 "cache-2@10.0.0.3 ACL SETUSER default on >${password};"
+                                 "cache-2@10.0.0.3 CONFIG SET masterauth ${password};"
+                                 "cache-0@10.0.0.1 ACL SETUSER default <${old-password};"
+                                 "cache-1@10.0.0.2 ACL SETUSER default <${old-password};"
+                                 "cache-2@10.0.0.3 ACL SETUSER default <${old-password};");
+    /* The record after the last drop; its event. */
+    size_t last_redis = 0, record = 0;
+    for (size_t i = 0; i < plan_action_count(p); i++) {
+        if (plan_action(p, i)->kind == PLAN_REDIS)
+            last_redis = i;
+        if (plan_action(p, i)->kind == PLAN_AUTH_RECORD)
+            record = i;
+    }
+    CU_ASSERT_EQUAL(record, last_redis + 1);
+    int rotated = 0;
+    for (size_t e = 0; e < plan_event_count(p); e++)
+        rotated += !strcmp(plan_event(p, e)->reason, "PasswordRotated") && plan_event(p, e)->action == (int)record;
+    CU_ASSERT_EQUAL(rotated, 1);
+    plan_destroy(&p);
+
+    /* A pod without an IP yet: wait. */
+    del_at(json_object_array_get_idx(pods, 2), "status", "podIP");
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    redis_actions(p, cmds, sizeof(cmds), labels, sizeof(labels));
+    /* No ACL; the topology is kept meanwhile (AUTH falls back to the old password). */
+    CU_ASSERT_STRING_EQUAL(cmds, "cache-1@10.0.0.2 REPLICAOF 10.0.0.1 6379;");
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_AUTH_RECORD), 0);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "PasswordRotationWaiting");
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), PLAN_REQUEUE_NOT_READY_NS);
+    plan_destroy(&p);
+    json_object_put(rc);
+    json_object_put(pods);
+    json_object_put(obs);
+}
+
+static CU_TestInfo replication_tests[] = {
+    {"topologies and their Redis actions (table)", test_replication_table},
+    {"status.nodes; offsets alone write nothing", test_replication_status_ignores_offsets},
+    {"Standalone: no topology", test_standalone_has_no_topology},
+    {"role Services", test_role_services},
+    {"auth from the Secret, not the ConfigMap", test_auth_rendering},
+    {"auth: the record, a rotation's exact commands", test_auth_record_and_rotation},
+    CU_TEST_INFO_NULL,
+};
+
 static CU_SuiteInfo suites[] = {
+    {"plan: replication", NULL, NULL, NULL, NULL, replication_tests},
     {"plan: create", NULL, NULL, NULL, NULL, create_tests},
     {"plan: drift", NULL, NULL, NULL, NULL, drift_tests},
     {"plan: ownership and failed writes", NULL, NULL, NULL, NULL, ownership_tests},

@@ -2,6 +2,7 @@
  * the owner-by-label index of the cache (cache_set_owner_label: a Pod belongs to the
  * RedisCluster its app.kubernetes.io/instance label names; the work item's "Pods"). */
 #include "cache.h"
+#include "jsonx.h"
 #include "podview.h"
 #include "workitem.h"
 
@@ -226,6 +227,11 @@ static void test_workitem_children(void)
                                           "\"namespace\":\"ns1\",\"resourceVersion\":\"5\"},\"spec\":{\"maxUnavailable\":1}}");
     CU_ASSERT_EQUAL(cache_upsert(c, "PodDisruptionBudget", pdb, &ch, err, sizeof(err)), 0);
     json_object_put(pdb);
+    /* A role Service of a Replication cluster, at <key>-primary. */
+    json_object *ps = json_tokener_parse("{\"kind\":\"Service\",\"metadata\":{\"name\":\"cache-primary\","
+                                         "\"namespace\":\"ns1\",\"resourceVersion\":\"5\"}}");
+    CU_ASSERT_EQUAL(cache_upsert(c, "Service", ps, &ch, err, sizeof(err)), 0);
+    json_object_put(ps);
     upsert(c, pod("cache-0", "2", "cache", "10.0.0.1"));
     upsert(c, pod("cache-1", "3", "cache", "10.0.0.2"));
     upsert(c, pod("other-0", "4", "other", "10.0.0.3"));
@@ -241,6 +247,9 @@ static void test_workitem_children(void)
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "Service", &v) && v == NULL);
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "StatefulSet", &v) && v == NULL);
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "PodDisruptionBudget", &v) && json_object_is_type(v, json_type_object));
+        CU_ASSERT_TRUE(json_object_object_get_ex(o, "ServicePrimary", &v) && json_object_is_type(v, json_type_object) &&
+                       !strcmp(JSONX_STR_AT(v, "metadata", "name"), "cache-primary"));
+        CU_ASSERT_TRUE(json_object_object_get_ex(o, "ServiceReplicas", &v) && v == NULL);
         CU_ASSERT_TRUE_FATAL(json_object_object_get_ex(o, "Pods", &v) && json_object_is_type(v, json_type_array));
         CU_ASSERT_EQUAL(json_object_array_length(v), 2);
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "Redis", &v));
@@ -259,7 +268,7 @@ static void test_workitem_children(void)
     CU_ASSERT_EQUAL(workitem_children(c, "ns1/none", NULL, 0, &b), 0);
     CU_ASSERT_STRING_EQUAL(buf_str(&b),
                            "{\"ConfigMap\":null,\"Service\":null,\"StatefulSet\":null,\"PodDisruptionBudget\":null,"
-                           "\"Pods\":[],\"Redis\":null}");
+                           "\"ServicePrimary\":null,\"ServiceReplicas\":null,\"Pods\":[],\"Redis\":null}");
     buf_free(&b);
     /* Over the buffer's cap: -1. */
     buf_init(&b, 40);

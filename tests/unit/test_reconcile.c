@@ -312,7 +312,7 @@ static void test_absent_in_cache_is_read_and_left_alone(void)
                   "\"default\",\"uid\":\"u\"},\"data\":{\"redis.conf\":\"mine\",\"other\":\"x\"}}"));
     char *before = strdup(json_object_to_json_string(e.api.obj[find_obj(&e.api, NS "/configmaps/cache")]));
     reconcile_outcome_t out;
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, &out);
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/configmaps/cache"), 1);
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/services/cache"), 1);
@@ -333,7 +333,7 @@ static void test_absent_in_cache_is_read_and_left_alone(void)
     json_object *svc = stored(&e, NS "/services/cache");
     CU_ASSERT_PTR_NOT_NULL_FATAL(svc);
     int n = e.api.nlog;
-    reconcile_run(&e.x, rc, NULL, svc, NULL, NULL, &out);
+    reconcile_run(&e.x, rc, NULL, svc, NULL, NULL, NULL, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
     CU_ASSERT_EQUAL(e.api.nlog - n, 3); /* GET configmap, statefulset, poddisruptionbudget: no write */
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/services/cache"), 1);
@@ -366,7 +366,7 @@ static json_object *created(env_t *e, int ready)
 {
     json_object *rc = store_rc(e);
     reconcile_outcome_t out;
-    reconcile_run(&e->x, rc, NULL, NULL, NULL, NULL, &out);
+    reconcile_run(&e->x, rc, NULL, NULL, NULL, NULL, NULL, &out);
     settle_sts(e, ready);
     return rc;
 }
@@ -378,7 +378,7 @@ static void test_nothing_absent_reads_nothing(void)
     env_open(&e);
     json_object *rc = store_rc(&e);
     reconcile_outcome_t out;
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, &out);
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "POST", "/statefulsets"), 1);
     json_object *kids[4];
     static const char *const paths[4] = {NS "/configmaps/cache", NS "/services/cache",
@@ -394,7 +394,7 @@ static void test_nothing_absent_reads_nothing(void)
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
     int writes = count_req(&e, "POST", "/") + count_req(&e, "PATCH", "/");
-    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, &out);
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_DONE);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/pods"), 0);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/events"), 0);
@@ -417,7 +417,7 @@ static void test_refused_write_reported_once(void)
     e.api.refuse = "/statefulsets";
     json_object *rc = store_rc(&e);
     reconcile_outcome_t out;
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, &out);
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_ERROR);
     CU_ASSERT(strstr(out.message, "403") != NULL);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "status"), "True");
@@ -431,7 +431,7 @@ static void test_refused_write_reported_once(void)
         json_object *cm = stored(&e, NS "/configmaps/cache"), *svc = stored(&e, NS "/services/cache");
         CU_ASSERT_PTR_NOT_NULL_FATAL(cm);
         CU_ASSERT_PTR_NOT_NULL_FATAL(svc);
-        reconcile_run(&e.x, rc, cm, svc, NULL, NULL, &out);
+        reconcile_run(&e.x, rc, cm, svc, NULL, NULL, NULL, &out);
         CU_ASSERT_EQUAL(out.result, RECONCILE_ERROR);
         json_object_put(cm);
         json_object_put(svc);
@@ -444,7 +444,7 @@ static void test_refused_write_reported_once(void)
     e.api.refuse = NULL;
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, &out);
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "status"), "False");
     json_object_put(rc);
@@ -542,7 +542,7 @@ static void test_not_running_reads_and_reports_the_cause(void)
     children(&e, kids);
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
-    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, &out);
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 1);
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 1); /* no pod, so no pod Events */
     CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "FailedCreate");
@@ -554,7 +554,7 @@ static void test_not_running_reads_and_reports_the_cause(void)
                   "pod has unbound immediate PersistentVolumeClaims\"}]}}"));
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
-    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, &out);
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 3);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "FailedScheduling");
     CU_ASSERT(strstr(degraded(&e, "message"), "unbound immediate PersistentVolumeClaims") != NULL);
@@ -564,7 +564,7 @@ static void test_not_running_reads_and_reports_the_cause(void)
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
     int gets = count_req(&e, "GET", "/");
-    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, &out);
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/"), gets);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "status"), "False");
     put_kids(kids);
@@ -599,7 +599,7 @@ static void test_refused_apply_takes_the_child_back(void)
         children(&e, kids);
         json_object_put(rc);
         rc = stored(&e, RC_PATH);
-        reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, &out);
+        reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
         CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
         CU_ASSERT_EQUAL(count_req(&e, "PATCH", NS "/services/cache"), 1);
         CU_ASSERT_EQUAL(count_req(&e, "PUT", NS "/services/cache"), 1);
@@ -648,7 +648,7 @@ static void test_missing_storage_class_holds_the_statefulset(void)
                   "\"storage\":{\"storageClass\":\"fast\"}}}"));
     json_object *rc = stored(&e, RC_PATH);
     reconcile_outcome_t out;
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, &out);
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 1);
     CU_ASSERT_EQUAL(count_req(&e, "POST", "/statefulsets"), 1);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);

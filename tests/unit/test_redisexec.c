@@ -1,0 +1,191 @@
+/* redisexec: workerd's synchronous Redis commands against real redis-server processes:
+ * replies, AUTH (refused, accepted, never echoed), the password token, REPLICAOF and the
+ * INFO it shows, timeouts against a stopped server, and the --once observation. */
+#include "clock.h"
+#include "jsonx.h"
+#include "redisexec.h"
+
+#include "redis_servers.h"
+
+#include <CUnit/CUnit.h>
+#include <json-c/json.h>
+#include <string.h>
+
+#define PW "s3cret-pw"
+#define MS (INT64_C(1000000))
+
+static void test_reply_and_errors(void)
+{
+    server_t a = {0};
+    CU_ASSERT_EQUAL_FATAL(server_start(&a, 0, NULL), 0);
+    char reply[256], err[256];
+    const char *ping[] = {"PING"};
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", a.port, NULL, NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+    CU_ASSERT_STRING_EQUAL(reply, "PONG");
+    const char *bad[] = {"NOSUCHCOMMAND", "x"};
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", a.port, NULL, NULL, 2, bad, 500 * MS, NULL, 0, err, sizeof(err)), -1);
+    CU_ASSERT_TRUE(strstr(err, "NOSUCHCOMMAND") != NULL && strstr(err, "ERR") != NULL);
+    const char *incr[] = {"INCR", "k"};
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", a.port, NULL, NULL, 2, incr, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+    CU_ASSERT_STRING_EQUAL(reply, "1");
+    int port = a.port;
+    server_stop(&a);
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", port, NULL, NULL, 1, ping, 500 * MS, NULL, 0, err, sizeof(err)), -1);
+    CU_ASSERT_TRUE(strncmp(err, "connect 127.0.0.1:", 18) == 0);
+}
+
+static void test_auth(void)
+{
+    server_t b = {0};
+    const char *extra[] = {"--requirepass", PW, NULL};
+    CU_ASSERT_EQUAL_FATAL(server_start(&b, 0, extra), 0);
+    char reply[256], err[256];
+    const char *ping[] = {"PING"};
+    /* Without the password: refused. */
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, NULL, NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)), -1);
+    CU_ASSERT_TRUE(strstr(err, "NOAUTH") != NULL);
+    /* A wrong one: refused, and not repeated in the message. */
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "wrong-one", NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)), -1);
+    CU_ASSERT_TRUE(strncmp(err, "AUTH ", 5) == 0);
+    CU_ASSERT_PTR_NULL(strstr(err, "wrong-one"));
+    /* The right one. */
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, PW, NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+    CU_ASSERT_STRING_EQUAL(reply, "PONG");
+    /* The token goes out as the password. */
+    const char *set[] = {"CONFIG", "SET", "masterauth", REDISEXEC_PASSWORD_TOKEN};
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, PW, NULL, 4, set, 500 * MS, NULL, 0, err, sizeof(err)), 0);
+    redisContext *c = redisConnect("127.0.0.1", b.port);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    redisReply *r = redisCommand(c, "AUTH %s", PW);
+    freeReplyObject(r);
+    r = redisCommand(c, "CONFIG GET masterauth");
+    CU_ASSERT_TRUE(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && !strcmp(r->element[1]->str, PW));
+    freeReplyObject(r);
+    redisFree(c);
+    server_stop(&b);
+}
+
+static void test_replicaof_and_info(void)
+{
+    server_t p = {0}, q = {0};
+    CU_ASSERT_EQUAL_FATAL(server_start(&p, 0, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(server_start(&q, 0, NULL), 0);
+    char port[16], reply[8192], err[256];
+    snprintf(port, sizeof(port), "%d", p.port);
+    const char *rof[] = {"REPLICAOF", "127.0.0.1", port};
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", q.port, NULL, NULL, 3, rof, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+    CU_ASSERT_STRING_EQUAL(reply, "OK");
+    const char *info[] = {"INFO", "replication"};
+    char role[16], host[256];
+    int mport = 0, link = 0;
+    int64_t off = -1;
+    /* Wait for the link (a loop with a deadline; the sync takes a moment). */
+    for (int i = 0; i < 100 && !link; i++) {
+        CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", q.port, NULL, NULL, 2, info, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+        redisexec_parse_info(reply, role, sizeof(role), host, sizeof(host), &mport, &link, &off);
+        if (!link)
+            nap_ms(50);
+    }
+    CU_ASSERT_STRING_EQUAL(role, "slave");
+    CU_ASSERT_STRING_EQUAL(host, "127.0.0.1");
+    CU_ASSERT_EQUAL(mport, p.port);
+    CU_ASSERT_EQUAL(link, 1);
+    CU_ASSERT_TRUE(off >= 0);
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", p.port, NULL, NULL, 2, info, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+    redisexec_parse_info(reply, role, sizeof(role), host, sizeof(host), &mport, &link, &off);
+    CU_ASSERT_STRING_EQUAL(role, "master");
+    CU_ASSERT_STRING_EQUAL(host, "");
+    /* The --once observation of two "pods" at the same address. */
+    json_object *pods = json_tokener_parse("[{\"metadata\":{\"name\":\"c-0\"},\"status\":{\"podIP\":\"127.0.0.1\"}},"
+                                           "{\"metadata\":{\"name\":\"c-1\"},\"status\":{}}]");
+    json_object *o = redisexec_observe(pods, NULL, q.port, 500 * MS, "t");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(o, "observedAt"), "t");
+    json_object *n0 = json_object_array_get_idx(jsonx_get(o, "nodes"), 0), *n1 = json_object_array_get_idx(jsonx_get(o, "nodes"), 1);
+    CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(n0, "role"), "slave");
+    CU_ASSERT_TRUE(json_object_get_boolean(jsonx_get(n0, "reachable")));
+    CU_ASSERT_EQUAL(json_object_get_int(jsonx_get(n0, "masterPort")), p.port);
+    CU_ASSERT_FALSE(json_object_get_boolean(jsonx_get(n1, "reachable")));
+    CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(n1, "ip"), "");
+    json_object_put(o);
+    json_object_put(pods);
+    server_stop(&p);
+    server_stop(&q);
+}
+
+static void test_timeout_on_stopped_server(void)
+{
+    server_t s = {0};
+    CU_ASSERT_EQUAL_FATAL(server_start(&s, 0, NULL), 0);
+    kill(s.pid, SIGSTOP); /* the kernel still accepts; nothing answers */
+    char err[256];
+    const char *ping[] = {"PING"};
+    int64_t t0 = clock_mono_ns();
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", s.port, NULL, NULL, 1, ping, 300 * MS, NULL, 0, err, sizeof(err)), -1);
+    int64_t took = clock_mono_ns() - t0;
+    CU_ASSERT_TRUE(took >= 250 * MS && took < 1500 * MS);
+    server_stop(&s);
+}
+
+static void test_parse_info_partial(void)
+{
+    char role[16], host[64];
+    int mport = 7, link = 7;
+    int64_t off = 7;
+    redisexec_parse_info("garbage", role, sizeof(role), host, sizeof(host), &mport, &link, &off);
+    CU_ASSERT_STRING_EQUAL(role, "");
+    CU_ASSERT_EQUAL(mport, 0);
+    CU_ASSERT_EQUAL(off, -1);
+    redisexec_parse_info("# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\nmaster_port:6379\r\n"
+                         "master_link_status:down\r\nslave_repl_offset:42\r\nmaster_repl_offset:50\r\n",
+                         role, sizeof(role), host, sizeof(host), &mport, &link, &off);
+    CU_ASSERT_STRING_EQUAL(role, "slave");
+    CU_ASSERT_STRING_EQUAL(host, "10.0.0.1");
+    CU_ASSERT_EQUAL(mport, 6379);
+    CU_ASSERT_EQUAL(link, 0);
+    CU_ASSERT_EQUAL(off, 42);
+}
+
+
+/* A rotation as workerd runs it: AUTH falls back to the old password, ACL adds the new one
+ * (both accepted), drops the old; ACL's error quoting the password is scrubbed. */
+static void test_rotation_steps(void)
+{
+    server_t b = {0};
+    const char *extra[] = {"--requirepass", "old-" PW, NULL};
+    CU_ASSERT_EQUAL_FATAL(server_start(&b, 0, extra), 0);
+    char reply[256], err[256];
+    const char *add[] = {"ACL", "SETUSER", "default", "on", ">" REDISEXEC_PASSWORD_TOKEN};
+    const char *drop[] = {"ACL", "SETUSER", "default", "<" REDISEXEC_OLD_PASSWORD_TOKEN};
+    const char *ping[] = {"PING"};
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "new-" PW, NULL, 1, ping, 500 * MS, NULL, 0, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "new-" PW, "old-" PW, 5, add, 500 * MS, NULL, 0, err, sizeof(err)), 0);
+    /* Both accepted now. */
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "new-" PW, NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "old-" PW, NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "new-" PW, "old-" PW, 4, drop, 500 * MS, NULL, 0, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "old-" PW, NULL, 1, ping, 500 * MS, NULL, 0, err, sizeof(err)), -1);
+    /* Again: Redis says the password does not exist, quoting it; the message has the token. */
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "new-" PW, "old-" PW, 4, drop, 500 * MS, NULL, 0, err, sizeof(err)), -1);
+    CU_ASSERT_TRUE(strstr(err, "does not exist") != NULL);
+    CU_ASSERT_PTR_NULL(strstr(err, PW));
+    CU_ASSERT_TRUE(strstr(err, REDISEXEC_OLD_PASSWORD_TOKEN) != NULL);
+    server_stop(&b);
+}
+
+static CU_TestInfo tests[] = {
+    {"replies, error replies, connection refused", test_reply_and_errors},
+    {"AUTH refused, accepted, never echoed; the password token", test_auth},
+    {"REPLICAOF, INFO replication, the --once observation", test_replicaof_and_info},
+    {"a stopped server times out", test_timeout_on_stopped_server},
+    {"rotation: AUTH falls back, ACL adds and drops, errors scrubbed", test_rotation_steps},
+    {"INFO parsing of partial text", test_parse_info_partial},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"redisexec", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+#include "cu_main.h"

@@ -1,0 +1,251 @@
+/* redisexec: one Redis command, synchronously, with timeouts. See redisexec.h. */
+#include "redisexec.h"
+
+#include "jsonx.h"
+
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#define MAX_ARGS 16
+
+static struct timeval tv_of(int64_t ns)
+{
+    struct timeval tv = {.tv_sec = (time_t)(ns / 1000000000), .tv_usec = (suseconds_t)((ns % 1000000000) / 1000)};
+    return tv;
+}
+
+/* AUTH with password on c. Returns 0, 1 when refused (err set), -1 on a connection
+ * failure (err set). */
+static int auth(redisContext *c, const char *ip, int port, const char *password, char *err, size_t errlen)
+{
+    const char *av[2] = {"AUTH", password};
+    redisReply *r = redisCommandArgv(c, 2, av, NULL);
+    int rc = 0;
+    if (!r) {
+        snprintf(err, errlen, "AUTH %s:%d: %s", ip, port, c->errstr);
+        rc = -1;
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        /* The reply (WRONGPASS, ...) never quotes the password. */
+        snprintf(err, errlen, "AUTH %s:%d: %s", ip, port, r->str);
+        rc = 1;
+    }
+    if (r)
+        freeReplyObject(r);
+    return rc;
+}
+
+/* Connect (and AUTH, with old_password when password is refused). Returns the context,
+ * or NULL with err. */
+static redisContext *connect_auth(const char *ip, int port, const char *password, const char *old_password,
+                                  int64_t timeout_ns, char *err, size_t errlen)
+{
+    redisContext *c = redisConnectWithTimeout(ip, port, tv_of(timeout_ns));
+    if (!c) {
+        snprintf(err, errlen, "connect %s:%d: out of memory", ip, port);
+        return NULL;
+    }
+    if (c->err) {
+        snprintf(err, errlen, "connect %s:%d: %s", ip, port, c->errstr);
+        redisFree(c);
+        return NULL;
+    }
+    if (redisSetTimeout(c, tv_of(timeout_ns)) != REDIS_OK) {
+        snprintf(err, errlen, "%s:%d: cannot set the timeout", ip, port);
+        redisFree(c);
+        return NULL;
+    }
+    if (password && *password) {
+        int a = auth(c, ip, port, password, err, errlen);
+        if (a == 1 && old_password && *old_password)
+            a = auth(c, ip, port, old_password, err, errlen);
+        if (a) {
+            redisFree(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+/* Replace every occurrence of secret in s (NUL-terminated, cap bytes) by token. */
+static void scrub(char *s, size_t cap, const char *secret, const char *token)
+{
+    size_t sl = secret ? strlen(secret) : 0, tl = strlen(token);
+    if (!sl)
+        return;
+    for (char *p = strstr(s, secret); p; p = strstr(p + tl, secret)) {
+        size_t rest = strlen(p + sl);
+        if ((size_t)(p - s) + tl + rest + 1 > cap) {
+            *p = '\0'; /* no room: cut the text there rather than keep the secret */
+            return;
+        }
+        memmove(p + tl, p + sl, rest + 1);
+        memcpy(p, token, tl);
+    }
+}
+
+int redisexec_command(const char *ip, int port, const char *password, const char *old_password, int argc,
+                      const char *const *argv, int64_t timeout_ns, char *reply, size_t replylen, char *err,
+                      size_t errlen)
+{
+    if (reply && replylen)
+        reply[0] = '\0';
+    if (argc < 1 || argc > MAX_ARGS) {
+        snprintf(err, errlen, "a command of %d arguments", argc);
+        return -1;
+    }
+    const char *av[MAX_ARGS];
+    char *made[MAX_ARGS] = {0};
+    int rc = -1;
+    redisContext *c = NULL;
+    redisReply *r = NULL;
+    static const char *const tokens[2] = {REDISEXEC_PASSWORD_TOKEN, REDISEXEC_OLD_PASSWORD_TOKEN};
+    const char *secrets[2] = {password ? password : "", old_password ? old_password : ""};
+    for (int i = 0; i < argc; i++) {
+        av[i] = argv[i];
+        size_t n = strlen(argv[i]);
+        for (int t = 0; t < 2; t++) {
+            size_t tl = strlen(tokens[t]);
+            if (n < tl || strcmp(argv[i] + n - tl, tokens[t]))
+                continue;
+            size_t len = n - tl + strlen(secrets[t]) + 1;
+            if (!(made[i] = malloc(len))) {
+                snprintf(err, errlen, "out of memory");
+                goto out;
+            }
+            snprintf(made[i], len, "%.*s%s", (int)(n - tl), argv[i], secrets[t]);
+            av[i] = made[i];
+            break;
+        }
+    }
+    c = connect_auth(ip, port, password, old_password, timeout_ns, err, errlen);
+    if (!c)
+        goto out;
+    r = redisCommandArgv(c, argc, av, NULL);
+    if (!r) {
+        snprintf(err, errlen, "%s %s:%d: %s", argv[0], ip, port,
+                 c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK) ? "timeout" : c->errstr);
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, errlen, "%s %s:%d: %s", argv[0], ip, port, r->str);
+    } else {
+        rc = 0;
+        if (reply && replylen) {
+            if (r->type == REDIS_REPLY_INTEGER)
+                snprintf(reply, replylen, "%lld", (long long)r->integer);
+            else if (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING)
+                snprintf(reply, replylen, "%s", r->str);
+        }
+    }
+out:
+    if (rc && errlen) /* ACL SETUSER's errors quote the modifier, password and all */
+        for (int t = 0; t < 2; t++)
+            scrub(err, errlen, secrets[t], tokens[t]);
+    if (r)
+        freeReplyObject(r);
+    if (c)
+        redisFree(c);
+    for (int i = 0; i < argc; i++) {
+        if (made[i]) {
+            memset(made[i], 0, strlen(made[i]));
+            free(made[i]);
+        }
+    }
+    return rc;
+}
+
+/* The value of "field:" in INFO text, copied into out (up to the line's end). 1 when found. */
+static int info_field(const char *text, const char *field, char *out, size_t outlen)
+{
+    size_t fl = strlen(field);
+    for (const char *p = text; p && *p;) {
+        if (!strncmp(p, field, fl) && p[fl] == ':') {
+            const char *v = p + fl + 1;
+            size_t n = strcspn(v, "\r\n");
+            if (n >= outlen)
+                n = outlen - 1;
+            memcpy(out, v, n);
+            out[n] = '\0';
+            return 1;
+        }
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    return 0;
+}
+
+static int64_t to_int(const char *s, int64_t dflt)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    return errno || end == s || *end ? dflt : (int64_t)v;
+}
+
+void redisexec_parse_info(const char *text, char *role, size_t rolelen, char *master_host, size_t hostlen,
+                          int *master_port, int *link_up, int64_t *offset)
+{
+    char v[256];
+    role[0] = '\0';
+    master_host[0] = '\0';
+    *master_port = 0;
+    *link_up = 0;
+    *offset = -1;
+    if (info_field(text, "role", v, sizeof(v)) && (!strcmp(v, "master") || !strcmp(v, "slave")))
+        snprintf(role, rolelen, "%s", v);
+    if (!strcmp(role, "slave")) {
+        if (info_field(text, "master_host", master_host, hostlen) == 0)
+            master_host[0] = '\0';
+        if (info_field(text, "master_port", v, sizeof(v)))
+            *master_port = (int)to_int(v, 0);
+        *link_up = info_field(text, "master_link_status", v, sizeof(v)) && !strcmp(v, "up");
+        if (info_field(text, "slave_repl_offset", v, sizeof(v)))
+            *offset = to_int(v, -1);
+    }
+    if (*offset < 0 && info_field(text, "master_repl_offset", v, sizeof(v)))
+        *offset = to_int(v, -1);
+}
+
+json_object *redisexec_observe(const json_object *pods, const char *password, int port, int64_t timeout_ns,
+                               const char *observed_at)
+{
+    int oom = 0;
+    json_object *res = jsonx_new_obj(&oom), *arr = jsonx_new_arr(&oom);
+    jsonx_put(res, "observedAt", jsonx_new_str(observed_at, &oom), &oom);
+    size_t n = pods && json_object_is_type(pods, json_type_array) ? json_object_array_length(pods) : 0;
+    for (size_t i = 0; i < n && !oom; i++) {
+        const json_object *p = json_object_array_get_idx(pods, i);
+        const char *pod = JSONX_STR_AT(p, "metadata", "name"), *ip = JSONX_STR_AT(p, "status", "podIP");
+        if (!pod)
+            continue;
+        char info[8192], err[256], role[16] = "", host[256] = "";
+        int mport = 0, link = 0, ok = 0;
+        int64_t offset = -1;
+        const char *av[2] = {"INFO", "replication"};
+        if (ip && *ip && !redisexec_command(ip, port, password, NULL, 2, av, timeout_ns, info, sizeof(info), err, sizeof(err))) {
+            redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &mport, &link, &offset);
+            ok = 1;
+        }
+        json_object *node = jsonx_new_obj(&oom);
+        jsonx_put(node, "pod", jsonx_new_str(pod, &oom), &oom);
+        jsonx_put(node, "ip", jsonx_new_str(ip ? ip : "", &oom), &oom);
+        jsonx_put(node, "reachable", json_object_new_boolean(ok), &oom);
+        jsonx_put(node, "role", jsonx_new_str(role, &oom), &oom);
+        jsonx_put(node, "masterHost", jsonx_new_str(host, &oom), &oom);
+        jsonx_put(node, "masterPort", jsonx_new_int(mport, &oom), &oom);
+        jsonx_put(node, "linkUp", json_object_new_boolean(link), &oom);
+        jsonx_put(node, "offset", jsonx_new_int(offset, &oom), &oom);
+        jsonx_put(node, "lastOkAgoMs", jsonx_new_int(ok ? 0 : -1, &oom), &oom);
+        jsonx_put(node, "downSinceMs", jsonx_new_int(0, &oom), &oom);
+        jsonx_push(arr, node, &oom);
+    }
+    jsonx_put(res, "nodes", arr, &oom);
+    if (oom) {
+        json_object_put(res);
+        return NULL;
+    }
+    return res;
+}

@@ -1,0 +1,57 @@
+/* redisexec: workerd's Redis client side: one command to one Redis server, synchronously,
+ * with hiredis's blocking API bounded by timeouts.
+ *
+ * The executor (executor.h) carries out a plan's PLAN_REDIS actions with
+ * redisexec_command: connect to ip:port within the timeout, AUTH with the cluster's
+ * password when there is one, send the command, and read the reply within the same
+ * timeout (SO_RCVTIMEO/SO_SNDTIMEO through redisSetTimeout). An error reply is a failure.
+ * The connection is closed afterwards: a reconcile sends a handful of commands at most,
+ * and a fresh connection per command never carries a half-read reply into the next.
+ *
+ * redisexec_observe is `workerd --once`'s own look at the cluster (under the supervisor
+ * the observation comes from observerd with the work item): INFO replication of every
+ * pod with an IP, in observerd's observation shape (docs/observer.md), so the plan sees
+ * the same input either way.
+ *
+ * The passwords are never copied into an error message or a log line (an error reply
+ * that quotes one, as ACL SETUSER's does, has it replaced by its token); an argument
+ * that ends with REDISEXEC_PASSWORD_TOKEN or REDISEXEC_OLD_PASSWORD_TOKEN has the token
+ * replaced by that password on the wire only (">${password}" is ACL's "add this
+ * password"): plans and their JSON show the tokens.
+ */
+#ifndef RDC_WORKERD_REDISEXEC_H
+#define RDC_WORKERD_REDISEXEC_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define REDISEXEC_PASSWORD_TOKEN "${password}"
+#define REDISEXEC_OLD_PASSWORD_TOKEN "${old-password}"
+#define REDISEXEC_TIMEOUT_NS (INT64_C(2000000000)) /* connect, and each reply */
+
+/* Run argv (argc elements, 1..16) on ip:port. password NULL or "" = no AUTH; when AUTH
+ * with password is refused and old_password is set (a rotation in progress, the node not
+ * yet given the new one), AUTH with old_password. Tokens as above. On success returns
+ * 0 and, when reply is not NULL, copies the reply's text (status, string, integer as
+ * digits; "" for others) into reply[replylen]. On failure returns -1 with one line in
+ * err[errlen] ("connect 10.0.0.5:6379: Connection refused", "AUTH: WRONGPASS ...",
+ * "REPLICAOF: ERR ...", "timeout"), without the password. */
+int redisexec_command(const char *ip, int port, const char *password, const char *old_password, int argc,
+                      const char *const *argv,
+                      int64_t timeout_ns, char *reply, size_t replylen, char *err, size_t errlen);
+
+/* One observation of pods (an array of Pod objects; those without status.podIP are
+ * listed unreachable with ip ""), probing each with [AUTH] INFO replication within
+ * timeout_ns: {"observedAt": observed_at, "nodes": [{"pod","ip","reachable","role",
+ * "masterHost","masterPort","linkUp","offset","lastOkAgoMs","downSinceMs"}, ...]}.
+ * A new object the caller puts, or NULL when out of memory. */
+json_object *redisexec_observe(const json_object *pods, const char *password, int port, int64_t timeout_ns,
+                               const char *observed_at);
+
+/* Parse the replication fields of INFO text into the observation node fields. Pure; used
+ * by redisexec_observe and the unit tests. role gets "master", "slave" or "". */
+void redisexec_parse_info(const char *text, char *role, size_t rolelen, char *master_host, size_t hostlen,
+                          int *master_port, int *link_up, int64_t *offset);
+
+#endif
