@@ -57,6 +57,8 @@ typedef struct {
     const char *user_agent;      /* "informerd/0.1.0"; NULL = "rdc/0.1.0" */
     double qps;                  /* client-side limit; <= 0 = unlimited */
     int burst;                   /* bucket size; < 1 = 1 */
+    const char *shared_bucket;   /* a ratelimit_shared file: the whole operator's budget
+                                  * (qps/burst are then the file's); NULL = own bucket */
     int64_t timeout_ms;          /* per call, retries included; <= 0 = 30000 */
     int64_t connect_timeout_ms;  /* per connection attempt; <= 0 = 10000 */
     int max_retries;             /* retries after the first attempt; < 0 = 0 */

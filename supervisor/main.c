@@ -11,12 +11,14 @@
  *                                      (migrate.h; talks to the API, not to a supervisor)
  */
 #include "buf.h"
+#include "clock.h"
 #include "daemon.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "log.h"
 #include "migrate.h"
 #include "opts.h"
+#include "ratelimit_shared.h"
 #include "rundir.h"
 #include "supervisor.h"
 
@@ -269,9 +271,25 @@ int main(int argc, char **argv)
         .webhook_argc = wargc,
         .webhook_argv = wargv,
     };
+    /* --kube-api-qps/--kube-api-burst are the whole operator's budget: one bucket in
+     * the runtime directory, named to every child (ratelimit_shared.h). */
+    ratelimit_shared_t *bucket = NULL;
+    char bucket_path[4200];
+    if (c.kube_api_qps > 0) {
+        snprintf(bucket_path, sizeof(bucket_path), "%s/%s", rtdir, RATELIMIT_SHARED_FILE);
+        if (ratelimit_shared_create(bucket_path, c.kube_api_qps, c.kube_api_burst,
+                                    clock_mono_ns(), &bucket, err, sizeof(err))) {
+            rlog_error("cannot create the operator's QPS bucket", "error", err);
+            return 1;
+        }
+        setenv(RATELIMIT_SHARED_ENV, bucket_path, 1);
+    } else {
+        unsetenv(RATELIMIT_SHARED_ENV);
+    }
     supervisor_t *s = NULL;
     if (supervisor_new(&cfg, &s, err, sizeof(err))) {
         rlog_error("cannot start", "error", err);
+        ratelimit_shared_destroy(&bucket);
         return 1;
     }
     char nworkers[16];
@@ -280,6 +298,7 @@ int main(int argc, char **argv)
               bindir, "workers", nworkers);
     int rc = supervisor_run(s, sfd);
     supervisor_destroy(&s);
+    ratelimit_shared_destroy(&bucket);
     close(sfd);
     close(lockfd); /* the file stays: see rundir.h */
     return rc;
