@@ -274,6 +274,14 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
                 continue;
             if (x->fence && !x->fence(x->fence_user))
                 break;
+            if (x->recorder) {
+                recorder_result_t rr = recorder_record(x->recorder, rc, ev->type, ev->reason, ev->message,
+                                                       x->instance, x->event_deadline_ns);
+                if (rr == RECORDER_FULL || rr == RECORDER_INVALID)
+                    rlog_warn("event dropped", "reconcileID", x->reconcile_id, "reason", ev->reason,
+                              "why", recorder_result_name(rr));
+                continue;
+            }
             kube_error_t eerr;
             kube_error_clear(&eerr);
             if (exec_record_event(x, rc, ev->type, ev->reason, ev->message, &eerr)) {

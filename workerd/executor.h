@@ -5,7 +5,9 @@
  * NotFound while removing the finalizer or writing the status of an object that is being
  * deleted counts as success: the object is gone, which is what deletion wanted. Events
  * are recorded after the action they report has succeeded; a failure to record an Event
- * is logged and never fails the reconcile. Before every write the fence is asked whether
+ * is logged and never fails the reconcile. With a recorder (workerd's) the Events are
+ * only queued there and go out asynchronously, aggregated (recorder.h): no write of the
+ * plan ever waits for an Event. Before every write the fence is asked whether
  * this process may still write (it leads, under the epoch the work was dispatched with);
  * when it says no, nothing more is written.
  *
@@ -32,6 +34,7 @@
 
 #include "kube_client.h"
 #include "plan.h"
+#include "recorder.h"
 
 typedef enum {
     EXEC_OK = 0,      /* every action done */
@@ -58,6 +61,10 @@ typedef struct {
     void *fence_user;
     const char *reconcile_id;   /* for log lines */
     const char *instance;       /* reportingInstance of Events (the host name) */
+    recorder_t *recorder;       /* Events asynchronous and aggregated (recorder.h); NULL =
+                                 * recorded synchronously by exec_record_event */
+    int64_t event_deadline_ns;  /* Events must be sent by then (the leadership's validity
+                                 * when the item was taken); 0 = none */
 } exec_ctx_t;
 
 /* Carry out the plan for the RedisCluster rc (used for Events' involvedObject). On

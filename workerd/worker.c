@@ -34,6 +34,7 @@ typedef struct {
     int64_t reconnect_delay_ns;
     loop_t *loop;
     exec_memo_t *memo;       /* the status writes this worker made (executor.h) */
+    recorder_t *recorder;    /* Events, sent asynchronously on this loop (recorder.h) */
     char hostname[256];
     daemon_metrics_t metrics; /* where our metrics go */
 } worker_t;
@@ -160,7 +161,9 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                     .fence = worker_may_write,
                     .fence_user = w,
                     .reconcile_id = rid,
-                    .instance = w->hostname};
+                    .instance = w->hostname,
+                    .recorder = w->recorder,
+                    .event_deadline_ns = w->leader ? w->valid_until_ms * NS_PER_MS : 0};
     reconcile_run(&x, rc, child_of(children, "ConfigMap"), child_of(children, "Service"),
                   child_of(children, "StatefulSet"), NULL, &out);
     kube_client_set_deadline(w->cfg->client, 0);
@@ -281,7 +284,8 @@ int worker_run(const worker_config_t *cfg)
         loop_add_fd(w.loop, cfg->signal_fd, LOOP_IN, on_signal, &w) ||
         loop_add_timer(w.loop, PROTO_HEARTBEAT_MS * NS_PER_MS, PROTO_HEARTBEAT_MS * NS_PER_MS,
                        on_heartbeat, &w) < 0 ||
-        daemon_add_metrics_timer(w.loop, &w.metrics) < 0) {
+        daemon_add_metrics_timer(w.loop, &w.metrics) < 0 ||
+        (w.recorder = recorder_new(cfg->client, w.loop, NULL)) == NULL) {
         rlog_error("out of memory");
         rc = 1;
         goto out;
@@ -312,7 +316,11 @@ int worker_run(const worker_config_t *cfg)
         rlog_error("event loop failed", "error", loop_error(w.loop));
         rc = 1;
     }
+    /* Events still queued get a bounded moment to go out. */
+    for (int i = 0; w.recorder && recorder_pending(w.recorder) && i < 40; i++)
+        loop_run_once(w.loop, 50 * NS_PER_MS);
 out:
+    recorder_destroy(&w.recorder);
     worker_disconnect(&w, 1);
     if (w.leader)
         zmq_close(w.leader);
