@@ -565,6 +565,11 @@ static int throttle(kube_client_t *c, const char *method, int64_t deadline)
     return 0;
 }
 
+int64_t kube_client_deadline(const kube_client_t *c)
+{
+    return c->call_deadline_ns;
+}
+
 int64_t kube_client_throttle(kube_client_t *c)
 {
     int64_t wait = 0;

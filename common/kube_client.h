@@ -268,6 +268,9 @@ unsigned kube_pager_shrinks(const kube_pager_t *p);
 /* Free the pager and its handle; *p_p = NULL. NULL is ignored. */
 void kube_pager_destroy(kube_pager_t **p_p);
 
+/* The deadline kube_client_set_deadline set (monotonic ns), 0 = none. */
+int64_t kube_client_deadline(const kube_client_t *c);
+
 /* Take one token of the client's rate limiter for a request made outside the client
  * (a watch in an event loop) and return how long to wait before starting it (ns, 0 =
  * now). Consumes the token. */

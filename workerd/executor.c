@@ -4,7 +4,13 @@
 #include "event.h"
 #include "jsonx.h"
 #include "log.h"
+#include "kube_async.h"
 #include "render.h"
+
+#include <assert.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <time.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -227,68 +233,282 @@ static int exec_action(const exec_ctx_t *x, const plan_action_t *a, kube_error_t
                                strlen(body), idempotent, NULL, err);
 }
 
+/* A child write that may share a stage: a create or apply of a ConfigMap, Service or
+ * StatefulSet. */
+static int stageable(const plan_action_t *a)
+{
+    return (a->kind == PLAN_CREATE || a->kind == PLAN_APPLY) && a->resource &&
+           (!strcmp(a->resource, "configmaps") || !strcmp(a->resource, "services") ||
+            !strcmp(a->resource, "statefulsets"));
+}
+
+size_t exec_stage_end(const plan_t *plan, size_t i)
+{
+    size_t n = plan_action_count(plan);
+    if (i >= n)
+        return n;
+    if (!stageable(plan_action(plan, i)))
+        return i + 1;
+    int has_cm = !strcmp(plan_action(plan, i)->resource, "configmaps");
+    size_t j = i + 1;
+    for (; j < n; j++) {
+        const plan_action_t *a = plan_action(plan, j);
+        if (!stageable(a))
+            break;
+        /* the pods mount the ConfigMap: the StatefulSet only once it is written */
+        if (has_cm && !strcmp(a->resource, "statefulsets"))
+            break;
+        has_cm |= !strcmp(a->resource, "configmaps");
+    }
+    return j;
+}
+
+/* Is a failed batched request worth the client's own retries (transport, 401 refresh,
+ * 429, 5xx)? A deadline (the fence's) is not. */
+static int batch_retriable(const kube_error_t *e)
+{
+    switch (e->code) {
+    case KERR_TRANSPORT:
+    case KERR_UNAUTHORIZED:
+    case KERR_TOO_MANY_REQUESTS:
+    case KERR_INTERNAL:
+    case KERR_SERVER_TIMEOUT:
+    case KERR_UNAVAILABLE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+typedef struct {
+    kube_async_t *req;
+    kube_error_t err;
+    int done;
+} batch_slot_t;
+
+static void on_batch_done(const kube_error_t *err, long status, void *arg)
+{
+    (void)status;
+    batch_slot_t *s = arg;
+    s->err = *err;
+    s->done = 1;
+}
+
+/* The result of a failed write, NotFound of a write to something being deleted aside:
+ * 0 when it counts as done (err cleared), else the exec result. */
+static exec_result_t write_failed(const plan_action_t *a, kube_error_t *err)
+{
+    int gone = kube_error_is_not_found(err) &&
+               (a->kind == PLAN_REMOVE_FINALIZER || a->kind == PLAN_UPDATE_STATUS || a->kind == PLAN_DELETE);
+    if (gone) {
+        kube_error_clear(err);
+        return EXEC_OK;
+    }
+    return kube_error_is_conflict(err) || kube_error_is_already_exists(err) ? EXEC_CONFLICT : EXEC_ERROR;
+}
+
+/* Send actions [i, end) at once over x->batch (HTTP/2 streams on one connection), wait
+ * for all, then retry a transient failure through the client (its backoff and retries).
+ * Returns EXEC_OK, or the result of the first failed action in plan order with its
+ * index in *failed_action and its error in err (the others have been sent all the same:
+ * they do not depend on each other). */
+static exec_result_t exec_batch(const exec_ctx_t *x, const plan_t *plan, size_t i, size_t end,
+                                size_t *failed_action, kube_error_t *err)
+{
+    enum { MAX_BATCH = 8 };
+    batch_slot_t slot[MAX_BATCH];
+    memset(slot, 0, sizeof(slot));
+    size_t n = end - i;
+    assert(n <= MAX_BATCH);
+    *failed_action = i;
+    if (x->fence && !x->fence(x->fence_user)) {
+        kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
+        return EXEC_FENCED;
+    }
+    /* One token each from the client's limiter (the operator's budget), waited out once. */
+    int64_t wait = 0;
+    for (size_t k = 0; k < n; k++) {
+        int64_t w = kube_client_throttle(x->client);
+        wait = w > wait ? w : wait;
+    }
+    if (wait > 0) {
+        struct timespec ts = {(time_t)(wait / NS_PER_SEC), (long)(wait % NS_PER_SEC)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+    int64_t deadline = kube_client_deadline(x->client);
+    for (size_t k = 0; k < n; k++) {
+        const plan_action_t *a = plan_action(plan, i + k);
+        const char *body = json_object_to_json_string_ext(a->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        kube_error_clear(&slot[k].err);
+        slot[k].req = kube_async_new(x->client, a->method, a->path, a->content_type, body, strlen(body), deadline,
+                                     on_batch_done, &slot[k], &slot[k].err);
+        if (!slot[k].req) {
+            slot[k].done = 1;
+            continue;
+        }
+        CURL *h = kube_async_handle(slot[k].req);
+        curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)&slot[k]);
+        /* Over TLS (ALPN h2) wait for the HTTP/2 connection and share it rather than
+         * open one per request; cleartext HTTP/1.1 (tests) has nothing to wait for. */
+        char *url = NULL;
+        curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &url);
+        if (url && !strncmp(url, "https://", 8))
+            curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+        if (curl_multi_add_handle(x->batch, h) != CURLM_OK) {
+            kube_async_destroy(&slot[k].req);
+            kube_error_set(&slot[k].err, KERR_CONFIG, "curl refused the transfer");
+            slot[k].done = 1;
+        }
+    }
+    int running = 1;
+    while (running) {
+        if (curl_multi_perform(x->batch, &running) != CURLM_OK)
+            break;
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(x->batch, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            batch_slot_t *s = NULL;
+            CURLcode result = msg->data.result;
+            CURL *h = msg->easy_handle;
+            curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&s);
+            curl_multi_remove_handle(x->batch, h);
+            kube_async_finish(&s->req, result); /* calls on_batch_done */
+        }
+        if (running && curl_multi_poll(x->batch, NULL, 0, 1000, NULL) != CURLM_OK)
+            break;
+    }
+    for (size_t k = 0; k < n; k++) /* a multi that failed: abort what is left */
+        if (slot[k].req) {
+            curl_multi_remove_handle(x->batch, kube_async_handle(slot[k].req));
+            kube_async_destroy(&slot[k].req);
+            kube_error_set(&slot[k].err, KERR_TRANSPORT, "the request batch failed");
+        }
+    exec_result_t res = EXEC_OK;
+    for (size_t k = 0; k < n; k++) {
+        const plan_action_t *a = plan_action(plan, i + k);
+        kube_error_t *e = &slot[k].err;
+        if (e->code != KERR_OK && batch_retriable(e)) {
+            char line[512];
+            rlog_info("retrying a batched write", "reconcileID", x->reconcile_id, "path", a->path, "error",
+                      kube_error_str(e, line, sizeof(line)));
+            if (x->fence && !x->fence(x->fence_user)) {
+                kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
+                *failed_action = i + k;
+                return EXEC_FENCED;
+            }
+            kube_error_clear(e);
+            exec_action(x, a, e);
+        }
+        if (e->code != KERR_OK) {
+            exec_result_t r = write_failed(a, e);
+            if (r != EXEC_OK && res == EXEC_OK) {
+                res = r;
+                *failed_action = i + k;
+                *err = *e;
+            }
+        }
+    }
+    return res;
+}
+
+/* The Events of action i, recorded once it has succeeded. */
+static void exec_events(const exec_ctx_t *x, const json_object *rc, const plan_t *plan, size_t i)
+{
+    for (size_t e = 0; e < plan_event_count(plan); e++) {
+        const plan_event_t *ev = plan_event(plan, e);
+        if (ev->action != (int)i)
+            continue;
+        if (x->fence && !x->fence(x->fence_user))
+            break;
+        if (x->recorder) {
+            recorder_result_t rr = recorder_record(x->recorder, rc, ev->type, ev->reason, ev->message,
+                                                   x->instance, x->event_deadline_ns);
+            if (rr == RECORDER_FULL || rr == RECORDER_INVALID)
+                rlog_warn("event dropped", "reconcileID", x->reconcile_id, "reason", ev->reason,
+                          "why", recorder_result_name(rr));
+            continue;
+        }
+        kube_error_t eerr;
+        kube_error_clear(&eerr);
+        if (exec_record_event(x, rc, ev->type, ev->reason, ev->message, &eerr)) {
+            char line[1024];
+            rlog_warn("cannot record event", "reconcileID", x->reconcile_id, "reason",
+                      ev->reason, "error", kube_error_str(&eerr, line, sizeof(line)));
+        }
+    }
+}
+
+/* Action i alone, as the plan says (the memo's skip, the cleanup hook, the fence, one
+ * request). Returns EXEC_OK with *skipped set when the memo skips it (and its events). */
+static exec_result_t exec_one(const exec_ctx_t *x, const json_object *rc, const plan_action_t *a, int *skipped,
+                              kube_error_t *err)
+{
+    *skipped = 0;
+    uint64_t uid = 0, sig = 0;
+    int signed_ = a->kind == PLAN_UPDATE_STATUS && x->memo && status_signature(rc, a, &uid, &sig);
+    if (signed_) {
+        memo_slot_t *s = memo_find(x->memo, uid);
+        if (s && s->sig == sig) {
+            rlog_debug("status already written from this resourceVersion; skipped", "reconcileID",
+                       x->reconcile_id, "path", a->path);
+            *skipped = 1;
+            return EXEC_OK;
+        }
+    }
+    if (a->kind == PLAN_CLEANUP) {
+        /* The hook for external resources (backups, DNS, ...) would run here; the
+         * children themselves go with the garbage collector via owner references. */
+        rlog_info("cleanup before deletion", "reconcileID", x->reconcile_id, "name", a->name);
+        return EXEC_OK;
+    }
+    if (x->fence && !x->fence(x->fence_user)) {
+        kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
+        return EXEC_FENCED;
+    }
+    if (exec_action(x, a, err)) {
+        exec_result_t r = write_failed(a, err);
+        if (r != EXEC_OK)
+            return r;
+    }
+    if (signed_)
+        memo_store(x->memo, uid, sig);
+    rlog_info("write done", "reconcileID", x->reconcile_id, "action", plan_action_kind_name(a->kind), "path",
+              a->path, "why", a->why);
+    return EXEC_OK;
+}
+
 exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
                         size_t *failed_action, kube_error_t *err)
 {
     kube_error_clear(err);
     size_t n = plan_action_count(plan);
-    for (size_t i = 0; i < n; i++) {
-        const plan_action_t *a = plan_action(plan, i);
-        *failed_action = i;
-        uint64_t uid = 0, sig = 0;
-        int signed_ = a->kind == PLAN_UPDATE_STATUS && x->memo && status_signature(rc, a, &uid, &sig);
-        if (signed_) {
-            memo_slot_t *s = memo_find(x->memo, uid);
-            if (s && s->sig == sig) {
-                rlog_debug("status already written from this resourceVersion; skipped", "reconcileID",
-                           x->reconcile_id, "path", a->path);
-                continue; /* and its events */
+    for (size_t i = 0; i < n;) {
+        size_t end = exec_stage_end(plan, i);
+        if (end - i >= 2 && x->batch) {
+            /* independent child writes: at once */
+            exec_result_t r = exec_batch(x, plan, i, end, failed_action, err);
+            if (r != EXEC_OK)
+                return r;
+            for (size_t k = i; k < end; k++) {
+                const plan_action_t *a = plan_action(plan, k);
+                rlog_info("write done", "reconcileID", x->reconcile_id, "action", plan_action_kind_name(a->kind),
+                          "path", a->path, "why", a->why, "batch", "1");
+                exec_events(x, rc, plan, k);
             }
+            i = end;
+            continue;
         }
-        if (a->kind == PLAN_CLEANUP) {
-            /* The hook for external resources (backups, DNS, ...) would run here; the
-             * children themselves go with the garbage collector via owner references. */
-            rlog_info("cleanup before deletion", "reconcileID", x->reconcile_id, "name",
-                      a->name);
-        } else {
-            if (x->fence && !x->fence(x->fence_user)) {
-                kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
-                return EXEC_FENCED;
-            }
-            if (exec_action(x, a, err)) {
-                int gone = kube_error_is_not_found(err) && (a->kind == PLAN_REMOVE_FINALIZER ||
-                                                            a->kind == PLAN_UPDATE_STATUS || a->kind == PLAN_DELETE);
-                if (!gone)
-                    return kube_error_is_conflict(err) || kube_error_is_already_exists(err) ? EXEC_CONFLICT
-                                                                                           : EXEC_ERROR;
-                kube_error_clear(err);
-            }
-            if (signed_)
-                memo_store(x->memo, uid, sig);
-            rlog_info("write done", "reconcileID", x->reconcile_id, "action",
-                       plan_action_kind_name(a->kind), "path", a->path, "why", a->why);
-        }
-        for (size_t e = 0; e < plan_event_count(plan); e++) {
-            const plan_event_t *ev = plan_event(plan, e);
-            if (ev->action != (int)i)
-                continue;
-            if (x->fence && !x->fence(x->fence_user))
-                break;
-            if (x->recorder) {
-                recorder_result_t rr = recorder_record(x->recorder, rc, ev->type, ev->reason, ev->message,
-                                                       x->instance, x->event_deadline_ns);
-                if (rr == RECORDER_FULL || rr == RECORDER_INVALID)
-                    rlog_warn("event dropped", "reconcileID", x->reconcile_id, "reason", ev->reason,
-                              "why", recorder_result_name(rr));
-                continue;
-            }
-            kube_error_t eerr;
-            kube_error_clear(&eerr);
-            if (exec_record_event(x, rc, ev->type, ev->reason, ev->message, &eerr)) {
-                char line[1024];
-                rlog_warn("cannot record event", "reconcileID", x->reconcile_id, "reason",
-                          ev->reason, "error", kube_error_str(&eerr, line, sizeof(line)));
-            }
+        for (; i < end; i++) {
+            *failed_action = i;
+            int skipped = 0;
+            exec_result_t r = exec_one(x, rc, plan_action(plan, i), &skipped, err);
+            if (r != EXEC_OK)
+                return r;
+            if (!skipped)
+                exec_events(x, rc, plan, i);
         }
     }
     return EXEC_OK;

@@ -65,7 +65,24 @@ typedef struct {
                                  * recorded synchronously by exec_record_event */
     int64_t event_deadline_ns;  /* Events must be sent by then (the leadership's validity
                                  * when the item was taken); 0 = none */
+    void *batch;                /* a CURLM (CURLPIPE_MULTIPLEX) for the writes of one stage
+                                 * at once (STAGES); NULL = every write alone, in order */
 } exec_ctx_t;
+
+/* STAGES: the plan's actions in stages, in plan order. A create or apply of a ConfigMap,
+ * Service or StatefulSet joins the stage before it when that one is also such child
+ * writes, except that a StatefulSet never shares a stage with a ConfigMap write (its
+ * pods mount the ConfigMap: it goes once the config is written, as the plan's order
+ * promises). Every other action (finalizer, cleanup, replace, delete, status, and any
+ * non-HTTP action) is a stage of its own, run alone in order. With x->batch, a stage of
+ * several writes is sent at once (HTTP/2 streams over one connection) and waited for as
+ * a whole; a transient failure (transport, 401, 429, 5xx) is retried through the client
+ * (its backoff); any failure stops the plan before the next stage, reported as the first
+ * failed action in plan order (the stage's other writes are done all the same: they do
+ * not depend on each other). Events of the stage's actions follow the whole stage.
+ *
+ * The end (one past the last action) of the stage that starts at action i. */
+size_t exec_stage_end(const plan_t *plan, size_t i);
 
 /* Carry out the plan for the RedisCluster rc (used for Events' involvedObject). On
  * failure err describes the failed request and *failed_action is its index. */

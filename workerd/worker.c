@@ -9,6 +9,7 @@
 #include "reconcile.h"
 #include "rmsg.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@ typedef struct {
     loop_t *loop;
     exec_memo_t *memo;       /* the status writes this worker made (executor.h) */
     recorder_t *recorder;    /* Events, sent asynchronously on this loop (recorder.h) */
+    CURLM *batch;            /* a plan's independent writes at once (executor.h STAGES) */
     char hostname[256];
     daemon_metrics_t metrics; /* where our metrics go */
 } worker_t;
@@ -163,6 +165,7 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                     .reconcile_id = rid,
                     .instance = w->hostname,
                     .recorder = w->recorder,
+                    .batch = w->batch,
                     .event_deadline_ns = w->leader ? w->valid_until_ms * NS_PER_MS : 0};
     reconcile_run(&x, rc, child_of(children, "ConfigMap"), child_of(children, "Service"),
                   child_of(children, "StatefulSet"), NULL, &out);
@@ -285,7 +288,8 @@ int worker_run(const worker_config_t *cfg)
         loop_add_timer(w.loop, PROTO_HEARTBEAT_MS * NS_PER_MS, PROTO_HEARTBEAT_MS * NS_PER_MS,
                        on_heartbeat, &w) < 0 ||
         daemon_add_metrics_timer(w.loop, &w.metrics) < 0 ||
-        (w.recorder = recorder_new(cfg->client, w.loop, NULL)) == NULL) {
+        (w.recorder = recorder_new(cfg->client, w.loop, NULL)) == NULL ||
+        (w.batch = curl_multi_init()) == NULL) {
         rlog_error("out of memory");
         rc = 1;
         goto out;
@@ -301,6 +305,8 @@ int worker_run(const worker_config_t *cfg)
             goto out;
         }
     }
+    /* The batch's requests share one HTTP/2 connection (streams multiplexed). */
+    curl_multi_setopt(w.batch, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
     w.reconnect_delay_ns = RECONNECT_MIN_NS;
     if (worker_connect(&w)) {
         worker_disconnect(&w, 0);
@@ -321,6 +327,8 @@ int worker_run(const worker_config_t *cfg)
         loop_run_once(w.loop, 50 * NS_PER_MS);
 out:
     recorder_destroy(&w.recorder);
+    if (w.batch)
+        curl_multi_cleanup(w.batch);
     worker_disconnect(&w, 1);
     if (w.leader)
         zmq_close(w.leader);
