@@ -270,7 +270,7 @@ static void send_one(recorder_t *r, entry_t *e)
     char line[512];
     if (!x) {
         r->st.failed++;
-        goto out;
+        goto drop;
     }
     x->r = r;
     x->e = e;
@@ -282,14 +282,14 @@ static void send_one(recorder_t *r, entry_t *e)
         rlog_debug("event not sent", "path", path, "error", kube_error_str(&err, line, sizeof(line)));
         r->st.failed++;
         free(x);
-        goto out;
+        goto drop;
     }
     curl_easy_setopt(kube_async_handle(x->req), CURLOPT_PRIVATE, (char *)x);
     if (loop_curl_add(r->lc, kube_async_handle(x->req))) {
         kube_async_destroy(&x->req);
         free(x);
         r->st.failed++;
-        goto out;
+        goto drop;
     }
     e->x = x;
     r->in_flight++;
@@ -297,7 +297,13 @@ static void send_one(recorder_t *r, entry_t *e)
         r->st.posts++;
     else
         r->st.patches++;
-out:
+    json_object_put(body);
+    return;
+drop:
+    /* An Event never created is forgotten (a repeat starts it anew); one that exists keeps
+     * its count for the next repeat's PATCH. */
+    if (post)
+        entry_free(e);
     json_object_put(body);
 }
 

@@ -270,11 +270,16 @@ static void test_past_deadline_is_dropped(void)
     drain(&e);
     CU_ASSERT_EQUAL(count_req(&e, "POST"), 0);
     CU_ASSERT_EQUAL(recorder_stats(e.r).failed, 1);
+    /* forgotten, not stuck: recorded again in time, it is POSTed */
+    CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[0], "Normal", "Late", "x", "h", 0), RECORDER_QUEUED);
+    drain(&e);
+    CU_ASSERT_EQUAL(count_req(&e, "POST"), 1);
     CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[0], "Normal", "Bad", "x", NULL, 0), RECORDER_QUEUED);
     json_object *noname = json_tokener_parse("{\"metadata\":{}}");
     CU_ASSERT_EQUAL(recorder_record(e.r, noname, "Normal", "Bad", "x", NULL, 0), RECORDER_INVALID);
     json_object_put(noname);
     drain(&e);
+    CU_ASSERT_EQUAL(count_req(&e, "POST"), 2);
     env_close(&e);
 }
 
