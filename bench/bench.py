@@ -717,7 +717,8 @@ class Peer(Operator):
                 "--workers", str(workers),
                 "--metrics-bind-address", "127.0.0.1:%d" % self.metrics_port,
                 "--health-probe-bind-address", "127.0.0.1:%d" % self.health_port,
-                "--kube-api-qps", ctx.qps or "20", "--kube-api-burst", ctx.burst or "30"]
+                "--kube-api-qps", ctx.qps or "20", "--kube-api-burst", ctx.burst or "30",
+                "--sync-period", ctx.sync_period]
         args += list(extra)
         self.args = args
         self.logf = open(self.logpath, "ab")
@@ -1301,7 +1302,7 @@ def vs_value(res, key, path):
     return v
 
 
-def versus(ctx, n, workers):
+def versus(ctx, n, workers, tag="vs"):
     """Ours and the controller-runtime peer (bench/peer) side by side: VS_TRIALS trials each,
     alternated (ours, peer, ours, peer...) so that the machine's drift hits both alike, each
     in a namespace of its own, same N, workers, QPS/burst, storage and sync period. The
@@ -1312,8 +1313,8 @@ def versus(ctx, n, workers):
     for t in range(trials):
         for side, kind in (("ours", Operator), ("peer", Peer)):
             log("== side by side, trial %d/%d: %s (N=%d, %d workers)" % (t + 1, trials, side, n, workers))
-            res = converge(ctx, ctx.ns("vs-%s%d" % (side, t)), n, workers, "vs-%s%d" % (side, t),
-                           kind=kind, storm=False)
+            name = "%s-%s%d" % (tag, side, t)
+            res = converge(ctx, ctx.ns(name), n, workers, name, kind=kind, storm=False)
             out[side].append(res)
     out["medians"] = {}
     for key, _label, path in VS_FIGURES:
@@ -1805,7 +1806,7 @@ def run_main():
             for q in env_str("VS_QPS", ctx.qps or "").split() or [""]:
                 ctx.qps, ctx.burst = (q, ctx.burst) if q else (ctx.qps, ctx.burst)
                 key = "versus_%d%s" % (vn, "_qps%s" % q if q else "")
-                R[key] = versus(ctx, vn, workers)
+                R[key] = versus(ctx, vn, workers, "vs" + ("q%s" % q.replace("-", "m") if q else ""))
                 save()
         if "provisioner" in scenarios:
             log("== volume binding: dynamic provisioner vs static PVs")

@@ -241,6 +241,10 @@ static int on_dealer(loop_t *loop, void *socket, int fd, int revents, void *arg)
             worker_handle_work(w, m);
             /* We were busy, not deaf: informerd's silence is measured from now. */
             w->last_heard_ns = clock_mono_ns();
+            /* One item per turn of the loop: the next WORK waits on the socket (zmq_poll
+             * reports it at once) while the loop lets the Events the item queued go out. */
+            rmsg_destroy(&m);
+            break;
         } else if (!rmsg_frame_is(m, 0, PROTO_HEARTBEAT)) {
             proto_error("work", "unknown message from informerd");
         }

@@ -337,12 +337,14 @@ func main() {
 	var ns, metricsAddr, probeAddr string
 	var workers, burst int
 	var qps float64
+	var syncPeriod time.Duration
 	flag.StringVar(&ns, "namespace", "", "the only namespace reconciled and cached (required)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:0", "metrics endpoint")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", "0", "health probes (0: off)")
 	flag.IntVar(&workers, "workers", 2, "MaxConcurrentReconciles")
 	flag.Float64Var(&qps, "kube-api-qps", 20, "client-side QPS (-1: no limit)")
 	flag.IntVar(&burst, "kube-api-burst", 30, "client-side burst")
+	flag.DurationVar(&syncPeriod, "sync-period", 10*time.Hour, "the informers' resync period (cache.Options.SyncPeriod)")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -366,7 +368,8 @@ func main() {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}},
+			SyncPeriod: &syncPeriod},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rdc-peer: manager:", err)
