@@ -284,6 +284,8 @@ typedef struct {
     kube_async_t *req;
     kube_error_t err;
     int done;
+    int want_body;     /* a GET: parse the answer into obj */
+    json_object *obj;  /* the parsed answer (owned), NULL when none or unparsable */
 } batch_slot_t;
 
 static void on_batch_done(const kube_error_t *err, long status, void *arg)
@@ -292,6 +294,138 @@ static void on_batch_done(const kube_error_t *err, long status, void *arg)
     batch_slot_t *s = arg;
     s->err = *err;
     s->done = 1;
+}
+
+/* One token each for n requests from the client's limiter (the operator's budget),
+ * waited out once, as the client waits for its own. */
+static void throttle_n(const exec_ctx_t *x, size_t n)
+{
+    int64_t wait = 0;
+    for (size_t k = 0; k < n; k++) {
+        int64_t w = kube_client_throttle(x->client);
+        wait = w > wait ? w : wait;
+    }
+    if (wait > 0) {
+        struct timespec ts = {(time_t)(wait / NS_PER_SEC), (long)(wait % NS_PER_SEC)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+}
+
+/* Start request k of slot[] on m (method, path, body of len bytes or NULL) with the
+ * client's deadline. A request that cannot start is done at once with its error. */
+static void batch_start(const exec_ctx_t *x, batch_slot_t *s, const char *method, const char *path,
+                        const char *ctype, const char *body, size_t len)
+{
+    kube_error_clear(&s->err);
+    s->req = kube_async_new(x->client, method, path, ctype, body, len, kube_client_deadline(x->client),
+                            on_batch_done, s, &s->err);
+    if (!s->req) {
+        s->done = 1;
+        return;
+    }
+    CURL *h = kube_async_handle(s->req);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)s);
+    /* Over TLS (ALPN h2) wait for the HTTP/2 connection and share it rather than open one
+     * per request; cleartext HTTP/1.1 (tests) has nothing to wait for. */
+    char *url = NULL;
+    curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &url);
+    if (url && !strncmp(url, "https://", 8))
+        curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+    if (curl_multi_add_handle(x->batch, h) != CURLM_OK) {
+        kube_async_destroy(&s->req);
+        kube_error_set(&s->err, KERR_CONFIG, "curl refused the transfer");
+        s->done = 1;
+    }
+}
+
+/* Run the started requests of slot[0..n) to their end (each bounded by its deadline). */
+static void batch_run(const exec_ctx_t *x, batch_slot_t *slot, size_t n)
+{
+    int running = 1;
+    while (running) {
+        if (curl_multi_perform(x->batch, &running) != CURLM_OK)
+            break;
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(x->batch, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            batch_slot_t *s = NULL;
+            CURLcode result = msg->data.result;
+            CURL *h = msg->easy_handle;
+            curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&s);
+            curl_multi_remove_handle(x->batch, h);
+            if (s->want_body && result == CURLE_OK) {
+                size_t len = 0;
+                const char *b = kube_async_response(s->req, &len);
+                long code = 0;
+                curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+                if (code >= 200 && code < 300)
+                    s->obj = json_tokener_parse(b); /* NULL when cut at the cap: read again */
+            }
+            kube_async_finish(&s->req, result); /* calls on_batch_done */
+        }
+        if (running && curl_multi_poll(x->batch, NULL, 0, 1000, NULL) != CURLM_OK)
+            break;
+    }
+    for (size_t k = 0; k < n; k++) /* a multi that failed: abort what is left */
+        if (slot[k].req) {
+            curl_multi_remove_handle(x->batch, kube_async_handle(slot[k].req));
+            kube_async_destroy(&slot[k].req);
+            kube_error_set(&slot[k].err, KERR_TRANSPORT, "the request batch failed");
+        }
+}
+
+int exec_get_many(const exec_ctx_t *x, const char *const paths[], size_t n, json_object *out[],
+                  kube_error_t *err)
+{
+    enum { MAX_GET = 8 };
+    batch_slot_t slot[MAX_GET];
+    memset(slot, 0, sizeof(slot));
+    assert(n <= MAX_GET);
+    for (size_t k = 0; k < n; k++)
+        out[k] = NULL;
+    if (x->batch) {
+        throttle_n(x, n);
+        for (size_t k = 0; k < n; k++) {
+            slot[k].want_body = 1;
+            batch_start(x, &slot[k], "GET", paths[k], NULL, NULL, 0);
+        }
+        batch_run(x, slot, n);
+    }
+    int rc = 0;
+    for (size_t k = 0; k < n; k++) {
+        kube_error_t *e = &slot[k].err;
+        if (x->batch && e->code == KERR_OK && slot[k].obj && json_object_is_type(slot[k].obj, json_type_object)) {
+            out[k] = slot[k].obj;
+            continue;
+        }
+        json_object_put(slot[k].obj);
+        slot[k].obj = NULL;
+        if (x->batch && kube_error_is_not_found(e))
+            continue;
+        /* no multi, a transient failure, or an answer past the cap: the client's GET */
+        kube_error_t ge;
+        kube_error_clear(&ge);
+        if (kube_client_get(x->client, paths[k], NULL, &out[k], &ge)) {
+            out[k] = NULL;
+            if (kube_error_is_not_found(&ge))
+                continue;
+            if (!rc)
+                *err = ge;
+            rc = -1;
+        } else if (out[k] && !json_object_is_type(out[k], json_type_object)) {
+            json_object_put(out[k]);
+            out[k] = NULL;
+        }
+    }
+    if (rc)
+        for (size_t k = 0; k < n; k++) {
+            json_object_put(out[k]);
+            out[k] = NULL;
+        }
+    return rc;
 }
 
 /* The result of a failed write, NotFound of a write to something being deleted aside:
@@ -325,67 +459,13 @@ static exec_result_t exec_batch(const exec_ctx_t *x, const plan_t *plan, size_t 
         kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
         return EXEC_FENCED;
     }
-    /* One token each from the client's limiter (the operator's budget), waited out once. */
-    int64_t wait = 0;
-    for (size_t k = 0; k < n; k++) {
-        int64_t w = kube_client_throttle(x->client);
-        wait = w > wait ? w : wait;
-    }
-    if (wait > 0) {
-        struct timespec ts = {(time_t)(wait / NS_PER_SEC), (long)(wait % NS_PER_SEC)};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
-    }
-    int64_t deadline = kube_client_deadline(x->client);
+    throttle_n(x, n);
     for (size_t k = 0; k < n; k++) {
         const plan_action_t *a = plan_action(plan, i + k);
         const char *body = json_object_to_json_string_ext(a->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-        kube_error_clear(&slot[k].err);
-        slot[k].req = kube_async_new(x->client, a->method, a->path, a->content_type, body, strlen(body), deadline,
-                                     on_batch_done, &slot[k], &slot[k].err);
-        if (!slot[k].req) {
-            slot[k].done = 1;
-            continue;
-        }
-        CURL *h = kube_async_handle(slot[k].req);
-        curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)&slot[k]);
-        /* Over TLS (ALPN h2) wait for the HTTP/2 connection and share it rather than
-         * open one per request; cleartext HTTP/1.1 (tests) has nothing to wait for. */
-        char *url = NULL;
-        curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &url);
-        if (url && !strncmp(url, "https://", 8))
-            curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
-        if (curl_multi_add_handle(x->batch, h) != CURLM_OK) {
-            kube_async_destroy(&slot[k].req);
-            kube_error_set(&slot[k].err, KERR_CONFIG, "curl refused the transfer");
-            slot[k].done = 1;
-        }
+        batch_start(x, &slot[k], a->method, a->path, a->content_type, body, strlen(body));
     }
-    int running = 1;
-    while (running) {
-        if (curl_multi_perform(x->batch, &running) != CURLM_OK)
-            break;
-        CURLMsg *msg;
-        int left;
-        while ((msg = curl_multi_info_read(x->batch, &left)) != NULL) {
-            if (msg->msg != CURLMSG_DONE)
-                continue;
-            batch_slot_t *s = NULL;
-            CURLcode result = msg->data.result;
-            CURL *h = msg->easy_handle;
-            curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&s);
-            curl_multi_remove_handle(x->batch, h);
-            kube_async_finish(&s->req, result); /* calls on_batch_done */
-        }
-        if (running && curl_multi_poll(x->batch, NULL, 0, 1000, NULL) != CURLM_OK)
-            break;
-    }
-    for (size_t k = 0; k < n; k++) /* a multi that failed: abort what is left */
-        if (slot[k].req) {
-            curl_multi_remove_handle(x->batch, kube_async_handle(slot[k].req));
-            kube_async_destroy(&slot[k].req);
-            kube_error_set(&slot[k].err, KERR_TRANSPORT, "the request batch failed");
-        }
+    batch_run(x, slot, n);
     exec_result_t res = EXEC_OK;
     for (size_t k = 0; k < n; k++) {
         const plan_action_t *a = plan_action(plan, i + k);

@@ -84,6 +84,13 @@ typedef struct {
  * The end (one past the last action) of the stage that starts at action i. */
 size_t exec_stage_end(const plan_t *plan, size_t i);
 
+/* GET paths[0..n) (n <= 8) at once over x->batch, as a stage's writes go; a transient
+ * failure, an answer too large for the batch, or no x->batch: the client's own GET.
+ * out[k] gets the object (the caller puts it) or NULL for 404. Returns 0, or -1 with err
+ * of the first failure (every out[k] NULL then). */
+int exec_get_many(const exec_ctx_t *x, const char *const paths[], size_t n, json_object *out[],
+                  kube_error_t *err);
+
 /* Carry out the plan for the RedisCluster rc (used for Events' involvedObject). On
  * failure err describes the failed request and *failed_action is its index. */
 exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,

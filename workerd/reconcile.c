@@ -159,9 +159,36 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
     if (!*ns || !*name || !json_object_object_get_ex(rc, "metadata", &md) ||
         json_object_object_get_ex(md, "deletionTimestamp", NULL))
         return 0;
-    for (int i = 0; i < 3; i++) {
-        if (child[i] || !x->client)
-            continue;
+    int absent[3], n = 0;
+    for (int i = 0; i < 3; i++)
+        if (!child[i] && x->client)
+            absent[n++] = i;
+    if (n >= 2 && x->batch) {
+        /* independent reads: at once (a new cluster's three 404s in one round trip) */
+        buf_t path[3];
+        const char *paths[3];
+        json_object *got[3] = {NULL, NULL, NULL};
+        int rc = 0;
+        for (int k = 0; k < n; k++) {
+            buf_init(&path[k], 4096);
+            if (kube_path(&path[k], group[absent[k]], "v1", ns, resource[absent[k]], name, NULL)) {
+                kube_error_set(err, KERR_CONFIG, "%s %s/%s: cannot build the request path", resource[absent[k]],
+                               ns, name);
+                rc = -1;
+            }
+            paths[k] = buf_str(&path[k]);
+        }
+        if (!rc)
+            rc = exec_get_many(x, paths, (size_t)n, got, err);
+        for (int k = 0; k < n; k++) {
+            buf_free(&path[k]);
+            fetched[absent[k]] = got[k];
+            child[absent[k]] = got[k];
+        }
+        return rc;
+    }
+    for (int k = 0; k < n; k++) {
+        int i = absent[k];
         if (get_object(x, group[i], "v1", resource[i], ns, name, &fetched[i], err))
             return -1;
         child[i] = fetched[i];

@@ -40,6 +40,7 @@ typedef struct {
     int delay_ms;
     const char *refuse;   /* a path part whose requests get 403 */
     const char *flaky;    /* a path part whose first request gets 503 */
+    const char *missing;  /* a path part whose GETs get 404 */
     int flaked;
 } api_t;
 
@@ -58,6 +59,8 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     int code = !strcmp(method, "POST") ? 201 : 200;
     if (a->refuse && strstr(url, a->refuse))
         code = 403;
+    if (a->missing && strstr(url, a->missing))
+        code = 404;
     if (a->flaky && strstr(url, a->flaky) && !a->flaked) {
         a->flaked = 1;
         code = 503;
@@ -68,7 +71,9 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
         usleep((useconds_t)delay * 1000);
     if (code >= 400)
         buf_printf(out, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":%d,"
-                        "\"reason\":\"%s\",\"message\":\"no\"}", code, code == 403 ? "Forbidden" : "ServiceUnavailable");
+                        "\"reason\":\"%s\",\"message\":\"no\"}", code, code == 403 ? "Forbidden" : code == 404 ? "NotFound" : "ServiceUnavailable");
+    else if (!strcmp(method, "GET"))
+        buf_printf(out, "{\"metadata\":{\"name\":\"%s\"}}", strrchr(url, '/') + 1);
     else
         buf_puts(out, body && *body ? body : "{}");
     pthread_mutex_lock(&a->mu);
@@ -259,6 +264,40 @@ static void test_transient_failure_retried(void)
     env_close(&e);
 }
 
+/* exec_get_many: the reads at once over the multi (404 -> NULL), and the same answers
+ * one at a time without it. */
+static void test_get_many(void)
+{
+    for (int batched = 1; batched >= 0; batched--) {
+        env_t e;
+        env_open(&e, batched);
+        e.api.delay_ms = 100;
+        e.api.missing = "/services/";
+        const char *paths[3] = {"/api/v1/namespaces/default/configmaps/cache",
+                                "/api/v1/namespaces/default/services/cache",
+                                "/apis/apps/v1/namespaces/default/statefulsets/cache"};
+        json_object *out[3];
+        kube_error_t err;
+        CU_ASSERT_EQUAL(exec_get_many(&e.x, paths, 3, out, &err), 0);
+        CU_ASSERT_PTR_NOT_NULL(out[0]);
+        CU_ASSERT_PTR_NULL(out[1]);
+        CU_ASSERT_PTR_NOT_NULL(out[2]);
+        json_object *md = NULL, *nm = NULL;
+        CU_ASSERT(out[2] && json_object_object_get_ex(out[2], "metadata", &md) &&
+                  json_object_object_get_ex(md, "name", &nm) && !strcmp(json_object_get_string(nm), "cache"));
+        CU_ASSERT_EQUAL(e.api.n, 3);
+        CU_ASSERT_EQUAL(e.api.max_active, batched ? 3 : 1);
+        for (int k = 0; k < 3; k++)
+            json_object_put(out[k]);
+        /* a refused read fails the whole call, every out[] NULL */
+        e.api.refuse = "/configmaps/";
+        CU_ASSERT_EQUAL(exec_get_many(&e.x, paths, 3, out, &err), -1);
+        CU_ASSERT(kube_error_is_forbidden(&err));
+        CU_ASSERT(!out[0] && !out[1] && !out[2]);
+        env_close(&e);
+    }
+}
+
 /* The fence refusing: nothing of the stage is sent. */
 static int never(void *user)
 {
@@ -289,6 +328,7 @@ int main(void)
     CU_add_test(s, "a refused write stops its dependents", test_refused_write_stops_dependents);
     CU_add_test(s, "a transient failure is retried", test_transient_failure_retried);
     CU_add_test(s, "fenced: nothing sent", test_fenced_batch_sends_nothing);
+    CU_add_test(s, "reads at once (exec_get_many)", test_get_many);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     int failed = CU_get_number_of_failures() > 0;
