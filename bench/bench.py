@@ -695,6 +695,58 @@ class Operator:
         return rc, secs
 
 
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Peer(Operator):
+    """The controller-runtime operator (bench/peer, rdc-peer) in the Operator's shape: same
+    namespace flag, workers (MaxConcurrentReconciles), QPS/burst, metrics and readiness.
+    Its metrics carry no child label; they are given child="workerd" (its reconciles and
+    requests are what our workers do) so that every figure reads the same."""
+
+    def __init__(self, ctx, name, ns, workers, extra=(), leader_elect=False):
+        self.ctx, self.name, self.ns, self.workers = ctx, name, ns, workers
+        self.logpath = os.path.join(ctx.work, "peer-%s.log" % name)
+        self.metrics_port, self.health_port = free_port(), free_port()
+        args = [ctx.peer_bin, "--kubeconfig", ctx.kubeconfig, "--namespace", ns,
+                "--workers", str(workers),
+                "--metrics-bind-address", "127.0.0.1:%d" % self.metrics_port,
+                "--health-probe-bind-address", "127.0.0.1:%d" % self.health_port,
+                "--kube-api-qps", ctx.qps or "20", "--kube-api-burst", ctx.burst or "30",
+                "--sync-period", ctx.sync_period]
+        args += list(extra)
+        self.args = args
+        self.logf = open(self.logpath, "ab")
+        self.t_start = time.time()
+        self.p = subprocess.Popen(args, stdout=self.logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                  start_new_session=True)
+        ctx.procs.append(self.p)
+        self.samples = []
+        self.sampling = False
+
+    def wait_endpoints(self, timeout=20):
+        end = time.time() + timeout
+        while time.time() < end and self.alive():
+            if self.http(self.metrics_port, "/metrics")[0] == 200:
+                return True
+            time.sleep(0.1)
+        return False
+
+    def metrics(self):
+        st, body = self.http(self.metrics_port, "/metrics")
+        if st != 200:
+            return []
+        return [(n, dict(lab, child="workerd"), v) for n, lab, v in parse_metrics(body)]
+
+    def is_leader(self, ms=None):
+        return True
+
+
 # ------------------------------------------------------------------ scenario helpers
 
 def rdc_manifest(name, ns, storage_class=None, maxmemory="256mb"):
@@ -719,6 +771,7 @@ class Ctx:
         self.kube = Kube(self.kubeconfig, self.secret_dir)
         self.procs = []
         self.sync_period = env_str("SYNC_PERIOD", "30s")
+        self.peer_bin = env_str("PEER_BIN", "")
         self.qps = env_str("QPS", "")
         self.burst = env_str("BURST", "")
         self.storage = env_str("STORAGE", "static")
@@ -895,7 +948,7 @@ def settle_metrics(op):
     return op.metrics()
 
 
-def converge(ctx, ns, n, workers, tag, full_report=True):
+def converge(ctx, ns, n, workers, tag, full_report=True, kind=None, storm=True):
     """Create n RedisClusters at once under an operator with `workers` workers and measure
     convergence; optionally go on with steady state, update storm and memory."""
     res = {"n": n, "workers": workers, "namespace": ns, "storage": ctx.storage, "sync_period": ctx.sync_period}
@@ -909,7 +962,7 @@ def converge(ctx, ns, n, workers, tag, full_report=True):
     w = Watch(ctx, ns, max_seconds=budget * 3 + 900)
     if not w.wait_synced(30):
         raise RuntimeError("the watch process did not sync")
-    op = Operator(ctx, tag, ns, workers)
+    op = (kind or Operator)(ctx, tag, ns, workers)
     if not op.wait_ready(60):
         raise RuntimeError("operator %s not ready/leader; see %s" % (tag, op.logpath))
     res["operator_ready_seconds"] = r3(time.time() - op.t_start)
@@ -1010,7 +1063,7 @@ def converge(ctx, ns, n, workers, tag, full_report=True):
             return res
         if env_int("STEADY_STATE", 1):
             res["steady_state"] = steady_state(ctx, op, n)
-        if env_int("UPDATE_STORM", 1):
+        if storm and env_int("UPDATE_STORM", 1):
             res["update_storm"] = update_storm(ctx, op, tr, ns, names)
         return res
     finally:
@@ -1219,6 +1272,75 @@ def teardown(ctx, op, w, ns, names):
             delete_static_pvs(ctx, ns)
         out["namespace_delete_seconds"] = r3(delete_namespace(ctx, ns, env_float("BENCH_NS_TIMEOUT", 180)))
     return out
+
+
+# ------------------------------------------------------------------ side by side
+
+VS_FIGURES = [
+    # (key, label, path in a converge result, lower is better)
+    ("children_s", "time to all children (s)", ("convergence", "seconds_to_all_children")),
+    ("running_s", "time to all Running (s)", ("convergence", "seconds_to_all_running")),
+    ("children_p50_s", "create → children p50 (s)", ("convergence", "create_to_children", "p50")),
+    ("writes_per_s", "writes/s until all children", ("writes_per_second_until_children",)),
+    ("writes_per_cluster", "write requests per cluster", ("cost", "writes_per_cluster")),
+    ("posts_per_cluster", "of which POST per cluster", ("cost", "worker_post_per_cluster")),
+    ("limiter_wait_s", "time waiting for the client limiter (s)", ("cost", "worker_rate_limiter_wait_seconds_total")),
+    ("pss_idle_mib", "PSS idle, whole operator (MiB)", ("memory_idle", "pss_kb_total")),
+    ("pss_loaded_mib", "PSS with N cached (MiB)", ("memory_loaded", "pss_kb_total")),
+    ("cpu_s", "CPU seconds during convergence", ("operator_cpu_seconds_total",)),
+    ("resync_writes", "resync: write requests", ("steady_state", "write_requests")),
+    ("resync_cpu_s", "resync: CPU seconds", ("steady_state", "cpu_seconds_total")),
+]
+
+
+def vs_value(res, key, path):
+    v = g(res, *path)
+    if v is None:
+        return None
+    if key.startswith("pss"):
+        return round(v / 1024.0, 1)
+    return v
+
+
+def versus(ctx, n, workers, tag="vs"):
+    """Ours and the controller-runtime peer (bench/peer) side by side: VS_TRIALS trials each,
+    alternated (ours, peer, ours, peer...) so that the machine's drift hits both alike, each
+    in a namespace of its own, same N, workers, QPS/burst, storage and sync period. The
+    update storm is left out (the peer rolls no config hash)."""
+    trials = env_int("VS_TRIALS", 2)
+    out = {"n": n, "workers": workers, "trials": trials, "qps_burst": "%s/%s" % (ctx.qps or "20", ctx.burst or "30"),
+           "ours": [], "peer": []}
+    for t in range(trials):
+        for side, kind in (("ours", Operator), ("peer", Peer)):
+            log("== side by side, trial %d/%d: %s (N=%d, %d workers)" % (t + 1, trials, side, n, workers))
+            name = "%s-%s%d" % (tag, side, t)
+            res = converge(ctx, ctx.ns(name), n, workers, name, kind=kind, storm=False)
+            out[side].append(res)
+    out["medians"] = {}
+    for key, _label, path in VS_FIGURES:
+        med = {}
+        for side in ("ours", "peer"):
+            xs = [vs_value(r, key, path) for r in out[side]]
+            xs = [x for x in xs if x is not None]
+            med[side] = r3(pct(xs, 50)) if xs else None
+        o, p_ = med["ours"], med["peer"]
+        med["peer_over_ours"] = r3(p_ / o) if o and p_ is not None else None
+        out["medians"][key] = med
+    return out
+
+
+def vs_markdown(L, V):
+    L.append("Side by side with controller-runtime (bench/peer: rdc-peer), N=%d, %d workers, QPS/burst %s, "
+             "%d trials each, alternated; medians; ratio = peer / ours (> 1: ours lower):" %
+             (V["n"], V["workers"], V["qps_burst"], V["trials"]))
+    L.append("")
+    rows = []
+    for key, label, _path in VS_FIGURES:
+        m = V["medians"].get(key, {})
+        per = lambda side: " / ".join(fmt(vs_value(r, key, _path)) for r in V[side])  # noqa: E731
+        rows.append([label, fmt(m.get("ours")), fmt(m.get("peer")), fmt(m.get("peer_over_ours")),
+                     per("ours"), per("peer")])
+    table(L, ["figure", "ours", "controller-runtime", "peer / ours", "ours, each trial", "peer, each trial"], rows)
 
 
 # ------------------------------------------------------------------ failover
@@ -1597,6 +1719,8 @@ def markdown(R):
                              fmt(op.get("writes_per_second_until_children") or op.get("writes_per_second")))
                          if op else "—"])
         table(L, ["N", "client", "creates", "operator's writes", "operator (same N)"], rows)
+    for k in sorted(k for k in R if k.startswith("versus_")):
+        vs_markdown(L, R[k])
     return "\n".join(L)
 
 
@@ -1657,7 +1781,10 @@ def run_main():
     threading.Thread(target=la_loop, daemon=True).start()
     final_json = os.environ.get("BENCH_OUT")
     out_json = os.path.join(ctx.work, "results.json")   # copied to BENCH_OUT at the end
-    scenarios = env_str("SCENARIOS", "provisioner converge failover raw" + (" sweep full" if full else "")).split()
+    scenarios = env_str("SCENARIOS", "provisioner converge versus failover raw" + (" sweep full" if full else "")).split()
+    if "versus" in scenarios and not ctx.peer_bin:
+        log("versus: no PEER_BIN (bench/peer/build.sh needs Go); the side-by-side runs are skipped")
+        scenarios.remove("versus")
 
     def save():
         R["elapsed_seconds"] = r3(time.time() - t_start)
@@ -1674,6 +1801,13 @@ def run_main():
             log("== convergence, steady state, update storm: N=%d, %d workers" % (n, workers))
             R["converge_%d" % n] = converge(ctx, ctx.ns("n%d" % n), n, workers, "main")
             save()
+        if "versus" in scenarios:
+            vn = env_int("VS_N", n)
+            for q in env_str("VS_QPS", ctx.qps or "").split() or [""]:
+                ctx.qps, ctx.burst = (q, ctx.burst) if q else (ctx.qps, ctx.burst)
+                key = "versus_%d%s" % (vn, "_qps%s" % q if q else "")
+                R[key] = versus(ctx, vn, workers, "vs" + ("q%s" % q.replace("-", "m") if q else ""))
+                save()
         if "provisioner" in scenarios:
             log("== volume binding: dynamic provisioner vs static PVs")
             R["volume_binding"] = provisioner(ctx, env_int("PROV_N", 20))

@@ -11,7 +11,10 @@
 #   WORKERS=2        workerd processes of the main run
 #   BENCH_FULL=1     also: the workers sweep (SWEEP_N=100 clusters, SWEEP_WORKERS="1 2 4 8")
 #                    and one run with N_FULL=1000 (plus its raw client run; RAW_FULL=0 skips it)
-#   SCENARIOS="converge failover raw"   pick scenarios (add "sweep", "full")
+#   SCENARIOS="provisioner converge versus failover raw"   pick scenarios (add "sweep", "full")
+#   VS_TRIALS=2 VS_N=N VS_QPS="20 -1"   the side-by-side runs with the controller-runtime
+#                    peer (bench/peer): trials per side (alternated), N, and the QPS settings
+#                    to run them at (default: QPS)
 #   SYNC_PERIOD=30s  --sync-period of the operator (the steady-state phase waits for a resync)
 #   QPS= BURST=      --kube-api-qps / --kube-api-burst of the operator (default: its own 20/30)
 #   STORAGE=static   volume claims bound to pre-created, pre-bound PVs (no provisioner in the
@@ -36,6 +39,16 @@ if [ ! -x build/bin/supervisor ] || [ ! -f build/libcommon.a ] || [ ! -f build/w
     make -j2 all >&2 || exit 1
 fi
 make -s -C bench >&2 || { echo "bench: cannot build bench/.build/rawapply" >&2; exit 1; }
+# the controller-runtime peer of the side-by-side runs (scenario "versus"), built with the
+# machine's Go into ~/.cache/rdc-operator/bench-peer-<key>/ (not in the checkout)
+case " ${SCENARIOS:-versus} " in
+*" versus "*)
+    if PEER_BIN=$(bench/peer/build.sh | tail -n 1) && [ -x "$PEER_BIN" ]; then
+        export PEER_BIN
+    else
+        echo "bench: cannot build bench/peer (Go with the module proxy needed); no side-by-side runs" >&2
+    fi ;;
+esac
 
 started=0
 cleanup() {

@@ -4,6 +4,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "proto.h"
+#include "ratelimit_shared.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -224,6 +225,10 @@ int daemon_kube_connect(const rdc_common_opts_t *c, kube_client_opts_t *co,
     }
     co->qps = c->kube_api_qps;
     co->burst = c->kube_api_burst;
+    /* Under the supervisor the budget is the operator's: one bucket for all its children
+     * (common/ratelimit_shared.h). Alone, a daemon keeps its own. */
+    const char *bucket = getenv(RATELIMIT_SHARED_ENV);
+    co->shared_bucket = (bucket && *bucket && c->kube_api_qps > 0) ? bucket : NULL;
     kube_error_t kerr;
     kube_error_clear(&kerr);
     *client = kube_client_new(*cfg, co, &kerr);

@@ -106,6 +106,12 @@ CURL *kube_async_handle(const kube_async_t *r)
     return r->easy;
 }
 
+const char *kube_async_response(const kube_async_t *r, size_t *len)
+{
+    *len = r->resp.len;
+    return buf_str(&r->resp);
+}
+
 void kube_async_finish(kube_async_t **r_p, CURLcode code)
 {
     kube_async_t *r = *r_p;

@@ -49,6 +49,11 @@ kube_async_t *kube_async_new(kube_client_t *c, const char *method, const char *p
 /* The curl handle to run (owned by the request). */
 CURL *kube_async_handle(const kube_async_t *r);
 
+/* The response body received so far (at most KUBE_ASYNC_MAX_RESPONSE bytes; *len its
+ * length), owned by the request: read it after the transfer ended and before
+ * kube_async_finish. */
+const char *kube_async_response(const kube_async_t *r, size_t *len);
+
 /* The transfer ended with code (it must be out of the multi): classify, count, call done
  * once, free the request and set *r_p to NULL. */
 void kube_async_finish(kube_async_t **r_p, CURLcode code);

@@ -187,6 +187,16 @@ kube_client_t *kube_client_new(kube_config_t *cfg, const kube_client_opts_t *opt
     if (parse_server(c, err))
         goto fail;
     ratelimit_init(&c->rl, c->opts.qps, c->opts.burst);
+    if (c->opts.shared_bucket) {
+        char why[512];
+        if (ratelimit_shared_open(c->opts.shared_bucket, &c->shared_rl, why, sizeof(why))) {
+            kube_error_set(err, KERR_CONFIG, "the operator's QPS bucket: %s", why);
+            goto fail;
+        }
+        c->opts.qps = ratelimit_shared_qps(c->shared_rl);
+        c->opts.burst = ratelimit_shared_burst(c->shared_rl);
+        c->opts.shared_bucket = NULL; /* borrowed only for the call */
+    }
     c->rng = backoff_rng_seed();
 
     static const double buckets[] = {0.005, 0.025, 0.1, 0.25, 0.5, 1.0,
@@ -223,6 +233,7 @@ void kube_client_destroy(kube_client_t **self_p)
     if (c->easy)
         curl_easy_cleanup(c->easy);
     curl_slist_free_all(c->connect_to);
+    ratelimit_shared_destroy(&c->shared_rl);
     free(c->user_agent);
     free(c->base_url);
     free(c->host);
@@ -535,13 +546,20 @@ static void status_label(CURLcode rc, int status, char *out, size_t len)
 
 /* Wait for the limiter within the deadline. Returns 0, or -1 when the wait would pass
  * the deadline (nothing consumed). */
+static int reserve(kube_client_t *c, int64_t now, int64_t max_wait, int64_t *wait)
+{
+    if (c->shared_rl)
+        return ratelimit_shared_try_reserve(c->shared_rl, now, max_wait, wait);
+    return ratelimit_try_reserve(&c->rl, now, max_wait, wait);
+}
+
 static int throttle(kube_client_t *c, const char *method, int64_t deadline)
 {
-    if (ratelimit_unlimited(&c->rl))
+    if (!c->shared_rl && ratelimit_unlimited(&c->rl))
         return 0;
     int64_t now = now_ns(c);
     int64_t wait = 0;
-    if (ratelimit_try_reserve(&c->rl, now, deadline - now, &wait))
+    if (reserve(c, now, deadline - now, &wait))
         return -1;
     sleep_for(c, wait);
     c->stats.throttled_ns += wait;
@@ -555,11 +573,17 @@ static int throttle(kube_client_t *c, const char *method, int64_t deadline)
     return 0;
 }
 
+int64_t kube_client_deadline(const kube_client_t *c)
+{
+    return c->call_deadline_ns;
+}
+
 int64_t kube_client_throttle(kube_client_t *c)
 {
-    int64_t wait = ratelimit_reserve(&c->rl, now_ns(c));
+    int64_t wait = 0;
+    reserve(c, now_ns(c), INT64_MAX, &wait);
     c->stats.throttled_ns += wait;
-    if (!ratelimit_unlimited(&c->rl))
+    if (c->shared_rl || !ratelimit_unlimited(&c->rl))
         metric_histogram_observe(c->m_throttle, METRIC_LABELS("GET", c->host),
                                  (double)wait / 1e9);
     return wait;

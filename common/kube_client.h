@@ -57,6 +57,8 @@ typedef struct {
     const char *user_agent;      /* "informerd/0.1.0"; NULL = "rdc/0.1.0" */
     double qps;                  /* client-side limit; <= 0 = unlimited */
     int burst;                   /* bucket size; < 1 = 1 */
+    const char *shared_bucket;   /* a ratelimit_shared file: the whole operator's budget
+                                  * (qps/burst are then the file's); NULL = own bucket */
     int64_t timeout_ms;          /* per call, retries included; <= 0 = 30000 */
     int64_t connect_timeout_ms;  /* per connection attempt; <= 0 = 10000 */
     int max_retries;             /* retries after the first attempt; < 0 = 0 */
@@ -265,6 +267,9 @@ long kube_pager_limit(const kube_pager_t *p);
 unsigned kube_pager_shrinks(const kube_pager_t *p);
 /* Free the pager and its handle; *p_p = NULL. NULL is ignored. */
 void kube_pager_destroy(kube_pager_t **p_p);
+
+/* The deadline kube_client_set_deadline set (monotonic ns), 0 = none. */
+int64_t kube_client_deadline(const kube_client_t *c);
 
 /* Take one token of the client's rate limiter for a request made outside the client
  * (a watch in an event loop) and return how long to wait before starting it (ns, 0 =

@@ -7,6 +7,7 @@
 #include "kube_client.h"
 #include "metrics.h"
 #include "ratelimit.h"
+#include "ratelimit_shared.h"
 
 #include <curl/curl.h>
 
@@ -33,6 +34,7 @@ struct kube_client {
     CURL *easy;
     char errbuf[CURL_ERROR_SIZE];
     ratelimit_t rl;
+    ratelimit_shared_t *shared_rl; /* the operator's budget, or NULL: rl */
     uint64_t rng;
     kube_client_clock_t clk;
     kube_client_stats_t stats;

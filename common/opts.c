@@ -75,8 +75,10 @@ void opts_common_fill(rdc_common_opts_t *c, opt_t *t)
         {"log-level", OPT_STRING, &c->log_level, "debug, info, warn or error"},
         {"log-format", OPT_STRING, &c->log_format, "json or text"},
         {"kube-api-qps", OPT_DOUBLE, &c->kube_api_qps,
-         "client-side requests per second to the API server; <= 0 disables the limit"},
-        {"kube-api-burst", OPT_INT, &c->kube_api_burst, "client-side burst above the QPS"},
+         "client-side requests per second to the API server, the budget of the whole operator "
+         "(the supervisor's children share one bucket); -1 (any value <= 0) lifts the limit"},
+        {"kube-api-burst", OPT_INT, &c->kube_api_burst,
+         "client-side burst above the QPS, shared like --kube-api-qps"},
         {"sync-period", OPT_DURATION, &c->sync_period,
          "how often every RedisCluster is reconciled even without changes"},
         {"graceful-shutdown-timeout", OPT_DURATION, &c->graceful_shutdown_timeout,

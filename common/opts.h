@@ -57,7 +57,7 @@ typedef struct {
     opt_strlist_t namespaces;              /* empty = all namespaces */
     const char *log_level;                 /* "info" */
     const char *log_format;                /* "json" */
-    double kube_api_qps;                   /* 20; <= 0 disables the limiter */
+    double kube_api_qps;                   /* 20; <= 0 (-1) lifts the limiter */
     int kube_api_burst;                    /* 30 */
     double sync_period;                    /* seconds, 10 h */
     double graceful_shutdown_timeout;      /* seconds, 30 */

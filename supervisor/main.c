@@ -11,12 +11,14 @@
  *                                      (migrate.h; talks to the API, not to a supervisor)
  */
 #include "buf.h"
+#include "clock.h"
 #include "daemon.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "log.h"
 #include "migrate.h"
 #include "opts.h"
+#include "ratelimit_shared.h"
 #include "rundir.h"
 #include "supervisor.h"
 
@@ -217,6 +219,26 @@ static int lock_runtime_dir(const rdc_common_opts_t *c, char *rtdir, size_t len)
     return lockfd;
 }
 
+/* With a QPS limit: create the operator's shared bucket in rtdir and name it to the
+ * children in the environment; without one, make sure none is named. 0, or -1 after
+ * logging. */
+static int share_budget(const rdc_common_opts_t *c, const char *rtdir, ratelimit_shared_t **bucket)
+{
+    if (c->kube_api_qps <= 0) {
+        unsetenv(RATELIMIT_SHARED_ENV);
+        return 0;
+    }
+    char path[4200], err[512];
+    snprintf(path, sizeof(path), "%s/%s", rtdir, RATELIMIT_SHARED_FILE);
+    if (ratelimit_shared_create(path, c->kube_api_qps, c->kube_api_burst, clock_mono_ns(), bucket, err,
+                                sizeof(err))) {
+        rlog_error("cannot create the operator's QPS bucket", "error", err);
+        return -1;
+    }
+    setenv(RATELIMIT_SHARED_ENV, path, 1);
+    return 0;
+}
+
 /* Run the daemons until a signal; the exit code. */
 static int supervise(const rdc_common_opts_t *c, const own_opts_t *o, int argc, char **argv)
 {
@@ -252,18 +274,25 @@ static int supervise(const rdc_common_opts_t *c, const own_opts_t *o, int argc, 
         .webhook_argc = wargc,
         .webhook_argv = wargv,
     };
+    /* --kube-api-qps/--kube-api-burst are the whole operator's budget: one bucket in
+     * the runtime directory, named to every child (ratelimit_shared.h). */
+    ratelimit_shared_t *bucket = NULL;
     supervisor_t *s = NULL;
     int rc = 1;
+    if (share_budget(c, rtdir, &bucket))
+        goto out;
     if (supervisor_new(&cfg, &s, err, sizeof(err))) {
         rlog_error("cannot start", "error", err);
-    } else {
-        char nworkers[16];
-        snprintf(nworkers, sizeof(nworkers), "%d", c->workers);
-        rlog_info("supervisor started", "version", RDC_VERSION, "runtime_dir", rtdir, "bindir",
-                  bindir, "workers", nworkers);
-        rc = supervisor_run(s, sfd);
-        supervisor_destroy(&s);
+        goto out;
     }
+    char nworkers[16];
+    snprintf(nworkers, sizeof(nworkers), "%d", c->workers);
+    rlog_info("supervisor started", "version", RDC_VERSION, "runtime_dir", rtdir, "bindir",
+              bindir, "workers", nworkers);
+    rc = supervisor_run(s, sfd);
+    supervisor_destroy(&s);
+out:
+    ratelimit_shared_destroy(&bucket);
     close(sfd);
     close(lockfd); /* the file stays: see rundir.h */
     return rc;

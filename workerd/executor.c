@@ -5,7 +5,13 @@
 #include "jsonx.h"
 #include "log.h"
 #include "redisexec.h"
+#include "kube_async.h"
 #include "render.h"
+
+#include <assert.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <time.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -277,89 +283,393 @@ static int redis_removed_already(const plan_action_t *a, const char *err)
            strstr(err, "does not exist") != NULL;
 }
 
+/* PLAN_REDIS a, after the fence: skipped (*skipped) when already in effect, else sent.
+ * A Redis command is a write like any other: only the leader sends it. */
+static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int *skipped, kube_error_t *err)
+{
+    char rerr[512];
+    if (redis_already_done(x, a)) {
+        rlog_debug("redis command already in effect; skipped", "reconcileID", x->reconcile_id, "pod", a->name,
+                   "command", a->argv[0]);
+        *skipped = 1; /* and its events */
+        return EXEC_OK;
+    }
+    if (redisexec_command(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password, a->argc, a->argv,
+                          REDISEXEC_TIMEOUT_NS, NULL, 0, rerr, sizeof(rerr)) &&
+        !redis_removed_already(a, rerr)) {
+        kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, rerr);
+        return EXEC_ERROR;
+    }
+    rlog_info("redis command done", "reconcileID", x->reconcile_id, "pod", a->name, "command", a->argv[0], "why",
+              a->why);
+    return EXEC_OK;
+}
+
+/* A child write that may share a stage: a create or apply of a ConfigMap, Service,
+ * StatefulSet or PodDisruptionBudget. */
+static int stageable(const plan_action_t *a)
+{
+    return (a->kind == PLAN_CREATE || a->kind == PLAN_APPLY) && a->resource &&
+           (!strcmp(a->resource, "configmaps") || !strcmp(a->resource, "services") ||
+            !strcmp(a->resource, "statefulsets") || !strcmp(a->resource, "poddisruptionbudgets"));
+}
+
+size_t exec_stage_end(const plan_t *plan, size_t i)
+{
+    size_t n = plan_action_count(plan);
+    if (i >= n)
+        return n;
+    if (!stageable(plan_action(plan, i)))
+        return i + 1;
+    int has_cm = !strcmp(plan_action(plan, i)->resource, "configmaps");
+    size_t j = i + 1;
+    for (; j < n; j++) {
+        const plan_action_t *a = plan_action(plan, j);
+        if (!stageable(a))
+            break;
+        /* the pods mount the ConfigMap: the StatefulSet only once it is written */
+        if (has_cm && !strcmp(a->resource, "statefulsets"))
+            break;
+        has_cm |= !strcmp(a->resource, "configmaps");
+    }
+    return j;
+}
+
+/* Is a failed batched request worth the client's own retries (transport, 401 refresh,
+ * 429, 5xx)? A deadline (the fence's) is not. */
+static int batch_retriable(const kube_error_t *e)
+{
+    switch (e->code) {
+    case KERR_TRANSPORT:
+    case KERR_UNAUTHORIZED:
+    case KERR_TOO_MANY_REQUESTS:
+    case KERR_INTERNAL:
+    case KERR_SERVER_TIMEOUT:
+    case KERR_UNAVAILABLE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+typedef struct {
+    kube_async_t *req;
+    kube_error_t err;
+    int done;
+    int want_body;     /* a GET: parse the answer into obj */
+    json_object *obj;  /* the parsed answer (owned), NULL when none or unparsable */
+} batch_slot_t;
+
+static void on_batch_done(const kube_error_t *err, long status, void *arg)
+{
+    (void)status;
+    batch_slot_t *s = arg;
+    s->err = *err;
+    s->done = 1;
+}
+
+/* One token each for n requests from the client's limiter (the operator's budget),
+ * waited out once, as the client waits for its own. */
+static void throttle_n(const exec_ctx_t *x, size_t n)
+{
+    int64_t wait = 0;
+    for (size_t k = 0; k < n; k++) {
+        int64_t w = kube_client_throttle(x->client);
+        wait = w > wait ? w : wait;
+    }
+    if (wait > 0) {
+        struct timespec ts = {(time_t)(wait / NS_PER_SEC), (long)(wait % NS_PER_SEC)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+}
+
+/* Start request k of slot[] on m (method, path, body of len bytes or NULL) with the
+ * client's deadline. A request that cannot start is done at once with its error. */
+static void batch_start(const exec_ctx_t *x, batch_slot_t *s, const char *method, const char *path,
+                        const char *ctype, const char *body, size_t len)
+{
+    kube_error_clear(&s->err);
+    s->req = kube_async_new(x->client, method, path, ctype, body, len, kube_client_deadline(x->client),
+                            on_batch_done, s, &s->err);
+    if (!s->req) {
+        s->done = 1;
+        return;
+    }
+    CURL *h = kube_async_handle(s->req);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)s);
+    /* Over TLS (ALPN h2) wait for the HTTP/2 connection and share it rather than open one
+     * per request; cleartext HTTP/1.1 (tests) has nothing to wait for. */
+    char *url = NULL;
+    curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &url);
+    if (url && !strncmp(url, "https://", 8))
+        curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+    if (curl_multi_add_handle(x->batch, h) != CURLM_OK) {
+        kube_async_destroy(&s->req);
+        kube_error_set(&s->err, KERR_CONFIG, "curl refused the transfer");
+        s->done = 1;
+    }
+}
+
+/* Run the started requests of slot[0..n) to their end (each bounded by its deadline). */
+static void batch_run(const exec_ctx_t *x, batch_slot_t *slot, size_t n)
+{
+    int running = 1;
+    while (running) {
+        if (curl_multi_perform(x->batch, &running) != CURLM_OK)
+            break;
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(x->batch, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            batch_slot_t *s = NULL;
+            CURLcode result = msg->data.result;
+            CURL *h = msg->easy_handle;
+            curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&s);
+            curl_multi_remove_handle(x->batch, h);
+            if (s->want_body && result == CURLE_OK) {
+                size_t len = 0;
+                const char *b = kube_async_response(s->req, &len);
+                long code = 0;
+                curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+                if (code >= 200 && code < 300)
+                    s->obj = json_tokener_parse(b); /* NULL when cut at the cap: read again */
+            }
+            kube_async_finish(&s->req, result); /* calls on_batch_done */
+        }
+        if (running && curl_multi_poll(x->batch, NULL, 0, 1000, NULL) != CURLM_OK)
+            break;
+    }
+    for (size_t k = 0; k < n; k++) /* a multi that failed: abort what is left */
+        if (slot[k].req) {
+            curl_multi_remove_handle(x->batch, kube_async_handle(slot[k].req));
+            kube_async_destroy(&slot[k].req);
+            kube_error_set(&slot[k].err, KERR_TRANSPORT, "the request batch failed");
+        }
+}
+
+int exec_get_many(const exec_ctx_t *x, const char *const paths[], size_t n, json_object *out[],
+                  kube_error_t *err)
+{
+    enum { MAX_GET = 8 };
+    batch_slot_t slot[MAX_GET];
+    memset(slot, 0, sizeof(slot));
+    assert(n <= MAX_GET);
+    for (size_t k = 0; k < n; k++)
+        out[k] = NULL;
+    if (x->batch) {
+        throttle_n(x, n);
+        for (size_t k = 0; k < n; k++) {
+            slot[k].want_body = 1;
+            batch_start(x, &slot[k], "GET", paths[k], NULL, NULL, 0);
+        }
+        batch_run(x, slot, n);
+    }
+    int rc = 0;
+    for (size_t k = 0; k < n; k++) {
+        kube_error_t *e = &slot[k].err;
+        if (x->batch && e->code == KERR_OK && slot[k].obj && json_object_is_type(slot[k].obj, json_type_object)) {
+            out[k] = slot[k].obj;
+            continue;
+        }
+        json_object_put(slot[k].obj);
+        slot[k].obj = NULL;
+        if (x->batch && kube_error_is_not_found(e))
+            continue;
+        /* no multi, a transient failure, or an answer past the cap: the client's GET */
+        kube_error_t ge;
+        kube_error_clear(&ge);
+        if (kube_client_get(x->client, paths[k], NULL, &out[k], &ge)) {
+            out[k] = NULL;
+            if (kube_error_is_not_found(&ge))
+                continue;
+            if (!rc)
+                *err = ge;
+            rc = -1;
+        } else if (out[k] && !json_object_is_type(out[k], json_type_object)) {
+            json_object_put(out[k]);
+            out[k] = NULL;
+        }
+    }
+    if (rc)
+        for (size_t k = 0; k < n; k++) {
+            json_object_put(out[k]);
+            out[k] = NULL;
+        }
+    return rc;
+}
+
+/* The result of a failed write, NotFound of a write to something being deleted aside:
+ * 0 when it counts as done (err cleared), else the exec result. */
+static exec_result_t write_failed(const plan_action_t *a, kube_error_t *err)
+{
+    int gone = kube_error_is_not_found(err) &&
+               (a->kind == PLAN_REMOVE_FINALIZER || a->kind == PLAN_UPDATE_STATUS || a->kind == PLAN_DELETE);
+    if (gone) {
+        kube_error_clear(err);
+        return EXEC_OK;
+    }
+    return kube_error_is_conflict(err) || kube_error_is_already_exists(err) ? EXEC_CONFLICT : EXEC_ERROR;
+}
+
+/* Send actions [i, end) at once over x->batch (HTTP/2 streams on one connection), wait
+ * for all, then retry a transient failure through the client (its backoff and retries).
+ * Returns EXEC_OK, or the result of the first failed action in plan order with its
+ * index in *failed_action and its error in err (the others have been sent all the same:
+ * they do not depend on each other). */
+static exec_result_t exec_batch(const exec_ctx_t *x, const plan_t *plan, size_t i, size_t end,
+                                size_t *failed_action, kube_error_t *err)
+{
+    enum { MAX_BATCH = 8 };
+    batch_slot_t slot[MAX_BATCH];
+    memset(slot, 0, sizeof(slot));
+    size_t n = end - i;
+    assert(n <= MAX_BATCH);
+    *failed_action = i;
+    if (x->fence && !x->fence(x->fence_user)) {
+        kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
+        return EXEC_FENCED;
+    }
+    throttle_n(x, n);
+    for (size_t k = 0; k < n; k++) {
+        const plan_action_t *a = plan_action(plan, i + k);
+        const char *body = json_object_to_json_string_ext(a->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        batch_start(x, &slot[k], a->method, a->path, a->content_type, body, strlen(body));
+    }
+    batch_run(x, slot, n);
+    exec_result_t res = EXEC_OK;
+    for (size_t k = 0; k < n; k++) {
+        const plan_action_t *a = plan_action(plan, i + k);
+        kube_error_t *e = &slot[k].err;
+        if (e->code != KERR_OK && batch_retriable(e)) {
+            char line[512];
+            rlog_info("retrying a batched write", "reconcileID", x->reconcile_id, "path", a->path, "error",
+                      kube_error_str(e, line, sizeof(line)));
+            if (x->fence && !x->fence(x->fence_user)) {
+                kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
+                *failed_action = i + k;
+                return EXEC_FENCED;
+            }
+            kube_error_clear(e);
+            exec_action(x, a, e);
+        }
+        if (e->code != KERR_OK) {
+            exec_result_t r = write_failed(a, e);
+            if (r != EXEC_OK && res == EXEC_OK) {
+                res = r;
+                *failed_action = i + k;
+                *err = *e;
+            }
+        }
+    }
+    return res;
+}
+
+/* The Events of action i, recorded once it has succeeded. */
+static void exec_events(const exec_ctx_t *x, const json_object *rc, const plan_t *plan, size_t i)
+{
+    for (size_t e = 0; e < plan_event_count(plan); e++) {
+        const plan_event_t *ev = plan_event(plan, e);
+        if (ev->action != (int)i)
+            continue;
+        if (x->fence && !x->fence(x->fence_user))
+            break;
+        if (x->recorder) {
+            recorder_result_t rr = recorder_record(x->recorder, rc, ev->type, ev->reason, ev->message,
+                                                   x->instance, x->event_deadline_ns);
+            if (rr == RECORDER_FULL || rr == RECORDER_INVALID)
+                rlog_warn("event dropped", "reconcileID", x->reconcile_id, "reason", ev->reason,
+                          "why", recorder_result_name(rr));
+            continue;
+        }
+        kube_error_t eerr;
+        kube_error_clear(&eerr);
+        if (exec_record_event(x, rc, ev->type, ev->reason, ev->message, &eerr)) {
+            char line[1024];
+            rlog_warn("cannot record event", "reconcileID", x->reconcile_id, "reason",
+                      ev->reason, "error", kube_error_str(&eerr, line, sizeof(line)));
+        }
+    }
+}
+
+/* Action i alone, as the plan says (the memo's skip, the cleanup hook, the fence, one
+ * request). Returns EXEC_OK with *skipped set when the memo skips it (and its events). */
+static exec_result_t exec_one(const exec_ctx_t *x, const json_object *rc, const plan_action_t *a, int *skipped,
+                              kube_error_t *err)
+{
+    *skipped = 0;
+    uint64_t uid = 0, sig = 0;
+    int signed_ = a->kind == PLAN_UPDATE_STATUS && x->memo && status_signature(rc, a, &uid, &sig);
+    if (signed_) {
+        memo_slot_t *s = memo_find(x->memo, uid);
+        if (s && s->sig == sig) {
+            rlog_debug("status already written from this resourceVersion; skipped", "reconcileID",
+                       x->reconcile_id, "path", a->path);
+            *skipped = 1;
+            return EXEC_OK;
+        }
+    }
+    if (a->kind == PLAN_CLEANUP) {
+        /* The hook for external resources (backups, DNS, ...) would run here; the
+         * children themselves go with the garbage collector via owner references. */
+        rlog_info("cleanup before deletion", "reconcileID", x->reconcile_id, "name", a->name);
+        return EXEC_OK;
+    }
+    if (x->fence && !x->fence(x->fence_user)) {
+        kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
+        return EXEC_FENCED;
+    }
+    if (a->kind == PLAN_REDIS)
+        return exec_redis(x, a, skipped, err);
+    if (a->kind == PLAN_AUTH_RECORD) {
+        if (exec_auth_record(x, a, err))
+            return kube_error_is_conflict(err) ? EXEC_CONFLICT : EXEC_ERROR;
+        rlog_info("write done", "reconcileID", x->reconcile_id, "action", plan_action_kind_name(a->kind), "path",
+                  a->path, "why", a->why);
+        return EXEC_OK;
+    }
+    if (exec_action(x, a, err)) {
+        exec_result_t r = write_failed(a, err);
+        if (r != EXEC_OK)
+            return r;
+    }
+    if (signed_)
+        memo_store(x->memo, uid, sig);
+    rlog_info("write done", "reconcileID", x->reconcile_id, "action", plan_action_kind_name(a->kind), "path",
+              a->path, "why", a->why);
+    return EXEC_OK;
+}
+
 exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
                         size_t *failed_action, kube_error_t *err)
 {
     kube_error_clear(err);
     size_t n = plan_action_count(plan);
-    for (size_t i = 0; i < n; i++) {
-        const plan_action_t *a = plan_action(plan, i);
-        *failed_action = i;
-        uint64_t uid = 0, sig = 0;
-        int signed_ = a->kind == PLAN_UPDATE_STATUS && x->memo && status_signature(rc, a, &uid, &sig);
-        if (signed_) {
-            memo_slot_t *s = memo_find(x->memo, uid);
-            if (s && s->sig == sig) {
-                rlog_debug("status already written from this resourceVersion; skipped", "reconcileID",
-                           x->reconcile_id, "path", a->path);
-                continue; /* and its events */
+    for (size_t i = 0; i < n;) {
+        size_t end = exec_stage_end(plan, i);
+        if (end - i >= 2 && x->batch) {
+            /* independent child writes: at once */
+            exec_result_t r = exec_batch(x, plan, i, end, failed_action, err);
+            if (r != EXEC_OK)
+                return r;
+            for (size_t k = i; k < end; k++) {
+                const plan_action_t *a = plan_action(plan, k);
+                rlog_info("write done", "reconcileID", x->reconcile_id, "action", plan_action_kind_name(a->kind),
+                          "path", a->path, "why", a->why, "batch", "1");
+                exec_events(x, rc, plan, k);
             }
+            i = end;
+            continue;
         }
-        if (a->kind == PLAN_CLEANUP) {
-            /* The hook for external resources (backups, DNS, ...) would run here; the
-             * children themselves go with the garbage collector via owner references. */
-            rlog_info("cleanup before deletion", "reconcileID", x->reconcile_id, "name",
-                      a->name);
-        } else if (a->kind == PLAN_REDIS) {
-            /* A Redis command is a write like any other: only the leader sends it. */
-            if (x->fence && !x->fence(x->fence_user)) {
-                kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
-                return EXEC_FENCED;
-            }
-            char rerr[512];
-            if (redis_already_done(x, a)) {
-                rlog_debug("redis command already in effect; skipped", "reconcileID", x->reconcile_id, "pod",
-                           a->name, "command", a->argv[0]);
-                continue; /* and its events */
-            }
-            if (redisexec_command(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password, a->argc,
-                                  a->argv, REDISEXEC_TIMEOUT_NS, NULL, 0, rerr, sizeof(rerr)) &&
-                !redis_removed_already(a, rerr)) {
-                kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, rerr);
-                return EXEC_ERROR;
-            }
-            rlog_info("redis command done", "reconcileID", x->reconcile_id, "pod", a->name, "command", a->argv[0],
-                      "why", a->why);
-        } else if (a->kind == PLAN_AUTH_RECORD) {
-            if (x->fence && !x->fence(x->fence_user)) {
-                kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
-                return EXEC_FENCED;
-            }
-            if (exec_auth_record(x, a, err))
-                return kube_error_is_conflict(err) ? EXEC_CONFLICT : EXEC_ERROR;
-            rlog_info("write done", "reconcileID", x->reconcile_id, "action", plan_action_kind_name(a->kind), "path",
-                      a->path, "why", a->why);
-        } else {
-            if (x->fence && !x->fence(x->fence_user)) {
-                kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
-                return EXEC_FENCED;
-            }
-            if (exec_action(x, a, err)) {
-                int gone = kube_error_is_not_found(err) && (a->kind == PLAN_REMOVE_FINALIZER ||
-                                                            a->kind == PLAN_UPDATE_STATUS || a->kind == PLAN_DELETE);
-                if (!gone)
-                    return kube_error_is_conflict(err) || kube_error_is_already_exists(err) ? EXEC_CONFLICT
-                                                                                           : EXEC_ERROR;
-                kube_error_clear(err);
-            }
-            if (signed_)
-                memo_store(x->memo, uid, sig);
-            rlog_info("write done", "reconcileID", x->reconcile_id, "action",
-                       plan_action_kind_name(a->kind), "path", a->path, "why", a->why);
-        }
-        for (size_t e = 0; e < plan_event_count(plan); e++) {
-            const plan_event_t *ev = plan_event(plan, e);
-            if (ev->action != (int)i)
-                continue;
-            if (x->fence && !x->fence(x->fence_user))
-                break;
-            kube_error_t eerr;
-            kube_error_clear(&eerr);
-            if (exec_record_event(x, rc, ev->type, ev->reason, ev->message, &eerr)) {
-                char line[1024];
-                rlog_warn("cannot record event", "reconcileID", x->reconcile_id, "reason",
-                          ev->reason, "error", kube_error_str(&eerr, line, sizeof(line)));
-            }
+        for (; i < end; i++) {
+            *failed_action = i;
+            int skipped = 0;
+            exec_result_t r = exec_one(x, rc, plan_action(plan, i), &skipped, err);
+            if (r != EXEC_OK)
+                return r;
+            if (!skipped)
+                exec_events(x, rc, plan, i);
         }
     }
     return EXEC_OK;

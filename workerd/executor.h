@@ -5,7 +5,9 @@
  * NotFound while removing the finalizer or writing the status of an object that is being
  * deleted counts as success: the object is gone, which is what deletion wanted. Events
  * are recorded after the action they report has succeeded; a failure to record an Event
- * is logged and never fails the reconcile. Before every write the fence is asked whether
+ * is logged and never fails the reconcile. With a recorder (workerd's) the Events are
+ * only queued there and go out asynchronously, aggregated (recorder.h): no write of the
+ * plan ever waits for an Event. Before every write the fence is asked whether
  * this process may still write (it leads, under the epoch the work was dispatched with);
  * when it says no, nothing more is written.
  *
@@ -39,6 +41,7 @@
 
 #include "kube_client.h"
 #include "plan.h"
+#include "recorder.h"
 
 typedef enum {
     EXEC_OK = 0,      /* every action done */
@@ -67,7 +70,35 @@ typedef struct {
     const char *instance;       /* reportingInstance of Events (the host name) */
     const char *redis_password; /* AUTH for PLAN_REDIS; NULL = none (never logged) */
     const char *redis_old_password; /* during a rotation: the one Redis had (docs/replication.md) */
+    recorder_t *recorder;       /* Events asynchronous and aggregated (recorder.h); NULL =
+                                 * recorded synchronously by exec_record_event */
+    int64_t event_deadline_ns;  /* Events must be sent by then (the leadership's validity
+                                 * when the item was taken); 0 = none */
+    void *batch;                /* a CURLM (CURLPIPE_MULTIPLEX) for the writes of one stage
+                                 * at once (STAGES); NULL = every write alone, in order */
 } exec_ctx_t;
+
+/* STAGES: the plan's actions in stages, in plan order. A create or apply of a ConfigMap,
+ * Service or StatefulSet joins the stage before it when that one is also such child
+ * writes, except that a StatefulSet never shares a stage with a ConfigMap write (its
+ * pods mount the ConfigMap: it goes once the config is written, as the plan's order
+ * promises). Every other action (finalizer, cleanup, replace, delete, status, and any
+ * non-HTTP action) is a stage of its own, run alone in order. With x->batch, a stage of
+ * several writes is sent at once (HTTP/2 streams over one connection) and waited for as
+ * a whole; a transient failure (transport, 401, 429, 5xx) is retried through the client
+ * (its backoff); any failure stops the plan before the next stage, reported as the first
+ * failed action in plan order (the stage's other writes are done all the same: they do
+ * not depend on each other). Events of the stage's actions follow the whole stage.
+ *
+ * The end (one past the last action) of the stage that starts at action i. */
+size_t exec_stage_end(const plan_t *plan, size_t i);
+
+/* GET paths[0..n) (n <= 8) at once over x->batch, as a stage's writes go; a transient
+ * failure, an answer too large for the batch, or no x->batch: the client's own GET.
+ * out[k] gets the object (the caller puts it) or NULL for 404. Returns 0, or -1 with err
+ * of the first failure (every out[k] NULL then). */
+int exec_get_many(const exec_ctx_t *x, const char *const paths[], size_t n, json_object *out[],
+                  kube_error_t *err);
 
 /* Carry out the plan for the RedisCluster rc (used for Events' involvedObject). On
  * failure err describes the failed request and *failed_action is its index. */

@@ -168,15 +168,46 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
         return 0;
     const char *mode = JSONX_STR_AT(rc, "spec", "mode");
     int replication = mode && !strcmp(mode, "Replication");
+    char names[N_CHILDREN][300];
+    int absent[N_CHILDREN], n = 0;
     for (int i = 0; i < N_CHILDREN; i++) {
         if (child[i] || !x->client || (i >= ROLE_CHILD && !replication))
             continue;
-        char role_name[300];
         if (i >= ROLE_CHILD)
-            render_role_service_name(name, i == ROLE_CHILD ? RENDER_ROLE_PRIMARY : RENDER_ROLE_REPLICA, role_name,
-                                     sizeof(role_name));
-        if (get_object(x, child_group[i], "v1", child_resource[i], ns, i >= ROLE_CHILD ? role_name : name,
-                       &fetched[i], err))
+            render_role_service_name(name, i == ROLE_CHILD ? RENDER_ROLE_PRIMARY : RENDER_ROLE_REPLICA, names[i],
+                                     sizeof(names[i]));
+        else
+            snprintf(names[i], sizeof(names[i]), "%s", name);
+        absent[n++] = i;
+    }
+    if (n >= 2 && x->batch) {
+        /* independent reads: at once (a new cluster's 404s in one round trip) */
+        buf_t path[N_CHILDREN];
+        const char *paths[N_CHILDREN];
+        json_object *got[N_CHILDREN] = {NULL};
+        int rc = 0;
+        for (int k = 0; k < n; k++) {
+            int i = absent[k];
+            buf_init(&path[k], 4096);
+            if (kube_path(&path[k], child_group[i], "v1", ns, child_resource[i], names[i], NULL)) {
+                kube_error_set(err, KERR_CONFIG, "%s %s/%s: cannot build the request path", child_resource[i], ns,
+                               names[i]);
+                rc = -1;
+            }
+            paths[k] = buf_str(&path[k]);
+        }
+        if (!rc)
+            rc = exec_get_many(x, paths, (size_t)n, got, err);
+        for (int k = 0; k < n; k++) {
+            buf_free(&path[k]);
+            fetched[absent[k]] = got[k];
+            child[absent[k]] = got[k];
+        }
+        return rc;
+    }
+    for (int k = 0; k < n; k++) {
+        int i = absent[k];
+        if (get_object(x, child_group[i], "v1", child_resource[i], ns, names[i], &fetched[i], err))
             return -1;
         child[i] = fetched[i];
     }

@@ -9,6 +9,7 @@
 #include "reconcile.h"
 #include "rmsg.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,6 +35,8 @@ typedef struct {
     int64_t reconnect_delay_ns;
     loop_t *loop;
     exec_memo_t *memo;       /* the status writes this worker made (executor.h) */
+    recorder_t *recorder;    /* Events, sent asynchronously on this loop (recorder.h) */
+    CURLM *batch;            /* a plan's independent writes at once (executor.h STAGES) */
     char hostname[256];
     daemon_metrics_t metrics; /* where our metrics go */
 } worker_t;
@@ -169,7 +172,10 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                     .fence = worker_may_write,
                     .fence_user = w,
                     .reconcile_id = rid,
-                    .instance = w->hostname};
+                    .instance = w->hostname,
+                    .recorder = w->recorder,
+                    .batch = w->batch,
+                    .event_deadline_ns = w->leader ? w->valid_until_ms * NS_PER_MS : 0};
     plan_children_t kids = {child_of(children, "ConfigMap"), child_of(children, "Service"),
                             child_of(children, "StatefulSet"), child_of(children, "PodDisruptionBudget")};
     /* The rest of the work item (workitem.h): pods, observation, role Services. */
@@ -250,6 +256,10 @@ static int on_dealer(loop_t *loop, void *socket, int fd, int revents, void *arg)
             worker_handle_work(w, m);
             /* We were busy, not deaf: informerd's silence is measured from now. */
             w->last_heard_ns = clock_mono_ns();
+            /* One item per turn of the loop: the next WORK waits on the socket (zmq_poll
+             * reports it at once) while the loop lets the Events the item queued go out. */
+            rmsg_destroy(&m);
+            break;
         } else if (!rmsg_frame_is(m, 0, PROTO_HEARTBEAT)) {
             proto_error("work", "unknown message from informerd");
         }
@@ -296,7 +306,9 @@ int worker_run(const worker_config_t *cfg)
         loop_add_fd(w.loop, cfg->signal_fd, LOOP_IN, on_signal, &w) ||
         loop_add_timer(w.loop, PROTO_HEARTBEAT_MS * NS_PER_MS, PROTO_HEARTBEAT_MS * NS_PER_MS,
                        on_heartbeat, &w) < 0 ||
-        daemon_add_metrics_timer(w.loop, &w.metrics) < 0) {
+        daemon_add_metrics_timer(w.loop, &w.metrics) < 0 ||
+        (w.recorder = recorder_new(cfg->client, w.loop, NULL)) == NULL ||
+        (w.batch = curl_multi_init()) == NULL) {
         rlog_error("out of memory");
         rc = 1;
         goto out;
@@ -312,6 +324,8 @@ int worker_run(const worker_config_t *cfg)
             goto out;
         }
     }
+    /* The batch's requests share one HTTP/2 connection (streams multiplexed). */
+    curl_multi_setopt(w.batch, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
     w.reconnect_delay_ns = RECONNECT_MIN_NS;
     if (worker_connect(&w)) {
         worker_disconnect(&w, 0);
@@ -327,7 +341,13 @@ int worker_run(const worker_config_t *cfg)
         rlog_error("event loop failed", "error", loop_error(w.loop));
         rc = 1;
     }
+    /* Events still queued get a bounded moment to go out. */
+    for (int i = 0; w.recorder && recorder_pending(w.recorder) && i < 40; i++)
+        loop_run_once(w.loop, 50 * NS_PER_MS);
 out:
+    recorder_destroy(&w.recorder);
+    if (w.batch)
+        curl_multi_cleanup(w.batch);
     worker_disconnect(&w, 1);
     if (w.leader)
         zmq_close(w.leader);

@@ -11,6 +11,7 @@
 
 #include <CUnit/CUnit.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -524,6 +525,86 @@ static void test_curl_transfers(void)
     MHD_stop_daemon(d);
 }
 
+/* The upload handler: consume the body, then answer its size. */
+static enum MHD_Result on_upload(void *cls, struct MHD_Connection *c, const char *url,
+                                 const char *method, const char *version, const char *data,
+                                 size_t *size, void **state)
+{
+    (void)url, (void)method, (void)version, (void)data;
+    size_t *total = cls;
+    if (!*state) {
+        *state = (void *)1;
+        return MHD_YES;
+    }
+    if (*size) {
+        *total += *size;
+        *size = 0;
+        return MHD_YES;
+    }
+    char n[32];
+    snprintf(n, sizeof(n), "%zu", *total);
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(n), n, MHD_RESPMEM_MUST_COPY);
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* A connect and a request body larger than the socket buffers: curl asks to be told when
+ * the socket is writable (CURL_POLL_OUT) again and again. Each must wake the loop at once
+ * (LOOP_OUT -> ZMQ_POLLOUT); a wrong flag (poll(2)'s POLLOUT, which zmq_poll reads as
+ * ZMQ_POLLERR) leaves curl waiting for its own timer, and the upload crawls or stalls
+ * until the give-up timer. 3 uploads of 16 MiB, each on a new connection, in under 3 s. */
+static void test_curl_send_does_not_wait_for_timer(void)
+{
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    size_t received = 0;
+    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
+                                            on_upload, &received, MHD_OPTION_SOCK_ADDR, &sa,
+                                            MHD_OPTION_END);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    int port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+    enum { BODY = 16 << 20 };
+    char *body = malloc(BODY);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(body);
+    memset(body, 'x', BODY);
+    loop_t *loop = loop_new();
+    CURLM *multi = curl_multi_init();
+    fetch_t f;
+    memset(&f, 0, sizeof(f));
+    loop_curl_t *lc = loop_curl_new(loop, multi, on_done, &f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lc);
+    loop_add_prepare(loop, until_finished, &f);
+    int give_up = loop_add_timer(loop, 20 * NS_PER_SEC, 0, on_give_up, NULL);
+    char url[96];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/up", port);
+    int64_t t0 = clock_mono_ns();
+    for (int i = 0; i < 3; i++) {
+        memset(&f, 0, sizeof(f));
+        f.failed = 1; /* until_finished stops at done + failed >= 2: after this one */
+        CURL *e = easy_get(url, &f.len[0]);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)BODY);
+        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L); /* a connect every time */
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 4000L);  /* a stall fails, not hangs */
+        CU_ASSERT_EQUAL(loop_curl_add(lc, e), 0);
+        /* A long maximum wait: only readiness (or curl's timer) may wake the loop. */
+        CU_ASSERT_EQUAL(loop_run(loop, 30 * NS_PER_SEC), 0);
+        CU_ASSERT_EQUAL(f.done, 1);
+    }
+    int64_t took = clock_mono_ns() - t0;
+    CU_ASSERT(took < 3 * NS_PER_SEC);
+    CU_ASSERT_EQUAL(received, (size_t)3 * BODY);
+    loop_cancel_timer(loop, give_up);
+    loop_curl_destroy(&lc);
+    curl_multi_cleanup(multi);
+    loop_destroy(&loop);
+    MHD_stop_daemon(d);
+    free(body);
+}
+
 static CU_TestInfo loop_tests[] = {
     {"fd reader", test_fd_reader},
     {"writable fd wakes the loop at once", test_writable_wakes_at_once},
@@ -537,6 +618,7 @@ static CU_TestInfo loop_tests[] = {
     {"loop_run ends on stop and on -1", test_run_ends},
     {"poll failure ends the loop", test_poll_failure_ends_loop},
     {"curl transfers on the loop", test_curl_transfers},
+    {"curl's connect and body send wake the loop at once", test_curl_send_does_not_wait_for_timer},
     CU_TEST_INFO_NULL,
 };
 

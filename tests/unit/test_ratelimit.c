@@ -3,10 +3,16 @@
 #include "backoff.h"
 #include "clock.h"
 #include "ratelimit.h"
+#include "ratelimit_shared.h"
 
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define MS NS_PER_MS
 #define SEC NS_PER_SEC
@@ -187,6 +193,136 @@ static void test_backoff_sequence(void)
     }
 }
 
+/* A fresh directory for bucket files; removed by rm_bucket_dir. */
+static void bucket_dir(char *dir, size_t len)
+{
+    snprintf(dir, len, "/tmp/rdc-test-bucket.XXXXXX");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+}
+
+static void rm_bucket_dir(const char *dir, const char *path)
+{
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Two handles on one file behave as one bucket: the burst is shared, and the spacing
+ * after it counts every handle's reservations. */
+static void test_shared_one_budget(void)
+{
+    char dir[64], path[128], err[256];
+    bucket_dir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/b", dir);
+    int64_t t0 = 100 * SEC;
+    ratelimit_shared_t *a = NULL, *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(ratelimit_shared_create(path, 10.0, 3, t0, &a, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL_FATAL(ratelimit_shared_open(path, &b, err, sizeof(err)), 0);
+    CU_ASSERT_DOUBLE_EQUAL(ratelimit_shared_qps(b), 10.0, 1e-9);
+    CU_ASSERT_EQUAL(ratelimit_shared_burst(b), 3);
+    int64_t w = -1;
+    /* burst 3, taken from both handles */
+    CU_ASSERT_EQUAL(ratelimit_shared_try_reserve(a, t0, INT64_MAX, &w), 0);
+    CU_ASSERT_EQUAL(w, 0);
+    CU_ASSERT_EQUAL(ratelimit_shared_try_reserve(b, t0, INT64_MAX, &w), 0);
+    CU_ASSERT_EQUAL(w, 0);
+    CU_ASSERT_EQUAL(ratelimit_shared_try_reserve(a, t0, INT64_MAX, &w), 0);
+    CU_ASSERT_EQUAL(w, 0);
+    /* then 100 ms apart, whichever handle asks */
+    CU_ASSERT_EQUAL(ratelimit_shared_try_reserve(b, t0, INT64_MAX, &w), 0);
+    ASSERT_NS(w, 100 * MS);
+    CU_ASSERT_EQUAL(ratelimit_shared_try_reserve(a, t0, INT64_MAX, &w), 0);
+    ASSERT_NS(w, 200 * MS);
+    /* a wait over the caller's limit consumes nothing */
+    CU_ASSERT_EQUAL(ratelimit_shared_try_reserve(b, t0, 250 * MS, &w), -1);
+    CU_ASSERT_EQUAL(ratelimit_shared_try_reserve(b, t0, 300 * MS, &w), 0);
+    ASSERT_NS(w, 300 * MS);
+    /* refill caps at the burst */
+    CU_ASSERT_DOUBLE_EQUAL(ratelimit_shared_tokens(a, t0 + 100 * SEC), 3.0, 1e-9);
+    ratelimit_shared_destroy(&a);
+    ratelimit_shared_destroy(&b);
+    CU_ASSERT_PTR_NULL(a);
+    rm_bucket_dir(dir, path);
+}
+
+/* Four processes reserve 50 tokens each at the same instant from one bucket (10 qps,
+ * burst 5): every reservation gets its own slot, so the 200 waits are exactly the
+ * slots 0 (x5), 100 ms, ..., 19.5 s, whatever the interleaving. */
+static void test_shared_across_processes(void)
+{
+    char dir[64], path[128], err[256];
+    bucket_dir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/b", dir);
+    int64_t t0 = 50 * SEC;
+    ratelimit_shared_t *rl = NULL;
+    CU_ASSERT_EQUAL_FATAL(ratelimit_shared_create(path, 10.0, 5, t0, &rl, err, sizeof(err)), 0);
+    enum { PROCS = 4, EACH = 50 };
+    int fds[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(fds), 0);
+    for (int p = 0; p < PROCS; p++) {
+        pid_t pid = fork();
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+            close(fds[0]);
+            ratelimit_shared_t *mine = NULL;
+            char e2[256];
+            if (ratelimit_shared_open(path, &mine, e2, sizeof(e2)))
+                _exit(3);
+            int64_t waits[EACH];
+            for (int i = 0; i < EACH; i++)
+                if (ratelimit_shared_try_reserve(mine, t0, INT64_MAX, &waits[i]))
+                    _exit(4);
+            if (write(fds[1], waits, sizeof(waits)) != (ssize_t)sizeof(waits))
+                _exit(5);
+            _exit(0);
+        }
+    }
+    close(fds[1]);
+    int64_t all[PROCS * EACH];
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof(all) && (r = read(fds[0], (char *)all + got, sizeof(all) - got)) > 0)
+        got += (size_t)r;
+    close(fds[0]);
+    for (int p = 0; p < PROCS; p++) {
+        int st = -1;
+        CU_ASSERT(wait(&st) > 0);
+        CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(got, sizeof(all));
+    /* count each slot: slot 0 five times (the burst), slots 1..195 once each */
+    int slots[PROCS * EACH] = {0};
+    for (int i = 0; i < PROCS * EACH; i++) {
+        int64_t s = (all[i] + 50 * MS) / (100 * MS);
+        CU_ASSERT_FATAL(s >= 0 && s < PROCS * EACH);
+        slots[s]++;
+    }
+    CU_ASSERT_EQUAL(slots[0], 5);
+    for (int s = 1; s <= PROCS * EACH - 5; s++)
+        CU_ASSERT_EQUAL(slots[s], 1);
+    ratelimit_shared_destroy(&rl);
+    rm_bucket_dir(dir, path);
+}
+
+static void test_shared_refuses_bad_files(void)
+{
+    char dir[64], path[128], err[256];
+    bucket_dir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/b", dir);
+    ratelimit_shared_t *rl = NULL;
+    CU_ASSERT_EQUAL(ratelimit_shared_open(path, &rl, err, sizeof(err)), -1); /* missing */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, path));
+    CU_ASSERT_EQUAL(ratelimit_shared_create(path, 0, 3, 0, &rl, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(ratelimit_shared_create(path, -1, 3, 0, &rl, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NULL(rl);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("not a bucket", f);
+    fclose(f);
+    CU_ASSERT_EQUAL(ratelimit_shared_open(path, &rl, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NULL(rl);
+    rm_bucket_dir(dir, path);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -197,6 +333,9 @@ int main(void)
     CU_add_test(s, "refill caps at burst", test_refill_caps_at_burst);
     CU_add_test(s, "when/allow/try_reserve", test_when_allow_try);
     CU_add_test(s, "unlimited and odd input", test_unlimited_and_odd_input);
+    CU_add_test(s, "shared: one budget for two handles", test_shared_one_budget);
+    CU_add_test(s, "shared: four processes, one bucket", test_shared_across_processes);
+    CU_add_test(s, "shared: refuses bad files", test_shared_refuses_bad_files);
     CU_pSuite b = CU_add_suite("backoff", NULL, NULL);
     CU_add_test(b, "exponential and caps", test_backoff_exponential);
     CU_add_test(b, "jitter bounds", test_backoff_jitter);

@@ -1,0 +1,302 @@
+/* Unit tests of workerd's recorder (asynchronous, aggregated Events) against an
+ * in-process fake API server: repeats PATCH the count of the Event recorded instead of
+ * POSTing again (also while its POST is in flight), an expired Event is POSTed anew, the
+ * per-object spam filter, the queue bound, and that recording never waits for the server.
+ */
+#include "buf.h"
+#include "clock.h"
+#include "fake_api.h"
+#include "kube_client.h"
+#include "kube_config.h"
+#include "loop.h"
+#include "recorder.h"
+
+#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_REQS 256
+
+typedef struct {
+    fake_api_t srv;
+    pthread_mutex_t mu;
+    char method[MAX_REQS][8];
+    char path[MAX_REQS][256];
+    long count[MAX_REQS]; /* the body's count */
+    int n;
+    int delay_ms;     /* every answer waits this long */
+    int expire_patch; /* PATCHes answer 404 */
+} api_t;
+
+static int on_request(void *user, struct MHD_Connection *c, const char *method, const char *url,
+                      const char *body, buf_t *out)
+{
+    (void)c;
+    api_t *a = user;
+    if (a->delay_ms)
+        usleep((useconds_t)a->delay_ms * 1000);
+    json_object *in = json_tokener_parse(body);
+    json_object *cnt = NULL;
+    pthread_mutex_lock(&a->mu);
+    int i = a->n < MAX_REQS ? a->n++ : MAX_REQS - 1;
+    snprintf(a->method[i], sizeof(a->method[i]), "%s", method);
+    snprintf(a->path[i], sizeof(a->path[i]), "%s", url);
+    a->count[i] = in && json_object_object_get_ex(in, "count", &cnt) ? (long)json_object_get_int64(cnt) : -1;
+    int expire = a->expire_patch;
+    pthread_mutex_unlock(&a->mu);
+    int code = 200;
+    if (!strcmp(method, "POST")) {
+        code = 201;
+        buf_puts(out, body);
+    } else if (expire) {
+        code = 404;
+        buf_puts(out, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":404,"
+                      "\"reason\":\"NotFound\",\"message\":\"gone\"}");
+    } else {
+        buf_puts(out, "{}");
+    }
+    json_object_put(in);
+    return code;
+}
+
+typedef struct {
+    api_t api;
+    kube_config_t *cfg;
+    kube_client_t *client;
+    loop_t *loop;
+    recorder_t *r;
+    json_object *rc[2];
+} env_t;
+
+static void env_open(env_t *e, const recorder_opts_t *o)
+{
+    memset(e, 0, sizeof(*e));
+    pthread_mutex_init(&e->api.mu, NULL);
+    fake_api_start(&e->api.srv, on_request, &e->api);
+    char yaml[1024], err[256];
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: v1\nkind: Config\nclusters:\n- name: f\n  cluster: {server: http://127.0.0.1:%d}\n"
+             "contexts:\n- name: f\n  context: {cluster: f, user: u}\ncurrent-context: f\n"
+             "users:\n- name: u\n  user: {token: t}\n",
+             e->api.srv.port);
+    CU_ASSERT_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "test", NULL, &e->cfg, err, sizeof(err)) == 0);
+    kube_client_opts_t co;
+    kube_client_opts_init(&co);
+    co.qps = 0;
+    e->client = kube_client_new(e->cfg, &co, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e->client);
+    e->loop = loop_new();
+    e->r = recorder_new(e->client, e->loop, o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e->r);
+    e->rc[0] = json_tokener_parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
+                                  "\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u-a\"}}");
+    e->rc[1] = json_tokener_parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
+                                  "\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"uid\":\"u-b\"}}");
+}
+
+static void env_close(env_t *e)
+{
+    recorder_destroy(&e->r);
+    CU_ASSERT_PTR_NULL(e->r);
+    loop_destroy(&e->loop);
+    kube_client_destroy(&e->client);
+    kube_config_destroy(&e->cfg);
+    fake_api_stop(&e->api.srv);
+    pthread_mutex_destroy(&e->api.mu);
+    json_object_put(e->rc[0]);
+    json_object_put(e->rc[1]);
+}
+
+/* Turn the loop until nothing is pending (at most 5 s). */
+static void drain(env_t *e)
+{
+    int64_t end = clock_mono_ns() + 5 * NS_PER_SEC;
+    while (recorder_pending(e->r) && clock_mono_ns() < end)
+        loop_run_once(e->loop, 50 * NS_PER_MS);
+    CU_ASSERT_EQUAL(recorder_pending(e->r), 0);
+}
+
+static int count_req(env_t *e, const char *method)
+{
+    int n = 0;
+    pthread_mutex_lock(&e->api.mu);
+    for (int i = 0; i < e->api.n; i++)
+        n += !strcmp(e->api.method[i], method);
+    pthread_mutex_unlock(&e->api.mu);
+    return n;
+}
+
+static long last_count(env_t *e)
+{
+    pthread_mutex_lock(&e->api.mu);
+    long c = e->api.n ? e->api.count[e->api.n - 1] : -1;
+    pthread_mutex_unlock(&e->api.mu);
+    return c;
+}
+
+/* Repeats after the POST has landed: one PATCH per round, carrying the count. A different
+ * message is another Event. */
+static void test_repeats_patch_the_count(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[0], "Normal", "Created", "Created ConfigMap a", "h", 0),
+                    RECORDER_QUEUED);
+    drain(&e);
+    CU_ASSERT_EQUAL(count_req(&e, "POST"), 1);
+    CU_ASSERT_EQUAL(last_count(&e), 1);
+    CU_ASSERT_STRING_EQUAL(e.api.path[0], "/api/v1/namespaces/ns/events");
+    CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[0], "Normal", "Created", "Created ConfigMap a", "h", 0),
+                    RECORDER_AGGREGATED);
+    drain(&e);
+    CU_ASSERT_EQUAL(count_req(&e, "POST"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "PATCH"), 1);
+    CU_ASSERT_EQUAL(last_count(&e), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.api.path[1], "/api/v1/namespaces/ns/events/a."));
+    CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[0], "Normal", "Created", "Created Service a", "h", 0),
+                    RECORDER_QUEUED);
+    /* the same reason and message on another object is another Event */
+    CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[1], "Normal", "Created", "Created ConfigMap a", "h", 0),
+                    RECORDER_QUEUED);
+    drain(&e);
+    CU_ASSERT_EQUAL(count_req(&e, "POST"), 3);
+    recorder_stats_t st = recorder_stats(e.r);
+    CU_ASSERT_EQUAL(st.posts, 3);
+    CU_ASSERT_EQUAL(st.patches, 1);
+    CU_ASSERT_EQUAL(st.aggregated, 1);
+    env_close(&e);
+}
+
+/* Ten repeats recorded while the POST is still on its way: no second POST, and a single
+ * PATCH with count 11 once the POST has landed. Recording never waited for the slow
+ * server (200 ms per answer). */
+static void test_repeats_in_flight_fold_into_one_patch(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    e.api.delay_ms = 200;
+    int64_t t0 = clock_mono_ns();
+    CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[0], "Warning", "Failed", "boom", "h", 0), RECORDER_QUEUED);
+    loop_run_once(e.loop, 0); /* the POST starts */
+    for (int i = 0; i < 10; i++)
+        CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[0], "Warning", "Failed", "boom", "h", 0), RECORDER_AGGREGATED);
+    CU_ASSERT(clock_mono_ns() - t0 < 100 * NS_PER_MS); /* nothing waited for an answer */
+    drain(&e);
+    CU_ASSERT_EQUAL(count_req(&e, "POST"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "PATCH"), 1);
+    CU_ASSERT_EQUAL(last_count(&e), 11);
+    env_close(&e);
+}
+
+/* A repeat whose Event has expired (PATCH 404) is POSTed as a new Event. */
+static void test_expired_event_is_posted_again(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    recorder_record(e.r, e.rc[0], "Normal", "Scaled", "to 3", "h", 0);
+    drain(&e);
+    e.api.expire_patch = 1;
+    CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[0], "Normal", "Scaled", "to 3", "h", 0), RECORDER_AGGREGATED);
+    drain(&e);
+    CU_ASSERT_EQUAL(count_req(&e, "PATCH"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "POST"), 2);
+    CU_ASSERT_EQUAL(recorder_stats(e.r).failed, 0);
+    env_close(&e);
+}
+
+/* The spam filter: 25 new Events per object, then drops; repeats of a recorded one still
+ * count; another object has its own bucket. */
+static void test_spam_filter_per_object(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    char msg[32];
+    int queued = 0, spam = 0;
+    for (int i = 0; i < 30; i++) {
+        snprintf(msg, sizeof(msg), "message %d", i);
+        recorder_result_t res = recorder_record(e.r, e.rc[0], "Normal", "Step", msg, "h", 0);
+        queued += res == RECORDER_QUEUED;
+        spam += res == RECORDER_SPAM;
+    }
+    CU_ASSERT_EQUAL(queued, RECORDER_SPAM_BURST);
+    CU_ASSERT_EQUAL(spam, 30 - RECORDER_SPAM_BURST);
+    CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[0], "Normal", "Step", "message 0", "h", 0), RECORDER_AGGREGATED);
+    CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[1], "Normal", "Step", "message 0", "h", 0), RECORDER_QUEUED);
+    drain(&e);
+    CU_ASSERT_EQUAL(count_req(&e, "POST"), RECORDER_SPAM_BURST + 1);
+    CU_ASSERT_EQUAL(recorder_stats(e.r).dropped_spam, (uint64_t)(30 - RECORDER_SPAM_BURST));
+    env_close(&e);
+}
+
+/* The queue bound: with the server slow and 2 in flight, at most queue_cap Events wait;
+ * past it new ones are dropped at once (never a wait), and everything queued goes out. */
+static void test_queue_is_bounded(void)
+{
+    env_t e;
+    recorder_opts_t o = {.queue_cap = 4, .max_in_flight = 2, .spam_burst = 1000, .spam_qps = 1};
+    env_open(&e, &o);
+    e.api.delay_ms = 100;
+    char msg[32];
+    int queued = 0, full = 0;
+    int64_t t0 = clock_mono_ns();
+    for (int i = 0; i < 20; i++) {
+        snprintf(msg, sizeof(msg), "m%d", i);
+        recorder_result_t res = recorder_record(e.r, e.rc[0], "Normal", "Step", msg, "h", 0);
+        queued += res == RECORDER_QUEUED;
+        full += res == RECORDER_FULL;
+    }
+    CU_ASSERT(clock_mono_ns() - t0 < 100 * NS_PER_MS);
+    /* 2 handed to curl (in flight), 4 wait, the other 14 are dropped */
+    CU_ASSERT_EQUAL(queued, 6);
+    CU_ASSERT_EQUAL(full, 14);
+    CU_ASSERT_EQUAL(recorder_pending(e.r), 6);
+    CU_ASSERT_EQUAL(recorder_stats(e.r).dropped_full, 14);
+    drain(&e);
+    CU_ASSERT_EQUAL(count_req(&e, "POST"), 6);
+    env_close(&e);
+}
+
+/* An Event whose deadline (the leadership's validity) has passed is not sent. */
+static void test_past_deadline_is_dropped(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    recorder_record(e.r, e.rc[0], "Normal", "Late", "x", "h", clock_mono_ns() - 1);
+    drain(&e);
+    CU_ASSERT_EQUAL(count_req(&e, "POST"), 0);
+    CU_ASSERT_EQUAL(recorder_stats(e.r).failed, 1);
+    /* forgotten, not stuck: recorded again in time, it is POSTed */
+    CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[0], "Normal", "Late", "x", "h", 0), RECORDER_QUEUED);
+    drain(&e);
+    CU_ASSERT_EQUAL(count_req(&e, "POST"), 1);
+    CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[0], "Normal", "Bad", "x", NULL, 0), RECORDER_QUEUED);
+    json_object *noname = json_tokener_parse("{\"metadata\":{}}");
+    CU_ASSERT_EQUAL(recorder_record(e.r, noname, "Normal", "Bad", "x", NULL, 0), RECORDER_INVALID);
+    json_object_put(noname);
+    drain(&e);
+    CU_ASSERT_EQUAL(count_req(&e, "POST"), 2);
+    env_close(&e);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite("recorder", NULL, NULL);
+    CU_add_test(s, "repeats PATCH the count", test_repeats_patch_the_count);
+    CU_add_test(s, "repeats in flight fold into one PATCH", test_repeats_in_flight_fold_into_one_patch);
+    CU_add_test(s, "an expired Event is POSTed again", test_expired_event_is_posted_again);
+    CU_add_test(s, "spam filter per object", test_spam_filter_per_object);
+    CU_add_test(s, "the queue is bounded", test_queue_is_bounded);
+    CU_add_test(s, "past the deadline: dropped", test_past_deadline_is_dropped);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failed = CU_get_number_of_failures() > 0;
+    CU_cleanup_registry();
+    return failed;
+}

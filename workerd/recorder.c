@@ -1,0 +1,410 @@
+#include "recorder.h"
+
+#include "clock.h"
+#include "event.h"
+#include "jsonx.h"
+#include "kube_async.h"
+#include "log.h"
+#include "loop_curl.h"
+#include "ratelimit.h"
+#include "render.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ENTRIES 512     /* Events remembered for aggregation (and waiting) */
+#define SPAM_OBJECTS 256 /* per-object spam buckets */
+#define WINDOW_NS ((int64_t)RECORDER_WINDOW_S * NS_PER_SEC)
+
+typedef struct xfer xfer_t;
+
+/* One distinct Event (involved object, type, reason, message). */
+typedef struct {
+    uint64_t key;         /* 0 = free */
+    json_object *ev;      /* the Event as POSTed (its name chosen here) */
+    char path[600];       /* .../events/<name> */
+    char coll[400];       /* .../events */
+    int64_t count_want;   /* times recorded */
+    int64_t count_sent;   /* the count the API has; 0 = not created */
+    int64_t last_ns;      /* monotonic time of the last recording */
+    int64_t deadline_ns;  /* of the latest recording; 0 = none */
+    uint64_t seq;         /* queue order while queued */
+    int queued;           /* waits to be sent */
+    xfer_t *x;            /* the request in flight, or NULL */
+} entry_t;
+
+struct xfer {
+    recorder_t *r;
+    entry_t *e;
+    kube_async_t *req;
+    int64_t count;   /* the count this request sets */
+    int post;
+};
+
+typedef struct {
+    uint64_t obj;   /* 0 = free */
+    ratelimit_t rl;
+} spam_t;
+
+struct recorder {
+    kube_client_t *c;
+    loop_t *loop;
+    CURLM *multi;
+    loop_curl_t *lc;
+    recorder_opts_t o;
+    entry_t e[ENTRIES];
+    spam_t spam[SPAM_OBJECTS];
+    size_t spam_next;
+    size_t queued, in_flight;
+    uint64_t seq;
+    recorder_stats_t st;
+};
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    s = s ? s : "";
+    do {
+        h ^= (unsigned char)*s;
+        h *= UINT64_C(0x100000001b3);
+    } while (*s++);
+    return h ? h : 1;
+}
+#define FNV_START UINT64_C(0xcbf29ce484222325)
+
+const char *recorder_result_name(recorder_result_t res)
+{
+    switch (res) {
+    case RECORDER_QUEUED: return "queued";
+    case RECORDER_AGGREGATED: return "aggregated";
+    case RECORDER_SPAM: return "spam";
+    case RECORDER_FULL: return "full";
+    case RECORDER_INVALID: return "invalid";
+    }
+    return "unknown";
+}
+
+static void on_transfer(CURL *easy, CURLcode result, void *arg);
+
+recorder_t *recorder_new(kube_client_t *c, loop_t *loop, const recorder_opts_t *o)
+{
+    recorder_t *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->c = c;
+    r->loop = loop;
+    if (o)
+        r->o = *o;
+    if (!r->o.queue_cap)
+        r->o.queue_cap = 256;
+    if (r->o.max_in_flight <= 0)
+        r->o.max_in_flight = 8;
+    if (!(r->o.spam_qps > 0))
+        r->o.spam_qps = 1.0 / RECORDER_SPAM_REFILL_S;
+    if (r->o.spam_burst <= 0)
+        r->o.spam_burst = RECORDER_SPAM_BURST;
+    r->multi = curl_multi_init();
+    if (!r->multi)
+        goto fail;
+    /* Every Event of this worker on one connection, as HTTP/2 streams. */
+    curl_multi_setopt(r->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    r->lc = loop_curl_new(loop, r->multi, on_transfer, r);
+    if (!r->lc)
+        goto fail;
+    return r;
+fail:
+    recorder_destroy(&r);
+    return NULL;
+}
+
+static void entry_free(entry_t *e)
+{
+    json_object_put(e->ev);
+    memset(e, 0, sizeof(*e));
+}
+
+void recorder_destroy(recorder_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    recorder_t *r = *self_p;
+    for (size_t i = 0; i < ENTRIES; i++) {
+        entry_t *e = &r->e[i];
+        if (e->x) {
+            loop_curl_remove(r->lc, kube_async_handle(e->x->req));
+            kube_async_destroy(&e->x->req);
+            free(e->x);
+        }
+        entry_free(e);
+    }
+    loop_curl_destroy(&r->lc);
+    if (r->multi)
+        curl_multi_cleanup(r->multi);
+    free(r);
+    *self_p = NULL;
+}
+
+size_t recorder_pending(const recorder_t *r)
+{
+    return r->queued + r->in_flight;
+}
+
+recorder_stats_t recorder_stats(const recorder_t *r)
+{
+    return r->st;
+}
+
+/* The spam filter: may obj have one more new Event at now? */
+static int spam_allow(recorder_t *r, uint64_t obj, int64_t now)
+{
+    spam_t *s = NULL;
+    for (size_t i = 0; i < SPAM_OBJECTS && !s; i++)
+        if (r->spam[i].obj == obj)
+            s = &r->spam[i];
+    if (!s) {
+        s = &r->spam[r->spam_next];
+        r->spam_next = (r->spam_next + 1) % SPAM_OBJECTS;
+        s->obj = obj;
+        ratelimit_init(&s->rl, r->o.spam_qps, r->o.spam_burst);
+    }
+    return ratelimit_allow(&s->rl, now);
+}
+
+static entry_t *entry_find(recorder_t *r, uint64_t key, int64_t now)
+{
+    for (size_t i = 0; i < ENTRIES; i++)
+        if (r->e[i].key == key && (r->e[i].queued || r->e[i].x || now - r->e[i].last_ns < WINDOW_NS))
+            return &r->e[i];
+    return NULL;
+}
+
+/* A slot for a new Event: a free one, else the oldest one neither waiting nor in flight;
+ * NULL when every slot waits or is in flight. */
+static entry_t *entry_slot(recorder_t *r)
+{
+    entry_t *best = NULL;
+    for (size_t i = 0; i < ENTRIES; i++) {
+        entry_t *e = &r->e[i];
+        if (!e->key)
+            return e;
+        if (!e->queued && !e->x && (!best || e->last_ns < best->last_ns))
+            best = e;
+    }
+    if (best)
+        entry_free(best);
+    return best;
+}
+
+static void enqueue(recorder_t *r, entry_t *e)
+{
+    if (e->queued)
+        return;
+    e->queued = 1;
+    e->seq = ++r->seq;
+    r->queued++;
+}
+
+static void dequeue(recorder_t *r, entry_t *e)
+{
+    if (!e->queued)
+        return;
+    e->queued = 0;
+    r->queued--;
+}
+
+/* Name the Event as client-go does: "<object>.<time in ns, hex>", unique per recording. */
+static int entry_name(entry_t *e)
+{
+    const char *obj = JSONX_STR_AT(e->ev, "involvedObject", "name");
+    char name[300];
+    snprintf(name, sizeof(name), "%.240s.%llx", obj ? obj : "event", (unsigned long long)clock_wall_ns());
+    json_object *md = NULL;
+    if (!json_object_object_get_ex(e->ev, "metadata", &md))
+        return -1;
+    json_object_object_del(md, "generateName");
+    json_object_object_add(md, "name", json_object_new_string(name));
+    return snprintf(e->path, sizeof(e->path), "%s/%s", e->coll, name) >= (int)sizeof(e->path) ? -1 : 0;
+}
+
+static void send_one(recorder_t *r, entry_t *e);
+
+/* Start what waits, oldest first, up to max_in_flight. */
+static void pump(recorder_t *r)
+{
+    while (r->queued && r->in_flight < (size_t)r->o.max_in_flight) {
+        entry_t *next = NULL;
+        for (size_t i = 0; i < ENTRIES; i++)
+            if (r->e[i].queued && !r->e[i].x && (!next || r->e[i].seq < next->seq))
+                next = &r->e[i];
+        if (!next)
+            return;
+        dequeue(r, next);
+        send_one(r, next);
+    }
+}
+
+static void on_done(const kube_error_t *err, long status, void *arg);
+
+static void send_one(recorder_t *r, entry_t *e)
+{
+    char now[40];
+    clock_format_rfc3339(clock_wall_ns(), 0, now, sizeof(now));
+    json_object *body = NULL;
+    const char *method, *path, *ctype;
+    int post = e->count_sent == 0;
+    if (post) {
+        body = json_object_get(e->ev);
+        json_object_object_add(body, "count", json_object_new_int64(e->count_want));
+        json_object_object_add(body, "lastTimestamp", json_object_new_string(now));
+        method = "POST", path = e->coll, ctype = "application/json";
+    } else {
+        body = json_object_new_object();
+        json_object_object_add(body, "count", json_object_new_int64(e->count_want));
+        json_object_object_add(body, "lastTimestamp", json_object_new_string(now));
+        method = "PATCH", path = e->path, ctype = "application/merge-patch+json";
+    }
+    const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+    xfer_t *x = calloc(1, sizeof(*x));
+    kube_error_t err;
+    kube_error_clear(&err);
+    char line[512];
+    if (!x) {
+        r->st.failed++;
+        goto drop;
+    }
+    x->r = r;
+    x->e = e;
+    x->count = e->count_want;
+    x->post = post;
+    x->req = kube_async_new(r->c, method, path, ctype, text, strlen(text), e->deadline_ns, on_done, x, &err);
+    if (!x->req) {
+        /* Past the deadline (no longer leading) or out of memory: the Event is dropped. */
+        rlog_debug("event not sent", "path", path, "error", kube_error_str(&err, line, sizeof(line)));
+        r->st.failed++;
+        free(x);
+        goto drop;
+    }
+    curl_easy_setopt(kube_async_handle(x->req), CURLOPT_PRIVATE, (char *)x);
+    if (loop_curl_add(r->lc, kube_async_handle(x->req))) {
+        kube_async_destroy(&x->req);
+        free(x);
+        r->st.failed++;
+        goto drop;
+    }
+    e->x = x;
+    r->in_flight++;
+    if (post)
+        r->st.posts++;
+    else
+        r->st.patches++;
+    json_object_put(body);
+    return;
+drop:
+    /* An Event never created is forgotten (a repeat starts it anew); one that exists keeps
+     * its count for the next repeat's PATCH. */
+    if (post)
+        entry_free(e);
+    json_object_put(body);
+}
+
+static void on_transfer(CURL *easy, CURLcode result, void *arg)
+{
+    (void)arg;
+    xfer_t *x = NULL;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
+    if (!x)
+        return;
+    recorder_t *r = x->r;
+    kube_async_finish(&x->req, result); /* calls on_done */
+    free(x);
+    pump(r);
+}
+
+static void on_done(const kube_error_t *err, long status, void *arg)
+{
+    (void)status;
+    xfer_t *x = arg;
+    recorder_t *r = x->r;
+    entry_t *e = x->e;
+    e->x = NULL;
+    r->in_flight--;
+    if (err->code == KERR_OK) {
+        e->count_sent = x->count;
+        if (e->count_want > e->count_sent)
+            enqueue(r, e); /* repeats made meanwhile: one PATCH for all of them */
+        return;
+    }
+    if (!x->post && kube_error_is_not_found(err)) {
+        /* Expired (or deleted): a new Event, as client-go does. */
+        e->count_sent = 0;
+        if (entry_name(e) == 0) {
+            enqueue(r, e);
+            return;
+        }
+    }
+    char line[512];
+    rlog_warn("cannot record event", "reason", JSONX_STR_AT(e->ev, "reason"), "error",
+              kube_error_str(err, line, sizeof(line)));
+    r->st.failed++;
+    if (x->post)
+        entry_free(e); /* nothing on the server to aggregate into */
+}
+
+recorder_result_t recorder_record(recorder_t *r, const json_object *rc, const char *type,
+                                  const char *reason, const char *message,
+                                  const char *instance, int64_t deadline_mono_ns)
+{
+    event_spec_t spec = {0};
+    event_involve(&spec, rc);
+    spec.api_version = RENDER_GROUP_VERSION;
+    spec.kind = "RedisCluster";
+    spec.type = type;
+    spec.reason = reason;
+    spec.message = message ? message : "";
+    spec.action = "Reconcile";
+    spec.instance = instance;
+    if (!spec.name || !spec.ns || !type || !reason)
+        return RECORDER_INVALID;
+    int64_t now = clock_mono_ns();
+    uint64_t obj = fnv(fnv(fnv(FNV_START, spec.ns), spec.name), spec.uid);
+    uint64_t key = fnv(fnv(fnv(obj, type), reason), spec.message);
+    entry_t *e = entry_find(r, key, now);
+    if (e) {
+        /* A repeat: count it; one request carries it (and any further repeats). */
+        e->count_want++;
+        e->last_ns = now;
+        e->deadline_ns = deadline_mono_ns;
+        r->st.aggregated++;
+        if (!e->x && e->count_sent > 0)
+            enqueue(r, e);
+        pump(r);
+        return RECORDER_AGGREGATED;
+    }
+    if (r->queued >= r->o.queue_cap) {
+        r->st.dropped_full++;
+        return RECORDER_FULL;
+    }
+    if (!spam_allow(r, obj, now)) {
+        r->st.dropped_spam++;
+        return RECORDER_SPAM;
+    }
+    e = entry_slot(r);
+    if (!e) {
+        r->st.dropped_full++;
+        return RECORDER_FULL;
+    }
+    e->ev = event_build(&spec, clock_wall_ns());
+    if (!e->ev || snprintf(e->coll, sizeof(e->coll), "/api/v1/namespaces/%s/events", spec.ns) >= (int)sizeof(e->coll) ||
+        entry_name(e)) {
+        entry_free(e);
+        return RECORDER_INVALID;
+    }
+    e->key = key;
+    e->count_want = 1;
+    e->count_sent = 0;
+    e->last_ns = now;
+    e->deadline_ns = deadline_mono_ns;
+    enqueue(r, e);
+    pump(r);
+    return RECORDER_QUEUED;
+}
