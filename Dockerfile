@@ -28,6 +28,7 @@ COPY workerd/ workerd/
 COPY electord/ electord/
 COPY webhookd/ webhookd/
 COPY observerd/ observerd/
+COPY metricsd/ metricsd/
 RUN make -j"$(nproc)" all \
  && install -d /out \
  && install -s -m 0755 build/bin/* /out/
@@ -47,6 +48,6 @@ RUN install -d -o 65532 -g 65532 -m 0700 /run/rdc
 # and mounts an emptyDir at $XDG_RUNTIME_DIR (the root filesystem is read-only there).
 USER 65532:65532
 ENV XDG_RUNTIME_DIR=/run/rdc
-EXPOSE 8080 8081 9443
+EXPOSE 8443 8081 9443
 ENTRYPOINT ["/usr/local/bin/supervisor"]
 CMD ["--leader-elect", "--webhook"]

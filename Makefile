@@ -20,7 +20,7 @@ CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $(OPT) -g $(SAN) \
 	-Icommon -DRDC_VERSION='"$(VERSION)"' $(CFLAGS)
 LDLIBS_ALL := -lcurl -ljson-c -lyaml -lssl -lcrypto -lzmq -lmicrohttpd -levent -levent_openssl -lhiredis -lm -lpthread $(LDLIBS)
 
-DAEMONS := supervisor informerd workerd electord webhookd observerd
+DAEMONS := supervisor informerd workerd electord webhookd observerd metricsd
 COMMON_SRC := $(wildcard common/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
