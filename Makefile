@@ -160,7 +160,7 @@ help: ## Display this help.
 ##@ Development
 
 all: ## Build every daemon into build/bin/ (BUILD=dir for another).
-unit: ## Run the CUnit suites (make asan-unit: under ASan and UBSan).
+unit: monitoring-check ## Run the CUnit suites, the monitoring rules' tests and the bundle's validation.
 asan-unit: ## Run the CUnit suites under ASan and UBSan.
 test: ## Unit suites, a short fuzz run, then the end-to-end suite on the local control plane.
 e2e: ## Run the end-to-end suite (brings the local control plane up and down).
