@@ -160,7 +160,7 @@ help: ## Display this help.
 ##@ Development
 
 all: ## Build every daemon into build/bin/ (BUILD=dir for another).
-unit: monitoring-check ## Run the CUnit suites, the monitoring rules' tests and the bundle's validation.
+unit: monitoring-check bundle-validate ## Run the CUnit suites, the monitoring rules' tests and the bundle's validation.
 asan-unit: ## Run the CUnit suites under ASan and UBSan.
 test: ## Unit suites, a short fuzz run, then the end-to-end suite on the local control plane.
 e2e: ## Run the end-to-end suite (brings the local control plane up and down).
@@ -201,13 +201,13 @@ docker-push: ## Push the image IMG with CONTAINER_TOOL.
 
 ##@ Bundle (OLM)
 
-bundle: ## Generate bundle/ (CSV, CRD, metadata) from deploy/ and crds/.
-	@scripts/bundle.sh
+bundle: ## Generate bundle/ and bundle.Dockerfile (CSV, CRD, metadata) from deploy/ and crds/ for IMG.
+	@python3 scripts/bundle.py --img $(IMG)
 
 bundle-check: ## Fail when bundle/ is not what make bundle generates from deploy/ and crds/.
-	@scripts/bundle.sh --check
+	@python3 scripts/bundle.py --check
 
-bundle-validate: bundle-check ## Validate bundle/ with operator-framework/api's validators (operatorframework suite).
+bundle-validate: ## bundle-check, then operator-framework/api's validators (operatorframework suite), 0 errors and warnings.
 	@tests/olm/validate.sh bundle
 
 bundle-build: ## Build the bundle image BUNDLE_IMG from bundle.Dockerfile.
