@@ -11,7 +11,7 @@
 # image is made locally: mmdebstrap builds a Debian bookworm root filesystem from the
 # Debian archive, which becomes the image localhost/rdc-debian:bookworm-<key> (podman
 # import when podman is there, else buildah add + commit), and `buildah bud --isolation
-# chroot --layers` builds with BASE_IMAGE set to it. <key> hashes this script and the
+# chroot --layers` builds with BASE_IMAGE set to it. <key> hashes the base's recipe and the
 # candidate versions apt knows for the packages the images contain (the pins): the
 # tarball is kept in ~/.cache/rdc-operator/image/<key>/ and the image in buildah's
 # storage, so a rebuild happens only when Debian ships a new version of one of them.
@@ -30,8 +30,11 @@ PINNED=(base-files libc6 apt dpkg ca-certificates build-essential gcc make
 
 log() { echo "image.sh: $*" >&2; }
 
+# How the base is made: part of its key (a change to the rest of this script keeps it).
+MMDEBSTRAP_ARGS=(--quiet --format=tar --variant=apt --include=ca-certificates)
+
 base_key() {
-    { cat "$0"; printf '%s\n' "$SUITE" "${MIRRORS[@]}"
+    { printf '%s\n' "$SUITE" "${MIRRORS[@]}" "${MMDEBSTRAP_ARGS[@]}"
       apt-cache policy "${PINNED[@]}" 2>/dev/null | awk '/^[^ ]/ {p=$1} /^ *Candidate:/ {print p $2}'
     } | sha256sum | cut -c1-16
 }
@@ -49,7 +52,7 @@ cmd_base() {
     if [ ! -s "$tar" ]; then
         log "making the $SUITE root filesystem with mmdebstrap into $tar"
         local start=$SECONDS
-        mmdebstrap --quiet --format=tar --variant=apt --include=ca-certificates "$SUITE" "$tar.tmp" "${MIRRORS[@]}"
+        mmdebstrap "${MMDEBSTRAP_ARGS[@]}" "$SUITE" "$tar.tmp" "${MIRRORS[@]}"
         mv "$tar.tmp" "$tar"
         log "root filesystem made in $((SECONDS - start)) s ($(du -h "$tar" | cut -f1))"
     fi
@@ -60,20 +63,35 @@ cmd_base() {
         buildah add --quiet "$ctr" "$tar" / >/dev/null
         buildah commit --quiet --rm "$ctr" "$name" >/dev/null
     fi
+    # Older bases (other pins) and the build layers made on them go: storage stays bounded.
+    local old
+    for old in $(buildah images --format '{{.Name}}:{{.Tag}}' | grep "^localhost/rdc-debian:" | grep -vx "$name"); do
+        buildah rmi "$old" >/dev/null 2>&1 || true
+        rm -rf "${XDG_CACHE_HOME:-$HOME/.cache}/rdc-operator/image/${old##*-}"
+    done
+    buildah rmi --prune >/dev/null 2>&1 || true
     log "base image: $name"
     echo "$name"
 }
 
 cmd_build() {
-    local img=$1 file=${2:-Dockerfile}
+    local img=$1 file=${2:-Dockerfile} ctx=.
+    if [ "$file" = bundle.Dockerfile ]; then
+        # Its own context: .dockerignore (the operator's) leaves bundle/ out.
+        ctx=$(mktemp -d /tmp/rdc-bundle-ctx.XXXXXX)
+        bundle_ctx=$ctx
+        trap 'rm -rf "$bundle_ctx"' EXIT
+        cp -r bundle bundle.Dockerfile "$ctx/"
+        file=$ctx/bundle.Dockerfile
+    fi
     case $tool in
     docker|podman)
-        "$tool" build -f "$file" -t "$img" . ;;
+        "$tool" build -f "$file" -t "$img" "$ctx" ;;
     buildah)
         local args=()
         [ "$file" = Dockerfile ] && args=(--build-arg "BASE_IMAGE=$(cmd_base)")
         local start=$SECONDS
-        buildah bud --quiet --isolation chroot --layers --pull=never -f "$file" "${args[@]}" -t "$img" . >/dev/null
+        buildah bud --quiet --isolation chroot --layers --pull=never -f "$file" "${args[@]}" -t "$img" "$ctx" >/dev/null
         log "built $img in $((SECONDS - start)) s: $(cmd_size "$img") bytes unpacked" ;;
     *) log "unknown CONTAINER_TOOL $tool"; return 2 ;;
     esac

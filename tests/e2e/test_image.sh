@@ -106,5 +106,15 @@ check "SIGTERM: the operator exits" wait_until 40 eval "! kill -0 $run_pid 2>/de
 wait "$run_pid"; code=$?
 check "... with status 0 (buildah run passes it on)" test "$code" -eq 0
 run_pid=
+# make bundle-build: the bundle image holds bundle/ and the annotations as labels.
+bimg=localhost/rediscluster-operator-bundle:e2e
+check "make bundle-build BUNDLE_IMG=$bimg" make -s bundle-build BUNDLE_IMG="$bimg" CONTAINER_TOOL=buildah
+labels=$(buildah inspect --type image --format '{{.OCIv1.Config.Labels}}' "$bimg" 2>/dev/null)
+check "... labelled registry+v1, package rediscluster-operator" eval \
+    "grep -q 'bundle.mediatype.v1:registry+v1' <<<'$labels' && grep -q 'bundle.package.v1:rediscluster-operator' <<<'$labels'"
+bctr=$(buildah from --quiet --pull=never "$bimg" 2>/dev/null); bmnt=$(buildah mount "$bctr" 2>/dev/null)
+check "... with /manifests (CSV, CRD) and /metadata/annotations.yaml" test -s "$bmnt/manifests/rediscluster-operator.clusterserviceversion.yaml" \
+    -a -s "$bmnt/manifests/cache.example.com_redisclusters.yaml" -a -s "$bmnt/metadata/annotations.yaml"
+buildah rm "$bctr" >/dev/null 2>&1; buildah rmi "$bimg" >/dev/null 2>&1
 grep -q '"level":"error"' "$work/op.log" && grep '"level":"error"' "$work/op.log" | head -5 | sed 's/^/# /'
 summary
