@@ -19,11 +19,15 @@ ns=e2e-image-$$
 opns=rediscluster-operator-system
 work=$(mktemp -d /tmp/rdc-e2e-image.XXXXXX)
 run_pid= ctr=
+created_ns=0
+kubectl get namespace "$opns" >/dev/null 2>&1 || created_ns=1
 cleanup() {
     [ -n "$run_pid" ] && kill -0 "$run_pid" 2>/dev/null && { sup_of_run | xargs -r kill -TERM; sleep 3; kill -TERM "$run_pid" 2>/dev/null; }
     [ -n "$ctr" ] && buildah rm "$ctr" >/dev/null 2>&1
     kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
-    kubectl delete -f deploy/base/rbac/ --ignore-not-found --wait=false >/dev/null 2>&1
+    # deploy/'s RBAC stays (test_rbac applies it too); its namespace goes if we made it
+    # (test_runtime installs deploy/ later and must find it gone).
+    [ "$created_ns" = 1 ] && kubectl delete namespace "$opns" --ignore-not-found --wait=false >/dev/null 2>&1
     rm -rf "$work"
 }
 trap cleanup EXIT
