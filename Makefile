@@ -20,7 +20,7 @@ CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $(OPT) -g $(SAN) \
 	-Icommon -DRDC_VERSION='"$(VERSION)"' $(CFLAGS)
 LDLIBS_ALL := -lcurl -ljson-c -lyaml -lssl -lcrypto -lzmq -lmicrohttpd -levent -levent_openssl -lhiredis -lm -lpthread $(LDLIBS)
 
-DAEMONS := supervisor informerd workerd electord webhookd observerd
+DAEMONS := supervisor informerd workerd electord webhookd observerd metricsd
 COMMON_SRC := $(wildcard common/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -146,6 +146,90 @@ bench-ackwriter: $(BUILD)/bench/ackwriter
 
 bench-failover: $(BUILD)/bench/ackwriter
 	@ACKWRITER=$(BUILD)/bench/ackwriter RDC_BIN=$(BUILD)/bin bench/failover.sh
+
+# ==== kubebuilder's targets (install, run, deploy, image, bundle) =========================
+# Same names and meaning as a kubebuilder project's Makefile; `make help` lists them (the
+# `##` comments below, kubebuilder's awk). Kept in one block: the lines that only carry a
+# `##` for an existing target add no prerequisite and no recipe.
+KUBECTL ?= kubectl
+IMG ?= rediscluster-operator:$(VERSION)
+BUNDLE_IMG ?= rediscluster-operator-bundle:v$(VERSION)
+# The first container tool that works here: docker with a daemon, else podman, else buildah.
+CONTAINER_TOOL ?= $(shell (docker info >/dev/null 2>&1 && echo docker) || \
+	(command -v podman >/dev/null 2>&1 && echo podman) || \
+	(command -v buildah >/dev/null 2>&1 && echo buildah) || echo docker)
+ignore-not-found ?= false
+RUN_ARGS ?=
+
+.PHONY: help install uninstall run deploy undeploy deploy-manifests docker-build docker-push \
+	bundle bundle-check bundle-build bundle-validate monitoring-check
+
+##@ General
+
+help: ## Display this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+all: ## Build every daemon into build/bin/ (BUILD=dir for another).
+unit: monitoring-check bundle-validate ## Run the CUnit suites, the monitoring rules' tests and the bundle's validation.
+asan-unit: ## Run the CUnit suites under ASan and UBSan.
+test: ## Unit suites, a short fuzz run, then the end-to-end suite on the local control plane.
+e2e: ## Run the end-to-end suite (brings the local control plane up and down).
+fuzz: ## libFuzzer over the parsers and webhooks, FUZZ_SECONDS (60) a target.
+bench: ## The benchmarks (bench/README.md).
+deps: ## Install the Debian packages the build and the tests need.
+cluster-up: ## Bring up the local control plane (tests/cluster/).
+cluster-down: ## Tear the local control plane down.
+clean: ## Remove the build directories.
+
+##@ Deployment
+
+install: ## Install the CRD into the cluster of the current kubeconfig.
+	$(KUBECTL) apply --server-side --force-conflicts -f crds/cache.example.com_redisclusters.yaml
+
+uninstall: ## Remove the CRD (and every RedisCluster) from the cluster. ignore-not-found=true to ignore absence.
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f crds/cache.example.com_redisclusters.yaml
+
+run: all ## Run the operator from this host against the current kubeconfig (RUN_ARGS for more flags).
+	$(BUILD)/bin/supervisor --bindir $(abspath $(BUILD)/bin) $(RUN_ARGS)
+
+# deploy/ with its image replaced by IMG (kustomize's images transformer, through kubectl's
+# built-in kustomize), in $(BUILD)/deploy-img/.
+deploy-manifests:
+	@scripts/deploy-img.sh "$(IMG)" $(BUILD)/deploy-img
+
+deploy: deploy-manifests ## Deploy the operator (deploy/) with image IMG to the cluster of the current kubeconfig.
+	$(KUBECTL) apply --server-side --force-conflicts -k $(BUILD)/deploy-img
+
+undeploy: deploy-manifests ## Remove what make deploy created. ignore-not-found=true to ignore absence.
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) --wait=true -k $(BUILD)/deploy-img
+
+docker-build: ## Build the image IMG with CONTAINER_TOOL (docker, podman or buildah; scripts/image.sh).
+	@CONTAINER_TOOL=$(CONTAINER_TOOL) scripts/image.sh build "$(IMG)"
+
+docker-push: ## Push the image IMG with CONTAINER_TOOL.
+	$(CONTAINER_TOOL) push $(IMG)
+
+##@ Bundle (OLM)
+
+bundle: ## Generate bundle/ and bundle.Dockerfile (CSV, CRD, metadata) from deploy/ and crds/ for IMG.
+	@python3 scripts/bundle.py --img $(IMG)
+
+bundle-check: ## Fail when bundle/ is not what make bundle generates from deploy/ and crds/.
+	@python3 scripts/bundle.py --check
+
+bundle-validate: ## bundle-check, then operator-framework/api's validators (operatorframework suite), 0 errors and warnings.
+	@tests/olm/validate.sh bundle
+
+bundle-build: ## Build the bundle image BUNDLE_IMG from bundle.Dockerfile.
+	@CONTAINER_TOOL=$(CONTAINER_TOOL) scripts/image.sh build-bundle "$(BUNDLE_IMG)"
+
+##@ Monitoring
+
+monitoring-check: ## promtool check rules and promtool test rules over deploy/overlays/monitoring.
+	@tests/monitoring/check.sh
+# ==== end of kubebuilder's targets ========================================================
 
 cluster-up:
 	@tests/cluster/cluster.sh up

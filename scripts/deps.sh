@@ -17,6 +17,10 @@ pkgs=(
     clang                  # make fuzz (libFuzzer)
     libclang-rt-dev        # make fuzz: libclang_rt.fuzzer/asan for the default clang
     openssl curl jq        # certificates, probes and JSON for the local control plane
+    prometheus             # promtool: check and unit-test the alerts of deploy/overlays/monitoring
+    python3-yaml           # tests/monitoring and scripts/bundle.py read deploy/'s YAML
+    buildah mmdebstrap     # make docker-build here: mmdebstrap makes the Debian base image,
+                           # buildah builds the Dockerfile and runs the image (test_image.sh)
     redis-server redis-tools   # real Redis behind the pods of the process nodes (tests/cluster);
                                # observerd's unit tests run real redis-server on loopback
 )

@@ -128,12 +128,14 @@ static int is_flag(const char *a, const char *name)
 /* Split our argv: the shared flags go to every child, --webhook-* flags (with their
  * values) to the webhook server only, and --bindir/--webhook/--redis-observer stay here. */
 static void split_flags(int argc, char **argv, char **common, int *ncommon, int max_common,
-                        char **webhook, int *nwebhook, int max)
+                        char **webhook, int *nwebhook, char **metrics, int *nmetrics, int max)
 {
+    static const char *const valued_metrics[] = {"--metrics-cert-path", "--metrics-cert-name",
+                                                 "--metrics-cert-key"};
     static const char *const valued_webhook[] = {"--webhook-cert-dir", "--webhook-port",
                                                  "--webhook-bind-address"};
     static const char *const valued_ctl[] = {"--state-file", "--page-size", "--qps"};
-    *ncommon = *nwebhook = 0;
+    *ncommon = *nwebhook = *nmetrics = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (is_flag(a, "--bindir")) {
@@ -141,8 +143,19 @@ static void split_flags(int argc, char **argv, char **common, int *ncommon, int 
                 i++; /* skip its value */
             continue;
         }
-        if (is_flag(a, "--webhook") || is_flag(a, "--redis-observer") || is_flag(a, "--dry-run"))
+        if (is_flag(a, "--webhook") || is_flag(a, "--redis-observer") || is_flag(a, "--dry-run") ||
+            is_flag(a, "--metrics-secure"))
             continue;
+        int mt = 0;
+        for (size_t k = 0; k < 3; k++)
+            mt |= is_flag(a, valued_metrics[k]);
+        if (mt) { /* metricsd's own */
+            if (*nmetrics < max)
+                metrics[(*nmetrics)++] = argv[i];
+            if (!strchr(a, '=') && i + 1 < argc && *nmetrics < max)
+                metrics[(*nmetrics)++] = argv[++i];
+            continue;
+        }
         int ctl = 0;
         for (size_t k = 0; k < 3; k++)
             ctl |= is_flag(a, valued_ctl[k]);
@@ -168,8 +181,8 @@ static void split_flags(int argc, char **argv, char **common, int *ncommon, int 
 
 /* The supervisor's own flags, as read. */
 typedef struct {
-    const char *bindir, *wh_dir, *wh_addr;
-    int webhook, wh_port, observer;
+    const char *bindir, *wh_dir, *wh_addr, *m_cert_path, *m_cert_name, *m_cert_key;
+    int webhook, wh_port, observer, metrics_secure;
     migrate_flags_t mf;
 } own_opts_t;
 
@@ -257,9 +270,9 @@ static int supervise(const rdc_common_opts_t *c, const own_opts_t *o, int argc, 
         default_bindir(bindir_buf, sizeof(bindir_buf));
         bindir = bindir_buf;
     }
-    char *cargv[128], *wargv[16];
-    int cargc = 0, wargc = 0;
-    split_flags(argc, argv, cargv, &cargc, 128, wargv, &wargc, 16);
+    char *cargv[128], *wargv[16], *margv[16];
+    int cargc = 0, wargc = 0, margc = 0;
+    split_flags(argc, argv, cargv, &cargc, 128, wargv, &wargc, margv, &margc, 16);
     supervisor_config_t cfg = {
         .bindir = bindir,
         .runtime_dir = rtdir,
@@ -273,6 +286,9 @@ static int supervise(const rdc_common_opts_t *c, const own_opts_t *o, int argc, 
         .child_argv = cargv,
         .webhook_argc = wargc,
         .webhook_argv = wargv,
+        .metrics_secure = o->metrics_secure,
+        .metrics_argc = margc,
+        .metrics_argv = margv,
     };
     /* --kube-api-qps/--kube-api-burst are the whole operator's budget: one bucket in
      * the runtime directory, named to every child (ratelimit_shared.h). */
@@ -315,6 +331,14 @@ int main(int argc, char **argv)
         {"qps", OPT_DOUBLE, &o.mf.qps, "ctl migrate-storage: object writes per second (< 0: unlimited)"},
         {"dry-run", OPT_BOOL, &o.mf.dry_run,
          "ctl migrate-storage: send the writes with dryRun=All, leave the CRD alone"},
+        {"metrics-secure", OPT_BOOL, &o.metrics_secure,
+         "serve --metrics-bind-address over HTTPS, to scrapers the API server authenticates (TokenReview) "
+         "and authorizes (SubjectAccessReview, get /metrics), through the child metricsd; default off as "
+         "in controller-runtime (deploy/ turns it on, on :8443)"},
+        {"metrics-cert-path", OPT_STRING, &o.m_cert_path,
+         "with --metrics-secure: directory of the serving certificate (default: a self-signed one)"},
+        {"metrics-cert-name", OPT_STRING, &o.m_cert_name, "with --metrics-secure: certificate file (tls.crt)"},
+        {"metrics-cert-key", OPT_STRING, &o.m_cert_key, "with --metrics-secure: key file (tls.key)"},
         {"redis-observer", OPT_BOOL, &o.observer,
          "also run observerd, which probes every Redis pod (--redis-observer=false: not)"},
         {NULL, OPT_END, NULL, NULL},

@@ -137,6 +137,16 @@ static void child_exec(const supervisor_t *s, const child_t *c, int notify_w, in
     argv[n++] = rtdir;
     argv[n++] = "--metrics-bind-address=0";
     argv[n++] = "--health-probe-bind-address=0";
+    char upstream[96], secure_addr[300];
+    if (strcmp(c->program, "metricsd") == 0) {
+        for (int i = 0; i < s->cfg.metrics_argc && n < 155; i++)
+            argv[n++] = s->cfg.metrics_argv[i];
+        snprintf(upstream, sizeof(upstream), "--upstream=http://127.0.0.1:%d/metrics",
+                 httpd_port(s->metrics));
+        snprintf(secure_addr, sizeof(secure_addr), "--metrics-bind-address=%s", s->cfg.metrics_addr);
+        argv[n++] = upstream;
+        argv[n++] = secure_addr; /* after the "=0" above: the last one wins */
+    }
     argv[n] = NULL;
     execv(path, argv);
     int e = errno;
@@ -824,8 +834,13 @@ int supervisor_new(const supervisor_config_t *cfg, supervisor_t **out, char *err
         snprintf(err, errlen, "events socket %s: %s", ep, zmq_strerror(errno));
         goto fail;
     }
+    /* --metrics-secure: metricsd serves metrics_addr; our plain server is its upstream on
+     * loopback, so that scrapers reach our metrics only through its authorization. */
+    int secure = cfg->metrics_secure && cfg->metrics_addr && *cfg->metrics_addr &&
+                 strcmp(cfg->metrics_addr, "0") != 0;
     if (httpd_new(cfg->health_addr, probe_handler, s, &s->health, err, errlen) ||
-        httpd_new(cfg->metrics_addr, metrics_handler, s, &s->metrics, err, errlen))
+        httpd_new(secure ? "127.0.0.1:0" : cfg->metrics_addr, metrics_handler, s, &s->metrics,
+                  err, errlen))
         goto fail;
     /* The addresses really bound: with ":0" the port is only known now. */
     char bound[64];
@@ -834,7 +849,10 @@ int supervisor_new(const supervisor_config_t *cfg, supervisor_t **out, char *err
                   "paths", "/healthz /readyz");
     else
         rlog_info("health probes disabled (--health-probe-bind-address=0)");
-    if (s->metrics)
+    if (s->metrics && secure)
+        rlog_info("serving metrics to metricsd only (--metrics-secure)", "addr",
+                  httpd_bound_addr(s->metrics, bound, sizeof(bound)), "secure_addr", cfg->metrics_addr);
+    else if (s->metrics)
         rlog_info("serving metrics", "addr", httpd_bound_addr(s->metrics, bound, sizeof(bound)),
                   "paths", "/metrics");
     else
@@ -847,13 +865,21 @@ int supervisor_new(const supervisor_config_t *cfg, supervisor_t **out, char *err
      * new leader's first reconcile. Not essential: the operator reconciles without it. */
     if (cfg->observer)
         child_add(s, "observerd", "observerd", PHASE_DRAIN, 0);
+    /* Not essential: like controller-runtime's, readiness does not wait for metrics. */
+    if (secure)
+        child_add(s, "metricsd", "metricsd", PHASE_DRAIN, 0);
     for (int i = 0; i < cfg->workers; i++)
         add_worker(s);
     /* Tell tests and users where the endpoints ended up (ports may be ephemeral). */
     char addrs[256];
-    int hl = snprintf(addrs, sizeof(addrs), "health=%d\nmetrics=%d\n",
+    char shost[64];
+    int sport = 0;
+    if (secure && httpd_parse_addr(cfg->metrics_addr, shost, sizeof(shost), &sport))
+        sport = 0;
+    int hl = snprintf(addrs, sizeof(addrs), "health=%d\nmetrics=%d\nmetrics_upstream=%d\n",
                       s->health ? httpd_port(s->health) : 0,
-                      s->metrics ? httpd_port(s->metrics) : 0);
+                      secure ? sport : s->metrics ? httpd_port(s->metrics) : 0,
+                      secure ? httpd_port(s->metrics) : 0);
     snprintf(ep, sizeof(ep), "%s/endpoints", cfg->runtime_dir);
     daemon_write_file_atomic(ep, addrs, (size_t)hl);
     *out = s;

@@ -3,7 +3,9 @@
  * One event loop (zmq_poll over a signalfd, the children's readiness pipes, the control
  * socket and the HTTP endpoints) with deadlines for everything: respawn throttling,
  * shutdown grace, metrics collection. The supervisor parses no untrusted input: no API
- * objects and no webhook bodies ever reach this process.
+ * objects, no webhook bodies and no scraper's token ever reach this process (with
+ * --metrics-secure the child metricsd authenticates scrapers and reads the supervisor's
+ * metrics from a loopback port).
  */
 #ifndef RDC_SUPERVISOR_H
 #define RDC_SUPERVISOR_H
@@ -27,6 +29,11 @@ typedef struct {
     char **child_argv;
     int webhook_argc;            /* flags for the webhook server only (--webhook-*) */
     char **webhook_argv;
+    int metrics_secure;          /* --metrics-secure: metricsd serves metrics_addr over HTTPS
+                                  * with TokenReview/SubjectAccessReview; the supervisor's
+                                  * own metrics server then listens on 127.0.0.1:0 only */
+    int metrics_argc;            /* flags for metricsd only (--metrics-cert-*) */
+    char **metrics_argv;
 } supervisor_config_t;
 
 /* Create the supervisor: bind the control socket and the HTTP endpoints. Starts no

@@ -384,6 +384,16 @@ EOF
   check "it takes the Lease (holder = its pod name: its own hostname)" eventually leader
   check "its log says it uses the in-cluster configuration (https://127.0.0.1:<apiserver port>)" \
     bash -c "kubectl logs -n $OPNS $opod | grep informerd | grep -q '\"server\":\"https://127.0.0.1:'"
+  # deploy/'s metrics: HTTPS on 8443 of the pod (metricsd, self-signed), TokenReview and
+  # SubjectAccessReview with the operator's own in-cluster credentials.
+  opip=$(k get pod -n "$OPNS" "$opod" -o jsonpath='{.status.podIP}')
+  k -n "$OPNS" create serviceaccount e2e-scraper >/dev/null 2>&1
+  k create clusterrolebinding e2e-scraper-$$ --clusterrole=rediscluster-operator-metrics-reader \
+    --serviceaccount="$OPNS:e2e-scraper" >/dev/null 2>&1
+  stok=$(k -n "$OPNS" create token e2e-scraper)
+  check "the pod's metrics (https://$opip:8443): no token -> 401" eventually bash -c "[ \"\$(curl -sk -o /dev/null -w '%{http_code}' https://$opip:8443/metrics)\" = 401 ]"
+  check "... the metrics-reader's token -> 200" bash -c "[ \"\$(curl -sk -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer $stok' https://$opip:8443/metrics)\" = 200 ]"
+  k delete clusterrolebinding e2e-scraper-$$ --wait=false >/dev/null 2>&1
   k create namespace "$NS-rdc" >/dev/null 2>&1
   "$cluster" pin-namespace "$NS-rdc" >/dev/null 2>&1
   sed "s/namespace: default/namespace: $NS-rdc/" "$root/deploy/samples/rediscluster.yaml" | k apply -f - >/dev/null
