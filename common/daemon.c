@@ -44,6 +44,14 @@ int daemon_read_signal(int fd)
     return (int)si.ssi_signo;
 }
 
+int daemon_stop_requested(int fd)
+{
+    int sig, stop = 0;
+    while ((sig = daemon_read_signal(fd)) != 0)
+        stop |= sig == SIGTERM || sig == SIGINT;
+    return stop;
+}
+
 void daemon_reset_signals(void)
 {
     sigset_t set;

@@ -25,6 +25,10 @@ int daemon_signalfd(char *err, size_t errlen);
 /* Read one pending signal from fd; returns its number, or 0 when none is pending. */
 int daemon_read_signal(int fd);
 
+/* Read every pending signal from fd; 1 when SIGTERM or SIGINT was among them, else 0. The
+ * signal handler of a daemon that stops on the first request. */
+int daemon_stop_requested(int fd);
+
 /* Unblock every signal and restore default dispositions (in a child before exec). */
 void daemon_reset_signals(void);
 

@@ -261,13 +261,10 @@ static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
     (void)socket;
     (void)revents;
     elector_t *el = arg;
-    int sig;
-    while ((sig = daemon_read_signal(fd)) != 0) {
-        if (sig == SIGTERM || sig == SIGINT) {
-            if (el->e)
-                release(el);
-            loop_stop(loop);
-        }
+    if (daemon_stop_requested(fd)) {
+        if (el->e)
+            release(el);
+        loop_stop(loop);
     }
     return 0;
 }

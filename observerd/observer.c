@@ -816,12 +816,9 @@ static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
     (void)socket;
     (void)revents;
     (void)arg;
-    int sig;
-    while ((sig = daemon_read_signal(fd)) != 0) {
-        if (sig == SIGTERM || sig == SIGINT) {
-            rlog_info("stopping");
-            loop_stop(loop);
-        }
+    if (daemon_stop_requested(fd)) {
+        rlog_info("stopping");
+        loop_stop(loop);
     }
     return 0;
 }
