@@ -714,9 +714,9 @@ static int plan_auth(ctx_t *c)
         return 0;
     }
     c->rotating = 1;
-    static const char *const add[] = {"ACL", "SETUSER", "default", "on", ">" REDISEXEC_PASSWORD_TOKEN};
+    static const char *const add[] = {"ACL", "SETUSER", "default", "on", REDISEXEC_ACL_ADD_PASSWORD};
     static const char *const mauth[] = {"CONFIG", "SET", "masterauth", REDISEXEC_PASSWORD_TOKEN};
-    static const char *const drop[] = {"ACL", "SETUSER", "default", "<" REDISEXEC_OLD_PASSWORD_TOKEN};
+    static const char *const drop[] = {"ACL", "SETUSER", "default", REDISEXEC_ACL_DROP_OLD_PASSWORD};
     for (int i = 0; i < n; i++) {
         snprintf(pod, sizeof(pod), "%s-%d", c->name, i);
         snprintf(why, sizeof(why), "password rotation: %s accepts the new password too", pod);

@@ -28,6 +28,10 @@
 
 #define REDISEXEC_PASSWORD_TOKEN "${password}"
 #define REDISEXEC_OLD_PASSWORD_TOKEN "${old-password}"
+/* ACL SETUSER's "add this password" and "remove that one" with the tokens (one literal
+ * each: clang's -Wstring-concatenation takes ">" TOKEN in an array for a missing comma). */
+#define REDISEXEC_ACL_ADD_PASSWORD ">${password}"
+#define REDISEXEC_ACL_DROP_OLD_PASSWORD "<${old-password}"
 #define REDISEXEC_TIMEOUT_NS (INT64_C(2000000000)) /* connect, and each reply */
 
 /* Run argv (argc elements, 1..16) on ip:port. password NULL or "" = no AUTH; when AUTH

@@ -155,8 +155,8 @@ static void test_rotation_steps(void)
     const char *extra[] = {"--requirepass", "old-" PW, NULL};
     CU_ASSERT_EQUAL_FATAL(server_start(&b, 0, extra), 0);
     char reply[256], err[256];
-    const char *add[] = {"ACL", "SETUSER", "default", "on", ">" REDISEXEC_PASSWORD_TOKEN};
-    const char *drop[] = {"ACL", "SETUSER", "default", "<" REDISEXEC_OLD_PASSWORD_TOKEN};
+    const char *add[] = {"ACL", "SETUSER", "default", "on", REDISEXEC_ACL_ADD_PASSWORD};
+    const char *drop[] = {"ACL", "SETUSER", "default", REDISEXEC_ACL_DROP_OLD_PASSWORD};
     const char *ping[] = {"PING"};
     CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "new-" PW, NULL, 1, ping, 500 * MS, NULL, 0, err, sizeof(err)), -1);
     CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "new-" PW, "old-" PW, 5, add, 500 * MS, NULL, 0, err, sizeof(err)), 0);
