@@ -403,8 +403,8 @@ static void informer_teardown(informer_t *inf)
         while (hm_next(inf->observations, &it, NULL, &v))
             observation_free(v);
         hm_destroy(&inf->observations);
-    secretref_destroy(&inf->secretrefs);
     }
+    secretref_destroy(&inf->secretrefs);
     for (; inf->too_large_n; inf->too_large_n--, inf->too_large_head = (inf->too_large_head + 1) % TOO_LARGE_PENDING)
         free(inf->too_large[inf->too_large_head]);
 }
