@@ -1232,9 +1232,31 @@ CURL *kube_client_watch_handle(kube_client_t *c, const char *path,
     if (ro && ro->timeout_seconds > 0)
         deadline_ms = ((int64_t)ro->timeout_seconds + WATCH_DEADLINE_MARGIN_S) * 1000;
     e = kube_client_stream_handle(c, path, buf_str(&q), deadline_ms, headers, err);
+    if (e && ro && ro->metadata_only && kube_client_stream_accept(*headers, KUBE_ACCEPT_METADATA)) {
+        kube_error_set(err, KERR_CONFIG, "out of memory setting the metadata-only Accept header");
+        curl_easy_cleanup(e);
+        curl_slist_free_all(*headers);
+        *headers = NULL;
+        e = NULL;
+    }
 out:
     buf_free(&q);
     return e;
+}
+
+int kube_client_stream_accept(struct curl_slist *headers, const char *accept)
+{
+    for (struct curl_slist *l = headers; l; l = l->next) {
+        if (strncasecmp(l->data, "Accept:", 7))
+            continue;
+        char *d = strdup(accept);
+        if (!d)
+            return -1;
+        free(l->data); /* curl_slist_free_all frees it with free() too */
+        l->data = d;
+        return 0;
+    }
+    return -1;
 }
 
 void kube_client_count_request(kube_client_t *c, const char *method, CURLcode code,

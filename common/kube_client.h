@@ -97,7 +97,21 @@ typedef struct {
     const char *precondition_rv;        /* DELETE */
     int has_grace_period;               /* DELETE: send grace_period_seconds */
     int64_t grace_period_seconds;
+    int metadata_only;                  /* LIST (pager), watch: items as PartialObjectMetadata
+                                           only (Accept KUBE_ACCEPT_METADATA[_LIST], no
+                                           fallback: spec, data and status never come) */
 } kube_req_opts_t;
+
+/* The Accept headers of client-go's metadata client, without a fallback to the full
+ * object (a Secret's data must never arrive). */
+#define KUBE_ACCEPT_METADATA_LIST "Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+#define KUBE_ACCEPT_METADATA "Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+/* Replace, in place, the Accept header of a stream handle's header list (the *headers of
+ * kube_client_stream_handle, before the transfer starts) by accept, a whole header line
+ * ("Accept: ..."). The list's first node (the credential ticket) stays where it is.
+ * Returns 0, or -1 when out of memory or the list has no Accept header (unchanged). */
+int kube_client_stream_accept(struct curl_slist *headers, const char *accept);
 
 typedef enum {
     KUBE_PATCH_MERGE,     /* application/merge-patch+json */
@@ -203,7 +217,8 @@ CURL *kube_client_stream_handle(kube_client_t *c, const char *path, const char *
                                 kube_error_t *err);
 
 /* A watch stream handle: kube_client_stream_handle for path with watch=1 and ro's
- * selectors, resourceVersion, allowWatchBookmarks and timeoutSeconds; when
+ * selectors, resourceVersion, allowWatchBookmarks and timeoutSeconds (and, with
+ * ro->metadata_only, Accept KUBE_ACCEPT_METADATA); when
  * ro->timeout_seconds > 0 the transfer also gets a client-side deadline of
  * timeoutSeconds + 30 s, so a stream the server should have ended is known dead. See
  * watch.h for why there is no low-speed limit. Same ownership as above. */

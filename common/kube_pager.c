@@ -83,28 +83,13 @@ static size_t pager_write(char *data, size_t size, size_t n, void *user)
     return size * n;
 }
 
-/* Replace the Accept header of p's handle by the metadata-only one. Returns 0, or -1
- * when out of memory (the handle keeps its headers). */
+/* Replace the Accept header of p's handle by the metadata-only one, in place (the list's
+ * first node is the handle's credential ticket, which its header callback reads).
+ * Returns 0, or -1 when out of memory (the handle keeps its headers). */
 static int pager_accept_metadata(kube_pager_t *p)
 {
-    struct curl_slist *h = NULL, *t;
-    for (const struct curl_slist *l = p->headers; l; l = l->next) {
-        if (strncasecmp(l->data, "Accept:", 7) == 0)
-            continue;
-        if (!(t = curl_slist_append(h, l->data)))
-            goto fail;
-        h = t;
-    }
-    if (!(t = curl_slist_append(h, PAGER_ACCEPT_METADATA)))
-        goto fail;
-    h = t;
-    curl_easy_setopt(p->easy, CURLOPT_HTTPHEADER, h);
-    curl_slist_free_all(p->headers);
-    p->headers = h;
-    return 0;
-fail:
-    curl_slist_free_all(h);
-    return -1;
+    return kube_client_stream_accept(p->headers, p->ro.metadata_only ? KUBE_ACCEPT_METADATA_LIST
+                                                                      : PAGER_ACCEPT_METADATA);
 }
 
 CURL *kube_pager_start(kube_pager_t *p, kube_error_t *err)
@@ -127,7 +112,7 @@ CURL *kube_pager_start(kube_pager_t *p, kube_error_t *err)
     buf_free(&q);
     if (!p->easy)
         return NULL;
-    if (p->meta_only && pager_accept_metadata(p)) {
+    if ((p->meta_only || p->ro.metadata_only) && pager_accept_metadata(p)) {
         kube_error_set(err, KERR_CONFIG, "out of memory");
         kube_error_set_request(err, "GET", p->path);
         pager_drop_handle(p);
@@ -180,7 +165,7 @@ static kube_pager_state_t pager_too_large(kube_pager_t *p, kube_error_t *err)
         rlog_warn("LIST response over the response cap; listing again in pages", "path", p->path);
         return KUBE_PAGER_MORE;
     }
-    if (p->meta_only) {
+    if (p->meta_only || (p->ro.metadata_only && p->ro.limit <= 1)) {
         kube_error_set(err, KERR_DECODE,
                        "response body exceeds %zu bytes even for the metadata of one object", cap);
         return KUBE_PAGER_ERROR;

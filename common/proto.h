@@ -8,7 +8,8 @@
  * deltas (informerd PUB, the Clone pattern of the ZeroMQ guide)
  *   DELTA seq type kind key resourceVersion object
  *     seq: strictly increasing per informerd process; type: ADDED | MODIFIED | DELETED;
- *     kind: RedisCluster | ConfigMap | Service | StatefulSet | PodDisruptionBudget | Pod; key: namespace/name
+ *     kind: RedisCluster | ConfigMap | Service | StatefulSet | PodDisruptionBudget | Pod | Secret;
+ *     key: namespace/name (a Secret's object is its metadata only: PartialObjectMetadata)
  *     (a Pod's key is its own; its RedisCluster is its app.kubernetes.io/instance label);
  *     object: the cached object (for DELETED, the last known state).
  *   HUGZ seq            heartbeat once a second when idle (seq = last published)

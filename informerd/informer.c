@@ -109,6 +109,62 @@ static void too_large_report(informer_t *inf)
     }
 }
 
+/* A Secret as cached: its metadata only. The API sends PartialObjectMetadata already
+ * (reflector metadata_only); this drops anything else all the same, so that no Secret
+ * data could ever be cached or published on the deltas socket. Returns 0. */
+static int secret_metadata_only(json_object *obj)
+{
+    if (!obj || !json_object_is_type(obj, json_type_object))
+        return -1;
+    const char *drop[64];
+    size_t n = 0;
+    json_object_object_foreach(obj, k, v)
+    {
+        (void)v;
+        if (strcmp(k, "metadata") && strcmp(k, "apiVersion") && strcmp(k, "kind") && n < 64)
+            drop[n++] = k;
+    }
+    for (size_t i = 0; i < n; i++)
+        json_object_object_del(obj, drop[i]);
+    return 0;
+}
+
+static void enqueue_now(void *ud, const char *key)
+{
+    informer_t *inf = ud;
+    workqueue_add(inf->queue, key, clock_mono_ns());
+}
+
+/* A Secret changed (added, modified, deleted, or resynced): enqueue the RedisClusters
+ * whose spec.auth names it (a password rotation starts at once). */
+static void secret_changed(informer_t *inf, const cache_item_t *it)
+{
+    size_t n = secretref_each(inf->secretrefs, it->key, enqueue_now, inf);
+    if (n) {
+        char count[24];
+        snprintf(count, sizeof(count), "%zu", n);
+        rlog_info("Secret changed: its RedisClusters enqueued", "secret", it->key, "resourceVersion",
+                  it->resource_version ? it->resource_version : "", "clusters", count);
+    }
+}
+
+/* Keep the Secret index (secretref.h) up to date with a RedisCluster delta. */
+static void index_secretref(informer_t *inf, const cache_delta_t *d, const char *key)
+{
+    if (d->type == CACHE_DELETED) {
+        secretref_forget(inf->secretrefs, key);
+        return;
+    }
+    if (!strstr(d->item->json, "\"secretRef\"")) { /* most clusters: no parse */
+        secretref_forget(inf->secretrefs, key);
+        return;
+    }
+    json_object *rc = json_tokener_parse(d->item->json);
+    if (secretref_set(inf->secretrefs, key, secretref_of(rc)))
+        rlog_warn("cannot index the RedisCluster's Secret (out of memory)", "key", key);
+    json_object_put(rc);
+}
+
 /* Every cache change: publish it, print it with --tail, and enqueue the key it concerns. */
 static void on_delta(void *ud, const cache_delta_t *d)
 {
@@ -124,6 +180,10 @@ static void on_delta(void *ud, const cache_delta_t *d)
 
     if (it->truncated && (d->type == CACHE_ADDED || d->type == CACHE_MODIFIED))
         too_large_noted(inf, it);
+    if (!strcmp(it->kind, "Secret")) {
+        secret_changed(inf, it);
+        return;
+    }
 
     char key[512];
     int rc = cache_item_owner_key(inf->cache, it, key, sizeof(key));
@@ -131,6 +191,7 @@ static void on_delta(void *ud, const cache_delta_t *d)
         return;
     int64_t now = clock_mono_ns();
     if (strcmp(it->kind, OWNER_KIND) == 0) {
+        index_secretref(inf, d, key);
         if (d->type == CACHE_DELETED) {
             observation_forget(inf, key);
             return; /* gone for good: the finalizer already ran; children go with the GC */
@@ -248,8 +309,18 @@ static int informer_setup(informer_t *inf)
      * "Pods"): the pod template carries the managed-by label too. Kept compact. */
     reflector_init(inf, "Pod", "", "v1", "pods", MANAGED_BY_SELECTOR);
     inf->refl[inf->nrefl - 1].transform = podview_compact;
+    /* Secrets, metadata only (PartialObjectMetadata: no data ever reaches this process),
+     * so that a change of the one a RedisCluster's spec.auth names enqueues it at once
+     * (secretref.h). Not part of the sync gate: it only hastens what the next reconcile
+     * does anyway (workerd reads the Secret itself), and an older ClusterRole without
+     * list/watch on Secrets must not stop the operator. */
+    reflector_init(inf, "Secret", "", "v1", "secrets", NULL);
+    inf->refl[inf->nrefl - 1].metadata_only = 1;
+    inf->refl[inf->nrefl - 1].optional = 1;
+    inf->refl[inf->nrefl - 1].transform = secret_metadata_only;
+    inf->secretrefs = secretref_new();
     inf->observations = hm_new(0);
-    if (!inf->observations || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL))
+    if (!inf->observations || !inf->secretrefs || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL))
         return -1;
     inf->multi = curl_multi_init();
     inf->loop = loop_new();
@@ -333,6 +404,7 @@ static void informer_teardown(informer_t *inf)
             observation_free(v);
         hm_destroy(&inf->observations);
     }
+    secretref_destroy(&inf->secretrefs);
     for (; inf->too_large_n; inf->too_large_n--, inf->too_large_head = (inf->too_large_head + 1) % TOO_LARGE_PENDING)
         free(inf->too_large[inf->too_large_head]);
 }
@@ -341,11 +413,13 @@ static void informer_teardown(informer_t *inf)
 static syncgate_state_t sync_state(const informer_t *inf, int64_t now, buf_t *names, buf_t *why)
 {
     syncgate_kind_t kinds[NREFLECTORS];
+    size_t n = 0;
     for (size_t i = 0; i < inf->nrefl; i++) {
         const reflector_t *r = &inf->refl[i];
-        kinds[i] = (syncgate_kind_t){r->kind, r->synced, r->listing, r->last_error};
+        if (!r->optional)
+            kinds[n++] = (syncgate_kind_t){r->kind, r->synced, r->listing, r->last_error};
     }
-    return syncgate_check(kinds, inf->nrefl, inf->started_ns, now,
+    return syncgate_check(kinds, n, inf->started_ns, now,
                           (int64_t)(inf->cfg->cache_sync_timeout_s * 1e9), names, why);
 }
 

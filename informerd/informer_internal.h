@@ -28,6 +28,7 @@
 #include "podview.h"
 #include "proto.h"
 #include "rdc_api.h"
+#include "secretref.h"
 #include "syncgate.h"
 #include "watch.h"
 #include "workitem.h"
@@ -51,7 +52,7 @@
 #define MANAGED_BY_SELECTOR "app.kubernetes.io/managed-by=rediscluster-operator"
 /* A Pod's controller is its StatefulSet; this label names its RedisCluster. */
 #define POD_OWNER_LABEL "app.kubernetes.io/instance"
-#define NREFLECTORS 6
+#define NREFLECTORS 7
 #define MAX_NAMESPACES OPT_STRLIST_MAX
 #define MAX_WORKERS 128
 #define RELIST_MIN_NS (INT64_C(800) * NS_PER_MS)
@@ -105,6 +106,8 @@ typedef struct reflector {
     informer_t *inf;
     const char *kind, *group, *version, *resource, *selector;
     int (*transform)(json_object *obj); /* applied to every object before the cache: Pods' compact form */
+    int metadata_only;          /* LIST and WATCH PartialObjectMetadata only (Secrets) */
+    int optional;               /* not part of the sync gate (Secrets: an accelerator only) */
     stream_t streams[MAX_NAMESPACES];
     size_t nstreams;
     int synced;                 /* listed at least once */
@@ -152,6 +155,7 @@ struct informer {
     int exit_code;              /* what informer_run returns once the loop ends */
     void *zctx, *pub, *snapshot, *work, *leader_sub, *events_sub, *observe;
     hm_t *observations;         /* RedisCluster key -> observation_t: observerd's latest */
+    secretref_t *secretrefs;    /* Secret ns/name -> the RedisClusters whose spec.auth names it */
     worker_slot_t workers[MAX_WORKERS];
     size_t nworkers;
     int is_leader;

@@ -21,6 +21,27 @@ static json_object *pick(json_object *src, const char *const *keep, size_t n, in
     return out;
 }
 
+/* status.containerStatuses reduced to [{name, restartCount}] (a container restart is
+ * what the runtime config's record notes: workerd/runtimecfg.h), or NULL. */
+static json_object *container_restarts(json_object *cs, int *oom)
+{
+    static const char *const keep[] = {"name", "restartCount"};
+    json_object *out = json_object_new_array();
+    if (!out) {
+        *oom = 1;
+        return NULL;
+    }
+    for (size_t i = 0; i < json_object_array_length(cs); i++) {
+        json_object *c = json_object_array_get_idx(cs, i);
+        json_object *small = c && json_object_is_type(c, json_type_object) ? pick(c, keep, 2, oom) : NULL;
+        if (small && json_object_array_add(out, small)) {
+            json_object_put(small);
+            *oom = 1;
+        }
+    }
+    return out;
+}
+
 int podview_compact(json_object *pod)
 {
     static const char *const spec_keep[] = {"nodeName"};
@@ -38,6 +59,15 @@ int podview_compact(json_object *pod)
     }
     if (json_object_object_get_ex(pod, "status", &status)) {
         json_object *small = json_object_is_type(status, json_type_object) ? pick(status, status_keep, 4, &oom) : NULL;
+        json_object *cs = NULL;
+        if (small && json_object_object_get_ex(status, "containerStatuses", &cs) &&
+            json_object_is_type(cs, json_type_array)) {
+            json_object *r = container_restarts(cs, &oom);
+            if (r && json_object_object_add(small, "containerStatuses", r)) {
+                json_object_put(r);
+                oom = 1;
+            }
+        }
         if (small)
             oom |= json_object_object_add(pod, "status", small) != 0;
         else

@@ -151,6 +151,7 @@ static int stream_start(reflector_t *r, stream_t *s, int64_t now)
     kube_req_opts_t ro;
     memset(&ro, 0, sizeof(ro));
     ro.label_selector = r->selector;
+    ro.metadata_only = r->metadata_only;
     ro.resource_version = watch_decoder_last_rv(s->dec);
     ro.allow_watch_bookmarks = 1;
     /* client-go: a random timeout between 5 and 10 minutes spreads the reconnects. */
@@ -226,6 +227,7 @@ void reflector_list(reflector_t *r, int64_t now)
         kube_req_opts_t ro;
         memset(&ro, 0, sizeof(ro));
         ro.label_selector = r->selector;
+        ro.metadata_only = r->metadata_only;
         ro.limit = inf->cfg->list_page_size > 0 ? inf->cfg->list_page_size : INFORMER_LIST_PAGE_DEFAULT;
         metric_counter_add(inf->m_lists, METRIC_LABELS(r->kind), 1);
         s->pager = kube_pager_new(inf->cfg->client, buf_str(&path), &ro);

@@ -6,6 +6,7 @@
 #include "rdc_spec.h"
 #include "render.h"
 #include "redisexec.h"
+#include "runtimecfg.h"
 #include "topology.h"
 
 #include <assert.h>
@@ -27,8 +28,8 @@
 typedef struct {
     plan_action_t pub;
     char *ns, *name, *path, *why; /* what pub's strings point to */
-    char *ip, *argv_s[PLAN_REDIS_MAX_ARGS]; /* PLAN_REDIS */
-    const char *argv[PLAN_REDIS_MAX_ARGS];
+    char *ip, **argv_s; /* PLAN_REDIS: argc strings */
+    const char **argv;
 } action_slot_t;
 
 typedef struct {
@@ -171,12 +172,18 @@ static int add_redis_action(plan_t *p, const char *ns, const char *pod, const ch
     action_slot_t *a = &p->actions[i];
     a->ip = dup_or_oom(p, ip);
     a->pub.ip = a->ip;
-    assert(argc <= PLAN_REDIS_MAX_ARGS);
-    for (int k = 0; k < argc && k < PLAN_REDIS_MAX_ARGS; k++) {
+    assert(argc >= 1 && argc <= PLAN_REDIS_MAX_ARGS);
+    a->argv_s = calloc((size_t)argc, sizeof(*a->argv_s));
+    a->argv = calloc((size_t)argc, sizeof(*a->argv));
+    if (!a->argv_s || !a->argv) {
+        p->oom = 1;
+        return -1;
+    }
+    a->pub.argc = argc; /* from here plan_destroy frees argc strings */
+    for (int k = 0; k < argc; k++) {
         a->argv_s[k] = dup_or_oom(p, argv[k]);
         a->argv[k] = a->argv_s[k];
     }
-    a->pub.argc = argc;
     a->pub.argv = a->argv;
     return p->oom ? -1 : i;
 }
@@ -773,6 +780,59 @@ static int plan_replication(ctx_t *c)
         int k = add_redis_action(p, c->ns, t->pod, t->ip, 3, argv, t->why);
         add_event(p, "Normal", "Repointed", k, "%s", t->why);
     }
+    return p->oom ? -1 : 0;
+}
+
+/* RUNTIME CONFIG (plan.h): CONFIG SET the run-time directives of spec.config.extra on
+ * each pod runtimecfg_compute names, then record them on it. Returns 0, or -1 when out
+ * of memory. */
+static int plan_runtime_config(ctx_t *c)
+{
+    plan_t *p = c->plan;
+    const plan_observed_t *m = c->more;
+    if (!m || !c->sts_ours)
+        return 0;
+    runtimecfg_t *rt = calloc(1, sizeof(*rt));
+    if (!rt)
+        return -1;
+    if (runtimecfg_compute(c->in.spec, c->name, c->in.size, m->members, m->redis, rt)) {
+        free(rt);
+        return -1;
+    }
+    /* Room for the command and the annotation of each pod: a plan never overflows; what
+     * does not fit now is the next reconcile's (the requeue). */
+    size_t room = (PLAN_MAX_ACTIONS - p->n_actions) / 2, n = rt->n_pods < room ? rt->n_pods : room;
+    if (n < rt->n_pods && !p->requeue_after_ns)
+        p->requeue_after_ns = PLAN_REQUEUE_NOT_READY_NS;
+    char why[600];
+    buf_t pods;
+    buf_init(&pods, MESSAGE_CAP / 2);
+    int last = -1;
+    for (size_t i = 0; i < n && !p->oom; i++) {
+        const runtimecfg_pod_t *x = &rt->pods[i];
+        snprintf(why, sizeof(why), "pod %s/%s: runtime config %.16s is not applied (annotation %s is \"%.80s\")", c->ns,
+                 x->pod, rt->hash, RUNTIMECFG_ANNOTATION, x->have);
+        if (add_redis_action(p, c->ns, x->pod, x->ip, rt->argc, rt->argv, why) < 0)
+            break;
+        int *oom = &p->oom;
+        json_object *body = jsonx_new_obj(oom), *meta = jsonx_new_obj(oom), *ann = jsonx_new_obj(oom);
+        jsonx_put(ann, RUNTIMECFG_ANNOTATION, jsonx_new_str(x->record, oom), oom);
+        jsonx_put(meta, "annotations", ann, oom);
+        jsonx_put(body, "metadata", meta, oom);
+        if (*oom) {
+            json_object_put(body);
+            break;
+        }
+        snprintf(why, sizeof(why), "pod %s/%s: record the runtime config applied", c->ns, x->pod);
+        last = add_action(p, PLAN_ANNOTATE_POD, "v1", "pods", c->ns, x->pod, body, why);
+        buf_printf(&pods, "%s%s", i ? ", " : "", x->pod);
+    }
+    if (last >= 0 && !p->oom)
+        add_event(p, "Normal", "ConfigApplied", last,
+                  "Applied %d run-time directive(s) of spec.config.extra with CONFIG SET, without a restart, to %s",
+                  (rt->argc - 2) / 2, buf_str(&pods));
+    buf_free(&pods);
+    free(rt);
     return p->oom ? -1 : 0;
 }
 
@@ -1594,6 +1654,8 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
         diagnose(&c, sts);
     if (plan_status_write(&c, c.failed_reason || !c.sts_ours ? NULL : sts))
         goto out;
+    if (!c.failed_reason && plan_runtime_config(&c))
+        goto out;
     const char *phase = plan_phase(p);
     p->wants_diagnosis = !c.failed_reason && c.sts_ours && phase && strcmp(phase, "Running");
     /* The class is looked up when the StatefulSet is created and while the cluster is not
@@ -1693,6 +1755,7 @@ static const char *action_verb(plan_action_kind_t kind)
     case PLAN_LABEL_POD: return "label";
     case PLAN_REDIS: return "send a Redis command to";
     case PLAN_AUTH_RECORD: return "record the password in";
+    case PLAN_ANNOTATE_POD: return "annotate";
     }
     return "write";
 }
@@ -1888,8 +1951,10 @@ void plan_destroy(plan_t **plan_p)
         free(a->path);
         free(a->why);
         free(a->ip);
-        for (size_t k = 0; k < PLAN_REDIS_MAX_ARGS; k++)
+        for (int k = 0; a->argv_s && k < a->pub.argc; k++)
             free(a->argv_s[k]);
+        free(a->argv_s);
+        free(a->argv);
     }
     for (size_t i = 0; i < p->n_events; i++)
         free(p->events[i].message);
@@ -1981,6 +2046,8 @@ const char *plan_action_kind_name(plan_action_kind_t kind)
         return "redis";
     case PLAN_AUTH_RECORD:
         return "authRecord";
+    case PLAN_ANNOTATE_POD:
+        return "annotatePod";
     }
     return "unknown";
 }

@@ -198,7 +198,8 @@
  *     is none yet) and no Redis action is planned.
  *   Standalone (and a spec without mode, as v1alpha1 clusters are converted): none of
  *   this; independent servers, no role Services, labels or Redis actions.
- *   Order of the actions: children, role labels, Redis commands, then the status.
+ *   Order of the actions: children, role labels, Redis commands, then the status (then
+ *   RUNTIME CONFIG's commands and annotations).
  *
  * AUTH (spec.auth.secretRef; docs/replication.md): the pods get the password from the
  * Secret by reference (render.h), and workerd keeps a record of the password Redis runs
@@ -213,6 +214,19 @@
  *                         the same plan (the observer cannot authenticate meanwhile). A
  *                         pod without an IP yet: nothing now, requeue after 10 s.
  *   The executor authenticates with the new password, else the old one (the record's).
+ *
+ * RUNTIME CONFIG (spec.config.extra directives Redis changes at run time; runtimecfg.h,
+ * docs/knobs.md): they are not in the pod template's hash, so changing them rolls
+ * nothing; instead, for each pod runtimecfg_compute names (Ready, with an IP, reachable,
+ * whose annotation cache.example.com/runtime-config is not "<hash>/<restarts>"), in
+ * Standalone and Replication alike: PLAN_REDIS `CONFIG SET name value [name value ...]`
+ * (every run-time directive, sorted by name), then PLAN_ANNOTATE_POD with body
+ * {"metadata":{"annotations":{"cache.example.com/runtime-config":RECORD}}}; one Normal
+ * event ConfigApplied with the last annotation. These come last, after the status write:
+ * a value Redis refuses fails the reconcile (backoff, the error in the log) without
+ * holding back the children or the status. Nothing while the spec is invalid or the
+ * StatefulSet is not ours, and nothing at all when no run-time directive is set: a
+ * healthy resync sends no command and writes nothing.
  *
  * IMMUTABLE STATEFULSET FIELDS: spec.selector and spec.serviceName never change for a
  * given name, but an observed StatefulSet created otherwise may differ: then no apply is
@@ -265,7 +279,7 @@
 #include <stdint.h>
 
 #define PLAN_FINALIZER "cache.example.com/finalizer"
-#define PLAN_REDIS_MAX_ARGS 6
+#define PLAN_REDIS_MAX_ARGS 130 /* CONFIG SET with every spec.config.extra pair (RUNTIME CONFIG) */
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
 
 typedef enum {
@@ -279,9 +293,11 @@ typedef enum {
     PLAN_UPDATE_STATUS,
     PLAN_LABEL_POD,  /* PATCH pods/<name>, merge patch of the role label (REPLICATION) */
     PLAN_REDIS,      /* a Redis command on one pod (no request: pod, ip, argv) */
-    PLAN_AUTH_RECORD /* server-side apply of Secret <name>-redis-auth (AUTH below); the body's
+    PLAN_AUTH_RECORD, /* server-side apply of Secret <name>-redis-auth (AUTH below); the body's
                         stringData.password is the token "${password}", which the executor
                         replaces by the password itself */
+    PLAN_ANNOTATE_POD /* PATCH pods/<name>, merge patch of the runtime-config annotation
+                         (RUNTIME CONFIG below) */
 } plan_action_kind_t;
 
 /* What workerd read of the password (AUTH below). */
@@ -312,7 +328,8 @@ typedef struct {
     /* PLAN_REDIS only (name is the pod): */
     const char *ip;            /* the pod's IP; the command goes to ip:6379 */
     int argc;
-    const char *const *argv;   /* e.g. {"REPLICAOF", "127.10.0.5", "6379"}; never a password */
+    const char *const *argv;   /* e.g. {"REPLICAOF", "127.10.0.5", "6379"}; never a password;
+                                  argc <= PLAN_REDIS_MAX_ARGS */
 } plan_action_t;
 
 /* An Event to record on the RedisCluster. */
@@ -438,7 +455,8 @@ const char *plan_error(const plan_t *plan);
 json_object *plan_to_json(const plan_t *plan);
 
 /* The name of an action kind: "addFinalizer", "removeFinalizer", "cleanup", "create",
- * "apply", "replace", "delete", "updateStatus", "labelPod", "redis", "authRecord". */
+ * "apply", "replace", "delete", "updateStatus", "labelPod", "redis", "authRecord",
+ * "annotatePod". */
 const char *plan_action_kind_name(plan_action_kind_t kind);
 
 /* The managed-field comparison described above: 1 when desired is a subset of observed,

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/time.h>
 
-#define MAX_ARGS 16
+#define MAX_ARGS 130 /* CONFIG SET with 64 name/value pairs (plan.h, RUNTIME CONFIG) */
 
 static struct timeval tv_of(int64_t ns)
 {

@@ -34,7 +34,7 @@
 #define REDISEXEC_ACL_DROP_OLD_PASSWORD "<${old-password}"
 #define REDISEXEC_TIMEOUT_NS (INT64_C(2000000000)) /* connect, and each reply */
 
-/* Run argv (argc elements, 1..16) on ip:port. password NULL or "" = no AUTH; when AUTH
+/* Run argv (argc elements, 1..130) on ip:port. password NULL or "" = no AUTH; when AUTH
  * with password is refused and old_password is set (a rotation in progress, the node not
  * yet given the new one), AUTH with old_password. Tokens as above. On success returns
  * 0 and, when reply is not NULL, copies the reply's text (status, string, integer as

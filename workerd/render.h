@@ -118,9 +118,8 @@ int render_redis_conf(const render_input_t *in, buf_t *out);
 
 /* render_redis_conf without the spec.config.extra directives Redis can change at run time
  * (redisconf_runtime_settable): the text whose hash goes on the pod template, so that a
- * change to those alone does not roll the pods. TODO(repl): once workerd executes Redis
- * commands, a change of them is applied with CONFIG SET to the running pods; until then it
- * reaches a pod when it restarts (the ConfigMap holds the full text). Returns 0 or -1. */
+ * change to those alone does not roll the pods: plan applies them to the running pods with
+ * CONFIG SET instead (plan.h RUNTIME CONFIG, runtimecfg.h). Returns 0 or -1. */
 int render_redis_conf_restart(const render_input_t *in, buf_t *out);
 
 /* Lower-case hex SHA-256 of len bytes at data into hex (65 bytes with the terminator).

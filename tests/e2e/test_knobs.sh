@@ -18,6 +18,10 @@
 #   6. With process nodes (real redis-server pods): config.extra reaches the running Redis
 #      (CONFIG GET), and the operator's /metrics carry the Redis figures INFO shows
 #      (redis_exporter names), within one full INFO period of observerd.
+#   7. With process nodes: changing run-time directives (hz, maxmemory-samples) of a running
+#      Replication cluster reaches every pod by CONFIG SET within seconds (CONFIG GET), with
+#      no restart (same pod uids and restartCounts) and no roll; each pod records it in
+#      its cache.example.com/runtime-config annotation; then a reconcile writes nothing.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -260,4 +264,47 @@ cc=$(mv redis_connected_clients) icc=$(iv connected_clients)
 check "redis_connected_clients $cc within 1 of INFO's $icc" test -n "$cc" -a "$((cc - icc))" -le 1 -a "$((icc - cc))" -le 1
 o=$(mv redis_master_repl_offset) io=$(iv master_repl_offset)
 check "redis_master_repl_offset $o = INFO's $io" test "$o" = "$io"
+
+# ---- 7. A run-time directive changed on running pods: CONFIG SET, no restart ----------------------
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: cache.example.com/v1
+kind: RedisCluster
+metadata: {name: live, namespace: $ns2}
+spec:
+  size: 2
+  image: redis
+  version: "7.2"
+  mode: Replication
+  config: {extra: {hz: "25", maxmemory-samples: "5", databases: "4"}}
+YAML
+check "live (Replication, 2 real pods) Running" wait_until 240 sh -c "kubectl -n $ns2 get rdc live -o jsonpath='{.status.phase}' | grep -qx Running"
+lip0=$(kubectl -n "$ns2" get pod live-0 -o jsonpath='{.status.podIP}')
+lip1=$(kubectl -n "$ns2" get pod live-1 -o jsonpath='{.status.podIP}')
+cget() { redis-cli -h "$1" config get "$2" 2>/dev/null | tail -1; }
+export -f cget
+check "both pods answer ($lip0, $lip1)" wait_until 60 sh -c "redis-cli -h $lip0 ping | grep -q PONG && redis-cli -h $lip1 ping | grep -q PONG"
+check "hz 25 on both from redis.conf" test "$(cget "$lip0" hz) $(cget "$lip1" hz)" = "25 25"
+pods_state() { kubectl -n "$ns2" get pods -l app.kubernetes.io/instance=live -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.uid}/{.status.containerStatuses[0].restartCount}{" "}{end}'; }
+s0=$(pods_state) lrev=$(kubectl -n "$ns2" get statefulset live -o jsonpath='{.status.updateRevision}')
+check "the pods' identity read ($s0)" sh -c "printf '%s' '$s0' | grep -q 'live-0=.*live-1='"
+kubectl -n "$ns2" patch rdc live --type=merge -p '{"spec":{"config":{"extra":{"hz":"40","maxmemory-samples":"9"}}}}' >/dev/null
+t0=$(date +%s%N)
+check "hz 40 by CONFIG GET on every pod within 10 s" wait_until 10 bash -c "test \"\$(cget $lip0 hz) \$(cget $lip1 hz)\" = '40 40'"
+echo "# CONFIG SET reached both pods $((($(date +%s%N) - t0) / 1000000)) ms after the patch"
+check "maxmemory-samples 9 on every pod" test "$(cget "$lip0" maxmemory-samples) $(cget "$lip1" maxmemory-samples)" = "9 9"
+check "no restart: same pods, same restartCount ($(pods_state))" test "$(pods_state)" = "$s0"
+check "no roll: the StatefulSet's revision is unchanged" test "$(kubectl -n "$ns2" get statefulset live -o jsonpath='{.status.updateRevision}')" = "$lrev"
+check "the ConfigMap says hz 40 too (for the next start)" sh -c "kubectl -n $ns2 get configmap live -o jsonpath='{.data.redis\.conf}' | grep -qx 'hz 40'"
+ann() { kubectl -n "$ns2" get pod "$1" -o jsonpath='{.metadata.annotations.cache\.example\.com/runtime-config}'; }
+check "each pod records what it was given (cache.example.com/runtime-config)" \
+    wait_until 10 sh -c "test -n \"\$(kubectl -n $ns2 get pod live-0 -o jsonpath='{.metadata.annotations.cache\.example\.com/runtime-config}')\" && test \"\$(kubectl -n $ns2 get pod live-0 -o jsonpath='{.metadata.annotations.cache\.example\.com/runtime-config}')\" = \"\$(kubectl -n $ns2 get pod live-1 -o jsonpath='{.metadata.annotations.cache\.example\.com/runtime-config}')\""
+check "an Event ConfigApplied" wait_until 10 sh -c "kubectl -n $ns2 get events --field-selector reason=ConfigApplied -o name | grep -q ."
+check "operator log: the CONFIG command done" grep -q '"command":"CONFIG"' "$work/operator2.log"
+a0=$(ann live-0)
+sleep 3
+w0=$(write_requests "http://127.0.0.1:$metrics/metrics")
+kubectl -n "$ns2" annotate rdc live cache.example.com/poke="$$" --overwrite >/dev/null # a reconcile, no change
+sleep 6
+w1=$(write_requests "http://127.0.0.1:$metrics/metrics")
+check "once applied, a reconcile writes nothing ($w0 -> $w1) and the record stays" test "$w1|$(ann live-0)" = "$w0|$a0"
 summary

@@ -28,7 +28,10 @@ token=$(kubectl -n "$sa_ns" create token rediscluster-operator --duration=1h)
 token_kubeconfig "$work/kubeconfig" operator "$token"
 as_op() { kubectl --kubeconfig "$work/kubeconfig" "$@"; }
 check "the token may list RedisClusters" as_op get rdc -A
-check "the token may not read Secrets" sh -c "! kubectl --kubeconfig '$work/kubeconfig' get secrets -A"
+# Secrets: get (the password), list and watch (informerd, metadata only), create and patch
+# (the record <name>-redis-auth); never update or delete.
+check "the token may watch Secrets (informerd, metadata only)" sh -c "kubectl --kubeconfig '$work/kubeconfig' auth can-i watch secrets -A | grep -qx yes"
+check "the token may not update or delete Secrets" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i update secrets -A | grep -qx yes && ! kubectl --kubeconfig '$work/kubeconfig' auth can-i delete secrets -A | grep -qx yes"
 check "the token may not delete RedisClusters" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i delete redisclusters.cache.example.com -A | grep -qx yes"
 check "the token may not touch Pods" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i create pods | grep -qx yes"
 check "the token may not take Leases outside its namespace" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i update leases -n default | grep -qx yes"

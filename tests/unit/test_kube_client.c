@@ -1033,6 +1033,37 @@ static void test_pager_shrinks(void)
     env_close(&e);
 }
 
+/* A metadata-only LIST (ro.metadata_only): every page asked as PartialObjectMetadataList
+ * with no fallback, the token kept, every item (cm7 too) in the items, without data. */
+static void test_pager_metadata_only(void)
+{
+    kube_client_opts_t o = unlimited_opts();
+    env_t e;
+    env_open(&e, h_big_pages, &o);
+    kube_req_opts_t ro = {0};
+    ro.limit = 4;
+    ro.metadata_only = 1;
+    kube_pager_t *p = kube_pager_new(e.c, "/api/v1/secrets", &ro);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    kube_error_t err;
+    int pages = 0;
+    CU_ASSERT_EQUAL_FATAL(run_pager(p, &pages, &err), KUBE_PAGER_DONE);
+    json_object *items = kube_pager_items(p);
+    CU_ASSERT_EQUAL_FATAL(json_object_array_length(items), BIG_ITEMS);
+    for (int i = 0; i < BIG_ITEMS; i++)
+        CU_ASSERT_PTR_NULL(jstr(json_object_array_get_idx(items, (size_t)i), "data.k"));
+    json_object *skipped = kube_pager_take_skipped(p);
+    CU_ASSERT_EQUAL(json_object_array_length(skipped), 0);
+    json_object_put(skipped);
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(e.srv), 3);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_STRING_EQUAL(e.srv->reqs[i].accept, "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1");
+        CU_ASSERT_PTR_NOT_NULL(strstr(e.srv->reqs[i].auth, TOKEN));
+    }
+    kube_pager_destroy(&p);
+    env_close(&e);
+}
+
 /* A server that is not there: a transport error, no crash, no leak. */
 static void test_pager_transport_error(void)
 {
@@ -1466,6 +1497,24 @@ static void test_watch_handle(void)
     snprintf(want, sizeof(want), "Bearer %s", TOKEN);
     CU_ASSERT_STRING_EQUAL(r->auth, want);
     CU_ASSERT_STRING_EQUAL(r->ua, "informerd/0.1.0");
+    CU_ASSERT_STRING_EQUAL(r->accept, "application/json");
+    /* Metadata only (informerd's Secrets): Accept PartialObjectMetadata without a
+     * fallback, the token and the rest kept. */
+    ro.metadata_only = 1;
+    h = kube_client_watch_handle(e.c, "/api/v1/namespaces/default/secrets", &ro, &hdrs, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    events = 0;
+    d = watch_decoder_new(0, count_events, &events);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, feed_decoder);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, d);
+    CU_ASSERT_EQUAL(curl_easy_perform(h), CURLE_OK);
+    watch_decoder_destroy(&d);
+    curl_easy_cleanup(h);
+    curl_slist_free_all(hdrs);
+    CU_ASSERT_EQUAL_FATAL(fake_nreqs(e.srv), 2);
+    r = &e.srv->reqs[1];
+    CU_ASSERT_STRING_EQUAL(r->accept, "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
+    CU_ASSERT_STRING_EQUAL(r->auth, want);
     /* Bad path: no handle, nothing to free. */
     h = kube_client_watch_handle(e.c, "nope", NULL, &hdrs, &err);
     CU_ASSERT_PTR_NULL(h);
@@ -2037,6 +2086,7 @@ static CU_TestInfo kube_client_tests[] = {
     {"non-blocking pager", test_pager},
     {"non-blocking pager: transport error", test_pager_transport_error},
     {"non-blocking pager: pages shrink under the response cap", test_pager_shrinks},
+    {"non-blocking pager: metadata only (PartialObjectMetadataList, no fallback)", test_pager_metadata_only},
     {"429 Retry-After retried then succeeds", test_retry_429},
     {"retry rules per method and status", test_retry_rules},
     {"Status error mapped", test_error_status},

@@ -324,7 +324,8 @@ static void perform(world_t *w, const plan_t *p)
         case PLAN_LABEL_POD:
         case PLAN_REDIS:
         case PLAN_AUTH_RECORD:
-            break; /* Standalone worlds plan neither */
+        case PLAN_ANNOTATE_POD:
+            break; /* pods and Redis are outside the simulated world */
         }
     }
 }
@@ -3116,8 +3117,236 @@ static CU_TestInfo replication_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+/* ---- RUNTIME CONFIG (plan.h; runtimecfg.h) ----------------------------------------------- */
+
+#define SPEC_RT(mode, extra) "{\"size\":3,\"image\":\"redis\"" mode ",\"config\":{\"extra\":{" extra "}}}"
+
+/* Pod cache-<i>: ready or not, ip ("" = none), the redis container's restarts, the
+ * runtime-config annotation (NULL = none). */
+static json_object *rt_pod(int i, int ready, const char *ip, int restarts, const char *ann)
+{
+    char t[1024];
+    snprintf(t, sizeof(t),
+             "{\"metadata\":{\"name\":\"cache-%d\",\"labels\":{\"app.kubernetes.io/instance\":\"cache\"}%s%s%s},"
+             "\"status\":{%s%s%s\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}],"
+             "\"containerStatuses\":[{\"name\":\"redis\",\"restartCount\":%d}]}}",
+             i, ann ? ",\"annotations\":{\"cache.example.com/runtime-config\":\"" : "", ann ? ann : "",
+             ann ? "\"}" : "", *ip ? "\"podIP\":\"" : "", ip, *ip ? "\"," : "", ready ? "True" : "False", restarts);
+    return parse(t);
+}
+
+static json_object *rt_pods(const char *a0, const char *a1, const char *a2)
+{
+    json_object *arr = json_object_new_array();
+    const char *a[3] = {a0, a1, a2};
+    for (int i = 0; i < 3; i++) {
+        char ip[32];
+        snprintf(ip, sizeof(ip), "10.0.0.%d", i + 1);
+        json_object_array_add(arr, rt_pod(i, 1, ip, 0, a[i]));
+    }
+    return arr;
+}
+
+/* The plan for w with pods (and observation obs) as the work item's. */
+static plan_t *rt_run(world_t *w, const json_object *pods, const json_object *obs)
+{
+    plan_children_t kids = {w->cm, w->svc, w->sts, w->pdb};
+    plan_observed_t more = {.members = pods, .redis = obs};
+    plan_t *p = plan_compute_children(w->rc, &kids, &more, T2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    return p;
+}
+
+/* The record for the directives' lines and restarts. */
+static void rt_record(const char *lines, int restarts, char *out, size_t len)
+{
+    char hex[65];
+    CU_ASSERT_EQUAL_FATAL(render_sha256_hex(lines, strlen(lines), hex), 0);
+    snprintf(out, len, "%s/%d", hex, restarts);
+}
+
+/* The plan's runtime-config actions as "pod@ip ARGV;" and "pod=RECORD;". */
+static void rt_actions(const plan_t *p, char *cmds, size_t cl, char *anns, size_t al)
+{
+    char labels[256];
+    redis_actions(p, cmds, cl, labels, sizeof(labels));
+    anns[0] = '\0';
+    for (size_t i = 0; i < plan_action_count(p); i++) {
+        const plan_action_t *a = plan_action(p, i);
+        if (a->kind != PLAN_ANNOTATE_POD)
+            continue;
+        size_t n = strlen(anns);
+        snprintf(anns + n, al - n, "%s=%s;", a->name, str_at(a->body, "metadata annotations cache.example.com/runtime-config"));
+        CU_ASSERT_STRING_EQUAL(a->method, "PATCH");
+        CU_ASSERT_STRING_EQUAL(a->content_type, "application/merge-patch+json");
+        CU_ASSERT_TRUE(contains(a->path, "/api/v1/namespaces/default/pods/cache-"));
+    }
+}
+
+/* A changed run-time directive: CONFIG SET on every pod, recorded, no roll; then nothing. */
+static void test_runtime_config_applied_without_roll(void)
+{
+    /* Standalone, then Replication (the same children: the world converges Standalone,
+     * then the spec says Replication; only the runtime config is looked at there). */
+    for (int m = 0; m < 2; m++) {
+        world_t w;
+        world_init(&w, SPEC_RT("", "\"maxmemory-samples\":\"7\",\"hz\":\"20\",\"databases\":\"4\""), 1);
+        converge(&w, T1);
+        if (m)
+            set_at(w.rc, "spec mode", "\"Replication\"");
+        char rec[128], cmds[4096], anns[1024], want[1024];
+        rt_record("hz 20\nmaxmemory-samples 7\n", 0, rec, sizeof(rec));
+        json_object *pods = rt_pods(rec, rec, rec);
+        /* Recorded on every pod: a resync sends nothing and writes nothing. */
+        plan_t *p = rt_run(&w, pods, NULL);
+        if (!m)
+            CU_ASSERT_EQUAL(plan_action_count(p), 0);
+        CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
+        CU_ASSERT_EQUAL(count_kind(p, PLAN_ANNOTATE_POD), 0);
+        plan_destroy(&p);
+
+        /* hz changes: the ConfigMap is applied, the StatefulSet is not (no roll), and
+         * every pod gets CONFIG SET of all run-time directives, then its record. */
+        set_at(w.rc, "spec config extra hz", "\"30\"");
+        p = rt_run(&w, pods, NULL);
+        CU_ASSERT_EQUAL(find_write(p, "configmaps")->kind, PLAN_APPLY);
+        CU_ASSERT_PTR_NULL(find_write(p, "statefulsets"));
+        rt_actions(p, cmds, sizeof(cmds), anns, sizeof(anns));
+        CU_ASSERT_STRING_EQUAL(cmds, "cache-0@10.0.0.1 CONFIG SET hz 30 maxmemory-samples 7;"
+                                     "cache-1@10.0.0.2 CONFIG SET hz 30 maxmemory-samples 7;"
+                                     "cache-2@10.0.0.3 CONFIG SET hz 30 maxmemory-samples 7;");
+        rt_record("hz 30\nmaxmemory-samples 7\n", 0, rec, sizeof(rec));
+        snprintf(want, sizeof(want), "cache-0=%s;cache-1=%s;cache-2=%s;", rec, rec, rec);
+        CU_ASSERT_STRING_EQUAL(anns, want);
+        /* Order: each command right before its record, after everything else. */
+        size_t n = plan_action_count(p);
+        CU_ASSERT_FATAL(n >= 6);
+        for (size_t i = n - 6; i < n; i += 2) {
+            CU_ASSERT_EQUAL(plan_action(p, i)->kind, PLAN_REDIS);
+            CU_ASSERT_EQUAL(plan_action(p, i + 1)->kind, PLAN_ANNOTATE_POD);
+            CU_ASSERT_STRING_EQUAL(plan_action(p, i)->name, plan_action(p, i + 1)->name);
+        }
+        const plan_event_t *e = find_event(p, "ConfigApplied");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+        CU_ASSERT_EQUAL(e->action, (int)n - 1);
+        CU_ASSERT(contains(e->message, "cache-0, cache-1, cache-2"));
+        json_object *j = plan_to_json(p);
+        CU_ASSERT(contains(json_object_to_json_string(j), "\"annotatePod\""));
+        json_object_put(j);
+        if (!m)
+            perform(&w, p);
+        plan_destroy(&p);
+        /* The pods now carry the record: nothing more. */
+        json_object_put(pods);
+        pods = rt_pods(rec, rec, rec);
+        p = rt_run(&w, pods, NULL);
+        CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS) + count_kind(p, PLAN_ANNOTATE_POD), 0);
+        if (!m)
+            CU_ASSERT_EQUAL(plan_action_count(p), 0);
+        plan_destroy(&p);
+        /* A directive that is not run-time settable rolls the pods, as before. */
+        set_at(w.rc, "spec config extra databases", "\"8\"");
+        p = rt_run(&w, pods, NULL);
+        CU_ASSERT_PTR_NOT_NULL(find_write(p, "statefulsets"));
+        CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
+        plan_destroy(&p);
+        json_object_put(pods);
+        world_free(&w);
+    }
+}
+
+/* Which pods get the directives (runtimecfg.h), as a table. */
+typedef struct {
+    const char *what;
+    int ready, restarts, reachable, deleting;
+    const char *ip;
+    int annotated; /* carries the record of restart count 0 */
+    int sent;
+} rt_row_t;
+
+static const rt_row_t rt_rows[] = {
+    {"no annotation (new pod): sent", 1, 0, 1, 0, "10.0.0.1", 0, 1},
+    {"recorded: nothing", 1, 0, 1, 0, "10.0.0.1", 1, 0},
+    {"recorded, the container restarted since: sent again", 1, 1, 1, 0, "10.0.0.1", 1, 1},
+    {"not Ready: not yet", 0, 0, 1, 0, "10.0.0.1", 0, 0},
+    {"no IP: not yet", 1, 0, 1, 0, "", 0, 0},
+    {"observed unreachable: not now", 1, 0, 0, 0, "10.0.0.1", 0, 0},
+    {"being deleted: never", 1, 0, 1, 1, "10.0.0.1", 0, 0},
+};
+
+static void test_runtime_config_pods_table(void)
+{
+    world_t w;
+    world_init(&w, SPEC_RT("", "\"hz\":\"20\""), 1);
+    converge(&w, T1);
+    char rec[128], cmds[1024], anns[512];
+    rt_record("hz 20\n", 0, rec, sizeof(rec));
+    for (size_t r = 0; r < sizeof(rt_rows) / sizeof(rt_rows[0]); r++) {
+        const rt_row_t *row = &rt_rows[r];
+        json_object *pods = json_object_new_array();
+        json_object *pod = rt_pod(0, row->ready, row->ip, row->restarts, row->annotated ? rec : NULL);
+        if (row->deleting)
+            set_at(pod, "metadata deletionTimestamp", "\"2024-05-01T12:00:00Z\"");
+        json_object_array_add(pods, pod);
+        /* cache-3 is past spec.size: never. */
+        json_object_array_add(pods, rt_pod(3, 1, "10.0.0.4", 0, NULL));
+        json_object *obs = repl_obs(row->reachable ? "cache-0 10.0.0.1 true master - 0 false 1"
+                                                   : "cache-0 10.0.0.1 false - - 0 false 0",
+                                    NULL, NULL);
+        plan_t *p = rt_run(&w, pods, obs);
+        rt_actions(p, cmds, sizeof(cmds), anns, sizeof(anns));
+        if (strcmp(cmds, row->sent ? "cache-0@10.0.0.1 CONFIG SET hz 20;" : ""))
+            fprintf(stderr, "\n%s: commands are \"%s\"\n", row->what, cmds);
+        CU_ASSERT_STRING_EQUAL(cmds, row->sent ? "cache-0@10.0.0.1 CONFIG SET hz 20;" : "");
+        CU_ASSERT_EQUAL(count_kind(p, PLAN_ANNOTATE_POD), row->sent ? 1 : 0);
+        if (row->sent) {
+            char want[160];
+            snprintf(want, sizeof(want), "cache-0=%.64s/%d;", rec, row->restarts);
+            CU_ASSERT_STRING_EQUAL(anns, want);
+        }
+        plan_destroy(&p);
+        json_object_put(pods);
+        json_object_put(obs);
+    }
+    world_free(&w);
+}
+
+/* Nothing without run-time directives; a value that would carry a password token is
+ * never sent; an invalid spec sends nothing. */
+static void test_runtime_config_nothing_to_send(void)
+{
+    static const char *const specs[] = {
+        SPEC_RT("", "\"databases\":\"4\""),
+        "{\"size\":3,\"image\":\"redis\"}",
+        SPEC_RT("", "\"notify-keyspace-events\":\"x${password}\""),
+        SPEC_RT("", "\"hz\":\"20\",\"port\":\"7000\""), /* invalid: port is owned */
+    };
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        world_t w;
+        world_init(&w, specs[i], 1);
+        converge(&w, T1);
+        json_object *pods = rt_pods(NULL, NULL, NULL);
+        plan_t *p = rt_run(&w, pods, NULL);
+        CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
+        CU_ASSERT_EQUAL(count_kind(p, PLAN_ANNOTATE_POD), 0);
+        if (i < 3)
+            CU_ASSERT_EQUAL(plan_action_count(p), 0);
+        plan_destroy(&p);
+        json_object_put(pods);
+        world_free(&w);
+    }
+}
+
+static CU_TestInfo runtime_config_tests[] = {
+    {"a run-time directive: CONFIG SET and a record, no roll, then nothing", test_runtime_config_applied_without_roll},
+    {"which pods get it (table)", test_runtime_config_pods_table},
+    {"nothing to send", test_runtime_config_nothing_to_send},
+    CU_TEST_INFO_NULL,
+};
+
 static CU_SuiteInfo suites[] = {
     {"plan: replication", NULL, NULL, NULL, NULL, replication_tests},
+    {"plan: runtime config", NULL, NULL, NULL, NULL, runtime_config_tests},
     {"plan: create", NULL, NULL, NULL, NULL, create_tests},
     {"plan: drift", NULL, NULL, NULL, NULL, drift_tests},
     {"plan: ownership and failed writes", NULL, NULL, NULL, NULL, ownership_tests},

@@ -36,13 +36,16 @@ static void test_podview_compact(void)
     CU_ASSERT_TRUE(json_object_object_get_ex(spec, "nodeName", &v));
     CU_ASSERT_STRING_EQUAL(json_object_get_string(v), "node-1");
     CU_ASSERT_TRUE_FATAL(json_object_object_get_ex(pod, "status", &status));
-    CU_ASSERT_EQUAL(json_object_object_length(status), 4);
+    CU_ASSERT_EQUAL(json_object_object_length(status), 5);
     CU_ASSERT_TRUE(json_object_object_get_ex(status, "podIP", &v));
     CU_ASSERT_STRING_EQUAL(json_object_get_string(v), "10.0.0.5");
     CU_ASSERT_TRUE(json_object_object_get_ex(status, "phase", NULL));
     CU_ASSERT_TRUE(json_object_object_get_ex(status, "conditions", NULL));
     CU_ASSERT_TRUE(json_object_object_get_ex(status, "podIPs", NULL));
-    CU_ASSERT_FALSE(json_object_object_get_ex(status, "containerStatuses", NULL));
+    /* containerStatuses reduced to name and restartCount (workerd's runtime config). */
+    CU_ASSERT_TRUE_FATAL(json_object_object_get_ex(status, "containerStatuses", &v));
+    CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN),
+                           "[{\"name\":\"redis\",\"restartCount\":0}]");
     CU_ASSERT_FALSE(json_object_object_get_ex(status, "hostIP", NULL));
     /* metadata is whole (the cache strips managedFields itself). */
     json_object *md = NULL;

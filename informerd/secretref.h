@@ -1,0 +1,44 @@
+/* secretref: informerd's index from a Secret to the RedisClusters whose spec.auth.secretRef
+ * names it, so that a change of the Secret (a password rotation) enqueues exactly those
+ * clusters at once instead of waiting for their next reconcile (docs/replication.md).
+ * Pure: no I/O, no clock.
+ *
+ * Keys are "namespace/name": a RedisCluster's key, and the Secret's (the secretRef is a
+ * name in the cluster's own namespace). A cluster references at most one Secret; setting
+ * its reference again replaces the old one. The index copies every string it keeps.
+ */
+#ifndef RDC_INFORMERD_SECRETREF_H
+#define RDC_INFORMERD_SECRETREF_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+typedef struct secretref secretref_t;
+
+/* A new empty index, or NULL when out of memory. */
+secretref_t *secretref_new(void);
+
+/* Free the index and everything it holds; *self_p = NULL. NULL is ignored. */
+void secretref_destroy(secretref_t **self_p);
+
+/* spec.auth.secretRef.name of the RedisCluster rc, or NULL when absent, empty or not a
+ * string. Points into rc. */
+const char *secretref_of(const json_object *rc);
+
+/* Record that the RedisCluster rc_key ("ns/name") references the Secret secret_name in
+ * its namespace; NULL or "" = it references none (as secretref_forget). Returns 0, or -1
+ * when out of memory or rc_key has no '/' (the index is then unchanged). */
+int secretref_set(secretref_t *x, const char *rc_key, const char *secret_name);
+
+/* Forget rc_key's reference (a deleted RedisCluster). Never fails. */
+void secretref_forget(secretref_t *x, const char *rc_key);
+
+/* Call fn(ud, rc_key) for every RedisCluster that references the Secret secret_key
+ * ("ns/name"), in no particular order; fn must not change the index. Returns how many. */
+size_t secretref_each(const secretref_t *x, const char *secret_key, void (*fn)(void *ud, const char *rc_key),
+                      void *ud);
+
+/* How many RedisClusters reference some Secret. */
+size_t secretref_count(const secretref_t *x);
+
+#endif

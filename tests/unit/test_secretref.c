@@ -1,0 +1,138 @@
+/* Unit tests of informerd's Secret index (secretref.h): which RedisClusters a Secret's
+ * change enqueues, as references are added, moved, dropped and deleted. */
+#include "../../informerd/secretref.h"
+
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The RedisClusters of secret_key, sorted, as "a b c". */
+typedef struct {
+    char *names[16];
+    size_t n;
+} seen_t;
+
+static void collect(void *ud, const char *key)
+{
+    seen_t *s = ud;
+    if (s->n < 16)
+        s->names[s->n++] = strdup(key);
+}
+
+static int by_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static const char *clusters_of(const secretref_t *x, const char *secret_key)
+{
+    static char out[512];
+    seen_t s = {{0}, 0};
+    size_t n = secretref_each(x, secret_key, collect, &s);
+    CU_ASSERT_EQUAL(n, s.n);
+    qsort(s.names, s.n, sizeof(s.names[0]), by_str);
+    out[0] = '\0';
+    for (size_t i = 0; i < s.n; i++) {
+        size_t l = strlen(out);
+        snprintf(out + l, sizeof(out) - l, "%s%s", i ? " " : "", s.names[i]);
+        free(s.names[i]);
+    }
+    return out;
+}
+
+static void test_index_follows_the_references(void)
+{
+    secretref_t *x = secretref_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/pw"), "");
+    CU_ASSERT_EQUAL(secretref_set(x, "a/one", "pw"), 0);
+    CU_ASSERT_EQUAL(secretref_set(x, "a/two", "pw"), 0);
+    CU_ASSERT_EQUAL(secretref_set(x, "b/three", "pw"), 0); /* another namespace's pw */
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/pw"), "a/one a/two");
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "b/pw"), "b/three");
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/other"), "");
+    /* Setting the same reference again changes nothing. */
+    CU_ASSERT_EQUAL(secretref_set(x, "a/one", "pw"), 0);
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/pw"), "a/one a/two");
+    CU_ASSERT_EQUAL(secretref_count(x), 3);
+    /* a/two moves to another Secret: only there from now on. */
+    CU_ASSERT_EQUAL(secretref_set(x, "a/two", "pw2"), 0);
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/pw"), "a/one");
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/pw2"), "a/two");
+    /* a/one drops its auth (NULL or ""): a change of pw enqueues nobody in a. */
+    CU_ASSERT_EQUAL(secretref_set(x, "a/one", NULL), 0);
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/pw"), "");
+    CU_ASSERT_EQUAL(secretref_set(x, "a/one", "pw"), 0);
+    CU_ASSERT_EQUAL(secretref_set(x, "a/one", ""), 0);
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/pw"), "");
+    /* A deleted cluster is forgotten; forgetting an unknown one is fine. */
+    secretref_forget(x, "a/two");
+    secretref_forget(x, "a/never");
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/pw2"), "");
+    CU_ASSERT_EQUAL(secretref_count(x), 1);
+    /* A key that is not ns/name is refused and changes nothing. */
+    CU_ASSERT_EQUAL(secretref_set(x, "noslash", "pw"), -1);
+    CU_ASSERT_EQUAL(secretref_count(x), 1);
+    secretref_destroy(&x);
+    CU_ASSERT_PTR_NULL(x);
+    secretref_destroy(&x);
+}
+
+static void test_many_clusters_one_secret(void)
+{
+    secretref_t *x = secretref_new();
+    char key[64];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof(key), "ns/c%04d", i);
+        CU_ASSERT_EQUAL(secretref_set(x, key, i % 2 ? "odd" : "even"), 0);
+    }
+    seen_t s = {{0}, 0};
+    CU_ASSERT_EQUAL(secretref_each(x, "ns/odd", collect, &s), 500);
+    for (size_t i = 0; i < s.n; i++)
+        free(s.names[i]);
+    for (int i = 0; i < 1000; i += 2) {
+        snprintf(key, sizeof(key), "ns/c%04d", i);
+        secretref_forget(x, key);
+    }
+    s.n = 0;
+    CU_ASSERT_EQUAL(secretref_each(x, "ns/even", collect, &s), 0);
+    CU_ASSERT_EQUAL(secretref_count(x), 500);
+    secretref_destroy(&x);
+}
+
+static void test_secretref_of(void)
+{
+    static const struct {
+        const char *rc, *want;
+    } rows[] = {
+        {"{\"spec\":{\"auth\":{\"secretRef\":{\"name\":\"pw\",\"key\":\"k\"}}}}", "pw"},
+        {"{\"spec\":{\"auth\":{\"secretRef\":{\"name\":\"\"}}}}", NULL},
+        {"{\"spec\":{\"auth\":{\"secretRef\":{\"name\":7}}}}", NULL},
+        {"{\"spec\":{\"auth\":{}}}", NULL},
+        {"{\"spec\":{}}", NULL},
+        {"[]", NULL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        json_object *rc = json_tokener_parse(rows[i].rc);
+        const char *got = secretref_of(rc);
+        if (rows[i].want) {
+            CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+            CU_ASSERT_STRING_EQUAL(got, rows[i].want);
+        } else {
+            CU_ASSERT_PTR_NULL(got);
+        }
+        json_object_put(rc);
+    }
+    CU_ASSERT_PTR_NULL(secretref_of(NULL));
+}
+
+static CU_TestInfo tests[] = {
+    {"the index follows references set, moved, dropped, deleted", test_index_follows_the_references},
+    {"a thousand clusters over two Secrets", test_many_clusters_one_secret},
+    {"spec.auth.secretRef.name read", test_secretref_of},
+    CU_TEST_INFO_NULL,
+};
+
+#define CU_ONE_SUITE "informerd Secret index", NULL, NULL, tests
+#include "cu_main.h"

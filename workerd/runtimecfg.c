@@ -1,0 +1,150 @@
+/* runtimecfg: the run-time directives to CONFIG SET, and on which pods. See runtimecfg.h. */
+#include "runtimecfg.h"
+
+#include "buf.h"
+#include "jsonx.h"
+#include "redisexec.h"
+#include "render.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* 1 when s ends with suffix. */
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* 1 when the pod's Ready condition is True. */
+static int ready(const json_object *pod)
+{
+    const json_object *conds = jsonx_get(jsonx_get(pod, "status"), "conditions");
+    size_t n = conds && json_object_is_type(conds, json_type_array) ? json_object_array_length(conds) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_object *k = json_object_array_get_idx(conds, i);
+        const char *t = JSONX_STR_AT(k, "type"), *st = JSONX_STR_AT(k, "status");
+        if (t && !strcmp(t, "Ready"))
+            return st && !strcmp(st, "True");
+    }
+    return 0;
+}
+
+/* The restartCount of the pod's redis container, 0 when not reported. */
+static long long restarts(const json_object *pod)
+{
+    const json_object *cs = jsonx_get(jsonx_get(pod, "status"), "containerStatuses");
+    size_t n = cs && json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_object *c = json_object_array_get_idx(cs, i);
+        const char *cn = JSONX_STR_AT(c, "name");
+        const json_object *rc = jsonx_get(c, "restartCount");
+        if (cn && !strcmp(cn, "redis") && rc && json_object_is_type(rc, json_type_int))
+            return (long long)json_object_get_int64(rc);
+    }
+    return 0;
+}
+
+/* 1 when observation has node pod with "reachable": false. */
+static int observed_unreachable(const json_object *observation, const char *pod)
+{
+    const json_object *nodes = jsonx_get(observation, "nodes");
+    size_t n = nodes && json_object_is_type(nodes, json_type_array) ? json_object_array_length(nodes) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_object *node = json_object_array_get_idx(nodes, i);
+        const char *p = JSONX_STR_AT(node, "pod");
+        const json_object *r = jsonx_get(node, "reachable");
+        if (p && !strcmp(p, pod))
+            return r && json_object_is_type(r, json_type_boolean) && !json_object_get_boolean(r);
+    }
+    return 0;
+}
+
+/* The directives to send, sorted by name, into out->argv; their lines hashed into
+ * out->hash. Returns 0, or -1 when hashing failed. */
+static int directives(const json_object *spec, runtimecfg_t *out)
+{
+    const json_object *extra = jsonx_get(jsonx_get(spec, "config"), "extra");
+    if (!extra || !json_object_is_type(extra, json_type_object))
+        return 0;
+    const char *names[REDISCONF_EXTRA_MAX];
+    size_t n = 0;
+    json_object_object_foreach((json_object *)extra, k, v)
+    {
+        if (n == REDISCONF_EXTRA_MAX || !v || !json_object_is_type(v, json_type_string) ||
+            !redisconf_runtime_settable(k))
+            continue;
+        const char *val = json_object_get_string(v);
+        if (!redisconf_name_ok(k) || !redisconf_value_ok(val) || ends_with(val, REDISEXEC_PASSWORD_TOKEN) ||
+            ends_with(val, REDISEXEC_OLD_PASSWORD_TOKEN))
+            continue;
+        names[n++] = k;
+    }
+    if (!n)
+        return 0;
+    qsort(names, n, sizeof(names[0]), by_name);
+    buf_t lines;
+    buf_init(&lines, 0);
+    out->argv[0] = "CONFIG";
+    out->argv[1] = "SET";
+    int argc = 2, rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const char *val = json_object_get_string(jsonx_get(extra, names[i]));
+        out->argv[argc++] = names[i];
+        out->argv[argc++] = val;
+        rc = buf_printf(&lines, "%s %s\n", names[i], val);
+    }
+    if (!rc)
+        rc = render_sha256_hex(lines.data, lines.len, out->hash);
+    buf_free(&lines);
+    if (rc)
+        return -1;
+    out->argc = argc;
+    return 0;
+}
+
+int runtimecfg_compute(const json_object *spec, const char *name, int size, const json_object *pods,
+                       const json_object *observation, runtimecfg_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (directives(spec, out)) {
+        memset(out, 0, sizeof(*out));
+        return -1;
+    }
+    if (!out->argc || !name)
+        return 0;
+    size_t len = pods && json_object_is_type(pods, json_type_array) ? json_object_array_length(pods) : 0;
+    size_t nl = strlen(name);
+    for (int i = 0; i < size && i < RDC_SPEC_SIZE_MAX; i++) {
+        char want[300];
+        if ((size_t)snprintf(want, sizeof(want), "%s-%d", name, i) >= sizeof(want) || nl + 1 >= sizeof(want))
+            continue;
+        for (size_t k = 0; k < len; k++) {
+            const json_object *pod = json_object_array_get_idx(pods, k);
+            const json_object *meta = jsonx_get(pod, "metadata");
+            const char *pn = JSONX_STR_AT(meta, "name"), *ip = JSONX_STR_AT(pod, "status", "podIP");
+            if (!pn || strcmp(pn, want))
+                continue;
+            if (!ip || !*ip || !ready(pod) || jsonx_get(meta, "deletionTimestamp") ||
+                observed_unreachable(observation, pn))
+                break;
+            runtimecfg_pod_t *p = &out->pods[out->n_pods];
+            snprintf(p->record, sizeof(p->record), "%s/%lld", out->hash, restarts(pod));
+            const char *have = JSONX_STR_AT(meta, "annotations", RUNTIMECFG_ANNOTATION);
+            p->have = have ? have : "";
+            if (!strcmp(p->have, p->record))
+                break;
+            snprintf(p->pod, sizeof(p->pod), "%s", pn);
+            p->ip = ip;
+            out->n_pods++;
+            break;
+        }
+    }
+    return 0;
+}
