@@ -597,6 +597,174 @@ static int owner_conflict(ctx_t *c, const char *kind, const json_object *obs)
     return 1;
 }
 
+/* ---- Spec hash (REMOVED KNOBS in plan.h) ------------------------------------------------ */
+
+static json_object *merge_over(const json_object *d, const json_object *o, int *oom);
+static json_object *observed_claim_templates(const json_object *obs_vct);
+
+/* The part of a desired child the spec hash covers, serialised into b: a StatefulSet's
+ * pod template, a Service's labels, annotations and spec. 1 when the resource carries a
+ * hash, 0 when not (ConfigMap, PodDisruptionBudget), -1 when out of memory. */
+static int spec_hash_of(const char *resource, const json_object *desired, char hex[65])
+{
+    buf_t b;
+    buf_init(&b, 0);
+    int rc = 0;
+    if (!strcmp(resource, "statefulsets")) {
+        const json_object *t = JSONX_AT(desired, "spec", "template");
+        rc = buf_puts(&b, t ? json_object_to_json_string_ext((json_object *)t, JSON_C_TO_STRING_PLAIN) : "null");
+    } else if (!strcmp(resource, "services")) {
+        const json_object *meta = jsonx_get(desired, "metadata");
+        const json_object *parts[3] = {jsonx_get(meta, "labels"), jsonx_get(meta, "annotations"),
+                                       jsonx_get(desired, "spec")};
+        for (int i = 0; i < 3 && !rc; i++)
+            rc = buf_puts(&b, parts[i] ? json_object_to_json_string_ext((json_object *)parts[i],
+                                                                        JSON_C_TO_STRING_PLAIN)
+                                       : "null") ||
+                 buf_puts(&b, "\n");
+    } else {
+        buf_free(&b);
+        return 0;
+    }
+    rc = rc || render_sha256_hex(b.data, b.len, hex);
+    buf_free(&b);
+    return rc ? -1 : 1;
+}
+
+/* The spec hash an observed child records, or NULL when it has none (written by an older
+ * operator). Borrowed from obs. */
+static const char *spec_hash_observed(const json_object *obs)
+{
+    return JSONX_STR_AT(obs, "metadata", "annotations", PLAN_SPEC_HASH_ANNOTATION);
+}
+
+/* Record hex in desired's metadata.annotations. */
+static void spec_hash_stamp(json_object *desired, const char *hex, int *oom)
+{
+    json_object *meta = (json_object *)jsonx_get(desired, "metadata");
+    if (!meta || !json_object_is_type(meta, json_type_object)) {
+        *oom = 1;
+        return;
+    }
+    json_object *ann = (json_object *)jsonx_get(meta, "annotations");
+    if (!ann || !json_object_is_type(ann, json_type_object)) {
+        ann = jsonx_new_obj(oom);
+        jsonx_put(meta, "annotations", ann, oom);
+    }
+    if (!*oom)
+        jsonx_put(ann, PLAN_SPEC_HASH_ANNOTATION, jsonx_new_str(hex, oom), oom);
+}
+
+/* 1 when the observed object's managedFields say our field manager owns
+ * metadata.<field>.<key> and no other manager does. */
+static int owned_by_us_alone(const json_object *obs, const char *field, const char *key)
+{
+    const json_object *mf = JSONX_AT(obs, "metadata", "managedFields");
+    if (!mf || !json_object_is_type(mf, json_type_array))
+        return 0;
+    char fkey[320];
+    snprintf(fkey, sizeof(fkey), "f:%s", key);
+    char ffield[32];
+    snprintf(ffield, sizeof(ffield), "f:%s", field);
+    int ours = 0, others = 0;
+    for (size_t i = 0; i < json_object_array_length(mf); i++) {
+        const json_object *e = json_object_array_get_idx(mf, i);
+        if (!JSONX_AT(e, "fieldsV1", "f:metadata", ffield, fkey))
+            continue;
+        const char *m = jstr(e, "manager");
+        if (m && !strcmp(m, RENDER_FIELD_MANAGER))
+            ours = 1;
+        else
+            others = 1;
+    }
+    return ours && !others;
+}
+
+/* In body's metadata.<field> (labels or annotations), drop each key the desired object no
+ * longer sets that only our field manager owns on the observed object. */
+static void drop_unrendered(json_object *body, const json_object *desired, const json_object *obs,
+                            const char *field)
+{
+    json_object *have = (json_object *)JSONX_AT(body, "metadata", field);
+    const json_object *want = JSONX_AT(desired, "metadata", field);
+    if (!have || !json_object_is_type(have, json_type_object))
+        return;
+    const char *gone[64];
+    size_t n = 0;
+    json_object_object_foreach(have, key, val)
+    {
+        (void)val;
+        if (n < sizeof(gone) / sizeof(gone[0]) && !jsonx_get(want, key) && owned_by_us_alone(obs, field, key))
+            gone[n++] = key;
+    }
+    for (size_t i = 0; i < n; i++)
+        json_object_object_del(have, gone[i]);
+}
+
+/* The spec changed since the child was last written (its recorded hash is another):
+ * PLAN_REPLACE it, so that what the operator no longer renders is gone (REMOVED KNOBS in
+ * plan.h). Takes desired. Returns 0, or -1 when out of memory. */
+static int plan_replace_changed(ctx_t *c, const char *kind, const char *gv, const char *resource,
+                                json_object *desired, const json_object *obs, const char *hex)
+{
+    plan_t *p = c->plan;
+    int *oom = &p->oom;
+    const char *name = jstr(jsonx_get(desired, "metadata"), "name");
+    buf_t where;
+    buf_init(&where, MESSAGE_CAP);
+    /* The first difference the comparison sees, when there is one (a removal has none). */
+    int same = plan_json_subset(desired, obs, &where);
+    spec_hash_stamp(desired, hex, oom);
+    json_object *body = *oom ? NULL : merge_over(desired, obs, oom);
+    json_object *meta = (json_object *)jsonx_get(body, "metadata");
+    json_object *spec = (json_object *)jsonx_get(body, "spec");
+    if (body && meta && spec) {
+        json_object_object_del(meta, "managedFields");
+        json_object_object_del(body, "status");
+        json_object *copy = NULL;
+        if (!strcmp(resource, "statefulsets")) {
+            /* The pod template wholesale: the API server fills its defaults in again. */
+            if (json_object_deep_copy((json_object *)JSONX_AT(desired, "spec", "template"), &copy, NULL))
+                *oom = 1;
+            const char *restarted =
+                JSONX_STR_AT(obs, "spec", "template", "metadata", "annotations", "kubectl.kubernetes.io/restartedAt");
+            json_object *tann = (json_object *)JSONX_AT(copy, "metadata", "annotations");
+            if (restarted && tann && json_object_is_type(tann, json_type_object)) /* no extra roll */
+                jsonx_put(tann, "kubectl.kubernetes.io/restartedAt", jsonx_new_str(restarted, oom), oom);
+            jsonx_put(spec, "template", copy, oom);
+            const json_object *ovct = JSONX_AT(obs, "spec", "volumeClaimTemplates");
+            if (ovct && json_object_is_type(ovct, json_type_array)) /* immutable: as observed */
+                jsonx_put(spec, "volumeClaimTemplates", observed_claim_templates(ovct), oom);
+        } else {
+            static const char *const keys[] = {"selector", "ports"};
+            for (size_t i = 0; i < 2; i++) {
+                const json_object *v = JSONX_AT(desired, "spec", keys[i]);
+                copy = NULL;
+                if (v && json_object_deep_copy((json_object *)v, &copy, NULL))
+                    *oom = 1;
+                if (v)
+                    jsonx_put(spec, keys[i], copy, oom);
+            }
+        }
+        drop_unrendered(body, desired, obs, "labels");
+        drop_unrendered(body, desired, obs, "annotations");
+    } else {
+        *oom = 1;
+    }
+    buf_t why;
+    buf_init(&why, 2 * MESSAGE_CAP);
+    buf_printf(&why, "%s %s/%s: the spec changed (%s %.12s, want %.12s)%s%s; replace it", kind, c->ns, name,
+               PLAN_SPEC_HASH_ANNOTATION, spec_hash_observed(obs), hex, same ? "" : ": ",
+               same ? "" : buf_str(&where));
+    buf_free(&where);
+    int i = add_action(p, PLAN_REPLACE, gv, resource, c->ns, name, body, buf_str(&why));
+    add_event(p, "Normal", "Updated", i, "Updated %s %s/%s: the spec changed; replaced it with the rendered state",
+              kind, c->ns, name);
+    buf_free(&why);
+    json_object_put(desired);
+    return *oom ? -1 : 0;
+}
+
 /* Plan the create or update of one child, taking desired. obs is the observed object or
  * NULL. Returns 0, or -1 when out of memory. */
 static int plan_child(ctx_t *c, const char *kind, const char *gv, const char *resource, json_object *desired,
@@ -606,20 +774,32 @@ static int plan_child(ctx_t *c, const char *kind, const char *gv, const char *re
     buf_t why;
     buf_init(&why, 2 * MESSAGE_CAP);
     int rc = 0;
-    if (!obs) {
+    char hex[65];
+    int hashed = spec_hash_of(resource, desired, hex);
+    const char *ohash = obs ? spec_hash_observed(obs) : NULL;
+    if (hashed < 0) {
+        p->oom = 1;
+        json_object_put(desired);
+    } else if (!obs) {
         /* Created, never applied: a create fails with AlreadyExists instead of taking over
          * an object that appeared since it was observed absent. */
+        if (hashed)
+            spec_hash_stamp(desired, hex, &p->oom);
         buf_printf(&why, "%s %s/%s is missing", kind, c->ns, c->name);
         int i = add_action(p, PLAN_CREATE, gv, resource, c->ns, c->name, desired, buf_str(&why));
         add_event(p, "Normal", "Created", i, "Created %s %s/%s", kind, c->ns, c->name);
     } else if (owner_conflict(c, kind, obs)) {
         json_object_put(desired);
+    } else if (hashed && ohash && strcmp(ohash, hex)) {
+        plan_replace_changed(c, kind, gv, resource, desired, obs, hex);
     } else {
         buf_t where;
         buf_init(&where, MESSAGE_CAP);
         if (plan_json_subset(desired, obs, &where)) {
             json_object_put(desired);
         } else {
+            if (hashed)
+                spec_hash_stamp(desired, hex, &p->oom);
             buf_printf(&why, "%s %s/%s: %s", kind, c->ns, c->name, buf_str(&where));
             int i = add_action(p, PLAN_APPLY, gv, resource, c->ns, c->name, desired, buf_str(&why));
             add_event(p, "Normal", "Updated", i, "Updated %s %s/%s: %s", kind, c->ns, c->name, buf_str(&where));
@@ -930,6 +1110,20 @@ static int plan_statefulset(ctx_t *c, json_object *desired, const json_object *o
     }
 
     int64_t want = jint(dspec, "replicas", 1), have = jint(ospec, "replicas", 1);
+    char hex[65];
+    if (spec_hash_of("statefulsets", desired, hex) < 0) {
+        json_object_put(desired);
+        rc = -1;
+        goto out;
+    }
+    const char *ohash = spec_hash_observed(obs);
+    if (ohash && strcmp(ohash, hex)) {
+        /* REMOVED KNOBS: the template is replaced wholesale (replicas and the rest merged). */
+        c->sts_replicas_change = want != have;
+        c->sts_template_change = 1;
+        rc = plan_replace_changed(c, "StatefulSet", "apps/v1", "statefulsets", desired, obs, hex);
+        goto out;
+    }
     buf_reset(&where);
     int others_same = sts_same_but_replicas(desired, obs, &where);
     c->sts_replicas_change = want != have;
@@ -945,6 +1139,7 @@ static int plan_statefulset(ctx_t *c, json_object *desired, const json_object *o
                    (long long)want, (long long)have, others_same ? "" : "; ", others_same ? "" : buf_str(&where));
     else
         buf_printf(&why, "StatefulSet %s/%s: %s", c->ns, c->name, buf_str(&where));
+    spec_hash_stamp(desired, hex, &p->oom);
     int i = add_action(p, PLAN_APPLY, "apps/v1", "statefulsets", c->ns, c->name, desired, buf_str(&why));
     buf_free(&why);
     if (c->sts_replicas_change)

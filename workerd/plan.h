@@ -100,10 +100,34 @@
  *   - string: equal; under a "requests" or "limits" key they are compared as quantities
  *     ("1Gi" = "1024Mi", "500m" = "0.5");
  *   - number: equal by value; boolean: equal; null in desired: observed absent or null.
- *   Fields the operator stops setting are not detected as drift (server-side apply removes
- *   them at the next apply, but only those it alone manages: a child made by PLAN_CREATE
- *   records its fields under the same manager name with operation Update, and those stay
- *   until a new version of the operator drops them explicitly).
+ *   Fields the operator stops setting are not found by this comparison; the spec hash
+ *   finds them (REMOVED KNOBS below).
+ *
+ * REMOVED KNOBS (spec hash): the StatefulSet and the headless Service carry the annotation
+ * cache.example.com/spec-hash = sha256 of what the operator rendered for them (the
+ * StatefulSet's spec.template; the Service's metadata.labels, metadata.annotations and
+ * spec, each as plain JSON in render order), written with every create, apply and replace.
+ *   - observed hash = desired hash: the comparison above decides (drift gets PLAN_APPLY);
+ *     a resync of an unchanged cluster writes nothing;
+ *   - observed hash present and different (the spec changed since the last write):
+ *     PLAN_REPLACE, whatever the comparison says, with body = the desired object merged
+ *     over the observed one (as TAKING A CHILD BACK: others' labels, annotations and
+ *     defaults kept; managedFields and status dropped; the observed resourceVersion as
+ *     precondition), then for a StatefulSet spec.template replaced wholesale by the
+ *     desired one (a sidecar or template label someone else added is dropped; the API
+ *     server fills its defaults in again; an observed kubectl.kubernetes.io/restartedAt
+ *     template annotation is kept) and spec.volumeClaimTemplates as observed; for a
+ *     Service spec.selector and spec.ports as desired. In both, a metadata label or
+ *     annotation the desired object no longer sets is dropped when the observed
+ *     managedFields say only this field manager owns it. Normal event Updated. A changed
+ *     template rolls the pods as any template change does (phase Scaling);
+ *   - no observed hash (a child written by an operator before this rule): the comparison
+ *     decides as before; the hash is recorded by the child's next write. So after the
+ *     upgrade nothing is written for an unchanged cluster, and a knob removed before the
+ *     child's first write under this version is not seen until then (any change that
+ *     is drift, e.g. of the image or a knob's value, records the hash).
+ *   The ConfigMap (its data is wholly the operator's) and the PodDisruptionBudget carry no
+ *   hash; the role Services of spec.mode Replication neither (they take no knobs).
  *
  * OWNERSHIP (controller-runtime's rule: the operator never takes over what it did not
  * create): an observed child is ours when its first controller owner reference
@@ -279,6 +303,7 @@
 #include <stdint.h>
 
 #define PLAN_FINALIZER "cache.example.com/finalizer"
+#define PLAN_SPEC_HASH_ANNOTATION "cache.example.com/spec-hash" /* REMOVED KNOBS */
 #define PLAN_REDIS_MAX_ARGS 130 /* CONFIG SET with every spec.config.extra pair (RUNTIME CONFIG) */
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
 

@@ -302,7 +302,8 @@ static const json_object *body_of(const plan_t *p, const char *resource)
 {
     for (size_t i = 0; i < plan_action_count(p); i++) {
         const plan_action_t *a = plan_action(p, i);
-        if ((a->kind == PLAN_CREATE || a->kind == PLAN_APPLY) && !strcmp(a->resource, resource))
+        if ((a->kind == PLAN_CREATE || a->kind == PLAN_APPLY || a->kind == PLAN_REPLACE) &&
+            !strcmp(a->resource, resource))
             return a->body;
     }
     return NULL;
@@ -363,7 +364,9 @@ static void test_render_defaults(void)
     for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++)
         CU_ASSERT_PTR_NULL(at(pod, absent[i]));
     CU_ASSERT_PTR_NULL(at(r.sts, "spec persistentVolumeClaimRetentionPolicy"));
-    CU_ASSERT_PTR_NULL(at(r.svc, "metadata annotations"));
+    /* Only the spec hash (REMOVED KNOBS in plan.h). */
+    CU_ASSERT_EQUAL(json_object_object_length(at(r.svc, "metadata annotations")), 1);
+    CU_ASSERT_PTR_NOT_NULL(str_at(r.svc, "metadata annotations " PLAN_SPEC_HASH_ANNOTATION));
     CU_ASSERT_EQUAL(json_object_object_length(at(r.sts, "spec template metadata labels")), 4);
     CU_ASSERT_EQUAL(json_object_object_length(at(r.sts, "spec template metadata annotations")), 1);
     /* The PodDisruptionBudget: maxUnavailable 1, the selector's labels, owned. */
@@ -580,6 +583,190 @@ static void test_pdb_drift_and_ownership(void)
     json_object_put(rc);
 }
 
+/* ---- Plan: a removed knob is removed (REMOVED KNOBS in plan.h) ------------------------- */
+
+#define PLAIN "{\"size\":3,\"image\":\"redis\"}"
+
+/* The first action on resource, or NULL. */
+static const plan_action_t *action_on(const plan_t *p, const char *resource)
+{
+    for (size_t i = 0; i < plan_action_count(p); i++)
+        if (plan_action(p, i)->resource && !strcmp(plan_action(p, i)->resource, resource))
+            return plan_action(p, i);
+    return NULL;
+}
+
+/* Observed children as a first reconcile of spec created them, as the API server shows
+ * them (resourceVersion, managedFields: the operator owns what it rendered, "kubectl"
+ * the foreign Service label team), with their spec hash dropped when strip_hash; then
+ * the plan of new_spec against them. */
+static plan_t *plan_against(const char *spec, const char *new_spec, int strip_hash)
+{
+    rendered_t r;
+    render_spec(&r, spec);
+    json_object *kids[4] = {NULL, NULL, NULL, NULL};
+    const json_object *src[4] = {r.cm, r.svc, r.sts, r.pdb};
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_EQUAL_FATAL(json_object_deep_copy((json_object *)src[i], &kids[i], NULL), 0);
+        json_object *meta = at(kids[i], "metadata");
+        json_object_object_add(meta, "resourceVersion", json_object_new_string("777"));
+        json_object *ann = at(meta, "annotations");
+        if (strip_hash && ann)
+            json_object_object_del(ann, PLAN_SPEC_HASH_ANNOTATION);
+    }
+    json_object *svc_labels = at(kids[1], "metadata labels");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svc_labels);
+    json_object_object_add(svc_labels, "team", json_object_new_string("payments"));
+    /* managedFields: ours for every label and annotation rendered, kubectl's for team. */
+    json_object *ours = parse("{\"manager\":\"rediscluster-operator\",\"operation\":\"Update\","
+                              "\"fieldsV1\":{\"f:metadata\":{\"f:labels\":{},\"f:annotations\":{}}}}");
+    static const char *const fields[] = {"labels", "annotations"};
+    for (int f = 0; f < 2; f++) {
+        json_object *set = at(r.svc, f ? "metadata annotations" : "metadata labels");
+        json_object *into = at(ours, f ? "fieldsV1 f:metadata f:annotations" : "fieldsV1 f:metadata f:labels");
+        (void)fields;
+        json_object_object_foreach(set, k, v)
+        {
+            (void)v;
+            char fk[300];
+            snprintf(fk, sizeof(fk), "f:%s", k);
+            json_object_object_add(into, fk, json_object_new_object());
+        }
+    }
+    json_object *mf = json_object_new_array();
+    json_object_array_add(mf, ours);
+    json_object_array_add(mf, parse("{\"manager\":\"kubectl-label\",\"operation\":\"Update\","
+                                    "\"fieldsV1\":{\"f:metadata\":{\"f:labels\":{\"f:team\":{}}}}}"));
+    json_object_object_add(at(kids[1], "metadata"), "managedFields", mf);
+    json_object *rc = rc_with(new_spec);
+    plan_t *p = plan_compute_children(rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, T1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (int i = 0; i < 4; i++)
+        json_object_put(kids[i]);
+    json_object_put(rc);
+    rendered_free(&r);
+    return p;
+}
+
+static void test_removed_knob_is_removed(void)
+{
+    static const struct {
+        const char *knob;     /* the knob, appended to PLAIN's members */
+        const char *resource; /* the child that must be replaced */
+        const char *gone;     /* a path the replaced body must lack */
+        const char *kept;     /* a path it must keep (NULL: none) */
+    } rows[] = {
+        {"\"tolerations\":[{\"key\":\"dedicated\",\"operator\":\"Exists\"}]", "statefulsets",
+         "spec template spec tolerations", "spec template spec containers 0 image"},
+        {"\"nodeSelector\":{\"disktype\":\"ssd\"}", "statefulsets", "spec template spec nodeSelector", NULL},
+        {"\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":"
+         "[{\"matchExpressions\":[{\"key\":\"disktype\",\"operator\":\"In\",\"values\":[\"ssd\"]}]}]}}}",
+         "statefulsets", "spec template spec affinity nodeAffinity", "spec template spec affinity podAntiAffinity"},
+        {"\"priorityClassName\":\"redis-high\"", "statefulsets", "spec template spec priorityClassName", NULL},
+        {"\"podMetadata\":{\"labels\":{\"team\":\"payments\"}}", "statefulsets",
+         "spec template metadata labels team", "spec template metadata labels app.kubernetes.io/instance"},
+        {"\"podMetadata\":{\"annotations\":{\"prometheus.io/scrape\":\"true\"}}", "statefulsets",
+         "spec template metadata annotations prometheus.io/scrape", NULL},
+        {"\"imagePullSecrets\":[{\"name\":\"regcred\"}]", "statefulsets", "spec template spec imagePullSecrets", NULL},
+        {"\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"topology.kubernetes.io/zone\","
+         "\"whenUnsatisfiable\":\"ScheduleAnyway\"}]",
+         "statefulsets", "spec template spec topologySpreadConstraints", NULL},
+        {"\"terminationGracePeriodSeconds\":90", "statefulsets", "spec template spec terminationGracePeriodSeconds",
+         NULL},
+        {"\"resources\":{\"limits\":{\"cpu\":\"2\",\"memory\":\"2Gi\",\"ephemeral-storage\":\"1Gi\"}}", "statefulsets",
+         "spec template spec containers 0 resources limits ephemeral-storage", NULL},
+        {"\"serviceMetadata\":{\"labels\":{\"tier\":\"cache\"}}", "services", "metadata labels tier",
+         "metadata labels team"},
+        {"\"serviceMetadata\":{\"annotations\":{\"example.com/dns\":\"r.example.com\"}}", "services",
+         "metadata annotations example.com/dns", "metadata labels team"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char with[2048];
+        snprintf(with, sizeof(with), "{\"size\":3,\"image\":\"redis\",%s}", rows[i].knob);
+        char *err = errors_of(with);
+        CU_ASSERT_STRING_EQUAL(err, "");
+        free(err);
+        /* Unchanged: no write to any child. */
+        plan_t *p = plan_against(with, with, 0);
+        CU_ASSERT_PTR_NULL(action_on(p, "statefulsets"));
+        CU_ASSERT_PTR_NULL(action_on(p, "services"));
+        plan_destroy(&p);
+        /* Removed: a PUT that drops it, with the observed resourceVersion and the new hash. */
+        p = plan_against(with, PLAIN, 0);
+        const plan_action_t *a = action_on(p, rows[i].resource);
+        if (!a || a->kind != PLAN_REPLACE || at(a->body, rows[i].gone))
+            fprintf(stderr, "\n  row %zu (%s): not removed\n", i, rows[i].knob);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        CU_ASSERT_EQUAL(a->kind, PLAN_REPLACE);
+        CU_ASSERT_STRING_EQUAL(a->method, "PUT");
+        CU_ASSERT_PTR_NULL(at(a->body, rows[i].gone));
+        if (rows[i].kept)
+            CU_ASSERT_PTR_NOT_NULL(at(a->body, rows[i].kept));
+        CU_ASSERT_STRING_EQUAL(str_at(a->body, "metadata resourceVersion"), "777");
+        CU_ASSERT_PTR_NULL(at(a->body, "metadata managedFields"));
+        CU_ASSERT_PTR_NOT_NULL(str_at(a->body, "metadata annotations " PLAN_SPEC_HASH_ANNOTATION));
+        /* The other child is not written for it. */
+        CU_ASSERT_PTR_NULL(action_on(p, strcmp(rows[i].resource, "services") ? "services" : "statefulsets"));
+        plan_destroy(&p);
+        /* The same removal on children of an older operator (no hash): as before, no write. */
+        p = plan_against(with, PLAIN, 1);
+        a = action_on(p, rows[i].resource);
+        /* Except where a default comes back in its place (affinity, resources): that is
+         * drift, applied as before. */
+        int dflt = strstr(rows[i].knob, "\"affinity\"") || strstr(rows[i].knob, "\"resources\"");
+        if (dflt) {
+            CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+            CU_ASSERT_EQUAL(a->kind, PLAN_APPLY);
+        } else {
+            CU_ASSERT_PTR_NULL(a);
+        }
+        plan_destroy(&p);
+    }
+}
+
+static void test_spec_hash_rules(void)
+{
+    /* Created with the hash; the hash is the same for the same spec and another for another. */
+    rendered_t r1, r2;
+    render_spec(&r1, PLAIN);
+    render_spec(&r2, "{\"size\":3,\"image\":\"redis\",\"nodeSelector\":{\"a\":\"b\"}}");
+    const char *h1 = str_at(r1.sts, "metadata annotations " PLAN_SPEC_HASH_ANNOTATION);
+    const char *h2 = str_at(r2.sts, "metadata annotations " PLAN_SPEC_HASH_ANNOTATION);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h2);
+    CU_ASSERT_EQUAL(strlen(h1), 64);
+    CU_ASSERT_STRING_NOT_EQUAL(h1, h2);
+    CU_ASSERT_PTR_NOT_NULL(str_at(r1.svc, "metadata annotations " PLAN_SPEC_HASH_ANNOTATION));
+    CU_ASSERT_PTR_NULL(str_at(r1.cm, "metadata annotations " PLAN_SPEC_HASH_ANNOTATION));
+    rendered_free(&r2);
+    /* Same spec again: same hash. */
+    render_spec(&r2, PLAIN);
+    CU_ASSERT_STRING_EQUAL(h1, str_at(r2.sts, "metadata annotations " PLAN_SPEC_HASH_ANNOTATION));
+    rendered_free(&r2);
+    rendered_free(&r1);
+    /* An older child (no hash), unchanged spec: nothing written. */
+    plan_t *p = plan_against(PLAIN, PLAIN, 1);
+    CU_ASSERT_PTR_NULL(action_on(p, "statefulsets"));
+    CU_ASSERT_PTR_NULL(action_on(p, "services"));
+    plan_destroy(&p);
+    /* An older child, drift: applied as before, and the apply records the hash. */
+    p = plan_against(PLAIN, "{\"size\":3,\"image\":\"redis:7.4\"}", 1);
+    const plan_action_t *a = action_on(p, "statefulsets");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(a->kind, PLAN_APPLY);
+    CU_ASSERT_PTR_NOT_NULL(str_at(a->body, "metadata annotations " PLAN_SPEC_HASH_ANNOTATION));
+    plan_destroy(&p);
+    /* A value change of a knob with the hash present: replaced (the template wholesale). */
+    p = plan_against("{\"size\":3,\"image\":\"redis\",\"nodeSelector\":{\"a\":\"b\"}}",
+                     "{\"size\":3,\"image\":\"redis\",\"nodeSelector\":{\"c\":\"d\"}}", 0);
+    a = action_on(p, "statefulsets");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(a->kind, PLAN_REPLACE);
+    CU_ASSERT_PTR_NULL(at(a->body, "spec template spec nodeSelector a"));
+    CU_ASSERT_STRING_EQUAL(str_at(a->body, "spec template spec nodeSelector c"), "d");
+    plan_destroy(&p);
+}
+
 /* ---- Conversion --------------------------------------------------------------------- */
 
 static void test_knobs_survive_v1alpha1(void)
@@ -618,6 +805,8 @@ static CU_TestInfo tests[] = {
     {"render: every knob set", test_render_every_knob},
     {"plan: a runtime directive does not roll, others do", test_runtime_change_does_not_roll},
     {"plan: the PDB's drift and ownership", test_pdb_drift_and_ownership},
+    {"plan: a removed knob is removed (table)", test_removed_knob_is_removed},
+    {"plan: the spec hash, unchanged and older children", test_spec_hash_rules},
     {"conversion: the knobs survive v1alpha1", test_knobs_survive_v1alpha1},
     CU_TEST_INFO_NULL,
 };

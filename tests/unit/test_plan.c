@@ -354,13 +354,14 @@ static size_t count_kind(const plan_t *p, plan_action_kind_t kind)
 static const plan_action_t *find_write(const plan_t *p, const char *resource)
 {
     const plan_action_t *a = find_action(p, PLAN_CREATE, resource);
-    return a ? a : find_action(p, PLAN_APPLY, resource);
+    a = a ? a : find_action(p, PLAN_APPLY, resource);
+    return a ? a : find_action(p, PLAN_REPLACE, resource); /* a changed spec hash (REMOVED KNOBS) */
 }
 
 /* Creates and applies of children. */
 static size_t count_writes(const plan_t *p)
 {
-    return count_kind(p, PLAN_CREATE) + count_kind(p, PLAN_APPLY);
+    return count_kind(p, PLAN_CREATE) + count_kind(p, PLAN_APPLY) + count_kind(p, PLAN_REPLACE);
 }
 
 static const plan_event_t *find_event(const plan_t *p, const char *reason)
