@@ -651,37 +651,47 @@ static void spec_hash_stamp(json_object *desired, const char *hex, int *oom)
         ann = jsonx_new_obj(oom);
         jsonx_put(meta, "annotations", ann, oom);
     }
-    if (!*oom)
-        jsonx_put(ann, PLAN_SPEC_HASH_ANNOTATION, jsonx_new_str(hex, oom), oom);
+    if (*oom)
+        return;
+    if (!strcmp(jstr(desired, "kind") ? jstr(desired, "kind") : "", "Service")) {
+        /* What metadata the operator sets, for drop_unrendered on a later change. */
+        buf_t keys;
+        buf_init(&keys, 256);
+        static const char *const fields[] = {"labels", "annotations"};
+        for (int f = 0; f < 2; f++) {
+            json_object *set = (json_object *)jsonx_get(meta, fields[f]);
+            if (!set || !json_object_is_type(set, json_type_object))
+                continue;
+            json_object_object_foreach(set, k, v)
+            {
+                (void)v;
+                buf_printf(&keys, "%s%s:%s", keys.len ? "," : "", fields[f], k);
+            }
+        }
+        jsonx_put(ann, PLAN_RENDERED_KEYS_ANNOTATION, jsonx_new_str(buf_str(&keys), oom), oom);
+        buf_free(&keys);
+    }
+    jsonx_put(ann, PLAN_SPEC_HASH_ANNOTATION, jsonx_new_str(hex, oom), oom);
 }
 
-/* 1 when the observed object's managedFields say our field manager owns
- * metadata.<field>.<key> and no other manager does. */
-static int owned_by_us_alone(const json_object *obs, const char *field, const char *key)
+/* 1 when the observed object's PLAN_RENDERED_KEYS_ANNOTATION lists "<field>:<key>". (The
+ * informer cache drops managedFields, so the operator records what it set itself.) */
+static int rendered_before(const json_object *obs, const char *field, const char *key)
 {
-    const json_object *mf = JSONX_AT(obs, "metadata", "managedFields");
-    if (!mf || !json_object_is_type(mf, json_type_array))
-        return 0;
-    char fkey[320];
-    snprintf(fkey, sizeof(fkey), "f:%s", key);
-    char ffield[32];
-    snprintf(ffield, sizeof(ffield), "f:%s", field);
-    int ours = 0, others = 0;
-    for (size_t i = 0; i < json_object_array_length(mf); i++) {
-        const json_object *e = json_object_array_get_idx(mf, i);
-        if (!JSONX_AT(e, "fieldsV1", "f:metadata", ffield, fkey))
-            continue;
-        const char *m = jstr(e, "manager");
-        if (m && !strcmp(m, RENDER_FIELD_MANAGER))
-            ours = 1;
-        else
-            others = 1;
+    const char *list = JSONX_STR_AT(obs, "metadata", "annotations", PLAN_RENDERED_KEYS_ANNOTATION);
+    size_t fl = strlen(field), kl = strlen(key);
+    for (const char *s = list; s && *s;) {
+        const char *e = strchr(s, ',');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == fl + 1 + kl && !strncmp(s, field, fl) && s[fl] == ':' && !strncmp(s + fl + 1, key, kl))
+            return 1;
+        s = e ? e + 1 : s + n;
     }
-    return ours && !others;
+    return 0;
 }
 
 /* In body's metadata.<field> (labels or annotations), drop each key the desired object no
- * longer sets that only our field manager owns on the observed object. */
+ * longer sets that the operator set before (rendered_before): others' keys stay. */
 static void drop_unrendered(json_object *body, const json_object *desired, const json_object *obs,
                             const char *field)
 {
@@ -694,7 +704,7 @@ static void drop_unrendered(json_object *body, const json_object *desired, const
     json_object_object_foreach(have, key, val)
     {
         (void)val;
-        if (n < sizeof(gone) / sizeof(gone[0]) && !jsonx_get(want, key) && owned_by_us_alone(obs, field, key))
+        if (n < sizeof(gone) / sizeof(gone[0]) && !jsonx_get(want, key) && rendered_before(obs, field, key))
             gone[n++] = key;
     }
     for (size_t i = 0; i < n; i++)

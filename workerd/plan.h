@@ -117,9 +117,11 @@
  *     desired one (a sidecar or template label someone else added is dropped; the API
  *     server fills its defaults in again; an observed kubectl.kubernetes.io/restartedAt
  *     template annotation is kept) and spec.volumeClaimTemplates as observed; for a
- *     Service spec.selector and spec.ports as desired. In both, a metadata label or
- *     annotation the desired object no longer sets is dropped when the observed
- *     managedFields say only this field manager owns it. Normal event Updated. A changed
+ *     Service spec.selector and spec.ports as desired, and each metadata label or
+ *     annotation the desired Service no longer sets dropped when the observed annotation
+ *     cache.example.com/rendered-metadata ("labels:<key>,...,annotations:<key>,...", what
+ *     the operator set, written with the hash; the informer cache drops managedFields)
+ *     lists it, so others' labels stay. Normal event Updated. A changed
  *     template rolls the pods as any template change does (phase Scaling);
  *   - no observed hash (a child written by an operator before this rule): the comparison
  *     decides as before; the hash is recorded by the child's next write. So after the
@@ -304,6 +306,7 @@
 
 #define PLAN_FINALIZER "cache.example.com/finalizer"
 #define PLAN_SPEC_HASH_ANNOTATION "cache.example.com/spec-hash" /* REMOVED KNOBS */
+#define PLAN_RENDERED_KEYS_ANNOTATION "cache.example.com/rendered-metadata" /* REMOVED KNOBS */
 #define PLAN_REDIS_MAX_ARGS 130 /* CONFIG SET with every spec.config.extra pair (RUNTIME CONFIG) */
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
 

@@ -12,6 +12,9 @@
 #      maxUnavailable 1, the guide's resources).
 #   3. Changing a pod knob rolls the pods; a CONFIG SET-able directive (hz) rewrites the
 #      ConfigMap and rolls nothing; another directive (databases) rolls them.
+#   3b. Removing a toleration, a pod label and a Service label from the spec removes them
+#      from the StatefulSet's template and the Service within 30 s (a label someone else
+#      put on the Service stays); the pods roll; then two resyncs write nothing.
 #   4. The PDB's drift is healed; a resync writes nothing (PDBs cached like the other
 #      children); deleting the RedisCluster takes the PDB with it (garbage collector).
 #   5. A forbidden directive is refused by the API server with its name.
@@ -181,6 +184,32 @@ check "a rolled pod has 60" wait_until 180 sh -c "test \"\$(kubectl -n $ns get p
 u2=$(kubectl -n "$ns" get pod knobs-2 -o jsonpath='{.metadata.uid}' 2>/dev/null)
 check "knobs-2 is a new pod" sh -c "test -n '$u2' && ! printf '%s' '$u1' | grep -q '$u2'"
 check "Running again" wait_until 180 sh -c "test \"\$(kubectl -n $ns get rdc knobs -o jsonpath='{.status.phase}')\" = Running"
+
+# ---- 3b. Removing knobs removes them (REMOVED KNOBS in workerd/plan.h) ------------------------
+check "StatefulSet records its spec hash" \
+    sh -c "kubectl -n $ns get statefulset knobs -o json | jq -e '.metadata.annotations[\"cache.example.com/spec-hash\"] | length == 64' >/dev/null"
+check "before: toleration and pod label team on the template, Service label tier" \
+    same "$(jqs statefulset/knobs '[(.spec.template.spec.tolerations | length), .spec.template.metadata.labels.team]')|$(jqs service/knobs '.metadata.labels.tier')" \
+    '[1,"payments"]|"cache"'
+kubectl -n "$ns" label service knobs example.com/added-by=someone-else >/dev/null
+r2=$(rev)
+kubectl -n "$ns" patch rdc knobs --type=json -p '[{"op":"remove","path":"/spec/tolerations"},{"op":"remove","path":"/spec/podMetadata/labels"},{"op":"remove","path":"/spec/serviceMetadata/labels"}]' >/dev/null
+check "tolerations and podMetadata.labels removed from the spec: gone from the StatefulSet's template within 30 s" \
+    wait_until 30 sh -c "kubectl -n $ns get statefulset knobs -o json | jq -e '.spec.template.spec.tolerations == null and .spec.template.metadata.labels.team == null and .spec.template.metadata.labels[\"app.kubernetes.io/instance\"] == \"knobs\"' >/dev/null"
+check "serviceMetadata.labels removed: label tier gone from the Service, the operator's and someone else's kept" \
+    wait_until 30 sh -c "kubectl -n $ns get service knobs -o json | jq -e '.metadata.labels.tier == null and .metadata.labels[\"example.com/added-by\"] == \"someone-else\" and .metadata.labels[\"app.kubernetes.io/managed-by\"] == \"rediscluster-operator\" and .metadata.annotations[\"example.com/dns\"] == \"knobs.example.com\"' >/dev/null"
+check "the other knobs stay (nodeSelector, grace period 60, pod annotation)" \
+    same "$(jqs statefulset/knobs '[.spec.template.spec.nodeSelector.type, .spec.template.spec.terminationGracePeriodSeconds, .spec.template.metadata.annotations["example.com/owner"]]')" \
+    '["kwok",60,"team-payments"]'
+check "the removal rolls the pods (a new revision)" wait_until 30 sh -c "test \"\$(kubectl -n $ns get statefulset knobs -o jsonpath='{.status.updateRevision}')\" != $r2"
+check "Running after the removal" wait_until 180 sh -c "test \"\$(kubectl -n $ns get rdc knobs -o jsonpath='{.status.phase}')\" = Running"
+check "knobs-0 rolled without the toleration" \
+    wait_until 60 sh -c "kubectl -n $ns get pod knobs-0 -o json | jq -e '(.spec.tolerations // []) | all(.key != \"dedicated\")' >/dev/null"
+sleep 3
+w0=$(write_requests "http://127.0.0.1:$metrics/metrics")
+sleep 12 # two resyncs (--sync-period 5s)
+w1=$(write_requests "http://127.0.0.1:$metrics/metrics")
+check "after the removal, two resyncs write nothing ($w0 -> $w1)" test "$w1" = "$w0"
 
 # ---- 4. PDB drift, resync, deletion -------------------------------------------------------
 kubectl -n "$ns" patch pdb knobs --type=merge -p '{"spec":{"maxUnavailable":0}}' >/dev/null
