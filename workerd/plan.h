@@ -267,6 +267,7 @@
 #define PLAN_FINALIZER "cache.example.com/finalizer"
 #define PLAN_REDIS_MAX_ARGS 6
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
+#define PLAN_FAILOVER_DOWN_AFTER_MS 3000 /* spec.failover.downAfter's default */
 
 typedef enum {
     PLAN_ADD_FINALIZER,
