@@ -3290,7 +3290,45 @@ static void test_failover_down_after(void)
     json_object_put(obs);
 }
 
+/* FAILOVER: min-replicas-to-write / -max-lag in redis.conf (Replication only). */
+static void test_failover_min_replicas(void)
+{
+    static const struct {
+        const char *spec;
+        const char *want; /* NULL: absent */
+    } cases[] = {
+        {SPEC_REPL, "min-replicas-to-write 1\nmin-replicas-max-lag 10\n"},
+        {"{\"size\":2,\"image\":\"redis\",\"mode\":\"Replication\"}", "min-replicas-to-write 0\nmin-replicas-max-lag 10\n"},
+        {"{\"size\":3,\"image\":\"redis\",\"mode\":\"Replication\",\"failover\":{\"minReplicasToWrite\":2,"
+         "\"minReplicasMaxLag\":5}}",
+         "min-replicas-to-write 2\nmin-replicas-max-lag 5\n"},
+        {"{\"size\":3,\"image\":\"redis\",\"mode\":\"Replication\",\"failover\":{\"minReplicasToWrite\":0}}",
+         "min-replicas-to-write 0\nmin-replicas-max-lag 10\n"},
+        {"{\"size\":3,\"image\":\"redis\"}", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_object *rc = rc_new(cases[i].spec, 1);
+        plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        const char *conf = NULL;
+        for (size_t k = 0; k < plan_action_count(p); k++) {
+            const plan_action_t *a = plan_action(p, k);
+            if (a->kind == PLAN_CREATE && !strcmp(a->resource, "configmaps"))
+                conf = str_at(a->body, "data redis.conf");
+        }
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        if (cases[i].want) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(conf, cases[i].want));
+        } else {
+            CU_ASSERT_PTR_NULL(strstr(conf, "min-replicas"));
+        }
+        plan_destroy(&p);
+        json_object_put(rc);
+    }
+}
+
 static CU_TestInfo replication_tests[] = {
+    {"failover: min-replicas-to-write in redis.conf", test_failover_min_replicas},
     {"failover decisions (table)", test_failover_table},
     {"failover: spec.failover.downAfter", test_failover_down_after},
     {"topologies and their Redis actions (table)", test_replication_table},
