@@ -9,9 +9,8 @@
  *   - the Redis commands that restore the topology: only when the primary is reachable
  *     and reports role master, every other reachable node that is a master too (two
  *     primaries: a restarted pod comes up as a master) or follows another address gets
- *     REPLICAOF <primary ip> 6379. Nothing is ever promoted or elected here: a primary
- *     that is unreachable or is itself a replica leaves every node as it is (issue 15's
- *     failover decides that). A node that is unreachable, or whose observed IP is not its
+ *     REPLICAOF <primary ip> 6379. Without FAILOVER (below) nothing is promoted or elected:
+ *     a primary that is unreachable or is itself a replica leaves every node as it is. A node that is unreachable, or whose observed IP is not its
  *     pod's current IP (a stale observation), is reported and left alone;
  *   - status.nodes[] (pod, ip, role primary|replica|unknown, linkUp, offset, lagBytes)
  *     and the ReplicationHealthy condition (True AllReplicasLinked, or False with the
