@@ -740,6 +740,8 @@ static int plan_auth(ctx_t *c)
     return p->oom ? -1 : 0;
 }
 
+static int64_t age_ns(const char *t, int64_t now);
+
 /* spec.failover.downAfter in milliseconds (FAILOVER; default 3 s). */
 static int64_t down_after_ms(const ctx_t *c)
 {
@@ -779,8 +781,18 @@ static int plan_replication(ctx_t *c)
     plan_t *p = c->plan;
     const plan_observed_t *m = c->more;
     const char *sp = jstr(jsonx_get(c->rc, "status"), "primary");
+    /* The observation's age counts as evidence: observerd reports a node that answers
+     * again at once, so "down for X ms, Y ms ago" is down for X + Y now. Only up to 2 s:
+     * observerd repeats a down primary every second, so an older observation means it is
+     * not running, and nobody would report the primary's return. */
+    int64_t age = m && m->redis ? age_ns(jstr(m->redis, "observedAt"), c->now) : -1;
+    int64_t age_ms = age > 0 && age <= INT64_C(2000000000) ? age / 1000000 : 0;
     topo_compute_failover(c->name, c->in.size, sp, m ? m->members : NULL, m ? m->redis : NULL, down_after_ms(c),
-                          c->topo);
+                          age_ms, c->topo);
+    /* Look again when downAfter is reached rather than at the next "still down". */
+    int64_t recheck = c->topo->recheck_after_ms * 1000000;
+    if (recheck > 0 && (!p->requeue_after_ns || recheck < p->requeue_after_ns))
+        p->requeue_after_ns = recheck;
     if (c->topo->no_candidate)
         degrade(c, "NoFailoverCandidate", "%s", c->topo->elect_why);
     for (size_t i = 0; i < c->topo->n_labels; i++)
@@ -1637,7 +1649,8 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
         p->storage_class = dup_or_oom(p, c.in.storage_class);
     p->selector = dup_or_oom(p, jstr(plan_status(p), "selector") ? jstr(plan_status(p), "selector") : "");
     /* An object in the way is not watched (it has not our labels): look again. */
-    if (c.owner_conflict || (phase && strcmp(phase, "Running") && strcmp(phase, "Failed")))
+    if ((c.owner_conflict || (phase && strcmp(phase, "Running") && strcmp(phase, "Failed"))) &&
+        (!p->requeue_after_ns || p->requeue_after_ns > PLAN_REQUEUE_NOT_READY_NS))
         p->requeue_after_ns = PLAN_REQUEUE_NOT_READY_NS;
 out:
     buf_free(&image);

@@ -95,7 +95,8 @@ static int master_at(const member_t *m, int n, const char *ip)
 /* FAILOVER (topology.h): decide whether an election is held and who wins. Returns the
  * winner's ordinal, pord itself when there is nothing to change, or -1 when an election
  * found no candidate (out->elect_why says why). */
-static int elect(const member_t *m, int n, int pord, const json_object *pobs, int64_t down_after_ms, topo_t *out)
+static int elect(const member_t *m, int n, int pord, const json_object *pobs, int64_t down_after_ms,
+                 int64_t obs_age_ms, topo_t *out)
 {
     const member_t *P = &m[pord];
     const char *pname = out->primary;
@@ -104,9 +105,15 @@ static int elect(const member_t *m, int n, int pord, const json_object *pobs, in
     if (!P->pod || !P->obs || !P->reachable) {
         if (!pobs || bget(pobs, "reachable"))
             return pord;
-        pdown = iget(pobs, "downSinceMs", 0);
-        if (pdown < down_after_ms)
+        int64_t quiet = iget(pobs, "lastOkAgoMs", -1), since = iget(pobs, "downSinceMs", 0);
+        pdown = (quiet > since ? quiet : since);
+        if (pdown <= 0)
+            return pord; /* no evidence at all */
+        pdown += obs_age_ms > 0 ? obs_age_ms : 0;
+        if (pdown < down_after_ms) {
+            out->recheck_after_ms = down_after_ms - pdown;
             return pord;
+        }
         why = "unreachable";
     } else if (!strcmp(P->role, "slave")) {
         const char *mh = sget(P->obs, "masterHost");
@@ -183,11 +190,11 @@ static int elect(const member_t *m, int n, int pord, const json_object *pobs, in
 void topo_compute(const char *name, int size, const char *status_primary, const json_object *pods,
                   const json_object *observation, topo_t *out)
 {
-    topo_compute_failover(name, size, status_primary, pods, observation, 0, out);
+    topo_compute_failover(name, size, status_primary, pods, observation, 0, 0, out);
 }
 
 void topo_compute_failover(const char *name, int size, const char *status_primary, const json_object *pods,
-                           const json_object *observation, int64_t down_after_ms, topo_t *out)
+                           const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms, topo_t *out)
 {
     memset(out, 0, sizeof(*out));
     member_t m[TOPO_MAX_NODES];
@@ -230,7 +237,7 @@ void topo_compute_failover(const char *name, int size, const char *status_primar
     if (obs && down_after_ms > 0) {
         /* The designated primary's evidence is read by name, whatever the IP: a deleted
          * pod's last node, or its successor's (never answered: down since first probed). */
-        winner = elect(m, n_members, pord, obs_node(obs, out->primary), down_after_ms, out);
+        winner = elect(m, n_members, pord, obs_node(obs, out->primary), down_after_ms, obs_age_ms, out);
         if (winner < 0) {
             out->no_candidate = 1;
             winner = pord;

@@ -20,9 +20,14 @@
  *
  * FAILOVER (topo_compute_failover; docs/failover.md) adds an election to the above. With D
  * the designated primary, an election is held when
- *   (a) D is unreachable and observerd has seen it so for at least down_after_ms
- *       (its observation node's downSinceMs: the evidence of one observer, which a fresh
- *       observer has to gather again, so an operator restart never triggers one); or
+ *   (a) D is unreachable and observerd has heard nothing from it for at least
+ *       down_after_ms: its observation node's lastOkAgoMs (since its last answer, as
+ *       Sentinel's down-after counts; -1 when this observer never heard it) or else
+ *       downSinceMs (since the first failed probe), plus obs_age_ms (how old the
+ *       observation is; the node would have been reported back at once). It is the
+ *       evidence of one observer, which a fresh observer has to gather again, so an
+ *       operator restart never triggers one. While it is short of down_after_ms,
+ *       recheck_after_ms says when it will not be; or
  *   (b) D is reachable but a replica (role slave) whose primary is not a reachable master
  *       of the set (every node follows a dead address; a promotion recorded but not yet
  *       done); or
@@ -95,6 +100,7 @@ typedef struct {
     int no_candidate;       /* an election found no candidate */
     char elected[254];
     char elect_why[1024];   /* old and new primary, offsets, why */
+    int64_t recheck_after_ms; /* > 0: D unreachable, downAfter reached in this many ms */
 } topo_t;
 
 /* Decide as above into *out (cleared first). name and size are the validated spec's;
@@ -103,8 +109,9 @@ typedef struct {
 void topo_compute(const char *name, int size, const char *status_primary, const json_object *pods,
                   const json_object *observation, topo_t *out);
 
-/* topo_compute with FAILOVER above; down_after_ms <= 0 is topo_compute. */
+/* topo_compute with FAILOVER above; down_after_ms <= 0 is topo_compute. obs_age_ms is
+ * how long ago the observation was taken (0 when unknown). */
 void topo_compute_failover(const char *name, int size, const char *status_primary, const json_object *pods,
-                           const json_object *observation, int64_t down_after_ms, topo_t *out);
+                           const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms, topo_t *out);
 
 #endif

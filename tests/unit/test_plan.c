@@ -3127,6 +3127,10 @@ static json_object *fo_node(const char *spec)
     json_object *o = obs_node(head);
     json_object_object_add(o, "downSinceMs", json_object_new_int64(strtoll(down, NULL, 10)));
     json_object_object_add(o, "linkDownSinceMs", json_object_new_int64(strtoll(ldown, NULL, 10)));
+    /* An unreachable node's last answer: -1 (never heard), or 3000 ms ago for the case
+     * that counts from it (downSinceMs 2000). */
+    if (!json_object_get_boolean(json_object_object_get(o, "reachable")))
+        json_object_object_add(o, "lastOkAgoMs", json_object_new_int64(strtoll(down, NULL, 10) == 2000 ? 3000 : -1));
     return o;
 }
 
@@ -3144,6 +3148,11 @@ static void test_failover_table(void)
          {"cache-0 10.0.0.1 false master - 0 false 500 2900 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 2000 2000",
           "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 2000 2000"},
          "", "", "PrimaryUnreachable", "cache-0", 0},
+        {"down 2 s since the first failed probe, 3 s since the last answer (Sentinel's count)", "cache-0",
+         {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 false master - 0 false 500 2000 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 0 3000",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 0 3000"},
+         "", "", "FailingOver", "cache-2", 1},
         {"a fresh observer (operator restart): no history, no failover", "cache-0", {"primary", "replica", "replica"},
          {"cache-0 10.0.0.1 false master - 0 false -1 400 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 0 90000",
           "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 0 90000"},
@@ -3280,6 +3289,12 @@ static void test_failover_down_after(void)
     plan_observed_t more = {.members = pods, .redis = obs};
     plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
     CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
+    /* Looked at again when downAfter is reached, not 10 s later. */
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), INT64_C(1) * 1000000);
+    plan_destroy(&p);
+    /* The same observation 1 ms later: it is 1 ms older, so the primary was down 10 s. */
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1 + 1000000);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-1");
     plan_destroy(&p);
     json_object_object_add(at(obs, "nodes 0"), "downSinceMs", json_object_new_int64(10000));
     p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
