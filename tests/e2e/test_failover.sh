@@ -8,7 +8,8 @@
 #   1. SIGKILL of its redis-server (cluster.sh pod-kill);
 #   2. SIGSTOP of it (pod-freeze), failover, then SIGCONT (pod-thaw): it must come back as
 #      a replica of the new primary, never taking writes as a primary;
-#   3. deletion of its pod (kubectl delete pod);
+#   3. deletion of its pod (kubectl delete pod): a failover, or the successor keeps the
+#      role when the replicas already resynchronised from it (same IP on the pod runtime);
 #   4. workerd SIGKILLed right after the failover is recorded (status.primary moved, the
 #      promotion not necessarily done): the next workerd finishes it, once;
 #   5. every pod's redis-server killed at once.
@@ -114,9 +115,19 @@ recovered "SIGSTOP"
 check "SIGSTOP: the thawed old primary accepted no acknowledged write after the failover" \
     sh -c "! jq -r 'select(.ev==\"ack\" and .t > $t_kill) | .addr' $work/w/events.jsonl 2>/dev/null | grep -qx '$old_ip:6379'"
 
-delete_it() { kubectl -n "$ns" delete pod "$old" --wait=false >/dev/null; }
-scenario "pod deleted" delete_it
-recovered "pod deleted"
+# Pod deletion: the successor comes back at once (graceful stop, AOF saved, on the pod
+# runtime at the same IP), so two outcomes are right: a failover (it came up behind the
+# replicas: elected away from it) or, when the replicas had already resynchronised from
+# it, it keeps the role (docs/failover.md). Either way: one primary, settled, nothing lost.
+old=$(primary); old_ip=$(pod_ip "$old"); t_kill=$(date +%s%3N)
+echo "# --- pod deleted: primary $old ($old_ip)"
+kubectl -n "$ns" delete pod "$old" --wait=false >/dev/null
+check "pod deleted: writes acknowledged again after the deletion" wait_until 60 fo_events_after "$work/w" ack "$((t_kill + 1000))"
+check "pod deleted: settled again" wait_until 90 settled
+new=$(primary)
+echo "# pod deleted: primary now $new ($([ "$new" = "$old" ] && echo kept || echo failed over))"
+out=$(fo_verify "$work/w" "$(pod_ip "$new"):6379")
+check "pod deleted: every acknowledged write is on $new ($out)" test $? = 0
 
 # workerd killed once the failover is recorded: the next one finishes it.
 workerd_pids() { ps -o pid=,args= --ppid "$sup_pid" | awk '$2 ~ /workerd$/ {print $1}'; }
