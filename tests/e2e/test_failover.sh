@@ -12,7 +12,8 @@
 #      role when the replicas already resynchronised from it (same IP on the pod runtime);
 #   4. workerd SIGKILLed right after the failover is recorded (status.primary moved, the
 #      promotion not necessarily done): the next workerd finishes it, once;
-#   5. every pod's redis-server killed at once.
+#   5. observerd SIGKILLed 1.5 s after the primary: the new one gathers its own evidence;
+#   6. every pod's redis-server killed at once.
 # After each: exactly one pod labelled primary and it is status.primary, the old primary a
 # linked replica of it, every acknowledged write readable on it (ackwriter verify), the
 # time from the kill to the first write the new primary accepted. At the end: the label
@@ -144,6 +145,22 @@ scenario "workerd killed mid-failover" kill_then_workerd
 recovered "workerd killed mid-failover"
 p1=$(promotions)
 check "workerd killed mid-failover: the promotion done exactly once ($p0 -> $p1)" test $((p1 - p0)) = 1
+
+# observerd killed while the primary is down, before downAfter: the new observerd has no
+# history, sees the primary down for downAfter itself, and the failover completes, once.
+observerd_pids() { ps -o pid=,args= --ppid "$sup_pid" | awk '$2 ~ /observerd$/ {print $1}'; }
+kill_then_observerd() {
+    kill_it
+    sleep 1.5
+    local pids; pids=$(observerd_pids)
+    echo "# killing observerd ($pids) 1.5 s after the kill"
+    [ -n "$pids" ] && kill -KILL $pids
+}
+p0=$(promotions)
+scenario "observerd killed mid-failover" kill_then_observerd
+recovered "observerd killed mid-failover"
+p1=$(promotions)
+check "observerd killed mid-failover: the promotion done exactly once ($p0 -> $p1)" test $((p1 - p0)) = 1
 
 all_killed() { for n in cache-0 cache-1 cache-2; do "$TOP/tests/cluster/cluster.sh" pod-kill "$ns/$n" >/dev/null; done; }
 old=$(primary); old_ip=$(pod_ip "$old"); t_kill=$(date +%s%3N)
