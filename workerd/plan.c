@@ -782,11 +782,12 @@ static int plan_replication(ctx_t *c)
     const plan_observed_t *m = c->more;
     const char *sp = jstr(jsonx_get(c->rc, "status"), "primary");
     /* The observation's age counts as evidence: observerd reports a node that answers
-     * again at once, so "down for X ms, Y ms ago" is down for X + Y now. Only up to 2 s:
-     * observerd repeats a down primary every second, so an older observation means it is
-     * not running, and nobody would report the primary's return. */
+     * again at once, so "down for X ms, Y ms ago" is down for X + Y now. At most 1 s of
+     * it: observerd repeats a down primary every second, so an older observation means
+     * observerd is not running and nobody would report the primary's return; the
+     * evidence then never runs more than 1 s ahead of what an observer saw. */
     int64_t age = m && m->redis ? age_ns(jstr(m->redis, "observedAt"), c->now) : -1;
-    int64_t age_ms = age > 0 && age <= INT64_C(2000000000) ? age / 1000000 : 0;
+    int64_t age_ms = age > 0 ? (age < INT64_C(1000000000) ? age : INT64_C(1000000000)) / 1000000 : 0;
     topo_compute_failover(c->name, c->in.size, sp, m ? m->members : NULL, m ? m->redis : NULL, down_after_ms(c),
                           age_ms, c->topo);
     /* Look again when downAfter is reached rather than at the next "still down". */

@@ -24,7 +24,8 @@
  *       down_after_ms: its observation node's lastOkAgoMs (since its last answer, as
  *       Sentinel's down-after counts; -1 when this observer never heard it) or else
  *       downSinceMs (since the first failed probe), plus obs_age_ms (how old the
- *       observation is; the node would have been reported back at once). It is the
+ *       observation is, the caller caps it at 1 s; the node would have been reported
+ *       back at once). It is the
  *       evidence of one observer, which a fresh observer has to gather again, so an
  *       operator restart never triggers one. While it is short of down_after_ms,
  *       recheck_after_ms says when it will not be; or

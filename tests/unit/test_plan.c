@@ -3296,6 +3296,11 @@ static void test_failover_down_after(void)
     p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1 + 1000000);
     CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-1");
     plan_destroy(&p);
+    /* An old observation (observerd not running) counts for 1 s at most: 8 s + 1 s. */
+    json_object_object_add(at(obs, "nodes 0"), "downSinceMs", json_object_new_int64(8000));
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1 + 5 * NS_PER_SEC);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
+    plan_destroy(&p);
     json_object_object_add(at(obs, "nodes 0"), "downSinceMs", json_object_new_int64(10000));
     p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
     CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-1");
