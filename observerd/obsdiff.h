@@ -30,6 +30,8 @@ typedef struct {
     char master_host[256];      /* replica: the primary it follows; "" otherwise */
     int master_port;
     int link_up;                /* replica: master_link_status:up */
+    int64_t link_down_ms;       /* replica with its link down: since when (Redis' own
+                                   master_link_down_since_seconds); -1 otherwise */
     int64_t offset;             /* replication offset, -1 unknown */
     int64_t last_ok_ago_ms;     /* since the last answered probe; -1 never answered */
     int64_t down_since_ms;      /* how long unreachable; 0 when reachable */
@@ -52,7 +54,7 @@ void obsdiff_explain(const obs_node_t *prev, size_t nprev, const obs_node_t *cur
 
 /* Append the observation JSON to out: {"observedAt": observed_at (RFC 3339),
  * "nodes": [{"pod","ip","reachable","role","masterHost","masterPort","linkUp","offset",
- * "lastOkAgoMs","downSinceMs"}, ...]}. Returns 0, or -1 when out's cap or memory ran out. */
+ * "lastOkAgoMs","downSinceMs","linkDownSinceMs"}, ...]}. Returns 0, or -1 when out's cap or memory ran out. */
 int obsdiff_json(const obs_node_t *nodes, size_t n, const char *observed_at, buf_t *out);
 
 #endif

@@ -612,6 +612,7 @@ static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size
         snprintf(x->ip, sizeof(x->ip), "%s", p->ip);
         x->offset = -1;
         x->last_ok_ago_ms = -1;
+        x->link_down_ms = -1;
         const redisnode_state_t *st = p->node ? redisnode_state(p->node) : NULL;
         if (!st || !st->probes)
             continue; /* no IP yet, or not probed yet: unknown, unreachable */
@@ -621,6 +622,9 @@ static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size
             snprintf(x->master_host, sizeof(x->master_host), "%s", st->info.master_host);
             x->master_port = st->info.master_port;
             x->link_up = st->info.link_up;
+            /* As of the last answer: Redis counts whole seconds. */
+            if (st->info.role == REDISINFO_ROLE_SLAVE && !st->info.link_up && st->info.link_down_s >= 0)
+                x->link_down_ms = st->info.link_down_s * 1000 + (now - st->last_ok_ns) / NS_PER_MS;
             x->offset = redisinfo_offset(&st->info);
             x->last_ok_ago_ms = (now - st->last_ok_ns) / NS_PER_MS;
         }

@@ -99,6 +99,11 @@ static void parse_line(const char *name, size_t nn, const char *v, size_t vn, re
         out->master_port = ok && p > 0 && p < 65536 ? (int)p : 0;
         return;
     }
+    if (name_is(name, nn, "master_link_down_since_seconds")) {
+        int64_t d = parse_int(v, vn, &ok);
+        out->link_down_s = ok && d >= 0 ? d : -1;
+        return;
+    }
     if (name_is(name, nn, "master_link_status")) {
         out->link_up = name_is(v, vn, "up");
         return;
@@ -128,6 +133,7 @@ int redisinfo_parse(const char *text, size_t len, redisinfo_t *out)
     out->connected_clients = out->used_memory = out->maxmemory = -1;
     out->evicted_keys = out->expired_keys = out->keyspace_hits = out->keyspace_misses = -1;
     out->total_commands_processed = -1;
+    out->link_down_s = -1;
     out->rdb_last_bgsave_ok = -1;
     int saw_role = 0;
     const char *p = text, *end = text ? text + len : NULL;
@@ -147,7 +153,10 @@ int redisinfo_parse(const char *text, size_t len, redisinfo_t *out)
         out->master_host[0] = '\0';
         out->master_port = 0;
         out->link_up = 0;
+        out->link_down_s = -1;
     }
+    if (out->link_up)
+        out->link_down_s = -1;
     return saw_role ? 0 : -1;
 }
 

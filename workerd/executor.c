@@ -288,7 +288,16 @@ static int redis_removed_already(const plan_action_t *a, const char *err)
 static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int *skipped, kube_error_t *err)
 {
     char rerr[512];
-    if (redis_already_done(x, a)) {
+    /* Before REPLICAOF NO ONE: the old primary must not answer (docs/failover.md). */
+    int guard = a->argc == 3 && !strcmp(a->argv[0], "REPLICAOF") && !strcmp(a->argv[1], "NO")
+                    ? redisexec_promote_guard(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password,
+                                              REDISEXEC_PROMOTE_GUARD_NS, rerr, sizeof(rerr))
+                    : 0;
+    if (guard < 0) {
+        kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, rerr);
+        return EXEC_ERROR;
+    }
+    if (guard > 0 || redis_already_done(x, a)) {
         rlog_debug("redis command already in effect; skipped", "reconcileID", x->reconcile_id, "pod", a->name,
                    "command", a->argv[0]);
         *skipped = 1; /* and its events */

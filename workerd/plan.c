@@ -937,39 +937,80 @@ static int plan_auth(ctx_t *c)
     return p->oom ? -1 : 0;
 }
 
-/* REPLICATION (plan.h): the role labels and the Redis commands topology_compute decides.
+static int64_t age_ns(const char *t, int64_t now);
+
+/* spec.failover.downAfter in milliseconds (FAILOVER; default 3 s). */
+static int64_t down_after_ms(const ctx_t *c)
+{
+    const char *s = jstr(jsonx_get(c->in.spec, "failover"), "downAfter");
+    int64_t ns = 0;
+    if (!s || rdc_spec_duration_ns(s, &ns) || ns < 1000000)
+        return PLAN_FAILOVER_DOWN_AFTER_MS;
+    return ns / 1000000;
+}
+
+/* Plan the role label patch l (REPLICATION). Returns 0, or -1 when out of memory. */
+static int plan_label(ctx_t *c, const topo_label_t *l)
+{
+    plan_t *p = c->plan;
+    int *oom = &p->oom;
+    char why[600];
+    json_object *body = jsonx_new_obj(oom), *meta = jsonx_new_obj(oom), *labels = jsonx_new_obj(oom);
+    jsonx_put(labels, RENDER_LABEL_ROLE, jsonx_new_str(l->role, oom), oom);
+    jsonx_put(meta, "labels", labels, oom);
+    jsonx_put(body, "metadata", meta, oom);
+    snprintf(why, sizeof(why), "pod %s/%s: label %s is \"%s\", its role is %s", c->ns, l->pod, RENDER_LABEL_ROLE,
+             l->have, l->role);
+    if (*oom) {
+        json_object_put(body);
+        return -1;
+    }
+    return add_action(p, PLAN_LABEL_POD, "v1", "pods", c->ns, l->pod, body, why) < 0 ? -1 : 0;
+}
+
+/* REPLICATION and FAILOVER (plan.h): the role labels and the Redis commands
+ * topo_compute_failover decides. Labels that take the primary role away come first,
+ * the Redis commands next, the labels that give it last: two pods never carry
+ * role=primary at the same moment, and a pod is labelled primary only once it is one.
  * Returns 0, or -1 when out of memory. */
 static int plan_replication(ctx_t *c)
 {
     plan_t *p = c->plan;
-    int *oom = &p->oom;
     const plan_observed_t *m = c->more;
     const char *sp = jstr(jsonx_get(c->rc, "status"), "primary");
-    topo_compute(c->name, c->in.size, sp, m ? m->members : NULL, m ? m->redis : NULL, c->topo);
-    char why[600];
-    for (size_t i = 0; i < c->topo->n_labels; i++) {
-        const topo_label_t *l = &c->topo->labels[i];
-        json_object *body = jsonx_new_obj(oom), *meta = jsonx_new_obj(oom), *labels = jsonx_new_obj(oom);
-        jsonx_put(labels, RENDER_LABEL_ROLE, jsonx_new_str(l->role, oom), oom);
-        jsonx_put(meta, "labels", labels, oom);
-        jsonx_put(body, "metadata", meta, oom);
-        snprintf(why, sizeof(why), "pod %s/%s: label %s is \"%s\", its role is %s", c->ns, l->pod, RENDER_LABEL_ROLE,
-                 l->have, l->role);
-        if (*oom) {
-            json_object_put(body);
+    /* The observation's age counts as evidence: observerd reports a node that answers
+     * again at once, so "down for X ms, Y ms ago" is down for X + Y now. At most 1 s of
+     * it: observerd repeats a down primary every second, so an older observation means
+     * observerd is not running and nobody would report the primary's return; the
+     * evidence then never runs more than 1 s ahead of what an observer saw. */
+    int64_t age = m && m->redis ? age_ns(jstr(m->redis, "observedAt"), c->now) : -1;
+    int64_t age_ms = age > 0 ? (age < INT64_C(1000000000) ? age : INT64_C(1000000000)) / 1000000 : 0;
+    topo_compute_failover(c->name, c->in.size, sp, m ? m->members : NULL, m ? m->redis : NULL, down_after_ms(c),
+                          age_ms, c->topo);
+    /* Look again when downAfter is reached rather than at the next "still down". */
+    int64_t recheck = c->topo->recheck_after_ms * 1000000;
+    if (recheck > 0 && (!p->requeue_after_ns || recheck < p->requeue_after_ns))
+        p->requeue_after_ns = recheck;
+    if (c->topo->no_candidate)
+        degrade(c, "NoFailoverCandidate", "%s", c->topo->elect_why);
+    for (size_t i = 0; i < c->topo->n_labels; i++)
+        if (strcmp(c->topo->labels[i].role, RENDER_ROLE_PRIMARY) && plan_label(c, &c->topo->labels[i]))
             return -1;
-        }
-        if (add_action(p, PLAN_LABEL_POD, "v1", "pods", c->ns, l->pod, body, why) < 0)
-            return -1;
-    }
     /* Without an observation nothing is known of Redis: no command; nor while the
      * password rotates (the observer cannot authenticate then). */
     for (size_t i = 0; m && m->redis && !c->rotating && i < c->topo->n_cmds; i++) {
         const topo_cmd_t *t = &c->topo->cmds[i];
         const char *argv[3] = {"REPLICAOF", t->primary_ip, "6379"};
+        if (t->no_one) {
+            argv[1] = "NO";
+            argv[2] = "ONE";
+        }
         int k = add_redis_action(p, c->ns, t->pod, t->ip, 3, argv, t->why);
-        add_event(p, "Normal", "Repointed", k, "%s", t->why);
+        add_event(p, "Normal", t->no_one ? "Promoted" : "Repointed", k, "%s", t->why);
     }
+    for (size_t i = 0; i < c->topo->n_labels; i++)
+        if (!strcmp(c->topo->labels[i].role, RENDER_ROLE_PRIMARY) && plan_label(c, &c->topo->labels[i]))
+            return -1;
     return p->oom ? -1 : 0;
 }
 
@@ -1681,6 +1722,11 @@ static int status_write(ctx_t *c, json_object *st, const char *why)
     jsonx_put(body, "kind", jsonx_new_str(RENDER_KIND, oom), oom);
     jsonx_put(meta, "name", jsonx_new_str(c->name, oom), oom);
     jsonx_put(meta, "namespace", jsonx_new_str(c->ns, oom), oom);
+    /* FAILOVER: the record of an election is a compare-and-swap on the object as the
+     * decision saw it: a decision from a stale copy fails with 409 and is taken again. */
+    const char *rv = jstr(jsonx_get(c->rc, "metadata"), "resourceVersion");
+    if (c->topo && c->topo->elect && rv)
+        jsonx_put(meta, "resourceVersion", jsonx_new_str(rv, oom), oom);
     jsonx_put(body, "metadata", meta, oom);
     if (json_object_deep_copy(st, &copy, NULL))
         *oom = 1;
@@ -1690,6 +1736,8 @@ static int status_write(ctx_t *c, json_object *st, const char *why)
         return -1;
     }
     int i = add_action(p, PLAN_UPDATE_STATUS, RENDER_GROUP_VERSION, "redisclusters", c->ns, c->name, body, why);
+    if (c->topo && c->topo->elect)
+        add_event(p, "Warning", "FailedOver", i, "%s", c->topo->elect_why);
     const json_object *deg = observed_cond(st, "Degraded"), *old = observed_cond(ostatus, "Degraded");
     const char *reason = jstr(deg, "reason"), *message = jstr(deg, "message");
     if (reason && same_str(deg, "status", "True") &&
@@ -1869,7 +1917,8 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
         p->storage_class = dup_or_oom(p, c.in.storage_class);
     p->selector = dup_or_oom(p, jstr(plan_status(p), "selector") ? jstr(plan_status(p), "selector") : "");
     /* An object in the way is not watched (it has not our labels): look again. */
-    if (c.owner_conflict || (phase && strcmp(phase, "Running") && strcmp(phase, "Failed")))
+    if ((c.owner_conflict || (phase && strcmp(phase, "Running") && strcmp(phase, "Failed"))) &&
+        (!p->requeue_after_ns || p->requeue_after_ns > PLAN_REQUEUE_NOT_READY_NS))
         p->requeue_after_ns = PLAN_REQUEUE_NOT_READY_NS;
 out:
     buf_free(&image);

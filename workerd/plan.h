@@ -212,8 +212,17 @@
  *     for the others), body {"metadata":{"labels":{"cache.example.com/role":ROLE}}};
  *   - PLAN_REDIS `REPLICAOF <primary ip> 6379` for each reachable node that is a second
  *     primary or follows another address, only while the primary is reachable and a
- *     master (Normal event Repointed); never a promotion: no primary leaves every node as
- *     it is, with ReplicationHealthy False (NoPrimary, PrimaryUnreachable);
+ *     master (Normal event Repointed);
+ *   - FAILOVER (topology.h, docs/failover.md; spec.failover.downAfter, default
+ *     PLAN_FAILOVER_DOWN_AFTER_MS): an election first writes only the status, with
+ *     status.primary the winner and metadata.resourceVersion the observed one as a
+ *     precondition (Warning event FailedOver); the next plan, from that record, has the
+ *     labels that take role=primary, PLAN_REDIS `REPLICAOF NO ONE` on the new primary
+ *     (Normal event Promoted; the executor guards it, redisexec_promote_guard), the
+ *     REPLICAOFs of the other nodes to it, then the label that gives role=primary. No
+ *     candidate: ReplicationHealthy False and Degraded True NoFailoverCandidate;
+ *   - labels taking role=primary always come before the Redis commands, the label
+ *     giving it after them (never two pods labelled primary at once);
  *   - status.primary, status.nodes[] {pod, ip, role, linkUp, offset, lagBytes} and the
  *     condition ReplicationHealthy (after Degraded). The status write is planned when
  *     primary, ReplicationHealthy, or a node's pod, ip, role or linkUp differ: offsets and
@@ -224,8 +233,8 @@
  *     is none yet) and no Redis action is planned.
  *   Standalone (and a spec without mode, as v1alpha1 clusters are converted): none of
  *   this; independent servers, no role Services, labels or Redis actions.
- *   Order of the actions: children, role labels, Redis commands, then the status (then
- *   RUNTIME CONFIG's commands and annotations).
+ *   Order of the actions: children, role labels taken, Redis commands, role label
+ *   given, then the status (then RUNTIME CONFIG's commands and annotations).
  *
  * AUTH (spec.auth.secretRef; docs/replication.md): the pods get the password from the
  * Secret by reference (render.h), and workerd keeps a record of the password Redis runs
@@ -309,6 +318,7 @@
 #define PLAN_RENDERED_KEYS_ANNOTATION "cache.example.com/rendered-metadata" /* REMOVED KNOBS */
 #define PLAN_REDIS_MAX_ARGS 130 /* CONFIG SET with every spec.config.extra pair (RUNTIME CONFIG) */
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
+#define PLAN_FAILOVER_DOWN_AFTER_MS 3000 /* spec.failover.downAfter's default */
 
 typedef enum {
     PLAN_ADD_FINALIZER,

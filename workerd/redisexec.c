@@ -240,6 +240,12 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
         jsonx_put(node, "offset", jsonx_new_int(offset, &oom), &oom);
         jsonx_put(node, "lastOkAgoMs", jsonx_new_int(ok ? 0 : -1, &oom), &oom);
         jsonx_put(node, "downSinceMs", jsonx_new_int(0, &oom), &oom);
+        char ld[32];
+        int64_t link_down_ms = -1;
+        if (ok && !strcmp(role, "slave") && !link && info_field(info, "master_link_down_since_seconds", ld, sizeof(ld)) &&
+            to_int(ld, -1) >= 0)
+            link_down_ms = to_int(ld, -1) * 1000;
+        jsonx_put(node, "linkDownSinceMs", jsonx_new_int(link_down_ms, &oom), &oom);
         jsonx_push(arr, node, &oom);
     }
     jsonx_put(res, "nodes", arr, &oom);
@@ -248,4 +254,45 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
         return NULL;
     }
     return res;
+}
+
+/* 1 when a server answers anything at all to PING at ip:port within timeout_ns (+PONG,
+ * or -NOAUTH: either way it is alive). */
+static int answers(const char *ip, int port, int64_t timeout_ns)
+{
+    redisContext *c = redisConnectWithTimeout(ip, port, tv_of(timeout_ns));
+    int alive = 0;
+    if (c && !c->err && redisSetTimeout(c, tv_of(timeout_ns)) == REDIS_OK) {
+        redisReply *r = redisCommand(c, "PING");
+        alive = r != NULL;
+        if (r)
+            freeReplyObject(r);
+    }
+    if (c)
+        redisFree(c);
+    return alive;
+}
+
+int redisexec_promote_guard(const char *ip, int port, const char *password, const char *old_password,
+                            int64_t guard_ns, char *err, size_t errlen)
+{
+    const char *av[2] = {"INFO", "replication"};
+    char info[8192], role[16], host[256];
+    int mport = 0, link = 0;
+    int64_t offset = -1;
+    if (redisexec_command(ip, port, password, old_password, 2, av, REDISEXEC_TIMEOUT_NS, info, sizeof(info), err,
+                          errlen))
+        return -1;
+    redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &mport, &link, &offset);
+    if (!strcmp(role, "master"))
+        return 1;
+    if (strcmp(role, "slave")) {
+        snprintf(err, errlen, "%s:%d: INFO replication names no role", ip, port);
+        return -1;
+    }
+    if (*host && mport > 0 && answers(host, mport, guard_ns)) {
+        snprintf(err, errlen, "%s:%d: its primary %s:%d answers again: not promoted", ip, port, host, mport);
+        return -1;
+    }
+    return 0;
 }

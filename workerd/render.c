@@ -98,6 +98,21 @@ static int redis_conf(const render_input_t *in, int restart_only, buf_t *out)
         return -1;
     if (in->maxmemory_policy && buf_printf(out, "maxmemory-policy %s\n", in->maxmemory_policy))
         return -1;
+    /* FAILOVER (docs/failover.md): a primary without a linked replica refuses writes, so
+     * one cut off from its replicas (or frozen, then thawed after a failover) stops taking
+     * writes by itself. Redis changes both at run time, so they stay out of the hash that
+     * rolls the pods. */
+    if (in->replication && !restart_only) {
+        const json_object *fo = jsonx_get(in->spec, "failover");
+        const json_object *w = jsonx_get(fo, "minReplicasToWrite"), *lag = jsonx_get(fo, "minReplicasMaxLag");
+        int64_t want = w && json_object_is_type(w, json_type_int) ? json_object_get_int64(w)
+                                                                  : (in->size >= 3 ? RENDER_MIN_REPLICAS_TO_WRITE : 0);
+        int64_t max_lag = lag && json_object_is_type(lag, json_type_int) ? json_object_get_int64(lag)
+                                                                         : RENDER_MIN_REPLICAS_MAX_LAG;
+        if (buf_printf(out, "min-replicas-to-write %lld\nmin-replicas-max-lag %lld\n", (long long)want,
+                       (long long)max_lag))
+            return -1;
+    }
     return extra_conf(in, restart_only, out);
 }
 

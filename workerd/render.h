@@ -96,6 +96,10 @@ typedef struct {
 /* The role label workerd keeps on each pod of a Replication cluster, and what the role
  * Services select. */
 #define RENDER_LABEL_ROLE "cache.example.com/role"
+/* spec.failover's defaults (Replication): min-replicas-to-write 1 when size >= 3, else 0;
+ * min-replicas-max-lag 10 s. */
+#define RENDER_MIN_REPLICAS_TO_WRITE 1
+#define RENDER_MIN_REPLICAS_MAX_LAG 10
 #define RENDER_ROLE_PRIMARY "primary"
 #define RENDER_ROLE_REPLICA "replica"
 #define RENDER_AUTH_DEFAULT_KEY "password"

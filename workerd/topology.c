@@ -73,8 +73,128 @@ static void add_msg(topo_t *t, const char *reason, const char *fmt, const char *
     snprintf(t->message, sizeof(t->message), fmt, a, b);
 }
 
+/* 1 when replica x was linked to its primary recently (FAILOVER in topology.h): link up,
+ * or down for at most window_ms (observerd's linkDownSinceMs; absent = unknown = no). */
+static int linked_recently(const member_t *x, int64_t window_ms)
+{
+    if (bget(x->obs, "linkUp"))
+        return 1;
+    int64_t d = iget(x->obs, "linkDownSinceMs", -1);
+    return d >= 0 && d <= window_ms;
+}
+
+/* The index of the reachable master of the set at ip, or -1. */
+static int master_at(const member_t *m, int n, const char *ip)
+{
+    for (int i = 0; ip && *ip && i < n; i++)
+        if (m[i].pod && m[i].obs && m[i].reachable && !strcmp(m[i].role, "master") && m[i].ip && !strcmp(m[i].ip, ip))
+            return i;
+    return -1;
+}
+
+/* FAILOVER (topology.h): decide whether an election is held and who wins. Returns the
+ * winner's ordinal, pord itself when there is nothing to change, or -1 when an election
+ * found no candidate (out->elect_why says why). */
+static int elect(const member_t *m, int n, int pord, const json_object *pobs, int64_t down_after_ms,
+                 int64_t obs_age_ms, topo_t *out)
+{
+    const member_t *P = &m[pord];
+    const char *pname = out->primary;
+    int64_t pdown = 0;
+    const char *why;
+    if (!P->pod || !P->obs || !P->reachable) {
+        if (!pobs || bget(pobs, "reachable"))
+            return pord;
+        int64_t quiet = iget(pobs, "lastOkAgoMs", -1), since = iget(pobs, "downSinceMs", 0);
+        pdown = (quiet > since ? quiet : since);
+        if (pdown <= 0)
+            return pord; /* no evidence at all */
+        pdown += obs_age_ms > 0 ? obs_age_ms : 0;
+        if (pdown < down_after_ms) {
+            out->recheck_after_ms = down_after_ms - pdown;
+            return pord;
+        }
+        why = "unreachable";
+    } else if (!strcmp(P->role, "slave")) {
+        const char *mh = sget(P->obs, "masterHost");
+        int mi = master_at(m, n, mh);
+        if (mi >= 0 && mi != pord && bget(P->obs, "linkUp")) {
+            snprintf(out->elect_why, sizeof(out->elect_why),
+                     "the designated primary %s is a replica linked to %s, a reachable primary: %s stays primary",
+                     P->name, m[mi].name, m[mi].name);
+            return mi;
+        }
+        why = "a replica of no reachable primary";
+    } else if (!strcmp(P->role, "master")) {
+        /* Followed: a replica linked to it (link up; a replica of its IP with the link
+         * down may be one that has not yet noticed it restarted). */
+        int followed = 0;
+        for (int i = 0; i < n; i++)
+            if (i != pord && m[i].pod && m[i].obs && m[i].reachable && !strcmp(m[i].role, "slave") && P->ip &&
+                sget(m[i].obs, "masterHost") && !strcmp(sget(m[i].obs, "masterHost"), P->ip) && bget(m[i].obs, "linkUp"))
+                followed = 1;
+        if (followed)
+            return pord;
+        int64_t poff = iget(P->obs, "offset", -1), best = poff;
+        for (int i = 0; i < n; i++)
+            if (i != pord && m[i].pod && m[i].obs && m[i].reachable && iget(m[i].obs, "offset", -1) > best)
+                best = iget(m[i].obs, "offset", -1);
+        if (best <= poff)
+            return pord;
+        why = "a primary no replica follows, behind a node that has more data (restarted empty?)";
+    } else {
+        return pord; /* role unknown: wait for a probe that says */
+    }
+    int64_t window = pdown + 10 * down_after_ms;
+    int best = -1;
+    int64_t best_off = -1;
+    char offs[512] = "";
+    for (int k = -1; k < n; k++) {
+        /* D first, then by ordinal: ties go to D, then to the lowest ordinal. */
+        int i = k < 0 ? pord : k;
+        if (k >= 0 && i == pord)
+            continue;
+        const member_t *x = &m[i];
+        if (!x->pod || !x->obs || !x->reachable)
+            continue;
+        int ok = i == pord || !strcmp(x->role, "master") || (!strcmp(x->role, "slave") && linked_recently(x, window));
+        if (!ok)
+            continue;
+        int64_t off = iget(x->obs, "offset", -1);
+        size_t l = strlen(offs);
+        snprintf(offs + l, sizeof(offs) - l, "%s%s %lld", l ? ", " : "", x->name, (long long)off);
+        if (best < 0 || off > best_off) {
+            best = i;
+            best_off = off;
+        }
+    }
+    if (best < 0) {
+        snprintf(out->elect_why, sizeof(out->elect_why),
+                 "the primary %s is %s; no replica is reachable and was linked to its primary within "
+                 "10 x downAfter of that: none promoted",
+                 pname, why);
+        return -1;
+    }
+    if (pdown)
+        snprintf(out->elect_why, sizeof(out->elect_why),
+                 "the primary %s is %s for %lld ms (downAfter %lld ms): %s elected with offset %lld (candidates: %s)",
+                 pname, why, (long long)pdown, (long long)down_after_ms, m[best].name,
+                 (long long)best_off, offs);
+    else
+        snprintf(out->elect_why, sizeof(out->elect_why),
+                 "the primary %s is %s: %s elected with offset %lld (candidates: %s)", pname,
+                 why, m[best].name, (long long)best_off, offs);
+    return best;
+}
+
 void topo_compute(const char *name, int size, const char *status_primary, const json_object *pods,
                   const json_object *observation, topo_t *out)
+{
+    topo_compute_failover(name, size, status_primary, pods, observation, 0, 0, out);
+}
+
+void topo_compute_failover(const char *name, int size, const char *status_primary, const json_object *pods,
+                           const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms, topo_t *out)
 {
     memset(out, 0, sizeof(*out));
     member_t m[TOPO_MAX_NODES];
@@ -111,6 +231,24 @@ void topo_compute(const char *name, int size, const char *status_primary, const 
         } else {
             m[i].role = "";
         }
+    }
+    int n_members = size < TOPO_MAX_NODES ? size : TOPO_MAX_NODES;
+    int winner = pord;
+    if (obs && down_after_ms > 0) {
+        /* The designated primary's evidence is read by name, whatever the IP: a deleted
+         * pod's last node, or its successor's (never answered: down since first probed). */
+        winner = elect(m, n_members, pord, obs_node(obs, out->primary), down_after_ms, obs_age_ms, out);
+        if (winner < 0) {
+            out->no_candidate = 1;
+            winner = pord;
+        } else if (winner != pord) {
+            out->elect = 1;
+            snprintf(out->elected, sizeof(out->elected), "%s", m[winner].name);
+        }
+    }
+    for (int i = 0; i < size && i < TOPO_MAX_NODES; i++) {
+        if (!m[i].pod || out->elect)
+            continue;
         /* Labels follow the designation, so the -primary Service never selects a pod
          * that only claims to be a primary (a restarted replica comes up as one). */
         const char *want = i == pord ? "primary" : "replica";
@@ -124,6 +262,20 @@ void topo_compute(const char *name, int size, const char *status_primary, const 
 
     const member_t *P = &m[pord];
     int primary_ok = P->pod && P->obs && P->reachable && !strcmp(P->role, "master") && P->ip && *P->ip;
+    /* FAILOVER: the designated primary elected while a replica: promote it, alone. */
+    int promote = obs && down_after_ms > 0 && !out->elect && !out->no_candidate && P->pod && P->obs &&
+                  P->reachable && !strcmp(P->role, "slave") && P->ip && *P->ip;
+    /* With the promotion go the other nodes' REPLICAOF to it, in the same plan: a
+     * replica left following the old primary's address would follow it again if it
+     * came back, giving it the replica min-replicas-to-write asks for. */
+    int hold = out->elect || out->no_candidate;
+    if (promote) {
+        topo_cmd_t *c = &out->cmds[out->n_cmds++];
+        snprintf(c->pod, sizeof(c->pod), "%s", P->name);
+        snprintf(c->ip, sizeof(c->ip), "%s", P->ip);
+        c->no_one = 1;
+        snprintf(c->why, sizeof(c->why), "%s promoted to primary (REPLICAOF NO ONE): %s", P->name, out->elect_why);
+    }
     int64_t poffset = primary_ok ? iget(P->obs, "offset", -1) : -1;
     int linked = 0;
     char unreachable[512] = "", linkdown[512] = "";
@@ -155,7 +307,7 @@ void topo_compute(const char *name, int size, const char *status_primary, const 
         int follows = !strcmp(x->role, "slave") && mh && P->ip && !strcmp(mh, P->ip) && mp == TOPO_REDIS_PORT;
         if (follows && nd->offset >= 0 && poffset >= 0)
             nd->lag_bytes = poffset > nd->offset ? poffset - nd->offset : 0;
-        if (!primary_ok || !*x->role || follows) {
+        if (hold || !(primary_ok || promote) || !*x->role || follows) {
             if (follows && nd->link_up)
                 linked++;
             else if (follows) {
@@ -180,6 +332,12 @@ void topo_compute(const char *name, int size, const char *status_primary, const 
     snprintf(count, sizeof(count), "%d/%d", linked, size - 1);
     if (!obs)
         add_msg(out, "NotObserved", "no observation of the Redis nodes yet%s%s", "", "");
+    else if (out->elect)
+        add_msg(out, "FailingOver", "%s%s", out->elect_why, "");
+    else if (out->no_candidate)
+        add_msg(out, "NoFailoverCandidate", "%s%s", out->elect_why, "");
+    else if (promote)
+        add_msg(out, "Promoting", "%s%s", out->elect_why, "");
     else if (!P->pod || !P->obs || !P->reachable)
         add_msg(out, "PrimaryUnreachable", "the primary %s is not reachable%s; no replica is promoted here",
                 out->primary, "");
@@ -199,4 +357,6 @@ void topo_compute(const char *name, int size, const char *status_primary, const 
         out->reason = "AllReplicasLinked";
         snprintf(out->message, sizeof(out->message), "%s replicas linked to %s", count, out->primary);
     }
+    if (out->elect)
+        snprintf(out->primary, sizeof(out->primary), "%s", out->elected);
 }

@@ -149,6 +149,14 @@ static void test_info_replica_unlinked(void)
     CU_ASSERT_EQUAL(in.link_up, 0);
     CU_ASSERT_EQUAL(in.master_port, 17001);
     CU_ASSERT_EQUAL(redisinfo_offset(&in), 50);
+    CU_ASSERT_EQUAL(in.link_down_s, 1); /* failover's "linked recently" */
+    /* Linked, or a primary: no link-down time. */
+    CU_ASSERT_EQUAL_FATAL(redisinfo_parse(INFO_REPLICA_UP, strlen(INFO_REPLICA_UP), &in), 0);
+    CU_ASSERT_EQUAL(in.link_down_s, -1);
+    /* Never linked since it started: Redis 7 says -1. */
+    static const char never[] = "role:slave\r\nmaster_link_status:down\r\nmaster_link_down_since_seconds:-1\r\n";
+    CU_ASSERT_EQUAL_FATAL(redisinfo_parse(never, strlen(never), &in), 0);
+    CU_ASSERT_EQUAL(in.link_down_s, -1);
 }
 
 static void test_info_full_sections(void)
@@ -380,7 +388,7 @@ static void test_diff_json(void)
     CU_ASSERT_EQUAL_FATAL(json_object_array_length(nodes), 3);
     json_object *r = json_object_array_get_idx(nodes, 2);
     static const char *const fields[] = {"pod", "ip", "reachable", "role", "masterHost", "masterPort",
-                                         "linkUp", "offset", "lastOkAgoMs", "downSinceMs"};
+                                         "linkUp", "offset", "lastOkAgoMs", "downSinceMs", "linkDownSinceMs"};
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
         CU_ASSERT_TRUE(json_object_object_get_ex(r, fields[i], NULL));
     json_object_object_get_ex(r, "reachable", &v);

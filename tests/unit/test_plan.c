@@ -2742,10 +2742,11 @@ static void test_replication_table(void)
          {"cache-0 10.0.0.1 true master - 0 false 90", "cache-1 10.0.0.2 true master - 0 false 500",
           "cache-2 10.0.0.3 true slave 10.0.0.2 6379 true 500"},
          0, "cache-0@10.0.0.1 REPLICAOF 10.0.0.2 6379;", "", "Repointing", "cache-1"},
-        {"no primary: nothing is elected", "cache-0", {"primary", "replica", "replica"},
+        {"no primary, equal offsets: the designated one is promoted", "cache-0", {"primary", "replica", "replica"},
          {"cache-0 10.0.0.1 true slave 10.0.0.2 6379 false 500", "cache-1 10.0.0.2 true slave 10.0.0.3 6379 false 500",
           "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500"},
-         0, "", "", "NoPrimary", "cache-0"},
+         0, "cache-0@10.0.0.1 REPLICAOF NO ONE;cache-1@10.0.0.2 REPLICAOF 10.0.0.1 6379;",
+         "", "Promoting", "cache-0"},
         {"primary unreachable: no replica is touched", "cache-0", {"primary", "replica", "replica"},
          {"cache-0 10.0.0.1 false master - 0 false 500", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 500",
           "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 500"},
@@ -2766,7 +2767,7 @@ static void test_replication_table(void)
          {"cache-0 10.0.0.1 true master - 0 false 0", "cache-1 10.0.0.2 true master - 0 false 0",
           "cache-2 10.0.0.3 true master - 0 false 0"},
          0, "cache-1@10.0.0.2 REPLICAOF 10.0.0.1 6379;cache-2@10.0.0.3 REPLICAOF 10.0.0.1 6379;",
-         "cache-0=primary;cache-1=replica;cache-2=replica;", "Repointing", "cache-0"},
+         "cache-1=replica;cache-2=replica;cache-0=primary;", "Repointing", "cache-0"},
         {"no observation: no Redis command", "cache-0", {"primary", "replica", "replica"},
          {NULL, NULL, NULL}, 1, "", "", "NotObserved", "cache-0"},
     };
@@ -2799,7 +2800,7 @@ static void test_replication_table(void)
         /* Every Redis command has its Normal event; the order is labels, commands, status. */
         size_t repointed = 0;
         for (size_t e = 0; e < plan_event_count(p); e++)
-            repointed += !strcmp(plan_event(p, e)->reason, "Repointed");
+            repointed += !strcmp(plan_event(p, e)->reason, "Repointed") || !strcmp(plan_event(p, e)->reason, "Promoted");
         CU_ASSERT_EQUAL(repointed, count_kind(p, PLAN_REDIS));
         CU_ASSERT_EQUAL(plan_action(p, plan_action_count(p) - 1)->kind, PLAN_UPDATE_STATUS);
         /* The role Services are planned (created: none observed). */
@@ -3108,7 +3109,250 @@ static void test_auth_record_and_rotation(void)
     json_object_put(obs);
 }
 
+/* FAILOVER: a node "pod ip reachable role masterHost masterPort linkUp offset downSinceMs
+ * linkDownSinceMs" (obs_node's eight fields and two more). */
+static json_object *fo_node(const char *spec)
+{
+    char head[256], down[24], ldown[24];
+    const char *p = spec;
+    for (int sp = 0; sp < 8; sp++)
+        p = strchr(p, ' ') + 1;
+    size_t hl = (size_t)(p - spec) - 1;
+    CU_ASSERT_FATAL(hl < sizeof(head));
+    memcpy(head, spec, hl);
+    head[hl] = '\0';
+    size_t n = strcspn(p, " ");
+    CU_ASSERT_FATAL(n < sizeof(down));
+    memcpy(down, p, n);
+    down[n] = '\0';
+    snprintf(ldown, sizeof(ldown), "%s", p + n + 1);
+    json_object *o = obs_node(head);
+    json_object_object_add(o, "downSinceMs", json_object_new_int64(strtoll(down, NULL, 10)));
+    json_object_object_add(o, "linkDownSinceMs", json_object_new_int64(strtoll(ldown, NULL, 10)));
+    /* An unreachable node's last answer: -1 (never heard), or 3000 ms ago for the case
+     * that counts from it (downSinceMs 2000). */
+    if (!json_object_get_boolean(json_object_object_get(o, "reachable")))
+        json_object_object_add(o, "lastOkAgoMs", json_object_new_int64(strtoll(down, NULL, 10) == 2000 ? 3000 : -1));
+    return o;
+}
+
+static void test_failover_table(void)
+{
+    static const struct {
+        const char *name;
+        const char *primary; /* status.primary */
+        const char *labels[3];
+        const char *nodes[3];
+        const char *want_cmds, *want_labels, *want_reason, *want_primary;
+        int want_cas;        /* the status write is the record of an election */
+    } cases[] = {
+        {"primary down 2.9 s: not yet (downAfter 3 s)", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 false master - 0 false 500 2900 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 2000 2000",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 2000 2000"},
+         "", "", "PrimaryUnreachable", "cache-0", 0},
+        {"down 2 s since the first failed probe, 3 s since the last answer (Sentinel's count)", "cache-0",
+         {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 false master - 0 false 500 2000 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 0 3000",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 0 3000"},
+         "", "", "FailingOver", "cache-2", 1},
+        {"a fresh observer (operator restart): no history, no failover", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 false master - 0 false -1 400 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 0 90000",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 0 90000"},
+         "", "", "PrimaryUnreachable", "cache-0", 0},
+        {"primary down 3 s: the highest offset is elected, recorded first", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 false master - 0 false 500 3000 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 0 3000",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 0 3000"},
+         "", "", "FailingOver", "cache-2", 1},
+        {"two candidates with equal offsets: the lowest ordinal", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 false master - 0 false 500 3500 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 500 0 3000",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 0 3000"},
+         "", "", "FailingOver", "cache-1", 1},
+        {"SIGSTOP: the replicas still see their link up", "cache-1", {"replica", "primary", "replica"},
+         {"cache-0 10.0.0.1 true slave 10.0.0.2 6379 true 700 0 -1", "cache-1 10.0.0.2 false master - 0 false 700 4000 -1",
+          "cache-2 10.0.0.3 true slave 10.0.0.2 6379 true 690 0 -1"},
+         "", "", "FailingOver", "cache-0", 1},
+        {"no candidate linked recently: no promotion", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 false master - 0 false 500 3000 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 0 60000",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 0 -1"},
+         "", "", "NoFailoverCandidate", "cache-0", 0},
+        {"the best replica unreachable: the next one", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 false master - 0 false 500 3000 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 0 3000",
+          "cache-2 10.0.0.3 false slave 10.0.0.1 6379 false 500 3000 3000"},
+         "", "", "FailingOver", "cache-1", 1},
+        {"primary pod deleted, its successor not answering yet: evidence by name", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.99 false - - 0 false -1 3100 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 0 5000",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 470 0 5000"},
+         "", "", "FailingOver", "cache-1", 1},
+        {"recorded: the elected replica is promoted, labels around it", "cache-2", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 false master - 0 false 500 4000 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 0 4000",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 0 4000"},
+         "cache-2@10.0.0.3 REPLICAOF NO ONE;cache-1@10.0.0.2 REPLICAOF 10.0.0.3 6379;", "cache-0=replica;cache-2=primary;",
+         "Promoting", "cache-2", 0},
+        {"promoted: the other replica is repointed, the old primary still down", "cache-2", {"replica", "replica", "primary"},
+         {"cache-0 10.0.0.1 false master - 0 false 500 5000 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 0 5000",
+          "cache-2 10.0.0.3 true master - 0 false 520 0 -1"},
+         "cache-1@10.0.0.2 REPLICAOF 10.0.0.3 6379;", "", "Repointing", "cache-2", 0},
+        {"the old primary returns (thawed, more data): demoted, not re-elected", "cache-2", {"replica", "replica", "primary"},
+         {"cache-0 10.0.0.1 true master - 0 false 900 0 -1", "cache-1 10.0.0.2 true slave 10.0.0.3 6379 true 520 0 -1",
+          "cache-2 10.0.0.3 true master - 0 false 520 0 -1"},
+         "cache-0@10.0.0.1 REPLICAOF 10.0.0.3 6379;", "", "Repointing", "cache-2", 0},
+        {"the old primary returns before the promotion: it stays primary", "cache-2", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 510 0 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 510 0 -1",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 510 0 -1"},
+         "", "", "FailingOver", "cache-0", 1},
+        {"primary restarted empty within downAfter: not resynced from, the best replica elected", "cache-0",
+         {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 0 0 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 500 0 2000",
+          "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 480 0 2000"},
+         "", "", "FailingOver", "cache-1", 1},
+        {"all restarted as masters: the highest offset", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 0 0 -1", "cache-1 10.0.0.2 true master - 0 false 300 0 -1",
+          "cache-2 10.0.0.3 true master - 0 false 200 0 -1"},
+         "", "", "FailingOver", "cache-1", 1},
+        {"all restarted as masters, equal offsets: the designated one stays, the others follow", "cache-0",
+         {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 0 0 -1", "cache-1 10.0.0.2 true master - 0 false 0 0 -1",
+          "cache-2 10.0.0.3 true master - 0 false 0 0 -1"},
+         "cache-1@10.0.0.2 REPLICAOF 10.0.0.1 6379;cache-2@10.0.0.3 REPLICAOF 10.0.0.1 6379;", "", "Repointing", "cache-0", 0},
+        {"every pod a replica of a dead address: the highest offset", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true slave 10.9.9.9 6379 false 400 0 1000", "cache-1 10.0.0.2 true slave 10.9.9.9 6379 false 500 0 1000",
+          "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 450 0 1000"},
+         "", "", "FailingOver", "cache-1", 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_object *rc = rc_new(SPEC_REPL, 1);
+        char t[128];
+        snprintf(t, sizeof(t), "\"%s\"", cases[i].primary);
+        set_at(rc, "status primary", t);
+        set_at(rc, "metadata resourceVersion", "\"4711\"");
+        json_object *pods = repl_pods(cases[i].labels[0], cases[i].labels[1], cases[i].labels[2]);
+        json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
+        for (int k = 0; k < 3; k++)
+            json_object_array_add(at(obs, "nodes"), fo_node(cases[i].nodes[k]));
+        plan_observed_t more = {.members = pods, .redis = obs};
+        plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        char cmds[1024], labels[512];
+        redis_actions(p, cmds, sizeof(cmds), labels, sizeof(labels));
+        const json_object *rh = cond(p, "ReplicationHealthy");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rh);
+        if (strcmp(cmds, cases[i].want_cmds) || strcmp(labels, cases[i].want_labels) ||
+            strcmp(str_at(rh, "reason"), cases[i].want_reason) ||
+            strcmp(str_at(plan_status(p), "primary"), cases[i].want_primary))
+            fprintf(stderr, "case \"%s\": commands \"%s\" labels \"%s\" reason %s: %s; primary %s\n", cases[i].name,
+                    cmds, labels, str_at(rh, "reason"), str_at(rh, "message"), str_at(plan_status(p), "primary"));
+        CU_ASSERT_STRING_EQUAL(cmds, cases[i].want_cmds);
+        CU_ASSERT_STRING_EQUAL(labels, cases[i].want_labels);
+        CU_ASSERT_STRING_EQUAL(str_at(rh, "reason"), cases[i].want_reason);
+        CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), cases[i].want_primary);
+        /* An election is a status write with the resourceVersion precondition and the
+         * FailedOver event, and nothing else of Redis: no label, no command. */
+        const plan_action_t *last = plan_action(p, plan_action_count(p) - 1);
+        CU_ASSERT_EQUAL_FATAL(last->kind, PLAN_UPDATE_STATUS);
+        const char *rv = str_at(last->body, "metadata resourceVersion");
+        CU_ASSERT_EQUAL(rv != NULL && !strcmp(rv, "4711"), cases[i].want_cas);
+        size_t failed_over = 0, promoted = 0;
+        for (size_t e = 0; e < plan_event_count(p); e++) {
+            failed_over += !strcmp(plan_event(p, e)->reason, "FailedOver");
+            promoted += !strcmp(plan_event(p, e)->reason, "Promoted");
+        }
+        CU_ASSERT_EQUAL(failed_over, (size_t)cases[i].want_cas);
+        CU_ASSERT_EQUAL(promoted, (size_t)(strstr(cases[i].want_cmds, "NO ONE") != NULL));
+        if (!strcmp(cases[i].want_reason, "NoFailoverCandidate"))
+            CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "NoFailoverCandidate");
+        /* Never two pods labelled primary, even for a moment: a label that gives the role
+         * comes after every label that takes it and after every Redis command. */
+        size_t give = 0, last_take_or_cmd = 0;
+        for (size_t k = 0; k < plan_action_count(p); k++) {
+            const plan_action_t *a = plan_action(p, k);
+            if (a->kind == PLAN_LABEL_POD && !strcmp(str_at(a->body, "metadata labels cache.example.com/role"), "primary"))
+                give = k;
+            else if (a->kind == PLAN_LABEL_POD || a->kind == PLAN_REDIS)
+                last_take_or_cmd = k;
+        }
+        CU_ASSERT(give == 0 || give > last_take_or_cmd);
+        plan_destroy(&p);
+        json_object_put(rc);
+        json_object_put(pods);
+        json_object_put(obs);
+    }
+}
+
+/* spec.failover.downAfter is read: 10s holds a failover that 3s would start. */
+static void test_failover_down_after(void)
+{
+    json_object *rc = rc_new("{\"size\":3,\"image\":\"redis\",\"mode\":\"Replication\",\"failover\":{\"downAfter\":\"10s\"}}", 1);
+    set_at(rc, "status primary", "\"cache-0\"");
+    json_object *pods = repl_pods("primary", "replica", "replica");
+    json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
+    json_object_array_add(at(obs, "nodes"), fo_node("cache-0 10.0.0.1 false master - 0 false 500 9999 -1"));
+    json_object_array_add(at(obs, "nodes"), fo_node("cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 500 0 9999"));
+    json_object_array_add(at(obs, "nodes"), fo_node("cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 0 9999"));
+    plan_observed_t more = {.members = pods, .redis = obs};
+    plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
+    /* Looked at again when downAfter is reached, not 10 s later. */
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), INT64_C(1) * 1000000);
+    plan_destroy(&p);
+    /* The same observation 1 ms later: it is 1 ms older, so the primary was down 10 s. */
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1 + 1000000);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-1");
+    plan_destroy(&p);
+    /* An old observation (observerd not running) counts for 1 s at most: 8 s + 1 s. */
+    json_object_object_add(at(obs, "nodes 0"), "downSinceMs", json_object_new_int64(8000));
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1 + 5 * NS_PER_SEC);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
+    plan_destroy(&p);
+    json_object_object_add(at(obs, "nodes 0"), "downSinceMs", json_object_new_int64(10000));
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-1");
+    plan_destroy(&p);
+    json_object_put(rc);
+    json_object_put(pods);
+    json_object_put(obs);
+}
+
+/* FAILOVER: min-replicas-to-write / -max-lag in redis.conf (Replication only). */
+static void test_failover_min_replicas(void)
+{
+    static const struct {
+        const char *spec;
+        const char *want; /* NULL: absent */
+    } cases[] = {
+        {SPEC_REPL, "min-replicas-to-write 1\nmin-replicas-max-lag 10\n"},
+        {"{\"size\":2,\"image\":\"redis\",\"mode\":\"Replication\"}", "min-replicas-to-write 0\nmin-replicas-max-lag 10\n"},
+        {"{\"size\":3,\"image\":\"redis\",\"mode\":\"Replication\",\"failover\":{\"minReplicasToWrite\":2,"
+         "\"minReplicasMaxLag\":5}}",
+         "min-replicas-to-write 2\nmin-replicas-max-lag 5\n"},
+        {"{\"size\":3,\"image\":\"redis\",\"mode\":\"Replication\",\"failover\":{\"minReplicasToWrite\":0}}",
+         "min-replicas-to-write 0\nmin-replicas-max-lag 10\n"},
+        {"{\"size\":3,\"image\":\"redis\"}", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_object *rc = rc_new(cases[i].spec, 1);
+        plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        const char *conf = NULL;
+        for (size_t k = 0; k < plan_action_count(p); k++) {
+            const plan_action_t *a = plan_action(p, k);
+            if (a->kind == PLAN_CREATE && !strcmp(a->resource, "configmaps"))
+                conf = str_at(a->body, "data redis.conf");
+        }
+        CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+        if (cases[i].want) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(conf, cases[i].want));
+        } else {
+            CU_ASSERT_PTR_NULL(strstr(conf, "min-replicas"));
+        }
+        plan_destroy(&p);
+        json_object_put(rc);
+    }
+}
+
 static CU_TestInfo replication_tests[] = {
+    {"failover: min-replicas-to-write in redis.conf", test_failover_min_replicas},
+    {"failover decisions (table)", test_failover_table},
+    {"failover: spec.failover.downAfter", test_failover_down_after},
     {"topologies and their Redis actions (table)", test_replication_table},
     {"status.nodes; offsets alone write nothing", test_replication_status_ignores_offsets},
     {"Standalone: no topology", test_standalone_has_no_topology},

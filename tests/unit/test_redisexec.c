@@ -173,7 +173,35 @@ static void test_rotation_steps(void)
     server_stop(&b);
 }
 
+/* The promotion guard: a master is "done", a replica of a primary that answers is
+ * refused, of a stopped (SIGSTOP) or dead primary allowed. */
+static void test_promote_guard(void)
+{
+    server_t p = {0}, q = {0};
+    CU_ASSERT_EQUAL_FATAL(server_start(&p, 0, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(server_start(&q, 0, NULL), 0);
+    char port[16], err[256];
+    snprintf(port, sizeof(port), "%d", p.port);
+    const char *rof[] = {"REPLICAOF", "127.0.0.1", port};
+    CU_ASSERT_EQUAL_FATAL(redisexec_command("127.0.0.1", q.port, NULL, NULL, 3, rof, 500 * MS, NULL, 0, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", p.port, NULL, NULL, 300 * MS, err, sizeof(err)), 1);
+    err[0] = '\0';
+    CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", q.port, NULL, NULL, 300 * MS, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "answers again"));
+    kill(p.pid, SIGSTOP);
+    int64_t t0 = clock_mono_ns();
+    CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", q.port, NULL, NULL, 300 * MS, err, sizeof(err)), 0);
+    CU_ASSERT_TRUE(clock_mono_ns() - t0 < 1500 * MS);
+    kill(p.pid, SIGCONT);
+    server_stop(&p);
+    CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", q.port, NULL, NULL, 300 * MS, err, sizeof(err)), 0);
+    server_stop(&q);
+    /* Nothing to ask: refused. */
+    CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", q.port, NULL, NULL, 300 * MS, err, sizeof(err)), -1);
+}
+
 static CU_TestInfo tests[] = {
+    {"promotion guard", test_promote_guard},
     {"replies, error replies, connection refused", test_reply_and_errors},
     {"AUTH refused, accepted, never echoed; the password token", test_auth},
     {"REPLICAOF, INFO replication, the --once observation", test_replicaof_and_info},
