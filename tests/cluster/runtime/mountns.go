@@ -44,6 +44,14 @@ func mountExecMain(args []string) {
 		fail("spec: %v", err)
 	}
 	argv := args[2:]
+	// A tmpfs over a missing mountPath's ancestor (below) hides what else is there: the
+	// executable's directory and the working directory stay visible through a bind of
+	// themselves (a checkout under /tmp, say, with a volume at /tmp/k8s-webhook-server/...).
+	for _, p := range []string{filepath.Dir(argv[0]), spec.Dir} {
+		if st, err := os.Stat(p); p != "" && p != "/" && err == nil && st.IsDir() {
+			spec.Mounts = append(spec.Mounts, nsMount{Src: p, Dst: p})
+		}
+	}
 	sort.Slice(spec.Mounts, func(i, j int) bool { return len(spec.Mounts[i].Dst) < len(spec.Mounts[j].Dst) })
 	// open every source first: a tmpfs below may hide it
 	fds := make([]int, len(spec.Mounts))
