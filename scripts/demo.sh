@@ -88,8 +88,14 @@ run_waiting() {
 make -s all
 if [ -z "${KUBECONFIG:-}" ]; then
     say "bringing up the local control plane (${RDC_CLUSTER_DIR:-/tmp/rdc-cluster})"
+    # Three process nodes: the sample's pods run real redis-server processes, so the
+    # operator manages a real primary and its replicas (tests/cluster/README.md).
+    export RDC_CLUSTER_PROCESS_NODES=${RDC_CLUSTER_PROCESS_NODES:-3}
     run_waiting cluster_waits_for tests/cluster/cluster.sh up
     eval "$(tests/cluster/cluster.sh env)"
+    if ! tests/cluster/cluster.sh pin-namespace default 2>/dev/null; then
+        say "this local control plane has no process nodes (it was up already): the sample's pods have no Redis behind them, so its status will say the primary cannot be reached"
+    fi
     say "using the local control plane: export KUBECONFIG=$KUBECONFIG"
 else
     say "using KUBECONFIG=$KUBECONFIG"

@@ -39,11 +39,14 @@ sync=20
 sup_start "$FBIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --sync-period ${sync}s
 check "operator ready (/readyz)" wait_until 60 curl -sf "http://127.0.0.1:$health/readyz"
 
+# Standalone: these pods are kwok's, with no Redis behind them; in Replication the
+# observer would find the primary unreachable and the status would say NoFailoverCandidate
+# (docs/failover.md), which is not what these checks are about.
 rdc() { # namespace name size [storageClass] [annotation value]
     {
         printf 'apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata:\n  name: %s\n  namespace: %s\n' "$2" "$1"
         [ -n "${5:-}" ] && printf '  annotations: {cache.example.com/test-fault: %s}\n' "$5"
-        printf 'spec:\n  size: %s\n  image: redis\n  version: "7.2"\n' "$3"
+        printf 'spec:\n  size: %s\n  image: redis\n  version: "7.2"\n  mode: Standalone\n' "$3"
         [ -n "${4:-}" ] && printf '  storage: {storageClass: %s}\n' "$4"
     } | kubectl apply -f - >/dev/null
 }
