@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "event.h"
+#include "hash.h"
 #include "jsonx.h"
 #include "log.h"
 #include "redisexec.h"
@@ -54,17 +55,6 @@ void exec_memo_destroy(exec_memo_t **memo_p)
     *memo_p = NULL;
 }
 
-/* FNV-1a over s (and its NUL, so "a"+"b" and "ab" differ), continuing from h. */
-static uint64_t fnv(uint64_t h, const char *s)
-{
-    do {
-        h ^= (unsigned char)*s;
-        h *= UINT64_C(0x100000001b3);
-    } while (*s++);
-    return h ? h : 1;
-}
-
-#define FNV_START UINT64_C(0xcbf29ce484222325)
 
 const char *exec_result_name(exec_result_t r)
 {
@@ -154,7 +144,7 @@ int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *ty
         return -1;
     }
     int64_t mono = clock_mono_ns();
-    uint64_t key = fnv(fnv(fnv(fnv(fnv(fnv(FNV_START, ns), name), uid ? uid : ""), type), reason), message);
+    uint64_t key = hash_fnv(hash_fnv(hash_fnv(hash_fnv(hash_fnv(hash_fnv(HASH_FNV_START, ns), name), uid ? uid : ""), type), reason), message);
     event_slot_t *seen = event_find(x->memo, key, mono);
     if (seen) {
         int b = event_bump(x, seen, ns, err);
@@ -192,8 +182,8 @@ static int status_signature(const json_object *rc, const plan_action_t *a, uint6
             if (json_object_is_type(c, json_type_object))
                 json_object_object_del(c, "lastTransitionTime");
         }
-    *uid = fnv(FNV_START, u);
-    *sig = fnv(fnv(FNV_START, rv), json_object_to_json_string_ext(copy, JSON_C_TO_STRING_PLAIN));
+    *uid = hash_fnv(HASH_FNV_START, u);
+    *sig = hash_fnv(hash_fnv(HASH_FNV_START, rv), json_object_to_json_string_ext(copy, JSON_C_TO_STRING_PLAIN));
     json_object_put(copy);
     return 1;
 }

@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "event.h"
+#include "hash.h"
 #include "jsonx.h"
 #include "kube_async.h"
 #include "log.h"
@@ -61,16 +62,6 @@ struct recorder {
     recorder_stats_t st;
 };
 
-static uint64_t fnv(uint64_t h, const char *s)
-{
-    s = s ? s : "";
-    do {
-        h ^= (unsigned char)*s;
-        h *= UINT64_C(0x100000001b3);
-    } while (*s++);
-    return h ? h : 1;
-}
-#define FNV_START UINT64_C(0xcbf29ce484222325)
 
 const char *recorder_result_name(recorder_result_t res)
 {
@@ -366,8 +357,8 @@ recorder_result_t recorder_record(recorder_t *r, const json_object *rc, const ch
     if (!spec.name || !spec.ns || !type || !reason)
         return RECORDER_INVALID;
     int64_t now = clock_mono_ns();
-    uint64_t obj = fnv(fnv(fnv(FNV_START, spec.ns), spec.name), spec.uid);
-    uint64_t key = fnv(fnv(fnv(obj, type), reason), spec.message);
+    uint64_t obj = hash_fnv(hash_fnv(hash_fnv(HASH_FNV_START, spec.ns), spec.name), spec.uid);
+    uint64_t key = hash_fnv(hash_fnv(hash_fnv(obj, type), reason), spec.message);
     entry_t *e = entry_find(r, key, now);
     if (e) {
         /* A repeat: count it; one request carries it (and any further repeats). */
