@@ -41,6 +41,9 @@ jqs() { kubectl -n "$ns" get "$1" -o json 2>/dev/null | jq -c "$2"; } # jqs OBJE
 same() { [ -n "$1" ] && [ "$1" != null ] && [ "$1" = "$2" ]; }     # non-empty and equal
 
 # ---- 1. kubectl explain ------------------------------------------------------------------
+# The API server publishes a CRD's OpenAPI a few seconds after it is Established (a fresh
+# cluster installs it just above): wait for it, then read each field once.
+wait_until 60 sh -c "kubectl explain rediscluster.spec.config.extra --api-version=cache.example.com/v1 2>/dev/null | grep -q '^FIELD: *extra '"
 for f in resources securityContext podSecurityContext affinity tolerations nodeSelector \
     topologySpreadConstraints priorityClassName imagePullSecrets podMetadata serviceMetadata \
     terminationGracePeriodSeconds podDisruptionBudget storage.retention config.extra; do
@@ -275,14 +278,15 @@ mv() { # mv METRIC: its value for pod m-0 on the operator's /metrics (integer pa
 # observerd reads the full INFO every 5 probes (5 s): wait for a read after the commands.
 check "redis_keyspace_hits_total = INFO keyspace_hits ($(iv keyspace_hits))" wait_output 15 "$(iv keyspace_hits)" mv redis_keyspace_hits_total
 sleep 6
-check "and still a full INFO period later" test "$(mv redis_keyspace_hits_total)" = "$(iv keyspace_hits)"
-check "redis_keyspace_misses_total = INFO keyspace_misses ($(iv keyspace_misses))" test "$(mv redis_keyspace_misses_total)" = "$(iv keyspace_misses)"
-check "redis_memory_max_bytes = INFO maxmemory ($(iv maxmemory) = 64mb)" test "$(mv redis_memory_max_bytes)" = "$(iv maxmemory)" -a "$(iv maxmemory)" = 67108864
-check "redis_expired_keys_total = INFO expired_keys ($(iv expired_keys))" test "$(mv redis_expired_keys_total)" = "$(iv expired_keys)"
-check "redis_evicted_keys_total = INFO evicted_keys ($(iv evicted_keys))" test "$(mv redis_evicted_keys_total)" = "$(iv evicted_keys)"
-check "redis_up 1" test "$(mv redis_up)" = 1
+check "and still a full INFO period later" same "$(mv redis_keyspace_hits_total)" "$(iv keyspace_hits)"
+check "redis_keyspace_misses_total = INFO keyspace_misses ($(iv keyspace_misses))" same "$(mv redis_keyspace_misses_total)" "$(iv keyspace_misses)"
+check "redis_memory_max_bytes = INFO maxmemory ($(iv maxmemory) = 64mb)" same "$(mv redis_memory_max_bytes)" "$(iv maxmemory)"
+check "  ... which is the 64mb of spec.config" same "$(iv maxmemory)" 67108864
+check "redis_expired_keys_total = INFO expired_keys ($(iv expired_keys))" same "$(mv redis_expired_keys_total)" "$(iv expired_keys)"
+check "redis_evicted_keys_total = INFO evicted_keys ($(iv evicted_keys))" same "$(mv redis_evicted_keys_total)" "$(iv evicted_keys)"
+check "redis_up 1" same "$(mv redis_up)" 1
 check "redis_rdb_last_bgsave_status 1 (INFO rdb_last_bgsave_status:$(iv rdb_last_bgsave_status))" \
-    test "$(mv redis_rdb_last_bgsave_status)" = "$([ "$(iv rdb_last_bgsave_status)" = ok ] && echo 1 || echo 0)"
+    same "$(mv redis_rdb_last_bgsave_status)" "$([ "$(iv rdb_last_bgsave_status)" = ok ] && echo 1 || echo 0)"
 # Figures that move with every probe: within one full-INFO period of the value read now.
 info=$(redis-cli -h "$ip" info | tr -d '\r')
 c=$(mv redis_commands_processed_total) ic=$(iv total_commands_processed)
@@ -292,7 +296,7 @@ check "redis_memory_used_bytes $u within 10% of INFO's $iu" test -n "$u" -a "$((
 cc=$(mv redis_connected_clients) icc=$(iv connected_clients)
 check "redis_connected_clients $cc within 1 of INFO's $icc" test -n "$cc" -a "$((cc - icc))" -le 1 -a "$((icc - cc))" -le 1
 o=$(mv redis_master_repl_offset) io=$(iv master_repl_offset)
-check "redis_master_repl_offset $o = INFO's $io" test "$o" = "$io"
+check "redis_master_repl_offset $o = INFO's $io" same "$o" "$io"
 
 # ---- 7. A run-time directive changed on running pods: CONFIG SET, no restart ----------------------
 kubectl apply -f - >/dev/null <<YAML
