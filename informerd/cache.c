@@ -1,5 +1,6 @@
 #include "cache.h"
 
+#include "dlist.h"
 #include "hashmap.h"
 
 #include <stdarg.h>
@@ -339,11 +340,7 @@ static owner_group_t *group_get_or_create(hm_t *home, const char *uid)
 static void group_link(owner_group_t *g, entry_t *e)
 {
     e->group = g;
-    e->gprev = NULL;
-    e->gnext = g->head;
-    if (g->head)
-        g->head->gprev = e;
-    g->head = e;
+    DLIST_PUSH_FRONT(g->head, e, gprev, gnext);
 }
 
 /* Take e out of its group, freeing the group when it becomes empty. */
@@ -353,14 +350,8 @@ static void group_unlink(cache_t *c, entry_t *e)
     owner_group_t *g = e->group;
     if (!g)
         return;
-    if (e->gprev)
-        e->gprev->gnext = e->gnext;
-    else
-        g->head = e->gnext;
-    if (e->gnext)
-        e->gnext->gprev = e->gprev;
+    DLIST_UNLINK(g->head, e, gprev, gnext);
     e->group = NULL;
-    e->gprev = e->gnext = NULL;
     if (!g->head) {
         hm_remove(g->home, g->uid);
         free(g->uid);

@@ -1,5 +1,6 @@
 /* informerd: see informer_internal.h for how its files divide the work. */
 #include "informer_internal.h"
+#include "dlist.h"
 
 /* ---- reflectors -------------------------------------------------------------------- */
 
@@ -468,12 +469,7 @@ void on_transfer_done(CURL *easy, CURLcode result, void *arg)
         list_done(inf, ((list_xfer_t *)x)->s, result, now);
     } else if (x && *x == XFER_WRITE) {
         write_xfer_t *w = (write_xfer_t *)x;
-        if (w->prev)
-            w->prev->next = w->next;
-        else
-            inf->writes = w->next;
-        if (w->next)
-            w->next->prev = w->prev;
+        DLIST_UNLINK(inf->writes, w, prev, next);
         kube_async_finish(&w->req, result); /* calls on_write_done */
         free(w);
     }
@@ -528,10 +524,7 @@ void informer_write(informer_t *inf, const char *what, const char *key, const ch
         free(w);
         return;
     }
-    w->next = inf->writes;
-    if (inf->writes)
-        inf->writes->prev = w;
-    inf->writes = w;
+    DLIST_PUSH_FRONT(inf->writes, w, prev, next);
 }
 
 /* Record an Event about obj (kind overrides obj's own when given). */

@@ -1,6 +1,7 @@
 #include "workqueue.h"
 
 #include "backoff.h"
+#include "dlist.h"
 #include "hashmap.h"
 #include "ratelimit.h"
 
@@ -70,27 +71,13 @@ static void list_push(wq_list_t *l, wq_list_id_t id, wq_item_t *it)
 {
     assert(it->list == LIST_NONE);
     it->list = id;
-    it->prev = l->tail;
-    it->next = NULL;
-    if (l->tail)
-        l->tail->next = it;
-    else
-        l->head = it;
-    l->tail = it;
+    DLIST_PUSH_BACK_TAILED(l->head, l->tail, it, prev, next);
     l->n++;
 }
 
 static void list_unlink(wq_list_t *l, wq_item_t *it)
 {
-    if (it->prev)
-        it->prev->next = it->next;
-    else
-        l->head = it->next;
-    if (it->next)
-        it->next->prev = it->prev;
-    else
-        l->tail = it->prev;
-    it->prev = it->next = NULL;
+    DLIST_UNLINK_TAILED(l->head, l->tail, it, prev, next);
     it->list = LIST_NONE;
     l->n--;
 }

@@ -4,6 +4,7 @@
 #include "admission.h"
 #include "clock.h"
 #include "conversion.h"
+#include "dlist.h"
 #include "log.h"
 #include "metrics.h"
 #include "webhook_tls.h"
@@ -175,12 +176,7 @@ static void conn_free_cb(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, l
         return;
     webhook_server_t *s = c->s;
     if (s) {
-        if (c->prev)
-            c->prev->next = c->next;
-        else
-            s->conns = c->next;
-        if (c->next)
-            c->next->prev = c->prev;
+        DLIST_UNLINK(s->conns, c, prev, next);
         s->open--;
         metric_gauge_set(s->m_open, NULL, s->open);
         if (s->paused && s->open < s->max_connections)
@@ -286,10 +282,7 @@ static struct bufferevent *make_bufferevent(struct event_base *base, void *arg)
     c->s = s;
     c->ssl = ssl;
     SSL_set_ex_data(ssl, conn_index, c);
-    c->next = s->conns;
-    if (s->conns)
-        s->conns->prev = c;
-    s->conns = c;
+    DLIST_PUSH_FRONT(s->conns, c, prev, next);
     conn_arm(c, s->request_timeout_ms);
     s->open++;
     metric_gauge_set(s->m_open, NULL, s->open);
