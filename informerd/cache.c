@@ -297,8 +297,9 @@ static store_t *find_store(const cache_t *c, const char *kind)
     return NULL;
 }
 
-static void entry_free(entry_t *e)
+static void entry_free(void *p)
 {
+    entry_t *e = p;
     free(e->json);
     free(e->owner_fallback);
     free(e->key);
@@ -495,13 +496,7 @@ static void store_free(store_t *s)
 {
     if (!s)
         return;
-    if (s->by_key) {
-        hm_iter_t it = HM_ITER_INIT;
-        void *v;
-        while (hm_next(s->by_key, &it, NULL, &v))
-            entry_free(v);
-    }
-    hm_destroy(&s->by_key);
+    hm_destroy_with(&s->by_key, entry_free);
     hm_destroy(&s->by_uid);
     free(s->kind);
     free(s->owner_label);
@@ -528,18 +523,11 @@ cache_t *cache_new(const char *owner_kind)
 }
 
 /* Free an owner index (uid -> owner_group_t) and its groups; *idx_p becomes NULL. */
-static void owner_index_free(hm_t **idx_p)
+static void owner_group_free(void *p)
 {
-    if (!*idx_p)
-        return;
-    hm_iter_t it = HM_ITER_INIT;
-    void *v;
-    while (hm_next(*idx_p, &it, NULL, &v)) {
-        owner_group_t *g = v;
-        free(g->uid);
-        free(g);
-    }
-    hm_destroy(idx_p);
+    owner_group_t *g = p;
+    free(g->uid);
+    free(g);
 }
 
 void cache_destroy(cache_t **self_p)
@@ -550,8 +538,8 @@ void cache_destroy(cache_t **self_p)
     for (size_t i = 0; i < c->nstores; i++)
         store_free(c->stores[i]);
     free(c->stores);
-    owner_index_free(&c->owners);
-    owner_index_free(&c->label_owners);
+    hm_destroy_with(&c->owners, owner_group_free);
+    hm_destroy_with(&c->label_owners, owner_group_free);
     free(c->owner_kind);
     free(c);
     *self_p = NULL;

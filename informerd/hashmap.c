@@ -76,6 +76,17 @@ void hm_destroy(hm_t **self_p)
     *self_p = NULL;
 }
 
+void hm_destroy_with(hm_t **self_p, void (*free_value)(void *value))
+{
+    if (!self_p || !*self_p)
+        return;
+    hm_iter_t it = HM_ITER_INIT;
+    void *v;
+    while (hm_next(*self_p, &it, NULL, &v))
+        free_value(v);
+    hm_destroy(self_p);
+}
+
 size_t hm_count(const hm_t *m)
 {
     return m->count;

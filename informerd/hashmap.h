@@ -31,6 +31,10 @@ hm_t *hm_new(size_t expected);
 /* Free the map (not the keys or values); sets *self_p to NULL. NULL is ignored. */
 void hm_destroy(hm_t **self_p);
 
+/* hm_destroy, after passing every value to free_value (which must not touch the map; the
+ * keys, being inside the values, go with them). NULL is ignored. */
+void hm_destroy_with(hm_t **self_p, void (*free_value)(void *value));
+
 /* Number of entries. */
 size_t hm_count(const hm_t *m);
 

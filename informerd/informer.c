@@ -369,6 +369,11 @@ static int informer_setup(informer_t *inf)
     return 0;
 }
 
+static void observation_free_value(void *o)
+{
+    observation_free(o);
+}
+
 static void informer_teardown(informer_t *inf)
 {
     for (size_t i = 0; i < inf->nrefl; i++) {
@@ -397,13 +402,7 @@ static void informer_teardown(informer_t *inf)
         zmq_ctx_term(inf->zctx);
     workqueue_destroy(&inf->queue);
     cache_destroy(&inf->cache);
-    if (inf->observations) {
-        hm_iter_t it = HM_ITER_INIT;
-        void *v;
-        while (hm_next(inf->observations, &it, NULL, &v))
-            observation_free(v);
-        hm_destroy(&inf->observations);
-    }
+    hm_destroy_with(&inf->observations, observation_free_value);
     secretref_destroy(&inf->secretrefs);
     for (; inf->too_large_n; inf->too_large_n--, inf->too_large_head = (inf->too_large_head + 1) % TOO_LARGE_PENDING)
         free(inf->too_large[inf->too_large_head]);

@@ -39,28 +39,29 @@ secretref_t *secretref_new(void)
     return x;
 }
 
+static void ref_free(void *p)
+{
+    ref_t *r = p;
+    free(r->rc_key);
+    free(r->secret_key);
+    free(r);
+}
+
+static void bucket_free(void *p)
+{
+    bucket_t *b = p;
+    free(b->secret_key);
+    free(b->refs);
+    free(b);
+}
+
 void secretref_destroy(secretref_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
     secretref_t *x = *self_p;
-    hm_iter_t it = HM_ITER_INIT;
-    void *v = NULL;
-    while (x->by_rc && hm_next(x->by_rc, &it, NULL, &v)) {
-        ref_t *r = v;
-        free(r->rc_key);
-        free(r->secret_key);
-        free(r);
-    }
-    it = HM_ITER_INIT;
-    while (x->by_secret && hm_next(x->by_secret, &it, NULL, &v)) {
-        bucket_t *b = v;
-        free(b->secret_key);
-        free(b->refs);
-        free(b);
-    }
-    hm_destroy(&x->by_rc);
-    hm_destroy(&x->by_secret);
+    hm_destroy_with(&x->by_rc, ref_free);
+    hm_destroy_with(&x->by_secret, bucket_free);
     free(x);
     *self_p = NULL;
 }
@@ -84,14 +85,10 @@ static void drop(secretref_t *x, ref_t *r)
     }
     if (b && !b->n) {
         hm_remove(x->by_secret, b->secret_key);
-        free(b->secret_key);
-        free(b->refs);
-        free(b);
+        bucket_free(b);
     }
     hm_remove(x->by_rc, r->rc_key);
-    free(r->rc_key);
-    free(r->secret_key);
-    free(r);
+    ref_free(r);
 }
 
 void secretref_forget(secretref_t *x, const char *rc_key)
@@ -150,11 +147,8 @@ int secretref_set(secretref_t *x, const char *rc_key, const char *secret_name)
     hm_put(x->by_rc, r->rc_key, r, NULL);
     return 0;
 fail:
-    if (nb) {
-        free(nb->secret_key);
-        free(nb->refs);
-        free(nb);
-    }
+    if (nb)
+        bucket_free(nb);
     if (r) {
         free(r->rc_key);
         free(r);

@@ -366,13 +366,7 @@ void workqueue_destroy(workqueue_t **self_p)
     if (!self_p || !*self_p)
         return;
     workqueue_t *q = *self_p;
-    if (q->items) {
-        hm_iter_t iter = HM_ITER_INIT;
-        void *v;
-        while (hm_next(q->items, &iter, NULL, &v))
-            free(v);
-        hm_destroy(&q->items);
-    }
+    hm_destroy_with(&q->items, free);
     free(q->delayed.a);
     free(q->quarantine.a);
     free(q->name);

@@ -631,6 +631,36 @@ static void test_hashmap(void)
     free(keys);
 }
 
+static int values_freed;
+
+static void count_and_free(void *value)
+{
+    values_freed++;
+    free(value);
+}
+
+/* hm_destroy_with hands every value, and only those, to the free function once. */
+static void test_hashmap_destroy_with(void)
+{
+    hm_t *m = hm_new(0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    for (int i = 0; i < 50; i++) {
+        char *v = malloc(16);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+        snprintf(v, 16, "v%d", i);
+        CU_ASSERT_EQUAL_FATAL(hm_put(m, v, v, NULL), 0);
+    }
+    char *gone = hm_remove(m, "v7");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gone);
+    free(gone);
+    values_freed = 0;
+    hm_destroy_with(&m, count_and_free);
+    CU_ASSERT_PTR_NULL(m);
+    CU_ASSERT_EQUAL(values_freed, 49);
+    hm_destroy_with(&m, count_and_free); /* NULL is ignored */
+    CU_ASSERT_EQUAL(values_freed, 49);
+}
+
 static CU_TestInfo basic_tests[] = {
     {"dedup and FIFO", test_dedup_and_fifo},
     {"a key in flight is exclusive", test_exclusive_while_processing},
@@ -665,6 +695,7 @@ static CU_TestInfo scale_tests[] = {
     {"100k keys", test_stress_100k_keys},
     {"random walk over 10k keys keeps invariant 1", test_random_walk_10k},
     {"hash table", test_hashmap},
+    {"hash table destroy frees each value once", test_hashmap_destroy_with},
     CU_TEST_INFO_NULL,
 };
 
