@@ -431,6 +431,18 @@ int opts_apply_logging(const rdc_common_opts_t *c, const char *component, char *
     return 0;
 }
 
+int opts_daemon_main(const char *prog, const char *summary, rdc_common_opts_t *c, const opt_t *own,
+                     int argc, char **argv, const char *used)
+{
+    size_t n = 0;
+    while (own[n].type != OPT_END)
+        n++;
+    opt_t table[OPTS_COMMON_COUNT + n + 1];
+    opts_common_join(c, own, table);
+    opts_common_select(table, used);
+    return opts_main(prog, summary, table, c, argc, argv, NULL, 0, NULL);
+}
+
 int opts_main(const char *prog, const char *summary, const opt_t *table, const rdc_common_opts_t *c,
               int argc, char **argv, const char **positional, size_t max_positional, size_t *npositional)
 {

@@ -121,6 +121,12 @@ int opts_parse_duration(const char *s, double *seconds);
 int opts_main(const char *prog, const char *summary, const opt_t *table, const rdc_common_opts_t *c,
               int argc, char **argv, const char **positional, size_t max_positional, size_t *npositional);
 
+/* opts_main for a daemon without positional arguments: its whole table is the shared
+ * flags for c and the entries of own up to its OPT_END (opts_common_join), the shared ones
+ * not named in used unlisted (opts_common_select). Returns as opts_main. */
+int opts_daemon_main(const char *prog, const char *summary, rdc_common_opts_t *c, const opt_t *own,
+                     int argc, char **argv, const char *used);
+
 /* Apply --log-level/--log-format to the logger for component name. Returns 0, or -1
  * with err naming the bad flag. */
 int opts_apply_logging(const rdc_common_opts_t *c, const char *component, char *err,

@@ -33,14 +33,12 @@ int main(int argc, char **argv)
          "do not bind the leader socket (several electords on one runtime dir)"},
         {NULL, OPT_END, NULL, NULL},
     };
-    opt_t table[OPTS_JOINED_LEN(own)];
-    opts_common_join(&c, own, table);
     /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
-    opts_common_select(table, "kubeconfig,context,leader-elect,leader-election-id,"
-                              "leader-election-namespace,leader-election-lease-duration,"
-                              "leader-election-renew-deadline,leader-election-retry-period,"
-                              "log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
-    int early = opts_main("electord", summary, table, &c, argc, argv, NULL, 0, NULL);
+    int early = opts_daemon_main("electord", summary, &c, own, argc, argv,
+                                 "kubeconfig,context,leader-elect,leader-election-id,"
+                                 "leader-election-namespace,leader-election-lease-duration,"
+                                 "leader-election-renew-deadline,leader-election-retry-period,"
+                                 "log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
     if (early >= 0)
         return early;
     /* client-go's checks: duration > deadline > 1.2 x period, all positive. */

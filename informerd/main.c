@@ -134,11 +134,9 @@ int main(int argc, char **argv)
          "exit 1 when the caches have not synced by then, naming the kinds (as controller-runtime's CacheSyncTimeout; 0 = wait forever)"},
         {NULL, OPT_END, NULL, NULL},
     };
-    opt_t table[OPTS_JOINED_LEN(own)];
-    opts_common_join(&c, own, table);
     /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
-    opts_common_select(table, "kubeconfig,context,leader-elect,namespace,sync-period,graceful-shutdown-timeout,log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
-    int early = opts_main("informerd", summary, table, &c, argc, argv, NULL, 0, NULL);
+    int early = opts_daemon_main("informerd", summary, &c, own, argc, argv,
+                                 "kubeconfig,context,leader-elect,namespace,sync-period,graceful-shutdown-timeout,log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
     if (early >= 0)
         return early;
     if (check_flags(&c, &o))

@@ -217,11 +217,9 @@ int main(int argc, char **argv)
          "a kept-alive connection silent this long is closed (also: any read or write stall)"},
         {NULL, OPT_END, NULL, NULL},
     };
-    opt_t table[OPTS_JOINED_LEN(own)];
-    opts_common_join(&c, own, table);
     /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
-    opts_common_select(table, "log-level,log-format,runtime-dir");
-    int early = opts_main("webhookd", summary, table, &c, argc, argv, NULL, 0, NULL);
+    int early = opts_daemon_main("webhookd", summary, &c, own, argc, argv,
+                                 "log-level,log-format,runtime-dir");
     if (early >= 0)
         return early;
     if (check_flags(&wc, request_timeout, idle_timeout))

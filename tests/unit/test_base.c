@@ -193,6 +193,28 @@ static void test_opts_common_join(void)
     CU_ASSERT_EQUAL(c.workers, 7);
 }
 
+/* opts_daemon_main parses shared and own flags together and goes on (-1); a bad flag
+ * ends main with 2; --version with 0. */
+static void test_opts_daemon_main(void)
+{
+    rdc_common_opts_t c;
+    opts_common_defaults(&c);
+    int mine = 0;
+    const opt_t own[] = {{"mine", OPT_BOOL, &mine, "a daemon's own flag"}, {NULL, OPT_END, NULL, NULL}};
+    char *ok[] = {"prog", "--mine", "--workers=3", "--log-level=info"};
+    CU_ASSERT_EQUAL(opts_daemon_main("prog", "a test", &c, own, 4, ok, "log-level,workers"), -1);
+    CU_ASSERT_EQUAL(mine, 1);
+    CU_ASSERT_EQUAL(c.workers, 3);
+    /* An unlisted shared flag is still accepted (the supervisor passes them all). */
+    char *unlisted[] = {"prog", "--sync-period=2m"};
+    CU_ASSERT_EQUAL(opts_daemon_main("prog", "a test", &c, own, 2, unlisted, "log-level"), -1);
+    CU_ASSERT_DOUBLE_EQUAL(c.sync_period, 120, 1e-9);
+    char *bad[] = {"prog", "--mine=perhaps"};
+    CU_ASSERT_EQUAL(opts_daemon_main("prog", "a test", &c, own, 2, bad, "log-level"), 2);
+    char *version[] = {"prog", "--version"};
+    CU_ASSERT_EQUAL(opts_daemon_main("prog", "a test", &c, own, 2, version, "log-level"), 0);
+}
+
 /* The metrics timer publishes on the first turn, to <dir>/metrics/<name>.prom. */
 static void test_daemon_metrics_timer(void)
 {
@@ -253,6 +275,7 @@ static CU_TestInfo opts_tests[] = {{"common flags parse", test_opts_parse_common
                                    {"errors name the flag", test_opts_errors_name_the_flag},
                                    {"Go durations", test_opts_durations},
                                    {"shared and own flags joined", test_opts_common_join},
+                                   {"a daemon's main: join, select, parse", test_opts_daemon_main},
                                    CU_TEST_INFO_NULL};
 static CU_TestInfo daemon_tests[] = {{"child name from the supervisor", test_daemon_child_name},
                                      {"metrics timer", test_daemon_metrics_timer},
