@@ -522,7 +522,7 @@ cache_t *cache_new(const char *owner_kind)
     return c;
 }
 
-/* Free an owner index (uid -> owner_group_t) and its groups; *idx_p becomes NULL. */
+/* Free a group (the values of the owner indexes). */
 static void owner_group_free(void *p)
 {
     owner_group_t *g = p;
