@@ -5,6 +5,7 @@
  */
 #include "admission.h"
 #include "buf.h"
+#include "crd_file.h"
 #include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
@@ -941,10 +942,7 @@ static long crd_max_length(const char *text, const char *const *path, size_t n)
 
 static char *read_crd(void)
 {
-    const char *top = getenv("RDC_TOP");
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/crds/cache.example.com_redisclusters.yaml", top && *top ? top : ".");
-    FILE *f = fopen(path, "r");
+    FILE *f = crd_open();
     if (!f)
         return NULL;
     char *text = calloc(1, 1 << 20);

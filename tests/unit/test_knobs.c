@@ -12,10 +12,13 @@
  *   - conversion: a v1 object with every knob reads back from v1alpha1 unchanged.
  */
 #include "conversion.h"
+#include "crd_file.h"
+#include "json_at.h"
 #include "plan.h"
 #include "rdc_spec.h"
 #include "redisconf.h"
 #include "render.h"
+#include "spec_errors.h"
 #include "text_assert.h"
 
 #include <CUnit/CUnit.h>
@@ -35,33 +38,6 @@ static json_object *parse(const char *s)
     return o;
 }
 
-/* The value at a space-separated path (numeric steps index arrays), or NULL. */
-static json_object *at(const json_object *o, const char *path)
-{
-    json_object *cur = (json_object *)o;
-    char buf[512];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *save = NULL, *step = strtok_r(buf, " ", &save); cur && step; step = strtok_r(NULL, " ", &save)) {
-        if (json_object_is_type(cur, json_type_array))
-            cur = json_object_array_get_idx(cur, (size_t)strtol(step, NULL, 10));
-        else if (!json_object_object_get_ex(cur, step, &cur))
-            cur = NULL;
-    }
-    return cur;
-}
-
-static const char *str_at(const json_object *o, const char *path)
-{
-    json_object *v = at(o, path);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
-static int64_t int_at(const json_object *o, const char *path)
-{
-    json_object *v = at(o, path);
-    return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -999;
-}
-
 static json_object *rc_with(const char *spec)
 {
     char doc[16384];
@@ -77,16 +53,7 @@ static json_object *rc_with(const char *spec)
 static char *errors_of(const char *spec)
 {
     json_object *rc = rc_with(spec);
-    rdc_field_errors_t *e = rdc_field_errors_new();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    rdc_spec_validate(rc, e);
-    buf_t out;
-    buf_init(&out, 0);
-    buf_puts(&out, "");
-    if (rdc_field_errors_count(e))
-        rdc_field_errors_format(e, &out);
-    char *s = buf_detach(&out);
-    rdc_field_errors_destroy(&e);
+    char *s = spec_errors(rc);
     json_object_put(rc);
     return s;
 }
@@ -135,10 +102,7 @@ static void test_every_owned_directive_is_refused_by_name(void)
  * webhook): its list, read from the file, is redisconf's table in the same order. */
 static void test_crd_lists_the_owned_directives(void)
 {
-    const char *top = getenv("RDC_TOP");
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/crds/cache.example.com_redisclusters.yaml", top && *top ? top : ".");
-    FILE *f = fopen(path, "r");
+    FILE *f = crd_open();
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     char line[4096], want[4096] = "";
     size_t off = 0;
@@ -485,6 +449,20 @@ static char *hash_of(const char *spec)
     return h;
 }
 
+/* The plan of new_spec against the observed children kids (ConfigMap, Service,
+ * StatefulSet, PDB); frees the kids and the rendered r they were copied from. */
+static plan_t *plan_of_kids(const char *new_spec, json_object *kids[4], rendered_t *r)
+{
+    json_object *rc = rc_with(new_spec);
+    plan_t *p = plan_compute_children(rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, T1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    for (int i = 0; i < 4; i++)
+        json_object_put(kids[i]);
+    json_object_put(rc);
+    rendered_free(r);
+    return p;
+}
+
 /* Observed children that are exactly what a first reconcile of spec created, then the
  * plan of new_spec against them. */
 static plan_t *plan_change(const char *spec, const char *new_spec, const char *pdb_patch)
@@ -497,14 +475,7 @@ static plan_t *plan_change(const char *spec, const char *new_spec, const char *p
         CU_ASSERT_EQUAL(json_object_deep_copy((json_object *)src[i], &kids[i], NULL), 0);
     if (pdb_patch)
         json_object_object_add(kids[3], "spec", parse(pdb_patch));
-    json_object *rc = rc_with(new_spec);
-    plan_t *p = plan_compute_children(rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, T1);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    for (int i = 0; i < 4; i++)
-        json_object_put(kids[i]);
-    json_object_put(rc);
-    rendered_free(&r);
-    return p;
+    return plan_of_kids(new_spec, kids, &r);
 }
 
 static int writes_to(const plan_t *p, const char *resource)
@@ -620,14 +591,7 @@ static plan_t *plan_against(const char *spec, const char *new_spec, int strip_ha
     json_object *svc_labels = at(kids[1], "metadata labels");
     CU_ASSERT_PTR_NOT_NULL_FATAL(svc_labels);
     json_object_object_add(svc_labels, "team", json_object_new_string("payments"));
-    json_object *rc = rc_with(new_spec);
-    plan_t *p = plan_compute_children(rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, T1);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    for (int i = 0; i < 4; i++)
-        json_object_put(kids[i]);
-    json_object_put(rc);
-    rendered_free(&r);
-    return p;
+    return plan_of_kids(new_spec, kids, &r);
 }
 
 static void test_removed_knob_is_removed(void)

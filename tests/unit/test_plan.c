@@ -7,6 +7,7 @@
  */
 #include "buf.h"
 #include "clock.h"
+#include "json_at.h"
 #include "plan.h"
 #include "rdc_spec.h"
 #include "render.h"
@@ -37,48 +38,6 @@ static json_object *parse(const char *s)
     json_object *o = json_tokener_parse(s);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
     return o;
-}
-
-/* Walk a space-separated path ("spec template spec containers 0 image"); numeric steps
- * index arrays. NULL when any step is missing. */
-static json_object *at(const json_object *o, const char *path)
-{
-    json_object *cur = (json_object *)o;
-    const char *p = path;
-    while (cur && *p) {
-        const char *end = strchr(p, ' ');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        char step[256];
-        CU_ASSERT_FATAL(n < sizeof(step));
-        memcpy(step, p, n);
-        step[n] = '\0';
-        if (json_object_is_type(cur, json_type_array)) {
-            char *e = NULL;
-            long i = strtol(step, &e, 10);
-            cur = (*e || i < 0) ? NULL : json_object_array_get_idx(cur, (size_t)i);
-        } else if (json_object_is_type(cur, json_type_object)) {
-            json_object *next = NULL;
-            cur = json_object_object_get_ex(cur, step, &next) ? next : NULL;
-        } else {
-            cur = NULL;
-        }
-        p += n;
-        if (*p == ' ')
-            p++;
-    }
-    return cur;
-}
-
-static const char *str_at(const json_object *o, const char *path)
-{
-    json_object *v = at(o, path);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
-static int64_t int_at(const json_object *o, const char *path)
-{
-    json_object *v = at(o, path);
-    return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -999;
 }
 
 /* Set the last step of path (an object key) to the JSON value, creating objects on the

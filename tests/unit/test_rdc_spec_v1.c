@@ -2,7 +2,9 @@
  * as the webhooks apply them to every request (v1alpha1 ones arrive converted to v1),
  * and their agreement with the CRD's v1 schema. */
 #include "admission.h"
+#include "crd_file.h"
 #include "rdc_spec.h"
+#include "spec_errors.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -20,15 +22,7 @@ static char *errors_of(const char *spec_json)
              spec_json);
     json_object *rc = json_tokener_parse(doc);
     CU_ASSERT_PTR_NOT_NULL_FATAL(rc);
-    rdc_field_errors_t *e = rdc_field_errors_new();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    rdc_spec_validate(rc, e);
-    buf_t out;
-    buf_init(&out, 0);
-    if (rdc_field_errors_count(e))
-        rdc_field_errors_format(e, &out);
-    char *s = buf_detach(&out);
-    rdc_field_errors_destroy(&e);
+    char *s = spec_errors(rc);
     json_object_put(rc);
     return s;
 }
@@ -160,10 +154,7 @@ static void test_admission_v1(void)
 /* The bounds the webhook applies are the CRD's v1 schema's. */
 static void test_crd_agrees(void)
 {
-    const char *top = getenv("RDC_TOP");
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/crds/cache.example.com_redisclusters.yaml", top && *top ? top : ".");
-    FILE *f = fopen(path, "r");
+    FILE *f = crd_open();
     CU_ASSERT_PTR_NOT_NULL_FATAL(f); /* run from the repository's top (or set RDC_TOP) */
     static char text[1 << 20];
     size_t n = fread(text, 1, sizeof(text) - 1, f);
