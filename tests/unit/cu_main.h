@@ -1,11 +1,15 @@
-/* Shared main() for the CUnit suites: each tests/unit/test_*.c defines its suites in a
+/* The older main() for the CUnit suites, in CUnit's own tables (new test files use
+ * cu_table.h: one table, a row a suite or a test): a test file defines its suites in a
  * CU_SuiteInfo array named `suites` and includes this header last. A file with one suite
  * defines instead, just before the include,
  *     #define CU_ONE_SUITE "name", init, clean, tests
  * (init and clean as in CU_SuiteInfo, NULL for none; tests its CU_TestInfo array).
- * Exit status is 1 when any assertion failed, so make and the CI runner see failures. */
+ * Exit status as cu_run's: 1 when any assertion or test failed, so make and the CI runner
+ * see failures. */
 #ifndef RDC_CU_MAIN_H
 #define RDC_CU_MAIN_H
+
+#include "cu_run.h"
 
 #include <CUnit/Basic.h>
 
@@ -15,19 +19,14 @@
 static CU_SuiteInfo suites[] = {CU_ONE_SUITE_INFO(CU_ONE_SUITE), CU_SUITE_INFO_NULL};
 #endif
 
+static int cu_register_suites(const void *arg)
+{
+    return CU_register_suites((CU_SuiteInfo *)arg) != CUE_SUCCESS;
+}
+
 int main(void)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 2;
-    if (CU_register_suites(suites) != CUE_SUCCESS) {
-        CU_cleanup_registry();
-        return 2;
-    }
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failures = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
-    return failures ? 1 : 0;
+    return cu_run(cu_register_suites, suites);
 }
 
 #endif

@@ -6,6 +6,7 @@
 #include "admission.h"
 #include "buf.h"
 #include "crd_file.h"
+#include "cu_table.h"
 #include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
@@ -1209,6 +1210,8 @@ static int suite_tls_clean(void)
     return 0;
 }
 
+CU_HOOKS({"admission: server", suite_tls_init, suite_tls_clean, NULL, NULL});
+
 static void test_tls_load_and_reload(void)
 {
     char err[512];
@@ -1543,7 +1546,8 @@ static void test_server_bind_errors(void)
     event_base_free(base);
 }
 
-static CU_TestInfo create_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("admission: create"),
     {"an owned redis.conf directive refused by name", test_owned_directive_refused_by_name},
     {"valid create is allowed, uid and apiVersion echoed", test_valid_create_is_allowed},
     {"each invalid field named with its rule", test_invalid_fields_named_in_message},
@@ -1552,25 +1556,16 @@ static CU_TestInfo create_tests[] = {
     {"warning for a version next to a tagged image", test_warning_for_version_with_tagged_image},
     {"agrees with workerd's plan on validity", test_agrees_with_plan},
     {"string bounds: the CRD's maxLength, at and past each", test_string_bounds_agree_with_crd},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo update_tests[] = {
+    CU_SUITE("admission: update"),
     {"size decrease refused (403), increase allowed", test_update_size_decrease_refused},
     {"storage size and class immutable, quantities compared", test_update_storage_immutable},
     {"metadata-only updates and deletion never blocked", test_update_metadata_only_never_blocked},
     {"DELETE and CONNECT allowed", test_delete_and_connect_allowed},
     {"scale subresource", test_scale_subresource},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo mutate_tests[] = {
+    CU_SUITE("admission: mutate"),
     {"defaults as a base64 JSON Patch", test_defaults_patch},
     {"defaulted object validates and is stable", test_defaulted_object_is_valid_and_stable},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo robustness_tests[] = {
+    CU_SUITE("admission: robustness"),
     {"malformed reviews are bad requests", test_malformed_reviews},
     {"v1beta1 answered in kind", test_v1beta1_echoed},
     {"dryRun passthrough", test_dry_run_passthrough},
@@ -1578,25 +1573,12 @@ static CU_TestInfo robustness_tests[] = {
     {"rdc_spec predicates", test_predicates},
     {"field error list", test_field_errors_list},
     {"base64 (RFC 4648 vectors)", test_base64},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo server_tests[] = {
+    CU_SUITE("admission: server"),
     {"certificate load and reload", test_tls_load_and_reload},
     {"routes, methods, content types, sizes, timeouts, metrics", test_server_routes_and_errors},
     {"POST /convert: conversion reviews and their metrics", test_server_convert},
     {"new connections get a rotated certificate", test_server_reloads_certificate},
     {"bind and certificate errors", test_server_bind_errors},
-    CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"admission: create", NULL, NULL, NULL, NULL, create_tests},
-    {"admission: update", NULL, NULL, NULL, NULL, update_tests},
-    {"admission: mutate", NULL, NULL, NULL, NULL, mutate_tests},
-    {"admission: robustness", NULL, NULL, NULL, NULL, robustness_tests},
-    {"admission: server", suite_tls_init, suite_tls_clean, NULL, NULL, server_tests},
-    CU_SUITE_INFO_NULL,
-};
-
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -1,6 +1,7 @@
 /* Unit tests of the small common modules: buf, clock, log, opts (and daemon_child_name). */
 #include "buf.h"
 #include "clock.h"
+#include "cu_table.h"
 #include "daemon.h"
 #include "log.h"
 #include "loop.h"
@@ -263,28 +264,24 @@ static void test_opts_durations(void)
     CU_ASSERT_EQUAL(opts_parse_duration("", &s), -1);
 }
 
-static CU_TestInfo buf_tests[] = {{"append, printf, cap, consume, detach", test_buf_append_and_cap},
-                                  CU_TEST_INFO_NULL};
-static CU_TestInfo clock_tests[] = {{"RFC 3339 format and parse", test_clock_rfc3339_roundtrip},
-                                    CU_TEST_INFO_NULL};
-static CU_TestInfo log_tests[] = {{"JSON lines with escaping", test_log_json_lines},
-                                  {"text lines", test_log_text_lines},
-                                  {"level and format names", test_log_parse},
-                                  CU_TEST_INFO_NULL};
-static CU_TestInfo opts_tests[] = {{"common flags parse", test_opts_parse_common},
-                                   {"errors name the flag", test_opts_errors_name_the_flag},
-                                   {"Go durations", test_opts_durations},
-                                   {"shared and own flags joined", test_opts_common_join},
-                                   {"a daemon's main: join, select, parse", test_opts_daemon_main},
-                                   CU_TEST_INFO_NULL};
-static CU_TestInfo daemon_tests[] = {{"child name from the supervisor", test_daemon_child_name},
-                                     {"metrics timer", test_daemon_metrics_timer},
-                                     CU_TEST_INFO_NULL};
-static CU_SuiteInfo suites[] = {{"buf", NULL, NULL, NULL, NULL, buf_tests},
-                                {"clock", NULL, NULL, NULL, NULL, clock_tests},
-                                {"log", NULL, NULL, NULL, NULL, log_tests},
-                                {"opts", NULL, NULL, NULL, NULL, opts_tests},
-                                {"daemon", NULL, NULL, NULL, NULL, daemon_tests},
-                                CU_SUITE_INFO_NULL};
+static const cu_entry_t tests[] = {
+    CU_SUITE("buf"),
+    {"append, printf, cap, consume, detach", test_buf_append_and_cap},
+    CU_SUITE("clock"),
+    {"RFC 3339 format and parse", test_clock_rfc3339_roundtrip},
+    CU_SUITE("log"),
+    {"JSON lines with escaping", test_log_json_lines},
+    {"text lines", test_log_text_lines},
+    {"level and format names", test_log_parse},
+    CU_SUITE("opts"),
+    {"common flags parse", test_opts_parse_common},
+    {"errors name the flag", test_opts_errors_name_the_flag},
+    {"Go durations", test_opts_durations},
+    {"shared and own flags joined", test_opts_common_join},
+    {"a daemon's main: join, select, parse", test_opts_daemon_main},
+    CU_SUITE("daemon"),
+    {"child name from the supervisor", test_daemon_child_name},
+    {"metrics timer", test_daemon_metrics_timer},
+};
 
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -1,6 +1,7 @@
 /* Unit tests of informerd's object cache: upserts, the owner index and child -> owner key
  * mapping, relist diffing, refusal of bad input, sequence numbers and snapshots. */
 #include "../../informerd/cache.h"
+#include "cu_table.h"
 
 #include <CUnit/CUnit.h>
 #include <stdarg.h>
@@ -813,36 +814,23 @@ static void test_relist_partial(void)
     cache_destroy(&c);
 }
 
-static CU_TestInfo store_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("cache"),
     {"upsert: added, unchanged, modified; delete", test_upsert_added_unchanged_modified},
     {"text and generation", test_text_and_generation},
     {"managedFields stripped", test_managed_fields_stripped},
     {"bad objects refused, cache unchanged", test_bad_objects_refused},
     {"objects over max_object_bytes kept in minimal form", test_max_object_bytes},
     {"relist: metadata-only items", test_relist_partial},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo owner_tests[] = {
+    CU_SUITE("cache owners"),
     {"owner index and child -> owner key", test_owner_index_and_key_mapping},
     {"deltas map to owner keys", test_deltas_map_to_owner_keys},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo relist_tests[] = {
+    CU_SUITE("cache relist and snapshots"),
     {"relist diff", test_replace_diff},
     {"relist in pages", test_relist_in_pages},
     {"work item children as JSON", test_children_json},
     {"relist of 10k objects", test_replace_10k},
     {"snapshot at S, resync", test_snapshot_and_resync},
-    CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"cache", NULL, NULL, NULL, NULL, store_tests},
-    {"cache owners", NULL, NULL, NULL, NULL, owner_tests},
-    {"cache relist and snapshots", NULL, NULL, NULL, NULL, relist_tests},
-    CU_SUITE_INFO_NULL,
-};
-
-#include "cu_main.h"
+CU_MAIN(tests)

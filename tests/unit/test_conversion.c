@@ -5,6 +5,7 @@
  */
 #include "buf.h"
 #include "conversion.h"
+#include "cu_table.h"
 #include "jsonx.h"
 #include "metrics.h"
 #include "metrics_text.h"
@@ -784,34 +785,21 @@ static void test_metrics_count_reviews(void)
     metrics_default_free();
 }
 
-static CU_TestInfo table_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("conversion: table"),
     {"pairs convert both ways, annotation text exact", test_pairs_both_ways},
     {"the input object is not modified", test_input_is_not_modified},
     {"refusals say why", test_refusals_say_why},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo property_tests[] = {
+    CU_SUITE("conversion: round trip"),
     {"v1 -> v1alpha1 -> v1 is the identity (10k objects)", test_round_trip_v1_v1alpha1_v1},
     {"v1alpha1 -> v1 -> v1alpha1 is the identity (10k objects)", test_round_trip_v1alpha1_v1_v1alpha1},
     {"the webhook's own annotations round-trip", test_round_trip_from_webhook_annotations},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo review_tests[] = {
+    CU_SUITE("conversion: review"),
     {"objects converted in order, uid echoed", test_review_converts_in_order},
     {"unknown version and bad objects fail with a message", test_review_failures},
     {"malformed reviews are bad requests", test_malformed_reviews_are_bad_requests},
     {"any bytes: an answer, deterministic", test_review_survives_any_bytes},
     {"metrics count reviews and objects", test_metrics_count_reviews},
-    CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"conversion: table", NULL, NULL, NULL, NULL, table_tests},
-    {"conversion: round trip", NULL, NULL, NULL, NULL, property_tests},
-    {"conversion: review", NULL, NULL, NULL, NULL, review_tests},
-    CU_SUITE_INFO_NULL,
-};
-
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -2,6 +2,7 @@
  * restores the quarantine for the rest of its window, and only then) and the apply body. */
 #include "clock.h"
 #include "crashcond.h"
+#include "cu_table.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -157,12 +158,11 @@ static void test_apply_body(void)
     json_object_put(rc);
 }
 
-static CU_TestInfo crashcond_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("crashcond"),
     {"is_true reads only a True ReconcileCrashed", test_is_true},
     {"quarantine left: window, generation, skew", test_quarantine_left},
     {"apply body round trip", test_apply_body},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "crashcond", NULL, NULL, crashcond_tests
-#include "cu_main.h"
+CU_MAIN(tests)

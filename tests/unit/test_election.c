@@ -3,6 +3,7 @@
  * resourceVersion is stale (409 Conflict) and a create when the Lease exists. */
 #include "clock.h"
 #include "../../electord/election.h"
+#include "cu_table.h"
 #include "text_assert.h"
 
 #include <CUnit/CUnit.h>
@@ -1381,7 +1382,8 @@ static void test_two_replicas_fencing_simulation(void)
             terms, handovers, late, releases, crashes);
 }
 
-static CU_TestInfo election_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("election"),
     {"flags are checked as client-go does", test_config_validation},
     {"acquire a missing Lease, renew, fast path", test_acquire_fresh_and_renew},
     {"a live foreign Lease is never taken", test_wait_on_live_foreign_lease},
@@ -1400,8 +1402,6 @@ static CU_TestInfo election_tests[] = {
     {"client-go Lease and PUT over the Lease read", test_json_client_go_lease_and_base},
     {"malformed Lease JSON is an error", test_json_malformed},
     {"two replicas never write together", test_two_replicas_fencing_simulation},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "election", NULL, NULL, election_tests
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -1,4 +1,5 @@
 /* Unit tests of the Event builder. */
+#include "cu_table.h"
 #include "event.h"
 
 #include "clock.h"
@@ -71,11 +72,10 @@ static void test_refusals_and_cut(void)
     json_object_put(ev);
 }
 
-static CU_TestInfo event_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("event"),
     {"an Event from an object", test_build},
     {"refusals and the message cut", test_refusals_and_cut},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "event", NULL, NULL, event_tests
-#include "cu_main.h"
+CU_MAIN(tests)

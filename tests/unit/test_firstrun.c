@@ -2,6 +2,7 @@
  * were before parsing, Go-style durations), the runtime directory's checks (no symbolic
  * link, ours, mode 0700) and the supervisor's choice of a free one, the type of the
  * process metrics, and the bound address of an HTTP endpoint given as port 0. */
+#include "cu_table.h"
 #include "daemon.h"
 #include "httpd.h"
 #include "metrics.h"
@@ -428,25 +429,20 @@ static void test_bound_address(void)
     httpd_destroy(&h);
 }
 
-static CU_TestInfo opts_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("firstrun-opts"),
     {"durations print as Go's time.Duration", test_go_durations},
     {"unlisted shared flags are still accepted", test_select_unlists_but_accepts},
     {"--runtime-dir help names the real default", test_runtime_dir_help_names_the_real_default},
     {"daemons' --help: used flags, pre-parse defaults", test_daemon_help},
-    CU_TEST_INFO_NULL};
-static CU_TestInfo rundir_tests[] = {
+    CU_SUITE("firstrun-rundir"),
     {"check: link, type, owner, mode", test_runtime_dir_check_table},
     {"create 0700, refuse link/file/open mode", test_runtime_dir_on_disk},
     {"candidate names", test_rundir_candidates},
     {"supervisor picks a free default", test_rundir_picks_a_free_one},
-    CU_TEST_INFO_NULL};
-static CU_TestInfo metric_tests[] = {
+    CU_SUITE("firstrun-metrics"),
     {"process_cpu_seconds_total is a counter", test_process_metric_types},
     {"bound address with port 0", test_bound_address},
-    CU_TEST_INFO_NULL};
-static CU_SuiteInfo suites[] = {{"firstrun-opts", NULL, NULL, NULL, NULL, opts_tests},
-                                {"firstrun-rundir", NULL, NULL, NULL, NULL, rundir_tests},
-                                {"firstrun-metrics", NULL, NULL, NULL, NULL, metric_tests},
-                                CU_SUITE_INFO_NULL};
+};
 
-#include "cu_main.h"
+CU_MAIN(tests)

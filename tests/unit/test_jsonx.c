@@ -1,4 +1,5 @@
 /* Unit tests of jsonx: reading untrusted JSON by key and by path. */
+#include "cu_table.h"
 #include "jsonx.h"
 
 #include <CUnit/CUnit.h>
@@ -20,6 +21,8 @@ static int teardown(void)
     json_object_put(doc);
     return 0;
 }
+
+CU_HOOKS({"jsonx", setup, teardown, NULL, NULL});
 
 static void test_str_and_int(void)
 {
@@ -79,12 +82,11 @@ static void test_parse_strict(void)
     CU_ASSERT(strstr(why, "at byte") != NULL);
 }
 
-static CU_TestInfo jsonx_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("jsonx"),
     {"str and int by key", test_str_and_int},
     {"values by path", test_paths},
     {"strict parse of a whole body", test_parse_strict},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "jsonx", setup, teardown, jsonx_tests
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -13,6 +13,7 @@
  */
 #include "conversion.h"
 #include "crd_file.h"
+#include "cu_table.h"
 #include "json_at.h"
 #include "plan.h"
 #include "rdc_spec.h"
@@ -740,7 +741,8 @@ static void test_knobs_survive_v1alpha1(void)
     json_object_put(up);
 }
 
-static CU_TestInfo tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("knobs"),
     {"every owned directive refused by name", test_every_owned_directive_is_refused_by_name},
     {"extra directive names and values", test_extra_values_and_names},
     {"the CRD's CEL rule lists the same directives", test_crd_lists_the_owned_directives},
@@ -754,8 +756,6 @@ static CU_TestInfo tests[] = {
     {"plan: a removed knob is removed (table)", test_removed_knob_is_removed},
     {"plan: the spec hash, unchanged and older children", test_spec_hash_rules},
     {"conversion: the knobs survive v1alpha1", test_knobs_survive_v1alpha1},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "knobs", NULL, NULL, tests
-#include "cu_main.h"
+CU_MAIN(tests)

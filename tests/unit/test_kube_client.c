@@ -6,6 +6,7 @@
  * waits for real except the one timeout test. */
 #include "buf.h"
 #include "clock.h"
+#include "cu_table.h"
 #include "fake_clock.h"
 #include "kube_client.h"
 #include "kube_config.h"
@@ -428,6 +429,8 @@ static int suite_clean(void)
     curl_global_cleanup();
     return 0;
 }
+
+CU_HOOKS({"kube_client", suite_init, suite_clean, NULL, NULL});
 
 /* ---- tests: paths -------------------------------------------------------------- */
 
@@ -2074,7 +2077,8 @@ static void test_bad_server(void)
     kube_config_destroy(&ok);
 }
 
-static CU_TestInfo kube_client_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("kube_client"),
     {"path builder", test_path_builder},
     {"GET: method, path, headers", test_get},
     {"caller's deadline (fencing)", test_deadline},
@@ -2100,8 +2104,6 @@ static CU_TestInfo kube_client_tests[] = {
     {"401: exec plugin re-run, request retried once", test_401_refresh_retry},
     {"401 on streams: once per burst; impersonation on streams", test_401_on_streams},
     {"proxy-url, environment proxy and loopback", test_proxy},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "kube_client", suite_init, suite_clean, kube_client_tests
-#include "cu_main.h"
+CU_MAIN(tests)

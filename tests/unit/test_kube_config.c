@@ -4,6 +4,7 @@
  * Every test works in a private temporary directory; certificates are generated with the
  * openssl command once per suite; exec plugins are small /bin/sh scripts.
  */
+#include "cu_table.h"
 #include "kube_config.h"
 #include "kube_config_internal.h"
 
@@ -219,6 +220,12 @@ static int suite_init(void)
     suite_cleanup();
     return -1;
 }
+
+/* Each suite has its own temporary directory and certificates (suite_init/cleanup);
+ * each test a fresh subdirectory and default hooks (setup_test/teardown_test). */
+CU_HOOKS({"kube_config parse", suite_init, suite_cleanup, setup_test, teardown_test},
+         {"kube_config sources", suite_init, suite_cleanup, setup_test, teardown_test},
+         {"kube_config credentials", suite_init, suite_cleanup, setup_test, teardown_test});
 
 
 /* Load a kubeconfig text from memory. */
@@ -1805,7 +1812,8 @@ static void test_impersonation_parse(void)
     kube_config_destroy(&cfg);
 }
 
-static CU_TestInfo parse_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("kube_config parse"),
     {"buffer basic", test_buffer_basic},
     {"context override", test_context_override},
     {"no current-context", test_no_current_context},
@@ -1825,18 +1833,12 @@ static CU_TestInfo parse_tests[] = {
     {"auth-provider rejected", test_auth_provider_rejected},
     {"token with control characters", test_token_control_chars},
     {"RFC 3339", test_rfc3339},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo source_tests[] = {
+    CU_SUITE("kube_config sources"),
     {"KUBECONFIG merge", test_kubeconfig_merge},
     {"KUBECONFIG all missing", test_kubeconfig_all_missing},
     {"in-cluster", test_in_cluster},
     {"home fallback", test_home_fallback},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo cred_tests[] = {
+    CU_SUITE("kube_config credentials"),
     {"token file rotation", test_token_file_rotation},
     {"exec plugin", test_exec_plugin},
     {"exec without cluster info", test_exec_no_cluster_info},
@@ -1851,18 +1853,6 @@ static CU_TestInfo cred_tests[] = {
     {"proxy from the environment (table)", test_proxy_from_environment},
     {"401: plugin re-run once per burst, token file re-read", test_credentials_rejected},
     {"impersonation fields", test_impersonation_parse},
-    CU_TEST_INFO_NULL,
 };
 
-/* Each suite has its own temporary directory and certificates (suite_init/cleanup);
- * each test a fresh subdirectory and default hooks (setup_test/teardown_test). */
-static CU_SuiteInfo suites[] = {
-    {"kube_config parse", suite_init, suite_cleanup, setup_test, teardown_test, parse_tests},
-    {"kube_config sources", suite_init, suite_cleanup, setup_test, teardown_test,
-     source_tests},
-    {"kube_config credentials", suite_init, suite_cleanup, setup_test, teardown_test,
-     cred_tests},
-    CU_SUITE_INFO_NULL,
-};
-
-#include "cu_main.h"
+CU_MAIN(tests)

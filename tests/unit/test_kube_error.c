@@ -1,4 +1,5 @@
 /* Unit tests for kube_error: Status bodies as the API server sends them. */
+#include "cu_table.h"
 #include "kube_error.h"
 
 #include <CUnit/CUnit.h>
@@ -305,7 +306,8 @@ static void test_transport_and_str(void)
     CU_ASSERT_EQUAL(kube_error_code_for_http(599), KERR_INTERNAL);
 }
 
-static CU_TestInfo kube_error_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("kube_error"),
     {"Status bodies and HTTP statuses to codes (table)", test_mapped_codes},
     {"404 NotFound", test_not_found},
     {"409 AlreadyExists and Conflict", test_already_exists_and_conflict},
@@ -316,8 +318,6 @@ static CU_TestInfo kube_error_tests[] = {
     {"non-Status bodies", test_not_a_status},
     {"message capped at UTF-8 boundary", test_message_capped_utf8},
     {"transport errors and kube_error_str", test_transport_and_str},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "kube_error", NULL, NULL, kube_error_tests
-#include "cu_main.h"
+CU_MAIN(tests)

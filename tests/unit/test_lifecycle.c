@@ -1,4 +1,5 @@
 /* Unit tests of the supervisor's child lifecycle table. */
+#include "cu_table.h"
 #include "lifecycle.h"
 
 #include <CUnit/CUnit.h>
@@ -86,11 +87,10 @@ static void test_properties(void)
     CU_ASSERT_STRING_EQUAL(lifecycle_state_name((child_state_t)9), "unknown");
 }
 
-static CU_TestInfo lifecycle_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("lifecycle"),
     {"every cell of the table", test_table},
     {"properties over every cell", test_properties},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "lifecycle", NULL, NULL, lifecycle_tests
-#include "cu_main.h"
+CU_MAIN(tests)

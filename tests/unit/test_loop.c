@@ -1,5 +1,6 @@
 /* Unit tests of the shared event loop: readers on fds and ZeroMQ sockets, timers on an
  * explicit clock, the flag vocabulary, re-entrancy, and how the loop ends. */
+#include "cu_table.h"
 #include "loop.h"
 
 #include "clock.h"
@@ -605,7 +606,8 @@ static void test_curl_send_does_not_wait_for_timer(void)
     free(body);
 }
 
-static CU_TestInfo loop_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("loop"),
     {"fd reader", test_fd_reader},
     {"writable fd wakes the loop at once", test_writable_wakes_at_once},
     {"zmq socket reader", test_zmq_reader},
@@ -619,8 +621,6 @@ static CU_TestInfo loop_tests[] = {
     {"poll failure ends the loop", test_poll_failure_ends_loop},
     {"curl transfers on the loop", test_curl_transfers},
     {"curl's connect and body send wake the loop at once", test_curl_send_does_not_wait_for_timer},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "loop", NULL, NULL, loop_tests
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -1,4 +1,5 @@
 /* Unit tests of the metrics registry and its Prometheus text exposition. */
+#include "cu_table.h"
 #include "metrics.h"
 #include "metrics_text.h"
 #include "text_assert.h"
@@ -83,10 +84,11 @@ static void test_registration_rules_and_escaping(void)
     metrics_registry_destroy(&r);
 }
 
-static CU_TestInfo tests[] = {{"counters and gauges", test_counter_and_gauge_text},
-                              {"histograms", test_histogram_text},
-                              {"registration and escaping", test_registration_rules_and_escaping},
-                              CU_TEST_INFO_NULL};
-static CU_SuiteInfo suites[] = {{"metrics", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
+static const cu_entry_t tests[] = {
+    CU_SUITE("metrics"),
+    {"counters and gauges", test_counter_and_gauge_text},
+    {"histograms", test_histogram_text},
+    {"registration and escaping", test_registration_rules_and_escaping},
+};
 
-#include "cu_main.h"
+CU_MAIN(tests)

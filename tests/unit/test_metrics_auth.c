@@ -2,6 +2,7 @@
  * entry expiring first replaced), the bearer parsing, and the TokenReview and
  * SubjectAccessReview steps on the answers the API server gives. */
 #include "../../metricsd/metrics_auth.h"
+#include "cu_table.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -171,14 +172,13 @@ static void test_access_review(void)
     }
 }
 
-static CU_TestInfo tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("metrics_auth"),
     {"cache: TTL per decision, errors not cached", test_cache_ttl},
     {"cache: bounded, the entry expiring first replaced", test_cache_bounded},
     {"bearer: scheme, spaces, empty, size cap", test_bearer},
     {"TokenReview: request and answers", test_token_review},
     {"SubjectAccessReview: request and answers", test_access_review},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "metrics_auth", NULL, NULL, tests
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -5,6 +5,7 @@
  * status.storedVersions. The rate limit runs on a fake clock.
  */
 #include "buf.h"
+#include "cu_table.h"
 #include "fake_api.h"
 #include "fake_clock.h"
 #include "kube_client.h"
@@ -500,16 +501,18 @@ static int suite_clean(void)
     return 0;
 }
 
-static CU_TestInfo tests[] = {
-    {"every object rewritten, rate limited, then storedVersions [v1]", test_migrates_every_object_then_stored_versions},
+CU_HOOKS({"migrate", suite_init, suite_clean, NULL, NULL});
+
+static const cu_entry_t tests[] = {
+    CU_SUITE("migrate"),
+    {"every object rewritten, rate limited, then storedVersions [v1]",
+     test_migrates_every_object_then_stored_versions},
     {"conflicts re-read, deleted objects counted gone", test_conflicts_reread_and_deleted_objects},
     {"a failed object leaves storedVersions alone", test_failed_object_keeps_stored_versions},
     {"refused while the storage version is not v1", test_refuses_before_the_crd_is_v1},
     {"resumes from the state file", test_resumes_from_the_state_file},
     {"an expired continue token lists again from the start", test_expired_token_lists_again},
     {"dry run writes nothing", test_dry_run_writes_nothing},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "migrate", suite_init, suite_clean, tests
-#include "cu_main.h"
+CU_MAIN(tests)

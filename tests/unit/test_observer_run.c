@@ -9,6 +9,7 @@
  * down, its return is reported, a pod deleted by a delta leaves the observation, an
  * informerd restart (heartbeats behind) brings a new snapshot and the observation again,
  * and SIGTERM ends the daemon with 0. */
+#include "cu_table.h"
 #include "daemon.h"
 #include "observer.h"
 #include "proto.h"
@@ -240,6 +241,8 @@ static int teardown(void)
     return 0;
 }
 
+CU_HOOKS({"observer_run", setup, teardown, NULL, NULL});
+
 static void test_observer_end_to_end(void)
 {
     char key[512];
@@ -367,14 +370,9 @@ static void test_observer_end_to_end(void)
     child = 0;
 }
 
-static CU_TestInfo tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("observer_run"),
     {"observerd against three real Redis servers", test_observer_end_to_end},
-    CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"observer_run", setup, teardown, NULL, NULL, tests},
-    CU_SUITE_INFO_NULL,
-};
-
-#include "cu_main.h"
+CU_MAIN(tests)

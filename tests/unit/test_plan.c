@@ -7,6 +7,7 @@
  */
 #include "buf.h"
 #include "clock.h"
+#include "cu_table.h"
 #include "json_at.h"
 #include "plan.h"
 #include "rdc_spec.h"
@@ -2915,90 +2916,6 @@ static void test_auth_rendering(void)
     json_object_put(rc);
 }
 
-static CU_TestInfo status_tests[] = {
-    {"diagnosis of a cluster that is not Running (table)", test_diagnosis_table},
-    {"diagnosis asked only when not Running", test_diagnosis_is_asked_only_when_not_running},
-    {"StorageClass checked before creating", test_storage_class_checked_before_creating},
-    {"storage advice never leads to a mixed set", test_storage_change_advice},
-    {"a refused child taken back (replace, recreate)", test_take_back_table},
-    {"scale-up: no Pending flicker", test_scale_up_has_no_pending_flicker},
-    {"pod template passes Pod Security restricted", test_pod_template_is_restricted},
-    {"status.ready reads ready/size", test_status_ready_string},
-    {"an owner reference of an older API version is ours, no drift", test_owner_reference_of_an_older_version},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo create_tests[] = {
-    {"fresh create: finalizer, three applies, status, in order", test_fresh_create_order_and_requests},
-    {"fresh create: children's fields, labels, owner refs, hash", test_fresh_create_children},
-    {"converged world plans nothing", test_converged_world_plans_nothing},
-    {"literal server Service is not drift", test_literal_server_service_is_not_drift},
-    {"sidecars, extra owners, labels, quantity forms are not drift", test_foreign_additions_are_not_drift},
-    {"minimal spec and defaults", test_minimal_spec_defaults},
-    {"storage quantity normalised by the server", test_storage_quantity_normalised_by_server},
-    {"image reference rules", test_image_reference_rules},
-    {"image through the plan", test_image_through_plan},
-    {"same config, same hash", test_same_config_same_hash},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo drift_tests[] = { /* one test a row of drift_cases */
-    {"ConfigMap data changed", test_drift_case},
-    {"Service port changed", test_drift_case},
-    {"Service port renamed", test_drift_case},
-    {"StatefulSet replicas changed", test_drift_case},
-    {"container image changed", test_drift_case},
-    {"probe removed", test_drift_case},
-    {"children deleted", test_drift_case},
-    {"owner reference and label changed", test_drift_case},
-    {"scale up and down", test_scale_up_and_down},
-    {"config change rolls the pods", test_config_change_rolls_pods},
-    {"storage change reported, not applied", test_storage_change_is_reported_not_applied},
-    {"selector mismatch blocks the apply", test_selector_mismatch_blocks_statefulset_apply},
-    {"child controlled by another owner", test_child_controlled_by_another_owner},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo ownership_tests[] = {
-    {"observed children: ours, not ours, absent (table)", test_ownership_table},
-    {"every child in the way", test_ownership_every_child_in_the_way},
-    {"a failed write in the status, once (table)", test_failed_write_table},
-    {"a failed write: edges", test_failed_write_edges},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo spec_tests[] = {
-    {"invalid specs, one field each", test_invalid_specs},
-    {"every problem listed, quiet afterwards, recovers", test_invalid_spec_lists_every_problem_and_is_quiet_after},
-    {"invalid names", test_invalid_names},
-    {"missing uid", test_missing_uid},
-    {"the spec rules are the webhook's", test_spec_rules_are_the_webhook_rules},
-    {"invalid-spec message is bounded", test_invalid_spec_message_is_bounded},
-    {"malformed input never crashes", test_malformed_input_never_crashes},
-    {"hostile names stay in their path segment", test_hostile_names_stay_in_their_path_segment},
-    {"inputs are not modified", test_inputs_are_not_modified},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo lifecycle_tests[] = {
-    {"deletion with finalizer", test_deletion_with_finalizer},
-    {"deletion without finalizer", test_deletion_without_finalizer},
-    {"status transitions and lastTransitionTime", test_status_transitions_and_transition_times},
-    {"rolling StatefulSet is Scaling", test_rolling_statefulset_is_scaling},
-    {"zero ready is Pending", test_zero_ready_is_pending},
-    {"foreign conditions left to their owner, generation tracked", test_status_leaves_foreign_conditions_and_tracks_generation},
-    {"tampered status rewritten", test_status_tampered_is_rewritten},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo compare_tests[] = {
-    {"subset rules", test_subset_rules},
-    {"quantities", test_quantities},
-    {"plan_to_json", test_plan_to_json},
-    CU_TEST_INFO_NULL,
-};
-
-
 /* AUTH: the record, and a rotation as exact Redis commands. */
 static void test_auth_record_and_rotation(void)
 {
@@ -3308,19 +3225,6 @@ static void test_failover_min_replicas(void)
     }
 }
 
-static CU_TestInfo replication_tests[] = {
-    {"failover: min-replicas-to-write in redis.conf", test_failover_min_replicas},
-    {"failover decisions (table)", test_failover_table},
-    {"failover: spec.failover.downAfter", test_failover_down_after},
-    {"topologies and their Redis actions (table)", test_replication_table},
-    {"status.nodes; offsets alone write nothing", test_replication_status_ignores_offsets},
-    {"Standalone: no topology", test_standalone_has_no_topology},
-    {"role Services", test_role_services},
-    {"auth from the Secret, not the ConfigMap", test_auth_rendering},
-    {"auth: the record, a rotation's exact commands", test_auth_record_and_rotation},
-    CU_TEST_INFO_NULL,
-};
-
 /* ---- RUNTIME CONFIG (plan.h; runtimecfg.h) ----------------------------------------------- */
 
 #define SPEC_RT(mode, extra) "{\"size\":3,\"image\":\"redis\"" mode ",\"config\":{\"extra\":{" extra "}}}"
@@ -3541,24 +3445,87 @@ static void test_runtime_config_nothing_to_send(void)
     }
 }
 
-static CU_TestInfo runtime_config_tests[] = {
-    {"a run-time directive: CONFIG SET and a record, no roll, then nothing", test_runtime_config_applied_without_roll},
+static const cu_entry_t tests[] = {
+    CU_SUITE("plan: replication"),
+    {"failover: min-replicas-to-write in redis.conf", test_failover_min_replicas},
+    {"failover decisions (table)", test_failover_table},
+    {"failover: spec.failover.downAfter", test_failover_down_after},
+    {"topologies and their Redis actions (table)", test_replication_table},
+    {"status.nodes; offsets alone write nothing", test_replication_status_ignores_offsets},
+    {"Standalone: no topology", test_standalone_has_no_topology},
+    {"role Services", test_role_services},
+    {"auth from the Secret, not the ConfigMap", test_auth_rendering},
+    {"auth: the record, a rotation's exact commands", test_auth_record_and_rotation},
+    CU_SUITE("plan: runtime config"),
+    {"a run-time directive: CONFIG SET and a record, no roll, then nothing",
+     test_runtime_config_applied_without_roll},
     {"which pods get it (table)", test_runtime_config_pods_table},
     {"nothing to send", test_runtime_config_nothing_to_send},
-    CU_TEST_INFO_NULL,
+    CU_SUITE("plan: create"),
+    {"fresh create: finalizer, three applies, status, in order", test_fresh_create_order_and_requests},
+    {"fresh create: children's fields, labels, owner refs, hash", test_fresh_create_children},
+    {"converged world plans nothing", test_converged_world_plans_nothing},
+    {"literal server Service is not drift", test_literal_server_service_is_not_drift},
+    {"sidecars, extra owners, labels, quantity forms are not drift", test_foreign_additions_are_not_drift},
+    {"minimal spec and defaults", test_minimal_spec_defaults},
+    {"storage quantity normalised by the server", test_storage_quantity_normalised_by_server},
+    {"image reference rules", test_image_reference_rules},
+    {"image through the plan", test_image_through_plan},
+    {"same config, same hash", test_same_config_same_hash},
+    CU_SUITE("plan: drift"),
+    {"ConfigMap data changed", test_drift_case},
+    {"Service port changed", test_drift_case},
+    {"Service port renamed", test_drift_case},
+    {"StatefulSet replicas changed", test_drift_case},
+    {"container image changed", test_drift_case},
+    {"probe removed", test_drift_case},
+    {"children deleted", test_drift_case},
+    {"owner reference and label changed", test_drift_case},
+    {"scale up and down", test_scale_up_and_down},
+    {"config change rolls the pods", test_config_change_rolls_pods},
+    {"storage change reported, not applied", test_storage_change_is_reported_not_applied},
+    {"selector mismatch blocks the apply", test_selector_mismatch_blocks_statefulset_apply},
+    {"child controlled by another owner", test_child_controlled_by_another_owner},
+    CU_SUITE("plan: ownership and failed writes"),
+    {"observed children: ours, not ours, absent (table)", test_ownership_table},
+    {"every child in the way", test_ownership_every_child_in_the_way},
+    {"a failed write in the status, once (table)", test_failed_write_table},
+    {"a failed write: edges", test_failed_write_edges},
+    CU_SUITE("plan: spec"),
+    {"invalid specs, one field each", test_invalid_specs},
+    {"every problem listed, quiet afterwards, recovers",
+     test_invalid_spec_lists_every_problem_and_is_quiet_after},
+    {"invalid names", test_invalid_names},
+    {"missing uid", test_missing_uid},
+    {"the spec rules are the webhook's", test_spec_rules_are_the_webhook_rules},
+    {"invalid-spec message is bounded", test_invalid_spec_message_is_bounded},
+    {"malformed input never crashes", test_malformed_input_never_crashes},
+    {"hostile names stay in their path segment", test_hostile_names_stay_in_their_path_segment},
+    {"inputs are not modified", test_inputs_are_not_modified},
+    CU_SUITE("plan: lifecycle"),
+    {"deletion with finalizer", test_deletion_with_finalizer},
+    {"deletion without finalizer", test_deletion_without_finalizer},
+    {"status transitions and lastTransitionTime", test_status_transitions_and_transition_times},
+    {"rolling StatefulSet is Scaling", test_rolling_statefulset_is_scaling},
+    {"zero ready is Pending", test_zero_ready_is_pending},
+    {"foreign conditions left to their owner, generation tracked",
+     test_status_leaves_foreign_conditions_and_tracks_generation},
+    {"tampered status rewritten", test_status_tampered_is_rewritten},
+    CU_SUITE("plan: compare"),
+    {"subset rules", test_subset_rules},
+    {"quantities", test_quantities},
+    {"plan_to_json", test_plan_to_json},
+    CU_SUITE("plan: status and take-back"),
+    {"diagnosis of a cluster that is not Running (table)", test_diagnosis_table},
+    {"diagnosis asked only when not Running", test_diagnosis_is_asked_only_when_not_running},
+    {"StorageClass checked before creating", test_storage_class_checked_before_creating},
+    {"storage advice never leads to a mixed set", test_storage_change_advice},
+    {"a refused child taken back (replace, recreate)", test_take_back_table},
+    {"scale-up: no Pending flicker", test_scale_up_has_no_pending_flicker},
+    {"pod template passes Pod Security restricted", test_pod_template_is_restricted},
+    {"status.ready reads ready/size", test_status_ready_string},
+    {"an owner reference of an older API version is ours, no drift",
+     test_owner_reference_of_an_older_version},
 };
 
-static CU_SuiteInfo suites[] = {
-    {"plan: replication", NULL, NULL, NULL, NULL, replication_tests},
-    {"plan: runtime config", NULL, NULL, NULL, NULL, runtime_config_tests},
-    {"plan: create", NULL, NULL, NULL, NULL, create_tests},
-    {"plan: drift", NULL, NULL, NULL, NULL, drift_tests},
-    {"plan: ownership and failed writes", NULL, NULL, NULL, NULL, ownership_tests},
-    {"plan: spec", NULL, NULL, NULL, NULL, spec_tests},
-    {"plan: lifecycle", NULL, NULL, NULL, NULL, lifecycle_tests},
-    {"plan: compare", NULL, NULL, NULL, NULL, compare_tests},
-    {"plan: status and take-back", NULL, NULL, NULL, NULL, status_tests},
-    CU_SUITE_INFO_NULL,
-};
-
-#include "cu_main.h"
+CU_MAIN(tests)

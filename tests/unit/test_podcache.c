@@ -2,6 +2,7 @@
  * the owner-by-label index of the cache (cache_set_owner_label: a Pod belongs to the
  * RedisCluster its app.kubernetes.io/instance label names; the work item's "Pods"). */
 #include "cache.h"
+#include "cu_table.h"
 #include "jsonx.h"
 #include "podview.h"
 #include "workitem.h"
@@ -280,17 +281,12 @@ static void test_workitem_children(void)
     cache_destroy(&c);
 }
 
-static CU_TestInfo tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("podcache"),
     {"compact form of a pod", test_podview_compact},
     {"pods belong to their instance label's cluster", test_owner_label},
     {"a controller owner wins over the label", test_controller_owner_wins},
     {"the work item's children: kinds, Pods, Redis", test_workitem_children},
-    CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"podcache", NULL, NULL, NULL, NULL, tests},
-    CU_SUITE_INFO_NULL,
-};
-
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -1,4 +1,5 @@
 /* Unit tests of the protocol-error counter that proto.h promises. */
+#include "cu_table.h"
 #include "proto.h"
 
 #include "log.h"
@@ -20,10 +21,9 @@ static void test_protocol_errors_counted(void)
     CU_ASSERT_DOUBLE_EQUAL(metric_value(f, METRIC_LABELS("events")), 0, 0.001);
 }
 
-static CU_TestInfo proto_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("proto"),
     {"protocol errors are counted by socket", test_protocol_errors_counted},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "proto", NULL, NULL, proto_tests
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -2,6 +2,7 @@
  * helpers). Time is a plain number here: no test sleeps. */
 #include "backoff.h"
 #include "clock.h"
+#include "cu_table.h"
 #include "ratelimit.h"
 #include "ratelimit_shared.h"
 
@@ -323,26 +324,20 @@ static void test_shared_refuses_bad_files(void)
     rm_bucket_dir(dir, path);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("ratelimit", NULL, NULL);
-    CU_add_test(s, "burst then spacing", test_burst_then_spacing);
-    CU_add_test(s, "steady rate", test_steady_rate);
-    CU_add_test(s, "refill caps at burst", test_refill_caps_at_burst);
-    CU_add_test(s, "when/allow/try_reserve", test_when_allow_try);
-    CU_add_test(s, "unlimited and odd input", test_unlimited_and_odd_input);
-    CU_add_test(s, "shared: one budget for two handles", test_shared_one_budget);
-    CU_add_test(s, "shared: four processes, one bucket", test_shared_across_processes);
-    CU_add_test(s, "shared: refuses bad files", test_shared_refuses_bad_files);
-    CU_pSuite b = CU_add_suite("backoff", NULL, NULL);
-    CU_add_test(b, "exponential and caps", test_backoff_exponential);
-    CU_add_test(b, "jitter bounds", test_backoff_jitter);
-    CU_add_test(b, "sequence", test_backoff_sequence);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() > 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static const cu_entry_t tests[] = {
+    CU_SUITE("ratelimit"),
+    {"burst then spacing", test_burst_then_spacing},
+    {"steady rate", test_steady_rate},
+    {"refill caps at burst", test_refill_caps_at_burst},
+    {"when/allow/try_reserve", test_when_allow_try},
+    {"unlimited and odd input", test_unlimited_and_odd_input},
+    {"shared: one budget for two handles", test_shared_one_budget},
+    {"shared: four processes, one bucket", test_shared_across_processes},
+    {"shared: refuses bad files", test_shared_refuses_bad_files},
+    CU_SUITE("backoff"),
+    {"exponential and caps", test_backoff_exponential},
+    {"jitter bounds", test_backoff_jitter},
+    {"sequence", test_backoff_sequence},
+};
+
+CU_MAIN(tests)

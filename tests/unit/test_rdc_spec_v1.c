@@ -3,6 +3,7 @@
  * and their agreement with the CRD's v1 schema. */
 #include "admission.h"
 #include "crd_file.h"
+#include "cu_table.h"
 #include "rdc_spec.h"
 #include "spec_errors.h"
 
@@ -174,17 +175,12 @@ static void test_crd_agrees(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "path: /convert"));
 }
 
-static CU_TestInfo tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("rdc_spec v1"),
     {"v1-only fields: enums, auth, failover (table)", test_v1_fields_table},
     {"durations as the CRD's downAfter pattern", test_duration},
     {"the validating webhook on v1 objects", test_admission_v1},
     {"the CRD's v1 schema states the same rules", test_crd_agrees},
-    CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"rdc_spec v1", NULL, NULL, NULL, NULL, tests},
-    CU_SUITE_INFO_NULL,
-};
-
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -5,6 +5,7 @@
  */
 #include "buf.h"
 #include "clock.h"
+#include "cu_table.h"
 #include "executor.h"
 #include "fake_api.h"
 #include "kube_client.h"
@@ -658,17 +659,18 @@ static void test_missing_storage_class_holds_the_statefulset(void)
     env_close(&e);
 }
 
-static CU_TestInfo shell_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("workerd shell"),
     {"not Running: pods and Events read, the cause reported", test_not_running_reads_and_reports_the_cause},
     {"a refused apply takes the child back", test_refused_apply_takes_the_child_back},
-    {"a missing StorageClass is named, the StatefulSet made", test_missing_storage_class_holds_the_statefulset},
-    {"a child absent from the cache is read and, not ours, left alone", test_absent_in_cache_is_read_and_left_alone},
+    {"a missing StorageClass is named, the StatefulSet made",
+     test_missing_storage_class_holds_the_statefulset},
+    {"a child absent from the cache is read and, not ours, left alone",
+     test_absent_in_cache_is_read_and_left_alone},
     {"nothing absent: no read", test_nothing_absent_reads_nothing},
     {"a refused write is reported once", test_refused_write_reported_once},
     {"Event repeats bump the count", test_event_repeats_bump_the_count},
     {"create meets AlreadyExists: conflict", test_create_already_exists_requeues},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "workerd shell", NULL, NULL, shell_tests
-#include "cu_main.h"
+CU_MAIN(tests)

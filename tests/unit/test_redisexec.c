@@ -2,6 +2,7 @@
  * replies, AUTH (refused, accepted, never echoed), the password token, REPLICAOF and the
  * INFO it shows, timeouts against a stopped server, and the --once observation. */
 #include "clock.h"
+#include "cu_table.h"
 #include "jsonx.h"
 #include "redisexec.h"
 
@@ -200,7 +201,8 @@ static void test_promote_guard(void)
     CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", q.port, NULL, NULL, 300 * MS, err, sizeof(err)), -1);
 }
 
-static CU_TestInfo tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("redisexec"),
     {"promotion guard", test_promote_guard},
     {"replies, error replies, connection refused", test_reply_and_errors},
     {"AUTH refused, accepted, never echoed; the password token", test_auth},
@@ -208,12 +210,6 @@ static CU_TestInfo tests[] = {
     {"a stopped server times out", test_timeout_on_stopped_server},
     {"rotation: AUTH falls back, ACL adds and drops, errors scrubbed", test_rotation_steps},
     {"INFO parsing of partial text", test_parse_info_partial},
-    CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"redisexec", NULL, NULL, NULL, NULL, tests},
-    CU_SUITE_INFO_NULL,
-};
-
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -4,6 +4,7 @@
  * round trip, the deadline on a server that hangs (SIGSTOP), a reconnect after a restart,
  * a replica's role and link, and AUTH. */
 #include "clock.h"
+#include "cu_table.h"
 #include "loop.h"
 #include "redis_loop.h"
 #include "redisnode.h"
@@ -257,19 +258,14 @@ static void test_adapter_server_close(void)
     server_stop(&s);
 }
 
-static CU_TestInfo tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("redisnode"),
     {"PING and INFO round trip", test_ping_round_trip},
     {"deadline on a SIGSTOPped server", test_timeout_on_stopped_server},
     {"reconnect after a restart", test_reconnect_after_restart},
     {"a replica's role and link", test_replica_role_and_link},
     {"AUTH, wrong password, rotation", test_auth},
     {"adapter: server closes the connection", test_adapter_server_close},
-    CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"redisnode", NULL, NULL, NULL, NULL, tests},
-    CU_SUITE_INFO_NULL,
-};
-
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -1,5 +1,6 @@
 /* Unit tests of webhookd/review: the body reader's four answers, the type names, the
  * UTF-8-safe copy. */
+#include "cu_table.h"
 #include "review.h"
 
 #include <CUnit/CUnit.h>
@@ -74,12 +75,11 @@ static void test_copy_cut(void)
     CU_ASSERT_STRING_EQUAL(dst, "");
 }
 
-static CU_TestInfo tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("review"),
     {"parse_body: empty, too large, not JSON, parsed", test_parse_body},
     {"type names", test_type_name},
     {"copy cut at a character boundary", test_copy_cut},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "review", NULL, NULL, tests
-#include "cu_main.h"
+CU_MAIN(tests)

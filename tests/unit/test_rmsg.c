@@ -1,4 +1,5 @@
 /* Unit tests of ZeroMQ message framing over an inproc PAIR. */
+#include "cu_table.h"
 #include "rmsg.h"
 
 #include <CUnit/CUnit.h>
@@ -26,6 +27,8 @@ static int teardown(void)
     zmq_ctx_term(ctx);
     return 0;
 }
+
+CU_HOOKS({"rmsg", setup, teardown, NULL, NULL});
 
 static void test_roundtrip(void)
 {
@@ -97,9 +100,10 @@ static void test_limits_and_nonblocking(void)
     CU_ASSERT_EQUAL(errno, EMSGSIZE);
 }
 
-static CU_TestInfo tests[] = {{"multipart round trip and accessors", test_roundtrip},
-                              {"size limits and non-blocking receive", test_limits_and_nonblocking},
-                              CU_TEST_INFO_NULL};
-static CU_SuiteInfo suites[] = {{"rmsg", setup, teardown, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
+static const cu_entry_t tests[] = {
+    CU_SUITE("rmsg"),
+    {"multipart round trip and accessors", test_roundtrip},
+    {"size limits and non-blocking receive", test_limits_and_nonblocking},
+};
 
-#include "cu_main.h"
+CU_MAIN(tests)

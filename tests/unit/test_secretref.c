@@ -1,6 +1,7 @@
 /* Unit tests of informerd's Secret index (secretref.h): which RedisClusters a Secret's
  * change enqueues, as references are added, moved, dropped and deleted. */
 #include "../../informerd/secretref.h"
+#include "cu_table.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -127,12 +128,11 @@ static void test_secretref_of(void)
     CU_ASSERT_PTR_NULL(secretref_of(NULL));
 }
 
-static CU_TestInfo tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("informerd Secret index"),
     {"the index follows references set, moved, dropped, deleted", test_index_follows_the_references},
     {"a thousand clusters over two Secrets", test_many_clusters_one_secret},
     {"spec.auth.secretRef.name read", test_secretref_of},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "informerd Secret index", NULL, NULL, tests
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -2,6 +2,7 @@
  * the real supervisor binary running fake children (shell scripts) through start,
  * readiness, crash and restart, pool resizing and an orderly SIGTERM drain. */
 #include "clock.h"
+#include "cu_table.h"
 #include "merge.h"
 #include "policy.h"
 #include "procstat.h"
@@ -260,16 +261,14 @@ static void test_process_lifecycle(void)
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
-static CU_TestInfo policy_tests[] = {{"restart backoff 1 s doubling to 60 s, reset after 10 min", test_restart_backoff},
-                                     {"exit status descriptions", test_describe_status},
-                                     CU_TEST_INFO_NULL};
-static CU_TestInfo merge_tests[] = {{"families grouped, child label added", test_merge_groups_families},
-                                    CU_TEST_INFO_NULL};
-static CU_TestInfo proc_tests[] = {{"start, crash restart, resize, drain", test_process_lifecycle},
-                                   CU_TEST_INFO_NULL};
-static CU_SuiteInfo suites[] = {{"policy", NULL, NULL, NULL, NULL, policy_tests},
-                                {"merge", NULL, NULL, NULL, NULL, merge_tests},
-                                {"process", NULL, NULL, NULL, NULL, proc_tests},
-                                CU_SUITE_INFO_NULL};
+static const cu_entry_t tests[] = {
+    CU_SUITE("policy"),
+    {"restart backoff 1 s doubling to 60 s, reset after 10 min", test_restart_backoff},
+    {"exit status descriptions", test_describe_status},
+    CU_SUITE("merge"),
+    {"families grouped, child label added", test_merge_groups_families},
+    CU_SUITE("process"),
+    {"start, crash restart, resize, drain", test_process_lifecycle},
+};
 
-#include "cu_main.h"
+CU_MAIN(tests)

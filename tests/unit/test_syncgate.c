@@ -1,6 +1,7 @@
 /* Unit tests of informerd's sync gate: no dispatch before every kind synced, and after
  * the timeout a message naming the kinds that are not, with why. */
 #include "../../informerd/syncgate.h"
+#include "cu_table.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -69,11 +70,10 @@ static void test_small_buffers(void)
     CU_ASSERT_EQUAL(syncgate_check(k, 0, 0, 10 * S, 5 * S, NULL, NULL), SYNCGATE_OPEN);
 }
 
-static CU_TestInfo tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("syncgate"),
     {"gate: open, wait, timed out, with the kinds and why", test_gate_table},
     {"gate: small buffers", test_small_buffers},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "syncgate", NULL, NULL, tests
-#include "cu_main.h"
+CU_MAIN(tests)

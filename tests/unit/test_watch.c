@@ -1,4 +1,5 @@
 /* Unit tests for the watch stream decoder. */
+#include "cu_table.h"
 #include "watch.h"
 
 #include <CUnit/CUnit.h>
@@ -359,7 +360,8 @@ static void test_many_events(void)
     free(buf);
 }
 
-static CU_TestInfo watch_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("watch"),
     {"whole stream", test_whole_stream},
     {"split at every byte / one byte at a time", test_every_split_point},
     {"bookmark updates last rv", test_bookmark_updates_rv},
@@ -370,8 +372,6 @@ static CU_TestInfo watch_tests[] = {
     {"callback stops", test_callback_stops},
     {"object ownership", test_object_ownership},
     {"many events, linear", test_many_events},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "watch", NULL, NULL, watch_tests
-#include "cu_main.h"
+CU_MAIN(tests)

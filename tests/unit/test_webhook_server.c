@@ -5,6 +5,7 @@
  * TLS handshake too; a kept-alive connection that completes its requests in time is not).
  * The server runs on its own event loop in a thread; the clients are blocking OpenSSL. */
 #include "admission.h"
+#include "cu_table.h"
 #include "log.h"
 #include "metrics.h"
 #include "tls_client.h"
@@ -293,15 +294,17 @@ static int suite_clean(void)
     return 0;
 }
 
-static CU_TestInfo limit_tests[] = {
+CU_HOOKS({"webhook server: connection limits", suite_init, suite_clean, NULL, NULL});
+
+static const cu_entry_t tests[] = {
+    CU_SUITE("webhook server: connection limits"),
     {"cap: connection cap+1 refused, accepted ones served, accepting resumes", test_cap_refuses_one_over},
     {"cap: every refusal counted", test_cap_many_refused},
     {"deadline: slow-loris and silent handshake closed at the whole-request deadline",
      test_slow_loris_closed_at_deadline},
-    {"deadline: kept-alive requests in time survive, a silent one is closed", test_keepalive_requests_in_time_survive},
+    {"deadline: kept-alive requests in time survive, a silent one is closed",
+     test_keepalive_requests_in_time_survive},
     {"stop accepting while at the cap", test_stop_accepting_at_cap},
-    CU_TEST_INFO_NULL,
 };
 
-#define CU_ONE_SUITE "webhook server: connection limits", suite_init, suite_clean, limit_tests
-#include "cu_main.h"
+CU_MAIN(tests)

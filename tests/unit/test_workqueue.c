@@ -3,6 +3,7 @@
 #include "../../informerd/hashmap.h"
 #include "../../informerd/workqueue.h"
 
+#include "cu_table.h"
 #include "metrics.h"
 #include "metrics_text.h"
 #include "text_assert.h"
@@ -661,51 +662,30 @@ static void test_hashmap_destroy_with(void)
     CU_ASSERT_EQUAL(values_freed, 49);
 }
 
-static CU_TestInfo basic_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("workqueue"),
     {"dedup and FIFO", test_dedup_and_fifo},
     {"a key in flight is exclusive", test_exclusive_while_processing},
     {"dirty re-add goes to the back", test_dirty_readd_goes_to_the_back},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo rate_tests[] = {
+    CU_SUITE("workqueue rate limiting"),
     {"backoff 5ms doubling, capped at 1000s", test_backoff_sequence},
     {"forget resets the backoff", test_forget_resets_backoff},
     {"overall bucket: burst 100 then 10/s", test_overall_bucket},
     {"custom rate limits", test_set_rate_limits},
     {"add_after: earlier deadline wins", test_add_after_earlier_deadline_wins},
     {"add_after while processing, order", test_add_after_while_processing_and_ordering},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo crash_tests[] = {
+    CU_SUITE("workqueue crashes and shutdown"),
     {"abandon counts crashes and backs off", test_abandon_counts_crashes},
     {"quarantine holds one key, others go on", test_quarantine_and_unquarantine},
     {"quarantine expiry and queued keys", test_quarantine_expires_and_pulls_queued_key},
     {"shutdown", test_shutdown},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo metric_tests[] = {
+    CU_SUITE("workqueue metrics"),
     {"client-go metrics", test_metrics},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo scale_tests[] = {
+    CU_SUITE("workqueue scale"),
     {"100k keys", test_stress_100k_keys},
     {"random walk over 10k keys keeps invariant 1", test_random_walk_10k},
     {"hash table", test_hashmap},
     {"hash table destroy frees each value once", test_hashmap_destroy_with},
-    CU_TEST_INFO_NULL,
 };
 
-static CU_SuiteInfo suites[] = {
-    {"workqueue", NULL, NULL, NULL, NULL, basic_tests},
-    {"workqueue rate limiting", NULL, NULL, NULL, NULL, rate_tests},
-    {"workqueue crashes and shutdown", NULL, NULL, NULL, NULL, crash_tests},
-    {"workqueue metrics", NULL, NULL, NULL, NULL, metric_tests},
-    {"workqueue scale", NULL, NULL, NULL, NULL, scale_tests},
-    CU_SUITE_INFO_NULL,
-};
-
-#include "cu_main.h"
+CU_MAIN(tests)
