@@ -1,5 +1,7 @@
-/* json_at: read a JSON document in a test by a space-separated path
- * ("spec template spec containers 0 image"; numeric steps index arrays):
+/* json_at: JSON in a test. parse(text) parses a document the test wrote (a test error,
+ * fatal, naming the text, when it is not JSON; the caller puts the object), and these read
+ * one by a space-separated path ("spec template spec containers 0 image"; numeric steps
+ * index arrays):
  *
  *     at(o, path)       the value there, or NULL when any step is missing
  *     str_at(o, path)   its string, or NULL when it is missing or not a string
@@ -12,7 +14,17 @@
 #include <json-c/json.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+
+static inline json_object *parse(const char *text)
+{
+    json_object *o = json_tokener_parse(text);
+    if (!o)
+        fprintf(stderr, "\n  test JSON does not parse: %s\n", text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    return o;
+}
 
 static inline json_object *at(const json_object *o, const char *path)
 {

@@ -6,6 +6,7 @@
 #include "buf.h"
 #include "conversion.h"
 #include "cu_table.h"
+#include "json_at.h"
 #include "jsonx.h"
 #include "metrics.h"
 #include "metrics_text.h"
@@ -26,15 +27,6 @@
 #define PLAIN JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE
 
 /* ---- Helpers ---------------------------------------------------------------------------- */
-
-static json_object *parse(const char *text)
-{
-    json_object *o = json_tokener_parse(text);
-    if (!o)
-        fprintf(stderr, "test JSON does not parse: %s\n", text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    return o;
-}
 
 /* Convert; on failure print why. Returns the new object or NULL. */
 static json_object *conv(const json_object *in, const char *to)

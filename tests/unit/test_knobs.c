@@ -30,15 +30,6 @@
 
 #define T1 INT64_C(1714564800000000000)
 
-static json_object *parse(const char *s)
-{
-    json_object *o = json_tokener_parse(s);
-    if (!o)
-        fprintf(stderr, "\n  not JSON: %s\n", s);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    return o;
-}
-
 static json_object *rc_with(const char *spec)
 {
     char doc[16384];

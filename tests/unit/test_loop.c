@@ -469,32 +469,57 @@ static CURL *easy_get(const char *url, size_t *len)
     return e;
 }
 
-static void test_curl_transfers(void)
+/* 127.0.0.1, port 0 (any free one). */
+static struct sockaddr_in loopback_any_port(void)
 {
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
-                                            on_http, NULL, MHD_OPTION_SOCK_ADDR, &sa,
-                                            MHD_OPTION_END);
+    return sa;
+}
+
+/* An HTTP server on 127.0.0.1 answering with handler(arg) on its own thread; *port is
+ * its port. The caller stops it. */
+static struct MHD_Daemon *http_on_loopback(MHD_AccessHandlerCallback handler, void *arg, int *port)
+{
+    struct sockaddr_in sa = loopback_any_port();
+    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handler, arg,
+                                            MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_END);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-    int port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+    *port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+    return d;
+}
+
+/* A new loop and curl multi, joined by a loop_curl that counts into *f (zeroed), and
+ * until_finished on the loop. The caller destroys all three. */
+static loop_curl_t *curl_on_new_loop(fetch_t *f, loop_t **loop, CURLM **multi)
+{
+    *loop = loop_new();
+    *multi = curl_multi_init();
+    memset(f, 0, sizeof(*f));
+    loop_curl_t *lc = loop_curl_new(*loop, *multi, on_done, f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lc);
+    loop_add_prepare(*loop, until_finished, f);
+    return lc;
+}
+
+static void test_curl_transfers(void)
+{
+    int port;
+    struct MHD_Daemon *d = http_on_loopback(on_http, NULL, &port);
     /* A port nobody listens on: bind one, note it, close it. */
     int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in free_sa = sa;
+    struct sockaddr_in free_sa = loopback_any_port();
     socklen_t sl = sizeof(free_sa);
     CU_ASSERT_FATAL(bind(s, (struct sockaddr *)&free_sa, sizeof(free_sa)) == 0);
     getsockname(s, (struct sockaddr *)&free_sa, &sl);
     close(s);
 
-    loop_t *loop = loop_new();
-    CURLM *multi = curl_multi_init();
+    loop_t *loop;
+    CURLM *multi;
     fetch_t f;
-    memset(&f, 0, sizeof(f));
-    loop_curl_t *lc = loop_curl_new(loop, multi, on_done, &f);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(lc);
-    loop_add_prepare(loop, until_finished, &f);
+    loop_curl_t *lc = curl_on_new_loop(&f, &loop, &multi);
     loop_add_timer(loop, 5 * NS_PER_SEC, 0, on_give_up, NULL);
     char url[2][96];
     snprintf(url[0], sizeof(url[0]), "http://127.0.0.1:%d/one", port);
@@ -557,27 +582,17 @@ static enum MHD_Result on_upload(void *cls, struct MHD_Connection *c, const char
  * until the give-up timer. 3 uploads of 16 MiB, each on a new connection, in under 3 s. */
 static void test_curl_send_does_not_wait_for_timer(void)
 {
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     size_t received = 0;
-    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
-                                            on_upload, &received, MHD_OPTION_SOCK_ADDR, &sa,
-                                            MHD_OPTION_END);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-    int port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+    int port;
+    struct MHD_Daemon *d = http_on_loopback(on_upload, &received, &port);
     enum { BODY = 16 << 20 };
     char *body = malloc(BODY);
     CU_ASSERT_PTR_NOT_NULL_FATAL(body);
     memset(body, 'x', BODY);
-    loop_t *loop = loop_new();
-    CURLM *multi = curl_multi_init();
+    loop_t *loop;
+    CURLM *multi;
     fetch_t f;
-    memset(&f, 0, sizeof(f));
-    loop_curl_t *lc = loop_curl_new(loop, multi, on_done, &f);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(lc);
-    loop_add_prepare(loop, until_finished, &f);
+    loop_curl_t *lc = curl_on_new_loop(&f, &loop, &multi);
     int give_up = loop_add_timer(loop, 20 * NS_PER_SEC, 0, on_give_up, NULL);
     char url[96];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/up", port);

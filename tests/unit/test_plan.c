@@ -34,13 +34,6 @@
 
 /* ---- JSON helpers ------------------------------------------------------------------- */
 
-static json_object *parse(const char *s)
-{
-    json_object *o = json_tokener_parse(s);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    return o;
-}
-
 /* Set the last step of path (an object key) to the JSON value, creating objects on the
  * way. */
 static void set_at(json_object *o, const char *path, const char *value)

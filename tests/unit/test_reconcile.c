@@ -8,6 +8,7 @@
 #include "cu_table.h"
 #include "executor.h"
 #include "fake_api.h"
+#include "json_at.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "reconcile.h"
@@ -256,13 +257,6 @@ static int count_req(env_t *e, const char *method, const char *part)
 
 #define NS "/api/v1/namespaces/default"
 #define RC_PATH "/apis/cache.example.com/v1/namespaces/default/redisclusters/cache"
-
-static json_object *parse(const char *s)
-{
-    json_object *o = json_tokener_parse(s);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    return o;
-}
 
 /* A copy of the stored object at path (as a cache would hand it), or NULL. */
 static json_object *stored(env_t *e, const char *path)
