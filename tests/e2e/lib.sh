@@ -102,14 +102,34 @@ e2e_cleanup() {
     [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"
 }
 
+# has_process_nodes: the cluster has nodes whose pods run real processes (started with
+# RDC_CLUSTER_PROCESS_NODES=N tests/cluster/cluster.sh up).
+has_process_nodes() { [ "$(kubectl get nodes -l rdc.local/process-node=true -o name 2>/dev/null | wc -l)" -gt 0 ]; }
+
+# skip_without_process_nodes: on a cluster without them, say so and exit 0, one test
+# skipped (a script that needs real Redis calls it first).
+skip_without_process_nodes() {
+    has_process_nodes && return 0
+    echo "# SKIP: the cluster in ${RDC_CLUSTER_DIR:-/tmp/rdc-cluster} has no process nodes;"
+    echo "#       start it with RDC_CLUSTER_PROCESS_NODES=3 tests/cluster/cluster.sh up (run.sh does)"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 0
+}
+
+# rc_yaml NAME NAMESPACE: the manifest of a cache.example.com/v1 RedisCluster on stdout;
+# its spec (the YAML under "spec:", indented by two spaces) is read from stdin:
+#     rc_yaml cache "$ns" <<YAML | kubectl apply -f - >/dev/null
+#       size: 3
+#     YAML
+rc_yaml() {
+    printf 'apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: %s, namespace: %s}\nspec:\n' "$1" "$2"
+    cat
+}
+
 # rc_apply_cache NAMESPACE: apply the RedisCluster "cache" most scripts start from: 3
 # replicas of redis 7.2, maxmemory 256mb allkeys-lru, 1Gi of storage.
 rc_apply_cache() {
-    kubectl apply -f - >/dev/null <<YAML
-apiVersion: cache.example.com/v1
-kind: RedisCluster
-metadata: {name: cache, namespace: $1}
-spec:
+    rc_yaml cache "$1" <<YAML | kubectl apply -f - >/dev/null
   size: 3
   image: redis
   version: "7.2"

@@ -61,11 +61,7 @@ check "operator ready" wait_until 60 curl -sf "http://127.0.0.1:$health/readyz"
 check "informerd caches PodDisruptionBudgets (synced)" \
     wait_until 20 grep -q '^informer_cache_synced{kind="PodDisruptionBudget"} 1' "$work/rt/metrics/informerd.prom"
 
-kubectl apply -f - >/dev/null <<YAML
-apiVersion: cache.example.com/v1
-kind: RedisCluster
-metadata: {name: knobs, namespace: $ns}
-spec:
+rc_yaml knobs "$ns" <<YAML | kubectl apply -f - >/dev/null
   size: 3
   image: redis
   mode: Standalone
@@ -249,11 +245,7 @@ kubectl create namespace "$ns2" >/dev/null
 check "cluster.sh pin-namespace $ns2" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns2"
 wait_until 20 kubectl -n "$ns2" get serviceaccount default
 sup_start "$BIN" "$work/rt2" "$work/operator2.log" --kubeconfig "$KUBECONFIG" --workers 1 --namespace "$ns2"
-kubectl apply -f - >/dev/null <<YAML
-apiVersion: cache.example.com/v1
-kind: RedisCluster
-metadata: {name: m, namespace: $ns2}
-spec:
+rc_yaml m "$ns2" <<YAML | kubectl apply -f - >/dev/null
   size: 1
   image: redis
   version: "7.2"
@@ -299,11 +291,7 @@ o=$(mv redis_master_repl_offset) io=$(iv master_repl_offset)
 check "redis_master_repl_offset $o = INFO's $io" same "$o" "$io"
 
 # ---- 7. A run-time directive changed on running pods: CONFIG SET, no restart ----------------------
-kubectl apply -f - >/dev/null <<YAML
-apiVersion: cache.example.com/v1
-kind: RedisCluster
-metadata: {name: live, namespace: $ns2}
-spec:
+rc_yaml live "$ns2" <<YAML | kubectl apply -f - >/dev/null
   size: 2
   image: redis
   version: "7.2"

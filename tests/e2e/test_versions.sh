@@ -304,11 +304,7 @@ check "  ... read as v1: apiVersion v1, mode Standalone, persistence aof, shared
     jqe '.apiVersion == "cache.example.com/v1" and .spec.mode == "Standalone" and .spec.persistence == "aof" and .spec.size == 2 and .spec.config.maxmemory == "64mb" and .metadata.annotations == null' "$work/alpha-v1.json"
 check "  ... and back as v1alpha1: no v1 fields, no annotation" \
     jqe '.apiVersion == "cache.example.com/v1alpha1" and .spec.mode == null and .spec.persistence == null and .metadata.annotations == null and .spec.size == 2' "$work/alpha-v1a.json"
-cat <<YAML | kubectl create -f - >/dev/null
-apiVersion: cache.example.com/v1
-kind: RedisCluster
-metadata: {name: beta, namespace: $ns2}
-spec:
+rc_yaml beta "$ns2" <<YAML | kubectl create -f - >/dev/null
   size: 3
   image: redis
   version: "7.2"
