@@ -608,14 +608,18 @@ class Operator:
             args += ["--kube-api-qps", ctx.qps]
         if ctx.burst:
             args += ["--kube-api-burst", ctx.burst]
-        args += list(extra)
+        self.metrics_port = self.health_port = None
+        self._start(args + list(extra))
+
+    def _start(self, args):
+        """Run args as this operator: output appended to its log, in a session of its own,
+        in ctx.procs for the cleanup; no samples yet."""
         self.args = args
         self.logf = open(self.logpath, "ab")
         self.t_start = time.time()
         self.p = subprocess.Popen(args, stdout=self.logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                   start_new_session=True)
-        ctx.procs.append(self.p)
-        self.metrics_port = self.health_port = None
+        self.ctx.procs.append(self.p)
         self.samples = []
         self.sampling = False
 
@@ -719,15 +723,7 @@ class Peer(Operator):
                 "--health-probe-bind-address", "127.0.0.1:%d" % self.health_port,
                 "--kube-api-qps", ctx.qps or "20", "--kube-api-burst", ctx.burst or "30",
                 "--sync-period", ctx.sync_period]
-        args += list(extra)
-        self.args = args
-        self.logf = open(self.logpath, "ab")
-        self.t_start = time.time()
-        self.p = subprocess.Popen(args, stdout=self.logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                  start_new_session=True)
-        ctx.procs.append(self.p)
-        self.samples = []
-        self.sampling = False
+        self._start(args + list(extra))
 
     def wait_endpoints(self, timeout=20):
         end = time.time() + timeout
