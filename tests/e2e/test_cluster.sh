@@ -7,18 +7,9 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 eval "$("$root/tests/cluster/cluster.sh" env)"
-WAIT="${RDC_E2E_TIMEOUT:-90}"        # seconds, per wait
+. "$here/lib_cluster.sh"
 NS="rdc-e2e-cluster-$$"
 CR="rdc-e2e-cm-reader-$$"
-PASS=0; FAIL=0
-tmp=$(mktemp -d)
-
-k() { kubectl --request-timeout=20s "$@"; }
-ok() { echo "ok - $*"; PASS=$((PASS + 1)); }
-notok() { echo "not ok - $*"; FAIL=$((FAIL + 1)); }
-check() { local desc=$1; shift; if "$@" >"$tmp/out" 2>&1; then ok "$desc"; else notok "$desc"; sed 's/^/#   /' "$tmp/out" | tail -15; fi; }
-# until CMD succeeds, at most $WAIT seconds
-eventually() { local deadline=$(( $(date +%s) + WAIT )); until "$@"; do [ "$(date +%s)" -lt "$deadline" ] || return 1; sleep 0.5; done; }
 
 crd_preexisting=0
 cleanup() {
@@ -30,10 +21,7 @@ cleanup() {
 trap cleanup EXIT
 
 # ---------------------------------------------------------------- control plane
-if ! kubectl --request-timeout=10s get --raw /readyz >/dev/null 2>&1; then
-  echo "not ok - the cluster is not up (run tests/cluster/cluster.sh up; RDC_CLUSTER_DIR=${RDC_CLUSTER_DIR:-})"
-  echo "0 passed, 1 failed"; exit 1
-fi
+require_cluster_up
 check "apiserver /readyz is ok" bash -c '[ "$(kubectl --request-timeout=10s get --raw /readyz)" = ok ]'
 check "kubectl and apiserver report the pinned version" bash -c \
   'kubectl version -o json | jq -e ".clientVersion.gitVersion == .serverVersion.gitVersion and (.serverVersion.gitVersion | startswith(\"v1.\"))"'
@@ -171,5 +159,4 @@ check "the test namespace is deleted (namespace controller)" eventually ns_gone
 pv_gone() { [ "$(k get pv -o json | jq --arg ns "$NS" '[.items[] | select(.spec.claimRef.namespace==$ns)] | length')" = 0 ]; }
 check "the provisioned PVs are removed with their claims" eventually pv_gone
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+finish

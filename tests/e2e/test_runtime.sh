@@ -10,16 +10,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cluster="$root/tests/cluster/cluster.sh"
 eval "$("$cluster" env)"
-WAIT="${RDC_E2E_TIMEOUT:-90}"        # seconds, per wait
+. "$here/lib_cluster.sh"
 NS="rdc-e2e-runtime-$$"
-PASS=0; FAIL=0
-tmp=$(mktemp -d)
-
-k() { kubectl --request-timeout=20s "$@"; }
-ok() { echo "ok - $*"; PASS=$((PASS + 1)); }
-notok() { echo "not ok - $*"; FAIL=$((FAIL + 1)); }
-check() { local desc=$1; shift; if "$@" >"$tmp/out" 2>&1; then ok "$desc"; else notok "$desc"; sed 's/^/#   /' "$tmp/out" | tail -15; fi; }
-eventually() { local deadline=$(( $(date +%s) + WAIT )); until "$@"; do [ "$(date +%s)" -lt "$deadline" ] || return 1; sleep 0.5; done; }
 # within SECONDS CMD...: CMD succeeds before SECONDS have passed
 within() { local deadline=$(( $(date +%s) + $1 )); shift; until "$@"; do [ "$(date +%s)" -lt "$deadline" ] || return 1; sleep 0.25; done; }
 
@@ -30,10 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if ! kubectl --request-timeout=10s get --raw /readyz >/dev/null 2>&1; then
-  echo "not ok - the cluster is not up (run tests/cluster/cluster.sh up; RDC_CLUSTER_DIR=${RDC_CLUSTER_DIR:-})"
-  echo "0 passed, 1 failed"; exit 1
-fi
+require_cluster_up
 nproc_nodes=$(k get nodes -l rdc.local/process-node=true -o name | wc -l)
 if [ "$nproc_nodes" -eq 0 ]; then
   echo "# SKIP: the cluster in ${RDC_CLUSTER_DIR:-/tmp/rdc-cluster} has no process nodes;"
@@ -467,5 +456,4 @@ check "the namespace is deleted: every pod is finalised by the runtime" eventual
 no_procs() { ! ls "$STATE/pids/${NS}_"*.pid >/dev/null 2>&1; }
 check "no container process of the namespace is left" eventually no_procs
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+finish
