@@ -547,38 +547,23 @@ static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
     return 0;
 }
 
-static int on_work(loop_t *loop, void *socket, int fd, int revents, void *arg)
+/* Every socket informerd reads but the signal fd: the one that is ready says which
+ * handler of dispatch.c reads it. */
+static int on_socket(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
-    (void)loop, (void)socket, (void)fd, (void)revents;
-    handle_work_socket(arg, clock_mono_ns());
-    return 0;
-}
-
-static int on_snapshot(loop_t *loop, void *socket, int fd, int revents, void *arg)
-{
-    (void)loop, (void)socket, (void)fd, (void)revents;
-    handle_snapshot(arg);
-    return 0;
-}
-
-static int on_observe(loop_t *loop, void *socket, int fd, int revents, void *arg)
-{
-    (void)loop, (void)socket, (void)fd, (void)revents;
-    handle_observe(arg, clock_mono_ns());
-    return 0;
-}
-
-static int on_events(loop_t *loop, void *socket, int fd, int revents, void *arg)
-{
-    (void)loop, (void)socket, (void)fd, (void)revents;
-    handle_events(arg, clock_mono_ns());
-    return 0;
-}
-
-static int on_leader(loop_t *loop, void *socket, int fd, int revents, void *arg)
-{
-    (void)loop, (void)socket, (void)fd, (void)revents;
-    handle_leader(arg);
+    (void)loop, (void)fd, (void)revents;
+    informer_t *inf = arg;
+    int64_t now = clock_mono_ns();
+    if (socket == inf->work)
+        handle_work_socket(inf, now);
+    else if (socket == inf->snapshot)
+        handle_snapshot(inf);
+    else if (socket == inf->observe)
+        handle_observe(inf, now);
+    else if (socket == inf->events_sub)
+        handle_events(inf, now);
+    else if (socket == inf->leader_sub)
+        handle_leader(inf);
     return 0;
 }
 
@@ -611,14 +596,14 @@ static int informer_handlers(informer_t *inf)
         loop_add_fd(l, inf->cfg->signal_fd, LOOP_IN, on_signal, inf) ||
         loop_add_timer(l, 0, PROTO_METRICS_EVERY_MS * NS_PER_MS, on_metrics, inf) < 0)
         return -1;
-    if (inf->leader_sub && loop_add_socket(l, inf->leader_sub, LOOP_IN, on_leader, inf))
+    if (inf->leader_sub && loop_add_socket(l, inf->leader_sub, LOOP_IN, on_socket, inf))
         return -1;
     if (!inf->work)
         return 0;
-    if (loop_add_socket(l, inf->events_sub, LOOP_IN, on_events, inf) ||
-        loop_add_socket(l, inf->work, LOOP_IN, on_work, inf) ||
-        loop_add_socket(l, inf->snapshot, LOOP_IN, on_snapshot, inf) ||
-        loop_add_socket(l, inf->observe, LOOP_IN, on_observe, inf) ||
+    if (loop_add_socket(l, inf->events_sub, LOOP_IN, on_socket, inf) ||
+        loop_add_socket(l, inf->work, LOOP_IN, on_socket, inf) ||
+        loop_add_socket(l, inf->snapshot, LOOP_IN, on_socket, inf) ||
+        loop_add_socket(l, inf->observe, LOOP_IN, on_socket, inf) ||
         loop_add_timer(l, 0, beat, on_hugz, inf) < 0)
         return -1;
     return 0;
