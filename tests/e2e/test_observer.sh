@@ -24,12 +24,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ "$(kubectl get nodes -l rdc.local/process-node=true -o name 2>/dev/null | wc -l)" -eq 0 ]; then
-    echo "# SKIP: the cluster in ${RDC_CLUSTER_DIR:-/tmp/rdc-cluster} has no process nodes;"
-    echo "#       start it with RDC_CLUSTER_PROCESS_NODES=3 tests/cluster/cluster.sh up (run.sh does)"
-    echo "0 passed, 0 failed, 1 skipped"
-    exit 0
-fi
+skip_without_process_nodes
 
 kubectl apply -f "$TOP/crds/" >/dev/null
 kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com >/dev/null
