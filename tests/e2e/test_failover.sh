@@ -174,6 +174,7 @@ check "node lost: $lost_node was the old primary's node" test -n "$lost_node"
 check "node lost: the old primary's Redis ($old_ip) is unreachable" unreachable "$old_ip"
 check "node lost: only the new primary is labelled while the node is gone" wait_until 10 bash -c "test \"\$(labelled)\" = \"\$(primary) \""
 check "node lost: $lost_node goes NotReady" wait_until 120 bash -c "[ \"\$(node_ready $lost_node)\" != True ]"
+echo "# node lost: $lost_node NotReady seen $(($(date +%s%3N) - t_kill)) ms after the loss"
 check "node lost: the old primary's Redis still unreachable" unreachable "$old_ip"
 check "node lost: still one primary, the new one, labelled" test "$(labelled)" = "$(primary) "
 out=$(fo_verify "$work/w" "$(pod_ip "$(primary)"):6379")
@@ -200,7 +201,7 @@ import os, signal, subprocess, sys, time
 ns, old, out, pids = sys.argv[1], sys.argv[2], sys.argv[3], [int(p) for p in sys.argv[4:]]
 def now(): return int(time.time() * 1000)
 w = subprocess.Popen(["kubectl", "-n", ns, "get", "rdc", "cache", "-w", "-o",
-                      'jsonpath={.status.primary}{"\n"}'], stdout=subprocess.PIPE, text=True, bufsize=1)
+                      r'jsonpath={.status.primary}{"\n"}'], stdout=subprocess.PIPE, text=True, bufsize=1)
 with open(out + ".watch", "w") as log:
     for line in w.stdout:
         v = line.strip()
