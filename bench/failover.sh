@@ -19,14 +19,22 @@
 #               kill -> new primary named / labels right / first write accepted / first write
 #               acknowledged by the new primary; acknowledged writes lost (all read back
 #               from the new primary after each trial and at the end)
-#   switchover  SWITCHOVERS times: a planned handover (sentinel: SENTINEL FAILOVER; operator:
-#               a spec.config change, the rollout the operator hands over with FAILOVER);
-#               write unavailability and writes lost
+#   switchover  SWITCHOVERS times: a planned role change (sentinel: SENTINEL FAILOVER;
+#               operator: a rolling config change, spec.config.extra.databases, which
+#               rolls every pod, done however main does it). Complete when the system says
+#               so (sentinel: another primary named and the set whole; operator: every pod
+#               on the StatefulSet's new updateRevision and Ready, one pod labelled primary
+#               = status.primary, the set whole); the longest gap between acknowledged
+#               writes within it, acknowledged writes lost, two masters / two labels
+# Every trial starts (or restarts, when a pod's IP changed) the ROLE sampler over the three
+# pods' IPs and records whether it was still running at the end; without samples the
+# report says NOT MEASURED and exits 3.
 # Between trials the set must be whole again (the killed pod back as a replica, both
 # replicas linked to the primary) within RECOVER_WAIT, or the trial is skipped.
 #
 # Knobs: SYSTEMS="sentinel operator" TRIALS=10 SWITCHOVERS=3 DOWN_AFTER_MS=3000
 #   FAILOVER_TIMEOUT_MS=10000 (Sentinel failover-timeout) FAILOVER_WAIT=30 RECOVER_WAIT=300
+#   SWITCHOVER_WAIT=240
 #   OPERATOR_SETUP_WAIT=120 RATE=200 (writes/s) FO_CLUSTER_DIR=/tmp/rdc-cluster-failover
 #   RDC_POD_CIDR=127.71.0.0/16 (when this script starts the cluster)
 #   FO_KEEP_CLUSTER=1 leaves the cluster up; FO_OUT=<file> (default

@@ -20,7 +20,8 @@
 #      workerd promotes it, exactly once (one more "MASTER MODE enabled" in the elected
 #      Redis's log, none in the other replica's). Up to 3 attempts, as the window is tens
 #      of ms; a check says whether one landed;
-#   6. observerd SIGKILLed 1.5 s after the primary: the new one gathers its own evidence;
+#   6. observerd SIGKILLed 1.5 s after the primary: the new one gathers its own evidence
+#      (or the dead one's last report, at most 1 s old, already holds downAfter);
 #   7. every pod's redis-server killed at once.
 # After each: exactly one pod labelled primary and it is status.primary, the old primary a
 # linked replica of it, every acknowledged write readable on it (ackwriter verify), the
