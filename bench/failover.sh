@@ -19,14 +19,22 @@
 #               kill -> new primary named / labels right / first write accepted / first write
 #               acknowledged by the new primary; acknowledged writes lost (all read back
 #               from the new primary after each trial and at the end)
-#   switchover  SWITCHOVERS times: a planned handover (sentinel: SENTINEL FAILOVER; operator:
-#               a spec.config change, the rollout the operator hands over with FAILOVER);
-#               write unavailability and writes lost
+#   switchover  SWITCHOVERS times: a planned role change (sentinel: SENTINEL FAILOVER;
+#               operator: a rolling config change, spec.config.extra.databases, which
+#               rolls every pod, done however main does it). Complete when the system says
+#               so (sentinel: another primary named and the set whole; operator: every pod
+#               on the StatefulSet's new updateRevision and Ready, one pod labelled primary
+#               = status.primary, the set whole); the longest gap between acknowledged
+#               writes within it, acknowledged writes lost, two masters / two labels
+# Every trial starts (or restarts, when a pod's IP changed) the ROLE sampler over the three
+# pods' IPs and records whether it was still running at the end; without samples the
+# report says NOT MEASURED and exits 3.
 # Between trials the set must be whole again (the killed pod back as a replica, both
 # replicas linked to the primary) within RECOVER_WAIT, or the trial is skipped.
 #
 # Knobs: SYSTEMS="sentinel operator" TRIALS=10 SWITCHOVERS=3 DOWN_AFTER_MS=3000
 #   FAILOVER_TIMEOUT_MS=10000 (Sentinel failover-timeout) FAILOVER_WAIT=30 RECOVER_WAIT=300
+#   SWITCHOVER_WAIT=240
 #   OPERATOR_SETUP_WAIT=120 RATE=200 (writes/s) FO_CLUSTER_DIR=/tmp/rdc-cluster-failover
 #   RDC_POD_CIDR=127.71.0.0/16 (when this script starts the cluster)
 #   FO_KEEP_CLUSTER=1 leaves the cluster up; FO_OUT=<file> (default
@@ -40,6 +48,7 @@ SWITCHOVERS=${SWITCHOVERS:-3}
 DOWN_AFTER_MS=${DOWN_AFTER_MS:-3000}
 FAILOVER_TIMEOUT_MS=${FAILOVER_TIMEOUT_MS:-10000}
 FAILOVER_WAIT=${FAILOVER_WAIT:-30}
+SWITCHOVER_WAIT=${SWITCHOVER_WAIT:-240}
 RECOVER_WAIT=${RECOVER_WAIT:-300}
 OPERATOR_SETUP_WAIT=${OPERATOR_SETUP_WAIT:-120}
 RATE=${RATE:-200}
@@ -89,16 +98,32 @@ pod_of() {
     kubectl -n "$1" get pods -o jsonpath='{range .items[*]}{.metadata.name} {.status.podIP}{"\n"}{end}' |
         awk -v ip="${2%:*}" '$2 == ip {print $1; exit}'
 }
-# whole NS NAME PRIMARY_H:P: every other pod of NAME-0..2 is a linked replica of it.
+# whole NS NAME PRIMARY_H:P: the three pods NAME-0..2 have IPs and every other one is a
+# linked replica of it (a pod without an IP is not "linked": never vacuously whole).
 whole() {
-    local ns=$1 name=$2 p=${3%:*} ip info
+    local ns=$1 name=$2 p=${3%:*} ip info ips
     [ "$(redis-cli -h "$p" role 2>/dev/null | head -1)" = master ] || return 1
-    for ip in $(fo_pod_ips "$ns" "$name" 3); do
+    ips=$(fo_pod_ips "$ns" "$name" 3)
+    [ "$(wc -w <<<"$ips")" = 3 ] || return 1
+    for ip in $ips; do
         [ "$ip" = "$p" ] && continue
         info=$(redis-cli -h "$ip" info replication 2>/dev/null | tr -d '\r')
         grep -qx "master_host:$p" <<<"$info" && grep -qx 'master_link_status:up' <<<"$info" || return 1
     done
 }
+# roles_follow SYSTEM: the ROLE sampler of SYSTEM samples the three pods' current IPs
+# (started, or restarted when an IP changed, e.g. a pod recreated elsewhere); 1 when a pod
+# has no IP or the sampler does not sample (fo_role_sampler_start says why).
+roles_follow() {
+    local s=$1 d=$work/$1 ips want
+    ips=$(fo_pod_ips "$("sys_${s}_ns")" fo 3)
+    [ "$(wc -w <<<"$ips")" = 3 ] || { log "$s: ROLE sampler: a pod has no IP ($ips)"; return 1; }
+    want=$(echo "$ips" | sed 's/ /:6379,/g; s/$/:6379/')
+    if [ "$(cat "$d/roles.candidates" 2>/dev/null)" = "$want" ] && fo_role_sampler_alive "$d"; then return 0; fi
+    fo_role_sampler_stop "$d" >/dev/null
+    fo_role_sampler_start "$d" "$want"
+}
+
 # record KEY=VALUE...: one JSON line into trials.jsonl (values that are integers stay numbers).
 record() {
     python3 - "$@" >>"$trials" <<'PY'
@@ -130,7 +155,7 @@ sys_sentinel_setup() {
         { echo "sentinels did not find the 2 replicas" >"$d/skip"; return 1; }
     wait_until 20 sh -c "redis-cli -p ${FO_SENTINELS##*:} sentinel sentinels fo | grep -c '^name\$' | grep -qx 2" ||
         { echo "sentinels did not find each other" >"$d/skip"; return 1; }
-    fo_role_sampler_start "$d" "$ip0:6379,$ip1:6379,$ip2:6379"
+    roles_follow sentinel || { echo "the ROLE sampler did not start" >"$d/skip"; return 1; }
     fo_writer_start "$d" --sentinels "$FO_SENTINELS" --master fo --rate "$RATE" --prefix s_
 }
 sys_sentinel_ns() { echo "$S_NS"; }
@@ -142,6 +167,12 @@ sys_sentinel_switchover() {
         [ "$(redis-cli -h "${a%:*}" -p "${a##*:}" sentinel failover fo 2>/dev/null)" = OK ] && return 0
     done
     return 1
+}
+# switched OLD_H:P: done when the Sentinels name another primary and the set is whole
+# around it (the old primary converted into a linked replica).
+sys_sentinel_switched() {
+    local p
+    p=$(sys_sentinel_primary) && [ "$p" != "$1" ] && whole "$S_NS" fo "$p"
 }
 sys_sentinel_teardown() {
     local d=$work/sentinel
@@ -186,8 +217,7 @@ YAML
         fi
         sleep 0.5
     done
-    ips=$(fo_pod_ips "$O_NS" fo 3)
-    fo_role_sampler_start "$d" "$(echo "$ips" | sed 's/ /:6379,/g; s/$/:6379/')"
+    roles_follow operator || { echo "the ROLE sampler did not start" >"$d/skip"; return 1; }
     fo_writer_start "$d" --resolve-file "$d/primary.addr" --rate "$RATE" --prefix o_
 }
 sys_operator_ns() { echo "$O_NS"; }
@@ -200,10 +230,37 @@ sys_operator_labels_right() {
     st=$(kubectl -n "$O_NS" get rdc fo -o jsonpath='{.status.primary}' 2>/dev/null)
     [ -n "$pod" ] && [ "$pod" != "$old" ] && [ "$st" = "$pod" ]
 }
-# A rollout: the operator restarts the replicas, hands the primary role over (FAILOVER), then
-# restarts the old primary.
+# A planned role change: a rolling config change. config.extra.databases is not settable
+# at run time, so it changes the pod template's redis.conf hash and rolls every pod
+# (docs/knobs.md, "What rolls"). What the operator does with it is main's: today the
+# StatefulSet's RollingUpdate (the primary's restart is a failover); with a switchover
+# rollout, replicas first and the role handed over with Redis FAILOVER. Records the
+# StatefulSet's updateRevision before the change in $work/operator/rev.before.
+O_DB=16
 sys_operator_switchover() {
-    kubectl -n "$O_NS" patch rdc fo --type merge -p "{\"spec\":{\"config\":{\"maxmemory\":\"$((200 + RANDOM % 100))mb\"}}}" >/dev/null
+    kubectl -n "$O_NS" get sts fo -o jsonpath='{.status.updateRevision}' >"$work/operator/rev.before" 2>/dev/null
+    [ -s "$work/operator/rev.before" ] || return 1
+    O_DB=$((O_DB == 16 ? 17 : 16))
+    kubectl -n "$O_NS" patch rdc fo --type merge -p "{\"spec\":{\"config\":{\"extra\":{\"databases\":\"$O_DB\"}}}}" >/dev/null
+}
+# switched OLD_H:P: the rollout is complete, whatever way main does it: the StatefulSet has
+# a new updateRevision (so a rollout did start), has seen its latest generation, every
+# pod is on that revision and Ready, exactly one pod is labelled primary, status.primary
+# names it, and the set is whole around it. The primary may or may not have moved.
+sys_operator_switched() {
+    local before rev gen ogen pods p pod st
+    before=$(cat "$work/operator/rev.before" 2>/dev/null)
+    read -r rev gen ogen <<<"$(kubectl -n "$O_NS" get sts fo -o jsonpath='{.status.updateRevision} {.metadata.generation} {.status.observedGeneration}' 2>/dev/null)"
+    [ -n "$before" ] && [ -n "$rev" ] && [ "$rev" != "$before" ] && [ "$gen" = "$ogen" ] || return 1
+    pods=$(kubectl -n "$O_NS" get pods fo-0 fo-1 fo-2 -o json 2>/dev/null |
+        jq -r --arg rev "$rev" '[.items[] | select(.metadata.deletionTimestamp == null)
+            | select(.metadata.labels["controller-revision-hash"] == $rev)
+            | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length')
+    [ "$pods" = 3 ] || return 1
+    p=$(sys_operator_primary) || return 1
+    pod=$(pod_of "$O_NS" "$p")
+    st=$(kubectl -n "$O_NS" get rdc fo -o jsonpath='{.status.primary}' 2>/dev/null)
+    [ -n "$pod" ] && [ "$st" = "$pod" ] && whole "$O_NS" fo "$p"
 }
 sys_operator_teardown() {
     local d=$work/operator
@@ -233,6 +290,7 @@ trial() {
         fi
         sleep 0.5
     done
+    roles_follow "$s" || { record system="$s" scenario="$scen" trial="$n" outcome="ROLE sampler not sampling"; return 0; }
     # the writer must be acknowledging on this primary before the fault
     wait_until 10 fo_events_after "$d" ack 0 >/dev/null
     local t_ready
@@ -269,8 +327,58 @@ trial() {
     missing=$(sed -n 's/.*missing=\([0-9]*\).*/\1/p' <<<"$verify")
     record system="$s" scenario="$scen" trial="$n" outcome="$outcome" old="$old" old_pod="$oldpod" \
         new="${new:-}" new_pod="$( [ -n "$t_new" ] && pod_of "$ns" "$new")" t_ready="$t_ready" t_cmd="$t0" t_kill="$t_kill" \
-        t_new="${t_new:-}" t_labels="${t_labels:-}" verify_on="$cur" verify="$verify" missing="${missing:-}"
+        t_new="${t_new:-}" t_labels="${t_labels:-}" roles_alive="$(fo_role_sampler_alive "$d" && echo 1 || echo 0)" \
+        verify_on="$cur" verify="$verify" missing="${missing:-}"
     log "$s $scen $n: $outcome (${oldpod} -> $( [ -n "$t_new" ] && pod_of "$ns" "$new"), named after $(( ${t_new:-$t_kill} - t_kill )) ms; $verify)"
+}
+
+# switchover SYSTEM N: one planned role change, recorded in trials.jsonl: from the command
+# until sys_SYSTEM_switched (bounded by SWITCHOVER_WAIT); the report takes the writer's
+# longest gap between acknowledged writes within it and the acknowledged writes lost.
+switchover() {
+    local s=$1 n=$2 d=$work/$1 ns old oldpod t0 t_cmd t_done= outcome verify missing cur acked0 acked1
+    ns=$("sys_${s}_ns")
+    local end_whole=$((SECONDS + RECOVER_WAIT))
+    until old=$("sys_${s}_primary") && whole "$ns" fo "$old"; do
+        if [ "$SECONDS" -ge "$end_whole" ]; then
+            record system="$s" scenario=switchover trial="$n" outcome="skipped: the set was not whole within ${RECOVER_WAIT} s"
+            log "$s switchover $n: skipped (not whole)"
+            return 0
+        fi
+        sleep 0.5
+    done
+    roles_follow "$s" || { record system="$s" scenario=switchover trial="$n" outcome="ROLE sampler not sampling"; return 0; }
+    wait_until 10 fo_events_after "$d" ack 0 >/dev/null
+    local t_ready
+    t_ready=$(now_ms)
+    sleep 1
+    oldpod=$(pod_of "$ns" "$old")
+    acked0=$(fo_acked "$d")
+    t0=$(now_ms)
+    "sys_${s}_switchover" || { record system="$s" scenario=switchover trial="$n" outcome="switchover command failed"; return 0; }
+    t_cmd=$(now_ms)
+    local end=$((SECONDS + SWITCHOVER_WAIT))
+    while [ "$SECONDS" -lt "$end" ]; do
+        if "sys_${s}_switched" "$old" 2>/dev/null; then t_done=$(now_ms); break; fi
+        roles_follow "$s" 2>/dev/null # a pod recreated with another IP is sampled from then on
+        sleep 0.2
+    done
+    acked1=$(fo_acked "$d")
+    if [ -z "$t_done" ]; then
+        outcome="not complete within ${SWITCHOVER_WAIT} s"
+    elif [ "$acked1" -le "$acked0" ]; then
+        outcome="no write acknowledged during it"
+    else
+        outcome=ok
+    fi
+    cur=$("sys_${s}_primary") || cur=$old
+    verify=$(fo_verify "$d" "$cur" --show 0 2>&1 | tail -1)
+    missing=$(sed -n 's/.*missing=\([0-9]*\).*/\1/p' <<<"$verify")
+    record system="$s" scenario=switchover trial="$n" outcome="$outcome" old="$old" old_pod="$oldpod" \
+        new="$cur" new_pod="$(pod_of "$ns" "$cur")" t_ready="$t_ready" t_cmd="$t0" t_kill="$t_cmd" \
+        t_done="${t_done:-}" roles_alive="$(fo_role_sampler_alive "$d" && echo 1 || echo 0)" \
+        verify_on="$cur" verify="$verify" missing="${missing:-}"
+    log "$s switchover $n: $outcome ($oldpod -> $(pod_of "$ns" "$cur") in $(( ${t_done:-$(now_ms)} - t0 )) ms; $verify)"
 }
 
 active=()
@@ -289,7 +397,7 @@ for ((i = 1; i <= TRIALS; i++)); do
     for s in "${active[@]}"; do trial "$s" kill "$i"; done
 done
 for ((i = 1; i <= SWITCHOVERS; i++)); do
-    for s in "${active[@]}"; do trial "$s" switchover "$i"; done
+    for s in "${active[@]}"; do switchover "$s" "$i"; done
 done
 # the final read-back, after the last trial settled
 for s in "${active[@]}"; do

@@ -21,6 +21,18 @@ Per kill trial (t_kill = when cluster.sh pod-kill returned):
   two_labels_ms   time during which two pods carried the primary label (label sampler)
   lost      acknowledged writes missing from the primary after the trial (every key
             acknowledged since the start is read back each time; new missing keys only)
+
+Per switchover trial (t_kill = when the command returned: SENTINEL FAILOVER, or the
+RedisCluster patch that rolls the pods; t_done = when failover.sh saw it complete):
+  switch_ms  t_kill -> t_done
+  gap_ms     the longest gap between two acknowledged writes that began in [t_cmd, t_done]
+             (a writer failure: from its last acknowledged write to the next one); 0 when
+             the writer never failed
+  lost, two_masters_ms, two_labels_ms as above
+
+The ROLE sampler must have sampled: a system whose roles.txt is empty, or a trial during
+which the sampler was not running (roles_alive=0), has its two-masters figure "not
+measured", and the report exits 3 (a missing input is never reported as 0).
 """
 import json
 import os
@@ -128,7 +140,20 @@ def analyse(work, meta):
                     row["unavailable_ms"] = 0  # the writer never failed
                 else:
                     row["unavailable_ms"] = None
-                row["two_masters_ms"] = time_with_two(roles, t_kill, t_end) if roles else None
+                if t["scenario"] == "switchover":
+                    done = t.get("t_done") if isinstance(t.get("t_done"), int) else None
+                    row["switch_ms"] = done - t_kill if done else None
+                    gaps = []
+                    for e in events:
+                        if e.get("ev") == "fail" and t["t_cmd"] <= e["t"] <= (done or t_end):
+                            a = first(events, "ack", e["t"], None, t_end)
+                            gaps.append(a["t"] - e["last_ack"] if a and e.get("last_ack") else None)
+                    if any(g is None for g in gaps):
+                        row["gap_ms"] = None
+                    else:
+                        row["gap_ms"] = max(gaps) if gaps else (0 if t["outcome"] == "ok" else None)
+                measured = bool(roles) and t.get("roles_alive", 1) == 1
+                row["two_masters_ms"] = time_with_two(roles, t_kill, t_end) if measured else None
                 row["two_labels_ms"] = time_with_two(labels, t_kill, t_end) if labels else None
             if isinstance(t.get("missing"), int):
                 row["lost"] = max(0, t["missing"] - prev_missing)
@@ -141,11 +166,13 @@ def analyse(work, meta):
             ok = [r for r in rs if r.get("outcome") == "ok"]
             fig = {"trials": len(rs), "ok": len(ok),
                    "outcomes": sorted({r["outcome"] for r in rs if r.get("outcome") != "ok"})}
-            for k in ("promoted_ms", "named_ms", "labels_ms", "accepted_ms", "acked_ms", "unavailable_ms"):
+            for k in ("promoted_ms", "named_ms", "labels_ms", "accepted_ms", "acked_ms", "unavailable_ms",
+                      "switch_ms", "gap_ms"):
                 vals = [r.get(k) for r in ok]
                 fig[k] = {"p50": pct(vals, 50), "p95": pct(vals, 95), "max": pct(vals, 100),
                           "n": len([v for v in vals if v is not None])}
             fig["lost"] = sum(r.get("lost") or 0 for r in rs)
+            fig["two_masters_measured"] = bool(rs) and all(r.get("two_masters_ms") is not None for r in rs)
             fig["two_masters_ms"] = sum(r.get("two_masters_ms") or 0 for r in rs)
             fig["two_masters_trials"] = len([r for r in rs if (r.get("two_masters_ms") or 0) > 0])
             tl = [r.get("two_labels_ms") for r in rs if r.get("two_labels_ms") is not None]
@@ -154,6 +181,7 @@ def analyse(work, meta):
         fin = next((r for r in rows if r.get("scenario") == "final"), None)
         summ["final_verify"] = fin.get("verify") if fin else None
         summ["acked_total"] = stop[-1].get("acked") if stop else None
+        summ["role_samples"] = len(roles)
         res["systems"][s] = summ
     return res
 
@@ -177,15 +205,37 @@ def render(res):
                  m.get("date"), m.get("cores"), m.get("mem_gib"), m.get("redis"), m.get("down_after_ms"),
                  m.get("failover_timeout_ms"), m.get("rate"), m.get("load_start"), m.get("load_end"),
                  m.get("commit")), ""]
-    lines.append("| figure (s: p50 / p95 / max) | " + " | ".join(systems) + " |")
-    lines.append("|---|" + "---|" * len(systems))
+    pair = "sentinel" in systems and "operator" in systems
+    lines.append("| figure (s: p50 / p95 / max) | " + " | ".join(systems) + (" | operator / sentinel (p50) |" if pair else " |"))
+    lines.append("|---|" + "---|" * (len(systems) + (1 if pair else 0)))
 
-    def row(name, fn):
+    def row(name, fn, ratio=None):
         cells = []
         for s in systems:
             summ = res["systems"][s]
             cells.append(fn(summ) if name == "setup" or summ["setup"] == "ok" else "–")
+        if pair:
+            cells.append(ratio_of(ratio) if ratio else "")
         lines.append("| %s | %s |" % (name, " | ".join(cells)))
+
+    def ratio_of(key):
+        scen, fig = key
+        vals = []
+        for s in ("operator", "sentinel"):
+            summ = res["systems"][s]
+            f = summ.get(scen, {}).get(fig) if summ["setup"] == "ok" else None
+            vals.append(f["p50"] if f and f["n"] else None)
+        if vals[0] is None or not vals[1]:
+            return "–"
+        return "%.2f" % (vals[0] / vals[1])
+
+    def two_masters(s, scen):
+        f = s.get(scen)
+        if not f or not f["trials"]:
+            return "–"
+        if not f.get("two_masters_measured", True):
+            return "NOT MEASURED (ROLE sampler missing)"
+        return "%d, %s" % (f["two_masters_trials"], fmt(f["two_masters_ms"]))
 
     def ok_or_setup(s, scen):
         f = s.get(scen)
@@ -193,19 +243,27 @@ def render(res):
 
     row("setup", lambda s: s["setup"])
     row("SIGKILL of the primary: trials ok / run", lambda s: ok_or_setup(s, "kill"))
-    row("kill → a replica answers ROLE master", lambda s: triple(s["kill"]["promoted_ms"]) if "kill" in s else "–")
+    row("kill → a replica answers ROLE master", lambda s: triple(s["kill"]["promoted_ms"]) if "kill" in s else "–",
+        ("kill", "promoted_ms"))
     row("kill → new primary named (polled)", lambda s: triple(s["kill"]["named_ms"]) if "kill" in s else "–")
     row("kill → labels and status right", lambda s: triple(s["kill"]["labels_ms"]) if "kill" in s else "–")
-    row("kill → first write accepted by the new primary", lambda s: triple(s["kill"]["accepted_ms"]) if "kill" in s else "–")
-    row("kill → first acknowledged write (WAIT 1 ≥ 1) on it", lambda s: triple(s["kill"]["acked_ms"]) if "kill" in s else "–")
-    row("kill: write unavailability", lambda s: triple(s["kill"]["unavailable_ms"]) if "kill" in s else "–")
+    row("kill → first write accepted by the new primary", lambda s: triple(s["kill"]["accepted_ms"]) if "kill" in s else "–",
+        ("kill", "accepted_ms"))
+    row("kill → first acknowledged write (WAIT 1 ≥ 1) on it", lambda s: triple(s["kill"]["acked_ms"]) if "kill" in s else "–",
+        ("kill", "acked_ms"))
+    row("kill: write unavailability", lambda s: triple(s["kill"]["unavailable_ms"]) if "kill" in s else "–",
+        ("kill", "unavailable_ms"))
     row("kill: acknowledged writes lost", lambda s: str(s["kill"]["lost"]) if "kill" in s else "–")
-    row("kill: two pods answering ROLE master (trials, total s)",
-        lambda s: "%d, %s" % (s["kill"]["two_masters_trials"], fmt(s["kill"]["two_masters_ms"])) if "kill" in s else "–")
+    row("kill: two pods answering ROLE master (trials, total s)", lambda s: two_masters(s, "kill"))
     row("kill: two pods labelled primary (total s)", lambda s: fmt(s["kill"]["two_labels_ms"]) if "kill" in s else "–")
     row("switchover: trials ok / run", lambda s: ok_or_setup(s, "switchover"))
-    row("switchover: write unavailability", lambda s: triple(s["switchover"]["unavailable_ms"]) if "switchover" in s else "–")
+    row("switchover: command → complete", lambda s: triple(s["switchover"]["switch_ms"]) if "switchover" in s else "–",
+        ("switchover", "switch_ms"))
+    row("switchover: longest gap between acknowledged writes", lambda s: triple(s["switchover"]["gap_ms"]) if "switchover" in s else "–",
+        ("switchover", "gap_ms"))
     row("switchover: acknowledged writes lost", lambda s: str(s["switchover"]["lost"]) if "switchover" in s else "–")
+    row("switchover: two pods answering ROLE master (trials, total s)", lambda s: two_masters(s, "switchover"))
+    row("switchover: two pods labelled primary (total s)", lambda s: fmt(s["switchover"]["two_labels_ms"]) if "switchover" in s else "–")
     row("acknowledged writes in the run / final read-back",
         lambda s: "%s / %s" % (s.get("acked_total"), s.get("final_verify")))
     return "\n".join(lines)
@@ -229,6 +287,13 @@ def main(argv):
     with open(out, "w") as f:
         json.dump(res, f, indent=1)
     print(render(res))
+    bad = [s for s, summ in res["systems"].items() if summ["setup"] == "ok" and
+           (summ["role_samples"] == 0 or any(not summ[k].get("two_masters_measured", True)
+                                            for k in ("kill", "switchover") if summ[k]["trials"]))]
+    if bad:
+        print("failover_report: the ROLE sampler did not sample for: %s (two-masters figures NOT MEASURED)"
+              % " ".join(bad), file=sys.stderr)
+        return 3
     return 0
 
 

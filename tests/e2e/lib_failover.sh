@@ -23,7 +23,10 @@
 #                                        when none or several): ackwriter --resolve-file
 #   fo_label_sampler_stop DIR            stop it; prints "samples=.. max=.. two_ms=.. ..."
 #   fo_role_sampler_start DIR H:P,H:P..  every 100 ms which of them answer ROLE master
-#                                        (DIR/roles.txt)
+#                                        (DIR/roles.txt, appended); 1 (and a message) when
+#                                        a candidate is malformed (a pod without an IP) or
+#                                        no first sample is written within 5 s
+#   fo_role_sampler_alive DIR            it still runs
 #   fo_role_sampler_stop DIR             stop it; prints "samples=.. max_masters=.. two_master_ms=.."
 #   fo_label_primary_addr NS [SELECTOR]  H:P (port 6379) of the one pod carrying SELECTOR,
 #                                        nothing and status 1 unless exactly one does (the
@@ -99,11 +102,33 @@ fo_label_sampler_stop() {
 }
 
 fo_role_sampler_start() {
-    local dir=$1 addrs=$2
+    local dir=$1 addrs=$2 a lines0=0 end
     mkdir -p "$dir"
+    # every candidate a non-empty host and a port: a pod without an IP yet gives ":6379",
+    # which the sampler refused with its usage (and a bench once reported that as "0")
+    [ -n "$addrs" ] || { echo "fo_role_sampler_start: no candidates" >&2; return 1; }
+    for a in ${addrs//,/ }; do
+        case $a in [!:]*:[0-9]*) ;; *) echo "fo_role_sampler_start: bad candidate '$a' in '$addrs'" >&2; return 1 ;; esac
+    done
+    [ -f "$dir/roles.txt" ] && lines0=$(wc -l <"$dir/roles.txt")
+    # a restarted sampler keeps the summaries of the earlier ones (roles.sum.N)
+    [ -s "$dir/roles.sum" ] && mv "$dir/roles.sum" "$dir/roles.sum.$(date +%s%N)"
+    echo "$addrs" >"$dir/roles.candidates"
     _fo_start "$dir/roles.pid" "$dir/roles.sum" "$dir/roles.err" \
         "$FO_ACKWRITER" roles --candidates "$addrs" --out "$dir/roles.txt"
+    # its first sample always writes a line: wait for it (bounded), so a sampler that
+    # exited or never sampled fails here, loudly, instead of reporting nothing as 0
+    end=$((SECONDS + 5))
+    while [ "$(cat "$dir/roles.txt" 2>/dev/null | wc -l)" -le "$lines0" ]; do
+        if [ "$SECONDS" -ge "$end" ] || ! kill -0 "$(cat "$dir/roles.pid")" 2>/dev/null; then
+            echo "fo_role_sampler_start: no ROLE sample of $addrs within 5 s: $(head -c 300 "$dir/roles.err" 2>/dev/null)" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
 }
+# fo_role_sampler_alive DIR: the sampler started by fo_role_sampler_start still runs.
+fo_role_sampler_alive() { [ -s "$1/roles.pid" ] && kill -0 "$(cat "$1/roles.pid")" 2>/dev/null; }
 fo_role_sampler_stop() {
     _fo_stop "$1/roles.pid" 5
     cat "$1/roles.sum" 2>/dev/null
@@ -243,7 +268,7 @@ fo_is_pod_redis() {
 fo_pod_ips() {
     local ns=$1 name=$2 size=${3:-3} i out=
     for ((i = 0; i < size; i++)); do
-        out="$out${out:+ }$(kubectl -n "$ns" get pod "$name-$i" -o jsonpath='{.status.podIP}')"
+        out="$out${out:+ }$(kubectl -n "$ns" get pod "$name-$i" -o jsonpath='{.status.podIP}' 2>/dev/null)"
     done
     echo "$out"
 }

@@ -36,7 +36,12 @@ check "sentinels see each other" wait_until 15 sh -c "redis-cli -p ${FO_SENTINEL
 
 # The label sampler: two labelled pods at once must be seen, one must not be reported as two.
 fo_label_sampler_start "$work/w" "$ns"
-fo_role_sampler_start "$work/w" "$ip0:6379,$ip1:6379,$ip2:6379"
+bad_roles() { ! fo_role_sampler_start "$work/bad" "$ip0:6379,:6379,:6379" 2>/dev/null; }
+check "fo_role_sampler_start refuses a candidate without a host (a pod with no IP yet)" bad_roles
+empty_roles() { ! fo_role_sampler_start "$work/bad" "" 2>/dev/null; }
+check "fo_role_sampler_start refuses an empty list" empty_roles
+check "fo_role_sampler_start samples r-0..2" fo_role_sampler_start "$work/w" "$ip0:6379,$ip1:6379,$ip2:6379"
+check "fo_role_sampler_alive" fo_role_sampler_alive "$work/w"
 sleep 1
 kubectl -n "$ns" label pod r-0 cache.example.com/role=primary >/dev/null
 sleep 0.5

@@ -10,10 +10,19 @@
 #      a replica of the new primary, never taking writes as a primary;
 #   3. deletion of its pod (kubectl delete pod): a failover, or the successor keeps the
 #      role when the replicas already resynchronised from it (same IP on the pod runtime);
-#   4. workerd SIGKILLed right after the failover is recorded (status.primary moved, the
-#      promotion not necessarily done): the next workerd finishes it, once;
-#   5. observerd SIGKILLed 1.5 s after the primary: the new one gathers its own evidence;
-#   6. every pod's redis-server killed at once.
+#   4. loss of its node (cluster.sh node-lose: heartbeats stop, the node's processes are
+#      SIGKILLed): its Redis unreachable, a failover, the node NotReady, only the new
+#      primary labelled; then node-restore: the old primary back as a replica;
+#   5. workerd stopped in the MIDDLE of a failover: a watch on status.primary SIGSTOPs
+#      every workerd the moment the election is recorded (status.primary moved, with the
+#      FailedOver Event) and checks that the elected pod is still a replica (the
+#      promotion, the next reconcile, not done), then SIGKILLs them: the restarted
+#      workerd promotes it, exactly once (one more "MASTER MODE enabled" in the elected
+#      Redis's log, none in the other replica's). Up to 3 attempts, as the window is tens
+#      of ms; a check says whether one landed;
+#   6. observerd SIGKILLed 1.5 s after the primary: the new one gathers its own evidence
+#      (or the dead one's last report, at most 1 s old, already holds downAfter);
+#   7. every pod's redis-server killed at once.
 # After each: exactly one pod labelled primary and it is status.primary, the old primary a
 # linked replica of it, every acknowledged write readable on it (ackwriter verify), the
 # time from the kill to the first write the new primary accepted. At the end: the label
@@ -42,7 +51,18 @@ kubectl apply -f - >/dev/null <<YAML
 apiVersion: cache.example.com/v1
 kind: RedisCluster
 metadata: {name: cache, namespace: $ns}
-spec: {size: 3, image: redis, version: "7.2", mode: Replication, failover: {downAfter: 3s}}
+spec:
+  size: 3
+  image: redis
+  version: "7.2"
+  mode: Replication
+  failover: {downAfter: 3s}
+  # one pod per process node, so losing the primary's node loses nothing else
+  topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: kubernetes.io/hostname
+    whenUnsatisfiable: DoNotSchedule
+    labelSelector: {matchLabels: {app.kubernetes.io/name: redis, app.kubernetes.io/instance: cache}}
 YAML
 sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
 
@@ -74,6 +94,9 @@ fo_label_sampler_start "$work/w" "$ns"
 check "the label sampler names the primary" wait_until 10 test -s "$work/w/primary.addr"
 fo_writer_start "$work/w" --resolve-file "$work/w/primary.addr" --prefix fo_
 check "the writer's writes are acknowledged" wait_until 15 sh -c "test \"\$(wc -l <$work/w/acks.txt)\" -ge 100"
+node_of() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.spec.nodeName}' 2>/dev/null; }
+nodes=$(for n in cache-0 cache-1 cache-2; do node_of $n; echo; done | grep .)
+check "the three pods on three distinct nodes ($(echo $nodes))" test "$(echo "$nodes" | sort -u | wc -l)" = 3
 
 # scenario NAME ACTION...: run ACTION on the current primary ($old, $old_ip set), then
 # check the outcome. ACTION sees $old.
@@ -130,21 +153,116 @@ echo "# pod deleted: primary now $new ($([ "$new" = "$old" ] && echo kept || ech
 out=$(fo_verify "$work/w" "$(pod_ip "$new"):6379")
 check "pod deleted: every acknowledged write is on $new ($out)" test $? = 0
 
-# workerd killed once the failover is recorded: the next one finishes it.
-workerd_pids() { ps -o pid=,args= --ppid "$sup_pid" | awk '$2 ~ /workerd$/ {print $1}'; }
-kill_then_workerd() {
-    kill_it
-    wait_until 30 sh -c "p=\$(kubectl -n $ns get rdc cache -o jsonpath='{.status.primary}'); [ \"\$p\" != $old ]"
-    local pids; pids=$(workerd_pids)
-    echo "# killing workerd ($pids) after the record"
-    [ -n "$pids" ] && kill -KILL $pids
+# Loss of the primary's node: the machine "dies" (its processes SIGKILLed, no heartbeat,
+# no status). The operator sees the Redis unreachable and fails over long before the node
+# lifecycle controller marks the node NotReady (~40-50 s); the pod object stays (not
+# evicted within the test). Back: the old primary restarts and rejoins as a replica.
+node_ready() { kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null; }
+export -f node_ready
+lost_node=
+lose_node() { lost_node=$(node_of "$old"); "$TOP/tests/cluster/cluster.sh" node-lose "$lost_node" >/dev/null; }
+unreachable() { ! redis-cli -h "$1" -t 1 ping 2>/dev/null | grep -q PONG; }
+restore_lost_node() { [ -z "$lost_node" ] || "$TOP/tests/cluster/cluster.sh" node-restore "$lost_node" >/dev/null; }
+cleanup_more() {
+    restore_lost_node
+    fo_writer_stop "$work/w" >/dev/null
+    fo_label_sampler_stop "$work/w" >/dev/null
 }
+echo "# --- node lost: primary $(primary) on $(node_of "$(primary)")"
+check "node lost: the primary's node is Ready before" test "$(node_ready "$(node_of "$(primary)")")" = True
+scenario "node lost" lose_node
+check "node lost: $lost_node was the old primary's node" test -n "$lost_node"
+check "node lost: the old primary's Redis ($old_ip) is unreachable" unreachable "$old_ip"
+check "node lost: only the new primary is labelled while the node is gone" wait_until 10 bash -c "test \"\$(labelled)\" = \"\$(primary) \""
+check "node lost: $lost_node goes NotReady" wait_until 120 bash -c "[ \"\$(node_ready $lost_node)\" != True ]"
+echo "# node lost: $lost_node NotReady seen $(($(date +%s%3N) - t_kill)) ms after the loss"
+check "node lost: the old primary's Redis still unreachable" unreachable "$old_ip"
+check "node lost: still one primary, the new one, labelled" test "$(labelled)" = "$(primary) "
+out=$(fo_verify "$work/w" "$(pod_ip "$(primary)"):6379")
+check "node lost: every acknowledged write is on $(primary) while the node is gone ($out)" test $? = 0
+restore_lost_node
+check "node lost: $lost_node Ready again after node-restore" wait_until 90 bash -c "[ \"\$(node_ready $lost_node)\" = True ]"
+lost_node=
+recovered "node lost"
+
+# workerd stopped in the middle of a failover. The watch (python, one kubectl -w stream)
+# starts before the kill and logs its first line (the current status.primary); at the
+# first other value it SIGSTOPs every workerd, then asks the elected pod's Redis ROLE.
+workerd_pids() { ps -o pid=,args= --ppid "$sup_pid" | awk '$2 ~ /workerd$/ {print $1}'; }
 promotions() { grep '"redis command done"' "$work/operator.log" | grep -c 'promoted to primary'; }
-p0=$(promotions)
-scenario "workerd killed mid-failover" kill_then_workerd
-recovered "workerd killed mid-failover"
-p1=$(promotions)
-check "workerd killed mid-failover: the promotion done exactly once ($p0 -> $p1)" test $((p1 - p0)) = 1
+# master_modes POD: "<n> <restarts>": how many times its Redis (this container's run)
+# became a master by a command (REPLICAOF NO ONE logs "MASTER MODE enabled"), and the
+# container's restartCount (the count is per run).
+master_modes() {
+    echo "$(kubectl -n "$ns" logs "$1" 2>/dev/null | grep -c 'MASTER MODE enabled') $(kubectl -n "$ns" get pod "$1" -o jsonpath='{.status.containerStatuses[0].restartCount}')"
+}
+freeze_watch() { # OUT PID...: SIGSTOP the PIDs at the first status.primary other than $old
+    python3 - "$ns" "$old" "$@" <<'PY'
+import os, signal, subprocess, sys, time
+ns, old, out, pids = sys.argv[1], sys.argv[2], sys.argv[3], [int(p) for p in sys.argv[4:]]
+def now(): return int(time.time() * 1000)
+w = subprocess.Popen(["kubectl", "-n", ns, "get", "rdc", "cache", "-w", "-o",
+                      r'jsonpath={.status.primary}{"\n"}'], stdout=subprocess.PIPE, text=True, bufsize=1)
+with open(out + ".watch", "w") as log:
+    for line in w.stdout:
+        v = line.strip()
+        log.write("%d %s\n" % (now(), v))
+        log.flush()
+        if v and v != old:
+            for p in pids:
+                os.kill(p, signal.SIGSTOP)
+            t = now()
+            ip = subprocess.run(["kubectl", "-n", ns, "get", "pod", v, "-o", "jsonpath={.status.podIP}"],
+                                capture_output=True, text=True).stdout.strip()
+            role = subprocess.run(["redis-cli", "-h", ip, "role"], capture_output=True, text=True).stdout.split()
+            with open(out, "w") as f:
+                f.write("%d %s %s\n" % (t, v, role[0] if role else "down"))
+            break
+w.terminate()
+PY
+}
+mid_landed=0
+kill_mid_workerd() {
+    rm -f "$work/mid" "$work/mid.watch"
+    freeze_watch "$work/mid" $wk_pids &
+    local watcher=$!
+    wait_until 10 test -s "$work/mid.watch"    # the watch delivered the current value
+    t_kill=$(date +%s%3N)                        # scenario's figure counts from here
+    kill_it
+    wait_until 30 test -s "$work/mid"
+    local t p role
+    read -r t p role <"$work/mid" 2>/dev/null
+    echo "# workerd ($wk_pids) stopped $((${t:-0} - t_kill)) ms after the kill, ${p:-?} elected, its Redis answered ROLE ${role:-?}"
+    [ "${role:-}" = slave ] && mid_landed=1
+    kill -KILL $wk_pids 2>/dev/null
+    wait "$watcher" 2>/dev/null
+}
+for attempt in 1 2 3; do
+    name="workerd killed mid-failover (attempt $attempt)"
+    wk_pids=$(workerd_pids | tr '\n' ' ')
+    check "$name: the workerd processes are there ($wk_pids)" test -n "$wk_pids"
+    declare -A mm0=()
+    for n in cache-0 cache-1 cache-2; do mm0[$n]=$(master_modes $n); done
+    p0=$(promotions)
+    scenario "$name" kill_mid_workerd
+    check "$name: the watch saw the election ($(tr '\n' ';' <"$work/mid.watch" 2>/dev/null))" test -s "$work/mid"
+    recovered "$name"
+    p1=$(promotions)
+    new=$(primary)
+    read -r m0 r0 <<<"${mm0[$new]}"
+    read -r m1 r1 <<<"$(master_modes "$new")"
+    check "$name: the elected $new's log is there (restarts $r0 -> $r1)" test -n "$m1" -a "$r0" = "$r1"
+    check "$name: $new became a master exactly once (MASTER MODE enabled $m0 -> $m1; operator log: $p0 -> $p1 promotions)" \
+        test "$((m1 - m0))" = 1
+    for n in cache-0 cache-1 cache-2; do
+        { [ "$n" = "$new" ] || [ "$n" = "$old" ]; } && continue
+        read -r m0 r0 <<<"${mm0[$n]}"
+        read -r m1 r1 <<<"$(master_modes "$n")"
+        check "$name: the other replica $n was not promoted ($m0 -> $m1)" test "$r0" != "$r1" -o "$m0" = "$m1"
+    done
+    [ "$mid_landed" = 1 ] && break
+done
+check "workerd killed mid-failover: a kill landed between the record and the promotion (attempt $attempt)" test "$mid_landed" = 1
 
 # observerd killed while the primary is down, before downAfter: the new observerd has no
 # history, sees the primary down for downAfter itself, and the failover completes, once.
@@ -177,6 +295,9 @@ echo "# writer: $stopline"
 labels=$(fo_label_sampler_stop "$work/w")
 echo "# label sampler: $labels"
 check "the label sampler ran ($labels)" sh -c "echo '$labels' | grep -q '^samples=[1-9]'"
+check "the label sampler's file has samples" test -s "$work/w/labels.txt"
+check "the acknowledgement log has writes ($(fo_acked "$work/w"))" test "$(fo_acked "$work/w")" -gt 0
+check "the writer's event stream has acknowledgements" grep -q '"ev":"ack"' "$work/w/events.jsonl"
 check "never two pods labelled primary at once" sh -c "echo '$labels' | grep -q ' max=1 .*two_events=0'"
 for f in "${figures[@]}"; do echo "# figure: $f"; done
 summary
