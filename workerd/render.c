@@ -468,6 +468,14 @@ static json_object *redis_container(const render_input_t *in, int *oom)
      * earlier and more often, so a pod joins the Service as soon as it answers. */
     jsonx_put(c, "livenessProbe", ping_probe(10, 10, oom), oom);
     jsonx_put(c, "readinessProbe", ping_probe(5, 5, oom), oom);
+    if (in->replication) {
+        /* SWITCHOVER: a primary's pod being deleted waits for its role to move. */
+        json_object *exec = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom), *life = jsonx_new_obj(oom);
+        jsonx_put(exec, "command", str_array(oom, "sh", "-c", RENDER_PRESTOP_SCRIPT, STR_END), oom);
+        jsonx_put(pre, "exec", exec, oom);
+        jsonx_put(life, "preStop", pre, oom);
+        jsonx_put(c, "lifecycle", life, oom);
+    }
     json_object *mounts = jsonx_new_arr(oom);
     jsonx_push(mounts, mount("data", "/data", oom), oom);
     jsonx_push(mounts, mount("config", "/etc/redis", oom), oom);
@@ -568,6 +576,12 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
     jsonx_put(spec, "selector", selector, &oom);
     jsonx_put(spec, "template", pod_template(in, config_hash, &oom), &oom);
     jsonx_put(spec, "volumeClaimTemplates", vcts, &oom);
+    if (in->replication) {
+        /* SWITCHOVER (plan.h): the operator chooses the order in which pods restart. */
+        json_object *us = jsonx_new_obj(&oom);
+        jsonx_put(us, "type", jsonx_new_str("OnDelete", &oom), &oom);
+        jsonx_put(spec, "updateStrategy", us, &oom);
+    }
     const json_object *ret = jsonx_get(knob(in, "storage", json_type_object), "retention");
     if (ret && json_object_is_type(ret, json_type_object)) {
         json_object *policy = jsonx_new_obj(&oom);
