@@ -436,20 +436,35 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     json_object *c = jsonx_new_obj(oom);
     jsonx_put(c, "name", jsonx_new_str("redis", oom), oom);
     jsonx_put(c, "image", jsonx_new_str(in->image, oom), oom);
+    json_object *cmd = str_array(oom, "redis-server", "/etc/redis/redis.conf", STR_END), *env = jsonx_new_arr(oom);
     if (in->auth_secret) {
         /* The password reaches Redis through the environment, expanded by the kubelet:
          * neither the ConfigMap nor the pod spec holds it. */
-        jsonx_put(c, "command",
-                  str_array(oom, "redis-server", "/etc/redis/redis.conf", "--requirepass", "$(" RENDER_PASSWORD_ENV ")",
-                            "--masterauth", "$(" RENDER_PASSWORD_ENV ")", STR_END),
-                  oom);
-        json_object *env = jsonx_new_arr(oom);
+        const char *const pw[] = {"--requirepass", "$(" RENDER_PASSWORD_ENV ")", "--masterauth",
+                                  "$(" RENDER_PASSWORD_ENV ")"};
+        for (size_t i = 0; i < sizeof(pw) / sizeof(pw[0]); i++)
+            jsonx_push(cmd, jsonx_new_str(pw[i], oom), oom);
         jsonx_push(env, secret_env(in, RENDER_PASSWORD_ENV, oom), oom);
         jsonx_push(env, secret_env(in, "REDISCLI_AUTH", oom), oom);
-        jsonx_put(c, "env", env, oom);
-    } else {
-        jsonx_put(c, "command", str_array(oom, "redis-server", "/etc/redis/redis.conf", STR_END), oom);
     }
+    if (in->replication) {
+        /* A replica names itself by its pod IP (behind NAT or a node-local proxy its
+         * connection's source address is another): the primary's INFO lists it so, and
+         * FAILOVER TO <pod ip> finds it (SWITCHOVER). */
+        json_object *e = jsonx_new_obj(oom), *from = jsonx_new_obj(oom), *ref = jsonx_new_obj(oom);
+        jsonx_put(ref, "fieldPath", jsonx_new_str("status.podIP", oom), oom);
+        jsonx_put(from, "fieldRef", ref, oom);
+        jsonx_put(e, "name", jsonx_new_str(RENDER_POD_IP_ENV, oom), oom);
+        jsonx_put(e, "valueFrom", from, oom);
+        jsonx_push(env, e, oom);
+        jsonx_push(cmd, jsonx_new_str("--replica-announce-ip", oom), oom);
+        jsonx_push(cmd, jsonx_new_str("$(" RENDER_POD_IP_ENV ")", oom), oom);
+    }
+    jsonx_put(c, "command", cmd, oom);
+    if (json_object_array_length(env))
+        jsonx_put(c, "env", env, oom);
+    else
+        json_object_put(env);
     json_object *port = jsonx_new_obj(oom);
     jsonx_put(port, "name", jsonx_new_str("redis", oom), oom);
     jsonx_put(port, "containerPort", jsonx_new_int(RENDER_REDIS_PORT, oom), oom);

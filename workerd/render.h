@@ -107,6 +107,8 @@ typedef struct {
  * rendered: a secretKeyRef); REDISCLI_AUTH too, so the probes and kubectl exec
  * authenticate. */
 #define RENDER_PASSWORD_ENV "REDIS_PASSWORD"
+/* Replication: the pod IP (fieldRef status.podIP), Redis's replica-announce-ip. */
+#define RENDER_POD_IP_ENV "POD_IP"
 
 /* The container image to run: image, plus ":" version when version is non-empty and image
  * has neither a tag nor a digest (rdc_spec_image_has_tag_or_digest: a tag is a ':' in the

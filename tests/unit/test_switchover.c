@@ -425,6 +425,15 @@ static void test_render(void)
             CU_ASSERT_STRING_EQUAL(type ? type : "", "OnDelete");
             CU_ASSERT_PTR_NOT_NULL_FATAL(cmd);
             CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_array_get_idx(cmd, 2)), RENDER_PRESTOP_SCRIPT);
+            /* FAILOVER TO <pod ip> finds the replica by the address it announces. */
+            const json_object *rc = jsonx_get(c0, "command");
+            size_t n = json_object_array_length(rc);
+            CU_ASSERT_FATAL(n >= 2);
+            CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_array_get_idx(rc, n - 2)), "--replica-announce-ip");
+            CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_array_get_idx(rc, n - 1)), "$(" RENDER_POD_IP_ENV ")");
+            CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(json_object_array_get_idx(jsonx_get(c0, "env"), 0), "valueFrom", "fieldRef",
+                                                "fieldPath"),
+                                   "status.podIP");
         } else {
             CU_ASSERT_PTR_NULL(type);
             CU_ASSERT_PTR_NULL(cmd);
