@@ -9,7 +9,9 @@
 #      restarts the old primary; no failover (no new FailedOver Event);
 #   2. kubectl delete pod <primary>: the preStop hook holds the primary while the operator
 #      hands its role over (SwitchedOver naming it), no failover;
-#   3. kubectl drain of the primary's node (when it holds the primary alone): the same.
+#   3. kubectl drain of the primary's node (when it holds the primary alone): the same;
+#   4. kubectl delete pod <primary> again, workerd SIGKILLed once status.switchoverFrom
+#      shows the record: the restarted workerd finishes the handover.
 # After each: 0 acknowledged writes lost (ackwriter verify on the new primary), one pod
 # labelled primary, every pod on the StatefulSet's updateRevision; the write
 # unavailability (longest time between two acknowledged writes across a failure) printed.
@@ -113,6 +115,22 @@ else
     kubectl uncordon "$node" >/dev/null
     handed_over "kubectl drain of the primary's node" 180
 fi
+
+# --- 4. workerd SIGKILLed once the handover is recorded --------------------------------
+# The kill lands after the record (status.switchoverFrom set), before or after the
+# FAILOVER: the restarted workerd carries on from what it observes, and the outcome is the
+# same (one primary, handed over by FAILOVER, no failover, nothing lost).
+before_loss
+echo "# --- pod deleted, workerd killed after the record: primary $old"
+kubectl -n "$ns" delete pod "$old" --wait=false >/dev/null
+if wait_until 20 bash -c "[ -n \"\$(kubectl -n $ns get rdc cache -o jsonpath='{.status.switchoverFrom}')\" ]"; then
+    pids=$(pgrep -P "$sup_pid" -x workerd | tr '\n' ' ')
+    echo "# the record is there: killing workerd ($pids)"
+    [ -n "$pids" ] && kill -KILL $pids
+else
+    echo "# status.switchoverFrom never seen (the handover was quicker than the poll)"
+fi
+handed_over "workerd killed after the record" 120
 
 rs_writer_stop
 for f in "${figures[@]}"; do echo "# figure: $f"; done
