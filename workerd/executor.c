@@ -8,6 +8,7 @@
 #include "redisexec.h"
 #include "kube_async.h"
 #include "render.h"
+#include "topology.h"
 
 #include <assert.h>
 #include <curl/curl.h>
@@ -283,9 +284,18 @@ static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int
                     ? redisexec_promote_guard(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password,
                                               REDISEXEC_PROMOTE_GUARD_NS, rerr, sizeof(rerr))
                     : 0;
+    /* FAILOVER TO: the old primary must have the new one linked and caught up. */
+    if (a->argc >= 4 && !strcmp(a->argv[0], "FAILOVER"))
+        guard = redisexec_switchover(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password, a->argc,
+                                     a->argv, TOPO_SWITCHOVER_MAX_LAG, rerr, sizeof(rerr));
     if (guard < 0) {
         kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, rerr);
         return EXEC_ERROR;
+    }
+    if (a->argc >= 4 && !strcmp(a->argv[0], "FAILOVER") && !guard) {
+        rlog_info("redis command done", "reconcileID", x->reconcile_id, "pod", a->name, "command", a->argv[0],
+                  "why", a->why);
+        return EXEC_OK;
     }
     if (guard > 0 || redis_already_done(x, a)) {
         rlog_debug("redis command already in effect; skipped", "reconcileID", x->reconcile_id, "pod", a->name,

@@ -470,6 +470,7 @@ typedef struct {
     buf_t diag;              /* its message */
     topo_t *topo;            /* REPLICATION: the decisions, or NULL (Standalone, invalid) */
     int rotating;            /* AUTH: this plan rotates the password */
+    const json_object *sts;  /* the observed StatefulSet when ours, else NULL (SWITCHOVER) */
 } ctx_t;
 
 /* A zeroed context for planning p about rc (whose metadata is meta) at now: the name,
@@ -968,6 +969,27 @@ static int plan_label(ctx_t *c, const topo_label_t *l)
     return add_action(p, PLAN_LABEL_POD, "v1", "pods", c->ns, l->pod, body, why) < 0 ? -1 : 0;
 }
 
+/* SWITCHOVER: PLAN_DELETE of the pod topo names, with its uid as precondition (a pod
+ * recreated meanwhile under the same name is not deleted), and its event. Returns 0, or
+ * -1 when out of memory. */
+static int plan_delete_pod(ctx_t *c)
+{
+    plan_t *p = c->plan;
+    int *oom = &p->oom;
+    json_object *body = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom);
+    jsonx_put(body, "apiVersion", jsonx_new_str("v1", oom), oom);
+    jsonx_put(body, "kind", jsonx_new_str("DeleteOptions", oom), oom);
+    jsonx_put(pre, "uid", jsonx_new_str(c->topo->delete_uid, oom), oom);
+    jsonx_put(body, "preconditions", pre, oom);
+    if (*oom) {
+        json_object_put(body);
+        return -1;
+    }
+    int i = add_action(p, PLAN_DELETE, "v1", "pods", c->ns, c->topo->delete_pod, body, c->topo->delete_why);
+    add_event(p, "Normal", "RolledPod", i, "%s", c->topo->delete_why);
+    return p->oom ? -1 : 0;
+}
+
 /* REPLICATION and FAILOVER (plan.h): the role labels and the Redis commands
  * topo_compute_failover decides. Labels that take the primary role away come first,
  * the Redis commands next, the labels that give it last: two pods never carry
@@ -985,14 +1007,23 @@ static int plan_replication(ctx_t *c)
      * evidence then never runs more than 1 s ahead of what an observer saw. */
     int64_t age = m && m->redis ? age_ns(jstr(m->redis, "observedAt"), c->now) : -1;
     int64_t age_ms = age > 0 ? (age < INT64_C(1000000000) ? age : INT64_C(1000000000)) / 1000000 : 0;
-    topo_compute_failover(c->name, c->in.size, sp, m ? m->members : NULL, m ? m->redis : NULL, down_after_ms(c),
-                          age_ms, c->topo);
+    topo_roll_t roll = {jstr(jsonx_get(c->sts, "status"), "updateRevision"),
+                        jstr(jsonx_get(c->rc, "status"), "switchoverFrom")};
+    topo_compute_switchover(c->name, c->in.size, sp, m ? m->members : NULL, m ? m->redis : NULL, down_after_ms(c),
+                            age_ms, &roll, c->topo);
     /* Look again when downAfter is reached rather than at the next "still down". */
     int64_t recheck = c->topo->recheck_after_ms * 1000000;
     if (recheck > 0 && (!p->requeue_after_ns || recheck < p->requeue_after_ns))
         p->requeue_after_ns = recheck;
     if (c->topo->no_candidate)
         degrade(c, "NoFailoverCandidate", "%s", c->topo->elect_why);
+    if (c->topo->switch_blocked)
+        degrade(c, "NoSwitchoverCandidate", "%s", c->topo->switch_why);
+    /* SWITCHOVER: a rollout or a handover in progress looks again soon (a pod coming
+     * back is a watch event; a replica catching up or a role changing hands is not). */
+    if ((c->topo->switch_wait || c->topo->switch_record || c->topo->switchover_from[0] || c->topo->delete_pod[0]) &&
+        (!p->requeue_after_ns || p->requeue_after_ns > PLAN_REQUEUE_SWITCHOVER_NS))
+        p->requeue_after_ns = PLAN_REQUEUE_SWITCHOVER_NS;
     for (size_t i = 0; i < c->topo->n_labels; i++)
         if (strcmp(c->topo->labels[i].role, RENDER_ROLE_PRIMARY) && plan_label(c, &c->topo->labels[i]))
             return -1;
@@ -1000,17 +1031,27 @@ static int plan_replication(ctx_t *c)
      * password rotates (the observer cannot authenticate then). */
     for (size_t i = 0; m && m->redis && !c->rotating && i < c->topo->n_cmds; i++) {
         const topo_cmd_t *t = &c->topo->cmds[i];
-        const char *argv[3] = {"REPLICAOF", t->primary_ip, "6379"};
+        const char *argv[6] = {"REPLICAOF", t->primary_ip, "6379"};
+        char timeout[24];
+        snprintf(timeout, sizeof(timeout), "%d", TOPO_FAILOVER_TIMEOUT_MS);
+        int argc = 3;
         if (t->no_one) {
             argv[1] = "NO";
             argv[2] = "ONE";
+        } else if (t->failover_to) {
+            const char *fo[6] = {"FAILOVER", "TO", t->primary_ip, "6379", "TIMEOUT", timeout};
+            memcpy(argv, fo, sizeof(fo));
+            argc = 6;
         }
-        int k = add_redis_action(p, c->ns, t->pod, t->ip, 3, argv, t->why);
-        add_event(p, "Normal", t->no_one ? "Promoted" : "Repointed", k, "%s", t->why);
+        int k = add_redis_action(p, c->ns, t->pod, t->ip, argc, argv, t->why);
+        add_event(p, "Normal", t->no_one ? "Promoted" : t->failover_to ? "SwitchedOver" : "Repointed", k, "%s",
+                  t->why);
     }
     for (size_t i = 0; i < c->topo->n_labels; i++)
         if (!strcmp(c->topo->labels[i].role, RENDER_ROLE_PRIMARY) && plan_label(c, &c->topo->labels[i]))
             return -1;
+    if (m && m->redis && !c->rotating && c->topo->delete_pod[0] && plan_delete_pod(c))
+        return -1;
     return p->oom ? -1 : 0;
 }
 
@@ -1685,7 +1726,8 @@ static int status_current(const ctx_t *c, const json_object *computed, const jso
         return 0;
     if (c->generation >= 0 && !same_int(ostatus, "observedGeneration", c->generation))
         return 0;
-    if (!same_str(ostatus, "primary", jstr(computed, "primary")) || !nodes_current(computed, ostatus))
+    if (!same_str(ostatus, "primary", jstr(computed, "primary")) || !nodes_current(computed, ostatus) ||
+        !same_str(ostatus, "switchoverFrom", jstr(computed, "switchoverFrom")))
         return 0;
     const json_object *list = jsonx_get(computed, "conditions");
     for (size_t i = 0; i < json_object_array_length((json_object *)list); i++) {
@@ -1725,7 +1767,7 @@ static int status_write(ctx_t *c, json_object *st, const char *why)
     /* FAILOVER: the record of an election is a compare-and-swap on the object as the
      * decision saw it: a decision from a stale copy fails with 409 and is taken again. */
     const char *rv = jstr(jsonx_get(c->rc, "metadata"), "resourceVersion");
-    if (c->topo && c->topo->elect && rv)
+    if (c->topo && (c->topo->elect || c->topo->switch_record) && rv)
         jsonx_put(meta, "resourceVersion", jsonx_new_str(rv, oom), oom);
     jsonx_put(body, "metadata", meta, oom);
     if (json_object_deep_copy(st, &copy, NULL))
@@ -1738,6 +1780,8 @@ static int status_write(ctx_t *c, json_object *st, const char *why)
     int i = add_action(p, PLAN_UPDATE_STATUS, RENDER_GROUP_VERSION, "redisclusters", c->ns, c->name, body, why);
     if (c->topo && c->topo->elect)
         add_event(p, "Warning", "FailedOver", i, "%s", c->topo->elect_why);
+    if (c->topo && c->topo->switch_record)
+        add_event(p, "Normal", "SwitchingOver", i, "%s", c->topo->switch_why);
     const json_object *deg = observed_cond(st, "Degraded"), *old = observed_cond(ostatus, "Degraded");
     const char *reason = jstr(deg, "reason"), *message = jstr(deg, "message");
     if (reason && same_str(deg, "status", "True") &&
@@ -1792,6 +1836,8 @@ static int plan_status_write(ctx_t *c, const json_object *sts)
     buf_free(&sel);
     if (c->topo) {
         jsonx_put(st, "primary", jsonx_new_str(c->topo->primary, oom), oom);
+        if (c->topo->switchover_from[0])
+            jsonx_put(st, "switchoverFrom", jsonx_new_str(c->topo->switchover_from, oom), oom);
         json_object *nodes = NULL;
         if (kept_nodes && json_object_deep_copy((json_object *)kept_nodes, &nodes, NULL))
             *oom = 1;
@@ -1900,6 +1946,7 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
     topo_t topo;
     if (!c.failed_reason && c.in.replication) {
         c.topo = &topo;
+        c.sts = c.sts_ours ? sts : NULL;
         if (plan_replication(&c))
             goto out;
     }

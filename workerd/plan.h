@@ -35,7 +35,9 @@
  *                          from plan_take_back, see TAKING A CHILD BACK).
  *   PLAN_DELETE            DELETE <child>, application/json, body = DeleteOptions with
  *                          preconditions {uid, resourceVersion} of the observed object (only
- *                          from plan_take_back, only for a Service), followed by PLAN_CREATE.
+ *                          from plan_take_back, only for a Service), followed by PLAN_CREATE;
+ *                          or DELETE pods/<name> with preconditions {uid} (SWITCHOVER below:
+ *                          the operator rolls its pods itself).
  *   PLAN_UPDATE_STATUS     PATCH <RedisCluster>/status?fieldManager=rediscluster-operator&force=true,
  *                          application/apply-patch+yaml, body
  *                          {"apiVersion","kind","metadata":{name,namespace},"status":{...}}
@@ -221,6 +223,20 @@
  *     (Normal event Promoted; the executor guards it, redisexec_promote_guard), the
  *     REPLICAOFs of the other nodes to it, then the label that gives role=primary. No
  *     candidate: ReplicationHealthy False and Degraded True NoFailoverCandidate;
+ *   - SWITCHOVER (topology.h, docs/failover.md "Planned switchover"): the StatefulSet
+ *     rolls OnDelete (render.h); with the StatefulSet's status.updateRevision and the
+ *     observed status.switchoverFrom, PLAN_DELETE of one outdated replica at a time
+ *     (Normal event RolledPod), then the handover of the primary role: first only the
+ *     status, status.primary := the replica and status.switchoverFrom := the old primary
+ *     with the resourceVersion precondition (Normal event SwitchingOver), then from that
+ *     record the old primary's label taken and PLAN_REDIS `FAILOVER TO <ip> 6379 TIMEOUT
+ *     5000` on it (Normal event SwitchedOver; the executor guards it,
+ *     redisexec_switchover), the new primary's label once it reports role master, and
+ *     status.switchoverFrom dropped; then the old primary's pod is deleted like any
+ *     outdated replica. A terminating primary (kubectl delete pod, a drain) is handed
+ *     over the same way while its preStop hook waits. No candidate for a rollout:
+ *     Degraded True NoSwitchoverCandidate. While any of it is under way, requeue after
+ *     PLAN_REQUEUE_SWITCHOVER_NS;
  *   - labels taking role=primary always come before the Redis commands, the label
  *     giving it after them (never two pods labelled primary at once);
  *   - status.primary, status.nodes[] {pod, ip, role, linkUp, offset, lagBytes} and the
@@ -234,7 +250,8 @@
  *   Standalone (and a spec without mode, as v1alpha1 clusters are converted): none of
  *   this; independent servers, no role Services, labels or Redis actions.
  *   Order of the actions: children, role labels taken, Redis commands, role label
- *   given, then the status (then RUNTIME CONFIG's commands and annotations).
+ *   given, a pod deletion, then the status (then RUNTIME CONFIG's commands and
+ *   annotations).
  *
  * AUTH (spec.auth.secretRef; docs/replication.md): the pods get the password from the
  * Secret by reference (render.h), and workerd keeps a record of the password Redis runs
@@ -319,6 +336,7 @@
 #define PLAN_REDIS_MAX_ARGS 130 /* CONFIG SET with every spec.config.extra pair (RUNTIME CONFIG) */
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
 #define PLAN_FAILOVER_DOWN_AFTER_MS 3000 /* spec.failover.downAfter's default */
+#define PLAN_REQUEUE_SWITCHOVER_NS (INT64_C(2) * 1000000000) /* SWITCHOVER: look again */
 
 typedef enum {
     PLAN_ADD_FINALIZER,

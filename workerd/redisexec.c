@@ -296,3 +296,89 @@ int redisexec_promote_guard(const char *ip, int port, const char *password, cons
     }
     return 0;
 }
+
+/* The replica line of target_ip:target_port in a master's INFO replication
+ * ("slaveN:ip=...,port=...,state=...,offset=...,lag=..."): 1 with its state and offset,
+ * else 0. */
+static int replica_line(const char *text, const char *target_ip, int target_port, char *state, size_t statelen,
+                        int64_t *offset)
+{
+    char want[160];
+    snprintf(want, sizeof(want), "ip=%s,port=%d,", target_ip, target_port);
+    for (const char *p = text; p && *p;) {
+        size_t n = strcspn(p, "\r\n");
+        if (!strncmp(p, "slave", 5) && n < 512) {
+            char line[512];
+            memcpy(line, p, n);
+            line[n] = '\0';
+            const char *v = strchr(line, ':');
+            if (v && !strncmp(v + 1, want, strlen(want))) {
+                const char *s = strstr(v, ",state="), *o = strstr(v, ",offset=");
+                state[0] = '\0';
+                if (s)
+                    snprintf(state, statelen, "%.*s", (int)strcspn(s + 7, ","), s + 7);
+                *offset = -1;
+                if (o) {
+                    char num[32];
+                    snprintf(num, sizeof(num), "%.*s", (int)strcspn(o + 8, ","), o + 8);
+                    *offset = to_int(num, -1);
+                }
+                return 1;
+            }
+        }
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    return 0;
+}
+
+int redisexec_switchover_check(const char *info, const char *target_ip, int target_port, int64_t max_lag, char *err,
+                               size_t errlen)
+{
+    char role[16], host[256], state[32], fstate[64] = "";
+    int mport = 0, link = 0;
+    int64_t offset = -1, roff = -1;
+    redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &mport, &link, &offset);
+    if (!strcmp(role, "slave") && !strcmp(host, target_ip) && mport == target_port)
+        return 1; /* handed over already */
+    if (strcmp(role, "master")) {
+        snprintf(err, errlen, "not a primary (role %s, following %s:%d): no FAILOVER", *role ? role : "unknown",
+                 *host ? host : "(none)", mport);
+        return -1;
+    }
+    if (info_field(info, "master_failover_state", fstate, sizeof(fstate)) && strcmp(fstate, "no-failover"))
+        return 1; /* an earlier FAILOVER is under way */
+    if (!replica_line(info, target_ip, target_port, state, sizeof(state), &roff) || strcmp(state, "online")) {
+        snprintf(err, errlen, "%s:%d is not a linked replica of it: no FAILOVER", target_ip, target_port);
+        return -1;
+    }
+    if (roff < 0 || offset - roff > max_lag) {
+        snprintf(err, errlen, "%s:%d is %lld bytes behind (at most %lld): no FAILOVER yet", target_ip, target_port,
+                 (long long)(offset - roff), (long long)max_lag);
+        return -1;
+    }
+    return 0;
+}
+
+int redisexec_switchover(const char *ip, int port, const char *password, const char *old_password, int argc,
+                         const char *const *argv, int64_t max_lag, char *err, size_t errlen)
+{
+    const char *av[2] = {"INFO", "replication"};
+    char info[8192];
+    if (argc < 4 || strcmp(argv[0], "FAILOVER") || strcmp(argv[1], "TO")) {
+        snprintf(err, errlen, "not a FAILOVER TO command");
+        return -1;
+    }
+    if (redisexec_command(ip, port, password, old_password, 2, av, REDISEXEC_TIMEOUT_NS, info, sizeof(info), err,
+                          errlen))
+        return -1;
+    int check = redisexec_switchover_check(info, argv[2], (int)to_int(argv[3], 0), max_lag, err, errlen);
+    if (check)
+        return check;
+    if (redisexec_command(ip, port, password, old_password, argc, argv, REDISEXEC_TIMEOUT_NS, NULL, 0, err,
+                          errlen))
+        /* Another attempt's FAILOVER got there first: it is the same handover. */
+        return strstr(err, "already in progress") ? 1 : -1;
+    return 0;
+}

@@ -56,6 +56,22 @@ int redisexec_command(const char *ip, int port, const char *password, const char
 int redisexec_promote_guard(const char *ip, int port, const char *password, const char *old_password,
                             int64_t guard_ns, char *err, size_t errlen);
 
+/* The guard of a switchover (FAILOVER TO, docs/failover.md), on the INFO replication
+ * text of the old primary: 1 when it is done or under way (a replica of
+ * target_ip:target_port already, or master_failover_state not no-failover), 0 when the
+ * FAILOVER may be sent (a master whose replica line for the target says state=online and
+ * an offset at most max_lag bytes behind its own), -1 with one line in err when not
+ * (not a master, the target not linked, or behind). Pure. */
+int redisexec_switchover_check(const char *info, const char *target_ip, int target_port, int64_t max_lag, char *err,
+                               size_t errlen);
+
+/* Carry out argv, a FAILOVER TO <ip> <port> ... on ip:port, behind
+ * redisexec_switchover_check (INFO replication first): returns 0 when sent, 1 when it
+ * is done or under way already (the check's 1, or Redis's "FAILOVER already in
+ * progress"), -1 with one line in err otherwise. Passwords as redisexec_command. */
+int redisexec_switchover(const char *ip, int port, const char *password, const char *old_password, int argc,
+                         const char *const *argv, int64_t max_lag, char *err, size_t errlen);
+
 /* One observation of pods (an array of Pod objects; those without status.podIP are
  * listed unreachable with ip ""), probing each with [AUTH] INFO replication within
  * timeout_ns: {"observedAt": observed_at, "nodes": [{"pod","ip","reachable","role",

@@ -436,20 +436,35 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     json_object *c = jsonx_new_obj(oom);
     jsonx_put(c, "name", jsonx_new_str("redis", oom), oom);
     jsonx_put(c, "image", jsonx_new_str(in->image, oom), oom);
+    json_object *cmd = str_array(oom, "redis-server", "/etc/redis/redis.conf", STR_END), *env = jsonx_new_arr(oom);
     if (in->auth_secret) {
         /* The password reaches Redis through the environment, expanded by the kubelet:
          * neither the ConfigMap nor the pod spec holds it. */
-        jsonx_put(c, "command",
-                  str_array(oom, "redis-server", "/etc/redis/redis.conf", "--requirepass", "$(" RENDER_PASSWORD_ENV ")",
-                            "--masterauth", "$(" RENDER_PASSWORD_ENV ")", STR_END),
-                  oom);
-        json_object *env = jsonx_new_arr(oom);
+        const char *const pw[] = {"--requirepass", "$(" RENDER_PASSWORD_ENV ")", "--masterauth",
+                                  "$(" RENDER_PASSWORD_ENV ")"};
+        for (size_t i = 0; i < sizeof(pw) / sizeof(pw[0]); i++)
+            jsonx_push(cmd, jsonx_new_str(pw[i], oom), oom);
         jsonx_push(env, secret_env(in, RENDER_PASSWORD_ENV, oom), oom);
         jsonx_push(env, secret_env(in, "REDISCLI_AUTH", oom), oom);
-        jsonx_put(c, "env", env, oom);
-    } else {
-        jsonx_put(c, "command", str_array(oom, "redis-server", "/etc/redis/redis.conf", STR_END), oom);
     }
+    if (in->replication) {
+        /* A replica names itself by its pod IP (behind NAT or a node-local proxy its
+         * connection's source address is another): the primary's INFO lists it so, and
+         * FAILOVER TO <pod ip> finds it (SWITCHOVER). */
+        json_object *e = jsonx_new_obj(oom), *from = jsonx_new_obj(oom), *ref = jsonx_new_obj(oom);
+        jsonx_put(ref, "fieldPath", jsonx_new_str("status.podIP", oom), oom);
+        jsonx_put(from, "fieldRef", ref, oom);
+        jsonx_put(e, "name", jsonx_new_str(RENDER_POD_IP_ENV, oom), oom);
+        jsonx_put(e, "valueFrom", from, oom);
+        jsonx_push(env, e, oom);
+        jsonx_push(cmd, jsonx_new_str("--replica-announce-ip", oom), oom);
+        jsonx_push(cmd, jsonx_new_str("$(" RENDER_POD_IP_ENV ")", oom), oom);
+    }
+    jsonx_put(c, "command", cmd, oom);
+    if (json_object_array_length(env))
+        jsonx_put(c, "env", env, oom);
+    else
+        json_object_put(env);
     json_object *port = jsonx_new_obj(oom);
     jsonx_put(port, "name", jsonx_new_str("redis", oom), oom);
     jsonx_put(port, "containerPort", jsonx_new_int(RENDER_REDIS_PORT, oom), oom);
@@ -468,6 +483,14 @@ static json_object *redis_container(const render_input_t *in, int *oom)
      * earlier and more often, so a pod joins the Service as soon as it answers. */
     jsonx_put(c, "livenessProbe", ping_probe(10, 10, oom), oom);
     jsonx_put(c, "readinessProbe", ping_probe(5, 5, oom), oom);
+    if (in->replication) {
+        /* SWITCHOVER: a primary's pod being deleted waits for its role to move. */
+        json_object *exec = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom), *life = jsonx_new_obj(oom);
+        jsonx_put(exec, "command", str_array(oom, "sh", "-c", RENDER_PRESTOP_SCRIPT, STR_END), oom);
+        jsonx_put(pre, "exec", exec, oom);
+        jsonx_put(life, "preStop", pre, oom);
+        jsonx_put(c, "lifecycle", life, oom);
+    }
     json_object *mounts = jsonx_new_arr(oom);
     jsonx_push(mounts, mount("data", "/data", oom), oom);
     jsonx_push(mounts, mount("config", "/etc/redis", oom), oom);
@@ -568,6 +591,12 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
     jsonx_put(spec, "selector", selector, &oom);
     jsonx_put(spec, "template", pod_template(in, config_hash, &oom), &oom);
     jsonx_put(spec, "volumeClaimTemplates", vcts, &oom);
+    if (in->replication) {
+        /* SWITCHOVER (plan.h): the operator chooses the order in which pods restart. */
+        json_object *us = jsonx_new_obj(&oom);
+        jsonx_put(us, "type", jsonx_new_str("OnDelete", &oom), &oom);
+        jsonx_put(spec, "updateStrategy", us, &oom);
+    }
     const json_object *ret = jsonx_get(knob(in, "storage", json_type_object), "retention");
     if (ret && json_object_is_type(ret, json_type_object)) {
         json_object *policy = jsonx_new_obj(&oom);

@@ -107,6 +107,8 @@ typedef struct {
  * rendered: a secretKeyRef); REDISCLI_AUTH too, so the probes and kubectl exec
  * authenticate. */
 #define RENDER_PASSWORD_ENV "REDIS_PASSWORD"
+/* Replication: the pod IP (fieldRef status.podIP), Redis's replica-announce-ip. */
+#define RENDER_POD_IP_ENV "POD_IP"
 
 /* The container image to run: image, plus ":" version when version is non-empty and image
  * has neither a tag nor a digest (rdc_spec_image_has_tag_or_digest: a tag is a ':' in the
@@ -141,6 +143,17 @@ int render_selector_string(const char *name, buf_t *out);
 json_object *render_configmap(const render_input_t *in, const char *redis_conf);
 json_object *render_service(const render_input_t *in);
 json_object *render_statefulset(const render_input_t *in, const char *config_hash);
+/* In spec.mode Replication the StatefulSet rolls OnDelete (updateStrategy: the operator
+ * deletes the pods itself, replicas first, the primary after a switchover; plan.h
+ * SWITCHOVER), and the redis container has a preStop hook (RENDER_PRESTOP_SCRIPT) that
+ * holds a primary's shutdown, up to 15 s (150 x 0.1 s; the default grace period is 30 s),
+ * while it is a master with a replica linked: the operator hands its role over meanwhile. */
+#define RENDER_PRESTOP_SCRIPT                                                                             \
+    "i=0; while [ $i -lt 150 ]; do"                                                                      \
+    " r=$(redis-cli info replication 2>/dev/null) || exit 0;"                                           \
+    " case \"$r\" in *role:master*) ;; *) exit 0;; esac;"                                                \
+    " case \"$r\" in *connected_slaves:0*) exit 0;; esac;"                                               \
+    " sleep 0.1; i=$((i+1)); done"
 /* The policy/v1 PodDisruptionBudget of the cluster's pods: named like the cluster, the
  * selector labels, spec.maxUnavailable from spec.podDisruptionBudget (default 1). */
 json_object *render_pdb(const render_input_t *in);

@@ -196,20 +196,185 @@ void topo_compute(const char *name, int size, const char *status_primary, const 
 void topo_compute_failover(const char *name, int size, const char *status_primary, const json_object *pods,
                            const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms, topo_t *out)
 {
+    topo_compute_switchover(name, size, status_primary, pods, observation, down_after_ms, obs_age_ms, NULL, out);
+}
+
+/* Fill x->obs, reachable and role from the observation node of x's pod at its IP. */
+static void observe_member(member_t *x, const json_object *obs)
+{
+    const json_object *n = obs ? obs_node(obs, x->name) : NULL;
+    const char *oip = sget(n, "ip");
+    x->role = "";
+    /* An observation of another IP is of a pod that is gone. */
+    if (n && x->ip && oip && !strcmp(oip, x->ip)) {
+        x->obs = n;
+        x->reachable = bget(n, "reachable");
+        const char *r = sget(n, "role");
+        x->role = r ? r : "";
+    }
+}
+
+/* 1 when x is a reachable master (observed at its pod's IP). */
+static int is_master(const member_t *x)
+{
+    return x->pod && x->obs && x->reachable && !strcmp(x->role, "master") && x->ip && *x->ip;
+}
+
+/* 1 when x is a reachable replica of ip with its link up. */
+static int linked_to(const member_t *x, const char *ip)
+{
+    const char *mh = sget(x->obs, "masterHost");
+    return x->pod && x->obs && x->reachable && !strcmp(x->role, "slave") && ip && mh && !strcmp(mh, ip) &&
+           iget(x->obs, "masterPort", 0) == TOPO_REDIS_PORT && bget(x->obs, "linkUp");
+}
+
+static int pod_ready(const json_object *pod)
+{
+    const json_object *conds = jsonx_get(jsonx_get(pod, "status"), "conditions");
+    for (size_t i = 0; i < arr_len(conds); i++) {
+        const json_object *c = json_object_array_get_idx(conds, i);
+        const char *t = sget(c, "type"), *st = sget(c, "status");
+        if (t && !strcmp(t, "Ready"))
+            return st && !strcmp(st, "True");
+    }
+    return 0;
+}
+
+/* 1 when pod x runs another revision than rev (SWITCHOVER); no rollout when rev is "". */
+static int outdated(const member_t *x, const char *rev)
+{
+    const char *have = JSONX_STR_AT(x->pod, "metadata", "labels", "controller-revision-hash");
+    return rev && *rev && x->pod && (!have || strcmp(have, rev));
+}
+
+/* SWITCHOVER (2): the best candidate to take the role from the primary P (a reachable
+ * master, present or terminating) at ordinal pord, or -1 with the reason in why. */
+static int switch_candidate(const member_t *m, int n, int pord, const member_t *P, const char *rev, int rollout,
+                            char *why, size_t whylen)
+{
+    int best = -1;
+    int64_t best_off = -1, poff = iget(P->obs, "offset", -1);
+    char seen[600] = "";
+    for (int i = 0; i < n; i++) {
+        const member_t *x = &m[i];
+        if (i == pord || !x->pod)
+            continue;
+        const char *no = !x->obs || !x->reachable       ? "unreachable"
+                         : !pod_ready(x->pod)           ? "not Ready"
+                         : !linked_to(x, P->ip)         ? "not linked to the primary"
+                         : rollout && outdated(x, rev)  ? "not on the new revision"
+                         : poff - iget(x->obs, "offset", -1) > TOPO_SWITCHOVER_MAX_LAG ? "behind"
+                                                                                        : NULL;
+        size_t l = strlen(seen);
+        snprintf(seen + l, sizeof(seen) - l, "%s%s %s", l ? ", " : "", x->name, no ? no : "caught up");
+        if (no)
+            continue;
+        int64_t off = iget(x->obs, "offset", -1);
+        if (best < 0 || off > best_off) {
+            best = i;
+            best_off = off;
+        }
+    }
+    if (best < 0)
+        snprintf(why, whylen, "%s", *seen ? seen : "no replica");
+    else
+        snprintf(why, whylen, "%s has offset %lld, the primary %lld (%s)", m[best].name, (long long)best_off,
+                 (long long)poff, seen);
+    return best;
+}
+
+/* SWITCHOVER (2) and (3) in topology.h: with the primary P at pord a reachable master
+ * (present, or terminating when dying), plan the next step of a rollout or of the
+ * primary's deletion into out. */
+static void rollout_step(const member_t *m, int n, int pord, const member_t *P, int dying, const char *rev,
+                         topo_t *out)
+{
+    char why[700];
+    int present = 0, ready = 1, stale = -1;
+    const char *awaited = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!m[i].pod) {
+            awaited = awaited ? awaited : "";
+            continue;
+        }
+        present++;
+        int ok = pod_ready(m[i].pod) && m[i].obs && m[i].reachable && (i == pord || linked_to(&m[i], P->ip));
+        if (!ok && !awaited)
+            awaited = m[i].name;
+        ready &= ok;
+        if (i != pord && outdated(&m[i], rev))
+            stale = i; /* the highest ordinal */
+    }
+    if (!dying && stale < 0 && !outdated(P, rev))
+        return; /* nothing to roll */
+    if (!dying && stale >= 0) {
+        if (present < n || !ready) {
+            out->switch_wait = 1;
+            snprintf(out->switch_why, sizeof(out->switch_why),
+                     "rolling out: waiting for %s%s to be back, Ready and linked before restarting %s",
+                     awaited && *awaited ? "pod " : "every pod", awaited && *awaited ? awaited : "", m[stale].name);
+            return;
+        }
+        snprintf(out->delete_pod, sizeof(out->delete_pod), "%s", m[stale].name);
+        snprintf(out->delete_uid, sizeof(out->delete_uid), "%s",
+                 JSONX_STR_AT(m[stale].pod, "metadata", "uid") ? JSONX_STR_AT(m[stale].pod, "metadata", "uid") : "");
+        snprintf(out->delete_why, sizeof(out->delete_why),
+                 "rolling out revision %s: replica %s restarted (deleted; every replica linked to %s)", rev,
+                 m[stale].name, P->name);
+        return;
+    }
+    if (n == 1) {
+        if (dying)
+            return;
+        snprintf(out->delete_pod, sizeof(out->delete_pod), "%s", P->name);
+        snprintf(out->delete_uid, sizeof(out->delete_uid), "%s",
+                 JSONX_STR_AT(P->pod, "metadata", "uid") ? JSONX_STR_AT(P->pod, "metadata", "uid") : "");
+        snprintf(out->delete_why, sizeof(out->delete_why),
+                 "rolling out revision %s: %s restarted in place (size 1: no replica to hand the primary role to)",
+                 rev, P->name);
+        return;
+    }
+    int best = switch_candidate(m, n, pord, P, rev, !dying, why, sizeof(why));
+    if (best < 0) {
+        /* A replica still coming back is worth waiting for; none there at all is not. */
+        int any = 0;
+        for (int i = 0; i < n; i++)
+            any |= i != pord && m[i].pod && linked_to(&m[i], P->ip);
+        if (any)
+            out->switch_wait = 1;
+        else
+            out->switch_blocked = 1;
+        snprintf(out->switch_why, sizeof(out->switch_why), "the primary %s %s, but no replica can take its role (%s)%s",
+                 P->name, dying ? "is being deleted" : "runs an old revision", why,
+                 any ? ": waiting" : ": no switchover");
+        return;
+    }
+    out->switch_record = 1;
+    snprintf(out->switch_to, sizeof(out->switch_to), "%s", m[best].name);
+    snprintf(out->switch_why, sizeof(out->switch_why), "switchover: the primary %s %s: %s takes its role: %s",
+             P->name, dying ? "is being deleted" : "runs an old revision", m[best].name, why);
+}
+
+void topo_compute_switchover(const char *name, int size, const char *status_primary, const json_object *pods,
+                             const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms,
+                             const topo_roll_t *roll, topo_t *out)
+{
     memset(out, 0, sizeof(*out));
-    member_t m[TOPO_MAX_NODES];
+    member_t m[TOPO_MAX_NODES], dying[TOPO_MAX_NODES];
     memset(m, 0, sizeof(m));
-    /* Pods by ordinal. */
+    memset(dying, 0, sizeof(dying));
+    /* Pods by ordinal; the terminating ones apart (SWITCHOVER reads them). */
     for (size_t i = 0; i < arr_len(pods); i++) {
         const json_object *p = json_object_array_get_idx(pods, i);
         const char *pn = JSONX_STR_AT(p, "metadata", "name");
         int ord = ordinal_of(name, size, pn);
-        if (ord < 0 || ord >= TOPO_MAX_NODES || jsonx_get(jsonx_get(p, "metadata"), "deletionTimestamp"))
+        if (ord < 0 || ord >= TOPO_MAX_NODES)
             continue;
-        m[ord].pod = p;
-        m[ord].name = pn;
-        m[ord].ip = JSONX_STR_AT(p, "status", "podIP");
-        m[ord].label = JSONX_STR_AT(p, "metadata", "labels", TOPO_ROLE_LABEL);
+        member_t *x = jsonx_get(jsonx_get(p, "metadata"), "deletionTimestamp") ? &dying[ord] : &m[ord];
+        x->pod = p;
+        x->name = pn;
+        x->ip = JSONX_STR_AT(p, "status", "podIP");
+        x->label = JSONX_STR_AT(p, "metadata", "labels", TOPO_ROLE_LABEL);
     }
     int pord = ordinal_of(name, size, status_primary);
     if (pord < 0)
@@ -217,24 +382,26 @@ void topo_compute_failover(const char *name, int size, const char *status_primar
     snprintf(out->primary, sizeof(out->primary), "%s-%d", name, pord);
 
     const json_object *obs = observation && json_object_is_type(observation, json_type_object) ? observation : NULL;
-    for (int i = 0; i < size && i < TOPO_MAX_NODES; i++) {
-        if (!m[i].pod)
-            continue;
-        const json_object *n = obs ? obs_node(obs, m[i].name) : NULL;
-        const char *oip = sget(n, "ip");
-        /* An observation of another IP is of a pod that is gone. */
-        if (n && m[i].ip && oip && !strcmp(oip, m[i].ip)) {
-            m[i].obs = n;
-            m[i].reachable = bget(n, "reachable");
-            const char *r = sget(n, "role");
-            m[i].role = r ? r : "";
-        } else {
-            m[i].role = "";
-        }
-    }
     int n_members = size < TOPO_MAX_NODES ? size : TOPO_MAX_NODES;
+    for (int i = 0; i < n_members; i++) {
+        if (m[i].pod)
+            observe_member(&m[i], obs);
+        if (dying[i].pod)
+            observe_member(&dying[i], obs);
+    }
+    /* SWITCHOVER (1): a handover recorded, from O (present or terminating) to P. */
+    const char *rev = roll && roll->update_revision ? roll->update_revision : "";
+    int oord = roll ? ordinal_of(name, size, roll->switchover_from) : -1;
+    const member_t *O = oord < 0 || oord == pord ? NULL : m[oord].pod ? &m[oord] : &dying[oord];
+    int handing = obs && O && is_master(O) && linked_to(&m[pord], O->ip);
+    int handed = obs && O && !handing && O->pod && O->obs && O->reachable && !strcmp(O->role, "slave") &&
+                 m[pord].ip && sget(O->obs, "masterHost") && !strcmp(sget(O->obs, "masterHost"), m[pord].ip) &&
+                 !is_master(&m[pord]);
+    int switching = handing || handed;
+    if (switching)
+        snprintf(out->switchover_from, sizeof(out->switchover_from), "%s", O->name);
     int winner = pord;
-    if (obs && down_after_ms > 0) {
+    if (obs && down_after_ms > 0 && !switching) {
         /* The designated primary's evidence is read by name, whatever the IP: a deleted
          * pod's last node, or its successor's (never answered: down since first probed). */
         winner = elect(m, n_members, pord, obs_node(obs, out->primary), down_after_ms, obs_age_ms, out);
@@ -246,29 +413,49 @@ void topo_compute_failover(const char *name, int size, const char *status_primar
             snprintf(out->elected, sizeof(out->elected), "%s", m[winner].name);
         }
     }
+    /* SWITCHOVER (2), (3): the primary a reachable master, present or terminating. */
+    const member_t *D = m[pord].pod ? &m[pord] : &dying[pord];
+    if (obs && roll && !out->elect && !out->no_candidate && !switching && !out->recheck_after_ms && is_master(D))
+        rollout_step(m, n_members, pord, D, D == &dying[pord], rev, out);
     for (int i = 0; i < size && i < TOPO_MAX_NODES; i++) {
-        if (!m[i].pod || out->elect)
+        /* A terminating pod keeps its label, but for role=primary moving away from it. */
+        const member_t *x = m[i].pod ? &m[i] : switching && &dying[i] == O ? O : NULL;
+        if (!x || out->elect || out->switch_record)
             continue;
         /* Labels follow the designation, so the -primary Service never selects a pod
-         * that only claims to be a primary (a restarted replica comes up as one). */
-        const char *want = i == pord ? "primary" : "replica";
-        if (!m[i].label || strcmp(m[i].label, want)) {
+         * that only claims to be a primary (a restarted replica comes up as one); during
+         * a handover, the new primary only once it says it is one. */
+        const char *want = i == pord && x == &m[i] ? "primary" : "replica";
+        if (i == pord && switching)
+            continue;
+        if (!x->label || strcmp(x->label, want)) {
             topo_label_t *l = &out->labels[out->n_labels++];
-            snprintf(l->pod, sizeof(l->pod), "%s", m[i].name);
+            snprintf(l->pod, sizeof(l->pod), "%s", x->name);
             l->role = want;
-            l->have = m[i].label ? m[i].label : "";
+            l->have = x->label ? x->label : "";
         }
     }
 
     const member_t *P = &m[pord];
     int primary_ok = P->pod && P->obs && P->reachable && !strcmp(P->role, "master") && P->ip && *P->ip;
     /* FAILOVER: the designated primary elected while a replica: promote it, alone. */
-    int promote = obs && down_after_ms > 0 && !out->elect && !out->no_candidate && P->pod && P->obs &&
+    int promote = obs && down_after_ms > 0 && !out->elect && !out->no_candidate && !switching && P->pod && P->obs &&
                   P->reachable && !strcmp(P->role, "slave") && P->ip && *P->ip;
     /* With the promotion go the other nodes' REPLICAOF to it, in the same plan: a
      * replica left following the old primary's address would follow it again if it
      * came back, giving it the replica min-replicas-to-write asks for. */
-    int hold = out->elect || out->no_candidate;
+    int hold = out->elect || out->no_candidate || switching || out->switch_record;
+    if (handing) {
+        topo_cmd_t *c = &out->cmds[out->n_cmds++];
+        snprintf(c->pod, sizeof(c->pod), "%s", O->name);
+        snprintf(c->ip, sizeof(c->ip), "%s", O->ip);
+        snprintf(c->primary_ip, sizeof(c->primary_ip), "%s", P->ip);
+        c->failover_to = 1;
+        snprintf(c->why, sizeof(c->why),
+                 "switchover: %s hands the primary role to %s (FAILOVER TO %s %d: writes paused until %s has "
+                 "every write, at most %d ms)",
+                 O->name, P->name, P->ip, TOPO_REDIS_PORT, P->name, TOPO_FAILOVER_TIMEOUT_MS);
+    }
     if (promote) {
         topo_cmd_t *c = &out->cmds[out->n_cmds++];
         snprintf(c->pod, sizeof(c->pod), "%s", P->name);
@@ -334,6 +521,10 @@ void topo_compute_failover(const char *name, int size, const char *status_primar
         add_msg(out, "NotObserved", "no observation of the Redis nodes yet%s%s", "", "");
     else if (out->elect)
         add_msg(out, "FailingOver", "%s%s", out->elect_why, "");
+    else if (out->switch_record)
+        add_msg(out, "SwitchingOver", "%s%s", out->switch_why, "");
+    else if (switching)
+        add_msg(out, "SwitchingOver", "%s hands the primary role to %s", O->name, out->primary);
     else if (out->no_candidate)
         add_msg(out, "NoFailoverCandidate", "%s%s", out->elect_why, "");
     else if (promote)
@@ -359,4 +550,8 @@ void topo_compute_failover(const char *name, int size, const char *status_primar
     }
     if (out->elect)
         snprintf(out->primary, sizeof(out->primary), "%s", out->elected);
+    if (out->switch_record) {
+        snprintf(out->switchover_from, sizeof(out->switchover_from), "%s", out->primary);
+        snprintf(out->primary, sizeof(out->primary), "%s", out->switch_to);
+    }
 }

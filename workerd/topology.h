@@ -50,7 +50,41 @@
  *     primaries, and a stale decision cannot overwrite a newer one);
  *   - no candidate: no_candidate is set, reason NoFailoverCandidate.
  * down_after_ms <= 0 turns the election off (topo_compute: the replication issue's rules).
- */
+ *
+ * SWITCHOVER (topo_compute_switchover; docs/failover.md, "Planned switchover"): the
+ * StatefulSet rolls OnDelete, and the operator deletes the pods itself, one at a time;
+ * the primary role is handed over with Redis's FAILOVER before its pod goes. A pod is
+ * outdated when its controller-revision-hash label is not roll->update_revision ("" or
+ * NULL: no rollout). Evaluated after the failover rules, and only when they leave the
+ * designated primary D as it is (no election, no promotion):
+ *   (1) a switchover in progress (roll->switchover_from names the old primary O, D is
+ *       the recorded new one): D a replica linked to O, O a reachable master (its pod
+ *       present or terminating): take O's role label (replica), then on O
+ *       `FAILOVER TO <D ip> 6379 TIMEOUT <TOPO_FAILOVER_TIMEOUT_MS>` (failover_to); D gets
+ *       the primary label only once it reports role master. O a replica of D's IP: the
+ *       handoff is under way, nothing is sent. The failover rule "a designated replica
+ *       linked to a reachable master elects that master back" is not applied here.
+ *       Otherwise (O gone, D not linked) the failover rules decide as for any record;
+ *       switchover stays set (status.switchoverFrom) while (1) applies, and not after;
+ *   (2) D reachable master and terminating (deletionTimestamp: kubectl delete pod, a
+ *       node drain), or outdated while every other pod of 0..size-1 is up to date: a
+ *       candidate is a pod present (not terminating), Ready, reachable, a replica of D's
+ *       IP with its link up, at most TOPO_SWITCHOVER_MAX_LAG bytes behind D, and (for a
+ *       rollout) up to date. The highest offset wins, ties the lowest ordinal:
+ *       switch_record with switch_to; the caller records status.primary := switch_to
+ *       and status.switchoverFrom := D with D's resourceVersion precondition (as an
+ *       election), and nothing else. No candidate: no switchover; switch_blocked with
+ *       the reason (a rollout with replicas present but none linked and caught up) or
+ *       switch_wait (a replica coming back; a replica behind: wait). size 1: nothing to
+ *       hand over to: D is deleted in place (its AOF carries the data);
+ *   (3) D reachable master, not terminating, up to date or not, and some replica
+ *       outdated: when every pod of 0..size-1 is present, Ready, reachable, and every
+ *       replica linked to D, delete_pod names the outdated replica of highest ordinal
+ *       (delete_uid its uid); otherwise switch_wait says which pod is awaited. A deleted
+ *       pod comes back on the new revision; the next is deleted only once it is back,
+ *       Ready and linked (so min-replicas-to-write keeps being met).
+ * A terminating primary whose role has moved is left to go; a replica's deletion needs
+ * nothing. */
 #ifndef RDC_WORKERD_TOPOLOGY_H
 #define RDC_WORKERD_TOPOLOGY_H
 
@@ -71,11 +105,15 @@ typedef struct {
     int64_t lag_bytes; /* -1 unknown */
 } topo_node_t;
 
+#define TOPO_SWITCHOVER_MAX_LAG (INT64_C(1048576)) /* a candidate's most bytes behind */
+#define TOPO_FAILOVER_TIMEOUT_MS 5000             /* FAILOVER ... TIMEOUT: the longest pause */
+
 typedef struct {
     char pod[254];
     char ip[64];
-    char primary_ip[64]; /* REPLICAOF <primary_ip> 6379; "" with no_one */
+    char primary_ip[64]; /* REPLICAOF <primary_ip> 6379; "" with no_one; FAILOVER TO it with failover_to */
     int no_one;          /* REPLICAOF NO ONE: the promotion of the designated primary */
+    int failover_to;     /* FAILOVER TO <primary_ip> 6379 TIMEOUT ms on pod (SWITCHOVER) */
     char why[1200];
 } topo_cmd_t;
 
@@ -102,7 +140,23 @@ typedef struct {
     char elected[254];
     char elect_why[1024];   /* old and new primary, offsets, why */
     int64_t recheck_after_ms; /* > 0: D unreachable, downAfter reached in this many ms */
+    /* SWITCHOVER */
+    int switch_record;      /* record switch_to as status.primary, switchover_from as D */
+    char switch_to[254];
+    char switchover_from[254]; /* status.switchoverFrom to write ("" none) */
+    int switch_blocked;     /* a rollout cannot hand the primary role over: switch_why */
+    int switch_wait;        /* a rollout waits (a pod coming back, a replica behind) */
+    char switch_why[1024];
+    char delete_pod[254];   /* delete this pod (uid precondition delete_uid), "" none */
+    char delete_uid[128];
+    char delete_why[1024];
 } topo_t;
+
+/* What a rollout needs besides the failover's inputs (SWITCHOVER). */
+typedef struct {
+    const char *update_revision; /* the StatefulSet's status.updateRevision; NULL or "": no rollout */
+    const char *switchover_from; /* status.switchoverFrom; NULL or "": none in progress */
+} topo_roll_t;
 
 /* Decide as above into *out (cleared first). name and size are the validated spec's;
  * status_primary may be NULL; pods and observation may be NULL (absent) or anything
@@ -114,5 +168,10 @@ void topo_compute(const char *name, int size, const char *status_primary, const 
  * how long ago the observation was taken (0 when unknown). */
 void topo_compute_failover(const char *name, int size, const char *status_primary, const json_object *pods,
                            const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms, topo_t *out);
+
+/* topo_compute_failover with SWITCHOVER above; roll NULL is topo_compute_failover. */
+void topo_compute_switchover(const char *name, int size, const char *status_primary, const json_object *pods,
+                             const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms,
+                             const topo_roll_t *roll, topo_t *out);
 
 #endif
