@@ -151,8 +151,10 @@ static void test_hold_condition_gone_is_news(void)
 
 #define SPEC3 "{\"size\":3,\"image\":\"redis\",\"version\":\"7.2\",\"mode\":\"Standalone\"}"
 
+enum { KID_CM, KID_SVC, KID_STS, KID_PDB, KIDS };
+
 typedef struct {
-    json_object *rc, *cm, *svc, *sts, *pdb;
+    json_object *rc, *kid[KIDS]; /* the RedisCluster, its children as created */
     int status_writes;
 } world_t;
 
@@ -168,15 +170,13 @@ static void world_init(world_t *w)
 static void world_free(world_t *w)
 {
     json_object_put(w->rc);
-    json_object_put(w->cm);
-    json_object_put(w->svc);
-    json_object_put(w->sts);
-    json_object_put(w->pdb);
+    for (int i = 0; i < KIDS; i++)
+        json_object_put(w->kid[i]);
 }
 
 static plan_t *run(world_t *w, int64_t now)
 {
-    plan_children_t kids = {w->cm, w->svc, w->sts, w->pdb};
+    plan_children_t kids = {w->kid[KID_CM], w->kid[KID_SVC], w->kid[KID_STS], w->kid[KID_PDB]};
     plan_t *p = plan_compute_children(w->rc, &kids, NULL, now);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     return p;
@@ -196,14 +196,14 @@ static void perform(world_t *w, const plan_t *p)
     for (size_t i = 0; i < plan_action_count(p); i++) {
         const plan_action_t *a = plan_action(p, i);
         if (a->kind == PLAN_CREATE) {
-            json_object **slot = !strcmp(a->resource, "configmaps")             ? &w->cm
-                                 : !strcmp(a->resource, "services")             ? &w->svc
-                                 : !strcmp(a->resource, "poddisruptionbudgets") ? &w->pdb
-                                                                                 : &w->sts;
-            CU_ASSERT_PTR_NULL(*slot);
-            *slot = copy(a->body);
-            if (slot == &w->sts)
-                json_object_object_add(w->sts, "status", parse("{\"replicas\":0}"));
+            int k = !strcmp(a->resource, "configmaps")             ? KID_CM
+                    : !strcmp(a->resource, "services")             ? KID_SVC
+                    : !strcmp(a->resource, "poddisruptionbudgets") ? KID_PDB
+                                                                   : KID_STS;
+            CU_ASSERT_PTR_NULL(w->kid[k]);
+            w->kid[k] = copy(a->body);
+            if (k == KID_STS)
+                json_object_object_add(w->kid[k], "status", parse("{\"replicas\":0}"));
         } else if (a->kind == PLAN_UPDATE_STATUS) {
             json_object_object_add(w->rc, "status", copy(json_object_object_get(a->body, "status")));
             w->status_writes++;
@@ -211,6 +211,15 @@ static void perform(world_t *w, const plan_t *p)
             CU_FAIL("a write other than a create or the status");
         }
     }
+}
+
+/* A world whose first reconcile (the creates, the first status) was performed at T0. */
+static void world_created(world_t *w)
+{
+    world_init(w);
+    plan_t *p = run(w, T0);
+    perform(w, p);
+    plan_destroy(&p);
 }
 
 /* The StatefulSet controller's view: created pods and ready pods of 3. */
@@ -221,7 +230,7 @@ static void sts_pods(world_t *w, int created, int ready)
              "{\"observedGeneration\":1,\"replicas\":%d,\"readyReplicas\":%d,\"updatedReplicas\":%d,"
              "\"currentRevision\":\"cache-1\",\"updateRevision\":\"cache-1\"}",
              created, ready, created);
-    json_object_object_add(w->sts, "status", parse(s));
+    json_object_object_add(w->kid[KID_STS], "status", parse(s));
 }
 
 static const char *cond_str(const plan_t *p, const char *type, const char *key)
@@ -300,10 +309,8 @@ static void test_fast_convergence_writes_twice(void)
 static void test_slow_convergence_writes_each_count(void)
 {
     world_t w;
-    world_init(&w);
-    plan_t *p = run(&w, T0);
-    perform(&w, p);
-    plan_destroy(&p);
+    world_created(&w);
+    plan_t *p = NULL;
     for (int ready = 1; ready < 3; ready++) {
         sts_pods(&w, ready + 1, ready);
         p = run(&w, T0 + ready * 10 * NS_PER_SEC);
@@ -339,10 +346,8 @@ static const char *cond_str_rc(const world_t *w)
 static void test_held_count_written_at_window_end(void)
 {
     world_t w;
-    world_init(&w);
-    plan_t *p = run(&w, T0);
-    perform(&w, p);
-    plan_destroy(&p);
+    world_created(&w);
+    plan_t *p = NULL;
     sts_pods(&w, 2, 1);
     p = run(&w, T0 + 2 * NS_PER_SEC);
     CU_ASSERT_PTR_NULL(status_action(p));
@@ -366,10 +371,8 @@ static void test_held_count_written_at_window_end(void)
 static void test_generation_change_written_at_once(void)
 {
     world_t w;
-    world_init(&w);
-    plan_t *p = run(&w, T0);
-    perform(&w, p);
-    plan_destroy(&p);
+    world_created(&w);
+    plan_t *p = NULL;
     sts_pods(&w, 2, 1);
     json_object_object_add(json_object_object_get(w.rc, "metadata"), "generation", json_object_new_int(2));
     json_object_object_add(json_object_object_get(w.rc, "spec"), "size", json_object_new_int(4));
@@ -387,10 +390,8 @@ static void test_generation_change_written_at_once(void)
 static void test_status_without_update_time(void)
 {
     world_t w;
-    world_init(&w);
-    plan_t *p = run(&w, T0);
-    perform(&w, p);
-    plan_destroy(&p);
+    world_created(&w);
+    plan_t *p = NULL;
     sts_pods(&w, 3, 3);
     p = run(&w, T0 + NS_PER_SEC);
     perform(&w, p);
