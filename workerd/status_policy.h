@@ -21,7 +21,9 @@
  * message, the count, was last written; plan sets it) is less than
  * STATUS_POLICY_COALESCE_NS ago. Held: nothing is written and the caller looks again
  * when the window ends, so the latest count is written at most one window late, and at
- * most one progress write per window and cluster is made. Running, Failed and every
+ * most one progress write per window and cluster is made. The window is plan's requeue
+ * of a cluster that is not Running (PLAN_REQUEUE_NOT_READY_NS, 10 s): a held count costs
+ * no reconcile that would not have come anyway. Running, Failed and every
  * change of what the status says are never held, so the final status is written by the
  * reconcile that sees it. A status without lastUpdateTime on Ready (written by an older
  * operator, or unreadable) is written at once.
@@ -32,7 +34,7 @@
 #include <json-c/json.h>
 #include <stdint.h>
 
-#define STATUS_POLICY_COALESCE_NS (INT64_C(5) * 1000000000) /* one progress write per 5 s */
+#define STATUS_POLICY_COALESCE_NS (INT64_C(10) * 1000000000) /* one progress write per 10 s */
 
 /* 0 when the computed status (differing from observed: the caller checked) is to be
  * written now; else how many nanoseconds to hold it (1..STATUS_POLICY_COALESCE_NS), per

@@ -66,7 +66,7 @@ typedef struct {
 static void test_hold_table(void)
 {
     static const hold_case_t cases[] = {
-        {"count only, 2 s after the last count: held 3 s", "Pending", 0, "2024-05-01T12:00:00Z", "", "Pending", 1,
+        {"count only, 2 s after the last count: held the rest of the window", "Pending", 0, "2024-05-01T12:00:00Z", "", "Pending", 1,
          "True", "Creating", NULL, "", T0 + 2 * NS_PER_SEC, W - 2 * NS_PER_SEC},
         {"count only, just written: held the whole window", "Pending", 0, "2024-05-01T12:00:00Z", "", "Pending", 1,
          "True", "Creating", NULL, "", T0, W},
@@ -304,7 +304,7 @@ static void test_fast_convergence_writes_twice(void)
     world_free(&w);
 }
 
-/* Pods ready 10 s apart (longer than the window): every count is written when seen, so
+/* Pods ready 20 s apart (longer than the window): every count is written when seen, so
  * a user watching sees each pod; the phase stays Pending until Running. */
 static void test_slow_convergence_writes_each_count(void)
 {
@@ -313,7 +313,7 @@ static void test_slow_convergence_writes_each_count(void)
     plan_t *p = NULL;
     for (int ready = 1; ready < 3; ready++) {
         sts_pods(&w, ready + 1, ready);
-        p = run(&w, T0 + ready * 10 * NS_PER_SEC);
+        p = run(&w, T0 + ready * 2 * W);
         CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
         const plan_action_t *a = status_action(p);
         CU_ASSERT_PTR_NOT_NULL(a);
@@ -362,7 +362,7 @@ static void test_held_count_written_at_window_end(void)
                            "1/3");
     perform(&w, p);
     plan_destroy(&p);
-    CU_ASSERT_STRING_EQUAL(cond_str_rc(&w), "2024-05-01T12:00:05Z");
+    CU_ASSERT_STRING_EQUAL(cond_str_rc(&w), "2024-05-01T12:00:10Z"); /* T0 + W */
     world_free(&w);
 }
 
