@@ -749,10 +749,14 @@ def rdc_manifest(name, ns, storage_class=None, maxmemory="256mb"):
     storage = {"size": "1Gi"}
     if storage_class:
         storage["storageClass"] = storage_class
+    spec = {"size": 3, "image": "redis", "version": "7.2",
+            "config": {"maxmemory": maxmemory, "maxmemoryPolicy": "allkeys-lru"}, "storage": storage}
+    mode = env_str("MODE", "")
+    if mode:  # Standalone | Replication; unset: the CRD's default (Replication)
+        spec["mode"] = mode
     return {"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
             "metadata": {"name": name, "namespace": ns, "labels": {"rdc-bench": "1"}},
-            "spec": {"size": 3, "image": "redis", "version": "7.2",
-                     "config": {"maxmemory": maxmemory, "maxmemoryPolicy": "allkeys-lru"}, "storage": storage}}
+            "spec": spec}
 
 
 class Ctx:

@@ -16,7 +16,8 @@
  * at most MAX_CONNECTIONS, each bounded by CONNECTION_TIMEOUT_S; the reviews are
  * serialized by a mutex (one client, one cache). The certificate is tls.crt/tls.key in
  * --metrics-cert-path (the webhook's mechanism: a Secret mounted there by cert-manager or
- * deploy/gen-certs.sh), else a self-signed one made at start for localhost and 127.0.0.1,
+ * deploy/gen-certs.sh), reloaded when the files change (metrics_tls.h: checked every
+ * PUBLISH_EVERY_MS), else a self-signed one made at start for localhost and 127.0.0.1,
  * as controller-runtime does. Exits 0 on SIGTERM.
  */
 #include "buf.h"
@@ -27,16 +28,14 @@
 #include "kube_config.h"
 #include "log.h"
 #include "metrics_auth.h"
+#include "metrics_tls.h"
 #include "opts.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/sha.h>
-#include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -50,7 +49,6 @@
 #define CONNECTION_TIMEOUT_S 10u
 #define UPSTREAM_TIMEOUT_MS 10000L
 #define MAX_EXPOSITION ((size_t)32 << 20)
-#define MAX_PEM ((size_t)64 << 10)
 #define PUBLISH_EVERY_MS 2000
 
 static const char summary[] =
@@ -65,77 +63,6 @@ typedef struct {
     mauth_cache_t *cache;
     pthread_mutex_t mu;
 } app_t;
-
-/* ---- certificates ------------------------------------------------------------------- */
-
-static int read_file(const char *path, buf_t *out, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %m", path);
-        return -1;
-    }
-    char chunk[4096];
-    size_t n;
-    int rc = 0;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (buf_append(out, chunk, n)) {
-            snprintf(err, errlen, "%s: larger than %zu bytes", path, MAX_PEM);
-            rc = -1;
-            break;
-        }
-    }
-    fclose(f);
-    return rc;
-}
-
-static int pem_of(int (*write)(BIO *, void *), void *obj, buf_t *out)
-{
-    BIO *b = BIO_new(BIO_s_mem());
-    char *p = NULL;
-    int rc = -1;
-    if (b && write(b, obj) == 1) {
-        long n = BIO_get_mem_data(b, &p);
-        rc = n > 0 ? buf_append(out, p, (size_t)n) : -1;
-    }
-    BIO_free(b);
-    return rc;
-}
-static int write_cert(BIO *b, void *x) { return PEM_write_bio_X509(b, x); }
-static int write_key(BIO *b, void *k) { return PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL); }
-
-/* A self-signed certificate for localhost and 127.0.0.1, valid a year, with a fresh
- * P-256 key (controller-runtime's GenerateSelfSignedCertKey("localhost")), as PEM. */
-static int self_signed(buf_t *cert, buf_t *key, char *err, size_t errlen)
-{
-    EVP_PKEY *pk = EVP_EC_gen("P-256");
-    X509 *x = X509_new();
-    X509_EXTENSION *san = NULL;
-    int rc = -1;
-    if (!pk || !x)
-        goto out;
-    ASN1_INTEGER_set(X509_get_serialNumber(x), (long)(clock_wall_ns() / 1000000000));
-    X509_set_version(x, 2);
-    X509_gmtime_adj(X509_getm_notBefore(x), -3600);
-    X509_gmtime_adj(X509_getm_notAfter(x), 365L * 24 * 3600);
-    X509_NAME *name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost@rdc-operator", -1, -1, 0);
-    X509_set_issuer_name(x, name);
-    X509_set_pubkey(x, pk);
-    san = X509V3_EXT_conf_nid(NULL, NULL, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1");
-    if (!san || !X509_add_ext(x, san, -1) || !X509_sign(x, pk, EVP_sha256()))
-        goto out;
-    if (pem_of(write_cert, x, cert) || pem_of(write_key, pk, key))
-        goto out;
-    rc = 0;
-out:
-    if (rc)
-        snprintf(err, errlen, "cannot make a self-signed certificate (OpenSSL)");
-    X509_EXTENSION_free(san);
-    X509_free(x);
-    EVP_PKEY_free(pk);
-    return rc;
-}
 
 /* ---- requests ----------------------------------------------------------------------- */
 
@@ -257,20 +184,6 @@ typedef struct {
     const char *upstream, *cert_path, *cert_name, *key_name;
 } metricsd_opts_t;
 
-static int load_certs(const metricsd_opts_t *o, buf_t *cert, buf_t *key, char *err, size_t errlen)
-{
-    if (!o->cert_path || !*o->cert_path) {
-        rlog_info("no --metrics-cert-path: serving a self-signed certificate for localhost");
-        return self_signed(cert, key, err, errlen);
-    }
-    char p[4096];
-    snprintf(p, sizeof(p), "%s/%s", o->cert_path, o->cert_name);
-    if (read_file(p, cert, err, errlen))
-        return -1;
-    snprintf(p, sizeof(p), "%s/%s", o->cert_path, o->key_name);
-    return read_file(p, key, err, errlen);
-}
-
 static int listen_addr(const char *addr, struct sockaddr_in *sin, char *err, size_t errlen)
 {
     char host[64];
@@ -298,15 +211,11 @@ static int serve(const rdc_common_opts_t *c, const metricsd_opts_t *o)
     char err[1024];
     app_t a = {.upstream = o->upstream};
     kube_config_t *cfg = NULL;
-    struct MHD_Daemon *d = NULL;
-    buf_t cert, key;
-    buf_init(&cert, MAX_PEM);
-    buf_init(&key, MAX_PEM);
+    mtls_t *tls = NULL;
     int code = 1, sfd = daemon_signalfd(err, sizeof(err));
     pthread_mutex_init(&a.mu, NULL);
     struct sockaddr_in sin;
-    if (sfd < 0 || listen_addr(c->metrics_bind_address, &sin, err, sizeof(err)) ||
-        load_certs(o, &cert, &key, err, sizeof(err))) {
+    if (sfd < 0 || listen_addr(c->metrics_bind_address, &sin, err, sizeof(err))) {
         rlog_error("cannot start", "error", err);
         goto out;
     }
@@ -317,20 +226,17 @@ static int serve(const rdc_common_opts_t *c, const metricsd_opts_t *o)
     a.cache = mauth_cache_new(MAUTH_DEFAULT_CAPACITY);
     if (!a.cache || daemon_kube_connect(c, &co, &cfg, &a.client))
         goto out;
-    d = MHD_start_daemon(MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
-                         0, NULL, NULL, answer, &a, MHD_OPTION_SOCK_ADDR, &sin,
-                         MHD_OPTION_HTTPS_MEM_CERT, buf_str(&cert), MHD_OPTION_HTTPS_MEM_KEY, buf_str(&key),
-                         MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S,
-                         MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS,
-                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_END);
-    if (!d) {
-        rlog_error("cannot serve HTTPS (address in use, or a bad certificate or key)", "addr",
-                   c->metrics_bind_address);
+    if (!o->cert_path || !*o->cert_path)
+        rlog_info("no --metrics-cert-path: serving a self-signed certificate for localhost");
+    mtls_opts_t to = {.cert_dir = o->cert_path, .cert_name = o->cert_name, .key_name = o->key_name, .addr = &sin,
+                      .handler = answer, .handler_cls = &a, .connection_limit = MAX_CONNECTIONS,
+                      .connection_timeout_s = CONNECTION_TIMEOUT_S, .connection_memory_limit = (size_t)64 * 1024};
+    if (mtls_start(&to, &tls, err, sizeof(err))) {
+        rlog_error("cannot serve HTTPS", "addr", c->metrics_bind_address, "error", err);
         goto out;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     char port[16];
-    snprintf(port, sizeof(port), "%u", info ? (unsigned)info->port : 0u);
+    snprintf(port, sizeof(port), "%u", mtls_port(tls));
     rlog_info("serving metrics over HTTPS with authentication and authorization", "addr",
               c->metrics_bind_address, "port", port, "paths", "/metrics", "upstream", o->upstream);
     daemon_notify_ready();
@@ -341,6 +247,15 @@ static int serve(const rdc_common_opts_t *c, const metricsd_opts_t *o)
             daemon_publish_metrics(c->runtime_dir, name);
             pthread_mutex_unlock(&a.mu);
         }
+        /* A rotated certificate (cert-manager, gen-certs.sh) is served from here on. */
+        int r = mtls_check(tls, clock_mono_ns(), err, sizeof(err));
+        if (r > 0) {
+            char loads[16];
+            snprintf(loads, sizeof(loads), "%u", mtls_loads(tls));
+            rlog_info("serving certificate reloaded", "loads", loads);
+        } else if (r < 0) {
+            rlog_error("cannot reload the serving certificate; still serving the previous one", "error", err);
+        }
         struct pollfd pfd = {.fd = sfd, .events = POLLIN};
         if (poll(&pfd, 1, PUBLISH_EVERY_MS) <= 0)
             continue;
@@ -350,12 +265,9 @@ static int serve(const rdc_common_opts_t *c, const metricsd_opts_t *o)
     }
     code = 0;
 out:
-    if (d)
-        MHD_stop_daemon(d);
+    mtls_stop(&tls);
     mauth_cache_destroy(&a.cache);
     pthread_mutex_destroy(&a.mu);
-    buf_free(&cert);
-    buf_free(&key);
     daemon_release(sfd, &a.client, &cfg);
     return code;
 }

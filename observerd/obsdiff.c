@@ -62,13 +62,37 @@ static int first_news(const obs_node_t *prev, size_t nprev, const obs_node_t *cu
     return 0;
 }
 
+/* A node plan waits on: unreachable, with an IP, not (last known as) a replica. */
+static int still_down(const obs_node_t *x)
+{
+    return !x->reachable && x->ip[0] && x->role != REDISINFO_ROLE_SLAVE;
+}
+
+int obsdiff_still_down_due(const obs_node_t *cur, size_t ncur, int64_t down_after_ms, int64_t since_sent_ms)
+{
+    if (down_after_ms <= 0)
+        down_after_ms = OBSDIFF_DEFAULT_DOWN_AFTER_MS;
+    int any = 0, young = 0;
+    for (size_t i = 0; i < ncur; i++) {
+        if (!still_down(&cur[i]))
+            continue;
+        any = 1;
+        int64_t down = cur[i].last_ok_ago_ms > cur[i].down_since_ms ? cur[i].last_ok_ago_ms : cur[i].down_since_ms;
+        if (down < down_after_ms + OBSDIFF_STILL_DOWN_MARGIN_MS)
+            young = 1;
+    }
+    if (!any)
+        return 0;
+    return since_sent_ms >= (young ? OBSDIFF_STILL_DOWN_EVERY_MS : OBSDIFF_STILL_DOWN_SLOW_MS);
+}
+
 obsdiff_t obsdiff_compare(const obs_node_t *prev, size_t nprev, const obs_node_t *cur, size_t ncur)
 {
     char why[8];
     if (first_news(prev, nprev, cur, ncur, why, sizeof(why)))
         return OBSDIFF_CHANGED;
     for (size_t i = 0; i < ncur; i++)
-        if (!cur[i].reachable && cur[i].ip[0] && cur[i].role != REDISINFO_ROLE_SLAVE)
+        if (still_down(&cur[i]))
             return OBSDIFF_STILL_DOWN;
     return OBSDIFF_SAME;
 }

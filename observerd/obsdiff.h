@@ -8,9 +8,15 @@
  * all the time and plan decides nothing from them alone.
  * OBSDIFF_STILL_DOWN: no news, but a node that is a primary (its last known role is
  * master, or it never answered so its role is unknown) is unreachable: failover waits for
- * spec.failover.downAfter to elapse, so plan needs to hear "still down for X ms" again;
- * the caller sends it at most once a second. A node without an IP (a pod not running
- * yet) is never "still down": there is nothing to wait for.
+ * spec.failover.downAfter to elapse, so plan needs to hear "still down for X ms" again.
+ * A node without an IP (a pod not running yet) is never "still down": there is nothing
+ * to wait for. How often (obsdiff_still_down_due): every OBSDIFF_STILL_DOWN_EVERY_MS
+ * while some such node has been down (max of lastOkAgoMs and downSinceMs, as plan counts
+ * it) for less than downAfter + OBSDIFF_STILL_DOWN_MARGIN_MS, so the last observation
+ * sent says "down for at least downAfter" and plan can decide; after that only every
+ * OBSDIFF_STILL_DOWN_SLOW_MS (news is sent at once as ever). A pod that never answers
+ * (kwok's fake pods, a pod whose Redis never started) costs a reconcile a minute, not
+ * one a second.
  * Nodes are compared by pod name, in whatever order they come.
  */
 #ifndef RDC_OBSERVERD_OBSDIFF_H
@@ -42,6 +48,16 @@ typedef enum {
     OBSDIFF_CHANGED,
     OBSDIFF_STILL_DOWN
 } obsdiff_t;
+
+#define OBSDIFF_STILL_DOWN_EVERY_MS 1000     /* while downAfter may still run out */
+#define OBSDIFF_STILL_DOWN_MARGIN_MS 2000    /* past downAfter: two more probes' worth */
+#define OBSDIFF_STILL_DOWN_SLOW_MS 60000     /* after that */
+#define OBSDIFF_DEFAULT_DOWN_AFTER_MS 3000   /* spec.failover.downAfter's default (plan.h) */
+
+/* Whether a STILL_DOWN observation of cur (ncur nodes) is due, since_sent_ms after the
+ * last observation was sent, for a cluster whose downAfter is down_after_ms (<= 0: the
+ * default): 1 or 0, per the rule above; 0 when no node is still down. */
+int obsdiff_still_down_due(const obs_node_t *cur, size_t ncur, int64_t down_after_ms, int64_t since_sent_ms);
 
 /* Compare the observation last sent (prev, nprev nodes; nprev 0 and prev NULL when none
  * was sent) with the current one. */

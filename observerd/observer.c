@@ -10,6 +10,7 @@
 #include "metrics.h"
 #include "obsdiff.h"
 #include "rdc_api.h"
+#include "rdc_spec.h"
 #include "proto.h"
 #include "redisnode.h"
 #include "rmsg.h"
@@ -27,7 +28,6 @@
 #define SECRET_RETRY_NS (INT64_C(10) * NS_PER_SEC)
 #define SECRET_DEADLINE_MS 5000
 #define SECRET_MAX_BYTES ((size_t)1 << 20)
-#define STILL_DOWN_EVERY_NS NS_PER_SEC
 #define METRICS_EVERY_NS NS_PER_SEC
 #define MAX_NODES 64
 
@@ -60,6 +60,7 @@ struct cluster {
     size_t nsent;
     int ever_sent;
     int64_t last_sent_ns;
+    int64_t down_after_ms;      /* spec.failover.downAfter (0: the default) */
     char primary[254];          /* the sole reachable master last seen, "" none yet */
     int seen;
     pod_t *pods;
@@ -209,6 +210,10 @@ static void cluster_apply(observer_t *ob, const char *key, json_object *obj, int
         return;
     }
     c->has_object = 1;
+    /* How long "still down" is repeated every second (obsdiff_still_down_due). */
+    const char *down_after = JSONX_STR_AT(obj, "spec", "failover", "downAfter");
+    int64_t down_ns = 0;
+    c->down_after_ms = down_after && !rdc_spec_duration_ns(down_after, &down_ns) ? down_ns / NS_PER_MS : 0;
     const char *sname = JSONX_STR_AT(obj, "spec", "auth", "secretRef", "name");
     const char *skey = JSONX_STR_AT(obj, "spec", "auth", "secretRef", "key");
     if (!sname)
@@ -671,7 +676,9 @@ static void evaluate(observer_t *ob, cluster_t *c)
     size_t n = build_nodes(c, now, nodes, MAX_NODES);
     count_primary(ob, c, nodes, n);
     obsdiff_t d = c->ever_sent ? obsdiff_compare(c->sent, c->nsent, nodes, n) : OBSDIFF_CHANGED;
-    if (d == OBSDIFF_SAME || (d == OBSDIFF_STILL_DOWN && now - c->last_sent_ns < STILL_DOWN_EVERY_NS))
+    if (d == OBSDIFF_SAME ||
+        (d == OBSDIFF_STILL_DOWN &&
+         !obsdiff_still_down_due(nodes, n, c->down_after_ms, (now - c->last_sent_ns) / NS_PER_MS)))
         return;
     char why[600] = "first observation";
     if (c->ever_sent)

@@ -2,13 +2,14 @@
  * webhook_tls.h. */
 #include "webhook_tls.h"
 
+#include "filesig.h"
+
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 /* Mozilla's "intermediate" TLS 1.2 suites (TLS 1.3 suites are OpenSSL's defaults). */
@@ -16,41 +17,13 @@
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"     \
     "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 
-typedef struct {
-    int ok; /* 0: the file could not be stat'ed */
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime;
-} file_sig_t;
-
 struct webhook_tls {
     char *cert_path, *key_path;
     SSL_CTX *ctx;
-    file_sig_t cert_sig, key_sig; /* of the files last tried (loaded or not) */
+    filesig_pair_t sig; /* of the files last tried (loaded or not) */
     int64_t not_after;
     unsigned loads;
 };
-
-static file_sig_t sig_of(const char *path)
-{
-    struct stat st;
-    file_sig_t s = {0};
-    if (stat(path, &st) == 0) {
-        s.ok = 1;
-        s.dev = st.st_dev;
-        s.ino = st.st_ino;
-        s.size = st.st_size;
-        s.mtime = st.st_mtim;
-    }
-    return s;
-}
-
-static int sig_equal(const file_sig_t *a, const file_sig_t *b)
-{
-    return a->ok == b->ok && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
-}
 
 /* Never prompt on a terminal for an encrypted key: an encrypted key simply fails. */
 static int no_passphrase(char *buf, int size, int rwflag, void *u)
@@ -143,8 +116,7 @@ int webhook_tls_new(const char *dir, const char *cert_name, const char *key_name
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    t->cert_sig = sig_of(t->cert_path);
-    t->key_sig = sig_of(t->key_path);
+    t->sig = filesig_pair_of(t->cert_path, t->key_path);
     if (!(t->ctx = load_ctx(t->cert_path, t->key_path, err, errlen)))
         goto fail;
     t->not_after = cert_not_after(t->ctx);
@@ -175,18 +147,17 @@ SSL_CTX *webhook_tls_ctx(const webhook_tls_t *t)
 
 int webhook_tls_check(webhook_tls_t *t, char *err, size_t errlen)
 {
-    file_sig_t c = sig_of(t->cert_path), k = sig_of(t->key_path);
-    if (sig_equal(&c, &t->cert_sig) && sig_equal(&k, &t->key_sig))
+    filesig_pair_t now = filesig_pair_of(t->cert_path, t->key_path);
+    if (filesig_pair_equal(&now, &t->sig))
         return 0;
     SSL_CTX *ctx = load_ctx(t->cert_path, t->key_path, err, errlen);
     /* Files swapped while we read them: the pair may be mixed; look again next time. */
-    file_sig_t c2 = sig_of(t->cert_path), k2 = sig_of(t->key_path);
-    if (!sig_equal(&c, &c2) || !sig_equal(&k, &k2)) {
+    filesig_pair_t after = filesig_pair_of(t->cert_path, t->key_path);
+    if (!filesig_pair_equal(&now, &after)) {
         SSL_CTX_free(ctx);
         return 0;
     }
-    t->cert_sig = c;
-    t->key_sig = k;
+    t->sig = now;
     if (!ctx)
         return -1;
     SSL_CTX_free(t->ctx);

@@ -7,6 +7,7 @@
 #include "render.h"
 #include "redisexec.h"
 #include "runtimecfg.h"
+#include "status_policy.h"
 #include "topology.h"
 
 #include <assert.h>
@@ -45,6 +46,7 @@ struct plan {
     json_object *status; /* computed status, or NULL */
     char *error;         /* decision 1, or NULL */
     int64_t requeue_after_ns;
+    int64_t status_held_ns; /* STATUS WRITE POLICY: a changed status not written, held this long */
     int oom;             /* an allocation failed: plan_compute returns NULL */
     int wants_diagnosis; /* plan_wants_diagnosis */
     char *storage_class; /* plan_storage_class_to_check, or NULL */
@@ -1336,6 +1338,8 @@ static void set_cond(cond_t *k, const char *type, int status, const char *reason
     va_end(ap);
 }
 
+static int same_str(const json_object *o, const char *key, const char *want);
+
 /* The observed condition of this type, or NULL. */
 static const json_object *observed_cond(const json_object *ostatus, const char *type)
 {
@@ -1587,7 +1591,7 @@ static const char *decide(const ctx_t *c, const sts_view_t *v, cond_t conds[COND
     else
         set_cond(deg, "Degraded", 0, "AsExpected", "%s", "");
     if (!v->present) {
-        set_cond(ready, "Ready", 0, "Creating", "waiting for StatefulSet %s/%s", c->ns, c->name);
+        set_cond(ready, "Ready", 0, "Creating", "0/%d replicas ready", c->in.size); /* as CREATING goes on */
         set_cond(prog, "Progressing", 1, "Creating", "creating StatefulSet %s/%s", c->ns, c->name);
         return "Pending";
     }
@@ -1598,9 +1602,19 @@ static const char *decide(const ctx_t *c, const sts_view_t *v, cond_t conds[COND
     const char *was = jstr(jsonx_get(c->rc, "status"), "phase");
     int continuing = !scaling && !rolling && !c->diag_reason && v->ready > 0 && v->ready < c->in.size && was &&
                      !strcmp(was, "Scaling");
+    /* CREATING: a new cluster's first rollout (the StatefulSet starts its pods one by
+     * one) stays Pending with Progressing=True Creating until it is Running, its ready
+     * count being the progress (STATUS WRITE POLICY), rather than going Pending, Scaling
+     * at the first pod, Running: one phase change less per cluster. A resize or a new pod
+     * template meanwhile is Scaling or RollingUpdate as ever. */
+    const json_object *oprog = observed_cond(jsonx_get(c->rc, "status"), "Progressing");
+    int creating = !scaling && !c->sts_template_change && same_str(oprog, "status", "True") &&
+                   same_str(oprog, "reason", "Creating") && (v->ready < c->in.size || v->rolling);
     if (scaling)
         set_cond(prog, "Progressing", 1, "Scaling", "scaling from %lld to %d replicas", (long long)v->spec_replicas,
                  c->in.size);
+    else if (creating)
+        set_cond(prog, "Progressing", 1, "Creating", "creating StatefulSet %s/%s", c->ns, c->name);
     else if (continuing)
         set_cond(prog, "Progressing", 1, "Scaling", "scaling to %d replicas, %lld ready", c->in.size,
                  (long long)v->ready);
@@ -1610,7 +1624,7 @@ static const char *decide(const ctx_t *c, const sts_view_t *v, cond_t conds[COND
     else
         set_cond(prog, "Progressing", 0, "Stable", "%s", "");
     const char *phase;
-    if (v->ready == 0)
+    if (v->ready == 0 || creating)
         phase = "Pending";
     else if (scaling || rolling || continuing)
         phase = "Scaling";
@@ -1623,6 +1637,8 @@ static const char *decide(const ctx_t *c, const sts_view_t *v, cond_t conds[COND
     else if (c->diag_reason)
         set_cond(ready, "Ready", 0, c->diag_reason, "%lld/%d replicas ready: %s", (long long)v->ready, c->in.size,
                  buf_str(&c->diag));
+    else if (creating) /* the reason it had while the StatefulSet was made: only the count moves */
+        set_cond(ready, "Ready", 0, "Creating", "%lld/%d replicas ready", (long long)v->ready, c->in.size);
     else
         set_cond(ready, "Ready", 0, "ReplicasNotReady", "%lld/%d replicas ready", (long long)v->ready, c->in.size);
     return phase;
@@ -1634,15 +1650,22 @@ static json_object *cond_json(const ctx_t *c, const cond_t *k, const json_object
     const json_object *old = observed_cond(ostatus, k->type);
     const char *old_status = jstr(old, "status"), *old_time = jstr(old, "lastTransitionTime");
     char now[40];
-    const char *when = old_status && old_time && !strcmp(old_status, k->status)
-                           ? old_time
-                           : clock_format_rfc3339(c->now, 0, now, sizeof(now));
+    clock_format_rfc3339(c->now, 0, now, sizeof(now));
+    const char *when = old_status && old_time && !strcmp(old_status, k->status) ? old_time : now;
+    /* lastUpdateTime: when status, reason or message last changed (the count is in the
+     * message: STATUS WRITE POLICY). Only the observed value when it says the same. */
+    const char *old_update = jstr(old, "lastUpdateTime");
+    int same_says = old && same_str(old, "status", k->status) && same_str(old, "reason", k->reason) &&
+                    same_str(old, "message", k->message);
+    const char *updated = same_says ? old_update : now;
     json_object *j = jsonx_new_obj(oom);
     jsonx_put(j, "type", jsonx_new_str(k->type, oom), oom);
     jsonx_put(j, "status", jsonx_new_str(k->status, oom), oom);
     if (c->generation >= 0)
         jsonx_put(j, "observedGeneration", jsonx_new_int(c->generation, oom), oom);
     jsonx_put(j, "lastTransitionTime", jsonx_new_str(when, oom), oom);
+    if (updated)
+        jsonx_put(j, "lastUpdateTime", jsonx_new_str(updated, oom), oom);
     jsonx_put(j, "reason", jsonx_new_str(k->reason, oom), oom);
     if (k->message[0])
         jsonx_put(j, "message", jsonx_new_str(k->message, oom), oom);
@@ -1758,6 +1781,15 @@ static int status_write(ctx_t *c, json_object *st, const char *why)
     p->status = st;
     if (status_current(c, st, ostatus))
         return 0;
+    /* STATUS WRITE POLICY: progress alone waits for its window (status_policy.h); an
+     * election's record is never held. */
+    int64_t hold = c->topo && c->topo->elect ? 0 : status_policy_hold_ns(st, ostatus, c->now);
+    if (hold > 0) {
+        if (!p->requeue_after_ns || hold < p->requeue_after_ns)
+            p->requeue_after_ns = hold;
+        p->status_held_ns = hold;
+        return 0;
+    }
 
     json_object *body = jsonx_new_obj(oom), *meta = jsonx_new_obj(oom), *copy = NULL;
     jsonx_put(body, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
@@ -2290,6 +2322,11 @@ const plan_event_t *plan_event(const plan_t *plan, size_t i)
 int64_t plan_requeue_after_ns(const plan_t *plan)
 {
     return plan->requeue_after_ns;
+}
+
+int64_t plan_status_held_ns(const plan_t *plan)
+{
+    return plan->status_held_ns;
 }
 
 json_object *plan_status(const plan_t *plan)

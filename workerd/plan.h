@@ -297,7 +297,8 @@
  * conditions Ready, Progressing, Degraded):
  *   Failed   invalid spec (above);
  *   Pending  no StatefulSet yet, or 0 ready replicas, or fewer ready than spec.size while
- *            nothing is changing (and the observed phase is not Scaling, below);
+ *            nothing is changing (and the observed phase is not Scaling, below), or the
+ *            first rollout of a new cluster (CREATING below);
  *   Scaling  the StatefulSet's replicas differ from spec.size, or it is rolling out
  *            (status.observedGeneration behind metadata.generation, updatedReplicas or
  *            status.replicas != spec.replicas, currentRevision != updateRevision), or this
@@ -305,8 +306,14 @@
  *            phase is Scaling, some but fewer than spec.size replicas are ready and no
  *            diagnosis found a cause (a scale-up between two pods: no Pending flicker);
  *   Running  readyReplicas >= spec.size and none of the above.
+ *   CREATING: while the observed Progressing condition is True with reason Creating (set
+ *   when there was no StatefulSet yet), the StatefulSet is neither resized nor given a new
+ *   template by this plan, and fewer than spec.size replicas are ready or it still rolls
+ *   out, the cluster stays Pending with Ready=False Creating "k/n replicas ready" (unless
+ *   a diagnosed cause) and Progressing=True Creating: a new cluster goes Pending, Running
+ *   and its ready count is the progress, without a Scaling per pod in between.
  *   Conditions (type: status reason):
- *     Ready:       True AllReplicasReady | False Creating, ReplicasNotReady, InvalidSpec,
+ *     Ready:       True AllReplicasReady | False Creating ("k/n replicas ready"), ReplicasNotReady, InvalidSpec,
  *                  InvalidObject, or a diagnosed cause (message "2/3 replicas ready", then
  *                  ": " and the cause; or the spec problems)
  *     Progressing: True Creating, Scaling, RollingUpdate | False Stable, InvalidSpec,
@@ -317,9 +324,18 @@
  *   The Warning event of a True Degraded condition (its reason and message) goes with the
  *   status write, and only when the condition's status, reason or message changes.
  *   lastTransitionTime of a condition is `now` when its status flips (or it is new), and
- *   the observed value otherwise. The status write is planned only when phase, replicas,
+ *   the observed value otherwise; lastUpdateTime is `now` when its status, reason or
+ *   message changes (or it is new), the observed value otherwise (none when the observed
+ *   condition has none). The status write is planned only when phase, replicas,
  *   readyReplicas, ready, observedGeneration, selector, or a condition's status, reason, message
- *   or observedGeneration differ from the observed status.
+ *   or observedGeneration differ from the observed status, and then per the
+ *   STATUS WRITE POLICY (status_policy.h; docs/status-and-drift.md): a difference that is
+ *   only progress (replicas, readyReplicas, ready, status.nodes, the messages of Ready and
+ *   Progressing) of a converging cluster (Pending or Scaling, Progressing True, before and
+ *   after) is not written while the observed Ready condition's lastUpdateTime is less than
+ *   STATUS_POLICY_COALESCE_NS ago: no write, the requeue at most the rest of that window
+ *   (plan_status_held_ns says how long). Everything else is written by the reconcile that
+ *   computes it, an election's record included.
  */
 #ifndef RDC_PLAN_H
 #define RDC_PLAN_H
@@ -491,6 +507,10 @@ const plan_event_t *plan_event(const plan_t *plan, size_t i);
 
 /* Requeue after this many nanoseconds once the actions succeeded; 0 = done. */
 int64_t plan_requeue_after_ns(const plan_t *plan);
+
+/* > 0 when the computed status differs from the observed one but its write is held
+ * (STATUS WRITE POLICY): for this many nanoseconds, which the requeue does not exceed. */
+int64_t plan_status_held_ns(const plan_t *plan);
 
 /* The computed status (whether or not it is written), owned by the plan; NULL when none
  * was computed (deletion, or an object that cannot be addressed). */

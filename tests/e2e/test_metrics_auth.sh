@@ -65,6 +65,21 @@ for mode in self-signed cert-path; do
     if [ "$mode" = cert-path ]; then
         check "cert-path: the served certificate is the one of --metrics-cert-path" eval \
             "openssl s_client -connect 127.0.0.1:$port -CAfile $work/ca.crt </dev/null 2>/dev/null | grep -q 'Verify return code: 0'"
+        # A rotation as the kubelet makes it (new files renamed into place): metricsd
+        # serves the new certificate without a restart (it looks every 2 s).
+        served_cn() { openssl s_client -connect "127.0.0.1:$port" -CAfile "$work/ca.crt" </dev/null 2>/dev/null |
+            openssl x509 -noout -subject 2>/dev/null; }
+        check "cert-path: before the rotation the subject is CN=localhost ($(served_cn))" eval "served_cn | grep -q 'CN *= *localhost'"
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=rotated \
+            -keyout "$work/certs/tls.key.new" -out "$work/srv2.csr" 2>/dev/null
+        openssl x509 -req -in "$work/srv2.csr" -CA "$work/ca.crt" -CAkey "$work/ca.key" -CAcreateserial -days 1 \
+            -extfile "$work/ext" -out "$work/certs/tls.crt.new" 2>/dev/null
+        mv "$work/certs/tls.key.new" "$work/certs/tls.key" && mv "$work/certs/tls.crt.new" "$work/certs/tls.crt"
+        check "cert-path: a rotated certificate is served within 6 s, no restart" wait_until 6 eval \
+            "served_cn | grep -q 'CN *= *rotated'"
+        check "cert-path: ... metricsd logged the reload" grep -q 'serving certificate reloaded' "$work/sup-$mode.log"
+        check "cert-path: ... and a scrape with the new certificate is answered (200)" output_is 200 code \
+            -H "Authorization: Bearer $t_reader"
     else
         check "self-signed: the certificate is not one a CA signed (curl without -k refuses it)" \
             eval "! curl -sf -o /dev/null -H 'Authorization: Bearer $t_reader' $url"

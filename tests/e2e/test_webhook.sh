@@ -329,6 +329,16 @@ check "  ... sets the caBundle of both webhooks and of the CRD's conversion webh
 check "  ... the CRD's conversion caBundle is the CA" sh -c "kubectl kustomize '$work/overlay' | grep -A12 '^  conversion:' | grep -q \"caBundle: \$(base64 -w0 <'$work/overlay/ca.crt')\""
 check "cert-manager overlay builds with the cainjector annotation (both webhooks and the CRD)" \
     test "$(kubectl kustomize "$TOP/deploy/overlays/cert-manager" | grep -c 'cert-manager.io/inject-ca-from: rediscluster-operator-system/rediscluster-operator-serving-cert')" = 3
+metrics_cert_mounted() { # the metrics Certificate, its Secret mounted, metricsd pointed at it
+    local all
+    all=$(kubectl kustomize "$TOP/deploy/overlays/cert-manager") || return 1
+    grep -q 'name: rediscluster-operator-metrics-cert' <<<"$all" &&
+        grep -q -- '--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs' <<<"$all" &&
+        grep -q 'mountPath: /tmp/k8s-metrics-server/metrics-certs' <<<"$all" &&
+        grep -q 'secretName: rediscluster-operator-metrics-cert' <<<"$all" &&
+        grep -q 'rediscluster-operator-metrics.rediscluster-operator-system.svc' <<<"$all"
+}
+check "cert-manager overlay issues the metrics certificate and mounts it for --metrics-cert-path" metrics_cert_mounted
 no_wildcard_rbac() { # no "*" among the verbs, resources or apiGroups of any rule
     local all
     all=$(kubectl kustomize "$TOP/deploy/") || return 1

@@ -16,6 +16,7 @@
 #include "webhook_fixture.h"
 #include "webhook_server.h"
 #include "webhook_tls.h"
+#include "cert_files.h"
 
 #include <CUnit/CUnit.h>
 #include <arpa/inet.h>
@@ -1144,49 +1145,10 @@ static void test_base64(void)
 
 static char tmpdir[64];
 
-/* Write a self-signed P-256 certificate for cn (SAN IP:127.0.0.1) and its key to
- * dir/crt and dir/key, through *.new files renamed into place (as the kubelet swaps
- * them). key NULL: leave the key file alone (a mismatched pair). */
+/* A self-signed certificate for cn and its key into tmpdir (cert_files.h). */
 static void make_cert(const char *cn, const char *crt, const char *key)
 {
-    static long serial = 1;
-    EVP_PKEY *pkey = EVP_EC_gen("P-256");
-    X509 *x = X509_new();
-    CU_ASSERT_FATAL(pkey && x);
-    X509_set_version(x, 2);
-    ASN1_INTEGER_set(X509_get_serialNumber(x), serial++);
-    X509_gmtime_adj(X509_getm_notBefore(x), -60);
-    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-    X509_set_pubkey(x, pkey);
-    X509_NAME *name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
-    X509_set_issuer_name(x, name);
-    X509V3_CTX ctx;
-    X509V3_set_ctx_nodb(&ctx);
-    X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
-    X509_EXTENSION *san = X509V3_EXT_conf_nid(NULL, &ctx, NID_subject_alt_name, "IP:127.0.0.1");
-    X509_add_ext(x, san, -1);
-    X509_EXTENSION_free(san);
-    CU_ASSERT_FATAL(X509_sign(x, pkey, EVP_sha256()) > 0);
-    char path[128], tmp[140];
-    snprintf(path, sizeof(path), "%s/%s", tmpdir, crt);
-    snprintf(tmp, sizeof(tmp), "%s.new", path);
-    FILE *f = fopen(tmp, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    PEM_write_X509(f, x);
-    fclose(f);
-    CU_ASSERT_FATAL(rename(tmp, path) == 0);
-    if (key) {
-        snprintf(path, sizeof(path), "%s/%s", tmpdir, key);
-        snprintf(tmp, sizeof(tmp), "%s.new", path);
-        f = fopen(tmp, "w");
-        CU_ASSERT_FATAL(f != NULL);
-        PEM_write_PrivateKey(f, pkey, NULL, NULL, 0, NULL, NULL);
-        fclose(f);
-        CU_ASSERT_FATAL(rename(tmp, path) == 0);
-    }
-    X509_free(x);
-    EVP_PKEY_free(pkey);
+    cert_files_make(tmpdir, cn, crt, key);
 }
 
 static int suite_tls_init(void)

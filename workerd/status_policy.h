@@ -1,0 +1,49 @@
+/* status_policy: whether a changed status is written now or a little later. Pure: no
+ * I/O, no clock (the time comes in as an argument).
+ *
+ * plan computes a RedisCluster's status from scratch on every reconcile and plans its
+ * write when it differs from the observed one (plan.h, STATUS). A converging cluster
+ * changes its counts once per pod (replicas 0..3, readyReplicas 0..3, the "k/n replicas
+ * ready" message, status.nodes as pods get IPs and roles), and each of those reconciles
+ * would write the status once more: 3-4 writes per cluster that tell nothing new but a
+ * number. So two kinds of difference are told apart:
+ *
+ *   WHAT IT SAYS (written at once): the phase, observedGeneration, the selector, the
+ *     primary, any status field this module does not know, or of any condition its
+ *     status, reason, lastTransitionTime or observedGeneration; the message of a
+ *     condition other than Ready and Progressing; a condition that appears or goes.
+ *   HOW FAR IT GOT (progress): replicas, readyReplicas, ready, status.nodes, and the
+ *     messages of Ready and Progressing (which carry the counts).
+ *
+ * A difference that is only progress is HELD while the cluster converges (the computed
+ * and the observed phase both Pending or both Scaling, Progressing True in both) and the
+ * last progress write is recent: the observed Ready condition's lastUpdateTime (when its
+ * message, the count, was last written; plan sets it) is less than
+ * STATUS_POLICY_COALESCE_NS ago. Held: nothing is written and the caller looks again
+ * when the window ends, so the latest count is written at most one window late, and at
+ * most one progress write per window and cluster is made. The window is plan's requeue
+ * of a cluster that is not Running (PLAN_REQUEUE_NOT_READY_NS, 10 s): a held count costs
+ * no reconcile that would not have come anyway. Running, Failed and every
+ * change of what the status says are never held, so the final status is written by the
+ * reconcile that sees it. A status without lastUpdateTime on Ready (written by an older
+ * operator, or unreadable) is written at once.
+ */
+#ifndef RDC_WORKERD_STATUS_POLICY_H
+#define RDC_WORKERD_STATUS_POLICY_H
+
+#include <json-c/json.h>
+#include <stdint.h>
+
+#define STATUS_POLICY_COALESCE_NS (INT64_C(10) * 1000000000) /* one progress write per 10 s */
+
+/* 0 when the computed status (differing from observed: the caller checked) is to be
+ * written now; else how many nanoseconds to hold it (1..STATUS_POLICY_COALESCE_NS), per
+ * the rules above. observed may be NULL or not an object (then 0). now_wall_ns is the
+ * wall-clock time plan works with. Inputs are only read. */
+int64_t status_policy_hold_ns(const json_object *computed, const json_object *observed, int64_t now_wall_ns);
+
+/* 1 when the only differences between computed and observed are progress (above),
+ * whatever the phase; 0 otherwise (also when observed is not an object). */
+int status_policy_progress_only(const json_object *computed, const json_object *observed);
+
+#endif
