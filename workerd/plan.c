@@ -1004,9 +1004,11 @@ static int plan_replication(ctx_t *c)
     const char *sp = jstr(jsonx_get(c->rc, "status"), "primary");
     /* The observation's age counts as evidence: observerd reports a node that answers
      * again at once, so "down for X ms, Y ms ago" is down for X + Y now. At most 1 s of
-     * it: observerd repeats a down primary every second, so an older observation means
-     * observerd is not running and nobody would report the primary's return; the
-     * evidence then never runs more than 1 s ahead of what an observer saw. */
+     * it: observerd repeats a down primary every second until downAfter + 2 s have
+     * passed (then once a minute, when the decision has long been taken), so before that
+     * an older observation means observerd is not running and nobody would report the
+     * primary's return; the evidence never runs more than 1 s ahead of what an observer
+     * saw. */
     int64_t age = m && m->redis ? age_ns(jstr(m->redis, "observedAt"), c->now) : -1;
     int64_t age_ms = age > 0 ? (age < INT64_C(1000000000) ? age : INT64_C(1000000000)) / 1000000 : 0;
     topo_roll_t roll = {jstr(jsonx_get(c->sts, "status"), "updateRevision"),
@@ -1619,8 +1621,11 @@ static const char *decide(const ctx_t *c, const sts_view_t *v, cond_t conds[COND
         set_cond(prog, "Progressing", 1, "Scaling", "scaling to %d replicas, %lld ready", c->in.size,
                  (long long)v->ready);
     else if (rolling)
-        set_cond(prog, "Progressing", 1, "RollingUpdate", "%lld/%lld replicas updated%s", (long long)v->updated,
-                 (long long)v->spec_replicas, c->sts_template_change ? ", applying a new pod template" : "");
+        /* An operator-driven rollout (Replication) that waits says for what: a pod coming
+         * back, or a replica not caught up enough to take the primary role. */
+        set_cond(prog, "Progressing", 1, "RollingUpdate", "%lld/%lld replicas updated%s%s%s", (long long)v->updated,
+                 (long long)v->spec_replicas, c->sts_template_change ? ", applying a new pod template" : "",
+                 c->topo && c->topo->switch_wait ? "; " : "", c->topo && c->topo->switch_wait ? c->topo->switch_why : "");
     else
         set_cond(prog, "Progressing", 0, "Stable", "%s", "");
     const char *phase;

@@ -398,6 +398,26 @@ static void test_plan_actions(void)
     CU_ASSERT_TRUE(degraded);
     CU_ASSERT_PTR_NULL(find_kind(p, PLAN_DELETE, "pods"));
     plan_destroy(&p);
+
+    /* Replicas linked but none caught up: the rollout waits, and Progressing says why. */
+    const char *nodes_d[3] = {"c-0 10.0.0.1 master - 1 5000000", "c-1 10.0.0.2 slave 10.0.0.1 1 10",
+                              "c-2 10.0.0.3 slave 10.0.0.1 1 20"};
+    p = plan_of(RC_JSON("{\"primary\":\"c-0\"}"), pods_b, nodes_d);
+    s = find_kind(p, PLAN_UPDATE_STATUS, "redisclusters");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    conds = jsonx_get(jsonx_get(s->body, "status"), "conditions");
+    const char *progressing = NULL;
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        const json_object *c = json_object_array_get_idx(conds, i);
+        if (!strcmp(JSONX_STR_AT(c, "type"), "Progressing"))
+            progressing = JSONX_STR_AT(c, "message");
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(progressing);
+    CU_ASSERT_PTR_NOT_NULL(strstr(progressing, "c-1 behind"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(progressing, "waiting"));
+    CU_ASSERT_PTR_NULL(find_kind(p, PLAN_DELETE, "pods"));
+    CU_ASSERT_PTR_NULL(find_kind(p, PLAN_REDIS, "pods"));
+    plan_destroy(&p);
 }
 
 static void test_render(void)
