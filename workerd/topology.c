@@ -3,6 +3,7 @@
 
 #include "jsonx.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,15 @@ static int is_master(const member_t *x)
     return x->pod && x->obs && x->reachable && !strcmp(x->role, "master") && x->ip && *x->ip;
 }
 
+/* 1 when any member, present or terminating, answered the observer. */
+static int any_reachable(const member_t *m, const member_t *dying, int n)
+{
+    for (int i = 0; i < n; i++)
+        if ((m[i].obs && m[i].reachable) || (dying[i].obs && dying[i].reachable))
+            return 1;
+    return 0;
+}
+
 /* 1 when x is a reachable replica of ip with its link up. */
 static int linked_to(const member_t *x, const char *ip)
 {
@@ -283,6 +293,56 @@ static int switch_candidate(const member_t *m, int n, int pord, const member_t *
     return best;
 }
 
+/* Name pod x for deletion (its uid as the precondition), with the reason. */
+static void delete_member(const member_t *x, topo_t *out, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void delete_member(const member_t *x, topo_t *out, const char *fmt, ...)
+{
+    const char *uid = JSONX_STR_AT(x->pod, "metadata", "uid");
+    snprintf(out->delete_pod, sizeof(out->delete_pod), "%s", x->name);
+    snprintf(out->delete_uid, sizeof(out->delete_uid), "%s", uid ? uid : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->delete_why, sizeof(out->delete_why), fmt, ap);
+    va_end(ap);
+}
+
+/* SWITCHOVER (4): nothing of the set answers. The rollout goes as the StatefulSet's
+ * RollingUpdate would: once every pod is present and Ready, the outdated pod of highest
+ * ordinal (the primary's too); there is no role to hand over. */
+static void blind_step(const member_t *m, int n, const char *rev, topo_t *out)
+{
+    int stale = -1, stuck = -1;
+    const char *awaited = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!m[i].pod) {
+            awaited = awaited ? awaited : "";
+            continue;
+        }
+        int ready = pod_ready(m[i].pod);
+        if (!ready && !awaited)
+            awaited = m[i].name;
+        if (outdated(&m[i], rev)) {
+            stale = i; /* the highest ordinal */
+            if (!ready)
+                stuck = i; /* of the old revision and not Ready: it serves nothing, it goes first */
+        }
+    }
+    if (stale < 0)
+        return;
+    if (stuck < 0 && awaited) {
+        out->switch_wait = 1;
+        snprintf(out->switch_why, sizeof(out->switch_why),
+                 "rolling out with no Redis node answering: waiting for %s%s to be Ready before restarting %s",
+                 *awaited ? "pod " : "every pod", awaited, m[stale].name);
+        return;
+    }
+    const member_t *x = &m[stuck >= 0 ? stuck : stale];
+    delete_member(x, out,
+                  "rolling out revision %s: %s restarted (no Redis node of the set answers, so no role to hand over: "
+                  "the StatefulSet's order, highest ordinal first, each once the others are Ready)",
+                  rev, x->name);
+}
+
 /* SWITCHOVER (2) and (3) in topology.h: with the primary P at pord a reachable master
  * (present, or terminating when dying), plan the next step of a rollout or of the
  * primary's deletion into out. */
@@ -290,7 +350,7 @@ static void rollout_step(const member_t *m, int n, int pord, const member_t *P, 
                          topo_t *out)
 {
     char why[700];
-    int present = 0, ready = 1, stale = -1;
+    int present = 0, ready = 1, stale = -1, stuck = -1;
     const char *awaited = NULL;
     for (int i = 0; i < n; i++) {
         if (!m[i].pod) {
@@ -302,11 +362,23 @@ static void rollout_step(const member_t *m, int n, int pord, const member_t *P, 
         if (!ok && !awaited)
             awaited = m[i].name;
         ready &= ok;
-        if (i != pord && outdated(&m[i], rev))
+        if (i != pord && outdated(&m[i], rev)) {
             stale = i; /* the highest ordinal */
+            if (!pod_ready(m[i].pod))
+                stuck = i;
+        }
     }
     if (!dying && stale < 0 && !outdated(P, rev))
         return; /* nothing to roll */
+    if (!dying && stuck >= 0 && (present < n || !ready)) {
+        /* A replica of an old revision that is not Ready serves nothing, and waiting for
+         * it would hold the rollout for ever (a revision that crashes, then fixed). */
+        delete_member(&m[stuck], out,
+                      "rolling out revision %s: replica %s runs an old revision and is not Ready: restarted on the "
+                      "new one",
+                      rev, m[stuck].name);
+        return;
+    }
     if (!dying && stale >= 0) {
         if (present < n || !ready) {
             out->switch_wait = 1;
@@ -315,23 +387,15 @@ static void rollout_step(const member_t *m, int n, int pord, const member_t *P, 
                      awaited && *awaited ? "pod " : "every pod", awaited && *awaited ? awaited : "", m[stale].name);
             return;
         }
-        snprintf(out->delete_pod, sizeof(out->delete_pod), "%s", m[stale].name);
-        snprintf(out->delete_uid, sizeof(out->delete_uid), "%s",
-                 JSONX_STR_AT(m[stale].pod, "metadata", "uid") ? JSONX_STR_AT(m[stale].pod, "metadata", "uid") : "");
-        snprintf(out->delete_why, sizeof(out->delete_why),
-                 "rolling out revision %s: replica %s restarted (deleted; every replica linked to %s)", rev,
-                 m[stale].name, P->name);
+        delete_member(&m[stale], out, "rolling out revision %s: replica %s restarted (deleted; every replica linked to %s)",
+                      rev, m[stale].name, P->name);
         return;
     }
     if (n == 1) {
         if (dying)
             return;
-        snprintf(out->delete_pod, sizeof(out->delete_pod), "%s", P->name);
-        snprintf(out->delete_uid, sizeof(out->delete_uid), "%s",
-                 JSONX_STR_AT(P->pod, "metadata", "uid") ? JSONX_STR_AT(P->pod, "metadata", "uid") : "");
-        snprintf(out->delete_why, sizeof(out->delete_why),
-                 "rolling out revision %s: %s restarted in place (size 1: no replica to hand the primary role to)",
-                 rev, P->name);
+        delete_member(P, out, "rolling out revision %s: %s restarted in place (size 1: no replica to hand the primary role to)",
+                      rev, P->name);
         return;
     }
     int best = switch_candidate(m, n, pord, P, rev, !dying, why, sizeof(why));
@@ -417,6 +481,8 @@ void topo_compute_switchover(const char *name, int size, const char *status_prim
     const member_t *D = m[pord].pod ? &m[pord] : &dying[pord];
     if (obs && roll && !out->elect && !out->no_candidate && !switching && !out->recheck_after_ms && is_master(D))
         rollout_step(m, n_members, pord, D, D == &dying[pord], rev, out);
+    else if (obs && roll && *rev && out->no_candidate && !switching && !any_reachable(m, dying, n_members))
+        blind_step(m, n_members, rev, out);
     for (int i = 0; i < size && i < TOPO_MAX_NODES; i++) {
         /* A terminating pod keeps its label, but for role=primary moving away from it. */
         const member_t *x = m[i].pod ? &m[i] : switching && &dying[i] == O ? O : NULL;

@@ -82,7 +82,17 @@
  *       replica linked to D, delete_pod names the outdated replica of highest ordinal
  *       (delete_uid its uid); otherwise switch_wait says which pod is awaited. A deleted
  *       pod comes back on the new revision; the next is deleted only once it is back,
- *       Ready and linked (so min-replicas-to-write keeps being met).
+ *       Ready and linked (so min-replicas-to-write keeps being met). A replica of an
+ *       old revision that is not Ready is deleted at once instead of awaited: it serves
+ *       nothing, and waiting would hold the rollout for ever (a revision whose pods crash,
+ *       then a fixed one);
+ *   (4) no Redis node of the set answers (every member present or terminating observed
+ *       unreachable, the primary down for downAfter with no candidate: fake pods, a
+ *       partition between the operator and the pods, a revision crashing everywhere):
+ *       no role can be handed over, so the rollout goes as the StatefulSet's
+ *       RollingUpdate would: once every pod is present and Ready, the outdated pod of
+ *       highest ordinal, the primary's too (an outdated pod that is not Ready first);
+ *       otherwise switch_wait. Without any observation nothing is deleted.
  * A terminating primary whose role has moved is left to go; a replica's deletion needs
  * nothing. */
 #ifndef RDC_WORKERD_TOPOLOGY_H
