@@ -64,6 +64,25 @@ int reconcile_read_password(kube_client_t *client, const json_object *rc, char *
 void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
                             const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out);
 
+/* The same reconcile in three steps, for a caller that runs the plan itself (workerd's
+ * loop, several keys in flight: executor.h ASYNC). reconcile_begin reads and plans as
+ * reconcile_run_children does; when that already decides the outcome (a failed read, a
+ * plan error, dry_run, out of memory) it fills out, logs and counts, and returns NULL.
+ * Otherwise it returns the job (x is copied; rc and what kids and seen point to are
+ * borrowed until the end): run reconcile_job_plan with reconcile_job_ctx (both owned by
+ * the job), then reconcile_end with the run's result, which does what follows a plan
+ * (take_back, the status of a refused write: blocking requests, rare), fills out, logs,
+ * counts, frees the job and sets *job_p to NULL. reconcile_cancel frees a job whose run
+ * was abandoned (counted as fenced). */
+typedef struct reconcile_job reconcile_job_t;
+reconcile_job_t *reconcile_begin(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
+                                 const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out);
+const exec_ctx_t *reconcile_job_ctx(const reconcile_job_t *j);
+const plan_t *reconcile_job_plan(const reconcile_job_t *j);
+void reconcile_end(reconcile_job_t **job_p, exec_result_t r, size_t failed, const kube_error_t *err,
+                   reconcile_outcome_t *out);
+void reconcile_cancel(reconcile_job_t **job_p);
+
 /* The word used on the wire and in metrics: "done", "requeue_after", "requeue", "error",
  * "fenced". */
 const char *reconcile_result_name(reconcile_result_t r);
