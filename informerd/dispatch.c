@@ -84,7 +84,8 @@ static int send_work(informer_t *inf, worker_slot_t *w, const char *key, int64_t
     buf_init(&children, 0);
     const observation_t *obs = hm_get(inf->observations, key);
     int bad = workitem_children(inf->cache, key, obs ? obs->json : NULL, obs ? obs->len : 0, &children);
-    if (bad || workslot_hold(&w->held, key, now)) {
+    int alone = workqueue_crash_count(inf->queue, key) > 0;
+    if (bad || workslot_hold(&w->held, key, now, alone)) {
         /* Out of memory (or a key too long to hold): the key waits and comes back, it is
          * not lost. */
         buf_free(&children);
@@ -161,6 +162,24 @@ void dispatch(informer_t *inf, int64_t now)
                 return;
             char k[WORKSLOT_KEY_MAX];
             snprintf(k, sizeof(k), "%s", key);
+            if (workqueue_crash_count(inf->queue, k) > 0 && w->held.n) {
+                /* It crashed a worker: it runs alone, in a worker that holds nothing. */
+                worker_slot_t *idle = NULL;
+                for (size_t j = 0; j < inf->nworkers && !idle; j++)
+                    if (!inf->workers[j].held.n)
+                        idle = &inf->workers[j];
+                if (!idle) {
+                    /* none yet: it goes back to the queue and dispatch pauses for this
+                     * turn, so the workers drain until one is empty (under a constant
+                     * flow of keys it may wait several turns) */
+                    workqueue_done(inf->queue, k, now);
+                    workqueue_add(inf->queue, k, now);
+                    return;
+                }
+                if (send_work(inf, idle, k, now) == 1)
+                    more = 1;
+                continue;
+            }
             int sent = send_work(inf, w, k, now);
             if (sent == 1)
                 continue; /* place i now holds another worker: look at it */

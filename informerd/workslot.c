@@ -20,6 +20,8 @@ void workslot_set_capacity(workslot_t *s, int64_t cap)
 
 int workslot_room(const workslot_t *s)
 {
+    if (s->alone)
+        return 0;
     return s->n < s->capacity ? s->capacity - s->n : 0;
 }
 
@@ -31,11 +33,12 @@ static int find(const workslot_t *s, const char *key)
     return -1;
 }
 
-int workslot_hold(workslot_t *s, const char *key, int64_t now_ns)
+int workslot_hold(workslot_t *s, const char *key, int64_t now_ns, int alone)
 {
     size_t len = strlen(key);
-    if (!workslot_room(s) || len >= WORKSLOT_KEY_MAX || find(s, key) >= 0)
+    if (!workslot_room(s) || (alone && s->n) || len >= WORKSLOT_KEY_MAX || find(s, key) >= 0)
         return -1;
+    s->alone = alone;
     memcpy(s->key[s->n], key, len + 1);
     s->since_ns[s->n] = now_ns;
     s->n++;
@@ -53,6 +56,8 @@ int workslot_release(workslot_t *s, const char *key)
         s->since_ns[i] = s->since_ns[s->n];
     }
     s->key[s->n][0] = '\0';
+    if (!s->n)
+        s->alone = 0;
     return 0;
 }
 
