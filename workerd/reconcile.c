@@ -406,9 +406,24 @@ static void read_diagnosis(const exec_ctx_t *x, const json_object *rc, const pla
 
 /* STORAGE CLASS (plan.h): 1 when the class the plan would create claims of is absent
  * (404), 0 when it exists or cannot be read (then the StatefulSet is created as before,
- * and a diagnosis explains pending claims). */
+ * and a diagnosis explains pending claims). The answer is kept per worker process for
+ * SC_CACHE_TTL_NS (a class rarely comes or goes; each new cluster would otherwise read
+ * it again); a failed read is not kept. */
+#define SC_CACHE_SLOTS 8
+#define SC_CACHE_TTL_NS (INT64_C(30) * NS_PER_SEC)
+static struct {
+    char name[254];
+    int missing;
+    int64_t at_ns; /* 0 = free */
+} sc_cache[SC_CACHE_SLOTS];
+static size_t sc_cache_next;
+
 static int storage_class_missing(const exec_ctx_t *x, const char *cls)
 {
+    int64_t now = clock_mono_ns();
+    for (size_t i = 0; i < SC_CACHE_SLOTS; i++)
+        if (sc_cache[i].at_ns && now - sc_cache[i].at_ns < SC_CACHE_TTL_NS && !strcmp(sc_cache[i].name, cls))
+            return sc_cache[i].missing;
     json_object *sc = NULL;
     kube_error_t err;
     kube_error_clear(&err);
@@ -420,7 +435,33 @@ static int storage_class_missing(const exec_ctx_t *x, const char *cls)
     }
     int missing = sc == NULL;
     json_object_put(sc);
+    if (strlen(cls) < sizeof(sc_cache[0].name)) {
+        size_t i = sc_cache_next;
+        sc_cache_next = (sc_cache_next + 1) % SC_CACHE_SLOTS;
+        snprintf(sc_cache[i].name, sizeof(sc_cache[i].name), "%s", cls);
+        sc_cache[i].missing = missing;
+        sc_cache[i].at_ns = now;
+    }
     return missing;
+}
+
+void reconcile_forget_storage_classes(void)
+{
+    memset(sc_cache, 0, sizeof(sc_cache));
+}
+
+/* DIAGNOSIS is read only once the StatefulSet is RECONCILE_DIAGNOSIS_AFTER_NS old: pods
+ * that are merely starting need no explanation, and a new cluster would read pods and
+ * Events on every status change while they start. Returns how long to wait still (0 =
+ * read now: older, or its age unknown). */
+static int64_t diagnosis_wait_ns(const json_object *sts)
+{
+    const char *created = JSONX_STR_AT(sts, "metadata", "creationTimestamp");
+    int64_t at = 0;
+    if (!created || clock_parse_rfc3339(created, &at))
+        return 0;
+    int64_t age = clock_wall_ns() - at;
+    return age >= 0 && age < RECONCILE_DIAGNOSIS_AFTER_NS ? RECONCILE_DIAGNOSIS_AFTER_NS - age : 0;
 }
 
 /* The observed child an action writes (child[] is ConfigMap, Service, StatefulSet, PDB and
@@ -488,6 +529,7 @@ struct reconcile_job {
     char *password, *applied;
     int64_t start;
     int dry_run;
+    int64_t diag_wait_ns;       /* the diagnosis was put off this long (requeue then) */
 };
 
 /* Log, count and free: the end of every reconcile. */
@@ -571,7 +613,7 @@ reconcile_job_t *reconcile_begin(const exec_ctx_t *x, const json_object *rc, con
     if (j->plan && x->client && !dry_run) {
         const char *cls = plan_storage_class_to_check(j->plan);
         more.storage_class_missing = cls && storage_class_missing(x, cls);
-        if (plan_wants_diagnosis(j->plan))
+        if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(child[2])))
             read_diagnosis(x, rc, j->plan, j->diag, &more);
     }
     if (more.storage_class_missing || more.pods || more.sts_events) {
@@ -644,6 +686,9 @@ void reconcile_end(reconcile_job_t **job_p, exec_result_t r, size_t failed, cons
     }
     if (r == EXEC_OK) {
         out->requeue_after_ns = plan_requeue_after_ns(plan);
+        /* a diagnosis put off: look again when it is due, whatever else happens */
+        if (j->diag_wait_ns > 0 && (!out->requeue_after_ns || j->diag_wait_ns < out->requeue_after_ns))
+            out->requeue_after_ns = j->diag_wait_ns;
         out->result = out->requeue_after_ns > 0 ? RECONCILE_REQUEUE_AFTER : RECONCILE_DONE;
     } else {
         out->result = r == EXEC_CONFLICT ? RECONCILE_REQUEUE : r == EXEC_FENCED ? RECONCILE_FENCED : RECONCILE_ERROR;
