@@ -297,6 +297,32 @@ answer:
     free(key);
 }
 
+/* Drop every item in flight without answering (their writes may be half made; the next
+ * reconcile of each key plans from what is there). On a lost link: informerd gives the
+ * keys back when it sees this worker again (READY), and may hand them to another worker,
+ * which must not find this one still writing (invariant 1). */
+static void worker_abandon_all(worker_t *w)
+{
+    for (int i = 0; i < w->cfg->max_inflight; i++) {
+        item_t *it = &w->items[i];
+        if (!it->used)
+            continue;
+        rlog_warn("item abandoned with the link to informerd", "key", it->key);
+        exec_run_cancel(&it->run);
+        reconcile_cancel(&it->job);
+        json_object_put(it->rc);
+        json_object_put(it->children);
+        free(it->key);
+        memset(it, 0, sizeof(*it));
+        it->w = w;
+    }
+    w->inflight = 0;
+    worker_state_file(w);
+    kube_client_set_deadline(w->cfg->client, 0);
+    if (w->stopping)
+        loop_stop(w->loop);
+}
+
 static int on_reconnect(loop_t *loop, int id, void *arg)
 {
     (void)loop;
@@ -322,6 +348,7 @@ static int on_heartbeat(loop_t *loop, int id, void *arg)
         char d[16];
         snprintf(d, sizeof(d), "%llds", (long long)(w->reconnect_delay_ns / NS_PER_SEC));
         rlog_warn("informerd is silent; reconnecting", "after", d);
+        worker_abandon_all(w);
         worker_disconnect(w, 0);
         if (loop_add_timer(loop, w->reconnect_delay_ns, 0, on_reconnect, w) < 0)
             return -1;
