@@ -385,6 +385,16 @@ static void throttle_n(const exec_ctx_t *x, size_t n)
     }
 }
 
+/* Over TLS (ALPN h2) a request waits for the HTTP/2 connection and shares it rather than
+ * open one of its own; cleartext HTTP/1.1 (tests) has nothing to wait for. */
+static void share_connection(CURL *h)
+{
+    char *url = NULL;
+    curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &url);
+    if (url && !strncmp(url, "https://", 8))
+        curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+}
+
 /* Start request k of slot[] on m (method, path, body of len bytes or NULL) with the
  * client's deadline. A request that cannot start is done at once with its error. */
 static void batch_start(const exec_ctx_t *x, batch_slot_t *s, const char *method, const char *path,
@@ -399,12 +409,7 @@ static void batch_start(const exec_ctx_t *x, batch_slot_t *s, const char *method
     }
     CURL *h = kube_async_handle(s->req);
     curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)s);
-    /* Over TLS (ALPN h2) wait for the HTTP/2 connection and share it rather than open one
-     * per request; cleartext HTTP/1.1 (tests) has nothing to wait for. */
-    char *url = NULL;
-    curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &url);
-    if (url && !strncmp(url, "https://", 8))
-        curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+    share_connection(h);
     if (curl_multi_add_handle(x->batch, h) != CURLM_OK) {
         kube_async_destroy(&s->req);
         kube_error_set(&s->err, KERR_CONFIG, "curl refused the transfer");
@@ -705,12 +710,7 @@ static void run_req_start(exec_run_t *run, size_t k)
     }
     CURL *h = kube_async_handle(q->req);
     curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)q);
-    /* Over TLS (ALPN h2) wait for the HTTP/2 connection and share it rather than open one
-     * per request; cleartext HTTP/1.1 (tests) has nothing to wait for. */
-    char *url = NULL;
-    curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &url);
-    if (url && !strncmp(url, "https://", 8))
-        curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+    share_connection(h);
     if (loop_curl_add(run->a->lc, h)) {
         kube_async_destroy(&q->req);
         kube_error_set(&e, KERR_CONFIG, "curl refused the transfer");
