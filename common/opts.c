@@ -21,6 +21,7 @@ void opts_common_defaults(rdc_common_opts_t *c)
     c->renew_deadline = 10;
     c->retry_period = 2;
     c->workers = 2;
+    c->max_concurrent_reconciles = 4;
     c->log_level = "info";
     c->log_format = "json";
     c->kube_api_qps = 20;
@@ -70,6 +71,10 @@ void opts_common_fill(rdc_common_opts_t *c, opt_t *t)
         {"leader-election-retry-period", OPT_DURATION, &c->retry_period,
          "time between election attempts"},
         {"workers", OPT_INT, &c->workers, "number of reconcile workers"},
+        {"max-concurrent-reconciles", OPT_INT, &c->max_concurrent_reconciles,
+         "keys each worker process reconciles at once (1 to 16; controller-runtime's "
+         "MaxConcurrentReconciles, per worker process: the operator holds up to "
+         "--workers times this many)"},
         {"namespace", OPT_STRLIST, &c->namespaces,
          "watch only this namespace (repeatable; default: all namespaces)"},
         {"log-level", OPT_STRING, &c->log_level, "debug, info, warn or error"},
@@ -105,7 +110,7 @@ void opts_common_select(opt_t *table, const char *used)
         "kubeconfig", "context", "metrics-bind-address", "health-probe-bind-address",
         "leader-elect", "leader-election-id", "leader-election-namespace",
         "leader-election-lease-duration", "leader-election-renew-deadline",
-        "leader-election-retry-period", "workers", "namespace", "log-level", "log-format",
+        "leader-election-retry-period", "workers", "max-concurrent-reconciles", "namespace", "log-level", "log-format",
         "kube-api-qps", "kube-api-burst", "sync-period", "graceful-shutdown-timeout",
         "runtime-dir"};
     size_t nshared = sizeof(shared) / sizeof(shared[0]);

@@ -54,6 +54,7 @@ typedef struct {
     double renew_deadline;                 /* seconds, 10 */
     double retry_period;                   /* seconds, 2 */
     int workers;                           /* 2 */
+    int max_concurrent_reconciles;         /* 4: keys one worker process reconciles at once */
     opt_strlist_t namespaces;              /* empty = all namespaces */
     const char *log_level;                 /* "info" */
     const char *log_format;                /* "json" */
@@ -70,7 +71,7 @@ typedef struct {
 void opts_common_defaults(rdc_common_opts_t *c);
 
 /* Number of entries opts_common_fill() writes (not counting OPT_END). */
-#define OPTS_COMMON_COUNT 21
+#define OPTS_COMMON_COUNT 22
 
 /* Write the shared flag descriptors for c into table[0..OPTS_COMMON_COUNT). */
 void opts_common_fill(rdc_common_opts_t *c, opt_t *table);

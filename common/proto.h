@@ -22,10 +22,11 @@
  *
  * work (informerd ROUTER; each workerd is a DEALER whose identity is "w-<pid>")
  *   worker -> informerd:
- *     READY                              idle: give me a key
+ *     READY [capacity]                   give me keys, up to capacity at once (default 1)
  *     DONE key result after_ms           result: done | requeue_after | requeue | error |
- *                                        fenced; also means "ready for the next item"
- *     HEARTBEAT
+ *                                        fenced; also frees the key's place
+ *     HEARTBEAT [capacity]               (capacity again: a worker forgotten meanwhile
+ *                                        is known again with it)
  *   informerd -> worker:
  *     WORK key epoch generation rediscluster children
  *       epoch: the leader epoch this item was dispatched under (see leader);

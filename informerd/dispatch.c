@@ -33,26 +33,49 @@ static void worker_forget(informer_t *inf, worker_slot_t *w)
 
 static void quarantine_report(informer_t *inf, const char *key);
 
-/* The worker died or went silent with an item: requeue it and count a crash. */
-static void worker_lost(informer_t *inf, worker_slot_t *w, const char *why, int64_t now)
+/* Give key back to the queue: counted as a crash of the key (crash 1) or not. */
+static void give_back(informer_t *inf, worker_slot_t *w, const char *key, const char *why, int crash, int64_t now)
 {
-    if (w->key[0]) {
-        workqueue_abandon(inf->queue, w->key, now);
-        unsigned crashes = workqueue_crash_count(inf->queue, w->key);
-        char n[16];
-        snprintf(n, sizeof(n), "%u", crashes);
-        rlog_warn("worker lost with an item in flight; requeued", "worker", w->id, "key",
-                  w->key, "reason", why, "crashes", n);
-        if (crashes >= CRASHES_TO_QUARANTINE) {
-            workqueue_quarantine(inf->queue, w->key, now + QUARANTINE_NS);
-            metric_counter_add(inf->m_quarantined, NULL, 1);
-            quarantine_report(inf, w->key);
-        }
+    if (!crash) {
+        workqueue_done(inf->queue, key, now);
+        workqueue_add(inf->queue, key, now);
+        return;
+    }
+    workqueue_abandon(inf->queue, key, now);
+    unsigned crashes = workqueue_crash_count(inf->queue, key);
+    char n[16];
+    snprintf(n, sizeof(n), "%u", crashes);
+    rlog_warn("worker lost with an item in flight; requeued", "worker", w->id, "key", key, "reason", why,
+              "crashes", n);
+    if (crashes >= CRASHES_TO_QUARANTINE) {
+        workqueue_quarantine(inf->queue, key, now + QUARANTINE_NS);
+        metric_counter_add(inf->m_quarantined, NULL, 1);
+        quarantine_report(inf, key);
+    }
+}
+
+/* Every key the worker holds goes back to the queue (each counted as a crash of that key
+ * when crash), and the worker is forgotten. */
+static void worker_release_all(informer_t *inf, worker_slot_t *w, const char *why, int crash, int64_t now)
+{
+    while (w->held.n) {
+        char key[WORKSLOT_KEY_MAX];
+        snprintf(key, sizeof(key), "%s", w->held.key[w->held.n - 1]);
+        workslot_release(&w->held, key);
+        give_back(inf, w, key, why, crash, now);
     }
     worker_forget(inf, w);
 }
 
-static void send_work(informer_t *inf, worker_slot_t *w, const char *key, int64_t now)
+/* The worker died or went silent with items: requeue each and count a crash of each. */
+static void worker_lost(informer_t *inf, worker_slot_t *w, const char *why, int64_t now)
+{
+    worker_release_all(inf, w, why, 1, now);
+}
+
+/* Returns 0 when the worker got key, -1 when the key went back to the queue, 1 when
+ * the worker is gone (and forgotten: w's place holds another worker now). */
+static int send_work(informer_t *inf, worker_slot_t *w, const char *key, int64_t now)
 {
     /* dispatch() checked that the owner is cached. The children go as one JSON object
      * spliced from the cache's text (workitem.h). */
@@ -61,13 +84,15 @@ static void send_work(informer_t *inf, worker_slot_t *w, const char *key, int64_
     buf_init(&children, 0);
     const observation_t *obs = hm_get(inf->observations, key);
     int bad = workitem_children(inf->cache, key, obs ? obs->json : NULL, obs ? obs->len : 0, &children);
-    if (bad) {
-        /* Out of memory: the key waits and comes back, it is not lost. */
+    int alone = workqueue_crash_count(inf->queue, key) > 0;
+    if (bad || workslot_hold(&w->held, key, now, alone)) {
+        /* Out of memory (or a key too long to hold): the key waits and comes back, it is
+         * not lost. */
         buf_free(&children);
         rlog_error("cannot build the work item; retrying later", "key", key);
         workqueue_done(inf->queue, key, now);
         workqueue_add_rate_limited(inf->queue, key, now);
-        return;
+        return -1;
     }
     rmsg_t *m = rmsg_new();
     rmsg_addmem(m, w->id, w->idlen);
@@ -79,15 +104,12 @@ static void send_work(informer_t *inf, worker_slot_t *w, const char *key, int64_
     rmsg_addmem(m, buf_str(&children), children.len);
     buf_free(&children);
     if (rmsg_send(&m, inf->work, ZMQ_DONTWAIT)) {
-        /* The worker is gone (ROUTER_MANDATORY): give the key back untouched. */
-        workqueue_done(inf->queue, key, now);
-        workqueue_add(inf->queue, key, now);
-        worker_forget(inf, w);
-        return;
+        /* The worker is gone (ROUTER_MANDATORY): give its keys back untouched (this one
+         * too: it never got it). */
+        worker_release_all(inf, w, "unreachable", 0, now);
+        return 1;
     }
-    snprintf(w->key, sizeof(w->key), "%s", key);
-    w->idle = 0;
-    w->dispatched_ns = now;
+    return 0;
 }
 
 int may_dispatch(const informer_t *inf)
@@ -99,35 +121,72 @@ int may_dispatch(const informer_t *inf)
     return inf->is_leader && clock_mono_ns() / NS_PER_MS < inf->valid_until_ms;
 }
 
+/* The next key to hand out, or NULL when none is ready. */
+static const char *next_key(informer_t *inf, int64_t now)
+{
+    for (;;) {
+        const char *key = workqueue_get(inf->queue, now);
+        if (!key)
+            return NULL;
+        const cache_item_t *rc = cache_lookup(inf->cache, OWNER_KIND, key);
+        const cache_item_t *big = rc ? too_large_blocker(inf, rc) : NULL;
+        if (rc && !big)
+            return key;
+        /* Deleted meanwhile: nothing to reconcile. Or it, or a child, is kept in minimal
+         * form: a worker would take the missing spec or data for a change to make. It
+         * waits for a smaller object (a delta) or its deletion. */
+        if (big)
+            rlog_info("not reconciled: an object is too large (see its Warning Event)", "key", key, "kind",
+                      big->kind, "object", big->key);
+        workqueue_forget(inf->queue, key);
+        workqueue_done(inf->queue, key, now);
+    }
+}
+
 void dispatch(informer_t *inf, int64_t now)
 {
     if (!may_dispatch(inf))
         return;
-    for (size_t i = 0; i < inf->nworkers; i++) {
-        worker_slot_t *w = &inf->workers[i];
-        if (!w->idle)
-            continue;
-        const char *key;
-        for (;;) {
-            key = workqueue_get(inf->queue, now);
+    /* Round robin, one key per worker with room per pass: C keys to the first worker
+     * before the second gets one would leave the others idle while it works. */
+    for (int more = 1; more;) {
+        more = 0;
+        for (size_t i = 0; i < inf->nworkers;) {
+            worker_slot_t *w = &inf->workers[i];
+            if (!workslot_room(&w->held)) {
+                i++;
+                continue;
+            }
+            const char *key = next_key(inf, now);
             if (!key)
                 return;
-            const cache_item_t *rc = cache_lookup(inf->cache, OWNER_KIND, key);
-            const cache_item_t *big = rc ? too_large_blocker(inf, rc) : NULL;
-            if (rc && !big)
-                break;
-            /* Deleted meanwhile: nothing to reconcile. Or it, or a child, is kept in
-             * minimal form: a worker would take the missing spec or data for a change to
-             * make. It waits for a smaller object (a delta) or its deletion. */
-            if (big)
-                rlog_info("not reconciled: an object is too large (see its Warning Event)", "key", key,
-                          "kind", big->kind, "object", big->key);
-            workqueue_forget(inf->queue, key);
-            workqueue_done(inf->queue, key, now);
+            char k[WORKSLOT_KEY_MAX];
+            snprintf(k, sizeof(k), "%s", key);
+            if (workqueue_crash_count(inf->queue, k) > 0 && w->held.n) {
+                /* It crashed a worker: it runs alone, in a worker that holds nothing. */
+                worker_slot_t *idle = NULL;
+                for (size_t j = 0; j < inf->nworkers && !idle; j++)
+                    if (!inf->workers[j].held.n)
+                        idle = &inf->workers[j];
+                if (!idle) {
+                    /* none yet: it goes back to the queue and dispatch pauses for this
+                     * turn, so the workers drain until one is empty (under a constant
+                     * flow of keys it may wait several turns) */
+                    workqueue_done(inf->queue, k, now);
+                    workqueue_add(inf->queue, k, now);
+                    return;
+                }
+                if (send_work(inf, idle, k, now) == 1)
+                    more = 1;
+                continue;
+            }
+            int sent = send_work(inf, w, k, now);
+            if (sent == 1)
+                continue; /* place i now holds another worker: look at it */
+            if (sent == 0 && workslot_room(&w->held))
+                more = 1;
+            i++;
         }
-        char k[512];
-        snprintf(k, sizeof(k), "%s", key);
-        send_work(inf, w, k, now);
     }
 }
 
@@ -139,14 +198,10 @@ static void handle_done(informer_t *inf, worker_slot_t *w, rmsg_t *m, int64_t no
     char *result = rmsg_strdup(m, 2);
     int64_t after_ms = 0;
     rmsg_frame_int64(m, 3, &after_ms);
-    if (!key || !result || strcmp(key, w->key) != 0) {
-        /* A confused peer: hand its real item back rather than leave it "processing". */
-        rlog_warn("DONE for a key the worker was not given; its item is requeued", "worker",
-                  w->id, "key", w->key);
-        if (w->key[0]) {
-            workqueue_done(inf->queue, w->key, now);
-            workqueue_add(inf->queue, w->key, now);
-        }
+    if (!key || !result || workslot_release(&w->held, key) != 0) {
+        /* A confused peer (or one we gave up on): the keys it holds stay its own until it
+         * answers for them or is lost; nothing is released twice. */
+        rlog_warn("DONE for a key the worker does not hold; ignored", "worker", w->id, "key", key ? key : "");
         goto out;
     }
     workqueue_done(inf->queue, key, now);
@@ -165,10 +220,18 @@ static void handle_done(informer_t *inf, worker_slot_t *w, rmsg_t *m, int64_t no
         workqueue_add_rate_limited(inf->queue, key, now);
     }
 out:
-    w->key[0] = '\0';
-    w->idle = 1;
     free(key);
     free(result);
+}
+
+/* The capacity a READY or HEARTBEAT announces in frame 2 (after the routing id and the
+ * command), or 1 when it says none (a worker of one key at a time). */
+static int64_t announced_capacity(const rmsg_t *m)
+{
+    int64_t cap = 1;
+    if (rmsg_size(m) > 2 && rmsg_frame_int64(m, 2, &cap))
+        cap = 1;
+    return cap;
 }
 
 void handle_work_socket(informer_t *inf, int64_t now)
@@ -178,28 +241,31 @@ void handle_work_socket(informer_t *inf, int64_t now)
         size_t idlen = 0;
         const char *id = rmsg_frame(m, 0, &idlen);
         worker_slot_t *w = worker_find(inf, id, idlen);
+        int ready = rmsg_frame_is(m, 1, PROTO_READY);
+        if (w && ready && w->held.n) {
+            /* it restarted its link while holding items: they are lost with it */
+            worker_lost(inf, w, "reconnected", now);
+            w = NULL;
+        }
         if (!w && idlen < sizeof(w->id) && inf->nworkers < MAX_WORKERS) {
             w = &inf->workers[inf->nworkers++];
             memset(w, 0, sizeof(*w));
             memcpy(w->id, id, idlen);
             w->idlen = idlen;
-            w->idle = 1;
+            workslot_init(&w->held, 1);
         }
         if (!w) {
             rmsg_destroy(&m);
             continue;
         }
         w->last_heard_ns = now;
-        if (rmsg_frame_is(m, 1, PROTO_READY)) {
-            if (w->key[0]) /* it restarted its link while holding an item */
-                worker_lost(inf, w, "reconnected", now);
-            else
-                w->idle = 1;
+        if (ready || rmsg_frame_is(m, 1, PROTO_HEARTBEAT)) {
+            workslot_set_capacity(&w->held, announced_capacity(m));
         } else if (rmsg_frame_is(m, 1, PROTO_DONE)) {
             rmsg_t *body = rmsg_pop_frame_msg(m);
             rmsg_destroy(&body);
             handle_done(inf, w, m, now);
-        } else if (!rmsg_frame_is(m, 1, PROTO_HEARTBEAT)) {
+        } else {
             rlog_warn("unknown message on the work socket; dropped", "worker", w->id);
         }
         rmsg_destroy(&m);
@@ -208,13 +274,18 @@ void handle_work_socket(informer_t *inf, int64_t now)
 
 void heartbeat_workers(informer_t *inf, int64_t now)
 {
+    int64_t timeout = (int64_t)(inf->cfg->reconcile_timeout_s * 1e9);
     for (size_t i = 0; i < inf->nworkers;) {
         worker_slot_t *w = &inf->workers[i];
         int64_t silent = now - w->last_heard_ns;
-        int64_t limit = w->key[0] ? (int64_t)(inf->cfg->reconcile_timeout_s * 1e9)
-                                  : (int64_t)PROTO_LIVENESS * PROTO_HEARTBEAT_MS * NS_PER_MS;
-        if (silent > limit) {
-            worker_lost(inf, w, w->key[0] ? "reconcile timed out" : "silent", now);
+        int64_t oldest = workslot_oldest(&w->held);
+        /* A worker with keys may be silent while it reads or runs a Redis command (a
+         * blocking step); one without is dead after PROTO_LIVENESS heartbeats. Each key
+         * also has the reconcile timeout from when it was handed out: a worker that keeps
+         * one longer is stuck, and all its keys go back. */
+        int64_t limit = w->held.n ? timeout : (int64_t)PROTO_LIVENESS * PROTO_HEARTBEAT_MS * NS_PER_MS;
+        if (silent > limit || (oldest && now - oldest > timeout)) {
+            worker_lost(inf, w, w->held.n ? "reconcile timed out" : "silent", now);
             continue; /* the slot now holds another worker */
         }
         /* Busy workers too: a worker measures our silence in wall time, and a reconcile
@@ -228,7 +299,7 @@ void heartbeat_workers(informer_t *inf, int64_t now)
     }
 }
 
-/* The supervisor says a child exited: a worker's item comes back at once. */
+/* The supervisor says a child exited: a worker's items come back at once. */
 void handle_events(informer_t *inf, int64_t now)
 {
     rmsg_t *m;
@@ -243,13 +314,9 @@ void handle_events(informer_t *inf, int64_t now)
             rmsg_frame_int64(m, 4, &code);
             if (w && sig == 0 && code == 0) {
                 /* A clean exit (a worker retired by `ctl workers`, or stopping) is no
-                 * crash: an item it never got to goes back without counting against
-                 * its key. */
-                if (w->key[0]) {
-                    workqueue_done(inf->queue, w->key, now);
-                    workqueue_add(inf->queue, w->key, now);
-                }
-                worker_forget(inf, w);
+                 * crash: items it never got to go back without counting against their
+                 * keys. */
+                worker_release_all(inf, w, "exited", 0, now);
             } else if (w) {
                 char why[64];
                 snprintf(why, sizeof(why), sig ? "killed by signal %lld" : "exited",

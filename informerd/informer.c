@@ -425,7 +425,7 @@ static syncgate_state_t sync_state(const informer_t *inf, int64_t now, buf_t *na
 static int in_flight(const informer_t *inf)
 {
     for (size_t i = 0; i < inf->nworkers; i++) {
-        if (inf->workers[i].key[0])
+        if (inf->workers[i].held.n)
             return 1;
     }
     return 0;

@@ -9,6 +9,7 @@
 #ifndef RDC_INFORMER_INTERNAL_H
 #define RDC_INFORMER_INTERNAL_H
 
+#include "workslot.h"
 #include "informer.h"
 
 #include "backoff.h"
@@ -123,9 +124,7 @@ typedef struct reflector {
 typedef struct {
     char id[64];                /* routing id, "w-<pid>" */
     size_t idlen;
-    int idle;
-    char key[512];              /* in-flight key, "" when idle */
-    int64_t dispatched_ns;
+    workslot_t held;            /* the keys in flight there, up to its capacity (workslot.h) */
     int64_t last_heard_ns;
 } worker_slot_t;
 

@@ -5,6 +5,8 @@
 #include "hash.h"
 #include "jsonx.h"
 #include "log.h"
+#include "loop.h"
+#include "loop_curl.h"
 #include "redisexec.h"
 #include "kube_async.h"
 #include "render.h"
@@ -393,6 +395,16 @@ static void throttle_n(const exec_ctx_t *x, size_t n)
     }
 }
 
+/* Over TLS (ALPN h2) a request waits for the HTTP/2 connection and shares it rather than
+ * open one of its own; cleartext HTTP/1.1 (tests) has nothing to wait for. */
+static void share_connection(CURL *h)
+{
+    char *url = NULL;
+    curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &url);
+    if (url && !strncmp(url, "https://", 8))
+        curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+}
+
 /* Start request k of slot[] on m (method, path, body of len bytes or NULL) with the
  * client's deadline. A request that cannot start is done at once with its error. */
 static void batch_start(const exec_ctx_t *x, batch_slot_t *s, const char *method, const char *path,
@@ -407,12 +419,7 @@ static void batch_start(const exec_ctx_t *x, batch_slot_t *s, const char *method
     }
     CURL *h = kube_async_handle(s->req);
     curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)s);
-    /* Over TLS (ALPN h2) wait for the HTTP/2 connection and share it rather than open one
-     * per request; cleartext HTTP/1.1 (tests) has nothing to wait for. */
-    char *url = NULL;
-    curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &url);
-    if (url && !strncmp(url, "https://", 8))
-        curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+    share_connection(h);
     if (curl_multi_add_handle(x->batch, h) != CURLM_OK) {
         kube_async_destroy(&s->req);
         kube_error_set(&s->err, KERR_CONFIG, "curl refused the transfer");
@@ -522,59 +529,6 @@ static exec_result_t write_failed(const plan_action_t *a, kube_error_t *err)
     return kube_error_is_conflict(err) || kube_error_is_already_exists(err) ? EXEC_CONFLICT : EXEC_ERROR;
 }
 
-/* Send actions [i, end) at once over x->batch (HTTP/2 streams on one connection), wait
- * for all, then retry a transient failure through the client (its backoff and retries).
- * Returns EXEC_OK, or the result of the first failed action in plan order with its
- * index in *failed_action and its error in err (the others have been sent all the same:
- * they do not depend on each other). */
-static exec_result_t exec_batch(const exec_ctx_t *x, const plan_t *plan, size_t i, size_t end,
-                                size_t *failed_action, kube_error_t *err)
-{
-    enum { MAX_BATCH = 8 };
-    batch_slot_t slot[MAX_BATCH];
-    memset(slot, 0, sizeof(slot));
-    size_t n = end - i;
-    assert(n <= MAX_BATCH);
-    *failed_action = i;
-    if (x->fence && !x->fence(x->fence_user)) {
-        kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
-        return EXEC_FENCED;
-    }
-    throttle_n(x, n);
-    for (size_t k = 0; k < n; k++) {
-        const plan_action_t *a = plan_action(plan, i + k);
-        const char *body = json_object_to_json_string_ext(a->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-        batch_start(x, &slot[k], a->method, a->path, a->content_type, body, strlen(body));
-    }
-    batch_run(x, slot, n);
-    exec_result_t res = EXEC_OK;
-    for (size_t k = 0; k < n; k++) {
-        const plan_action_t *a = plan_action(plan, i + k);
-        kube_error_t *e = &slot[k].err;
-        if (e->code != KERR_OK && batch_retriable(e)) {
-            char line[512];
-            rlog_info("retrying a batched write", "reconcileID", x->reconcile_id, "path", a->path, "error",
-                      kube_error_str(e, line, sizeof(line)));
-            if (x->fence && !x->fence(x->fence_user)) {
-                kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
-                *failed_action = i + k;
-                return EXEC_FENCED;
-            }
-            kube_error_clear(e);
-            exec_action(x, a, e);
-        }
-        if (e->code != KERR_OK) {
-            exec_result_t r = write_failed(a, e);
-            if (r != EXEC_OK && res == EXEC_OK) {
-                res = r;
-                *failed_action = i + k;
-                *err = *e;
-            }
-        }
-    }
-    return res;
-}
-
 /* The Events of action i, recorded once it has succeeded. */
 static void exec_events(const exec_ctx_t *x, const json_object *rc, const plan_t *plan, size_t i)
 {
@@ -602,6 +556,24 @@ static void exec_events(const exec_ctx_t *x, const json_object *rc, const plan_t
     }
 }
 
+/* The memo's verdict on action a: 1 when it is a status write already made from this
+ * resourceVersion (skip it and its events); else 0 with *signed_ set when its signature
+ * (*uid, *sig) is to be stored once the write succeeds. */
+static int memo_skips(const exec_ctx_t *x, const json_object *rc, const plan_action_t *a, int *signed_,
+                      uint64_t *uid, uint64_t *sig)
+{
+    *signed_ = a->kind == PLAN_UPDATE_STATUS && x->memo && status_signature(rc, a, uid, sig);
+    if (!*signed_)
+        return 0;
+    memo_slot_t *s = memo_find(x->memo, *uid);
+    if (s && s->sig == *sig) {
+        rlog_debug("status already written from this resourceVersion; skipped", "reconcileID", x->reconcile_id,
+                   "path", a->path);
+        return 1;
+    }
+    return 0;
+}
+
 /* Action i alone, as the plan says (the memo's skip, the cleanup hook, the fence, one
  * request). Returns EXEC_OK with *skipped set when the memo skips it (and its events). */
 static exec_result_t exec_one(const exec_ctx_t *x, const json_object *rc, const plan_action_t *a, int *skipped,
@@ -609,15 +581,10 @@ static exec_result_t exec_one(const exec_ctx_t *x, const json_object *rc, const 
 {
     *skipped = 0;
     uint64_t uid = 0, sig = 0;
-    int signed_ = a->kind == PLAN_UPDATE_STATUS && x->memo && status_signature(rc, a, &uid, &sig);
-    if (signed_) {
-        memo_slot_t *s = memo_find(x->memo, uid);
-        if (s && s->sig == sig) {
-            rlog_debug("status already written from this resourceVersion; skipped", "reconcileID",
-                       x->reconcile_id, "path", a->path);
-            *skipped = 1;
-            return EXEC_OK;
-        }
+    int signed_ = 0;
+    if (memo_skips(x, rc, a, &signed_, &uid, &sig)) {
+        *skipped = 1;
+        return EXEC_OK;
     }
     if (a->kind == PLAN_CLEANUP) {
         /* The hook for external resources (backups, DNS, ...) would run here; the
@@ -650,27 +617,438 @@ static exec_result_t exec_one(const exec_ctx_t *x, const json_object *rc, const 
     return EXEC_OK;
 }
 
+/* ---- the plan as a state machine on a loop (STAGES, exec_run) ------------------------ */
+
+#define RUN_MAX_STAGE 8
+#define RUN_RETRIES 4                               /* transient failures, per request */
+#define RUN_RETRY_BASE_NS (INT64_C(200) * NS_PER_MS) /* doubling: 0.2, 0.4, 0.8, 1.6 s */
+
+struct exec_async {
+    loop_t *loop;
+    CURLM *multi;
+    loop_curl_t *lc;
+    int runs; /* runs started and not yet finished or cancelled */
+};
+
+typedef struct {
+    exec_run_t *run;
+    kube_async_t *req;
+    kube_error_t err;
+    int attempts;
+    int timer;      /* retry timer, 0 = none */
+    int fenced;     /* the fence refused its retry */
+} run_req_t;
+
+struct exec_run {
+    exec_async_t *a;
+    const exec_ctx_t *x;
+    const json_object *rc;
+    const plan_t *plan;
+    exec_run_done_fn *done;
+    void *arg;
+    size_t i, end;             /* the stage in flight: actions [i, end) */
+    run_req_t req[RUN_MAX_STAGE];
+    int pending;               /* requests of the stage not finished */
+    int timer;                 /* the token wait or the finish, 0 = none */
+    int signed_;               /* a status write whose memo signature is stored on success */
+    uint64_t uid, sig;
+    exec_result_t result;      /* once finished */
+    size_t failed;
+    kube_error_t err;
+};
+
+static void run_advance(exec_run_t *run);
+
+static void on_run_finish(loop_t *loop, exec_run_t *run);
+
+static int on_finish_timer(loop_t *loop, int id, void *arg)
+{
+    (void)id;
+    exec_run_t *run = arg;
+    run->timer = 0;
+    on_run_finish(loop, run);
+    return 0;
+}
+
+/* Deliver the result on the next turn of the loop (never from inside a curl callback nor
+ * from exec_run_start itself). */
+static void run_finish(exec_run_t *run, exec_result_t r, size_t failed, const kube_error_t *err)
+{
+    run->result = r;
+    run->failed = failed;
+    if (err)
+        run->err = *err;
+    else
+        kube_error_clear(&run->err);
+    run->timer = loop_add_timer(run->a->loop, 0, 0, on_finish_timer, run);
+    if (run->timer < 0) {
+        run->timer = 0;
+        on_run_finish(run->a->loop, run);
+    }
+}
+
+static void on_run_finish(loop_t *loop, exec_run_t *run)
+{
+    (void)loop;
+    run->a->runs--;
+    exec_run_done_fn *done = run->done;
+    void *arg = run->arg;
+    exec_result_t r = run->result;
+    size_t failed = run->failed;
+    kube_error_t err = run->err;
+    free(run);
+    done(r, failed, &err, arg);
+}
+
+static void on_req_done(const kube_error_t *err, long status, void *arg);
+
+/* Start (again) the request of run->req[k]; one that cannot start ends at once with its
+ * error (reported through on_req_done like any end). */
+static void run_req_start(exec_run_t *run, size_t k)
+{
+    run_req_t *q = &run->req[k];
+    const plan_action_t *a = plan_action(run->plan, run->i + k);
+    const char *body = json_object_to_json_string_ext(a->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    kube_error_t e;
+    kube_error_clear(&e);
+    q->req = kube_async_new(run->x->client, a->method, a->path, a->content_type, body, strlen(body),
+                            kube_client_deadline(run->x->client), on_req_done, q, &e);
+    if (!q->req) {
+        q->attempts = RUN_RETRIES; /* no retry of a request that cannot be made */
+        on_req_done(&e, 0, q);
+        return;
+    }
+    CURL *h = kube_async_handle(q->req);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)q);
+    share_connection(h);
+    if (loop_curl_add(run->a->lc, h)) {
+        kube_async_destroy(&q->req);
+        kube_error_set(&e, KERR_CONFIG, "curl refused the transfer");
+        q->attempts = RUN_RETRIES;
+        on_req_done(&e, 0, q);
+    }
+}
+
+static int on_retry_timer(loop_t *loop, int id, void *arg)
+{
+    (void)loop;
+    (void)id;
+    run_req_t *q = arg;
+    q->timer = 0;
+    run_req_start(q->run, (size_t)(q - q->run->req));
+    return 0;
+}
+
+static void run_stage_done(exec_run_t *run);
+
+static void on_req_done(const kube_error_t *err, long status, void *arg)
+{
+    (void)status;
+    run_req_t *q = arg;
+    exec_run_t *run = q->run;
+    q->err = *err;
+    if (err->code != KERR_OK && batch_retriable(err) && q->attempts < RUN_RETRIES) {
+        const plan_action_t *a = plan_action(run->plan, run->i + (size_t)(q - run->req));
+        char line[512];
+        rlog_info("retrying a write", "reconcileID", run->x->reconcile_id, "path", a->path, "error",
+                  kube_error_str(err, line, sizeof(line)));
+        if (run->x->fence && !run->x->fence(run->x->fence_user)) {
+            q->fenced = 1;
+            kube_error_set(&q->err, KERR_CONFIG, "not the leader any more: write refused");
+        } else {
+            /* its token first (the operator's budget), then the backoff */
+            int64_t wait = kube_client_throttle(run->x->client) + (RUN_RETRY_BASE_NS << q->attempts);
+            q->attempts++;
+            q->timer = loop_add_timer(run->a->loop, wait, 0, on_retry_timer, q);
+            if (q->timer > 0)
+                return;
+            q->timer = 0;
+        }
+    }
+    if (--run->pending == 0)
+        run_stage_done(run);
+}
+
+/* The stage's requests all ended: the first failure in plan order ends the run; else
+ * the stage's log lines, memo and Events, and on to the next stage. */
+static void run_stage_done(exec_run_t *run)
+{
+    const exec_ctx_t *x = run->x;
+    size_t n = run->end - run->i;
+    for (size_t k = 0; k < n; k++) {
+        run_req_t *q = &run->req[k];
+        if (q->fenced) {
+            run_finish(run, EXEC_FENCED, run->i + k, &q->err);
+            return;
+        }
+        if (q->err.code != KERR_OK) {
+            exec_result_t r = write_failed(plan_action(run->plan, run->i + k), &q->err);
+            if (r != EXEC_OK) {
+                run_finish(run, r, run->i + k, &q->err);
+                return;
+            }
+        }
+    }
+    if (run->signed_)
+        memo_store(x->memo, run->uid, run->sig);
+    for (size_t k = 0; k < n; k++) {
+        const plan_action_t *a = plan_action(run->plan, run->i + k);
+        rlog_info("write done", "reconcileID", x->reconcile_id, "action", plan_action_kind_name(a->kind), "path",
+                  a->path, "why", a->why, "batch", n > 1 ? "1" : "0");
+        exec_events(x, run->rc, run->plan, run->i + k);
+    }
+    run->i = run->end;
+    run_advance(run);
+}
+
+static int on_token_timer(loop_t *loop, int id, void *arg);
+
+/* Send the stage's requests now. */
+static void run_stage_send(exec_run_t *run)
+{
+    size_t n = run->end - run->i;
+    /* one more than the requests, held until all are started: a request that ends at
+     * once must not end the stage while the others are still being started */
+    run->pending = (int)n + 1;
+    for (size_t k = 0; k < n; k++) {
+        memset(&run->req[k], 0, sizeof(run->req[k]));
+        run->req[k].run = run;
+    }
+    for (size_t k = 0; k < n; k++)
+        run_req_start(run, k);
+    if (--run->pending == 0)
+        run_stage_done(run);
+}
+
+static int on_token_timer(loop_t *loop, int id, void *arg)
+{
+    (void)loop;
+    (void)id;
+    exec_run_t *run = arg;
+    run->timer = 0;
+    /* the fence again: the wait may have outlived the leadership */
+    if (run->x->fence && !run->x->fence(run->x->fence_user)) {
+        kube_error_t e;
+        kube_error_set(&e, KERR_CONFIG, "not the leader any more: write refused");
+        run_finish(run, EXEC_FENCED, run->i, &e);
+        return 0;
+    }
+    run_stage_send(run);
+    return 0;
+}
+
+/* A request the machine sends itself (anything else, e.g. a Redis command or the auth
+ * record, runs as exec_one, blocking, as a stage of its own). */
+static int sent_async(const plan_action_t *a)
+{
+    switch (a->kind) {
+    case PLAN_ADD_FINALIZER:
+    case PLAN_REMOVE_FINALIZER:
+    case PLAN_CREATE:
+    case PLAN_APPLY:
+    case PLAN_REPLACE:
+    case PLAN_DELETE:
+    case PLAN_UPDATE_STATUS:
+    case PLAN_LABEL_POD:
+        return a->method && a->path;
+    default:
+        return 0;
+    }
+}
+
+/* Run stages from run->i until one must wait (requests in flight, a token) or the plan
+ * ends. */
+static void run_advance(exec_run_t *run)
+{
+    const exec_ctx_t *x = run->x;
+    size_t n = plan_action_count(run->plan);
+    while (run->i < n) {
+        size_t end = exec_stage_end(run->plan, run->i);
+        const plan_action_t *a = plan_action(run->plan, run->i);
+        kube_error_t err;
+        kube_error_clear(&err);
+        run->signed_ = 0;
+        if (end - run->i == 1 && !sent_async(a)) {
+            int skipped = 0;
+            exec_result_t r = exec_one(x, run->rc, a, &skipped, &err);
+            if (r != EXEC_OK) {
+                run_finish(run, r, run->i, &err);
+                return;
+            }
+            if (!skipped)
+                exec_events(x, run->rc, run->plan, run->i);
+            run->i = end;
+            continue;
+        }
+        if (end - run->i == 1 && memo_skips(x, run->rc, a, &run->signed_, &run->uid, &run->sig)) {
+            run->i = end;
+            continue;
+        }
+        assert(end - run->i <= RUN_MAX_STAGE);
+        run->end = end;
+        if (x->fence && !x->fence(x->fence_user)) {
+            kube_error_set(&err, KERR_CONFIG, "not the leader any more: write refused");
+            run_finish(run, EXEC_FENCED, run->i, &err);
+            return;
+        }
+        /* one token per request from the operator's budget; a wait is a timer, never a
+         * sleep: the other keys of this worker go on meanwhile */
+        int64_t wait = 0;
+        for (size_t k = run->i; k < end; k++) {
+            int64_t w = kube_client_throttle(x->client);
+            wait = w > wait ? w : wait;
+        }
+        if (wait > 0) {
+            run->timer = loop_add_timer(run->a->loop, wait, 0, on_token_timer, run);
+            if (run->timer > 0)
+                return;
+            run->timer = 0;
+        }
+        run_stage_send(run);
+        return;
+    }
+    run_finish(run, EXEC_OK, 0, NULL);
+}
+
+static void on_async_transfer(CURL *easy, CURLcode result, void *arg)
+{
+    (void)arg;
+    run_req_t *q = NULL;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&q);
+    if (q && q->req) {
+        /* out of the place first: on_req_done may start the next stage there */
+        kube_async_t *r = q->req;
+        q->req = NULL;
+        kube_async_finish(&r, result); /* calls on_req_done */
+    }
+}
+
+exec_async_t *exec_async_new(loop_t *loop)
+{
+    exec_async_t *a = calloc(1, sizeof(*a));
+    if (!a)
+        return NULL;
+    a->loop = loop;
+    a->multi = curl_multi_init();
+    if (a->multi) {
+        /* the requests of every key of the worker share one HTTP/2 connection */
+        curl_multi_setopt(a->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+        a->lc = loop_curl_new(loop, a->multi, on_async_transfer, a);
+    }
+    if (!a->lc) {
+        if (a->multi)
+            curl_multi_cleanup(a->multi);
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+void exec_async_destroy(exec_async_t **a_p)
+{
+    if (!a_p || !*a_p)
+        return;
+    exec_async_t *a = *a_p;
+    assert(a->runs == 0 && "exec_async_destroy: cancel the runs first");
+    loop_curl_destroy(&a->lc);
+    curl_multi_cleanup(a->multi);
+    free(a);
+    *a_p = NULL;
+}
+
+int exec_async_runs(const exec_async_t *a)
+{
+    return a ? a->runs : 0;
+}
+
+exec_run_t *exec_run_start(exec_async_t *a, const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
+                           exec_run_done_fn *done, void *arg)
+{
+    exec_run_t *run = calloc(1, sizeof(*run));
+    if (!run)
+        return NULL;
+    run->a = a;
+    run->x = x;
+    run->rc = rc;
+    run->plan = plan;
+    run->done = done;
+    run->arg = arg;
+    a->runs++;
+    run_advance(run);
+    return run;
+}
+
+void exec_run_cancel(exec_run_t **run_p)
+{
+    if (!run_p || !*run_p)
+        return;
+    exec_run_t *run = *run_p;
+    for (size_t k = 0; k < RUN_MAX_STAGE; k++) {
+        run_req_t *q = &run->req[k];
+        if (q->timer)
+            loop_cancel_timer(run->a->loop, q->timer);
+        if (q->req) {
+            loop_curl_remove(run->a->lc, kube_async_handle(q->req));
+            kube_async_destroy(&q->req);
+        }
+    }
+    if (run->timer)
+        loop_cancel_timer(run->a->loop, run->timer);
+    run->a->runs--;
+    free(run);
+    *run_p = NULL;
+}
+
+typedef struct {
+    int finished;
+    exec_result_t r;
+    size_t failed;
+    kube_error_t err;
+} run_wait_t;
+
+static void on_run_waited(exec_result_t r, size_t failed, const kube_error_t *err, void *arg)
+{
+    run_wait_t *w = arg;
+    w->finished = 1;
+    w->r = r;
+    w->failed = failed;
+    w->err = *err;
+}
+
+/* exec_plan with x->batch: the state machine on a loop of its own, run to its end. */
+static exec_result_t exec_plan_staged(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
+                                      size_t *failed_action, kube_error_t *err)
+{
+    loop_t *loop = loop_new();
+    exec_async_t *a = loop ? exec_async_new(loop) : NULL;
+    run_wait_t w = {0};
+    if (!a || !exec_run_start(a, x, rc, plan, on_run_waited, &w)) {
+        exec_async_destroy(&a);
+        loop_destroy(&loop);
+        kube_error_set(err, KERR_CONFIG, "out of memory");
+        *failed_action = 0;
+        return EXEC_ERROR;
+    }
+    /* every request is bounded by its deadline (30 s without one), every timer by the
+     * retries: this ends */
+    while (!w.finished && loop_run_once(loop, NS_PER_SEC) == 0)
+        ;
+    exec_async_destroy(&a);
+    loop_destroy(&loop);
+    *failed_action = w.failed;
+    *err = w.err;
+    return w.r;
+}
+
 exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
                         size_t *failed_action, kube_error_t *err)
 {
     kube_error_clear(err);
+    if (x->batch)
+        return exec_plan_staged(x, rc, plan, failed_action, err);
     size_t n = plan_action_count(plan);
     for (size_t i = 0; i < n;) {
         size_t end = exec_stage_end(plan, i);
-        if (end - i >= 2 && x->batch) {
-            /* independent child writes: at once */
-            exec_result_t r = exec_batch(x, plan, i, end, failed_action, err);
-            if (r != EXEC_OK)
-                return r;
-            for (size_t k = i; k < end; k++) {
-                const plan_action_t *a = plan_action(plan, k);
-                rlog_info("write done", "reconcileID", x->reconcile_id, "action", plan_action_kind_name(a->kind),
-                          "path", a->path, "why", a->why, "batch", "1");
-                exec_events(x, rc, plan, k);
-            }
-            i = end;
-            continue;
-        }
         for (; i < end; i++) {
             *failed_action = i;
             int skipped = 0;

@@ -40,6 +40,7 @@
 #define RDC_EXECUTOR_H
 
 #include "kube_client.h"
+#include "loop.h"
 #include "plan.h"
 #include "recorder.h"
 
@@ -74,8 +75,9 @@ typedef struct {
                                  * recorded synchronously by exec_record_event */
     int64_t event_deadline_ns;  /* Events must be sent by then (the leadership's validity
                                  * when the item was taken); 0 = none */
-    void *batch;                /* a CURLM (CURLPIPE_MULTIPLEX) for the writes of one stage
-                                 * at once (STAGES); NULL = every write alone, in order */
+    void *batch;                /* a CURLM (CURLPIPE_MULTIPLEX) for reads at once
+                                 * (exec_get_many); with it exec_plan runs its stages as
+                                 * ASYNC does; NULL = every write alone, in order */
 } exec_ctx_t;
 
 /* STAGES: the plan's actions in stages, in plan order. A create or apply of a ConfigMap,
@@ -109,6 +111,48 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
  * one x->memo remembers. Returns 0, or -1 with err. */
 int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *type,
                       const char *reason, const char *message, kube_error_t *err);
+
+/* ASYNC: the plan as a state machine on the worker's loop, so that one worker holds
+ * several keys in flight. The stages are those of STAGES: each stage's requests start
+ * together on one curl multi per worker (common/loop_curl, HTTP/2 streams over one
+ * connection, the multi of every key of the worker), and the next stage starts when the
+ * stage's last request has ended. Each request takes one token of the operator's budget
+ * first (kube_client_throttle); a wait for it is a loop timer, never a sleep. A transient
+ * failure (transport, 401, 429, 5xx) is retried after a doubling backoff (0.2 s, up to 4
+ * times, a token each); the fence is asked before every stage and every retry. The
+ * first failure in plan order ends the run (the stage's other writes are done all the
+ * same), reported like exec_plan's. A stage that is not a request (a Redis command, the
+ * auth record, the cleanup hook) runs as in exec_plan, blocking the loop for its length
+ * (a Redis command: REDISEXEC_TIMEOUT_NS per step at most). Events as in exec_plan.
+ *
+ * exec_plan with x->batch runs this same machine on a loop of its own to its end. */
+typedef struct exec_async exec_async_t;
+typedef struct exec_run exec_run_t;
+
+/* A run ended: the result as exec_plan's (failed_action and err only when not EXEC_OK).
+ * Called once, from the loop, never from inside exec_run_start. */
+typedef void exec_run_done_fn(exec_result_t r, size_t failed_action, const kube_error_t *err, void *arg);
+
+/* The worker's request machinery on loop (borrowed): one curl multi, HTTP/2
+ * multiplexed. Returns NULL when out of memory. */
+exec_async_t *exec_async_new(loop_t *loop);
+
+/* Free it and set *a_p to NULL; every run must have ended or been cancelled. NULL is
+ * fine. */
+void exec_async_destroy(exec_async_t **a_p);
+
+/* Runs started and not yet ended or cancelled. */
+int exec_async_runs(const exec_async_t *a);
+
+/* Start carrying out plan for rc on a; x, rc and plan are borrowed until done is called
+ * (or the run is cancelled). Returns the run, or NULL when out of memory (nothing
+ * started, done never called). */
+exec_run_t *exec_run_start(exec_async_t *a, const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
+                           exec_run_done_fn *done, void *arg);
+
+/* Abort a run: its requests in flight are dropped (a write may or may not have been
+ * made), done is not called; *run_p = NULL. NULL is fine. */
+void exec_run_cancel(exec_run_t **run_p);
 
 /* Name of a result: "ok", "conflict", "error", "fenced". */
 const char *exec_result_name(exec_result_t r);

@@ -194,7 +194,7 @@ int main(int argc, char **argv)
     opt_t table[OPTS_JOINED_LEN(own)];
     opts_common_join(&c, own, table);
     /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
-    opts_common_select(table, "kubeconfig,context,leader-elect,log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
+    opts_common_select(table, "kubeconfig,context,leader-elect,max-concurrent-reconciles,log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
     int early = opts_main("workerd", summary, table, &c, argc, argv, NULL, 0, NULL);
     if (early >= 0)
         return early;
@@ -212,6 +212,10 @@ int main(int argc, char **argv)
         code = run_once(client, once, dry_run);
         goto out;
     }
+    if (c.max_concurrent_reconciles < 1 || c.max_concurrent_reconciles > WORKER_MAX_INFLIGHT) {
+        fprintf(stderr, "workerd: --max-concurrent-reconciles must be from 1 to %d\n", WORKER_MAX_INFLIGHT);
+        goto out;
+    }
     char rtdir[4096], wep[4200], lep[4200];
     sfd = daemon_loop_setup(c.runtime_dir, rtdir, sizeof(rtdir));
     if (sfd < 0)
@@ -225,6 +229,7 @@ int main(int argc, char **argv)
                            : leader_ep ? leader_ep
                                        : daemon_endpoint(rtdir, PROTO_EP_LEADER, lep, sizeof(lep)),
         .signal_fd = sfd,
+        .max_inflight = c.max_concurrent_reconciles,
     };
     rlog_info("workerd started", "version", RDC_VERSION, "work", wc.work_endpoint, "leader",
               wc.leader_endpoint ? wc.leader_endpoint : "(leader election off)");

@@ -406,9 +406,24 @@ static void read_diagnosis(const exec_ctx_t *x, const json_object *rc, const pla
 
 /* STORAGE CLASS (plan.h): 1 when the class the plan would create claims of is absent
  * (404), 0 when it exists or cannot be read (then the StatefulSet is created as before,
- * and a diagnosis explains pending claims). */
+ * and a diagnosis explains pending claims). The answer is kept per worker process for
+ * SC_CACHE_TTL_NS (a class rarely comes or goes; each new cluster would otherwise read
+ * it again); a failed read is not kept. */
+#define SC_CACHE_SLOTS 8
+#define SC_CACHE_TTL_NS (INT64_C(30) * NS_PER_SEC)
+static struct {
+    char name[254];
+    int missing;
+    int64_t at_ns; /* 0 = free */
+} sc_cache[SC_CACHE_SLOTS];
+static size_t sc_cache_next;
+
 static int storage_class_missing(const exec_ctx_t *x, const char *cls)
 {
+    int64_t now = clock_mono_ns();
+    for (size_t i = 0; i < SC_CACHE_SLOTS; i++)
+        if (sc_cache[i].at_ns && now - sc_cache[i].at_ns < SC_CACHE_TTL_NS && !strcmp(sc_cache[i].name, cls))
+            return sc_cache[i].missing;
     json_object *sc = NULL;
     kube_error_t err;
     kube_error_clear(&err);
@@ -420,7 +435,33 @@ static int storage_class_missing(const exec_ctx_t *x, const char *cls)
     }
     int missing = sc == NULL;
     json_object_put(sc);
+    if (strlen(cls) < sizeof(sc_cache[0].name)) {
+        size_t i = sc_cache_next;
+        sc_cache_next = (sc_cache_next + 1) % SC_CACHE_SLOTS;
+        snprintf(sc_cache[i].name, sizeof(sc_cache[i].name), "%s", cls);
+        sc_cache[i].missing = missing;
+        sc_cache[i].at_ns = now;
+    }
     return missing;
+}
+
+void reconcile_forget_storage_classes(void)
+{
+    memset(sc_cache, 0, sizeof(sc_cache));
+}
+
+/* DIAGNOSIS is read only once the StatefulSet is RECONCILE_DIAGNOSIS_AFTER_NS old: pods
+ * that are merely starting need no explanation, and a new cluster would read pods and
+ * Events on every status change while they start. Returns how long to wait still (0 =
+ * read now: older, or its age unknown). */
+static int64_t diagnosis_wait_ns(const json_object *sts)
+{
+    const char *created = JSONX_STR_AT(sts, "metadata", "creationTimestamp");
+    int64_t at = 0;
+    if (!created || clock_parse_rfc3339(created, &at))
+        return 0;
+    int64_t age = clock_wall_ns() - at;
+    return age >= 0 && age < RECONCILE_DIAGNOSIS_AFTER_NS ? RECONCILE_DIAGNOSIS_AFTER_NS - age : 0;
 }
 
 /* The observed child an action writes (child[] is ConfigMap, Service, StatefulSet, PDB and
@@ -479,37 +520,82 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
     reconcile_run_children(x, rc, &kids, seen, dry_run, out);
 }
 
-void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
-                            const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out)
+struct reconcile_job {
+    exec_ctx_t xr;              /* the caller's context with the Redis passwords */
+    const json_object *rc;
+    const json_object *child[N_CHILDREN];
+    json_object *fetched[N_CHILDREN], *diag[3];
+    plan_t *plan;
+    char *password, *applied;
+    int64_t start;
+    int dry_run;
+    int64_t diag_wait_ns;       /* the diagnosis was put off this long (requeue then) */
+};
+
+/* Log, count and free: the end of every reconcile. */
+static void job_free(reconcile_job_t *j, const reconcile_outcome_t *out)
+{
+    const char *ns = meta_str(j->rc, "namespace"), *name = meta_str(j->rc, "name");
+    double seconds = (double)(clock_mono_ns() - j->start) / 1e9;
+    char secs[32], actions[16];
+    snprintf(secs, sizeof(secs), "%.3f", seconds);
+    snprintf(actions, sizeof(actions), "%zu", j->plan ? plan_action_count(j->plan) : 0);
+    rlog_info("reconciled", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name", name, "reconcileID",
+              j->xr.reconcile_id, "result", reconcile_result_name(out->result), "phase",
+              j->plan && plan_phase(j->plan) ? plan_phase(j->plan) : "", "writes", actions, "seconds", secs);
+    if (!j->dry_run)
+        record_metrics(out->result, seconds);
+    metric_family_t *active = metrics_gauge(metrics_default(), "controller_runtime_active_workers",
+                                            "Number of currently used workers per controller", "controller");
+    metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), -1);
+    plan_destroy(&j->plan);
+    for (int i = 0; i < N_CHILDREN; i++)
+        json_object_put(j->fetched[i]);
+    for (int i = 0; i < 3; i++)
+        json_object_put(j->diag[i]);
+    wipe(&j->password);
+    wipe(&j->applied);
+    free(j);
+}
+
+reconcile_job_t *reconcile_begin(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
+                                 const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out)
 {
 #ifdef RDC_FAULT_INJECTION
     maybe_crash(rc);
 #endif
     memset(out, 0, sizeof(*out));
-    int64_t start = clock_mono_ns();
+    reconcile_job_t *j = calloc(1, sizeof(*j));
+    if (!j) {
+        out->result = RECONCILE_ERROR;
+        snprintf(out->message, sizeof(out->message), "out of memory");
+        return NULL;
+    }
+    j->start = clock_mono_ns();
+    j->rc = rc;
+    j->xr = *x;
+    j->dry_run = dry_run != NULL;
     const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
-    metric_family_t *active = metrics_gauge(metrics_default(),
-                                            "controller_runtime_active_workers",
-                                            "Number of currently used workers per controller",
-                                            "controller");
+    metric_family_t *active = metrics_gauge(metrics_default(), "controller_runtime_active_workers",
+                                            "Number of currently used workers per controller", "controller");
     metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), 1);
 
-    const json_object *child[N_CHILDREN] = {kids->configmap, kids->service, kids->statefulset, kids->pdb,
-                                            seen ? seen->primary_service : NULL,
-                                            seen ? seen->replicas_service : NULL};
-    json_object *fetched[N_CHILDREN] = {NULL, NULL, NULL, NULL, NULL, NULL}, *diag[3] = {NULL, NULL, NULL};
+    const json_object **child = j->child;
+    child[0] = kids->configmap;
+    child[1] = kids->service;
+    child[2] = kids->statefulset;
+    child[3] = kids->pdb;
+    child[4] = seen ? seen->primary_service : NULL;
+    child[5] = seen ? seen->replicas_service : NULL;
     plan_observed_t more;
-    plan_t *plan = NULL;
-    char *password = NULL, *applied = NULL;
-    exec_ctx_t xr = *x; /* with the Redis passwords */
     kube_error_t ferr;
     kube_error_clear(&ferr);
-    if (find_absent_children(x, rc, child, fetched, &ferr)) {
+    if (find_absent_children(x, rc, child, j->fetched, &ferr)) {
         out->result = RECONCILE_ERROR;
         kube_error_str(&ferr, out->message, sizeof(out->message));
         rlog_error("Reconciler error", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name", name,
                    "reconcileID", x->reconcile_id, "action", "get", "error", out->message);
-        goto out;
+        goto done;
     }
     memset(&more, 0, sizeof(more));
     if (seen) {
@@ -518,53 +604,79 @@ void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const pl
     }
     more.primary_service = child[ROLE_CHILD];
     more.replicas_service = child[ROLE_CHILD + 1];
-    more.auth = read_auth(x, rc, &password, &applied);
-    xr.redis_password = password;
-    xr.redis_old_password = applied;
+    more.auth = read_auth(x, rc, &j->password, &j->applied);
+    j->xr.redis_password = j->password;
+    j->xr.redis_old_password = j->applied;
     plan_children_t observed = {child[0], child[1], child[2], child[3]};
-    plan = plan_compute_children(rc, &observed, &more, clock_wall_ns());
+    j->plan = plan_compute_children(rc, &observed, &more, clock_wall_ns());
     /* Only when the first plan asks: a healthy resync reads nothing more. */
-    if (plan && x->client && !dry_run) {
-        const char *cls = plan_storage_class_to_check(plan);
+    if (j->plan && x->client && !dry_run) {
+        const char *cls = plan_storage_class_to_check(j->plan);
         more.storage_class_missing = cls && storage_class_missing(x, cls);
-        if (plan_wants_diagnosis(plan))
-            read_diagnosis(x, rc, plan, diag, &more);
+        if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(child[2])))
+            read_diagnosis(x, rc, j->plan, j->diag, &more);
     }
     if (more.storage_class_missing || more.pods || more.sts_events) {
-        plan_destroy(&plan);
-        plan = plan_compute_children(rc, &observed, &more, clock_wall_ns());
+        plan_destroy(&j->plan);
+        j->plan = plan_compute_children(rc, &observed, &more, clock_wall_ns());
     }
 #ifdef RDC_FAULT_INJECTION
-    if (plan)
-        maybe_break_pod_security(rc, plan);
+    if (j->plan)
+        maybe_break_pod_security(rc, j->plan);
 #endif
-    if (!plan) {
+    if (!j->plan) {
         out->result = RECONCILE_ERROR;
         snprintf(out->message, sizeof(out->message), "out of memory while planning");
-        goto out;
+        goto done;
     }
-    if (plan_error(plan)) {
-        rlog_error("cannot reconcile this object", "controller", RECONCILE_CONTROLLER,
-                   "namespace", ns, "name", name, "reconcileID", x->reconcile_id, "error",
-                   plan_error(plan));
+    if (plan_error(j->plan)) {
+        rlog_error("cannot reconcile this object", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name",
+                   name, "reconcileID", x->reconcile_id, "error", plan_error(j->plan));
         out->result = RECONCILE_DONE;
-        goto out;
+        goto done;
     }
     if (dry_run) {
-        json_object *j = plan_to_json(plan);
-        fprintf(dry_run, "%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-        json_object_put(j);
+        json_object *pj = plan_to_json(j->plan);
+        fprintf(dry_run, "%s\n", json_object_to_json_string_ext(pj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(pj);
         out->result = RECONCILE_DONE;
-        goto out;
+        goto done;
     }
-    size_t failed = 0;
+    return j;
+done:
+    job_free(j, out);
+    return NULL;
+}
+
+const exec_ctx_t *reconcile_job_ctx(const reconcile_job_t *j)
+{
+    return &j->xr;
+}
+
+const plan_t *reconcile_job_plan(const reconcile_job_t *j)
+{
+    return j->plan;
+}
+
+void reconcile_end(reconcile_job_t **job_p, exec_result_t r, size_t failed, const kube_error_t *ferr,
+                   reconcile_outcome_t *out)
+{
+    reconcile_job_t *j = *job_p;
+    *job_p = NULL;
+    memset(out, 0, sizeof(*out));
+    const exec_ctx_t *x = &j->xr;
+    const json_object *rc = j->rc;
+    const plan_t *plan = j->plan;
+    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
     kube_error_t err;
-    x = &xr;
-    exec_result_t r = exec_plan(x, rc, plan, &failed, &err);
+    if (ferr)
+        err = *ferr;
+    else
+        kube_error_clear(&err);
     const plan_action_t *fa = r == EXEC_OK ? NULL : plan_action(plan, failed);
     if (r == EXEC_ERROR && err.http_status == 422 && fa && fa->kind == PLAN_APPLY) {
         /* Applying again would be refused again: take the child back. */
-        r = take_back(x, rc, plan, failed, child_written(fa, child), &err);
+        r = take_back(x, rc, plan, failed, child_written(fa, j->child), &err);
         if (r == EXEC_OK) {
             /* The rest of the plan is the next reconcile's, with the child as it is now. */
             out->result = RECONCILE_REQUEUE_AFTER;
@@ -574,40 +686,43 @@ void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const pl
     }
     if (r == EXEC_OK) {
         out->requeue_after_ns = plan_requeue_after_ns(plan);
+        /* a diagnosis put off: look again when it is due, whatever else happens */
+        if (j->diag_wait_ns > 0 && (!out->requeue_after_ns || j->diag_wait_ns < out->requeue_after_ns))
+            out->requeue_after_ns = j->diag_wait_ns;
         out->result = out->requeue_after_ns > 0 ? RECONCILE_REQUEUE_AFTER : RECONCILE_DONE;
     } else {
-        out->result = r == EXEC_CONFLICT ? RECONCILE_REQUEUE
-                      : r == EXEC_FENCED ? RECONCILE_FENCED
-                                         : RECONCILE_ERROR;
+        out->result = r == EXEC_CONFLICT ? RECONCILE_REQUEUE : r == EXEC_FENCED ? RECONCILE_FENCED : RECONCILE_ERROR;
         kube_error_str(&err, out->message, sizeof(out->message));
         const plan_action_t *a = plan_action(plan, failed);
-        rlog(r == EXEC_CONFLICT || r == EXEC_FENCED ? RLOG_INFO : RLOG_ERROR,
-             "Reconciler error", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name",
-             name, "reconcileID", x->reconcile_id, "action",
-             a ? plan_action_kind_name(a->kind) : "", "result", exec_result_name(r), "error",
-             out->message);
+        rlog(r == EXEC_CONFLICT || r == EXEC_FENCED ? RLOG_INFO : RLOG_ERROR, "Reconciler error", "controller",
+             RECONCILE_CONTROLLER, "namespace", ns, "name", name, "reconcileID", x->reconcile_id, "action",
+             a ? plan_action_kind_name(a->kind) : "", "result", exec_result_name(r), "error", out->message);
         /* A write the API refused will likely be refused again: the status says so
          * (once: an unchanged failure writes and records nothing more). */
         if (r == EXEC_ERROR && refused_by_api(&err))
             report_write_failure(x, rc, plan, failed, &err);
     }
-out:;
-    double seconds = (double)(clock_mono_ns() - start) / 1e9;
-    char secs[32], actions[16];
-    snprintf(secs, sizeof(secs), "%.3f", seconds);
-    snprintf(actions, sizeof(actions), "%zu", plan ? plan_action_count(plan) : 0);
-    rlog_info("reconciled", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name", name,
-              "reconcileID", x->reconcile_id, "result", reconcile_result_name(out->result),
-              "phase", plan && plan_phase(plan) ? plan_phase(plan) : "", "writes", actions,
-              "seconds", secs);
-    if (!dry_run)
-        record_metrics(out->result, seconds);
-    metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), -1);
-    plan_destroy(&plan);
-    for (int i = 0; i < N_CHILDREN; i++)
-        json_object_put(fetched[i]);
-    for (int i = 0; i < 3; i++)
-        json_object_put(diag[i]);
-    wipe(&password);
-    wipe(&applied);
+out:
+    job_free(j, out);
+}
+
+void reconcile_cancel(reconcile_job_t **job_p)
+{
+    if (!job_p || !*job_p)
+        return;
+    reconcile_outcome_t out = {.result = RECONCILE_FENCED};
+    job_free(*job_p, &out);
+    *job_p = NULL;
+}
+
+void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
+                            const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out)
+{
+    reconcile_job_t *j = reconcile_begin(x, rc, kids, seen, dry_run, out);
+    if (!j)
+        return;
+    size_t failed = 0;
+    kube_error_t err;
+    exec_result_t r = exec_plan(reconcile_job_ctx(j), rc, reconcile_job_plan(j), &failed, &err);
+    reconcile_end(&j, r, failed, &err, out);
 }

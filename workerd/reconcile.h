@@ -15,6 +15,7 @@
 
 #define RECONCILE_CONTROLLER "rediscluster"
 #define RECONCILE_TAKE_BACK_REQUEUE_NS (INT64_C(1000000000)) /* after a child was taken back */
+#define RECONCILE_DIAGNOSIS_AFTER_NS (INT64_C(10000000000))  /* see reconcile_run */
 
 typedef enum {
     RECONCILE_DONE = 0,     /* converged or nothing to do: forget the key */
@@ -41,7 +42,11 @@ typedef struct {
  * the next reconcile's). When the first plan asks (plan_storage_class_to_check,
  * plan_wants_diagnosis) the StorageClass, or the StatefulSet's pods and the Events of the
  * StatefulSet and of its first pod not Ready, are read and the plan is computed again with
- * them (plan_compute_observed); a healthy, Running cluster costs no read. dry_run != NULL prints the plan
+ * them (plan_compute_observed); a healthy, Running cluster costs no read. The StorageClass
+ * answer is kept 30 s per process (reconcile_forget_storage_classes forgets it); the
+ * diagnosis is read only once the StatefulSet is RECONCILE_DIAGNOSIS_AFTER_NS old (pods
+ * merely starting need no explanation), and a reconcile that put it off ends in
+ * RECONCILE_REQUEUE_AFTER the rest of that time at most, so it is read when due. dry_run != NULL prints the plan
  * as JSON there and writes nothing. Never fails on bad input: a broken object gives a
  * logged error and RECONCILE_DONE (a fix arrives as a new event).
  * seen (may be NULL) carries the rest of the work item for REPLICATION (plan.h): the
@@ -63,6 +68,28 @@ int reconcile_read_password(kube_client_t *client, const json_object *rc, char *
  * passes it as absent, so it is read by name like any child the cache has not). */
 void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
                             const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out);
+
+/* The same reconcile in three steps, for a caller that runs the plan itself (workerd's
+ * loop, several keys in flight: executor.h ASYNC). reconcile_begin reads and plans as
+ * reconcile_run_children does; when that already decides the outcome (a failed read, a
+ * plan error, dry_run, out of memory) it fills out, logs and counts, and returns NULL.
+ * Otherwise it returns the job (x is copied; rc and what kids and seen point to are
+ * borrowed until the end): run reconcile_job_plan with reconcile_job_ctx (both owned by
+ * the job), then reconcile_end with the run's result, which does what follows a plan
+ * (take_back, the status of a refused write: blocking requests, rare), fills out, logs,
+ * counts, frees the job and sets *job_p to NULL. reconcile_cancel frees a job whose run
+ * was abandoned (counted as fenced). */
+typedef struct reconcile_job reconcile_job_t;
+reconcile_job_t *reconcile_begin(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
+                                 const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out);
+const exec_ctx_t *reconcile_job_ctx(const reconcile_job_t *j);
+const plan_t *reconcile_job_plan(const reconcile_job_t *j);
+void reconcile_end(reconcile_job_t **job_p, exec_result_t r, size_t failed, const kube_error_t *err,
+                   reconcile_outcome_t *out);
+void reconcile_cancel(reconcile_job_t **job_p);
+
+/* Forget the StorageClass answers kept (tests). */
+void reconcile_forget_storage_classes(void);
 
 /* The word used on the wire and in metrics: "done", "requeue_after", "requeue", "error",
  * "fenced". */

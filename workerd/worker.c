@@ -1,6 +1,7 @@
 #include "worker.h"
 
 #include "backoff.h"
+#include "buf.h"
 #include "clock.h"
 #include "daemon.h"
 #include "log.h"
@@ -30,22 +31,57 @@ typedef struct {
     int is_leader;
     int64_t leader_epoch;
     int64_t valid_until_ms;
-    int64_t item_epoch;
     int64_t last_heard_ns;   /* last message from informerd */
     int64_t reconnect_delay_ns;
     loop_t *loop;
     exec_memo_t *memo;       /* the status writes this worker made (executor.h) */
     recorder_t *recorder;    /* Events, sent asynchronously on this loop (recorder.h) */
-    CURLM *batch;            /* a plan's independent writes at once (executor.h STAGES) */
+    CURLM *batch;            /* the reads of a reconcile at once (exec_get_many) */
+    exec_async_t *async;     /* the writes of every key in flight (executor.h ASYNC) */
+    struct item *items;      /* cfg->max_inflight places */
+    int inflight;            /* keys held */
+    int stopping;            /* SIGTERM: finish what is held, take nothing more */
     char hostname[256];
     daemon_metrics_t metrics; /* where our metrics go */
 } worker_t;
 
-static void worker_state_file(worker_t *w, const char *key)
+/* One key in flight: the work item and its reconcile, running on the loop. */
+typedef struct item {
+    worker_t *w;
+    int used;
+    char *key;
+    int64_t epoch;              /* the leadership epoch it was dispatched under */
+    json_object *rc, *children; /* the work item's objects (the reconcile borrows them) */
+    reconcile_job_t *job;
+    exec_run_t *run;
+    exec_ctx_t x;
+    char rid[37];
+} item_t;
+
+/* The keys in flight, one a line ("" when none), for `supervisor ctl status`. */
+static void worker_state_file(worker_t *w)
 {
     char path[4200];
+    buf_t b;
+    buf_init(&b, 0);
+    for (int i = 0; w->items && i < w->cfg->max_inflight; i++)
+        if (w->items[i].used) {
+            if (b.len)
+                buf_puts(&b, "\n");
+            buf_puts(&b, w->items[i].key);
+        }
     snprintf(path, sizeof(path), "%s/metrics/%s.key", w->cfg->runtime_dir, w->cfg->name);
-    daemon_write_file_atomic(path, key, strlen(key));
+    daemon_write_file_atomic(path, b.len ? buf_str(&b) : "", b.len);
+    buf_free(&b);
+}
+
+/* READY or HEARTBEAT with the number of keys this worker takes at once. */
+static void worker_say(worker_t *w, const char *what)
+{
+    rmsg_t *m = rmsg_new();
+    rmsg_addstr(m, what);
+    rmsg_addf(m, "%d", w->cfg->max_inflight);
+    rmsg_send(&m, w->dealer, ZMQ_DONTWAIT);
 }
 
 static int on_dealer(loop_t *loop, void *socket, int fd, int revents, void *arg);
@@ -68,9 +104,7 @@ static int worker_connect(worker_t *w)
     }
     if (loop_add_socket(w->loop, w->dealer, LOOP_IN, on_dealer, w))
         return -1;
-    rmsg_t *m = rmsg_new();
-    rmsg_addstr(m, PROTO_READY);
-    rmsg_send(&m, w->dealer, ZMQ_DONTWAIT);
+    worker_say(w, PROTO_READY);
     return 0;
 }
 
@@ -108,15 +142,16 @@ static void drain_leader(worker_t *w)
     }
 }
 
-/* The fence: may this worker write for the current item now? */
+/* The fence: may this worker write for this item now? */
 static int worker_may_write(void *user)
 {
-    worker_t *w = user;
+    item_t *it = user;
+    worker_t *w = it->w;
     if (!w->leader)
         return 1;
     drain_leader(w);
     int64_t now_ms = clock_mono_ns() / NS_PER_MS;
-    int ok = w->is_leader && w->leader_epoch == w->item_epoch && now_ms < w->valid_until_ms;
+    int ok = w->is_leader && w->leader_epoch == it->epoch && now_ms < w->valid_until_ms;
     /* The write that follows must also end before the leadership's validity does: a
      * request still in flight at the fence must not land after someone else leads. */
     if (ok)
@@ -141,41 +176,99 @@ static json_object *array_of(json_object *children, const char *key)
     return v;
 }
 
-/* Handle one WORK item and answer DONE. */
+/* Answer DONE for key (which also frees its place at informerd). */
+static void worker_done(worker_t *w, const char *key, const reconcile_outcome_t *out)
+{
+    rmsg_t *done = rmsg_new();
+    rmsg_addstr(done, PROTO_DONE);
+    rmsg_addstr(done, key ? key : "");
+    rmsg_addstr(done, reconcile_result_name(out->result));
+    rmsg_addf(done, "%lld", (long long)(out->requeue_after_ns / NS_PER_MS));
+    if (w->dealer)
+        rmsg_send(&done, w->dealer, ZMQ_DONTWAIT);
+    rmsg_destroy(&done);
+}
+
+/* The item's reconcile ended with out: answer, free the place. */
+static void item_finish(item_t *it, const reconcile_outcome_t *out)
+{
+    worker_t *w = it->w;
+    worker_done(w, it->key, out);
+    json_object_put(it->rc);
+    json_object_put(it->children);
+    free(it->key);
+    memset(it, 0, sizeof(*it));
+    it->w = w;
+    w->inflight--;
+    worker_state_file(w);
+    if (!w->inflight) {
+        kube_client_set_deadline(w->cfg->client, 0);
+        if (w->stopping) {
+            rlog_info("stopping: no item in flight");
+            loop_stop(w->loop);
+        }
+    }
+}
+
+static void on_run_done(exec_result_t r, size_t failed, const kube_error_t *err, void *arg)
+{
+    item_t *it = arg;
+    it->run = NULL;
+    reconcile_outcome_t out;
+    reconcile_end(&it->job, r, failed, err, &out);
+    item_finish(it, &out);
+}
+
+/* Take one WORK item: read and plan (blocking, short), then start its writes on the loop;
+ * the DONE goes when they end. An item that cannot be taken is answered at once. */
 static void worker_handle_work(worker_t *w, rmsg_t *m)
 {
+    reconcile_outcome_t out = {.result = RECONCILE_ERROR};
+    item_t *it = NULL;
+    for (int i = 0; i < w->cfg->max_inflight && !it; i++)
+        if (!w->items[i].used)
+            it = &w->items[i];
     char *key = rmsg_strdup(m, 1);
     int64_t epoch = 0, generation = 0;
     size_t rclen = 0, chlen = 0;
     const char *rctext = rmsg_frame(m, 4, &rclen);
     const char *chtext = rmsg_frame(m, 5, &chlen);
-    json_object *rc = NULL, *children = NULL;
-    reconcile_outcome_t out = {.result = RECONCILE_ERROR};
-    if (!key || rmsg_frame_int64(m, 2, &epoch) || rmsg_frame_int64(m, 3, &generation) ||
-        !rctext || !chtext) {
+    if (!key || rmsg_frame_int64(m, 2, &epoch) || rmsg_frame_int64(m, 3, &generation) || !rctext || !chtext) {
         proto_error("work", "WORK without key, numeric epoch and generation, or objects");
         goto answer;
     }
-    rc = json_tokener_parse(rctext);
-    children = json_tokener_parse(chtext);
-    if (!rc || !json_object_is_type(rc, json_type_object)) {
-        rlog_error("WORK item without a RedisCluster object", "key", key);
-        out.result = RECONCILE_DONE;
+    if (!it || w->stopping) {
+        /* more than we said we take (informerd holds it for us all the same), or we are
+         * stopping: hand it back, no failure counted */
+        rlog_warn(w->stopping ? "stopping: item handed back" : "no place for another item; handed back", "key", key);
+        out.result = RECONCILE_FENCED;
         goto answer;
     }
-    w->item_epoch = epoch;
-    worker_state_file(w, key);
-    char rid[37];
-    reconcile_new_id(rid);
-    exec_ctx_t x = {.client = w->cfg->client,
-                    .memo = w->memo,
-                    .fence = worker_may_write,
-                    .fence_user = w,
-                    .reconcile_id = rid,
-                    .instance = w->hostname,
-                    .recorder = w->recorder,
-                    .batch = w->batch,
-                    .event_deadline_ns = w->leader ? w->valid_until_ms * NS_PER_MS : 0};
+    it->used = 1;
+    it->key = key;
+    key = NULL;
+    it->epoch = epoch;
+    it->rc = json_tokener_parse(rctext);
+    it->children = json_tokener_parse(chtext);
+    w->inflight++;
+    worker_state_file(w);
+    if (!it->rc || !json_object_is_type(it->rc, json_type_object)) {
+        rlog_error("WORK item without a RedisCluster object", "key", it->key);
+        out.result = RECONCILE_DONE;
+        item_finish(it, &out);
+        return;
+    }
+    reconcile_new_id(it->rid);
+    it->x = (exec_ctx_t){.client = w->cfg->client,
+                         .memo = w->memo,
+                         .fence = worker_may_write,
+                         .fence_user = it,
+                         .reconcile_id = it->rid,
+                         .instance = w->hostname,
+                         .recorder = w->recorder,
+                         .batch = w->batch,
+                         .event_deadline_ns = w->leader ? w->valid_until_ms * NS_PER_MS : 0};
+    json_object *children = it->children;
     plan_children_t kids = {child_of(children, "ConfigMap"), child_of(children, "Service"),
                             child_of(children, "StatefulSet"), child_of(children, "PodDisruptionBudget")};
     /* The rest of the work item (workitem.h): pods, observation, role Services. */
@@ -183,21 +276,51 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                             .redis = child_of(children, "Redis"),
                             .primary_service = child_of(children, "ServicePrimary"),
                             .replicas_service = child_of(children, "ServiceReplicas")};
-    reconcile_run_children(&x, rc, &kids, &seen, NULL, &out);
-    kube_client_set_deadline(w->cfg->client, 0);
-    worker_state_file(w, "");
-answer:;
-    rmsg_t *done = rmsg_new();
-    rmsg_addstr(done, PROTO_DONE);
-    rmsg_addstr(done, key ? key : "");
-    rmsg_addstr(done, reconcile_result_name(out.result));
-    rmsg_addf(done, "%lld", (long long)(out.requeue_after_ns / NS_PER_MS));
-    if (w->dealer)
-        rmsg_send(&done, w->dealer, ZMQ_DONTWAIT);
-    rmsg_destroy(&done);
-    json_object_put(rc);
-    json_object_put(children);
+    it->job = reconcile_begin(&it->x, it->rc, &kids, &seen, NULL, &out);
+    if (!it->job) {
+        item_finish(it, &out);
+        return;
+    }
+    /* The plan runs on the loop; the exec context the job holds is the one it runs with
+     * (the passwords are in it), and outlives the run. */
+    it->run = exec_run_start(w->async, reconcile_job_ctx(it->job), it->rc, reconcile_job_plan(it->job),
+                             on_run_done, it);
+    if (!it->run) {
+        kube_error_t e;
+        kube_error_set(&e, KERR_CONFIG, "out of memory");
+        reconcile_end(&it->job, EXEC_ERROR, 0, &e, &out);
+        item_finish(it, &out);
+    }
+    return;
+answer:
+    worker_done(w, key, &out);
     free(key);
+}
+
+/* Drop every item in flight without answering (their writes may be half made; the next
+ * reconcile of each key plans from what is there). On a lost link: informerd gives the
+ * keys back when it sees this worker again (READY), and may hand them to another worker,
+ * which must not find this one still writing (invariant 1). */
+static void worker_abandon_all(worker_t *w)
+{
+    for (int i = 0; i < w->cfg->max_inflight; i++) {
+        item_t *it = &w->items[i];
+        if (!it->used)
+            continue;
+        rlog_warn("item abandoned with the link to informerd", "key", it->key);
+        exec_run_cancel(&it->run);
+        reconcile_cancel(&it->job);
+        json_object_put(it->rc);
+        json_object_put(it->children);
+        free(it->key);
+        memset(it, 0, sizeof(*it));
+        it->w = w;
+    }
+    w->inflight = 0;
+    worker_state_file(w);
+    kube_client_set_deadline(w->cfg->client, 0);
+    if (w->stopping)
+        loop_stop(w->loop);
 }
 
 static int on_reconnect(loop_t *loop, int id, void *arg)
@@ -225,6 +348,7 @@ static int on_heartbeat(loop_t *loop, int id, void *arg)
         char d[16];
         snprintf(d, sizeof(d), "%llds", (long long)(w->reconnect_delay_ns / NS_PER_SEC));
         rlog_warn("informerd is silent; reconnecting", "after", d);
+        worker_abandon_all(w);
         worker_disconnect(w, 0);
         if (loop_add_timer(loop, w->reconnect_delay_ns, 0, on_reconnect, w) < 0)
             return -1;
@@ -233,13 +357,12 @@ static int on_heartbeat(loop_t *loop, int id, void *arg)
             w->reconnect_delay_ns = RECONNECT_MAX_NS;
         return 0;
     }
-    rmsg_t *m = rmsg_new();
-    rmsg_addstr(m, PROTO_HEARTBEAT);
-    rmsg_send(&m, w->dealer, ZMQ_DONTWAIT);
+    worker_say(w, PROTO_HEARTBEAT);
     return 0;
 }
 
-/* Messages from informerd: WORK items (reconciled here, one at a time) and heartbeats. */
+/* Messages from informerd: WORK items (up to cfg->max_inflight in flight) and
+ * heartbeats. */
 static int on_dealer(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
     (void)loop;
@@ -278,15 +401,23 @@ static int on_leader(loop_t *loop, void *socket, int fd, int revents, void *arg)
     return 0;
 }
 
-/* SIGTERM/SIGINT: a reconcile runs inside a handler, so none is in flight here. */
+/* SIGTERM/SIGINT: finish the items in flight (the supervisor's grace period bounds it),
+ * hand back any that arrives meanwhile, then stop. */
 static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
     (void)socket;
     (void)revents;
-    (void)arg;
+    worker_t *w = arg;
     if (daemon_stop_requested(fd)) {
-        rlog_info("stopping: no item in flight");
-        loop_stop(loop);
+        w->stopping = 1;
+        if (!w->inflight) {
+            rlog_info("stopping: no item in flight");
+            loop_stop(loop);
+        } else {
+            char n[16];
+            snprintf(n, sizeof(n), "%d", w->inflight);
+            rlog_info("stopping once the items in flight are done", "items", n);
+        }
     }
     return 0;
 }
@@ -305,7 +436,8 @@ int worker_run(const worker_config_t *cfg)
                        on_heartbeat, &w) < 0 ||
         daemon_add_metrics_timer(w.loop, &w.metrics) < 0 ||
         (w.recorder = recorder_new(cfg->client, w.loop, NULL)) == NULL ||
-        (w.batch = curl_multi_init()) == NULL) {
+        (w.batch = curl_multi_init()) == NULL || (w.async = exec_async_new(w.loop)) == NULL ||
+        (w.items = calloc((size_t)cfg->max_inflight, sizeof(item_t))) == NULL) {
         rlog_error("out of memory");
         rc = 1;
         goto out;
@@ -331,9 +463,11 @@ int worker_run(const worker_config_t *cfg)
             goto out;
         }
     }
+    for (int i = 0; i < cfg->max_inflight; i++)
+        w.items[i].w = &w;
     w.last_heard_ns = clock_mono_ns();
     daemon_notify_ready();
-    worker_state_file(&w, "");
+    worker_state_file(&w);
     if (loop_run(w.loop, PROTO_HEARTBEAT_MS * NS_PER_MS)) {
         rlog_error("event loop failed", "error", loop_error(w.loop));
         rc = 1;
@@ -342,6 +476,17 @@ int worker_run(const worker_config_t *cfg)
     for (int i = 0; w.recorder && recorder_pending(w.recorder) && i < 40; i++)
         loop_run_once(w.loop, 50 * NS_PER_MS);
 out:
+    /* Items still in flight (a failed loop): abandoned; informerd gives them back when
+     * this process exits. */
+    for (int i = 0; w.items && i < cfg->max_inflight; i++) {
+        exec_run_cancel(&w.items[i].run);
+        reconcile_cancel(&w.items[i].job);
+        json_object_put(w.items[i].rc);
+        json_object_put(w.items[i].children);
+        free(w.items[i].key);
+    }
+    free(w.items);
+    exec_async_destroy(&w.async);
     recorder_destroy(&w.recorder);
     if (w.batch)
         curl_multi_cleanup(w.batch);

@@ -2,9 +2,14 @@
  *
  * A DEALER (identity "w-<pid>") connected to informerd's work ROUTER: it says READY,
  * receives WORK items (key, epoch, generation, the cached RedisCluster and children),
- * reconciles them one at a time and answers DONE key result after_ms, which also means
- * "ready for the next". Heartbeats go both ways every second while idle; when informerd
- * is silent for three of them the worker reconnects with backoff 1 s doubling to 32 s.
+ * and answers DONE key result after_ms for each, which also frees its place. READY and
+ * every HEARTBEAT carry max_inflight: informerd gives the worker up to that many keys at
+ * once (never one key twice, invariant 1), and the worker reconciles them together:
+ * each one's reads and plan run when it arrives (blocking, short), then its writes run
+ * on the loop (executor.h ASYNC), the stages of all its keys interleaved on one HTTP/2
+ * connection. Heartbeats go both ways every second; when informerd is silent for three
+ * of them the worker reconnects with backoff 1 s doubling to 32 s. SIGTERM: the items in
+ * flight finish, any new one is handed back ("fenced"), then it exits.
  *
  * Fencing: with leader election on, the worker also subscribes to electord's leader
  * stream and writes only while the latest LEADER message says this replica leads, under
@@ -22,7 +27,10 @@ typedef struct {
     const char *work_endpoint; /* informerd's work ROUTER */
     const char *leader_endpoint; /* electord's leader PUB; NULL = no leader election */
     int signal_fd;
+    int max_inflight;          /* keys reconciled at once, 1..WORKER_MAX_INFLIGHT */
 } worker_config_t;
+
+#define WORKER_MAX_INFLIGHT 16 /* informerd's WORKSLOT_MAX */
 
 /* Run until SIGTERM/SIGINT (after finishing the current item). Returns the exit code. */
 int worker_run(const worker_config_t *cfg);

@@ -10,6 +10,7 @@
 #include "fake_api.h"
 #include "kube_client.h"
 #include "kube_config.h"
+#include "loop.h"
 #include "plan.h"
 
 #include <CUnit/Basic.h>
@@ -22,11 +23,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_REQS 64
+#define MAX_REQS 128
 
 typedef struct {
     char method[8];
     char path[256];
+    char ns[32];         /* the key: its namespace (a create's path has no name) */
     int64_t start, end;
     int code;
 } req_t;
@@ -53,6 +55,8 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     int i = a->n < MAX_REQS ? a->n++ : MAX_REQS - 1;
     snprintf(a->r[i].method, sizeof(a->r[i].method), "%s", method);
     snprintf(a->r[i].path, sizeof(a->r[i].path), "%s", url);
+    const char *nsp = strstr(url, "/namespaces/");
+    snprintf(a->r[i].ns, sizeof(a->r[i].ns), "%.*s", nsp ? (int)strcspn(nsp + 12, "/") : 0, nsp ? nsp + 12 : "");
     a->r[i].start = clock_mono_ns();
     if (++a->active > a->max_active)
         a->max_active = a->active;
@@ -322,6 +326,214 @@ static void test_fenced_batch_sends_nothing(void)
     env_close(&e);
 }
 
+/* ---- several keys in flight on one loop (executor.h ASYNC) ---------------------------- */
+
+#define KEYS 3
+
+typedef struct {
+    json_object *rc;
+    plan_t *plan;
+    int finished;
+    exec_result_t r;
+    size_t failed;
+    kube_error_t err;
+} key_t_;
+
+static void on_key_done(exec_result_t r, size_t failed, const kube_error_t *err, void *arg)
+{
+    key_t_ *k = arg;
+    k->finished = 1;
+    k->r = r;
+    k->failed = failed;
+    k->err = *err;
+}
+
+static int on_tick(loop_t *loop, int id, void *arg)
+{
+    (void)loop;
+    (void)id;
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* KEYS new clusters in namespaces ns-0.. run together on one loop; returns the seconds
+ * it took. ticks counts a 10 ms loop timer meanwhile (the loop was never blocked). */
+static double run_keys(env_t *e, key_t_ k[KEYS], int *ticks)
+{
+    loop_t *loop = loop_new();
+    exec_async_t *a = exec_async_new(loop);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    /* Events go out on the loop too, as in workerd (without a recorder they would be
+     * POSTed one at a time, blocking) */
+    recorder_t *rec = recorder_new(e->client, loop, NULL);
+    e->x.recorder = rec;
+    *ticks = 0;
+    loop_add_timer(loop, 10 * NS_PER_MS, 10 * NS_PER_MS, on_tick, ticks);
+    for (int i = 0; i < KEYS; i++) {
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
+                 "\"name\":\"cache\",\"namespace\":\"ns-%d\",\"uid\":\"uid-%d\",\"generation\":1,"
+                 "\"resourceVersion\":\"5\"},\"spec\":{\"size\":1,\"image\":\"redis\"}}", i, i);
+        memset(&k[i], 0, sizeof(k[i]));
+        k[i].rc = json_tokener_parse(text);
+        k[i].plan = plan_compute(k[i].rc, NULL, NULL, NULL, clock_wall_ns());
+        CU_ASSERT_PTR_NOT_NULL_FATAL(k[i].plan);
+    }
+    int64_t t0 = clock_mono_ns();
+    for (int i = 0; i < KEYS; i++)
+        CU_ASSERT_PTR_NOT_NULL_FATAL(exec_run_start(a, &e->x, k[i].rc, k[i].plan, on_key_done, &k[i]));
+    CU_ASSERT_EQUAL(exec_async_runs(a), KEYS);
+    for (int spins = 0; spins < 2000; spins++) {
+        int all = 1;
+        for (int i = 0; i < KEYS; i++)
+            all &= k[i].finished;
+        if (all)
+            break;
+        loop_run_once(loop, 100 * NS_PER_MS);
+    }
+    double secs = (double)(clock_mono_ns() - t0) / 1e9;
+    CU_ASSERT_EQUAL(exec_async_runs(a), 0);
+    for (int i = 0; i < 100 && recorder_pending(rec); i++)
+        loop_run_once(loop, 10 * NS_PER_MS);
+    e->x.recorder = NULL;
+    recorder_destroy(&rec);
+    exec_async_destroy(&a);
+    loop_destroy(&loop);
+    return secs;
+}
+
+static void keys_free(key_t_ k[KEYS])
+{
+    for (int i = 0; i < KEYS; i++) {
+        plan_destroy(&k[i].plan);
+        json_object_put(k[i].rc);
+    }
+}
+
+static const req_t *find_ns(env_t *e, const char *ns, const char *method, const char *part)
+{
+    for (int i = 0; i < e->api.n; i++)
+        if (!strcmp(e->api.r[i].ns, ns) && !strcmp(e->api.r[i].method, method) && strstr(e->api.r[i].path, part))
+            return &e->api.r[i];
+    return NULL;
+}
+
+/* Three keys progress together: their stages overlap (up to 2 requests each in flight),
+ * the whole takes about one key's time, and each key keeps its order (ConfigMap before
+ * StatefulSet, status last). */
+static void test_keys_together(void)
+{
+    env_t e;
+    env_open(&e, 0);
+    e.api.delay_ms = 100;
+    key_t_ k[KEYS];
+    int ticks = 0;
+    double secs = run_keys(&e, k, &ticks);
+    for (int i = 0; i < KEYS; i++) {
+        CU_ASSERT(k[i].finished);
+        CU_ASSERT_EQUAL(k[i].r, EXEC_OK);
+    }
+    CU_ASSERT_EQUAL(writes(&e), 6 * KEYS);
+    CU_ASSERT(e.api.max_active >= KEYS); /* the keys' requests were in flight together */
+    /* one key is 4 round trips of 100 ms; three one after another would be 1.2 s */
+    fprintf(stderr, "keys together: %.3f s, %d ticks\n", secs, ticks);
+    CU_ASSERT(secs < 0.9);
+    CU_ASSERT(ticks >= 20); /* the loop ran its timers meanwhile */
+    for (int i = 0; i < KEYS; i++) {
+        char ns[16];
+        snprintf(ns, sizeof(ns), "ns-%d", i);
+        const req_t *cm = find_ns(&e, ns, "POST", "/configmaps"), *sts = find_ns(&e, ns, "POST", "/statefulsets"),
+                    *st = find_ns(&e, ns, "PATCH", "/status");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(cm);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sts);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+        CU_ASSERT(sts->start >= cm->end);
+        CU_ASSERT(st->start >= sts->end);
+    }
+    keys_free(k);
+    env_close(&e);
+}
+
+/* A refused ConfigMap stops that key's StatefulSet and status, and only that key's; a
+ * 503 on another key's Service is retried and that key converges. */
+static void test_keys_failure_isolated(void)
+{
+    env_t e;
+    env_open(&e, 0);
+    e.api.delay_ms = 20;
+    e.api.refuse = "/namespaces/ns-1/configmaps";
+    e.api.flaky = "/namespaces/ns-2/services";
+    key_t_ k[KEYS];
+    int ticks = 0;
+    run_keys(&e, k, &ticks);
+    CU_ASSERT_EQUAL(k[0].r, EXEC_OK);
+    CU_ASSERT_EQUAL(k[1].r, EXEC_ERROR);
+    CU_ASSERT_EQUAL(k[1].failed, 1);
+    CU_ASSERT(kube_error_is_forbidden(&k[1].err));
+    CU_ASSERT_EQUAL(k[2].r, EXEC_OK);
+    CU_ASSERT_EQUAL(e.api.flaked, 1);
+    CU_ASSERT_PTR_NOT_NULL(find_ns(&e, "ns-1", "POST", "/services")); /* same stage: sent */
+    CU_ASSERT_PTR_NULL(find_ns(&e, "ns-1", "POST", "/statefulsets"));
+    CU_ASSERT_PTR_NULL(find_ns(&e, "ns-1", "PATCH", "/status"));
+    CU_ASSERT_PTR_NOT_NULL(find_ns(&e, "ns-0", "PATCH", "/status"));
+    CU_ASSERT_PTR_NOT_NULL(find_ns(&e, "ns-2", "PATCH", "/status"));
+    CU_ASSERT_EQUAL(writes(&e), 6 + 3 + 7); /* key 1 stopped after its first stage pair */
+    keys_free(k);
+    env_close(&e);
+}
+
+/* With the client's limiter on (50/s, burst 1), the waits for tokens are loop timers: the
+ * writes are spaced by the limit, and the loop's other timers run meanwhile. */
+static void test_keys_token_wait_is_a_timer(void)
+{
+    env_t e;
+    env_open(&e, 0);
+    kube_client_destroy(&e.client);
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 50;
+    o.burst = 1;
+    e.client = kube_client_new(e.cfg, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e.client);
+    e.x.client = e.client;
+    key_t_ k[KEYS];
+    int ticks = 0;
+    double secs = run_keys(&e, k, &ticks);
+    for (int i = 0; i < KEYS; i++)
+        CU_ASSERT_EQUAL(k[i].r, EXEC_OK);
+    CU_ASSERT_EQUAL(writes(&e), 6 * KEYS);
+    CU_ASSERT(secs >= (6.0 * KEYS - 1) / 50 - 0.02); /* 17 waits of 20 ms */
+    fprintf(stderr, "token waits: %.3f s, %d ticks\n", secs, ticks);
+    CU_ASSERT(ticks >= (int)(secs * 100 / 2)); /* never blocked for long */
+    keys_free(k);
+    env_close(&e);
+}
+
+/* A run cancelled with requests in flight calls nothing and leaks nothing (ASan). */
+static void test_run_cancel(void)
+{
+    env_t e;
+    env_open(&e, 0);
+    e.api.delay_ms = 200;
+    loop_t *loop = loop_new();
+    exec_async_t *a = exec_async_new(loop);
+    key_t_ k = {0};
+    exec_run_t *run = exec_run_start(a, &e.x, e.rc, e.plan, on_key_done, &k);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    for (int i = 0; i < 5; i++)
+        loop_run_once(loop, 10 * NS_PER_MS);
+    exec_run_cancel(&run);
+    CU_ASSERT_PTR_NULL(run);
+    CU_ASSERT_EQUAL(exec_async_runs(a), 0);
+    for (int i = 0; i < 5; i++)
+        loop_run_once(loop, 10 * NS_PER_MS);
+    CU_ASSERT_EQUAL(k.finished, 0);
+    exec_async_destroy(&a);
+    loop_destroy(&loop);
+    env_close(&e);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -334,6 +546,10 @@ int main(void)
     CU_add_test(s, "a transient failure is retried", test_transient_failure_retried);
     CU_add_test(s, "fenced: nothing sent", test_fenced_batch_sends_nothing);
     CU_add_test(s, "reads at once (exec_get_many)", test_get_many);
+    CU_add_test(s, "several keys in flight progress together, each in order", test_keys_together);
+    CU_add_test(s, "a key's failure stops its own writes only; retries", test_keys_failure_isolated);
+    CU_add_test(s, "a wait for tokens is a loop timer", test_keys_token_wait_is_a_timer);
+    CU_add_test(s, "a cancelled run", test_run_cancel);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     int failed = CU_get_number_of_failures() > 0;

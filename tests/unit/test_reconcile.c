@@ -641,6 +641,7 @@ static void test_missing_storage_class_holds_the_statefulset(void)
                   "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,"
                   "\"finalizers\":[\"cache.example.com/finalizer\"]},\"spec\":{\"size\":1,\"image\":\"redis\","
                   "\"storage\":{\"storageClass\":\"fast\"}}}"));
+    reconcile_forget_storage_classes();
     json_object *rc = stored(&e, RC_PATH);
     reconcile_outcome_t out;
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
@@ -649,6 +650,48 @@ static void test_missing_storage_class_holds_the_statefulset(void)
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "StorageClassNotFound");
     CU_ASSERT(strstr(degraded(&e, "message"), "StorageClass \"fast\"") != NULL);
+    /* the answer is kept (30 s per process): the next reconcile does not ask again */
+    json_object_put(rc);
+    rc = stored(&e, RC_PATH);
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 1);
+    CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "StorageClassNotFound");
+    reconcile_forget_storage_classes();
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 2);
+    reconcile_forget_storage_classes();
+    json_object_put(rc);
+    env_close(&e);
+}
+
+/* A StatefulSet created a moment ago: its starting pods need no explanation, so no pods
+ * or Events are read, and the key comes back when the diagnosis is due. */
+static void test_young_statefulset_no_diagnosis_yet(void)
+{
+    env_t e;
+    env_open(&e);
+    json_object *rc = created(&e, 0), *kids[4];
+    reconcile_outcome_t out;
+    children(&e, kids);
+    char now[40];
+    clock_format_rfc3339(clock_wall_ns(), 0, now, sizeof(now));
+    json_object *md = NULL;
+    CU_ASSERT_FATAL(kids[2] && json_object_object_get_ex(kids[2], "metadata", &md));
+    json_object_object_add(md, "creationTimestamp", json_object_new_string(now));
+    json_object_put(rc);
+    rc = stored(&e, RC_PATH);
+    int pods = count_req(&e, "GET", NS "/pods"), events = count_req(&e, "GET", NS "/events");
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), pods);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), events);
+    CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
+    CU_ASSERT(out.requeue_after_ns > 0 && out.requeue_after_ns <= RECONCILE_DIAGNOSIS_AFTER_NS);
+    /* ten seconds old: read */
+    clock_format_rfc3339(clock_wall_ns() - RECONCILE_DIAGNOSIS_AFTER_NS - NS_PER_SEC, 0, now, sizeof(now));
+    json_object_object_add(md, "creationTimestamp", json_object_new_string(now));
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), pods + 1);
+    put_kids(kids);
     json_object_put(rc);
     env_close(&e);
 }
@@ -657,10 +700,9 @@ static const cu_entry_t tests[] = {
     CU_SUITE("workerd shell"),
     {"not Running: pods and Events read, the cause reported", test_not_running_reads_and_reports_the_cause},
     {"a refused apply takes the child back", test_refused_apply_takes_the_child_back},
-    {"a missing StorageClass is named, the StatefulSet made",
-     test_missing_storage_class_holds_the_statefulset},
-    {"a child absent from the cache is read and, not ours, left alone",
-     test_absent_in_cache_is_read_and_left_alone},
+    {"a missing StorageClass is named, the StatefulSet made", test_missing_storage_class_holds_the_statefulset},
+    {"a young StatefulSet: no diagnosis yet, requeued", test_young_statefulset_no_diagnosis_yet},
+    {"a child absent from the cache is read and, not ours, left alone", test_absent_in_cache_is_read_and_left_alone},
     {"nothing absent: no read", test_nothing_absent_reads_nothing},
     {"a refused write is reported once", test_refused_write_reported_once},
     {"Event repeats bump the count", test_event_repeats_bump_the_count},
