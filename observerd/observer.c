@@ -949,23 +949,17 @@ static json_object *info_json(const redisinfo_t *f)
     return o;
 }
 
-int observer_once(kube_client_t *client, const char *ns, const char *name, int port, int64_t timeout_ns, FILE *out)
+/* observer_once: the RedisCluster's password, or NULL without auth (*password); 0, or -1
+ * said on stderr. */
+static int once_password(kube_client_t *client, const char *ns, const char *name, char **password)
 {
-    int code = 1;
     char line[512];
     kube_error_t err;
     kube_error_clear(&err);
-    json_object *rc = NULL, *pods = NULL, *secret = NULL;
-    char *password = NULL;
-    loop_t *loop = NULL;
-    redisnode_t *nodes[MAX_NODES] = {0};
-    const char *pod_names[MAX_NODES] = {0};
-    const char *pod_ips[MAX_NODES] = {0};
-    size_t n = 0;
-    buf_t path, sel, body;
+    json_object *rc = NULL, *secret = NULL;
+    int rc_code = -1;
+    buf_t path;
     buf_init(&path, 4096);
-    buf_init(&sel, 1024);
-    buf_init(&body, PROTO_MAX_OBSERVATION_BYTES);
     kube_path(&path, RDC_API_GROUP, RDC_API_VERSION, ns, "redisclusters", name, NULL);
     if (kube_client_get(client, buf_str(&path), NULL, &rc, &err)) {
         fprintf(stderr, "observerd: RedisCluster %s/%s: %s\n", ns, name, kube_error_str(&err, line, sizeof(line)));
@@ -981,27 +975,91 @@ int observer_once(kube_client_t *client, const char *ns, const char *name, int p
             goto out;
         }
         const char *b64 = jsonx_str(jsonx_get(secret, "data"), skey && *skey ? skey : "password");
-        if (!b64 || !(password = base64_decode(b64))) {
+        if (!b64 || !(*password = base64_decode(b64))) {
             fprintf(stderr, "observerd: Secret %s/%s has no usable key \"%s\"\n", ns, sname,
                     skey && *skey ? skey : "password");
             goto out;
         }
     }
-    buf_reset(&path);
+    rc_code = 0;
+out:
+    json_object_put(rc);
+    json_object_put(secret);
+    buf_free(&path);
+    return rc_code;
+}
+
+/* observer_once: the cluster's pods as informerd caches them (the operator's managed-by
+ * label and this instance) into *pods; 0, or -1 said on stderr. */
+static int once_pods(kube_client_t *client, const char *ns, const char *name, json_object **pods)
+{
+    char line[512];
+    kube_error_t err;
+    kube_error_clear(&err);
+    buf_t path, sel;
+    buf_init(&path, 4096);
+    buf_init(&sel, 1024);
     kube_path(&path, "", "v1", ns, "pods", NULL, NULL);
-    /* The pods informerd caches: the operator's managed-by label, and this instance. */
     buf_printf(&sel, "app.kubernetes.io/managed-by=rediscluster-operator," INSTANCE_LABEL "=%s", name);
     kube_req_opts_t ro;
     memset(&ro, 0, sizeof(ro));
     ro.label_selector = buf_str(&sel);
     ro.limit = 500;
     char *list_rv = NULL;
-    int lrc = kube_client_list_all(client, buf_str(&path), &ro, &pods, &list_rv, &err);
+    int lrc = kube_client_list_all(client, buf_str(&path), &ro, pods, &list_rv, &err);
     free(list_rv);
-    if (lrc) {
+    if (lrc)
         fprintf(stderr, "observerd: pods of %s/%s: %s\n", ns, name, kube_error_str(&err, line, sizeof(line)));
-        goto out;
+    buf_free(&path);
+    buf_free(&sel);
+    return lrc ? -1 : 0;
+}
+
+/* observer_once: one observation node of pod name/ip as JSON, with its INFO (or the
+ * probe's error) beside the fields observerd publishes; NULL on out of memory. */
+static json_object *once_node(const char *name, const char *ip, const redisnode_state_t *st, int64_t now,
+                              const char *at, buf_t *body)
+{
+    obs_node_t x;
+    memset(&x, 0, sizeof(x));
+    snprintf(x.pod, sizeof(x.pod), "%s", name);
+    snprintf(x.ip, sizeof(x.ip), "%s", ip ? ip : "");
+    x.offset = x.last_ok_ago_ms = -1;
+    if (st && st->reachable) {
+        x.reachable = 1;
+        x.role = st->info.role;
+        snprintf(x.master_host, sizeof(x.master_host), "%s", st->info.master_host);
+        x.master_port = st->info.master_port;
+        x.link_up = st->info.link_up;
+        x.offset = redisinfo_offset(&st->info);
+        x.last_ok_ago_ms = (now - st->last_ok_ns) / NS_PER_MS;
     }
+    buf_reset(body);
+    obsdiff_json(&x, 1, at, body);
+    json_object *one = json_tokener_parse(buf_str(body));
+    json_object *node = json_object_get(json_object_array_get_idx(jsonx_get(one, "nodes"), 0));
+    json_object_put(one);
+    if (node && st && st->reachable)
+        json_object_object_add(node, "info", info_json(&st->full));
+    else if (node && st)
+        json_object_object_add(node, "error", json_object_new_string(st->error));
+    return node;
+}
+
+int observer_once(kube_client_t *client, const char *ns, const char *name, int port, int64_t timeout_ns, FILE *out)
+{
+    int code = 1;
+    json_object *pods = NULL;
+    char *password = NULL;
+    loop_t *loop = NULL;
+    redisnode_t *nodes[MAX_NODES] = {0};
+    const char *pod_names[MAX_NODES] = {0};
+    const char *pod_ips[MAX_NODES] = {0};
+    size_t n = 0;
+    buf_t body;
+    buf_init(&body, PROTO_MAX_OBSERVATION_BYTES);
+    if (once_password(client, ns, name, &password) || once_pods(client, ns, name, &pods))
+        goto out;
     loop = loop_new();
     once_t o = {0};
     if (!loop)
@@ -1034,33 +1092,10 @@ int observer_once(kube_client_t *client, const char *ns, const char *name, int p
     json_object_object_add(res, "nodes", arr);
     int64_t now = loop_now(loop);
     for (size_t i = 0; i < n; i++) {
-        obs_node_t x;
-        memset(&x, 0, sizeof(x));
-        snprintf(x.pod, sizeof(x.pod), "%s", pod_names[i]);
-        snprintf(x.ip, sizeof(x.ip), "%s", pod_ips[i] ? pod_ips[i] : "");
-        x.offset = x.last_ok_ago_ms = -1;
-        const redisnode_state_t *st = nodes[i] ? redisnode_state(nodes[i]) : NULL;
-        if (st && st->reachable) {
-            x.reachable = 1;
-            x.role = st->info.role;
-            snprintf(x.master_host, sizeof(x.master_host), "%s", st->info.master_host);
-            x.master_port = st->info.master_port;
-            x.link_up = st->info.link_up;
-            x.offset = redisinfo_offset(&st->info);
-            x.last_ok_ago_ms = (now - st->last_ok_ns) / NS_PER_MS;
-        }
-        buf_reset(&body);
-        obsdiff_json(&x, 1, at, &body);
-        json_object *one = json_tokener_parse(buf_str(&body));
-        json_object *node = json_object_get(json_object_array_get_idx(jsonx_get(one, "nodes"), 0));
-        json_object_put(one);
-        if (!node)
-            continue;
-        if (st && st->reachable)
-            json_object_object_add(node, "info", info_json(&st->full));
-        else if (st)
-            json_object_object_add(node, "error", json_object_new_string(st->error));
-        json_object_array_add(arr, node);
+        json_object *node =
+            once_node(pod_names[i], pod_ips[i], nodes[i] ? redisnode_state(nodes[i]) : NULL, now, at, &body);
+        if (node)
+            json_object_array_add(arr, node);
     }
     fprintf(out, "%s\n", json_object_to_json_string_ext(res, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(res);
@@ -1073,11 +1108,7 @@ out:
         memset(password, 0, strlen(password));
         free(password);
     }
-    json_object_put(rc);
     json_object_put(pods);
-    json_object_put(secret);
-    buf_free(&path);
-    buf_free(&sel);
     buf_free(&body);
     return code;
 }
