@@ -794,54 +794,43 @@ int supervisor_run(supervisor_t *s, int signal_fd)
 
 /* ---- construction ------------------------------------------------------------------ */
 
-int supervisor_new(const supervisor_config_t *cfg, supervisor_t **out, char *err,
-                   size_t errlen)
+/* supervisor_new: the ROUTER control socket and the PUB events socket, bound in the
+ * runtime dir; 0, or -1 with err. */
+static int bind_sockets(supervisor_t *s, char *err, size_t errlen)
 {
-    *out = NULL;
-    supervisor_t *s = calloc(1, sizeof(*s));
-    if (!s) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    s->cfg = *cfg;
-    s->m_restarts = metrics_counter(metrics_default(), "supervisor_child_restarts_total",
-                                    "Restarts of each child process.", "child");
-    s->m_children_up = metrics_gauge(metrics_default(), "supervisor_children_running",
-                                     "Child processes currently running.", "");
     char ep[4200];
-    s->loop = loop_new();
-    if (!s->loop) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
     s->zctx = zmq_ctx_new();
     s->control = s->zctx ? zmq_socket(s->zctx, ZMQ_ROUTER) : NULL;
     if (!s->control) {
         snprintf(err, errlen, "control socket: %s", zmq_strerror(errno));
-        goto fail;
+        return -1;
     }
     int linger = 0;
     zmq_setsockopt(s->control, ZMQ_LINGER, &linger, sizeof(linger));
-    daemon_endpoint(cfg->runtime_dir, PROTO_EP_CONTROL, ep, sizeof(ep));
+    daemon_endpoint(s->cfg.runtime_dir, PROTO_EP_CONTROL, ep, sizeof(ep));
     if (zmq_bind(s->control, ep)) {
         snprintf(err, errlen, "control socket %s: %s", ep, zmq_strerror(errno));
-        goto fail;
+        return -1;
     }
     s->events = zmq_socket(s->zctx, ZMQ_PUB);
-    daemon_endpoint(cfg->runtime_dir, PROTO_EP_EVENTS, ep, sizeof(ep));
+    daemon_endpoint(s->cfg.runtime_dir, PROTO_EP_EVENTS, ep, sizeof(ep));
     if (!s->events || zmq_setsockopt(s->events, ZMQ_LINGER, &linger, sizeof(linger)) ||
         zmq_bind(s->events, ep)) {
         snprintf(err, errlen, "events socket %s: %s", ep, zmq_strerror(errno));
-        goto fail;
+        return -1;
     }
-    /* --metrics-secure: metricsd serves metrics_addr; our plain server is its upstream on
-     * loopback, so that scrapers reach our metrics only through its authorization. */
-    int secure = cfg->metrics_secure && cfg->metrics_addr && *cfg->metrics_addr &&
-                 strcmp(cfg->metrics_addr, "0") != 0;
+    return 0;
+}
+
+/* supervisor_new: the health and metrics servers (with --metrics-secure the metrics one
+ * on loopback, metricsd's upstream), each address said in the log; 0, or -1 with err. */
+static int serve_http(supervisor_t *s, int secure, char *err, size_t errlen)
+{
+    const supervisor_config_t *cfg = &s->cfg;
     if (httpd_new(cfg->health_addr, probe_handler, s, &s->health, err, errlen) ||
         httpd_new(secure ? "127.0.0.1:0" : cfg->metrics_addr, metrics_handler, s, &s->metrics,
                   err, errlen))
-        goto fail;
+        return -1;
     /* The addresses really bound: with ":0" the port is only known now. */
     char bound[64];
     if (s->health)
@@ -857,6 +846,50 @@ int supervisor_new(const supervisor_config_t *cfg, supervisor_t **out, char *err
                   "paths", "/metrics");
     else
         rlog_info("metrics disabled (--metrics-bind-address=0)");
+    return 0;
+}
+
+/* supervisor_new: tell tests and users where the endpoints ended up (ports may be
+ * ephemeral), in <runtime dir>/endpoints. */
+static void write_endpoints(const supervisor_t *s, int secure)
+{
+    char addrs[256], path[4200], shost[64];
+    int sport = 0;
+    if (secure && httpd_parse_addr(s->cfg.metrics_addr, shost, sizeof(shost), &sport))
+        sport = 0;
+    int hl = snprintf(addrs, sizeof(addrs), "health=%d\nmetrics=%d\nmetrics_upstream=%d\n",
+                      s->health ? httpd_port(s->health) : 0,
+                      secure ? sport : s->metrics ? httpd_port(s->metrics) : 0,
+                      secure ? httpd_port(s->metrics) : 0);
+    snprintf(path, sizeof(path), "%s/endpoints", s->cfg.runtime_dir);
+    daemon_write_file_atomic(path, addrs, (size_t)hl);
+}
+
+int supervisor_new(const supervisor_config_t *cfg, supervisor_t **out, char *err,
+                   size_t errlen)
+{
+    *out = NULL;
+    supervisor_t *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    s->cfg = *cfg;
+    s->m_restarts = metrics_counter(metrics_default(), "supervisor_child_restarts_total",
+                                    "Restarts of each child process.", "child");
+    s->m_children_up = metrics_gauge(metrics_default(), "supervisor_children_running",
+                                     "Child processes currently running.", "");
+    s->loop = loop_new();
+    if (!s->loop) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    /* --metrics-secure: metricsd serves metrics_addr; our plain server is its upstream on
+     * loopback, so that scrapers reach our metrics only through its authorization. */
+    int secure = cfg->metrics_secure && cfg->metrics_addr && *cfg->metrics_addr &&
+                 strcmp(cfg->metrics_addr, "0") != 0;
+    if (bind_sockets(s, err, errlen) || serve_http(s, secure, err, errlen))
+        goto fail;
     child_add(s, "electord", "electord", PHASE_RELEASE, 1);
     child_add(s, "informerd", "informerd", PHASE_DRAIN, 1);
     if (cfg->webhook)
@@ -870,18 +903,7 @@ int supervisor_new(const supervisor_config_t *cfg, supervisor_t **out, char *err
         child_add(s, "metricsd", "metricsd", PHASE_DRAIN, 0);
     for (int i = 0; i < cfg->workers; i++)
         add_worker(s);
-    /* Tell tests and users where the endpoints ended up (ports may be ephemeral). */
-    char addrs[256];
-    char shost[64];
-    int sport = 0;
-    if (secure && httpd_parse_addr(cfg->metrics_addr, shost, sizeof(shost), &sport))
-        sport = 0;
-    int hl = snprintf(addrs, sizeof(addrs), "health=%d\nmetrics=%d\nmetrics_upstream=%d\n",
-                      s->health ? httpd_port(s->health) : 0,
-                      secure ? sport : s->metrics ? httpd_port(s->metrics) : 0,
-                      secure ? httpd_port(s->metrics) : 0);
-    snprintf(ep, sizeof(ep), "%s/endpoints", cfg->runtime_dir);
-    daemon_write_file_atomic(ep, addrs, (size_t)hl);
+    write_endpoints(s, secure);
     *out = s;
     return 0;
 fail:
