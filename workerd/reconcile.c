@@ -558,6 +558,39 @@ static void job_free(reconcile_job_t *j, const reconcile_outcome_t *out)
     free(j);
 }
 
+/* reconcile_begin: j's plan from the children (j->child, the absent ones read), what
+ * observerd saw, the auth Secret and, only when the first plan asks, the StorageClass and
+ * the diagnosis reads; NULL plan on out of memory. */
+static void plan_job(reconcile_job_t *j, const exec_ctx_t *x, const json_object *rc, const plan_observed_t *seen,
+                     int dry_run)
+{
+    const json_object **child = j->child;
+    plan_observed_t more;
+    memset(&more, 0, sizeof(more));
+    if (seen) {
+        more.members = seen->members;
+        more.redis = seen->redis;
+    }
+    more.primary_service = child[ROLE_CHILD];
+    more.replicas_service = child[ROLE_CHILD + 1];
+    more.auth = read_auth(x, rc, &j->password, &j->applied);
+    j->xr.redis_password = j->password;
+    j->xr.redis_old_password = j->applied;
+    plan_children_t observed = {child[0], child[1], child[2], child[3]};
+    j->plan = plan_compute_children(rc, &observed, &more, clock_wall_ns());
+    /* Only when the first plan asks: a healthy resync reads nothing more. */
+    if (j->plan && x->client && !dry_run) {
+        const char *cls = plan_storage_class_to_check(j->plan);
+        more.storage_class_missing = cls && storage_class_missing(x, cls);
+        if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(child[2])))
+            read_diagnosis(x, rc, j->plan, j->diag, &more);
+    }
+    if (more.storage_class_missing || more.pods || more.sts_events) {
+        plan_destroy(&j->plan);
+        j->plan = plan_compute_children(rc, &observed, &more, clock_wall_ns());
+    }
+}
+
 reconcile_job_t *reconcile_begin(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
                                  const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out)
 {
@@ -587,7 +620,6 @@ reconcile_job_t *reconcile_begin(const exec_ctx_t *x, const json_object *rc, con
     child[3] = kids->pdb;
     child[4] = seen ? seen->primary_service : NULL;
     child[5] = seen ? seen->replicas_service : NULL;
-    plan_observed_t more;
     kube_error_t ferr;
     kube_error_clear(&ferr);
     if (find_absent_children(x, rc, child, j->fetched, &ferr)) {
@@ -597,29 +629,7 @@ reconcile_job_t *reconcile_begin(const exec_ctx_t *x, const json_object *rc, con
                    "reconcileID", x->reconcile_id, "action", "get", "error", out->message);
         goto done;
     }
-    memset(&more, 0, sizeof(more));
-    if (seen) {
-        more.members = seen->members;
-        more.redis = seen->redis;
-    }
-    more.primary_service = child[ROLE_CHILD];
-    more.replicas_service = child[ROLE_CHILD + 1];
-    more.auth = read_auth(x, rc, &j->password, &j->applied);
-    j->xr.redis_password = j->password;
-    j->xr.redis_old_password = j->applied;
-    plan_children_t observed = {child[0], child[1], child[2], child[3]};
-    j->plan = plan_compute_children(rc, &observed, &more, clock_wall_ns());
-    /* Only when the first plan asks: a healthy resync reads nothing more. */
-    if (j->plan && x->client && !dry_run) {
-        const char *cls = plan_storage_class_to_check(j->plan);
-        more.storage_class_missing = cls && storage_class_missing(x, cls);
-        if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(child[2])))
-            read_diagnosis(x, rc, j->plan, j->diag, &more);
-    }
-    if (more.storage_class_missing || more.pods || more.sts_events) {
-        plan_destroy(&j->plan);
-        j->plan = plan_compute_children(rc, &observed, &more, clock_wall_ns());
-    }
+    plan_job(j, x, rc, seen, dry_run != NULL);
 #ifdef RDC_FAULT_INJECTION
     if (j->plan)
         maybe_break_pod_security(rc, j->plan);
