@@ -419,80 +419,55 @@ static void rollout_step(const member_t *m, int n, int pord, const member_t *P, 
              P->name, dying ? "is being deleted" : "runs an old revision", m[best].name, why);
 }
 
-void topo_compute_switchover(const char *name, int size, const char *status_primary, const json_object *pods,
-                             const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms,
-                             const topo_roll_t *roll, topo_t *out)
-{
-    memset(out, 0, sizeof(*out));
+/* What topo_compute_switchover works from, step by step. */
+typedef struct {
+    const char *name;
+    int size, n_members, pord;
     member_t m[TOPO_MAX_NODES], dying[TOPO_MAX_NODES];
-    memset(m, 0, sizeof(m));
-    memset(dying, 0, sizeof(dying));
-    /* Pods by ordinal; the terminating ones apart (SWITCHOVER reads them). */
+    const json_object *obs; /* NULL: no observation */
+    const member_t *O;      /* SWITCHOVER (1): the old primary of a recorded handover */
+    int handing, switching, promote, primary_ok;
+    /* the nodes' health, for the condition */
+    int linked;
+    char unreachable[512], linkdown[512];
+} tctx_t;
+
+/* Pods by ordinal into t->m, the terminating ones apart into t->dying (SWITCHOVER reads
+ * them), each with its observation node. */
+static void collect_members(tctx_t *t, const json_object *pods)
+{
     for (size_t i = 0; i < arr_len(pods); i++) {
         const json_object *p = json_object_array_get_idx(pods, i);
         const char *pn = JSONX_STR_AT(p, "metadata", "name");
-        int ord = ordinal_of(name, size, pn);
+        int ord = ordinal_of(t->name, t->size, pn);
         if (ord < 0 || ord >= TOPO_MAX_NODES)
             continue;
-        member_t *x = jsonx_get(jsonx_get(p, "metadata"), "deletionTimestamp") ? &dying[ord] : &m[ord];
+        member_t *x = jsonx_get(jsonx_get(p, "metadata"), "deletionTimestamp") ? &t->dying[ord] : &t->m[ord];
         x->pod = p;
         x->name = pn;
         x->ip = JSONX_STR_AT(p, "status", "podIP");
         x->label = JSONX_STR_AT(p, "metadata", "labels", TOPO_ROLE_LABEL);
     }
-    int pord = ordinal_of(name, size, status_primary);
-    if (pord < 0)
-        pord = 0;
-    snprintf(out->primary, sizeof(out->primary), "%s-%d", name, pord);
+    for (int i = 0; i < t->n_members; i++) {
+        if (t->m[i].pod)
+            observe_member(&t->m[i], t->obs);
+        if (t->dying[i].pod)
+            observe_member(&t->dying[i], t->obs);
+    }
+}
 
-    const json_object *obs = observation && json_object_is_type(observation, json_type_object) ? observation : NULL;
-    int n_members = size < TOPO_MAX_NODES ? size : TOPO_MAX_NODES;
-    for (int i = 0; i < n_members; i++) {
-        if (m[i].pod)
-            observe_member(&m[i], obs);
-        if (dying[i].pod)
-            observe_member(&dying[i], obs);
-    }
-    /* SWITCHOVER (1): a handover recorded, from O (present or terminating) to P. */
-    const char *rev = roll && roll->update_revision ? roll->update_revision : "";
-    int oord = roll ? ordinal_of(name, size, roll->switchover_from) : -1;
-    const member_t *O = oord < 0 || oord == pord ? NULL : m[oord].pod ? &m[oord] : &dying[oord];
-    int handing = obs && O && is_master(O) && linked_to(&m[pord], O->ip);
-    int handed = obs && O && !handing && O->pod && O->obs && O->reachable && !strcmp(O->role, "slave") &&
-                 m[pord].ip && sget(O->obs, "masterHost") && !strcmp(sget(O->obs, "masterHost"), m[pord].ip) &&
-                 !is_master(&m[pord]);
-    int switching = handing || handed;
-    if (switching)
-        snprintf(out->switchover_from, sizeof(out->switchover_from), "%s", O->name);
-    int winner = pord;
-    if (obs && down_after_ms > 0 && !switching) {
-        /* The designated primary's evidence is read by name, whatever the IP: a deleted
-         * pod's last node, or its successor's (never answered: down since first probed). */
-        winner = elect(m, n_members, pord, obs_node(obs, out->primary), down_after_ms, obs_age_ms, out);
-        if (winner < 0) {
-            out->no_candidate = 1;
-            winner = pord;
-        } else if (winner != pord) {
-            out->elect = 1;
-            snprintf(out->elected, sizeof(out->elected), "%s", m[winner].name);
-        }
-    }
-    /* SWITCHOVER (2), (3): the primary a reachable master, present or terminating. */
-    const member_t *D = m[pord].pod ? &m[pord] : &dying[pord];
-    if (obs && roll && !out->elect && !out->no_candidate && !switching && !out->recheck_after_ms && is_master(D))
-        rollout_step(m, n_members, pord, D, D == &dying[pord], rev, out);
-    else if (obs && roll && *rev && out->no_candidate && !switching && !any_reachable(m, dying, n_members))
-        blind_step(m, n_members, rev, out);
-    for (int i = 0; i < size && i < TOPO_MAX_NODES; i++) {
-        /* A terminating pod keeps its label, but for role=primary moving away from it. */
-        const member_t *x = m[i].pod ? &m[i] : switching && &dying[i] == O ? O : NULL;
+/* Role labels: they follow the designation, so the -primary Service never selects a pod
+ * that only claims to be a primary (a restarted replica comes up as one); during a
+ * handover, the new primary only once it says it is one. A terminating pod keeps its
+ * label, but for role=primary moving away from it. */
+static void label_step(const tctx_t *t, topo_t *out)
+{
+    for (int i = 0; i < t->n_members; i++) {
+        const member_t *x = t->m[i].pod ? &t->m[i] : t->switching && &t->dying[i] == t->O ? t->O : NULL;
         if (!x || out->elect || out->switch_record)
             continue;
-        /* Labels follow the designation, so the -primary Service never selects a pod
-         * that only claims to be a primary (a restarted replica comes up as one); during
-         * a handover, the new primary only once it says it is one. */
-        const char *want = i == pord && x == &m[i] ? "primary" : "replica";
-        if (i == pord && switching)
+        const char *want = i == t->pord && x == &t->m[i] ? "primary" : "replica";
+        if (i == t->pord && t->switching)
             continue;
         if (!x->label || strcmp(x->label, want)) {
             topo_label_t *l = &out->labels[out->n_labels++];
@@ -501,17 +476,26 @@ void topo_compute_switchover(const char *name, int size, const char *status_prim
             l->have = x->label ? x->label : "";
         }
     }
+}
 
-    const member_t *P = &m[pord];
-    int primary_ok = P->pod && P->obs && P->reachable && !strcmp(P->role, "master") && P->ip && *P->ip;
-    /* FAILOVER: the designated primary elected while a replica: promote it, alone. */
-    int promote = obs && down_after_ms > 0 && !out->elect && !out->no_candidate && !switching && P->pod && P->obs &&
-                  P->reachable && !strcmp(P->role, "slave") && P->ip && *P->ip;
+/* Append name to the comma-separated list. */
+static void list_add(char *list, size_t cap, const char *name)
+{
+    size_t l = strlen(list);
+    snprintf(list + l, cap - l, "%s%s", l ? ", " : "", name);
+}
+
+/* The Redis commands (FAILOVER TO of a handover, REPLICAOF NO ONE of a promotion, the
+ * REPLICAOF of every node that follows another primary) and status.nodes; the health
+ * counts into t. */
+static void command_step(tctx_t *t, topo_t *out)
+{
+    const member_t *P = &t->m[t->pord], *O = t->O;
     /* With the promotion go the other nodes' REPLICAOF to it, in the same plan: a
      * replica left following the old primary's address would follow it again if it
      * came back, giving it the replica min-replicas-to-write asks for. */
-    int hold = out->elect || out->no_candidate || switching || out->switch_record;
-    if (handing) {
+    int hold = out->elect || out->no_candidate || t->switching || out->switch_record;
+    if (t->handing) {
         topo_cmd_t *c = &out->cmds[out->n_cmds++];
         snprintf(c->pod, sizeof(c->pod), "%s", O->name);
         snprintf(c->ip, sizeof(c->ip), "%s", O->ip);
@@ -522,18 +506,16 @@ void topo_compute_switchover(const char *name, int size, const char *status_prim
                  "every write, at most %d ms)",
                  O->name, P->name, P->ip, TOPO_REDIS_PORT, P->name, TOPO_FAILOVER_TIMEOUT_MS);
     }
-    if (promote) {
+    if (t->promote) {
         topo_cmd_t *c = &out->cmds[out->n_cmds++];
         snprintf(c->pod, sizeof(c->pod), "%s", P->name);
         snprintf(c->ip, sizeof(c->ip), "%s", P->ip);
         c->no_one = 1;
         snprintf(c->why, sizeof(c->why), "%s promoted to primary (REPLICAOF NO ONE): %s", P->name, out->elect_why);
     }
-    int64_t poffset = primary_ok ? iget(P->obs, "offset", -1) : -1;
-    int linked = 0;
-    char unreachable[512] = "", linkdown[512] = "";
-    for (int i = 0; i < size && i < TOPO_MAX_NODES; i++) {
-        const member_t *x = &m[i];
+    int64_t poffset = t->primary_ok ? iget(P->obs, "offset", -1) : -1;
+    for (int i = 0; i < t->n_members; i++) {
+        const member_t *x = &t->m[i];
         if (!x->pod)
             continue;
         topo_node_t *nd = &out->nodes[out->n_nodes++];
@@ -546,13 +528,12 @@ void topo_compute_switchover(const char *name, int size, const char *status_prim
                                                                           : "unknown";
         int is_master = x->reachable && !strcmp(x->role, "master");
         nd->link_up = is_master || (x->obs && bget(x->obs, "linkUp"));
-        if (i == pord) {
-            nd->lag_bytes = primary_ok ? 0 : -1;
+        if (i == t->pord) {
+            nd->lag_bytes = t->primary_ok ? 0 : -1;
             continue;
         }
         if (!x->reachable) {
-            size_t l = strlen(unreachable);
-            snprintf(unreachable + l, sizeof(unreachable) - l, "%s%s", l ? ", " : "", x->name);
+            list_add(t->unreachable, sizeof(t->unreachable), x->name);
             continue;
         }
         const char *mh = sget(x->obs, "masterHost");
@@ -560,13 +541,11 @@ void topo_compute_switchover(const char *name, int size, const char *status_prim
         int follows = !strcmp(x->role, "slave") && mh && P->ip && !strcmp(mh, P->ip) && mp == TOPO_REDIS_PORT;
         if (follows && nd->offset >= 0 && poffset >= 0)
             nd->lag_bytes = poffset > nd->offset ? poffset - nd->offset : 0;
-        if (hold || !(primary_ok || promote) || !*x->role || follows) {
+        if (hold || !(t->primary_ok || t->promote) || !*x->role || follows) {
             if (follows && nd->link_up)
-                linked++;
-            else if (follows) {
-                size_t l = strlen(linkdown);
-                snprintf(linkdown + l, sizeof(linkdown) - l, "%s%s", l ? ", " : "", x->name);
-            }
+                t->linked++;
+            else if (follows)
+                list_add(t->linkdown, sizeof(t->linkdown), x->name);
             continue;
         }
         topo_cmd_t *c = &out->cmds[out->n_cmds++];
@@ -580,40 +559,104 @@ void topo_compute_switchover(const char *name, int size, const char *status_prim
             snprintf(c->why, sizeof(c->why), "%s follows %s:%lld, not the primary %s (%s:%d): repointed", x->name,
                      mh && *mh ? mh : "(none)", (long long)mp, P->name, P->ip, TOPO_REDIS_PORT);
     }
+}
 
+/* ReplicationHealthy's reason and message: the first that applies. */
+static void health_step(const tctx_t *t, topo_t *out)
+{
+    const member_t *P = &t->m[t->pord];
     char count[32];
-    snprintf(count, sizeof(count), "%d/%d", linked, size - 1);
-    if (!obs)
+    snprintf(count, sizeof(count), "%d/%d", t->linked, t->size - 1);
+    if (!t->obs)
         add_msg(out, "NotObserved", "no observation of the Redis nodes yet%s%s", "", "");
     else if (out->elect)
         add_msg(out, "FailingOver", "%s%s", out->elect_why, "");
     else if (out->switch_record)
         add_msg(out, "SwitchingOver", "%s%s", out->switch_why, "");
-    else if (switching)
-        add_msg(out, "SwitchingOver", "%s hands the primary role to %s", O->name, out->primary);
+    else if (t->switching)
+        add_msg(out, "SwitchingOver", "%s hands the primary role to %s", t->O->name, out->primary);
     else if (out->no_candidate)
         add_msg(out, "NoFailoverCandidate", "%s%s", out->elect_why, "");
-    else if (promote)
+    else if (t->promote)
         add_msg(out, "Promoting", "%s%s", out->elect_why, "");
     else if (!P->pod || !P->obs || !P->reachable)
         add_msg(out, "PrimaryUnreachable", "the primary %s is not reachable%s; no replica is promoted here",
                 out->primary, "");
-    else if (!primary_ok)
+    else if (!t->primary_ok)
         add_msg(out, "NoPrimary", "the designated primary %s does not report role master (%s); no primary is elected here",
                 out->primary, *P->role ? P->role : "unknown role");
     else if (out->n_cmds)
         add_msg(out, "Repointing", "%s replicas linked; repointing the others to %s", count, out->primary);
-    else if (*unreachable)
-        add_msg(out, "NodeUnreachable", "not reachable: %s (%s replicas linked)", unreachable, count);
-    else if (*linkdown)
-        add_msg(out, "ReplicaLinkDown", "link to the primary down: %s (%s replicas linked)", linkdown, count);
-    else if (linked < size - 1)
+    else if (*t->unreachable)
+        add_msg(out, "NodeUnreachable", "not reachable: %s (%s replicas linked)", t->unreachable, count);
+    else if (*t->linkdown)
+        add_msg(out, "ReplicaLinkDown", "link to the primary down: %s (%s replicas linked)", t->linkdown, count);
+    else if (t->linked < t->size - 1)
         add_msg(out, "ReplicasMissing", "%s replicas linked to %s", count, out->primary);
     if (!out->reason) {
         out->healthy = 1;
         out->reason = "AllReplicasLinked";
         snprintf(out->message, sizeof(out->message), "%s replicas linked to %s", count, out->primary);
     }
+}
+
+void topo_compute_switchover(const char *name, int size, const char *status_primary, const json_object *pods,
+                             const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms,
+                             const topo_roll_t *roll, topo_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    tctx_t tc;
+    memset(&tc, 0, sizeof(tc));
+    tctx_t *t = &tc;
+    t->name = name;
+    t->size = size;
+    t->n_members = size < TOPO_MAX_NODES ? size : TOPO_MAX_NODES;
+    t->obs = observation && json_object_is_type(observation, json_type_object) ? observation : NULL;
+    t->pord = ordinal_of(name, size, status_primary);
+    if (t->pord < 0)
+        t->pord = 0;
+    snprintf(out->primary, sizeof(out->primary), "%s-%d", name, t->pord);
+    collect_members(t, pods);
+    member_t *m = t->m, *dying = t->dying;
+    const json_object *obs = t->obs;
+    int pord = t->pord;
+    /* SWITCHOVER (1): a handover recorded, from O (present or terminating) to P. */
+    const char *rev = roll && roll->update_revision ? roll->update_revision : "";
+    int oord = roll ? ordinal_of(name, size, roll->switchover_from) : -1;
+    const member_t *O = t->O = oord < 0 || oord == pord ? NULL : m[oord].pod ? &m[oord] : &dying[oord];
+    t->handing = obs && O && is_master(O) && linked_to(&m[pord], O->ip);
+    int handed = obs && O && !t->handing && O->pod && O->obs && O->reachable && !strcmp(O->role, "slave") &&
+                 m[pord].ip && sget(O->obs, "masterHost") && !strcmp(sget(O->obs, "masterHost"), m[pord].ip) &&
+                 !is_master(&m[pord]);
+    t->switching = t->handing || handed;
+    if (t->switching)
+        snprintf(out->switchover_from, sizeof(out->switchover_from), "%s", O->name);
+    if (obs && down_after_ms > 0 && !t->switching) {
+        /* The designated primary's evidence is read by name, whatever the IP: a deleted
+         * pod's last node, or its successor's (never answered: down since first probed). */
+        int winner = elect(m, t->n_members, pord, obs_node(obs, out->primary), down_after_ms, obs_age_ms, out);
+        if (winner < 0) {
+            out->no_candidate = 1;
+        } else if (winner != pord) {
+            out->elect = 1;
+            snprintf(out->elected, sizeof(out->elected), "%s", m[winner].name);
+        }
+    }
+    /* SWITCHOVER (2), (3): the primary a reachable master, present or terminating. */
+    const member_t *D = m[pord].pod ? &m[pord] : &dying[pord];
+    if (obs && roll && !out->elect && !out->no_candidate && !t->switching && !out->recheck_after_ms && is_master(D))
+        rollout_step(m, t->n_members, pord, D, D == &dying[pord], rev, out);
+    else if (obs && roll && *rev && out->no_candidate && !t->switching && !any_reachable(m, dying, t->n_members))
+        blind_step(m, t->n_members, rev, out);
+    label_step(t, out);
+
+    const member_t *P = &m[pord];
+    t->primary_ok = P->pod && P->obs && P->reachable && !strcmp(P->role, "master") && P->ip && *P->ip;
+    /* FAILOVER: the designated primary elected while a replica: promote it, alone. */
+    t->promote = obs && down_after_ms > 0 && !out->elect && !out->no_candidate && !t->switching && P->pod &&
+                 P->obs && P->reachable && !strcmp(P->role, "slave") && P->ip && *P->ip;
+    command_step(t, out);
+    health_step(t, out);
     if (out->elect)
         snprintf(out->primary, sizeof(out->primary), "%s", out->elected);
     if (out->switch_record) {
