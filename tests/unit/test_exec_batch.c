@@ -13,7 +13,8 @@
 #include "loop.h"
 #include "plan.h"
 
-#include <CUnit/Basic.h>
+#include "cu_table.h"
+
 #include <CUnit/CUnit.h>
 #include <curl/curl.h>
 #include <json-c/json.h>
@@ -534,25 +535,18 @@ static void test_run_cancel(void)
     env_close(&e);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("exec_batch", NULL, NULL);
-    CU_add_test(s, "stages of a new cluster", test_stages);
-    CU_add_test(s, "batched: concurrent, StatefulSet after ConfigMap", test_batch_concurrent_and_ordered);
-    CU_add_test(s, "serial without a multi", test_serial_without_multi);
-    CU_add_test(s, "a refused write stops its dependents", test_refused_write_stops_dependents);
-    CU_add_test(s, "a transient failure is retried", test_transient_failure_retried);
-    CU_add_test(s, "fenced: nothing sent", test_fenced_batch_sends_nothing);
-    CU_add_test(s, "reads at once (exec_get_many)", test_get_many);
-    CU_add_test(s, "several keys in flight progress together, each in order", test_keys_together);
-    CU_add_test(s, "a key's failure stops its own writes only; retries", test_keys_failure_isolated);
-    CU_add_test(s, "a wait for tokens is a loop timer", test_keys_token_wait_is_a_timer);
-    CU_add_test(s, "a cancelled run", test_run_cancel);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() > 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static const cu_entry_t tests[] = {
+    CU_SUITE("exec_batch"),
+    {"stages of a new cluster", test_stages},
+    {"batched: concurrent, StatefulSet after ConfigMap", test_batch_concurrent_and_ordered},
+    {"serial without a multi", test_serial_without_multi},
+    {"a refused write stops its dependents", test_refused_write_stops_dependents},
+    {"a transient failure is retried", test_transient_failure_retried},
+    {"fenced: nothing sent", test_fenced_batch_sends_nothing},
+    {"reads at once (exec_get_many)", test_get_many},
+    {"several keys in flight progress together, each in order", test_keys_together},
+    {"a key's failure stops its own writes only; retries", test_keys_failure_isolated},
+    {"a wait for tokens is a loop timer", test_keys_token_wait_is_a_timer},
+    {"a cancelled run", test_run_cancel},
+};
+CU_MAIN(tests)

@@ -5,6 +5,8 @@
 #include "obsdiff.h"
 #include "redisinfo.h"
 
+#include "cu_table.h"
+
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
 #include <string.h>
@@ -410,26 +412,16 @@ static void test_diff_json(void)
     buf_free(&b);
 }
 
-static CU_TestInfo info_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("redisinfo"),
     {"primary with two replicas", test_info_master_two_slaves},
     {"replica linked", test_info_replica_linked},
     {"replica whose primary died", test_info_replica_unlinked},
     {"every default section", test_info_full_sections},
     {"malformed and foreign input", test_info_bad_input},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo diff_tests[] = {
+    CU_SUITE("obsdiff"),
     {"which transitions are news", test_diff_table},
     {"a primary still down is repeated", test_diff_still_down},
     {"the observation JSON", test_diff_json},
-    CU_TEST_INFO_NULL,
 };
-
-static CU_SuiteInfo suites[] = {
-    {"redisinfo", NULL, NULL, NULL, NULL, info_tests},
-    {"obsdiff", NULL, NULL, NULL, NULL, diff_tests},
-    CU_SUITE_INFO_NULL,
-};
-
-#include "cu_main.h"
+CU_MAIN(tests)

@@ -11,7 +11,8 @@
 #include "loop.h"
 #include "recorder.h"
 
-#include <CUnit/Basic.h>
+#include "cu_table.h"
+
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
 #include <pthread.h>
@@ -283,20 +284,13 @@ static void test_past_deadline_is_dropped(void)
     env_close(&e);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("recorder", NULL, NULL);
-    CU_add_test(s, "repeats PATCH the count", test_repeats_patch_the_count);
-    CU_add_test(s, "repeats in flight fold into one PATCH", test_repeats_in_flight_fold_into_one_patch);
-    CU_add_test(s, "an expired Event is POSTed again", test_expired_event_is_posted_again);
-    CU_add_test(s, "spam filter per object", test_spam_filter_per_object);
-    CU_add_test(s, "the queue is bounded", test_queue_is_bounded);
-    CU_add_test(s, "past the deadline: dropped", test_past_deadline_is_dropped);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() > 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static const cu_entry_t tests[] = {
+    CU_SUITE("recorder"),
+    {"repeats PATCH the count", test_repeats_patch_the_count},
+    {"repeats in flight fold into one PATCH", test_repeats_in_flight_fold_into_one_patch},
+    {"an expired Event is POSTed again", test_expired_event_is_posted_again},
+    {"spam filter per object", test_spam_filter_per_object},
+    {"the queue is bounded", test_queue_is_bounded},
+    {"past the deadline: dropped", test_past_deadline_is_dropped},
+};
+CU_MAIN(tests)
