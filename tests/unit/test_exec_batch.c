@@ -104,20 +104,12 @@ static void env_open(env_t *e, int batched)
     memset(e, 0, sizeof(*e));
     pthread_mutex_init(&e->api.mu, NULL);
     fake_api_start(&e->api.srv, on_request, &e->api);
-    char yaml[1024], err[256];
-    snprintf(yaml, sizeof(yaml),
-             "apiVersion: v1\nkind: Config\nclusters:\n- name: f\n  cluster: {server: http://127.0.0.1:%d}\n"
-             "contexts:\n- name: f\n  context: {cluster: f, user: u}\ncurrent-context: f\n"
-             "users:\n- name: u\n  user: {token: t}\n",
-             e->api.srv.port);
-    CU_ASSERT_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "test", NULL, &e->cfg, err, sizeof(err)) == 0);
     kube_client_opts_t o;
     kube_client_opts_init(&o);
     o.qps = 0;
     o.max_retries = 2;
     o.retry_base_ms = 1;
-    e->client = kube_client_new(e->cfg, &o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e->client);
+    fake_api_connect(&e->api.srv, &o, &e->cfg, &e->client);
     if (batched) {
         e->multi = curl_multi_init();
         curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);

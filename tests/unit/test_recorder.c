@@ -79,18 +79,10 @@ static void env_open(env_t *e, const recorder_opts_t *o)
     memset(e, 0, sizeof(*e));
     pthread_mutex_init(&e->api.mu, NULL);
     fake_api_start(&e->api.srv, on_request, &e->api);
-    char yaml[1024], err[256];
-    snprintf(yaml, sizeof(yaml),
-             "apiVersion: v1\nkind: Config\nclusters:\n- name: f\n  cluster: {server: http://127.0.0.1:%d}\n"
-             "contexts:\n- name: f\n  context: {cluster: f, user: u}\ncurrent-context: f\n"
-             "users:\n- name: u\n  user: {token: t}\n",
-             e->api.srv.port);
-    CU_ASSERT_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "test", NULL, &e->cfg, err, sizeof(err)) == 0);
     kube_client_opts_t co;
     kube_client_opts_init(&co);
     co.qps = 0;
-    e->client = kube_client_new(e->cfg, &co, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e->client);
+    fake_api_connect(&e->api.srv, &co, &e->cfg, &e->client);
     e->loop = loop_new();
     e->r = recorder_new(e->client, e->loop, o);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e->r);
