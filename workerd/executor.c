@@ -130,16 +130,7 @@ static int event_bump(const exec_ctx_t *x, event_slot_t *s, const char *ns, kube
 int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *type,
                       const char *reason, const char *message, kube_error_t *err)
 {
-    event_spec_t spec = {0};
-    event_involve(&spec, rc);
-    /* The RedisCluster as the operator addresses it, whatever version it was read in. */
-    spec.api_version = RENDER_GROUP_VERSION;
-    spec.kind = "RedisCluster";
-    spec.type = type;
-    spec.reason = reason;
-    spec.message = message;
-    spec.action = "Reconcile";
-    spec.instance = x->instance;
+    event_spec_t spec = event_about_cluster(rc, type, reason, message, x->instance);
     const char *name = spec.name, *ns = spec.ns, *uid = spec.uid;
     json_object *ev = event_build(&spec, clock_wall_ns());
     if (!ev) {
