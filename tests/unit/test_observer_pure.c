@@ -11,21 +11,33 @@
 #include <json-c/json.h>
 #include <string.h>
 
+/* The lines every INFO replication text below ends with, as Redis 7.0 writes them after
+ * the role's own: */
+#define REPL_TAIL \
+    "master_failover_state:no-failover\r\n" \
+    "master_replid:c685ab100b03b42e93509ddfb59119e0becb2f8f\r\n" \
+    "master_replid2:0000000000000000000000000000000000000000\r\n" \
+    "master_repl_offset:50\r\n" \
+    "second_repl_offset:-1\r\n" \
+    "repl_backlog_active:1\r\n" \
+    "repl_backlog_size:1048576\r\n" \
+    "repl_backlog_first_byte_offset:1\r\n" \
+    "repl_backlog_histlen:50\r\n"
+/* and those a replica's ends with. */
+#define REPLICA_TAIL \
+    "slave_priority:100\r\n" \
+    "slave_read_only:1\r\n" \
+    "replica_announced:1\r\n" \
+    "connected_slaves:0\r\n" \
+    REPL_TAIL
+
 static const char INFO_MASTER_2_SLAVES[] =
     "# Replication\r\n"
     "role:master\r\n"
     "connected_slaves:2\r\n"
     "slave0:ip=127.0.0.1,port=17003,state=online,offset=50,lag=1\r\n"
     "slave1:ip=127.0.0.1,port=17002,state=online,offset=50,lag=1\r\n"
-    "master_failover_state:no-failover\r\n"
-    "master_replid:c685ab100b03b42e93509ddfb59119e0becb2f8f\r\n"
-    "master_replid2:0000000000000000000000000000000000000000\r\n"
-    "master_repl_offset:50\r\n"
-    "second_repl_offset:-1\r\n"
-    "repl_backlog_active:1\r\n"
-    "repl_backlog_size:1048576\r\n"
-    "repl_backlog_first_byte_offset:1\r\n"
-    "repl_backlog_histlen:50\r\n";
+    REPL_TAIL;
 static const char INFO_REPLICA_UP[] =
     "# Replication\r\n"
     "role:slave\r\n"
@@ -36,19 +48,7 @@ static const char INFO_REPLICA_UP[] =
     "master_sync_in_progress:0\r\n"
     "slave_read_repl_offset:50\r\n"
     "slave_repl_offset:50\r\n"
-    "slave_priority:100\r\n"
-    "slave_read_only:1\r\n"
-    "replica_announced:1\r\n"
-    "connected_slaves:0\r\n"
-    "master_failover_state:no-failover\r\n"
-    "master_replid:c685ab100b03b42e93509ddfb59119e0becb2f8f\r\n"
-    "master_replid2:0000000000000000000000000000000000000000\r\n"
-    "master_repl_offset:50\r\n"
-    "second_repl_offset:-1\r\n"
-    "repl_backlog_active:1\r\n"
-    "repl_backlog_size:1048576\r\n"
-    "repl_backlog_first_byte_offset:1\r\n"
-    "repl_backlog_histlen:50\r\n";
+    REPLICA_TAIL;
 static const char INFO_REPLICA_DOWN[] =
     "# Replication\r\n"
     "role:slave\r\n"
@@ -60,19 +60,7 @@ static const char INFO_REPLICA_DOWN[] =
     "slave_read_repl_offset:50\r\n"
     "slave_repl_offset:50\r\n"
     "master_link_down_since_seconds:1\r\n"
-    "slave_priority:100\r\n"
-    "slave_read_only:1\r\n"
-    "replica_announced:1\r\n"
-    "connected_slaves:0\r\n"
-    "master_failover_state:no-failover\r\n"
-    "master_replid:c685ab100b03b42e93509ddfb59119e0becb2f8f\r\n"
-    "master_replid2:0000000000000000000000000000000000000000\r\n"
-    "master_repl_offset:50\r\n"
-    "second_repl_offset:-1\r\n"
-    "repl_backlog_active:1\r\n"
-    "repl_backlog_size:1048576\r\n"
-    "repl_backlog_first_byte_offset:1\r\n"
-    "repl_backlog_histlen:50\r\n";
+    REPLICA_TAIL;
 static const char INFO_FULL_REPLICA[] =
     "# Server\r\n"
     "redis_version:7.0.15\r\n"
