@@ -324,22 +324,10 @@ static void test_fenced_batch_sends_nothing(void)
 #define KEYS 3
 
 typedef struct {
+    exec_run_outcome_t out; /* the run's done argument */
     json_object *rc;
     plan_t *plan;
-    int finished;
-    exec_result_t r;
-    size_t failed;
-    kube_error_t err;
 } key_t_;
-
-static void on_key_done(exec_result_t r, size_t failed, const kube_error_t *err, void *arg)
-{
-    key_t_ *k = arg;
-    k->finished = 1;
-    k->r = r;
-    k->failed = failed;
-    k->err = *err;
-}
 
 static int on_tick(loop_t *loop, int id, void *arg)
 {
@@ -375,12 +363,12 @@ static double run_keys(env_t *e, key_t_ k[KEYS], int *ticks)
     }
     int64_t t0 = clock_mono_ns();
     for (int i = 0; i < KEYS; i++)
-        CU_ASSERT_PTR_NOT_NULL_FATAL(exec_run_start(a, &e->x, k[i].rc, k[i].plan, on_key_done, &k[i]));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(exec_run_start(a, &e->x, k[i].rc, k[i].plan, exec_run_keep_outcome, &k[i].out));
     CU_ASSERT_EQUAL(exec_async_runs(a), KEYS);
     for (int spins = 0; spins < 2000; spins++) {
         int all = 1;
         for (int i = 0; i < KEYS; i++)
-            all &= k[i].finished;
+            all &= k[i].out.finished;
         if (all)
             break;
         loop_run_once(loop, 100 * NS_PER_MS);
@@ -424,8 +412,8 @@ static void test_keys_together(void)
     int ticks = 0;
     double secs = run_keys(&e, k, &ticks);
     for (int i = 0; i < KEYS; i++) {
-        CU_ASSERT(k[i].finished);
-        CU_ASSERT_EQUAL(k[i].r, EXEC_OK);
+        CU_ASSERT(k[i].out.finished);
+        CU_ASSERT_EQUAL(k[i].out.r, EXEC_OK);
     }
     CU_ASSERT_EQUAL(writes(&e), 6 * KEYS);
     CU_ASSERT(e.api.max_active >= KEYS); /* the keys' requests were in flight together */
@@ -460,11 +448,11 @@ static void test_keys_failure_isolated(void)
     key_t_ k[KEYS];
     int ticks = 0;
     run_keys(&e, k, &ticks);
-    CU_ASSERT_EQUAL(k[0].r, EXEC_OK);
-    CU_ASSERT_EQUAL(k[1].r, EXEC_ERROR);
-    CU_ASSERT_EQUAL(k[1].failed, 1);
-    CU_ASSERT(kube_error_is_forbidden(&k[1].err));
-    CU_ASSERT_EQUAL(k[2].r, EXEC_OK);
+    CU_ASSERT_EQUAL(k[0].out.r, EXEC_OK);
+    CU_ASSERT_EQUAL(k[1].out.r, EXEC_ERROR);
+    CU_ASSERT_EQUAL(k[1].out.failed, 1);
+    CU_ASSERT(kube_error_is_forbidden(&k[1].out.err));
+    CU_ASSERT_EQUAL(k[2].out.r, EXEC_OK);
     CU_ASSERT_EQUAL(e.api.flaked, 1);
     CU_ASSERT_PTR_NOT_NULL(find_ns(&e, "ns-1", "POST", "/services")); /* same stage: sent */
     CU_ASSERT_PTR_NULL(find_ns(&e, "ns-1", "POST", "/statefulsets"));
@@ -494,7 +482,7 @@ static void test_keys_token_wait_is_a_timer(void)
     int ticks = 0;
     double secs = run_keys(&e, k, &ticks);
     for (int i = 0; i < KEYS; i++)
-        CU_ASSERT_EQUAL(k[i].r, EXEC_OK);
+        CU_ASSERT_EQUAL(k[i].out.r, EXEC_OK);
     CU_ASSERT_EQUAL(writes(&e), 6 * KEYS);
     CU_ASSERT(secs >= (6.0 * KEYS - 1) / 50 - 0.02); /* 17 waits of 20 ms */
     fprintf(stderr, "token waits: %.3f s, %d ticks\n", secs, ticks);
@@ -512,7 +500,7 @@ static void test_run_cancel(void)
     loop_t *loop = loop_new();
     exec_async_t *a = exec_async_new(loop);
     key_t_ k = {0};
-    exec_run_t *run = exec_run_start(a, &e.x, e.rc, e.plan, on_key_done, &k);
+    exec_run_t *run = exec_run_start(a, &e.x, e.rc, e.plan, exec_run_keep_outcome, &k.out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(run);
     for (int i = 0; i < 5; i++)
         loop_run_once(loop, 10 * NS_PER_MS);
@@ -521,7 +509,7 @@ static void test_run_cancel(void)
     CU_ASSERT_EQUAL(exec_async_runs(a), 0);
     for (int i = 0; i < 5; i++)
         loop_run_once(loop, 10 * NS_PER_MS);
-    CU_ASSERT_EQUAL(k.finished, 0);
+    CU_ASSERT_EQUAL(k.out.finished, 0);
     exec_async_destroy(&a);
     loop_destroy(&loop);
     env_close(&e);
