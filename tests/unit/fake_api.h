@@ -19,6 +19,7 @@
 #include "buf.h"
 #include "kube_client.h"
 #include "kube_config.h"
+#include "loopback.h"
 
 #include <CUnit/CUnit.h>
 #include <arpa/inet.h>
@@ -92,10 +93,7 @@ static inline void fake_api_start(fake_api_t *f, fake_api_handler_t handler, voi
     memset(f, 0, sizeof(*f));
     f->handle = handler;
     f->user = user;
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in sa = loopback_any_port();
     f->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
                             NULL, NULL, fake_api_on_request, f, MHD_OPTION_SOCK_ADDR, &sa,
                             MHD_OPTION_NOTIFY_COMPLETED, fake_api_on_completed, NULL,
