@@ -97,6 +97,8 @@ typedef struct {
     exec_ctx_t x;
     json_object *rc;
     plan_t *plan;
+    size_t failed;    /* run_plan's failed action and error */
+    kube_error_t err;
 } env_t;
 
 static void env_open(env_t *e, int batched)
@@ -134,6 +136,13 @@ static void env_close(env_t *e)
     kube_config_destroy(&e->cfg);
     fake_api_stop(&e->api.srv);
     pthread_mutex_destroy(&e->api.mu);
+}
+
+/* Carry out e's plan with exec_plan; its result, the failed action and error in e. */
+static exec_result_t run_plan(env_t *e)
+{
+    e->failed = 99;
+    return exec_plan(&e->x, e->rc, e->plan, &e->failed, &e->err);
 }
 
 static const req_t *find(env_t *e, const char *method, const char *part)
@@ -183,9 +192,7 @@ static void test_batch_concurrent_and_ordered(void)
     env_t e;
     env_open(&e, 1);
     e.api.delay_ms = 150;
-    size_t failed = 99;
-    kube_error_t err;
-    CU_ASSERT_EQUAL(exec_plan(&e.x, e.rc, e.plan, &failed, &err), EXEC_OK);
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_OK);
     CU_ASSERT_EQUAL(writes(&e), 6);
     CU_ASSERT_EQUAL(e.api.max_active, 2);
     const req_t *cm = find(&e, "POST", "/configmaps"), *svc = find(&e, "POST", "/services"),
@@ -213,9 +220,7 @@ static void test_serial_without_multi(void)
     env_t e;
     env_open(&e, 0);
     e.api.delay_ms = 20;
-    size_t failed = 99;
-    kube_error_t err;
-    CU_ASSERT_EQUAL(exec_plan(&e.x, e.rc, e.plan, &failed, &err), EXEC_OK);
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_OK);
     CU_ASSERT_EQUAL(writes(&e), 6);
     CU_ASSERT_EQUAL(e.api.max_active, 1);
     const req_t *cm = find(&e, "POST", "/configmaps"), *svc = find(&e, "POST", "/services");
@@ -232,11 +237,9 @@ static void test_refused_write_stops_dependents(void)
     env_t e;
     env_open(&e, 1);
     e.api.refuse = "/configmaps";
-    size_t failed = 99;
-    kube_error_t err;
-    CU_ASSERT_EQUAL(exec_plan(&e.x, e.rc, e.plan, &failed, &err), EXEC_ERROR);
-    CU_ASSERT_EQUAL(failed, 1);
-    CU_ASSERT(kube_error_is_forbidden(&err));
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_ERROR);
+    CU_ASSERT_EQUAL(e.failed, 1);
+    CU_ASSERT(kube_error_is_forbidden(&e.err));
     CU_ASSERT_PTR_NOT_NULL(find(&e, "POST", "/services"));
     CU_ASSERT_PTR_NULL(find(&e, "POST", "/statefulsets"));
     CU_ASSERT_PTR_NULL(find(&e, "PATCH", "/status"));
@@ -244,8 +247,8 @@ static void test_refused_write_stops_dependents(void)
     env_close(&e);
     env_open(&e, 1);
     e.api.refuse = "/services";
-    CU_ASSERT_EQUAL(exec_plan(&e.x, e.rc, e.plan, &failed, &err), EXEC_ERROR);
-    CU_ASSERT_EQUAL(failed, 2);
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_ERROR);
+    CU_ASSERT_EQUAL(e.failed, 2);
     CU_ASSERT_PTR_NULL(find(&e, "POST", "/statefulsets"));
     env_close(&e);
 }
@@ -256,9 +259,7 @@ static void test_transient_failure_retried(void)
     env_t e;
     env_open(&e, 1);
     e.api.flaky = "/services";
-    size_t failed = 99;
-    kube_error_t err;
-    CU_ASSERT_EQUAL(exec_plan(&e.x, e.rc, e.plan, &failed, &err), EXEC_OK);
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_OK);
     CU_ASSERT_EQUAL(e.api.flaked, 1);
     CU_ASSERT_EQUAL(writes(&e), 7); /* 6 + the retried Service */
     CU_ASSERT_PTR_NOT_NULL(find(&e, "POST", "/statefulsets"));
@@ -312,9 +313,7 @@ static void test_fenced_batch_sends_nothing(void)
     env_t e;
     env_open(&e, 1);
     e.x.fence = never;
-    size_t failed = 99;
-    kube_error_t err;
-    CU_ASSERT_EQUAL(exec_plan(&e.x, e.rc, e.plan, &failed, &err), EXEC_FENCED);
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_FENCED);
     CU_ASSERT_EQUAL(e.api.n, 0);
     env_close(&e);
 }
