@@ -12,8 +12,8 @@
 #include "kube_config.h"
 #include "kube_config_internal.h"
 #include "log.h"
-#include "metrics.h"
 #include "loopback.h"
+#include "metrics.h"
 #include "watch.h"
 
 #include <CUnit/CUnit.h>
