@@ -113,11 +113,18 @@ static inline void fake_api_stop(fake_api_t *f)
 }
 
 /* Load a kubeconfig whose one context points at f (http, token "t") into *cfg and create
- * *client from it with the options o. Failing either fails the test (CU_ASSERT_*_FATAL).
- * The caller destroys both (kube_client_destroy, kube_config_destroy). */
+ * *client from it with the options o (NULL: the defaults without the client-side rate
+ * limit, qps 0). Failing either fails the test (CU_ASSERT_*_FATAL). The caller destroys
+ * both (kube_client_destroy, kube_config_destroy). */
 static inline void fake_api_connect(const fake_api_t *f, const kube_client_opts_t *o, kube_config_t **cfg,
                                     kube_client_t **client)
 {
+    kube_client_opts_t unlimited;
+    if (!o) {
+        kube_client_opts_init(&unlimited);
+        unlimited.qps = 0;
+        o = &unlimited;
+    }
     char yaml[1024], err[256];
     snprintf(yaml, sizeof(yaml),
              "apiVersion: v1\nkind: Config\nclusters:\n- name: f\n  cluster: {server: http://127.0.0.1:%d}\n"

@@ -79,10 +79,7 @@ static void env_open(env_t *e, const recorder_opts_t *o)
     memset(e, 0, sizeof(*e));
     pthread_mutex_init(&e->api.mu, NULL);
     fake_api_start(&e->api.srv, on_request, &e->api);
-    kube_client_opts_t co;
-    kube_client_opts_init(&co);
-    co.qps = 0;
-    fake_api_connect(&e->api.srv, &co, &e->cfg, &e->client);
+    fake_api_connect(&e->api.srv, NULL, &e->cfg, &e->client);
     e->loop = loop_new();
     e->r = recorder_new(e->client, e->loop, o);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e->r);
