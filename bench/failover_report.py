@@ -48,11 +48,17 @@ def pct(values, p):
     return v[k]
 
 
+def lines_of(path):
+    """The lines of the file at path; none when it does not exist."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return f.read().splitlines()
+
+
 def load_jsonl(path):
     out = []
-    if not os.path.exists(path):
-        return out
-    for line in open(path):
+    for line in lines_of(path):
         line = line.strip()
         if not line:
             continue
@@ -66,9 +72,7 @@ def load_jsonl(path):
 def load_timeline(path):
     """[(t, count, rest)] of a sampler file ('<t> <count> ...' per change)"""
     out = []
-    if not os.path.exists(path):
-        return out
-    for line in open(path):
+    for line in lines_of(path):
         f = line.split()
         if len(f) >= 2:
             out.append((int(f[0]), int(f[1]), f[2:]))
@@ -243,27 +247,25 @@ def render(res):
 
     row("setup", lambda s: s["setup"])
     row("SIGKILL of the primary: trials ok / run", lambda s: ok_or_setup(s, "kill"))
-    row("kill → a replica answers ROLE master", lambda s: triple(s["kill"]["promoted_ms"]) if "kill" in s else "–",
-        ("kill", "promoted_ms"))
-    row("kill → new primary named (polled)", lambda s: triple(s["kill"]["named_ms"]) if "kill" in s else "–")
-    row("kill → labels and status right", lambda s: triple(s["kill"]["labels_ms"]) if "kill" in s else "–")
-    row("kill → first write accepted by the new primary", lambda s: triple(s["kill"]["accepted_ms"]) if "kill" in s else "–",
-        ("kill", "accepted_ms"))
-    row("kill → first acknowledged write (WAIT 1 ≥ 1) on it", lambda s: triple(s["kill"]["acked_ms"]) if "kill" in s else "–",
-        ("kill", "acked_ms"))
-    row("kill: write unavailability", lambda s: triple(s["kill"]["unavailable_ms"]) if "kill" in s else "–",
-        ("kill", "unavailable_ms"))
-    row("kill: acknowledged writes lost", lambda s: str(s["kill"]["lost"]) if "kill" in s else "–")
+    def fig(name, scen, key, show=triple, ratio=True):
+        """The row of figure key of scenario scen ("–" for a system without the scenario)."""
+        row(name, lambda s: show(s[scen][key]) if scen in s else "–", (scen, key) if ratio else None)
+
+    fig("kill → a replica answers ROLE master", "kill", "promoted_ms")
+    fig("kill → new primary named (polled)", "kill", "named_ms", ratio=False)
+    fig("kill → labels and status right", "kill", "labels_ms", ratio=False)
+    fig("kill → first write accepted by the new primary", "kill", "accepted_ms")
+    fig("kill → first acknowledged write (WAIT 1 ≥ 1) on it", "kill", "acked_ms")
+    fig("kill: write unavailability", "kill", "unavailable_ms")
+    fig("kill: acknowledged writes lost", "kill", "lost", show=str, ratio=False)
     row("kill: two pods answering ROLE master (trials, total s)", lambda s: two_masters(s, "kill"))
-    row("kill: two pods labelled primary (total s)", lambda s: fmt(s["kill"]["two_labels_ms"]) if "kill" in s else "–")
+    fig("kill: two pods labelled primary (total s)", "kill", "two_labels_ms", show=fmt, ratio=False)
     row("switchover: trials ok / run", lambda s: ok_or_setup(s, "switchover"))
-    row("switchover: command → complete", lambda s: triple(s["switchover"]["switch_ms"]) if "switchover" in s else "–",
-        ("switchover", "switch_ms"))
-    row("switchover: longest gap between acknowledged writes", lambda s: triple(s["switchover"]["gap_ms"]) if "switchover" in s else "–",
-        ("switchover", "gap_ms"))
-    row("switchover: acknowledged writes lost", lambda s: str(s["switchover"]["lost"]) if "switchover" in s else "–")
+    fig("switchover: command → complete", "switchover", "switch_ms")
+    fig("switchover: longest gap between acknowledged writes", "switchover", "gap_ms")
+    fig("switchover: acknowledged writes lost", "switchover", "lost", show=str, ratio=False)
     row("switchover: two pods answering ROLE master (trials, total s)", lambda s: two_masters(s, "switchover"))
-    row("switchover: two pods labelled primary (total s)", lambda s: fmt(s["switchover"]["two_labels_ms"]) if "switchover" in s else "–")
+    fig("switchover: two pods labelled primary (total s)", "switchover", "two_labels_ms", show=fmt, ratio=False)
     row("acknowledged writes in the run / final read-back",
         lambda s: "%s / %s" % (s.get("acked_total"), s.get("final_verify")))
     return "\n".join(lines)

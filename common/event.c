@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "jsonx.h"
+#include "rdc_api.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,21 @@ void event_involve(event_spec_t *spec, const json_object *obj)
     spec->ns = JSONX_STR_AT(obj, "metadata", "namespace");
     spec->uid = JSONX_STR_AT(obj, "metadata", "uid");
     spec->resource_version = JSONX_STR_AT(obj, "metadata", "resourceVersion");
+}
+
+event_spec_t event_about_cluster(const json_object *rc, const char *type, const char *reason,
+                                 const char *message, const char *instance)
+{
+    event_spec_t spec = {0};
+    event_involve(&spec, rc);
+    spec.api_version = RDC_GROUP_VERSION;
+    spec.kind = "RedisCluster";
+    spec.type = type;
+    spec.reason = reason;
+    spec.message = message ? message : "";
+    spec.action = "Reconcile";
+    spec.instance = instance;
+    return spec;
 }
 
 json_object *event_build(const event_spec_t *spec, int64_t now_wall_ns)

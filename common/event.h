@@ -43,4 +43,11 @@ json_object *event_build(const event_spec_t *spec, int64_t now_wall_ns);
  * NULL. */
 void event_involve(event_spec_t *spec, const json_object *obj);
 
+/* The spec of a reconciler's Event about the RedisCluster rc (event_involve, borrowed
+ * from rc), its apiVersion and kind as the operator addresses it (RDC_GROUP_VERSION,
+ * "RedisCluster") whatever version rc was read in, action "Reconcile", message "" for
+ * NULL. The strings are borrowed. */
+event_spec_t event_about_cluster(const json_object *rc, const char *type, const char *reason,
+                                 const char *message, const char *instance);
+
 #endif

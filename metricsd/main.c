@@ -286,10 +286,8 @@ int main(int argc, char **argv)
         {"metrics-cert-key", OPT_STRING, &o.key_name, "key file in --metrics-cert-path"},
         {NULL, OPT_END, NULL, NULL},
     };
-    opt_t table[OPTS_JOINED_LEN(own)];
-    opts_common_join(&c, own, table);
-    opts_common_select(table, "kubeconfig,context,metrics-bind-address,log-level,log-format");
-    int early = opts_main("metricsd", summary, table, &c, argc, argv, NULL, 0, NULL);
+    int early = opts_daemon_main("metricsd", summary, &c, own, argc, argv,
+                                 "kubeconfig,context,metrics-bind-address,log-level,log-format");
     if (early >= 0)
         return early;
     if (!o.upstream || strncmp(o.upstream, "http://", 7) != 0) {

@@ -36,24 +36,20 @@ int main(int argc, char **argv)
     const char *once = NULL;
     double interval = OBSERVER_PROBE_INTERVAL_DEFAULT, timeout = OBSERVER_PROBE_TIMEOUT_DEFAULT;
     int info_every = OBSERVER_INFO_EVERY_DEFAULT, port = 6379, no_kube = 0;
-    opt_t table[OPTS_COMMON_COUNT + 7];
-    opts_common_fill(&c, table);
-    table[OPTS_COMMON_COUNT] = (opt_t){"once", OPT_STRING, &once,
-                                       "observe the pods of RedisCluster NAMESPACE/NAME once, print JSON, exit"};
-    table[OPTS_COMMON_COUNT + 1] = (opt_t){"probe-interval", OPT_DURATION, &interval,
-                                           "how often each Redis pod is probed (PING + INFO replication)"};
-    table[OPTS_COMMON_COUNT + 2] = (opt_t){"probe-timeout", OPT_DURATION, &timeout,
-                                           "a probe not answered within this counts as unreachable"};
-    table[OPTS_COMMON_COUNT + 3] = (opt_t){"info-every", OPT_INT, &info_every,
-                                           "read every default INFO section (the redis_* metrics) every N probes"};
-    table[OPTS_COMMON_COUNT + 4] = (opt_t){"redis-port", OPT_INT, &port, "the port Redis listens on in each pod"};
-    table[OPTS_COMMON_COUNT + 5] = (opt_t){"no-kube", OPT_BOOL, &no_kube,
-                                           "do not talk to the API server (no Secrets: clusters with auth are probed "
-                                           "without a password); for tests"};
-    table[OPTS_COMMON_COUNT + 6] = (opt_t){NULL, OPT_END, NULL, NULL};
+    const opt_t own[] = {
+        {"once", OPT_STRING, &once, "observe the pods of RedisCluster NAMESPACE/NAME once, print JSON, exit"},
+        {"probe-interval", OPT_DURATION, &interval, "how often each Redis pod is probed (PING + INFO replication)"},
+        {"probe-timeout", OPT_DURATION, &timeout, "a probe not answered within this counts as unreachable"},
+        {"info-every", OPT_INT, &info_every, "read every default INFO section (the redis_* metrics) every N probes"},
+        {"redis-port", OPT_INT, &port, "the port Redis listens on in each pod"},
+        {"no-kube", OPT_BOOL, &no_kube,
+         "do not talk to the API server (no Secrets: clusters with auth are probed "
+         "without a password); for tests"},
+        {NULL, OPT_END, NULL, NULL},
+    };
     /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
-    opts_common_select(table, "kubeconfig,context,log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
-    int early = opts_main("observerd", summary, table, &c, argc, argv, NULL, 0, NULL);
+    int early = opts_daemon_main("observerd", summary, &c, own, argc, argv,
+                                 "kubeconfig,context,log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
     if (early >= 0)
         return early;
     if (interval <= 0 || timeout <= 0 || timeout >= interval) {

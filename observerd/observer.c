@@ -1,5 +1,6 @@
 #include "observer.h"
 
+#include "b64.h"
 #include "buf.h"
 #include "clock.h"
 #include "daemon.h"
@@ -17,7 +18,6 @@
 
 #include <errno.h>
 #include <json-c/json.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,26 +495,6 @@ static size_t on_secret_data(char *ptr, size_t size, size_t nmemb, void *ud)
     return buf_append(&c->secret_body, ptr, len) == 0 ? len : 0;
 }
 
-/* Standard base64 (the Secret's data) into a new NUL-terminated string, or NULL. */
-static char *base64_decode(const char *in)
-{
-    size_t n = strlen(in);
-    if (n % 4)
-        return NULL;
-    unsigned char *out = malloc(n / 4 * 3 + 1);
-    if (!out)
-        return NULL;
-    int len = EVP_DecodeBlock(out, (const unsigned char *)in, (int)n);
-    if (len < 0) {
-        free(out);
-        return NULL;
-    }
-    for (size_t i = n; i > 0 && in[i - 1] == '='; i--)
-        len--;
-    out[len] = '\0';
-    return (char *)out;
-}
-
 static void secret_done(observer_t *ob, cluster_t *c, CURLcode code)
 {
     long status = 0;
@@ -530,7 +510,7 @@ static void secret_done(observer_t *ob, cluster_t *c, CURLcode code)
         const char *b64 = jsonx_str(jsonx_get(s, "data"), c->secret_key);
         if (!b64)
             snprintf(why, sizeof(why), "the Secret has no data key \"%.200s\"", c->secret_key);
-        else if (!(pw = base64_decode(b64)))
+        else if (!(pw = b64_text(b64)))
             snprintf(why, sizeof(why), "data key \"%.200s\" is not base64", c->secret_key);
         json_object_put(s);
     }
@@ -975,7 +955,7 @@ static int once_password(kube_client_t *client, const char *ns, const char *name
             goto out;
         }
         const char *b64 = jsonx_str(jsonx_get(secret, "data"), skey && *skey ? skey : "password");
-        if (!b64 || !(*password = base64_decode(b64))) {
+        if (!b64 || !(*password = b64_text(b64))) {
             fprintf(stderr, "observerd: Secret %s/%s has no usable key \"%s\"\n", ns, sname,
                     skey && *skey ? skey : "password");
             goto out;

@@ -130,16 +130,7 @@ static int event_bump(const exec_ctx_t *x, event_slot_t *s, const char *ns, kube
 int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *type,
                       const char *reason, const char *message, kube_error_t *err)
 {
-    event_spec_t spec = {0};
-    event_involve(&spec, rc);
-    /* The RedisCluster as the operator addresses it, whatever version it was read in. */
-    spec.api_version = RENDER_GROUP_VERSION;
-    spec.kind = "RedisCluster";
-    spec.type = type;
-    spec.reason = reason;
-    spec.message = message;
-    spec.action = "Reconcile";
-    spec.instance = x->instance;
+    event_spec_t spec = event_about_cluster(rc, type, reason, message, x->instance);
     const char *name = spec.name, *ns = spec.ns, *uid = spec.uid;
     json_object *ev = event_build(&spec, clock_wall_ns());
     if (!ev) {
@@ -999,16 +990,9 @@ void exec_run_cancel(exec_run_t **run_p)
     *run_p = NULL;
 }
 
-typedef struct {
-    int finished;
-    exec_result_t r;
-    size_t failed;
-    kube_error_t err;
-} run_wait_t;
-
-static void on_run_waited(exec_result_t r, size_t failed, const kube_error_t *err, void *arg)
+void exec_run_keep_outcome(exec_result_t r, size_t failed, const kube_error_t *err, void *arg)
 {
-    run_wait_t *w = arg;
+    exec_run_outcome_t *w = arg;
     w->finished = 1;
     w->r = r;
     w->failed = failed;
@@ -1021,8 +1005,8 @@ static exec_result_t exec_plan_staged(const exec_ctx_t *x, const json_object *rc
 {
     loop_t *loop = loop_new();
     exec_async_t *a = loop ? exec_async_new(loop) : NULL;
-    run_wait_t w = {0};
-    if (!a || !exec_run_start(a, x, rc, plan, on_run_waited, &w)) {
+    exec_run_outcome_t w = {0};
+    if (!a || !exec_run_start(a, x, rc, plan, exec_run_keep_outcome, &w)) {
         exec_async_destroy(&a);
         loop_destroy(&loop);
         kube_error_set(err, KERR_CONFIG, "out of memory");

@@ -133,6 +133,18 @@ typedef struct exec_run exec_run_t;
  * Called once, from the loop, never from inside exec_run_start. */
 typedef void exec_run_done_fn(exec_result_t r, size_t failed_action, const kube_error_t *err, void *arg);
 
+/* A run's outcome as exec_run_keep_outcome keeps it: finished 0 until done was called. */
+typedef struct {
+    int finished;
+    exec_result_t r;
+    size_t failed;
+    kube_error_t err;
+} exec_run_outcome_t;
+
+/* An exec_run_done_fn that stores the outcome in arg, an exec_run_outcome_t, and sets
+ * its finished to 1: for a caller that runs the loop until the run has finished. */
+void exec_run_keep_outcome(exec_result_t r, size_t failed_action, const kube_error_t *err, void *arg);
+
 /* The worker's request machinery on loop (borrowed): one curl multi, HTTP/2
  * multiplexed. Returns NULL when out of memory. */
 exec_async_t *exec_async_new(loop_t *loop);

@@ -191,11 +191,10 @@ int main(int argc, char **argv)
          "print who the API server takes these credentials for (a SelfSubjectReview) and exit"},
         {NULL, OPT_END, NULL, NULL},
     };
-    opt_t table[OPTS_JOINED_LEN(own)];
-    opts_common_join(&c, own, table);
     /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
-    opts_common_select(table, "kubeconfig,context,leader-elect,max-concurrent-reconciles,log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
-    int early = opts_main("workerd", summary, table, &c, argc, argv, NULL, 0, NULL);
+    int early = opts_daemon_main("workerd", summary, &c, own, argc, argv,
+                                 "kubeconfig,context,leader-elect,max-concurrent-reconciles,log-level,log-format,"
+                                 "kube-api-qps,kube-api-burst,runtime-dir");
     if (early >= 0)
         return early;
     kube_client_opts_t co;

@@ -1,5 +1,6 @@
 #include "reconcile.h"
 
+#include "b64.h"
 #include "backoff.h"
 #include "clock.h"
 #include "jsonx.h"
@@ -8,7 +9,6 @@
 #include "rdc_api.h"
 #include "render.h"
 
-#include <openssl/evp.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,31 +214,6 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
     return 0;
 }
 
-/* base64 text into a new NUL-terminated string, or NULL when it is not base64 or holds
- * a NUL byte. */
-static char *base64_text(const char *b64)
-{
-    size_t n = strlen(b64);
-    if (n % 4)
-        return NULL;
-    unsigned char *out = malloc(n / 4 * 3 + 1);
-    if (!out)
-        return NULL;
-    int len = n ? EVP_DecodeBlock(out, (const unsigned char *)b64, (int)n) : 0;
-    if (len < 0) {
-        free(out);
-        return NULL;
-    }
-    for (size_t i = n; i > 0 && b64[i - 1] == '='; i--)
-        len--;
-    out[len] = '\0';
-    if (strlen((char *)out) != (size_t)len) {
-        free(out);
-        return NULL;
-    }
-    return (char *)out;
-}
-
 int reconcile_read_password(kube_client_t *client, const json_object *rc, char **password, kube_error_t *err)
 {
     *password = NULL;
@@ -259,7 +234,7 @@ int reconcile_read_password(kube_client_t *client, const json_object *rc, char *
         kube_error_set(err, KERR_NOT_FOUND, "Secret %s/%s (spec.auth.secretRef) not found", ns, sname);
     else if (!b64)
         kube_error_set(err, KERR_CONFIG, "Secret %s/%s has no key \"%s\" (spec.auth.secretRef.key)", ns, sname, key);
-    else if (!(*password = base64_text(b64)))
+    else if (!(*password = b64_text(b64)))
         kube_error_set(err, KERR_CONFIG, "Secret %s/%s key \"%s\": not base64 text", ns, sname, key);
     else
         rc_ = 0;
@@ -293,7 +268,7 @@ static plan_auth_t read_auth(const exec_ctx_t *x, const json_object *rc, char **
         return PLAN_AUTH_UNKNOWN;
     }
     const char *b64 = JSONX_STR_AT(s, "data", RENDER_AUTH_DEFAULT_KEY);
-    *applied = b64 ? base64_text(b64) : NULL;
+    *applied = b64 ? b64_text(b64) : NULL;
     json_object_put(s);
     if (!*applied)
         return PLAN_AUTH_UNRECORDED;

@@ -345,15 +345,7 @@ recorder_result_t recorder_record(recorder_t *r, const json_object *rc, const ch
                                   const char *reason, const char *message,
                                   const char *instance, int64_t deadline_mono_ns)
 {
-    event_spec_t spec = {0};
-    event_involve(&spec, rc);
-    spec.api_version = RENDER_GROUP_VERSION;
-    spec.kind = "RedisCluster";
-    spec.type = type;
-    spec.reason = reason;
-    spec.message = message ? message : "";
-    spec.action = "Reconcile";
-    spec.instance = instance;
+    event_spec_t spec = event_about_cluster(rc, type, reason, message, instance);
     if (!spec.name || !spec.ns || !type || !reason)
         return RECORDER_INVALID;
     int64_t now = clock_mono_ns();

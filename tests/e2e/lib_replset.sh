@@ -3,8 +3,9 @@
 #
 #   rs_require_process_nodes 0 when the cluster has process nodes; else prints the SKIP
 #                            lines of a test that needs them and returns 1
-#   rs_start                 pin $ns to the process nodes, create cache (size 3,
-#                            Replication, downAfter 3s), start the operator for $ns
+#   rs_start [SPEC]          pin $ns to the process nodes, create cache (size 3,
+#                            Replication, downAfter 3s, and the lines SPEC adds to its
+#                            spec, indented two spaces), start the operator for $ns
 #   rs_writer_start PREFIX   the label sampler (lib_failover.sh) on $ns into $work/w, and
 #                            ackwriter writing PREFIX<i> to the pod it names; checks that
 #                            100 writes are acknowledged
@@ -36,7 +37,13 @@ rs_start() {
 apiVersion: cache.example.com/v1
 kind: RedisCluster
 metadata: {name: cache, namespace: $ns}
-spec: {size: 3, image: redis, version: "7.2", mode: Replication, failover: {downAfter: 3s}}
+spec:
+  size: 3
+  image: redis
+  version: "7.2"
+  mode: Replication
+  failover: {downAfter: 3s}
+${1:-}
 YAML
     sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
 }

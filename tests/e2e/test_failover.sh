@@ -30,13 +30,9 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_failover.sh"
+. "$(dirname "$0")/lib_replset.sh"
 
-if [ "$(kubectl get nodes -l rdc.local/process-node=true -o name 2>/dev/null | wc -l)" -eq 0 ]; then
-    echo "# SKIP: the cluster in ${RDC_CLUSTER_DIR:-/tmp/rdc-cluster} has no process nodes;"
-    echo "#       start it with RDC_CLUSTER_PROCESS_NODES=3 tests/cluster/cluster.sh up (run.sh does)"
-    echo "0 passed, 0 failed, 1 skipped"
-    exit 0
-fi
+rs_require_process_nodes || exit 0
 
 ns=rdc-e2e-fo-$$
 e2e_setup failover "$ns"
@@ -45,36 +41,19 @@ cleanup_more() {
     fo_label_sampler_stop "$work/w" >/dev/null
 }
 check "ackwriter built" fo_build
-check "cluster.sh pin-namespace $ns" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns"
-wait_until 20 kubectl -n "$ns" get serviceaccount default
-kubectl apply -f - >/dev/null <<YAML
-apiVersion: cache.example.com/v1
-kind: RedisCluster
-metadata: {name: cache, namespace: $ns}
-spec:
-  size: 3
-  image: redis
-  version: "7.2"
-  mode: Replication
-  failover: {downAfter: 3s}
-  # one pod per process node, so losing the primary's node loses nothing else
+rs_start "  # one pod per process node, so losing the primary's node loses nothing else
   topologySpreadConstraints:
   - maxSkew: 1
     topologyKey: kubernetes.io/hostname
     whenUnsatisfiable: DoNotSchedule
-    labelSelector: {matchLabels: {app.kubernetes.io/name: redis, app.kubernetes.io/instance: cache}}
-YAML
-sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
+    labelSelector: {matchLabels: {app.kubernetes.io/name: redis, app.kubernetes.io/instance: cache}}"
 
-pod_ip() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.status.podIP}' 2>/dev/null; }
-info() { redis-cli -h "$(pod_ip "$1")" info replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"; }
-primary() { kubectl -n "$ns" get rdc cache -o jsonpath='{.status.primary}'; }
-labelled() { kubectl -n "$ns" get pods -l cache.example.com/role=primary -o name | sed 's|pod/||' | tr '\n' ' '; }
+info() { redis-cli -h "$(rs_ip "$1")" info replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"; }
 healthy() { kubectl -n "$ns" get rdc cache -o json | jq -e '.status.conditions[] | select(.type=="ReplicationHealthy" and .status=="True")' >/dev/null; }
 # settled: status.primary is a master, the only pod labelled primary, the two others linked to it.
 settled() {
-    local p ip n; p=$(primary); ip=$(pod_ip "$p")
-    [ -n "$p" ] && [ "$(info "$p" role)" = master ] && [ "$(labelled)" = "$p " ] || return 1
+    local p ip n; p=$(rs_primary); ip=$(rs_ip "$p")
+    [ -n "$p" ] && [ "$(info "$p" role)" = master ] && [ "$(rs_labelled)" = "$p " ] || return 1
     for n in cache-0 cache-1 cache-2; do
         [ "$n" = "$p" ] && continue
         [ "$(info "$n" role)" = slave ] && [ "$(info "$n" master_host)" = "$ip" ] &&
@@ -82,18 +61,15 @@ settled() {
     done
     healthy
 }
-export -f pod_ip info primary labelled healthy settled
+export -f rs_ip info rs_primary rs_labelled healthy settled
 export ns
 
 check "cache is Running" wait_until 300 sh -c "kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}' | grep -qx Running"
 check "settled: one primary, two linked replicas" wait_until 60 settled
 check "redis.conf has min-replicas-to-write 1" sh -c "kubectl -n $ns get cm cache -o jsonpath='{.data.redis\.conf}' | grep -qx 'min-replicas-to-write 1'"
-check "the primary runs with it" test "$(redis-cli -h "$(pod_ip "$(primary)")" config get min-replicas-to-write | tail -1)" = 1
+check "the primary runs with it" test "$(redis-cli -h "$(rs_ip "$(rs_primary)")" config get min-replicas-to-write | tail -1)" = 1
 
-fo_label_sampler_start "$work/w" "$ns"
-check "the label sampler names the primary" wait_until 10 test -s "$work/w/primary.addr"
-fo_writer_start "$work/w" --resolve-file "$work/w/primary.addr" --prefix fo_
-check "the writer's writes are acknowledged" wait_until 15 sh -c "test \"\$(wc -l <$work/w/acks.txt)\" -ge 100"
+rs_writer_start fo_
 node_of() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.spec.nodeName}' 2>/dev/null; }
 nodes=$(for n in cache-0 cache-1 cache-2; do node_of $n; echo; done | grep .)
 check "the three pods on three distinct nodes ($(echo $nodes))" test "$(echo "$nodes" | sort -u | wc -l)" = 3
@@ -103,7 +79,7 @@ check "the three pods on three distinct nodes ($(echo $nodes))" test "$(echo "$n
 declare -a figures=()
 scenario() {
     local name=$1; shift
-    old=$(primary); old_ip=$(pod_ip "$old")
+    old=$(rs_primary); old_ip=$(rs_ip "$old")
     local before; before=$(fo_acked "$work/w")
     echo "# --- $name: primary $old ($old_ip), $before writes acknowledged so far"
     t_kill=$(date +%s%3N)
@@ -118,11 +94,11 @@ scenario() {
 }
 # recovered NAME: the old primary back as a replica, everything settled, no acknowledged write lost.
 recovered() {
-    local name=$1 new; new=$(primary)
+    local name=$1 new; new=$(rs_primary)
     check "$name: settled again (old primary $old a linked replica of $new)" wait_until 90 settled
     check "$name: $old is a replica" test "$(info "$old" role)" = slave
     check "$name: the Event FailedOver names $old" sh -c "kubectl -n $ns get events --field-selector reason=FailedOver -o json | jq -r '.items[].message' | grep -q 'primary $old '"
-    local out; out=$(fo_verify "$work/w" "$(pod_ip "$new"):6379")
+    local out; out=$(fo_verify "$work/w" "$(rs_ip "$new"):6379")
     local rc=$?
     echo "# $name: verify on $new: $out"
     check "$name: every acknowledged write is on $new ($out)" test "$rc" = 0
@@ -146,7 +122,7 @@ check "SIGSTOP: the thawed old primary accepted no acknowledged write after the 
 # pod runtime at the same IP) and either fails over or keeps the role. Any way: writes
 # acknowledged again (by another pod, or by the old one's successor after it restarted),
 # one primary, settled, nothing lost.
-old=$(primary); old_ip=$(pod_ip "$old"); t_kill=$(date +%s%3N)
+old=$(rs_primary); old_ip=$(rs_ip "$old"); t_kill=$(date +%s%3N)
 acked_again() {
     fo_events_after "$work/w" ack "$t_kill" "$old_ip:6379" >/dev/null ||
         fo_events_after "$work/w" ack "$((t_kill + 1000))" >/dev/null
@@ -155,9 +131,9 @@ echo "# --- pod deleted: primary $old ($old_ip)"
 kubectl -n "$ns" delete pod "$old" --wait=false >/dev/null
 check "pod deleted: writes acknowledged again after the deletion" wait_until 60 acked_again
 check "pod deleted: settled again" wait_until 90 settled
-new=$(primary)
+new=$(rs_primary)
 echo "# pod deleted: primary now $new ($([ "$new" = "$old" ] && echo kept || echo moved))"
-out=$(fo_verify "$work/w" "$(pod_ip "$new"):6379")
+out=$(fo_verify "$work/w" "$(rs_ip "$new"):6379")
 check "pod deleted: every acknowledged write is on $new ($out)" test $? = 0
 
 # Loss of the primary's node: the machine "dies" (its processes SIGKILLed, no heartbeat,
@@ -175,18 +151,18 @@ cleanup_more() {
     fo_writer_stop "$work/w" >/dev/null
     fo_label_sampler_stop "$work/w" >/dev/null
 }
-echo "# --- node lost: primary $(primary) on $(node_of "$(primary)")"
-check "node lost: the primary's node is Ready before" test "$(node_ready "$(node_of "$(primary)")")" = True
+echo "# --- node lost: primary $(rs_primary) on $(node_of "$(rs_primary)")"
+check "node lost: the primary's node is Ready before" test "$(node_ready "$(node_of "$(rs_primary)")")" = True
 scenario "node lost" lose_node
 check "node lost: $lost_node was the old primary's node" test -n "$lost_node"
 check "node lost: the old primary's Redis ($old_ip) is unreachable" unreachable "$old_ip"
-check "node lost: only the new primary is labelled while the node is gone" wait_until 10 bash -c "test \"\$(labelled)\" = \"\$(primary) \""
+check "node lost: only the new primary is labelled while the node is gone" wait_until 10 bash -c "test \"\$(rs_labelled)\" = \"\$(rs_primary) \""
 check "node lost: $lost_node goes NotReady" wait_until 120 bash -c "[ \"\$(node_ready $lost_node)\" != True ]"
 echo "# node lost: $lost_node NotReady seen $(($(date +%s%3N) - t_kill)) ms after the loss"
 check "node lost: the old primary's Redis still unreachable" unreachable "$old_ip"
-check "node lost: still one primary, the new one, labelled" test "$(labelled)" = "$(primary) "
-out=$(fo_verify "$work/w" "$(pod_ip "$(primary)"):6379")
-check "node lost: every acknowledged write is on $(primary) while the node is gone ($out)" test $? = 0
+check "node lost: still one primary, the new one, labelled" test "$(rs_labelled)" = "$(rs_primary) "
+out=$(fo_verify "$work/w" "$(rs_ip "$(rs_primary)"):6379")
+check "node lost: every acknowledged write is on $(rs_primary) while the node is gone ($out)" test $? = 0
 restore_lost_node
 check "node lost: $lost_node Ready again after node-restore" wait_until 90 bash -c "[ \"\$(node_ready $lost_node)\" = True ]"
 lost_node=
@@ -255,7 +231,7 @@ for attempt in 1 2 3; do
     check "$name: the watch saw the election ($(tr '\n' ';' <"$work/mid.watch" 2>/dev/null))" test -s "$work/mid"
     recovered "$name"
     p1=$(promotions)
-    new=$(primary)
+    new=$(rs_primary)
     read -r m0 r0 <<<"${mm0[$new]}"
     read -r m1 r1 <<<"$(master_modes "$new")"
     check "$name: the elected $new's log is there (restarts $r0 -> $r1)" test -n "$m1" -a "$r0" = "$r1"
@@ -288,23 +264,18 @@ p1=$(promotions)
 check "observerd killed mid-failover: the promotion done exactly once ($p0 -> $p1)" test $((p1 - p0)) = 1
 
 all_killed() { for n in cache-0 cache-1 cache-2; do "$TOP/tests/cluster/cluster.sh" pod-kill "$ns/$n" >/dev/null; done; }
-old=$(primary); old_ip=$(pod_ip "$old"); t_kill=$(date +%s%3N)
+old=$(rs_primary); old_ip=$(rs_ip "$old"); t_kill=$(date +%s%3N)
 echo "# --- all killed: primary $old"
 all_killed
 check "all killed: settled again, one primary" wait_until 120 settled
 check "all killed: writes acknowledged again" wait_until 30 fo_events_after "$work/w" ack "$t_kill"
 # Not asserted: with every process killed, what survives is what each one's AOF (fsync
 # every second) holds; docs/failover.md.
-echo "# all killed: verify on $(primary): $(fo_verify "$work/w" "$(pod_ip "$(primary)"):6379")"
+echo "# all killed: verify on $(rs_primary): $(fo_verify "$work/w" "$(rs_ip "$(rs_primary)"):6379")"
 
-stopline=$(fo_writer_stop "$work/w")
-echo "# writer: $stopline"
-labels=$(fo_label_sampler_stop "$work/w")
-echo "# label sampler: $labels"
-check "the label sampler ran ($labels)" sh -c "echo '$labels' | grep -q '^samples=[1-9]'"
+rs_writer_stop
 check "the label sampler's file has samples" test -s "$work/w/labels.txt"
 check "the acknowledgement log has writes ($(fo_acked "$work/w"))" test "$(fo_acked "$work/w")" -gt 0
 check "the writer's event stream has acknowledgements" grep -q '"ev":"ack"' "$work/w/events.jsonl"
-check "never two pods labelled primary at once" sh -c "echo '$labels' | grep -q ' max=1 .*two_events=0'"
 for f in "${figures[@]}"; do echo "# figure: $f"; done
 summary

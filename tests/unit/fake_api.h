@@ -8,17 +8,24 @@
  * Handlers run on the server's threads: a handler that touches state the test also reads
  * takes the suite's own lock.
  *
+ * fake_api_connect gives a suite a kubeconfig (token auth) and a client aimed at the
+ * server.
+ *
  * Header-only (each suite is one executable): include it in the test file.
  */
 #ifndef RDC_TEST_FAKE_API_H
 #define RDC_TEST_FAKE_API_H
 
 #include "buf.h"
+#include "kube_client.h"
+#include "kube_config.h"
+#include "loopback.h"
 
 #include <CUnit/CUnit.h>
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,10 +93,7 @@ static inline void fake_api_start(fake_api_t *f, fake_api_handler_t handler, voi
     memset(f, 0, sizeof(*f));
     f->handle = handler;
     f->user = user;
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in sa = loopback_any_port();
     f->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
                             NULL, NULL, fake_api_on_request, f, MHD_OPTION_SOCK_ADDR, &sa,
                             MHD_OPTION_NOTIFY_COMPLETED, fake_api_on_completed, NULL,
@@ -106,6 +110,30 @@ static inline void fake_api_stop(fake_api_t *f)
     if (f->d)
         MHD_stop_daemon(f->d);
     f->d = NULL;
+}
+
+/* Load a kubeconfig whose one context points at f (http, token "t") into *cfg and create
+ * *client from it with the options o (NULL: the defaults without the client-side rate
+ * limit, qps 0). Failing either fails the test (CU_ASSERT_*_FATAL). The caller destroys
+ * both (kube_client_destroy, kube_config_destroy). */
+static inline void fake_api_connect(const fake_api_t *f, const kube_client_opts_t *o, kube_config_t **cfg,
+                                    kube_client_t **client)
+{
+    kube_client_opts_t unlimited;
+    if (!o) {
+        kube_client_opts_init(&unlimited);
+        unlimited.qps = 0;
+        o = &unlimited;
+    }
+    char yaml[1024], err[256];
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: v1\nkind: Config\nclusters:\n- name: f\n  cluster: {server: http://127.0.0.1:%d}\n"
+             "contexts:\n- name: f\n  context: {cluster: f, user: u}\ncurrent-context: f\n"
+             "users:\n- name: u\n  user: {token: t}\n",
+             f->port);
+    CU_ASSERT_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "test", NULL, cfg, err, sizeof(err)) == 0);
+    *client = kube_client_new(*cfg, o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*client);
 }
 
 #endif

@@ -1,4 +1,5 @@
 /* Unit tests of the small common modules: buf, clock, log, opts (and daemon_child_name). */
+#include "b64.h"
 #include "buf.h"
 #include "clock.h"
 #include "cu_table.h"
@@ -35,6 +36,21 @@ static void test_buf_append_and_cap(void)
     CU_ASSERT_PTR_NULL(b.data);
     free(s);
     buf_free(&b);
+}
+
+/* b64_text: a Secret's base64 into a C string; not base64, or a NUL inside: NULL. */
+static void test_b64_text(void)
+{
+    const char *ok[][2] = {{"", ""}, {"cA==", "p"}, {"cHc=", "pw"}, {"czNjcjN0", "s3cr3t"}};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char *t = b64_text(ok[i][0]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+        CU_ASSERT_STRING_EQUAL(t, ok[i][1]);
+        free(t);
+    }
+    const char *bad[] = {"cA", "c*==", "AGE=" /* "\0a" */};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CU_ASSERT_PTR_NULL(b64_text(bad[i]));
 }
 
 static void test_clock_rfc3339_roundtrip(void)
@@ -267,6 +283,7 @@ static void test_opts_durations(void)
 static const cu_entry_t tests[] = {
     CU_SUITE("buf"),
     {"append, printf, cap, consume, detach", test_buf_append_and_cap},
+    {"b64_text: base64 into a C string, refusals", test_b64_text},
     CU_SUITE("clock"),
     {"RFC 3339 format and parse", test_clock_rfc3339_roundtrip},
     CU_SUITE("log"),

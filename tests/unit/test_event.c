@@ -43,6 +43,16 @@ static void test_build(void)
     CU_ASSERT_STRING_EQUAL(json_object_to_json_string(ev), json_object_to_json_string(again));
     json_object_put(again);
     json_object_put(ev);
+    /* A reconciler's Event: the RedisCluster as the operator addresses it, whatever
+     * version it was read in. */
+    event_spec_t c = event_about_cluster(rc, "Normal", "Created", NULL, "host-1");
+    CU_ASSERT_STRING_EQUAL(c.api_version, "cache.example.com/v1");
+    CU_ASSERT_STRING_EQUAL(c.kind, "RedisCluster");
+    CU_ASSERT_STRING_EQUAL(c.name, "cache");
+    CU_ASSERT_STRING_EQUAL(c.uid, "u-1");
+    CU_ASSERT_STRING_EQUAL(c.message, "");
+    CU_ASSERT_STRING_EQUAL(c.action, "Reconcile");
+    CU_ASSERT_STRING_EQUAL(c.instance, "host-1");
     json_object_put(rc);
 }
 

@@ -13,7 +13,8 @@
 #include "loop.h"
 #include "plan.h"
 
-#include <CUnit/Basic.h>
+#include "cu_table.h"
+
 #include <CUnit/CUnit.h>
 #include <curl/curl.h>
 #include <json-c/json.h>
@@ -96,6 +97,8 @@ typedef struct {
     exec_ctx_t x;
     json_object *rc;
     plan_t *plan;
+    size_t failed;    /* run_plan's failed action and error */
+    kube_error_t err;
 } env_t;
 
 static void env_open(env_t *e, int batched)
@@ -103,20 +106,12 @@ static void env_open(env_t *e, int batched)
     memset(e, 0, sizeof(*e));
     pthread_mutex_init(&e->api.mu, NULL);
     fake_api_start(&e->api.srv, on_request, &e->api);
-    char yaml[1024], err[256];
-    snprintf(yaml, sizeof(yaml),
-             "apiVersion: v1\nkind: Config\nclusters:\n- name: f\n  cluster: {server: http://127.0.0.1:%d}\n"
-             "contexts:\n- name: f\n  context: {cluster: f, user: u}\ncurrent-context: f\n"
-             "users:\n- name: u\n  user: {token: t}\n",
-             e->api.srv.port);
-    CU_ASSERT_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "test", NULL, &e->cfg, err, sizeof(err)) == 0);
     kube_client_opts_t o;
     kube_client_opts_init(&o);
     o.qps = 0;
     o.max_retries = 2;
     o.retry_base_ms = 1;
-    e->client = kube_client_new(e->cfg, &o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e->client);
+    fake_api_connect(&e->api.srv, &o, &e->cfg, &e->client);
     if (batched) {
         e->multi = curl_multi_init();
         curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
@@ -141,6 +136,13 @@ static void env_close(env_t *e)
     kube_config_destroy(&e->cfg);
     fake_api_stop(&e->api.srv);
     pthread_mutex_destroy(&e->api.mu);
+}
+
+/* Carry out e's plan with exec_plan; its result, the failed action and error in e. */
+static exec_result_t run_plan(env_t *e)
+{
+    e->failed = 99;
+    return exec_plan(&e->x, e->rc, e->plan, &e->failed, &e->err);
 }
 
 static const req_t *find(env_t *e, const char *method, const char *part)
@@ -190,9 +192,7 @@ static void test_batch_concurrent_and_ordered(void)
     env_t e;
     env_open(&e, 1);
     e.api.delay_ms = 150;
-    size_t failed = 99;
-    kube_error_t err;
-    CU_ASSERT_EQUAL(exec_plan(&e.x, e.rc, e.plan, &failed, &err), EXEC_OK);
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_OK);
     CU_ASSERT_EQUAL(writes(&e), 6);
     CU_ASSERT_EQUAL(e.api.max_active, 2);
     const req_t *cm = find(&e, "POST", "/configmaps"), *svc = find(&e, "POST", "/services"),
@@ -220,9 +220,7 @@ static void test_serial_without_multi(void)
     env_t e;
     env_open(&e, 0);
     e.api.delay_ms = 20;
-    size_t failed = 99;
-    kube_error_t err;
-    CU_ASSERT_EQUAL(exec_plan(&e.x, e.rc, e.plan, &failed, &err), EXEC_OK);
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_OK);
     CU_ASSERT_EQUAL(writes(&e), 6);
     CU_ASSERT_EQUAL(e.api.max_active, 1);
     const req_t *cm = find(&e, "POST", "/configmaps"), *svc = find(&e, "POST", "/services");
@@ -239,11 +237,9 @@ static void test_refused_write_stops_dependents(void)
     env_t e;
     env_open(&e, 1);
     e.api.refuse = "/configmaps";
-    size_t failed = 99;
-    kube_error_t err;
-    CU_ASSERT_EQUAL(exec_plan(&e.x, e.rc, e.plan, &failed, &err), EXEC_ERROR);
-    CU_ASSERT_EQUAL(failed, 1);
-    CU_ASSERT(kube_error_is_forbidden(&err));
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_ERROR);
+    CU_ASSERT_EQUAL(e.failed, 1);
+    CU_ASSERT(kube_error_is_forbidden(&e.err));
     CU_ASSERT_PTR_NOT_NULL(find(&e, "POST", "/services"));
     CU_ASSERT_PTR_NULL(find(&e, "POST", "/statefulsets"));
     CU_ASSERT_PTR_NULL(find(&e, "PATCH", "/status"));
@@ -251,8 +247,8 @@ static void test_refused_write_stops_dependents(void)
     env_close(&e);
     env_open(&e, 1);
     e.api.refuse = "/services";
-    CU_ASSERT_EQUAL(exec_plan(&e.x, e.rc, e.plan, &failed, &err), EXEC_ERROR);
-    CU_ASSERT_EQUAL(failed, 2);
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_ERROR);
+    CU_ASSERT_EQUAL(e.failed, 2);
     CU_ASSERT_PTR_NULL(find(&e, "POST", "/statefulsets"));
     env_close(&e);
 }
@@ -263,9 +259,7 @@ static void test_transient_failure_retried(void)
     env_t e;
     env_open(&e, 1);
     e.api.flaky = "/services";
-    size_t failed = 99;
-    kube_error_t err;
-    CU_ASSERT_EQUAL(exec_plan(&e.x, e.rc, e.plan, &failed, &err), EXEC_OK);
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_OK);
     CU_ASSERT_EQUAL(e.api.flaked, 1);
     CU_ASSERT_EQUAL(writes(&e), 7); /* 6 + the retried Service */
     CU_ASSERT_PTR_NOT_NULL(find(&e, "POST", "/statefulsets"));
@@ -319,9 +313,7 @@ static void test_fenced_batch_sends_nothing(void)
     env_t e;
     env_open(&e, 1);
     e.x.fence = never;
-    size_t failed = 99;
-    kube_error_t err;
-    CU_ASSERT_EQUAL(exec_plan(&e.x, e.rc, e.plan, &failed, &err), EXEC_FENCED);
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_FENCED);
     CU_ASSERT_EQUAL(e.api.n, 0);
     env_close(&e);
 }
@@ -331,22 +323,10 @@ static void test_fenced_batch_sends_nothing(void)
 #define KEYS 3
 
 typedef struct {
+    exec_run_outcome_t out; /* the run's done argument */
     json_object *rc;
     plan_t *plan;
-    int finished;
-    exec_result_t r;
-    size_t failed;
-    kube_error_t err;
 } key_t_;
-
-static void on_key_done(exec_result_t r, size_t failed, const kube_error_t *err, void *arg)
-{
-    key_t_ *k = arg;
-    k->finished = 1;
-    k->r = r;
-    k->failed = failed;
-    k->err = *err;
-}
 
 static int on_tick(loop_t *loop, int id, void *arg)
 {
@@ -382,12 +362,12 @@ static double run_keys(env_t *e, key_t_ k[KEYS], int *ticks)
     }
     int64_t t0 = clock_mono_ns();
     for (int i = 0; i < KEYS; i++)
-        CU_ASSERT_PTR_NOT_NULL_FATAL(exec_run_start(a, &e->x, k[i].rc, k[i].plan, on_key_done, &k[i]));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(exec_run_start(a, &e->x, k[i].rc, k[i].plan, exec_run_keep_outcome, &k[i].out));
     CU_ASSERT_EQUAL(exec_async_runs(a), KEYS);
     for (int spins = 0; spins < 2000; spins++) {
         int all = 1;
         for (int i = 0; i < KEYS; i++)
-            all &= k[i].finished;
+            all &= k[i].out.finished;
         if (all)
             break;
         loop_run_once(loop, 100 * NS_PER_MS);
@@ -431,8 +411,8 @@ static void test_keys_together(void)
     int ticks = 0;
     double secs = run_keys(&e, k, &ticks);
     for (int i = 0; i < KEYS; i++) {
-        CU_ASSERT(k[i].finished);
-        CU_ASSERT_EQUAL(k[i].r, EXEC_OK);
+        CU_ASSERT(k[i].out.finished);
+        CU_ASSERT_EQUAL(k[i].out.r, EXEC_OK);
     }
     CU_ASSERT_EQUAL(writes(&e), 6 * KEYS);
     CU_ASSERT(e.api.max_active >= KEYS); /* the keys' requests were in flight together */
@@ -467,11 +447,11 @@ static void test_keys_failure_isolated(void)
     key_t_ k[KEYS];
     int ticks = 0;
     run_keys(&e, k, &ticks);
-    CU_ASSERT_EQUAL(k[0].r, EXEC_OK);
-    CU_ASSERT_EQUAL(k[1].r, EXEC_ERROR);
-    CU_ASSERT_EQUAL(k[1].failed, 1);
-    CU_ASSERT(kube_error_is_forbidden(&k[1].err));
-    CU_ASSERT_EQUAL(k[2].r, EXEC_OK);
+    CU_ASSERT_EQUAL(k[0].out.r, EXEC_OK);
+    CU_ASSERT_EQUAL(k[1].out.r, EXEC_ERROR);
+    CU_ASSERT_EQUAL(k[1].out.failed, 1);
+    CU_ASSERT(kube_error_is_forbidden(&k[1].out.err));
+    CU_ASSERT_EQUAL(k[2].out.r, EXEC_OK);
     CU_ASSERT_EQUAL(e.api.flaked, 1);
     CU_ASSERT_PTR_NOT_NULL(find_ns(&e, "ns-1", "POST", "/services")); /* same stage: sent */
     CU_ASSERT_PTR_NULL(find_ns(&e, "ns-1", "POST", "/statefulsets"));
@@ -501,7 +481,7 @@ static void test_keys_token_wait_is_a_timer(void)
     int ticks = 0;
     double secs = run_keys(&e, k, &ticks);
     for (int i = 0; i < KEYS; i++)
-        CU_ASSERT_EQUAL(k[i].r, EXEC_OK);
+        CU_ASSERT_EQUAL(k[i].out.r, EXEC_OK);
     CU_ASSERT_EQUAL(writes(&e), 6 * KEYS);
     CU_ASSERT(secs >= (6.0 * KEYS - 1) / 50 - 0.02); /* 17 waits of 20 ms */
     fprintf(stderr, "token waits: %.3f s, %d ticks\n", secs, ticks);
@@ -519,7 +499,7 @@ static void test_run_cancel(void)
     loop_t *loop = loop_new();
     exec_async_t *a = exec_async_new(loop);
     key_t_ k = {0};
-    exec_run_t *run = exec_run_start(a, &e.x, e.rc, e.plan, on_key_done, &k);
+    exec_run_t *run = exec_run_start(a, &e.x, e.rc, e.plan, exec_run_keep_outcome, &k.out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(run);
     for (int i = 0; i < 5; i++)
         loop_run_once(loop, 10 * NS_PER_MS);
@@ -528,31 +508,24 @@ static void test_run_cancel(void)
     CU_ASSERT_EQUAL(exec_async_runs(a), 0);
     for (int i = 0; i < 5; i++)
         loop_run_once(loop, 10 * NS_PER_MS);
-    CU_ASSERT_EQUAL(k.finished, 0);
+    CU_ASSERT_EQUAL(k.out.finished, 0);
     exec_async_destroy(&a);
     loop_destroy(&loop);
     env_close(&e);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("exec_batch", NULL, NULL);
-    CU_add_test(s, "stages of a new cluster", test_stages);
-    CU_add_test(s, "batched: concurrent, StatefulSet after ConfigMap", test_batch_concurrent_and_ordered);
-    CU_add_test(s, "serial without a multi", test_serial_without_multi);
-    CU_add_test(s, "a refused write stops its dependents", test_refused_write_stops_dependents);
-    CU_add_test(s, "a transient failure is retried", test_transient_failure_retried);
-    CU_add_test(s, "fenced: nothing sent", test_fenced_batch_sends_nothing);
-    CU_add_test(s, "reads at once (exec_get_many)", test_get_many);
-    CU_add_test(s, "several keys in flight progress together, each in order", test_keys_together);
-    CU_add_test(s, "a key's failure stops its own writes only; retries", test_keys_failure_isolated);
-    CU_add_test(s, "a wait for tokens is a loop timer", test_keys_token_wait_is_a_timer);
-    CU_add_test(s, "a cancelled run", test_run_cancel);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() > 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static const cu_entry_t tests[] = {
+    CU_SUITE("exec_batch"),
+    {"stages of a new cluster", test_stages},
+    {"batched: concurrent, StatefulSet after ConfigMap", test_batch_concurrent_and_ordered},
+    {"serial without a multi", test_serial_without_multi},
+    {"a refused write stops its dependents", test_refused_write_stops_dependents},
+    {"a transient failure is retried", test_transient_failure_retried},
+    {"fenced: nothing sent", test_fenced_batch_sends_nothing},
+    {"reads at once (exec_get_many)", test_get_many},
+    {"several keys in flight progress together, each in order", test_keys_together},
+    {"a key's failure stops its own writes only; retries", test_keys_failure_isolated},
+    {"a wait for tokens is a loop timer", test_keys_token_wait_is_a_timer},
+    {"a cancelled run", test_run_cancel},
+};
+CU_MAIN(tests)

@@ -12,6 +12,7 @@
 #include "kube_config.h"
 #include "kube_config_internal.h"
 #include "log.h"
+#include "loopback.h"
 #include "metrics.h"
 #include "watch.h"
 
@@ -224,11 +225,7 @@ static fake_t *fake_start_tls(fake_handler_fn handler, const char *key_pem,
     fake_t *f = calloc(1, sizeof(*f));
     pthread_mutex_init(&f->mu, NULL);
     f->handler = handler;
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = 0;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in sa = loopback_any_port();
     /* No MHD_USE_ERROR_LOG: the TLS tests abort handshakes on purpose. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
     if (key_pem) {
@@ -1281,10 +1278,7 @@ static void test_connection_refused(void)
 {
     /* A port nobody listens on: bind, read the port, close. */
     int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in sa = loopback_any_port();
     socklen_t sl = sizeof(sa);
     CU_ASSERT_EQUAL_FATAL(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
     getsockname(s, (struct sockaddr *)&sa, &sl);

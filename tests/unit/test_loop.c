@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "loop_curl.h"
+#include "loopback.h"
 
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -467,16 +468,6 @@ static CURL *easy_get(const char *url, size_t *len)
     curl_easy_setopt(e, CURLOPT_WRITEDATA, len);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     return e;
-}
-
-/* 127.0.0.1, port 0 (any free one). */
-static struct sockaddr_in loopback_any_port(void)
-{
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return sa;
 }
 
 /* An HTTP server on 127.0.0.1 answering with handler(arg) on its own thread; *port is

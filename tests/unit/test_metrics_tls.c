@@ -5,6 +5,7 @@
  * current certificate; without a directory a self-signed one. */
 #include "cert_files.h"
 #include "log.h"
+#include "loopback.h"
 #include "metrics_tls.h"
 #include "tls_client.h"
 
@@ -94,15 +95,6 @@ static int served(SSL_CTX *ctx, unsigned port, char *cn, size_t cap)
     return ok;
 }
 
-static struct sockaddr_in loopback(void)
-{
-    struct sockaddr_in sin;
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return sin;
-}
-
 static mtls_opts_t opts(const struct sockaddr_in *sin, const char *dir)
 {
     mtls_opts_t o = {.cert_dir = dir, .cert_name = "tls.crt", .key_name = "tls.key", .addr = sin,
@@ -114,7 +106,7 @@ static mtls_opts_t opts(const struct sockaddr_in *sin, const char *dir)
 static void test_rotation_served(void)
 {
     char err[512], cn[128];
-    struct sockaddr_in sin = loopback();
+    struct sockaddr_in sin = loopback_any_port();
     mtls_opts_t o = opts(&sin, tmpdir);
     mtls_t *t = NULL;
     cert_files_make(tmpdir, "first", "tls.crt", "tls.key");
@@ -188,7 +180,7 @@ static void test_rotation_served(void)
 static void test_start_errors_and_self_signed(void)
 {
     char err[512], cn[128];
-    struct sockaddr_in sin = loopback();
+    struct sockaddr_in sin = loopback_any_port();
     mtls_opts_t o = opts(&sin, "/nonexistent-dir");
     mtls_t *t = NULL;
     CU_ASSERT_EQUAL(mtls_start(&o, &t, err, sizeof(err)), -1);
@@ -209,7 +201,7 @@ static void test_start_errors_and_self_signed(void)
     CU_ASSERT_EQUAL(mtls_check(t, 1, err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(mtls_loads(t), 1);
     /* The port is taken: a second listener on it fails with a message. */
-    struct sockaddr_in same = loopback();
+    struct sockaddr_in same = loopback_any_port();
     same.sin_port = htons((uint16_t)mtls_port(t));
     mtls_opts_t o2 = opts(&same, NULL);
     mtls_t *t2 = NULL;

@@ -38,7 +38,6 @@ typedef struct {
 
 typedef struct {
     fake_api_t srv;
-    int port;
     pthread_mutex_t mu;
     fobj_t objs[MAX_OBJS];
     int nobjs;
@@ -218,7 +217,6 @@ static fake_t *fake_start(int n, int n_old)
     snprintf(f->stored[1], sizeof(f->stored[1]), "v1");
     f->nstored = 2;
     fake_api_start(&f->srv, on_request, f);
-    f->port = f->srv.port;
     return f;
 }
 
@@ -259,20 +257,12 @@ typedef struct {
 static client_t client_for(fake_t *f)
 {
     client_t cl = {0};
-    char yaml[1024], err[256];
-    snprintf(yaml, sizeof(yaml),
-             "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://127.0.0.1:%d\n"
-             "contexts:\n- name: fake\n  context: {cluster: fake, user: u}\ncurrent-context: fake\n"
-             "users:\n- name: u\n  user:\n    token: t\n",
-             f->port);
-    CU_ASSERT_EQUAL_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "test", NULL, &cl.cfg, err, sizeof(err)), 0);
     kube_client_opts_t o;
     kube_client_opts_init(&o);
     o.qps = 0;          /* the migration's own limit is what is tested */
     o.max_retries = 0;  /* a 500 ends the call at once */
     o.timeout_ms = 5000;
-    cl.c = kube_client_new(cl.cfg, &o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(cl.c);
+    fake_api_connect(&f->srv, &o, &cl.cfg, &cl.c);
     return cl;
 }
 

@@ -5,9 +5,31 @@
 #include "obsdiff.h"
 #include "redisinfo.h"
 
+#include "cu_table.h"
+
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
 #include <string.h>
+
+/* The lines every INFO replication text below ends with, as Redis 7.0 writes them after
+ * the role's own: */
+#define REPL_TAIL \
+    "master_failover_state:no-failover\r\n" \
+    "master_replid:c685ab100b03b42e93509ddfb59119e0becb2f8f\r\n" \
+    "master_replid2:0000000000000000000000000000000000000000\r\n" \
+    "master_repl_offset:50\r\n" \
+    "second_repl_offset:-1\r\n" \
+    "repl_backlog_active:1\r\n" \
+    "repl_backlog_size:1048576\r\n" \
+    "repl_backlog_first_byte_offset:1\r\n" \
+    "repl_backlog_histlen:50\r\n"
+/* and those a replica's ends with. */
+#define REPLICA_TAIL \
+    "slave_priority:100\r\n" \
+    "slave_read_only:1\r\n" \
+    "replica_announced:1\r\n" \
+    "connected_slaves:0\r\n" \
+    REPL_TAIL
 
 static const char INFO_MASTER_2_SLAVES[] =
     "# Replication\r\n"
@@ -15,15 +37,7 @@ static const char INFO_MASTER_2_SLAVES[] =
     "connected_slaves:2\r\n"
     "slave0:ip=127.0.0.1,port=17003,state=online,offset=50,lag=1\r\n"
     "slave1:ip=127.0.0.1,port=17002,state=online,offset=50,lag=1\r\n"
-    "master_failover_state:no-failover\r\n"
-    "master_replid:c685ab100b03b42e93509ddfb59119e0becb2f8f\r\n"
-    "master_replid2:0000000000000000000000000000000000000000\r\n"
-    "master_repl_offset:50\r\n"
-    "second_repl_offset:-1\r\n"
-    "repl_backlog_active:1\r\n"
-    "repl_backlog_size:1048576\r\n"
-    "repl_backlog_first_byte_offset:1\r\n"
-    "repl_backlog_histlen:50\r\n";
+    REPL_TAIL;
 static const char INFO_REPLICA_UP[] =
     "# Replication\r\n"
     "role:slave\r\n"
@@ -34,19 +48,7 @@ static const char INFO_REPLICA_UP[] =
     "master_sync_in_progress:0\r\n"
     "slave_read_repl_offset:50\r\n"
     "slave_repl_offset:50\r\n"
-    "slave_priority:100\r\n"
-    "slave_read_only:1\r\n"
-    "replica_announced:1\r\n"
-    "connected_slaves:0\r\n"
-    "master_failover_state:no-failover\r\n"
-    "master_replid:c685ab100b03b42e93509ddfb59119e0becb2f8f\r\n"
-    "master_replid2:0000000000000000000000000000000000000000\r\n"
-    "master_repl_offset:50\r\n"
-    "second_repl_offset:-1\r\n"
-    "repl_backlog_active:1\r\n"
-    "repl_backlog_size:1048576\r\n"
-    "repl_backlog_first_byte_offset:1\r\n"
-    "repl_backlog_histlen:50\r\n";
+    REPLICA_TAIL;
 static const char INFO_REPLICA_DOWN[] =
     "# Replication\r\n"
     "role:slave\r\n"
@@ -58,19 +60,7 @@ static const char INFO_REPLICA_DOWN[] =
     "slave_read_repl_offset:50\r\n"
     "slave_repl_offset:50\r\n"
     "master_link_down_since_seconds:1\r\n"
-    "slave_priority:100\r\n"
-    "slave_read_only:1\r\n"
-    "replica_announced:1\r\n"
-    "connected_slaves:0\r\n"
-    "master_failover_state:no-failover\r\n"
-    "master_replid:c685ab100b03b42e93509ddfb59119e0becb2f8f\r\n"
-    "master_replid2:0000000000000000000000000000000000000000\r\n"
-    "master_repl_offset:50\r\n"
-    "second_repl_offset:-1\r\n"
-    "repl_backlog_active:1\r\n"
-    "repl_backlog_size:1048576\r\n"
-    "repl_backlog_first_byte_offset:1\r\n"
-    "repl_backlog_histlen:50\r\n";
+    REPLICA_TAIL;
 static const char INFO_FULL_REPLICA[] =
     "# Server\r\n"
     "redis_version:7.0.15\r\n"
@@ -410,26 +400,16 @@ static void test_diff_json(void)
     buf_free(&b);
 }
 
-static CU_TestInfo info_tests[] = {
+static const cu_entry_t tests[] = {
+    CU_SUITE("redisinfo"),
     {"primary with two replicas", test_info_master_two_slaves},
     {"replica linked", test_info_replica_linked},
     {"replica whose primary died", test_info_replica_unlinked},
     {"every default section", test_info_full_sections},
     {"malformed and foreign input", test_info_bad_input},
-    CU_TEST_INFO_NULL,
-};
-
-static CU_TestInfo diff_tests[] = {
+    CU_SUITE("obsdiff"),
     {"which transitions are news", test_diff_table},
     {"a primary still down is repeated", test_diff_still_down},
     {"the observation JSON", test_diff_json},
-    CU_TEST_INFO_NULL,
 };
-
-static CU_SuiteInfo suites[] = {
-    {"redisinfo", NULL, NULL, NULL, NULL, info_tests},
-    {"obsdiff", NULL, NULL, NULL, NULL, diff_tests},
-    CU_SUITE_INFO_NULL,
-};
-
-#include "cu_main.h"
+CU_MAIN(tests)

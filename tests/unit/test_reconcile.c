@@ -215,19 +215,11 @@ static void env_open(env_t *e)
     pthread_mutex_init(&e->api.mu, NULL);
     fake_api_start(&e->api.srv, on_request, &e->api);
     e->api.port = e->api.srv.port;
-    char yaml[1024], err[256];
-    snprintf(yaml, sizeof(yaml),
-             "apiVersion: v1\nkind: Config\nclusters:\n- name: f\n  cluster: {server: http://127.0.0.1:%d}\n"
-             "contexts:\n- name: f\n  context: {cluster: f, user: u}\ncurrent-context: f\n"
-             "users:\n- name: u\n  user: {token: t}\n",
-             e->api.port);
-    CU_ASSERT_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "test", NULL, &e->cfg, err, sizeof(err)) == 0);
     kube_client_opts_t o;
     kube_client_opts_init(&o);
     o.qps = 0;
     o.max_retries = 0;
-    e->client = kube_client_new(e->cfg, &o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e->client);
+    fake_api_connect(&e->api.srv, &o, &e->cfg, &e->client);
     e->memo = exec_memo_new();
     e->x = (exec_ctx_t){.client = e->client, .memo = e->memo, .reconcile_id = "test", .instance = "test"};
 }

@@ -11,7 +11,8 @@
 #include "loop.h"
 #include "recorder.h"
 
-#include <CUnit/Basic.h>
+#include "cu_table.h"
+
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
 #include <pthread.h>
@@ -78,18 +79,7 @@ static void env_open(env_t *e, const recorder_opts_t *o)
     memset(e, 0, sizeof(*e));
     pthread_mutex_init(&e->api.mu, NULL);
     fake_api_start(&e->api.srv, on_request, &e->api);
-    char yaml[1024], err[256];
-    snprintf(yaml, sizeof(yaml),
-             "apiVersion: v1\nkind: Config\nclusters:\n- name: f\n  cluster: {server: http://127.0.0.1:%d}\n"
-             "contexts:\n- name: f\n  context: {cluster: f, user: u}\ncurrent-context: f\n"
-             "users:\n- name: u\n  user: {token: t}\n",
-             e->api.srv.port);
-    CU_ASSERT_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "test", NULL, &e->cfg, err, sizeof(err)) == 0);
-    kube_client_opts_t co;
-    kube_client_opts_init(&co);
-    co.qps = 0;
-    e->client = kube_client_new(e->cfg, &co, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e->client);
+    fake_api_connect(&e->api.srv, NULL, &e->cfg, &e->client);
     e->loop = loop_new();
     e->r = recorder_new(e->client, e->loop, o);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e->r);
@@ -283,20 +273,13 @@ static void test_past_deadline_is_dropped(void)
     env_close(&e);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("recorder", NULL, NULL);
-    CU_add_test(s, "repeats PATCH the count", test_repeats_patch_the_count);
-    CU_add_test(s, "repeats in flight fold into one PATCH", test_repeats_in_flight_fold_into_one_patch);
-    CU_add_test(s, "an expired Event is POSTed again", test_expired_event_is_posted_again);
-    CU_add_test(s, "spam filter per object", test_spam_filter_per_object);
-    CU_add_test(s, "the queue is bounded", test_queue_is_bounded);
-    CU_add_test(s, "past the deadline: dropped", test_past_deadline_is_dropped);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    int failed = CU_get_number_of_failures() > 0;
-    CU_cleanup_registry();
-    return failed;
-}
+static const cu_entry_t tests[] = {
+    CU_SUITE("recorder"),
+    {"repeats PATCH the count", test_repeats_patch_the_count},
+    {"repeats in flight fold into one PATCH", test_repeats_in_flight_fold_into_one_patch},
+    {"an expired Event is POSTed again", test_expired_event_is_posted_again},
+    {"spam filter per object", test_spam_filter_per_object},
+    {"the queue is bounded", test_queue_is_bounded},
+    {"past the deadline: dropped", test_past_deadline_is_dropped},
+};
+CU_MAIN(tests)
