@@ -33,7 +33,10 @@ check "the token may list RedisClusters" as_op get rdc -A
 check "the token may watch Secrets (informerd, metadata only)" sh -c "kubectl --kubeconfig '$work/kubeconfig' auth can-i watch secrets -A | grep -qx yes"
 check "the token may not update or delete Secrets" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i update secrets -A | grep -qx yes && ! kubectl --kubeconfig '$work/kubeconfig' auth can-i delete secrets -A | grep -qx yes"
 check "the token may not delete RedisClusters" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i delete redisclusters.cache.example.com -A | grep -qx yes"
-check "the token may not touch Pods" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i create pods | grep -qx yes"
+check "the token may not create Pods" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i create pods | grep -qx yes"
+# Pods: delete, to roll a Replication cluster out in its own order (OnDelete, the primary
+# handed over first); the lifecycle below rolls a cluster through an image change.
+check "the token may delete Pods (OnDelete rollouts)" sh -c "kubectl --kubeconfig '$work/kubeconfig' auth can-i delete pods -A | grep -qx yes"
 check "the token may not take Leases outside its namespace" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i update leases -n default | grep -qx yes"
 no_wildcard() { # no "*" in any rule's apiGroups, resources or verbs (comments aside)
     ! grep -hv '^[[:space:]]*#' "$TOP"/deploy/base/rbac/*.yaml | grep -E '^[[:space:]]*(- )?(apiGroups|resources|verbs):.*\*|^[[:space:]]*- "?\*"?[[:space:]]*$'
