@@ -129,7 +129,12 @@ rc_yaml() {
 # rc_apply_cache NAMESPACE: apply the RedisCluster "cache" most scripts start from: 3
 # replicas of redis 7.2, maxmemory 256mb allkeys-lru, 1Gi of storage.
 rc_apply_cache() {
+    # Standalone: the scripts using it run on kwok's fake pods, with no Redis behind them.
+    # In Replication a fresh look (`workerd --once`) and the running operator's observer
+    # would then disagree on how long the primary has been down (PrimaryUnreachable vs
+    # NoFailoverCandidate after downAfter), a difference of history, not of the cluster.
     rc_yaml cache "$1" <<YAML | kubectl apply -f - >/dev/null
+  mode: Standalone
   size: 3
   image: redis
   version: "7.2"
