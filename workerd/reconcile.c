@@ -148,13 +148,52 @@ static int get_object(const exec_ctx_t *x, const char *group, const char *versio
 
 /* The cache lists children by our label only: an unlabelled object of the same name
  * looks absent there. Ask the API by name for each child the cache does not have (a
- * read, only then: a resync of healthy clusters reads nothing). fetched[i] gets what was
- * found (owned by the caller); child[i] points to it. Returns 0, or -1 with err. */
+ * read, only then: a resync of healthy clusters reads nothing) when the context has no
+ * memo of existing names (workerd --once, the serial path); with one (x->exists and
+ * x->batch), only when the memo names one of them (a create of it met 409 AlreadyExists,
+ * or a read found it), and then all of them, so the plan sees every object in the way
+ * at once, as without a memo. A new cluster reads nothing: its creates are POSTs, which
+ * an object of that name refuses with 409 (existsmemo.h). The memo forgets a name the
+ * cache holds or a read answers 404 for, and keeps one a read finds. fetched[i] gets
+ * what was found (owned by the caller); child[i] points to it. Returns 0, or -1 with
+ * err. */
 #define N_CHILDREN 6 /* ConfigMap, Service, StatefulSet, PDB, then the role Services */
 static const char *const child_group[N_CHILDREN] = {"", "", "apps", "policy", "", ""};
 static const char *const child_resource[N_CHILDREN] = {"configmaps", "services", "statefulsets",
                                                        "poddisruptionbudgets", "services", "services"};
 #define ROLE_CHILD 4 /* the first role Service's index */
+
+/* The memo's say (x->exists): 1 when the absent children must be read by name (no
+ * usable memo, or it names one of them), 0 when the cache can be trusted. Children the
+ * cache holds leave the memo. */
+static int must_read_absent(const exec_ctx_t *x, const char *ns, const json_object *const child[N_CHILDREN],
+                            char names[N_CHILDREN][300], const int absent[], int n)
+{
+    existsmemo_t *m = x->batch ? x->exists : NULL;
+    if (!m)
+        return 1;
+    for (int i = 0; i < N_CHILDREN; i++)
+        if (child[i])
+            existsmemo_drop(m, child_resource[i], ns, meta_str(child[i], "name"));
+    int known = existsmemo_saturated(m);
+    for (int k = 0; k < n && !known; k++)
+        known = existsmemo_has(m, child_resource[absent[k]], ns, names[absent[k]]);
+    return known;
+}
+
+/* What the reads of the absent children found, into the memo (see must_read_absent). */
+static void note_absent_read(const exec_ctx_t *x, const char *ns, const json_object *const fetched[N_CHILDREN],
+                             char names[N_CHILDREN][300], const int absent[], int n)
+{
+    existsmemo_t *m = x->batch ? x->exists : NULL;
+    for (int k = 0; m && k < n; k++) {
+        int i = absent[k];
+        if (fetched[i])
+            existsmemo_add(m, child_resource[i], ns, names[i]);
+        else
+            existsmemo_drop(m, child_resource[i], ns, names[i]);
+    }
+}
 
 static int find_absent_children(const exec_ctx_t *x, const json_object *rc, const json_object *child[N_CHILDREN],
                                 json_object *fetched[N_CHILDREN], kube_error_t *err)
@@ -180,6 +219,8 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
             snprintf(names[i], sizeof(names[i]), "%s", name);
         absent[n++] = i;
     }
+    if (!must_read_absent(x, ns, child, names, absent, n))
+        return 0;
     if (n >= 2 && x->batch) {
         /* independent reads: at once (a new cluster's 404s in one round trip) */
         buf_t path[N_CHILDREN];
@@ -203,6 +244,8 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
             fetched[absent[k]] = got[k];
             child[absent[k]] = got[k];
         }
+        if (!rc)
+            note_absent_read(x, ns, (const json_object *const *)fetched, names, absent, n);
         return rc;
     }
     for (int k = 0; k < n; k++) {
@@ -211,6 +254,7 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
             return -1;
         child[i] = fetched[i];
     }
+    note_absent_read(x, ns, (const json_object *const *)fetched, names, absent, n);
     return 0;
 }
 
@@ -694,6 +738,11 @@ void reconcile_end(reconcile_job_t **job_p, exec_result_t r, size_t failed, cons
             goto out;
         }
     }
+    if (r == EXEC_CONFLICT && fa && fa->kind == PLAN_CREATE && x->batch && x->exists &&
+        kube_error_is_already_exists(&err))
+        /* An object of that name the cache does not hold: the next reconcile reads it
+         * (find_absent_children) instead of creating it again. */
+        existsmemo_add(x->exists, fa->resource, fa->ns ? fa->ns : ns, fa->name);
     if (r == EXEC_OK) {
         out->requeue_after_ns = plan_requeue_after_ns(plan);
         /* a diagnosis put off: look again when it is due, whatever else happens */
