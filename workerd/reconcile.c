@@ -574,6 +574,8 @@ struct reconcile_job {
     int64_t start;
     int dry_run;
     int64_t diag_wait_ns;       /* the diagnosis was put off this long (requeue then) */
+    plan_observed_t seen;       /* the caller's (what it points to is borrowed) */
+    int has_seen;
 };
 
 /* Log, count and free: the end of every reconcile. */
@@ -652,6 +654,10 @@ reconcile_job_t *reconcile_begin(const exec_ctx_t *x, const json_object *rc, con
     j->rc = rc;
     j->xr = *x;
     j->dry_run = dry_run != NULL;
+    if (seen) {
+        j->seen = *seen;
+        j->has_seen = 1;
+    }
     const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
     metric_family_t *active = metrics_gauge(metrics_default(), "controller_runtime_active_workers",
                                             "Number of currently used workers per controller", "controller");
@@ -712,6 +718,58 @@ const plan_t *reconcile_job_plan(const reconcile_job_t *j)
     return j->plan;
 }
 
+/* A create met 409 AlreadyExists: an object of that name the cache does not hold. Keep
+ * the name (existsmemo.h), read the absent children by name, plan again from them and
+ * run that plan to its end (on a loop of its own, as take_back's), so that the
+ * reconcile ends as the read-first path ends (a foreign object left alone and reported,
+ * one of ours taken back) and no other reconcile, with an older RedisCluster, reports it
+ * again. Returns the second run's result (failed and err as exec_plan's); EXEC_CONFLICT
+ * with failed and err unchanged when the reads or the plan fail (the next reconcile
+ * reads: the name is kept). */
+static exec_result_t replan_after_exists(reconcile_job_t *j, const plan_action_t *fa, size_t *failed,
+                                         kube_error_t *err)
+{
+    const exec_ctx_t *x = &j->xr;
+    existsmemo_add(x->exists, fa->resource, fa->ns ? fa->ns : meta_str(j->rc, "namespace"), fa->name);
+    kube_error_t rerr;
+    kube_error_clear(&rerr);
+    if (find_absent_children(x, j->rc, j->child, j->fetched, &rerr))
+        return EXEC_CONFLICT;
+    plan_t *first = j->plan;
+    char *password = j->password, *applied = j->applied;
+    j->plan = NULL;
+    j->password = j->applied = NULL;
+    for (int i = 0; i < 3; i++) {
+        json_object_put(j->diag[i]);
+        j->diag[i] = NULL;
+    }
+    plan_job(j, x, j->rc, j->has_seen ? &j->seen : NULL, 0);
+    if (!j->plan || plan_error(j->plan)) {
+        plan_destroy(&j->plan);
+        wipe(&j->password);
+        wipe(&j->applied);
+        j->plan = first;
+        j->password = password;
+        j->applied = applied;
+        j->xr.redis_password = password;
+        j->xr.redis_old_password = applied;
+        return EXEC_CONFLICT;
+    }
+    plan_destroy(&first);
+    wipe(&password);
+    wipe(&applied);
+    return exec_plan(x, j->rc, j->plan, failed, err);
+}
+
+/* 1 when the run ended on a create that met 409 AlreadyExists, with a memo to keep the
+ * name in (workerd's context). */
+static int create_met_existing(const exec_ctx_t *x, exec_result_t r, const plan_action_t *fa,
+                               const kube_error_t *err)
+{
+    return r == EXEC_CONFLICT && fa && fa->kind == PLAN_CREATE && x->batch && x->exists &&
+           kube_error_is_already_exists(err);
+}
+
 void reconcile_end(reconcile_job_t **job_p, exec_result_t r, size_t failed, const kube_error_t *ferr,
                    reconcile_outcome_t *out)
 {
@@ -728,6 +786,13 @@ void reconcile_end(reconcile_job_t **job_p, exec_result_t r, size_t failed, cons
     else
         kube_error_clear(&err);
     const plan_action_t *fa = r == EXEC_OK ? NULL : plan_action(plan, failed);
+    if (create_met_existing(x, r, fa, &err)) {
+        r = replan_after_exists(j, fa, &failed, &err);
+        plan = j->plan;
+        fa = r == EXEC_OK ? NULL : plan_action(plan, failed);
+        if (create_met_existing(x, r, fa, &err)) /* another appeared meanwhile: read next time */
+            existsmemo_add(x->exists, fa->resource, fa->ns ? fa->ns : ns, fa->name);
+    }
     if (r == EXEC_ERROR && err.http_status == 422 && fa && fa->kind == PLAN_APPLY) {
         /* Applying again would be refused again: take the child back. */
         r = take_back(x, rc, plan, failed, child_written(fa, j->child), &err);
@@ -738,11 +803,6 @@ void reconcile_end(reconcile_job_t **job_p, exec_result_t r, size_t failed, cons
             goto out;
         }
     }
-    if (r == EXEC_CONFLICT && fa && fa->kind == PLAN_CREATE && x->batch && x->exists &&
-        kube_error_is_already_exists(&err))
-        /* An object of that name the cache does not hold: the next reconcile reads it
-         * (find_absent_children) instead of creating it again. */
-        existsmemo_add(x->exists, fa->resource, fa->ns ? fa->ns : ns, fa->name);
     if (r == EXEC_OK) {
         out->requeue_after_ns = plan_requeue_after_ns(plan);
         /* a diagnosis put off: look again when it is due, whatever else happens */

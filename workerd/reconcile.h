@@ -36,9 +36,11 @@ typedef struct {
  * cache only holds labelled objects and an unlabelled one of that name must not look
  * absent to the plan (plan.h, OWNERSHIP); a failed read is RECONCILE_ERROR. With
  * x->batch and x->exists (workerd's worker) the absent children are read only when the
- * memo names one of them (existsmemo.h): a create (POST) that meets 409 AlreadyExists
- * ends in RECONCILE_REQUEUE with the name kept, so the next reconcile reads them; a read
- * answering 404, or the child in the cache, forgets the name. A write the
+ * memo names one of them (existsmemo.h): when a create (POST) meets 409 AlreadyExists
+ * the name is kept and, in the same reconcile, the absent children are read, the plan
+ * computed again from them and run (once; a second 409 is RECONCILE_REQUEUE, and the
+ * next reconcile reads); a read answering 404, or the child in the cache, forgets the
+ * name. A write the
  * API refuses (4xx other than 409/429, a non-retryable 5xx) is put into the status
  * (plan_write_failed) before RECONCILE_ERROR is returned; but an apply of a child refused
  * with 422 is first taken back (plan_take_back: replace, or recreate the Service), and
