@@ -730,7 +730,10 @@ static exec_result_t replan_after_exists(reconcile_job_t *j, const plan_action_t
                                          kube_error_t *err)
 {
     const exec_ctx_t *x = &j->xr;
-    existsmemo_add(x->exists, fa->resource, fa->ns ? fa->ns : meta_str(j->rc, "namespace"), fa->name);
+    const char *ns = fa->ns ? fa->ns : meta_str(j->rc, "namespace");
+    rlog_info("create met an object the cache does not hold: reading the children, planning again",
+              "reconcileID", x->reconcile_id, "resource", fa->resource, "namespace", ns, "name", fa->name);
+    existsmemo_add(x->exists, fa->resource, ns, fa->name);
     kube_error_t rerr;
     kube_error_clear(&rerr);
     if (find_absent_children(x, j->rc, j->child, j->fetched, &rerr))
