@@ -760,11 +760,20 @@ static void on_req_done(const kube_error_t *err, long status, void *arg)
         run_stage_done(run);
 }
 
-/* The stage's requests all ended: the first failure in plan order ends the run; else
- * the stage's log lines, memo and Events, and on to the next stage. */
+/* The stage's write k is done: its log line and Events. */
+static void run_write_done(exec_run_t *run, size_t k)
+{
+    const plan_action_t *a = plan_action(run->plan, run->i + k);
+    rlog_info("write done", "reconcileID", run->x->reconcile_id, "action", plan_action_kind_name(a->kind), "path",
+              a->path, "why", a->why, "batch", run->end - run->i > 1 ? "1" : "0");
+    exec_events(run->x, run->rc, run->plan, run->i + k);
+}
+
+/* The stage's requests all ended: the first failure in plan order ends the run (the
+ * stage's writes that were made get their log lines and Events all the same); else the
+ * stage's log lines, memo and Events, and on to the next stage. */
 static void run_stage_done(exec_run_t *run)
 {
-    const exec_ctx_t *x = run->x;
     size_t n = run->end - run->i;
     for (size_t k = 0; k < n; k++) {
         run_req_t *q = &run->req[k];
@@ -775,19 +784,18 @@ static void run_stage_done(exec_run_t *run)
         if (q->err.code != KERR_OK) {
             exec_result_t r = write_failed(plan_action(run->plan, run->i + k), &q->err);
             if (r != EXEC_OK) {
+                for (size_t d = 0; d < n; d++)
+                    if (d != k && !run->req[d].fenced && run->req[d].err.code == KERR_OK)
+                        run_write_done(run, d);
                 run_finish(run, r, run->i + k, &q->err);
                 return;
             }
         }
     }
     if (run->signed_)
-        memo_store(x->memo, run->uid, run->sig);
-    for (size_t k = 0; k < n; k++) {
-        const plan_action_t *a = plan_action(run->plan, run->i + k);
-        rlog_info("write done", "reconcileID", x->reconcile_id, "action", plan_action_kind_name(a->kind), "path",
-                  a->path, "why", a->why, "batch", n > 1 ? "1" : "0");
-        exec_events(x, run->rc, run->plan, run->i + k);
-    }
+        memo_store(run->x->memo, run->uid, run->sig);
+    for (size_t k = 0; k < n; k++)
+        run_write_done(run, k);
     run->i = run->end;
     run_advance(run);
 }

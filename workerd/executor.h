@@ -39,6 +39,7 @@
 #ifndef RDC_EXECUTOR_H
 #define RDC_EXECUTOR_H
 
+#include "existsmemo.h"
 #include "kube_client.h"
 #include "loop.h"
 #include "plan.h"
@@ -78,6 +79,9 @@ typedef struct {
     void *batch;                /* a CURLM (CURLPIPE_MULTIPLEX) for reads at once
                                  * (exec_get_many); with it exec_plan runs its stages as
                                  * ASYNC does; NULL = every write alone, in order */
+    existsmemo_t *exists;       /* with batch: children a create met 409 AlreadyExists on,
+                                 * the only absent ones read by name (reconcile.h); NULL =
+                                 * every child the cache lacks is read */
 } exec_ctx_t;
 
 /* STAGES: the plan's actions in stages, in plan order. A create or apply of a ConfigMap,
@@ -90,7 +94,8 @@ typedef struct {
  * a whole; a transient failure (transport, 401, 429, 5xx) is retried through the client
  * (its backoff); any failure stops the plan before the next stage, reported as the first
  * failed action in plan order (the stage's other writes are done all the same: they do
- * not depend on each other). Events of the stage's actions follow the whole stage.
+ * not depend on each other). Events of the stage's actions follow the whole stage (those
+ * of its writes that were made, when another of them failed).
  *
  * The end (one past the last action) of the stage that starts at action i. */
 size_t exec_stage_end(const plan_t *plan, size_t i);

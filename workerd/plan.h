@@ -145,9 +145,10 @@
  * created nor updated either (its pods would mount the other object's redis.conf), which
  * the Degraded message says. A StatefulSet that is not ours contributes nothing to the
  * status (it is treated as absent there: phase Pending, Ready=False Creating).
- * The caller hands in every child it can find by name, not only the ones its labelled
- * cache holds (workerd GETs a child the cache says is absent), since an unlabelled object
- * of that name would otherwise look absent; PLAN_CREATE then fails safe with 409.
+ * An unlabelled object of a child's name is not in the labelled cache and looks absent
+ * to the plan; PLAN_CREATE then fails safe with 409 AlreadyExists, and the caller hands
+ * it in from then on (workerd reads it by name: reconcile.h, existsmemo.h), so that it
+ * is reported and left alone as above.
  *
  * A FAILED WRITE (plan_write_failed): when the API refuses one of the plan's writes (422,
  * 403, 400, a webhook's denial, ...), the status still tells: the plan's computed status

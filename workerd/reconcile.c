@@ -148,13 +148,52 @@ static int get_object(const exec_ctx_t *x, const char *group, const char *versio
 
 /* The cache lists children by our label only: an unlabelled object of the same name
  * looks absent there. Ask the API by name for each child the cache does not have (a
- * read, only then: a resync of healthy clusters reads nothing). fetched[i] gets what was
- * found (owned by the caller); child[i] points to it. Returns 0, or -1 with err. */
+ * read, only then: a resync of healthy clusters reads nothing) when the context has no
+ * memo of existing names (workerd --once, the serial path); with one (x->exists and
+ * x->batch), only when the memo names one of them (a create of it met 409 AlreadyExists,
+ * or a read found it), and then all of them, so the plan sees every object in the way
+ * at once, as without a memo. A new cluster reads nothing: its creates are POSTs, which
+ * an object of that name refuses with 409 (existsmemo.h). The memo forgets a name the
+ * cache holds or a read answers 404 for, and keeps one a read finds. fetched[i] gets
+ * what was found (owned by the caller); child[i] points to it. Returns 0, or -1 with
+ * err. */
 #define N_CHILDREN 6 /* ConfigMap, Service, StatefulSet, PDB, then the role Services */
 static const char *const child_group[N_CHILDREN] = {"", "", "apps", "policy", "", ""};
 static const char *const child_resource[N_CHILDREN] = {"configmaps", "services", "statefulsets",
                                                        "poddisruptionbudgets", "services", "services"};
 #define ROLE_CHILD 4 /* the first role Service's index */
+
+/* The memo's say (x->exists): 1 when the absent children must be read by name (no
+ * usable memo, or it names one of them), 0 when the cache can be trusted. Children the
+ * cache holds leave the memo. */
+static int must_read_absent(const exec_ctx_t *x, const char *ns, const json_object *const child[N_CHILDREN],
+                            char names[N_CHILDREN][300], const int absent[], int n)
+{
+    existsmemo_t *m = x->batch ? x->exists : NULL;
+    if (!m)
+        return 1;
+    for (int i = 0; i < N_CHILDREN; i++)
+        if (child[i])
+            existsmemo_drop(m, child_resource[i], ns, meta_str(child[i], "name"));
+    int known = existsmemo_saturated(m);
+    for (int k = 0; k < n && !known; k++)
+        known = existsmemo_has(m, child_resource[absent[k]], ns, names[absent[k]]);
+    return known;
+}
+
+/* What the reads of the absent children found, into the memo (see must_read_absent). */
+static void note_absent_read(const exec_ctx_t *x, const char *ns, const json_object *const fetched[N_CHILDREN],
+                             char names[N_CHILDREN][300], const int absent[], int n)
+{
+    existsmemo_t *m = x->batch ? x->exists : NULL;
+    for (int k = 0; m && k < n; k++) {
+        int i = absent[k];
+        if (fetched[i])
+            existsmemo_add(m, child_resource[i], ns, names[i]);
+        else
+            existsmemo_drop(m, child_resource[i], ns, names[i]);
+    }
+}
 
 static int find_absent_children(const exec_ctx_t *x, const json_object *rc, const json_object *child[N_CHILDREN],
                                 json_object *fetched[N_CHILDREN], kube_error_t *err)
@@ -180,6 +219,8 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
             snprintf(names[i], sizeof(names[i]), "%s", name);
         absent[n++] = i;
     }
+    if (!must_read_absent(x, ns, child, names, absent, n))
+        return 0;
     if (n >= 2 && x->batch) {
         /* independent reads: at once (a new cluster's 404s in one round trip) */
         buf_t path[N_CHILDREN];
@@ -203,6 +244,8 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
             fetched[absent[k]] = got[k];
             child[absent[k]] = got[k];
         }
+        if (!rc)
+            note_absent_read(x, ns, (const json_object *const *)fetched, names, absent, n);
         return rc;
     }
     for (int k = 0; k < n; k++) {
@@ -211,6 +254,7 @@ static int find_absent_children(const exec_ctx_t *x, const json_object *rc, cons
             return -1;
         child[i] = fetched[i];
     }
+    note_absent_read(x, ns, (const json_object *const *)fetched, names, absent, n);
     return 0;
 }
 
@@ -505,6 +549,8 @@ struct reconcile_job {
     int64_t start;
     int dry_run;
     int64_t diag_wait_ns;       /* the diagnosis was put off this long (requeue then) */
+    plan_observed_t seen;       /* the caller's (what it points to is borrowed) */
+    int has_seen;
 };
 
 /* Log, count and free: the end of every reconcile. */
@@ -583,6 +629,10 @@ reconcile_job_t *reconcile_begin(const exec_ctx_t *x, const json_object *rc, con
     j->rc = rc;
     j->xr = *x;
     j->dry_run = dry_run != NULL;
+    if (seen) {
+        j->seen = *seen;
+        j->has_seen = 1;
+    }
     const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
     metric_family_t *active = metrics_gauge(metrics_default(), "controller_runtime_active_workers",
                                             "Number of currently used workers per controller", "controller");
@@ -643,6 +693,61 @@ const plan_t *reconcile_job_plan(const reconcile_job_t *j)
     return j->plan;
 }
 
+/* A create met 409 AlreadyExists: an object of that name the cache does not hold. Keep
+ * the name (existsmemo.h), read the absent children by name, plan again from them and
+ * run that plan to its end (on a loop of its own, as take_back's), so that the
+ * reconcile ends as the read-first path ends (a foreign object left alone and reported,
+ * one of ours taken back) and no other reconcile, with an older RedisCluster, reports it
+ * again. Returns the second run's result (failed and err as exec_plan's); EXEC_CONFLICT
+ * with failed and err unchanged when the reads or the plan fail (the next reconcile
+ * reads: the name is kept). */
+static exec_result_t replan_after_exists(reconcile_job_t *j, const plan_action_t *fa, size_t *failed,
+                                         kube_error_t *err)
+{
+    const exec_ctx_t *x = &j->xr;
+    const char *ns = fa->ns ? fa->ns : meta_str(j->rc, "namespace");
+    rlog_info("create met an object the cache does not hold: reading the children, planning again",
+              "reconcileID", x->reconcile_id, "resource", fa->resource, "namespace", ns, "name", fa->name);
+    existsmemo_add(x->exists, fa->resource, ns, fa->name);
+    kube_error_t rerr;
+    kube_error_clear(&rerr);
+    if (find_absent_children(x, j->rc, j->child, j->fetched, &rerr))
+        return EXEC_CONFLICT;
+    plan_t *first = j->plan;
+    char *password = j->password, *applied = j->applied;
+    j->plan = NULL;
+    j->password = j->applied = NULL;
+    for (int i = 0; i < 3; i++) {
+        json_object_put(j->diag[i]);
+        j->diag[i] = NULL;
+    }
+    plan_job(j, x, j->rc, j->has_seen ? &j->seen : NULL, 0);
+    if (!j->plan || plan_error(j->plan)) {
+        plan_destroy(&j->plan);
+        wipe(&j->password);
+        wipe(&j->applied);
+        j->plan = first;
+        j->password = password;
+        j->applied = applied;
+        j->xr.redis_password = password;
+        j->xr.redis_old_password = applied;
+        return EXEC_CONFLICT;
+    }
+    plan_destroy(&first);
+    wipe(&password);
+    wipe(&applied);
+    return exec_plan(x, j->rc, j->plan, failed, err);
+}
+
+/* 1 when the run ended on a create that met 409 AlreadyExists, with a memo to keep the
+ * name in (workerd's context). */
+static int create_met_existing(const exec_ctx_t *x, exec_result_t r, const plan_action_t *fa,
+                               const kube_error_t *err)
+{
+    return r == EXEC_CONFLICT && fa && fa->kind == PLAN_CREATE && x->batch && x->exists &&
+           kube_error_is_already_exists(err);
+}
+
 void reconcile_end(reconcile_job_t **job_p, exec_result_t r, size_t failed, const kube_error_t *ferr,
                    reconcile_outcome_t *out)
 {
@@ -659,6 +764,13 @@ void reconcile_end(reconcile_job_t **job_p, exec_result_t r, size_t failed, cons
     else
         kube_error_clear(&err);
     const plan_action_t *fa = r == EXEC_OK ? NULL : plan_action(plan, failed);
+    if (create_met_existing(x, r, fa, &err)) {
+        r = replan_after_exists(j, fa, &failed, &err);
+        plan = j->plan;
+        fa = r == EXEC_OK ? NULL : plan_action(plan, failed);
+        if (create_met_existing(x, r, fa, &err)) /* another appeared meanwhile: read next time */
+            existsmemo_add(x->exists, fa->resource, fa->ns ? fa->ns : ns, fa->name);
+    }
     if (r == EXEC_ERROR && err.http_status == 422 && fa && fa->kind == PLAN_APPLY) {
         /* Applying again would be refused again: take the child back. */
         r = take_back(x, rc, plan, failed, child_written(fa, j->child), &err);

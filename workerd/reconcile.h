@@ -34,7 +34,13 @@ typedef struct {
 /* Reconcile rc given its observed children (each NULL when the cache has none). A child
  * the caller has not is first read from the API by name (GET; 404 = absent), since the
  * cache only holds labelled objects and an unlabelled one of that name must not look
- * absent to the plan (plan.h, OWNERSHIP); a failed read is RECONCILE_ERROR. A write the
+ * absent to the plan (plan.h, OWNERSHIP); a failed read is RECONCILE_ERROR. With
+ * x->batch and x->exists (workerd's worker) the absent children are read only when the
+ * memo names one of them (existsmemo.h): when a create (POST) meets 409 AlreadyExists
+ * the name is kept and, in the same reconcile, the absent children are read, the plan
+ * computed again from them and run (once; a second 409 is RECONCILE_REQUEUE, and the
+ * next reconcile reads); a read answering 404, or the child in the cache, forgets the
+ * name. A write the
  * API refuses (4xx other than 409/429, a non-retryable 5xx) is put into the status
  * (plan_write_failed) before RECONCILE_ERROR is returned; but an apply of a child refused
  * with 422 is first taken back (plan_take_back: replace, or recreate the Service), and

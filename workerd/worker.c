@@ -37,6 +37,7 @@ typedef struct {
     exec_memo_t *memo;       /* the status writes this worker made (executor.h) */
     recorder_t *recorder;    /* Events, sent asynchronously on this loop (recorder.h) */
     CURLM *batch;            /* the reads of a reconcile at once (exec_get_many) */
+    existsmemo_t *exists;    /* children a create met AlreadyExists on (existsmemo.h) */
     exec_async_t *async;     /* the writes of every key in flight (executor.h ASYNC) */
     struct item *items;      /* cfg->max_inflight places */
     int inflight;            /* keys held */
@@ -267,6 +268,7 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                          .instance = w->hostname,
                          .recorder = w->recorder,
                          .batch = w->batch,
+                         .exists = w->exists,
                          .event_deadline_ns = w->leader ? w->valid_until_ms * NS_PER_MS : 0};
     json_object *children = it->children;
     plan_children_t kids = {child_of(children, "ConfigMap"), child_of(children, "Service"),
@@ -427,6 +429,7 @@ int worker_run(const worker_config_t *cfg)
     worker_t w = {.cfg = cfg, .metrics = {cfg->runtime_dir, cfg->name}};
     int rc = 0;
     w.memo = exec_memo_new(); /* without it (out of memory) stale retries may write again */
+    w.exists = existsmemo_new(0); /* without it every absent child is read, as --once does */
     gethostname(w.hostname, sizeof(w.hostname) - 1);
     w.ctx = zmq_ctx_new();
     w.loop = loop_new();
@@ -497,5 +500,6 @@ out:
     if (w.ctx)
         zmq_ctx_term(w.ctx);
     exec_memo_destroy(&w.memo);
+    existsmemo_destroy(&w.exists);
     return rc;
 }

@@ -206,6 +206,8 @@ typedef struct {
     kube_config_t *cfg;
     kube_client_t *client;
     exec_memo_t *memo;
+    CURLM *multi;          /* env_batched: workerd's context */
+    existsmemo_t *exists;
     exec_ctx_t x;
 } env_t;
 
@@ -224,6 +226,20 @@ static void env_open(env_t *e)
     e->x = (exec_ctx_t){.client = e->client, .memo = e->memo, .reconcile_id = "test", .instance = "test"};
 }
 
+/* The context workerd's worker gives a reconcile: a curl multi (the plan in stages) and
+ * the memo of children that exist outside the cache. */
+static void env_batched(env_t *e)
+{
+    env_open(e);
+    e->multi = curl_multi_init();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e->multi);
+    curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    e->exists = existsmemo_new(0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e->exists);
+    e->x.batch = e->multi;
+    e->x.exists = e->exists;
+}
+
 static void env_close(env_t *e)
 {
     fake_api_stop(&e->api.srv);
@@ -234,6 +250,9 @@ static void env_close(env_t *e)
     pthread_mutex_destroy(&e->api.mu);
     exec_memo_destroy(&e->memo);
     CU_ASSERT_PTR_NULL(e->memo);
+    existsmemo_destroy(&e->exists);
+    if (e->multi)
+        curl_multi_cleanup(e->multi);
     kube_client_destroy(&e->client);
     kube_config_destroy(&e->cfg);
 }
@@ -688,6 +707,162 @@ static void test_young_statefulset_no_diagnosis_yet(void)
     env_close(&e);
 }
 
+
+/* The GETs of children (any of the four kinds) logged so far. */
+static int child_gets(env_t *e)
+{
+    return count_req(e, "GET", "/configmaps") + count_req(e, "GET", "/services") +
+           count_req(e, "GET", "/statefulsets") + count_req(e, "GET", "/poddisruptionbudgets");
+}
+
+/* With workerd's context a new cluster reads no child: its creates are POSTs, all made;
+ * a second pass with the children in the cache reads none either. */
+static void test_new_cluster_reads_no_child(void)
+{
+    env_t e;
+    env_batched(&e);
+    json_object *rc = created(&e, 1);
+    CU_ASSERT_EQUAL(child_gets(&e), 0);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", NS "/configmaps"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", NS "/services"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", "/statefulsets"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", "/poddisruptionbudgets"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "PATCH", RC_PATH "/status"), 1);
+    CU_ASSERT_EQUAL(existsmemo_count(e.exists), 0);
+    json_object *kids[4];
+    children(&e, kids);
+    json_object_put(rc);
+    rc = stored(&e, RC_PATH);
+    reconcile_outcome_t out;
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(out.result, RECONCILE_DONE);
+    CU_ASSERT_EQUAL(child_gets(&e), 0);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", NS "/configmaps"), 1);
+    put_kids(kids);
+    json_object_put(rc);
+    env_close(&e);
+}
+
+/* The Event reasons in the store, in order, joined by ',' into out. */
+static const char *event_reasons(env_t *e, char *out, size_t len)
+{
+    out[0] = '\0';
+    for (int n = 1; n < 16; n++) {
+        char path[128];
+        snprintf(path, sizeof(path), NS "/events/cache.%d", n);
+        int i = find_obj(&e->api, path);
+        if (i < 0)
+            break;
+        size_t at = strlen(out);
+        snprintf(out + at, len - at, "%s%s", at ? "," : "",
+                 json_object_get_string(json_object_object_get(e->api.obj[i], "reason")));
+    }
+    return out;
+}
+
+/* A user's ConfigMap of the cluster's name, unlabelled (the cache lacks it). */
+static void store_foreign_configmap(env_t *e)
+{
+    put_obj(&e->api, NS "/configmaps/cache",
+            parse("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cache\",\"namespace\":"
+                  "\"default\",\"uid\":\"u\"},\"data\":{\"redis.conf\":\"mine\",\"other\":\"x\"}}"));
+}
+
+/* With workerd's context a user's ConfigMap in the way: the create meets it (POST, 409
+ * AlreadyExists, nothing changed); the same reconcile then reads it by name and leaves
+ * it alone, ending with the status and Events the read-first path gives; it is read
+ * again as long as it is there; once it goes, the read's 404 drops it from the memo and
+ * the ConfigMap of ours is created. */
+static void test_foreign_configmap_met_by_create_then_read(void)
+{
+    /* The read-first path (no memo), for the status and Events to match. */
+    env_t old;
+    env_open(&old);
+    json_object *rc = store_rc(&old);
+    store_foreign_configmap(&old);
+    reconcile_outcome_t out;
+    reconcile_run(&old.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(degraded(&old, "message"));
+    char *want_message = strdup(degraded(&old, "message")), want_events[256];
+    event_reasons(&old, want_events, sizeof(want_events));
+    CU_ASSERT_STRING_EQUAL(want_events, "Created,OwnerConflict");
+    json_object_put(rc);
+    env_close(&old);
+
+    env_t e;
+    env_batched(&e);
+    rc = store_rc(&e);
+    store_foreign_configmap(&e);
+    char *before = strdup(json_object_to_json_string(e.api.obj[find_obj(&e.api, NS "/configmaps/cache")]));
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", NS "/configmaps"), 1);     /* the 409 */
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/configmaps/cache"), 1); /* then read */
+    CU_ASSERT_EQUAL(count_req(&e, "PATCH", "/configmaps"), 0);
+    CU_ASSERT_EQUAL(count_req(&e, "PUT", "/configmaps"), 0);
+    CU_ASSERT_EQUAL(count_req(&e, "DELETE", "/configmaps"), 0);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", NS "/services"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", "/statefulsets"), 0); /* not without our config */
+    CU_ASSERT_TRUE(existsmemo_has(e.exists, "configmaps", "default", "cache"));
+    CU_ASSERT_STRING_EQUAL(json_object_to_json_string(e.api.obj[find_obj(&e.api, NS "/configmaps/cache")]), before);
+    CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "OwnerConflict");
+    CU_ASSERT_STRING_EQUAL(degraded(&e, "message"), want_message);
+    char got_events[256];
+    /* the Service's Created (its write made in the stage the 409 failed), OwnerConflict */
+    CU_ASSERT_STRING_EQUAL(event_reasons(&e, got_events, sizeof(got_events)), want_events);
+    /* Again, with the RedisCluster as stored and the Service in the cache: read again,
+     * nothing written. */
+    json_object_put(rc);
+    rc = stored(&e, RC_PATH);
+    json_object *svc = stored(&e, NS "/services/cache");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svc);
+    int writes = count_req(&e, "POST", "/") + count_req(&e, "PATCH", "/") + count_req(&e, "PUT", "/");
+    reconcile_run(&e.x, rc, NULL, svc, NULL, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/configmaps/cache"), 2);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/services/cache"), 1); /* the 409's reads; then in the cache */
+    CU_ASSERT_EQUAL(count_req(&e, "POST", "/") + count_req(&e, "PATCH", "/") + count_req(&e, "PUT", "/"), writes);
+    CU_ASSERT_STRING_EQUAL(json_object_to_json_string(e.api.obj[find_obj(&e.api, NS "/configmaps/cache")]), before);
+    /* The user deletes it: the read answers 404, the name leaves the memo, ours is made. */
+    int i = find_obj(&e.api, NS "/configmaps/cache");
+    free(e.api.path[i]);
+    e.api.path[i] = NULL;
+    json_object_put(e.api.obj[i]);
+    e.api.obj[i] = NULL;
+    reconcile_run(&e.x, rc, NULL, svc, NULL, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/configmaps/cache"), 3);
+    CU_ASSERT_FALSE(existsmemo_has(e.exists, "configmaps", "default", "cache"));
+    CU_ASSERT_EQUAL(count_req(&e, "POST", NS "/configmaps"), 2);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", "/statefulsets"), 1);
+    CU_ASSERT_EQUAL(existsmemo_count(e.exists), 0);
+    json_object_put(svc);
+    json_object_put(rc);
+    free(before);
+    free(want_message);
+    env_close(&e);
+}
+
+/* A name in the memo whose child the cache now holds leaves it (no read). */
+static void test_child_in_cache_leaves_the_memo(void)
+{
+    env_t e;
+    env_batched(&e);
+    json_object *rc = created(&e, 1), *kids[4];
+    children(&e, kids);
+    CU_ASSERT_EQUAL(existsmemo_add(e.exists, "configmaps", "default", "cache"), 0);
+    int gets = child_gets(&e);
+    json_object_put(rc);
+    rc = stored(&e, RC_PATH);
+    reconcile_outcome_t out;
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(child_gets(&e), gets);
+    CU_ASSERT_FALSE(existsmemo_has(e.exists, "configmaps", "default", "cache"));
+    put_kids(kids);
+    json_object_put(rc);
+    env_close(&e);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("workerd shell"),
     {"not Running: pods and Events read, the cause reported", test_not_running_reads_and_reports_the_cause},
@@ -699,6 +874,10 @@ static const cu_entry_t tests[] = {
     {"a refused write is reported once", test_refused_write_reported_once},
     {"Event repeats bump the count", test_event_repeats_bump_the_count},
     {"create meets AlreadyExists: conflict", test_create_already_exists_requeues},
+    {"workerd's context: a new cluster reads no child", test_new_cluster_reads_no_child},
+    {"workerd's context: a foreign ConfigMap met by a create, read and left alone",
+     test_foreign_configmap_met_by_create_then_read},
+    {"workerd's context: a child in the cache leaves the memo", test_child_in_cache_leaves_the_memo},
 };
 
 CU_MAIN(tests)
