@@ -146,12 +146,14 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
 /* In spec.mode Replication the StatefulSet rolls OnDelete (updateStrategy: the operator
  * deletes the pods itself, replicas first, the primary after a switchover; plan.h
  * SWITCHOVER), and the redis container has a preStop hook (RENDER_PRESTOP_SCRIPT) that
- * holds a primary's shutdown, up to 15 s (150 x 0.1 s; the default grace period is 30 s),
- * while it is a master with a replica linked: the operator hands its role over meanwhile. */
+ * holds a pod's shutdown, up to 15 s (150 x 0.1 s; the default grace period is 30 s),
+ * while a replica is linked to it: a primary, while the operator hands its role over; and
+ * the old primary after its FAILOVER, while a replica still follows it (Redis's FAILOVER
+ * leaves the other replicas chained behind it until the operator repoints them; gone
+ * early, its successor at the same address would take them back as a fresh master). */
 #define RENDER_PRESTOP_SCRIPT                                                                             \
     "i=0; while [ $i -lt 150 ]; do"                                                                      \
     " r=$(redis-cli info replication 2>/dev/null) || exit 0;"                                           \
-    " case \"$r\" in *role:master*) ;; *) exit 0;; esac;"                                                \
     " case \"$r\" in *connected_slaves:0*) exit 0;; esac;"                                               \
     " sleep 0.1; i=$((i+1)); done"
 /* The policy/v1 PodDisruptionBudget of the cluster's pods: named like the cluster, the
