@@ -85,9 +85,9 @@ handed_over() {
     check "$name: writes acknowledged again" wait_until 60 fo_events_after "$work/w" ack "$t0"
     check "$name: settled again" wait_until "$2" rs_settled
     check "$name: handed over by FAILOVER from $old (Events $sw0 -> $(rs_event_count SwitchedOver "^switchover: $old hands"), operator log $swlog0 -> $(op_failovers_from "$old"))" \
-        sh -c "[ $(rs_event_count SwitchedOver "^switchover: $old hands") -gt $sw0 ] || [ $(op_failovers_from "$old") -gt $swlog0 ]"
+        sh -c "[ -s '$work/operator.log' ] && { [ $(rs_event_count SwitchedOver "^switchover: $old hands") -gt $sw0 ] || [ $(op_failovers_from "$old") -gt $swlog0 ]; }"
     check "$name: no failover ($fo0 -> $(rs_events FailedOver) FailedOver, $prom0 -> $(op_promotions) promotions)" \
-        sh -c "[ $(rs_events FailedOver) = $fo0 ] && [ $(op_promotions) = $prom0 ]"
+        sh -c "[ -s '$work/operator.log' ] && [ -n '$fo0' ] && [ $(rs_events FailedOver) = $fo0 ] && [ $(op_promotions) = $prom0 ]"
     verified "$name"
     u=$(rs_unavailability "$work/w/events.jsonl" "$t0")
     figures+=("$name: longest write unavailability ${u} ms")
