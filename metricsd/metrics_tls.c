@@ -23,8 +23,7 @@ typedef struct {
 
 struct mtls {
     mtls_opts_t o;
-    char *cert_path, *key_path; /* NULL: self-signed */
-    filesig_pair_t sig;          /* of the files last tried (used or not) */
+    filesig_watch_t files;       /* empty (no paths): self-signed */
     gen_t cur, old;              /* old.d: quiesced, draining */
     unsigned port, loads;
 };
@@ -141,9 +140,10 @@ static int read_pair(const mtls_t *t, buf_t *cert, buf_t *key, char *err, size_t
 {
     buf_reset(cert);
     buf_reset(key);
-    if (read_file(t->cert_path, cert, err, errlen) || read_file(t->key_path, key, err, errlen))
+    const char *cert_path = t->files.cert_path, *key_path = t->files.key_path;
+    if (read_file(cert_path, cert, err, errlen) || read_file(key_path, key, err, errlen))
         return -1;
-    return pair_ok(cert, key, t->cert_path, t->key_path, err, errlen);
+    return pair_ok(cert, key, cert_path, key_path, err, errlen);
 }
 
 /* ---- daemons -------------------------------------------------------------------------- */
@@ -207,16 +207,10 @@ int mtls_start(const mtls_opts_t *o, mtls_t **out, char *err, size_t errlen)
     gen_init(&t->cur);
     gen_init(&t->old);
     if (o->cert_dir && *o->cert_dir) {
-        /* asprintf leaves its pointer undefined on failure: NULL it for mtls_stop. */
-        if (asprintf(&t->cert_path, "%s/%s", o->cert_dir, o->cert_name) < 0)
-            t->cert_path = NULL;
-        if (t->cert_path && asprintf(&t->key_path, "%s/%s", o->cert_dir, o->key_name) < 0)
-            t->key_path = NULL;
-        if (!t->cert_path || !t->key_path) {
+        if (filesig_watch_init(&t->files, o->cert_dir, o->cert_name, o->key_name)) {
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
-        t->sig = filesig_pair_of(t->cert_path, t->key_path);
         if (read_pair(t, &t->cur.cert, &t->cur.key, err, errlen))
             goto fail;
     } else if (self_signed(&t->cur.cert, &t->cur.key, err, errlen)) {
@@ -247,20 +241,16 @@ static void swap_in(mtls_t *t, gen_t *g, int64_t now_ns)
 int mtls_check(mtls_t *t, int64_t now_ns, char *err, size_t errlen)
 {
     reap_old(t, now_ns, 0);
-    if (!t->cert_path)
-        return 0;
-    filesig_pair_t now = filesig_pair_of(t->cert_path, t->key_path);
-    if (filesig_pair_equal(&now, &t->sig))
+    filesig_pair_t now;
+    if (!t->files.cert_path || !filesig_watch_changed(&t->files, &now))
         return 0;
     gen_t next;
     gen_init(&next);
     int ok = read_pair(t, &next.cert, &next.key, err, errlen) == 0;
-    filesig_pair_t after = filesig_pair_of(t->cert_path, t->key_path);
-    if (!filesig_pair_equal(&now, &after)) { /* swapped while read: maybe mixed; next time */
+    if (!filesig_watch_settle(&t->files, &now)) { /* swapped while read: maybe mixed */
         gen_free(&next);
         return 0;
     }
-    t->sig = now;
     if (!ok) {
         gen_free(&next);
         return -1;
@@ -282,11 +272,11 @@ int mtls_check(mtls_t *t, int64_t now_ns, char *err, size_t errlen)
             buf_append(&again.key, t->cur.key.data, t->cur.key.len) || gen_start(t, &again, fd)) {
             gen_free(&again);
             snprintf(err, errlen, "%s: the new certificate could not be served, nor the old one again: "
-                                  "no new connections are accepted", t->cert_path);
+                                  "no new connections are accepted", t->files.cert_path);
             return -1;
         }
         swap_in(t, &again, now_ns);
-        snprintf(err, errlen, "%s: GnuTLS refused the new certificate; serving the previous one", t->cert_path);
+        snprintf(err, errlen, "%s: GnuTLS refused the new certificate; serving the previous one", t->files.cert_path);
         return -1;
     }
     swap_in(t, &next, now_ns);
@@ -312,8 +302,7 @@ void mtls_stop(mtls_t **self_p)
     /* The old (quiesced) daemon first: the socket it was given up is the current one's. */
     gen_free(&t->old);
     gen_free(&t->cur);
-    free(t->cert_path);
-    free(t->key_path);
+    filesig_watch_free(&t->files);
     free(t);
     *self_p = NULL;
 }
