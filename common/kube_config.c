@@ -8,6 +8,7 @@
  */
 #include "kube_config.h"
 #include "kube_config_internal.h"
+#include "pem.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -244,49 +245,23 @@ static char *b64_encode(const char *in, size_t len)
     return out;
 }
 
-/* ---- PEM checks (OpenSSL), so a bad blob is reported with its field ---- */
-
-static int no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-    (void)buf, (void)size, (void)rwflag, (void)u;
-    return 0; /* never prompt on a terminal: an encrypted key is an error */
-}
-
-static X509 *pem_cert(const char *pem, size_t len)
-{
-    BIO *bio = BIO_new_mem_buf(pem, (int)len);
-    X509 *x = bio ? PEM_read_bio_X509(bio, NULL, no_passphrase, NULL) : NULL;
-    BIO_free(bio);
-    ERR_clear_error(); /* leave no stale errors for the TLS code */
-    return x;
-}
-
-static EVP_PKEY *pem_key(const char *pem, size_t len)
-{
-    BIO *bio = BIO_new_mem_buf(pem, (int)len);
-    EVP_PKEY *k = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
-    BIO_free(bio);
-    ERR_clear_error();
-    return k;
-}
+/* ---- PEM checks (common/pem.h), so a bad blob is reported with its field ---- */
 
 /* NULL when cert and key are usable PEM and belong together, else why not. */
 static const char *pem_pair_problem(const char *cert, size_t clen, const char *key,
                                     size_t klen)
 {
-    const char *why = NULL;
-    X509 *x = pem_cert(cert, clen);
-    EVP_PKEY *k = pem_key(key, klen);
-    if (x == NULL)
-        why = "client certificate: no PEM certificate found";
-    else if (k == NULL)
-        why = "client key: no PEM private key found (encrypted keys are not supported)";
-    else if (X509_check_private_key(x, k) != 1)
-        why = "client certificate and client key do not match";
-    X509_free(x);
-    EVP_PKEY_free(k);
-    ERR_clear_error();
-    return why;
+    switch (pem_pair_check(cert, clen, key, klen)) {
+    case PEM_PAIR_NO_CERT:
+        return "client certificate: no PEM certificate found";
+    case PEM_PAIR_NO_KEY:
+        return "client key: no PEM private key found (encrypted keys are not supported)";
+    case PEM_PAIR_MISMATCH:
+        return "client certificate and client key do not match";
+    case PEM_PAIR_OK:
+        break;
+    }
+    return NULL;
 }
 
 /* ---- building the configuration ---- */

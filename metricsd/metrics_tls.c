@@ -4,6 +4,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "filesig.h"
+#include "pem.h"
 
 #include <errno.h>
 #include <openssl/err.h>
@@ -99,40 +100,26 @@ out:
     return rc;
 }
 
-/* Never prompt on a terminal for an encrypted key: an encrypted key simply fails. */
-static int no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-    (void)buf;
-    (void)size;
-    (void)rwflag;
-    (void)u;
-    return 0;
-}
-
 /* 0 when cert is a PEM certificate and key a PEM private key that belongs to it; else -1
  * with err saying which (before GnuTLS sees them: a daemon is only swapped for a pair
  * that will start). */
 static int pair_ok(const buf_t *cert, const buf_t *key, const char *cert_path, const char *key_path, char *err,
                    size_t errlen)
 {
-    BIO *cb = BIO_new_mem_buf(buf_str(cert), (int)cert->len), *kb = BIO_new_mem_buf(buf_str(key), (int)key->len);
-    X509 *x = cb ? PEM_read_bio_X509(cb, NULL, no_passphrase, NULL) : NULL;
-    EVP_PKEY *pk = kb ? PEM_read_bio_PrivateKey(kb, NULL, no_passphrase, NULL) : NULL;
-    int rc = -1;
-    if (!x)
+    switch (pem_pair_check(buf_str(cert), cert->len, buf_str(key), key->len)) {
+    case PEM_PAIR_NO_CERT:
         snprintf(err, errlen, "%s: not a PEM certificate", cert_path);
-    else if (!pk)
+        return -1;
+    case PEM_PAIR_NO_KEY:
         snprintf(err, errlen, "%s: not a PEM private key (or an encrypted one)", key_path);
-    else if (X509_check_private_key(x, pk) != 1)
+        return -1;
+    case PEM_PAIR_MISMATCH:
         snprintf(err, errlen, "%s: the private key does not match the certificate %s", key_path, cert_path);
-    else
-        rc = 0;
-    ERR_clear_error();
-    X509_free(x);
-    EVP_PKEY_free(pk);
-    BIO_free(cb);
-    BIO_free(kb);
-    return rc;
+        return -1;
+    case PEM_PAIR_OK:
+        break;
+    }
+    return 0;
 }
 
 /* Read the pair from the files into cert and key (emptied first). 0, or -1 with err. */

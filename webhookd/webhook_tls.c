@@ -3,6 +3,7 @@
 #include "webhook_tls.h"
 
 #include "filesig.h"
+#include "pem.h"
 
 #include <errno.h>
 #include <openssl/err.h>
@@ -23,16 +24,6 @@ struct webhook_tls {
     int64_t not_after;
     unsigned loads;
 };
-
-/* Never prompt on a terminal for an encrypted key: an encrypted key simply fails. */
-static int no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-    (void)buf;
-    (void)size;
-    (void)rwflag;
-    (void)u;
-    return 0;
-}
 
 /* "<what> <path>: <OpenSSL's last reason>" into err; clears OpenSSL's error queue. */
 static void ssl_error(char *err, size_t errlen, const char *what, const char *path)
@@ -68,7 +59,7 @@ static SSL_CTX *load_ctx(const char *cert_path, const char *key_path, char *err,
         ssl_error(err, errlen, "cannot create a TLS context for", cert_path);
         return NULL;
     }
-    SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+    SSL_CTX_set_default_passwd_cb(ctx, pem_no_passphrase); /* an encrypted key fails */
     if (!SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) || !SSL_CTX_set_cipher_list(ctx, TLS12_CIPHERS)) {
         ssl_error(err, errlen, "cannot configure TLS for", cert_path);
         goto fail;
