@@ -280,6 +280,16 @@ static struct curl_slist *ticket_prepend(struct curl_slist *h, const char *line,
     return &t->node;
 }
 
+/* Append a copy of line to *h. Returns 0, or -1 when out of memory (*h unchanged). */
+static int header_add(struct curl_slist **h, const char *line)
+{
+    struct curl_slist *t = curl_slist_append(*h, line);
+    if (!t)
+        return -1;
+    *h = t;
+    return 0;
+}
+
 /* The request headers: Accept, bearer token, impersonation, Host override, content
  * type. *gen gets the generation of the credential used. With ticket the list starts
  * with a cred_ticket_t (for stream handles). Returns the list (caller frees) or NULL
@@ -288,9 +298,11 @@ static struct curl_slist *build_headers(kube_client_t *c, const char *content_ty
                                         int ticket, const char **cert, const char **key,
                                         uint64_t *gen, kube_error_t *err)
 {
-    struct curl_slist *h = NULL, *t;
+    static const char accept[] = "Accept: application/json";
+    struct curl_slist *h = NULL;
     const char *token = NULL;
     char cerr[256] = "";
+    int ok = 0;
     buf_t line;
     buf_init(&line, 64 << 10);
     *cert = NULL;
@@ -299,52 +311,34 @@ static struct curl_slist *build_headers(kube_client_t *c, const char *content_ty
     *gen = kube_config_credentials_generation(c->cfg);
     if (crc && !token && !*cert) {
         kube_error_set(err, KERR_CONFIG, "credentials: %s", cerr);
-        goto fail;
+        goto out;
     }
     if (crc)
         rlog_warn("credential refresh failed; using the previous credential", "error", cerr);
-    if (ticket) {
-        if (!(h = ticket_prepend(NULL, "Accept: application/json", c, *gen)))
-            goto nomem;
-    } else if (!(h = curl_slist_append(NULL, "Accept: application/json"))) {
-        goto nomem;
-    }
+    h = ticket ? ticket_prepend(NULL, accept, c, *gen) : curl_slist_append(NULL, accept);
     /* Large bodies: no 100-continue round trip (the API server answers at once). */
-    if (!(t = curl_slist_append(h, "Expect:")))
-        goto nomem;
-    h = t;
-    if (token && *token) {
-        if (buf_printf(&line, "Authorization: Bearer %s", token) ||
-            !(t = curl_slist_append(h, buf_str(&line))))
-            goto nomem;
-        h = t;
-    }
+    int oom = !h || header_add(&h, "Expect:");
+    if (!oom && token && *token)
+        oom = buf_printf(&line, "Authorization: Bearer %s", token) || header_add(&h, buf_str(&line));
     /* Impersonation on every request, as client-go's impersonating round tripper. */
-    for (size_t i = 0; i < c->rest->n_impersonate_headers; i++) {
-        if (!(t = curl_slist_append(h, c->rest->impersonate_headers[i])))
-            goto nomem;
-        h = t;
-    }
-    if (c->host_header) {
-        if (!(t = curl_slist_append(h, c->host_header)))
-            goto nomem;
-        h = t;
-    }
-    if (content_type) {
+    for (size_t i = 0; !oom && i < c->rest->n_impersonate_headers; i++)
+        oom = header_add(&h, c->rest->impersonate_headers[i]);
+    if (!oom && c->host_header)
+        oom = header_add(&h, c->host_header);
+    if (!oom && content_type) {
         buf_reset(&line);
-        if (buf_printf(&line, "Content-Type: %s", content_type) ||
-            !(t = curl_slist_append(h, buf_str(&line))))
-            goto nomem;
-        h = t;
+        oom = buf_printf(&line, "Content-Type: %s", content_type) || header_add(&h, buf_str(&line));
     }
+    if (oom)
+        kube_error_set(err, KERR_CONFIG, "out of memory building request headers");
+    ok = !oom;
+out:
     buf_free(&line);
+    if (!ok) {
+        curl_slist_free_all(h);
+        h = NULL;
+    }
     return h;
-nomem:
-    kube_error_set(err, KERR_CONFIG, "out of memory building request headers");
-fail:
-    buf_free(&line);
-    curl_slist_free_all(h);
-    return NULL;
 }
 
 /* Options every request and stream shares: URL, TLS, identity, connection behaviour. */
