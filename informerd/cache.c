@@ -297,16 +297,21 @@ static store_t *find_store(const cache_t *c, const char *kind)
     return NULL;
 }
 
-static void entry_free(void *p)
+/* Free e's strings (e itself stays). */
+static void entry_clear(entry_t *e)
 {
-    entry_t *e = p;
     free(e->json);
     free(e->owner_fallback);
     free(e->key);
     free(e->rv);
     free(e->uid);
     free(e->owner_uid);
-    free(e);
+}
+
+static void entry_free(void *p)
+{
+    entry_clear(p);
+    free(p);
 }
 
 static void entry_sync_view(entry_t *e)
@@ -367,23 +372,6 @@ static void emit(cache_t *c, cache_change_t type, const cache_item_t *item, int6
         c->on_delta(c->on_delta_ud, &d);
 }
 
-/* The strings an upsert stores, all made before anything changes. */
-typedef struct {
-    char *rv, *uid, *owner_uid;
-    char *fallback; /* entry_t.owner_fallback */
-    char *json;
-    size_t truncated; /* cache_item_t.truncated */
-} upsert_t;
-
-static void upsert_free(upsert_t *u)
-{
-    free(u->rv);
-    free(u->uid);
-    free(u->owner_uid);
-    free(u->fallback);
-    free(u->json);
-}
-
 /* The JSON text to keep of obj: the whole object, or its minimal form when it is over
  * --max-object-bytes or only its metadata came (partial_why says why), *truncated then
  * telling which (cache_item_t.truncated). NULL when out of memory. */
@@ -411,19 +399,19 @@ static char *stored_json(const cache_t *c, json_object *obj, const char *partial
     return json;
 }
 
-/* Every string the upsert of p (object obj) stores, into u. Returns 0, or -1 when out of
- * memory; either way upsert_free(u) frees what was made. */
+/* The strings the upsert of p (object obj) stores, made aside in next (a zeroed entry:
+ * rv, uid, owner_uid, owner_fallback, json and pub.truncated). Returns 0, or -1 when out
+ * of memory; either way entry_clear(next) frees what was made. */
 static int upsert_prepare(const cache_t *c, const parsed_t *p, json_object *obj, const char *partial_why,
-                          upsert_t *u)
+                          entry_t *next)
 {
     int oom = 0;
-    memset(u, 0, sizeof(*u));
-    u->rv = str_dup_opt(p->rv, &oom);
-    u->uid = str_dup_opt(p->uid, &oom);
-    u->owner_uid = str_dup_opt(p->owner_uid, &oom);
-    if (p->owner_name && !(u->fallback = make_key(p->ns, p->owner_name)))
+    next->rv = str_dup_opt(p->rv, &oom);
+    next->uid = str_dup_opt(p->uid, &oom);
+    next->owner_uid = str_dup_opt(p->owner_uid, &oom);
+    if (p->owner_name && !(next->owner_fallback = make_key(p->ns, p->owner_name)))
         oom = 1;
-    if (!(u->json = stored_json(c, obj, partial_why, &u->truncated)))
+    if (!(next->json = stored_json(c, obj, partial_why, &next->pub.truncated)))
         oom = 1;
     return oom ? -1 : 0;
 }
@@ -436,22 +424,22 @@ static void take_str(char **dst, char **src)
     *src = NULL;
 }
 
-/* Give e what p and u say (u's strings are taken), keeping s's uid index and the owner
+/* Give e what p says and the strings of next (taken), keeping s's uid index and the owner
  * groups in step; e joins group (NULL: none). Nothing here fails. */
-static void entry_take(cache_t *c, store_t *s, entry_t *e, const parsed_t *p, upsert_t *u,
+static void entry_take(cache_t *c, store_t *s, entry_t *e, const parsed_t *p, entry_t *next,
                        owner_group_t *group)
 {
-    take_str(&e->json, &u->json);
+    take_str(&e->json, &next->json);
     e->pub.json_len = strlen(e->json);
     e->pub.generation = p->generation;
-    e->pub.truncated = u->truncated;
+    e->pub.truncated = next->pub.truncated;
     e->pub.deleting = p->deleting;
-    take_str(&e->owner_fallback, &u->fallback);
-    take_str(&e->rv, &u->rv);
+    take_str(&e->owner_fallback, &next->owner_fallback);
+    take_str(&e->rv, &next->rv);
     /* The uid index holds e->uid's pointer: drop it before freeing the string. */
     if (e->uid && hm_get(s->by_uid, e->uid) == e)
         hm_remove(s->by_uid, e->uid);
-    take_str(&e->uid, &u->uid);
+    take_str(&e->uid, &next->uid);
     if (e->uid)
         hm_put(s->by_uid, e->uid, e, NULL);
     if (group != e->group) {
@@ -459,7 +447,7 @@ static void entry_take(cache_t *c, store_t *s, entry_t *e, const parsed_t *p, up
         if (group)
             group_link(group, e);
     }
-    take_str(&e->owner_uid, &u->owner_uid);
+    take_str(&e->owner_uid, &next->owner_uid);
     e->gen = s->gen;
     entry_sync_view(e);
 }
@@ -479,8 +467,8 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
     int rc = -1;
     entry_t *fresh = NULL;
     owner_group_t *group = NULL;
-    upsert_t u;
-    if (upsert_prepare(c, p, obj, partial_why, &u))
+    entry_t next = {0};
+    if (upsert_prepare(c, p, obj, partial_why, &next))
         goto out;
     if (!e && !(fresh = calloc(1, sizeof(*fresh))))
         goto out;
@@ -488,9 +476,10 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
         hm_reserve(s->by_uid, hm_count(s->by_uid) + 1))
         goto out;
     /* Last fallible step: a group created here is kept (it gets e below). */
-    if (u.owner_uid && !(group = group_get_or_create(c->owners, u.owner_uid)))
+    if (next.owner_uid && !(group = group_get_or_create(c->owners, next.owner_uid)))
         goto out;
-    if (!u.owner_uid && u.fallback && s->owner_label && !(group = group_get_or_create(c->label_owners, u.fallback)))
+    if (!next.owner_uid && next.owner_fallback && s->owner_label &&
+        !(group = group_get_or_create(c->label_owners, next.owner_fallback)))
         goto out;
 
     /* Commit; nothing below can fail. */
@@ -507,13 +496,13 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
     } else {
         old_generation = e->pub.generation;
     }
-    entry_take(c, s, e, p, &u, group);
+    entry_take(c, s, e, p, &next, group);
     e->pub.seq = c->seq + 1;
     emit(c, type, &e->pub, old_generation);
     *change = type;
     rc = 0;
 out:
-    upsert_free(&u);
+    entry_clear(&next);
     free(fresh);
     return rc;
 }
