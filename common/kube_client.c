@@ -18,17 +18,18 @@
 
 void kube_client_opts_init(kube_client_opts_t *o)
 {
-    memset(o, 0, sizeof(*o));
-    o->user_agent = DEFAULT_USER_AGENT;
-    o->qps = 20;
-    o->burst = 30;
-    o->timeout_ms = 30000;
-    o->connect_timeout_ms = 10000;
-    o->max_retries = 10;
-    o->retry_base_ms = 100;
-    o->retry_cap_ms = 5000;
-    o->retry_after_cap_ms = 10000;
-    o->max_response_bytes = BUF_DEFAULT_CAP;
+    *o = (kube_client_opts_t){
+        .user_agent = DEFAULT_USER_AGENT,
+        .qps = 20,
+        .burst = 30,
+        .timeout_ms = 30000,
+        .connect_timeout_ms = 10000,
+        .max_retries = 10,
+        .retry_base_ms = 100,
+        .retry_cap_ms = 5000,
+        .retry_after_cap_ms = 10000,
+        .max_response_bytes = BUF_DEFAULT_CAP,
+    };
 }
 
 /* Replace unset or out-of-range options with defaults. */
