@@ -18,17 +18,18 @@
 
 void kube_client_opts_init(kube_client_opts_t *o)
 {
-    memset(o, 0, sizeof(*o));
-    o->user_agent = DEFAULT_USER_AGENT;
-    o->qps = 20;
-    o->burst = 30;
-    o->timeout_ms = 30000;
-    o->connect_timeout_ms = 10000;
-    o->max_retries = 10;
-    o->retry_base_ms = 100;
-    o->retry_cap_ms = 5000;
-    o->retry_after_cap_ms = 10000;
-    o->max_response_bytes = BUF_DEFAULT_CAP;
+    *o = (kube_client_opts_t){
+        .user_agent = DEFAULT_USER_AGENT,
+        .qps = 20,
+        .burst = 30,
+        .timeout_ms = 30000,
+        .connect_timeout_ms = 10000,
+        .max_retries = 10,
+        .retry_base_ms = 100,
+        .retry_cap_ms = 5000,
+        .retry_after_cap_ms = 10000,
+        .max_response_bytes = BUF_DEFAULT_CAP,
+    };
 }
 
 /* Replace unset or out-of-range options with defaults. */
@@ -280,6 +281,16 @@ static struct curl_slist *ticket_prepend(struct curl_slist *h, const char *line,
     return &t->node;
 }
 
+/* Append a copy of line to *h. Returns 0, or -1 when out of memory (*h unchanged). */
+static int header_add(struct curl_slist **h, const char *line)
+{
+    struct curl_slist *t = curl_slist_append(*h, line);
+    if (!t)
+        return -1;
+    *h = t;
+    return 0;
+}
+
 /* The request headers: Accept, bearer token, impersonation, Host override, content
  * type. *gen gets the generation of the credential used. With ticket the list starts
  * with a cred_ticket_t (for stream handles). Returns the list (caller frees) or NULL
@@ -288,9 +299,11 @@ static struct curl_slist *build_headers(kube_client_t *c, const char *content_ty
                                         int ticket, const char **cert, const char **key,
                                         uint64_t *gen, kube_error_t *err)
 {
-    struct curl_slist *h = NULL, *t;
+    static const char accept[] = "Accept: application/json";
+    struct curl_slist *h = NULL;
     const char *token = NULL;
     char cerr[256] = "";
+    int ok = 0;
     buf_t line;
     buf_init(&line, 64 << 10);
     *cert = NULL;
@@ -299,52 +312,34 @@ static struct curl_slist *build_headers(kube_client_t *c, const char *content_ty
     *gen = kube_config_credentials_generation(c->cfg);
     if (crc && !token && !*cert) {
         kube_error_set(err, KERR_CONFIG, "credentials: %s", cerr);
-        goto fail;
+        goto out;
     }
     if (crc)
         rlog_warn("credential refresh failed; using the previous credential", "error", cerr);
-    if (ticket) {
-        if (!(h = ticket_prepend(NULL, "Accept: application/json", c, *gen)))
-            goto nomem;
-    } else if (!(h = curl_slist_append(NULL, "Accept: application/json"))) {
-        goto nomem;
-    }
+    h = ticket ? ticket_prepend(NULL, accept, c, *gen) : curl_slist_append(NULL, accept);
     /* Large bodies: no 100-continue round trip (the API server answers at once). */
-    if (!(t = curl_slist_append(h, "Expect:")))
-        goto nomem;
-    h = t;
-    if (token && *token) {
-        if (buf_printf(&line, "Authorization: Bearer %s", token) ||
-            !(t = curl_slist_append(h, buf_str(&line))))
-            goto nomem;
-        h = t;
-    }
+    int oom = !h || header_add(&h, "Expect:");
+    if (!oom && token && *token)
+        oom = buf_printf(&line, "Authorization: Bearer %s", token) || header_add(&h, buf_str(&line));
     /* Impersonation on every request, as client-go's impersonating round tripper. */
-    for (size_t i = 0; i < c->rest->n_impersonate_headers; i++) {
-        if (!(t = curl_slist_append(h, c->rest->impersonate_headers[i])))
-            goto nomem;
-        h = t;
-    }
-    if (c->host_header) {
-        if (!(t = curl_slist_append(h, c->host_header)))
-            goto nomem;
-        h = t;
-    }
-    if (content_type) {
+    for (size_t i = 0; !oom && i < c->rest->n_impersonate_headers; i++)
+        oom = header_add(&h, c->rest->impersonate_headers[i]);
+    if (!oom && c->host_header)
+        oom = header_add(&h, c->host_header);
+    if (!oom && content_type) {
         buf_reset(&line);
-        if (buf_printf(&line, "Content-Type: %s", content_type) ||
-            !(t = curl_slist_append(h, buf_str(&line))))
-            goto nomem;
-        h = t;
+        oom = buf_printf(&line, "Content-Type: %s", content_type) || header_add(&h, buf_str(&line));
     }
+    if (oom)
+        kube_error_set(err, KERR_CONFIG, "out of memory building request headers");
+    ok = !oom;
+out:
     buf_free(&line);
+    if (!ok) {
+        curl_slist_free_all(h);
+        h = NULL;
+    }
     return h;
-nomem:
-    kube_error_set(err, KERR_CONFIG, "out of memory building request headers");
-fail:
-    buf_free(&line);
-    curl_slist_free_all(h);
-    return NULL;
 }
 
 /* Options every request and stream shares: URL, TLS, identity, connection behaviour. */
@@ -672,6 +667,74 @@ static void log_retry(const kube_error_t *err, int attempt, int64_t delay)
               kube_error_str(err, line, sizeof(line)));
 }
 
+/* The deadline of a call starting now: the client's timeout, or the caller's
+ * kube_client_set_deadline when that is sooner. Returns 0, or KERR_TIMEOUT with err set
+ * when it has passed already. */
+static int call_deadline(kube_client_t *c, int64_t *deadline, kube_error_t *err)
+{
+    int64_t start = now_ns(c);
+    *deadline = start + c->opts.timeout_ms * NS_PER_MS;
+    if (c->call_deadline_ns && c->call_deadline_ns < *deadline)
+        *deadline = c->call_deadline_ns;
+    if (*deadline > start)
+        return 0;
+    kube_error_set(err, KERR_TIMEOUT, "the caller's deadline passed before the request was sent");
+    return err->code;
+}
+
+/* One attempt: send within the deadline, count it in the request metrics, and turn the
+ * answer into err (KERR_OK on 2xx) and resp. *rc and *sent (perform's) are for the retry
+ * rules. Returns 0, or KERR_TIMEOUT with err set when no time is left to send. */
+static int attempt_once(kube_client_t *c, const char *method, const char *url,
+                        struct curl_slist *headers, const char *cert, const char *key,
+                        const char *body, size_t len, int64_t deadline, response_t *resp,
+                        CURLcode *rc, int *sent, kube_error_t *err)
+{
+    buf_free(&resp->body);
+    buf_init(&resp->body, c->opts.max_response_bytes);
+    resp->too_large = 0;
+    resp->retry_after_s = 0;
+    resp->http_status = 0;
+    *sent = 0;
+    int64_t remaining = deadline - now_ns(c);
+    if (remaining < NS_PER_MS) {
+        kube_error_set(err, KERR_TIMEOUT, "no time left before the deadline to send the request");
+        return err->code;
+    }
+    int64_t real0 = clock_mono_ns();
+    *rc = perform(c, method, url, headers, cert, key, body, len, remaining, resp, sent);
+    int64_t took = clock_mono_ns() - real0;
+    char code[16];
+    status_label(*rc, resp->http_status, code, sizeof(code));
+    metric_counter_add(c->m_requests, METRIC_LABELS(code, method, c->host), 1);
+    metric_histogram_observe(c->m_duration, METRIC_LABELS(method, c->host), (double)took / 1e9);
+    classify(c, *rc, resp, err);
+    kube_error_set_request(err, method, url);
+    return 0;
+}
+
+/* After failed attempt number attempt (err, rc, sent, resp): when the retry rules allow
+ * another within the deadline, count the retry, wait and return 1; else return 0 and the
+ * call reports this attempt. */
+static int wait_for_retry(kube_client_t *c, const char *method, int idempotent, int attempt,
+                          CURLcode rc, int sent, const response_t *resp, int64_t deadline,
+                          const kube_error_t *err)
+{
+    if (resp->too_large || attempt >= c->opts.max_retries ||
+        !should_retry(idempotent, rc, sent, resp->http_status, err->retry_after_s))
+        return 0;
+    int64_t delay = retry_delay(c, err, attempt);
+    if (now_ns(c) + delay >= deadline)
+        return 0; /* no time left for another attempt */
+    char code[16];
+    status_label(rc, resp->http_status, code, sizeof(code));
+    metric_counter_add(c->m_retries, METRIC_LABELS(code, method, c->host), 1);
+    c->stats.retries++;
+    log_retry(err, attempt, delay);
+    sleep_for(c, delay);
+    return 1;
+}
+
 /* Run a request with limiter, retries and metrics. On success returns 0 with the body
  * in resp->body; otherwise the error code with err filled. */
 static int execute(kube_client_t *c, const char *method, const char *path, const char *query,
@@ -681,21 +744,14 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
     buf_t url;
     buf_init(&url, 1 << 20);
     struct curl_slist *headers = NULL;
-    int64_t start = now_ns(c);
-    int64_t deadline = start + c->opts.timeout_ms * NS_PER_MS;
+    int64_t deadline;
     kube_error_clear(err);
     kube_error_set_request(err, method, path);
-    if (c->call_deadline_ns && c->call_deadline_ns < deadline)
-        deadline = c->call_deadline_ns;
-    if (deadline <= start) {
-        kube_error_set(err, KERR_TIMEOUT, "the caller's deadline passed before the request was sent");
-        goto out;
-    }
-    if (build_url(c, path, query, &url, err))
+    if (call_deadline(c, &deadline, err) || build_url(c, path, query, &url, err))
         goto out;
     /* After a 401 the credential is refreshed (exec plugin re-run, token file re-read)
      * and the request sent once more, but only with a different credential. */
-    int auth_retried = 0;
+    int auth_retried = 0; /* 1: a 401 came; 2: the request went again after it */
     uint64_t gen = 0, rejected_gen = 0;
     for (int attempt = 0;; attempt++) {
         const char *cert, *key;
@@ -718,33 +774,12 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
                            (long long)c->opts.timeout_ms);
             goto out;
         }
-        buf_free(&resp->body);
-        buf_init(&resp->body, c->opts.max_response_bytes);
-        resp->too_large = 0;
-        resp->retry_after_s = 0;
-        resp->http_status = 0;
-        int64_t t0 = now_ns(c);
-        int64_t remaining = deadline - t0;
-        if (remaining < NS_PER_MS) {
-            kube_error_set(err, KERR_TIMEOUT, "no time left before the deadline to send the request");
-            goto out;
-        }
-        int64_t real0 = clock_mono_ns();
+        CURLcode rc = CURLE_OK;
         int sent = 0;
-        CURLcode rc = perform(c, method, buf_str(&url), headers, cert, key, body, len,
-                              remaining, resp, &sent);
-        int64_t took = clock_mono_ns() - real0;
-
-        char code[16];
-        status_label(rc, resp->http_status, code, sizeof(code));
-        metric_counter_add(c->m_requests, METRIC_LABELS(code, method, c->host), 1);
-        metric_histogram_observe(c->m_duration, METRIC_LABELS(method, c->host),
-                                 (double)took / 1e9);
-
-        classify(c, rc, resp, err);
-        kube_error_set_request(err, method, buf_str(&url));
-        if (err->code == KERR_OK)
-            break;
+        if (attempt_once(c, method, buf_str(&url), headers, cert, key, body, len, deadline, resp,
+                         &rc, &sent, err) ||
+            err->code == KERR_OK)
+            goto out;
         /* A 401 status line is enough, even when the body then broke off (the API
          * server may answer a POST before reading its body and end the stream: curl
          * 18): authentication failed before anything was done, so a resend is safe
@@ -757,16 +792,8 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
             rejected_gen = gen;
             continue;
         }
-        if (resp->too_large || attempt >= c->opts.max_retries ||
-            !should_retry(idempotent, rc, sent, resp->http_status, err->retry_after_s))
+        if (!wait_for_retry(c, method, idempotent, attempt, rc, sent, resp, deadline, err))
             goto out;
-        int64_t delay = retry_delay(c, err, attempt);
-        if (now_ns(c) + delay >= deadline)
-            goto out; /* no time left for another attempt: report this one */
-        metric_counter_add(c->m_retries, METRIC_LABELS(code, method, c->host), 1);
-        c->stats.retries++;
-        log_retry(err, attempt, delay);
-        sleep_for(c, delay);
     }
 out:
     curl_slist_free_all(headers);

@@ -8,6 +8,7 @@
  */
 #include "kube_config.h"
 #include "kube_config_internal.h"
+#include "pem.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -244,49 +245,23 @@ static char *b64_encode(const char *in, size_t len)
     return out;
 }
 
-/* ---- PEM checks (OpenSSL), so a bad blob is reported with its field ---- */
-
-static int no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-    (void)buf, (void)size, (void)rwflag, (void)u;
-    return 0; /* never prompt on a terminal: an encrypted key is an error */
-}
-
-static X509 *pem_cert(const char *pem, size_t len)
-{
-    BIO *bio = BIO_new_mem_buf(pem, (int)len);
-    X509 *x = bio ? PEM_read_bio_X509(bio, NULL, no_passphrase, NULL) : NULL;
-    BIO_free(bio);
-    ERR_clear_error(); /* leave no stale errors for the TLS code */
-    return x;
-}
-
-static EVP_PKEY *pem_key(const char *pem, size_t len)
-{
-    BIO *bio = BIO_new_mem_buf(pem, (int)len);
-    EVP_PKEY *k = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
-    BIO_free(bio);
-    ERR_clear_error();
-    return k;
-}
+/* ---- PEM checks (common/pem.h), so a bad blob is reported with its field ---- */
 
 /* NULL when cert and key are usable PEM and belong together, else why not. */
 static const char *pem_pair_problem(const char *cert, size_t clen, const char *key,
                                     size_t klen)
 {
-    const char *why = NULL;
-    X509 *x = pem_cert(cert, clen);
-    EVP_PKEY *k = pem_key(key, klen);
-    if (x == NULL)
-        why = "client certificate: no PEM certificate found";
-    else if (k == NULL)
-        why = "client key: no PEM private key found (encrypted keys are not supported)";
-    else if (X509_check_private_key(x, k) != 1)
-        why = "client certificate and client key do not match";
-    X509_free(x);
-    EVP_PKEY_free(k);
-    ERR_clear_error();
-    return why;
+    switch (pem_pair_check(cert, clen, key, klen)) {
+    case PEM_PAIR_NO_CERT:
+        return "client certificate: no PEM certificate found";
+    case PEM_PAIR_NO_KEY:
+        return "client key: no PEM private key found (encrypted keys are not supported)";
+    case PEM_PAIR_MISMATCH:
+        return "client certificate and client key do not match";
+    case PEM_PAIR_OK:
+        break;
+    }
+    return NULL;
 }
 
 /* ---- building the configuration ---- */
@@ -847,80 +822,109 @@ static int sa_path(char *path, size_t len, const char *rootdir, const char *name
 }
 
 /* In-cluster configuration from the service-account files under root. */
-static int load_in_cluster(const char *root, const char *host, const char *port,
-                           kube_config_t **out, char *err, size_t errlen)
+/* c->server from KUBERNETES_SERVICE_HOST and _PORT. Returns 0, or -1 with err. */
+static int in_cluster_server(kube_config_t *c, const char *host, const char *port, char *err,
+                             size_t errlen)
 {
-    kube_config_t *c = NULL;
-    char *rootdir = NULL, path[4096], why[128], *ns = NULL, *end;
-    size_t rlen = strlen(root), len;
-    int rc = -1;
-
-    *out = NULL;
-    while (rlen > 0 && root[rlen - 1] == '/')
-        rlen--;
+    char *end;
     errno = 0;
     long portnum = strtol(port, &end, 10);
     if (errno || end == port || *end || portnum < 1 || portnum > 65535) {
         kcfg_errf(err, errlen, "in-cluster: KUBERNETES_SERVICE_PORT \"%s\" is not a port",
                   port);
-        goto out;
+        return -1;
     }
     /* An IPv6 address needs brackets in a URL. */
     int v6 = strchr(host, ':') != NULL && host[0] != '[';
     size_t slen = strlen(host) + strlen(port) + 16;
-    if ((c = calloc(1, sizeof *c)) == NULL || (rootdir = strndup(root, rlen)) == NULL ||
-        set_str(&c->context, "") || set_str(&c->cluster, "") || set_str(&c->user, "") ||
-        set_str(&c->source, "in-cluster") || (c->server = malloc(slen)) == NULL) {
-        oom(err, errlen, "in-cluster");
-        goto out;
-    }
+    if ((c->server = malloc(slen)) == NULL)
+        return oom(err, errlen, "in-cluster");
     snprintf(c->server, slen, v6 ? "https://[%s]:%s" : "https://%s:%s", host, port);
+    return 0;
+}
 
+/* The service account's CA (rootdir/ca.crt), which must hold a PEM certificate. Returns
+ * 0, or -1 with err. */
+static int in_cluster_ca(kube_config_t *c, const char *rootdir, char *err, size_t errlen)
+{
+    char path[4096], why[128];
     if (sa_path(path, sizeof path, rootdir, "ca.crt", err, errlen))
-        goto out;
+        return -1;
     if (kcfg_read_file(path, KCFG_MAX_FILE_BYTES, 1, &c->ca_pem, &c->ca_pem_len, NULL, why,
                        sizeof why)) {
         kcfg_errf(err, errlen, "in-cluster: CA %s: %s", path, why);
-        goto out;
+        return -1;
     }
     X509 *x = pem_cert(c->ca_pem, c->ca_pem_len);
     if (x == NULL) {
         kcfg_errf(err, errlen, "in-cluster: CA %s: no PEM certificate found", path);
-        goto out;
+        return -1;
     }
     X509_free(x);
+    return 0;
+}
 
-    /* The token is read now (a pod without one is misconfigured) and again whenever the
-     * kubelet rotates the file. */
+/* The service account's token (rootdir/token): read now (a pod without one is
+ * misconfigured) and again whenever the kubelet rotates the file. Returns 0, or -1 with
+ * err. */
+static int in_cluster_token(kube_config_t *c, const char *rootdir, char *err, size_t errlen)
+{
+    char path[4096], why[128];
+    size_t len;
     if (sa_path(path, sizeof path, rootdir, "token", err, errlen))
-        goto out;
-    if ((c->token_file = strdup(path)) == NULL) {
-        oom(err, errlen, "in-cluster");
-        goto out;
-    }
+        return -1;
+    if ((c->token_file = strdup(path)) == NULL)
+        return oom(err, errlen, "in-cluster");
     if (kcfg_read_file(path, KCFG_MAX_FILE_BYTES, 1, &c->file_token, &len, &c->file_token_st,
                        why, sizeof why)) {
         kcfg_errf(err, errlen, "in-cluster: token %s: %s", path, why);
-        goto out;
+        return -1;
     }
     if (trim_space(c->file_token, len) == 0 || !token_ok(c->file_token)) {
         kcfg_errf(err, errlen, "in-cluster: token %s is empty or contains control characters",
                   path);
-        goto out;
+        return -1;
     }
+    return 0;
+}
 
-    /* The pod's namespace; "default" when the file is missing or empty. */
+/* The pod's namespace (rootdir/namespace); "default" when the file is missing or empty.
+ * Returns 0, or -1 with err (out of memory). */
+static int in_cluster_namespace(kube_config_t *c, const char *rootdir, char *err, size_t errlen)
+{
+    char path[4096], why[128], *ns = NULL;
+    size_t len;
     if (sa_path(path, sizeof path, rootdir, "namespace", err, errlen))
-        goto out;
+        return -1;
     if (kcfg_read_file(path, 4096, 1, &ns, &len, NULL, why, sizeof why) == 0 &&
         trim_space(ns, len) > 0) {
         c->namespace_ = ns;
-        ns = NULL;
-    } else if (set_str(&c->namespace_, "default")) {
+        return 0;
+    }
+    free(ns);
+    return set_str(&c->namespace_, "default") ? oom(err, errlen, "in-cluster") : 0;
+}
+
+static int load_in_cluster(const char *root, const char *host, const char *port,
+                           kube_config_t **out, char *err, size_t errlen)
+{
+    kube_config_t *c = NULL;
+    char *rootdir = NULL;
+    size_t rlen = strlen(root);
+    int rc = -1;
+
+    *out = NULL;
+    while (rlen > 0 && root[rlen - 1] == '/')
+        rlen--;
+    if ((c = calloc(1, sizeof *c)) == NULL || (rootdir = strndup(root, rlen)) == NULL ||
+        set_str(&c->context, "") || set_str(&c->cluster, "") || set_str(&c->user, "") ||
+        set_str(&c->source, "in-cluster")) {
         oom(err, errlen, "in-cluster");
         goto out;
     }
-    if (resolve_proxy(c, "in-cluster", err, errlen))
+    if (in_cluster_server(c, host, port, err, errlen) || in_cluster_ca(c, rootdir, err, errlen) ||
+        in_cluster_token(c, rootdir, err, errlen) || in_cluster_namespace(c, rootdir, err, errlen) ||
+        resolve_proxy(c, "in-cluster", err, errlen))
         goto out;
     publish_rest(c);
     rc = 0;
@@ -928,7 +932,6 @@ out:
     if (rc)
         kube_config_destroy(&c);
     free(rootdir);
-    free(ns);
     *out = c;
     return rc;
 }

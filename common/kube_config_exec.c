@@ -292,6 +292,73 @@ static int reap_by(pid_t pid, int *status, int64_t deadline)
     }
 }
 
+/* The executable to run for spec: spec->path when it names a file (which must be
+ * executable), else what $PATH gives for the name, in *resolved (the caller frees it).
+ * NULL with err set when there is none. */
+static const char *plugin_path(const kcfg_exec_spec_t *spec, const char *hint, char **resolved,
+                               char *err, size_t errlen)
+{
+    const char *name = spec->display_name, *path = spec->path;
+    if (strchr(path, '/') == NULL) {
+        if ((*resolved = path_lookup(path)) == NULL)
+            kcfg_errf(err, errlen, "exec plugin \"%s\": executable not found in $PATH%s", name,
+                      hint);
+        return *resolved;
+    }
+    if (access(path, X_OK) != 0) {
+        /* Checked here too because not every posix_spawn reports a failed exec as an
+         * error (under valgrind it comes back as exit status 127). */
+        kcfg_errf(err, errlen, "exec plugin \"%s\": cannot run %s: %s%s", name, path,
+                  strerror(errno), hint);
+        return NULL;
+    }
+    return path;
+}
+
+/* Read the running plugin pid's stdout into ob and stderr into eb until both end, then
+ * reap it, all by deadline. Returns 0 with its wait status in *status, or -1 with err
+ * saying why (output too large, timed out, a read failed) after killing it. Either way
+ * pid is reaped. */
+static int collect(pid_t pid, int out_r, int err_r, capbuf_t *ob, capbuf_t *eb, int64_t deadline,
+                   const char *name, const char *hint, int *status, char *err, size_t errlen)
+{
+    int why = drain(out_r, err_r, ob, eb, deadline);
+    if (why == DRAIN_OK && reap_by(pid, status, deadline))
+        why = DRAIN_TIMEOUT;
+    if (why == DRAIN_OK)
+        return 0;
+    int saved = errno;
+    kill_and_reap(pid);
+    if (why == DRAIN_OVERFLOW)
+        kcfg_errf(err, errlen, "exec plugin \"%s\": output larger than %zu bytes", name,
+                  KCFG_MAX_EXEC_STDOUT);
+    else if (why == DRAIN_TIMEOUT)
+        kcfg_errf(err, errlen, "exec plugin \"%s\": timed out after %d ms, killed%s",
+                  name, g_timeout_ms, hint);
+    else
+        kcfg_errf(err, errlen, "exec plugin \"%s\": reading its output: %s", name,
+                  strerror(saved));
+    return -1;
+}
+
+/* 0 when the wait status is a clean exit; else -1 with err saying how the plugin ended
+ * and the first line of its stderr (eb). */
+static int exit_problem(int status, const capbuf_t *eb, const char *name, const char *hint,
+                        char *err, size_t errlen)
+{
+    if (!WIFSIGNALED(status) && !(WIFEXITED(status) && WEXITSTATUS(status) != 0))
+        return 0;
+    char line[256], what[64];
+    first_line(eb->data, eb->len, line, sizeof line);
+    if (WIFSIGNALED(status))
+        snprintf(what, sizeof what, "killed by signal %d", WTERMSIG(status));
+    else
+        snprintf(what, sizeof what, "exit status %d", WEXITSTATUS(status));
+    kcfg_errf(err, errlen, "exec plugin \"%s\": %s%s%s%s", name, what, line[0] ? ": " : "",
+              line, hint);
+    return -1;
+}
+
 int kcfg_exec_run(const kcfg_exec_spec_t *spec, char **out, size_t *outlen,
                   char *err, size_t errlen)
 {
@@ -299,32 +366,18 @@ int kcfg_exec_run(const kcfg_exec_spec_t *spec, char **out, size_t *outlen,
     capbuf_t ob = {.cap = KCFG_MAX_EXEC_STDOUT}, eb = {.cap = KCFG_MAX_EXEC_STDERR};
     char **envp = NULL, **owned = NULL, *resolved = NULL;
     size_t n_owned = 0;
-    char line[256], hint[600];
+    char hint[600] = "";
     pid_t pid = -1;
     int rc = -1, status = 0;
     const char *name = spec->display_name;
 
     *out = NULL;
     *outlen = 0;
-    hint[0] = '\0';
     if (spec->install_hint && spec->install_hint[0])
         snprintf(hint, sizeof hint, "; install hint: %s", spec->install_hint);
-
-    const char *path = spec->path;
-    if (strchr(path, '/') == NULL) {
-        if ((resolved = path_lookup(path)) == NULL) {
-            kcfg_errf(err, errlen, "exec plugin \"%s\": executable not found in $PATH%s", name,
-                      hint);
-            goto out;
-        }
-        path = resolved;
-    } else if (access(path, X_OK) != 0) {
-        /* Checked here too because not every posix_spawn reports a failed exec as an
-         * error (under valgrind it comes back as exit status 127). */
-        kcfg_errf(err, errlen, "exec plugin \"%s\": cannot run %s: %s%s", name, path,
-                  strerror(errno), hint);
+    const char *path = plugin_path(spec, hint, &resolved, err, errlen);
+    if (!path)
         goto out;
-    }
     if ((envp = build_envp(spec, &owned, &n_owned)) == NULL) {
         kcfg_errf(err, errlen, "exec plugin \"%s\": out of memory", name);
         goto out;
@@ -342,37 +395,11 @@ int kcfg_exec_run(const kcfg_exec_spec_t *spec, char **out, size_t *outlen,
     close(out_p[1]);
     close(err_p[1]);
     out_p[1] = err_p[1] = -1;
-
-    int why = drain(out_p[0], err_p[0], &ob, &eb, deadline);
-    if (why == DRAIN_OK && reap_by(pid, &status, deadline))
-        why = DRAIN_TIMEOUT;
-    if (why != DRAIN_OK) {
-        int saved = errno;
-        kill_and_reap(pid);
-        pid = -1;
-        if (why == DRAIN_OVERFLOW)
-            kcfg_errf(err, errlen, "exec plugin \"%s\": output larger than %zu bytes", name,
-                      KCFG_MAX_EXEC_STDOUT);
-        else if (why == DRAIN_TIMEOUT)
-            kcfg_errf(err, errlen, "exec plugin \"%s\": timed out after %d ms, killed%s",
-                      name, g_timeout_ms, hint);
-        else
-            kcfg_errf(err, errlen, "exec plugin \"%s\": reading its output: %s", name,
-                      strerror(saved));
+    int collected = collect(pid, out_p[0], err_p[0], &ob, &eb, deadline, name, hint, &status, err,
+                            errlen);
+    pid = -1; /* reaped */
+    if (collected || exit_problem(status, &eb, name, hint, err, errlen))
         goto out;
-    }
-    pid = -1;
-    if (WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0)) {
-        first_line(eb.data, eb.len, line, sizeof line);
-        char what[64];
-        if (WIFSIGNALED(status))
-            snprintf(what, sizeof what, "killed by signal %d", WTERMSIG(status));
-        else
-            snprintf(what, sizeof what, "exit status %d", WEXITSTATUS(status));
-        kcfg_errf(err, errlen, "exec plugin \"%s\": %s%s%s%s", name, what,
-                  line[0] ? ": " : "", line, hint);
-        goto out;
-    }
     if (ob.len == 0) {
         kcfg_errf(err, errlen, "exec plugin \"%s\": printed nothing on stdout%s", name, hint);
         goto out;
@@ -435,20 +462,19 @@ static int json_string_at(struct json_object *obj, const char *key, char **out, 
     return 0;
 }
 
-int kcfg_exec_parse(const char *json, size_t len, const char *api_version,
-                    kcfg_exec_cred_t *cred, char *err, size_t errlen)
+/* The whole of json[0..len) as one JSON object, into *root (the caller puts it). Returns
+ * 0, or -1 with err saying why not. */
+static int parse_object(const char *json, size_t len, struct json_object **root, char *err,
+                        size_t errlen)
 {
     struct json_tokener *tok = json_tokener_new();
-    struct json_object *root = NULL, *status = NULL;
-    char *got_version = NULL, *kind = NULL, *expiry = NULL;
     int rc = -1;
-
-    memset(cred, 0, sizeof *cred);
+    *root = NULL;
     if (tok == NULL) {
         kcfg_errf(err, errlen, "out of memory");
-        goto out;
+        return -1;
     }
-    if (len > INT_MAX || (root = json_tokener_parse_ex(tok, json, (int)len)) == NULL) {
+    if (len > INT_MAX || (*root = json_tokener_parse_ex(tok, json, (int)len)) == NULL) {
         enum json_tokener_error je = json_tokener_get_error(tok);
         kcfg_errf(err, errlen, "invalid ExecCredential JSON: %s",
                   je == json_tokener_continue ? "unexpected end of input"
@@ -460,64 +486,84 @@ int kcfg_exec_parse(const char *json, size_t len, const char *api_version,
             kcfg_errf(err, errlen, "invalid ExecCredential JSON: text after the object");
             goto out;
         }
-    if (!json_object_is_type(root, json_type_object)) {
+    if (!json_object_is_type(*root, json_type_object)) {
         kcfg_errf(err, errlen, "invalid ExecCredential: not a JSON object");
         goto out;
     }
+    rc = 0;
+out:
+    json_tokener_free(tok);
+    return rc;
+}
+
+/* 0 when root says apiVersion api_version and kind ExecCredential, else -1 with err. */
+static int check_type(struct json_object *root, const char *api_version, char *err, size_t errlen)
+{
+    char *got_version = NULL, *kind = NULL;
+    int rc = -1;
     if (json_string_at(root, "apiVersion", &got_version, NULL) ||
-        json_string_at(root, "kind", &kind, NULL)) {
+        json_string_at(root, "kind", &kind, NULL))
         kcfg_errf(err, errlen, "invalid ExecCredential: apiVersion and kind must be strings");
-        goto out;
-    }
-    if (got_version == NULL || strcmp(got_version, api_version) != 0) {
+    else if (got_version == NULL || strcmp(got_version, api_version) != 0)
         kcfg_errf(err, errlen, "ExecCredential has apiVersion \"%s\", want \"%s\"",
                   got_version ? got_version : "", api_version);
-        goto out;
-    }
-    if (kind == NULL || strcmp(kind, "ExecCredential") != 0) {
+    else if (kind == NULL || strcmp(kind, "ExecCredential") != 0)
         kcfg_errf(err, errlen, "returned kind \"%s\", want \"ExecCredential\"",
                   kind ? kind : "");
+    else
+        rc = 0;
+    free(got_version);
+    free(kind);
+    return rc;
+}
+
+/* The credential in an ExecCredential's status, into cred. Returns 0, or -1 with err
+ * (cred then holds what to clear). */
+static int read_status(struct json_object *status, kcfg_exec_cred_t *cred, char *err, size_t errlen)
+{
+    char *expiry = NULL;
+    int rc = -1;
+    if (json_string_at(status, "token", &cred->token, NULL) ||
+        json_string_at(status, "clientCertificateData", &cred->cert_pem,
+                       &cred->cert_pem_len) ||
+        json_string_at(status, "clientKeyData", &cred->key_pem, &cred->key_pem_len) ||
+        json_string_at(status, "expirationTimestamp", &expiry, NULL))
+        kcfg_errf(err, errlen, "ExecCredential status: token, clientCertificateData, "
+                               "clientKeyData and expirationTimestamp must be strings");
+    else if ((cred->cert_pem == NULL) != (cred->key_pem == NULL))
+        kcfg_errf(err, errlen, "ExecCredential status: clientCertificateData and "
+                               "clientKeyData must be given together");
+    else if (cred->token == NULL && cred->cert_pem == NULL)
+        kcfg_errf(err, errlen, "ExecCredential status: neither token nor "
+                               "clientCertificateData/clientKeyData");
+    else if (expiry && kcfg_parse_rfc3339(expiry, &cred->expiry_s))
+        kcfg_errf(err, errlen, "ExecCredential status.expirationTimestamp \"%.64s\": "
+                               "not an RFC 3339 time", expiry);
+    else
+        rc = 0;
+    free(expiry);
+    return rc;
+}
+
+int kcfg_exec_parse(const char *json, size_t len, const char *api_version,
+                    kcfg_exec_cred_t *cred, char *err, size_t errlen)
+{
+    struct json_object *root = NULL, *status = NULL;
+    int rc = -1;
+
+    memset(cred, 0, sizeof *cred);
+    if (parse_object(json, len, &root, err, errlen) || check_type(root, api_version, err, errlen))
         goto out;
-    }
     if (!json_object_object_get_ex(root, "status", &status) ||
         !json_object_is_type(status, json_type_object)) {
         kcfg_errf(err, errlen, "ExecCredential has no status object");
         goto out;
     }
-    if (json_string_at(status, "token", &cred->token, NULL) ||
-        json_string_at(status, "clientCertificateData", &cred->cert_pem,
-                       &cred->cert_pem_len) ||
-        json_string_at(status, "clientKeyData", &cred->key_pem, &cred->key_pem_len) ||
-        json_string_at(status, "expirationTimestamp", &expiry, NULL)) {
-        kcfg_errf(err, errlen, "ExecCredential status: token, clientCertificateData, "
-                               "clientKeyData and expirationTimestamp must be strings");
-        goto out;
-    }
-    if ((cred->cert_pem == NULL) != (cred->key_pem == NULL)) {
-        kcfg_errf(err, errlen, "ExecCredential status: clientCertificateData and "
-                               "clientKeyData must be given together");
-        goto out;
-    }
-    if (cred->token == NULL && cred->cert_pem == NULL) {
-        kcfg_errf(err, errlen, "ExecCredential status: neither token nor "
-                               "clientCertificateData/clientKeyData");
-        goto out;
-    }
-    if (expiry && kcfg_parse_rfc3339(expiry, &cred->expiry_s)) {
-        kcfg_errf(err, errlen, "ExecCredential status.expirationTimestamp \"%.64s\": "
-                               "not an RFC 3339 time", expiry);
-        goto out;
-    }
-    rc = 0;
+    rc = read_status(status, cred, err, errlen);
 out:
     if (rc)
         kcfg_exec_cred_clear(cred);
-    free(got_version);
-    free(kind);
-    free(expiry);
     json_object_put(root);
-    if (tok)
-        json_tokener_free(tok);
     return rc;
 }
 

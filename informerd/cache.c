@@ -297,16 +297,21 @@ static store_t *find_store(const cache_t *c, const char *kind)
     return NULL;
 }
 
-static void entry_free(void *p)
+/* Free e's strings (e itself stays). */
+static void entry_clear(entry_t *e)
 {
-    entry_t *e = p;
     free(e->json);
     free(e->owner_fallback);
     free(e->key);
     free(e->rv);
     free(e->uid);
     free(e->owner_uid);
-    free(e);
+}
+
+static void entry_free(void *p)
+{
+    entry_clear(p);
+    free(p);
 }
 
 static void entry_sync_view(entry_t *e)
@@ -367,6 +372,86 @@ static void emit(cache_t *c, cache_change_t type, const cache_item_t *item, int6
         c->on_delta(c->on_delta_ud, &d);
 }
 
+/* The JSON text to keep of obj: the whole object, or its minimal form when it is over
+ * --max-object-bytes or only its metadata came (partial_why says why), *truncated then
+ * telling which (cache_item_t.truncated). NULL when out of memory. */
+static char *stored_json(const cache_t *c, json_object *obj, const char *partial_why, size_t *truncated)
+{
+    const int fmt = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
+    const char *text = json_object_to_json_string_ext(obj, fmt);
+    json_object *mini = NULL;
+    *truncated = 0;
+    if (text && (partial_why || (c->max_object_bytes && strlen(text) > c->max_object_bytes))) {
+        /* Too large to keep (or only its metadata came): keep what names it and what its
+         * deletion needs, and say why on it, so every reader sees it is not whole. */
+        char why[256];
+        *truncated = partial_why ? 1 : strlen(text);
+        if (partial_why)
+            snprintf(why, sizeof(why), "%s", partial_why);
+        else
+            snprintf(why, sizeof(why), "object of %zu bytes is over informerd's --max-object-bytes "
+                     "(%zu): only its metadata is cached", *truncated, c->max_object_bytes);
+        mini = cache_minimal_form(obj, why);
+        text = mini ? json_object_to_json_string_ext(mini, fmt) : NULL;
+    }
+    char *json = text ? strdup(text) : NULL;
+    json_object_put(mini);
+    return json;
+}
+
+/* The strings the upsert of p (object obj) stores, made aside in next (a zeroed entry:
+ * rv, uid, owner_uid, owner_fallback, json and pub.truncated). Returns 0, or -1 when out
+ * of memory; either way entry_clear(next) frees what was made. */
+static int upsert_prepare(const cache_t *c, const parsed_t *p, json_object *obj, const char *partial_why,
+                          entry_t *next)
+{
+    int oom = 0;
+    next->rv = str_dup_opt(p->rv, &oom);
+    next->uid = str_dup_opt(p->uid, &oom);
+    next->owner_uid = str_dup_opt(p->owner_uid, &oom);
+    if (p->owner_name && !(next->owner_fallback = make_key(p->ns, p->owner_name)))
+        oom = 1;
+    if (!(next->json = stored_json(c, obj, partial_why, &next->pub.truncated)))
+        oom = 1;
+    return oom ? -1 : 0;
+}
+
+/* Free *dst and move *src into it (*src becomes NULL). */
+static void take_str(char **dst, char **src)
+{
+    free(*dst);
+    *dst = *src;
+    *src = NULL;
+}
+
+/* Give e what p says and the strings of next (taken), keeping s's uid index and the owner
+ * groups in step; e joins group (NULL: none). Nothing here fails. */
+static void entry_take(cache_t *c, store_t *s, entry_t *e, const parsed_t *p, entry_t *next,
+                       owner_group_t *group)
+{
+    take_str(&e->json, &next->json);
+    e->pub.json_len = strlen(e->json);
+    e->pub.generation = p->generation;
+    e->pub.truncated = next->pub.truncated;
+    e->pub.deleting = p->deleting;
+    take_str(&e->owner_fallback, &next->owner_fallback);
+    take_str(&e->rv, &next->rv);
+    /* The uid index holds e->uid's pointer: drop it before freeing the string. */
+    if (e->uid && hm_get(s->by_uid, e->uid) == e)
+        hm_remove(s->by_uid, e->uid);
+    take_str(&e->uid, &next->uid);
+    if (e->uid)
+        hm_put(s->by_uid, e->uid, e, NULL);
+    if (group != e->group) {
+        group_unlink(c, e);
+        if (group)
+            group_link(group, e);
+    }
+    take_str(&e->owner_uid, &next->owner_uid);
+    e->gen = s->gen;
+    entry_sync_view(e);
+}
+
 /* Insert or replace the parsed object in s. Everything that can fail happens before the
  * first change, so on -1 (out of memory) s is unchanged. Takes p->key when it creates an
  * entry (p->key is then NULL). */
@@ -380,36 +465,10 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
         return 0;
     }
     int rc = -1;
-    int oom = 0;
     entry_t *fresh = NULL;
-    char *rv = str_dup_opt(p->rv, &oom);
-    char *uid = str_dup_opt(p->uid, &oom);
-    char *owner_uid = str_dup_opt(p->owner_uid, &oom);
-    char *fallback = NULL, *json = NULL;
     owner_group_t *group = NULL;
-    if (p->owner_name && !(fallback = make_key(p->ns, p->owner_name)))
-        oom = 1;
-    const int fmt = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
-    const char *text = json_object_to_json_string_ext(obj, fmt);
-    size_t truncated = 0;
-    json_object *mini = NULL;
-    if (text && (partial_why || (c->max_object_bytes && strlen(text) > c->max_object_bytes))) {
-        /* Too large to keep (or only its metadata came): keep what names it and what its
-         * deletion needs, and say why on it, so every reader sees it is not whole. */
-        char why[256];
-        truncated = partial_why ? 1 : strlen(text);
-        if (partial_why)
-            snprintf(why, sizeof(why), "%s", partial_why);
-        else
-            snprintf(why, sizeof(why), "object of %zu bytes is over informerd's --max-object-bytes "
-                     "(%zu): only its metadata is cached", truncated, c->max_object_bytes);
-        mini = cache_minimal_form(obj, why);
-        text = mini ? json_object_to_json_string_ext(mini, fmt) : NULL;
-    }
-    if (!text || !(json = strdup(text)))
-        oom = 1;
-    json_object_put(mini);
-    if (oom)
+    entry_t next = {0};
+    if (upsert_prepare(c, p, obj, partial_why, &next))
         goto out;
     if (!e && !(fresh = calloc(1, sizeof(*fresh))))
         goto out;
@@ -417,9 +476,10 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
         hm_reserve(s->by_uid, hm_count(s->by_uid) + 1))
         goto out;
     /* Last fallible step: a group created here is kept (it gets e below). */
-    if (owner_uid && !(group = group_get_or_create(c->owners, owner_uid)))
+    if (next.owner_uid && !(group = group_get_or_create(c->owners, next.owner_uid)))
         goto out;
-    if (!owner_uid && fallback && s->owner_label && !(group = group_get_or_create(c->label_owners, fallback)))
+    if (!next.owner_uid && next.owner_fallback && s->owner_label &&
+        !(group = group_get_or_create(c->label_owners, next.owner_fallback)))
         goto out;
 
     /* Commit; nothing below can fail. */
@@ -436,48 +496,14 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
     } else {
         old_generation = e->pub.generation;
     }
-    free(e->json);
-    e->json = json;
-    e->pub.json_len = strlen(json);
-    json = NULL;
-    e->pub.generation = p->generation;
-    e->pub.truncated = truncated;
-    e->pub.deleting = p->deleting;
-    free(e->owner_fallback);
-    e->owner_fallback = fallback;
-    fallback = NULL;
-    free(e->rv);
-    e->rv = rv;
-    rv = NULL;
-    /* The uid index holds e->uid's pointer: drop it before freeing the string. */
-    if (e->uid && hm_get(s->by_uid, e->uid) == e)
-        hm_remove(s->by_uid, e->uid);
-    free(e->uid);
-    e->uid = uid;
-    uid = NULL;
-    if (e->uid)
-        hm_put(s->by_uid, e->uid, e, NULL);
-    if (group != e->group) {
-        group_unlink(c, e);
-        if (group)
-            group_link(group, e);
-    }
-    free(e->owner_uid);
-    e->owner_uid = owner_uid;
-    owner_uid = NULL;
-    e->gen = s->gen;
-    entry_sync_view(e);
+    entry_take(c, s, e, p, &next, group);
     e->pub.seq = c->seq + 1;
     emit(c, type, &e->pub, old_generation);
     *change = type;
     rc = 0;
 out:
-    free(json);
-    free(fallback);
+    entry_clear(&next);
     free(fresh);
-    free(rv);
-    free(uid);
-    free(owner_uid);
     return rc;
 }
 

@@ -268,17 +268,18 @@ static void *connect_sub(informer_t *inf, const char *name, const char *topic)
 static void reflector_init(informer_t *inf, const char *kind, const char *group,
                            const char *version, const char *resource, const char *selector)
 {
-    reflector_t *r = &inf->refl[inf->nrefl++];
-    memset(r, 0, sizeof(*r));
-    r->inf = inf;
-    r->kind = kind;
-    r->group = group;
-    r->version = version;
-    r->resource = resource;
-    r->selector = selector;
-    r->need_relist = 1;
     const opt_strlist_t *nss = &inf->cfg->opts->namespaces;
-    r->nstreams = nss->n ? nss->n : 1;
+    reflector_t *r = &inf->refl[inf->nrefl++];
+    *r = (reflector_t){
+        .inf = inf,
+        .kind = kind,
+        .group = group,
+        .version = version,
+        .resource = resource,
+        .selector = selector,
+        .need_relist = 1,
+        .nstreams = nss->n ? nss->n : 1, /* a stream per namespace, or one for all */
+    };
     for (size_t i = 0; i < r->nstreams; i++) {
         stream_t *s = &r->streams[i];
         s->xfer = XFER_WATCH;

@@ -4,6 +4,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "filesig.h"
+#include "pem.h"
 
 #include <errno.h>
 #include <openssl/err.h>
@@ -23,8 +24,7 @@ typedef struct {
 
 struct mtls {
     mtls_opts_t o;
-    char *cert_path, *key_path; /* NULL: self-signed */
-    filesig_pair_t sig;          /* of the files last tried (used or not) */
+    filesig_watch_t files;       /* empty (no paths): self-signed */
     gen_t cur, old;              /* old.d: quiesced, draining */
     unsigned port, loads;
 };
@@ -100,40 +100,26 @@ out:
     return rc;
 }
 
-/* Never prompt on a terminal for an encrypted key: an encrypted key simply fails. */
-static int no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-    (void)buf;
-    (void)size;
-    (void)rwflag;
-    (void)u;
-    return 0;
-}
-
 /* 0 when cert is a PEM certificate and key a PEM private key that belongs to it; else -1
  * with err saying which (before GnuTLS sees them: a daemon is only swapped for a pair
  * that will start). */
 static int pair_ok(const buf_t *cert, const buf_t *key, const char *cert_path, const char *key_path, char *err,
                    size_t errlen)
 {
-    BIO *cb = BIO_new_mem_buf(buf_str(cert), (int)cert->len), *kb = BIO_new_mem_buf(buf_str(key), (int)key->len);
-    X509 *x = cb ? PEM_read_bio_X509(cb, NULL, no_passphrase, NULL) : NULL;
-    EVP_PKEY *pk = kb ? PEM_read_bio_PrivateKey(kb, NULL, no_passphrase, NULL) : NULL;
-    int rc = -1;
-    if (!x)
+    switch (pem_pair_check(buf_str(cert), cert->len, buf_str(key), key->len)) {
+    case PEM_PAIR_NO_CERT:
         snprintf(err, errlen, "%s: not a PEM certificate", cert_path);
-    else if (!pk)
+        return -1;
+    case PEM_PAIR_NO_KEY:
         snprintf(err, errlen, "%s: not a PEM private key (or an encrypted one)", key_path);
-    else if (X509_check_private_key(x, pk) != 1)
+        return -1;
+    case PEM_PAIR_MISMATCH:
         snprintf(err, errlen, "%s: the private key does not match the certificate %s", key_path, cert_path);
-    else
-        rc = 0;
-    ERR_clear_error();
-    X509_free(x);
-    EVP_PKEY_free(pk);
-    BIO_free(cb);
-    BIO_free(kb);
-    return rc;
+        return -1;
+    case PEM_PAIR_OK:
+        break;
+    }
+    return 0;
 }
 
 /* Read the pair from the files into cert and key (emptied first). 0, or -1 with err. */
@@ -141,9 +127,10 @@ static int read_pair(const mtls_t *t, buf_t *cert, buf_t *key, char *err, size_t
 {
     buf_reset(cert);
     buf_reset(key);
-    if (read_file(t->cert_path, cert, err, errlen) || read_file(t->key_path, key, err, errlen))
+    const char *cert_path = t->files.cert_path, *key_path = t->files.key_path;
+    if (read_file(cert_path, cert, err, errlen) || read_file(key_path, key, err, errlen))
         return -1;
-    return pair_ok(cert, key, t->cert_path, t->key_path, err, errlen);
+    return pair_ok(cert, key, cert_path, key_path, err, errlen);
 }
 
 /* ---- daemons -------------------------------------------------------------------------- */
@@ -207,16 +194,10 @@ int mtls_start(const mtls_opts_t *o, mtls_t **out, char *err, size_t errlen)
     gen_init(&t->cur);
     gen_init(&t->old);
     if (o->cert_dir && *o->cert_dir) {
-        /* asprintf leaves its pointer undefined on failure: NULL it for mtls_stop. */
-        if (asprintf(&t->cert_path, "%s/%s", o->cert_dir, o->cert_name) < 0)
-            t->cert_path = NULL;
-        if (t->cert_path && asprintf(&t->key_path, "%s/%s", o->cert_dir, o->key_name) < 0)
-            t->key_path = NULL;
-        if (!t->cert_path || !t->key_path) {
+        if (filesig_watch_init(&t->files, o->cert_dir, o->cert_name, o->key_name)) {
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
-        t->sig = filesig_pair_of(t->cert_path, t->key_path);
         if (read_pair(t, &t->cur.cert, &t->cur.key, err, errlen))
             goto fail;
     } else if (self_signed(&t->cur.cert, &t->cur.key, err, errlen)) {
@@ -247,20 +228,16 @@ static void swap_in(mtls_t *t, gen_t *g, int64_t now_ns)
 int mtls_check(mtls_t *t, int64_t now_ns, char *err, size_t errlen)
 {
     reap_old(t, now_ns, 0);
-    if (!t->cert_path)
-        return 0;
-    filesig_pair_t now = filesig_pair_of(t->cert_path, t->key_path);
-    if (filesig_pair_equal(&now, &t->sig))
+    filesig_pair_t now;
+    if (!t->files.cert_path || !filesig_watch_changed(&t->files, &now))
         return 0;
     gen_t next;
     gen_init(&next);
     int ok = read_pair(t, &next.cert, &next.key, err, errlen) == 0;
-    filesig_pair_t after = filesig_pair_of(t->cert_path, t->key_path);
-    if (!filesig_pair_equal(&now, &after)) { /* swapped while read: maybe mixed; next time */
+    if (!filesig_watch_settle(&t->files, &now)) { /* swapped while read: maybe mixed */
         gen_free(&next);
         return 0;
     }
-    t->sig = now;
     if (!ok) {
         gen_free(&next);
         return -1;
@@ -282,11 +259,11 @@ int mtls_check(mtls_t *t, int64_t now_ns, char *err, size_t errlen)
             buf_append(&again.key, t->cur.key.data, t->cur.key.len) || gen_start(t, &again, fd)) {
             gen_free(&again);
             snprintf(err, errlen, "%s: the new certificate could not be served, nor the old one again: "
-                                  "no new connections are accepted", t->cert_path);
+                                  "no new connections are accepted", t->files.cert_path);
             return -1;
         }
         swap_in(t, &again, now_ns);
-        snprintf(err, errlen, "%s: GnuTLS refused the new certificate; serving the previous one", t->cert_path);
+        snprintf(err, errlen, "%s: GnuTLS refused the new certificate; serving the previous one", t->files.cert_path);
         return -1;
     }
     swap_in(t, &next, now_ns);
@@ -312,8 +289,7 @@ void mtls_stop(mtls_t **self_p)
     /* The old (quiesced) daemon first: the socket it was given up is the current one's. */
     gen_free(&t->old);
     gen_free(&t->cur);
-    free(t->cert_path);
-    free(t->key_path);
+    filesig_watch_free(&t->files);
     free(t);
     *self_p = NULL;
 }

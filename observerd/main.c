@@ -10,14 +10,12 @@
 #include "kube_client.h"
 #include "kube_config.h"
 #include "log.h"
-#include "metrics.h"
 #include "observer.h"
 #include "opts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static const char summary[] =
     "The Redis observer. Follows informerd's cache (snapshot, then deltas) for the\n"
@@ -99,10 +97,6 @@ int main(int argc, char **argv)
     };
     code = observer_run(&oc);
 out:
-    if (sfd >= 0)
-        close(sfd);
-    kube_client_destroy(&client);
-    kube_config_destroy(&cfg);
-    metrics_default_free();
+    daemon_release(sfd, &client, &cfg);
     return code;
 }

@@ -29,33 +29,18 @@ static void apply(redis_loop_ev_t *e)
     e->registered = loop_add_fd(e->loop, e->fd, e->events, on_ready, e) == 0;
 }
 
-static void add_read(void *p)
+/* Start (on) or stop wanting the events in bit on e's fd. */
+static void want(redis_loop_ev_t *e, int bit, int on)
 {
-    redis_loop_ev_t *e = p;
-    e->events |= LOOP_IN;
+    e->events = on ? e->events | bit : e->events & ~bit;
     apply(e);
 }
 
-static void del_read(void *p)
-{
-    redis_loop_ev_t *e = p;
-    e->events &= ~LOOP_IN;
-    apply(e);
-}
-
-static void add_write(void *p)
-{
-    redis_loop_ev_t *e = p;
-    e->events |= LOOP_OUT;
-    apply(e);
-}
-
-static void del_write(void *p)
-{
-    redis_loop_ev_t *e = p;
-    e->events &= ~LOOP_OUT;
-    apply(e);
-}
+/* hiredis's four event hooks, each one want() call. */
+static void add_read(void *p) { want(p, LOOP_IN, 1); }
+static void del_read(void *p) { want(p, LOOP_IN, 0); }
+static void add_write(void *p) { want(p, LOOP_OUT, 1); }
+static void del_write(void *p) { want(p, LOOP_OUT, 0); }
 
 static void cleanup(void *p)
 {

@@ -3,6 +3,7 @@
 #include "webhook_tls.h"
 
 #include "filesig.h"
+#include "pem.h"
 
 #include <errno.h>
 #include <openssl/err.h>
@@ -18,22 +19,11 @@
     "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 
 struct webhook_tls {
-    char *cert_path, *key_path;
+    filesig_watch_t files;
     SSL_CTX *ctx;
-    filesig_pair_t sig; /* of the files last tried (loaded or not) */
     int64_t not_after;
     unsigned loads;
 };
-
-/* Never prompt on a terminal for an encrypted key: an encrypted key simply fails. */
-static int no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-    (void)buf;
-    (void)size;
-    (void)rwflag;
-    (void)u;
-    return 0;
-}
 
 /* "<what> <path>: <OpenSSL's last reason>" into err; clears OpenSSL's error queue. */
 static void ssl_error(char *err, size_t errlen, const char *what, const char *path)
@@ -69,7 +59,7 @@ static SSL_CTX *load_ctx(const char *cert_path, const char *key_path, char *err,
         ssl_error(err, errlen, "cannot create a TLS context for", cert_path);
         return NULL;
     }
-    SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+    SSL_CTX_set_default_passwd_cb(ctx, pem_no_passphrase); /* an encrypted key fails */
     if (!SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) || !SSL_CTX_set_cipher_list(ctx, TLS12_CIPHERS)) {
         ssl_error(err, errlen, "cannot configure TLS for", cert_path);
         goto fail;
@@ -98,26 +88,16 @@ fail:
     return NULL;
 }
 
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 int webhook_tls_new(const char *dir, const char *cert_name, const char *key_name, webhook_tls_t **out,
                     char *err, size_t errlen)
 {
     webhook_tls_t *t = calloc(1, sizeof(*t));
     *out = NULL;
-    if (!t || !(t->cert_path = join(dir, cert_name)) || !(t->key_path = join(dir, key_name))) {
+    if (!t || filesig_watch_init(&t->files, dir, cert_name, key_name)) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    t->sig = filesig_pair_of(t->cert_path, t->key_path);
-    if (!(t->ctx = load_ctx(t->cert_path, t->key_path, err, errlen)))
+    if (!(t->ctx = load_ctx(t->files.cert_path, t->files.key_path, err, errlen)))
         goto fail;
     t->not_after = cert_not_after(t->ctx);
     t->loads = 1;
@@ -134,8 +114,7 @@ void webhook_tls_destroy(webhook_tls_t **self_p)
         return;
     webhook_tls_t *t = *self_p;
     SSL_CTX_free(t->ctx);
-    free(t->cert_path);
-    free(t->key_path);
+    filesig_watch_free(&t->files);
     free(t);
     *self_p = NULL;
 }
@@ -147,17 +126,14 @@ SSL_CTX *webhook_tls_ctx(const webhook_tls_t *t)
 
 int webhook_tls_check(webhook_tls_t *t, char *err, size_t errlen)
 {
-    filesig_pair_t now = filesig_pair_of(t->cert_path, t->key_path);
-    if (filesig_pair_equal(&now, &t->sig))
+    filesig_pair_t now;
+    if (!filesig_watch_changed(&t->files, &now))
         return 0;
-    SSL_CTX *ctx = load_ctx(t->cert_path, t->key_path, err, errlen);
-    /* Files swapped while we read them: the pair may be mixed; look again next time. */
-    filesig_pair_t after = filesig_pair_of(t->cert_path, t->key_path);
-    if (!filesig_pair_equal(&now, &after)) {
+    SSL_CTX *ctx = load_ctx(t->files.cert_path, t->files.key_path, err, errlen);
+    if (!filesig_watch_settle(&t->files, &now)) { /* swapped while read: maybe mixed */
         SSL_CTX_free(ctx);
         return 0;
     }
-    t->sig = now;
     if (!ctx)
         return -1;
     SSL_CTX_free(t->ctx);

@@ -289,14 +289,14 @@ static json_object *child_metadata(const render_input_t *in, const char *name, i
     return m;
 }
 
-/* A new top-level object with apiVersion, kind and the child metadata. */
-static json_object *child_object(const render_input_t *in, const char *api_version, const char *kind,
-                                 int *oom)
+/* A new top-level object with apiVersion, kind and the metadata of a child named name. */
+static json_object *child_object(const render_input_t *in, const char *name, const char *api_version,
+                                 const char *kind, int *oom)
 {
     json_object *o = jsonx_new_obj(oom);
     jsonx_put(o, "apiVersion", jsonx_new_str(api_version, oom), oom);
     jsonx_put(o, "kind", jsonx_new_str(kind, oom), oom);
-    jsonx_put(o, "metadata", child_metadata(in, in->name, oom), oom);
+    jsonx_put(o, "metadata", child_metadata(in, name, oom), oom);
     return o;
 }
 
@@ -313,29 +313,41 @@ static json_object *finish(json_object *o, int oom)
 json_object *render_configmap(const render_input_t *in, const char *redis_conf)
 {
     int oom = 0;
-    json_object *cm = child_object(in, "v1", "ConfigMap", &oom);
+    json_object *cm = child_object(in, in->name, "v1", "ConfigMap", &oom);
     json_object *data = jsonx_new_obj(&oom);
     jsonx_put(data, RENDER_CONFIG_KEY, jsonx_new_str(redis_conf, &oom), &oom);
     jsonx_put(cm, "data", data, &oom);
     return finish(cm, oom);
 }
 
+/* A Service named name that sends the Redis port to the pods of selector (taken):
+ * headless (clusterIP None, one DNS name per pod) when headless, else a ClusterIP. */
+static json_object *service(const render_input_t *in, const char *name, int headless, json_object *selector,
+                            int *oom)
+{
+    json_object *svc = child_object(in, name, "v1", "Service", oom);
+    json_object *spec = jsonx_new_obj(oom);
+    if (headless)
+        jsonx_put(spec, "clusterIP", jsonx_new_str("None", oom), oom);
+    else
+        jsonx_put(spec, "type", jsonx_new_str("ClusterIP", oom), oom);
+    jsonx_put(spec, "selector", selector, oom);
+    json_object *port = jsonx_new_obj(oom);
+    jsonx_put(port, "name", jsonx_new_str("redis", oom), oom);
+    jsonx_put(port, "port", jsonx_new_int(RENDER_REDIS_PORT, oom), oom);
+    jsonx_put(port, "targetPort", jsonx_new_int(RENDER_REDIS_PORT, oom), oom);
+    jsonx_put(port, "protocol", jsonx_new_str("TCP", oom), oom);
+    json_object *ports = jsonx_new_arr(oom);
+    jsonx_push(ports, port, oom);
+    jsonx_put(spec, "ports", ports, oom);
+    jsonx_put(svc, "spec", spec, oom);
+    return svc;
+}
+
 json_object *render_service(const render_input_t *in)
 {
     int oom = 0;
-    json_object *svc = child_object(in, "v1", "Service", &oom);
-    json_object *spec = jsonx_new_obj(&oom);
-    jsonx_put(spec, "clusterIP", jsonx_new_str("None", &oom), &oom);
-    jsonx_put(spec, "selector", labels(in, 0, &oom), &oom);
-    json_object *port = jsonx_new_obj(&oom);
-    jsonx_put(port, "name", jsonx_new_str("redis", &oom), &oom);
-    jsonx_put(port, "port", jsonx_new_int(RENDER_REDIS_PORT, &oom), &oom);
-    jsonx_put(port, "targetPort", jsonx_new_int(RENDER_REDIS_PORT, &oom), &oom);
-    jsonx_put(port, "protocol", jsonx_new_str("TCP", &oom), &oom);
-    json_object *ports = jsonx_new_arr(&oom);
-    jsonx_push(ports, port, &oom);
-    jsonx_put(spec, "ports", ports, &oom);
-    jsonx_put(svc, "spec", spec, &oom);
+    json_object *svc = service(in, in->name, 1, labels(in, 0, &oom), &oom);
     extra_metadata((json_object *)jsonx_get(svc, "metadata"), in, "serviceMetadata", &oom);
     return finish(svc, oom);
 }
@@ -350,25 +362,9 @@ json_object *render_role_service(const render_input_t *in, const char *role)
     int oom = 0;
     char name[300];
     render_role_service_name(in->name, role, name, sizeof(name));
-    json_object *svc = jsonx_new_obj(&oom);
-    jsonx_put(svc, "apiVersion", jsonx_new_str("v1", &oom), &oom);
-    jsonx_put(svc, "kind", jsonx_new_str("Service", &oom), &oom);
-    jsonx_put(svc, "metadata", child_metadata(in, name, &oom), &oom);
-    json_object *spec = jsonx_new_obj(&oom);
-    jsonx_put(spec, "type", jsonx_new_str("ClusterIP", &oom), &oom);
     json_object *sel = labels(in, 0, &oom);
     jsonx_put(sel, RENDER_LABEL_ROLE, jsonx_new_str(role, &oom), &oom);
-    jsonx_put(spec, "selector", sel, &oom);
-    json_object *port = jsonx_new_obj(&oom);
-    jsonx_put(port, "name", jsonx_new_str("redis", &oom), &oom);
-    jsonx_put(port, "port", jsonx_new_int(RENDER_REDIS_PORT, &oom), &oom);
-    jsonx_put(port, "targetPort", jsonx_new_int(RENDER_REDIS_PORT, &oom), &oom);
-    jsonx_put(port, "protocol", jsonx_new_str("TCP", &oom), &oom);
-    json_object *ports = jsonx_new_arr(&oom);
-    jsonx_push(ports, port, &oom);
-    jsonx_put(spec, "ports", ports, &oom);
-    jsonx_put(svc, "spec", spec, &oom);
-    return finish(svc, oom);
+    return finish(service(in, name, 0, sel, &oom), oom);
 }
 
 json_object *render_auth_record(const render_input_t *in, const char *password_token)
@@ -376,10 +372,7 @@ json_object *render_auth_record(const render_input_t *in, const char *password_t
     int oom = 0;
     char name[300];
     snprintf(name, sizeof(name), "%s" RENDER_AUTH_RECORD_SUFFIX, in->name);
-    json_object *s = jsonx_new_obj(&oom);
-    jsonx_put(s, "apiVersion", jsonx_new_str("v1", &oom), &oom);
-    jsonx_put(s, "kind", jsonx_new_str("Secret", &oom), &oom);
-    jsonx_put(s, "metadata", child_metadata(in, name, &oom), &oom);
+    json_object *s = child_object(in, name, "v1", "Secret", &oom);
     jsonx_put(s, "type", jsonx_new_str("Opaque", &oom), &oom);
     json_object *data = jsonx_new_obj(&oom);
     jsonx_put(data, RENDER_AUTH_DEFAULT_KEY, jsonx_new_str(password_token, &oom), &oom);
@@ -579,7 +572,7 @@ static json_object *data_claim_template(const render_input_t *in, int *oom)
 json_object *render_statefulset(const render_input_t *in, const char *config_hash)
 {
     int oom = 0;
-    json_object *sts = child_object(in, "apps/v1", "StatefulSet", &oom);
+    json_object *sts = child_object(in, in->name, "apps/v1", "StatefulSet", &oom);
     json_object *selector = jsonx_new_obj(&oom);
     jsonx_put(selector, "matchLabels", labels(in, 0, &oom), &oom);
     json_object *vcts = jsonx_new_arr(&oom);
@@ -615,7 +608,7 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
 json_object *render_pdb(const render_input_t *in)
 {
     int oom = 0;
-    json_object *pdb = child_object(in, "policy/v1", "PodDisruptionBudget", &oom);
+    json_object *pdb = child_object(in, in->name, "policy/v1", "PodDisruptionBudget", &oom);
     json_object *selector = jsonx_new_obj(&oom);
     jsonx_put(selector, "matchLabels", labels(in, 0, &oom), &oom);
     const json_object *mu = jsonx_get(knob(in, "podDisruptionBudget", json_type_object), "maxUnavailable");

@@ -1,9 +1,11 @@
-/* Unit tests of the small common modules: buf, clock, log, opts (and daemon_child_name). */
+/* Unit tests of the small common modules: buf, clock, log, opts, filesig (and
+ * daemon_child_name). */
 #include "b64.h"
 #include "buf.h"
 #include "clock.h"
 #include "cu_table.h"
 #include "daemon.h"
+#include "filesig.h"
 #include "log.h"
 #include "loop.h"
 #include "opts.h"
@@ -280,6 +282,51 @@ static void test_opts_durations(void)
     CU_ASSERT_EQUAL(opts_parse_duration("", &s), -1);
 }
 
+/* Replace path with text through a rename, as the kubelet swaps a mounted Secret. */
+static void swap_file(const char *path, const char *text)
+{
+    char tmp[256];
+    snprintf(tmp, sizeof(tmp), "%s.new", path);
+    FILE *f = fopen(tmp, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(rename(tmp, path), 0);
+}
+
+/* A rotated pair is a change until a read of it settles; a swap during the read leaves
+ * it a change, to be read again. */
+static void test_filesig_watch(void)
+{
+    char dir[] = "/tmp/test_base_filesig_XXXXXX", crt[96], key[96];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    snprintf(crt, sizeof(crt), "%s/tls.crt", dir);
+    snprintf(key, sizeof(key), "%s/tls.key", dir);
+    swap_file(crt, "certificate 1");
+    swap_file(key, "key 1");
+    filesig_watch_t w;
+    filesig_pair_t now;
+    CU_ASSERT_EQUAL_FATAL(filesig_watch_init(&w, dir, "tls.crt", "tls.key"), 0);
+    CU_ASSERT_STRING_EQUAL(w.cert_path, crt);
+    CU_ASSERT_STRING_EQUAL(w.key_path, key);
+    CU_ASSERT_EQUAL(filesig_watch_changed(&w, &now), 0);
+    swap_file(key, "key 2");
+    CU_ASSERT_EQUAL(filesig_watch_changed(&w, &now), 1);
+    CU_ASSERT_EQUAL(filesig_watch_changed(&w, &now), 1); /* nothing settled yet */
+    swap_file(crt, "certificate 2");                     /* during the read */
+    CU_ASSERT_EQUAL(filesig_watch_settle(&w, &now), 0);
+    CU_ASSERT_EQUAL(filesig_watch_changed(&w, &now), 1);
+    CU_ASSERT_EQUAL(filesig_watch_settle(&w, &now), 1);
+    CU_ASSERT_EQUAL(filesig_watch_changed(&w, &now), 0);
+    CU_ASSERT_EQUAL_FATAL(unlink(key), 0); /* a file gone is a change too */
+    CU_ASSERT_EQUAL(filesig_watch_changed(&w, &now), 1);
+    filesig_watch_free(&w);
+    CU_ASSERT_PTR_NULL(w.cert_path);
+    filesig_watch_free(&w); /* an emptied watch may be freed again */
+    unlink(crt);
+    rmdir(dir);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("buf"),
     {"append, printf, cap, consume, detach", test_buf_append_and_cap},
@@ -299,6 +346,8 @@ static const cu_entry_t tests[] = {
     CU_SUITE("daemon"),
     {"child name from the supervisor", test_daemon_child_name},
     {"metrics timer", test_daemon_metrics_timer},
+    CU_SUITE("filesig"),
+    {"a certificate pair watched: changed, settled, swapped while read", test_filesig_watch},
 };
 
 CU_MAIN(tests)

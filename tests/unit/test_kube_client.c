@@ -855,6 +855,17 @@ static kube_pager_state_t run_pager(kube_pager_t *p, int *pages, kube_error_t *e
     return st;
 }
 
+/* A pager for path with ro on e's client, driven to its end, which must be DONE; *pages
+ * counts its requests. The caller destroys the pager. */
+static kube_pager_t *pager_done(env_t *e, const char *path, const kube_req_opts_t *ro, int *pages)
+{
+    kube_pager_t *p = kube_pager_new(e->c, path, ro);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    kube_error_t err;
+    CU_ASSERT_EQUAL_FATAL(run_pager(p, pages, &err), KUBE_PAGER_DONE);
+    return p;
+}
+
 static void test_pager(void)
 {
     env_t e;
@@ -974,13 +985,9 @@ static void test_pager_shrinks(void)
     o.max_response_bytes = 8192;
     env_t e;
     env_open(&e, h_big_pages, &o);
-    kube_req_opts_t ro = {0};
-    ro.limit = 8;
-    kube_pager_t *p = kube_pager_new(e.c, "/api/v1/configmaps", &ro);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    kube_error_t err;
+    kube_req_opts_t ro = {.limit = 8};
     int pages = 0;
-    CU_ASSERT_EQUAL_FATAL(run_pager(p, &pages, &err), KUBE_PAGER_DONE);
+    kube_pager_t *p = pager_done(&e, "/api/v1/configmaps", &ro, &pages);
     /* Every item exactly once and in order, except cm7, which only its metadata names. */
     json_object *items = kube_pager_items(p);
     CU_ASSERT_EQUAL_FATAL(json_object_array_length(items), BIG_ITEMS - 1);
@@ -1025,6 +1032,7 @@ static void test_pager_shrinks(void)
     o.max_response_bytes = 64;
     env_open(&e, h_big_pages, &o);
     p = kube_pager_new(e.c, "/api/v1/configmaps", &ro);
+    kube_error_t err;
     CU_ASSERT_EQUAL(run_pager(p, &pages, &err), KUBE_PAGER_ERROR);
     CU_ASSERT_EQUAL(err.code, KERR_DECODE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "even for the metadata of one object"));
@@ -1040,14 +1048,9 @@ static void test_pager_metadata_only(void)
     kube_client_opts_t o = unlimited_opts();
     env_t e;
     env_open(&e, h_big_pages, &o);
-    kube_req_opts_t ro = {0};
-    ro.limit = 4;
-    ro.metadata_only = 1;
-    kube_pager_t *p = kube_pager_new(e.c, "/api/v1/secrets", &ro);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    kube_error_t err;
+    kube_req_opts_t ro = {.limit = 4, .metadata_only = 1};
     int pages = 0;
-    CU_ASSERT_EQUAL_FATAL(run_pager(p, &pages, &err), KUBE_PAGER_DONE);
+    kube_pager_t *p = pager_done(&e, "/api/v1/secrets", &ro, &pages);
     json_object *items = kube_pager_items(p);
     CU_ASSERT_EQUAL_FATAL(json_object_array_length(items), BIG_ITEMS);
     for (int i = 0; i < BIG_ITEMS; i++)

@@ -115,29 +115,18 @@ static void test_bearer(void)
     CU_ASSERT_PTR_NULL(mauth_bearer(big));
 }
 
+/* The compact text of r (which this frees) is want. */
+static void assert_json(json_object *r, const char *want)
+{
+    CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+                           want);
+    json_object_put(r);
+}
+
 static void test_token_review(void)
 {
-    json_object *r = mauth_token_review("tok");
-    CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
-                           "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenReview\",\"spec\":{\"token\":\"tok\"}}");
-    json_object_put(r);
-    static const struct {
-        const char *answer;
-        int want;
-    } cases[] = {
-        {"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"system:serviceaccount:a:b\"}}}", 1},
-        {"{\"status\":{\"authenticated\":false,\"error\":\"invalid bearer token\"}}", 0},
-        {"{\"status\":{\"authenticated\":true,\"user\":{}}}", 0},
-        {"{\"status\":{\"authenticated\":\"true\",\"user\":{\"username\":\"x\"}}}", 0},
-        {"{\"status\":{}}", 0},
-        {"{}", 0},
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        json_object *a = json_tokener_parse(cases[i].answer), *user = NULL;
-        CU_ASSERT_EQUAL(mauth_token_review_user(a, &user), cases[i].want);
-        CU_ASSERT(cases[i].want ? user != NULL : user == NULL);
-        json_object_put(a);
-    }
+    assert_json(mauth_token_review("tok"),
+                "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenReview\",\"spec\":{\"token\":\"tok\"}}");
 }
 
 static void test_access_review(void)
@@ -146,28 +135,48 @@ static void test_access_review(void)
         "{\"username\":\"system:serviceaccount:mon:prom\",\"uid\":\"u-1\","
         "\"groups\":[\"system:serviceaccounts\",\"system:authenticated\"],"
         "\"extra\":{\"authentication.kubernetes.io/pod-name\":[\"p\"]}}");
-    json_object *r = mauth_access_review(u, "/metrics");
-    CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
-                           "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":\"SubjectAccessReview\","
-                           "\"spec\":{\"user\":\"system:serviceaccount:mon:prom\",\"uid\":\"u-1\","
-                           "\"groups\":[\"system:serviceaccounts\",\"system:authenticated\"],"
-                           "\"extra\":{\"authentication.kubernetes.io/pod-name\":[\"p\"]},"
-                           "\"nonResourceAttributes\":{\"path\":\"/metrics\",\"verb\":\"get\"}}}");
-    json_object_put(r);
+    assert_json(mauth_access_review(u, "/metrics"),
+                "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":\"SubjectAccessReview\","
+                "\"spec\":{\"user\":\"system:serviceaccount:mon:prom\",\"uid\":\"u-1\","
+                "\"groups\":[\"system:serviceaccounts\",\"system:authenticated\"],"
+                "\"extra\":{\"authentication.kubernetes.io/pod-name\":[\"p\"]},"
+                "\"nonResourceAttributes\":{\"path\":\"/metrics\",\"verb\":\"get\"}}}");
     json_object_put(u);
+}
+
+/* mauth_token_review_user as a verdict: 1 with the user, 0 without one. */
+static int token_verdict(json_object *answer)
+{
+    json_object *user = NULL;
+    int ok = mauth_token_review_user(answer, &user);
+    CU_ASSERT(ok ? user != NULL : user == NULL);
+    return ok;
+}
+
+/* The API server's answers to both reviews and what metricsd makes of them. */
+static void test_review_answers(void)
+{
     static const struct {
+        int (*verdict)(json_object *answer);
         const char *answer;
         int want;
     } cases[] = {
-        {"{\"status\":{\"allowed\":true}}", 1},
-        {"{\"status\":{\"allowed\":true,\"denied\":true}}", 0},
-        {"{\"status\":{\"allowed\":false,\"reason\":\"no RBAC policy matched\"}}", 0},
-        {"{\"status\":{\"allowed\":1}}", 0},
-        {"{}", 0},
+        {token_verdict, "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"system:serviceaccount:a:b\"}}}", 1},
+        {token_verdict, "{\"status\":{\"authenticated\":false,\"error\":\"invalid bearer token\"}}", 0},
+        {token_verdict, "{\"status\":{\"authenticated\":true,\"user\":{}}}", 0},
+        {token_verdict, "{\"status\":{\"authenticated\":\"true\",\"user\":{\"username\":\"x\"}}}", 0},
+        {token_verdict, "{\"status\":{}}", 0},
+        {token_verdict, "{}", 0},
+        {mauth_access_allowed, "{\"status\":{\"allowed\":true}}", 1},
+        {mauth_access_allowed, "{\"status\":{\"allowed\":true,\"denied\":true}}", 0},
+        {mauth_access_allowed, "{\"status\":{\"allowed\":false,\"reason\":\"no RBAC policy matched\"}}", 0},
+        {mauth_access_allowed, "{\"status\":{\"allowed\":1}}", 0},
+        {mauth_access_allowed, "{}", 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_object *a = json_tokener_parse(cases[i].answer);
-        CU_ASSERT_EQUAL(mauth_access_allowed(a), cases[i].want);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        CU_ASSERT_EQUAL(cases[i].verdict(a), cases[i].want);
         json_object_put(a);
     }
 }
@@ -177,8 +186,9 @@ static const cu_entry_t tests[] = {
     {"cache: TTL per decision, errors not cached", test_cache_ttl},
     {"cache: bounded, the entry expiring first replaced", test_cache_bounded},
     {"bearer: scheme, spaces, empty, size cap", test_bearer},
-    {"TokenReview: request and answers", test_token_review},
-    {"SubjectAccessReview: request and answers", test_access_review},
+    {"TokenReview: the request", test_token_review},
+    {"SubjectAccessReview: the request", test_access_review},
+    {"both reviews: the answers judged", test_review_answers},
 };
 
 CU_MAIN(tests)

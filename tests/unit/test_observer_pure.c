@@ -91,17 +91,48 @@ static const char INFO_FULL_REPLICA[] =
     "# Cluster\r\n"
     "# Keyspace\r\n";
 
+/* What each INFO replication text says, field by field. */
+static const struct {
+    const char *text;
+    redisinfo_role_t role;
+    const char *role_name, *master_host;
+    int master_port, link_up;
+    int64_t link_down_s, offset, connected_slaves;
+    size_t nslaves;
+} repl_cases[] = {
+    {INFO_MASTER_2_SLAVES, REDISINFO_ROLE_MASTER, "master", "", 0, 0, -1, 50, 2, 2},
+    {INFO_REPLICA_UP, REDISINFO_ROLE_SLAVE, "slave", "127.0.0.1", 17001, 1, -1, 50, 0, 0},
+    /* The primary died a second ago: failover's "linked recently". */
+    {INFO_REPLICA_DOWN, REDISINFO_ROLE_SLAVE, "slave", "127.0.0.1", 17001, 0, 1, 50, 0, 0},
+    /* Never linked since it started: Redis 7 says -1. */
+    {"role:slave\r\nmaster_link_status:down\r\nmaster_link_down_since_seconds:-1\r\n", REDISINFO_ROLE_SLAVE,
+     "slave", "", 0, 0, -1, -1, -1, 0},
+};
+
+static void test_info_replication(void)
+{
+    for (size_t i = 0; i < sizeof(repl_cases) / sizeof(repl_cases[0]); i++) {
+        redisinfo_t in;
+        CU_ASSERT_EQUAL_FATAL(redisinfo_parse(repl_cases[i].text, strlen(repl_cases[i].text), &in), 0);
+        CU_ASSERT_EQUAL(in.role, repl_cases[i].role);
+        CU_ASSERT_STRING_EQUAL(redisinfo_role_name(in.role), repl_cases[i].role_name);
+        CU_ASSERT_STRING_EQUAL(in.master_host, repl_cases[i].master_host);
+        CU_ASSERT_EQUAL(in.master_port, repl_cases[i].master_port);
+        CU_ASSERT_EQUAL(in.link_up, repl_cases[i].link_up);
+        CU_ASSERT_EQUAL(in.link_down_s, repl_cases[i].link_down_s);
+        CU_ASSERT_EQUAL(redisinfo_offset(&in), repl_cases[i].offset);
+        if (in.role == REDISINFO_ROLE_SLAVE) /* a replica's offset is the one it applied */
+            CU_ASSERT_EQUAL(in.slave_repl_offset, repl_cases[i].offset);
+        CU_ASSERT_EQUAL(in.connected_slaves, repl_cases[i].connected_slaves);
+        CU_ASSERT_EQUAL(in.nslaves, repl_cases[i].nslaves);
+    }
+}
+
 static void test_info_master_two_slaves(void)
 {
     redisinfo_t in;
     CU_ASSERT_EQUAL_FATAL(redisinfo_parse(INFO_MASTER_2_SLAVES, strlen(INFO_MASTER_2_SLAVES), &in), 0);
-    CU_ASSERT_EQUAL(in.role, REDISINFO_ROLE_MASTER);
-    CU_ASSERT_EQUAL(in.connected_slaves, 2);
     CU_ASSERT_EQUAL(in.master_repl_offset, 50);
-    CU_ASSERT_EQUAL(redisinfo_offset(&in), 50);
-    CU_ASSERT_STRING_EQUAL(in.master_host, "");
-    CU_ASSERT_EQUAL(in.master_port, 0);
-    CU_ASSERT_EQUAL(in.link_up, 0);
     CU_ASSERT_EQUAL_FATAL(in.nslaves, 2);
     CU_ASSERT_STRING_EQUAL(in.slaves[0].ip, "127.0.0.1");
     CU_ASSERT_EQUAL(in.slaves[0].port, 17003);
@@ -113,40 +144,6 @@ static void test_info_master_two_slaves(void)
     CU_ASSERT_EQUAL(in.connected_clients, -1);
     CU_ASSERT_EQUAL(in.used_memory, -1);
     CU_ASSERT_EQUAL(in.rdb_last_bgsave_ok, -1);
-    CU_ASSERT_STRING_EQUAL(redisinfo_role_name(in.role), "master");
-}
-
-static void test_info_replica_linked(void)
-{
-    redisinfo_t in;
-    CU_ASSERT_EQUAL_FATAL(redisinfo_parse(INFO_REPLICA_UP, strlen(INFO_REPLICA_UP), &in), 0);
-    CU_ASSERT_EQUAL(in.role, REDISINFO_ROLE_SLAVE);
-    CU_ASSERT_STRING_EQUAL(in.master_host, "127.0.0.1");
-    CU_ASSERT_EQUAL(in.master_port, 17001);
-    CU_ASSERT_EQUAL(in.link_up, 1);
-    CU_ASSERT_EQUAL(in.slave_repl_offset, 50);
-    CU_ASSERT_EQUAL(redisinfo_offset(&in), 50);
-    CU_ASSERT_EQUAL(in.connected_slaves, 0);
-    CU_ASSERT_EQUAL(in.nslaves, 0);
-    CU_ASSERT_STRING_EQUAL(redisinfo_role_name(in.role), "slave");
-}
-
-static void test_info_replica_unlinked(void)
-{
-    redisinfo_t in;
-    CU_ASSERT_EQUAL_FATAL(redisinfo_parse(INFO_REPLICA_DOWN, strlen(INFO_REPLICA_DOWN), &in), 0);
-    CU_ASSERT_EQUAL(in.role, REDISINFO_ROLE_SLAVE);
-    CU_ASSERT_EQUAL(in.link_up, 0);
-    CU_ASSERT_EQUAL(in.master_port, 17001);
-    CU_ASSERT_EQUAL(redisinfo_offset(&in), 50);
-    CU_ASSERT_EQUAL(in.link_down_s, 1); /* failover's "linked recently" */
-    /* Linked, or a primary: no link-down time. */
-    CU_ASSERT_EQUAL_FATAL(redisinfo_parse(INFO_REPLICA_UP, strlen(INFO_REPLICA_UP), &in), 0);
-    CU_ASSERT_EQUAL(in.link_down_s, -1);
-    /* Never linked since it started: Redis 7 says -1. */
-    static const char never[] = "role:slave\r\nmaster_link_status:down\r\nmaster_link_down_since_seconds:-1\r\n";
-    CU_ASSERT_EQUAL_FATAL(redisinfo_parse(never, strlen(never), &in), 0);
-    CU_ASSERT_EQUAL(in.link_down_s, -1);
 }
 
 static void test_info_full_sections(void)
@@ -402,9 +399,8 @@ static void test_diff_json(void)
 
 static const cu_entry_t tests[] = {
     CU_SUITE("redisinfo"),
-    {"primary with two replicas", test_info_master_two_slaves},
-    {"replica linked", test_info_replica_linked},
-    {"replica whose primary died", test_info_replica_unlinked},
+    {"replication: primary, replica linked, unlinked, never linked", test_info_replication},
+    {"primary: its replicas", test_info_master_two_slaves},
     {"every default section", test_info_full_sections},
     {"malformed and foreign input", test_info_bad_input},
     CU_SUITE("obsdiff"),

@@ -100,6 +100,20 @@ static int upsert(cache_t *c, json_object *o)
     return rc;
 }
 
+/* A RedisCluster cache that also holds the kinds in children (NULL-terminated; NULL: none)
+ * and Pods, a Pod belonging to the cluster its LABEL names; deltas go to on_delta. */
+static cache_t *cluster_cache(const char *const *children)
+{
+    cache_t *c = cache_new("RedisCluster");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    for (; children && *children; children++)
+        CU_ASSERT_EQUAL_FATAL(cache_add_kind(c, *children), 0);
+    CU_ASSERT_EQUAL_FATAL(cache_add_kind(c, "Pod"), 0);
+    CU_ASSERT_EQUAL_FATAL(cache_set_owner_label(c, "Pod", LABEL), 0);
+    cache_set_delta_handler(c, on_delta, c);
+    return c;
+}
+
 /* The names listed for key, sorted, comma separated. */
 static void names_of(cache_t *c, const char *key, char *out, size_t cap)
 {
@@ -194,10 +208,7 @@ static void test_owner_label(void)
 /* A RedisCluster controller owner wins over the label. */
 static void test_controller_owner_wins(void)
 {
-    cache_t *c = cache_new("RedisCluster");
-    cache_add_kind(c, "Pod");
-    cache_set_owner_label(c, "Pod", LABEL);
-    cache_set_delta_handler(c, on_delta, c);
+    cache_t *c = cluster_cache(NULL);
     json_object *o = json_tokener_parse(
         "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ns1\",\"resourceVersion\":\"1\","
         "\"labels\":{\"" LABEL "\":\"bylabel\"},\"ownerReferences\":[{\"kind\":\"RedisCluster\",\"name\":\"byowner\","
@@ -214,13 +225,8 @@ static void test_controller_owner_wins(void)
  * cluster's pods, the latest observation. */
 static void test_workitem_children(void)
 {
-    cache_t *c = cache_new("RedisCluster");
-    cache_add_kind(c, "ConfigMap");
-    cache_add_kind(c, "Service");
-    cache_add_kind(c, "StatefulSet");
-    cache_add_kind(c, "PodDisruptionBudget");
-    cache_add_kind(c, "Pod");
-    cache_set_owner_label(c, "Pod", LABEL);
+    static const char *const children[] = {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget", NULL};
+    cache_t *c = cluster_cache(children);
     char err[256];
     cache_change_t ch;
     json_object *cm = json_tokener_parse("{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cache\",\"namespace\":\"ns1\","

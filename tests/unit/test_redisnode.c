@@ -46,9 +46,14 @@ static void fixture_start(node_fixture_t *f, const char *const *extra)
     f->n = redisnode_new(f->loop, "127.0.0.1", f->s.port, PROBE_TIMEOUT_NS, on_result, &f->r);
 }
 
+/* Destroy the node, which must give its loop every reader and timer back whatever it was
+ * doing, then the loop and the server. */
 static void fixture_stop(node_fixture_t *f)
 {
     redisnode_destroy(&f->n);
+    CU_ASSERT_PTR_NULL(f->n);
+    CU_ASSERT_EQUAL(loop_reader_count(f->loop), 0);
+    CU_ASSERT_EQUAL(loop_timer_count(f->loop), 0);
     loop_destroy(&f->loop);
     server_stop(&f->s);
 }
@@ -98,11 +103,7 @@ static void test_ping_round_trip(void)
     /* A probe while one is in flight is refused. */
     CU_ASSERT_EQUAL(redisnode_probe(f.n, 0), 0);
     CU_ASSERT_EQUAL(redisnode_probe(f.n, 0), 1);
-    redisnode_destroy(&f.n); /* with a probe in flight: no callback, no leak */
-    CU_ASSERT_PTR_NULL(f.n);
-    CU_ASSERT_EQUAL(loop_reader_count(f.loop), 0);
-    CU_ASSERT_EQUAL(loop_timer_count(f.loop), 0);
-    fixture_stop(&f);
+    fixture_stop(&f); /* with a probe in flight: no callback, no leak */
 }
 
 static void test_timeout_on_stopped_server(void)
@@ -130,8 +131,6 @@ static void test_timeout_on_stopped_server(void)
     CU_ASSERT_EQUAL(st->reachable, 1);
     CU_ASSERT_EQUAL(st->down_since_ns, 0);
     CU_ASSERT(down > 0);
-    redisnode_destroy(&f.n);
-    CU_ASSERT_EQUAL(loop_reader_count(f.loop), 0);
     fixture_stop(&f);
 }
 

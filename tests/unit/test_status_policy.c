@@ -347,9 +347,8 @@ static void test_held_count_written_at_window_end(void)
 {
     world_t w;
     world_created(&w);
-    plan_t *p = NULL;
     sts_pods(&w, 2, 1);
-    p = run(&w, T0 + 2 * NS_PER_SEC);
+    plan_t *p = run(&w, T0 + 2 * NS_PER_SEC);
     CU_ASSERT_PTR_NULL(status_action(p));
     int64_t after = plan_requeue_after_ns(p);
     CU_ASSERT_EQUAL(after, W - 2 * NS_PER_SEC);
@@ -372,11 +371,10 @@ static void test_generation_change_written_at_once(void)
 {
     world_t w;
     world_created(&w);
-    plan_t *p = NULL;
     sts_pods(&w, 2, 1);
     json_object_object_add(json_object_object_get(w.rc, "metadata"), "generation", json_object_new_int(2));
     json_object_object_add(json_object_object_get(w.rc, "spec"), "size", json_object_new_int(4));
-    p = run(&w, T0 + NS_PER_SEC);
+    plan_t *p = run(&w, T0 + NS_PER_SEC);
     CU_ASSERT_PTR_NOT_NULL(status_action(p));
     CU_ASSERT_EQUAL(plan_status_held_ns(p), 0);
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
@@ -391,9 +389,8 @@ static void test_status_without_update_time(void)
 {
     world_t w;
     world_created(&w);
-    plan_t *p = NULL;
     sts_pods(&w, 3, 3);
-    p = run(&w, T0 + NS_PER_SEC);
+    plan_t *p = run(&w, T0 + NS_PER_SEC);
     perform(&w, p);
     plan_destroy(&p);
     json_object *list = json_object_object_get(json_object_object_get(w.rc, "status"), "conditions");
