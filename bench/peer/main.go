@@ -57,6 +57,10 @@ type RedisClusterSpec struct {
 	Version string      `json:"version,omitempty"`
 	Config  RedisConfig `json:"config,omitempty"`
 	Storage StorageSpec `json:"storage,omitempty"`
+	// The v1 schema's mode: the peer plans no replication, but its Update of the
+	// finalizer sends the whole object, so a field missing here would be dropped and
+	// defaulted back (a Standalone cluster would turn into Replication, generation 2).
+	Mode string `json:"mode,omitempty"`
 }
 
 type RedisClusterStatus struct {
