@@ -1995,6 +1995,15 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
         goto out;
     const char *phase = plan_phase(p);
     p->wants_diagnosis = !c.failed_reason && c.sts_ours && phase && strcmp(phase, "Running");
+    if (p->wants_diagnosis) {
+        /* DIAGNOSIS: not while the cluster moves (its counts are not told yet: a pod
+         * created or Ready since); a converging cluster is reconciled at every pod change,
+         * and a diagnosis is up to three LISTs. The status write that tells the counts
+         * (due, or held at most a window) brings the next look. */
+        sts_view_t v = view_statefulset(sts);
+        if (!status_policy_counts_told(jsonx_get(c.rc, "status"), v.replicas, v.ready))
+            p->wants_diagnosis = 0;
+    }
     /* The class is looked up when the StatefulSet is created and while the cluster is not
      * Running (a healthy resync reads nothing more). */
     if (c.in.storage_class && (c.sts_created || p->wants_diagnosis))

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "rdc_api.h"
+#include "readmemo.h"
 #include "render.h"
 
 
@@ -379,7 +380,11 @@ static int list_in(const exec_ctx_t *x, const char *ns, const char *resource, co
 {
     buf_t path;
     buf_init(&path, 4096);
-    kube_req_opts_t ro = {.label_selector = label_selector, .field_selector = field_selector, .limit = 500};
+    /* resourceVersion "0": any recent state will do for a diagnosis, and the API server
+     * answers it from its watch cache instead of reading etcd (as a reflector's first
+     * LIST does). */
+    kube_req_opts_t ro = {
+        .label_selector = label_selector, .field_selector = field_selector, .limit = 500, .resource_version = "0"};
     char *rv = NULL;
     int rc = kube_path(&path, "", "v1", ns, resource, NULL, NULL);
     if (rc)
@@ -391,33 +396,78 @@ static int list_in(const exec_ctx_t *x, const char *ns, const char *resource, co
     return rc;
 }
 
+/* The diagnosis reads of a worker (the async path) are kept DIAG_MEMO_TTL_NS under the
+ * StatefulSet's resourceVersion (diag_memo_key): a converging cluster is reconciled again
+ * at every change of its pods (labels, observerd's observation, each condition), and
+ * each reconcile read the same three LISTs anew, blocking the worker's loop. A pod
+ * created or gone, or one more or less Ready, changes the StatefulSet's status and
+ * reads anew; what changes only a pod (unschedulable, waiting for its image) reaches
+ * the status up to the ttl late, as its ready count may (docs/status-and-drift.md). */
+#define DIAG_MEMO_SLOTS 32
+#define DIAG_MEMO_TTL_NS (INT64_C(10) * NS_PER_SEC)
+static readmemo_t *diag_memo;
+
+/* The memo key of rc's diagnosis with StatefulSet sts, into key; 0, or -1 without one. */
+static int diag_memo_key(const json_object *rc, const json_object *sts, buf_t *key)
+{
+    const char *rv = sts ? meta_str(sts, "resourceVersion") : "";
+    if (!*rv)
+        return -1;
+    return buf_printf(key, "%s/%s@%s", meta_str(rc, "namespace"), meta_str(rc, "name"), rv) ? -1 : 0;
+}
+
 /* What plan_wants_diagnosis asks for (plan.h, DIAGNOSIS): the StatefulSet's pods, its
- * Events, and the Events of the first pod not Ready. got[] takes what was read (the
- * caller puts each); more points into it. A failed read is logged and leaves that part
- * NULL: a diagnosis is a help, never a reason to fail the reconcile. */
-static void read_diagnosis(const exec_ctx_t *x, const json_object *rc, const plan_t *plan, json_object *got[3],
-                           plan_observed_t *more)
+ * Events, and the Events of the first pod not Ready, from the memo under memo_key when
+ * it has them (memo_key NULL: read). got[] takes what was read (the caller puts each);
+ * more points into it. A failed read is logged and leaves that part NULL (and nothing
+ * is kept): a diagnosis is a help, never a reason to fail the reconcile. */
+static void read_diagnosis(const exec_ctx_t *x, const json_object *rc, const plan_t *plan, const char *memo_key,
+                           json_object *got[3], plan_observed_t *more)
 {
     const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
     char fs[600], line[1024];
     kube_error_t err;
+    json_object *kept = NULL;
+    int failed = 0;
+    if (memo_key && !diag_memo)
+        diag_memo = readmemo_new(DIAG_MEMO_SLOTS, DIAG_MEMO_TTL_NS); /* NULL: every diagnosis reads */
+    if (memo_key && readmemo_get(diag_memo, memo_key, clock_mono_ns(), &kept) &&
+        json_object_is_type(kept, json_type_array) && json_object_array_length(kept) == 3) {
+        for (int i = 0; i < 3; i++)
+            got[i] = json_object_get(json_object_array_get_idx(kept, (size_t)i));
+        goto out;
+    }
     kube_error_clear(&err);
-    if (list_in(x, ns, "pods", plan_pod_selector(plan), NULL, &got[0], &err))
+    if (list_in(x, ns, "pods", plan_pod_selector(plan), NULL, &got[0], &err)) {
+        failed = 1;
         rlog_warn("cannot read the pods to explain the status", "reconcileID", x->reconcile_id, "error",
                   kube_error_str(&err, line, sizeof(line)));
+    }
     snprintf(fs, sizeof(fs), "involvedObject.kind=StatefulSet,involvedObject.name=%s", name);
     kube_error_clear(&err);
-    if (list_in(x, ns, "events", NULL, fs, &got[1], &err))
+    if (list_in(x, ns, "events", NULL, fs, &got[1], &err)) {
+        failed = 1;
         rlog_warn("cannot read the StatefulSet's Events", "reconcileID", x->reconcile_id, "error",
                   kube_error_str(&err, line, sizeof(line)));
+    }
     const char *pod = plan_pod_to_explain(got[0]);
     if (pod) {
         snprintf(fs, sizeof(fs), "involvedObject.kind=Pod,involvedObject.name=%s", pod);
         kube_error_clear(&err);
-        if (list_in(x, ns, "events", NULL, fs, &got[2], &err))
+        if (list_in(x, ns, "events", NULL, fs, &got[2], &err)) {
+            failed = 1;
             rlog_warn("cannot read the pod's Events", "reconcileID", x->reconcile_id, "error",
                       kube_error_str(&err, line, sizeof(line)));
+        }
     }
+    json_object *keep = memo_key && !failed ? json_object_new_array() : NULL;
+    for (int i = 0; keep && i < 3; i++)
+        json_object_array_add(keep, json_object_get(got[i]));
+    if (keep)
+        readmemo_put(diag_memo, memo_key, keep, clock_mono_ns());
+    json_object_put(keep);
+out:
+    json_object_put(kept);
     more->pods = got[0];
     more->sts_events = got[1];
     more->pod_events = got[2];
@@ -426,23 +476,23 @@ static void read_diagnosis(const exec_ctx_t *x, const json_object *rc, const pla
 /* STORAGE CLASS (plan.h): 1 when the class the plan would create claims of is absent
  * (404), 0 when it exists or cannot be read (then the StatefulSet is created as before,
  * and a diagnosis explains pending claims). The answer is kept per worker process for
- * SC_CACHE_TTL_NS (a class rarely comes or goes; each new cluster would otherwise read
+ * SC_MEMO_TTL_NS (a class rarely comes or goes; each new cluster would otherwise read
  * it again); a failed read is not kept. */
-#define SC_CACHE_SLOTS 8
-#define SC_CACHE_TTL_NS (INT64_C(30) * NS_PER_SEC)
-static struct {
-    char name[254];
-    int missing;
-    int64_t at_ns; /* 0 = free */
-} sc_cache[SC_CACHE_SLOTS];
-static size_t sc_cache_next;
+#define SC_MEMO_SLOTS 8
+#define SC_MEMO_TTL_NS (INT64_C(30) * NS_PER_SEC)
+static readmemo_t *sc_memo;
 
 static int storage_class_missing(const exec_ctx_t *x, const char *cls)
 {
     int64_t now = clock_mono_ns();
-    for (size_t i = 0; i < SC_CACHE_SLOTS; i++)
-        if (sc_cache[i].at_ns && now - sc_cache[i].at_ns < SC_CACHE_TTL_NS && !strcmp(sc_cache[i].name, cls))
-            return sc_cache[i].missing;
+    json_object *kept = NULL;
+    if (!sc_memo)
+        sc_memo = readmemo_new(SC_MEMO_SLOTS, SC_MEMO_TTL_NS); /* NULL: every check reads */
+    if (readmemo_get(sc_memo, cls, now, &kept)) {
+        int missing = json_object_get_boolean(kept);
+        json_object_put(kept);
+        return missing;
+    }
     json_object *sc = NULL;
     kube_error_t err;
     kube_error_clear(&err);
@@ -454,19 +504,16 @@ static int storage_class_missing(const exec_ctx_t *x, const char *cls)
     }
     int missing = sc == NULL;
     json_object_put(sc);
-    if (strlen(cls) < sizeof(sc_cache[0].name)) {
-        size_t i = sc_cache_next;
-        sc_cache_next = (sc_cache_next + 1) % SC_CACHE_SLOTS;
-        snprintf(sc_cache[i].name, sizeof(sc_cache[i].name), "%s", cls);
-        sc_cache[i].missing = missing;
-        sc_cache[i].at_ns = now;
-    }
+    json_object *answer = json_object_new_boolean(missing);
+    readmemo_put(sc_memo, cls, answer, now);
+    json_object_put(answer);
     return missing;
 }
 
-void reconcile_forget_storage_classes(void)
+void reconcile_forget_reads(void)
 {
-    memset(sc_cache, 0, sizeof(sc_cache));
+    readmemo_clear(sc_memo);
+    readmemo_clear(diag_memo);
 }
 
 /* DIAGNOSIS is read only once the StatefulSet is RECONCILE_DIAGNOSIS_AFTER_NS old: pods
@@ -603,8 +650,13 @@ static void plan_job(reconcile_job_t *j, const exec_ctx_t *x, const json_object 
     if (j->plan && x->client && !dry_run) {
         const char *cls = plan_storage_class_to_check(j->plan);
         more.storage_class_missing = cls && storage_class_missing(x, cls);
-        if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(child[2])))
-            read_diagnosis(x, rc, j->plan, j->diag, &more);
+        if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(child[2]))) {
+            buf_t key;
+            buf_init(&key, 1024);
+            int memo = x->batch && !diag_memo_key(rc, child[2], &key);
+            read_diagnosis(x, rc, j->plan, memo ? buf_str(&key) : NULL, j->diag, &more);
+            buf_free(&key);
+        }
     }
     if (more.storage_class_missing || more.pods || more.sts_events) {
         plan_destroy(&j->plan);

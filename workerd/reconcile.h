@@ -49,10 +49,14 @@ typedef struct {
  * plan_wants_diagnosis) the StorageClass, or the StatefulSet's pods and the Events of the
  * StatefulSet and of its first pod not Ready, are read and the plan is computed again with
  * them (plan_compute_observed); a healthy, Running cluster costs no read. The StorageClass
- * answer is kept 30 s per process (reconcile_forget_storage_classes forgets it); the
+ * answer is kept 30 s per process (reconcile_forget_reads forgets it); the
  * diagnosis is read only once the StatefulSet is RECONCILE_DIAGNOSIS_AFTER_NS old (pods
  * merely starting need no explanation), and a reconcile that put it off ends in
- * RECONCILE_REQUEUE_AFTER the rest of that time at most, so it is read when due. dry_run != NULL prints the plan
+ * RECONCILE_REQUEUE_AFTER the rest of that time at most, so it is read when due. With
+ * x->batch (a worker), the diagnosis reads are kept 10 s per process while the
+ * StatefulSet's resourceVersion stays the same (readmemo.h): a converging cluster's
+ * reconciles do not LIST them again at each change of a pod. Its LISTs ask for
+ * resourceVersion "0" (the API server's watch cache). dry_run != NULL prints the plan
  * as JSON there and writes nothing. Never fails on bad input: a broken object gives a
  * logged error and RECONCILE_DONE (a fix arrives as a new event).
  * seen (may be NULL) carries the rest of the work item for REPLICATION (plan.h): the
@@ -94,8 +98,8 @@ void reconcile_end(reconcile_job_t **job_p, exec_result_t r, size_t failed, cons
                    reconcile_outcome_t *out);
 void reconcile_cancel(reconcile_job_t **job_p);
 
-/* Forget the StorageClass answers kept (tests). */
-void reconcile_forget_storage_classes(void);
+/* Forget the StorageClass answers and the diagnosis reads kept (tests). */
+void reconcile_forget_reads(void);
 
 /* The word used on the wire and in metrics: "done", "requeue_after", "requeue", "error",
  * "fenced". */

@@ -42,6 +42,13 @@
  * wall-clock time plan works with. Inputs are only read. */
 int64_t status_policy_hold_ns(const json_object *computed, const json_object *observed, int64_t now_wall_ns);
 
+/* 1 when the counts the observed status records (replicas, readyReplicas; absent = 0)
+ * are the StatefulSet's (sts_replicas, sts_ready), else 0: the cluster moved since the
+ * status last told them (a pod created, gone, Ready or not since), and the write that
+ * tells it is due or held. A diagnosis (plan.h, DIAGNOSIS) is for a cluster that does
+ * not move; one that does is not read for. Inputs are only read. */
+int status_policy_counts_told(const json_object *observed, int64_t sts_replicas, int64_t sts_ready);
+
 /* 1 when the only differences between computed and observed are progress (above),
  * whatever the phase; 0 otherwise (also when observed is not an object). */
 int status_policy_progress_only(const json_object *computed, const json_object *observed);

@@ -2176,6 +2176,10 @@ static void diag_row(const diag_row_t *r)
     world_init(&w, SPEC3, 1);
     converge(&w, T1);
     sts_settle(&w, r->ready);
+    /* The status tells the new counts a window before the diagnosis is asked for. */
+    plan_t *told = run(&w, T2);
+    perform(&w, told);
+    plan_destroy(&told);
     json_object *pods = parse(r->pods), *sev = r->sts_events ? parse(r->sts_events) : NULL,
                 *pev = r->pod_events ? parse(r->pod_events) : NULL;
     plan_observed_t more = {.pods = pods, .sts_events = sev, .pod_events = pev};
@@ -2237,8 +2241,20 @@ static void test_diagnosis_is_asked_only_when_not_running(void)
     CU_ASSERT_STRING_EQUAL(plan_pod_selector(p), "app.kubernetes.io/name=redis,app.kubernetes.io/instance=cache");
     plan_destroy(&p);
     sts_settle(&w, 1);
+    /* Counts the status does not tell yet (3/3 written, 1 Ready now): the cluster moves,
+     * no diagnosis; the plan writes them, and once they are told one is asked for. */
     p = run(&w, T2);
+    CU_ASSERT_EQUAL(plan_wants_diagnosis(p), 0);
+    CU_ASSERT_PTR_NOT_NULL(plan_status(p));
+    perform(&w, p);
+    plan_destroy(&p);
+    p = run(&w, T2 + NS_PER_SEC);
     CU_ASSERT_EQUAL(plan_wants_diagnosis(p), 1);
+    plan_destroy(&p);
+    /* Told, then one more pod Ready: moving again. */
+    sts_settle(&w, 2);
+    p = run(&w, T2 + 2 * NS_PER_SEC);
+    CU_ASSERT_EQUAL(plan_wants_diagnosis(p), 0);
     plan_destroy(&p);
     set_at(w.rc, "spec size", "0");
     p = run(&w, T2);

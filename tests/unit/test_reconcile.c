@@ -188,12 +188,14 @@ static int serve(api_t *a, const char *method, const char *url, const char *body
 static int on_request(void *user, struct MHD_Connection *c, const char *method, const char *url,
                       const char *body, buf_t *out)
 {
-    (void)c;
     api_t *a = user;
+    /* a LIST's resourceVersion is logged with its path ("...?resourceVersion=0") */
+    const char *rv = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "resourceVersion");
     pthread_mutex_lock(&a->mu);
     if (a->nlog < MAX_LOG) {
         snprintf(a->log[a->nlog].method, sizeof(a->log[0].method), "%s", method);
-        snprintf(a->log[a->nlog].path, sizeof(a->log[0].path), "%s", url);
+        snprintf(a->log[a->nlog].path, sizeof(a->log[0].path), "%s%s%s", url, rv ? "?resourceVersion=" : "",
+                 rv ? rv : "");
         a->nlog++;
     }
     int code = serve(a, method, url, body, out);
@@ -365,6 +367,22 @@ static void settle_sts(env_t *e, int ready)
     put_obj(&e->api, path, sts);
 }
 
+/* The stored RedisCluster's status tells the StatefulSet's counts (as the write after a
+ * settled StatefulSet does): a diagnosis is only read for a cluster whose counts are told
+ * (plan.h, DIAGNOSIS). */
+static void tell_counts(env_t *e)
+{
+    json_object *sts = stored(e, "/apis/apps/v1/namespaces/default/statefulsets/cache"), *rc = stored(e, RC_PATH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sts);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rc);
+    json_object *sst = json_object_object_get(sts, "status"), *st = json_object_object_get(rc, "status");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    json_object_object_add(st, "replicas", json_object_get(json_object_object_get(sst, "replicas")));
+    json_object_object_add(st, "readyReplicas", json_object_get(json_object_object_get(sst, "readyReplicas")));
+    put_obj(&e->api, RC_PATH, rc);
+    json_object_put(sts);
+}
+
 /* The RedisCluster stored and its children created by a first reconcile, the StatefulSet
  * then settled with ready ready replicas. Returns the RedisCluster as first stored (the
  * caller puts it). */
@@ -528,6 +546,25 @@ static void put_kids(json_object *kids[4])
         json_object_put(kids[i]);
 }
 
+/* A cluster whose StatefulSet cannot create its pods (quota): created, its counts told,
+ * the StatefulSet's Events (a create, then the refusal) stored; its children into kids.
+ * Returns the RedisCluster as stored now (the caller puts it). */
+static json_object *quota_stuck(env_t *e, json_object *kids[4])
+{
+    json_object_put(created(e, 0));
+    tell_counts(e);
+    put_obj(&e->api, NS "/events/sts-0",
+            parse("{\"metadata\":{\"name\":\"sts-0\"},\"type\":\"Normal\",\"reason\":\"SuccessfulCreate\","
+                  "\"lastTimestamp\":\"2026-01-01T00:00:00Z\",\"message\":\"create Pod cache-0 in StatefulSet cache "
+                  "successful\"}"));
+    put_obj(&e->api, NS "/events/sts-1",
+            parse("{\"metadata\":{\"name\":\"sts-1\"},\"type\":\"Warning\",\"reason\":\"FailedCreate\","
+                  "\"lastTimestamp\":\"2026-01-01T00:00:01Z\",\"message\":\"create Pod cache-0 in StatefulSet cache "
+                  "failed error: pods \\\"cache-0\\\" is forbidden: exceeded quota: pods\"}"));
+    children(e, kids);
+    return stored(e, RC_PATH);
+}
+
 /* Not Running: the pods of the selector, the StatefulSet's Events and the first
  * unready pod's Events are read, and the cause lands in the status; Running again: no
  * more reads. */
@@ -535,19 +572,8 @@ static void test_not_running_reads_and_reports_the_cause(void)
 {
     env_t e;
     env_open(&e);
-    json_object *rc = created(&e, 0), *kids[4];
+    json_object *kids[4], *rc = quota_stuck(&e, kids);
     reconcile_outcome_t out;
-    put_obj(&e.api, NS "/events/sts-0",
-            parse("{\"metadata\":{\"name\":\"sts-0\"},\"type\":\"Normal\",\"reason\":\"SuccessfulCreate\","
-                  "\"lastTimestamp\":\"2026-01-01T00:00:00Z\",\"message\":\"create Pod cache-0 in StatefulSet cache "
-                  "successful\"}"));
-    put_obj(&e.api, NS "/events/sts-1",
-            parse("{\"metadata\":{\"name\":\"sts-1\"},\"type\":\"Warning\",\"reason\":\"FailedCreate\","
-                  "\"lastTimestamp\":\"2026-01-01T00:00:01Z\",\"message\":\"create Pod cache-0 in StatefulSet cache "
-                  "failed error: pods \\\"cache-0\\\" is forbidden: exceeded quota: pods\"}"));
-    children(&e, kids);
-    json_object_put(rc);
-    rc = stored(&e, RC_PATH);
     reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 1);
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 1); /* no pod, so no pod Events */
@@ -575,6 +601,37 @@ static void test_not_running_reads_and_reports_the_cause(void)
     CU_ASSERT_STRING_EQUAL(degraded(&e, "status"), "False");
     put_kids(kids);
     json_object_put(rc);
+    env_close(&e);
+}
+
+/* A worker (batched context) keeps a converging cluster's diagnosis reads: the next
+ * reconcile with the same StatefulSet reads nothing and reports the same cause; a new
+ * resourceVersion of the StatefulSet (a pod more or less, Ready or not) reads again. The
+ * LISTs ask the API server's watch cache (resourceVersion=0). */
+static void test_diagnosis_reads_kept_while_nothing_changes(void)
+{
+    env_t e;
+    env_batched(&e);
+    reconcile_forget_reads();
+    json_object *kids[4], *rc = quota_stuck(&e, kids);
+    reconcile_outcome_t out;
+    const plan_children_t k = {kids[0], kids[1], kids[2], kids[3]};
+    reconcile_run_children(&e.x, rc, &k, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", "resourceVersion=0"), 2);
+    CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "FailedCreate");
+    reconcile_run_children(&e.x, rc, &k, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 1);
+    CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "FailedCreate");
+    json_object_object_add(json_object_object_get(kids[2], "metadata"), "resourceVersion",
+                           json_object_new_string("a pod more"));
+    reconcile_run_children(&e.x, rc, &k, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 2);
+    put_kids(kids);
+    json_object_put(rc);
+    reconcile_forget_reads();
     env_close(&e);
 }
 
@@ -652,7 +709,7 @@ static void test_missing_storage_class_holds_the_statefulset(void)
                   "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,"
                   "\"finalizers\":[\"cache.example.com/finalizer\"]},\"spec\":{\"size\":1,\"image\":\"redis\","
                   "\"storage\":{\"storageClass\":\"fast\"}}}"));
-    reconcile_forget_storage_classes();
+    reconcile_forget_reads();
     json_object *rc = stored(&e, RC_PATH);
     reconcile_outcome_t out;
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
@@ -667,10 +724,10 @@ static void test_missing_storage_class_holds_the_statefulset(void)
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 1);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "StorageClassNotFound");
-    reconcile_forget_storage_classes();
+    reconcile_forget_reads();
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 2);
-    reconcile_forget_storage_classes();
+    reconcile_forget_reads();
     json_object_put(rc);
     env_close(&e);
 }
@@ -683,6 +740,7 @@ static void test_young_statefulset_no_diagnosis_yet(void)
     env_open(&e);
     json_object *rc = created(&e, 0), *kids[4];
     reconcile_outcome_t out;
+    tell_counts(&e);
     children(&e, kids);
     char now[40];
     clock_format_rfc3339(clock_wall_ns(), 0, now, sizeof(now));
@@ -866,6 +924,7 @@ static void test_child_in_cache_leaves_the_memo(void)
 static const cu_entry_t tests[] = {
     CU_SUITE("workerd shell"),
     {"not Running: pods and Events read, the cause reported", test_not_running_reads_and_reports_the_cause},
+    {"a worker keeps the diagnosis reads while the StatefulSet and pods stay the same", test_diagnosis_reads_kept_while_nothing_changes},
     {"a refused apply takes the child back", test_refused_apply_takes_the_child_back},
     {"a missing StorageClass is named, the StatefulSet made", test_missing_storage_class_holds_the_statefulset},
     {"a young StatefulSet: no diagnosis yet, requeued", test_young_statefulset_no_diagnosis_yet},
