@@ -745,13 +745,13 @@ class Peer(Operator):
 
 # ------------------------------------------------------------------ scenario helpers
 
-def rdc_manifest(name, ns, storage_class=None, maxmemory="256mb"):
+def rdc_manifest(name, ns, storage_class=None, maxmemory="256mb", mode=None):
     storage = {"size": "1Gi"}
     if storage_class:
         storage["storageClass"] = storage_class
     spec = {"size": 3, "image": "redis", "version": "7.2",
             "config": {"maxmemory": maxmemory, "maxmemoryPolicy": "allkeys-lru"}, "storage": storage}
-    mode = env_str("MODE", "")
+    mode = env_str("MODE", "") if mode is None else mode
     if mode:  # Standalone | Replication; unset: the CRD's default (Replication)
         spec["mode"] = mode
     return {"apiVersion": "cache.example.com/v1", "kind": "RedisCluster",
@@ -907,12 +907,12 @@ def ensure_node_capacity(ctx, pods):
     return k
 
 
-def create_clusters(ctx, ns, names, sc):
+def create_clusters(ctx, ns, names, sc, mode=None):
     """POST every RedisCluster on ctx.threads connections; returns {name: t response}."""
     path = RDC_PATH.format(ns=ns)
 
     def one(n):
-        st, _ = ctx.kube.req("POST", path, rdc_manifest(n, ns, sc))
+        st, _ = ctx.kube.req("POST", path, rdc_manifest(n, ns, sc, mode=mode))
         return n, st, time.time()
     res = ctx.kube.many(names, one, ctx.threads)
     bad = [(n, s) for n, s, _ in res if s not in (200, 201)]
@@ -948,7 +948,7 @@ def settle_metrics(op):
     return op.metrics()
 
 
-def converge(ctx, ns, n, workers, tag, full_report=True, kind=None, storm=True):
+def converge(ctx, ns, n, workers, tag, full_report=True, kind=None, storm=True, mode=None):
     """Create n RedisClusters at once under an operator with `workers` workers and measure
     convergence; optionally go on with steady state, update storm and memory."""
     res = {"n": n, "workers": workers, "namespace": ns, "storage": ctx.storage, "sync_period": ctx.sync_period}
@@ -976,7 +976,7 @@ def converge(ctx, ns, n, workers, tag, full_report=True, kind=None, storm=True):
         c0 = ctx.cpu.sample()
         oc0 = {p: proc_cpu(p) for p in descendants(op.pid)}
         t_begin = time.time()
-        created = create_clusters(ctx, ns, names, sc)
+        created = create_clusters(ctx, ns, names, sc, mode=mode)
         t_created_all = time.time()
         res["create_seconds"] = r3(t_created_all - t_begin)
         log("%s: %d RedisClusters created in %.1fs; waiting for Running (budget %ds)" %
@@ -1308,13 +1308,17 @@ def versus(ctx, n, workers, tag="vs"):
     in a namespace of its own, same N, workers, QPS/burst, storage and sync period. The
     update storm is left out (the peer rolls no config hash)."""
     trials = env_int("VS_TRIALS", 2)
+    # The peer does the guide's job (ConfigMap, Service, StatefulSet, status): the same
+    # job for ours is Standalone. Replication adds role Services, pod labels and Redis
+    # commands the peer has no part of (VS_MODE=Replication measures it anyway).
+    mode = env_str("VS_MODE", "Standalone")
     out = {"n": n, "workers": workers, "trials": trials, "qps_burst": "%s/%s" % (ctx.qps or "20", ctx.burst or "30"),
-           "ours": [], "peer": []}
+           "mode": mode, "ours": [], "peer": []}
     for t in range(trials):
         for side, kind in (("ours", Operator), ("peer", Peer)):
             log("== side by side, trial %d/%d: %s (N=%d, %d workers)" % (t + 1, trials, side, n, workers))
             name = "%s-%s%d" % (tag, side, t)
-            res = converge(ctx, ctx.ns(name), n, workers, name, kind=kind, storm=False)
+            res = converge(ctx, ctx.ns(name), n, workers, name, kind=kind, storm=False, mode=mode)
             out[side].append(res)
     out["medians"] = {}
     for key, _label, path in VS_FIGURES:
@@ -1331,8 +1335,8 @@ def versus(ctx, n, workers, tag="vs"):
 
 def vs_markdown(L, V):
     L.append("Side by side with controller-runtime (bench/peer: rdc-peer), N=%d, %d workers, QPS/burst %s, "
-             "%d trials each, alternated; medians; ratio = peer / ours (> 1: ours lower):" %
-             (V["n"], V["workers"], V["qps_burst"], V["trials"]))
+             "spec.mode %s, %d trials each, alternated; medians; ratio = peer / ours (> 1: ours lower):" %
+             (V["n"], V["workers"], V["qps_burst"], V.get("mode") or "(the CRD's default)", V["trials"]))
     L.append("")
     rows = []
     for key, label, _path in VS_FIGURES:
@@ -1706,6 +1710,12 @@ def markdown(R):
                 rows.append([raw["n"], "error: " + raw["error"][-200:].replace("\n", " "), "", "", ""])
                 continue
             op = R.get("converge_%d" % raw["n"]) or {}
+            op_wps = op.get("writes_per_second_until_children") or op.get("writes_per_second")
+            vs = next((R[k] for k in sorted(R) if k == "versus_%d" % raw["n"] or
+                       k.startswith("versus_%d_qps" % raw["n"])), {})
+            vs_wps = g(vs, "medians", "writes_per_s", "ours")
+            rps = raw["writes"].get("rps")
+            ratio = lambda w: fmt(r3(w / rps)) if w and rps else "—"  # noqa: E731
             rows.append([raw["n"], "%s, %s in flight, %s conn." % (raw.get("protocol"), raw.get("concurrency"),
                                                                   raw.get("connections")),
                          "%s s (%s/s, p50 %s ms)" % (fmt(raw["creates"]["seconds"]), fmt(raw["creates"]["rps"]),
@@ -1715,10 +1725,13 @@ def markdown(R):
                              fmt(raw["writes"]["latency_ms"]["p50"]), fmt(raw["writes"]["latency_ms"]["p99"]),
                              raw["writes"].get("failed")),
                          "%s s to all children, %s writes/s until then" % (
-                             fmt(g(op, "convergence", "seconds_to_all_children")),
-                             fmt(op.get("writes_per_second_until_children") or op.get("writes_per_second")))
-                         if op else "—"])
-        table(L, ["N", "client", "creates", "operator's writes", "operator (same N)"], rows)
+                             fmt(g(op, "convergence", "seconds_to_all_children")), fmt(op_wps))
+                         if op else "—",
+                         ratio(op_wps),
+                         "%s writes/s (median), %s of the raw client's" % (fmt(vs_wps), ratio(vs_wps))
+                         if vs_wps else "—"])
+        table(L, ["N", "client", "creates", "operator's writes", "operator (converge, same N)", "converge / raw",
+                  "operator in the side-by-side runs (same N)"], rows)
     for k in sorted(k for k in R if k.startswith("versus_")):
         vs_markdown(L, R[k])
     return "\n".join(L)
