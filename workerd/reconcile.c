@@ -403,7 +403,7 @@ static int list_in(const exec_ctx_t *x, const char *ns, const char *resource, co
  * created or gone, or one more or less Ready, changes the StatefulSet's status and
  * reads anew; what changes only a pod (unschedulable, waiting for its image) reaches
  * the status up to the ttl late, as its ready count may (docs/status-and-drift.md). */
-#define DIAG_MEMO_SLOTS 32
+#define DIAG_MEMO_SLOTS 32 /* kept as text: ~30 KB each for 3 pods and their Events */
 #define DIAG_MEMO_TTL_NS (INT64_C(10) * NS_PER_SEC)
 static readmemo_t *diag_memo;
 
@@ -432,9 +432,12 @@ static void read_diagnosis(const exec_ctx_t *x, const json_object *rc, const pla
     if (memo_key && !diag_memo)
         diag_memo = readmemo_new(DIAG_MEMO_SLOTS, DIAG_MEMO_TTL_NS); /* NULL: every diagnosis reads */
     if (memo_key && readmemo_get(diag_memo, memo_key, clock_mono_ns(), &kept) &&
-        json_object_is_type(kept, json_type_array) && json_object_array_length(kept) == 3) {
-        for (int i = 0; i < 3; i++)
-            got[i] = json_object_get(json_object_array_get_idx(kept, (size_t)i));
+        json_object_is_type(kept, json_type_string)) {
+        /* kept as text: a parsed LIST of pods costs ten times its text in json-c objects */
+        json_object *was = json_tokener_parse(json_object_get_string(kept));
+        for (int i = 0; was && json_object_is_type(was, json_type_array) && i < 3; i++)
+            got[i] = json_object_get(json_object_array_get_idx(was, (size_t)i));
+        json_object_put(was);
         goto out;
     }
     kube_error_clear(&err);
@@ -460,12 +463,13 @@ static void read_diagnosis(const exec_ctx_t *x, const json_object *rc, const pla
                       kube_error_str(&err, line, sizeof(line)));
         }
     }
-    json_object *keep = memo_key && !failed ? json_object_new_array() : NULL;
-    for (int i = 0; keep && i < 3; i++)
-        json_object_array_add(keep, json_object_get(got[i]));
-    if (keep)
+    json_object *all = memo_key && !failed ? json_object_new_array() : NULL, *keep = NULL;
+    for (int i = 0; all && i < 3; i++)
+        json_object_array_add(all, json_object_get(got[i]));
+    if (all && (keep = json_object_new_string(json_object_to_json_string_ext(all, JSON_C_TO_STRING_PLAIN))))
         readmemo_put(diag_memo, memo_key, keep, clock_mono_ns());
     json_object_put(keep);
+    json_object_put(all);
 out:
     json_object_put(kept);
     more->pods = got[0];
