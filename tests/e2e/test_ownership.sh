@@ -160,13 +160,18 @@ check "the user's ConfigMap keeps both keys" \
 
 # ---- The user deletes the object: the operator makes its own and converges ----------------
 kubectl -n "$ns" delete configmap/yield-cm service/yield-svc statefulset/yield-sts --wait=true --timeout=60s >/dev/null
+# A user's object has no controller reference, so its deletion enqueues nothing: the
+# operator sees it gone at the conflict's next requeue (within 10 s). yield-svc and
+# yield-sts are Running already before (the conflict does not stop the StatefulSet of
+# yield-svc), so "Running" alone passes at once: wait for the new object and the
+# condition too.
 for pair in yield-cm:configmap yield-svc:service yield-sts:statefulset; do
     n=${pair%%:*} res=${pair#*:}
+    check "$n: the new $res is the operator's (controller reference)" \
+        wait_output 90 RedisCluster/true kubectl -n "$ns" get "$res/$n" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].controller}'
     check "$n: Running after the user's $res is gone" \
         wait_until 90 sh -c "test \"\$(kubectl -n $ns get rdc $n -o jsonpath='{.status.phase}')\" = Running"
-    check "$n: Degraded=False" test "$(cond "$n" Degraded status)" = False
-    check "$n: the new $res is the operator's (controller reference)" \
-        test "$(kubectl -n "$ns" get "$res/$n" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].controller}')" = RedisCluster/true
+    check "$n: Degraded=False" wait_output 30 False cond "$n" Degraded status
 done
 check "yield-svc: the operator's Service is headless" \
     test "$(kubectl -n "$ns" get service yield-svc -o jsonpath='{.spec.clusterIP}')" = None
