@@ -948,9 +948,11 @@ def settle_metrics(op):
     return op.metrics()
 
 
-def converge(ctx, ns, n, workers, tag, full_report=True, kind=None, storm=True, mode=None):
+def converge(ctx, ns, n, workers, tag, full_report=True, kind=None, storm=True, mode=None, until="running"):
     """Create n RedisClusters at once under an operator with `workers` workers and measure
-    convergence; optionally go on with steady state, update storm and memory."""
+    convergence; optionally go on with steady state, update storm and memory. until
+    "children": stop waiting once every cluster's ConfigMap, Service and StatefulSet exist
+    (the memory with N cached is taken then; no steady state, no storm)."""
     res = {"n": n, "workers": workers, "namespace": ns, "storage": ctx.storage, "sync_period": ctx.sync_period}
     create_namespace(ctx, ns)
     names = ["c%04d" % i for i in range(n)]
@@ -996,7 +998,9 @@ def converge(ctx, ns, n, workers, tag, full_report=True, kind=None, storm=True, 
                 rdy = sum(1 for o in tr.obj["pod"].values() if "ready" in o)
                 log("%s: %d/%d Running, %d/%d PVCs bound, %d/%d pods ready, queue depth %s" %
                     (tag, run, n, pvcb, 3 * n, rdy, 3 * n, op.samples[-1]["depth"] if op.samples else "?"))
-        ok = wait_until(all_running, budget, 0.5, progress)
+        def all_children():
+            return all(tr.obj[k].get(x, {}).get("first") for x in names for k in ("cm", "svc", "sts"))
+        ok = wait_until(all_children if until == "children" else all_running, budget, 0.5, progress)
         t_conv = time.time()
         res["converged"] = ok
         m1 = settle_metrics(op)
@@ -1058,8 +1062,10 @@ def converge(ctx, ns, n, workers, tag, full_report=True, kind=None, storm=True, 
         res["writes_per_second"] = r3(wr / (t_conv - t_begin)) if t_conv > t_begin else None
         if not full_report:
             return res
+        if until == "children":
+            time.sleep(5)  # the informers' last events in
         res["memory_loaded"] = memory_of(op.pid)
-        if not ok:
+        if not ok or until == "children":
             return res
         if env_int("STEADY_STATE", 1):
             res["steady_state"] = steady_state(ctx, op, n)
@@ -1312,13 +1318,17 @@ def versus(ctx, n, workers, tag="vs"):
     # job for ours is Standalone. Replication adds role Services, pod labels and Redis
     # commands the peer has no part of (VS_MODE=Replication measures it anyway).
     mode = env_str("VS_MODE", "Standalone")
+    # VS_UNTIL=children: each trial ends once every child exists (for a large N, where
+    # the control plane takes long to make pods Ready: time to all children and the memory
+    # with N cached, no Running, resync or update figures).
+    until = env_str("VS_UNTIL", "running")
     out = {"n": n, "workers": workers, "trials": trials, "qps_burst": "%s/%s" % (ctx.qps or "20", ctx.burst or "30"),
-           "mode": mode, "ours": [], "peer": []}
+           "mode": mode, "until": until, "ours": [], "peer": []}
     for t in range(trials):
         for side, kind in (("ours", Operator), ("peer", Peer)):
             log("== side by side, trial %d/%d: %s (N=%d, %d workers)" % (t + 1, trials, side, n, workers))
             name = "%s-%s%d" % (tag, side, t)
-            res = converge(ctx, ctx.ns(name), n, workers, name, kind=kind, storm=False, mode=mode)
+            res = converge(ctx, ctx.ns(name), n, workers, name, kind=kind, storm=False, mode=mode, until=until)
             out[side].append(res)
     out["medians"] = {}
     for key, _label, path in VS_FIGURES:
@@ -1335,8 +1345,9 @@ def versus(ctx, n, workers, tag="vs"):
 
 def vs_markdown(L, V):
     L.append("Side by side with controller-runtime (bench/peer: rdc-peer), N=%d, %d workers, QPS/burst %s, "
-             "spec.mode %s, %d trials each, alternated; medians; ratio = peer / ours (> 1: ours lower):" %
-             (V["n"], V["workers"], V["qps_burst"], V.get("mode") or "(the CRD's default)", V["trials"]))
+             "spec.mode %s, %d trials each%s, alternated; medians; ratio = peer / ours (> 1: ours lower):" %
+             (V["n"], V["workers"], V["qps_burst"], V.get("mode") or "(the CRD's default)", V["trials"],
+              " (each ends once every child exists)" if V.get("until") == "children" else ""))
     L.append("")
     rows = []
     for key, label, _path in VS_FIGURES:
