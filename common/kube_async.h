@@ -46,6 +46,11 @@ kube_async_t *kube_async_new(kube_client_t *c, const char *method, const char *p
                              int64_t deadline_mono_ns, kube_async_done_fn *done, void *arg,
                              kube_error_t *err);
 
+/* Keep up to cap bytes of the response instead of KUBE_ASYNC_MAX_RESPONSE (a read whose
+ * answer is the object itself; 0 = BUF_DEFAULT_CAP), before the transfer starts. Past the
+ * cap the rest is dropped, so a body cut there does not parse. */
+void kube_async_set_response_cap(kube_async_t *r, size_t cap);
+
 /* The curl handle to run (owned by the request). */
 CURL *kube_async_handle(const kube_async_t *r);
 

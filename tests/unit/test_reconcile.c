@@ -1,7 +1,7 @@
-/* Unit tests of workerd's shell (reconcile_run, exec_plan, exec_record_event) against an
- * in-process fake API server (libmicrohttpd on 127.0.0.1) that keeps objects by path:
- * which requests a reconcile makes when the cache lacks a child, when a user's object is
- * in the way, when a write is refused and refused again, and how Events repeat.
+/* Unit tests of workerd's shell (reconcile_run, exec_plan) against an in-process fake API
+ * server (libmicrohttpd on 127.0.0.1) that keeps objects by path: which requests a
+ * reconcile makes when the cache lacks a child, when a user's object is in the way, when
+ * a write is refused and refused again.
  */
 #include "buf.h"
 #include "clock.h"
@@ -206,8 +206,7 @@ typedef struct {
     kube_config_t *cfg;
     kube_client_t *client;
     exec_memo_t *memo;
-    CURLM *multi;          /* env_batched: workerd's context */
-    existsmemo_t *exists;
+    existsmemo_t *exists;  /* env_batched: workerd's context */
     exec_ctx_t x;
 } env_t;
 
@@ -226,17 +225,13 @@ static void env_open(env_t *e)
     e->x = (exec_ctx_t){.client = e->client, .memo = e->memo, .reconcile_id = "test", .instance = "test"};
 }
 
-/* The context workerd's worker gives a reconcile: a curl multi (the plan in stages) and
- * the memo of children that exist outside the cache. */
+/* The context workerd's worker gives a reconcile: the memo of children that exist
+ * outside the cache. */
 static void env_batched(env_t *e)
 {
     env_open(e);
-    e->multi = curl_multi_init();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e->multi);
-    curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
     e->exists = existsmemo_new(0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e->exists);
-    e->x.batch = e->multi;
     e->x.exists = e->exists;
 }
 
@@ -251,8 +246,6 @@ static void env_close(env_t *e)
     exec_memo_destroy(&e->memo);
     CU_ASSERT_PTR_NULL(e->memo);
     existsmemo_destroy(&e->exists);
-    if (e->multi)
-        curl_multi_cleanup(e->multi);
     kube_client_destroy(&e->client);
     kube_config_destroy(&e->cfg);
 }
@@ -453,34 +446,6 @@ static void test_refused_write_reported_once(void)
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "status"), "False");
-    json_object_put(rc);
-    env_close(&e);
-}
-
-/* client-go's recorder: an identical Event within the window bumps the count of the one
- * recorded; another message, or an expired one, is a new Event; without a memo every
- * recording is a POST. */
-static void test_event_repeats_bump_the_count(void)
-{
-    env_t e;
-    env_open(&e);
-    json_object *rc = store_rc(&e);
-    kube_error_t err;
-    CU_ASSERT_EQUAL(exec_record_event(&e.x, rc, "Warning", "Forbidden", "no", &err), 0);
-    CU_ASSERT_EQUAL(exec_record_event(&e.x, rc, "Warning", "Forbidden", "no", &err), 0);
-    CU_ASSERT_EQUAL(exec_record_event(&e.x, rc, "Warning", "Forbidden", "no", &err), 0);
-    CU_ASSERT_EQUAL(count_req(&e, "POST", "/events"), 1);
-    CU_ASSERT_EQUAL(count_req(&e, "PATCH", NS "/events/cache.1"), 2);
-    json_object *ev = e.api.obj[find_obj(&e.api, NS "/events/cache.1")];
-    CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(ev, "count")), 3);
-    CU_ASSERT_EQUAL(exec_record_event(&e.x, rc, "Warning", "Forbidden", "other", &err), 0);
-    CU_ASSERT_EQUAL(count_req(&e, "POST", "/events"), 2);
-    e.api.events_expire = 1;
-    CU_ASSERT_EQUAL(exec_record_event(&e.x, rc, "Warning", "Forbidden", "no", &err), 0);
-    CU_ASSERT_EQUAL(count_req(&e, "POST", "/events"), 3);
-    e.x.memo = NULL;
-    CU_ASSERT_EQUAL(exec_record_event(&e.x, rc, "Warning", "Forbidden", "no", &err), 0);
-    CU_ASSERT_EQUAL(count_req(&e, "POST", "/events"), 4);
     json_object_put(rc);
     env_close(&e);
 }
@@ -872,7 +837,6 @@ static const cu_entry_t tests[] = {
     {"a child absent from the cache is read and, not ours, left alone", test_absent_in_cache_is_read_and_left_alone},
     {"nothing absent: no read", test_nothing_absent_reads_nothing},
     {"a refused write is reported once", test_refused_write_reported_once},
-    {"Event repeats bump the count", test_event_repeats_bump_the_count},
     {"create meets AlreadyExists: conflict", test_create_already_exists_requeues},
     {"workerd's context: a new cluster reads no child", test_new_cluster_reads_no_child},
     {"workerd's context: a foreign ConfigMap met by a create, read and left alone",
