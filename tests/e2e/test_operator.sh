@@ -135,6 +135,24 @@ done
 sup_pid=
 check "SIGTERM: supervisor exits 0 (got $rc)" test "$rc" = 0
 check "Lease released on shutdown" test -z "$(kubectl -n $lease_ns get lease $lease -o jsonpath='{.spec.holderIdentity}')"
+
+# workerd --once alone (the operator is stopped): a new cluster's children are created and
+# its Events recorded before it exits (its recorder is flushed, bounded); a second --once
+# after the deletion removes the finalizer.
+rc_yaml once "$ns" <<YAML | kubectl apply -f - >/dev/null
+  mode: Standalone
+  size: 1
+  image: redis
+YAML
+"$BIN/workerd" --kubeconfig "$op_kubeconfig" --once "$ns/once" --log-level error >"$work/once.out" 2>&1
+check "workerd --once: exit 0 ($(tr '\n' ' ' <"$work/once.out"))" grep -q "^$ns/once: " "$work/once.out"
+check "workerd --once created the StatefulSet" get statefulset/once
+check "workerd --once recorded its Events before it exited (no wait)" \
+    sh -c "kubectl -n $ns get events --field-selector involvedObject.name=once,reason=Created -o name | grep -q ."
+kubectl -n "$ns" delete rdc once --wait=false >/dev/null
+"$BIN/workerd" --kubeconfig "$op_kubeconfig" --once "$ns/once" --log-level error >>"$work/once.out" 2>&1
+check "workerd --once released the deleted cluster (finalizer removed)" \
+    wait_until 10 sh -c "! kubectl -n $ns get rdc once >/dev/null 2>&1"
 if [ "$failed" -gt 0 ]; then
     echo "--- operator log (last 60 lines)"; tail -60 "$work/operator.log"
 fi
