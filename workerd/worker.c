@@ -4,6 +4,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "daemon.h"
+#include "keyfile.h"
 #include "log.h"
 #include "loop.h"
 #include "loop_curl.h"
@@ -52,6 +53,7 @@ typedef struct item {
     worker_t *w;
     int used;
     char *key;
+    int64_t taken_ms;           /* when it came (wall clock, for `supervisor ctl status`) */
     int64_t epoch;              /* the leadership epoch it was dispatched under */
     json_object *rc, *children; /* the work item's objects (the reconcile borrows them) */
     reconcile_job_t *job;       /* its reconcile, on the loop */
@@ -59,18 +61,16 @@ typedef struct item {
     char rid[37];
 } item_t;
 
-/* The keys in flight, one a line ("" when none), for `supervisor ctl status`. */
+/* The keys in flight and when each came (common/keyfile.h; "" when none), for
+ * `supervisor ctl status`. */
 static void worker_state_file(worker_t *w)
 {
     char path[4200];
     buf_t b;
     buf_init(&b, 0);
     for (int i = 0; w->items && i < w->cfg->max_inflight; i++)
-        if (w->items[i].used) {
-            if (b.len)
-                buf_puts(&b, "\n");
-            buf_puts(&b, w->items[i].key);
-        }
+        if (w->items[i].used)
+            keyfile_append(&b, w->items[i].key, w->items[i].taken_ms);
     snprintf(path, sizeof(path), "%s/metrics/%s.key", w->cfg->runtime_dir, w->cfg->name);
     daemon_write_file_atomic(path, b.len ? buf_str(&b) : "", b.len);
     buf_free(&b);
@@ -245,6 +245,7 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
     }
     it->used = 1;
     it->key = key;
+    it->taken_ms = clock_wall_ns() / NS_PER_MS;
     key = NULL;
     it->epoch = epoch;
     it->rc = json_tokener_parse(rctext);
