@@ -106,9 +106,9 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
  * several keys in flight. The stages are those of STAGES: each stage's requests start
  * together on one curl multi per worker (common/loop_curl, HTTP/2 streams over one
  * connection, the multi of every key of the worker, its reads and its Events), and the
- * next stage starts when the
- * stage's last request has ended. Each request takes one token of the operator's budget
- * first (kube_client_throttle); a wait for it is a loop timer, never a sleep. A transient
+ * next stage starts when the stage's last request has ended. Each request takes one
+ * token of the operator's budget first (kube_client_throttle); a wait for it is a loop
+ * timer, never a sleep. A transient
  * failure (transport, 401, 429, 5xx) is retried after a doubling backoff (0.2 s, up to 4
  * times, a token each); the fence is asked before every stage and every retry. The
  * first failure in plan order ends the run (the stage's other writes are done all the
