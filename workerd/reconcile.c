@@ -304,7 +304,8 @@ enum {
 struct reconcile_job {
     exec_async_t *a;
     exec_ctx_t xr;              /* the caller's context with the Redis passwords */
-    const json_object *rc;
+    const json_object *rc;      /* the caller's, or rc_own */
+    json_object *rc_own;        /* REPLAN: the RedisCluster as the first run left it */
     const json_object *child[N_CHILDREN];
     json_object *fetched[N_CHILDREN], *diag[3];
     plan_t *plan;
@@ -369,11 +370,40 @@ static void job_free(reconcile_job_t *j, const reconcile_outcome_t *out)
     for (int i = 0; i < 3; i++)
         json_object_put(j->diag[i]);
     json_object_put(j->fresh);
+    json_object_put(j->rc_own);
     wipe(&j->password);
     wipe(&j->applied);
     wipe(&j->first_password);
     wipe(&j->first_applied);
     free(j);
+}
+
+static int on_finish_timer(loop_t *loop, int id, void *arg);
+
+/* REPLAN: the first run added our finalizer (an action before the failed one): the
+ * second plan starts from a copy of the RedisCluster that has it, or it would add it
+ * again with the resourceVersion it was observed at and meet 409 Conflict (the first
+ * run's PATCH changed that version). Nothing happens when the first run did not add it,
+ * or when out of memory (the second run then meets the conflict and requeues). */
+static void job_rc_with_finalizer(reconcile_job_t *j, size_t failed)
+{
+    int added = 0;
+    for (size_t i = 0; i < failed && i < plan_action_count(j->plan); i++)
+        added |= plan_action(j->plan, i)->kind == PLAN_ADD_FINALIZER;
+    json_object *copy = NULL, *md = NULL, *list = NULL;
+    if (!added || json_object_deep_copy((json_object *)j->rc, &copy, NULL) ||
+        !json_object_object_get_ex(copy, "metadata", &md)) {
+        json_object_put(copy);
+        return;
+    }
+    if (!json_object_object_get_ex(md, "finalizers", &list) || !json_object_is_type(list, json_type_array)) {
+        list = json_object_new_array();
+        json_object_object_add(md, "finalizers", list);
+    }
+    json_object_array_add(list, json_object_new_string(PLAN_FINALIZER));
+    json_object_put(j->rc_own);
+    j->rc_own = copy;
+    j->rc = copy;
 }
 
 static int on_finish_timer(loop_t *loop, int id, void *arg)
@@ -791,6 +821,7 @@ static void job_replan(reconcile_job_t *j, const plan_action_t *fa)
     rlog_info("create met an object the cache does not hold: reading the children, planning again",
               "reconcileID", x->reconcile_id, "resource", fa->resource, "namespace", ns, "name", fa->name);
     existsmemo_add(x->exists, fa->resource, ns, fa->name);
+    job_rc_with_finalizer(j, j->failed);
     j->replans++;
     j->first = j->plan;
     j->first_password = j->password;

@@ -157,7 +157,15 @@ static int serve(api_t *a, const char *method, const char *url, const char *body
         if (st)
             *st = '\0';
         i = find_obj(a, base);
-        if (a->refuse_patch && !strcmp(url, a->refuse_patch)) {
+        const char *want_rv = json_object_get_string(
+            json_object_object_get(json_object_object_get(in, "metadata"), "resourceVersion"));
+        const char *have_rv = i >= 0 ? json_object_get_string(json_object_object_get(
+                                           json_object_object_get(a->obj[i], "metadata"), "resourceVersion"))
+                                     : NULL;
+        if (want_rv && have_rv && strcmp(want_rv, have_rv)) { /* the precondition */
+            code = 409;
+            buf_puts(out, status_json(409, "Conflict", "the object has been modified", buf, sizeof(buf)));
+        } else if (a->refuse_patch && !strcmp(url, a->refuse_patch)) {
             code = 422;
             buf_puts(out, status_json(422, "Invalid", "spec.ports[1].name: Duplicate value: \\\"redis\\\"", buf,
                                       sizeof(buf)));
@@ -808,6 +816,33 @@ static void test_foreign_configmap_met_by_create_then_read(void)
     env_close(&e);
 }
 
+/* The same on a brand-new RedisCluster (no finalizer yet): the first run adds the
+ * finalizer, its create meets the user's ConfigMap; the plan made again after the reads
+ * starts from the RedisCluster with the finalizer (it must not add it again with the
+ * resourceVersion it was observed at: 409), so the one reconcile ends with the conflict
+ * reported and the finalizer PATCHed once. */
+static void test_foreign_configmap_new_cluster_one_reconcile(void)
+{
+    env_t e;
+    env_batched(&e);
+    put_obj(&e.api, RC_PATH,
+            parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
+                  "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1},"
+                  "\"spec\":{\"size\":1,\"image\":\"redis\"}}"));
+    json_object *rc = stored(&e, RC_PATH);
+    store_foreign_configmap(&e);
+    reconcile_outcome_t out;
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER); /* not RECONCILE_REQUEUE: no 409 on the finalizer */
+    CU_ASSERT_EQUAL(count_req(&e, "PATCH", RC_PATH), 2);  /* the finalizer once, and the status */
+    CU_ASSERT_EQUAL(count_req(&e, "PATCH", RC_PATH "/status"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/configmaps/cache"), 1);
+    CU_ASSERT_PTR_NOT_NULL(degraded(&e, "reason"));
+    CU_ASSERT(degraded(&e, "reason") && !strcmp(degraded(&e, "reason"), "OwnerConflict"));
+    json_object_put(rc);
+    env_close(&e);
+}
+
 /* A name in the memo whose child the cache now holds leaves it (no read). */
 static void test_child_in_cache_leaves_the_memo(void)
 {
@@ -841,6 +876,8 @@ static const cu_entry_t tests[] = {
     {"workerd's context: a new cluster reads no child", test_new_cluster_reads_no_child},
     {"workerd's context: a foreign ConfigMap met by a create, read and left alone",
      test_foreign_configmap_met_by_create_then_read},
+    {"workerd's context: a new cluster's create meets a foreign ConfigMap: one reconcile",
+     test_foreign_configmap_new_cluster_one_reconcile},
     {"workerd's context: a child in the cache leaves the memo", test_child_in_cache_leaves_the_memo},
 };
 
