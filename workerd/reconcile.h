@@ -55,8 +55,10 @@ typedef struct {
  *    RECONCILE_REQUEUE_AFTER the rest of that time at most, so it is read when due.
  * 3. RUN: exec_run_start. When a create (POST) meets 409 AlreadyExists (with x->exists)
  *    the name is kept and, in the same reconcile, steps 1-3 run once more (a second 409 is
- *    RECONCILE_REQUEUE, and the next reconcile reads); a read answering 404, or the child
- *    in the cache, forgets the name.
+ *    RECONCILE_REQUEUE, and the next reconcile reads), from the RedisCluster with the
+ *    finalizer when the first run added it (not added again with a stale
+ *    resourceVersion); a read answering 404, or the child in the cache, forgets the
+ *    name.
  * 4. TAILS: a write the API refuses (4xx other than 409/429, a non-retryable 5xx) is put
  *    into the status (the RedisCluster read again, plan_write_failed, run) before
  *    RECONCILE_ERROR is returned; but an apply of a child refused with 422 is first taken
