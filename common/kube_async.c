@@ -101,6 +101,11 @@ fail:
     return NULL;
 }
 
+void kube_async_set_response_cap(kube_async_t *r, size_t cap)
+{
+    r->resp.cap = cap ? cap : BUF_DEFAULT_CAP;
+}
+
 CURL *kube_async_handle(const kube_async_t *r)
 {
     return r->easy;

@@ -1,22 +1,25 @@
 /* kube_async: one API request run by the caller's event loop instead of blocking it.
  *
- * For the writes a loop must make without stalling (informerd's Events and status
- * conditions): the handle is set up like the client's own requests (URL, TLS, credential,
+ * For the requests a loop must make without stalling (informerd's Events and status
+ * conditions; workerd's reads, writes and Events, all on its one multi): the handle is
+ * set up like the client's own requests (URL, TLS, credential,
  * impersonation, a 401 refreshing the credential) with method, content type and body,
  * runs in the caller's curl multi (common/loop_curl), and on completion is classified
  * (kube_error_from_response), counted in rest_client_requests_total like every request,
  * and reported to the done callback once.
  *
- * No retries and no rate-limiter wait: the callers are best-effort reports that log a
- * failure and go on. The deadline fences it: a request whose deadline has passed is
- * refused at creation (KERR_TIMEOUT, nothing sent), and curl aborts one still running at
- * the deadline. Responses are capped at 1 MiB.
+ * No retries and no rate-limiter wait here: a caller that wants them takes its token
+ * (kube_client_throttle) and retries itself (workerd's executor and reads.c); informerd's
+ * best-effort reports log a failure and go on. The deadline fences it: a request whose
+ * deadline has passed is refused at creation (KERR_TIMEOUT, nothing sent), and curl
+ * aborts one still running at the deadline. Responses are capped at 1 MiB unless the
+ * caller raises the cap (kube_async_set_response_cap).
  *
  *   r = kube_async_new(client, "POST", path, "application/json", body, len, deadline,
  *                      done, arg, &err);
- *   curl_easy_setopt(kube_async_handle(r), CURLOPT_PRIVATE, mine);   (to find it again)
- *   add kube_async_handle(r) to the multi; when the multi reports it done (and it is out
- *   of the multi): kube_async_finish(&r, code)  -> done(err, status, arg); r freed
+ *   loop_curl_add_cb(lc, kube_async_handle(r), on_end, mine);   (or CURLOPT_PRIVATE)
+ *   when the multi reports it done (and it is out of the multi):
+ *   kube_async_finish(&r, code)  -> done(err, status, arg); r freed
  */
 #ifndef RDC_KUBE_ASYNC_H
 #define RDC_KUBE_ASYNC_H
@@ -45,6 +48,11 @@ kube_async_t *kube_async_new(kube_client_t *c, const char *method, const char *p
                              const char *content_type, const char *body, size_t len,
                              int64_t deadline_mono_ns, kube_async_done_fn *done, void *arg,
                              kube_error_t *err);
+
+/* Keep up to cap bytes of the response instead of KUBE_ASYNC_MAX_RESPONSE (a read whose
+ * answer is the object itself; 0 = BUF_DEFAULT_CAP), before the transfer starts. Past the
+ * cap the rest is dropped, so a body cut there does not parse. */
+void kube_async_set_response_cap(kube_async_t *r, size_t cap);
 
 /* The curl handle to run (owned by the request). */
 CURL *kube_async_handle(const kube_async_t *r);

@@ -3,12 +3,23 @@
 #include "clock.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* A transfer added with loop_curl_add_cb and the callback its end goes to. */
+typedef struct {
+    CURL *easy;
+    loop_curl_done_fn *done;
+    void *arg;
+} xfer_cb_t;
 
 struct loop_curl {
     loop_t *loop;
     CURLM *multi;
+    int own_multi; /* loop_curl_open: cleaned up with the module */
     loop_curl_done_fn *done;
     void *arg;
+    xfer_cb_t *cbs; /* the transfers of loop_curl_add_cb in progress */
+    int ncbs, cbs_cap;
     int timer_id; /* 0 when curl wants no timeout */
     int running;
     int *fds; /* the fds registered with the loop, so that destroy can take them back */
@@ -38,6 +49,18 @@ static int fd_remember(loop_curl_t *lc, int fd)
     return 0;
 }
 
+/* Take easy's own callback out of the table into *cb; 0 when it has none. */
+static int cb_take(loop_curl_t *lc, CURL *easy, xfer_cb_t *cb)
+{
+    for (int i = 0; i < lc->ncbs; i++)
+        if (lc->cbs[i].easy == easy) {
+            *cb = lc->cbs[i];
+            lc->cbs[i] = lc->cbs[--lc->ncbs];
+            return 1;
+        }
+    return 0;
+}
+
 /* Report every finished transfer. */
 static void collect(loop_curl_t *lc)
 {
@@ -49,7 +72,11 @@ static void collect(loop_curl_t *lc)
         CURL *easy = msg->easy_handle;
         CURLcode result = msg->data.result;
         curl_multi_remove_handle(lc->multi, easy);
-        lc->done(easy, result, lc->arg);
+        xfer_cb_t cb;
+        if (cb_take(lc, easy, &cb))
+            cb.done(easy, result, cb.arg);
+        else if (lc->done)
+            lc->done(easy, result, lc->arg);
     }
 }
 
@@ -136,6 +163,22 @@ loop_curl_t *loop_curl_new(loop_t *loop, CURLM *multi, loop_curl_done_fn *done, 
     return lc;
 }
 
+loop_curl_t *loop_curl_open(loop_t *loop)
+{
+    CURLM *multi = curl_multi_init();
+    if (!multi)
+        return NULL;
+    /* the transfers of every user share one HTTP/2 connection (streams multiplexed) */
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    loop_curl_t *lc = loop_curl_new(loop, multi, NULL, NULL);
+    if (!lc) {
+        curl_multi_cleanup(multi);
+        return NULL;
+    }
+    lc->own_multi = 1;
+    return lc;
+}
+
 void loop_curl_destroy(loop_curl_t **lc_p)
 {
     if (!lc_p || !*lc_p)
@@ -149,7 +192,10 @@ void loop_curl_destroy(loop_curl_t **lc_p)
         loop_cancel_timer(lc->loop, lc->timer_id);
     for (int i = 0; i < lc->nfds; i++)
         loop_remove_fd(lc->loop, lc->fds[i]);
+    if (lc->own_multi)
+        curl_multi_cleanup(lc->multi);
     free(lc->fds);
+    free(lc->cbs);
     free(lc);
     *lc_p = NULL;
 }
@@ -160,9 +206,42 @@ int loop_curl_add(loop_curl_t *lc, CURL *easy)
     return curl_multi_add_handle(lc->multi, easy) == CURLM_OK ? 0 : -1;
 }
 
+int loop_curl_add_cb(loop_curl_t *lc, CURL *easy, loop_curl_done_fn *done, void *arg)
+{
+    if (lc->ncbs == lc->cbs_cap) {
+        int ncap = lc->cbs_cap ? lc->cbs_cap * 2 : 16;
+        xfer_cb_t *p = realloc(lc->cbs, (size_t)ncap * sizeof(*p));
+        if (!p)
+            return -1;
+        lc->cbs = p;
+        lc->cbs_cap = ncap;
+    }
+    lc->cbs[lc->ncbs++] = (xfer_cb_t){easy, done, arg};
+    if (curl_multi_add_handle(lc->multi, easy) != CURLM_OK) {
+        lc->ncbs--;
+        return -1;
+    }
+    return 0;
+}
+
+void loop_curl_share_connection(CURL *easy)
+{
+    char *url = NULL;
+    curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url);
+    if (url && !strncmp(url, "https://", 8))
+        curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
+}
+
 void loop_curl_remove(loop_curl_t *lc, CURL *easy)
 {
+    xfer_cb_t cb;
+    cb_take(lc, easy, &cb);
     curl_multi_remove_handle(lc->multi, easy);
+}
+
+loop_t *loop_curl_loop(const loop_curl_t *lc)
+{
+    return lc->loop;
 }
 
 int loop_curl_running(const loop_curl_t *lc)

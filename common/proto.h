@@ -63,7 +63,11 @@
  *                                 instead of waiting for its heartbeats to stop
  *
  * control (supervisor ROUTER; `supervisor ctl` is a DEALER or REQ)
- *   STATUS               -> STATUS json
+ *   STATUS               -> STATUS json   (an array, one object per child: child, pid,
+ *                                          state, ready, uptime_s, restarts, last_exit,
+ *                                          keys [{key, age_s}] every key a worker holds,
+ *                                          from its key file (common/keyfile.h), and
+ *                                          key (the first, "" when none))
  *   WORKERS n            -> OK | ERROR message
  *   SHUTDOWN             -> OK
  */

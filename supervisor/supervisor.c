@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "httpd.h"
+#include "keyfile.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "loop.h"
@@ -528,6 +529,26 @@ static void check_wedged(supervisor_t *s, int64_t now)
 
 static void begin_shutdown(supervisor_t *s, int64_t now, const char *why);
 
+/* The keys a running worker holds, from its key file (common/keyfile.h), into o: "keys"
+ * (every one with its age) and "key" (the first, "" when none). */
+static void add_held_keys(const supervisor_t *s, const child_t *c, json_object *o)
+{
+    char path[4200], text[KEYFILE_READ_MAX + 1] = "";
+    snprintf(path, sizeof(path), "%s/metrics/%s.key", s->cfg.runtime_dir, c->name);
+    FILE *f = c->state != CH_DOWN ? fopen(path, "r") : NULL;
+    if (f) {
+        size_t n = fread(text, 1, sizeof(text) - 1, f);
+        text[n] = '\0';
+        fclose(f);
+    }
+    json_object *keys = keyfile_parse(text, clock_wall_ns() / NS_PER_MS);
+    json_object *first = keys && json_object_array_length(keys) ? json_object_array_get_idx(keys, 0) : NULL, *k;
+    json_object_object_add(o, "key", json_object_new_string(first && json_object_object_get_ex(first, "key", &k)
+                                                                ? json_object_get_string(k)
+                                                                : ""));
+    json_object_object_add(o, "keys", keys ? keys : json_object_new_array());
+}
+
 static char *status_json(const supervisor_t *s, int64_t now)
 {
     json_object *arr = json_object_new_array();
@@ -542,16 +563,7 @@ static char *status_json(const supervisor_t *s, int64_t now)
             c->state == CH_DOWN ? 0 : (double)(now - c->started_ns) / 1e9));
         json_object_object_add(o, "restarts", json_object_new_int64((int64_t)c->policy.restarts_total));
         json_object_object_add(o, "last_exit", json_object_new_string(c->last_exit));
-        char path[4200], key[512] = "";
-        snprintf(path, sizeof(path), "%s/metrics/%s.key", s->cfg.runtime_dir, c->name);
-        FILE *f = c->state != CH_DOWN ? fopen(path, "r") : NULL;
-        if (f) {
-            size_t n = fread(key, 1, sizeof(key) - 1, f);
-            key[n] = '\0';
-            key[strcspn(key, "\n")] = '\0';
-            fclose(f);
-        }
-        json_object_object_add(o, "key", json_object_new_string(key));
+        add_held_keys(s, c, o);
         json_object_array_add(arr, o);
     }
     char *out = strdup(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -942,18 +954,33 @@ static void print_status_table(const char *json)
         return;
     }
     printf("%-12s %-8s %-9s %-6s %10s %9s  %s\n", "CHILD", "PID", "STATE", "READY",
-           "UPTIME", "RESTARTS", "KEY");
+           "UPTIME", "RESTARTS", "KEYS (held for)");
     for (size_t i = 0; i < json_object_array_length(arr); i++) {
-        json_object *o = json_object_array_get_idx(arr, i), *v;
+        json_object *o = json_object_array_get_idx(arr, i), *v, *keys = NULL;
 #define FIELD_STR(k) (json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : "")
 #define FIELD_INT(k) (json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : 0)
         double up = json_object_object_get_ex(o, "uptime_s", &v) ? json_object_get_double(v) : 0;
-        printf("%-12s %-8lld %-9s %-6s %9.0fs %9lld  %s\n", FIELD_STR("child"),
+        printf("%-12s %-8lld %-9s %-6s %9.0fs %9lld  ", FIELD_STR("child"),
                (long long)FIELD_INT("pid"), FIELD_STR("state"),
                json_object_object_get_ex(o, "ready", &v) && json_object_get_boolean(v) ? "yes" : "no",
-               up, (long long)FIELD_INT("restarts"), FIELD_STR("key"));
+               up, (long long)FIELD_INT("restarts"));
 #undef FIELD_STR
 #undef FIELD_INT
+        /* every key the child holds: the first on its row, the others below it */
+        size_t nkeys = json_object_object_get_ex(o, "keys", &keys) && json_object_is_type(keys, json_type_array)
+                           ? json_object_array_length(keys)
+                           : 0;
+        if (!nkeys)
+            printf("\n");
+        for (size_t k = 0; k < nkeys; k++) {
+            json_object *e = json_object_array_get_idx(keys, k), *key = NULL, *age = NULL;
+            json_object_object_get_ex(e, "key", &key);
+            json_object_object_get_ex(e, "age_s", &age);
+            char held[32] = "?";
+            if (age && !json_object_is_type(age, json_type_null))
+                snprintf(held, sizeof(held), "%.1fs", json_object_get_double(age));
+            printf("%*s%s (%s)\n", k ? 61 : 0, "", key ? json_object_get_string(key) : "", held); /* under KEYS */
+        }
     }
     json_object_put(arr);
 }

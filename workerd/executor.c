@@ -1,7 +1,6 @@
 #include "executor.h"
 
 #include "clock.h"
-#include "event.h"
 #include "hash.h"
 #include "jsonx.h"
 #include "log.h"
@@ -14,8 +13,6 @@
 
 #include <assert.h>
 #include <curl/curl.h>
-#include <errno.h>
-#include <time.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -23,26 +20,15 @@
 #include <string.h>
 
 #define MEMO_SLOTS 256
-#define EVENT_SLOTS 256
-#define EVENT_WINDOW_NS (INT64_C(600) * NS_PER_SEC) /* client-go's correlator: 10 minutes */
 
 typedef struct {
     uint64_t uid;  /* hash of the RedisCluster's uid; 0 = free */
     uint64_t sig;  /* hash of the resourceVersion it was computed from and the status */
 } memo_slot_t;
 
-typedef struct {
-    uint64_t key;   /* hash of involved object, type, reason, message; 0 = free */
-    char name[256]; /* the Event object recorded for it */
-    int64_t count;
-    int64_t at_ns;  /* monotonic time of the last recording */
-} event_slot_t;
-
 struct exec_memo {
     memo_slot_t slot[MEMO_SLOTS];
     size_t next; /* round-robin victim when full */
-    event_slot_t event[EVENT_SLOTS];
-    size_t next_event;
 };
 
 exec_memo_t *exec_memo_new(void)
@@ -70,95 +56,6 @@ const char *exec_result_name(exec_result_t r)
     return "unknown";
 }
 
-/* The memo's slot of an identical Event recorded within the window, or NULL. */
-static event_slot_t *event_find(exec_memo_t *m, uint64_t key, int64_t now)
-{
-    for (size_t i = 0; m && i < EVENT_SLOTS; i++)
-        if (m->event[i].key == key && now - m->event[i].at_ns < EVENT_WINDOW_NS)
-            return &m->event[i];
-    return NULL;
-}
-
-static void event_store(exec_memo_t *m, uint64_t key, const char *name, int64_t now)
-{
-    if (!m || !name)
-        return;
-    event_slot_t *s = NULL;
-    for (size_t i = 0; i < EVENT_SLOTS && !s; i++)
-        if (!m->event[i].key || now - m->event[i].at_ns >= EVENT_WINDOW_NS)
-            s = &m->event[i];
-    if (!s) {
-        s = &m->event[m->next_event];
-        m->next_event = (m->next_event + 1) % EVENT_SLOTS;
-    }
-    s->key = key;
-    snprintf(s->name, sizeof(s->name), "%s", name);
-    s->count = 1;
-    s->at_ns = now;
-}
-
-/* client-go's recorder: an identical Event again within the window bumps the count and
- * lastTimestamp of the one recorded (a merge PATCH). Returns 0 when done, 1 when there
- * is none to bump (or it has expired: 404), -1 with err on another failure. */
-static int event_bump(const exec_ctx_t *x, event_slot_t *s, const char *ns, kube_error_t *err)
-{
-    char now[40];
-    clock_format_rfc3339(clock_wall_ns(), 0, now, sizeof(now));
-    json_object *patch = json_object_new_object();
-    json_object_object_add(patch, "count", json_object_new_int64(s->count + 1));
-    json_object_object_add(patch, "lastTimestamp", json_object_new_string(now));
-    buf_t path;
-    buf_init(&path, 4096);
-    int rc = kube_path(&path, "", "v1", ns, "events", s->name, NULL);
-    if (!rc)
-        rc = kube_client_patch(x->client, buf_str(&path), KUBE_PATCH_MERGE, patch, NULL, NULL, err) ? -1 : 0;
-    buf_free(&path);
-    json_object_put(patch);
-    if (!rc) {
-        s->count++;
-        s->at_ns = clock_mono_ns();
-        return 0;
-    }
-    if (kube_error_is_not_found(err)) {
-        kube_error_clear(err);
-        s->key = 0;
-        return 1;
-    }
-    return -1;
-}
-
-int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *type,
-                      const char *reason, const char *message, kube_error_t *err)
-{
-    event_spec_t spec = event_about_cluster(rc, type, reason, message, x->instance);
-    const char *name = spec.name, *ns = spec.ns, *uid = spec.uid;
-    json_object *ev = event_build(&spec, clock_wall_ns());
-    if (!ev) {
-        kube_error_set(err, KERR_CONFIG, "event %s: the RedisCluster has no name or namespace", reason);
-        return -1;
-    }
-    int64_t mono = clock_mono_ns();
-    uint64_t key = hash_fnv(hash_fnv(hash_fnv(hash_fnv(hash_fnv(hash_fnv(HASH_FNV_START, ns), name), uid ? uid : ""), type), reason), message);
-    event_slot_t *seen = event_find(x->memo, key, mono);
-    if (seen) {
-        int b = event_bump(x, seen, ns, err);
-        if (b <= 0) {
-            json_object_put(ev);
-            return b;
-        }
-    }
-    buf_t path;
-    buf_init(&path, 4096);
-    kube_path(&path, "", "v1", ns, "events", NULL, NULL);
-    json_object *made = NULL;
-    int rc_ = kube_client_create(x->client, buf_str(&path), ev, NULL, x->memo ? &made : NULL, err);
-    buf_free(&path);
-    if (!rc_)
-        event_store(x->memo, key, JSONX_STR_AT(made, "metadata", "name"), mono);
-    json_object_put(made);
-    json_object_put(ev);
-    return rc_;
-}
 
 /* The memo's key and signature of a status write for rc; 0 when they cannot be made
  * (no uid or resourceVersion, out of memory): such a write is never skipped. */
@@ -206,36 +103,6 @@ static void memo_store(exec_memo_t *m, uint64_t uid, uint64_t sig)
     s->sig = sig;
 }
 
-/* Perform one action. Returns 0, or -1 with err. */
-static int exec_action(const exec_ctx_t *x, const plan_action_t *a, kube_error_t *err)
-{
-    const char *body = json_object_to_json_string_ext(a->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    /* Apply and merge patches are idempotent, so the client may retry them after a lost
-     * response, and so are a PUT and a DELETE with their preconditions (a repeat gets 409
-     * or 404); a create (POST) is retried only where the server cannot have acted. */
-    int idempotent = strcmp(a->method, "POST") != 0;
-    return kube_client_request(x->client, a->method, a->path, NULL, a->content_type, body,
-                               strlen(body), idempotent, NULL, err);
-}
-
-/* PLAN_AUTH_RECORD: the plan's Secret with the password in place of its token, applied.
- * Returns 0, or -1 with err. */
-static int exec_auth_record(const exec_ctx_t *x, const plan_action_t *a, kube_error_t *err)
-{
-    json_object *body = NULL, *sd = NULL;
-    if (!x->redis_password || json_object_deep_copy(a->body, &body, NULL) ||
-        !json_object_object_get_ex(body, "stringData", &sd)) {
-        json_object_put(body);
-        kube_error_set(err, KERR_CONFIG, "Secret %s: no password to record", a->name);
-        return -1;
-    }
-    json_object_object_add(sd, RENDER_AUTH_DEFAULT_KEY, json_object_new_string(x->redis_password));
-    const char *text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    int rc = kube_client_request(x->client, a->method, a->path, NULL, a->content_type, text, strlen(text), 1, NULL,
-                                 err);
-    json_object_put(body);
-    return rc ? -1 : 0;
-}
 
 /* 1 when the PLAN_REDIS action a is a REPLICAOF the node already follows: a work item
  * can carry an observation older than a command this worker just sent (observerd probes
@@ -337,9 +204,10 @@ size_t exec_stage_end(const plan_t *plan, size_t i)
     return j;
 }
 
-/* Is a failed batched request worth the client's own retries (transport, 401 refresh,
- * 429, 5xx)? A deadline (the fence's) is not. */
-static int batch_retriable(const kube_error_t *e)
+
+/* Is a failed request worth another attempt (transport, 401 refresh, 429, 5xx)? A
+ * deadline (the fence's) is not. */
+static int run_retriable(const kube_error_t *e)
 {
     switch (e->code) {
     case KERR_TRANSPORT:
@@ -354,158 +222,6 @@ static int batch_retriable(const kube_error_t *e)
     }
 }
 
-typedef struct {
-    kube_async_t *req;
-    kube_error_t err;
-    int done;
-    int want_body;     /* a GET: parse the answer into obj */
-    json_object *obj;  /* the parsed answer (owned), NULL when none or unparsable */
-} batch_slot_t;
-
-static void on_batch_done(const kube_error_t *err, long status, void *arg)
-{
-    (void)status;
-    batch_slot_t *s = arg;
-    s->err = *err;
-    s->done = 1;
-}
-
-/* One token each for n requests from the client's limiter (the operator's budget),
- * waited out once, as the client waits for its own. */
-static void throttle_n(const exec_ctx_t *x, size_t n)
-{
-    int64_t wait = 0;
-    for (size_t k = 0; k < n; k++) {
-        int64_t w = kube_client_throttle(x->client);
-        wait = w > wait ? w : wait;
-    }
-    if (wait > 0) {
-        struct timespec ts = {(time_t)(wait / NS_PER_SEC), (long)(wait % NS_PER_SEC)};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
-    }
-}
-
-/* Over TLS (ALPN h2) a request waits for the HTTP/2 connection and shares it rather than
- * open one of its own; cleartext HTTP/1.1 (tests) has nothing to wait for. */
-static void share_connection(CURL *h)
-{
-    char *url = NULL;
-    curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &url);
-    if (url && !strncmp(url, "https://", 8))
-        curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
-}
-
-/* Start request k of slot[] on m (method, path, body of len bytes or NULL) with the
- * client's deadline. A request that cannot start is done at once with its error. */
-static void batch_start(const exec_ctx_t *x, batch_slot_t *s, const char *method, const char *path,
-                        const char *ctype, const char *body, size_t len)
-{
-    kube_error_clear(&s->err);
-    s->req = kube_async_new(x->client, method, path, ctype, body, len, kube_client_deadline(x->client),
-                            on_batch_done, s, &s->err);
-    if (!s->req) {
-        s->done = 1;
-        return;
-    }
-    CURL *h = kube_async_handle(s->req);
-    curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)s);
-    share_connection(h);
-    if (curl_multi_add_handle(x->batch, h) != CURLM_OK) {
-        kube_async_destroy(&s->req);
-        kube_error_set(&s->err, KERR_CONFIG, "curl refused the transfer");
-        s->done = 1;
-    }
-}
-
-/* Run the started requests of slot[0..n) to their end (each bounded by its deadline). */
-static void batch_run(const exec_ctx_t *x, batch_slot_t *slot, size_t n)
-{
-    int running = 1;
-    while (running) {
-        if (curl_multi_perform(x->batch, &running) != CURLM_OK)
-            break;
-        CURLMsg *msg;
-        int left;
-        while ((msg = curl_multi_info_read(x->batch, &left)) != NULL) {
-            if (msg->msg != CURLMSG_DONE)
-                continue;
-            batch_slot_t *s = NULL;
-            CURLcode result = msg->data.result;
-            CURL *h = msg->easy_handle;
-            curl_easy_getinfo(h, CURLINFO_PRIVATE, (char **)&s);
-            curl_multi_remove_handle(x->batch, h);
-            if (s->want_body && result == CURLE_OK) {
-                size_t len = 0;
-                const char *b = kube_async_response(s->req, &len);
-                long code = 0;
-                curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-                if (code >= 200 && code < 300)
-                    s->obj = json_tokener_parse(b); /* NULL when cut at the cap: read again */
-            }
-            kube_async_finish(&s->req, result); /* calls on_batch_done */
-        }
-        if (running && curl_multi_poll(x->batch, NULL, 0, 1000, NULL) != CURLM_OK)
-            break;
-    }
-    for (size_t k = 0; k < n; k++) /* a multi that failed: abort what is left */
-        if (slot[k].req) {
-            curl_multi_remove_handle(x->batch, kube_async_handle(slot[k].req));
-            kube_async_destroy(&slot[k].req);
-            kube_error_set(&slot[k].err, KERR_TRANSPORT, "the request batch failed");
-        }
-}
-
-int exec_get_many(const exec_ctx_t *x, const char *const paths[], size_t n, json_object *out[],
-                  kube_error_t *err)
-{
-    enum { MAX_GET = 8 };
-    batch_slot_t slot[MAX_GET];
-    memset(slot, 0, sizeof(slot));
-    assert(n <= MAX_GET);
-    for (size_t k = 0; k < n; k++)
-        out[k] = NULL;
-    if (x->batch) {
-        throttle_n(x, n);
-        for (size_t k = 0; k < n; k++) {
-            slot[k].want_body = 1;
-            batch_start(x, &slot[k], "GET", paths[k], NULL, NULL, 0);
-        }
-        batch_run(x, slot, n);
-    }
-    int rc = 0;
-    for (size_t k = 0; k < n; k++) {
-        kube_error_t *e = &slot[k].err;
-        if (x->batch && e->code == KERR_OK && slot[k].obj && json_object_is_type(slot[k].obj, json_type_object)) {
-            out[k] = slot[k].obj;
-            continue;
-        }
-        json_object_put(slot[k].obj);
-        slot[k].obj = NULL;
-        if (x->batch && kube_error_is_not_found(e))
-            continue;
-        /* no multi, a transient failure, or an answer past the cap: the client's GET */
-        kube_error_t ge;
-        kube_error_clear(&ge);
-        if (kube_client_get(x->client, paths[k], NULL, &out[k], &ge)) {
-            out[k] = NULL;
-            if (kube_error_is_not_found(&ge))
-                continue;
-            if (!rc)
-                *err = ge;
-            rc = -1;
-        } else if (out[k] && !json_object_is_type(out[k], json_type_object)) {
-            json_object_put(out[k]);
-            out[k] = NULL;
-        }
-    }
-    if (rc)
-        for (size_t k = 0; k < n; k++) {
-            json_object_put(out[k]);
-            out[k] = NULL;
-        }
-    return rc;
-}
 
 /* The result of a failed write, NotFound of a write to something being deleted aside:
  * 0 when it counts as done (err cleared), else the exec result. */
@@ -529,21 +245,15 @@ static void exec_events(const exec_ctx_t *x, const json_object *rc, const plan_t
             continue;
         if (x->fence && !x->fence(x->fence_user))
             break;
-        if (x->recorder) {
-            recorder_result_t rr = recorder_record(x->recorder, rc, ev->type, ev->reason, ev->message,
-                                                   x->instance, x->event_deadline_ns);
-            if (rr == RECORDER_FULL || rr == RECORDER_INVALID)
-                rlog_warn("event dropped", "reconcileID", x->reconcile_id, "reason", ev->reason,
-                          "why", recorder_result_name(rr));
+        if (!x->recorder) {
+            rlog_debug("event not recorded: no recorder", "reconcileID", x->reconcile_id, "reason", ev->reason);
             continue;
         }
-        kube_error_t eerr;
-        kube_error_clear(&eerr);
-        if (exec_record_event(x, rc, ev->type, ev->reason, ev->message, &eerr)) {
-            char line[1024];
-            rlog_warn("cannot record event", "reconcileID", x->reconcile_id, "reason",
-                      ev->reason, "error", kube_error_str(&eerr, line, sizeof(line)));
-        }
+        recorder_result_t rr = recorder_record(x->recorder, rc, ev->type, ev->reason, ev->message, x->instance,
+                                               x->event_deadline_ns);
+        if (rr == RECORDER_FULL || rr == RECORDER_INVALID)
+            rlog_warn("event dropped", "reconcileID", x->reconcile_id, "reason", ev->reason, "why",
+                      recorder_result_name(rr));
     }
 }
 
@@ -565,18 +275,12 @@ static int memo_skips(const exec_ctx_t *x, const json_object *rc, const plan_act
     return 0;
 }
 
-/* Action i alone, as the plan says (the memo's skip, the cleanup hook, the fence, one
- * request). Returns EXEC_OK with *skipped set when the memo skips it (and its events). */
-static exec_result_t exec_one(const exec_ctx_t *x, const json_object *rc, const plan_action_t *a, int *skipped,
-                              kube_error_t *err)
+/* An action that is not a request (the cleanup hook, a Redis command), alone, as the plan
+ * says, after the fence. Returns EXEC_OK with *skipped set when a Redis command is
+ * already in effect (its events are skipped too). */
+static exec_result_t exec_one(const exec_ctx_t *x, const plan_action_t *a, int *skipped, kube_error_t *err)
 {
     *skipped = 0;
-    uint64_t uid = 0, sig = 0;
-    int signed_ = 0;
-    if (memo_skips(x, rc, a, &signed_, &uid, &sig)) {
-        *skipped = 1;
-        return EXEC_OK;
-    }
     if (a->kind == PLAN_CLEANUP) {
         /* The hook for external resources (backups, DNS, ...) would run here; the
          * children themselves go with the garbage collector via owner references. */
@@ -589,23 +293,8 @@ static exec_result_t exec_one(const exec_ctx_t *x, const json_object *rc, const 
     }
     if (a->kind == PLAN_REDIS)
         return exec_redis(x, a, skipped, err);
-    if (a->kind == PLAN_AUTH_RECORD) {
-        if (exec_auth_record(x, a, err))
-            return kube_error_is_conflict(err) ? EXEC_CONFLICT : EXEC_ERROR;
-        rlog_info("write done", "reconcileID", x->reconcile_id, "action", plan_action_kind_name(a->kind), "path",
-                  a->path, "why", a->why);
-        return EXEC_OK;
-    }
-    if (exec_action(x, a, err)) {
-        exec_result_t r = write_failed(a, err);
-        if (r != EXEC_OK)
-            return r;
-    }
-    if (signed_)
-        memo_store(x->memo, uid, sig);
-    rlog_info("write done", "reconcileID", x->reconcile_id, "action", plan_action_kind_name(a->kind), "path",
-              a->path, "why", a->why);
-    return EXEC_OK;
+    kube_error_set(err, KERR_CONFIG, "action %s: nothing knows how to carry it out", plan_action_kind_name(a->kind));
+    return EXEC_ERROR;
 }
 
 /* ---- the plan as a state machine on a loop (STAGES, exec_run) ------------------------ */
@@ -616,9 +305,9 @@ static exec_result_t exec_one(const exec_ctx_t *x, const json_object *rc, const 
 
 struct exec_async {
     loop_t *loop;
-    CURLM *multi;
     loop_curl_t *lc;
-    int runs; /* runs started and not yet finished or cancelled */
+    int own_lc; /* opened here (exec_async_new without one): closed here */
+    int runs;   /* runs started and not yet finished or cancelled */
 };
 
 typedef struct {
@@ -693,26 +382,48 @@ static void on_run_finish(loop_t *loop, exec_run_t *run)
 
 static void on_req_done(const kube_error_t *err, long status, void *arg);
 
+static void on_async_transfer(CURL *easy, CURLcode result, void *arg);
+
+/* PLAN_AUTH_RECORD: the plan's Secret with the password in place of its token (a new
+ * object the caller puts), or NULL with err. */
+static json_object *auth_record_body(const exec_ctx_t *x, const plan_action_t *a, kube_error_t *err)
+{
+    json_object *body = NULL, *sd = NULL;
+    if (!x->redis_password || json_object_deep_copy(a->body, &body, NULL) ||
+        !json_object_object_get_ex(body, "stringData", &sd)) {
+        json_object_put(body);
+        kube_error_set(err, KERR_CONFIG, "Secret %s: no password to record", a->name);
+        return NULL;
+    }
+    json_object_object_add(sd, RENDER_AUTH_DEFAULT_KEY, json_object_new_string(x->redis_password));
+    return body;
+}
+
 /* Start (again) the request of run->req[k]; one that cannot start ends at once with its
  * error (reported through on_req_done like any end). */
 static void run_req_start(exec_run_t *run, size_t k)
 {
     run_req_t *q = &run->req[k];
     const plan_action_t *a = plan_action(run->plan, run->i + k);
-    const char *body = json_object_to_json_string_ext(a->body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     kube_error_t e;
     kube_error_clear(&e);
-    q->req = kube_async_new(run->x->client, a->method, a->path, a->content_type, body, strlen(body),
-                            kube_client_deadline(run->x->client), on_req_done, q, &e);
+    json_object *secret = a->kind == PLAN_AUTH_RECORD ? auth_record_body(run->x, a, &e) : NULL;
+    if (secret || a->kind != PLAN_AUTH_RECORD) {
+        const char *body = json_object_to_json_string_ext(secret ? secret : a->body,
+                                                          JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        q->req = kube_async_new(run->x->client, a->method, a->path, a->content_type, body, strlen(body),
+                                kube_client_deadline(run->x->client), on_req_done, q, &e);
+        json_object_put(secret); /* the request keeps a copy of the text */
+    }
     if (!q->req) {
         q->attempts = RUN_RETRIES; /* no retry of a request that cannot be made */
         on_req_done(&e, 0, q);
         return;
     }
     CURL *h = kube_async_handle(q->req);
-    curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)q);
-    share_connection(h);
-    if (loop_curl_add(run->a->lc, h)) {
+    /* over TLS a stream of the worker's one HTTP/2 connection */
+    loop_curl_share_connection(h);
+    if (loop_curl_add_cb(run->a->lc, h, on_async_transfer, q)) {
         kube_async_destroy(&q->req);
         kube_error_set(&e, KERR_CONFIG, "curl refused the transfer");
         q->attempts = RUN_RETRIES;
@@ -738,7 +449,7 @@ static void on_req_done(const kube_error_t *err, long status, void *arg)
     run_req_t *q = arg;
     exec_run_t *run = q->run;
     q->err = *err;
-    if (err->code != KERR_OK && batch_retriable(err) && q->attempts < RUN_RETRIES) {
+    if (err->code != KERR_OK && run_retriable(err) && q->attempts < RUN_RETRIES) {
         const plan_action_t *a = plan_action(run->plan, run->i + (size_t)(q - run->req));
         char line[512];
         rlog_info("retrying a write", "reconcileID", run->x->reconcile_id, "path", a->path, "error",
@@ -836,23 +547,12 @@ static int on_token_timer(loop_t *loop, int id, void *arg)
     return 0;
 }
 
-/* A request the machine sends itself (anything else, e.g. a Redis command or the auth
- * record, runs as exec_one, blocking, as a stage of its own). */
+/* A request the machine sends itself: every action with a method and a path (anything
+ * else, i.e. a Redis command or the cleanup hook, runs as exec_one, blocking, as a stage
+ * of its own). */
 static int sent_async(const plan_action_t *a)
 {
-    switch (a->kind) {
-    case PLAN_ADD_FINALIZER:
-    case PLAN_REMOVE_FINALIZER:
-    case PLAN_CREATE:
-    case PLAN_APPLY:
-    case PLAN_REPLACE:
-    case PLAN_DELETE:
-    case PLAN_UPDATE_STATUS:
-    case PLAN_LABEL_POD:
-        return a->method && a->path;
-    default:
-        return 0;
-    }
+    return a->kind != PLAN_REDIS && a->kind != PLAN_CLEANUP && a->method && a->path;
 }
 
 /* Run stages from run->i until one must wait (requests in flight, a token) or the plan
@@ -869,7 +569,7 @@ static void run_advance(exec_run_t *run)
         run->signed_ = 0;
         if (end - run->i == 1 && !sent_async(a)) {
             int skipped = 0;
-            exec_result_t r = exec_one(x, run->rc, a, &skipped, &err);
+            exec_result_t r = exec_one(x, a, &skipped, &err);
             if (r != EXEC_OK) {
                 run_finish(run, r, run->i, &err);
                 return;
@@ -911,10 +611,9 @@ static void run_advance(exec_run_t *run)
 
 static void on_async_transfer(CURL *easy, CURLcode result, void *arg)
 {
-    (void)arg;
-    run_req_t *q = NULL;
-    curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&q);
-    if (q && q->req) {
+    (void)easy;
+    run_req_t *q = arg;
+    if (q->req) {
         /* out of the place first: on_req_done may start the next stage there */
         kube_async_t *r = q->req;
         q->req = NULL;
@@ -922,25 +621,32 @@ static void on_async_transfer(CURL *easy, CURLcode result, void *arg)
     }
 }
 
-exec_async_t *exec_async_new(loop_t *loop)
+exec_async_t *exec_async_new(loop_t *loop, loop_curl_t *lc)
 {
     exec_async_t *a = calloc(1, sizeof(*a));
     if (!a)
         return NULL;
     a->loop = loop;
-    a->multi = curl_multi_init();
-    if (a->multi) {
-        /* the requests of every key of the worker share one HTTP/2 connection */
-        curl_multi_setopt(a->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-        a->lc = loop_curl_new(loop, a->multi, on_async_transfer, a);
+    a->lc = lc;
+    if (!lc) {
+        a->lc = loop_curl_open(loop);
+        a->own_lc = 1;
     }
     if (!a->lc) {
-        if (a->multi)
-            curl_multi_cleanup(a->multi);
         free(a);
         return NULL;
     }
     return a;
+}
+
+loop_curl_t *exec_async_curl(const exec_async_t *a)
+{
+    return a->lc;
+}
+
+loop_t *exec_async_loop(const exec_async_t *a)
+{
+    return a->loop;
 }
 
 void exec_async_destroy(exec_async_t **a_p)
@@ -949,8 +655,8 @@ void exec_async_destroy(exec_async_t **a_p)
         return;
     exec_async_t *a = *a_p;
     assert(a->runs == 0 && "exec_async_destroy: cancel the runs first");
-    loop_curl_destroy(&a->lc);
-    curl_multi_cleanup(a->multi);
+    if (a->own_lc)
+        loop_curl_destroy(&a->lc);
     free(a);
     *a_p = NULL;
 }
@@ -1007,49 +713,66 @@ void exec_run_keep_outcome(exec_result_t r, size_t failed, const kube_error_t *e
     w->err = *err;
 }
 
-/* exec_plan with x->batch: the state machine on a loop of its own, run to its end. */
-static exec_result_t exec_plan_staged(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
-                                      size_t *failed_action, kube_error_t *err)
+/* LOCAL: a loop of its own for a synchronous caller. */
+
+int exec_local_open(exec_local_t *l, const exec_ctx_t *x)
 {
-    loop_t *loop = loop_new();
-    exec_async_t *a = loop ? exec_async_new(loop) : NULL;
-    exec_run_outcome_t w = {0};
-    if (!a || !exec_run_start(a, x, rc, plan, exec_run_keep_outcome, &w)) {
-        exec_async_destroy(&a);
-        loop_destroy(&loop);
-        kube_error_set(err, KERR_CONFIG, "out of memory");
-        *failed_action = 0;
-        return EXEC_ERROR;
+    memset(l, 0, sizeof(*l));
+    l->x = *x;
+    l->loop = loop_new();
+    l->a = l->loop ? exec_async_new(l->loop, NULL) : NULL;
+    if (l->a && !x->recorder && x->client) {
+        l->rec = recorder_new(x->client, exec_async_curl(l->a), NULL);
+        l->x.recorder = l->rec;
     }
+    if (!l->a || (!x->recorder && x->client && !l->rec)) {
+        exec_local_close(l);
+        return -1;
+    }
+    return 0;
+}
+
+void exec_local_wait(exec_local_t *l, const int *finished)
+{
     /* every request is bounded by its deadline (30 s without one), every timer by the
      * retries: this ends */
-    while (!w.finished && loop_run_once(loop, NS_PER_SEC) == 0)
+    while (!*finished && loop_run_once(l->loop, NS_PER_SEC) == 0)
         ;
-    exec_async_destroy(&a);
-    loop_destroy(&loop);
-    *failed_action = w.failed;
-    *err = w.err;
-    return w.r;
+}
+
+void exec_local_close(exec_local_t *l)
+{
+    int64_t until = clock_mono_ns() + EXEC_LOCAL_FLUSH_NS;
+    while (l->rec && recorder_pending(l->rec) && clock_mono_ns() < until)
+        loop_run_once(l->loop, 50 * NS_PER_MS);
+    recorder_destroy(&l->rec);
+    exec_async_destroy(&l->a);
+    loop_destroy(&l->loop);
 }
 
 exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
                         size_t *failed_action, kube_error_t *err)
 {
     kube_error_clear(err);
-    if (x->batch)
-        return exec_plan_staged(x, rc, plan, failed_action, err);
-    size_t n = plan_action_count(plan);
-    for (size_t i = 0; i < n;) {
-        size_t end = exec_stage_end(plan, i);
-        for (; i < end; i++) {
-            *failed_action = i;
-            int skipped = 0;
-            exec_result_t r = exec_one(x, rc, plan_action(plan, i), &skipped, err);
-            if (r != EXEC_OK)
-                return r;
-            if (!skipped)
-                exec_events(x, rc, plan, i);
-        }
+    *failed_action = 0;
+    exec_local_t l;
+    exec_run_outcome_t w = {0};
+    if (exec_local_open(&l, x)) {
+        kube_error_set(err, KERR_CONFIG, "out of memory");
+        return EXEC_ERROR;
     }
-    return EXEC_OK;
+    exec_run_t *run = exec_run_start(l.a, &l.x, rc, plan, exec_run_keep_outcome, &w);
+    if (run)
+        exec_local_wait(&l, &w.finished);
+    if (!w.finished) { /* out of memory, or the loop failed */
+        if (run)
+            exec_run_cancel(&run);
+        exec_local_close(&l);
+        kube_error_set(err, KERR_CONFIG, "out of memory or the event loop failed");
+        return EXEC_ERROR;
+    }
+    exec_local_close(&l);
+    *failed_action = w.failed;
+    *err = w.err;
+    return w.r;
 }

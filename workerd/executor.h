@@ -1,13 +1,13 @@
 /* executor: the thin shell that carries out a plan against the API server.
  *
- * Each action is one request, made in the plan's order; the first failure stops the
- * rest (the key is retried with backoff, and the next plan starts from what was done).
- * NotFound while removing the finalizer or writing the status of an object that is being
- * deleted counts as success: the object is gone, which is what deletion wanted. Events
- * are recorded after the action they report has succeeded; a failure to record an Event
- * is logged and never fails the reconcile. With a recorder (workerd's) the Events are
- * only queued there and go out asynchronously, aggregated (recorder.h): no write of the
- * plan ever waits for an Event. Before every write the fence is asked whether
+ * Each action is one request, made in the plan's order as STAGES (below) allow; the
+ * first failure stops the rest (the key is retried with backoff, and the next plan starts
+ * from what was done). NotFound while removing the finalizer or writing the status of an
+ * object that is being deleted counts as success: the object is gone, which is what
+ * deletion wanted. Events are recorded after the action they report has succeeded: they
+ * are only queued in x->recorder and go out asynchronously, aggregated (recorder.h), so
+ * no write of the plan ever waits for an Event (without a recorder they are not
+ * recorded; exec_plan gives itself one). Before every write the fence is asked whether
  * this process may still write (it leads, under the epoch the work was dispatched with);
  * when it says no, nothing more is written.
  *
@@ -31,10 +31,8 @@
  * resourceVersion, with the same content (lastTransitionTimes aside), is skipped with
  * its events: the API already has it, and the work item only carried a RedisCluster
  * older than our own write (a retry dispatched before the watch delivered it). Any newer
- * RedisCluster is compared by the plan as usual. It also remembers the Events recorded
- * in the last 10 minutes: recording an identical one again (same RedisCluster, type,
- * reason and message) PATCHes count and lastTimestamp of the one recorded, as client-go's
- * recorder does, instead of creating another (a new one when that has expired: 404).
+ * RedisCluster is compared by the plan as usual. (Repeated Events are aggregated by the
+ * recorder, recorder.h.)
  */
 #ifndef RDC_EXECUTOR_H
 #define RDC_EXECUTOR_H
@@ -42,6 +40,7 @@
 #include "existsmemo.h"
 #include "kube_client.h"
 #include "loop.h"
+#include "loop_curl.h"
 #include "plan.h"
 #include "recorder.h"
 
@@ -73,15 +72,13 @@ typedef struct {
     const char *redis_password; /* AUTH for PLAN_REDIS; NULL = none (never logged) */
     const char *redis_old_password; /* during a rotation: the one Redis had (docs/replication.md) */
     recorder_t *recorder;       /* Events asynchronous and aggregated (recorder.h); NULL =
-                                 * recorded synchronously by exec_record_event */
+                                 * not recorded (exec_plan and reconcile_run use one of
+                                 * their own then) */
     int64_t event_deadline_ns;  /* Events must be sent by then (the leadership's validity
                                  * when the item was taken); 0 = none */
-    void *batch;                /* a CURLM (CURLPIPE_MULTIPLEX) for reads at once
-                                 * (exec_get_many); with it exec_plan runs its stages as
-                                 * ASYNC does; NULL = every write alone, in order */
-    existsmemo_t *exists;       /* with batch: children a create met 409 AlreadyExists on,
-                                 * the only absent ones read by name (reconcile.h); NULL =
-                                 * every child the cache lacks is read */
+    existsmemo_t *exists;       /* children a create met 409 AlreadyExists on, the only
+                                 * absent ones read by name (reconcile.h); NULL = every
+                                 * child the cache lacks is read */
 } exec_ctx_t;
 
 /* STAGES: the plan's actions in stages, in plan order. A create or apply of a ConfigMap,
@@ -89,48 +86,38 @@ typedef struct {
  * writes, except that a StatefulSet never shares a stage with a ConfigMap write (its
  * pods mount the ConfigMap: it goes once the config is written, as the plan's order
  * promises). Every other action (finalizer, cleanup, replace, delete, status, and any
- * non-HTTP action) is a stage of its own, run alone in order. With x->batch, a stage of
- * several writes is sent at once (HTTP/2 streams over one connection) and waited for as
- * a whole; a transient failure (transport, 401, 429, 5xx) is retried through the client
- * (its backoff); any failure stops the plan before the next stage, reported as the first
- * failed action in plan order (the stage's other writes are done all the same: they do
- * not depend on each other). Events of the stage's actions follow the whole stage (those
- * of its writes that were made, when another of them failed).
+ * non-HTTP action) is a stage of its own, run alone in order. A stage of several writes
+ * is sent at once (HTTP/2 streams over one connection) and waited for as a whole; any
+ * failure stops the plan before the next stage, reported as the first failed action in
+ * plan order (the stage's other writes are done all the same: they do not depend on
+ * each other). Events of the stage's actions follow the whole stage (those of its writes
+ * that were made, when another of them failed). How a stage runs: ASYNC below.
  *
  * The end (one past the last action) of the stage that starts at action i. */
 size_t exec_stage_end(const plan_t *plan, size_t i);
 
-/* GET paths[0..n) (n <= 8) at once over x->batch, as a stage's writes go; a transient
- * failure, an answer too large for the batch, or no x->batch: the client's own GET.
- * out[k] gets the object (the caller puts it) or NULL for 404. Returns 0, or -1 with err
- * of the first failure (every out[k] NULL then). */
-int exec_get_many(const exec_ctx_t *x, const char *const paths[], size_t n, json_object *out[],
-                  kube_error_t *err);
-
-/* Carry out the plan for the RedisCluster rc (used for Events' involvedObject). On
+/* Carry out the plan for the RedisCluster rc (used for Events' involvedObject), to its
+ * end: the ASYNC machine on a loop of its own (LOCAL below), for synchronous callers. On
  * failure err describes the failed request and *failed_action is its index. */
 exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
                         size_t *failed_action, kube_error_t *err);
 
-/* Record one Event on the RedisCluster (core/v1 Event), or bump the count of an identical
- * one x->memo remembers. Returns 0, or -1 with err. */
-int exec_record_event(const exec_ctx_t *x, const json_object *rc, const char *type,
-                      const char *reason, const char *message, kube_error_t *err);
-
 /* ASYNC: the plan as a state machine on the worker's loop, so that one worker holds
  * several keys in flight. The stages are those of STAGES: each stage's requests start
  * together on one curl multi per worker (common/loop_curl, HTTP/2 streams over one
- * connection, the multi of every key of the worker), and the next stage starts when the
- * stage's last request has ended. Each request takes one token of the operator's budget
- * first (kube_client_throttle); a wait for it is a loop timer, never a sleep. A transient
+ * connection, the multi of every key of the worker, its reads and its Events), and the
+ * next stage starts when the stage's last request has ended. Each request takes one
+ * token of the operator's budget first (kube_client_throttle); a wait for it is a loop
+ * timer, never a sleep. A transient
  * failure (transport, 401, 429, 5xx) is retried after a doubling backoff (0.2 s, up to 4
  * times, a token each); the fence is asked before every stage and every retry. The
  * first failure in plan order ends the run (the stage's other writes are done all the
  * same), reported like exec_plan's. A stage that is not a request (a Redis command, the
- * auth record, the cleanup hook) runs as in exec_plan, blocking the loop for its length
- * (a Redis command: REDISEXEC_TIMEOUT_NS per step at most). Events as in exec_plan.
+ * cleanup hook) runs alone, blocking the loop for its length (a Redis command:
+ * REDISEXEC_TIMEOUT_NS per step at most). The auth record (PLAN_AUTH_RECORD) is a request
+ * like the others, its body given the password here.
  *
- * exec_plan with x->batch runs this same machine on a loop of its own to its end. */
+ * exec_plan runs this same machine on a loop of its own to its end. */
 typedef struct exec_async exec_async_t;
 typedef struct exec_run exec_run_t;
 
@@ -150,9 +137,15 @@ typedef struct {
  * its finished to 1: for a caller that runs the loop until the run has finished. */
 void exec_run_keep_outcome(exec_result_t r, size_t failed_action, const kube_error_t *err, void *arg);
 
-/* The worker's request machinery on loop (borrowed): one curl multi, HTTP/2
- * multiplexed. Returns NULL when out of memory. */
-exec_async_t *exec_async_new(loop_t *loop);
+/* The worker's request machinery on loop, sending on lc (both borrowed: the worker's one
+ * multi, which its reads and Events use too), or on a multi of its own when lc is NULL
+ * (loop_curl_open, freed with it). Returns NULL when out of memory. */
+exec_async_t *exec_async_new(loop_t *loop, loop_curl_t *lc);
+
+/* The multi it sends on, and its loop (for a caller's reads and recorder on the same
+ * connection). */
+loop_curl_t *exec_async_curl(const exec_async_t *a);
+loop_t *exec_async_loop(const exec_async_t *a);
 
 /* Free it and set *a_p to NULL; every run must have ended or been cancelled. NULL is
  * fine. */
@@ -170,6 +163,32 @@ exec_run_t *exec_run_start(exec_async_t *a, const exec_ctx_t *x, const json_obje
 /* Abort a run: its requests in flight are dropped (a write may or may not have been
  * made), done is not called; *run_p = NULL. NULL is fine. */
 void exec_run_cancel(exec_run_t **run_p);
+
+/* LOCAL: the ASYNC machine for a synchronous caller (exec_plan, reconcile_run, workerd
+ * --once): a loop of its own, an exec_async on a multi of its own and, when x has none,
+ * a recorder on that multi whose Events get up to EXEC_LOCAL_FLUSH_NS to go out when it
+ * closes.
+ *
+ *   exec_local_open(&l, x);  start runs on l.a with &l.x;  exec_local_wait(&l, &done);
+ *   exec_local_close(&l);
+ */
+#define EXEC_LOCAL_FLUSH_NS (INT64_C(2000000000))
+typedef struct {
+    loop_t *loop;
+    exec_async_t *a;
+    recorder_t *rec;  /* its own recorder, or NULL (x had one) */
+    exec_ctx_t x;     /* the caller's context with the recorder filled in */
+} exec_local_t;
+
+/* Set l up for x (copied). Returns 0, or -1 when out of memory (l left closed). */
+int exec_local_open(exec_local_t *l, const exec_ctx_t *x);
+
+/* Run l's loop until *finished is set (or the loop fails). */
+void exec_local_wait(exec_local_t *l, const int *finished);
+
+/* Flush l's own recorder (bounded), then free everything; every run must have ended or
+ * been cancelled. */
+void exec_local_close(exec_local_t *l);
 
 /* Name of a result: "ok", "conflict", "error", "fenced". */
 const char *exec_result_name(exec_result_t r);

@@ -78,95 +78,162 @@ static int get_object(kube_client_t *c, const char *group, const char *version,
     return rc;
 }
 
-static int run_once(kube_client_t *client, const char *key, int dry_run)
+/* What --once reads from the API (NULL when absent), freed by once_free. */
+typedef struct {
+    json_object *rc, *cm, *svc, *sts;
+    json_object *pods, *psvc, *rsvc, *observation; /* REPLICATION */
+    char *password;
+} once_t;
+
+static void once_free(once_t *o)
 {
-    char ns[256], name[256];
+    json_object_put(o->rc);
+    json_object_put(o->cm);
+    json_object_put(o->svc);
+    json_object_put(o->sts);
+    json_object_put(o->pods);
+    json_object_put(o->psvc);
+    json_object_put(o->rsvc);
+    json_object_put(o->observation);
+    if (o->password) {
+        memset(o->password, 0, strlen(o->password));
+        free(o->password);
+    }
+    memset(o, 0, sizeof(*o));
+}
+
+/* NAMESPACE/NAME into ns and name. Returns 0, or -1 after saying why. */
+static int once_parse_key(const char *key, char ns[256], char name[256])
+{
     const char *slash = strchr(key, '/');
-    if (!slash || slash == key || !slash[1] || (size_t)(slash - key) >= sizeof(ns) ||
-        strlen(slash + 1) >= sizeof(name)) {
+    if (!slash || slash == key || !slash[1] || (size_t)(slash - key) >= 256 || strlen(slash + 1) >= 256) {
         fprintf(stderr, "workerd: --once wants NAMESPACE/NAME, got \"%s\"\n", key);
-        return 2;
+        return -1;
     }
     memcpy(ns, key, (size_t)(slash - key));
     ns[slash - key] = '\0';
-    snprintf(name, sizeof(name), "%s", slash + 1);
-    json_object *rc = NULL, *cm = NULL, *svc = NULL, *sts = NULL, *pods = NULL, *psvc = NULL, *rsvc = NULL,
-                *observation = NULL;
-    char *password = NULL;
+    snprintf(name, 256, "%s", slash + 1);
+    return 0;
+}
+
+/* The RedisCluster ns/name and its ConfigMap, Service and StatefulSet. Returns 0, or -1
+ * with err. */
+static int once_read_cluster(kube_client_t *client, const char *ns, const char *name, once_t *o, kube_error_t *err)
+{
+    return get_object(client, RDC_API_GROUP, RDC_API_VERSION, ns, "redisclusters", name, &o->rc, err) ||
+                   get_object(client, "", "v1", ns, "configmaps", name, &o->cm, err) ||
+                   get_object(client, "", "v1", ns, "services", name, &o->svc, err) ||
+                   get_object(client, "apps", "v1", ns, "statefulsets", name, &o->sts, err)
+               ? -1
+               : 0;
+}
+
+/* REPLICATION: the pods, the role Services, and a look at Redis of our own (under the
+ * supervisor observerd's observation comes with the work item). Returns 0, or -1 with
+ * err. */
+static int once_read_replication(kube_client_t *client, const char *ns, const char *name, once_t *o,
+                                 kube_error_t *err)
+{
+    char pname[300], rname[300], sel[600];
+    render_role_service_name(name, RENDER_ROLE_PRIMARY, pname, sizeof(pname));
+    render_role_service_name(name, RENDER_ROLE_REPLICA, rname, sizeof(rname));
+    buf_t path;
+    buf_init(&path, 4096);
+    kube_path(&path, "", "v1", ns, "pods", NULL, NULL);
+    snprintf(sel, sizeof(sel), RENDER_LABEL_INSTANCE "=%s," RENDER_LABEL_MANAGED_BY "=" RENDER_FIELD_MANAGER, name);
+    kube_req_opts_t ro = {.label_selector = sel, .limit = 500};
+    char *lrv = NULL;
+    int lrc = kube_client_list_all(client, buf_str(&path), &ro, &o->pods, &lrv, err);
+    free(lrv);
+    buf_free(&path);
+    if (lrc || get_object(client, "", "v1", ns, "services", pname, &o->psvc, err) ||
+        get_object(client, "", "v1", ns, "services", rname, &o->rsvc, err) ||
+        reconcile_read_password(client, o->rc, &o->password, err))
+        return -1;
+    char at[40];
+    clock_format_rfc3339(clock_wall_ns(), 3, at, sizeof(at));
+    o->observation = redisexec_observe(o->pods, o->password, RENDER_REDIS_PORT, REDISEXEC_TIMEOUT_NS / 4, at);
+    return 0;
+}
+
+/* Reconcile what o holds to its end (reconcile_run: a loop of its own, on one
+ * connection, the Events through a recorder of its own that gets up to
+ * EXEC_LOCAL_FLUSH_NS to send them before it returns) and say how it ended. Returns the
+ * exit code. */
+static int once_reconcile(kube_client_t *client, const char *key, const once_t *o, int dry_run)
+{
+    plan_observed_t seen = {.members = o->pods, .redis = o->observation, .primary_service = o->psvc,
+                            .replicas_service = o->rsvc};
+    char rid[37], host[256] = "";
+    reconcile_new_id(rid);
+    gethostname(host, sizeof(host) - 1);
+    exec_ctx_t x = {.client = client, .reconcile_id = rid, .instance = host};
+    reconcile_outcome_t out;
+    reconcile_run(&x, o->rc, o->cm, o->svc, o->sts, &seen, dry_run ? stdout : NULL, &out);
+    if (out.result == RECONCILE_ERROR || out.result == RECONCILE_REQUEUE) {
+        fprintf(stderr, "workerd: %s: %s\n", reconcile_result_name(out.result), out.message);
+        return 1;
+    }
+    if (!dry_run)
+        printf("%s: %s%s\n", key, reconcile_result_name(out.result),
+               out.result == RECONCILE_REQUEUE_AFTER ? " (not ready yet; look again in 10s)" : "");
+    return 0;
+}
+
+/* --once NAMESPACE/NAME: read the RedisCluster and its children from the API, reconcile
+ * once, exit. Returns the exit code. */
+static int run_once(kube_client_t *client, const char *key, int dry_run)
+{
+    char ns[256], name[256], line[1024];
+    if (once_parse_key(key, ns, name))
+        return 2;
+    once_t o = {0};
     kube_error_t err;
     kube_error_clear(&err);
     int code = 1;
-    char line[1024];
-    if (get_object(client, RDC_API_GROUP, RDC_API_VERSION, ns, "redisclusters", name, &rc, &err) ||
-        get_object(client, "", "v1", ns, "configmaps", name, &cm, &err) ||
-        get_object(client, "", "v1", ns, "services", name, &svc, &err) ||
-        get_object(client, "apps", "v1", ns, "statefulsets", name, &sts, &err)) {
-        rlog_error("cannot read the objects", "key", key, "error",
-                   kube_error_str(&err, line, sizeof(line)));
-        goto out;
-    }
-    if (!rc) {
+    if (once_read_cluster(client, ns, name, &o, &err)) {
+        rlog_error("cannot read the objects", "key", key, "error", kube_error_str(&err, line, sizeof(line)));
+    } else if (!o.rc) {
         rlog_info("RedisCluster not found: nothing to do", "key", key);
         code = 0;
-        goto out;
-    }
-    /* REPLICATION: the pods, the role Services, and a look at Redis of our own (under the
-     * supervisor observerd's observation comes with the work item). */
-    const char *mode = JSONX_STR_AT(rc, "spec", "mode");
-    if (mode && !strcmp(mode, "Replication")) {
-        char pname[300], rname[300], sel[600];
-        render_role_service_name(name, RENDER_ROLE_PRIMARY, pname, sizeof(pname));
-        render_role_service_name(name, RENDER_ROLE_REPLICA, rname, sizeof(rname));
-        buf_t path;
-        buf_init(&path, 4096);
-        kube_path(&path, "", "v1", ns, "pods", NULL, NULL);
-        snprintf(sel, sizeof(sel), RENDER_LABEL_INSTANCE "=%s," RENDER_LABEL_MANAGED_BY "=" RENDER_FIELD_MANAGER, name);
-        kube_req_opts_t ro = {.label_selector = sel, .limit = 500};
-        char *lrv = NULL;
-        int lrc = kube_client_list_all(client, buf_str(&path), &ro, &pods, &lrv, &err);
-        free(lrv);
-        buf_free(&path);
-        if (lrc || get_object(client, "", "v1", ns, "services", pname, &psvc, &err) ||
-            get_object(client, "", "v1", ns, "services", rname, &rsvc, &err) ||
-            reconcile_read_password(client, rc, &password, &err)) {
+    } else {
+        const char *mode = JSONX_STR_AT(o.rc, "spec", "mode");
+        if (mode && !strcmp(mode, "Replication") && once_read_replication(client, ns, name, &o, &err))
             rlog_error("cannot read the pods, role Services or Secret", "key", key, "error",
                        kube_error_str(&err, line, sizeof(line)));
-            goto out;
-        }
-        char at[40];
-        clock_format_rfc3339(clock_wall_ns(), 3, at, sizeof(at));
-        observation = redisexec_observe(pods, password, RENDER_REDIS_PORT, REDISEXEC_TIMEOUT_NS / 4, at);
+        else
+            code = once_reconcile(client, key, &o, dry_run);
     }
-    plan_observed_t seen = {.members = pods, .redis = observation, .primary_service = psvc, .replicas_service = rsvc};
-    char rid[37];
-    reconcile_new_id(rid);
-    char host[256] = "";
-    gethostname(host, sizeof(host) - 1);
-    exec_ctx_t x = {.client = client, .reconcile_id = rid, .instance = host};
-    reconcile_outcome_t o;
-    reconcile_run(&x, rc, cm, svc, sts, &seen, dry_run ? stdout : NULL, &o);
-    if (o.result == RECONCILE_ERROR || o.result == RECONCILE_REQUEUE) {
-        fprintf(stderr, "workerd: %s: %s\n", reconcile_result_name(o.result), o.message);
-        code = 1;
-    } else {
-        if (!dry_run)
-            printf("%s: %s%s\n", key, reconcile_result_name(o.result),
-                   o.result == RECONCILE_REQUEUE_AFTER ? " (not ready yet; look again in 10s)" : "");
-        code = 0;
+    once_free(&o);
+    return code;
+}
+
+/* Serve informerd's work queue until SIGTERM. Returns the exit code. */
+static int run_worker(const rdc_common_opts_t *c, kube_client_t *client, const char *work_ep, const char *leader_ep)
+{
+    if (c->max_concurrent_reconciles < 1 || c->max_concurrent_reconciles > WORKER_MAX_INFLIGHT) {
+        fprintf(stderr, "workerd: --max-concurrent-reconciles must be from 1 to %d\n", WORKER_MAX_INFLIGHT);
+        return 1;
     }
-out:
-    json_object_put(rc);
-    json_object_put(cm);
-    json_object_put(svc);
-    json_object_put(sts);
-    json_object_put(pods);
-    json_object_put(psvc);
-    json_object_put(rsvc);
-    json_object_put(observation);
-    if (password) {
-        memset(password, 0, strlen(password));
-        free(password);
-    }
+    char rtdir[4096], wep[4200], lep[4200];
+    int sfd = daemon_loop_setup(c->runtime_dir, rtdir, sizeof(rtdir));
+    if (sfd < 0)
+        return 1;
+    worker_config_t wc = {
+        .client = client,
+        .runtime_dir = rtdir,
+        .name = daemon_child_name("workerd"),
+        .work_endpoint = work_ep ? work_ep : daemon_endpoint(rtdir, PROTO_EP_WORK, wep, sizeof(wep)),
+        .leader_endpoint = !c->leader_elect ? NULL
+                           : leader_ep ? leader_ep
+                                       : daemon_endpoint(rtdir, PROTO_EP_LEADER, lep, sizeof(lep)),
+        .signal_fd = sfd,
+        .max_inflight = c->max_concurrent_reconciles,
+    };
+    rlog_info("workerd started", "version", RDC_VERSION, "work", wc.work_endpoint, "leader",
+              wc.leader_endpoint ? wc.leader_endpoint : "(leader election off)");
+    int code = worker_run(&wc);
+    close(sfd);
     return code;
 }
 
@@ -176,10 +243,8 @@ int main(int argc, char **argv)
     opts_common_defaults(&c);
     const char *once = NULL, *work_ep = NULL, *leader_ep = NULL;
     int dry_run = 0, whoami = 0;
-    /* Released at out: */
     kube_config_t *cfg = NULL;
     kube_client_t *client = NULL;
-    int code = 1, sfd = -1;
     const opt_t own[] = {
         {"once", OPT_STRING, &once, "reconcile NAMESPACE/NAME once, reading from the API, and exit"},
         {"dry-run", OPT_BOOL, &dry_run, "with --once: print the planned writes as JSON, write nothing"},
@@ -203,37 +268,9 @@ int main(int argc, char **argv)
     co.max_retries = 3;
     if (daemon_kube_connect(&c, &co, &cfg, &client))
         return 1;
-    if (whoami) {
-        code = run_whoami(cfg, client);
-        goto out;
-    }
-    if (once) {
-        code = run_once(client, once, dry_run);
-        goto out;
-    }
-    if (c.max_concurrent_reconciles < 1 || c.max_concurrent_reconciles > WORKER_MAX_INFLIGHT) {
-        fprintf(stderr, "workerd: --max-concurrent-reconciles must be from 1 to %d\n", WORKER_MAX_INFLIGHT);
-        goto out;
-    }
-    char rtdir[4096], wep[4200], lep[4200];
-    sfd = daemon_loop_setup(c.runtime_dir, rtdir, sizeof(rtdir));
-    if (sfd < 0)
-        goto out;
-    worker_config_t wc = {
-        .client = client,
-        .runtime_dir = rtdir,
-        .name = daemon_child_name("workerd"),
-        .work_endpoint = work_ep ? work_ep : daemon_endpoint(rtdir, PROTO_EP_WORK, wep, sizeof(wep)),
-        .leader_endpoint = !c.leader_elect ? NULL
-                           : leader_ep ? leader_ep
-                                       : daemon_endpoint(rtdir, PROTO_EP_LEADER, lep, sizeof(lep)),
-        .signal_fd = sfd,
-        .max_inflight = c.max_concurrent_reconciles,
-    };
-    rlog_info("workerd started", "version", RDC_VERSION, "work", wc.work_endpoint, "leader",
-              wc.leader_endpoint ? wc.leader_endpoint : "(leader election off)");
-    code = worker_run(&wc);
-out:
-    daemon_release(sfd, &client, &cfg);
+    int code = whoami ? run_whoami(cfg, client)
+               : once ? run_once(client, once, dry_run)
+                      : run_worker(&c, client, work_ep, leader_ep);
+    daemon_release(-1, &client, &cfg);
     return code;
 }

@@ -7,7 +7,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "rdc_api.h"
-#include "readmemo.h"
+#include "reads.h"
 #include "render.h"
 
 
@@ -122,42 +122,17 @@ static void maybe_break_pod_security(const json_object *rc, const plan_t *plan)
 }
 #endif
 
-/* GET one object into *out (the caller puts it); 404 gives NULL and 0. Returns 0, or -1
- * with err. */
-static int get_object(const exec_ctx_t *x, const char *group, const char *version, const char *resource,
-                      const char *ns, const char *name, json_object **out, kube_error_t *err)
-{
-    buf_t path;
-    buf_init(&path, 4096);
-    int rc = kube_path(&path, group, version, ns, resource, name, NULL);
-    if (rc) {
-        kube_error_set(err, KERR_CONFIG, "%s %s/%s: cannot build the request path", resource, ns, name);
-    } else if (kube_client_get(x->client, buf_str(&path), NULL, out, err)) {
-        rc = -1;
-        if (kube_error_is_not_found(err)) {
-            kube_error_clear(err);
-            rc = 0;
-        }
-    }
-    buf_free(&path);
-    if (rc || (*out && !json_object_is_type(*out, json_type_object))) {
-        json_object_put(*out);
-        *out = NULL;
-    }
-    return rc;
-}
+/* ---- what the children, the auth and the diagnosis reads are ---------------------------- */
 
 /* The cache lists children by our label only: an unlabelled object of the same name
- * looks absent there. Ask the API by name for each child the cache does not have (a
- * read, only then: a resync of healthy clusters reads nothing) when the context has no
- * memo of existing names (workerd --once, the serial path); with one (x->exists and
- * x->batch), only when the memo names one of them (a create of it met 409 AlreadyExists,
- * or a read found it), and then all of them, so the plan sees every object in the way
- * at once, as without a memo. A new cluster reads nothing: its creates are POSTs, which
- * an object of that name refuses with 409 (existsmemo.h). The memo forgets a name the
- * cache holds or a read answers 404 for, and keeps one a read finds. fetched[i] gets
- * what was found (owned by the caller); child[i] points to it. Returns 0, or -1 with
- * err. */
+ * looks absent there. Each child the cache does not have is asked from the API by name
+ * (a read, only then: a resync of healthy clusters reads nothing) when the context has
+ * no memo of existing names (x->exists NULL); with one, only when the memo names one of
+ * them (a create of it met 409 AlreadyExists, or a read found it), and then all of them,
+ * so the plan sees every object in the way at once, as without a memo. A new cluster
+ * reads nothing: its creates are POSTs, which an object of that name refuses with 409
+ * (existsmemo.h). The memo forgets a name the cache holds or a read answers 404 for, and
+ * keeps one a read finds. */
 #define N_CHILDREN 6 /* ConfigMap, Service, StatefulSet, PDB, then the role Services */
 static const char *const child_group[N_CHILDREN] = {"", "", "apps", "policy", "", ""};
 static const char *const child_resource[N_CHILDREN] = {"configmaps", "services", "statefulsets",
@@ -165,12 +140,12 @@ static const char *const child_resource[N_CHILDREN] = {"configmaps", "services",
 #define ROLE_CHILD 4 /* the first role Service's index */
 
 /* The memo's say (x->exists): 1 when the absent children must be read by name (no
- * usable memo, or it names one of them), 0 when the cache can be trusted. Children the
- * cache holds leave the memo. */
+ * memo, or it names one of them), 0 when the cache can be trusted. Children the cache
+ * holds leave the memo. */
 static int must_read_absent(const exec_ctx_t *x, const char *ns, const json_object *const child[N_CHILDREN],
                             char names[N_CHILDREN][300], const int absent[], int n)
 {
-    existsmemo_t *m = x->batch ? x->exists : NULL;
+    existsmemo_t *m = x->exists;
     if (!m)
         return 1;
     for (int i = 0; i < N_CHILDREN; i++)
@@ -182,84 +157,11 @@ static int must_read_absent(const exec_ctx_t *x, const char *ns, const json_obje
     return known;
 }
 
-/* What the reads of the absent children found, into the memo (see must_read_absent). */
-static void note_absent_read(const exec_ctx_t *x, const char *ns, const json_object *const fetched[N_CHILDREN],
-                             char names[N_CHILDREN][300], const int absent[], int n)
-{
-    existsmemo_t *m = x->batch ? x->exists : NULL;
-    for (int k = 0; m && k < n; k++) {
-        int i = absent[k];
-        if (fetched[i])
-            existsmemo_add(m, child_resource[i], ns, names[i]);
-        else
-            existsmemo_drop(m, child_resource[i], ns, names[i]);
-    }
-}
-
-static int find_absent_children(const exec_ctx_t *x, const json_object *rc, const json_object *child[N_CHILDREN],
-                                json_object *fetched[N_CHILDREN], kube_error_t *err)
-{
-    json_object *md = NULL;
-    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
-    /* Deletion looks at no child, and an object that cannot be addressed is the plan's
-     * to report. */
-    if (!*ns || !*name || !json_object_object_get_ex(rc, "metadata", &md) ||
-        json_object_object_get_ex(md, "deletionTimestamp", NULL))
-        return 0;
-    const char *mode = JSONX_STR_AT(rc, "spec", "mode");
-    int replication = mode && !strcmp(mode, "Replication");
-    char names[N_CHILDREN][300];
-    int absent[N_CHILDREN], n = 0;
-    for (int i = 0; i < N_CHILDREN; i++) {
-        if (child[i] || !x->client || (i >= ROLE_CHILD && !replication))
-            continue;
-        if (i >= ROLE_CHILD)
-            render_role_service_name(name, i == ROLE_CHILD ? RENDER_ROLE_PRIMARY : RENDER_ROLE_REPLICA, names[i],
-                                     sizeof(names[i]));
-        else
-            snprintf(names[i], sizeof(names[i]), "%s", name);
-        absent[n++] = i;
-    }
-    if (!must_read_absent(x, ns, child, names, absent, n))
-        return 0;
-    if (n >= 2 && x->batch) {
-        /* independent reads: at once (a new cluster's 404s in one round trip) */
-        buf_t path[N_CHILDREN];
-        const char *paths[N_CHILDREN];
-        json_object *got[N_CHILDREN] = {NULL};
-        int rc = 0;
-        for (int k = 0; k < n; k++) {
-            int i = absent[k];
-            buf_init(&path[k], 4096);
-            if (kube_path(&path[k], child_group[i], "v1", ns, child_resource[i], names[i], NULL)) {
-                kube_error_set(err, KERR_CONFIG, "%s %s/%s: cannot build the request path", child_resource[i], ns,
-                               names[i]);
-                rc = -1;
-            }
-            paths[k] = buf_str(&path[k]);
-        }
-        if (!rc)
-            rc = exec_get_many(x, paths, (size_t)n, got, err);
-        for (int k = 0; k < n; k++) {
-            buf_free(&path[k]);
-            fetched[absent[k]] = got[k];
-            child[absent[k]] = got[k];
-        }
-        if (!rc)
-            note_absent_read(x, ns, (const json_object *const *)fetched, names, absent, n);
-        return rc;
-    }
-    for (int k = 0; k < n; k++) {
-        int i = absent[k];
-        if (get_object(x, child_group[i], "v1", child_resource[i], ns, names[i], &fetched[i], err))
-            return -1;
-        child[i] = fetched[i];
-    }
-    note_absent_read(x, ns, (const json_object *const *)fetched, names, absent, n);
-    return 0;
-}
-
-int reconcile_read_password(kube_client_t *client, const json_object *rc, char **password, kube_error_t *err)
+/* The password of rc's spec.auth.secretRef from secret (NULL: the Secret is absent).
+ * Returns 0 with *password a new string (NULL when rc has no spec.auth), or -1 with err;
+ * the password never appears in err. */
+static int password_from_secret(const json_object *rc, const json_object *secret, char **password,
+                                kube_error_t *err)
 {
     *password = NULL;
     const char *ns = meta_str(rc, "namespace");
@@ -269,11 +171,6 @@ int reconcile_read_password(kube_client_t *client, const json_object *rc, char *
         return 0;
     if (!key || !*key)
         key = RENDER_AUTH_DEFAULT_KEY;
-    exec_ctx_t x = {.client = client};
-    json_object *secret = NULL;
-    if (get_object(&x, "", "v1", "secrets", ns, sname, &secret, err))
-        return -1;
-    int rc_ = -1;
     const char *b64 = JSONX_STR_AT(secret, "data", key);
     if (!secret)
         kube_error_set(err, KERR_NOT_FOUND, "Secret %s/%s (spec.auth.secretRef) not found", ns, sname);
@@ -282,42 +179,29 @@ int reconcile_read_password(kube_client_t *client, const json_object *rc, char *
     else if (!(*password = b64_text(b64)))
         kube_error_set(err, KERR_CONFIG, "Secret %s/%s key \"%s\": not base64 text", ns, sname, key);
     else
-        rc_ = 0;
-    json_object_put(secret);
-    return rc_;
+        return 0;
+    return -1;
 }
 
-/* AUTH (plan.h): the Secret's password into *password and the recorded one (Secret
- * <name>-redis-auth) into *applied (new strings the caller wipes and frees, NULL when
- * absent), and what they say. A Secret that cannot be read is logged: PLAN_AUTH_UNKNOWN
- * (no auth action; Redis commands then go without a password and fail, saying why). */
-static plan_auth_t read_auth(const exec_ctx_t *x, const json_object *rc, char **password, char **applied)
+int reconcile_read_password(kube_client_t *client, const json_object *rc, char **password, kube_error_t *err)
 {
-    *password = *applied = NULL;
+    *password = NULL;
     const char *sname = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "name");
-    if (!x->client || !sname || !*sname)
-        return PLAN_AUTH_UNKNOWN;
-    kube_error_t err;
-    kube_error_clear(&err);
-    char line[1024], rec[300];
-    if (reconcile_read_password(x->client, rc, password, &err)) {
-        rlog_warn("cannot read the cluster's password", "reconcileID", x->reconcile_id, "error",
-                  kube_error_str(&err, line, sizeof(line)));
-        return PLAN_AUTH_UNKNOWN;
-    }
-    snprintf(rec, sizeof(rec), "%s" RENDER_AUTH_RECORD_SUFFIX, meta_str(rc, "name"));
-    json_object *s = NULL;
-    if (get_object(x, "", "v1", "secrets", meta_str(rc, "namespace"), rec, &s, &err)) {
-        rlog_warn("cannot read the password record", "reconcileID", x->reconcile_id, "secret", rec, "error",
-                  kube_error_str(&err, line, sizeof(line)));
-        return PLAN_AUTH_UNKNOWN;
-    }
-    const char *b64 = JSONX_STR_AT(s, "data", RENDER_AUTH_DEFAULT_KEY);
-    *applied = b64 ? b64_text(b64) : NULL;
-    json_object_put(s);
-    if (!*applied)
-        return PLAN_AUTH_UNRECORDED;
-    return strcmp(*applied, *password) ? PLAN_AUTH_ROTATE : PLAN_AUTH_CURRENT;
+    if (!sname || !*sname)
+        return 0;
+    buf_t path;
+    buf_init(&path, 4096);
+    json_object *secret = NULL;
+    int rc_ = -1;
+    if (kube_path(&path, "", "v1", meta_str(rc, "namespace"), "secrets", sname, NULL))
+        kube_error_set(err, KERR_CONFIG, "Secret %s: cannot build the request path", sname);
+    else if (kube_client_get(client, buf_str(&path), NULL, &secret, err) && !kube_error_is_not_found(err))
+        ;
+    else
+        rc_ = password_from_secret(rc, secret, password, err);
+    buf_free(&path);
+    json_object_put(secret);
+    return rc_;
 }
 
 static void wipe(char **s)
@@ -337,187 +221,45 @@ static int refused_by_api(const kube_error_t *err)
            !kube_error_is_already_exists(err);
 }
 
-/* Put the failure of action failed into the status (plan_write_failed) before the
- * caller backs off. The RedisCluster is read afresh first: a retry is often dispatched
- * before the watch has brought the status an earlier attempt wrote (maybe by another
- * worker), and comparing with that stale copy would write and record the same failure
- * again. Failing to report is logged, never more. */
-static void report_write_failure(const exec_ctx_t *x, const json_object *rc, const plan_t *plan, size_t failed,
-                                 const kube_error_t *err)
-{
-    json_object *fresh = NULL;
-    kube_error_t gerr;
-    kube_error_clear(&gerr);
-    char line[1024];
-    if (get_object(x, RDC_API_GROUP, RDC_API_VERSION, "redisclusters", meta_str(rc, "namespace"), meta_str(rc, "name"),
-                   &fresh, &gerr)) {
-        rlog_warn("cannot read the RedisCluster again; comparing with the cached one", "reconcileID",
-                  x->reconcile_id, "error", kube_error_str(&gerr, line, sizeof(line)));
-        fresh = json_object_get((json_object *)rc);
-    } else if (!fresh) {
-        return; /* deleted meanwhile: nothing to report on */
-    }
-    plan_t *fp = plan_write_failed(fresh, plan, failed, err->http_status, err->reason, err->message,
-                                   clock_wall_ns());
-    if (!fp) {
-        rlog_warn("out of memory while reporting a failed write", "reconcileID", x->reconcile_id);
-        json_object_put(fresh);
-        return;
-    }
-    size_t at = 0;
-    kube_error_t serr;
-    if (plan_action_count(fp) && exec_plan(x, fresh, fp, &at, &serr) != EXEC_OK)
-        rlog_warn("cannot report the failed write in the status", "reconcileID", x->reconcile_id, "error",
-                  kube_error_str(&serr, line, sizeof(line)));
-    plan_destroy(&fp);
-    json_object_put(fresh);
-}
+/* STORAGE CLASS (plan.h): whether the class the plan would create claims of is absent
+ * (404). The answer is kept per worker process for SC_CACHE_TTL_NS (a class rarely comes
+ * or goes; each new cluster would otherwise read it again); a failed read is not kept
+ * (the StatefulSet is then created as before, and a diagnosis explains pending claims). */
+#define SC_CACHE_SLOTS 8
+#define SC_CACHE_TTL_NS (INT64_C(30) * NS_PER_SEC)
+static struct {
+    char name[254];
+    int missing;
+    int64_t at_ns; /* 0 = free */
+} sc_cache[SC_CACHE_SLOTS];
+static size_t sc_cache_next;
 
-/* LIST one resource of the namespace with a label or field selector into *items (the
- * caller puts it). Returns 0, or -1 with err. */
-static int list_in(const exec_ctx_t *x, const char *ns, const char *resource, const char *label_selector,
-                   const char *field_selector, json_object **items, kube_error_t *err)
-{
-    buf_t path;
-    buf_init(&path, 4096);
-    /* resourceVersion "0": any recent state will do for a diagnosis, and the API server
-     * answers it from its watch cache instead of reading etcd (as a reflector's first
-     * LIST does). */
-    kube_req_opts_t ro = {
-        .label_selector = label_selector, .field_selector = field_selector, .limit = 500, .resource_version = "0"};
-    char *rv = NULL;
-    int rc = kube_path(&path, "", "v1", ns, resource, NULL, NULL);
-    if (rc)
-        kube_error_set(err, KERR_CONFIG, "%s in %s: cannot build the request path", resource, ns);
-    else
-        rc = kube_client_list_all(x->client, buf_str(&path), &ro, items, &rv, err) ? -1 : 0;
-    free(rv);
-    buf_free(&path);
-    return rc;
-}
-
-/* The diagnosis reads of a worker (the async path) are kept DIAG_MEMO_TTL_NS under the
- * StatefulSet's resourceVersion (diag_memo_key): a converging cluster is reconciled again
- * at every change of its pods (labels, observerd's observation, each condition), and
- * each reconcile read the same three LISTs anew, blocking the worker's loop. A pod
- * created or gone, or one more or less Ready, changes the StatefulSet's status and
- * reads anew; what changes only a pod (unschedulable, waiting for its image) reaches
- * the status up to the ttl late, as its ready count may (docs/status-and-drift.md). */
-#define DIAG_MEMO_SLOTS 32 /* kept as text: ~30 KB each for 3 pods and their Events */
-#define DIAG_MEMO_TTL_NS (INT64_C(10) * NS_PER_SEC)
-static readmemo_t *diag_memo;
-
-/* The memo key of rc's diagnosis with StatefulSet sts, into key; 0, or -1 without one. */
-static int diag_memo_key(const json_object *rc, const json_object *sts, buf_t *key)
-{
-    const char *rv = sts ? meta_str(sts, "resourceVersion") : "";
-    if (!*rv)
-        return -1;
-    return buf_printf(key, "%s/%s@%s", meta_str(rc, "namespace"), meta_str(rc, "name"), rv) ? -1 : 0;
-}
-
-/* What plan_wants_diagnosis asks for (plan.h, DIAGNOSIS): the StatefulSet's pods, its
- * Events, and the Events of the first pod not Ready, from the memo under memo_key when
- * it has them (memo_key NULL: read). got[] takes what was read (the caller puts each);
- * more points into it. A failed read is logged and leaves that part NULL (and nothing
- * is kept): a diagnosis is a help, never a reason to fail the reconcile. */
-static void read_diagnosis(const exec_ctx_t *x, const json_object *rc, const plan_t *plan, const char *memo_key,
-                           json_object *got[3], plan_observed_t *more)
-{
-    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
-    char fs[600], line[1024];
-    kube_error_t err;
-    json_object *kept = NULL;
-    int failed = 0;
-    if (memo_key && !diag_memo)
-        diag_memo = readmemo_new(DIAG_MEMO_SLOTS, DIAG_MEMO_TTL_NS); /* NULL: every diagnosis reads */
-    if (memo_key && readmemo_get(diag_memo, memo_key, clock_mono_ns(), &kept) &&
-        json_object_is_type(kept, json_type_string)) {
-        /* kept as text: a parsed LIST of pods costs ten times its text in json-c objects */
-        json_object *was = json_tokener_parse(json_object_get_string(kept));
-        for (int i = 0; was && json_object_is_type(was, json_type_array) && i < 3; i++)
-            got[i] = json_object_get(json_object_array_get_idx(was, (size_t)i));
-        json_object_put(was);
-        goto out;
-    }
-    kube_error_clear(&err);
-    if (list_in(x, ns, "pods", plan_pod_selector(plan), NULL, &got[0], &err)) {
-        failed = 1;
-        rlog_warn("cannot read the pods to explain the status", "reconcileID", x->reconcile_id, "error",
-                  kube_error_str(&err, line, sizeof(line)));
-    }
-    snprintf(fs, sizeof(fs), "involvedObject.kind=StatefulSet,involvedObject.name=%s", name);
-    kube_error_clear(&err);
-    if (list_in(x, ns, "events", NULL, fs, &got[1], &err)) {
-        failed = 1;
-        rlog_warn("cannot read the StatefulSet's Events", "reconcileID", x->reconcile_id, "error",
-                  kube_error_str(&err, line, sizeof(line)));
-    }
-    const char *pod = plan_pod_to_explain(got[0]);
-    if (pod) {
-        snprintf(fs, sizeof(fs), "involvedObject.kind=Pod,involvedObject.name=%s", pod);
-        kube_error_clear(&err);
-        if (list_in(x, ns, "events", NULL, fs, &got[2], &err)) {
-            failed = 1;
-            rlog_warn("cannot read the pod's Events", "reconcileID", x->reconcile_id, "error",
-                      kube_error_str(&err, line, sizeof(line)));
-        }
-    }
-    json_object *all = memo_key && !failed ? json_object_new_array() : NULL, *keep = NULL;
-    for (int i = 0; all && i < 3; i++)
-        json_object_array_add(all, json_object_get(got[i]));
-    if (all && (keep = json_object_new_string(json_object_to_json_string_ext(all, JSON_C_TO_STRING_PLAIN))))
-        readmemo_put(diag_memo, memo_key, keep, clock_mono_ns());
-    json_object_put(keep);
-    json_object_put(all);
-out:
-    json_object_put(kept);
-    more->pods = got[0];
-    more->sts_events = got[1];
-    more->pod_events = got[2];
-}
-
-/* STORAGE CLASS (plan.h): 1 when the class the plan would create claims of is absent
- * (404), 0 when it exists or cannot be read (then the StatefulSet is created as before,
- * and a diagnosis explains pending claims). The answer is kept per worker process for
- * SC_MEMO_TTL_NS (a class rarely comes or goes; each new cluster would otherwise read
- * it again); a failed read is not kept. */
-#define SC_MEMO_SLOTS 8
-#define SC_MEMO_TTL_NS (INT64_C(30) * NS_PER_SEC)
-static readmemo_t *sc_memo;
-
-static int storage_class_missing(const exec_ctx_t *x, const char *cls)
+/* 1 with *missing when the answer for cls is kept, else 0. */
+static int sc_cache_find(const char *cls, int *missing)
 {
     int64_t now = clock_mono_ns();
-    json_object *kept = NULL;
-    if (!sc_memo)
-        sc_memo = readmemo_new(SC_MEMO_SLOTS, SC_MEMO_TTL_NS); /* NULL: every check reads */
-    if (readmemo_get(sc_memo, cls, now, &kept)) {
-        int missing = json_object_get_boolean(kept);
-        json_object_put(kept);
-        return missing;
-    }
-    json_object *sc = NULL;
-    kube_error_t err;
-    kube_error_clear(&err);
-    char line[1024];
-    if (get_object(x, "storage.k8s.io", "v1", "storageclasses", NULL, cls, &sc, &err)) {
-        rlog_warn("cannot read the StorageClass", "reconcileID", x->reconcile_id, "storageClass", cls, "error",
-                  kube_error_str(&err, line, sizeof(line)));
-        return 0;
-    }
-    int missing = sc == NULL;
-    json_object_put(sc);
-    json_object *answer = json_object_new_boolean(missing);
-    readmemo_put(sc_memo, cls, answer, now);
-    json_object_put(answer);
-    return missing;
+    for (size_t i = 0; i < SC_CACHE_SLOTS; i++)
+        if (sc_cache[i].at_ns && now - sc_cache[i].at_ns < SC_CACHE_TTL_NS && !strcmp(sc_cache[i].name, cls)) {
+            *missing = sc_cache[i].missing;
+            return 1;
+        }
+    return 0;
 }
 
-void reconcile_forget_reads(void)
+static void sc_cache_keep(const char *cls, int missing)
 {
-    readmemo_clear(sc_memo);
-    readmemo_clear(diag_memo);
+    if (strlen(cls) >= sizeof(sc_cache[0].name))
+        return;
+    size_t i = sc_cache_next;
+    sc_cache_next = (sc_cache_next + 1) % SC_CACHE_SLOTS;
+    snprintf(sc_cache[i].name, sizeof(sc_cache[i].name), "%s", cls);
+    sc_cache[i].missing = missing;
+    sc_cache[i].at_ns = clock_mono_ns();
+}
+
+void reconcile_forget_storage_classes(void)
+{
+    memset(sc_cache, 0, sizeof(sc_cache));
 }
 
 /* DIAGNOSIS is read only once the StatefulSet is RECONCILE_DIAGNOSIS_AFTER_NS old: pods
@@ -545,63 +287,59 @@ static const json_object *child_written(const plan_action_t *a, const json_objec
     return NULL;
 }
 
-/* TAKING A CHILD BACK (plan.h): the apply at index failed was refused with err (422);
- * replace the child, and when that is refused too and it is the Service, recreate it.
- * Returns EXEC_OK when the child was taken back; otherwise the last attempt's result,
- * with err describing it. */
-static exec_result_t take_back(const exec_ctx_t *x, const json_object *rc, const plan_t *plan, size_t failed,
-                               const json_object *obs, kube_error_t *err)
-{
-    exec_result_t r = EXEC_ERROR;
-    char line[1024];
-    for (int recreate = 0; recreate < 2; recreate++) {
-        plan_t *tb = plan_take_back(plan, failed, obs, recreate, err->http_status, err->reason, err->message);
-        if (!tb)
-            return EXEC_ERROR;
-        if (!plan_action_count(tb)) {
-            plan_destroy(&tb);
-            return r;
-        }
-        size_t at = 0;
-        kube_error_t terr;
-        r = exec_plan(x, rc, tb, &at, &terr);
-        const plan_action_t *a = plan_action(tb, at);
-        if (r == EXEC_OK)
-            rlog_info(recreate ? "recreated a child the API refused to update" : "took back a refused child",
-                      "reconcileID", x->reconcile_id, "path", a->path, "why", a->why);
-        else
-            rlog_warn("cannot take the child back", "reconcileID", x->reconcile_id, "action",
-                      plan_action_kind_name(a->kind), "error", kube_error_str(&terr, line, sizeof(line)));
-        plan_destroy(&tb);
-        if (r == EXEC_OK)
-            return r;
-        *err = terr;
-        if (r != EXEC_ERROR || err->http_status != 422)
-            return r;
-    }
-    return r;
-}
+/* ---- the reconcile as a job on the loop ------------------------------------------------- */
 
-void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,
-                   const json_object *svc, const json_object *sts, const plan_observed_t *seen,
-                   FILE *dry_run, reconcile_outcome_t *out)
-{
-    plan_children_t kids = {cm, svc, sts, NULL};
-    reconcile_run_children(x, rc, &kids, seen, dry_run, out);
-}
+/* What each read of the job is (reads_req_t req[k] answers what[k]). */
+enum {
+    W_CHILD = 0,                  /* W_CHILD + i: child i by name */
+    W_SECRET = W_CHILD + N_CHILDREN, /* the Secret of spec.auth.secretRef */
+    W_RECORD,                     /* the password record <name>-redis-auth */
+    W_STORAGE_CLASS,
+    W_PODS,
+    W_STS_EVENTS,
+    W_POD_EVENTS,
+    W_FRESH_RC                    /* the RedisCluster again, for a refused write's status */
+};
 
 struct reconcile_job {
+    exec_async_t *a;
     exec_ctx_t xr;              /* the caller's context with the Redis passwords */
-    const json_object *rc;
+    const json_object *rc;      /* the caller's, or rc_own */
+    json_object *rc_own;        /* REPLAN: the RedisCluster as the first run left it */
     const json_object *child[N_CHILDREN];
     json_object *fetched[N_CHILDREN], *diag[3];
     plan_t *plan;
+    plan_observed_t more;       /* what the plan is computed from besides the children */
     char *password, *applied;
+    char sc_name[254];          /* the StorageClass being read */
     int64_t start;
-    int dry_run;
+    FILE *dry_run;
     int64_t diag_wait_ns;       /* the diagnosis was put off this long (requeue then) */
     plan_observed_t seen;       /* the caller's (what it points to is borrowed) */
     int has_seen;
+    /* in flight: reads, a run, or the end waiting for the next turn */
+    reads_t *reads;
+    reads_req_t req[READS_MAX];
+    int what[READS_MAX];
+    size_t nreq;
+    exec_run_t *run;
+    int timer;
+    /* after a create met 409 AlreadyExists (REPLAN): the first plan, kept in case the
+     * second cannot be made */
+    int replans;
+    plan_t *first;
+    char *first_password, *first_applied;
+    /* the run's result, then the tails' (take back, a refused write's status) */
+    exec_result_t r;
+    size_t failed;
+    kube_error_t err;
+    int recreate;               /* the take-back step: 0 replace, 1 recreate */
+    plan_t *tail;               /* the take-back's or the failure report's plan */
+    json_object *fresh;         /* the RedisCluster read again for the report */
+    reconcile_outcome_t out;
+    char absent_name[N_CHILDREN][300]; /* the names the children are read by */
+    reconcile_done_fn *done;
+    void *arg;
 };
 
 /* Log, count and free: the end of every reconcile. */
@@ -620,179 +358,446 @@ static void job_free(reconcile_job_t *j, const reconcile_outcome_t *out)
     metric_family_t *active = metrics_gauge(metrics_default(), "controller_runtime_active_workers",
                                             "Number of currently used workers per controller", "controller");
     metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), -1);
+    reads_cancel(&j->reads);
+    exec_run_cancel(&j->run);
+    if (j->timer)
+        loop_cancel_timer(exec_async_loop(j->a), j->timer);
     plan_destroy(&j->plan);
+    plan_destroy(&j->first);
+    plan_destroy(&j->tail);
     for (int i = 0; i < N_CHILDREN; i++)
         json_object_put(j->fetched[i]);
     for (int i = 0; i < 3; i++)
         json_object_put(j->diag[i]);
+    json_object_put(j->fresh);
+    json_object_put(j->rc_own);
     wipe(&j->password);
     wipe(&j->applied);
+    wipe(&j->first_password);
+    wipe(&j->first_applied);
     free(j);
 }
 
-/* reconcile_begin: j's plan from the children (j->child, the absent ones read), what
- * observerd saw, the auth Secret and, only when the first plan asks, the StorageClass and
- * the diagnosis reads; NULL plan on out of memory. */
-static void plan_job(reconcile_job_t *j, const exec_ctx_t *x, const json_object *rc, const plan_observed_t *seen,
-                     int dry_run)
+static int on_finish_timer(loop_t *loop, int id, void *arg);
+
+/* REPLAN: the first run added our finalizer (an action before the failed one): the
+ * second plan starts from a copy of the RedisCluster that has it, or it would add it
+ * again with the resourceVersion it was observed at and meet 409 Conflict (the first
+ * run's PATCH changed that version). Nothing happens when the first run did not add it,
+ * or when out of memory (the second run then meets the conflict and requeues). */
+static void job_rc_with_finalizer(reconcile_job_t *j, size_t failed)
 {
-    const json_object **child = j->child;
-    plan_observed_t more;
-    memset(&more, 0, sizeof(more));
-    if (seen) {
-        more.members = seen->members;
-        more.redis = seen->redis;
+    int added = 0;
+    for (size_t i = 0; i < failed && i < plan_action_count(j->plan); i++)
+        added |= plan_action(j->plan, i)->kind == PLAN_ADD_FINALIZER;
+    json_object *copy = NULL, *md = NULL, *list = NULL;
+    if (!added || json_object_deep_copy((json_object *)j->rc, &copy, NULL) ||
+        !json_object_object_get_ex(copy, "metadata", &md)) {
+        json_object_put(copy);
+        return;
     }
-    more.primary_service = child[ROLE_CHILD];
-    more.replicas_service = child[ROLE_CHILD + 1];
-    more.auth = read_auth(x, rc, &j->password, &j->applied);
+    if (!json_object_object_get_ex(md, "finalizers", &list) || !json_object_is_type(list, json_type_array)) {
+        list = json_object_new_array();
+        json_object_object_add(md, "finalizers", list);
+    }
+    json_object_array_add(list, json_object_new_string(PLAN_FINALIZER));
+    json_object_put(j->rc_own);
+    j->rc_own = copy;
+    j->rc = copy;
+}
+
+static int on_finish_timer(loop_t *loop, int id, void *arg)
+{
+    (void)loop;
+    (void)id;
+    reconcile_job_t *j = arg;
+    j->timer = 0;
+    reconcile_done_fn *done = j->done;
+    void *darg = j->arg;
+    reconcile_outcome_t out = j->out;
+    job_free(j, &out);
+    done(&out, darg);
+    return 0;
+}
+
+/* The outcome in j->out is final: log, count and free the job, and tell the caller on
+ * the next turn of the loop (never from inside reconcile_start). */
+static void job_finish(reconcile_job_t *j)
+{
+    j->timer = loop_add_timer(exec_async_loop(j->a), 0, 0, on_finish_timer, j);
+    if (j->timer < 0) {
+        j->timer = 0;
+        on_finish_timer(exec_async_loop(j->a), 0, j);
+    }
+}
+
+/* Start reading j->req[0..j->nreq) (their what[] set); then = where the answers go. When
+ * there is nothing to read, then runs at once. Returns 0, or -1 when out of memory. */
+static int job_read(reconcile_job_t *j, reads_done_fn *then)
+{
+    if (!j->nreq) {
+        then(j);
+        return 0;
+    }
+    j->reads = reads_start(exec_async_curl(j->a), j->xr.client, j->req, j->nreq, then, j);
+    return j->reads ? 0 : -1;
+}
+
+/* Put every answer still held in j->req (what was taken was set to NULL) and forget the
+ * reads. */
+static void job_reads_clear(reconcile_job_t *j)
+{
+    for (size_t k = 0; k < j->nreq; k++) {
+        json_object_put(j->req[k].obj);
+        j->req[k].obj = NULL;
+    }
+    j->nreq = 0;
+}
+
+/* Add a GET to j->req; 0, or -1 with err when its path cannot be made. */
+static int job_add_get(reconcile_job_t *j, int what, const char *group, const char *version, const char *resource,
+                       const char *ns, const char *name, kube_error_t *err)
+{
+    reads_req_t *q = &j->req[j->nreq];
+    if (reads_get(q, group, version, ns, resource, name)) {
+        *err = q->err;
+        return -1;
+    }
+    j->what[j->nreq++] = what;
+    return 0;
+}
+
+static void job_add_list(reconcile_job_t *j, int what, const char *resource, const char *label_selector,
+                         const char *field_selector)
+{
+    if (reads_list(&j->req[j->nreq], meta_str(j->rc, "namespace"), resource, label_selector, field_selector) == 0)
+        j->what[j->nreq++] = what;
+}
+
+static void on_first_reads(void *arg);
+static void on_more_reads(void *arg);
+static void on_pod_events(void *arg);
+static void job_plan_first(reconcile_job_t *j);
+static void job_after_run(reconcile_job_t *j, exec_result_t r, size_t failed, const kube_error_t *err);
+
+/* A read of the children failed: the reconcile ends in error (or, planning again after a
+ * 409, with the first plan's conflict). */
+static void job_read_failed(reconcile_job_t *j, const kube_error_t *err);
+
+/* The reads a plan needs first: the children the cache lacks (when the memo says so)
+ * and, with spec.auth, the Secret and the password record, all at once. */
+static void job_read_first(reconcile_job_t *j)
+{
+    const exec_ctx_t *x = &j->xr;
+    const json_object *rc = j->rc;
+    json_object *md = NULL;
+    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
+    kube_error_t err;
+    kube_error_clear(&err);
+    j->nreq = 0;
+    /* Deletion looks at no child, and an object that cannot be addressed is the plan's
+     * to report. */
+    int children = x->client && *ns && *name && json_object_object_get_ex(rc, "metadata", &md) &&
+                   !json_object_object_get_ex(md, "deletionTimestamp", NULL);
+    const char *mode = JSONX_STR_AT(rc, "spec", "mode");
+    int replication = mode && !strcmp(mode, "Replication");
+    char (*names)[300] = j->absent_name;
+    int absent[N_CHILDREN], n = 0;
+    for (int i = 0; children && i < N_CHILDREN; i++) {
+        if (j->child[i] || (i >= ROLE_CHILD && !replication))
+            continue;
+        if (i >= ROLE_CHILD)
+            render_role_service_name(name, i == ROLE_CHILD ? RENDER_ROLE_PRIMARY : RENDER_ROLE_REPLICA, names[i],
+                                     sizeof(names[i]));
+        else
+            snprintf(names[i], sizeof(names[i]), "%s", name);
+        absent[n++] = i;
+    }
+    /* (asked even when none is absent: the children the cache holds leave the memo) */
+    int must = children && must_read_absent(x, ns, j->child, names, absent, n);
+    for (int k = 0; must && k < n; k++)
+        if (job_add_get(j, W_CHILD + absent[k], child_group[absent[k]], "v1", child_resource[absent[k]], ns,
+                        names[absent[k]], &err)) {
+            job_reads_clear(j);
+            job_read_failed(j, &err);
+            return;
+        }
+    const char *sname = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "name");
+    char rec[300];
+    snprintf(rec, sizeof(rec), "%s" RENDER_AUTH_RECORD_SUFFIX, name);
+    size_t before = j->nreq;
+    if (x->client && sname && *sname &&
+        (job_add_get(j, W_SECRET, "", "v1", "secrets", ns, sname, &err) ||
+         job_add_get(j, W_RECORD, "", "v1", "secrets", ns, rec, &err))) {
+        j->nreq = before;
+        rlog_warn("cannot read the cluster's password", "reconcileID", x->reconcile_id, "error", err.message);
+    }
+    if (job_read(j, on_first_reads)) {
+        job_reads_clear(j);
+        kube_error_set(&err, KERR_CONFIG, "out of memory");
+        job_read_failed(j, &err);
+    }
+}
+
+/* AUTH (plan.h): the Secret's password into j->password and the recorded one into
+ * j->applied from the reads k_secret and k_record (-1: not read), and what they say. A
+ * Secret that cannot be read is logged: PLAN_AUTH_UNKNOWN (no auth action; Redis
+ * commands then go without a password and fail, saying why). */
+static plan_auth_t job_auth(reconcile_job_t *j, int k_secret, int k_record)
+{
+    const exec_ctx_t *x = &j->xr;
+    char line[1024];
+    if (k_secret < 0 || k_record < 0)
+        return PLAN_AUTH_UNKNOWN;
+    kube_error_t err = j->req[k_secret].err;
+    if (err.code == KERR_OK)
+        password_from_secret(j->rc, j->req[k_secret].obj, &j->password, &err);
+    if (err.code != KERR_OK) {
+        rlog_warn("cannot read the cluster's password", "reconcileID", x->reconcile_id, "error",
+                  kube_error_str(&err, line, sizeof(line)));
+        return PLAN_AUTH_UNKNOWN;
+    }
+    if (j->req[k_record].err.code != KERR_OK) {
+        char rec[300];
+        snprintf(rec, sizeof(rec), "%s" RENDER_AUTH_RECORD_SUFFIX, meta_str(j->rc, "name"));
+        rlog_warn("cannot read the password record", "reconcileID", x->reconcile_id, "secret", rec, "error",
+                  kube_error_str(&j->req[k_record].err, line, sizeof(line)));
+        return PLAN_AUTH_UNKNOWN;
+    }
+    const char *b64 = JSONX_STR_AT(j->req[k_record].obj, "data", RENDER_AUTH_DEFAULT_KEY);
+    j->applied = b64 ? b64_text(b64) : NULL;
+    if (!j->applied)
+        return PLAN_AUTH_UNRECORDED;
+    return strcmp(j->applied, j->password) ? PLAN_AUTH_ROTATE : PLAN_AUTH_CURRENT;
+}
+
+static void on_first_reads(void *arg)
+{
+    reconcile_job_t *j = arg;
+    j->reads = NULL;
+    const exec_ctx_t *x = &j->xr;
+    const char *ns = meta_str(j->rc, "namespace");
+    int k_secret = -1, k_record = -1;
+    for (size_t k = 0; k < j->nreq; k++) {
+        int w = j->what[k];
+        if (w == W_SECRET)
+            k_secret = (int)k;
+        if (w == W_RECORD)
+            k_record = (int)k;
+        if (w >= W_CHILD + N_CHILDREN || j->req[k].err.code == KERR_OK)
+            continue;
+        kube_error_t err = j->req[k].err;
+        job_reads_clear(j);
+        job_read_failed(j, &err);
+        return;
+    }
+    for (size_t k = 0; k < j->nreq; k++) {
+        int i = j->what[k] - W_CHILD;
+        if (i < 0 || i >= N_CHILDREN)
+            continue;
+        json_object_put(j->fetched[i]);
+        j->fetched[i] = j->req[k].obj;
+        j->req[k].obj = NULL;
+        j->child[i] = j->fetched[i];
+        /* what the reads found, into the memo (see must_read_absent) */
+        if (x->exists && j->fetched[i])
+            existsmemo_add(x->exists, child_resource[i], ns, j->absent_name[i]);
+        else if (x->exists)
+            existsmemo_drop(x->exists, child_resource[i], ns, j->absent_name[i]);
+    }
+    j->more.auth = job_auth(j, k_secret, k_record);
+    job_reads_clear(j);
+    job_plan_first(j);
+}
+
+/* The plan from the children, what observerd saw and the auth; then, only when that plan
+ * asks (a healthy, Running cluster reads nothing more), the StorageClass and the
+ * diagnosis, read at once. */
+static void job_plan_first(reconcile_job_t *j)
+{
+    const exec_ctx_t *x = &j->xr;
+    const json_object **child = j->child;
+    if (j->has_seen) {
+        j->more.members = j->seen.members;
+        j->more.redis = j->seen.redis;
+    }
+    j->more.primary_service = child[ROLE_CHILD];
+    j->more.replicas_service = child[ROLE_CHILD + 1];
     j->xr.redis_password = j->password;
     j->xr.redis_old_password = j->applied;
     plan_children_t observed = {child[0], child[1], child[2], child[3]};
-    j->plan = plan_compute_children(rc, &observed, &more, clock_wall_ns());
-    /* Only when the first plan asks: a healthy resync reads nothing more. */
-    if (j->plan && x->client && !dry_run) {
+    j->plan = plan_compute_children(j->rc, &observed, &j->more, clock_wall_ns());
+    j->nreq = 0;
+    if (j->plan && x->client && !j->dry_run) {
+        kube_error_t err;
         const char *cls = plan_storage_class_to_check(j->plan);
-        more.storage_class_missing = cls && storage_class_missing(x, cls);
+        if (cls && !sc_cache_find(cls, &j->more.storage_class_missing) &&
+            job_add_get(j, W_STORAGE_CLASS, "storage.k8s.io", "v1", "storageclasses", NULL, cls, &err) == 0)
+            snprintf(j->sc_name, sizeof(j->sc_name), "%s", cls);
         if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(child[2]))) {
-            buf_t key;
-            buf_init(&key, 1024);
-            int memo = x->batch && !diag_memo_key(rc, child[2], &key);
-            read_diagnosis(x, rc, j->plan, memo ? buf_str(&key) : NULL, j->diag, &more);
-            buf_free(&key);
+            char fs[600];
+            snprintf(fs, sizeof(fs), "involvedObject.kind=StatefulSet,involvedObject.name=%s", meta_str(j->rc, "name"));
+            job_add_list(j, W_PODS, "pods", plan_pod_selector(j->plan), NULL);
+            job_add_list(j, W_STS_EVENTS, "events", NULL, fs);
         }
     }
-    if (more.storage_class_missing || more.pods || more.sts_events) {
-        plan_destroy(&j->plan);
-        j->plan = plan_compute_children(rc, &observed, &more, clock_wall_ns());
+    if (job_read(j, on_more_reads)) {
+        /* out of memory: plan without them */
+        j->nreq = 0;
+        on_more_reads(j);
     }
 }
 
-reconcile_job_t *reconcile_begin(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
-                                 const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out)
+static void job_plan_final(reconcile_job_t *j);
+
+/* The answer of read k, taken (the caller puts it), or NULL after a warning what says. */
+static json_object *job_take(reconcile_job_t *j, size_t k, const char *what)
 {
-#ifdef RDC_FAULT_INJECTION
-    maybe_crash(rc);
-#endif
-    memset(out, 0, sizeof(*out));
-    reconcile_job_t *j = calloc(1, sizeof(*j));
-    if (!j) {
-        out->result = RECONCILE_ERROR;
-        snprintf(out->message, sizeof(out->message), "out of memory");
+    if (j->req[k].err.code != KERR_OK) {
+        char line[1024];
+        rlog_warn(what, "reconcileID", j->xr.reconcile_id, "error", kube_error_str(&j->req[k].err, line, sizeof(line)));
         return NULL;
     }
-    j->start = clock_mono_ns();
-    j->rc = rc;
-    j->xr = *x;
-    j->dry_run = dry_run != NULL;
-    if (seen) {
-        j->seen = *seen;
-        j->has_seen = 1;
-    }
-    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
-    metric_family_t *active = metrics_gauge(metrics_default(), "controller_runtime_active_workers",
-                                            "Number of currently used workers per controller", "controller");
-    metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), 1);
+    json_object *o = j->req[k].obj;
+    j->req[k].obj = NULL;
+    return o;
+}
 
-    const json_object **child = j->child;
-    child[0] = kids->configmap;
-    child[1] = kids->service;
-    child[2] = kids->statefulset;
-    child[3] = kids->pdb;
-    child[4] = seen ? seen->primary_service : NULL;
-    child[5] = seen ? seen->replicas_service : NULL;
-    kube_error_t ferr;
-    kube_error_clear(&ferr);
-    if (find_absent_children(x, rc, child, j->fetched, &ferr)) {
-        out->result = RECONCILE_ERROR;
-        kube_error_str(&ferr, out->message, sizeof(out->message));
-        rlog_error("Reconciler error", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name", name,
-                   "reconcileID", x->reconcile_id, "action", "get", "error", out->message);
-        goto done;
+static void on_more_reads(void *arg)
+{
+    reconcile_job_t *j = arg;
+    j->reads = NULL;
+    for (size_t k = 0; k < j->nreq; k++) {
+        switch (j->what[k]) {
+        case W_STORAGE_CLASS:
+            if (j->req[k].err.code != KERR_OK) {
+                char line[1024];
+                rlog_warn("cannot read the StorageClass", "reconcileID", j->xr.reconcile_id, "storageClass",
+                          j->sc_name, "error", kube_error_str(&j->req[k].err, line, sizeof(line)));
+            } else {
+                j->more.storage_class_missing = j->req[k].obj == NULL;
+                sc_cache_keep(j->sc_name, j->more.storage_class_missing);
+            }
+            break;
+        case W_PODS:
+            j->diag[0] = job_take(j, k, "cannot read the pods to explain the status");
+            break;
+        case W_STS_EVENTS:
+            j->diag[1] = job_take(j, k, "cannot read the StatefulSet's Events");
+            break;
+        }
     }
-    plan_job(j, x, rc, seen, dry_run != NULL);
+    job_reads_clear(j);
+    const char *pod = j->diag[0] ? plan_pod_to_explain(j->diag[0]) : NULL;
+    if (pod) {
+        char fs[600];
+        snprintf(fs, sizeof(fs), "involvedObject.kind=Pod,involvedObject.name=%s", pod);
+        job_add_list(j, W_POD_EVENTS, "events", NULL, fs);
+    }
+    if (job_read(j, on_pod_events)) {
+        j->nreq = 0;
+        on_pod_events(j);
+    }
+}
+
+static void on_pod_events(void *arg)
+{
+    reconcile_job_t *j = arg;
+    j->reads = NULL;
+    for (size_t k = 0; k < j->nreq; k++)
+        if (j->what[k] == W_POD_EVENTS)
+            j->diag[2] = job_take(j, k, "cannot read the pod's Events");
+    job_reads_clear(j);
+    job_plan_final(j);
+}
+
+static void on_run_done(exec_result_t r, size_t failed, const kube_error_t *err, void *arg);
+
+/* The second plan after a 409 could not be made (a read or the plan failed): back to the
+ * first one and its conflict; the next reconcile reads (the name is kept). */
+static void job_replan_abandon(reconcile_job_t *j)
+{
+    plan_destroy(&j->plan);
+    wipe(&j->password);
+    wipe(&j->applied);
+    j->plan = j->first;
+    j->password = j->first_password;
+    j->applied = j->first_applied;
+    j->first = NULL;
+    j->first_password = j->first_applied = NULL;
+    j->xr.redis_password = j->password;
+    j->xr.redis_old_password = j->applied;
+    kube_error_t err = j->err;
+    job_after_run(j, EXEC_CONFLICT, j->failed, &err);
+}
+
+static void job_read_failed(reconcile_job_t *j, const kube_error_t *err)
+{
+    if (j->replans) {
+        job_replan_abandon(j);
+        return;
+    }
+    j->out.result = RECONCILE_ERROR;
+    kube_error_str(err, j->out.message, sizeof(j->out.message));
+    rlog_error("Reconciler error", "controller", RECONCILE_CONTROLLER, "namespace", meta_str(j->rc, "namespace"),
+               "name", meta_str(j->rc, "name"), "reconcileID", j->xr.reconcile_id, "action", "get", "error",
+               j->out.message);
+    job_finish(j);
+}
+
+/* Planned (again, with the StorageClass and the diagnosis when they were read): the plan
+ * runs on the loop, unless planning already decided the outcome (out of memory, a plan
+ * error, a dry run). */
+static void job_plan_final(reconcile_job_t *j)
+{
+    const char *ns = meta_str(j->rc, "namespace"), *name = meta_str(j->rc, "name");
+    j->more.pods = j->diag[0];
+    j->more.sts_events = j->diag[1];
+    j->more.pod_events = j->diag[2];
+    if (j->more.storage_class_missing || j->more.pods || j->more.sts_events) {
+        plan_children_t observed = {j->child[0], j->child[1], j->child[2], j->child[3]};
+        plan_destroy(&j->plan);
+        j->plan = plan_compute_children(j->rc, &observed, &j->more, clock_wall_ns());
+    }
 #ifdef RDC_FAULT_INJECTION
     if (j->plan)
-        maybe_break_pod_security(rc, j->plan);
+        maybe_break_pod_security(j->rc, j->plan);
 #endif
+    if (j->replans && (!j->plan || plan_error(j->plan))) {
+        job_replan_abandon(j);
+        return;
+    }
     if (!j->plan) {
-        out->result = RECONCILE_ERROR;
-        snprintf(out->message, sizeof(out->message), "out of memory while planning");
-        goto done;
+        j->out.result = RECONCILE_ERROR;
+        snprintf(j->out.message, sizeof(j->out.message), "out of memory while planning");
+        job_finish(j);
+        return;
     }
     if (plan_error(j->plan)) {
         rlog_error("cannot reconcile this object", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name",
-                   name, "reconcileID", x->reconcile_id, "error", plan_error(j->plan));
-        out->result = RECONCILE_DONE;
-        goto done;
+                   name, "reconcileID", j->xr.reconcile_id, "error", plan_error(j->plan));
+        j->out.result = RECONCILE_DONE;
+        job_finish(j);
+        return;
     }
-    if (dry_run) {
+    if (j->dry_run) {
         json_object *pj = plan_to_json(j->plan);
-        fprintf(dry_run, "%s\n", json_object_to_json_string_ext(pj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        fprintf(j->dry_run, "%s\n",
+                json_object_to_json_string_ext(pj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(pj);
-        out->result = RECONCILE_DONE;
-        goto done;
+        j->out.result = RECONCILE_DONE;
+        job_finish(j);
+        return;
     }
-    return j;
-done:
-    job_free(j, out);
-    return NULL;
-}
-
-const exec_ctx_t *reconcile_job_ctx(const reconcile_job_t *j)
-{
-    return &j->xr;
-}
-
-const plan_t *reconcile_job_plan(const reconcile_job_t *j)
-{
-    return j->plan;
-}
-
-/* A create met 409 AlreadyExists: an object of that name the cache does not hold. Keep
- * the name (existsmemo.h), read the absent children by name, plan again from them and
- * run that plan to its end (on a loop of its own, as take_back's), so that the
- * reconcile ends as the read-first path ends (a foreign object left alone and reported,
- * one of ours taken back) and no other reconcile, with an older RedisCluster, reports it
- * again. Returns the second run's result (failed and err as exec_plan's); EXEC_CONFLICT
- * with failed and err unchanged when the reads or the plan fail (the next reconcile
- * reads: the name is kept). */
-static exec_result_t replan_after_exists(reconcile_job_t *j, const plan_action_t *fa, size_t *failed,
-                                         kube_error_t *err)
-{
-    const exec_ctx_t *x = &j->xr;
-    const char *ns = fa->ns ? fa->ns : meta_str(j->rc, "namespace");
-    rlog_info("create met an object the cache does not hold: reading the children, planning again",
-              "reconcileID", x->reconcile_id, "resource", fa->resource, "namespace", ns, "name", fa->name);
-    existsmemo_add(x->exists, fa->resource, ns, fa->name);
-    kube_error_t rerr;
-    kube_error_clear(&rerr);
-    if (find_absent_children(x, j->rc, j->child, j->fetched, &rerr))
-        return EXEC_CONFLICT;
-    plan_t *first = j->plan;
-    char *password = j->password, *applied = j->applied;
-    j->plan = NULL;
-    j->password = j->applied = NULL;
-    for (int i = 0; i < 3; i++) {
-        json_object_put(j->diag[i]);
-        j->diag[i] = NULL;
+    plan_destroy(&j->first);
+    wipe(&j->first_password);
+    wipe(&j->first_applied);
+    j->run = exec_run_start(j->a, &j->xr, j->rc, j->plan, on_run_done, j);
+    if (!j->run) {
+        kube_error_t e;
+        kube_error_set(&e, KERR_CONFIG, "out of memory");
+        job_after_run(j, EXEC_ERROR, 0, &e);
     }
-    plan_job(j, x, j->rc, j->has_seen ? &j->seen : NULL, 0);
-    if (!j->plan || plan_error(j->plan)) {
-        plan_destroy(&j->plan);
-        wipe(&j->password);
-        wipe(&j->applied);
-        j->plan = first;
-        j->password = password;
-        j->applied = applied;
-        j->xr.redis_password = password;
-        j->xr.redis_old_password = applied;
-        return EXEC_CONFLICT;
-    }
-    plan_destroy(&first);
-    wipe(&password);
-    wipe(&applied);
-    return exec_plan(x, j->rc, j->plan, failed, err);
 }
 
 /* 1 when the run ended on a create that met 409 AlreadyExists, with a memo to keep the
@@ -800,63 +805,258 @@ static exec_result_t replan_after_exists(reconcile_job_t *j, const plan_action_t
 static int create_met_existing(const exec_ctx_t *x, exec_result_t r, const plan_action_t *fa,
                                const kube_error_t *err)
 {
-    return r == EXEC_CONFLICT && fa && fa->kind == PLAN_CREATE && x->batch && x->exists &&
-           kube_error_is_already_exists(err);
+    return r == EXEC_CONFLICT && fa && fa->kind == PLAN_CREATE && x->exists && kube_error_is_already_exists(err);
 }
 
-void reconcile_end(reconcile_job_t **job_p, exec_result_t r, size_t failed, const kube_error_t *ferr,
-                   reconcile_outcome_t *out)
+/* REPLAN: a create met 409 AlreadyExists, an object of that name the cache does not hold.
+ * Keep the name (existsmemo.h), read the absent children by name, plan again from them
+ * and run that plan (once), so that the reconcile ends as the read-first path ends (a
+ * foreign object left alone and reported, one of ours taken back) and no other
+ * reconcile, with an older RedisCluster, reports it again. When the reads or the plan
+ * fail, the first plan's conflict stands. */
+static void job_replan(reconcile_job_t *j, const plan_action_t *fa)
 {
-    reconcile_job_t *j = *job_p;
-    *job_p = NULL;
-    memset(out, 0, sizeof(*out));
     const exec_ctx_t *x = &j->xr;
-    const json_object *rc = j->rc;
-    const plan_t *plan = j->plan;
-    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
-    kube_error_t err;
-    if (ferr)
-        err = *ferr;
-    else
-        kube_error_clear(&err);
-    const plan_action_t *fa = r == EXEC_OK ? NULL : plan_action(plan, failed);
-    if (create_met_existing(x, r, fa, &err)) {
-        r = replan_after_exists(j, fa, &failed, &err);
-        plan = j->plan;
-        fa = r == EXEC_OK ? NULL : plan_action(plan, failed);
-        if (create_met_existing(x, r, fa, &err)) /* another appeared meanwhile: read next time */
-            existsmemo_add(x->exists, fa->resource, fa->ns ? fa->ns : ns, fa->name);
+    const char *ns = fa->ns ? fa->ns : meta_str(j->rc, "namespace");
+    rlog_info("create met an object the cache does not hold: reading the children, planning again",
+              "reconcileID", x->reconcile_id, "resource", fa->resource, "namespace", ns, "name", fa->name);
+    existsmemo_add(x->exists, fa->resource, ns, fa->name);
+    job_rc_with_finalizer(j, j->failed);
+    j->replans++;
+    j->first = j->plan;
+    j->first_password = j->password;
+    j->first_applied = j->applied;
+    j->plan = NULL;
+    j->password = j->applied = NULL;
+    for (int i = 0; i < 3; i++) {
+        json_object_put(j->diag[i]);
+        j->diag[i] = NULL;
     }
-    if (r == EXEC_ERROR && err.http_status == 422 && fa && fa->kind == PLAN_APPLY) {
-        /* Applying again would be refused again: take the child back. */
-        r = take_back(x, rc, plan, failed, child_written(fa, j->child), &err);
-        if (r == EXEC_OK) {
-            /* The rest of the plan is the next reconcile's, with the child as it is now. */
-            out->result = RECONCILE_REQUEUE_AFTER;
-            out->requeue_after_ns = RECONCILE_TAKE_BACK_REQUEUE_NS;
-            goto out;
+    memset(&j->more, 0, sizeof(j->more));
+    j->diag_wait_ns = 0;
+    job_read_first(j);
+}
+
+static void on_run_done(exec_result_t r, size_t failed, const kube_error_t *err, void *arg)
+{
+    reconcile_job_t *j = arg;
+    j->run = NULL;
+    const exec_ctx_t *x = &j->xr;
+    const plan_action_t *fa = r == EXEC_OK ? NULL : plan_action(j->plan, failed);
+    if (create_met_existing(x, r, fa, err)) {
+        if (!j->replans) {
+            j->r = r;
+            j->failed = failed;
+            j->err = *err;
+            job_replan(j, fa);
+            return;
         }
+        /* another appeared meanwhile: read next time */
+        existsmemo_add(x->exists, fa->resource, fa->ns ? fa->ns : meta_str(j->rc, "namespace"), fa->name);
     }
+    job_after_run(j, r, failed, err);
+}
+
+static void job_conclude(reconcile_job_t *j);
+static void job_take_back(reconcile_job_t *j);
+
+/* What follows the run: take a refused child back, or conclude. */
+static void job_after_run(reconcile_job_t *j, exec_result_t r, size_t failed, const kube_error_t *err)
+{
+    j->r = r;
+    j->failed = failed;
+    if (err)
+        j->err = *err;
+    else
+        kube_error_clear(&j->err);
+    const plan_action_t *fa = r == EXEC_OK ? NULL : plan_action(j->plan, failed);
+    if (r == EXEC_ERROR && j->err.http_status == 422 && fa && fa->kind == PLAN_APPLY) {
+        /* Applying again would be refused again: take the child back. */
+        j->recreate = 0;
+        job_take_back(j);
+        return;
+    }
+    job_conclude(j);
+}
+
+static void on_take_back_done(exec_result_t r, size_t at, const kube_error_t *err, void *arg)
+{
+    reconcile_job_t *j = arg;
+    j->run = NULL;
+    char line[1024];
+    const plan_action_t *a = plan_action(j->tail, at);
+    if (r == EXEC_OK)
+        rlog_info(j->recreate ? "recreated a child the API refused to update" : "took back a refused child",
+                  "reconcileID", j->xr.reconcile_id, "path", a->path, "why", a->why);
+    else
+        rlog_warn("cannot take the child back", "reconcileID", j->xr.reconcile_id, "action",
+                  plan_action_kind_name(a->kind), "error", kube_error_str(err, line, sizeof(line)));
+    plan_destroy(&j->tail);
     if (r == EXEC_OK) {
-        out->requeue_after_ns = plan_requeue_after_ns(plan);
+        /* The rest of the plan is the next reconcile's, with the child as it is now. */
+        j->out.result = RECONCILE_REQUEUE_AFTER;
+        j->out.requeue_after_ns = RECONCILE_TAKE_BACK_REQUEUE_NS;
+        job_finish(j);
+        return;
+    }
+    j->r = r;
+    j->err = *err;
+    if (r == EXEC_ERROR && err->http_status == 422 && !j->recreate) {
+        j->recreate = 1;
+        job_take_back(j);
+        return;
+    }
+    job_conclude(j);
+}
+
+/* TAKING A CHILD BACK (plan.h): the apply j->failed was refused with j->err (422);
+ * replace the child (j->recreate 0), and when that is refused too and it is the Service,
+ * recreate it (1). */
+static void job_take_back(reconcile_job_t *j)
+{
+    const plan_action_t *fa = plan_action(j->plan, j->failed);
+    j->tail = plan_take_back(j->plan, j->failed, child_written(fa, j->child), j->recreate, j->err.http_status,
+                             j->err.reason, j->err.message);
+    if (!j->tail || !plan_action_count(j->tail)) {
+        if (!j->tail)
+            j->r = EXEC_ERROR;
+        plan_destroy(&j->tail);
+        job_conclude(j);
+        return;
+    }
+    j->run = exec_run_start(j->a, &j->xr, j->rc, j->tail, on_take_back_done, j);
+    if (!j->run) {
+        plan_destroy(&j->tail);
+        j->r = EXEC_ERROR;
+        job_conclude(j);
+    }
+}
+
+static void job_report_failure(reconcile_job_t *j);
+
+/* The outcome from the run's result (and its tails'). */
+static void job_conclude(reconcile_job_t *j)
+{
+    reconcile_outcome_t *out = &j->out;
+    if (j->r == EXEC_OK) {
+        out->requeue_after_ns = plan_requeue_after_ns(j->plan);
         /* a diagnosis put off: look again when it is due, whatever else happens */
         if (j->diag_wait_ns > 0 && (!out->requeue_after_ns || j->diag_wait_ns < out->requeue_after_ns))
             out->requeue_after_ns = j->diag_wait_ns;
         out->result = out->requeue_after_ns > 0 ? RECONCILE_REQUEUE_AFTER : RECONCILE_DONE;
-    } else {
-        out->result = r == EXEC_CONFLICT ? RECONCILE_REQUEUE : r == EXEC_FENCED ? RECONCILE_FENCED : RECONCILE_ERROR;
-        kube_error_str(&err, out->message, sizeof(out->message));
-        const plan_action_t *a = plan_action(plan, failed);
-        rlog(r == EXEC_CONFLICT || r == EXEC_FENCED ? RLOG_INFO : RLOG_ERROR, "Reconciler error", "controller",
-             RECONCILE_CONTROLLER, "namespace", ns, "name", name, "reconcileID", x->reconcile_id, "action",
-             a ? plan_action_kind_name(a->kind) : "", "result", exec_result_name(r), "error", out->message);
-        /* A write the API refused will likely be refused again: the status says so
-         * (once: an unchanged failure writes and records nothing more). */
-        if (r == EXEC_ERROR && refused_by_api(&err))
-            report_write_failure(x, rc, plan, failed, &err);
+        job_finish(j);
+        return;
     }
-out:
-    job_free(j, out);
+    exec_result_t r = j->r;
+    out->result = r == EXEC_CONFLICT ? RECONCILE_REQUEUE : r == EXEC_FENCED ? RECONCILE_FENCED : RECONCILE_ERROR;
+    kube_error_str(&j->err, out->message, sizeof(out->message));
+    const plan_action_t *a = plan_action(j->plan, j->failed);
+    rlog(r == EXEC_CONFLICT || r == EXEC_FENCED ? RLOG_INFO : RLOG_ERROR, "Reconciler error", "controller",
+         RECONCILE_CONTROLLER, "namespace", meta_str(j->rc, "namespace"), "name", meta_str(j->rc, "name"),
+         "reconcileID", j->xr.reconcile_id, "action", a ? plan_action_kind_name(a->kind) : "", "result",
+         exec_result_name(r), "error", out->message);
+    /* A write the API refused will likely be refused again: the status says so (once: an
+     * unchanged failure writes and records nothing more). */
+    if (r == EXEC_ERROR && refused_by_api(&j->err) && j->xr.client) {
+        job_report_failure(j);
+        return;
+    }
+    job_finish(j);
+}
+
+static void on_fresh_rc(void *arg);
+static void on_report_done(exec_result_t r, size_t at, const kube_error_t *err, void *arg);
+
+/* Put the failure of action j->failed into the status (plan_write_failed) before the
+ * caller backs off. The RedisCluster is read afresh first: a retry is often dispatched
+ * before the watch has brought the status an earlier attempt wrote (maybe by another
+ * worker), and comparing with that stale copy would write and record the same failure
+ * again. Failing to report is logged, never more. */
+static void job_report_failure(reconcile_job_t *j)
+{
+    kube_error_t err;
+    j->nreq = 0;
+    if (job_add_get(j, W_FRESH_RC, RDC_API_GROUP, RDC_API_VERSION, "redisclusters", meta_str(j->rc, "namespace"),
+                    meta_str(j->rc, "name"), &err) ||
+        job_read(j, on_fresh_rc)) {
+        j->nreq = 0;
+        rlog_warn("cannot read the RedisCluster again", "reconcileID", j->xr.reconcile_id);
+        job_finish(j);
+    }
+}
+
+static void on_fresh_rc(void *arg)
+{
+    reconcile_job_t *j = arg;
+    j->reads = NULL;
+    char line[1024];
+    if (j->req[0].err.code != KERR_OK) {
+        rlog_warn("cannot read the RedisCluster again; comparing with the cached one", "reconcileID",
+                  j->xr.reconcile_id, "error", kube_error_str(&j->req[0].err, line, sizeof(line)));
+        j->fresh = json_object_get((json_object *)j->rc);
+    } else if (!(j->fresh = j->req[0].obj)) {
+        job_reads_clear(j);
+        job_finish(j); /* deleted meanwhile: nothing to report on */
+        return;
+    }
+    j->req[0].obj = NULL;
+    job_reads_clear(j);
+    j->tail = plan_write_failed(j->fresh, j->plan, j->failed, j->err.http_status, j->err.reason, j->err.message,
+                                clock_wall_ns());
+    if (!j->tail)
+        rlog_warn("out of memory while reporting a failed write", "reconcileID", j->xr.reconcile_id);
+    if (!j->tail || !plan_action_count(j->tail) ||
+        !(j->run = exec_run_start(j->a, &j->xr, j->fresh, j->tail, on_report_done, j))) {
+        plan_destroy(&j->tail);
+        job_finish(j);
+    }
+}
+
+static void on_report_done(exec_result_t r, size_t at, const kube_error_t *err, void *arg)
+{
+    (void)at;
+    reconcile_job_t *j = arg;
+    j->run = NULL;
+    char line[1024];
+    if (r != EXEC_OK)
+        rlog_warn("cannot report the failed write in the status", "reconcileID", j->xr.reconcile_id, "error",
+                  kube_error_str(err, line, sizeof(line)));
+    plan_destroy(&j->tail);
+    job_finish(j);
+}
+
+reconcile_job_t *reconcile_start(exec_async_t *a, const exec_ctx_t *x, const json_object *rc,
+                                 const plan_children_t *kids, const plan_observed_t *seen, FILE *dry_run,
+                                 reconcile_done_fn *done, void *arg)
+{
+#ifdef RDC_FAULT_INJECTION
+    maybe_crash(rc);
+#endif
+    reconcile_job_t *j = calloc(1, sizeof(*j));
+    if (!j)
+        return NULL;
+    j->a = a;
+    j->start = clock_mono_ns();
+    j->rc = rc;
+    j->xr = *x;
+    j->dry_run = dry_run;
+    j->done = done;
+    j->arg = arg;
+    if (seen) {
+        j->seen = *seen;
+        j->has_seen = 1;
+    }
+    metric_family_t *active = metrics_gauge(metrics_default(), "controller_runtime_active_workers",
+                                            "Number of currently used workers per controller", "controller");
+    metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), 1);
+    j->child[0] = kids->configmap;
+    j->child[1] = kids->service;
+    j->child[2] = kids->statefulset;
+    j->child[3] = kids->pdb;
+    j->child[4] = seen ? seen->primary_service : NULL;
+    j->child[5] = seen ? seen->replicas_service : NULL;
+    job_read_first(j);
+    return j;
 }
 
 void reconcile_cancel(reconcile_job_t **job_p)
@@ -868,14 +1068,43 @@ void reconcile_cancel(reconcile_job_t **job_p)
     *job_p = NULL;
 }
 
+/* ---- to its end, for synchronous callers ------------------------------------------------- */
+
+typedef struct {
+    int finished;
+    reconcile_outcome_t out;
+} sync_wait_t;
+
+static void keep_outcome(const reconcile_outcome_t *out, void *arg)
+{
+    sync_wait_t *w = arg;
+    w->out = *out;
+    w->finished = 1;
+}
+
 void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
                             const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out)
 {
-    reconcile_job_t *j = reconcile_begin(x, rc, kids, seen, dry_run, out);
-    if (!j)
-        return;
-    size_t failed = 0;
-    kube_error_t err;
-    exec_result_t r = exec_plan(reconcile_job_ctx(j), rc, reconcile_job_plan(j), &failed, &err);
-    reconcile_end(&j, r, failed, &err, out);
+    memset(out, 0, sizeof(*out));
+    exec_local_t l;
+    sync_wait_t w = {0};
+    reconcile_job_t *j = NULL;
+    if (exec_local_open(&l, x) == 0 && (j = reconcile_start(l.a, &l.x, rc, kids, seen, dry_run, keep_outcome, &w)))
+        exec_local_wait(&l, &w.finished);
+    if (!w.finished) { /* out of memory, or the loop failed */
+        reconcile_cancel(&j);
+        w.out.result = RECONCILE_ERROR;
+        snprintf(w.out.message, sizeof(w.out.message), "out of memory or the event loop failed");
+    }
+    if (l.loop)
+        exec_local_close(&l);
+    *out = w.out;
+}
+
+void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,
+                   const json_object *svc, const json_object *sts, const plan_observed_t *seen,
+                   FILE *dry_run, reconcile_outcome_t *out)
+{
+    plan_children_t kids = {cm, svc, sts, NULL};
+    reconcile_run_children(x, rc, &kids, seen, dry_run, out);
 }

@@ -1,8 +1,8 @@
 /* reconcile: one reconcile of one RedisCluster, from the objects to the result.
  *
- * plan_compute() decides, exec_plan() writes; this module adds what every reconcile
- * shares: a reconcileID, the controller-runtime metrics and the log lines that carry
- * controller, namespace, name and reconcileID.
+ * plan_compute() decides, the executor writes (executor.h ASYNC); this module reads what
+ * the plan needs and adds what every reconcile shares: the controller-runtime metrics
+ * and the log lines that carry controller, namespace, name and reconcileID.
  */
 #ifndef RDC_RECONCILE_H
 #define RDC_RECONCILE_H
@@ -15,7 +15,7 @@
 
 #define RECONCILE_CONTROLLER "rediscluster"
 #define RECONCILE_TAKE_BACK_REQUEUE_NS (INT64_C(1000000000)) /* after a child was taken back */
-#define RECONCILE_DIAGNOSIS_AFTER_NS (INT64_C(10000000000))  /* see reconcile_run */
+#define RECONCILE_DIAGNOSIS_AFTER_NS (INT64_C(10000000000))  /* see reconcile_start */
 
 typedef enum {
     RECONCILE_DONE = 0,     /* converged or nothing to do: forget the key */
@@ -31,75 +31,81 @@ typedef struct {
     char message[1024];     /* the error, for RECONCILE_ERROR */
 } reconcile_outcome_t;
 
-/* Reconcile rc given its observed children (each NULL when the cache has none). A child
- * the caller has not is first read from the API by name (GET; 404 = absent), since the
- * cache only holds labelled objects and an unlabelled one of that name must not look
- * absent to the plan (plan.h, OWNERSHIP); a failed read is RECONCILE_ERROR. With
- * x->batch and x->exists (workerd's worker) the absent children are read only when the
- * memo names one of them (existsmemo.h): when a create (POST) meets 409 AlreadyExists
- * the name is kept and, in the same reconcile, the absent children are read, the plan
- * computed again from them and run (once; a second 409 is RECONCILE_REQUEUE, and the
- * next reconcile reads); a read answering 404, or the child in the cache, forgets the
- * name. A write the
- * API refuses (4xx other than 409/429, a non-retryable 5xx) is put into the status
- * (plan_write_failed) before RECONCILE_ERROR is returned; but an apply of a child refused
- * with 422 is first taken back (plan_take_back: replace, or recreate the Service), and
- * when that succeeds the result is RECONCILE_REQUEUE_AFTER 1 s (the rest of the plan is
- * the next reconcile's). When the first plan asks (plan_storage_class_to_check,
- * plan_wants_diagnosis) the StorageClass, or the StatefulSet's pods and the Events of the
- * StatefulSet and of its first pod not Ready, are read and the plan is computed again with
- * them (plan_compute_observed); a healthy, Running cluster costs no read. The StorageClass
- * answer is kept 30 s per process (reconcile_forget_reads forgets it); the
- * diagnosis is read only once the StatefulSet is RECONCILE_DIAGNOSIS_AFTER_NS old (pods
- * merely starting need no explanation), and a reconcile that put it off ends in
- * RECONCILE_REQUEUE_AFTER the rest of that time at most, so it is read when due. With
- * x->batch (a worker), the diagnosis reads are kept 10 s per process while the
- * StatefulSet's resourceVersion stays the same (readmemo.h): a converging cluster's
- * reconciles do not LIST them again at each change of a pod. Its LISTs ask for
- * resourceVersion "0" (the API server's watch cache). dry_run != NULL prints the plan
- * as JSON there and writes nothing. Never fails on bad input: a broken object gives a
- * logged error and RECONCILE_DONE (a fix arrives as a new event).
- * seen (may be NULL) carries the rest of the work item for REPLICATION (plan.h): the
- * pods, the observation and the role Services (each looked up by name like the other
- * children when absent). With spec.auth, the Secret and the password record
- * <name>-redis-auth are read (GET) on every reconcile (plan.h, AUTH); the passwords go
- * to the executor and nowhere else. */
+/* Reconcile rc given its observed children (each NULL when the cache has none), as a job
+ * on the worker's loop: its reads and its writes go out on the worker's one curl multi
+ * (exec_async_curl(a), shared with its Events: over TLS one HTTP/2 connection), and the
+ * loop is never blocked by a request (only a Redis command of the plan blocks it, for its
+ * length, see executor.h).
+ *
+ * The steps, each a set of requests at once (reads.h, executor.h ASYNC):
+ * 1. READS: each child the cache lacks is read from the API by name (GET; 404 = absent),
+ *    since the cache only holds labelled objects and an unlabelled one of that name must
+ *    not look absent to the plan (plan.h, OWNERSHIP); a failed read is RECONCILE_ERROR.
+ *    With x->exists (workerd's worker) the absent children are read only when the memo
+ *    names one of them (existsmemo.h). With spec.auth, the Secret and the password record
+ *    <name>-redis-auth are read at the same time, on every reconcile (plan.h, AUTH); the
+ *    passwords go to the executor and nowhere else.
+ * 2. PLAN: plan_compute. When that plan asks (plan_storage_class_to_check,
+ *    plan_wants_diagnosis), the StorageClass, the StatefulSet's pods and its Events are
+ *    read at once, then the Events of its first pod not Ready, and the plan is computed
+ *    again with them; a healthy, Running cluster costs no read. The StorageClass answer
+ *    is kept 30 s per process (reconcile_forget_storage_classes forgets it); the
+ *    diagnosis is read only once the StatefulSet is RECONCILE_DIAGNOSIS_AFTER_NS old (pods
+ *    merely starting need no explanation), and a reconcile that put it off ends in
+ *    RECONCILE_REQUEUE_AFTER the rest of that time at most, so it is read when due.
+ * 3. RUN: exec_run_start. When a create (POST) meets 409 AlreadyExists (with x->exists)
+ *    the name is kept and, in the same reconcile, steps 1-3 run once more (a second 409 is
+ *    RECONCILE_REQUEUE, and the next reconcile reads), from the RedisCluster with the
+ *    finalizer when the first run added it (not added again with a stale
+ *    resourceVersion); a read answering 404, or the child in the cache, forgets the
+ *    name.
+ * 4. TAILS: a write the API refuses (4xx other than 409/429, a non-retryable 5xx) is put
+ *    into the status (the RedisCluster read again, plan_write_failed, run) before
+ *    RECONCILE_ERROR is returned; but an apply of a child refused with 422 is first taken
+ *    back (plan_take_back: replace, or recreate the Service), and when that succeeds the
+ *    result is RECONCILE_REQUEUE_AFTER 1 s (the rest of the plan is the next reconcile's).
+ *
+ * dry_run != NULL prints the plan as JSON there and writes nothing. Never fails on bad
+ * input: a broken object gives a logged error and RECONCILE_DONE (a fix arrives as a new
+ * event). seen (may be NULL) carries the rest of the work item for REPLICATION (plan.h):
+ * the pods, the observation and the role Services (each read by name like the other
+ * children when absent).
+ *
+ * x is copied; rc, what kids and seen point to, and dry_run are borrowed until done is
+ * called (or the job cancelled). done is called once, from the loop, never from inside
+ * reconcile_start, with the outcome; the job is freed by then (it logs the "reconciled"
+ * line and counts the controller-runtime metrics first). Returns NULL when out of memory
+ * (nothing started, done never called). */
+typedef struct reconcile_job reconcile_job_t;
+typedef void reconcile_done_fn(const reconcile_outcome_t *out, void *arg);
+reconcile_job_t *reconcile_start(exec_async_t *a, const exec_ctx_t *x, const json_object *rc,
+                                 const plan_children_t *kids, const plan_observed_t *seen, FILE *dry_run,
+                                 reconcile_done_fn *done, void *arg);
+
+/* Abandon a job (its requests in flight dropped: a write may or may not have been made;
+ * counted as fenced); done is not called; *job_p = NULL. NULL is fine. */
+void reconcile_cancel(reconcile_job_t **job_p);
+
+/* reconcile_start run to its end on a loop of its own (executor.h LOCAL: with x's
+ * recorder, or one of its own whose Events get up to EXEC_LOCAL_FLUSH_NS to go out), for
+ * synchronous callers (workerd --once, the unit suites). */
+void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
+                            const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out);
+
+/* reconcile_run_children with ConfigMap, Service and StatefulSet (the PodDisruptionBudget
+ * passed as absent, so it is read by name like any child the cache has not). */
 void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object *cm,
                    const json_object *svc, const json_object *sts, const plan_observed_t *seen,
                    FILE *dry_run, reconcile_outcome_t *out);
 
 /* The Redis password of rc (spec.auth.secretRef {name, key (default "password")}): GET
- * the Secret and decode the key. Returns 0 with *password a new string the caller frees
- * (NULL when rc has no spec.auth), or -1 with err (Secret or key missing, not base64).
- * The password never appears in err. */
+ * the Secret (blocking, through the client) and decode the key. Returns 0 with *password
+ * a new string the caller frees (NULL when rc has no spec.auth), or -1 with err (Secret
+ * or key missing, not base64). The password never appears in err. */
 int reconcile_read_password(kube_client_t *client, const json_object *rc, char **password, kube_error_t *err);
 
-/* reconcile_run with every observed child, the PodDisruptionBudget included (reconcile_run
- * passes it as absent, so it is read by name like any child the cache has not). */
-void reconcile_run_children(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
-                            const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out);
-
-/* The same reconcile in three steps, for a caller that runs the plan itself (workerd's
- * loop, several keys in flight: executor.h ASYNC). reconcile_begin reads and plans as
- * reconcile_run_children does; when that already decides the outcome (a failed read, a
- * plan error, dry_run, out of memory) it fills out, logs and counts, and returns NULL.
- * Otherwise it returns the job (x is copied; rc and what kids and seen point to are
- * borrowed until the end): run reconcile_job_plan with reconcile_job_ctx (both owned by
- * the job), then reconcile_end with the run's result, which does what follows a plan
- * (take_back, the status of a refused write: blocking requests, rare), fills out, logs,
- * counts, frees the job and sets *job_p to NULL. reconcile_cancel frees a job whose run
- * was abandoned (counted as fenced). */
-typedef struct reconcile_job reconcile_job_t;
-reconcile_job_t *reconcile_begin(const exec_ctx_t *x, const json_object *rc, const plan_children_t *kids,
-                                 const plan_observed_t *seen, FILE *dry_run, reconcile_outcome_t *out);
-const exec_ctx_t *reconcile_job_ctx(const reconcile_job_t *j);
-const plan_t *reconcile_job_plan(const reconcile_job_t *j);
-void reconcile_end(reconcile_job_t **job_p, exec_result_t r, size_t failed, const kube_error_t *err,
-                   reconcile_outcome_t *out);
-void reconcile_cancel(reconcile_job_t **job_p);
-
-/* Forget the StorageClass answers and the diagnosis reads kept (tests). */
-void reconcile_forget_reads(void);
+/* Forget the StorageClass answers kept (tests). */
+void reconcile_forget_storage_classes(void);
 
 /* The word used on the wire and in metrics: "done", "requeue_after", "requeue", "error",
  * "fenced". */

@@ -50,9 +50,7 @@ typedef struct {
 
 struct recorder {
     kube_client_t *c;
-    loop_t *loop;
-    CURLM *multi;
-    loop_curl_t *lc;
+    loop_curl_t *lc; /* the worker's multi (borrowed) */
     recorder_opts_t o;
     entry_t e[ENTRIES];
     spam_t spam[SPAM_OBJECTS];
@@ -77,13 +75,13 @@ const char *recorder_result_name(recorder_result_t res)
 
 static void on_transfer(CURL *easy, CURLcode result, void *arg);
 
-recorder_t *recorder_new(kube_client_t *c, loop_t *loop, const recorder_opts_t *o)
+recorder_t *recorder_new(kube_client_t *c, loop_curl_t *lc, const recorder_opts_t *o)
 {
     recorder_t *r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;
     r->c = c;
-    r->loop = loop;
+    r->lc = lc;
     if (o)
         r->o = *o;
     if (!r->o.queue_cap)
@@ -94,18 +92,7 @@ recorder_t *recorder_new(kube_client_t *c, loop_t *loop, const recorder_opts_t *
         r->o.spam_qps = 1.0 / RECORDER_SPAM_REFILL_S;
     if (r->o.spam_burst <= 0)
         r->o.spam_burst = RECORDER_SPAM_BURST;
-    r->multi = curl_multi_init();
-    if (!r->multi)
-        goto fail;
-    /* Every Event of this worker on one connection, as HTTP/2 streams. */
-    curl_multi_setopt(r->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-    r->lc = loop_curl_new(loop, r->multi, on_transfer, r);
-    if (!r->lc)
-        goto fail;
     return r;
-fail:
-    recorder_destroy(&r);
-    return NULL;
 }
 
 static void entry_free(entry_t *e)
@@ -128,9 +115,6 @@ void recorder_destroy(recorder_t **self_p)
         }
         entry_free(e);
     }
-    loop_curl_destroy(&r->lc);
-    if (r->multi)
-        curl_multi_cleanup(r->multi);
     free(r);
     *self_p = NULL;
 }
@@ -275,8 +259,9 @@ static void send_one(recorder_t *r, entry_t *e)
         free(x);
         goto drop;
     }
-    curl_easy_setopt(kube_async_handle(x->req), CURLOPT_PRIVATE, (char *)x);
-    if (loop_curl_add(r->lc, kube_async_handle(x->req))) {
+    /* a stream of the worker's one connection (HTTP/2 over TLS) */
+    loop_curl_share_connection(kube_async_handle(x->req));
+    if (loop_curl_add_cb(r->lc, kube_async_handle(x->req), on_transfer, x)) {
         kube_async_destroy(&x->req);
         free(x);
         r->st.failed++;
@@ -300,11 +285,8 @@ drop:
 
 static void on_transfer(CURL *easy, CURLcode result, void *arg)
 {
-    (void)arg;
-    xfer_t *x = NULL;
-    curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
-    if (!x)
-        return;
+    (void)easy;
+    xfer_t *x = arg;
     recorder_t *r = x->r;
     kube_async_finish(&x->req, result); /* calls on_done */
     free(x);

@@ -3,9 +3,10 @@
  * spam filter) does it, on the worker's event loop.
  *
  * recorder_record never blocks and never sends anything itself: it decides, and queues.
- * The requests go out through the worker's loop (common/loop_curl) on one curl multi of
- * their own, HTTP/2 streams multiplexed over one connection, while the reconcile that
- * recorded them goes on with its writes. A reconcile is never delayed by an Event.
+ * The requests go out through the worker's loop on the worker's one curl multi
+ * (common/loop_curl, shared with its reads and writes: over TLS HTTP/2 streams
+ * multiplexed on one connection), while the reconcile that recorded them goes on with its
+ * writes. A reconcile is never delayed by an Event.
  *
  * - Aggregation: an Event identical to one recorded in the last 10 minutes (same involved
  *   object incl. uid, type, reason, message) is not POSTed again: the count of the one
@@ -29,7 +30,7 @@
 #define RDC_RECORDER_H
 
 #include "kube_client.h"
-#include "loop.h"
+#include "loop_curl.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -62,9 +63,9 @@ typedef struct {
     uint64_t dropped_spam, dropped_full, failed;
 } recorder_stats_t;
 
-/* A recorder sending through client c (borrowed; it must outlive the recorder) on loop
- * (borrowed). o may be NULL (defaults). Returns NULL when out of memory. */
-recorder_t *recorder_new(kube_client_t *c, loop_t *loop, const recorder_opts_t *o);
+/* A recorder sending through client c on the curl multi lc (both borrowed: they must
+ * outlive the recorder). o may be NULL (defaults). Returns NULL when out of memory. */
+recorder_t *recorder_new(kube_client_t *c, loop_curl_t *lc, const recorder_opts_t *o);
 
 /* Abort what is in flight, drop what waits, free; *self_p = NULL. NULL is fine. */
 void recorder_destroy(recorder_t **self_p);

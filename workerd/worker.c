@@ -4,13 +4,14 @@
 #include "buf.h"
 #include "clock.h"
 #include "daemon.h"
+#include "keyfile.h"
 #include "log.h"
 #include "loop.h"
+#include "loop_curl.h"
 #include "proto.h"
 #include "reconcile.h"
 #include "rmsg.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,8 +36,9 @@ typedef struct {
     int64_t reconnect_delay_ns;
     loop_t *loop;
     exec_memo_t *memo;       /* the status writes this worker made (executor.h) */
-    recorder_t *recorder;    /* Events, sent asynchronously on this loop (recorder.h) */
-    CURLM *batch;            /* the reads of a reconcile at once (exec_get_many) */
+    loop_curl_t *lc;         /* the one curl multi of this process: its reads, writes and
+                              * Events, over TLS one HTTP/2 connection */
+    recorder_t *recorder;    /* Events, sent asynchronously on lc (recorder.h) */
     existsmemo_t *exists;    /* children a create met AlreadyExists on (existsmemo.h) */
     exec_async_t *async;     /* the writes of every key in flight (executor.h ASYNC) */
     struct item *items;      /* cfg->max_inflight places */
@@ -51,26 +53,24 @@ typedef struct item {
     worker_t *w;
     int used;
     char *key;
+    int64_t taken_ms;           /* when it came (wall clock, for `supervisor ctl status`) */
     int64_t epoch;              /* the leadership epoch it was dispatched under */
     json_object *rc, *children; /* the work item's objects (the reconcile borrows them) */
-    reconcile_job_t *job;
-    exec_run_t *run;
+    reconcile_job_t *job;       /* its reconcile, on the loop */
     exec_ctx_t x;
     char rid[37];
 } item_t;
 
-/* The keys in flight, one a line ("" when none), for `supervisor ctl status`. */
+/* The keys in flight and when each came (common/keyfile.h; "" when none), for
+ * `supervisor ctl status`. */
 static void worker_state_file(worker_t *w)
 {
     char path[4200];
     buf_t b;
     buf_init(&b, 0);
     for (int i = 0; w->items && i < w->cfg->max_inflight; i++)
-        if (w->items[i].used) {
-            if (b.len)
-                buf_puts(&b, "\n");
-            buf_puts(&b, w->items[i].key);
-        }
+        if (w->items[i].used)
+            keyfile_append(&b, w->items[i].key, w->items[i].taken_ms);
     snprintf(path, sizeof(path), "%s/metrics/%s.key", w->cfg->runtime_dir, w->cfg->name);
     daemon_write_file_atomic(path, b.len ? buf_str(&b) : "", b.len);
     buf_free(&b);
@@ -211,17 +211,15 @@ static void item_finish(item_t *it, const reconcile_outcome_t *out)
     }
 }
 
-static void on_run_done(exec_result_t r, size_t failed, const kube_error_t *err, void *arg)
+static void on_reconciled(const reconcile_outcome_t *out, void *arg)
 {
     item_t *it = arg;
-    it->run = NULL;
-    reconcile_outcome_t out;
-    reconcile_end(&it->job, r, failed, err, &out);
-    item_finish(it, &out);
+    it->job = NULL;
+    item_finish(it, out);
 }
 
-/* Take one WORK item: read and plan (blocking, short), then start its writes on the loop;
- * the DONE goes when they end. An item that cannot be taken is answered at once. */
+/* Take one WORK item: its reconcile starts on the loop (reads, plan, writes), and the
+ * DONE goes when it ends. An item that cannot be taken is answered at once. */
 static void worker_handle_work(worker_t *w, rmsg_t *m)
 {
     reconcile_outcome_t out = {.result = RECONCILE_ERROR};
@@ -247,6 +245,7 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
     }
     it->used = 1;
     it->key = key;
+    it->taken_ms = clock_wall_ns() / NS_PER_MS;
     key = NULL;
     it->epoch = epoch;
     it->rc = json_tokener_parse(rctext);
@@ -267,7 +266,6 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                          .reconcile_id = it->rid,
                          .instance = w->hostname,
                          .recorder = w->recorder,
-                         .batch = w->batch,
                          .exists = w->exists,
                          .event_deadline_ns = w->leader ? w->valid_until_ms * NS_PER_MS : 0};
     json_object *children = it->children;
@@ -278,19 +276,9 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                             .redis = child_of(children, "Redis"),
                             .primary_service = child_of(children, "ServicePrimary"),
                             .replicas_service = child_of(children, "ServiceReplicas")};
-    it->job = reconcile_begin(&it->x, it->rc, &kids, &seen, NULL, &out);
+    it->job = reconcile_start(w->async, &it->x, it->rc, &kids, &seen, NULL, on_reconciled, it);
     if (!it->job) {
-        item_finish(it, &out);
-        return;
-    }
-    /* The plan runs on the loop; the exec context the job holds is the one it runs with
-     * (the passwords are in it), and outlives the run. */
-    it->run = exec_run_start(w->async, reconcile_job_ctx(it->job), it->rc, reconcile_job_plan(it->job),
-                             on_run_done, it);
-    if (!it->run) {
-        kube_error_t e;
-        kube_error_set(&e, KERR_CONFIG, "out of memory");
-        reconcile_end(&it->job, EXEC_ERROR, 0, &e, &out);
+        snprintf(out.message, sizeof(out.message), "out of memory");
         item_finish(it, &out);
     }
     return;
@@ -310,7 +298,6 @@ static void worker_abandon_all(worker_t *w)
         if (!it->used)
             continue;
         rlog_warn("item abandoned with the link to informerd", "key", it->key);
-        exec_run_cancel(&it->run);
         reconcile_cancel(&it->job);
         json_object_put(it->rc);
         json_object_put(it->children);
@@ -379,10 +366,9 @@ static int on_dealer(loop_t *loop, void *socket, int fd, int revents, void *arg)
         w->reconnect_delay_ns = RECONNECT_MIN_NS;
         if (rmsg_frame_is(m, 0, PROTO_WORK)) {
             worker_handle_work(w, m);
-            /* We were busy, not deaf: informerd's silence is measured from now. */
-            w->last_heard_ns = clock_mono_ns();
             /* One item per turn of the loop: the next WORK waits on the socket (zmq_poll
-             * reports it at once) while the loop lets the Events the item queued go out. */
+             * reports it at once) while the loop lets the requests the item started go
+             * out. */
             rmsg_destroy(&m);
             break;
         } else if (!rmsg_frame_is(m, 0, PROTO_HEARTBEAT)) {
@@ -438,8 +424,8 @@ int worker_run(const worker_config_t *cfg)
         loop_add_timer(w.loop, PROTO_HEARTBEAT_MS * NS_PER_MS, PROTO_HEARTBEAT_MS * NS_PER_MS,
                        on_heartbeat, &w) < 0 ||
         daemon_add_metrics_timer(w.loop, &w.metrics) < 0 ||
-        (w.recorder = recorder_new(cfg->client, w.loop, NULL)) == NULL ||
-        (w.batch = curl_multi_init()) == NULL || (w.async = exec_async_new(w.loop)) == NULL ||
+        (w.lc = loop_curl_open(w.loop)) == NULL || (w.recorder = recorder_new(cfg->client, w.lc, NULL)) == NULL ||
+        (w.async = exec_async_new(w.loop, w.lc)) == NULL ||
         (w.items = calloc((size_t)cfg->max_inflight, sizeof(item_t))) == NULL) {
         rlog_error("out of memory");
         rc = 1;
@@ -456,8 +442,6 @@ int worker_run(const worker_config_t *cfg)
             goto out;
         }
     }
-    /* The batch's requests share one HTTP/2 connection (streams multiplexed). */
-    curl_multi_setopt(w.batch, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
     w.reconnect_delay_ns = RECONNECT_MIN_NS;
     if (worker_connect(&w)) {
         worker_disconnect(&w, 0);
@@ -482,7 +466,6 @@ out:
     /* Items still in flight (a failed loop): abandoned; informerd gives them back when
      * this process exits. */
     for (int i = 0; w.items && i < cfg->max_inflight; i++) {
-        exec_run_cancel(&w.items[i].run);
         reconcile_cancel(&w.items[i].job);
         json_object_put(w.items[i].rc);
         json_object_put(w.items[i].children);
@@ -491,8 +474,7 @@ out:
     free(w.items);
     exec_async_destroy(&w.async);
     recorder_destroy(&w.recorder);
-    if (w.batch)
-        curl_multi_cleanup(w.batch);
+    loop_curl_destroy(&w.lc);
     worker_disconnect(&w, 1);
     if (w.leader)
         zmq_close(w.leader);

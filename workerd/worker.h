@@ -4,10 +4,9 @@
  * receives WORK items (key, epoch, generation, the cached RedisCluster and children),
  * and answers DONE key result after_ms for each, which also frees its place. READY and
  * every HEARTBEAT carry max_inflight: informerd gives the worker up to that many keys at
- * once (never one key twice, invariant 1), and the worker reconciles them together:
- * each one's reads and plan run when it arrives (blocking, short), then its writes run
- * on the loop (executor.h ASYNC), the stages of all its keys interleaved on one HTTP/2
- * connection. Heartbeats go both ways every second; when informerd is silent for three
+ * once (never one key twice, invariant 1), and the worker reconciles them together on
+ * its loop (reconcile.h: reads, plan, writes; executor.h ASYNC), the requests of all its
+ * keys and its Events on one curl multi, over TLS one HTTP/2 connection. Heartbeats go both ways every second; when informerd is silent for three
  * of them the worker reconnects with backoff 1 s doubling to 32 s. SIGTERM: the items in
  * flight finish, any new one is handed back ("fenced"), then it exits.
  *

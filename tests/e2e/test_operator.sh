@@ -72,6 +72,21 @@ check "config change rolls the pod template" wait_until 30 sh -c "test \"\$(kube
 kubectl -n "$ns" patch rdc cache --type merge -p '{"spec":{"image":"redis","version":"7.4"}}' >/dev/null
 check "image change reaches the StatefulSet" wait_until 30 sh -c "test \"\$(kubectl -n $ns get statefulset cache -o jsonpath='{.spec.template.spec.containers[0].image}')\" = redis:7.4"
 check "Running again with 4/4 ready" wait_until 120 sh -c "test \"\$(kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}/{.status.readyReplicas}')\" = Running/4"
+
+# One connection per worker process (issue 17): a workerd's reads, writes and Events all
+# go out on one curl multi, over TLS one HTTP/2 connection (streams multiplexed). After
+# the burst above, each workerd holds at most one connection to the API server, and one
+# that reconciled holds exactly one (a pool per purpose held 4).
+api_port=$(kubectl --kubeconfig "$op_kubeconfig" config view --minify -o jsonpath='{.clusters[0].cluster.server}' | sed 's/.*://')
+worker_conns="" conns_max=0 conns_sum=0 nworkers=0
+for p in $(pgrep -P "$sup_pid" -x workerd); do
+    n=$(ss -tnpH state established "dport = :$api_port" 2>/dev/null | grep -c "pid=$p,")
+    worker_conns="$worker_conns $n" nworkers=$((nworkers + 1)) conns_sum=$((conns_sum + n))
+    [ "$n" -gt "$conns_max" ] && conns_max=$n
+done
+check "two workerd processes found (children of the supervisor)" test "$nworkers" = 2
+check "one connection to the API server per workerd (established:$worker_conns)" \
+    test "$conns_max" -le 1 -a "$conns_sum" -ge 1
 check "the other manager's condition survived the operator's status writes" \
     test "$(get rdc cache -o jsonpath='{.status.conditions[?(@.type=="BackupReady")].status}/{.status.conditions[?(@.type=="BackupReady")].message}')" = True/nightly
 check "  ... and the operator's status entry does not own it" sh -c \
@@ -120,6 +135,24 @@ done
 sup_pid=
 check "SIGTERM: supervisor exits 0 (got $rc)" test "$rc" = 0
 check "Lease released on shutdown" test -z "$(kubectl -n $lease_ns get lease $lease -o jsonpath='{.spec.holderIdentity}')"
+
+# workerd --once alone (the operator is stopped): a new cluster's children are created and
+# its Events recorded before it exits (its recorder is flushed, bounded); a second --once
+# after the deletion removes the finalizer.
+rc_yaml once "$ns" <<YAML | kubectl apply -f - >/dev/null
+  mode: Standalone
+  size: 1
+  image: redis
+YAML
+"$BIN/workerd" --kubeconfig "$op_kubeconfig" --once "$ns/once" --log-level error >"$work/once.out" 2>&1
+check "workerd --once: exit 0 ($(tr '\n' ' ' <"$work/once.out"))" grep -q "^$ns/once: " "$work/once.out"
+check "workerd --once created the StatefulSet" get statefulset/once
+check "workerd --once recorded its Events before it exited (no wait)" \
+    sh -c "kubectl -n $ns get events --field-selector involvedObject.name=once,reason=Created -o name | grep -q ."
+kubectl -n "$ns" delete rdc once --wait=false >/dev/null
+"$BIN/workerd" --kubeconfig "$op_kubeconfig" --once "$ns/once" --log-level error >>"$work/once.out" 2>&1
+check "workerd --once released the deleted cluster (finalizer removed)" \
+    wait_until 10 sh -c "! kubectl -n $ns get rdc once >/dev/null 2>&1"
 if [ "$failed" -gt 0 ]; then
     echo "--- operator log (last 60 lines)"; tail -60 "$work/operator.log"
 fi

@@ -171,6 +171,8 @@ for pair in yield-cm:configmap yield-svc:service yield-sts:statefulset; do
         wait_output 90 RedisCluster/true kubectl -n "$ns" get "$res/$n" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].controller}'
     check "$n: Running after the user's $res is gone" \
         wait_until 90 sh -c "test \"\$(kubectl -n $ns get rdc $n -o jsonpath='{.status.phase}')\" = Running"
+    # The operator does not watch the user's (unlabelled) object: it learns of the deletion
+    # at the next requeue while the conflict stood (every 10 s); the wait above covers it.
     check "$n: Degraded=False" wait_output 30 False cond "$n" Degraded status
 done
 check "yield-svc: the operator's Service is headless" \

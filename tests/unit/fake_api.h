@@ -11,6 +11,12 @@
  * fake_api_connect gives a suite a kubeconfig (token auth) and a client aimed at the
  * server.
  *
+ * It counts the TCP connections it accepted (connections) and the requests being served
+ * at once, from their headers to their response sent (in_flight, its peak max_in_flight),
+ * so that a suite can tell whether a client reused its connections: over HTTP/1.1 (all
+ * this server speaks) a client needs at least as many connections as requests it has in
+ * flight at once, and with one connection pool no more.
+ *
  * Header-only (each suite is one executable): include it in the test file.
  */
 #ifndef RDC_TEST_FAKE_API_H
@@ -37,7 +43,20 @@ typedef struct {
     int port;
     fake_api_handler_t handle;
     void *user;
+    int connections;   /* accepted so far (read with __atomic_load_n) */
+    int in_flight;     /* requests being served */
+    int max_in_flight; /* the peak of in_flight */
 } fake_api_t;
+
+static inline void fake_api_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                                          enum MHD_ConnectionNotificationCode toe)
+{
+    (void)c;
+    (void)socket_context;
+    fake_api_t *f = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+        __atomic_add_fetch(&f->connections, 1, __ATOMIC_SEQ_CST);
+}
 
 static inline enum MHD_Result fake_api_on_request(void *cls, struct MHD_Connection *c,
                                                   const char *url, const char *method,
@@ -53,6 +72,11 @@ static inline enum MHD_Result fake_api_on_request(void *cls, struct MHD_Connecti
             return MHD_NO;
         buf_init(body, 0);
         *con_cls = body;
+        int now = __atomic_add_fetch(&f->in_flight, 1, __ATOMIC_SEQ_CST);
+        int peak = __atomic_load_n(&f->max_in_flight, __ATOMIC_SEQ_CST);
+        while (now > peak &&
+               !__atomic_compare_exchange_n(&f->max_in_flight, &peak, now, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            ;
         return MHD_YES;
     }
     if (*upload_size) {
@@ -75,11 +99,12 @@ static inline enum MHD_Result fake_api_on_request(void *cls, struct MHD_Connecti
 static inline void fake_api_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
     (void)c;
     (void)toe;
+    fake_api_t *f = cls;
     buf_t *body = *con_cls;
     if (body) {
+        __atomic_sub_fetch(&f->in_flight, 1, __ATOMIC_SEQ_CST);
         buf_free(body);
         free(body);
     }
@@ -96,8 +121,8 @@ static inline void fake_api_start(fake_api_t *f, fake_api_handler_t handler, voi
     struct sockaddr_in sa = loopback_any_port();
     f->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
                             NULL, NULL, fake_api_on_request, f, MHD_OPTION_SOCK_ADDR, &sa,
-                            MHD_OPTION_NOTIFY_COMPLETED, fake_api_on_completed, NULL,
-                            MHD_OPTION_END);
+                            MHD_OPTION_NOTIFY_COMPLETED, fake_api_on_completed, f,
+                            MHD_OPTION_NOTIFY_CONNECTION, fake_api_on_connection, f, MHD_OPTION_END);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f->d);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(f->d, MHD_DAEMON_INFO_BIND_PORT);
     CU_ASSERT_PTR_NOT_NULL_FATAL(info);

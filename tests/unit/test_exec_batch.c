@@ -1,8 +1,8 @@
-/* Unit tests of the executor's stages (exec_stage_end) and of its batched path (exec_plan
- * with a curl multi) against an in-process fake API server: a stage's independent child
- * writes go out together, the StatefulSet only after the ConfigMap is written, a refused
- * write stops the writes that depend on it, a transient failure is retried, and the
- * serial path (no multi) makes the same requests one at a time.
+/* Unit tests of the executor's stages (exec_stage_end), of exec_plan and the ASYNC machine,
+ * and of the reads (reads.h) against an in-process fake API server: a stage's independent
+ * child writes go out together, the StatefulSet only after the ConfigMap is written, a
+ * refused write stops the writes that depend on it, a transient failure is retried,
+ * several keys progress together on one loop, and a reconcile's reads go out at once.
  */
 #include "buf.h"
 #include "clock.h"
@@ -12,6 +12,7 @@
 #include "kube_config.h"
 #include "loop.h"
 #include "plan.h"
+#include "reads.h"
 
 #include "cu_table.h"
 
@@ -39,11 +40,12 @@ typedef struct {
     pthread_mutex_t mu;
     req_t r[MAX_REQS];
     int n;
-    int active, max_active;
+    int active, max_active; /* requests other than Events in flight */
     int delay_ms;
     const char *refuse;   /* a path part whose requests get 403 */
     const char *flaky;    /* a path part whose first request gets 503 */
     const char *missing;  /* a path part whose GETs get 404 */
+    const char *list;     /* a path part whose GETs are LISTs of two pages of one pod */
     int flaked;
 } api_t;
 
@@ -59,7 +61,8 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     const char *nsp = strstr(url, "/namespaces/");
     snprintf(a->r[i].ns, sizeof(a->r[i].ns), "%.*s", nsp ? (int)strcspn(nsp + 12, "/") : 0, nsp ? nsp + 12 : "");
     a->r[i].start = clock_mono_ns();
-    if (++a->active > a->max_active)
+    int event = strstr(url, "/events") != NULL;
+    if (!event && ++a->active > a->max_active)
         a->max_active = a->active;
     int code = !strcmp(method, "POST") ? 201 : 200;
     if (a->refuse && strstr(url, a->refuse))
@@ -77,12 +80,18 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     if (code >= 400)
         buf_printf(out, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":%d,"
                         "\"reason\":\"%s\",\"message\":\"no\"}", code, code == 403 ? "Forbidden" : code == 404 ? "NotFound" : "ServiceUnavailable");
+    else if (!strcmp(method, "GET") && a->list && strstr(url, a->list))
+        buf_printf(out, "{\"metadata\":{%s},\"items\":[{\"metadata\":{\"name\":\"p%d\"}}]}",
+                   MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "continue") ? ""
+                                                                                     : "\"continue\":\"more\"",
+                   MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "continue") ? 2 : 1);
     else if (!strcmp(method, "GET"))
         buf_printf(out, "{\"metadata\":{\"name\":\"%s\"}}", strrchr(url, '/') + 1);
     else
         buf_puts(out, body && *body ? body : "{}");
     pthread_mutex_lock(&a->mu);
-    a->active--;
+    if (!event)
+        a->active--;
     a->r[i].end = clock_mono_ns();
     a->r[i].code = code;
     pthread_mutex_unlock(&a->mu);
@@ -93,7 +102,6 @@ typedef struct {
     api_t api;
     kube_config_t *cfg;
     kube_client_t *client;
-    CURLM *multi;
     exec_ctx_t x;
     json_object *rc;
     plan_t *plan;
@@ -101,7 +109,7 @@ typedef struct {
     kube_error_t err;
 } env_t;
 
-static void env_open(env_t *e, int batched)
+static void env_open(env_t *e)
 {
     memset(e, 0, sizeof(*e));
     pthread_mutex_init(&e->api.mu, NULL);
@@ -112,11 +120,7 @@ static void env_open(env_t *e, int batched)
     o.max_retries = 2;
     o.retry_base_ms = 1;
     fake_api_connect(&e->api.srv, &o, &e->cfg, &e->client);
-    if (batched) {
-        e->multi = curl_multi_init();
-        curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-    }
-    e->x = (exec_ctx_t){.client = e->client, .reconcile_id = "test", .instance = "test", .batch = e->multi};
+    e->x = (exec_ctx_t){.client = e->client, .reconcile_id = "test", .instance = "test"};
     /* a new cluster: finalizer, ConfigMap, Service, StatefulSet, status */
     e->rc = json_tokener_parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
                                "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,"
@@ -130,8 +134,6 @@ static void env_close(env_t *e)
 {
     plan_destroy(&e->plan);
     json_object_put(e->rc);
-    if (e->multi)
-        curl_multi_cleanup(e->multi);
     kube_client_destroy(&e->client);
     kube_config_destroy(&e->cfg);
     fake_api_stop(&e->api.srv);
@@ -153,7 +155,7 @@ static const req_t *find(env_t *e, const char *method, const char *part)
     return NULL;
 }
 
-/* Requests other than Events (recorded synchronously here: no recorder). */
+/* Requests other than Events (exec_plan records them on its own recorder). */
 static int writes(env_t *e)
 {
     int n = 0;
@@ -167,7 +169,7 @@ static int writes(env_t *e)
 static void test_stages(void)
 {
     env_t e;
-    env_open(&e, 0);
+    env_open(&e);
     const plan_t *p = e.plan;
     CU_ASSERT_EQUAL(plan_action(p, 0)->kind, PLAN_ADD_FINALIZER);
     CU_ASSERT_STRING_EQUAL(plan_action(p, 1)->resource, "configmaps");
@@ -185,12 +187,12 @@ static void test_stages(void)
     env_close(&e);
 }
 
-/* Batched: the ConfigMap and the Service are in flight at once; the StatefulSet starts
- * after the ConfigMap has been answered; the status comes last. */
+/* The ConfigMap and the Service are in flight at once; the StatefulSet starts after the
+ * ConfigMap has been answered; the status comes last; the Events of the writes go out. */
 static void test_batch_concurrent_and_ordered(void)
 {
     env_t e;
-    env_open(&e, 1);
+    env_open(&e);
     e.api.delay_ms = 150;
     CU_ASSERT_EQUAL(run_plan(&e), EXEC_OK);
     CU_ASSERT_EQUAL(writes(&e), 6);
@@ -211,22 +213,7 @@ static void test_batch_concurrent_and_ordered(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(pdb);
     CU_ASSERT(pdb->start >= cm->end && pdb->start < sts->end && sts->start < pdb->end); /* with the StatefulSet */
     CU_ASSERT(st->start >= pdb->end);
-    env_close(&e);
-}
-
-/* The same plan without a multi: one request at a time, in the plan's order. */
-static void test_serial_without_multi(void)
-{
-    env_t e;
-    env_open(&e, 0);
-    e.api.delay_ms = 20;
-    CU_ASSERT_EQUAL(run_plan(&e), EXEC_OK);
-    CU_ASSERT_EQUAL(writes(&e), 6);
-    CU_ASSERT_EQUAL(e.api.max_active, 1);
-    const req_t *cm = find(&e, "POST", "/configmaps"), *svc = find(&e, "POST", "/services");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(cm);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(svc);
-    CU_ASSERT(cm->end <= svc->start);
+    CU_ASSERT_PTR_NOT_NULL(find(&e, "POST", "/events")); /* recorded (exec_plan's own recorder) */
     env_close(&e);
 }
 
@@ -235,7 +222,7 @@ static void test_serial_without_multi(void)
 static void test_refused_write_stops_dependents(void)
 {
     env_t e;
-    env_open(&e, 1);
+    env_open(&e);
     e.api.refuse = "/configmaps";
     CU_ASSERT_EQUAL(run_plan(&e), EXEC_ERROR);
     CU_ASSERT_EQUAL(e.failed, 1);
@@ -245,7 +232,7 @@ static void test_refused_write_stops_dependents(void)
     CU_ASSERT_PTR_NULL(find(&e, "PATCH", "/status"));
     /* the Service refused instead: reported as the Service (index 2) */
     env_close(&e);
-    env_open(&e, 1);
+    env_open(&e);
     e.api.refuse = "/services";
     CU_ASSERT_EQUAL(run_plan(&e), EXEC_ERROR);
     CU_ASSERT_EQUAL(e.failed, 2);
@@ -253,11 +240,11 @@ static void test_refused_write_stops_dependents(void)
     env_close(&e);
 }
 
-/* A 503 on a batched write is retried (through the client) and the plan goes on. */
+/* A 503 on a write is retried and the plan goes on. */
 static void test_transient_failure_retried(void)
 {
     env_t e;
-    env_open(&e, 1);
+    env_open(&e);
     e.api.flaky = "/services";
     CU_ASSERT_EQUAL(run_plan(&e), EXEC_OK);
     CU_ASSERT_EQUAL(e.api.flaked, 1);
@@ -267,38 +254,67 @@ static void test_transient_failure_retried(void)
     env_close(&e);
 }
 
-/* exec_get_many: the reads at once over the multi (404 -> NULL), and the same answers
- * one at a time without it. */
-static void test_get_many(void)
+/* Run a set of reads to its end on a loop of its own; the seconds it took. */
+static int reads_finished;
+static void on_reads_done(void *arg)
 {
-    for (int batched = 1; batched >= 0; batched--) {
-        env_t e;
-        env_open(&e, batched);
-        e.api.delay_ms = 100;
-        e.api.missing = "/services/";
-        const char *paths[3] = {"/api/v1/namespaces/default/configmaps/cache",
-                                "/api/v1/namespaces/default/services/cache",
-                                "/apis/apps/v1/namespaces/default/statefulsets/cache"};
-        json_object *out[3];
-        kube_error_t err;
-        CU_ASSERT_EQUAL(exec_get_many(&e.x, paths, 3, out, &err), 0);
-        CU_ASSERT_PTR_NOT_NULL(out[0]);
-        CU_ASSERT_PTR_NULL(out[1]);
-        CU_ASSERT_PTR_NOT_NULL(out[2]);
-        json_object *md = NULL, *nm = NULL;
-        CU_ASSERT(out[2] && json_object_object_get_ex(out[2], "metadata", &md) &&
-                  json_object_object_get_ex(md, "name", &nm) && !strcmp(json_object_get_string(nm), "cache"));
-        CU_ASSERT_EQUAL(e.api.n, 3);
-        CU_ASSERT_EQUAL(e.api.max_active, batched ? 3 : 1);
-        for (int k = 0; k < 3; k++)
-            json_object_put(out[k]);
-        /* a refused read fails the whole call, every out[] NULL */
-        e.api.refuse = "/configmaps/";
-        CU_ASSERT_EQUAL(exec_get_many(&e.x, paths, 3, out, &err), -1);
-        CU_ASSERT(kube_error_is_forbidden(&err));
-        CU_ASSERT(!out[0] && !out[1] && !out[2]);
-        env_close(&e);
-    }
+    (void)arg;
+    reads_finished = 1;
+}
+
+static double run_reads(env_t *e, reads_req_t *req, size_t n)
+{
+    loop_t *loop = loop_new();
+    loop_curl_t *lc = loop_curl_open(loop);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lc);
+    reads_finished = 0;
+    int64_t t0 = clock_mono_ns();
+    reads_t *r = reads_start(lc, e->client, req, n, on_reads_done, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(reads_finished, 0); /* never from inside reads_start */
+    for (int i = 0; i < 200 && !reads_finished; i++)
+        loop_run_once(loop, 50 * NS_PER_MS);
+    CU_ASSERT(reads_finished);
+    double secs = (double)(clock_mono_ns() - t0) / 1e9;
+    loop_curl_destroy(&lc);
+    loop_destroy(&loop);
+    return secs;
+}
+
+/* reads: GETs at once (404 -> no object, no error), a LIST followed page by page, a
+ * refused read failing alone, a 503 retried. */
+static void test_reads(void)
+{
+    env_t e;
+    env_open(&e);
+    e.api.delay_ms = 100;
+    e.api.missing = "/services/";
+    e.api.refuse = "/secrets/";
+    e.api.flaky = "/statefulsets/";
+    e.api.list = "/pods";
+    reads_req_t req[5];
+    CU_ASSERT_EQUAL(reads_get(&req[0], "", "v1", "default", "configmaps", "cache"), 0);
+    CU_ASSERT_EQUAL(reads_get(&req[1], "", "v1", "default", "services", "cache"), 0);
+    CU_ASSERT_EQUAL(reads_get(&req[2], "apps", "v1", "default", "statefulsets", "cache"), 0);
+    CU_ASSERT_EQUAL(reads_get(&req[3], "", "v1", "default", "secrets", "auth"), 0);
+    CU_ASSERT_EQUAL(reads_list(&req[4], "default", "pods", "app=cache", NULL), 0);
+    double secs = run_reads(&e, req, 5);
+    CU_ASSERT_EQUAL(e.api.max_active, 5); /* all at once */
+    CU_ASSERT(secs < 0.9);                 /* 2 rounds (the retry, the second page) + 0.2 s backoff */
+    CU_ASSERT(req[0].err.code == KERR_OK && req[0].obj != NULL);
+    CU_ASSERT(req[1].err.code == KERR_OK && req[1].obj == NULL); /* 404: absent */
+    CU_ASSERT(req[2].err.code == KERR_OK && req[2].obj != NULL); /* after the 503 */
+    CU_ASSERT_EQUAL(e.api.flaked, 1);
+    CU_ASSERT(kube_error_is_forbidden(&req[3].err));
+    CU_ASSERT_PTR_NULL(req[3].obj);
+    CU_ASSERT_FATAL(req[4].err.code == KERR_OK && req[4].obj != NULL);
+    CU_ASSERT_EQUAL(json_object_array_length(req[4].obj), 2); /* two pages of one */
+    json_object *md = NULL, *nm = NULL;
+    CU_ASSERT(req[2].obj && json_object_object_get_ex(req[2].obj, "metadata", &md) &&
+              json_object_object_get_ex(md, "name", &nm) && !strcmp(json_object_get_string(nm), "cache"));
+    for (int k = 0; k < 5; k++)
+        json_object_put(req[k].obj);
+    env_close(&e);
 }
 
 /* The fence refusing: nothing of the stage is sent. */
@@ -311,7 +327,7 @@ static int never(void *user)
 static void test_fenced_batch_sends_nothing(void)
 {
     env_t e;
-    env_open(&e, 1);
+    env_open(&e);
     e.x.fence = never;
     CU_ASSERT_EQUAL(run_plan(&e), EXEC_FENCED);
     CU_ASSERT_EQUAL(e.api.n, 0);
@@ -341,11 +357,10 @@ static int on_tick(loop_t *loop, int id, void *arg)
 static double run_keys(env_t *e, key_t_ k[KEYS], int *ticks)
 {
     loop_t *loop = loop_new();
-    exec_async_t *a = exec_async_new(loop);
+    exec_async_t *a = exec_async_new(loop, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    /* Events go out on the loop too, as in workerd (without a recorder they would be
-     * POSTed one at a time, blocking) */
-    recorder_t *rec = recorder_new(e->client, loop, NULL);
+    /* Events go out on the loop too, on the same multi, as in workerd */
+    recorder_t *rec = recorder_new(e->client, exec_async_curl(a), NULL);
     e->x.recorder = rec;
     *ticks = 0;
     loop_add_timer(loop, 10 * NS_PER_MS, 10 * NS_PER_MS, on_tick, ticks);
@@ -405,7 +420,7 @@ static const req_t *find_ns(env_t *e, const char *ns, const char *method, const 
 static void test_keys_together(void)
 {
     env_t e;
-    env_open(&e, 0);
+    env_open(&e);
     e.api.delay_ms = 100;
     key_t_ k[KEYS];
     int ticks = 0;
@@ -440,7 +455,7 @@ static void test_keys_together(void)
 static void test_keys_failure_isolated(void)
 {
     env_t e;
-    env_open(&e, 0);
+    env_open(&e);
     e.api.delay_ms = 20;
     e.api.refuse = "/namespaces/ns-1/configmaps";
     e.api.flaky = "/namespaces/ns-2/services";
@@ -468,7 +483,7 @@ static void test_keys_failure_isolated(void)
 static void test_keys_token_wait_is_a_timer(void)
 {
     env_t e;
-    env_open(&e, 0);
+    env_open(&e);
     kube_client_destroy(&e.client);
     kube_client_opts_t o;
     kube_client_opts_init(&o);
@@ -494,10 +509,10 @@ static void test_keys_token_wait_is_a_timer(void)
 static void test_run_cancel(void)
 {
     env_t e;
-    env_open(&e, 0);
+    env_open(&e);
     e.api.delay_ms = 200;
     loop_t *loop = loop_new();
-    exec_async_t *a = exec_async_new(loop);
+    exec_async_t *a = exec_async_new(loop, NULL);
     key_t_ k = {0};
     exec_run_t *run = exec_run_start(a, &e.x, e.rc, e.plan, exec_run_keep_outcome, &k.out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(run);
@@ -518,11 +533,10 @@ static const cu_entry_t tests[] = {
     CU_SUITE("exec_batch"),
     {"stages of a new cluster", test_stages},
     {"batched: concurrent, StatefulSet after ConfigMap", test_batch_concurrent_and_ordered},
-    {"serial without a multi", test_serial_without_multi},
     {"a refused write stops its dependents", test_refused_write_stops_dependents},
     {"a transient failure is retried", test_transient_failure_retried},
     {"fenced: nothing sent", test_fenced_batch_sends_nothing},
-    {"reads at once (exec_get_many)", test_get_many},
+    {"reads at once: 404, a LIST of pages, a refusal, a retry", test_reads},
     {"several keys in flight progress together, each in order", test_keys_together},
     {"a key's failure stops its own writes only; retries", test_keys_failure_isolated},
     {"a wait for tokens is a loop timer", test_keys_token_wait_is_a_timer},

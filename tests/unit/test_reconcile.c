@@ -1,7 +1,7 @@
-/* Unit tests of workerd's shell (reconcile_run, exec_plan, exec_record_event) against an
- * in-process fake API server (libmicrohttpd on 127.0.0.1) that keeps objects by path:
- * which requests a reconcile makes when the cache lacks a child, when a user's object is
- * in the way, when a write is refused and refused again, and how Events repeat.
+/* Unit tests of workerd's shell (reconcile_run, exec_plan) against an in-process fake API
+ * server (libmicrohttpd on 127.0.0.1) that keeps objects by path: which requests a
+ * reconcile makes when the cache lacks a child, when a user's object is in the way, when
+ * a write is refused and refused again.
  */
 #include "buf.h"
 #include "clock.h"
@@ -157,7 +157,15 @@ static int serve(api_t *a, const char *method, const char *url, const char *body
         if (st)
             *st = '\0';
         i = find_obj(a, base);
-        if (a->refuse_patch && !strcmp(url, a->refuse_patch)) {
+        const char *want_rv = json_object_get_string(
+            json_object_object_get(json_object_object_get(in, "metadata"), "resourceVersion"));
+        const char *have_rv = i >= 0 ? json_object_get_string(json_object_object_get(
+                                           json_object_object_get(a->obj[i], "metadata"), "resourceVersion"))
+                                     : NULL;
+        if (want_rv && have_rv && strcmp(want_rv, have_rv)) { /* the precondition */
+            code = 409;
+            buf_puts(out, status_json(409, "Conflict", "the object has been modified", buf, sizeof(buf)));
+        } else if (a->refuse_patch && !strcmp(url, a->refuse_patch)) {
             code = 422;
             buf_puts(out, status_json(422, "Invalid", "spec.ports[1].name: Duplicate value: \\\"redis\\\"", buf,
                                       sizeof(buf)));
@@ -188,14 +196,12 @@ static int serve(api_t *a, const char *method, const char *url, const char *body
 static int on_request(void *user, struct MHD_Connection *c, const char *method, const char *url,
                       const char *body, buf_t *out)
 {
+    (void)c;
     api_t *a = user;
-    /* a LIST's resourceVersion is logged with its path ("...?resourceVersion=0") */
-    const char *rv = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "resourceVersion");
     pthread_mutex_lock(&a->mu);
     if (a->nlog < MAX_LOG) {
         snprintf(a->log[a->nlog].method, sizeof(a->log[0].method), "%s", method);
-        snprintf(a->log[a->nlog].path, sizeof(a->log[0].path), "%s%s%s", url, rv ? "?resourceVersion=" : "",
-                 rv ? rv : "");
+        snprintf(a->log[a->nlog].path, sizeof(a->log[0].path), "%s", url);
         a->nlog++;
     }
     int code = serve(a, method, url, body, out);
@@ -208,8 +214,7 @@ typedef struct {
     kube_config_t *cfg;
     kube_client_t *client;
     exec_memo_t *memo;
-    CURLM *multi;          /* env_batched: workerd's context */
-    existsmemo_t *exists;
+    existsmemo_t *exists;  /* env_batched: workerd's context */
     exec_ctx_t x;
 } env_t;
 
@@ -228,17 +233,13 @@ static void env_open(env_t *e)
     e->x = (exec_ctx_t){.client = e->client, .memo = e->memo, .reconcile_id = "test", .instance = "test"};
 }
 
-/* The context workerd's worker gives a reconcile: a curl multi (the plan in stages) and
- * the memo of children that exist outside the cache. */
+/* The context workerd's worker gives a reconcile: the memo of children that exist
+ * outside the cache. */
 static void env_batched(env_t *e)
 {
     env_open(e);
-    e->multi = curl_multi_init();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e->multi);
-    curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
     e->exists = existsmemo_new(0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e->exists);
-    e->x.batch = e->multi;
     e->x.exists = e->exists;
 }
 
@@ -253,8 +254,6 @@ static void env_close(env_t *e)
     exec_memo_destroy(&e->memo);
     CU_ASSERT_PTR_NULL(e->memo);
     existsmemo_destroy(&e->exists);
-    if (e->multi)
-        curl_multi_cleanup(e->multi);
     kube_client_destroy(&e->client);
     kube_config_destroy(&e->cfg);
 }
@@ -475,34 +474,6 @@ static void test_refused_write_reported_once(void)
     env_close(&e);
 }
 
-/* client-go's recorder: an identical Event within the window bumps the count of the one
- * recorded; another message, or an expired one, is a new Event; without a memo every
- * recording is a POST. */
-static void test_event_repeats_bump_the_count(void)
-{
-    env_t e;
-    env_open(&e);
-    json_object *rc = store_rc(&e);
-    kube_error_t err;
-    CU_ASSERT_EQUAL(exec_record_event(&e.x, rc, "Warning", "Forbidden", "no", &err), 0);
-    CU_ASSERT_EQUAL(exec_record_event(&e.x, rc, "Warning", "Forbidden", "no", &err), 0);
-    CU_ASSERT_EQUAL(exec_record_event(&e.x, rc, "Warning", "Forbidden", "no", &err), 0);
-    CU_ASSERT_EQUAL(count_req(&e, "POST", "/events"), 1);
-    CU_ASSERT_EQUAL(count_req(&e, "PATCH", NS "/events/cache.1"), 2);
-    json_object *ev = e.api.obj[find_obj(&e.api, NS "/events/cache.1")];
-    CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(ev, "count")), 3);
-    CU_ASSERT_EQUAL(exec_record_event(&e.x, rc, "Warning", "Forbidden", "other", &err), 0);
-    CU_ASSERT_EQUAL(count_req(&e, "POST", "/events"), 2);
-    e.api.events_expire = 1;
-    CU_ASSERT_EQUAL(exec_record_event(&e.x, rc, "Warning", "Forbidden", "no", &err), 0);
-    CU_ASSERT_EQUAL(count_req(&e, "POST", "/events"), 3);
-    e.x.memo = NULL;
-    CU_ASSERT_EQUAL(exec_record_event(&e.x, rc, "Warning", "Forbidden", "no", &err), 0);
-    CU_ASSERT_EQUAL(count_req(&e, "POST", "/events"), 4);
-    json_object_put(rc);
-    env_close(&e);
-}
-
 /* A create that meets an object made since (409 AlreadyExists) is a conflict: requeue
  * at once, nothing else written. */
 static void test_create_already_exists_requeues(void)
@@ -604,37 +575,6 @@ static void test_not_running_reads_and_reports_the_cause(void)
     env_close(&e);
 }
 
-/* A worker (batched context) keeps a converging cluster's diagnosis reads: the next
- * reconcile with the same StatefulSet reads nothing and reports the same cause; a new
- * resourceVersion of the StatefulSet (a pod more or less, Ready or not) reads again. The
- * LISTs ask the API server's watch cache (resourceVersion=0). */
-static void test_diagnosis_reads_kept_while_nothing_changes(void)
-{
-    env_t e;
-    env_batched(&e);
-    reconcile_forget_reads();
-    json_object *kids[4], *rc = quota_stuck(&e, kids);
-    reconcile_outcome_t out;
-    const plan_children_t k = {kids[0], kids[1], kids[2], kids[3]};
-    reconcile_run_children(&e.x, rc, &k, NULL, NULL, &out);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 1);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 1);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", "resourceVersion=0"), 2);
-    CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "FailedCreate");
-    reconcile_run_children(&e.x, rc, &k, NULL, NULL, &out);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 1);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 1);
-    CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "FailedCreate");
-    json_object_object_add(json_object_object_get(kids[2], "metadata"), "resourceVersion",
-                           json_object_new_string("a pod more"));
-    reconcile_run_children(&e.x, rc, &k, NULL, NULL, &out);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 2);
-    put_kids(kids);
-    json_object_put(rc);
-    reconcile_forget_reads();
-    env_close(&e);
-}
-
 /* An apply refused with 422 (another manager's port in the way): the Service is taken
  * back with a PUT carrying the observed resourceVersion; when the PUT is refused too, it
  * is deleted and created again. Either way an Event says so and nothing is retried in a
@@ -709,7 +649,7 @@ static void test_missing_storage_class_holds_the_statefulset(void)
                   "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,"
                   "\"finalizers\":[\"cache.example.com/finalizer\"]},\"spec\":{\"size\":1,\"image\":\"redis\","
                   "\"storage\":{\"storageClass\":\"fast\"}}}"));
-    reconcile_forget_reads();
+    reconcile_forget_storage_classes();
     json_object *rc = stored(&e, RC_PATH);
     reconcile_outcome_t out;
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
@@ -724,10 +664,10 @@ static void test_missing_storage_class_holds_the_statefulset(void)
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 1);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "StorageClassNotFound");
-    reconcile_forget_reads();
+    reconcile_forget_storage_classes();
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 2);
-    reconcile_forget_reads();
+    reconcile_forget_storage_classes();
     json_object_put(rc);
     env_close(&e);
 }
@@ -901,6 +841,33 @@ static void test_foreign_configmap_met_by_create_then_read(void)
     env_close(&e);
 }
 
+/* The same on a brand-new RedisCluster (no finalizer yet): the first run adds the
+ * finalizer, its create meets the user's ConfigMap; the plan made again after the reads
+ * starts from the RedisCluster with the finalizer (it must not add it again with the
+ * resourceVersion it was observed at: 409), so the one reconcile ends with the conflict
+ * reported and the finalizer PATCHed once. */
+static void test_foreign_configmap_new_cluster_one_reconcile(void)
+{
+    env_t e;
+    env_batched(&e);
+    put_obj(&e.api, RC_PATH,
+            parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
+                  "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1},"
+                  "\"spec\":{\"size\":1,\"image\":\"redis\"}}"));
+    json_object *rc = stored(&e, RC_PATH);
+    store_foreign_configmap(&e);
+    reconcile_outcome_t out;
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER); /* not RECONCILE_REQUEUE: no 409 on the finalizer */
+    CU_ASSERT_EQUAL(count_req(&e, "PATCH", RC_PATH), 2);  /* the finalizer once, and the status */
+    CU_ASSERT_EQUAL(count_req(&e, "PATCH", RC_PATH "/status"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/configmaps/cache"), 1);
+    CU_ASSERT_PTR_NOT_NULL(degraded(&e, "reason"));
+    CU_ASSERT(degraded(&e, "reason") && !strcmp(degraded(&e, "reason"), "OwnerConflict"));
+    json_object_put(rc);
+    env_close(&e);
+}
+
 /* A name in the memo whose child the cache now holds leaves it (no read). */
 static void test_child_in_cache_leaves_the_memo(void)
 {
@@ -924,18 +891,18 @@ static void test_child_in_cache_leaves_the_memo(void)
 static const cu_entry_t tests[] = {
     CU_SUITE("workerd shell"),
     {"not Running: pods and Events read, the cause reported", test_not_running_reads_and_reports_the_cause},
-    {"a worker keeps the diagnosis reads while the StatefulSet and pods stay the same", test_diagnosis_reads_kept_while_nothing_changes},
     {"a refused apply takes the child back", test_refused_apply_takes_the_child_back},
     {"a missing StorageClass is named, the StatefulSet made", test_missing_storage_class_holds_the_statefulset},
     {"a young StatefulSet: no diagnosis yet, requeued", test_young_statefulset_no_diagnosis_yet},
     {"a child absent from the cache is read and, not ours, left alone", test_absent_in_cache_is_read_and_left_alone},
     {"nothing absent: no read", test_nothing_absent_reads_nothing},
     {"a refused write is reported once", test_refused_write_reported_once},
-    {"Event repeats bump the count", test_event_repeats_bump_the_count},
     {"create meets AlreadyExists: conflict", test_create_already_exists_requeues},
     {"workerd's context: a new cluster reads no child", test_new_cluster_reads_no_child},
     {"workerd's context: a foreign ConfigMap met by a create, read and left alone",
      test_foreign_configmap_met_by_create_then_read},
+    {"workerd's context: a new cluster's create meets a foreign ConfigMap: one reconcile",
+     test_foreign_configmap_new_cluster_one_reconcile},
     {"workerd's context: a child in the cache leaves the memo", test_child_in_cache_leaves_the_memo},
 };
 

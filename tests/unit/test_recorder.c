@@ -9,6 +9,7 @@
 #include "kube_client.h"
 #include "kube_config.h"
 #include "loop.h"
+#include "loop_curl.h"
 #include "recorder.h"
 
 #include "cu_table.h"
@@ -70,6 +71,7 @@ typedef struct {
     kube_config_t *cfg;
     kube_client_t *client;
     loop_t *loop;
+    loop_curl_t *lc;
     recorder_t *r;
     json_object *rc[2];
 } env_t;
@@ -81,7 +83,9 @@ static void env_open(env_t *e, const recorder_opts_t *o)
     fake_api_start(&e->api.srv, on_request, &e->api);
     fake_api_connect(&e->api.srv, NULL, &e->cfg, &e->client);
     e->loop = loop_new();
-    e->r = recorder_new(e->client, e->loop, o);
+    e->lc = loop_curl_open(e->loop);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e->lc);
+    e->r = recorder_new(e->client, e->lc, o);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e->r);
     e->rc[0] = json_tokener_parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
                                   "\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u-a\"}}");
@@ -93,6 +97,7 @@ static void env_close(env_t *e)
 {
     recorder_destroy(&e->r);
     CU_ASSERT_PTR_NULL(e->r);
+    loop_curl_destroy(&e->lc);
     loop_destroy(&e->loop);
     kube_client_destroy(&e->client);
     kube_config_destroy(&e->cfg);

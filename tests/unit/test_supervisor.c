@@ -1,8 +1,10 @@
-/* Unit tests of the supervisor: restart policy and metric merging as pure functions, and
- * the real supervisor binary running fake children (shell scripts) through start,
- * readiness, crash and restart, pool resizing and an orderly SIGTERM drain. */
+/* Unit tests of the supervisor: restart policy, metric merging and the workers' key files
+ * as pure functions, and the real supervisor binary running fake children (shell
+ * scripts) through start, readiness, crash and restart, pool resizing, `ctl status`
+ * listing every key a worker holds, and an orderly SIGTERM drain. */
 #include "clock.h"
 #include "cu_table.h"
+#include "keyfile.h"
 #include "merge.h"
 #include "policy.h"
 #include "procstat.h"
@@ -95,6 +97,44 @@ static void test_merge_groups_families(void)
     CU_ASSERT_PTR_NULL(m);
 }
 
+/* The key file a worker writes and `ctl status` reads: every key with its age, in order;
+ * a line without a time has no age; nothing odd breaks the reading. */
+static void test_keyfile(void)
+{
+    buf_t b;
+    buf_init(&b, 0);
+    CU_ASSERT_EQUAL(keyfile_append(&b, "ns-a/one", 1000000), 0);
+    CU_ASSERT_EQUAL(keyfile_append(&b, "ns-b/two", 1002500), 0);
+    CU_ASSERT_EQUAL(keyfile_append(&b, "bad\tkey", 1), -1);
+    CU_ASSERT_EQUAL(keyfile_append(&b, "bad\nkey", 1), -1);
+    CU_ASSERT_STRING_EQUAL(buf_str(&b), "ns-a/one\t1000000\nns-b/two\t1002500\n");
+    json_object *k = keyfile_parse(buf_str(&b), 1003000);
+    CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(k, JSON_C_TO_STRING_PLAIN),
+                           "[{\"key\":\"ns-a\\/one\",\"age_s\":3.0},{\"key\":\"ns-b\\/two\",\"age_s\":0.5}]");
+    json_object_put(k);
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"", "[]"},
+        {NULL, "[]"},
+        {"\n\n", "[]"},
+        {"old/format", "[{\"key\":\"old\\/format\",\"age_s\":null}]"},
+        {"a/b\t2000\n\nc/d\t999999999", "[{\"key\":\"a\\/b\",\"age_s\":1.0},{\"key\":\"c\\/d\",\"age_s\":0.0}]"},
+        {"a/b\tsoon\nc/d\t-5\n", "[{\"key\":\"a\\/b\",\"age_s\":null},{\"key\":\"c\\/d\",\"age_s\":null}]"},
+        {"\t1000\n", "[]"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        k = keyfile_parse(cases[i].text, 3000);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+        const char *got = json_object_to_json_string_ext(k, JSON_C_TO_STRING_PLAIN);
+        if (strcmp(got, cases[i].want))
+            fprintf(stderr, "case %zu: got %s, want %s\n", i, got, cases[i].want);
+        CU_ASSERT_STRING_EQUAL(got, cases[i].want);
+        json_object_put(k);
+    }
+    buf_free(&b);
+}
+
 /* ---- the real binary with fake children ---- */
 
 static char tmpdir[] = "/tmp/rdc-sup-test-XXXXXX";
@@ -169,13 +209,14 @@ static int worker1_restarted(void) { return count_lines("workerd-1", "started") 
 static int worker3_started(void) { return count_lines("workerd-3", "started") == 1; }
 static int worker3_stopped(void) { return count_lines("workerd-3", "stopped") == 1; }
 
-static int run_ctl(const char *a, const char *b)
+/* `supervisor ctl a [b]`, its output into out_path (NULL: /dev/null); the exit code. */
+static int run_ctl_to(const char *a, const char *b, const char *out_path)
 {
     char rt[PATH_MAX];
     snprintf(rt, sizeof(rt), "--runtime-dir=%s/rt", tmpdir);
     pid_t pid = fork();
     if (pid == 0) {
-        int devnull = open("/dev/null", O_WRONLY);
+        int devnull = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(devnull, 1);
         execl(supervisor_bin, "supervisor", rt, "ctl", a, b, (char *)NULL);
         _exit(127);
@@ -183,6 +224,58 @@ static int run_ctl(const char *a, const char *b)
     int status;
     waitpid(pid, &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int run_ctl(const char *a, const char *b)
+{
+    return run_ctl_to(a, b, NULL);
+}
+
+/* `ctl status` lists every key a worker holds (its key file, common/keyfile.h), each with
+ * how long it has held it: the first on the worker's row, the others each on a line of
+ * their own below it. */
+static void check_status_lists_keys(void)
+{
+    char path[PATH_MAX], out[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/rt/metrics", tmpdir);
+    mkdir(path, 0700);
+    snprintf(path, sizeof(path), "%s/rt/metrics/workerd-2.key", tmpdir);
+    buf_t b;
+    buf_init(&b, 0);
+    int64_t now = clock_wall_ns() / NS_PER_MS;
+    keyfile_append(&b, "ns-a/one", now - 3000);
+    keyfile_append(&b, "ns-b/two", now - 500);
+    keyfile_append(&b, "ns-c/three", now - 12000);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(buf_str(&b), f);
+    fclose(f);
+    buf_free(&b);
+    snprintf(out, sizeof(out), "%s/status.out", tmpdir);
+    CU_ASSERT_EQUAL(run_ctl_to("status", NULL, out), 0);
+    f = fopen(out, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char text[4096];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    const char *row = strstr(text, "\nworkerd-2 ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    const char *eol = strchr(row + 1, '\n');
+    CU_ASSERT_PTR_NOT_NULL_FATAL(eol);
+    /* the first key on the row, then one line each, in the worker's order */
+    const char *one = strstr(row, " ns-a/one (3."), *two = strstr(row, "\n  "), *three = strstr(row, "ns-c/three (12.");
+    CU_ASSERT(one && one < eol);
+    CU_ASSERT(two && two == eol && strstr(eol, "ns-b/two (0.") == eol + 1 + strspn(eol + 1, " "));
+    CU_ASSERT(three && three > eol);
+    CU_ASSERT(strstr(text, "KEYS") != NULL);
+    /* a worker holding nothing: its row ends after RESTARTS */
+    const char *w1 = strstr(text, "\nworkerd-1 "), *w1_end = w1 ? strchr(w1 + 1, '\n') : NULL;
+    const char *w1_key = w1 ? strstr(w1, "ns-") : NULL;
+    CU_ASSERT(w1 && w1_end && (!w1_key || w1_key > w1_end));
+    if (!one || !three)
+        fprintf(stderr, "ctl status said:\n%s", text);
+    unlink(path);
 }
 
 static void test_process_lifecycle(void)
@@ -245,6 +338,7 @@ static void test_process_lifecycle(void)
     CU_ASSERT(wait_for(worker3_stopped, 3000));
     CU_ASSERT_EQUAL(run_ctl("workers", "many"), 1);
     CU_ASSERT_EQUAL(run_ctl("status", NULL), 0);
+    check_status_lists_keys();
 
     /* SIGTERM drains everything (each child sees TERM) and exits 0. */
     kill(sup, SIGTERM);
@@ -267,6 +361,8 @@ static const cu_entry_t tests[] = {
     {"exit status descriptions", test_describe_status},
     CU_SUITE("merge"),
     {"families grouped, child label added", test_merge_groups_families},
+    CU_SUITE("keyfile"),
+    {"a worker's held keys and their ages", test_keyfile},
     CU_SUITE("process"),
     {"start, crash restart, resize, drain", test_process_lifecycle},
 };

@@ -1,0 +1,266 @@
+/* Unit test of workerd's one connection pool: worker_run (the whole worker: its loop, its
+ * reconciles, its Events) against an in-process fake API server and a fake informerd
+ * (a ZeroMQ ROUTER handing out WORK items), counting the TCP connections the server
+ * accepts while the worker's reads (the auth Secret and its record, the StorageClass),
+ * writes (finalizer, children, the auth record, status) and Events run for several keys
+ * at once.
+ *
+ * The fake speaks HTTP/1.1 only (libmicrohttpd; no HTTP/2 server among the project's
+ * dependencies), where one connection carries one request at a time: a client needs as
+ * many connections as it has requests in flight at once, and with one pool no more (an
+ * idle connection is always reused). So the test asserts that the connections accepted
+ * do not exceed the peak of requests served at once. A worker with a pool per purpose
+ * (its blocking client, its write multi, its Event multi, as before) opens more than
+ * that peak. Over TLS the same multi puts every request on one HTTP/2 connection
+ * (CURLPIPE_MULTIPLEX, CURLOPT_PIPEWAIT): tests/e2e/test_operator.sh counts those.
+ */
+#include "buf.h"
+#include "clock.h"
+#include "fake_api.h"
+#include "kube_client.h"
+#include "kube_config.h"
+#include "proto.h"
+#include "reconcile.h"
+#include "rmsg.h"
+#include "worker.h"
+
+#include "cu_table.h"
+
+#include <CUnit/CUnit.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define KEYS 3
+#define MAX_LOG 256
+
+typedef struct {
+    fake_api_t srv;
+    pthread_mutex_t mu;
+    char method[MAX_LOG][8];
+    char path[MAX_LOG][256];
+    int n;
+} api_t;
+
+static int count(api_t *a, const char *method, const char *part)
+{
+    int n = 0;
+    pthread_mutex_lock(&a->mu);
+    for (int i = 0; i < a->n; i++)
+        n += !strcmp(a->method[i], method) && strstr(a->path[i], part) != NULL;
+    pthread_mutex_unlock(&a->mu);
+    return n;
+}
+
+/* Enough of an API server for a new cluster with spec.auth and a StorageClass: the
+ * user's Secret and the class exist, nothing else does; writes succeed. Every answer
+ * takes 30 ms, so requests made together overlap at the server. */
+static int on_request(void *user, struct MHD_Connection *c, const char *method, const char *url,
+                      const char *body, buf_t *out)
+{
+    (void)c;
+    api_t *a = user;
+    pthread_mutex_lock(&a->mu);
+    if (a->n < MAX_LOG) {
+        snprintf(a->method[a->n], sizeof(a->method[0]), "%s", method);
+        snprintf(a->path[a->n], sizeof(a->path[0]), "%s", url);
+        a->n++;
+    }
+    pthread_mutex_unlock(&a->mu);
+    usleep(30000);
+    if (!strcmp(method, "GET") && strstr(url, "/secrets/auth")) {
+        buf_puts(out, "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"auth\"},"
+                      "\"data\":{\"password\":\"czNjcmV0\"}}");
+        return 200;
+    }
+    if (!strcmp(method, "GET") && strstr(url, "/storageclasses/fast")) {
+        buf_puts(out, "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":{\"name\":\"fast\"}}");
+        return 200;
+    }
+    if (!strcmp(method, "GET")) {
+        buf_puts(out, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":404,"
+                      "\"reason\":\"NotFound\",\"message\":\"not found\"}");
+        return 404;
+    }
+    buf_puts(out, body && *body ? body : "{}");
+    return !strcmp(method, "POST") ? 201 : 200;
+}
+
+/* ---- the worker in a thread ------------------------------------------------------------- */
+
+typedef struct {
+    worker_config_t cfg;
+    int rc;
+} worker_thread_t;
+
+static void *run_worker(void *arg)
+{
+    worker_thread_t *t = arg;
+    t->rc = worker_run(&t->cfg);
+    return NULL;
+}
+
+/* Ask the worker to stop as a SIGTERM on its signalfd would. */
+static void send_sigterm(int fd)
+{
+    struct signalfd_siginfo si;
+    memset(&si, 0, sizeof(si));
+    si.ssi_signo = SIGTERM;
+    CU_ASSERT_EQUAL(write(fd, &si, sizeof(si)), (ssize_t)sizeof(si));
+}
+
+/* The fake informerd: wait for READY, hand out one WORK item per key, answer heartbeats,
+ * and collect the DONE answers (result names into done[]) until all came or 10 s passed.
+ * Returns how many came. */
+static int informerd(void *router, char done[KEYS][32])
+{
+    char identity[64] = "";
+    size_t idlen = 0;
+    int got = 0, sent = 0;
+    int64_t end = clock_mono_ns() + 10 * NS_PER_SEC;
+    while (got < KEYS && clock_mono_ns() < end) {
+        zmq_pollitem_t it = {router, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 100) <= 0)
+            continue;
+        rmsg_t *m = rmsg_recv(router, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES);
+        if (!m)
+            continue;
+        size_t len = 0;
+        const char *id = rmsg_frame(m, 0, &len);
+        if (id && len < sizeof(identity)) {
+            memcpy(identity, id, len);
+            idlen = len;
+        }
+        if (rmsg_frame_is(m, 1, PROTO_DONE)) {
+            char *key = rmsg_strdup(m, 2), *res = rmsg_strdup(m, 3);
+            int k = key && !strncmp(key, "ns-", 3) ? key[3] - '0' : -1;
+            if (k >= 0 && k < KEYS && res)
+                snprintf(done[k], sizeof(done[k]), "%s", res);
+            got++;
+            free(key);
+            free(res);
+        }
+        if (rmsg_frame_is(m, 1, PROTO_HEARTBEAT)) {
+            rmsg_t *hb = rmsg_new();
+            rmsg_addmem(hb, identity, idlen);
+            rmsg_addstr(hb, PROTO_HEARTBEAT);
+            rmsg_send(&hb, router, 0);
+        }
+        if (rmsg_frame_is(m, 1, PROTO_READY) && !sent) {
+            for (int k = 0; k < KEYS; k++) {
+                char key[32], rc[1024];
+                snprintf(key, sizeof(key), "ns-%d/cache", k);
+                snprintf(rc, sizeof(rc),
+                         "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
+                         "\"name\":\"cache\",\"namespace\":\"ns-%d\",\"uid\":\"uid-%d\",\"generation\":1,"
+                         "\"resourceVersion\":\"5\"},\"spec\":{\"size\":1,\"image\":\"redis\","
+                         "\"auth\":{\"secretRef\":{\"name\":\"auth\"}},\"storage\":{\"storageClass\":\"fast\"}}}",
+                         k, k);
+                rmsg_t *w = rmsg_new();
+                rmsg_addmem(w, identity, idlen);
+                rmsg_addstr(w, PROTO_WORK);
+                rmsg_addstr(w, key);
+                rmsg_addstr(w, "1");
+                rmsg_addstr(w, "1");
+                rmsg_addstr(w, rc);
+                rmsg_addstr(w, "{}");
+                rmsg_send(&w, router, 0);
+            }
+            sent = 1;
+        }
+        rmsg_destroy(&m);
+    }
+    return got;
+}
+
+/* KEYS new clusters, with spec.auth and a StorageClass, reconciled by one worker holding
+ * all of them at once: every request the worker makes goes through its one pool. */
+static void test_one_pool(void)
+{
+    api_t api;
+    memset(&api, 0, sizeof(api));
+    pthread_mutex_init(&api.mu, NULL);
+    fake_api_start(&api.srv, on_request, &api);
+    kube_config_t *cfg = NULL;
+    kube_client_t *client = NULL;
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    fake_api_connect(&api.srv, &o, &cfg, &client);
+    reconcile_forget_storage_classes();
+
+    char dir[] = "/tmp/rdc-test-worker-conn.XXXXXX", metrics[PATH_MAX], ep[PATH_MAX + 16];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    snprintf(metrics, sizeof(metrics), "%s/metrics", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(metrics, 0700), 0);
+    snprintf(ep, sizeof(ep), "ipc://%s/work.sock", dir);
+    void *zctx = zmq_ctx_new();
+    void *router = zmq_socket(zctx, ZMQ_ROUTER);
+    int linger = 0;
+    zmq_setsockopt(router, ZMQ_LINGER, &linger, sizeof(linger));
+    CU_ASSERT_EQUAL_FATAL(zmq_bind(router, ep), 0);
+    int sig[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(sig), 0);
+    fcntl(sig[0], F_SETFL, O_NONBLOCK);
+
+    worker_thread_t t = {.cfg = {.client = client,
+                                 .runtime_dir = dir,
+                                 .name = "workerd-test",
+                                 .work_endpoint = ep,
+                                 .leader_endpoint = NULL,
+                                 .signal_fd = sig[0],
+                                 .max_inflight = KEYS}};
+    pthread_t th;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, run_worker, &t), 0);
+    char done[KEYS][32] = {{0}};
+    int got = informerd(router, done);
+    send_sigterm(sig[1]);
+    pthread_join(th, NULL); /* the worker flushes its Events before it returns */
+    CU_ASSERT_EQUAL(t.rc, 0);
+
+    CU_ASSERT_EQUAL(got, KEYS);
+    for (int k = 0; k < KEYS; k++)
+        CU_ASSERT(!strcmp(done[k], "requeue_after") || !strcmp(done[k], "done"));
+    /* the reads, the writes and the Events were all made */
+    CU_ASSERT_EQUAL(count(&api, "GET", "/secrets/auth"), KEYS);
+    CU_ASSERT_EQUAL(count(&api, "GET", "/secrets/cache-redis-auth"), KEYS);
+    CU_ASSERT(count(&api, "GET", "/storageclasses/fast") >= 1);
+    CU_ASSERT_EQUAL(count(&api, "POST", "/configmaps"), KEYS);
+    CU_ASSERT_EQUAL(count(&api, "POST", "/statefulsets"), KEYS);
+    CU_ASSERT_EQUAL(count(&api, "PATCH", "/status"), KEYS);
+    CU_ASSERT(count(&api, "POST", "/events") >= KEYS);
+    int conns = __atomic_load_n(&api.srv.connections, __ATOMIC_SEQ_CST);
+    int peak = __atomic_load_n(&api.srv.max_in_flight, __ATOMIC_SEQ_CST);
+    fprintf(stderr, "worker: %d requests, %d connections accepted, peak %d requests at once\n", api.n, conns,
+            peak);
+    CU_ASSERT(peak >= 2); /* the keys' requests overlapped (the measure means something) */
+    CU_ASSERT(conns >= 1);
+    CU_ASSERT(conns <= peak); /* one pool: no connection beyond what concurrency needs */
+
+    close(sig[0]);
+    close(sig[1]);
+    zmq_close(router);
+    zmq_ctx_term(zctx);
+    kube_client_destroy(&client);
+    kube_config_destroy(&cfg);
+    fake_api_stop(&api.srv);
+    pthread_mutex_destroy(&api.mu);
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
+static const cu_entry_t tests[] = {
+    CU_SUITE("worker connections"),
+    {"a worker's reads, writes and Events share one connection pool", test_one_pool},
+};
+CU_MAIN(tests)
