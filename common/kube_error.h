@@ -129,4 +129,9 @@ int kube_error_is_timeout(const kube_error_t *e);
  * between "requeue with backoff" and "give up". */
 int kube_error_retryable(const kube_error_t *e);
 
+/* 1 when the same request is worth sending again after a short backoff, within the
+ * caller's own deadline: a transport failure, 401 (credentials are read again), 429, 500,
+ * ServerTimeout, 503. A deadline of the caller (KERR_TIMEOUT) is not: it has passed. */
+int kube_error_retry_soon(const kube_error_t *e);
+
 #endif

@@ -205,24 +205,6 @@ size_t exec_stage_end(const plan_t *plan, size_t i)
 }
 
 
-/* Is a failed request worth another attempt (transport, 401 refresh, 429, 5xx)? A
- * deadline (the fence's) is not. */
-static int run_retriable(const kube_error_t *e)
-{
-    switch (e->code) {
-    case KERR_TRANSPORT:
-    case KERR_UNAUTHORIZED:
-    case KERR_TOO_MANY_REQUESTS:
-    case KERR_INTERNAL:
-    case KERR_SERVER_TIMEOUT:
-    case KERR_UNAVAILABLE:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-
 /* The result of a failed write, NotFound of a write to something being deleted aside:
  * 0 when it counts as done (err cleared), else the exec result. */
 static exec_result_t write_failed(const plan_action_t *a, kube_error_t *err)
@@ -449,7 +431,7 @@ static void on_req_done(const kube_error_t *err, long status, void *arg)
     run_req_t *q = arg;
     exec_run_t *run = q->run;
     q->err = *err;
-    if (err->code != KERR_OK && run_retriable(err) && q->attempts < RUN_RETRIES) {
+    if (err->code != KERR_OK && kube_error_retry_soon(err) && q->attempts < RUN_RETRIES) {
         const plan_action_t *a = plan_action(run->plan, run->i + (size_t)(q - run->req));
         char line[512];
         rlog_info("retrying a write", "reconcileID", run->x->reconcile_id, "path", a->path, "error",

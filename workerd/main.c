@@ -80,21 +80,20 @@ static int get_object(kube_client_t *c, const char *group, const char *version,
 
 /* What --once reads from the API (NULL when absent), freed by once_free. */
 typedef struct {
-    json_object *rc, *cm, *svc, *sts;
-    json_object *pods, *psvc, *rsvc, *observation; /* REPLICATION */
+    union {
+        struct {
+            json_object *rc, *cm, *svc, *sts;
+            json_object *pods, *psvc, *rsvc, *observation; /* REPLICATION */
+        };
+        json_object *all[8]; /* the same, for once_free */
+    };
     char *password;
 } once_t;
 
 static void once_free(once_t *o)
 {
-    json_object_put(o->rc);
-    json_object_put(o->cm);
-    json_object_put(o->svc);
-    json_object_put(o->sts);
-    json_object_put(o->pods);
-    json_object_put(o->psvc);
-    json_object_put(o->rsvc);
-    json_object_put(o->observation);
+    for (size_t i = 0; i < sizeof(o->all) / sizeof(o->all[0]); i++)
+        json_object_put(o->all[i]);
     if (o->password) {
         memset(o->password, 0, strlen(o->password));
         free(o->password);

@@ -64,22 +64,6 @@ int reads_list(reads_req_t *req, const char *ns, const char *resource, const cha
     return 0;
 }
 
-/* Is a failed read worth another attempt (transport, 401 refresh, 429, 5xx)? */
-static int retriable(const kube_error_t *e)
-{
-    switch (e->code) {
-    case KERR_TRANSPORT:
-    case KERR_UNAUTHORIZED:
-    case KERR_TOO_MANY_REQUESTS:
-    case KERR_INTERNAL:
-    case KERR_SERVER_TIMEOUT:
-    case KERR_UNAVAILABLE:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 static int on_end_timer(loop_t *loop, int id, void *arg);
 
 /* The last request ended: free the set, then tell the caller. */
@@ -141,7 +125,7 @@ static void slot_failed(slot_t *s, const kube_error_t *err)
     json_object_put(s->req->obj);
     s->req->obj = NULL;
     kube_pager_destroy(&s->pager);
-    if (retriable(err) && s->attempts < READS_RETRIES) {
+    if (kube_error_retry_soon(err) && s->attempts < READS_RETRIES) {
         char line[512];
         rlog_debug("retrying a read", "path", s->req->path, "error", kube_error_str(err, line, sizeof(line)));
         int64_t wait = kube_client_throttle(s->set->c) + (RETRY_BASE_NS << s->attempts);
