@@ -29,6 +29,7 @@
 
 #include <CUnit/CUnit.h>
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -159,6 +160,41 @@ static inline void fake_api_connect(const fake_api_t *f, const kube_client_opts_
     CU_ASSERT_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "test", NULL, cfg, err, sizeof(err)) == 0);
     *client = kube_client_new(*cfg, o, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(*client);
+}
+
+/* A request log: the suite's handler adds each request (under the suite's own lock) and
+ * its checks count them. */
+#define FAKE_LOG_MAX 256
+typedef struct {
+    char method[FAKE_LOG_MAX][8];
+    char path[FAKE_LOG_MAX][512]; /* without the query */
+    int n;
+} fake_log_t;
+
+/* Log method and url; returns the entry's index (a full log reuses its last entry). */
+static inline int fake_log_add(fake_log_t *l, const char *method, const char *url)
+{
+    int i = l->n < FAKE_LOG_MAX ? l->n++ : FAKE_LOG_MAX - 1;
+    snprintf(l->method[i], sizeof(l->method[i]), "%s", method);
+    snprintf(l->path[i], sizeof(l->path[i]), "%s", url);
+    return i;
+}
+
+/* fake_log_add under the suite's lock mu (a handler on the server's thread). */
+static inline void fake_log_note(pthread_mutex_t *mu, fake_log_t *l, const char *method, const char *url)
+{
+    pthread_mutex_lock(mu);
+    fake_log_add(l, method, url);
+    pthread_mutex_unlock(mu);
+}
+
+/* How many logged requests have this method and a path containing part ("" = any). */
+static inline int fake_log_count(const fake_log_t *l, const char *method, const char *part)
+{
+    int n = 0;
+    for (int i = 0; i < l->n; i++)
+        n += !strcmp(l->method[i], method) && strstr(l->path[i], part) != NULL;
+    return n;
 }
 
 #endif

@@ -11,6 +11,7 @@
 #include "procstat.h"
 #include "text_assert.h"
 #include "rundir.h"
+#include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
 #include <libgen.h>
@@ -376,9 +377,7 @@ static void test_rundir_picks_a_free_one(void)
     else
         unsetenv("XDG_RUNTIME_DIR");
     free(saved);
-    char cmd[700];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
+    CU_ASSERT_EQUAL(tmpdir_remove(tmpdir), 0);
 }
 
 /* ---- metrics and endpoints -------------------------------------------------------------- */

@@ -15,6 +15,7 @@
 #include "proto.h"
 #include "redis_servers.h"
 #include "rmsg.h"
+#include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -235,9 +236,7 @@ static int teardown(void)
     zmq_close(router);
     zmq_close(pull);
     zmq_ctx_term(zctx);
-    char cmd[256];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    (void)!system(cmd);
+    (void)tmpdir_remove(dir);
     return 0;
 }
 

@@ -25,12 +25,6 @@
 /* ---- The fake API server ---------------------------------------------------------------- */
 
 #define MAX_OBJS 32
-#define MAX_LOG 256
-
-typedef struct {
-    char method[8];
-    char path[512]; /* without the query */
-} req_t;
 
 typedef struct {
     fake_api_t srv;
@@ -38,8 +32,7 @@ typedef struct {
     pthread_mutex_t mu;
     char *path[MAX_OBJS]; /* object paths, NULL = free */
     json_object *obj[MAX_OBJS];
-    req_t log[MAX_LOG];
-    int nlog;
+    fake_log_t log;
     int rv;
     int events;
     const char *refuse;      /* a collection whose creates get 403 */
@@ -199,11 +192,7 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     (void)c;
     api_t *a = user;
     pthread_mutex_lock(&a->mu);
-    if (a->nlog < MAX_LOG) {
-        snprintf(a->log[a->nlog].method, sizeof(a->log[0].method), "%s", method);
-        snprintf(a->log[a->nlog].path, sizeof(a->log[0].path), "%s", url);
-        a->nlog++;
-    }
+    fake_log_add(&a->log, method, url);
     int code = serve(a, method, url, body, out);
     pthread_mutex_unlock(&a->mu);
     return code;
@@ -261,10 +250,7 @@ static void env_close(env_t *e)
 /* How many logged requests have this method and a path containing part. */
 static int count_req(env_t *e, const char *method, const char *part)
 {
-    int n = 0;
-    for (int i = 0; i < e->api.nlog; i++)
-        n += !strcmp(e->api.log[i].method, method) && strstr(e->api.log[i].path, part) != NULL;
-    return n;
+    return fake_log_count(&e->api.log, method, part);
 }
 
 #define NS "/api/v1/namespaces/default"
@@ -339,10 +325,10 @@ static void test_absent_in_cache_is_read_and_left_alone(void)
     rc = stored(&e, RC_PATH);
     json_object *svc = stored(&e, NS "/services/cache");
     CU_ASSERT_PTR_NOT_NULL_FATAL(svc);
-    int n = e.api.nlog;
+    int n = e.api.log.n;
     reconcile_run(&e.x, rc, NULL, svc, NULL, NULL, NULL, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
-    CU_ASSERT_EQUAL(e.api.nlog - n, 3); /* GET configmap, statefulset, poddisruptionbudget: no write */
+    CU_ASSERT_EQUAL(e.api.log.n - n, 3); /* GET configmap, statefulset, poddisruptionbudget: no write */
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/services/cache"), 1);
     CU_ASSERT_STRING_EQUAL(json_object_to_json_string(e.api.obj[find_obj(&e.api, NS "/configmaps/cache")]), before);
     json_object_put(svc);

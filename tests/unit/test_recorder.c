@@ -22,15 +22,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_REQS 256
 
 typedef struct {
     fake_api_t srv;
     pthread_mutex_t mu;
-    char method[MAX_REQS][8];
-    char path[MAX_REQS][256];
-    long count[MAX_REQS]; /* the body's count */
-    int n;
+    fake_log_t log;
+    long count[FAKE_LOG_MAX]; /* the body's count, by log entry */
     int delay_ms;     /* every answer waits this long */
     int expire_patch; /* PATCHes answer 404 */
 } api_t;
@@ -45,9 +42,7 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     json_object *in = json_tokener_parse(body);
     json_object *cnt = NULL;
     pthread_mutex_lock(&a->mu);
-    int i = a->n < MAX_REQS ? a->n++ : MAX_REQS - 1;
-    snprintf(a->method[i], sizeof(a->method[i]), "%s", method);
-    snprintf(a->path[i], sizeof(a->path[i]), "%s", url);
+    int i = fake_log_add(&a->log, method, url);
     a->count[i] = in && json_object_object_get_ex(in, "count", &cnt) ? (long)json_object_get_int64(cnt) : -1;
     int expire = a->expire_patch;
     pthread_mutex_unlock(&a->mu);
@@ -118,10 +113,8 @@ static void drain(env_t *e)
 
 static int count_req(env_t *e, const char *method)
 {
-    int n = 0;
     pthread_mutex_lock(&e->api.mu);
-    for (int i = 0; i < e->api.n; i++)
-        n += !strcmp(e->api.method[i], method);
+    int n = fake_log_count(&e->api.log, method, "");
     pthread_mutex_unlock(&e->api.mu);
     return n;
 }
@@ -129,7 +122,7 @@ static int count_req(env_t *e, const char *method)
 static long last_count(env_t *e)
 {
     pthread_mutex_lock(&e->api.mu);
-    long c = e->api.n ? e->api.count[e->api.n - 1] : -1;
+    long c = e->api.log.n ? e->api.count[e->api.log.n - 1] : -1;
     pthread_mutex_unlock(&e->api.mu);
     return c;
 }
@@ -145,14 +138,14 @@ static void test_repeats_patch_the_count(void)
     drain(&e);
     CU_ASSERT_EQUAL(count_req(&e, "POST"), 1);
     CU_ASSERT_EQUAL(last_count(&e), 1);
-    CU_ASSERT_STRING_EQUAL(e.api.path[0], "/api/v1/namespaces/ns/events");
+    CU_ASSERT_STRING_EQUAL(e.api.log.path[0], "/api/v1/namespaces/ns/events");
     CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[0], "Normal", "Created", "Created ConfigMap a", "h", 0),
                     RECORDER_AGGREGATED);
     drain(&e);
     CU_ASSERT_EQUAL(count_req(&e, "POST"), 1);
     CU_ASSERT_EQUAL(count_req(&e, "PATCH"), 1);
     CU_ASSERT_EQUAL(last_count(&e), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(e.api.path[1], "/api/v1/namespaces/ns/events/a."));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.api.log.path[1], "/api/v1/namespaces/ns/events/a."));
     CU_ASSERT_EQUAL(recorder_record(e.r, e.rc[0], "Normal", "Created", "Created Service a", "h", 0),
                     RECORDER_QUEUED);
     /* the same reason and message on another object is another Event */

@@ -9,6 +9,7 @@
 #include "policy.h"
 #include "procstat.h"
 #include "text_assert.h"
+#include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -350,9 +351,7 @@ static void test_process_lifecycle(void)
     CU_ASSERT_EQUAL(count_lines("electord", "stopped"), 1);
     CU_ASSERT_EQUAL(count_lines("informerd", "stopped"), 1);
     CU_ASSERT_EQUAL(count_lines("workerd-2", "stopped"), 1);
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
+    CU_ASSERT_EQUAL(tmpdir_remove(tmpdir), 0);
 }
 
 static const cu_entry_t tests[] = {

@@ -25,6 +25,7 @@
 #include "worker.h"
 
 #include "cu_table.h"
+#include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
 #include <fcntl.h>
@@ -41,22 +42,17 @@
 #include <zmq.h>
 
 #define KEYS 3
-#define MAX_LOG 256
 
 typedef struct {
     fake_api_t srv;
     pthread_mutex_t mu;
-    char method[MAX_LOG][8];
-    char path[MAX_LOG][256];
-    int n;
+    fake_log_t log;
 } api_t;
 
 static int count(api_t *a, const char *method, const char *part)
 {
-    int n = 0;
     pthread_mutex_lock(&a->mu);
-    for (int i = 0; i < a->n; i++)
-        n += !strcmp(a->method[i], method) && strstr(a->path[i], part) != NULL;
+    int n = fake_log_count(&a->log, method, part);
     pthread_mutex_unlock(&a->mu);
     return n;
 }
@@ -69,13 +65,7 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
 {
     (void)c;
     api_t *a = user;
-    pthread_mutex_lock(&a->mu);
-    if (a->n < MAX_LOG) {
-        snprintf(a->method[a->n], sizeof(a->method[0]), "%s", method);
-        snprintf(a->path[a->n], sizeof(a->path[0]), "%s", url);
-        a->n++;
-    }
-    pthread_mutex_unlock(&a->mu);
+    fake_log_note(&a->mu, &a->log, method, url);
     usleep(30000);
     if (!strcmp(method, "GET") && strstr(url, "/secrets/auth")) {
         buf_puts(out, "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"auth\"},"
@@ -240,7 +230,7 @@ static void test_one_pool(void)
     CU_ASSERT(count(&api, "POST", "/events") >= KEYS);
     int conns = __atomic_load_n(&api.srv.connections, __ATOMIC_SEQ_CST);
     int peak = __atomic_load_n(&api.srv.max_in_flight, __ATOMIC_SEQ_CST);
-    fprintf(stderr, "worker: %d requests, %d connections accepted, peak %d requests at once\n", api.n, conns,
+    fprintf(stderr, "worker: %d requests, %d connections accepted, peak %d requests at once\n", api.log.n, conns,
             peak);
     CU_ASSERT(peak >= 2); /* the keys' requests overlapped (the measure means something) */
     CU_ASSERT(conns >= 1);
@@ -254,9 +244,7 @@ static void test_one_pool(void)
     kube_config_destroy(&cfg);
     fake_api_stop(&api.srv);
     pthread_mutex_destroy(&api.mu);
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    CU_ASSERT_EQUAL(system(cmd), 0);
+    CU_ASSERT_EQUAL(tmpdir_remove(dir), 0);
 }
 
 static const cu_entry_t tests[] = {
