@@ -561,36 +561,6 @@ static void test_not_running_reads_and_reports_the_cause(void)
     env_close(&e);
 }
 
-/* A worker (its context has the exists memo) keeps a stuck cluster's diagnosis reads:
- * the next reconcile with the same StatefulSet reads nothing and reports the same cause;
- * a new resourceVersion of the StatefulSet (a pod more or less, Ready or not) reads
- * again. */
-static void test_diagnosis_reads_kept_while_nothing_changes(void)
-{
-    env_t e;
-    env_batched(&e);
-    reconcile_forget_storage_classes();
-    json_object *kids[4], *rc = quota_stuck(&e, kids);
-    reconcile_outcome_t out;
-    const plan_children_t k = {kids[0], kids[1], kids[2], kids[3]};
-    reconcile_run_children(&e.x, rc, &k, NULL, NULL, &out);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 1);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 1);
-    CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "FailedCreate");
-    reconcile_run_children(&e.x, rc, &k, NULL, NULL, &out);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 1);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 1);
-    CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "FailedCreate");
-    json_object_object_add(json_object_object_get(kids[2], "metadata"), "resourceVersion",
-                           json_object_new_string("a pod more"));
-    reconcile_run_children(&e.x, rc, &k, NULL, NULL, &out);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 2);
-    put_kids(kids);
-    json_object_put(rc);
-    reconcile_forget_storage_classes();
-    env_close(&e);
-}
-
 /* An apply refused with 422 (another manager's port in the way): the Service is taken
  * back with a PUT carrying the observed resourceVersion; when the PUT is refused too, it
  * is deleted and created again. Either way an Event says so and nothing is retried in a
@@ -907,7 +877,6 @@ static void test_child_in_cache_leaves_the_memo(void)
 static const cu_entry_t tests[] = {
     CU_SUITE("workerd shell"),
     {"not Running: pods and Events read, the cause reported", test_not_running_reads_and_reports_the_cause},
-    {"a worker keeps a stuck cluster's diagnosis reads while its StatefulSet stays the same", test_diagnosis_reads_kept_while_nothing_changes},
     {"a refused apply takes the child back", test_refused_apply_takes_the_child_back},
     {"a missing StorageClass is named, the StatefulSet made", test_missing_storage_class_holds_the_statefulset},
     {"a young StatefulSet: no diagnosis yet, requeued", test_young_statefulset_no_diagnosis_yet},
