@@ -8,6 +8,7 @@
 #include "metrics.h"
 #include "rdc_api.h"
 #include "reads.h"
+#include "readmemo.h"
 #include "render.h"
 
 
@@ -257,9 +258,71 @@ static void sc_cache_keep(const char *cls, int missing)
     sc_cache[i].at_ns = clock_mono_ns();
 }
 
+/* A worker (x->exists set: not --once) keeps a cluster's diagnosis reads DIAG_MEMO_TTL_NS
+ * under the StatefulSet's resourceVersion and the RedisCluster's: a cluster that does not
+ * move is reconciled again at every pod label, observation and condition change, and each
+ * reconcile read the same LISTs anew. A pod created, gone, Ready or not changes the
+ * StatefulSet's resourceVersion and reads anew; what changes one pod only (unschedulable,
+ * waiting for its image) reaches the status at most the ttl late, as its counts may
+ * (docs/status-and-drift.md). The RedisCluster's resourceVersion: each worker has its own
+ * memo and a key goes to whichever worker is free, so a memo older than the status
+ * another worker wrote from fresher reads would flip the conditions back; every write
+ * changes that resourceVersion, so no plan rests on reads older than the status it
+ * changes. Kept as text: parsed, a LIST of pods costs ten times its text in json-c
+ * objects. */
+#define DIAG_MEMO_SLOTS 32
+#define DIAG_MEMO_TTL_NS (INT64_C(10) * NS_PER_SEC)
+static readmemo_t *diag_memo;
+
+/* The memo key of rc's diagnosis with StatefulSet sts into key; 0, or -1 without one. */
+static int diag_memo_key(const json_object *rc, const json_object *sts, char *key, size_t size)
+{
+    const char *rv = sts ? meta_str(sts, "resourceVersion") : "", *own = meta_str(rc, "resourceVersion");
+    int n = *rv && *own ? snprintf(key, size, "%s/%s@%s@%s", meta_str(rc, "namespace"), meta_str(rc, "name"), rv, own)
+                        : -1;
+    if (n < 0 || (size_t)n >= size) {
+        *key = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+/* The three diagnosis answers kept under key into diag[] (new references); 1, or 0. */
+static int diag_memo_get(const char *key, json_object *diag[3])
+{
+    json_object *kept = NULL;
+    if (!diag_memo || !readmemo_get(diag_memo, key, clock_mono_ns(), &kept) ||
+        !json_object_is_type(kept, json_type_string)) {
+        json_object_put(kept);
+        return 0;
+    }
+    json_object *was = json_tokener_parse(json_object_get_string(kept));
+    json_object_put(kept);
+    int ok = was && json_object_is_type(was, json_type_array) && json_object_array_length(was) == 3;
+    for (int i = 0; ok && i < 3; i++)
+        diag[i] = json_object_get(json_object_array_get_idx(was, (size_t)i));
+    json_object_put(was);
+    return ok;
+}
+
+/* Keep diag[] (borrowed) under key, as text. */
+static void diag_memo_put(const char *key, json_object *const diag[3])
+{
+    if (!diag_memo)
+        diag_memo = readmemo_new(DIAG_MEMO_SLOTS, DIAG_MEMO_TTL_NS); /* NULL: every diagnosis reads */
+    json_object *all = diag_memo ? json_object_new_array() : NULL, *text = NULL;
+    for (int i = 0; all && i < 3; i++)
+        json_object_array_add(all, json_object_get(diag[i]));
+    if (all && (text = json_object_new_string(json_object_to_json_string_ext(all, JSON_C_TO_STRING_PLAIN))))
+        readmemo_put(diag_memo, key, text, clock_mono_ns());
+    json_object_put(text);
+    json_object_put(all);
+}
+
 void reconcile_forget_storage_classes(void)
 {
     memset(sc_cache, 0, sizeof(sc_cache));
+    readmemo_clear(diag_memo);
 }
 
 /* DIAGNOSIS is read only once the StatefulSet is RECONCILE_DIAGNOSIS_AFTER_NS old: pods
@@ -315,6 +378,9 @@ struct reconcile_job {
     int64_t start;
     FILE *dry_run;
     int64_t diag_wait_ns;       /* the diagnosis was put off this long (requeue then) */
+    char diag_key[400];         /* the diagnosis memo's key ("" = not kept) */
+    int diag_kept;              /* diag[] came from the memo */
+    int diag_failed;            /* a diagnosis read failed: nothing is kept */
     plan_observed_t seen;       /* the caller's (what it points to is borrowed) */
     int has_seen;
     /* in flight: reads, a run, or the end waiting for the next turn */
@@ -634,7 +700,10 @@ static void job_plan_first(reconcile_job_t *j)
         if (cls && !sc_cache_find(cls, &j->more.storage_class_missing) &&
             job_add_get(j, W_STORAGE_CLASS, "storage.k8s.io", "v1", "storageclasses", NULL, cls, &err) == 0)
             snprintf(j->sc_name, sizeof(j->sc_name), "%s", cls);
-        if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(child[2]))) {
+        if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(child[2])) && x->exists &&
+            !diag_memo_key(j->rc, child[2], j->diag_key, sizeof(j->diag_key)) && diag_memo_get(j->diag_key, j->diag)) {
+            j->diag_kept = 1;
+        } else if (plan_wants_diagnosis(j->plan) && !j->diag_wait_ns) {
             char fs[600];
             snprintf(fs, sizeof(fs), "involvedObject.kind=StatefulSet,involvedObject.name=%s", meta_str(j->rc, "name"));
             job_add_list(j, W_PODS, "pods", plan_pod_selector(j->plan), NULL);
@@ -680,15 +749,17 @@ static void on_more_reads(void *arg)
             }
             break;
         case W_PODS:
+            j->diag_failed |= j->req[k].err.code != KERR_OK;
             j->diag[0] = job_take(j, k, "cannot read the pods to explain the status");
             break;
         case W_STS_EVENTS:
+            j->diag_failed |= j->req[k].err.code != KERR_OK;
             j->diag[1] = job_take(j, k, "cannot read the StatefulSet's Events");
             break;
         }
     }
     job_reads_clear(j);
-    const char *pod = j->diag[0] ? plan_pod_to_explain(j->diag[0]) : NULL;
+    const char *pod = j->diag[0] && !j->diag_kept ? plan_pod_to_explain(j->diag[0]) : NULL;
     if (pod) {
         char fs[600];
         snprintf(fs, sizeof(fs), "involvedObject.kind=Pod,involvedObject.name=%s", pod);
@@ -705,9 +776,13 @@ static void on_pod_events(void *arg)
     reconcile_job_t *j = arg;
     j->reads = NULL;
     for (size_t k = 0; k < j->nreq; k++)
-        if (j->what[k] == W_POD_EVENTS)
+        if (j->what[k] == W_POD_EVENTS) {
+            j->diag_failed |= j->req[k].err.code != KERR_OK;
             j->diag[2] = job_take(j, k, "cannot read the pod's Events");
+        }
     job_reads_clear(j);
+    if (*j->diag_key && !j->diag_kept && !j->diag_failed && j->diag[0] && j->diag[1])
+        diag_memo_put(j->diag_key, j->diag);
     job_plan_final(j);
 }
 

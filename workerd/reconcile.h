@@ -52,7 +52,12 @@ typedef struct {
  *    is kept 30 s per process (reconcile_forget_storage_classes forgets it); the
  *    diagnosis is read only once the StatefulSet is RECONCILE_DIAGNOSIS_AFTER_NS old (pods
  *    merely starting need no explanation), and a reconcile that put it off ends in
- *    RECONCILE_REQUEUE_AFTER the rest of that time at most, so it is read when due.
+ *    RECONCILE_REQUEUE_AFTER the rest of that time at most, so it is read when due. In
+ *    a worker (x->exists set) the diagnosis reads are kept 10 s per process under the
+ *    StatefulSet's resourceVersion and the RedisCluster's (readmemo.h;
+ *    reconcile_forget_storage_classes forgets them too): a cluster that does not move is
+ *    not read for again at every pod change, and no plan rests on reads older than the
+ *    status it would change (another worker's write makes them stale).
  * 3. RUN: exec_run_start. When a create (POST) meets 409 AlreadyExists (with x->exists)
  *    the name is kept and, in the same reconcile, steps 1-3 run once more (a second 409 is
  *    RECONCILE_REQUEUE, and the next reconcile reads), from the RedisCluster with the
@@ -104,7 +109,7 @@ void reconcile_run(const exec_ctx_t *x, const json_object *rc, const json_object
  * or key missing, not base64). The password never appears in err. */
 int reconcile_read_password(kube_client_t *client, const json_object *rc, char **password, kube_error_t *err);
 
-/* Forget the StorageClass answers kept (tests). */
+/* Forget the StorageClass answers and the diagnosis reads kept (tests). */
 void reconcile_forget_storage_classes(void);
 
 /* The word used on the wire and in metrics: "done", "requeue_after", "requeue", "error",

@@ -561,6 +561,98 @@ static void test_not_running_reads_and_reports_the_cause(void)
     env_close(&e);
 }
 
+/* env_batched (a worker's context: it has the memos) with a quota_stuck cluster whose
+ * diagnosis the worker keeps: the first reconcile reads and writes the cause; its own
+ * status write changed the RedisCluster, so the next reads once more and keeps the
+ * reads under that status. Returns the RedisCluster as stored now (the caller puts it). */
+static json_object *diagnosis_kept(env_t *e, json_object *kids[4])
+{
+    env_batched(e);
+    reconcile_forget_storage_classes();
+    json_object *rc = quota_stuck(e, kids);
+    reconcile_outcome_t out;
+    const plan_children_t k = {kids[0], kids[1], kids[2], kids[3]};
+    reconcile_run_children(&e->x, rc, &k, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(e, "GET", NS "/pods"), 1);
+    CU_ASSERT_EQUAL(count_req(e, "GET", NS "/events"), 1);
+    CU_ASSERT_STRING_EQUAL(degraded(e, "reason"), "FailedCreate");
+    json_object_put(rc);
+    rc = stored(e, RC_PATH);
+    reconcile_run_children(&e->x, rc, &k, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(e, "GET", NS "/pods"), 2);
+    return rc;
+}
+
+/* A worker (its context has the exists memo) keeps a stuck cluster's diagnosis reads:
+ * once the status tells the cause (diagnosis_kept), the next reconciles of the same
+ * StatefulSet and RedisCluster read nothing and report the same cause; a new resourceVersion of the
+ * StatefulSet (a pod more or less, Ready or not) reads again. */
+static void test_diagnosis_reads_kept_while_nothing_changes(void)
+{
+    env_t e;
+    json_object *kids[4], *rc = diagnosis_kept(&e, kids);
+    reconcile_outcome_t out;
+    const plan_children_t k = {kids[0], kids[1], kids[2], kids[3]};
+    int writes = count_req(&e, "PATCH", RC_PATH);
+    for (int i = 0; i < 3; i++)
+        reconcile_run_children(&e.x, rc, &k, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 2);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 2);
+    CU_ASSERT_EQUAL(count_req(&e, "PATCH", RC_PATH), writes);
+    CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "FailedCreate");
+    json_object_object_add(json_object_object_get(kids[2], "metadata"), "resourceVersion",
+                           json_object_new_string("a pod more"));
+    reconcile_run_children(&e.x, rc, &k, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 3);
+    put_kids(kids);
+    json_object_put(rc);
+    reconcile_forget_storage_classes();
+    env_close(&e);
+}
+
+/* Two workers on one stuck cluster (a key goes to whichever worker is free; each keeps
+ * its own memo): this one kept the reads that found the quota refusal; the cause went
+ * away, and another worker, reading afresh, wrote a status without it. This worker's
+ * next reconcile sees that status (a new resourceVersion of the RedisCluster): it reads
+ * again rather than plan from its older reads, and does not write the cause back. */
+static void test_diagnosis_memo_older_than_the_status_is_not_used(void)
+{
+    env_t e;
+    json_object *kids[4], *rc = diagnosis_kept(&e, kids);
+    reconcile_outcome_t out;
+    const plan_children_t k = {kids[0], kids[1], kids[2], kids[3]};
+    CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "FailedCreate");
+    /* the quota was raised: the StatefulSet made its pod (no new resourceVersion of the
+     * StatefulSet yet: the pod is not Ready), and the other worker wrote what it read.
+     * (The fake lists every Event of the namespace, the operator's own FailedCreate on
+     * the RedisCluster too: this one is later than those.) */
+    put_obj(&e.api, NS "/events/sts-2",
+            parse("{\"metadata\":{\"name\":\"sts-2\"},\"type\":\"Normal\",\"reason\":\"SuccessfulCreate\","
+                  "\"lastTimestamp\":\"2099-01-01T00:00:00Z\",\"message\":\"create Pod cache-0 in StatefulSet cache "
+                  "successful\"}"));
+    json_object *other = stored(&e, RC_PATH);
+    json_object *conds = json_object_object_get(json_object_object_get(other, "status"), "conditions");
+    for (size_t i = 0; i < json_object_array_length(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (!strcmp(json_object_get_string(json_object_object_get(c, "type")), "Degraded")) {
+            json_object_object_add(c, "status", json_object_new_string("False"));
+            json_object_object_add(c, "reason", json_object_new_string("AsExpected"));
+            json_object_object_del(c, "message");
+        }
+    }
+    put_obj(&e.api, RC_PATH, json_object_get(other));
+    json_object_put(rc);
+    rc = stored(&e, RC_PATH);
+    reconcile_run_children(&e.x, rc, &k, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 3);
+    CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "AsExpected");
+    json_object_put(other);
+    put_kids(kids);
+    json_object_put(rc);
+    reconcile_forget_storage_classes();
+    env_close(&e);
+}
+
 /* An apply refused with 422 (another manager's port in the way): the Service is taken
  * back with a PUT carrying the observed resourceVersion; when the PUT is refused too, it
  * is deleted and created again. Either way an Event says so and nothing is retried in a
@@ -877,6 +969,8 @@ static void test_child_in_cache_leaves_the_memo(void)
 static const cu_entry_t tests[] = {
     CU_SUITE("workerd shell"),
     {"not Running: pods and Events read, the cause reported", test_not_running_reads_and_reports_the_cause},
+    {"a worker keeps a stuck cluster's diagnosis reads while nothing changes", test_diagnosis_reads_kept_while_nothing_changes},
+    {"two workers: a memo older than the status is not used", test_diagnosis_memo_older_than_the_status_is_not_used},
     {"a refused apply takes the child back", test_refused_apply_takes_the_child_back},
     {"a missing StorageClass is named, the StatefulSet made", test_missing_storage_class_holds_the_statefulset},
     {"a young StatefulSet: no diagnosis yet, requeued", test_young_statefulset_no_diagnosis_yet},
