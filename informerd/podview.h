@@ -4,8 +4,10 @@
  * tolerations, container statuses). The cache keeps only what the operator uses: all of
  * metadata (labels, ownerReferences, deletionTimestamp; managedFields is stripped by the
  * cache), spec.nodeName, and status.podIP, status.podIPs, status.phase and
- * status.conditions (Ready and the rest), and status.containerStatuses reduced to
- * [{name, restartCount}] (workerd's runtime config notes container restarts), so a pod
+ * status.conditions (Ready and the rest), and status.containerStatuses and
+ * initContainerStatuses reduced to [{name, restartCount, state.waiting {reason, message},
+ * lastState.terminated {exitCode, reason}}] (workerd's runtime config notes container
+ * restarts; its diagnosis quotes a container waiting and how it last ended), so a pod
  * costs a few hundred bytes however large its spec is.
  */
 #ifndef RDC_INFORMERD_PODVIEW_H

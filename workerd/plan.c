@@ -1384,6 +1384,7 @@ static sts_view_t view_statefulset(const json_object *sts)
 /* ---- Diagnosis ------------------------------------------------------------------------ */
 
 #define API_QUOTED 1024 /* bytes of the API's own message quoted in a diagnosis */
+#define PLAN_MAX_ORDINALS 1024 /* plan_diagnosis_reads walks no further (spec.size is far less) */
 #define DIAG_POD_GRACE_NS (INT64_C(30) * 1000000000)       /* a pod's own causes count after this */
 
 /* How long ago (by now) the RFC 3339 time t was; -1 when t is missing or unreadable. */
@@ -1528,6 +1529,35 @@ static const char *unschedulable(const json_object *pod)
         }
     }
     return NULL;
+}
+
+void plan_diagnosis_reads(const json_object *statefulset, const json_object *pods, int64_t now_wall_ns,
+                          plan_diag_reads_t *out)
+{
+    sts_view_t v = view_statefulset(statefulset);
+    const char *sts = jstr(jsonx_get(statefulset, "metadata"), "name");
+    pods = items_of(pods);
+    /* The StatefulSet controller's walk (OrderedReady): ordinal by ordinal, a missing pod
+     * is created (and may fail to be), one not Ready makes it wait there. */
+    out->sts_events = 0;
+    for (int64_t i = 0; sts && i < v.spec_replicas && i < PLAN_MAX_ORDINALS; i++) {
+        char name[320];
+        snprintf(name, sizeof(name), "%s-%lld", sts, (long long)i);
+        const json_object *pod = pod_named(pods, name);
+        if (!pod || jsonx_get(jsonx_get(pod, "metadata"), "deletionTimestamp")) {
+            out->sts_events = 1;
+            break;
+        }
+        if (!pod_ready(pod))
+            break;
+    }
+    out->pod = plan_pod_to_explain(pods);
+    const json_object *pod = pod_named(pods, out->pod);
+    const char *container = NULL, *msg = NULL, *exit_reason = NULL;
+    int64_t exit_code = -1, age = age_ns(jstr(jsonx_get(pod, "metadata"), "creationTimestamp"), now_wall_ns);
+    if (pod && ((age >= 0 && age < DIAG_POD_GRACE_NS) || container_waiting(pod, &container, &msg, &exit_code, &exit_reason) ||
+                unschedulable(pod)))
+        out->pod = NULL;
 }
 
 /* DIAGNOSIS (plan.h): find why fewer replicas than wanted are ready, from what the

@@ -180,7 +180,8 @@
  * plan_wants_diagnosis() says so and the caller reads what explains it (only then: a
  * healthy resync reads nothing more): the pods of the StatefulSet's selector, the Events
  * of the StatefulSet, and the Events of the first pod that is not Ready
- * (plan_pod_to_explain). With them, while fewer replicas than spec.size are ready, the
+ * (plan_pod_to_explain); a caller that has the pods already reads only the Events
+ * plan_diagnosis_reads names, and finds the same cause (test_plan's diagnosis table). With them, while fewer replicas than spec.size are ready, the
  * first cause found, in this order, becomes Ready=False and Degraded=True with its reason
  * and a message quoting the API's words (at most 1024 bytes of them):
  *   FailedCreate      fewer pods exist than the StatefulSet wants, and of its Events
@@ -473,6 +474,25 @@ const char *plan_storage_class_to_check(const plan_t *plan);
 /* The name of the first pod (in list order) whose Ready condition is not True, or NULL.
  * Points into pods. */
 const char *plan_pod_to_explain(const json_object *pods);
+
+/* What a DIAGNOSIS still needs read when the pods are known already (a worker has them
+ * from informerd's cache, in their compact form: informerd/podview.h), so that a cluster
+ * that converges as it should costs no read at all:
+ *   sts_events  1 when the StatefulSet's Events may say FailedCreate: walking its ordinals
+ *               as its controller does (OrderedReady), a pod is missing (or being
+ *               deleted) before any is found not Ready (the controller waits at a pod not
+ *               Ready and creates nothing after it, so it cannot fail to); else 0;
+ *   pod         the pod whose Events may name the cause (plan_pod_to_explain), only when
+ *               it is 30 s old by now_wall_ns (DIAGNOSIS) and its own status explains
+ *               nothing (no container waiting for a cause, not unschedulable); else NULL
+ *               (points into pods).
+ * pods is an array (or a list answer); inputs are only read. */
+typedef struct {
+    int sts_events;
+    const char *pod;
+} plan_diag_reads_t;
+void plan_diagnosis_reads(const json_object *statefulset, const json_object *pods, int64_t now_wall_ns,
+                          plan_diag_reads_t *out);
 
 /* The plan that takes a refused child back (TAKING A CHILD BACK): action is the index in
  * failed of a PLAN_APPLY the API refused with http_status, api_reason and api_message;

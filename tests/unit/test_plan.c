@@ -2206,6 +2206,22 @@ static void diag_row(const diag_row_t *r)
         CU_ASSERT_STRING_EQUAL(str_at(ready, "reason"), r->ready == 3 ? "AllReplicasReady" : "ReplicasNotReady");
     }
     CU_ASSERT_EQUAL(plan_wants_diagnosis(p), r->ready < 3);
+    /* A worker has the pods from the cache and reads only the Events plan_diagnosis_reads
+     * names: that finds the same cause (or none) as reading everything. */
+    plan_diag_reads_t need;
+    plan_diagnosis_reads(w.sts, pods, T3, &need);
+    plan_observed_t less = {.pods = pods, .sts_events = need.sts_events ? sev : NULL, .pod_events = need.pod ? pev : NULL};
+    plan_t *q = plan_compute_children(w.rc, &(plan_children_t){w.cm, w.svc, w.sts, w.pdb}, &less, T3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    json_object *qdeg = cond(q, "Degraded");
+    const char *qr = str_at(qdeg, "reason"), *ar = str_at(deg, "reason"), *qm = str_at(qdeg, "message"),
+               *am = str_at(deg, "message");
+    if (strcmp(qr ? qr : "", ar ? ar : ""))
+        fprintf(stderr, "\n  row \"%s\": with the reads asked for (events %d, pod %s): %s, with all: %s\n", r->name,
+                need.sts_events, need.pod ? need.pod : "-", qr ? qr : "-", ar ? ar : "-");
+    CU_ASSERT_STRING_EQUAL(qr ? qr : "", ar ? ar : "");
+    CU_ASSERT_STRING_EQUAL(qm ? qm : "", am ? am : "");
+    plan_destroy(&q);
     /* The same cause again writes and records nothing. */
     perform(&w, p);
     plan_destroy(&p);
@@ -2224,6 +2240,46 @@ static void test_diagnosis_table(void)
 {
     for (size_t i = 0; i < sizeof(diag_rows) / sizeof(diag_rows[0]); i++)
         diag_row(&diag_rows[i]);
+}
+
+/* What a worker, which has the pods from the cache, still reads for a diagnosis: the
+ * StatefulSet's Events when its controller would be creating a pod (a missing ordinal
+ * before any pod not Ready), a pod's Events when it is old and its status says nothing. */
+static void test_diagnosis_reads_from_cached_pods(void)
+{
+    static const struct {
+        const char *name, *pods;
+        int sts_events;
+        const char *pod;
+    } rows[] = {
+        {"no pod yet", "[]", 1, NULL},
+        {"the first pod starting", "[" POD_YOUNG("cache-0", "{}") "]", 0, NULL},
+        {"the next pod not made", "[" POD_OLD("cache-0", READY) "]", 1, NULL},
+        {"all Ready", "[" POD_OLD("cache-0", READY) "," POD_OLD("cache-1", READY) "," POD_OLD("cache-2", READY) "]", 0,
+         NULL},
+        {"a lower ordinal missing, a higher one not Ready", "[" POD_OLD("cache-1", "{}") "]", 1, "cache-1"},
+        {"an old pod whose status says nothing", "[" POD_OLD("cache-0", "{}") "]", 0, "cache-0"},
+        {"an old pod unschedulable", "[" POD_OLD("cache-0", UNSCHED) "]", 0, NULL},
+        {"an old pod's container waiting", "[" POD_OLD("cache-0", WAITING("containerStatuses", "ErrImagePull", "no")) "]",
+         0, NULL},
+        {"a pod being deleted", "[{\"metadata\":{\"name\":\"cache-0\",\"deletionTimestamp\":\"" T1_STR "\"},"
+         "\"status\":" READY "}]", 1, NULL},
+        {"Ready, then one not Ready, then one missing", "[" POD_OLD("cache-0", READY) "," POD_OLD("cache-1", "{}") "]", 0,
+         "cache-1"},
+    };
+    json_object *sts = parse("{\"metadata\":{\"name\":\"cache\"},\"spec\":{\"replicas\":3}}");
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        json_object *pods = parse(rows[i].pods);
+        plan_diag_reads_t need;
+        plan_diagnosis_reads(sts, pods, T3, &need);
+        if (need.sts_events != rows[i].sts_events || strcmp(need.pod ? need.pod : "-", rows[i].pod ? rows[i].pod : "-"))
+            fprintf(stderr, "\n  row \"%s\": events %d, pod %s\n", rows[i].name, need.sts_events,
+                    need.pod ? need.pod : "-");
+        CU_ASSERT_EQUAL(need.sts_events, rows[i].sts_events);
+        CU_ASSERT_STRING_EQUAL(need.pod ? need.pod : "-", rows[i].pod ? rows[i].pod : "-");
+        json_object_put(pods);
+    }
+    json_object_put(sts);
 }
 
 /* Who asks for a diagnosis, which pod is explained, and a healthy plan never asks. */
@@ -3532,6 +3588,7 @@ static const cu_entry_t tests[] = {
     {"plan_to_json", test_plan_to_json},
     CU_SUITE("plan: status and take-back"),
     {"diagnosis of a cluster that is not Running (table)", test_diagnosis_table},
+    {"diagnosis: the reads a worker with the cache's pods still makes", test_diagnosis_reads_from_cached_pods},
     {"diagnosis asked only when not Running", test_diagnosis_is_asked_only_when_not_running},
     {"StorageClass checked before creating", test_storage_class_checked_before_creating},
     {"storage advice never leads to a mixed set", test_storage_change_advice},

@@ -43,7 +43,8 @@ static void test_podview_compact(void)
     CU_ASSERT_TRUE(json_object_object_get_ex(status, "phase", NULL));
     CU_ASSERT_TRUE(json_object_object_get_ex(status, "conditions", NULL));
     CU_ASSERT_TRUE(json_object_object_get_ex(status, "podIPs", NULL));
-    /* containerStatuses reduced to name and restartCount (workerd's runtime config). */
+    /* containerStatuses reduced to name and restartCount (workerd's runtime config), and
+     * a waiting state and the last termination when there are (below). */
     CU_ASSERT_TRUE_FATAL(json_object_object_get_ex(status, "containerStatuses", &v));
     CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN),
                            "[{\"name\":\"redis\",\"restartCount\":0}]");
@@ -54,6 +55,25 @@ static void test_podview_compact(void)
     CU_ASSERT_TRUE(json_object_object_get_ex(md, "labels", NULL));
     CU_ASSERT_TRUE(json_object_object_get_ex(md, "ownerReferences", NULL));
     CU_ASSERT(strlen(json_object_to_json_string(pod)) < before);
+    json_object_put(pod);
+    /* A container waiting (and an init container that crashed): what a diagnosis quotes is
+     * kept, the rest of each state goes. */
+    pod = json_tokener_parse(
+        "{\"metadata\":{\"name\":\"p\"},\"status\":{\"phase\":\"Pending\",\"initContainerStatuses\":[{\"name\":"
+        "\"init\",\"restartCount\":3,\"image\":\"busybox\",\"state\":{\"waiting\":{\"reason\":\"CrashLoopBackOff\","
+        "\"message\":\"back-off 40s\"}},\"lastState\":{\"terminated\":{\"exitCode\":1,\"reason\":\"Error\","
+        "\"startedAt\":\"2026-01-01T00:00:00Z\",\"containerID\":\"x\"}}}],\"containerStatuses\":[{\"name\":"
+        "\"redis\",\"restartCount\":0,\"state\":{\"running\":{\"startedAt\":\"2026-01-01T00:00:00Z\"}},"
+        "\"ready\":false},{\"name\":\"side\",\"restartCount\":0,\"state\":{\"waiting\":{\"reason\":"
+        "\"ImagePullBackOff\",\"message\":\"Back-off pulling image nope\"}},\"lastState\":{}}]}}");
+    CU_ASSERT_EQUAL(podview_compact(pod), 0);
+    CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(json_object_object_get(pod, "status"), JSON_C_TO_STRING_PLAIN),
+                           "{\"phase\":\"Pending\",\"initContainerStatuses\":[{\"name\":\"init\",\"restartCount\":3,"
+                           "\"state\":{\"waiting\":{\"reason\":\"CrashLoopBackOff\",\"message\":\"back-off 40s\"}},"
+                           "\"lastState\":{\"terminated\":{\"exitCode\":1,\"reason\":\"Error\"}}}],"
+                           "\"containerStatuses\":[{\"name\":\"redis\",\"restartCount\":0},{\"name\":\"side\","
+                           "\"restartCount\":0,\"state\":{\"waiting\":{\"reason\":\"ImagePullBackOff\",\"message\":"
+                           "\"Back-off pulling image nope\"}}}]}");
     json_object_put(pod);
     /* A pod without status (just created), a spec that is not an object, not an object. */
     pod = json_tokener_parse("{\"metadata\":{\"name\":\"p\"},\"spec\":7}");
