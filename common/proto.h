@@ -23,8 +23,13 @@
  * work (informerd ROUTER; each workerd is a DEALER whose identity is "w-<pid>")
  *   worker -> informerd:
  *     READY [capacity]                   give me keys, up to capacity at once (default 1)
- *     DONE key result after_ms           result: done | requeue_after | requeue | error |
- *                                        fenced; also frees the key's place
+ *     DONE key result after_ms [rv]      result: done | requeue_after | requeue | error |
+ *                                        fenced; also frees the key's place. rv: the
+ *                                        RedisCluster's resourceVersion after the
+ *                                        reconcile's last write of it (none: it wrote
+ *                                        none); informerd hands the key out again only
+ *                                        once its cache holds that version, or after
+ *                                        OWNWRITE_WAIT_NS (informerd/ownwrite.h)
  *     HEARTBEAT [capacity]               (capacity again: a worker forgotten meanwhile
  *                                        is known again with it)
  *   informerd -> worker:

@@ -130,8 +130,15 @@ static const char *next_key(informer_t *inf, int64_t now)
             return NULL;
         const cache_item_t *rc = cache_lookup(inf->cache, OWNER_KIND, key);
         const cache_item_t *big = rc ? too_large_blocker(inf, rc) : NULL;
-        if (rc && !big)
+        if (rc && !big && ownwrite_may_dispatch(inf->ownwrites, key, now))
             return key;
+        if (rc && !big) {
+            /* Its last reconcile wrote the RedisCluster, and the cache does not hold that
+             * yet: it waits for the delta that brings it (which queues it) or the end of
+             * the wait (ownwrite.h). */
+            workqueue_done(inf->queue, key, now);
+            continue;
+        }
         /* Deleted meanwhile: nothing to reconcile. Or it, or a child, is kept in minimal
          * form: a worker would take the missing spec or data for a change to make. It
          * waits for a smaller object (a delta) or its deletion. */
@@ -198,11 +205,19 @@ static void handle_done(informer_t *inf, worker_slot_t *w, rmsg_t *m, int64_t no
     char *result = rmsg_strdup(m, 2);
     int64_t after_ms = 0;
     rmsg_frame_int64(m, 3, &after_ms);
+    char *written = rmsg_size(m) > 4 ? rmsg_strdup(m, 4) : NULL;
     if (!key || !result || workslot_release(&w->held, key) != 0) {
         /* A confused peer (or one we gave up on): the keys it holds stay its own until it
          * answers for them or is lost; nothing is released twice. */
         rlog_warn("DONE for a key the worker does not hold; ignored", "worker", w->id, "key", key ? key : "");
         goto out;
+    }
+    if (written) {
+        /* The key is not handed out again before the cache holds what it wrote. */
+        const cache_item_t *rc = cache_lookup(inf->cache, OWNER_KIND, key);
+        int awaited =
+            ownwrite_expect(inf->ownwrites, key, written, rc ? rc->resource_version : NULL, now + OWNWRITE_WAIT_NS);
+        metric_counter_add(inf->m_ownwrites, METRIC_LABELS(awaited ? "awaited" : "cached"), 1);
     }
     workqueue_done(inf->queue, key, now);
     /* The reconcile ran to its end without crashing the worker: a quarantine recorded on
@@ -222,6 +237,7 @@ static void handle_done(informer_t *inf, worker_slot_t *w, rmsg_t *m, int64_t no
 out:
     free(key);
     free(result);
+    free(written);
 }
 
 /* The capacity a READY or HEARTBEAT announces in frame 2 (after the routing id and the

@@ -2,6 +2,8 @@
 
 #include "informer_internal.h"
 
+#include <stddef.h>
+
 /* ---- deltas: publish, print, enqueue ---------------------------------------------- */
 
 static void publish_delta(informer_t *inf, const char *frame0, uint64_t seq, const char *type,
@@ -192,6 +194,8 @@ static void on_delta(void *ud, const cache_delta_t *d)
     int64_t now = clock_mono_ns();
     if (strcmp(it->kind, OWNER_KIND) == 0) {
         index_secretref(inf, d, key);
+        if (ownwrite_seen(inf->ownwrites, key, d->type == CACHE_DELETED ? NULL : it->resource_version))
+            metric_counter_add(inf->m_ownwrites, METRIC_LABELS("seen"), 1);
         if (d->type == CACHE_DELETED) {
             observation_forget(inf, key);
             return; /* gone for good: the finalizer already ran; children go with the GC */
@@ -291,6 +295,38 @@ static void reflector_init(informer_t *inf, const char *kind, const char *group,
     cache_add_kind(inf->cache, kind);
 }
 
+/* informerd's metric families: where each goes in informer_t, counter or gauge. */
+typedef struct {
+    size_t field;
+    int gauge;
+    const char *name, *help, *labels;
+} informer_metric_t;
+
+#define INF_METRIC(member) offsetof(informer_t, member)
+static const informer_metric_t informer_metrics[] = {
+    {INF_METRIC(m_lists), 0, "informer_list_total", "LIST requests per kind.", "kind"},
+    {INF_METRIC(m_watches), 0, "informer_watch_total", "WATCH streams started per kind.", "kind"},
+    {INF_METRIC(m_relists), 0, "informer_relists_total", "Relists after a broken or expired watch, per kind.", "kind"},
+    {INF_METRIC(m_errors), 0, "informer_errors_total", "List, watch and bad-object errors per kind.", "kind,reason"},
+    {INF_METRIC(m_objects), 1, "informer_cache_objects", "Objects in the cache per kind.", "kind"},
+    {INF_METRIC(m_rv_age), 1, "informer_last_event_age_seconds",
+     "Seconds since the last watch event (bookmarks included) per kind.", "kind"},
+    {INF_METRIC(m_deltas), 0, "informer_deltas_total", "Cache deltas per kind and type.", "kind,type"},
+    {INF_METRIC(m_quarantined), 0, "informer_quarantined_keys_total",
+     "Keys quarantined after crashing workers repeatedly.", ""},
+    {INF_METRIC(m_skipped), 0, "informer_objects_skipped_total",
+     "Objects too large to cache whole (kept as metadata only), per kind and reason (max_object_bytes, "
+     "response_cap).", "kind,reason"},
+    {INF_METRIC(m_synced), 1, "informer_cache_synced",
+     "1 once the kind's first LIST completed (no work is dispatched before every kind is synced), else 0.", "kind"},
+    {INF_METRIC(m_observations), 0, "informer_observations_total",
+     "OBSERVED messages from observerd by result (stored, unknown_key, malformed).", "result"},
+    {INF_METRIC(m_ownwrites), 0, "informer_own_write_waits_total",
+     "Keys awaiting the RedisCluster version their last reconcile wrote, by how the wait began or ended: awaited, "
+     "cached (no wait: the cache held it when the worker said it), seen, expired (handed out after waiting in "
+     "vain).", "result"},
+};
+
 static int informer_setup(informer_t *inf)
 {
     inf->rng = backoff_rng_seed();
@@ -321,7 +357,8 @@ static int informer_setup(informer_t *inf)
     inf->refl[inf->nrefl - 1].transform = secret_metadata_only;
     inf->secretrefs = secretref_new();
     inf->observations = hm_new(0);
-    if (!inf->observations || !inf->secretrefs || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL))
+    inf->ownwrites = ownwrite_new(OWNWRITE_MAX_KEYS);
+    if (!inf->observations || !inf->secretrefs || !inf->ownwrites || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL))
         return -1;
     inf->multi = curl_multi_init();
     inf->loop = loop_new();
@@ -331,27 +368,11 @@ static int informer_setup(informer_t *inf)
     if (!inf->lc)
         return -1;
     metrics_registry_t *reg = metrics_default();
-    inf->m_lists = metrics_counter(reg, "informer_list_total", "LIST requests per kind.", "kind");
-    inf->m_watches = metrics_counter(reg, "informer_watch_total", "WATCH streams started per kind.", "kind");
-    inf->m_relists = metrics_counter(reg, "informer_relists_total",
-                                     "Relists after a broken or expired watch, per kind.", "kind");
-    inf->m_errors = metrics_counter(reg, "informer_errors_total",
-                                    "List, watch and bad-object errors per kind.", "kind,reason");
-    inf->m_objects = metrics_gauge(reg, "informer_cache_objects", "Objects in the cache per kind.", "kind");
-    inf->m_rv_age = metrics_gauge(reg, "informer_last_event_age_seconds",
-                                  "Seconds since the last watch event (bookmarks included) per kind.", "kind");
-    inf->m_deltas = metrics_counter(reg, "informer_deltas_total", "Cache deltas per kind and type.", "kind,type");
-    inf->m_quarantined = metrics_counter(reg, "informer_quarantined_keys_total",
-                                         "Keys quarantined after crashing workers repeatedly.", "");
-    inf->m_skipped = metrics_counter(reg, "informer_objects_skipped_total",
-                                     "Objects too large to cache whole (kept as metadata only), per kind and "
-                                     "reason (max_object_bytes, response_cap).", "kind,reason");
-    inf->m_synced = metrics_gauge(reg, "informer_cache_synced",
-                                  "1 once the kind's first LIST completed (no work is dispatched before every "
-                                  "kind is synced), else 0.", "kind");
-    inf->m_observations = metrics_counter(reg, "informer_observations_total",
-                                          "OBSERVED messages from observerd by result (stored, unknown_key, "
-                                          "malformed).", "result");
+    for (size_t i = 0; i < sizeof(informer_metrics) / sizeof(informer_metrics[0]); i++) {
+        const informer_metric_t *d = &informer_metrics[i];
+        metric_family_t **f = (metric_family_t **)(void *)((char *)inf + d->field);
+        *f = d->gauge ? metrics_gauge(reg, d->name, d->help, d->labels) : metrics_counter(reg, d->name, d->help, d->labels);
+    }
     inf->zctx = zmq_ctx_new();
     if (inf->cfg->serve) {
         inf->pub = bind_socket(inf, ZMQ_PUB, PROTO_EP_DELTAS);
@@ -405,6 +426,7 @@ static void informer_teardown(informer_t *inf)
     cache_destroy(&inf->cache);
     hm_destroy_with(&inf->observations, observation_free_value);
     secretref_destroy(&inf->secretrefs);
+    ownwrite_destroy(&inf->ownwrites);
     for (; inf->too_large_n; inf->too_large_n--, inf->too_large_head = (inf->too_large_head + 1) % TOO_LARGE_PENDING)
         free(inf->too_large[inf->too_large_head]);
 }
@@ -438,6 +460,9 @@ static void next_deadline(const informer_t *inf, int64_t now, int64_t *wait)
 {
     int64_t next = now + *wait;
     int64_t q = workqueue_next_deadline(inf->queue, now);
+    if (q > 0 && q < next)
+        next = q;
+    q = ownwrite_next_deadline(inf->ownwrites);
     if (q > 0 && q < next)
         next = q;
     for (size_t i = 0; i < inf->nrefl; i++) {
@@ -499,6 +524,14 @@ static int sync_step(informer_t *inf, int64_t now)
     return 0;
 }
 
+/* A key held back for its own write, which did not come in time: queued again. */
+static void ownwrite_due(const char *key, void *arg)
+{
+    informer_t *inf = arg;
+    metric_counter_add(inf->m_ownwrites, METRIC_LABELS("expired"), 1);
+    workqueue_add(inf->queue, key, clock_mono_ns());
+}
+
 /* Every turn: relists and rewatches, the sync gate, the periodic resync, the queue's
  * delayed adds, dispatch, and the end of a drain. */
 static int on_turn(loop_t *loop, int64_t now, int64_t *wait, void *arg)
@@ -514,6 +547,7 @@ static int on_turn(loop_t *loop, int64_t now, int64_t *wait, void *arg)
         inf->next_resync_ns = now + (int64_t)(inf->cfg->opts->sync_period * 1e9);
     }
     workqueue_advance(inf->queue, now);
+    ownwrite_expire(inf->ownwrites, now, ownwrite_due, inf);
     /* No work before every cache synced (controller-runtime starts its workers only
      * then): a child on a page not yet listed would look absent to a worker. */
     if (inf->work && inf->ready_sent) {

@@ -26,6 +26,7 @@
 #include "loop.h"
 #include "loop_curl.h"
 #include "metrics.h"
+#include "ownwrite.h"
 #include "podview.h"
 #include "proto.h"
 #include "rdc_api.h"
@@ -66,6 +67,7 @@
 #define TOO_LARGE_PENDING 256
 #define TOO_LARGE_EVENTS_PER_TURN 4
 #define EVENT_DEADLINE_NS (INT64_C(5) * NS_PER_SEC)
+#define OWNWRITE_MAX_KEYS 65536 /* keys awaiting their own write at once (ownwrite.h) */
 
 typedef struct informer informer_t;
 
@@ -155,6 +157,7 @@ struct informer {
     void *zctx, *pub, *snapshot, *work, *leader_sub, *events_sub, *observe;
     hm_t *observations;         /* RedisCluster key -> observation_t: observerd's latest */
     secretref_t *secretrefs;    /* Secret ns/name -> the RedisClusters whose spec.auth names it */
+    ownwrite_t *ownwrites;      /* keys held back until their own last write is cached */
     worker_slot_t workers[MAX_WORKERS];
     size_t nworkers;
     int is_leader;
@@ -171,7 +174,7 @@ struct informer {
     char *too_large[TOO_LARGE_PENDING];
     size_t too_large_head, too_large_n;
     metric_family_t *m_lists, *m_watches, *m_relists, *m_errors, *m_objects, *m_rv_age,
-        *m_deltas, *m_quarantined, *m_skipped, *m_synced, *m_observations;
+        *m_deltas, *m_quarantined, *m_skipped, *m_synced, *m_observations, *m_ownwrites;
 };
 
 /* observerd's latest observation of a RedisCluster's Redis nodes (proto.h, OBSERVED). */

@@ -299,6 +299,7 @@ typedef struct {
     int attempts;
     int timer;      /* retry timer, 0 = none */
     int fenced;     /* the fence refused its retry */
+    const kube_async_t *ending; /* req while it finishes (its answer readable), else NULL */
 } run_req_t;
 
 struct exec_run {
@@ -425,12 +426,32 @@ static int on_retry_timer(loop_t *loop, int id, void *arg)
 
 static void run_stage_done(exec_run_t *run);
 
+/* A write of the RedisCluster itself that the API took (its finalizer added, its status):
+ * the resourceVersion it answered with into x->rc_written_rv (exec_ctx_t). */
+static void keep_written_rv(const exec_ctx_t *x, const plan_action_t *a, const kube_async_t *r)
+{
+    if (!x->rc_written_rv || !r || (a->kind != PLAN_ADD_FINALIZER && a->kind != PLAN_UPDATE_STATUS))
+        return;
+    size_t len = 0;
+    const char *text = kube_async_response(r, &len);
+    json_object *o = NULL;
+    char why[128];
+    if (!text || len > KUBE_ASYNC_MAX_RESPONSE || jsonx_parse_strict(text, len, 64, &o, why, sizeof(why)))
+        return; /* no version known: informerd does not wait */
+    const char *rv = JSONX_STR_AT(o, "metadata", "resourceVersion");
+    if (rv && strlen(rv) < EXEC_RV_MAX)
+        memcpy(x->rc_written_rv, rv, strlen(rv) + 1);
+    json_object_put(o);
+}
+
 static void on_req_done(const kube_error_t *err, long status, void *arg)
 {
     (void)status;
     run_req_t *q = arg;
     exec_run_t *run = q->run;
     q->err = *err;
+    if (err->code == KERR_OK)
+        keep_written_rv(run->x, plan_action(run->plan, run->i + (size_t)(q - run->req)), q->ending);
     if (err->code != KERR_OK && kube_error_retry_soon(err) && q->attempts < RUN_RETRIES) {
         const plan_action_t *a = plan_action(run->plan, run->i + (size_t)(q - run->req));
         char line[512];
@@ -599,7 +620,9 @@ static void on_async_transfer(CURL *easy, CURLcode result, void *arg)
         /* out of the place first: on_req_done may start the next stage there */
         kube_async_t *r = q->req;
         q->req = NULL;
+        q->ending = r;
         kube_async_finish(&r, result); /* calls on_req_done */
+        q->ending = NULL;
     }
 }
 

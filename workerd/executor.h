@@ -44,6 +44,8 @@
 #include "plan.h"
 #include "recorder.h"
 
+#define EXEC_RV_MAX 64 /* exec_ctx_t rc_written_rv's size */
+
 typedef enum {
     EXEC_OK = 0,      /* every action done */
     EXEC_CONFLICT,    /* 409 on a write: requeue at once, the next read is fresher */
@@ -79,6 +81,10 @@ typedef struct {
     existsmemo_t *exists;       /* children a create met 409 AlreadyExists on, the only
                                  * absent ones read by name (reconcile.h); NULL = every
                                  * child the cache lacks is read */
+    char *rc_written_rv;        /* EXEC_RV_MAX bytes: a run sets it to the resourceVersion
+                                 * the API answered its last write of the RedisCluster
+                                 * with (finalizer added, status), so informerd can wait
+                                 * for it (informerd/ownwrite.h); NULL = not kept */
 } exec_ctx_t;
 
 /* STAGES: the plan's actions in stages, in plan order. A create or apply of a ConfigMap,

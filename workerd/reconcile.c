@@ -274,11 +274,15 @@ static void sc_cache_keep(const char *cls, int missing)
 #define DIAG_MEMO_TTL_NS (INT64_C(10) * NS_PER_SEC)
 static readmemo_t *diag_memo;
 
-/* The memo key of rc's diagnosis with StatefulSet sts into key; 0, or -1 without one. */
-static int diag_memo_key(const json_object *rc, const json_object *sts, char *key, size_t size)
+/* The memo key of rc's diagnosis with StatefulSet sts into key: with need (the pods came
+ * from the cache), what was read is part of it; 0, or -1 without one. */
+static int diag_memo_key(const json_object *rc, const json_object *sts, const plan_diag_reads_t *need, char *key,
+                         size_t size)
 {
     const char *rv = sts ? meta_str(sts, "resourceVersion") : "", *own = meta_str(rc, "resourceVersion");
-    int n = *rv && *own ? snprintf(key, size, "%s/%s@%s@%s", meta_str(rc, "namespace"), meta_str(rc, "name"), rv, own)
+    int n = *rv && *own ? snprintf(key, size, "%s/%s@%s@%s@%s@%s", meta_str(rc, "namespace"), meta_str(rc, "name"), rv,
+                                   own, !need ? "pods" : need->sts_events ? "events" : "-",
+                                   need && need->pod ? need->pod : "")
                         : -1;
     if (n < 0 || (size_t)n >= size) {
         *key = '\0';
@@ -378,8 +382,9 @@ struct reconcile_job {
     int64_t start;
     FILE *dry_run;
     int64_t diag_wait_ns;       /* the diagnosis was put off this long (requeue then) */
-    char diag_key[400];         /* the diagnosis memo's key ("" = not kept) */
+    char diag_key[700];         /* the diagnosis memo's key ("" = not kept) */
     int diag_kept;              /* diag[] came from the memo */
+    int diag_cached;            /* the pods are the cache's (seen.members), not diag[0] */
     int diag_failed;            /* a diagnosis read failed: nothing is kept */
     plan_observed_t seen;       /* the caller's (what it points to is borrowed) */
     int has_seen;
@@ -676,6 +681,39 @@ static void on_first_reads(void *arg)
     job_plan_first(j);
 }
 
+/* The diagnosis reads (reconcile.h, step 2). With the pods of informerd's cache (a
+ * worker's work item: seen.members), only the Events plan_diagnosis_reads names, at once;
+ * without (workerd --once, a caller without them), the pods and the StatefulSet's
+ * Events, then the Events of the pod to explain (on_more_reads). A worker keeps the
+ * answers (the memo above). */
+static void job_add_diagnosis(reconcile_job_t *j)
+{
+    const json_object *sts = j->child[2];
+    plan_diag_reads_t need = {1, NULL};
+    if (j->has_seen && j->seen.members) {
+        j->diag_cached = 1;
+        plan_diagnosis_reads(sts, j->seen.members, clock_wall_ns(), &need);
+        if (!need.sts_events && !need.pod)
+            return; /* the pods say all there is to say */
+    }
+    if (j->xr.exists && !diag_memo_key(j->rc, sts, j->diag_cached ? &need : NULL, j->diag_key, sizeof(j->diag_key)) &&
+        diag_memo_get(j->diag_key, j->diag)) {
+        j->diag_kept = 1;
+        return;
+    }
+    char fs[600];
+    if (!j->diag_cached)
+        job_add_list(j, W_PODS, "pods", plan_pod_selector(j->plan), NULL);
+    if (need.sts_events) {
+        snprintf(fs, sizeof(fs), "involvedObject.kind=StatefulSet,involvedObject.name=%s", meta_str(j->rc, "name"));
+        job_add_list(j, W_STS_EVENTS, "events", NULL, fs);
+    }
+    if (need.pod) {
+        snprintf(fs, sizeof(fs), "involvedObject.kind=Pod,involvedObject.name=%s", need.pod);
+        job_add_list(j, W_POD_EVENTS, "events", NULL, fs);
+    }
+}
+
 /* The plan from the children, what observerd saw and the auth; then, only when that plan
  * asks (a healthy, Running cluster reads nothing more), the StorageClass and the
  * diagnosis, read at once. */
@@ -700,15 +738,8 @@ static void job_plan_first(reconcile_job_t *j)
         if (cls && !sc_cache_find(cls, &j->more.storage_class_missing) &&
             job_add_get(j, W_STORAGE_CLASS, "storage.k8s.io", "v1", "storageclasses", NULL, cls, &err) == 0)
             snprintf(j->sc_name, sizeof(j->sc_name), "%s", cls);
-        if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(child[2])) && x->exists &&
-            !diag_memo_key(j->rc, child[2], j->diag_key, sizeof(j->diag_key)) && diag_memo_get(j->diag_key, j->diag)) {
-            j->diag_kept = 1;
-        } else if (plan_wants_diagnosis(j->plan) && !j->diag_wait_ns) {
-            char fs[600];
-            snprintf(fs, sizeof(fs), "involvedObject.kind=StatefulSet,involvedObject.name=%s", meta_str(j->rc, "name"));
-            job_add_list(j, W_PODS, "pods", plan_pod_selector(j->plan), NULL);
-            job_add_list(j, W_STS_EVENTS, "events", NULL, fs);
-        }
+        if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(child[2])))
+            job_add_diagnosis(j);
     }
     if (job_read(j, on_more_reads)) {
         /* out of memory: plan without them */
@@ -756,6 +787,10 @@ static void on_more_reads(void *arg)
             j->diag_failed |= j->req[k].err.code != KERR_OK;
             j->diag[1] = job_take(j, k, "cannot read the StatefulSet's Events");
             break;
+        case W_POD_EVENTS: /* with the cache's pods: read with the rest */
+            j->diag_failed |= j->req[k].err.code != KERR_OK;
+            j->diag[2] = job_take(j, k, "cannot read the pod's Events");
+            break;
         }
     }
     job_reads_clear(j);
@@ -781,7 +816,7 @@ static void on_pod_events(void *arg)
             j->diag[2] = job_take(j, k, "cannot read the pod's Events");
         }
     job_reads_clear(j);
-    if (*j->diag_key && !j->diag_kept && !j->diag_failed && j->diag[0] && j->diag[1])
+    if (*j->diag_key && !j->diag_kept && !j->diag_failed && (j->diag_cached || (j->diag[0] && j->diag[1])))
         diag_memo_put(j->diag_key, j->diag);
     job_plan_final(j);
 }
@@ -826,10 +861,10 @@ static void job_read_failed(reconcile_job_t *j, const kube_error_t *err)
 static void job_plan_final(reconcile_job_t *j)
 {
     const char *ns = meta_str(j->rc, "namespace"), *name = meta_str(j->rc, "name");
-    j->more.pods = j->diag[0];
+    j->more.pods = j->diag_cached ? j->seen.members : j->diag[0];
     j->more.sts_events = j->diag[1];
     j->more.pod_events = j->diag[2];
-    if (j->more.storage_class_missing || j->more.pods || j->more.sts_events) {
+    if (j->more.storage_class_missing || j->more.pods || j->more.sts_events || j->more.pod_events) {
         plan_children_t observed = {j->child[0], j->child[1], j->child[2], j->child[3]};
         plan_destroy(&j->plan);
         j->plan = plan_compute_children(j->rc, &observed, &j->more, clock_wall_ns());
@@ -909,6 +944,8 @@ static void job_replan(reconcile_job_t *j, const plan_action_t *fa)
     }
     memset(&j->more, 0, sizeof(j->more));
     j->diag_wait_ns = 0;
+    j->diag_kept = j->diag_cached = j->diag_failed = 0;
+    j->diag_key[0] = '\0';
     job_read_first(j);
 }
 
@@ -1114,6 +1151,7 @@ reconcile_job_t *reconcile_start(exec_async_t *a, const exec_ctx_t *x, const jso
     j->start = clock_mono_ns();
     j->rc = rc;
     j->xr = *x;
+    j->xr.rc_written_rv = j->out.rc_written_rv; /* the outcome says it (reconcile_outcome_t) */
     j->dry_run = dry_run;
     j->done = done;
     j->arg = arg;

@@ -29,6 +29,9 @@ typedef struct {
     reconcile_result_t result;
     int64_t requeue_after_ns;
     char message[1024];     /* the error, for RECONCILE_ERROR */
+    char rc_written_rv[EXEC_RV_MAX]; /* the RedisCluster's resourceVersion after this
+                                      * reconcile's last write of it; "" when it wrote
+                                      * none (DONE tells informerd: informerd/ownwrite.h) */
 } reconcile_outcome_t;
 
 /* Reconcile rc given its observed children (each NULL when the cache has none), as a job
@@ -46,9 +49,12 @@ typedef struct {
  *    <name>-redis-auth are read at the same time, on every reconcile (plan.h, AUTH); the
  *    passwords go to the executor and nowhere else.
  * 2. PLAN: plan_compute. When that plan asks (plan_storage_class_to_check,
- *    plan_wants_diagnosis), the StorageClass, the StatefulSet's pods and its Events are
- *    read at once, then the Events of its first pod not Ready, and the plan is computed
- *    again with them; a healthy, Running cluster costs no read. The StorageClass answer
+ *    plan_wants_diagnosis), the StorageClass and what the diagnosis needs are read at
+ *    once, and the plan is computed again with them; a healthy, Running cluster costs no
+ *    read. With seen (a worker: the pods of informerd's cache) the pods are not read, and
+ *    of the Events only those plan_diagnosis_reads names (a cluster converging as it
+ *    should reads none); without, the StatefulSet's pods and its Events, then the Events
+ *    of its first pod not Ready. The StorageClass answer
  *    is kept 30 s per process (reconcile_forget_storage_classes forgets it); the
  *    diagnosis is read only once the StatefulSet is RECONCILE_DIAGNOSIS_AFTER_NS old (pods
  *    merely starting need no explanation), and a reconcile that put it off ends in

@@ -33,6 +33,13 @@ check "image tag from version" test "$(get statefulset cache -o jsonpath='{.spec
 check "redis.conf carries maxmemory" sh -c "kubectl -n $ns get configmap cache -o jsonpath='{.data.redis\.conf}' | grep -q 'maxmemory 256mb'"
 phase() { get rdc cache -o jsonpath='{.status.phase}/{.status.readyReplicas}'; }
 check "Running with 3/3 ready" wait_until 120 sh -c "test \"\$(kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}/{.status.readyReplicas}')\" = Running/3"
+# A key is not handed out again before informerd's cache holds what its reconcile wrote
+# to the RedisCluster (informerd/ownwrite.h): the worker said which version its writes
+# left (awaited, or already cached when DONE came) and no wait ran out. (An empty scrape
+# proves nothing: the family must be there.)
+own_waits() { curl -s "http://127.0.0.1:$metrics/metrics" | awk -v r="$1" '$0 ~ "^informer_own_write_waits_total\\{.*result=\"" r "\"" { s += $NF } /^informer_own_write_waits_total/ { n++ } END { if (n) printf "%d\n", s; else print "missing" }'; }
+check "own writes told: $(own_waits awaited) awaited, $(own_waits cached) cached when told, $(own_waits seen) seen, $(own_waits expired) expired" \
+    sh -c "test \"\$1\" != missing && test \$((\$1 + \$2)) -gt 0 && test \"\$3\" = 0" _ "$(own_waits awaited)" "$(own_waits cached)" "$(own_waits expired)"
 check "Ready condition True" test "$(get rdc cache -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True
 check "observedGeneration current" test "$(get rdc cache -o jsonpath='{.status.observedGeneration}')" = "$(get rdc cache -o jsonpath='{.metadata.generation}')"
 # The status is server-side applied: the operator owns its three conditions, and a

@@ -653,6 +653,38 @@ static void test_diagnosis_memo_older_than_the_status_is_not_used(void)
     env_close(&e);
 }
 
+/* A worker has the cluster's pods from informerd's cache (seen.members): it does not LIST
+ * them, and reads only the Events that may explain what the pods do not. A quota refusal
+ * (no pod at all): the StatefulSet's Events only, and the cause as before. */
+static void test_diagnosis_with_the_cache_pods(void)
+{
+    env_t e;
+    env_open(&e);
+    json_object *kids[4], *rc = quota_stuck(&e, kids), *none = parse("[]");
+    reconcile_outcome_t out;
+    const plan_children_t k = {kids[0], kids[1], kids[2], kids[3]};
+    plan_observed_t seen = {.members = none};
+    reconcile_run_children(&e.x, rc, &k, &seen, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 0);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 1);
+    CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "FailedCreate");
+    /* pod cache-0 exists, just made and not Ready yet: the StatefulSet waits for it, and a
+     * pod this young needs no explaining: nothing is read */
+    json_object *young = parse("[{\"metadata\":{\"name\":\"cache-0\",\"creationTimestamp\":\"2099-01-01T00:00:00Z\"},"
+                               "\"status\":{\"phase\":\"Pending\"}}]");
+    json_object_put(rc);
+    rc = stored(&e, RC_PATH);
+    seen.members = young;
+    reconcile_run_children(&e.x, rc, &k, &seen, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/pods"), 0);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/events"), 1);
+    json_object_put(young);
+    json_object_put(none);
+    put_kids(kids);
+    json_object_put(rc);
+    env_close(&e);
+}
+
 /* An apply refused with 422 (another manager's port in the way): the Service is taken
  * back with a PUT carrying the observed resourceVersion; when the PUT is refused too, it
  * is deleted and created again. Either way an Event says so and nothing is retried in a
@@ -971,6 +1003,7 @@ static const cu_entry_t tests[] = {
     {"not Running: pods and Events read, the cause reported", test_not_running_reads_and_reports_the_cause},
     {"a worker keeps a stuck cluster's diagnosis reads while nothing changes", test_diagnosis_reads_kept_while_nothing_changes},
     {"two workers: a memo older than the status is not used", test_diagnosis_memo_older_than_the_status_is_not_used},
+    {"a worker with the cache's pods reads only the Events that may explain", test_diagnosis_with_the_cache_pods},
     {"a refused apply takes the child back", test_refused_apply_takes_the_child_back},
     {"a missing StorageClass is named, the StatefulSet made", test_missing_storage_class_holds_the_statefulset},
     {"a young StatefulSet: no diagnosis yet, requeued", test_young_statefulset_no_diagnosis_yet},

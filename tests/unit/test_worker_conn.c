@@ -81,6 +81,12 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
                       "\"reason\":\"NotFound\",\"message\":\"not found\"}");
         return 404;
     }
+    if (!strcmp(method, "PATCH") && strstr(url, "/redisclusters/")) {
+        /* the RedisCluster after the write: a newer version */
+        buf_puts(out, "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
+                      "\"name\":\"cache\",\"resourceVersion\":\"6\"}}");
+        return 200;
+    }
     buf_puts(out, body && *body ? body : "{}");
     return !strcmp(method, "POST") ? 201 : 200;
 }
@@ -109,9 +115,9 @@ static void send_sigterm(int fd)
 }
 
 /* The fake informerd: wait for READY, hand out one WORK item per key, answer heartbeats,
- * and collect the DONE answers (result names into done[]) until all came or 10 s passed.
- * Returns how many came. */
-static int informerd(void *router, char done[KEYS][32])
+ * and collect the DONE answers (result names into done[], the resourceVersion written into
+ * rv[]) until all came or 10 s passed. Returns how many came. */
+static int informerd(void *router, char done[KEYS][32], char rv[KEYS][32])
 {
     char identity[64] = "";
     size_t idlen = 0;
@@ -131,13 +137,16 @@ static int informerd(void *router, char done[KEYS][32])
             idlen = len;
         }
         if (rmsg_frame_is(m, 1, PROTO_DONE)) {
-            char *key = rmsg_strdup(m, 2), *res = rmsg_strdup(m, 3);
+            char *key = rmsg_strdup(m, 2), *res = rmsg_strdup(m, 3), *written = rmsg_strdup(m, 5);
             int k = key && !strncmp(key, "ns-", 3) ? key[3] - '0' : -1;
             if (k >= 0 && k < KEYS && res)
                 snprintf(done[k], sizeof(done[k]), "%s", res);
+            if (k >= 0 && k < KEYS && written)
+                snprintf(rv[k], sizeof(rv[k]), "%s", written);
             got++;
             free(key);
             free(res);
+            free(written);
         }
         if (rmsg_frame_is(m, 1, PROTO_HEARTBEAT)) {
             rmsg_t *hb = rmsg_new();
@@ -211,15 +220,18 @@ static void test_one_pool(void)
                                  .max_inflight = KEYS}};
     pthread_t th;
     CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, run_worker, &t), 0);
-    char done[KEYS][32] = {{0}};
-    int got = informerd(router, done);
+    char done[KEYS][32] = {{0}}, rv[KEYS][32] = {{0}};
+    int got = informerd(router, done, rv);
     send_sigterm(sig[1]);
     pthread_join(th, NULL); /* the worker flushes its Events before it returns */
     CU_ASSERT_EQUAL(t.rc, 0);
 
     CU_ASSERT_EQUAL(got, KEYS);
-    for (int k = 0; k < KEYS; k++)
+    for (int k = 0; k < KEYS; k++) {
         CU_ASSERT(!strcmp(done[k], "requeue_after") || !strcmp(done[k], "done"));
+        /* DONE says which version of the RedisCluster its writes left (proto.h) */
+        CU_ASSERT_STRING_EQUAL(rv[k], "6");
+    }
     /* the reads, the writes and the Events were all made */
     CU_ASSERT_EQUAL(count(&api, "GET", "/secrets/auth"), KEYS);
     CU_ASSERT_EQUAL(count(&api, "GET", "/secrets/cache-redis-auth"), KEYS);
