@@ -70,7 +70,9 @@ static int still_down(const obs_node_t *x)
 
 int obsdiff_still_down_due(const obs_node_t *cur, size_t ncur, int64_t down_after_ms, int64_t since_sent_ms)
 {
-    if (down_after_ms <= 0)
+    if (down_after_ms < 0)
+        return 0; /* no failover: nobody waits for downAfter */
+    if (down_after_ms == 0)
         down_after_ms = OBSDIFF_DEFAULT_DOWN_AFTER_MS;
     int any = 0, young = 0;
     for (size_t i = 0; i < ncur; i++) {

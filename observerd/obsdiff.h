@@ -55,8 +55,10 @@ typedef enum {
 #define OBSDIFF_DEFAULT_DOWN_AFTER_MS 3000   /* spec.failover.downAfter's default (plan.h) */
 
 /* Whether a STILL_DOWN observation of cur (ncur nodes) is due, since_sent_ms after the
- * last observation was sent, for a cluster whose downAfter is down_after_ms (<= 0: the
- * default): 1 or 0, per the rule above; 0 when no node is still down. */
+ * last observation was sent, for a cluster whose downAfter is down_after_ms (0: the
+ * default; < 0: the cluster has no failover, spec.mode Standalone, so a repeat is never
+ * due: news is still sent at once): 1 or 0, per the rule above; 0 when no node is still
+ * down. */
 int obsdiff_still_down_due(const obs_node_t *cur, size_t ncur, int64_t down_after_ms, int64_t since_sent_ms);
 
 /* Compare the observation last sent (prev, nprev nodes; nprev 0 and prev NULL when none

@@ -60,7 +60,8 @@ struct cluster {
     size_t nsent;
     int ever_sent;
     int64_t last_sent_ns;
-    int64_t down_after_ms;      /* spec.failover.downAfter (0: the default) */
+    int64_t down_after_ms;      /* spec.failover.downAfter (0: the default; -1: Standalone,
+                                   no failover, obsdiff_still_down_due) */
     char primary[254];          /* the sole reachable master last seen, "" none yet */
     int seen;
     pod_t *pods;
@@ -214,6 +215,9 @@ static void cluster_apply(observer_t *ob, const char *key, json_object *obj, int
     const char *down_after = JSONX_STR_AT(obj, "spec", "failover", "downAfter");
     int64_t down_ns = 0;
     c->down_after_ms = down_after && !rdc_spec_duration_ns(down_after, &down_ns) ? down_ns / NS_PER_MS : 0;
+    const char *mode = JSONX_STR_AT(obj, "spec", "mode");
+    if (mode && !strcmp(mode, "Standalone"))
+        c->down_after_ms = -1; /* nothing waits for downAfter: a down pod is news once */
     const char *sname = JSONX_STR_AT(obj, "spec", "auth", "secretRef", "name");
     const char *skey = JSONX_STR_AT(obj, "spec", "auth", "secretRef", "key");
     if (!sname)

@@ -50,6 +50,8 @@ static void test_bound_table(void)
         {"downAfter 30 s: down 32 s is past it", 32000, 32000, 30000, 1000, 0},
         {"downAfter unknown (0): the default 3 s", 4000, 4000, 0, 1000, 1},
         {"downAfter unknown (0): the default 3 s, past it", 5000, 5000, 0, 1000, 0},
+        {"Standalone (-1, no failover): never repeated", 1000, 1000, -1, 1000, 0},
+        {"Standalone: not even once a minute", 600000, 600000, -1, 3600000, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const bound_case_t *k = &cases[i];
