@@ -450,8 +450,10 @@ static void on_req_done(const kube_error_t *err, long status, void *arg)
     run_req_t *q = arg;
     exec_run_t *run = q->run;
     q->err = *err;
+    const kube_async_t *answer = q->ending;
+    q->ending = NULL;
     if (err->code == KERR_OK)
-        keep_written_rv(run->x, plan_action(run->plan, run->i + (size_t)(q - run->req)), q->ending);
+        keep_written_rv(run->x, plan_action(run->plan, run->i + (size_t)(q - run->req)), answer);
     if (err->code != KERR_OK && kube_error_retry_soon(err) && q->attempts < RUN_RETRIES) {
         const plan_action_t *a = plan_action(run->plan, run->i + (size_t)(q - run->req));
         char line[512];
@@ -620,9 +622,8 @@ static void on_async_transfer(CURL *easy, CURLcode result, void *arg)
         /* out of the place first: on_req_done may start the next stage there */
         kube_async_t *r = q->req;
         q->req = NULL;
-        q->ending = r;
-        kube_async_finish(&r, result); /* calls on_req_done */
-        q->ending = NULL;
+        q->ending = r;                 /* on_req_done reads its answer, then forgets it */
+        kube_async_finish(&r, result); /* calls on_req_done: q may be gone after it */
     }
 }
 
