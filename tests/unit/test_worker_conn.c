@@ -246,7 +246,12 @@ static void test_one_pool(void)
             peak);
     CU_ASSERT(peak >= 2); /* the keys' requests overlapped (the measure means something) */
     CU_ASSERT(conns >= 1);
-    CU_ASSERT(conns <= peak); /* one pool: no connection beyond what concurrency needs */
+    /* One pool: no connection beyond what concurrency needs. The server counts a request
+     * done once its response is queued, the worker's curl once it has read it, so on a
+     * loaded machine (another build beside the suite) the worker may open one connection
+     * more than the server's peak: 13 for 12 seen once. The worker before the pool opened
+     * 13-15 for a peak of 9-11, two to four more. */
+    CU_ASSERT(conns <= peak + 1);
 
     close(sig[0]);
     close(sig[1]);
