@@ -36,8 +36,11 @@ check "Running with 3/3 ready" wait_until 120 sh -c "test \"\$(kubectl -n $ns ge
 # A key is not handed out again before informerd's cache holds what its reconcile wrote
 # to the RedisCluster (informerd/ownwrite.h): the worker said which version its writes
 # left (awaited, or already cached when DONE came) and no wait ran out. (An empty scrape
-# proves nothing: the family must be there.)
+# proves nothing: the family must be there. informerd publishes its metrics every 2 s, so
+# the family may come a little after Running.)
 own_waits() { curl -s "http://127.0.0.1:$metrics/metrics" | awk -v r="$1" '$0 ~ "^informer_own_write_waits_total\\{.*result=\"" r "\"" { s += $NF } /^informer_own_write_waits_total/ { n++ } END { if (n) printf "%d\n", s; else print "missing" }'; }
+own_told() { local a c; a=$(own_waits awaited); c=$(own_waits cached); [ "$a" != missing ] && [ $((a + c)) -gt 0 ]; }
+wait_until 15 own_told
 check "own writes told: $(own_waits awaited) awaited, $(own_waits cached) cached when told, $(own_waits seen) seen, $(own_waits expired) expired" \
     sh -c "test \"\$1\" != missing && test \$((\$1 + \$2)) -gt 0 && test \"\$3\" = 0" _ "$(own_waits awaited)" "$(own_waits cached)" "$(own_waits expired)"
 check "Ready condition True" test "$(get rdc cache -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True
