@@ -228,34 +228,27 @@ static int refused_by_api(const kube_error_t *err)
  * (the StatefulSet is then created as before, and a diagnosis explains pending claims). */
 #define SC_CACHE_SLOTS 8
 #define SC_CACHE_TTL_NS (INT64_C(30) * NS_PER_SEC)
-static struct {
-    char name[254];
-    int missing;
-    int64_t at_ns; /* 0 = free */
-} sc_cache[SC_CACHE_SLOTS];
-static size_t sc_cache_next;
+static readmemo_t *sc_cache; /* class name -> true, or "found nothing" (404) */
 
 /* 1 with *missing when the answer for cls is kept, else 0. */
 static int sc_cache_find(const char *cls, int *missing)
 {
-    int64_t now = clock_mono_ns();
-    for (size_t i = 0; i < SC_CACHE_SLOTS; i++)
-        if (sc_cache[i].at_ns && now - sc_cache[i].at_ns < SC_CACHE_TTL_NS && !strcmp(sc_cache[i].name, cls)) {
-            *missing = sc_cache[i].missing;
-            return 1;
-        }
-    return 0;
+    json_object *kept = NULL;
+    if (!sc_cache || !readmemo_get(sc_cache, cls, clock_mono_ns(), &kept))
+        return 0;
+    *missing = kept == NULL;
+    json_object_put(kept);
+    return 1;
 }
 
 static void sc_cache_keep(const char *cls, int missing)
 {
-    if (strlen(cls) >= sizeof(sc_cache[0].name))
-        return;
-    size_t i = sc_cache_next;
-    sc_cache_next = (sc_cache_next + 1) % SC_CACHE_SLOTS;
-    snprintf(sc_cache[i].name, sizeof(sc_cache[i].name), "%s", cls);
-    sc_cache[i].missing = missing;
-    sc_cache[i].at_ns = clock_mono_ns();
+    if (!sc_cache)
+        sc_cache = readmemo_new(SC_CACHE_SLOTS, SC_CACHE_TTL_NS); /* NULL: every cluster reads */
+    json_object *found = missing ? NULL : json_object_new_boolean(1);
+    if (sc_cache && (missing || found))
+        readmemo_put(sc_cache, cls, found, clock_mono_ns());
+    json_object_put(found);
 }
 
 /* A worker (x->exists set: not --once) keeps a cluster's diagnosis reads DIAG_MEMO_TTL_NS
@@ -325,7 +318,7 @@ static void diag_memo_put(const char *key, json_object *const diag[3])
 
 void reconcile_forget_storage_classes(void)
 {
-    memset(sc_cache, 0, sizeof(sc_cache));
+    readmemo_clear(sc_cache);
     readmemo_clear(diag_memo);
 }
 
