@@ -13,9 +13,15 @@ typedef struct {
     int held;                   /* dispatch skipped the key for it */
 } expect_t;
 
+/* informerd asks ownwrite_expire and ownwrite_next_deadline at every turn of its loop:
+ * both answer from two bounds without walking the map, which is walked only when one is
+ * due (an expectation's deadline came) or stale (a held one went). */
 struct ownwrite {
     hm_t *map;                  /* key -> expect_t */
     size_t max;
+    int64_t earliest;           /* no deadline is before it (INT64_MAX: none) */
+    int64_t held_next;          /* the earliest deadline of a held one (0: none), */
+    int held_stale;             /* unless a held one went or moved since: walk again */
 };
 
 ownwrite_t *ownwrite_new(size_t max)
@@ -25,8 +31,10 @@ ownwrite_t *ownwrite_new(size_t max)
         free(w);
         return NULL;
     }
-    if (w)
+    if (w) {
         w->max = max;
+        w->earliest = INT64_MAX;
+    }
     return w;
 }
 
@@ -36,6 +44,15 @@ static void expect_free(void *v)
     if (e)
         free(e->key);
     free(e);
+}
+
+/* Remove e (key's) from the map and free it. */
+static void forget(ownwrite_t *w, expect_t *e)
+{
+    if (e->held)
+        w->held_stale = 1;
+    hm_remove(w->map, e->key); /* allowed while iterating */
+    expect_free(e);
 }
 
 void ownwrite_destroy(ownwrite_t **self_p)
@@ -79,7 +96,8 @@ int ownwrite_expect(ownwrite_t *w, const char *key, const char *rv, const char *
         return 0;
     expect_t *e = hm_get(w->map, key);
     if (at_least(cached_rv, rv)) {
-        expect_free(hm_remove(w->map, key)); /* an older expectation is met too */
+        if (e)
+            forget(w, e); /* an older expectation is met too */
         return 0;
     }
     if (!e) {
@@ -90,7 +108,11 @@ int ownwrite_expect(ownwrite_t *w, const char *key, const char *rv, const char *
         }
     }
     memcpy(e->rv, rv, strlen(rv) + 1);
+    if (e->held && e->deadline_ns != deadline_ns)
+        w->held_stale = 1;
     e->deadline_ns = deadline_ns;
+    if (deadline_ns < w->earliest)
+        w->earliest = deadline_ns;
     return 1;
 }
 
@@ -99,7 +121,7 @@ int ownwrite_seen(ownwrite_t *w, const char *key, const char *rv)
     expect_t *e = w && key ? hm_get(w->map, key) : NULL;
     if (!e || (rv && !at_least(rv, e->rv)))
         return 0;
-    expect_free(hm_remove(w->map, key));
+    forget(w, e);
     return 1;
 }
 
@@ -108,38 +130,50 @@ int ownwrite_may_dispatch(ownwrite_t *w, const char *key, int64_t now_ns)
     expect_t *e = w && key ? hm_get(w->map, key) : NULL;
     if (!e || now_ns >= e->deadline_ns)
         return 1;
+    if (!e->held && (!w->held_next || e->deadline_ns < w->held_next))
+        w->held_next = e->deadline_ns;
     e->held = 1;
     return 0;
 }
 
 size_t ownwrite_expire(ownwrite_t *w, int64_t now_ns, void (*due)(const char *key, void *arg), void *arg)
 {
+    if (!w || now_ns < w->earliest)
+        return 0;
     size_t n = 0;
+    int64_t earliest = INT64_MAX;
     hm_iter_t it = HM_ITER_INIT;
     void *v;
-    while (w && hm_next(w->map, &it, NULL, &v)) {
+    while (hm_next(w->map, &it, NULL, &v)) {
         expect_t *e = v;
-        if (e->deadline_ns > now_ns)
+        if (e->deadline_ns > now_ns) {
+            if (e->deadline_ns < earliest)
+                earliest = e->deadline_ns;
             continue;
-        hm_remove(w->map, e->key); /* allowed while iterating */
+        }
         if (e->held && due)
             due(e->key, arg);
-        expect_free(e);
+        forget(w, e);
         n++;
     }
+    w->earliest = earliest;
     return n;
 }
 
-int64_t ownwrite_next_deadline(const ownwrite_t *w)
+int64_t ownwrite_next_deadline(ownwrite_t *w)
 {
+    if (!w || !w->held_stale)
+        return w ? w->held_next : 0;
     int64_t next = 0;
     hm_iter_t it = HM_ITER_INIT;
     void *v;
-    while (w && hm_next(w->map, &it, NULL, &v)) {
+    while (hm_next(w->map, &it, NULL, &v)) {
         const expect_t *e = v;
         if (e->held && (!next || e->deadline_ns < next))
             next = e->deadline_ns;
     }
+    w->held_next = next;
+    w->held_stale = 0;
     return next;
 }
 

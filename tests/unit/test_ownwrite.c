@@ -26,6 +26,7 @@ static const step_t steps[] = {
      * brings it ends the hold (the delta itself queues the key: nothing is handed back). */
     {FRESH, NULL, NULL, NULL, 16, 0, NULL, 0, 0},
     {EXPECT, "ns/a", "105", "100", 50, 1, NULL, 1, 0},
+    {EXPIRE, NULL, NULL, NULL, 10, 0, NULL, 1, 0},  /* before any deadline: nothing goes */
     {MAY, "ns/a", NULL, NULL, 10, 0, NULL, 1, 50},  /* held: now it has a deadline to keep */
     {MAY, "ns/b", NULL, NULL, 10, 1, NULL, 1, 50},  /* another key: not held */
     {SEEN, "ns/a", "103", NULL, 0, 0, NULL, 1, 50}, /* an older event (the finalizer's) */
@@ -54,6 +55,7 @@ static const step_t steps[] = {
     {EXPECT, "ns/a", "105", "120", 50, 0, NULL, 0, 0},
     {EXPECT, "ns/a", "105", "99", 50, 1, NULL, 1, 0},
     {SEEN, "ns/a", "110", NULL, 0, 1, NULL, 0, 0}, /* newer: met */
+    {EXPIRE, NULL, NULL, NULL, 50, 0, NULL, 0, 0}, /* its deadline, with it gone: nothing */
     {EXPECT, "ns/x", "abc", "abb", 50, 1, NULL, 1, 0},
     {SEEN, "ns/x", "abd", NULL, 0, 0, NULL, 1, 0}, /* opaque: not known to be newer */
     {SEEN, "ns/x", "abc", NULL, 0, 1, NULL, 0, 0},
