@@ -1386,6 +1386,7 @@ static sts_view_t view_statefulset(const json_object *sts)
 #define API_QUOTED 1024 /* bytes of the API's own message quoted in a diagnosis */
 #define PLAN_MAX_ORDINALS 1024 /* plan_diagnosis_reads walks no further (spec.size is far less) */
 #define DIAG_POD_GRACE_NS (INT64_C(30) * 1000000000)       /* a pod's own causes count after this */
+#define DIAG_CREATE_GRACE_NS (INT64_C(10) * 1000000000)    /* a pod not made this long after it could be */
 
 /* How long ago (by now) the RFC 3339 time t was; -1 when t is missing or unreadable. */
 static int64_t age_ns(const char *t, int64_t now)
@@ -1431,6 +1432,19 @@ static const json_object *latest_event(const json_object *events, const char *a,
             best = e;
     }
     return best;
+}
+
+/* When the pod's Ready condition last changed (its lastTransitionTime), or NULL. */
+static const char *ready_since(const json_object *pod)
+{
+    const json_object *conds = items_of(jsonx_get(jsonx_get(pod, "status"), "conditions"));
+    for (size_t i = 0; conds && i < json_object_array_length(conds); i++) {
+        const json_object *k = json_object_array_get_idx(conds, i);
+        const char *t = jstr(k, "type");
+        if (t && !strcmp(t, "Ready"))
+            return jstr(k, "lastTransitionTime");
+    }
+    return NULL;
 }
 
 /* 1 when the pod's Ready condition is True. */
@@ -1540,16 +1554,22 @@ void plan_diagnosis_reads(const json_object *statefulset, const json_object *pod
     /* The StatefulSet controller's walk (OrderedReady): ordinal by ordinal, a missing pod
      * is created (and may fail to be), one not Ready makes it wait there. */
     out->sts_events = 0;
+    /* Since when the controller could have created the next pod: the StatefulSet's
+     * creation, then each Ready pod's turning Ready (unknown: long ago). */
+    int64_t since = age_ns(jstr(jsonx_get(statefulset, "metadata"), "creationTimestamp"), now_wall_ns);
     for (int64_t i = 0; sts && i < v.spec_replicas && i < PLAN_MAX_ORDINALS; i++) {
         char name[320];
         snprintf(name, sizeof(name), "%s-%lld", sts, (long long)i);
         const json_object *pod = pod_named(pods, name);
         if (!pod || jsonx_get(jsonx_get(pod, "metadata"), "deletionTimestamp")) {
-            out->sts_events = 1;
+            /* a pod being deleted is waited for; a missing one the controller had
+             * DIAG_CREATE_GRACE_NS to make and did not may have failed to */
+            out->sts_events = pod || since < 0 || since >= DIAG_CREATE_GRACE_NS;
             break;
         }
         if (!pod_ready(pod))
             break;
+        since = age_ns(ready_since(pod), now_wall_ns);
     }
     out->pod = plan_pod_to_explain(pods);
     const json_object *pod = pod_named(pods, out->pod);
@@ -2027,11 +2047,13 @@ static void plan_live(plan_t *p, const json_object *rc, const json_object *meta,
     p->wants_diagnosis = !c.failed_reason && c.sts_ours && phase && strcmp(phase, "Running");
     if (p->wants_diagnosis) {
         /* DIAGNOSIS: not while the cluster moves (its counts are not told yet: a pod
-         * created or Ready since); a converging cluster is reconciled at every pod change,
-         * and a diagnosis is up to three LISTs. The status write that tells the counts
-         * (due, or held at most a window) brings the next look. */
+         * created or Ready since) unless the told count is a window old (a first
+         * rollout holds its count longer, status_policy.h); a converging cluster is
+         * reconciled at every pod change. The status write that tells the counts, or
+         * the requeue at the window's end, brings the next look. */
         sts_view_t v = view_statefulset(sts);
-        if (!status_policy_counts_told(jsonx_get(c.rc, "status"), v.replicas, v.ready))
+        if (!status_policy_diagnosis_due(jsonx_get(c.rc, "status"), v.replicas, v.ready, p->status_held_ns > 0,
+                                         c.now))
             p->wants_diagnosis = 0;
     }
     /* The class is looked up when the StatefulSet is created and while the cluster is not

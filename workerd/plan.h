@@ -335,7 +335,8 @@
  *   only progress (replicas, readyReplicas, ready, status.nodes, the messages of Ready and
  *   Progressing) of a converging cluster (Pending or Scaling, Progressing True, before and
  *   after) is not written while the observed Ready condition's lastUpdateTime is less than
- *   STATUS_POLICY_COALESCE_NS ago: no write, the requeue at most the rest of that window
+ *   STATUS_POLICY_COALESCE_NS ago (STATUS_POLICY_CREATING_NS in a first rollout, Pending
+ *   and Creating before and after): no write, the requeue at most the rest of that window
  *   (plan_status_held_ns says how long). Everything else is written by the reconcile that
  *   computes it, an election's record included.
  */
@@ -481,7 +482,11 @@ const char *plan_pod_to_explain(const json_object *pods);
  *   sts_events  1 when the StatefulSet's Events may say FailedCreate: walking its ordinals
  *               as its controller does (OrderedReady), a pod is missing (or being
  *               deleted) before any is found not Ready (the controller waits at a pod not
- *               Ready and creates nothing after it, so it cannot fail to); else 0;
+ *               Ready and creates nothing after it, so it cannot fail to), and, when it
+ *               is missing, the controller could have made it 10 s ago by now_wall_ns
+ *               (the StatefulSet's creation for the first ordinal, the Ready condition's
+ *               lastTransitionTime of the pod before it for the others; a time not known
+ *               counts as long ago), so a step of an ordinary rollout reads nothing; else 0;
  *   pod         the pod whose Events may name the cause (plan_pod_to_explain), only when
  *               it is 30 s old by now_wall_ns (DIAGNOSIS) and its own status explains
  *               nothing (no container waiting for a cause, not unschedulable); else NULL

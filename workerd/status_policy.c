@@ -98,18 +98,35 @@ static int converging(const json_object *status)
     return phase && (!strcmp(phase, "Pending") || !strcmp(phase, "Scaling")) && prog && !strcmp(prog, "True");
 }
 
+/* 1 when the status is one of a new cluster's first rollout: Pending, Progressing True
+ * with reason Creating (plan.c, CREATING). */
+static int creating(const json_object *status)
+{
+    const char *phase = jsonx_str(status, "phase");
+    const char *reason = jsonx_str(cond_of(status, "Progressing"), "reason");
+    return converging(status) && !strcmp(phase, "Pending") && reason && !strcmp(reason, "Creating");
+}
+
+/* How long ago (by now) the observed Ready condition's count was written; -1 when that
+ * time is missing or unreadable. A time ahead of now (a clock step) counts as now. */
+static int64_t count_age_ns(const json_object *observed, int64_t now_wall_ns)
+{
+    const char *t = jsonx_str(cond_of(observed, "Ready"), "lastUpdateTime");
+    int64_t at = 0;
+    if (!t || clock_parse_rfc3339(t, &at))
+        return -1;
+    return at > now_wall_ns ? 0 : now_wall_ns - at;
+}
+
 int64_t status_policy_hold_ns(const json_object *computed, const json_object *observed, int64_t now_wall_ns)
 {
     if (!converging(computed) || !converging(observed) || !status_policy_progress_only(computed, observed))
         return 0;
-    const char *t = jsonx_str(cond_of(observed, "Ready"), "lastUpdateTime");
-    int64_t at = 0;
-    if (!t || clock_parse_rfc3339(t, &at))
+    int64_t age = count_age_ns(observed, now_wall_ns);
+    if (age < 0)
         return 0;
-    if (at > now_wall_ns) /* written "later" than now: a clock step; hold a whole window at most */
-        at = now_wall_ns;
-    int64_t age = now_wall_ns - at;
-    return age >= STATUS_POLICY_COALESCE_NS ? 0 : STATUS_POLICY_COALESCE_NS - age;
+    int64_t window = creating(computed) && creating(observed) ? STATUS_POLICY_CREATING_NS : STATUS_POLICY_COALESCE_NS;
+    return age >= window ? 0 : window - age;
 }
 
 static int64_t int_or_0(const json_object *o, const char *key)
@@ -121,4 +138,12 @@ static int64_t int_or_0(const json_object *o, const char *key)
 int status_policy_counts_told(const json_object *observed, int64_t sts_replicas, int64_t sts_ready)
 {
     return int_or_0(observed, "replicas") == sts_replicas && int_or_0(observed, "readyReplicas") == sts_ready;
+}
+
+int status_policy_diagnosis_due(const json_object *observed, int64_t sts_replicas, int64_t sts_ready, int held,
+                                int64_t now_wall_ns)
+{
+    if (status_policy_counts_told(observed, sts_replicas, sts_ready))
+        return 1;
+    return held && count_age_ns(observed, now_wall_ns) >= STATUS_POLICY_COALESCE_NS;
 }

@@ -23,7 +23,14 @@
  * when the window ends, so the latest count is written at most one window late, and at
  * most one progress write per window and cluster is made. The window is plan's requeue
  * of a cluster that is not Running (PLAN_REQUEUE_NOT_READY_NS, 10 s): a held count costs
- * no reconcile that would not have come anyway. Running, Failed and every
+ * no reconcile that would not have come anyway. A new cluster's first rollout (computed
+ * and observed both Pending with Progressing=True reason Creating, plan.c CREATING) has
+ * a longer window, STATUS_POLICY_CREATING_NS: its progress is the StatefulSet's, which
+ * `kubectl get sts` shows live, and a cluster that converges within it writes its
+ * status twice (Pending, Running: the minimum, bench/README.md). A slower first rollout
+ * writes its count once per that window; a stuck one is diagnosed all the same
+ * (status_policy_diagnosis_due) and its cause, being what the status says, is written
+ * at once. Running, Failed and every
  * change of what the status says are never held, so the final status is written by the
  * reconcile that sees it. A status without lastUpdateTime on Ready (written by an older
  * operator, or unreadable) is written at once.
@@ -35,6 +42,7 @@
 #include <stdint.h>
 
 #define STATUS_POLICY_COALESCE_NS (INT64_C(10) * 1000000000) /* one progress write per 10 s */
+#define STATUS_POLICY_CREATING_NS (INT64_C(60) * 1000000000) /* ... per 60 s in the first rollout */
 
 /* 0 when the computed status (differing from observed: the caller checked) is to be
  * written now; else how many nanoseconds to hold it (1..STATUS_POLICY_COALESCE_NS), per
@@ -48,6 +56,16 @@ int64_t status_policy_hold_ns(const json_object *computed, const json_object *ob
  * tells it is due or held. A diagnosis (plan.h, DIAGNOSIS) is for a cluster that does
  * not move; one that does is not read for. Inputs are only read. */
 int status_policy_counts_told(const json_object *observed, int64_t sts_replicas, int64_t sts_ready);
+
+/* 1 when a DIAGNOSIS (plan.h) of a cluster not Running is due: the observed status tells
+ * the StatefulSet's counts (status_policy_counts_told: the cluster has not moved since),
+ * or the write that would tell them is held (held != 0: status_policy_hold_ns said so)
+ * and the count the status tells was written at least STATUS_POLICY_COALESCE_NS ago (a
+ * count held longer, as in a first rollout, must not keep a stuck cluster from being
+ * looked at). Else 0: the cluster moved, and is looked at again when the write that
+ * tells it has been made, or at the window's end. Inputs are only read. */
+int status_policy_diagnosis_due(const json_object *observed, int64_t sts_replicas, int64_t sts_ready, int held,
+                                int64_t now_wall_ns);
 
 /* 1 when the only differences between computed and observed are progress (above),
  * whatever the phase; 0 otherwise (also when observed is not an object). */

@@ -2282,6 +2282,45 @@ static void test_diagnosis_reads_from_cached_pods(void)
     json_object_put(sts);
 }
 
+/* A missing pod is read for only when the StatefulSet controller could have made it
+ * 10 s ago: since the StatefulSet's creation (ordinal 0), since the pod before it turned
+ * Ready (the others), so an ordinary rollout's steps read nothing. Now is T3 (12:02:00). */
+#define READY_SINCE(t) "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"" t "\"}]}"
+static void test_diagnosis_reads_wait_for_the_controller(void)
+{
+    static const struct {
+        const char *name, *sts_created, *pods;
+        int sts_events;
+    } rows[] = {
+        {"no pod, StatefulSet 5 s old", "2024-05-01T12:01:55Z", "[]", 0},
+        {"no pod, StatefulSet 15 s old", "2024-05-01T12:01:45Z", "[]", 1},
+        {"the next pod missing, the one before Ready 5 s ago", T1_STR,
+         "[" POD_OLD("cache-0", READY_SINCE("2024-05-01T12:01:55Z")) "]", 0},
+        {"the next pod missing, the one before Ready 15 s ago", T1_STR,
+         "[" POD_OLD("cache-0", READY_SINCE("2024-05-01T12:01:45Z")) "]", 1},
+        {"the last Ready pod counts, not the first", T1_STR,
+         "[" POD_OLD("cache-0", READY_SINCE("2024-05-01T12:01:00Z")) "," POD_OLD("cache-1", READY_SINCE("2024-05-01T12:01:58Z")) "]",
+         0},
+        {"a pod being deleted is read for at once", "2024-05-01T12:01:59Z",
+         "[{\"metadata\":{\"name\":\"cache-0\",\"deletionTimestamp\":\"" T3_STR "\"},\"status\":" READY "}]", 1},
+        {"a Ready time not known counts as long ago", "2024-05-01T12:01:59Z", "[" POD_OLD("cache-0", READY) "]", 1},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char text[256];
+        snprintf(text, sizeof(text),
+                 "{\"metadata\":{\"name\":\"cache\",\"creationTimestamp\":\"%s\"},\"spec\":{\"replicas\":3}}",
+                 rows[i].sts_created);
+        json_object *sts = parse(text), *pods = parse(rows[i].pods);
+        plan_diag_reads_t need;
+        plan_diagnosis_reads(sts, pods, T3, &need);
+        if (need.sts_events != rows[i].sts_events)
+            fprintf(stderr, "\n  row \"%s\": events %d\n", rows[i].name, need.sts_events);
+        CU_ASSERT_EQUAL(need.sts_events, rows[i].sts_events);
+        json_object_put(pods);
+        json_object_put(sts);
+    }
+}
+
 /* Who asks for a diagnosis, which pod is explained, and a healthy plan never asks. */
 static void test_diagnosis_is_asked_only_when_not_running(void)
 {
@@ -3589,6 +3628,7 @@ static const cu_entry_t tests[] = {
     CU_SUITE("plan: status and take-back"),
     {"diagnosis of a cluster that is not Running (table)", test_diagnosis_table},
     {"diagnosis: the reads a worker with the cache's pods still makes", test_diagnosis_reads_from_cached_pods},
+    {"diagnosis: a missing pod read for once the controller had time", test_diagnosis_reads_wait_for_the_controller},
     {"diagnosis asked only when not Running", test_diagnosis_is_asked_only_when_not_running},
     {"StorageClass checked before creating", test_storage_class_checked_before_creating},
     {"storage advice never leads to a mixed set", test_storage_change_advice},

@@ -15,6 +15,7 @@
 
 #define T0 (INT64_C(1714564800) * NS_PER_SEC) /* 2024-05-01T12:00:00Z */
 #define W STATUS_POLICY_COALESCE_NS
+#define C STATUS_POLICY_CREATING_NS /* the first rollout's window */
 
 static json_object *parse(const char *s)
 {
@@ -60,54 +61,61 @@ typedef struct {
     int c_ready;
     const char *c_prog_status, *c_prog_reason, *c_degraded_msg, *c_extra;
     int64_t now;
-    int64_t want; /* hold_ns */
+    int64_t want;              /* hold_ns */
+    const char *o_prog_reason; /* observed Progressing reason; NULL: Creating (Scaling if Scaling) */
 } hold_case_t;
 
 static void test_hold_table(void)
 {
     static const hold_case_t cases[] = {
-        {"count only, 2 s after the last count: held the rest of the window", "Pending", 0, "2024-05-01T12:00:00Z", "", "Pending", 1,
-         "True", "Creating", NULL, "", T0 + 2 * NS_PER_SEC, W - 2 * NS_PER_SEC},
+        {"count only, 2 s after the last count: held the rest of the first rollout's window", "Pending", 0,
+         "2024-05-01T12:00:00Z", "", "Pending", 1, "True", "Creating", NULL, "", T0 + 2 * NS_PER_SEC, C - 2 * NS_PER_SEC, NULL},
         {"count only, just written: held the whole window", "Pending", 0, "2024-05-01T12:00:00Z", "", "Pending", 1,
-         "True", "Creating", NULL, "", T0, W},
-        {"count only, a window after: written", "Pending", 1, "2024-05-01T12:00:00Z", "", "Pending", 2, "True",
-         "Creating", NULL, "", T0 + W, 0},
+         "True", "Creating", NULL, "", T0, C, NULL},
+        {"count only in a first rollout, 10 s after: still held", "Pending", 1, "2024-05-01T12:00:00Z", "", "Pending", 2,
+         "True", "Creating", NULL, "", T0 + W, C - W, NULL},
+        {"count only in a first rollout, 60 s after: written", "Pending", 1, "2024-05-01T12:00:00Z", "", "Pending", 2,
+         "True", "Creating", NULL, "", T0 + C, 0, NULL},
+        {"count only, Pending but another rollout (RollingUpdate): the 10 s window", "Pending", 1, "2024-05-01T12:00:00Z",
+         "", "Pending", 2, "True", "RollingUpdate", NULL, "", T0 + NS_PER_SEC, W - NS_PER_SEC, "RollingUpdate"},
         {"count only, long after: written", "Scaling", 1, "2024-05-01T12:00:00Z", "", "Scaling", 2, "True",
-         "Scaling", NULL, "", T0 + 60 * NS_PER_SEC, 0},
+         "Scaling", NULL, "", T0 + 60 * NS_PER_SEC, 0, NULL},
         {"count only while Scaling: held", "Scaling", 1, "2024-05-01T12:00:00Z", "", "Scaling", 2, "True", "Scaling",
-         NULL, "", T0 + NS_PER_SEC, W - NS_PER_SEC},
+         NULL, "", T0 + NS_PER_SEC, W - NS_PER_SEC, NULL},
         {"a phase change: written", "Pending", 1, "2024-05-01T12:00:00Z", "", "Scaling", 2, "True", "Creating", NULL,
-         "", T0 + NS_PER_SEC, 0},
+         "", T0 + NS_PER_SEC, 0, NULL},
         {"Running: written", "Pending", 2, "2024-05-01T12:00:00Z", "", "Running", 3, "True", "Creating", NULL, "",
-         T0 + NS_PER_SEC, 0},
+         T0 + NS_PER_SEC, 0, NULL},
         {"a condition's reason changes: written", "Pending", 0, "2024-05-01T12:00:00Z", "", "Pending", 1, "True",
-         "RollingUpdate", NULL, "", T0 + NS_PER_SEC, 0},
+         "RollingUpdate", NULL, "", T0 + NS_PER_SEC, 0, NULL},
         {"not progressing (a pod lost, nothing rolling): written", "Pending", 2, "2024-05-01T12:00:00Z", "",
-         "Pending", 1, "False", "Stable", NULL, "", T0 + NS_PER_SEC, 0},
+         "Pending", 1, "False", "Stable", NULL, "", T0 + NS_PER_SEC, 0, NULL},
         {"Degraded's message changes: written", "Pending", 0, "2024-05-01T12:00:00Z", "", "Pending", 1, "True",
-         "Creating", "new trouble", "", T0 + NS_PER_SEC, 0},
+         "Creating", "new trouble", "", T0 + NS_PER_SEC, 0, NULL},
         {"no lastUpdateTime (an older operator wrote it): written", "Pending", 0, NULL, "", "Pending", 1, "True",
-         "Creating", NULL, "", T0 + NS_PER_SEC, 0},
+         "Creating", NULL, "", T0 + NS_PER_SEC, 0, NULL},
         {"unreadable lastUpdateTime: written", "Pending", 0, "yesterday", "", "Pending", 1, "True", "Creating", NULL,
-         "", T0 + NS_PER_SEC, 0},
+         "", T0 + NS_PER_SEC, 0, NULL},
         {"lastUpdateTime ahead of now (clock step): held one window at most", "Pending", 0, "2024-05-01T12:10:00Z",
-         "", "Pending", 1, "True", "Creating", NULL, "", T0, W},
+         "", "Pending", 1, "True", "Creating", NULL, "", T0, C, NULL},
         {"the primary changes: written", "Pending", 0, "2024-05-01T12:00:00Z", ",\"primary\":\"cache-0\"",
-         "Pending", 1, "True", "Creating", NULL, ",\"primary\":\"cache-1\"", T0 + NS_PER_SEC, 0},
+         "Pending", 1, "True", "Creating", NULL, ",\"primary\":\"cache-1\"", T0 + NS_PER_SEC, 0, NULL},
         {"a field the policy does not know changes: written", "Pending", 0, "2024-05-01T12:00:00Z",
-         ",\"future\":1", "Pending", 1, "True", "Creating", NULL, ",\"future\":2", T0 + NS_PER_SEC, 0},
+         ",\"future\":1", "Pending", 1, "True", "Creating", NULL, ",\"future\":2", T0 + NS_PER_SEC, 0, NULL},
         {"status.nodes only (pods getting IPs): held", "Pending", 0, "2024-05-01T12:00:00Z",
          ",\"nodes\":[{\"pod\":\"cache-0\"}]", "Pending", 0, "True", "Creating", NULL,
-         ",\"nodes\":[{\"pod\":\"cache-0\",\"ip\":\"10.0.0.1\"}]", T0 + NS_PER_SEC, W - NS_PER_SEC},
+         ",\"nodes\":[{\"pod\":\"cache-0\",\"ip\":\"10.0.0.1\"}]", T0 + NS_PER_SEC, C - NS_PER_SEC, NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const hold_case_t *k = &cases[i];
         json_object *o = status_of(k->o_phase, k->o_ready, k->o_update, "True", "Creating", NULL, k->o_extra);
         json_object *c = status_of(k->c_phase, k->c_ready, k->o_update, k->c_prog_status, k->c_prog_reason,
                                    k->c_degraded_msg, k->c_extra);
-        if (!strcmp(k->o_phase, "Scaling")) { /* an observed Scaling is Progressing Scaling */
+        if (!strcmp(k->o_phase, "Scaling") || k->o_prog_reason) {
+            /* an observed Scaling is Progressing Scaling, unless the row says */
             json_object_put(o);
-            o = status_of(k->o_phase, k->o_ready, k->o_update, "True", "Scaling", NULL, k->o_extra);
+            o = status_of(k->o_phase, k->o_ready, k->o_update, "True", k->o_prog_reason ? k->o_prog_reason : "Scaling",
+                          NULL, k->o_extra);
         }
         int64_t got = status_policy_hold_ns(c, o, k->now);
         if (got != k->want)
@@ -142,7 +150,7 @@ static void test_hold_condition_gone_is_news(void)
     c = status_of("Pending", 1, "2024-05-01T12:00:00Z", "True", "Creating", NULL, "");
     json_object_array_add(json_object_object_get(o, "conditions"),
                           parse("{\"type\":\"ReconcileCrashed\",\"status\":\"False\",\"reason\":\"Ok\"}"));
-    CU_ASSERT_EQUAL(status_policy_hold_ns(c, o, T0 + NS_PER_SEC), W - NS_PER_SEC);
+    CU_ASSERT_EQUAL(status_policy_hold_ns(c, o, T0 + NS_PER_SEC), C - NS_PER_SEC);
     json_object_put(o);
     json_object_put(c);
 }
@@ -277,9 +285,10 @@ static void test_fast_convergence_writes_twice(void)
         CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
         CU_ASSERT_STRING_EQUAL(cond_str(p, "Progressing", "reason"), "Creating");
         CU_ASSERT_PTR_NULL(status_action(p));
-        /* held until a window after the last count, and looked at again then */
-        CU_ASSERT_EQUAL(plan_status_held_ns(p), W - (ready + 1) * NS_PER_SEC);
-        CU_ASSERT_EQUAL(plan_requeue_after_ns(p), W - (ready + 1) * NS_PER_SEC);
+        /* held until the first rollout's window after the last count; looked at again
+         * at the not-Running requeue (10 s) all the same */
+        CU_ASSERT_EQUAL(plan_status_held_ns(p), C - (ready + 1) * NS_PER_SEC);
+        CU_ASSERT_EQUAL(plan_requeue_after_ns(p), PLAN_REQUEUE_NOT_READY_NS);
         perform(&w, p);
         plan_destroy(&p);
     }
@@ -304,9 +313,10 @@ static void test_fast_convergence_writes_twice(void)
     world_free(&w);
 }
 
-/* Pods ready 20 s apart (longer than the window): every count is written when seen, so
- * a user watching sees each pod; the phase stays Pending until Running. */
-static void test_slow_convergence_writes_each_count(void)
+/* A first rollout whose pods are ready 20 s apart (between two 10 s windows, within
+ * the first rollout's 60 s): the counts between Pending and Running are held, so the
+ * status is written twice, the minimum; the phase stays Pending until Running. */
+static void test_first_rollout_writes_twice(void)
 {
     world_t w;
     world_created(&w);
@@ -314,6 +324,55 @@ static void test_slow_convergence_writes_each_count(void)
     for (int ready = 1; ready < 3; ready++) {
         sts_pods(&w, ready + 1, ready);
         p = run(&w, T0 + ready * 2 * W);
+        CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+        CU_ASSERT_PTR_NULL(status_action(p));
+        CU_ASSERT_EQUAL(plan_status_held_ns(p), C - ready * 2 * W);
+        plan_destroy(&p);
+    }
+    sts_pods(&w, 3, 3);
+    p = run(&w, T0 + 6 * W);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+    CU_ASSERT_PTR_NOT_NULL(status_action(p));
+    perform(&w, p);
+    plan_destroy(&p);
+    CU_ASSERT_EQUAL(w.status_writes, 2);
+    world_free(&w);
+}
+
+/* A first rollout's count held longer than 10 s does not keep the cluster from being
+ * diagnosed (a stuck pod's cause is written at once, being what the status says); one
+ * that moved within the last 10 s is not looked at yet. */
+static void test_held_first_rollout_is_diagnosed(void)
+{
+    world_t w;
+    world_created(&w);
+    sts_pods(&w, 2, 1);
+    plan_t *p = run(&w, T0 + 5 * NS_PER_SEC);
+    CU_ASSERT(plan_status_held_ns(p) > 0);
+    CU_ASSERT_EQUAL(plan_wants_diagnosis(p), 0);
+    plan_destroy(&p);
+    p = run(&w, T0 + 15 * NS_PER_SEC);
+    CU_ASSERT(plan_status_held_ns(p) > 0);
+    CU_ASSERT_EQUAL(plan_wants_diagnosis(p), 1);
+    CU_ASSERT_EQUAL(status_policy_diagnosis_due(json_object_object_get(w.rc, "status"), 2, 1, 1, T0 + W), 1);
+    CU_ASSERT_EQUAL(status_policy_diagnosis_due(json_object_object_get(w.rc, "status"), 2, 1, 0, T0 + W), 0);
+    CU_ASSERT_EQUAL(status_policy_diagnosis_due(json_object_object_get(w.rc, "status"), 0, 0, 0, T0), 1);
+    plan_destroy(&p);
+    world_free(&w);
+}
+
+/* A slow first rollout (pods 70 s apart, longer than its window) writes each count when
+ * seen, so a user watching sees each pod. (A later rollout's 10 s window: the table.) */
+static void test_slow_convergence_writes_each_count(void)
+{
+    world_t w;
+    world_created(&w);
+    plan_t *p = NULL;
+    int64_t now = T0;
+    for (int ready = 1; ready < 3; ready++) {
+        sts_pods(&w, ready + 1, ready);
+        now += C + 10 * NS_PER_SEC;
+        p = run(&w, now);
         CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
         const plan_action_t *a = status_action(p);
         CU_ASSERT_PTR_NOT_NULL(a);
@@ -327,6 +386,12 @@ static void test_slow_convergence_writes_each_count(void)
         CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(ready_cond, "message")), msg);
     }
     CU_ASSERT_EQUAL(w.status_writes, 3);
+    sts_pods(&w, 3, 3);
+    now += NS_PER_SEC;
+    p = run(&w, now);
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
+    perform(&w, p);
+    plan_destroy(&p);
     world_free(&w);
 }
 
@@ -350,10 +415,11 @@ static void test_held_count_written_at_window_end(void)
     sts_pods(&w, 2, 1);
     plan_t *p = run(&w, T0 + 2 * NS_PER_SEC);
     CU_ASSERT_PTR_NULL(status_action(p));
-    int64_t after = plan_requeue_after_ns(p);
-    CU_ASSERT_EQUAL(after, W - 2 * NS_PER_SEC);
+    int64_t held = plan_status_held_ns(p);
+    CU_ASSERT_EQUAL(held, C - 2 * NS_PER_SEC);
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), PLAN_REQUEUE_NOT_READY_NS);
     plan_destroy(&p);
-    p = run(&w, T0 + 2 * NS_PER_SEC + after);
+    p = run(&w, T0 + 2 * NS_PER_SEC + held);
     const plan_action_t *a = status_action(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
@@ -361,7 +427,7 @@ static void test_held_count_written_at_window_end(void)
                            "1/3");
     perform(&w, p);
     plan_destroy(&p);
-    CU_ASSERT_STRING_EQUAL(cond_str_rc(&w), "2024-05-01T12:00:10Z"); /* T0 + W */
+    CU_ASSERT_STRING_EQUAL(cond_str_rc(&w), "2024-05-01T12:01:00Z"); /* T0 + C */
     world_free(&w);
 }
 
@@ -415,6 +481,8 @@ static CU_TestInfo tests[] = {
     {"hold: no observed status", test_hold_without_observed_status},
     {"hold: a condition gone is news", test_hold_condition_gone_is_news},
     {"plan: fast convergence writes twice", test_fast_convergence_writes_twice},
+    {"plan: a first rollout within its window writes twice", test_first_rollout_writes_twice},
+    {"plan: a held first rollout is still diagnosed", test_held_first_rollout_is_diagnosed},
     {"plan: slow convergence writes each count", test_slow_convergence_writes_each_count},
     {"plan: a held count is written at the window's end", test_held_count_written_at_window_end},
     {"plan: a spec change is written at once", test_generation_change_written_at_once},
