@@ -578,6 +578,14 @@ def writes(ms, include_electord=False):
                 (include_electord or child_class(lab.get("child")) != "electord"))
 
 
+def event_writes(ms):
+    """The workers' Event requests (POST, PATCH), or None when no worker exports the
+    recorder's counters (an older operator, the peer): never read as 0."""
+    if not any(n == "event_recorder_total" for n, _, _ in ms):
+        return None
+    return msum(ms, "event_recorder_total", lambda lab: lab.get("result") in ("posted", "patched"))
+
+
 def cpu_by_child(ms):
     return {lab.get("child"): v for n, lab, v in ms if n == "process_cpu_seconds_total"}
 
@@ -685,7 +693,7 @@ class Operator:
                                          "cpu": round(sum(cpu_by_child(ms).values()), 3),
                                          "rss": sum(rss_by_child(ms).values()),
                                          "reconciles": msum(ms, "controller_runtime_reconcile_total"),
-                                         "writes": writes(ms)})
+                                         "writes": writes(ms), "events": event_writes(ms)})
                 n += 1
                 time.sleep(max(0.0, every - (time.time() - t)))
         th = threading.Thread(target=loop, daemon=True)
@@ -1058,6 +1066,13 @@ def converge(ctx, ns, n, workers, tag, full_report=True, kind=None, storm=True, 
             w1 = [x["writes"] for x in op.samples if x["t"] <= last_child + 2.5]
             if w0 and w1:
                 res["writes_per_second_until_children"] = r3((w1[-1] - w0[-1]) / (last_child - t_begin))
+            # the same without the Events, which have a budget of their own (a
+            # controller-runtime manager's recorder has its own client and limiter)
+            e0 = [x.get("events") for x in op.samples if x["t"] <= t_begin]
+            e1 = [x.get("events") for x in op.samples if x["t"] <= last_child + 2.5]
+            if w0 and w1 and e0 and e1 and e0[-1] is not None and e1[-1] is not None:
+                res["object_writes_per_second_until_children"] = r3(
+                    ((w1[-1] - e1[-1]) - (w0[-1] - e0[-1])) / (last_child - t_begin))
         wr = res["cost"]["writes_total"]
         res["writes_per_second"] = r3(wr / (t_conv - t_begin)) if t_conv > t_begin else None
         if not full_report:
@@ -1122,6 +1137,10 @@ def cost(m0, m1, n):
             msum(m0, "controller_runtime_reconcile_errors_total"))
     w = by.get("workerd", {})
     wtotal = writes(m1) - writes(m0)
+    ev0, ev1 = event_writes(m0), event_writes(m1)
+    ev = ev1 - (ev0 or 0) if ev1 is not None else None
+    ewait = (msum(m1, "event_recorder_limiter_wait_seconds_total") -
+             msum(m0, "event_recorder_limiter_wait_seconds_total")) if ev is not None else None
 
     def hist(name, child):
         ssum = (msum(m1, name + "_sum", lambda lab: child_class(lab.get("child")) == child) -
@@ -1143,6 +1162,9 @@ def cost(m0, m1, n):
         "reconciles_per_cluster": r3(rec / n) if n else None,
         "writes_total": int(wtotal),
         "writes_per_cluster": r3(wtotal / n) if n else None,
+        "event_writes_per_cluster": r3(ev / n) if n and ev is not None else None,
+        "object_writes_per_cluster": r3((wtotal - ev) / n) if n and ev is not None else None,
+        "worker_event_limiter_wait_seconds_total": r3(ewait) if ewait is not None else None,
         "worker_patch_per_cluster": r3(w.get("PATCH", 0) / n) if n else None,
         "worker_post_per_cluster": r3(w.get("POST", 0) / n) if n else None,
         "worker_get_per_cluster": r3(w.get("GET", 0) / n) if n else None,
@@ -1288,7 +1310,10 @@ VS_FIGURES = [
     ("running_s", "time to all Running (s)", ("convergence", "seconds_to_all_running")),
     ("children_p50_s", "create → children p50 (s)", ("convergence", "create_to_children", "p50")),
     ("writes_per_s", "writes/s until all children", ("writes_per_second_until_children",)),
+    ("object_writes_per_s", "of which object writes/s (Events apart)", ("object_writes_per_second_until_children",)),
     ("writes_per_cluster", "write requests per cluster", ("cost", "writes_per_cluster")),
+    ("object_writes_per_cluster", "of which object writes (Events apart)", ("cost", "object_writes_per_cluster")),
+    ("event_writes_per_cluster", "of which Event requests", ("cost", "event_writes_per_cluster")),
     ("posts_per_cluster", "of which POST per cluster", ("cost", "worker_post_per_cluster")),
     ("limiter_wait_s", "time waiting for the client limiter (s)", ("cost", "worker_rate_limiter_wait_seconds_total")),
     ("pss_idle_mib", "PSS idle, whole operator (MiB)", ("memory_idle", "pss_kb_total")),
@@ -1624,6 +1649,10 @@ def markdown(R):
             fmt(g(c, "control_plane", "pod_create_to_ready", "p50")), fmt(g(c, "control_plane", "pod_create_to_ready", "p95"))))
         row("operator writes/s until all children exist", lambda c: fmt(c.get("writes_per_second_until_children")))
         row("operator writes/s over the whole convergence", lambda c: fmt(c.get("writes_per_second")))
+        row("of which object writes/s until all children (Events apart)",
+            lambda c: fmt(c.get("object_writes_per_second_until_children")))
+        row("write requests per cluster: objects + Events", lambda c: "%s + %s" % (
+            fmt(g(c, "cost", "object_writes_per_cluster")), fmt(g(c, "cost", "event_writes_per_cluster"))))
         row("workerd requests per cluster", lambda c: "%s PATCH + %s POST (Events) + %s GET" % (
             fmt(g(c, "cost", "worker_patch_per_cluster")), fmt(g(c, "cost", "worker_post_per_cluster")),
             fmt(g(c, "cost", "worker_get_per_cluster"))))
@@ -1632,6 +1661,7 @@ def markdown(R):
             fmt(g(c, "log", "reconciles_with_writes") / c["n"] if g(c, "log", "reconciles_with_writes") is not None else None)))
         row("workerd request latency, mean", lambda c: fmt(g(c, "cost", "worker_request_mean_ms"), " ms"))
         row("workerd time waiting for the QPS limiter", lambda c: fmt(g(c, "cost", "worker_rate_limiter_wait_seconds_total"), " s"))
+        row("workerd Events waiting for their QPS budget", lambda c: fmt(g(c, "cost", "worker_event_limiter_wait_seconds_total"), " s"))
         row("reconcile duration p50 / p95 (log)", lambda c: "%s / %s s" % (
             fmt(g(c, "log", "reconcile_seconds", "p50")), fmt(g(c, "log", "reconcile_seconds", "p95"))))
         row("work queue max depth", lambda c: fmt(g(c, "workqueue", "max_depth")))
@@ -1676,8 +1706,8 @@ def markdown(R):
         L.append("Workers sweep (N=%d, size 3):" % sw["n"])
         L.append("")
         table(L, ["workers", "all Running after", "all children after", "create → children p50 / p95",
-                  "create → Running p50 / p95", "writes/s until all children", "reconcile p50 / p95",
-                  "operator CPU"],
+                  "create → Running p50 / p95", "writes/s until all children", "of which objects (Events apart)",
+                  "limiter wait: requests / Events", "reconcile p50 / p95", "operator CPU"],
               [[c["workers"], fmt(g(c, "convergence", "seconds_to_all_running"), " s"),
                 fmt(g(c, "convergence", "seconds_to_all_children"), " s"),
                 "%s / %s s" % (fmt(g(c, "convergence", "create_to_children", "p50")),
@@ -1686,6 +1716,9 @@ def markdown(R):
                                fmt(g(c, "convergence", "create_to_running", "p95"))),
                 fmt(c.get("writes_per_second_until_children")) if c.get("writes_per_second_until_children")
                 else "%s (whole convergence)" % fmt(c.get("writes_per_second")),
+                fmt(c.get("object_writes_per_second_until_children")),
+                "%s / %s s" % (fmt(g(c, "cost", "worker_rate_limiter_wait_seconds_total")),
+                               fmt(g(c, "cost", "worker_event_limiter_wait_seconds_total"))),
                 "%s / %s s" % (fmt(g(c, "log", "reconcile_seconds", "p50")), fmt(g(c, "log", "reconcile_seconds", "p95"))),
                 fmt(c.get("operator_cpu_seconds_total"), " s")] for c in sw["runs"]])
     vb = R.get("volume_binding")

@@ -26,6 +26,11 @@
 #define RATELIMIT_SHARED_ENV "RDC_KUBE_API_BUCKET"
 /* Its file name in the supervisor's runtime directory. */
 #define RATELIMIT_SHARED_FILE "kube-api-bucket"
+/* The workers' Events have a bucket of their own, of the same rate and size (the
+ * recorder of a controller-runtime manager sends through a client, and a limiter, of its
+ * own): workerd/recorder.h. */
+#define RATELIMIT_SHARED_EVENTS_ENV "RDC_KUBE_API_EVENTS_BUCKET"
+#define RATELIMIT_SHARED_EVENTS_FILE "kube-api-events-bucket"
 
 typedef struct ratelimit_shared ratelimit_shared_t;
 

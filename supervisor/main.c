@@ -232,23 +232,28 @@ static int lock_runtime_dir(const rdc_common_opts_t *c, char *rtdir, size_t len)
     return lockfd;
 }
 
-/* With a QPS limit: create the operator's shared bucket in rtdir and name it to the
- * children in the environment; without one, make sure none is named. 0, or -1 after
- * logging. */
-static int share_budget(const rdc_common_opts_t *c, const char *rtdir, ratelimit_shared_t **bucket)
+/* With a QPS limit: create the operator's shared buckets in rtdir, one for its requests
+ * and one for its workers' Events (a controller-runtime manager's recorder has a client,
+ * and a limiter, of its own), and name them to the children in the environment; without
+ * one, make sure none is named. 0, or -1 after logging. */
+static int share_budget(const rdc_common_opts_t *c, const char *rtdir, ratelimit_shared_t *bucket[2])
 {
-    if (c->kube_api_qps <= 0) {
-        unsetenv(RATELIMIT_SHARED_ENV);
-        return 0;
+    static const char *const env[2] = {RATELIMIT_SHARED_ENV, RATELIMIT_SHARED_EVENTS_ENV};
+    static const char *const file[2] = {RATELIMIT_SHARED_FILE, RATELIMIT_SHARED_EVENTS_FILE};
+    for (int i = 0; i < 2; i++) {
+        if (c->kube_api_qps <= 0) {
+            unsetenv(env[i]);
+            continue;
+        }
+        char path[4200], err[512];
+        snprintf(path, sizeof(path), "%s/%s", rtdir, file[i]);
+        if (ratelimit_shared_create(path, c->kube_api_qps, c->kube_api_burst, clock_mono_ns(), &bucket[i], err,
+                                    sizeof(err))) {
+            rlog_error("cannot create the operator's QPS bucket", "error", err);
+            return -1;
+        }
+        setenv(env[i], path, 1);
     }
-    char path[4200], err[512];
-    snprintf(path, sizeof(path), "%s/%s", rtdir, RATELIMIT_SHARED_FILE);
-    if (ratelimit_shared_create(path, c->kube_api_qps, c->kube_api_burst, clock_mono_ns(), bucket, err,
-                                sizeof(err))) {
-        rlog_error("cannot create the operator's QPS bucket", "error", err);
-        return -1;
-    }
-    setenv(RATELIMIT_SHARED_ENV, path, 1);
     return 0;
 }
 
@@ -291,11 +296,12 @@ static int supervise(const rdc_common_opts_t *c, const own_opts_t *o, int argc, 
         .metrics_argv = margv,
     };
     /* --kube-api-qps/--kube-api-burst are the whole operator's budget: one bucket in
-     * the runtime directory, named to every child (ratelimit_shared.h). */
-    ratelimit_shared_t *bucket = NULL;
+     * the runtime directory, named to every child, and one of the same size for the
+     * workers' Events (ratelimit_shared.h). */
+    ratelimit_shared_t *bucket[2] = {NULL, NULL};
     supervisor_t *s = NULL;
     int rc = 1;
-    if (share_budget(c, rtdir, &bucket))
+    if (share_budget(c, rtdir, bucket))
         goto out;
     if (supervisor_new(&cfg, &s, err, sizeof(err))) {
         rlog_error("cannot start", "error", err);
@@ -308,7 +314,8 @@ static int supervise(const rdc_common_opts_t *c, const own_opts_t *o, int argc, 
     rc = supervisor_run(s, sfd);
     supervisor_destroy(&s);
 out:
-    ratelimit_shared_destroy(&bucket);
+    ratelimit_shared_destroy(&bucket[0]);
+    ratelimit_shared_destroy(&bucket[1]);
     close(sfd);
     close(lockfd); /* the file stays: see rundir.h */
     return rc;

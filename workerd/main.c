@@ -14,6 +14,7 @@
 #include "metrics.h"
 #include "opts.h"
 #include "proto.h"
+#include "ratelimit_shared.h"
 #include "rdc_api.h"
 #include "reconcile.h"
 #include "redisexec.h"
@@ -228,7 +229,13 @@ static int run_worker(const rdc_common_opts_t *c, kube_client_t *client, const c
                                        : daemon_endpoint(rtdir, PROTO_EP_LEADER, lep, sizeof(lep)),
         .signal_fd = sfd,
         .max_inflight = c->max_concurrent_reconciles,
+        /* Events: a budget like the other requests' but of their own (recorder.h) */
+        .events_bucket = c->kube_api_qps > 0 ? getenv(RATELIMIT_SHARED_EVENTS_ENV) : NULL,
+        .events_qps = c->kube_api_qps,
+        .events_burst = c->kube_api_burst,
     };
+    if (wc.events_bucket && !*wc.events_bucket)
+        wc.events_bucket = NULL;
     rlog_info("workerd started", "version", RDC_VERSION, "work", wc.work_endpoint, "leader",
               wc.leader_endpoint ? wc.leader_endpoint : "(leader election off)");
     int code = worker_run(&wc);

@@ -6,8 +6,11 @@
 #include "jsonx.h"
 #include "kube_async.h"
 #include "log.h"
+#include "loop.h"
 #include "loop_curl.h"
+#include "metrics.h"
 #include "ratelimit.h"
+#include "ratelimit_shared.h"
 #include "render.h"
 
 #include <stdio.h>
@@ -31,6 +34,7 @@ typedef struct {
     int64_t last_ns;      /* monotonic time of the last recording */
     int64_t deadline_ns;  /* of the latest recording; 0 = none */
     uint64_t seq;         /* queue order while queued */
+    int64_t send_at;      /* its token's time (monotonic), once reserved; 0 = none yet */
     int queued;           /* waits to be sent */
     xfer_t *x;            /* the request in flight, or NULL */
 } entry_t;
@@ -58,7 +62,21 @@ struct recorder {
     size_t queued, in_flight;
     uint64_t seq;
     recorder_stats_t st;
+    /* the Events budget (recorder_opts_t): the shared bucket, else rl when limited */
+    ratelimit_shared_t *shared;
+    ratelimit_t rl;
+    int limited;
+    int timer;                 /* the loop timer waiting for a token; 0 = none */
+    metric_family_t *m_total, *m_wait;
 };
+
+/* Count one of the recorder's outcomes, in its stats and in event_recorder_total. */
+static void bump(recorder_t *r, uint64_t *field, const char *result)
+{
+    (*field)++;
+    const char *labels[] = {result};
+    metric_counter_add(r->m_total, labels, 1);
+}
 
 
 const char *recorder_result_name(recorder_result_t res)
@@ -92,6 +110,21 @@ recorder_t *recorder_new(kube_client_t *c, loop_curl_t *lc, const recorder_opts_
         r->o.spam_qps = 1.0 / RECORDER_SPAM_REFILL_S;
     if (r->o.spam_burst <= 0)
         r->o.spam_burst = RECORDER_SPAM_BURST;
+    if (r->o.shared_bucket) {
+        char err[512];
+        if (ratelimit_shared_open(r->o.shared_bucket, &r->shared, err, sizeof(err))) {
+            /* A bucket named but not there is the supervisor's bug: keep a budget anyway. */
+            rlog_warn("cannot open the Events' QPS bucket: using one of this worker's own", "error", err);
+        }
+    }
+    r->limited = r->shared != NULL || r->o.qps > 0;
+    if (!r->shared && r->o.qps > 0)
+        ratelimit_init(&r->rl, r->o.qps, r->o.burst);
+    static const char total_help[] = "Events of the worker's recorder by outcome: requests sent (posted, "
+                                     "patched), repeats aggregated, Events dropped or failed";
+    static const char wait_help[] = "Time the recorder's requests waited for the Events' QPS budget";
+    r->m_total = metrics_counter(metrics_default(), "event_recorder_total", total_help, "result");
+    r->m_wait = metrics_counter(metrics_default(), "event_recorder_limiter_wait_seconds_total", wait_help, NULL);
     return r;
 }
 
@@ -106,6 +139,9 @@ void recorder_destroy(recorder_t **self_p)
     if (!self_p || !*self_p)
         return;
     recorder_t *r = *self_p;
+    if (r->timer)
+        loop_cancel_timer(loop_curl_loop(r->lc), r->timer);
+    ratelimit_shared_destroy(&r->shared);
     for (size_t i = 0; i < ENTRIES; i++) {
         entry_t *e = &r->e[i];
         if (e->x) {
@@ -202,8 +238,49 @@ static int entry_name(entry_t *e)
 }
 
 static void send_one(recorder_t *r, entry_t *e);
+static void pump(recorder_t *r);
 
-/* Start what waits, oldest first, up to max_in_flight. */
+static int on_token_timer(loop_t *loop, int id, void *arg)
+{
+    (void)loop;
+    recorder_t *r = arg;
+    if (r->timer == id)
+        r->timer = 0;
+    pump(r);
+    return 0;
+}
+
+/* 1 when e may be sent at now: no budget, or its token (reserved here the first time it
+ * is asked for, in queue order) is due. Else 0, with a timer set for when it is. */
+static int token_due(recorder_t *r, entry_t *e, int64_t now)
+{
+    if (!r->limited)
+        return 1;
+    if (!e->send_at) {
+        int64_t wait = 0;
+        if (r->shared) {
+            if (ratelimit_shared_try_reserve(r->shared, now, INT64_MAX, &wait))
+                wait = 0; /* never refused without a bound; if it were, do not stall */
+        } else {
+            wait = ratelimit_reserve(&r->rl, now);
+        }
+        e->send_at = now + (wait > 0 ? wait : 0);
+        if (wait > 0) {
+            r->st.throttled++;
+            r->st.throttled_ns += wait;
+            metric_counter_add(r->m_wait, NULL, (double)wait / NS_PER_SEC);
+        }
+    }
+    if (e->send_at <= now)
+        return 1;
+    if (!r->timer) {
+        int t = loop_add_timer(loop_curl_loop(r->lc), e->send_at - now, 0, on_token_timer, r);
+        r->timer = t > 0 ? t : 0; /* out of memory: the next recording or answer pumps */
+    }
+    return 0;
+}
+
+/* Start what waits, oldest first, up to max_in_flight, each once its token is due. */
 static void pump(recorder_t *r)
 {
     while (r->queued && r->in_flight < (size_t)r->o.max_in_flight) {
@@ -211,9 +288,10 @@ static void pump(recorder_t *r)
         for (size_t i = 0; i < ENTRIES; i++)
             if (r->e[i].queued && !r->e[i].x && (!next || r->e[i].seq < next->seq))
                 next = &r->e[i];
-        if (!next)
+        if (!next || !token_due(r, next, clock_mono_ns()))
             return;
         dequeue(r, next);
+        next->send_at = 0;
         send_one(r, next);
     }
 }
@@ -244,7 +322,7 @@ static void send_one(recorder_t *r, entry_t *e)
     kube_error_clear(&err);
     char line[512];
     if (!x) {
-        r->st.failed++;
+        bump(r, &r->st.failed, "failed");
         goto drop;
     }
     x->r = r;
@@ -255,7 +333,7 @@ static void send_one(recorder_t *r, entry_t *e)
     if (!x->req) {
         /* Past the deadline (no longer leading) or out of memory: the Event is dropped. */
         rlog_debug("event not sent", "path", path, "error", kube_error_str(&err, line, sizeof(line)));
-        r->st.failed++;
+        bump(r, &r->st.failed, "failed");
         free(x);
         goto drop;
     }
@@ -264,15 +342,15 @@ static void send_one(recorder_t *r, entry_t *e)
     if (loop_curl_add_cb(r->lc, kube_async_handle(x->req), on_transfer, x)) {
         kube_async_destroy(&x->req);
         free(x);
-        r->st.failed++;
+        bump(r, &r->st.failed, "failed");
         goto drop;
     }
     e->x = x;
     r->in_flight++;
     if (post)
-        r->st.posts++;
+        bump(r, &r->st.posts, "posted");
     else
-        r->st.patches++;
+        bump(r, &r->st.patches, "patched");
     json_object_put(body);
     return;
 drop:
@@ -318,7 +396,7 @@ static void on_done(const kube_error_t *err, long status, void *arg)
     char line[512];
     rlog_warn("cannot record event", "reason", JSONX_STR_AT(e->ev, "reason"), "error",
               kube_error_str(err, line, sizeof(line)));
-    r->st.failed++;
+    bump(r, &r->st.failed, "failed");
     if (x->post)
         entry_free(e); /* nothing on the server to aggregate into */
 }
@@ -339,23 +417,23 @@ recorder_result_t recorder_record(recorder_t *r, const json_object *rc, const ch
         e->count_want++;
         e->last_ns = now;
         e->deadline_ns = deadline_mono_ns;
-        r->st.aggregated++;
+        bump(r, &r->st.aggregated, "aggregated");
         if (!e->x && e->count_sent > 0)
             enqueue(r, e);
         pump(r);
         return RECORDER_AGGREGATED;
     }
     if (r->queued >= r->o.queue_cap) {
-        r->st.dropped_full++;
+        bump(r, &r->st.dropped_full, "dropped_full");
         return RECORDER_FULL;
     }
     if (!spam_allow(r, obj, now)) {
-        r->st.dropped_spam++;
+        bump(r, &r->st.dropped_spam, "dropped_spam");
         return RECORDER_SPAM;
     }
     e = entry_slot(r);
     if (!e) {
-        r->st.dropped_full++;
+        bump(r, &r->st.dropped_full, "dropped_full");
         return RECORDER_FULL;
     }
     e->ev = event_build(&spec, clock_wall_ns());

@@ -47,6 +47,17 @@ typedef struct {
     int max_in_flight;  /* requests at once; 0 = 8 */
     double spam_qps;    /* refill of the per-object bucket; 0 = 1/RECORDER_SPAM_REFILL_S */
     int spam_burst;     /* 0 = RECORDER_SPAM_BURST */
+    /* The Events' QPS budget (a controller-runtime manager's recorder has a client, and a
+     * limiter, of its own: --kube-api-qps/--kube-api-burst apply to it as to the other
+     * requests, and it takes none of their tokens). shared_bucket: a ratelimit_shared
+     * file, the operator's Events budget for all its workers
+     * (RATELIMIT_SHARED_EVENTS_ENV); else, with qps > 0, a bucket of qps and burst of
+     * this recorder's own; qps <= 0 and no file: no limit. Each request (POST or PATCH)
+     * takes one token, the oldest waiting Event first; one that waits for its token
+     * holds the ones after it, as client-go's broadcaster waits on its limiter. */
+    const char *shared_bucket;
+    double qps;
+    int burst;
 } recorder_opts_t;
 
 typedef enum {
@@ -61,6 +72,8 @@ typedef struct {
     uint64_t posts, patches;     /* requests sent */
     uint64_t aggregated;         /* repeats folded into a count */
     uint64_t dropped_spam, dropped_full, failed;
+    uint64_t throttled;          /* requests that waited for the Events budget */
+    int64_t throttled_ns;        /* how long, in all */
 } recorder_stats_t;
 
 /* A recorder sending through client c on the curl multi lc (both borrowed: they must
@@ -80,7 +93,10 @@ recorder_result_t recorder_record(recorder_t *r, const json_object *rc, const ch
 /* Events waiting or in flight; 0 = all sent (or dropped). */
 size_t recorder_pending(const recorder_t *r);
 
-/* Counters since recorder_new. */
+/* Counters since recorder_new. Also exported (metrics_default): event_recorder_total{result}
+ * (posted, patched, aggregated, dropped_spam, dropped_full, failed) and
+ * event_recorder_limiter_wait_seconds_total, so a scrape can tell the Event requests
+ * apart from the reconciles' writes in rest_client_requests_total. */
 recorder_stats_t recorder_stats(const recorder_t *r);
 
 /* Name of a result: "queued", "aggregated", "spam", "full", "invalid". */

@@ -43,6 +43,16 @@ own_told() { local a c; a=$(own_waits awaited); c=$(own_waits cached); [ "$a" !=
 wait_until 15 own_told
 check "own writes told: $(own_waits awaited) awaited, $(own_waits cached) cached when told, $(own_waits seen) seen, $(own_waits expired) expired" \
     sh -c "test \"\$1\" != missing && test \$((\$1 + \$2)) -gt 0 && test \"\$3\" = 0" _ "$(own_waits awaited)" "$(own_waits cached)" "$(own_waits expired)"
+# Events have a budget of their own (docs/kube-api-budget.md): the supervisor made both
+# buckets, and the workers count their Event requests apart from the other writes, one
+# POST per Event this operator recorded in the namespace (the family must be there).
+check "two QPS buckets in the runtime directory (requests, Events)" \
+    test -s "$work/rt/kube-api-bucket" -a -s "$work/rt/kube-api-events-bucket"
+ev_posted() { curl -s "http://127.0.0.1:$metrics/metrics" | awk '/^event_recorder_total\{.*result="posted"/ { s += $NF; n++ } END { if (n) printf "%d\n", s; else print "missing" }'; }
+ev_listed() { kubectl -n "$ns" get events -o json | jq '[.items[] | select(.source.component=="rediscluster-operator")] | length'; }
+ev_match() { local p; p=$(ev_posted); [ "$p" != missing ] && [ "$p" -gt 0 ] && [ "$p" = "$(ev_listed)" ]; }
+wait_until 15 ev_match
+check "Event POSTs counted apart: $(ev_posted) posted, $(ev_listed) Events of ours in the namespace" ev_match
 check "Ready condition True" test "$(get rdc cache -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True
 check "observedGeneration current" test "$(get rdc cache -o jsonpath='{.status.observedGeneration}')" = "$(get rdc cache -o jsonpath='{.metadata.generation}')"
 # The status is server-side applied: the operator owns its three conditions, and a

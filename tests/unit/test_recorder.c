@@ -10,6 +10,7 @@
 #include "kube_config.h"
 #include "loop.h"
 #include "loop_curl.h"
+#include "ratelimit_shared.h"
 #include "recorder.h"
 
 #include "cu_table.h"
@@ -28,6 +29,7 @@ typedef struct {
     pthread_mutex_t mu;
     fake_log_t log;
     long count[FAKE_LOG_MAX]; /* the body's count, by log entry */
+    int64_t at[FAKE_LOG_MAX]; /* when it arrived (monotonic), by log entry */
     int delay_ms;     /* every answer waits this long */
     int expire_patch; /* PATCHes answer 404 */
 } api_t;
@@ -43,6 +45,7 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     json_object *cnt = NULL;
     pthread_mutex_lock(&a->mu);
     int i = fake_log_add(&a->log, method, url);
+    a->at[i] = clock_mono_ns();
     a->count[i] = in && json_object_object_get_ex(in, "count", &cnt) ? (long)json_object_get_int64(cnt) : -1;
     int expire = a->expire_patch;
     pthread_mutex_unlock(&a->mu);
@@ -271,6 +274,87 @@ static void test_past_deadline_is_dropped(void)
     env_close(&e);
 }
 
+/* The i-th request's arrival (monotonic). */
+static int64_t arrival(env_t *e, int i)
+{
+    pthread_mutex_lock(&e->api.mu);
+    int64_t t = i < e->api.log.n ? e->api.at[i] : 0;
+    pthread_mutex_unlock(&e->api.mu);
+    return t;
+}
+
+/* Record four distinct Events on rc from r and say how long recording took. */
+static int64_t record_four(recorder_t *r, const json_object *rc)
+{
+    int64_t t0 = clock_mono_ns();
+    for (int i = 0; i < 4; i++) {
+        char msg[32];
+        snprintf(msg, sizeof(msg), "Created child %d", i);
+        CU_ASSERT_EQUAL(recorder_record(r, rc, "Normal", "Created", msg, "h", 0), RECORDER_QUEUED);
+    }
+    return clock_mono_ns() - t0;
+}
+
+/* With a budget of 10 QPS, burst 1, the Events' requests go out a token apart (100 ms),
+ * in the order recorded, while recording returns at once; the waits are counted. */
+static void test_budget_spaces_the_requests(void)
+{
+    env_t e;
+    recorder_opts_t o = {.qps = 10, .burst = 1};
+    env_open(&e, &o);
+    int64_t took = record_four(e.r, e.rc[0]);
+    CU_ASSERT(took < 250 * NS_PER_MS); /* never waits for a token itself (that takes 300 ms) */
+    drain(&e);
+    CU_ASSERT_EQUAL_FATAL(count_req(&e, "POST"), 4);
+    for (int i = 1; i < 4; i++)
+        CU_ASSERT(arrival(&e, i) - arrival(&e, 0) >= i * 100 * NS_PER_MS - 10 * NS_PER_MS);
+    recorder_stats_t st = recorder_stats(e.r);
+    CU_ASSERT_EQUAL(st.posts, 4);
+    CU_ASSERT_EQUAL(st.throttled, 3);
+    CU_ASSERT(st.throttled_ns >= 270 * NS_PER_MS); /* 3 x 100 ms (each waits once at the head), less slack */
+    env_close(&e);
+}
+
+/* Two workers' recorders on the operator's one Events bucket share its budget: 4 Events
+ * from each, 10 QPS burst 2 in all, take 0.6 s at least, not 0.3. Without a budget
+ * nothing waits. */
+static void test_shared_budget_across_recorders(void)
+{
+    char path[] = "/tmp/rdc-test-events-bucket-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    char err[256];
+    ratelimit_shared_t *bucket = NULL;
+    CU_ASSERT_FATAL(ratelimit_shared_create(path, 10, 2, clock_mono_ns(), &bucket, err, sizeof(err)) == 0);
+    env_t e;
+    recorder_opts_t o = {.shared_bucket = path, .qps = 1000, .burst = 1000}; /* the file wins */
+    env_open(&e, &o);
+    recorder_t *other = recorder_new(e.client, e.lc, &o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(other);
+    record_four(e.r, e.rc[0]);
+    record_four(other, e.rc[1]);
+    int64_t end = clock_mono_ns() + 5 * NS_PER_SEC;
+    while ((recorder_pending(e.r) || recorder_pending(other)) && clock_mono_ns() < end)
+        loop_run_once(e.loop, 50 * NS_PER_MS);
+    CU_ASSERT_EQUAL_FATAL(count_req(&e, "POST"), 8);
+    /* 8 tokens of a bucket of 2 at 10/s: the last 6 come 100 ms apart */
+    CU_ASSERT(arrival(&e, 7) - arrival(&e, 0) >= 600 * NS_PER_MS - 20 * NS_PER_MS);
+    CU_ASSERT_EQUAL(recorder_stats(e.r).throttled + recorder_stats(other).throttled, 6);
+    recorder_destroy(&other);
+    env_close(&e);
+    ratelimit_shared_destroy(&bucket);
+    unlink(path);
+
+    recorder_opts_t none = {.qps = 0};
+    env_open(&e, &none);
+    record_four(e.r, e.rc[0]);
+    drain(&e);
+    CU_ASSERT_EQUAL(count_req(&e, "POST"), 4);
+    CU_ASSERT_EQUAL(recorder_stats(e.r).throttled, 0);
+    env_close(&e);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("recorder"),
     {"repeats PATCH the count", test_repeats_patch_the_count},
@@ -279,5 +363,7 @@ static const cu_entry_t tests[] = {
     {"spam filter per object", test_spam_filter_per_object},
     {"the queue is bounded", test_queue_is_bounded},
     {"past the deadline: dropped", test_past_deadline_is_dropped},
+    {"a QPS budget spaces the requests", test_budget_spaces_the_requests},
+    {"the operator's Events bucket is shared", test_shared_budget_across_recorders},
 };
 CU_MAIN(tests)
