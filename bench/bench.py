@@ -1068,11 +1068,13 @@ def converge(ctx, ns, n, workers, tag, full_report=True, kind=None, storm=True, 
                 res["writes_per_second_until_children"] = r3((w1[-1] - w0[-1]) / (last_child - t_begin))
             # the same without the Events, which have a budget of their own (a
             # controller-runtime manager's recorder has its own client and limiter)
+            # (the recorder's counter appears with its first Event: absent before it is 0,
+            # but it must be there at the end, or nothing is said)
             e0 = [x.get("events") for x in op.samples if x["t"] <= t_begin]
             e1 = [x.get("events") for x in op.samples if x["t"] <= last_child + 2.5]
-            if w0 and w1 and e0 and e1 and e0[-1] is not None and e1[-1] is not None:
+            if w0 and w1 and e1 and e1[-1] is not None:
                 res["object_writes_per_second_until_children"] = r3(
-                    ((w1[-1] - e1[-1]) - (w0[-1] - e0[-1])) / (last_child - t_begin))
+                    ((w1[-1] - e1[-1]) - (w0[-1] - ((e0[-1] if e0 else None) or 0))) / (last_child - t_begin))
         wr = res["cost"]["writes_total"]
         res["writes_per_second"] = r3(wr / (t_conv - t_begin)) if t_conv > t_begin else None
         if not full_report:

@@ -35,9 +35,9 @@ cluster=tests/cluster/cluster.sh
 read -r la1 la5 la15 _ </proc/loadavg
 echo "bench: load average at start: $la1 $la5 $la15 ($(nproc) cores)" >&2
 
-if [ ! -x build/bin/supervisor ] || [ ! -f build/libcommon.a ] || [ ! -f build/workerd/render.o ]; then
-    make -j2 all >&2 || exit 1
-fi
+# Always: make is incremental, and a tree built before the last commit would be measured
+# under that commit's name (the results name the commit, not the binaries).
+make -j2 all >&2 || exit 1
 make -s -C bench >&2 || { echo "bench: cannot build bench/.build/rawapply" >&2; exit 1; }
 # the controller-runtime peer of the side-by-side runs (scenario "versus"), built with the
 # machine's Go into ~/.cache/rdc-operator/bench-peer-<key>/ (not in the checkout)
