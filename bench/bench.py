@@ -730,6 +730,7 @@ class Peer(Operator):
                 "--metrics-bind-address", "127.0.0.1:%d" % self.metrics_port,
                 "--health-probe-bind-address", "127.0.0.1:%d" % self.health_port,
                 "--kube-api-qps", ctx.qps or "20", "--kube-api-burst", ctx.burst or "30",
+                "--rate-limiter", env_str("VS_PEER_LIMITER", "shared"),
                 "--sync-period", ctx.sync_period]
         self._start(args + list(extra))
 
@@ -1350,7 +1351,8 @@ def versus(ctx, n, workers, tag="vs"):
     # with N cached, no Running, resync or update figures).
     until = env_str("VS_UNTIL", "running")
     out = {"n": n, "workers": workers, "trials": trials, "qps_burst": "%s/%s" % (ctx.qps or "20", ctx.burst or "30"),
-           "mode": mode, "until": until, "ours": [], "peer": []}
+           "mode": mode, "until": until, "peer_limiter": env_str("VS_PEER_LIMITER", "shared"),
+           "ours": [], "peer": []}
     for t in range(trials):
         for side, kind in (("ours", Operator), ("peer", Peer)):
             log("== side by side, trial %d/%d: %s (N=%d, %d workers)" % (t + 1, trials, side, n, workers))
@@ -1371,9 +1373,11 @@ def versus(ctx, n, workers, tag="vs"):
 
 
 def vs_markdown(L, V):
-    L.append("Side by side with controller-runtime (bench/peer: rdc-peer), N=%d, %d workers, QPS/burst %s, "
-             "spec.mode %s, %d trials each%s, alternated; medians; ratio = peer / ours (> 1: ours lower):" %
-             (V["n"], V["workers"], V["qps_burst"], V.get("mode") or "(the CRD's default)", V["trials"],
+    L.append("Side by side with controller-runtime (bench/peer: rdc-peer), N=%d, %d workers, QPS/burst %s "
+             "(the peer's limiter: %s), spec.mode %s, %d trials each%s, alternated; medians; ratio = peer / ours "
+             "(> 1: ours lower):" %
+             (V["n"], V["workers"], V["qps_burst"], V.get("peer_limiter") or "per-kind",
+              V.get("mode") or "(the CRD's default)", V["trials"],
               " (each ends once every child exists)" if V.get("until") == "children" else ""))
     L.append("")
     rows = []

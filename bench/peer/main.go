@@ -26,8 +26,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -338,7 +342,7 @@ func statusEqual(a, b *RedisClusterStatus) bool {
 }
 
 func main() {
-	var ns, metricsAddr, probeAddr string
+	var ns, metricsAddr, probeAddr, limiter string
 	var workers, burst int
 	var qps float64
 	var syncPeriod time.Duration
@@ -348,6 +352,12 @@ func main() {
 	flag.IntVar(&workers, "workers", 2, "MaxConcurrentReconciles")
 	flag.Float64Var(&qps, "kube-api-qps", 20, "client-side QPS (-1: no limit)")
 	flag.IntVar(&burst, "kube-api-burst", 30, "client-side burst")
+	// controller-runtime's client makes one REST client per kind, each with a token
+	// bucket of the config's QPS and burst unless the config carries a RateLimiter:
+	// "per-kind" is that default; "shared" gives the manager's client one bucket for all
+	// kinds and the Events a recorder of their own with another (the budget ours has,
+	// docs/kube-api-budget.md).
+	flag.StringVar(&limiter, "rate-limiter", "per-kind", "per-kind (controller-runtime's default) or shared")
 	flag.DurationVar(&syncPeriod, "sync-period", 10*time.Hour, "the informers' resync period (cache.Options.SyncPeriod)")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
@@ -360,6 +370,20 @@ func main() {
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS = float32(qps)
 	cfg.Burst = burst
+	var events *kubernetes.Clientset
+	if limiter == "shared" && qps > 0 {
+		evCfg := rest.CopyConfig(cfg)
+		evCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(qps), burst)
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(qps), burst)
+		var err error
+		if events, err = kubernetes.NewForConfig(evCfg); err != nil {
+			fmt.Fprintln(os.Stderr, "rdc-peer: events client:", err)
+			os.Exit(1)
+		}
+	} else if limiter != "per-kind" && limiter != "shared" {
+		fmt.Fprintln(os.Stderr, "rdc-peer: --rate-limiter must be per-kind or shared")
+		os.Exit(2)
+	}
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -393,6 +417,12 @@ func main() {
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Scheme: scheme,
 		Recorder: mgr.GetEventRecorderFor("rdc-peer")}
+	if events != nil {
+		// the manager's recorder, but on a client (and bucket) of its own
+		bc := record.NewBroadcaster()
+		bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
+		r.Recorder = bc.NewRecorder(scheme, corev1.EventSource{Component: "rdc-peer"})
+	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		For(&RedisCluster{}).
 		Owns(&appsv1.StatefulSet{}).
