@@ -548,6 +548,13 @@ static int reserve(kube_client_t *c, int64_t now, int64_t max_wait, int64_t *wai
     return ratelimit_try_reserve(&c->rl, now, max_wait, wait);
 }
 
+int kube_client_budget_short(kube_client_t *c)
+{
+    if (c->shared_rl)
+        return ratelimit_shared_tokens(c->shared_rl, now_ns(c)) < 1.0;
+    return !ratelimit_unlimited(&c->rl) && ratelimit_tokens(&c->rl, now_ns(c)) < 1.0;
+}
+
 static int throttle(kube_client_t *c, const char *method, int64_t deadline)
 {
     if (!c->shared_rl && ratelimit_unlimited(&c->rl))

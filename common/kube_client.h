@@ -286,6 +286,11 @@ void kube_pager_destroy(kube_pager_t **p_p);
 /* The deadline kube_client_set_deadline set (monotonic ns), 0 = none. */
 int64_t kube_client_deadline(const kube_client_t *c);
 
+/* 1 when a request made now would wait for the client-side limiter (its bucket, or the
+ * operator's shared one, holds less than one token: the budget is short), else 0 (also
+ * without a limit). Takes nothing. */
+int kube_client_budget_short(kube_client_t *c);
+
 /* Take one token of the client's rate limiter for a request made outside the client
  * (a watch in an event loop) and return how long to wait before starting it (ns, 0 =
  * now). Consumes the token. */

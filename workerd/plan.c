@@ -475,6 +475,12 @@ typedef struct {
     const json_object *sts;  /* the observed StatefulSet when ours, else NULL (SWITCHOVER) */
 } ctx_t;
 
+/* CRITICAL PATH (plan.h): 1 when the caller says the client-side budget is short. */
+static int critical_path_first(const ctx_t *c)
+{
+    return c->more && c->more->budget_short;
+}
+
 /* A zeroed context for planning p about rc (whose metadata is meta) at now: the name,
  * namespace, uid and generation (-1 when absent) read from meta. */
 static void ctx_init(ctx_t *c, plan_t *p, const json_object *rc, const json_object *meta, int64_t now)
@@ -1302,8 +1308,10 @@ static int plan_children(ctx_t *c, const json_object *cm, const json_object *svc
     if (!d || plan_statefulset(c, d, sts))
         goto out;
     c->sts_created = !sts;
-    /* The budget covers the pods of our StatefulSet only: none while another's is there. */
-    if (!sts || c->sts_ours) {
+    /* The budget covers the pods of our StatefulSet only: none while another's is there.
+     * CRITICAL PATH (plan.h): while the budget is short, none either in the plan that
+     * creates the StatefulSet; the next reconcile creates it. */
+    if (sts ? c->sts_ours : !critical_path_first(c)) {
         d = render_pdb(&c->in);
         if (!d || plan_child(c, "PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", d, c->pdb))
             goto out;
@@ -1660,8 +1668,10 @@ static const char *decide(const ctx_t *c, const sts_view_t *v, cond_t conds[COND
      * at the first pod, Running: one phase change less per cluster. A resize or a new pod
      * template meanwhile is Scaling or RollingUpdate as ever. */
     const json_object *oprog = observed_cond(jsonx_get(c->rc, "status"), "Progressing");
-    int creating = !scaling && !c->sts_template_change && same_str(oprog, "status", "True") &&
-                   same_str(oprog, "reason", "Creating") && (v->ready < c->in.size || v->rolling);
+    int fresh = !jstr(jsonx_get(c->rc, "status"), "phase"); /* no status yet: CRITICAL PATH */
+    int creating = !scaling && !c->sts_template_change &&
+                   (fresh || (same_str(oprog, "status", "True") && same_str(oprog, "reason", "Creating"))) &&
+                   (v->ready < c->in.size || v->rolling);
     if (scaling)
         set_cond(prog, "Progressing", 1, "Scaling", "scaling from %lld to %d replicas", (long long)v->spec_replicas,
                  c->in.size);
@@ -1835,6 +1845,13 @@ static int status_write(ctx_t *c, json_object *st, const char *why)
     const json_object *ostatus = jsonx_get(c->rc, "status");
     p->status = st;
     if (status_current(c, st, ostatus))
+        return 0;
+    /* CRITICAL PATH (plan.h): while the budget is short, a new cluster's first status
+     * waits for the reconcile after the one that creates its StatefulSet, unless it
+     * tells a problem. A cluster not Running is requeued anyway (plan_compute_children),
+     * and the StatefulSet's watch event comes sooner. */
+    if (c->sts_created && critical_path_first(c) && !jstr(ostatus, "phase") && !c->degraded_reason &&
+        !(c->topo && c->topo->elect))
         return 0;
     /* STATUS WRITE POLICY: progress alone waits for its window (status_policy.h); an
      * election's record is never held. */

@@ -439,7 +439,19 @@ typedef struct {
     const json_object *primary_service;  /* Service <name>-primary, or NULL when absent */
     const json_object *replicas_service; /* Service <name>-replicas, or NULL when absent */
     plan_auth_t auth;              /* AUTH below */
+    int budget_short;              /* CRITICAL PATH below: the client-side budget is short */
 } plan_observed_t;
+
+/* CRITICAL PATH: when the caller says its client-side QPS budget is short (budget_short:
+ * a request now would wait for a token, kube_client_budget_short), a plan that creates a
+ * new cluster's StatefulSet leaves out the PodDisruptionBudget and the first status
+ * (unless that status tells a problem: Degraded, Failed, an election), which the next
+ * reconcile makes (the StatefulSet's watch event brings it; a cluster not Running is
+ * requeued anyway). Under a budget shared by many new clusters every StatefulSet, which
+ * the pods wait for, then goes out before the objects nothing waits for: 4 writes of a
+ * new cluster (finalizer, ConfigMap, Service, StatefulSet) stand before its pods
+ * instead of 6. A status not written yet counts as Creating (CREATING). With budget to
+ * spare nothing changes: one reconcile makes them all. */
 
 /* plan_compute with what the caller read on the plan's request; more may be NULL (then
  * it is plan_compute). Inputs are only read; NULL only when out of memory. */

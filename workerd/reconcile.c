@@ -718,6 +718,7 @@ static void job_plan_first(reconcile_job_t *j)
         j->more.members = j->seen.members;
         j->more.redis = j->seen.redis;
     }
+    j->more.budget_short = x->client && kube_client_budget_short(x->client);
     j->more.primary_service = child[ROLE_CHILD];
     j->more.replicas_service = child[ROLE_CHILD + 1];
     j->xr.redis_password = j->password;

@@ -1367,7 +1367,13 @@ static void test_rate_limiter(void)
     env_t e;
     env_open(&e, h_echo, &o);
     const char *host = kube_client_host(e.c);
-    for (int i = 0; i < 6; i++)
+    /* The budget is short once a request now would wait: after the burst. */
+    CU_ASSERT_EQUAL(kube_client_budget_short(e.c), 0);
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces", NULL, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(kube_client_budget_short(e.c), 0);
+    CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces", NULL, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(kube_client_budget_short(e.c), 1);
+    for (int i = 2; i < 6; i++)
         CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces", NULL, NULL, NULL), 0);
     /* Two from the burst, then four spaced 100 ms apart on the fake clock. */
     CU_ASSERT_EQUAL(e.clk.sleeps, 4);
@@ -1381,6 +1387,13 @@ static void test_rate_limiter(void)
     int64_t w = kube_client_throttle(e.c);
     CU_ASSERT(w >= 100 * NS_PER_MS - 1000 && w <= 100 * NS_PER_MS + 1000);
     CU_ASSERT_EQUAL(fake_nreqs(e.srv), 6);
+    env_close(&e);
+
+    /* Without a limit the budget is never short. */
+    env_open(&e, h_echo, NULL);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(kube_client_get(e.c, "/api/v1/namespaces", NULL, NULL, NULL), 0);
+    CU_ASSERT_EQUAL(kube_client_budget_short(e.c), 0);
     env_close(&e);
 
     /* A limiter wait longer than the call's timeout fails the call before sending. */

@@ -339,6 +339,54 @@ static void test_first_rollout_writes_twice(void)
     world_free(&w);
 }
 
+/* CRITICAL PATH: with the client-side budget short, the plan that creates a new
+ * cluster's StatefulSet leaves the PodDisruptionBudget and the first status to the next
+ * reconcile, which writes it as Creating; a status that tells a problem is not left. */
+static void test_budget_short_statefulset_first(void)
+{
+    world_t w;
+    world_init(&w);
+    plan_observed_t more = {.budget_short = 1};
+    plan_children_t kids = {0};
+    plan_t *p = plan_compute_children(w.rc, &kids, &more, T0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(plan_action_count(p), 3); /* ConfigMap, Service, StatefulSet */
+    for (size_t i = 0; i < plan_action_count(p); i++) {
+        CU_ASSERT_EQUAL(plan_action(p, i)->kind, PLAN_CREATE);
+        CU_ASSERT_STRING_NOT_EQUAL(plan_action(p, i)->resource, "poddisruptionbudgets");
+    }
+    CU_ASSERT_PTR_NULL(status_action(p));
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    CU_ASSERT(plan_requeue_after_ns(p) > 0); /* looked at again even without an event */
+    perform(&w, p);
+    plan_destroy(&p);
+    /* the next reconcile, still short: the budget and the first status, Creating */
+    plan_children_t kids2 = {w.kid[KID_CM], w.kid[KID_SVC], w.kid[KID_STS], NULL};
+    p = plan_compute_children(w.rc, &kids2, &more, T0 + NS_PER_SEC);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(plan_action_count(p), 2);
+    CU_ASSERT_STRING_EQUAL(plan_action(p, 0)->resource, "poddisruptionbudgets");
+    CU_ASSERT_PTR_NOT_NULL(status_action(p));
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    CU_ASSERT_STRING_EQUAL(cond_str(p, "Progressing", "reason"), "Creating");
+    perform(&w, p);
+    plan_destroy(&p);
+    CU_ASSERT_EQUAL(w.status_writes, 1);
+    world_free(&w);
+
+    /* A problem is told at once, short or not: a StorageClass that does not exist. */
+    world_init(&w);
+    json_object_object_add(json_object_object_get(w.rc, "spec"), "storage",
+                           parse("{\"storageClass\":\"nosuch\",\"size\":\"1Gi\"}"));
+    more.storage_class_missing = 1;
+    p = plan_compute_children(w.rc, &kids, &more, T0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_PTR_NOT_NULL(status_action(p));
+    CU_ASSERT_STRING_EQUAL(cond_str(p, "Degraded", "reason"), "StorageClassNotFound");
+    plan_destroy(&p);
+    world_free(&w);
+}
+
 /* A first rollout's count held longer than 10 s does not keep the cluster from being
  * diagnosed (a stuck pod's cause is written at once, being what the status says); one
  * that moved within the last 10 s is not looked at yet. */
@@ -483,6 +531,7 @@ static CU_TestInfo tests[] = {
     {"plan: fast convergence writes twice", test_fast_convergence_writes_twice},
     {"plan: a first rollout within its window writes twice", test_first_rollout_writes_twice},
     {"plan: a held first rollout is still diagnosed", test_held_first_rollout_is_diagnosed},
+    {"plan: budget short: the StatefulSet first", test_budget_short_statefulset_first},
     {"plan: slow convergence writes each count", test_slow_convergence_writes_each_count},
     {"plan: a held count is written at the window's end", test_held_count_written_at_window_end},
     {"plan: a spec change is written at once", test_generation_change_written_at_once},
