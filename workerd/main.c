@@ -208,8 +208,28 @@ static int run_once(kube_client_t *client, const char *key, int dry_run)
     return code;
 }
 
+/* The recorder's client (recorder.h): the configuration and options of the worker's
+ * client, with the operator's Events bucket in place of its requests' one (alone: a
+ * bucket of its own of the same flags). NULL after logging. */
+static kube_client_t *events_client(const rdc_common_opts_t *c, kube_config_t *cfg,
+                                    const kube_client_opts_t *co)
+{
+    kube_client_opts_t eo = *co;
+    const char *bucket = getenv(RATELIMIT_SHARED_EVENTS_ENV);
+    eo.shared_bucket = bucket && *bucket && c->kube_api_qps > 0 ? bucket : NULL;
+    kube_error_t kerr;
+    kube_error_clear(&kerr);
+    kube_client_t *ev = kube_client_new(cfg, &eo, &kerr);
+    if (!ev) {
+        char line[512];
+        rlog_error("cannot create the Events' API client", "error", kube_error_str(&kerr, line, sizeof(line)));
+    }
+    return ev;
+}
+
 /* Serve informerd's work queue until SIGTERM. Returns the exit code. */
-static int run_worker(const rdc_common_opts_t *c, kube_client_t *client, const char *work_ep, const char *leader_ep)
+static int run_worker(const rdc_common_opts_t *c, kube_client_t *client, kube_client_t *events,
+                      const char *work_ep, const char *leader_ep)
 {
     if (c->max_concurrent_reconciles < 1 || c->max_concurrent_reconciles > WORKER_MAX_INFLIGHT) {
         fprintf(stderr, "workerd: --max-concurrent-reconciles must be from 1 to %d\n", WORKER_MAX_INFLIGHT);
@@ -229,13 +249,8 @@ static int run_worker(const rdc_common_opts_t *c, kube_client_t *client, const c
                                        : daemon_endpoint(rtdir, PROTO_EP_LEADER, lep, sizeof(lep)),
         .signal_fd = sfd,
         .max_inflight = c->max_concurrent_reconciles,
-        /* Events: a budget like the other requests' but of their own (recorder.h) */
-        .events_bucket = c->kube_api_qps > 0 ? getenv(RATELIMIT_SHARED_EVENTS_ENV) : NULL,
-        .events_qps = c->kube_api_qps,
-        .events_burst = c->kube_api_burst,
+        .events_client = events,
     };
-    if (wc.events_bucket && !*wc.events_bucket)
-        wc.events_bucket = NULL;
     rlog_info("workerd started", "version", RDC_VERSION, "work", wc.work_endpoint, "leader",
               wc.leader_endpoint ? wc.leader_endpoint : "(leader election off)");
     int code = worker_run(&wc);
@@ -274,9 +289,12 @@ int main(int argc, char **argv)
     co.max_retries = 3;
     if (daemon_kube_connect(&c, &co, &cfg, &client))
         return 1;
+    kube_client_t *events = NULL;
     int code = whoami ? run_whoami(cfg, client)
                : once ? run_once(client, once, dry_run)
-                      : run_worker(&c, client, work_ep, leader_ep);
+               : (events = events_client(&c, cfg, &co)) == NULL ? 1
+                                                                : run_worker(&c, client, events, work_ep, leader_ep);
+    kube_client_destroy(&events);
     daemon_release(-1, &client, &cfg);
     return code;
 }

@@ -10,7 +10,6 @@
 #include "loop_curl.h"
 #include "metrics.h"
 #include "ratelimit.h"
-#include "ratelimit_shared.h"
 #include "render.h"
 
 #include <stdio.h>
@@ -62,11 +61,7 @@ struct recorder {
     size_t queued, in_flight;
     uint64_t seq;
     recorder_stats_t st;
-    /* the Events budget (recorder_opts_t): the shared bucket, else rl when limited */
-    ratelimit_shared_t *shared;
-    ratelimit_t rl;
-    int limited;
-    int timer;                 /* the loop timer waiting for a token; 0 = none */
+    int timer;                 /* the loop timer waiting for a token (of c's limiter); 0 = none */
     metric_family_t *m_total, *m_wait;
 };
 
@@ -110,16 +105,6 @@ recorder_t *recorder_new(kube_client_t *c, loop_curl_t *lc, const recorder_opts_
         r->o.spam_qps = 1.0 / RECORDER_SPAM_REFILL_S;
     if (r->o.spam_burst <= 0)
         r->o.spam_burst = RECORDER_SPAM_BURST;
-    if (r->o.shared_bucket) {
-        char err[512];
-        if (ratelimit_shared_open(r->o.shared_bucket, &r->shared, err, sizeof(err))) {
-            /* A bucket named but not there is the supervisor's bug: keep a budget anyway. */
-            rlog_warn("cannot open the Events' QPS bucket: using one of this worker's own", "error", err);
-        }
-    }
-    r->limited = r->shared != NULL || r->o.qps > 0;
-    if (!r->shared && r->o.qps > 0)
-        ratelimit_init(&r->rl, r->o.qps, r->o.burst);
     static const char total_help[] = "Events of the worker's recorder by outcome: requests sent (posted, "
                                      "patched), repeats aggregated, Events dropped or failed";
     static const char wait_help[] = "Time the recorder's requests waited for the Events' QPS budget";
@@ -141,7 +126,6 @@ void recorder_destroy(recorder_t **self_p)
     recorder_t *r = *self_p;
     if (r->timer)
         loop_cancel_timer(loop_curl_loop(r->lc), r->timer);
-    ratelimit_shared_destroy(&r->shared);
     for (size_t i = 0; i < ENTRIES; i++) {
         entry_t *e = &r->e[i];
         if (e->x) {
@@ -250,20 +234,13 @@ static int on_token_timer(loop_t *loop, int id, void *arg)
     return 0;
 }
 
-/* 1 when e may be sent at now: no budget, or its token (reserved here the first time it
- * is asked for, in queue order) is due. Else 0, with a timer set for when it is. */
+/* 1 when e may be sent at now: its token of the client's limiter (reserved here the
+ * first time it is asked for, in queue order; none to take without a limit) is due.
+ * Else 0, with a timer set for when it is. */
 static int token_due(recorder_t *r, entry_t *e, int64_t now)
 {
-    if (!r->limited)
-        return 1;
     if (!e->send_at) {
-        int64_t wait = 0;
-        if (r->shared) {
-            if (ratelimit_shared_try_reserve(r->shared, now, INT64_MAX, &wait))
-                wait = 0; /* never refused without a bound; if it were, do not stall */
-        } else {
-            wait = ratelimit_reserve(&r->rl, now);
-        }
+        int64_t wait = kube_client_throttle(r->c);
         e->send_at = now + (wait > 0 ? wait : 0);
         if (wait > 0) {
             r->st.throttled++;

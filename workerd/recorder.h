@@ -47,17 +47,6 @@ typedef struct {
     int max_in_flight;  /* requests at once; 0 = 8 */
     double spam_qps;    /* refill of the per-object bucket; 0 = 1/RECORDER_SPAM_REFILL_S */
     int spam_burst;     /* 0 = RECORDER_SPAM_BURST */
-    /* The Events' QPS budget (a controller-runtime manager's recorder has a client, and a
-     * limiter, of its own: --kube-api-qps/--kube-api-burst apply to it as to the other
-     * requests, and it takes none of their tokens). shared_bucket: a ratelimit_shared
-     * file, the operator's Events budget for all its workers
-     * (RATELIMIT_SHARED_EVENTS_ENV); else, with qps > 0, a bucket of qps and burst of
-     * this recorder's own; qps <= 0 and no file: no limit. Each request (POST or PATCH)
-     * takes one token, the oldest waiting Event first; one that waits for its token
-     * holds the ones after it, as client-go's broadcaster waits on its limiter. */
-    const char *shared_bucket;
-    double qps;
-    int burst;
 } recorder_opts_t;
 
 typedef enum {
@@ -77,7 +66,14 @@ typedef struct {
 } recorder_stats_t;
 
 /* A recorder sending through client c on the curl multi lc (both borrowed: they must
- * outlive the recorder). o may be NULL (defaults). Returns NULL when out of memory. */
+ * outlive the recorder). o may be NULL (defaults). Returns NULL when out of memory.
+ * The Events' QPS budget is c's limiter: each request (POST or PATCH) takes one of its
+ * tokens (kube_client_throttle), the oldest waiting Event first, and one that waits for
+ * its token holds the ones after it, as client-go's broadcaster waits on its limiter.
+ * A worker gives it a client of its own for that (a controller-runtime manager's
+ * recorder has a client, and a limiter, of its own): the operator's Events bucket
+ * (RATELIMIT_SHARED_EVENTS_ENV) with --kube-api-qps/--kube-api-burst, taking none of the
+ * other requests' tokens; an unlimited client, no budget. */
 recorder_t *recorder_new(kube_client_t *c, loop_curl_t *lc, const recorder_opts_t *o);
 
 /* Abort what is in flight, drop what waits, free; *self_p = NULL. NULL is fine. */

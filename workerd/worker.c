@@ -415,7 +415,6 @@ static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
 int worker_run(const worker_config_t *cfg)
 {
     worker_t w = {.cfg = cfg, .metrics = {cfg->runtime_dir, cfg->name}};
-    recorder_opts_t ropts = {.shared_bucket = cfg->events_bucket, .qps = cfg->events_qps, .burst = cfg->events_burst};
     int rc = 0;
     w.memo = exec_memo_new(); /* without it (out of memory) stale retries may write again */
     w.exists = existsmemo_new(0); /* without it every absent child is read, as --once does */
@@ -427,7 +426,7 @@ int worker_run(const worker_config_t *cfg)
         loop_add_timer(w.loop, PROTO_HEARTBEAT_MS * NS_PER_MS, PROTO_HEARTBEAT_MS * NS_PER_MS,
                        on_heartbeat, &w) < 0 ||
         daemon_add_metrics_timer(w.loop, &w.metrics) < 0 ||
-        (w.lc = loop_curl_open(w.loop)) == NULL || (w.recorder = recorder_new(cfg->client, w.lc, &ropts)) == NULL ||
+        (w.lc = loop_curl_open(w.loop)) == NULL || (w.recorder = recorder_new(cfg->events_client ? cfg->events_client : cfg->client, w.lc, NULL)) == NULL ||
         (w.async = exec_async_new(w.loop, w.lc)) == NULL ||
         (w.items = calloc((size_t)cfg->max_inflight, sizeof(item_t))) == NULL) {
         rlog_error("out of memory");

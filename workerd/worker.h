@@ -27,11 +27,8 @@ typedef struct {
     const char *leader_endpoint; /* electord's leader PUB; NULL = no leader election */
     int signal_fd;
     int max_inflight;          /* keys reconciled at once, 1..WORKER_MAX_INFLIGHT */
-    /* the Events' budget (recorder.h): the operator's shared bucket file, else qps and
-     * burst of this worker's own (qps <= 0: none) */
-    const char *events_bucket;
-    double events_qps;
-    int events_burst;
+    kube_client_t *events_client; /* the recorder's, with the Events' budget (recorder.h);
+                                   * NULL: client */
 } worker_config_t;
 
 #define WORKER_MAX_INFLIGHT 16 /* informerd's WORKSLOT_MAX */

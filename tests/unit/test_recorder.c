@@ -74,12 +74,14 @@ typedef struct {
     json_object *rc[2];
 } env_t;
 
-static void env_open(env_t *e, const recorder_opts_t *o)
+/* The recorder's client has the options co (NULL: unlimited), its limiter the Events'
+ * budget (recorder.h). */
+static void env_open_client(env_t *e, const recorder_opts_t *o, const kube_client_opts_t *co)
 {
     memset(e, 0, sizeof(*e));
     pthread_mutex_init(&e->api.mu, NULL);
     fake_api_start(&e->api.srv, on_request, &e->api);
-    fake_api_connect(&e->api.srv, NULL, &e->cfg, &e->client);
+    fake_api_connect(&e->api.srv, co, &e->cfg, &e->client);
     e->loop = loop_new();
     e->lc = loop_curl_open(e->loop);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e->lc);
@@ -89,6 +91,11 @@ static void env_open(env_t *e, const recorder_opts_t *o)
                                   "\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u-a\"}}");
     e->rc[1] = json_tokener_parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
                                   "\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\",\"uid\":\"u-b\"}}");
+}
+
+static void env_open(env_t *e, const recorder_opts_t *o)
+{
+    env_open_client(e, o, NULL);
 }
 
 static void env_close(env_t *e)
@@ -300,8 +307,11 @@ static int64_t record_four(recorder_t *r, const json_object *rc)
 static void test_budget_spaces_the_requests(void)
 {
     env_t e;
-    recorder_opts_t o = {.qps = 10, .burst = 1};
-    env_open(&e, &o);
+    kube_client_opts_t co;
+    kube_client_opts_init(&co);
+    co.qps = 10;
+    co.burst = 1;
+    env_open_client(&e, NULL, &co);
     int64_t took = record_four(e.r, e.rc[0]);
     CU_ASSERT(took < 250 * NS_PER_MS); /* never waits for a token itself (that takes 300 ms) */
     drain(&e);
@@ -328,9 +338,15 @@ static void test_shared_budget_across_recorders(void)
     ratelimit_shared_t *bucket = NULL;
     CU_ASSERT_FATAL(ratelimit_shared_create(path, 10, 2, clock_mono_ns(), &bucket, err, sizeof(err)) == 0);
     env_t e;
-    recorder_opts_t o = {.shared_bucket = path, .qps = 1000, .burst = 1000}; /* the file wins */
-    env_open(&e, &o);
-    recorder_t *other = recorder_new(e.client, e.lc, &o);
+    kube_client_opts_t co;
+    kube_client_opts_init(&co);
+    co.qps = 1000; /* the file wins */
+    co.burst = 1000;
+    co.shared_bucket = path;
+    env_open_client(&e, NULL, &co);
+    kube_client_t *other_client = kube_client_new(e.cfg, &co, NULL); /* another worker's */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(other_client);
+    recorder_t *other = recorder_new(other_client, e.lc, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(other);
     record_four(e.r, e.rc[0]);
     record_four(other, e.rc[1]);
@@ -342,12 +358,12 @@ static void test_shared_budget_across_recorders(void)
     CU_ASSERT(arrival(&e, 7) - arrival(&e, 0) >= 600 * NS_PER_MS - 20 * NS_PER_MS);
     CU_ASSERT_EQUAL(recorder_stats(e.r).throttled + recorder_stats(other).throttled, 6);
     recorder_destroy(&other);
+    kube_client_destroy(&other_client);
     env_close(&e);
     ratelimit_shared_destroy(&bucket);
     unlink(path);
 
-    recorder_opts_t none = {.qps = 0};
-    env_open(&e, &none);
+    env_open(&e, NULL); /* an unlimited client: no budget */
     record_four(e.r, e.rc[0]);
     drain(&e);
     CU_ASSERT_EQUAL(count_req(&e, "POST"), 4);
