@@ -1445,27 +1445,13 @@ static const json_object *latest_event(const json_object *events, const char *a,
 /* When the pod's Ready condition last changed (its lastTransitionTime), or NULL. */
 static const char *ready_since(const json_object *pod)
 {
-    const json_object *conds = items_of(jsonx_get(jsonx_get(pod, "status"), "conditions"));
-    for (size_t i = 0; conds && i < json_object_array_length(conds); i++) {
-        const json_object *k = json_object_array_get_idx(conds, i);
-        const char *t = jstr(k, "type");
-        if (t && !strcmp(t, "Ready"))
-            return jstr(k, "lastTransitionTime");
-    }
-    return NULL;
+    return jstr(observed_cond(jsonx_get(pod, "status"), "Ready"), "lastTransitionTime");
 }
 
 /* 1 when the pod's Ready condition is True. */
 static int pod_ready(const json_object *pod)
 {
-    const json_object *conds = items_of(jsonx_get(jsonx_get(pod, "status"), "conditions"));
-    for (size_t i = 0; conds && i < json_object_array_length(conds); i++) {
-        const json_object *k = json_object_array_get_idx(conds, i);
-        const char *t = jstr(k, "type"), *st = jstr(k, "status");
-        if (t && !strcmp(t, "Ready"))
-            return st && !strcmp(st, "True");
-    }
-    return 0;
+    return same_str(observed_cond(jsonx_get(pod, "status"), "Ready"), "status", "True");
 }
 
 /* The pod named name in pods, or NULL. */
