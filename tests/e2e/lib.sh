@@ -82,7 +82,8 @@ sup_stop() {
 # /tmp/rdc-e2e-NAME.XXXXXX; applies the CRD and checks that it is Established; creates the
 # namespaces. At exit (an EXIT trap): the supervisor of sup_start stopped (sup_stop
 # ${SUP_STOP_SECONDS:-3}); the script's own cleanup_more, if it defines one; the
-# namespaces deleted without waiting; $work removed unless KEEP_WORK is set.
+# finalizers of the RedisClusters left in the namespaces removed, the namespaces deleted
+# without waiting; $work removed unless KEEP_WORK is set.
 e2e_setup() {
     local name=$1; shift
     e2e_namespaces=("$@")
@@ -97,6 +98,15 @@ e2e_setup() {
 e2e_cleanup() {
     sup_stop "${SUP_STOP_SECONDS:-3}"
     declare -F cleanup_more >/dev/null && cleanup_more
+    # With the operator gone nothing removes its finalizer: a RedisCluster left would hold
+    # its namespace in Terminating until a later script's operator finalizes it (and that
+    # operator's work, Events and writes, would mix with the later script's figures).
+    local n o
+    for n in "${e2e_namespaces[@]}"; do
+        for o in $(kubectl -n "$n" get redisclusters.cache.example.com -o name 2>/dev/null); do
+            kubectl -n "$n" patch "$o" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+        done
+    done
     [ "${#e2e_namespaces[@]}" -gt 0 ] &&
         kubectl delete namespace "${e2e_namespaces[@]}" --wait=false >/dev/null 2>&1
     [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"
