@@ -302,7 +302,9 @@ c_prev=$(writes "$L") c_last_inc='' d_first_inc=''
 end=$((SECONDS + LEASE_S * 3 + 5))
 while [ "$SECONDS" -lt "$end" ]; do
     t=$(now)
-    c=$(writes "$L") d=$(writes D)
+    c=$(writes "$L" 2>/dev/null) d=$(writes D 2>/dev/null)
+    # A scrape that failed (a stopped process's port, D still starting) is no sample.
+    case "$c$d" in *no-scrape*) sleep 0.2; continue ;; esac
     if [ "$c" -gt "$c_prev" ]; then c_last_inc=$t c_prev=$c; fi
     if [ -z "$d_first_inc" ] && [ "$d" -gt "$d_before" ]; then d_first_inc=$t; fi
     if [ -n "$d_first_inc" ] && lt 4 "$(diff_s "$t" "$d_first_inc")"; then break; fi
