@@ -16,9 +16,9 @@ e2e_setup op "$ns"
 
 # Every Event created from here on, in any namespace: a watch from a list's resourceVersion
 # misses none, also of a namespace deleted meanwhile. The operator serves every namespace,
-# so its Event POSTs include those about RedisClusters an earlier script left (a finalizer
-# it removes in a terminating namespace): they are counted against these, not against one
-# namespace's Events.
+# so its Event POSTs include those about RedisClusters of other namespaces (an earlier
+# script's, left on the same control plane): they are counted against these, not against
+# one namespace's Events.
 ev_rv=$(kubectl get --raw '/api/v1/events?limit=1' | jq -r .metadata.resourceVersion)
 kubectl get --raw "/api/v1/events?watch=1&resourceVersion=$ev_rv" >"$work/events.watch" 2>"$work/events.watch.err" &
 ev_watch_pid=$!
