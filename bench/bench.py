@@ -1620,8 +1620,8 @@ def markdown(R):
     L.append("## rdc-operator benchmark — %s, commit %s" % (R["date"], R["commit"]))
     L.append("")
     L.append("Machine: %s cores, %s GiB RAM, kernel %s; load average at start %s, at end %s; "
-             "%s other kube-apiserver(s) running on the machine. Storage: %s. Operator client QPS/burst per "
-             "process: %s. Controller manager and scheduler: %s. Sync period: %s. Elapsed: %s s." %
+             "%s other kube-apiserver(s) running on the machine. Storage: %s. Operator client QPS/burst "
+             "(the whole operator's; the side-by-side tables name their own): %s. Controller manager and scheduler: %s. Sync period: %s. Elapsed: %s s." %
              (m["cpus"], m["mem_gib"], m.get("kernel"), m["loadavg_start"], m.get("loadavg_end", "?"),
               m["other_apiservers"], cfg["storage"], cfg["qps_burst"],
               {True: "default client QPS limits (20/30, 50/100)", False: "client QPS limits lifted (5000/10000)"}
