@@ -298,13 +298,14 @@ sleep 2
 t_stop=$(now)
 kill -STOP "$el_pid"
 # Sample both instances' write counters every 0.2 s until D has written for a while.
-c_prev=$(writes "$L") c_last_inc='' d_first_inc=''
+c_prev=$(writes "$L") c_last_inc='' d_first_inc='' samples=0
 end=$((SECONDS + LEASE_S * 3 + 5))
 while [ "$SECONDS" -lt "$end" ]; do
     t=$(now)
     c=$(writes "$L" 2>/dev/null) d=$(writes D 2>/dev/null)
     # A scrape that failed (a stopped process's port, D still starting) is no sample.
     case "$c$d" in *no-scrape*) sleep 0.2; continue ;; esac
+    samples=$((samples + 1))
     if [ "$c" -gt "$c_prev" ]; then c_last_inc=$t c_prev=$c; fi
     if [ -z "$d_first_inc" ] && [ "$d" -gt "$d_before" ]; then d_first_inc=$t; fi
     if [ -n "$d_first_inc" ] && lt 4 "$(diff_s "$t" "$d_first_inc")"; then break; fi
@@ -335,7 +336,9 @@ check "the old leader's last write came before D took over (gap $([ -n "$d_acqui
     lt "${c_last_write:-999999999999}" "${d_acquired:-0}"
 check "D wrote after it took over" le "${d_acquired:-999999999999}" "${d_first_write:-0}"
 check "no old-leader write after D's first write" lt "${c_last_write:-999999999999}" "${d_first_write:-0}"
-# The same by the metrics, which lag by up to one refresh (2 s) plus a loop turn (1 s).
+# The same by the metrics, which lag by up to one refresh (2 s) plus a loop turn (1 s);
+# both instances must have been scraped (no sample: nothing to agree with).
+check "both write counters scraped during the partition ($samples samples)" test "$samples" -gt 0
 check "the metrics agree: the old leader's write counter stopped growing by its fence (+3 s refresh lag)" \
     le "${c_last_inc:-0}" "$(awk -v t="$t_stop" -v r=$RENEW_S -v m=$MARGIN 'BEGIN { printf "%.3f", t + r + 3 + m }')"
 check "the metrics agree: D's write counter grew only after D took over" le "${d_acquired:-999999999999}" "${d_first_inc:-0}"
