@@ -1111,7 +1111,7 @@ static int plan_runtime_config(ctx_t *c)
     }
     if (last >= 0 && !p->oom)
         add_event(p, "Normal", "ConfigApplied", last,
-                  "Applied %d run-time directive(s) of spec.config.extra with CONFIG SET, without a restart, to %s",
+                  "Applied %d run-time directive(s) (spec.persistence, spec.config.extra) with CONFIG SET, without a restart, to %s",
                   (rt->argc - 2) / 2, buf_str(&pods));
     buf_free(&pods);
     free(rt);
