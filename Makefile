@@ -144,6 +144,12 @@ $(BUILD)/bench/ackwriter: bench/ackwriter.c
 
 bench-ackwriter: $(BUILD)/bench/ackwriter
 
+# The Cluster-mode client (bench/clusterwriter.c): slot map, MOVED/ASK, SET + WAIT writer
+# that logs only acknowledged writes, bulk fill and verify (tests/e2e/test_cluster_mode.sh).
+$(BUILD)/bench/clusterwriter: bench/clusterwriter.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $< -lhiredis -o $@
+
 bench-failover: $(BUILD)/bench/ackwriter
 	@ACKWRITER=$(BUILD)/bench/ackwriter RDC_BIN=$(BUILD)/bin bench/failover.sh
 
