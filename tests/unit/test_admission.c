@@ -1197,7 +1197,7 @@ static int suite_tls_init(void)
 
 static int suite_tls_clean(void)
 {
-    static const char *const files[] = {"tls.crt", "tls.key", "other.crt", "other.key", "junk.crt"};
+    static const char *const files[] = {"tls.crt", "tls.key", "other.crt", "other.key", "junk.crt", "chain.crt"};
     char path[128];
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         snprintf(path, sizeof(path), "%s/%s", tmpdir, files[i]);
@@ -1261,6 +1261,39 @@ static void test_tls_load_and_reload(void)
     CU_ASSERT_EQUAL(webhook_tls_loads(t), 3);
     webhook_tls_destroy(&t);
     CU_ASSERT_PTR_NULL(t);
+}
+
+/* A certificate file holding a chain (leaf first, then an intermediate): the leaf is served
+ * with the rest of the chain after it, as SSL_CTX_use_certificate_chain_file would. */
+static void test_tls_chain(void)
+{
+    char err[512], path[128], cn[64] = "";
+    make_cert("leaf", "tls.crt", "tls.key");
+    make_cert("intermediate", "other.crt", "other.key");
+    snprintf(path, sizeof(path), "%s/chain.crt", tmpdir);
+    FILE *out = fopen(path, "w");
+    CU_ASSERT_FATAL(out != NULL);
+    static const char *const parts[] = {"tls.crt", "other.crt"};
+    for (size_t i = 0; i < 2; i++) {
+        char part[128], block[4096];
+        snprintf(part, sizeof(part), "%s/%s", tmpdir, parts[i]);
+        FILE *in = fopen(part, "r");
+        CU_ASSERT_FATAL(in != NULL);
+        size_t n = fread(block, 1, sizeof(block), in);
+        fclose(in);
+        fwrite(block, 1, n, out);
+    }
+    fclose(out);
+    webhook_tls_t *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(webhook_tls_new(tmpdir, "chain.crt", "tls.key", &t, err, sizeof(err)), 0);
+    SSL_CTX *ctx = webhook_tls_ctx(t);
+    X509_NAME_get_text_by_NID(X509_get_subject_name(SSL_CTX_get0_certificate(ctx)), NID_commonName, cn,
+                              (int)sizeof(cn));
+    CU_ASSERT_STRING_EQUAL(cn, "leaf");
+    STACK_OF(X509) *chain = NULL;
+    CU_ASSERT_EQUAL(SSL_CTX_get0_chain_certs(ctx, &chain), 1);
+    CU_ASSERT_EQUAL(chain ? sk_X509_num(chain) : 0, 1);
+    webhook_tls_destroy(&t);
 }
 
 /* ---- The HTTPS server, served from a thread --------------------------------------------------- */
@@ -1573,6 +1606,7 @@ static const cu_entry_t tests[] = {
     {"base64 (RFC 4648 vectors)", test_base64},
     CU_SUITE("admission: server"),
     {"certificate load and reload", test_tls_load_and_reload},
+    {"a certificate chain is served whole", test_tls_chain},
     {"routes, methods, content types, sizes, timeouts, metrics", test_server_routes_and_errors},
     {"POST /convert: conversion reviews and their metrics", test_server_convert},
     {"new connections get a rotated certificate", test_server_reloads_certificate},
