@@ -109,21 +109,11 @@ static int on_check(loop_t *loop, int timer_id, void *arg)
 /* Everything the loop serves, made and torn down together. */
 typedef struct {
     loop_t *loop;
-    loop_curl_t *lc;
     kube_config_t *cfg;
     kube_client_t *client;
-    mauth_cache_t *cache;
-    mserve_t *serve;
-    mtls_t *tls;
+    mserve_stack_t stack;
     daemon_metrics_t metrics;
 } app_t;
-
-static void wake_listener(void *arg)
-{
-    app_t *a = arg;
-    if (a->tls)
-        mtls_wake(a->tls);
-}
 
 /* Make the loop's pieces and start listening. 0, or -1 after logging why. */
 static int app_start(app_t *a, const rdc_common_opts_t *c, const metricsd_opts_t *o, const struct sockaddr_in *sin)
@@ -132,43 +122,24 @@ static int app_start(app_t *a, const rdc_common_opts_t *c, const metricsd_opts_t
     kube_client_opts_t co;
     kube_client_opts_init(&co);
     co.timeout_ms = REVIEW_TIMEOUT_NS / NS_PER_MS;
-    a->loop = loop_new();
-    a->lc = a->loop ? loop_curl_open(a->loop) : NULL;
-    a->cache = mauth_cache_new(MAUTH_DEFAULT_CAPACITY);
-    if (!a->lc || !a->cache) {
+    if (!(a->loop = loop_new())) {
         rlog_error("cannot start", "error", "out of memory");
         return -1;
     }
     if (daemon_kube_connect(c, &co, &a->cfg, &a->client))
         return -1;
-    mserve_config_t sc = {.lc = a->lc, .wake = wake_listener, .wake_arg = a, .client = a->client, .cache = a->cache,
-                          .upstream = o->upstream, .review_timeout_ns = REVIEW_TIMEOUT_NS,
-                          .upstream_timeout_ns = UPSTREAM_TIMEOUT_NS};
-    if (!(a->serve = mserve_new(&sc))) {
-        rlog_error("cannot start", "error", "out of memory");
-        return -1;
-    }
     if (!o->cert_path || !*o->cert_path)
         rlog_info("no --metrics-cert-path: serving a self-signed certificate for localhost");
+    mserve_config_t sc = {.client = a->client, .upstream = o->upstream, .review_timeout_ns = REVIEW_TIMEOUT_NS,
+                          .upstream_timeout_ns = UPSTREAM_TIMEOUT_NS};
     mtls_opts_t to = {.cert_dir = o->cert_path, .cert_name = o->cert_name, .key_name = o->key_name, .addr = sin,
-                      .handler = mserve_answer, .handler_cls = a->serve, .completed = mserve_completed,
-                      .release = mserve_release, .connection_limit = MAX_CONNECTIONS,
-                      .connection_timeout_s = CONNECTION_TIMEOUT_S, .connection_memory_limit = (size_t)64 * 1024};
-    if (mtls_start(a->loop, &to, &a->tls, err, sizeof(err))) {
+                      .connection_limit = MAX_CONNECTIONS, .connection_timeout_s = CONNECTION_TIMEOUT_S,
+                      .connection_memory_limit = (size_t)64 * 1024};
+    if (mserve_stack_start(&a->stack, a->loop, sc, to, err, sizeof(err))) {
         rlog_error("cannot serve HTTPS", "addr", c->metrics_bind_address, "error", err);
         return -1;
     }
     return 0;
-}
-
-/* In the reverse order: the listener (its requests end), then what they used. */
-static void app_stop(app_t *a)
-{
-    mtls_stop(&a->tls);
-    mserve_destroy(&a->serve);
-    loop_curl_destroy(&a->lc);
-    mauth_cache_destroy(&a->cache);
-    loop_destroy(&a->loop);
 }
 
 static int serve(const rdc_common_opts_t *c, const metricsd_opts_t *o)
@@ -184,13 +155,13 @@ static int serve(const rdc_common_opts_t *c, const metricsd_opts_t *o)
     if (app_start(&a, c, o, &sin))
         goto out;
     if (loop_add_fd(a.loop, sfd, LOOP_IN, on_signal, NULL) ||
-        loop_add_timer(a.loop, CHECK_EVERY_MS * NS_PER_MS, CHECK_EVERY_MS * NS_PER_MS, on_check, a.tls) < 0 ||
+        loop_add_timer(a.loop, CHECK_EVERY_MS * NS_PER_MS, CHECK_EVERY_MS * NS_PER_MS, on_check, a.stack.tls) < 0 ||
         (c->runtime_dir && daemon_add_metrics_timer(a.loop, &a.metrics) < 0)) {
         rlog_error("cannot start", "error", "out of memory");
         goto out;
     }
     char port[16];
-    snprintf(port, sizeof(port), "%u", mtls_port(a.tls));
+    snprintf(port, sizeof(port), "%u", mtls_port(a.stack.tls));
     rlog_info("serving metrics over HTTPS with authentication and authorization", "addr",
               c->metrics_bind_address, "port", port, "paths", "/metrics", "upstream", o->upstream);
     daemon_notify_ready();
@@ -200,7 +171,8 @@ static int serve(const rdc_common_opts_t *c, const metricsd_opts_t *o)
     }
     code = 0;
 out:
-    app_stop(&a);
+    mserve_stack_stop(&a.stack);
+    loop_destroy(&a.loop);
     daemon_release(sfd, &a.client, &a.cfg);
     return code;
 }

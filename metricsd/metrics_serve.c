@@ -479,6 +479,47 @@ void mserve_destroy(mserve_t **self_p)
     *self_p = NULL;
 }
 
+static void stack_wake(void *arg)
+{
+    mserve_stack_t *st = arg;
+    if (st->tls)
+        mtls_wake(st->tls);
+}
+
+int mserve_stack_start(mserve_stack_t *st, loop_t *loop, mserve_config_t cfg, mtls_opts_t tls, char *err,
+                       size_t errlen)
+{
+    memset(st, 0, sizeof(*st));
+    st->lc = loop_curl_open(loop);
+    st->cache = mauth_cache_new(MAUTH_DEFAULT_CAPACITY);
+    cfg.lc = st->lc;
+    cfg.cache = st->cache;
+    cfg.wake = stack_wake;
+    cfg.wake_arg = st;
+    if (!st->lc || !st->cache || !(st->serve = mserve_new(&cfg))) {
+        snprintf(err, errlen, "out of memory");
+        mserve_stack_stop(st);
+        return -1;
+    }
+    tls.handler = mserve_answer;
+    tls.handler_cls = st->serve;
+    tls.completed = mserve_completed;
+    tls.release = mserve_release;
+    if (mtls_start(loop, &tls, &st->tls, err, errlen)) {
+        mserve_stack_stop(st);
+        return -1;
+    }
+    return 0;
+}
+
+void mserve_stack_stop(mserve_stack_t *st)
+{
+    mtls_stop(&st->tls);
+    mserve_destroy(&st->serve);
+    loop_curl_destroy(&st->lc);
+    mauth_cache_destroy(&st->cache);
+}
+
 unsigned mserve_requests(const mserve_t *s)
 {
     return s->n_requests;

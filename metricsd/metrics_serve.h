@@ -34,6 +34,7 @@
 #include "kube_client.h"
 #include "loop_curl.h"
 #include "metrics_auth.h"
+#include "metrics_tls.h"
 
 #include <microhttpd.h>
 #include <stdint.h>
@@ -75,6 +76,26 @@ void mserve_completed(void *cls, struct MHD_Connection *conn, void **req_cls, en
 /* metrics_tls's release (cls: the mserve_t): the requests of d waiting for a review or
  * the upstream stop waiting and are resumed (d is about to stop: they end unanswered). */
 void mserve_release(struct MHD_Daemon *d, void *cls);
+
+/* The pieces of metricsd's listener on one loop, made and torn down together (its main
+ * and the tests assemble it alike): a curl multi on the loop, the decision cache, the
+ * scrapes, and the HTTPS listener that hands them over. */
+typedef struct {
+    loop_curl_t *lc;
+    mauth_cache_t *cache;
+    mserve_t *serve;
+    mtls_t *tls;
+} mserve_stack_t;
+
+/* Make the pieces on loop: scrapes as cfg says (its lc, cache, wake and wake_arg are
+ * filled in here) behind a listener as tls says (its handler, handler_cls, completed and
+ * release too). Returns 0, or -1 with err (what was made is freed; *st is empty). */
+int mserve_stack_start(mserve_stack_t *st, loop_t *loop, mserve_config_t cfg, mtls_opts_t tls, char *err,
+                       size_t errlen);
+
+/* In the reverse order: the listener (its requests end), then what they used. st is then
+ * empty; an empty one is fine. */
+void mserve_stack_stop(mserve_stack_t *st);
 
 /* Requests in flight, and reviews in flight (for tests). */
 unsigned mserve_requests(const mserve_t *s);

@@ -97,21 +97,11 @@ static void api_counts(int *tr, int *sar, int *scrapes)
 
 typedef struct {
     loop_t *loop;
-    loop_curl_t *lc;
     kube_config_t *cfg;
     kube_client_t *client;
-    mauth_cache_t *cache;
-    mserve_t *serve;
-    mtls_t *tls;
+    mserve_stack_t st; /* as metricsd assembles it */
     char upstream[128];
 } server_t;
-
-static void wake_listener(void *arg)
-{
-    server_t *s = arg;
-    if (s->tls)
-        mtls_wake(s->tls);
-}
 
 static void server_start(server_t *s, const char *upstream)
 {
@@ -122,31 +112,23 @@ static void server_start(server_t *s, const char *upstream)
     else
         snprintf(s->upstream, sizeof(s->upstream), "%s", upstream);
     s->loop = loop_new();
-    s->lc = loop_curl_open(s->loop);
-    s->cache = mauth_cache_new(16);
-    CU_ASSERT_FATAL(s->loop && s->lc && s->cache);
+    CU_ASSERT_FATAL(s->loop != NULL);
     fake_api_connect(&api.srv, NULL, &s->cfg, &s->client);
-    mserve_config_t sc = {.lc = s->lc, .wake = wake_listener, .wake_arg = s, .client = s->client, .cache = s->cache,
-                          .upstream = s->upstream, .review_timeout_ns = 5 * NS_PER_SEC,
-                          .upstream_timeout_ns = 5 * NS_PER_SEC};
-    s->serve = mserve_new(&sc);
-    CU_ASSERT_FATAL(s->serve != NULL);
     static struct sockaddr_in sin;
     sin = loopback_any_port();
-    mtls_opts_t to = {.addr = &sin, .handler = mserve_answer, .handler_cls = s->serve,
-                      .completed = mserve_completed, .release = mserve_release, .connection_limit = 8,
-                      .connection_timeout_s = 5, .connection_memory_limit = 64 * 1024};
+    mserve_config_t sc = {.client = s->client, .upstream = s->upstream, .review_timeout_ns = 5 * NS_PER_SEC,
+                          .upstream_timeout_ns = 5 * NS_PER_SEC};
+    mtls_opts_t to = {.addr = &sin, .connection_limit = 8, .connection_timeout_s = 5,
+                      .connection_memory_limit = 64 * 1024};
     char err[512];
-    CU_ASSERT_EQUAL_FATAL(mtls_start(s->loop, &to, &s->tls, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL_FATAL(mserve_stack_start(&s->st, s->loop, sc, to, err, sizeof(err)), 0);
 }
 
 static void server_stop(server_t *s)
 {
-    mtls_stop(&s->tls);
-    CU_ASSERT_EQUAL(mserve_requests(s->serve), 0);
-    mserve_destroy(&s->serve);
-    loop_curl_destroy(&s->lc);
-    mauth_cache_destroy(&s->cache);
+    mtls_stop(&s->st.tls);
+    CU_ASSERT_EQUAL(mserve_requests(s->st.serve), 0);
+    mserve_stack_stop(&s->st);
     kube_client_destroy(&s->client);
     kube_config_destroy(&s->cfg);
     loop_destroy(&s->loop);
@@ -203,7 +185,7 @@ static int scrape(server_t *s, const char *method, const char *path, const char 
                  method, path, token);
     else
         snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", method, path);
-    out->port = mtls_port(s->tls);
+    out->port = mtls_port(s->st.tls);
     out->request = req;
     loop_client_run(s->loop, scrape_now, out);
     return out->status;
@@ -248,8 +230,8 @@ static void test_decisions_cached(void)
     CU_ASSERT_EQUAL(scrape(&s, "GET", "/metrics", "boom", &sc), 500);
     api_counts(&tr, &sar, &up);
     CU_ASSERT_EQUAL(tr - tr0, 5);
-    CU_ASSERT_EQUAL(mserve_reviews(s.serve), 0);
-    CU_ASSERT_EQUAL(mserve_requests(s.serve), 0);
+    CU_ASSERT_EQUAL(mserve_reviews(s.st.serve), 0);
+    CU_ASSERT_EQUAL(mserve_requests(s.st.serve), 0);
     server_stop(&s);
 }
 
@@ -285,7 +267,7 @@ static void test_one_review_for_a_burst(void)
     pthread_mutex_unlock(&api.mu);
     static const char req[] =
         "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer reader\r\n\r\n";
-    pair_t p = {.a = {.port = mtls_port(s.tls), .request = req}, .b = {.port = mtls_port(s.tls), .request = req}};
+    pair_t p = {.a = {.port = mtls_port(s.st.tls), .request = req}, .b = {.port = mtls_port(s.st.tls), .request = req}};
     loop_client_run(s.loop, scrape_two, &p);
     pthread_mutex_lock(&api.mu);
     api.review_delay_ms = 0;
@@ -306,8 +288,8 @@ static server_t *stopping;
 static int on_watch(loop_t *loop, int timer_id, void *arg)
 {
     (void)loop, (void)timer_id, (void)arg;
-    if (stopping->tls && mserve_reviews(stopping->serve) == 1 && mserve_requests(stopping->serve) == 1)
-        mtls_stop(&stopping->tls);
+    if (stopping->st.tls && mserve_reviews(stopping->st.serve) == 1 && mserve_requests(stopping->st.serve) == 1)
+        mtls_stop(&stopping->st.tls);
     return 0;
 }
 
@@ -326,9 +308,9 @@ static void test_stop_while_reviewing(void)
     pthread_mutex_lock(&api.mu);
     api.review_delay_ms = 0;
     pthread_mutex_unlock(&api.mu);
-    CU_ASSERT_PTR_NULL(s.tls);
-    CU_ASSERT_EQUAL(mserve_requests(s.serve), 0);
-    CU_ASSERT_EQUAL(mserve_reviews(s.serve), 0);
+    CU_ASSERT_PTR_NULL(s.st.tls);
+    CU_ASSERT_EQUAL(mserve_requests(s.st.serve), 0);
+    CU_ASSERT_EQUAL(mserve_reviews(s.st.serve), 0);
     server_stop(&s);
 }
 
