@@ -11,6 +11,7 @@
 #include "loopback.h"
 #include "metrics_tls.h"
 #include "tls_client.h"
+#include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
 #include <openssl/ssl.h>
@@ -269,20 +270,12 @@ static int suite_init(void)
 {
     rlog_init("test_metrics_tls", RLOG_ERROR, RLOG_TEXT, NULL);
     signal(SIGPIPE, SIG_IGN);
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_metrics_tls.XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return tmpdir_make(tmpdir, sizeof(tmpdir), "test_metrics_tls");
 }
 
 static int suite_clean(void)
 {
-    static const char *const files[] = {"tls.crt", "tls.key", "other.crt", "other.key"};
-    char path[128];
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        snprintf(path, sizeof(path), "%s/%s", tmpdir, files[i]);
-        unlink(path);
-    }
-    rmdir(tmpdir);
-    return 0;
+    return tmpdir_remove(tmpdir);
 }
 
 static CU_TestInfo tests[] = {
