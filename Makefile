@@ -37,7 +37,8 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 .PHONY: bench bench-informer bench-webhook bench-ackwriter bench-failover all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
 
-$(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) tests/unit tests/fuzz -name '*.[ch]' 2>/dev/null)
+# The source checks (scripts/check-banned.sh: banned functions, line width) over every C file.
+$(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) tests bench -name '*.[ch]' 2>/dev/null)
 	@scripts/check-banned.sh
 	@mkdir -p $(@D) && touch $@
 

@@ -150,7 +150,8 @@ static void put_value(buf_t *b, const json_object *v)
                    (size_t)json_object_get_string_len(v), VALUE_SHOWN);
         return;
     }
-    const char *t = json_object_to_json_string_ext((json_object *)v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    const char *t =
+        json_object_to_json_string_ext((json_object *)v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     size_t n = strlen(t);
     if (n > VALUE_SHOWN) {
         buf_append(b, t, VALUE_SHOWN);
@@ -387,7 +388,8 @@ static void check_config(rdc_field_errors_t *e, const json_object *spec)
 {
     const json_object *config = optional_object(e, spec, "config", "spec.config");
     const char *s = NULL;
-    if (optional_string(e, config, "maxmemory", "spec.config.maxmemory", &s) == JSONX_OK && !rdc_spec_is_redis_memory(s))
+    if (optional_string(e, config, "maxmemory", "spec.config.maxmemory", &s) == JSONX_OK &&
+        !rdc_spec_is_redis_memory(s))
         field_error(e, RDC_FIELD_INVALID, "spec.config.maxmemory", jsonx_get(config, "maxmemory"),
                     "must be a memory size: digits with an optional unit b, k, kb, m, mb, g or gb, e.g. 256mb");
     if (optional_string(e, config, "maxmemoryPolicy", "spec.config.maxmemoryPolicy", &s) == JSONX_OK &&
@@ -573,7 +575,8 @@ static int is_quantity(const char *s)
     }
     if (!digits || strlen(s) > 64)
         return 0;
-    static const char *const suffixes[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"};
+    static const char *const suffixes[] = {"",  "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n",
+                                           "u", "m",  "k",  "M",  "G",  "T",  "P",  "E"};
     for (size_t k = 0; k < sizeof(suffixes) / sizeof(suffixes[0]); k++)
         if (!strcmp(s + i, suffixes[k]))
             return 1;
@@ -799,7 +802,8 @@ static void check_pod_knobs(rdc_field_errors_t *e, const json_object *spec)
     optional_object(e, spec, "affinity", "spec.affinity");
     optional_object_array(e, spec, "tolerations", "spec.tolerations", RDC_SPEC_LIST_MAX);
     optional_object_array(e, spec, "topologySpreadConstraints", "spec.topologySpreadConstraints", RDC_SPEC_LIST_MAX);
-    const json_object *ips = optional_object_array(e, spec, "imagePullSecrets", "spec.imagePullSecrets", RDC_SPEC_LIST_MAX);
+    const json_object *ips =
+        optional_object_array(e, spec, "imagePullSecrets", "spec.imagePullSecrets", RDC_SPEC_LIST_MAX);
     for (size_t i = 0; ips && i < json_object_array_length(ips); i++) {
         const char *s = NULL;
         char f[64];

@@ -141,7 +141,8 @@ static void test_admission_v1(void)
     CU_ASSERT_EQUAL(admission_review(body, strlen(body), ADMISSION_VALIDATE, &resp, &o), 0);
     CU_ASSERT_EQUAL(o.allowed, 0);
     CU_ASSERT_EQUAL(o.code, 422);
-    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "spec.failover.downAfter: Invalid value: \"10m\": must be between 1s and 5m"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(o.message, "spec.failover.downAfter: Invalid value: \"10m\": must be between 1s and 5m"));
     free(resp);
     snprintf(body, sizeof(body), fmt,
              "{\"size\":3,\"image\":\"redis:7.2\",\"mode\":\"Replication\",\"failover\":{\"downAfter\":\"10s\"},"
