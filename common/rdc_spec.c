@@ -350,15 +350,43 @@ static void check_name(rdc_field_errors_t *e, const json_object *rc)
                     "must be a DNS-1035 label of at most %d characters ([a-z]([-a-z0-9]*[a-z0-9])?): "
                     "it names the Service and the StatefulSet's pods",
                     RDC_SPEC_NAME_MAX);
+    else if (rdc_spec_cluster_layout(jsonx_get(rc, "spec"), NULL, NULL) && strlen(name) > RDC_SPEC_CLUSTER_NAME_MAX)
+        field_error(e, RDC_FIELD_INVALID, "metadata.name", v,
+                    "must be at most %d characters in Cluster mode (each shard is a StatefulSet <name>-shard<k>)",
+                    RDC_SPEC_CLUSTER_NAME_MAX);
+}
+
+int rdc_spec_cluster_layout(const json_object *spec, int *shards, int *replicas)
+{
+    const char *mode = JSONX_STR_AT(spec, "mode");
+    if (!mode || strcmp(mode, "Cluster"))
+        return 0;
+    const json_object *c = jsonx_get(spec, "cluster");
+    const json_object *s = jsonx_get(c, "shards"), *r = jsonx_get(c, "replicasPerShard");
+    if (shards)
+        *shards = s && json_object_is_type(s, json_type_int) ? (int)json_object_get_int64(s) : RDC_SPEC_DEFAULT_SHARDS;
+    if (replicas)
+        *replicas = r && json_object_is_type(r, json_type_int) ? (int)json_object_get_int64(r)
+                                                               : RDC_SPEC_DEFAULT_REPLICAS_PER_SHARD;
+    return 1;
 }
 
 static void check_size(rdc_field_errors_t *e, const json_object *spec)
 {
     const json_object *v = jsonx_get(spec, "size");
+    int shards = 0, replicas = 0;
     if (!v)
         field_error(e, RDC_FIELD_REQUIRED, "spec.size", NULL, NULL);
     else if (!json_object_is_type(v, json_type_int))
         field_error(e, RDC_FIELD_INVALID, "spec.size", v, "must be an integer");
+    else if (rdc_spec_cluster_layout(spec, &shards, &replicas)) {
+        if (json_object_get_int64(v) != (int64_t)shards * (1 + replicas))
+            field_error(e, RDC_FIELD_INVALID, "spec.size", v,
+                        "in Cluster mode spec.size is the number of pods, spec.cluster.shards x (1 + "
+                        "spec.cluster.replicasPerShard) = %d, which the defaulting webhook sets; to add capacity "
+                        "change spec.cluster.shards, not kubectl scale",
+                        shards * (1 + replicas));
+    }
     else if (json_object_get_int64(v) < RDC_SPEC_SIZE_MIN || json_object_get_int64(v) > RDC_SPEC_SIZE_MAX)
         field_error(e, RDC_FIELD_INVALID, "spec.size", v, "must be between %d and %d", RDC_SPEC_SIZE_MIN,
                     RDC_SPEC_SIZE_MAX);
@@ -512,9 +540,13 @@ static void check_int_range(rdc_field_errors_t *e, const json_object *o, const c
 
 static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec)
 {
-    static const char *const modes[] = {"Replication", "Standalone", NULL};
+    static const char *const modes[] = {"Replication", "Standalone", "Cluster", NULL};
     static const char *const persistence[] = {"none", "rdb", "aof", NULL};
-    check_enum(e, spec, "mode", "spec.mode", modes, "\"Replication\", \"Standalone\"");
+    check_enum(e, spec, "mode", "spec.mode", modes, "\"Replication\", \"Standalone\", \"Cluster\"");
+    const json_object *cluster = optional_object(e, spec, "cluster", "spec.cluster");
+    check_int_range(e, cluster, "shards", "spec.cluster.shards", RDC_SPEC_CLUSTER_SHARDS_MIN,
+                    RDC_SPEC_CLUSTER_SHARDS_MAX);
+    check_int_range(e, cluster, "replicasPerShard", "spec.cluster.replicasPerShard", 0, RDC_SPEC_CLUSTER_REPLICAS_MAX);
     check_enum(e, spec, "persistence", "spec.persistence", persistence, "\"aof\", \"none\", \"rdb\"");
 
     const json_object *auth = optional_object(e, spec, "auth", "spec.auth");
@@ -896,6 +928,11 @@ size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *ne
         !json_object_is_type(news, json_type_object))
         return 0;
 
+    if (rdc_spec_cluster_layout(olds, NULL, NULL) != rdc_spec_cluster_layout(news, NULL, NULL))
+        field_error(errs, RDC_FIELD_FORBIDDEN, "spec.mode", NULL,
+                    "cannot change to or from Cluster mode: Cluster mode spreads the keyspace over several masters "
+                    "by hash slot, the other modes keep it whole on each server; create a new RedisCluster in the "
+                    "other mode and migrate the data");
     const json_object *os = jsonx_get(olds, "size"), *ns = jsonx_get(news, "size");
     if (os && ns && json_object_is_type(os, json_type_int) && json_object_is_type(ns, json_type_int) &&
         json_object_get_int64(ns) < json_object_get_int64(os))
@@ -998,6 +1035,12 @@ int rdc_spec_default_ops(const json_object *rc, json_object *ops)
     int tagged = jsonx_string(spec, "image", &img) == JSONX_OK && rdc_spec_image_has_tag_or_digest(img);
     if (!tagged && optional_string(NULL, spec, "version", NULL, &s) == JSONX_ABSENT) {
         if (add_op(ops, "/spec/version", json_object_new_string(RDC_SPEC_DEFAULT_VERSION)))
+            return -1;
+        n++;
+    }
+    int shards = 0, replicas = 0;
+    if (!jsonx_get(spec, "size") && rdc_spec_cluster_layout(spec, &shards, &replicas)) {
+        if (add_op(ops, "/spec/size", json_object_new_int(shards * (1 + replicas))))
             return -1;
         n++;
     }
