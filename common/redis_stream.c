@@ -104,6 +104,11 @@ static redis_stream_status_t plain_read(redis_stream_t *s, void *buf, size_t cap
         s->broken = 1;
         return REDIS_STREAM_CLOSED;
     }
+    if (errno == ECONNRESET) {
+        s->broken = 1;
+        snprintf(err, errlen, "read: connection closed by the server (%s)", strerror(errno));
+        return REDIS_STREAM_ERROR;
+    }
     return plain_errno(s, "read", REDIS_STREAM_WANT_READ, err, errlen);
 }
 
@@ -242,6 +247,24 @@ redis_stream_status_t redis_stream_read(redis_stream_t *s, void *buf, size_t cap
     return tls_status(s, r, s->handshaken ? "TLS read" : "TLS handshake", err, errlen);
 }
 
+/* After a write the socket refused (the server reset the connection), the reason the
+ * server gave may still wait in front of the reset: a server that refuses our
+ * certificate after a TLS 1.3 handshake (Redis's tls-auth-clients) says so with an alert
+ * and closes. When one is there, its reason replaces the socket's in err. */
+static void pending_alert(redis_stream_t *s, char *err, size_t errlen)
+{
+    char tmp[256];
+    ERR_clear_error();
+    int r = SSL_read(s->ssl, tmp, sizeof(tmp));
+    unsigned long e = ERR_peek_last_error();
+    if (r <= 0 && SSL_get_error(s->ssl, r) == SSL_ERROR_SSL && ERR_GET_REASON(e) >= SSL_AD_REASON_OFFSET) {
+        char reason[200];
+        tls_reason(e, reason, sizeof(reason));
+        snprintf(err, errlen, "TLS write: %s", reason);
+    }
+    ERR_clear_error();
+}
+
 redis_stream_status_t redis_stream_write(redis_stream_t *s, const void *buf, size_t len, size_t *n, char *err,
                                          size_t errlen)
 {
@@ -255,5 +278,8 @@ redis_stream_status_t redis_stream_write(redis_stream_t *s, const void *buf, siz
         *n = (size_t)r;
         return REDIS_STREAM_OK;
     }
-    return tls_status(s, r, s->handshaken ? "TLS write" : "TLS handshake", err, errlen);
+    redis_stream_status_t st = tls_status(s, r, s->handshaken ? "TLS write" : "TLS handshake", err, errlen);
+    if (st == REDIS_STREAM_ERROR && s->handshaken)
+        pending_alert(s, err, errlen);
+    return st;
 }
