@@ -92,7 +92,7 @@ static int server_start_at(server_t *s, const char *ip, int port, const char *co
 
 /* Accepts a TCP connection on ip:port within deadline_ms (a TLS-only server: nothing in
  * plain text to ask). */
-static int server_accepts_at(const char *ip, int port, int deadline_ms)
+static inline int server_accepts_at(const char *ip, int port, int deadline_ms)
 {
     for (int waited = 0; waited <= deadline_ms; waited += 20) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -111,7 +111,7 @@ static int server_accepts_at(const char *ip, int port, int deadline_ms)
 /* Start redis-server on 127.0.0.1 serving TLS only (--port 0) on a free port with the
  * certificate dir/crt and key dir/key, clients' certificates checked against dir/ca.crt
  * when auth_clients (Redis's tls-auth-clients), plus extra arguments (NULL-terminated). */
-static int server_start_tls(server_t *s, const char *dir, const char *crt, const char *key, int auth_clients,
+static inline int server_start_tls(server_t *s, const char *dir, const char *crt, const char *key, int auth_clients,
                             const char *const *extra)
 {
     s->port = free_port();
