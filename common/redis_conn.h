@@ -35,8 +35,10 @@
  * (and a command queued on a FAILED connection is failed on the loop's next turn). A
  * callback may queue commands and may destroy the connection.
  *
- * Secrets: the password, user and fallback are copied and wiped on destroy; so are the
- * buffers that held the formatted commands (an ACL SETUSER carries a password too).
+ * Secrets: the password, user and fallback are copied and wiped on destroy; the AUTH
+ * command's bytes are wiped once it is answered, and the command buffers when the
+ * connection fails or goes (an ACL SETUSER carries a password too). A buffer that grew
+ * may have left an earlier copy in memory the allocator took back.
  */
 #ifndef RDC_REDIS_CONN_H
 #define RDC_REDIS_CONN_H
