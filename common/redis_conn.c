@@ -319,22 +319,32 @@ static int step_connect(redis_conn_t *c, int revents)
     return set_state(c, REDIS_CONN_HANDSHAKE);
 }
 
+/* What a stream operation's status means here: 0 done (go on), 1 wait (*want: for
+ * which event), -1 failed. e is the stream's line. */
+static int stream_outcome(redis_conn_t *c, redis_stream_status_t st, int *want, const char *e)
+{
+    switch (st) {
+    case REDIS_STREAM_OK:
+        return 0;
+    case REDIS_STREAM_WANT_READ:
+        *want = LOOP_IN;
+        return 1;
+    case REDIS_STREAM_WANT_WRITE:
+        *want = LOOP_OUT;
+        return 1;
+    case REDIS_STREAM_CLOSED:
+        return fail(c, "connection closed by the server");
+    default:
+        return fail(c, "%s", e);
+    }
+}
+
 /* HANDSHAKE: 0 done (AUTH or READY now), 1 waiting, -1 failed. */
 static int step_handshake(redis_conn_t *c)
 {
     char e[320];
-    switch (redis_stream_handshake(c->stream, e, sizeof(e))) {
-    case REDIS_STREAM_OK:
-        return transport_up(c);
-    case REDIS_STREAM_WANT_READ:
-        c->hs_want = LOOP_IN;
-        return 1;
-    case REDIS_STREAM_WANT_WRITE:
-        c->hs_want = LOOP_OUT;
-        return 1;
-    default:
-        return fail(c, "%s", e);
-    }
+    int r = stream_outcome(c, redis_stream_handshake(c->stream, e, sizeof(e)), &c->hs_want, e);
+    return r ? r : transport_up(c);
 }
 
 /* Write what the socket takes. 0 (all written, or waiting), or -1 failed. */
@@ -343,22 +353,12 @@ static int step_write(redis_conn_t *c)
     while (c->out.len) {
         char e[320];
         size_t n = 0;
-        switch (redis_stream_write(c->stream, c->out.data, c->out.len, &n, e, sizeof(e))) {
-        case REDIS_STREAM_OK:
-            buf_consume(&c->out, n);
-            c->wr_want = LOOP_OUT;
-            break;
-        case REDIS_STREAM_WANT_READ:
-            c->wr_want = LOOP_IN;
-            return 0;
-        case REDIS_STREAM_WANT_WRITE:
-            c->wr_want = LOOP_OUT;
-            return 0;
-        case REDIS_STREAM_CLOSED:
-            return fail(c, "connection closed by the server");
-        default:
-            return fail(c, "%s", e);
-        }
+        int r = stream_outcome(c, redis_stream_write(c->stream, c->out.data, c->out.len, &n, e, sizeof(e)),
+                               &c->wr_want, e);
+        if (r)
+            return r < 0 ? -1 : 0;
+        buf_consume(&c->out, n);
+        c->wr_want = LOOP_OUT;
     }
     return 0;
 }
@@ -401,20 +401,10 @@ static int step_read(redis_conn_t *c)
     for (;;) {
         char chunk[READ_CHUNK], e[320];
         size_t n = 0;
-        switch (redis_stream_read(c->stream, chunk, sizeof(chunk), &n, e, sizeof(e))) {
-        case REDIS_STREAM_OK:
-            break;
-        case REDIS_STREAM_WANT_READ:
-            c->rd_want = LOOP_IN;
-            return 0;
-        case REDIS_STREAM_WANT_WRITE:
-            c->rd_want = LOOP_OUT;
-            return 0;
-        case REDIS_STREAM_CLOSED:
-            return fail(c, "connection closed by the server");
-        default:
-            return fail(c, "%s", e);
-        }
+        int r = stream_outcome(c, redis_stream_read(c->stream, chunk, sizeof(chunk), &n, e, sizeof(e)), &c->rd_want,
+                               e);
+        if (r)
+            return r < 0 ? -1 : 0;
         c->rd_want = LOOP_IN;
         c->reply_bytes += n;
         if (c->reply_bytes > c->max_reply)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
@@ -231,22 +232,6 @@ redis_stream_status_t redis_stream_handshake(redis_stream_t *s, char *err, size_
     return tls_status(s, r, "TLS handshake", err, errlen);
 }
 
-redis_stream_status_t redis_stream_read(redis_stream_t *s, void *buf, size_t cap, size_t *n, char *err,
-                                        size_t errlen)
-{
-    *n = 0;
-    if (!s->ssl)
-        return plain_read(s, buf, cap, n, err, errlen);
-    ERR_clear_error();
-    errno = 0;
-    int r = SSL_read(s->ssl, buf, clamp_int(cap));
-    if (r > 0) {
-        *n = (size_t)r;
-        return REDIS_STREAM_OK;
-    }
-    return tls_status(s, r, s->handshaken ? "TLS read" : "TLS handshake", err, errlen);
-}
-
 /* After a write the socket refused (the server reset the connection), the reason the
  * server gave may still wait in front of the reset: a server that refuses our
  * certificate after a TLS 1.3 handshake (Redis's tls-auth-clients) says so with an alert
@@ -265,21 +250,35 @@ static void pending_alert(redis_stream_t *s, char *err, size_t errlen)
     ERR_clear_error();
 }
 
-redis_stream_status_t redis_stream_write(redis_stream_t *s, const void *buf, size_t len, size_t *n, char *err,
-                                         size_t errlen)
+/* One SSL_read (writing 0) or SSL_write (writing 1) of up to len bytes. */
+static redis_stream_status_t tls_io(redis_stream_t *s, int writing, void *buf, size_t len, size_t *n, char *err,
+                                    size_t errlen)
 {
-    *n = 0;
-    if (!s->ssl)
-        return plain_write(s, buf, len, n, err, errlen);
     ERR_clear_error();
     errno = 0;
-    int r = SSL_write(s->ssl, buf, clamp_int(len));
+    int r = writing ? SSL_write(s->ssl, buf, clamp_int(len)) : SSL_read(s->ssl, buf, clamp_int(len));
     if (r > 0) {
         *n = (size_t)r;
         return REDIS_STREAM_OK;
     }
-    redis_stream_status_t st = tls_status(s, r, s->handshaken ? "TLS write" : "TLS handshake", err, errlen);
-    if (st == REDIS_STREAM_ERROR && s->handshaken)
+    const char *what = !s->handshaken ? "TLS handshake" : writing ? "TLS write" : "TLS read";
+    redis_stream_status_t st = tls_status(s, r, what, err, errlen);
+    if (writing && st == REDIS_STREAM_ERROR && s->handshaken)
         pending_alert(s, err, errlen);
     return st;
+}
+
+redis_stream_status_t redis_stream_read(redis_stream_t *s, void *buf, size_t cap, size_t *n, char *err,
+                                        size_t errlen)
+{
+    *n = 0;
+    return s->ssl ? tls_io(s, 0, buf, cap, n, err, errlen) : plain_read(s, buf, cap, n, err, errlen);
+}
+
+redis_stream_status_t redis_stream_write(redis_stream_t *s, const void *buf, size_t len, size_t *n, char *err,
+                                         size_t errlen)
+{
+    *n = 0;
+    /* SSL_write only reads buf: tls_io's one pointer type serves both directions. */
+    return s->ssl ? tls_io(s, 1, (void *)(uintptr_t)buf, len, n, err, errlen) : plain_write(s, buf, len, n, err, errlen);
 }

@@ -67,6 +67,21 @@ static int server_answers_at(const char *ip, int port, int deadline_ms)
     return 0;
 }
 
+/* Fork and exec redis-server with argv[0..n) and then extra (NULL-terminated), argv
+ * having room for cap entries. 0, or -1 when fork failed. */
+static inline int server_spawn(server_t *s, const char **argv, size_t n, size_t cap, const char *const *extra)
+{
+    for (size_t i = 0; extra && extra[i] && n < cap - 1; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    s->pid = fork();
+    if (s->pid == 0) {
+        execvp("redis-server", (char *const *)argv);
+        _exit(127);
+    }
+    return s->pid < 0 ? -1 : 0;
+}
+
 /* Start redis-server on ip:port (0 = a free one) with extra arguments (NULL-terminated). */
 static int server_start_at(server_t *s, const char *ip, int port, const char *const *extra)
 {
@@ -76,16 +91,7 @@ static int server_start_at(server_t *s, const char *ip, int port, const char *co
     const char *argv[32] = {"redis-server", "--port", p, "--bind", ip, "--save", "", "--appendonly", "no",
                             "--daemonize", "no", "--logfile", "/dev/null", "--dir", "/tmp",
                             "--repl-diskless-sync-delay", "0"};
-    size_t n = 17;
-    for (size_t i = 0; extra && extra[i] && n < 31; i++)
-        argv[n++] = extra[i];
-    argv[n] = NULL;
-    s->pid = fork();
-    if (s->pid == 0) {
-        execvp("redis-server", (char *const *)argv);
-        _exit(127);
-    }
-    if (s->pid < 0)
+    if (server_spawn(s, argv, 17, 32, extra))
         return -1;
     return server_answers_at(ip, s->port, 5000) ? 0 : -1;
 }
@@ -124,16 +130,7 @@ static inline int server_start_tls(server_t *s, const char *dir, const char *crt
                             "--tls-cert-file", crt_path, "--tls-key-file", key_path, "--tls-ca-cert-file", ca_path,
                             "--tls-auth-clients", auth_clients ? "yes" : "no", "--save", "", "--appendonly", "no",
                             "--daemonize", "no", "--logfile", "/dev/null", "--dir", "/tmp"};
-    size_t n = 25;
-    for (size_t i = 0; extra && extra[i] && n < 39; i++)
-        argv[n++] = extra[i];
-    argv[n] = NULL;
-    s->pid = fork();
-    if (s->pid == 0) {
-        execvp("redis-server", (char *const *)argv);
-        _exit(127);
-    }
-    if (s->pid < 0)
+    if (server_spawn(s, argv, 25, 40, extra))
         return -1;
     return server_accepts_at("127.0.0.1", s->port, 5000) ? 0 : -1;
 }
