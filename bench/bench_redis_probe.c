@@ -26,7 +26,6 @@
 #include "../tests/unit/tmpdir.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,7 +171,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_redis_probe [--nodes N] [--rounds R] [--password PW]\n");
         return 2;
     }
-    signal(SIGPIPE, SIG_IGN);
     char dir[64] = "/tmp/rdc-bench-probe-XXXXXX";
     if (!mkdtemp(dir))
         return 2;

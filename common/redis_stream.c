@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
@@ -34,15 +36,88 @@ redis_stream_t *redis_stream_new_plain(int fd)
     return stream_new(NULL, fd);
 }
 
+/* ---- the socket under a TLS session -------------------------------------------------- *
+ * OpenSSL's socket BIO writes with write(2), which raises SIGPIPE on a connection the
+ * server closed; this one sends with MSG_NOSIGNAL, so the transport is safe in a process
+ * that does not ignore SIGPIPE (the --once modes). Its data is the descriptor. */
+
+static int sock_bio_write(BIO *b, const char *buf, int len)
+{
+    ssize_t r;
+    do
+        r = send((int)(intptr_t)BIO_get_data(b), buf, (size_t)len, MSG_NOSIGNAL);
+    while (r < 0 && errno == EINTR);
+    BIO_clear_retry_flags(b);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        BIO_set_retry_write(b);
+    return (int)r;
+}
+
+static int sock_bio_read(BIO *b, char *buf, int len)
+{
+    ssize_t r;
+    do
+        r = recv((int)(intptr_t)BIO_get_data(b), buf, (size_t)len, 0);
+    while (r < 0 && errno == EINTR);
+    BIO_clear_retry_flags(b);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        BIO_set_retry_read(b);
+    return (int)r;
+}
+
+static long sock_bio_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    (void)num;
+    switch (cmd) {
+    case BIO_C_GET_FD:
+        if (ptr)
+            *(int *)ptr = (int)(intptr_t)BIO_get_data(b);
+        return (long)(intptr_t)BIO_get_data(b);
+    case BIO_CTRL_FLUSH:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static BIO_METHOD *sock_bio_method;
+
+static void sock_bio_method_make(void)
+{
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "redis socket");
+    if (m && BIO_meth_set_write(m, sock_bio_write) && BIO_meth_set_read(m, sock_bio_read) &&
+        BIO_meth_set_ctrl(m, sock_bio_ctrl)) {
+        sock_bio_method = m; /* for the life of the process */
+        return;
+    }
+    BIO_meth_free(m);
+}
+
+/* A BIO over fd (not closed by it), or NULL when out of memory. */
+static BIO *sock_bio_new(int fd)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, sock_bio_method_make);
+    BIO *b = sock_bio_method ? BIO_new(sock_bio_method) : NULL;
+    if (b) {
+        BIO_set_data(b, (void *)(intptr_t)fd);
+        BIO_set_init(b, 1);
+    }
+    return b;
+}
+
 redis_stream_t *redis_stream_new_tls(SSL *ssl, int fd)
 {
-    if (fd >= 0 && SSL_set_fd(ssl, fd) != 1) {
+    redis_stream_t *s = stream_new(ssl, fd);
+    BIO *b = s && fd >= 0 ? sock_bio_new(fd) : NULL;
+    if (!s || (fd >= 0 && !b)) {
         ERR_clear_error();
+        free(s);
         return NULL;
     }
-    redis_stream_t *s = stream_new(ssl, fd);
-    if (s)
-        SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (b)
+        SSL_set_bio(ssl, b, b); /* ssl owns it now */
+    SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     return s;
 }
 
@@ -200,6 +275,8 @@ static redis_stream_status_t tls_status(redis_stream_t *s, int r, const char *wh
     }
     if (eof)
         snprintf(err, errlen, "%s: connection closed by the server", what);
+    else if (code == SSL_ERROR_SYSCALL && !e && (saved_errno == EPIPE || saved_errno == ECONNRESET))
+        snprintf(err, errlen, "%s: connection closed by the server (%s)", what, strerror(saved_errno));
     else if (code == SSL_ERROR_SYSCALL && !e)
         snprintf(err, errlen, "%s: %s", what, strerror(saved_errno));
     else if (handshake)

@@ -19,9 +19,10 @@
  * A retried operation must be given the same bytes again (a write may be given more:
  * partial writes are on, and the buffer may move between calls).
  *
- * Writes on a plain socket never raise SIGPIPE (MSG_NOSIGNAL). OpenSSL writes to its
- * socket with write(2): a process using TLS ignores SIGPIPE (daemon_loop_setup does).
- * Errors never contain data that went through the stream.
+ * Writes never raise SIGPIPE, plain or TLS (the socket under a session is a BIO of ours
+ * that sends with MSG_NOSIGNAL, not OpenSSL's socket BIO, which uses write(2)): a
+ * process need not ignore SIGPIPE to use the transport. Errors never contain data that
+ * went through the stream.
  */
 #ifndef RDC_REDIS_STREAM_H
 #define RDC_REDIS_STREAM_H
@@ -45,9 +46,10 @@ typedef struct redis_stream redis_stream_t;
 redis_stream_t *redis_stream_new_plain(int fd);
 
 /* A TLS stream over ssl, a client session in connect state (redis_tls_session), which it
- * takes. fd >= 0: the session runs over that socket, taken as above; fd -1: the caller
- * has given ssl its BIOs already (SSL_set_bio). Partial writes and a moving write buffer
- * are allowed on ssl. NULL when out of memory (ssl and fd then still the caller's). */
+ * takes. fd >= 0: the session runs over that socket (through a BIO of ours), taken as
+ * above; fd -1: the caller has given ssl its BIOs already (SSL_set_bio). Partial writes
+ * and a moving write buffer are allowed on ssl. NULL when out of memory (ssl and fd then
+ * still the caller's). */
 redis_stream_t *redis_stream_new_tls(SSL *ssl, int fd);
 
 /* Close the socket and free the session (a TLS session whose handshake completed and

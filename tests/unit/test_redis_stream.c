@@ -437,6 +437,26 @@ static void test_client_certificate(void)
     pair_close(&p);
 }
 
+/* A TLS stream over a socket whose other end is gone: the handshake's first write is
+ * an error line, not a SIGPIPE (nothing in this suite ignores it). */
+static void test_tls_no_sigpipe(void)
+{
+    int sv[2];
+    CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
+    close(sv[1]);
+    char err[256] = "";
+    redis_tls_config_t cfg = trust(&pki.ca);
+    redis_tls_t *t = redis_tls_new(&cfg, err, sizeof(err));
+    SSL *ssl = redis_tls_session(t, NULL, "127.0.0.1", err, sizeof(err));
+    redis_stream_t *s = redis_stream_new_tls(ssl, sv[0]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(redis_stream_fd(s), sv[0]);
+    CU_ASSERT_EQUAL(redis_stream_handshake(s, err, sizeof(err)), REDIS_STREAM_ERROR);
+    CU_ASSERT_STRING_EQUAL(err, "TLS handshake: connection closed by the server (Broken pipe)");
+    redis_stream_destroy(&s);
+    redis_tls_destroy(&t);
+}
+
 /* ---- unusable settings ----------------------------------------------------------------- */
 
 static void expect_refused(const redis_tls_config_t *cfg, const char *want)
@@ -493,6 +513,7 @@ static const cu_entry_t tests[] = {
     {"SNI for a name, none for an address", test_sni},
     {"renegotiation refused", test_no_renegotiation},
     {"client certificate presented; refused without one", test_client_certificate},
+    {"TLS over a closed socket: an error, no SIGPIPE", test_tls_no_sigpipe},
     {"unusable settings refused", test_config_refusals},
 };
 
