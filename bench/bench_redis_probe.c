@@ -155,6 +155,20 @@ static void measure(const char *mode, const target_t *t, int nodes, int rounds)
     loop_destroy(&loop);
 }
 
+/* The servers and the certificates' directory, gone at any exit (a failed probe exits
+ * at once). */
+static server_t plain, secure;
+static char dir[64];
+
+static void cleanup(void)
+{
+    server_stop(&plain);
+    server_stop(&secure);
+    if (dir[0])
+        tmpdir_remove(dir);
+    dir[0] = '\0';
+}
+
 int main(int argc, char **argv)
 {
     int nodes = 300, rounds = 200;
@@ -171,9 +185,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_redis_probe [--nodes N] [--rounds R] [--password PW]\n");
         return 2;
     }
-    char dir[64] = "/tmp/rdc-bench-probe-XXXXXX";
+    snprintf(dir, sizeof(dir), "/tmp/rdc-bench-probe-XXXXXX");
     if (!mkdtemp(dir))
         return 2;
+    atexit(cleanup);
     tc_pki_t pki;
     tc_pki_make(&pki);
     tc_pki_write(&pki, dir);
@@ -181,7 +196,6 @@ int main(int argc, char **argv)
     redis_tls_t *tls = redis_tls_new(
         &(redis_tls_config_t){.ca_pem = pki.ca.crt_pem, .ca_len = strlen(pki.ca.crt_pem)}, err, sizeof(err));
     const char *const extra[] = {"--requirepass", password, "--maxclients", "10000", NULL};
-    server_t plain = {0}, secure = {0};
     int rc = 2;
     if (!tls || server_start(&plain, 0, extra) || server_start_tls(&secure, dir, "server.crt", "server.key", 0, extra)) {
         fprintf(stderr, "bench_redis_probe: cannot start redis-server (%s)\n", tls ? "servers" : err);
@@ -195,10 +209,8 @@ int main(int argc, char **argv)
     measure("TLS 1.3", &(target_t){secure.port, tls, password}, nodes, rounds);
     rc = 0;
 out:
-    server_stop(&plain);
-    server_stop(&secure);
+    cleanup();
     redis_tls_destroy(&tls);
     tc_pki_free(&pki);
-    tmpdir_remove(dir);
     return rc;
 }
