@@ -222,7 +222,7 @@ static void cmds_text(const ctopo_input_t *in, const ctopo_result_t *o, char *ou
     out[0] = '\0';
     for (size_t i = 0; i < o->ncmds; i++) {
         off += (size_t)snprintf(out + off, len - off, "%s%d<-", i ? "; " : "", o->cmd[i].pod);
-        for (int a = 1; a < o->cmd[i].argc; a++) {
+        for (int a = o->cmd[i].kind == CTOPO_FLUSH ? 0 : 1; a < o->cmd[i].argc; a++) {
             char arg[48];
             snprintf(arg, sizeof(arg), "%s", o->cmd[i].argv[a]);
             if (strlen(arg) == CN_ID_LEN) /* an id: its tag */
@@ -250,6 +250,11 @@ static void check_safe(const row_t *r, const ctopo_input_t *in, const ctopo_resu
                             CU_ASSERT(e->ranges[x].to < from || e->ranges[x].from > to);
                     }
             }
+        }
+        if (cmd->kind == CTOPO_FLUSH) { /* only a master without slots, and its shard's slots held elsewhere */
+            const cn_node_t *me = cn_myself(in->pod[cmd->pod].view);
+            CU_ASSERT(me && (me->flags & CN_MASTER) && cn_slot_count(me) == 0);
+            CU_ASSERT(c + 1 < o->ncmds && o->cmd[c + 1].kind == CTOPO_REPLICATE && o->cmd[c + 1].pod == cmd->pod);
         }
         if (cmd->kind == CTOPO_FORGET)
             for (int i = 0; i < n; i++) {
@@ -340,7 +345,7 @@ static const row_t rows[] = {
       M('3', "10.0.0.4", NULL), M('4', "10.0.0.5", "10923-16383"), M('5', "10.0.0.6", NULL)},
      {PL('0', "10.0.0.1", "-"), P('1', "10.0.0.2"), PL('2', "10.0.0.3", "-"), P('3', "10.0.0.4"),
       PL('4', "10.0.0.5", "-"), P('5', "10.0.0.6")},
-     "1<-REPLICATE 0; 3<-REPLICATE 2; 5<-REPLICATE 4",
+     "1<-FLUSHALL; 1<-REPLICATE 0; 3<-FLUSHALL; 3<-REPLICATE 2; 5<-FLUSHALL; 5<-REPLICATE 4",
      "ReplicasMissing",
      -1,
      "0=primary 2=primary 4=primary"},
@@ -408,7 +413,7 @@ static const row_t rows[] = {
       S('3', "10.0.0.4", '2'), M('e', "10.0.0.5", NULL), M('5', "10.0.0.6", "10923-16383")},
      {P('0', "10.0.0.1"), P('1', "10.0.0.2"), P('2', "10.0.0.3"), P('3', "10.0.0.4"), PL('e', "10.0.0.5", "-"),
       P('5', "10.0.0.6")},
-     "4<-REPLICATE 5",
+     "4<-FLUSHALL; 4<-REPLICATE 5",
      "ReplicasMissing",
      -1,
      ""},
