@@ -1,20 +1,6 @@
 /* informerd: see informer_internal.h for how its files divide the work. */
 #include "informer_internal.h"
 
-void observation_free(observation_t *o)
-{
-    if (!o)
-        return;
-    free(o->key);
-    free(o->json);
-    free(o);
-}
-
-void observation_forget(informer_t *inf, const char *key)
-{
-    observation_free(hm_remove(inf->observations, key));
-}
-
 /* ---- workers ------------------------------------------------------------------------ */
 
 static worker_slot_t *worker_find(informer_t *inf, const char *id, size_t len)
@@ -82,8 +68,9 @@ static int send_work(informer_t *inf, worker_slot_t *w, const char *key, int64_t
     const cache_item_t *rc = cache_lookup(inf->cache, OWNER_KIND, key);
     buf_t children;
     buf_init(&children, 0);
-    const observation_t *obs = hm_get(inf->observations, key);
-    int bad = workitem_children(inf->cache, key, obs ? obs->json : NULL, obs ? obs->len : 0, &children);
+    size_t obslen = 0;
+    const char *obs = obsstore_get(inf->observations, key, &obslen);
+    int bad = workitem_children(inf->cache, key, obs, obslen, &children);
     int alone = workqueue_crash_count(inf->queue, key) > 0;
     if (bad || workslot_hold(&w->held, key, now, alone)) {
         /* Out of memory (or a key too long to hold): the key waits and comes back, it is
@@ -475,22 +462,10 @@ void handle_observe(informer_t *inf, int64_t now)
             metric_counter_add(inf->m_observations, METRIC_LABELS("unknown_key"), 1);
             goto next;
         }
-        observation_t *ob = calloc(1, sizeof(*ob));
-        if (ob) {
-            ob->key = strdup(key);
-            ob->json = malloc(len + 1);
-            ob->len = len;
-        }
-        if (!ob || !ob->key || !ob->json || hm_reserve(inf->observations, hm_count(inf->observations) + 1)) {
-            observation_free(ob);
+        if (obsstore_put(inf->observations, key, text, len)) {
             rlog_warn("out of memory keeping an observation", "key", key);
             goto next;
         }
-        memcpy(ob->json, text, len);
-        ob->json[len] = '\0';
-        void *old = NULL;
-        hm_put(inf->observations, ob->key, ob, &old);
-        observation_free(old);
         metric_counter_add(inf->m_observations, METRIC_LABELS("stored"), 1);
         workqueue_add(inf->queue, key, now);
     next:

@@ -197,7 +197,7 @@ static void on_delta(void *ud, const cache_delta_t *d)
         if (ownwrite_seen(inf->ownwrites, key, d->type == CACHE_DELETED ? NULL : it->resource_version))
             metric_counter_add(inf->m_ownwrites, METRIC_LABELS("seen"), 1);
         if (d->type == CACHE_DELETED) {
-            observation_forget(inf, key);
+            obsstore_forget(inf->observations, key);
             return; /* gone for good: the finalizer already ran; children go with the GC */
         }
         /* A new spec lifts a quarantine: the change may well be the fix. */
@@ -356,7 +356,7 @@ static int informer_setup(informer_t *inf)
     inf->refl[inf->nrefl - 1].optional = 1;
     inf->refl[inf->nrefl - 1].transform = secret_metadata_only;
     inf->secretrefs = secretref_new();
-    inf->observations = hm_new(0);
+    inf->observations = obsstore_new();
     inf->ownwrites = ownwrite_new(OWNWRITE_MAX_KEYS);
     if (!inf->observations || !inf->secretrefs || !inf->ownwrites || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL))
         return -1;
@@ -391,11 +391,6 @@ static int informer_setup(informer_t *inf)
     return 0;
 }
 
-static void observation_free_value(void *o)
-{
-    observation_free(o);
-}
-
 static void informer_teardown(informer_t *inf)
 {
     for (size_t i = 0; i < inf->nrefl; i++) {
@@ -424,7 +419,7 @@ static void informer_teardown(informer_t *inf)
         zmq_ctx_term(inf->zctx);
     workqueue_destroy(&inf->queue);
     cache_destroy(&inf->cache);
-    hm_destroy_with(&inf->observations, observation_free_value);
+    obsstore_destroy(&inf->observations);
     secretref_destroy(&inf->secretrefs);
     ownwrite_destroy(&inf->ownwrites);
     for (; inf->too_large_n; inf->too_large_n--, inf->too_large_head = (inf->too_large_head + 1) % TOO_LARGE_PENDING)

@@ -26,6 +26,7 @@
 #include "loop.h"
 #include "loop_curl.h"
 #include "metrics.h"
+#include "obsstore.h"
 #include "ownwrite.h"
 #include "podview.h"
 #include "proto.h"
@@ -155,7 +156,7 @@ struct informer {
     char hostname[256];         /* reportingInstance of its Events */
     int exit_code;              /* what informer_run returns once the loop ends */
     void *zctx, *pub, *snapshot, *work, *leader_sub, *events_sub, *observe;
-    hm_t *observations;         /* RedisCluster key -> observation_t: observerd's latest */
+    obsstore_t *observations;   /* observerd's latest per RedisCluster key */
     secretref_t *secretrefs;    /* Secret ns/name -> the RedisClusters whose spec.auth names it */
     ownwrite_t *ownwrites;      /* keys held back until their own last write is cached */
     worker_slot_t workers[MAX_WORKERS];
@@ -177,15 +178,6 @@ struct informer {
         *m_deltas, *m_quarantined, *m_skipped, *m_synced, *m_observations, *m_ownwrites;
 };
 
-/* observerd's latest observation of a RedisCluster's Redis nodes (proto.h, OBSERVED). */
-typedef struct {
-    char *key;
-    char *json;
-    size_t len;
-} observation_t;
-
-void observation_free(observation_t *o);
-void observation_forget(informer_t *inf, const char *key);
 void informer_write(informer_t *inf, const char *what, const char *key, const char *method,
                     const char *path, const char *content_type, const char *body, int clearing);
 void informer_event(informer_t *inf, const char *key, const json_object *obj, const char *kind,
