@@ -116,7 +116,7 @@ static const char *next_key(informer_t *inf, int64_t now)
         if (!key)
             return NULL;
         const cache_item_t *rc = cache_lookup(inf->cache, OWNER_KIND, key);
-        const cache_item_t *big = rc ? too_large_blocker(inf, rc) : NULL;
+        const cache_item_t *big = rc ? toolarge_blocker(inf->cache, rc) : NULL;
         if (rc && !big && ownwrite_may_dispatch(inf->ownwrites, key, now))
             return key;
         if (rc && !big) {

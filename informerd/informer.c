@@ -44,19 +44,13 @@ static void tail_print(FILE *out, uint64_t seq, const char *type, const char *ki
 
 /* ---- objects too large to keep whole ------------------------------------------------ */
 
-/* The reason label of a minimal-form item: why it is not whole. */
-static const char *too_large_reason(const cache_item_t *it)
-{
-    return it->truncated == 1 ? "response_cap" : "max_object_bytes";
-}
-
 /* A cache item was stored in its minimal form (cache.h): log it, count it, and queue
  * its Warning Event (written by the leader once the caches synced: too_large_report). */
 static void too_large_noted(informer_t *inf, const cache_item_t *it)
 {
     char bytes[32];
     snprintf(bytes, sizeof(bytes), "%zu", it->truncated);
-    const char *reason = too_large_reason(it);
+    const char *reason = toolarge_reason(it);
     metric_counter_add(inf->m_skipped, METRIC_LABELS(it->kind, reason), 1);
     rlog_warn("object too large: only its metadata is cached; its RedisCluster is not reconciled "
               "(deletion still is)", "kind", it->kind, "key", it->key, "resourceVersion",
@@ -64,51 +58,19 @@ static void too_large_noted(informer_t *inf, const cache_item_t *it)
               "reason", reason);
     if (!inf->cfg->serve)
         return;
-    if (inf->too_large_n == TOO_LARGE_PENDING) {
+    if (toolarge_push(inf->too_large, it->kind, it->key) == 1)
         rlog_warn("too many objects too large: no Event for this one", "kind", it->kind, "key", it->key);
-        return;
-    }
-    size_t n = strlen(it->kind) + strlen(it->key) + 2;
-    char *entry = malloc(n);
-    if (!entry)
-        return;
-    snprintf(entry, n, "%s\t%s", it->kind, it->key);
-    inf->too_large[(inf->too_large_head + inf->too_large_n++) % TOO_LARGE_PENDING] = entry;
 }
-
-/* The name of the cached object that makes key's RedisCluster impossible to reconcile
- * (itself or a child kept in minimal form), or NULL. A RedisCluster being deleted is
- * never held back: its finalizer only needs its metadata (plan.h, decision 2). */
-const cache_item_t *too_large_blocker(const informer_t *inf, const cache_item_t *rc)
-{
-    static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget"};
-    if (rc->deleting)
-        return NULL;
-    if (rc->truncated)
-        return rc;
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        const cache_item_t *ch = cache_lookup(inf->cache, kinds[i], rc->key);
-        if (ch && ch->truncated)
-            return ch;
-    }
-    return NULL;
-}
-
 
 /* Write the queued Warning Events, a few per turn, while this replica may write. */
+static void too_large_report_one(void *arg, const char *kind, const char *key)
+{
+    too_large_event(arg, kind, key);
+}
+
 static void too_large_report(informer_t *inf)
 {
-    for (int i = 0; i < TOO_LARGE_EVENTS_PER_TURN && inf->too_large_n; i++) {
-        char *entry = inf->too_large[inf->too_large_head];
-        inf->too_large_head = (inf->too_large_head + 1) % TOO_LARGE_PENDING;
-        inf->too_large_n--;
-        char *tab = strchr(entry, '\t');
-        if (tab) {
-            *tab = '\0';
-            too_large_event(inf, entry, tab + 1);
-        }
-        free(entry);
-    }
+    toolarge_drain(inf->too_large, TOO_LARGE_EVENTS_PER_TURN, too_large_report_one, inf);
 }
 
 /* A Secret as cached: its metadata only. The API sends PartialObjectMetadata already
@@ -358,7 +320,8 @@ static int informer_setup(informer_t *inf)
     inf->secretrefs = secretref_new();
     inf->observations = obsstore_new();
     inf->ownwrites = ownwrite_new(OWNWRITE_MAX_KEYS);
-    if (!inf->observations || !inf->secretrefs || !inf->ownwrites || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL))
+    inf->too_large = toolarge_new(TOO_LARGE_PENDING);
+    if (!inf->observations || !inf->secretrefs || !inf->ownwrites || !inf->too_large || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL))
         return -1;
     inf->multi = curl_multi_init();
     inf->loop = loop_new();
@@ -422,8 +385,7 @@ static void informer_teardown(informer_t *inf)
     obsstore_destroy(&inf->observations);
     secretref_destroy(&inf->secretrefs);
     ownwrite_destroy(&inf->ownwrites);
-    for (; inf->too_large_n; inf->too_large_n--, inf->too_large_head = (inf->too_large_head + 1) % TOO_LARGE_PENDING)
-        free(inf->too_large[inf->too_large_head]);
+    toolarge_destroy(&inf->too_large);
 }
 
 /* The sync gate (syncgate.h) over the reflectors. */
@@ -547,7 +509,7 @@ static int on_turn(loop_t *loop, int64_t now, int64_t *wait, void *arg)
      * then): a child on a page not yet listed would look absent to a worker. */
     if (inf->work && inf->ready_sent) {
         dispatch(inf, now);
-        if (inf->too_large_n && may_dispatch(inf))
+        if (toolarge_count(inf->too_large) && may_dispatch(inf))
             too_large_report(inf);
     }
     if (inf->stopping && (!in_flight(inf) || now >= inf->stop_deadline_ns))

@@ -33,6 +33,7 @@
 #include "rdc_api.h"
 #include "secretref.h"
 #include "syncgate.h"
+#include "toolarge.h"
 #include "watch.h"
 #include "workitem.h"
 #include "workqueue.h"
@@ -172,8 +173,7 @@ struct informer {
     uint64_t rng;
     /* Objects kept in minimal form (too large) waiting for their Warning Event, which
      * only the leader writes, after the caches synced: "kind\tkey" strings, a FIFO. */
-    char *too_large[TOO_LARGE_PENDING];
-    size_t too_large_head, too_large_n;
+    toolarge_t *too_large;
     metric_family_t *m_lists, *m_watches, *m_relists, *m_errors, *m_objects, *m_rv_age,
         *m_deltas, *m_quarantined, *m_skipped, *m_synced, *m_observations, *m_ownwrites;
 };
@@ -182,7 +182,6 @@ void informer_write(informer_t *inf, const char *what, const char *key, const ch
                     const char *path, const char *content_type, const char *body, int clearing);
 void informer_event(informer_t *inf, const char *key, const json_object *obj, const char *kind,
                     const char *action, const char *type, const char *reason, const char *message);
-const cache_item_t *too_large_blocker(const informer_t *inf, const cache_item_t *rc);
 int may_dispatch(const informer_t *inf);
 int on_watch_event(const watch_event_t *ev, void *ud);
 void dispatch(informer_t *inf, int64_t now);
