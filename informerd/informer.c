@@ -73,26 +73,6 @@ static void too_large_report(informer_t *inf)
     toolarge_drain(inf->too_large, TOO_LARGE_EVENTS_PER_TURN, too_large_report_one, inf);
 }
 
-/* A Secret as cached: its metadata only. The API sends PartialObjectMetadata already
- * (reflector metadata_only); this drops anything else all the same, so that no Secret
- * data could ever be cached or published on the deltas socket. Returns 0. */
-static int secret_metadata_only(json_object *obj)
-{
-    if (!obj || !json_object_is_type(obj, json_type_object))
-        return -1;
-    const char *drop[64];
-    size_t n = 0;
-    json_object_object_foreach(obj, k, v)
-    {
-        (void)v;
-        if (strcmp(k, "metadata") && strcmp(k, "apiVersion") && strcmp(k, "kind") && n < 64)
-            drop[n++] = k;
-    }
-    for (size_t i = 0; i < n; i++)
-        json_object_object_del(obj, drop[i]);
-    return 0;
-}
-
 static void enqueue_now(void *ud, const char *key)
 {
     informer_t *inf = ud;
@@ -316,7 +296,7 @@ static int informer_setup(informer_t *inf)
     reflector_init(inf, "Secret", "", "v1", "secrets", NULL);
     inf->refl[inf->nrefl - 1].metadata_only = 1;
     inf->refl[inf->nrefl - 1].optional = 1;
-    inf->refl[inf->nrefl - 1].transform = secret_metadata_only;
+    inf->refl[inf->nrefl - 1].transform = secretref_metadata_only;
     inf->secretrefs = secretref_new();
     inf->observations = obsstore_new();
     inf->ownwrites = ownwrite_new(OWNWRITE_MAX_KEYS);
