@@ -350,43 +350,17 @@ void handle_leader(informer_t *inf)
 
 /* ---- quarantine report ---------------------------------------------------------------- */
 
-/* Set the ReconcileCrashed condition (crashcond.h) on the cached RedisCluster of key by
- * server-side apply under a field manager of its own, so the worker's status writes and
- * this condition do not overwrite each other. Fenced like the workers' writes. Failures
- * are logged, not retried (the condition only reports; the quarantine is in memory). */
-static void crashcond_write(informer_t *inf, const char *key, const json_object *rc, int crashed, const char *msg)
+int64_t write_fence(const informer_t *inf)
 {
-    const char *name = JSONX_STR_AT(rc, "metadata", "name");
-    const char *ns = JSONX_STR_AT(rc, "metadata", "namespace");
-    if (!name || !ns)
-        return;
-    char *body = crashcond_apply_body(rc, crashed, msg, clock_wall_ns());
-    if (!body) {
-        rlog_warn("cannot build the ReconcileCrashed condition", "key", key);
-        return;
-    }
-    buf_t path;
-    buf_init(&path, 0);
-    kube_path(&path, RDC_API_GROUP, RDC_API_VERSION, ns, "redisclusters", name, "status");
-    buf_puts(&path, "?fieldManager=" CRASHCOND_FIELD_MANAGER "&force=true");
-    informer_write(inf, crashed ? "ReconcileCrashed condition True" : "ReconcileCrashed condition False",
-                   key, "PATCH", buf_str(&path), "application/apply-patch+yaml", body, !crashed);
-    buf_free(&path);
-    free(body);
+    return inf->cfg->opts->leader_elect ? inf->valid_until_ms * NS_PER_MS : INT64_MAX;
 }
 
 /* After a reconcile of key that did not crash: turn a True ReconcileCrashed condition
  * False. */
 static void crashcond_clear(informer_t *inf, const char *key)
 {
-    const char *text = cache_get_json(inf->cache, OWNER_KIND, key);
-    /* Parse only the rare object that names the condition at all. */
-    if (!text || !strstr(text, "\"" CRASHCOND_TYPE "\"") || !may_dispatch(inf))
-        return;
-    json_object *rc = json_tokener_parse(text);
-    if (crashcond_is_true(rc, NULL, NULL))
-        crashcond_write(inf, key, rc, 0, "the reconcile completed without crashing the worker");
-    json_object_put(rc);
+    if (may_dispatch(inf))
+        reporter_reconcile_completed(inf->reporter, key, write_fence(inf));
 }
 
 /* Tell the user on the object itself: a Warning Event and a ReconcileCrashed condition.
@@ -394,39 +368,8 @@ static void crashcond_clear(informer_t *inf, const char *key)
 static void quarantine_report(informer_t *inf, const char *key)
 {
     rlog_error("key quarantined: it crashed workers repeatedly", "key", key);
-    if (!may_dispatch(inf))
-        return;
-    json_object *rc = cache_get_parsed(inf->cache, OWNER_KIND, key);
-    if (!rc)
-        return;
-    char msg[512];
-    snprintf(msg, sizeof(msg),
-             "reconcile crashed the worker %d times in a row; retried after 1h or when the spec changes",
-             CRASHES_TO_QUARANTINE);
-    informer_event(inf, key, rc, OWNER_KIND, "Quarantine", "Warning", "ReconcileCrashed", msg);
-    crashcond_write(inf, key, rc, 1, msg);
-    json_object_put(rc);
-}
-
-/* The Warning Event ObjectTooLarge on the object of kind at key, if it is still cached in
- * minimal form; written on the loop, failures logged (the log line and the metric
- * already said it). */
-void too_large_event(informer_t *inf, const char *kind, const char *key)
-{
-    const cache_item_t *it = cache_lookup(inf->cache, kind, key);
-    if (!it || !it->truncated)
-        return;
-    json_object *o = json_tokener_parse(it->json);
-    const char *name = JSONX_STR_AT(o, "metadata", "name"), *ns = JSONX_STR_AT(o, "metadata", "namespace");
-    const char *why = JSONX_STR_AT(o, "metadata", "annotations", CACHE_TRUNCATED_ANNOTATION);
-    if (name && ns) {
-        char msg[1024];
-        snprintf(msg, sizeof(msg), "%s %s/%s: %s; %s", kind, ns, name, why ? why : "too large",
-                 strcmp(kind, OWNER_KIND) == 0 ? "it is not reconciled until it is smaller, but it can be deleted"
-                                               : "the RedisCluster it belongs to is not reconciled until it is smaller");
-        informer_event(inf, key, o, kind, "Cache", "Warning", "ObjectTooLarge", msg);
-    }
-    json_object_put(o);
+    if (may_dispatch(inf))
+        reporter_quarantined(inf->reporter, key, CRASHES_TO_QUARANTINE, write_fence(inf));
 }
 
 /* ---- observations from observerd ------------------------------------------------------ */

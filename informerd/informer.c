@@ -44,35 +44,6 @@ static void tail_print(FILE *out, uint64_t seq, const char *type, const char *ki
 
 /* ---- objects too large to keep whole ------------------------------------------------ */
 
-/* A cache item was stored in its minimal form (cache.h): log it, count it, and queue
- * its Warning Event (written by the leader once the caches synced: too_large_report). */
-static void too_large_noted(informer_t *inf, const cache_item_t *it)
-{
-    char bytes[32];
-    snprintf(bytes, sizeof(bytes), "%zu", it->truncated);
-    const char *reason = toolarge_reason(it);
-    metric_counter_add(inf->m_skipped, METRIC_LABELS(it->kind, reason), 1);
-    rlog_warn("object too large: only its metadata is cached; its RedisCluster is not reconciled "
-              "(deletion still is)", "kind", it->kind, "key", it->key, "resourceVersion",
-              it->resource_version ? it->resource_version : "", "bytes", it->truncated == 1 ? "unknown" : bytes,
-              "reason", reason);
-    if (!inf->cfg->serve)
-        return;
-    if (toolarge_push(inf->too_large, it->kind, it->key) == 1)
-        rlog_warn("too many objects too large: no Event for this one", "kind", it->kind, "key", it->key);
-}
-
-/* Write the queued Warning Events, a few per turn, while this replica may write. */
-static void too_large_report_one(void *arg, const char *kind, const char *key)
-{
-    too_large_event(arg, kind, key);
-}
-
-static void too_large_report(informer_t *inf)
-{
-    toolarge_drain(inf->too_large, TOO_LARGE_EVENTS_PER_TURN, too_large_report_one, inf);
-}
-
 static void enqueue_now(void *ud, const char *key)
 {
     informer_t *inf = ud;
@@ -123,7 +94,7 @@ static void on_delta(void *ud, const cache_delta_t *d)
         tail_print(inf->cfg->tail, d->seq, type, it->kind, it->key, it->resource_version, it->json);
 
     if (it->truncated && (d->type == CACHE_ADDED || d->type == CACHE_MODIFIED))
-        too_large_noted(inf, it);
+        reporter_too_large(inf->reporter, it);
     if (!strcmp(it->kind, "Secret")) {
         secret_changed(inf, it);
         return;
@@ -256,9 +227,6 @@ static const informer_metric_t informer_metrics[] = {
     {INF_METRIC(m_deltas), 0, "informer_deltas_total", "Cache deltas per kind and type.", "kind,type"},
     {INF_METRIC(m_quarantined), 0, "informer_quarantined_keys_total",
      "Keys quarantined after crashing workers repeatedly.", ""},
-    {INF_METRIC(m_skipped), 0, "informer_objects_skipped_total",
-     "Objects too large to cache whole (kept as metadata only), per kind and reason (max_object_bytes, "
-     "response_cap).", "kind,reason"},
     {INF_METRIC(m_synced), 1, "informer_cache_synced",
      "1 once the kind's first LIST completed (no work is dispatched before every kind is synced), else 0.", "kind"},
     {INF_METRIC(m_observations), 0, "informer_observations_total",
@@ -272,7 +240,6 @@ static const informer_metric_t informer_metrics[] = {
 static int informer_setup(informer_t *inf)
 {
     inf->rng = backoff_rng_seed();
-    gethostname(inf->hostname, sizeof(inf->hostname) - 1);
     inf->cache = cache_new(OWNER_KIND);
     inf->queue = workqueue_new("rediscluster", metrics_default());
     if (!inf->cache || !inf->queue)
@@ -300,8 +267,7 @@ static int informer_setup(informer_t *inf)
     inf->secretrefs = secretref_new();
     inf->observations = obsstore_new();
     inf->ownwrites = ownwrite_new(OWNWRITE_MAX_KEYS);
-    inf->too_large = toolarge_new(TOO_LARGE_PENDING);
-    if (!inf->observations || !inf->secretrefs || !inf->ownwrites || !inf->too_large || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL))
+    if (!inf->observations || !inf->secretrefs || !inf->ownwrites || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL))
         return -1;
     inf->multi = curl_multi_init();
     inf->loop = loop_new();
@@ -309,6 +275,10 @@ static int informer_setup(informer_t *inf)
         return -1;
     inf->lc = loop_curl_new(inf->loop, inf->multi, on_transfer_done, inf);
     if (!inf->lc)
+        return -1;
+    reporter_config_t rc = {inf->cfg->client, inf->lc, inf->cache, inf->cfg->serve};
+    inf->reporter = reporter_new(&rc);
+    if (!inf->reporter)
         return -1;
     metrics_registry_t *reg = metrics_default();
     for (size_t i = 0; i < sizeof(informer_metrics) / sizeof(informer_metrics[0]); i++) {
@@ -342,13 +312,7 @@ static void informer_teardown(informer_t *inf)
             watch_decoder_destroy(&inf->refl[i].streams[k].dec);
         }
     }
-    while (inf->writes) {
-        write_xfer_t *w = inf->writes;
-        inf->writes = w->next;
-        curl_multi_remove_handle(inf->multi, kube_async_handle(w->req));
-        kube_async_destroy(&w->req);
-        free(w);
-    }
+    reporter_destroy(&inf->reporter);
     loop_curl_destroy(&inf->lc);
     if (inf->multi)
         curl_multi_cleanup(inf->multi);
@@ -365,7 +329,6 @@ static void informer_teardown(informer_t *inf)
     obsstore_destroy(&inf->observations);
     secretref_destroy(&inf->secretrefs);
     ownwrite_destroy(&inf->ownwrites);
-    toolarge_destroy(&inf->too_large);
 }
 
 /* The sync gate (syncgate.h) over the reflectors. */
@@ -489,8 +452,8 @@ static int on_turn(loop_t *loop, int64_t now, int64_t *wait, void *arg)
      * then): a child on a page not yet listed would look absent to a worker. */
     if (inf->work && inf->ready_sent) {
         dispatch(inf, now);
-        if (toolarge_count(inf->too_large) && may_dispatch(inf))
-            too_large_report(inf);
+        if (reporter_too_large_pending(inf->reporter) && may_dispatch(inf))
+            reporter_write_too_large(inf->reporter, write_fence(inf));
     }
     if (inf->stopping && (!in_flight(inf) || now >= inf->stop_deadline_ns))
         loop_stop(loop);

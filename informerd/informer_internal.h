@@ -31,6 +31,7 @@
 #include "podview.h"
 #include "proto.h"
 #include "rdc_api.h"
+#include "reporter.h"
 #include "secretref.h"
 #include "syncgate.h"
 #include "toolarge.h"
@@ -66,16 +67,13 @@
 #define QUARANTINE_NS (INT64_C(3600) * NS_PER_SEC)
 #define CRASHES_TO_QUARANTINE 3
 #define MAX_EVENT_BYTES ((size_t)16 << 20)
-#define TOO_LARGE_PENDING 256
-#define TOO_LARGE_EVENTS_PER_TURN 4
-#define EVENT_DEADLINE_NS (INT64_C(5) * NS_PER_SEC)
 #define OWNWRITE_MAX_KEYS 65536 /* keys awaiting their own write at once (ownwrite.h) */
 
 typedef struct informer informer_t;
 
 /* What a curl handle's CURLOPT_PRIVATE points at: the first member of a stream_t (its
  * watch) or of its list_xfer_t (a LIST page). */
-typedef enum { XFER_WATCH = 1, XFER_LIST, XFER_WRITE } xfer_kind_t;
+typedef enum { XFER_WATCH = 1, XFER_LIST } xfer_kind_t;
 
 struct stream;
 typedef struct {
@@ -132,18 +130,6 @@ typedef struct {
     int64_t last_heard_ns;
 } worker_slot_t;
 
-/* A write informerd makes itself (an Event, the ReconcileCrashed condition), run by the
- * loop's curl multi so the loop never blocks on it; best effort: a failure is logged. */
-typedef struct write_xfer {
-    xfer_kind_t kind; /* XFER_WRITE: first, as CURLINFO_PRIVATE is read as an xfer_kind_t */
-    informer_t *inf;
-    kube_async_t *req;
-    struct write_xfer *next, *prev;
-    char what[64];    /* for the log: "Event ReconcileCrashed", "ReconcileCrashed condition" */
-    char key[320];
-    int clearing;     /* it turns the condition False: say so when it lands */
-} write_xfer_t;
-
 struct informer {
     const informer_config_t *cfg;
     cache_t *cache;
@@ -153,8 +139,7 @@ struct informer {
     CURLM *multi;
     loop_t *loop;
     loop_curl_t *lc;            /* drives multi on loop */
-    write_xfer_t *writes;       /* writes in flight (a list) */
-    char hostname[256];         /* reportingInstance of its Events */
+    reporter_t *reporter;       /* informerd's own writes: Events, the ReconcileCrashed condition */
     int exit_code;              /* what informer_run returns once the loop ends */
     void *zctx, *pub, *snapshot, *work, *leader_sub, *events_sub, *observe;
     obsstore_t *observations;   /* observerd's latest per RedisCluster key */
@@ -171,17 +156,10 @@ struct informer {
     int ready_sent;             /* every reflector has synced once: dispatch may start */
     int64_t started_ns;
     uint64_t rng;
-    /* Objects kept in minimal form (too large) waiting for their Warning Event, which
-     * only the leader writes, after the caches synced: "kind\tkey" strings, a FIFO. */
-    toolarge_t *too_large;
     metric_family_t *m_lists, *m_watches, *m_relists, *m_errors, *m_objects, *m_rv_age,
-        *m_deltas, *m_quarantined, *m_skipped, *m_synced, *m_observations, *m_ownwrites;
+        *m_deltas, *m_quarantined, *m_synced, *m_observations, *m_ownwrites;
 };
 
-void informer_write(informer_t *inf, const char *what, const char *key, const char *method,
-                    const char *path, const char *content_type, const char *body, int clearing);
-void informer_event(informer_t *inf, const char *key, const json_object *obj, const char *kind,
-                    const char *action, const char *type, const char *reason, const char *message);
 int may_dispatch(const informer_t *inf);
 int on_watch_event(const watch_event_t *ev, void *ud);
 void dispatch(informer_t *inf, int64_t now);
@@ -195,6 +173,6 @@ void on_transfer_done(CURL *easy, CURLcode result, void *arg);
 void reflector_list(reflector_t *r, int64_t now);
 void stream_rewatch(stream_t *s, int64_t now);
 void stream_stop(informer_t *inf, stream_t *s);
-void too_large_event(informer_t *inf, const char *kind, const char *key);
+int64_t write_fence(const informer_t *inf);
 
 #endif

@@ -1,6 +1,5 @@
 /* informerd: see informer_internal.h for how its files divide the work. */
 #include "informer_internal.h"
-#include "dlist.h"
 
 /* ---- reflectors -------------------------------------------------------------------- */
 
@@ -467,91 +466,5 @@ void on_transfer_done(CURL *easy, CURLcode result, void *arg)
         stream_done(inf, (stream_t *)x, result, now);
     } else if (x && *x == XFER_LIST) {
         list_done(inf, ((list_xfer_t *)x)->s, result, now);
-    } else if (x && *x == XFER_WRITE) {
-        write_xfer_t *w = (write_xfer_t *)x;
-        DLIST_UNLINK(inf->writes, w, prev, next);
-        kube_async_finish(&w->req, result); /* calls on_write_done */
-        free(w);
     }
-}
-
-static void on_write_done(const kube_error_t *err, long status, void *arg)
-{
-    (void)status;
-    write_xfer_t *w = arg;
-    char line[512];
-    if (err->code != KERR_OK)
-        rlog_warn("cannot write", "what", w->what, "key", w->key, "error",
-                  kube_error_str(err, line, sizeof(line)));
-    else if (w->clearing)
-        rlog_info("ReconcileCrashed condition cleared: the reconcile completed", "key", w->key);
-}
-
-/* Start a write on the loop, fenced by the leadership's validity and bounded by
- * EVENT_DEADLINE_NS. Failures to start are logged; returns nothing (best effort). */
-void informer_write(informer_t *inf, const char *what, const char *key, const char *method,
-                           const char *path, const char *content_type, const char *body,
-                           int clearing)
-{
-    int64_t deadline = clock_mono_ns() + EVENT_DEADLINE_NS;
-    if (inf->cfg->opts->leader_elect && inf->valid_until_ms * NS_PER_MS < deadline)
-        deadline = inf->valid_until_ms * NS_PER_MS;
-    write_xfer_t *w = calloc(1, sizeof(*w));
-    kube_error_t err;
-    kube_error_clear(&err);
-    char line[512];
-    if (!w) {
-        rlog_warn("cannot write: out of memory", "what", what, "key", key);
-        return;
-    }
-    w->kind = XFER_WRITE;
-    w->inf = inf;
-    w->clearing = clearing;
-    snprintf(w->what, sizeof(w->what), "%s", what);
-    snprintf(w->key, sizeof(w->key), "%s", key);
-    w->req = kube_async_new(inf->cfg->client, method, path, content_type, body, strlen(body),
-                            deadline, on_write_done, w, &err);
-    if (!w->req) {
-        rlog_warn("cannot write", "what", what, "key", key, "error", kube_error_str(&err, line, sizeof(line)));
-        free(w);
-        return;
-    }
-    CURL *h = kube_async_handle(w->req);
-    curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)w);
-    if (loop_curl_add(inf->lc, h)) {
-        rlog_warn("cannot write: curl refused the transfer", "what", what, "key", key);
-        kube_async_destroy(&w->req);
-        free(w);
-        return;
-    }
-    DLIST_PUSH_FRONT(inf->writes, w, prev, next);
-}
-
-/* Record an Event about obj (kind overrides obj's own when given). */
-void informer_event(informer_t *inf, const char *key, const json_object *obj, const char *kind,
-                           const char *action, const char *type, const char *reason, const char *message)
-{
-    event_spec_t spec = {0};
-    event_involve(&spec, obj);
-    if (kind)
-        spec.kind = kind;
-    spec.type = type;
-    spec.reason = reason;
-    spec.message = message;
-    spec.action = action;
-    spec.instance = inf->hostname;
-    json_object *ev = event_build(&spec, clock_wall_ns());
-    if (!ev) {
-        rlog_warn("cannot build the event", "reason", reason, "key", key);
-        return;
-    }
-    buf_t path;
-    buf_init(&path, 4096);
-    kube_path(&path, "", "v1", spec.ns, "events", NULL, NULL);
-    char what[64];
-    snprintf(what, sizeof(what), "Event %s", reason);
-    informer_write(inf, what, key, "POST", buf_str(&path), "application/json",
-                   json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN), 0);
-    buf_free(&path);
-    json_object_put(ev);
 }
