@@ -450,8 +450,7 @@ void handle_snapshot(informer_t *inf)
         rmsg_t *id = rmsg_pop_frame_msg(m);
         if (id && rmsg_frame_is(m, 0, PROTO_ICANHAZ)) {
             snap_ctx_t sc = {inf, id, cache_seq(inf->cache)};
-            for (size_t i = 0; i < inf->nrefl; i++)
-                cache_snapshot(inf->cache, inf->refl[i].kind, snap_visit, &sc);
+            cache_snapshot(inf->cache, NULL, snap_visit, &sc);
             rmsg_t *end = rmsg_new();
             size_t idlen;
             const char *idb = rmsg_frame(id, 0, &idlen);

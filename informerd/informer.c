@@ -139,14 +139,8 @@ static void on_delta(void *ud, const cache_delta_t *d)
 static void update_metrics(informer_t *inf, int64_t now)
 {
     int64_t wall = clock_wall_ns();
-    for (size_t i = 0; i < inf->nrefl; i++) {
-        reflector_t *r = &inf->refl[i];
-        metric_gauge_set(inf->m_objects, METRIC_LABELS(r->kind), (double)cache_count(inf->cache, r->kind));
-        metric_gauge_set(inf->m_synced, METRIC_LABELS(r->kind), r->synced ? 1 : 0);
-        if (r->last_event_wall_ns)
-            metric_gauge_set(inf->m_rv_age, METRIC_LABELS(r->kind),
-                             (double)(wall - r->last_event_wall_ns) / 1e9);
-    }
+    for (size_t i = 0; i < inf->nrefl; i++)
+        reflector_update_metrics(inf->refl[i], wall);
     workqueue_update_metrics(inf->queue, now);
     daemon_publish_metrics(inf->cfg->runtime_dir, inf->cfg->name);
 }
@@ -182,30 +176,51 @@ static void *connect_sub(informer_t *inf, const char *name, const char *topic)
     return s;
 }
 
-static void reflector_init(informer_t *inf, const char *kind, const char *group,
-                           const char *version, const char *resource, const char *selector)
+/* What informerd lists and watches, a reflector each, in this order (the cache's and
+ * the snapshots' order too). */
+typedef struct {
+    reflector_kind_t k;
+    int optional; /* not part of the sync gate */
+} watched_kind_t;
+
+static const watched_kind_t watched[] = {
+    {{RDC_KIND, RDC_API_GROUP, RDC_API_VERSION, RDC_RESOURCE, NULL, NULL, 0}, 0},
+    {{"ConfigMap", "", "v1", "configmaps", MANAGED_BY_SELECTOR, NULL, 0}, 0},
+    {{"Service", "", "v1", "services", MANAGED_BY_SELECTOR, NULL, 0}, 0},
+    {{"StatefulSet", "apps", "v1", "statefulsets", MANAGED_BY_SELECTOR, NULL, 0}, 0},
+    {{"PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", MANAGED_BY_SELECTOR, NULL, 0}, 0},
+    /* The Redis pods, for observerd (which follows our deltas) and the workers (children
+     * "Pods"): the pod template carries the managed-by label too. Kept compact. */
+    {{"Pod", "", "v1", "pods", MANAGED_BY_SELECTOR, podview_compact, 0}, 0},
+    /* Secrets, metadata only (PartialObjectMetadata: no data ever reaches this process),
+     * so that a change of the one a RedisCluster's spec.auth names enqueues it at once
+     * (secretref.h). Not part of the sync gate: it only hastens what the next reconcile
+     * does anyway (workerd reads the Secret itself), and an older ClusterRole without
+     * list/watch on Secrets must not stop the operator. */
+    {{"Secret", "", "v1", "secrets", NULL, secretref_metadata_only, 1}, 1},
+};
+
+/* A reflector per watched kind. 0, or -1 when out of memory. */
+static int reflectors_new(informer_t *inf)
 {
-    const opt_strlist_t *nss = &inf->cfg->opts->namespaces;
-    reflector_t *r = &inf->refl[inf->nrefl++];
-    *r = (reflector_t){
-        .inf = inf,
-        .kind = kind,
-        .group = group,
-        .version = version,
-        .resource = resource,
-        .selector = selector,
-        .need_relist = 1,
-        .nstreams = nss->n ? nss->n : 1, /* a stream per namespace, or one for all */
+    _Static_assert(sizeof(watched) / sizeof(watched[0]) == NREFLECTORS, "a reflector per watched kind");
+    const informer_config_t *c = inf->cfg;
+    reflector_config_t rc = {
+        .client = c->client,
+        .lc = inf->lc,
+        .cache = inf->cache,
+        .namespaces = &c->opts->namespaces,
+        .watch_timeout_s = c->watch_timeout_s,
+        .list_page_size = c->list_page_size > 0 ? c->list_page_size : INFORMER_LIST_PAGE_DEFAULT,
+        .max_response_bytes = c->max_response_bytes,
     };
-    for (size_t i = 0; i < r->nstreams; i++) {
-        stream_t *s = &r->streams[i];
-        s->xfer = XFER_WATCH;
-        s->r = r;
-        s->ns = nss->n ? nss->items[i] : "";
-        s->dec = watch_decoder_new(MAX_EVENT_BYTES, on_watch_event, s);
-        buf_init(&s->errbody, MAX_ERROR_BODY);
+    for (size_t i = 0; i < sizeof(watched) / sizeof(watched[0]); i++) {
+        inf->refl[i] = reflector_new(&watched[i].k, &rc);
+        if (!inf->refl[i])
+            return -1;
+        inf->nrefl++;
     }
-    cache_add_kind(inf->cache, kind);
+    return 0;
 }
 
 /* informerd's metric families: where each goes in informer_t, counter or gauge. */
@@ -217,18 +232,9 @@ typedef struct {
 
 #define INF_METRIC(member) offsetof(informer_t, member)
 static const informer_metric_t informer_metrics[] = {
-    {INF_METRIC(m_lists), 0, "informer_list_total", "LIST requests per kind.", "kind"},
-    {INF_METRIC(m_watches), 0, "informer_watch_total", "WATCH streams started per kind.", "kind"},
-    {INF_METRIC(m_relists), 0, "informer_relists_total", "Relists after a broken or expired watch, per kind.", "kind"},
-    {INF_METRIC(m_errors), 0, "informer_errors_total", "List, watch and bad-object errors per kind.", "kind,reason"},
-    {INF_METRIC(m_objects), 1, "informer_cache_objects", "Objects in the cache per kind.", "kind"},
-    {INF_METRIC(m_rv_age), 1, "informer_last_event_age_seconds",
-     "Seconds since the last watch event (bookmarks included) per kind.", "kind"},
     {INF_METRIC(m_deltas), 0, "informer_deltas_total", "Cache deltas per kind and type.", "kind,type"},
     {INF_METRIC(m_quarantined), 0, "informer_quarantined_keys_total",
      "Keys quarantined after crashing workers repeatedly.", ""},
-    {INF_METRIC(m_synced), 1, "informer_cache_synced",
-     "1 once the kind's first LIST completed (no work is dispatched before every kind is synced), else 0.", "kind"},
     {INF_METRIC(m_observations), 0, "informer_observations_total",
      "OBSERVED messages from observerd by result (stored, unknown_key, malformed).", "result"},
     {INF_METRIC(m_ownwrites), 0, "informer_own_write_waits_total",
@@ -239,31 +245,12 @@ static const informer_metric_t informer_metrics[] = {
 
 static int informer_setup(informer_t *inf)
 {
-    inf->rng = backoff_rng_seed();
     inf->cache = cache_new(OWNER_KIND);
     inf->queue = workqueue_new("rediscluster", metrics_default());
     if (!inf->cache || !inf->queue)
         return -1;
     cache_set_max_object_bytes(inf->cache, inf->cfg->max_object_bytes);
     cache_set_delta_handler(inf->cache, on_delta, inf);
-    reflector_init(inf, OWNER_KIND, RDC_API_GROUP, RDC_API_VERSION, "redisclusters", NULL);
-    reflector_init(inf, "ConfigMap", "", "v1", "configmaps", MANAGED_BY_SELECTOR);
-    reflector_init(inf, "Service", "", "v1", "services", MANAGED_BY_SELECTOR);
-    reflector_init(inf, "StatefulSet", "apps", "v1", "statefulsets", MANAGED_BY_SELECTOR);
-    reflector_init(inf, "PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", MANAGED_BY_SELECTOR);
-    /* The Redis pods, for observerd (which follows our deltas) and the workers (children
-     * "Pods"): the pod template carries the managed-by label too. Kept compact. */
-    reflector_init(inf, "Pod", "", "v1", "pods", MANAGED_BY_SELECTOR);
-    inf->refl[inf->nrefl - 1].transform = podview_compact;
-    /* Secrets, metadata only (PartialObjectMetadata: no data ever reaches this process),
-     * so that a change of the one a RedisCluster's spec.auth names enqueues it at once
-     * (secretref.h). Not part of the sync gate: it only hastens what the next reconcile
-     * does anyway (workerd reads the Secret itself), and an older ClusterRole without
-     * list/watch on Secrets must not stop the operator. */
-    reflector_init(inf, "Secret", "", "v1", "secrets", NULL);
-    inf->refl[inf->nrefl - 1].metadata_only = 1;
-    inf->refl[inf->nrefl - 1].optional = 1;
-    inf->refl[inf->nrefl - 1].transform = secretref_metadata_only;
     inf->secretrefs = secretref_new();
     inf->observations = obsstore_new();
     inf->ownwrites = ownwrite_new(OWNWRITE_MAX_KEYS);
@@ -273,8 +260,8 @@ static int informer_setup(informer_t *inf)
     inf->loop = loop_new();
     if (!inf->multi || !inf->loop)
         return -1;
-    inf->lc = loop_curl_new(inf->loop, inf->multi, on_transfer_done, inf);
-    if (!inf->lc)
+    inf->lc = loop_curl_new(inf->loop, inf->multi, NULL, NULL);
+    if (!inf->lc || reflectors_new(inf))
         return -1;
     reporter_config_t rc = {inf->cfg->client, inf->lc, inf->cache, inf->cfg->serve};
     inf->reporter = reporter_new(&rc);
@@ -306,12 +293,8 @@ static int informer_setup(informer_t *inf)
 
 static void informer_teardown(informer_t *inf)
 {
-    for (size_t i = 0; i < inf->nrefl; i++) {
-        for (size_t k = 0; k < inf->refl[i].nstreams; k++) {
-            stream_stop(inf, &inf->refl[i].streams[k]);
-            watch_decoder_destroy(&inf->refl[i].streams[k].dec);
-        }
-    }
+    for (size_t i = 0; i < inf->nrefl; i++)
+        reflector_destroy(&inf->refl[i]);
     reporter_destroy(&inf->reporter);
     loop_curl_destroy(&inf->lc);
     if (inf->multi)
@@ -337,9 +320,8 @@ static syncgate_state_t sync_state(const informer_t *inf, int64_t now, buf_t *na
     syncgate_kind_t kinds[NREFLECTORS];
     size_t n = 0;
     for (size_t i = 0; i < inf->nrefl; i++) {
-        const reflector_t *r = &inf->refl[i];
-        if (!r->optional)
-            kinds[n++] = (syncgate_kind_t){r->kind, r->synced, r->listing, r->last_error};
+        if (!watched[i].optional)
+            kinds[n++] = reflector_sync_state(inf->refl[i]);
     }
     return syncgate_check(kinds, n, inf->started_ns, now,
                           (int64_t)(inf->cfg->cache_sync_timeout_s * 1e9), names, why);
@@ -366,12 +348,9 @@ static void next_deadline(const informer_t *inf, int64_t now, int64_t *wait)
     if (q > 0 && q < next)
         next = q;
     for (size_t i = 0; i < inf->nrefl; i++) {
-        const reflector_t *r = &inf->refl[i];
-        if (r->need_relist && r->next_list_ns < next)
-            next = r->next_list_ns;
-        for (size_t j = 0; j < r->nstreams; j++)
-            if (r->streams[j].rewatch_ns && r->streams[j].rewatch_ns < next)
-                next = r->streams[j].rewatch_ns;
+        int64_t r = reflector_next_deadline(inf->refl[i]);
+        if (r < next)
+            next = r;
     }
     if (inf->stopping && inf->stop_deadline_ns < next)
         next = inf->stop_deadline_ns;
@@ -381,16 +360,8 @@ static void next_deadline(const informer_t *inf, int64_t now, int64_t *wait)
 /* Relists and rewatches that are due. */
 static void reflectors_step(informer_t *inf, int64_t now)
 {
-    for (size_t i = 0; i < inf->nrefl && !inf->stopping; i++) {
-        reflector_t *r = &inf->refl[i];
-        if (r->need_relist && now >= r->next_list_ns) {
-            reflector_list(r, clock_mono_ns());
-            continue;
-        }
-        for (size_t j = 0; j < r->nstreams && !r->need_relist; j++)
-            if (r->streams[j].rewatch_ns && now >= r->streams[j].rewatch_ns)
-                stream_rewatch(&r->streams[j], clock_mono_ns());
-    }
+    for (size_t i = 0; i < inf->nrefl && !inf->stopping; i++)
+        reflector_step(inf->refl[i], now);
 }
 
 /* The sync gate: readiness once every kind listed; exit (-1) at the timeout. */

@@ -31,6 +31,7 @@
 #include "podview.h"
 #include "proto.h"
 #include "rdc_api.h"
+#include "reflector.h"
 #include "reporter.h"
 #include "secretref.h"
 #include "syncgate.h"
@@ -58,70 +59,12 @@
 /* A Pod's controller is its StatefulSet; this label names its RedisCluster. */
 #define POD_OWNER_LABEL "app.kubernetes.io/instance"
 #define NREFLECTORS 7
-#define MAX_NAMESPACES OPT_STRLIST_MAX
 #define MAX_WORKERS 128
-#define RELIST_MIN_NS (INT64_C(800) * NS_PER_MS)
-#define RELIST_MAX_NS (INT64_C(30) * NS_PER_SEC)
-#define MAX_ERROR_BODY ((size_t)64 << 10)
-#define SHORT_WATCH_NS NS_PER_SEC
 #define QUARANTINE_NS (INT64_C(3600) * NS_PER_SEC)
 #define CRASHES_TO_QUARANTINE 3
-#define MAX_EVENT_BYTES ((size_t)16 << 20)
 #define OWNWRITE_MAX_KEYS 65536 /* keys awaiting their own write at once (ownwrite.h) */
 
 typedef struct informer informer_t;
-
-/* What a curl handle's CURLOPT_PRIVATE points at: the first member of a stream_t (its
- * watch) or of its list_xfer_t (a LIST page). */
-typedef enum { XFER_WATCH = 1, XFER_LIST } xfer_kind_t;
-
-struct stream;
-typedef struct {
-    xfer_kind_t xfer;           /* XFER_LIST */
-    struct stream *s;
-} list_xfer_t;
-
-/* One kind in one namespace ("" = all): its LIST (pages in flight through the same curl
- * multi as the watches, never blocking the loop), then its WATCH stream. */
-typedef struct stream {
-    xfer_kind_t xfer;           /* XFER_WATCH */
-    struct reflector *r;
-    const char *ns;
-    CURL *easy;
-    struct curl_slist *headers;
-    watch_decoder_t *dec;
-    int active;
-    int failed;                 /* an event was lost or refused: relist the kind */
-    char why[1024];
-    long status;                /* HTTP status of the watch response, 0 until known */
-    buf_t errbody;              /* the body of a non-200 watch response (a Status) */
-    int64_t started_ns;         /* when the current watch request was made */
-    int64_t rewatch_ns;         /* resume the watch at this time; 0 = not pending */
-    unsigned rewatch_failures;  /* resumes in a row that did not get a stream */
-    list_xfer_t lx;
-    kube_pager_t *pager;        /* the LIST in progress, or NULL */
-    CURL *list_easy;            /* its page in flight, or NULL */
-    int listed;                 /* this namespace's LIST is complete */
-} stream_t;
-
-/* Lists and watches one kind. */
-typedef struct reflector {
-    informer_t *inf;
-    const char *kind, *group, *version, *resource, *selector;
-    int (*transform)(json_object *obj); /* applied to every object before the cache: Pods' compact form */
-    int metadata_only;          /* LIST and WATCH PartialObjectMetadata only (Secrets) */
-    int optional;               /* not part of the sync gate (Secrets: an accelerator only) */
-    stream_t streams[MAX_NAMESPACES];
-    size_t nstreams;
-    int synced;                 /* listed at least once */
-    int need_relist;
-    int listing;                /* a LIST is in progress */
-    int64_t list_started_ns;
-    int64_t next_list_ns;
-    unsigned failures;          /* relists in a row that failed, for backoff */
-    int64_t last_event_wall_ns;
-    char last_error[512];       /* why the last LIST or WATCH failed, "" when none did */
-} reflector_t;
 
 typedef struct {
     char id[64];                /* routing id, "w-<pid>" */
@@ -134,7 +77,7 @@ struct informer {
     const informer_config_t *cfg;
     cache_t *cache;
     workqueue_t *queue;
-    reflector_t refl[NREFLECTORS];
+    reflector_t *refl[NREFLECTORS];
     size_t nrefl;
     CURLM *multi;
     loop_t *loop;
@@ -155,13 +98,10 @@ struct informer {
     int64_t stop_deadline_ns;
     int ready_sent;             /* every reflector has synced once: dispatch may start */
     int64_t started_ns;
-    uint64_t rng;
-    metric_family_t *m_lists, *m_watches, *m_relists, *m_errors, *m_objects, *m_rv_age,
-        *m_deltas, *m_quarantined, *m_synced, *m_observations, *m_ownwrites;
+    metric_family_t *m_deltas, *m_quarantined, *m_observations, *m_ownwrites;
 };
 
 int may_dispatch(const informer_t *inf);
-int on_watch_event(const watch_event_t *ev, void *ud);
 void dispatch(informer_t *inf, int64_t now);
 void handle_events(informer_t *inf, int64_t now);
 void handle_leader(informer_t *inf);
@@ -169,10 +109,6 @@ void handle_observe(informer_t *inf, int64_t now);
 void handle_snapshot(informer_t *inf);
 void handle_work_socket(informer_t *inf, int64_t now);
 void heartbeat_workers(informer_t *inf, int64_t now);
-void on_transfer_done(CURL *easy, CURLcode result, void *arg);
-void reflector_list(reflector_t *r, int64_t now);
-void stream_rewatch(stream_t *s, int64_t now);
-void stream_stop(informer_t *inf, stream_t *s);
 int64_t write_fence(const informer_t *inf);
 
 #endif
