@@ -6,44 +6,6 @@
 
 /* ---- deltas: publish, print, enqueue ---------------------------------------------- */
 
-static void publish_delta(informer_t *inf, const char *frame0, uint64_t seq, const char *type,
-                          const char *kind, const char *key, const char *rv,
-                          const char *json, size_t json_len, void *sock)
-{
-    rmsg_t *m = rmsg_new();
-    rmsg_addstr(m, frame0);
-    rmsg_addf(m, "%llu", (unsigned long long)seq);
-    if (type)
-        rmsg_addstr(m, type);
-    rmsg_addstr(m, kind);
-    rmsg_addstr(m, key);
-    rmsg_addstr(m, rv ? rv : "");
-    rmsg_addmem(m, json, json_len);
-    rmsg_send(&m, sock, ZMQ_DONTWAIT);
-    (void)inf;
-}
-
-/* One JSON line: {"seq","type","kind","key","resourceVersion","object"}; the object is the
- * cache's text as is. */
-static void tail_print(FILE *out, uint64_t seq, const char *type, const char *kind,
-                       const char *key, const char *rv, const char *json)
-{
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "seq", json_object_new_int64((int64_t)seq));
-    json_object_object_add(o, "type", json_object_new_string(type));
-    json_object_object_add(o, "kind", json_object_new_string(kind));
-    json_object_object_add(o, "key", json_object_new_string(key));
-    json_object_object_add(o, "resourceVersion", json_object_new_string(rv ? rv : ""));
-    const char *head = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    /* head ends with '}': splice the object in as the last member. */
-    if (head && *head)
-        fprintf(out, "%.*s,\"object\":%s}\n", (int)strlen(head) - 1, head, json);
-    fflush(out);
-    json_object_put(o);
-}
-
-/* ---- objects too large to keep whole ------------------------------------------------ */
-
 static void enqueue_now(void *ud, const char *key)
 {
     informer_t *inf = ud;
@@ -85,13 +47,7 @@ static void on_delta(void *ud, const cache_delta_t *d)
 {
     informer_t *inf = ud;
     const cache_item_t *it = d->item;
-    const char *type = cache_change_name(d->type);
-    metric_counter_add(inf->m_deltas, METRIC_LABELS(it->kind, type), 1);
-    if (inf->pub)
-        publish_delta(inf, PROTO_DELTA, d->seq, type, it->kind, it->key, it->resource_version,
-                      it->json, it->json_len, inf->pub);
-    if (inf->cfg->tail)
-        tail_print(inf->cfg->tail, d->seq, type, it->kind, it->key, it->resource_version, it->json);
+    deltapub_delta(inf->deltas, d);
 
     if (it->truncated && (d->type == CACHE_ADDED || d->type == CACHE_MODIFIED))
         reporter_too_large(inf->reporter, it);
@@ -232,7 +188,6 @@ typedef struct {
 
 #define INF_METRIC(member) offsetof(informer_t, member)
 static const informer_metric_t informer_metrics[] = {
-    {INF_METRIC(m_deltas), 0, "informer_deltas_total", "Cache deltas per kind and type.", "kind,type"},
     {INF_METRIC(m_quarantined), 0, "informer_quarantined_keys_total",
      "Keys quarantined after crashing workers repeatedly.", ""},
     {INF_METRIC(m_observations), 0, "informer_observations_total",
@@ -274,12 +229,19 @@ static int informer_setup(informer_t *inf)
         *f = d->gauge ? metrics_gauge(reg, d->name, d->help, d->labels) : metrics_counter(reg, d->name, d->help, d->labels);
     }
     inf->zctx = zmq_ctx_new();
+    void *pub = NULL, *snapshot = NULL;
     if (inf->cfg->serve) {
-        inf->pub = bind_socket(inf, ZMQ_PUB, PROTO_EP_DELTAS);
-        inf->snapshot = bind_socket(inf, ZMQ_ROUTER, PROTO_EP_SNAPSHOT);
+        pub = bind_socket(inf, ZMQ_PUB, PROTO_EP_DELTAS);
+        snapshot = bind_socket(inf, ZMQ_ROUTER, PROTO_EP_SNAPSHOT);
+    }
+    int bound = !inf->cfg->serve || (pub && snapshot);
+    inf->deltas = deltapub_new(inf->cache, &pub, &snapshot, inf->cfg->tail);
+    if (!bound || !inf->deltas)
+        return -1;
+    if (inf->cfg->serve) {
         inf->work = bind_socket(inf, ZMQ_ROUTER, PROTO_EP_WORK);
         inf->observe = bind_socket(inf, ZMQ_PULL, PROTO_EP_OBSERVE);
-        if (!inf->pub || !inf->snapshot || !inf->work || !inf->observe)
+        if (!inf->work || !inf->observe)
             return -1;
         if (inf->cfg->opts->leader_elect)
             inf->leader_sub = connect_sub(inf, PROTO_EP_LEADER, PROTO_LEADER);
@@ -293,6 +255,7 @@ static int informer_setup(informer_t *inf)
 
 static void informer_teardown(informer_t *inf)
 {
+    deltapub_destroy(&inf->deltas);
     for (size_t i = 0; i < inf->nrefl; i++)
         reflector_destroy(&inf->refl[i]);
     reporter_destroy(&inf->reporter);
@@ -300,7 +263,7 @@ static void informer_teardown(informer_t *inf)
     if (inf->multi)
         curl_multi_cleanup(inf->multi);
     loop_destroy(&inf->loop);
-    void *socks[] = {inf->pub, inf->snapshot, inf->work, inf->leader_sub, inf->events_sub, inf->observe};
+    void *socks[] = {inf->work, inf->leader_sub, inf->events_sub, inf->observe};
     for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
         if (socks[i])
             zmq_close(socks[i]);
@@ -462,8 +425,6 @@ static int on_socket(loop_t *loop, void *socket, int fd, int revents, void *arg)
     int64_t now = clock_mono_ns();
     if (socket == inf->work)
         handle_work_socket(inf, now);
-    else if (socket == inf->snapshot)
-        handle_snapshot(inf);
     else if (socket == inf->observe)
         handle_observe(inf, now);
     else if (socket == inf->events_sub)
@@ -479,10 +440,6 @@ static int on_hugz(loop_t *loop, int id, void *arg)
     (void)loop, (void)id;
     informer_t *inf = arg;
     heartbeat_workers(inf, clock_mono_ns());
-    rmsg_t *h = rmsg_new();
-    rmsg_addstr(h, PROTO_HUGZ);
-    rmsg_addf(h, "%llu", (unsigned long long)cache_seq(inf->cache));
-    rmsg_send(&h, inf->pub, ZMQ_DONTWAIT);
     return 0;
 }
 
@@ -508,9 +465,8 @@ static int informer_handlers(informer_t *inf)
         return 0;
     if (loop_add_socket(l, inf->events_sub, LOOP_IN, on_socket, inf) ||
         loop_add_socket(l, inf->work, LOOP_IN, on_socket, inf) ||
-        loop_add_socket(l, inf->snapshot, LOOP_IN, on_socket, inf) ||
         loop_add_socket(l, inf->observe, LOOP_IN, on_socket, inf) ||
-        loop_add_timer(l, 0, beat, on_hugz, inf) < 0)
+        loop_add_timer(l, 0, beat, on_hugz, inf) < 0 || deltapub_attach(inf->deltas, l))
         return -1;
     return 0;
 }

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "crashcond.h"
 #include "daemon.h"
+#include "deltapub.h"
 #include "event.h"
 #include "hashmap.h"
 #include "jsonx.h"
@@ -84,7 +85,8 @@ struct informer {
     loop_curl_t *lc;            /* drives multi on loop */
     reporter_t *reporter;       /* informerd's own writes: Events, the ReconcileCrashed condition */
     int exit_code;              /* what informer_run returns once the loop ends */
-    void *zctx, *pub, *snapshot, *work, *leader_sub, *events_sub, *observe;
+    deltapub_t *deltas;         /* the delta stream, its snapshots, --tail */
+    void *zctx, *work, *leader_sub, *events_sub, *observe;
     obsstore_t *observations;   /* observerd's latest per RedisCluster key */
     secretref_t *secretrefs;    /* Secret ns/name -> the RedisClusters whose spec.auth names it */
     ownwrite_t *ownwrites;      /* keys held back until their own last write is cached */
@@ -98,7 +100,7 @@ struct informer {
     int64_t stop_deadline_ns;
     int ready_sent;             /* every reflector has synced once: dispatch may start */
     int64_t started_ns;
-    metric_family_t *m_deltas, *m_quarantined, *m_observations, *m_ownwrites;
+    metric_family_t *m_quarantined, *m_observations, *m_ownwrites;
 };
 
 int may_dispatch(const informer_t *inf);
@@ -106,7 +108,6 @@ void dispatch(informer_t *inf, int64_t now);
 void handle_events(informer_t *inf, int64_t now);
 void handle_leader(informer_t *inf);
 void handle_observe(informer_t *inf, int64_t now);
-void handle_snapshot(informer_t *inf);
 void handle_work_socket(informer_t *inf, int64_t now);
 void heartbeat_workers(informer_t *inf, int64_t now);
 int64_t write_fence(const informer_t *inf);
