@@ -504,6 +504,7 @@ static void stream_rewatch_later(stream_t *s, const char *why, int64_t at_least_
 static void stream_refused(stream_t *s, long status, int64_t now)
 {
     kube_error_t err;
+    kube_error_clear(&err); /* from_response keeps a retry-after hint it finds in err */
     kube_error_from_response((int)status, buf_str(&s->errbody), s->errbody.len, &err);
     char line[768], why[1200];
     snprintf(why, sizeof(why), "watch refused: %s", kube_error_str(&err, line, sizeof(line)));
