@@ -54,6 +54,50 @@ struct dispatcher {
     metric_family_t *m_quarantined, *m_observations, *m_ownwrites;
 };
 
+/* ---- leadership ----------------------------------------------------------------------- */
+
+/* Leading with a valid lease (or no election) and not draining. */
+static int may_dispatch(const dispatcher_t *d)
+{
+    if (d->draining)
+        return 0;
+    if (!d->cfg.leader_elect)
+        return 1;
+    return d->is_leader && clock_mono_ns() / NS_PER_MS < d->valid_until_ms;
+}
+
+/* When the writes made now must end: the lease's validity (INT64_MAX: no election). */
+static int64_t write_fence(const dispatcher_t *d)
+{
+    return d->cfg.leader_elect ? d->valid_until_ms * NS_PER_MS : INT64_MAX;
+}
+
+int dispatcher_may_write(const dispatcher_t *d, int64_t *fence_ns)
+{
+    if (fence_ns)
+        *fence_ns = write_fence(d);
+    return may_dispatch(d);
+}
+
+/* ---- quarantine report ---------------------------------------------------------------- */
+
+/* After a reconcile of key that did not crash: turn a True ReconcileCrashed condition
+ * False. */
+static void crashcond_clear(dispatcher_t *d, const char *key)
+{
+    if (may_dispatch(d))
+        reporter_reconcile_completed(d->cfg.reporter, key, write_fence(d));
+}
+
+/* Tell the user on the object itself: a Warning Event and a ReconcileCrashed condition.
+ * Both are written on the loop (no wait here); failures are logged, not retried. */
+static void quarantine_report(dispatcher_t *d, const char *key)
+{
+    rlog_error("key quarantined: it crashed workers repeatedly", "key", key);
+    if (may_dispatch(d))
+        reporter_quarantined(d->cfg.reporter, key, DISPATCHER_CRASHES_TO_QUARANTINE, write_fence(d));
+}
+
 /* ---- workers ------------------------------------------------------------------------ */
 
 static worker_slot_t *worker_find(dispatcher_t *d, const char *id, size_t len)
@@ -69,8 +113,6 @@ static void worker_forget(dispatcher_t *d, worker_slot_t *w)
 {
     *w = d->workers[--d->nworkers];
 }
-
-static void quarantine_report(dispatcher_t *d, const char *key);
 
 /* Give key back to the queue: counted as a crash of the key (crash 1) or not. */
 static void give_back(dispatcher_t *d, worker_slot_t *w, const char *key, const char *why, int crash, int64_t now)
@@ -116,7 +158,7 @@ static void worker_lost(dispatcher_t *d, worker_slot_t *w, const char *why, int6
  * the worker is gone (and forgotten: w's place holds another worker now). */
 static int send_work(dispatcher_t *d, worker_slot_t *w, const char *key, int64_t now)
 {
-    /* dispatch() checked that the owner is cached. The children go as one JSON object
+    /* next_key() checked that the owner is cached. The children go as one JSON object
      * spliced from the cache's text (workitem.h). */
     const cache_item_t *rc = cache_lookup(d->cfg.cache, RDC_KIND, key);
     buf_t children;
@@ -152,28 +194,7 @@ static int send_work(dispatcher_t *d, worker_slot_t *w, const char *key, int64_t
     return 0;
 }
 
-/* Leading with a valid lease (or no election) and not draining. */
-static int may_dispatch(const dispatcher_t *d)
-{
-    if (d->draining)
-        return 0;
-    if (!d->cfg.leader_elect)
-        return 1;
-    return d->is_leader && clock_mono_ns() / NS_PER_MS < d->valid_until_ms;
-}
-
-/* When the writes made now must end: the lease's validity (INT64_MAX: no election). */
-static int64_t write_fence(const dispatcher_t *d)
-{
-    return d->cfg.leader_elect ? d->valid_until_ms * NS_PER_MS : INT64_MAX;
-}
-
-int dispatcher_may_write(const dispatcher_t *d, int64_t *fence_ns)
-{
-    if (fence_ns)
-        *fence_ns = write_fence(d);
-    return may_dispatch(d);
-}
+/* ---- dispatch ----------------------------------------------------------------------------- */
 
 /* The next key to hand out, or NULL when none is ready. */
 static const char *next_key(dispatcher_t *d, int64_t now)
@@ -251,8 +272,9 @@ void dispatcher_dispatch(dispatcher_t *d, int64_t now)
     }
 }
 
-static void crashcond_clear(dispatcher_t *d, const char *key);
+/* ---- the work socket (Paranoid Pirate) -------------------------------------------------- */
 
+/* DONE key result [after] [written]: the key comes back from w. */
 static void handle_done(dispatcher_t *d, worker_slot_t *w, rmsg_t *m, int64_t now)
 {
     char *key = rmsg_strdup(m, 1);
@@ -379,6 +401,8 @@ static int on_heartbeat(loop_t *loop, int id, void *arg)
     return 0;
 }
 
+/* ---- the supervisor and electord ------------------------------------------------------- */
+
 /* The supervisor says a child exited: a worker's items come back at once. */
 static int on_events(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
@@ -431,25 +455,6 @@ static int on_leader(loop_t *loop, void *socket, int fd, int revents, void *arg)
         rmsg_destroy(&m);
     }
     return 0;
-}
-
-/* ---- quarantine report ---------------------------------------------------------------- */
-
-/* After a reconcile of key that did not crash: turn a True ReconcileCrashed condition
- * False. */
-static void crashcond_clear(dispatcher_t *d, const char *key)
-{
-    if (may_dispatch(d))
-        reporter_reconcile_completed(d->cfg.reporter, key, write_fence(d));
-}
-
-/* Tell the user on the object itself: a Warning Event and a ReconcileCrashed condition.
- * Both are written on the loop (no wait here); failures are logged, not retried. */
-static void quarantine_report(dispatcher_t *d, const char *key)
-{
-    rlog_error("key quarantined: it crashed workers repeatedly", "key", key);
-    if (may_dispatch(d))
-        reporter_quarantined(d->cfg.reporter, key, DISPATCHER_CRASHES_TO_QUARANTINE, write_fence(d));
 }
 
 /* ---- observations from observerd ------------------------------------------------------ */
