@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "dispatcher.h"
 #include "fake_api.h"
+#include "loop_api.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "loop.h"
@@ -76,11 +77,7 @@ static int api_body_has(api_t *a, const char *method, const char *part, const ch
 typedef struct {
     char dir[64];
     api_t api;
-    kube_config_t *kcfg;
-    kube_client_t *client;
-    loop_t *loop;
-    CURLM *multi;
-    loop_curl_t *lc;
+    loop_api_t la;              /* the client, the loop and its curl multi */
     cache_t *cache;
     reporter_t *reporter;
     dispatcher_t *d;
@@ -138,17 +135,14 @@ static void fx_start(int elect)
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(fx.dir));
     pthread_mutex_init(&fx.api.mu, NULL);
     fake_api_start(&fx.api.srv, on_request, &fx.api);
-    fake_api_connect(&fx.api.srv, NULL, &fx.kcfg, &fx.client);
-    fx.loop = loop_new();
-    fx.multi = curl_multi_init();
-    fx.lc = loop_curl_new(fx.loop, fx.multi, NULL, NULL);
+    loop_api_start(&fx.la, &fx.api.srv);
     fx.cache = cache_new("RedisCluster");
     CU_ASSERT_PTR_NOT_NULL_FATAL(fx.cache);
     static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget", "Pod", "Secret"};
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
         CU_ASSERT_EQUAL(cache_add_kind(fx.cache, kinds[i]), 0);
     CU_ASSERT_EQUAL(cache_set_owner_label(fx.cache, "Pod", "app.kubernetes.io/instance"), 0);
-    reporter_config_t rc = {fx.client, fx.lc, fx.cache, 1};
+    reporter_config_t rc = {fx.la.client, fx.la.lc, fx.cache, 1};
     fx.reporter = reporter_new(&rc);
     CU_ASSERT_PTR_NOT_NULL_FATAL(fx.reporter);
     fx.zctx = zmq_ctx_new();
@@ -164,7 +158,7 @@ static void fx_start(int elect)
     fx.d = dispatcher_new(&dc, &socks);
     CU_ASSERT_PTR_NOT_NULL_FATAL(fx.d);
     CU_ASSERT_PTR_NULL(socks.work); /* taken */
-    CU_ASSERT_EQUAL_FATAL(dispatcher_attach(fx.d, fx.loop), 0);
+    CU_ASSERT_EQUAL_FATAL(dispatcher_attach(fx.d, fx.la.loop), 0);
     cache_set_delta_handler(fx.cache, on_delta, fx.d);
     fx.worker = connected(ZMQ_DEALER, "work.sock", "w-1", NULL);
     fx.observer = connected(ZMQ_PUSH, "observe.sock", NULL, NULL);
@@ -180,12 +174,8 @@ static void fx_stop(void)
         if (mine[i])
             zmq_close(mine[i]);
     zmq_ctx_term(fx.zctx);
-    loop_curl_destroy(&fx.lc);
-    curl_multi_cleanup(fx.multi);
-    loop_destroy(&fx.loop);
+    loop_api_stop(&fx.la);
     cache_destroy(&fx.cache);
-    kube_client_destroy(&fx.client);
-    kube_config_destroy(&fx.kcfg);
     fake_api_stop(&fx.api.srv);
     pthread_mutex_destroy(&fx.api.mu);
     tmpdir_remove(fx.dir);
@@ -194,7 +184,7 @@ static void fx_stop(void)
 /* One turn of informerd's loop as informer.c runs it, after its readers and timers. */
 static void turn(void)
 {
-    loop_run_once(fx.loop, 5 * NS_PER_MS);
+    loop_run_once(fx.la.loop, 5 * NS_PER_MS);
     int64_t now = clock_mono_ns();
     dispatcher_advance(fx.d, now);
     dispatcher_dispatch(fx.d, now);

@@ -7,6 +7,7 @@
 #include "cache.h"
 #include "clock.h"
 #include "fake_api.h"
+#include "loop_api.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "loop.h"
@@ -65,11 +66,7 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
 
 typedef struct {
     api_t api;
-    kube_config_t *kcfg;
-    kube_client_t *client;
-    loop_t *loop;
-    CURLM *multi;
-    loop_curl_t *lc;
+    loop_api_t la;              /* the client, the loop and its curl multi */
     cache_t *cache;
     reflector_t *r;
 } fx_t;
@@ -92,10 +89,7 @@ static void fx_start(void)
     memset(&fx, 0, sizeof(fx));
     pthread_mutex_init(&fx.api.mu, NULL);
     fake_api_start(&fx.api.srv, on_request, &fx.api);
-    fake_api_connect(&fx.api.srv, NULL, &fx.kcfg, &fx.client);
-    fx.loop = loop_new();
-    fx.multi = curl_multi_init();
-    fx.lc = loop_curl_new(fx.loop, fx.multi, NULL, NULL);
+    loop_api_start(&fx.la, &fx.api.srv);
     fx.cache = cache_new("RedisCluster");
     CU_ASSERT_PTR_NOT_NULL_FATAL(fx.cache);
 }
@@ -103,7 +97,7 @@ static void fx_start(void)
 static void fx_reflector(void)
 {
     opt_strlist_t all = {{NULL}, 0};
-    reflector_config_t rc = {fx.client, fx.lc, fx.cache, &all, 5, 100, 1 << 20};
+    reflector_config_t rc = {fx.la.client, fx.la.lc, fx.cache, &all, 5, 100, 1 << 20};
     fx.r = reflector_new(&KIND, &rc);
     CU_ASSERT_PTR_NOT_NULL_FATAL(fx.r);
     CU_ASSERT_STRING_EQUAL(reflector_kind(fx.r), "RedisCluster");
@@ -113,12 +107,8 @@ static void fx_stop(void)
 {
     reflector_destroy(&fx.r);
     CU_ASSERT_PTR_NULL(fx.r);
-    loop_curl_destroy(&fx.lc);
-    curl_multi_cleanup(fx.multi);
-    loop_destroy(&fx.loop);
+    loop_api_stop(&fx.la);
     cache_destroy(&fx.cache);
-    kube_client_destroy(&fx.client);
-    kube_config_destroy(&fx.kcfg);
     fake_api_stop(&fx.api.srv);
     pthread_mutex_destroy(&fx.api.mu);
 }
@@ -134,7 +124,7 @@ static int run_until(int (*cond)(void), int ms)
         int64_t wait = 20 * NS_PER_MS;
         if (next - now < wait)
             wait = next > now ? next - now : 0;
-        loop_run_once(fx.loop, wait);
+        loop_run_once(fx.la.loop, wait);
     }
     return cond();
 }
@@ -241,9 +231,9 @@ static void test_failures_relist(void)
     CU_ASSERT_TRUE(reflector_sync_state(fx.r).listing);
     int64_t until = now + 3000 * NS_PER_MS;
     while (clock_mono_ns() < until && fx.api.lists < 1)
-        loop_run_once(fx.loop, 10 * NS_PER_MS);
+        loop_run_once(fx.la.loop, 10 * NS_PER_MS);
     for (int i = 0; i < 20; i++)
-        loop_run_once(fx.loop, 5 * NS_PER_MS);
+        loop_run_once(fx.la.loop, 5 * NS_PER_MS);
     syncgate_kind_t st = reflector_sync_state(fx.r);
     CU_ASSERT_FALSE(st.synced);
     CU_ASSERT_FALSE(st.listing);
