@@ -40,25 +40,6 @@ deltapub_t *deltapub_new(const cache_t *cache, void **pub_p, void **snapshot_p, 
     return p;
 }
 
-void deltapub_destroy(deltapub_t **self_p)
-{
-    if (!self_p || !*self_p)
-        return;
-    deltapub_t *p = *self_p;
-    if (p->loop) {
-        if (p->snapshot)
-            loop_remove_socket(p->loop, p->snapshot);
-        if (p->hugz_timer > 0)
-            loop_cancel_timer(p->loop, p->hugz_timer);
-    }
-    if (p->pub)
-        zmq_close(p->pub);
-    if (p->snapshot)
-        zmq_close(p->snapshot);
-    free(p);
-    *self_p = NULL;
-}
-
 /* One JSON line: {"seq","type","kind","key","resourceVersion","object"}; the object is the
  * cache's text as is. */
 static void tail_print(FILE *out, uint64_t seq, const char *type, const cache_item_t *it)
@@ -168,12 +149,28 @@ static int on_hugz(loop_t *loop, int id, void *arg)
 int deltapub_attach(deltapub_t *p, loop_t *loop)
 {
     p->loop = loop;
-    if (p->snapshot && loop_add_socket(loop, p->snapshot, LOOP_IN, on_snapshot, p))
-        return -1;
-    if (p->pub) {
+    if (p->pub)
         p->hugz_timer = loop_add_timer(loop, 0, PROTO_HEARTBEAT_MS * NS_PER_MS, on_hugz, p);
-        if (p->hugz_timer < 0)
-            return -1;
-    }
+    if (p->hugz_timer < 0 || (p->snapshot && loop_add_socket(loop, p->snapshot, LOOP_IN, on_snapshot, p)))
+        return -1;
     return 0;
+}
+
+void deltapub_destroy(deltapub_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    deltapub_t *p = *self_p;
+    if (p->loop) {
+        if (p->snapshot)
+            loop_remove_socket(p->loop, p->snapshot);
+        if (p->hugz_timer > 0)
+            loop_cancel_timer(p->loop, p->hugz_timer);
+    }
+    if (p->pub)
+        zmq_close(p->pub);
+    if (p->snapshot)
+        zmq_close(p->snapshot);
+    free(p);
+    *self_p = NULL;
 }

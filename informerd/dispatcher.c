@@ -36,10 +36,20 @@ typedef struct {
     int64_t last_heard_ns;
 } worker_slot_t;
 
+/* A socket of the dispatcher's on the loop: each message it reads goes to fn. */
+typedef struct {
+    dispatcher_t *d;
+    void *socket;
+    size_t max_bytes;           /* a longer message is dropped (rmsg_recv) */
+    void (*fn)(dispatcher_t *d, rmsg_t *m, int64_t now);
+} reader_t;
+
 struct dispatcher {
     dispatcher_config_t cfg;
     dispatcher_sockets_t socks;
     loop_t *loop;               /* attached to, or NULL */
+    reader_t readers[4];        /* the sockets it reads, once attached */
+    size_t nreaders;
     int heartbeat_timer;
     workqueue_t *queue;
     obsstore_t *observations;   /* observerd's latest per RedisCluster key */
@@ -326,47 +336,37 @@ static int64_t announced_capacity(const rmsg_t *m)
     return cap;
 }
 
-/* READY, HEARTBEAT and DONE from the workers. */
-static int on_work(loop_t *loop, void *socket, int fd, int revents, void *arg)
+/* READY, HEARTBEAT or DONE from a worker (frame 0 its routing id). */
+static void work_message(dispatcher_t *d, rmsg_t *m, int64_t now)
 {
-    (void)loop, (void)socket, (void)fd, (void)revents;
-    dispatcher_t *d = arg;
-    int64_t now = clock_mono_ns();
-    rmsg_t *m;
-    while ((m = rmsg_recv(d->socks.work, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 1 << 20)) != NULL) {
-        size_t idlen = 0;
-        const char *id = rmsg_frame(m, 0, &idlen);
-        worker_slot_t *w = worker_find(d, id, idlen);
-        int ready = rmsg_frame_is(m, 1, PROTO_READY);
-        if (w && ready && w->held.n) {
-            /* it restarted its link while holding items: they are lost with it */
-            worker_lost(d, w, "reconnected", now);
-            w = NULL;
-        }
-        if (!w && idlen < sizeof(w->id) && d->nworkers < MAX_WORKERS) {
-            w = &d->workers[d->nworkers++];
-            memset(w, 0, sizeof(*w));
-            memcpy(w->id, id, idlen);
-            w->idlen = idlen;
-            workslot_init(&w->held, 1);
-        }
-        if (!w) {
-            rmsg_destroy(&m);
-            continue;
-        }
-        w->last_heard_ns = now;
-        if (ready || rmsg_frame_is(m, 1, PROTO_HEARTBEAT)) {
-            workslot_set_capacity(&w->held, announced_capacity(m));
-        } else if (rmsg_frame_is(m, 1, PROTO_DONE)) {
-            rmsg_t *body = rmsg_pop_frame_msg(m);
-            rmsg_destroy(&body);
-            handle_done(d, w, m, now);
-        } else {
-            rlog_warn("unknown message on the work socket; dropped", "worker", w->id);
-        }
-        rmsg_destroy(&m);
+    size_t idlen = 0;
+    const char *id = rmsg_frame(m, 0, &idlen);
+    worker_slot_t *w = worker_find(d, id, idlen);
+    int ready = rmsg_frame_is(m, 1, PROTO_READY);
+    if (w && ready && w->held.n) {
+        /* it restarted its link while holding items: they are lost with it */
+        worker_lost(d, w, "reconnected", now);
+        w = NULL;
     }
-    return 0;
+    if (!w && idlen < sizeof(w->id) && d->nworkers < MAX_WORKERS) {
+        w = &d->workers[d->nworkers++];
+        memset(w, 0, sizeof(*w));
+        memcpy(w->id, id, idlen);
+        w->idlen = idlen;
+        workslot_init(&w->held, 1);
+    }
+    if (!w)
+        return;
+    w->last_heard_ns = now;
+    if (ready || rmsg_frame_is(m, 1, PROTO_HEARTBEAT)) {
+        workslot_set_capacity(&w->held, announced_capacity(m));
+    } else if (rmsg_frame_is(m, 1, PROTO_DONE)) {
+        rmsg_t *body = rmsg_pop_frame_msg(m);
+        rmsg_destroy(&body);
+        handle_done(d, w, m, now);
+    } else {
+        rlog_warn("unknown message on the work socket; dropped", "worker", w->id);
+    }
 }
 
 /* Every heartbeat period: the workers' liveness, and a HEARTBEAT to each. */
@@ -403,105 +403,100 @@ static int on_heartbeat(loop_t *loop, int id, void *arg)
 
 /* ---- the supervisor and electord ------------------------------------------------------- */
 
-/* The supervisor says a child exited: a worker's items come back at once. */
-static int on_events(loop_t *loop, void *socket, int fd, int revents, void *arg)
+/* The supervisor says a child exited (EXITED name pid signal code): a worker's items come
+ * back at once. */
+static void events_message(dispatcher_t *d, rmsg_t *m, int64_t now)
 {
-    (void)loop, (void)socket, (void)fd, (void)revents;
-    dispatcher_t *d = arg;
-    int64_t now = clock_mono_ns();
-    rmsg_t *m;
-    while ((m = rmsg_recv(d->socks.events, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
-        int64_t pid = 0, sig = 0;
-        if (rmsg_frame_is(m, 0, PROTO_EXITED) && rmsg_frame_int64(m, 2, &pid) == 0 &&
-            rmsg_frame_int64(m, 3, &sig) == 0) {
-            char id[64];
-            int len = snprintf(id, sizeof(id), "w-%lld", (long long)pid);
-            worker_slot_t *w = worker_find(d, id, (size_t)len);
-            int64_t code = -1;
-            rmsg_frame_int64(m, 4, &code);
-            if (w && sig == 0 && code == 0) {
-                /* A clean exit (a worker retired by `ctl workers`, or stopping) is no
-                 * crash: items it never got to go back without counting against their
-                 * keys. */
-                worker_release_all(d, w, "exited", 0, now);
-            } else if (w) {
-                char why[64];
-                snprintf(why, sizeof(why), sig ? "killed by signal %lld" : "exited",
-                         (long long)sig);
-                worker_lost(d, w, why, now);
-            }
-        }
-        rmsg_destroy(&m);
+    int64_t pid = 0, sig = 0, code = -1;
+    if (!rmsg_frame_is(m, 0, PROTO_EXITED) || rmsg_frame_int64(m, 2, &pid) || rmsg_frame_int64(m, 3, &sig))
+        return;
+    char id[64];
+    int len = snprintf(id, sizeof(id), "w-%lld", (long long)pid);
+    worker_slot_t *w = worker_find(d, id, (size_t)len);
+    rmsg_frame_int64(m, 4, &code);
+    if (w && sig == 0 && code == 0) {
+        /* A clean exit (a worker retired by `ctl workers`, or stopping) is no crash: items
+         * it never got to go back without counting against their keys. */
+        worker_release_all(d, w, "exited", 0, now);
+    } else if (w) {
+        char why[64];
+        snprintf(why, sizeof(why), sig ? "killed by signal %lld" : "exited", (long long)sig);
+        worker_lost(d, w, why, now);
     }
-    return 0;
 }
 
-/* electord's LEADER: whether we lead, the epoch, the lease's validity. */
-static int on_leader(loop_t *loop, void *socket, int fd, int revents, void *arg)
+/* electord's LEADER is_leader holder transitions epoch valid_until_ms. */
+static void leader_message(dispatcher_t *d, rmsg_t *m, int64_t now)
 {
-    (void)loop, (void)socket, (void)fd, (void)revents;
-    dispatcher_t *d = arg;
-    rmsg_t *m;
-    while ((m = rmsg_recv(d->socks.leader, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, 4096)) != NULL) {
-        int64_t is_leader, epoch, valid;
-        if (rmsg_frame_is(m, 0, PROTO_LEADER) && rmsg_frame_int64(m, 1, &is_leader) == 0 &&
-            rmsg_frame_int64(m, 4, &epoch) == 0 && rmsg_frame_int64(m, 5, &valid) == 0) {
-            if ((is_leader != 0) != d->is_leader)
-                rlog_info(is_leader ? "leading: dispatching work" : "not leading: work waits");
-            d->is_leader = is_leader != 0;
-            d->epoch = epoch;
-            d->valid_until_ms = valid;
-        }
-        rmsg_destroy(&m);
-    }
-    return 0;
+    (void)now;
+    int64_t is_leader, epoch, valid;
+    if (!rmsg_frame_is(m, 0, PROTO_LEADER) || rmsg_frame_int64(m, 1, &is_leader) ||
+        rmsg_frame_int64(m, 4, &epoch) || rmsg_frame_int64(m, 5, &valid))
+        return;
+    if ((is_leader != 0) != d->is_leader)
+        rlog_info(is_leader ? "leading: dispatching work" : "not leading: work waits");
+    d->is_leader = is_leader != 0;
+    d->epoch = epoch;
+    d->valid_until_ms = valid;
 }
 
 /* ---- observations from observerd ------------------------------------------------------ */
 
+/* Whether the len bytes at text are a JSON object with a "nodes" array. */
+static int observation_valid(const char *text, size_t len)
+{
+    json_tokener *tok = json_tokener_new();
+    json_object *o = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
+    int ok = o && json_tokener_get_error(tok) == json_tokener_success &&
+             json_object_is_type(jsonx_get(o, "nodes"), json_type_array);
+    json_object_put(o);
+    json_tokener_free(tok);
+    return ok;
+}
+
 /* OBSERVED key observation: keep it as the key's latest and queue the key. Only for a
  * cached RedisCluster (observerd follows our cache, so anything else is stale). */
-static int on_observe(loop_t *loop, void *socket, int fd, int revents, void *arg)
+static void observe_message(dispatcher_t *d, rmsg_t *m, int64_t now)
+{
+    size_t len = 0;
+    char *key = rmsg_strdup(m, 1);
+    const char *text = rmsg_frame(m, 2, &len);
+    const char *result = "malformed";
+    if (!rmsg_frame_is(m, 0, PROTO_OBSERVED) || !key || !text || rmsg_size(m) != 3) {
+        proto_error("observe", "malformed OBSERVED");
+        goto out;
+    }
+    if (!observation_valid(text, len)) {
+        proto_error("observe", "OBSERVED observation is not {\"nodes\":[...]}");
+        goto out;
+    }
+    result = "unknown_key";
+    if (!cache_lookup(d->cfg.cache, RDC_KIND, key))
+        goto out;
+    result = NULL;
+    if (obsstore_put(d->observations, key, text, len)) {
+        rlog_warn("out of memory keeping an observation", "key", key);
+        goto out;
+    }
+    result = "stored";
+    workqueue_add(d->queue, key, now);
+out:
+    if (result)
+        metric_counter_add(d->m_observations, METRIC_LABELS(result), 1);
+    free(key);
+}
+
+/* ---- the sockets' reader ---------------------------------------------------------------- */
+
+/* Every message waiting on the reader's socket, each to its handler (and then freed). */
+static int on_reader(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
     (void)loop, (void)socket, (void)fd, (void)revents;
-    dispatcher_t *d = arg;
+    const reader_t *r = arg;
     int64_t now = clock_mono_ns();
     rmsg_t *m;
-    while ((m = rmsg_recv(d->socks.observe, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_OBSERVATION_BYTES + 1024)) != NULL) {
-        size_t len = 0;
-        char *key = rmsg_strdup(m, 1);
-        const char *text = rmsg_frame(m, 2, &len);
-        json_object *o = NULL;
-        if (!rmsg_frame_is(m, 0, PROTO_OBSERVED) || !key || !text || rmsg_size(m) != 3) {
-            proto_error("observe", "malformed OBSERVED");
-            metric_counter_add(d->m_observations, METRIC_LABELS("malformed"), 1);
-            goto next;
-        }
-        json_tokener *tok = json_tokener_new();
-        o = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
-        if (tok && json_tokener_get_error(tok) != json_tokener_success) {
-            json_object_put(o);
-            o = NULL;
-        }
-        json_tokener_free(tok);
-        if (!o || !json_object_is_type(jsonx_get(o, "nodes"), json_type_array)) {
-            proto_error("observe", "OBSERVED observation is not {\"nodes\":[...]}");
-            metric_counter_add(d->m_observations, METRIC_LABELS("malformed"), 1);
-            goto next;
-        }
-        if (!cache_lookup(d->cfg.cache, RDC_KIND, key)) {
-            metric_counter_add(d->m_observations, METRIC_LABELS("unknown_key"), 1);
-            goto next;
-        }
-        if (obsstore_put(d->observations, key, text, len)) {
-            rlog_warn("out of memory keeping an observation", "key", key);
-            goto next;
-        }
-        metric_counter_add(d->m_observations, METRIC_LABELS("stored"), 1);
-        workqueue_add(d->queue, key, now);
-    next:
-        json_object_put(o);
-        free(key);
+    while ((m = rmsg_recv(r->socket, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, r->max_bytes)) != NULL) {
+        r->fn(r->d, m, now);
         rmsg_destroy(&m);
     }
     return 0;
@@ -641,43 +636,27 @@ dispatcher_t *dispatcher_new(const dispatcher_config_t *cfg, dispatcher_sockets_
     return d;
 }
 
-void dispatcher_destroy(dispatcher_t **self_p)
-{
-    if (!self_p || !*self_p)
-        return;
-    dispatcher_t *d = *self_p;
-    if (d->loop) {
-        void *readers[] = {d->socks.work, d->socks.observe, d->socks.events, d->socks.leader};
-        for (size_t i = 0; i < sizeof(readers) / sizeof(readers[0]); i++)
-            if (readers[i])
-                loop_remove_socket(d->loop, readers[i]);
-        if (d->heartbeat_timer > 0)
-            loop_cancel_timer(d->loop, d->heartbeat_timer);
-    }
-    close_sockets(&d->socks);
-    workqueue_destroy(&d->queue);
-    obsstore_destroy(&d->observations);
-    secretref_destroy(&d->secretrefs);
-    ownwrite_destroy(&d->ownwrites);
-    free(d);
-    *self_p = NULL;
-}
-
 int dispatcher_attach(dispatcher_t *d, loop_t *loop)
 {
-    dispatcher_sockets_t *s = &d->socks;
+    const dispatcher_sockets_t *s = &d->socks;
+    const reader_t all[] = {
+        {d, s->leader, 4096, leader_message},
+        {d, s->events, 4096, events_message},
+        {d, s->work, 1 << 20, work_message},
+        {d, s->observe, PROTO_MAX_OBSERVATION_BYTES + 1024, observe_message},
+    };
     d->loop = loop;
-    if ((s->leader && loop_add_socket(loop, s->leader, LOOP_IN, on_leader, d)) ||
-        (s->events && loop_add_socket(loop, s->events, LOOP_IN, on_events, d)) ||
-        (s->work && loop_add_socket(loop, s->work, LOOP_IN, on_work, d)) ||
-        (s->observe && loop_add_socket(loop, s->observe, LOOP_IN, on_observe, d)))
-        return -1;
-    if (s->work) {
-        d->heartbeat_timer = loop_add_timer(loop, 0, PROTO_HEARTBEAT_MS * NS_PER_MS, on_heartbeat, d);
-        if (d->heartbeat_timer < 0)
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        if (!all[i].socket)
+            continue;
+        d->readers[d->nreaders] = all[i];
+        if (loop_add_socket(loop, all[i].socket, LOOP_IN, on_reader, &d->readers[d->nreaders]))
             return -1;
+        d->nreaders++;
     }
-    return 0;
+    if (s->work)
+        d->heartbeat_timer = loop_add_timer(loop, 0, PROTO_HEARTBEAT_MS * NS_PER_MS, on_heartbeat, d);
+    return d->heartbeat_timer < 0 ? -1 : 0;
 }
 
 /* A key held back for its own write, which did not come in time: queued again. */
@@ -720,4 +699,22 @@ int64_t dispatcher_next_deadline(dispatcher_t *d, int64_t now_ns)
 void dispatcher_update_metrics(dispatcher_t *d, int64_t now_ns)
 {
     workqueue_update_metrics(d->queue, now_ns);
+}
+
+void dispatcher_destroy(dispatcher_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    dispatcher_t *d = *self_p;
+    for (size_t i = 0; i < d->nreaders; i++)
+        loop_remove_socket(d->loop, d->readers[i].socket);
+    if (d->heartbeat_timer > 0)
+        loop_cancel_timer(d->loop, d->heartbeat_timer);
+    close_sockets(&d->socks);
+    workqueue_destroy(&d->queue);
+    obsstore_destroy(&d->observations);
+    secretref_destroy(&d->secretrefs);
+    ownwrite_destroy(&d->ownwrites);
+    free(d);
+    *self_p = NULL;
 }
