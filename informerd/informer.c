@@ -325,6 +325,13 @@ static int on_turn(loop_t *loop, int64_t now, int64_t *wait, void *arg)
     return 0;
 }
 
+static int on_metrics(loop_t *loop, int id, void *arg)
+{
+    (void)loop, (void)id;
+    update_metrics(arg, clock_mono_ns());
+    return 0;
+}
+
 /* SIGTERM/SIGINT: stop dispatching and drain; a second one ends the drain at once. */
 static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
@@ -342,13 +349,6 @@ static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
             inf->stop_deadline_ns = now;
         }
     }
-    return 0;
-}
-
-static int on_metrics(loop_t *loop, int id, void *arg)
-{
-    (void)loop, (void)id;
-    update_metrics(arg, clock_mono_ns());
     return 0;
 }
 

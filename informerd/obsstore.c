@@ -39,15 +39,6 @@ obsstore_t *obsstore_new(void)
     return s;
 }
 
-void obsstore_destroy(obsstore_t **self_p)
-{
-    if (!self_p || !*self_p)
-        return;
-    hm_destroy_with(&(*self_p)->by_key, observation_free);
-    free(*self_p);
-    *self_p = NULL;
-}
-
 int obsstore_put(obsstore_t *s, const char *key, const char *json, size_t len)
 {
     if (!key)
@@ -88,4 +79,13 @@ void obsstore_forget(obsstore_t *s, const char *key)
 size_t obsstore_count(const obsstore_t *s)
 {
     return hm_count(s->by_key);
+}
+
+void obsstore_destroy(obsstore_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    hm_destroy_with(&(*self_p)->by_key, observation_free);
+    free(*self_p);
+    *self_p = NULL;
 }

@@ -606,20 +606,6 @@ fail:
     return NULL;
 }
 
-void reflector_destroy(reflector_t **self_p)
-{
-    if (!self_p || !*self_p)
-        return;
-    reflector_t *r = *self_p;
-    for (size_t i = 0; r->streams && i < r->nstreams; i++) {
-        stream_stop(&r->streams[i]);
-        watch_decoder_destroy(&r->streams[i].dec);
-    }
-    free(r->streams);
-    free(r);
-    *self_p = NULL;
-}
-
 void reflector_step(reflector_t *r, int64_t now_ns)
 {
     if (r->need_relist && now_ns >= r->next_list_ns) {
@@ -650,4 +636,18 @@ syncgate_kind_t reflector_sync_state(const reflector_t *r)
 const char *reflector_kind(const reflector_t *r)
 {
     return r->k.kind;
+}
+
+void reflector_destroy(reflector_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    reflector_t *r = *self_p;
+    for (size_t i = 0; r->streams && i < r->nstreams; i++) {
+        stream_stop(&r->streams[i]);
+        watch_decoder_destroy(&r->streams[i].dec);
+    }
+    free(r->streams);
+    free(r);
+    *self_p = NULL;
 }

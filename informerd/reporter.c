@@ -55,23 +55,6 @@ reporter_t *reporter_new(const reporter_config_t *cfg)
     return r;
 }
 
-void reporter_destroy(reporter_t **self_p)
-{
-    if (!self_p || !*self_p)
-        return;
-    reporter_t *r = *self_p;
-    while (r->writes) {
-        write_t *w = r->writes;
-        r->writes = w->next;
-        loop_curl_remove(r->cfg.lc, kube_async_handle(w->req));
-        kube_async_destroy(&w->req);
-        free(w);
-    }
-    toolarge_destroy(&r->too_large);
-    free(r);
-    *self_p = NULL;
-}
-
 /* ---- writes on the loop ----------------------------------------------------------------- */
 
 static void on_write_done(const kube_error_t *err, long status, void *arg)
@@ -265,4 +248,21 @@ void reporter_reconcile_completed(reporter_t *r, const char *key, int64_t fence_
     if (crashcond_is_true(rc, NULL, NULL))
         crashcond_write(r, key, rc, 0, "the reconcile completed without crashing the worker", fence_ns);
     json_object_put(rc);
+}
+
+void reporter_destroy(reporter_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    reporter_t *r = *self_p;
+    while (r->writes) {
+        write_t *w = r->writes;
+        r->writes = w->next;
+        loop_curl_remove(r->cfg.lc, kube_async_handle(w->req));
+        kube_async_destroy(&w->req);
+        free(w);
+    }
+    toolarge_destroy(&r->too_large);
+    free(r);
+    *self_p = NULL;
 }

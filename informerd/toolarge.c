@@ -45,18 +45,6 @@ fail:
     return NULL;
 }
 
-void toolarge_destroy(toolarge_t **self_p)
-{
-    if (!self_p || !*self_p)
-        return;
-    toolarge_t *q = *self_p;
-    for (; q->n; q->n--, q->head = (q->head + 1) % q->max)
-        free(q->ring[q->head]);
-    free(q->ring);
-    free(q);
-    *self_p = NULL;
-}
-
 int toolarge_push(toolarge_t *q, const char *kind, const char *key)
 {
     if (q->n == q->max)
@@ -88,4 +76,16 @@ size_t toolarge_drain(toolarge_t *q, size_t n, void (*fn)(void *arg, const char 
 size_t toolarge_count(const toolarge_t *q)
 {
     return q->n;
+}
+
+void toolarge_destroy(toolarge_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    toolarge_t *q = *self_p;
+    for (; q->n; q->n--, q->head = (q->head + 1) % q->max)
+        free(q->ring[q->head]);
+    free(q->ring);
+    free(q);
+    *self_p = NULL;
 }
