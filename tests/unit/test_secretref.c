@@ -142,7 +142,7 @@ static void test_metadata_only(void)
                            "\"namespace\":\"a\",\"labels\":{\"x\":\"y\"}}}");
     /* More members than one round drops. */
     for (int i = 0; i < 200; i++) {
-        char k[16];
+        char k[32];
         snprintf(k, sizeof(k), "extra%d", i);
         json_object_object_add(s, k, json_object_new_string("secret"));
     }
