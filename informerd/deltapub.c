@@ -49,7 +49,8 @@ static void tail_print(FILE *out, uint64_t seq, const char *type, const cache_it
     json_object_object_add(o, "type", json_object_new_string(type));
     json_object_object_add(o, "kind", json_object_new_string(it->kind));
     json_object_object_add(o, "key", json_object_new_string(it->key));
-    json_object_object_add(o, "resourceVersion", json_object_new_string(it->resource_version ? it->resource_version : ""));
+    const char *rv = it->resource_version ? it->resource_version : "";
+    json_object_object_add(o, "resourceVersion", json_object_new_string(rv));
     const char *head = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     /* head ends with '}': splice the object in as the last member. */
     if (head && *head)

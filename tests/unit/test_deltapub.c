@@ -181,7 +181,8 @@ static void test_tail_only(void)
     CU_ASSERT_EQUAL(cache_delete(c, "RedisCluster", "ns/a", NULL, err, sizeof(err)), 0);
     fflush(out);
     CU_ASSERT_PTR_NOT_NULL(strstr(tail, "{\"seq\":1,\"type\":\"ADDED\",\"kind\":\"RedisCluster\",\"key\":\"ns/a\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(tail, "\n{\"seq\":2,\"type\":\"DELETED\",\"kind\":\"RedisCluster\",\"key\":\"ns/a\""));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(tail, "\n{\"seq\":2,\"type\":\"DELETED\",\"kind\":\"RedisCluster\",\"key\":\"ns/a\""));
     deltapub_destroy(&p);
     loop_destroy(&loop);
     fclose(out);

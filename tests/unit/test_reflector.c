@@ -149,7 +149,8 @@ static int second_watch(void)
 
 static int relisted_without_b(void)
 {
-    return !cache_lookup(fx.cache, "RedisCluster", "ns/b") && watches_at_least(3) && !reflector_sync_state(fx.r).listing;
+    return !cache_lookup(fx.cache, "RedisCluster", "ns/b") && watches_at_least(3) &&
+           !reflector_sync_state(fx.r).listing;
 }
 
 static const char *rv_of(const char *key)
