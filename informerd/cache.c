@@ -537,21 +537,6 @@ static void store_free(store_t *s)
 
 /* ---- public API ---- */
 
-cache_t *cache_new(const char *owner_kind)
-{
-    cache_t *c = owner_kind && *owner_kind ? calloc(1, sizeof(*c)) : NULL;
-    if (!c)
-        return NULL;
-    c->owner_kind = strdup(owner_kind);
-    c->owners = hm_new(0);
-    c->label_owners = hm_new(0);
-    if (!c->owner_kind || !c->owners || !c->label_owners || cache_add_kind(c, owner_kind)) {
-        cache_destroy(&c);
-        return NULL;
-    }
-    return c;
-}
-
 void cache_destroy(cache_t **self_p)
 {
     if (!self_p || !*self_p)
@@ -565,6 +550,21 @@ void cache_destroy(cache_t **self_p)
     free(c->owner_kind);
     free(c);
     *self_p = NULL;
+}
+
+cache_t *cache_new(const char *owner_kind)
+{
+    cache_t *c = owner_kind && *owner_kind ? calloc(1, sizeof(*c)) : NULL;
+    if (!c)
+        return NULL;
+    c->owner_kind = strdup(owner_kind);
+    c->owners = hm_new(0);
+    c->label_owners = hm_new(0);
+    if (!c->owner_kind || !c->owners || !c->label_owners || cache_add_kind(c, owner_kind)) {
+        cache_destroy(&c);
+        return NULL;
+    }
+    return c;
 }
 
 int cache_add_kind(cache_t *c, const char *kind)

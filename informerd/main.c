@@ -136,9 +136,9 @@ int main(int argc, char **argv)
         {NULL, OPT_END, NULL, NULL},
     };
     /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
-    int early = opts_daemon_main("informerd", summary, &c, own, argc, argv,
-                                 "kubeconfig,context,leader-elect,namespace,sync-period,graceful-shutdown-timeout,"
-                                 "log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
+    static const char used[] = "kubeconfig,context,leader-elect,namespace,sync-period,graceful-shutdown-timeout,"
+                               "log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir";
+    int early = opts_daemon_main("informerd", summary, &c, own, argc, argv, used);
     if (early >= 0)
         return early;
     if (check_flags(&c, &o))
