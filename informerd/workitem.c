@@ -5,7 +5,8 @@
 int workitem_children(const cache_t *c, const char *key, const char *observation, size_t obslen, buf_t *out)
 {
     static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget"};
-    if (cache_children_json(c, key, kinds, sizeof(kinds) / sizeof(kinds[0]), out) || !out->len || out->data[out->len - 1] != '}')
+    if (cache_children_json(c, key, kinds, sizeof(kinds) / sizeof(kinds[0]), out) || !out->len ||
+        out->data[out->len - 1] != '}')
         return -1;
     out->data[--out->len] = '\0'; /* reopen the object */
     /* The role Services of a Replication cluster: <name>-primary, <name>-replicas. */
