@@ -135,6 +135,12 @@ static int redis_conf(const render_input_t *in, int restart_only, buf_t *out)
     for (size_t i = 0; i < n; i++)
         if (persistence_line(&d[i], out))
             return -1;
+    if (in->cluster &&
+        buf_printf(out,
+                   "cluster-enabled yes\ncluster-config-file " RENDER_NODES_CONF "\ncluster-node-timeout %lld\n"
+                   "cluster-allow-replica-migration no\n",
+                   (long long)(in->node_timeout_ms > 0 ? in->node_timeout_ms : 3000)))
+        return -1;
     if (in->maxmemory && buf_printf(out, "maxmemory %s\n", in->maxmemory))
         return -1;
     if (in->maxmemory_policy && buf_printf(out, "maxmemory-policy %s\n", in->maxmemory_policy))
@@ -301,6 +307,11 @@ static json_object *labels(const render_input_t *in, int full, int *oom)
     json_object *l = jsonx_new_obj(oom);
     jsonx_put(l, RENDER_LABEL_NAME, jsonx_new_str(RENDER_APP_NAME, oom), oom);
     jsonx_put(l, RENDER_LABEL_INSTANCE, jsonx_new_str(in->name, oom), oom);
+    if (in->cluster && in->shard >= 0) {
+        char k[16];
+        snprintf(k, sizeof(k), "%d", in->shard);
+        jsonx_put(l, RENDER_LABEL_SHARD, jsonx_new_str(k, oom), oom);
+    }
     if (full) {
         jsonx_put(l, RENDER_LABEL_MANAGED_BY, jsonx_new_str(RENDER_FIELD_MANAGER, oom), oom);
         jsonx_put(l, RENDER_LABEL_PART_OF, jsonx_new_str(RENDER_PART_OF, oom), oom);
@@ -481,10 +492,11 @@ static json_object *redis_container(const render_input_t *in, int *oom)
         jsonx_push(env, secret_env(in, RENDER_PASSWORD_ENV, oom), oom);
         jsonx_push(env, secret_env(in, "REDISCLI_AUTH", oom), oom);
     }
-    if (in->replication) {
+    if (in->replication || in->cluster) {
         /* A replica names itself by its pod IP (behind NAT or a node-local proxy its
          * connection's source address is another): the primary's INFO lists it so, and
-         * FAILOVER TO <pod ip> finds it (SWITCHOVER). */
+         * FAILOVER TO <pod ip> finds it (SWITCHOVER). A cluster node announces it to the
+         * other nodes and to clients (CLUSTER SHARDS). */
         json_object *e = jsonx_new_obj(oom), *from = jsonx_new_obj(oom), *ref = jsonx_new_obj(oom);
         jsonx_put(ref, "fieldPath", jsonx_new_str("status.podIP", oom), oom);
         jsonx_put(from, "fieldRef", ref, oom);
@@ -493,6 +505,10 @@ static json_object *redis_container(const render_input_t *in, int *oom)
         jsonx_push(env, e, oom);
         jsonx_push(cmd, jsonx_new_str("--replica-announce-ip", oom), oom);
         jsonx_push(cmd, jsonx_new_str("$(" RENDER_POD_IP_ENV ")", oom), oom);
+        if (in->cluster) {
+            jsonx_push(cmd, jsonx_new_str("--cluster-announce-ip", oom), oom);
+            jsonx_push(cmd, jsonx_new_str("$(" RENDER_POD_IP_ENV ")", oom), oom);
+        }
     }
     jsonx_put(c, "command", cmd, oom);
     if (json_object_array_length(env))
@@ -517,7 +533,7 @@ static json_object *redis_container(const render_input_t *in, int *oom)
      * earlier and more often, so a pod joins the Service as soon as it answers. */
     jsonx_put(c, "livenessProbe", ping_probe(10, 10, oom), oom);
     jsonx_put(c, "readinessProbe", ping_probe(5, 5, oom), oom);
-    if (in->replication) {
+    if (in->replication || in->cluster) {
         /* SWITCHOVER: a primary's pod being deleted waits for its role to move. */
         json_object *exec = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom), *life = jsonx_new_obj(oom);
         jsonx_put(exec, "command", str_array(oom, "sh", "-c", RENDER_PRESTOP_SCRIPT, STR_END), oom);
@@ -610,22 +626,39 @@ static json_object *data_claim_template(const render_input_t *in, int *oom)
     return pvc;
 }
 
+int render_shard_name(const char *name, int k, char *out, size_t len)
+{
+    int n = snprintf(out, len, "%s-shard%d", name, k);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* The name of in's StatefulSet and PDB: the cluster's, or its shard's (CLUSTER). */
+static const char *own_name(const render_input_t *in, char *buf, size_t len)
+{
+    if (!in->cluster || in->shard < 0 || render_shard_name(in->name, in->shard, buf, len))
+        return in->name;
+    return buf;
+}
+
 json_object *render_statefulset(const render_input_t *in, const char *config_hash)
 {
     int oom = 0;
-    json_object *sts = child_object(in, in->name, "apps/v1", "StatefulSet", &oom);
+    char shard_name[300];
+    json_object *sts = child_object(in, own_name(in, shard_name, sizeof(shard_name)), "apps/v1", "StatefulSet", &oom);
     json_object *selector = jsonx_new_obj(&oom);
     jsonx_put(selector, "matchLabels", labels(in, 0, &oom), &oom);
     json_object *vcts = jsonx_new_arr(&oom);
     jsonx_push(vcts, data_claim_template(in, &oom), &oom);
 
     json_object *spec = jsonx_new_obj(&oom);
-    jsonx_put(spec, "replicas", jsonx_new_int(in->size, &oom), &oom);
+    jsonx_put(spec, "replicas", jsonx_new_int(in->cluster ? 1 + in->replicas_per_shard : in->size, &oom), &oom);
     jsonx_put(spec, "serviceName", jsonx_new_str(in->name, &oom), &oom);
+    if (in->cluster)
+        jsonx_put(spec, "podManagementPolicy", jsonx_new_str("Parallel", &oom), &oom);
     jsonx_put(spec, "selector", selector, &oom);
     jsonx_put(spec, "template", pod_template(in, config_hash, &oom), &oom);
     jsonx_put(spec, "volumeClaimTemplates", vcts, &oom);
-    if (in->replication) {
+    if (in->replication || in->cluster) {
         /* SWITCHOVER (plan.h): the operator chooses the order in which pods restart. */
         json_object *us = jsonx_new_obj(&oom);
         jsonx_put(us, "type", jsonx_new_str("OnDelete", &oom), &oom);
@@ -649,7 +682,9 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
 json_object *render_pdb(const render_input_t *in)
 {
     int oom = 0;
-    json_object *pdb = child_object(in, in->name, "policy/v1", "PodDisruptionBudget", &oom);
+    char shard_name[300];
+    json_object *pdb =
+        child_object(in, own_name(in, shard_name, sizeof(shard_name)), "policy/v1", "PodDisruptionBudget", &oom);
     json_object *selector = jsonx_new_obj(&oom);
     jsonx_put(selector, "matchLabels", labels(in, 0, &oom), &oom);
     const json_object *mu = jsonx_get(knob(in, "podDisruptionBudget", json_type_object), "maxUnavailable");
