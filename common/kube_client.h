@@ -236,7 +236,9 @@ CURL *kube_client_watch_handle(kube_client_t *c, const char *path,
  *   ... the multi reports h done with code: remove h from the multi, then
  *   kube_pager_finish(p, code, &err)        KUBE_PAGER_MORE: start the next page
  *                                           KUBE_PAGER_DONE: kube_pager_items / _rv
- *                                           KUBE_PAGER_ERROR: err says why
+ *                                           KUBE_PAGER_ERROR: err says why (HTTP
+ *                                           status, Retry-After); kube_pager_start then
+ *                                           asks the same page again (a retry)
  *
  * Bounded by bytes as well as by count: a page whose body passes the client's
  * max_response_bytes is dropped as it arrives and asked again (KUBE_PAGER_MORE) with the
@@ -253,7 +255,8 @@ CURL *kube_client_watch_handle(kube_client_t *c, const char *path,
  * expired continue token) over the cap is asked again in pages from the first, once.
  *
  * Each page is one request with the client's timeout, counted in the client's metrics,
- * but it does not wait for the client's rate limiter. The pager owns its handle (freed
+ * but it neither waits for the client's rate limiter nor retries: kube_call (kube_call.h)
+ * does both, a page at a time, by the one rule (kube_retry.h). The pager owns its handle (freed
  * by finish and destroy); remove it from the multi before either. */
 typedef struct kube_pager kube_pager_t;
 typedef enum { KUBE_PAGER_ERROR = -1, KUBE_PAGER_DONE = 0, KUBE_PAGER_MORE = 1 } kube_pager_state_t;
