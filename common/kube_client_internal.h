@@ -106,6 +106,9 @@ int64_t kc_now(const kube_client_t *c);
 int64_t kc_stream_retry_after(const struct curl_slist *headers);
 uint64_t kc_stream_credential(const struct curl_slist *headers);
 
+/* The credential generation of the pager's page handle (0 when none is set up). */
+uint64_t kc_pager_credential(const kube_pager_t *p);
+
 /* Parse len bytes of JSON with the client's depth limit; NULL with why filled. */
 json_object *kc_parse_json(const char *s, size_t len, char *why, size_t whylen);
 

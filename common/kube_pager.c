@@ -280,6 +280,11 @@ kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_
     return st;
 }
 
+uint64_t kc_pager_credential(const kube_pager_t *p)
+{
+    return kc_stream_credential(p->headers);
+}
+
 json_object *kube_pager_items(const kube_pager_t *p)
 {
     return p->items;

@@ -1,11 +1,23 @@
 /* Unit tests of the one retry rule (kube_retry.h): the decision as a table, row by row
- * of the header's rule, and its helpers. */
+ * of the header's rule, and its helpers; and of the retrying request on a loop
+ * (kube_call.h) against the fake API server: which failures it sends again, after how
+ * long, counted in the same metric as the blocking client's retries, stopped by the
+ * deadline and by the fence. */
 #include "clock.h"
 #include "cu_table.h"
+#include "fake_api.h"
+#include "fake_clock.h"
+#include "kube_call.h"
+#include "kube_client.h"
 #include "kube_retry.h"
+#include "log.h"
+#include "loop.h"
+#include "loop_curl.h"
+#include "metrics.h"
 
 #include <CUnit/CUnit.h>
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -167,11 +179,408 @@ static void test_parse_after(void)
     CU_ASSERT_STRING_EQUAL(kube_retry_reason_name(KUBE_RETRY_DEADLINE), "deadline");
 }
 
+/* ---- kube_call against the fake API server ------------------------------------------ */
+
+typedef struct {
+    fake_api_t srv;
+    pthread_mutex_t mu;
+    fake_log_t log;
+    unsigned fail_mask;      /* bit i set: request i gets fail_status */
+    int fail_status;
+    const char *retry_after; /* the failures' Retry-After header; NULL = none */
+    kube_config_t *cfg;
+    kube_client_t *client;
+} api_t;
+
+static int on_request(void *user, struct MHD_Connection *c, const char *method, const char *url,
+                      const char *body, buf_t *out)
+{
+    (void)body;
+    api_t *a = user;
+    pthread_mutex_lock(&a->mu);
+    int i = fake_log_add(&a->log, method, url);
+    int fail = i < 32 && (a->fail_mask >> i) & 1;
+    int status = a->fail_status;
+    const char *ra = a->retry_after;
+    pthread_mutex_unlock(&a->mu);
+    if (fail) {
+        if (ra)
+            fake_api_reply_header("Retry-After", ra);
+        buf_printf(out, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":%d,"
+                        "\"message\":\"no\"}", status);
+        return status;
+    }
+    const char *cont = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "continue");
+    if (strstr(url, "/pods")) /* a LIST of two pages of one pod */
+        buf_printf(out, "{\"metadata\":{%s},\"items\":[{\"metadata\":{\"name\":\"p%d\"}}]}",
+                   cont ? "" : "\"continue\":\"more\"", cont ? 2 : 1);
+    else
+        buf_printf(out, "{\"metadata\":{\"name\":\"%s\"}}", strrchr(url, '/') + 1);
+    return !strcmp(method, "POST") ? 201 : 200;
+}
+
+/* A server and a client whose retries are fast (base 1 ms) and whose Retry-After cap is
+ * ra_cap_ms. */
+static void api_open(api_t *a, int64_t ra_cap_ms)
+{
+    memset(a, 0, sizeof(*a));
+    pthread_mutex_init(&a->mu, NULL);
+    fake_api_start(&a->srv, on_request, a);
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    o.max_retries = 3;
+    o.retry_base_ms = 1;
+    o.retry_after_cap_ms = ra_cap_ms;
+    fake_api_connect(&a->srv, &o, &a->cfg, &a->client);
+}
+
+static void api_close(api_t *a)
+{
+    kube_client_destroy(&a->client);
+    kube_config_destroy(&a->cfg);
+    fake_api_stop(&a->srv);
+    pthread_mutex_destroy(&a->mu);
+}
+
+/* What done saw. */
+typedef struct {
+    int calls;
+    kube_error_code_t code;
+    int fenced, retries;
+    kube_retry_reason_t stop;
+    long status;
+    char body[256];
+    int items;
+} seen_t;
+
+static void on_done(const kube_call_result_t *r, void *arg)
+{
+    seen_t *s = arg;
+    s->calls++;
+    s->code = r->err.code;
+    s->fenced = r->fenced;
+    s->retries = r->retries;
+    s->stop = r->stop;
+    s->status = r->http_status;
+    snprintf(s->body, sizeof(s->body), "%.*s", (int)r->len, r->body ? r->body : "");
+    s->items = r->items ? (int)json_object_array_length(r->items) : -1;
+}
+
+/* Run spec to its end on a loop of its own; the seconds it took. */
+static double run_call(api_t *a, const kube_call_spec_t *spec, seen_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    loop_t *loop = loop_new();
+    loop_curl_t *lc = loop_curl_open(loop);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lc);
+    int64_t t0 = clock_mono_ns();
+    kube_call_t *k = kube_call_start(lc, a->client, spec, on_done, s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    CU_ASSERT_EQUAL(s->calls, 0); /* never from inside kube_call_start */
+    for (int i = 0; i < 500 && !s->calls; i++)
+        loop_run_once(loop, 20 * NS_PER_MS);
+    CU_ASSERT_EQUAL(s->calls, 1);
+    double secs = (double)(clock_mono_ns() - t0) / 1e9;
+    loop_curl_destroy(&lc);
+    loop_destroy(&loop);
+    return secs;
+}
+
+static double retries_counted(kube_client_t *c, const char *code, const char *verb)
+{
+    metric_family_t *f = metrics_counter(metrics_default(), "rest_client_request_retries_total", "", "code,verb,host");
+    return metric_value(f, METRIC_LABELS(code, verb, kube_client_host(c)));
+}
+
+#define CM_PATH "/api/v1/namespaces/default/configmaps/a"
+
+/* A GET answered 503 with Retry-After is sent again after the server's delay (1 s,
+ * capped at 300 ms here), not after the 1 ms backoff; the answer comes back. */
+static void test_call_get_retry_after(void)
+{
+    api_t a;
+    api_open(&a, 300);
+    a.fail_mask = 1;
+    a.fail_status = 503;
+    a.retry_after = "1";
+    seen_t s;
+    kube_call_spec_t spec = {.method = "GET", .path = CM_PATH};
+    double secs = run_call(&a, &spec, &s);
+    CU_ASSERT_EQUAL(s.code, KERR_OK);
+    CU_ASSERT_EQUAL(s.retries, 1);
+    CU_ASSERT_EQUAL(s.status, 200);
+    CU_ASSERT_STRING_EQUAL(s.body, "{\"metadata\":{\"name\":\"a\"}}");
+    CU_ASSERT_EQUAL(a.log.n, 2);
+    CU_ASSERT(secs >= 0.3 && secs < 1.0);
+    api_close(&a);
+}
+
+/* A POST answered 503 is not sent again: the server may have acted. A 429 is: it was
+ * refused before it was processed. */
+static void test_call_post_503_not_retried(void)
+{
+    api_t a;
+    api_open(&a, 300);
+    a.fail_mask = 1;
+    a.fail_status = 503;
+    seen_t s;
+    kube_call_spec_t spec = {.method = "POST", .path = "/api/v1/namespaces/default/configmaps",
+                             .content_type = "application/json", .body = "{}", .len = 2};
+    run_call(&a, &spec, &s);
+    CU_ASSERT_EQUAL(s.code, KERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(s.stop, KUBE_RETRY_MAY_HAVE_ACTED);
+    CU_ASSERT_EQUAL(s.retries, 0);
+    CU_ASSERT_EQUAL(a.log.n, 1);
+    /* 429: again */
+    a.log.n = 0;
+    a.fail_status = 429;
+    run_call(&a, &spec, &s);
+    CU_ASSERT_EQUAL(s.code, KERR_OK);
+    CU_ASSERT_EQUAL(s.retries, 1);
+    CU_ASSERT_EQUAL(a.log.n, 2);
+    /* a merge PATCH's 503: not again; an apply PATCH's: again */
+    a.log.n = 0;
+    a.fail_status = 503;
+    kube_call_spec_t merge = {.method = "PATCH", .path = CM_PATH, .content_type = "application/merge-patch+json",
+                              .body = "{}", .len = 2};
+    run_call(&a, &merge, &s);
+    CU_ASSERT_EQUAL(s.stop, KUBE_RETRY_MAY_HAVE_ACTED);
+    CU_ASSERT_EQUAL(a.log.n, 1);
+    a.log.n = 0;
+    merge.content_type = "application/apply-patch+yaml";
+    run_call(&a, &merge, &s);
+    CU_ASSERT_EQUAL(s.code, KERR_OK);
+    CU_ASSERT_EQUAL(a.log.n, 2);
+    /* 409 is an answer, whatever the method */
+    a.log.n = 0;
+    a.fail_status = 409;
+    kube_call_spec_t put = {.method = "PUT", .path = CM_PATH, .content_type = "application/json", .body = "{}", .len = 2};
+    run_call(&a, &put, &s);
+    CU_ASSERT_EQUAL(s.code, KERR_CONFLICT);
+    CU_ASSERT_EQUAL(s.stop, KUBE_RETRY_FINAL);
+    CU_ASSERT_EQUAL(a.log.n, 1);
+    api_close(&a);
+}
+
+/* The same failure (a GET's 503, then 200) costs the same count in
+ * rest_client_request_retries_total{code="503",verb="GET",host}, sent by the blocking
+ * client or on the loop. */
+static void test_call_counts_retries_like_blocking(void)
+{
+    api_t a;
+    api_open(&a, 300);
+    a.fail_status = 503;
+    double before = retries_counted(a.client, "503", "GET");
+    /* blocking, on a test clock so that it does not sleep */
+    a.fail_mask = 1;
+    fake_clock_t fc = {.now = NS_PER_SEC};
+    kube_client_t *blocking = kube_client_new(a.cfg, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(blocking);
+    kube_client_clock_t clk = {fc_now, fc_sleep, &fc};
+    kube_client_set_clock(blocking, &clk);
+    kube_error_t err;
+    CU_ASSERT_EQUAL(kube_client_get(blocking, CM_PATH, NULL, NULL, &err), 0);
+    double after_blocking = retries_counted(a.client, "503", "GET");
+    kube_client_stats_t st;
+    kube_client_stats(blocking, &st);
+    CU_ASSERT_EQUAL(st.retries, 1);
+    kube_client_destroy(&blocking);
+    /* on the loop */
+    a.log.n = 0;
+    seen_t s;
+    kube_call_spec_t spec = {.method = "GET", .path = CM_PATH};
+    run_call(&a, &spec, &s);
+    CU_ASSERT_EQUAL(s.code, KERR_OK);
+    double after_async = retries_counted(a.client, "503", "GET");
+    CU_ASSERT_DOUBLE_EQUAL(after_blocking - before, 1, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(after_async - after_blocking, 1, 1e-9);
+    kube_client_stats(a.client, &st);
+    CU_ASSERT_EQUAL(st.retries, 1);
+    CU_ASSERT_EQUAL(st.requests, 2); /* every attempt counted */
+    api_close(&a);
+}
+
+/* A retry that cannot start before the caller's deadline is not made: a 503 asking for
+ * 1 s with 0.4 s left ends the call at once with the 503. */
+static void test_call_deadline_stops_retries(void)
+{
+    api_t a;
+    api_open(&a, 10000);
+    a.fail_mask = ~0u;
+    a.fail_status = 503;
+    a.retry_after = "1";
+    seen_t s;
+    kube_call_spec_t spec = {.method = "GET", .path = CM_PATH, .deadline_ns = clock_mono_ns() + 400 * NS_PER_MS};
+    double secs = run_call(&a, &spec, &s);
+    CU_ASSERT_EQUAL(s.code, KERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(s.stop, KUBE_RETRY_DEADLINE);
+    CU_ASSERT_EQUAL(s.retries, 0);
+    CU_ASSERT_EQUAL(a.log.n, 1);
+    CU_ASSERT(secs < 0.4);
+    /* with the backoff instead: retries while they fit, then the last 503 */
+    a.log.n = 0;
+    a.retry_after = NULL;
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    o.max_retries = 100;
+    o.retry_base_ms = 100;
+    kube_client_t *slow = kube_client_new(a.cfg, &o, NULL);
+    kube_client_t *fast = a.client;
+    a.client = slow;
+    spec.deadline_ns = clock_mono_ns() + 500 * NS_PER_MS;
+    secs = run_call(&a, &spec, &s);
+    CU_ASSERT_EQUAL(s.code, KERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(s.stop, KUBE_RETRY_DEADLINE);
+    CU_ASSERT(s.retries >= 1 && s.retries <= 3); /* 100-150, 200-300 ms ... within 0.5 s */
+    CU_ASSERT_EQUAL(a.log.n, s.retries + 1);
+    CU_ASSERT(secs < 0.5);
+    a.client = fast;
+    kube_client_destroy(&slow);
+    /* a deadline already passed: nothing is sent */
+    a.log.n = 0;
+    spec.deadline_ns = clock_mono_ns() - 1;
+    run_call(&a, &spec, &s);
+    CU_ASSERT_EQUAL(s.code, KERR_TIMEOUT);
+    CU_ASSERT_EQUAL(a.log.n, 0);
+    api_close(&a);
+}
+
+/* The fence is asked before every attempt: yes for the first, no for the retry, which
+ * is then not sent. */
+static int fence_once(void *arg)
+{
+    int *asked = arg;
+    return (*asked)++ == 0;
+}
+
+static void test_call_fence_refuses_retry(void)
+{
+    api_t a;
+    api_open(&a, 300);
+    a.fail_mask = 1;
+    a.fail_status = 503;
+    int asked = 0;
+    seen_t s;
+    kube_call_spec_t spec = {.method = "PUT", .path = CM_PATH, .content_type = "application/json", .body = "{}",
+                             .len = 2, .fence = fence_once, .fence_arg = &asked};
+    run_call(&a, &spec, &s);
+    CU_ASSERT_EQUAL(asked, 2);
+    CU_ASSERT(s.fenced);
+    CU_ASSERT(s.code != KERR_OK);
+    CU_ASSERT_EQUAL(a.log.n, 1);
+    /* a fence that says no at once: nothing sent */
+    a.log.n = 0;
+    asked = 1;
+    run_call(&a, &spec, &s);
+    CU_ASSERT(s.fenced);
+    CU_ASSERT_EQUAL(a.log.n, 0);
+    api_close(&a);
+}
+
+/* A LIST goes page by page; a page that fails is asked again (the same continue
+ * token), not the list from its first page. */
+static void test_call_list_retries_a_page(void)
+{
+    api_t a;
+    api_open(&a, 300);
+    a.fail_mask = 2; /* the second page, once */
+    a.fail_status = 503;
+    seen_t s;
+    kube_req_opts_t ro = {.label_selector = "app=x", .limit = 1};
+    kube_call_spec_t spec = {.path = "/api/v1/namespaces/default/pods", .list = &ro};
+    run_call(&a, &spec, &s);
+    CU_ASSERT_EQUAL(s.code, KERR_OK);
+    CU_ASSERT_EQUAL(s.items, 2);
+    CU_ASSERT_EQUAL(s.retries, 1);
+    CU_ASSERT_EQUAL(a.log.n, 3); /* page 1, page 2 (503), page 2 */
+    api_close(&a);
+}
+
+/* A 401 whose credential the refresh cannot replace (a static token) is the answer: not
+ * sent again with the same token, as the blocking client does. */
+static void test_call_401_same_credential(void)
+{
+    api_t a;
+    api_open(&a, 300);
+    a.fail_mask = ~0u;
+    a.fail_status = 401;
+    seen_t s;
+    kube_call_spec_t spec = {.method = "GET", .path = CM_PATH};
+    run_call(&a, &spec, &s);
+    CU_ASSERT_EQUAL(s.code, KERR_UNAUTHORIZED);
+    CU_ASSERT_EQUAL(s.stop, KUBE_RETRY_AUTH_REFUSED);
+    CU_ASSERT_EQUAL(a.log.n, 1);
+    api_close(&a);
+}
+
+/* Cancelled with a retry waiting, or with its request in flight: done never comes,
+ * nothing leaks (ASan). A bad path ends through done on the next turn. */
+static void test_call_cancel(void)
+{
+    api_t a;
+    api_open(&a, 2000);
+    a.fail_mask = ~0u;
+    a.fail_status = 503;
+    a.retry_after = "1";
+    loop_t *loop = loop_new();
+    loop_curl_t *lc = loop_curl_open(loop);
+    seen_t s = {0};
+    kube_call_spec_t spec = {.method = "GET", .path = CM_PATH};
+    kube_call_t *k = kube_call_start(lc, a.client, &spec, on_done, &s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    for (int i = 0; i < 100 && a.log.n < 1; i++)
+        loop_run_once(loop, 10 * NS_PER_MS);
+    for (int i = 0; i < 5; i++)
+        loop_run_once(loop, 10 * NS_PER_MS); /* the answer in, the retry waiting */
+    kube_call_cancel(&k);
+    CU_ASSERT_PTR_NULL(k);
+    k = kube_call_start(lc, a.client, &spec, on_done, &s); /* in flight */
+    kube_call_cancel(&k);
+    for (int i = 0; i < 5; i++)
+        loop_run_once(loop, 10 * NS_PER_MS);
+    CU_ASSERT_EQUAL(s.calls, 0);
+    kube_call_spec_t bad = {.method = "GET", .path = "no-slash"};
+    k = kube_call_start(lc, a.client, &bad, on_done, &s);
+    CU_ASSERT_PTR_NOT_NULL(k);
+    CU_ASSERT_EQUAL(s.calls, 0);
+    loop_run_once(loop, 10 * NS_PER_MS);
+    CU_ASSERT_EQUAL(s.calls, 1);
+    CU_ASSERT_EQUAL(s.code, KERR_CONFIG);
+    loop_curl_destroy(&lc);
+    loop_destroy(&loop);
+    api_close(&a);
+}
+
+static int suite_init(void)
+{
+    rlog_init("test_kube_retry", RLOG_ERROR, RLOG_TEXT, NULL);
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+}
+
+static int suite_clean(void)
+{
+    curl_global_cleanup();
+    return 0;
+}
+
+CU_HOOKS({"kube_call", suite_init, suite_clean, NULL, NULL});
+
 static const cu_entry_t tests[] = {
     CU_SUITE("kube_retry"),
     {"the rule, row by row", test_rule_table},
     {"backoff: doubling, capped, jitter within 50 %", test_backoff_bounds},
     {"idempotency by method and patch type", test_idempotent},
     {"Retry-After header: delta seconds only", test_parse_after},
+    CU_SUITE("kube_call"),
+    {"a GET's 503 retried after its Retry-After", test_call_get_retry_after},
+    {"a POST's 503 not retried once sent; 429 is; 409 never", test_call_post_503_not_retried},
+    {"retries counted as the blocking client counts them", test_call_counts_retries_like_blocking},
+    {"the deadline stops retries", test_call_deadline_stops_retries},
+    {"the fence refuses a retry", test_call_fence_refuses_retry},
+    {"a LIST retries the page that failed", test_call_list_retries_a_page},
+    {"a 401 without a new credential is the answer", test_call_401_same_credential},
+    {"cancelled: no done, no leak; a bad path ends on the next turn", test_call_cancel},
 };
 CU_MAIN(tests)
