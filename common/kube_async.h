@@ -8,9 +8,12 @@
  * (kube_error_from_response), counted in rest_client_requests_total like every request,
  * and reported to the done callback once.
  *
- * No retries and no rate-limiter wait here: a caller that wants them takes its token
- * (kube_client_throttle) and retries itself (workerd's executor and reads.c); informerd's
- * best-effort reports log a failure and go on. The deadline fences it: a request whose
+ * One attempt: no retries and no rate-limiter wait here. A caller that wants them uses
+ * kube_call (kube_call.h), which runs its attempts with this module and retries them by
+ * the one rule (kube_retry.h), as workerd's executor and reads do; informerd's
+ * best-effort reports and workerd's Events (recorder.c) send one attempt, log a failure
+ * and go on. The error of a failure carries the Retry-After header (or the Status's
+ * retryAfterSeconds), as the blocking client's does. The deadline fences it: a request whose
  * deadline has passed is refused at creation (KERR_TIMEOUT, nothing sent), and curl
  * aborts one still running at the deadline. Responses are capped at 1 MiB unless the
  * caller raises the cap (kube_async_set_response_cap).
