@@ -28,6 +28,7 @@ struct kube_call {
     kube_async_t *req;    /* a request's attempt in flight, then its answer */
     CURL *page;           /* a LIST's page in flight */
     int timer;            /* a token wait, a backoff, or the end's delivery; 0 = none */
+    void (*after)(kube_call_t *k); /* what the timer runs */
     int retries;          /* of this request (page) */
     int refresh_due;      /* the next attempt is the retry after a 401 */
     int refreshed;        /* it was made */
@@ -63,14 +64,26 @@ static void deliver(kube_call_t *k)
     call_free(k);
 }
 
-static int on_deliver_timer(loop_t *loop, int id, void *arg)
+static int on_timer(loop_t *loop, int id, void *arg)
 {
     (void)loop;
     (void)id;
     kube_call_t *k = arg;
     k->timer = 0;
-    deliver(k);
+    k->after(k);
     return 0;
+}
+
+/* Run step after delay_ns on the loop. Returns 0, or -1 when out of memory (nothing
+ * armed). */
+static int call_after(kube_call_t *k, int64_t delay_ns, void (*step)(kube_call_t *k))
+{
+    k->after = step;
+    k->timer = loop_add_timer(loop_curl_loop(k->lc), delay_ns, 0, on_timer, k);
+    if (k->timer > 0)
+        return 0;
+    k->timer = 0;
+    return -1;
 }
 
 /* The call ends with err (KERR_OK: k->res holds the answer) for reason stop. */
@@ -83,9 +96,8 @@ static void call_end(kube_call_t *k, const kube_error_t *err, kube_retry_reason_
         deliver(k);
         return;
     }
-    k->timer = loop_add_timer(loop_curl_loop(k->lc), 0, 0, on_deliver_timer, k);
-    if (k->timer < 0)
-        k->timer = 0; /* kube_call_start sees the end undelivered and gives up */
+    /* out of memory: kube_call_start sees the end undelivered and gives the call up */
+    call_after(k, 0, deliver);
 }
 
 /* An end before anything was sent: a bad request, no memory, the deadline. */
@@ -164,20 +176,12 @@ static void call_send(kube_call_t *k)
     if (k->refresh_due) {
         k->refresh_due = 0;
         k->refreshed = 1;
+        k->retries++;
+        k->res.retries++;
         kc_count_retry(k->c, k->method, CURLE_OK, 401);
         rlog_info("retrying request with a refreshed credential after 401", "method", k->method, "path",
                   k->path);
     }
-}
-
-static int on_send_timer(loop_t *loop, int id, void *arg)
-{
-    (void)loop;
-    (void)id;
-    kube_call_t *k = arg;
-    k->timer = 0;
-    call_send(k);
-    return 0;
 }
 
 /* The next attempt: its token (a timer when it must wait), then call_send. */
@@ -196,23 +200,9 @@ static void call_next(kube_call_t *k)
             call_fail(k, KERR_TIMEOUT, "the wait for the client rate limiter would pass the deadline");
         return;
     }
-    if (wait > 0) {
-        k->timer = loop_add_timer(loop_curl_loop(k->lc), wait, 0, on_send_timer, k);
-        if (k->timer > 0)
-            return;
-        k->timer = 0; /* out of memory: send now rather than never */
-    }
-    call_send(k);
-}
-
-static int on_retry_timer(loop_t *loop, int id, void *arg)
-{
-    (void)loop;
-    (void)id;
-    kube_call_t *k = arg;
-    k->timer = 0;
-    call_next(k);
-    return 0;
+    if (wait > 0 && call_after(k, wait, call_send) == 0)
+        return;
+    call_send(k); /* at once (or, out of memory, now rather than never) */
 }
 
 /* A failed attempt (err; the transfer's code, whether bytes went out, the credential it
@@ -228,21 +218,18 @@ static void attempt_failed(kube_call_t *k, const kube_error_t *err, CURLcode cod
         return;
     }
     k->res.err = *err;
-    k->retries++;
-    k->res.retries++;
-    if (d.reason == KUBE_RETRY_REFRESH) { /* counted once the refreshed credential differs */
+    if (d.reason == KUBE_RETRY_REFRESH) { /* made, and counted, once the credential differs */
         k->refresh_due = 1;
         k->rejected = cred;
         call_next(k);
         return;
     }
+    k->retries++;
+    k->res.retries++;
     kc_count_retry(k->c, k->method, code, (int)k->res.http_status);
     kc_log_retry(err, &d, k->retries, k->log_id);
-    k->timer = loop_add_timer(loop_curl_loop(k->lc), d.delay_ns, 0, on_retry_timer, k);
-    if (k->timer < 0) {
-        k->timer = 0;
+    if (call_after(k, d.delay_ns, call_next))
         call_end(k, err, KUBE_RETRY_FINAL); /* out of memory: no way to wait */
-    }
 }
 
 /* A request's attempt ended. */
@@ -352,10 +339,9 @@ kube_call_t *kube_call_start(loop_curl_t *lc, kube_client_t *c, const kube_call_
 
 void kube_call_cancel(kube_call_t **call_p)
 {
-    if (!call_p || !*call_p)
-        return;
-    kube_call_t *k = *call_p;
-    *call_p = NULL;
-    if (!k->in_done)
+    kube_call_t *k = call_p ? *call_p : NULL;
+    if (k && !k->in_done)
         call_free(k);
+    if (call_p)
+        *call_p = NULL;
 }

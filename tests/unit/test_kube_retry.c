@@ -19,7 +19,9 @@
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MS (INT64_C(1000000))
 #define SEC (INT64_C(1000000000))
@@ -188,6 +190,7 @@ typedef struct {
     unsigned fail_mask;      /* bit i set: request i gets fail_status */
     int fail_status;
     const char *retry_after; /* the failures' Retry-After header; NULL = none */
+    const char *token_file;  /* set: "Bearer t1" gets 401 and the file becomes "t2" */
     kube_config_t *cfg;
     kube_client_t *client;
 } api_t;
@@ -202,7 +205,18 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     int fail = i < 32 && (a->fail_mask >> i) & 1;
     int status = a->fail_status;
     const char *ra = a->retry_after;
+    const char *token_file = a->token_file;
     pthread_mutex_unlock(&a->mu);
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (token_file && auth && !strcmp(auth, "Bearer t1")) {
+        FILE *f = fopen(token_file, "w"); /* the credential rotates */
+        if (f) {
+            fputs("t2-rotated\n", f);
+            fclose(f);
+        }
+        buf_puts(out, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":401}");
+        return 401;
+    }
     if (fail) {
         if (ra)
             fake_api_reply_header("Retry-After", ra);
@@ -316,50 +330,50 @@ static void test_call_get_retry_after(void)
     api_close(&a);
 }
 
-/* A POST answered 503 is not sent again: the server may have acted. A 429 is: it was
- * refused before it was processed. */
-static void test_call_post_503_not_retried(void)
+/* The rule on the loop, row by row: what the server answers the first attempt (or every
+ * attempt), what the call ends with, and how many requests the server saw. */
+static const struct {
+    const char *name;
+    const char *method, *ctype;
+    unsigned fail_mask;
+    int status;
+    kube_error_code_t code;
+    kube_retry_reason_t stop; /* when the call failed */
+    int requests;
+} call_rows[] = {
+    {"POST 503 once sent: not again", "POST", "application/json", 1, 503, KERR_UNAVAILABLE, KUBE_RETRY_MAY_HAVE_ACTED, 1},
+    {"POST 429: again", "POST", "application/json", 1, 429, KERR_OK, 0, 2},
+    {"merge PATCH 503: not again", "PATCH", "application/merge-patch+json", 1, 503, KERR_UNAVAILABLE,
+     KUBE_RETRY_MAY_HAVE_ACTED, 1},
+    {"apply PATCH 503: again", "PATCH", "application/apply-patch+yaml", 1, 503, KERR_OK, 0, 2},
+    {"DELETE 504: again", "DELETE", "application/json", 1, 504, KERR_OK, 0, 2},
+    {"PUT 409: the answer", "PUT", "application/json", 1, 409, KERR_CONFLICT, KUBE_RETRY_FINAL, 1},
+    {"PUT 500 without Retry-After: the answer", "PUT", "application/json", 1, 500, KERR_INTERNAL, KUBE_RETRY_FINAL, 1},
+    {"GET 503 every time: max_retries (3) made", "GET", NULL, ~0u, 503, KERR_UNAVAILABLE, KUBE_RETRY_EXHAUSTED, 4},
+    /* a static token: the refresh has no other credential to offer, as the blocking client */
+    {"GET 401 without a new credential: the answer", "GET", NULL, ~0u, 401, KERR_UNAUTHORIZED,
+     KUBE_RETRY_AUTH_REFUSED, 1},
+};
+
+static void test_call_rule_rows(void)
 {
     api_t a;
     api_open(&a, 300);
-    a.fail_mask = 1;
-    a.fail_status = 503;
-    seen_t s;
-    kube_call_spec_t spec = {.method = "POST", .path = "/api/v1/namespaces/default/configmaps",
-                             .content_type = "application/json", .body = "{}", .len = 2};
-    run_call(&a, &spec, &s);
-    CU_ASSERT_EQUAL(s.code, KERR_UNAVAILABLE);
-    CU_ASSERT_EQUAL(s.stop, KUBE_RETRY_MAY_HAVE_ACTED);
-    CU_ASSERT_EQUAL(s.retries, 0);
-    CU_ASSERT_EQUAL(a.log.n, 1);
-    /* 429: again */
-    a.log.n = 0;
-    a.fail_status = 429;
-    run_call(&a, &spec, &s);
-    CU_ASSERT_EQUAL(s.code, KERR_OK);
-    CU_ASSERT_EQUAL(s.retries, 1);
-    CU_ASSERT_EQUAL(a.log.n, 2);
-    /* a merge PATCH's 503: not again; an apply PATCH's: again */
-    a.log.n = 0;
-    a.fail_status = 503;
-    kube_call_spec_t merge = {.method = "PATCH", .path = CM_PATH, .content_type = "application/merge-patch+json",
-                              .body = "{}", .len = 2};
-    run_call(&a, &merge, &s);
-    CU_ASSERT_EQUAL(s.stop, KUBE_RETRY_MAY_HAVE_ACTED);
-    CU_ASSERT_EQUAL(a.log.n, 1);
-    a.log.n = 0;
-    merge.content_type = "application/apply-patch+yaml";
-    run_call(&a, &merge, &s);
-    CU_ASSERT_EQUAL(s.code, KERR_OK);
-    CU_ASSERT_EQUAL(a.log.n, 2);
-    /* 409 is an answer, whatever the method */
-    a.log.n = 0;
-    a.fail_status = 409;
-    kube_call_spec_t put = {.method = "PUT", .path = CM_PATH, .content_type = "application/json", .body = "{}", .len = 2};
-    run_call(&a, &put, &s);
-    CU_ASSERT_EQUAL(s.code, KERR_CONFLICT);
-    CU_ASSERT_EQUAL(s.stop, KUBE_RETRY_FINAL);
-    CU_ASSERT_EQUAL(a.log.n, 1);
+    for (size_t i = 0; i < sizeof(call_rows) / sizeof(call_rows[0]); i++) {
+        a.log.n = 0;
+        a.fail_mask = call_rows[i].fail_mask;
+        a.fail_status = call_rows[i].status;
+        seen_t s;
+        kube_call_spec_t spec = {.method = call_rows[i].method, .path = CM_PATH, .content_type = call_rows[i].ctype,
+                                 .body = call_rows[i].ctype ? "{}" : NULL, .len = call_rows[i].ctype ? 2 : 0};
+        run_call(&a, &spec, &s);
+        int ok = s.code == call_rows[i].code && a.log.n == call_rows[i].requests &&
+                 s.retries == call_rows[i].requests - 1 && (s.code == KERR_OK || s.stop == call_rows[i].stop);
+        if (!ok)
+            fprintf(stderr, "\nrow \"%s\": code %d, stop %s, %d requests, %d retries\n", call_rows[i].name, s.code,
+                    kube_retry_reason_name(s.stop), a.log.n, s.retries);
+        CU_ASSERT(ok);
+    }
     api_close(&a);
 }
 
@@ -498,20 +512,46 @@ static void test_call_list_retries_a_page(void)
     api_close(&a);
 }
 
-/* A 401 whose credential the refresh cannot replace (a static token) is the answer: not
- * sent again with the same token, as the blocking client does. */
-static void test_call_401_same_credential(void)
+/* A 401 refreshes the credential (a token file, rotated meanwhile) and the request goes
+ * once more with the new one, counted as a retry with code 401. */
+static void test_call_401_refreshed(void)
 {
     api_t a;
     api_open(&a, 300);
-    a.fail_mask = ~0u;
-    a.fail_status = 401;
+    char dir[] = "/tmp/test_kube_retry.XXXXXX", path[64], yaml[1024], why[256];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/token", dir);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("t1\n", f);
+    fclose(f);
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: v1\nkind: Config\nclusters:\n- name: f\n  cluster: {server: http://127.0.0.1:%d}\n"
+             "contexts:\n- name: f\n  context: {cluster: f, user: u}\ncurrent-context: f\n"
+             "users:\n- name: u\n  user: {tokenFile: %s}\n",
+             a.srv.port, path);
+    kube_config_t *cfg = NULL;
+    CU_ASSERT_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "test", NULL, &cfg, why, sizeof(why)) == 0);
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    kube_client_t *fixed = a.client;
+    a.client = kube_client_new(cfg, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a.client);
+    a.token_file = path;
+    double before = retries_counted(a.client, "401", "GET");
     seen_t s;
     kube_call_spec_t spec = {.method = "GET", .path = CM_PATH};
     run_call(&a, &spec, &s);
-    CU_ASSERT_EQUAL(s.code, KERR_UNAUTHORIZED);
-    CU_ASSERT_EQUAL(s.stop, KUBE_RETRY_AUTH_REFUSED);
-    CU_ASSERT_EQUAL(a.log.n, 1);
+    CU_ASSERT_EQUAL(s.code, KERR_OK);
+    CU_ASSERT_EQUAL(s.retries, 1);
+    CU_ASSERT_EQUAL(a.log.n, 2);
+    CU_ASSERT_DOUBLE_EQUAL(retries_counted(a.client, "401", "GET") - before, 1, 1e-9);
+    kube_client_destroy(&a.client);
+    kube_config_destroy(&cfg);
+    a.client = fixed;
+    unlink(path);
+    rmdir(dir);
     api_close(&a);
 }
 
@@ -575,12 +615,12 @@ static const cu_entry_t tests[] = {
     {"Retry-After header: delta seconds only", test_parse_after},
     CU_SUITE("kube_call"),
     {"a GET's 503 retried after its Retry-After", test_call_get_retry_after},
-    {"a POST's 503 not retried once sent; 429 is; 409 never", test_call_post_503_not_retried},
+    {"the rule, row by row: a POST's 503 not retried once sent, 429 is, 409 never ...", test_call_rule_rows},
     {"retries counted as the blocking client counts them", test_call_counts_retries_like_blocking},
     {"the deadline stops retries", test_call_deadline_stops_retries},
     {"the fence refuses a retry", test_call_fence_refuses_retry},
     {"a LIST retries the page that failed", test_call_list_retries_a_page},
-    {"a 401 without a new credential is the answer", test_call_401_same_credential},
+    {"a 401 sent once more with the refreshed credential", test_call_401_refreshed},
     {"cancelled: no done, no leak; a bad path ends on the next turn", test_call_cancel},
 };
 CU_MAIN(tests)
