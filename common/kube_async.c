@@ -163,14 +163,13 @@ void kube_async_finish(kube_async_t **r_p, CURLcode code)
 
 void kube_async_destroy(kube_async_t **r_p)
 {
-    if (!r_p || !*r_p)
+    kube_async_t *r = r_p ? *r_p : NULL;
+    if (!r)
         return;
-    kube_async_t *r = *r_p;
-    if (r->easy)
-        curl_easy_cleanup(r->easy);
+    *r_p = NULL;
+    curl_easy_cleanup(r->easy); /* NULL is fine */
     curl_slist_free_all(r->headers);
     free(r->body);
     buf_free(&r->resp);
     free(r);
-    *r_p = NULL;
 }

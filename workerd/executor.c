@@ -311,9 +311,7 @@ struct exec_run {
     int timer;                 /* the finish, 0 = none */
     int signed_;               /* a status write whose memo signature is stored on success */
     uint64_t uid, sig;
-    exec_result_t result;      /* once finished */
-    size_t failed;
-    kube_error_t err;
+    exec_run_outcome_t out;    /* once finished, until done is called */
 };
 
 static void run_advance(exec_run_t *run);
@@ -333,12 +331,9 @@ static int on_finish_timer(loop_t *loop, int id, void *arg)
  * from exec_run_start itself). */
 static void run_finish(exec_run_t *run, exec_result_t r, size_t failed, const kube_error_t *err)
 {
-    run->result = r;
-    run->failed = failed;
-    if (err)
-        run->err = *err;
-    else
-        kube_error_clear(&run->err);
+    kube_error_t none;
+    kube_error_clear(&none);
+    exec_run_keep_outcome(r, failed, err ? err : &none, &run->out);
     run->timer = loop_add_timer(run->a->loop, 0, 0, on_finish_timer, run);
     if (run->timer < 0) {
         run->timer = 0;
@@ -352,11 +347,9 @@ static void on_run_finish(loop_t *loop, exec_run_t *run)
     run->a->runs--;
     exec_run_done_fn *done = run->done;
     void *arg = run->arg;
-    exec_result_t r = run->result;
-    size_t failed = run->failed;
-    kube_error_t err = run->err;
+    exec_run_outcome_t out = run->out;
     free(run);
-    done(r, failed, &err, arg);
+    done(out.r, out.failed, &out.err, arg);
 }
 
 static void on_req_done(const kube_call_result_t *res, void *arg);
@@ -596,15 +589,10 @@ int exec_async_runs(const exec_async_t *a)
 exec_run_t *exec_run_start(exec_async_t *a, const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
                            exec_run_done_fn *done, void *arg)
 {
-    exec_run_t *run = calloc(1, sizeof(*run));
+    exec_run_t *run = malloc(sizeof(*run));
     if (!run)
         return NULL;
-    run->a = a;
-    run->x = x;
-    run->rc = rc;
-    run->plan = plan;
-    run->done = done;
-    run->arg = arg;
+    *run = (exec_run_t){.a = a, .x = x, .rc = rc, .plan = plan, .done = done, .arg = arg};
     a->runs++;
     run_advance(run);
     return run;
@@ -612,9 +600,9 @@ exec_run_t *exec_run_start(exec_async_t *a, const exec_ctx_t *x, const json_obje
 
 void exec_run_cancel(exec_run_t **run_p)
 {
-    if (!run_p || !*run_p)
+    exec_run_t *run = run_p ? *run_p : NULL;
+    if (!run)
         return;
-    exec_run_t *run = *run_p;
     for (size_t k = 0; k < RUN_MAX_STAGE; k++)
         kube_call_cancel(&run->req[k].call);
     if (run->timer)

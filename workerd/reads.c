@@ -59,16 +59,22 @@ int reads_list(reads_req_t *req, const char *ns, const char *resource, const cha
     return 0;
 }
 
-static int on_end_timer(loop_t *loop, int id, void *arg);
+/* Free the set: its calls (none left once every request has ended) and its end timer. */
+static void set_free(reads_t *r)
+{
+    for (size_t k = 0; k < r->n; k++)
+        kube_call_cancel(&r->slot[k].call);
+    if (r->timer)
+        loop_cancel_timer(loop_curl_loop(r->lc), r->timer);
+    free(r);
+}
 
 /* The last request ended: free the set, then tell the caller. */
 static void set_end(reads_t *r)
 {
     reads_done_fn *done = r->done;
     void *arg = r->arg;
-    if (r->timer)
-        loop_cancel_timer(loop_curl_loop(r->lc), r->timer);
-    free(r);
+    set_free(r);
     done(arg);
 }
 
@@ -139,17 +145,12 @@ reads_t *reads_start(loop_curl_t *lc, kube_client_t *c, reads_req_t *req, size_t
 {
     if (n > READS_MAX)
         return NULL;
-    reads_t *r = calloc(1, sizeof(*r));
+    reads_t *r = malloc(sizeof(*r));
     if (!r)
         return NULL;
-    r->lc = lc;
-    r->c = c;
-    r->n = n;
-    r->done = done;
-    r->arg = arg;
-    /* one more than the requests, held until all are started: a request that ends at once
-     * must not end the set (and call done) from inside reads_start */
-    r->pending = (int)n + 1;
+    /* pending: one more than the requests, held until all are started, so that a request
+     * that ends at once does not end the set (and call done) from inside reads_start */
+    *r = (reads_t){.lc = lc, .c = c, .n = n, .done = done, .arg = arg, .pending = (int)n + 1};
     for (size_t k = 0; k < n; k++) {
         r->slot[k].set = r;
         r->slot[k].req = &req[k];
@@ -172,18 +173,13 @@ reads_t *reads_start(loop_curl_t *lc, kube_client_t *c, reads_req_t *req, size_t
 
 void reads_cancel(reads_t **r_p)
 {
-    if (!r_p || !*r_p)
+    reads_t *r = r_p ? *r_p : NULL;
+    if (!r)
         return;
-    reads_t *r = *r_p;
-    loop_t *loop = loop_curl_loop(r->lc);
-    for (size_t k = 0; k < r->n; k++) {
-        slot_t *s = &r->slot[k];
-        kube_call_cancel(&s->call);
-        json_object_put(s->req->obj);
-        s->req->obj = NULL;
-    }
-    if (r->timer)
-        loop_cancel_timer(loop, r->timer);
-    free(r);
     *r_p = NULL;
+    for (size_t k = 0; k < r->n; k++) {
+        json_object_put(r->slot[k].req->obj);
+        r->slot[k].req->obj = NULL;
+    }
+    set_free(r);
 }
