@@ -187,17 +187,17 @@ static void call_send(kube_call_t *k)
 /* The next attempt: its token (a timer when it must wait), then call_send. */
 static void call_next(kube_call_t *k)
 {
+    int64_t now = kc_now(k->c), wait = 0;
     if (!k->req_deadline) {
-        k->req_deadline = kc_now(k->c) + k->c->opts.timeout_ms * NS_PER_MS;
+        k->req_deadline = now + k->c->opts.timeout_ms * NS_PER_MS;
         if (k->deadline && k->deadline < k->req_deadline)
             k->req_deadline = k->deadline;
     }
-    int64_t wait = 0;
-    if (kc_take_token(k->c, k->method, k->req_deadline, &wait)) {
+    if (k->req_deadline <= now || kc_take_token(k->c, k->method, k->req_deadline, &wait)) {
         if (k->res.err.code != KERR_OK) /* a retry: the failure before it is the answer */
             call_end(k, &k->res.err, KUBE_RETRY_DEADLINE);
         else
-            call_fail(k, KERR_TIMEOUT, "the wait for the client rate limiter would pass the deadline");
+            call_fail(k, KERR_TIMEOUT, "no time left before the deadline to send the request (its token included)");
         return;
     }
     if (wait > 0 && call_after(k, wait, call_send) == 0)
