@@ -13,6 +13,7 @@ struct kube_async {
     struct curl_slist *headers;
     char method[16];
     char *body;            /* the request body (curl reads it from here) */
+    kc_body_t upload;      /* body as curl sends it (kc_set_body) */
     buf_t resp;            /* the response body, capped */
     int64_t started_ns;
     int ended;             /* kube_async_end was called */
@@ -78,12 +79,10 @@ kube_async_t *kube_async_new(kube_client_t *c, const char *method, const char *p
             goto oom;
         memcpy(r->body, body, len);
     }
+    r->upload = (kc_body_t){r->body, len, kube_retry_idempotent(method, content_type), 0};
     CURLcode rc = curl_easy_setopt(r->easy, CURLOPT_CUSTOMREQUEST, r->method);
-    if (rc == CURLE_OK && body) {
-        rc = curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body);
-        if (rc == CURLE_OK)
-            rc = curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    }
+    if (rc == CURLE_OK && body)
+        rc = kc_set_body(r->easy, &r->upload); /* a POST's never sent again by curl itself */
     if (rc == CURLE_OK)
         rc = curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
     if (rc == CURLE_OK)

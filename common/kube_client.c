@@ -439,12 +439,46 @@ static size_t on_header(char *data, size_t size, size_t n, void *user)
     return len;
 }
 
-/* Send one attempt; the response (status, body, Retry-After) lands in *resp. Returns
- * the CURLcode. */
+static size_t read_body(char *buf, size_t size, size_t n, void *user)
+{
+    kc_body_t *b = user;
+    size_t k = size * n < b->len - b->off ? size * n : b->len - b->off;
+    memcpy(buf, b->data + b->off, k);
+    b->off += k;
+    return k;
+}
+
+/* libcurl asks to read the body again from its start: only before a byte was read. */
+static int refuse_rewind(void *user, curl_off_t offset, int origin)
+{
+    const kc_body_t *b = user;
+    return offset == 0 && origin == SEEK_SET && b->off == 0 ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_FAIL;
+}
+
+CURLcode kc_set_body(CURL *e, kc_body_t *b)
+{
+    b->off = 0;
+    CURLcode rc = curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(b->data ? b->len : 0));
+    if (rc == CURLE_OK && (b->idempotent || !b->data))
+        return curl_easy_setopt(e, CURLOPT_POSTFIELDS, b->data ? b->data : "");
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(e, CURLOPT_POST, 1L);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(e, CURLOPT_READFUNCTION, read_body);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(e, CURLOPT_READDATA, b);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, refuse_rewind);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(e, CURLOPT_SEEKDATA, b);
+    return rc;
+}
+
+/* Send one attempt of method with body; the response (status, body, Retry-After) lands
+ * in *resp. Returns the CURLcode. */
 static CURLcode perform(kube_client_t *c, const char *method, const char *url,
                         struct curl_slist *headers, const char *cert, const char *key,
-                        const char *body, size_t len, int64_t timeout_ns, response_t *resp,
-                        int *sent)
+                        kc_body_t *body, int64_t timeout_ns, response_t *resp, int *sent)
 {
     CURL *e = c->easy;
     /* Reset keeps the connection cache, so the next request reuses the connection. */
@@ -467,8 +501,7 @@ static CURLcode perform(kube_client_t *c, const char *method, const char *url,
     if (strcmp(method, "GET") == 0) {
         curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     } else {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body ? body : "");
+        kc_set_body(e, body);
         if (strcmp(method, "POST") != 0)
             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
     }
@@ -664,7 +697,7 @@ static int call_deadline(kube_client_t *c, int64_t *deadline, kube_error_t *err)
  * rules. Returns 0, or KERR_TIMEOUT with err set when no time is left to send. */
 static int attempt_once(kube_client_t *c, const char *method, const char *url,
                         struct curl_slist *headers, const char *cert, const char *key,
-                        const char *body, size_t len, int64_t deadline, response_t *resp,
+                        kc_body_t *body, int64_t deadline, response_t *resp,
                         CURLcode *rc, int *sent, kube_error_t *err)
 {
     buf_free(&resp->body);
@@ -679,7 +712,7 @@ static int attempt_once(kube_client_t *c, const char *method, const char *url,
         return err->code;
     }
     int64_t real0 = clock_mono_ns();
-    *rc = perform(c, method, url, headers, cert, key, body, len, remaining, resp, sent);
+    *rc = perform(c, method, url, headers, cert, key, body, remaining, resp, sent);
     int64_t took = clock_mono_ns() - real0;
     char code[16];
     status_label(*rc, resp->http_status, code, sizeof(code));
@@ -706,6 +739,7 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
     if (call_deadline(c, &deadline, err) || build_url(c, path, query, &url, err))
         goto out;
     kube_retry_policy_t policy = kc_retry_policy(c);
+    kc_body_t upload = {body, len, idempotent, 0};
     /* After a 401 the credential is refreshed (exec plugin re-run, token file re-read)
      * and the request sent once more, but only with a different credential. */
     int refresh_due = 0, refreshed = 0;
@@ -733,7 +767,7 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
         }
         CURLcode rc = CURLE_OK;
         int sent = 0;
-        if (attempt_once(c, method, buf_str(&url), headers, cert, key, body, len, deadline, resp,
+        if (attempt_once(c, method, buf_str(&url), headers, cert, key, &upload, deadline, resp,
                          &rc, &sent, err) ||
             err->code == KERR_OK)
             goto out;

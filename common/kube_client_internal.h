@@ -109,6 +109,24 @@ uint64_t kc_stream_credential(const struct curl_slist *headers);
 /* The credential generation of the pager's page handle (0 when none is set up). */
 uint64_t kc_pager_credential(const kube_pager_t *p);
 
+/* A request body as libcurl sends it (kc_set_body), with its read position. */
+typedef struct {
+    const char *data; /* NULL = none */
+    size_t len;
+    int idempotent;   /* kube_retry_idempotent of the request */
+    size_t off;       /* bytes read so far by the read callback */
+} kc_body_t;
+
+/* Give e the body b (borrowed until the transfer ends) of a request that is not a GET:
+ * CURLOPT_POSTFIELDS for a request safe to repeat; for one that is not (POST, a merge,
+ * JSON or strategic PATCH), a read callback whose rewind is refused once a byte was
+ * read. Why: libcurl sends a request again by itself when the reused connection it went
+ * on died without an answer ("Connection died, retrying a fresh connect"), whatever the
+ * method; the server may have acted on the first one. With the rewind refused that
+ * transfer fails with CURLE_SEND_FAIL_REWIND instead, which the one rule (kube_retry.h)
+ * does not retry either. Returns the first setopt failure, or CURLE_OK. */
+CURLcode kc_set_body(CURL *e, kc_body_t *b);
+
 /* Parse len bytes of JSON with the client's depth limit; NULL with why filled. */
 json_object *kc_parse_json(const char *s, size_t len, char *why, size_t whylen);
 

@@ -31,6 +31,11 @@ static int retryable(const kube_retry_in_t *in, kube_retry_reason_t *why)
                 return 1;
             *why = KUBE_RETRY_MAY_HAVE_ACTED;
             return 0;
+        case CURLE_SEND_FAIL_REWIND:
+            /* libcurl wanted to send it again on a fresh connection after its reused one
+             * died without an answer: only a request safe to repeat (kc_set_body) */
+            *why = KUBE_RETRY_MAY_HAVE_ACTED;
+            return 0;
         default:
             return 0; /* TLS verification, the body over the cap, our own refusal */
         }

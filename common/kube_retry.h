@@ -19,7 +19,8 @@
  *   handshake, a timeout before anything
  *   was sent
  *   sent, then send/receive broke off     again                      stop: it may have acted
- *   (send, recv, empty reply, HTTP/2)
+ *   (send, recv, empty reply, HTTP/2; a
+ *   resend libcurl could not rewind)
  *   TLS verification, the body over the   stop
  *   cap, the call's own timeout once
  *   sent, anything else
@@ -31,6 +32,11 @@
  * max_retries retries were made already (the 401 retry counts among them but is not
  * refused by it), or when the retry could not start before the caller's deadline (now +
  * delay >= deadline).
+ *
+ * Below the rule, libcurl sends a request again by itself when the reused connection it
+ * went on died without an answer; the clients give a body that is not safe to repeat to
+ * libcurl so that it cannot (kube_client_internal.h, kc_set_body): that resend fails
+ * with CURLE_SEND_FAIL_REWIND, "it may have acted" above.
  *
  * Pure: no clock read (now is an input), no I/O; the jitter's random source is the
  * caller's (*rng, advanced).

@@ -79,6 +79,7 @@ static const struct {
     {"POST timed out before sending: again", "POST", CT_JSON, CURLE_OPERATION_TIMEDOUT, 0, 0, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
     {"GET timed out once sent: the call's timeout", "GET", NULL, CURLE_OPERATION_TIMEDOUT, 1, 0, 0, 0, 0, 0, 0, 0, KUBE_RETRY_FINAL, 0, 0},
     {"POST reset after sending: it may have acted", "POST", CT_JSON, CURLE_RECV_ERROR, 1, 0, 0, 0, 0, 0, 0, 0, KUBE_RETRY_MAY_HAVE_ACTED, 0, 0},
+    {"POST resent by libcurl, its rewind refused: it may have acted", "POST", CT_JSON, CURLE_SEND_FAIL_REWIND, 1, 0, 0, 0, 0, 0, 0, 0, KUBE_RETRY_MAY_HAVE_ACTED, 0, 0},
     {"POST send failed before a byte went: again", "POST", CT_JSON, CURLE_SEND_ERROR, 0, 0, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
     {"DELETE reset after sending: again", "DELETE", CT_JSON, CURLE_RECV_ERROR, 1, 0, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
     {"GET empty reply: again", "GET", NULL, CURLE_GOT_NOTHING, 1, 0, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
@@ -188,6 +189,7 @@ typedef struct {
     pthread_mutex_t mu;
     fake_log_t log;
     unsigned fail_mask;      /* bit i set: request i gets fail_status */
+    unsigned drop_mask;      /* bit i set: request i gets no answer, its connection dropped */
     int fail_status;
     const char *retry_after; /* the failures' Retry-After header; NULL = none */
     const char *token_file;  /* set: "Bearer t1" gets 401 and the file becomes "t2" */
@@ -202,11 +204,13 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     api_t *a = user;
     pthread_mutex_lock(&a->mu);
     int i = fake_log_add(&a->log, method, url);
-    int fail = i < 32 && (a->fail_mask >> i) & 1;
+    int fail = i < 32 && (a->fail_mask >> i) & 1, drop = i < 32 && (a->drop_mask >> i) & 1;
     int status = a->fail_status;
     const char *ra = a->retry_after;
     const char *token_file = a->token_file;
     pthread_mutex_unlock(&a->mu);
+    if (drop)
+        return -1;
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     if (token_file && auth && !strcmp(auth, "Bearer t1")) {
         FILE *f = fopen(token_file, "w"); /* the credential rotates */
@@ -261,6 +265,7 @@ static void api_close(api_t *a)
 typedef struct {
     int calls;
     kube_error_code_t code;
+    int curl_code;
     int fenced, retries;
     kube_retry_reason_t stop;
     long status;
@@ -273,6 +278,7 @@ static void on_done(const kube_call_result_t *r, void *arg)
     seen_t *s = arg;
     s->calls++;
     s->code = r->err.code;
+    s->curl_code = r->err.curl_code;
     s->fenced = r->fenced;
     s->retries = r->retries;
     s->stop = r->stop;
@@ -512,6 +518,56 @@ static void test_call_list_retries_a_page(void)
     api_close(&a);
 }
 
+/* A POST on a kept-alive connection whose answer never comes (the server drops the
+ * connection): libcurl would send it again by itself on a fresh connection, as it does
+ * for any request whose reused connection died without an answer; the server may have
+ * acted, so it is sent once, on the loop as by the blocking client. A PUT may go again. */
+static void test_post_not_resent_by_curl(void)
+{
+    api_t a;
+    api_open(&a, 300);
+    loop_t *loop = loop_new();
+    loop_curl_t *lc = loop_curl_open(loop);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lc);
+    a.drop_mask = 2; /* the second request, on the first one's connection */
+    kube_call_spec_t get = {.method = "GET", .path = CM_PATH};
+    kube_call_spec_t post = {.method = "POST", .path = "/api/v1/namespaces/default/configmaps",
+                             .content_type = "application/json", .body = "{}", .len = 2};
+    seen_t s[2];
+    memset(s, 0, sizeof(s));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(kube_call_start(lc, a.client, &get, on_done, &s[0]));
+    for (int i = 0; i < 200 && !s[0].calls; i++)
+        loop_run_once(loop, 10 * NS_PER_MS);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(kube_call_start(lc, a.client, &post, on_done, &s[1]));
+    for (int i = 0; i < 200 && !s[1].calls; i++)
+        loop_run_once(loop, 10 * NS_PER_MS);
+    CU_ASSERT_EQUAL(s[0].code, KERR_OK);
+    CU_ASSERT_EQUAL(s[1].code, KERR_TRANSPORT);
+    CU_ASSERT_EQUAL(s[1].stop, KUBE_RETRY_MAY_HAVE_ACTED);
+    CU_ASSERT_EQUAL(fake_log_count(&a.log, "POST", "/configmaps"), 1);
+    /* libcurl reused the GET's connection, found it dead, opened another to send the POST
+     * again and could not rewind its body */
+    CU_ASSERT_EQUAL(s[1].curl_code, CURLE_SEND_FAIL_REWIND);
+    loop_curl_destroy(&lc);
+    loop_destroy(&loop);
+    /* the blocking client: the same */
+    a.log.n = 0;
+    kube_error_t err;
+    json_object *body = json_object_new_object();
+    CU_ASSERT_EQUAL(kube_client_get(a.client, CM_PATH, NULL, NULL, &err), 0);
+    CU_ASSERT_EQUAL(kube_client_create(a.client, "/api/v1/namespaces/default/configmaps", body, NULL, NULL, &err),
+                    KERR_TRANSPORT);
+    CU_ASSERT_EQUAL(err.curl_code, CURLE_SEND_FAIL_REWIND);
+    CU_ASSERT_EQUAL(fake_log_count(&a.log, "POST", "/configmaps"), 1);
+    /* a PUT whose answer never comes is idempotent: sent again (here by libcurl) */
+    a.log.n = 0;
+    CU_ASSERT_EQUAL(kube_client_get(a.client, CM_PATH, NULL, NULL, &err), 0);
+    CU_ASSERT_EQUAL(kube_client_update(a.client, CM_PATH, body, NULL, NULL, &err), 0);
+    CU_ASSERT_EQUAL(fake_log_count(&a.log, "PUT", "/configmaps"), 2);
+    json_object_put(body);
+    api_close(&a);
+}
+
 /* A 401 refreshes the credential (a token file, rotated meanwhile) and the request goes
  * once more with the new one, counted as a retry with code 401. */
 static void test_call_401_refreshed(void)
@@ -621,6 +677,7 @@ static const cu_entry_t tests[] = {
     {"the fence refuses a retry", test_call_fence_refuses_retry},
     {"a LIST retries the page that failed", test_call_list_retries_a_page},
     {"a 401 sent once more with the refreshed credential", test_call_401_refreshed},
+    {"a POST whose kept-alive connection died is not resent by libcurl", test_post_not_resent_by_curl},
     {"cancelled: no done, no leak; a bad path ends on the next turn", test_call_cancel},
 };
 CU_MAIN(tests)
