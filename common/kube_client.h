@@ -27,7 +27,9 @@
  *     any 5xx/429 carrying Retry-After or details.retryAfterSeconds, and on transport
  *     errors (connect, send, receive; not TLS verification, not the call's timeout);
  *   - other calls (POST, merge/JSON/strategic PATCH) retry only when the server cannot
- *     have acted: 429, and failures to connect (nothing sent);
+ *     have acted: 429, and failures to connect (nothing sent); their body is given to
+ *     libcurl so that it cannot resend them by itself either (a kept-alive connection
+ *     found dead: curl 65 instead);
  *   - 409 is never retried by the request: it is the caller's conflict (a reconcile
  *     reads again); a 401 is retried once, with the refreshed credential (below);
  * with exponential backoff plus jitter, or the server's Retry-After (capped) when given,
