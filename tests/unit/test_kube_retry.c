@@ -279,12 +279,16 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     return !strcmp(method, "POST") ? 201 : 200;
 }
 
-/* A server and a client whose retries are fast (base 1 ms) and whose Retry-After cap is
- * ra_cap_ms. */
-static void api_open(api_t *a, int64_t ra_cap_ms)
+/* A server and a client whose retries are fast (base 1 ms, at most 3) and whose
+ * Retry-After cap is ra_cap_ms; the server answers the requests of fail_mask with status
+ * (and the header Retry-After: ra, NULL = none), the others as they ask. */
+static void api_open(api_t *a, int64_t ra_cap_ms, unsigned fail_mask, int status, const char *ra)
 {
     memset(a, 0, sizeof(*a));
     pthread_mutex_init(&a->mu, NULL);
+    a->fail_mask = fail_mask;
+    a->fail_status = status;
+    a->retry_after = ra;
     fake_api_start(&a->srv, on_request, a);
     kube_client_opts_t o;
     kube_client_opts_init(&o);
@@ -362,10 +366,7 @@ static double retries_counted(kube_client_t *c, const char *code, const char *ve
 static void test_call_get_retry_after(void)
 {
     api_t a;
-    api_open(&a, 300);
-    a.fail_mask = 1;
-    a.fail_status = 503;
-    a.retry_after = "1";
+    api_open(&a, 300, 1, 503, "1");
     seen_t s;
     kube_call_spec_t spec = {.method = "GET", .path = CM_PATH};
     double secs = run_call(&a, &spec, &s);
@@ -413,7 +414,7 @@ static const struct {
 static void test_call_rule_rows(void)
 {
     api_t a;
-    api_open(&a, 300);
+    api_open(&a, 300, 0, 0, NULL);
     for (size_t i = 0; i < sizeof(call_rows) / sizeof(call_rows[0]); i++) {
         a.log.n = 0;
         a.fail_mask = call_rows[i].fail_mask;
@@ -438,8 +439,7 @@ static void test_call_rule_rows(void)
 static void test_call_counts_retries_like_blocking(void)
 {
     api_t a;
-    api_open(&a, 300);
-    a.fail_status = 503;
+    api_open(&a, 300, 0, 503, NULL);
     double before = retries_counted(a.client, "503", "GET");
     /* blocking, on a test clock so that it does not sleep */
     a.fail_mask = 1;
@@ -475,10 +475,7 @@ static void test_call_counts_retries_like_blocking(void)
 static void test_call_deadline_stops_retries(void)
 {
     api_t a;
-    api_open(&a, 10000);
-    a.fail_mask = ~0u;
-    a.fail_status = 503;
-    a.retry_after = "1";
+    api_open(&a, 10000, ~0u, 503, "1");
     seen_t s;
     kube_call_spec_t spec = {.method = "GET", .path = CM_PATH, .deadline_ns = clock_mono_ns() + 400 * NS_PER_MS};
     double secs = run_call(&a, &spec, &s);
@@ -527,9 +524,7 @@ static int fence_once(void *arg)
 static void test_call_fence_refuses_retry(void)
 {
     api_t a;
-    api_open(&a, 300);
-    a.fail_mask = 1;
-    a.fail_status = 503;
+    api_open(&a, 300, 1, 503, NULL);
     int asked = 0;
     seen_t s;
     kube_call_spec_t spec = {.method = "PUT", .path = CM_PATH, .content_type = "application/json", .body = "{}",
@@ -553,9 +548,7 @@ static void test_call_fence_refuses_retry(void)
 static void test_call_list_retries_a_page(void)
 {
     api_t a;
-    api_open(&a, 300);
-    a.fail_mask = 2; /* the second page, once */
-    a.fail_status = 503;
+    api_open(&a, 300, 2, 503, NULL); /* the second page, once */
     seen_t s;
     kube_req_opts_t ro = {.label_selector = "app=x", .limit = 1};
     kube_call_spec_t spec = {.path = "/api/v1/namespaces/default/pods", .list = &ro};
@@ -574,7 +567,7 @@ static void test_call_list_retries_a_page(void)
 static void test_post_not_resent_by_curl(void)
 {
     api_t a;
-    api_open(&a, 300);
+    api_open(&a, 300, 0, 0, NULL);
     loop_t *loop = loop_new();
     loop_curl_t *lc = loop_curl_open(loop);
     CU_ASSERT_PTR_NOT_NULL_FATAL(lc);
@@ -622,7 +615,7 @@ static void test_post_not_resent_by_curl(void)
 static void test_call_401_refreshed(void)
 {
     api_t a;
-    api_open(&a, 300);
+    api_open(&a, 300, 0, 0, NULL);
     char dir[] = "/tmp/test_kube_retry.XXXXXX", path[64], yaml[1024], why[256];
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/token", dir);
@@ -665,10 +658,7 @@ static void test_call_401_refreshed(void)
 static void test_call_cancel(void)
 {
     api_t a;
-    api_open(&a, 2000);
-    a.fail_mask = ~0u;
-    a.fail_status = 503;
-    a.retry_after = "1";
+    api_open(&a, 2000, ~0u, 503, "1");
     loop_t *loop = loop_new();
     loop_curl_t *lc = loop_curl_open(loop);
     seen_t s = {0};
