@@ -5,6 +5,7 @@
  * too: the CLUSTER NODES text, cluster state and slot counts), and the normalized CLUSTER
  * NODES text the observation carries. */
 #include "obsdiff.h"
+#include "proto.h"
 #include "redisinfo.h"
 
 #include "cu_table.h"
@@ -660,6 +661,46 @@ static void test_normalize_nodes(void)
     free(n1);
 }
 
+/* The largest Cluster-mode cluster the API allows (20 shards x (1 + 4 replicas) = 100
+ * pods), each node's view listing all 100: its observation fits what informerd takes. */
+static void test_largest_cluster_fits(void)
+{
+    enum { SHARDS = 20, PER = 5, N = SHARDS * PER };
+    static char ids[N][CN_ID_LEN + 1];
+    static obs_node_t nodes[N];
+    buf_t text;
+    buf_init(&text, 0);
+    for (int i = 0; i < N; i++)
+        snprintf(ids[i], sizeof(ids[i]), "%08x%032x", 0x9e3779b9u * (unsigned)(i + 1), (unsigned)i);
+    for (int i = 0; i < N; i++) {
+        int k = i / PER, m = k * PER;
+        if (i == m)
+            buf_printf(&text, "%s 10.244.%d.%d:6379@16379 master - 0 0 %d connected %d-%d\n", ids[i], i / 200,
+                       100 + i % 150, k + 1, k * CN_SLOTS / SHARDS, (k + 1) * CN_SLOTS / SHARDS - 1);
+        else
+            buf_printf(&text, "%s 10.244.%d.%d:6379@16379 slave %s 0 0 %d connected\n", ids[i], i / 200,
+                       100 + i % 150, ids[m], k + 1);
+    }
+    char *normal = NULL, err[200];
+    CU_ASSERT_EQUAL_FATAL(obsdiff_normalize_nodes(buf_str(&text), text.len, &normal, err, sizeof(err)), 0);
+    for (int i = 0; i < N; i++) {
+        char pod[64];
+        snprintf(pod, sizeof(pod), "cache-shard%d-%d", i / PER, i % PER);
+        nodes[i] = primary(pod, "10.244.200.200", 1234567);
+        nodes[i].cluster = cluster_ok(normal);
+        nodes[i].cluster.info.known_nodes = N;
+    }
+    buf_t out;
+    buf_init(&out, PROTO_MAX_OBSERVATION_BYTES);
+    CU_ASSERT_EQUAL(obsdiff_json(nodes, N, "2026-12-01T16:00:00.123Z", &out), 0);
+    fprintf(stderr, "\n  100 pods: a view of %zu bytes, the observation %zu bytes (cap %zu)\n", strlen(normal),
+            out.len, PROTO_MAX_OBSERVATION_BYTES);
+    CU_ASSERT(out.len > (size_t)N * strlen(normal));
+    free(normal);
+    buf_free(&out);
+    buf_free(&text);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("redisinfo"),
     {"replication: primary, replica linked, unlinked, never linked", test_info_replication},
@@ -674,5 +715,6 @@ static const cu_entry_t tests[] = {
     {"cluster mode: the cluster object in the JSON", test_diff_cluster_json},
     {"cluster mode: the observation kept owns its texts", test_diff_copy},
     {"cluster mode: CLUSTER NODES normalized", test_normalize_nodes},
+    {"cluster mode: the largest cluster's observation fits", test_largest_cluster_fits},
 };
 CU_MAIN(tests)
