@@ -62,9 +62,9 @@
  *      "slotsOk","slotsPfail","slotsFail","knownNodes","currentEpoch"} (observerd/obsdiff.h).
  *     Sent when a node's reachability, role, master host/port or link, its cluster
  *     nodes text, state or slot counts, or the set of nodes, changes (offsets alone
- *     never), and every second while a primary is unreachable. informerd keeps the latest per key (not a delta kind), hands it to
- *     the worker as children "Redis", and adds the key to the queue. At most
- *     PROTO_MAX_OBSERVATION_BYTES.
+ *     never), and every second while a primary is unreachable. informerd keeps the
+ *     latest per key (not a delta kind), hands it to the worker as children "Redis",
+ *     and adds the key to the queue. At most PROTO_MAX_OBSERVATION_BYTES.
  *
  * events (supervisor PUB)
  *   EXITED name pid signal code   a child exited (signal 0 = it exited with code);

@@ -14,9 +14,10 @@
  *
  * It decides nothing. After each probe it builds the cluster's observation (obsdiff.h)
  * and, when it is news (a node's reachability, role, primary or link, in Cluster mode its
- * CLUSTER NODES text, cluster state or slot counts, or the set of nodes changed), or a primary is still unreachable and a second has passed since the
- * last one, sends OBSERVED key observation to informerd (proto.h, observe socket), which
- * keeps it for the worker and queues the key. A send that informerd cannot take now is
+ * CLUSTER NODES text, cluster state or slot counts, or the set of nodes changed), or a
+ * primary is still unreachable and a second has passed since the last one, sends
+ * OBSERVED key observation to informerd (proto.h, observe socket), which keeps it for
+ * the worker and queues the key. A send that informerd cannot take now is
  * retried by the next probe's comparison.
  *
  * Metrics (its own registry file, merged by the supervisor): per pod rdc_redis_up,

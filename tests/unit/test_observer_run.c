@@ -41,6 +41,12 @@ static json_object *next_observed(int ms, char *key, size_t keycap)
     return oh_next_observed(&h, ms, key, keycap);
 }
 
+/* The value of the metric line starting with prefix in the metrics file, or -1. */
+static double metric(const char *prefix)
+{
+    return oh_metric(&h, prefix);
+}
+
 static int all_linked(json_object *obs)
 {
     json_object *nodes = NULL;
@@ -130,14 +136,14 @@ static void test_observer_end_to_end(void)
     CU_ASSERT_PTR_NULL(obs);
     json_object_put(obs);
     /* Metrics of a healthy cluster. */
-    CU_ASSERT_EQUAL(oh_metric(&h, "rdc_redis_up{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} "), 1);
-    CU_ASSERT_EQUAL(oh_metric(&h, "rdc_redis_role{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} "), 1);
-    CU_ASSERT_EQUAL(oh_metric(&h, "rdc_redis_role{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-2\"} "), 0);
-    CU_ASSERT(oh_metric(&h, "rdc_redis_replication_lag_bytes{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-1\"} ") >=
+    CU_ASSERT_EQUAL(metric("rdc_redis_up{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} "), 1);
+    CU_ASSERT_EQUAL(metric("rdc_redis_role{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} "), 1);
+    CU_ASSERT_EQUAL(metric("rdc_redis_role{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-2\"} "), 0);
+    CU_ASSERT(metric("rdc_redis_replication_lag_bytes{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-1\"} ") >=
               0);
-    CU_ASSERT(oh_metric(&h, "redis_connected_clients{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} ") >= 1);
-    CU_ASSERT(oh_metric(&h, "redis_memory_used_bytes{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-1\"} ") > 0);
-    CU_ASSERT_EQUAL(oh_metric(&h, "redis_connected_slaves{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} "), 2);
+    CU_ASSERT(metric("redis_connected_clients{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} ") >= 1);
+    CU_ASSERT(metric("redis_memory_used_bytes{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-1\"} ") > 0);
+    CU_ASSERT_EQUAL(metric("redis_connected_slaves{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} "), 2);
 
     /* 3. The primary hangs: unreachable within 3 s, in the observation and the metric. */
     kill(srv[0].pid, SIGSTOP);
@@ -154,7 +160,7 @@ static void test_observer_end_to_end(void)
     double up = 1;
     while (up != 0 && clock_mono_ns() - t0 < 3 * NS_PER_SEC) {
         json_object_put(next_observed(100, key, sizeof(key)));
-        up = oh_metric(&h, "rdc_redis_up{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} ");
+        up = metric("rdc_redis_up{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} ");
     }
     int64_t metric_ms = (clock_mono_ns() - t0) / NS_PER_MS;
     CU_ASSERT_EQUAL(up, 0);
