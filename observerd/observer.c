@@ -793,12 +793,14 @@ static void cluster_metrics(observer_t *ob, const char *const *l, const redisnod
     if (!st->reachable || !st->cluster_known)
         return;
     const cn_info_t *in = &st->cluster_info;
-    set_if(ob->m_cl_state, l, in->state_ok);
-    set_if(ob->m_cl_assigned, l, in->slots_assigned);
-    set_if(ob->m_cl_ok, l, in->slots_ok);
-    set_if(ob->m_cl_pfail, l, in->slots_pfail);
-    set_if(ob->m_cl_fail, l, in->slots_fail);
-    set_if(ob->m_cl_known, l, in->known_nodes);
+    const struct {
+        metric_family_t *f;
+        int64_t v;
+    } figs[] = {{ob->m_cl_state, in->state_ok},    {ob->m_cl_assigned, in->slots_assigned},
+                {ob->m_cl_ok, in->slots_ok},       {ob->m_cl_pfail, in->slots_pfail},
+                {ob->m_cl_fail, in->slots_fail},   {ob->m_cl_known, in->known_nodes}};
+    for (size_t i = 0; i < sizeof(figs) / sizeof(figs[0]); i++)
+        set_if(figs[i].f, l, figs[i].v);
 }
 
 static int on_metrics(loop_t *loop, int id, void *arg)
