@@ -2,7 +2,8 @@
  * test playing informerd: it binds the deltas PUB, the snapshot ROUTER and the observe
  * PULL of a runtime directory of its own, answers every snapshot request with the items
  * the test set (h->items, sent with sequence number h->seq), publishes deltas, and reads
- * what observerd sends and its metrics file (<dir>/metrics/observerd-test.prom).
+ * what observerd sends and its metrics file (<dir>/metrics/observerd-test.prom); with
+ * h->log_to_file its log goes to <dir>/observerd.log (oh_log_count) instead of stderr.
  * Static helpers: include in one test file. */
 #ifndef RDC_TEST_OBSERVER_HARNESS_H
 #define RDC_TEST_OBSERVER_HARNESS_H
@@ -14,6 +15,7 @@
 #include "rmsg.h"
 #include "tmpdir.h"
 
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +37,7 @@ typedef struct {
     uint64_t seq;
     const oh_item_t *items;  /* the snapshot (the test's, may change between snapshots) */
     size_t nitems;
+    int log_to_file;         /* observerd's stderr to <dir>/observerd.log */
 } oh_t;
 
 static inline void *oh_bind(oh_t *h, int type, const char *name)
@@ -64,7 +67,13 @@ static inline int oh_start(oh_t *h, const char *tag, int port)
      * connects, and ZeroMQ reconnects once the binds below exist. */
     h->child = fork();
     if (h->child == 0) {
-        char err[128];
+        char err[128], log[200];
+        snprintf(log, sizeof(log), "%s/observerd.log", h->dir);
+        int fd = h->log_to_file ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0600) : -1;
+        if (fd >= 0) {
+            dup2(fd, 2);
+            close(fd);
+        }
         int sfd = daemon_signalfd(err, sizeof(err));
         rdc_common_opts_t opts;
         opts_common_defaults(&opts);
@@ -203,6 +212,25 @@ static inline int64_t oh_int(json_object *n, const char *f)
 {
     json_object *v = NULL;
     return json_object_object_get_ex(n, f, &v) ? json_object_get_int64(v) : -999;
+}
+
+/* How many lines of observerd's log (log_to_file) contain every one of the strings
+ * needles[0..n). */
+static inline int oh_log_count(const oh_t *h, const char *const *needles, size_t n)
+{
+    char path[200], line[4096];
+    snprintf(path, sizeof(path), "%s/observerd.log", h->dir);
+    FILE *f = fopen(path, "r");
+    int count = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        size_t i = 0;
+        while (i < n && strstr(line, needles[i]))
+            i++;
+        count += i == n;
+    }
+    if (f)
+        fclose(f);
+    return count;
 }
 
 /* The value of the metric line starting with prefix in observerd's metrics file, or -1. */

@@ -13,7 +13,11 @@
  *   - the metrics rdc_redis_cluster_* for shop's pods only, and rdc_redis_role (from INFO
  *     replication) 1 for a shard's master, 0 for its replica;
  *   - the plain server never got a CLUSTER command (INFO commandstats), shop's did;
- *   - observerd --once (observer_once, over a fake API server) prints the cluster object.
+ *   - observerd --once (observer_once, over a fake API server) prints the cluster object;
+ *   - plain switched to Cluster mode (a delta): its server, without cluster support,
+ *     still answers, its cluster object says why it has no nodes text, and the warning
+ *     is logged once;
+ *   - SIGTERM ends observerd with 0 (and LeakSanitizer's check under the sanitizers).
  * The tests run in order: each starts from where the one before left the servers. */
 #include "clusternodes.h"
 #include "cu_table.h"
@@ -89,6 +93,7 @@ static int setup(void)
     h.items = snapshot;
     h.nitems = NODES + 3;
     h.seq = 3;
+    h.log_to_file = 1;
     return oh_start(&h, "observer-cluster", 6379);
 }
 
@@ -105,9 +110,9 @@ static int teardown(void)
 
 CU_HOOKS({"observerd in Cluster mode", setup, teardown, NULL, NULL});
 
-/* The next observation of ns1/shop within ms (kept in shop_obs; plain's go to plain_obs);
- * NULL when none came. */
-static json_object *next_shop(int ms)
+/* The next observation of want ("ns1/shop" or "ns1/plain") within ms, kept in shop_obs or
+ * plain_obs as every observation that comes meanwhile; NULL when none came. */
+static json_object *next_of(const char *want, int ms)
 {
     int64_t end = clock_mono_ns() + (int64_t)ms * NS_PER_MS;
     while (clock_mono_ns() < end) {
@@ -118,10 +123,15 @@ static json_object *next_shop(int ms)
         json_object **slot = strcmp(key, "ns1/shop") == 0 ? &shop_obs : &plain_obs;
         json_object_put(*slot);
         *slot = o;
-        if (slot == &shop_obs)
+        if (!strcmp(key, want))
             return o;
     }
     return NULL;
+}
+
+static json_object *next_shop(int ms)
+{
+    return next_of("ns1/shop", ms);
 }
 
 static json_object *cluster_of(json_object *obs, int i)
@@ -402,6 +412,38 @@ static void test_once(void)
     fake_api_stop(&api);
 }
 
+/* A Cluster-mode cluster whose pod runs Redis without cluster support: the pod answers,
+ * its cluster object carries the error instead of nodes, the warning is logged once. */
+static void test_cluster_refused(void)
+{
+    static const char PLAIN_CLUSTER[] = "{\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"plain\","
+                                        "\"namespace\":\"ns1\"},\"spec\":{\"mode\":\"Cluster\",\"size\":1}}";
+    oh_delta(&h, "MODIFIED", "RedisCluster", "ns1/plain", PLAIN_CLUSTER);
+    json_object *o = next_of("ns1/plain", 4000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    json_object *plain = oh_node_of(o, "plain-0"), *cl = NULL;
+    CU_ASSERT_EQUAL(oh_int(plain, "reachable"), 1);
+    CU_ASSERT_TRUE_FATAL(json_object_object_get_ex(plain, "cluster", &cl));
+    CU_ASSERT_FALSE(json_object_object_get_ex(cl, "nodes", NULL));
+    CU_ASSERT_PTR_NOT_NULL(strstr(oh_str(cl, "error"), "cluster support disabled"));
+    CU_ASSERT_FALSE(json_object_object_get_ex(cl, "state", NULL));
+    CU_ASSERT_EQUAL(oh_int(cl, "slotsAssigned"), -1);
+    CU_ASSERT_PTR_NULL(next_of("ns1/plain", 2500)); /* the same error: no news */
+    static const char *const warning[] = {"CLUSTER NODES is not usable", "plain-0", "cluster support disabled"};
+    CU_ASSERT_EQUAL(oh_log_count(&h, warning, 3), 1);
+}
+
+/* SIGTERM: exit 0 (under the sanitizers LeakSanitizer has then checked the daemon, its
+ * kept observation and the nodes' cluster texts included). */
+static void test_sigterm(void)
+{
+    kill(h.child, SIGTERM);
+    int status = 0;
+    CU_ASSERT_EQUAL(waitpid(h.child, &status, 0), h.child);
+    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    h.child = 0;
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("observerd in Cluster mode"),
     {"the first observation: a cluster object per node of shop, none for plain", test_first_observation},
@@ -411,6 +453,8 @@ static const cu_entry_t tests[] = {
     {"rdc_redis_cluster_* for Cluster-mode pods, rdc_redis_role per shard", test_metrics},
     {"CLUSTER commands only to Cluster-mode pods", test_commands_sent},
     {"observerd --once prints the cluster object", test_once},
+    {"a Cluster-mode pod without cluster support: the error, warned once", test_cluster_refused},
+    {"SIGTERM ends it with 0", test_sigterm},
 };
 
 CU_MAIN(tests)
