@@ -59,6 +59,7 @@ struct cluster {
     struct curl_slist *secret_headers;
     buf_t secret_body;
     int cluster_mode;           /* spec.mode Cluster: probes ask CLUSTER NODES and CLUSTER INFO */
+    int64_t evaluated_ns;       /* when on_probe last evaluated it */
     obs_node_t *sent;           /* the observation last sent (obsdiff_copy: owns its texts) */
     size_t nsent;
     int ever_sent;
@@ -737,6 +738,15 @@ static void evaluate(observer_t *ob, cluster_t *c)
         rlog_debug("observation sent", "cluster", c->key, "reason", why);
 }
 
+/* A probe of one of c's pods is in flight. */
+static int cluster_probing(const cluster_t *c)
+{
+    for (const pod_t *p = c->pods; p; p = p->cnext)
+        if (p->node && redisnode_busy(p->node))
+            return 1;
+    return 0;
+}
+
 static void on_probe(redisnode_t *node, void *arg)
 {
     pod_t *p = arg;
@@ -755,8 +765,17 @@ static void on_probe(redisnode_t *node, void *arg)
                       st->cluster_error);
         snprintf(p->cluster_error, sizeof(p->cluster_error), "%s", st->cluster_error);
     }
-    if (c)
+    /* In Cluster mode every node's view lists every node, so an observation is large
+     * (about 130 bytes x pods^2) and a change (a meet, a failover) shows in every view at
+     * once: it is evaluated once a round, when the last probe of the cluster's pods has
+     * ended, not after each (and at least every two rounds, should probes that outlast
+     * the interval overlap for ever: rounds end up to a probe timeout apart from the
+     * interval, so the bound must be longer than both). */
+    int64_t now = loop_now(ob->loop), bound = 2 * ob->cfg->probe_interval_ns + ob->cfg->probe_timeout_ns;
+    if (c && (!c->cluster_mode || !cluster_probing(c) || now - c->evaluated_ns >= bound)) {
+        c->evaluated_ns = now;
         evaluate(ob, c);
+    }
 }
 
 /* ---- ticks and metrics -------------------------------------------------------------- */
