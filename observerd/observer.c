@@ -608,10 +608,11 @@ static int cmp_node(const void *a, const void *b)
     return strcmp(((const obs_node_t *)a)->pod, ((const obs_node_t *)b)->pod);
 }
 
-/* What node state st says of Redis Cluster, into x (borrowing its nodes text). */
-static void cluster_of(const cluster_t *c, const redisnode_state_t *st, obs_cluster_t *x)
+/* What node state st (NULL: none) says of Redis Cluster, into x (borrowing its nodes
+ * text); on: the cluster is in Cluster mode. */
+static void cluster_of(int on, const redisnode_state_t *st, obs_cluster_t *x)
 {
-    x->on = c->cluster_mode;
+    x->on = on;
     cn_info_parse(NULL, 0, &x->info);
     if (!x->on || !st || !st->cluster_known)
         return;
@@ -635,7 +636,7 @@ static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size
         x->last_ok_ago_ms = -1;
         x->link_down_ms = -1;
         const redisnode_state_t *st = p->node ? redisnode_state(p->node) : NULL;
-        cluster_of(c, st, &x->cluster);
+        cluster_of(c->cluster_mode, st, &x->cluster);
         if (!st || !st->probes)
             continue; /* no IP yet, or not probed yet: unknown, unreachable */
         x->reachable = st->reachable;
@@ -1108,11 +1109,7 @@ static json_object *once_node(const char *name, const char *ip, const redisnode_
         x.link_up = st->info.link_up;
         x.offset = redisinfo_offset(&st->info);
         x.last_ok_ago_ms = (now - st->last_ok_ns) / NS_PER_MS;
-        x.cluster.on = cluster_mode;
-        x.cluster.known = st->cluster_known;
-        x.cluster.nodes = st->cluster_nodes;
-        snprintf(x.cluster.error, sizeof(x.cluster.error), "%s", st->cluster_error);
-        x.cluster.info = st->cluster_info;
+        cluster_of(cluster_mode, st, &x.cluster);
     }
     buf_reset(body);
     obsdiff_json(&x, 1, at, body);
