@@ -748,6 +748,18 @@ static int cluster_probing(const cluster_t *c)
     return 0;
 }
 
+/* A Cluster-mode pod that answered without a usable CLUSTER NODES: a warning once per
+ * change of reason. */
+static void warn_cluster_error(const cluster_t *c, pod_t *p, const redisnode_state_t *st)
+{
+    if (!st->reachable || strcmp(st->cluster_error, p->cluster_error) == 0)
+        return;
+    if (st->cluster_error[0])
+        rlog_warn("the pod's CLUSTER NODES is not usable", "cluster", c->key, "pod", p->name, "error",
+                  st->cluster_error);
+    snprintf(p->cluster_error, sizeof(p->cluster_error), "%s", st->cluster_error);
+}
+
 static void on_probe(redisnode_t *node, void *arg)
 {
     pod_t *p = arg;
@@ -760,12 +772,8 @@ static void on_probe(redisnode_t *node, void *arg)
     if (!st->reachable && c && c->password && c->secret_name[0] && !c->secret_easy && !c->secret_next_ns &&
         (strstr(st->error, "WRONGPASS") || strstr(st->error, "NOAUTH")))
         c->secret_next_ns = loop_now(ob->loop) + SECRET_RETRY_NS; /* rotated? read it again */
-    if (c && c->cluster_mode && st->reachable && strcmp(st->cluster_error, p->cluster_error) != 0) {
-        if (st->cluster_error[0])
-            rlog_warn("the pod's CLUSTER NODES is not usable", "cluster", c->key, "pod", p->name, "error",
-                      st->cluster_error);
-        snprintf(p->cluster_error, sizeof(p->cluster_error), "%s", st->cluster_error);
-    }
+    if (c && c->cluster_mode)
+        warn_cluster_error(c, p, st);
     /* In Cluster mode every node's view lists every node, so an observation is large
      * (about 130 bytes x pods^2) and a change (a meet, a failover) shows in every view at
      * once: it is evaluated once a round, when the last probe of the cluster's pods has

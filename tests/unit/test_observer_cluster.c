@@ -449,11 +449,7 @@ static void test_cluster_refused(void)
  * kept observation and the nodes' cluster texts included). */
 static void test_sigterm(void)
 {
-    kill(h.child, SIGTERM);
-    int status = 0;
-    CU_ASSERT_EQUAL(waitpid(h.child, &status, 0), h.child);
-    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    h.child = 0;
+    CU_ASSERT_TRUE(oh_sigterm(&h));
 }
 
 static const cu_entry_t tests[] = {

@@ -211,11 +211,7 @@ static void test_observer_end_to_end(void)
     json_object_put(obs);
 
     /* 7. SIGTERM: exit 0. */
-    kill(h.child, SIGTERM);
-    int status = 0;
-    CU_ASSERT_EQUAL(waitpid(h.child, &status, 0), h.child);
-    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    h.child = 0;
+    CU_ASSERT_TRUE(oh_sigterm(&h));
 }
 
 static const cu_entry_t tests[] = {
