@@ -43,6 +43,49 @@ int jsonx_int(const json_object *o, const char *key, int64_t *out)
     return 0;
 }
 
+const char *jsonx_str_set(const json_object *o, const char *key)
+{
+    const char *s = jsonx_str(o, key);
+    return s && *s ? s : NULL;
+}
+
+int64_t jsonx_int_or(const json_object *o, const char *key, int64_t dflt)
+{
+    int64_t v = dflt;
+    jsonx_int(o, key, &v);
+    return v;
+}
+
+int jsonx_true(const json_object *o, const char *key)
+{
+    json_object *v = jsonx_get(o, key);
+    return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+int jsonx_str_is(const json_object *o, const char *key, const char *want)
+{
+    const char *have = NULL;
+    if (jsonx_string(o, key, &have) == JSONX_BAD)
+        return 0;
+    return !strcmp(have ? have : "", want ? want : "");
+}
+
+const json_object *jsonx_typed(const json_object *v, json_type t)
+{
+    return v && json_object_is_type(v, t) ? v : NULL;
+}
+
+size_t jsonx_len(const json_object *v)
+{
+    return v && json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+}
+
+const char *jsonx_value_str(const json_object *v)
+{
+    /* json_object_get_string only reads a string object. */
+    return v && json_object_is_type(v, json_type_string) ? json_object_get_string((json_object *)v) : NULL;
+}
+
 json_object *jsonx_path(const json_object *o, const char *const *keys)
 {
     json_object *v = (json_object *)o;

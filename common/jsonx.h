@@ -4,6 +4,7 @@
 #define RDC_JSONX_H
 
 #include <json-c/json.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum { JSONX_ABSENT, JSONX_OK, JSONX_BAD } jsonx_field_t;
@@ -24,6 +25,31 @@ const char *jsonx_str(const json_object *o, const char *key);
 /* o[key] as an integer (a JSON integer, not a float or a numeric string): 0 with *out
  * set, or -1 (and *out unchanged) when absent, null or not an integer. */
 int jsonx_int(const json_object *o, const char *key, int64_t *out);
+
+/* o[key] as a non-empty string, or NULL (jsonx_str, with "" counted as absent: an
+ * optional string that is "" is unset, rdc_spec.h). Borrowed from o. */
+const char *jsonx_str_set(const json_object *o, const char *key);
+
+/* o[key] as an integer, or dflt when absent, null or not an integer. */
+int64_t jsonx_int_or(const json_object *o, const char *key, int64_t dflt);
+
+/* 1 when o[key] is the boolean true; 0 when false, absent or not a boolean. */
+int jsonx_true(const json_object *o, const char *key);
+
+/* 1 when o[key] is the string want, absent and null counting as "" (want NULL is ""
+ * too); 0 when it differs or is not a string. */
+int jsonx_str_is(const json_object *o, const char *key, const char *want);
+
+/* v when it is of type t, else NULL (a NULL v included): a value from untrusted JSON
+ * used as an object or an array only once it is one. */
+const json_object *jsonx_typed(const json_object *v, json_type t);
+
+/* The number of elements of an array; 0 when v is not an array (or NULL). */
+size_t jsonx_len(const json_object *v);
+
+/* The text of a string value (up to any NUL byte in it), or NULL when v is not a string.
+ * For values whose type the caller has seen; borrowed from v. */
+const char *jsonx_value_str(const json_object *v);
 
 /* The value at a path of object keys, e.g. JSONX_AT(obj, "metadata", "labels", k): NULL
  * as soon as one step is not an object or lacks the key. keys ends with a NULL entry;

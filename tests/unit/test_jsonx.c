@@ -82,11 +82,43 @@ static void test_parse_strict(void)
     CU_ASSERT(strstr(why, "at byte") != NULL);
 }
 
+static void test_typed_readers(void)
+{
+    const json_object *meta = jsonx_get(doc, "metadata");
+    json_object *o = json_tokener_parse("{\"e\":\"\",\"t\":true,\"f\":false,\"n\":null,\"one\":\"1\"}");
+    CU_ASSERT_STRING_EQUAL(jsonx_str_set(meta, "name"), "cache");
+    CU_ASSERT_PTR_NULL(jsonx_str_set(o, "e")); /* "" is unset */
+    CU_ASSERT_PTR_NULL(jsonx_str_set(meta, "uid"));
+    CU_ASSERT_EQUAL(jsonx_int_or(meta, "generation", -1), 3);
+    CU_ASSERT_EQUAL(jsonx_int_or(jsonx_get(doc, "spec"), "size", -1), -1); /* a float */
+    CU_ASSERT_EQUAL(jsonx_int_or(NULL, "x", 7), 7);
+    CU_ASSERT_EQUAL(jsonx_true(o, "t"), 1);
+    CU_ASSERT_EQUAL(jsonx_true(o, "f"), 0);
+    CU_ASSERT_EQUAL(jsonx_true(o, "one"), 0); /* not a boolean */
+    CU_ASSERT_EQUAL(jsonx_true(o, "missing"), 0);
+    CU_ASSERT_EQUAL(jsonx_str_is(meta, "name", "cache"), 1);
+    CU_ASSERT_EQUAL(jsonx_str_is(meta, "name", "other"), 0);
+    CU_ASSERT_EQUAL(jsonx_str_is(o, "n", ""), 1);    /* null is "" */
+    CU_ASSERT_EQUAL(jsonx_str_is(o, "missing", NULL), 1);
+    CU_ASSERT_EQUAL(jsonx_str_is(o, "t", ""), 0);    /* not a string: never equal */
+    CU_ASSERT_PTR_EQUAL(jsonx_typed(meta, json_type_object), meta);
+    CU_ASSERT_PTR_NULL(jsonx_typed(meta, json_type_array));
+    CU_ASSERT_PTR_NULL(jsonx_typed(NULL, json_type_object));
+    CU_ASSERT_EQUAL(jsonx_len(jsonx_get(doc, "list")), 2);
+    CU_ASSERT_EQUAL(jsonx_len(meta), 0);
+    CU_ASSERT_EQUAL(jsonx_len(NULL), 0);
+    CU_ASSERT_STRING_EQUAL(jsonx_value_str(jsonx_get(doc, "s")), "x");
+    CU_ASSERT_PTR_NULL(jsonx_value_str(jsonx_get(doc, "list")));
+    CU_ASSERT_PTR_NULL(jsonx_value_str(NULL));
+    json_object_put(o);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("jsonx"),
     {"str and int by key", test_str_and_int},
     {"values by path", test_paths},
     {"strict parse of a whole body", test_parse_strict},
+    {"typed readers: set strings, ints with a default, booleans, equality, types", test_typed_readers},
 };
 
 CU_MAIN(tests)
