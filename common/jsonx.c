@@ -70,6 +70,12 @@ int jsonx_str_is(const json_object *o, const char *key, const char *want)
     return !strcmp(have ? have : "", want ? want : "");
 }
 
+int jsonx_int_is(const json_object *o, const char *key, int64_t want)
+{
+    int64_t v = 0;
+    return jsonx_int(o, key, &v) == 0 && v == want;
+}
+
 const json_object *jsonx_typed(const json_object *v, json_type t)
 {
     return v && json_object_is_type(v, t) ? v : NULL;

@@ -40,6 +40,9 @@ int jsonx_true(const json_object *o, const char *key);
  * too); 0 when it differs or is not a string. */
 int jsonx_str_is(const json_object *o, const char *key, const char *want);
 
+/* 1 when o[key] is the integer want; 0 when it differs, is absent or is not an integer. */
+int jsonx_int_is(const json_object *o, const char *key, int64_t want);
+
 /* v when it is of type t, else NULL (a NULL v included): a value from untrusted JSON
  * used as an object or an array only once it is one. */
 const json_object *jsonx_typed(const json_object *v, json_type t);

@@ -101,6 +101,10 @@ static void test_typed_readers(void)
     CU_ASSERT_EQUAL(jsonx_str_is(o, "n", ""), 1);    /* null is "" */
     CU_ASSERT_EQUAL(jsonx_str_is(o, "missing", NULL), 1);
     CU_ASSERT_EQUAL(jsonx_str_is(o, "t", ""), 0);    /* not a string: never equal */
+    CU_ASSERT_EQUAL(jsonx_int_is(meta, "generation", 3), 1);
+    CU_ASSERT_EQUAL(jsonx_int_is(meta, "generation", 4), 0);
+    CU_ASSERT_EQUAL(jsonx_int_is(meta, "name", 0), 0); /* not an integer */
+    CU_ASSERT_EQUAL(jsonx_int_is(meta, "missing", 0), 0);
     CU_ASSERT_PTR_EQUAL(jsonx_typed(meta, json_type_object), meta);
     CU_ASSERT_PTR_NULL(jsonx_typed(meta, json_type_array));
     CU_ASSERT_PTR_NULL(jsonx_typed(NULL, json_type_object));
