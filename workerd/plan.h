@@ -251,6 +251,9 @@
  *     is none yet) and no Redis action is planned.
  *   Standalone (and a spec without mode, as v1alpha1 clusters are converted): none of
  *   this; independent servers, no role Services, labels or Redis actions.
+ *   CLUSTER (spec.mode Cluster, not yet a value of the spec; ARCHITECTURE.md "Standalone,
+ *   Replication, Cluster"): its place is beside REPLICATION, after the children and AUTH
+ *   and before the status, in plan_cluster.c.
  *   Order of the actions: children, role labels taken, Redis commands, role label
  *   given, a pod deletion, then the status (then RUNTIME CONFIG's commands and
  *   annotations).
@@ -339,6 +342,26 @@
  *   and Creating before and after): no write, the requeue at most the rest of that window
  *   (plan_status_held_ns says how long). Everything else is written by the reconcile that
  *   computes it, an election's record included.
+ *
+ * WHERE IT IS (each piece owns what it decides, behind its own header; plan_internal.h is
+ * the reconcile's context they all read):
+ *   plan.c              plan_compute: decisions 1-4 and the order of the pieces below
+ *   plan_build.[ch]     the plan object: actions and their request paths, events, the
+ *                       status slot, the requeue; the accessors and plan_to_json
+ *   plan_compare.[ch]   MANAGED-FIELD COMPARISON (plan_json_subset) and the merge of
+ *                       TAKING A CHILD BACK
+ *   plan_children.[ch]  decision 5: ConfigMap, Services, StatefulSet, PodDisruptionBudget,
+ *                       OWNERSHIP, REMOVED KNOBS, IMMUTABLE STATEFULSET FIELDS
+ *   plan_auth.[ch]      AUTH
+ *   plan_replication.[ch]  REPLICATION, FAILOVER, SWITCHOVER (the decisions: topology.h)
+ *   plan_cluster.[ch]   CLUSTER (spec.mode Cluster), next: slots, meets and moves as the
+ *                       mode's own step beside plan_replication, its decisions in a pure
+ *                       core of their own as topology.h is Replication's
+ *   plan_runtime.[ch]   RUNTIME CONFIG
+ *   plan_diagnosis.[ch] DIAGNOSIS (plan_diagnosis_reads, plan_pod_to_explain)
+ *   plan_status.[ch]    STATUS and the STATUS WRITE POLICY
+ *   plan_observe.[ch]   readers of the observed objects (a StatefulSet's view, conditions)
+ *   plan_failed.c       A FAILED WRITE (plan_write_failed), TAKING A CHILD BACK
  */
 #ifndef RDC_PLAN_H
 #define RDC_PLAN_H

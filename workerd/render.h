@@ -5,7 +5,7 @@
  * operator applies them (server-side apply, field manager "rediscluster-operator"). Every
  * object carries the operator's labels and a controller owner reference to the
  * RedisCluster. What the builders put in an object is, by definition, the set of fields
- * the operator manages: plan.c compares observed objects on those fields only.
+ * the operator manages: plan_children.c compares observed objects on those fields only.
  *
  * Also here: the image reference rule (when to append spec.version as a tag), the
  * redis.conf renderer and its SHA-256, and Kubernetes quantity comparison.

@@ -99,7 +99,7 @@ static int converging(const json_object *status)
 }
 
 /* 1 when the status is one of a new cluster's first rollout: Pending, Progressing True
- * with reason Creating (plan.c, CREATING). */
+ * with reason Creating (plan_status.c, CREATING). */
 static int creating(const json_object *status)
 {
     const char *phase = jsonx_str(status, "phase");
