@@ -86,6 +86,17 @@ size_t jsonx_len(const json_object *v)
     return v && json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
 }
 
+const json_object *jsonx_find(const json_object *arr, const char *key, const char *want)
+{
+    for (size_t i = 0; want && i < jsonx_len(arr); i++) {
+        const json_object *e = json_object_array_get_idx(arr, i);
+        const char *have = jsonx_str(e, key);
+        if (have && !strcmp(have, want))
+            return e;
+    }
+    return NULL;
+}
+
 const char *jsonx_value_str(const json_object *v)
 {
     /* json_object_get_string only reads a string object. */

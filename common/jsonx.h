@@ -50,6 +50,11 @@ const json_object *jsonx_typed(const json_object *v, json_type t);
 /* The number of elements of an array; 0 when v is not an array (or NULL). */
 size_t jsonx_len(const json_object *v);
 
+/* The first element of the array arr that is an object whose key is the string want
+ * ("type" of a condition, "name" of a container), or NULL (arr not an array, want NULL,
+ * no such element). Borrowed from arr. */
+const json_object *jsonx_find(const json_object *arr, const char *key, const char *want);
+
 /* The text of a string value (up to any NUL byte in it), or NULL when v is not a string.
  * For values whose type the caller has seen; borrowed from v. */
 const char *jsonx_value_str(const json_object *v);

@@ -27,14 +27,7 @@ plan_sts_view_t plan_view_statefulset(const json_object *sts)
 
 const json_object *plan_observed_cond(const json_object *status, const char *type)
 {
-    const json_object *list = jsonx_get(status, "conditions");
-    for (size_t i = 0; i < jsonx_len(list); i++) {
-        const json_object *e = json_object_array_get_idx(list, i);
-        const char *t = jsonx_str_set(e, "type");
-        if (t && !strcmp(t, type))
-            return e;
-    }
-    return NULL;
+    return jsonx_find(jsonx_get(status, "conditions"), "type", type);
 }
 
 int64_t plan_age_ns(const char *t, int64_t now)

@@ -87,6 +87,43 @@ static void scrub(char *s, size_t cap, const char *secret, const char *token)
     }
 }
 
+/* The tokens a command's arguments may end with, and what replaces them. */
+static const char *const tokens[2] = {REDISEXEC_PASSWORD_TOKEN, REDISEXEC_OLD_PASSWORD_TOKEN};
+
+/* av[i] = argv[i] with a trailing token replaced by its secret (a copy in made[i], which
+ * the caller wipes and frees), else argv[i] itself. Returns 0, or -1 when out of memory. */
+static int expand_tokens(int argc, const char *const *argv, const char *const secrets[2], const char **av,
+                         char **made)
+{
+    for (int i = 0; i < argc; i++) {
+        av[i] = argv[i];
+        size_t n = strlen(argv[i]);
+        for (int t = 0; t < 2; t++) {
+            size_t tl = strlen(tokens[t]);
+            if (n < tl || strcmp(argv[i] + n - tl, tokens[t]))
+                continue;
+            size_t len = n - tl + strlen(secrets[t]) + 1;
+            if (!(made[i] = malloc(len)))
+                return -1;
+            snprintf(made[i], len, "%.*s%s", (int)(n - tl), argv[i], secrets[t]);
+            av[i] = made[i];
+            break;
+        }
+    }
+    return 0;
+}
+
+/* A reply's text for the caller: an integer, a status or a string; "" otherwise. */
+static void reply_text(const redisReply *r, char *reply, size_t replylen)
+{
+    if (!reply || !replylen)
+        return;
+    if (r->type == REDIS_REPLY_INTEGER)
+        snprintf(reply, replylen, "%lld", (long long)r->integer);
+    else if (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING)
+        snprintf(reply, replylen, "%s", r->str);
+}
+
 int redisexec_command(const char *ip, int port, const char *password, const char *old_password, int argc,
                       const char *const *argv, int64_t timeout_ns, char *reply, size_t replylen, char *err,
                       size_t errlen)
@@ -102,24 +139,10 @@ int redisexec_command(const char *ip, int port, const char *password, const char
     int rc = -1;
     redisContext *c = NULL;
     redisReply *r = NULL;
-    static const char *const tokens[2] = {REDISEXEC_PASSWORD_TOKEN, REDISEXEC_OLD_PASSWORD_TOKEN};
     const char *secrets[2] = {password ? password : "", old_password ? old_password : ""};
-    for (int i = 0; i < argc; i++) {
-        av[i] = argv[i];
-        size_t n = strlen(argv[i]);
-        for (int t = 0; t < 2; t++) {
-            size_t tl = strlen(tokens[t]);
-            if (n < tl || strcmp(argv[i] + n - tl, tokens[t]))
-                continue;
-            size_t len = n - tl + strlen(secrets[t]) + 1;
-            if (!(made[i] = malloc(len))) {
-                snprintf(err, errlen, "out of memory");
-                goto out;
-            }
-            snprintf(made[i], len, "%.*s%s", (int)(n - tl), argv[i], secrets[t]);
-            av[i] = made[i];
-            break;
-        }
+    if (expand_tokens(argc, argv, secrets, av, made)) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
     }
     c = connect_auth(ip, port, password, old_password, timeout_ns, err, errlen);
     if (!c)
@@ -132,12 +155,7 @@ int redisexec_command(const char *ip, int port, const char *password, const char
         snprintf(err, errlen, "%s %s:%d: %s", argv[0], ip, port, r->str);
     } else {
         rc = 0;
-        if (reply && replylen) {
-            if (r->type == REDIS_REPLY_INTEGER)
-                snprintf(reply, replylen, "%lld", (long long)r->integer);
-            else if (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING)
-                snprintf(reply, replylen, "%s", r->str);
-        }
+        reply_text(r, reply, replylen);
     }
 out:
     if (rc && errlen) /* ACL SETUSER's errors quote the modifier, password and all */

@@ -26,16 +26,7 @@ static int same_value(const json_object *a, const json_object *b)
 /* The condition of this type in the status' conditions list, or NULL. */
 static const json_object *cond_of(const json_object *status, const char *type)
 {
-    const json_object *list = jsonx_get(status, "conditions");
-    if (!type || !list || !json_object_is_type(list, json_type_array))
-        return NULL;
-    for (size_t i = 0; i < json_object_array_length(list); i++) {
-        const json_object *k = json_object_array_get_idx(list, i);
-        const char *t = jsonx_str(k, "type");
-        if (t && !strcmp(t, type))
-            return k;
-    }
-    return NULL;
+    return jsonx_find(jsonx_get(status, "conditions"), "type", type);
 }
 
 /* 1 when the two conditions say the same, the message aside when its type carries a

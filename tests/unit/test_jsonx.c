@@ -115,6 +115,14 @@ static void test_typed_readers(void)
     CU_ASSERT_PTR_NULL(jsonx_value_str(jsonx_get(doc, "list")));
     CU_ASSERT_PTR_NULL(jsonx_value_str(NULL));
     json_object_put(o);
+    json_object *list = json_tokener_parse("[1,{\"type\":\"A\"},{\"type\":7},{\"type\":\"B\",\"n\":1},"
+                                           "{\"type\":\"B\",\"n\":2}]");
+    CU_ASSERT_EQUAL(jsonx_int_or(jsonx_find(list, "type", "B"), "n", 0), 1); /* the first */
+    CU_ASSERT_PTR_NOT_NULL(jsonx_find(list, "type", "A"));
+    CU_ASSERT_PTR_NULL(jsonx_find(list, "type", "C"));
+    CU_ASSERT_PTR_NULL(jsonx_find(list, "type", NULL));
+    CU_ASSERT_PTR_NULL(jsonx_find(meta, "type", "A")); /* not an array */
+    json_object_put(list);
 }
 
 static const cu_entry_t tests[] = {
@@ -122,7 +130,7 @@ static const cu_entry_t tests[] = {
     {"str and int by key", test_str_and_int},
     {"values by path", test_paths},
     {"strict parse of a whole body", test_parse_strict},
-    {"typed readers: set strings, ints with a default, booleans, equality, types", test_typed_readers},
+    {"typed readers: set strings, ints with a default, booleans, equality, types, find", test_typed_readers},
 };
 
 CU_MAIN(tests)
