@@ -772,7 +772,8 @@ static void check_config_extra(rdc_field_errors_t *e, const json_object *spec)
         return;
     }
     const char *persistence = NULL;
-    int persistence_set = optional_string(NULL, spec, "persistence", NULL, &persistence) == JSONX_OK;
+    if (optional_string(NULL, spec, "persistence", NULL, &persistence) != JSONX_OK)
+        persistence = NULL;
     json_object_object_foreach((json_object *)extra, name, v)
     {
         char f[384];
@@ -781,7 +782,7 @@ static void check_config_extra(rdc_field_errors_t *e, const json_object *spec)
         if (!redisconf_name_ok(name))
             field_error(e, RDC_FIELD_INVALID, f, NULL,
                         "must be a redis.conf directive name in lower case ([a-z][a-z0-9-]{0,63})");
-        else if ((why = redisconf_owned(name, persistence_set)))
+        else if ((why = redisconf_owned(name, persistence)))
             field_error(e, RDC_FIELD_FORBIDDEN, f, NULL, "directive \"%s\" is owned by the operator: %s", name, why);
         else if (!v || !json_object_is_type(v, json_type_string) || jsonx_string(extra, name, &s) != JSONX_OK ||
                  !redisconf_value_ok(s))

@@ -48,7 +48,7 @@ static const char *const runtime[] = {
     "active-defrag-cycle-max", "active-defrag-cycle-min", "active-defrag-ignore-bytes",
     "active-defrag-max-scan-fields", "active-defrag-threshold-lower", "active-defrag-threshold-upper",
     "active-expire-effort", "activedefrag", "activerehashing", "aof-rewrite-incremental-fsync",
-    "aof-use-rdb-preamble", "appendfsync", "auto-aof-rewrite-min-size", "auto-aof-rewrite-percentage",
+    "aof-use-rdb-preamble", "appendfsync", "appendonly", "auto-aof-rewrite-min-size", "auto-aof-rewrite-percentage",
     "busy-reply-threshold", "client-output-buffer-limit", "client-query-buffer-limit", "dynamic-hz",
     "hash-max-listpack-entries", "hash-max-listpack-value", "hash-max-ziplist-entries",
     "hash-max-ziplist-value", "hll-sparse-max-bytes", "hz", "jemalloc-bg-thread",
@@ -92,13 +92,18 @@ int redisconf_value_ok(const char *value)
     return 1;
 }
 
-const char *redisconf_owned(const char *name, int persistence_set)
+const char *redisconf_owned(const char *name, const char *persistence)
 {
     for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
         if (!strcasecmp(name, owned[i].name))
             return owned[i].why;
-    if (persistence_set && !strcasecmp(name, "appendonly"))
+    int none = persistence && !strcmp(persistence, "none"), rdb = persistence && !strcmp(persistence, "rdb");
+    if (persistence && !strcasecmp(name, "appendonly"))
         return "set by spec.persistence";
+    if (none && !strcasecmp(name, "save"))
+        return "spec.persistence is none (no snapshots); with rdb or aof, save may be tuned here";
+    if ((none || rdb) && !strcasecmp(name, "appendfsync"))
+        return "it applies to the append-only file only, which spec.persistence aof writes";
     return NULL;
 }
 

@@ -39,8 +39,10 @@ int redisconf_value_ok(const char *value);
 
 /* When the operator owns name (any case): a static string that says what owns it
  * ("the operator listens on port 6379"); NULL when spec.config.extra may set it.
- * persistence_set: spec.persistence is set (then appendonly is owned too). */
-const char *redisconf_owned(const char *name, int persistence_set);
+ * persistence: spec.persistence ("none", "rdb", "aof"), NULL when unset. With it set,
+ * appendonly is owned; save too when it is none, appendfsync when it is not aof (what the
+ * mode leaves open, extra may tune: workerd/render.h PERSISTENCE). */
+const char *redisconf_owned(const char *name, const char *persistence);
 
 /* The i-th always-owned directive of the table (appendonly aside), NULL past the end: the
  * CRD's CEL rule on spec.config.extra lists the same names (test_knobs compares them). */

@@ -375,7 +375,7 @@
 #define PLAN_FINALIZER "cache.example.com/finalizer"
 #define PLAN_SPEC_HASH_ANNOTATION "cache.example.com/spec-hash" /* REMOVED KNOBS */
 #define PLAN_RENDERED_KEYS_ANNOTATION "cache.example.com/rendered-metadata" /* REMOVED KNOBS */
-#define PLAN_REDIS_MAX_ARGS 130 /* CONFIG SET with every spec.config.extra pair (RUNTIME CONFIG) */
+#define PLAN_REDIS_MAX_ARGS 136 /* CONFIG SET with every run-time directive pair (RUNTIME CONFIG) */
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
 #define PLAN_FAILOVER_DOWN_AFTER_MS 3000 /* spec.failover.downAfter's default */
 #define PLAN_REQUEUE_SWITCHOVER_NS (INT64_C(2) * 1000000000) /* SWITCHOVER: look again */

@@ -60,8 +60,8 @@ int plan_runtime_config(const plan_ctx_t *c)
     }
     if (last >= 0 && !*plan_oom(p))
         plan_add_event(p, "Normal", "ConfigApplied", last,
-                       "Applied %d run-time directive(s) of spec.config.extra with CONFIG SET, without a restart, "
-                       "to %s",
+                       "Applied %d run-time directive(s) (spec.persistence, spec.config.extra) with CONFIG SET, "
+                       "without a restart, to %s",
                        (rt->argc - 2) / 2, buf_str(&pods));
     buf_free(&pods);
     free(rt);

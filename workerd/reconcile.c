@@ -347,7 +347,7 @@ static const json_object *child_written(const plan_action_t *a, const json_objec
     return NULL;
 }
 
-/* ---- the reconcile as a job on the loop ------------------------------------------------- */
+/* ---- the reconcile as a job on the loop (reconcile_sm.h) -------------------------------- */
 
 /* What each read of the job is (reads_req_t req[k] answers what[k]). */
 enum {
@@ -361,7 +361,17 @@ enum {
     W_FRESH_RC                    /* the RedisCluster again, for a refused write's status */
 };
 
+static reconcile_trace_fn *trace_fn;
+static void *trace_arg;
+
+void reconcile_set_trace(reconcile_trace_fn *fn, void *arg)
+{
+    trace_fn = fn;
+    trace_arg = arg;
+}
+
 struct reconcile_job {
+    reconcile_state_t state;    /* changed by job_event only */
     exec_async_t *a;
     exec_ctx_t xr;              /* the caller's context with the Redis passwords */
     const json_object *rc;      /* the caller's, or rc_own */
@@ -370,6 +380,8 @@ struct reconcile_job {
     json_object *fetched[N_CHILDREN], *diag[3];
     plan_t *plan;
     plan_observed_t more;       /* what the plan is computed from besides the children */
+    int plans;                  /* plan computations so far (reconcile_outcome_t) */
+    int new_input;              /* READ_MORE brought what the plan has not seen */
     char *password, *applied;
     char sc_name[254];          /* the StorageClass being read */
     int64_t start;
@@ -381,13 +393,15 @@ struct reconcile_job {
     int diag_failed;            /* a diagnosis read failed: nothing is kept */
     plan_observed_t seen;       /* the caller's (what it points to is borrowed) */
     int has_seen;
-    /* in flight: reads, a run, or the end waiting for the next turn */
+    /* in flight: reads, a run, the deadline, the delivery */
     reads_t *reads;
     reads_req_t req[READS_MAX];
     int what[READS_MAX];
     size_t nreq;
     exec_run_t *run;
-    int timer;
+    int finish_timer;
+    int deadline_timer;
+    int64_t deadline_ns;        /* monotonic; the deadline timer's */
     /* after a create met 409 AlreadyExists (REPLAN): the first plan, kept in case the
      * second cannot be made */
     int replans;
@@ -406,106 +420,9 @@ struct reconcile_job {
     void *arg;
 };
 
-/* Log, count and free: the end of every reconcile. */
-static void job_free(reconcile_job_t *j, const reconcile_outcome_t *out)
-{
-    const char *ns = meta_str(j->rc, "namespace"), *name = meta_str(j->rc, "name");
-    double seconds = (double)(clock_mono_ns() - j->start) / 1e9;
-    char secs[32], actions[16];
-    snprintf(secs, sizeof(secs), "%.3f", seconds);
-    snprintf(actions, sizeof(actions), "%zu", j->plan ? plan_action_count(j->plan) : 0);
-    rlog_info("reconciled", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name", name, "reconcileID",
-              j->xr.reconcile_id, "result", reconcile_result_name(out->result), "phase",
-              j->plan && plan_phase(j->plan) ? plan_phase(j->plan) : "", "writes", actions, "seconds", secs);
-    if (!j->dry_run)
-        record_metrics(out->result, seconds);
-    metric_family_t *active = metrics_gauge(metrics_default(), "controller_runtime_active_workers",
-                                            "Number of currently used workers per controller", "controller");
-    metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), -1);
-    reads_cancel(&j->reads);
-    exec_run_cancel(&j->run);
-    if (j->timer)
-        loop_cancel_timer(exec_async_loop(j->a), j->timer);
-    plan_destroy(&j->plan);
-    plan_destroy(&j->first);
-    plan_destroy(&j->tail);
-    for (int i = 0; i < N_CHILDREN; i++)
-        json_object_put(j->fetched[i]);
-    for (int i = 0; i < 3; i++)
-        json_object_put(j->diag[i]);
-    json_object_put(j->fresh);
-    json_object_put(j->rc_own);
-    wipe(&j->password);
-    wipe(&j->applied);
-    wipe(&j->first_password);
-    wipe(&j->first_applied);
-    free(j);
-}
+static void job_event(reconcile_job_t *j, reconcile_event_t ev);
 
-static int on_finish_timer(loop_t *loop, int id, void *arg);
-
-/* REPLAN: the first run added our finalizer (an action before the failed one): the
- * second plan starts from a copy of the RedisCluster that has it, or it would add it
- * again with the resourceVersion it was observed at and meet 409 Conflict (the first
- * run's PATCH changed that version). Nothing happens when the first run did not add it,
- * or when out of memory (the second run then meets the conflict and requeues). */
-static void job_rc_with_finalizer(reconcile_job_t *j, size_t failed)
-{
-    int added = 0;
-    for (size_t i = 0; i < failed && i < plan_action_count(j->plan); i++)
-        added |= plan_action(j->plan, i)->kind == PLAN_ADD_FINALIZER;
-    json_object *copy = NULL, *md = NULL, *list = NULL;
-    if (!added || json_object_deep_copy((json_object *)j->rc, &copy, NULL) ||
-        !json_object_object_get_ex(copy, "metadata", &md)) {
-        json_object_put(copy);
-        return;
-    }
-    if (!json_object_object_get_ex(md, "finalizers", &list) || !json_object_is_type(list, json_type_array)) {
-        list = json_object_new_array();
-        json_object_object_add(md, "finalizers", list);
-    }
-    json_object_array_add(list, json_object_new_string(PLAN_FINALIZER));
-    json_object_put(j->rc_own);
-    j->rc_own = copy;
-    j->rc = copy;
-}
-
-static int on_finish_timer(loop_t *loop, int id, void *arg)
-{
-    (void)loop;
-    (void)id;
-    reconcile_job_t *j = arg;
-    j->timer = 0;
-    reconcile_done_fn *done = j->done;
-    void *darg = j->arg;
-    reconcile_outcome_t out = j->out;
-    job_free(j, &out);
-    done(&out, darg);
-    return 0;
-}
-
-/* The outcome in j->out is final: log, count and free the job, and tell the caller on
- * the next turn of the loop (never from inside reconcile_start). */
-static void job_finish(reconcile_job_t *j)
-{
-    j->timer = loop_add_timer(exec_async_loop(j->a), 0, 0, on_finish_timer, j);
-    if (j->timer < 0) {
-        j->timer = 0;
-        on_finish_timer(exec_async_loop(j->a), 0, j);
-    }
-}
-
-/* Start reading j->req[0..j->nreq) (their what[] set); then = where the answers go. When
- * there is nothing to read, then runs at once. Returns 0, or -1 when out of memory. */
-static int job_read(reconcile_job_t *j, reads_done_fn *then)
-{
-    if (!j->nreq) {
-        then(j);
-        return 0;
-    }
-    j->reads = reads_start(exec_async_curl(j->a), j->xr.client, j->req, j->nreq, then, j);
-    return j->reads ? 0 : -1;
-}
+/* ---- reads (READ, READ_MORE, READ_FRESH) ---- */
 
 /* Put every answer still held in j->req (what was taken was set to NULL) and forget the
  * reads. */
@@ -538,69 +455,21 @@ static void job_add_list(reconcile_job_t *j, int what, const char *resource, con
         j->what[j->nreq++] = what;
 }
 
-static void on_first_reads(void *arg);
-static void on_more_reads(void *arg);
-static void on_pod_events(void *arg);
-static void job_plan_first(reconcile_job_t *j);
-static void job_after_run(reconcile_job_t *j, exec_result_t r, size_t failed, const kube_error_t *err);
+static void on_reads(void *arg);
 
-/* A read of the children failed: the reconcile ends in error (or, planning again after a
- * 409, with the first plan's conflict). */
-static void job_read_failed(reconcile_job_t *j, const kube_error_t *err);
-
-/* The reads a plan needs first: the children the cache lacks (when the memo says so)
- * and, with spec.auth, the Secret and the password record, all at once. */
-static void job_read_first(reconcile_job_t *j)
+/* Start reading j->req[0..j->nreq) (their what[] set); on_reads hears when every one has
+ * ended. Nothing to read: on_reads at once (the next step, in this turn). Returns 0, or
+ * -1 when out of memory (nothing started, the answers put). */
+static int job_read(reconcile_job_t *j)
 {
-    const exec_ctx_t *x = &j->xr;
-    const json_object *rc = j->rc;
-    json_object *md = NULL;
-    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
-    kube_error_t err;
-    kube_error_clear(&err);
-    j->nreq = 0;
-    /* Deletion looks at no child, and an object that cannot be addressed is the plan's
-     * to report. */
-    int children = x->client && *ns && *name && json_object_object_get_ex(rc, "metadata", &md) &&
-                   !json_object_object_get_ex(md, "deletionTimestamp", NULL);
-    const char *mode = JSONX_STR_AT(rc, "spec", "mode");
-    int replication = mode && !strcmp(mode, "Replication");
-    char (*names)[300] = j->absent_name;
-    int absent[N_CHILDREN], n = 0;
-    for (int i = 0; children && i < N_CHILDREN; i++) {
-        if (j->child[i] || (i >= ROLE_CHILD && !replication))
-            continue;
-        if (i >= ROLE_CHILD)
-            render_role_service_name(name, i == ROLE_CHILD ? RENDER_ROLE_PRIMARY : RENDER_ROLE_REPLICA, names[i],
-                                     sizeof(names[i]));
-        else
-            snprintf(names[i], sizeof(names[i]), "%s", name);
-        absent[n++] = i;
+    if (!j->nreq) {
+        on_reads(j);
+        return 0;
     }
-    /* (asked even when none is absent: the children the cache holds leave the memo) */
-    int must = children && must_read_absent(x, ns, j->child, names, absent, n);
-    for (int k = 0; must && k < n; k++)
-        if (job_add_get(j, W_CHILD + absent[k], child_group[absent[k]], "v1", child_resource[absent[k]], ns,
-                        names[absent[k]], &err)) {
-            job_reads_clear(j);
-            job_read_failed(j, &err);
-            return;
-        }
-    const char *sname = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "name");
-    char rec[300];
-    snprintf(rec, sizeof(rec), "%s" RENDER_AUTH_RECORD_SUFFIX, name);
-    size_t before = j->nreq;
-    if (x->client && sname && *sname &&
-        (job_add_get(j, W_SECRET, "", "v1", "secrets", ns, sname, &err) ||
-         job_add_get(j, W_RECORD, "", "v1", "secrets", ns, rec, &err))) {
-        j->nreq = before;
-        rlog_warn("cannot read the cluster's password", "reconcileID", x->reconcile_id, "error", err.message);
-    }
-    if (job_read(j, on_first_reads)) {
+    j->reads = reads_start(exec_async_curl(j->a), j->xr.client, j->req, j->nreq, on_reads, j);
+    if (!j->reads)
         job_reads_clear(j);
-        kube_error_set(&err, KERR_CONFIG, "out of memory");
-        job_read_failed(j, &err);
-    }
+    return j->reads ? 0 : -1;
 }
 
 /* AUTH (plan.h): the Secret's password into j->password and the recorded one into
@@ -635,25 +504,22 @@ static plan_auth_t job_auth(reconcile_job_t *j, int k_secret, int k_record)
     return strcmp(j->applied, j->password) ? PLAN_AUTH_ROTATE : PLAN_AUTH_CURRENT;
 }
 
-static void on_first_reads(void *arg)
+/* READ's answers: the children into j->child (and the memo), the auth into j->more.
+ * Returns the event: READ_FAILED (j->err set) when a child could not be read. */
+static reconcile_event_t job_take_first(reconcile_job_t *j)
 {
-    reconcile_job_t *j = arg;
-    j->reads = NULL;
     const exec_ctx_t *x = &j->xr;
     const char *ns = meta_str(j->rc, "namespace");
     int k_secret = -1, k_record = -1;
     for (size_t k = 0; k < j->nreq; k++) {
         int w = j->what[k];
-        if (w == W_SECRET)
-            k_secret = (int)k;
-        if (w == W_RECORD)
-            k_record = (int)k;
-        if (w >= W_CHILD + N_CHILDREN || j->req[k].err.code == KERR_OK)
-            continue;
-        kube_error_t err = j->req[k].err;
-        job_reads_clear(j);
-        job_read_failed(j, &err);
-        return;
+        k_secret = w == W_SECRET ? (int)k : k_secret;
+        k_record = w == W_RECORD ? (int)k : k_record;
+        if (w < W_CHILD + N_CHILDREN && j->req[k].err.code != KERR_OK) {
+            j->err = j->req[k].err;
+            job_reads_clear(j);
+            return REV_READ_FAILED;
+        }
     }
     for (size_t k = 0; k < j->nreq; k++) {
         int i = j->what[k] - W_CHILD;
@@ -671,14 +537,228 @@ static void on_first_reads(void *arg)
     }
     j->more.auth = job_auth(j, k_secret, k_record);
     job_reads_clear(j);
-    job_plan_first(j);
+    return REV_READ_OK;
+}
+
+/* The answer of read k, taken (the caller puts it), or NULL after a warning what says. */
+static json_object *job_take(reconcile_job_t *j, size_t k, const char *what)
+{
+    if (j->req[k].err.code != KERR_OK) {
+        char line[1024];
+        rlog_warn(what, "reconcileID", j->xr.reconcile_id, "error", kube_error_str(&j->req[k].err, line, sizeof(line)));
+        return NULL;
+    }
+    json_object *o = j->req[k].obj;
+    j->req[k].obj = NULL;
+    return o;
+}
+
+/* READ_MORE's answers into j->more and j->diag (each optional: a failed one is logged and
+ * counted absent). Returns EXPLAIN when the pods read name a pod whose Events are still to
+ * read, else READ_OK. */
+static reconcile_event_t job_take_more(reconcile_job_t *j)
+{
+    static const char *const why[] = {"cannot read the pods to explain the status",
+                                      "cannot read the StatefulSet's Events", "cannot read the pod's Events"};
+    int explained = 0;
+    for (size_t k = 0; k < j->nreq; k++) {
+        int w = j->what[k];
+        if (w == W_STORAGE_CLASS && j->req[k].err.code != KERR_OK) {
+            char line[1024];
+            rlog_warn("cannot read the StorageClass", "reconcileID", j->xr.reconcile_id, "storageClass", j->sc_name,
+                      "error", kube_error_str(&j->req[k].err, line, sizeof(line)));
+        } else if (w == W_STORAGE_CLASS) {
+            j->more.storage_class_missing = j->req[k].obj == NULL;
+            j->new_input |= j->more.storage_class_missing;
+            sc_cache_keep(j->sc_name, j->more.storage_class_missing);
+        } else if (w >= W_PODS && w <= W_POD_EVENTS) {
+            int d = w - W_PODS;
+            j->diag_failed |= j->req[k].err.code != KERR_OK;
+            json_object_put(j->diag[d]);
+            j->diag[d] = job_take(j, k, why[d]);
+            explained |= w == W_POD_EVENTS;
+        }
+    }
+    job_reads_clear(j);
+    const char *pod = !explained && j->diag[0] && !j->diag_kept ? plan_pod_to_explain(j->diag[0]) : NULL;
+    if (pod) {
+        char fs[600];
+        snprintf(fs, sizeof(fs), "involvedObject.kind=Pod,involvedObject.name=%s", pod);
+        job_add_list(j, W_POD_EVENTS, "events", NULL, fs);
+        if (j->nreq)
+            return REV_EXPLAIN;
+    }
+    if (*j->diag_key && !j->diag_kept && !j->diag_failed && (j->diag_cached || (j->diag[0] && j->diag[1])))
+        diag_memo_put(j->diag_key, j->diag);
+    j->new_input |= j->diag[0] || j->diag[1] || j->diag[2] || (j->diag_cached && j->seen.members);
+    return REV_READ_OK;
+}
+
+/* READ_FRESH's answer into j->fresh: the RedisCluster as the API has it, or the cached one
+ * when it cannot be read; NULL when it is gone (nothing to report on). */
+static void job_take_fresh(reconcile_job_t *j)
+{
+    char line[1024];
+    if (j->nreq && j->req[0].err.code != KERR_OK) {
+        rlog_warn("cannot read the RedisCluster again; comparing with the cached one", "reconcileID",
+                  j->xr.reconcile_id, "error", kube_error_str(&j->req[0].err, line, sizeof(line)));
+        j->fresh = json_object_get((json_object *)j->rc);
+    } else if (j->nreq) {
+        j->fresh = j->req[0].obj;
+        j->req[0].obj = NULL;
+    }
+    job_reads_clear(j);
+}
+
+/* A set of reads ended: the event its state makes of the answers. */
+static void on_reads(void *arg)
+{
+    reconcile_job_t *j = arg;
+    j->reads = NULL;
+    reconcile_event_t ev = REV_READ_OK;
+    if (j->state == RS_READ)
+        ev = job_take_first(j);
+    else if (j->state == RS_READ_MORE)
+        ev = job_take_more(j);
+    else if (j->state == RS_READ_FRESH)
+        job_take_fresh(j);
+    job_event(j, ev);
+}
+
+/* ---- runs (RUN, TAKE_BACK, REPORT) ---- */
+
+/* The run's result as the event of a run: a create that met 409 AlreadyExists (once, with
+ * a memo to keep the name: REPLAN), a refused apply (TAKE_BACK), a write the API refused
+ * (RUN_REPORT), or RUN_FAILED. */
+static reconcile_event_t run_event(reconcile_job_t *j, const plan_t *plan, exec_result_t r, size_t failed,
+                                   const kube_error_t *err)
+{
+    const exec_ctx_t *x = &j->xr;
+    const plan_action_t *fa = r == EXEC_OK ? NULL : plan_action(plan, failed);
+    if (r == EXEC_OK)
+        return REV_RUN_OK;
+    if (j->state == RS_RUN && r == EXEC_CONFLICT && fa && fa->kind == PLAN_CREATE && x->exists &&
+        kube_error_is_already_exists(err)) {
+        if (!j->replans)
+            return REV_RUN_EXISTS;
+        /* another appeared meanwhile: read next time */
+        existsmemo_add(x->exists, fa->resource, fa->ns ? fa->ns : meta_str(j->rc, "namespace"), fa->name);
+    }
+    int refused = r == EXEC_ERROR && err->http_status == 422 && fa;
+    if (refused && (j->state == RS_RUN ? fa->kind == PLAN_APPLY : !j->recreate))
+        return REV_RUN_REFUSED;
+    if (r == EXEC_ERROR && refused_by_api(err) && x->client)
+        return REV_RUN_REPORT;
+    return REV_RUN_FAILED;
+}
+
+static void on_run_done(exec_result_t r, size_t failed, const kube_error_t *err, void *arg)
+{
+    reconcile_job_t *j = arg;
+    j->run = NULL;
+    if (j->state == RS_REPORT) {
+        char line[1024];
+        if (r != EXEC_OK)
+            rlog_warn("cannot report the failed write in the status", "reconcileID", j->xr.reconcile_id, "error",
+                      kube_error_str(err, line, sizeof(line)));
+        plan_destroy(&j->tail);
+        job_event(j, REV_REPORTED);
+        return;
+    }
+    const plan_t *plan = j->state == RS_TAKE_BACK ? j->tail : j->plan;
+    reconcile_event_t ev = run_event(j, plan, r, failed, err);
+    if (j->state == RS_TAKE_BACK) {
+        const plan_action_t *a = plan_action(j->tail, failed);
+        char line[1024];
+        if (r == EXEC_OK)
+            rlog_info(j->recreate ? "recreated a child the API refused to update" : "took back a refused child",
+                      "reconcileID", j->xr.reconcile_id, "path", a->path, "why", a->why);
+        else
+            rlog_warn("cannot take the child back", "reconcileID", j->xr.reconcile_id, "action",
+                      plan_action_kind_name(a->kind), "error", kube_error_str(err, line, sizeof(line)));
+        plan_destroy(&j->tail);
+        if (ev == REV_RUN_OK)
+            ev = REV_TAKEN_BACK;
+        /* the take-back's failure stands for the run's, but the failed action stays the
+         * plan's (the report names it) */
+        failed = j->failed;
+    }
+    j->r = r;
+    j->failed = failed;
+    if (err && r != EXEC_OK)
+        j->err = *err;
+    job_event(j, ev);
+}
+
+/* Start running plan (j->plan or j->tail) for rc. Returns 0, or -1 when out of memory. */
+static int job_run(reconcile_job_t *j, const json_object *rc, const plan_t *plan)
+{
+    j->run = exec_run_start(j->a, &j->xr, rc, plan, on_run_done, j);
+    return j->run ? 0 : -1;
+}
+
+/* ---- the actions ---- */
+
+/* RA_READ_FIRST: the reads a plan needs first: the children the cache lacks (when the
+ * memo says so) and, with spec.auth, the Secret and the password record, all at once. */
+static void act_read_first(reconcile_job_t *j)
+{
+    const exec_ctx_t *x = &j->xr;
+    const json_object *rc = j->rc;
+    json_object *md = NULL;
+    const char *ns = meta_str(rc, "namespace"), *name = meta_str(rc, "name");
+    kube_error_t err;
+    kube_error_clear(&err);
+    j->nreq = 0;
+    /* Deletion looks at no child, and an object that cannot be addressed is the plan's
+     * to report. */
+    int children = x->client && *ns && *name && json_object_object_get_ex(rc, "metadata", &md) &&
+                   !json_object_object_get_ex(md, "deletionTimestamp", NULL);
+    const char *mode = JSONX_STR_AT(rc, "spec", "mode");
+    int replication = mode && !strcmp(mode, "Replication");
+    char (*names)[300] = j->absent_name;
+    int absent[N_CHILDREN], n = 0;
+    for (int i = 0; children && i < N_CHILDREN; i++) {
+        if (j->child[i] || (i >= ROLE_CHILD && !replication))
+            continue;
+        if (i >= ROLE_CHILD)
+            render_role_service_name(name, i == ROLE_CHILD ? RENDER_ROLE_PRIMARY : RENDER_ROLE_REPLICA, names[i],
+                                     sizeof(names[i]));
+        else
+            snprintf(names[i], sizeof(names[i]), "%s", name);
+        absent[n++] = i;
+    }
+    /* (asked even when none is absent: the children the cache holds leave the memo) */
+    int must = children && must_read_absent(x, ns, j->child, names, absent, n);
+    for (int k = 0; must && k < n; k++)
+        if (job_add_get(j, W_CHILD + absent[k], child_group[absent[k]], "v1", child_resource[absent[k]], ns,
+                        names[absent[k]], &err)) {
+            job_reads_clear(j);
+            j->err = err;
+            job_event(j, REV_READ_FAILED);
+            return;
+        }
+    const char *sname = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "name");
+    char rec[300];
+    snprintf(rec, sizeof(rec), "%s" RENDER_AUTH_RECORD_SUFFIX, name);
+    size_t before = j->nreq;
+    if (x->client && sname && *sname &&
+        (job_add_get(j, W_SECRET, "", "v1", "secrets", ns, sname, &err) ||
+         job_add_get(j, W_RECORD, "", "v1", "secrets", ns, rec, &err))) {
+        j->nreq = before;
+        rlog_warn("cannot read the cluster's password", "reconcileID", x->reconcile_id, "error", err.message);
+    }
+    if (job_read(j)) {
+        kube_error_set(&j->err, KERR_CONFIG, "out of memory");
+        job_event(j, REV_READ_FAILED);
+    }
 }
 
 /* The diagnosis reads (reconcile.h, step 2). With the pods of informerd's cache (a
  * worker's work item: seen.members), only the Events plan_diagnosis_reads names, at once;
  * without (workerd --once, a caller without them), the pods and the StatefulSet's
- * Events, then the Events of the pod to explain (on_more_reads). A worker keeps the
- * answers (the memo above). */
+ * Events, then the Events of the pod to explain (EXPLAIN). A worker keeps the answers
+ * (the memo above). */
 static void job_add_diagnosis(reconcile_job_t *j)
 {
     const json_object *sts = j->child[2];
@@ -707,115 +787,27 @@ static void job_add_diagnosis(reconcile_job_t *j)
     }
 }
 
-/* The plan from the children, what observerd saw and the auth; then, only when that plan
- * asks (a healthy, Running cluster reads nothing more), the StorageClass and the
- * diagnosis, read at once. */
-static void job_plan_first(reconcile_job_t *j)
+/* 1 when the plan asks for what it has not been given yet: the StorageClass, the
+ * diagnosis; the reads are then in j->req (none when all was known: the memos). */
+static int job_wants_more(reconcile_job_t *j)
 {
     const exec_ctx_t *x = &j->xr;
-    const json_object **child = j->child;
-    if (j->has_seen) {
-        j->more.members = j->seen.members;
-        j->more.redis = j->seen.redis;
-    }
-    j->more.budget_short = x->client && kube_client_budget_short(x->client);
-    j->more.primary_service = child[ROLE_CHILD];
-    j->more.replicas_service = child[ROLE_CHILD + 1];
-    j->xr.redis_password = j->password;
-    j->xr.redis_old_password = j->applied;
-    plan_children_t observed = {child[0], child[1], child[2], child[3]};
-    j->plan = plan_compute_children(j->rc, &observed, &j->more, clock_wall_ns());
     j->nreq = 0;
-    if (j->plan && x->client && !j->dry_run) {
-        kube_error_t err;
-        const char *cls = plan_storage_class_to_check(j->plan);
-        if (cls && !sc_cache_find(cls, &j->more.storage_class_missing) &&
-            job_add_get(j, W_STORAGE_CLASS, "storage.k8s.io", "v1", "storageclasses", NULL, cls, &err) == 0)
-            snprintf(j->sc_name, sizeof(j->sc_name), "%s", cls);
-        if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(child[2])))
-            job_add_diagnosis(j);
+    if (j->plans > 1 || !x->client || j->dry_run)
+        return 0;
+    kube_error_t err;
+    const char *cls = plan_storage_class_to_check(j->plan);
+    int known = 0;
+    if (cls && !(known = sc_cache_find(cls, &j->more.storage_class_missing)) &&
+        job_add_get(j, W_STORAGE_CLASS, "storage.k8s.io", "v1", "storageclasses", NULL, cls, &err) == 0)
+        snprintf(j->sc_name, sizeof(j->sc_name), "%s", cls);
+    j->new_input |= known && j->more.storage_class_missing;
+    if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(j->child[2]))) {
+        job_add_diagnosis(j);
+        j->new_input |= j->diag_kept || (j->diag_cached && j->seen.members);
     }
-    if (job_read(j, on_more_reads)) {
-        /* out of memory: plan without them */
-        j->nreq = 0;
-        on_more_reads(j);
-    }
+    return j->nreq > 0 || j->new_input;
 }
-
-static void job_plan_final(reconcile_job_t *j);
-
-/* The answer of read k, taken (the caller puts it), or NULL after a warning what says. */
-static json_object *job_take(reconcile_job_t *j, size_t k, const char *what)
-{
-    if (j->req[k].err.code != KERR_OK) {
-        char line[1024];
-        rlog_warn(what, "reconcileID", j->xr.reconcile_id, "error", kube_error_str(&j->req[k].err, line, sizeof(line)));
-        return NULL;
-    }
-    json_object *o = j->req[k].obj;
-    j->req[k].obj = NULL;
-    return o;
-}
-
-static void on_more_reads(void *arg)
-{
-    reconcile_job_t *j = arg;
-    j->reads = NULL;
-    for (size_t k = 0; k < j->nreq; k++) {
-        switch (j->what[k]) {
-        case W_STORAGE_CLASS:
-            if (j->req[k].err.code != KERR_OK) {
-                char line[1024];
-                rlog_warn("cannot read the StorageClass", "reconcileID", j->xr.reconcile_id, "storageClass",
-                          j->sc_name, "error", kube_error_str(&j->req[k].err, line, sizeof(line)));
-            } else {
-                j->more.storage_class_missing = j->req[k].obj == NULL;
-                sc_cache_keep(j->sc_name, j->more.storage_class_missing);
-            }
-            break;
-        case W_PODS:
-            j->diag_failed |= j->req[k].err.code != KERR_OK;
-            j->diag[0] = job_take(j, k, "cannot read the pods to explain the status");
-            break;
-        case W_STS_EVENTS:
-            j->diag_failed |= j->req[k].err.code != KERR_OK;
-            j->diag[1] = job_take(j, k, "cannot read the StatefulSet's Events");
-            break;
-        case W_POD_EVENTS: /* with the cache's pods: read with the rest */
-            j->diag_failed |= j->req[k].err.code != KERR_OK;
-            j->diag[2] = job_take(j, k, "cannot read the pod's Events");
-            break;
-        }
-    }
-    job_reads_clear(j);
-    const char *pod = j->diag[0] && !j->diag_kept ? plan_pod_to_explain(j->diag[0]) : NULL;
-    if (pod) {
-        char fs[600];
-        snprintf(fs, sizeof(fs), "involvedObject.kind=Pod,involvedObject.name=%s", pod);
-        job_add_list(j, W_POD_EVENTS, "events", NULL, fs);
-    }
-    if (job_read(j, on_pod_events)) {
-        j->nreq = 0;
-        on_pod_events(j);
-    }
-}
-
-static void on_pod_events(void *arg)
-{
-    reconcile_job_t *j = arg;
-    j->reads = NULL;
-    for (size_t k = 0; k < j->nreq; k++)
-        if (j->what[k] == W_POD_EVENTS) {
-            j->diag_failed |= j->req[k].err.code != KERR_OK;
-            j->diag[2] = job_take(j, k, "cannot read the pod's Events");
-        }
-    job_reads_clear(j);
-    if (*j->diag_key && !j->diag_kept && !j->diag_failed && (j->diag_cached || (j->diag[0] && j->diag[1])))
-        diag_memo_put(j->diag_key, j->diag);
-    job_plan_final(j);
-}
-
-static void on_run_done(exec_result_t r, size_t failed, const kube_error_t *err, void *arg);
 
 /* The second plan after a 409 could not be made (a read or the plan failed): back to the
  * first one and its conflict; the next reconcile reads (the name is kept). */
@@ -831,58 +823,43 @@ static void job_replan_abandon(reconcile_job_t *j)
     j->first_password = j->first_applied = NULL;
     j->xr.redis_password = j->password;
     j->xr.redis_old_password = j->applied;
-    kube_error_t err = j->err;
-    job_after_run(j, EXEC_CONFLICT, j->failed, &err);
+    j->r = EXEC_CONFLICT;
 }
 
-static void job_read_failed(reconcile_job_t *j, const kube_error_t *err)
+/* The outcome of a failed run (j->r, j->err, j->failed), logged. */
+static void job_failed_outcome(reconcile_job_t *j)
 {
-    if (j->replans) {
-        job_replan_abandon(j);
-        return;
-    }
-    j->out.result = RECONCILE_ERROR;
-    kube_error_str(err, j->out.message, sizeof(j->out.message));
-    rlog_error("Reconciler error", "controller", RECONCILE_CONTROLLER, "namespace", meta_str(j->rc, "namespace"),
-               "name", meta_str(j->rc, "name"), "reconcileID", j->xr.reconcile_id, "action", "get", "error",
-               j->out.message);
-    job_finish(j);
+    reconcile_outcome_t *out = &j->out;
+    exec_result_t r = j->r;
+    out->result = r == EXEC_CONFLICT ? RECONCILE_REQUEUE : r == EXEC_FENCED ? RECONCILE_FENCED : RECONCILE_ERROR;
+    kube_error_str(&j->err, out->message, sizeof(out->message));
+    const plan_action_t *a = j->plan ? plan_action(j->plan, j->failed) : NULL;
+    rlog(r == EXEC_CONFLICT || r == EXEC_FENCED ? RLOG_INFO : RLOG_ERROR, "Reconciler error", "controller",
+         RECONCILE_CONTROLLER, "namespace", meta_str(j->rc, "namespace"), "name", meta_str(j->rc, "name"),
+         "reconcileID", j->xr.reconcile_id, "action", a ? plan_action_kind_name(a->kind) : "", "result",
+         exec_result_name(r), "error", out->message);
 }
 
-/* Planned (again, with the StorageClass and the diagnosis when they were read): the plan
- * runs on the loop, unless planning already decided the outcome (out of memory, a plan
- * error, a dry run). */
-static void job_plan_final(reconcile_job_t *j)
+/* The plan's outcome when planning decides it (a dry run, an object that cannot be
+ * reconciled, out of memory), else 0: the plan is to run. */
+static int job_settled(reconcile_job_t *j)
 {
     const char *ns = meta_str(j->rc, "namespace"), *name = meta_str(j->rc, "name");
-    j->more.pods = j->diag_cached ? j->seen.members : j->diag[0];
-    j->more.sts_events = j->diag[1];
-    j->more.pod_events = j->diag[2];
-    if (j->more.storage_class_missing || j->more.pods || j->more.sts_events || j->more.pod_events) {
-        plan_children_t observed = {j->child[0], j->child[1], j->child[2], j->child[3]};
-        plan_destroy(&j->plan);
-        j->plan = plan_compute_children(j->rc, &observed, &j->more, clock_wall_ns());
-    }
-#ifdef RDC_FAULT_INJECTION
-    if (j->plan)
-        maybe_break_pod_security(j->rc, j->plan);
-#endif
     if (j->replans && (!j->plan || plan_error(j->plan))) {
         job_replan_abandon(j);
-        return;
+        job_failed_outcome(j);
+        return 1;
     }
     if (!j->plan) {
         j->out.result = RECONCILE_ERROR;
         snprintf(j->out.message, sizeof(j->out.message), "out of memory while planning");
-        job_finish(j);
-        return;
+        return 1;
     }
     if (plan_error(j->plan)) {
         rlog_error("cannot reconcile this object", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name",
                    name, "reconcileID", j->xr.reconcile_id, "error", plan_error(j->plan));
         j->out.result = RECONCILE_DONE;
-        job_finish(j);
-        return;
+        return 1;
     }
     if (j->dry_run) {
         json_object *pj = plan_to_json(j->plan);
@@ -890,41 +867,109 @@ static void job_plan_final(reconcile_job_t *j)
                 json_object_to_json_string_ext(pj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(pj);
         j->out.result = RECONCILE_DONE;
-        job_finish(j);
+        return 1;
+    }
+    return 0;
+}
+
+/* RA_PLAN: the plan from the children, what observerd saw and the auth, computed when an
+ * input changed since the last one (the first time, and after READ_MORE brought
+ * something); then whether it asks for more (NEED_MORE), settles the outcome (SETTLED)
+ * or is to run (PLANNED). */
+static void act_plan(reconcile_job_t *j)
+{
+    const exec_ctx_t *x = &j->xr;
+    if (!j->plan || j->new_input) {
+        if (j->has_seen) {
+            j->more.members = j->seen.members;
+            j->more.redis = j->seen.redis;
+        }
+        j->more.budget_short = x->client && kube_client_budget_short(x->client);
+        j->more.primary_service = j->child[ROLE_CHILD];
+        j->more.replicas_service = j->child[ROLE_CHILD + 1];
+        j->more.pods = j->diag_cached ? j->seen.members : j->diag[0];
+        j->more.sts_events = j->diag[1];
+        j->more.pod_events = j->diag[2];
+        j->xr.redis_password = j->password;
+        j->xr.redis_old_password = j->applied;
+        plan_children_t observed = {j->child[0], j->child[1], j->child[2], j->child[3]};
+        plan_destroy(&j->plan);
+        j->plan = plan_compute_children(j->rc, &observed, &j->more, clock_wall_ns());
+        j->plans++;
+        j->out.plans++;
+        j->new_input = 0;
+#ifdef RDC_FAULT_INJECTION
+        if (j->plan)
+            maybe_break_pod_security(j->rc, j->plan);
+#endif
+    }
+    if (j->plan && !plan_error(j->plan) && job_wants_more(j)) {
+        job_event(j, REV_NEED_MORE);
         return;
     }
+    job_event(j, job_settled(j) ? REV_SETTLED : REV_PLANNED);
+}
+
+/* RA_READ_MORE: start what job_wants_more put in j->req (nothing: PLAN at once). */
+static void act_read_more(reconcile_job_t *j)
+{
+    if (job_read(j)) /* out of memory: plan without them */
+        job_event(j, REV_READ_OK);
+}
+
+/* RA_RUN: the plan runs on the loop. */
+static void act_run(reconcile_job_t *j)
+{
     plan_destroy(&j->first);
     wipe(&j->first_password);
     wipe(&j->first_applied);
-    j->run = exec_run_start(j->a, &j->xr, j->rc, j->plan, on_run_done, j);
-    if (!j->run) {
-        kube_error_t e;
-        kube_error_set(&e, KERR_CONFIG, "out of memory");
-        job_after_run(j, EXEC_ERROR, 0, &e);
+    if (job_run(j, j->rc, j->plan)) {
+        j->r = EXEC_ERROR;
+        j->failed = 0;
+        kube_error_set(&j->err, KERR_CONFIG, "out of memory");
+        job_event(j, REV_RUN_FAILED);
     }
 }
 
-/* 1 when the run ended on a create that met 409 AlreadyExists, with a memo to keep the
- * name in (workerd's context). */
-static int create_met_existing(const exec_ctx_t *x, exec_result_t r, const plan_action_t *fa,
-                               const kube_error_t *err)
+/* REPLAN: the first run added our finalizer (an action before the failed one): the
+ * second plan starts from a copy of the RedisCluster that has it, or it would add it
+ * again with the resourceVersion it was observed at and meet 409 Conflict (the first
+ * run's PATCH changed that version). Nothing happens when the first run did not add it,
+ * or when out of memory (the second run then meets the conflict and requeues). */
+static void job_rc_with_finalizer(reconcile_job_t *j, size_t failed)
 {
-    return r == EXEC_CONFLICT && fa && fa->kind == PLAN_CREATE && x->exists && kube_error_is_already_exists(err);
+    int added = 0;
+    for (size_t i = 0; i < failed && i < plan_action_count(j->plan); i++)
+        added |= plan_action(j->plan, i)->kind == PLAN_ADD_FINALIZER;
+    json_object *copy = NULL, *md = NULL, *list = NULL;
+    if (!added || json_object_deep_copy((json_object *)j->rc, &copy, NULL) ||
+        !json_object_object_get_ex(copy, "metadata", &md)) {
+        json_object_put(copy);
+        return;
+    }
+    if (!json_object_object_get_ex(md, "finalizers", &list) || !json_object_is_type(list, json_type_array)) {
+        list = json_object_new_array();
+        json_object_object_add(md, "finalizers", list);
+    }
+    json_object_array_add(list, json_object_new_string(PLAN_FINALIZER));
+    json_object_put(j->rc_own);
+    j->rc_own = copy;
+    j->rc = copy;
 }
 
-/* REPLAN: a create met 409 AlreadyExists, an object of that name the cache does not hold.
- * Keep the name (existsmemo.h), read the absent children by name, plan again from them
- * and run that plan (once), so that the reconcile ends as the read-first path ends (a
- * foreign object left alone and reported, one of ours taken back) and no other
- * reconcile, with an older RedisCluster, reports it again. When the reads or the plan
- * fail, the first plan's conflict stands. */
-static void job_replan(reconcile_job_t *j, const plan_action_t *fa)
+/* RA_REPLAN: a create met 409 AlreadyExists, an object of that name the cache does not
+ * hold. Keep the name (existsmemo.h), read the absent children by name,
+ * plan again from them and run that plan (once), so that the reconcile ends as the
+ * read-first path ends (a foreign object left alone and reported, one of ours taken back)
+ * and no other reconcile, with an older RedisCluster, reports it again. When the reads or
+ * the plan fail, the first plan's conflict stands (RA_READ_FAILED, job_settled). */
+static void act_replan(reconcile_job_t *j)
 {
-    const exec_ctx_t *x = &j->xr;
+    const plan_action_t *fa = plan_action(j->plan, j->failed);
     const char *ns = fa->ns ? fa->ns : meta_str(j->rc, "namespace");
     rlog_info("create met an object the cache does not hold: reading the children, planning again",
-              "reconcileID", x->reconcile_id, "resource", fa->resource, "namespace", ns, "name", fa->name);
-    existsmemo_add(x->exists, fa->resource, ns, fa->name);
+              "reconcileID", j->xr.reconcile_id, "resource", fa->resource, "namespace", ns, "name", fa->name);
+    existsmemo_add(j->xr.exists, fa->resource, ns, fa->name);
     job_rc_with_finalizer(j, j->failed);
     j->replans++;
     j->first = j->plan;
@@ -937,198 +982,246 @@ static void job_replan(reconcile_job_t *j, const plan_action_t *fa)
         j->diag[i] = NULL;
     }
     memset(&j->more, 0, sizeof(j->more));
+    j->plans = 0;
     j->diag_wait_ns = 0;
     j->diag_kept = j->diag_cached = j->diag_failed = 0;
     j->diag_key[0] = '\0';
-    job_read_first(j);
+    act_read_first(j);
 }
 
-static void on_run_done(exec_result_t r, size_t failed, const kube_error_t *err, void *arg)
+/* RA_TAKE_BACK, RA_RECREATE (TAKING A CHILD BACK, plan.h): the apply j->failed was refused
+ * with j->err (422); replace the child, and when that is refused too and it is the
+ * Service, recreate it. Nothing to take back: the run's failure stands. */
+static void act_take_back(reconcile_job_t *j, int recreate)
 {
-    reconcile_job_t *j = arg;
-    j->run = NULL;
-    const exec_ctx_t *x = &j->xr;
-    const plan_action_t *fa = r == EXEC_OK ? NULL : plan_action(j->plan, failed);
-    if (create_met_existing(x, r, fa, err)) {
-        if (!j->replans) {
-            j->r = r;
-            j->failed = failed;
-            j->err = *err;
-            job_replan(j, fa);
-            return;
-        }
-        /* another appeared meanwhile: read next time */
-        existsmemo_add(x->exists, fa->resource, fa->ns ? fa->ns : meta_str(j->rc, "namespace"), fa->name);
-    }
-    job_after_run(j, r, failed, err);
-}
-
-static void job_conclude(reconcile_job_t *j);
-static void job_take_back(reconcile_job_t *j);
-
-/* What follows the run: take a refused child back, or conclude. */
-static void job_after_run(reconcile_job_t *j, exec_result_t r, size_t failed, const kube_error_t *err)
-{
-    j->r = r;
-    j->failed = failed;
-    if (err)
-        j->err = *err;
-    else
-        kube_error_clear(&j->err);
-    const plan_action_t *fa = r == EXEC_OK ? NULL : plan_action(j->plan, failed);
-    if (r == EXEC_ERROR && j->err.http_status == 422 && fa && fa->kind == PLAN_APPLY) {
-        /* Applying again would be refused again: take the child back. */
-        j->recreate = 0;
-        job_take_back(j);
-        return;
-    }
-    job_conclude(j);
-}
-
-static void on_take_back_done(exec_result_t r, size_t at, const kube_error_t *err, void *arg)
-{
-    reconcile_job_t *j = arg;
-    j->run = NULL;
-    char line[1024];
-    const plan_action_t *a = plan_action(j->tail, at);
-    if (r == EXEC_OK)
-        rlog_info(j->recreate ? "recreated a child the API refused to update" : "took back a refused child",
-                  "reconcileID", j->xr.reconcile_id, "path", a->path, "why", a->why);
-    else
-        rlog_warn("cannot take the child back", "reconcileID", j->xr.reconcile_id, "action",
-                  plan_action_kind_name(a->kind), "error", kube_error_str(err, line, sizeof(line)));
-    plan_destroy(&j->tail);
-    if (r == EXEC_OK) {
-        /* The rest of the plan is the next reconcile's, with the child as it is now. */
-        j->out.result = RECONCILE_REQUEUE_AFTER;
-        j->out.requeue_after_ns = RECONCILE_TAKE_BACK_REQUEUE_NS;
-        job_finish(j);
-        return;
-    }
-    j->r = r;
-    j->err = *err;
-    if (r == EXEC_ERROR && err->http_status == 422 && !j->recreate) {
-        j->recreate = 1;
-        job_take_back(j);
-        return;
-    }
-    job_conclude(j);
-}
-
-/* TAKING A CHILD BACK (plan.h): the apply j->failed was refused with j->err (422);
- * replace the child (j->recreate 0), and when that is refused too and it is the Service,
- * recreate it (1). */
-static void job_take_back(reconcile_job_t *j)
-{
+    j->recreate = recreate;
     const plan_action_t *fa = plan_action(j->plan, j->failed);
     j->tail = plan_take_back(j->plan, j->failed, child_written(fa, j->child), j->recreate, j->err.http_status,
                              j->err.reason, j->err.message);
-    if (!j->tail || !plan_action_count(j->tail)) {
-        if (!j->tail)
-            j->r = EXEC_ERROR;
-        plan_destroy(&j->tail);
-        job_conclude(j);
+    if (j->tail && plan_action_count(j->tail) && job_run(j, j->rc, j->tail) == 0)
         return;
-    }
-    j->run = exec_run_start(j->a, &j->xr, j->rc, j->tail, on_take_back_done, j);
-    if (!j->run) {
-        plan_destroy(&j->tail);
-        j->r = EXEC_ERROR;
-        job_conclude(j);
-    }
+    if (!j->tail || plan_action_count(j->tail))
+        j->r = EXEC_ERROR; /* out of memory */
+    plan_destroy(&j->tail);
+    job_event(j, j->r == EXEC_ERROR && refused_by_api(&j->err) && j->xr.client ? REV_RUN_REPORT : REV_RUN_FAILED);
 }
 
-static void job_report_failure(reconcile_job_t *j);
-
-/* The outcome from the run's result (and its tails'). */
-static void job_conclude(reconcile_job_t *j)
+/* RA_READ_FRESH: the outcome is the run's failure; before the caller backs off, the
+ * failure goes into the status (plan_write_failed). The RedisCluster is read afresh
+ * first: a retry is often dispatched before the watch has brought the status an earlier
+ * attempt wrote (maybe by another worker), and comparing with that stale copy would write
+ * and record the same failure again. Failing to report is logged, never more. */
+static void act_read_fresh(reconcile_job_t *j)
 {
-    reconcile_outcome_t *out = &j->out;
-    if (j->r == EXEC_OK) {
-        out->requeue_after_ns = plan_requeue_after_ns(j->plan);
-        /* a diagnosis put off: look again when it is due, whatever else happens */
-        if (j->diag_wait_ns > 0 && (!out->requeue_after_ns || j->diag_wait_ns < out->requeue_after_ns))
-            out->requeue_after_ns = j->diag_wait_ns;
-        out->result = out->requeue_after_ns > 0 ? RECONCILE_REQUEUE_AFTER : RECONCILE_DONE;
-        job_finish(j);
-        return;
-    }
-    exec_result_t r = j->r;
-    out->result = r == EXEC_CONFLICT ? RECONCILE_REQUEUE : r == EXEC_FENCED ? RECONCILE_FENCED : RECONCILE_ERROR;
-    kube_error_str(&j->err, out->message, sizeof(out->message));
-    const plan_action_t *a = plan_action(j->plan, j->failed);
-    rlog(r == EXEC_CONFLICT || r == EXEC_FENCED ? RLOG_INFO : RLOG_ERROR, "Reconciler error", "controller",
-         RECONCILE_CONTROLLER, "namespace", meta_str(j->rc, "namespace"), "name", meta_str(j->rc, "name"),
-         "reconcileID", j->xr.reconcile_id, "action", a ? plan_action_kind_name(a->kind) : "", "result",
-         exec_result_name(r), "error", out->message);
-    /* A write the API refused will likely be refused again: the status says so (once: an
-     * unchanged failure writes and records nothing more). */
-    if (r == EXEC_ERROR && refused_by_api(&j->err) && j->xr.client) {
-        job_report_failure(j);
-        return;
-    }
-    job_finish(j);
-}
-
-static void on_fresh_rc(void *arg);
-static void on_report_done(exec_result_t r, size_t at, const kube_error_t *err, void *arg);
-
-/* Put the failure of action j->failed into the status (plan_write_failed) before the
- * caller backs off. The RedisCluster is read afresh first: a retry is often dispatched
- * before the watch has brought the status an earlier attempt wrote (maybe by another
- * worker), and comparing with that stale copy would write and record the same failure
- * again. Failing to report is logged, never more. */
-static void job_report_failure(reconcile_job_t *j)
-{
+    job_failed_outcome(j);
     kube_error_t err;
     j->nreq = 0;
     if (job_add_get(j, W_FRESH_RC, RDC_API_GROUP, RDC_API_VERSION, "redisclusters", meta_str(j->rc, "namespace"),
-                    meta_str(j->rc, "name"), &err) ||
-        job_read(j, on_fresh_rc)) {
-        j->nreq = 0;
-        rlog_warn("cannot read the RedisCluster again", "reconcileID", j->xr.reconcile_id);
-        job_finish(j);
-    }
+                    meta_str(j->rc, "name"), &err) == 0 &&
+        job_read(j) == 0)
+        return;
+    rlog_warn("cannot read the RedisCluster again; comparing with the cached one", "reconcileID", j->xr.reconcile_id);
+    j->nreq = 0;
+    j->fresh = json_object_get((json_object *)j->rc);
+    job_event(j, REV_READ_OK);
 }
 
-static void on_fresh_rc(void *arg)
+/* RA_REPORT: the status write that says the failure, from the fresh RedisCluster (gone:
+ * nothing to report). */
+static void act_report(reconcile_job_t *j)
 {
-    reconcile_job_t *j = arg;
-    j->reads = NULL;
-    char line[1024];
-    if (j->req[0].err.code != KERR_OK) {
-        rlog_warn("cannot read the RedisCluster again; comparing with the cached one", "reconcileID",
-                  j->xr.reconcile_id, "error", kube_error_str(&j->req[0].err, line, sizeof(line)));
-        j->fresh = json_object_get((json_object *)j->rc);
-    } else if (!(j->fresh = j->req[0].obj)) {
-        job_reads_clear(j);
-        job_finish(j); /* deleted meanwhile: nothing to report on */
+    if (j->fresh)
+        j->tail = plan_write_failed(j->fresh, j->plan, j->failed, j->err.http_status, j->err.reason, j->err.message,
+                                    clock_wall_ns());
+    if (j->fresh && !j->tail)
+        rlog_warn("out of memory while reporting a failed write", "reconcileID", j->xr.reconcile_id);
+    if (j->tail && plan_action_count(j->tail) && job_run(j, j->fresh, j->tail) == 0)
+        return;
+    plan_destroy(&j->tail);
+    job_event(j, REV_REPORTED);
+}
+
+/* RA_FINISH_OK: the outcome of a plan that ran to its end. */
+static void act_finish_ok(reconcile_job_t *j)
+{
+    reconcile_outcome_t *out = &j->out;
+    out->requeue_after_ns = plan_requeue_after_ns(j->plan);
+    /* a diagnosis put off: look again when it is due, whatever else happens */
+    if (j->diag_wait_ns > 0 && (!out->requeue_after_ns || j->diag_wait_ns < out->requeue_after_ns))
+        out->requeue_after_ns = j->diag_wait_ns;
+    out->result = out->requeue_after_ns > 0 ? RECONCILE_REQUEUE_AFTER : RECONCILE_DONE;
+}
+
+/* RA_READ_FAILED: a read of the children failed: RECONCILE_ERROR (or, planning again after
+ * a 409, the first plan's conflict). */
+static void act_read_failed(reconcile_job_t *j)
+{
+    if (j->replans) {
+        job_replan_abandon(j);
+        job_failed_outcome(j);
         return;
     }
-    j->req[0].obj = NULL;
+    j->out.result = RECONCILE_ERROR;
+    kube_error_str(&j->err, j->out.message, sizeof(j->out.message));
+    rlog_error("Reconciler error", "controller", RECONCILE_CONTROLLER, "namespace", meta_str(j->rc, "namespace"),
+               "name", meta_str(j->rc, "name"), "reconcileID", j->xr.reconcile_id, "action", "get", "error",
+               j->out.message);
+}
+
+/* RA_EXPIRE: the deadline passed while waiting in state was: what is in flight is dropped
+ * (a write may or may not have been made; the next reconcile plans from what is there). */
+static void act_expire(reconcile_job_t *j, reconcile_state_t was)
+{
+    reads_cancel(&j->reads);
+    j->nreq = 0;
+    exec_run_cancel(&j->run);
+    plan_destroy(&j->tail);
+    j->out.result = RECONCILE_ERROR;
+    snprintf(j->out.message, sizeof(j->out.message), "the reconcile's deadline passed after %.3f s (in state %s)",
+             (double)(clock_mono_ns() - j->start) / 1e9, rcsm_state_name(was));
+    rlog_error("Reconciler error", "controller", RECONCILE_CONTROLLER, "namespace", meta_str(j->rc, "namespace"),
+               "name", meta_str(j->rc, "name"), "reconcileID", j->xr.reconcile_id, "error", j->out.message);
+}
+
+/* ---- the end of a job ---- */
+
+/* Log, count and free: the end of every reconcile. */
+static void job_free(reconcile_job_t *j, const reconcile_outcome_t *out)
+{
+    const char *ns = meta_str(j->rc, "namespace"), *name = meta_str(j->rc, "name");
+    double seconds = (double)(clock_mono_ns() - j->start) / 1e9;
+    char secs[32], actions[16];
+    snprintf(secs, sizeof(secs), "%.3f", seconds);
+    snprintf(actions, sizeof(actions), "%zu", j->plan ? plan_action_count(j->plan) : 0);
+    rlog_info("reconciled", "controller", RECONCILE_CONTROLLER, "namespace", ns, "name", name, "reconcileID",
+              j->xr.reconcile_id, "result", reconcile_result_name(out->result), "phase",
+              j->plan && plan_phase(j->plan) ? plan_phase(j->plan) : "", "writes", actions, "seconds", secs);
+    if (!j->dry_run)
+        record_metrics(out->result, seconds);
+    metric_family_t *active = metrics_gauge(metrics_default(), "controller_runtime_active_workers",
+                                            "Number of currently used workers per controller", "controller");
+    metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), -1);
+    reads_cancel(&j->reads);
+    exec_run_cancel(&j->run);
+    loop_t *loop = exec_async_loop(j->a);
+    if (j->finish_timer)
+        loop_cancel_timer(loop, j->finish_timer);
+    if (j->deadline_timer)
+        loop_cancel_timer(loop, j->deadline_timer);
     job_reads_clear(j);
-    j->tail = plan_write_failed(j->fresh, j->plan, j->failed, j->err.http_status, j->err.reason, j->err.message,
-                                clock_wall_ns());
-    if (!j->tail)
-        rlog_warn("out of memory while reporting a failed write", "reconcileID", j->xr.reconcile_id);
-    if (!j->tail || !plan_action_count(j->tail) ||
-        !(j->run = exec_run_start(j->a, &j->xr, j->fresh, j->tail, on_report_done, j))) {
-        plan_destroy(&j->tail);
-        job_finish(j);
+    plan_destroy(&j->plan);
+    plan_destroy(&j->first);
+    plan_destroy(&j->tail);
+    for (int i = 0; i < N_CHILDREN; i++)
+        json_object_put(j->fetched[i]);
+    for (int i = 0; i < 3; i++)
+        json_object_put(j->diag[i]);
+    json_object_put(j->fresh);
+    json_object_put(j->rc_own);
+    wipe(&j->password);
+    wipe(&j->applied);
+    wipe(&j->first_password);
+    wipe(&j->first_applied);
+    free(j);
+}
+
+/* The finish timer (DELIVER) or the deadline's (DEADLINE) fired. */
+static int on_job_timer(loop_t *loop, int id, void *arg)
+{
+    (void)loop;
+    reconcile_job_t *j = arg;
+    int finish = id == j->finish_timer;
+    if (finish)
+        j->finish_timer = 0;
+    else
+        j->deadline_timer = 0;
+    job_event(j, finish ? REV_DELIVER : REV_DEADLINE);
+    return 0;
+}
+
+/* Entering FINISH: the deadline no longer applies; the outcome goes to the caller on the
+ * next turn of the loop (never from inside reconcile_start). */
+static void job_finish(reconcile_job_t *j)
+{
+    loop_t *loop = exec_async_loop(j->a);
+    if (j->deadline_timer)
+        loop_cancel_timer(loop, j->deadline_timer);
+    j->deadline_timer = 0;
+    j->finish_timer = loop_add_timer(loop, 0, 0, on_job_timer, j);
+    if (j->finish_timer < 0) {
+        j->finish_timer = 0;
+        job_event(j, REV_DELIVER); /* out of memory: at once rather than never */
     }
 }
 
-static void on_report_done(exec_result_t r, size_t at, const kube_error_t *err, void *arg)
+/* RA_DELIVER: free the job, then tell the caller. */
+static void act_deliver(reconcile_job_t *j)
 {
-    (void)at;
-    reconcile_job_t *j = arg;
-    j->run = NULL;
-    char line[1024];
-    if (r != EXEC_OK)
-        rlog_warn("cannot report the failed write in the status", "reconcileID", j->xr.reconcile_id, "error",
-                  kube_error_str(err, line, sizeof(line)));
-    plan_destroy(&j->tail);
-    job_finish(j);
+    reconcile_done_fn *done = j->done;
+    void *darg = j->arg;
+    reconcile_outcome_t out = j->out;
+    job_free(j, &out);
+    done(&out, darg);
+}
+
+/* Perform action a of a transition out of state was. */
+static void job_act(reconcile_job_t *j, reconcile_action_t a, reconcile_state_t was)
+{
+    switch (a) {
+    case RA_READ_FIRST: act_read_first(j); break;
+    case RA_PLAN: act_plan(j); break;
+    case RA_READ_MORE: act_read_more(j); break;
+    case RA_READ_EXPLAIN: act_read_more(j); break; /* job_take_more put the read in j->req */
+    case RA_RUN: act_run(j); break;
+    case RA_REPLAN: act_replan(j); break;
+    case RA_TAKE_BACK: act_take_back(j, 0); break;
+    case RA_RECREATE: act_take_back(j, 1); break;
+    case RA_READ_FRESH: act_read_fresh(j); break;
+    case RA_REPORT: act_report(j); break;
+    case RA_FINISH_OK: act_finish_ok(j); break;
+    case RA_FINISH_FAILED: job_failed_outcome(j); break;
+    case RA_FINISH_TAKEN_BACK:
+        /* The rest of the plan is the next reconcile's, with the child as it is now. */
+        j->out.result = RECONCILE_REQUEUE_AFTER;
+        j->out.requeue_after_ns = RECONCILE_TAKE_BACK_REQUEUE_NS;
+        break;
+    case RA_READ_FAILED: act_read_failed(j); break;
+    case RA_EXPIRE: act_expire(j, was); break;
+    case RA_DELIVER: act_deliver(j); return;
+    case RA_FREE: {
+        reconcile_outcome_t out = {.result = RECONCILE_FENCED};
+        job_free(j, &out);
+        return;
+    }
+    case RA_NONE:
+    case RA_IGNORE: break;
+    }
+}
+
+/* The one function that changes a job's state: the transition of ev (reconcile_sm.h),
+ * logged at debug and traced, then its action. An event the state does not expect is a
+ * bug: logged, the state kept. Entering FINISH schedules the delivery. Nothing touches j
+ * after the action (it may have ended the job). */
+static void job_event(reconcile_job_t *j, reconcile_event_t ev)
+{
+    reconcile_state_t was = j->state;
+    reconcile_transition_t t = rcsm_step(was, ev);
+    if (trace_fn)
+        trace_fn(j->xr.reconcile_id, was, ev, t, trace_arg);
+    if (t.action == RA_IGNORE) {
+        rlog_error("reconcile: an event its state does not expect (a bug); ignored", "reconcileID",
+                   j->xr.reconcile_id, "state", rcsm_state_name(was), "event", rcsm_event_name(ev));
+        return;
+    }
+    if (rlog_enabled(RLOG_DEBUG))
+        rlog_debug("reconcile step", "controller", RECONCILE_CONTROLLER, "namespace", meta_str(j->rc, "namespace"),
+                   "name", meta_str(j->rc, "name"), "reconcileID", j->xr.reconcile_id, "from", rcsm_state_name(was),
+                   "event", rcsm_event_name(ev), "to", rcsm_state_name(t.next), "action", rcsm_action_name(t.action));
+    j->state = t.next;
+    job_act(j, t.action, was);
+    if (t.next == RS_FINISH) /* the action set the outcome (and never ends the job) */
+        job_finish(j);
+    /* else j may be gone here */
 }
 
 reconcile_job_t *reconcile_start(exec_async_t *a, const exec_ctx_t *x, const json_object *rc,
@@ -1141,6 +1234,7 @@ reconcile_job_t *reconcile_start(exec_async_t *a, const exec_ctx_t *x, const jso
     reconcile_job_t *j = calloc(1, sizeof(*j));
     if (!j)
         return NULL;
+    j->state = RS_IDLE;
     j->a = a;
     j->start = clock_mono_ns();
     j->rc = rc;
@@ -1153,26 +1247,46 @@ reconcile_job_t *reconcile_start(exec_async_t *a, const exec_ctx_t *x, const jso
         j->seen = *seen;
         j->has_seen = 1;
     }
-    metric_family_t *active = metrics_gauge(metrics_default(), "controller_runtime_active_workers",
-                                            "Number of currently used workers per controller", "controller");
-    metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), 1);
     j->child[0] = kids->configmap;
     j->child[1] = kids->service;
     j->child[2] = kids->statefulset;
     j->child[3] = kids->pdb;
     j->child[4] = seen ? seen->primary_service : NULL;
     j->child[5] = seen ? seen->replicas_service : NULL;
-    job_read_first(j);
+    reconcile_set_deadline(j, j->start + RECONCILE_DEADLINE_NS);
+    metric_family_t *active = metrics_gauge(metrics_default(), "controller_runtime_active_workers",
+                                            "Number of currently used workers per controller", "controller");
+    metric_gauge_add(active, METRIC_LABELS(RECONCILE_CONTROLLER), 1);
+    job_event(j, REV_START);
     return j;
+}
+
+void reconcile_set_deadline(reconcile_job_t *j, int64_t deadline_mono_ns)
+{
+    if (!j || !rcsm_waiting(j->state == RS_IDLE ? RS_READ : j->state))
+        return;
+    loop_t *loop = exec_async_loop(j->a);
+    if (j->deadline_timer)
+        loop_cancel_timer(loop, j->deadline_timer);
+    j->deadline_ns = deadline_mono_ns;
+    int64_t wait = deadline_mono_ns - clock_mono_ns();
+    j->deadline_timer = loop_add_timer(loop, wait > 0 ? wait : 0, 0, on_job_timer, j);
+    if (j->deadline_timer < 0)
+        j->deadline_timer = 0; /* out of memory: the requests' own timeouts still bound it */
+}
+
+reconcile_state_t reconcile_state(const reconcile_job_t *j)
+{
+    return j ? j->state : RS_DONE;
 }
 
 void reconcile_cancel(reconcile_job_t **job_p)
 {
     if (!job_p || !*job_p)
         return;
-    reconcile_outcome_t out = {.result = RECONCILE_FENCED};
-    job_free(*job_p, &out);
+    reconcile_job_t *j = *job_p;
     *job_p = NULL;
+    job_event(j, REV_CANCEL);
 }
 
 /* ---- to its end, for synchronous callers ------------------------------------------------- */

@@ -8,6 +8,7 @@
 #define RDC_RECONCILE_H
 
 #include "executor.h"
+#include "reconcile_sm.h"
 
 #include <json-c/json.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@
 #define RECONCILE_CONTROLLER "rediscluster"
 #define RECONCILE_TAKE_BACK_REQUEUE_NS (INT64_C(1000000000)) /* after a child was taken back */
 #define RECONCILE_DIAGNOSIS_AFTER_NS (INT64_C(10000000000))  /* see reconcile_start */
+#define RECONCILE_DEADLINE_NS (INT64_C(300) * 1000000000)     /* a job's default deadline */
 
 typedef enum {
     RECONCILE_DONE = 0,     /* converged or nothing to do: forget the key */
@@ -32,6 +34,7 @@ typedef struct {
     char rc_written_rv[EXEC_RV_MAX]; /* the RedisCluster's resourceVersion after this
                                       * reconcile's last write of it; "" when it wrote
                                       * none (DONE tells informerd: informerd/ownwrite.h) */
+    int plans;              /* plan computations (one per input change: see PLAN below) */
 } reconcile_outcome_t;
 
 /* Reconcile rc given its observed children (each NULL when the cache has none), as a job
@@ -40,21 +43,27 @@ typedef struct {
  * loop is never blocked by a request (only a Redis command of the plan blocks it, for its
  * length, see executor.h).
  *
- * The steps, each a set of requests at once (reads.h, executor.h ASYNC):
- * 1. READS: each child the cache lacks is read from the API by name (GET; 404 = absent),
+ * A job is a state machine (reconcile_sm.h: the states, events and the table). Every
+ * callback feeds one event to one function that alone changes the job's state and logs
+ * each transition at debug ("reconcile step": from, event, to, action, with the
+ * reconcileID, namespace and name), so a RedisCluster can be followed from
+ * reconcile_start to its outcome. The states, each a set of requests at once (reads.h,
+ * executor.h ASYNC):
+ * RS_READ: each child the cache lacks is read from the API by name (GET; 404 = absent),
  *    since the cache only holds labelled objects and an unlabelled one of that name must
  *    not look absent to the plan (plan.h, OWNERSHIP); a failed read is RECONCILE_ERROR.
  *    With x->exists (workerd's worker) the absent children are read only when the memo
  *    names one of them (existsmemo.h). With spec.auth, the Secret and the password record
  *    <name>-redis-auth are read at the same time, on every reconcile (plan.h, AUTH); the
  *    passwords go to the executor and nowhere else.
- * 2. PLAN: plan_compute. When that plan asks (plan_storage_class_to_check,
- *    plan_wants_diagnosis), the StorageClass and what the diagnosis needs are read at
- *    once, and the plan is computed again with them; a healthy, Running cluster costs no
- *    read. With seen (a worker: the pods of informerd's cache) the pods are not read, and
- *    of the Events only those plan_diagnosis_reads names (a cluster converging as it
- *    should reads none); without, the StatefulSet's pods and its Events, then the Events
- *    of its first pod not Ready. The StorageClass answer
+ * RS_PLAN: plan_compute, once per input change: after RS_READ, and again after
+ *    RS_READ_MORE only when it brought an input (outcome.plans counts them). When that
+ *    plan asks (plan_storage_class_to_check, plan_wants_diagnosis), RS_READ_MORE reads the
+ *    StorageClass and what the diagnosis needs at once; a healthy, Running cluster costs
+ *    no read. With seen (a worker: the pods of informerd's cache) the pods are not read,
+ *    and of the Events only those plan_diagnosis_reads names (a cluster converging as it
+ *    should reads none); without, the StatefulSet's pods and its Events, then (event
+ *    EXPLAIN) the Events of its first pod not Ready. The StorageClass answer
  *    is kept 30 s per process (reconcile_forget_storage_classes forgets it); the
  *    diagnosis is read only once the StatefulSet is RECONCILE_DIAGNOSIS_AFTER_NS old (pods
  *    merely starting need no explanation), and a reconcile that put it off ends in
@@ -64,17 +73,22 @@ typedef struct {
  *    reconcile_forget_storage_classes forgets them too): a cluster that does not move is
  *    not read for again at every pod change, and no plan rests on reads older than the
  *    status it would change (another worker's write makes them stale).
- * 3. RUN: exec_run_start. When a create (POST) meets 409 AlreadyExists (with x->exists)
- *    the name is kept and, in the same reconcile, steps 1-3 run once more (a second 409 is
- *    RECONCILE_REQUEUE, and the next reconcile reads), from the RedisCluster with the
- *    finalizer when the first run added it (not added again with a stale
- *    resourceVersion); a read answering 404, or the child in the cache, forgets the
- *    name.
- * 4. TAILS: a write the API refuses (4xx other than 409/429, a non-retryable 5xx) is put
- *    into the status (the RedisCluster read again, plan_write_failed, run) before
- *    RECONCILE_ERROR is returned; but an apply of a child refused with 422 is first taken
- *    back (plan_take_back: replace, or recreate the Service), and when that succeeds the
- *    result is RECONCILE_REQUEUE_AFTER 1 s (the rest of the plan is the next reconcile's).
+ * RS_RUN: exec_run_start. When a create (POST) meets 409 AlreadyExists (with x->exists)
+ *    the name is kept and, in the same reconcile, the job goes back to RS_READ once
+ *    (event RUN_EXISTS, action REPLAN; a second 409 is RECONCILE_REQUEUE, and the next
+ *    reconcile reads), from the RedisCluster with the finalizer when the first run added
+ *    it (not added again with a stale resourceVersion); a read answering 404, or the
+ *    child in the cache, forgets the name.
+ * RS_TAKE_BACK, RS_READ_FRESH, RS_REPORT: a write the API refuses (4xx other than
+ *    409/429, a non-retryable 5xx) is put into the status (the RedisCluster read again,
+ *    plan_write_failed, run) before RECONCILE_ERROR is returned; but an apply of a child
+ *    refused with 422 is first taken back (plan_take_back: replace, or recreate the
+ *    Service), and when that succeeds the result is RECONCILE_REQUEUE_AFTER 1 s (the rest
+ *    of the plan is the next reconcile's).
+ * RS_FINISH: the outcome is delivered on the next turn of the loop. A job still waiting
+ *    for a request at its deadline (RECONCILE_DEADLINE_NS after the start, or
+ *    reconcile_set_deadline's) drops what is in flight and ends in RECONCILE_ERROR saying
+ *    so: no key is held for ever by a reconcile that cannot end.
  *
  * dry_run != NULL prints the plan as JSON there and writes nothing. Never fails on bad
  * input: a broken object gives a logged error and RECONCILE_DONE (a fix arrives as a new
@@ -96,6 +110,19 @@ reconcile_job_t *reconcile_start(exec_async_t *a, const exec_ctx_t *x, const jso
 /* Abandon a job (its requests in flight dropped: a write may or may not have been made;
  * counted as fenced); done is not called; *job_p = NULL. NULL is fine. */
 void reconcile_cancel(reconcile_job_t **job_p);
+
+/* Move a job's deadline to deadline_mono_ns (clock_mono_ns's clock; in the past: at once,
+ * from the loop). A job that no longer waits for a request is not changed. */
+void reconcile_set_deadline(reconcile_job_t *job, int64_t deadline_mono_ns);
+
+/* The job's state (RS_DONE for NULL), for a caller's status (workerd's state file). */
+reconcile_state_t reconcile_state(const reconcile_job_t *job);
+
+/* Every transition of every job, as job_event makes it (before its action), to fn (NULL:
+ * none): for the unit tests and for debugging a reconcile by its reconcileID. */
+typedef void reconcile_trace_fn(const char *reconcile_id, reconcile_state_t from, reconcile_event_t event,
+                                reconcile_transition_t t, void *arg);
+void reconcile_set_trace(reconcile_trace_fn *fn, void *arg);
 
 /* reconcile_start run to its end on a loop of its own (executor.h LOCAL: with x's
  * recorder, or one of its own whose Events get up to EXEC_LOCAL_FLUSH_NS to go out), for

@@ -77,23 +77,64 @@ int render_redis_conf_restart(const render_input_t *in, buf_t *out)
     return redis_conf(in, 1, out);
 }
 
+/* The value spec.config.extra gives name, or NULL. */
+static const char *extra_value(const json_object *spec, const char *name)
+{
+    return JSONX_STR_AT(spec, "config", "extra", name);
+}
+
+size_t render_persistence(const json_object *spec, render_directive_t out[RENDER_PERSISTENCE_MAX])
+{
+    const char *mode = JSONX_STR_AT(spec, "persistence");
+    int none = mode && !strcmp(mode, "none"), rdb = mode && !strcmp(mode, "rdb"), aof = !none && !rdb;
+    const render_directive_t all[] = {{"appendonly", aof ? "yes" : "no"},
+                                      {"appendfsync", aof ? "everysec" : NULL},
+                                      {"save", none ? "" : RENDER_SAVE_POINTS}};
+    size_t n = 0;
+    /* What extra sets is extra's (rdc_spec refuses what the mode owns) */
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (all[i].value && !extra_value(spec, all[i].name))
+            out[n++] = all[i];
+    return n;
+}
+
+/* Append d as redis.conf lines: save points one pair a line (as every Redis version reads
+ * them), an empty save as `save ""`. */
+static int persistence_line(const render_directive_t *d, buf_t *out)
+{
+    if (strcmp(d->name, "save"))
+        return buf_printf(out, "%s %s\n", d->name, d->value);
+    if (!*d->value)
+        return buf_puts(out, "save \"\"\n");
+    const char *p = d->value;
+    while (*p) {
+        size_t a = strcspn(p, " "), b;
+        const char *q = p + a + (p[a] == ' ');
+        b = strcspn(q, " ");
+        if (buf_printf(out, "save %.*s %.*s\n", (int)a, p, (int)b, q))
+            return -1;
+        p = q + b + (q[b] == ' ');
+    }
+    return 0;
+}
+
 static int redis_conf(const render_input_t *in, int restart_only, buf_t *out)
 {
-    /* Persistence on (AOF every second plus RDB snapshots) into the PVC at /data; the
-     * container is reached through the headless Service, so no bind directive (Redis then
-     * listens on every interface of the pod) and no protected mode (the pod network is
-     * the boundary). */
+    /* No bind directive: the container is reached through the headless Service, so Redis
+     * listens on every interface of the pod; no protected mode (the pod network is the
+     * boundary). Persistence goes into the PVC at /data. */
     static const char defaults[] = "# redis.conf rendered by rediscluster-operator; edits are overwritten.\n"
                                    "port 6379\n"
                                    "protected-mode no\n"
-                                   "dir /data\n"
-                                   "appendonly yes\n"
-                                   "appendfsync everysec\n"
-                                   "save 900 1\n"
-                                   "save 300 10\n"
-                                   "save 60 10000\n";
+                                   "dir /data\n";
     if (buf_puts(out, defaults))
         return -1;
+    render_directive_t d[RENDER_PERSISTENCE_MAX];
+    /* the restart hash: the default lines whatever the mode (render.h) */
+    size_t n = render_persistence(restart_only ? NULL : in->spec, d);
+    for (size_t i = 0; i < n; i++)
+        if (persistence_line(&d[i], out))
+            return -1;
     if (in->maxmemory && buf_printf(out, "maxmemory %s\n", in->maxmemory))
         return -1;
     if (in->maxmemory_policy && buf_printf(out, "maxmemory-policy %s\n", in->maxmemory_policy))

@@ -116,16 +116,47 @@ typedef struct {
  * after '@'). Appends to out. Returns 0, or -1 when out refused the text (cap or memory). */
 int render_image_ref(const char *image, const char *version, buf_t *out);
 
-/* Append the redis.conf for in: fixed defaults (bind 0.0.0.0, port 6379, protected-mode
- * no, dir /data, appendonly yes, RDB save points) then maxmemory and maxmemory-policy when
- * set. The text is stable for a given input, so its hash changes only with the config.
- * Returns 0, or -1 when out refused the text. */
+/* PERSISTENCE (spec.persistence; docs/knobs.md "Persistence"): what Redis writes to /data.
+ *
+ *   mode           appendonly  appendfsync  save
+ *   aof (default)  yes         everysec     900 1 300 10 60 10000
+ *   rdb            no          -            900 1 300 10 60 10000
+ *   none           no          -            "" (no snapshot)
+ *
+ * A spec without the field (v1alpha1, a spec the defaulting webhook did not see) is aof,
+ * as the v1 schema defaults it. spec.config.extra may tune what the mode leaves open
+ * (rdc_spec.h, redisconf_owned): `save` unless the mode is none, `appendfsync` when it is
+ * aof; such a directive of extra replaces the mode's line here. Every one of these
+ * directives is one Redis changes at run time, so a change of mode rolls no pod: the
+ * directives join spec.config.extra's run-time ones (runtimecfg.h) and reach the running
+ * servers with CONFIG SET.
+ *
+ * The directives for spec (NULL: every default) in the form CONFIG SET takes them ("save"
+ * with all its pairs in one value, "" for none), in the order redis.conf lists them:
+ * appendonly, appendfsync, save. Returns how many were written to out (at most
+ * RENDER_PERSISTENCE_MAX); names and values are static strings. */
+#define RENDER_PERSISTENCE_MAX 3
+#define RENDER_SAVE_POINTS "900 1 300 10 60 10000"
+typedef struct {
+    const char *name;
+    const char *value;
+} render_directive_t;
+size_t render_persistence(const json_object *spec, render_directive_t out[RENDER_PERSISTENCE_MAX]);
+
+/* Append the redis.conf for in: fixed defaults (port 6379, protected-mode no, dir /data),
+ * the PERSISTENCE directives of in->spec (save points one per line, `save ""` for none),
+ * then maxmemory and maxmemory-policy when set, the replication guard, and
+ * spec.config.extra. The text is stable for a given input, so its hash changes only with
+ * the config. Returns 0, or -1 when out refused the text. */
 int render_redis_conf(const render_input_t *in, buf_t *out);
 
-/* render_redis_conf without the spec.config.extra directives Redis can change at run time
- * (redisconf_runtime_settable): the text whose hash goes on the pod template, so that a
- * change to those alone does not roll the pods: plan applies them to the running pods with
- * CONFIG SET instead (plan.h RUNTIME CONFIG, runtimecfg.h). Returns 0 or -1. */
+/* render_redis_conf without what Redis can change at run time: the text whose hash goes on
+ * the pod template, so that a change to those alone does not roll the pods: plan applies
+ * them to the running pods with CONFIG SET instead (plan.h RUNTIME CONFIG, runtimecfg.h).
+ * Left out: spec.config.extra's run-time directives (redisconf_runtime_settable); the
+ * PERSISTENCE directives are the default (aof) lines whatever the mode, the text every
+ * cluster's hash has always been made of, so a change of persistence rolls nothing and
+ * no existing cluster rolls for it. Returns 0 or -1. */
 int render_redis_conf_restart(const render_input_t *in, buf_t *out);
 
 /* Lower-case hex SHA-256 of len bytes at data into hex (65 bytes with the terminator).

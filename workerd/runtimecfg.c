@@ -10,11 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* 1 when s ends with suffix. */
 static int ends_with(const char *s, const char *suffix)
 {
@@ -66,45 +61,72 @@ static int observed_unreachable(const json_object *observation, const char *pod)
     return 0;
 }
 
-/* The directives to send, sorted by name, into out->argv; their lines hashed into
- * out->hash. Returns 0, or -1 when hashing failed. */
-static int directives(const json_object *spec, runtimecfg_t *out)
+typedef struct {
+    const char *name, *value;
+} directive_t;
+
+static int by_directive(const void *a, const void *b)
 {
+    return strcmp(((const directive_t *)a)->name, ((const directive_t *)b)->name);
+}
+
+/* The run-time directives of spec (NULL: a default spec), sorted by name, into d (at most
+ * RUNTIMECFG_MAX_DIRECTIVES); returns how many. spec.persistence's (render.h
+ * PERSISTENCE) always, then spec.config.extra's run-time ones. */
+static size_t directives_of(const json_object *spec, directive_t d[RUNTIMECFG_MAX_DIRECTIVES])
+{
+    render_directive_t p[RENDER_PERSISTENCE_MAX];
+    size_t n = render_persistence(spec, p);
+    for (size_t i = 0; i < n; i++)
+        d[i] = (directive_t){p[i].name, p[i].value};
     const json_object *extra = jsonx_get(jsonx_get(spec, "config"), "extra");
-    if (!extra || !json_object_is_type(extra, json_type_object))
-        return 0;
-    const char *names[REDISCONF_EXTRA_MAX];
-    size_t n = 0;
-    json_object_object_foreach((json_object *)extra, k, v)
-    {
-        if (n == REDISCONF_EXTRA_MAX || !v || !json_object_is_type(v, json_type_string) ||
-            !redisconf_runtime_settable(k))
-            continue;
-        const char *val = json_object_get_string(v);
-        if (!redisconf_name_ok(k) || !redisconf_value_ok(val) || ends_with(val, REDISEXEC_PASSWORD_TOKEN) ||
-            ends_with(val, REDISEXEC_OLD_PASSWORD_TOKEN))
-            continue;
-        names[n++] = k;
+    if (extra && json_object_is_type(extra, json_type_object)) {
+        json_object_object_foreach((json_object *)extra, k, v)
+        {
+            if (n == RUNTIMECFG_MAX_DIRECTIVES || !v || !json_object_is_type(v, json_type_string) ||
+                !redisconf_runtime_settable(k))
+                continue;
+            const char *val = json_object_get_string(v);
+            if (!redisconf_name_ok(k) || !redisconf_value_ok(val) || ends_with(val, REDISEXEC_PASSWORD_TOKEN) ||
+                ends_with(val, REDISEXEC_OLD_PASSWORD_TOKEN))
+                continue;
+            d[n++] = (directive_t){k, val};
+        }
     }
-    if (!n)
-        return 0;
-    qsort(names, n, sizeof(names[0]), by_name);
+    qsort(d, n, sizeof(d[0]), by_directive);
+    return n;
+}
+
+/* The hash of the "name value\n" lines of d[0..n) into hex. Returns 0 or -1. */
+static int hash_of(const directive_t *d, size_t n, char hex[65])
+{
     buf_t lines;
     buf_init(&lines, 0);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = buf_printf(&lines, "%s %s\n", d[i].name, d[i].value);
+    if (!rc)
+        rc = render_sha256_hex(lines.data, lines.len, hex);
+    buf_free(&lines);
+    return rc;
+}
+
+/* The directives to send into out->argv ("CONFIG", "SET", then the pairs), their hash into
+ * out->hash, and the hash of a default spec's (what a pod without the annotation runs)
+ * into baseline. Returns 0, or -1 when hashing failed. */
+static int directives(const json_object *spec, runtimecfg_t *out, char baseline[65])
+{
+    directive_t d[RUNTIMECFG_MAX_DIRECTIVES], base[RUNTIMECFG_MAX_DIRECTIVES];
+    size_t n = directives_of(spec, d), nb = directives_of(NULL, base);
+    if (hash_of(d, n, out->hash) || hash_of(base, nb, baseline))
+        return -1;
     out->argv[0] = "CONFIG";
     out->argv[1] = "SET";
-    int argc = 2, rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) {
-        const char *val = json_object_get_string(jsonx_get(extra, names[i]));
-        out->argv[argc++] = names[i];
-        out->argv[argc++] = val;
-        rc = buf_printf(&lines, "%s %s\n", names[i], val);
+    int argc = 2;
+    for (size_t i = 0; i < n; i++) {
+        out->argv[argc++] = d[i].name;
+        out->argv[argc++] = d[i].value;
     }
-    if (!rc)
-        rc = render_sha256_hex(lines.data, lines.len, out->hash);
-    buf_free(&lines);
-    if (rc)
-        return -1;
     out->argc = argc;
     return 0;
 }
@@ -113,11 +135,12 @@ int runtimecfg_compute(const json_object *spec, const char *name, int size, cons
                        const json_object *observation, runtimecfg_t *out)
 {
     memset(out, 0, sizeof(*out));
-    if (directives(spec, out)) {
+    char baseline[65];
+    if (directives(spec, out, baseline)) {
         memset(out, 0, sizeof(*out));
         return -1;
     }
-    if (!out->argc || !name)
+    if (!name)
         return 0;
     size_t len = pods && json_object_is_type(pods, json_type_array) ? json_object_array_length(pods) : 0;
     size_t nl = strlen(name);
@@ -138,7 +161,9 @@ int runtimecfg_compute(const json_object *spec, const char *name, int size, cons
             snprintf(p->record, sizeof(p->record), "%s/%lld", out->hash, restarts(pod));
             const char *have = JSONX_STR_AT(meta, "annotations", RUNTIMECFG_ANNOTATION);
             p->have = have ? have : "";
-            if (!strcmp(p->have, p->record))
+            /* no record: the pod runs what its redis.conf said when it started, the
+             * default directives unless it was given others (runtimecfg.h) */
+            if (!strcmp(p->have, p->record) || (!have && !strcmp(out->hash, baseline)))
                 break;
             snprintf(p->pod, sizeof(p->pod), "%s", pn);
             p->ip = ip;

@@ -1,31 +1,37 @@
-/* runtimecfg: which running Redis pods need spec.config.extra's run-time directives
- * applied with CONFIG SET (docs/knobs.md, "config.extra at run time"). Pure: no I/O, no
+/* runtimecfg: which running Redis pods need the run-time directives applied with CONFIG
+ * SET (docs/knobs.md, "config.extra at run time" and "Persistence"). Pure: no I/O, no
  * clock.
  *
- * The directives Redis can change at run time (redisconf_runtime_settable) do not roll
- * the pods (render_redis_conf_restart leaves them out of the pod template's hash), so a
- * change to them must reach the running servers another way: one `CONFIG SET name value
- * [name value ...]` per pod (atomic in Redis 7: all or none), then a record of it on the
- * pod, the annotation RUNTIMECFG_ANNOTATION = "<sha256 of the directives>/<restarts>":
- *   - the hash is over the "name value\n" lines of the run-time directives, sorted by
- *     name (runtimecfg_compute's hash);
+ * The run-time directives are spec.persistence's (render.h PERSISTENCE: appendonly,
+ * appendfsync, save) and spec.config.extra's that Redis can change at run time
+ * (redisconf_runtime_settable). They do not roll the pods (render_redis_conf_restart
+ * leaves them out of the pod template's hash), so a change to them must reach the running
+ * servers another way: one `CONFIG SET name value [name value ...]` per pod (atomic in
+ * Redis 7: all or none) with all of them, sorted by name, then a record of it on the pod,
+ * the annotation RUNTIMECFG_ANNOTATION = "<sha256 of the directives>/<restarts>":
+ *   - the hash is over the "name value\n" lines of the directives, sorted by name
+ *     (runtimecfg_compute's hash);
  *   - restarts is the restartCount of the pod's "redis" container (0 when not reported):
  *     a container restart reads redis.conf again from the ConfigMap volume, which the
  *     kubelet refreshes only after a delay, so a restarted container is given the
  *     directives again.
  * A pod whose annotation is the desired record needs nothing, so a resync of a healthy
- * cluster sends no Redis command and writes nothing. A pod without the annotation (new,
- * or from before this rule) is given them once (CONFIG SET is idempotent).
+ * cluster sends no Redis command and writes nothing. A pod without the annotation runs
+ * what its redis.conf said when it started: when the desired directives are a default
+ * spec's (persistence aof, no run-time directive in extra), which is what every pod ran
+ * before this rule, it needs nothing either; otherwise (new, or from before this rule) it
+ * is given them once (CONFIG SET is idempotent). A pod recorded with other directives is
+ * given the desired ones, which is how a change back to the defaults reaches it.
  *
  * Which pods: <name>-<i> for i < size, with status.podIP, Ready, not being deleted, and
  * not observed unreachable (observation node "reachable": false): a command to a server
  * that cannot answer would only fail the reconcile; the pod's next change brings it back.
  *
- * What is not sent: nothing when spec.config.extra has no run-time directive (a removed
- * directive keeps its value in the running servers until they restart, as redis.conf
- * has no "default" to set back: docs/knobs.md); a value that ends with one of redisexec's
- * password tokens (it would be replaced by the password on the wire) is left to the next
- * start of the pods, as the ConfigMap holds it.
+ * What is not sent: a directive removed from spec.config.extra keeps its value in the
+ * running servers until they restart, as redis.conf has no "default" to set back
+ * (docs/knobs.md; persistence's directives always have a value); a value that ends with
+ * one of redisexec's password tokens (it would be replaced by the password on the wire)
+ * is left to the next start of the pods, as the ConfigMap holds it.
  */
 #ifndef RDC_WORKERD_RUNTIMECFG_H
 #define RDC_WORKERD_RUNTIMECFG_H
@@ -37,7 +43,8 @@
 #include <stddef.h>
 
 #define RUNTIMECFG_ANNOTATION "cache.example.com/runtime-config"
-#define RUNTIMECFG_MAX_ARGS (2 + 2 * REDISCONF_EXTRA_MAX) /* CONFIG SET and the pairs */
+#define RUNTIMECFG_MAX_DIRECTIVES (REDISCONF_EXTRA_MAX + 3) /* extra's and persistence's (render.h) */
+#define RUNTIMECFG_MAX_ARGS (2 + 2 * RUNTIMECFG_MAX_DIRECTIVES) /* CONFIG SET and the pairs */
 #define RUNTIMECFG_RECORD_MAX 96
 
 typedef struct {
@@ -56,7 +63,7 @@ typedef struct {
 } runtimecfg_t;
 
 /* Fill out for the cluster name of size pods (1..RDC_SPEC_SIZE_MAX) with spec (its
- * config.extra is read), the work item's pods (an array, may be NULL) and observerd's
+ * persistence and config.extra are read), the work item's pods (an array, may be NULL) and observerd's
  * observation (may be NULL). out's strings point into spec and pods, which must outlive
  * it. Returns 0, or -1 when hashing failed (out then has argc 0 and no pods). */
 int runtimecfg_compute(const json_object *spec, const char *name, int size, const json_object *pods,

@@ -25,6 +25,10 @@
 #      Replication cluster reaches every pod by CONFIG SET within seconds (CONFIG GET), with
 #      no restart (same pod uids and restartCounts) and no roll; each pod records it in
 #      its cache.example.com/runtime-config annotation; then a reconcile writes nothing.
+#   8. With process nodes: spec.persistence none, rdb and aof each in the running server
+#      (CONFIG GET appendonly, save, appendfsync); aof -> none -> rdb -> aof on a running
+#      pod by CONFIG SET with no restart and no roll, a key kept; the API server refuses
+#      config.extra.save with none and appendfsync with rdb; save tunes rdb's points.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -328,4 +332,52 @@ kubectl -n "$ns2" annotate rdc live cache.example.com/poke="$$" --overwrite >/de
 sleep 6
 w1=$(write_requests "http://127.0.0.1:$metrics/metrics")
 check "once applied, a reconcile writes nothing ($w0 -> $w1) and the record stays" test "$w1|$(ann live-0)" = "$w0|$a0"
+# ---- 8. spec.persistence: each mode in the running server, a change without a restart ------------
+for m in none rdb aof; do
+    rc_yaml "p-$m" "$ns2" <<YAML | kubectl apply -f - >/dev/null
+  size: 1
+  image: redis
+  version: "7.2"
+  mode: Standalone
+  persistence: $m
+YAML
+done
+for m in none rdb aof; do
+    check "p-$m (persistence $m) Running" wait_until 240 sh -c "kubectl -n $ns2 get rdc p-$m -o jsonpath='{.status.phase}' | grep -qx Running"
+done
+pip() { kubectl -n "$ns2" get pod "$1" -o jsonpath='{.status.podIP}'; }
+export -f cget
+for m in none rdb aof; do
+    wait_until 60 sh -c "redis-cli -h $(pip "p-$m-0") ping | grep -q PONG"
+done
+check "none: CONFIG GET appendonly no, save \"\"" test "$(cget "$(pip p-none-0)" appendonly)|$(cget "$(pip p-none-0)" save)" = "no|"
+check "rdb: CONFIG GET appendonly no, save 900 1 300 10 60 10000" \
+    test "$(cget "$(pip p-rdb-0)" appendonly)|$(cget "$(pip p-rdb-0)" save)" = "no|900 1 300 10 60 10000"
+check "aof: CONFIG GET appendonly yes, save 900 1 300 10 60 10000" \
+    test "$(cget "$(pip p-aof-0)" appendonly)|$(cget "$(pip p-aof-0)" save)" = "yes|900 1 300 10 60 10000"
+check "aof: appendfsync everysec" test "$(cget "$(pip p-aof-0)" appendfsync)" = everysec
+check "the ConfigMaps say so (none: save \"\")" sh -c "kubectl -n $ns2 get configmap p-none -o jsonpath='{.data.redis\.conf}' | grep -qx 'save \"\"'"
+prev() { kubectl -n "$ns2" get pod "$1" -o jsonpath='{.metadata.uid}/{.status.containerStatuses[0].restartCount}'; }
+p0=$(prev p-aof-0) prev_rev=$(kubectl -n "$ns2" get statefulset p-aof -o jsonpath='{.status.updateRevision}')
+redis-cli -h "$(pip p-aof-0)" set kept yes >/dev/null
+kubectl -n "$ns2" patch rdc p-aof --type=merge -p '{"spec":{"persistence":"none"}}' >/dev/null
+check "aof -> none: CONFIG GET appendonly no and save \"\" within 10 s" \
+    wait_until 10 bash -c "test \"\$(cget $(pip p-aof-0) appendonly)|\$(cget $(pip p-aof-0) save)\" = 'no|'"
+kubectl -n "$ns2" patch rdc p-aof --type=merge -p '{"spec":{"persistence":"rdb"}}' >/dev/null
+check "none -> rdb: save 900 1 300 10 60 10000, appendonly no within 10 s" \
+    wait_until 10 bash -c "test \"\$(cget $(pip p-aof-0) appendonly)|\$(cget $(pip p-aof-0) save)\" = 'no|900 1 300 10 60 10000'"
+kubectl -n "$ns2" patch rdc p-aof --type=merge -p '{"spec":{"persistence":"aof"}}' >/dev/null
+check "rdb -> aof: appendonly yes within 10 s" wait_until 10 bash -c "test \"\$(cget $(pip p-aof-0) appendonly)\" = yes"
+check "no restart through the three changes ($p0 -> $(prev p-aof-0)), same revision" \
+    test "$(prev p-aof-0)|$(kubectl -n "$ns2" get statefulset p-aof -o jsonpath='{.status.updateRevision}')" = "$p0|$prev_rev"
+check "the key written before the changes is still there" test "$(redis-cli -h "$(pip p-aof-0)" get kept)" = yes
+refuse=$(kubectl -n "$ns2" patch rdc p-none --type=merge -p '{"spec":{"config":{"extra":{"save":"60 1"}}}}' 2>&1)
+check "persistence none: config.extra.save refused by the API server" \
+    sh -c "printf '%s' \"\$1\" | grep -q 'directive save is owned by the operator'" _ "$refuse"
+refuse=$(kubectl -n "$ns2" patch rdc p-rdb --type=merge -p '{"spec":{"config":{"extra":{"appendfsync":"always"}}}}' 2>&1)
+check "persistence rdb: config.extra.appendfsync refused" \
+    sh -c "printf '%s' \"\$1\" | grep -q 'directive appendfsync is owned by the operator'" _ "$refuse"
+kubectl -n "$ns2" patch rdc p-rdb --type=merge -p '{"spec":{"config":{"extra":{"save":"60 1"}}}}' >/dev/null
+check "persistence rdb: config.extra.save tunes the save points (CONFIG GET save 60 1)" \
+    wait_until 10 bash -c "test \"\$(cget $(pip p-rdb-0) save)\" = '60 1'"
 summary

@@ -4,7 +4,9 @@
  * It gathers each request's body and calls the suite's handler once per request with the
  * method, the URL (path without the query; MHD_lookup_connection_value on c gives the
  * query arguments) and the body ("" when there is none). The handler writes the response
- * body to out and returns the HTTP status; the response goes out as application/json.
+ * body to out and returns the HTTP status; the response goes out as application/json. A
+ * handler that returns a negative status drops the connection without an answer (a
+ * server that died mid-request).
  * Handlers run on the server's threads: a handler that touches state the test also reads
  * takes the suite's own lock.
  *
@@ -88,6 +90,10 @@ static inline enum MHD_Result fake_api_on_request(void *cls, struct MHD_Connecti
     buf_t out;
     buf_init(&out, 0);
     int code = f->handle(f->user, c, method, url, buf_str(body), &out);
+    if (code < 0) { /* the handler drops the connection: no answer at all */
+        buf_free(&out);
+        return MHD_NO;
+    }
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(out.len, (void *)buf_str(&out), MHD_RESPMEM_MUST_COPY);
     MHD_add_response_header(resp, "Content-Type", "application/json");

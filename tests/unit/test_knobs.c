@@ -71,12 +71,12 @@ static void test_every_owned_directive_is_refused_by_name(void)
         snprintf(field, sizeof(field), "spec.config.extra.%s: Forbidden: ", owned[i]);
         snprintf(named, sizeof(named), "directive \"%s\" is owned by the operator: ", owned[i]);
         ASSERT_TEXT_HAS(err, field, named);
-        CU_ASSERT_PTR_NOT_NULL(redisconf_owned(owned[i], 0));
+        CU_ASSERT_PTR_NOT_NULL(redisconf_owned(owned[i], NULL));
         CU_ASSERT_FALSE(redisconf_runtime_settable(owned[i]));
         free(err);
     }
     /* Case does not hide one (Redis folds it), though the CRD and rdc_spec want lower case. */
-    CU_ASSERT_PTR_NOT_NULL(redisconf_owned("RequirePass", 0));
+    CU_ASSERT_PTR_NOT_NULL(redisconf_owned("RequirePass", NULL));
     char *err = errors_of("{\"size\":1,\"image\":\"redis\",\"config\":{\"extra\":{\"Port\":\"7000\"}}}");
     ASSERT_TEXT_HAS(err, "spec.config.extra.Port: Invalid value", "lower case");
     free(err);
@@ -174,9 +174,11 @@ static void test_extra_values_and_names(void)
 
 static void test_runtime_table(void)
 {
+    /* appendonly: CONFIG SET turns the AOF on (a rewrite) or off, so spec.persistence
+     * changes without a restart (render.h PERSISTENCE) */
     static const char *const runtime[] = {"hz", "HZ", "timeout", "maxclients", "slowlog-max-len", "save",
-                                          "appendfsync", "notify-keyspace-events", "lfu-log-factor"};
-    static const char *const restart[] = {"databases", "io-threads", "loadmodule", "appendonly", "daemonize",
+                                          "appendfsync", "appendonly", "notify-keyspace-events", "lfu-log-factor"};
+    static const char *const restart[] = {"databases", "io-threads", "loadmodule", "daemonize",
                                           "unixsocket", "enable-debug-command", "nonsense"};
     for (size_t i = 0; i < sizeof(runtime) / sizeof(runtime[0]); i++)
         CU_ASSERT_TRUE(redisconf_runtime_settable(runtime[i]));
@@ -732,6 +734,120 @@ static void test_knobs_survive_v1alpha1(void)
     json_object_put(up);
 }
 
+
+/* ---- spec.persistence (render.h PERSISTENCE) ----------------------------------------- */
+
+/* The persistence lines of the redis.conf rendered for spec (the lines from appendonly to
+ * the last save, in the order redis.conf has them), and the restart text's hash. */
+static void persistence_of(const char *spec, char *lines, size_t len, char hash[65])
+{
+    json_object *s = parse(spec);
+    render_input_t in = {.name = "cache", .ns = "default", .uid = "u", .size = 1, .image = "redis", .spec = s};
+    buf_t conf, restart;
+    buf_init(&conf, 0);
+    buf_init(&restart, 0);
+    CU_ASSERT_EQUAL_FATAL(render_redis_conf(&in, &conf), 0);
+    CU_ASSERT_EQUAL_FATAL(render_redis_conf_restart(&in, &restart), 0);
+    CU_ASSERT_EQUAL(render_sha256_hex(restart.data, restart.len, hash), 0);
+    lines[0] = '\0';
+    size_t off = 0;
+    for (const char *l = buf_str(&conf); *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t n = nl ? (size_t)(nl - l) + 1 : strlen(l);
+        if (!strncmp(l, "append", 6) || !strncmp(l, "save ", 5))
+            off += (size_t)snprintf(lines + off, len - off, "%.*s", (int)n, l);
+        l += n;
+    }
+    buf_free(&conf);
+    buf_free(&restart);
+    json_object_put(s);
+}
+
+/* Each mode's redis.conf, what config.extra may tune, and one restart hash for all. */
+static void test_persistence_renders_each_mode(void)
+{
+    static const struct {
+        const char *spec, *lines;
+    } rows[] = {
+        {"{}", "appendonly yes\nappendfsync everysec\nsave 900 1\nsave 300 10\nsave 60 10000\n"},
+        {"{\"persistence\":\"aof\"}", "appendonly yes\nappendfsync everysec\nsave 900 1\nsave 300 10\nsave 60 10000\n"},
+        {"{\"persistence\":\"rdb\"}", "appendonly no\nsave 900 1\nsave 300 10\nsave 60 10000\n"},
+        {"{\"persistence\":\"none\"}", "appendonly no\nsave \"\"\n"},
+        /* extra's save and appendfsync replace the mode's lines (not added to them:
+         * redis.conf's save lines accumulate) */
+        {"{\"persistence\":\"aof\",\"config\":{\"extra\":{\"save\":\"3600 1\",\"appendfsync\":\"always\"}}}",
+         "appendonly yes\nappendfsync always\nsave 3600 1\n"},
+        {"{\"persistence\":\"rdb\",\"config\":{\"extra\":{\"save\":\"60 1\"}}}", "appendonly no\nsave 60 1\n"},
+    };
+    char first[65] = "";
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char lines[512], hash[65];
+        persistence_of(rows[i].spec, lines, sizeof(lines), hash);
+        if (strcmp(lines, rows[i].lines))
+            fprintf(stderr, "\n%s: persistence lines\n%s", rows[i].spec, lines);
+        CU_ASSERT_STRING_EQUAL(lines, rows[i].lines);
+        /* a change of persistence (or of the run-time directives extra tunes) rolls no pod */
+        if (!*first)
+            memcpy(first, hash, sizeof(first));
+        CU_ASSERT_STRING_EQUAL(hash, first);
+    }
+}
+
+/* What config.extra may set beside each mode, refused with the owner's reason. */
+static void test_persistence_owns_what_it_sets(void)
+{
+    static const struct {
+        const char *persistence, *directive;
+        const char *why; /* NULL: allowed */
+    } rows[] = {
+        {"aof", "appendonly", "set by spec.persistence"},
+        {"rdb", "appendonly", "set by spec.persistence"},
+        {"none", "appendonly", "set by spec.persistence"},
+        {NULL, "appendonly", NULL},
+        {"aof", "save", NULL},
+        {"rdb", "save", NULL},
+        {"none", "save", "spec.persistence is none (no snapshots)"},
+        {"aof", "appendfsync", NULL},
+        {"rdb", "appendfsync", "applies to the append-only file only"},
+        {"none", "appendfsync", "applies to the append-only file only"},
+        {"none", "hz", NULL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char spec[256];
+        snprintf(spec, sizeof(spec), "{\"size\":1,\"image\":\"redis\"%s%s%s,\"config\":{\"extra\":{\"%s\":\"1\"}}}",
+                 rows[i].persistence ? ",\"persistence\":\"" : "", rows[i].persistence ? rows[i].persistence : "",
+                 rows[i].persistence ? "\"" : "", rows[i].directive);
+        char *err = errors_of(spec);
+        if (!rows[i].why) {
+            CU_ASSERT_STRING_EQUAL(err, "");
+        } else {
+            char field[128];
+            snprintf(field, sizeof(field), "spec.config.extra.%s: Forbidden: directive \"%s\" is owned by the operator",
+                     rows[i].directive, rows[i].directive);
+            ASSERT_TEXT_HAS(err, field, rows[i].why);
+        }
+        free(err);
+    }
+}
+
+/* The CRD says the same (the API server refuses them without the webhook). */
+static void test_crd_persistence_rules(void)
+{
+    FILE *f = crd_open();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char line[4096];
+    int save = 0, fsync = 0, appendonly = 0;
+    while (fgets(line, sizeof(line), f)) {
+        save += strstr(line, "self.persistence != 'none'") && strstr(line, "!('save' in self.config.extra)");
+        fsync += strstr(line, "self.persistence == 'aof'") && strstr(line, "!('appendfsync' in self.config.extra)");
+        appendonly += strstr(line, "!has(self.persistence)") && strstr(line, "!('appendonly' in self.config.extra)");
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(save, 1);
+    CU_ASSERT_EQUAL(fsync, 1);
+    CU_ASSERT_EQUAL(appendonly, 1);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("knobs"),
     {"every owned directive refused by name", test_every_owned_directive_is_refused_by_name},
@@ -739,6 +855,9 @@ static const cu_entry_t tests[] = {
     {"the CRD's CEL rule lists the same directives", test_crd_lists_the_owned_directives},
     {"an owned directive fails the reconcile, named", test_owned_directive_fails_the_reconcile},
     {"runtime-settable table", test_runtime_table},
+    {"persistence: each mode's redis.conf, one restart hash", test_persistence_renders_each_mode},
+    {"persistence: what config.extra may tune beside each mode", test_persistence_owns_what_it_sets},
+    {"persistence: the CRD's CEL rules", test_crd_persistence_rules},
     {"pod knob rules (table)", test_knob_rules},
     {"render: every default", test_render_defaults},
     {"render: every knob set", test_render_every_knob},

@@ -3334,6 +3334,10 @@ static void test_failover_min_replicas(void)
 /* ---- RUNTIME CONFIG (plan.h; runtimecfg.h) ----------------------------------------------- */
 
 #define SPEC_RT(mode, extra) "{\"size\":3,\"image\":\"redis\"" mode ",\"config\":{\"extra\":{" extra "}}}"
+/* The run-time directives of the default persistence (aof, render.h PERSISTENCE) around
+ * config.extra's, sorted by name: as CONFIG SET's arguments and as the record's lines. */
+#define PERSIST_AOF_ARGS(extra) "appendfsync everysec appendonly yes " extra " save 900 1 300 10 60 10000"
+#define PERSIST_AOF_LINES(extra) "appendfsync everysec\nappendonly yes\n" extra "save 900 1 300 10 60 10000\n"
 
 /* Pod cache-<i>: ready or not, ip ("" = none), the redis container's restarts, the
  * runtime-config annotation (NULL = none). */
@@ -3409,7 +3413,7 @@ static void test_runtime_config_applied_without_roll(void)
         if (m)
             set_at(w.rc, "spec mode", "\"Replication\"");
         char rec[128], cmds[4096], anns[1024], want[1024];
-        rt_record("hz 20\nmaxmemory-samples 7\n", 0, rec, sizeof(rec));
+        rt_record(PERSIST_AOF_LINES("hz 20\nmaxmemory-samples 7\n"), 0, rec, sizeof(rec));
         json_object *pods = rt_pods(rec, rec, rec);
         /* Recorded on every pod: a resync sends nothing and writes nothing. */
         plan_t *p = rt_run(&w, pods, NULL);
@@ -3430,10 +3434,10 @@ static void test_runtime_config_applied_without_roll(void)
         CU_ASSERT_EQUAL(find_write(p, "configmaps")->kind, PLAN_APPLY);
         CU_ASSERT_EQUAL(find_write(p, "statefulsets") != NULL, sts_for_mode);
         rt_actions(p, cmds, sizeof(cmds), anns, sizeof(anns));
-        CU_ASSERT_STRING_EQUAL(cmds, "cache-0@10.0.0.1 CONFIG SET hz 30 maxmemory-samples 7;"
-                                     "cache-1@10.0.0.2 CONFIG SET hz 30 maxmemory-samples 7;"
-                                     "cache-2@10.0.0.3 CONFIG SET hz 30 maxmemory-samples 7;");
-        rt_record("hz 30\nmaxmemory-samples 7\n", 0, rec, sizeof(rec));
+        CU_ASSERT_STRING_EQUAL(cmds, "cache-0@10.0.0.1 CONFIG SET " PERSIST_AOF_ARGS("hz 30 maxmemory-samples 7") ";"
+                                     "cache-1@10.0.0.2 CONFIG SET " PERSIST_AOF_ARGS("hz 30 maxmemory-samples 7") ";"
+                                     "cache-2@10.0.0.3 CONFIG SET " PERSIST_AOF_ARGS("hz 30 maxmemory-samples 7") ";");
+        rt_record(PERSIST_AOF_LINES("hz 30\nmaxmemory-samples 7\n"), 0, rec, sizeof(rec));
         snprintf(want, sizeof(want), "cache-0=%s;cache-1=%s;cache-2=%s;", rec, rec, rec);
         CU_ASSERT_STRING_EQUAL(anns, want);
         /* Order: each command right before its record, after everything else. */
@@ -3473,6 +3477,60 @@ static void test_runtime_config_applied_without_roll(void)
     }
 }
 
+
+/* spec.persistence changed on a running cluster: the ConfigMap is applied, no pod rolls,
+ * and every pod is given the mode's directives with CONFIG SET and recorded; a default
+ * cluster whose pods carry no record is given nothing (they started with its redis.conf). */
+/* w's spec.persistence set to mode, planned with pods recorded have (NULL: none): no roll,
+ * and when args is not NULL every pod gets CONFIG SET args and the record of lines. */
+static void persistence_step(world_t *w, const char *mode, const char *have, const char *args, const char *lines)
+{
+    char cmds[4096], anns[1024], want[4096], rec[128];
+    json_object *pods = rt_pods(have, have, have);
+    char v[32];
+    snprintf(v, sizeof(v), "\"%s\"", mode);
+    set_at(w->rc, "spec persistence", v);
+    plan_t *p = rt_run(w, pods, NULL);
+    CU_ASSERT_PTR_NULL(find_write(p, "statefulsets"));
+    rt_actions(p, cmds, sizeof(cmds), anns, sizeof(anns));
+    want[0] = '\0';
+    for (int i = 0; args && i < 3; i++)
+        snprintf(want + strlen(want), sizeof(want) - strlen(want), "cache-%d@10.0.0.%d CONFIG SET %s;", i, i + 1, args);
+    CU_ASSERT_STRING_EQUAL(cmds, want);
+    if (lines) {
+        rt_record(lines, 0, rec, sizeof(rec));
+        snprintf(want, sizeof(want), "cache-0=%s;cache-1=%s;cache-2=%s;", rec, rec, rec);
+        CU_ASSERT_STRING_EQUAL(anns, want);
+    }
+    perform(w, p);
+    plan_destroy(&p);
+    json_object_put(pods);
+}
+
+/* spec.persistence changed on a running cluster: the ConfigMap is applied, no pod rolls,
+ * and every pod is given the mode's directives with CONFIG SET and recorded; a default
+ * cluster whose pods carry no record is given nothing (they started with its redis.conf). */
+static void test_persistence_change_applied_without_roll(void)
+{
+    world_t w;
+    world_init(&w, "{\"size\":3,\"image\":\"redis\",\"persistence\":\"aof\"}", 1);
+    converge(&w, T1);
+    char rdb[128];
+    rt_record("appendonly no\nsave 900 1 300 10 60 10000\n", 0, rdb, sizeof(rdb));
+    persistence_step(&w, "aof", NULL, NULL, NULL); /* the default, no record: nothing */
+    persistence_step(&w, "rdb", NULL, "appendonly no save 900 1 300 10 60 10000",
+                     "appendonly no\nsave 900 1 300 10 60 10000\n");
+    CU_ASSERT(contains(json_object_get_string(jsonx_get(jsonx_get(w.cm, "data"), "redis.conf")),
+                       "appendonly no\nsave 900 1\n"));
+    /* none, from pods that run rdb: snapshots off too (save's value is "") */
+    persistence_step(&w, "none", rdb, "appendonly no save ", "appendonly no\nsave \n");
+    CU_ASSERT(contains(json_object_get_string(jsonx_get(jsonx_get(w.cm, "data"), "redis.conf")), "save \"\"\n"));
+    /* back to aof from pods recorded rdb: CONFIG SET of the default directives */
+    persistence_step(&w, "aof", rdb, "appendfsync everysec appendonly yes save 900 1 300 10 60 10000",
+                     PERSIST_AOF_LINES(""));
+    world_free(&w);
+}
+
 /* Which pods get the directives (runtimecfg.h), as a table. */
 typedef struct {
     const char *what;
@@ -3498,7 +3556,7 @@ static void test_runtime_config_pods_table(void)
     world_init(&w, SPEC_RT("", "\"hz\":\"20\""), 1);
     converge(&w, T1);
     char rec[128], cmds[1024], anns[512];
-    rt_record("hz 20\n", 0, rec, sizeof(rec));
+    rt_record(PERSIST_AOF_LINES("hz 20\n"), 0, rec, sizeof(rec));
     for (size_t r = 0; r < sizeof(rt_rows) / sizeof(rt_rows[0]); r++) {
         const rt_row_t *row = &rt_rows[r];
         json_object *pods = json_object_new_array();
@@ -3513,9 +3571,10 @@ static void test_runtime_config_pods_table(void)
                                     NULL, NULL);
         plan_t *p = rt_run(&w, pods, obs);
         rt_actions(p, cmds, sizeof(cmds), anns, sizeof(anns));
-        if (strcmp(cmds, row->sent ? "cache-0@10.0.0.1 CONFIG SET hz 20;" : ""))
+        const char *sent = "cache-0@10.0.0.1 CONFIG SET " PERSIST_AOF_ARGS("hz 20") ";";
+        if (strcmp(cmds, row->sent ? sent : ""))
             fprintf(stderr, "\n%s: commands are \"%s\"\n", row->what, cmds);
-        CU_ASSERT_STRING_EQUAL(cmds, row->sent ? "cache-0@10.0.0.1 CONFIG SET hz 20;" : "");
+        CU_ASSERT_STRING_EQUAL(cmds, row->sent ? sent : "");
         CU_ASSERT_EQUAL(count_kind(p, PLAN_ANNOTATE_POD), row->sent ? 1 : 0);
         if (row->sent) {
             char want[160];
@@ -3569,6 +3628,8 @@ static const cu_entry_t tests[] = {
     CU_SUITE("plan: runtime config"),
     {"a run-time directive: CONFIG SET and a record, no roll, then nothing",
      test_runtime_config_applied_without_roll},
+    {"spec.persistence changed: CONFIG SET on every pod, recorded, no roll",
+     test_persistence_change_applied_without_roll},
     {"which pods get it (table)", test_runtime_config_pods_table},
     {"nothing to send", test_runtime_config_nothing_to_send},
     CU_SUITE("plan: create"),

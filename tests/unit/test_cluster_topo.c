@@ -1,0 +1,556 @@
+/* test_cluster_topo: Cluster mode's decisions (workerd/cluster_topo.h) as a table over
+ * observed CLUSTER NODES views, and the CLUSTER NODES / CLUSTER INFO parser
+ * (common/clusternodes.h).
+ *
+ * Each row describes the cluster as Redis would report it: the nodes (id, address, role,
+ * master, slots, flags) and, per pod, which of them its view holds; the row's CLUSTER
+ * NODES texts are built from that and parsed like observerd's. The row says the exact
+ * commands expected (pod <- argv), and every row is also checked for the invariant:
+ * no ADDSLOTSRANGE of a slot some view attributes to a node, no FORGET of a node that
+ * holds slots or is someone's master, and never an empty master given slots once the
+ * cluster was bootstrapped.
+ */
+#include "cluster_topo.h"
+#include "clusternodes.h"
+#include "cu_table.h"
+
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the parser ---------------------------------------------------------------------- */
+
+#define ID_A "07c37dfeb235213a872192d90877d0cd55635b91"
+#define ID_B "67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1"
+#define ID_C "292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f"
+
+static void test_parse_nodes(void)
+{
+    const char *text =
+        ID_A " 127.0.0.1:30004@31004,host-a slave " ID_C " 0 1426238317239 4 connected\n" ID_B
+        " 127.0.0.1:30002@31002 master - 0 1426238316232 2 connected 5461-10922 [5461->-" ID_C "]\r\n" ID_C
+        " :0@0 myself,master,fail? - 0 0 1 disconnected 0-5460 10923 [77-<-" ID_B "]\n";
+    cn_view_t *v = NULL;
+    char err[256] = "";
+    CU_ASSERT_EQUAL_FATAL(cn_parse(text, strlen(text), &v, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL_FATAL(v->n, 3);
+    const cn_node_t *a = &v->nodes[0], *b = &v->nodes[1], *c = &v->nodes[2];
+    CU_ASSERT_STRING_EQUAL(a->id, ID_A);
+    CU_ASSERT_STRING_EQUAL(a->ip, "127.0.0.1");
+    CU_ASSERT_EQUAL(a->port, 30004);
+    CU_ASSERT_EQUAL(a->cport, 31004);
+    CU_ASSERT_EQUAL(a->flags, CN_REPLICA);
+    CU_ASSERT_STRING_EQUAL(a->master, ID_C);
+    CU_ASSERT_EQUAL(a->config_epoch, 4);
+    CU_ASSERT_TRUE(a->connected);
+    CU_ASSERT_EQUAL(b->nranges, 1);
+    CU_ASSERT_EQUAL(b->ranges[0].from, 5461);
+    CU_ASSERT_EQUAL(b->ranges[0].to, 10922);
+    CU_ASSERT_EQUAL(b->nopen, 1);
+    CU_ASSERT_EQUAL(b->open[0].slot, 5461);
+    CU_ASSERT_FALSE(b->open[0].importing);
+    CU_ASSERT_STRING_EQUAL(b->open[0].peer, ID_C);
+    CU_ASSERT_STRING_EQUAL(c->ip, "");
+    CU_ASSERT_EQUAL(c->flags, CN_MYSELF | CN_MASTER | CN_PFAIL);
+    CU_ASSERT_FALSE(c->connected);
+    CU_ASSERT_EQUAL(cn_slot_count(c), 5462);
+    CU_ASSERT_TRUE(c->open[0].importing);
+    CU_ASSERT_PTR_EQUAL(cn_myself(v), c);
+    CU_ASSERT_PTR_EQUAL(cn_find(v, ID_B), b);
+    char ranges[64];
+    cn_ranges_text(c->ranges, c->nranges, ranges, sizeof(ranges));
+    CU_ASSERT_STRING_EQUAL(ranges, "0-5460,10923");
+    /* the normalized text: sorted by id, no ping/pong times, read back the same */
+    char norm[2048], again[2048];
+    CU_ASSERT_EQUAL(cn_format(v, norm, sizeof(norm)), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(norm, ID_A " 127.0.0.1:30004@31004 slave " ID_C " 0 0 4 connected\n"));
+    CU_ASSERT(strstr(norm, ID_A) < strstr(norm, ID_C) && strstr(norm, ID_C) < strstr(norm, ID_B));
+    CU_ASSERT_PTR_NOT_NULL(strstr(norm, " myself,master,fail? - 0 0 1 disconnected 0-5460 10923 [77-<-" ID_B "]\n"));
+    cn_view_t *back = NULL;
+    CU_ASSERT_EQUAL_FATAL(cn_parse(norm, strlen(norm), &back, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(cn_format(back, again, sizeof(again)), 0);
+    CU_ASSERT_STRING_EQUAL(norm, again);
+    CU_ASSERT_EQUAL(cn_format(back, again, 100), -1);
+    cn_view_destroy(&back);
+    cn_view_destroy(&v);
+    CU_ASSERT_PTR_NULL(v);
+}
+
+static void test_parse_refuses(void)
+{
+    static const struct {
+        const char *text, *says;
+    } rows[] = {
+        {"abc 1.2.3.4:1@2 master - 0 0 1 connected", "line 1: node id \"abc\""},
+        {ID_A " 1.2.3.4 master - 0 0 1 connected", "address"},
+        {ID_A " 1.2.3.4:1@2 master xyz 0 0 1 connected", "master \"xyz\""},
+        {ID_A " 1.2.3.4:1@2 master - 0 0 1 up", "link-state"},
+        {ID_A " 1.2.3.4:1@2 master - 0 0 1 connected 16384", "slot \"16384\""},
+        {ID_A " 1.2.3.4:1@2 master - 0 0 1 connected 9-3", "slot \"9-3\""},
+        {ID_A " 1.2.3.4:1@2 master - 0 0 1 connected [5->-zz]", "slot \"[5->-zz]\""},
+        {ID_A " 1.2.3.4:1@2 master - x 0 1 connected", "unsigned numbers"},
+        {"\n" ID_A " 1.2.3.4:1@2 master", "line 2: 3 fields"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        cn_view_t *v = (cn_view_t *)1;
+        char err[256] = "";
+        CU_ASSERT_EQUAL(cn_parse(rows[i].text, strlen(rows[i].text), &v, err, sizeof(err)), -1);
+        CU_ASSERT_PTR_NULL(v);
+        if (!strstr(err, rows[i].says))
+            fprintf(stderr, "\n  \"%s\": %s", rows[i].text, err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, rows[i].says));
+    }
+}
+
+static void test_parse_info(void)
+{
+    const char *text = "cluster_state:ok\r\ncluster_slots_assigned:16384\r\ncluster_slots_ok:16380\r\n"
+                       "cluster_slots_pfail:4\r\ncluster_slots_fail:0\r\ncluster_known_nodes:6\r\ncluster_size:3\r\n"
+                       "cluster_current_epoch:6\r\ncluster_my_epoch:2\r\nnonsense\r\n";
+    cn_info_t in;
+    cn_info_parse(text, strlen(text), &in);
+    CU_ASSERT_EQUAL(in.state_ok, 1);
+    CU_ASSERT_EQUAL(in.slots_assigned, 16384);
+    CU_ASSERT_EQUAL(in.slots_ok, 16380);
+    CU_ASSERT_EQUAL(in.slots_pfail, 4);
+    CU_ASSERT_EQUAL(in.known_nodes, 6);
+    CU_ASSERT_EQUAL(in.size, 3);
+    CU_ASSERT_EQUAL(in.current_epoch, 6);
+    cn_info_parse("cluster_state:fail\n", 19, &in);
+    CU_ASSERT_EQUAL(in.state_ok, 0);
+    CU_ASSERT_EQUAL(in.slots_assigned, -1);
+}
+
+/* ---- the planner's table ----------------------------------------------------------------- */
+
+/* A node as the rows describe it: its id is "n" + the tag repeated to 40 hex digits. */
+typedef struct {
+    char tag;            /* '0'..'9', 'a'..'f': the node; 0 ends the list */
+    const char *ip;      /* "" = noaddr */
+    const char *flags;   /* "master", "slave", "master,fail", "handshake" ... */
+    char master;         /* the master's tag for a replica, 0 = "-" */
+    const char *slots;   /* "0-5460 5461" ... */
+} tnode_t;
+
+/* A pod: which node it is (0 = not observed), which nodes its view holds ("" = all of the
+ * row's nodes), and its state. */
+typedef struct {
+    char is;             /* its node's tag; 0: not observed */
+    const char *knows;   /* the tags in its view besides itself; NULL = all */
+    const char *ip;      /* the pod's IP */
+    int link_down, outdated, terminating, not_ready, absent;
+    long offset;
+    const char *label;   /* its role label: NULL = what its node reports (right), "-" = none */
+} tpod_t;
+
+typedef struct {
+    const char *what;
+    int shards, replicas, bootstrapped;
+    tnode_t nodes[16];
+    tpod_t pods[12];
+    const char *want;    /* "pod<-CLUSTER ARGS; ..." in order, "" none */
+    const char *reason;  /* ClusterHealthy's reason */
+    int delete_pod;      /* -1 none */
+    const char *labels;  /* "0=primary 1=replica" the labels set, "" none */
+} row_t;
+
+static void id_of(char tag, char *out)
+{
+    memset(out, tag, CN_ID_LEN);
+    out[CN_ID_LEN] = '\0';
+}
+
+/* The CLUSTER NODES text pod p of row r would answer. */
+static void view_text(const row_t *r, const tpod_t *p, char *out, size_t len)
+{
+    size_t off = 0;
+    out[0] = '\0';
+    for (const tnode_t *n = r->nodes; n->tag; n++) {
+        int mine = n->tag == p->is;
+        if (!mine && p->knows && !strchr(p->knows, n->tag))
+            continue;
+        char id[CN_ID_LEN + 1], master[CN_ID_LEN + 1] = "-";
+        id_of(n->tag, id);
+        if (n->master)
+            id_of(n->master, master);
+        off += (size_t)snprintf(out + off, len - off, "%s %s:%d@%d %s%s %s 0 0 1 connected %s\n", id,
+                                *n->ip ? n->ip : "", *n->ip ? 6379 : 0, *n->ip ? 16379 : 0, mine ? "myself," : "",
+                                n->flags, master, n->slots ? n->slots : "");
+    }
+}
+
+/* The row's input (views parsed into views[]). */
+static void build(const row_t *r, ctopo_input_t *in, cn_view_t **views)
+{
+    memset(in, 0, sizeof(*in));
+    in->shards = r->shards;
+    in->replicas = r->replicas;
+    in->bootstrapped = r->bootstrapped;
+    int n = r->shards * (1 + r->replicas);
+    for (int i = 0; i < n; i++) {
+        const tpod_t *p = &r->pods[i];
+        ctopo_pod_t *q = &in->pod[i];
+        snprintf(q->pod, sizeof(q->pod), "c-shard%d-%d", i / (1 + r->replicas), i % (1 + r->replicas));
+        q->present = !p->absent;
+        q->ready = !p->not_ready && !p->absent;
+        q->terminating = p->terminating;
+        q->outdated = p->outdated;
+        q->link_up = !p->link_down;
+        q->offset = p->offset;
+        snprintf(q->ip, sizeof(q->ip), "%s", p->ip ? p->ip : "");
+        views[i] = NULL;
+        q->label = p->label && strcmp(p->label, "-") ? p->label : NULL;
+        if (!p->is)
+            continue;
+        char text[8192], err[256];
+        view_text(r, p, text, sizeof(text));
+        CU_ASSERT_EQUAL_FATAL(cn_parse(text, strlen(text), &views[i], err, sizeof(err)), 0);
+        q->view = views[i];
+        q->observed = 1;
+        q->info.state_ok = 1;
+        const cn_node_t *me = cn_myself(views[i]);
+        if (!p->label) /* right already */
+            q->label = me->flags & CN_MASTER ? (cn_slot_count(me) ? "primary" : NULL) : "replica";
+    }
+}
+
+/* The commands as "pod<-ARGS; ...". */
+static void cmds_text(const ctopo_input_t *in, const ctopo_result_t *o, char *out, size_t len)
+{
+    size_t off = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < o->ncmds; i++) {
+        off += (size_t)snprintf(out + off, len - off, "%s%d<-", i ? "; " : "", o->cmd[i].pod);
+        for (int a = 1; a < o->cmd[i].argc; a++) {
+            char arg[48];
+            snprintf(arg, sizeof(arg), "%s", o->cmd[i].argv[a]);
+            if (strlen(arg) == CN_ID_LEN) /* an id: its tag */
+                arg[1] = '\0';
+            off += (size_t)snprintf(out + off, len - off, "%s%s", a > 1 ? " " : "", arg);
+        }
+    }
+    (void)in;
+}
+
+/* The invariant: nothing the result says could lose a slot's data. */
+static void check_safe(const row_t *r, const ctopo_input_t *in, const ctopo_result_t *o)
+{
+    int n = r->shards * (1 + r->replicas);
+    for (size_t c = 0; c < o->ncmds; c++) {
+        const ctopo_cmd_t *cmd = &o->cmd[c];
+        if (cmd->kind == CTOPO_ADDSLOTS) {
+            CU_ASSERT_FALSE(r->bootstrapped);
+            for (int a = 2; a + 1 < cmd->argc; a += 2) {
+                int from = (int)strtol(cmd->argv[a], NULL, 10), to = (int)strtol(cmd->argv[a + 1], NULL, 10);
+                for (int i = 0; i < n; i++)
+                    for (size_t k = 0; in->pod[i].view && k < in->pod[i].view->n; k++) {
+                        const cn_node_t *e = &in->pod[i].view->nodes[k];
+                        for (size_t x = 0; x < e->nranges; x++)
+                            CU_ASSERT(e->ranges[x].to < from || e->ranges[x].from > to);
+                    }
+            }
+        }
+        if (cmd->kind == CTOPO_FORGET)
+            for (int i = 0; i < n; i++) {
+                const cn_node_t *e = in->pod[i].view ? cn_find(in->pod[i].view, cmd->argv[2]) : NULL;
+                CU_ASSERT(!e || (e->nranges == 0 && !(e->flags & CN_MYSELF)));
+                const cn_node_t *me = in->pod[i].view ? cn_myself(in->pod[i].view) : NULL;
+                CU_ASSERT(!me || strcmp(me->master, cmd->argv[2]));
+            }
+    }
+}
+
+#define ALL NULL
+/* S=3, r=1: pods c-shard0-0, -1, c-shard1-0, -1, c-shard2-0, -1 at 10.0.0.1..6 */
+#define IPS(a, b, c, d, e, f) a, b, c, d, e, f
+#define M(tag, ip, slots) {tag, ip, "master", 0, slots}
+#define S(tag, ip, of) {tag, ip, "slave", of, NULL}
+#define HEALTHY                                                                                                    \
+    M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),                     \
+        S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "10923-16383"), S('5', "10.0.0.6", '4')
+#define P(tag, ip) {tag, ALL, ip, 0, 0, 0, 0, 0, 0, NULL}
+#define PL(tag, ip, label) {tag, ALL, ip, 0, 0, 0, 0, 0, 0, label}
+#define PODS6 P('0', "10.0.0.1"), P('1', "10.0.0.2"), P('2', "10.0.0.3"), P('3', "10.0.0.4"), P('4', "10.0.0.5"), \
+              P('5', "10.0.0.6")
+
+static const row_t rows[] = {
+    {"healthy: nothing to do", 3, 1, 1, {HEALTHY}, {PODS6}, "", "ClusterOK", -1, ""},
+    {"fresh nodes: the anchor meets every other",
+     3,
+     1,
+     0,
+     {M('0', "10.0.0.1", NULL), M('1', "10.0.0.2", NULL), M('2', "10.0.0.3", NULL), M('3', "10.0.0.4", NULL),
+      M('4', "10.0.0.5", NULL), M('5', "10.0.0.6", NULL)},
+     {{'0', "", "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL},
+      {'1', "", "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
+      {'2', "", "10.0.0.3", 0, 0, 0, 0, 0, 0, NULL},
+      {'3', "", "10.0.0.4", 0, 0, 0, 0, 0, 0, NULL},
+      {'4', "", "10.0.0.5", 0, 0, 0, 0, 0, 0, NULL},
+      {'5', "", "10.0.0.6", 0, 0, 0, 0, 0, 0, NULL}},
+     "0<-MEET 10.0.0.2 6379; 0<-MEET 10.0.0.3 6379; 0<-MEET 10.0.0.4 6379; 0<-MEET 10.0.0.5 6379; "
+     "0<-MEET 10.0.0.6 6379",
+     "Meeting",
+     -1,
+     ""},
+    {"half-met, one MEET in handshake: only the other is met",
+     3,
+     1,
+     0,
+     {M('0', "10.0.0.1", NULL), M('1', "10.0.0.2", NULL), M('2', "10.0.0.3", NULL), M('3', "10.0.0.4", NULL),
+      M('4', "10.0.0.5", NULL), M('5', "10.0.0.6", NULL), {'e', "10.0.0.5", "handshake", 0, NULL}},
+     {{'0', "123e", "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL},
+      {'1', "023", "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
+      {'2', "013", "10.0.0.3", 0, 0, 0, 0, 0, 0, NULL},
+      {'3', "012", "10.0.0.4", 0, 0, 0, 0, 0, 0, NULL},
+      {'4', "", "10.0.0.5", 0, 0, 0, 0, 0, 0, NULL},
+      {'5', "", "10.0.0.6", 0, 0, 0, 0, 0, 0, NULL}},
+     "0<-MEET 10.0.0.6 6379",
+     "Meeting",
+     -1,
+     ""},
+    {"all met, no slot anywhere: every shard's range in one pass",
+     3,
+     1,
+     0,
+     {M('0', "10.0.0.1", NULL), M('1', "10.0.0.2", NULL), M('2', "10.0.0.3", NULL), M('3', "10.0.0.4", NULL),
+      M('4', "10.0.0.5", NULL), M('5', "10.0.0.6", NULL)},
+     {PODS6},
+     "0<-ADDSLOTSRANGE 0 5460; 2<-ADDSLOTSRANGE 5461 10922; 4<-ADDSLOTSRANGE 10923 16383",
+     "Bootstrapping",
+     -1,
+     ""},
+    {"a crash mid-bootstrap: only the slots never assigned",
+     3,
+     1,
+     0,
+     {M('0', "10.0.0.1", "0-5460"), M('1', "10.0.0.2", NULL), M('2', "10.0.0.3", "5461-8000"),
+      M('3', "10.0.0.4", NULL), M('4', "10.0.0.5", NULL), M('5', "10.0.0.6", NULL)},
+     {PL('0', "10.0.0.1", "-"), P('1', "10.0.0.2"), PL('2', "10.0.0.3", "-"), P('3', "10.0.0.4"), P('4', "10.0.0.5"),
+      P('5', "10.0.0.6")},
+     "2<-ADDSLOTSRANGE 8001 10922; 4<-ADDSLOTSRANGE 10923 16383",
+     "Bootstrapping",
+     -1,
+     "0=primary 2=primary"},
+    {"slots all held: the replicas follow their shard's master",
+     3,
+     1,
+     0,
+     {M('0', "10.0.0.1", "0-5460"), M('1', "10.0.0.2", NULL), M('2', "10.0.0.3", "5461-10922"),
+      M('3', "10.0.0.4", NULL), M('4', "10.0.0.5", "10923-16383"), M('5', "10.0.0.6", NULL)},
+     {PL('0', "10.0.0.1", "-"), P('1', "10.0.0.2"), PL('2', "10.0.0.3", "-"), P('3', "10.0.0.4"),
+      PL('4', "10.0.0.5", "-"), P('5', "10.0.0.6")},
+     "1<-REPLICATE 0; 3<-REPLICATE 2; 5<-REPLICATE 4",
+     "ReplicasMissing",
+     -1,
+     "0=primary 2=primary 4=primary"},
+    {"a replica of the wrong shard is moved to its own",
+     3,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '0'), M('4', "10.0.0.5", "10923-16383"), S('5', "10.0.0.6", '4')},
+     {PODS6},
+     "3<-REPLICATE 2",
+     "ReplicasMissing",
+     -1,
+     ""},
+    {"a pod back with a new IP is met again at it",
+     3,
+     1,
+     1,
+     {HEALTHY},
+     {P('0', "10.0.0.1"), P('1', "10.0.0.2"), P('2', "10.0.0.33"), P('3', "10.0.0.4"), P('4', "10.0.0.5"),
+      P('5', "10.0.0.6")},
+     "0<-MEET 10.0.0.33 6379",
+     "Meeting",
+     -1,
+     ""},
+    {"a pod back without its nodes.conf: its old id forgotten everywhere, no slot for it",
+     3,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '2'), {'4', "10.0.0.5", "master,fail", 0, NULL}, M('5', "10.0.0.6", "10923-16383"),
+      M('e', "10.0.0.5", NULL)},
+     {{'0', "12345", "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL},
+      {'1', "02345", "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
+      {'2', "01345", "10.0.0.3", 0, 0, 0, 0, 0, 0, NULL},
+      {'3', "01245", "10.0.0.4", 0, 0, 0, 0, 0, 0, NULL},
+      {'e', "", "10.0.0.5", 0, 0, 0, 0, 0, 0, "-"},
+      {'5', "01234", "10.0.0.6", 0, 0, 0, 0, 0, 0, "replica"}},
+     "0<-MEET 10.0.0.5 6379",
+     "Meeting",
+     -1,
+     "5=primary"},
+    {"...then, met: the old id forgotten on every node that lists it",
+     3,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '2'), {'4', "", "master,fail,noaddr", 0, NULL}, M('5', "10.0.0.6", "10923-16383"),
+      M('e', "10.0.0.5", NULL)},
+     {{'0', ALL, "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL},
+      {'1', ALL, "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
+      {'2', ALL, "10.0.0.3", 0, 0, 0, 0, 0, 0, NULL},
+      {'3', ALL, "10.0.0.4", 0, 0, 0, 0, 0, 0, NULL},
+      {'e', "01235", "10.0.0.5", 0, 0, 0, 0, 0, 0, "-"},
+      {'5', ALL, "10.0.0.6", 0, 0, 0, 0, 0, 0, NULL}},
+     "0<-FORGET 4; 1<-FORGET 4; 2<-FORGET 4; 3<-FORGET 4; 5<-FORGET 4",
+     "ReplicasMissing",
+     -1,
+     ""},
+    {"...then: the empty master rejoins as its shard's replica, never taking slots",
+     3,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '2'), M('e', "10.0.0.5", NULL), M('5', "10.0.0.6", "10923-16383")},
+     {P('0', "10.0.0.1"), P('1', "10.0.0.2"), P('2', "10.0.0.3"), P('3', "10.0.0.4"), PL('e', "10.0.0.5", "-"),
+      P('5', "10.0.0.6")},
+     "4<-REPLICATE 5",
+     "ReplicasMissing",
+     -1,
+     ""},
+    {"a failed primary promoted by Redis: labels follow, nothing sent while it is away",
+     3,
+     1,
+     1,
+     {{'0', "10.0.0.1", "master,fail", 0, NULL}, M('1', "10.0.0.2", "0-5460"), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "10923-16383"), S('5', "10.0.0.6", '4')},
+     {{0, NULL, "10.0.0.1", 0, 0, 0, 0, 0, 0, "primary"},
+      PL('1', "10.0.0.2", "replica"),
+      P('2', "10.0.0.3"),
+      P('3', "10.0.0.4"),
+      P('4', "10.0.0.5"),
+      P('5', "10.0.0.6")},
+     "",
+     "NotObserved",
+     -1,
+     "1=primary"},
+    {"the old primary back: it follows the new one by itself",
+     3,
+     1,
+     1,
+     {S('0', "10.0.0.1", '1'), M('1', "10.0.0.2", "0-5460"), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "10923-16383"), S('5', "10.0.0.6", '4')},
+     {PL('0', "10.0.0.1", "primary"), PL('1', "10.0.0.2", "replica"), P('2', "10.0.0.3"), P('3', "10.0.0.4"),
+      P('4', "10.0.0.5"), P('5', "10.0.0.6")},
+     "",
+     "ClusterOK",
+     -1,
+     "0=replica 1=primary"},
+    {"a shard's only node lost its data (r = 0): slots uncovered, named, never reassigned",
+     3,
+     0,
+     1,
+     {M('0', "10.0.0.1", "0-5460"), M('1', "10.0.0.2", "5461-10922"),
+      {'2', "10.0.0.3", "master,fail", 0, "10923-16383"}, M('e', "10.0.0.3", NULL)},
+     {{'0', "12e", "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL}, {'1', "02e", "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
+      {'e', "01", "10.0.0.3", 0, 0, 0, 0, 0, 0, "-"}},
+     "",
+     "SlotsUncovered",
+     -1,
+     ""},
+    {"rollout: an outdated replica is deleted once all is settled",
+     3,
+     1,
+     1,
+     {HEALTHY},
+     {P('0', "10.0.0.1"), P('1', "10.0.0.2"), P('2', "10.0.0.3"), {'3', ALL, "10.0.0.4", 0, 1, 0, 0, 0, 0, NULL},
+      P('4', "10.0.0.5"), P('5', "10.0.0.6")},
+     "",
+     "ClusterOK",
+     3,
+     ""},
+    {"rollout: an outdated master hands over to its up-to-date replica first",
+     3,
+     1,
+     1,
+     {HEALTHY},
+     {{'0', ALL, "10.0.0.1", 0, 1, 0, 0, 0, 0, NULL}, P('1', "10.0.0.2"), P('2', "10.0.0.3"), P('3', "10.0.0.4"),
+      P('4', "10.0.0.5"), P('5', "10.0.0.6")},
+     "1<-FAILOVER",
+     "ClusterOK",
+     -1,
+     ""},
+    {"rollout waits while a replica's link is down",
+     3,
+     1,
+     1,
+     {HEALTHY},
+     {{'0', ALL, "10.0.0.1", 0, 1, 0, 0, 0, 0, NULL}, {'1', ALL, "10.0.0.2", 1, 0, 0, 0, 0, 0, NULL}, P('2', "10.0.0.3"),
+      P('3', "10.0.0.4"), P('4', "10.0.0.5"), P('5', "10.0.0.6")},
+     "",
+     "ReplicasMissing",
+     -1,
+     ""},
+    {"a terminating master (kubectl delete pod) hands over at once",
+     3,
+     1,
+     1,
+     {HEALTHY},
+     {P('0', "10.0.0.1"), P('1', "10.0.0.2"), {'2', ALL, "10.0.0.3", 0, 0, 1, 0, 0, 0, NULL}, P('3', "10.0.0.4"),
+      P('4', "10.0.0.5"), P('5', "10.0.0.6")},
+     "3<-FAILOVER",
+     "ClusterOK",
+     -1,
+     ""},
+};
+
+static void test_table(void)
+{
+    for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+        const row_t *row = &rows[r];
+        static ctopo_input_t in;
+        static ctopo_result_t out;
+        cn_view_t *views[CTOPO_MAX_PODS] = {0};
+        build(row, &in, views);
+        CU_ASSERT_EQUAL_FATAL(ctopo_compute(&in, &out), 0);
+        char got[4096], labels[256] = "";
+        cmds_text(&in, &out, got, sizeof(got));
+        int n = row->shards * (1 + row->replicas);
+        for (int i = 0; i < n; i++)
+            if (out.label[i])
+                snprintf(labels + strlen(labels), sizeof(labels) - strlen(labels), "%s%d=%s", labels[0] ? " " : "", i,
+                         out.label[i]);
+        int ok = !strcmp(got, row->want) && !strcmp(out.reason, row->reason) && out.delete_pod == row->delete_pod &&
+                 !strcmp(labels, row->labels);
+        if (!ok)
+            fprintf(stderr, "\n  %s:\n    commands %s\n    want     %s\n    reason %s (%s), delete %d, labels %s\n",
+                    row->what, got, row->want, out.reason, out.message, out.delete_pod, labels);
+        CU_ASSERT_TRUE(ok);
+        check_safe(row, &in, &out);
+        for (int i = 0; i < n; i++)
+            cn_view_destroy(&views[i]);
+    }
+}
+
+/* The bootstrap ranges cover 0..16383 once, evenly, for every shard count. */
+static void test_ranges(void)
+{
+    for (int s = 3; s <= CTOPO_MAX_SHARDS; s++) {
+        int next = 0;
+        for (int k = 0; k < s; k++) {
+            int from, to;
+            ctopo_shard_range(s, k, &from, &to);
+            CU_ASSERT_EQUAL(from, next);
+            int size = to - from + 1;
+            CU_ASSERT(size == CN_SLOTS / s || size == CN_SLOTS / s + 1);
+            next = to + 1;
+        }
+        CU_ASSERT_EQUAL(next, CN_SLOTS);
+    }
+}
+
+static const cu_entry_t tests[] = {
+    CU_SUITE("CLUSTER NODES"),
+    {"parse a view", test_parse_nodes},
+    {"refuse what is not one, naming the line", test_parse_refuses},
+    {"CLUSTER INFO", test_parse_info},
+    CU_SUITE("cluster topology"),
+    {"the table over observed views", test_table},
+    {"bootstrap ranges", test_ranges},
+};
+
+CU_MAIN(tests)

@@ -1,0 +1,520 @@
+/* cluster_topo: the pure decisions of a RedisCluster in mode Cluster. See cluster_topo.h. */
+#include "cluster_topo.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* What the decisions share. */
+typedef struct {
+    const ctopo_input_t *in;
+    ctopo_result_t *out;
+    int n;                          /* pods of the layout */
+    const char *id[CTOPO_MAX_PODS]; /* each observed pod's node id, NULL when unknown */
+    const cn_node_t *me[CTOPO_MAX_PODS]; /* its own line (myself) */
+    int all_observed;               /* every pod present and observed */
+    int anchor;                     /* -1 when none is observed */
+} ctx_t;
+
+const char *ctopo_cmd_kind_name(ctopo_cmd_kind_t kind)
+{
+    static const char *const names[] = {"meet", "forget", "addslots", "replicate", "failover"};
+    return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
+}
+
+/* k * 16384 / shards rounded to the nearest slot, as redis-cli --cluster create splits */
+static int range_start(int shards, int k)
+{
+    return (2 * k * CN_SLOTS + shards) / (2 * shards);
+}
+
+void ctopo_shard_range(int shards, int k, int *from, int *to)
+{
+    *from = range_start(shards, k);
+    *to = range_start(shards, k + 1) - 1;
+}
+
+static int shard_of(const ctx_t *c, int i)
+{
+    return i / (1 + c->in->replicas);
+}
+
+/* Add a command for pod; args are its argv after "CLUSTER". Returns it, or NULL when the
+ * plan is full (the rest is the next reconcile's). */
+static ctopo_cmd_t *add_cmd(ctx_t *c, ctopo_cmd_kind_t kind, int pod, const char *why, ...)
+    __attribute__((format(printf, 4, 5)));
+static ctopo_cmd_t *add_cmd(ctx_t *c, ctopo_cmd_kind_t kind, int pod, const char *why, ...)
+{
+    if (c->out->ncmds >= CTOPO_MAX_CMDS)
+        return NULL;
+    ctopo_cmd_t *cmd = &c->out->cmd[c->out->ncmds++];
+    memset(cmd, 0, sizeof(*cmd));
+    cmd->kind = kind;
+    cmd->pod = pod;
+    snprintf(cmd->argv[cmd->argc++], sizeof(cmd->argv[0]), "CLUSTER");
+    va_list ap;
+    va_start(ap, why);
+    vsnprintf(cmd->why, sizeof(cmd->why), why, ap);
+    va_end(ap);
+    return cmd;
+}
+
+static void add_arg(ctopo_cmd_t *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_arg(ctopo_cmd_t *cmd, const char *fmt, ...)
+{
+    if (!cmd || cmd->argc >= CTOPO_MAX_ARGS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd->argv[cmd->argc++], sizeof(cmd->argv[0]), fmt, ap);
+    va_end(ap);
+}
+
+static void problem(ctx_t *c, int degraded, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void problem(ctx_t *c, int degraded, const char *reason, const char *fmt, ...)
+{
+    ctopo_result_t *o = c->out;
+    if (o->reason[0]) /* the first problem is the one told */
+        return;
+    snprintf(o->reason, sizeof(o->reason), "%s", reason);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->message, sizeof(o->message), fmt, ap);
+    va_end(ap);
+    o->degraded = degraded;
+}
+
+/* The pod whose node has id, or -1. */
+static int pod_of_id(const ctx_t *c, const char *id)
+{
+    for (int i = 0; id && *id && i < c->n; i++)
+        if (c->id[i] && !strcmp(c->id[i], id))
+            return i;
+    return -1;
+}
+
+/* How many of the layout's observed nodes view v knows at their pod's IP. */
+static int known_in(const ctx_t *c, const cn_view_t *v)
+{
+    int k = 0;
+    for (int i = 0; i < c->n; i++) {
+        const cn_node_t *e = c->id[i] ? cn_find(v, c->id[i]) : NULL;
+        k += e && !strcmp(e->ip, c->in->pod[i].ip);
+    }
+    return k;
+}
+
+static void gather(ctx_t *c)
+{
+    c->all_observed = 1;
+    c->anchor = -1;
+    int best = -1;
+    for (int i = 0; i < c->n; i++) {
+        const ctopo_pod_t *p = &c->in->pod[i];
+        c->me[i] = p->observed ? cn_myself(p->view) : NULL;
+        c->id[i] = c->me[i] ? c->me[i]->id : NULL;
+        c->all_observed &= p->present && c->me[i] != NULL;
+        c->out->label[i] = NULL;
+    }
+    for (int i = 0; i < c->n; i++) {
+        int k = c->id[i] ? known_in(c, c->in->pod[i].view) : -1;
+        if (k > best) {
+            best = k;
+            c->anchor = c->id[i] ? i : -1;
+        }
+    }
+}
+
+/* ---- 1. MEET --------------------------------------------------------------------------- */
+
+/* 1 when view has a node in handshake with ip. */
+static int handshake_with(const cn_view_t *v, const char *ip)
+{
+    for (size_t i = 0; v && i < v->n; i++)
+        if ((v->nodes[i].flags & CN_HANDSHAKE) && !strcmp(v->nodes[i].ip, ip))
+            return 1;
+    return 0;
+}
+
+/* Returns how many nodes are not yet met (MEET sent now or under way). */
+static int step_meet(ctx_t *c)
+{
+    if (c->anchor < 0)
+        return 0;
+    const cn_view_t *av = c->in->pod[c->anchor].view;
+    int pending = 0;
+    for (int i = 0; i < c->n; i++) {
+        if (i == c->anchor || !c->id[i])
+            continue;
+        const cn_node_t *e = cn_find(av, c->id[i]);
+        if (e && !strcmp(e->ip, c->in->pod[i].ip))
+            continue;
+        pending++;
+        if (handshake_with(av, c->in->pod[i].ip))
+            continue;
+        ctopo_cmd_t *cmd = add_cmd(c, CTOPO_MEET, c->anchor, "node %.12s (pod %s) is %s %s", c->id[i],
+                                   c->in->pod[i].pod, e ? "known at an old address" : "not known to",
+                                   e ? e->ip : c->in->pod[c->anchor].pod);
+        add_arg(cmd, "MEET");
+        add_arg(cmd, "%s", c->in->pod[i].ip);
+        add_arg(cmd, "%d", CTOPO_PORT);
+    }
+    return pending;
+}
+
+/* ---- 2. FORGET ------------------------------------------------------------------------- */
+
+/* 1 when id is the master some observed node's own line follows. */
+static int someones_master(const ctx_t *c, const char *id)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->me[i] && !strcmp(c->me[i]->master, id))
+            return 1;
+    return 0;
+}
+
+/* 1 when entry e (of some view) is a node to forget. */
+static int forgettable(const ctx_t *c, const cn_node_t *e)
+{
+    return pod_of_id(c, e->id) < 0 && !(e->flags & CN_HANDSHAKE) && (e->flags & (CN_FAIL | CN_NOADDR)) &&
+           e->nranges == 0 && e->nopen == 0 && !someones_master(c, e->id);
+}
+
+static int step_forget(ctx_t *c)
+{
+    if (!c->all_observed)
+        return 0;
+    int sent = 0;
+    for (int i = 0; i < c->n; i++) {
+        const cn_view_t *v = c->in->pod[i].view;
+        for (size_t k = 0; k < v->n; k++) {
+            const cn_node_t *e = &v->nodes[k];
+            if (!forgettable(c, e))
+                continue;
+            /* on every node that lists it (Redis wants them all within a minute) */
+            for (int m = 0; m < c->n; m++) {
+                if (!cn_find(c->in->pod[m].view, e->id))
+                    continue;
+                int dup = 0;
+                for (size_t x = 0; x < c->out->ncmds; x++)
+                    dup |= c->out->cmd[x].pod == m && !strcmp(c->out->cmd[x].argv[2], e->id);
+                if (dup)
+                    continue;
+                ctopo_cmd_t *cmd = add_cmd(c, CTOPO_FORGET, m, "node %.12s is gone (%s, no slot, no pod of the "
+                                           "cluster has it)", e->id, e->flags & CN_FAIL ? "fail" : "noaddr");
+                add_arg(cmd, "FORGET");
+                add_arg(cmd, "%s", e->id);
+                sent++;
+            }
+        }
+    }
+    return sent;
+}
+
+/* ---- 3. SLOTS -------------------------------------------------------------------------- */
+
+/* The slots any view attributes to any node (claimed), and those an observed master of
+ * the layout holds by its own word (held). */
+static void slot_maps(const ctx_t *c, cn_slots_t *claimed, cn_slots_t *held)
+{
+    memset(claimed, 0, sizeof(*claimed));
+    memset(held, 0, sizeof(*held));
+    for (int i = 0; i < c->n; i++) {
+        const cn_view_t *v = c->in->pod[i].observed ? c->in->pod[i].view : NULL;
+        for (size_t k = 0; v && k < v->n; k++)
+            cn_slots_add_node(claimed, &v->nodes[k]);
+        if (c->me[i] && (c->me[i]->flags & CN_MASTER))
+            cn_slots_add_node(held, c->me[i]);
+    }
+}
+
+/* Shard k's master: the one observed pod of the shard that is a master holding slots;
+ * -1 when none, -2 when two. */
+static int shard_master(const ctx_t *c, int k)
+{
+    int m = -1, per = 1 + c->in->replicas;
+    for (int i = k * per; i < (k + 1) * per; i++)
+        if (c->me[i] && (c->me[i]->flags & CN_MASTER) && cn_slot_count(c->me[i]) > 0)
+            m = m == -1 ? i : -2;
+    return m;
+}
+
+/* The pod of shard k to give unassigned slots: its master, else its first empty master. */
+static int slots_target(const ctx_t *c, int k)
+{
+    int m = shard_master(c, k), per = 1 + c->in->replicas;
+    if (m != -1)
+        return m;
+    for (int i = k * per; i < (k + 1) * per; i++)
+        if (c->me[i] && (c->me[i]->flags & CN_MASTER) && cn_slot_count(c->me[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* 1 when every observed node knows every other (the MEETs have spread). */
+static int fully_met(const ctx_t *c)
+{
+    for (int i = 0; i < c->n; i++)
+        if (known_in(c, c->in->pod[i].view) < c->n)
+            return 0;
+    return 1;
+}
+
+static int step_slots(ctx_t *c, const cn_slots_t *claimed)
+{
+    if (c->in->bootstrapped || !c->all_observed || !fully_met(c))
+        return 0;
+    int sent = 0;
+    for (int k = 0; k < c->in->shards; k++) {
+        int from, to, t = slots_target(c, k);
+        cn_range_t r[64];
+        ctopo_shard_range(c->in->shards, k, &from, &to);
+        size_t n = cn_slots_ranges(claimed, from, to, 0, r, 64);
+        if (!n || t < 0)
+            continue;
+        char text[256];
+        cn_ranges_text(r, n < 64 ? n : 64, text, sizeof(text));
+        ctopo_cmd_t *cmd = add_cmd(c, CTOPO_ADDSLOTS, t, "shard %d: slots %s were never assigned (bootstrap)", k,
+                                   text);
+        add_arg(cmd, "ADDSLOTSRANGE");
+        for (size_t i = 0; i < n && i < 64; i++) {
+            add_arg(cmd, "%d", r[i].from);
+            add_arg(cmd, "%d", r[i].to);
+        }
+        sent++;
+    }
+    return sent;
+}
+
+/* ---- 4. REPLICATE ---------------------------------------------------------------------- */
+
+static int step_replicate(ctx_t *c)
+{
+    int sent = 0, per = 1 + c->in->replicas;
+    for (int k = 0; k < c->in->shards; k++) {
+        int m = shard_master(c, k);
+        if (m < 0)
+            continue;
+        for (int i = k * per; i < (k + 1) * per; i++) {
+            const cn_node_t *me = c->me[i];
+            if (i == m || !me || (me->flags & CN_MASTER && cn_slot_count(me) > 0))
+                continue;
+            if ((me->flags & CN_REPLICA) && !strcmp(me->master, c->id[m]))
+                continue;
+            const cn_node_t *known = cn_find(c->in->pod[i].view, c->id[m]);
+            if (!known || !(known->flags & CN_MASTER))
+                continue; /* gossip has not told it yet */
+            int other = pod_of_id(c, me->master);
+            ctopo_cmd_t *cmd =
+                add_cmd(c, CTOPO_REPLICATE, i, "pod %s (shard %d) %s%s%s; its shard's master is %s",
+                        c->in->pod[i].pod, k, me->flags & CN_REPLICA ? "replicates " : "is an empty master",
+                        me->flags & CN_REPLICA ? (other >= 0 ? c->in->pod[other].pod : "a node of no pod") : "",
+                        me->flags & CN_REPLICA ? ", another shard's" : "", c->in->pod[m].pod);
+            add_arg(cmd, "REPLICATE");
+            add_arg(cmd, "%s", c->id[m]);
+            sent++;
+        }
+    }
+    return sent;
+}
+
+/* ---- 5, 6. HANDOVER and ROLLOUT --------------------------------------------------------- */
+
+/* The replica of master m to hand over to: linked, Ready, present, not terminating, up to
+ * date when want_current; the highest offset. -1 when none. */
+static int handover_to(const ctx_t *c, int m, int want_current)
+{
+    int best = -1, per = 1 + c->in->replicas, k = shard_of(c, m);
+    for (int i = k * per; i < (k + 1) * per; i++) {
+        const ctopo_pod_t *p = &c->in->pod[i];
+        if (i == m || !c->me[i] || !(c->me[i]->flags & CN_REPLICA) || strcmp(c->me[i]->master, c->id[m]) ||
+            !p->link_up || !p->ready || p->terminating || (want_current && p->outdated))
+            continue;
+        if (best < 0 || p->offset > c->in->pod[best].offset)
+            best = i;
+    }
+    return best;
+}
+
+static void failover(ctx_t *c, int m, int to, const char *what)
+{
+    ctopo_cmd_t *cmd = add_cmd(c, CTOPO_FAILOVER, to, "master %s is %s: %s takes its role", c->in->pod[m].pod, what,
+                               c->in->pod[to].pod);
+    add_arg(cmd, "FAILOVER");
+}
+
+/* A terminating master hands its role over. Returns 1 when it did (or waits). */
+static int step_terminating(ctx_t *c)
+{
+    for (int k = 0; k < c->in->shards; k++) {
+        int m = shard_master(c, k);
+        if (m < 0 || !c->in->pod[m].terminating)
+            continue;
+        int to = handover_to(c, m, 0);
+        if (to >= 0) {
+            failover(c, m, to, "terminating");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* 1 when every pod is present, Ready, observed and every replica linked. */
+static int all_settled(const ctx_t *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        const ctopo_pod_t *p = &c->in->pod[i];
+        if (!p->present || !p->ready || p->terminating || !c->me[i] ||
+            ((c->me[i]->flags & CN_REPLICA) && !p->link_up))
+            return 0;
+    }
+    return 1;
+}
+
+static int step_rollout(ctx_t *c)
+{
+    int outdated = -1;
+    for (int i = c->n - 1; i >= 0; i--)
+        if (c->in->pod[i].present && c->in->pod[i].outdated && outdated < 0)
+            outdated = i;
+    if (outdated < 0)
+        return 0;
+    c->out->waiting = 1;
+    if (!all_settled(c))
+        return 1;
+    /* replicas first, the highest index first */
+    for (int i = c->n - 1; i >= 0; i--)
+        if (c->in->pod[i].outdated && c->me[i] && !(c->me[i]->flags & CN_MASTER && cn_slot_count(c->me[i]))) {
+            c->out->delete_pod = i;
+            return 1;
+        }
+    int m = outdated, to = handover_to(c, m, 1);
+    if (to >= 0)
+        failover(c, m, to, "outdated");
+    else if (c->in->replicas == 0)
+        c->out->delete_pod = m; /* nobody to hand over to: in place */
+    return 1;
+}
+
+/* ---- labels and status ------------------------------------------------------------------ */
+
+static void labels(ctx_t *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        const cn_node_t *me = c->me[i];
+        const char *want = !me ? NULL : (me->flags & CN_MASTER) && cn_slot_count(me) ? "primary"
+                                      : (me->flags & CN_REPLICA)                       ? "replica"
+                                                                                       : NULL;
+        const char *have = c->in->pod[i].label;
+        if (want && (!have || strcmp(have, want)))
+            c->out->label[i] = want;
+    }
+}
+
+/* Who held the slots of r (from any view): "node abc (pod x, fail)". */
+static void holders(const ctx_t *c, cn_range_t r, char *out, size_t len)
+{
+    out[0] = '\0';
+    for (int i = 0; i < c->n && !out[0]; i++) {
+        const cn_view_t *v = c->in->pod[i].observed ? c->in->pod[i].view : NULL;
+        for (size_t k = 0; v && k < v->n && !out[0]; k++)
+            for (size_t x = 0; x < v->nodes[k].nranges; x++)
+                if (v->nodes[k].ranges[x].from <= r.from && r.from <= v->nodes[k].ranges[x].to) {
+                    int p = pod_of_id(c, v->nodes[k].id);
+                    snprintf(out, len, "node %.12s (%s%s)", v->nodes[k].id, p >= 0 ? c->in->pod[p].pod : "no pod",
+                             v->nodes[k].flags & CN_FAIL ? ", fail" : "");
+                    break;
+                }
+    }
+    if (!out[0])
+        snprintf(out, len, "no node");
+}
+
+static void shards_status(ctx_t *c)
+{
+    int per = 1 + c->in->replicas;
+    for (int k = 0; k < c->in->shards; k++) {
+        ctopo_shard_t *s = &c->out->shard[k];
+        int m = shard_master(c, k), n = 0;
+        s->master = m >= 0 ? m : -1;
+        if (m >= 0)
+            cn_ranges_text(c->me[m]->ranges, c->me[m]->nranges, s->slots, sizeof(s->slots));
+        for (int i = k * per; i < (k + 1) * per; i++) {
+            if (i == m || !c->me[i] || !(c->me[i]->flags & CN_REPLICA))
+                continue;
+            s->replica[n++] = i;
+            s->nreplicas += m >= 0 && !strcmp(c->me[i]->master, c->id[m]) && c->in->pod[i].link_up;
+        }
+        s->replica[n] = -1;
+    }
+}
+
+/* ClusterHealthy's reason, after the steps. */
+static void health(ctx_t *c, const cn_slots_t *held, int meeting)
+{
+    ctopo_result_t *o = c->out;
+    cn_range_t r[8];
+    size_t nun = cn_slots_ranges(held, 0, CN_SLOTS - 1, 0, r, 8);
+    int state_ok = 1, any = 0;
+    for (int i = 0; i < c->n; i++)
+        if (c->me[i]) {
+            any = 1;
+            state_ok &= c->in->pod[i].info.state_ok == 1;
+        }
+    o->state_ok = any && state_ok;
+    o->slots_assigned = 0;
+    for (int slot = 0; slot < CN_SLOTS; slot++)
+        o->slots_assigned += cn_slots_has(held, slot);
+    o->bootstrapped = c->in->bootstrapped || (c->all_observed && nun == 0);
+    if (!c->all_observed)
+        problem(c, 0, "NotObserved", "not every pod of the layout is present and answering CLUSTER NODES");
+    if (meeting)
+        problem(c, 0, "Meeting", "%d node(s) not yet met", meeting);
+    if (!o->bootstrapped)
+        problem(c, 0, "Bootstrapping", "%d of %d slots assigned", o->slots_assigned, CN_SLOTS);
+    if (nun) {
+        char text[256], who[128];
+        cn_ranges_text(r, nun < 8 ? nun : 8, text, sizeof(text));
+        holders(c, r[0], who, sizeof(who));
+        problem(c, 1, "SlotsUncovered",
+                "slots %s%s are not held by any live master (%s held %d-%d); the operator does not assign them "
+                "again (their data may live there): bring that node back, or assign them yourself",
+                text, nun > 8 ? ",..." : "", who, r[0].from, r[0].to);
+    }
+    for (int k = 0; k < c->in->shards; k++) {
+        if (shard_master(c, k) == -2)
+            problem(c, 1, "TwoMasters", "shard %d has two masters holding slots", k);
+        if (o->shard[k].master >= 0 && o->shard[k].nreplicas < c->in->replicas)
+            problem(c, 0, "ReplicasMissing", "shard %d: %d of %d replicas linked", k, o->shard[k].nreplicas,
+                    c->in->replicas);
+    }
+    if (!o->state_ok)
+        problem(c, 0, "ClusterStateFail", "cluster_state is not ok on every node");
+    o->healthy = !o->reason[0];
+    if (o->healthy)
+        problem(c, 0, "ClusterOK", "%d shards, every slot covered, %d replica(s) each linked", c->in->shards,
+                c->in->replicas);
+    o->waiting |= !o->healthy && !o->degraded;
+}
+
+int ctopo_compute(const ctopo_input_t *in, ctopo_result_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->delete_pod = -1;
+    if (in->shards < 3 || in->shards > CTOPO_MAX_SHARDS || in->replicas < 0 || in->replicas > CTOPO_MAX_REPLICAS)
+        return -1;
+    ctx_t c = {.in = in, .out = out, .n = in->shards * (1 + in->replicas)};
+    gather(&c);
+    cn_slots_t claimed, held;
+    slot_maps(&c, &claimed, &held);
+    int meeting = step_meet(&c);
+    if (!meeting && !step_forget(&c) && !step_slots(&c, &claimed) && !step_replicate(&c) &&
+        !step_terminating(&c))
+        step_rollout(&c);
+    out->waiting |= out->ncmds > 0;
+    labels(&c);
+    shards_status(&c);
+    health(&c, &held, meeting);
+    return 0;
+}

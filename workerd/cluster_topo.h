@@ -1,0 +1,138 @@
+/* cluster_topo: the pure decisions of a RedisCluster in mode Cluster (docs/cluster-mode.md).
+ * No I/O, no clock: from the layout (shards S, replicas per shard r), each pod of the
+ * layout (present, Ready, IP, terminating, outdated) and what its Redis says of the
+ * cluster (its CLUSTER NODES and CLUSTER INFO, as observerd reports them), it says which
+ * Redis Cluster commands to send, which role labels to set, and the cluster's status.
+ *
+ * LAYOUT: shard k (0..S-1) is the StatefulSet <name>-shard<k> of 1 + r pods
+ * <name>-shard<k>-<j>; pod index i = k * (1 + r) + j. A pod's shard never changes; its
+ * role within the shard does (Redis Cluster fails a master over to one of its replicas).
+ * Shard k's slots at bootstrap are [k * 16384 / S, (k + 1) * 16384 / S - 1], each bound
+ * rounded to the nearest slot (redis-cli --cluster create's split: 0-5460, 5461-10922,
+ * 10923-16383 for 3).
+ *
+ * Redis Cluster detects failures and promotes replicas itself (cluster-node-timeout);
+ * the operator does what it cannot do alone, in this order, one step per plan (each step
+ * changes what the next one sees, so the next reconcile, from a fresh observation, takes
+ * it):
+ *   1. MEET: the anchor (the observed node that knows the most nodes of the layout; ties:
+ *      the lowest index) must know every observed node at its pod's current IP: CLUSTER
+ *      MEET <ip> 6379 on the anchor for each one it does not know, or knows at another
+ *      address (a pod back with a new IP). A MEET already in handshake with that IP is
+ *      waited for, never sent twice. Gossip spreads the rest.
+ *   2. FORGET: once every pod of the layout is observed (so every current node id is
+ *      known), a node that none of them is, that the cluster marks fail or noaddr, that
+ *      holds no slot and is nobody's master (a pod that lost its nodes.conf left its old
+ *      id behind; a pod removed) is forgotten with CLUSTER FORGET <id> on every node
+ *      that lists it. Handshake entries are left to Redis (they time out).
+ *   3. SLOTS (only until bootstrapped): once every pod is observed and knows every other,
+ *      each slot that no view of any node attributes to anyone (never assigned) is given
+ *      to its shard's master with CLUSTER ADDSLOTSRANGE, the whole cluster in one pass; a
+ *      crash mid-way leaves some slots assigned, and the next pass gives only the rest.
+ *      A slot some view attributes to a node, alive or failed, is never assigned again:
+ *      its data may live there. Bootstrapped (the caller records it in the status) once
+ *      every slot is held by an observed master; after that no slot is ever assigned:
+ *      an uncovered slot is reported (Degraded, SlotsUncovered, naming the slots and who
+ *      held them) and waits for its node or for the user.
+ *   4. REPLICATE: in each shard with exactly one master holding slots (its master), every
+ *      other observed pod of the shard that is not its replica (an empty master: new, or
+ *      back without its nodes.conf; a replica of another shard's master) gets CLUSTER
+ *      REPLICATE <master id>, once it knows that master (gossip); an empty master never
+ *      takes slots. A shard whose slots have no master (r = 0 and its master lost) has
+ *      nobody to follow: its pods wait.
+ *   5. HANDOVER (ROLLOUT below): a master whose pod is terminating (kubectl delete pod, a
+ *      drain) or outdated hands its role to a linked replica with CLUSTER FAILOVER on
+ *      that replica (a coordinated manual failover: the replica catches up first, so no
+ *      acknowledged write is lost).
+ *   6. ROLLOUT: the StatefulSets roll OnDelete; when every pod is present, Ready,
+ *      observed and every replica linked, the outdated replica of the highest index is
+ *      deleted (delete_pod); an outdated master first hands over (5); a shard without
+ *      replicas (r = 0) deletes its master in place (its data and nodes.conf are on its
+ *      volume).
+ * Labels: cache.example.com/role primary for a master that holds slots, replica for a
+ * replica, each as the pod itself reports it (Redis Cluster's own failovers are followed
+ * within one observation).
+ *
+ * STATUS: per shard its master pod, slot ranges and replicas (link, offset); the cluster
+ * state (every observed node says cluster_state:ok), slots assigned and covered, and the
+ * condition ClusterHealthy (True ClusterOK, or False with the first of NotObserved,
+ * Meeting, Bootstrapping, SlotsUncovered, TwoMasters, ReplicasMissing, ClusterStateFail).
+ */
+#ifndef RDC_WORKERD_CLUSTER_TOPO_H
+#define RDC_WORKERD_CLUSTER_TOPO_H
+
+#include "clusternodes.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CTOPO_MAX_SHARDS 20
+#define CTOPO_MAX_REPLICAS 4
+#define CTOPO_MAX_PODS (CTOPO_MAX_SHARDS * (1 + CTOPO_MAX_REPLICAS))
+#define CTOPO_MAX_ARGS (2 + 2 * 64) /* CLUSTER ADDSLOTSRANGE with 64 ranges */
+#define CTOPO_MAX_CMDS (4 * CTOPO_MAX_PODS)
+#define CTOPO_PORT 6379
+
+typedef struct {
+    char pod[254];          /* <name>-shard<k>-<j> */
+    int present, ready, terminating, outdated;
+    char ip[64];            /* the pod's IP, "" when none */
+    /* what observerd saw of it (observed 0: nothing usable: unreachable, another IP, no
+     * CLUSTER NODES) */
+    int observed;
+    const cn_view_t *view;  /* its CLUSTER NODES (borrowed) */
+    cn_info_t info;         /* its CLUSTER INFO */
+    int link_up;            /* a replica's link to its master (INFO replication) */
+    int64_t offset;         /* its replication offset, -1 unknown */
+    const char *label;      /* its role label, NULL when none */
+} ctopo_pod_t;
+
+typedef struct {
+    int shards, replicas;   /* S (3..CTOPO_MAX_SHARDS), r (0..CTOPO_MAX_REPLICAS) */
+    int bootstrapped;       /* the status says every slot was covered once */
+    ctopo_pod_t pod[CTOPO_MAX_PODS]; /* shards * (1 + replicas), index k * (1 + r) + j */
+} ctopo_input_t;
+
+typedef enum { CTOPO_MEET, CTOPO_FORGET, CTOPO_ADDSLOTS, CTOPO_REPLICATE, CTOPO_FAILOVER } ctopo_cmd_kind_t;
+
+typedef struct {
+    ctopo_cmd_kind_t kind;
+    int pod;                /* the pod it is sent to */
+    int argc;
+    char argv[CTOPO_MAX_ARGS][48];
+    char why[320];
+} ctopo_cmd_t;
+
+typedef struct {
+    int master;             /* pod index of its master, -1 none */
+    char slots[256];        /* its master's ranges, "0-5460" */
+    int nreplicas;          /* replicas linked to its master */
+    int replica[1 + CTOPO_MAX_REPLICAS]; /* their pod indexes (linked or not), -1 ended */
+} ctopo_shard_t;
+
+typedef struct {
+    size_t ncmds;
+    ctopo_cmd_t cmd[CTOPO_MAX_CMDS];
+    const char *label[CTOPO_MAX_PODS]; /* "primary" / "replica" to set; NULL: leave */
+    int delete_pod;         /* ROLLOUT: the pod to delete, -1 none */
+    ctopo_shard_t shard[CTOPO_MAX_SHARDS];
+    int bootstrapped;       /* to record (in->bootstrapped, or every slot held now) */
+    int slots_assigned;     /* slots some observed master holds */
+    int state_ok;           /* every observed node says cluster_state:ok (and some does) */
+    int healthy;            /* ClusterHealthy */
+    char reason[64];        /* ClusterOK or the first problem */
+    char message[1024];
+    int degraded;           /* a problem the operator will not solve alone */
+    int waiting;            /* something is under way: look again soon */
+} ctopo_result_t;
+
+/* Decide for in into out (the caller's; large: allocate it). Returns 0, or -1 when in is
+ * not a layout (shards or replicas out of range). */
+int ctopo_compute(const ctopo_input_t *in, ctopo_result_t *out);
+
+/* Shard k's bootstrap range (of shards): [*from, *to]. */
+void ctopo_shard_range(int shards, int k, int *from, int *to);
+
+const char *ctopo_cmd_kind_name(ctopo_cmd_kind_t kind);
+
+#endif
