@@ -4,6 +4,7 @@
 #include "buf.h"
 #include "jsonx.h"
 #include "metrics.h"
+#include "rdc_spec.h"
 #include "review.h"
 
 #include <limits.h>
@@ -42,9 +43,10 @@ static const char *const CONVERSION_V1_ONLY[][PATH_PARTS] = {
 };
 #define N_V1_ONLY (sizeof(CONVERSION_V1_ONLY) / sizeof(CONVERSION_V1_ONLY[0]))
 
-/* What a v1alpha1 object without the annotation is in v1 (when its spec is an object). */
-#define IMPLIED_MODE "Standalone"
-#define IMPLIED_PERSISTENCE "aof"
+/* What a v1alpha1 object without the annotation is in v1 (when its spec is an object):
+ * the defaults of a spec that sets neither (rdc_spec.h DEFAULTS). */
+#define IMPLIED_MODE RDC_SPEC_DEFAULT_MODE
+#define IMPLIED_PERSISTENCE RDC_SPEC_DEFAULT_PERSISTENCE
 
 typedef enum { CONV_OK = 0, CONV_REFUSED = 1, CONV_OOM = -1 } conv_rc_t;
 
@@ -61,13 +63,6 @@ static conv_rc_t refuse(char *err, size_t errlen, const char *fmt, ...)
         va_end(ap);
     }
     return CONV_REFUSED;
-}
-
-/* o[key] as a string without embedded NUL bytes, or NULL. */
-static const char *jstr(const json_object *o, const char *key)
-{
-    const char *s = NULL;
-    return jsonx_string(o, key, &s) == JSONX_OK ? s : NULL;
 }
 
 /* Does object o have member key (null counts)? *v gets the value (NULL for null). */
@@ -157,7 +152,7 @@ static conv_rc_t check_object(json_object *obj, const char **version, char *err,
 {
     if (!obj || !json_object_is_type(obj, json_type_object))
         return refuse(err, errlen, "must be a RedisCluster object, have %s", review_type_name(obj));
-    const char *kind = jstr(obj, "kind"), *av = jstr(obj, "apiVersion");
+    const char *kind = jsonx_str(obj, "kind"), *av = jsonx_str(obj, "apiVersion");
     if (!kind || strcmp(kind, KIND))
         return refuse(err, errlen, "kind: must be " KIND ", have %s%.64s%s", kind ? "\"" : "",
                       kind ? kind : review_type_name(jsonx_get(obj, "kind")), kind ? "\"" : "");
@@ -462,7 +457,7 @@ static json_object *envelope(review_t *r, json_object *root)
         return NULL;
     }
     json_object *request = jsonx_get(root, "request");
-    const char *uid = jstr(request, "uid"), *av = jstr(root, "apiVersion"), *kind = jstr(root, "kind");
+    const char *uid = jsonx_str(request, "uid"), *av = jsonx_str(root, "apiVersion"), *kind = jsonx_str(root, "kind");
     if (uid && *uid)
         r->uid = uid;
     if (av && (!strcmp(av, "apiextensions.k8s.io/v1") || !strcmp(av, "apiextensions.k8s.io/v1beta1")))
@@ -495,7 +490,7 @@ static json_object *envelope(review_t *r, json_object *root)
  * them in order. */
 static void convert_all(review_t *r, json_object *request, json_object **converted, conversion_outcome_t *o)
 {
-    const char *desired = jstr(request, "desiredAPIVersion");
+    const char *desired = jsonx_str(request, "desiredAPIVersion");
     json_object *objects = jsonx_get(request, "objects");
     size_t n = json_object_array_length(objects);
     o->objects = n;
@@ -523,7 +518,7 @@ static void convert_all(review_t *r, json_object *request, json_object **convert
         }
         if (rc) {
             json_object *meta = jsonx_get(obj, "metadata");
-            const char *ns = jstr(meta, "namespace"), *name = jstr(meta, "name");
+            const char *ns = jsonx_str(meta, "namespace"), *name = jsonx_str(meta, "name");
             if (name)
                 fail(r, 0, "objects[%zu] (%.63s%s%.253s): %s", i, ns ? ns : "", ns ? "/" : "", name, err);
             else

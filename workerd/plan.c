@@ -40,9 +40,12 @@ void plan_ctx_init(plan_ctx_t *c, plan_t *p, const json_object *rc, int64_t now,
     c->uid = jsonx_str_set(meta, "uid");
     c->generation = jsonx_int_or(meta, "generation", -1);
     c->now = now;
+    static const rdc_spec_t none; /* size 0, and the first value of every enum (the defaults) */
+    c->spec = &none;
     c->in.name = c->name;
     c->in.ns = c->ns;
     c->in.uid = c->uid;
+    c->in.spec = c->spec;
     degraded->reason = NULL;
     buf_init(&degraded->message, PLAN_MESSAGE_CAP);
     c->degraded = degraded;
@@ -73,75 +76,39 @@ int plan_critical_path_first(const plan_ctx_t *c)
 
 /* ---- Decision 4: the spec ---------------------------------------------------------------- */
 
-/* Decision 4's spec rules are rdc_spec_validate's, the ones the admission webhook applies,
- * so the two cannot disagree. Appends every problem to message as the API server words
- * field errors ("spec.size: Invalid value: 11: must be between 1 and 10", several as
- * "[..., ...]"). Returns how many there are, or -1 when out of memory. */
-static int spec_problems(const json_object *rc, buf_t *message)
+/* Decision 4: the uid and the spec, parsed with rdc_spec_parse, whose rules are the
+ * admission webhook's, so the two cannot disagree. An unset version, maxmemoryPolicy,
+ * storage size and the rest take the defaults rdc_spec.h states, so a cluster runs the
+ * same with or without the defaulting webhook. When either is invalid, sets
+ * f->failed_reason and f->invalid (pointing into invalid): every problem as the API
+ * server words field errors ("spec.size: Invalid value: 11: must be between 1 and 10",
+ * several as "[..., ...]"), and *spec stays the defaults alone; else *spec is the spec
+ * and c reads it. Returns 0, or -1 when out of memory. */
+static int check_spec(plan_ctx_t *c, rdc_spec_t *spec, buf_t *invalid, plan_findings_t *f)
 {
-    rdc_field_errors_t *errs = rdc_field_errors_new();
-    if (!errs)
-        return -1;
-    size_t n = rdc_spec_validate(rc, errs);
-    int oom = rdc_field_errors_oom(errs) || (n && rdc_field_errors_format(errs, message));
-    rdc_field_errors_destroy(&errs);
-    return oom ? -1 : (int)n;
-}
-
-/* Fill in from a spec that rdc_spec_validate accepted (an optional string that is null or
- * "" is unset). An unset version, maxmemoryPolicy or storage size takes the default the
- * defaulting webhook would have written (rdc_spec.h), so a cluster runs the same with or
- * without the webhook. The strings in in point into rc, image or static storage. Returns
- * 0, or -1 when out of memory. */
-static int spec_input(const json_object *rc, render_input_t *in, buf_t *image)
-{
-    const json_object *spec = jsonx_get(rc, "spec");
-    const json_object *config = jsonx_get(spec, "config"), *storage = jsonx_get(spec, "storage");
-    in->size = (int)jsonx_int_or(spec, "size", 0);
-    in->spec = spec;
-    in->maxmemory = jsonx_str_set(config, "maxmemory");
-    in->maxmemory_policy = jsonx_str_set(config, "maxmemoryPolicy");
-    if (!in->maxmemory_policy)
-        in->maxmemory_policy = RDC_SPEC_DEFAULT_MAXMEMORY_POLICY;
-    in->storage_size = jsonx_str_set(storage, "size");
-    if (!in->storage_size)
-        in->storage_size = RDC_SPEC_DEFAULT_STORAGE_SIZE;
-    in->storage_class = jsonx_str_set(storage, "storageClass");
-    /* No mode is Standalone: the v1 schema defaults it to Replication on every object the
-     * API server hands out, and v1alpha1 clusters are converted to Standalone. */
-    const char *mode = jsonx_str_set(spec, "mode");
-    in->replication = mode && !strcmp(mode, "Replication");
-    const json_object *sref = jsonx_get(jsonx_get(spec, "auth"), "secretRef");
-    in->auth_secret = jsonx_str_set(sref, "name");
-    in->auth_key = jsonx_str_set(sref, "key");
-    if (!in->auth_key)
-        in->auth_key = RENDER_AUTH_DEFAULT_KEY;
-    const char *version = jsonx_str_set(spec, "version");
-    /* The version is the tag of an image that names none (render_image_ref ignores it
-     * otherwise). At most RDC_SPEC_IMAGE_MAX bytes, ':' and a 128-byte tag: only memory
-     * can fail. */
-    if (render_image_ref(jsonx_str_set(spec, "image"), version ? version : RDC_SPEC_DEFAULT_VERSION, image))
-        return -1;
-    in->image = buf_str(image);
-    return 0;
-}
-
-/* Decision 4: the uid and the spec. Sets f->failed_reason and f->invalid (pointing into
- * invalid) when either is invalid, else c->in from the spec (its image in image).
- * Returns 0, or -1 when out of memory. */
-static int check_spec(plan_ctx_t *c, buf_t *invalid, buf_t *image, plan_findings_t *f)
-{
+    rdc_spec_defaults(spec);
+    f->invalid = "";
     if (!c->uid) {
         f->failed_reason = "InvalidObject";
         buf_puts(invalid, "metadata.uid: missing, empty or not a string; the children's owner references need it");
-    } else {
-        int problems = spec_problems(c->rc, invalid);
-        if (problems < 0 || (problems == 0 && spec_input(c->rc, &c->in, image)))
-            return -1;
-        if (problems)
-            f->failed_reason = "InvalidSpec";
+        f->invalid = buf_str(invalid);
+        return 0;
     }
-    f->invalid = buf_str(invalid);
+    rdc_field_errors_t *errs = rdc_field_errors_new();
+    if (!errs)
+        return -1;
+    rdc_spec_t parsed;
+    size_t n = rdc_spec_parse(c->rc, &parsed, errs);
+    int oom = rdc_field_errors_oom(errs) || (n && rdc_field_errors_format(errs, invalid));
+    rdc_field_errors_destroy(&errs);
+    if (oom)
+        return -1;
+    if (n) {
+        f->failed_reason = "InvalidSpec";
+        f->invalid = buf_str(invalid);
+    } else {
+        *spec = parsed;
+    }
     return 0;
 }
 
@@ -203,6 +170,7 @@ static void plan_deletion(plan_t *p, const json_object *meta)
 
 /* What the pieces of one live plan find, each piece's own. */
 typedef struct {
+    rdc_spec_t spec;   /* decision 4 */
     plan_findings_t f; /* what the status is computed from (pointing into the rest) */
     plan_kids_t kids;
     topo_t topo;
@@ -220,7 +188,7 @@ static int plan_valid(const plan_ctx_t *c, const plan_children_t *kids, found_t 
     x->f.kids = &x->kids;
     /* The StatefulSet whose status counts: ours, else none. */
     const json_object *sts = x->kids.sts_ours ? kids->statefulset : NULL;
-    if (c->in.replication) {
+    if (c->spec->mode == RDC_MODE_REPLICATION) {
         x->f.topo = &x->topo;
         if (plan_replication(c, sts, rotating, &x->topo))
             return -1;
@@ -249,7 +217,7 @@ static void plan_reads(const plan_ctx_t *c, const found_t *x, const json_object 
     }
     /* The class is looked up when the StatefulSet is created and while the cluster is not
      * Running (a healthy resync reads nothing more). */
-    const char *cls = c->in.storage_class && (x->kids.sts_created || wants) ? c->in.storage_class : NULL;
+    const char *cls = c->spec->storage.storage_class && (x->kids.sts_created || wants) ? c->spec->storage.storage_class : NULL;
     plan_set_reads(p, wants, cls, jsonx_str_set(plan_status(p), "selector"));
     /* An object in the way is not watched (it has not our labels): look again. */
     if (x->kids.owner_conflict || (phase && strcmp(phase, "Running") && strcmp(phase, "Failed")))
@@ -268,14 +236,14 @@ static void plan_live(plan_t *p, const json_object *rc, const plan_children_t *k
     plan_ctx_init(&c, p, rc, now, &degraded);
     c.more = more;
     plan_diag_init(&x.diag);
-    buf_t image, invalid;
-    buf_init(&image, 4096);
+    buf_t invalid;
     buf_init(&invalid, PLAN_MESSAGE_CAP - 1); /* it must fit a condition's message */
+    c.spec = c.in.spec = &x.spec;
     const json_object *meta = jsonx_get(rc, "metadata");
     if (!has_finalizer(meta))
         plan_add_action(p, PLAN_ADD_FINALIZER, RENDER_GROUP_VERSION, "redisclusters", c.ns, c.name,
                         finalizer_patch(meta, 1, plan_oom(p)), "RedisCluster has no " PLAN_FINALIZER " yet");
-    int bad = *plan_oom(p) || check_spec(&c, &invalid, &image, &x.f) ||
+    int bad = *plan_oom(p) || check_spec(&c, &x.spec, &invalid, &x.f) ||
               (!x.f.failed_reason && plan_valid(&c, kids, &x)) ||
               plan_status_compute(&c, x.kids.sts_ours ? kids->statefulset : NULL, &x.f) ||
               (x.kids.sts_ours && plan_runtime_config(&c));
@@ -283,7 +251,6 @@ static void plan_live(plan_t *p, const json_object *rc, const plan_children_t *k
         plan_reads(&c, &x, kids->statefulset);
     else
         *plan_oom(p) = 1;
-    buf_free(&image);
     buf_free(&invalid);
     plan_diag_free(&x.diag);
     plan_degraded_free(&degraded);

@@ -367,6 +367,7 @@
 #define RDC_PLAN_H
 
 #include "buf.h"
+#include "rdc_spec.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -377,7 +378,7 @@
 #define PLAN_RENDERED_KEYS_ANNOTATION "cache.example.com/rendered-metadata" /* REMOVED KNOBS */
 #define PLAN_REDIS_MAX_ARGS 136 /* CONFIG SET with every run-time directive pair (RUNTIME CONFIG) */
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
-#define PLAN_FAILOVER_DOWN_AFTER_MS 3000 /* spec.failover.downAfter's default */
+#define PLAN_FAILOVER_DOWN_AFTER_MS (RDC_SPEC_DEFAULT_DOWN_AFTER_NS / 1000000) /* spec.failover.downAfter's */
 #define PLAN_REQUEUE_SWITCHOVER_NS (INT64_C(2) * 1000000000) /* SWITCHOVER: look again */
 
 typedef enum {

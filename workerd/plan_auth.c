@@ -74,7 +74,7 @@ int plan_auth(const plan_ctx_t *c, int *rotating)
     plan_t *p = c->plan;
     plan_auth_t st = c->more ? c->more->auth : PLAN_AUTH_UNKNOWN;
     *rotating = 0;
-    if (!c->in.auth_secret || st == PLAN_AUTH_UNKNOWN || st == PLAN_AUTH_CURRENT)
+    if (!c->spec->auth.secret || st == PLAN_AUTH_UNKNOWN || st == PLAN_AUTH_CURRENT)
         return 0;
     char rec[300], why[600];
     snprintf(rec, sizeof(rec), "%s" RENDER_AUTH_RECORD_SUFFIX, c->name);
@@ -86,11 +86,11 @@ int plan_auth(const plan_ctx_t *c, int *rotating)
                    : 0;
     }
     const char *ips[RDC_SPEC_SIZE_MAX];
-    int n = c->in.size < RDC_SPEC_SIZE_MAX ? c->in.size : RDC_SPEC_SIZE_MAX;
+    int n = c->spec->size < RDC_SPEC_SIZE_MAX ? c->spec->size : RDC_SPEC_SIZE_MAX;
     if (member_ips(c, c->more->members, ips, n)) {
         plan_degrade(c, "PasswordRotationWaiting",
                      "the password in Secret %s/%s changed; it is rotated once every pod has an IP", c->ns,
-                     c->in.auth_secret);
+                     c->spec->auth.secret);
         plan_requeue_within(p, PLAN_REQUEUE_NOT_READY_NS);
         return 0;
     }
@@ -101,6 +101,6 @@ int plan_auth(const plan_ctx_t *c, int *rotating)
     int k = plan_add_action(p, PLAN_AUTH_RECORD, "v1", "secrets", c->ns, rec,
                             render_auth_record(&c->in, REDISEXEC_PASSWORD_TOKEN), why);
     plan_add_event(p, "Normal", "PasswordRotated", k, "Rotated the password of %d pods to the one in Secret %s/%s",
-                   n, c->ns, c->in.auth_secret);
+                   n, c->ns, c->spec->auth.secret);
     return *plan_oom(p) ? -1 : 0;
 }

@@ -528,7 +528,7 @@ static int plan_services(const plan_ctx_t *c, plan_kids_t *k, const json_object 
     json_object *d = render_service(&c->in);
     if (!d || plan_child(c, k, "Service", "v1", "services", d, svc))
         return -1;
-    if (!c->in.replication)
+    if (c->spec->mode != RDC_MODE_REPLICATION)
         return 0;
     const plan_observed_t *m = c->more;
     if (plan_role_service(c, k, RENDER_ROLE_PRIMARY, m ? m->primary_service : NULL) ||
@@ -543,13 +543,13 @@ static int plan_services(const plan_ctx_t *c, plan_kids_t *k, const json_object 
  * say it. */
 static void storage_class_check(const plan_ctx_t *c)
 {
-    if (!c->in.storage_class || !c->more || !c->more->storage_class_missing)
+    if (!c->spec->storage.storage_class || !c->more || !c->more->storage_class_missing)
         return;
     plan_degrade(c, "StorageClassNotFound",
                  "StorageClass \"%.*s\" (spec.storage.storageClass) does not exist: the claims of StatefulSet "
                  "%s/%s bind only to PersistentVolumes created with that storageClassName; create the StorageClass "
                  "(or such PersistentVolumes)",
-                 PLAN_VALUE_SHOWN, c->in.storage_class, c->ns, c->name);
+                 PLAN_VALUE_SHOWN, c->spec->storage.storage_class, c->ns, c->name);
 }
 
 int plan_children(const plan_ctx_t *c, const plan_children_t *kids, plan_kids_t *out)

@@ -283,7 +283,7 @@ void plan_diagnose(const plan_ctx_t *c, const json_object *sts, plan_diag_t *out
     if (!c->more || !sts)
         return;
     diag_in_t d = {.c = c, .v = plan_view_statefulset(sts), .pods = jsonx_typed(c->more->pods, json_type_array)};
-    if (d.v.ready >= c->in.size)
+    if (d.v.ready >= c->spec->size)
         return;
     d.pod_name = plan_pod_to_explain(d.pods);
     d.pod = pod_named(d.pods, d.pod_name);

@@ -34,15 +34,17 @@ typedef struct {
     const char *name, *ns, *uid; /* its metadata (uid NULL: decision 4, InvalidObject) */
     int64_t generation;          /* metadata.generation, -1 when absent */
     int64_t now;                 /* wall-clock time for new lastTransitionTimes */
-    render_input_t in;           /* the validated spec with its defaults; zero while invalid */
+    const rdc_spec_t *spec;      /* the typed spec, its DEFAULTS applied (rdc_spec.h); while the
+                                    spec is invalid, the defaults alone (size 0) */
+    render_input_t in;           /* name, namespace, uid and spec, for render.h */
     const plan_observed_t *more; /* what the caller read on the plan's request, or NULL */
     plan_degraded_t *degraded;   /* the Degraded findings (plan_degrade) */
 } plan_ctx_t;
 
 /* A context for planning p about rc (an object) at now, with degraded (emptied here) as
- * its findings: name, namespace, uid and generation from rc's metadata, in naming them;
- * the spec part of in and more are left for the caller. Free degraded with
- * plan_degraded_free. */
+ * its findings: name, namespace, uid and generation from rc's metadata, in naming them,
+ * spec the defaults alone; the spec and more are left for the caller. Free degraded
+ * with plan_degraded_free. */
 void plan_ctx_init(plan_ctx_t *c, plan_t *p, const json_object *rc, int64_t now, plan_degraded_t *degraded);
 
 /* Free the findings' message. */

@@ -11,14 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
-/* spec.failover.downAfter in milliseconds (FAILOVER; default 3 s). */
+/* spec.failover.downAfter in milliseconds (FAILOVER; default rdc_spec.h's). */
 static int64_t down_after_ms(const plan_ctx_t *c)
 {
-    const char *s = JSONX_STR_AT(c->in.spec, "failover", "downAfter");
-    int64_t ns = 0;
-    if (!s || !*s || rdc_spec_duration_ns(s, &ns) || ns < 1000000)
-        return PLAN_FAILOVER_DOWN_AFTER_MS;
-    return ns / 1000000;
+    return c->spec->failover.down_after_ns / 1000000;
 }
 
 /* How old the observation is, in ms, as evidence. observerd reports a node that answers
@@ -142,7 +138,7 @@ int plan_replication(const plan_ctx_t *c, const json_object *sts, int rotating, 
     const json_object *status = jsonx_get(c->rc, "status");
     topo_roll_t roll = {jsonx_str_set(jsonx_get(sts, "status"), "updateRevision"),
                         jsonx_str_set(status, "switchoverFrom")};
-    topo_compute_switchover(c->name, c->in.size, jsonx_str_set(status, "primary"), m ? m->members : NULL,
+    topo_compute_switchover(c->name, c->spec->size, jsonx_str_set(status, "primary"), m ? m->members : NULL,
                             m ? m->redis : NULL, down_after_ms(c), observation_age_ms(c), &roll, topo);
     replication_findings(c, topo);
     /* Labels that take the primary role away first, the Redis commands next, the label

@@ -36,7 +36,7 @@ int plan_runtime_config(const plan_ctx_t *c)
     runtimecfg_t *rt = calloc(1, sizeof(*rt));
     if (!rt)
         return -1;
-    if (runtimecfg_compute(c->in.spec, c->name, c->in.size, m->members, m->redis, rt)) {
+    if (runtimecfg_compute(c->spec, c->name, c->spec->size, m->members, m->redis, rt)) {
         free(rt);
         return -1;
     }

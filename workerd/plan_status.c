@@ -68,7 +68,7 @@ static motion_t motion_of(const plan_ctx_t *c, const plan_findings_t *f, const p
 {
     const plan_kids_t *k = f->kids ? f->kids : &no_kids;
     const json_object *ostatus = jsonx_get(c->rc, "status");
-    int size = c->in.size;
+    int size = c->spec->size;
     motion_t m = {0};
     m.scaling = v->spec_replicas != size || k->sts_replicas_change;
     m.rolling = v->rolling || k->sts_template_change;
@@ -95,11 +95,11 @@ static void decide_progressing(const plan_ctx_t *c, const plan_findings_t *f, co
     int wait = f->topo && f->topo->switch_wait;
     if (m->scaling)
         plan_cond_set(prog, "Progressing", 1, "Scaling", "scaling from %lld to %d replicas",
-                      (long long)v->spec_replicas, c->in.size);
+                      (long long)v->spec_replicas, c->spec->size);
     else if (m->creating)
         plan_cond_set(prog, "Progressing", 1, "Creating", "creating StatefulSet %s/%s", c->ns, c->name);
     else if (m->continuing)
-        plan_cond_set(prog, "Progressing", 1, "Scaling", "scaling to %d replicas, %lld ready", c->in.size,
+        plan_cond_set(prog, "Progressing", 1, "Scaling", "scaling to %d replicas, %lld ready", c->spec->size,
                       (long long)v->ready);
     else if (m->rolling)
         /* An operator-driven rollout (Replication) that waits says for what: a pod coming
@@ -118,14 +118,14 @@ static const char *phase_of(const plan_ctx_t *c, const plan_sts_view_t *v, const
         return "Pending";
     if (m->scaling || m->rolling || m->continuing)
         return "Scaling";
-    return v->ready >= c->in.size ? "Running" : "Pending";
+    return v->ready >= c->spec->size ? "Running" : "Pending";
 }
 
 static void decide_ready(const plan_ctx_t *c, const plan_findings_t *f, const plan_sts_view_t *v, const motion_t *m,
                          const char *phase, plan_cond_t *ready)
 {
     long long n = (long long)v->ready;
-    int size = c->in.size;
+    int size = c->spec->size;
     if (!strcmp(phase, "Running"))
         plan_cond_set(ready, "Ready", 1, "AllReplicasReady", "%lld/%d replicas ready", n, size);
     else if (f->diag && f->diag->reason)
@@ -153,7 +153,7 @@ static const char *decide(const plan_ctx_t *c, const plan_findings_t *f, const p
     else
         plan_cond_set(deg, "Degraded", 0, "AsExpected", "%s", "");
     if (!v->present) {
-        plan_cond_set(ready, "Ready", 0, "Creating", "0/%d replicas ready", c->in.size); /* as CREATING goes on */
+        plan_cond_set(ready, "Ready", 0, "Creating", "0/%d replicas ready", c->spec->size); /* as CREATING goes on */
         plan_cond_set(prog, "Progressing", 1, "Creating", "creating StatefulSet %s/%s", c->ns, c->name);
         return "Pending";
     }
@@ -357,8 +357,8 @@ static void status_counts(const plan_ctx_t *c, json_object *st, const plan_sts_v
     jsonx_put(st, "replicas", jsonx_new_int(v->replicas, oom), oom);
     jsonx_put(st, "readyReplicas", jsonx_new_int(v->ready, oom), oom);
     char ready[48];
-    if (c->in.size > 0)
-        snprintf(ready, sizeof(ready), "%lld/%d", (long long)v->ready, c->in.size);
+    if (c->spec->size > 0)
+        snprintf(ready, sizeof(ready), "%lld/%d", (long long)v->ready, c->spec->size);
     else /* an invalid spec: no size to count against */
         snprintf(ready, sizeof(ready), "%lld", (long long)v->ready);
     jsonx_put(st, "ready", jsonx_new_str(ready, oom), oom);
@@ -398,7 +398,7 @@ int plan_status_compute(const plan_ctx_t *c, const json_object *sts, const plan_
     buf_t why;
     buf_init(&why, 2 * PLAN_MESSAGE_CAP);
     buf_printf(&why, "status of RedisCluster %s/%s changed: phase %s, %lld/%d ready", c->ns, c->name, phase,
-               (long long)v.ready, c->in.size);
+               (long long)v.ready, c->spec->size);
     if (f->topo)
         buf_printf(&why, ", primary %s, ReplicationHealthy %s", f->topo->primary, conds[COND_COUNT].reason);
     int rc = plan_status_write(c, st, buf_str(&why), f);

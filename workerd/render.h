@@ -52,25 +52,17 @@
 #define RENDER_CPU_LIMIT "500m"
 #define RENDER_MEMORY_LIMIT "1Gi"
 
-/* A validated spec: plain data, every string borrowed from the caller. */
+/* What the builders render from: the RedisCluster's name, namespace and uid, and its spec
+ * parsed by rdc_spec_parse (the DEFAULTS applied there). Every string is borrowed. */
 typedef struct {
-    const char *name;             /* metadata.name of the RedisCluster (and of every child) */
-    const char *ns;               /* metadata.namespace */
-    const char *uid;              /* metadata.uid, for the owner references */
-    int size;                     /* spec.size, 1..10 */
-    const char *image;            /* full image reference, from render_image_ref() */
-    const char *storage_size;     /* spec.storage.size, or RENDER_DEFAULT_STORAGE */
-    const char *storage_class;    /* spec.storage.storageClass, NULL = cluster default */
-    const char *maxmemory;        /* spec.config.maxmemory, NULL = unset */
-    const char *maxmemory_policy; /* spec.config.maxmemoryPolicy, NULL = unset */
-    const json_object *spec;      /* the validated spec, read for the KNOBS below; NULL = every default */
-    /* Replication (docs/replication.md) and auth: */
-    int replication;              /* spec.mode Replication: the role Services exist */
-    const char *auth_secret;      /* spec.auth.secretRef.name, NULL = no password */
-    const char *auth_key;         /* spec.auth.secretRef.key, RENDER_AUTH_DEFAULT_KEY when unset */
+    const char *name;       /* metadata.name of the RedisCluster (and of every child) */
+    const char *ns;         /* metadata.namespace */
+    const char *uid;        /* metadata.uid, for the owner references */
+    const rdc_spec_t *spec; /* the typed spec (never NULL) */
 } render_input_t;
 
-/* KNOBS (v1, issue 20), each read from in->spec and rendered only where stated:
+/* KNOBS (v1, issue 20), each from in->spec (rdc_spec_t's pod, pdb and storage parts) and
+ * rendered only where stated:
  *   resources                  the container's resources as given (integers as strings),
  *                              else the RENDER_*_REQUEST/LIMIT defaults
  *   securityContext            merged key by key over the container's restricted defaults
@@ -90,19 +82,19 @@ typedef struct {
  *   podDisruptionBudget        render_pdb's maxUnavailable (default 1)
  *   config.extra               "name value" lines after the operator's, by name */
 
-/* The PodDisruptionBudget's default spec.maxUnavailable. */
-#define RENDER_PDB_MAX_UNAVAILABLE 1
+/* The PodDisruptionBudget's default spec.maxUnavailable (rdc_spec.h DEFAULTS). */
+#define RENDER_PDB_MAX_UNAVAILABLE RDC_SPEC_DEFAULT_MAX_UNAVAILABLE
 
 /* The role label workerd keeps on each pod of a Replication cluster, and what the role
  * Services select. */
 #define RENDER_LABEL_ROLE "cache.example.com/role"
 /* spec.failover's defaults (Replication): min-replicas-to-write 1 when size >= 3, else 0;
  * min-replicas-max-lag 10 s. */
-#define RENDER_MIN_REPLICAS_TO_WRITE 1
-#define RENDER_MIN_REPLICAS_MAX_LAG 10
+#define RENDER_MIN_REPLICAS_TO_WRITE RDC_SPEC_DEFAULT_MIN_REPLICAS_TO_WRITE
+#define RENDER_MIN_REPLICAS_MAX_LAG RDC_SPEC_DEFAULT_MIN_REPLICAS_MAX_LAG
 #define RENDER_ROLE_PRIMARY "primary"
 #define RENDER_ROLE_REPLICA "replica"
-#define RENDER_AUTH_DEFAULT_KEY "password"
+#define RENDER_AUTH_DEFAULT_KEY RDC_SPEC_DEFAULT_AUTH_KEY /* and the record's data key */
 /* The container's environment variable holding the password (from the Secret, never
  * rendered: a secretKeyRef); REDISCLI_AUTH too, so the probes and kubectl exec
  * authenticate. */
@@ -141,7 +133,7 @@ typedef struct {
     const char *name;
     const char *value;
 } render_directive_t;
-size_t render_persistence(const json_object *spec, render_directive_t out[RENDER_PERSISTENCE_MAX]);
+size_t render_persistence(const rdc_spec_t *spec, render_directive_t out[RENDER_PERSISTENCE_MAX]);
 
 /* Append the redis.conf for in: fixed defaults (port 6379, protected-mode no, dir /data),
  * the PERSISTENCE directives of in->spec (save points one per line, `save ""` for none),
