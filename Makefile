@@ -34,10 +34,11 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 .SECONDARY:
 
 
-.PHONY: bench bench-informer bench-webhook bench-ackwriter bench-failover all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
+.PHONY: bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
 
-$(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) tests/unit tests/fuzz -name '*.[ch]' 2>/dev/null)
+# The source checks (scripts/check-banned.sh: banned functions, line width) over every C file.
+$(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) tests bench -name '*.[ch]' 2>/dev/null)
 	@scripts/check-banned.sh
 	@mkdir -p $(@D) && touch $@
 
@@ -123,6 +124,15 @@ $(BUILD)/bench/bench_informer: bench/bench_informer.c $(filter $(BUILD)/informer
 bench-informer: $(BUILD)/bench/bench_informer
 	@$< $(or $(N),10000) $(or $(M),100000)
 
+# observerd's probe through the Redis transport, plain and TLS, against a local
+# redis-server: latency per probe and per round of N nodes, CPU per round.
+$(BUILD)/bench/bench_redis_probe: bench/bench_redis_probe.c $(filter $(BUILD)/observerd/%,$(MODULE_OBJ)) $(BUILD)/libcommon.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Iobserverd $^ $(LDLIBS_ALL) -o $@
+
+bench-redis-probe: $(BUILD)/bench/bench_redis_probe
+	@$< --nodes $(or $(N),300) --rounds $(or $(ROUNDS),200)
+
 # The webhook server under idle TLS connections: RSS per connection, refusals at the cap,
 # AdmissionReview latency while they are open (N connections, CAPS a list of caps).
 $(BUILD)/bench/bench_webhook: bench/bench_webhook.c
@@ -143,6 +153,12 @@ $(BUILD)/bench/ackwriter: bench/ackwriter.c
 	$(CC) $(CFLAGS_ALL) $< -lhiredis -o $@
 
 bench-ackwriter: $(BUILD)/bench/ackwriter
+
+# The Cluster-mode client (bench/clusterwriter.c): slot map, MOVED/ASK, SET + WAIT writer
+# that logs only acknowledged writes, bulk fill and verify (tests/e2e/test_cluster_mode.sh).
+$(BUILD)/bench/clusterwriter: bench/clusterwriter.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $< -lhiredis -o $@
 
 bench-failover: $(BUILD)/bench/ackwriter
 	@ACKWRITER=$(BUILD)/bench/ackwriter RDC_BIN=$(BUILD)/bin bench/failover.sh

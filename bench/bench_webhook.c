@@ -242,11 +242,12 @@ static int run_cap(const char *bin, const char *certs, const char *work, int cap
     lat_t kept_l = time_posts(ctx, port, posts, 0, &kept);
     lat_t fresh_l = time_posts(ctx, port, posts, 1, NULL);
     int held = opened + 1; /* and the kept-alive one */
-    printf("| %5d | %5d | %5d | %5d | %6.1f | %6.1f MB | %6.1f MB | %5.1f kB (%4.1f) | %5.2f / %5.2f | %2d/%2d %5.2f / %5.2f | %2d/%2d %5.2f / %5.2f |\n",
-           cap, n, opened, refused, open_s, rss0 / 1024.0, rss1 / 1024.0,
-           opened ? (double)(rss1 - rss0) / opened : 0.0, opened ? (double)(anon1 - anon0) / opened : 0.0,
-           base_fresh.median, base_fresh.max, kept_l.ok, kept_l.n, kept_l.median, kept_l.max, fresh_l.ok, fresh_l.n,
-           fresh_l.median, fresh_l.max);
+    printf(
+        "| %5d | %5d | %5d | %5d | %6.1f | %6.1f MB | %6.1f MB | %5.1f kB (%4.1f) | %5.2f / %5.2f | %2d/%2d %5.2f / "
+        "%5.2f | %2d/%2d %5.2f / %5.2f |\n",
+        cap, n, opened, refused, open_s, rss0 / 1024.0, rss1 / 1024.0, opened ? (double)(rss1 - rss0) / opened : 0.0,
+        opened ? (double)(anon1 - anon0) / opened : 0.0, base_fresh.median, base_fresh.max, kept_l.ok, kept_l.n,
+        kept_l.median, kept_l.max, fresh_l.ok, fresh_l.n, fresh_l.median, fresh_l.max);
     (void)held;
     fflush(stdout);
     rc = 0;
@@ -320,8 +321,9 @@ int main(int argc, char **argv)
     printf("webhookd %s: %d idle TLS connections (each left right after its handshake), %d timed POSTs of a "
            "real AdmissionReview per column\n\n",
            bin, n, posts);
-    printf("| cap | tried | held | refused | open s | RSS before | RSS after | per conn RSS (heap) | POST ms before: median / max "
-           "| kept-alive POST: ok median / max ms | fresh POST: ok median / max ms |\n");
+    printf(
+        "| cap | tried | held | refused | open s | RSS before | RSS after | per conn RSS (heap) | "
+        "POST ms before: median / max | kept-alive POST: ok median / max ms | fresh POST: ok median / max ms |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     int rc = 0;
     char *list = strdup(caps);

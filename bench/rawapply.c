@@ -183,18 +183,19 @@ static req_t *build(int ci, int step)
         struct tm tm;
         gmtime_r(&t, &tm);
         strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        buf_printf(&b,
-                   "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
-                   "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"status\":{\"phase\":\"Pending\","
-                   "\"replicas\":0,\"readyReplicas\":0,\"observedGeneration\":1,"
-                   "\"selector\":\"app.kubernetes.io/name=redis,app.kubernetes.io/instance=%s\",\"conditions\":["
-                   "{\"type\":\"Ready\",\"status\":\"False\",\"reason\":\"Creating\",\"message\":\"0/3 replicas ready\","
-                   "\"lastTransitionTime\":\"%s\",\"observedGeneration\":1},"
-                   "{\"type\":\"Progressing\",\"status\":\"True\",\"reason\":\"Creating\",\"message\":\"creating\","
-                   "\"lastTransitionTime\":\"%s\",\"observedGeneration\":1},"
-                   "{\"type\":\"Degraded\",\"status\":\"False\",\"reason\":\"AsExpected\",\"message\":\"\","
-                   "\"lastTransitionTime\":\"%s\",\"observedGeneration\":1}]}}",
-                   c->name, g_ns, c->name, ts, ts, ts);
+        buf_printf(
+            &b,
+            "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
+            "\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},\"status\":{\"phase\":\"Pending\","
+            "\"replicas\":0,\"readyReplicas\":0,\"observedGeneration\":1,"
+            "\"selector\":\"app.kubernetes.io/name=redis,app.kubernetes.io/instance=%s\",\"conditions\":["
+            "{\"type\":\"Ready\",\"status\":\"False\",\"reason\":\"Creating\",\"message\":\"0/3 replicas ready\","
+            "\"lastTransitionTime\":\"%s\",\"observedGeneration\":1},"
+            "{\"type\":\"Progressing\",\"status\":\"True\",\"reason\":\"Creating\",\"message\":\"creating\","
+            "\"lastTransitionTime\":\"%s\",\"observedGeneration\":1},"
+            "{\"type\":\"Degraded\",\"status\":\"False\",\"reason\":\"AsExpected\",\"message\":\"\","
+            "\"lastTransitionTime\":\"%s\",\"observedGeneration\":1}]}}",
+            c->name, g_ns, c->name, ts, ts, ts);
         text = buf_detach(&b);
         break;
     }
@@ -241,7 +242,8 @@ static req_t *build(int ci, int step)
     curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(r->h, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(r->h, CURLOPT_PRIVATE, r);
-    curl_easy_setopt(r->h, CURLOPT_HTTP_VERSION, g_http == 2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(r->h, CURLOPT_HTTP_VERSION,
+                     g_http == 2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(r->h, CURLOPT_PIPEWAIT, 1L);
     return r;
 }

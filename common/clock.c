@@ -60,72 +60,98 @@ static int take_digits(const char **p, int n, int *val)
     return 0;
 }
 
-static int expect(const char **p, char c)
+/* "YYYY-MM-DDTHH:MM:SS" as a layout: each field's digit count and the character after it
+ * ('T' also matches 't'; 0: nothing). */
+enum { F_YEAR, F_MON, F_DAY, F_HOUR, F_MIN, F_SEC, F_COUNT };
+static const struct {
+    int digits;
+    char after;
+} date_time_layout[F_COUNT] = {{4, '-'}, {2, '-'}, {2, 'T'}, {2, ':'}, {2, ':'}, {2, 0}};
+
+/* Read the date and time fields into f. 0, or -1 when *p does not follow the layout. */
+static int take_date_time(const char **p, int f[F_COUNT])
 {
-    if (**p != c)
+    for (int i = 0; i < F_COUNT; i++) {
+        char after = date_time_layout[i].after;
+        if (take_digits(p, date_time_layout[i].digits, &f[i]))
+            return -1;
+        if (after && **p != after && !(after == 'T' && **p == 't'))
+            return -1;
+        *p += after ? 1 : 0;
+    }
+    return 0;
+}
+
+/* 1 when the fields name a real calendar day and a time of day (second 60: a leap second). */
+static int date_time_valid(const int f[F_COUNT])
+{
+    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int year = f[F_YEAR], mon = f[F_MON];
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (mon < 1 || mon > 12)
+        return 0;
+    return f[F_DAY] >= 1 && f[F_DAY] <= mdays[mon - 1] + (mon == 2 && leap) && f[F_HOUR] <= 23 &&
+           f[F_MIN] <= 59 && f[F_SEC] <= 60;
+}
+
+/* An optional ".digits" (at least one; past nine they are dropped) as nanoseconds. */
+static int take_fraction(const char **p, int64_t *frac)
+{
+    *frac = 0;
+    if (**p != '.')
+        return 0;
+    (*p)++;
+    int digits = 0;
+    for (; **p >= '0' && **p <= '9'; (*p)++) {
+        if (digits < 9) {
+            *frac = *frac * 10 + (**p - '0');
+            digits++;
+        }
+    }
+    if (digits == 0)
+        return -1;
+    for (; digits < 9; digits++)
+        *frac *= 10;
+    return 0;
+}
+
+/* The zone: "Z" (or "z") or "+HH:MM" / "-HH:MM", as seconds east of UTC. */
+static int take_offset(const char **p, int64_t *offset)
+{
+    *offset = 0;
+    if (**p == 'Z' || **p == 'z') {
+        (*p)++;
+        return 0;
+    }
+    if (**p != '+' && **p != '-')
+        return -1;
+    int sign = **p == '-' ? -1 : 1, oh, om;
+    (*p)++;
+    if (take_digits(p, 2, &oh) || **p != ':')
         return -1;
     (*p)++;
+    if (take_digits(p, 2, &om) || oh > 23 || om > 59)
+        return -1;
+    *offset = sign * ((int64_t)oh * 3600 + om * 60);
     return 0;
 }
 
 int clock_parse_rfc3339(const char *s, int64_t *wall_ns)
 {
+    int f[F_COUNT];
+    int64_t frac, offset;
+    const char *p = s;
+    if (take_date_time(&p, f) || !date_time_valid(f) || take_fraction(&p, &frac) || take_offset(&p, &offset) ||
+        *p != '\0')
+        return -1;
     struct tm tm;
     memset(&tm, 0, sizeof(tm));
-    int year, mon, day, hh, mm, ss;
-    const char *p = s;
-    if (take_digits(&p, 4, &year) || expect(&p, '-') || take_digits(&p, 2, &mon) ||
-        expect(&p, '-') || take_digits(&p, 2, &day))
-        return -1;
-    if (*p != 'T' && *p != 't')
-        return -1;
-    p++;
-    if (take_digits(&p, 2, &hh) || expect(&p, ':') || take_digits(&p, 2, &mm) ||
-        expect(&p, ':') || take_digits(&p, 2, &ss))
-        return -1;
-    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    if (mon < 1 || mon > 12 || day < 1 || day > mdays[mon - 1] + (mon == 2 && leap) ||
-        hh > 23 || mm > 59 || ss > 60)
-        return -1;
-    int64_t frac = 0;
-    if (*p == '.') {
-        p++;
-        int digits = 0;
-        while (*p >= '0' && *p <= '9') {
-            if (digits < 9) {
-                frac = frac * 10 + (*p - '0');
-                digits++;
-            }
-            p++;
-        }
-        if (digits == 0)
-            return -1;
-        for (; digits < 9; digits++)
-            frac *= 10;
-    }
-    int64_t offset = 0;
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int sign = *p == '-' ? -1 : 1;
-        int oh, om;
-        p++;
-        if (take_digits(&p, 2, &oh) || expect(&p, ':') || take_digits(&p, 2, &om) ||
-            oh > 23 || om > 59)
-            return -1;
-        offset = sign * ((int64_t)oh * 3600 + om * 60);
-    } else {
-        return -1;
-    }
-    if (*p != '\0')
-        return -1;
-    tm.tm_year = year - 1900;
-    tm.tm_mon = mon - 1;
-    tm.tm_mday = day;
-    tm.tm_hour = hh;
-    tm.tm_min = mm;
-    tm.tm_sec = ss;
+    tm.tm_year = f[F_YEAR] - 1900;
+    tm.tm_mon = f[F_MON] - 1;
+    tm.tm_mday = f[F_DAY];
+    tm.tm_hour = f[F_HOUR];
+    tm.tm_min = f[F_MIN];
+    tm.tm_sec = f[F_SEC];
     int64_t t = (int64_t)timegm(&tm) - offset;
     /* Nanoseconds since 1970 fit in int64 only from 1678 to 2262. */
     if (t > INT64_MAX / NS_PER_SEC - 1 || t < INT64_MIN / NS_PER_SEC + 1)

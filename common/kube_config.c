@@ -554,14 +554,11 @@ static int resolve_exec(kube_config_t *c, kcfg_user_t *u, const kcfg_doc_t *doc,
     return 0;
 }
 
-/* Credentials of the user entry u (from file doc). Needs the cluster resolved first
- * (exec plugins may be given the cluster). */
-static int resolve_user(kube_config_t *c, kcfg_user_t *u, const kcfg_doc_t *doc,
-                        char *err, size_t errlen)
+/* The client certificate and key of u: both or neither, and a pair that belongs
+ * together. 0, or -1 with err. */
+static int resolve_client_cert(kube_config_t *c, const kcfg_user_t *u, const kcfg_doc_t *doc,
+                               const char *where, char *err, size_t errlen)
 {
-    char where[512];
-    snprintf(where, sizeof where, "kubeconfig %s: user \"%s\"", doc->path, u->name);
-
     if (load_blob(where, "client-certificate", doc->dir, u->client_certificate,
                   u->client_certificate_data, &c->cert_pem, &c->cert_pem_len, err, errlen) ||
         load_blob(where, "client-key", doc->dir, u->client_key, u->client_key_data,
@@ -573,14 +570,38 @@ static int resolve_user(kube_config_t *c, kcfg_user_t *u, const kcfg_doc_t *doc,
                   c->cert_pem ? "client-key" : "client-certificate");
         return -1;
     }
-    if (c->cert_pem) {
-        const char *why = pem_pair_problem(c->cert_pem, c->cert_pem_len, c->key_pem,
-                                           c->key_pem_len);
-        if (why) {
-            kcfg_errf(err, errlen, "%s: %s", where, why);
-            return -1;
-        }
+    const char *why = c->cert_pem ? pem_pair_problem(c->cert_pem, c->cert_pem_len, c->key_pem,
+                                                     c->key_pem_len)
+                                  : NULL;
+    if (why) {
+        kcfg_errf(err, errlen, "%s: %s", where, why);
+        return -1;
     }
+    return 0;
+}
+
+/* Read the token file now, so that a missing one fails the load as client-go's does. */
+static int read_token_file(kube_config_t *c, const char *where, char *err, size_t errlen)
+{
+    char why[128];
+    size_t len;
+    if (kcfg_read_file(c->token_file, KCFG_MAX_FILE_BYTES, 1, &c->file_token, &len,
+                       &c->file_token_st, why, sizeof why)) {
+        kcfg_errf(err, errlen, "%s: tokenFile %s: %s", where, c->token_file, why);
+        return -1;
+    }
+    if (trim_space(c->file_token, len) == 0 || !token_ok(c->file_token)) {
+        kcfg_errf(err, errlen, "%s: tokenFile %s is empty or contains control "
+                               "characters", where, c->token_file);
+        return -1;
+    }
+    return 0;
+}
+
+/* The token and the token file of u. 0, or -1 with err. */
+static int resolve_tokens(kube_config_t *c, const kcfg_user_t *u, const kcfg_doc_t *doc,
+                          const char *where, char *err, size_t errlen)
+{
     if (u->token && u->token[0]) {
         if (!token_ok(u->token)) {
             kcfg_errf(err, errlen, "%s: token contains control characters", where);
@@ -589,39 +610,37 @@ static int resolve_user(kube_config_t *c, kcfg_user_t *u, const kcfg_doc_t *doc,
         if ((c->static_token = strdup(u->token)) == NULL)
             return oom(err, errlen, where);
     }
-    if (u->token_file && u->token_file[0]) {
-        if ((c->token_file = resolve_path(doc->dir, u->token_file)) == NULL)
-            return oom(err, errlen, where);
-        /* Read now so a missing file fails the load, as client-go does; with a static
-         * token as fallback the file may appear later. */
-        if (c->static_token == NULL) {
-            char why[128];
-            size_t len;
-            if (kcfg_read_file(c->token_file, KCFG_MAX_FILE_BYTES, 1, &c->file_token, &len,
-                               &c->file_token_st, why, sizeof why)) {
-                kcfg_errf(err, errlen, "%s: tokenFile %s: %s", where, c->token_file, why);
-                return -1;
-            }
-            if (trim_space(c->file_token, len) == 0 || !token_ok(c->file_token)) {
-                kcfg_errf(err, errlen, "%s: tokenFile %s is empty or contains control "
-                                       "characters", where, c->token_file);
-                return -1;
-            }
-        }
-    }
+    if (!(u->token_file && u->token_file[0]))
+        return 0;
+    if ((c->token_file = resolve_path(doc->dir, u->token_file)) == NULL)
+        return oom(err, errlen, where);
+    /* With a static token as fallback the file may appear later. */
+    return c->static_token ? 0 : read_token_file(c, where, err, errlen);
+}
+
+/* Credentials of the user entry u (from file doc). Needs the cluster resolved first
+ * (exec plugins may be given the cluster). */
+static int resolve_user(kube_config_t *c, kcfg_user_t *u, const kcfg_doc_t *doc,
+                        char *err, size_t errlen)
+{
+    char where[512];
+    snprintf(where, sizeof where, "kubeconfig %s: user \"%s\"", doc->path, u->name);
+
+    if (resolve_client_cert(c, u, doc, where, err, errlen) ||
+        resolve_tokens(c, u, doc, where, err, errlen))
+        return -1;
     /* client-go's exec authenticator steps aside when the transport already has a
      * token, a token file or a client certificate: kubectl does not run the plugin then,
      * and neither do we. */
-    if (u->exec && !c->static_token && !c->token_file && !c->cert_pem &&
-        resolve_exec(c, u, doc, where, err, errlen))
+    int has_static = c->static_token || c->token_file || c->cert_pem;
+    if (u->exec && !has_static && resolve_exec(c, u, doc, where, err, errlen))
         return -1;
     if (kcfg_impersonation_headers(u, where, &c->imp_headers, &c->n_imp_headers, err,
                                    errlen))
         return -1;
     if (u->as && u->as[0] && (c->imp_user = strdup(u->as)) == NULL)
         return oom(err, errlen, where);
-    if (u->has_auth_provider && !c->static_token && !c->token_file && !c->exec &&
-        !c->cert_pem) {
+    if (u->has_auth_provider && !has_static && !c->exec) {
         kcfg_errf(err, errlen, "%s: auth-provider is not supported (use an exec plugin)",
                   where);
         return -1;

@@ -101,10 +101,10 @@ const kube_rest_config_t *kube_config_rest(const kube_config_t *cfg);
  * configured; the pointer stays valid until the next call on cfg. A token file is
  * re-read when its mtime/size changes or after kube_config_credentials_rejected; an exec
  * plugin is re-run when its credential is missing, was rejected, or expires within
- * 10 s, but not sooner than 1 s after a failed run, doubling
- * with each failure in a row up to 30 s (meanwhile the last error is returned at once). If an exec plugin returns a client certificate and
- * key, *cert_pem / *key_pem point at them (else at the static ones, or NULL). Returns 0,
- * or -1 with a message in err (the previous credential, if any, is kept and returned:
+ * 10 s, but not sooner than 1 s after a failed run, doubling with each failure in a
+ * row up to 30 s (meanwhile the last error is returned at once). If an exec plugin
+ * returns a client certificate and key, *cert_pem / *key_pem point at them (else at the
+ * static ones, or NULL). Returns 0, or -1 with a message in err (the previous credential, if any, is kept and returned:
  * a failed refresh is not fatal while the old token still works). */
 int kube_config_credentials(kube_config_t *cfg, const char **token,
                             const char **cert_pem, const char **key_pem,

@@ -382,13 +382,70 @@ static int add_line(char ***lines, size_t *n, const char *name, const char *valu
     return 0;
 }
 
+/* The first impersonation field of u holding a value that would split a header (a control
+ * character), by its kubeconfig name, or NULL. */
+static const char *impersonation_bad_field(const kcfg_user_t *u)
+{
+    if (u->as && !value_ok(u->as))
+        return "as";
+    if (u->as_uid && !value_ok(u->as_uid))
+        return "as-uid";
+    for (size_t i = 0; i < u->n_as_groups; i++)
+        if (!value_ok(u->as_groups[i]))
+            return "as-groups";
+    for (size_t i = 0; i < u->n_as_extra; i++)
+        for (size_t j = 0; j < u->as_extra[i].n_values; j++)
+            if (!value_ok(u->as_extra[i].values[j]))
+                return "as-user-extra";
+    return NULL;
+}
+
+/* "Impersonate-Extra-<key>" with the key's bytes that a header name cannot hold
+ * percent-encoded, as client-go writes it; malloc'd, NULL when out of memory. */
+static char *extra_header_name(const char *key)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t klen = strlen(key);
+    char *name = malloc(sizeof "Impersonate-Extra-" + 3 * klen);
+    if (name == NULL)
+        return NULL;
+    size_t off = (size_t)snprintf(name, sizeof "Impersonate-Extra-", "Impersonate-Extra-");
+    for (size_t k = 0; k < klen; k++) {
+        unsigned char b = (unsigned char)key[k];
+        if (header_key_byte(b)) {
+            name[off++] = (char)b;
+        } else {
+            name[off++] = '%';
+            name[off++] = hex[b >> 4];
+            name[off++] = hex[b & 15];
+        }
+    }
+    name[off] = '\0';
+    return name;
+}
+
+/* Append the Impersonate-Extra-<key> lines of u to l. 0, or -1 when out of memory. */
+static int add_extra_lines(const kcfg_user_t *u, char ***l, size_t *count)
+{
+    for (size_t i = 0; i < u->n_as_extra; i++) {
+        char *name = extra_header_name(u->as_extra[i].key);
+        if (name == NULL)
+            return -1;
+        for (size_t j = 0; j < u->as_extra[i].n_values; j++)
+            if (add_line(l, count, name, u->as_extra[i].values[j])) {
+                free(name);
+                return -1;
+            }
+        free(name);
+    }
+    return 0;
+}
+
 int kcfg_impersonation_headers(const kcfg_user_t *u, const char *where, char ***lines,
                                size_t *n, char *err, size_t errlen)
 {
-    static const char hex[] = "0123456789ABCDEF";
     char **l = NULL;
     size_t count = 0;
-    char *name = NULL;
 
     *lines = NULL;
     *n = 0;
@@ -403,18 +460,7 @@ int kcfg_impersonation_headers(const kcfg_user_t *u, const char *where, char ***
         return -1;
     }
     /* Refuse what would split a header, naming the field. */
-    const char *bad = NULL;
-    if (u->as && !value_ok(u->as))
-        bad = "as";
-    else if (u->as_uid && !value_ok(u->as_uid))
-        bad = "as-uid";
-    for (size_t i = 0; !bad && i < u->n_as_groups; i++)
-        if (!value_ok(u->as_groups[i]))
-            bad = "as-groups";
-    for (size_t i = 0; !bad && i < u->n_as_extra; i++)
-        for (size_t j = 0; !bad && j < u->as_extra[i].n_values; j++)
-            if (!value_ok(u->as_extra[i].values[j]))
-                bad = "as-user-extra";
+    const char *bad = impersonation_bad_field(u);
     if (bad) {
         kcfg_errf(err, errlen, "%s: %s contains a control character", where, bad);
         return -1;
@@ -426,34 +472,12 @@ int kcfg_impersonation_headers(const kcfg_user_t *u, const char *where, char ***
     for (size_t i = 0; i < u->n_as_groups; i++)
         if (add_line(&l, &count, "Impersonate-Group", u->as_groups[i]))
             goto nomem;
-    for (size_t i = 0; i < u->n_as_extra; i++) {
-        const char *key = u->as_extra[i].key;
-        size_t klen = strlen(key), off = 0;
-        if ((name = malloc(sizeof "Impersonate-Extra-" + 3 * klen)) == NULL)
-            goto nomem;
-        off = (size_t)snprintf(name, sizeof "Impersonate-Extra-", "Impersonate-Extra-");
-        for (size_t k = 0; k < klen; k++) {
-            unsigned char b = (unsigned char)key[k];
-            if (header_key_byte(b)) {
-                name[off++] = (char)b;
-            } else {
-                name[off++] = '%';
-                name[off++] = hex[b >> 4];
-                name[off++] = hex[b & 15];
-            }
-        }
-        name[off] = '\0';
-        for (size_t j = 0; j < u->as_extra[i].n_values; j++)
-            if (add_line(&l, &count, name, u->as_extra[i].values[j]))
-                goto nomem;
-        free(name);
-        name = NULL;
-    }
+    if (add_extra_lines(u, &l, &count))
+        goto nomem;
     *lines = l;
     *n = count;
     return 0;
 nomem:
-    free(name);
     kcfg_free_lines(l, count);
     kcfg_errf(err, errlen, "%s: impersonation: out of memory", where);
     return -1;

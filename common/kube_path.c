@@ -32,31 +32,35 @@ static int bad_segment(const char *s)
     return !*s || strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
 }
 
+/* Append lead, then value percent-encoded. 0, or -1 when the buffer is full. */
+static int put_piece(buf_t *out, const char *lead, const char *value)
+{
+    return buf_puts(out, lead) || put_escaped(out, value) ? -1 : 0;
+}
+
 int kube_path(buf_t *out, const char *group, const char *version, const char *ns,
               const char *resource, const char *name, const char *subresource)
 {
+    const char *grp = group && *group ? group : NULL; /* "" is the core group: /api */
+    /* After the group, the pieces in order: a NULL one is left out (version and
+     * resource are required). */
+    const struct {
+        const char *lead, *value;
+    } pieces[] = {
+        {"/", version}, {"/namespaces/", ns}, {"/", resource}, {"/", name}, {"/", subresource},
+    };
     size_t mark = out->len;
     int rc = -1;
-    if (!version || !resource || bad_segment(version) || bad_segment(resource) ||
-        (group && *group && bad_segment(group)) || (ns && bad_segment(ns)) ||
-        (name && bad_segment(name)) || (subresource && bad_segment(subresource)))
+    if (!version || !resource || (grp && bad_segment(grp)))
         goto out;
-    if (group && *group) {
-        if (buf_puts(out, "/apis/") || put_escaped(out, group))
+    for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++)
+        if (pieces[i].value && bad_segment(pieces[i].value))
             goto out;
-    } else if (buf_puts(out, "/api")) {
+    if (grp ? put_piece(out, "/apis/", grp) : buf_puts(out, "/api"))
         goto out;
-    }
-    if (buf_puts(out, "/") || put_escaped(out, version))
-        goto out;
-    if (ns && (buf_puts(out, "/namespaces/") || put_escaped(out, ns)))
-        goto out;
-    if (buf_puts(out, "/") || put_escaped(out, resource))
-        goto out;
-    if (name && (buf_puts(out, "/") || put_escaped(out, name)))
-        goto out;
-    if (subresource && (buf_puts(out, "/") || put_escaped(out, subresource)))
-        goto out;
+    for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++)
+        if (pieces[i].value && put_piece(out, pieces[i].lead, pieces[i].value))
+            goto out;
     rc = 0;
 out:
     if (rc) {

@@ -150,7 +150,8 @@ static void put_value(buf_t *b, const json_object *v)
                    (size_t)json_object_get_string_len(v), VALUE_SHOWN);
         return;
     }
-    const char *t = json_object_to_json_string_ext((json_object *)v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    const char *t =
+        json_object_to_json_string_ext((json_object *)v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     size_t n = strlen(t);
     if (n > VALUE_SHOWN) {
         buf_append(b, t, VALUE_SHOWN);
@@ -349,16 +350,45 @@ static void check_name(rdc_field_errors_t *e, const json_object *rc)
                     "must be a DNS-1035 label of at most %d characters ([a-z]([-a-z0-9]*[a-z0-9])?): "
                     "it names the Service and the StatefulSet's pods",
                     RDC_SPEC_NAME_MAX);
+    else if (rdc_spec_cluster_layout(jsonx_get(rc, "spec"), NULL, NULL) && strlen(name) > RDC_SPEC_CLUSTER_NAME_MAX)
+        field_error(e, RDC_FIELD_INVALID, "metadata.name", v,
+                    "must be at most %d characters in Cluster mode (each shard is a StatefulSet <name>-shard<k>)",
+                    RDC_SPEC_CLUSTER_NAME_MAX);
+}
+
+int rdc_spec_cluster_layout(const json_object *spec, int *shards, int *replicas)
+{
+    const char *mode = JSONX_STR_AT(spec, "mode");
+    if (!mode || strcmp(mode, "Cluster"))
+        return 0;
+    const json_object *c = jsonx_get(spec, "cluster");
+    const json_object *s = jsonx_get(c, "shards"), *r = jsonx_get(c, "replicasPerShard");
+    if (shards)
+        *shards = s && json_object_is_type(s, json_type_int) ? (int)json_object_get_int64(s) : RDC_SPEC_DEFAULT_SHARDS;
+    if (replicas)
+        *replicas = r && json_object_is_type(r, json_type_int) ? (int)json_object_get_int64(r)
+                                                               : RDC_SPEC_DEFAULT_REPLICAS_PER_SHARD;
+    return 1;
 }
 
 static void check_size(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     const json_object *v = jsonx_get(spec, "size");
+    int shards = 0, replicas = 0;
     if (!v)
         field_error(e, RDC_FIELD_REQUIRED, "spec.size", NULL, NULL);
     else if (!json_object_is_type(v, json_type_int))
         field_error(e, RDC_FIELD_INVALID, "spec.size", v, "must be an integer");
-    else if (json_object_get_int64(v) < RDC_SPEC_SIZE_MIN || json_object_get_int64(v) > RDC_SPEC_SIZE_MAX)
+    else if (rdc_spec_cluster_layout(spec, &shards, &replicas)) {
+        if (json_object_get_int64(v) != (int64_t)shards * (1 + replicas))
+            field_error(e, RDC_FIELD_INVALID, "spec.size", v,
+                        "in Cluster mode spec.size is the number of pods, spec.cluster.shards x (1 + "
+                        "spec.cluster.replicasPerShard) = %d, which the defaulting webhook sets; to add capacity "
+                        "change spec.cluster.shards, not kubectl scale",
+                        shards * (1 + replicas));
+        else
+            out->size = (int)json_object_get_int64(v);
+    } else if (json_object_get_int64(v) < RDC_SPEC_SIZE_MIN || json_object_get_int64(v) > RDC_SPEC_SIZE_MAX)
         field_error(e, RDC_FIELD_INVALID, "spec.size", v, "must be between %d and %d", RDC_SPEC_SIZE_MIN,
                     RDC_SPEC_SIZE_MAX);
     else
@@ -606,9 +636,17 @@ static void check_failover(rdc_field_errors_t *e, const json_object *spec, rdc_s
 
 static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
-    static const char *const modes[] = {"Standalone", "Replication", NULL}; /* as rdc_mode_t */
-    static const char *const persistence[] = {"aof", "rdb", "none", NULL};  /* as rdc_persistence_t */
-    int mode = check_enum(e, spec, "mode", "spec.mode", modes, "\"Replication\", \"Standalone\"");
+    static const char *const modes[] = {"Standalone", "Replication", "Cluster", NULL}; /* as rdc_mode_t */
+    static const char *const persistence[] = {"aof", "rdb", "none", NULL};             /* as rdc_persistence_t */
+    int mode = check_enum(e, spec, "mode", "spec.mode", modes, "\"Replication\", \"Standalone\", \"Cluster\"");
+    const json_object *cluster = optional_object(e, spec, "cluster", "spec.cluster");
+    int64_t v = 0;
+    if (check_int_range(e, cluster, "shards", "spec.cluster.shards", RDC_SPEC_CLUSTER_SHARDS_MIN,
+                        RDC_SPEC_CLUSTER_SHARDS_MAX, &v))
+        out->cluster.shards = (int)v;
+    if (check_int_range(e, cluster, "replicasPerShard", "spec.cluster.replicasPerShard", 0,
+                        RDC_SPEC_CLUSTER_REPLICAS_MAX, &v))
+        out->cluster.replicas_per_shard = (int)v;
     int p = check_enum(e, spec, "persistence", "spec.persistence", persistence, "\"aof\", \"none\", \"rdb\"");
     if (mode >= 0)
         out->mode = (rdc_mode_t)mode;
@@ -633,7 +671,8 @@ static int is_quantity(const char *s)
     }
     if (!digits || strlen(s) > 64)
         return 0;
-    static const char *const suffixes[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"};
+    static const char *const suffixes[] = {"",  "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n",
+                                           "u", "m",  "k",  "M",  "G",  "T",  "P",  "E"};
     for (size_t k = 0; k < sizeof(suffixes) / sizeof(suffixes[0]); k++)
         if (!strcmp(s + i, suffixes[k]))
             return 1;
@@ -913,7 +952,8 @@ static void check_pod_knobs(rdc_field_errors_t *e, const json_object *spec, rdc_
     out->pod.image_pull_secrets = check_pull_secrets(e, spec);
     before = PROBLEMS(e);
     check_string_map(e, spec, "nodeSelector", "spec.nodeSelector", 1, NULL);
-    out->pod.node_selector = PROBLEMS(e) == before ? jsonx_typed(jsonx_get(spec, "nodeSelector"), json_type_object) : NULL;
+    const json_object *ns = jsonx_typed(jsonx_get(spec, "nodeSelector"), json_type_object);
+    out->pod.node_selector = PROBLEMS(e) == before ? ns : NULL;
     const char *pc = NULL;
     if (optional_string(e, spec, "priorityClassName", "spec.priorityClassName", &pc) == JSONX_OK) {
         if (!rdc_spec_is_dns1123_subdomain(pc))
@@ -961,6 +1001,8 @@ void rdc_spec_defaults(rdc_spec_t *out)
     out->failover.min_replicas_to_write = -1; /* by size, once it is known */
     out->failover.min_replicas_max_lag = RDC_SPEC_DEFAULT_MIN_REPLICAS_MAX_LAG;
     out->pdb.max_unavailable = RDC_SPEC_DEFAULT_MAX_UNAVAILABLE;
+    out->cluster.shards = RDC_SPEC_DEFAULT_SHARDS;
+    out->cluster.replicas_per_shard = RDC_SPEC_DEFAULT_REPLICAS_PER_SHARD;
     out->pod.termination_grace_period_seconds = -1;
     out->tag = RDC_SPEC_DEFAULT_VERSION;
 }
@@ -1052,6 +1094,11 @@ size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *ne
         !json_object_is_type(news, json_type_object))
         return 0;
 
+    if (rdc_spec_cluster_layout(olds, NULL, NULL) != rdc_spec_cluster_layout(news, NULL, NULL))
+        field_error(errs, RDC_FIELD_FORBIDDEN, "spec.mode", NULL,
+                    "cannot change to or from Cluster mode: Cluster mode spreads the keyspace over several masters "
+                    "by hash slot, the other modes keep it whole on each server; create a new RedisCluster in the "
+                    "other mode and migrate the data");
     const json_object *os = jsonx_get(olds, "size"), *ns = jsonx_get(news, "size");
     if (os && ns && json_object_is_type(os, json_type_int) && json_object_is_type(ns, json_type_int) &&
         json_object_get_int64(ns) < json_object_get_int64(os))
@@ -1154,6 +1201,12 @@ int rdc_spec_default_ops(const json_object *rc, json_object *ops)
     int tagged = jsonx_string(spec, "image", &img) == JSONX_OK && rdc_spec_image_has_tag_or_digest(img);
     if (!tagged && optional_string(NULL, spec, "version", NULL, &s) == JSONX_ABSENT) {
         if (add_op(ops, "/spec/version", json_object_new_string(RDC_SPEC_DEFAULT_VERSION)))
+            return -1;
+        n++;
+    }
+    int shards = 0, replicas = 0;
+    if (!jsonx_get(spec, "size") && rdc_spec_cluster_layout(spec, &shards, &replicas)) {
+        if (add_op(ops, "/spec/size", json_object_new_int(shards * (1 + replicas))))
             return -1;
         n++;
     }

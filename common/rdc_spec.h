@@ -21,7 +21,12 @@
  * the CRD's v1 schema states them (the schema also gives their defaults; rdc_spec adds
  * none, so a spec's defaults, and what the operator renders from it, are the same in
  * both versions):
- *   spec.mode              Replication | Standalone
+ *   spec.mode              Replication | Standalone | Cluster
+ *   spec.cluster           shards 3..20 (default 3), replicasPerShard 0..4 (default 1); in
+ *                          Cluster mode spec.size must be shards x (1 + replicasPerShard)
+ *                          (the defaulting webhook sets it; up to 100, not 10) and
+ *                          metadata.name at most 44 characters (the StatefulSets are
+ *                          <name>-shard<k>); a change to or from Cluster mode is Forbidden
  *   spec.persistence       none | rdb | aof
  *   spec.auth              an object with secretRef (required): name a DNS-1123 subdomain
  *                          (required), key [-._a-zA-Z0-9]+ of at most 253 characters
@@ -84,6 +89,13 @@
 
 #define RDC_SPEC_SIZE_MIN 1
 #define RDC_SPEC_SIZE_MAX 10
+#define RDC_SPEC_CLUSTER_SHARDS_MIN 3   /* Redis Cluster: a majority of masters votes a failover */
+#define RDC_SPEC_CLUSTER_SHARDS_MAX 20
+#define RDC_SPEC_CLUSTER_REPLICAS_MAX 4
+#define RDC_SPEC_CLUSTER_SIZE_MAX 100   /* shards x (1 + replicasPerShard) */
+#define RDC_SPEC_CLUSTER_NAME_MAX 44    /* <name>-shard<k> is a StatefulSet: 52 at most */
+#define RDC_SPEC_DEFAULT_SHARDS 3
+#define RDC_SPEC_DEFAULT_REPLICAS_PER_SHARD 1
 #define RDC_SPEC_NAME_MAX 52
 #define RDC_SPEC_IMAGE_MAX 512
 #define RDC_SPEC_VERSION_MAX 128
@@ -115,6 +127,9 @@
  *   spec.failover.downAfter        3s
  *   spec.failover.minReplicasToWrite  1 when spec.size >= 3, else 0
  *   spec.failover.minReplicasMaxLag   10 (seconds)
+ *   spec.cluster.shards            3; spec.cluster.replicasPerShard 1 (Cluster mode; spec.size
+ *                                  is then shards x (1 + replicasPerShard), which the
+ *                                  defaulting webhook writes)
  *   spec.podDisruptionBudget.maxUnavailable  1
  *   spec.storage.retention.whenDeleted, whenScaled  Retain (each, once retention is set;
  *                                  without retention the StatefulSet carries no policy)
@@ -198,7 +213,7 @@ int rdc_spec_unchanged(const json_object *old_rc, const json_object *new_rc);
 /* ---- The typed spec -------------------------------------------------------------------- */
 
 /* spec.mode, spec.persistence and a retention policy. The first value is the default. */
-typedef enum { RDC_MODE_STANDALONE = 0, RDC_MODE_REPLICATION } rdc_mode_t;
+typedef enum { RDC_MODE_STANDALONE = 0, RDC_MODE_REPLICATION, RDC_MODE_CLUSTER } rdc_mode_t;
 typedef enum { RDC_PERSISTENCE_AOF = 0, RDC_PERSISTENCE_RDB, RDC_PERSISTENCE_NONE } rdc_persistence_t;
 typedef enum { RDC_RETAIN = 0, RDC_DELETE } rdc_retention_t;
 
@@ -212,7 +227,8 @@ typedef struct {
  * workerd's plan and render and the admission webhook read, instead of the JSON. Every
  * string and JSON value is borrowed from the object it was parsed from. */
 typedef struct {
-    int size;                      /* spec.size, RDC_SPEC_SIZE_MIN..RDC_SPEC_SIZE_MAX */
+    int size;                      /* spec.size, RDC_SPEC_SIZE_MIN..RDC_SPEC_SIZE_MAX (Cluster mode:
+                                      shards x (1 + replicasPerShard), up to RDC_SPEC_CLUSTER_SIZE_MAX) */
     const char *image;             /* spec.image as given */
     const char *version;           /* spec.version as given, NULL when unset */
     const char *tag;               /* the tag the image runs with when it names none: version,
@@ -242,6 +258,10 @@ typedef struct {
         int min_replicas_to_write;
         int min_replicas_max_lag;     /* seconds */
     } failover;
+    struct {
+        int shards;                   /* spec.cluster.shards (Cluster mode) */
+        int replicas_per_shard;
+    } cluster;
     struct {
         int max_unavailable;          /* when max_unavailable_percent is NULL */
         const char *max_unavailable_percent; /* "0%".."100%", or NULL */
@@ -285,6 +305,11 @@ const char *rdc_spec_retention_name(rdc_retention_t r);
  * Returns the number of operations appended, or -1 when out of memory (ops may then hold
  * some of them). */
 int rdc_spec_default_ops(const json_object *rc, json_object *ops);
+
+/* 1 when spec says mode Cluster; then *shards and *replicas (each may be NULL) get
+ * spec.cluster's, with the defaults for what is absent (not range-checked: validate
+ * first). 0 for the other modes (the pointers untouched). */
+int rdc_spec_cluster_layout(const json_object *spec, int *shards, int *replicas);
 
 /* A deep copy of rc's spec with the defaults applied; NULL when rc has no spec object or
  * out of memory. The caller puts it (json_object_put). */

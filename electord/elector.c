@@ -184,9 +184,11 @@ static void release(elector_t *el)
 static int elector_setup(elector_t *el)
 {
     const rdc_common_opts_t *o = el->cfg->opts;
-    el->m_status = metrics_gauge(metrics_default(), "leader_election_master_status",
-                                 "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
-                                 "name");
+    el->m_status = metrics_gauge(
+        metrics_default(), "leader_election_master_status",
+        "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. "
+        "'name' is the string used to identify the lease.",
+        "name");
     el->zctx = zmq_ctx_new();
     if (el->cfg->publish) {
         char ep[4200];

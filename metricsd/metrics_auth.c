@@ -1,7 +1,6 @@
 #include "metrics_auth.h"
 
 #include "jsonx.h"
-#include "kube_error.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -160,53 +159,4 @@ int mauth_access_allowed(json_object *review)
         return 0;
     return allowed && json_object_is_type(allowed, json_type_boolean) &&
            json_object_get_boolean(allowed);
-}
-
-/* POST body to path; *out the answer. 0, or -1 with why filled. */
-static int post(kube_client_t *client, const char *path, json_object *body, json_object **out,
-                char *why, size_t whylen)
-{
-    kube_error_t err;
-    kube_error_clear(&err);
-    if (!body) {
-        snprintf(why, whylen, "out of memory");
-        return -1;
-    }
-    int rc = kube_client_create(client, path, body, NULL, out, &err);
-    json_object_put(body);
-    if (rc || !*out) {
-        kube_error_str(&err, why, whylen);
-        return -1;
-    }
-    return 0;
-}
-
-int mauth_check(kube_client_t *client, const char *token, const char *path, char *why,
-                size_t whylen)
-{
-    json_object *tr = NULL, *sar = NULL, *user = NULL;
-    int decision = 500;
-    if (post(client, "/apis/authentication.k8s.io/v1/tokenreviews", mauth_token_review(token), &tr,
-             why, whylen))
-        goto out;
-    if (!mauth_token_review_user(tr, &user)) {
-        const char *e = jsonx_path_str(tr, (const char *const[]){"status", "error", NULL});
-        snprintf(why, whylen, "token not authenticated%s%.200s", e ? ": " : "", e ? e : "");
-        decision = 401;
-        goto out;
-    }
-    if (post(client, "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-             mauth_access_review(user, path), &sar, why, whylen))
-        goto out;
-    if (!mauth_access_allowed(sar)) {
-        snprintf(why, whylen, "user \"%.200s\" cannot get path \"%s\"", jsonx_str(user, "username"),
-                 path);
-        decision = 403;
-        goto out;
-    }
-    decision = 200;
-out:
-    json_object_put(tr);
-    json_object_put(sar);
-    return decision;
 }

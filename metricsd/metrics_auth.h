@@ -13,13 +13,11 @@
  * shorter, so a revoked binding stops working within a minute). The cache holds at most
  * its capacity: a new entry replaces an expired one, else the one that expires first.
  *
- * The cache and the JSON steps are pure (an explicit clock, no network); mauth_check()
- * is the thin shell that asks the API server. Not thread-safe: the caller serializes.
+ * The cache and the JSON steps are pure (an explicit clock, no network); the shell that
+ * asks the API server, on the daemon's loop, is metrics_serve.h.
  */
 #ifndef RDC_METRICS_AUTH_H
 #define RDC_METRICS_AUTH_H
-
-#include "kube_client.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -71,12 +69,5 @@ json_object *mauth_access_review(json_object *user, const char *path);
 /* From a SubjectAccessReview answer: 1 when status.allowed is true (and status.denied is
  * not), else 0. */
 int mauth_access_allowed(json_object *review);
-
-/* Decide for token (already extracted by mauth_bearer) with the API server of client:
- * TokenReview, then SubjectAccessReview for path. Returns 200, 401, 403, or 500 with
- * why filled (the API could not be asked, or answered with an error). Blocking, bounded by
- * the client's timeout. */
-int mauth_check(kube_client_t *client, const char *token, const char *path, char *why,
-                size_t whylen);
 
 #endif

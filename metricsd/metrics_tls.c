@@ -1,12 +1,11 @@
-/* metrics_tls: metricsd's HTTPS listener with certificate reload. See metrics_tls.h. */
+/* metrics_tls: metricsd's HTTPS listener on the loop, with certificate reload. See
+ * metrics_tls.h. */
 #include "metrics_tls.h"
 
 #include "buf.h"
+#include "certwatch.h"
 #include "clock.h"
-#include "filesig.h"
-#include "pem.h"
 
-#include <errno.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -15,42 +14,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One daemon and the PEM it was started with (kept while it runs). */
+#define IDLE_RUN_NS NS_PER_SEC /* run the daemons at least this often */
+
+/* One daemon, its epoll descriptor (a reader of the loop) and the PEM it was started with
+ * (kept while it runs: libmicrohttpd borrows it). */
 typedef struct {
     struct MHD_Daemon *d;
+    int fd;
     buf_t cert, key;
-    int64_t since_ns; /* quiesced at (old daemon) */
+    int64_t since_ns; /* quiesced at (the old daemon) */
 } gen_t;
 
 struct mtls {
     mtls_opts_t o;
-    filesig_watch_t files;       /* empty (no paths): self-signed */
-    gen_t cur, old;              /* old.d: quiesced, draining */
-    unsigned port, loads;
+    loop_t *loop;
+    int timer;           /* libmicrohttpd's next deadline */
+    certwatch_t *watch;  /* NULL: self-signed */
+    gen_t cur, old;      /* old.d: quiesced, draining */
+    int64_t check_ns;    /* the clock of the check in progress */
+    unsigned port;
 };
 
 /* ---- PEM ------------------------------------------------------------------------------ */
-
-static int read_file(const char *path, buf_t *out, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    char chunk[4096];
-    size_t n;
-    int rc = 0;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (buf_append(out, chunk, n)) {
-            snprintf(err, errlen, "%s: larger than %zu bytes", path, MTLS_MAX_PEM);
-            rc = -1;
-            break;
-        }
-    }
-    fclose(f);
-    return rc;
-}
 
 static int pem_of(int (*write)(BIO *, void *), void *obj, buf_t *out)
 {
@@ -100,66 +85,75 @@ out:
     return rc;
 }
 
-/* 0 when cert is a PEM certificate and key a PEM private key that belongs to it; else -1
- * with err saying which (before GnuTLS sees them: a daemon is only swapped for a pair
- * that will start). */
-static int pair_ok(const buf_t *cert, const buf_t *key, const char *cert_path, const char *key_path, char *err,
-                   size_t errlen)
+/* ---- daemons on the loop ------------------------------------------------------------- */
+
+/* Run every daemon's pending work, then set the timer to the earliest deadline they have. */
+static void run_daemons(mtls_t *t)
 {
-    switch (pem_pair_check(buf_str(cert), cert->len, buf_str(key), key->len)) {
-    case PEM_PAIR_NO_CERT:
-        snprintf(err, errlen, "%s: not a PEM certificate", cert_path);
+    int64_t next = IDLE_RUN_NS;
+    gen_t *gens[] = {&t->cur, &t->old};
+    for (size_t i = 0; i < 2; i++) {
+        MHD_UNSIGNED_LONG_LONG ms;
+        if (!gens[i]->d)
+            continue;
+        MHD_run(gens[i]->d);
+        if (MHD_get_timeout(gens[i]->d, &ms) == MHD_YES && (int64_t)ms * NS_PER_MS < next)
+            next = (int64_t)ms * NS_PER_MS;
+    }
+    loop_timer_reset(t->loop, t->timer, next);
+}
+
+static int on_ready(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop, (void)socket, (void)fd, (void)revents;
+    run_daemons(arg);
+    return 0;
+}
+
+static int on_deadline(loop_t *loop, int timer_id, void *arg)
+{
+    (void)loop, (void)timer_id;
+    run_daemons(arg);
+    return 0;
+}
+
+/* Start g->d with g's PEM, on listen_fd when it is not MHD_INVALID_SOCKET (else bind the
+ * options' address), and watch its descriptor. 0, or -1 (g->d NULL). */
+static int gen_start(mtls_t *t, gen_t *g, MHD_socket listen_fd)
+{
+    unsigned flags = MHD_USE_TLS | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+    const mtls_opts_t *o = &t->o;
+    /* The listening socket: the options' address at start, the quiesced daemon's after. */
+#define START(where, what)                                                                                          \
+    MHD_start_daemon(flags, 0, NULL, NULL, o->handler, o->handler_cls, where, what, MHD_OPTION_HTTPS_MEM_CERT,      \
+                     buf_str(&g->cert), MHD_OPTION_HTTPS_MEM_KEY, buf_str(&g->key), MHD_OPTION_CONNECTION_TIMEOUT, \
+                     o->connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT, o->connection_limit,                    \
+                     MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->connection_memory_limit, MHD_OPTION_NOTIFY_COMPLETED,  \
+                     o->completed, o->handler_cls, MHD_OPTION_END)
+    g->d = listen_fd != MHD_INVALID_SOCKET ? START(MHD_OPTION_LISTEN_SOCKET, listen_fd)
+                                           : START(MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)o->addr);
+#undef START
+    if (!g->d)
         return -1;
-    case PEM_PAIR_NO_KEY:
-        snprintf(err, errlen, "%s: not a PEM private key (or an encrypted one)", key_path);
+    const union MHD_DaemonInfo *i = MHD_get_daemon_info(g->d, MHD_DAEMON_INFO_EPOLL_FD);
+    g->fd = i ? i->epoll_fd : -1;
+    if (g->fd < 0 || loop_add_fd(t->loop, g->fd, LOOP_IN, on_ready, t)) {
+        MHD_stop_daemon(g->d);
+        g->d = NULL;
         return -1;
-    case PEM_PAIR_MISMATCH:
-        snprintf(err, errlen, "%s: the private key does not match the certificate %s", key_path, cert_path);
-        return -1;
-    case PEM_PAIR_OK:
-        break;
     }
     return 0;
 }
 
-/* Read the pair from the files into cert and key (emptied first). 0, or -1 with err. */
-static int read_pair(const mtls_t *t, buf_t *cert, buf_t *key, char *err, size_t errlen)
+/* Stop g's daemon (its suspended connections released first) and free its PEM. */
+static void gen_free(mtls_t *t, gen_t *g)
 {
-    buf_reset(cert);
-    buf_reset(key);
-    const char *cert_path = t->files.cert_path, *key_path = t->files.key_path;
-    if (read_file(cert_path, cert, err, errlen) || read_file(key_path, key, err, errlen))
-        return -1;
-    return pair_ok(cert, key, cert_path, key_path, err, errlen);
-}
-
-/* ---- daemons -------------------------------------------------------------------------- */
-
-/* Start g->d with g's PEM, on listen_fd when it is not MHD_INVALID_SOCKET (else bind the
- * options' address). 0, or -1. */
-static int gen_start(const mtls_t *t, gen_t *g, MHD_socket listen_fd)
-{
-    unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC;
-    const mtls_opts_t *o = &t->o;
-    if (listen_fd != MHD_INVALID_SOCKET)
-        g->d = MHD_start_daemon(flags, 0, NULL, NULL, o->handler, o->handler_cls, MHD_OPTION_LISTEN_SOCKET,
-                                listen_fd, MHD_OPTION_HTTPS_MEM_CERT, buf_str(&g->cert), MHD_OPTION_HTTPS_MEM_KEY,
-                                buf_str(&g->key), MHD_OPTION_CONNECTION_TIMEOUT, o->connection_timeout_s,
-                                MHD_OPTION_CONNECTION_LIMIT, o->connection_limit,
-                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->connection_memory_limit, MHD_OPTION_END);
-    else
-        g->d = MHD_start_daemon(flags, 0, NULL, NULL, o->handler, o->handler_cls, MHD_OPTION_SOCK_ADDR, o->addr,
-                                MHD_OPTION_HTTPS_MEM_CERT, buf_str(&g->cert), MHD_OPTION_HTTPS_MEM_KEY,
-                                buf_str(&g->key), MHD_OPTION_CONNECTION_TIMEOUT, o->connection_timeout_s,
-                                MHD_OPTION_CONNECTION_LIMIT, o->connection_limit,
-                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->connection_memory_limit, MHD_OPTION_END);
-    return g->d ? 0 : -1;
-}
-
-static void gen_free(gen_t *g)
-{
-    if (g->d)
+    if (g->d) {
+        loop_remove_fd(t->loop, g->fd);
+        if (t->o.release)
+            t->o.release(g->d, t->o.handler_cls);
         MHD_stop_daemon(g->d);
+    }
     g->d = NULL;
     buf_free(&g->cert);
     buf_free(&g->key);
@@ -168,8 +162,16 @@ static void gen_free(gen_t *g)
 static void gen_init(gen_t *g)
 {
     memset(g, 0, sizeof(*g));
-    buf_init(&g->cert, MTLS_MAX_PEM);
-    buf_init(&g->key, MTLS_MAX_PEM);
+    g->fd = -1;
+    buf_init(&g->cert, CERTWATCH_MAX_PEM);
+    buf_init(&g->key, CERTWATCH_MAX_PEM);
+}
+
+/* A generation holding a copy of the pair. 0, or -1 when out of memory. */
+static int gen_with(gen_t *g, const char *cert, size_t cert_len, const char *key, size_t key_len)
+{
+    gen_init(g);
+    return buf_append(&g->cert, cert, cert_len) || buf_append(&g->key, key, key_len) ? -1 : 0;
 }
 
 /* Stop the old daemon once it has no connection left or has drained long enough. */
@@ -179,10 +181,87 @@ static void reap_old(mtls_t *t, int64_t now_ns, int force)
         return;
     const union MHD_DaemonInfo *i = MHD_get_daemon_info(t->old.d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     if (force || !i || i->num_connections == 0 || now_ns - t->old.since_ns >= MTLS_DRAIN_NS)
-        gen_free(&t->old);
+        gen_free(t, &t->old);
 }
 
-int mtls_start(const mtls_opts_t *o, mtls_t **out, char *err, size_t errlen)
+/* g (started on the quiesced current daemon's socket) becomes current; that one drains. */
+static void swap_in(mtls_t *t, gen_t *g)
+{
+    t->old = t->cur;
+    t->old.since_ns = t->check_ns;
+    t->cur = *g;
+}
+
+/* Serve the pair from a new daemon on the current one's socket, which drains. 0, or -1
+ * with err (the current daemon serves on, or, when even it cannot start again, nothing). */
+static int rotate(mtls_t *t, gen_t *next, char *err, size_t errlen)
+{
+    reap_old(t, t->check_ns, 1);
+    MHD_socket fd = MHD_quiesce_daemon(t->cur.d);
+    if (fd == MHD_INVALID_SOCKET) {
+        snprintf(err, errlen, "cannot hand the listening socket over (MHD_quiesce_daemon)");
+        gen_free(t, next);
+        return -1;
+    }
+    if (gen_start(t, next, fd) == 0) {
+        swap_in(t, next);
+        return 0;
+    }
+    /* GnuTLS refused what OpenSSL took: serve the current pair again on the socket. */
+    gen_free(t, next);
+    gen_t again;
+    if (gen_with(&again, t->cur.cert.data, t->cur.cert.len, t->cur.key.data, t->cur.key.len) ||
+        gen_start(t, &again, fd)) {
+        gen_free(t, &again);
+        snprintf(err, errlen, "the new certificate could not be served, nor the old one again: "
+                              "no new connections are accepted");
+        return -1;
+    }
+    swap_in(t, &again);
+    snprintf(err, errlen, "GnuTLS refused the new certificate; serving the previous one");
+    return -1;
+}
+
+/* certwatch's use (and the self-signed pair's): the first pair starts the listener on the
+ * options' address, a later one rotates. */
+static int serve_pair(const char *cert, size_t cert_len, const char *key, size_t key_len, void *arg, char *err,
+                      size_t errlen)
+{
+    mtls_t *t = arg;
+    gen_t next;
+    if (gen_with(&next, cert, cert_len, key, key_len)) {
+        gen_free(t, &next);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (t->cur.d)
+        return rotate(t, &next, err, errlen);
+    if (gen_start(t, &next, MHD_INVALID_SOCKET)) {
+        gen_free(t, &next);
+        snprintf(err, errlen, "cannot serve HTTPS (address in use, or a certificate GnuTLS refuses)");
+        return -1;
+    }
+    t->cur = next;
+    return 0;
+}
+
+/* The first pair: from the files, or a self-signed one. 0, or -1 with err. */
+static int serve_first(mtls_t *t, char *err, size_t errlen)
+{
+    const mtls_opts_t *o = &t->o;
+    if (o->cert_dir && *o->cert_dir)
+        return certwatch_new(o->cert_dir, o->cert_name, o->key_name, serve_pair, t, &t->watch, err, errlen);
+    buf_t cert, key;
+    buf_init(&cert, CERTWATCH_MAX_PEM);
+    buf_init(&key, CERTWATCH_MAX_PEM);
+    int rc = self_signed(&cert, &key, err, errlen) ||
+             serve_pair(buf_str(&cert), cert.len, buf_str(&key), key.len, t, err, errlen);
+    buf_free(&cert);
+    buf_free(&key);
+    return rc ? -1 : 0;
+}
+
+int mtls_start(loop_t *loop, const mtls_opts_t *o, mtls_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     mtls_t *t = calloc(1, sizeof(*t));
@@ -191,25 +270,18 @@ int mtls_start(const mtls_opts_t *o, mtls_t **out, char *err, size_t errlen)
         return -1;
     }
     t->o = *o;
+    t->loop = loop;
+    t->check_ns = clock_mono_ns();
     gen_init(&t->cur);
     gen_init(&t->old);
-    if (o->cert_dir && *o->cert_dir) {
-        if (filesig_watch_init(&t->files, o->cert_dir, o->cert_name, o->key_name)) {
-            snprintf(err, errlen, "out of memory");
-            goto fail;
-        }
-        if (read_pair(t, &t->cur.cert, &t->cur.key, err, errlen))
-            goto fail;
-    } else if (self_signed(&t->cur.cert, &t->cur.key, err, errlen)) {
+    if ((t->timer = loop_add_timer(loop, 0, IDLE_RUN_NS, on_deadline, t)) < 0) {
+        snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    if (gen_start(t, &t->cur, MHD_INVALID_SOCKET)) {
-        snprintf(err, errlen, "cannot serve HTTPS (address in use, or a certificate GnuTLS refuses)");
+    if (serve_first(t, err, errlen))
         goto fail;
-    }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(t->cur.d, MHD_DAEMON_INFO_BIND_PORT);
     t->port = info ? info->port : 0;
-    t->loads = 1;
     *out = t;
     return 0;
 fail:
@@ -217,58 +289,16 @@ fail:
     return -1;
 }
 
-/* g (started on the quiesced current daemon's socket) becomes current; that one drains. */
-static void swap_in(mtls_t *t, gen_t *g, int64_t now_ns)
-{
-    t->old = t->cur;
-    t->old.since_ns = now_ns;
-    t->cur = *g;
-}
-
 int mtls_check(mtls_t *t, int64_t now_ns, char *err, size_t errlen)
 {
+    t->check_ns = now_ns;
     reap_old(t, now_ns, 0);
-    filesig_pair_t now;
-    if (!t->files.cert_path || !filesig_watch_changed(&t->files, &now))
-        return 0;
-    gen_t next;
-    gen_init(&next);
-    int ok = read_pair(t, &next.cert, &next.key, err, errlen) == 0;
-    if (!filesig_watch_settle(&t->files, &now)) { /* swapped while read: maybe mixed */
-        gen_free(&next);
-        return 0;
-    }
-    if (!ok) {
-        gen_free(&next);
-        return -1;
-    }
-    /* The new daemon takes over the listening socket; the current one drains. */
-    reap_old(t, now_ns, 1);
-    MHD_socket fd = MHD_quiesce_daemon(t->cur.d);
-    if (fd == MHD_INVALID_SOCKET) {
-        snprintf(err, errlen, "cannot hand the listening socket over (MHD_quiesce_daemon)");
-        gen_free(&next);
-        return -1;
-    }
-    if (gen_start(t, &next, fd)) {
-        /* GnuTLS refused what OpenSSL took: serve the old pair again on the socket. */
-        gen_free(&next);
-        gen_t again;
-        gen_init(&again);
-        if (buf_append(&again.cert, t->cur.cert.data, t->cur.cert.len) ||
-            buf_append(&again.key, t->cur.key.data, t->cur.key.len) || gen_start(t, &again, fd)) {
-            gen_free(&again);
-            snprintf(err, errlen, "%s: the new certificate could not be served, nor the old one again: "
-                                  "no new connections are accepted", t->files.cert_path);
-            return -1;
-        }
-        swap_in(t, &again, now_ns);
-        snprintf(err, errlen, "%s: GnuTLS refused the new certificate; serving the previous one", t->files.cert_path);
-        return -1;
-    }
-    swap_in(t, &next, now_ns);
-    t->loads++;
-    return 1;
+    return t->watch ? certwatch_check(t->watch, err, errlen) : 0;
+}
+
+void mtls_wake(mtls_t *t)
+{
+    loop_timer_reset(t->loop, t->timer, 0);
 }
 
 unsigned mtls_port(const mtls_t *t)
@@ -278,7 +308,7 @@ unsigned mtls_port(const mtls_t *t)
 
 unsigned mtls_loads(const mtls_t *t)
 {
-    return t->loads;
+    return t->watch ? certwatch_loads(t->watch) : 1;
 }
 
 void mtls_stop(mtls_t **self_p)
@@ -287,9 +317,11 @@ void mtls_stop(mtls_t **self_p)
         return;
     mtls_t *t = *self_p;
     /* The old (quiesced) daemon first: the socket it was given up is the current one's. */
-    gen_free(&t->old);
-    gen_free(&t->cur);
-    filesig_watch_free(&t->files);
+    gen_free(t, &t->old);
+    gen_free(t, &t->cur);
+    if (t->timer > 0)
+        loop_cancel_timer(t->loop, t->timer);
+    certwatch_destroy(&t->watch);
     free(t);
     *self_p = NULL;
 }

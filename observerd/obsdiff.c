@@ -140,7 +140,8 @@ int obsdiff_json(const obs_node_t *nodes, size_t n, const char *observed_at, buf
         bad |= json_object_object_add(e, "downSinceMs", json_object_new_int64(x->down_since_ms));
         bad |= json_object_object_add(e, "linkDownSinceMs", json_object_new_int64(x->link_down_ms));
     }
-    const char *text = bad ? NULL : json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    const char *text =
+        bad ? NULL : json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     int rc = text ? buf_puts(out, text) : -1;
     json_object_put(o);
     return rc ? -1 : 0;

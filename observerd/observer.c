@@ -567,7 +567,8 @@ static void secret_fetch(observer_t *ob, cluster_t *c)
     buf_free(&path);
     if (!c->secret_easy) {
         char line[512];
-        rlog_warn("cannot read the cluster's Secret", "cluster", c->key, "error", kube_error_str(&err, line, sizeof(line)));
+        rlog_warn("cannot read the cluster's Secret", "cluster", c->key, "error",
+                  kube_error_str(&err, line, sizeof(line)));
         c->secret_next_ns = loop_now(ob->loop) + SECRET_RETRY_NS;
         return;
     }
@@ -924,7 +925,8 @@ static json_object *info_json(const redisinfo_t *f)
     } figs[] = {{"connected_clients", f->connected_clients},   {"used_memory", f->used_memory},
                 {"maxmemory", f->maxmemory},                   {"evicted_keys", f->evicted_keys},
                 {"expired_keys", f->expired_keys},             {"keyspace_hits", f->keyspace_hits},
-                {"keyspace_misses", f->keyspace_misses},       {"total_commands_processed", f->total_commands_processed},
+                {"keyspace_misses", f->keyspace_misses},
+                {"total_commands_processed", f->total_commands_processed},
                 {"connected_slaves", f->connected_slaves},     {"master_repl_offset", f->master_repl_offset},
                 {"rdb_last_bgsave_ok", f->rdb_last_bgsave_ok}};
     for (size_t i = 0; i < sizeof(figs) / sizeof(figs[0]); i++)

@@ -1,8 +1,7 @@
 #include "redisnode.h"
 
-#include "redis_loop.h"
+#include "redis_conn.h"
 
-#include <hiredis/hiredis.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +15,11 @@ struct redisnode {
     redisnode_fn *fn;
     void *arg;
     char *password;
-    redisAsyncContext *ac;   /* NULL when not connected */
+    const redis_tls_t *tls;  /* borrowed; NULL: plain text */
+    char *server_name;       /* NULL: verify the IP */
+    redis_conn_t *conn;      /* NULL when not connected */
+    int stale;               /* settings changed under a probe: drop conn after it */
     int busy;                /* a probe is in flight */
-    int timer;               /* its deadline, 0 none */
     int pending;             /* replies the probe still waits for */
     int failed;              /* the probe already failed (an error reply) */
     int full;                /* the probe in flight asked every default section */
@@ -38,21 +39,20 @@ static void set_why(redisnode_t *n, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Forget the context without freeing it (hiredis frees it itself after a disconnect). */
-static void forget_context(redisnode_t *n)
+static void free_secret(char **s)
 {
-    if (n->ac)
-        n->ac->data = NULL;
-    n->ac = NULL;
+    if (*s) {
+        memset(*s, 0, strlen(*s));
+        free(*s);
+    }
+    *s = NULL;
 }
 
-/* Free our context: its pending callbacks run with NULL replies and are ignored. */
-static void drop_context(redisnode_t *n)
+/* Drop the connection (safe from its own callbacks: redis_conn frees it afterwards). */
+static void drop_conn(redisnode_t *n)
 {
-    redisAsyncContext *ac = n->ac;
-    forget_context(n);
-    if (ac)
-        redisAsyncFree(ac);
+    redis_conn_destroy(&n->conn);
+    n->stale = 0;
 }
 
 /* End the probe in flight: record the outcome, then tell the owner. */
@@ -61,9 +61,6 @@ static void finish(redisnode_t *n, int ok)
     if (!n->busy)
         return;
     n->busy = 0;
-    if (n->timer)
-        loop_cancel_timer(n->loop, n->timer);
-    n->timer = 0;
     int64_t now = loop_now(n->loop);
     n->st.probes++;
     if (ok) {
@@ -78,36 +75,22 @@ static void finish(redisnode_t *n, int ok)
         if (!n->st.down_since_ns)
             n->st.down_since_ns = now;
         snprintf(n->st.error, sizeof(n->st.error), "%s", n->why[0] ? n->why : "no answer");
-        drop_context(n);
     }
+    if (!ok || n->stale)
+        drop_conn(n);
     n->fn(n, n->arg);
 }
 
-static int on_timeout(loop_t *loop, int id, void *arg)
+/* A reply of the probe (or its failure: reply NULL, err the connection's line). */
+static void on_reply(redis_conn_t *conn, redisReply *reply, const char *err, void *arg)
 {
-    (void)loop;
-    (void)id;
+    (void)conn;
     redisnode_t *n = arg;
-    n->timer = 0;
-    set_why(n, "no answer within %lld ms", (long long)(n->timeout_ns / 1000000));
-    finish(n, 0);
-    return 0;
-}
-
-/* A reply of the probe. privdata is the node; c->data is NULL once we let go of c. */
-static void on_reply(redisAsyncContext *c, void *r, void *privdata)
-{
-    redisnode_t *n = privdata;
-    redisReply *reply = r;
-    if (!c->data || c != n->ac || !n->busy)
-        return; /* a context we dropped, flushing its callbacks */
     if (!reply) {
-        set_why(n, "connection lost: %s", c->errstr[0] ? c->errstr : "closed");
-        return; /* the disconnect callback ends the probe */
-    }
-    if (reply->type == REDIS_REPLY_ERROR) {
-        /* NOAUTH, WRONGPASS, LOADING...: unreachable for our purpose. The first words
-         * of the error name it; the password never appears in a Redis error. */
+        set_why(n, "%s", err);
+    } else if (reply->type == REDIS_REPLY_ERROR) {
+        /* NOAUTH, LOADING...: unreachable for our purpose. The first words of the error
+         * name it; the password never appears in a Redis error. */
         set_why(n, "redis error: %.120s", reply->str ? reply->str : "");
     } else if (reply->type == REDIS_REPLY_STRING && reply->str && !n->failed) {
         if (redisinfo_parse(reply->str, reply->len, &n->st.info))
@@ -117,30 +100,9 @@ static void on_reply(redisAsyncContext *c, void *r, void *privdata)
             n->st.have_full = 1;
         }
     }
+    freeReplyObject(reply);
     if (--n->pending == 0)
         finish(n, !n->failed);
-}
-
-static void on_connect(const redisAsyncContext *c, int status)
-{
-    redisnode_t *n = c->data;
-    if (!n || status == REDIS_OK)
-        return;
-    /* hiredis frees c after this returns. */
-    set_why(n, "connect %s:%d: %s", n->ip, n->port, c->errstr[0] ? c->errstr : "failed");
-    forget_context(n);
-    finish(n, 0);
-}
-
-static void on_disconnect(const redisAsyncContext *c, int status)
-{
-    redisnode_t *n = c->data;
-    (void)status;
-    if (!n)
-        return;
-    set_why(n, "connection to %s:%d closed: %s", n->ip, n->port, c->errstr[0] ? c->errstr : "by the server");
-    forget_context(n);
-    finish(n, 0); /* no-op when no probe is in flight */
 }
 
 redisnode_t *redisnode_new(loop_t *loop, const char *ip, int port, int64_t timeout_ns, redisnode_fn *fn,
@@ -165,15 +127,20 @@ void redisnode_destroy(redisnode_t **node_p)
         return;
     redisnode_t *n = *node_p;
     n->busy = 0;
-    if (n->timer)
-        loop_cancel_timer(n->loop, n->timer);
-    drop_context(n);
-    if (n->password) {
-        memset(n->password, 0, strlen(n->password));
-        free(n->password);
-    }
+    drop_conn(n); /* a probe in flight ends without a callback */
+    free_secret(&n->password);
+    free(n->server_name);
     free(n);
     *node_p = NULL;
+}
+
+/* The connection's settings changed: reconnect for the next probe. */
+static void settings_changed(redisnode_t *n)
+{
+    if (n->busy)
+        n->stale = 1;
+    else
+        drop_conn(n);
 }
 
 int redisnode_set_password(redisnode_t *n, const char *password)
@@ -185,44 +152,36 @@ int redisnode_set_password(redisnode_t *n, const char *password)
     char *copy = NULL;
     if (password && !(copy = strdup(password)))
         return -1;
-    if (n->password) {
-        memset(n->password, 0, strlen(n->password));
-        free(n->password);
-    }
+    free_secret(&n->password);
     n->password = copy;
-    if (!n->busy)
-        drop_context(n); /* authenticate again on the next probe */
+    settings_changed(n);
     return 0;
 }
 
-/* Connect (asynchronously) and queue AUTH. Returns 0, or -1 with n->why set. */
-static int connect_node(redisnode_t *n)
+int redisnode_set_tls(redisnode_t *n, const redis_tls_t *tls, const char *server_name)
 {
-    redisAsyncContext *ac = redisAsyncConnect(n->ip, n->port);
-    if (!ac) {
-        set_why(n, "connect %s:%d: out of memory", n->ip, n->port);
+    if (server_name && !*server_name)
+        server_name = NULL;
+    int same_name = (!server_name && !n->server_name) ||
+                    (server_name && n->server_name && strcmp(server_name, n->server_name) == 0);
+    if (tls == n->tls && same_name)
+        return 0;
+    char *copy = NULL;
+    if (server_name && !(copy = strdup(server_name)))
         return -1;
-    }
-    if (ac->err) {
-        set_why(n, "connect %s:%d: %s", n->ip, n->port, ac->errstr);
-        redisAsyncFree(ac);
+    free(n->server_name);
+    n->server_name = copy;
+    n->tls = tls;
+    settings_changed(n);
+    return 0;
+}
+
+/* Queue one command of the probe. 0, or -1 (out of memory). */
+static int probe_command(redisnode_t *n, int argc, const char *const *argv)
+{
+    if (redis_conn_command(n->conn, argc, argv, NULL, n->timeout_ns, on_reply, n))
         return -1;
-    }
-    if (redis_loop_attach(ac, n->loop)) {
-        set_why(n, "connect %s:%d: cannot watch the socket", n->ip, n->port);
-        redisAsyncFree(ac);
-        return -1;
-    }
-    ac->data = n;
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    n->ac = ac;
-    if (n->password) {
-        const char *argv[2] = {"AUTH", n->password};
-        size_t lens[2] = {4, strlen(n->password)};
-        if (redisAsyncCommandArgv(ac, on_reply, n, 2, argv, lens) == REDIS_OK)
-            n->pending++;
-    }
+    n->pending++;
     return 0;
 }
 
@@ -235,25 +194,22 @@ int redisnode_probe(redisnode_t *n, int full)
     n->failed = 0;
     n->why[0] = '\0';
     n->pending = 0;
-    if (!n->ac && connect_node(n)) {
-        finish(n, 0);
-        return -1;
+    if (n->conn && redis_conn_state(n->conn) == REDIS_CONN_FAILED)
+        drop_conn(n); /* the server closed it since the last probe */
+    if (!n->conn) {
+        redis_conn_opts_t o = {.host = n->ip,
+                               .port = n->port,
+                               .connect_timeout_ns = n->timeout_ns,
+                               .tls = n->tls,
+                               .tls_server_name = n->server_name,
+                               .password = n->password};
+        n->conn = redis_conn_new(n->loop, &o);
     }
-    int want = n->pending + 2;
-    if (redisAsyncCommand(n->ac, on_reply, n, "PING") == REDIS_OK)
-        n->pending++;
-    if (redisAsyncCommand(n->ac, on_reply, n, full ? "INFO" : "INFO replication") == REDIS_OK)
-        n->pending++;
-    if (n->pending != want) {
-        set_why(n, "cannot queue the probe's commands");
-        finish(n, 0);
-        return -1;
-    }
-    n->timer = loop_add_timer(n->loop, n->timeout_ns, 0, on_timeout, n);
-    if (n->timer < 0) {
-        n->timer = 0;
-        set_why(n, "out of memory arming the probe's deadline");
-        finish(n, 0);
+    static const char *const ping[] = {"PING"}, *const info[] = {"INFO", "replication"};
+    if (!n->conn || probe_command(n, 1, ping) || probe_command(n, full ? 1 : 2, info)) {
+        set_why(n, "%s:%d: out of memory starting a probe", n->ip, n->port);
+        n->pending = 0;
+        finish(n, 0); /* drops the connection: a queued PING's callback never comes */
         return -1;
     }
     return 0;

@@ -1,21 +1,27 @@
-/* redisnode: the observer's link to one Redis server: one hiredis connection on the loop
- * (redis_loop.h), and probes with a deadline.
+/* redisnode: the observer's link to one Redis server: one connection of the Redis
+ * transport (common/redis_conn.h: plain or TLS, AUTH, deadlines) on the loop, and probes.
  *
- * A probe connects when there is no connection (then AUTH when a password is set),
- * sends PING and INFO (the replication section, or every default section when asked:
- * the metrics' figures), and ends in exactly one call of the node's callback: answered
- * (both replies came, INFO parsed: state.reachable 1) or failed (connection refused or
- * closed, an error reply such as NOAUTH/WRONGPASS, or no answer within the timeout:
- * state.reachable 0). A failed probe drops the connection, so a server that hangs
- * (SIGSTOP) or comes back (restart) is met on a fresh connection by the next probe.
- * The callback may start the next probe but must not destroy the node.
+ * A probe connects when there is no usable connection (then AUTH when a password is
+ * set), sends PING and INFO (the replication section, or every default section when
+ * asked: the metrics' figures), pipelined, each bounded by the node's timeout from the
+ * probe's start (so the connect, TLS handshake and AUTH of a new connection count
+ * against it too), and ends in exactly one call of the node's callback: answered (both
+ * replies came, INFO parsed: state.reachable 1) or failed (connection refused or
+ * closed, a TLS refusal, an error reply such as NOAUTH/WRONGPASS, or no answer within
+ * the timeout: state.reachable 0). A failed probe drops the connection, so a server
+ * that hangs (SIGSTOP) or comes back (restart) is met on a fresh connection by the next
+ * probe. The callback may start the next probe but must not destroy the node.
  *
- * The password is copied and never logged; state.error names what failed without it.
+ * The password is copied and never logged; state.error is the transport's line
+ * ("10.0.0.5:6379: connect: Connection refused", "...: PING: no answer within 500 ms",
+ * "...: TLS handshake: certificate verify failed: ...") or "redis error: <Redis's
+ * words>", never with the password.
  */
 #ifndef RDC_OBSERVERD_REDISNODE_H
 #define RDC_OBSERVERD_REDISNODE_H
 
 #include "loop.h"
+#include "redis_tls.h"
 #include "redisinfo.h"
 
 #include <stdint.h>
@@ -36,8 +42,9 @@ typedef struct {
 
 typedef void redisnode_fn(redisnode_t *node, void *arg);
 
-/* A node for ip:port on loop, probes bounded by timeout_ns, results to fn(node, arg).
- * Nothing is sent before redisnode_probe. NULL when out of memory. */
+/* A node for ip:port on loop, probes bounded by timeout_ns, results to fn(node, arg);
+ * plain text until redisnode_set_tls. Nothing is sent before redisnode_probe. NULL when
+ * out of memory. */
 redisnode_t *redisnode_new(loop_t *loop, const char *ip, int port, int64_t timeout_ns, redisnode_fn *fn,
                            void *arg);
 
@@ -50,10 +57,16 @@ void redisnode_destroy(redisnode_t **node_p);
  * 0, or -1 when out of memory (the old password stays). */
 int redisnode_set_password(redisnode_t *node, const char *password);
 
+/* Speak TLS with tls's settings (borrowed: it must outlive the node, or be replaced
+ * first; NULL: plain text), verifying server_name (copied; NULL: the node's IP as an IP
+ * SAN), from the next connection on; a change drops the current connection (not under
+ * a probe in flight: after it). Returns 0, or -1 when out of memory (nothing changed). */
+int redisnode_set_tls(redisnode_t *node, const redis_tls_t *tls, const char *server_name);
+
 /* Start a probe; full asks INFO with every default section instead of INFO replication.
- * Returns 0, 1 when a probe is already in flight (nothing started), or -1 when the
- * connection could not even be started (the callback has then been called with the
- * failure). */
+ * Returns 0, 1 when a probe is already in flight (nothing started), or -1 when memory
+ * ran out (the callback has then been called with the failure). Every other failure,
+ * however early (a refused connection), reaches the callback from the loop. */
 int redisnode_probe(redisnode_t *node, int full);
 
 /* The node's state after its last probe (borrowed). */

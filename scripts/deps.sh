@@ -13,7 +13,7 @@ pkgs=(
     libcunit1-dev          # unit tests
     libmicrohttpd-dev      # HTTP server for /healthz /readyz /metrics
     libevent-dev           # HTTPS server of the admission webhooks (evhttp over OpenSSL)
-    libhiredis-dev         # observerd: RESP client for the Redis pods (async API on our loop)
+    libhiredis-dev         # RESP for the Redis transport (command formatting, the reply reader)
     clang                  # make fuzz (libFuzzer)
     libclang-rt-dev        # make fuzz: libclang_rt.fuzzer/asan for the default clang
     openssl curl jq        # certificates, probes and JSON for the local control plane

@@ -403,8 +403,10 @@ int migrate_storage(kube_client_t *client, const migrate_opts_t *opts, migrate_r
         rc = run.obj_code ? (int)run.obj_code : KERR_OTHER;
         if (err) {
             *err = run.obj_err;
-            snprintf(err->message, sizeof(err->message), "%" PRIu64 " object(s) could not be rewritten, "
-                     "storedVersions left as [%s]; last: %s", report->failed, report->stored_before, report->last_error);
+            snprintf(err->message, sizeof(err->message),
+                     "%" PRIu64 " object(s) could not be rewritten, "
+                     "storedVersions left as [%s]; last: %s",
+                     report->failed, report->stored_before, report->last_error);
         }
         goto out;
     }
@@ -423,11 +425,12 @@ int migrate_report_format(const migrate_report_t *r, const migrate_opts_t *opts,
         return buf_printf(out, "migrate-storage %s to %s: nothing to do, storedVersions is [%s]", crd, version,
                           r->stored_before);
     return buf_printf(out,
-                      "migrate-storage %s to %s%s: %" PRIu64 " listed, %" PRIu64 " rewritten, %" PRIu64 " unchanged, %" PRIu64
-                      " conflicts, %" PRIu64 " gone, %" PRIu64 " failed, %" PRIu64 " page%s%s%s; storedVersions [%s]%s%s%s",
+                      "migrate-storage %s to %s%s: %" PRIu64 " listed, %" PRIu64 " rewritten, %" PRIu64
+                      " unchanged, %" PRIu64 " conflicts, %" PRIu64 " gone, %" PRIu64 " failed, %" PRIu64
+                      " page%s%s%s; storedVersions [%s]%s%s%s",
                       crd, version, opts && opts->dry_run ? " (dry run)" : "", r->listed, r->rewritten, r->unchanged,
                       r->conflicts, r->gone, r->failed, r->pages, r->pages == 1 ? "" : "s",
                       r->resumed ? ", resumed" : "", r->restarted ? ", listing restarted" : "", r->stored_before,
-                      r->stored_versions_patched ? " -> [" : " unchanged", r->stored_versions_patched ? r->stored_after : "",
-                      r->stored_versions_patched ? "]" : "");
+                      r->stored_versions_patched ? " -> [" : " unchanged",
+                      r->stored_versions_patched ? r->stored_after : "", r->stored_versions_patched ? "]" : "");
 }

@@ -149,7 +149,8 @@ static void validate_scale(review_t *r, const char *op, const json_object *obj, 
     if (strcmp(op, "UPDATE"))
         return;
     const char *name = jsonx_str(jsonx_get(obj, "metadata"), "name");
-    json_object *nv = jsonx_get(jsonx_get(obj, "spec"), "replicas"), *ov = jsonx_get(jsonx_get(old, "spec"), "replicas");
+    json_object *nv = jsonx_get(jsonx_get(obj, "spec"), "replicas"),
+                *ov = jsonx_get(jsonx_get(old, "spec"), "replicas");
     buf_t d;
     buf_init(&d, MESSAGE_CAP);
     int forbidden = 0;
@@ -318,7 +319,8 @@ int admission_review(const char *body, size_t len, admission_kind_t kind, char *
     review_t r = {.kind = kind, .api_version = "admission.k8s.io/v1", .uid = "", .allowed = 1, .code = 200};
     buf_init(&r.message, MESSAGE_CAP);
     char msg[320];
-    json_object *root = review_parse_body(body, len, ADMISSION_MAX_DEPTH, "an AdmissionReview", &r.oom, msg, sizeof(msg));
+    json_object *root =
+        review_parse_body(body, len, ADMISSION_MAX_DEPTH, "an AdmissionReview", &r.oom, msg, sizeof(msg));
     if (msg[0])
         bad_request(&r, "%s", msg);
     json_object *request = NULL;
@@ -329,7 +331,8 @@ int admission_review(const char *body, size_t len, admission_kind_t kind, char *
         static const char *const ops[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
         const char *op = jsonx_str(request, "operation");
         const char *sub = jsonx_str(request, "subResource");
-        json_object *k = jsonx_get(request, "kind"), *obj = jsonx_get(request, "object"), *old = jsonx_get(request, "oldObject");
+        json_object *k = jsonx_get(request, "kind"), *obj = jsonx_get(request, "object"),
+                    *old = jsonx_get(request, "oldObject");
         size_t i = 0;
         while (op && i < sizeof(ops) / sizeof(ops[0]) && strcmp(op, ops[i]))
             i++;

@@ -579,7 +579,8 @@ int conversion_review(const char *body, size_t len, char **response_json_out, co
     buf_init(&r.message, CONVERSION_MESSAGE_CAP);
     char msg[320];
     json_object *converted = NULL, *request = NULL;
-    json_object *root = review_parse_body(body, len, CONVERSION_MAX_DEPTH, "a ConversionReview", &r.oom, msg, sizeof(msg));
+    json_object *root =
+        review_parse_body(body, len, CONVERSION_MAX_DEPTH, "a ConversionReview", &r.oom, msg, sizeof(msg));
     if (msg[0])
         fail(&r, 1, "%s", msg);
     else if (root)
@@ -630,7 +631,11 @@ void conversion_metrics_observe(int rc, const conversion_outcome_t *o)
 {
     if (rc < 0 || !o)
         return;
-    metric_counter_add(m_requests(), METRIC_LABELS(o->bad_request ? "BadRequest" : o->success ? "Success" : "Failure"), 1);
+    metric_counter_add(m_requests(),
+                       METRIC_LABELS(o->bad_request ? "BadRequest"
+                                     : o->success   ? "Success"
+                                                    : "Failure"),
+                       1);
     if (o->up)
         metric_counter_add(m_objects(), METRIC_LABELS("v1alpha1", "v1"), (double)o->up);
     if (o->down)

@@ -88,7 +88,8 @@ static int bind_listen(int family, const struct sockaddr *sa, socklen_t len, int
 static int listen_on(const char *host, int port, char *err, size_t errlen)
 {
     if (!host || !*host) {
-        struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = in6addr_any, .sin6_port = htons((uint16_t)port)};
+        struct sockaddr_in6 a6 = {
+            .sin6_family = AF_INET6, .sin6_addr = in6addr_any, .sin6_port = htons((uint16_t)port)};
         int fd = bind_listen(AF_INET6, (struct sockaddr *)&a6, sizeof(a6), 1);
         if (fd < 0 && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL)) {
             struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY),
@@ -351,9 +352,12 @@ static void log_outcome(const char *webhook, int http, const admission_outcome_t
     rlog_level_t level = o->allowed ? RLOG_DEBUG : RLOG_INFO;
     if (!rlog_enabled(level))
         return;
-    rlog(level, o->bad_request ? "bad admission request" : o->allowed ? "admitted" : "denied",
-         "webhook", webhook, "uid", o->uid, "operation", o->operation, "namespace", o->ns, "name", o->name,
-         "dryRun", o->dry_run ? "true" : "false", "patched", o->patched ? "true" : "false", "httpCode", code, "code", status,
+    rlog(level,
+         o->bad_request ? "bad admission request"
+         : o->allowed   ? "admitted"
+                        : "denied",
+         "webhook", webhook, "uid", o->uid, "operation", o->operation, "namespace", o->ns, "name", o->name, "dryRun",
+         o->dry_run ? "true" : "false", "patched", o->patched ? "true" : "false", "httpCode", code, "code", status,
          "message", o->allowed ? NULL : o->message, "ms", ms);
 }
 
@@ -385,8 +389,8 @@ static void serve_review(webhook_server_t *s, struct evhttp_request *req, const 
     } else if (!is_json(ct)) {
         code = 415;
         char msg[512];
-        snprintf(msg, sizeof(msg), "415 unsupported media type: Content-Type must be application/json, have \"%.200s\"\n",
-                 ct ? ct : "");
+        snprintf(msg, sizeof(msg),
+                 "415 unsupported media type: Content-Type must be application/json, have \"%.200s\"\n", ct ? ct : "");
         reply_text(req, code, msg);
     } else {
         struct evbuffer *in = evhttp_request_get_input_buffer(req);

@@ -2,12 +2,11 @@
  *
  * The serving certificate and key are files in a directory (controller-runtime's
  * --webhook-cert-dir with tls.crt and tls.key), usually a mounted Secret that cert-manager
- * rotates: the kubelet swaps the files atomically through a symlink. So the files are
- * watched by their identity and modification time (stat follows the symlinks), and a
- * change loads a new context; connections accepted afterwards use it, connections already
- * open keep theirs (an SSL holds a reference to its context). A change that cannot be
- * loaded (half-written, key and certificate that do not match) keeps the old context and
- * is retried when the files change again.
+ * rotates. common/certwatch watches, reads and checks them (certwatch.h has the rules:
+ * a pair half swapped, not PEM, or whose key does not match is never used); each pair it
+ * hands over becomes a new context. Connections accepted afterwards use it, connections
+ * already open keep theirs (an SSL holds a reference to its context). A change that cannot
+ * be loaded keeps the old context and is retried when the files change again.
  *
  * The context allows TLS 1.2 and 1.3 only, with forward-secret AEAD cipher suites for
  * TLS 1.2, no compression, no renegotiation, and never prompts for a key passphrase. An

@@ -100,11 +100,26 @@ static int known_in(const ctx_t *c, const cn_view_t *v)
     int k = 0;
     for (int i = 0; i < c->n; i++) {
         const cn_node_t *e = c->id[i] ? cn_find(v, c->id[i]) : NULL;
-        k += e && !strcmp(e->ip, c->in->pod[i].ip);
+        /* (a node's own line may show no address before it learnt it) */
+        k += e && ((e->flags & CN_MYSELF) || !strcmp(e->ip, c->in->pod[i].ip));
     }
     return k;
 }
 
+/* How many observed nodes know node i at its pod's IP (itself included). */
+static int known_by(const ctx_t *c, int i)
+{
+    int k = 0;
+    for (int j = 0; c->id[i] && j < c->n; j++) {
+        const cn_node_t *e = c->me[j] ? cn_find(c->in->pod[j].view, c->id[i]) : NULL;
+        k += e && ((e->flags & CN_MYSELF) || !strcmp(e->ip, c->in->pod[i].ip));
+    }
+    return k;
+}
+
+/* The anchor: the observed node that knows the most nodes of the layout and is known by
+ * the most (the best connected: a pod back alone with a new IP knows everyone but nobody
+ * knows it), ties to the lowest index. */
 static void gather(ctx_t *c)
 {
     c->all_observed = 1;
@@ -118,7 +133,7 @@ static void gather(ctx_t *c)
         c->out->label[i] = NULL;
     }
     for (int i = 0; i < c->n; i++) {
-        int k = c->id[i] ? known_in(c, c->in->pod[i].view) : -1;
+        int k = c->id[i] ? known_in(c, c->in->pod[i].view) + known_by(c, i) : -1;
         if (k > best) {
             best = k;
             c->anchor = c->id[i] ? i : -1;

@@ -15,8 +15,9 @@
  * the operator does what it cannot do alone, in this order, one step per plan (each step
  * changes what the next one sees, so the next reconcile, from a fresh observation, takes
  * it):
- *   1. MEET: the anchor (the observed node that knows the most nodes of the layout; ties:
- *      the lowest index) must know every observed node at its pod's current IP: CLUSTER
+ *   1. MEET: the anchor (the observed node that knows, and is known by, the most nodes of
+ *      the layout at their pods' IPs; ties: the lowest index) must know every observed
+ *      node at its pod's current IP: CLUSTER
  *      MEET <ip> 6379 on the anchor for each one it does not know, or knows at another
  *      address (a pod back with a new IP). A MEET already in handshake with that IP is
  *      waited for, never sent twice. Gossip spreads the rest.

@@ -217,7 +217,9 @@ static void plan_reads(const plan_ctx_t *c, const found_t *x, const json_object 
     }
     /* The class is looked up when the StatefulSet is created and while the cluster is not
      * Running (a healthy resync reads nothing more). */
-    const char *cls = c->spec->storage.storage_class && (x->kids.sts_created || wants) ? c->spec->storage.storage_class : NULL;
+    const char *cls = c->spec->storage.storage_class;
+    if (!x->kids.sts_created && !wants)
+        cls = NULL;
     plan_set_reads(p, wants, cls, jsonx_str_set(plan_status(p), "selector"));
     /* An object in the way is not watched (it has not our labels): look again. */
     if (x->kids.owner_conflict || (phase && strcmp(phase, "Running") && strcmp(phase, "Failed")))

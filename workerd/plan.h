@@ -71,9 +71,10 @@
  *     reason, recorded only with a status write (so a resync of an unchanged, invalid
  *     object writes nothing); no requeue (a fix arrives as a watch event).
  *  5. Otherwise the desired children (ConfigMap, Service, StatefulSet, then the
- *     PodDisruptionBudget "policy/v1 poddisruptionbudgets" of the pods, render_pdb) are built (render.h) from the spec with the
- *     defaulting webhook's defaults for what it leaves unset (version "7.2" as the tag of an
- *     image without one, maxmemoryPolicy allkeys-lru, storage.size 1Gi; rdc_spec.h), so a
+ *     PodDisruptionBudget "policy/v1 poddisruptionbudgets" of the pods, render_pdb) are
+ *     built (render.h) from the spec parsed by rdc_spec_parse, with the defaults rdc_spec.h
+ *     states for what it leaves unset (version "7.2" as the tag of an image without one,
+ *     maxmemoryPolicy allkeys-lru, storage.size 1Gi, ...: those of the webhook), so a
  *     cluster runs the same whether or not the webhook is installed, and compared with the
  *     observed ones: a missing child gets PLAN_CREATE (Normal event Created); an observed
  *     child that is not ours is left alone (OWNERSHIP); a drifted child of ours gets
@@ -181,8 +182,9 @@
  * healthy resync reads nothing more): the pods of the StatefulSet's selector, the Events
  * of the StatefulSet, and the Events of the first pod that is not Ready
  * (plan_pod_to_explain); a caller that has the pods already reads only the Events
- * plan_diagnosis_reads names, and finds the same cause (test_plan's diagnosis table). With them, while fewer replicas than spec.size are ready, the
- * first cause found, in this order, becomes Ready=False and Degraded=True with its reason
+ * plan_diagnosis_reads names, and finds the same cause (test_plan's diagnosis table).
+ * With them, while fewer replicas than spec.size are ready, the first cause found, in
+ * this order, becomes Ready=False and Degraded=True with its reason
  * and a message quoting the API's words (at most 1024 bytes of them):
  *   FailedCreate      fewer pods exist than the StatefulSet wants, and of its Events
  *                     FailedCreate (a ResourceQuota, Pod Security, ...) is later than any

@@ -243,7 +243,8 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
         int mport = 0, link = 0, ok = 0;
         int64_t offset = -1;
         const char *av[2] = {"INFO", "replication"};
-        if (ip && *ip && !redisexec_command(ip, port, password, NULL, 2, av, timeout_ns, info, sizeof(info), err, sizeof(err))) {
+        if (ip && *ip &&
+            !redisexec_command(ip, port, password, NULL, 2, av, timeout_ns, info, sizeof(info), err, sizeof(err))) {
             redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &mport, &link, &offset);
             ok = 1;
         }
@@ -260,8 +261,8 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
         jsonx_put(node, "downSinceMs", jsonx_new_int(0, &oom), &oom);
         char ld[32];
         int64_t link_down_ms = -1;
-        if (ok && !strcmp(role, "slave") && !link && info_field(info, "master_link_down_since_seconds", ld, sizeof(ld)) &&
-            to_int(ld, -1) >= 0)
+        if (ok && !strcmp(role, "slave") && !link &&
+            info_field(info, "master_link_down_since_seconds", ld, sizeof(ld)) && to_int(ld, -1) >= 0)
             link_down_ms = to_int(ld, -1) * 1000;
         jsonx_put(node, "linkDownSinceMs", jsonx_new_int(link_down_ms, &oom), &oom);
         jsonx_push(arr, node, &oom);

@@ -171,7 +171,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_object *root = json_tokener_parse(out);
     check(root != NULL, "answer is not JSON", out);
     json_object *kind_v = get(root, "kind"), *resp = get(root, "response");
-    check(kind_v && !strcmp(json_object_get_string(kind_v), "AdmissionReview"), "answer is not an AdmissionReview", out);
+    check(kind_v && !strcmp(json_object_get_string(kind_v), "AdmissionReview"), "answer is not an AdmissionReview",
+          out);
     check(resp && json_object_is_type(get(resp, "uid"), json_type_string), "answer has no response.uid", out);
     json_object *allowed_v = get(resp, "allowed");
     check(allowed_v && json_object_is_type(allowed_v, json_type_boolean), "answer has no response.allowed", out);

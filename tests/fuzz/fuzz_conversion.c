@@ -128,7 +128,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_tokener *tok = json_tokener_new_ex(CONVERSION_MAX_DEPTH + 8);
     json_object *root = json_tokener_parse_ex(tok, out, (int)strlen(out));
     json_tokener_free(tok);
-    check(root && !strcmp(json_object_get_string(get(root, "kind")), "ConversionReview"), "answer is not a review", out);
+    check(root && !strcmp(json_object_get_string(get(root, "kind")), "ConversionReview"), "answer is not a review",
+          out);
     json_object *resp = get(root, "response"), *result = get(resp, "result");
     check(json_object_is_type(get(resp, "uid"), json_type_string), "no response.uid", out);
     const char *status = json_object_get_string(get(result, "status"));

@@ -9,7 +9,8 @@
 #include <CUnit/CUnit.h>
 
 /* What metrics_expose writes for reg, as a malloc'd string the caller frees (NULL when
- * out of memory: every needle then counts as absent). One assertion: the whole exposition fit (metrics_expose returned 0). */
+ * out of memory: every needle then counts as absent). One assertion: the whole exposition
+ * fit (metrics_expose returned 0). */
 static inline char *exposition_of(metrics_registry_t *reg)
 {
     buf_t out;

@@ -69,11 +69,12 @@ static char *review_text(const char *op, const char *name, const char *spec, con
 {
     buf_t b;
     buf_init(&b, 0);
-    buf_printf(&b, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
-                   "\"uid\":\"705ab4f5-6393-11e8-b7cc-42010a800002\","
-                   "\"kind\":{\"group\":\"cache.example.com\",\"version\":\"v1alpha1\",\"kind\":\"RedisCluster\"},"
-                   "\"resource\":{\"group\":\"cache.example.com\",\"version\":\"v1alpha1\",\"resource\":\"redisclusters\"},"
-                   "\"operation\":\"%s\",\"name\":\"%s\",\"namespace\":\"default\",\"object\":",
+    buf_printf(&b,
+               "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+               "\"uid\":\"705ab4f5-6393-11e8-b7cc-42010a800002\","
+               "\"kind\":{\"group\":\"cache.example.com\",\"version\":\"v1alpha1\",\"kind\":\"RedisCluster\"},"
+               "\"resource\":{\"group\":\"cache.example.com\",\"version\":\"v1alpha1\",\"resource\":\"redisclusters\"},"
+               "\"operation\":\"%s\",\"name\":\"%s\",\"namespace\":\"default\",\"object\":",
                op, name);
     rc_json(&b, name, spec, NULL);
     if (old_spec) {
@@ -250,31 +251,44 @@ static const struct {
     {"{\"size\":3,\"image\":5}", "spec.image: Invalid value: 5: must be a string"},
     {"{\"size\":3,\"image\":\"re dis\"}", "spec.image: Invalid value: \"re dis\": must be an image reference"},
     {"{\"size\":3,\"image\":\"redis\\nmaxmemory 1\"}", "spec.image: Invalid value: \"redis\\x0amaxmemory 1\""},
-    {"{\"size\":3,\"image\":\"re\\u0000dis\"}", "spec.image: Invalid value: \"re\\x00dis\": must be a string without NUL bytes"},
-    {"{\"size\":3,\"image\":\"r\\u00e9dis\"}", "spec.image: Invalid value: \"r\xc3\xa9" "dis\": must be an image reference"},
-    {"{\"size\":3,\"image\":\"redis\",\"version\":\"7 2\"}", "spec.version: Invalid value: \"7 2\": must be an image tag"},
-    {"{\"size\":3,\"image\":\"redis\",\"version\":\"-7\"}", "spec.version: Invalid value: \"-7\": must be an image tag"},
+    {"{\"size\":3,\"image\":\"re\\u0000dis\"}",
+     "spec.image: Invalid value: \"re\\x00dis\": must be a string without NUL bytes"},
+    {"{\"size\":3,\"image\":\"r\\u00e9dis\"}", "spec.image: Invalid value: \"r\xc3\xa9"
+                                               "dis\": must be an image reference"},
+    {"{\"size\":3,\"image\":\"redis\",\"version\":\"7 2\"}",
+     "spec.version: Invalid value: \"7 2\": must be an image tag"},
+    {"{\"size\":3,\"image\":\"redis\",\"version\":\"-7\"}",
+     "spec.version: Invalid value: \"-7\": must be an image tag"},
     {"{\"size\":3,\"image\":\"redis\",\"version\":7}", "spec.version: Invalid value: 7: must be a string"},
     {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"10GB\"}}",
      "spec.storage.size: Invalid value: \"10GB\": must match ^[0-9]+(Gi|Mi|Ti)$"},
-    {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"1.5Gi\"}}", "spec.storage.size: Invalid value: \"1.5Gi\": must match"},
-    {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"0Gi\"}}", "spec.storage.size: Invalid value: \"0Gi\": must be greater than zero"},
-    {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":10}}", "spec.storage.size: Invalid value: 10: must be a string"},
+    {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"1.5Gi\"}}",
+     "spec.storage.size: Invalid value: \"1.5Gi\": must match"},
+    {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"0Gi\"}}",
+     "spec.storage.size: Invalid value: \"0Gi\": must be greater than zero"},
+    {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":10}}",
+     "spec.storage.size: Invalid value: 10: must be a string"},
     {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"99999999999999999999Ti\"}}",
      "spec.storage.size: Invalid value: \"99999999999999999999Ti\": must be at most 2^62 bytes"},
     {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"size\":\"4194305Ti\"}}", "must be at most 2^62 bytes"},
     {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"storageClass\":\"Fast_SSD\"}}",
      "spec.storage.storageClass: Invalid value: \"Fast_SSD\": must be the name of a StorageClass"},
-    {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"storageClass\":\"-fast\"}}", "spec.storage.storageClass: Invalid value"},
+    {"{\"size\":3,\"image\":\"redis\",\"storage\":{\"storageClass\":\"-fast\"}}",
+     "spec.storage.storageClass: Invalid value"},
     {"{\"size\":3,\"image\":\"redis\",\"storage\":[]}", "spec.storage: Invalid value: []: must be an object"},
-    {"{\"size\":3,\"image\":\"redis\",\"config\":\"maxmemory 1\"}", "spec.config: Invalid value: \"maxmemory 1\": must be an object"},
+    {"{\"size\":3,\"image\":\"redis\",\"config\":\"maxmemory 1\"}",
+     "spec.config: Invalid value: \"maxmemory 1\": must be an object"},
     {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":\"lots\"}}",
      "spec.config.maxmemory: Invalid value: \"lots\": must be a memory size"},
-    {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":\"1tb\"}}", "spec.config.maxmemory: Invalid value: \"1tb\""},
-    {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":\"1gb\\nslaveof evil 6379\"}}", "spec.config.maxmemory: Invalid value"},
-    {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":256}}", "spec.config.maxmemory: Invalid value: 256: must be a string"},
+    {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":\"1tb\"}}",
+     "spec.config.maxmemory: Invalid value: \"1tb\""},
+    {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":\"1gb\\nslaveof evil 6379\"}}",
+     "spec.config.maxmemory: Invalid value"},
+    {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":256}}",
+     "spec.config.maxmemory: Invalid value: 256: must be a string"},
     {"{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemoryPolicy\":\"allkeys-lfu\"}}",
-     "spec.config.maxmemoryPolicy: Unsupported value: \"allkeys-lfu\": supported values: \"allkeys-lru\", \"noeviction\", \"volatile-lru\""},
+     "spec.config.maxmemoryPolicy: Unsupported value: \"allkeys-lfu\": supported values: \"allkeys-lru\", "
+     "\"noeviction\", \"volatile-lru\""},
     {"\"size=3\"", "spec: Invalid value: \"size=3\": must be an object"},
     {"[1,2]", "spec: Invalid value: [1,2]: must be an object"},
     {"null", "spec: Required value"},
@@ -293,8 +307,8 @@ static void test_invalid_fields_named_in_message(void)
         CU_ASSERT(contains(message(&a), "RedisCluster.cache.example.com \"cache\" is invalid: "));
         CU_ASSERT(contains(message(&a), invalid_cases[i].expect));
         if (!contains(message(&a), invalid_cases[i].expect))
-            fprintf(stderr, "\nspec %s:\n  want %s\n  have %s\n", invalid_cases[i].spec ? invalid_cases[i].spec : "(none)",
-                    invalid_cases[i].expect, message(&a));
+            fprintf(stderr, "\nspec %s:\n  want %s\n  have %s\n",
+                    invalid_cases[i].spec ? invalid_cases[i].spec : "(none)", invalid_cases[i].expect, message(&a));
         CU_ASSERT_FALSE(a.o.allowed);
         CU_ASSERT_EQUAL(a.o.code, 422);
         CU_ASSERT(contains(a.o.message, "is invalid"));
@@ -310,8 +324,9 @@ static void test_owned_directive_refused_by_name(void)
                                           "\"rename-command\":\"CONFIG \\\"\\\"\"}}}");
     CU_ASSERT_FALSE(allowed(&a));
     CU_ASSERT_EQUAL(status_code(&a), 403);
-    CU_ASSERT(contains(message(&a), "RedisCluster.cache.example.com \"cache\" is forbidden: spec.config.extra.rename-command: "
-                                    "Forbidden: directive \"rename-command\" is owned by the operator"));
+    CU_ASSERT(contains(message(&a),
+                       "RedisCluster.cache.example.com \"cache\" is forbidden: spec.config.extra.rename-command: "
+                       "Forbidden: directive \"rename-command\" is owned by the operator"));
     answer_free(&a);
     a = validate_create("cache", "{\"size\":1,\"image\":\"redis\",\"config\":{\"extra\":{\"hz\":\"20\"}}}");
     CU_ASSERT_TRUE(allowed(&a));
@@ -320,8 +335,9 @@ static void test_owned_directive_refused_by_name(void)
 
 static void test_every_problem_listed(void)
 {
-    answer_t a = validate_create("cache", "{\"size\":0,\"image\":\"\",\"version\":\"a b\",\"config\":{\"maxmemory\":\"x\","
-                                          "\"maxmemoryPolicy\":\"y\"},\"storage\":{\"size\":\"1G\",\"storageClass\":\"A\"}}");
+    answer_t a =
+        validate_create("cache", "{\"size\":0,\"image\":\"\",\"version\":\"a b\",\"config\":{\"maxmemory\":\"x\","
+                                 "\"maxmemoryPolicy\":\"y\"},\"storage\":{\"size\":\"1G\",\"storageClass\":\"A\"}}");
     const char *m = message(&a);
     CU_ASSERT(contains(m, "is invalid: [spec.size: Invalid value: 0"));
     CU_ASSERT(contains(m, ", spec.image: Required value"));
@@ -397,9 +413,10 @@ static void test_invalid_names(void)
     CU_ASSERT(allowed(&a));
     answer_free(&a);
     /* A name that is missing altogether. */
-    const char *body = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\","
-                       "\"kind\":{\"group\":\"cache.example.com\",\"version\":\"v1alpha1\",\"kind\":\"RedisCluster\"},"
-                       "\"operation\":\"CREATE\",\"object\":{\"metadata\":{\"generateName\":\"c-\"},\"spec\":" VALID_SPEC "}}}";
+    const char *body =
+        "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\","
+        "\"kind\":{\"group\":\"cache.example.com\",\"version\":\"v1alpha1\",\"kind\":\"RedisCluster\"},"
+        "\"operation\":\"CREATE\",\"object\":{\"metadata\":{\"generateName\":\"c-\"},\"spec\":" VALID_SPEC "}}}";
     a = ask_str(body, ADMISSION_VALIDATE);
     CU_ASSERT_FALSE(allowed(&a));
     CU_ASSERT(contains(message(&a), "RedisCluster.cache.example.com \"\" is invalid: metadata.name: Required value"));
@@ -455,7 +472,8 @@ static void test_update_storage_immutable(void)
         const char *old_storage, *new_storage, *expect; /* expect NULL = allowed */
     } cases[] = {
         {"{\"size\":\"1Gi\"}", "{\"size\":\"2Gi\"}",
-         "spec.storage.size: Forbidden: is immutable (it sizes the StatefulSet's volumeClaimTemplates): was \"1Gi\", now \"2Gi\""},
+         "spec.storage.size: Forbidden: is immutable (it sizes the StatefulSet's volumeClaimTemplates): was \"1Gi\", "
+         "now \"2Gi\""},
         {"{\"size\":\"2Gi\"}", "{\"size\":\"1Gi\"}", "spec.storage.size: Forbidden: is immutable"},
         {"{\"size\":\"1Gi\"}", "{\"size\":\"1024Mi\"}", NULL},
         {"null", "{\"size\":\"1Gi\"}", NULL},
@@ -545,8 +563,10 @@ static void test_scale_subresource(void)
         "\"kind\":{\"group\":\"autoscaling\",\"version\":\"v1\",\"kind\":\"Scale\"},"
         "\"resource\":{\"group\":\"cache.example.com\",\"version\":\"v1alpha1\",\"resource\":\"redisclusters\"},"
         "\"subResource\":\"scale\",\"operation\":\"UPDATE\",\"name\":\"cache\",\"namespace\":\"default\","
-        "\"object\":{\"apiVersion\":\"autoscaling/v1\",\"kind\":\"Scale\",\"metadata\":{\"name\":\"cache\"},\"spec\":{\"replicas\":%d}},"
-        "\"oldObject\":{\"apiVersion\":\"autoscaling/v1\",\"kind\":\"Scale\",\"metadata\":{\"name\":\"cache\"},\"spec\":{\"replicas\":%d}}}}";
+        "\"object\":{\"apiVersion\":\"autoscaling/v1\",\"kind\":\"Scale\",\"metadata\":{\"name\":\"cache\"},\"spec\":"
+        "{\"replicas\":%d}},"
+        "\"oldObject\":{\"apiVersion\":\"autoscaling/v1\",\"kind\":\"Scale\",\"metadata\":{\"name\":\"cache\"},"
+        "\"spec\":{\"replicas\":%d}}}}";
     static const struct {
         int replicas, old_replicas;
         admission_kind_t kind;
@@ -597,7 +617,8 @@ static void test_defaults_patch(void)
     answer_free(&a);
 
     /* Parents present: the members are added into them, nothing else is touched. */
-    a = mutate_create("{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":\"1gb\"},\"storage\":{\"storageClass\":\"fast\"}}");
+    a = mutate_create(
+        "{\"size\":3,\"image\":\"redis\",\"config\":{\"maxmemory\":\"1gb\"},\"storage\":{\"storageClass\":\"fast\"}}");
     ops = patch_of(&a);
     CU_ASSERT_EQUAL(json_object_array_length(ops), 3);
     CU_ASSERT_STRING_EQUAL(json_object_get_string(op_value(ops, "/spec/storage/size")), "1Gi");
@@ -705,14 +726,16 @@ static void test_malformed_reviews(void)
         {"42", "body: must be an AdmissionReview object", ""},
         {"\"AdmissionReview\"", "body: must be an AdmissionReview object, have a string", ""},
         {"{}", "apiVersion: must be admission.k8s.io/v1", ""},
-        {"{\"apiVersion\":\"v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"x\"}}", "apiVersion: must be", "x"},
+        {"{\"apiVersion\":\"v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"x\"}}", "apiVersion: must be",
+         "x"},
         {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"Pod\"}", "kind: must be AdmissionReview", ""},
         {HDR "\"response\":{}}", "request: required, an object, have null", ""},
         {HDR "\"request\":[]}", "request: required, an object, have an array", ""},
         {HDR "\"request\":{\"operation\":\"CREATE\"}}", "request.uid: required", ""},
         {HDR "\"request\":{\"uid\":\"\"}}", "request.uid: required", ""},
         {HDR "\"request\":{\"uid\":7}}", "request.uid: required", ""},
-        {HDR "\"request\":{\"uid\":\"u1\"," RCKIND "}}", "request.operation: must be CREATE, UPDATE, DELETE or CONNECT", "u1"},
+        {HDR "\"request\":{\"uid\":\"u1\"," RCKIND "}}", "request.operation: must be CREATE, UPDATE, DELETE or CONNECT",
+         "u1"},
         {HDR "\"request\":{\"uid\":\"u1\"," RCKIND ",\"operation\":\"PATCH\"}}", "request.operation", "u1"},
         {HDR "\"request\":{\"uid\":\"u2\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
              "\"operation\":\"CREATE\",\"object\":{}}}",
@@ -720,11 +743,13 @@ static void test_malformed_reviews(void)
         {HDR "\"request\":{\"uid\":\"u2\",\"operation\":\"CREATE\",\"object\":{}}}", "request.kind", "u2"},
         {HDR "\"request\":{\"uid\":\"u3\"," RCKIND ",\"operation\":\"CREATE\",\"object\":\"cache\"}}",
          "request.object: required for CREATE, an object, have a string", "u3"},
-        {HDR "\"request\":{\"uid\":\"u3\"," RCKIND ",\"operation\":\"CREATE\"}}", "request.object: required for CREATE", "u3"},
+        {HDR "\"request\":{\"uid\":\"u3\"," RCKIND ",\"operation\":\"CREATE\"}}", "request.object: required for CREATE",
+         "u3"},
         {HDR "\"request\":{\"uid\":\"u3\"," RCKIND ",\"operation\":\"CREATE\",\"object\":[]}}", "have an array", "u3"},
         {HDR "\"request\":{\"uid\":\"u4\"," RCKIND ",\"operation\":\"UPDATE\",\"object\":{}}}",
          "request.oldObject: required for UPDATE, an object, have null", "u4"},
-        {HDR "\"request\":{\"uid\":\"u5\"," RCKIND ",\"subResource\":\"scale\",\"operation\":\"UPDATE\",\"object\":{},\"oldObject\":{}}}",
+        {HDR "\"request\":{\"uid\":\"u5\"," RCKIND
+             ",\"subResource\":\"scale\",\"operation\":\"UPDATE\",\"object\":{},\"oldObject\":{}}}",
          "request.kind: this webhook serves autoscaling Scale", "u5"},
         {"\xff\xfe{}", "body: not JSON", ""},
         {HDR "\"request\":{\"uid\":\"\xc3\x28\"}}", "body: not JSON", ""},
@@ -845,7 +870,8 @@ static void test_big_input(void)
 
     /* A huge uid or name is echoed as given but cut in the outcome. */
     buf_reset(&b);
-    buf_printf(&b, HDR "\"request\":{\"uid\":\"%.5000s\"," RCKIND ",\"operation\":\"DELETE\",\"name\":\"%.5000s\"}}", s, s);
+    buf_printf(&b, HDR "\"request\":{\"uid\":\"%.5000s\"," RCKIND ",\"operation\":\"DELETE\",\"name\":\"%.5000s\"}}", s,
+               s);
     a = ask(buf_str(&b), b.len, ADMISSION_VALIDATE);
     CU_ASSERT(allowed(&a));
     CU_ASSERT_EQUAL(strlen(jsonx_str(a.response, "uid")), 5000);
@@ -893,7 +919,8 @@ static void test_agrees_with_plan(void)
         int plan_ok = strcmp(plan_phase(p), "Failed") != 0;
         CU_ASSERT_EQUAL(plan_ok, allowed(&a));
         if (plan_ok != allowed(&a))
-            fprintf(stderr, "\ndisagree on %s: webhook %s, plan %s\n", spec ? spec : "(none)", message(&a), plan_phase(p));
+            fprintf(stderr, "\ndisagree on %s: webhook %s, plan %s\n", spec ? spec : "(none)", message(&a),
+                    plan_phase(p));
         plan_destroy(&p);
         json_object_put(rc);
         buf_free(&b);
@@ -996,9 +1023,10 @@ static void test_string_bounds_agree_with_crd(void)
         char c;
     } bounds[] = {
         {"{\"size\":1,\"image\":\"%s\"}", "spec.image: Invalid value", RDC_SPEC_IMAGE_MAX, 'r'},
-        {"{\"size\":1,\"image\":\"redis\",\"version\":\"%s\"}", "spec.version: Invalid value", RDC_SPEC_VERSION_MAX, '7'},
-        {"{\"size\":1,\"image\":\"redis\",\"storage\":{\"storageClass\":\"%s\"}}", "spec.storage.storageClass: Invalid value",
-         RDC_SPEC_STORAGE_CLASS_MAX, 's'},
+        {"{\"size\":1,\"image\":\"redis\",\"version\":\"%s\"}", "spec.version: Invalid value", RDC_SPEC_VERSION_MAX,
+         '7'},
+        {"{\"size\":1,\"image\":\"redis\",\"storage\":{\"storageClass\":\"%s\"}}",
+         "spec.storage.storageClass: Invalid value", RDC_SPEC_STORAGE_CLASS_MAX, 's'},
     };
     for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
         answer_t a = validate_with(bounds[i].fmt, bounds[i].max, bounds[i].c);
@@ -1010,10 +1038,12 @@ static void test_string_bounds_agree_with_crd(void)
         answer_free(&a);
     }
     /* storage.size: leading zeros keep the value small but not the text. */
-    answer_t a = validate_with("{\"size\":1,\"image\":\"redis\",\"storage\":{\"size\":\"%s1Gi\"}}", RDC_SPEC_STORAGE_SIZE_MAX - 3, '0');
+    answer_t a = validate_with("{\"size\":1,\"image\":\"redis\",\"storage\":{\"size\":\"%s1Gi\"}}",
+                               RDC_SPEC_STORAGE_SIZE_MAX - 3, '0');
     CU_ASSERT(allowed(&a));
     answer_free(&a);
-    a = validate_with("{\"size\":1,\"image\":\"redis\",\"storage\":{\"size\":\"%s1Gi\"}}", RDC_SPEC_STORAGE_SIZE_MAX - 2, '0');
+    a = validate_with("{\"size\":1,\"image\":\"redis\",\"storage\":{\"size\":\"%s1Gi\"}}",
+                      RDC_SPEC_STORAGE_SIZE_MAX - 2, '0');
     CU_ASSERT_FALSE(allowed(&a));
     CU_ASSERT(contains(message(&a), "spec.storage.size: Invalid value: \"000"));
     CU_ASSERT(contains(message(&a), "must be at most 32 characters"));
@@ -1132,7 +1162,13 @@ static void test_field_errors_list(void)
 static void test_base64(void)
 {
     static const char *const rfc4648[][2] = {
-        {"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"},
+        {"", ""},
+        {"f", "Zg=="},
+        {"fo", "Zm8="},
+        {"foo", "Zm9v"},
+        {"foob", "Zm9vYg=="},
+        {"fooba", "Zm9vYmE="},
+        {"foobar", "Zm9vYmFy"},
     };
     for (size_t i = 0; i < sizeof(rfc4648) / sizeof(rfc4648[0]); i++) {
         char *s = admission_base64((const unsigned char *)rfc4648[i][0], strlen(rfc4648[i][0]));
@@ -1161,7 +1197,7 @@ static int suite_tls_init(void)
 
 static int suite_tls_clean(void)
 {
-    static const char *const files[] = {"tls.crt", "tls.key", "other.crt", "other.key", "junk.crt"};
+    static const char *const files[] = {"tls.crt", "tls.key", "other.crt", "other.key", "junk.crt", "chain.crt"};
     char path[128];
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         snprintf(path, sizeof(path), "%s/%s", tmpdir, files[i]);
@@ -1225,6 +1261,39 @@ static void test_tls_load_and_reload(void)
     CU_ASSERT_EQUAL(webhook_tls_loads(t), 3);
     webhook_tls_destroy(&t);
     CU_ASSERT_PTR_NULL(t);
+}
+
+/* A certificate file holding a chain (leaf first, then an intermediate): the leaf is served
+ * with the rest of the chain after it, as SSL_CTX_use_certificate_chain_file would. */
+static void test_tls_chain(void)
+{
+    char err[512], path[128], cn[64] = "";
+    make_cert("leaf", "tls.crt", "tls.key");
+    make_cert("intermediate", "other.crt", "other.key");
+    snprintf(path, sizeof(path), "%s/chain.crt", tmpdir);
+    FILE *out = fopen(path, "w");
+    CU_ASSERT_FATAL(out != NULL);
+    static const char *const parts[] = {"tls.crt", "other.crt"};
+    for (size_t i = 0; i < 2; i++) {
+        char part[128], block[4096];
+        snprintf(part, sizeof(part), "%s/%s", tmpdir, parts[i]);
+        FILE *in = fopen(part, "r");
+        CU_ASSERT_FATAL(in != NULL);
+        size_t n = fread(block, 1, sizeof(block), in);
+        fclose(in);
+        fwrite(block, 1, n, out);
+    }
+    fclose(out);
+    webhook_tls_t *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(webhook_tls_new(tmpdir, "chain.crt", "tls.key", &t, err, sizeof(err)), 0);
+    SSL_CTX *ctx = webhook_tls_ctx(t);
+    X509_NAME_get_text_by_NID(X509_get_subject_name(SSL_CTX_get0_certificate(ctx)), NID_commonName, cn,
+                              (int)sizeof(cn));
+    CU_ASSERT_STRING_EQUAL(cn, "leaf");
+    STACK_OF(X509) *chain = NULL;
+    CU_ASSERT_EQUAL(SSL_CTX_get0_chain_certs(ctx, &chain), 1);
+    CU_ASSERT_EQUAL(chain ? sk_X509_num(chain) : 0, 1);
+    webhook_tls_destroy(&t);
 }
 
 /* ---- The HTTPS server, served from a thread --------------------------------------------------- */
@@ -1537,6 +1606,7 @@ static const cu_entry_t tests[] = {
     {"base64 (RFC 4648 vectors)", test_base64},
     CU_SUITE("admission: server"),
     {"certificate load and reload", test_tls_load_and_reload},
+    {"a certificate chain is served whole", test_tls_chain},
     {"routes, methods, content types, sizes, timeouts, metrics", test_server_routes_and_errors},
     {"POST /convert: conversion reviews and their metrics", test_server_convert},
     {"new connections get a rotated certificate", test_server_reloads_certificate},

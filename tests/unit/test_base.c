@@ -74,6 +74,55 @@ static void test_clock_rfc3339_roundtrip(void)
     CU_ASSERT(clock_mono_ns() > 0);
 }
 
+/* Each rule of the RFC 3339 layout as clock_parse_rfc3339 applies it: the wall time it
+ * reads (seconds and nanoseconds), or refused. */
+static void test_clock_rfc3339_rules(void)
+{
+    static const struct {
+        const char *text;
+        int ok;
+        int64_t secs, ns;
+    } rows[] = {
+        {"2024-05-01t12:00:00z", 1, 1714564800, 0},
+        {"2024-02-29T00:00:00Z", 1, 1709164800, 0},
+        {"2000-02-29T00:00:00Z", 1, 951782400, 0},
+        {"2023-02-29T00:00:00Z", 0, 0, 0},
+        {"1900-02-29T00:00:00Z", 0, 0, 0},
+        {"2024-04-31T00:00:00Z", 0, 0, 0},
+        {"2024-00-10T12:00:00Z", 0, 0, 0},
+        {"2024-05-00T12:00:00Z", 0, 0, 0},
+        {"2024-05-01T24:00:00Z", 0, 0, 0},
+        {"2024-05-01T12:60:00Z", 0, 0, 0},
+        {"2016-12-31T23:59:60Z", 1, 1483228800, 0}, /* a leap second: the next minute */
+        {"2016-12-31T23:59:61Z", 0, 0, 0},
+        {"2024-05-01T12:00:00.5Z", 1, 1714564800, 500000000},
+        {"2024-05-01T12:00:00.1234567891Z", 1, 1714564800, 123456789},
+        {"2024-05-01T12:00:00.Z", 0, 0, 0},
+        {"2024-05-01T06:30:00-05:30", 1, 1714564800, 0},
+        {"2024-05-01T12:00:00+23:59", 1, 1714564800 - 23 * 3600 - 59 * 60, 0},
+        {"2024-05-01T12:00:00+24:00", 0, 0, 0},
+        {"2024-05-01T12:00:00+02:60", 0, 0, 0},
+        {"2024-05-01T12:00:00+02", 0, 0, 0},
+        {"2024-05-01T12:00:00+0200", 0, 0, 0},
+        {"2024-05-01T12:00:00", 0, 0, 0},
+        {"24-05-01T12:00:00Z", 0, 0, 0},
+        {"2024-5-01T12:00:00Z", 0, 0, 0},
+        {"2024-05-01X12:00:00Z", 0, 0, 0},
+        {"2024-05-01T12:00Z", 0, 0, 0},
+        {"2024/05/01T12:00:00Z", 0, 0, 0},
+        {"2024-05-01T12:00:00 Z", 0, 0, 0},
+        {"1969-12-31T23:59:59Z", 1, -1, 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        int64_t t = 42;
+        int rc = clock_parse_rfc3339(rows[i].text, &t);
+        CU_ASSERT_EQUAL(rc, rows[i].ok ? 0 : -1);
+        CU_ASSERT_EQUAL(t, rows[i].ok ? rows[i].secs * NS_PER_SEC + rows[i].ns : 42); /* refused: left alone */
+        if (rc != (rows[i].ok ? 0 : -1))
+            fprintf(stderr, "\n%s: %d\n", rows[i].text, rc);
+    }
+}
+
 static char *capture_log(rlog_format_t format, void (*emit)(void))
 {
     char *data = NULL;
@@ -333,6 +382,7 @@ static const cu_entry_t tests[] = {
     {"b64_text: base64 into a C string, refusals", test_b64_text},
     CU_SUITE("clock"),
     {"RFC 3339 format and parse", test_clock_rfc3339_roundtrip},
+    {"RFC 3339: the layout's rules, one row each", test_clock_rfc3339_rules},
     CU_SUITE("log"),
     {"JSON lines with escaping", test_log_json_lines},
     {"text lines", test_log_text_lines},

@@ -474,7 +474,8 @@ static void test_bad_objects_refused(void)
         {"ConfigMap", "{'metadata':{'namespace':'default'}}", "ConfigMap object without metadata.name"},
         {"ConfigMap", "{'metadata':{'name':''}}", "without metadata.name"},
         {"ConfigMap", "{'metadata':{'name':7}}", "without metadata.name"},
-        {"ConfigMap", "{'metadata':{'name':'keep','namespace':3}}", "ConfigMap keep: metadata.namespace is not a string"},
+        {"ConfigMap", "{'metadata':{'name':'keep','namespace':3}}",
+         "ConfigMap keep: metadata.namespace is not a string"},
         {"ConfigMap", "{'kind':'Secret','metadata':{'name':'keep','namespace':'default','resourceVersion':'9'}}",
          "ConfigMap default/keep: kind is \"Secret\", expected ConfigMap"},
         {"ConfigMap", "{'kind':5,'metadata':{'name':'keep','namespace':'default'}}", "kind is not a string"},
@@ -593,7 +594,8 @@ static void test_children_json(void)
     char big[12000];
     memset(big, 'x', sizeof(big) - 1);
     big[sizeof(big) - 1] = '\0';
-    put(c, "ConfigMap", obj("{'metadata':{'namespace':'d','name':'cache','resourceVersion':'1'},'data':{'redis.conf':'%s'}}", "small"));
+    put(c, "ConfigMap",
+        obj("{'metadata':{'namespace':'d','name':'cache','resourceVersion':'1'},'data':{'redis.conf':'%s'}}", "small"));
     json_object *sts = json_object_new_object(), *md = json_object_new_object();
     json_object_object_add(md, "namespace", json_object_new_string("d"));
     json_object_object_add(md, "name", json_object_new_string("cache"));

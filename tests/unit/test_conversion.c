@@ -23,7 +23,9 @@
 #define V "\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
 #define META "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"u-1\",\"resourceVersion\":\"7\"}"
 #define SPEC_A "\"size\":3,\"image\":\"redis\",\"version\":\"7.2\",\"storage\":{\"size\":\"1Gi\"}"
-#define ANN(text) "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\",\"annotations\":{\"cache.example.com/v1-fields\":" text "}}"
+#define ANN(text)                                                                                              \
+    "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\","                                              \
+    "\"annotations\":{\"cache.example.com/v1-fields\":" text "}}"
 #define PLAIN JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE
 
 /* ---- Helpers ---------------------------------------------------------------------------- */
@@ -68,23 +70,28 @@ static const pair_t pairs[] = {
      "{" A META ",\"spec\":{" SPEC_A "}}",
      "{" V META ",\"spec\":{" SPEC_A ",\"mode\":\"Standalone\",\"persistence\":\"aof\"}}"},
     {"every v1-only field, spec and status, kept in the annotation in the table's order",
-     "{" A ANN("\"{\\\"spec\\\":{\\\"mode\\\":\\\"Replication\\\",\\\"auth\\\":{\\\"secretRef\\\":{\\\"name\\\":\\\"pw\\\","
-               "\\\"key\\\":\\\"password\\\"}},\\\"persistence\\\":\\\"rdb\\\",\\\"failover\\\":{\\\"downAfter\\\":\\\"3s\\\","
-               "\\\"minReplicasToWrite\\\":1,\\\"minReplicasMaxLag\\\":10}},\\\"status\\\":{\\\"primary\\\":\\\"cache-0\\\","
+     "{" A ANN("\"{\\\"spec\\\":{\\\"mode\\\":\\\"Replication\\\",\\\"auth\\\":{\\\"secretRef\\\":"
+               "{\\\"name\\\":\\\"pw\\\",\\\"key\\\":\\\"password\\\"}},"
+               "\\\"persistence\\\":\\\"rdb\\\",\\\"failover\\\":{\\\"downAfter\\\":\\\"3s\\\","
+               "\\\"minReplicasToWrite\\\":1,\\\"minReplicasMaxLag\\\":10}},"
+               "\\\"status\\\":{\\\"primary\\\":\\\"cache-0\\\","
                "\\\"nodes\\\":[{\\\"pod\\\":\\\"cache-0\\\",\\\"ip\\\":\\\"10.0.0.1\\\",\\\"role\\\":\\\"primary\\\","
                "\\\"linkUp\\\":true,\\\"offset\\\":1234,\\\"lagBytes\\\":0}]}}\"")
      ",\"spec\":{" SPEC_A "},\"status\":{\"phase\":\"Running\",\"replicas\":3,\"readyReplicas\":3}}",
      "{" V "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\"},"
      "\"spec\":{" SPEC_A ",\"persistence\":\"rdb\",\"mode\":\"Replication\",\"failover\":{\"downAfter\":\"3s\","
-     "\"minReplicasToWrite\":1,\"minReplicasMaxLag\":10},\"auth\":{\"secretRef\":{\"name\":\"pw\",\"key\":\"password\"}}},"
+     "\"minReplicasToWrite\":1,\"minReplicasMaxLag\":10},"
+     "\"auth\":{\"secretRef\":{\"name\":\"pw\",\"key\":\"password\"}}},"
      "\"status\":{\"nodes\":[{\"pod\":\"cache-0\",\"ip\":\"10.0.0.1\",\"role\":\"primary\",\"linkUp\":true,"
-     "\"offset\":1234,\"lagBytes\":0}],\"phase\":\"Running\",\"replicas\":3,\"readyReplicas\":3,\"primary\":\"cache-0\"}}"},
+     "\"offset\":1234,\"lagBytes\":0}],\"phase\":\"Running\",\"replicas\":3,\"readyReplicas\":3,"
+     "\"primary\":\"cache-0\"}}"},
     {"a v1 object without mode or persistence records that they are absent",
      "{" A ANN("\"{}\"") ",\"spec\":{" SPEC_A "}}",
      "{" V "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\"},\"spec\":{" SPEC_A "}}"},
     {"Standalone without persistence is not the implied record",
      "{" A ANN("\"{\\\"spec\\\":{\\\"mode\\\":\\\"Standalone\\\"}}\"") ",\"spec\":{" SPEC_A "}}",
-     "{" V "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\"},\"spec\":{" SPEC_A ",\"mode\":\"Standalone\"}}"},
+     "{" V "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\"},"
+     "\"spec\":{" SPEC_A ",\"mode\":\"Standalone\"}}"},
     {"no spec: nothing implied, nothing recorded",
      "{" A META "}",
      "{" V META "}"},
@@ -93,7 +100,8 @@ static const pair_t pairs[] = {
      "{" V META ",\"spec\":\"junk\"}"},
     {"other annotations stay; the map goes when the annotation was its only member",
      "{" A "\"metadata\":{\"name\":\"c\",\"annotations\":{\"a\":\"1\",\"cache.example.com/v1-fields\":"
-     "\"{\\\"spec\\\":{\\\"mode\\\":\\\"Replication\\\",\\\"persistence\\\":\\\"aof\\\"}}\",\"b\":\"2\"}},\"spec\":{\"size\":1}}",
+     "\"{\\\"spec\\\":{\\\"mode\\\":\\\"Replication\\\",\\\"persistence\\\":\\\"aof\\\"}}\","
+     "\"b\":\"2\"}},\"spec\":{\"size\":1}}",
      "{" V "\"metadata\":{\"name\":\"c\",\"annotations\":{\"a\":\"1\",\"b\":\"2\"}},\"spec\":{\"size\":1,"
      "\"mode\":\"Replication\",\"persistence\":\"aof\"}}"},
     {"a v1 object carrying the annotation itself keeps it through v1alpha1",
@@ -106,14 +114,16 @@ static const pair_t pairs[] = {
      "{" V "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\"},\"spec\":{\"size\":1,\"mode\":\"Standalone\","
      "\"auth\":null,\"persistence\":\"aof\"},\"status\":{\"nodes\":null}}"},
     {"fields unknown to both versions pass untouched",
-     "{" A META ",\"extra\":[1,{\"x\":null}],\"spec\":{" SPEC_A ",\"future\":{\"a\":\"/b\"}},\"status\":{\"phase\":\"Pending\","
+     "{" A META ",\"extra\":[1,{\"x\":null}],\"spec\":{" SPEC_A ",\"future\":{\"a\":\"/b\"}},"
+     "\"status\":{\"phase\":\"Pending\","
      "\"conditions\":[{\"type\":\"ReplicationHealthy\",\"status\":\"Unknown\"}]}}",
      "{" V META ",\"extra\":[1,{\"x\":null}],\"spec\":{" SPEC_A ",\"future\":{\"a\":\"/b\"},\"mode\":\"Standalone\","
      "\"persistence\":\"aof\"},\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"ReplicationHealthy\","
      "\"status\":\"Unknown\"}]}}"},
     {"status fields of v1 without a spec",
      "{" A ANN("\"{\\\"status\\\":{\\\"primary\\\":\\\"c-1\\\"}}\"") ",\"status\":{\"phase\":\"Running\"}}",
-     "{" V "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\"},\"status\":{\"phase\":\"Running\",\"primary\":\"c-1\"}}"},
+     "{" V "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\"},"
+     "\"status\":{\"phase\":\"Running\",\"primary\":\"c-1\"}}"},
 };
 
 static void test_pairs_both_ways(void)
@@ -165,12 +175,14 @@ static const refusal_t refusals[] = {
     {"{" V META "}", "cache.example.com/v2", "desiredAPIVersion \"cache.example.com/v2\": must be"},
     {"{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"Memcached\"," META "}", CONVERSION_V1ALPHA1,
      "kind: must be RedisCluster, have \"Memcached\""},
-    {"{\"apiVersion\":\"cache.example.com/v1\"," META "}", CONVERSION_V1ALPHA1, "kind: must be RedisCluster, have null"},
+    {"{\"apiVersion\":\"cache.example.com/v1\"," META "}", CONVERSION_V1ALPHA1,
+     "kind: must be RedisCluster, have null"},
     {"{\"apiVersion\":\"cache.example.com/v9\",\"kind\":\"RedisCluster\"," META "}", CONVERSION_V1,
      "apiVersion \"cache.example.com/v9\": must be cache.example.com/v1alpha1 or cache.example.com/v1"},
     {"{" V "\"spec\":{}}", CONVERSION_V1ALPHA1, "metadata: required, an object, have null"},
     {"{" V "\"metadata\":{\"annotations\":[]}}", CONVERSION_V1ALPHA1, "metadata.annotations: must be an object"},
-    {"{" A "\"metadata\":{\"annotations\":{\"cache.example.com/v1-fields\":5}}}", CONVERSION_V1, "must be a string, have a number"},
+    {"{" A "\"metadata\":{\"annotations\":{\"cache.example.com/v1-fields\":5}}}", CONVERSION_V1,
+     "must be a string, have a number"},
     {"{" A ANN("\"{\\\"spec\\\":\"") "}", CONVERSION_V1, "not JSON: unexpected end of input"},
     {"{" A ANN("\"[]\"") "}", CONVERSION_V1, "must be a JSON object, have an array"},
     {"{" A ANN("\"{} x\"") "}", CONVERSION_V1, "not JSON"},
@@ -459,7 +471,8 @@ static void test_round_trip_v1_v1alpha1_v1(void)
 {
     int failures = 0, annotated = 0;
     for (int i = 0; i < ROUNDS && failures < 5; i++) {
-        json_object *v = rnd_v1(), *down = conv(v, CONVERSION_V1ALPHA1), *back = down ? conv(down, CONVERSION_V1) : NULL;
+        json_object *v = rnd_v1(), *down = conv(v, CONVERSION_V1ALPHA1);
+        json_object *back = down ? conv(down, CONVERSION_V1) : NULL;
         if (!down || !back || !has_no_v1_fields(down) || !same(back, v, "v1 -> v1alpha1 -> v1"))
             failures++;
         annotated += annotation_of(down) != NULL;
@@ -482,14 +495,16 @@ static void test_round_trip_v1alpha1_v1_v1alpha1(void)
 {
     int failures = 0, annotated = 0;
     for (int i = 0; i < ROUNDS && failures < 5; i++) {
-        json_object *a = rnd_v1alpha1(), *up = conv(a, CONVERSION_V1), *back = up ? conv(up, CONVERSION_V1ALPHA1) : NULL;
+        json_object *a = rnd_v1alpha1(), *up = conv(a, CONVERSION_V1);
+        json_object *back = up ? conv(up, CONVERSION_V1ALPHA1) : NULL;
         annotated += annotation_of(a) != NULL;
         if (!up || !back || !same(back, a, "v1alpha1 -> v1 -> v1alpha1"))
             failures++;
         /* The canonical annotation comes back byte for byte. */
         const char *want = annotation_of(a), *have = back ? annotation_of(back) : NULL;
         if ((want || have) && (!want || !have || strcmp(want, have))) {
-            fprintf(stderr, "annotation text changed:\n  have %s\n  want %s\n", have ? have : "(none)", want ? want : "(none)");
+            fprintf(stderr, "annotation text changed:\n  have %s\n  want %s\n", have ? have : "(none)",
+                    want ? want : "(none)");
             failures++;
         }
         /* A v1alpha1 object without the annotation is Standalone with AOF in v1. */
@@ -623,13 +638,15 @@ static void test_review_failures(void)
         const char *desired, *objects, *message;
     } cases[] = {
         {"cache.example.com/v2", "[]",
-         "desiredAPIVersion \"cache.example.com/v2\": this webhook converts RedisClusters to cache.example.com/v1alpha1 or "
+         "desiredAPIVersion \"cache.example.com/v2\": this webhook converts RedisClusters to "
+         "cache.example.com/v1alpha1 or "
          "cache.example.com/v1"},
         {CONVERSION_V1, "[{" A "\"metadata\":{\"name\":\"ok\"}},{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
                         "\"metadata\":{\"name\":\"cm\",\"namespace\":\"ns\"}}]",
          "objects[1] (ns/cm): kind: must be RedisCluster, have \"ConfigMap\""},
         {CONVERSION_V1, "[7]", "objects[0]: must be a RedisCluster object, have a number"},
-        {CONVERSION_V1, "[{" A "\"metadata\":{\"name\":\"bad\",\"annotations\":{\"cache.example.com/v1-fields\":\"{\"}}}]",
+        {CONVERSION_V1,
+         "[{" A "\"metadata\":{\"name\":\"bad\",\"annotations\":{\"cache.example.com/v1-fields\":\"{\"}}}]",
          "objects[0] (bad): metadata.annotations[\"cache.example.com/v1-fields\"]: not JSON"},
         {CONVERSION_V1ALPHA1, "[{\"apiVersion\":\"cache.example.com/v3\",\"kind\":\"RedisCluster\",\"metadata\":{}}]",
          "objects[0]: apiVersion \"cache.example.com/v3\": must be"},
@@ -752,7 +769,8 @@ static void test_metrics_count_reviews(void)
     metric_family_t *req = metrics_counter(metrics_default(), "webhook_conversion_requests_total", "", "result");
     metric_family_t *obj = metrics_counter(metrics_default(), "webhook_conversion_objects_total", "", "from,to");
     double ok0 = metric_value(req, METRIC_LABELS("Success")), fail0 = metric_value(req, METRIC_LABELS("Failure")),
-           bad0 = metric_value(req, METRIC_LABELS("BadRequest")), up0 = metric_value(obj, METRIC_LABELS("v1alpha1", "v1"));
+           bad0 = metric_value(req, METRIC_LABELS("BadRequest"));
+    double up0 = metric_value(obj, METRIC_LABELS("v1alpha1", "v1"));
     char *bodies[3] = {
         review("apiextensions.k8s.io/v1", "m1", CONVERSION_V1, "[{" A "\"metadata\":{}},{" A "\"metadata\":{}}]"),
         review("apiextensions.k8s.io/v1", "m2", "x/y", "[]"),

@@ -93,7 +93,8 @@ static void test_every_owned_directive_is_refused_by_name(void)
     err = errors_of("{\"size\":1,\"image\":\"redis\",\"config\":{\"extra\":{\"appendonly\":\"no\"}}}");
     CU_ASSERT_STRING_EQUAL(err, "");
     free(err);
-    err = errors_of("{\"size\":1,\"image\":\"redis\",\"persistence\":\"rdb\",\"config\":{\"extra\":{\"appendonly\":\"no\"}}}");
+    err = errors_of(
+        "{\"size\":1,\"image\":\"redis\",\"persistence\":\"rdb\",\"config\":{\"extra\":{\"appendonly\":\"no\"}}}");
     ASSERT_TEXT_HAS(err, "spec.config.extra.appendonly: Forbidden: directive \"appendonly\" is owned by the operator: "
                          "set by spec.persistence");
     free(err);
@@ -136,8 +137,10 @@ static void test_owned_directive_fails_the_reconcile(void)
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
     CU_ASSERT_PTR_NULL(body_of(p, "statefulsets"));
     CU_ASSERT_PTR_NULL(body_of(p, "configmaps"));
-    ASSERT_TEXT_HAS(json_object_to_json_string_ext(plan_status(p), JSON_C_TO_STRING_NOSLASHESCAPE), "InvalidSpec",
-                    "spec.config.extra.requirepass: Forbidden: directive \\\"requirepass\\\" is owned by the operator: set by spec.auth");
+    ASSERT_TEXT_HAS(
+        json_object_to_json_string_ext(plan_status(p), JSON_C_TO_STRING_NOSLASHESCAPE), "InvalidSpec",
+        "spec.config.extra.requirepass: Forbidden: directive \\\"requirepass\\\" is owned by the operator: set by "
+        "spec.auth");
     plan_destroy(&p);
     json_object_put(rc);
 }
@@ -150,7 +153,8 @@ static void test_extra_values_and_names(void)
     } rows[] = {
         {"{\"hz\":\"20\",\"timeout\":\"300\",\"lazyfree-lazy-eviction\":\"yes\",\"save\":\"900 1 300 10\"}", ""},
         {"{\"notify-keyspace-events\":\"Ex\",\"loadmodule\":\"/opt/m.so arg\"}", ""},
-        {"{\"hz\":\"20\\nrequirepass x\"}", "spec.config.extra.hz: Invalid value: \"20\\x0arequirepass x\": must be a string"},
+        {"{\"hz\":\"20\\nrequirepass x\"}",
+         "spec.config.extra.hz: Invalid value: \"20\\x0arequirepass x\": must be a string"},
         {"{\"hz\":\"\"}", "spec.config.extra.hz: Invalid value: \"\""},
         {"{\"hz\":20}", "spec.config.extra.hz: Invalid value: 20"},
         {"{\"1hz\":\"20\"}", "spec.config.extra.1hz: Invalid value"},
@@ -203,7 +207,8 @@ static void test_knob_rules(void)
         const char *fields; /* added to {"size":3,"image":"redis", ...} */
         const char *want;   /* "" = valid */
     } rows[] = {
-        {"\"resources\":{\"requests\":{\"cpu\":\"250m\",\"memory\":\"512Mi\"},\"limits\":{\"cpu\":2,\"memory\":\"1.5Gi\"}}",
+        {"\"resources\":{\"requests\":{\"cpu\":\"250m\",\"memory\":\"512Mi\"},\"limits\":{\"cpu\":2,\"memory\":"
+         "\"1.5Gi\"}}",
          ""},
         {"\"resources\":{\"requests\":{\"cpu\":\"a lot\"}}", "spec.resources.requests[cpu]: Invalid value: \"a lot\""},
         {"\"resources\":{\"requests\":{\"cpu\":-1}}", "spec.resources.requests[cpu]: Invalid value: -1"},
@@ -216,16 +221,21 @@ static void test_knob_rules(void)
         {"\"tolerations\":[1]", "spec.tolerations[0]: Invalid value: 1: must be an object"},
         {"\"nodeSelector\":{\"disktype\":\"ssd\",\"topology.kubernetes.io/zone\":\"a\"}", ""},
         {"\"nodeSelector\":{\"disk type\":\"ssd\"}", "spec.nodeSelector[disk type]: Invalid value"},
-        {"\"nodeSelector\":{\"disktype\":\"s s\"}", "spec.nodeSelector[disktype]: Invalid value: \"s s\": must be a label value"},
+        {"\"nodeSelector\":{\"disktype\":\"s s\"}",
+         "spec.nodeSelector[disktype]: Invalid value: \"s s\": must be a label value"},
         {"\"priorityClassName\":\"high-priority\"", ""},
         {"\"priorityClassName\":\"High\"", "spec.priorityClassName: Invalid value: \"High\""},
         {"\"imagePullSecrets\":[{\"name\":\"regcred\"}]", ""},
-        {"\"imagePullSecrets\":[{}]", "spec.imagePullSecrets[0].name: Invalid value: null: must be the name of a Secret"},
+        {"\"imagePullSecrets\":[{}]",
+         "spec.imagePullSecrets[0].name: Invalid value: null: must be the name of a Secret"},
         {"\"terminationGracePeriodSeconds\":60", ""},
-        {"\"terminationGracePeriodSeconds\":-1", "spec.terminationGracePeriodSeconds: Invalid value: -1: must be between 0 and 86400"},
-        {"\"podMetadata\":{\"labels\":{\"team\":\"payments\"},\"annotations\":{\"prometheus.io/scrape\":\"true\"}}", ""},
+        {"\"terminationGracePeriodSeconds\":-1",
+         "spec.terminationGracePeriodSeconds: Invalid value: -1: must be between 0 and 86400"},
+        {"\"podMetadata\":{\"labels\":{\"team\":\"payments\"},\"annotations\":{\"prometheus.io/scrape\":\"true\"}}",
+         ""},
         {"\"podMetadata\":{\"labels\":{\"app.kubernetes.io/instance\":\"other\"}}",
-         "spec.podMetadata.labels[app.kubernetes.io/instance]: Forbidden: app.kubernetes.io/instance is set by the operator"},
+         "spec.podMetadata.labels[app.kubernetes.io/instance]: Forbidden: app.kubernetes.io/instance is set by the "
+         "operator"},
         {"\"podMetadata\":{\"annotations\":{\"cache.example.com/config-hash\":\"x\"}}",
          "spec.podMetadata.annotations[cache.example.com/config-hash]: Forbidden"},
         {"\"serviceMetadata\":{\"labels\":{\"app.kubernetes.io/name\":\"x\"}}",
@@ -322,7 +332,8 @@ static void test_render_defaults(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(pref);
     CU_ASSERT_EQUAL(int_at(pref, "weight"), 100);
     CU_ASSERT_STRING_EQUAL(str_at(pref, "podAffinityTerm topologyKey"), "kubernetes.io/hostname");
-    CU_ASSERT_STRING_EQUAL(str_at(pref, "podAffinityTerm labelSelector matchLabels app.kubernetes.io/instance"), "cache");
+    CU_ASSERT_STRING_EQUAL(str_at(pref, "podAffinityTerm labelSelector matchLabels app.kubernetes.io/instance"),
+                           "cache");
     CU_ASSERT_STRING_EQUAL(str_at(pref, "podAffinityTerm labelSelector matchLabels app.kubernetes.io/name"), "redis");
     CU_ASSERT_PTR_NULL(at(pod, "affinity podAntiAffinity requiredDuringSchedulingIgnoredDuringExecution"));
     /* Unset knobs are absent: the API's defaults stand. */
@@ -362,7 +373,7 @@ static void test_render_defaults(void)
     "\"podSecurityContext\":{\"runAsUser\":1000,\"fsGroup\":2000},"                                                   \
     "\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":"     \
     "[{\"matchExpressions\":[{\"key\":\"disktype\",\"operator\":\"In\",\"values\":[\"ssd\"]}]}]}}},"                  \
-    "\"tolerations\":[{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"redis\",\"effect\":\"NoSchedule\"}],"   \
+    "\"tolerations\":[{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"redis\",\"effect\":\"NoSchedule\"}]," \
     "\"nodeSelector\":{\"disktype\":\"ssd\"},"                                                                        \
     "\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"topology.kubernetes.io/zone\","                  \
     "\"whenUnsatisfiable\":\"ScheduleAnyway\",\"labelSelector\":{\"matchLabels\":{\"app.kubernetes.io/instance\":"     \
@@ -554,7 +565,8 @@ static void test_pdb_drift_and_ownership(void)
     p = plan_compute_children(rc, &(plan_children_t){NULL, NULL, NULL, theirs}, NULL, T1);
     CU_ASSERT_FALSE(writes_to(p, "poddisruptionbudgets"));
     const char *deg = json_object_to_json_string_ext(plan_status(p), JSON_C_TO_STRING_NOSLASHESCAPE);
-    ASSERT_TEXT_HAS(deg, "OwnerConflict", "PodDisruptionBudget default/cache exists and was not created by this RedisCluster");
+    ASSERT_TEXT_HAS(deg, "OwnerConflict",
+                    "PodDisruptionBudget default/cache exists and was not created by this RedisCluster");
     plan_destroy(&p);
     json_object_put(theirs);
     json_object_put(rc);

@@ -951,11 +951,11 @@ static void h_big_pages(fake_t *f, const fake_req_t *r, int n, fake_resp_t *out)
     char next[32] = "";
     if (end < BIG_ITEMS)
         snprintf(next, sizeof(next), "i%d", end);
-    size_t off = (size_t)snprintf(out->body, sizeof(out->body),
-                                  "{\"kind\":\"%s\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"700\"%s%s%s},"
-                                  "\"items\":[",
-                                  meta ? "PartialObjectMetadataList" : "ConfigMapList",
-                                  *next ? ",\"continue\":\"" : "", next, *next ? "\"" : "");
+    size_t off = (size_t)snprintf(
+        out->body, sizeof(out->body),
+        "{\"kind\":\"%s\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"700\"%s%s%s},"
+        "\"items\":[",
+        meta ? "PartialObjectMetadataList" : "ConfigMapList", *next ? ",\"continue\":\"" : "", next, *next ? "\"" : "");
     for (int i = first; i < end && off < sizeof(out->body); i++) {
         off += (size_t)snprintf(out->body + off, sizeof(out->body) - off,
                                 "%s{\"metadata\":{\"name\":\"cm%d\",\"resourceVersion\":\"%d\"}",
@@ -1060,7 +1060,8 @@ static void test_pager_metadata_only(void)
     json_object_put(skipped);
     CU_ASSERT_EQUAL_FATAL(fake_nreqs(e.srv), 3);
     for (int i = 0; i < 3; i++) {
-        CU_ASSERT_STRING_EQUAL(e.srv->reqs[i].accept, "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1");
+        CU_ASSERT_STRING_EQUAL(e.srv->reqs[i].accept,
+                               "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1");
         CU_ASSERT_PTR_NOT_NULL(strstr(e.srv->reqs[i].auth, TOKEN));
     }
     kube_pager_destroy(&p);

@@ -416,7 +416,8 @@ static void test_bad_base64(void)
     char *notpem = b64("hello world");
     char *y2 = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n"
                        "    server: https://h\n    certificate-authority-data: %s\n"
-                       "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n", notpem);
+                       "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
+                       notpem);
     CU_ASSERT_EQUAL(load_text(y2, NULL, &cfg, err, sizeof err), -1);
     ASSERT_CONTAINS(err, "no PEM certificate");
     free(y2);
@@ -572,9 +573,9 @@ static void test_server_checks(void)
     ASSERT_CONTAINS(err, "no host");
     /* Only one trailing slash is stripped; a path prefix is kept. */
     ASSERT_LOADS(load_text("current-context: x\nclusters:\n- name: c\n  cluster:\n"
-                                    "    server: HTTPS://h:1/prefix/\n"
-                                    "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
-                                    NULL, &cfg, err, sizeof err));
+                           "    server: HTTPS://h:1/prefix/\n"
+                           "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
+                           NULL, &cfg, err, sizeof err));
     CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->server, "HTTPS://h:1/prefix");
     kube_config_destroy(&cfg);
 }
@@ -1510,6 +1511,16 @@ static const cred_case_t CRED_CASES[] = {
      "error: requesting uid, groups or user-extra for u without impersonating a user"},
     {"as with a newline", NULL, NULL, CERT "    as: \"jane\\nX-Evil: 1\"\n", "u", NULL, NULL,
      "as contains a control character", NULL, NULL, 0, 0, NULL, NULL, NULL,
+     "refuses to send the header"},
+    {"as-uid with a newline", NULL, NULL, CERT "    as: jane\n    as-uid: \"1\\nX-Evil: 1\"\n", "u", NULL,
+     NULL, "as-uid contains a control character", NULL, NULL, 0, 0, NULL, NULL, NULL,
+     "refuses to send the header"},
+    {"as-groups with a newline", NULL, NULL, CERT "    as: jane\n    as-groups: [dev, \"a\\rb\"]\n", "u", NULL,
+     NULL, "as-groups contains a control character", NULL, NULL, 0, 0, NULL, NULL, NULL,
+     "refuses to send the header"},
+    {"as-user-extra with a newline", NULL, NULL,
+     CERT "    as: jane\n    as-user-extra:\n      k: [ok, \"x\\ny\"]\n", "u", NULL, NULL,
+     "as-user-extra contains a control character", NULL, NULL, 0, 0, NULL, NULL, NULL,
      "refuses to send the header"},
     {"proxy-url wins, even for loopback", "https://127.0.0.1:6443",
      "    proxy-url: http://127.0.0.1:9\n", TOKEN, "u", "http://env-proxy:3128", NULL, NULL,

@@ -161,7 +161,8 @@ static void test_review_answers(void)
         const char *answer;
         int want;
     } cases[] = {
-        {token_verdict, "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"system:serviceaccount:a:b\"}}}", 1},
+        {token_verdict, "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"system:serviceaccount:a:b\"}}}",
+         1},
         {token_verdict, "{\"status\":{\"authenticated\":false,\"error\":\"invalid bearer token\"}}", 0},
         {token_verdict, "{\"status\":{\"authenticated\":true,\"user\":{}}}", 0},
         {token_verdict, "{\"status\":{\"authenticated\":\"true\",\"user\":{\"username\":\"x\"}}}", 0},

@@ -2,12 +2,16 @@
  * a directory, served over real TLS on 127.0.0.1; a rotation (files renamed into place,
  * as the kubelet swaps a mounted Secret) is served to new connections while a connection
  * opened before it is still answered; a half rotation, a mismatched key and junk keep the
- * current certificate; without a directory a self-signed one. */
+ * current certificate; without a directory a self-signed one. The listener runs on a loop
+ * in the test's thread; each client step runs in a thread of its own meanwhile
+ * (loop_client.h), so that the server answers only as its loop turns. */
 #include "cert_files.h"
 #include "log.h"
+#include "loop_client.h"
 #include "loopback.h"
 #include "metrics_tls.h"
 #include "tls_client.h"
+#include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
 #include <openssl/ssl.h>
@@ -82,7 +86,7 @@ static int get_ok(tls_client_t *c)
 }
 
 /* Connect, and say which certificate is served (cn) and whether a GET is answered. */
-static int served(SSL_CTX *ctx, unsigned port, char *cn, size_t cap)
+static int served_now(SSL_CTX *ctx, unsigned port, char *cn, size_t cap)
 {
     tls_client_t c;
     if (tls_client_open(ctx, (int)port, 1, &c)) {
@@ -93,6 +97,51 @@ static int served(SSL_CTX *ctx, unsigned port, char *cn, size_t cap)
     int ok = get_ok(&c);
     tls_client_close(&c);
     return ok;
+}
+
+/* The client steps, each run in a thread while the loop serves (loop_client.h). */
+typedef struct {
+    SSL_CTX *ctx;
+    unsigned port;
+    char *cn;
+    size_t cap;
+    tls_client_t *c;
+} step_t;
+
+static int step_served(void *arg)
+{
+    step_t *st = arg;
+    return served_now(st->ctx, st->port, st->cn, st->cap);
+}
+
+static int step_open(void *arg)
+{
+    step_t *st = arg;
+    return tls_client_open(st->ctx, (int)st->port, 1, st->c) == 0;
+}
+
+static int step_get(void *arg)
+{
+    step_t *st = arg;
+    return get_ok(st->c);
+}
+
+static int served(loop_t *loop, SSL_CTX *ctx, unsigned port, char *cn, size_t cap)
+{
+    step_t st = {.ctx = ctx, .port = port, .cn = cn, .cap = cap};
+    return loop_client_run(loop, step_served, &st);
+}
+
+static int client_open(loop_t *loop, SSL_CTX *ctx, unsigned port, tls_client_t *c)
+{
+    step_t st = {.ctx = ctx, .port = port, .c = c};
+    return loop_client_run(loop, step_open, &st);
+}
+
+static int client_get(loop_t *loop, tls_client_t *c)
+{
+    step_t st = {.c = c};
+    return loop_client_run(loop, step_get, &st);
 }
 
 static mtls_opts_t opts(const struct sockaddr_in *sin, const char *dir)
@@ -106,30 +155,31 @@ static mtls_opts_t opts(const struct sockaddr_in *sin, const char *dir)
 static void test_rotation_served(void)
 {
     char err[512], cn[128];
+    loop_t *loop = loop_new();
     struct sockaddr_in sin = loopback_any_port();
     mtls_opts_t o = opts(&sin, tmpdir);
     mtls_t *t = NULL;
     cert_files_make(tmpdir, "first", "tls.crt", "tls.key");
-    CU_ASSERT_EQUAL_FATAL(mtls_start(&o, &t, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL_FATAL(mtls_start(loop, &o, &t, err, sizeof(err)), 0);
     CU_ASSERT(mtls_port(t) > 0);
     CU_ASSERT_EQUAL(mtls_loads(t), 1);
     SSL_CTX *ctx = client_ctx();
-    CU_ASSERT(served(ctx, mtls_port(t), cn, sizeof(cn)));
+    CU_ASSERT(served(loop, ctx, mtls_port(t), cn, sizeof(cn)));
     CU_ASSERT_STRING_EQUAL(cn, "first");
     CU_ASSERT_EQUAL(mtls_check(t, 1, err, sizeof(err)), 0); /* nothing changed */
 
     /* A connection opened (handshake done) before the rotation, its request sent after
      * it (libmicrohttpd closes after each answer here, so one request a connection). */
     tls_client_t before;
-    CU_ASSERT_EQUAL_FATAL(tls_client_open(ctx, (int)mtls_port(t), 1, &before), 0);
+    CU_ASSERT_FATAL(client_open(loop, ctx, mtls_port(t), &before));
 
     cert_files_make(tmpdir, "second", "tls.crt", "tls.key");
     CU_ASSERT_EQUAL(mtls_check(t, 2, err, sizeof(err)), 1);
     CU_ASSERT_EQUAL(mtls_loads(t), 2);
-    CU_ASSERT(served(ctx, mtls_port(t), cn, sizeof(cn)));
+    CU_ASSERT(served(loop, ctx, mtls_port(t), cn, sizeof(cn)));
     CU_ASSERT_STRING_EQUAL(cn, "second");
     /* The old connection is still answered by the draining daemon, with its certificate. */
-    CU_ASSERT(get_ok(&before));
+    CU_ASSERT(client_get(loop, &before));
     peer_cn(&before, cn, sizeof(cn));
     CU_ASSERT_STRING_EQUAL(cn, "first");
     tls_client_close(&before);
@@ -140,12 +190,12 @@ static void test_rotation_served(void)
     cert_files_make(tmpdir, "third", "tls.crt", NULL);
     CU_ASSERT_EQUAL(mtls_check(t, 4, err, sizeof(err)), -1);
     CU_ASSERT(contains(err, "does not match"));
-    CU_ASSERT(served(ctx, mtls_port(t), cn, sizeof(cn)));
+    CU_ASSERT(served(loop, ctx, mtls_port(t), cn, sizeof(cn)));
     CU_ASSERT_STRING_EQUAL(cn, "second");
     CU_ASSERT_EQUAL(mtls_check(t, 5, err, sizeof(err)), 0);
     cert_files_make(tmpdir, "fourth", "tls.crt", "tls.key");
     CU_ASSERT_EQUAL(mtls_check(t, 6, err, sizeof(err)), 1);
-    CU_ASSERT(served(ctx, mtls_port(t), cn, sizeof(cn)));
+    CU_ASSERT(served(loop, ctx, mtls_port(t), cn, sizeof(cn)));
     CU_ASSERT_STRING_EQUAL(cn, "fourth");
 
     /* Junk where the certificate was: said, and the current one stays. */
@@ -157,7 +207,7 @@ static void test_rotation_served(void)
     fclose(f);
     CU_ASSERT_EQUAL(mtls_check(t, 7, err, sizeof(err)), -1);
     CU_ASSERT(contains(err, "tls.crt"));
-    CU_ASSERT(served(ctx, mtls_port(t), cn, sizeof(cn)));
+    CU_ASSERT(served(loop, ctx, mtls_port(t), cn, sizeof(cn)));
     CU_ASSERT_STRING_EQUAL(cn, "fourth");
 
     /* Two rotations in a row: the first one's daemon is stopped at once for the second. */
@@ -165,38 +215,42 @@ static void test_rotation_served(void)
     CU_ASSERT_EQUAL(mtls_check(t, 8, err, sizeof(err)), 1);
     cert_files_make(tmpdir, "sixth", "tls.crt", "tls.key");
     CU_ASSERT_EQUAL(mtls_check(t, 9, err, sizeof(err)), 1);
-    CU_ASSERT(served(ctx, mtls_port(t), cn, sizeof(cn)));
+    CU_ASSERT(served(loop, ctx, mtls_port(t), cn, sizeof(cn)));
     CU_ASSERT_STRING_EQUAL(cn, "sixth");
     CU_ASSERT_EQUAL(mtls_loads(t), 5);
     /* A drained old daemon is stopped (nothing left open; past the drain time). */
     CU_ASSERT_EQUAL(mtls_check(t, 9 + MTLS_DRAIN_NS, err, sizeof(err)), 0);
-    CU_ASSERT(served(ctx, mtls_port(t), cn, sizeof(cn)));
+    CU_ASSERT(served(loop, ctx, mtls_port(t), cn, sizeof(cn)));
     SSL_CTX_free(ctx);
     mtls_stop(&t);
     CU_ASSERT_PTR_NULL(t);
     mtls_stop(&t); /* NULL is fine */
+    CU_ASSERT_EQUAL(loop_reader_count(loop), 0); /* the listener left the loop */
+    CU_ASSERT_EQUAL(loop_timer_count(loop), 0);
+    loop_destroy(&loop);
 }
 
 static void test_start_errors_and_self_signed(void)
 {
     char err[512], cn[128];
+    loop_t *loop = loop_new();
     struct sockaddr_in sin = loopback_any_port();
     mtls_opts_t o = opts(&sin, "/nonexistent-dir");
     mtls_t *t = NULL;
-    CU_ASSERT_EQUAL(mtls_start(&o, &t, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(mtls_start(loop, &o, &t, err, sizeof(err)), -1);
     CU_ASSERT_PTR_NULL(t);
     CU_ASSERT(contains(err, "/nonexistent-dir/tls.crt"));
     cert_files_make(tmpdir, "a", "tls.crt", "tls.key");
     cert_files_make(tmpdir, "b", "other.crt", "other.key");
     o = opts(&sin, tmpdir);
     o.key_name = "other.key";
-    CU_ASSERT_EQUAL(mtls_start(&o, &t, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(mtls_start(loop, &o, &t, err, sizeof(err)), -1);
     CU_ASSERT(contains(err, "does not match"));
 
     o = opts(&sin, NULL);
-    CU_ASSERT_EQUAL_FATAL(mtls_start(&o, &t, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL_FATAL(mtls_start(loop, &o, &t, err, sizeof(err)), 0);
     SSL_CTX *ctx = client_ctx();
-    CU_ASSERT(served(ctx, mtls_port(t), cn, sizeof(cn)));
+    CU_ASSERT(served(loop, ctx, mtls_port(t), cn, sizeof(cn)));
     CU_ASSERT_STRING_EQUAL(cn, "localhost@rdc-operator");
     CU_ASSERT_EQUAL(mtls_check(t, 1, err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(mtls_loads(t), 1);
@@ -205,30 +259,23 @@ static void test_start_errors_and_self_signed(void)
     same.sin_port = htons((uint16_t)mtls_port(t));
     mtls_opts_t o2 = opts(&same, NULL);
     mtls_t *t2 = NULL;
-    CU_ASSERT_EQUAL(mtls_start(&o2, &t2, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(mtls_start(loop, &o2, &t2, err, sizeof(err)), -1);
     CU_ASSERT(contains(err, "cannot serve HTTPS"));
     SSL_CTX_free(ctx);
     mtls_stop(&t);
+    loop_destroy(&loop);
 }
 
 static int suite_init(void)
 {
     rlog_init("test_metrics_tls", RLOG_ERROR, RLOG_TEXT, NULL);
     signal(SIGPIPE, SIG_IGN);
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_metrics_tls.XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return tmpdir_make(tmpdir, sizeof(tmpdir), "test_metrics_tls");
 }
 
 static int suite_clean(void)
 {
-    static const char *const files[] = {"tls.crt", "tls.key", "other.crt", "other.key"};
-    char path[128];
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        snprintf(path, sizeof(path), "%s/%s", tmpdir, files[i]);
-        unlink(path);
-    }
-    rmdir(tmpdir);
-    return 0;
+    return tmpdir_remove(tmpdir);
 }
 
 static CU_TestInfo tests[] = {

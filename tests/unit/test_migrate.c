@@ -60,11 +60,13 @@ static void fobj_json(const fobj_t *o, buf_t *b)
 
 static void crd_json(const fake_t *f, buf_t *b)
 {
-    buf_printf(b, "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
-                  "\"metadata\":{\"name\":\"redisclusters.cache.example.com\"},\"spec\":{\"versions\":["
-                  "{\"name\":\"v1\",\"served\":true,\"storage\":%s},{\"name\":\"v1alpha1\",\"served\":true,\"storage\":%s}]},"
-                  "\"status\":{\"storedVersions\":[",
-               strcmp(f->storage, "v1") ? "false" : "true", strcmp(f->storage, "v1") ? "true" : "false");
+    buf_printf(
+        b,
+        "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+        "\"metadata\":{\"name\":\"redisclusters.cache.example.com\"},\"spec\":{\"versions\":["
+        "{\"name\":\"v1\",\"served\":true,\"storage\":%s},{\"name\":\"v1alpha1\",\"served\":true,\"storage\":%s}]},"
+        "\"status\":{\"storedVersions\":[",
+        strcmp(f->storage, "v1") ? "false" : "true", strcmp(f->storage, "v1") ? "true" : "false");
     for (int i = 0; i < f->nstored; i++)
         buf_printf(b, "%s\"%s\"", i ? "," : "", f->stored[i]);
     buf_puts(b, "]}}");
@@ -96,7 +98,8 @@ static const char *arg(struct MHD_Connection *c, const char *k)
 #define OBJ_PREFIX "/apis/cache.example.com/v1/namespaces/ns/redisclusters/"
 
 /* Answer one request (f->mu held). Returns the HTTP status, the body in out. */
-static int handle(fake_t *f, struct MHD_Connection *c, const char *method, const char *url, const char *body, buf_t *out)
+static int handle(fake_t *f, struct MHD_Connection *c, const char *method, const char *url, const char *body,
+                  buf_t *out)
 {
     if (!strcmp(url, CRD_PATH) && !strcmp(method, "GET")) {
         crd_json(f, out);
@@ -104,7 +107,8 @@ static int handle(fake_t *f, struct MHD_Connection *c, const char *method, const
     }
     if (!strcmp(url, CRD_PATH "/status") && !strcmp(method, "PATCH")) {
         json_object *p = json_tokener_parse(body), *st = NULL, *sv = NULL;
-        if (!p || !json_object_object_get_ex(p, "status", &st) || !json_object_object_get_ex(st, "storedVersions", &sv)) {
+        if (!p || !json_object_object_get_ex(p, "status", &st) ||
+            !json_object_object_get_ex(st, "storedVersions", &sv)) {
             json_object_put(p);
             return status_body(out, 400, "BadRequest", "bad patch");
         }
@@ -117,7 +121,8 @@ static int handle(fake_t *f, struct MHD_Connection *c, const char *method, const
         }
         f->nstored = 0;
         for (size_t i = 0; i < json_object_array_length(sv) && i < 4; i++)
-            snprintf(f->stored[f->nstored++], sizeof(f->stored[0]), "%s", json_object_get_string(json_object_array_get_idx(sv, i)));
+            snprintf(f->stored[f->nstored++], sizeof(f->stored[0]), "%s",
+                     json_object_get_string(json_object_array_get_idx(sv, i)));
         json_object_put(p);
         crd_json(f, out);
         return 200;
@@ -340,9 +345,10 @@ static void test_migrates_every_object_then_stored_versions(void)
     buf_t b;
     buf_init(&b, 0);
     migrate_report_format(&m.r, &m.o, &b);
-    CU_ASSERT_STRING_EQUAL(buf_str(&b), "migrate-storage redisclusters.cache.example.com to v1: 25 listed, 20 rewritten, "
-                                        "5 unchanged, 0 conflicts, 0 gone, 0 failed, 3 pages; storedVersions "
-                                        "[v1alpha1,v1] -> [v1]");
+    CU_ASSERT_STRING_EQUAL(buf_str(&b),
+                           "migrate-storage redisclusters.cache.example.com to v1: 25 listed, 20 rewritten, "
+                           "5 unchanged, 0 conflicts, 0 gone, 0 failed, 3 pages; storedVersions "
+                           "[v1alpha1,v1] -> [v1]");
     buf_free(&b);
     /* A second run has nothing to do and lists nothing. */
     int lists = count_log(m.f, "GET " LIST_PATH);
@@ -385,7 +391,8 @@ static void test_failed_object_keeps_stored_versions(void)
     CU_ASSERT_EQUAL(count_log(m.f, "PATCH "), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(m.r.last_error, "ns/c1: PUT"));
     CU_ASSERT_PTR_NOT_NULL(strstr(m.r.last_error, "Invalid"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(m.e.message, "1 object(s) could not be rewritten, storedVersions left as [v1alpha1,v1]"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(m.e.message, "1 object(s) could not be rewritten, storedVersions left as [v1alpha1,v1]"));
     mig_close(&m);
 }
 
@@ -451,7 +458,8 @@ static void test_resumes_from_the_state_file(void)
 static void test_expired_token_lists_again(void)
 {
     char state[] = "/tmp/test_migrate_state_XXXXXX";
-    state_file_at(state, "{\"crd\":\"redisclusters.cache.example.com\",\"version\":\"v1\",\"continue\":\"p10\",\"listed\":10}\n");
+    state_file_at(
+        state, "{\"crd\":\"redisclusters.cache.example.com\",\"version\":\"v1\",\"continue\":\"p10\",\"listed\":10}\n");
     mig_t m;
     mig_open(&m, 15, 15, 10, -1);
     m.f->expire_tokens = 1;

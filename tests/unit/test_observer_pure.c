@@ -263,7 +263,11 @@ static void m_promoted(obs_node_t *c, size_t *n)
     c[1].master_port = 0;
     c[1].link_up = 0;
 }
-static void m_repointed(obs_node_t *c, size_t *n) { (void)n; snprintf(c[2].master_host, sizeof(c[2].master_host), "10.0.0.99"); }
+static void m_repointed(obs_node_t *c, size_t *n)
+{
+    (void)n;
+    snprintf(c[2].master_host, sizeof(c[2].master_host), "10.0.0.99");
+}
 static void m_port(obs_node_t *c, size_t *n) { (void)n; c[2].master_port = 6380; }
 static void m_new_ip(obs_node_t *c, size_t *n) { (void)n; snprintf(c[1].ip, sizeof(c[1].ip), "10.0.0.12"); }
 static void m_scaled_up(obs_node_t *c, size_t *n) { c[(*n)++] = replica("cache-3", "10.0.0.4", "10.0.0.1", 1, 0); }

@@ -283,7 +283,8 @@ static void test_observer_end_to_end(void)
     CU_ASSERT_EQUAL(metric("rdc_redis_up{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} "), 1);
     CU_ASSERT_EQUAL(metric("rdc_redis_role{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} "), 1);
     CU_ASSERT_EQUAL(metric("rdc_redis_role{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-2\"} "), 0);
-    CU_ASSERT(metric("rdc_redis_replication_lag_bytes{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-1\"} ") >= 0);
+    CU_ASSERT(metric("rdc_redis_replication_lag_bytes{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-1\"} ") >=
+              0);
     CU_ASSERT(metric("redis_connected_clients{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} ") >= 1);
     CU_ASSERT(metric("redis_memory_used_bytes{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-1\"} ") > 0);
     CU_ASSERT_EQUAL(metric("redis_connected_slaves{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} "), 2);

@@ -67,13 +67,14 @@ static void test_podview_compact(void)
         "\"ready\":false},{\"name\":\"side\",\"restartCount\":0,\"state\":{\"waiting\":{\"reason\":"
         "\"ImagePullBackOff\",\"message\":\"Back-off pulling image nope\"}},\"lastState\":{}}]}}");
     CU_ASSERT_EQUAL(podview_compact(pod), 0);
-    CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(json_object_object_get(pod, "status"), JSON_C_TO_STRING_PLAIN),
-                           "{\"phase\":\"Pending\",\"initContainerStatuses\":[{\"name\":\"init\",\"restartCount\":3,"
-                           "\"state\":{\"waiting\":{\"reason\":\"CrashLoopBackOff\",\"message\":\"back-off 40s\"}},"
-                           "\"lastState\":{\"terminated\":{\"exitCode\":1,\"reason\":\"Error\"}}}],"
-                           "\"containerStatuses\":[{\"name\":\"redis\",\"restartCount\":0},{\"name\":\"side\","
-                           "\"restartCount\":0,\"state\":{\"waiting\":{\"reason\":\"ImagePullBackOff\",\"message\":"
-                           "\"Back-off pulling image nope\"}}}]}");
+    CU_ASSERT_STRING_EQUAL(
+        json_object_to_json_string_ext(json_object_object_get(pod, "status"), JSON_C_TO_STRING_PLAIN),
+        "{\"phase\":\"Pending\",\"initContainerStatuses\":[{\"name\":\"init\",\"restartCount\":3,"
+        "\"state\":{\"waiting\":{\"reason\":\"CrashLoopBackOff\",\"message\":\"back-off 40s\"}},"
+        "\"lastState\":{\"terminated\":{\"exitCode\":1,\"reason\":\"Error\"}}}],"
+        "\"containerStatuses\":[{\"name\":\"redis\",\"restartCount\":0},{\"name\":\"side\","
+        "\"restartCount\":0,\"state\":{\"waiting\":{\"reason\":\"ImagePullBackOff\",\"message\":"
+        "\"Back-off pulling image nope\"}}}]}");
     json_object_put(pod);
     /* A pod without status (just created), a spec that is not an object, not an object. */
     pod = json_tokener_parse("{\"metadata\":{\"name\":\"p\"},\"spec\":7}");
@@ -249,12 +250,14 @@ static void test_workitem_children(void)
     cache_t *c = cluster_cache(children);
     char err[256];
     cache_change_t ch;
-    json_object *cm = json_tokener_parse("{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cache\",\"namespace\":\"ns1\","
-                                         "\"resourceVersion\":\"1\"},\"data\":{\"redis.conf\":\"x\"}}");
+    json_object *cm =
+        json_tokener_parse("{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cache\",\"namespace\":\"ns1\","
+                           "\"resourceVersion\":\"1\"},\"data\":{\"redis.conf\":\"x\"}}");
     CU_ASSERT_EQUAL(cache_upsert(c, "ConfigMap", cm, &ch, err, sizeof(err)), 0);
     json_object_put(cm);
-    json_object *pdb = json_tokener_parse("{\"kind\":\"PodDisruptionBudget\",\"metadata\":{\"name\":\"cache\","
-                                          "\"namespace\":\"ns1\",\"resourceVersion\":\"5\"},\"spec\":{\"maxUnavailable\":1}}");
+    json_object *pdb =
+        json_tokener_parse("{\"kind\":\"PodDisruptionBudget\",\"metadata\":{\"name\":\"cache\","
+                           "\"namespace\":\"ns1\",\"resourceVersion\":\"5\"},\"spec\":{\"maxUnavailable\":1}}");
     CU_ASSERT_EQUAL(cache_upsert(c, "PodDisruptionBudget", pdb, &ch, err, sizeof(err)), 0);
     json_object_put(pdb);
     /* A role Service of a Replication cluster, at <key>-primary. */
@@ -276,7 +279,8 @@ static void test_workitem_children(void)
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "ConfigMap", &v) && json_object_is_type(v, json_type_object));
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "Service", &v) && v == NULL);
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "StatefulSet", &v) && v == NULL);
-        CU_ASSERT_TRUE(json_object_object_get_ex(o, "PodDisruptionBudget", &v) && json_object_is_type(v, json_type_object));
+        CU_ASSERT_TRUE(json_object_object_get_ex(o, "PodDisruptionBudget", &v) &&
+                       json_object_is_type(v, json_type_object));
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "ServicePrimary", &v) && json_object_is_type(v, json_type_object) &&
                        !strcmp(JSONX_STR_AT(v, "metadata", "name"), "cache-primary"));
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "ServiceReplicas", &v) && v == NULL);

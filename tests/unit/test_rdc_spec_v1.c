@@ -46,8 +46,25 @@ static void test_v1_fields_table(void)
         {"{\"size\":1,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"a.b-c\",\"key\":\"_x.Y-9\"}}}", ""},
         {"{\"size\":1,\"image\":\"redis\",\"mode\":null,\"failover\":{}}", ""},
         /* enums */
+        {"{\"size\":1,\"image\":\"redis\",\"mode\":\"Sentinel\"}",
+         "spec.mode: Unsupported value: \"Sentinel\": supported values: \"Replication\", \"Standalone\", \"Cluster\""},
+        /* Cluster mode: size is shards x (1 + replicasPerShard), up to 100 */
+        {"{\"size\":6,\"image\":\"redis\",\"mode\":\"Cluster\"}", ""},
+        {"{\"size\":100,\"image\":\"redis\",\"mode\":\"Cluster\","
+         "\"cluster\":{\"shards\":20,\"replicasPerShard\":4}}", ""},
+        {"{\"size\":3,\"image\":\"redis\",\"mode\":\"Cluster\",\"cluster\":{\"shards\":3,\"replicasPerShard\":0}}",
+         ""},
         {"{\"size\":1,\"image\":\"redis\",\"mode\":\"Cluster\"}",
-         "spec.mode: Unsupported value: \"Cluster\": supported values: \"Replication\", \"Standalone\""},
+         "spec.size: Invalid value: 1: in Cluster mode spec.size is the number of pods, spec.cluster.shards x (1 + "
+         "spec.cluster.replicasPerShard) = 6"},
+        {"{\"size\":7,\"image\":\"redis\",\"mode\":\"Cluster\"}", "not kubectl scale"},
+        {"{\"size\":11,\"image\":\"redis\"}", "spec.size: Invalid value: 11: must be between 1 and 10"},
+        {"{\"size\":4,\"image\":\"redis\",\"mode\":\"Cluster\",\"cluster\":{\"shards\":2,\"replicasPerShard\":1}}",
+         "spec.cluster.shards: Invalid value: 2: must be between 3 and 20"},
+        {"{\"size\":18,\"image\":\"redis\",\"mode\":\"Cluster\","
+         "\"cluster\":{\"shards\":3,\"replicasPerShard\":5}}",
+         "spec.cluster.replicasPerShard: Invalid value: 5: must be between 0 and 4"},
+        {"{\"size\":6,\"image\":\"redis\",\"mode\":\"Cluster\",\"cluster\":[]}", "spec.cluster: Invalid value"},
         {"{\"size\":1,\"image\":\"redis\",\"mode\":3}", "spec.mode: Invalid value: 3: must be a string"},
         {"{\"size\":1,\"image\":\"redis\",\"persistence\":\"AOF\"}",
          "spec.persistence: Unsupported value: \"AOF\": supported values: \"aof\", \"none\", \"rdb\""},
@@ -96,6 +113,51 @@ static void test_v1_fields_table(void)
     }
 }
 
+/* Cluster mode's other rules: the name's length, no change of mode to or from it, and the
+ * defaulting webhook's size. */
+static void test_cluster_rules(void)
+{
+    json_object *rc = json_tokener_parse(
+        "{\"metadata\":{\"name\":\"a-name-that-is-forty-five-characters-long-xyz\"},"
+        "\"spec\":{\"size\":6,\"image\":\"redis\",\"mode\":\"Cluster\"}}");
+    char *got = spec_errors(rc);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "metadata.name: Invalid value: \"a-name-that-is-forty-five-characters-long-xyz\""
+                                       ": must be at most 44 characters in Cluster mode"));
+    free(got);
+    json_object_put(rc);
+
+    static const char *const modes[][2] = {{"Replication", "Cluster"}, {"Cluster", "Standalone"}};
+    for (int i = 0; i < 2; i++) {
+        char a[256], b[256];
+        snprintf(a, sizeof(a), "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"size\":6,\"image\":\"r\",\"mode\":\"%s\"}}",
+                 modes[i][0]);
+        snprintf(b, sizeof(b), "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"size\":6,\"image\":\"r\",\"mode\":\"%s\"}}",
+                 modes[i][1]);
+        json_object *o = json_tokener_parse(a), *n = json_tokener_parse(b);
+        rdc_field_errors_t *e = rdc_field_errors_new();
+        CU_ASSERT(rdc_spec_validate_update(o, n, e) >= 1);
+        buf_t t;
+        buf_init(&t, 0);
+        rdc_field_errors_format(e, &t);
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&t), "spec.mode: Forbidden: cannot change to or from Cluster mode"));
+        buf_free(&t);
+        rdc_field_errors_destroy(&e);
+        json_object_put(o);
+        json_object_put(n);
+    }
+
+    json_object *nosize = json_tokener_parse(
+        "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"image\":\"redis:7.2\",\"mode\":\"Cluster\","
+        "\"cluster\":{\"shards\":5,\"replicasPerShard\":2}}}");
+    json_object *d = rdc_spec_defaulted(nosize);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    json_object *size = NULL;
+    CU_ASSERT_TRUE(json_object_object_get_ex(d, "size", &size));
+    CU_ASSERT_EQUAL(json_object_get_int(size), 15);
+    json_object_put(d);
+    json_object_put(nosize);
+}
+
 static void test_duration(void)
 {
     static const struct {
@@ -141,7 +203,8 @@ static void test_admission_v1(void)
     CU_ASSERT_EQUAL(admission_review(body, strlen(body), ADMISSION_VALIDATE, &resp, &o), 0);
     CU_ASSERT_EQUAL(o.allowed, 0);
     CU_ASSERT_EQUAL(o.code, 422);
-    CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "spec.failover.downAfter: Invalid value: \"10m\": must be between 1s and 5m"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(o.message, "spec.failover.downAfter: Invalid value: \"10m\": must be between 1s and 5m"));
     free(resp);
     snprintf(body, sizeof(body), fmt,
              "{\"size\":3,\"image\":\"redis:7.2\",\"mode\":\"Replication\",\"failover\":{\"downAfter\":\"10s\"},"
@@ -161,7 +224,12 @@ static void test_crd_agrees(void)
     size_t n = fread(text, 1, sizeof(text) - 1, f);
     fclose(f);
     text[n] = '\0';
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "enum: [\"Replication\", \"Standalone\"]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "enum: [\"Replication\", \"Standalone\", \"Cluster\"]"));
+    /* Cluster mode's bounds and rules */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "minimum: 3\n                    maximum: 20\n                    default: 3"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "minimum: 0\n                    maximum: 4\n                    default: 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "self.mode == 'Cluster' || self.size <= 10"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "self.mode == 'Cluster') == (has(oldSelf.mode) && oldSelf.mode == 'Cluster')"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "enum: [\"none\", \"rdb\", \"aof\"]"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "pattern: '^([0-9]+([.][0-9]+)?(ms|s|m|h))+$'"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "duration(self) >= duration('1s') && duration(self) <= duration('5m')"));
@@ -179,6 +247,7 @@ static const cu_entry_t tests[] = {
     CU_SUITE("rdc_spec v1"),
     {"v1-only fields: enums, auth, failover (table)", test_v1_fields_table},
     {"durations as the CRD's downAfter pattern", test_duration},
+    {"Cluster mode: the name, no change of mode, the default size", test_cluster_rules},
     {"the validating webhook on v1 objects", test_admission_v1},
     {"the CRD's v1 schema states the same rules", test_crd_agrees},
 };

@@ -21,13 +21,18 @@ static void test_reply_and_errors(void)
     CU_ASSERT_EQUAL_FATAL(server_start(&a, 0, NULL), 0);
     char reply[256], err[256];
     const char *ping[] = {"PING"};
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", a.port, NULL, NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(
+        redisexec_command("127.0.0.1", a.port, NULL, NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)),
+        0);
     CU_ASSERT_STRING_EQUAL(reply, "PONG");
     const char *bad[] = {"NOSUCHCOMMAND", "x"};
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", a.port, NULL, NULL, 2, bad, 500 * MS, NULL, 0, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", a.port, NULL, NULL, 2, bad, 500 * MS, NULL, 0, err, sizeof(err)),
+                    -1);
     CU_ASSERT_TRUE(strstr(err, "NOSUCHCOMMAND") != NULL && strstr(err, "ERR") != NULL);
     const char *incr[] = {"INCR", "k"};
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", a.port, NULL, NULL, 2, incr, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(
+        redisexec_command("127.0.0.1", a.port, NULL, NULL, 2, incr, 500 * MS, reply, sizeof(reply), err, sizeof(err)),
+        0);
     CU_ASSERT_STRING_EQUAL(reply, "1");
     int port = a.port;
     server_stop(&a);
@@ -43,14 +48,19 @@ static void test_auth(void)
     char reply[256], err[256];
     const char *ping[] = {"PING"};
     /* Without the password: refused. */
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, NULL, NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(
+        redisexec_command("127.0.0.1", b.port, NULL, NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)),
+        -1);
     CU_ASSERT_TRUE(strstr(err, "NOAUTH") != NULL);
     /* A wrong one: refused, and not repeated in the message. */
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "wrong-one", NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "wrong-one", NULL, 1, ping, 500 * MS, reply, sizeof(reply),
+                                      err, sizeof(err)),
+                    -1);
     CU_ASSERT_TRUE(strncmp(err, "AUTH ", 5) == 0);
     CU_ASSERT_PTR_NULL(strstr(err, "wrong-one"));
     /* The right one. */
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, PW, NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(
+        redisexec_command("127.0.0.1", b.port, PW, NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
     CU_ASSERT_STRING_EQUAL(reply, "PONG");
     /* The token goes out as the password. */
     const char *set[] = {"CONFIG", "SET", "masterauth", REDISEXEC_PASSWORD_TOKEN};
@@ -74,7 +84,9 @@ static void test_replicaof_and_info(void)
     char port[16], reply[8192], err[256];
     snprintf(port, sizeof(port), "%d", p.port);
     const char *rof[] = {"REPLICAOF", "127.0.0.1", port};
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", q.port, NULL, NULL, 3, rof, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(
+        redisexec_command("127.0.0.1", q.port, NULL, NULL, 3, rof, 500 * MS, reply, sizeof(reply), err, sizeof(err)),
+        0);
     CU_ASSERT_STRING_EQUAL(reply, "OK");
     const char *info[] = {"INFO", "replication"};
     char role[16], host[256];
@@ -82,7 +94,9 @@ static void test_replicaof_and_info(void)
     int64_t off = -1;
     /* Wait for the link (a loop with a deadline; the sync takes a moment). */
     for (int i = 0; i < 100 && !link; i++) {
-        CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", q.port, NULL, NULL, 2, info, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+        CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", q.port, NULL, NULL, 2, info, 500 * MS, reply, sizeof(reply), err,
+                                          sizeof(err)),
+                        0);
         redisexec_parse_info(reply, role, sizeof(role), host, sizeof(host), &mport, &link, &off);
         if (!link)
             nap_ms(50);
@@ -92,7 +106,9 @@ static void test_replicaof_and_info(void)
     CU_ASSERT_EQUAL(mport, p.port);
     CU_ASSERT_EQUAL(link, 1);
     CU_ASSERT_TRUE(off >= 0);
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", p.port, NULL, NULL, 2, info, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(
+        redisexec_command("127.0.0.1", p.port, NULL, NULL, 2, info, 500 * MS, reply, sizeof(reply), err, sizeof(err)),
+        0);
     redisexec_parse_info(reply, role, sizeof(role), host, sizeof(host), &mport, &link, &off);
     CU_ASSERT_STRING_EQUAL(role, "master");
     CU_ASSERT_STRING_EQUAL(host, "");
@@ -102,7 +118,8 @@ static void test_replicaof_and_info(void)
     json_object *o = redisexec_observe(pods, NULL, q.port, 500 * MS, "t");
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(o, "observedAt"), "t");
-    json_object *n0 = json_object_array_get_idx(jsonx_get(o, "nodes"), 0), *n1 = json_object_array_get_idx(jsonx_get(o, "nodes"), 1);
+    json_object *n0 = json_object_array_get_idx(jsonx_get(o, "nodes"), 0),
+                *n1 = json_object_array_get_idx(jsonx_get(o, "nodes"), 1);
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(n0, "role"), "slave");
     CU_ASSERT_TRUE(json_object_get_boolean(jsonx_get(n0, "reachable")));
     CU_ASSERT_EQUAL(json_object_get_int(jsonx_get(n0, "masterPort")), p.port);
@@ -122,7 +139,8 @@ static void test_timeout_on_stopped_server(void)
     char err[256];
     const char *ping[] = {"PING"};
     int64_t t0 = clock_mono_ns();
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", s.port, NULL, NULL, 1, ping, 300 * MS, NULL, 0, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", s.port, NULL, NULL, 1, ping, 300 * MS, NULL, 0, err, sizeof(err)),
+                    -1);
     int64_t took = clock_mono_ns() - t0;
     CU_ASSERT_TRUE(took >= 250 * MS && took < 1500 * MS);
     server_stop(&s);
@@ -159,15 +177,24 @@ static void test_rotation_steps(void)
     const char *add[] = {"ACL", "SETUSER", "default", "on", REDISEXEC_ACL_ADD_PASSWORD};
     const char *drop[] = {"ACL", "SETUSER", "default", REDISEXEC_ACL_DROP_OLD_PASSWORD};
     const char *ping[] = {"PING"};
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "new-" PW, NULL, 1, ping, 500 * MS, NULL, 0, err, sizeof(err)), -1);
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "new-" PW, "old-" PW, 5, add, 500 * MS, NULL, 0, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(
+        redisexec_command("127.0.0.1", b.port, "new-" PW, NULL, 1, ping, 500 * MS, NULL, 0, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(
+        redisexec_command("127.0.0.1", b.port, "new-" PW, "old-" PW, 5, add, 500 * MS, NULL, 0, err, sizeof(err)), 0);
     /* Both accepted now. */
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "new-" PW, NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "old-" PW, NULL, 1, ping, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "new-" PW, "old-" PW, 4, drop, 500 * MS, NULL, 0, err, sizeof(err)), 0);
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "old-" PW, NULL, 1, ping, 500 * MS, NULL, 0, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "new-" PW, NULL, 1, ping, 500 * MS, reply, sizeof(reply),
+                                      err, sizeof(err)),
+                    0);
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "old-" PW, NULL, 1, ping, 500 * MS, reply, sizeof(reply),
+                                      err, sizeof(err)),
+                    0);
+    CU_ASSERT_EQUAL(
+        redisexec_command("127.0.0.1", b.port, "new-" PW, "old-" PW, 4, drop, 500 * MS, NULL, 0, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(
+        redisexec_command("127.0.0.1", b.port, "old-" PW, NULL, 1, ping, 500 * MS, NULL, 0, err, sizeof(err)), -1);
     /* Again: Redis says the password does not exist, quoting it; the message has the token. */
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", b.port, "new-" PW, "old-" PW, 4, drop, 500 * MS, NULL, 0, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(
+        redisexec_command("127.0.0.1", b.port, "new-" PW, "old-" PW, 4, drop, 500 * MS, NULL, 0, err, sizeof(err)), -1);
     CU_ASSERT_TRUE(strstr(err, "does not exist") != NULL);
     CU_ASSERT_PTR_NULL(strstr(err, PW));
     CU_ASSERT_TRUE(strstr(err, REDISEXEC_OLD_PASSWORD_TOKEN) != NULL);
@@ -184,7 +211,8 @@ static void test_promote_guard(void)
     char port[16], err[256];
     snprintf(port, sizeof(port), "%d", p.port);
     const char *rof[] = {"REPLICAOF", "127.0.0.1", port};
-    CU_ASSERT_EQUAL_FATAL(redisexec_command("127.0.0.1", q.port, NULL, NULL, 3, rof, 500 * MS, NULL, 0, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL_FATAL(
+        redisexec_command("127.0.0.1", q.port, NULL, NULL, 3, rof, 500 * MS, NULL, 0, err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", p.port, NULL, NULL, 300 * MS, err, sizeof(err)), 1);
     err[0] = '\0';
     CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", q.port, NULL, NULL, 300 * MS, err, sizeof(err)), -1);

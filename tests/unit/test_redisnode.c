@@ -1,15 +1,18 @@
-/* Unit tests of hiredis on our loop (redis_loop.h) and the observer's probes
- * (redisnode.h) against REAL redis-server processes (Debian's redis-server) on
+/* Unit tests of the observer's probes (redisnode.h) over the Redis transport
+ * (redis_conn.h) against REAL redis-server processes (Debian's redis-server) on
  * 127.0.0.1, each on a free port with no persistence, stopped by PID: a PING + INFO
  * round trip, the deadline on a server that hangs (SIGSTOP), a reconnect after a restart,
- * a replica's role and link, and AUTH. */
+ * a replica's role and link, AUTH, a connection the server closes under the loop's
+ * handler, and the same probes over TLS. */
 #include "clock.h"
 #include "cu_table.h"
 #include "loop.h"
-#include "redis_loop.h"
+#include "redis_conn.h"
 #include "redisnode.h"
 
 #include "redis_servers.h"
+#include "redis_tls_certs.h"
+#include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
 
@@ -225,36 +228,107 @@ static void test_auth(void)
     fixture_stop(&f);
 }
 
-/* The adapter alone: a context freed by hiredis after the server closed it (under our
- * handler) leaves the loop clean. */
+/* The transport alone: a connection the server closes (CLIENT KILL of every normal
+ * client, ours included) is noticed under the loop's handler and leaves the loop clean:
+ * its socket off the loop at once, a command queued afterwards failed with the line on
+ * the next turn (it was hiredis's adapter's test before the transport replaced it). */
 static int disconnected;
-static void on_disc(const redisAsyncContext *c, int status)
+static char disconnect_err[512];
+static void on_kill_reply(redis_conn_t *c, redisReply *reply, const char *err, void *arg)
 {
     (void)c;
-    (void)status;
+    (void)arg;
+    freeReplyObject(reply); /* the kill's own answer, sent before the close */
+    if (err)
+        snprintf(disconnect_err, sizeof(disconnect_err), "%s", err);
+}
+
+static void on_after(redis_conn_t *c, redisReply *reply, const char *err, void *arg)
+{
+    (void)c;
+    (void)arg;
+    CU_ASSERT_PTR_NULL(reply);
+    snprintf(disconnect_err, sizeof(disconnect_err), "%s", err ? err : "");
     disconnected++;
 }
 
-static void test_adapter_server_close(void)
+static void test_transport_server_close(void)
 {
     server_t s = {0};
     CU_ASSERT_EQUAL_FATAL(server_start(&s, 0, NULL), 0);
     loop_t *loop = loop_new();
-    redisAsyncContext *ac = redisAsyncConnect("127.0.0.1", s.port);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ac);
-    CU_ASSERT_EQUAL_FATAL(ac->err, 0);
-    CU_ASSERT_EQUAL(redis_loop_attach(ac, loop), 0);
-    CU_ASSERT_EQUAL(redis_loop_attach(ac, loop), -1); /* once only */
+    redis_conn_t *c = redis_conn_new(loop, &(redis_conn_opts_t){.host = "127.0.0.1", .port = s.port});
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     CU_ASSERT_EQUAL(loop_reader_count(loop), 1);
-    redisAsyncSetDisconnectCallback(ac, on_disc);
-    redisAsyncCommand(ac, NULL, NULL, "CLIENT KILL TYPE normal SKIPME no");
+    const char *kill_all[] = {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "no"};
+    CU_ASSERT_EQUAL(redis_conn_command(c, 6, kill_all, NULL, 3 * NS_PER_SEC, on_kill_reply, NULL), 0);
     int64_t end = clock_mono_ns() + 3 * NS_PER_SEC;
-    while (!disconnected && clock_mono_ns() < end)
+    while (redis_conn_state(c) != REDIS_CONN_FAILED && clock_mono_ns() < end)
         loop_run_once(loop, 50 * NS_PER_MS);
-    CU_ASSERT_EQUAL(disconnected, 1);
+    CU_ASSERT_EQUAL(redis_conn_state(c), REDIS_CONN_FAILED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(redis_conn_error(c), "connection closed by the server"));
     CU_ASSERT_EQUAL(loop_reader_count(loop), 0);
+    const char *ping[] = {"PING"};
+    CU_ASSERT_EQUAL(redis_conn_command(c, 1, ping, NULL, NS_PER_SEC, on_after, NULL), 0);
+    CU_ASSERT_EQUAL(disconnected, 0);
+    loop_run_once(loop, 50 * NS_PER_MS);
+    CU_ASSERT_EQUAL(disconnected, 1);
+    CU_ASSERT_STRING_EQUAL(disconnect_err, redis_conn_error(c));
+    redis_conn_destroy(&c);
+    CU_ASSERT_EQUAL(loop_reader_count(loop), 0);
+    CU_ASSERT_EQUAL(loop_timer_count(loop), 0);
     loop_destroy(&loop);
     server_stop(&s);
+}
+
+/* Probes over TLS (with AUTH): answered when the CA and the name match, refused with the
+ * transport's line when they do not; changing the settings reconnects. */
+static void test_tls_probe(void)
+{
+    char dir[64] = "/tmp/rdc-redisnode-tls-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    tc_pki_t pki;
+    tc_pki_make(&pki);
+    tc_pki_write(&pki, dir);
+    char err[256];
+    redis_tls_t *good = redis_tls_new(&(redis_tls_config_t){.ca_pem = pki.ca.crt_pem, .ca_len = strlen(pki.ca.crt_pem)},
+                                      err, sizeof(err));
+    redis_tls_t *bad = redis_tls_new(
+        &(redis_tls_config_t){.ca_pem = pki.other_ca.crt_pem, .ca_len = strlen(pki.other_ca.crt_pem)}, err,
+        sizeof(err));
+    CU_ASSERT_FATAL(good && bad);
+    node_fixture_t f;
+    memset(&f, 0, sizeof(f));
+    const char *const extra[] = {"--requirepass", "s3cret-pw", NULL};
+    CU_ASSERT_EQUAL_FATAL(server_start_tls(&f.s, dir, "server.crt", "server.key", 0, extra), 0);
+    f.loop = loop_new();
+    f.n = redisnode_new(f.loop, "127.0.0.1", f.s.port, PROBE_TIMEOUT_NS, on_result, &f.r);
+    CU_ASSERT_EQUAL(redisnode_set_password(f.n, "s3cret-pw"), 0);
+    CU_ASSERT_EQUAL(redisnode_set_tls(f.n, good, NULL), 0);
+    const redisnode_state_t *st = probe_once(&f, 1);
+    CU_ASSERT_EQUAL(st->reachable, 1);
+    CU_ASSERT_EQUAL(st->info.role, REDISINFO_ROLE_MASTER);
+    CU_ASSERT_EQUAL(st->have_full, 1);
+    CU_ASSERT_EQUAL(redisnode_set_tls(f.n, good, "redis.test"), 0);
+    CU_ASSERT_EQUAL(probe_once(&f, 0)->reachable, 1);
+    CU_ASSERT_EQUAL(redisnode_set_tls(f.n, good, "cache-0.cache.ns.svc"), 0);
+    st = probe_once(&f, 0);
+    CU_ASSERT_EQUAL(st->reachable, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st->error, "TLS handshake: certificate verify failed: hostname mismatch"));
+    CU_ASSERT_EQUAL(redisnode_set_tls(f.n, bad, NULL), 0);
+    st = probe_once(&f, 0);
+    CU_ASSERT_EQUAL(st->reachable, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st->error, "certificate verify failed"));
+    CU_ASSERT_PTR_NULL(strstr(st->error, "s3cret"));
+    CU_ASSERT_EQUAL(redisnode_set_tls(f.n, NULL, NULL), 0); /* plain text to a TLS-only server */
+    CU_ASSERT_EQUAL(probe_once(&f, 0)->reachable, 0);
+    CU_ASSERT_EQUAL(redisnode_set_tls(f.n, good, NULL), 0);
+    CU_ASSERT_EQUAL(probe_once(&f, 0)->reachable, 1);
+    fixture_stop(&f);
+    redis_tls_destroy(&good);
+    redis_tls_destroy(&bad);
+    tc_pki_free(&pki);
+    tmpdir_remove(dir);
 }
 
 static const cu_entry_t tests[] = {
@@ -264,7 +338,8 @@ static const cu_entry_t tests[] = {
     {"reconnect after a restart", test_reconnect_after_restart},
     {"a replica's role and link", test_replica_role_and_link},
     {"AUTH, wrong password, rotation", test_auth},
-    {"adapter: server closes the connection", test_adapter_server_close},
+    {"transport: server closes the connection", test_transport_server_close},
+    {"probes over TLS", test_tls_probe},
 };
 
 CU_MAIN(tests)

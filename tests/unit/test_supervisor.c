@@ -79,10 +79,11 @@ static void test_merge_groups_families(void)
     CU_ASSERT_EQUAL(merge_render(m, &out), 0);
     const char *t = buf_str(&out);
     /* One HELP/TYPE block for the shared family, both workers' samples under it. */
-    const char *block = "# HELP controller_runtime_reconcile_total Total reconciliations\n"
-                        "# TYPE controller_runtime_reconcile_total counter\n"
-                        "controller_runtime_reconcile_total{child=\"workerd-1\",controller=\"rediscluster\",result=\"success\"} 4\n"
-                        "controller_runtime_reconcile_total{child=\"workerd-2\",controller=\"rediscluster\",result=\"success\"} 6\n";
+    const char *block =
+        "# HELP controller_runtime_reconcile_total Total reconciliations\n"
+        "# TYPE controller_runtime_reconcile_total counter\n"
+        "controller_runtime_reconcile_total{child=\"workerd-1\",controller=\"rediscluster\",result=\"success\"} 4\n"
+        "controller_runtime_reconcile_total{child=\"workerd-2\",controller=\"rediscluster\",result=\"success\"} 6\n";
     CU_ASSERT_PTR_NOT_NULL(strstr(t, block));
     ASSERT_TEXT_HAS(t, "workqueue_depth{child=\"workerd-1\"} 2\n",
                     "# TYPE lat histogram\nlat_bucket{child=\"workerd-2\",le=\"1\"} 1\n",

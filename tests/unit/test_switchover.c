@@ -44,12 +44,13 @@ static json_object *pod_of(const char *spec)
     char f[6][64];
     CU_ASSERT_EQUAL_FATAL(fields(spec, f, 6), 6);
     char text[1024];
-    snprintf(text, sizeof(text),
-             "{\"metadata\":{\"name\":\"%s\",\"uid\":\"uid-%s\",\"labels\":{\"controller-revision-hash\":\"%s\"%s%s%s}%s},"
-             "\"status\":{\"podIP\":\"%s\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
-             f[0], f[0], f[2], strcmp(f[5], "-") ? ",\"" TOPO_ROLE_LABEL "\":\"" : "", strcmp(f[5], "-") ? f[5] : "",
-             strcmp(f[5], "-") ? "\"" : "", !strcmp(f[4], "1") ? ",\"deletionTimestamp\":\"2024-05-01T12:00:00Z\"" : "",
-             f[1], !strcmp(f[3], "1") ? "True" : "False");
+    snprintf(
+        text, sizeof(text),
+        "{\"metadata\":{\"name\":\"%s\",\"uid\":\"uid-%s\",\"labels\":{\"controller-revision-hash\":\"%s\"%s%s%s}%s},"
+        "\"status\":{\"podIP\":\"%s\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
+        f[0], f[0], f[2], strcmp(f[5], "-") ? ",\"" TOPO_ROLE_LABEL "\":\"" : "", strcmp(f[5], "-") ? f[5] : "",
+        strcmp(f[5], "-") ? "\"" : "", !strcmp(f[4], "1") ? ",\"deletionTimestamp\":\"2024-05-01T12:00:00Z\"" : "",
+        f[1], !strcmp(f[3], "1") ? "True" : "False");
     json_object *o = json_tokener_parse(text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
     return o;
@@ -462,11 +463,13 @@ static void test_render(void)
             const json_object *rc = jsonx_get(c0, "command");
             size_t n = json_object_array_length(rc);
             CU_ASSERT_FATAL(n >= 2);
-            CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_array_get_idx(rc, n - 2)), "--replica-announce-ip");
-            CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_array_get_idx(rc, n - 1)), "$(" RENDER_POD_IP_ENV ")");
-            CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(json_object_array_get_idx(jsonx_get(c0, "env"), 0), "valueFrom", "fieldRef",
-                                                "fieldPath"),
-                                   "status.podIP");
+            CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_array_get_idx(rc, n - 2)),
+                                   "--replica-announce-ip");
+            CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_array_get_idx(rc, n - 1)),
+                                   "$(" RENDER_POD_IP_ENV ")");
+            CU_ASSERT_STRING_EQUAL(
+                JSONX_STR_AT(json_object_array_get_idx(jsonx_get(c0, "env"), 0), "valueFrom", "fieldRef", "fieldPath"),
+                "status.podIP");
         } else {
             CU_ASSERT_PTR_NULL(type);
             CU_ASSERT_PTR_NULL(cmd);
@@ -533,7 +536,8 @@ static void test_real_failover(void)
     snprintf(qport, sizeof(qport), "%d", q.port);
     const char *fo[6] = {"FAILOVER", "TO", "127.0.0.1", qport, "TIMEOUT", "5000"};
     /* q follows nobody: refused. */
-    CU_ASSERT_EQUAL(redisexec_switchover("127.0.0.1", p.port, NULL, NULL, 6, fo, TOPO_SWITCHOVER_MAX_LAG, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(
+        redisexec_switchover("127.0.0.1", p.port, NULL, NULL, 6, fo, TOPO_SWITCHOVER_MAX_LAG, err, sizeof(err)), -1);
     const char *rof[3] = {"REPLICAOF", "127.0.0.1", pport};
     CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", q.port, NULL, NULL, 3, rof, 500 * MS, NULL, 0, err, sizeof(err)), 0);
     for (int i = 0; i < 200 && !role_is(q.port, "slave"); i++)
@@ -543,7 +547,8 @@ static void test_real_failover(void)
         char key[32];
         snprintf(key, sizeof(key), "k%d", i);
         const char *set[3] = {"SET", key, "v"};
-        CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", p.port, NULL, NULL, 3, set, 500 * MS, NULL, 0, err, sizeof(err)), 0);
+        CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", p.port, NULL, NULL, 3, set, 500 * MS, NULL, 0, err, sizeof(err)),
+                        0);
     }
     /* The replica line shows once the replica has acknowledged; wait for online. */
     int sent = -1;
@@ -558,10 +563,13 @@ static void test_real_failover(void)
     CU_ASSERT_TRUE(role_is(q.port, "master"));
     CU_ASSERT_TRUE(role_is(p.port, "slave"));
     const char *dbsize[1] = {"DBSIZE"};
-    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", q.port, NULL, NULL, 1, dbsize, 500 * MS, reply, sizeof(reply), err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(
+        redisexec_command("127.0.0.1", q.port, NULL, NULL, 1, dbsize, 500 * MS, reply, sizeof(reply), err, sizeof(err)),
+        0);
     CU_ASSERT_STRING_EQUAL(reply, "100");
     /* A repeat (a crash after the command, the plan replayed): done, nothing sent. */
-    CU_ASSERT_EQUAL(redisexec_switchover("127.0.0.1", p.port, NULL, NULL, 6, fo, TOPO_SWITCHOVER_MAX_LAG, err, sizeof(err)), 1);
+    CU_ASSERT_EQUAL(
+        redisexec_switchover("127.0.0.1", p.port, NULL, NULL, 6, fo, TOPO_SWITCHOVER_MAX_LAG, err, sizeof(err)), 1);
     server_stop(&p);
     server_stop(&q);
 }

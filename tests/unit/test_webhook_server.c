@@ -9,6 +9,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "tls_client.h"
+#include "tmpdir.h"
 #include "webhook_fixture.h"
 #include "webhook_server.h"
 
@@ -274,24 +275,15 @@ static int suite_init(void)
 {
     rlog_init("test_webhook_server", RLOG_ERROR, RLOG_TEXT, NULL);
     signal(SIGPIPE, SIG_IGN);
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_webhook_server.XXXXXX");
-    if (!mkdtemp(tmpdir))
-        return -1;
     client_ctx = SSL_CTX_new(TLS_client_method());
-    return client_ctx ? 0 : -1;
+    return client_ctx && tmpdir_make(tmpdir, sizeof(tmpdir), "test_webhook_server") == 0 ? 0 : -1;
 }
 
 static int suite_clean(void)
 {
-    char path[128];
-    snprintf(path, sizeof(path), "%s/tls.crt", tmpdir);
-    unlink(path);
-    snprintf(path, sizeof(path), "%s/tls.key", tmpdir);
-    unlink(path);
-    rmdir(tmpdir);
     SSL_CTX_free(client_ctx);
     metrics_default_free();
-    return 0;
+    return tmpdir_remove(tmpdir);
 }
 
 CU_HOOKS({"webhook server: connection limits", suite_init, suite_clean, NULL, NULL});

@@ -73,7 +73,8 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
         return 200;
     }
     if (!strcmp(method, "GET") && strstr(url, "/storageclasses/fast")) {
-        buf_puts(out, "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":{\"name\":\"fast\"}}");
+        buf_puts(out,
+                 "{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":{\"name\":\"fast\"}}");
         return 200;
     }
     if (!strcmp(method, "GET")) {

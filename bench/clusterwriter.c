@@ -1,0 +1,523 @@
+/*
+ * bench/clusterwriter: a Redis Cluster client that counts only acknowledged writes, for
+ * the Cluster-mode tests (tests/e2e/test_cluster_mode.sh) and benchmarks. It is
+ * cluster-aware the way redis-cli -c and the client libraries are: it keeps the slot map
+ * (CLUSTER SLOTS), sends each key to the master of its slot (CRC16 of the key, or of its
+ * {hash tag}, modulo 16384), follows -MOVED (map read again) and -ASK (ASKING, then the
+ * command on the node named).
+ *
+ *   clusterwriter write --seeds H:P[,H:P..] --acks FILE --events FILE [--rate N]
+ *                       [--prefix P] [--wait-ms 100] [--replicas 1] [--duration S]
+ *                       [--count N] [--password-file F]
+ *       SET <P><i> <i> then, with --replicas >= 1, WAIT <replicas> <wait-ms> on the same
+ *       node, i = 1, 2, ... A write is ACKNOWLEDGED only when SET answered +OK and WAIT an
+ *       integer >= --replicas; it is then appended to --acks as "<key> <value> <addr>"
+ *       (flushed per line). Any other outcome is a failure: the map is read again and the
+ *       SAME i retried. --events gets ackwriter's JSON lines (start, fail, accept, ack,
+ *       target, stop), so tests/e2e/lib_replset.sh's rs_unavailability reads them too.
+ *       Runs until SIGTERM/SIGINT, --duration seconds or --count acknowledged writes;
+ *       --rate writes per second at most (default 200; 0 = as fast as it can).
+ *
+ *   clusterwriter fill --seeds H:P[,..] --count N [--prefix P] [--value-bytes B]
+ *       N keys <P><i> with B-byte values (default 16), pipelined by node in batches of
+ *       1000, following MOVED/ASK; prints "filled=<n> seconds=<s>" (no WAIT: a bulk load).
+ *
+ *   clusterwriter verify --seeds H:P[,..] (--acks FILE | --count N [--prefix P])
+ *       Reads back every key (GET through the map) and prints "acked=<n> present=<n>
+ *       missing=<n> wrong=<n>"; with --count, the keys fill wrote (values <i>, or B bytes
+ *       of 'x' with --value-bytes). Exit 0 when none is missing or wrong, 1 when some are,
+ *       2 on a usage or I/O error (an empty or absent FILE is an error).
+ *
+ * Exit codes: 0 OK, 1 verify found missing keys, 2 usage or setup error.
+ */
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CW_SLOTS 16384
+#define CW_MAX_NODES 128
+#define CW_ADDR 64
+
+typedef struct {
+    char addr[CW_ADDR]; /* "ip:port" */
+    redisContext *c;
+} cw_node_t;
+
+typedef struct {
+    cw_node_t node[CW_MAX_NODES];
+    int n;
+    short slot[CW_SLOTS]; /* node index of each slot's master, -1 unknown */
+    char seeds[1024];
+    char password[256];
+    int timeout_ms;
+} cw_t;
+
+static volatile sig_atomic_t cw_stop;
+
+static void cw_on_signal(int sig)
+{
+    (void)sig;
+    cw_stop = 1;
+}
+
+static int64_t cw_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* CRC16-CCITT (XMODEM), Redis Cluster's key hash (cluster spec, "Keys distribution model"). */
+static uint16_t cw_crc16(const char *buf, size_t len)
+{
+    uint16_t crc = 0;
+    for (size_t i = 0; i < len; i++) {
+        crc ^= (uint16_t)((unsigned char)buf[i] << 8);
+        for (int b = 0; b < 8; b++)
+            crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+    }
+    return crc;
+}
+
+static int cw_key_slot(const char *key)
+{
+    size_t len = strlen(key);
+    const char *open = memchr(key, '{', len);
+    if (open) {
+        const char *close = memchr(open + 1, '}', len - (size_t)(open + 1 - key));
+        if (close && close > open + 1)
+            return cw_crc16(open + 1, (size_t)(close - open - 1)) & (CW_SLOTS - 1);
+    }
+    return cw_crc16(key, len) & (CW_SLOTS - 1);
+}
+
+/* The node of addr (added when new), or -1 when the table is full. */
+static int cw_node(cw_t *w, const char *addr)
+{
+    for (int i = 0; i < w->n; i++)
+        if (!strcmp(w->node[i].addr, addr))
+            return i;
+    if (w->n == CW_MAX_NODES)
+        return -1;
+    snprintf(w->node[w->n].addr, CW_ADDR, "%s", addr);
+    w->node[w->n].c = NULL;
+    return w->n++;
+}
+
+static void cw_drop(cw_t *w, int i)
+{
+    if (w->node[i].c)
+        redisFree(w->node[i].c);
+    w->node[i].c = NULL;
+}
+
+/* A connection to node i (made and authenticated when needed), or NULL. */
+static redisContext *cw_conn(cw_t *w, int i)
+{
+    if (w->node[i].c)
+        return w->node[i].c;
+    char host[CW_ADDR];
+    snprintf(host, sizeof(host), "%s", w->node[i].addr);
+    char *colon = strrchr(host, ':');
+    if (!colon)
+        return NULL;
+    *colon = '\0';
+    struct timeval tv = {w->timeout_ms / 1000, (w->timeout_ms % 1000) * 1000};
+    redisContext *c = redisConnectWithTimeout(host, (int)strtol(colon + 1, NULL, 10), tv);
+    if (!c || c->err) {
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    if (w->password[0]) {
+        redisReply *r = redisCommand(c, "AUTH %s", w->password);
+        int ok = r && r->type == REDIS_REPLY_STATUS;
+        if (r)
+            freeReplyObject(r);
+        if (!ok) {
+            redisFree(c);
+            return NULL;
+        }
+    }
+    w->node[i].c = c;
+    return c;
+}
+
+/* Read the slot map from the first seed (or known node) that answers CLUSTER SLOTS.
+ * Returns 0, or -1 when none does. */
+static int cw_refresh(cw_t *w)
+{
+    char seeds[1024];
+    snprintf(seeds, sizeof(seeds), "%s", w->seeds);
+    for (char *s = seeds, *next; s && *s; s = next) {
+        next = strchr(s, ',');
+        if (next)
+            *next++ = '\0';
+        cw_node(w, s);
+    }
+    for (int i = 0; i < w->n; i++) {
+        redisContext *c = cw_conn(w, i);
+        redisReply *r = c ? redisCommand(c, "CLUSTER SLOTS") : NULL;
+        if (!r || r->type != REDIS_REPLY_ARRAY) {
+            if (r)
+                freeReplyObject(r);
+            cw_drop(w, i);
+            continue;
+        }
+        for (int s = 0; s < CW_SLOTS; s++)
+            w->slot[s] = -1;
+        for (size_t k = 0; k < r->elements; k++) {
+            redisReply *e = r->element[k];
+            if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 || e->element[2]->type != REDIS_REPLY_ARRAY ||
+                e->element[2]->elements < 2)
+                continue;
+            char addr[CW_ADDR];
+            snprintf(addr, sizeof(addr), "%s:%lld", e->element[2]->element[0]->str,
+                     e->element[2]->element[1]->integer);
+            int n = cw_node(w, addr);
+            for (long long s = e->element[0]->integer; n >= 0 && s <= e->element[1]->integer && s < CW_SLOTS; s++)
+                w->slot[s] = (short)n;
+        }
+        freeReplyObject(r);
+        return 0;
+    }
+    return -1;
+}
+
+/* Send argv to the master of key's slot, following MOVED and ASK (at most 5 hops); with
+ * wait_replicas > 0, WAIT on the node that took it. *reply gets the command's answer
+ * (the caller frees it), *acks WAIT's integer, *addr the node. Returns 0, or -1 with err. */
+static int cw_send(cw_t *w, const char *key, int argc, const char **argv, int wait_replicas, int wait_ms,
+                   redisReply **reply, long long *acks, char *addr, char *err, size_t errlen)
+{
+    int n = w->slot[cw_key_slot(key)], asking = 0;
+    *reply = NULL;
+    *acks = 0;
+    for (int hop = 0; hop < 5; hop++) {
+        if (n < 0 && (cw_refresh(w) || (n = w->slot[cw_key_slot(key)]) < 0)) {
+            snprintf(err, errlen, "no node serves slot %d", cw_key_slot(key));
+            return -1;
+        }
+        redisContext *c = cw_conn(w, n);
+        if (!c) {
+            snprintf(err, errlen, "%s: cannot connect", w->node[n].addr);
+            n = -1;
+            continue;
+        }
+        if (asking) {
+            redisReply *a = redisCommand(c, "ASKING");
+            if (a)
+                freeReplyObject(a);
+        }
+        redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+        if (!r) {
+            snprintf(err, errlen, "%s: %s", w->node[n].addr, c->errstr);
+            cw_drop(w, n);
+            return -1;
+        }
+        if (r->type == REDIS_REPLY_ERROR && (!strncmp(r->str, "MOVED ", 6) || !strncmp(r->str, "ASK ", 4))) {
+            asking = r->str[0] == 'A';
+            const char *to = strrchr(r->str, ' ');
+            n = to ? cw_node(w, to + 1) : -1;
+            if (!asking)
+                cw_refresh(w);
+            freeReplyObject(r);
+            continue;
+        }
+        snprintf(addr, CW_ADDR, "%s", w->node[n].addr);
+        *reply = r;
+        if (wait_replicas > 0 && r->type != REDIS_REPLY_ERROR) {
+            redisReply *wr = redisCommand(c, "WAIT %d %d", wait_replicas, wait_ms);
+            *acks = wr && wr->type == REDIS_REPLY_INTEGER ? wr->integer : -1;
+            if (!wr)
+                cw_drop(w, n);
+            else
+                freeReplyObject(wr);
+        }
+        return 0;
+    }
+    snprintf(err, errlen, "too many redirections for %s", key);
+    return -1;
+}
+
+static void cw_event(FILE *ev, const char *name, const char *fmt, ...)
+{
+    if (!ev)
+        return;
+    fprintf(ev, "{\"t\":%" PRId64 ",\"ev\":\"%s\"", cw_now_ms(), name);
+    if (fmt && *fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputc(',', ev);
+        vfprintf(ev, fmt, ap);
+        va_end(ap);
+    }
+    fputs("}\n", ev);
+    fflush(ev);
+}
+
+/* Quotes and backslashes out of s (an error text going into JSON). */
+static void cw_json_safe(char *s)
+{
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20)
+            *s = ' ';
+}
+
+typedef struct {
+    const char *acks, *events, *prefix;
+    long rate, wait_ms, replicas, duration, count, value_bytes;
+} cw_opts_t;
+
+static int cw_write(cw_t *w, const cw_opts_t *o)
+{
+    FILE *acks = fopen(o->acks, "a"), *ev = fopen(o->events, "a");
+    if (!acks || !ev) {
+        fprintf(stderr, "clusterwriter: cannot open %s or %s: %s\n", o->acks, o->events, strerror(errno));
+        return 2;
+    }
+    cw_refresh(w);
+    cw_event(ev, "start", NULL);
+    int64_t end = o->duration > 0 ? cw_now_ms() + o->duration * 1000 : 0, last_ack = 0;
+    long long acked = 0, failed = 0, i = 1;
+    int failing = 0, accepted = 0;
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    while (!cw_stop && (!end || cw_now_ms() < end) && (!o->count || acked < o->count)) {
+        char key[96], val[32], addr[CW_ADDR] = "", err[256] = "";
+        snprintf(key, sizeof(key), "%s%lld", o->prefix, i);
+        snprintf(val, sizeof(val), "%lld", i);
+        const char *argv[] = {"SET", key, val};
+        redisReply *r = NULL;
+        long long got = 0;
+        int rc = cw_send(w, key, 3, argv, (int)o->replicas, (int)o->wait_ms, &r, &got, addr, err, sizeof(err));
+        int set_ok = rc == 0 && r && r->type == REDIS_REPLY_STATUS;
+        if (!rc && !set_ok)
+            snprintf(err, sizeof(err), "%s: %s", addr, r && r->str ? r->str : "no answer");
+        else if (set_ok && got < o->replicas)
+            snprintf(err, sizeof(err), "%s: WAIT %lld of %ld", addr, got, o->replicas);
+        if (r)
+            freeReplyObject(r);
+        if (set_ok && failing && !accepted) {
+            accepted = 1;
+            cw_event(ev, "accept", "\"addr\":\"%s\",\"i\":%lld", addr, i);
+        }
+        if (set_ok && got >= o->replicas) {
+            fprintf(acks, "%s %s %s\n", key, val, addr);
+            fflush(acks);
+            if (failing)
+                cw_event(ev, "ack", "\"addr\":\"%s\",\"i\":%lld", addr, i);
+            failing = accepted = 0;
+            last_ack = cw_now_ms();
+            acked++;
+            i++;
+        } else {
+            cw_json_safe(err);
+            if (!failing)
+                cw_event(ev, "fail", "\"addr\":\"%s\",\"err\":\"%s\",\"i\":%lld,\"last_ack\":%" PRId64, addr, err, i,
+                         last_ack);
+            failing = 1;
+            failed++;
+            cw_refresh(w);
+            struct timespec pause = {0, 20 * 1000000};
+            nanosleep(&pause, NULL);
+        }
+        if (o->rate > 0) {
+            long period = 1000000000L / o->rate;
+            next.tv_nsec += period;
+            while (next.tv_nsec >= 1000000000L) {
+                next.tv_nsec -= 1000000000L;
+                next.tv_sec++;
+            }
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+        }
+    }
+    cw_event(ev, "stop", "\"acked\":%lld,\"failed\":%lld", acked, failed);
+    printf("acked=%lld failed=%lld\n", acked, failed);
+    fclose(acks);
+    fclose(ev);
+    return 0;
+}
+
+/* The value fill writes for key i. */
+static void cw_fill_value(long bytes, long long i, char *out, size_t len)
+{
+    if (bytes <= 0)
+        snprintf(out, len, "%lld", i);
+    else {
+        size_t n = (size_t)bytes < len - 1 ? (size_t)bytes : len - 1;
+        memset(out, 'x', n);
+        out[n] = '\0';
+    }
+}
+
+static int cw_fill(cw_t *w, const cw_opts_t *o)
+{
+    static char val[1 << 20];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long long done = 0;
+    for (long long i = 1; i <= o->count && !cw_stop; i++) {
+        char key[96], err[256], addr[CW_ADDR];
+        snprintf(key, sizeof(key), "%s%lld", o->prefix, i);
+        cw_fill_value(o->value_bytes, i, val, sizeof(val));
+        const char *argv[] = {"SET", key, val};
+        redisReply *r = NULL;
+        long long acks;
+        for (int tries = 0; tries < 50; tries++) {
+            if (cw_send(w, key, 3, argv, 0, 0, &r, &acks, addr, err, sizeof(err)) == 0 && r &&
+                r->type == REDIS_REPLY_STATUS)
+                break;
+            if (r)
+                freeReplyObject(r);
+            r = NULL;
+            cw_refresh(w);
+        }
+        if (!r) {
+            fprintf(stderr, "clusterwriter: fill %s: %s\n", key, err);
+            return 2;
+        }
+        freeReplyObject(r);
+        done++;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("filled=%lld seconds=%.3f\n", done, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+    return 0;
+}
+
+/* GET key through the map: 1 present with want, 0 missing, -1 wrong (value into got). */
+static int cw_check(cw_t *w, const char *key, const char *want)
+{
+    const char *argv[] = {"GET", key};
+    redisReply *r = NULL;
+    long long acks;
+    char addr[CW_ADDR], err[256];
+    for (int tries = 0; tries < 20; tries++) {
+        if (cw_send(w, key, 2, argv, 0, 0, &r, &acks, addr, err, sizeof(err)) == 0 && r &&
+            r->type != REDIS_REPLY_ERROR)
+            break;
+        if (r)
+            freeReplyObject(r);
+        r = NULL;
+        cw_refresh(w);
+    }
+    int res = !r || r->type != REDIS_REPLY_STRING ? 0 : strcmp(r->str, want) ? -1 : 1;
+    if (r)
+        freeReplyObject(r);
+    return res;
+}
+
+static int cw_verify(cw_t *w, const cw_opts_t *o)
+{
+    long long acked = 0, present = 0, missing = 0, wrong = 0;
+    cw_refresh(w);
+    static char val[1 << 20];
+    if (o->acks) {
+        FILE *f = fopen(o->acks, "r");
+        char line[512];
+        while (f && fgets(line, sizeof(line), f)) {
+            /* "<key> <value> <addr>" */
+            char *key = line, *value = strchr(line, ' '), *end = value ? strchr(value + 1, ' ') : NULL;
+            if (!value || !end)
+                continue;
+            *value++ = '\0';
+            *end = '\0';
+            acked++;
+            int r = cw_check(w, key, value);
+            present += r == 1;
+            missing += r == 0;
+            wrong += r < 0;
+            if (r != 1 && missing + wrong <= 5)
+                fprintf(stderr, "clusterwriter: %s %s\n", r ? "wrong" : "missing", key);
+        }
+        if (f)
+            fclose(f);
+        if (!f || !acked) {
+            fprintf(stderr, "clusterwriter: %s: no acknowledged write to verify\n", o->acks);
+            return 2;
+        }
+    } else {
+        for (long long i = 1; i <= o->count; i++) {
+            char key[96];
+            snprintf(key, sizeof(key), "%s%lld", o->prefix, i);
+            cw_fill_value(o->value_bytes, i, val, sizeof(val));
+            int r = cw_check(w, key, val);
+            acked++;
+            present += r == 1;
+            missing += r == 0;
+            wrong += r < 0;
+        }
+    }
+    printf("acked=%lld present=%lld missing=%lld wrong=%lld\n", acked, present, missing, wrong);
+    return missing || wrong ? 1 : 0;
+}
+
+static int cw_usage(void)
+{
+    fprintf(stderr, "usage: clusterwriter write|fill|verify --seeds H:P[,H:P..] [options] (see the source's header)\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return cw_usage();
+    static cw_t w;
+    w.timeout_ms = 1000;
+    cw_opts_t o = {.prefix = "k", .rate = 200, .wait_ms = 100, .replicas = 1};
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v)
+            return cw_usage();
+        i++;
+        if (!strcmp(a, "--seeds"))
+            snprintf(w.seeds, sizeof(w.seeds), "%s", v);
+        else if (!strcmp(a, "--acks"))
+            o.acks = v;
+        else if (!strcmp(a, "--events"))
+            o.events = v;
+        else if (!strcmp(a, "--prefix"))
+            o.prefix = v;
+        else if (!strcmp(a, "--rate"))
+            o.rate = strtol(v, NULL, 10);
+        else if (!strcmp(a, "--wait-ms"))
+            o.wait_ms = strtol(v, NULL, 10);
+        else if (!strcmp(a, "--replicas"))
+            o.replicas = strtol(v, NULL, 10);
+        else if (!strcmp(a, "--duration"))
+            o.duration = strtol(v, NULL, 10);
+        else if (!strcmp(a, "--count"))
+            o.count = strtol(v, NULL, 10);
+        else if (!strcmp(a, "--value-bytes"))
+            o.value_bytes = strtol(v, NULL, 10);
+        else if (!strcmp(a, "--password-file")) {
+            FILE *f = fopen(v, "r");
+            if (!f || !fgets(w.password, sizeof(w.password), f))
+                return cw_usage();
+            fclose(f);
+            w.password[strcspn(w.password, "\r\n")] = '\0';
+        } else
+            return cw_usage();
+    }
+    if (!w.seeds[0])
+        return cw_usage();
+    for (int s = 0; s < CW_SLOTS; s++)
+        w.slot[s] = -1;
+    signal(SIGTERM, cw_on_signal);
+    signal(SIGINT, cw_on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    if (!strcmp(argv[1], "write"))
+        return o.acks && o.events ? cw_write(&w, &o) : cw_usage();
+    if (!strcmp(argv[1], "fill"))
+        return o.count > 0 ? cw_fill(&w, &o) : cw_usage();
+    if (!strcmp(argv[1], "verify"))
+        return o.acks || o.count > 0 ? cw_verify(&w, &o) : cw_usage();
+    return cw_usage();
+}

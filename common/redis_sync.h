@@ -1,0 +1,41 @@
+/* redis_sync: the blocking face of redis_conn.h for synchronous callers (workerd's
+ * executor, command-line modes such as --once): each call runs a private event loop
+ * until its answer or its deadline, so the same transport (TLS, AUTH, timeouts, error
+ * lines) serves them too. Not for a daemon's own loop: a handler that blocks stalls it
+ * (docs/daemon-loop.md).
+ *
+ *   s = redis_sync_open(&opts, err, sizeof(err));               connected, TLS, AUTH done
+ *   r = redis_sync_command(s, 2, (const char *[]){"INFO", "replication"}, NULL, timeout, err, sizeof(err));
+ *   ... freeReplyObject(r); redis_sync_close(&s);
+ */
+#ifndef RDC_REDIS_SYNC_H
+#define RDC_REDIS_SYNC_H
+
+#include "redis_conn.h"
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct redis_sync redis_sync_t;
+
+/* Connect as opts says (TCP, TLS, AUTH), blocking at most opts->connect_timeout_ns.
+ * NULL with one line in err (redis_conn's failure line) when that failed, or memory ran
+ * out. */
+redis_sync_t *redis_sync_open(const redis_conn_opts_t *opts, char *err, size_t errlen);
+
+/* Send argv (as redis_conn_command) and block until its reply, at most timeout_ns. The
+ * reply is the caller's (freeReplyObject; an error reply is a reply), or NULL with one
+ * line in err: the connection failed (it stays failed: later commands fail the same
+ * way) or memory ran out. */
+redisReply *redis_sync_command(redis_sync_t *s, int argc, const char *const *argv, const size_t *lens,
+                               int64_t timeout_ns, char *err, size_t errlen);
+
+/* Close and free; *s_p = NULL. NULL is fine. */
+void redis_sync_close(redis_sync_t **s_p);
+
+/* open, one command, close. */
+redisReply *redis_sync_once(const redis_conn_opts_t *opts, int argc, const char *const *argv, const size_t *lens,
+                            int64_t timeout_ns, char *err, size_t errlen);
+
+#endif

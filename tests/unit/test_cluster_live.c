@@ -1,0 +1,316 @@
+/* test_cluster_live: Cluster mode's decisions (workerd/cluster_topo.h) driving six real
+ * redis-server processes in cluster mode (Debian's redis-server, on loopback addresses
+ * 127.77.N.1..6, port 6379 as in a pod), with no Kubernetes: observe each node (CLUSTER
+ * NODES, CLUSTER INFO, INFO replication, parsed as observerd does), decide, send the
+ * commands, and again, until the cluster is healthy. Then checked against Redis's own
+ * tool side by side: `redis-cli --cluster check` must find all 16384 slots covered and no
+ * open slot.
+ *
+ *   - bootstrap from six fresh nodes: 3 shards x 1 replica;
+ *   - a crash mid-bootstrap (only the first ADDSLOTSRANGE made): one owner per slot after;
+ *   - a master SIGKILLed: Redis Cluster fails over; back with its nodes.conf, it follows;
+ *   - a master back without its nodes.conf (a new node id): its old id forgotten, the new
+ *     node a replica of its shard, never given slots; every key written before still there.
+ */
+#include "cluster_topo.h"
+#include "clusternodes.h"
+#include "cu_table.h"
+#include "redis_servers.h"
+#include "tmpdir.h"
+
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NODES 6
+#define SHARDS 3
+
+static char dir[256];
+static char ip[NODES][32];
+static server_t srv[NODES];
+
+/* Start node i (its nodes.conf in dir/n<i>; wipe: removed first). Returns 0 or -1. */
+static int node_start(int i, int wipe)
+{
+    char d[300], conf[320];
+    snprintf(d, sizeof(d), "%s/n%d", dir, i);
+    mkdir(d, 0700);
+    snprintf(conf, sizeof(conf), "%s/nodes.conf", d);
+    if (wipe)
+        unlink(conf);
+    const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", conf, "--cluster-node-timeout",
+                           "1000", "--cluster-announce-ip", ip[i], "--cluster-allow-replica-migration", "no",
+                           "--dir", d, NULL};
+    return server_start_at(&srv[i], ip[i], 6379, extra);
+}
+
+static redisContext *conn(int i)
+{
+    struct timeval tv = {0, 500000};
+    redisContext *c = redisConnectWithTimeout(ip[i], 6379, tv);
+    if (c && c->err) {
+        redisFree(c);
+        return NULL;
+    }
+    if (c)
+        redisSetTimeout(c, tv);
+    return c;
+}
+
+/* A command's answer as text ("" on error); the caller frees. */
+static char *ask(int i, const char *cmd)
+{
+    redisContext *c = conn(i);
+    redisReply *r = c ? redisCommand(c, cmd) : NULL;
+    char *s = strdup(r && r->type == REDIS_REPLY_STRING ? r->str : "");
+    if (r)
+        freeReplyObject(r);
+    if (c)
+        redisFree(c);
+    return s;
+}
+
+/* What observerd would report of node i into p (its view into *view). */
+static void observe(int i, ctopo_pod_t *p, cn_view_t **view)
+{
+    memset(p, 0, sizeof(*p));
+    snprintf(p->pod, sizeof(p->pod), "c-shard%d-%d", i / 2, i % 2);
+    snprintf(p->ip, sizeof(p->ip), "%s", ip[i]);
+    p->present = p->ready = srv[i].pid > 0;
+    p->offset = -1;
+    *view = NULL;
+    if (srv[i].pid <= 0)
+        return;
+    char *nodes = ask(i, "CLUSTER NODES"), *info = ask(i, "CLUSTER INFO"), *repl = ask(i, "INFO replication");
+    char err[256];
+    if (*nodes && cn_parse(nodes, strlen(nodes), view, err, sizeof(err)) == 0) {
+        p->observed = 1;
+        p->view = *view;
+        cn_info_parse(info, strlen(info), &p->info);
+        p->link_up = strstr(repl, "master_link_status:up") != NULL;
+        const char *o = strstr(repl, "slave_repl_offset:");
+        if (!o)
+            o = strstr(repl, "master_repl_offset:");
+        p->offset = o ? strtoll(strchr(o, ':') + 1, NULL, 10) : -1;
+    }
+    free(nodes);
+    free(info);
+    free(repl);
+}
+
+/* Send a decided command to its node. */
+static void send_cmd(const ctopo_cmd_t *cmd)
+{
+    redisContext *c = conn(cmd->pod);
+    const char *argv[CTOPO_MAX_ARGS];
+    for (int a = 0; a < cmd->argc; a++)
+        argv[a] = cmd->argv[a];
+    redisReply *r = c ? redisCommandArgv(c, cmd->argc, argv, NULL) : NULL;
+    if (r && r->type == REDIS_REPLY_ERROR)
+        fprintf(stderr, "\n  %s %s on node %d: %s", cmd->argv[0], cmd->argv[1], cmd->pod, r->str);
+    if (r)
+        freeReplyObject(r);
+    if (c)
+        redisFree(c);
+}
+
+typedef struct {
+    int bootstrapped;
+    int cmds[5];      /* commands sent, by kind */
+    int max_cmds;     /* stop after this many commands in all (a crash), 0 = no limit */
+    int quiet;        /* not healthy is expected: say nothing */
+} run_t;
+
+/* Observe, decide, act until healthy or seconds pass. Returns 1 when healthy. */
+static int converge(run_t *run, int seconds, ctopo_result_t *out)
+{
+    static ctopo_input_t in;
+    int64_t until = clock_mono_ns() + (int64_t)seconds * NS_PER_SEC;
+    int sent = 0;
+    while (clock_mono_ns() < until) {
+        cn_view_t *views[NODES];
+        memset(&in, 0, sizeof(in));
+        in.shards = SHARDS;
+        in.replicas = 1;
+        in.bootstrapped = run->bootstrapped;
+        for (int i = 0; i < NODES; i++)
+            observe(i, &in.pod[i], &views[i]);
+        CU_ASSERT_EQUAL_FATAL(ctopo_compute(&in, out), 0);
+        run->bootstrapped = out->bootstrapped;
+        for (size_t k = 0; k < out->ncmds && (!run->max_cmds || sent < run->max_cmds); k++, sent++) {
+            send_cmd(&out->cmd[k]);
+            run->cmds[out->cmd[k].kind]++;
+        }
+        for (int i = 0; i < NODES; i++)
+            cn_view_destroy(&views[i]);
+        if (out->healthy)
+            return 1;
+        if (run->max_cmds && sent >= run->max_cmds)
+            return 0;
+        nap_ms(200);
+    }
+    if (!run->quiet)
+        fprintf(stderr, "\n  not healthy after %d s: %s: %s", seconds, out->reason, out->message);
+    return 0;
+}
+
+/* redis-cli --cluster check from node i: all slots covered and no open slot. */
+static int redis_cli_check(int i)
+{
+    char cmd[128], line[512];
+    snprintf(cmd, sizeof(cmd), "redis-cli --cluster check %s:6379 2>&1", ip[i]);
+    FILE *f = popen(cmd, "r");
+    int covered = 0, open = 0, errors = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        covered |= strstr(line, "[OK] All 16384 slots covered") != NULL;
+        open |= strstr(line, "slots are open") != NULL || strstr(line, "migrating state") != NULL ||
+                strstr(line, "importing state") != NULL;
+        errors |= strstr(line, "[ERR]") != NULL || strstr(line, "[WARNING]") != NULL;
+    }
+    if (f)
+        pclose(f);
+    return covered && !open && !errors;
+}
+
+static int setup(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/rdc-cluster-live-%d", (int)getpid());
+    if (mkdir(dir, 0700))
+        return -1;
+    int net = (int)(getpid() % 250) + 1;
+    for (int i = 0; i < NODES; i++)
+        snprintf(ip[i], sizeof(ip[i]), "127.77.%d.%d", net, i + 1);
+    return 0;
+}
+
+static int teardown(void)
+{
+    for (int i = 0; i < NODES; i++)
+        server_stop(&srv[i]);
+    tmpdir_remove(dir);
+    return 0;
+}
+
+static void start_fresh(void)
+{
+    for (int i = 0; i < NODES; i++) {
+        server_stop(&srv[i]);
+        CU_ASSERT_EQUAL_FATAL(node_start(i, 1), 0);
+    }
+}
+
+/* Six fresh nodes to a healthy 3 x 1 cluster; a crash after the first ADDSLOTSRANGE first. */
+static void test_bootstrap(void)
+{
+    static ctopo_result_t out;
+    start_fresh();
+    run_t run = {0};
+    /* until the first slot command (the MEETs and it), then "the operator dies" */
+    for (int tries = 0; tries < 100 && !run.cmds[CTOPO_ADDSLOTS]; tries++) {
+        run.max_cmds = 1;
+        converge(&run, 5, &out);
+    }
+    CU_ASSERT_EQUAL(run.cmds[CTOPO_ADDSLOTS], 1);
+    run.max_cmds = 0;
+    CU_ASSERT_TRUE_FATAL(converge(&run, 30, &out));
+    CU_ASSERT_EQUAL(run.cmds[CTOPO_ADDSLOTS], 3); /* one per shard in all: no second set */
+    CU_ASSERT_EQUAL(run.cmds[CTOPO_FORGET], 0);
+    CU_ASSERT_TRUE(out.bootstrapped);
+    CU_ASSERT_EQUAL(out.slots_assigned, CN_SLOTS);
+    CU_ASSERT_TRUE(redis_cli_check(3));
+    for (int k = 0; k < SHARDS; k++)
+        CU_ASSERT_EQUAL(out.shard[k].nreplicas, 1);
+}
+
+/* Keys written through the cluster (one per slot range), then read back. */
+static int write_keys(int n, const char *prefix)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd),
+             "for i in $(seq 1 %d); do echo \"SET %s$i $i\"; done | redis-cli -c -h %s -p 6379 >/dev/null", n,
+             prefix, ip[0]);
+    return system(cmd);
+}
+
+static int keys_back(int n, const char *prefix)
+{
+    int ok = 0;
+    for (int i = 1; i <= n; i++) {
+        char cmd[256], want[16], line[64] = "";
+        snprintf(cmd, sizeof(cmd), "redis-cli -c -h %s -p 6379 GET %s%d", ip[i % NODES], prefix, i);
+        snprintf(want, sizeof(want), "%d\n", i);
+        FILE *f = popen(cmd, "r");
+        if (f && fgets(line, sizeof(line), f))
+            ok += !strcmp(line, want);
+        if (f)
+            pclose(f);
+    }
+    return ok;
+}
+
+/* A master SIGKILLed: Redis Cluster fails over by itself; back with its nodes.conf, it
+ * follows the new master; nothing assigned. */
+static void test_master_killed(void)
+{
+    static ctopo_result_t out;
+    run_t run = {.bootstrapped = 1};
+    CU_ASSERT_TRUE_FATAL(converge(&run, 30, &out));
+    int m = out.shard[0].master;
+    CU_ASSERT_FATAL(m >= 0);
+    server_stop(&srv[m]);
+    nap_ms(3000); /* node timeout 1 s: the replica is promoted */
+    run.quiet = 1;
+    converge(&run, 5, &out);
+    run.quiet = 0;
+    CU_ASSERT_EQUAL(out.shard[0].master, m ^ 1);
+    CU_ASSERT_STRING_EQUAL(out.reason, "NotObserved");
+    CU_ASSERT_EQUAL_FATAL(node_start(m, 0), 0);
+    memset(run.cmds, 0, sizeof(run.cmds));
+    CU_ASSERT_TRUE(converge(&run, 30, &out));
+    CU_ASSERT_EQUAL(out.shard[0].master, m ^ 1);
+    CU_ASSERT_EQUAL(run.cmds[CTOPO_ADDSLOTS], 0);
+    CU_ASSERT_TRUE(redis_cli_check(0));
+}
+
+/* A master back without its nodes.conf: a new node, made a replica of its shard (never
+ * given slots), its old id forgotten; the keys written before all there. */
+static void test_master_lost_config(void)
+{
+    static ctopo_result_t out;
+    run_t run = {.bootstrapped = 1};
+    CU_ASSERT_TRUE_FATAL(converge(&run, 30, &out));
+    CU_ASSERT_EQUAL(write_keys(300, "lost:"), 0);
+    int m = out.shard[2].master;
+    CU_ASSERT_FATAL(m >= 0);
+    server_stop(&srv[m]);
+    nap_ms(3000);
+    CU_ASSERT_EQUAL_FATAL(node_start(m, 1), 0);
+    memset(run.cmds, 0, sizeof(run.cmds));
+    CU_ASSERT_TRUE(converge(&run, 40, &out));
+    CU_ASSERT_EQUAL(run.cmds[CTOPO_ADDSLOTS], 0);
+    CU_ASSERT(run.cmds[CTOPO_MEET] >= 1);
+    CU_ASSERT(run.cmds[CTOPO_FORGET] >= NODES - 1);
+    CU_ASSERT_EQUAL(run.cmds[CTOPO_REPLICATE], 1);
+    CU_ASSERT_EQUAL(out.shard[2].master, m ^ 1);
+    CU_ASSERT_TRUE(redis_cli_check(1));
+    CU_ASSERT_EQUAL(keys_back(300, "lost:"), 300);
+    char *nodes = ask(0, "CLUSTER NODES");
+    int lines = 0;
+    for (const char *p = nodes; *p; p++)
+        lines += *p == '\n';
+    CU_ASSERT_EQUAL(lines, NODES); /* the old id is gone */
+    free(nodes);
+}
+
+static const cu_entry_t tests[] = {
+    CU_SUITE("cluster mode on real redis-server processes"),
+    {"bootstrap, with a crash after the first ADDSLOTSRANGE", test_bootstrap},
+    {"a master SIGKILLed: failover, then it follows", test_master_killed},
+    {"a master back without nodes.conf: forgotten, rejoins as replica", test_master_lost_config},
+};
+
+CU_HOOKS({"cluster mode on real redis-server processes", setup, teardown, NULL, NULL});
+CU_MAIN(tests)
