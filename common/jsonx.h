@@ -69,12 +69,31 @@ const char *jsonx_path_str(const json_object *o, const char *const *keys);
 #define JSONX_AT(o, ...) jsonx_path((o), (const char *const[]){__VA_ARGS__, NULL})
 #define JSONX_STR_AT(o, ...) jsonx_path_str((o), (const char *const[]){__VA_ARGS__, NULL})
 
-/* Parse all len bytes of text as one JSON value, strictly (json-c's STRICT and
- * VALIDATE_UTF8 flags, at most max_depth levels), with nothing but blanks after it; a bare
- * number at the very end counts as complete. Returns 0 with *out (the caller puts it);
- * 1 with *out NULL and why it is not JSON in err ("unexpected end of input", "<json-c's
- * reason> at byte N", "unexpected data after the value at byte N"); -1 when out of
- * memory. len must fit an int (callers refuse larger bodies first). */
+/* How jsonx_parse_ex ended. */
+typedef enum {
+    JSONX_PARSED = 0, /* *out is the value (NULL for a JSON null) */
+    JSONX_INCOMPLETE, /* the text ends inside the value (a truncated body) */
+    JSONX_NOT_JSON,   /* json-c's reason in err; nesting deeper than allowed included */
+    JSONX_TRAILING,   /* something other than blanks after the value */
+    JSONX_TOO_LARGE,  /* len does not fit an int */
+    JSONX_NO_MEMORY,
+} jsonx_parse_t;
+
+/* THE parser of JSON text from outside (API response bodies, watch lines, webhook
+ * reviews): all len bytes of text as one value, strictly (json-c's STRICT and
+ * VALIDATE_UTF8 flags), at most max_depth levels deep, with nothing but blanks after it;
+ * a bare number at the very end counts as complete. tok: a tokener the caller keeps for
+ * many calls (a watch's lines; it is reset and its flags set here; its own depth applies),
+ * or NULL for one made and freed here. Returns JSONX_PARSED with *out (the caller puts
+ * it), else why not, with *out NULL and one line in err ("unexpected end of input",
+ * "<json-c's reason> at byte N", "unexpected data after the value at byte N", "too
+ * large", "out of memory"); *at (when at is not NULL) is the byte where parsing stopped. */
+jsonx_parse_t jsonx_parse_ex(json_tokener *tok, const char *text, size_t len, int max_depth, json_object **out,
+                             size_t *at, char *err, size_t errlen);
+
+/* jsonx_parse_ex for a whole body that must be a value: 0 with *out (the caller puts it);
+ * 1 with *out NULL and why in err (a JSON null: "the value is null"); -1 when out of
+ * memory. */
 int jsonx_parse_strict(const char *text, size_t len, int max_depth, json_object **out, char *err,
                        size_t errlen);
 

@@ -232,6 +232,7 @@ kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_
     }
     kube_pager_state_t st = KUBE_PAGER_ERROR;
     json_object *page = NULL;
+    char why[256] = "";
     if (!p->easy) {
         kube_error_set(err, KERR_CONFIG, "no page in flight");
     } else if (p->too_large) {
@@ -248,8 +249,9 @@ kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_
             else
                 kube_error_clear(err);
         }
-    } else if (!(page = json_tokener_parse(buf_str(&p->body))) || !json_object_is_type(page, json_type_object)) {
-        kube_error_set(err, KERR_DECODE, "LIST response is not a JSON object");
+    } else if (!(page = kc_parse_json(p->body.data, p->body.len, why, sizeof(why))) ||
+               !json_object_is_type(page, json_type_object)) {
+        kube_error_set(err, KERR_DECODE, "LIST response is not a JSON object%s%s", page ? "" : ": ", page ? "" : why);
     } else if (pager_collect(p, page)) {
         kube_error_set(err, KERR_CONFIG, "out of memory collecting LIST items");
     } else {

@@ -275,27 +275,17 @@ static conv_rc_t parse_record(const char *text, size_t len, json_object **out, c
     if (len > CONVERSION_MAX_RECORD)
         return refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: %zu bytes, more than %d",
                       len, CONVERSION_MAX_RECORD);
-    json_tokener *tok = json_tokener_new_ex(CONVERSION_MAX_DEPTH);
-    if (!tok)
+    json_object *r = NULL;
+    char why[256];
+    jsonx_parse_t pr = jsonx_parse_ex(NULL, text, len, CONVERSION_MAX_DEPTH, &r, NULL, why, sizeof(why));
+    if (pr == JSONX_NO_MEMORY)
         return CONV_OOM;
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    json_object *r = json_tokener_parse_ex(tok, text, (int)len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t end = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
-    conv_rc_t rc = CONV_OK;
-    if (!r || jerr != json_tokener_success)
-        rc = refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: not JSON: %s",
-                    jerr == json_tokener_continue ? "unexpected end of input" : json_tokener_error_desc(jerr));
-    else if (!json_object_is_type(r, json_type_object))
-        rc = refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: must be a JSON object, have %s",
-                    review_type_name(r));
-    else
-        for (size_t i = end; i < len && !rc; i++)
-            if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r')
-                rc = refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: not JSON: "
-                                         "unexpected data after the value at byte %zu", i);
-    if (rc) {
+    if (pr)
+        return refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: not JSON: %s", why);
+    if (!json_object_is_type(r, json_type_object)) {
+        conv_rc_t rc = refuse(err, errlen,
+                              "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: must be a JSON object, have %s",
+                              review_type_name(r));
         json_object_put(r);
         return rc;
     }
