@@ -120,15 +120,10 @@ int64_t status_policy_hold_ns(const json_object *computed, const json_object *ob
     return age >= window ? 0 : window - age;
 }
 
-static int64_t int_or_0(const json_object *o, const char *key)
-{
-    const json_object *v = jsonx_get(o, key);
-    return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : 0;
-}
-
 int status_policy_counts_told(const json_object *observed, int64_t sts_replicas, int64_t sts_ready)
 {
-    return int_or_0(observed, "replicas") == sts_replicas && int_or_0(observed, "readyReplicas") == sts_ready;
+    return jsonx_int_or(observed, "replicas", 0) == sts_replicas &&
+           jsonx_int_or(observed, "readyReplicas", 0) == sts_ready;
 }
 
 int status_policy_diagnosis_due(const json_object *observed, int64_t sts_replicas, int64_t sts_ready, int held,
