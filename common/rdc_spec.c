@@ -11,6 +11,8 @@
 #include <strings.h>
 
 #define VALUE_SHOWN 64 /* bytes of a user's value quoted in a message */
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a number's define as a string literal */
 #define TEXT_CAP 1024  /* one error's text never grows past this */
 
 /* ---- Field errors ------------------------------------------------------------------ */
@@ -231,6 +233,27 @@ static const json_object *optional_object(rdc_field_errors_t *e, const json_obje
     return v;
 }
 
+/* An optional string field that must pass ok: the string when it does; NULL when it is
+ * absent, or does not (recorded, Invalid with detail). */
+static const char *checked_string(rdc_field_errors_t *e, const json_object *o, const char *key, const char *field,
+                                  int (*ok)(const char *), const char *detail)
+{
+    const char *s = NULL;
+    if (optional_string(e, o, key, field, &s) != JSONX_OK)
+        return NULL;
+    if (ok(s))
+        return s;
+    field_error(e, RDC_FIELD_INVALID, field, jsonx_get(o, key), "%s", detail);
+    return NULL;
+}
+
+/* Set *dst to v when v is not NULL. */
+static void set_if(const char **dst, const char *v)
+{
+    if (v)
+        *dst = v;
+}
+
 /* ---- Predicates ------------------------------------------------------------------------ */
 
 static int is_lower_alnum(char c)
@@ -398,7 +421,7 @@ static void check_size(rdc_field_errors_t *e, const json_object *spec, rdc_spec_
 static void check_image(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     const json_object *v = jsonx_get(spec, "image");
-    const char *img = NULL, *version = NULL;
+    const char *img = NULL;
     jsonx_field_t r = jsonx_string(spec, "image", &img);
     if (r == JSONX_ABSENT)
         field_error(e, RDC_FIELD_REQUIRED, "spec.image", NULL, NULL);
@@ -412,26 +435,17 @@ static void check_image(rdc_field_errors_t *e, const json_object *spec, rdc_spec
                     RDC_SPEC_IMAGE_MAX);
     else
         out->image = img;
-    if (optional_string(e, spec, "version", "spec.version", &version) != JSONX_OK)
-        return;
-    if (!rdc_spec_is_image_tag(version))
-        field_error(e, RDC_FIELD_INVALID, "spec.version", jsonx_get(spec, "version"),
-                    "must be an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})");
-    else
-        out->version = version;
+    out->version = checked_string(e, spec, "version", "spec.version", rdc_spec_is_image_tag,
+                                  "must be an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})");
 }
 
 static void check_config(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     const json_object *config = optional_object(e, spec, "config", "spec.config");
     const char *s = NULL;
-    if (optional_string(e, config, "maxmemory", "spec.config.maxmemory", &s) == JSONX_OK) {
-        if (!rdc_spec_is_redis_memory(s))
-            field_error(e, RDC_FIELD_INVALID, "spec.config.maxmemory", jsonx_get(config, "maxmemory"),
-                        "must be a memory size: digits with an optional unit b, k, kb, m, mb, g or gb, e.g. 256mb");
-        else
-            out->config.maxmemory = s;
-    }
+    out->config.maxmemory =
+        checked_string(e, config, "maxmemory", "spec.config.maxmemory", rdc_spec_is_redis_memory,
+                       "must be a memory size: digits with an optional unit b, k, kb, m, mb, g or gb, e.g. 256mb");
     if (optional_string(e, config, "maxmemoryPolicy", "spec.config.maxmemoryPolicy", &s) == JSONX_OK) {
         if (strcmp(s, "allkeys-lru") && strcmp(s, "volatile-lru") && strcmp(s, "noeviction"))
             field_error(e, RDC_FIELD_UNSUPPORTED, "spec.config.maxmemoryPolicy", jsonx_get(config, "maxmemoryPolicy"),
@@ -466,14 +480,10 @@ static void check_storage(rdc_field_errors_t *e, const json_object *spec, rdc_sp
             break;
         }
     }
-    if (optional_string(e, storage, "storageClass", "spec.storage.storageClass", &s) != JSONX_OK)
-        return;
-    if (!rdc_spec_is_dns1123_subdomain(s))
-        field_error(e, RDC_FIELD_INVALID, "spec.storage.storageClass", jsonx_get(storage, "storageClass"),
-                    "must be the name of a StorageClass: a DNS subdomain of lower case alphanumerics, "
-                    "'-' and '.', at most 253 characters");
-    else
-        out->storage.storage_class = s;
+    out->storage.storage_class =
+        checked_string(e, storage, "storageClass", "spec.storage.storageClass", rdc_spec_is_dns1123_subdomain,
+                       "must be the name of a StorageClass: a DNS subdomain of lower case alphanumerics, "
+                       "'-' and '.', at most 253 characters");
 }
 
 /* ---- The fields only v1 has (docs/api-versions.md; the CRD's v1 schema) ------------- */
@@ -589,13 +599,9 @@ static void check_auth(rdc_field_errors_t *e, const json_object *spec, rdc_spec_
                     "'-' and '.', at most 253 characters");
     else if (r == JSONX_OK)
         out->auth.secret = s;
-    if (optional_string(e, ref, "key", "spec.auth.secretRef.key", &s) != JSONX_OK)
-        return;
-    if (!is_secret_key(s))
-        field_error(e, RDC_FIELD_INVALID, "spec.auth.secretRef.key", jsonx_get(ref, "key"),
-                    "must be a Secret data key ([-._a-zA-Z0-9]+, at most %d characters)", RDC_SPEC_SECRET_KEY_MAX);
-    else
-        out->auth.key = s;
+    static const char key_rule[] =
+        "must be a Secret data key ([-._a-zA-Z0-9]+, at most " STR(RDC_SPEC_SECRET_KEY_MAX) " characters)";
+    set_if(&out->auth.key, checked_string(e, ref, "key", "spec.auth.secretRef.key", is_secret_key, key_rule));
 }
 
 static void check_down_after(rdc_field_errors_t *e, const json_object *fo, rdc_spec_t *out)
@@ -954,14 +960,9 @@ static void check_pod_knobs(rdc_field_errors_t *e, const json_object *spec, rdc_
     check_string_map(e, spec, "nodeSelector", "spec.nodeSelector", 1, NULL);
     const json_object *ns = jsonx_typed(jsonx_get(spec, "nodeSelector"), json_type_object);
     out->pod.node_selector = PROBLEMS(e) == before ? ns : NULL;
-    const char *pc = NULL;
-    if (optional_string(e, spec, "priorityClassName", "spec.priorityClassName", &pc) == JSONX_OK) {
-        if (!rdc_spec_is_dns1123_subdomain(pc))
-            field_error(e, RDC_FIELD_INVALID, "spec.priorityClassName", jsonx_get(spec, "priorityClassName"),
-                        "must be the name of a PriorityClass (a DNS subdomain)");
-        else
-            out->pod.priority_class_name = pc;
-    }
+    out->pod.priority_class_name =
+        checked_string(e, spec, "priorityClassName", "spec.priorityClassName", rdc_spec_is_dns1123_subdomain,
+                       "must be the name of a PriorityClass (a DNS subdomain)");
     check_int_range(e, spec, "terminationGracePeriodSeconds", "spec.terminationGracePeriodSeconds", 0,
                     RDC_SPEC_GRACE_MAX, &out->pod.termination_grace_period_seconds);
     before = PROBLEMS(e);
