@@ -1,4 +1,6 @@
-/* rdc_spec: the rules a RedisCluster must follow, and the defaults of its spec.
+/* rdc_spec: the rules a RedisCluster must follow, the defaults of its spec, and the spec
+ * parsed once into a C struct (rdc_spec_t, "The typed spec" below) that workerd's plan
+ * and render and the admission webhook read instead of the JSON.
  *
  * One statement of the rules that workerd's plan (plan.h, decision 4) applies before it
  * reconciles, for the admission webhook to refuse what the operator could not reconcile:
@@ -18,9 +20,10 @@
  *                          most 253 characters)
  *
  * and the fields only v1 has (docs/api-versions.md), each checked only when present, as
- * the CRD's v1 schema states them (the schema also gives their defaults; rdc_spec adds
- * none, so a spec's defaults, and what the operator renders from it, are the same in
- * both versions):
+ * the CRD's v1 schema states them (the schema also gives their defaults; the defaulting
+ * webhook writes none of them, so a spec's defaults, and what the operator renders from
+ * it, are the same in both versions; rdc_spec_parse fills an absent one in as DEFAULTS
+ * below says):
  *   spec.mode              Replication | Standalone | Cluster
  *   spec.cluster           shards 3..20 (default 3), replicasPerShard 0..4 (default 1); in
  *                          Cluster mode spec.size must be shards x (1 + replicasPerShard)
