@@ -197,7 +197,8 @@ int main(int argc, char **argv)
         &(redis_tls_config_t){.ca_pem = pki.ca.crt_pem, .ca_len = strlen(pki.ca.crt_pem)}, err, sizeof(err));
     const char *const extra[] = {"--requirepass", password, "--maxclients", "10000", NULL};
     int rc = 2;
-    if (!tls || server_start(&plain, 0, extra) || server_start_tls(&secure, dir, "server.crt", "server.key", 0, extra)) {
+    if (!tls || server_start(&plain, 0, extra) ||
+        server_start_tls(&secure, dir, "server.crt", "server.key", 0, extra)) {
         fprintf(stderr, "bench_redis_probe: cannot start redis-server (%s)\n", tls ? "servers" : err);
         goto out;
     }

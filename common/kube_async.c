@@ -2,6 +2,7 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "kube_client_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,10 @@ struct kube_async {
     struct curl_slist *headers;
     char method[16];
     char *body;            /* the request body (curl reads it from here) */
+    kc_body_t upload;      /* body as curl sends it (kc_set_body) */
     buf_t resp;            /* the response body, capped */
     int64_t started_ns;
+    int ended;             /* kube_async_end was called */
     kube_async_done_fn *done;
     void *arg;
 };
@@ -76,12 +79,10 @@ kube_async_t *kube_async_new(kube_client_t *c, const char *method, const char *p
             goto oom;
         memcpy(r->body, body, len);
     }
+    r->upload = (kc_body_t){r->body, len, kube_retry_idempotent(method, content_type), 0};
     CURLcode rc = curl_easy_setopt(r->easy, CURLOPT_CUSTOMREQUEST, r->method);
-    if (rc == CURLE_OK && body) {
-        rc = curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body);
-        if (rc == CURLE_OK)
-            rc = curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    }
+    if (rc == CURLE_OK && body)
+        rc = kc_set_body(r->easy, &r->upload); /* a POST's never sent again by curl itself */
     if (rc == CURLE_OK)
         rc = curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
     if (rc == CURLE_OK)
@@ -117,36 +118,57 @@ const char *kube_async_response(const kube_async_t *r, size_t *len)
     return buf_str(&r->resp);
 }
 
+long kube_async_end(kube_async_t *r, CURLcode code, kube_error_t *err)
+{
+    long status = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (!r->ended)
+        kube_client_count_request(r->c, r->method, code, status, r->started_ns);
+    r->ended = 1;
+    kube_error_clear(err);
+    if (code != CURLE_OK) {
+        kube_error_set_transport(err, code, code == CURLE_OPERATION_TIMEDOUT, curl_easy_strerror(code), NULL);
+    } else {
+        err->retry_after_s = kc_stream_retry_after(r->headers);
+        kube_error_from_response((int)status, buf_str(&r->resp), r->resp.len, err);
+    }
+    char *url = NULL;
+    curl_easy_getinfo(r->easy, CURLINFO_EFFECTIVE_URL, &url);
+    kube_error_set_request(err, r->method, url ? url : "");
+    return status;
+}
+
+int kube_async_sent(const kube_async_t *r)
+{
+    long request_size = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_REQUEST_SIZE, &request_size);
+    return request_size > 0;
+}
+
+uint64_t kube_async_credential(const kube_async_t *r)
+{
+    return kc_stream_credential(r->headers);
+}
+
 void kube_async_finish(kube_async_t **r_p, CURLcode code)
 {
     kube_async_t *r = *r_p;
-    long status = 0;
-    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
-    kube_client_count_request(r->c, r->method, code, status, r->started_ns);
     kube_error_t err;
-    kube_error_clear(&err);
-    if (code != CURLE_OK)
-        kube_error_set_transport(&err, code, code == CURLE_OPERATION_TIMEDOUT,
-                                 curl_easy_strerror(code), NULL);
-    else
-        kube_error_from_response((int)status, buf_str(&r->resp), r->resp.len, &err);
-    char *url = NULL;
-    curl_easy_getinfo(r->easy, CURLINFO_EFFECTIVE_URL, &url);
-    kube_error_set_request(&err, r->method, url ? url : "");
-    r->done(&err, code == CURLE_OK ? status : 0, r->arg);
+    long status = kube_async_end(r, code, &err);
+    if (r->done)
+        r->done(&err, code == CURLE_OK ? status : 0, r->arg);
     kube_async_destroy(r_p);
 }
 
 void kube_async_destroy(kube_async_t **r_p)
 {
-    if (!r_p || !*r_p)
+    kube_async_t *r = r_p ? *r_p : NULL;
+    if (!r)
         return;
-    kube_async_t *r = *r_p;
-    if (r->easy)
-        curl_easy_cleanup(r->easy);
+    *r_p = NULL;
+    curl_easy_cleanup(r->easy); /* NULL is fine */
     curl_slist_free_all(r->headers);
     free(r->body);
     buf_free(&r->resp);
     free(r);
-    *r_p = NULL;
 }

@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "jsonx.h"
 #include "kube_client_internal.h"
+#include "kube_retry.h"
 #include "log.h"
 #include "metrics.h"
 #include "ratelimit.h"
@@ -264,6 +265,7 @@ typedef struct {
     struct curl_slist node;
     kube_client_t *client;
     uint64_t gen;
+    int64_t retry_after_s; /* the Retry-After of the latest response; 0 = none */
 } cred_ticket_t;
 
 /* Put line at the head of h as a cred_ticket_t. NULL when out of memory (h unchanged). */
@@ -430,32 +432,53 @@ static size_t on_header(char *data, size_t size, size_t n, void *user)
 {
     response_t *r = user;
     size_t len = size * n;
-    if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+    if (len >= 5 && strncmp(data, "HTTP/", 5) == 0)
         r->retry_after_s = 0; /* a new response (after 100 Continue) starts */
-    } else if (len > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
-        /* Seconds only; an HTTP date is ignored, as client-go does. */
-        int64_t v = 0;
-        size_t i = 12;
-        while (i < len && (data[i] == ' ' || data[i] == '\t'))
-            i++;
-        size_t digits = 0;
-        while (i < len && data[i] >= '0' && data[i] <= '9' && digits < 9) {
-            v = v * 10 + (data[i] - '0');
-            i++;
-            digits++;
-        }
-        if (digits > 0)
-            r->retry_after_s = v;
-    }
+    else
+        kube_retry_parse_after(data, len, &r->retry_after_s);
     return len;
 }
 
-/* Send one attempt; the response (status, body, Retry-After) lands in *resp. Returns
- * the CURLcode. */
+static size_t read_body(char *buf, size_t size, size_t n, void *user)
+{
+    kc_body_t *b = user;
+    size_t k = size * n < b->len - b->off ? size * n : b->len - b->off;
+    memcpy(buf, b->data + b->off, k);
+    b->off += k;
+    return k;
+}
+
+/* libcurl asks to read the body again from its start: only before a byte was read. */
+static int refuse_rewind(void *user, curl_off_t offset, int origin)
+{
+    const kc_body_t *b = user;
+    return offset == 0 && origin == SEEK_SET && b->off == 0 ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_FAIL;
+}
+
+CURLcode kc_set_body(CURL *e, kc_body_t *b)
+{
+    b->off = 0;
+    CURLcode rc = curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(b->data ? b->len : 0));
+    if (rc == CURLE_OK && (b->idempotent || !b->data))
+        return curl_easy_setopt(e, CURLOPT_POSTFIELDS, b->data ? b->data : "");
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(e, CURLOPT_POST, 1L);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(e, CURLOPT_READFUNCTION, read_body);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(e, CURLOPT_READDATA, b);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, refuse_rewind);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(e, CURLOPT_SEEKDATA, b);
+    return rc;
+}
+
+/* Send one attempt of method with body; the response (status, body, Retry-After) lands
+ * in *resp. Returns the CURLcode. */
 static CURLcode perform(kube_client_t *c, const char *method, const char *url,
                         struct curl_slist *headers, const char *cert, const char *key,
-                        const char *body, size_t len, int64_t timeout_ns, response_t *resp,
-                        int *sent)
+                        kc_body_t *body, int64_t timeout_ns, response_t *resp, int *sent)
 {
     CURL *e = c->easy;
     /* Reset keeps the connection cache, so the next request reuses the connection. */
@@ -478,8 +501,7 @@ static CURLcode perform(kube_client_t *c, const char *method, const char *url,
     if (strcmp(method, "GET") == 0) {
         curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     } else {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body ? body : "");
+        kc_set_body(e, body);
         if (strcmp(method, "POST") != 0)
             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
     }
@@ -493,42 +515,6 @@ static CURLcode perform(kube_client_t *c, const char *method, const char *url,
     c->stats.connects += (uint64_t)(connects > 0 ? connects : 0);
     c->stats.requests++;
     return rc;
-}
-
-/* The retry rules of the header comment, as a pure decision. sent: any request bytes
- * went out (CURLINFO_REQUEST_SIZE > 0); when none did, the server cannot have acted and
- * even a POST may be tried again. TLS verification failures, our own write refusal and
- * the call's timeout (once the request was sent) are final. */
-static int should_retry(int idempotent, CURLcode rc, int sent, int status,
-                        int64_t retry_after_s)
-{
-    if (rc != CURLE_OK) {
-        switch (rc) {
-        case CURLE_COULDNT_RESOLVE_PROXY:
-        case CURLE_COULDNT_RESOLVE_HOST:
-        case CURLE_COULDNT_CONNECT:
-        case CURLE_SSL_CONNECT_ERROR:
-            return 1;
-        case CURLE_OPERATION_TIMEDOUT:
-            return !sent; /* the connect timeout, not the call's */
-        case CURLE_SEND_ERROR:
-        case CURLE_RECV_ERROR:
-        case CURLE_GOT_NOTHING:
-        case CURLE_PARTIAL_FILE:
-        case CURLE_HTTP2:
-        case CURLE_HTTP2_STREAM:
-            return idempotent || !sent;
-        default:
-            return 0;
-        }
-    }
-    if (status == 429)
-        return 1;
-    if (!idempotent)
-        return 0;
-    if (status == 503 || status == 504)
-        return 1;
-    return status >= 500 && status < 600 && retry_after_s > 0;
 }
 
 static void status_label(CURLcode rc, int status, char *out, size_t len)
@@ -555,18 +541,25 @@ int kube_client_budget_short(kube_client_t *c)
     return !ratelimit_unlimited(&c->rl) && ratelimit_tokens(&c->rl, now_ns(c)) < 1.0;
 }
 
-static int throttle(kube_client_t *c, const char *method, int64_t deadline)
+int kc_take_token(kube_client_t *c, const char *method, int64_t deadline, int64_t *wait)
 {
+    *wait = 0;
     if (!c->shared_rl && ratelimit_unlimited(&c->rl))
         return 0;
     int64_t now = now_ns(c);
+    if (reserve(c, now, deadline > 0 ? deadline - now : INT64_MAX, wait))
+        return -1;
+    c->stats.throttled_ns += *wait;
+    metric_histogram_observe(c->m_throttle, METRIC_LABELS(method, c->host), (double)*wait / 1e9);
+    return 0;
+}
+
+static int throttle(kube_client_t *c, const char *method, int64_t deadline)
+{
     int64_t wait = 0;
-    if (reserve(c, now, deadline - now, &wait))
+    if (kc_take_token(c, method, deadline, &wait))
         return -1;
     sleep_for(c, wait);
-    c->stats.throttled_ns += wait;
-    metric_histogram_observe(c->m_throttle, METRIC_LABELS(method, c->host),
-                             (double)wait / 1e9);
     if (wait >= THROTTLE_LOG_NS) {
         char ms[32];
         snprintf(ms, sizeof(ms), "%lld", (long long)(wait / NS_PER_MS));
@@ -583,12 +576,13 @@ int64_t kube_client_deadline(const kube_client_t *c)
 int64_t kube_client_throttle(kube_client_t *c)
 {
     int64_t wait = 0;
-    reserve(c, now_ns(c), INT64_MAX, &wait);
-    c->stats.throttled_ns += wait;
-    if (c->shared_rl || !ratelimit_unlimited(&c->rl))
-        metric_histogram_observe(c->m_throttle, METRIC_LABELS("GET", c->host),
-                                 (double)wait / 1e9);
+    kc_take_token(c, "GET", 0, &wait);
     return wait;
+}
+
+int64_t kc_now(const kube_client_t *c)
+{
+    return now_ns(c);
 }
 
 /* Parse a whole response body as one JSON value (jsonx_parse_ex, the one parser). */
@@ -625,28 +619,37 @@ static void classify(kube_client_t *c, CURLcode rc, const response_t *resp, kube
     kube_error_from_response(resp->http_status, resp->body.data, resp->body.len, err);
 }
 
-/* The pause before retry number attempt+1: the server's Retry-After (capped) when it
- * gave one, else exponential backoff with up to 50 % jitter. */
-static int64_t retry_delay(kube_client_t *c, const kube_error_t *err, int attempt)
+kube_retry_policy_t kc_retry_policy(const kube_client_t *c)
 {
-    if (err->retry_after_s > 0) {
-        int64_t cap = c->opts.retry_after_cap_ms * NS_PER_MS;
-        return err->retry_after_s > cap / NS_PER_SEC ? cap : err->retry_after_s * NS_PER_SEC;
-    }
-    int64_t d = backoff_exponential(c->opts.retry_base_ms * NS_PER_MS,
-                                    c->opts.retry_cap_ms * NS_PER_MS, (unsigned)attempt);
-    return backoff_jitter(d, 0.5, &c->rng);
+    return (kube_retry_policy_t){
+        .max_retries = c->opts.max_retries,
+        .base_ns = c->opts.retry_base_ms * NS_PER_MS,
+        .cap_ns = c->opts.retry_cap_ms * NS_PER_MS,
+        .retry_after_cap_ns = c->opts.retry_after_cap_ms * NS_PER_MS,
+    };
 }
 
-static void log_retry(const kube_error_t *err, int attempt, int64_t delay)
+void kc_count_retry(kube_client_t *c, const char *method, int curl_code, int http_status)
+{
+    char code[16];
+    status_label((CURLcode)curl_code, http_status, code, sizeof(code));
+    metric_counter_add(c->m_retries, METRIC_LABELS(code, method, c->host), 1);
+    c->stats.retries++;
+}
+
+void kc_log_retry(const kube_error_t *err, const kube_retry_t *d, int retry, const char *log_id)
 {
     if (!rlog_enabled(RLOG_INFO))
         return;
     char line[768], n[16], ms[32];
-    snprintf(n, sizeof(n), "%d", attempt + 1);
-    snprintf(ms, sizeof(ms), "%lld", (long long)(delay / NS_PER_MS));
-    rlog_info("retrying request", "retry", n, "delayMs", ms, "error",
-              kube_error_str(err, line, sizeof(line)));
+    snprintf(n, sizeof(n), "%d", retry);
+    snprintf(ms, sizeof(ms), "%lld", (long long)(d->delay_ns / NS_PER_MS));
+    kube_error_str(err, line, sizeof(line));
+    const char *why = kube_retry_reason_name(d->reason);
+    if (log_id)
+        rlog_info("retrying request", "reconcileID", log_id, "retry", n, "reason", why, "delayMs", ms, "error", line);
+    else
+        rlog_info("retrying request", "retry", n, "reason", why, "delayMs", ms, "error", line);
 }
 
 /* The deadline of a call starting now: the client's timeout, or the caller's
@@ -669,7 +672,7 @@ static int call_deadline(kube_client_t *c, int64_t *deadline, kube_error_t *err)
  * rules. Returns 0, or KERR_TIMEOUT with err set when no time is left to send. */
 static int attempt_once(kube_client_t *c, const char *method, const char *url,
                         struct curl_slist *headers, const char *cert, const char *key,
-                        const char *body, size_t len, int64_t deadline, response_t *resp,
+                        kc_body_t *body, int64_t deadline, response_t *resp,
                         CURLcode *rc, int *sent, kube_error_t *err)
 {
     buf_free(&resp->body);
@@ -684,7 +687,7 @@ static int attempt_once(kube_client_t *c, const char *method, const char *url,
         return err->code;
     }
     int64_t real0 = clock_mono_ns();
-    *rc = perform(c, method, url, headers, cert, key, body, len, remaining, resp, sent);
+    *rc = perform(c, method, url, headers, cert, key, body, remaining, resp, sent);
     int64_t took = clock_mono_ns() - real0;
     char code[16];
     status_label(*rc, resp->http_status, code, sizeof(code));
@@ -695,30 +698,9 @@ static int attempt_once(kube_client_t *c, const char *method, const char *url,
     return 0;
 }
 
-/* After failed attempt number attempt (err, rc, sent, resp): when the retry rules allow
- * another within the deadline, count the retry, wait and return 1; else return 0 and the
- * call reports this attempt. */
-static int wait_for_retry(kube_client_t *c, const char *method, int idempotent, int attempt,
-                          CURLcode rc, int sent, const response_t *resp, int64_t deadline,
-                          const kube_error_t *err)
-{
-    if (resp->too_large || attempt >= c->opts.max_retries ||
-        !should_retry(idempotent, rc, sent, resp->http_status, err->retry_after_s))
-        return 0;
-    int64_t delay = retry_delay(c, err, attempt);
-    if (now_ns(c) + delay >= deadline)
-        return 0; /* no time left for another attempt */
-    char code[16];
-    status_label(rc, resp->http_status, code, sizeof(code));
-    metric_counter_add(c->m_retries, METRIC_LABELS(code, method, c->host), 1);
-    c->stats.retries++;
-    log_retry(err, attempt, delay);
-    sleep_for(c, delay);
-    return 1;
-}
-
-/* Run a request with limiter, retries and metrics. On success returns 0 with the body
- * in resp->body; otherwise the error code with err filled. */
+/* Run a request with limiter, retries (kube_retry.h, the one rule) and metrics. On
+ * success returns 0 with the body in resp->body; otherwise the error code with err
+ * filled. */
 static int execute(kube_client_t *c, const char *method, const char *path, const char *query,
                    const char *content_type, const char *body, size_t len, int idempotent,
                    response_t *resp, kube_error_t *err)
@@ -731,9 +713,11 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
     kube_error_set_request(err, method, path);
     if (call_deadline(c, &deadline, err) || build_url(c, path, query, &url, err))
         goto out;
+    kube_retry_policy_t policy = kc_retry_policy(c);
+    kc_body_t upload = {body, len, idempotent, 0};
     /* After a 401 the credential is refreshed (exec plugin re-run, token file re-read)
      * and the request sent once more, but only with a different credential. */
-    int auth_retried = 0; /* 1: a 401 came; 2: the request went again after it */
+    int refresh_due = 0, refreshed = 0;
     uint64_t gen = 0, rejected_gen = 0;
     for (int attempt = 0;; attempt++) {
         const char *cert, *key;
@@ -741,12 +725,12 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
         headers = build_headers(c, content_type, 0, &cert, &key, &gen, err);
         if (!headers)
             goto out;
-        if (auth_retried == 1) {
+        if (refresh_due) {
             if (gen == rejected_gen)
                 goto out; /* nothing new to offer: err still holds the 401 */
-            auth_retried = 2;
-            metric_counter_add(c->m_retries, METRIC_LABELS("401", method, c->host), 1);
-            c->stats.retries++;
+            refresh_due = 0;
+            refreshed = 1;
+            kc_count_retry(c, method, CURLE_OK, 401);
             rlog_info("retrying request with a refreshed credential after 401", "method",
                       method, "path", path);
         }
@@ -758,24 +742,25 @@ static int execute(kube_client_t *c, const char *method, const char *path, const
         }
         CURLcode rc = CURLE_OK;
         int sent = 0;
-        if (attempt_once(c, method, buf_str(&url), headers, cert, key, body, len, deadline, resp,
+        if (attempt_once(c, method, buf_str(&url), headers, cert, key, &upload, deadline, resp,
                          &rc, &sent, err) ||
             err->code == KERR_OK)
             goto out;
-        /* A 401 status line is enough, even when the body then broke off (the API
-         * server may answer a POST before reading its body and end the stream: curl
-         * 18): authentication failed before anything was done, so a resend is safe
-         * for every method. */
-        if (resp->http_status == 401) {
+        if (resp->http_status == 401)
             kube_config_credentials_rejected(c->cfg, gen);
-            if (auth_retried)
-                goto out;
-            auth_retried = 1;
+        kube_retry_in_t in = {idempotent, (int)rc, sent, resp->http_status, err->retry_after_s,
+                              attempt, refreshed, now_ns(c), deadline};
+        kube_retry_t d = kube_retry_decide(&policy, &in, &c->rng);
+        if (!d.retry)
+            goto out;
+        if (d.reason == KUBE_RETRY_REFRESH) {
+            refresh_due = 1;
             rejected_gen = gen;
             continue;
         }
-        if (!wait_for_retry(c, method, idempotent, attempt, rc, sent, resp, deadline, err))
-            goto out;
+        kc_count_retry(c, method, rc, resp->http_status);
+        kc_log_retry(err, &d, attempt + 1, NULL);
+        sleep_for(c, d.delay_ns);
     }
 out:
     curl_slist_free_all(headers);
@@ -1158,12 +1143,25 @@ static size_t on_stream_header(char *data, size_t size, size_t n, void *user)
     size_t len = size * n;
     /* "HTTP/1.1 401 ..." or "HTTP/2 401 ..." */
     if (len > 12 && strncmp(data, "HTTP/", 5) == 0) {
+        t->retry_after_s = 0; /* a new response starts */
         const char *sp = memchr(data, ' ', len);
         if (sp && (size_t)(sp - data) + 4 <= len && strncmp(sp + 1, "401", 3) == 0 &&
             (size_t)(sp - data) + 4 < len && (sp[4] == ' ' || sp[4] == '\r'))
             kube_config_credentials_rejected(t->client->cfg, t->gen);
+    } else {
+        kube_retry_parse_after(data, len, &t->retry_after_s);
     }
     return len;
+}
+
+int64_t kc_stream_retry_after(const struct curl_slist *headers)
+{
+    return headers ? ((const cred_ticket_t *)headers)->retry_after_s : 0;
+}
+
+uint64_t kc_stream_credential(const struct curl_slist *headers)
+{
+    return headers ? ((const cred_ticket_t *)headers)->gen : 0;
 }
 
 CURL *kube_client_stream_handle(kube_client_t *c, const char *path, const char *query,

@@ -19,19 +19,29 @@
  *
  * Every call: waits for a token of the client-side QPS/burst limiter, sends the request,
  * and on failure fills a kube_error_t typed from the API server's Status object. Retries
- * are blocking and bounded by the call's timeout (which covers limiter waits, attempts
- * and backoff sleeps together):
+ * follow the one rule of kube_retry.h (kube_retry_decide), the same the requests on an
+ * event loop follow (kube_call.h); here they are blocking and bounded by the call's
+ * timeout (which covers limiter waits, attempts and backoff sleeps together) and the
+ * caller's deadline (kube_client_set_deadline):
  *   - idempotent calls (GET, LIST, PUT, DELETE, apply-PATCH) retry on 429, 503, 504,
  *     any 5xx/429 carrying Retry-After or details.retryAfterSeconds, and on transport
  *     errors (connect, send, receive; not TLS verification, not the call's timeout);
  *   - other calls (POST, merge/JSON/strategic PATCH) retry only when the server cannot
- *     have acted: 429, and failures to connect;
- * with exponential backoff plus jitter, or the server's Retry-After (capped) when given.
+ *     have acted: 429, and failures to connect (nothing sent); their body is given to
+ *     libcurl so that it cannot resend them by itself either (a kept-alive connection
+ *     found dead: curl 65 instead);
+ *   - 409 is never retried by the request: it is the caller's conflict (a reconcile
+ *     reads again); a 401 is retried once, with the refreshed credential (below);
+ * with exponential backoff plus jitter, or the server's Retry-After (capped) when given,
+ * at most max_retries times, and never when the retry could not start before the
+ * deadline.
  *
  * Metrics (metrics_default(), client-go's names): rest_client_requests_total{code,
  * method,host} (code "<error>" for transport failures), rest_client_request_duration_
- * seconds{verb,host}, rest_client_request_retries_total{code,verb,host},
- * rest_client_rate_limiter_duration_seconds{verb,host}. One attempt = one request.
+ * seconds{verb,host}, rest_client_request_retries_total{code,verb,host} (code: the
+ * status of the attempt that was retried), rest_client_rate_limiter_duration_seconds
+ * {verb,host}. One attempt = one request. kube_async, the pager and kube_call count
+ * theirs in the same families.
  *
  * A client is used by one thread at a time (it owns one curl handle and the metrics
  * registry is single-threaded). Call curl_global_init() once at program start.
@@ -194,7 +204,8 @@ int kube_client_delete(kube_client_t *c, const char *path, const kube_req_opts_t
 
 /* Any request: method, path, query (without '?', already encoded; NULL = none), body
  * (len bytes, may be NULL) sent with content_type. idempotent selects the retry rules
- * above. *out optional, as for GET. */
+ * above (kube_retry_idempotent(method, content_type) is the rule's own answer). *out
+ * optional, as for GET. */
 int kube_client_request(kube_client_t *c, const char *method, const char *path,
                         const char *query, const char *content_type, const char *body,
                         size_t len, int idempotent, json_object **out, kube_error_t *err);
@@ -236,7 +247,9 @@ CURL *kube_client_watch_handle(kube_client_t *c, const char *path,
  *   ... the multi reports h done with code: remove h from the multi, then
  *   kube_pager_finish(p, code, &err)        KUBE_PAGER_MORE: start the next page
  *                                           KUBE_PAGER_DONE: kube_pager_items / _rv
- *                                           KUBE_PAGER_ERROR: err says why
+ *                                           KUBE_PAGER_ERROR: err says why (HTTP
+ *                                           status, Retry-After); kube_pager_start then
+ *                                           asks the same page again (a retry)
  *
  * Bounded by bytes as well as by count: a page whose body passes the client's
  * max_response_bytes is dropped as it arrives and asked again (KUBE_PAGER_MORE) with the
@@ -253,7 +266,8 @@ CURL *kube_client_watch_handle(kube_client_t *c, const char *path,
  * expired continue token) over the cap is asked again in pages from the first, once.
  *
  * Each page is one request with the client's timeout, counted in the client's metrics,
- * but it does not wait for the client's rate limiter. The pager owns its handle (freed
+ * but it neither waits for the client's rate limiter nor retries: kube_call (kube_call.h)
+ * does both, a page at a time, by the one rule (kube_retry.h). The pager owns its handle (freed
  * by finish and destroy); remove it from the multi before either. */
 typedef struct kube_pager kube_pager_t;
 typedef enum { KUBE_PAGER_ERROR = -1, KUBE_PAGER_DONE = 0, KUBE_PAGER_MORE = 1 } kube_pager_state_t;
@@ -293,12 +307,14 @@ int kube_client_budget_short(kube_client_t *c);
 
 /* Take one token of the client's rate limiter for a request made outside the client
  * (a watch in an event loop) and return how long to wait before starting it (ns, 0 =
- * now). Consumes the token. */
+ * now). Consumes the token. (kube_call takes the token of each of its attempts from the
+ * same bucket, bounded by its deadline.) */
 int64_t kube_client_throttle(kube_client_t *c);
 
 /* Count one request made outside the client's own calls (a pager page, a kube_async
- * write) in rest_client_requests_total{code,method,host} and the latency histogram, as
- * the client counts its own. started_mono_ns is when it was sent (clock_mono_ns()). */
+ * write, each attempt of a kube_call) in rest_client_requests_total{code,method,host}
+ * and the latency histogram, as the client counts its own. started_mono_ns is when it
+ * was sent (clock_mono_ns()). */
 void kube_client_count_request(kube_client_t *c, const char *method, CURLcode code,
                                long http_status, int64_t started_mono_ns);
 

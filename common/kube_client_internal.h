@@ -5,6 +5,7 @@
 #define RDC_KUBE_CLIENT_INTERNAL_H
 
 #include "kube_client.h"
+#include "kube_retry.h"
 #include "metrics.h"
 #include "ratelimit.h"
 #include "ratelimit_shared.h"
@@ -76,6 +77,55 @@ typedef struct {
 /* Append one LIST page's items to the collect_t at user and keep its resourceVersion.
  * 0, or 1 (with failed set) when out of memory. */
 int kc_collect_page(json_object *page, void *user);
+
+/* ---- retries: what the blocking client and kube_call share -------------------------- */
+
+/* The client's retry policy (its options: max_retries, backoff, Retry-After cap). */
+kube_retry_policy_t kc_retry_policy(const kube_client_t *c);
+
+/* Count one retry in rest_client_request_retries_total{code,verb,host} (code: the failed
+ * attempt's HTTP status, "<error>" without one) and in the client's stats. */
+void kc_count_retry(kube_client_t *c, const char *method, int curl_code, int http_status);
+
+/* The info line of a retry: its number, the decision's reason and delay, the error of
+ * the attempt that failed, and the reconcile it serves when log_id is not NULL. */
+void kc_log_retry(const kube_error_t *err, const kube_retry_t *d, int retry, const char *log_id);
+
+/* Take one token of the client's limiter (the operator's budget when shared) for a
+ * request of method: *wait is how long to wait before sending (ns, 0 = now), counted in
+ * rest_client_rate_limiter_duration_seconds. Returns 0, or -1 when the wait would pass
+ * deadline (monotonic ns; 0 = none): nothing is taken then. */
+int kc_take_token(kube_client_t *c, const char *method, int64_t deadline, int64_t *wait);
+
+/* The client's monotonic clock (the test clock when kube_client_set_clock set one). */
+int64_t kc_now(const kube_client_t *c);
+
+/* Of a stream handle's header list (kube_client_stream_handle's *headers): the
+ * Retry-After seconds of the latest response (0 = none), and the generation of the
+ * credential it was sent with (a retry after 401 is worth it only with another). */
+int64_t kc_stream_retry_after(const struct curl_slist *headers);
+uint64_t kc_stream_credential(const struct curl_slist *headers);
+
+/* The credential generation of the pager's page handle (0 when none is set up). */
+uint64_t kc_pager_credential(const kube_pager_t *p);
+
+/* A request body as libcurl sends it (kc_set_body), with its read position. */
+typedef struct {
+    const char *data; /* NULL = none */
+    size_t len;
+    int idempotent;   /* kube_retry_idempotent of the request */
+    size_t off;       /* bytes read so far by the read callback */
+} kc_body_t;
+
+/* Give e the body b (borrowed until the transfer ends) of a request that is not a GET:
+ * CURLOPT_POSTFIELDS for a request safe to repeat; for one that is not (POST, a merge,
+ * JSON or strategic PATCH), a read callback whose rewind is refused once a byte was
+ * read. Why: libcurl sends a request again by itself when the reused connection it went
+ * on died without an answer ("Connection died, retrying a fresh connect"), whatever the
+ * method; the server may have acted on the first one. With the rewind refused that
+ * transfer fails with CURLE_SEND_FAIL_REWIND instead, which the one rule (kube_retry.h)
+ * does not retry either. Returns the first setopt failure, or CURLE_OK. */
+CURLcode kc_set_body(CURL *e, kc_body_t *b);
 
 /* Parse len bytes of JSON with the client's depth limit; NULL with why filled. */
 json_object *kc_parse_json(const char *s, size_t len, char *why, size_t whylen);

@@ -406,18 +406,3 @@ int kube_error_retryable(const kube_error_t *e)
         return 0;
     }
 }
-
-int kube_error_retry_soon(const kube_error_t *e)
-{
-    switch (e ? e->code : KERR_OK) {
-    case KERR_TRANSPORT:
-    case KERR_UNAUTHORIZED:
-    case KERR_TOO_MANY_REQUESTS:
-    case KERR_INTERNAL:
-    case KERR_SERVER_TIMEOUT:
-    case KERR_UNAVAILABLE:
-        return 1;
-    default:
-        return 0;
-    }
-}

@@ -124,14 +124,10 @@ int kube_error_is_too_many_requests(const kube_error_t *e);
 int kube_error_is_timeout(const kube_error_t *e);
 
 /* 1 when trying the same request again later may succeed: transport failures, 429,
- * 503/502, 504/Timeout, ServerTimeout, and any error that carries a retry-after. The
- * REST client applies its own narrower rules per method; this is for callers deciding
- * between "requeue with backoff" and "give up". */
+ * 503/502, 504/Timeout, ServerTimeout, and any error that carries a retry-after. This is
+ * for callers deciding, once the request is over, between "requeue with backoff" and
+ * "give up"; whether the request itself is sent again is the one rule of kube_retry.h
+ * (per method, within the caller's deadline), which every request path applies. */
 int kube_error_retryable(const kube_error_t *e);
-
-/* 1 when the same request is worth sending again after a short backoff, within the
- * caller's own deadline: a transport failure, 401 (credentials are read again), 429, 500,
- * ServerTimeout, 503. A deadline of the caller (KERR_TIMEOUT) is not: it has passed. */
-int kube_error_retry_soon(const kube_error_t *e);
 
 #endif

@@ -251,6 +251,7 @@ kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_
     } else if (code != CURLE_OK) {
         kube_error_set_transport(err, code, code == CURLE_OPERATION_TIMEDOUT, curl_easy_strerror(code), "");
     } else if (status != 200) {
+        err->retry_after_s = kc_stream_retry_after(p->headers);
         kube_error_from_response((int)status, p->body.data, p->body.len, err);
         if (err->code == KERR_GONE && p->cont && p->paged && p->ro.limit > 0 && !p->unpaged_too_large) {
             st = pager_restart_unpaged(p) ? KUBE_PAGER_ERROR : KUBE_PAGER_MORE;
@@ -289,6 +290,11 @@ kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_
     pager_drop_handle(p);
     buf_reset(&p->body);
     return st;
+}
+
+uint64_t kc_pager_credential(const kube_pager_t *p)
+{
+    return kc_stream_credential(p->headers);
 }
 
 json_object *kube_pager_items(const kube_pager_t *p)

@@ -11,5 +11,7 @@
 #define RDC_API_GROUP "cache.example.com"
 #define RDC_API_VERSION "v1"
 #define RDC_GROUP_VERSION RDC_API_GROUP "/" RDC_API_VERSION
+#define RDC_KIND "RedisCluster"
+#define RDC_RESOURCE "redisclusters"
 
 #endif

@@ -1211,6 +1211,18 @@ int rdc_spec_default_ops(const json_object *rc, json_object *ops)
             return -1;
         n++;
     }
+    /* Cluster mode's layout written out (the CRD defaults its fields only when the object
+     * is there), so that kubectl get shows the shards */
+    if (rdc_spec_cluster_layout(spec, &shards, &replicas) && !jsonx_get(spec, "cluster")) {
+        json_object *c = json_object_new_object();
+        if (c) {
+            json_object_object_add(c, "shards", json_object_new_int(shards));
+            json_object_object_add(c, "replicasPerShard", json_object_new_int(replicas));
+        }
+        if (add_op(ops, "/spec/cluster", c))
+            return -1;
+        n++;
+    }
     if ((r = default_nested(spec, "storage", "size", RDC_SPEC_DEFAULT_STORAGE_SIZE, ops)) < 0)
         return -1;
     n += r;

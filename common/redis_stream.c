@@ -357,5 +357,6 @@ redis_stream_status_t redis_stream_write(redis_stream_t *s, const void *buf, siz
 {
     *n = 0;
     /* SSL_write only reads buf: tls_io's one pointer type serves both directions. */
-    return s->ssl ? tls_io(s, 1, (void *)(uintptr_t)buf, len, n, err, errlen) : plain_write(s, buf, len, n, err, errlen);
+    return s->ssl ? tls_io(s, 1, (void *)(uintptr_t)buf, len, n, err, errlen)
+                  : plain_write(s, buf, len, n, err, errlen);
 }

@@ -324,6 +324,14 @@ static void entry_sync_view(entry_t *e)
     e->pub.json = e->json;
 }
 
+/* Free a group (the values of the owner indexes). */
+static void owner_group_free(void *p)
+{
+    owner_group_t *g = p;
+    free(g->uid);
+    free(g);
+}
+
 /* The group of owner uid, created when missing; NULL when out of memory. */
 static owner_group_t *group_get_or_create(hm_t *home, const char *uid)
 {
@@ -336,8 +344,7 @@ static owner_group_t *group_get_or_create(hm_t *home, const char *uid)
     g->uid = strdup(uid);
     g->home = home;
     if (!g->uid || hm_put(home, g->uid, g, NULL)) {
-        free(g->uid);
-        free(g);
+        owner_group_free(g);
         return NULL;
     }
     return g;
@@ -360,8 +367,7 @@ static void group_unlink(cache_t *c, entry_t *e)
     e->group = NULL;
     if (!g->head) {
         hm_remove(g->home, g->uid);
-        free(g->uid);
-        free(g);
+        owner_group_free(g);
     }
 }
 
@@ -531,31 +537,6 @@ static void store_free(store_t *s)
 
 /* ---- public API ---- */
 
-cache_t *cache_new(const char *owner_kind)
-{
-    if (!owner_kind || !*owner_kind)
-        return NULL;
-    cache_t *c = calloc(1, sizeof(*c));
-    if (!c)
-        return NULL;
-    c->owner_kind = strdup(owner_kind);
-    c->owners = hm_new(0);
-    c->label_owners = hm_new(0);
-    if (!c->owner_kind || !c->owners || !c->label_owners || cache_add_kind(c, owner_kind)) {
-        cache_destroy(&c);
-        return NULL;
-    }
-    return c;
-}
-
-/* Free a group (the values of the owner indexes). */
-static void owner_group_free(void *p)
-{
-    owner_group_t *g = p;
-    free(g->uid);
-    free(g);
-}
-
 void cache_destroy(cache_t **self_p)
 {
     if (!self_p || !*self_p)
@@ -569,6 +550,21 @@ void cache_destroy(cache_t **self_p)
     free(c->owner_kind);
     free(c);
     *self_p = NULL;
+}
+
+cache_t *cache_new(const char *owner_kind)
+{
+    cache_t *c = owner_kind && *owner_kind ? calloc(1, sizeof(*c)) : NULL;
+    if (!c)
+        return NULL;
+    c->owner_kind = strdup(owner_kind);
+    c->owners = hm_new(0);
+    c->label_owners = hm_new(0);
+    if (!c->owner_kind || !c->owners || !c->label_owners || cache_add_kind(c, owner_kind)) {
+        cache_destroy(&c);
+        return NULL;
+    }
+    return c;
 }
 
 int cache_add_kind(cache_t *c, const char *kind)

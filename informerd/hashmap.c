@@ -56,14 +56,14 @@ static size_t hm_cap_for(size_t n)
 hm_t *hm_new(size_t expected)
 {
     hm_t *m = calloc(1, sizeof(*m));
-    if (!m)
-        return NULL;
-    m->cap = hm_cap_for(expected);
-    m->slots = m->cap ? calloc(m->cap, sizeof(hm_slot_t)) : NULL;
-    if (!m->slots) {
+    size_t cap = hm_cap_for(expected); /* 0: too many to hold */
+    if (m && cap)
+        m->slots = calloc(cap, sizeof(hm_slot_t));
+    if (!m || !m->slots) {
         free(m);
         return NULL;
     }
+    m->cap = cap;
     return m;
 }
 

@@ -1,244 +1,105 @@
+/* informer: informerd's composition root. It builds the rooms, wires them, and runs the
+ * loop that drives them (informer.h says what informerd does; docs/informerd.md draws the
+ * rooms and how a change travels through them):
+ *
+ *   reflectors --write--> cache --delta handler (on_delta)--> deltapub    (PUB, --tail)
+ *                                                          \-> reporter   (ObjectTooLarge)
+ *                                                          \-> dispatcher (keys, queue, workers)
+ *                                                                  \--calls--> reporter
+ *
+ * What stays here is what belongs to no room: the table of watched kinds, the sockets'
+ * endpoints, the sync gate over the reflectors, the periodic resync, the signals and the
+ * drain, the metrics file, and the order of setup and teardown.
+ */
 #include "informer.h"
 
-#include "informer_internal.h"
+#include "cache.h"
+#include "clock.h"
+#include "daemon.h"
+#include "deltapub.h"
+#include "dispatcher.h"
+#include "log.h"
+#include "loop.h"
+#include "loop_curl.h"
+#include "podview.h"
+#include "proto.h"
+#include "rdc_api.h"
+#include "reflector.h"
+#include "reporter.h"
+#include "secretref.h"
+#include "syncgate.h"
 
-#include <stddef.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
 
-/* ---- deltas: publish, print, enqueue ---------------------------------------------- */
+#define MANAGED_BY_SELECTOR "app.kubernetes.io/managed-by=rediscluster-operator"
+/* A Pod's controller is its StatefulSet; this label names its RedisCluster. */
+#define POD_OWNER_LABEL "app.kubernetes.io/instance"
 
-static void publish_delta(informer_t *inf, const char *frame0, uint64_t seq, const char *type,
-                          const char *kind, const char *key, const char *rv,
-                          const char *json, size_t json_len, void *sock)
-{
-    rmsg_t *m = rmsg_new();
-    rmsg_addstr(m, frame0);
-    rmsg_addf(m, "%llu", (unsigned long long)seq);
-    if (type)
-        rmsg_addstr(m, type);
-    rmsg_addstr(m, kind);
-    rmsg_addstr(m, key);
-    rmsg_addstr(m, rv ? rv : "");
-    rmsg_addmem(m, json, json_len);
-    rmsg_send(&m, sock, ZMQ_DONTWAIT);
-    (void)inf;
-}
+/* What informerd lists and watches, a reflector each, in this order (the cache's and the
+ * snapshots' order too). */
+typedef struct {
+    reflector_kind_t k;
+    int optional; /* not part of the sync gate */
+} watched_kind_t;
 
-/* One JSON line: {"seq","type","kind","key","resourceVersion","object"}; the object is the
- * cache's text as is. */
-static void tail_print(FILE *out, uint64_t seq, const char *type, const char *kind,
-                       const char *key, const char *rv, const char *json)
-{
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "seq", json_object_new_int64((int64_t)seq));
-    json_object_object_add(o, "type", json_object_new_string(type));
-    json_object_object_add(o, "kind", json_object_new_string(kind));
-    json_object_object_add(o, "key", json_object_new_string(key));
-    json_object_object_add(o, "resourceVersion", json_object_new_string(rv ? rv : ""));
-    const char *head = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    /* head ends with '}': splice the object in as the last member. */
-    if (head && *head)
-        fprintf(out, "%.*s,\"object\":%s}\n", (int)strlen(head) - 1, head, json);
-    fflush(out);
-    json_object_put(o);
-}
+static const watched_kind_t watched[] = {
+    {{RDC_KIND, RDC_API_GROUP, RDC_API_VERSION, RDC_RESOURCE, NULL, NULL, 0}, 0},
+    {{"ConfigMap", "", "v1", "configmaps", MANAGED_BY_SELECTOR, NULL, 0}, 0},
+    {{"Service", "", "v1", "services", MANAGED_BY_SELECTOR, NULL, 0}, 0},
+    {{"StatefulSet", "apps", "v1", "statefulsets", MANAGED_BY_SELECTOR, NULL, 0}, 0},
+    {{"PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", MANAGED_BY_SELECTOR, NULL, 0}, 0},
+    /* The Redis pods, for observerd (which follows our deltas) and the workers (children
+     * "Pods"): the pod template carries the managed-by label too. Kept compact. */
+    {{"Pod", "", "v1", "pods", MANAGED_BY_SELECTOR, podview_compact, 0}, 0},
+    /* Secrets, metadata only (PartialObjectMetadata: no data ever reaches this process),
+     * so that a change of the one a RedisCluster's spec.auth names enqueues it at once
+     * (secretref.h). Not part of the sync gate: it only hastens what the next reconcile
+     * does anyway (workerd reads the Secret itself), and an older ClusterRole without
+     * list/watch on Secrets must not stop the operator. */
+    {{"Secret", "", "v1", "secrets", NULL, secretref_metadata_only, 1}, 1},
+};
+#define NKINDS (sizeof(watched) / sizeof(watched[0]))
 
-/* ---- objects too large to keep whole ------------------------------------------------ */
+/* The rooms, and the little the root itself keeps. */
+typedef struct {
+    const informer_config_t *cfg;
+    loop_t *loop;
+    CURLM *multi;
+    loop_curl_t *lc;            /* drives multi on loop: the LISTs, watches and writes */
+    void *zctx;
+    cache_t *cache;
+    reflector_t *refl[NKINDS];
+    size_t nrefl;
+    reporter_t *reporter;       /* informerd's own writes */
+    deltapub_t *deltas;         /* the delta stream, its snapshots, --tail */
+    dispatcher_t *dispatcher;   /* keys, the queue, the workers */
+    int64_t started_ns;
+    int ready;                  /* the sync gate opened ("caches synced"): dispatch may start */
+    int64_t next_resync_ns;
+    int stopping;
+    int64_t stop_deadline_ns;
+    int exit_code;              /* what informer_run returns once the loop ends */
+} informer_t;
 
-/* The reason label of a minimal-form item: why it is not whole. */
-static const char *too_large_reason(const cache_item_t *it)
-{
-    return it->truncated == 1 ? "response_cap" : "max_object_bytes";
-}
+/* ---- deltas: the cache's delta handler ---------------------------------------------- */
 
-/* A cache item was stored in its minimal form (cache.h): log it, count it, and queue
- * its Warning Event (written by the leader once the caches synced: too_large_report). */
-static void too_large_noted(informer_t *inf, const cache_item_t *it)
-{
-    char bytes[32];
-    snprintf(bytes, sizeof(bytes), "%zu", it->truncated);
-    const char *reason = too_large_reason(it);
-    metric_counter_add(inf->m_skipped, METRIC_LABELS(it->kind, reason), 1);
-    rlog_warn("object too large: only its metadata is cached; its RedisCluster is not reconciled "
-              "(deletion still is)", "kind", it->kind, "key", it->key, "resourceVersion",
-              it->resource_version ? it->resource_version : "", "bytes", it->truncated == 1 ? "unknown" : bytes,
-              "reason", reason);
-    if (!inf->cfg->serve)
-        return;
-    if (inf->too_large_n == TOO_LARGE_PENDING) {
-        rlog_warn("too many objects too large: no Event for this one", "kind", it->kind, "key", it->key);
-        return;
-    }
-    size_t n = strlen(it->kind) + strlen(it->key) + 2;
-    char *entry = malloc(n);
-    if (!entry)
-        return;
-    snprintf(entry, n, "%s\t%s", it->kind, it->key);
-    inf->too_large[(inf->too_large_head + inf->too_large_n++) % TOO_LARGE_PENDING] = entry;
-}
-
-/* The name of the cached object that makes key's RedisCluster impossible to reconcile
- * (itself or a child kept in minimal form), or NULL. A RedisCluster being deleted is
- * never held back: its finalizer only needs its metadata (plan.h, decision 2). */
-const cache_item_t *too_large_blocker(const informer_t *inf, const cache_item_t *rc)
-{
-    static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget"};
-    if (rc->deleting)
-        return NULL;
-    if (rc->truncated)
-        return rc;
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        const cache_item_t *ch = cache_lookup(inf->cache, kinds[i], rc->key);
-        if (ch && ch->truncated)
-            return ch;
-    }
-    return NULL;
-}
-
-
-/* Write the queued Warning Events, a few per turn, while this replica may write. */
-static void too_large_report(informer_t *inf)
-{
-    for (int i = 0; i < TOO_LARGE_EVENTS_PER_TURN && inf->too_large_n; i++) {
-        char *entry = inf->too_large[inf->too_large_head];
-        inf->too_large_head = (inf->too_large_head + 1) % TOO_LARGE_PENDING;
-        inf->too_large_n--;
-        char *tab = strchr(entry, '\t');
-        if (tab) {
-            *tab = '\0';
-            too_large_event(inf, entry, tab + 1);
-        }
-        free(entry);
-    }
-}
-
-/* A Secret as cached: its metadata only. The API sends PartialObjectMetadata already
- * (reflector metadata_only); this drops anything else all the same, so that no Secret
- * data could ever be cached or published on the deltas socket. Returns 0. */
-static int secret_metadata_only(json_object *obj)
-{
-    if (!obj || !json_object_is_type(obj, json_type_object))
-        return -1;
-    const char *drop[64];
-    size_t n = 0;
-    json_object_object_foreach(obj, k, v)
-    {
-        (void)v;
-        if (strcmp(k, "metadata") && strcmp(k, "apiVersion") && strcmp(k, "kind") && n < 64)
-            drop[n++] = k;
-    }
-    for (size_t i = 0; i < n; i++)
-        json_object_object_del(obj, drop[i]);
-    return 0;
-}
-
-static void enqueue_now(void *ud, const char *key)
-{
-    informer_t *inf = ud;
-    workqueue_add(inf->queue, key, clock_mono_ns());
-}
-
-/* A Secret changed (added, modified, deleted, or resynced): enqueue the RedisClusters
- * whose spec.auth names it (a password rotation starts at once). */
-static void secret_changed(informer_t *inf, const cache_item_t *it)
-{
-    size_t n = secretref_each(inf->secretrefs, it->key, enqueue_now, inf);
-    if (n) {
-        char count[24];
-        snprintf(count, sizeof(count), "%zu", n);
-        rlog_info("Secret changed: its RedisClusters enqueued", "secret", it->key, "resourceVersion",
-                  it->resource_version ? it->resource_version : "", "clusters", count);
-    }
-}
-
-/* Keep the Secret index (secretref.h) up to date with a RedisCluster delta. */
-static void index_secretref(informer_t *inf, const cache_delta_t *d, const char *key)
-{
-    if (d->type == CACHE_DELETED) {
-        secretref_forget(inf->secretrefs, key);
-        return;
-    }
-    if (!strstr(d->item->json, "\"secretRef\"")) { /* most clusters: no parse */
-        secretref_forget(inf->secretrefs, key);
-        return;
-    }
-    json_object *rc = json_tokener_parse(d->item->json);
-    if (secretref_set(inf->secretrefs, key, secretref_of(rc)))
-        rlog_warn("cannot index the RedisCluster's Secret (out of memory)", "key", key);
-    json_object_put(rc);
-}
-
-/* Every cache change: publish it, print it with --tail, and enqueue the key it concerns. */
+/* Every cache change: publish it (and print it with --tail), note an object kept in
+ * minimal form, and let the dispatcher queue the key it concerns. */
 static void on_delta(void *ud, const cache_delta_t *d)
 {
     informer_t *inf = ud;
-    const cache_item_t *it = d->item;
-    const char *type = cache_change_name(d->type);
-    metric_counter_add(inf->m_deltas, METRIC_LABELS(it->kind, type), 1);
-    if (inf->pub)
-        publish_delta(inf, PROTO_DELTA, d->seq, type, it->kind, it->key, it->resource_version,
-                      it->json, it->json_len, inf->pub);
-    if (inf->cfg->tail)
-        tail_print(inf->cfg->tail, d->seq, type, it->kind, it->key, it->resource_version, it->json);
-
-    if (it->truncated && (d->type == CACHE_ADDED || d->type == CACHE_MODIFIED))
-        too_large_noted(inf, it);
-    if (!strcmp(it->kind, "Secret")) {
-        secret_changed(inf, it);
-        return;
-    }
-
-    char key[512];
-    int rc = cache_item_owner_key(inf->cache, it, key, sizeof(key));
-    if (rc != 0 || !key[0])
-        return;
-    int64_t now = clock_mono_ns();
-    if (strcmp(it->kind, OWNER_KIND) == 0) {
-        index_secretref(inf, d, key);
-        if (ownwrite_seen(inf->ownwrites, key, d->type == CACHE_DELETED ? NULL : it->resource_version))
-            metric_counter_add(inf->m_ownwrites, METRIC_LABELS("seen"), 1);
-        if (d->type == CACHE_DELETED) {
-            observation_forget(inf, key);
-            return; /* gone for good: the finalizer already ran; children go with the GC */
-        }
-        /* A new spec lifts a quarantine: the change may well be the fix. */
-        if (d->type == CACHE_MODIFIED && d->old_generation != it->generation)
-            workqueue_unquarantine(inf->queue, key);
-        /* A quarantine recorded on the object by an earlier informerd (this one restarted,
-         * or another replica led): hold the key back for the rest of its window rather
-         * than let it crash workers again. */
-        if (d->type == CACHE_ADDED && strstr(it->json, "\"" CRASHCOND_TYPE "\"") &&
-            !workqueue_is_quarantined(inf->queue, key)) {
-            json_object *rc_obj = json_tokener_parse(it->json);
-            int64_t left = crashcond_quarantine_left_ns(rc_obj, clock_wall_ns(), QUARANTINE_NS);
-            json_object_put(rc_obj);
-            if (left > 0 && workqueue_quarantine(inf->queue, key, now + left) == 0) {
-                char secs[32];
-                snprintf(secs, sizeof(secs), "%lld", (long long)(left / NS_PER_SEC));
-                rlog_warn("key quarantined by its ReconcileCrashed condition", "key", key, "seconds_left", secs);
-            }
-        }
-    }
-    workqueue_add(inf->queue, key, now);
+    deltapub_delta(inf->deltas, d);
+    if (d->item->truncated && (d->type == CACHE_ADDED || d->type == CACHE_MODIFIED))
+        reporter_too_large(inf->reporter, d->item);
+    dispatcher_on_delta(inf->dispatcher, d);
 }
 
-/* ---- metrics ------------------------------------------------------------------------- */
-
-static void update_metrics(informer_t *inf, int64_t now)
-{
-    int64_t wall = clock_wall_ns();
-    for (size_t i = 0; i < inf->nrefl; i++) {
-        reflector_t *r = &inf->refl[i];
-        metric_gauge_set(inf->m_objects, METRIC_LABELS(r->kind), (double)cache_count(inf->cache, r->kind));
-        metric_gauge_set(inf->m_synced, METRIC_LABELS(r->kind), r->synced ? 1 : 0);
-        if (r->last_event_wall_ns)
-            metric_gauge_set(inf->m_rv_age, METRIC_LABELS(r->kind),
-                             (double)(wall - r->last_event_wall_ns) / 1e9);
-    }
-    workqueue_update_metrics(inf->queue, now);
-    daemon_publish_metrics(inf->cfg->runtime_dir, inf->cfg->name);
-}
-
-/* ---- setup and loop ------------------------------------------------------------------ */
+/* ---- setup and teardown ------------------------------------------------------------- */
 
 static void *bind_socket(informer_t *inf, int type, const char *name)
 {
@@ -269,238 +130,127 @@ static void *connect_sub(informer_t *inf, const char *name, const char *topic)
     return s;
 }
 
-static void reflector_init(informer_t *inf, const char *kind, const char *group,
-                           const char *version, const char *resource, const char *selector)
+/* A reflector per watched kind, writing to the cache. 0, or -1 when out of memory. */
+static int reflectors_new(informer_t *inf)
 {
-    const opt_strlist_t *nss = &inf->cfg->opts->namespaces;
-    reflector_t *r = &inf->refl[inf->nrefl++];
-    *r = (reflector_t){
-        .inf = inf,
-        .kind = kind,
-        .group = group,
-        .version = version,
-        .resource = resource,
-        .selector = selector,
-        .need_relist = 1,
-        .nstreams = nss->n ? nss->n : 1, /* a stream per namespace, or one for all */
+    const informer_config_t *c = inf->cfg;
+    reflector_config_t rc = {
+        .client = c->client,
+        .lc = inf->lc,
+        .cache = inf->cache,
+        .namespaces = &c->opts->namespaces,
+        .watch_timeout_s = c->watch_timeout_s,
+        .list_page_size = c->list_page_size > 0 ? c->list_page_size : INFORMER_LIST_PAGE_DEFAULT,
+        .max_response_bytes = c->max_response_bytes,
     };
-    for (size_t i = 0; i < r->nstreams; i++) {
-        stream_t *s = &r->streams[i];
-        s->xfer = XFER_WATCH;
-        s->r = r;
-        s->ns = nss->n ? nss->items[i] : "";
-        s->dec = watch_decoder_new(MAX_EVENT_BYTES, on_watch_event, s);
-        buf_init(&s->errbody, MAX_ERROR_BODY);
-    }
-    cache_add_kind(inf->cache, kind);
-}
-
-/* informerd's metric families: where each goes in informer_t, counter or gauge. */
-typedef struct {
-    size_t field;
-    int gauge;
-    const char *name, *help, *labels;
-} informer_metric_t;
-
-#define INF_METRIC(member) offsetof(informer_t, member)
-static const informer_metric_t informer_metrics[] = {
-    {INF_METRIC(m_lists), 0, "informer_list_total", "LIST requests per kind.", "kind"},
-    {INF_METRIC(m_watches), 0, "informer_watch_total", "WATCH streams started per kind.", "kind"},
-    {INF_METRIC(m_relists), 0, "informer_relists_total", "Relists after a broken or expired watch, per kind.", "kind"},
-    {INF_METRIC(m_errors), 0, "informer_errors_total", "List, watch and bad-object errors per kind.", "kind,reason"},
-    {INF_METRIC(m_objects), 1, "informer_cache_objects", "Objects in the cache per kind.", "kind"},
-    {INF_METRIC(m_rv_age), 1, "informer_last_event_age_seconds",
-     "Seconds since the last watch event (bookmarks included) per kind.", "kind"},
-    {INF_METRIC(m_deltas), 0, "informer_deltas_total", "Cache deltas per kind and type.", "kind,type"},
-    {INF_METRIC(m_quarantined), 0, "informer_quarantined_keys_total",
-     "Keys quarantined after crashing workers repeatedly.", ""},
-    {INF_METRIC(m_skipped), 0, "informer_objects_skipped_total",
-     "Objects too large to cache whole (kept as metadata only), per kind and reason (max_object_bytes, "
-     "response_cap).", "kind,reason"},
-    {INF_METRIC(m_synced), 1, "informer_cache_synced",
-     "1 once the kind's first LIST completed (no work is dispatched before every kind is synced), else 0.", "kind"},
-    {INF_METRIC(m_observations), 0, "informer_observations_total",
-     "OBSERVED messages from observerd by result (stored, unknown_key, malformed).", "result"},
-    {INF_METRIC(m_ownwrites), 0, "informer_own_write_waits_total",
-     "Keys awaiting the RedisCluster version their last reconcile wrote, by how the wait began or ended: awaited, "
-     "cached (no wait: the cache held it when the worker said it), seen, expired (handed out after waiting in "
-     "vain).", "result"},
-};
-
-static int informer_setup(informer_t *inf)
-{
-    inf->rng = backoff_rng_seed();
-    gethostname(inf->hostname, sizeof(inf->hostname) - 1);
-    inf->cache = cache_new(OWNER_KIND);
-    inf->queue = workqueue_new("rediscluster", metrics_default());
-    if (!inf->cache || !inf->queue)
-        return -1;
-    cache_set_max_object_bytes(inf->cache, inf->cfg->max_object_bytes);
-    cache_set_delta_handler(inf->cache, on_delta, inf);
-    reflector_init(inf, OWNER_KIND, RDC_API_GROUP, RDC_API_VERSION, "redisclusters", NULL);
-    reflector_init(inf, "ConfigMap", "", "v1", "configmaps", MANAGED_BY_SELECTOR);
-    reflector_init(inf, "Service", "", "v1", "services", MANAGED_BY_SELECTOR);
-    reflector_init(inf, "StatefulSet", "apps", "v1", "statefulsets", MANAGED_BY_SELECTOR);
-    reflector_init(inf, "PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", MANAGED_BY_SELECTOR);
-    /* The Redis pods, for observerd (which follows our deltas) and the workers (children
-     * "Pods"): the pod template carries the managed-by label too. Kept compact. */
-    reflector_init(inf, "Pod", "", "v1", "pods", MANAGED_BY_SELECTOR);
-    inf->refl[inf->nrefl - 1].transform = podview_compact;
-    /* Secrets, metadata only (PartialObjectMetadata: no data ever reaches this process),
-     * so that a change of the one a RedisCluster's spec.auth names enqueues it at once
-     * (secretref.h). Not part of the sync gate: it only hastens what the next reconcile
-     * does anyway (workerd reads the Secret itself), and an older ClusterRole without
-     * list/watch on Secrets must not stop the operator. */
-    reflector_init(inf, "Secret", "", "v1", "secrets", NULL);
-    inf->refl[inf->nrefl - 1].metadata_only = 1;
-    inf->refl[inf->nrefl - 1].optional = 1;
-    inf->refl[inf->nrefl - 1].transform = secret_metadata_only;
-    inf->secretrefs = secretref_new();
-    inf->observations = hm_new(0);
-    inf->ownwrites = ownwrite_new(OWNWRITE_MAX_KEYS);
-    if (!inf->observations || !inf->secretrefs || !inf->ownwrites || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL))
-        return -1;
-    inf->multi = curl_multi_init();
-    inf->loop = loop_new();
-    if (!inf->multi || !inf->loop)
-        return -1;
-    inf->lc = loop_curl_new(inf->loop, inf->multi, on_transfer_done, inf);
-    if (!inf->lc)
-        return -1;
-    metrics_registry_t *reg = metrics_default();
-    for (size_t i = 0; i < sizeof(informer_metrics) / sizeof(informer_metrics[0]); i++) {
-        const informer_metric_t *d = &informer_metrics[i];
-        metric_family_t **f = (metric_family_t **)(void *)((char *)inf + d->field);
-        *f = d->gauge ? metrics_gauge(reg, d->name, d->help, d->labels) : metrics_counter(reg, d->name, d->help, d->labels);
-    }
-    inf->zctx = zmq_ctx_new();
-    if (inf->cfg->serve) {
-        inf->pub = bind_socket(inf, ZMQ_PUB, PROTO_EP_DELTAS);
-        inf->snapshot = bind_socket(inf, ZMQ_ROUTER, PROTO_EP_SNAPSHOT);
-        inf->work = bind_socket(inf, ZMQ_ROUTER, PROTO_EP_WORK);
-        inf->observe = bind_socket(inf, ZMQ_PULL, PROTO_EP_OBSERVE);
-        if (!inf->pub || !inf->snapshot || !inf->work || !inf->observe)
+    for (size_t i = 0; i < NKINDS; i++) {
+        inf->refl[i] = reflector_new(&watched[i].k, &rc);
+        if (!inf->refl[i])
             return -1;
-        if (inf->cfg->opts->leader_elect)
-            inf->leader_sub = connect_sub(inf, PROTO_EP_LEADER, PROTO_LEADER);
-        inf->events_sub = connect_sub(inf, PROTO_EP_EVENTS, PROTO_EXITED);
+        inf->nrefl++;
     }
-    int64_t now = clock_mono_ns();
-    inf->started_ns = now;
-    inf->next_resync_ns = now + (int64_t)(inf->cfg->opts->sync_period * 1e9);
     return 0;
 }
 
-static void observation_free_value(void *o)
+/* The sockets (when serving), the publisher and the dispatcher, which take them. 0, or -1
+ * when a socket cannot be bound or memory ran out. */
+static int serving_rooms_new(informer_t *inf)
 {
-    observation_free(o);
+    const informer_config_t *c = inf->cfg;
+    void *pub = NULL, *snapshot = NULL;
+    dispatcher_sockets_t ds = {0};
+    int bound = 1;
+    if (c->serve) {
+        pub = bind_socket(inf, ZMQ_PUB, PROTO_EP_DELTAS);
+        snapshot = bind_socket(inf, ZMQ_ROUTER, PROTO_EP_SNAPSHOT);
+        ds.work = bind_socket(inf, ZMQ_ROUTER, PROTO_EP_WORK);
+        ds.observe = bind_socket(inf, ZMQ_PULL, PROTO_EP_OBSERVE);
+        bound = pub && snapshot && ds.work && ds.observe;
+        if (bound && c->opts->leader_elect)
+            ds.leader = connect_sub(inf, PROTO_EP_LEADER, PROTO_LEADER);
+        if (bound)
+            ds.events = connect_sub(inf, PROTO_EP_EVENTS, PROTO_EXITED);
+    }
+    inf->deltas = deltapub_new(inf->cache, &pub, &snapshot, c->tail);
+    dispatcher_config_t dc = {inf->cache, inf->reporter, c->opts->leader_elect, c->reconcile_timeout_s};
+    inf->dispatcher = dispatcher_new(&dc, &ds);
+    return bound && inf->deltas && inf->dispatcher ? 0 : -1;
 }
 
+static int informer_setup(informer_t *inf)
+{
+    const informer_config_t *c = inf->cfg;
+    inf->cache = cache_new(RDC_KIND);
+    inf->loop = loop_new();
+    inf->multi = curl_multi_init();
+    inf->zctx = zmq_ctx_new();
+    if (!inf->cache || !inf->loop || !inf->multi || !inf->zctx)
+        return -1;
+    cache_set_max_object_bytes(inf->cache, c->max_object_bytes);
+    cache_set_delta_handler(inf->cache, on_delta, inf);
+    inf->lc = loop_curl_new(inf->loop, inf->multi, NULL, NULL);
+    if (!inf->lc || reflectors_new(inf) || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL))
+        return -1;
+    reporter_config_t rc = {c->client, inf->lc, inf->cache, c->serve};
+    inf->reporter = reporter_new(&rc);
+    if (!inf->reporter || serving_rooms_new(inf))
+        return -1;
+    int64_t now = clock_mono_ns();
+    inf->started_ns = now;
+    inf->next_resync_ns = now + (int64_t)(c->opts->sync_period * 1e9);
+    return 0;
+}
+
+/* In the reverse order of the wiring: the rooms that hold transfers or readers go while
+ * the loop and its curl multi are still there. */
 static void informer_teardown(informer_t *inf)
 {
-    for (size_t i = 0; i < inf->nrefl; i++) {
-        for (size_t k = 0; k < inf->refl[i].nstreams; k++) {
-            stream_stop(inf, &inf->refl[i].streams[k]);
-            watch_decoder_destroy(&inf->refl[i].streams[k].dec);
-        }
-    }
-    while (inf->writes) {
-        write_xfer_t *w = inf->writes;
-        inf->writes = w->next;
-        curl_multi_remove_handle(inf->multi, kube_async_handle(w->req));
-        kube_async_destroy(&w->req);
-        free(w);
-    }
+    dispatcher_destroy(&inf->dispatcher);
+    deltapub_destroy(&inf->deltas);
+    reporter_destroy(&inf->reporter);
+    for (size_t i = 0; i < inf->nrefl; i++)
+        reflector_destroy(&inf->refl[i]);
     loop_curl_destroy(&inf->lc);
     if (inf->multi)
         curl_multi_cleanup(inf->multi);
     loop_destroy(&inf->loop);
-    void *socks[] = {inf->pub, inf->snapshot, inf->work, inf->leader_sub, inf->events_sub, inf->observe};
-    for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
-        if (socks[i])
-            zmq_close(socks[i]);
-    }
     if (inf->zctx)
         zmq_ctx_term(inf->zctx);
-    workqueue_destroy(&inf->queue);
     cache_destroy(&inf->cache);
-    hm_destroy_with(&inf->observations, observation_free_value);
-    secretref_destroy(&inf->secretrefs);
-    ownwrite_destroy(&inf->ownwrites);
-    for (; inf->too_large_n; inf->too_large_n--, inf->too_large_head = (inf->too_large_head + 1) % TOO_LARGE_PENDING)
-        free(inf->too_large[inf->too_large_head]);
 }
 
-/* The sync gate (syncgate.h) over the reflectors. */
+/* ---- every turn ------------------------------------------------------------------------ */
+
+static void update_metrics(informer_t *inf, int64_t now)
+{
+    int64_t wall = clock_wall_ns();
+    for (size_t i = 0; i < inf->nrefl; i++)
+        reflector_update_metrics(inf->refl[i], wall);
+    dispatcher_update_metrics(inf->dispatcher, now);
+    daemon_publish_metrics(inf->cfg->runtime_dir, inf->cfg->name);
+}
+
+/* The sync gate (syncgate.h) over the reflectors of the kinds it waits for. */
 static syncgate_state_t sync_state(const informer_t *inf, int64_t now, buf_t *names, buf_t *why)
 {
-    syncgate_kind_t kinds[NREFLECTORS];
+    syncgate_kind_t kinds[NKINDS];
     size_t n = 0;
     for (size_t i = 0; i < inf->nrefl; i++) {
-        const reflector_t *r = &inf->refl[i];
-        if (!r->optional)
-            kinds[n++] = (syncgate_kind_t){r->kind, r->synced, r->listing, r->last_error};
+        if (!watched[i].optional)
+            kinds[n++] = reflector_sync_state(inf->refl[i]);
     }
-    return syncgate_check(kinds, n, inf->started_ns, now,
-                          (int64_t)(inf->cfg->cache_sync_timeout_s * 1e9), names, why);
-}
-
-static int in_flight(const informer_t *inf)
-{
-    for (size_t i = 0; i < inf->nworkers; i++) {
-        if (inf->workers[i].held.n)
-            return 1;
-    }
-    return 0;
-}
-
-/* Lower *wait to the next deadline the informer itself keeps: the queue's delayed adds,
- * relists and rewatches, the drain deadline. (curl's timer is a loop timer of its own.) */
-static void next_deadline(const informer_t *inf, int64_t now, int64_t *wait)
-{
-    int64_t next = now + *wait;
-    int64_t q = workqueue_next_deadline(inf->queue, now);
-    if (q > 0 && q < next)
-        next = q;
-    q = ownwrite_next_deadline(inf->ownwrites);
-    if (q > 0 && q < next)
-        next = q;
-    for (size_t i = 0; i < inf->nrefl; i++) {
-        const reflector_t *r = &inf->refl[i];
-        if (r->need_relist && r->next_list_ns < next)
-            next = r->next_list_ns;
-        for (size_t j = 0; j < r->nstreams; j++)
-            if (r->streams[j].rewatch_ns && r->streams[j].rewatch_ns < next)
-                next = r->streams[j].rewatch_ns;
-    }
-    if (inf->stopping && inf->stop_deadline_ns < next)
-        next = inf->stop_deadline_ns;
-    *wait = next > now ? next - now : 0;
-}
-
-/* Relists and rewatches that are due. */
-static void reflectors_step(informer_t *inf, int64_t now)
-{
-    for (size_t i = 0; i < inf->nrefl && !inf->stopping; i++) {
-        reflector_t *r = &inf->refl[i];
-        if (r->need_relist && now >= r->next_list_ns) {
-            reflector_list(r, clock_mono_ns());
-            continue;
-        }
-        for (size_t j = 0; j < r->nstreams && !r->need_relist; j++)
-            if (r->streams[j].rewatch_ns && now >= r->streams[j].rewatch_ns)
-                stream_rewatch(&r->streams[j], clock_mono_ns());
-    }
+    return syncgate_check(kinds, n, inf->started_ns, now, (int64_t)(inf->cfg->cache_sync_timeout_s * 1e9), names,
+                          why);
 }
 
 /* The sync gate: readiness once every kind listed; exit (-1) at the timeout. */
 static int sync_step(informer_t *inf, int64_t now)
 {
-    syncgate_state_t gate = inf->ready_sent ? SYNCGATE_OPEN : sync_state(inf, now, NULL, NULL);
-    if (!inf->ready_sent && gate == SYNCGATE_OPEN) {
+    syncgate_state_t gate = inf->ready ? SYNCGATE_OPEN : sync_state(inf, now, NULL, NULL);
+    if (!inf->ready && gate == SYNCGATE_OPEN) {
         char took[32];
         snprintf(took, sizeof(took), "%.3fs", (double)(clock_mono_ns() - inf->started_ns) / 1e9);
-        inf->ready_sent = 1;
+        inf->ready = 1;
         rlog_info("caches synced", "took", took);
         update_metrics(inf, now); /* informer_cache_synced at once, not at the next round */
         daemon_notify_ready();
@@ -524,42 +274,61 @@ static int sync_step(informer_t *inf, int64_t now)
     return 0;
 }
 
-/* A key held back for its own write, which did not come in time: queued again. */
-static void ownwrite_due(const char *key, void *arg)
+/* Lower *wait to the next deadline the rooms keep (relists and rewatches; the queue's
+ * delayed keys, quarantines and own-write waits), the resync and the drain's end. (curl's
+ * timer is a loop timer of its own.) */
+static void next_deadline(informer_t *inf, int64_t now, int64_t *wait)
 {
-    informer_t *inf = arg;
-    metric_counter_add(inf->m_ownwrites, METRIC_LABELS("expired"), 1);
-    workqueue_add(inf->queue, key, clock_mono_ns());
+    int64_t next = now + *wait;
+    if (inf->ready && inf->next_resync_ns < next)
+        next = inf->next_resync_ns;
+    int64_t q = dispatcher_next_deadline(inf->dispatcher, now);
+    if (q < next)
+        next = q;
+    for (size_t i = 0; i < inf->nrefl; i++) {
+        int64_t r = reflector_next_deadline(inf->refl[i]);
+        if (r < next)
+            next = r;
+    }
+    if (inf->stopping && inf->stop_deadline_ns < next)
+        next = inf->stop_deadline_ns;
+    *wait = next > now ? next - now : 0;
 }
 
 /* Every turn: relists and rewatches, the sync gate, the periodic resync, the queue's
- * delayed adds, dispatch, and the end of a drain. */
+ * delayed adds, dispatch and the Events it allows, and the end of a drain. */
 static int on_turn(loop_t *loop, int64_t now, int64_t *wait, void *arg)
 {
     informer_t *inf = arg;
-    reflectors_step(inf, now);
+    for (size_t i = 0; i < inf->nrefl && !inf->stopping; i++)
+        reflector_step(inf->refl[i], now);
     if (sync_step(inf, now))
         return -1;
     now = clock_mono_ns();
-    if (inf->ready_sent && now >= inf->next_resync_ns) {
+    if (inf->ready && now >= inf->next_resync_ns) {
         /* The periodic resync: every RedisCluster goes through the queue again. */
-        cache_resync(inf->cache, OWNER_KIND);
+        cache_resync(inf->cache, RDC_KIND);
         inf->next_resync_ns = now + (int64_t)(inf->cfg->opts->sync_period * 1e9);
     }
-    workqueue_advance(inf->queue, now);
-    ownwrite_expire(inf->ownwrites, now, ownwrite_due, inf);
+    dispatcher_advance(inf->dispatcher, now);
     /* No work before every cache synced (controller-runtime starts its workers only
      * then): a child on a page not yet listed would look absent to a worker. */
-    if (inf->work && inf->ready_sent) {
-        dispatch(inf, now);
-        if (inf->too_large_n && may_dispatch(inf))
-            too_large_report(inf);
+    if (inf->cfg->serve && inf->ready) {
+        dispatcher_dispatch(inf->dispatcher, now);
+        int64_t fence;
+        if (reporter_too_large_pending(inf->reporter) && dispatcher_may_write(inf->dispatcher, &fence))
+            reporter_write_too_large(inf->reporter, fence);
     }
-    if (inf->stopping && (!in_flight(inf) || now >= inf->stop_deadline_ns))
+    if (inf->stopping && (!dispatcher_in_flight(inf->dispatcher) || now >= inf->stop_deadline_ns))
         loop_stop(loop);
-    if (inf->ready_sent && inf->next_resync_ns - now < *wait)
-        *wait = inf->next_resync_ns > now ? inf->next_resync_ns - now : 0;
     next_deadline(inf, now, wait);
+    return 0;
+}
+
+static int on_metrics(loop_t *loop, int id, void *arg)
+{
+    (void)loop, (void)id;
+    update_metrics(arg, clock_mono_ns());
     return 0;
 }
 
@@ -575,6 +344,7 @@ static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
             rlog_info("stopping: no new work; waiting for in-flight items");
             inf->stopping = 1;
             inf->stop_deadline_ns = now + (int64_t)(inf->cfg->opts->graceful_shutdown_timeout * 1e9);
+            dispatcher_drain(inf->dispatcher);
         } else if (sig == SIGTERM || sig == SIGINT) {
             inf->stop_deadline_ns = now;
         }
@@ -582,66 +352,14 @@ static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
     return 0;
 }
 
-/* Every socket informerd reads but the signal fd: the one that is ready says which
- * handler of dispatch.c reads it. */
-static int on_socket(loop_t *loop, void *socket, int fd, int revents, void *arg)
-{
-    (void)loop, (void)fd, (void)revents;
-    informer_t *inf = arg;
-    int64_t now = clock_mono_ns();
-    if (socket == inf->work)
-        handle_work_socket(inf, now);
-    else if (socket == inf->snapshot)
-        handle_snapshot(inf);
-    else if (socket == inf->observe)
-        handle_observe(inf, now);
-    else if (socket == inf->events_sub)
-        handle_events(inf, now);
-    else if (socket == inf->leader_sub)
-        handle_leader(inf);
-    return 0;
-}
-
-/* Every heartbeat period: the workers' liveness and HUGZ on the delta stream. */
-static int on_hugz(loop_t *loop, int id, void *arg)
-{
-    (void)loop, (void)id;
-    informer_t *inf = arg;
-    heartbeat_workers(inf, clock_mono_ns());
-    rmsg_t *h = rmsg_new();
-    rmsg_addstr(h, PROTO_HUGZ);
-    rmsg_addf(h, "%llu", (unsigned long long)cache_seq(inf->cache));
-    rmsg_send(&h, inf->pub, ZMQ_DONTWAIT);
-    return 0;
-}
-
-static int on_metrics(loop_t *loop, int id, void *arg)
-{
-    (void)loop, (void)id;
-    update_metrics(arg, clock_mono_ns());
-    return 0;
-}
-
-/* Register every handler. 0, or -1 when out of memory. */
+/* Register the root's handlers, then the rooms'. 0, or -1 when out of memory. */
 static int informer_handlers(informer_t *inf)
 {
     loop_t *l = inf->loop;
-    const int64_t beat = PROTO_HEARTBEAT_MS * NS_PER_MS;
-    if (loop_add_prepare(l, on_turn, inf) ||
-        loop_add_fd(l, inf->cfg->signal_fd, LOOP_IN, on_signal, inf) ||
+    if (loop_add_prepare(l, on_turn, inf) || loop_add_fd(l, inf->cfg->signal_fd, LOOP_IN, on_signal, inf) ||
         loop_add_timer(l, 0, PROTO_METRICS_EVERY_MS * NS_PER_MS, on_metrics, inf) < 0)
         return -1;
-    if (inf->leader_sub && loop_add_socket(l, inf->leader_sub, LOOP_IN, on_socket, inf))
-        return -1;
-    if (!inf->work)
-        return 0;
-    if (loop_add_socket(l, inf->events_sub, LOOP_IN, on_socket, inf) ||
-        loop_add_socket(l, inf->work, LOOP_IN, on_socket, inf) ||
-        loop_add_socket(l, inf->snapshot, LOOP_IN, on_socket, inf) ||
-        loop_add_socket(l, inf->observe, LOOP_IN, on_socket, inf) ||
-        loop_add_timer(l, 0, beat, on_hugz, inf) < 0)
-        return -1;
-    return 0;
+    return dispatcher_attach(inf->dispatcher, l) || deltapub_attach(inf->deltas, l) ? -1 : 0;
 }
 
 int informer_run(const informer_config_t *cfg)

@@ -56,6 +56,13 @@
  * changes, with a Warning Event and a ReconcileCrashed condition on the RedisCluster
  * (crashcond.h): a new informerd restores the quarantine from that condition, and the
  * next reconcile that completes turns it False.
+ *
+ * Inside, each part owns its state behind its own header: reflector.h (LIST and WATCH of
+ * one kind), cache.h, deltapub.h (the delta stream, snapshots, --tail), reporter.h
+ * (informerd's own writes: Events, the ReconcileCrashed condition), dispatcher.h (keys,
+ * the queue, the workers, observations, quarantine, leadership); informer.c builds and
+ * wires them. docs/informerd.md draws how they depend on each other and follows a change
+ * from the watch to the worker.
  */
 #ifndef RDC_INFORMER_H
 #define RDC_INFORMER_H

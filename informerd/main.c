@@ -131,12 +131,14 @@ int main(int argc, char **argv)
         {"max-object-bytes", OPT_INT, &o.max_object,
          "an object larger than this is cached as its metadata only and not reconciled (Warning Event ObjectTooLarge)"},
         {"cache-sync-timeout", OPT_DURATION, &o.sync_timeout,
-         "exit 1 when the caches have not synced by then, naming the kinds (as controller-runtime's CacheSyncTimeout; 0 = wait forever)"},
+         "exit 1 when the caches have not synced by then, naming the kinds (as controller-runtime's "
+         "CacheSyncTimeout; 0 = wait forever)"},
         {NULL, OPT_END, NULL, NULL},
     };
     /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
-    int early = opts_daemon_main("informerd", summary, &c, own, argc, argv,
-                                 "kubeconfig,context,leader-elect,namespace,sync-period,graceful-shutdown-timeout,log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir");
+    static const char used[] = "kubeconfig,context,leader-elect,namespace,sync-period,graceful-shutdown-timeout,"
+                               "log-level,log-format,kube-api-qps,kube-api-burst,runtime-dir";
+    int early = opts_daemon_main("informerd", summary, &c, own, argc, argv, used);
     if (early >= 0)
         return early;
     if (check_flags(&c, &o))

@@ -170,3 +170,25 @@ size_t secretref_count(const secretref_t *x)
 {
     return hm_count(x->by_rc);
 }
+
+int secretref_metadata_only(json_object *obj)
+{
+    if (!obj || !json_object_is_type(obj, json_type_object))
+        return -1;
+    /* Members are dropped after the walk (deleting during it is not allowed), up to 64 a
+     * round; an object with more takes more rounds. */
+    size_t n;
+    do {
+        const char *drop[64];
+        n = 0;
+        json_object_object_foreach(obj, k, v)
+        {
+            (void)v;
+            if (strcmp(k, "metadata") && strcmp(k, "apiVersion") && strcmp(k, "kind") && n < 64)
+                drop[n++] = k;
+        }
+        for (size_t i = 0; i < n; i++)
+            json_object_object_del(obj, drop[i]);
+    } while (n == 64);
+    return 0;
+}

@@ -6,6 +6,9 @@
  * Keys are "namespace/name": a RedisCluster's key, and the Secret's (the secretRef is a
  * name in the cluster's own namespace). A cluster references at most one Secret; setting
  * its reference again replaces the old one. The index copies every string it keeps.
+ *
+ * And the form a Secret is cached in: its metadata only (secretref_metadata_only), so that
+ * no Secret data is ever cached or published on the deltas socket.
  */
 #ifndef RDC_INFORMERD_SECRETREF_H
 #define RDC_INFORMERD_SECRETREF_H
@@ -37,6 +40,11 @@ void secretref_forget(secretref_t *x, const char *rc_key);
  * ("ns/name"), in no particular order; fn must not change the index. Returns how many. */
 size_t secretref_each(const secretref_t *x, const char *secret_key, void (*fn)(void *ud, const char *rc_key),
                       void *ud);
+
+/* Reduce the Secret obj (edited in place) to apiVersion, kind and metadata. The API
+ * sends PartialObjectMetadata already (informerd lists and watches Secrets that way);
+ * this drops anything else all the same. Returns 0, or -1 when obj is not an object. */
+int secretref_metadata_only(json_object *obj);
 
 /* How many RedisClusters reference some Secret. */
 size_t secretref_count(const secretref_t *x);

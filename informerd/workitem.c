@@ -1,11 +1,33 @@
 #include "workitem.h"
 
+#include "rdc_spec.h"
+
 #include <stdio.h>
+
+/* Append ,"<field>":[...] with the cached objects of kind at <key>-shard<k>, k from 0 to
+ * RDC_SPEC_CLUSTER_SHARDS_MAX - 1 (Cluster mode's shards; a shard left behind by a
+ * scale-in is listed too). Returns 0 or -1. */
+static int shard_children(const cache_t *c, const char *key, const char *kind, const char *field, buf_t *out)
+{
+    if (buf_printf(out, ",\"%s\":[", field))
+        return -1;
+    int n = 0;
+    for (int k = 0; k < RDC_SPEC_CLUSTER_SHARDS_MAX; k++) {
+        char name[600];
+        if ((size_t)snprintf(name, sizeof(name), "%s-shard%d", key, k) >= sizeof(name))
+            return -1;
+        const char *o = cache_get_json(c, kind, name);
+        if (o && buf_printf(out, "%s%s", n++ ? "," : "", o))
+            return -1;
+    }
+    return buf_puts(out, "]");
+}
 
 int workitem_children(const cache_t *c, const char *key, const char *observation, size_t obslen, buf_t *out)
 {
     static const char *const kinds[] = {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget"};
-    if (cache_children_json(c, key, kinds, sizeof(kinds) / sizeof(kinds[0]), out) || !out->len || out->data[out->len - 1] != '}')
+    if (cache_children_json(c, key, kinds, sizeof(kinds) / sizeof(kinds[0]), out) || !out->len ||
+        out->data[out->len - 1] != '}')
         return -1;
     out->data[--out->len] = '\0'; /* reopen the object */
     /* The role Services of a Replication cluster: <name>-primary, <name>-replicas. */
@@ -18,6 +40,9 @@ int workitem_children(const cache_t *c, const char *key, const char *observation
         if (buf_printf(out, ",\"%s\":%s", role[i][0], o ? o : "null"))
             return -1;
     }
+    if (shard_children(c, key, "StatefulSet", "ShardStatefulSets", out) ||
+        shard_children(c, key, "PodDisruptionBudget", "ShardBudgets", out))
+        return -1;
     if (buf_puts(out, ",\"Pods\":") || cache_label_children_json(c, "Pod", key, out) ||
         buf_puts(out, ",\"Redis\":") ||
         (observation ? buf_append(out, observation, obslen) : buf_puts(out, "null")) || buf_puts(out, "}"))

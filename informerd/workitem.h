@@ -3,12 +3,16 @@
  *
  *   {"ConfigMap": obj|null, "Service": obj|null, "StatefulSet": obj|null,
  *    "PodDisruptionBudget": obj|null, "ServicePrimary": obj|null, "ServiceReplicas": obj|null,
+ *    "ShardStatefulSets": [sts, ...], "ShardBudgets": [pdb, ...],
  *    "Pods": [pod, ...], "Redis": observation|null}
  *
  * ConfigMap, Service, StatefulSet and PodDisruptionBudget are the cached objects at the
  * RedisCluster's own key;
  * ServicePrimary and ServiceReplicas the Services at <key>-primary and <key>-replicas
  * (a Replication cluster's role Services, docs/replication.md);
+ * ShardStatefulSets and ShardBudgets the StatefulSets and PodDisruptionBudgets at
+ * <key>-shard<k>, k < RDC_SPEC_CLUSTER_SHARDS_MAX, in k's order (a Cluster-mode cluster's
+ * shards, docs/cluster-mode.md; [] for the other modes);
  * Pods are the pods that belong to it by their instance label (cache_set_owner_label),
  * in compact form; Redis is observerd's latest observation (OBSERVED), or null. Readers
  * that look children up by kind (workerd's child_of) see the keys they always saw.

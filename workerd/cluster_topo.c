@@ -18,7 +18,7 @@ typedef struct {
 
 const char *ctopo_cmd_kind_name(ctopo_cmd_kind_t kind)
 {
-    static const char *const names[] = {"meet", "forget", "addslots", "replicate", "failover"};
+    static const char *const names[] = {"meet", "forget", "addslots", "replicate", "failover", "flush"};
     return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
 }
 
@@ -51,7 +51,7 @@ static ctopo_cmd_t *add_cmd(ctx_t *c, ctopo_cmd_kind_t kind, int pod, const char
     memset(cmd, 0, sizeof(*cmd));
     cmd->kind = kind;
     cmd->pod = pod;
-    snprintf(cmd->argv[cmd->argc++], sizeof(cmd->argv[0]), "CLUSTER");
+    snprintf(cmd->argv[cmd->argc++], sizeof(cmd->argv[0]), "%s", kind == CTOPO_FLUSH ? "FLUSHALL" : "CLUSTER");
     va_list ap;
     va_start(ap, why);
     vsnprintf(cmd->why, sizeof(cmd->why), why, ap);
@@ -321,6 +321,9 @@ static int step_replicate(ctx_t *c)
             if (!known || !(known->flags & CN_MASTER))
                 continue; /* gossip has not told it yet */
             int other = pod_of_id(c, me->master);
+            if (me->flags & CN_MASTER) /* it may hold stale keys: Redis would refuse */
+                add_cmd(c, CTOPO_FLUSH, i, "pod %s holds no slot: its keys (if any) are stale copies of shard %d, "
+                        "which %s serves", c->in->pod[i].pod, k, c->in->pod[m].pod);
             ctopo_cmd_t *cmd =
                 add_cmd(c, CTOPO_REPLICATE, i, "pod %s (shard %d) %s%s%s; its shard's master is %s",
                         c->in->pod[i].pod, k, me->flags & CN_REPLICA ? "replicates " : "is an empty master",

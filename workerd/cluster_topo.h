@@ -39,8 +39,12 @@
  *      other observed pod of the shard that is not its replica (an empty master: new, or
  *      back without its nodes.conf; a replica of another shard's master) gets CLUSTER
  *      REPLICATE <master id>, once it knows that master (gossip); an empty master never
- *      takes slots. A shard whose slots have no master (r = 0 and its master lost) has
- *      nobody to follow: its pods wait.
+ *      takes slots. Redis refuses to make a master that holds keys a replica, and a pod
+ *      back without nodes.conf still has its AOF: a master without slots is sent FLUSHALL
+ *      first (its keys are stale copies of slots its shard's master serves; the shard
+ *      having a master that holds slots is the condition). A shard whose slots have no
+ *      master (r = 0 and its master lost) has nobody to follow: its pods wait, their data
+ *      kept.
  *   5. HANDOVER (ROLLOUT below): a master whose pod is terminating (kubectl delete pod, a
  *      drain) or outdated hands its role to a linked replica with CLUSTER FAILOVER on
  *      that replica (a coordinated manual failover: the replica catches up first, so no
@@ -94,7 +98,7 @@ typedef struct {
     ctopo_pod_t pod[CTOPO_MAX_PODS]; /* shards * (1 + replicas), index k * (1 + r) + j */
 } ctopo_input_t;
 
-typedef enum { CTOPO_MEET, CTOPO_FORGET, CTOPO_ADDSLOTS, CTOPO_REPLICATE, CTOPO_FAILOVER } ctopo_cmd_kind_t;
+typedef enum { CTOPO_MEET, CTOPO_FORGET, CTOPO_ADDSLOTS, CTOPO_REPLICATE, CTOPO_FAILOVER, CTOPO_FLUSH } ctopo_cmd_kind_t;
 
 typedef struct {
     ctopo_cmd_kind_t kind;

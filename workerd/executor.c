@@ -8,6 +8,7 @@
 #include "loop_curl.h"
 #include "redisexec.h"
 #include "kube_async.h"
+#include "kube_call.h"
 #include "render.h"
 #include "topology.h"
 
@@ -282,8 +283,6 @@ static exec_result_t exec_one(const exec_ctx_t *x, const plan_action_t *a, int *
 /* ---- the plan as a state machine on a loop (STAGES, exec_run) ------------------------ */
 
 #define RUN_MAX_STAGE 8
-#define RUN_RETRIES 4                               /* transient failures, per request */
-#define RUN_RETRY_BASE_NS (INT64_C(200) * NS_PER_MS) /* doubling: 0.2, 0.4, 0.8, 1.6 s */
 
 struct exec_async {
     loop_t *loop;
@@ -294,12 +293,9 @@ struct exec_async {
 
 typedef struct {
     exec_run_t *run;
-    kube_async_t *req;
+    kube_call_t *call; /* the request with its retries (kube_call.h), NULL once ended */
     kube_error_t err;
-    int attempts;
-    int timer;      /* retry timer, 0 = none */
-    int fenced;     /* the fence refused its retry */
-    const kube_async_t *ending; /* req while it finishes (its answer readable), else NULL */
+    int fenced;        /* the fence refused it or its retry */
 } run_req_t;
 
 struct exec_run {
@@ -312,12 +308,10 @@ struct exec_run {
     size_t i, end;             /* the stage in flight: actions [i, end) */
     run_req_t req[RUN_MAX_STAGE];
     int pending;               /* requests of the stage not finished */
-    int timer;                 /* the token wait or the finish, 0 = none */
+    int timer;                 /* the finish, 0 = none */
     int signed_;               /* a status write whose memo signature is stored on success */
     uint64_t uid, sig;
-    exec_result_t result;      /* once finished */
-    size_t failed;
-    kube_error_t err;
+    exec_run_outcome_t out;    /* once finished, until done is called */
 };
 
 static void run_advance(exec_run_t *run);
@@ -337,12 +331,9 @@ static int on_finish_timer(loop_t *loop, int id, void *arg)
  * from exec_run_start itself). */
 static void run_finish(exec_run_t *run, exec_result_t r, size_t failed, const kube_error_t *err)
 {
-    run->result = r;
-    run->failed = failed;
-    if (err)
-        run->err = *err;
-    else
-        kube_error_clear(&run->err);
+    kube_error_t none;
+    kube_error_clear(&none);
+    exec_run_keep_outcome(r, failed, err ? err : &none, &run->out);
     run->timer = loop_add_timer(run->a->loop, 0, 0, on_finish_timer, run);
     if (run->timer < 0) {
         run->timer = 0;
@@ -356,16 +347,12 @@ static void on_run_finish(loop_t *loop, exec_run_t *run)
     run->a->runs--;
     exec_run_done_fn *done = run->done;
     void *arg = run->arg;
-    exec_result_t r = run->result;
-    size_t failed = run->failed;
-    kube_error_t err = run->err;
+    exec_run_outcome_t out = run->out;
     free(run);
-    done(r, failed, &err, arg);
+    done(out.r, out.failed, &out.err, arg);
 }
 
-static void on_req_done(const kube_error_t *err, long status, void *arg);
-
-static void on_async_transfer(CURL *easy, CURLcode result, void *arg);
+static void on_req_done(const kube_call_result_t *res, void *arg);
 
 /* PLAN_AUTH_RECORD: the plan's Secret with the password in place of its token (a new
  * object the caller puts), or NULL with err. */
@@ -382,61 +369,56 @@ static json_object *auth_record_body(const exec_ctx_t *x, const plan_action_t *a
     return body;
 }
 
-/* Start (again) the request of run->req[k]; one that cannot start ends at once with its
- * error (reported through on_req_done like any end). */
+static void run_stage_done(exec_run_t *run);
+
+/* The stage's request q ended with err (fenced: the fence refused it). */
+static void run_req_end(run_req_t *q, const kube_error_t *err, int fenced)
+{
+    exec_run_t *run = q->run;
+    q->err = *err;
+    q->fenced = fenced;
+    if (fenced)
+        kube_error_set(&q->err, KERR_CONFIG, "not the leader any more: write refused");
+    if (--run->pending == 0)
+        run_stage_done(run);
+}
+
+/* Start the request of run->req[k]: one kube_call (its token, the fence before every
+ * attempt, the one retry rule, within the client's deadline); one that cannot start
+ * ends at once with its error. */
 static void run_req_start(exec_run_t *run, size_t k)
 {
     run_req_t *q = &run->req[k];
     const plan_action_t *a = plan_action(run->plan, run->i + k);
+    const exec_ctx_t *x = run->x;
     kube_error_t e;
     kube_error_clear(&e);
-    json_object *secret = a->kind == PLAN_AUTH_RECORD ? auth_record_body(run->x, a, &e) : NULL;
+    json_object *secret = a->kind == PLAN_AUTH_RECORD ? auth_record_body(x, a, &e) : NULL;
     if (secret || a->kind != PLAN_AUTH_RECORD) {
         const char *body = json_object_to_json_string_ext(secret ? secret : a->body,
                                                           JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-        q->req = kube_async_new(run->x->client, a->method, a->path, a->content_type, body, strlen(body),
-                                kube_client_deadline(run->x->client), on_req_done, q, &e);
-        json_object_put(secret); /* the request keeps a copy of the text */
+        kube_call_spec_t spec = {.method = a->method, .path = a->path, .content_type = a->content_type,
+                                 .body = body, .len = strlen(body), .deadline_ns = kube_client_deadline(x->client),
+                                 .fence = x->fence, .fence_arg = x->fence_user, .log_id = x->reconcile_id};
+        q->call = kube_call_start(run->a->lc, x->client, &spec, on_req_done, q);
+        json_object_put(secret); /* the call keeps a copy of the text */
+        if (!q->call)
+            kube_error_set(&e, KERR_CONFIG, "out of memory starting the request");
     }
-    if (!q->req) {
-        q->attempts = RUN_RETRIES; /* no retry of a request that cannot be made */
-        on_req_done(&e, 0, q);
-        return;
-    }
-    CURL *h = kube_async_handle(q->req);
-    /* over TLS a stream of the worker's one HTTP/2 connection */
-    loop_curl_share_connection(h);
-    if (loop_curl_add_cb(run->a->lc, h, on_async_transfer, q)) {
-        kube_async_destroy(&q->req);
-        kube_error_set(&e, KERR_CONFIG, "curl refused the transfer");
-        q->attempts = RUN_RETRIES;
-        on_req_done(&e, 0, q);
-    }
+    if (!q->call)
+        run_req_end(q, &e, 0);
 }
-
-static int on_retry_timer(loop_t *loop, int id, void *arg)
-{
-    (void)loop;
-    (void)id;
-    run_req_t *q = arg;
-    q->timer = 0;
-    run_req_start(q->run, (size_t)(q - q->run->req));
-    return 0;
-}
-
-static void run_stage_done(exec_run_t *run);
 
 /* A write of the RedisCluster itself that the API took (its finalizer added, its status):
- * the resourceVersion it answered with into x->rc_written_rv (exec_ctx_t). */
-static void keep_written_rv(const exec_ctx_t *x, const plan_action_t *a, const kube_async_t *r)
+ * the resourceVersion it answered with (text, len bytes) into x->rc_written_rv
+ * (exec_ctx_t). */
+static void keep_written_rv(const exec_ctx_t *x, const plan_action_t *a, const char *text, size_t len)
 {
-    if (!x->rc_written_rv || !r || (a->kind != PLAN_ADD_FINALIZER && a->kind != PLAN_UPDATE_STATUS))
+    if (!x->rc_written_rv || !text || (a->kind != PLAN_ADD_FINALIZER && a->kind != PLAN_UPDATE_STATUS))
         return;
-    size_t len = 0;
-    const char *text = kube_async_response(r, &len);
     json_object *o = NULL;
     char why[128];
-    if (!text || len > KUBE_ASYNC_MAX_RESPONSE || jsonx_parse_strict(text, len, 64, &o, why, sizeof(why)))
+    if (len > KUBE_ASYNC_MAX_RESPONSE || jsonx_parse_strict(text, len, 64, &o, why, sizeof(why)))
         return; /* no version known: informerd does not wait */
     const char *rv = JSONX_STR_AT(o, "metadata", "resourceVersion");
     if (rv && strlen(rv) < EXEC_RV_MAX)
@@ -444,36 +426,14 @@ static void keep_written_rv(const exec_ctx_t *x, const plan_action_t *a, const k
     json_object_put(o);
 }
 
-static void on_req_done(const kube_error_t *err, long status, void *arg)
+static void on_req_done(const kube_call_result_t *res, void *arg)
 {
-    (void)status;
     run_req_t *q = arg;
     exec_run_t *run = q->run;
-    q->err = *err;
-    const kube_async_t *answer = q->ending;
-    q->ending = NULL;
-    if (err->code == KERR_OK)
-        keep_written_rv(run->x, plan_action(run->plan, run->i + (size_t)(q - run->req)), answer);
-    if (err->code != KERR_OK && kube_error_retry_soon(err) && q->attempts < RUN_RETRIES) {
-        const plan_action_t *a = plan_action(run->plan, run->i + (size_t)(q - run->req));
-        char line[512];
-        rlog_info("retrying a write", "reconcileID", run->x->reconcile_id, "path", a->path, "error",
-                  kube_error_str(err, line, sizeof(line)));
-        if (run->x->fence && !run->x->fence(run->x->fence_user)) {
-            q->fenced = 1;
-            kube_error_set(&q->err, KERR_CONFIG, "not the leader any more: write refused");
-        } else {
-            /* its token first (the operator's budget), then the backoff */
-            int64_t wait = kube_client_throttle(run->x->client) + (RUN_RETRY_BASE_NS << q->attempts);
-            q->attempts++;
-            q->timer = loop_add_timer(run->a->loop, wait, 0, on_retry_timer, q);
-            if (q->timer > 0)
-                return;
-            q->timer = 0;
-        }
-    }
-    if (--run->pending == 0)
-        run_stage_done(run);
+    q->call = NULL; /* freed when this returns */
+    if (res->err.code == KERR_OK)
+        keep_written_rv(run->x, plan_action(run->plan, run->i + (size_t)(q - run->req)), res->body, res->len);
+    run_req_end(q, &res->err, res->fenced);
 }
 
 /* The stage's write k is done: its log line and Events. */
@@ -516,9 +476,7 @@ static void run_stage_done(exec_run_t *run)
     run_advance(run);
 }
 
-static int on_token_timer(loop_t *loop, int id, void *arg);
-
-/* Send the stage's requests now. */
+/* Send the stage's requests now, each with its own token and retries (kube_call). */
 static void run_stage_send(exec_run_t *run)
 {
     size_t n = run->end - run->i;
@@ -535,23 +493,6 @@ static void run_stage_send(exec_run_t *run)
         run_stage_done(run);
 }
 
-static int on_token_timer(loop_t *loop, int id, void *arg)
-{
-    (void)loop;
-    (void)id;
-    exec_run_t *run = arg;
-    run->timer = 0;
-    /* the fence again: the wait may have outlived the leadership */
-    if (run->x->fence && !run->x->fence(run->x->fence_user)) {
-        kube_error_t e;
-        kube_error_set(&e, KERR_CONFIG, "not the leader any more: write refused");
-        run_finish(run, EXEC_FENCED, run->i, &e);
-        return 0;
-    }
-    run_stage_send(run);
-    return 0;
-}
-
 /* A request the machine sends itself: every action with a method and a path (anything
  * else, i.e. a Redis command or the cleanup hook, runs as exec_one, blocking, as a stage
  * of its own). */
@@ -560,8 +501,7 @@ static int sent_async(const plan_action_t *a)
     return a->kind != PLAN_REDIS && a->kind != PLAN_CLEANUP && a->method && a->path;
 }
 
-/* Run stages from run->i until one must wait (requests in flight, a token) or the plan
- * ends. */
+/* Run stages from run->i until one must wait (requests in flight) or the plan ends. */
 static void run_advance(exec_run_t *run)
 {
     const exec_ctx_t *x = run->x;
@@ -595,36 +535,10 @@ static void run_advance(exec_run_t *run)
             run_finish(run, EXEC_FENCED, run->i, &err);
             return;
         }
-        /* one token per request from the operator's budget; a wait is a timer, never a
-         * sleep: the other keys of this worker go on meanwhile */
-        int64_t wait = 0;
-        for (size_t k = run->i; k < end; k++) {
-            int64_t w = kube_client_throttle(x->client);
-            wait = w > wait ? w : wait;
-        }
-        if (wait > 0) {
-            run->timer = loop_add_timer(run->a->loop, wait, 0, on_token_timer, run);
-            if (run->timer > 0)
-                return;
-            run->timer = 0;
-        }
         run_stage_send(run);
         return;
     }
     run_finish(run, EXEC_OK, 0, NULL);
-}
-
-static void on_async_transfer(CURL *easy, CURLcode result, void *arg)
-{
-    (void)easy;
-    run_req_t *q = arg;
-    if (q->req) {
-        /* out of the place first: on_req_done may start the next stage there */
-        kube_async_t *r = q->req;
-        q->req = NULL;
-        q->ending = r;                 /* on_req_done reads its answer, then forgets it */
-        kube_async_finish(&r, result); /* calls on_req_done: q may be gone after it */
-    }
 }
 
 exec_async_t *exec_async_new(loop_t *loop, loop_curl_t *lc)
@@ -675,15 +589,10 @@ int exec_async_runs(const exec_async_t *a)
 exec_run_t *exec_run_start(exec_async_t *a, const exec_ctx_t *x, const json_object *rc, const plan_t *plan,
                            exec_run_done_fn *done, void *arg)
 {
-    exec_run_t *run = calloc(1, sizeof(*run));
+    exec_run_t *run = malloc(sizeof(*run));
     if (!run)
         return NULL;
-    run->a = a;
-    run->x = x;
-    run->rc = rc;
-    run->plan = plan;
-    run->done = done;
-    run->arg = arg;
+    *run = (exec_run_t){.a = a, .x = x, .rc = rc, .plan = plan, .done = done, .arg = arg};
     a->runs++;
     run_advance(run);
     return run;
@@ -691,18 +600,11 @@ exec_run_t *exec_run_start(exec_async_t *a, const exec_ctx_t *x, const json_obje
 
 void exec_run_cancel(exec_run_t **run_p)
 {
-    if (!run_p || !*run_p)
+    exec_run_t *run = run_p ? *run_p : NULL;
+    if (!run)
         return;
-    exec_run_t *run = *run_p;
-    for (size_t k = 0; k < RUN_MAX_STAGE; k++) {
-        run_req_t *q = &run->req[k];
-        if (q->timer)
-            loop_cancel_timer(run->a->loop, q->timer);
-        if (q->req) {
-            loop_curl_remove(run->a->lc, kube_async_handle(q->req));
-            kube_async_destroy(&q->req);
-        }
-    }
+    for (size_t k = 0; k < RUN_MAX_STAGE; k++)
+        kube_call_cancel(&run->req[k].call);
     if (run->timer)
         loop_cancel_timer(run->a->loop, run->timer);
     run->a->runs--;

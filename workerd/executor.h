@@ -22,8 +22,13 @@
  * replication, asked first) is skipped with its events: the observation in a work item
  * may predate a command sent a moment ago.
  *
- * PLAN_CREATE is a POST, retried by the client only when the server cannot have acted; its
- * 409 AlreadyExists is EXEC_CONFLICT like any 409 (the next reconcile observes the object).
+ * Every request is one kube_call (common/kube_call.h) and is retried by the one rule
+ * (common/kube_retry.h), as the blocking client retries: the idempotent writes (PUT,
+ * DELETE, the server-side applies of children and status) on 429, 503, 504, a 5xx
+ * carrying Retry-After and a broken transfer; PLAN_CREATE (a POST) and the merge patches
+ * of the finalizer only when the server cannot have acted (429, no connection); a 409 is
+ * never retried by the request: it is the reconcile's conflict, EXEC_CONFLICT (a
+ * create's 409 AlreadyExists too: the next reconcile observes the object).
  *
  * The memo (optional, one per worker process) remembers the last status this process
  * wrote for each RedisCluster (by uid) together with the resourceVersion of the
@@ -112,13 +117,15 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
  * several keys in flight. The stages are those of STAGES: each stage's requests start
  * together on one curl multi per worker (common/loop_curl, HTTP/2 streams over one
  * connection, the multi of every key of the worker, its reads and its Events), and the
- * next stage starts when the stage's last request has ended. Each request takes one
- * token of the operator's budget first (kube_client_throttle); a wait for it is a loop
- * timer, never a sleep. A transient
- * failure (transport, 401, 429, 5xx) is retried after a doubling backoff (0.2 s, up to 4
- * times, a token each); the fence is asked before every stage and every retry. The
- * first failure in plan order ends the run (the stage's other writes are done all the
- * same), reported like exec_plan's. A stage that is not a request (a Redis command, the
+ * next stage starts when the stage's last request has ended. Each request is a
+ * kube_call: each attempt takes one token of the operator's budget first (a wait for it
+ * is a loop timer, never a sleep), a failed one is retried by the one rule above (the
+ * server's Retry-After, capped, or a backoff with jitter, with the client's max_retries,
+ * within the client's deadline: kube_client_set_deadline, the leadership's), each retry
+ * counted in rest_client_request_retries_total. The fence is asked before every stage
+ * and before every attempt of every request, retries included; a refusal ends the run
+ * EXEC_FENCED at that request. The first failure in plan order ends the run (the
+ * stage's other writes are done all the same), reported like exec_plan's. A stage that is not a request (a Redis command, the
  * cleanup hook) runs alone, blocking the loop for its length (a Redis command:
  * REDISEXEC_TIMEOUT_NS per step at most). The auth record (PLAN_AUTH_RECORD) is a request
  * like the others, its body given the password here.

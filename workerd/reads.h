@@ -6,18 +6,24 @@
  * has ended. The loop is never blocked: the worker's other keys, its Events and
  * heartbeats go on meanwhile.
  *
+ * Each request is one kube_call (common/kube_call.h), so a read is sent, paced and
+ * retried exactly as every other request of the operator:
+ *
  * - Tokens: each request (each page of a LIST) takes one token of the operator's budget
- *   first (kube_client_throttle); a wait for it is a loop timer, never a sleep.
+ *   first (kube_client_throttle's bucket); a wait for it is a loop timer, never a sleep.
  * - GET: the answer is the object, or none (NULL, no error) for 404 NotFound. Up to the
  *   client's default response cap (BUF_DEFAULT_CAP) is kept; a body cut there fails.
  * - LIST: page by page (kube_pager: limit, continue, a page over the byte cap asked again
  *   smaller), the answer is a JSON array of the items of every page. Items too large for a
  *   page of one (metadata only) are left out.
- * - Retries: a transient failure (transport, 401, 429, 5xx) is retried after 0.2 s
- *   doubling, up to READS_RETRIES times, each with its own token (a LIST from its first
- *   page). Anything else ends that request with its error.
- * - Reads change nothing, so they are not fenced; each is bounded by the client's
- *   per-call timeout (a LIST page) or KUBE_ASYNC_DEFAULT_TIMEOUT_MS (a GET).
+ * - Retries: by the one rule (common/kube_retry.h), with the client's policy: a GET or a
+ *   LIST page is idempotent, so 429, 503, 504, a 5xx carrying Retry-After and a broken
+ *   transfer are sent again after the server's Retry-After (capped) or a backoff with
+ *   jitter; a 401 once with a refreshed credential; anything else (404, 403, 409, a body
+ *   that is not JSON) ends that request with its error. A LIST retries the page that
+ *   failed, not the list. Every retry is counted in rest_client_request_retries_total.
+ * - Reads change nothing, so they are not fenced; each request (each page) and its
+ *   retries end within the client's per-call timeout.
  */
 #ifndef RDC_READS_H
 #define RDC_READS_H
@@ -30,7 +36,6 @@
 #include <stddef.h>
 
 #define READS_MAX 8
-#define READS_RETRIES 3
 
 typedef struct {
     /* What to read (set before reads_start). */

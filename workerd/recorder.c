@@ -106,7 +106,8 @@ recorder_t *recorder_new(kube_client_t *c, loop_curl_t *lc, const recorder_opts_
     if (r->o.spam_burst <= 0)
         r->o.spam_burst = RECORDER_SPAM_BURST;
     static const char total_help[] = "Events of the worker's recorder by outcome: requests sent (posted, "
-                                     "patched), repeats aggregated, Events dropped or failed";
+                                     "patched), repeats aggregated, Events dropped or failed (post_failed: a "
+                                     "POST sent and refused)";
     static const char wait_help[] = "Time the recorder's requests waited for the Events' QPS budget";
     r->m_total = metrics_counter(metrics_default(), "event_recorder_total", total_help, "result");
     r->m_wait = metrics_counter(metrics_default(), "event_recorder_limiter_wait_seconds_total", wait_help, NULL);
@@ -373,7 +374,8 @@ static void on_done(const kube_error_t *err, long status, void *arg)
     char line[512];
     rlog_warn("cannot record event", "reason", JSONX_STR_AT(e->ev, "reason"), "error",
               kube_error_str(err, line, sizeof(line)));
-    bump(r, &r->st.failed, "failed");
+    /* a POST refused (a namespace being deleted refuses new Events) created nothing */
+    bump(r, &r->st.failed, x->post ? "post_failed" : "failed");
     if (x->post)
         entry_free(e); /* nothing on the server to aggregate into */
 }

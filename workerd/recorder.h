@@ -90,7 +90,8 @@ recorder_result_t recorder_record(recorder_t *r, const json_object *rc, const ch
 size_t recorder_pending(const recorder_t *r);
 
 /* Counters since recorder_new. Also exported (metrics_default): event_recorder_total{result}
- * (posted, patched, aggregated, dropped_spam, dropped_full, failed) and
+ * (posted, patched, aggregated, dropped_spam, dropped_full, failed, and post_failed: a POST
+ * sent and refused, which created no Event; stats.failed counts it too) and
  * event_recorder_limiter_wait_seconds_total, so a scrape can tell the Event requests
  * apart from the reconciles' writes in rest_client_requests_total. */
 recorder_stats_t recorder_stats(const recorder_t *r);

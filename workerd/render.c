@@ -36,6 +36,19 @@ int render_image_ref(const char *image, const char *version, buf_t *out)
     return buf_printf(out, ":%s", version);
 }
 
+/* spec.mode Cluster (CLUSTER in render.h). */
+static int cluster_mode(const render_input_t *in)
+{
+    return in->spec->mode == RDC_MODE_CLUSTER;
+}
+
+/* A mode whose nodes replicate (Replication, Cluster): the pods announce their IP, roll
+ * OnDelete and hold their shutdown while a replica follows them. */
+static int replicating(const rdc_spec_t *spec)
+{
+    return spec->mode == RDC_MODE_REPLICATION || spec->mode == RDC_MODE_CLUSTER;
+}
+
 /* Append spec.config.extra as "name value" lines (sorted by name: rdc_spec_t), leaving out
  * the runtime-settable ones when restart_only. */
 static int extra_conf(const rdc_spec_t *spec, int restart_only, buf_t *out)
@@ -124,6 +137,13 @@ static int redis_conf(const render_input_t *in, int restart_only, buf_t *out)
     for (size_t i = 0; i < n; i++)
         if (persistence_line(&d[i], out))
             return -1;
+    /* CLUSTER (render.h): cluster-node-timeout is spec.failover.downAfter. */
+    if (spec->mode == RDC_MODE_CLUSTER &&
+        buf_printf(out,
+                   "cluster-enabled yes\ncluster-config-file " RENDER_NODES_CONF "\ncluster-node-timeout %lld\n"
+                   "cluster-allow-replica-migration no\n",
+                   (long long)(spec->failover.down_after_ns / 1000000)))
+        return -1;
     if (spec->config.maxmemory && buf_printf(out, "maxmemory %s\n", spec->config.maxmemory))
         return -1;
     if (spec->config.maxmemory_policy && buf_printf(out, "maxmemory-policy %s\n", spec->config.maxmemory_policy))
@@ -277,6 +297,11 @@ static json_object *labels(const render_input_t *in, int full, int *oom)
     json_object *l = jsonx_new_obj(oom);
     jsonx_put(l, RENDER_LABEL_NAME, jsonx_new_str(RENDER_APP_NAME, oom), oom);
     jsonx_put(l, RENDER_LABEL_INSTANCE, jsonx_new_str(in->name, oom), oom);
+    if (cluster_mode(in) && in->shard >= 0) {
+        char k[16];
+        snprintf(k, sizeof(k), "%d", in->shard);
+        jsonx_put(l, RENDER_LABEL_SHARD, jsonx_new_str(k, oom), oom);
+    }
     if (full) {
         jsonx_put(l, RENDER_LABEL_MANAGED_BY, jsonx_new_str(RENDER_FIELD_MANAGER, oom), oom);
         jsonx_put(l, RENDER_LABEL_PART_OF, jsonx_new_str(RENDER_PART_OF, oom), oom);
@@ -456,10 +481,11 @@ static void container_command(json_object *c, const rdc_spec_t *spec, const rend
         jsonx_push(env, secret_env(in, RENDER_PASSWORD_ENV, oom), oom);
         jsonx_push(env, secret_env(in, "REDISCLI_AUTH", oom), oom);
     }
-    if (spec->mode == RDC_MODE_REPLICATION) {
+    if (replicating(spec)) {
         /* A replica names itself by its pod IP (behind NAT or a node-local proxy its
          * connection's source address is another): the primary's INFO lists it so, and
-         * FAILOVER TO <pod ip> finds it (SWITCHOVER). */
+         * FAILOVER TO <pod ip> finds it (SWITCHOVER). A cluster node announces it to the
+         * other nodes and to clients (CLUSTER SHARDS). */
         json_object *e = jsonx_new_obj(oom), *from = jsonx_new_obj(oom), *ref = jsonx_new_obj(oom);
         jsonx_put(ref, "fieldPath", jsonx_new_str("status.podIP", oom), oom);
         jsonx_put(from, "fieldRef", ref, oom);
@@ -468,6 +494,10 @@ static void container_command(json_object *c, const rdc_spec_t *spec, const rend
         jsonx_push(env, e, oom);
         jsonx_push(cmd, jsonx_new_str("--replica-announce-ip", oom), oom);
         jsonx_push(cmd, jsonx_new_str("$(" RENDER_POD_IP_ENV ")", oom), oom);
+        if (cluster_mode(in)) {
+            jsonx_push(cmd, jsonx_new_str("--cluster-announce-ip", oom), oom);
+            jsonx_push(cmd, jsonx_new_str("$(" RENDER_POD_IP_ENV ")", oom), oom);
+        }
     }
     jsonx_put(c, "command", cmd, oom);
     if (json_object_array_length(env))
@@ -521,7 +551,7 @@ static json_object *redis_container(const render_input_t *in, int *oom)
      * earlier and more often, so a pod joins the Service as soon as it answers. */
     jsonx_put(c, "livenessProbe", ping_probe(10, 10, oom), oom);
     jsonx_put(c, "readinessProbe", ping_probe(5, 5, oom), oom);
-    if (spec->mode == RDC_MODE_REPLICATION) {
+    if (replicating(spec)) {
         /* SWITCHOVER: a primary's pod being deleted waits for its role to move. */
         json_object *exec = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom), *life = jsonx_new_obj(oom);
         jsonx_put(exec, "command", str_array(oom, "sh", "-c", RENDER_PRESTOP_SCRIPT, STR_END), oom);
@@ -604,22 +634,40 @@ static json_object *data_claim_template(const render_input_t *in, int *oom)
     return pvc;
 }
 
+int render_shard_name(const char *name, int k, char *out, size_t len)
+{
+    int n = snprintf(out, len, "%s-shard%d", name, k);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* The name of in's StatefulSet and PDB: the cluster's, or its shard's (CLUSTER). */
+static const char *own_name(const render_input_t *in, char *buf, size_t len)
+{
+    if (!cluster_mode(in) || in->shard < 0 || render_shard_name(in->name, in->shard, buf, len))
+        return in->name;
+    return buf;
+}
+
 json_object *render_statefulset(const render_input_t *in, const char *config_hash)
 {
     int oom = 0;
-    json_object *sts = child_object(in, in->name, "apps/v1", "StatefulSet", &oom);
+    char shard_name[300];
+    json_object *sts = child_object(in, own_name(in, shard_name, sizeof(shard_name)), "apps/v1", "StatefulSet", &oom);
     json_object *selector = jsonx_new_obj(&oom);
     jsonx_put(selector, "matchLabels", labels(in, 0, &oom), &oom);
     json_object *vcts = jsonx_new_arr(&oom);
     jsonx_push(vcts, data_claim_template(in, &oom), &oom);
 
     json_object *spec = jsonx_new_obj(&oom);
-    jsonx_put(spec, "replicas", jsonx_new_int(in->spec->size, &oom), &oom);
+    int replicas = cluster_mode(in) ? 1 + in->spec->cluster.replicas_per_shard : in->spec->size;
+    jsonx_put(spec, "replicas", jsonx_new_int(replicas, &oom), &oom);
     jsonx_put(spec, "serviceName", jsonx_new_str(in->name, &oom), &oom);
+    if (cluster_mode(in))
+        jsonx_put(spec, "podManagementPolicy", jsonx_new_str("Parallel", &oom), &oom);
     jsonx_put(spec, "selector", selector, &oom);
     jsonx_put(spec, "template", pod_template(in, config_hash, &oom), &oom);
     jsonx_put(spec, "volumeClaimTemplates", vcts, &oom);
-    if (in->spec->mode == RDC_MODE_REPLICATION) {
+    if (replicating(in->spec)) {
         /* SWITCHOVER (plan.h): the operator chooses the order in which pods restart. */
         json_object *us = jsonx_new_obj(&oom);
         jsonx_put(us, "type", jsonx_new_str("OnDelete", &oom), &oom);
@@ -640,7 +688,9 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
 json_object *render_pdb(const render_input_t *in)
 {
     int oom = 0;
-    json_object *pdb = child_object(in, in->name, "policy/v1", "PodDisruptionBudget", &oom);
+    char shard_name[300];
+    json_object *pdb =
+        child_object(in, own_name(in, shard_name, sizeof(shard_name)), "policy/v1", "PodDisruptionBudget", &oom);
     json_object *selector = jsonx_new_obj(&oom);
     jsonx_put(selector, "matchLabels", labels(in, 0, &oom), &oom);
     const char *percent = in->spec->pdb.max_unavailable_percent;

@@ -59,6 +59,7 @@ typedef struct {
     const char *ns;         /* metadata.namespace */
     const char *uid;        /* metadata.uid, for the owner references */
     const rdc_spec_t *spec; /* the typed spec (never NULL) */
+    int shard;              /* CLUSTER: the shard a StatefulSet or PDB is rendered for; -1 = none */
 } render_input_t;
 
 /* KNOBS (v1, issue 20), each from in->spec (rdc_spec_t's pod, pdb and storage parts) and
@@ -81,6 +82,25 @@ typedef struct {
  *                              when unset (the API's default is Retain, Retain)
  *   podDisruptionBudget        render_pdb's maxUnavailable (default 1)
  *   config.extra               "name value" lines after the operator's, by name */
+
+/* CLUSTER (spec.mode Cluster, docs/cluster-mode.md): one ConfigMap and one headless
+ * Service <name> for the whole cluster; a StatefulSet <name>-shard<k> of
+ * 1 + replicasPerShard pods and a PodDisruptionBudget <name>-shard<k> per shard k
+ * (in->shard), their selector and pod labels carrying RENDER_LABEL_SHARD "<k>" besides
+ * the instance label (so the Service selects every pod and each StatefulSet its own).
+ * The StatefulSets roll OnDelete (the operator hands a master's role over first) and
+ * start their pods in parallel (a shard's nodes must all run before they are met); the
+ * pods announce their pod IP (cluster-announce-ip $(POD_IP)) and have the preStop hook of
+ * SWITCHOVER. redis.conf adds cluster-enabled yes, cluster-config-file
+ * /data/nodes.conf (on the volume: a restarted pod keeps its node id), cluster-node-timeout
+ * (spec.failover.downAfter) and cluster-allow-replica-migration no (a shard's pods stay in
+ * it: the operator keeps the layout). */
+#define RENDER_LABEL_SHARD "cache.example.com/shard"
+#define RENDER_NODES_CONF "/data/nodes.conf"
+
+/* The name of shard k's StatefulSet and PDB, "<name>-shard<k>", into out (len bytes).
+ * Returns 0, or -1 when it does not fit. */
+int render_shard_name(const char *name, int k, char *out, size_t len);
 
 /* The PodDisruptionBudget's default spec.maxUnavailable (rdc_spec.h DEFAULTS). */
 #define RENDER_PDB_MAX_UNAVAILABLE RDC_SPEC_DEFAULT_MAX_UNAVAILABLE

@@ -11,7 +11,8 @@
  * takes the suite's own lock.
  *
  * fake_api_connect gives a suite a kubeconfig (token auth) and a client aimed at the
- * server.
+ * server. A handler that wants a response header (Retry-After) names it with
+ * fake_api_reply_header.
  *
  * It counts the TCP connections it accepted (connections) and the requests being served
  * at once, from their headers to their response sent (in_flight, its peak max_in_flight),
@@ -50,6 +51,18 @@ typedef struct {
     int in_flight;     /* requests being served */
     int max_in_flight; /* the peak of in_flight */
 } fake_api_t;
+
+/* A header for the response of the request being handled: the handler calls
+ * fake_api_reply_header (on its thread) before it returns. */
+static __thread char fake_api_header_name[64], fake_api_header_value[256];
+
+/* Send the header "name: value" with the response of the request the calling handler
+ * serves (one header; a second call replaces it). Call only from a handler. */
+static inline void fake_api_reply_header(const char *name, const char *value)
+{
+    snprintf(fake_api_header_name, sizeof(fake_api_header_name), "%s", name);
+    snprintf(fake_api_header_value, sizeof(fake_api_header_value), "%s", value);
+}
 
 static inline void fake_api_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                                           enum MHD_ConnectionNotificationCode toe)
@@ -97,6 +110,9 @@ static inline enum MHD_Result fake_api_on_request(void *cls, struct MHD_Connecti
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(out.len, (void *)buf_str(&out), MHD_RESPMEM_MUST_COPY);
     MHD_add_response_header(resp, "Content-Type", "application/json");
+    if (fake_api_header_name[0])
+        MHD_add_response_header(resp, fake_api_header_name, fake_api_header_value);
+    fake_api_header_name[0] = '\0';
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, resp);
     MHD_destroy_response(resp);
     buf_free(&out);

@@ -10,9 +10,11 @@
  * holds slots or is someone's master, and never an empty master given slots once the
  * cluster was bootstrapped.
  */
+#include "cluster_observe.h"
 #include "cluster_topo.h"
 #include "clusternodes.h"
 #include "cu_table.h"
+#include "json_at.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -222,7 +224,7 @@ static void cmds_text(const ctopo_input_t *in, const ctopo_result_t *o, char *ou
     out[0] = '\0';
     for (size_t i = 0; i < o->ncmds; i++) {
         off += (size_t)snprintf(out + off, len - off, "%s%d<-", i ? "; " : "", o->cmd[i].pod);
-        for (int a = 1; a < o->cmd[i].argc; a++) {
+        for (int a = o->cmd[i].kind == CTOPO_FLUSH ? 0 : 1; a < o->cmd[i].argc; a++) {
             char arg[48];
             snprintf(arg, sizeof(arg), "%s", o->cmd[i].argv[a]);
             if (strlen(arg) == CN_ID_LEN) /* an id: its tag */
@@ -250,6 +252,11 @@ static void check_safe(const row_t *r, const ctopo_input_t *in, const ctopo_resu
                             CU_ASSERT(e->ranges[x].to < from || e->ranges[x].from > to);
                     }
             }
+        }
+        if (cmd->kind == CTOPO_FLUSH) { /* only a master without slots, and its shard's slots held elsewhere */
+            const cn_node_t *me = cn_myself(in->pod[cmd->pod].view);
+            CU_ASSERT(me && (me->flags & CN_MASTER) && cn_slot_count(me) == 0);
+            CU_ASSERT(c + 1 < o->ncmds && o->cmd[c + 1].kind == CTOPO_REPLICATE && o->cmd[c + 1].pod == cmd->pod);
         }
         if (cmd->kind == CTOPO_FORGET)
             for (int i = 0; i < n; i++) {
@@ -340,7 +347,7 @@ static const row_t rows[] = {
       M('3', "10.0.0.4", NULL), M('4', "10.0.0.5", "10923-16383"), M('5', "10.0.0.6", NULL)},
      {PL('0', "10.0.0.1", "-"), P('1', "10.0.0.2"), PL('2', "10.0.0.3", "-"), P('3', "10.0.0.4"),
       PL('4', "10.0.0.5", "-"), P('5', "10.0.0.6")},
-     "1<-REPLICATE 0; 3<-REPLICATE 2; 5<-REPLICATE 4",
+     "1<-FLUSHALL; 1<-REPLICATE 0; 3<-FLUSHALL; 3<-REPLICATE 2; 5<-FLUSHALL; 5<-REPLICATE 4",
      "ReplicasMissing",
      -1,
      "0=primary 2=primary 4=primary"},
@@ -408,7 +415,7 @@ static const row_t rows[] = {
       S('3', "10.0.0.4", '2'), M('e', "10.0.0.5", NULL), M('5', "10.0.0.6", "10923-16383")},
      {P('0', "10.0.0.1"), P('1', "10.0.0.2"), P('2', "10.0.0.3"), P('3', "10.0.0.4"), PL('e', "10.0.0.5", "-"),
       P('5', "10.0.0.6")},
-     "4<-REPLICATE 5",
+     "4<-FLUSHALL; 4<-REPLICATE 5",
      "ReplicasMissing",
      -1,
      ""},
@@ -544,6 +551,51 @@ static void test_ranges(void)
     }
 }
 
+/* The input from a work item: pods, observation, StatefulSets. */
+static void test_observe(void)
+{
+    char obs[2048];
+    snprintf(obs, sizeof(obs),
+             "{\"nodes\":[{\"pod\":\"c-shard0-0\",\"ip\":\"10.0.0.1\",\"reachable\":true,\"offset\":42,"
+             "\"cluster\":{\"nodes\":\"%s\",\"state\":\"fail\",\"slotsAssigned\":5461}},"
+             "{\"pod\":\"c-shard0-1\",\"ip\":\"10.0.0.9\",\"reachable\":true,"
+             "\"cluster\":{\"nodes\":\"%s\"}},"
+             "{\"pod\":\"c-shard1-0\",\"ip\":\"10.0.0.3\",\"reachable\":true,\"cluster\":{\"nodes\":\"bad\"}}]}",
+             "07c37dfeb235213a872192d90877d0cd55635b91 10.0.0.1:6379@16379 myself,master - 0 0 1 connected 0-5460\\n",
+             "07c37dfeb235213a872192d90877d0cd55635b91 10.0.0.1:6379@16379 myself,master - 0 0 1 connected\\n");
+    json_object *o = parse(obs);
+    json_object *pods = parse(
+        "[{\"metadata\":{\"name\":\"c-shard0-0\",\"labels\":{\"cache.example.com/role\":\"primary\","
+        "\"controller-revision-hash\":\"c-shard0-old\"}},\"status\":{\"podIP\":\"10.0.0.1\","
+        "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}},"
+        "{\"metadata\":{\"name\":\"c-shard0-1\",\"deletionTimestamp\":\"x\"},\"status\":{\"podIP\":\"10.0.0.2\"}},"
+        "{\"metadata\":{\"name\":\"c-shard1-0\"},\"status\":{\"podIP\":\"10.0.0.3\"}}]");
+    json_object *sts = parse("{\"metadata\":{\"name\":\"c-shard0\"},\"status\":{\"updateRevision\":\"c-shard0-new\"}}");
+    const json_object *sets[] = {sts};
+    static ctopo_input_t in;
+    cn_view_t *views[CTOPO_MAX_PODS];
+    CU_ASSERT_EQUAL_FATAL(cluster_observe("c", 3, 1, 1, pods, o, sets, 1, &in, views), 0);
+    CU_ASSERT_STRING_EQUAL(in.pod[0].pod, "c-shard0-0");
+    CU_ASSERT_STRING_EQUAL(in.pod[5].pod, "c-shard2-1");
+    CU_ASSERT_TRUE(in.pod[0].present && in.pod[0].ready && in.pod[0].observed && in.pod[0].outdated);
+    CU_ASSERT_EQUAL(in.pod[0].offset, 42);
+    CU_ASSERT_EQUAL(in.pod[0].info.state_ok, 0);
+    CU_ASSERT_EQUAL(in.pod[0].info.slots_assigned, 5461);
+    CU_ASSERT_STRING_EQUAL(in.pod[0].label, "primary");
+    CU_ASSERT_EQUAL(cn_slot_count(cn_myself(in.pod[0].view)), 5461);
+    /* observed at another IP than the pod's: not observed; terminating */
+    CU_ASSERT_TRUE(in.pod[1].present && in.pod[1].terminating && !in.pod[1].ready && !in.pod[1].observed);
+    /* a text that does not parse: not observed */
+    CU_ASSERT_TRUE(in.pod[2].present && !in.pod[2].observed && !in.pod[2].outdated);
+    CU_ASSERT_FALSE(in.pod[4].present);
+    for (int i = 0; i < 6; i++)
+        cn_view_destroy(&views[i]);
+    CU_ASSERT_EQUAL(cluster_observe("c", 2, 1, 0, pods, o, sets, 1, &in, views), -1);
+    json_object_put(o);
+    json_object_put(pods);
+    json_object_put(sts);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("CLUSTER NODES"),
     {"parse a view", test_parse_nodes},
@@ -552,6 +604,7 @@ static const cu_entry_t tests[] = {
     CU_SUITE("cluster topology"),
     {"the table over observed views", test_table},
     {"bootstrap ranges", test_ranges},
+    {"the input from a work item", test_observe},
 };
 
 CU_MAIN(tests)

@@ -1,7 +1,8 @@
 /* Unit tests of the executor's stages (exec_stage_end), of exec_plan and the ASYNC machine,
  * and of the reads (reads.h) against an in-process fake API server: a stage's independent
  * child writes go out together, the StatefulSet only after the ConfigMap is written, a
- * refused write stops the writes that depend on it, a transient failure is retried,
+ * refused write stops the writes that depend on it, a transient failure is retried by
+ * the one rule (a create's 503 is not, and the fence can refuse a retry),
  * several keys progress together on one loop, and a reconcile's reads go out at once.
  */
 #include "buf.h"
@@ -240,17 +241,59 @@ static void test_refused_write_stops_dependents(void)
     env_close(&e);
 }
 
-/* A 503 on a write is retried and the plan goes on. */
+/* A 503 on a write that is safe to repeat (the status, a server-side apply) is retried
+ * and the plan goes on. (A create's 503 is not: the next test.) */
 static void test_transient_failure_retried(void)
 {
     env_t e;
     env_open(&e);
-    e.api.flaky = "/services";
+    e.api.flaky = "/status";
     CU_ASSERT_EQUAL(run_plan(&e), EXEC_OK);
     CU_ASSERT_EQUAL(e.api.flaked, 1);
-    CU_ASSERT_EQUAL(writes(&e), 7); /* 6 + the retried Service */
+    CU_ASSERT_EQUAL(writes(&e), 7); /* 6 + the retried status */
     CU_ASSERT_PTR_NOT_NULL(find(&e, "POST", "/statefulsets"));
     CU_ASSERT_PTR_NOT_NULL(find(&e, "PATCH", "/status"));
+    env_close(&e);
+}
+
+/* The one retry rule (kube_retry.h): a create (POST) answered 503 once sent is not sent
+ * again, the server may have acted; the run stops there, the Service's failure reported
+ * as such, and the next reconcile observes what is there. */
+static void test_create_503_not_retried(void)
+{
+    env_t e;
+    env_open(&e);
+    e.api.flaky = "/services";
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_ERROR);
+    CU_ASSERT_EQUAL(e.api.flaked, 1);
+    CU_ASSERT_EQUAL(e.failed, 2);
+    CU_ASSERT_EQUAL(e.err.code, KERR_UNAVAILABLE);
+    CU_ASSERT_EQUAL(writes(&e), 3); /* finalizer, ConfigMap, the Service once */
+    CU_ASSERT_PTR_NULL(find(&e, "POST", "/statefulsets"));
+    env_close(&e);
+}
+
+/* Leadership lost while a write waits for its retry: the fence, asked before the retry,
+ * refuses it; the run ends fenced at that write, which is not sent again. */
+static int leads_until_503(void *user)
+{
+    api_t *a = user;
+    pthread_mutex_lock(&a->mu);
+    int flaked = a->flaked;
+    pthread_mutex_unlock(&a->mu);
+    return !flaked;
+}
+
+static void test_fence_refuses_retry(void)
+{
+    env_t e;
+    env_open(&e);
+    e.api.flaky = "/status";
+    e.x.fence = leads_until_503;
+    e.x.fence_user = &e.api;
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_FENCED);
+    CU_ASSERT_EQUAL(e.failed, 5);
+    CU_ASSERT_EQUAL(writes(&e), 6); /* the status once */
     env_close(&e);
 }
 
@@ -451,14 +494,15 @@ static void test_keys_together(void)
 }
 
 /* A refused ConfigMap stops that key's StatefulSet and status, and only that key's; a
- * 503 on another key's Service is retried and that key converges. */
+ * 503 on another key's status write (an apply: safe to repeat) is retried and that key
+ * converges. */
 static void test_keys_failure_isolated(void)
 {
     env_t e;
     env_open(&e);
     e.api.delay_ms = 20;
     e.api.refuse = "/namespaces/ns-1/configmaps";
-    e.api.flaky = "/namespaces/ns-2/services";
+    e.api.flaky = "/namespaces/ns-2/redisclusters/cache/status";
     key_t_ k[KEYS];
     int ticks = 0;
     run_keys(&e, k, &ticks);
@@ -535,6 +579,8 @@ static const cu_entry_t tests[] = {
     {"batched: concurrent, StatefulSet after ConfigMap", test_batch_concurrent_and_ordered},
     {"a refused write stops its dependents", test_refused_write_stops_dependents},
     {"a transient failure is retried", test_transient_failure_retried},
+    {"a create's 503 is not retried once sent", test_create_503_not_retried},
+    {"the fence refuses a retry", test_fence_refuses_retry},
     {"fenced: nothing sent", test_fenced_batch_sends_nothing},
     {"reads at once: 404, a LIST of pages, a refusal, a retry", test_reads},
     {"several keys in flight progress together, each in order", test_keys_together},

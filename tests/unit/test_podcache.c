@@ -268,6 +268,16 @@ static void test_workitem_children(void)
     upsert(c, pod("cache-0", "2", "cache", "10.0.0.1"));
     upsert(c, pod("cache-1", "3", "cache", "10.0.0.2"));
     upsert(c, pod("other-0", "4", "other", "10.0.0.3"));
+    /* Cluster mode's shards: StatefulSets <key>-shard<k>, in k's order (not the cache's) */
+    static const char *const shards[] = {"cache-shard2", "cache-shard0", "cachex-shard1"};
+    for (int i = 0; i < 3; i++) {
+        char t[256];
+        snprintf(t, sizeof(t), "{\"kind\":\"StatefulSet\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns1\","
+                 "\"resourceVersion\":\"%d\"}}", shards[i], 10 + i);
+        json_object *sts = json_tokener_parse(t);
+        CU_ASSERT_EQUAL(cache_upsert(c, "StatefulSet", sts, &ch, err, sizeof(err)), 0);
+        json_object_put(sts);
+    }
     static const char obs[] = "{\"observedAt\":\"t\",\"nodes\":[{\"pod\":\"cache-0\",\"role\":\"master\"}]}";
     for (int with_obs = 0; with_obs < 2; with_obs++) {
         buf_t b;
@@ -284,6 +294,11 @@ static void test_workitem_children(void)
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "ServicePrimary", &v) && json_object_is_type(v, json_type_object) &&
                        !strcmp(JSONX_STR_AT(v, "metadata", "name"), "cache-primary"));
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "ServiceReplicas", &v) && v == NULL);
+        CU_ASSERT_TRUE_FATAL(json_object_object_get_ex(o, "ShardStatefulSets", &v) &&
+                             json_object_is_type(v, json_type_array) && json_object_array_length(v) == 2);
+        CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(json_object_array_get_idx(v, 0), "metadata", "name"), "cache-shard0");
+        CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(json_object_array_get_idx(v, 1), "metadata", "name"), "cache-shard2");
+        CU_ASSERT_TRUE(json_object_object_get_ex(o, "ShardBudgets", &v) && json_object_array_length(v) == 0);
         CU_ASSERT_TRUE_FATAL(json_object_object_get_ex(o, "Pods", &v) && json_object_is_type(v, json_type_array));
         CU_ASSERT_EQUAL(json_object_array_length(v), 2);
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "Redis", &v));
@@ -302,7 +317,8 @@ static void test_workitem_children(void)
     CU_ASSERT_EQUAL(workitem_children(c, "ns1/none", NULL, 0, &b), 0);
     CU_ASSERT_STRING_EQUAL(buf_str(&b),
                            "{\"ConfigMap\":null,\"Service\":null,\"StatefulSet\":null,\"PodDisruptionBudget\":null,"
-                           "\"ServicePrimary\":null,\"ServiceReplicas\":null,\"Pods\":[],\"Redis\":null}");
+                           "\"ServicePrimary\":null,\"ServiceReplicas\":null,\"ShardStatefulSets\":[],"
+                           "\"ShardBudgets\":[],\"Pods\":[],\"Redis\":null}");
     buf_free(&b);
     /* Over the buffer's cap: -1. */
     buf_init(&b, 40);

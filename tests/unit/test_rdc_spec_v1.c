@@ -4,6 +4,7 @@
 #include "admission.h"
 #include "crd_file.h"
 #include "cu_table.h"
+#include "jsonx.h"
 #include "rdc_spec.h"
 #include "spec_errors.h"
 
@@ -155,6 +156,16 @@ static void test_cluster_rules(void)
     CU_ASSERT_TRUE(json_object_object_get_ex(d, "size", &size));
     CU_ASSERT_EQUAL(json_object_get_int(size), 15);
     json_object_put(d);
+    /* without spec.cluster: the defaults written out */
+    json_object *bare = json_tokener_parse(
+        "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"image\":\"redis:7.2\",\"mode\":\"Cluster\"}}");
+    d = rdc_spec_defaulted(bare);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(jsonx_get(d, "cluster"), JSON_C_TO_STRING_PLAIN),
+                           "{\"shards\":3,\"replicasPerShard\":1}");
+    CU_ASSERT_EQUAL(json_object_get_int(jsonx_get(d, "size")), 6);
+    json_object_put(d);
+    json_object_put(bare);
     json_object_put(nosize);
 }
 

@@ -394,7 +394,8 @@ static void test_auth_fallback_and_refusal(void)
     const redis_conn_opts_t refusals[] = {{.password = "new-pw", .password_fallback = "old-pw"},
                                           {.user = "app", .password = "new-pw"}};
     const char *want[] = {"127.0.0.1:6379: AUTH: WRONGPASS invalid username-password pair or user is disabled.",
-                          "127.0.0.1:6379: AUTH (user app): WRONGPASS invalid username-password pair or user is disabled."};
+                          "127.0.0.1:6379: AUTH (user app): WRONGPASS invalid username-password pair or user "
+                          "is disabled."};
     for (int i = 0; i < 2; i++) {
         canned_open(&f, &refusals[i]);
         cmd(f.c, &f.r, 5 * SEC, 1, ping);
@@ -709,7 +710,8 @@ static void test_sync(void)
     o.tls = other;
     o.password = NULL;
     CU_ASSERT_PTR_NULL(redis_sync_open(&o, err, sizeof(err)));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, ": TLS handshake: certificate verify failed: self-signed certificate in certificate chain"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(err, ": TLS handshake: certificate verify failed: self-signed certificate in certificate chain"));
     server_stop(&s);
     redis_tls_destroy(&t);
     redis_tls_destroy(&other);

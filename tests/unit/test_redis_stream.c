@@ -160,7 +160,8 @@ static void split_at_every_byte(int max_version, const char *want_version)
     CU_ASSERT_STRING_EQUAL(redis_stream_tls_version(p.client), want_version);
     /* The client's command reaches the server intact. */
     size_t n = 0;
-    CU_ASSERT_EQUAL(redis_stream_write(p.client, "*1\r\n$4\r\nPING\r\n", 14, &n, p.err, sizeof(p.err)), REDIS_STREAM_OK);
+    CU_ASSERT_EQUAL(redis_stream_write(p.client, "*1\r\n$4\r\nPING\r\n", 14, &n, p.err, sizeof(p.err)),
+                    REDIS_STREAM_OK);
     CU_ASSERT_EQUAL(n, 14);
     char got[64] = "";
     CU_ASSERT_EQUAL(SSL_read(p.server, got, sizeof(got) - 1), 14);
@@ -414,7 +415,8 @@ static void test_client_certificate(void)
     CU_ASSERT_EQUAL(pair_handshake(&p), REDIS_STREAM_OK);
     char buf[64];
     size_t n = 0;
-    CU_ASSERT_EQUAL(redis_stream_write(p.client, "*1\r\n$4\r\nPING\r\n", 14, &n, p.err, sizeof(p.err)), REDIS_STREAM_OK);
+    CU_ASSERT_EQUAL(redis_stream_write(p.client, "*1\r\n$4\r\nPING\r\n", 14, &n, p.err, sizeof(p.err)),
+                    REDIS_STREAM_OK);
     CU_ASSERT_EQUAL(SSL_read(p.server, buf, sizeof(buf)), 14);
     X509 *peer = SSL_get1_peer_certificate(p.server);
     CU_ASSERT_PTR_NOT_NULL(peer);

@@ -128,11 +128,40 @@ static void test_secretref_of(void)
     CU_ASSERT_PTR_NULL(secretref_of(NULL));
 }
 
+/* A Secret is cached as its metadata only, whatever the API sent. */
+static void test_metadata_only(void)
+{
+    json_object *s = json_tokener_parse(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"pw\",\"namespace\":\"a\","
+        "\"labels\":{\"x\":\"y\"}},\"data\":{\"password\":\"c2VjcmV0\"},\"stringData\":{\"p\":\"secret\"},"
+        "\"type\":\"Opaque\",\"immutable\":true}");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(secretref_metadata_only(s), 0);
+    CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN),
+                           "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"pw\","
+                           "\"namespace\":\"a\",\"labels\":{\"x\":\"y\"}}}");
+    /* More members than one round drops. */
+    for (int i = 0; i < 200; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "extra%d", i);
+        json_object_object_add(s, k, json_object_new_string("secret"));
+    }
+    CU_ASSERT_EQUAL(secretref_metadata_only(s), 0);
+    CU_ASSERT_EQUAL(json_object_object_length(s), 3);
+    CU_ASSERT_PTR_NULL(strstr(json_object_to_json_string(s), "secret\""));
+    json_object_put(s);
+    json_object *arr = json_object_new_array();
+    CU_ASSERT_EQUAL(secretref_metadata_only(arr), -1);
+    CU_ASSERT_EQUAL(secretref_metadata_only(NULL), -1);
+    json_object_put(arr);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("informerd Secret index"),
     {"the index follows references set, moved, dropped, deleted", test_index_follows_the_references},
     {"a thousand clusters over two Secrets", test_many_clusters_one_secret},
     {"spec.auth.secretRef.name read", test_secretref_of},
+    {"a Secret is cached as its metadata only", test_metadata_only},
 };
 
 CU_MAIN(tests)

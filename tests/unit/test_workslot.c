@@ -1,5 +1,5 @@
 /* Unit tests of informerd's worker slots (informerd/workslot.h) with the work queue, as
- * dispatch.c drives them: a worker of capacity C holds up to C keys, a key is never held
+ * dispatcher.c drives them: a worker of capacity C holds up to C keys, a key is never held
  * twice (by one worker or by two: invariant 1), a lost worker gives back every key it
  * held (each counted as a crash), and a key that crashed a worker runs alone.
  */
@@ -62,7 +62,7 @@ static void test_alone(void)
 #define WORKERS 3
 #define KEYS 12
 
-/* dispatch.c's rules on a model: hand out keys round robin to workers with room (a key
+/* dispatcher.c's rules on a model: hand out keys round robin to workers with room (a key
  * with a crash to an empty worker only), DONE releases, a crash gives everything back. */
 static void test_random_walk(void)
 {
