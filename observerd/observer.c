@@ -527,9 +527,14 @@ static void secret_done(observer_t *ob, cluster_t *c, CURLcode code)
     } else if (status != 200) {
         snprintf(why, sizeof(why), "HTTP %ld", status);
     } else {
-        json_object *s = json_tokener_parse(buf_str(&c->secret_body));
+        json_object *s = NULL;
+        char perr[128];
+        jsonx_parse_strict(c->secret_body.data ? c->secret_body.data : "", c->secret_body.len, 32, &s, perr,
+                           sizeof(perr));
         const char *b64 = jsonx_str(jsonx_get(s, "data"), c->secret_key);
-        if (!b64)
+        if (!s)
+            snprintf(why, sizeof(why), "the Secret's body is not JSON: %s", perr);
+        else if (!b64)
             snprintf(why, sizeof(why), "the Secret has no data key \"%.200s\"", c->secret_key);
         else if (!(pw = b64_text(b64)))
             snprintf(why, sizeof(why), "data key \"%.200s\" is not base64", c->secret_key);
