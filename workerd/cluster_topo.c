@@ -283,17 +283,18 @@ static int step_slots(ctx_t *c, const cn_slots_t *claimed)
     int sent = 0;
     for (int k = 0; k < c->in->shards; k++) {
         int from, to, t = slots_target(c, k);
-        cn_range_t r[64];
+        cn_range_t r[CTOPO_MAX_RANGES];
         ctopo_shard_range(c->in->shards, k, &from, &to);
-        size_t n = cn_slots_ranges(claimed, from, to, 0, r, 64);
+        size_t n = cn_slots_ranges(claimed, from, to, 0, r, CTOPO_MAX_RANGES);
         if (!n || t < 0)
             continue;
+        n = n < CTOPO_MAX_RANGES ? n : CTOPO_MAX_RANGES;
         char text[256];
-        cn_ranges_text(r, n < 64 ? n : 64, text, sizeof(text));
+        cn_ranges_text(r, n, text, sizeof(text));
         ctopo_cmd_t *cmd = add_cmd(c, CTOPO_ADDSLOTS, t, "shard %d: slots %s were never assigned (bootstrap)", k,
                                    text);
         add_arg(cmd, "ADDSLOTSRANGE");
-        for (size_t i = 0; i < n && i < 64; i++) {
+        for (size_t i = 0; i < n; i++) {
             add_arg(cmd, "%d", r[i].from);
             add_arg(cmd, "%d", r[i].to);
         }

@@ -74,8 +74,9 @@
 #define CTOPO_MAX_SHARDS 20
 #define CTOPO_MAX_REPLICAS 4
 #define CTOPO_MAX_PODS (CTOPO_MAX_SHARDS * (1 + CTOPO_MAX_REPLICAS))
-#define CTOPO_MAX_ARGS (2 + 2 * 64) /* CLUSTER ADDSLOTSRANGE with 64 ranges */
-#define CTOPO_MAX_CMDS (4 * CTOPO_MAX_PODS)
+#define CTOPO_MAX_RANGES 16 /* ADDSLOTSRANGE's ranges in one command: the rest is the next plan's */
+#define CTOPO_MAX_ARGS (2 + 2 * CTOPO_MAX_RANGES)
+#define CTOPO_MAX_CMDS (2 * CTOPO_MAX_PODS)
 #define CTOPO_PORT 6379
 
 typedef struct {

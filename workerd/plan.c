@@ -4,7 +4,7 @@
  * This file runs one reconcile's plan from its context (plan_internal.h): decisions 1
  * to 4 here, then each piece in turn, each behind its own header and owning what it
  * finds: the children (plan_children), the password (plan_auth), the mode's own
- * decisions (plan_replication for Replication; Cluster mode's plan_cluster comes next,
+ * decisions (plan_replication for Replication; Cluster mode's plan_cluster,
  * beside it), the diagnosis (plan_diagnosis), the status (plan_status), the runtime
  * config (plan_runtime), then what the caller is asked to read. The plan object is
  * plan_build's; the plans after a refused write are plan_failed's. */
@@ -14,6 +14,7 @@
 #include "plan_auth.h"
 #include "plan_build.h"
 #include "plan_children.h"
+#include "plan_cluster.h"
 #include "plan_diagnosis.h"
 #include "plan_internal.h"
 #include "plan_observe.h"
@@ -174,11 +175,12 @@ typedef struct {
     plan_findings_t f; /* what the status is computed from (pointing into the rest) */
     plan_kids_t kids;
     topo_t topo;
+    plan_cluster_t cluster;
     plan_diag_t diag;
 } found_t;
 
 /* For a valid spec: the children, the password, the mode's own decisions (REPLICATION;
- * CLUSTER comes next, in plan_cluster.c, as another branch here), then the diagnosis.
+ * CLUSTER, plan_cluster.c), then the diagnosis.
  * Returns 0, or -1 when out of memory. */
 static int plan_valid(const plan_ctx_t *c, const plan_children_t *kids, found_t *x)
 {
@@ -191,6 +193,13 @@ static int plan_valid(const plan_ctx_t *c, const plan_children_t *kids, found_t 
     if (c->spec->mode == RDC_MODE_REPLICATION) {
         x->f.topo = &x->topo;
         if (plan_replication(c, sts, rotating, &x->topo))
+            return -1;
+    }
+    if (c->spec->mode == RDC_MODE_CLUSTER) {
+        x->f.cluster = &x->cluster;
+        /* no Redis Cluster command while a password rotation's are in the plan (the
+         * observer cannot authenticate meanwhile), as REPLICATION */
+        if (!rotating && plan_cluster(c, &x->kids, &x->cluster))
             return -1;
     }
     plan_diagnose(c, sts, &x->diag);
@@ -248,12 +257,13 @@ static void plan_live(plan_t *p, const json_object *rc, const plan_children_t *k
     int bad = *plan_oom(p) || check_spec(&c, &x.spec, &invalid, &x.f) ||
               (!x.f.failed_reason && plan_valid(&c, kids, &x)) ||
               plan_status_compute(&c, x.kids.sts_ours ? kids->statefulset : NULL, &x.f) ||
-              (x.kids.sts_ours && plan_runtime_config(&c));
+              ((x.kids.sts_ours || x.cluster.view.present) && plan_runtime_config(&c));
     if (!bad)
         plan_reads(&c, &x, kids->statefulset);
     else
         *plan_oom(p) = 1;
     buf_free(&invalid);
+    plan_cluster_free(&x.cluster);
     plan_diag_free(&x.diag);
     plan_degraded_free(&degraded);
 }

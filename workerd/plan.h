@@ -464,6 +464,9 @@ typedef struct {
     const json_object *redis;      /* observerd's observation (children.Redis), or NULL */
     const json_object *primary_service;  /* Service <name>-primary, or NULL when absent */
     const json_object *replicas_service; /* Service <name>-replicas, or NULL when absent */
+    /* What the work item carries of a Cluster-mode cluster (CLUSTER below): */
+    const json_object *shard_statefulsets; /* StatefulSets <name>-shard<k> (children.ShardStatefulSets) */
+    const json_object *shard_budgets;      /* their PodDisruptionBudgets (children.ShardBudgets) */
     plan_auth_t auth;              /* AUTH below */
     int budget_short;              /* CRITICAL PATH below: the client-side budget is short */
 } plan_observed_t;

@@ -11,27 +11,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The IP of each pod <name>-<i>, i < n, from the work item's pods; 0 when every one has
- * an IP (ips[i] point into pods), -1 when one is missing or has none yet. */
+/* The IP of each pod of the layout (render_pod_name), i < n, from the work item's pods;
+ * 0 when every one has an IP (ips[i] point into pods), -1 when one is missing or has none
+ * yet. */
 static int member_ips(const plan_ctx_t *c, const json_object *pods, const char *ips[], int n)
 {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        char want[320];
         ips[i] = NULL;
-    size_t nl = strlen(c->name);
-    for (size_t k = 0; k < jsonx_len(pods); k++) {
-        const json_object *p = json_object_array_get_idx(pods, k);
-        const char *pn = JSONX_STR_AT(p, "metadata", "name"), *ip = JSONX_STR_AT(p, "status", "podIP");
-        if (!pn || strncmp(pn, c->name, nl) || pn[nl] != '-' || !ip || !*ip)
-            continue;
-        char *end = NULL;
-        long o = strtol(pn + nl + 1, &end, 10);
-        if (*end || end == pn + nl + 1 || o < 0 || o >= n)
-            continue;
-        ips[o] = ip;
-    }
-    for (int i = 0; i < n; i++)
+        if (render_pod_name(c->spec, c->name, i, want, sizeof(want)))
+            return -1;
+        for (size_t k = 0; k < jsonx_len(pods) && !ips[i]; k++) {
+            const json_object *p = json_object_array_get_idx(pods, k);
+            const char *ip = JSONX_STR_AT(p, "status", "podIP");
+            if (jsonx_str_is(jsonx_get(p, "metadata"), "name", want) && ip && *ip)
+                ips[i] = ip;
+        }
         if (!ips[i])
             return -1;
+    }
     return 0;
 }
 
@@ -56,7 +54,7 @@ static int plan_rotation(const plan_ctx_t *c, const char *const ips[], int n)
     char why[600], pod[320];
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < n; i++) {
-            snprintf(pod, sizeof(pod), "%s-%d", c->name, i);
+            render_pod_name(c->spec, c->name, i, pod, sizeof(pod));
             for (size_t s = 0; s < sizeof(rotation) / sizeof(rotation[0]); s++) {
                 if (rotation[s].pass != pass)
                     continue;
@@ -85,8 +83,16 @@ int plan_auth(const plan_ctx_t *c, int *rotating)
                    ? -1
                    : 0;
     }
-    const char *ips[RDC_SPEC_SIZE_MAX];
-    int n = c->spec->size < RDC_SPEC_SIZE_MAX ? c->spec->size : RDC_SPEC_SIZE_MAX;
+    const char *ips[RDC_SPEC_CLUSTER_SIZE_MAX];
+    int n = c->spec->size < RDC_SPEC_CLUSTER_SIZE_MAX ? c->spec->size : RDC_SPEC_CLUSTER_SIZE_MAX;
+    if (3 * (size_t)n + 1 > plan_room(p)) {
+        /* every pod's commands and the record must fit one plan (a rotation is all or nothing) */
+        plan_degrade(c, "PasswordRotationTooLarge",
+                     "the password in Secret %s/%s changed, but rotating it on %d pods takes more commands than "
+                     "one reconcile plans; rotate it by hand (ACL SETUSER default) and update the record",
+                     c->ns, c->spec->auth.secret, n);
+        return 0;
+    }
     if (member_ips(c, c->more->members, ips, n)) {
         plan_degrade(c, "PasswordRotationWaiting",
                      "the password in Secret %s/%s changed; it is rotated once every pod has an IP", c->ns,

@@ -552,6 +552,53 @@ static void storage_class_check(const plan_ctx_t *c)
                  PLAN_VALUE_SHOWN, c->spec->storage.storage_class, c->ns, c->name);
 }
 
+const json_object *plan_shard_object(const plan_ctx_t *c, const json_object *objs, int k)
+{
+    char name[300];
+    if (render_shard_name(c->name, k, name, sizeof(name)))
+        return NULL;
+    for (size_t i = 0; i < jsonx_len(objs); i++) {
+        const json_object *o = json_object_array_get_idx(objs, i);
+        if (jsonx_str_is(jsonx_get(o, "metadata"), "name", name))
+            return jsonx_typed(o, json_type_object);
+    }
+    return NULL;
+}
+
+/* CLUSTER: shard k's StatefulSet and PodDisruptionBudget, planned as the cluster's own
+ * are (a context whose name is the shard's; the labels and owner stay the cluster's).
+ * Returns 0, or -1 when out of memory. */
+static int plan_shard(const plan_ctx_t *c, int k, const char *hash, plan_kids_t *out)
+{
+    plan_ctx_t s = *c;
+    char name[300];
+    if (render_shard_name(c->name, k, name, sizeof(name)))
+        return -1;
+    s.name = name;
+    s.in.shard = k;
+    const plan_observed_t *m = c->more;
+    const json_object *sts = plan_shard_object(c, m ? m->shard_statefulsets : NULL, k);
+    const json_object *pdb = plan_shard_object(c, m ? m->shard_budgets : NULL, k);
+    const char *ok = NULL, *on = NULL;
+    int ours = sts && controller_of(&s, sts, &ok, &on) == CTL_OURS;
+    plan_kids_t kk;
+    memset(&kk, 0, sizeof(kk));
+    json_object *d = render_statefulset(&s.in, hash);
+    if (!d || plan_statefulset(&s, &kk, d, sts))
+        return -1;
+    if (sts ? ours : !plan_critical_path_first(c)) {
+        d = render_pdb(&s.in);
+        if (!d || plan_child(&s, &kk, "PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", d, pdb))
+            return -1;
+    }
+    out->owner_conflict |= kk.owner_conflict;
+    out->sts_replicas_change |= kk.sts_replicas_change;
+    out->sts_template_change |= kk.sts_template_change;
+    out->sts_created |= !sts;
+    out->shards_ours += ours;
+    return 0;
+}
+
 int plan_children(const plan_ctx_t *c, const plan_children_t *kids, plan_kids_t *out)
 {
     const json_object *sts = kids->statefulset;
@@ -573,6 +620,12 @@ int plan_children(const plan_ctx_t *c, const plan_children_t *kids, plan_kids_t 
         return 0;
     }
     storage_class_check(c);
+    if (c->spec->mode == RDC_MODE_CLUSTER) {
+        for (int k = 0; k < c->spec->cluster.shards; k++)
+            if (plan_shard(c, k, hash, out))
+                goto fail;
+        return 0;
+    }
     json_object *d = render_statefulset(&c->in, hash);
     if (!d || plan_statefulset(c, out, d, sts))
         goto fail;

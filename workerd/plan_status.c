@@ -161,6 +161,13 @@ static const char *decide(const plan_ctx_t *c, const plan_findings_t *f, const p
     decide_progressing(c, f, v, &m, prog);
     const char *phase = phase_of(c, v, &m);
     decide_ready(c, f, v, &m, phase, ready);
+    /* CLUSTER: Running only when Redis Cluster is healthy too (docs/cluster-mode.md) */
+    const ctopo_result_t *r = f->cluster ? f->cluster->r : NULL;
+    if (f->cluster && !strcmp(phase, "Running") && !(r && r->healthy)) {
+        phase = "Pending";
+        plan_cond_set(ready, "Ready", 0, r ? r->reason : "NotObserved", "%lld/%d pods ready; Redis Cluster: %s",
+                      (long long)v->ready, c->spec->size, r ? r->message : "not observed yet");
+    }
     return phase;
 }
 
@@ -182,6 +189,36 @@ static int nodes_current(const json_object *computed, const json_object *ostatus
         if (!jsonx_str_is(h, "pod", jsonx_str_set(w, "pod")) || !jsonx_str_is(h, "ip", jsonx_str_set(w, "ip")) ||
             !jsonx_str_is(h, "role", jsonx_str_set(w, "role")) || jsonx_true(h, "linkUp") != link_up)
             return 0;
+    }
+    return 1;
+}
+
+/* 1 when the observed status.cluster says what the computed one says (CLUSTER): state,
+ * slots, bootstrapped, each shard's primary, slots and replicas with their links; the
+ * replicas' offsets alone never make a status write (as REPLICATION's). */
+static int cluster_current(const json_object *computed, const json_object *ostatus)
+{
+    const json_object *want = jsonx_get(computed, "cluster"), *have = jsonx_get(ostatus, "cluster");
+    if (!want)
+        return 1;
+    if (!jsonx_str_is(have, "state", jsonx_str_set(want, "state")) ||
+        !jsonx_int_is(have, "slotsAssigned", jsonx_int_or(want, "slotsAssigned", 0)) ||
+        jsonx_true(have, "bootstrapped") != jsonx_true(want, "bootstrapped"))
+        return 0;
+    const json_object *ws = jsonx_get(want, "shards"), *hs = jsonx_get(have, "shards");
+    if (jsonx_len(ws) != jsonx_len(hs))
+        return 0;
+    for (size_t i = 0; i < jsonx_len(ws); i++) {
+        const json_object *w = json_object_array_get_idx(ws, i), *h = json_object_array_get_idx(hs, i);
+        const json_object *wr = jsonx_get(w, "replicas"), *hr = jsonx_get(h, "replicas");
+        if (!jsonx_str_is(h, "primary", jsonx_str_set(w, "primary")) ||
+            !jsonx_str_is(h, "slots", jsonx_str_set(w, "slots")) || jsonx_len(wr) != jsonx_len(hr))
+            return 0;
+        for (size_t k = 0; k < jsonx_len(wr); k++) {
+            const json_object *a = json_object_array_get_idx(wr, k), *b = json_object_array_get_idx(hr, k);
+            if (!jsonx_str_is(b, "pod", jsonx_str_set(a, "pod")) || jsonx_true(b, "linkUp") != jsonx_true(a, "linkUp"))
+                return 0;
+        }
     }
     return 1;
 }
@@ -221,7 +258,8 @@ static int status_current(const plan_ctx_t *c, const json_object *computed, cons
             return 0;
     if (c->generation >= 0 && !jsonx_int_is(ostatus, "observedGeneration", c->generation))
         return 0;
-    return nodes_current(computed, ostatus) && conditions_current(c, computed, ostatus);
+    return nodes_current(computed, ostatus) && cluster_current(computed, ostatus) &&
+           conditions_current(c, computed, ostatus);
 }
 
 /* > 0: how long the write of st waits. CRITICAL PATH (plan.h): while the budget is
@@ -274,6 +312,14 @@ static void status_events(const plan_ctx_t *c, const plan_findings_t *f, const j
         plan_add_event(p, "Warning", "FailedOver", i, "%s", f->topo->elect_why);
     if (f->topo && f->topo->switch_record)
         plan_add_event(p, "Normal", "SwitchingOver", i, "%s", f->topo->switch_why);
+    /* CLUSTER: a shard's master moved (Redis Cluster's failover, or a handover) */
+    const json_object *ws = JSONX_AT(st, "cluster", "shards"), *hs = JSONX_AT(ostatus, "cluster", "shards");
+    for (size_t k = 0; k < jsonx_len(ws) && k < jsonx_len(hs); k++) {
+        const char *now = jsonx_str_set(json_object_array_get_idx(ws, k), "primary");
+        const char *was = jsonx_str_set(json_object_array_get_idx(hs, k), "primary");
+        if (now && was && strcmp(now, was))
+            plan_add_event(p, "Normal", "PrimaryChanged", i, "shard %zu: %s is its master now (was %s)", k, now, was);
+    }
     const json_object *deg = plan_observed_cond(st, "Degraded"), *old = plan_observed_cond(ostatus, "Degraded");
     const char *reason = jsonx_str_set(deg, "reason"), *message = jsonx_str_set(deg, "message");
     if (reason && jsonx_str_is(deg, "status", "True") &&
@@ -348,6 +394,67 @@ static json_object *replication_status(const plan_ctx_t *c, const topo_t *t, pla
     return nodes;
 }
 
+/* CLUSTER: status.cluster from the decisions (a new object, NULL with *oom set). */
+static json_object *cluster_json(const plan_cluster_t *x, int *oom)
+{
+    const ctopo_result_t *r = x->r;
+    const ctopo_input_t *in = x->in;
+    json_object *o = jsonx_new_obj(oom), *shards = jsonx_new_arr(oom);
+    int any = 0;
+    for (int i = 0; i < in->shards * (1 + in->replicas); i++)
+        any |= in->pod[i].observed;
+    jsonx_put(o, "state", jsonx_new_str(!any ? "unknown" : r->state_ok ? "ok" : "fail", oom), oom);
+    jsonx_put(o, "slotsAssigned", jsonx_new_int(r->slots_assigned, oom), oom);
+    jsonx_put(o, "bootstrapped", json_object_new_boolean(r->bootstrapped), oom);
+    for (int k = 0; k < in->shards; k++) {
+        const ctopo_shard_t *sh = &r->shard[k];
+        json_object *j = jsonx_new_obj(oom), *reps = jsonx_new_arr(oom);
+        jsonx_put(j, "index", jsonx_new_int(k, oom), oom);
+        jsonx_put(j, "primary", jsonx_new_str(sh->master >= 0 ? in->pod[sh->master].pod : "", oom), oom);
+        jsonx_put(j, "slots", jsonx_new_str(sh->slots, oom), oom);
+        for (int m = 0; m <= CTOPO_MAX_REPLICAS && sh->replica[m] >= 0; m++) {
+            const ctopo_pod_t *p = &in->pod[sh->replica[m]];
+            json_object *rep = jsonx_new_obj(oom);
+            jsonx_put(rep, "pod", jsonx_new_str(p->pod, oom), oom);
+            jsonx_put(rep, "linkUp", json_object_new_boolean(p->link_up), oom);
+            if (p->offset >= 0)
+                jsonx_put(rep, "offset", jsonx_new_int(p->offset, oom), oom);
+            jsonx_push(reps, rep, oom);
+        }
+        jsonx_put(j, "replicas", reps, oom);
+        jsonx_push(shards, j, oom);
+    }
+    jsonx_put(o, "shards", shards, oom);
+    return o;
+}
+
+/* CLUSTER: the ClusterHealthy condition into *k and status.cluster into st, from the
+ * decisions; without any (a shard's StatefulSet missing), what the status says stays
+ * (or NotObserved). */
+static void cluster_status(const plan_ctx_t *c, const plan_cluster_t *x, json_object *st, plan_cond_t *k, int *oom)
+{
+    const json_object *ostatus = jsonx_get(c->rc, "status");
+    const json_object *was = plan_observed_cond(ostatus, "ClusterHealthy"), *kept = jsonx_get(ostatus, "cluster");
+    if (x->r) {
+        plan_cond_set(k, "ClusterHealthy", x->r->healthy, x->r->reason, "%s", x->r->message);
+        jsonx_put(st, "cluster", cluster_json(x, oom), oom);
+        return;
+    }
+    if (jsonx_str_set(was, "status") && jsonx_str_set(was, "reason")) {
+        const char *msg = jsonx_str_set(was, "message");
+        plan_cond_set(k, "ClusterHealthy", jsonx_str_is(was, "status", "True"), jsonx_str_set(was, "reason"), "%s",
+                      msg ? msg : "");
+    } else {
+        plan_cond_set(k, "ClusterHealthy", 0, "NotObserved", "the shards' StatefulSets are not all there yet");
+    }
+    json_object *copy = NULL;
+    if (jsonx_typed(kept, json_type_object)) {
+        if (json_object_deep_copy((json_object *)kept, &copy, NULL))
+            *oom = 1;
+        jsonx_put(st, "cluster", copy, oom);
+    }
+}
+
 /* The counts, the selector for /scale and the generation of the status st. */
 static void status_counts(const plan_ctx_t *c, json_object *st, const plan_sts_view_t *v, int *oom)
 {
@@ -371,8 +478,8 @@ static void status_counts(const plan_ctx_t *c, json_object *st, const plan_sts_v
 int plan_status_compute(const plan_ctx_t *c, const json_object *sts, const plan_findings_t *f)
 {
     int *oom = plan_oom(c->plan);
-    plan_sts_view_t v = plan_view_statefulset(sts);
-    plan_cond_t conds[COND_COUNT + 1]; /* and ReplicationHealthy */
+    plan_sts_view_t v = f->cluster ? f->cluster->view : plan_view_statefulset(sts);
+    plan_cond_t conds[COND_COUNT + 1]; /* and ReplicationHealthy or ClusterHealthy */
     memset(conds, 0, sizeof(conds));
     const char *phase = decide(c, f, &v, conds);
     const json_object *ostatus = jsonx_get(c->rc, "status");
@@ -385,10 +492,13 @@ int plan_status_compute(const plan_ctx_t *c, const json_object *sts, const plan_
             jsonx_put(st, "switchoverFrom", jsonx_new_str(f->topo->switchover_from, oom), oom);
         jsonx_put(st, "nodes", replication_status(c, f->topo, &conds[COND_COUNT], oom), oom);
     }
+    if (f->cluster)
+        cluster_status(c, f->cluster, st, &conds[COND_COUNT], oom);
+    int extra = f->topo != NULL || f->cluster != NULL;
     /* Only the operator's own conditions: the status is server-side applied, and the
      * conditions list is a map keyed by type, so a condition someone else applies
      * (informerd's ReconcileCrashed, say) is theirs and stays as they wrote it. */
-    for (size_t i = 0; i < COND_COUNT + (f->topo != NULL); i++)
+    for (size_t i = 0; i < COND_COUNT + (size_t)extra; i++)
         jsonx_push(list, plan_cond_json(c, &conds[i], ostatus, oom), oom);
     jsonx_put(st, "conditions", list, oom);
     if (*oom) {
@@ -401,6 +511,8 @@ int plan_status_compute(const plan_ctx_t *c, const json_object *sts, const plan_
                (long long)v.ready, c->spec->size);
     if (f->topo)
         buf_printf(&why, ", primary %s, ReplicationHealthy %s", f->topo->primary, conds[COND_COUNT].reason);
+    if (f->cluster)
+        buf_printf(&why, ", ClusterHealthy %s", conds[COND_COUNT].reason);
     int rc = plan_status_write(c, st, buf_str(&why), f);
     buf_free(&why);
     return rc;

@@ -9,6 +9,7 @@
 
 #include "plan_build.h"
 #include "plan_children.h"
+#include "plan_cluster.h"
 #include "plan_diagnosis.h"
 #include "plan_internal.h"
 #include "topology.h"
@@ -20,6 +21,7 @@ typedef struct {
     const plan_kids_t *kids;    /* plan_children's findings, or NULL (none planned) */
     const plan_diag_t *diag;    /* plan_diagnose's cause, or NULL */
     const topo_t *topo;         /* REPLICATION's decisions, or NULL (Standalone) */
+    const plan_cluster_t *cluster; /* CLUSTER's findings, or NULL (the other modes) */
 } plan_findings_t;
 
 /* Compute the status from sts (the observed StatefulSet when ours and the spec valid,

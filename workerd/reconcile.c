@@ -883,6 +883,8 @@ static void act_plan(reconcile_job_t *j)
         if (j->has_seen) {
             j->more.members = j->seen.members;
             j->more.redis = j->seen.redis;
+            j->more.shard_statefulsets = j->seen.shard_statefulsets;
+            j->more.shard_budgets = j->seen.shard_budgets;
         }
         j->more.budget_short = x->client && kube_client_budget_short(x->client);
         j->more.primary_service = j->child[ROLE_CHILD];

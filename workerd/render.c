@@ -640,6 +640,16 @@ int render_shard_name(const char *name, int k, char *out, size_t len)
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
+int render_pod_name(const rdc_spec_t *spec, const char *name, int i, char *out, size_t len)
+{
+    int per = 1 + spec->cluster.replicas_per_shard, n;
+    if (spec->mode == RDC_MODE_CLUSTER)
+        n = snprintf(out, len, "%s-shard%d-%d", name, i / per, i % per);
+    else
+        n = snprintf(out, len, "%s-%d", name, i);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
 /* The name of in's StatefulSet and PDB: the cluster's, or its shard's (CLUSTER). */
 static const char *own_name(const render_input_t *in, char *buf, size_t len)
 {

@@ -102,6 +102,11 @@ typedef struct {
  * Returns 0, or -1 when it does not fit. */
 int render_shard_name(const char *name, int k, char *out, size_t len);
 
+/* The name of the i-th pod of the cluster name with spec (i < spec->size): "<name>-<i>",
+ * or in Cluster mode "<name>-shard<k>-<j>" with k = i / (1 + replicasPerShard) and j the
+ * rest. Returns 0, or -1 when it does not fit. */
+int render_pod_name(const rdc_spec_t *spec, const char *name, int i, char *out, size_t len);
+
 /* The PodDisruptionBudget's default spec.maxUnavailable (rdc_spec.h DEFAULTS). */
 #define RENDER_PDB_MAX_UNAVAILABLE RDC_SPEC_DEFAULT_MAX_UNAVAILABLE
 

@@ -112,10 +112,10 @@ int runtimecfg_compute(const rdc_spec_t *spec, const char *name, int size, const
     if (!name)
         return 0;
     size_t len = jsonx_len(pods);
-    size_t nl = strlen(name);
-    for (int i = 0; i < size && i < RDC_SPEC_SIZE_MAX; i++) {
+    for (int i = 0; i < size && i < RDC_SPEC_CLUSTER_SIZE_MAX; i++) {
         char want[300];
-        if ((size_t)snprintf(want, sizeof(want), "%s-%d", name, i) >= sizeof(want) || nl + 1 >= sizeof(want))
+        if ((spec && render_pod_name(spec, name, i, want, sizeof(want))) ||
+            (!spec && (size_t)snprintf(want, sizeof(want), "%s-%d", name, i) >= sizeof(want)))
             continue;
         for (size_t k = 0; k < len; k++) {
             const json_object *pod = json_object_array_get_idx(pods, k);

@@ -23,7 +23,8 @@
  * is given them once (CONFIG SET is idempotent). A pod recorded with other directives is
  * given the desired ones, which is how a change back to the defaults reaches it.
  *
- * Which pods: <name>-<i> for i < size, with status.podIP, Ready, not being deleted, and
+ * Which pods: <name>-<i> for i < size (Cluster mode: <name>-shard<k>-<j>, render_pod_name),
+ * with status.podIP, Ready, not being deleted, and
  * not observed unreachable (observation node "reachable": false): a command to a server
  * that cannot answer would only fail the reconcile; the pod's next change brings it back.
  *
@@ -59,10 +60,11 @@ typedef struct {
     const char *argv[RUNTIMECFG_MAX_ARGS]; /* "CONFIG", "SET", name, value, ... (into spec) */
     char hash[65];                        /* of the directives' lines */
     size_t n_pods;
-    runtimecfg_pod_t pods[RDC_SPEC_SIZE_MAX];
+    runtimecfg_pod_t pods[RDC_SPEC_CLUSTER_SIZE_MAX];
 } runtimecfg_t;
 
-/* Fill out for the cluster name of size pods (1..RDC_SPEC_SIZE_MAX) with spec (the typed
+/* Fill out for the cluster name of size pods (1..RDC_SPEC_CLUSTER_SIZE_MAX, named as
+ * render_pod_name names them) with spec (the typed
  * spec, NULL: every default; its persistence and config.extra are read), the work item's
  * pods (an array, may be NULL) and observerd's observation (may be NULL). out's strings
  * point into spec and pods, which must outlive it. Returns 0, or -1 when hashing failed

@@ -277,7 +277,9 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
     plan_observed_t seen = {.members = array_of(children, "Pods"),
                             .redis = child_of(children, "Redis"),
                             .primary_service = child_of(children, "ServicePrimary"),
-                            .replicas_service = child_of(children, "ServiceReplicas")};
+                            .replicas_service = child_of(children, "ServiceReplicas"),
+                            .shard_statefulsets = array_of(children, "ShardStatefulSets"),
+                            .shard_budgets = array_of(children, "ShardBudgets")};
     it->job = reconcile_start(w->async, &it->x, it->rc, &kids, &seen, NULL, on_reconciled, it);
     if (!it->job) {
         snprintf(out.message, sizeof(out.message), "out of memory");

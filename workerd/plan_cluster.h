@@ -1,0 +1,39 @@
+/* plan_cluster: CLUSTER of plan.h: a Cluster-mode RedisCluster's Redis side
+ * (docs/cluster-mode.md; workerd/plan*.c only).
+ *
+ * plan_children plans the shards' StatefulSets and PodDisruptionBudgets; this piece, once
+ * every shard has a StatefulSet of ours, builds Cluster mode's input from the work item
+ * (cluster_observe.h: the pods, observerd's view of each node, the shard StatefulSets'
+ * revisions) and takes cluster_topo.h's decisions: each Redis Cluster command becomes a
+ * PLAN_REDIS action on its pod (with an Event per kind: ClusterMeet, ClusterForget,
+ * ClusterSlotsAssigned, ClusterReplicate, ClusterFailover), each role label a
+ * PLAN_LABEL_POD, the rollout's pod a PLAN_DELETE with its uid as precondition (Event
+ * RolledPod); a problem the operator will not solve alone (SlotsUncovered, TwoMasters) is
+ * a Degraded finding; while something is under way the plan looks again within
+ * PLAN_REQUEUE_SWITCHOVER_NS. What does not fit the plan's room is the next reconcile's.
+ *
+ * It owns its findings (plan_cluster_t), which the status reads after it: the decisions
+ * (status.cluster, ClusterHealthy, and Running only when healthy) and the shards'
+ * StatefulSets summed (the counts and the motion of STATUS). */
+#ifndef RDC_WORKERD_PLAN_CLUSTER_H
+#define RDC_WORKERD_PLAN_CLUSTER_H
+
+#include "cluster_topo.h"
+#include "plan_children.h"
+#include "plan_internal.h"
+#include "plan_observe.h"
+
+typedef struct {
+    ctopo_input_t *in;      /* what was decided from (NULL: no decision: a shard's StatefulSet is missing) */
+    ctopo_result_t *r;      /* the decisions */
+    plan_sts_view_t view;   /* the shards' StatefulSets summed (present: every one is, and ours) */
+} plan_cluster_t;
+
+/* Decide and plan for c (spec mode Cluster) after plan_children found kids. Fills *out
+ * (free it with plan_cluster_free). Returns 0, or -1 when out of memory. */
+int plan_cluster(const plan_ctx_t *c, const plan_kids_t *kids, plan_cluster_t *out);
+
+/* Free what plan_cluster allocated; *x is left empty. */
+void plan_cluster_free(plan_cluster_t *x);
+
+#endif
