@@ -84,9 +84,10 @@ typedef struct {
     union {
         struct {
             json_object *rc, *cm, *svc, *sts;
-            json_object *pods, *psvc, *rsvc, *observation; /* REPLICATION */
+            json_object *pods, *psvc, *rsvc, *observation; /* REPLICATION, CLUSTER */
+            json_object *shard_sts, *shard_pdbs;           /* CLUSTER: arrays */
         };
-        json_object *all[8]; /* the same, for once_free */
+        json_object *all[10]; /* the same, for once_free */
     };
     char *password;
 } once_t;
@@ -128,9 +129,32 @@ static int once_read_cluster(kube_client_t *client, const char *ns, const char *
                : 0;
 }
 
-/* REPLICATION: the pods, the role Services, and a look at Redis of our own (under the
- * supervisor observerd's observation comes with the work item). Returns 0, or -1 with
- * err. */
+/* CLUSTER: the shards' StatefulSets and PodDisruptionBudgets by name into o's arrays (the
+ * work item's ShardStatefulSets and ShardBudgets). Returns 0, or -1 with err. */
+static int once_read_shards(kube_client_t *client, const char *ns, const char *name, once_t *o, kube_error_t *err)
+{
+    int shards = 0;
+    rdc_spec_cluster_layout(jsonx_get(o->rc, "spec"), &shards, NULL);
+    o->shard_sts = json_object_new_array();
+    o->shard_pdbs = json_object_new_array();
+    for (int k = 0; k < shards && k < RDC_SPEC_CLUSTER_SHARDS_MAX; k++) {
+        char sn[300];
+        json_object *sts = NULL, *pdb = NULL;
+        if (render_shard_name(name, k, sn, sizeof(sn)) ||
+            get_object(client, "apps", "v1", ns, "statefulsets", sn, &sts, err) ||
+            get_object(client, "policy", "v1", ns, "poddisruptionbudgets", sn, &pdb, err))
+            return -1;
+        if (sts)
+            json_object_array_add(o->shard_sts, sts);
+        if (pdb)
+            json_object_array_add(o->shard_pdbs, pdb);
+    }
+    return 0;
+}
+
+/* REPLICATION, CLUSTER: the pods, the role Services, and a look at Redis of our own
+ * (under the supervisor observerd's observation comes with the work item). Returns 0, or
+ * -1 with err. */
 static int once_read_replication(kube_client_t *client, const char *ns, const char *name, once_t *o,
                                  kube_error_t *err)
 {
@@ -152,8 +176,10 @@ static int once_read_replication(kube_client_t *client, const char *ns, const ch
         return -1;
     char at[40];
     clock_format_rfc3339(clock_wall_ns(), 3, at, sizeof(at));
-    o->observation = redisexec_observe(o->pods, o->password, RENDER_REDIS_PORT, REDISEXEC_TIMEOUT_NS / 4, at);
-    return 0;
+    int cluster = rdc_spec_cluster_layout(jsonx_get(o->rc, "spec"), NULL, NULL);
+    o->observation =
+        redisexec_observe(o->pods, o->password, RENDER_REDIS_PORT, REDISEXEC_TIMEOUT_NS / 4, at, cluster);
+    return cluster ? once_read_shards(client, ns, name, o, err) : 0;
 }
 
 /* Reconcile what o holds to its end (reconcile_run: a loop of its own, on one
@@ -163,7 +189,8 @@ static int once_read_replication(kube_client_t *client, const char *ns, const ch
 static int once_reconcile(kube_client_t *client, const char *key, const once_t *o, int dry_run)
 {
     plan_observed_t seen = {.members = o->pods, .redis = o->observation, .primary_service = o->psvc,
-                            .replicas_service = o->rsvc};
+                            .replicas_service = o->rsvc, .shard_statefulsets = o->shard_sts,
+                            .shard_budgets = o->shard_pdbs};
     char rid[37], host[256] = "";
     reconcile_new_id(rid);
     gethostname(host, sizeof(host) - 1);
@@ -198,7 +225,8 @@ static int run_once(kube_client_t *client, const char *key, int dry_run)
         code = 0;
     } else {
         const char *mode = JSONX_STR_AT(o.rc, "spec", "mode");
-        if (mode && !strcmp(mode, "Replication") && once_read_replication(client, ns, name, &o, &err))
+        if (mode && (!strcmp(mode, "Replication") || !strcmp(mode, "Cluster")) &&
+            once_read_replication(client, ns, name, &o, &err))
             rlog_error("cannot read the pods, role Services or Secret", "key", key, "error",
                        kube_error_str(&err, line, sizeof(line)));
         else

@@ -1,6 +1,8 @@
 /* redisexec: one Redis command, synchronously, with timeouts. See redisexec.h. */
 #include "redisexec.h"
 
+#include "clusternodes.h"
+
 #include "jsonx.h"
 
 #include <errno.h>
@@ -227,8 +229,46 @@ void redisexec_parse_info(const char *text, char *role, size_t rolelen, char *ma
         *offset = to_int(v, -1);
 }
 
+/* observerd's "cluster" object of the node at ip (CLUSTER NODES normalized, CLUSTER
+ * INFO), or NULL when it cannot be read or memory runs out. */
+static json_object *observe_cluster(const char *ip, int port, const char *password, int64_t timeout_ns)
+{
+    enum { CAP = 1 << 18 };
+    char *text = malloc(CAP), *norm = malloc(CAP), err[256], info[4096];
+    const char *nodes[2] = {"CLUSTER", "NODES"}, *cinfo[2] = {"CLUSTER", "INFO"};
+    cn_view_t *v = NULL;
+    json_object *o = NULL;
+    int oom = 0;
+    if (text && norm &&
+        !redisexec_command(ip, port, password, NULL, 2, nodes, timeout_ns, text, CAP, err, sizeof(err)) &&
+        !redisexec_command(ip, port, password, NULL, 2, cinfo, timeout_ns, info, sizeof(info), err, sizeof(err))) {
+        cn_info_t ci;
+        cn_info_parse(info, strlen(info), &ci);
+        o = jsonx_new_obj(&oom);
+        if (cn_parse(text, strlen(text), &v, err, sizeof(err)) || cn_format(v, norm, CAP))
+            jsonx_put(o, "error", jsonx_new_str(err, &oom), &oom);
+        else
+            jsonx_put(o, "nodes", jsonx_new_str(norm, &oom), &oom);
+        if (ci.state_ok >= 0)
+            jsonx_put(o, "state", jsonx_new_str(ci.state_ok ? "ok" : "fail", &oom), &oom);
+        jsonx_put(o, "slotsAssigned", jsonx_new_int(ci.slots_assigned, &oom), &oom);
+        jsonx_put(o, "slotsOk", jsonx_new_int(ci.slots_ok, &oom), &oom);
+        jsonx_put(o, "slotsPfail", jsonx_new_int(ci.slots_pfail, &oom), &oom);
+        jsonx_put(o, "slotsFail", jsonx_new_int(ci.slots_fail, &oom), &oom);
+        jsonx_put(o, "knownNodes", jsonx_new_int(ci.known_nodes, &oom), &oom);
+    }
+    cn_view_destroy(&v);
+    free(text);
+    free(norm);
+    if (oom) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
 json_object *redisexec_observe(const json_object *pods, const char *password, int port, int64_t timeout_ns,
-                               const char *observed_at)
+                               const char *observed_at, int cluster)
 {
     int oom = 0;
     json_object *res = jsonx_new_obj(&oom), *arr = jsonx_new_arr(&oom);
@@ -265,6 +305,9 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
             info_field(info, "master_link_down_since_seconds", ld, sizeof(ld)) && to_int(ld, -1) >= 0)
             link_down_ms = to_int(ld, -1) * 1000;
         jsonx_put(node, "linkDownSinceMs", jsonx_new_int(link_down_ms, &oom), &oom);
+        json_object *cl = ok && cluster ? observe_cluster(ip, port, password, timeout_ns) : NULL;
+        if (cl)
+            jsonx_put(node, "cluster", cl, &oom);
         jsonx_push(arr, node, &oom);
     }
     jsonx_put(res, "nodes", arr, &oom);

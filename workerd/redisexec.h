@@ -76,9 +76,12 @@ int redisexec_switchover(const char *ip, int port, const char *password, const c
  * listed unreachable with ip ""), probing each with [AUTH] INFO replication within
  * timeout_ns: {"observedAt": observed_at, "nodes": [{"pod","ip","reachable","role",
  * "masterHost","masterPort","linkUp","offset","lastOkAgoMs","downSinceMs"}, ...]}.
- * A new object the caller puts, or NULL when out of memory. */
+ * With cluster (a Cluster-mode RedisCluster), each reachable node also gets observerd's
+ * "cluster" object (docs/observer.md: CLUSTER NODES normalized with cn_format, CLUSTER
+ * INFO's state and slot counts). A new object the caller puts, or NULL when out of
+ * memory. */
 json_object *redisexec_observe(const json_object *pods, const char *password, int port, int64_t timeout_ns,
-                               const char *observed_at);
+                               const char *observed_at, int cluster);
 
 /* Parse the replication fields of INFO text into the observation node fields. Pure; used
  * by redisexec_observe and the unit tests. role gets "master", "slave" or "". */

@@ -115,7 +115,7 @@ static void test_replicaof_and_info(void)
     /* The --once observation of two "pods" at the same address. */
     json_object *pods = json_tokener_parse("[{\"metadata\":{\"name\":\"c-0\"},\"status\":{\"podIP\":\"127.0.0.1\"}},"
                                            "{\"metadata\":{\"name\":\"c-1\"},\"status\":{}}]");
-    json_object *o = redisexec_observe(pods, NULL, q.port, 500 * MS, "t");
+    json_object *o = redisexec_observe(pods, NULL, q.port, 500 * MS, "t", 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(o, "observedAt"), "t");
     json_object *n0 = json_object_array_get_idx(jsonx_get(o, "nodes"), 0),
