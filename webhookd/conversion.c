@@ -38,8 +38,10 @@ static const char *const CONVERSION_V1_ONLY[][PATH_PARTS] = {
     {"spec", "podDisruptionBudget", NULL},
     {"spec", "storage", "retention", NULL},
     {"spec", "config", "extra", NULL},
+    {"spec", "cluster", NULL},
     {"status", "primary", NULL},
     {"status", "nodes", NULL},
+    {"status", "cluster", NULL},
 };
 #define N_V1_ONLY (sizeof(CONVERSION_V1_ONLY) / sizeof(CONVERSION_V1_ONLY[0]))
 
