@@ -110,8 +110,9 @@ struct sim {
 };
 
 static const char *const fault_names[SIM_F_COUNT] = {
-    "kill", "freeze", "isolate", "obs-cut", "lose-pod", "delete-pod", "delete-primary", "primary-obs-cut",
-    "rollout", "worker-crash", "operator-restart", "observer-restart", "watch-stall", "informer-restart",
+    "kill",         "freeze",           "isolate",          "obs-cut",          "lose-pod",
+    "delete-pod",   "delete-primary",   "primary-obs-cut",  "rollout",          "worker-crash",
+    "operator-restart", "operator-outage", "observer-restart", "watch-stall",    "informer-restart",
     "stale-plan"};
 
 const char *sim_fault_name(sim_fault_t f)
@@ -420,7 +421,9 @@ static void check_holds(sim_t *s, int i, const char *what)
     if (sr_holds(&s->redis, i, s->last_acked))
         return;
     if (s->cfg.overlap) {
+        /* counted once: the acknowledged writes from here on form a new chain */
         s->res.lost_acked++;
+        s->last_acked.hist = -1;
         note(s, "%s-%d %s without the last acknowledged write (overlapping faults: counted)", NAME, i, what);
         return;
     }
@@ -1188,9 +1191,11 @@ static int fault_operator(sim_t *s, sim_fault_t f)
         s->stale_armed = 1;
         return 0;
     case SIM_F_OPERATOR_RESTART:
+    case SIM_F_OPERATOR_OUTAGE:
         if (s->operator_down_until > s->tick)
             return -1;
-        s->operator_down_until = s->tick + sim_rng_range(&s->rng, 10, 50);
+        s->operator_down_until = s->tick + (f == SIM_F_OPERATOR_RESTART ? sim_rng_range(&s->rng, 10, 50)
+                                                                         : sim_rng_range(&s->rng, 300, 3000));
         observer_reset(s);
         json_object_put(s->obs);
         s->obs = NULL;

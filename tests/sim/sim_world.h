@@ -46,8 +46,8 @@
 
 /* The faults. The default set (SIM_FAULTS_DEFAULT) is every kind the operator is meant
  * to survive without a broken invariant; the others are off unless asked for:
- * SIM_F_DELETE_PRIMARY and SIM_F_STALE_PLAN break invariants today (docs/simulation.md,
- * "Findings"), SIM_F_PRIMARY_OBS_CUT is a documented limit (docs/failover.md, "One
+ * SIM_F_DELETE_PRIMARY, SIM_F_STALE_PLAN and SIM_F_OPERATOR_OUTAGE break invariants today
+ * (docs/simulation.md, "Findings"), SIM_F_PRIMARY_OBS_CUT is a documented limit (docs/failover.md, "One
  * observer"). Server faults hit the primary half of the time. */
 typedef enum {
     SIM_F_KILL = 0,         /* SIGKILL of a redis-server; the kubelet restarts it (same IP, AOF) */
@@ -61,6 +61,7 @@ typedef enum {
     SIM_F_ROLLOUT,          /* the StatefulSet's update revision changes */
     SIM_F_WORKER_CRASH,     /* workerd killed between two actions of a plan */
     SIM_F_OPERATOR_RESTART, /* the whole operator restarts (observer history, caches lost) */
+    SIM_F_OPERATOR_OUTAGE,  /* the same, away 30 s .. 5 min (a slow upgrade, a crash loop) */
     SIM_F_OBSERVER_RESTART, /* observerd restarts (its evidence starts again) */
     SIM_F_WATCH_STALL,      /* a cache (pods or the RedisCluster) stops following for 2..8 s */
     SIM_F_INFORMER_RESTART, /* informerd restarts: its latest observation and those on the way
@@ -74,7 +75,7 @@ typedef enum {
 #define SIM_FAULTS_ALL (SIM_FAULT_BIT(SIM_F_COUNT) - 1)
 #define SIM_FAULTS_DEFAULT                                                                                \
     (SIM_FAULTS_ALL & ~(SIM_FAULT_BIT(SIM_F_DELETE_PRIMARY) | SIM_FAULT_BIT(SIM_F_STALE_PLAN) |               \
-                        SIM_FAULT_BIT(SIM_F_PRIMARY_OBS_CUT)))
+                        SIM_FAULT_BIT(SIM_F_OPERATOR_OUTAGE) | SIM_FAULT_BIT(SIM_F_PRIMARY_OBS_CUT)))
 
 typedef struct {
     uint64_t seed;
