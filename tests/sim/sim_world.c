@@ -201,18 +201,15 @@ static void rc_store(sim_t *s)
     s->nver++;
 }
 
-/* The newest version the cache holds (written at or before rc_cached). */
+/* The newest version the cache holds: written at or before rc_cached (the oldest one
+ * kept when the cache is further behind than VERS writes). */
 static const json_object *rc_cached(const sim_t *s, int64_t *rv)
 {
-    for (int64_t v = s->nver - 1; v >= 0 && v >= s->nver - VERS; v--) {
-        int64_t k = v % VERS;
-        if (s->ver_tick[k] <= s->rc_cached || v == s->nver - VERS || v == 0) {
-            *rv = s->ver_rv[k];
-            return s->ver[k];
-        }
-    }
-    *rv = 0;
-    return NULL;
+    int64_t oldest = s->nver > VERS ? s->nver - VERS : 0, v = s->nver - 1;
+    while (v > oldest && s->ver_tick[v % VERS] > s->rc_cached)
+        v--;
+    *rv = s->ver_rv[v % VERS];
+    return s->ver[v % VERS];
 }
 
 /* 1 when the resourceVersion precondition of body (if any) fails. */

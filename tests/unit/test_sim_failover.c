@@ -12,6 +12,7 @@
  *                     also what each reconcile saw and planned)
  *   SIM_SIZE=N        pods (2..5; default: drawn from each seed)
  *   SIM_OVERLAP=1     faults may overlap (sim_world.h)
+ *   SIM_NEW_IPS=1     a recreated pod always gets a new IP
  *   SIM_FAULTS=a,b    only these fault kinds (sim_fault_name), e.g. kill,freeze
  *   SIM_EVERY=N       mean steps between faults (default 100)
  */
