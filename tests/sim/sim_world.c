@@ -449,15 +449,18 @@ static void client_sent(sim_t *s)
 static void client_waiting(sim_t *s)
 {
     int i = sr_at(&s->redis, s->conn_ip);
-    if (i >= 0 && sr_answers(&s->redis, i) && sr_acked(&s->redis, i, s->cw, s->tick)) {
+    /* a master made a replica unblocks its WAITs with an error (Redis 7) */
+    if (i >= 0 && sr_answers(&s->redis, i) && s->redis.n[i].role == SR_MASTER &&
+        sr_acked(&s->redis, i, s->cw, s->tick)) {
         check_holds(s, i, "acknowledged a write");
         s->last_acked = s->cw;
         s->res.acked++;
         s->cstate = CLIENT_IDLE;
         return;
     }
-    if (s->tick - s->csent >= CLIENT_TIMEOUT_TICKS || i < 0 || !s->redis.n[i].running) {
-        if (i < 0 || !s->redis.n[i].running)
+    int gone = i < 0 || !s->redis.n[i].running || s->redis.n[i].role != SR_MASTER;
+    if (s->tick - s->csent >= CLIENT_TIMEOUT_TICKS || gone) {
+        if (gone)
             s->conn_ip = 0;
         s->cstate = CLIENT_IDLE;
     }
@@ -582,7 +585,7 @@ static void evaluate(sim_t *s)
         (d == OBSDIFF_STILL_DOWN &&
          !obsdiff_still_down_due(nodes, n, PLAN_FAILOVER_DOWN_AFTER_MS, (s->tick - s->last_sent) * SR_TICK_MS)))
         return;
-    if (d == OBSDIFF_CHANGED && s->cfg.trace) {
+    if (d == OBSDIFF_CHANGED) { /* noted with or without a trace: the digest is the same */
         char why[600] = "first observation";
         if (s->ever_sent)
             obsdiff_explain(s->sent, s->nsent, nodes, n, why, sizeof(why));
