@@ -69,12 +69,20 @@ static sim_cfg_t cfg_of(uint64_t seed, int64_t steps)
 
 static void print_failure(const sim_cfg_t *c, const sim_result_t *r)
 {
+    /* the settings a replay needs besides the seed, as this run got them */
+    static const char *const knobs[] = {"SIM_SIZE", "SIM_OVERLAP", "SIM_NEW_IPS", "SIM_FAULTS", "SIM_EVERY"};
+    char env[512] = "";
+    for (size_t k = 0; k < sizeof(knobs) / sizeof(knobs[0]); k++) {
+        const char *v = getenv(knobs[k]);
+        size_t l = strlen(env);
+        if (v && *v)
+            snprintf(env + l, sizeof(env) - l, " %s=%s", knobs[k], v);
+    }
     fprintf(stderr,
             "\n  SIMULATION FAILED: seed %#llx, step %lld (%d pods): %s\n"
-            "  replay: SIM_SEED=%#llx SIM_STEPS=%lld%s%s%s SIM_TRACE=1 build/tests/test_sim_failover\n",
+            "  replay: SIM_SEED=%#llx SIM_STEPS=%lld%s SIM_TRACE=1 build/tests/test_sim_failover\n",
             (unsigned long long)c->seed, (long long)r->step, r->size, r->why, (unsigned long long)c->seed,
-            (long long)c->steps, c->overlap ? " SIM_OVERLAP=1" : "", getenv("SIM_FAULTS") ? " SIM_FAULTS=" : "",
-            getenv("SIM_FAULTS") ? getenv("SIM_FAULTS") : "");
+            (long long)c->steps, env);
 }
 
 typedef struct {
