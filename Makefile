@@ -63,7 +63,16 @@ $(foreach d,$(DAEMONS),$(eval $(call daemon_rule,$(d))))
 # Unit tests see every daemon's headers (their modules are linked in, see MODULE_SRC).
 $(BUILD)/tests/unit/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) $(DAEMONS:%=-I%) -Itests/unit -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_ALL) $(DAEMONS:%=-I%) -Itests/unit -Itests/sim -MMD -MP -c $< -o $@
+
+# The failover simulation (tests/sim/, docs/simulation.md): its model of Redis and the
+# world around the plan, linked into test_sim_failover.
+SIM_SRC := $(wildcard tests/sim/*.c)
+SIM_OBJ := $(SIM_SRC:%.c=$(BUILD)/%.o)
+$(BUILD)/tests/sim/%.o: tests/sim/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(DAEMONS:%=-I%) -Itests/sim -MMD -MP -c $< -o $@
+$(BUILD)/tests/test_sim_failover: $(SIM_OBJ)
 
 $(BUILD)/tests/test_%: $(BUILD)/tests/unit/test_%.o $(MODULE_OBJ) $(BUILD)/libcommon.a
 	@mkdir -p $(@D)

@@ -1,0 +1,208 @@
+/* test_sim_failover: the failover simulation (tests/sim/, docs/simulation.md) run in the
+ * unit suite: a million steps over many seeds, each a RedisCluster in mode Replication
+ * under faults drawn from its seed, with plan_compute_children deciding every
+ * reconcile; every invariant checked at every step (sim_world.h). A broken invariant
+ * prints its seed, its step and the command that replays it.
+ *
+ * By hand (the same binary):
+ *   SIM_TOTAL=N       steps in all (default 1000000), over seeds of SIM_STEPS steps each
+ *   SIM_STEPS=N       steps of one seed's run (default 20000; its last 2000 without faults)
+ *   SIM_SEED=X        the first seed (default 1); with SIM_TOTAL unset, only that seed:
+ *                     a replay (SIM_TRACE=1 prints every event of it to stderr, SIM_TRACE=2
+ *                     also what each reconcile saw and planned)
+ *   SIM_SIZE=N        pods (2..5; default: drawn from each seed)
+ *   SIM_OVERLAP=1     faults may overlap (sim_world.h)
+ *   SIM_NEW_IPS=1     a recreated pod always gets a new IP
+ *   SIM_FAULTS=a,b    only these fault kinds (sim_fault_name), e.g. kill,freeze
+ *   SIM_EVERY=N       mean steps between faults (default 100)
+ */
+#include "cu_table.h"
+#include "sim_world.h"
+
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DEFAULT_TOTAL 1000000
+#define DEFAULT_STEPS 20000
+#define TAIL_STEPS 2000
+#define MAX_FAILURES 3
+#define CONVERGE_WITHIN 1800 /* 3 minutes of simulated time after the last fault */
+
+static int64_t env_int(const char *name, int64_t dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtoll(v, NULL, 0) : dflt;
+}
+
+/* SIM_FAULTS as a bit set; 0 (the default set) when unset. */
+static unsigned env_faults(void)
+{
+    const char *v = getenv("SIM_FAULTS");
+    unsigned bits = 0;
+    for (const char *p = v; p && *p;) {
+        size_t l = strcspn(p, ",");
+        for (int f = 0; f < SIM_F_COUNT; f++)
+            if (strlen(sim_fault_name((sim_fault_t)f)) == l && !strncmp(p, sim_fault_name((sim_fault_t)f), l))
+                bits |= 1u << f;
+        p += l + (p[l] == ',');
+    }
+    return bits;
+}
+
+static sim_cfg_t cfg_of(uint64_t seed, int64_t steps)
+{
+    sim_cfg_t c = {0};
+    c.seed = seed;
+    c.steps = steps;
+    c.tail = steps / 10 < TAIL_STEPS ? steps / 10 : TAIL_STEPS;
+    c.converge_within = c.tail < CONVERGE_WITHIN ? c.tail : CONVERGE_WITHIN;
+    c.size = (int)env_int("SIM_SIZE", 0);
+    c.overlap = (int)env_int("SIM_OVERLAP", 0);
+    c.new_ips = (int)env_int("SIM_NEW_IPS", 0);
+    c.faults = env_faults();
+    c.fault_every = env_int("SIM_EVERY", 0);
+    return c;
+}
+
+static void print_failure(const sim_cfg_t *c, const sim_result_t *r)
+{
+    /* the settings a replay needs besides the seed, as this run got them */
+    static const char *const knobs[] = {"SIM_SIZE", "SIM_OVERLAP", "SIM_NEW_IPS", "SIM_FAULTS", "SIM_EVERY"};
+    char env[512] = "";
+    for (size_t k = 0; k < sizeof(knobs) / sizeof(knobs[0]); k++) {
+        const char *v = getenv(knobs[k]);
+        size_t l = strlen(env);
+        if (v && *v)
+            snprintf(env + l, sizeof(env) - l, " %s=%s", knobs[k], v);
+    }
+    fprintf(stderr,
+            "\n  SIMULATION FAILED: seed %#llx, step %lld (%d pods): %s\n"
+            "  replay: SIM_SEED=%#llx SIM_STEPS=%lld%s SIM_TRACE=1 build/tests/test_sim_failover\n",
+            (unsigned long long)c->seed, (long long)r->step, r->size, r->why, (unsigned long long)c->seed,
+            (long long)c->steps, env);
+}
+
+typedef struct {
+    int64_t seeds, failed, steps, writes, acked, reconciles, commands, promotions, records, switchovers,
+        conflicts, recoveries, recover_max, recover_total, converge_max, lost, dual;
+    int64_t faults[SIM_F_COUNT];
+} totals_t;
+
+static void add(totals_t *t, const sim_result_t *r)
+{
+    t->seeds++;
+    t->failed += r->failed;
+    t->steps += r->steps;
+    t->writes += r->writes;
+    t->acked += r->acked;
+    t->reconciles += r->reconciles;
+    t->commands += r->commands;
+    t->promotions += r->promotions;
+    t->records += r->records;
+    t->switchovers += r->switchovers;
+    t->conflicts += r->conflicts;
+    t->recoveries += r->recoveries;
+    t->recover_total += r->recover_total_steps;
+    t->lost += r->lost_acked;
+    t->dual += r->dual_writers;
+    if (r->recover_max_steps > t->recover_max)
+        t->recover_max = r->recover_max_steps;
+    if (r->converged_after > t->converge_max)
+        t->converge_max = r->converged_after;
+    for (int f = 0; f < SIM_F_COUNT; f++)
+        t->faults[f] += r->faults[f];
+}
+
+static void print_totals(const totals_t *t, double secs)
+{
+    fprintf(stderr,
+            "\n  %lld steps (%.1f simulated hours) over %lld seeds in %.1f s: %lld failed; %lld writes, %lld "
+            "acknowledged; %lld reconciles, %lld Redis commands, %lld promotions, %lld records (elections and "
+            "switchovers), %lld FAILOVERs, %lld conflicts; %lld recoveries, mean %.1f s, longest %.1f s; "
+            "convergence after the last fault within %.1f s",
+            (long long)t->steps, (double)t->steps / 36000.0, (long long)t->seeds, secs, (long long)t->failed,
+            (long long)t->writes, (long long)t->acked, (long long)t->reconciles, (long long)t->commands,
+            (long long)t->promotions, (long long)t->records, (long long)t->switchovers, (long long)t->conflicts,
+            (long long)t->recoveries, t->recoveries ? (double)t->recover_total / (double)t->recoveries / 10.0 : 0.0,
+            (double)t->recover_max / 10.0, (double)t->converge_max / 10.0);
+    if (t->lost || t->dual)
+        fprintf(stderr, "; overlapping faults: %lld acknowledged writes missing, %lld steps with two writers",
+                (long long)t->lost, (long long)t->dual);
+    fprintf(stderr, "\n  faults:");
+    for (int f = 0; f < SIM_F_COUNT; f++)
+        if (t->faults[f])
+            fprintf(stderr, " %s %lld", sim_fault_name((sim_fault_t)f), (long long)t->faults[f]);
+    fprintf(stderr, "\n");
+}
+
+/* Seeds from SIM_SEED on, SIM_STEPS each, until SIM_TOTAL steps; every one must hold. */
+static void test_million_steps(void)
+{
+    int replay = getenv("SIM_SEED") && !getenv("SIM_TOTAL");
+    int64_t per = env_int("SIM_STEPS", DEFAULT_STEPS), total = replay ? per : env_int("SIM_TOTAL", DEFAULT_TOTAL);
+    uint64_t seed = (uint64_t)env_int("SIM_SEED", 1);
+    totals_t t = {0};
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (int64_t done = 0; done < total; seed++) {
+        sim_cfg_t c = cfg_of(seed, per);
+        c.trace = replay && env_int("SIM_TRACE", 0) ? stderr : NULL;
+        c.trace_plans = env_int("SIM_TRACE", 0) > 1;
+        sim_result_t r;
+        int rc = sim_run(&c, &r);
+        CU_ASSERT_NOT_EQUAL_FATAL(rc, -1);
+        if (rc)
+            print_failure(&c, &r);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (replay)
+            fprintf(stderr, "\n  seed %#llx: digest %016llx", (unsigned long long)seed, (unsigned long long)r.digest);
+        add(&t, &r);
+        done += r.steps;
+        if (replay || t.failed == MAX_FAILURES)
+            break; /* a replay is one seed; a broken rule fails every seed: three say enough */
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    print_totals(&t, (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
+    if (replay)
+        return;
+    /* Not vacuous: the faults led to what the invariants are about. */
+    CU_ASSERT(t.acked > t.steps / 4);
+    CU_ASSERT(t.promotions > 0);
+    CU_ASSERT(t.records > 0);
+    CU_ASSERT(t.switchovers > 0);
+    CU_ASSERT(t.recoveries > 0);
+}
+
+/* The same seed gives the same run, event for event, traced or not. */
+static void test_replay_is_deterministic(void)
+{
+    FILE *devnull = fopen("/dev/null", "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(devnull);
+    for (uint64_t seed = 101; seed < 104; seed++) {
+        sim_cfg_t c = cfg_of(seed, 6000);
+        sim_result_t r1, r2;
+        CU_ASSERT_NOT_EQUAL_FATAL(sim_run(&c, &r1), -1);
+        c.trace = devnull;
+        c.trace_plans = 1;
+        CU_ASSERT_NOT_EQUAL_FATAL(sim_run(&c, &r2), -1);
+        c.trace = NULL;
+        CU_ASSERT_EQUAL(r1.digest, r2.digest);
+        CU_ASSERT_EQUAL(r1.acked, r2.acked);
+        CU_ASSERT_EQUAL(r1.step, r2.step);
+        c.seed++;
+        sim_result_t r3;
+        CU_ASSERT_NOT_EQUAL_FATAL(sim_run(&c, &r3), -1);
+        CU_ASSERT_NOT_EQUAL(r1.digest, r3.digest);
+    }
+    fclose(devnull);
+}
+
+static const cu_entry_t tests[] = {
+    CU_SUITE("failover simulation"),
+    {"a replay is deterministic", test_replay_is_deterministic},
+    {"a million steps across seeds", test_million_steps},
+};
+CU_MAIN(tests)
