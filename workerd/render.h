@@ -92,11 +92,11 @@ typedef struct {
  * start their pods in parallel (a shard's nodes must all run before they are met); the
  * pods announce their pod IP (cluster-announce-ip $(POD_IP)) and have the preStop hook of
  * SWITCHOVER. redis.conf adds cluster-enabled yes, cluster-config-file
- * /data/nodes.conf (on the volume: a restarted pod keeps its node id), cluster-node-timeout
+ * nodes.conf (in dir /data, on the volume: a restarted pod keeps its node id), cluster-node-timeout
  * (spec.failover.downAfter) and cluster-allow-replica-migration no (a shard's pods stay in
  * it: the operator keeps the layout). */
 #define RENDER_LABEL_SHARD "cache.example.com/shard"
-#define RENDER_NODES_CONF "/data/nodes.conf"
+#define RENDER_NODES_CONF "nodes.conf" /* relative to dir /data: on the volume */
 
 /* The name of shard k's StatefulSet and PDB, "<name>-shard<k>", into out (len bytes).
  * Returns 0, or -1 when it does not fit. */

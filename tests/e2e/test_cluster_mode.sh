@@ -13,9 +13,10 @@
 #   5. SIGKILL of a shard primary's redis-server under a SET + WAIT 1 writer: Redis
 #      Cluster fails over, the labels and status follow, the old primary rejoins as a
 #      replica; every acknowledged write is there;
-#   6. a shard primary's pod deleted with its volume's nodes.conf removed: its role is
-#      handed over first (CLUSTER FAILOVER), the pod comes back as a new node, its old id
-#      is forgotten on every node, it rejoins its shard as a replica without slots;
+#   6. a shard primary's pod deleted with its volume's nodes.conf removed (its process
+#      SIGKILLed first): Redis Cluster fails over, the pod comes back as a new node with
+#      its AOF's keys, its old id is forgotten on every node, it rejoins its shard as a
+#      replica without slots (FLUSHALL, CLUSTER REPLICATE);
 #   7. a rollout (a config change that rolls the pods) under the writer: each primary
 #      hands over with CLUSTER FAILOVER before its pod goes; 0 acknowledged writes lost;
 #      the longest write gap printed.
@@ -62,7 +63,7 @@ rc_yaml cache "$ns" <<YAML | kubectl apply -f - >/dev/null
 YAML
 check "the RedisCluster is taken (size 6 = 3 x (1 + 1))" kubectl -n "$ns" get rdc cache
 sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
-check "six pods in three StatefulSets" wait_until 120 sh -c "test \$(kubectl -n $ns get sts -l app.kubernetes.io/instance=cache -o name | wc -l) = 3 && test \$(pods | wc -l) = 6"
+check "six pods in three StatefulSets" wait_until 120 bash -c "test \$(kubectl -n $ns get sts -l app.kubernetes.io/instance=cache -o name | wc -l) = 3 && test \$(pods | wc -l) = 6"
 # once some slots are held (an ADDSLOTSRANGE done), kill the whole operator at once
 check "the operator assigns the first slots" wait_until 240 grep -q 'never assigned (bootstrap)' "$work/operator.log"
 kill -KILL -- "-$sup_pid" 2>/dev/null || kill -KILL "$sup_pid"
@@ -82,39 +83,39 @@ done
 check "every slot held once over all nodes ($slots_total)" test "$slots_total" = 16384
 for k in 0 1 2; do
     pr=$(shard_primary $k)
-    check "shard $k: status names its primary ($pr), a pod of StatefulSet cache-shard$k" sh -c "echo '$pr' | grep -q '^cache-shard$k-'"
+    check "shard $k: status names its primary ($pr), a pod of StatefulSet cache-shard$k" bash -c "echo '$pr' | grep -q '^cache-shard$k-'"
     check "shard $k: $pr is labelled primary and shard $k" test "$(kubectl -n "$ns" get pod "$pr" -o jsonpath='{.metadata.labels.cache\.example\.com/role}/{.metadata.labels.cache\.example\.com/shard}')" = "primary/$k"
 done
-check "the ClusterHealthy condition is True" sh -c "status | jq -e '.status.conditions[] | select(.type == \"ClusterHealthy\") | .status == \"True\"' >/dev/null"
-check "kubectl get rdc shows SHARDS 3 and STATE ok" sh -c "kubectl -n $ns get rdc cache | awk 'NR == 2' | grep -qE ' 3 +ok '"
+check "the ClusterHealthy condition is True" bash -c "status | jq -e '.status.conditions[] | select(.type == \"ClusterHealthy\") | .status == \"True\"' >/dev/null"
+check "kubectl get rdc shows SHARDS 3 and STATE ok" bash -c "kubectl -n $ns get rdc cache | awk 'NR == 2' | grep -qE ' 3 +ok '"
 
 # ---- 3. 10,000 keys through the cluster client ----------------------------------------------
 out=$("$CW" fill --seeds "$(ip_of "$p0"):6379" --count 10000 --prefix key: 2>&1)
 echo "# fill: $out"
-check "10,000 keys written through any node (MOVED followed)" sh -c "echo '$out' | grep -q 'filled=10000'"
+check "10,000 keys written through any node (MOVED followed)" bash -c "echo '$out' | grep -q 'filled=10000'"
 other=$(pods | tail -1)
 out=$("$CW" verify --seeds "$(ip_of "$other"):6379" --count 10000 --prefix key: 2>&1)
-check "read back through another node: $out" sh -c "echo '$out' | grep -q 'missing=0 wrong=0'"
+check "read back through another node: $out" bash -c "echo '$out' | grep -q 'missing=0 wrong=0'"
 check "redis-cli -c reads one of them" test "$(redis-cli -c -h "$(ip_of "$other")" get key:4242)" = 4242
 
 # ---- 4. refusals -----------------------------------------------------------------------------
 refuse=$(kubectl -n "$ns" scale rdc cache --replicas=8 2>&1)
-check "kubectl scale refused, saying to scale with the shards" sh -c "printf '%s' \"\$1\" | grep -q 'spec.cluster.shards'" _ "$refuse"
+check "kubectl scale refused, saying to scale with the shards" bash -c "printf '%s' \"\$1\" | grep -q 'spec.cluster.shards'" _ "$refuse"
 refuse=$(kubectl -n "$ns" patch rdc cache --type=merge -p '{"spec":{"mode":"Replication"}}' 2>&1)
-check "a change of mode refused" sh -c "printf '%s' \"\$1\" | grep -q 'cannot change to or from Cluster mode'" _ "$refuse"
+check "a change of mode refused" bash -c "printf '%s' \"\$1\" | grep -q 'cannot change to or from Cluster mode'" _ "$refuse"
 
 # ---- the writer ------------------------------------------------------------------------------
 writer_start() {
     _fo_start "$work/cw.pid" "$work/cw.out" "$work/cw.err" "$CW" write --seeds "$(seeds)" \
         --acks "$work/acks.txt" --events "$work/events.jsonl" --prefix "$1" --rate 200 --replicas 1 --wait-ms 200
-    check "the writer's writes are acknowledged" wait_until 15 sh -c "test \"\$(wc -l <$work/acks.txt 2>/dev/null || echo 0)\" -ge 100"
+    check "the writer's writes are acknowledged" wait_until 15 bash -c "test \"\$(wc -l <$work/acks.txt 2>/dev/null || echo 0)\" -ge 100"
 }
 writer_stop() { _fo_stop "$work/cw.pid" 5; cat "$work/cw.out"; }
 verify_acks() {
     local out
     out=$("$CW" verify --seeds "$(seeds)" --acks "$work/acks.txt" 2>&1)
     echo "# $1: verify: $out"
-    check "$1: every acknowledged write is there ($out)" sh -c "echo '$out' | grep -q 'missing=0 wrong=0'"
+    check "$1: every acknowledged write is there ($out)" bash -c "echo '$out' | grep -q 'missing=0 wrong=0'"
 }
 gap_ms() { # the longest time from a failure's last acknowledged write to the next one
     jq -s '[.[] | select(.ev == "fail" or .ev == "ack")] as $e | reduce range(0; $e | length) as $i ({last: null, max: 0};
@@ -126,10 +127,10 @@ writer_start kill:
 old=$(shard_primary 0)
 echo "# killing $old's redis-server (shard 0's primary)"
 "$TOP/tests/cluster/cluster.sh" pod-kill "$ns/$old" redis >/dev/null
-check "Redis Cluster fails over: shard 0's primary is the other pod" wait_until 60 sh -c "p=\$(shard_primary 0); test -n \"\$p\" && test \"\$p\" != $old"
+check "Redis Cluster fails over: shard 0's primary is the other pod" wait_until 60 bash -c "p=\$(shard_primary 0); test -n \"\$p\" && test \"\$p\" != $old"
 new=$(shard_primary 0)
-check "the labels follow: $new primary" wait_until 10 sh -c "test \"\$(kubectl -n $ns get pod $new -o jsonpath='{.metadata.labels.cache\.example\.com/role}')\" = primary"
-check "the old primary $old rejoins as a replica" wait_until 90 sh -c "redis-cli -h \$(kubectl -n $ns get pod $old -o jsonpath='{.status.podIP}') role 2>/dev/null | head -1 | grep -qx slave"
+check "the labels follow: $new primary" wait_until 10 bash -c "test \"\$(kubectl -n $ns get pod $new -o jsonpath='{.metadata.labels.cache\.example\.com/role}')\" = primary"
+check "the old primary $old rejoins as a replica" wait_until 90 bash -c "redis-cli -h \$(kubectl -n $ns get pod $old -o jsonpath='{.status.podIP}') role 2>/dev/null | head -1 | grep -qx slave"
 check "healthy again" wait_until 120 healthy
 sleep 2
 echo "# writer: $(writer_stop)"
@@ -138,6 +139,10 @@ echo "# kill: longest write gap $(gap_ms) ms"
 check "redis-cli --cluster check after the failover" cluster_check "$old"
 
 # ---- 6. a primary's pod deleted with its nodes.conf removed -----------------------------------
+# Its redis-server is SIGKILLed first (a running node writes nodes.conf again at every
+# change, and a SIGTERM makes it save it), the file removed from the volume while the
+# container waits to restart, then the pod deleted: it comes back as a new node id with
+# the data of its AOF, and no slot.
 rm -f "$work/acks.txt" "$work/events.jsonl"
 writer_start lost:
 victim=$(shard_primary 1)
@@ -145,14 +150,15 @@ pv=$(kubectl -n "$ns" get pvc "data-$victim" -o jsonpath='{.spec.volumeName}')
 nodes_conf="${RDC_CLUSTER_DIR:-/tmp/rdc-cluster}/runtime/pv/$pv/nodes.conf"
 old_id=$(redis-cli -h "$(ip_of "$victim")" cluster myid)
 check "$victim's nodes.conf is on its volume ($nodes_conf)" test -f "$nodes_conf"
+"$TOP/tests/cluster/cluster.sh" pod-kill "$ns/$victim" redis >/dev/null
 rm -f "$nodes_conf"
 kubectl -n "$ns" delete pod "$victim" --wait=false >/dev/null
-check "its role is handed over before it goes (another pod of shard 1 is primary)" wait_until 60 sh -c "p=\$(shard_primary 1); test -n \"\$p\" && test \"\$p\" != $victim"
-check "$victim back" wait_until 120 sh -c "kubectl -n $ns get pod $victim -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
-check "$victim is a new node" wait_until 30 sh -c "id=\$(redis-cli -h \$(kubectl -n $ns get pod $victim -o jsonpath='{.status.podIP}') cluster myid 2>/dev/null); test -n \"\$id\" && test \"\$id\" != $old_id"
-check "healthy again, $victim a replica of shard 1" wait_until 180 sh -c "healthy && redis-cli -h \$(kubectl -n $ns get pod $victim -o jsonpath='{.status.podIP}') role | head -1 | grep -qx slave"
-check "the old id $old_id is forgotten on every node" sh -c "for p in \$(pods); do redis-cli -h \$(kubectl -n $ns get pod \$p -o jsonpath='{.status.podIP}') cluster nodes | grep -q $old_id && exit 1; done; exit 0"
-check "$victim holds no slot" sh -c "redis-cli -h \$(kubectl -n $ns get pod $victim -o jsonpath='{.status.podIP}') cluster nodes | awk '/myself/ {exit NF > 8}'"
+check "Redis Cluster fails shard 1 over to its replica" wait_until 60 bash -c "p=\$(shard_primary 1); test -n \"\$p\" && test \"\$p\" != $victim"
+check "$victim back" wait_until 120 bash -c "kubectl -n $ns get pod $victim -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+check "$victim is a new node" wait_until 30 bash -c "id=\$(redis-cli -h \$(kubectl -n $ns get pod $victim -o jsonpath='{.status.podIP}') cluster myid 2>/dev/null); test -n \"\$id\" && test \"\$id\" != $old_id"
+check "healthy again, $victim a replica of shard 1" wait_until 180 bash -c "healthy && redis-cli -h \$(kubectl -n $ns get pod $victim -o jsonpath='{.status.podIP}') role | head -1 | grep -qx slave"
+check "the old id $old_id is forgotten on every node" bash -c "for p in \$(pods); do redis-cli -h \$(kubectl -n $ns get pod \$p -o jsonpath='{.status.podIP}') cluster nodes | grep -q $old_id && exit 1; done; exit 0"
+check "$victim holds no slot" bash -c "redis-cli -h \$(kubectl -n $ns get pod $victim -o jsonpath='{.status.podIP}') cluster nodes | awk '/myself/ {exit NF > 8}'"
 echo "# writer: $(writer_stop)"
 verify_acks "lost nodes.conf"
 check "redis-cli --cluster check after the rejoin" cluster_check "$victim"
@@ -163,7 +169,7 @@ writer_start roll:
 fo0=$(grep -c 'CLUSTER.*FAILOVER\|"command":"CLUSTER".*failover' "$work/operator2.log")
 kubectl -n "$ns" patch rdc cache --type=merge -p '{"spec":{"config":{"extra":{"databases":"1"}}}}' >/dev/null
 t0=$(date +%s)
-check "every pod rolled to the new revision" wait_until 600 sh -c '
+check "every pod rolled to the new revision" wait_until 600 bash -c '
     for s in 0 1 2; do
         rev=$(kubectl -n $ns get sts cache-shard$s -o jsonpath="{.status.updateRevision}")
         for p in $(kubectl -n $ns get pods -l cache.example.com/shard=$s -o name); do

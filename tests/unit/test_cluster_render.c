@@ -85,7 +85,7 @@ static void test_cluster_conf(void)
     buf_init(&restart, 0);
     CU_ASSERT_EQUAL(render_redis_conf(&in, &conf), 0);
     CU_ASSERT_EQUAL(render_redis_conf_restart(&in, &restart), 0);
-    const char *want = "cluster-enabled yes\ncluster-config-file /data/nodes.conf\ncluster-node-timeout 2000\n"
+    const char *want = "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 2000\n"
                        "cluster-allow-replica-migration no\n";
     CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&conf), want));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf_str(&restart), want)); /* not run-time: part of the hash */
