@@ -1,0 +1,247 @@
+/* projection: the parts of a child the operator reads (projection.h). One table per kind;
+ * docs/projections.md walks them row by row with the code that reads each. */
+#include "projection.h"
+
+#include "hash.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* A child's apiVersion and kind: the desired object names them, so the drift comparison
+ * reads them (the reflector stamps them on a LIST's items). */
+#define IDENTITY_ROWS(use, reader) {use, {"apiVersion"}, reader}, {use, {"kind"}, reader}
+#define DRIFT_IDENTITY "plan: drift (desired a subset of observed)"
+
+/* A child's metadata: who controls it, its labels and annotations, its deletion; the
+ * version only for the writes that carry it. */
+#define METADATA_ROWS(reader)                                                                                        \
+    {PROJ_READ, {"metadata"}, reader},                                                                               \
+    {PROJ_WRITE, {"metadata", "resourceVersion"}, "executor: the precondition of a replace or a delete"},            \
+    {PROJ_DROP, {"metadata", "managedFields"}, "nobody (the cache strips it, as controller-runtime does)"}
+#define CHILD_METADATA                                                                                               \
+    "plan: controller_of (ownerReferences), spec_hash_observed and rendered_before (annotations), drift of "         \
+    "labels and annotations, the body of a replace (plan_replace_changed, plan_take_back); diagnosis: "              \
+    "creationTimestamp; cache: the owner index"
+
+static const proj_row_t configmap_rows[] = {
+    IDENTITY_ROWS(PROJ_READ, DRIFT_IDENTITY),
+    METADATA_ROWS(CHILD_METADATA),
+    {PROJ_READ, {"data"}, "plan: drift of redis.conf (plan_child)"},
+    {PROJ_READ, {"binaryData"}, "plan: a replace body (merge_over)"},
+    {PROJ_READ, {"immutable"}, "plan: a replace body (merge_over)"},
+};
+
+static const proj_row_t service_rows[] = {
+    IDENTITY_ROWS(PROJ_READ, DRIFT_IDENTITY),
+    METADATA_ROWS(CHILD_METADATA),
+    {PROJ_READ, {"spec"}, "plan: drift (plan_child, plan_role_service), a replace body (clusterIP kept)"},
+};
+
+static const proj_row_t statefulset_rows[] = {
+    IDENTITY_ROWS(PROJ_READ, DRIFT_IDENTITY),
+    METADATA_ROWS(CHILD_METADATA),
+    {PROJ_READ, {"spec"},
+     "plan: drift (sts_same_but_replicas), immutable fields (selector, serviceName, volumeClaimTemplates), "
+     "replicas, a replace body; view_statefulset: spec.replicas"},
+    {PROJ_READ, {"status", "replicas"}, "plan: view_statefulset (status.replicas, rolling)"},
+    {PROJ_READ, {"status", "readyReplicas"}, "plan: view_statefulset (readyReplicas, phase)"},
+    {PROJ_READ, {"status", "updatedReplicas"}, "plan: view_statefulset (rolling)"},
+    {PROJ_READ, {"status", "observedGeneration"}, "plan: view_statefulset (rolling)"},
+    {PROJ_READ, {"status", "currentRevision"}, "plan: view_statefulset (rolling)"},
+    {PROJ_READ, {"status", "updateRevision"}, "plan: view_statefulset (rolling); topology: SWITCHOVER (outdated)"},
+};
+
+static const proj_row_t pdb_rows[] = {
+    IDENTITY_ROWS(PROJ_READ, DRIFT_IDENTITY),
+    METADATA_ROWS(CHILD_METADATA),
+    {PROJ_READ, {"spec"}, "plan: drift of maxUnavailable and the selector (plan_child)"},
+};
+
+/* A container status, under status.initContainerStatuses[] or status.containerStatuses[]. */
+#define CONTAINER_ROWS(list)                                                                                         \
+    {PROJ_READ, {"status", list, "[]", "name"}, "diagnosis: container_waiting; runtimecfg: restarts"},              \
+    {PROJ_READ, {"status", list, "[]", "restartCount"}, "runtimecfg: the record's restart count"},                  \
+    {PROJ_READ, {"status", list, "[]", "state", "waiting", "reason"}, "diagnosis: container_waiting"},              \
+    {PROJ_READ, {"status", list, "[]", "state", "waiting", "message"}, "diagnosis: container_waiting"},             \
+    {PROJ_READ, {"status", list, "[]", "lastState", "terminated", "exitCode"}, "diagnosis: CrashLoopBackOff"},      \
+    {PROJ_READ, {"status", list, "[]", "lastState", "terminated", "reason"}, "diagnosis: CrashLoopBackOff"}
+
+static const proj_row_t pod_rows[] = {
+    IDENTITY_ROWS(PROJ_KEEP, "informerd --tail, --subscribe"),
+    METADATA_ROWS("topology: name, uid (a delete's precondition), deletionTimestamp, the role and "
+                  "controller-revision-hash labels; runtimecfg: its annotation; diagnosis: name, creationTimestamp, "
+                  "deletionTimestamp; cache: the instance label (owner key); observerd: name, namespace, "
+                  "instance label"),
+    {PROJ_KEEP, {"spec", "nodeName"}, "informerd --tail (where the pod runs)"},
+    {PROJ_READ, {"status", "podIP"}, "topology, runtimecfg, AUTH: each pod's IP; observerd: whom to probe"},
+    {PROJ_KEEP, {"status", "podIPs"}, "informerd --tail (a dual-stack pod's addresses)"},
+    {PROJ_KEEP, {"status", "phase"}, "observerd: probe only a pod that is not Succeeded or Failed"},
+    {PROJ_READ, {"status", "conditions", "[]", "type"}, "diagnosis, topology, runtimecfg: Ready, PodScheduled"},
+    {PROJ_READ, {"status", "conditions", "[]", "status"}, "diagnosis, topology, runtimecfg: Ready, PodScheduled"},
+    {PROJ_READ, {"status", "conditions", "[]", "reason"}, "diagnosis: unschedulable"},
+    {PROJ_READ, {"status", "conditions", "[]", "message"}, "diagnosis: unschedulable"},
+    {PROJ_READ, {"status", "conditions", "[]", "lastTransitionTime"}, "plan_diagnosis_reads: ready_since"},
+    CONTAINER_ROWS("initContainerStatuses"),
+    CONTAINER_ROWS("containerStatuses"),
+};
+
+#define TABLE(kind, rows) {kind, rows, sizeof(rows) / sizeof(rows[0])}
+static const projection_t tables[] = {
+    TABLE("ConfigMap", configmap_rows),
+    TABLE("Service", service_rows),
+    TABLE("StatefulSet", statefulset_rows),
+    TABLE("PodDisruptionBudget", pdb_rows),
+    TABLE("Pod", pod_rows),
+};
+#define NTABLES (sizeof(tables) / sizeof(tables[0]))
+
+const projection_t *projection_of(const char *kind)
+{
+    for (size_t i = 0; kind && i < NTABLES; i++)
+        if (!strcmp(tables[i].kind, kind))
+            return &tables[i];
+    return NULL;
+}
+
+const projection_t *projection_at(size_t i)
+{
+    return i < NTABLES ? &tables[i] : NULL;
+}
+
+const char *projection_use_name(proj_use_t use)
+{
+    switch (use) {
+    case PROJ_READ: return "read";
+    case PROJ_KEEP: return "keep";
+    case PROJ_WRITE: return "write";
+    case PROJ_DROP: break;
+    }
+    return "drop";
+}
+
+/* The rows of mask (bit i: p->rows[i]) whose step at depth is step. */
+static uint64_t rows_with_step(const projection_t *p, uint64_t mask, size_t depth, const char *step)
+{
+    uint64_t out = 0;
+    for (size_t i = 0; i < p->nrows; i++)
+        if ((mask >> i & 1) && p->rows[i].step[depth] && !strcmp(p->rows[i].step[depth], step))
+            out |= UINT64_C(1) << i;
+    return out;
+}
+
+/* Reduce v, at depth steps down a path every row of mask matches so far, whose nearest
+ * row above says covering. Returns 1 with *out (a new reference; NULL is JSON null) when
+ * something of v is kept, 0 when nothing is; *oom on failure. */
+static int reduce_at(const projection_t *p, json_object *v, uint64_t mask, size_t depth, proj_use_t covering,
+                     unsigned uses, json_object **out, int *oom)
+{
+    uint64_t deeper = 0;
+    for (size_t i = 0; i < p->nrows; i++) {
+        if (!(mask >> i & 1))
+            continue;
+        if (p->rows[i].step[depth])
+            deeper |= UINT64_C(1) << i;
+        else
+            covering = p->rows[i].use; /* a row ends here */
+    }
+    int wanted = (uses & PROJ_BIT(covering)) != 0;
+    *out = NULL;
+    json_type t = json_object_get_type(v);
+    if (!deeper || depth >= PROJ_MAX_STEPS || (t != json_type_object && t != json_type_array)) {
+        *out = wanted ? json_object_get(v) : NULL;
+        return wanted;
+    }
+    json_object *r = t == json_type_object ? json_object_new_object() : json_object_new_array();
+    if (!r) {
+        *oom = 1;
+        return 0;
+    }
+    if (t == json_type_object) {
+        json_object_object_foreach(v, key, cv)
+        {
+            json_object *sub = NULL;
+            if (reduce_at(p, cv, rows_with_step(p, deeper, depth, key), depth + 1, covering, uses, &sub, oom) &&
+                json_object_object_add(r, key, sub)) {
+                json_object_put(sub);
+                *oom = 1;
+            }
+        }
+    } else {
+        uint64_t each = rows_with_step(p, deeper, depth, "[]");
+        for (size_t i = 0; i < json_object_array_length(v); i++) {
+            json_object *sub = NULL;
+            if (reduce_at(p, json_object_array_get_idx(v, i), each, depth + 1, covering, uses, &sub, oom) &&
+                json_object_array_add(r, sub)) {
+                json_object_put(sub);
+                *oom = 1;
+            }
+        }
+    }
+    size_t n = t == json_type_object ? (size_t)json_object_object_length(r) : json_object_array_length(r);
+    if (*oom || (!n && !wanted)) {
+        json_object_put(r);
+        return 0;
+    }
+    *out = r;
+    return 1;
+}
+
+json_object *projection_reduce(const projection_t *p, json_object *obj, unsigned uses, int *oom)
+{
+    if (!p || !obj || !json_object_is_type(obj, json_type_object))
+        return NULL;
+    uint64_t all = p->nrows >= 64 ? UINT64_MAX : (UINT64_C(1) << p->nrows) - 1;
+    json_object *out = NULL;
+    int local = 0;
+    if (!reduce_at(p, obj, all, 0, PROJ_DROP, uses, &out, &local) || local) {
+        json_object_put(out);
+        if (local)
+            *oom = 1;
+        return NULL;
+    }
+    return out;
+}
+
+uint64_t projection_digest(const projection_t *p, json_object *obj)
+{
+    int oom = 0;
+    json_object *read = projection_reduce(p, obj, PROJ_BIT(PROJ_READ), &oom);
+    if (oom)
+        return 0;
+    const char *text = read ? json_object_to_json_string_ext(read, JSON_C_TO_STRING_PLAIN) : "";
+    uint64_t h = text ? hash_fnv(HASH_FNV_START, text) : 0;
+    json_object_put(read);
+    return h;
+}
+
+proj_use_t projection_use_at(const projection_t *p, const char *const *steps, size_t n)
+{
+    proj_use_t use = PROJ_DROP;
+    size_t best = 0;
+    for (size_t i = 0; p && i < p->nrows; i++) {
+        const proj_row_t *r = &p->rows[i];
+        size_t k = 0;
+        while (k < n && r->step[k] && !strcmp(r->step[k], steps[k]))
+            k++;
+        if (!r->step[k] && k >= best) { /* the row is a prefix of the path, and the longest yet */
+            best = k;
+            use = r->use;
+        }
+    }
+    return use;
+}
+
+int projection_row_path(const proj_row_t *row, char *out, size_t outlen)
+{
+    size_t len = 0;
+    int over = 0;
+    if (outlen)
+        out[0] = '\0';
+    for (size_t k = 0; row->step[k] && !over; k++) {
+        int arr = !strcmp(row->step[k], "[]");
+        int n = snprintf(out + len, outlen > len ? outlen - len : 0, "%s%s", k && !arr ? "." : "", row->step[k]);
+        over = n < 0 || (size_t)n >= (outlen > len ? outlen - len : 0);
+        len += over ? 0 : (size_t)n;
+    }
+    return over ? -1 : 0;
+}
