@@ -1154,7 +1154,18 @@ def cost(m0, m1, n):
     lat_s, lat_n = hist("rest_client_request_duration_seconds", "workerd")
     thr_s, _ = hist("rest_client_rate_limiter_duration_seconds", "workerd")
     rt_s, rt_n = hist("controller_runtime_reconcile_time_seconds", "workerd")
+    # Child changes that queued nothing: only fields no plan reads changed (docs/projections.md).
+    skipped = {}
+    for name, lab, v in m1:
+        if name == "informer_enqueue_skipped_total":
+            skipped[lab.get("kind")] = skipped.get(lab.get("kind"), 0) + v
+    for name, lab, v in m0:
+        if name == "informer_enqueue_skipped_total":
+            skipped[lab.get("kind")] = skipped.get(lab.get("kind"), 0) - v
+    skipped_total = sum(skipped.values())
     return {
+        "enqueues_skipped": {k: int(v) for k, v in sorted(skipped.items()) if v},
+        "enqueues_skipped_per_cluster": r3(skipped_total / n) if n else None,
         "worker_request_mean_ms": r3(1000 * lat_s / lat_n) if lat_n else None,
         "worker_request_seconds_total": r3(lat_s),
         "worker_rate_limiter_wait_seconds_total": r3(thr_s),
@@ -1319,6 +1330,8 @@ VS_FIGURES = [
     ("event_writes_per_cluster", "of which Event requests", ("cost", "event_writes_per_cluster")),
     ("posts_per_cluster", "of which POST per cluster", ("cost", "worker_post_per_cluster")),
     ("limiter_wait_s", "time waiting for the client limiter (s)", ("cost", "worker_rate_limiter_wait_seconds_total")),
+    ("reconciles_per_cluster", "reconciles per cluster", ("cost", "reconciles_per_cluster")),
+    ("skipped_per_cluster", "child changes that queued nothing, per cluster", ("cost", "enqueues_skipped_per_cluster")),
     ("pss_idle_mib", "PSS idle, whole operator (MiB)", ("memory_idle", "pss_kb_total")),
     ("pss_loaded_mib", "PSS with N cached (MiB)", ("memory_loaded", "pss_kb_total")),
     ("cpu_s", "CPU seconds during convergence", ("operator_cpu_seconds_total",)),
@@ -1665,6 +1678,9 @@ def markdown(R):
         row("reconciles per cluster (with writes)", lambda c: "%s (%s)" % (
             fmt(g(c, "cost", "reconciles_per_cluster")),
             fmt(g(c, "log", "reconciles_with_writes") / c["n"] if g(c, "log", "reconciles_with_writes") is not None else None)))
+        row("child changes that queued nothing, per cluster (by kind)", lambda c: "%s (%s)" % (
+            fmt(g(c, "cost", "enqueues_skipped_per_cluster")),
+            ", ".join("%s %s" % kv for kv in sorted((g(c, "cost", "enqueues_skipped") or {}).items()))))
         row("workerd request latency, mean", lambda c: fmt(g(c, "cost", "worker_request_mean_ms"), " ms"))
         row("workerd time waiting for the QPS limiter", lambda c: fmt(g(c, "cost", "worker_rate_limiter_wait_seconds_total"), " s"))
         row("workerd Events waiting for their QPS budget", lambda c: fmt(g(c, "cost", "worker_event_limiter_wait_seconds_total"), " s"))
