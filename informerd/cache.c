@@ -382,13 +382,17 @@ static void emit(cache_t *c, cache_change_t type, const cache_item_t *item, int6
         c->on_delta(c->on_delta_ud, &d);
 }
 
-/* The JSON text to keep of obj: the whole object, or its minimal form when it is over
- * --max-object-bytes or only its metadata came (partial_why says why), *truncated then
- * telling which (cache_item_t.truncated). NULL when out of memory. */
-static char *stored_json(const cache_t *c, json_object *obj, const char *partial_why, size_t *truncated)
+/* The JSON text to keep of obj: its compact form (what proj keeps, projection.h; the
+ * whole object without one), or its minimal form when that is over --max-object-bytes or
+ * only its metadata came (partial_why says why), *truncated then telling which
+ * (cache_item_t.truncated). NULL when out of memory. */
+static char *stored_json(const cache_t *c, const projection_t *proj, json_object *obj, const char *partial_why,
+                         size_t *truncated)
 {
     const int fmt = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
-    const char *text = json_object_to_json_string_ext(obj, fmt);
+    int oom = 0;
+    json_object *compact = proj && !partial_why ? projection_reduce(proj, obj, PROJ_KEPT, &oom) : NULL;
+    const char *text = oom ? NULL : json_object_to_json_string_ext(compact ? compact : obj, fmt);
     json_object *mini = NULL;
     *truncated = 0;
     if (text && (partial_why || (c->max_object_bytes && strlen(text) > c->max_object_bytes))) {
@@ -406,6 +410,7 @@ static char *stored_json(const cache_t *c, json_object *obj, const char *partial
     }
     char *json = text ? strdup(text) : NULL;
     json_object_put(mini);
+    json_object_put(compact);
     return json;
 }
 
@@ -422,7 +427,7 @@ static int upsert_prepare(const cache_t *c, const projection_t *proj, const pars
     next->owner_uid = str_dup_opt(p->owner_uid, &oom);
     if (p->owner_name && !(next->owner_fallback = make_key(p->ns, p->owner_name)))
         oom = 1;
-    if (!(next->json = stored_json(c, obj, partial_why, &next->pub.truncated)))
+    if (!(next->json = stored_json(c, proj, obj, partial_why, &next->pub.truncated)))
         oom = 1;
     /* What a plan reads of it; a minimal form has no digest (its every change counts). */
     if (proj && !next->pub.truncated)

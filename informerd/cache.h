@@ -3,9 +3,11 @@
  * One store per watched kind holds the objects by key "namespace/name" ("name" for
  * cluster-scoped objects), with their resourceVersion, UID and metadata.generation.
  * Objects are kept as controller-runtime's cache keeps them (metadata.managedFields is
- * stripped first), but as compact JSON text rather than parsed trees: everything the
- * cache's readers do with an object (publish a delta, answer a snapshot, hand a key to a
- * worker) sends text, and a json-c tree costs ~15x its text in heap (bench-informer).
+ * stripped first), or, for a kind with a projection (cache_set_projection), only the parts
+ * the operator reads (docs/projections.md); and as compact JSON text rather than parsed
+ * trees: everything the cache's readers do with an object (publish a delta, answer a
+ * snapshot, hand a key to a worker) sends text, and a json-c tree costs ~15x its text in
+ * heap (bench-informer).
  *
  * Indexes: by UID per kind, and by controller owner: a child is indexed under the UID of
  * its metadata.ownerReferences[] entry with controller: true and kind == the owner kind
@@ -110,10 +112,12 @@ int cache_add_kind(cache_t *c, const char *kind);
  * deleted (its finalizers and deletionTimestamp are kept). */
 void cache_set_max_object_bytes(cache_t *c, size_t max);
 
-/* Compare the objects of kind by what p's READ rows name (projection.h): every object of
- * kind stored from now on carries the digest of those parts, and a MODIFIED whose digest
- * equals the previous one is emitted with unread_only set. p NULL (the default) compares
- * nothing. Returns 0, or -1 when kind is not watched or is the owner kind. */
+/* Keep and compare the objects of kind by p (projection.h): every object of kind stored
+ * from now on is kept in its compact form (p's READ, KEEP and WRITE rows; the bound of
+ * cache_set_max_object_bytes applies to it) and carries the digest of its READ parts, and
+ * a MODIFIED whose digest equals the previous one is emitted with unread_only set. p NULL
+ * (the default) keeps whole objects and compares nothing. Returns 0, or -1 when kind is
+ * not watched or is the owner kind. */
 int cache_set_projection(cache_t *c, const char *kind, const projection_t *p);
 
 /* The annotation a minimal form carries, saying why the object is not whole. */

@@ -1,14 +1,17 @@
 /* podview: the compact form in which informerd caches a Redis pod. Pure.
  *
  * A Pod object is mostly what nobody here reads (the whole container spec, volumes,
- * tolerations, container statuses). The cache keeps only what the operator uses: all of
- * metadata (labels, ownerReferences, deletionTimestamp; managedFields is stripped by the
- * cache), spec.nodeName, and status.podIP, status.podIPs, status.phase and
- * status.conditions (Ready and the rest), and status.containerStatuses and
- * initContainerStatuses reduced to [{name, restartCount, state.waiting {reason, message},
- * lastState.terminated {exitCode, reason}}] (workerd's runtime config notes container
- * restarts; its diagnosis quotes a container waiting and how it last ended), so a pod
- * costs a few hundred bytes however large its spec is.
+ * tolerations, container statuses). The compact form is the Pod's projection
+ * (common/projection.h, docs/projections.md: the one table that also decides which pod
+ * changes queue their RedisCluster): all of metadata (labels, ownerReferences,
+ * deletionTimestamp; not managedFields), spec.nodeName, and status.podIP, status.podIPs,
+ * status.phase and status.conditions[] {type, status, reason, message,
+ * lastTransitionTime}, and status.containerStatuses and initContainerStatuses reduced to
+ * [{name, restartCount, state.waiting {reason, message}, lastState.terminated {exitCode,
+ * reason}}] (workerd's runtime config notes container restarts; its diagnosis quotes a
+ * container waiting and how it last ended), so a pod costs a few hundred bytes however
+ * large its spec is. The cache reduces every Pod so itself (cache_set_projection); this
+ * is the same reduction, in place, for a tree.
  */
 #ifndef RDC_INFORMERD_PODVIEW_H
 #define RDC_INFORMERD_PODVIEW_H

@@ -809,7 +809,8 @@ static json_object *counted_sts(const char *rv, int ready, int available, size_t
 }
 
 /* With a projection, a MODIFIED that changed nothing the READ rows name says so
- * (unread_only); every other delta, and every delta of a kind without one, does not. */
+ * (unread_only); every other delta, and every delta of a kind without one, does not. The
+ * object is kept in its compact form. */
 static void test_projection_marks_unread_changes(void)
 {
     rec_t r;
@@ -856,6 +857,29 @@ static void test_projection_marks_unread_changes(void)
     CU_ASSERT_EQUAL(put(c, "ConfigMap", child("ConfigMap", "cm", "1", "o", "uo")), CACHE_ADDED);
     CU_ASSERT_EQUAL(put(c, "ConfigMap", child("ConfigMap", "cm", "2", "o", "uo")), CACHE_MODIFIED);
     CU_ASSERT_EQUAL(r.unread[r.n - 1], 0);
+    /* What is kept is the compact form: the read, keep and write rows; the bound applies to
+     * it, so an object large only in what nobody reads stays whole (not minimal). */
+    json_object *big = counted_sts("10", 2, 3, 10);
+    json_object *st = NULL;
+    json_object_object_get_ex(big, "status", &st);
+    char *noise = calloc(1, 9001);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(noise);
+    memset(noise, 'n', 9000);
+    json_object_object_add(st, "conditions", obj("[{'type':'Unread','status':'True'}]"));
+    json_object_object_add(st, "note", json_object_new_string(noise));
+    free(noise);
+    CU_ASSERT_EQUAL(put(c, "StatefulSet", big), CACHE_MODIFIED);
+    const cache_item_t *it = cache_lookup(c, "StatefulSet", "default/s");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+    CU_ASSERT_EQUAL(it->truncated, 0);
+    CU_ASSERT_EQUAL(r.unread[r.n - 1], 1);
+    CU_ASSERT_STRING_EQUAL(it->json, "{\"kind\":\"StatefulSet\",\"metadata\":{\"namespace\":\"default\",\"name\":\"s\","
+                                     "\"resourceVersion\":\"10\",\"uid\":\"uid-s\",\"ownerReferences\":[{\"kind\":"
+                                     "\"RedisCluster\",\"name\":\"o\",\"uid\":\"uo\",\"controller\":true}],\"annotations\":"
+                                     "{\"ballast\":\"bbbbbbbbbb\"}},\"spec\":{\"replicas\":3},\"status\":{\"replicas\":3,"
+                                     "\"readyReplicas\":2}}");
+    /* ... and a kind without one keeps the whole object (managedFields apart). */
+    CU_ASSERT_PTR_NOT_NULL(strstr(cache_get_json(c, "ConfigMap", "default/cm"), "blockOwnerDeletion"));
     /* SYNC and DELETED never are. */
     cache_resync(c, "StatefulSet");
     CU_ASSERT_EQUAL(r.type[r.n - 1], CACHE_SYNC);

@@ -796,6 +796,42 @@ static void test_digest_moves_with_read_fields_only(void)
     world_free(&w);
 }
 
+/* The compact form is never larger than the object informerd kept before (managedFields
+ * stripped), for every child and pod of a converged cluster, and the children's are
+ * smaller together; the figures are printed. */
+static void test_compact_form_is_smaller(void)
+{
+    const char *const specs[] = {SPEC_STANDALONE, SPEC_REPLICATION};
+    for (int m = 0; m < 2; m++) {
+        world_t w, r;
+        world_new(&w, specs[m], m);
+        world_reduced(&w, PROJ_KEPT, &r);
+        size_t whole = 0, kept = 0, kids_whole = 0, kids_kept = 0;
+        for (int k = 0; k < N_KIDS + 3; k++) {
+            json_object *o = k < N_KIDS ? w.kid[k] : pod_at(&w, k - N_KIDS);
+            json_object *c = k < N_KIDS ? r.kid[k] : pod_at(&r, k - N_KIDS);
+            if (!o)
+                continue;
+            json_object *meta = node(o, "metadata", 0), *mf = json_object_get(node(meta, "managedFields", 0));
+            json_object_object_del(meta, "managedFields");
+            size_t a = strlen(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+            size_t b = strlen(json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN));
+            CU_ASSERT(b <= a);
+            whole += a;
+            kept += b;
+            kids_whole += k < N_KIDS ? a : 0;
+            kids_kept += k < N_KIDS ? b : 0;
+            if (mf)
+                json_object_object_add(meta, "managedFields", mf);
+        }
+        CU_ASSERT(kids_kept < kids_whole);
+        printf(" (%s: children %zu bytes, %zu kept; with 3 pods %zu, %zu kept) ", m ? "Replication" : "Standalone",
+               kids_whole, kids_kept, whole, kept);
+        world_free(&r);
+        world_free(&w);
+    }
+}
+
 /* The rules of a row: the longest prefix decides, "[]" walks arrays, a node under a
  * deeper row is dropped when none of its steps is there, and only objects are reduced. */
 static void test_reduce_rules(void)
@@ -901,6 +937,7 @@ static const cu_entry_t tests[] = {
     {"a field outside the READ rows changes no plan", test_unread_fields_change_no_plan},
     CU_SUITE("projection"),
     {"the digest moves with read fields only", test_digest_moves_with_read_fields_only},
+    {"the compact form is no larger", test_compact_form_is_smaller},
     {"the rules of a row", test_reduce_rules},
     {"docs/projections.md lists every row", test_docs_list_every_row},
 };
