@@ -115,11 +115,14 @@ static req_t *build(int ci, int step)
     json_object *body = NULL;
     char *text = NULL;
     int oom = 0;
-    char image[256] = "redis:7.2";
-
-    render_input_t in = {.name = c->name, .ns = g_ns, .uid = c->uid, .size = 3, .image = image,
-                         .storage_size = "1Gi", .storage_class = g_sc, .maxmemory = "256mb",
-                         .maxmemory_policy = "allkeys-lru"};
+    rdc_spec_t spec;
+    rdc_spec_defaults(&spec);
+    spec.size = 3;
+    spec.image = "redis:7.2";
+    spec.tag = NULL; /* the image names its tag */
+    spec.storage.storage_class = g_sc;
+    spec.config.maxmemory = "256mb";
+    render_input_t in = {.name = c->name, .ns = g_ns, .uid = c->uid, .spec = &spec};
     buf_t conf;
     buf_init(&conf, 1 << 16);
     char hash[65] = "";

@@ -4,6 +4,7 @@
 #define RDC_JSONX_H
 
 #include <json-c/json.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum { JSONX_ABSENT, JSONX_OK, JSONX_BAD } jsonx_field_t;
@@ -25,6 +26,39 @@ const char *jsonx_str(const json_object *o, const char *key);
  * set, or -1 (and *out unchanged) when absent, null or not an integer. */
 int jsonx_int(const json_object *o, const char *key, int64_t *out);
 
+/* o[key] as a non-empty string, or NULL (jsonx_str, with "" counted as absent: an
+ * optional string that is "" is unset, rdc_spec.h). Borrowed from o. */
+const char *jsonx_str_set(const json_object *o, const char *key);
+
+/* o[key] as an integer, or dflt when absent, null or not an integer. */
+int64_t jsonx_int_or(const json_object *o, const char *key, int64_t dflt);
+
+/* 1 when o[key] is the boolean true; 0 when false, absent or not a boolean. */
+int jsonx_true(const json_object *o, const char *key);
+
+/* 1 when o[key] is the string want, absent and null counting as "" (want NULL is ""
+ * too); 0 when it differs or is not a string. */
+int jsonx_str_is(const json_object *o, const char *key, const char *want);
+
+/* 1 when o[key] is the integer want; 0 when it differs, is absent or is not an integer. */
+int jsonx_int_is(const json_object *o, const char *key, int64_t want);
+
+/* v when it is of type t, else NULL (a NULL v included): a value from untrusted JSON
+ * used as an object or an array only once it is one. */
+const json_object *jsonx_typed(const json_object *v, json_type t);
+
+/* The number of elements of an array; 0 when v is not an array (or NULL). */
+size_t jsonx_len(const json_object *v);
+
+/* The first element of the array arr that is an object whose key is the string want
+ * ("type" of a condition, "name" of a container), or NULL (arr not an array, want NULL,
+ * no such element). Borrowed from arr. */
+const json_object *jsonx_find(const json_object *arr, const char *key, const char *want);
+
+/* The text of a string value (up to any NUL byte in it), or NULL when v is not a string.
+ * For values whose type the caller has seen; borrowed from v. */
+const char *jsonx_value_str(const json_object *v);
+
 /* The value at a path of object keys, e.g. JSONX_AT(obj, "metadata", "labels", k): NULL
  * as soon as one step is not an object or lacks the key. keys ends with a NULL entry;
  * use the macros, which add it. Borrowed from o. */
@@ -35,12 +69,31 @@ const char *jsonx_path_str(const json_object *o, const char *const *keys);
 #define JSONX_AT(o, ...) jsonx_path((o), (const char *const[]){__VA_ARGS__, NULL})
 #define JSONX_STR_AT(o, ...) jsonx_path_str((o), (const char *const[]){__VA_ARGS__, NULL})
 
-/* Parse all len bytes of text as one JSON value, strictly (json-c's STRICT and
- * VALIDATE_UTF8 flags, at most max_depth levels), with nothing but blanks after it; a bare
- * number at the very end counts as complete. Returns 0 with *out (the caller puts it);
- * 1 with *out NULL and why it is not JSON in err ("unexpected end of input", "<json-c's
- * reason> at byte N", "unexpected data after the value at byte N"); -1 when out of
- * memory. len must fit an int (callers refuse larger bodies first). */
+/* How jsonx_parse_ex ended. */
+typedef enum {
+    JSONX_PARSED = 0, /* *out is the value (NULL for a JSON null) */
+    JSONX_INCOMPLETE, /* the text ends inside the value (a truncated body) */
+    JSONX_NOT_JSON,   /* json-c's reason in err; nesting deeper than allowed included */
+    JSONX_TRAILING,   /* something other than blanks after the value */
+    JSONX_TOO_LARGE,  /* len does not fit an int */
+    JSONX_NO_MEMORY,
+} jsonx_parse_t;
+
+/* THE parser of JSON text from outside (API response bodies, watch lines, webhook
+ * reviews): all len bytes of text as one value, strictly (json-c's STRICT and
+ * VALIDATE_UTF8 flags), at most max_depth levels deep, with nothing but blanks after it;
+ * a bare number at the very end counts as complete. tok: a tokener the caller keeps for
+ * many calls (a watch's lines; it is reset and its flags set here; its own depth applies),
+ * or NULL for one made and freed here. Returns JSONX_PARSED with *out (the caller puts
+ * it), else why not, with *out NULL and one line in err ("unexpected end of input",
+ * "<json-c's reason> at byte N", "unexpected data after the value at byte N", "too
+ * large", "out of memory"); *at (when at is not NULL) is the byte where parsing stopped. */
+jsonx_parse_t jsonx_parse_ex(json_tokener *tok, const char *text, size_t len, int max_depth, json_object **out,
+                             size_t *at, char *err, size_t errlen);
+
+/* jsonx_parse_ex for a whole body that must be a value: 0 with *out (the caller puts it);
+ * 1 with *out NULL and why in err (a JSON null: "the value is null"); -1 when out of
+ * memory. */
 int jsonx_parse_strict(const char *text, size_t len, int max_depth, json_object **out, char *err,
                        size_t errlen);
 

@@ -585,43 +585,18 @@ int64_t kc_now(const kube_client_t *c)
     return now_ns(c);
 }
 
-/* Parse a whole response body as one JSON value. */
+/* Parse a whole response body as one JSON value (jsonx_parse_ex, the one parser). */
 json_object *kc_parse_json(const char *s, size_t len, char *why, size_t whylen)
 {
     json_object *o = NULL;
-    json_tokener *tok = NULL;
-    if (len > (size_t)INT32_MAX - 1) {
+    char err[256];
+    jsonx_parse_t rc = jsonx_parse_ex(NULL, s, len, JSON_DEPTH, &o, NULL, err, sizeof(err));
+    if (rc == JSONX_TOO_LARGE)
         snprintf(why, whylen, "body of %zu bytes is too large to parse", len);
-        goto out;
-    }
-    tok = json_tokener_new_ex(JSON_DEPTH);
-    if (!tok) {
-        snprintf(why, whylen, "out of memory");
-        goto out;
-    }
-    o = json_tokener_parse_ex(tok, s, (int)len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    if (jerr != json_tokener_success) {
-        snprintf(why, whylen, "%s at byte %zu",
-                 jerr == json_tokener_continue ? "unexpected end of JSON"
-                                               : json_tokener_error_desc(jerr),
-                 json_tokener_get_parse_end(tok));
-        json_object_put(o);
-        o = NULL;
-        goto out;
-    }
-    for (size_t i = json_tokener_get_parse_end(tok); i < len; i++) {
-        if (s[i] != ' ' && s[i] != '\n' && s[i] != '\r' && s[i] != '\t') {
-            snprintf(why, whylen, "unexpected data after the JSON value at byte %zu", i);
-            json_object_put(o);
-            o = NULL;
-            goto out;
-        }
-    }
-    if (!o)
+    else if (rc)
+        snprintf(why, whylen, "%s", err);
+    else if (!o)
         snprintf(why, whylen, "body is JSON null");
-out:
-    json_tokener_free(tok);
     return o;
 }
 

@@ -12,6 +12,7 @@
 #include "kube_config_internal.h"
 
 #include "clock.h"
+#include "jsonx.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -464,36 +465,32 @@ static int json_string_at(struct json_object *obj, const char *key, char **out, 
 
 /* The whole of json[0..len) as one JSON object, into *root (the caller puts it). Returns
  * 0, or -1 with err saying why not. */
+#define EXEC_JSON_DEPTH 32 /* an ExecCredential is three levels deep */
+
 static int parse_object(const char *json, size_t len, struct json_object **root, char *err,
                         size_t errlen)
 {
-    struct json_tokener *tok = json_tokener_new();
-    int rc = -1;
-    *root = NULL;
-    if (tok == NULL) {
+    char why[256];
+    jsonx_parse_t rc = jsonx_parse_ex(NULL, json, len, EXEC_JSON_DEPTH, root, NULL, why, sizeof(why));
+    if (rc == JSONX_NO_MEMORY) {
         kcfg_errf(err, errlen, "out of memory");
         return -1;
     }
-    if (len > INT_MAX || (*root = json_tokener_parse_ex(tok, json, (int)len)) == NULL) {
-        enum json_tokener_error je = json_tokener_get_error(tok);
-        kcfg_errf(err, errlen, "invalid ExecCredential JSON: %s",
-                  je == json_tokener_continue ? "unexpected end of input"
-                                              : json_tokener_error_desc(je));
-        goto out;
+    if (rc == JSONX_TRAILING) {
+        kcfg_errf(err, errlen, "invalid ExecCredential JSON: text after the object");
+        return -1;
     }
-    for (size_t i = json_tokener_get_parse_end(tok); i < len; i++)
-        if (json[i] != ' ' && json[i] != '\n' && json[i] != '\r' && json[i] != '\t') {
-            kcfg_errf(err, errlen, "invalid ExecCredential JSON: text after the object");
-            goto out;
-        }
-    if (!json_object_is_type(*root, json_type_object)) {
+    if (rc) {
+        kcfg_errf(err, errlen, "invalid ExecCredential JSON: %s", why);
+        return -1;
+    }
+    if (!*root || !json_object_is_type(*root, json_type_object)) {
+        json_object_put(*root);
+        *root = NULL;
         kcfg_errf(err, errlen, "invalid ExecCredential: not a JSON object");
-        goto out;
+        return -1;
     }
-    rc = 0;
-out:
-    json_tokener_free(tok);
-    return rc;
+    return 0;
 }
 
 /* 0 when root says apiVersion api_version and kind ExecCredential, else -1 with err. */

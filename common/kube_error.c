@@ -274,26 +274,14 @@ kube_error_code_t kube_error_from_status(json_object *status, int http_status,
     return c;
 }
 
-/* Parse body as one JSON value; NULL when it is not exactly that. */
+/* Parse body as one JSON value (jsonx_parse_ex); NULL when it is not exactly that. */
 static json_object *parse_body(const char *body, size_t len)
 {
-    if (!body || len == 0 || len > (size_t)INT32_MAX)
+    json_object *o = NULL;
+    char err[128];
+    if (!body || len == 0)
         return NULL;
-    json_tokener *tok = json_tokener_new_ex(64);
-    if (!tok)
-        return NULL;
-    json_object *o = json_tokener_parse_ex(tok, body, (int)len);
-    if (o && json_tokener_get_parse_end(tok) < len) {
-        /* Only whitespace may follow the value. */
-        for (size_t i = json_tokener_get_parse_end(tok); i < len; i++) {
-            if (body[i] != ' ' && body[i] != '\n' && body[i] != '\r' && body[i] != '\t') {
-                json_object_put(o);
-                o = NULL;
-                break;
-            }
-        }
-    }
-    json_tokener_free(tok);
+    jsonx_parse_ex(NULL, body, len, 64, &o, NULL, err, sizeof(err));
     return o;
 }
 

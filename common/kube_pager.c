@@ -217,6 +217,18 @@ static long pager_next_limit(const kube_pager_t *p, json_object *page)
     return (size_t)next < fit ? next : (long)fit;
 }
 
+/* The page in p's body, a JSON object; NULL with err set when it is not one. */
+static json_object *parse_page(kube_pager_t *p, kube_error_t *err)
+{
+    char why[256];
+    json_object *page = kc_parse_json(p->body.data, p->body.len, why, sizeof(why));
+    if (page && json_object_is_type(page, json_type_object))
+        return page;
+    kube_error_set(err, KERR_DECODE, "LIST response is not a JSON object%s%s", page ? "" : ": ", page ? "" : why);
+    json_object_put(page);
+    return NULL;
+}
+
 kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_t *err)
 {
     kube_error_t local;
@@ -249,8 +261,8 @@ kube_pager_state_t kube_pager_finish(kube_pager_t *p, CURLcode code, kube_error_
             else
                 kube_error_clear(err);
         }
-    } else if (!(page = json_tokener_parse(buf_str(&p->body))) || !json_object_is_type(page, json_type_object)) {
-        kube_error_set(err, KERR_DECODE, "LIST response is not a JSON object");
+    } else if (!(page = parse_page(p, err))) {
+        /* err says why */
     } else if (pager_collect(p, page)) {
         kube_error_set(err, KERR_CONFIG, "out of memory collecting LIST items");
     } else {

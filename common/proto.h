@@ -54,13 +54,17 @@
  *   OBSERVED key observation
  *     key: namespace/name of the RedisCluster; observation: JSON
  *     {"observedAt": RFC 3339 wall time, "nodes": [{"pod","ip","reachable","role",
- *      "masterHost","masterPort","linkUp","offset","lastOkAgoMs","downSinceMs"}]}
+ *      "masterHost","masterPort","linkUp","offset","lastOkAgoMs","downSinceMs",
+ *      "linkDownSinceMs"[,"cluster"]}]}
  *     role: "master" | "slave" | "" (unknown); downSinceMs: 0 when reachable.
- *     Sent when a node's reachability, role, master host/port or link, or the set of
- *     nodes, changes (offsets alone never), and every second while a primary is
- *     unreachable. informerd keeps the latest per key (not a delta kind), hands it to
- *     the worker as children "Redis", and adds the key to the queue. At most
- *     PROTO_MAX_OBSERVATION_BYTES.
+ *     cluster (spec.mode Cluster, once the node answered CLUSTER NODES / INFO):
+ *     {"nodes" (normalized CLUSTER NODES) or "error", "state", "slotsAssigned",
+ *      "slotsOk","slotsPfail","slotsFail","knownNodes","currentEpoch"} (observerd/obsdiff.h).
+ *     Sent when a node's reachability, role, master host/port or link, its cluster
+ *     nodes text, state or slot counts, or the set of nodes, changes (offsets alone
+ *     never), and every second while a primary is unreachable. informerd keeps the
+ *     latest per key (not a delta kind), hands it to the worker as children "Redis",
+ *     and adds the key to the queue. At most PROTO_MAX_OBSERVATION_BYTES.
  *
  * events (supervisor PUB)
  *   EXITED name pid signal code   a child exited (signal 0 = it exited with code);
@@ -115,8 +119,11 @@
 #define PROTO_EP_EVENTS "events.sock"
 #define PROTO_EP_OBSERVE "observe.sock"
 
-/* An observation larger than this is dropped by informerd (about 200 bytes a node). */
-#define PROTO_MAX_OBSERVATION_BYTES ((size_t)256 << 10)
+/* An observation larger than this is dropped by informerd: about 200 bytes a node, but
+ * in Cluster mode every node carries its CLUSTER NODES text, a line for every node, so
+ * n pods take about 130 n^2 bytes: 6 KiB for 3 shards x 1 replica, 195 KiB for 20 x 1,
+ * 1.25 MiB for the largest cluster the API allows (100 pods, 20 x 4). */
+#define PROTO_MAX_OBSERVATION_BYTES ((size_t)2 << 20)
 
 /* A message on socket ("work", "leader", "events", "snapshot", "control") was unknown,
  * malformed or too large and is dropped: log it once and count it in

@@ -11,6 +11,8 @@
 #include <strings.h>
 
 #define VALUE_SHOWN 64 /* bytes of a user's value quoted in a message */
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a number's define as a string literal */
 #define TEXT_CAP 1024  /* one error's text never grows past this */
 
 /* ---- Field errors ------------------------------------------------------------------ */
@@ -231,6 +233,27 @@ static const json_object *optional_object(rdc_field_errors_t *e, const json_obje
     return v;
 }
 
+/* An optional string field that must pass ok: the string when it does; NULL when it is
+ * absent, or does not (recorded, Invalid with detail). */
+static const char *checked_string(rdc_field_errors_t *e, const json_object *o, const char *key, const char *field,
+                                  int (*ok)(const char *), const char *detail)
+{
+    const char *s = NULL;
+    if (optional_string(e, o, key, field, &s) != JSONX_OK)
+        return NULL;
+    if (ok(s))
+        return s;
+    field_error(e, RDC_FIELD_INVALID, field, jsonx_get(o, key), "%s", detail);
+    return NULL;
+}
+
+/* Set *dst to v when v is not NULL. */
+static void set_if(const char **dst, const char *v)
+{
+    if (v)
+        *dst = v;
+}
+
 /* ---- Predicates ------------------------------------------------------------------------ */
 
 static int is_lower_alnum(char c)
@@ -371,7 +394,7 @@ int rdc_spec_cluster_layout(const json_object *spec, int *shards, int *replicas)
     return 1;
 }
 
-static void check_size(rdc_field_errors_t *e, const json_object *spec)
+static void check_size(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     const json_object *v = jsonx_get(spec, "size");
     int shards = 0, replicas = 0;
@@ -386,16 +409,19 @@ static void check_size(rdc_field_errors_t *e, const json_object *spec)
                         "spec.cluster.replicasPerShard) = %d, which the defaulting webhook sets; to add capacity "
                         "change spec.cluster.shards, not kubectl scale",
                         shards * (1 + replicas));
-    }
-    else if (json_object_get_int64(v) < RDC_SPEC_SIZE_MIN || json_object_get_int64(v) > RDC_SPEC_SIZE_MAX)
+        else
+            out->size = (int)json_object_get_int64(v);
+    } else if (json_object_get_int64(v) < RDC_SPEC_SIZE_MIN || json_object_get_int64(v) > RDC_SPEC_SIZE_MAX)
         field_error(e, RDC_FIELD_INVALID, "spec.size", v, "must be between %d and %d", RDC_SPEC_SIZE_MIN,
                     RDC_SPEC_SIZE_MAX);
+    else
+        out->size = (int)json_object_get_int64(v);
 }
 
-static void check_image(rdc_field_errors_t *e, const json_object *spec)
+static void check_image(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     const json_object *v = jsonx_get(spec, "image");
-    const char *img = NULL, *version = NULL;
+    const char *img = NULL;
     jsonx_field_t r = jsonx_string(spec, "image", &img);
     if (r == JSONX_ABSENT)
         field_error(e, RDC_FIELD_REQUIRED, "spec.image", NULL, NULL);
@@ -407,26 +433,29 @@ static void check_image(rdc_field_errors_t *e, const json_object *spec)
         field_error(e, RDC_FIELD_INVALID, "spec.image", v,
                     "must be an image reference: printable ASCII without blanks, at most %d bytes",
                     RDC_SPEC_IMAGE_MAX);
-    if (optional_string(e, spec, "version", "spec.version", &version) == JSONX_OK && !rdc_spec_is_image_tag(version))
-        field_error(e, RDC_FIELD_INVALID, "spec.version", jsonx_get(spec, "version"),
-                    "must be an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})");
+    else
+        out->image = img;
+    out->version = checked_string(e, spec, "version", "spec.version", rdc_spec_is_image_tag,
+                                  "must be an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})");
 }
 
-static void check_config(rdc_field_errors_t *e, const json_object *spec)
+static void check_config(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     const json_object *config = optional_object(e, spec, "config", "spec.config");
     const char *s = NULL;
-    if (optional_string(e, config, "maxmemory", "spec.config.maxmemory", &s) == JSONX_OK &&
-        !rdc_spec_is_redis_memory(s))
-        field_error(e, RDC_FIELD_INVALID, "spec.config.maxmemory", jsonx_get(config, "maxmemory"),
-                    "must be a memory size: digits with an optional unit b, k, kb, m, mb, g or gb, e.g. 256mb");
-    if (optional_string(e, config, "maxmemoryPolicy", "spec.config.maxmemoryPolicy", &s) == JSONX_OK &&
-        strcmp(s, "allkeys-lru") && strcmp(s, "volatile-lru") && strcmp(s, "noeviction"))
-        field_error(e, RDC_FIELD_UNSUPPORTED, "spec.config.maxmemoryPolicy", jsonx_get(config, "maxmemoryPolicy"),
-                    "supported values: \"allkeys-lru\", \"noeviction\", \"volatile-lru\"");
+    out->config.maxmemory =
+        checked_string(e, config, "maxmemory", "spec.config.maxmemory", rdc_spec_is_redis_memory,
+                       "must be a memory size: digits with an optional unit b, k, kb, m, mb, g or gb, e.g. 256mb");
+    if (optional_string(e, config, "maxmemoryPolicy", "spec.config.maxmemoryPolicy", &s) == JSONX_OK) {
+        if (strcmp(s, "allkeys-lru") && strcmp(s, "volatile-lru") && strcmp(s, "noeviction"))
+            field_error(e, RDC_FIELD_UNSUPPORTED, "spec.config.maxmemoryPolicy", jsonx_get(config, "maxmemoryPolicy"),
+                        "supported values: \"allkeys-lru\", \"noeviction\", \"volatile-lru\"");
+        else
+            out->config.maxmemory_policy = s;
+    }
 }
 
-static void check_storage(rdc_field_errors_t *e, const json_object *spec)
+static void check_storage(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     const json_object *storage = optional_object(e, spec, "storage", "spec.storage");
     const char *s = NULL;
@@ -438,6 +467,7 @@ static void check_storage(rdc_field_errors_t *e, const json_object *spec)
                         RDC_SPEC_STORAGE_SIZE_MAX);
         else switch (rdc_spec_storage_bytes(s, &bytes)) {
         case RDC_STORAGE_OK:
+            out->storage.size = s;
             break;
         case RDC_STORAGE_BAD_FORMAT:
             field_error(e, RDC_FIELD_INVALID, "spec.storage.size", v, "must match ^[0-9]+(Gi|Mi|Ti)$, e.g. 10Gi");
@@ -450,11 +480,10 @@ static void check_storage(rdc_field_errors_t *e, const json_object *spec)
             break;
         }
     }
-    if (optional_string(e, storage, "storageClass", "spec.storage.storageClass", &s) == JSONX_OK &&
-        !rdc_spec_is_dns1123_subdomain(s))
-        field_error(e, RDC_FIELD_INVALID, "spec.storage.storageClass", jsonx_get(storage, "storageClass"),
-                    "must be the name of a StorageClass: a DNS subdomain of lower case alphanumerics, "
-                    "'-' and '.', at most 253 characters");
+    out->storage.storage_class =
+        checked_string(e, storage, "storageClass", "spec.storage.storageClass", rdc_spec_is_dns1123_subdomain,
+                       "must be the name of a StorageClass: a DNS subdomain of lower case alphanumerics, "
+                       "'-' and '.', at most 253 characters");
 }
 
 /* ---- The fields only v1 has (docs/api-versions.md; the CRD's v1 schema) ------------- */
@@ -513,85 +542,126 @@ static int is_secret_key(const char *s)
     return 1;
 }
 
-static void check_enum(rdc_field_errors_t *e, const json_object *o, const char *key, const char *field,
-                       const char *const *values, const char *supported)
+/* An optional string field of the values (NULL-terminated): the index of its value, or -1
+ * when it is absent or not one of them (recorded). */
+static int check_enum(rdc_field_errors_t *e, const json_object *o, const char *key, const char *field,
+                      const char *const *values, const char *supported)
 {
     const char *s = NULL;
     if (optional_string(e, o, key, field, &s) != JSONX_OK)
-        return;
-    for (size_t i = 0; values[i]; i++)
+        return -1;
+    for (int i = 0; values[i]; i++)
         if (!strcmp(s, values[i]))
-            return;
+            return i;
     field_error(e, RDC_FIELD_UNSUPPORTED, field, jsonx_get(o, key), "supported values: %s", supported);
+    return -1;
 }
 
-/* An optional integer field from lo to hi. */
-static void check_int_range(rdc_field_errors_t *e, const json_object *o, const char *key, const char *field,
-                            int64_t lo, int64_t hi)
+/* An optional integer field from lo to hi: 1 with *out its value, or 0 when it is absent
+ * or not one (recorded). */
+static int check_int_range(rdc_field_errors_t *e, const json_object *o, const char *key, const char *field,
+                           int64_t lo, int64_t hi, int64_t *out)
 {
     const json_object *v = jsonx_get(o, key);
     if (!v || json_object_is_type(v, json_type_null))
-        return;
-    if (!json_object_is_type(v, json_type_int))
+        return 0;
+    if (!json_object_is_type(v, json_type_int)) {
         field_error(e, RDC_FIELD_INVALID, field, v, "must be an integer");
-    else if (json_object_get_int64(v) < lo || json_object_get_int64(v) > hi)
+        return 0;
+    }
+    if (json_object_get_int64(v) < lo || json_object_get_int64(v) > hi) {
         field_error(e, RDC_FIELD_INVALID, field, v, "must be between %lld and %lld", (long long)lo, (long long)hi);
+        return 0;
+    }
+    *out = json_object_get_int64(v);
+    return 1;
 }
 
-static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec)
+static void check_auth(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
-    static const char *const modes[] = {"Replication", "Standalone", "Cluster", NULL};
-    static const char *const persistence[] = {"none", "rdb", "aof", NULL};
-    check_enum(e, spec, "mode", "spec.mode", modes, "\"Replication\", \"Standalone\", \"Cluster\"");
-    const json_object *cluster = optional_object(e, spec, "cluster", "spec.cluster");
-    check_int_range(e, cluster, "shards", "spec.cluster.shards", RDC_SPEC_CLUSTER_SHARDS_MIN,
-                    RDC_SPEC_CLUSTER_SHARDS_MAX);
-    check_int_range(e, cluster, "replicasPerShard", "spec.cluster.replicasPerShard", 0, RDC_SPEC_CLUSTER_REPLICAS_MAX);
-    check_enum(e, spec, "persistence", "spec.persistence", persistence, "\"aof\", \"none\", \"rdb\"");
-
     const json_object *auth = optional_object(e, spec, "auth", "spec.auth");
-    if (auth) {
-        const json_object *ref = optional_object(e, auth, "secretRef", "spec.auth.secretRef");
-        const char *s = NULL;
-        if (!jsonx_get(auth, "secretRef"))
-            field_error(e, RDC_FIELD_REQUIRED, "spec.auth.secretRef", NULL, NULL);
-        else if (ref) {
-            jsonx_field_t r = optional_string(e, ref, "name", "spec.auth.secretRef.name", &s);
-            if (r == JSONX_ABSENT)
-                field_error(e, RDC_FIELD_REQUIRED, "spec.auth.secretRef.name", NULL, NULL);
-            else if (r == JSONX_OK && !rdc_spec_is_dns1123_subdomain(s))
-                field_error(e, RDC_FIELD_INVALID, "spec.auth.secretRef.name", jsonx_get(ref, "name"),
-                            "must be the name of a Secret: a DNS subdomain of lower case alphanumerics, "
-                            "'-' and '.', at most 253 characters");
-            if (optional_string(e, ref, "key", "spec.auth.secretRef.key", &s) == JSONX_OK && !is_secret_key(s))
-                field_error(e, RDC_FIELD_INVALID, "spec.auth.secretRef.key", jsonx_get(ref, "key"),
-                            "must be a Secret data key ([-._a-zA-Z0-9]+, at most %d characters)",
-                            RDC_SPEC_SECRET_KEY_MAX);
-        }
+    if (!auth)
+        return;
+    const json_object *ref = optional_object(e, auth, "secretRef", "spec.auth.secretRef");
+    const char *s = NULL;
+    if (!jsonx_get(auth, "secretRef")) {
+        field_error(e, RDC_FIELD_REQUIRED, "spec.auth.secretRef", NULL, NULL);
+        return;
     }
+    if (!ref)
+        return;
+    jsonx_field_t r = optional_string(e, ref, "name", "spec.auth.secretRef.name", &s);
+    if (r == JSONX_ABSENT)
+        field_error(e, RDC_FIELD_REQUIRED, "spec.auth.secretRef.name", NULL, NULL);
+    else if (r == JSONX_OK && !rdc_spec_is_dns1123_subdomain(s))
+        field_error(e, RDC_FIELD_INVALID, "spec.auth.secretRef.name", jsonx_get(ref, "name"),
+                    "must be the name of a Secret: a DNS subdomain of lower case alphanumerics, "
+                    "'-' and '.', at most 253 characters");
+    else if (r == JSONX_OK)
+        out->auth.secret = s;
+    static const char key_rule[] =
+        "must be a Secret data key ([-._a-zA-Z0-9]+, at most " STR(RDC_SPEC_SECRET_KEY_MAX) " characters)";
+    set_if(&out->auth.key, checked_string(e, ref, "key", "spec.auth.secretRef.key", is_secret_key, key_rule));
+}
 
+static void check_down_after(rdc_field_errors_t *e, const json_object *fo, rdc_spec_t *out)
+{
+    const char *s = NULL;
+    int64_t ns = 0;
+    if (optional_string(e, fo, "downAfter", "spec.failover.downAfter", &s) != JSONX_OK)
+        return;
+    const json_object *v = jsonx_get(fo, "downAfter");
+    if (strlen(s) > RDC_SPEC_DOWN_AFTER_MAX || rdc_spec_duration_ns(s, &ns))
+        field_error(e, RDC_FIELD_INVALID, "spec.failover.downAfter", v,
+                    "must be a duration such as 3s, 1m30s or 500ms (at most %d characters)", RDC_SPEC_DOWN_AFTER_MAX);
+    else if (ns < RDC_SPEC_DOWN_AFTER_MIN_NS || ns > RDC_SPEC_DOWN_AFTER_MAX_NS)
+        field_error(e, RDC_FIELD_INVALID, "spec.failover.downAfter", v, "must be between 1s and 5m");
+    else
+        out->failover.down_after_ns = ns;
+}
+
+static void check_failover(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
+{
     const json_object *fo = optional_object(e, spec, "failover", "spec.failover");
-    if (fo) {
-        const char *s = NULL;
-        int64_t ns = 0;
-        if (optional_string(e, fo, "downAfter", "spec.failover.downAfter", &s) == JSONX_OK) {
-            const json_object *v = jsonx_get(fo, "downAfter");
-            if (strlen(s) > RDC_SPEC_DOWN_AFTER_MAX || rdc_spec_duration_ns(s, &ns))
-                field_error(e, RDC_FIELD_INVALID, "spec.failover.downAfter", v,
-                            "must be a duration such as 3s, 1m30s or 500ms (at most %d characters)",
-                            RDC_SPEC_DOWN_AFTER_MAX);
-            else if (ns < RDC_SPEC_DOWN_AFTER_MIN_NS || ns > RDC_SPEC_DOWN_AFTER_MAX_NS)
-                field_error(e, RDC_FIELD_INVALID, "spec.failover.downAfter", v, "must be between 1s and 5m");
-        }
-        check_int_range(e, fo, "minReplicasToWrite", "spec.failover.minReplicasToWrite", 0, RDC_SPEC_SIZE_MAX - 1);
-        check_int_range(e, fo, "minReplicasMaxLag", "spec.failover.minReplicasMaxLag", 1, 3600);
-        const json_object *w = jsonx_get(fo, "minReplicasToWrite"), *size = jsonx_get(spec, "size");
-        if (w && size && json_object_is_type(w, json_type_int) && json_object_is_type(size, json_type_int) &&
-            json_object_get_int64(w) >= 0 && json_object_get_int64(w) < RDC_SPEC_SIZE_MAX &&
-            json_object_get_int64(w) >= json_object_get_int64(size))
-            field_error(e, RDC_FIELD_INVALID, "spec.failover.minReplicasToWrite", w,
-                        "must be less than spec.size (the primary counts replicas besides itself)");
+    int64_t v = 0;
+    if (!fo)
+        return;
+    check_down_after(e, fo, out);
+    int write_ok = check_int_range(e, fo, "minReplicasToWrite", "spec.failover.minReplicasToWrite", 0,
+                                   RDC_SPEC_SIZE_MAX - 1, &v);
+    int64_t want = v;
+    if (check_int_range(e, fo, "minReplicasMaxLag", "spec.failover.minReplicasMaxLag", 1, 3600, &v))
+        out->failover.min_replicas_max_lag = (int)v;
+    const json_object *w = jsonx_get(fo, "minReplicasToWrite"), *size = jsonx_get(spec, "size");
+    if (write_ok && size && json_object_is_type(size, json_type_int) && want >= json_object_get_int64(size))
+        field_error(e, RDC_FIELD_INVALID, "spec.failover.minReplicasToWrite", w,
+                    "must be less than spec.size (the primary counts replicas besides itself)");
+    else if (write_ok)
+        out->failover.min_replicas_to_write = (int)want;
+}
+
+static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
+{
+    static const char *const modes[] = {"Standalone", "Replication", "Cluster", NULL}; /* as rdc_mode_t */
+    static const char *const persistence[] = {"aof", "rdb", "none", NULL};             /* as rdc_persistence_t */
+    int mode = check_enum(e, spec, "mode", "spec.mode", modes, "\"Replication\", \"Standalone\", \"Cluster\"");
+    const json_object *cluster = optional_object(e, spec, "cluster", "spec.cluster");
+    int64_t v = 0;
+    if (check_int_range(e, cluster, "shards", "spec.cluster.shards", RDC_SPEC_CLUSTER_SHARDS_MIN,
+                        RDC_SPEC_CLUSTER_SHARDS_MAX, &v))
+        out->cluster.shards = (int)v;
+    if (check_int_range(e, cluster, "replicasPerShard", "spec.cluster.replicasPerShard", 0,
+                        RDC_SPEC_CLUSTER_REPLICAS_MAX, &v))
+        out->cluster.replicas_per_shard = (int)v;
+    int p = check_enum(e, spec, "persistence", "spec.persistence", persistence, "\"aof\", \"none\", \"rdb\"");
+    if (mode >= 0)
+        out->mode = (rdc_mode_t)mode;
+    if (p >= 0) {
+        out->persistence = (rdc_persistence_t)p;
+        out->persistence_set = 1;
     }
+    check_auth(e, spec, out);
+    check_failover(e, spec, out);
 }
 
 /* ---- v1 pod, PDB, storage and config knobs (issue 20) ---------------------------------- */
@@ -722,7 +792,8 @@ static void check_string_map(rdc_field_errors_t *e, const json_object *o, const 
 }
 
 /* {labels, annotations} for pods or Services. */
-static void check_extra_metadata(rdc_field_errors_t *e, const json_object *spec, const char *key, const char *field)
+static const json_object *check_extra_metadata(rdc_field_errors_t *e, const json_object *spec, const char *key,
+                                               const char *field)
 {
     static const char *const labels[] = {"app.kubernetes.io/name", "app.kubernetes.io/instance",
                                          "app.kubernetes.io/managed-by", "app.kubernetes.io/part-of", NULL};
@@ -733,13 +804,14 @@ static void check_extra_metadata(rdc_field_errors_t *e, const json_object *spec,
     check_string_map(e, m, "labels", f, 1, labels);
     snprintf(f, sizeof(f), "%s.annotations", field);
     check_string_map(e, m, "annotations", f, 0, annotations);
+    return m;
 }
 
-static void check_resources(rdc_field_errors_t *e, const json_object *spec)
+static const json_object *check_resources(rdc_field_errors_t *e, const json_object *spec)
 {
     const json_object *res = optional_object(e, spec, "resources", "spec.resources");
     if (!res)
-        return;
+        return NULL;
     json_object_object_foreach((json_object *)res, part, list)
     {
         char f[384];
@@ -765,35 +837,54 @@ static void check_resources(rdc_field_errors_t *e, const json_object *spec)
                 field_error(e, RDC_FIELD_INVALID, f, q, "must be a quantity, e.g. 500m, 1Gi or 2");
         }
     }
+    return res;
 }
 
-static void check_pdb_and_retention(rdc_field_errors_t *e, const json_object *spec)
+static void check_pdb(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     const json_object *pdb = optional_object(e, spec, "podDisruptionBudget", "spec.podDisruptionBudget");
     const json_object *mu = jsonx_get(pdb, "maxUnavailable");
-    if (mu && !json_object_is_type(mu, json_type_null)) {
-        const char *s = json_object_is_type(mu, json_type_string) ? json_object_get_string((json_object *)mu) : NULL;
-        size_t n = s ? strspn(s, "0123456789") : 0;
-        if (json_object_is_type(mu, json_type_int)) {
-            if (json_object_get_int64(mu) < 0 || json_object_get_int64(mu) > RDC_SPEC_SIZE_MAX)
-                field_error(e, RDC_FIELD_INVALID, "spec.podDisruptionBudget.maxUnavailable", mu,
-                            "must be between 0 and %d", RDC_SPEC_SIZE_MAX);
-        } else if (!s || n == 0 || n > 3 || strcmp(s + n, "%") || strtol(s, NULL, 10) > 100) {
+    if (!mu || json_object_is_type(mu, json_type_null))
+        return;
+    const char *s = json_object_is_type(mu, json_type_string) ? json_object_get_string((json_object *)mu) : NULL;
+    size_t n = s ? strspn(s, "0123456789") : 0;
+    if (json_object_is_type(mu, json_type_int)) {
+        if (json_object_get_int64(mu) < 0 || json_object_get_int64(mu) > RDC_SPEC_SIZE_MAX)
             field_error(e, RDC_FIELD_INVALID, "spec.podDisruptionBudget.maxUnavailable", mu,
-                        "must be an integer or a percentage from 0%% to 100%%");
-        }
+                        "must be between 0 and %d", RDC_SPEC_SIZE_MAX);
+        else
+            out->pdb.max_unavailable = (int)json_object_get_int64(mu);
+    } else if (!s || n == 0 || n > 3 || strcmp(s + n, "%") || strtol(s, NULL, 10) > 100) {
+        field_error(e, RDC_FIELD_INVALID, "spec.podDisruptionBudget.maxUnavailable", mu,
+                    "must be an integer or a percentage from 0%% to 100%%");
+    } else {
+        out->pdb.max_unavailable_percent = s;
     }
+}
+
+static void check_retention(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
+{
     const json_object *storage = jsonx_get(spec, "storage");
     if (storage && !json_object_is_type(storage, json_type_object))
         return; /* check_storage reported it */
     const json_object *ret = optional_object(e, storage, "retention", "spec.storage.retention");
-    static const char *const policies[] = {"Retain", "Delete", NULL};
-    check_enum(e, ret, "whenDeleted", "spec.storage.retention.whenDeleted", policies, "\"Delete\", \"Retain\"");
-    check_enum(e, ret, "whenScaled", "spec.storage.retention.whenScaled", policies, "\"Delete\", \"Retain\"");
+    static const char *const policies[] = {"Retain", "Delete", NULL}; /* as rdc_retention_t */
+    int deleted = check_enum(e, ret, "whenDeleted", "spec.storage.retention.whenDeleted", policies,
+                             "\"Delete\", \"Retain\"");
+    int scaled = check_enum(e, ret, "whenScaled", "spec.storage.retention.whenScaled", policies,
+                            "\"Delete\", \"Retain\"");
+    out->storage.retention_set = ret != NULL;
+    out->storage.when_deleted = deleted > 0 ? RDC_DELETE : RDC_RETAIN;
+    out->storage.when_scaled = scaled > 0 ? RDC_DELETE : RDC_RETAIN;
 }
 
 /* spec.config.extra: directive -> value, never one the operator owns (redisconf.h). */
-static void check_config_extra(rdc_field_errors_t *e, const json_object *spec)
+static int by_directive_name(const void *a, const void *b)
+{
+    return strcmp(((const rdc_directive_t *)a)->name, ((const rdc_directive_t *)b)->name);
+}
+
+static void check_config_extra(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     const json_object *config = jsonx_get(spec, "config");
     if (config && !json_object_is_type(config, json_type_object))
@@ -823,48 +914,117 @@ static void check_config_extra(rdc_field_errors_t *e, const json_object *spec)
                  !redisconf_value_ok(s))
             field_error(e, RDC_FIELD_INVALID, f, v,
                         "must be a string of 1 to %d printable characters (no line breaks)", REDISCONF_VALUE_MAX);
+        else
+            out->config.extra[out->config.n_extra++] = (rdc_directive_t){name, s};
     }
+    /* The API's order is not promised: by name, so redis.conf is stable. */
+    qsort(out->config.extra, out->config.n_extra, sizeof(out->config.extra[0]), by_directive_name);
 }
 
-static void check_pod_knobs(rdc_field_errors_t *e, const json_object *spec)
+/* spec.imagePullSecrets: an array of objects, each with a Secret's name. */
+static const json_object *check_pull_secrets(rdc_field_errors_t *e, const json_object *spec)
 {
-    check_resources(e, spec);
-    optional_object(e, spec, "securityContext", "spec.securityContext");
-    optional_object(e, spec, "podSecurityContext", "spec.podSecurityContext");
-    optional_object(e, spec, "affinity", "spec.affinity");
-    optional_object_array(e, spec, "tolerations", "spec.tolerations", RDC_SPEC_LIST_MAX);
-    optional_object_array(e, spec, "topologySpreadConstraints", "spec.topologySpreadConstraints", RDC_SPEC_LIST_MAX);
-    const json_object *ips =
-        optional_object_array(e, spec, "imagePullSecrets", "spec.imagePullSecrets", RDC_SPEC_LIST_MAX);
+    const json_object *ips = optional_object_array(e, spec, "imagePullSecrets", "spec.imagePullSecrets",
+                                                   RDC_SPEC_LIST_MAX);
+    int ok = 1;
     for (size_t i = 0; ips && i < json_object_array_length(ips); i++) {
         const char *s = NULL;
         char f[64];
         snprintf(f, sizeof(f), "spec.imagePullSecrets[%zu].name", i);
         if (optional_string(e, json_object_array_get_idx(ips, i), "name", f, &s) != JSONX_OK ||
-            !rdc_spec_is_dns1123_subdomain(s))
+            !rdc_spec_is_dns1123_subdomain(s)) {
             field_error(e, RDC_FIELD_INVALID, f, s ? jsonx_get(json_object_array_get_idx(ips, i), "name") : NULL,
                         "must be the name of a Secret (a DNS subdomain)");
+            ok = 0;
+        }
     }
-    check_string_map(e, spec, "nodeSelector", "spec.nodeSelector", 1, NULL);
-    const char *pc = NULL;
-    if (optional_string(e, spec, "priorityClassName", "spec.priorityClassName", &pc) == JSONX_OK &&
-        !rdc_spec_is_dns1123_subdomain(pc))
-        field_error(e, RDC_FIELD_INVALID, "spec.priorityClassName", jsonx_get(spec, "priorityClassName"),
-                    "must be the name of a PriorityClass (a DNS subdomain)");
-    check_int_range(e, spec, "terminationGracePeriodSeconds", "spec.terminationGracePeriodSeconds", 0,
-                    RDC_SPEC_GRACE_MAX);
-    check_extra_metadata(e, spec, "podMetadata", "spec.podMetadata");
-    check_extra_metadata(e, spec, "serviceMetadata", "spec.serviceMetadata");
-    check_pdb_and_retention(e, spec);
-    check_config_extra(e, spec);
+    return ok ? ips : NULL;
 }
 
-size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs)
+/* A knob is kept only when its own rules passed: count the problems before and after. */
+#define PROBLEMS(e) ((e)->n + (e)->dropped)
+
+static void check_pod_knobs(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
-    size_t before = errs->n + errs->dropped;
+    size_t before = PROBLEMS(e);
+    const json_object *res = check_resources(e, spec);
+    out->pod.resources = PROBLEMS(e) == before ? res : NULL;
+    out->pod.security_context = optional_object(e, spec, "securityContext", "spec.securityContext");
+    out->pod.pod_security_context = optional_object(e, spec, "podSecurityContext", "spec.podSecurityContext");
+    out->pod.affinity = optional_object(e, spec, "affinity", "spec.affinity");
+    out->pod.tolerations = optional_object_array(e, spec, "tolerations", "spec.tolerations", RDC_SPEC_LIST_MAX);
+    out->pod.topology_spread_constraints = optional_object_array(
+        e, spec, "topologySpreadConstraints", "spec.topologySpreadConstraints", RDC_SPEC_LIST_MAX);
+    out->pod.image_pull_secrets = check_pull_secrets(e, spec);
+    before = PROBLEMS(e);
+    check_string_map(e, spec, "nodeSelector", "spec.nodeSelector", 1, NULL);
+    const json_object *ns = jsonx_typed(jsonx_get(spec, "nodeSelector"), json_type_object);
+    out->pod.node_selector = PROBLEMS(e) == before ? ns : NULL;
+    out->pod.priority_class_name =
+        checked_string(e, spec, "priorityClassName", "spec.priorityClassName", rdc_spec_is_dns1123_subdomain,
+                       "must be the name of a PriorityClass (a DNS subdomain)");
+    check_int_range(e, spec, "terminationGracePeriodSeconds", "spec.terminationGracePeriodSeconds", 0,
+                    RDC_SPEC_GRACE_MAX, &out->pod.termination_grace_period_seconds);
+    before = PROBLEMS(e);
+    const json_object *pm = check_extra_metadata(e, spec, "podMetadata", "spec.podMetadata");
+    out->pod.pod_metadata = PROBLEMS(e) == before ? pm : NULL;
+    before = PROBLEMS(e);
+    const json_object *sm = check_extra_metadata(e, spec, "serviceMetadata", "spec.serviceMetadata");
+    out->pod.service_metadata = PROBLEMS(e) == before ? sm : NULL;
+    check_pdb(e, spec, out);
+    check_retention(e, spec, out);
+    check_config_extra(e, spec, out);
+}
+
+static const char *const persistence_names[] = {"aof", "rdb", "none"};  /* as rdc_persistence_t */
+static const char *const retention_names[] = {"Retain", "Delete"};      /* as rdc_retention_t */
+
+const char *rdc_spec_persistence_name(rdc_persistence_t p)
+{
+    return (size_t)p < sizeof(persistence_names) / sizeof(persistence_names[0]) ? persistence_names[p] : "aof";
+}
+
+const char *rdc_spec_retention_name(rdc_retention_t r)
+{
+    return (size_t)r < sizeof(retention_names) / sizeof(retention_names[0]) ? retention_names[r] : "Retain";
+}
+
+void rdc_spec_defaults(rdc_spec_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->mode = RDC_MODE_STANDALONE;
+    out->persistence = RDC_PERSISTENCE_AOF;
+    out->config.maxmemory_policy = RDC_SPEC_DEFAULT_MAXMEMORY_POLICY;
+    out->storage.size = RDC_SPEC_DEFAULT_STORAGE_SIZE;
+    out->storage.when_deleted = out->storage.when_scaled = RDC_RETAIN;
+    out->auth.key = RDC_SPEC_DEFAULT_AUTH_KEY;
+    out->failover.down_after_ns = RDC_SPEC_DEFAULT_DOWN_AFTER_NS;
+    out->failover.min_replicas_to_write = -1; /* by size, once it is known */
+    out->failover.min_replicas_max_lag = RDC_SPEC_DEFAULT_MIN_REPLICAS_MAX_LAG;
+    out->pdb.max_unavailable = RDC_SPEC_DEFAULT_MAX_UNAVAILABLE;
+    out->cluster.shards = RDC_SPEC_DEFAULT_SHARDS;
+    out->cluster.replicas_per_shard = RDC_SPEC_DEFAULT_REPLICAS_PER_SHARD;
+    out->pod.termination_grace_period_seconds = -1;
+    out->tag = RDC_SPEC_DEFAULT_VERSION;
+}
+
+/* The defaults that depend on other fields: the image's tag, min-replicas-to-write. */
+static void derived_defaults(rdc_spec_t *out)
+{
+    out->tag = out->image && rdc_spec_image_has_tag_or_digest(out->image) ? NULL
+               : out->version                                             ? out->version
+                                                                          : RDC_SPEC_DEFAULT_VERSION;
+    if (out->failover.min_replicas_to_write < 0)
+        out->failover.min_replicas_to_write = out->size >= 3 ? RDC_SPEC_DEFAULT_MIN_REPLICAS_TO_WRITE : 0;
+}
+
+size_t rdc_spec_parse(const json_object *rc, rdc_spec_t *out, rdc_field_errors_t *errs)
+{
+    size_t before = PROBLEMS(errs);
+    rdc_spec_defaults(out);
     if (!rc || !json_object_is_type(rc, json_type_object)) {
         field_error(errs, RDC_FIELD_INVALID, "<object>", rc, "must be an object");
-        return errs->n + errs->dropped - before;
+        return PROBLEMS(errs) - before;
     }
     check_name(errs, rc);
     const json_object *spec = jsonx_get(rc, "spec");
@@ -873,14 +1033,21 @@ size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs)
     else if (!json_object_is_type(spec, json_type_object))
         field_error(errs, RDC_FIELD_INVALID, "spec", spec, "must be an object");
     else {
-        check_size(errs, spec);
-        check_image(errs, spec);
-        check_config(errs, spec);
-        check_storage(errs, spec);
-        check_v1_fields(errs, spec);
-        check_pod_knobs(errs, spec);
+        check_size(errs, spec, out);
+        check_image(errs, spec, out);
+        check_config(errs, spec, out);
+        check_storage(errs, spec, out);
+        check_v1_fields(errs, spec, out);
+        check_pod_knobs(errs, spec, out);
     }
-    return errs->n + errs->dropped - before;
+    derived_defaults(out);
+    return PROBLEMS(errs) - before;
+}
+
+size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs)
+{
+    rdc_spec_t scratch;
+    return rdc_spec_parse(rc, &scratch, errs);
 }
 
 /* ---- Update rules ---------------------------------------------------------------------- */

@@ -1,4 +1,6 @@
-/* rdc_spec: the rules a RedisCluster must follow, and the defaults of its spec.
+/* rdc_spec: the rules a RedisCluster must follow, the defaults of its spec, and the spec
+ * parsed once into a C struct (rdc_spec_t, "The typed spec" below) that workerd's plan
+ * and render and the admission webhook read instead of the JSON.
  *
  * One statement of the rules that workerd's plan (plan.h, decision 4) applies before it
  * reconciles, for the admission webhook to refuse what the operator could not reconcile:
@@ -18,9 +20,10 @@
  *                          most 253 characters)
  *
  * and the fields only v1 has (docs/api-versions.md), each checked only when present, as
- * the CRD's v1 schema states them (the schema also gives their defaults; rdc_spec adds
- * none, so a spec's defaults, and what the operator renders from it, are the same in
- * both versions):
+ * the CRD's v1 schema states them (the schema also gives their defaults; the defaulting
+ * webhook writes none of them, so a spec's defaults, and what the operator renders from
+ * it, are the same in both versions; rdc_spec_parse fills an absent one in as DEFAULTS
+ * below says):
  *   spec.mode              Replication | Standalone | Cluster
  *   spec.cluster           shards 3..20 (default 3), replicasPerShard 0..4 (default 1); in
  *                          Cluster mode spec.size must be shards x (1 + replicasPerShard)
@@ -81,6 +84,7 @@
 
 #include "buf.h"
 #include "rdc_api.h"
+#include "redisconf.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -110,9 +114,40 @@
 #define RDC_SPEC_MAP_MAX 64         /* nodeSelector, podMetadata/serviceMetadata labels and annotations */
 #define RDC_SPEC_ANNOTATION_MAX 4096
 #define RDC_SPEC_GRACE_MAX 86400    /* terminationGracePeriodSeconds */
+
+/* DEFAULTS: what a spec that leaves a field unset (absent, null, or an empty string) runs
+ * with, the same in workerd with or without the defaulting webhook (rdc_spec_parse applies
+ * them, in one place; rdc_spec_default_ops writes the first three into a stored object):
+ *   spec.version                   "7.2", as the tag of an image that names none (an image
+ *                                  with a tag or digest runs as given)
+ *   spec.storage.size              "1Gi"
+ *   spec.config.maxmemoryPolicy    allkeys-lru
+ *   spec.mode                      Standalone (the v1 schema defaults it to Replication on
+ *                                  every object the API server stores; v1alpha1 clusters
+ *                                  are converted to Standalone)
+ *   spec.persistence               aof (as the v1 schema defaults it)
+ *   spec.auth.secretRef.key        "password"
+ *   spec.failover.downAfter        3s
+ *   spec.failover.minReplicasToWrite  1 when spec.size >= 3, else 0
+ *   spec.failover.minReplicasMaxLag   10 (seconds)
+ *   spec.cluster.shards            3; spec.cluster.replicasPerShard 1 (Cluster mode; spec.size
+ *                                  is then shards x (1 + replicasPerShard), which the
+ *                                  defaulting webhook writes)
+ *   spec.podDisruptionBudget.maxUnavailable  1
+ *   spec.storage.retention.whenDeleted, whenScaled  Retain (each, once retention is set;
+ *                                  without retention the StatefulSet carries no policy)
+ * The pod knobs (resources, securityContext, affinity, ...) have no value of their own
+ * when unset: the rendered pod then has render.h's (workerd/render.h, KNOBS). */
 #define RDC_SPEC_DEFAULT_VERSION "7.2"
 #define RDC_SPEC_DEFAULT_STORAGE_SIZE "1Gi"
 #define RDC_SPEC_DEFAULT_MAXMEMORY_POLICY "allkeys-lru"
+#define RDC_SPEC_DEFAULT_MODE "Standalone"
+#define RDC_SPEC_DEFAULT_PERSISTENCE "aof"
+#define RDC_SPEC_DEFAULT_AUTH_KEY "password"
+#define RDC_SPEC_DEFAULT_DOWN_AFTER_NS 3000000000LL /* 3s */
+#define RDC_SPEC_DEFAULT_MIN_REPLICAS_TO_WRITE 1   /* with spec.size >= 3; else 0 */
+#define RDC_SPEC_DEFAULT_MIN_REPLICAS_MAX_LAG 10
+#define RDC_SPEC_DEFAULT_MAX_UNAVAILABLE 1
 
 /* ---- Field errors ------------------------------------------------------------------ */
 
@@ -164,7 +199,8 @@ void rdc_spec_put_quoted(buf_t *b, const char *s, size_t max);
 /* ---- Validation ---------------------------------------------------------------------- */
 
 /* Check a RedisCluster (anything at all: wrong types are reported, never trusted) against
- * the rules above and record each problem in errs. Returns the number recorded. */
+ * the rules above and record each problem in errs. Returns the number recorded.
+ * (rdc_spec_parse without the typed result.) */
 size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs);
 
 /* Check the transition from old_rc to new_rc (size may not decrease; storage size and
@@ -176,6 +212,91 @@ size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *ne
 /* 1 when new_rc's spec is old_rc's, or old_rc's with only the defaults added: an update
  * that changes nothing in the spec (metadata, finalizers, labels). Else 0. */
 int rdc_spec_unchanged(const json_object *old_rc, const json_object *new_rc);
+
+/* ---- The typed spec -------------------------------------------------------------------- */
+
+/* spec.mode, spec.persistence and a retention policy. The first value is the default. */
+typedef enum { RDC_MODE_STANDALONE = 0, RDC_MODE_REPLICATION, RDC_MODE_CLUSTER } rdc_mode_t;
+typedef enum { RDC_PERSISTENCE_AOF = 0, RDC_PERSISTENCE_RDB, RDC_PERSISTENCE_NONE } rdc_persistence_t;
+typedef enum { RDC_RETAIN = 0, RDC_DELETE } rdc_retention_t;
+
+/* A redis.conf directive of spec.config.extra. */
+typedef struct {
+    const char *name;
+    const char *value;
+} rdc_directive_t;
+
+/* A RedisCluster's spec as the rules above accept it, with the DEFAULTS applied: what
+ * workerd's plan and render and the admission webhook read, instead of the JSON. Every
+ * string and JSON value is borrowed from the object it was parsed from. */
+typedef struct {
+    int size;                      /* spec.size, RDC_SPEC_SIZE_MIN..RDC_SPEC_SIZE_MAX (Cluster mode:
+                                      shards x (1 + replicasPerShard), up to RDC_SPEC_CLUSTER_SIZE_MAX) */
+    const char *image;             /* spec.image as given */
+    const char *version;           /* spec.version as given, NULL when unset */
+    const char *tag;               /* the tag the image runs with when it names none: version,
+                                      or RDC_SPEC_DEFAULT_VERSION; NULL when it names one */
+    rdc_mode_t mode;
+    rdc_persistence_t persistence;
+    int persistence_set;           /* spec.persistence given: it owns more of config.extra
+                                      (redisconf_owned) */
+    struct {
+        const char *maxmemory;        /* NULL: unset (no maxmemory line) */
+        const char *maxmemory_policy;
+        size_t n_extra;
+        rdc_directive_t extra[REDISCONF_EXTRA_MAX]; /* spec.config.extra, sorted by name */
+    } config;
+    struct {
+        const char *size;
+        const char *storage_class;    /* NULL: the cluster's default class */
+        int retention_set;            /* spec.storage.retention given */
+        rdc_retention_t when_deleted, when_scaled;
+    } storage;
+    struct {
+        const char *secret;           /* spec.auth.secretRef.name; NULL: no password */
+        const char *key;
+    } auth;
+    struct {
+        int64_t down_after_ns;
+        int min_replicas_to_write;
+        int min_replicas_max_lag;     /* seconds */
+    } failover;
+    struct {
+        int shards;                   /* spec.cluster.shards (Cluster mode) */
+        int replicas_per_shard;
+    } cluster;
+    struct {
+        int max_unavailable;          /* when max_unavailable_percent is NULL */
+        const char *max_unavailable_percent; /* "0%".."100%", or NULL */
+    } pdb;
+    /* The pod and Service knobs rendered as given (render.h KNOBS): free-form JSON of
+     * the type the rules above check, or NULL when unset. */
+    struct {
+        const json_object *resources, *security_context, *pod_security_context, *affinity;
+        const json_object *tolerations, *topology_spread_constraints, *image_pull_secrets; /* arrays */
+        const json_object *node_selector;                  /* an object of strings */
+        const json_object *pod_metadata, *service_metadata; /* {labels, annotations} */
+        const char *priority_class_name;                   /* NULL: unset */
+        int64_t termination_grace_period_seconds;          /* -1: unset */
+    } pod;
+} rdc_spec_t;
+
+/* Parse rc (anything at all) against the rules above: every problem is recorded in errs
+ * exactly as rdc_spec_validate records it (the same texts, in the same order; validation
+ * and parsing are one pass), and, when there is none, *out holds every value of the spec
+ * with the DEFAULTS applied. Returns the number of problems recorded; *out is complete
+ * only when it is 0 (else it holds the defaults and the fields that passed their own
+ * rules). rc must outlive *out. Pure: rc is only read. */
+size_t rdc_spec_parse(const json_object *rc, rdc_spec_t *out, rdc_field_errors_t *errs);
+
+/* The spec of a spec that sets nothing: the DEFAULTS, size 0, no image. */
+void rdc_spec_defaults(rdc_spec_t *out);
+
+/* "aof", "rdb", "none": the value of spec.persistence p names. */
+const char *rdc_spec_persistence_name(rdc_persistence_t p);
+
+/* "Retain" or "Delete". */
+const char *rdc_spec_retention_name(rdc_retention_t r);
 
 /* ---- Defaults -------------------------------------------------------------------------- */
 

@@ -198,10 +198,9 @@ out:
     return rc;
 }
 
-/* Decode one complete line (without its '\n'). s[n] must be readable and be the '\n'
- * or a NUL terminator: it is handed to json-c too, because a bare number or literal is
- * only known to be complete when the character after it is seen. at_end: the stream
- * ended here without a newline, so an incomplete value means truncation. */
+/* Decode one complete line (without its '\n') with the one JSON parser (jsonx_parse_ex)
+ * and the decoder's tokener. at_end: the stream ended here without a newline, so an
+ * incomplete value means truncation. */
 static int handle_line(watch_decoder_t *d, const char *s, size_t n, int at_end)
 {
     d->lines++;
@@ -212,33 +211,26 @@ static int handle_line(watch_decoder_t *d, const char *s, size_t n, int at_end)
         start++;
     if (start == n)
         return WATCH_OK; /* blank line: keepalive or framing, never an event */
-    json_tokener_reset(d->tok);
-    /* After trimming, s[n] is blank or the terminator: include it as the end mark. */
-    json_object *obj = json_tokener_parse_ex(d->tok, s, (int)n + 1);
-    enum json_tokener_error jerr = json_tokener_get_error(d->tok);
-    size_t end = json_tokener_get_parse_end(d->tok);
-    char quote[64];
-    if (jerr != json_tokener_success) {
-        json_object_put(obj);
+    json_object *obj = NULL;
+    size_t at = 0;
+    char why[128], quote[64];
+    jsonx_parse_t rc = jsonx_parse_ex(d->tok, s, n, WATCH_JSON_DEPTH, &obj, &at, why, sizeof(why));
+    if (rc == JSONX_NO_MEMORY)
+        return fail(d, WATCH_ERR_NOMEM, "watch event %llu: out of memory", (unsigned long long)d->lines);
+    if (rc == JSONX_INCOMPLETE && at_end) {
         snippet(s + start, n - start, quote, sizeof(quote));
-        int incomplete = jerr == json_tokener_continue || jerr == json_tokener_error_parse_eof;
-        if (incomplete && at_end)
-            return fail(d, WATCH_ERR_TRUNCATED,
-                        "watch event %llu: stream ended inside the event after %zu bytes: \"%s\"",
-                        (unsigned long long)d->lines, n, quote);
-        return fail(d, WATCH_ERR_SYNTAX, "watch event %llu: not JSON (%s at byte %zu): \"%s\"",
-                    (unsigned long long)d->lines,
-                    incomplete ? "incomplete value" : json_tokener_error_desc(jerr),
-                    end, quote);
+        return fail(d, WATCH_ERR_TRUNCATED, "watch event %llu: stream ended inside the event after %zu bytes: \"%s\"",
+                    (unsigned long long)d->lines, n, quote);
     }
-    for (size_t i = end; i < n; i++) {
-        if (!is_blank(s[i])) {
-            json_object_put(obj);
-            snippet(s + i, n - i, quote, sizeof(quote));
-            return fail(d, WATCH_ERR_SYNTAX,
-                        "watch event %llu: unexpected data after the JSON value at byte %zu: \"%s\"",
-                        (unsigned long long)d->lines, i, quote);
-        }
+    if (rc == JSONX_TRAILING) {
+        snippet(s + at, n - at, quote, sizeof(quote));
+        return fail(d, WATCH_ERR_SYNTAX, "watch event %llu: unexpected data after the JSON value at byte %zu: \"%s\"",
+                    (unsigned long long)d->lines, at, quote);
+    }
+    if (rc) {
+        snippet(s + start, n - start, quote, sizeof(quote));
+        return fail(d, WATCH_ERR_SYNTAX, "watch event %llu: not JSON (%s): \"%s\"", (unsigned long long)d->lines,
+                    rc == JSONX_INCOMPLETE ? "incomplete value" : why, quote);
     }
     return deliver(d, obj);
 }
@@ -279,10 +271,6 @@ int watch_decoder_feed(watch_decoder_t *d, const char *chunk, size_t len)
             if (buf_append(&d->line, p, seg))
                 return fail(d, WATCH_ERR_NOMEM, "watch event %llu: out of memory",
                             (unsigned long long)d->lines + 1);
-            /* The same end mark as in place (the '\n' over the buffer's NUL, which is
-             * always there): ending at a NUL instead, json-c (which allows comments)
-             * took `{"a":{"b":1//x` for the number 1, while in place it is incomplete. */
-            d->line.data[d->line.len] = '\n';
             rc = handle_line(d, d->line.data, d->line.len, 0);
             drop_line(d);
         }

@@ -11,23 +11,7 @@
 /* The ReconcileCrashed entry of rc's status.conditions, or NULL. */
 static const json_object *find_condition(const json_object *rc)
 {
-    const json_object *conds = jsonx_get(jsonx_get(rc, "status"), "conditions");
-    if (!conds || !json_object_is_type(conds, json_type_array))
-        return NULL;
-    size_t n = json_object_array_length(conds);
-    for (size_t i = 0; i < n; i++) {
-        const json_object *c = json_object_array_get_idx(conds, i);
-        const char *type = NULL;
-        if (jsonx_string(c, "type", &type) == JSONX_OK && strcmp(type, CRASHCOND_TYPE) == 0)
-            return c;
-    }
-    return NULL;
-}
-
-static int64_t int_field(const json_object *o, const char *key, int64_t absent)
-{
-    const json_object *v = jsonx_get(o, key);
-    return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : absent;
+    return jsonx_find(JSONX_AT(rc, "status", "conditions"), "type", CRASHCOND_TYPE);
 }
 
 int crashcond_is_true(const json_object *rc, int64_t *since_ns, int64_t *generation)
@@ -42,7 +26,7 @@ int crashcond_is_true(const json_object *rc, int64_t *since_ns, int64_t *generat
             *since_ns = 0;
     }
     if (generation)
-        *generation = int_field(c, "observedGeneration", -1);
+        *generation = jsonx_int_or(c, "observedGeneration", -1);
     return 1;
 }
 
@@ -51,7 +35,7 @@ int64_t crashcond_quarantine_left_ns(const json_object *rc, int64_t now_ns, int6
     int64_t since = 0, gen = -1;
     if (!crashcond_is_true(rc, &since, &gen) || since <= 0 || gen < 0)
         return 0;
-    if (gen != int_field(jsonx_get(rc, "metadata"), "generation", -2))
+    if (gen != jsonx_int_or(jsonx_get(rc, "metadata"), "generation", -2))
         return 0; /* the spec changed since: the change may be the fix */
     if (since > now_ns)
         since = now_ns;
@@ -76,7 +60,7 @@ char *crashcond_apply_body(const json_object *rc, int crashed, const char *messa
               &oom);
     jsonx_put(c, "message", jsonx_new_str(message, &oom), &oom);
     jsonx_put(c, "lastTransitionTime", jsonx_new_str(when, &oom), &oom);
-    int64_t gen = int_field(md, "generation", -1);
+    int64_t gen = jsonx_int_or(md, "generation", -1);
     if (gen >= 0)
         jsonx_put(c, "observedGeneration", jsonx_new_int(gen, &oom), &oom);
     json_object *conds = jsonx_new_arr(&oom), *status = jsonx_new_obj(&oom), *meta = jsonx_new_obj(&oom),

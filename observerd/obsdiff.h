@@ -6,6 +6,11 @@
  * same pod: its IP, its reachability, its role, the primary it follows (host or port),
  * or its link to it. Offsets, lastOkAgoMs and downSinceMs alone are never news: they move
  * all the time and plan decides nothing from them alone.
+ * In Cluster mode (obs_cluster_t) a node's cluster object is news when it appears or goes,
+ * when its CLUSTER NODES text (normalized: ping-sent and pong-recv zeroed, so the
+ * timestamps that move every second never make news) or the reason it has none changes,
+ * or when CLUSTER INFO's cluster_state or a slot count (assigned, ok, pfail, fail)
+ * changes; knownNodes and currentEpoch alone are not.
  * OBSDIFF_STILL_DOWN: no news, but a node that is a primary (its last known role is
  * master, or it never answered so its role is unknown) is unreachable: failover waits for
  * spec.failover.downAfter to elapse, so plan needs to hear "still down for X ms" again.
@@ -23,10 +28,24 @@
 #define RDC_OBSERVERD_OBSDIFF_H
 
 #include "buf.h"
+#include "clusternodes.h"
 #include "redisinfo.h"
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* What a node of a Cluster-mode cluster says of Redis Cluster (CLUSTER NODES, CLUSTER INFO). */
+typedef struct {
+    int on;                     /* the cluster is in Cluster mode: the node carries a "cluster"
+                                   object once known */
+    int known;                  /* CLUSTER NODES and CLUSTER INFO were answered (the last answer
+                                   is kept while the node is unreachable) */
+    const char *nodes;          /* the normalized CLUSTER NODES text (obsdiff_normalize_nodes);
+                                   NULL when error says why there is none. Not owned by the
+                                   struct: the builder's, or an obsdiff_copy array's */
+    char error[256];            /* cn_parse's message, or Redis's error reply; "" with nodes */
+    cn_info_t info;             /* CLUSTER INFO; -1 for what it did not give */
+} obs_cluster_t;
 
 typedef struct {
     char pod[254];
@@ -41,6 +60,7 @@ typedef struct {
     int64_t offset;             /* replication offset, -1 unknown */
     int64_t last_ok_ago_ms;     /* since the last answered probe; -1 never answered */
     int64_t down_since_ms;      /* how long unreachable; 0 when reachable */
+    obs_cluster_t cluster;      /* Cluster mode only (cluster.on) */
 } obs_node_t;
 
 typedef enum {
@@ -72,7 +92,25 @@ void obsdiff_explain(const obs_node_t *prev, size_t nprev, const obs_node_t *cur
 
 /* Append the observation JSON to out: {"observedAt": observed_at (RFC 3339),
  * "nodes": [{"pod","ip","reachable","role","masterHost","masterPort","linkUp","offset",
- * "lastOkAgoMs","downSinceMs","linkDownSinceMs"}, ...]}. Returns 0, or -1 when out's cap or memory ran out. */
+ * "lastOkAgoMs","downSinceMs","linkDownSinceMs"[,"cluster"]}, ...]}, where a node whose
+ * cluster is on and known has "cluster": {"nodes" (or "error" when there is no text),
+ * "state": "ok"|"fail" (absent when CLUSTER INFO did not say), "slotsAssigned",
+ * "slotsOk", "slotsPfail", "slotsFail", "knownNodes", "currentEpoch" (each -1 when
+ * CLUSTER INFO did not give it)}. Returns 0, or -1 when out's cap or memory ran out. */
 int obsdiff_json(const obs_node_t *nodes, size_t n, const char *observed_at, buf_t *out);
+
+/* A copy of nodes[0..n) that owns copies of their cluster nodes texts, into *out (NULL
+ * when n is 0); free it with obsdiff_free. Returns 0, or -1 when out of memory (*out
+ * NULL, nothing to free). */
+int obsdiff_copy(const obs_node_t *nodes, size_t n, obs_node_t **out);
+
+/* Free an obsdiff_copy array of n nodes and its texts; *nodes_p = NULL. NULL is fine. */
+void obsdiff_free(obs_node_t **nodes_p, size_t n);
+
+/* The normalized form of a CLUSTER NODES answer (len bytes of text): cn_parse, then
+ * cn_format (sorted by id, ping-sent and pong-recv 0), as a new string into *out (the
+ * caller frees it). Returns 0, or -1 with err (errlen bytes) holding cn_parse's message
+ * (or "out of memory") and *out NULL. */
+int obsdiff_normalize_nodes(const char *text, size_t len, char **out, char *err, size_t errlen);
 
 #endif

@@ -29,7 +29,8 @@
 #define SECRET_DEADLINE_MS 5000
 #define SECRET_MAX_BYTES ((size_t)1 << 20)
 #define METRICS_EVERY_NS NS_PER_SEC
-#define MAX_NODES 64
+/* Pods of one cluster: Cluster mode has up to 100 (shards x (1 + replicasPerShard)). */
+#define MAX_NODES 128
 
 typedef struct cluster cluster_t;
 typedef struct observer observer_t;
@@ -42,6 +43,7 @@ typedef struct pod {
     cluster_t *cluster;
     redisnode_t *node;          /* NULL while no IP */
     unsigned probes;
+    char cluster_error[256];    /* the node's cluster error last logged ("" none) */
     int seen;                   /* mark of the snapshot in progress */
     struct pod *next, *cnext;   /* all pods; the cluster's pods */
 } pod_t;
@@ -56,7 +58,9 @@ struct cluster {
     CURL *secret_easy;
     struct curl_slist *secret_headers;
     buf_t secret_body;
-    obs_node_t *sent;           /* the observation last sent */
+    int cluster_mode;           /* spec.mode Cluster: probes ask CLUSTER NODES and CLUSTER INFO */
+    int64_t evaluated_ns;       /* when on_probe last evaluated it */
+    obs_node_t *sent;           /* the observation last sent (obsdiff_copy: owns its texts) */
     size_t nsent;
     int ever_sent;
     int64_t last_sent_ns;
@@ -85,6 +89,8 @@ struct observer {
     metric_family_t *m_up, *m_role, *m_lag, *m_clients, *m_changes, *m_sent, *m_rx_up, *m_rx_clients,
         *m_rx_mem, *m_rx_maxmem, *m_rx_evicted, *m_rx_expired, *m_rx_hits, *m_rx_misses, *m_rx_cmds,
         *m_rx_slaves, *m_rx_offset, *m_rx_bgsave;
+    metric_family_t *m_cl_state, *m_cl_assigned, *m_cl_ok, *m_cl_pfail, *m_cl_fail, *m_cl_known;
+    obs_node_t scratch[MAX_NODES]; /* evaluate's observation under construction */
 };
 
 /* ---- clusters and pods ---------------------------------------------------------------- */
@@ -153,7 +159,7 @@ static void cluster_maybe_free(observer_t *ob, cluster_t *c)
         *pp = c->next;
     secret_stop(ob, c);
     password_forget(c);
-    free(c->sent);
+    obsdiff_free(&c->sent, c->nsent);
     free(c);
 }
 
@@ -218,6 +224,13 @@ static void cluster_apply(observer_t *ob, const char *key, json_object *obj, int
     const char *mode = JSONX_STR_AT(obj, "spec", "mode");
     if (mode && !strcmp(mode, "Standalone"))
         c->down_after_ms = -1; /* nothing waits for downAfter: a down pod is news once */
+    int cluster_mode = mode && !strcmp(mode, "Cluster");
+    if (cluster_mode != c->cluster_mode) {
+        c->cluster_mode = cluster_mode;
+        for (pod_t *p = c->pods; p; p = p->cnext)
+            if (p->node)
+                redisnode_set_cluster(p->node, cluster_mode);
+    }
     const char *sname = JSONX_STR_AT(obj, "spec", "auth", "secretRef", "name");
     const char *skey = JSONX_STR_AT(obj, "spec", "auth", "secretRef", "key");
     if (!sname)
@@ -286,8 +299,10 @@ static void pod_apply(observer_t *ob, const char *key, json_object *obj, int del
         p->cluster = c;
         p->cnext = c->pods;
         c->pods = p;
-        if (p->node)
+        if (p->node) {
             redisnode_set_password(p->node, c->password);
+            redisnode_set_cluster(p->node, c->cluster_mode);
+        }
     }
     if (strcmp(p->ip, ip) != 0) {
         /* A new IP is a new server (the pod was recreated): a new connection. */
@@ -296,8 +311,10 @@ static void pod_apply(observer_t *ob, const char *key, json_object *obj, int del
         p->probes = 0;
         if (*ip) {
             p->node = redisnode_new(ob->loop, ip, ob->cfg->redis_port, ob->cfg->probe_timeout_ns, on_probe, p);
-            if (p->node)
+            if (p->node) {
                 redisnode_set_password(p->node, p->cluster->password);
+                redisnode_set_cluster(p->node, p->cluster->cluster_mode);
+            }
         }
     }
 }
@@ -510,9 +527,14 @@ static void secret_done(observer_t *ob, cluster_t *c, CURLcode code)
     } else if (status != 200) {
         snprintf(why, sizeof(why), "HTTP %ld", status);
     } else {
-        json_object *s = json_tokener_parse(buf_str(&c->secret_body));
+        json_object *s = NULL;
+        char perr[128];
+        jsonx_parse_strict(c->secret_body.data ? c->secret_body.data : "", c->secret_body.len, 32, &s, perr,
+                           sizeof(perr));
         const char *b64 = jsonx_str(jsonx_get(s, "data"), c->secret_key);
-        if (!b64)
+        if (!s)
+            snprintf(why, sizeof(why), "the Secret's body is not JSON: %s", perr);
+        else if (!b64)
             snprintf(why, sizeof(why), "the Secret has no data key \"%.200s\"", c->secret_key);
         else if (!(pw = b64_text(b64)))
             snprintf(why, sizeof(why), "data key \"%.200s\" is not base64", c->secret_key);
@@ -591,7 +613,22 @@ static int cmp_node(const void *a, const void *b)
     return strcmp(((const obs_node_t *)a)->pod, ((const obs_node_t *)b)->pod);
 }
 
-/* The cluster's nodes now, sorted by pod name. Returns how many (at most cap). */
+/* What node state st (NULL: none) says of Redis Cluster, into x (borrowing its nodes
+ * text); on: the cluster is in Cluster mode. */
+static void cluster_of(int on, const redisnode_state_t *st, obs_cluster_t *x)
+{
+    x->on = on;
+    cn_info_parse(NULL, 0, &x->info);
+    if (!x->on || !st || !st->cluster_known)
+        return;
+    x->known = 1;
+    x->nodes = st->cluster_nodes;
+    snprintf(x->error, sizeof(x->error), "%s", st->cluster_error);
+    x->info = st->cluster_info;
+}
+
+/* The cluster's nodes now, sorted by pod name, borrowing the nodes' cluster texts.
+ * Returns how many (at most cap). */
 static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size_t cap)
 {
     size_t n = 0;
@@ -604,6 +641,7 @@ static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size
         x->last_ok_ago_ms = -1;
         x->link_down_ms = -1;
         const redisnode_state_t *st = p->node ? redisnode_state(p->node) : NULL;
+        cluster_of(c->cluster_mode, st, &x->cluster);
         if (!st || !st->probes)
             continue; /* no IP yet, or not probed yet: unknown, unreachable */
         x->reachable = st->reachable;
@@ -657,7 +695,7 @@ static void evaluate(observer_t *ob, cluster_t *c)
     if (!all_probed(c))
         return;
     int64_t now = loop_now(ob->loop);
-    obs_node_t nodes[MAX_NODES];
+    obs_node_t *nodes = ob->scratch;
     size_t n = build_nodes(c, now, nodes, MAX_NODES);
     count_primary(ob, c, nodes, n);
     obsdiff_t d = c->ever_sent ? obsdiff_compare(c->sent, c->nsent, nodes, n) : OBSDIFF_CHANGED;
@@ -691,12 +729,10 @@ static void evaluate(observer_t *ob, cluster_t *c)
          * sent, so the news is sent then. */
         return;
     }
-    obs_node_t *copy = n ? malloc(n * sizeof(*copy)) : NULL;
-    if (n && !copy)
+    obs_node_t *copy = NULL;
+    if (obsdiff_copy(nodes, n, &copy))
         return;
-    if (n)
-        memcpy(copy, nodes, n * sizeof(*copy));
-    free(c->sent);
+    obsdiff_free(&c->sent, c->nsent);
     c->sent = copy;
     c->nsent = n;
     c->ever_sent = 1;
@@ -706,6 +742,27 @@ static void evaluate(observer_t *ob, cluster_t *c)
         rlog_info("observation sent", "cluster", c->key, "reason", why);
     else
         rlog_debug("observation sent", "cluster", c->key, "reason", why);
+}
+
+/* A probe of one of c's pods is in flight. */
+static int cluster_probing(const cluster_t *c)
+{
+    for (const pod_t *p = c->pods; p; p = p->cnext)
+        if (p->node && redisnode_busy(p->node))
+            return 1;
+    return 0;
+}
+
+/* A Cluster-mode pod that answered without a usable CLUSTER NODES: a warning once per
+ * change of reason. */
+static void warn_cluster_error(const cluster_t *c, pod_t *p, const redisnode_state_t *st)
+{
+    if (!st->reachable || strcmp(st->cluster_error, p->cluster_error) == 0)
+        return;
+    if (st->cluster_error[0])
+        rlog_warn("the pod's CLUSTER NODES is not usable", "cluster", c->key, "pod", p->name, "error",
+                  st->cluster_error);
+    snprintf(p->cluster_error, sizeof(p->cluster_error), "%s", st->cluster_error);
 }
 
 static void on_probe(redisnode_t *node, void *arg)
@@ -720,8 +777,19 @@ static void on_probe(redisnode_t *node, void *arg)
     if (!st->reachable && c && c->password && c->secret_name[0] && !c->secret_easy && !c->secret_next_ns &&
         (strstr(st->error, "WRONGPASS") || strstr(st->error, "NOAUTH")))
         c->secret_next_ns = loop_now(ob->loop) + SECRET_RETRY_NS; /* rotated? read it again */
-    if (c)
+    if (c && c->cluster_mode)
+        warn_cluster_error(c, p, st);
+    /* In Cluster mode every node's view lists every node, so an observation is large
+     * (about 130 bytes x pods^2) and a change (a meet, a failover) shows in every view at
+     * once: it is evaluated once a round, when the last probe of the cluster's pods has
+     * ended, not after each (and at least every two rounds, should probes that outlast
+     * the interval overlap for ever: rounds end up to a probe timeout apart from the
+     * interval, so the bound must be longer than both). */
+    int64_t now = loop_now(ob->loop), bound = 2 * ob->cfg->probe_interval_ns + ob->cfg->probe_timeout_ns;
+    if (c && (!c->cluster_mode || !cluster_probing(c) || now - c->evaluated_ns >= bound)) {
+        c->evaluated_ns = now;
         evaluate(ob, c);
+    }
 }
 
 /* ---- ticks and metrics -------------------------------------------------------------- */
@@ -751,6 +819,23 @@ static void set_if(metric_family_t *f, const char *const *labels, int64_t v)
         metric_gauge_set(f, labels, (double)v);
 }
 
+/* A Cluster-mode pod's CLUSTER INFO figures, while it answers (a last known state is
+ * not a current one). */
+static void cluster_metrics(observer_t *ob, const char *const *l, const redisnode_state_t *st)
+{
+    if (!st->reachable || !st->cluster_known)
+        return;
+    const cn_info_t *in = &st->cluster_info;
+    const struct {
+        metric_family_t *f;
+        int64_t v;
+    } figs[] = {{ob->m_cl_state, in->state_ok},    {ob->m_cl_assigned, in->slots_assigned},
+                {ob->m_cl_ok, in->slots_ok},       {ob->m_cl_pfail, in->slots_pfail},
+                {ob->m_cl_fail, in->slots_fail},   {ob->m_cl_known, in->known_nodes}};
+    for (size_t i = 0; i < sizeof(figs) / sizeof(figs[0]); i++)
+        set_if(figs[i].f, l, figs[i].v);
+}
+
 static int on_metrics(loop_t *loop, int id, void *arg)
 {
     (void)loop;
@@ -758,7 +843,9 @@ static int on_metrics(loop_t *loop, int id, void *arg)
     observer_t *ob = arg;
     metric_family_t *gauges[] = {ob->m_up, ob->m_role, ob->m_lag, ob->m_clients, ob->m_rx_up, ob->m_rx_clients,
                                  ob->m_rx_mem, ob->m_rx_maxmem, ob->m_rx_evicted, ob->m_rx_expired, ob->m_rx_hits,
-                                 ob->m_rx_misses, ob->m_rx_cmds, ob->m_rx_slaves, ob->m_rx_offset, ob->m_rx_bgsave};
+                                 ob->m_rx_misses, ob->m_rx_cmds, ob->m_rx_slaves, ob->m_rx_offset, ob->m_rx_bgsave,
+                                 ob->m_cl_state, ob->m_cl_assigned, ob->m_cl_ok, ob->m_cl_pfail, ob->m_cl_fail,
+                                 ob->m_cl_known};
     /* Rebuilt from scratch: a pod that went leaves no series behind. */
     for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
         metric_family_reset(gauges[i]);
@@ -788,6 +875,8 @@ static int on_metrics(loop_t *loop, int id, void *arg)
                 metric_gauge_set(ob->m_lag, l, (double)(primary_offset > off ? primary_offset - off : 0));
             set_if(ob->m_rx_offset, l, in->master_repl_offset);
             set_if(ob->m_rx_slaves, l, in->connected_slaves);
+            if (c->cluster_mode)
+                cluster_metrics(ob, l, st);
             if (!st->have_full)
                 continue;
             const redisinfo_t *f = &st->full;
@@ -846,6 +935,17 @@ static void register_metrics(observer_t *ob)
     ob->m_rx_slaves = metrics_gauge(reg, "redis_connected_slaves", "INFO connected_slaves.", pl);
     ob->m_rx_offset = metrics_gauge(reg, "redis_master_repl_offset", "INFO master_repl_offset.", pl);
     ob->m_rx_bgsave = metrics_gauge(reg, "redis_rdb_last_bgsave_status", "1 when rdb_last_bgsave_status is ok.", pl);
+    ob->m_cl_state = metrics_gauge(reg, "rdc_redis_cluster_state",
+                                   "Cluster mode: 1 when the pod says cluster_state:ok, 0 for fail.", pl);
+    ob->m_cl_assigned = metrics_gauge(reg, "rdc_redis_cluster_slots_assigned",
+                                      "Cluster mode: CLUSTER INFO cluster_slots_assigned.", pl);
+    ob->m_cl_ok = metrics_gauge(reg, "rdc_redis_cluster_slots_ok", "Cluster mode: CLUSTER INFO cluster_slots_ok.", pl);
+    ob->m_cl_pfail = metrics_gauge(reg, "rdc_redis_cluster_slots_pfail",
+                                   "Cluster mode: CLUSTER INFO cluster_slots_pfail.", pl);
+    ob->m_cl_fail = metrics_gauge(reg, "rdc_redis_cluster_slots_fail",
+                                  "Cluster mode: CLUSTER INFO cluster_slots_fail.", pl);
+    ob->m_cl_known = metrics_gauge(reg, "rdc_redis_cluster_known_nodes",
+                                   "Cluster mode: CLUSTER INFO cluster_known_nodes.", pl);
 }
 
 int observer_run(const observer_config_t *cfg)
@@ -935,9 +1035,9 @@ static json_object *info_json(const redisinfo_t *f)
     return o;
 }
 
-/* observer_once: the RedisCluster's password, or NULL without auth (*password); 0, or -1
- * said on stderr. */
-static int once_password(kube_client_t *client, const char *ns, const char *name, char **password)
+/* observer_once: the RedisCluster's password, or NULL without auth (*password), and
+ * whether it is in Cluster mode (*cluster_mode); 0, or -1 said on stderr. */
+static int once_spec(kube_client_t *client, const char *ns, const char *name, char **password, int *cluster_mode)
 {
     char line[512];
     kube_error_t err;
@@ -953,6 +1053,8 @@ static int once_password(kube_client_t *client, const char *ns, const char *name
     }
     const char *sname = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "name");
     const char *skey = JSONX_STR_AT(rc, "spec", "auth", "secretRef", "key");
+    const char *mode = JSONX_STR_AT(rc, "spec", "mode");
+    *cluster_mode = mode && !strcmp(mode, "Cluster");
     if (sname && *sname) {
         buf_reset(&path);
         kube_path(&path, "", "v1", ns, "secrets", sname, NULL);
@@ -1002,9 +1104,10 @@ static int once_pods(kube_client_t *client, const char *ns, const char *name, js
 }
 
 /* observer_once: one observation node of pod name/ip as JSON, with its INFO (or the
- * probe's error) beside the fields observerd publishes; NULL on out of memory. */
-static json_object *once_node(const char *name, const char *ip, const redisnode_state_t *st, int64_t now,
-                              const char *at, buf_t *body)
+ * probe's error) beside the fields observerd publishes (its cluster object in Cluster
+ * mode); NULL on out of memory. */
+static json_object *once_node(const char *name, const char *ip, const redisnode_state_t *st, int cluster_mode,
+                              int64_t now, const char *at, buf_t *body)
 {
     obs_node_t x;
     memset(&x, 0, sizeof(x));
@@ -1019,6 +1122,7 @@ static json_object *once_node(const char *name, const char *ip, const redisnode_
         x.link_up = st->info.link_up;
         x.offset = redisinfo_offset(&st->info);
         x.last_ok_ago_ms = (now - st->last_ok_ns) / NS_PER_MS;
+        cluster_of(cluster_mode, st, &x.cluster);
     }
     buf_reset(body);
     obsdiff_json(&x, 1, at, body);
@@ -1037,6 +1141,7 @@ int observer_once(kube_client_t *client, const char *ns, const char *name, int p
     int code = 1;
     json_object *pods = NULL;
     char *password = NULL;
+    int cluster_mode = 0;
     loop_t *loop = NULL;
     redisnode_t *nodes[MAX_NODES] = {0};
     const char *pod_names[MAX_NODES] = {0};
@@ -1044,7 +1149,7 @@ int observer_once(kube_client_t *client, const char *ns, const char *name, int p
     size_t n = 0;
     buf_t body;
     buf_init(&body, PROTO_MAX_OBSERVATION_BYTES);
-    if (once_password(client, ns, name, &password) || once_pods(client, ns, name, &pods))
+    if (once_spec(client, ns, name, &password, &cluster_mode) || once_pods(client, ns, name, &pods))
         goto out;
     loop = loop_new();
     once_t o = {0};
@@ -1060,6 +1165,7 @@ int observer_once(kube_client_t *client, const char *ns, const char *name, int p
             nodes[n] = redisnode_new(loop, pod_ips[n], port, timeout_ns, once_probe, &o);
             if (nodes[n]) {
                 redisnode_set_password(nodes[n], password);
+                redisnode_set_cluster(nodes[n], cluster_mode);
                 o.left++;
                 (void)redisnode_probe(nodes[n], 1); /* a failure already called back */
             }
@@ -1079,7 +1185,8 @@ int observer_once(kube_client_t *client, const char *ns, const char *name, int p
     int64_t now = loop_now(loop);
     for (size_t i = 0; i < n; i++) {
         json_object *node =
-            once_node(pod_names[i], pod_ips[i], nodes[i] ? redisnode_state(nodes[i]) : NULL, now, at, &body);
+            once_node(pod_names[i], pod_ips[i], nodes[i] ? redisnode_state(nodes[i]) : NULL, cluster_mode, now, at,
+                      &body);
         if (node)
             json_object_array_add(arr, node);
     }

@@ -8,13 +8,16 @@
  * from the Pods (labelled app.kubernetes.io/instance=<cluster>) it keeps one Redis
  * connection per pod IP (redisnode.h) and probes each every --probe-interval: PING and
  * INFO replication within --probe-timeout, INFO with every default section every
- * --info-every probes for the metrics.
+ * --info-every probes for the metrics, and for a cluster whose spec.mode is Cluster
+ * CLUSTER NODES and CLUSTER INFO too (a CLUSTER NODES answer cn_parse refuses is logged
+ * as a warning once per change).
  *
  * It decides nothing. After each probe it builds the cluster's observation (obsdiff.h)
- * and, when it is news (a node's reachability, role, primary or link, or the set of
- * nodes changed), or a primary is still unreachable and a second has passed since the
- * last one, sends OBSERVED key observation to informerd (proto.h, observe socket), which
- * keeps it for the worker and queues the key. A send that informerd cannot take now is
+ * and, when it is news (a node's reachability, role, primary or link, in Cluster mode its
+ * CLUSTER NODES text, cluster state or slot counts, or the set of nodes changed), or a
+ * primary is still unreachable and a second has passed since the last one, sends
+ * OBSERVED key observation to informerd (proto.h, observe socket), which keeps it for
+ * the worker and queues the key. A send that informerd cannot take now is
  * retried by the next probe's comparison.
  *
  * Metrics (its own registry file, merged by the supervisor): per pod rdc_redis_up,
@@ -24,7 +27,10 @@
  * redis_evicted_keys_total, redis_expired_keys_total, redis_keyspace_hits_total,
  * redis_keyspace_misses_total, redis_commands_processed_total, redis_connected_slaves,
  * redis_master_repl_offset, redis_rdb_last_bgsave_status), all labelled
- * {namespace,rediscluster,pod}; per cluster rdc_redis_primary_changes_total; and
+ * {namespace,rediscluster,pod}; for the pods of Cluster-mode clusters, while they answer,
+ * rdc_redis_cluster_state (1 ok, 0 fail), rdc_redis_cluster_slots_assigned,
+ * rdc_redis_cluster_slots_ok, rdc_redis_cluster_slots_pfail, rdc_redis_cluster_slots_fail
+ * and rdc_redis_cluster_known_nodes; per cluster rdc_redis_primary_changes_total; and
  * rdc_observer_observations_sent_total.
  */
 #ifndef RDC_OBSERVERD_OBSERVER_H
@@ -57,7 +63,8 @@ int observer_run(const observer_config_t *cfg);
 
 /* --once: observe the pods of the RedisCluster ns/name once, reading the cluster, its
  * pods and its Secret from the API (blocking), and print the observation JSON (with
- * each node's full INFO figures under "info") on out. Returns the exit code (0 when the
+ * each node's full INFO figures under "info", and in Cluster mode its "cluster" object)
+ * on out. Returns the exit code (0 when the
  * observation was printed, whatever it says). */
 int observer_once(kube_client_t *client, const char *ns, const char *name, int port, int64_t timeout_ns,
                   FILE *out);

@@ -1,5 +1,6 @@
 #include "redisnode.h"
 
+#include "obsdiff.h"
 #include "redis_conn.h"
 
 #include <stdarg.h>
@@ -23,6 +24,11 @@ struct redisnode {
     int pending;             /* replies the probe still waits for */
     int failed;              /* the probe already failed (an error reply) */
     int full;                /* the probe in flight asked every default section */
+    int cluster;             /* probes ask CLUSTER NODES and CLUSTER INFO */
+    int probe_cluster;       /* the probe in flight asked them */
+    char *c_nodes;           /* its answers so far (committed when it is answered) */
+    char c_error[256];
+    cn_info_t c_info;
     char why[256];
     redisnode_state_t st;
 };
@@ -55,12 +61,35 @@ static void drop_conn(redisnode_t *n)
     n->stale = 0;
 }
 
+static void cluster_forget(redisnode_state_t *st)
+{
+    free(st->cluster_nodes);
+    st->cluster_nodes = NULL;
+    st->cluster_known = 0;
+    st->cluster_error[0] = '\0';
+}
+
+/* The cluster answers of an answered probe become the node's cluster state. */
+static void cluster_commit(redisnode_t *n)
+{
+    cluster_forget(&n->st);
+    n->st.cluster_known = 1;
+    n->st.cluster_nodes = n->c_nodes;
+    n->c_nodes = NULL;
+    snprintf(n->st.cluster_error, sizeof(n->st.cluster_error), "%s", n->c_error);
+    n->st.cluster_info = n->c_info;
+}
+
 /* End the probe in flight: record the outcome, then tell the owner. */
 static void finish(redisnode_t *n, int ok)
 {
     if (!n->busy)
         return;
     n->busy = 0;
+    if (ok && n->probe_cluster && n->cluster)
+        cluster_commit(n);
+    free(n->c_nodes);
+    n->c_nodes = NULL;
     int64_t now = loop_now(n->loop);
     n->st.probes++;
     if (ok) {
@@ -79,6 +108,53 @@ static void finish(redisnode_t *n, int ok)
     if (!ok || n->stale)
         drop_conn(n);
     n->fn(n, n->arg);
+}
+
+/* One reply of the probe arrived (freed here): the probe ends with the last. */
+static void reply_done(redisnode_t *n, redisReply *reply)
+{
+    freeReplyObject(reply);
+    if (--n->pending == 0)
+        finish(n, !n->failed);
+}
+
+/* A CLUSTER command's reply that is not the text asked for: why, into c_error (the
+ * first reason kept); a failed connection fails the probe. 1 when it was not text. */
+static int cluster_reply_bad(redisnode_t *n, redisReply *reply, const char *err, const char *cmd)
+{
+    if (!reply) {
+        set_why(n, "%s", err);
+        return 1;
+    }
+    if (reply->type == REDIS_REPLY_STRING)
+        return 0;
+    if (!n->c_error[0] && reply->type == REDIS_REPLY_ERROR)
+        snprintf(n->c_error, sizeof(n->c_error), "redis error: %.120s", reply->str ? reply->str : "");
+    else if (!n->c_error[0])
+        snprintf(n->c_error, sizeof(n->c_error), "%s: not a text reply", cmd);
+    return 1;
+}
+
+static void on_cluster_nodes(redis_conn_t *conn, redisReply *reply, const char *err, void *arg)
+{
+    (void)conn;
+    redisnode_t *n = arg;
+    if (!cluster_reply_bad(n, reply, err, "CLUSTER NODES")) {
+        char why[200];
+        free(n->c_nodes);
+        if (obsdiff_normalize_nodes(reply->str, reply->len, &n->c_nodes, why, sizeof(why)))
+            snprintf(n->c_error, sizeof(n->c_error), "CLUSTER NODES: %s", why);
+    }
+    reply_done(n, reply);
+}
+
+static void on_cluster_info(redis_conn_t *conn, redisReply *reply, const char *err, void *arg)
+{
+    (void)conn;
+    redisnode_t *n = arg;
+    if (!cluster_reply_bad(n, reply, err, "CLUSTER INFO"))
+        cn_info_parse(reply->str, reply->len, &n->c_info);
+    reply_done(n, reply);
 }
 
 /* A reply of the probe (or its failure: reply NULL, err the connection's line). */
@@ -100,9 +176,7 @@ static void on_reply(redis_conn_t *conn, redisReply *reply, const char *err, voi
             n->st.have_full = 1;
         }
     }
-    freeReplyObject(reply);
-    if (--n->pending == 0)
-        finish(n, !n->failed);
+    reply_done(n, reply);
 }
 
 redisnode_t *redisnode_new(loop_t *loop, const char *ip, int port, int64_t timeout_ns, redisnode_fn *fn,
@@ -118,6 +192,7 @@ redisnode_t *redisnode_new(loop_t *loop, const char *ip, int port, int64_t timeo
     n->fn = fn;
     n->arg = arg;
     n->st.info.master_repl_offset = n->st.info.slave_repl_offset = -1;
+    cn_info_parse(NULL, 0, &n->st.cluster_info);
     return n;
 }
 
@@ -130,6 +205,8 @@ void redisnode_destroy(redisnode_t **node_p)
     drop_conn(n); /* a probe in flight ends without a callback */
     free_secret(&n->password);
     free(n->server_name);
+    free(n->c_nodes);
+    cluster_forget(&n->st);
     free(n);
     *node_p = NULL;
 }
@@ -176,10 +253,17 @@ int redisnode_set_tls(redisnode_t *n, const redis_tls_t *tls, const char *server
     return 0;
 }
 
-/* Queue one command of the probe. 0, or -1 (out of memory). */
-static int probe_command(redisnode_t *n, int argc, const char *const *argv)
+void redisnode_set_cluster(redisnode_t *n, int on)
 {
-    if (redis_conn_command(n->conn, argc, argv, NULL, n->timeout_ns, on_reply, n))
+    n->cluster = on != 0;
+    if (!on)
+        cluster_forget(&n->st);
+}
+
+/* Queue one command of the probe, its reply to fn. 0, or -1 (out of memory). */
+static int probe_command(redisnode_t *n, int argc, const char *const *argv, redis_conn_reply_fn *fn)
+{
+    if (redis_conn_command(n->conn, argc, argv, NULL, n->timeout_ns, fn, n))
         return -1;
     n->pending++;
     return 0;
@@ -194,6 +278,9 @@ int redisnode_probe(redisnode_t *n, int full)
     n->failed = 0;
     n->why[0] = '\0';
     n->pending = 0;
+    n->probe_cluster = n->cluster;
+    n->c_error[0] = '\0';
+    cn_info_parse(NULL, 0, &n->c_info);
     if (n->conn && redis_conn_state(n->conn) == REDIS_CONN_FAILED)
         drop_conn(n); /* the server closed it since the last probe */
     if (!n->conn) {
@@ -205,8 +292,11 @@ int redisnode_probe(redisnode_t *n, int full)
                                .password = n->password};
         n->conn = redis_conn_new(n->loop, &o);
     }
-    static const char *const ping[] = {"PING"}, *const info[] = {"INFO", "replication"};
-    if (!n->conn || probe_command(n, 1, ping) || probe_command(n, full ? 1 : 2, info)) {
+    static const char *const ping[] = {"PING"}, *const info[] = {"INFO", "replication"},
+                             *const nodes[] = {"CLUSTER", "NODES"}, *const cinfo[] = {"CLUSTER", "INFO"};
+    if (!n->conn || probe_command(n, 1, ping, on_reply) || probe_command(n, full ? 1 : 2, info, on_reply) ||
+        (n->probe_cluster &&
+         (probe_command(n, 2, nodes, on_cluster_nodes) || probe_command(n, 2, cinfo, on_cluster_info)))) {
         set_why(n, "%s:%d: out of memory starting a probe", n->ip, n->port);
         n->pending = 0;
         finish(n, 0); /* drops the connection: a queued PING's callback never comes */

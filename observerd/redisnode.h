@@ -12,6 +12,13 @@
  * that hangs (SIGSTOP) or comes back (restart) is met on a fresh connection by the next
  * probe. The callback may start the next probe but must not destroy the node.
  *
+ * Cluster mode (redisnode_set_cluster): each probe also sends CLUSTER NODES and CLUSTER
+ * INFO, pipelined after INFO under the same deadline. Their answers do not decide
+ * whether the node answered: an error reply (a server without cluster-enabled) or a
+ * CLUSTER NODES text that cn_parse refuses is kept as state.cluster_error, the probe
+ * still answered. An answered probe replaces the cluster state; a failed one keeps the
+ * last (as it keeps the last role).
+ *
  * The password is copied and never logged; state.error is the transport's line
  * ("10.0.0.5:6379: connect: Connection refused", "...: PING: no answer within 500 ms",
  * "...: TLS handshake: certificate verify failed: ...") or "redis error: <Redis's
@@ -20,6 +27,7 @@
 #ifndef RDC_OBSERVERD_REDISNODE_H
 #define RDC_OBSERVERD_REDISNODE_H
 
+#include "clusternodes.h"
 #include "loop.h"
 #include "redis_tls.h"
 #include "redisinfo.h"
@@ -38,6 +46,12 @@ typedef struct {
     int have_full;
     char error[256];        /* why the last probe failed, "" after an answered one */
     uint64_t probes, failures;
+    /* Cluster mode only, from the last answered probe that asked */
+    int cluster_known;      /* CLUSTER NODES and CLUSTER INFO were answered */
+    char *cluster_nodes;    /* the normalized CLUSTER NODES text (obsdiff_normalize_nodes),
+                               the node's; NULL when cluster_error says why there is none */
+    char cluster_error[256]; /* cn_parse's message or "redis error: <Redis's words>"; "" */
+    cn_info_t cluster_info; /* CLUSTER INFO (fields it did not give: -1) */
 } redisnode_state_t;
 
 typedef void redisnode_fn(redisnode_t *node, void *arg);
@@ -62,6 +76,10 @@ int redisnode_set_password(redisnode_t *node, const char *password);
  * SAN), from the next connection on; a change drops the current connection (not under
  * a probe in flight: after it). Returns 0, or -1 when out of memory (nothing changed). */
 int redisnode_set_tls(redisnode_t *node, const redis_tls_t *tls, const char *server_name);
+
+/* Ask (on 1) CLUSTER NODES and CLUSTER INFO with every probe from the next one on, or
+ * stop (on 0: the cluster state is forgotten, cluster_known 0). */
+void redisnode_set_cluster(redisnode_t *node, int on);
 
 /* Start a probe; full asks INFO with every default section instead of INFO replication.
  * Returns 0, 1 when a probe is already in flight (nothing started), or -1 when memory

@@ -36,16 +36,6 @@ typedef struct {
 
 /* ---- Small helpers ------------------------------------------------------------------- */
 
-/* o[key] as a string without embedded NUL bytes, or NULL. */
-static const char *jstr(const json_object *o, const char *key)
-{
-    json_object *v = jsonx_get(o, key);
-    if (!v || !json_object_is_type(v, json_type_string))
-        return NULL;
-    const char *s = json_object_get_string(v);
-    return strlen(s) == (size_t)json_object_get_string_len(v) ? s : NULL;
-}
-
 /* Refuse the request as malformed: code 400, reason BadRequest, message printf-style. */
 static void bad_request(review_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void bad_request(review_t *r, const char *fmt, ...)
@@ -84,10 +74,10 @@ static json_object *envelope(review_t *r, const json_object *root)
         return NULL;
     }
     json_object *request = jsonx_get(root, "request");
-    const char *uid = jstr(request, "uid");
+    const char *uid = jsonx_str(request, "uid");
     if (uid && *uid)
         r->uid = uid; /* from here on, even a refusal answers the right request */
-    const char *av = jstr(root, "apiVersion"), *kind = jstr(root, "kind");
+    const char *av = jsonx_str(root, "apiVersion"), *kind = jsonx_str(root, "kind");
     if (av && (!strcmp(av, "admission.k8s.io/v1") || !strcmp(av, "admission.k8s.io/v1beta1")))
         r->api_version = av;
     if (!av || r->api_version != av) {
@@ -112,7 +102,7 @@ static json_object *envelope(review_t *r, const json_object *root)
 /* "group/kind" of request.kind equals (group, kind)? An absent group means "" (core). */
 static int kind_is(const json_object *k, const char *group, const char *kind)
 {
-    const char *g = jstr(k, "group"), *n = jstr(k, "kind");
+    const char *g = jsonx_str(k, "group"), *n = jsonx_str(k, "kind");
     return n && !strcmp(n, kind) && !strcmp(g ? g : "", group);
 }
 
@@ -135,12 +125,11 @@ static void refuse(review_t *r, const rdc_field_errors_t *errs, const char *name
         r->oom = 1;
 }
 
-/* Warnings for settings that have no effect. */
-static void spec_warnings(review_t *r, const json_object *obj)
+/* Warnings for settings that have no effect (spec: what rdc_spec_parse found valid). */
+static void spec_warnings(review_t *r, const rdc_spec_t *spec)
 {
-    const json_object *spec = jsonx_get(obj, "spec");
-    const char *img = jstr(spec, "image"), *version = jstr(spec, "version");
-    if (img && version && *version && rdc_spec_image_has_tag_or_digest(img)) {
+    const char *img = spec->image, *version = spec->version;
+    if (img && version && rdc_spec_image_has_tag_or_digest(img)) {
         buf_t w;
         buf_init(&w, MESSAGE_CAP);
         buf_puts(&w, "spec.version ");
@@ -159,7 +148,7 @@ static void validate_scale(review_t *r, const char *op, const json_object *obj, 
 {
     if (strcmp(op, "UPDATE"))
         return;
-    const char *name = jstr(jsonx_get(obj, "metadata"), "name");
+    const char *name = jsonx_str(jsonx_get(obj, "metadata"), "name");
     json_object *nv = jsonx_get(jsonx_get(obj, "spec"), "replicas"),
                 *ov = jsonx_get(jsonx_get(old, "spec"), "replicas");
     buf_t d;
@@ -205,12 +194,13 @@ static void validate(review_t *r, const char *op, const char *sub, const json_ob
     if (!strcmp(op, "UPDATE") &&
         (jsonx_get(jsonx_get(obj, "metadata"), "deletionTimestamp") || rdc_spec_unchanged(old, obj)))
         goto out;
-    rdc_spec_validate(obj, errs);
+    rdc_spec_t spec;
+    rdc_spec_parse(obj, &spec, errs);
     if (!strcmp(op, "UPDATE"))
         rdc_spec_validate_update(old, obj, errs);
     if (rdc_field_errors_count(errs) || rdc_field_errors_dropped(errs))
         refuse(r, errs, name);
-    spec_warnings(r, obj);
+    spec_warnings(r, &spec);
 out:
     rdc_field_errors_destroy(&errs);
 }
@@ -316,8 +306,8 @@ static void fill_outcome(const review_t *r, admission_outcome_t *o, const json_o
     json_object *dry = jsonx_get(request, "dryRun");
     o->dry_run = dry && json_object_is_type(dry, json_type_boolean) && json_object_get_boolean(dry);
     review_copy_cut(o->uid, sizeof(o->uid), r->uid);
-    review_copy_cut(o->operation, sizeof(o->operation), jstr(request, "operation"));
-    review_copy_cut(o->ns, sizeof(o->ns), jstr(request, "namespace"));
+    review_copy_cut(o->operation, sizeof(o->operation), jsonx_str(request, "operation"));
+    review_copy_cut(o->ns, sizeof(o->ns), jsonx_str(request, "namespace"));
     review_copy_cut(o->name, sizeof(o->name), name);
     if (!r->allowed)
         review_copy_cut(o->message, sizeof(o->message), buf_str(&r->message));
@@ -339,17 +329,17 @@ int admission_review(const char *body, size_t len, admission_kind_t kind, char *
         request = envelope(&r, root);
     if (request) {
         static const char *const ops[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
-        const char *op = jstr(request, "operation");
-        const char *sub = jstr(request, "subResource");
+        const char *op = jsonx_str(request, "operation");
+        const char *sub = jsonx_str(request, "subResource");
         json_object *k = jsonx_get(request, "kind"), *obj = jsonx_get(request, "object"),
                     *old = jsonx_get(request, "oldObject");
         size_t i = 0;
         while (op && i < sizeof(ops) / sizeof(ops[0]) && strcmp(op, ops[i]))
             i++;
         sub = sub ? sub : "";
-        name = jstr(request, "name");
+        name = jsonx_str(request, "name");
         if (!name || !*name)
-            name = jstr(jsonx_get(obj, "metadata"), "name");
+            name = jsonx_str(jsonx_get(obj, "metadata"), "name");
         if (!op || i == sizeof(ops) / sizeof(ops[0]))
             bad_request(&r, "request.operation: must be CREATE, UPDATE, DELETE or CONNECT");
         else if (!strcmp(sub, "scale") ? !kind_is(k, "autoscaling", "Scale") : !kind_is(k, GROUP, KIND))

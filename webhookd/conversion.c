@@ -4,6 +4,7 @@
 #include "buf.h"
 #include "jsonx.h"
 #include "metrics.h"
+#include "rdc_spec.h"
 #include "review.h"
 
 #include <limits.h>
@@ -42,9 +43,10 @@ static const char *const CONVERSION_V1_ONLY[][PATH_PARTS] = {
 };
 #define N_V1_ONLY (sizeof(CONVERSION_V1_ONLY) / sizeof(CONVERSION_V1_ONLY[0]))
 
-/* What a v1alpha1 object without the annotation is in v1 (when its spec is an object). */
-#define IMPLIED_MODE "Standalone"
-#define IMPLIED_PERSISTENCE "aof"
+/* What a v1alpha1 object without the annotation is in v1 (when its spec is an object):
+ * the defaults of a spec that sets neither (rdc_spec.h DEFAULTS). */
+#define IMPLIED_MODE RDC_SPEC_DEFAULT_MODE
+#define IMPLIED_PERSISTENCE RDC_SPEC_DEFAULT_PERSISTENCE
 
 typedef enum { CONV_OK = 0, CONV_REFUSED = 1, CONV_OOM = -1 } conv_rc_t;
 
@@ -61,13 +63,6 @@ static conv_rc_t refuse(char *err, size_t errlen, const char *fmt, ...)
         va_end(ap);
     }
     return CONV_REFUSED;
-}
-
-/* o[key] as a string without embedded NUL bytes, or NULL. */
-static const char *jstr(const json_object *o, const char *key)
-{
-    const char *s = NULL;
-    return jsonx_string(o, key, &s) == JSONX_OK ? s : NULL;
 }
 
 /* Does object o have member key (null counts)? *v gets the value (NULL for null). */
@@ -157,7 +152,7 @@ static conv_rc_t check_object(json_object *obj, const char **version, char *err,
 {
     if (!obj || !json_object_is_type(obj, json_type_object))
         return refuse(err, errlen, "must be a RedisCluster object, have %s", review_type_name(obj));
-    const char *kind = jstr(obj, "kind"), *av = jstr(obj, "apiVersion");
+    const char *kind = jsonx_str(obj, "kind"), *av = jsonx_str(obj, "apiVersion");
     if (!kind || strcmp(kind, KIND))
         return refuse(err, errlen, "kind: must be " KIND ", have %s%.64s%s", kind ? "\"" : "",
                       kind ? kind : review_type_name(jsonx_get(obj, "kind")), kind ? "\"" : "");
@@ -280,27 +275,17 @@ static conv_rc_t parse_record(const char *text, size_t len, json_object **out, c
     if (len > CONVERSION_MAX_RECORD)
         return refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: %zu bytes, more than %d",
                       len, CONVERSION_MAX_RECORD);
-    json_tokener *tok = json_tokener_new_ex(CONVERSION_MAX_DEPTH);
-    if (!tok)
+    json_object *r = NULL;
+    char why[256];
+    jsonx_parse_t pr = jsonx_parse_ex(NULL, text, len, CONVERSION_MAX_DEPTH, &r, NULL, why, sizeof(why));
+    if (pr == JSONX_NO_MEMORY)
         return CONV_OOM;
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    json_object *r = json_tokener_parse_ex(tok, text, (int)len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t end = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
-    conv_rc_t rc = CONV_OK;
-    if (!r || jerr != json_tokener_success)
-        rc = refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: not JSON: %s",
-                    jerr == json_tokener_continue ? "unexpected end of input" : json_tokener_error_desc(jerr));
-    else if (!json_object_is_type(r, json_type_object))
-        rc = refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: must be a JSON object, have %s",
-                    review_type_name(r));
-    else
-        for (size_t i = end; i < len && !rc; i++)
-            if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r')
-                rc = refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: not JSON: "
-                                         "unexpected data after the value at byte %zu", i);
-    if (rc) {
+    if (pr)
+        return refuse(err, errlen, "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: not JSON: %s", why);
+    if (!json_object_is_type(r, json_type_object)) {
+        conv_rc_t rc = refuse(err, errlen,
+                              "metadata.annotations[\"" CONVERSION_ANNOTATION "\"]: must be a JSON object, have %s",
+                              review_type_name(r));
         json_object_put(r);
         return rc;
     }
@@ -462,7 +447,7 @@ static json_object *envelope(review_t *r, json_object *root)
         return NULL;
     }
     json_object *request = jsonx_get(root, "request");
-    const char *uid = jstr(request, "uid"), *av = jstr(root, "apiVersion"), *kind = jstr(root, "kind");
+    const char *uid = jsonx_str(request, "uid"), *av = jsonx_str(root, "apiVersion"), *kind = jsonx_str(root, "kind");
     if (uid && *uid)
         r->uid = uid;
     if (av && (!strcmp(av, "apiextensions.k8s.io/v1") || !strcmp(av, "apiextensions.k8s.io/v1beta1")))
@@ -495,7 +480,7 @@ static json_object *envelope(review_t *r, json_object *root)
  * them in order. */
 static void convert_all(review_t *r, json_object *request, json_object **converted, conversion_outcome_t *o)
 {
-    const char *desired = jstr(request, "desiredAPIVersion");
+    const char *desired = jsonx_str(request, "desiredAPIVersion");
     json_object *objects = jsonx_get(request, "objects");
     size_t n = json_object_array_length(objects);
     o->objects = n;
@@ -523,7 +508,7 @@ static void convert_all(review_t *r, json_object *request, json_object **convert
         }
         if (rc) {
             json_object *meta = jsonx_get(obj, "metadata");
-            const char *ns = jstr(meta, "namespace"), *name = jstr(meta, "name");
+            const char *ns = jsonx_str(meta, "namespace"), *name = jsonx_str(meta, "name");
             if (name)
                 fail(r, 0, "objects[%zu] (%.63s%s%.253s): %s", i, ns ? ns : "", ns ? "/" : "", name, err);
             else

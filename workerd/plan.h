@@ -71,9 +71,10 @@
  *     reason, recorded only with a status write (so a resync of an unchanged, invalid
  *     object writes nothing); no requeue (a fix arrives as a watch event).
  *  5. Otherwise the desired children (ConfigMap, Service, StatefulSet, then the
- *     PodDisruptionBudget "policy/v1 poddisruptionbudgets" of the pods, render_pdb) are built (render.h) from the spec with the
- *     defaulting webhook's defaults for what it leaves unset (version "7.2" as the tag of an
- *     image without one, maxmemoryPolicy allkeys-lru, storage.size 1Gi; rdc_spec.h), so a
+ *     PodDisruptionBudget "policy/v1 poddisruptionbudgets" of the pods, render_pdb) are
+ *     built (render.h) from the spec parsed by rdc_spec_parse, with the defaults rdc_spec.h
+ *     states for what it leaves unset (version "7.2" as the tag of an image without one,
+ *     maxmemoryPolicy allkeys-lru, storage.size 1Gi, ...: those of the webhook), so a
  *     cluster runs the same whether or not the webhook is installed, and compared with the
  *     observed ones: a missing child gets PLAN_CREATE (Normal event Created); an observed
  *     child that is not ours is left alone (OWNERSHIP); a drifted child of ours gets
@@ -181,8 +182,9 @@
  * healthy resync reads nothing more): the pods of the StatefulSet's selector, the Events
  * of the StatefulSet, and the Events of the first pod that is not Ready
  * (plan_pod_to_explain); a caller that has the pods already reads only the Events
- * plan_diagnosis_reads names, and finds the same cause (test_plan's diagnosis table). With them, while fewer replicas than spec.size are ready, the
- * first cause found, in this order, becomes Ready=False and Degraded=True with its reason
+ * plan_diagnosis_reads names, and finds the same cause (test_plan's diagnosis table).
+ * With them, while fewer replicas than spec.size are ready, the first cause found, in
+ * this order, becomes Ready=False and Degraded=True with its reason
  * and a message quoting the API's words (at most 1024 bytes of them):
  *   FailedCreate      fewer pods exist than the StatefulSet wants, and of its Events
  *                     FailedCreate (a ResourceQuota, Pod Security, ...) is later than any
@@ -251,6 +253,9 @@
  *     is none yet) and no Redis action is planned.
  *   Standalone (and a spec without mode, as v1alpha1 clusters are converted): none of
  *   this; independent servers, no role Services, labels or Redis actions.
+ *   CLUSTER (spec.mode Cluster, not yet a value of the spec; ARCHITECTURE.md "Standalone,
+ *   Replication, Cluster"): its place is beside REPLICATION, after the children and AUTH
+ *   and before the status, in plan_cluster.c.
  *   Order of the actions: children, role labels taken, Redis commands, role label
  *   given, a pod deletion, then the status (then RUNTIME CONFIG's commands and
  *   annotations).
@@ -339,11 +344,32 @@
  *   and Creating before and after): no write, the requeue at most the rest of that window
  *   (plan_status_held_ns says how long). Everything else is written by the reconcile that
  *   computes it, an election's record included.
+ *
+ * WHERE IT IS (each piece owns what it decides, behind its own header; plan_internal.h is
+ * the reconcile's context they all read):
+ *   plan.c              plan_compute: decisions 1-4 and the order of the pieces below
+ *   plan_build.[ch]     the plan object: actions and their request paths, events, the
+ *                       status slot, the requeue; the accessors and plan_to_json
+ *   plan_compare.[ch]   MANAGED-FIELD COMPARISON (plan_json_subset) and the merge of
+ *                       TAKING A CHILD BACK
+ *   plan_children.[ch]  decision 5: ConfigMap, Services, StatefulSet, PodDisruptionBudget,
+ *                       OWNERSHIP, REMOVED KNOBS, IMMUTABLE STATEFULSET FIELDS
+ *   plan_auth.[ch]      AUTH
+ *   plan_replication.[ch]  REPLICATION, FAILOVER, SWITCHOVER (the decisions: topology.h)
+ *   plan_cluster.[ch]   CLUSTER (spec.mode Cluster), next: slots, meets and moves as the
+ *                       mode's own step beside plan_replication, its decisions in a pure
+ *                       core of their own as topology.h is Replication's
+ *   plan_runtime.[ch]   RUNTIME CONFIG
+ *   plan_diagnosis.[ch] DIAGNOSIS (plan_diagnosis_reads, plan_pod_to_explain)
+ *   plan_status.[ch]    STATUS and the STATUS WRITE POLICY
+ *   plan_observe.[ch]   readers of the observed objects (a StatefulSet's view, conditions)
+ *   plan_failed.c       A FAILED WRITE (plan_write_failed), TAKING A CHILD BACK
  */
 #ifndef RDC_PLAN_H
 #define RDC_PLAN_H
 
 #include "buf.h"
+#include "rdc_spec.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -354,7 +380,7 @@
 #define PLAN_RENDERED_KEYS_ANNOTATION "cache.example.com/rendered-metadata" /* REMOVED KNOBS */
 #define PLAN_REDIS_MAX_ARGS 136 /* CONFIG SET with every run-time directive pair (RUNTIME CONFIG) */
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
-#define PLAN_FAILOVER_DOWN_AFTER_MS 3000 /* spec.failover.downAfter's default */
+#define PLAN_FAILOVER_DOWN_AFTER_MS (RDC_SPEC_DEFAULT_DOWN_AFTER_NS / 1000000) /* spec.failover.downAfter's */
 #define PLAN_REQUEUE_SWITCHOVER_NS (INT64_C(2) * 1000000000) /* SWITCHOVER: look again */
 
 typedef enum {

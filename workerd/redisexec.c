@@ -87,6 +87,43 @@ static void scrub(char *s, size_t cap, const char *secret, const char *token)
     }
 }
 
+/* The tokens a command's arguments may end with, and what replaces them. */
+static const char *const tokens[2] = {REDISEXEC_PASSWORD_TOKEN, REDISEXEC_OLD_PASSWORD_TOKEN};
+
+/* av[i] = argv[i] with a trailing token replaced by its secret (a copy in made[i], which
+ * the caller wipes and frees), else argv[i] itself. Returns 0, or -1 when out of memory. */
+static int expand_tokens(int argc, const char *const *argv, const char *const secrets[2], const char **av,
+                         char **made)
+{
+    for (int i = 0; i < argc; i++) {
+        av[i] = argv[i];
+        size_t n = strlen(argv[i]);
+        for (int t = 0; t < 2; t++) {
+            size_t tl = strlen(tokens[t]);
+            if (n < tl || strcmp(argv[i] + n - tl, tokens[t]))
+                continue;
+            size_t len = n - tl + strlen(secrets[t]) + 1;
+            if (!(made[i] = malloc(len)))
+                return -1;
+            snprintf(made[i], len, "%.*s%s", (int)(n - tl), argv[i], secrets[t]);
+            av[i] = made[i];
+            break;
+        }
+    }
+    return 0;
+}
+
+/* A reply's text for the caller: an integer, a status or a string; "" otherwise. */
+static void reply_text(const redisReply *r, char *reply, size_t replylen)
+{
+    if (!reply || !replylen)
+        return;
+    if (r->type == REDIS_REPLY_INTEGER)
+        snprintf(reply, replylen, "%lld", (long long)r->integer);
+    else if (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING)
+        snprintf(reply, replylen, "%s", r->str);
+}
+
 int redisexec_command(const char *ip, int port, const char *password, const char *old_password, int argc,
                       const char *const *argv, int64_t timeout_ns, char *reply, size_t replylen, char *err,
                       size_t errlen)
@@ -102,24 +139,10 @@ int redisexec_command(const char *ip, int port, const char *password, const char
     int rc = -1;
     redisContext *c = NULL;
     redisReply *r = NULL;
-    static const char *const tokens[2] = {REDISEXEC_PASSWORD_TOKEN, REDISEXEC_OLD_PASSWORD_TOKEN};
     const char *secrets[2] = {password ? password : "", old_password ? old_password : ""};
-    for (int i = 0; i < argc; i++) {
-        av[i] = argv[i];
-        size_t n = strlen(argv[i]);
-        for (int t = 0; t < 2; t++) {
-            size_t tl = strlen(tokens[t]);
-            if (n < tl || strcmp(argv[i] + n - tl, tokens[t]))
-                continue;
-            size_t len = n - tl + strlen(secrets[t]) + 1;
-            if (!(made[i] = malloc(len))) {
-                snprintf(err, errlen, "out of memory");
-                goto out;
-            }
-            snprintf(made[i], len, "%.*s%s", (int)(n - tl), argv[i], secrets[t]);
-            av[i] = made[i];
-            break;
-        }
+    if (expand_tokens(argc, argv, secrets, av, made)) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
     }
     c = connect_auth(ip, port, password, old_password, timeout_ns, err, errlen);
     if (!c)
@@ -132,12 +155,7 @@ int redisexec_command(const char *ip, int port, const char *password, const char
         snprintf(err, errlen, "%s %s:%d: %s", argv[0], ip, port, r->str);
     } else {
         rc = 0;
-        if (reply && replylen) {
-            if (r->type == REDIS_REPLY_INTEGER)
-                snprintf(reply, replylen, "%lld", (long long)r->integer);
-            else if (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING)
-                snprintf(reply, replylen, "%s", r->str);
-        }
+        reply_text(r, reply, replylen);
     }
 out:
     if (rc && errlen) /* ACL SETUSER's errors quote the modifier, password and all */
@@ -225,7 +243,8 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
         int mport = 0, link = 0, ok = 0;
         int64_t offset = -1;
         const char *av[2] = {"INFO", "replication"};
-        if (ip && *ip && !redisexec_command(ip, port, password, NULL, 2, av, timeout_ns, info, sizeof(info), err, sizeof(err))) {
+        if (ip && *ip &&
+            !redisexec_command(ip, port, password, NULL, 2, av, timeout_ns, info, sizeof(info), err, sizeof(err))) {
             redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &mport, &link, &offset);
             ok = 1;
         }
@@ -242,8 +261,8 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
         jsonx_put(node, "downSinceMs", jsonx_new_int(0, &oom), &oom);
         char ld[32];
         int64_t link_down_ms = -1;
-        if (ok && !strcmp(role, "slave") && !link && info_field(info, "master_link_down_since_seconds", ld, sizeof(ld)) &&
-            to_int(ld, -1) >= 0)
+        if (ok && !strcmp(role, "slave") && !link &&
+            info_field(info, "master_link_down_since_seconds", ld, sizeof(ld)) && to_int(ld, -1) >= 0)
             link_down_ms = to_int(ld, -1) * 1000;
         jsonx_put(node, "linkDownSinceMs", jsonx_new_int(link_down_ms, &oom), &oom);
         jsonx_push(arr, node, &oom);

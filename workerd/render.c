@@ -36,31 +36,29 @@ int render_image_ref(const char *image, const char *version, buf_t *out)
     return buf_printf(out, ":%s", version);
 }
 
-static int by_name(const void *a, const void *b)
+/* spec.mode Cluster (CLUSTER in render.h). */
+static int cluster_mode(const render_input_t *in)
 {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
+    return in->spec->mode == RDC_MODE_CLUSTER;
 }
 
-/* Append spec.config.extra as "name value" lines sorted by name (the API's order is not
- * promised), leaving out the runtime-settable ones when restart_only. */
-static int extra_conf(const render_input_t *in, int restart_only, buf_t *out)
+/* A mode whose nodes replicate (Replication, Cluster): the pods announce their IP, roll
+ * OnDelete and hold their shutdown while a replica follows them. */
+static int replicating(const rdc_spec_t *spec)
 {
-    const json_object *extra = jsonx_get(jsonx_get(in->spec, "config"), "extra");
-    if (!extra || !json_object_is_type(extra, json_type_object))
-        return 0;
-    const char *names[REDISCONF_EXTRA_MAX];
-    size_t n = 0;
-    json_object_object_foreach((json_object *)extra, k, v)
-    {
-        if (n < REDISCONF_EXTRA_MAX && v && json_object_is_type(v, json_type_string))
-            names[n++] = k;
-    }
-    qsort(names, n, sizeof(names[0]), by_name);
+    return spec->mode == RDC_MODE_REPLICATION || spec->mode == RDC_MODE_CLUSTER;
+}
+
+/* Append spec.config.extra as "name value" lines (sorted by name: rdc_spec_t), leaving out
+ * the runtime-settable ones when restart_only. */
+static int extra_conf(const rdc_spec_t *spec, int restart_only, buf_t *out)
+{
     int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) {
-        if (restart_only && redisconf_runtime_settable(names[i]))
+    for (size_t i = 0; i < spec->config.n_extra && !rc; i++) {
+        const rdc_directive_t *d = &spec->config.extra[i];
+        if (restart_only && redisconf_runtime_settable(d->name))
             continue;
-        rc = buf_printf(out, "%s %s\n", names[i], json_object_get_string(jsonx_get(extra, names[i])));
+        rc = buf_printf(out, "%s %s\n", d->name, d->value);
     }
     return rc;
 }
@@ -78,22 +76,25 @@ int render_redis_conf_restart(const render_input_t *in, buf_t *out)
 }
 
 /* The value spec.config.extra gives name, or NULL. */
-static const char *extra_value(const json_object *spec, const char *name)
+static const char *extra_value(const rdc_spec_t *spec, const char *name)
 {
-    return JSONX_STR_AT(spec, "config", "extra", name);
+    for (size_t i = 0; i < spec->config.n_extra; i++)
+        if (!strcmp(spec->config.extra[i].name, name))
+            return spec->config.extra[i].value;
+    return NULL;
 }
 
-size_t render_persistence(const json_object *spec, render_directive_t out[RENDER_PERSISTENCE_MAX])
+size_t render_persistence(const rdc_spec_t *spec, render_directive_t out[RENDER_PERSISTENCE_MAX])
 {
-    const char *mode = JSONX_STR_AT(spec, "persistence");
-    int none = mode && !strcmp(mode, "none"), rdb = mode && !strcmp(mode, "rdb"), aof = !none && !rdb;
+    rdc_persistence_t mode = spec ? spec->persistence : RDC_PERSISTENCE_AOF;
+    int none = mode == RDC_PERSISTENCE_NONE, aof = mode == RDC_PERSISTENCE_AOF;
     const render_directive_t all[] = {{"appendonly", aof ? "yes" : "no"},
                                       {"appendfsync", aof ? "everysec" : NULL},
                                       {"save", none ? "" : RENDER_SAVE_POINTS}};
     size_t n = 0;
     /* What extra sets is extra's (rdc_spec refuses what the mode owns) */
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-        if (all[i].value && !extra_value(spec, all[i].name))
+        if (all[i].value && !(spec && extra_value(spec, all[i].name)))
             out[n++] = all[i];
     return n;
 }
@@ -131,36 +132,31 @@ static int redis_conf(const render_input_t *in, int restart_only, buf_t *out)
         return -1;
     render_directive_t d[RENDER_PERSISTENCE_MAX];
     /* the restart hash: the default lines whatever the mode (render.h) */
-    size_t n = render_persistence(restart_only ? NULL : in->spec, d);
+    const rdc_spec_t *spec = in->spec;
+    size_t n = render_persistence(restart_only ? NULL : spec, d);
     for (size_t i = 0; i < n; i++)
         if (persistence_line(&d[i], out))
             return -1;
-    if (in->cluster &&
+    /* CLUSTER (render.h): cluster-node-timeout is spec.failover.downAfter. */
+    if (spec->mode == RDC_MODE_CLUSTER &&
         buf_printf(out,
                    "cluster-enabled yes\ncluster-config-file " RENDER_NODES_CONF "\ncluster-node-timeout %lld\n"
                    "cluster-allow-replica-migration no\n",
-                   (long long)(in->node_timeout_ms > 0 ? in->node_timeout_ms : 3000)))
+                   (long long)(spec->failover.down_after_ns / 1000000)))
         return -1;
-    if (in->maxmemory && buf_printf(out, "maxmemory %s\n", in->maxmemory))
+    if (spec->config.maxmemory && buf_printf(out, "maxmemory %s\n", spec->config.maxmemory))
         return -1;
-    if (in->maxmemory_policy && buf_printf(out, "maxmemory-policy %s\n", in->maxmemory_policy))
+    if (spec->config.maxmemory_policy && buf_printf(out, "maxmemory-policy %s\n", spec->config.maxmemory_policy))
         return -1;
     /* FAILOVER (docs/failover.md): a primary without a linked replica refuses writes, so
      * one cut off from its replicas (or frozen, then thawed after a failover) stops taking
      * writes by itself. Redis changes both at run time, so they stay out of the hash that
      * rolls the pods. */
-    if (in->replication && !restart_only) {
-        const json_object *fo = jsonx_get(in->spec, "failover");
-        const json_object *w = jsonx_get(fo, "minReplicasToWrite"), *lag = jsonx_get(fo, "minReplicasMaxLag");
-        int64_t want = w && json_object_is_type(w, json_type_int) ? json_object_get_int64(w)
-                                                                  : (in->size >= 3 ? RENDER_MIN_REPLICAS_TO_WRITE : 0);
-        int64_t max_lag = lag && json_object_is_type(lag, json_type_int) ? json_object_get_int64(lag)
-                                                                         : RENDER_MIN_REPLICAS_MAX_LAG;
-        if (buf_printf(out, "min-replicas-to-write %lld\nmin-replicas-max-lag %lld\n", (long long)want,
-                       (long long)max_lag))
-            return -1;
-    }
-    return extra_conf(in, restart_only, out);
+    if (spec->mode == RDC_MODE_REPLICATION && !restart_only &&
+        buf_printf(out, "min-replicas-to-write %d\nmin-replicas-max-lag %d\n", spec->failover.min_replicas_to_write,
+                   spec->failover.min_replicas_max_lag))
+        return -1;
+    return extra_conf(spec, restart_only, out);
 }
 
 int render_sha256_hex(const char *data, size_t len, char hex[65])
@@ -186,13 +182,6 @@ int render_selector_string(const char *name, buf_t *out)
 
 /* ---- Knobs (render.h, KNOBS) ------------------------------------------------------------ */
 
-/* spec[key] when it has the JSON type t, else NULL. */
-static const json_object *knob(const render_input_t *in, const char *key, json_type t)
-{
-    const json_object *v = jsonx_get(in->spec, key);
-    return v && json_object_is_type(v, t) ? v : NULL;
-}
-
 /* A deep copy of v (NULL gives NULL). */
 static json_object *copy_of(const json_object *v, int *oom)
 {
@@ -202,10 +191,9 @@ static json_object *copy_of(const json_object *v, int *oom)
     return c;
 }
 
-/* dst[key] = a copy of spec[key] when it has type t. */
-static void put_knob(json_object *dst, const render_input_t *in, const char *key, json_type t, int *oom)
+/* dst[key] = a copy of v, when v is set. */
+static void put_knob(json_object *dst, const char *key, const json_object *v, int *oom)
 {
-    const json_object *v = knob(in, key, t);
     if (v)
         jsonx_put(dst, key, copy_of(v, oom), oom);
 }
@@ -241,10 +229,9 @@ static json_object *user_resources(const json_object *res, int *oom)
     return out;
 }
 
-/* Extra labels and annotations (spec.podMetadata or spec.serviceMetadata) into meta. */
-static void extra_metadata(json_object *meta, const render_input_t *in, const char *key, int *oom)
+/* Extra labels and annotations (spec.podMetadata or spec.serviceMetadata: m) into meta. */
+static void extra_metadata(json_object *meta, const json_object *m, int *oom)
 {
-    const json_object *m = knob(in, key, json_type_object);
     static const char *const parts[] = {"labels", "annotations"};
     for (size_t i = 0; m && i < 2; i++) {
         const json_object *extra = jsonx_get(m, parts[i]);
@@ -289,14 +276,17 @@ static json_object *default_affinity(const render_input_t *in, int *oom)
 /* The scheduling and lifecycle knobs of the pod spec. */
 static void pod_knobs(json_object *spec, const render_input_t *in, int *oom)
 {
-    const json_object *aff = knob(in, "affinity", json_type_object);
-    jsonx_put(spec, "affinity", aff ? copy_of(aff, oom) : default_affinity(in, oom), oom);
-    put_knob(spec, in, "tolerations", json_type_array, oom);
-    put_knob(spec, in, "nodeSelector", json_type_object, oom);
-    put_knob(spec, in, "topologySpreadConstraints", json_type_array, oom);
-    put_knob(spec, in, "priorityClassName", json_type_string, oom);
-    put_knob(spec, in, "imagePullSecrets", json_type_array, oom);
-    put_knob(spec, in, "terminationGracePeriodSeconds", json_type_int, oom);
+    const rdc_spec_t *s = in->spec;
+    jsonx_put(spec, "affinity", s->pod.affinity ? copy_of(s->pod.affinity, oom) : default_affinity(in, oom), oom);
+    put_knob(spec, "tolerations", s->pod.tolerations, oom);
+    put_knob(spec, "nodeSelector", s->pod.node_selector, oom);
+    put_knob(spec, "topologySpreadConstraints", s->pod.topology_spread_constraints, oom);
+    if (s->pod.priority_class_name)
+        jsonx_put(spec, "priorityClassName", jsonx_new_str(s->pod.priority_class_name, oom), oom);
+    put_knob(spec, "imagePullSecrets", s->pod.image_pull_secrets, oom);
+    if (s->pod.termination_grace_period_seconds >= 0)
+        jsonx_put(spec, "terminationGracePeriodSeconds", jsonx_new_int(s->pod.termination_grace_period_seconds, oom),
+                  oom);
 }
 
 /* ---- Object builders ----------------------------------------------------------------- */
@@ -307,7 +297,7 @@ static json_object *labels(const render_input_t *in, int full, int *oom)
     json_object *l = jsonx_new_obj(oom);
     jsonx_put(l, RENDER_LABEL_NAME, jsonx_new_str(RENDER_APP_NAME, oom), oom);
     jsonx_put(l, RENDER_LABEL_INSTANCE, jsonx_new_str(in->name, oom), oom);
-    if (in->cluster && in->shard >= 0) {
+    if (cluster_mode(in) && in->shard >= 0) {
         char k[16];
         snprintf(k, sizeof(k), "%d", in->shard);
         jsonx_put(l, RENDER_LABEL_SHARD, jsonx_new_str(k, oom), oom);
@@ -400,7 +390,7 @@ json_object *render_service(const render_input_t *in)
 {
     int oom = 0;
     json_object *svc = service(in, in->name, 1, labels(in, 0, &oom), &oom);
-    extra_metadata((json_object *)jsonx_get(svc, "metadata"), in, "serviceMetadata", &oom);
+    extra_metadata((json_object *)jsonx_get(svc, "metadata"), in->spec->pod.service_metadata, &oom);
     return finish(svc, oom);
 }
 
@@ -436,8 +426,8 @@ json_object *render_auth_record(const render_input_t *in, const char *password_t
 static json_object *secret_env(const render_input_t *in, const char *var, int *oom)
 {
     json_object *ref = jsonx_new_obj(oom);
-    jsonx_put(ref, "name", jsonx_new_str(in->auth_secret, oom), oom);
-    jsonx_put(ref, "key", jsonx_new_str(in->auth_key ? in->auth_key : RENDER_AUTH_DEFAULT_KEY, oom), oom);
+    jsonx_put(ref, "name", jsonx_new_str(in->spec->auth.secret, oom), oom);
+    jsonx_put(ref, "key", jsonx_new_str(in->spec->auth.key, oom), oom);
     json_object *from = jsonx_new_obj(oom);
     jsonx_put(from, "secretKeyRef", ref, oom);
     json_object *e = jsonx_new_obj(oom);
@@ -476,13 +466,12 @@ static json_object *mount(const char *name, const char *path, int *oom)
     return m;
 }
 
-static json_object *redis_container(const render_input_t *in, int *oom)
+/* The redis container's command and environment: redis-server with its redis.conf, the
+ * password from the Secret (spec.auth), the pod IP it announces (Replication). */
+static void container_command(json_object *c, const rdc_spec_t *spec, const render_input_t *in, int *oom)
 {
-    json_object *c = jsonx_new_obj(oom);
-    jsonx_put(c, "name", jsonx_new_str("redis", oom), oom);
-    jsonx_put(c, "image", jsonx_new_str(in->image, oom), oom);
     json_object *cmd = str_array(oom, "redis-server", "/etc/redis/redis.conf", STR_END), *env = jsonx_new_arr(oom);
-    if (in->auth_secret) {
+    if (spec->auth.secret) {
         /* The password reaches Redis through the environment, expanded by the kubelet:
          * neither the ConfigMap nor the pod spec holds it. */
         const char *const pw[] = {"--requirepass", "$(" RENDER_PASSWORD_ENV ")", "--masterauth",
@@ -492,7 +481,7 @@ static json_object *redis_container(const render_input_t *in, int *oom)
         jsonx_push(env, secret_env(in, RENDER_PASSWORD_ENV, oom), oom);
         jsonx_push(env, secret_env(in, "REDISCLI_AUTH", oom), oom);
     }
-    if (in->replication || in->cluster) {
+    if (replicating(spec)) {
         /* A replica names itself by its pod IP (behind NAT or a node-local proxy its
          * connection's source address is another): the primary's INFO lists it so, and
          * FAILOVER TO <pod ip> finds it (SWITCHOVER). A cluster node announces it to the
@@ -505,7 +494,7 @@ static json_object *redis_container(const render_input_t *in, int *oom)
         jsonx_push(env, e, oom);
         jsonx_push(cmd, jsonx_new_str("--replica-announce-ip", oom), oom);
         jsonx_push(cmd, jsonx_new_str("$(" RENDER_POD_IP_ENV ")", oom), oom);
-        if (in->cluster) {
+        if (cluster_mode(in)) {
             jsonx_push(cmd, jsonx_new_str("--cluster-announce-ip", oom), oom);
             jsonx_push(cmd, jsonx_new_str("$(" RENDER_POD_IP_ENV ")", oom), oom);
         }
@@ -515,6 +504,36 @@ static json_object *redis_container(const render_input_t *in, int *oom)
         jsonx_put(c, "env", env, oom);
     else
         json_object_put(env);
+}
+
+/* The container's securityContext. Pod Security "restricted": no privilege escalation,
+ * every capability dropped, a read-only root (Redis writes only to /data: AOF, RDB, and
+ * nothing under /tmp since it runs without the image's entrypoint, which would chown);
+ * spec.securityContext merged over it. */
+static json_object *container_security_context(const rdc_spec_t *spec, int *oom)
+{
+    json_object *sc = jsonx_new_obj(oom);
+    jsonx_put(sc, "allowPrivilegeEscalation", json_object_new_boolean(0), oom);
+    json_object *caps = jsonx_new_obj(oom);
+    jsonx_put(caps, "drop", str_array(oom, "ALL", STR_END), oom);
+    jsonx_put(sc, "capabilities", caps, oom);
+    jsonx_put(sc, "readOnlyRootFilesystem", json_object_new_boolean(1), oom);
+    merge_into(sc, spec->pod.security_context, oom);
+    return sc;
+}
+
+static json_object *redis_container(const render_input_t *in, int *oom)
+{
+    const rdc_spec_t *spec = in->spec;
+    json_object *c = jsonx_new_obj(oom);
+    jsonx_put(c, "name", jsonx_new_str("redis", oom), oom);
+    buf_t image;
+    buf_init(&image, 0);
+    if (render_image_ref(spec->image, spec->tag, &image))
+        *oom = 1;
+    jsonx_put(c, "image", jsonx_new_str(buf_str(&image), oom), oom);
+    buf_free(&image);
+    container_command(c, spec, in, oom);
     json_object *port = jsonx_new_obj(oom);
     jsonx_put(port, "name", jsonx_new_str("redis", oom), oom);
     jsonx_put(port, "containerPort", jsonx_new_int(RENDER_REDIS_PORT, oom), oom);
@@ -522,9 +541,8 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     json_object *ports = jsonx_new_arr(oom);
     jsonx_push(ports, port, oom);
     jsonx_put(c, "ports", ports, oom);
-    const json_object *user_res = knob(in, "resources", json_type_object);
-    json_object *res = user_res ? user_resources(user_res, oom) : jsonx_new_obj(oom);
-    if (!user_res) {
+    json_object *res = spec->pod.resources ? user_resources(spec->pod.resources, oom) : jsonx_new_obj(oom);
+    if (!spec->pod.resources) {
         jsonx_put(res, "requests", resource_list(RENDER_CPU_REQUEST, RENDER_MEMORY_REQUEST, oom), oom);
         jsonx_put(res, "limits", resource_list(RENDER_CPU_LIMIT, RENDER_MEMORY_LIMIT, oom), oom);
     }
@@ -533,7 +551,7 @@ static json_object *redis_container(const render_input_t *in, int *oom)
      * earlier and more often, so a pod joins the Service as soon as it answers. */
     jsonx_put(c, "livenessProbe", ping_probe(10, 10, oom), oom);
     jsonx_put(c, "readinessProbe", ping_probe(5, 5, oom), oom);
-    if (in->replication || in->cluster) {
+    if (replicating(spec)) {
         /* SWITCHOVER: a primary's pod being deleted waits for its role to move. */
         json_object *exec = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom), *life = jsonx_new_obj(oom);
         jsonx_put(exec, "command", str_array(oom, "sh", "-c", RENDER_PRESTOP_SCRIPT, STR_END), oom);
@@ -545,17 +563,7 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     jsonx_push(mounts, mount("data", "/data", oom), oom);
     jsonx_push(mounts, mount("config", "/etc/redis", oom), oom);
     jsonx_put(c, "volumeMounts", mounts, oom);
-    /* Pod Security "restricted": no privilege escalation, every capability dropped, a
-     * read-only root (Redis writes only to /data: AOF, RDB, and nothing under /tmp since
-     * it runs without the image's entrypoint, which would chown). */
-    json_object *sc = jsonx_new_obj(oom);
-    jsonx_put(sc, "allowPrivilegeEscalation", json_object_new_boolean(0), oom);
-    json_object *caps = jsonx_new_obj(oom);
-    jsonx_put(caps, "drop", str_array(oom, "ALL", STR_END), oom);
-    jsonx_put(sc, "capabilities", caps, oom);
-    jsonx_put(sc, "readOnlyRootFilesystem", json_object_new_boolean(1), oom);
-    merge_into(sc, knob(in, "securityContext", json_type_object), oom);
-    jsonx_put(c, "securityContext", sc, oom);
+    jsonx_put(c, "securityContext", container_security_context(spec, oom), oom);
     return c;
 }
 
@@ -571,7 +579,7 @@ static json_object *pod_security_context(const render_input_t *in, int *oom)
     json_object *seccomp = jsonx_new_obj(oom);
     jsonx_put(seccomp, "type", jsonx_new_str("RuntimeDefault", oom), oom);
     jsonx_put(sc, "seccompProfile", seccomp, oom);
-    merge_into(sc, knob(in, "podSecurityContext", json_type_object), oom);
+    merge_into(sc, in->spec->pod.pod_security_context, oom);
     return sc;
 }
 
@@ -582,7 +590,7 @@ static json_object *pod_template(const render_input_t *in, const char *config_ha
     json_object *ann = jsonx_new_obj(oom);
     jsonx_put(ann, RENDER_CONFIG_HASH_ANNOTATION, jsonx_new_str(config_hash, oom), oom);
     jsonx_put(meta, "annotations", ann, oom);
-    extra_metadata(meta, in, "podMetadata", oom);
+    extra_metadata(meta, in->spec->pod.pod_metadata, oom);
 
     json_object *containers = jsonx_new_arr(oom);
     jsonx_push(containers, redis_container(in, oom), oom);
@@ -610,14 +618,14 @@ static json_object *pod_template(const render_input_t *in, const char *config_ha
 static json_object *data_claim_template(const render_input_t *in, int *oom)
 {
     json_object *req = jsonx_new_obj(oom);
-    jsonx_put(req, "storage", jsonx_new_str(in->storage_size, oom), oom);
+    jsonx_put(req, "storage", jsonx_new_str(in->spec->storage.size, oom), oom);
     json_object *res = jsonx_new_obj(oom);
     jsonx_put(res, "requests", req, oom);
     json_object *spec = jsonx_new_obj(oom);
     jsonx_put(spec, "accessModes", str_array(oom, "ReadWriteOnce", STR_END), oom);
     jsonx_put(spec, "resources", res, oom);
-    if (in->storage_class)
-        jsonx_put(spec, "storageClassName", jsonx_new_str(in->storage_class, oom), oom);
+    if (in->spec->storage.storage_class)
+        jsonx_put(spec, "storageClassName", jsonx_new_str(in->spec->storage.storage_class, oom), oom);
     json_object *meta = jsonx_new_obj(oom);
     jsonx_put(meta, "name", jsonx_new_str("data", oom), oom);
     json_object *pvc = jsonx_new_obj(oom);
@@ -635,7 +643,7 @@ int render_shard_name(const char *name, int k, char *out, size_t len)
 /* The name of in's StatefulSet and PDB: the cluster's, or its shard's (CLUSTER). */
 static const char *own_name(const render_input_t *in, char *buf, size_t len)
 {
-    if (!in->cluster || in->shard < 0 || render_shard_name(in->name, in->shard, buf, len))
+    if (!cluster_mode(in) || in->shard < 0 || render_shard_name(in->name, in->shard, buf, len))
         return in->name;
     return buf;
 }
@@ -651,28 +659,26 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
     jsonx_push(vcts, data_claim_template(in, &oom), &oom);
 
     json_object *spec = jsonx_new_obj(&oom);
-    jsonx_put(spec, "replicas", jsonx_new_int(in->cluster ? 1 + in->replicas_per_shard : in->size, &oom), &oom);
+    int replicas = cluster_mode(in) ? 1 + in->spec->cluster.replicas_per_shard : in->spec->size;
+    jsonx_put(spec, "replicas", jsonx_new_int(replicas, &oom), &oom);
     jsonx_put(spec, "serviceName", jsonx_new_str(in->name, &oom), &oom);
-    if (in->cluster)
+    if (cluster_mode(in))
         jsonx_put(spec, "podManagementPolicy", jsonx_new_str("Parallel", &oom), &oom);
     jsonx_put(spec, "selector", selector, &oom);
     jsonx_put(spec, "template", pod_template(in, config_hash, &oom), &oom);
     jsonx_put(spec, "volumeClaimTemplates", vcts, &oom);
-    if (in->replication || in->cluster) {
+    if (replicating(in->spec)) {
         /* SWITCHOVER (plan.h): the operator chooses the order in which pods restart. */
         json_object *us = jsonx_new_obj(&oom);
         jsonx_put(us, "type", jsonx_new_str("OnDelete", &oom), &oom);
         jsonx_put(spec, "updateStrategy", us, &oom);
     }
-    const json_object *ret = jsonx_get(knob(in, "storage", json_type_object), "retention");
-    if (ret && json_object_is_type(ret, json_type_object)) {
+    if (in->spec->storage.retention_set) {
         json_object *policy = jsonx_new_obj(&oom);
-        static const char *const when[] = {"whenDeleted", "whenScaled"};
-        for (size_t i = 0; i < 2; i++) {
-            const char *v = NULL;
-            jsonx_put(policy, when[i],
-                      jsonx_new_str(jsonx_string(ret, when[i], &v) == JSONX_OK && *v ? v : "Retain", &oom), &oom);
-        }
+        jsonx_put(policy, "whenDeleted", jsonx_new_str(rdc_spec_retention_name(in->spec->storage.when_deleted), &oom),
+                  &oom);
+        jsonx_put(policy, "whenScaled", jsonx_new_str(rdc_spec_retention_name(in->spec->storage.when_scaled), &oom),
+                  &oom);
         jsonx_put(spec, "persistentVolumeClaimRetentionPolicy", policy, &oom);
     }
     jsonx_put(sts, "spec", spec, &oom);
@@ -687,12 +693,10 @@ json_object *render_pdb(const render_input_t *in)
         child_object(in, own_name(in, shard_name, sizeof(shard_name)), "policy/v1", "PodDisruptionBudget", &oom);
     json_object *selector = jsonx_new_obj(&oom);
     jsonx_put(selector, "matchLabels", labels(in, 0, &oom), &oom);
-    const json_object *mu = jsonx_get(knob(in, "podDisruptionBudget", json_type_object), "maxUnavailable");
+    const char *percent = in->spec->pdb.max_unavailable_percent;
     json_object *spec = jsonx_new_obj(&oom);
-    if (mu && (json_object_is_type(mu, json_type_int) || json_object_is_type(mu, json_type_string)))
-        jsonx_put(spec, "maxUnavailable", copy_of(mu, &oom), &oom);
-    else
-        jsonx_put(spec, "maxUnavailable", jsonx_new_int(RENDER_PDB_MAX_UNAVAILABLE, &oom), &oom);
+    jsonx_put(spec, "maxUnavailable",
+              percent ? jsonx_new_str(percent, &oom) : jsonx_new_int(in->spec->pdb.max_unavailable, &oom), &oom);
     jsonx_put(spec, "selector", selector, &oom);
     jsonx_put(pdb, "spec", spec, &oom);
     return finish(pdb, oom);

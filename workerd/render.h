@@ -5,7 +5,7 @@
  * operator applies them (server-side apply, field manager "rediscluster-operator"). Every
  * object carries the operator's labels and a controller owner reference to the
  * RedisCluster. What the builders put in an object is, by definition, the set of fields
- * the operator manages: plan.c compares observed objects on those fields only.
+ * the operator manages: plan_children.c compares observed objects on those fields only.
  *
  * Also here: the image reference rule (when to append spec.version as a tag), the
  * redis.conf renderer and its SHA-256, and Kubernetes quantity comparison.
@@ -52,30 +52,18 @@
 #define RENDER_CPU_LIMIT "500m"
 #define RENDER_MEMORY_LIMIT "1Gi"
 
-/* A validated spec: plain data, every string borrowed from the caller. */
+/* What the builders render from: the RedisCluster's name, namespace and uid, and its spec
+ * parsed by rdc_spec_parse (the DEFAULTS applied there). Every string is borrowed. */
 typedef struct {
-    const char *name;             /* metadata.name of the RedisCluster (and of every child) */
-    const char *ns;               /* metadata.namespace */
-    const char *uid;              /* metadata.uid, for the owner references */
-    int size;                     /* spec.size, 1..10 */
-    const char *image;            /* full image reference, from render_image_ref() */
-    const char *storage_size;     /* spec.storage.size, or RENDER_DEFAULT_STORAGE */
-    const char *storage_class;    /* spec.storage.storageClass, NULL = cluster default */
-    const char *maxmemory;        /* spec.config.maxmemory, NULL = unset */
-    const char *maxmemory_policy; /* spec.config.maxmemoryPolicy, NULL = unset */
-    const json_object *spec;      /* the validated spec, read for the KNOBS below; NULL = every default */
-    /* Replication (docs/replication.md) and auth: */
-    int replication;              /* spec.mode Replication: the role Services exist */
-    /* Cluster mode (docs/cluster-mode.md, CLUSTER below): */
-    int cluster;                  /* spec.mode Cluster */
-    int shard;                    /* the shard a StatefulSet or PDB is rendered for; -1 = none */
-    int replicas_per_shard;       /* spec.cluster.replicasPerShard */
-    int64_t node_timeout_ms;      /* cluster-node-timeout: spec.failover.downAfter */
-    const char *auth_secret;      /* spec.auth.secretRef.name, NULL = no password */
-    const char *auth_key;         /* spec.auth.secretRef.key, RENDER_AUTH_DEFAULT_KEY when unset */
+    const char *name;       /* metadata.name of the RedisCluster (and of every child) */
+    const char *ns;         /* metadata.namespace */
+    const char *uid;        /* metadata.uid, for the owner references */
+    const rdc_spec_t *spec; /* the typed spec (never NULL) */
+    int shard;              /* CLUSTER: the shard a StatefulSet or PDB is rendered for; -1 = none */
 } render_input_t;
 
-/* KNOBS (v1, issue 20), each read from in->spec and rendered only where stated:
+/* KNOBS (v1, issue 20), each from in->spec (rdc_spec_t's pod, pdb and storage parts) and
+ * rendered only where stated:
  *   resources                  the container's resources as given (integers as strings),
  *                              else the RENDER_*_REQUEST/LIMIT defaults
  *   securityContext            merged key by key over the container's restricted defaults
@@ -105,7 +93,7 @@ typedef struct {
  * pods announce their pod IP (cluster-announce-ip $(POD_IP)) and have the preStop hook of
  * SWITCHOVER. redis.conf adds cluster-enabled yes, cluster-config-file
  * /data/nodes.conf (on the volume: a restarted pod keeps its node id), cluster-node-timeout
- * (in->node_timeout_ms) and cluster-allow-replica-migration no (a shard's pods stay in
+ * (spec.failover.downAfter) and cluster-allow-replica-migration no (a shard's pods stay in
  * it: the operator keeps the layout). */
 #define RENDER_LABEL_SHARD "cache.example.com/shard"
 #define RENDER_NODES_CONF "/data/nodes.conf"
@@ -114,19 +102,19 @@ typedef struct {
  * Returns 0, or -1 when it does not fit. */
 int render_shard_name(const char *name, int k, char *out, size_t len);
 
-/* The PodDisruptionBudget's default spec.maxUnavailable. */
-#define RENDER_PDB_MAX_UNAVAILABLE 1
+/* The PodDisruptionBudget's default spec.maxUnavailable (rdc_spec.h DEFAULTS). */
+#define RENDER_PDB_MAX_UNAVAILABLE RDC_SPEC_DEFAULT_MAX_UNAVAILABLE
 
 /* The role label workerd keeps on each pod of a Replication cluster, and what the role
  * Services select. */
 #define RENDER_LABEL_ROLE "cache.example.com/role"
 /* spec.failover's defaults (Replication): min-replicas-to-write 1 when size >= 3, else 0;
  * min-replicas-max-lag 10 s. */
-#define RENDER_MIN_REPLICAS_TO_WRITE 1
-#define RENDER_MIN_REPLICAS_MAX_LAG 10
+#define RENDER_MIN_REPLICAS_TO_WRITE RDC_SPEC_DEFAULT_MIN_REPLICAS_TO_WRITE
+#define RENDER_MIN_REPLICAS_MAX_LAG RDC_SPEC_DEFAULT_MIN_REPLICAS_MAX_LAG
 #define RENDER_ROLE_PRIMARY "primary"
 #define RENDER_ROLE_REPLICA "replica"
-#define RENDER_AUTH_DEFAULT_KEY "password"
+#define RENDER_AUTH_DEFAULT_KEY RDC_SPEC_DEFAULT_AUTH_KEY /* and the record's data key */
 /* The container's environment variable holding the password (from the Secret, never
  * rendered: a secretKeyRef); REDISCLI_AUTH too, so the probes and kubectl exec
  * authenticate. */
@@ -165,7 +153,7 @@ typedef struct {
     const char *name;
     const char *value;
 } render_directive_t;
-size_t render_persistence(const json_object *spec, render_directive_t out[RENDER_PERSISTENCE_MAX]);
+size_t render_persistence(const rdc_spec_t *spec, render_directive_t out[RENDER_PERSISTENCE_MAX]);
 
 /* Append the redis.conf for in: fixed defaults (port 6379, protected-mode no, dir /data),
  * the PERSISTENCE directives of in->spec (save points one per line, `save ""` for none),

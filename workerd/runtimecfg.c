@@ -20,45 +20,22 @@ static int ends_with(const char *s, const char *suffix)
 /* 1 when the pod's Ready condition is True. */
 static int ready(const json_object *pod)
 {
-    const json_object *conds = jsonx_get(jsonx_get(pod, "status"), "conditions");
-    size_t n = conds && json_object_is_type(conds, json_type_array) ? json_object_array_length(conds) : 0;
-    for (size_t i = 0; i < n; i++) {
-        const json_object *k = json_object_array_get_idx(conds, i);
-        const char *t = JSONX_STR_AT(k, "type"), *st = JSONX_STR_AT(k, "status");
-        if (t && !strcmp(t, "Ready"))
-            return st && !strcmp(st, "True");
-    }
-    return 0;
+    const json_object *k = jsonx_find(JSONX_AT(pod, "status", "conditions"), "type", "Ready");
+    return k && jsonx_str_is(k, "status", "True");
 }
 
 /* The restartCount of the pod's redis container, 0 when not reported. */
 static long long restarts(const json_object *pod)
 {
-    const json_object *cs = jsonx_get(jsonx_get(pod, "status"), "containerStatuses");
-    size_t n = cs && json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
-    for (size_t i = 0; i < n; i++) {
-        const json_object *c = json_object_array_get_idx(cs, i);
-        const char *cn = JSONX_STR_AT(c, "name");
-        const json_object *rc = jsonx_get(c, "restartCount");
-        if (cn && !strcmp(cn, "redis") && rc && json_object_is_type(rc, json_type_int))
-            return (long long)json_object_get_int64(rc);
-    }
-    return 0;
+    const json_object *c = jsonx_find(JSONX_AT(pod, "status", "containerStatuses"), "name", "redis");
+    return (long long)jsonx_int_or(c, "restartCount", 0);
 }
 
 /* 1 when observation has node pod with "reachable": false. */
 static int observed_unreachable(const json_object *observation, const char *pod)
 {
-    const json_object *nodes = jsonx_get(observation, "nodes");
-    size_t n = nodes && json_object_is_type(nodes, json_type_array) ? json_object_array_length(nodes) : 0;
-    for (size_t i = 0; i < n; i++) {
-        const json_object *node = json_object_array_get_idx(nodes, i);
-        const char *p = JSONX_STR_AT(node, "pod");
-        const json_object *r = jsonx_get(node, "reachable");
-        if (p && !strcmp(p, pod))
-            return r && json_object_is_type(r, json_type_boolean) && !json_object_get_boolean(r);
-    }
-    return 0;
+    const json_object *r = jsonx_get(jsonx_find(jsonx_get(observation, "nodes"), "pod", pod), "reachable");
+    return r && json_object_is_type(r, json_type_boolean) && !json_object_get_boolean(r);
 }
 
 typedef struct {
@@ -73,25 +50,17 @@ static int by_directive(const void *a, const void *b)
 /* The run-time directives of spec (NULL: a default spec), sorted by name, into d (at most
  * RUNTIMECFG_MAX_DIRECTIVES); returns how many. spec.persistence's (render.h
  * PERSISTENCE) always, then spec.config.extra's run-time ones. */
-static size_t directives_of(const json_object *spec, directive_t d[RUNTIMECFG_MAX_DIRECTIVES])
+static size_t directives_of(const rdc_spec_t *spec, directive_t d[RUNTIMECFG_MAX_DIRECTIVES])
 {
     render_directive_t p[RENDER_PERSISTENCE_MAX];
     size_t n = render_persistence(spec, p);
     for (size_t i = 0; i < n; i++)
         d[i] = (directive_t){p[i].name, p[i].value};
-    const json_object *extra = jsonx_get(jsonx_get(spec, "config"), "extra");
-    if (extra && json_object_is_type(extra, json_type_object)) {
-        json_object_object_foreach((json_object *)extra, k, v)
-        {
-            if (n == RUNTIMECFG_MAX_DIRECTIVES || !v || !json_object_is_type(v, json_type_string) ||
-                !redisconf_runtime_settable(k))
-                continue;
-            const char *val = json_object_get_string(v);
-            if (!redisconf_name_ok(k) || !redisconf_value_ok(val) || ends_with(val, REDISEXEC_PASSWORD_TOKEN) ||
-                ends_with(val, REDISEXEC_OLD_PASSWORD_TOKEN))
-                continue;
-            d[n++] = (directive_t){k, val};
-        }
+    for (size_t i = 0; spec && i < spec->config.n_extra && n < RUNTIMECFG_MAX_DIRECTIVES; i++) {
+        const rdc_directive_t *x = &spec->config.extra[i];
+        if (redisconf_runtime_settable(x->name) && !ends_with(x->value, REDISEXEC_PASSWORD_TOKEN) &&
+            !ends_with(x->value, REDISEXEC_OLD_PASSWORD_TOKEN))
+            d[n++] = (directive_t){x->name, x->value};
     }
     qsort(d, n, sizeof(d[0]), by_directive);
     return n;
@@ -114,7 +83,7 @@ static int hash_of(const directive_t *d, size_t n, char hex[65])
 /* The directives to send into out->argv ("CONFIG", "SET", then the pairs), their hash into
  * out->hash, and the hash of a default spec's (what a pod without the annotation runs)
  * into baseline. Returns 0, or -1 when hashing failed. */
-static int directives(const json_object *spec, runtimecfg_t *out, char baseline[65])
+static int directives(const rdc_spec_t *spec, runtimecfg_t *out, char baseline[65])
 {
     directive_t d[RUNTIMECFG_MAX_DIRECTIVES], base[RUNTIMECFG_MAX_DIRECTIVES];
     size_t n = directives_of(spec, d), nb = directives_of(NULL, base);
@@ -131,7 +100,7 @@ static int directives(const json_object *spec, runtimecfg_t *out, char baseline[
     return 0;
 }
 
-int runtimecfg_compute(const json_object *spec, const char *name, int size, const json_object *pods,
+int runtimecfg_compute(const rdc_spec_t *spec, const char *name, int size, const json_object *pods,
                        const json_object *observation, runtimecfg_t *out)
 {
     memset(out, 0, sizeof(*out));
@@ -142,7 +111,7 @@ int runtimecfg_compute(const json_object *spec, const char *name, int size, cons
     }
     if (!name)
         return 0;
-    size_t len = pods && json_object_is_type(pods, json_type_array) ? json_object_array_length(pods) : 0;
+    size_t len = jsonx_len(pods);
     size_t nl = strlen(name);
     for (int i = 0; i < size && i < RDC_SPEC_SIZE_MAX; i++) {
         char want[300];

@@ -62,11 +62,12 @@ typedef struct {
     runtimecfg_pod_t pods[RDC_SPEC_SIZE_MAX];
 } runtimecfg_t;
 
-/* Fill out for the cluster name of size pods (1..RDC_SPEC_SIZE_MAX) with spec (its
- * persistence and config.extra are read), the work item's pods (an array, may be NULL) and observerd's
- * observation (may be NULL). out's strings point into spec and pods, which must outlive
- * it. Returns 0, or -1 when hashing failed (out then has argc 0 and no pods). */
-int runtimecfg_compute(const json_object *spec, const char *name, int size, const json_object *pods,
+/* Fill out for the cluster name of size pods (1..RDC_SPEC_SIZE_MAX) with spec (the typed
+ * spec, NULL: every default; its persistence and config.extra are read), the work item's
+ * pods (an array, may be NULL) and observerd's observation (may be NULL). out's strings
+ * point into spec and pods, which must outlive it. Returns 0, or -1 when hashing failed
+ * (out then has argc 0 and no pods). */
+int runtimecfg_compute(const rdc_spec_t *spec, const char *name, int size, const json_object *pods,
                        const json_object *observation, runtimecfg_t *out);
 
 #endif

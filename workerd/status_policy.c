@@ -26,16 +26,7 @@ static int same_value(const json_object *a, const json_object *b)
 /* The condition of this type in the status' conditions list, or NULL. */
 static const json_object *cond_of(const json_object *status, const char *type)
 {
-    const json_object *list = jsonx_get(status, "conditions");
-    if (!type || !list || !json_object_is_type(list, json_type_array))
-        return NULL;
-    for (size_t i = 0; i < json_object_array_length(list); i++) {
-        const json_object *k = json_object_array_get_idx(list, i);
-        const char *t = jsonx_str(k, "type");
-        if (t && !strcmp(t, type))
-            return k;
-    }
-    return NULL;
+    return jsonx_find(jsonx_get(status, "conditions"), "type", type);
 }
 
 /* 1 when the two conditions say the same, the message aside when its type carries a
@@ -99,7 +90,7 @@ static int converging(const json_object *status)
 }
 
 /* 1 when the status is one of a new cluster's first rollout: Pending, Progressing True
- * with reason Creating (plan.c, CREATING). */
+ * with reason Creating (plan_status.c, CREATING). */
 static int creating(const json_object *status)
 {
     const char *phase = jsonx_str(status, "phase");
@@ -129,15 +120,10 @@ int64_t status_policy_hold_ns(const json_object *computed, const json_object *ob
     return age >= window ? 0 : window - age;
 }
 
-static int64_t int_or_0(const json_object *o, const char *key)
-{
-    const json_object *v = jsonx_get(o, key);
-    return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : 0;
-}
-
 int status_policy_counts_told(const json_object *observed, int64_t sts_replicas, int64_t sts_ready)
 {
-    return int_or_0(observed, "replicas") == sts_replicas && int_or_0(observed, "readyReplicas") == sts_ready;
+    return jsonx_int_or(observed, "replicas", 0) == sts_replicas &&
+           jsonx_int_or(observed, "readyReplicas", 0) == sts_ready;
 }
 
 int status_policy_diagnosis_due(const json_object *observed, int64_t sts_replicas, int64_t sts_ready, int held,

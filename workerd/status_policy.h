@@ -24,7 +24,7 @@
  * most one progress write per window and cluster is made. The window is plan's requeue
  * of a cluster that is not Running (PLAN_REQUEUE_NOT_READY_NS, 10 s): a held count costs
  * no reconcile that would not have come anyway. A new cluster's first rollout (computed
- * and observed both Pending with Progressing=True reason Creating, plan.c CREATING) has
+ * and observed both Pending with Progressing=True reason Creating, plan_status.c CREATING) has
  * a longer window, STATUS_POLICY_CREATING_NS: its progress is the StatefulSet's, which
  * `kubectl get sts` shows live, and a cluster that converges within it writes its
  * status twice (Pending, Running: the minimum, bench/README.md). A slower first rollout

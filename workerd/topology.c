@@ -1,4 +1,12 @@
-/* topology: pure replication decisions. See topology.h. */
+/* topology: pure replication decisions. See topology.h.
+ *
+ * topo_compute_switchover runs the steps of topology.h in order, as a table (steps[] at
+ * the end): the handover of SWITCHOVER (1), the election of FAILOVER, the rollout of
+ * SWITCHOVER (2)-(4), the role labels, the promotion, the Redis commands with
+ * status.nodes, the ReplicationHealthy condition, and the record of what was decided.
+ * Each step reads what the ones before it found (tctx_t) and writes its part of topo_t.
+ * The rollout's own step is a table of rules too (roll_rules[]): the first that applies
+ * decides. */
 #include "topology.h"
 
 #include "jsonx.h"
@@ -7,30 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* o[key] as a string, or NULL. */
-static const char *sget(const json_object *o, const char *key)
-{
-    const char *s;
-    return jsonx_string(o, key, &s) == JSONX_OK ? s : NULL;
-}
-
-static int64_t iget(const json_object *o, const char *key, int64_t dflt)
-{
-    const json_object *v = jsonx_get(o, key);
-    return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : dflt;
-}
-
-static int bget(const json_object *o, const char *key)
-{
-    const json_object *v = jsonx_get(o, key);
-    return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
-}
-
-static size_t arr_len(const json_object *a)
-{
-    return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
-}
 
 /* The ordinal of pod <name>-<N> with N < size, or -1 when pod is not one of those. */
 static int ordinal_of(const char *name, int size, const char *pod)
@@ -48,14 +32,7 @@ static int ordinal_of(const char *name, int size, const char *pod)
 /* The observation node of pod, or NULL. */
 static const json_object *obs_node(const json_object *observation, const char *pod)
 {
-    const json_object *nodes = jsonx_get(observation, "nodes");
-    for (size_t i = 0; i < arr_len(nodes); i++) {
-        const json_object *n = json_object_array_get_idx(nodes, i);
-        const char *p = sget(n, "pod");
-        if (p && !strcmp(p, pod))
-            return n;
-    }
-    return NULL;
+    return jsonx_find(jsonx_get(observation, "nodes"), "pod", pod);
 }
 
 typedef struct {
@@ -74,13 +51,31 @@ static void add_msg(topo_t *t, const char *reason, const char *fmt, const char *
     snprintf(t->message, sizeof(t->message), fmt, a, b);
 }
 
+/* 1 when x answers the observer (observed at its pod's IP). */
+static int answers(const member_t *x)
+{
+    return x->pod && x->obs && x->reachable;
+}
+
+/* 1 when x answers with role r ("master", "slave"). */
+static int answers_as(const member_t *x, const char *r)
+{
+    return answers(x) && !strcmp(x->role, r);
+}
+
+/* x's observed masterHost, or NULL. */
+static const char *master_host(const member_t *x)
+{
+    return jsonx_str(x->obs, "masterHost");
+}
+
 /* 1 when replica x was linked to its primary recently (FAILOVER in topology.h): link up,
  * or down for at most window_ms (observerd's linkDownSinceMs; absent = unknown = no). */
 static int linked_recently(const member_t *x, int64_t window_ms)
 {
-    if (bget(x->obs, "linkUp"))
+    if (jsonx_true(x->obs, "linkUp"))
         return 1;
-    int64_t d = iget(x->obs, "linkDownSinceMs", -1);
+    int64_t d = jsonx_int_or(x->obs, "linkDownSinceMs", -1);
     return d >= 0 && d <= window_ms;
 }
 
@@ -88,137 +83,15 @@ static int linked_recently(const member_t *x, int64_t window_ms)
 static int master_at(const member_t *m, int n, const char *ip)
 {
     for (int i = 0; ip && *ip && i < n; i++)
-        if (m[i].pod && m[i].obs && m[i].reachable && !strcmp(m[i].role, "master") && m[i].ip && !strcmp(m[i].ip, ip))
+        if (answers_as(&m[i], "master") && m[i].ip && !strcmp(m[i].ip, ip))
             return i;
     return -1;
-}
-
-/* FAILOVER (topology.h): decide whether an election is held and who wins. Returns the
- * winner's ordinal, pord itself when there is nothing to change, or -1 when an election
- * found no candidate (out->elect_why says why). */
-static int elect(const member_t *m, int n, int pord, const json_object *pobs, int64_t down_after_ms,
-                 int64_t obs_age_ms, topo_t *out)
-{
-    const member_t *P = &m[pord];
-    const char *pname = out->primary;
-    int64_t pdown = 0;
-    const char *why;
-    if (!P->pod || !P->obs || !P->reachable) {
-        if (!pobs || bget(pobs, "reachable"))
-            return pord;
-        int64_t quiet = iget(pobs, "lastOkAgoMs", -1), since = iget(pobs, "downSinceMs", 0);
-        pdown = (quiet > since ? quiet : since);
-        if (pdown <= 0)
-            return pord; /* no evidence at all */
-        pdown += obs_age_ms > 0 ? obs_age_ms : 0;
-        if (pdown < down_after_ms) {
-            out->recheck_after_ms = down_after_ms - pdown;
-            return pord;
-        }
-        why = "unreachable";
-    } else if (!strcmp(P->role, "slave")) {
-        const char *mh = sget(P->obs, "masterHost");
-        int mi = master_at(m, n, mh);
-        if (mi >= 0 && mi != pord && bget(P->obs, "linkUp")) {
-            snprintf(out->elect_why, sizeof(out->elect_why),
-                     "the designated primary %s is a replica linked to %s, a reachable primary: %s stays primary",
-                     P->name, m[mi].name, m[mi].name);
-            return mi;
-        }
-        why = "a replica of no reachable primary";
-    } else if (!strcmp(P->role, "master")) {
-        /* Followed: a replica linked to it (link up; a replica of its IP with the link
-         * down may be one that has not yet noticed it restarted). */
-        int followed = 0;
-        for (int i = 0; i < n; i++)
-            if (i != pord && m[i].pod && m[i].obs && m[i].reachable && !strcmp(m[i].role, "slave") && P->ip &&
-                sget(m[i].obs, "masterHost") && !strcmp(sget(m[i].obs, "masterHost"), P->ip) && bget(m[i].obs, "linkUp"))
-                followed = 1;
-        if (followed)
-            return pord;
-        int64_t poff = iget(P->obs, "offset", -1), best = poff;
-        for (int i = 0; i < n; i++)
-            if (i != pord && m[i].pod && m[i].obs && m[i].reachable && iget(m[i].obs, "offset", -1) > best)
-                best = iget(m[i].obs, "offset", -1);
-        if (best <= poff)
-            return pord;
-        why = "a primary no replica follows, behind a node that has more data (restarted empty?)";
-    } else {
-        return pord; /* role unknown: wait for a probe that says */
-    }
-    int64_t window = pdown + 10 * down_after_ms;
-    int best = -1;
-    int64_t best_off = -1;
-    char offs[512] = "";
-    for (int k = -1; k < n; k++) {
-        /* D first, then by ordinal: ties go to D, then to the lowest ordinal. */
-        int i = k < 0 ? pord : k;
-        if (k >= 0 && i == pord)
-            continue;
-        const member_t *x = &m[i];
-        if (!x->pod || !x->obs || !x->reachable)
-            continue;
-        int ok = i == pord || !strcmp(x->role, "master") || (!strcmp(x->role, "slave") && linked_recently(x, window));
-        if (!ok)
-            continue;
-        int64_t off = iget(x->obs, "offset", -1);
-        size_t l = strlen(offs);
-        snprintf(offs + l, sizeof(offs) - l, "%s%s %lld", l ? ", " : "", x->name, (long long)off);
-        if (best < 0 || off > best_off) {
-            best = i;
-            best_off = off;
-        }
-    }
-    if (best < 0) {
-        snprintf(out->elect_why, sizeof(out->elect_why),
-                 "the primary %s is %s; no replica is reachable and was linked to its primary within "
-                 "10 x downAfter of that: none promoted",
-                 pname, why);
-        return -1;
-    }
-    if (pdown)
-        snprintf(out->elect_why, sizeof(out->elect_why),
-                 "the primary %s is %s for %lld ms (downAfter %lld ms): %s elected with offset %lld (candidates: %s)",
-                 pname, why, (long long)pdown, (long long)down_after_ms, m[best].name,
-                 (long long)best_off, offs);
-    else
-        snprintf(out->elect_why, sizeof(out->elect_why),
-                 "the primary %s is %s: %s elected with offset %lld (candidates: %s)", pname,
-                 why, m[best].name, (long long)best_off, offs);
-    return best;
-}
-
-void topo_compute(const char *name, int size, const char *status_primary, const json_object *pods,
-                  const json_object *observation, topo_t *out)
-{
-    topo_compute_failover(name, size, status_primary, pods, observation, 0, 0, out);
-}
-
-void topo_compute_failover(const char *name, int size, const char *status_primary, const json_object *pods,
-                           const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms, topo_t *out)
-{
-    topo_compute_switchover(name, size, status_primary, pods, observation, down_after_ms, obs_age_ms, NULL, out);
-}
-
-/* Fill x->obs, reachable and role from the observation node of x's pod at its IP. */
-static void observe_member(member_t *x, const json_object *obs)
-{
-    const json_object *n = obs ? obs_node(obs, x->name) : NULL;
-    const char *oip = sget(n, "ip");
-    x->role = "";
-    /* An observation of another IP is of a pod that is gone. */
-    if (n && x->ip && oip && !strcmp(oip, x->ip)) {
-        x->obs = n;
-        x->reachable = bget(n, "reachable");
-        const char *r = sget(n, "role");
-        x->role = r ? r : "";
-    }
 }
 
 /* 1 when x is a reachable master (observed at its pod's IP). */
 static int is_master(const member_t *x)
 {
-    return x->pod && x->obs && x->reachable && !strcmp(x->role, "master") && x->ip && *x->ip;
+    return answers_as(x, "master") && x->ip && *x->ip;
 }
 
 /* 1 when any member, present or terminating, answered the observer. */
@@ -233,21 +106,15 @@ static int any_reachable(const member_t *m, const member_t *dying, int n)
 /* 1 when x is a reachable replica of ip with its link up. */
 static int linked_to(const member_t *x, const char *ip)
 {
-    const char *mh = sget(x->obs, "masterHost");
-    return x->pod && x->obs && x->reachable && !strcmp(x->role, "slave") && ip && mh && !strcmp(mh, ip) &&
-           iget(x->obs, "masterPort", 0) == TOPO_REDIS_PORT && bget(x->obs, "linkUp");
+    const char *mh = master_host(x);
+    return answers_as(x, "slave") && ip && mh && !strcmp(mh, ip) &&
+           jsonx_int_or(x->obs, "masterPort", 0) == TOPO_REDIS_PORT && jsonx_true(x->obs, "linkUp");
 }
 
 static int pod_ready(const json_object *pod)
 {
-    const json_object *conds = jsonx_get(jsonx_get(pod, "status"), "conditions");
-    for (size_t i = 0; i < arr_len(conds); i++) {
-        const json_object *c = json_object_array_get_idx(conds, i);
-        const char *t = sget(c, "type"), *st = sget(c, "status");
-        if (t && !strcmp(t, "Ready"))
-            return st && !strcmp(st, "True");
-    }
-    return 0;
+    const json_object *ready = jsonx_find(JSONX_AT(pod, "status", "conditions"), "type", "Ready");
+    return ready && jsonx_str_is(ready, "status", "True");
 }
 
 /* 1 when pod x runs another revision than rev (SWITCHOVER); no rollout when rev is "". */
@@ -257,29 +124,211 @@ static int outdated(const member_t *x, const char *rev)
     return rev && *rev && x->pod && (!have || strcmp(have, rev));
 }
 
+/* Append name to the comma-separated list. */
+static void list_add(char *list, size_t cap, const char *name)
+{
+    size_t l = strlen(list);
+    snprintf(list + l, cap - l, "%s%s", l ? ", " : "", name);
+}
+
+/* ---- What the steps work from --------------------------------------------------------- */
+
+/* What topo_compute_switchover works from, step by step. */
+typedef struct {
+    const char *name;
+    int size, n_members, pord;
+    member_t m[TOPO_MAX_NODES], dying[TOPO_MAX_NODES];
+    const json_object *obs; /* NULL: no observation */
+    int64_t down_after_ms, obs_age_ms;
+    const topo_roll_t *roll; /* NULL: no SWITCHOVER */
+    const char *rev;         /* the update revision, "" none */
+    const member_t *O;       /* SWITCHOVER (1): the old primary of a recorded handover */
+    int handing, switching, promote, primary_ok;
+    /* the nodes' health, for the condition */
+    int linked;
+    char unreachable[512], linkdown[512];
+} tctx_t;
+
+/* Fill x->obs, reachable and role from the observation node of x's pod at its IP. */
+static void observe_member(member_t *x, const json_object *obs)
+{
+    const json_object *n = obs ? obs_node(obs, x->name) : NULL;
+    const char *oip = jsonx_str(n, "ip");
+    x->role = "";
+    /* An observation of another IP is of a pod that is gone. */
+    if (n && x->ip && oip && !strcmp(oip, x->ip)) {
+        x->obs = n;
+        x->reachable = jsonx_true(n, "reachable");
+        const char *r = jsonx_str(n, "role");
+        x->role = r ? r : "";
+    }
+}
+
+/* Pods by ordinal into t->m, the terminating ones apart into t->dying (SWITCHOVER reads
+ * them), each with its observation node. */
+static void collect_members(tctx_t *t, const json_object *pods)
+{
+    for (size_t i = 0; i < jsonx_len(pods); i++) {
+        const json_object *p = json_object_array_get_idx(pods, i);
+        const char *pn = JSONX_STR_AT(p, "metadata", "name");
+        int ord = ordinal_of(t->name, t->size, pn);
+        if (ord < 0 || ord >= TOPO_MAX_NODES)
+            continue;
+        member_t *x = JSONX_AT(p, "metadata", "deletionTimestamp") ? &t->dying[ord] : &t->m[ord];
+        x->pod = p;
+        x->name = pn;
+        x->ip = JSONX_STR_AT(p, "status", "podIP");
+        x->label = JSONX_STR_AT(p, "metadata", "labels", TOPO_ROLE_LABEL);
+    }
+    for (int i = 0; i < t->n_members; i++) {
+        if (t->m[i].pod)
+            observe_member(&t->m[i], t->obs);
+        if (t->dying[i].pod)
+            observe_member(&t->dying[i], t->obs);
+    }
+}
+
+/* ---- FAILOVER: the election ------------------------------------------------------------- */
+
+/* FAILOVER (a): why the designated primary P, not answering, must be replaced
+ * ("unreachable") once observerd has heard nothing from it for downAfter, with *pdown how
+ * long; NULL while it is short of that (then recheck_after_ms says when it will not be)
+ * or there is no evidence at all. */
+static const char *cause_unreachable(const tctx_t *t, const json_object *pobs, int64_t *pdown, topo_t *out)
+{
+    if (!pobs || jsonx_true(pobs, "reachable"))
+        return NULL;
+    int64_t quiet = jsonx_int_or(pobs, "lastOkAgoMs", -1), since = jsonx_int_or(pobs, "downSinceMs", 0);
+    *pdown = quiet > since ? quiet : since;
+    if (*pdown <= 0)
+        return NULL; /* no evidence at all */
+    *pdown += t->obs_age_ms > 0 ? t->obs_age_ms : 0;
+    if (*pdown < t->down_after_ms) {
+        out->recheck_after_ms = t->down_after_ms - *pdown;
+        return NULL;
+    }
+    return "unreachable";
+}
+
+/* FAILOVER (b): P a replica of no reachable master of the set. A replica linked to one
+ * (P's promotion recorded, then the old primary came back) elects that master:
+ * *winner. */
+static const char *cause_replica(const tctx_t *t, const member_t *P, int *winner, topo_t *out)
+{
+    int mi = master_at(t->m, t->n_members, master_host(P));
+    if (mi >= 0 && mi != t->pord && jsonx_true(P->obs, "linkUp")) {
+        snprintf(out->elect_why, sizeof(out->elect_why),
+                 "the designated primary %s is a replica linked to %s, a reachable primary: %s stays primary", P->name,
+                 t->m[mi].name, t->m[mi].name);
+        *winner = mi;
+        return NULL;
+    }
+    return "a replica of no reachable primary";
+}
+
+/* FAILOVER (c): P a master that no replica follows (a replica linked to it; one of its IP
+ * with the link down may not have noticed it restarted) while a reachable node has a
+ * higher offset. */
+static const char *cause_master_behind(const tctx_t *t, const member_t *P)
+{
+    const member_t *m = t->m;
+    int64_t poff = jsonx_int_or(P->obs, "offset", -1), best = poff;
+    for (int i = 0; i < t->n_members; i++) {
+        if (i == t->pord || !answers(&m[i]))
+            continue;
+        if (!strcmp(m[i].role, "slave") && P->ip && master_host(&m[i]) && !strcmp(master_host(&m[i]), P->ip) &&
+            jsonx_true(m[i].obs, "linkUp"))
+            return NULL; /* followed */
+        int64_t off = jsonx_int_or(m[i].obs, "offset", -1);
+        best = off > best ? off : best;
+    }
+    return best > poff ? "a primary no replica follows, behind a node that has more data (restarted empty?)" : NULL;
+}
+
+/* The best candidate of an election (FAILOVER in topology.h): D itself when reachable,
+ * every other reachable master or replica linked within window_ms; the highest offset
+ * wins, ties to D, then to the lowest ordinal. -1 when none; offs lists them. */
+static int best_candidate(const tctx_t *t, int64_t window_ms, char *offs, size_t cap, int64_t *best_off)
+{
+    int best = -1;
+    for (int k = -1; k < t->n_members; k++) {
+        /* D first, then by ordinal: ties go to D, then to the lowest ordinal. */
+        int i = k < 0 ? t->pord : k;
+        const member_t *x = &t->m[i];
+        if ((k >= 0 && i == t->pord) || !answers(x))
+            continue;
+        if (i != t->pord && strcmp(x->role, "master") && !(!strcmp(x->role, "slave") && linked_recently(x, window_ms)))
+            continue;
+        int64_t off = jsonx_int_or(x->obs, "offset", -1);
+        size_t l = strlen(offs);
+        snprintf(offs + l, cap - l, "%s%s %lld", l ? ", " : "", x->name, (long long)off);
+        if (best < 0 || off > *best_off) {
+            best = i;
+            *best_off = off;
+        }
+    }
+    return best;
+}
+
+/* FAILOVER (topology.h): decide whether an election is held and who wins. Returns the
+ * winner's ordinal, pord itself when there is nothing to change, or -1 when an election
+ * found no candidate (out->elect_why says why). */
+static int elect(const tctx_t *t, const json_object *pobs, topo_t *out)
+{
+    const member_t *P = &t->m[t->pord];
+    int64_t pdown = 0;
+    int winner = t->pord;
+    const char *why = !answers(P)                  ? cause_unreachable(t, pobs, &pdown, out)
+                      : !strcmp(P->role, "slave")  ? cause_replica(t, P, &winner, out)
+                      : !strcmp(P->role, "master") ? cause_master_behind(t, P)
+                                                   : NULL; /* role unknown: wait for a probe that says */
+    if (!why)
+        return winner;
+    char offs[512] = "";
+    int64_t best_off = -1;
+    int best = best_candidate(t, pdown + 10 * t->down_after_ms, offs, sizeof(offs), &best_off);
+    if (best < 0)
+        snprintf(out->elect_why, sizeof(out->elect_why),
+                 "the primary %s is %s; no replica is reachable and was linked to its primary within "
+                 "10 x downAfter of that: none promoted",
+                 out->primary, why);
+    else if (pdown)
+        snprintf(out->elect_why, sizeof(out->elect_why),
+                 "the primary %s is %s for %lld ms (downAfter %lld ms): %s elected with offset %lld (candidates: %s)",
+                 out->primary, why, (long long)pdown, (long long)t->down_after_ms, t->m[best].name,
+                 (long long)best_off, offs);
+    else
+        snprintf(out->elect_why, sizeof(out->elect_why),
+                 "the primary %s is %s: %s elected with offset %lld (candidates: %s)", out->primary, why,
+                 t->m[best].name, (long long)best_off, offs);
+    return best;
+}
+
+/* ---- SWITCHOVER: the rollout ------------------------------------------------------------ */
+
 /* SWITCHOVER (2): the best candidate to take the role from the primary P (a reachable
  * master, present or terminating) at ordinal pord, or -1 with the reason in why. */
 static int switch_candidate(const member_t *m, int n, int pord, const member_t *P, const char *rev, int rollout,
                             char *why, size_t whylen)
 {
     int best = -1;
-    int64_t best_off = -1, poff = iget(P->obs, "offset", -1);
+    int64_t best_off = -1, poff = jsonx_int_or(P->obs, "offset", -1);
     char seen[600] = "";
     for (int i = 0; i < n; i++) {
         const member_t *x = &m[i];
         if (i == pord || !x->pod)
             continue;
-        const char *no = !x->obs || !x->reachable       ? "unreachable"
-                         : !pod_ready(x->pod)           ? "not Ready"
-                         : !linked_to(x, P->ip)         ? "not linked to the primary"
-                         : rollout && outdated(x, rev)  ? "not on the new revision"
-                         : poff - iget(x->obs, "offset", -1) > TOPO_SWITCHOVER_MAX_LAG ? "behind"
-                                                                                        : NULL;
+        const char *no = !x->obs || !x->reachable      ? "unreachable"
+                         : !pod_ready(x->pod)          ? "not Ready"
+                         : !linked_to(x, P->ip)        ? "not linked to the primary"
+                         : rollout && outdated(x, rev) ? "not on the new revision"
+                         : poff - jsonx_int_or(x->obs, "offset", -1) > TOPO_SWITCHOVER_MAX_LAG ? "behind"
+                                                                                               : NULL;
         size_t l = strlen(seen);
         snprintf(seen + l, sizeof(seen) - l, "%s%s %s", l ? ", " : "", x->name, no ? no : "caught up");
         if (no)
             continue;
-        int64_t off = iget(x->obs, "offset", -1);
+        int64_t off = jsonx_int_or(x->obs, "offset", -1);
         if (best < 0 || off > best_off) {
             best = i;
             best_off = off;
@@ -343,132 +392,240 @@ static void blind_step(const member_t *m, int n, const char *rev, topo_t *out)
                   rev, x->name);
 }
 
-/* SWITCHOVER (2) and (3) in topology.h: with the primary P at pord a reachable master
- * (present, or terminating when dying), plan the next step of a rollout or of the
- * primary's deletion into out. */
+/* What a rollout step (SWITCHOVER (2), (3)) decides from: the primary P at pord, a
+ * reachable master, present or terminating (dying), and a survey of the other pods. */
+typedef struct {
+    const member_t *m;
+    int n, pord;
+    const member_t *P;
+    int dying;
+    const char *rev;
+    int present;         /* pods present */
+    int ready;           /* every present pod Ready, reachable and linked to P (P: Ready, reachable) */
+    int stale;           /* the outdated replica of highest ordinal, or -1 */
+    int stuck;           /* the outdated replica not Ready of highest ordinal, or -1 */
+    const char *awaited; /* the first pod not ready as above ("" a missing one), or NULL */
+} roll_t;
+
+static void roll_survey(roll_t *r)
+{
+    r->ready = 1;
+    r->stale = r->stuck = -1;
+    for (int i = 0; i < r->n; i++) {
+        const member_t *x = &r->m[i];
+        if (!x->pod) {
+            r->awaited = r->awaited ? r->awaited : "";
+            continue;
+        }
+        r->present++;
+        int ok = pod_ready(x->pod) && x->obs && x->reachable && (i == r->pord || linked_to(x, r->P->ip));
+        if (!ok && !r->awaited)
+            r->awaited = x->name;
+        r->ready &= ok;
+        if (i != r->pord && outdated(x, r->rev)) {
+            r->stale = i; /* the highest ordinal */
+            if (!pod_ready(x->pod))
+                r->stuck = i;
+        }
+    }
+}
+
+/* The rules of a rollout step, each a condition on the survey... */
+static int nothing_to_roll(const roll_t *r)
+{
+    return !r->dying && r->stale < 0 && !outdated(r->P, r->rev);
+}
+
+static int unsettled(const roll_t *r)
+{
+    return r->present < r->n || !r->ready;
+}
+
+static int replica_stuck(const roll_t *r)
+{
+    return !r->dying && r->stuck >= 0 && unsettled(r);
+}
+
+static int replicas_awaited(const roll_t *r)
+{
+    return !r->dying && r->stale >= 0 && unsettled(r);
+}
+
+static int replica_stale(const roll_t *r)
+{
+    return !r->dying && r->stale >= 0;
+}
+
+static int alone(const roll_t *r)
+{
+    return r->n == 1;
+}
+
+static int always(const roll_t *r)
+{
+    (void)r;
+    return 1;
+}
+
+/* ... and what it does. */
+static void do_nothing(const roll_t *r, topo_t *out)
+{
+    (void)r;
+    (void)out;
+}
+
+/* A replica of an old revision that is not Ready serves nothing, and waiting for it
+ * would hold the rollout for ever (a revision that crashes, then fixed). */
+static void delete_stuck(const roll_t *r, topo_t *out)
+{
+    delete_member(&r->m[r->stuck], out,
+                  "rolling out revision %s: replica %s runs an old revision and is not Ready: restarted on the "
+                  "new one",
+                  r->rev, r->m[r->stuck].name);
+}
+
+static void wait_for_replicas(const roll_t *r, topo_t *out)
+{
+    int named = r->awaited && *r->awaited;
+    out->switch_wait = 1;
+    snprintf(out->switch_why, sizeof(out->switch_why),
+             "rolling out: waiting for %s%s to be back, Ready and linked before restarting %s",
+             named ? "pod " : "every pod", named ? r->awaited : "", r->m[r->stale].name);
+}
+
+static void delete_stale(const roll_t *r, topo_t *out)
+{
+    delete_member(&r->m[r->stale], out,
+                  "rolling out revision %s: replica %s restarted (deleted; every replica linked to %s)", r->rev,
+                  r->m[r->stale].name, r->P->name);
+}
+
+static void restart_alone(const roll_t *r, topo_t *out)
+{
+    if (r->dying)
+        return; /* size 1 and terminating: nothing to hand over to, nothing to do */
+    delete_member(r->P, out,
+                  "rolling out revision %s: %s restarted in place (size 1: no replica to hand the primary role to)",
+                  r->rev, r->P->name);
+}
+
+/* The primary role handed over (a record, then FAILOVER from it), or why not. */
+static void hand_over(const roll_t *r, topo_t *out)
+{
+    char why[700];
+    const char *what = r->dying ? "is being deleted" : "runs an old revision";
+    int best = switch_candidate(r->m, r->n, r->pord, r->P, r->rev, !r->dying, why, sizeof(why));
+    if (best >= 0) {
+        out->switch_record = 1;
+        snprintf(out->switch_to, sizeof(out->switch_to), "%s", r->m[best].name);
+        snprintf(out->switch_why, sizeof(out->switch_why), "switchover: the primary %s %s: %s takes its role: %s",
+                 r->P->name, what, r->m[best].name, why);
+        return;
+    }
+    /* A replica still coming back is worth waiting for; none there at all is not. */
+    int any = 0;
+    for (int i = 0; i < r->n; i++)
+        any |= i != r->pord && r->m[i].pod && linked_to(&r->m[i], r->P->ip);
+    if (any)
+        out->switch_wait = 1;
+    else
+        out->switch_blocked = 1;
+    snprintf(out->switch_why, sizeof(out->switch_why), "the primary %s %s, but no replica can take its role (%s)%s",
+             r->P->name, what, why, any ? ": waiting" : ": no switchover");
+}
+
+/* SWITCHOVER (2) and (3) in topology.h, in order: the first rule whose condition holds
+ * decides the step. */
+static const struct {
+    int (*when)(const roll_t *);
+    void (*then)(const roll_t *, topo_t *);
+} roll_rules[] = {
+    {nothing_to_roll, do_nothing},         /* no outdated pod, the primary up to date */
+    {replica_stuck, delete_stuck},         /* an outdated replica not Ready, others awaited */
+    {replicas_awaited, wait_for_replicas}, /* an outdated replica; a pod absent, not Ready or not linked */
+    {replica_stale, delete_stale},         /* every pod back and linked: the next outdated replica */
+    {alone, restart_alone},                /* size 1: no replica to hand the role to */
+    {always, hand_over},                   /* the primary itself (outdated or terminating) */
+};
+
 static void rollout_step(const member_t *m, int n, int pord, const member_t *P, int dying, const char *rev,
                          topo_t *out)
 {
-    char why[700];
-    int present = 0, ready = 1, stale = -1, stuck = -1;
-    const char *awaited = NULL;
-    for (int i = 0; i < n; i++) {
-        if (!m[i].pod) {
-            awaited = awaited ? awaited : "";
-            continue;
-        }
-        present++;
-        int ok = pod_ready(m[i].pod) && m[i].obs && m[i].reachable && (i == pord || linked_to(&m[i], P->ip));
-        if (!ok && !awaited)
-            awaited = m[i].name;
-        ready &= ok;
-        if (i != pord && outdated(&m[i], rev)) {
-            stale = i; /* the highest ordinal */
-            if (!pod_ready(m[i].pod))
-                stuck = i;
-        }
-    }
-    if (!dying && stale < 0 && !outdated(P, rev))
-        return; /* nothing to roll */
-    if (!dying && stuck >= 0 && (present < n || !ready)) {
-        /* A replica of an old revision that is not Ready serves nothing, and waiting for
-         * it would hold the rollout for ever (a revision that crashes, then fixed). */
-        delete_member(&m[stuck], out,
-                      "rolling out revision %s: replica %s runs an old revision and is not Ready: restarted on the "
-                      "new one",
-                      rev, m[stuck].name);
-        return;
-    }
-    if (!dying && stale >= 0) {
-        if (present < n || !ready) {
-            out->switch_wait = 1;
-            snprintf(out->switch_why, sizeof(out->switch_why),
-                     "rolling out: waiting for %s%s to be back, Ready and linked before restarting %s",
-                     awaited && *awaited ? "pod " : "every pod", awaited && *awaited ? awaited : "", m[stale].name);
+    roll_t r = {.m = m, .n = n, .pord = pord, .P = P, .dying = dying, .rev = rev};
+    roll_survey(&r);
+    for (size_t i = 0; i < sizeof(roll_rules) / sizeof(roll_rules[0]); i++)
+        if (roll_rules[i].when(&r)) {
+            roll_rules[i].then(&r, out);
             return;
         }
-        delete_member(&m[stale], out, "rolling out revision %s: replica %s restarted (deleted; every replica linked to %s)",
-                      rev, m[stale].name, P->name);
-        return;
-    }
-    if (n == 1) {
-        if (dying)
-            return;
-        delete_member(P, out, "rolling out revision %s: %s restarted in place (size 1: no replica to hand the primary role to)",
-                      rev, P->name);
-        return;
-    }
-    int best = switch_candidate(m, n, pord, P, rev, !dying, why, sizeof(why));
-    if (best < 0) {
-        /* A replica still coming back is worth waiting for; none there at all is not. */
-        int any = 0;
-        for (int i = 0; i < n; i++)
-            any |= i != pord && m[i].pod && linked_to(&m[i], P->ip);
-        if (any)
-            out->switch_wait = 1;
-        else
-            out->switch_blocked = 1;
-        snprintf(out->switch_why, sizeof(out->switch_why), "the primary %s %s, but no replica can take its role (%s)%s",
-                 P->name, dying ? "is being deleted" : "runs an old revision", why,
-                 any ? ": waiting" : ": no switchover");
-        return;
-    }
-    out->switch_record = 1;
-    snprintf(out->switch_to, sizeof(out->switch_to), "%s", m[best].name);
-    snprintf(out->switch_why, sizeof(out->switch_why), "switchover: the primary %s %s: %s takes its role: %s",
-             P->name, dying ? "is being deleted" : "runs an old revision", m[best].name, why);
 }
 
-/* What topo_compute_switchover works from, step by step. */
-typedef struct {
-    const char *name;
-    int size, n_members, pord;
-    member_t m[TOPO_MAX_NODES], dying[TOPO_MAX_NODES];
-    const json_object *obs; /* NULL: no observation */
-    const member_t *O;      /* SWITCHOVER (1): the old primary of a recorded handover */
-    int handing, switching, promote, primary_ok;
-    /* the nodes' health, for the condition */
-    int linked;
-    char unreachable[512], linkdown[512];
-} tctx_t;
+/* ---- The steps of topo_compute_switchover ------------------------------------------------ */
 
-/* Pods by ordinal into t->m, the terminating ones apart into t->dying (SWITCHOVER reads
- * them), each with its observation node. */
-static void collect_members(tctx_t *t, const json_object *pods)
+/* 1 when the old primary O already handed the role to the designated P: a reachable
+ * replica of P's IP while P does not yet report role master. */
+static int handed_over(const member_t *O, const member_t *P)
 {
-    for (size_t i = 0; i < arr_len(pods); i++) {
-        const json_object *p = json_object_array_get_idx(pods, i);
-        const char *pn = JSONX_STR_AT(p, "metadata", "name");
-        int ord = ordinal_of(t->name, t->size, pn);
-        if (ord < 0 || ord >= TOPO_MAX_NODES)
-            continue;
-        member_t *x = jsonx_get(jsonx_get(p, "metadata"), "deletionTimestamp") ? &t->dying[ord] : &t->m[ord];
-        x->pod = p;
-        x->name = pn;
-        x->ip = JSONX_STR_AT(p, "status", "podIP");
-        x->label = JSONX_STR_AT(p, "metadata", "labels", TOPO_ROLE_LABEL);
+    const char *mh = master_host(O);
+    return answers_as(O, "slave") && P->ip && mh && !strcmp(mh, P->ip) && !is_master(P);
+}
+
+/* SWITCHOVER (1): a handover recorded, from O (present or terminating) to P. */
+static void handover_step(tctx_t *t, topo_t *out)
+{
+    int oord = t->roll ? ordinal_of(t->name, t->size, t->roll->switchover_from) : -1;
+    const member_t *O = oord < 0 || oord == t->pord ? NULL : t->m[oord].pod ? &t->m[oord] : &t->dying[oord];
+    t->O = O;
+    if (!t->obs || !O)
+        return;
+    t->handing = is_master(O) && linked_to(&t->m[t->pord], O->ip);
+    t->switching = t->handing || handed_over(O, &t->m[t->pord]);
+    if (t->switching)
+        snprintf(out->switchover_from, sizeof(out->switchover_from), "%s", O->name);
+}
+
+/* FAILOVER: the designated primary's evidence is read by name, whatever the IP: a
+ * deleted pod's last node, or its successor's (never answered: down since first
+ * probed). */
+static void failover_step(tctx_t *t, topo_t *out)
+{
+    if (!t->obs || t->down_after_ms <= 0 || t->switching)
+        return;
+    int winner = elect(t, obs_node(t->obs, out->primary), out);
+    if (winner < 0) {
+        out->no_candidate = 1;
+    } else if (winner != t->pord) {
+        out->elect = 1;
+        snprintf(out->elected, sizeof(out->elected), "%s", t->m[winner].name);
     }
-    for (int i = 0; i < t->n_members; i++) {
-        if (t->m[i].pod)
-            observe_member(&t->m[i], t->obs);
-        if (t->dying[i].pod)
-            observe_member(&t->dying[i], t->obs);
-    }
+}
+
+/* SWITCHOVER (2), (3): the primary a reachable master, present or terminating; (4):
+ * no node of the set answers. Only when the failover rules leave the primary as it is. */
+static void roll_step(tctx_t *t, topo_t *out)
+{
+    const member_t *D = t->m[t->pord].pod ? &t->m[t->pord] : &t->dying[t->pord];
+    if (!t->obs || !t->roll || out->elect || t->switching)
+        return;
+    if (!out->no_candidate && !out->recheck_after_ms && is_master(D))
+        rollout_step(t->m, t->n_members, t->pord, D, D == &t->dying[t->pord], t->rev, out);
+    else if (*t->rev && out->no_candidate && !any_reachable(t->m, t->dying, t->n_members))
+        blind_step(t->m, t->n_members, t->rev, out);
 }
 
 /* Role labels: they follow the designation, so the -primary Service never selects a pod
  * that only claims to be a primary (a restarted replica comes up as one); during a
  * handover, the new primary only once it says it is one. A terminating pod keeps its
  * label, but for role=primary moving away from it. */
-static void label_step(const tctx_t *t, topo_t *out)
+static void label_step(tctx_t *t, topo_t *out)
 {
+    if (out->elect || out->switch_record)
+        return;
     for (int i = 0; i < t->n_members; i++) {
         const member_t *x = t->m[i].pod ? &t->m[i] : t->switching && &t->dying[i] == t->O ? t->O : NULL;
-        if (!x || out->elect || out->switch_record)
+        if (!x || (i == t->pord && t->switching))
             continue;
         const char *want = i == t->pord && x == &t->m[i] ? "primary" : "replica";
-        if (i == t->pord && t->switching)
-            continue;
         if (!x->label || strcmp(x->label, want)) {
             topo_label_t *l = &out->labels[out->n_labels++];
             snprintf(l->pod, sizeof(l->pod), "%s", x->name);
@@ -478,11 +635,69 @@ static void label_step(const tctx_t *t, topo_t *out)
     }
 }
 
-/* Append name to the comma-separated list. */
-static void list_add(char *list, size_t cap, const char *name)
+/* FAILOVER: the designated primary elected while a replica: promote it, alone. */
+static void promote_step(tctx_t *t, topo_t *out)
 {
-    size_t l = strlen(list);
-    snprintf(list + l, cap - l, "%s%s", l ? ", " : "", name);
+    const member_t *P = &t->m[t->pord];
+    t->primary_ok = is_master(P);
+    t->promote = t->obs && t->down_after_ms > 0 && !out->elect && !out->no_candidate && !t->switching &&
+                 answers_as(P, "slave") && P->ip && *P->ip;
+}
+
+/* A Redis command on pod x: REPLICAOF (or FAILOVER TO) primary_ip 6379. */
+static topo_cmd_t *add_cmd(topo_t *out, const member_t *x, const char *primary_ip)
+{
+    topo_cmd_t *c = &out->cmds[out->n_cmds++];
+    snprintf(c->pod, sizeof(c->pod), "%s", x->name);
+    snprintf(c->ip, sizeof(c->ip), "%s", x->ip);
+    snprintf(c->primary_ip, sizeof(c->primary_ip), "%s", primary_ip ? primary_ip : "");
+    return c;
+}
+
+/* status.nodes[] for pod x (ordinal i). */
+static topo_node_t *add_node(tctx_t *t, const member_t *x, int i, topo_t *out)
+{
+    topo_node_t *nd = &out->nodes[out->n_nodes++];
+    snprintf(nd->pod, sizeof(nd->pod), "%s", x->name);
+    snprintf(nd->ip, sizeof(nd->ip), "%s", x->ip ? x->ip : "");
+    nd->offset = x->obs && x->reachable ? jsonx_int_or(x->obs, "offset", -1) : -1;
+    nd->lag_bytes = i == t->pord && t->primary_ok ? 0 : -1;
+    nd->role = !x->reachable ? "unknown" : !strcmp(x->role, "master") ? "primary"
+                                         : !strcmp(x->role, "slave")  ? "replica"
+                                                                      : "unknown";
+    nd->link_up = (x->reachable && !strcmp(x->role, "master")) || (x->obs && jsonx_true(x->obs, "linkUp"));
+    return nd;
+}
+
+/* A node other than the primary: it follows the primary (its lag, linked or link down),
+ * or gets REPLICAOF the primary unless hold (a decision pending) or nothing is known. */
+static void follow_or_repoint(tctx_t *t, const member_t *x, topo_node_t *nd, int hold, int64_t poffset,
+                              topo_t *out)
+{
+    const member_t *P = &t->m[t->pord];
+    if (!x->reachable) {
+        list_add(t->unreachable, sizeof(t->unreachable), x->name);
+        return;
+    }
+    const char *mh = master_host(x);
+    int64_t mp = jsonx_int_or(x->obs, "masterPort", 0);
+    int follows = !strcmp(x->role, "slave") && mh && P->ip && !strcmp(mh, P->ip) && mp == TOPO_REDIS_PORT;
+    if (follows && nd->offset >= 0 && poffset >= 0)
+        nd->lag_bytes = poffset > nd->offset ? poffset - nd->offset : 0;
+    if (hold || !(t->primary_ok || t->promote) || !*x->role || follows) {
+        if (follows && nd->link_up)
+            t->linked++;
+        else if (follows)
+            list_add(t->linkdown, sizeof(t->linkdown), x->name);
+        return;
+    }
+    topo_cmd_t *c = add_cmd(out, x, P->ip);
+    if (!strcmp(x->role, "master"))
+        snprintf(c->why, sizeof(c->why), "%s is a primary too (two primaries): demoted to a replica of %s (%s:%d)",
+                 x->name, P->name, P->ip, TOPO_REDIS_PORT);
+    else
+        snprintf(c->why, sizeof(c->why), "%s follows %s:%lld, not the primary %s (%s:%d): repointed", x->name,
+                 mh && *mh ? mh : "(none)", (long long)mp, P->name, P->ip, TOPO_REDIS_PORT);
 }
 
 /* The Redis commands (FAILOVER TO of a handover, REPLICAOF NO ONE of a promotion, the
@@ -491,15 +706,8 @@ static void list_add(char *list, size_t cap, const char *name)
 static void command_step(tctx_t *t, topo_t *out)
 {
     const member_t *P = &t->m[t->pord], *O = t->O;
-    /* With the promotion go the other nodes' REPLICAOF to it, in the same plan: a
-     * replica left following the old primary's address would follow it again if it
-     * came back, giving it the replica min-replicas-to-write asks for. */
-    int hold = out->elect || out->no_candidate || t->switching || out->switch_record;
     if (t->handing) {
-        topo_cmd_t *c = &out->cmds[out->n_cmds++];
-        snprintf(c->pod, sizeof(c->pod), "%s", O->name);
-        snprintf(c->ip, sizeof(c->ip), "%s", O->ip);
-        snprintf(c->primary_ip, sizeof(c->primary_ip), "%s", P->ip);
+        topo_cmd_t *c = add_cmd(out, O, P->ip);
         c->failover_to = 1;
         snprintf(c->why, sizeof(c->why),
                  "switchover: %s hands the primary role to %s (FAILOVER TO %s %d: writes paused until %s has "
@@ -507,62 +715,27 @@ static void command_step(tctx_t *t, topo_t *out)
                  O->name, P->name, P->ip, TOPO_REDIS_PORT, P->name, TOPO_FAILOVER_TIMEOUT_MS);
     }
     if (t->promote) {
-        topo_cmd_t *c = &out->cmds[out->n_cmds++];
-        snprintf(c->pod, sizeof(c->pod), "%s", P->name);
-        snprintf(c->ip, sizeof(c->ip), "%s", P->ip);
+        topo_cmd_t *c = add_cmd(out, P, NULL);
         c->no_one = 1;
         snprintf(c->why, sizeof(c->why), "%s promoted to primary (REPLICAOF NO ONE): %s", P->name, out->elect_why);
     }
-    int64_t poffset = t->primary_ok ? iget(P->obs, "offset", -1) : -1;
+    /* With the promotion go the other nodes' REPLICAOF to it, in the same plan: a
+     * replica left following the old primary's address would follow it again if it
+     * came back, giving it the replica min-replicas-to-write asks for. */
+    int hold = out->elect || out->no_candidate || t->switching || out->switch_record;
+    int64_t poffset = t->primary_ok ? jsonx_int_or(P->obs, "offset", -1) : -1;
     for (int i = 0; i < t->n_members; i++) {
         const member_t *x = &t->m[i];
         if (!x->pod)
             continue;
-        topo_node_t *nd = &out->nodes[out->n_nodes++];
-        snprintf(nd->pod, sizeof(nd->pod), "%s", x->name);
-        snprintf(nd->ip, sizeof(nd->ip), "%s", x->ip ? x->ip : "");
-        nd->offset = x->obs && x->reachable ? iget(x->obs, "offset", -1) : -1;
-        nd->lag_bytes = -1;
-        nd->role = !x->reachable ? "unknown" : !strcmp(x->role, "master") ? "primary"
-                                             : !strcmp(x->role, "slave")  ? "replica"
-                                                                          : "unknown";
-        int is_master = x->reachable && !strcmp(x->role, "master");
-        nd->link_up = is_master || (x->obs && bget(x->obs, "linkUp"));
-        if (i == t->pord) {
-            nd->lag_bytes = t->primary_ok ? 0 : -1;
-            continue;
-        }
-        if (!x->reachable) {
-            list_add(t->unreachable, sizeof(t->unreachable), x->name);
-            continue;
-        }
-        const char *mh = sget(x->obs, "masterHost");
-        int64_t mp = iget(x->obs, "masterPort", 0);
-        int follows = !strcmp(x->role, "slave") && mh && P->ip && !strcmp(mh, P->ip) && mp == TOPO_REDIS_PORT;
-        if (follows && nd->offset >= 0 && poffset >= 0)
-            nd->lag_bytes = poffset > nd->offset ? poffset - nd->offset : 0;
-        if (hold || !(t->primary_ok || t->promote) || !*x->role || follows) {
-            if (follows && nd->link_up)
-                t->linked++;
-            else if (follows)
-                list_add(t->linkdown, sizeof(t->linkdown), x->name);
-            continue;
-        }
-        topo_cmd_t *c = &out->cmds[out->n_cmds++];
-        snprintf(c->pod, sizeof(c->pod), "%s", x->name);
-        snprintf(c->ip, sizeof(c->ip), "%s", x->ip);
-        snprintf(c->primary_ip, sizeof(c->primary_ip), "%s", P->ip);
-        if (is_master)
-            snprintf(c->why, sizeof(c->why), "%s is a primary too (two primaries): demoted to a replica of %s (%s:%d)",
-                     x->name, P->name, P->ip, TOPO_REDIS_PORT);
-        else
-            snprintf(c->why, sizeof(c->why), "%s follows %s:%lld, not the primary %s (%s:%d): repointed", x->name,
-                     mh && *mh ? mh : "(none)", (long long)mp, P->name, P->ip, TOPO_REDIS_PORT);
+        topo_node_t *nd = add_node(t, x, i, out);
+        if (i != t->pord)
+            follow_or_repoint(t, x, nd, hold, poffset, out);
     }
 }
 
 /* ReplicationHealthy's reason and message: the first that applies. */
-static void health_step(const tctx_t *t, topo_t *out)
+static void health_step(tctx_t *t, topo_t *out)
 {
     const member_t *P = &t->m[t->pord];
     char count[32];
@@ -579,11 +752,12 @@ static void health_step(const tctx_t *t, topo_t *out)
         add_msg(out, "NoFailoverCandidate", "%s%s", out->elect_why, "");
     else if (t->promote)
         add_msg(out, "Promoting", "%s%s", out->elect_why, "");
-    else if (!P->pod || !P->obs || !P->reachable)
+    else if (!answers(P))
         add_msg(out, "PrimaryUnreachable", "the primary %s is not reachable%s; no replica is promoted here",
                 out->primary, "");
     else if (!t->primary_ok)
-        add_msg(out, "NoPrimary", "the designated primary %s does not report role master (%s); no primary is elected here",
+        add_msg(out, "NoPrimary",
+                "the designated primary %s does not report role master (%s); no primary is elected here",
                 out->primary, *P->role ? P->role : "unknown role");
     else if (out->n_cmds)
         add_msg(out, "Repointing", "%s replicas linked; repointing the others to %s", count, out->primary);
@@ -600,67 +774,56 @@ static void health_step(const tctx_t *t, topo_t *out)
     }
 }
 
-void topo_compute_switchover(const char *name, int size, const char *status_primary, const json_object *pods,
-                             const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms,
-                             const topo_roll_t *roll, topo_t *out)
+/* What the caller records: the elected primary, or the switchover's new primary with the
+ * old one as switchoverFrom. */
+static void record_step(tctx_t *t, topo_t *out)
 {
-    memset(out, 0, sizeof(*out));
-    tctx_t tc;
-    memset(&tc, 0, sizeof(tc));
-    tctx_t *t = &tc;
-    t->name = name;
-    t->size = size;
-    t->n_members = size < TOPO_MAX_NODES ? size : TOPO_MAX_NODES;
-    t->obs = observation && json_object_is_type(observation, json_type_object) ? observation : NULL;
-    t->pord = ordinal_of(name, size, status_primary);
-    if (t->pord < 0)
-        t->pord = 0;
-    snprintf(out->primary, sizeof(out->primary), "%s-%d", name, t->pord);
-    collect_members(t, pods);
-    member_t *m = t->m, *dying = t->dying;
-    const json_object *obs = t->obs;
-    int pord = t->pord;
-    /* SWITCHOVER (1): a handover recorded, from O (present or terminating) to P. */
-    const char *rev = roll && roll->update_revision ? roll->update_revision : "";
-    int oord = roll ? ordinal_of(name, size, roll->switchover_from) : -1;
-    const member_t *O = t->O = oord < 0 || oord == pord ? NULL : m[oord].pod ? &m[oord] : &dying[oord];
-    t->handing = obs && O && is_master(O) && linked_to(&m[pord], O->ip);
-    int handed = obs && O && !t->handing && O->pod && O->obs && O->reachable && !strcmp(O->role, "slave") &&
-                 m[pord].ip && sget(O->obs, "masterHost") && !strcmp(sget(O->obs, "masterHost"), m[pord].ip) &&
-                 !is_master(&m[pord]);
-    t->switching = t->handing || handed;
-    if (t->switching)
-        snprintf(out->switchover_from, sizeof(out->switchover_from), "%s", O->name);
-    if (obs && down_after_ms > 0 && !t->switching) {
-        /* The designated primary's evidence is read by name, whatever the IP: a deleted
-         * pod's last node, or its successor's (never answered: down since first probed). */
-        int winner = elect(m, t->n_members, pord, obs_node(obs, out->primary), down_after_ms, obs_age_ms, out);
-        if (winner < 0) {
-            out->no_candidate = 1;
-        } else if (winner != pord) {
-            out->elect = 1;
-            snprintf(out->elected, sizeof(out->elected), "%s", m[winner].name);
-        }
-    }
-    /* SWITCHOVER (2), (3): the primary a reachable master, present or terminating. */
-    const member_t *D = m[pord].pod ? &m[pord] : &dying[pord];
-    if (obs && roll && !out->elect && !out->no_candidate && !t->switching && !out->recheck_after_ms && is_master(D))
-        rollout_step(m, t->n_members, pord, D, D == &dying[pord], rev, out);
-    else if (obs && roll && *rev && out->no_candidate && !t->switching && !any_reachable(m, dying, t->n_members))
-        blind_step(m, t->n_members, rev, out);
-    label_step(t, out);
-
-    const member_t *P = &m[pord];
-    t->primary_ok = P->pod && P->obs && P->reachable && !strcmp(P->role, "master") && P->ip && *P->ip;
-    /* FAILOVER: the designated primary elected while a replica: promote it, alone. */
-    t->promote = obs && down_after_ms > 0 && !out->elect && !out->no_candidate && !t->switching && P->pod &&
-                 P->obs && P->reachable && !strcmp(P->role, "slave") && P->ip && *P->ip;
-    command_step(t, out);
-    health_step(t, out);
+    (void)t;
     if (out->elect)
         snprintf(out->primary, sizeof(out->primary), "%s", out->elected);
     if (out->switch_record) {
         snprintf(out->switchover_from, sizeof(out->switchover_from), "%s", out->primary);
         snprintf(out->primary, sizeof(out->primary), "%s", out->switch_to);
     }
+}
+
+/* The steps, in topology.h's order. */
+static void (*const steps[])(tctx_t *, topo_t *) = {
+    handover_step, failover_step, roll_step, label_step, promote_step, command_step, health_step, record_step,
+};
+
+void topo_compute(const char *name, int size, const char *status_primary, const json_object *pods,
+                  const json_object *observation, topo_t *out)
+{
+    topo_compute_failover(name, size, status_primary, pods, observation, 0, 0, out);
+}
+
+void topo_compute_failover(const char *name, int size, const char *status_primary, const json_object *pods,
+                           const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms, topo_t *out)
+{
+    topo_compute_switchover(name, size, status_primary, pods, observation, down_after_ms, obs_age_ms, NULL, out);
+}
+
+void topo_compute_switchover(const char *name, int size, const char *status_primary, const json_object *pods,
+                             const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms,
+                             const topo_roll_t *roll, topo_t *out)
+{
+    tctx_t tc;
+    memset(&tc, 0, sizeof(tc));
+    memset(out, 0, sizeof(*out));
+    tc.name = name;
+    tc.size = size;
+    tc.n_members = size < TOPO_MAX_NODES ? size : TOPO_MAX_NODES;
+    tc.obs = jsonx_typed(observation, json_type_object);
+    tc.down_after_ms = down_after_ms;
+    tc.obs_age_ms = obs_age_ms;
+    tc.roll = roll;
+    tc.rev = roll && roll->update_revision ? roll->update_revision : "";
+    tc.pord = ordinal_of(name, size, status_primary);
+    if (tc.pord < 0)
+        tc.pord = 0;
+    snprintf(out->primary, sizeof(out->primary), "%s-%d", name, tc.pord);
+    collect_members(&tc, pods);
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+        steps[i](&tc, out);
 }

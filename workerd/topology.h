@@ -10,8 +10,9 @@
  *     and reports role master, every other reachable node that is a master too (two
  *     primaries: a restarted pod comes up as a master) or follows another address gets
  *     REPLICAOF <primary ip> 6379. Without FAILOVER (below) nothing is promoted or elected:
- *     a primary that is unreachable or is itself a replica leaves every node as it is. A node that is unreachable, or whose observed IP is not its
- *     pod's current IP (a stale observation), is reported and left alone;
+ *     a primary that is unreachable or is itself a replica leaves every node as it is. A
+ *     node that is unreachable, or whose observed IP is not its pod's current IP (a stale
+ *     observation), is reported and left alone;
  *   - status.nodes[] (pod, ip, role primary|replica|unknown, linkUp, offset, lagBytes)
  *     and the ReplicationHealthy condition (True AllReplicasLinked, or False with the
  *     first of NotObserved, PrimaryUnreachable, NoPrimary, Repointing, NodeUnreachable,

@@ -426,7 +426,8 @@ int worker_run(const worker_config_t *cfg)
         loop_add_timer(w.loop, PROTO_HEARTBEAT_MS * NS_PER_MS, PROTO_HEARTBEAT_MS * NS_PER_MS,
                        on_heartbeat, &w) < 0 ||
         daemon_add_metrics_timer(w.loop, &w.metrics) < 0 ||
-        (w.lc = loop_curl_open(w.loop)) == NULL || (w.recorder = recorder_new(cfg->events_client ? cfg->events_client : cfg->client, w.lc, NULL)) == NULL ||
+        (w.lc = loop_curl_open(w.loop)) == NULL ||
+        (w.recorder = recorder_new(cfg->events_client ? cfg->events_client : cfg->client, w.lc, NULL)) == NULL ||
         (w.async = exec_async_new(w.loop, w.lc)) == NULL ||
         (w.items = calloc((size_t)cfg->max_inflight, sizeof(item_t))) == NULL) {
         rlog_error("out of memory");

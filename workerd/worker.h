@@ -6,8 +6,9 @@
  * every HEARTBEAT carry max_inflight: informerd gives the worker up to that many keys at
  * once (never one key twice, invariant 1), and the worker reconciles them together on
  * its loop (reconcile.h: reads, plan, writes; executor.h ASYNC), the requests of all its
- * keys and its Events on one curl multi, over TLS one HTTP/2 connection. Heartbeats go both ways every second; when informerd is silent for three
- * of them the worker reconnects with backoff 1 s doubling to 32 s. SIGTERM: the items in
+ * keys and its Events on one curl multi, over TLS one HTTP/2 connection. Heartbeats go
+ * both ways every second; when informerd is silent for three of them the worker
+ * reconnects with backoff 1 s doubling to 32 s. SIGTERM: the items in
  * flight finish, any new one is handed back ("fenced"), then it exits.
  *
  * Fencing: with leader election on, the worker also subscribes to electord's leader

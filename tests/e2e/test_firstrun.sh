@@ -240,8 +240,8 @@ kubectl patch validatingwebhookconfiguration rediscluster-operator-validating --
 
 # kubectl get rdc: READY as ready/size (status.ready), SIZE, DEGRADED and REASON.
 kubectl -n "$ns" get rdc first >"$work/get.txt" 2>&1
-check "kubectl get rdc: columns NAME READY SIZE PHASE DEGRADED REASON AGE" \
-    sh -c "head -1 '$work/get.txt' | grep -qE '^NAME +READY +SIZE +PHASE +DEGRADED +REASON +AGE$'"
+check "kubectl get rdc: columns NAME READY SIZE PHASE DEGRADED REASON SHARDS STATE AGE (SHARDS, STATE: Cluster mode)" \
+    sh -c "head -1 '$work/get.txt' | grep -qE '^NAME +READY +SIZE +PHASE +DEGRADED +REASON +SHARDS +STATE +AGE$'"
 check "  ... the Running cluster reads 1/1 1 Running False" \
     sh -c "sed -n 2p '$work/get.txt' | grep -qE '^first +1/1 +1 +Running +False '"
 check "  ... -o wide adds IMAGE" sh -c "kubectl -n $ns get rdc first -o wide | head -1 | grep -q IMAGE"

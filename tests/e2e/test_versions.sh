@@ -333,8 +333,8 @@ check "  ... read as v1: size 4 and the v1-only fields intact, no annotation" \
 check "a bad v1-only field through v1 is refused" sh -c "kubectl -n $ns2 patch $V1 beta --type=merge -p '{\"spec\":{\"failover\":{\"downAfter\":\"10m\"}}}' 2>&1 | grep -q 'must be between 1s and 5m'"
 check "kubectl get rdc (v1, preferred) lists both versions' objects" \
     sh -c "kubectl -n $ns2 get rdc --no-headers | wc -l | grep -qx 22"
-check "kubectl get rdc: columns NAME READY SIZE PHASE DEGRADED REASON AGE" \
-    sh -c "kubectl -n $ns2 get rdc alpha | head -1 | grep -Eq '^NAME +READY +SIZE +PHASE +DEGRADED +REASON +AGE'"
+check "kubectl get rdc: columns NAME READY SIZE PHASE DEGRADED REASON SHARDS STATE AGE (SHARDS, STATE: Cluster mode)" \
+    sh -c "kubectl -n $ns2 get rdc alpha | head -1 | grep -Eq '^NAME +READY +SIZE +PHASE +DEGRADED +REASON +SHARDS +STATE +AGE'"
 kubectl -n "$ns2" get "$V1A" >"$work/list-v1a.out" 2>"$work/list-v1a.err"
 check "kubectl get with v1alpha1: 22 listed" test "$(grep -c . "$work/list-v1a.out")" = 23
 check "  ... with the deprecation warning" grep -qF "Warning: $WARNING" "$work/list-v1a.err"

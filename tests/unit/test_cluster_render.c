@@ -10,11 +10,29 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The typed spec of text (a valid RedisCluster), parsed once; the JSON is kept, as the
+ * typed spec points into it. */
+static const rdc_spec_t *typed(const char *text, json_object **keep, rdc_spec_t *spec)
+{
+    if (!*keep) {
+        *keep = json_tokener_parse(text);
+        rdc_field_errors_t *e = rdc_field_errors_new();
+        CU_ASSERT_EQUAL_FATAL(rdc_spec_parse(*keep, spec, e), 0);
+        rdc_field_errors_destroy(&e);
+    }
+    return spec;
+}
+
+static json_object *cluster_json, *replication_json;
+static rdc_spec_t cluster_spec, replication_spec;
+
 static render_input_t cluster_input(int shard)
 {
-    render_input_t in = {.name = "cache", .ns = "default", .uid = "uid-1", .size = 6, .image = "redis:7.2",
-                         .storage_size = "1Gi", .cluster = 1, .shard = shard, .replicas_per_shard = 1,
-                         .node_timeout_ms = 2000};
+    render_input_t in = {.name = "cache", .ns = "default", .uid = "uid-1", .shard = shard,
+                         .spec = typed("{\"metadata\":{\"name\":\"cache\"},\"spec\":{\"size\":6,"
+                                       "\"image\":\"redis:7.2\",\"mode\":\"Cluster\",\"cluster\":{\"shards\":3,"
+                                       "\"replicasPerShard\":1},\"failover\":{\"downAfter\":\"2s\"}}}",
+                                       &cluster_json, &cluster_spec)};
     return in;
 }
 
@@ -87,8 +105,10 @@ static void test_cluster_conf(void)
 /* The other modes: none of it (shard 0 of a zeroed input does not matter). */
 static void test_other_modes_unchanged(void)
 {
-    render_input_t in = {.name = "cache", .ns = "default", .uid = "uid-1", .size = 3, .image = "redis:7.2",
-                         .storage_size = "1Gi", .replication = 1};
+    render_input_t in = {.name = "cache", .ns = "default", .uid = "uid-1",
+                         .spec = typed("{\"metadata\":{\"name\":\"cache\"},\"spec\":{\"size\":3,"
+                                       "\"image\":\"redis:7.2\",\"mode\":\"Replication\"}}",
+                                       &replication_json, &replication_spec)};
     json_object *sts = render_statefulset(&in, "hash");
     CU_ASSERT_STRING_EQUAL(str(sts, "metadata name"), "cache");
     CU_ASSERT_PTR_NULL(at(sts, "metadata labels cache.example.com/shard"));

@@ -41,6 +41,15 @@ static json_object *rc_with(const char *spec)
     return parse(doc);
 }
 
+/* The render input of the RedisCluster rc (valid: asserted), its spec parsed into *spec. */
+static render_input_t input_of(const json_object *rc, rdc_spec_t *spec)
+{
+    rdc_field_errors_t *errs = rdc_field_errors_new();
+    CU_ASSERT_EQUAL_FATAL(rdc_spec_parse(rc, spec, errs), 0);
+    rdc_field_errors_destroy(&errs);
+    return (render_input_t){.name = "cache", .ns = "default", .uid = "uid-1", .spec = spec};
+}
+
 /* rdc_spec_validate's joined errors for spec ("" when valid); the caller frees. */
 static char *errors_of(const char *spec)
 {
@@ -427,8 +436,8 @@ static void test_render_every_knob(void)
                *hz = strstr(conf, "\nhz 20\n"), *to = strstr(conf, "\ntimeout 300\n");
     CU_ASSERT(mp && db && hz && to && mp < db && db < hz && hz < to);
     /* The restart part leaves out what CONFIG SET can change. */
-    render_input_t in = {.name = "cache", .ns = "default", .uid = "uid-1", .size = 3, .image = "redis:7.2",
-                         .storage_size = "1Gi", .maxmemory_policy = "allkeys-lru", .spec = spec};
+    rdc_spec_t typed;
+    render_input_t in = input_of(r.rc, &typed);
     buf_t full, restart;
     buf_init(&full, 0);
     buf_init(&restart, 0);
@@ -753,8 +762,13 @@ static void test_knobs_survive_v1alpha1(void)
  * the last save, in the order redis.conf has them), and the restart text's hash. */
 static void persistence_of(const char *spec, char *lines, size_t len, char hash[65])
 {
+    /* the rows' spec fields, with the size and image every spec needs */
     json_object *s = parse(spec);
-    render_input_t in = {.name = "cache", .ns = "default", .uid = "u", .size = 1, .image = "redis", .spec = s};
+    json_object_object_add(s, "size", json_object_new_int(1));
+    json_object_object_add(s, "image", json_object_new_string("redis"));
+    json_object *rc = rc_with(json_object_to_json_string(s));
+    rdc_spec_t typed;
+    render_input_t in = input_of(rc, &typed);
     buf_t conf, restart;
     buf_init(&conf, 0);
     buf_init(&restart, 0);
@@ -772,6 +786,7 @@ static void persistence_of(const char *spec, char *lines, size_t len, char hash[
     }
     buf_free(&conf);
     buf_free(&restart);
+    json_object_put(rc);
     json_object_put(s);
 }
 

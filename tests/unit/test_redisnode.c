@@ -3,8 +3,11 @@
  * 127.0.0.1, each on a free port with no persistence, stopped by PID: a PING + INFO
  * round trip, the deadline on a server that hangs (SIGSTOP), a reconnect after a restart,
  * a replica's role and link, AUTH, a connection the server closes under the loop's
- * handler, and the same probes over TLS. */
+ * handler, the same probes over TLS, and Cluster mode's CLUSTER NODES and CLUSTER INFO
+ * (a cluster-enabled server on 127.78.<pid % 250 + 1>.1:6379, a loopback address of this
+ * suite's own, as test_cluster_live uses 127.77.N.x). */
 #include "clock.h"
+#include "clusternodes.h"
 #include "cu_table.h"
 #include "loop.h"
 #include "redis_conn.h"
@@ -331,6 +334,110 @@ static void test_tls_probe(void)
     tmpdir_remove(dir);
 }
 
+/* How many times the server at ip:port ran cmd ("cluster|nodes"), from INFO commandstats. */
+static long command_calls(const char *ip, int port, const char *cmd)
+{
+    redisContext *c = redisConnect(ip, port);
+    redisReply *r = c && !c->err ? redisCommand(c, "INFO commandstats") : NULL;
+    char key[64];
+    snprintf(key, sizeof(key), "cmdstat_%s:calls=", cmd);
+    const char *at = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, key) : NULL;
+    long calls = at ? strtol(at + strlen(key), NULL, 10) : 0;
+    freeReplyObject(r);
+    redisFree(c);
+    return calls;
+}
+
+/* Cluster mode: each probe also reads CLUSTER NODES (normalized) and CLUSTER INFO; the
+ * slots the test assigns show; turned off, no CLUSTER command is sent and the state is
+ * forgotten. */
+static void test_cluster_probe(void)
+{
+    char dir[64] = "/tmp/rdc-redisnode-cluster-XXXXXX", conf[128], ip[32];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    snprintf(conf, sizeof(conf), "%s/nodes.conf", dir);
+    snprintf(ip, sizeof(ip), "127.78.%d.1", (int)(getpid() % 250) + 1);
+    const char *const extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", conf, "--cluster-announce-ip",
+                                 ip, "--dir", dir, NULL};
+    node_fixture_t f;
+    memset(&f, 0, sizeof(f));
+    CU_ASSERT_EQUAL_FATAL(server_start_at(&f.s, ip, 6379, extra), 0);
+    f.loop = loop_new();
+    f.n = redisnode_new(f.loop, ip, 6379, PROBE_TIMEOUT_NS, on_result, &f.r);
+    const redisnode_state_t *st = probe_once(&f, 0);
+    CU_ASSERT_EQUAL(st->reachable, 1);
+    CU_ASSERT_EQUAL(st->cluster_known, 0); /* not asked */
+    CU_ASSERT_EQUAL(command_calls(ip, 6379, "cluster|nodes"), 0);
+    redisnode_set_cluster(f.n, 1);
+    st = probe_once(&f, 1);
+    CU_ASSERT_EQUAL(st->reachable, 1);
+    CU_ASSERT_EQUAL(st->have_full, 1);
+    CU_ASSERT_EQUAL_FATAL(st->cluster_known, 1);
+    CU_ASSERT_STRING_EQUAL(st->cluster_error, "");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st->cluster_nodes);
+    cn_view_t *view = NULL;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(cn_parse(st->cluster_nodes, strlen(st->cluster_nodes), &view, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(view->n, 1);
+    CU_ASSERT_PTR_NOT_NULL(cn_myself(view));
+    CU_ASSERT_STRING_EQUAL(cn_myself(view)->ip, ip);
+    cn_view_destroy(&view);
+    CU_ASSERT_EQUAL(st->cluster_info.state_ok, 0); /* no slot assigned */
+    CU_ASSERT_EQUAL(st->cluster_info.slots_assigned, 0);
+    CU_ASSERT_EQUAL(st->cluster_info.known_nodes, 1);
+    CU_ASSERT_EQUAL(command_calls(ip, 6379, "cluster|nodes"), 1);
+    CU_ASSERT_EQUAL(command_calls(ip, 6379, "cluster|info"), 1);
+    /* Every slot to it: the state turns ok. */
+    redisContext *c = redisConnect(ip, 6379);
+    freeReplyObject(redisCommand(c, "CLUSTER ADDSLOTSRANGE 0 16383"));
+    redisFree(c);
+    for (int i = 0; i < 50 && st->cluster_info.state_ok != 1; i++) {
+        nap_ms(100);
+        st = probe_once(&f, 0);
+    }
+    CU_ASSERT_EQUAL(st->cluster_info.state_ok, 1);
+    CU_ASSERT_EQUAL(st->cluster_info.slots_assigned, CN_SLOTS);
+    CU_ASSERT_EQUAL(st->cluster_info.slots_ok, CN_SLOTS);
+    CU_ASSERT_EQUAL(st->cluster_info.slots_fail, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st->cluster_nodes, " connected 0-16383\n"));
+    /* A hung server: unreachable, the last cluster state kept (as the last role is). */
+    kill(f.s.pid, SIGSTOP);
+    st = probe_once(&f, 0);
+    CU_ASSERT_EQUAL(st->reachable, 0);
+    CU_ASSERT_EQUAL(st->cluster_known, 1);
+    CU_ASSERT_EQUAL(st->cluster_info.state_ok, 1);
+    kill(f.s.pid, SIGCONT);
+    /* Off: no CLUSTER command any more, nothing kept. */
+    redisnode_set_cluster(f.n, 0);
+    CU_ASSERT_EQUAL(st->cluster_known, 0);
+    CU_ASSERT_PTR_NULL(st->cluster_nodes);
+    long calls = command_calls(ip, 6379, "cluster|nodes");
+    st = probe_once(&f, 0);
+    CU_ASSERT_EQUAL(st->reachable, 1);
+    CU_ASSERT_EQUAL(st->cluster_known, 0);
+    CU_ASSERT_EQUAL(command_calls(ip, 6379, "cluster|nodes"), calls);
+    fixture_stop(&f);
+    tmpdir_remove(dir);
+}
+
+/* Cluster mode against a server without cluster-enabled: the node answers (PING and
+ * INFO did), and its cluster state says why it has no CLUSTER NODES. */
+static void test_cluster_probe_disabled(void)
+{
+    node_fixture_t f;
+    fixture_start(&f, NULL);
+    redisnode_set_cluster(f.n, 1);
+    const redisnode_state_t *st = probe_once(&f, 0);
+    CU_ASSERT_EQUAL(st->reachable, 1);
+    CU_ASSERT_STRING_EQUAL(st->error, "");
+    CU_ASSERT_EQUAL(st->cluster_known, 1);
+    CU_ASSERT_PTR_NULL(st->cluster_nodes);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st->cluster_error, "redis error: ERR This instance has cluster support disabled"));
+    CU_ASSERT_EQUAL(st->cluster_info.state_ok, -1);
+    CU_ASSERT_EQUAL(st->cluster_info.slots_assigned, -1);
+    fixture_stop(&f);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("redisnode"),
     {"PING and INFO round trip", test_ping_round_trip},
@@ -340,6 +447,8 @@ static const cu_entry_t tests[] = {
     {"AUTH, wrong password, rotation", test_auth},
     {"transport: server closes the connection", test_transport_server_close},
     {"probes over TLS", test_tls_probe},
+    {"cluster mode: CLUSTER NODES and CLUSTER INFO with each probe", test_cluster_probe},
+    {"cluster mode against a server without cluster support", test_cluster_probe_disabled},
 };
 
 CU_MAIN(tests)

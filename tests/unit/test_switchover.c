@@ -435,15 +435,18 @@ static void test_render(void)
 {
     for (int repl = 0; repl < 2; repl++) {
         render_input_t in = {0};
-        json_object *spec = json_tokener_parse("{\"size\":3}");
+        json_object *spec = json_tokener_parse(repl ? "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"size\":3,"
+                                                      "\"image\":\"redis:7.2\",\"mode\":\"Replication\"}}"
+                                                    : "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"size\":3,"
+                                                      "\"image\":\"redis:7.2\",\"mode\":\"Standalone\"}}");
+        rdc_spec_t typed;
+        rdc_field_errors_t *errs = rdc_field_errors_new();
+        CU_ASSERT_EQUAL_FATAL(rdc_spec_parse(spec, &typed, errs), 0);
+        rdc_field_errors_destroy(&errs);
         in.name = "c";
         in.ns = "ns";
         in.uid = "u";
-        in.size = 3;
-        in.image = "redis:7.2";
-        in.storage_size = "1Gi";
-        in.spec = spec;
-        in.replication = repl;
+        in.spec = &typed;
         json_object *sts = render_statefulset(&in, "hash");
         CU_ASSERT_PTR_NOT_NULL_FATAL(sts);
         const char *type = JSONX_STR_AT(sts, "spec", "updateStrategy", "type");

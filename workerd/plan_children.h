@@ -1,0 +1,28 @@
+/* plan_children: decision 5 for the children (plan.h): the desired ConfigMap, Service,
+ * role Services (REPLICATION), StatefulSet and PodDisruptionBudget, compared with the
+ * observed ones and planned as creates, applies or replaces, under OWNERSHIP, REMOVED
+ * KNOBS (the spec hash) and IMMUTABLE STATEFULSET FIELDS (workerd/plan*.c only).
+ *
+ * It owns what it finds out about the children (plan_kids_t), which the status, the
+ * runtime config and the diagnosis read after it. */
+#ifndef RDC_WORKERD_PLAN_CHILDREN_H
+#define RDC_WORKERD_PLAN_CHILDREN_H
+
+#include "plan_internal.h"
+
+/* What planning the children found. */
+typedef struct {
+    int owner_conflict;      /* an observed child is not ours (OWNERSHIP): look again later */
+    int sts_ours;            /* the observed StatefulSet is ours (its status counts) */
+    int sts_replicas_change; /* this plan changes the StatefulSet's replicas */
+    int sts_template_change; /* ... or its pod template */
+    int sts_created;         /* this plan creates the StatefulSet */
+} plan_kids_t;
+
+/* Build the desired children from c's spec and plan their writes, with their events,
+ * against the observed ones in kids (each NULL when absent; the role Services come from
+ * c->more); a child that is not ours is reported with plan_degrade and left alone. Fills
+ * *out (cleared first). Returns 0, or -1 when out of memory. */
+int plan_children(const plan_ctx_t *c, const plan_children_t *kids, plan_kids_t *out);
+
+#endif
