@@ -10,7 +10,7 @@
 /* A child's apiVersion and kind: the desired object names them, so the drift comparison
  * reads them (the reflector stamps them on a LIST's items). */
 #define IDENTITY_ROWS(use, reader) {use, {"apiVersion"}, reader}, {use, {"kind"}, reader}
-#define DRIFT_IDENTITY "plan: drift (desired a subset of observed)"
+#define DRIFT_IDENTITY "plan_children.c: drift (plan_json_subset, desired a subset of observed)"
 
 /* A child's metadata: who controls it, its labels and annotations, its deletion; the
  * version only for the writes that carry it. */
@@ -19,68 +19,74 @@
     {PROJ_WRITE, {"metadata", "resourceVersion"}, "executor: the precondition of a replace or a delete"},            \
     {PROJ_DROP, {"metadata", "managedFields"}, "nobody (the cache strips it, as controller-runtime does)"}
 #define CHILD_METADATA                                                                                               \
-    "plan: controller_of (ownerReferences), spec_hash_observed and rendered_before (annotations), drift of "         \
-    "labels and annotations, the body of a replace (plan_replace_changed, plan_take_back); diagnosis: "              \
-    "creationTimestamp; cache: the owner index"
+    "plan_children.c: controller_of (ownerReferences), spec_hash_observed and rendered_before (annotations), "      \
+    "drift of labels and annotations, a replace's body (plan_replace_changed; plan_failed.c: plan_take_back); "       \
+    "plan_diagnosis.c: the StatefulSet's creationTimestamp; cache: the owner index"
 
 static const proj_row_t configmap_rows[] = {
     IDENTITY_ROWS(PROJ_READ, DRIFT_IDENTITY),
     METADATA_ROWS(CHILD_METADATA),
-    {PROJ_READ, {"data"}, "plan: drift of redis.conf (plan_child)"},
-    {PROJ_READ, {"binaryData"}, "plan: a replace body (merge_over)"},
-    {PROJ_READ, {"immutable"}, "plan: a replace body (merge_over)"},
+    {PROJ_READ, {"data"}, "plan_children.c: drift of redis.conf (plan_child)"},
+    {PROJ_READ, {"binaryData"}, "plan_children.c, plan_failed.c: a replace's body (plan_json_merge_over)"},
+    {PROJ_READ, {"immutable"}, "plan_children.c, plan_failed.c: a replace's body (plan_json_merge_over)"},
 };
 
 static const proj_row_t service_rows[] = {
     IDENTITY_ROWS(PROJ_READ, DRIFT_IDENTITY),
     METADATA_ROWS(CHILD_METADATA),
-    {PROJ_READ, {"spec"}, "plan: drift (plan_child, plan_role_service), a replace body (clusterIP kept)"},
+    {PROJ_READ, {"spec"},
+     "plan_children.c: drift (plan_child, plan_role_service), a replace's body (its clusterIP kept)"},
 };
 
 static const proj_row_t statefulset_rows[] = {
     IDENTITY_ROWS(PROJ_READ, DRIFT_IDENTITY),
     METADATA_ROWS(CHILD_METADATA),
     {PROJ_READ, {"spec"},
-     "plan: drift (sts_same_but_replicas), immutable fields (selector, serviceName, volumeClaimTemplates), "
-     "replicas, a replace body; view_statefulset: spec.replicas"},
-    {PROJ_READ, {"status", "replicas"}, "plan: view_statefulset (status.replicas, rolling)"},
-    {PROJ_READ, {"status", "readyReplicas"}, "plan: view_statefulset (readyReplicas, phase)"},
-    {PROJ_READ, {"status", "updatedReplicas"}, "plan: view_statefulset (rolling)"},
-    {PROJ_READ, {"status", "observedGeneration"}, "plan: view_statefulset (rolling)"},
-    {PROJ_READ, {"status", "currentRevision"}, "plan: view_statefulset (rolling)"},
-    {PROJ_READ, {"status", "updateRevision"}, "plan: view_statefulset (rolling); topology: SWITCHOVER (outdated)"},
+     "plan_children.c: drift (sts_same_but_replicas), immutable fields (selector, serviceName, "
+     "volumeClaimTemplates), replicas, a replace's body; plan_observe.c: plan_view_statefulset (spec.replicas)"},
+    {PROJ_READ, {"status", "replicas"}, "plan_observe.c: plan_view_statefulset (status.replicas, rolling)"},
+    {PROJ_READ, {"status", "readyReplicas"}, "plan_observe.c: plan_view_statefulset (readyReplicas, the phase)"},
+    {PROJ_READ, {"status", "updatedReplicas"}, "plan_observe.c: plan_view_statefulset (rolling)"},
+    {PROJ_READ, {"status", "observedGeneration"}, "plan_observe.c: plan_view_statefulset (rolling)"},
+    {PROJ_READ, {"status", "currentRevision"}, "plan_observe.c: plan_view_statefulset (rolling)"},
+    {PROJ_READ, {"status", "updateRevision"},
+     "plan_observe.c: plan_view_statefulset (rolling); plan_replication.c, topology.c: SWITCHOVER (outdated)"},
 };
 
 static const proj_row_t pdb_rows[] = {
     IDENTITY_ROWS(PROJ_READ, DRIFT_IDENTITY),
     METADATA_ROWS(CHILD_METADATA),
-    {PROJ_READ, {"spec"}, "plan: drift of maxUnavailable and the selector (plan_child)"},
+    {PROJ_READ, {"spec"}, "plan_children.c: drift of maxUnavailable and the selector (plan_child)"},
 };
 
 /* A container status, under status.initContainerStatuses[] or status.containerStatuses[]. */
+#define WAITING "plan_diagnosis.c: container_waiting"
+#define LAST_END "plan_diagnosis.c: CrashLoopBackOff (how it last ended)"
 #define CONTAINER_ROWS(list)                                                                                         \
-    {PROJ_READ, {"status", list, "[]", "name"}, "diagnosis: container_waiting; runtimecfg: restarts"},              \
-    {PROJ_READ, {"status", list, "[]", "restartCount"}, "runtimecfg: the record's restart count"},                  \
-    {PROJ_READ, {"status", list, "[]", "state", "waiting", "reason"}, "diagnosis: container_waiting"},              \
-    {PROJ_READ, {"status", list, "[]", "state", "waiting", "message"}, "diagnosis: container_waiting"},             \
-    {PROJ_READ, {"status", list, "[]", "lastState", "terminated", "exitCode"}, "diagnosis: CrashLoopBackOff"},      \
-    {PROJ_READ, {"status", list, "[]", "lastState", "terminated", "reason"}, "diagnosis: CrashLoopBackOff"}
+    {PROJ_READ, {"status", list, "[]", "name"}, "plan_diagnosis.c: container_waiting; runtimecfg.c: restarts"},     \
+    {PROJ_READ, {"status", list, "[]", "restartCount"}, "runtimecfg.c: the record's restart count"},                \
+    {PROJ_READ, {"status", list, "[]", "state", "waiting", "reason"}, WAITING},                                      \
+    {PROJ_READ, {"status", list, "[]", "state", "waiting", "message"}, WAITING},                                     \
+    {PROJ_READ, {"status", list, "[]", "lastState", "terminated", "exitCode"}, LAST_END},                            \
+    {PROJ_READ, {"status", list, "[]", "lastState", "terminated", "reason"}, LAST_END}
+#define POD_CONDITION "plan_diagnosis.c, topology.c, runtimecfg.c: Ready, PodScheduled"
 
 static const proj_row_t pod_rows[] = {
     IDENTITY_ROWS(PROJ_KEEP, "informerd --tail, --subscribe"),
-    METADATA_ROWS("topology: name, uid (a delete's precondition), deletionTimestamp, the role and "
-                  "controller-revision-hash labels; runtimecfg: its annotation; diagnosis: name, creationTimestamp, "
-                  "deletionTimestamp; cache: the instance label (owner key); observerd: name, namespace, "
-                  "instance label"),
+    METADATA_ROWS("topology.c: name, uid (a delete's precondition), deletionTimestamp, the role and "
+                  "controller-revision-hash labels; runtimecfg.c: its annotation; plan_diagnosis.c: name, "
+                  "creationTimestamp, deletionTimestamp; cache: the instance label (owner key); observerd: name, "
+                  "namespace, instance label"),
     {PROJ_KEEP, {"spec", "nodeName"}, "informerd --tail (where the pod runs)"},
-    {PROJ_READ, {"status", "podIP"}, "topology, runtimecfg, AUTH: each pod's IP; observerd: whom to probe"},
+    {PROJ_READ, {"status", "podIP"}, "topology.c, runtimecfg.c, plan_auth.c: each pod's IP; observerd: whom to probe"},
     {PROJ_KEEP, {"status", "podIPs"}, "informerd --tail (a dual-stack pod's addresses)"},
     {PROJ_KEEP, {"status", "phase"}, "observerd: probe only a pod that is not Succeeded or Failed"},
-    {PROJ_READ, {"status", "conditions", "[]", "type"}, "diagnosis, topology, runtimecfg: Ready, PodScheduled"},
-    {PROJ_READ, {"status", "conditions", "[]", "status"}, "diagnosis, topology, runtimecfg: Ready, PodScheduled"},
-    {PROJ_READ, {"status", "conditions", "[]", "reason"}, "diagnosis: unschedulable"},
-    {PROJ_READ, {"status", "conditions", "[]", "message"}, "diagnosis: unschedulable"},
-    {PROJ_READ, {"status", "conditions", "[]", "lastTransitionTime"}, "plan_diagnosis_reads: ready_since"},
+    {PROJ_READ, {"status", "conditions", "[]", "type"}, POD_CONDITION},
+    {PROJ_READ, {"status", "conditions", "[]", "status"}, POD_CONDITION},
+    {PROJ_READ, {"status", "conditions", "[]", "reason"}, "plan_diagnosis.c: unschedulable"},
+    {PROJ_READ, {"status", "conditions", "[]", "message"}, "plan_diagnosis.c: unschedulable"},
+    {PROJ_READ, {"status", "conditions", "[]", "lastTransitionTime"},
+     "plan_diagnosis.c: plan_diagnosis_reads (ready_since)"},
     CONTAINER_ROWS("initContainerStatuses"),
     CONTAINER_ROWS("containerStatuses"),
 };

@@ -838,8 +838,8 @@ static void test_projection_marks_unread_changes(void)
     cache_set_max_object_bytes(c, 4096);
     for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
         int before = r.n;
-        CU_ASSERT_EQUAL(put(c, "StatefulSet", counted_sts(steps[i].rv, steps[i].ready, steps[i].available, steps[i].pad)),
-                        (int)steps[i].change);
+        json_object *o = counted_sts(steps[i].rv, steps[i].ready, steps[i].available, steps[i].pad);
+        CU_ASSERT_EQUAL(put(c, "StatefulSet", o), (int)steps[i].change);
         CU_ASSERT_EQUAL(r.n, before + (steps[i].change != CACHE_UNCHANGED));
         if (r.n > before && r.unread[r.n - 1] != steps[i].unread)
             fprintf(stderr, "\n  step %zu (rv %s): unread_only %d, want %d\n", i, steps[i].rv, r.unread[r.n - 1],
@@ -873,11 +873,12 @@ static void test_projection_marks_unread_changes(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(it);
     CU_ASSERT_EQUAL(it->truncated, 0);
     CU_ASSERT_EQUAL(r.unread[r.n - 1], 1);
-    CU_ASSERT_STRING_EQUAL(it->json, "{\"kind\":\"StatefulSet\",\"metadata\":{\"namespace\":\"default\",\"name\":\"s\","
-                                     "\"resourceVersion\":\"10\",\"uid\":\"uid-s\",\"ownerReferences\":[{\"kind\":"
-                                     "\"RedisCluster\",\"name\":\"o\",\"uid\":\"uo\",\"controller\":true}],\"annotations\":"
-                                     "{\"ballast\":\"bbbbbbbbbb\"}},\"spec\":{\"replicas\":3},\"status\":{\"replicas\":3,"
-                                     "\"readyReplicas\":2}}");
+    CU_ASSERT_STRING_EQUAL(it->json,
+                           "{\"kind\":\"StatefulSet\",\"metadata\":{\"namespace\":\"default\",\"name\":\"s\","
+                           "\"resourceVersion\":\"10\",\"uid\":\"uid-s\",\"ownerReferences\":[{\"kind\":"
+                           "\"RedisCluster\",\"name\":\"o\",\"uid\":\"uo\",\"controller\":true}],\"annotations\":"
+                           "{\"ballast\":\"bbbbbbbbbb\"}},\"spec\":{\"replicas\":3},\"status\":{\"replicas\":3,"
+                           "\"readyReplicas\":2}}");
     /* ... and a kind without one keeps the whole object (managedFields apart). */
     CU_ASSERT_PTR_NOT_NULL(strstr(cache_get_json(c, "ConfigMap", "default/cm"), "blockOwnerDeletion"));
     /* SYNC and DELETED never are. */

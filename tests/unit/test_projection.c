@@ -148,7 +148,8 @@ static const struct {
     {"StatefulSet", "metadata generation", "1"},
     {"StatefulSet", "spec podManagementPolicy", "\"OrderedReady\""},
     {"StatefulSet", "spec revisionHistoryLimit", "10"},
-    {"StatefulSet", "spec persistentVolumeClaimRetentionPolicy", "{\"whenDeleted\":\"Retain\",\"whenScaled\":\"Retain\"}"},
+    {"StatefulSet", "spec persistentVolumeClaimRetentionPolicy",
+     "{\"whenDeleted\":\"Retain\",\"whenScaled\":\"Retain\"}"},
     {"StatefulSet", "spec template metadata creationTimestamp", "null"},
     {"StatefulSet", "spec template spec dnsPolicy", "\"ClusterFirst\""},
     {"StatefulSet", "spec template spec restartPolicy", "\"Always\""},
@@ -404,9 +405,9 @@ static void world_reduced(const world_t *w, unsigned uses, world_t *out)
     for (int k = 0; k < N_KIDS; k++)
         out->kid[k] = w->kid[k] ? projection_reduce(projection_of(kid_kind[k]), w->kid[k], uses, &oom) : NULL;
     out->pods = json_object_new_array();
+    const projection_t *pp = projection_of("Pod");
     for (size_t i = 0; i < json_object_array_length(w->pods); i++)
-        json_object_array_add(out->pods,
-                              projection_reduce(projection_of("Pod"), json_object_array_get_idx(w->pods, i), uses, &oom));
+        json_object_array_add(out->pods, projection_reduce(pp, json_object_array_get_idx(w->pods, i), uses, &oom));
     CU_ASSERT_FALSE(oom);
 }
 
@@ -419,7 +420,8 @@ static void world_reduced(const world_t *w, unsigned uses, world_t *out)
     "\"tolerations\":[{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"redis\",\"effect\":\"NoSchedule\"}]"
 #define SPEC_STANDALONE "{\"size\":3,\"mode\":\"Standalone\"," SPEC_KNOBS "}"
 #define SPEC_REPLICATION "{\"size\":3,\"mode\":\"Replication\"," SPEC_KNOBS "}"
-#define SPEC_AUTH "{\"size\":3,\"mode\":\"Replication\",\"auth\":{\"secretRef\":{\"name\":\"cache-pass\"}}," SPEC_KNOBS "}"
+#define SPEC_AUTH                                                                                                   \
+    "{\"size\":3,\"mode\":\"Replication\",\"auth\":{\"secretRef\":{\"name\":\"cache-pass\"}}," SPEC_KNOBS "}"
 
 static json_object *pod_at(const world_t *w, int i)
 {
@@ -773,10 +775,12 @@ static void test_digest_moves_with_read_fields_only(void)
     put(sts, "status availableReplicas", jf("1"));
     put(sts, "status currentReplicas", jf("2"));
     put(sts, "status collisionCount", jf("1"));
-    put(pdb, "status", jf("{\"observedGeneration\":1,\"disruptionsAllowed\":0,\"currentHealthy\":2,\"expectedPods\":3}"));
+    put(pdb, "status",
+        jf("{\"observedGeneration\":1,\"disruptionsAllowed\":0,\"currentHealthy\":2,\"expectedPods\":3}"));
     put(pdb, "metadata resourceVersion", jf("\"5001\""));
     put(node(pod, "status conditions 0", 0), "lastProbeTime", jf("\"2025-12-01T00:11:00Z\""));
-    put(node(pod, "status containerStatuses 0", 0), "state", jf("{\"running\":{\"startedAt\":\"2025-12-01T00:11:00Z\"}}"));
+    put(node(pod, "status containerStatuses 0", 0), "state",
+        jf("{\"running\":{\"startedAt\":\"2025-12-01T00:11:00Z\"}}"));
     put(node(pod, "status containerStatuses 0", 0), "ready", jf("false"));
     put(pod, "status hostIP", jf("\"172.18.0.9\""));
     put(pod, "status phase", jf("\"Running\""));
@@ -845,9 +849,10 @@ static void test_reduce_rules(void)
         {PROJ_READ, {"status", "deep", "a", "b"}, "t"},
     };
     const projection_t p = {"Test", rows, sizeof(rows) / sizeof(rows[0])};
-    json_object *o = jf("{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"7\",\"managedFields\":[1],\"labels\":"
-                        "{\"a\":\"b\"},\"n\":null},\"spec\":{\"big\":1},\"status\":{\"phase\":\"Up\",\"list\":[{\"name\":"
-                        "\"one\",\"size\":1},{\"size\":2},3],\"deep\":{\"a\":{\"c\":1}},\"other\":1}}");
+    json_object *o = jf("{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"7\",\"managedFields\":[1],"
+                        "\"labels\":{\"a\":\"b\"},\"n\":null},\"spec\":{\"big\":1},\"status\":{\"phase\":\"Up\","
+                        "\"list\":[{\"name\":\"one\",\"size\":1},{\"size\":2},3],\"deep\":{\"a\":{\"c\":1}},"
+                        "\"other\":1}}");
     int oom = 0;
     const struct {
         unsigned uses;
@@ -858,8 +863,8 @@ static void test_reduce_rules(void)
         {PROJ_BIT(PROJ_READ), "{\"metadata\":{\"name\":\"x\",\"labels\":{\"a\":\"b\"},\"n\":null},\"status\":{\"list\":"
                               "[{\"name\":\"one\"}]}}"},
         {PROJ_BIT(PROJ_WRITE), "{\"metadata\":{\"resourceVersion\":\"7\"}}"},
-        {PROJ_BIT(PROJ_DROP), "{\"metadata\":{\"managedFields\":[1]},\"spec\":{\"big\":1},\"status\":{\"list\":[{\"size\":"
-                              "1},{\"size\":2},3],\"deep\":{\"a\":{\"c\":1}},\"other\":1}}"},
+        {PROJ_BIT(PROJ_DROP), "{\"metadata\":{\"managedFields\":[1]},\"spec\":{\"big\":1},\"status\":{\"list\":"
+                              "[{\"size\":1},{\"size\":2},3],\"deep\":{\"a\":{\"c\":1}},\"other\":1}}"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_object *r = projection_reduce(&p, o, cases[i].uses, &oom);
