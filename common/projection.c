@@ -71,12 +71,22 @@ static const proj_row_t pdb_rows[] = {
     {PROJ_READ, {"status", list, "[]", "lastState", "terminated", "reason"}, LAST_END}
 #define POD_CONDITION "plan_diagnosis.c, topology.c, runtimecfg.c: Ready, PodScheduled"
 
+/* A pod is never replaced, so of its metadata only what is read is kept: not the other
+ * labels and annotations, its owner references (its owner is the instance label's) or
+ * generateName. */
 static const proj_row_t pod_rows[] = {
     IDENTITY_ROWS(PROJ_KEEP, "informerd --tail, --subscribe"),
-    METADATA_ROWS("topology.c: name, uid (a delete's precondition), deletionTimestamp, the role and "
-                  "controller-revision-hash labels; runtimecfg.c: its annotation; plan_diagnosis.c: name, "
-                  "creationTimestamp, deletionTimestamp; cache: the instance label (owner key); observerd: name, "
-                  "namespace, instance label"),
+    {PROJ_READ, {"metadata", "name"}, "topology.c, runtimecfg.c, plan_diagnosis.c: which ordinal; observerd"},
+    {PROJ_READ, {"metadata", "namespace"}, "observerd: the pod's key"},
+    {PROJ_READ, {"metadata", "uid"}, "topology.c: the precondition of a pod's delete (SWITCHOVER)"},
+    {PROJ_WRITE, {"metadata", "resourceVersion"}, "informerd: the cache's version (a delta's resourceVersion)"},
+    {PROJ_READ, {"metadata", "creationTimestamp"}, "plan_diagnosis.c: a pod's age"},
+    {PROJ_READ, {"metadata", "deletionTimestamp"}, "topology.c, runtimecfg.c, plan_diagnosis.c: a pod going away"},
+    {PROJ_READ, {"metadata", "labels", "app.kubernetes.io/instance"}, "cache: the owner key; observerd: the cluster"},
+    {PROJ_READ, {"metadata", "labels", "cache.example.com/role"}, "topology.c: the role label (REPLICATION)"},
+    {PROJ_READ, {"metadata", "labels", "controller-revision-hash"}, "topology.c: SWITCHOVER (an outdated pod)"},
+    {PROJ_READ, {"metadata", "annotations", "cache.example.com/runtime-config"},
+     "runtimecfg.c: the runtime config applied (RUNTIME CONFIG)"},
     {PROJ_KEEP, {"spec", "nodeName"}, "informerd --tail (where the pod runs)"},
     {PROJ_READ, {"status", "podIP"}, "topology.c, runtimecfg.c, plan_auth.c: each pod's IP; observerd: whom to probe"},
     {PROJ_KEEP, {"status", "podIPs"}, "informerd --tail (a dual-stack pod's addresses)"},
@@ -244,8 +254,10 @@ int projection_row_path(const proj_row_t *row, char *out, size_t outlen)
     if (outlen)
         out[0] = '\0';
     for (size_t k = 0; row->step[k] && !over; k++) {
-        int arr = !strcmp(row->step[k], "[]");
-        int n = snprintf(out + len, outlen > len ? outlen - len : 0, "%s%s", k && !arr ? "." : "", row->step[k]);
+        const char *st = row->step[k];
+        int arr = !strcmp(st, "[]"), quoted = strpbrk(st, "./") != NULL; /* a label's key: ["a.b/c"] */
+        int n = snprintf(out + len, outlen > len ? outlen - len : 0, quoted ? "[\"%s\"]" : "%s%s",
+                         quoted ? st : (k && !arr ? "." : ""), quoted ? "" : st);
         over = n < 0 || (size_t)n >= (outlen > len ? outlen - len : 0);
         len += over ? 0 : (size_t)n;
     }

@@ -84,7 +84,8 @@ uint64_t projection_digest(const projection_t *p, json_object *obj);
  * the longest row that is a prefix of it, PROJ_DROP when none is. */
 proj_use_t projection_use_at(const projection_t *p, const char *const *steps, size_t n);
 
-/* The row's path as docs/projections.md writes it ("status.conditions[].type") into out.
+/* The row's path as docs/projections.md writes it ("status.conditions[].type", a step
+ * with a dot or slash in brackets: "metadata.labels[\"app.kubernetes.io/instance\"]") into out.
  * Returns 0, or -1 when outlen is too small (out is then truncated). */
 int projection_row_path(const proj_row_t *row, char *out, size_t outlen);
 

@@ -3,8 +3,12 @@
  * A Pod object is mostly what nobody here reads (the whole container spec, volumes,
  * tolerations, container statuses). The compact form is the Pod's projection
  * (common/projection.h, docs/projections.md: the one table that also decides which pod
- * changes queue their RedisCluster): all of metadata (labels, ownerReferences,
- * deletionTimestamp; not managedFields), spec.nodeName, and status.podIP, status.podIPs,
+ * changes queue their RedisCluster): of metadata its name, namespace, uid,
+ * resourceVersion, creation and deletion times, the labels app.kubernetes.io/instance,
+ * cache.example.com/role and controller-revision-hash and the annotation
+ * cache.example.com/runtime-config (not the other labels, annotations or owner
+ * references: the pod belongs to the RedisCluster its instance label names);
+ * spec.nodeName, and status.podIP, status.podIPs,
  * status.phase and status.conditions[] {type, status, reason, message,
  * lastTransitionTime}, and status.containerStatuses and initContainerStatuses reduced to
  * [{name, restartCount, state.waiting {reason, message}, lastState.terminated {exitCode,
