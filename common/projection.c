@@ -69,7 +69,8 @@ static const proj_row_t pdb_rows[] = {
     {PROJ_READ, {"status", list, "[]", "state", "waiting", "message"}, WAITING},                                     \
     {PROJ_READ, {"status", list, "[]", "lastState", "terminated", "exitCode"}, LAST_END},                            \
     {PROJ_READ, {"status", list, "[]", "lastState", "terminated", "reason"}, LAST_END}
-#define POD_CONDITION "plan_diagnosis.c, topology.c, runtimecfg.c: Ready, PodScheduled"
+#define READY "plan_diagnosis.c, topology.c, runtimecfg.c: whether the pod is Ready"
+#define UNSCHEDULABLE "plan_diagnosis.c: unschedulable"
 
 /* A pod is never replaced, so of its metadata only what is read is kept: not the other
  * labels and annotations, its owner references (its owner is the instance label's) or
@@ -91,12 +92,14 @@ static const proj_row_t pod_rows[] = {
     {PROJ_READ, {"status", "podIP"}, "topology.c, runtimecfg.c, plan_auth.c: each pod's IP; observerd: whom to probe"},
     {PROJ_KEEP, {"status", "podIPs"}, "informerd --tail (a dual-stack pod's addresses)"},
     {PROJ_KEEP, {"status", "phase"}, "observerd: probe only a pod that is not Succeeded or Failed"},
-    {PROJ_READ, {"status", "conditions", "[]", "type"}, POD_CONDITION},
-    {PROJ_READ, {"status", "conditions", "[]", "status"}, POD_CONDITION},
-    {PROJ_READ, {"status", "conditions", "[]", "reason"}, "plan_diagnosis.c: unschedulable"},
-    {PROJ_READ, {"status", "conditions", "[]", "message"}, "plan_diagnosis.c: unschedulable"},
-    {PROJ_READ, {"status", "conditions", "[]", "lastTransitionTime"},
+    {PROJ_READ, {"status", "conditions", "[type=Ready]", "type"}, READY},
+    {PROJ_READ, {"status", "conditions", "[type=Ready]", "status"}, READY},
+    {PROJ_READ, {"status", "conditions", "[type=Ready]", "lastTransitionTime"},
      "plan_diagnosis.c: plan_diagnosis_reads (ready_since)"},
+    {PROJ_READ, {"status", "conditions", "[type=PodScheduled]", "type"}, UNSCHEDULABLE},
+    {PROJ_READ, {"status", "conditions", "[type=PodScheduled]", "status"}, UNSCHEDULABLE},
+    {PROJ_READ, {"status", "conditions", "[type=PodScheduled]", "reason"}, UNSCHEDULABLE},
+    {PROJ_READ, {"status", "conditions", "[type=PodScheduled]", "message"}, UNSCHEDULABLE},
     CONTAINER_ROWS("initContainerStatuses"),
     CONTAINER_ROWS("containerStatuses"),
 };
@@ -135,12 +138,31 @@ const char *projection_use_name(proj_use_t use)
     return "drop";
 }
 
-/* The rows of mask (bit i: p->rows[i]) whose step at depth is step. */
+int projection_element_step(json_object *elem, char *out, size_t outlen)
+{
+    json_object *t = NULL;
+    const char *type = json_object_object_get_ex(elem, "type", &t) && json_object_is_type(t, json_type_string)
+                           ? json_object_get_string(t)
+                           : NULL;
+    int n = type ? snprintf(out, outlen, "[type=%s]", type) : -1;
+    if (n < 0 || (size_t)n >= outlen)
+        snprintf(out, outlen, "[]");
+    return 0;
+}
+
+/* 1 when a row's step names the path's step at: the same member, or "[]" for any
+ * element ("[type=X]" names only an element whose type is X). */
+static int step_matches(const char *row, const char *at)
+{
+    return !strcmp(row, at) || (!strcmp(row, "[]") && at[0] == '[');
+}
+
+/* The rows of mask (bit i: p->rows[i]) whose step at depth names step. */
 static uint64_t rows_with_step(const projection_t *p, uint64_t mask, size_t depth, const char *step)
 {
     uint64_t out = 0;
     for (size_t i = 0; i < p->nrows; i++)
-        if ((mask >> i & 1) && p->rows[i].step[depth] && !strcmp(p->rows[i].step[depth], step))
+        if ((mask >> i & 1) && p->rows[i].step[depth] && step_matches(p->rows[i].step[depth], step))
             out |= UINT64_C(1) << i;
     return out;
 }
@@ -183,10 +205,12 @@ static int reduce_at(const projection_t *p, json_object *v, uint64_t mask, size_
             }
         }
     } else {
-        uint64_t each = rows_with_step(p, deeper, depth, "[]");
         for (size_t i = 0; i < json_object_array_length(v); i++) {
-            json_object *sub = NULL;
-            if (reduce_at(p, json_object_array_get_idx(v, i), each, depth + 1, covering, uses, &sub, oom) &&
+            json_object *sub = NULL, *e = json_object_array_get_idx(v, i);
+            char step[160];
+            projection_element_step(e, step, sizeof(step));
+            uint64_t each = rows_with_step(p, deeper, depth, step);
+            if (reduce_at(p, e, each, depth + 1, covering, uses, &sub, oom) &&
                 json_object_array_add(r, sub)) {
                 json_object_put(sub);
                 *oom = 1;
@@ -237,7 +261,7 @@ proj_use_t projection_use_at(const projection_t *p, const char *const *steps, si
     for (size_t i = 0; p && i < p->nrows; i++) {
         const proj_row_t *r = &p->rows[i];
         size_t k = 0;
-        while (k < n && r->step[k] && !strcmp(r->step[k], steps[k]))
+        while (k < n && r->step[k] && step_matches(r->step[k], steps[k]))
             k++;
         if (!r->step[k] && k >= best) { /* the row is a prefix of the path, and the longest yet */
             best = k;
@@ -255,7 +279,7 @@ int projection_row_path(const proj_row_t *row, char *out, size_t outlen)
         out[0] = '\0';
     for (size_t k = 0; row->step[k] && !over; k++) {
         const char *st = row->step[k];
-        int arr = !strcmp(st, "[]"), quoted = strpbrk(st, "./") != NULL; /* a label's key: ["a.b/c"] */
+        int arr = st[0] == '[', quoted = !arr && strpbrk(st, "./") != NULL; /* a label's key: ["a.b/c"] */
         int n = snprintf(out + len, outlen > len ? outlen - len : 0, quoted ? "[\"%s\"]" : "%s%s",
                          quoted ? st : (k && !arr ? "." : ""), quoted ? "" : st);
         over = n < 0 || (size_t)n >= (outlen > len ? outlen - len : 0);

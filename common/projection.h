@@ -14,8 +14,9 @@
  *   - the compact form (projection_reduce with PROJ_KEPT): what the cache keeps of the
  *     object, and so what a work item, a delta and a snapshot carry.
  *
- * A row is a path of steps from the object's top: a member name, or "[]" for every
- * element of an array. A node's use is that of the longest row that is a prefix of its
+ * A row is a path of steps from the object's top: a member name, "[]" for every element
+ * of an array, or "[type=X]" for the elements whose member "type" is X (a pod's Ready
+ * condition). A node's use is that of the longest row that is a prefix of its
  * path; a node under no row is dropped (PROJ_DROP). So {"metadata"} READ with
  * {"metadata","resourceVersion"} WRITE and {"metadata","managedFields"} DROP keeps all of
  * metadata, reads all of it but the version, and drops the managed fields.
@@ -80,8 +81,13 @@ json_object *projection_reduce(const projection_t *p, json_object *obj, unsigned
  * when memory ran out (the caller then counts the object as changed). */
 uint64_t projection_digest(const projection_t *p, json_object *obj);
 
-/* The use of the node at the path steps[0..n-1] ("[]" for an array element): that of
- * the longest row that is a prefix of it, PROJ_DROP when none is. */
+/* The step that names the array element elem in a path: "[type=X]" when it is an object
+ * whose "type" is the string X (not too long for outlen), else "[]". Returns 0. */
+int projection_element_step(json_object *elem, char *out, size_t outlen);
+
+/* The use of the node at the path steps[0..n-1] (an array element named as
+ * projection_element_step names it): that of the longest row that is a prefix of it,
+ * PROJ_DROP when none is. */
 proj_use_t projection_use_at(const projection_t *p, const char *const *steps, size_t n);
 
 /* The row's path as docs/projections.md writes it ("status.conditions[].type", a step

@@ -8,9 +8,9 @@
  * cache.example.com/role and controller-revision-hash and the annotation
  * cache.example.com/runtime-config (not the other labels, annotations or owner
  * references: the pod belongs to the RedisCluster its instance label names);
- * spec.nodeName, and status.podIP, status.podIPs,
- * status.phase and status.conditions[] {type, status, reason, message,
- * lastTransitionTime}, and status.containerStatuses and initContainerStatuses reduced to
+ * spec.nodeName, and status.podIP, status.podIPs, status.phase, the Ready condition
+ * {type, status, lastTransitionTime} and the PodScheduled one {type, status, reason,
+ * message}, and status.containerStatuses and initContainerStatuses reduced to
  * [{name, restartCount, state.waiting {reason, message}, lastState.terminated {exitCode,
  * reason}}] (workerd's runtime config notes container restarts; its diagnosis quotes a
  * container waiting and how it last ended), so a pod costs a few hundred bytes however

@@ -618,8 +618,9 @@ typedef struct {
     const projection_t *p;
     const char *object;  /* "StatefulSet cache", for messages */
     buf_t base, now;
-    const char *steps[64]; /* the path of the node walked, "[]" for array elements */
-    char shown[64][24];   /* the same, with the element indexes, for messages */
+    const char *steps[64]; /* the path of the node walked (projection_element_step for elements) */
+    char element[64][160]; /* the element steps steps[] points to */
+    char shown[64][24];    /* the same path, with the element indexes, for messages */
     size_t mutated, failures;
 } walk_t;
 
@@ -711,9 +712,11 @@ static void walk(walk_t *k, json_object *parent, const char *key, size_t idx, js
         }
     } else if (t == json_type_array) {
         for (size_t i = 0; i < n; i++) {
-            k->steps[depth] = "[]";
+            json_object *e = json_object_array_get_idx(v, i);
+            projection_element_step(e, k->element[depth], sizeof(k->element[depth]));
+            k->steps[depth] = k->element[depth];
             snprintf(k->shown[depth], sizeof(k->shown[depth]), "[%zu]", i);
-            walk(k, v, NULL, i, json_object_array_get_idx(v, i), depth + 1);
+            walk(k, v, NULL, i, e, depth + 1);
         }
     }
 }
@@ -783,6 +786,8 @@ static void test_digest_moves_with_read_fields_only(void)
         jf("{\"running\":{\"startedAt\":\"2025-12-01T00:11:00Z\"}}"));
     put(node(pod, "status containerStatuses 0", 0), "ready", jf("false"));
     put(pod, "status hostIP", jf("\"172.18.0.9\""));
+    put(node(pod, "status conditions 3", 0), "status", jf("\"False\"")); /* ContainersReady alone */
+    put(node(pod, "status conditions 0", 0), "lastTransitionTime", jf("\"2025-12-01T00:11:00Z\""));
     put(pod, "status phase", jf("\"Running\""));
     CU_ASSERT_EQUAL(projection_digest(ps, sts), d_sts);
     CU_ASSERT_EQUAL(projection_digest(pp, pdb), d_pdb);
@@ -847,24 +852,30 @@ static void test_reduce_rules(void)
         {PROJ_KEEP, {"status", "phase"}, "t"},
         {PROJ_READ, {"status", "list", "[]", "name"}, "t"},
         {PROJ_READ, {"status", "deep", "a", "b"}, "t"},
+        {PROJ_READ, {"status", "conds", "[type=A]", "type"}, "t"},
+        {PROJ_READ, {"status", "conds", "[type=A]", "status"}, "t"},
     };
     const projection_t p = {"Test", rows, sizeof(rows) / sizeof(rows[0])};
+    char text[64];
     json_object *o = jf("{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"7\",\"managedFields\":[1],"
                         "\"labels\":{\"a\":\"b\"},\"n\":null},\"spec\":{\"big\":1},\"status\":{\"phase\":\"Up\","
                         "\"list\":[{\"name\":\"one\",\"size\":1},{\"size\":2},3],\"deep\":{\"a\":{\"c\":1}},"
-                        "\"other\":1}}");
+                        "\"other\":1,\"conds\":[{\"type\":\"B\",\"status\":\"y\"},{\"type\":\"A\",\"status\":\"x\","
+                        "\"at\":\"t\"},{\"status\":\"z\"}]}}");
     int oom = 0;
     const struct {
         unsigned uses;
         const char *want;
     } cases[] = {
         {PROJ_KEPT, "{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"7\",\"labels\":{\"a\":\"b\"},\"n\":null},"
-                    "\"status\":{\"phase\":\"Up\",\"list\":[{\"name\":\"one\"}]}}"},
+                    "\"status\":{\"phase\":\"Up\",\"list\":[{\"name\":\"one\"}],\"conds\":[{\"type\":\"A\","
+                    "\"status\":\"x\"}]}}"},
         {PROJ_BIT(PROJ_READ), "{\"metadata\":{\"name\":\"x\",\"labels\":{\"a\":\"b\"},\"n\":null},\"status\":{\"list\":"
-                              "[{\"name\":\"one\"}]}}"},
+                              "[{\"name\":\"one\"}],\"conds\":[{\"type\":\"A\",\"status\":\"x\"}]}}"},
         {PROJ_BIT(PROJ_WRITE), "{\"metadata\":{\"resourceVersion\":\"7\"}}"},
         {PROJ_BIT(PROJ_DROP), "{\"metadata\":{\"managedFields\":[1]},\"spec\":{\"big\":1},\"status\":{\"list\":"
-                              "[{\"size\":1},{\"size\":2},3],\"deep\":{\"a\":{\"c\":1}},\"other\":1}}"},
+                              "[{\"size\":1},{\"size\":2},3],\"deep\":{\"a\":{\"c\":1}},\"other\":1,\"conds\":"
+                              "[{\"type\":\"B\",\"status\":\"y\"},{\"at\":\"t\"},{\"status\":\"z\"}]}}"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_object *r = projection_reduce(&p, o, cases[i].uses, &oom);
@@ -882,11 +893,19 @@ static void test_reduce_rules(void)
     const char *path[] = {"status", "list", "[]", "name", "more"};
     CU_ASSERT_EQUAL(projection_use_at(&p, path, 5), PROJ_READ);
     CU_ASSERT_EQUAL(projection_use_at(&p, path, 3), PROJ_DROP);
+    const char *ca[] = {"status", "conds", "[type=A]", "status"}, *cb[] = {"status", "conds", "[type=B]", "status"};
+    CU_ASSERT_EQUAL(projection_use_at(&p, ca, 4), PROJ_READ);
+    CU_ASSERT_EQUAL(projection_use_at(&p, cb, 4), PROJ_DROP);
+    json_object *elem = jf("{\"type\":\"Ready\"}");
+    CU_ASSERT_EQUAL(projection_element_step(elem, text, sizeof(text)), 0);
+    CU_ASSERT_STRING_EQUAL(text, "[type=Ready]");
+    CU_ASSERT_EQUAL(projection_element_step(arr, text, sizeof(text)), 0);
+    CU_ASSERT_STRING_EQUAL(text, "[]");
+    json_object_put(elem);
     const char *rv[] = {"metadata", "resourceVersion"}, *mf[] = {"metadata", "managedFields", "[]"};
     CU_ASSERT_EQUAL(projection_use_at(&p, rv, 2), PROJ_WRITE);
     CU_ASSERT_EQUAL(projection_use_at(&p, rv, 1), PROJ_READ);
     CU_ASSERT_EQUAL(projection_use_at(&p, mf, 3), PROJ_DROP);
-    char text[64];
     CU_ASSERT_EQUAL(projection_row_path(&rows[4], text, sizeof(text)), 0);
     CU_ASSERT_STRING_EQUAL(text, "status.list[].name");
     CU_ASSERT_EQUAL(projection_row_path(&rows[4], text, 8), -1);
