@@ -31,6 +31,8 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench  # noqa: E402  (its /proc readers: smaps, proc_name, descendants)
 TOP = os.path.dirname(HERE)
 NS = "bench"
 
@@ -163,47 +165,13 @@ def free_port():
     return p
 
 
-def smaps(pid):
-    out = {}
-    with open("/proc/%d/smaps_rollup" % pid) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 3 and parts[0] in ("Rss:", "Pss:", "Private_Dirty:", "Private_Clean:"):
-                out[parts[0][:-1].lower()] = int(parts[1])
-    return {"rss_kb": out.get("rss"), "pss_kb": out.get("pss"),
-            "uss_kb": out.get("private_dirty", 0) + out.get("private_clean", 0)}
-
-
-def tree(root):
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                kids.setdefault(ppid, []).append(int(d))
-            except (OSError, ValueError, IndexError):
-                pass
-    out, todo = [], [root]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(kids.get(p, []))
-    return out
-
-
-def name_of(pid, root):
-    if pid == root:
-        return "supervisor"
-    try:
-        with open("/proc/%d/environ" % pid, "rb") as f:
-            for kv in f.read().split(b"\0"):
-                if kv.startswith(b"RDC_CHILD_NAME="):
-                    return kv.split(b"=", 1)[1].decode()
-        with open("/proc/%d/comm" % pid) as f:
-            return f.read().strip()
-    except OSError:
-        return "?"
+def usage(pid, root):
+    """RSS, PSS and USS (kB) and the name of one process, or None when it is gone."""
+    m = bench.smaps(pid)
+    if not m:
+        return None
+    return {"pid": pid, "name": "supervisor" if pid == root else bench.proc_name(pid), "rss_kb": m.get("rss"),
+            "pss_kb": m.get("pss"), "uss_kb": m.get("private_dirty", 0) + m.get("private_clean", 0)}
 
 
 def ready(port):
@@ -243,14 +211,7 @@ def run(args):
         if not ready(health):
             sys.exit("not ready after 60 s; see %s" % log.name)
         time.sleep(args.settle)
-        procs = []
-        for pid in tree(sup.pid):
-            try:
-                m = smaps(pid)
-            except OSError:
-                continue
-            m.update({"pid": pid, "name": name_of(pid, sup.pid)})
-            procs.append(m)
+        procs = [u for u in (usage(pid, sup.pid) for pid in bench.descendants(sup.pid)) if u]
         procs.sort(key=lambda p: p["name"])
         return {"n": args.n, "workers": args.workers, "settle_s": args.settle, "processes": procs,
                 "totals": {k: sum(p[k] or 0 for p in procs) for k in ("rss_kb", "pss_kb", "uss_kb")}}

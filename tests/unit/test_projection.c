@@ -939,6 +939,7 @@ static void test_docs_list_every_row(void)
     const projection_t *p;
     for (size_t t = 0; (p = projection_at(t)); t++) {
         char heading[128], want[256], rp[200];
+        CU_ASSERT(p->nrows <= 64); /* the rows of a walk are a 64-bit mask */
         snprintf(heading, sizeof(heading), "\n## %s\n", p->kind);
         const char *sec = strstr(doc, heading), *end = sec ? strstr(sec + 1, "\n## ") : NULL;
         if (!sec)
