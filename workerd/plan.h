@@ -382,6 +382,7 @@
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
 #define PLAN_FAILOVER_DOWN_AFTER_MS (RDC_SPEC_DEFAULT_DOWN_AFTER_NS / 1000000) /* spec.failover.downAfter's */
 #define PLAN_REQUEUE_SWITCHOVER_NS (INT64_C(2) * 1000000000) /* SWITCHOVER: look again */
+#define PLAN_REQUEUE_RESHARD_NS (INT64_C(100) * 1000000)      /* CLUSTER: a slot move goes on */
 
 typedef enum {
     PLAN_ADD_FINALIZER,
@@ -397,8 +398,10 @@ typedef enum {
     PLAN_AUTH_RECORD, /* server-side apply of Secret <name>-redis-auth (AUTH below); the body's
                         stringData.password is the token "${password}", which the executor
                         replaces by the password itself */
-    PLAN_ANNOTATE_POD /* PATCH pods/<name>, merge patch of the runtime-config annotation
-                         (RUNTIME CONFIG below) */
+    PLAN_ANNOTATE_POD, /* PATCH pods/<name>, merge patch of the runtime-config annotation
+                          (RUNTIME CONFIG below) */
+    PLAN_SLOT_MOVE     /* CLUSTER: hash slots moved between two masters (no request; name the
+                          source pod, body the job: workerd/slotmove.h, slotmove_job_to_json) */
 } plan_action_kind_t;
 
 /* What workerd read of the password (AUTH below). */
