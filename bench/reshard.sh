@@ -71,7 +71,7 @@ wait_until 20 kubectl -n "$ns" get serviceaccount default || exit 1
 
 status() { kubectl -n "$ns" get rdc rs -o json 2>/dev/null; }
 pods() { kubectl -n "$ns" get pods -l app.kubernetes.io/instance=rs -o jsonpath='{range .items[*]}{.metadata.name} {.status.podIP}{"\n"}{end}' 2>/dev/null; }
-seeds() { pods | awk '{printf "%s%s:6379", NR > 1 ? "," : "", $2}'; }
+seeds() { pods | awk '{printf "%s%s:6379", (NR > 1 ? "," : ""), $2}'; }
 any_ip() { pods | awk 'NR == 1 {print $2}'; }
 settled() { # every node ok and nothing to move (operator) / nothing open (redis-cli)
     redis-cli --cluster check "$(any_ip):6379" 2>&1 | grep -q '\[OK\] All 16384 slots covered' &&

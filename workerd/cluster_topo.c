@@ -341,7 +341,8 @@ static int shard_head(const ctx_t *c, int k)
         return m;
     for (int i = k * c->per; i < (k + 1) * c->per; i++) {
         const cn_node_t *me = c->me[i];
-        if (!c->wanted[i] || !me || !(me->flags & CN_MASTER) || me->nranges || me->nopen || c->holds[i])
+        /* (slots IMPORTING are fine: a seed in the middle of its first move) */
+        if (!c->wanted[i] || !me || !(me->flags & CN_MASTER) || me->nranges || c->holds[i])
             continue;
         int f = followers(c, i);
         if (f > most) {
@@ -592,11 +593,12 @@ static int open_move(ctx_t *c, ctopo_move_t *mv)
     return c->out->slots_to_move > 0;
 }
 
-/* The highest n slots the cluster gives pod p, as ranges (highest first) into mv. */
-static void highest_slots(const ctx_t *c, int p, int n, ctopo_move_t *mv)
+/* The highest n slots the cluster gives pod p after its highest skip, as ranges (highest
+ * first) into mv. */
+static void highest_slots(const ctx_t *c, int p, int skip, int n, ctopo_move_t *mv)
 {
     for (int slot = CN_SLOTS - 1; slot >= 0 && n > 0; slot--) {
-        if (c->owner[slot] != p)
+        if (c->owner[slot] != p || skip-- > 0)
             continue;
         cn_range_t *r = mv->nranges ? &mv->ranges[mv->nranges - 1] : NULL;
         if (r && r->from == slot + 1)
@@ -631,12 +633,45 @@ static int may_reshard(ctx_t *c, const cn_slots_t *held)
     return 1;
 }
 
+/* The moves that give each shard its share: pairs of the first shard with too many
+ * (leaving ones first) and the first with too few, as many slots as the one can give and
+ * the other take, the source's highest slots not given to an earlier pair; until the
+ * counts are even or the result is full. */
+static void balance_moves(ctx_t *c, int *count, const int *share)
+{
+    ctopo_result_t *o = c->out;
+    int given[CTOPO_MAX_SHARDS] = {0};
+    while (o->nmoves < CTOPO_MAX_MOVES) {
+        int from = -1, to = -1;
+        for (int pass = 0; pass < 2 && from < 0; pass++)
+            for (int k = pass ? 0 : c->in->shards; k < (pass ? c->in->shards : o->nshards) && from < 0; k++)
+                if (count[k] > share[k])
+                    from = k;
+        for (int k = 0; k < c->in->shards && to < 0; k++)
+            if (count[k] < share[k])
+                to = k;
+        if (from < 0 || to < 0)
+            return;
+        int n = count[from] - share[from] < share[to] - count[to] ? count[from] - share[from] : share[to] - count[to];
+        ctopo_move_t *mv = &o->moves[o->nmoves++];
+        mv->source = shard_master(c, from);
+        mv->target = shard_head(c, to);
+        highest_slots(c, mv->source, given[from], n, mv);
+        given[from] += n;
+        count[from] -= n;
+        count[to] += n;
+        move_others(c, mv);
+    }
+}
+
 static int step_reshard(ctx_t *c, const cn_slots_t *held)
 {
-    ctopo_move_t *mv = &c->out->move;
     if (!c->in->bootstrapped)
         return 0;
-    int open = open_move(c, mv);
+    ctopo_move_t open;
+    memset(&open, 0, sizeof(open));
+    open.source = open.target = -1;
+    int any_open = open_move(c, &open);
     int count[CTOPO_MAX_SHARDS] = {0}, share[CTOPO_MAX_SHARDS];
     for (int k = 0; k < c->out->nshards; k++) {
         int m = shard_master(c, k);
@@ -648,26 +683,13 @@ static int step_reshard(ctx_t *c, const cn_slots_t *held)
     if (!c->out->slots_to_move || !may_reshard(c, held))
         return 0;
     c->out->waiting = 1;
-    if (!open) {
-        /* the first shard with too many (leaving ones first), to the first with too few */
-        int from = -1, to = -1;
-        for (int pass = 0; pass < 2 && from < 0; pass++)
-            for (int k = pass ? 0 : c->in->shards; k < (pass ? c->in->shards : c->out->nshards) && from < 0; k++)
-                if (count[k] > share[k])
-                    from = k;
-        for (int k = 0; k < c->in->shards && to < 0; k++)
-            if (count[k] < share[k])
-                to = k;
-        if (from < 0 || to < 0)
-            return 0;
-        int n = count[from] - share[from] < share[to] - count[to] ? count[from] - share[from] : share[to] - count[to];
-        mv->source = shard_master(c, from);
-        mv->target = shard_head(c, to);
-        highest_slots(c, mv->source, n, mv);
+    if (any_open) {
+        if (open.source < 0)
+            return 1; /* open slots whose ends are not both observed: wait */
+        move_others(c, &open);
+        c->out->moves[c->out->nmoves++] = open;
     }
-    if (mv->source < 0)
-        return 1; /* open slots whose ends are not both observed: wait */
-    move_others(c, mv);
+    balance_moves(c, count, share); /* (after the open slot's move: the plan goes on with the rest) */
     return 1;
 }
 
@@ -819,9 +841,10 @@ static void shard_problems(ctx_t *c)
     }
     if (o->slots_to_move) {
         char what[160] = "";
-        if (o->move.source >= 0)
-            snprintf(what, sizeof(what), ": now %d from %s to %s", o->move.slots, c->in->pod[o->move.source].pod,
-                     c->in->pod[o->move.target].pod);
+        if (o->nmoves)
+            snprintf(what, sizeof(what), ": now %d from %s to %s%s", o->moves[0].slots,
+                     c->in->pod[o->moves[0].source].pod, c->in->pod[o->moves[0].target].pod,
+                     o->nmoves > 1 ? ", and more" : "");
         problem(c, 0, "Resharding", "%d slot(s) to move to give every shard its share%s", o->slots_to_move, what);
     }
     for (int k = 0; k < o->nshards; k++)
@@ -875,7 +898,6 @@ int ctopo_compute(const ctopo_input_t *in, ctopo_result_t *out)
 {
     memset(out, 0, sizeof(*out));
     out->delete_pod = -1;
-    out->move.source = out->move.target = -1;
     int nshards = in->nshards ? in->nshards : in->shards, width = in->width ? in->width : 1 + in->replicas;
     if (in->shards < 3 || in->shards > CTOPO_MAX_SHARDS || in->replicas < 0 || in->replicas > CTOPO_MAX_REPLICAS ||
         nshards < in->shards || nshards > CTOPO_MAX_SHARDS || width < 1 + in->replicas ||
@@ -893,7 +915,7 @@ int ctopo_compute(const ctopo_input_t *in, ctopo_result_t *out)
     if (!meeting && !step_forget(&c) && !step_slots(&c, &claimed) && !step_replicate(&c) &&
         !step_terminating(&c) && !step_reshard(&c, &held) && !step_retire(&c))
         step_rollout(&c);
-    out->waiting |= out->ncmds > 0 || out->move.source >= 0;
+    out->waiting |= out->ncmds > 0 || out->nmoves > 0;
     labels(&c);
     layout_kept(&c);
     health(&c, &held, meeting);

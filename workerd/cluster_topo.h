@@ -64,8 +64,10 @@
  *      the move); else, when a shard holds more or fewer slots than its share (16384 /
  *      shards, the remainder one each to the shards that hold most now; a leaving shard's
  *      share is 0), the highest slots of the first shard with too many (leaving shards
- *      first) go to the first shard with too few, at most what both can give and take.
- *      One move (source, target, ranges) per plan: slotmove.h carries it out. A shard's
+ *      first) go to the first shard with too few, at most what both can give and take,
+ *      and so on until the counts are even: a move (source, target, ranges) for each such
+ *      pair in one plan (an open slot: its move alone), slotmove.h carries each out (the
+ *      next plan, from an older observation, finds the slots moved and skips them). A shard's
  *      HEAD is its master holding slots, or for a shard that holds none yet (new) its
  *      SEED: the observed empty master of its pods that most of them follow, else the
  *      lowest index; the shard's replicas REPLICATE to the seed as to a master (4).
@@ -162,10 +164,11 @@ typedef struct {
 } ctopo_shard_t;
 
 #define CTOPO_MAX_MOVE_RANGES 32
+#define CTOPO_MAX_MOVES CTOPO_MAX_SHARDS
 
 /* A move of slots (RESHARD): from the source's master to the target's head. */
 typedef struct {
-    int source, target;     /* pod indexes; -1: no move */
+    int source, target;     /* pod indexes */
     size_t nranges;
     cn_range_t ranges[CTOPO_MAX_MOVE_RANGES];
     int slots;              /* slots in the ranges */
@@ -188,7 +191,8 @@ typedef struct {
     char message[1024];
     int degraded;           /* a problem the operator will not solve alone */
     int waiting;            /* something is under way: look again soon */
-    ctopo_move_t move;      /* RESHARD's move, source -1 when none */
+    size_t nmoves;
+    ctopo_move_t moves[CTOPO_MAX_MOVES]; /* RESHARD's moves, in order */
     int slots_to_move;      /* slots not yet where the layout wants them (open ones too) */
     int nshards;            /* the layout's shards */
     int replicas_of[CTOPO_MAX_SHARDS]; /* the StatefulSet replicas of each shard to keep */

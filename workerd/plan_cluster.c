@@ -140,12 +140,11 @@ static void move_node(const ctopo_input_t *in, int i, slotmove_node_t *n)
     snprintf(n->id, sizeof(n->id), "%s", me ? me->id : "");
 }
 
-/* RESHARD: the move as a PLAN_SLOT_MOVE (slotmove.h's job: the spec's batch size, budget
- * and rate), with its Event. Returns 0, or -1 when out of memory. */
-static int plan_move(const plan_ctx_t *c, const ctopo_input_t *in, const ctopo_result_t *r)
+/* RESHARD: the move mv as a PLAN_SLOT_MOVE (slotmove.h's job: the spec's batch size,
+ * budget and rate), with its Event. Returns 0, or -1 when out of memory. */
+static int plan_move(const plan_ctx_t *c, const ctopo_input_t *in, const ctopo_result_t *r, const ctopo_move_t *mv)
 {
     static slotmove_job_t job;
-    const ctopo_move_t *mv = &r->move;
     memset(&job, 0, sizeof(job));
     snprintf(job.cluster, sizeof(job.cluster), "%s", c->name);
     move_node(in, mv->source, &job.source);
@@ -176,8 +175,11 @@ static int plan_decisions(const plan_ctx_t *c, const ctopo_input_t *in, const ct
 {
     plan_t *p = c->plan;
     int left = plan_commands(c, in, r);
-    if (left < 0 || (r->move.source >= 0 && plan_room(p) > ROOM_KEPT && plan_move(c, in, r)))
+    if (left < 0)
         return -1;
+    for (size_t m = 0; m < r->nmoves && plan_room(p) > ROOM_KEPT; m++)
+        if (plan_move(c, in, r, &r->moves[m]))
+            return -1;
     int n = r->nshards * (in->width ? in->width : 1 + in->replicas);
     for (int i = 0; i < n; i++)
         if (r->label[i] && plan_room(p) > ROOM_KEPT && plan_label(c, &in->pod[i], r->label[i]))
@@ -187,7 +189,7 @@ static int plan_decisions(const plan_ctx_t *c, const ctopo_input_t *in, const ct
     if (r->degraded)
         plan_degrade(c, r->reason, "%s", r->message);
     if (r->waiting || left)
-        plan_requeue_within(p, r->move.source >= 0 ? PLAN_REQUEUE_RESHARD_NS : PLAN_REQUEUE_SWITCHOVER_NS);
+        plan_requeue_within(p, r->nmoves ? PLAN_REQUEUE_RESHARD_NS : PLAN_REQUEUE_SWITCHOVER_NS);
     return 0;
 }
 

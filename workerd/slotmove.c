@@ -207,12 +207,16 @@ static int command_of(run_t *r, const slotmove_t *m, int *to)
 }
 
 /* 1 when the run is to stop before m's next step: the budget or max_bytes spent, at a
- * slot's start or between batches. */
-static int spent(const run_t *r, const slotmove_t *m, int64_t deadline)
+ * slot's start; between the batches of a slot only once twice the budget is (a slot of
+ * many keys): a run that stops leaves no slot open unless it has to, so that the next plan,
+ * made from an observation older than the run, has nothing to finish first. */
+static int spent(const run_t *r, const slotmove_t *m, int64_t start, int64_t budget)
 {
-    if ((m->state != SLOTMOVE_IMPORTING && m->state != SLOTMOVE_GETKEYS) || r->pr->commands == 0)
-        return 0; /* (the first step always goes: every run moves on) */
-    return r->io->now_ns(r->io->user) >= deadline || (r->job->max_bytes > 0 && r->pr->bytes >= r->job->max_bytes);
+    if ((m->state != SLOTMOVE_IMPORTING && m->state != SLOTMOVE_GETKEYS) || r->pr->commands <= 1)
+        return 0; /* (the first slot always goes: every run moves on) */
+    int64_t used = r->io->now_ns(r->io->user) - start;
+    int over = r->job->max_bytes > 0 && r->pr->bytes >= r->job->max_bytes;
+    return m->state == SLOTMOVE_IMPORTING ? used >= budget || over : used >= 2 * budget || over;
 }
 
 /* One step of m: its command sent and its answer fed. */
@@ -286,7 +290,7 @@ int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char 
         return -1;
     }
     *r = (run_t){.job = job, .io = io, .password = password, .pr = progress};
-    int64_t deadline = io->now_ns(io->user) + job->budget_ns;
+    int64_t start = io->now_ns(io->user);
     int rc = source_slots(io, &r->mine, progress, err, errlen);
     if (rc)
         progress->failed = 1;
@@ -299,7 +303,7 @@ int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char 
             slotmove_t m;
             slotmove_start(&m, s);
             while (m.state != SLOTMOVE_DONE && m.state != SLOTMOVE_FAILED && !rc) {
-                if (spent(r, &m, deadline)) {
+                if (spent(r, &m, start, job->budget_ns)) {
                     progress->stopped = 1;
                     rc = 1;
                 } else

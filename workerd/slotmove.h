@@ -134,8 +134,9 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
 
 /* Run the job's slots over io, password for MIGRATE's AUTH (NULL or "": none). Stops
  * at the first failure (progress->failed, err), or when the budget or max_bytes is
- * spent (progress->stopped; the slot under way left open, as RESUMING says). Returns 0
- * when every slot is done, 1 when stopped, -1 when failed. */
+ * spent (progress->stopped): at a slot's start, or between the batches of a slot once
+ * twice the budget is (the slot left open, as RESUMING says). Returns 0 when every slot
+ * is done, 1 when stopped, -1 when failed. */
 int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char *password,
                  slotmove_progress_t *progress, char *err, size_t errlen);
 

@@ -13,8 +13,7 @@
 typedef struct {
     const slotmove_job_t *job;
     redis_conn_opts_t opts;
-    redis_sync_t *source, *target, *other; /* the others one at a time: each gets one command per slot */
-    int other_at;                          /* the index other is open to, -1 none */
+    redis_sync_t *source, *target, *others[SLOTMOVE_MAX_OTHERS]; /* opened when first needed */
 } sync_io_t;
 
 static const slotmove_node_t *node_of(const sync_io_t *s, int to)
@@ -23,19 +22,20 @@ static const slotmove_node_t *node_of(const sync_io_t *s, int to)
                                                                                  : &s->job->others[to];
 }
 
+static redis_sync_t **slot_of(sync_io_t *s, int to)
+{
+    return to == SLOTMOVE_TO_SOURCE ? &s->source : to == SLOTMOVE_TO_TARGET ? &s->target : &s->others[to];
+}
+
 /* The open connection to node to, opened when needed; NULL with err. */
 static redis_sync_t *conn_to(sync_io_t *s, int to, char *err, size_t errlen)
 {
-    redis_sync_t **c = to == SLOTMOVE_TO_SOURCE ? &s->source : to == SLOTMOVE_TO_TARGET ? &s->target : &s->other;
-    if (c == &s->other && s->other_at != to)
-        redis_sync_close(&s->other);
+    redis_sync_t **c = slot_of(s, to);
     if (!*c) {
         redis_conn_opts_t o = s->opts;
         o.host = node_of(s, to)->ip;
         o.port = node_of(s, to)->port;
         *c = redis_sync_open(&o, err, errlen);
-        if (c == &s->other)
-            s->other_at = *c ? to : -1;
     }
     return *c;
 }
@@ -47,10 +47,8 @@ static redisReply *sync_command(void *user, int to, int argc, const char *const 
     redis_sync_t *c = conn_to(s, to, err, errlen);
     int64_t timeout = COMMAND_TIMEOUT_NS + (!strcmp(argv[0], "MIGRATE") ? SLOTMOVE_MIGRATE_TIMEOUT_MS * NS_PER_MS : 0);
     redisReply *r = c ? redis_sync_command(c, argc, argv, lens, timeout, err, errlen) : NULL;
-    if (!r && c) { /* a failed connection stays failed: the next command opens another */
-        redis_sync_t **slot = to == SLOTMOVE_TO_SOURCE ? &s->source : to == SLOTMOVE_TO_TARGET ? &s->target : &s->other;
-        redis_sync_close(slot);
-    }
+    if (!r && c) /* a failed connection stays failed: the next command opens another */
+        redis_sync_close(slot_of(s, to));
     return r;
 }
 
@@ -107,7 +105,9 @@ static int64_t sync_now(void *user)
 int slotmove_run_sync(const slotmove_job_t *job, const char *password, const char *password_fallback,
                       slotmove_progress_t *progress, char *err, size_t errlen)
 {
-    sync_io_t s = {.job = job, .other_at = -1};
+    static sync_io_t s; /* (large: one run at a time in a worker) */
+    memset(&s, 0, sizeof(s));
+    s.job = job;
     s.opts.connect_timeout_ns = COMMAND_TIMEOUT_NS;
     s.opts.password = password;
     s.opts.password_fallback = password_fallback;
@@ -115,6 +115,7 @@ int slotmove_run_sync(const slotmove_job_t *job, const char *password, const cha
     int rc = slotmove_run(job, &io, password, progress, err, errlen);
     redis_sync_close(&s.source);
     redis_sync_close(&s.target);
-    redis_sync_close(&s.other);
+    for (size_t i = 0; i < SLOTMOVE_MAX_OTHERS; i++)
+        redis_sync_close(&s.others[i]);
     return rc;
 }

@@ -188,8 +188,8 @@ static int converge(run_t *run, int seconds, ctopo_result_t *out)
             send_cmd(&out->cmd[k]);
             run->cmds[out->cmd[k].kind]++;
         }
-        if (out->move.source >= 0 && !out->ncmds)
-            run_move(&in, &out->move, &run->moved);
+        for (size_t m = 0; m < out->nmoves && !out->ncmds; m++)
+            run_move(&in, &out->moves[m], &run->moved);
         for (int i = 0; i < nnodes; i++)
             cn_view_destroy(&views[i]);
         if (out->healthy || (run->until_dropped && out->nshards > spec_shards && !out->keep_shard[spec_shards]))

@@ -281,8 +281,8 @@ static const char *agreed_owner(const ctopo_input_t *in, int n, int slot)
 static void check_move_and_reset(const row_t *r, const ctopo_input_t *in, const ctopo_result_t *o, int n)
 {
     int per = r->width ? r->width : 1 + r->replicas;
-    const ctopo_move_t *mv = &o->move;
-    if (mv->source >= 0) {
+    for (size_t m = 0; m < o->nmoves; m++) {
+        const ctopo_move_t *mv = &o->moves[m];
         const cn_node_t *src = cn_myself(in->pod[mv->source].view), *dst = cn_myself(in->pod[mv->target].view);
         CU_ASSERT_FATAL(src && dst);
         CU_ASSERT(dst->flags & CN_MASTER);
@@ -311,15 +311,18 @@ static void check_move_and_reset(const row_t *r, const ctopo_input_t *in, const 
     }
 }
 
-/* The move as "source->target ranges[ resume]", "" none. */
+/* The moves as "source->target ranges[ resume]; ...", "" none. */
 static void move_text(const ctopo_result_t *o, char *out, size_t len)
 {
+    size_t off = 0;
     out[0] = '\0';
-    if (o->move.source < 0)
-        return;
-    char ranges[512];
-    cn_ranges_text(o->move.ranges, o->move.nranges, ranges, sizeof(ranges));
-    snprintf(out, len, "%d->%d %s%s", o->move.source, o->move.target, ranges, o->move.resume ? " resume" : "");
+    for (size_t m = 0; m < o->nmoves; m++) {
+        const ctopo_move_t *mv = &o->moves[m];
+        char ranges[512];
+        cn_ranges_text(mv->ranges, mv->nranges, ranges, sizeof(ranges));
+        off += (size_t)snprintf(out + off, len - off, "%s%d->%d %s%s", m ? "; " : "", mv->source, mv->target, ranges,
+                                mv->resume ? " resume" : "");
+    }
 }
 
 /* The layout kept as "replicas a,b,c keep x,y,z". */
@@ -726,7 +729,7 @@ static const row_t rows[] = {
      "Resharding",
      -1,
      "",
-     "0->6 4096-5460",
+     "0->6 4096-5460; 2->6 9557-10922; 4->6 15019-16383",
      NO_LAYOUT},
     {"scale out, later: shard 0 gave its share; shard 1 next",
      4,
@@ -740,9 +743,9 @@ static const row_t rows[] = {
      "Resharding",
      -1,
      "",
-     "2->6 9557-10922",
+     "2->6 9557-10922; 4->6 15019-16383",
      NO_LAYOUT},
-    {"a move cut off (slot 5000 MIGRATING on the source, IMPORTING on the target): finished first",
+    {"a move cut off (slot 5000 MIGRATING on the source, IMPORTING on the target): finished first, then the rest",
      4,
      1,
      1,
@@ -754,7 +757,7 @@ static const row_t rows[] = {
      "Resharding",
      -1,
      "",
-     "0->6 5000 resume",
+     "0->6 5000 resume; 0->6 4096-5460; 2->6 9557-10922; 4->6 15019-16383",
      NO_LAYOUT},
     {"the importing end failed over since: the cut-off move goes on to its shard's new master",
      4,
@@ -768,7 +771,7 @@ static const row_t rows[] = {
      "Resharding",
      -1,
      "",
-     "0->7 5000 resume",
+     "0->7 5000 resume; 0->7 5000-5460,4096-4499; 2->7 9557-10922; 4->7 15019-16383",
      NO_LAYOUT},
     {"a move cut off while its target is away: nothing moves, it waits",
      4,
@@ -796,7 +799,7 @@ static const row_t rows[] = {
      "Resharding",
      -1,
      "",
-     "6->0 15018-16383",
+     "6->0 15018-16383; 6->2 13653-15017; 6->4 12288-13652",
      4,
      0,
      2,

@@ -466,13 +466,24 @@ static void test_budget_and_refusal(void)
     model_init(&w, 25);
     slotmove_job_t job;
     job_of(&w, &job, 3, 4, 400);
-    job.budget_ns = 3500000; /* the model's clock moves 1 ms a look: two batches */
+    job.budget_ns = 3500000; /* the model's clock moves 1 ms a look */
     slotmove_io_t io = {m_command, m_sizes, m_now, &w};
     slotmove_progress_t pr;
     char err[256];
+    /* spent within slot 3: it is finished all the same, and the run stops at slot 4's start */
     int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
     CU_ASSERT_EQUAL(rc, 1);
     CU_ASSERT_TRUE(pr.stopped);
+    CU_ASSERT_EQUAL(pr.keys, 25);
+    CU_ASSERT_EQUAL(pr.slots_done, 1);
+    CU_ASSERT_EQUAL(w.n[1].importing[4], -1); /* nothing left open */
+    CU_ASSERT_EQUAL(w.n[0].owner[4], 0);
+    check_moved(&w, 3, 25);
+    /* a slot of many batches: the run stops in it once twice the budget is spent, open */
+    model_init(&w, 25);
+    job.budget_ns = 1500000;
+    rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+    CU_ASSERT_EQUAL(rc, 1);
     CU_ASSERT_EQUAL(pr.keys, 20);
     CU_ASSERT_EQUAL(w.n[0].migrating[3], 1); /* left open, as RESUMING says */
     job.budget_ns = INT64_C(1000000000000);
