@@ -1,13 +1,14 @@
 /* redis_stream: a plain socket or an OpenSSL session, non-blocking. See redis_stream.h. */
 #include "redis_stream.h"
 
+#include "tlscert.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
-#include <openssl/evp.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,21 +171,11 @@ int redis_stream_heard(const redis_stream_t *s)
 
 int redis_stream_peer_cert_sha256(const redis_stream_t *s, char hex[65])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    hex[0] = '\0';
     X509 *peer = s->ssl && s->handshaken ? SSL_get0_peer_certificate(s->ssl) : NULL;
-    if (!peer || X509_digest(peer, EVP_sha256(), md, &n) != 1 || n != 32) {
-        ERR_clear_error();
-        return -1;
-    }
-    static const char digits[] = "0123456789abcdef";
-    for (unsigned int i = 0; i < n; i++) {
-        hex[2 * i] = digits[md[i] >> 4];
-        hex[2 * i + 1] = digits[md[i] & 15];
-    }
-    hex[64] = '\0';
-    return 0;
+    hex[0] = '\0';
+    int rc = peer ? tlscert_sha256(peer, hex) : -1;
+    ERR_clear_error();
+    return rc;
 }
 
 /* ---- plain ------------------------------------------------------------------------- */

@@ -45,14 +45,22 @@ static void hex_of(const unsigned char *b, size_t n, const char *digits, char *o
     out[2 * n] = '\0';
 }
 
-/* The leaf's fingerprint, serial and validity into out. */
-static void describe(X509 *leaf, tlscert_check_t *out)
+int tlscert_sha256(X509 *x, char hex[65])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
+    hex[0] = '\0';
+    if (X509_digest(x, EVP_sha256(), md, &n) != 1 || n != 32)
+        return -1;
+    hex_of(md, n, "0123456789abcdef", hex);
+    return 0;
+}
+
+/* The leaf's fingerprint, serial and validity into out. */
+static void describe(X509 *leaf, tlscert_check_t *out)
+{
     out->have_cert = 1;
-    if (X509_digest(leaf, EVP_sha256(), md, &n) == 1 && n == 32)
-        hex_of(md, n, "0123456789abcdef", out->sha256);
+    (void)tlscert_sha256(leaf, out->sha256);
     BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(leaf), NULL);
     unsigned char raw[40];
     int len = bn ? BN_num_bytes(bn) : -1;

@@ -27,6 +27,7 @@
 #ifndef RDC_TLSCERT_H
 #define RDC_TLSCERT_H
 
+#include <openssl/x509.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,6 +68,10 @@ tlscert_status_t tlscert_check(const char *cert, size_t cert_len, const char *ke
 /* The leaf certificate's fingerprint, serial and validity alone (no other check): 0 with
  * *out's have_cert set, or -1 when cert holds no PEM certificate. */
 int tlscert_read(const char *cert, size_t cert_len, tlscert_check_t *out);
+
+/* The SHA-256 of x's DER as 64 lower-case hex digits into hex[65] (the certificate's
+ * fingerprint, as redis_conn_peer_cert gives it): 0, or -1 with hex "". */
+int tlscert_sha256(X509 *x, char hex[65]);
 
 /* The status's name: "OK", "NoCertificate", "NoKey", "KeyMismatch", "NoCA", "Untrusted",
  * "NotYetValid", "Expired", "NameMismatch", "Expiring" (the condition's reasons are
