@@ -105,6 +105,17 @@ static void memo_store(exec_memo_t *m, uint64_t uid, uint64_t sig)
 }
 
 
+/* How PLAN_REDIS reaches the cluster's Redis: x's passwords, TLS settings and secrets. */
+static redisexec_client_t client_of(const exec_ctx_t *x)
+{
+    return (redisexec_client_t){.password = x->redis_password,
+                                .old_password = x->redis_old_password,
+                                .tls = x->redis_tls,
+                                .tls_domain = x->redis_tls_domain,
+                                .secrets = x->redis_secrets,
+                                .n_secrets = x->redis_n_secrets};
+}
+
 /* 1 when the PLAN_REDIS action a is a REPLICAOF the node already follows: a work item
  * can carry an observation older than a command this worker just sent (observerd probes
  * once a second), and sending it again would only repeat its Event. A node that cannot
@@ -117,9 +128,9 @@ static int redis_already_done(const exec_ctx_t *x, const plan_action_t *a)
     char info[8192], err[256], role[16], host[256];
     int port = 0, link = 0;
     int64_t offset = -1;
-    if (redisexec_command(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password, 2, av,
-                          REDISEXEC_TIMEOUT_NS, info,
-                          sizeof(info), err, sizeof(err)))
+    redisexec_client_t cl = client_of(x);
+    if (redisexec_run(&cl, a->name, a->ip, RENDER_REDIS_PORT, 2, av, REDISEXEC_TIMEOUT_NS, info, sizeof(info), err,
+                      sizeof(err)))
         return 0;
     redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &port, &link, &offset);
     char have_port[16];
@@ -140,15 +151,16 @@ static int redis_removed_already(const plan_action_t *a, const char *err)
 static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int *skipped, kube_error_t *err)
 {
     char rerr[512];
+    redisexec_client_t cl = client_of(x);
     /* Before REPLICAOF NO ONE: the old primary must not answer (docs/failover.md). */
     int guard = a->argc == 3 && !strcmp(a->argv[0], "REPLICAOF") && !strcmp(a->argv[1], "NO")
-                    ? redisexec_promote_guard(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password,
-                                              REDISEXEC_PROMOTE_GUARD_NS, rerr, sizeof(rerr))
+                    ? redisexec_promote_guard_on(&cl, a->name, a->ip, RENDER_REDIS_PORT, REDISEXEC_PROMOTE_GUARD_NS,
+                                                 rerr, sizeof(rerr))
                     : 0;
     /* FAILOVER TO: the old primary must have the new one linked and caught up. */
     if (a->argc >= 4 && !strcmp(a->argv[0], "FAILOVER"))
-        guard = redisexec_switchover(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password, a->argc,
-                                     a->argv, TOPO_SWITCHOVER_MAX_LAG, rerr, sizeof(rerr));
+        guard = redisexec_switchover_on(&cl, a->name, a->ip, RENDER_REDIS_PORT, a->argc, a->argv,
+                                        TOPO_SWITCHOVER_MAX_LAG, rerr, sizeof(rerr));
     if (guard < 0) {
         kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, rerr);
         return EXEC_ERROR;
@@ -164,8 +176,8 @@ static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int
         *skipped = 1; /* and its events */
         return EXEC_OK;
     }
-    if (redisexec_command(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password, a->argc, a->argv,
-                          REDISEXEC_TIMEOUT_NS, NULL, 0, rerr, sizeof(rerr)) &&
+    if (redisexec_run(&cl, a->name, a->ip, RENDER_REDIS_PORT, a->argc, a->argv, REDISEXEC_TIMEOUT_NS, NULL, 0, rerr,
+                      sizeof(rerr)) &&
         !redis_removed_already(a, rerr)) {
         kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, rerr);
         return EXEC_ERROR;
