@@ -176,9 +176,11 @@ static tlscert_status_t check_leaf(X509 *leaf, const char *const *names, size_t 
         ERR_clear_error();
         return fail(out, TLSCERT_NAME_MISMATCH, "not valid for %.200s (its DNS names: %s)", names[i], have);
     }
+    int64_t life = out->not_after_s - out->not_before_s;
+    if (warn_s > life / 6)
+        warn_s = life / 6;
     if (now_s + warn_s >= out->not_after_s)
-        return fail(out, TLSCERT_EXPIRING, "expires at %s, in %lld hours", when,
-                    (long long)((out->not_after_s - now_s) / 3600));
+        return fail(out, TLSCERT_EXPIRING, "expires at %s and has not been renewed", when);
     return TLSCERT_OK;
 }
 

@@ -17,7 +17,10 @@
  *   TLSCERT_EXPIRED        now is at or after its notAfter
  *   TLSCERT_NAME_MISMATCH  it is not valid for one of the names (DNS SANs, wildcards
  *                          whole labels only, as the operator's clients check them)
- *   TLSCERT_EXPIRING       all of the above pass, and it expires within warn_s of now
+ *   TLSCERT_EXPIRING       all of the above pass, and it expires within warn_s of now, or
+ *                          within a sixth of its lifetime when that is shorter (cert-manager
+ *                          renews a third of the lifetime ahead: a certificate still here at a
+ *                          sixth was not renewed; a 24-hour one warns 4 hours ahead)
  *   TLSCERT_OK
  * and in every case where tls.crt holds a certificate, its fingerprint, serial and
  * validity (the leaf's; a chain's intermediates are not reported).

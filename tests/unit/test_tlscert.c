@@ -100,9 +100,13 @@ static void test_failures_in_order(void)
     CU_ASSERT_STRING_EQUAL(c.detail, "not valid for cache-0.cache.ns.svc (its DNS names: redis.test)");
     /* no partial wildcards, as the clients check names */
     CU_ASSERT_EQUAL(check(partial.crt_pem, partial.key_pem, pki.ca.crt_pem, 0, &c), TLSCERT_NAME_MISMATCH);
-    /* 30 days left, warned 31 days ahead */
-    CU_ASSERT_EQUAL(check(pods.crt_pem, pods.key_pem, pki.ca.crt_pem, 31 * 86400, &c), TLSCERT_EXPIRING);
+    /* 30 days left: warned 31 days ahead only when a sixth of the lifetime is as long */
+    CU_ASSERT_EQUAL(check(pods.crt_pem, pods.key_pem, pki.ca.crt_pem, 31 * 86400, &c), TLSCERT_OK);
+    tc_cert_t old = tc_make("cache", &pki.ca, 0, "DNS:*.cache.ns.svc", "serverAuth", -300 * 86400, 30 * 86400);
+    CU_ASSERT_EQUAL(check(old.crt_pem, old.key_pem, pki.ca.crt_pem, 31 * 86400, &c), TLSCERT_EXPIRING);
     CU_ASSERT_PTR_NOT_NULL(strstr(c.detail, "expires at "));
+    CU_ASSERT_EQUAL(check(old.crt_pem, old.key_pem, pki.ca.crt_pem, 14 * 86400, &c), TLSCERT_OK);
+    tc_cert_free(&old);
     CU_ASSERT_STRING_EQUAL(tlscert_status_name(TLSCERT_EXPIRING), "Expiring");
     CU_ASSERT_STRING_EQUAL(tlscert_status_name(TLSCERT_NAME_MISMATCH), "NameMismatch");
 }
