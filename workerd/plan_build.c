@@ -70,6 +70,7 @@ static const struct {
     [PLAN_REDIS] = {"redis", "send a Redis command to", NULL, NULL, NULL, NULL},
     [PLAN_AUTH_RECORD] = {"authRecord", "record the password in", "PATCH", CT_APPLY, FM "&force=true", NULL},
     [PLAN_ANNOTATE_POD] = {"annotatePod", "annotate", "PATCH", CT_MERGE, "", NULL},
+    [PLAN_ACL_FILE] = {"aclFile", "write the ACL file into", "PATCH", CT_APPLY, FM "&force=true", NULL},
 };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 
