@@ -152,6 +152,10 @@ static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int
 {
     char rerr[512];
     redisexec_client_t cl = client_of(x);
+    if (x->redis_refused) { /* spec.tls without usable settings: nothing to talk with */
+        kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, x->redis_refused);
+        return EXEC_ERROR;
+    }
     /* Before REPLICAOF NO ONE: the old primary must not answer (docs/failover.md). */
     int guard = a->argc == 3 && !strcmp(a->argv[0], "REPLICAOF") && !strcmp(a->argv[1], "NO")
                     ? redisexec_promote_guard_on(&cl, a->name, a->ip, RENDER_REDIS_PORT, REDISEXEC_PROMOTE_GUARD_NS,
@@ -381,6 +385,37 @@ static json_object *auth_record_body(const exec_ctx_t *x, const plan_action_t *a
     return body;
 }
 
+/* PLAN_ACL_FILE: the plan's Secret with each ${acl-hash:<user>} token of its stringData
+ * replaced by the hash x->redis_secrets holds (a new object the caller puts), or NULL
+ * with err (a token no secret is given for: Redis could not load the file). */
+static json_object *acl_file_body(const exec_ctx_t *x, const plan_action_t *a, kube_error_t *err)
+{
+    json_object *body = NULL, *sd = NULL;
+    redisexec_client_t cl = client_of(x);
+    if (json_object_deep_copy(a->body, &body, NULL) || !json_object_object_get_ex(body, "stringData", &sd)) {
+        json_object_put(body);
+        kube_error_set(err, KERR_CONFIG, "Secret %s: out of memory", a->name);
+        return NULL;
+    }
+    json_object_object_foreach(sd, k, v)
+    {
+        char *text = redisexec_expand_text(&cl, json_object_get_string(v));
+        int unknown = text && strstr(text, RENDER_ACL_HASH_TOKEN_PREFIX);
+        if (text && !unknown)
+            json_object_object_add(sd, k, json_object_new_string(text));
+        if (text)
+            explicit_bzero(text, strlen(text));
+        free(text);
+        if (!text || unknown) {
+            json_object_put(body);
+            kube_error_set(err, KERR_CONFIG, "Secret %s: %s", a->name,
+                           text ? "a user's password is not known" : "out of memory");
+            return NULL;
+        }
+    }
+    return body;
+}
+
 static void run_stage_done(exec_run_t *run);
 
 /* The stage's request q ended with err (fenced: the fence refused it). */
@@ -405,8 +440,11 @@ static void run_req_start(exec_run_t *run, size_t k)
     const exec_ctx_t *x = run->x;
     kube_error_t e;
     kube_error_clear(&e);
-    json_object *secret = a->kind == PLAN_AUTH_RECORD ? auth_record_body(x, a, &e) : NULL;
-    if (secret || a->kind != PLAN_AUTH_RECORD) {
+    int tokens = a->kind == PLAN_AUTH_RECORD || a->kind == PLAN_ACL_FILE;
+    json_object *secret = a->kind == PLAN_AUTH_RECORD ? auth_record_body(x, a, &e)
+                          : a->kind == PLAN_ACL_FILE  ? acl_file_body(x, a, &e)
+                                                      : NULL;
+    if (secret || !tokens) {
         const char *body = json_object_to_json_string_ext(secret ? secret : a->body,
                                                           JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
         kube_call_spec_t spec = {.method = a->method, .path = a->path, .content_type = a->content_type,

@@ -18,7 +18,8 @@
  * PLAN_REDIS is one command to the pod's Redis (redisexec.h: connect, TLS with
  * x->redis_tls when set (the pod's certificate checked for <pod>.<x->redis_tls_domain>),
  * AUTH with x->redis_password when set, the command, each bounded by
- * REDISEXEC_TIMEOUT_NS; x->redis_secrets' tokens replaced on the wire), fenced
+ * REDISEXEC_TIMEOUT_NS; x->redis_secrets' tokens replaced on the wire; none at all
+ * while x->redis_refused says why), fenced
  * like a request; a failure (unreachable, an error reply) is EXEC_ERROR with err naming
  * the pod and the reply, never the password. A REPLICAOF the node already follows (INFO
  * replication, asked first) is skipped with its events: the observation in a work item
@@ -87,6 +88,8 @@ typedef struct {
     const redisexec_secret_t *redis_secrets; /* more tokens of PLAN_REDIS (ACL users' password
                                                 hashes, never logged); redis_n_secrets */
     size_t redis_n_secrets;
+    const char *redis_refused;      /* set: every PLAN_REDIS fails with this (spec.tls without
+                                       usable settings: "spec.tls: Secret ns/x: ...") */
     recorder_t *recorder;       /* Events asynchronous and aggregated (recorder.h); NULL =
                                  * not recorded (exec_plan and reconcile_run use one of
                                  * their own then) */

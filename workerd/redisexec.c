@@ -3,6 +3,7 @@
 #include "redisexec.h"
 
 #include "clusternodes.h"
+#include "buf.h"
 #include "jsonx.h"
 #include "redis_sync.h"
 
@@ -48,6 +49,33 @@ static void scrub_all(const redisexec_client_t *cl, char *err, size_t errlen)
     size_t n = secrets_of(cl, sec);
     for (size_t i = 0; errlen && i < n; i++)
         scrub(err, errlen, sec[i].value, sec[i].token);
+}
+
+char *redisexec_expand_text(const redisexec_client_t *cl, const char *text)
+{
+    redisexec_secret_t sec[2 + REDISEXEC_MAX_SECRETS];
+    size_t ns = secrets_of(cl, sec);
+    buf_t b;
+    buf_init(&b, 0);
+    int rc = 0;
+    for (const char *p = text; *p && !rc;) {
+        size_t t = 0;
+        while (t < ns && strncmp(p, sec[t].token, strlen(sec[t].token)))
+            t++;
+        if (t < ns) {
+            rc = buf_puts(&b, sec[t].value);
+            p += strlen(sec[t].token);
+        } else {
+            rc = buf_append(&b, p++, 1);
+        }
+    }
+    char *out = rc ? NULL : buf_detach(&b);
+    if (!out && !rc)
+        out = strdup(""); /* an empty text */
+    if (rc)
+        explicit_bzero(b.data, b.alloc);
+    buf_free(&b);
+    return out;
 }
 
 /* 1 when s ends with token. */

@@ -74,6 +74,11 @@ typedef struct {
 int redisexec_run(const redisexec_client_t *cl, const char *pod, const char *ip, int port, int argc,
                   const char *const *argv, int64_t timeout_ns, char *reply, size_t replylen, char *err, size_t errlen);
 
+/* text with every occurrence of cl's tokens (the passwords' and the secrets') replaced
+ * by its secret: a new string the caller wipes and frees, or NULL when out of memory.
+ * For a file the executor writes into a Secret (the ACL file's password hashes). */
+char *redisexec_expand_text(const redisexec_client_t *cl, const char *text);
+
 /* redisexec_run in plain text with password and old_password (NULL or "": none). */
 int redisexec_command(const char *ip, int port, const char *password, const char *old_password, int argc,
                       const char *const *argv, int64_t timeout_ns, char *reply, size_t replylen, char *err,
