@@ -89,6 +89,8 @@ static const proj_row_t pod_rows[] = {
     {PROJ_READ, {"metadata", "annotations", "cache.example.com/runtime-config"},
      "runtimecfg.c: the runtime config applied (RUNTIME CONFIG)"},
     {PROJ_READ, {"metadata", "annotations", "cache.example.com/acl"}, "plan_acl.c: the ACL users applied (ACL)"},
+    {PROJ_READ, {"metadata", "annotations", "cache.example.com/tls"},
+     "plan_tls.c, observerd: the pod speaks TLS on 6379 (TLS)"},
     {PROJ_READ, {"metadata", "annotations", "cache.example.com/acl-users"},
      "plan_acl.c: the users applied, whom a removal drops (ACL)"},
     {PROJ_KEEP, {"spec", "nodeName"}, "informerd --tail (where the pod runs)"},

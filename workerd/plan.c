@@ -195,6 +195,12 @@ static int plan_valid(const plan_ctx_t *c, const plan_children_t *kids, found_t 
     x->f.kids = &x->kids;
     /* The StatefulSet whose status counts: ours, else none. */
     const json_object *sts = x->kids.sts_ours ? kids->statefulset : NULL;
+    /* TLS turned on or off: every pod restarts at once, no topology command with it (a
+     * pod of the other protocol cannot be spoken to), as with a password rotation. */
+    size_t before = plan_action_count(c->plan);
+    if (plan_tls_restart(c, sts))
+        return -1;
+    rotating |= plan_action_count(c->plan) != before;
     if (c->spec->mode == RDC_MODE_REPLICATION) {
         x->f.topo = &x->topo;
         if (plan_replication(c, sts, rotating, &x->topo))

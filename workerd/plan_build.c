@@ -193,6 +193,21 @@ void plan_add_event(plan_t *p, const char *type, const char *reason, int action,
     e->pub.action = action;
 }
 
+int plan_add_pod_delete(plan_t *p, const char *ns, const char *pod, const char *uid, const char *why)
+{
+    int *oom = plan_oom(p);
+    json_object *body = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom);
+    jsonx_put(body, "apiVersion", jsonx_new_str("v1", oom), oom);
+    jsonx_put(body, "kind", jsonx_new_str("DeleteOptions", oom), oom);
+    jsonx_put(pre, "uid", jsonx_new_str(uid, oom), oom);
+    jsonx_put(body, "preconditions", pre, oom);
+    if (*oom) {
+        json_object_put(body);
+        return -1;
+    }
+    return plan_add_action(p, PLAN_DELETE, "v1", "pods", ns, pod, body, why);
+}
+
 size_t plan_room(const plan_t *p)
 {
     return PLAN_MAX_ACTIONS - p->n_actions;

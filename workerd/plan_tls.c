@@ -6,6 +6,7 @@
 #include "plan_build.h"
 #include "plan_observe.h"
 #include "redisexec.h"
+#include "render.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -101,6 +102,60 @@ static int reload_one(const plan_ctx_t *c, const char *pod, const char *ip, cons
     size_t at = strlen(r->pods);
     snprintf(r->pods + at, sizeof(r->pods) - at, "%s%s", r->asked++ ? ", " : "", pod);
     return 0;
+}
+
+/* 1 when sts's pod template says (RENDER_TLS_ANNOTATION) what want says ("on", or NULL:
+ * plain text) and its controller has seen that template (observedGeneration). */
+static int template_says(const json_object *sts, const char *want)
+{
+    const char *has = JSONX_STR_AT(sts, "spec", "template", "metadata", "annotations", RENDER_TLS_ANNOTATION);
+    int64_t gen = jsonx_int_or(jsonx_get(sts, "metadata"), "generation", -1);
+    int64_t seen = jsonx_int_or(jsonx_get(sts, "status"), "observedGeneration", -2);
+    return sts && (want ? has && !strcmp(has, want) : !has) && seen >= gen;
+}
+
+/* Every StatefulSet of the cluster (the shards' in Cluster mode) runs the template the
+ * spec says. */
+static int templates_say(const plan_ctx_t *c, const json_object *sts, const char *want)
+{
+    if (c->spec->mode != RDC_MODE_CLUSTER)
+        return template_says(sts, want);
+    const json_object *shards = c->more->shard_statefulsets;
+    size_t n = jsonx_len(shards);
+    for (size_t i = 0; i < n; i++)
+        if (!template_says(json_object_array_get_idx(shards, i), want))
+            return 0;
+    return n == (size_t)c->spec->cluster.shards;
+}
+
+int plan_tls_restart(const plan_ctx_t *c, const json_object *sts)
+{
+    const char *want = c->spec->tls.secret ? RENDER_TLS_ON : NULL;
+    const json_object *pods = c->more ? c->more->members : NULL;
+    if (!pods || !templates_say(c, sts, want))
+        return 0;
+    char why[600], names[400] = "";
+    int last = -1, n = 0;
+    for (size_t i = 0; i < jsonx_len(pods); i++) {
+        const json_object *meta = jsonx_get(json_object_array_get_idx(pods, i), "metadata");
+        const char *has = JSONX_STR_AT(meta, "annotations", RENDER_TLS_ANNOTATION), *pod = jsonx_str_set(meta, "name");
+        const char *uid = jsonx_str_set(meta, "uid");
+        if (!pod || !uid || jsonx_get(meta, "deletionTimestamp") || (want ? has && !strcmp(has, want) : !has) ||
+            plan_room(c->plan) < 2)
+            continue;
+        snprintf(why, sizeof(why), "pod %s/%s speaks %s on 6379, spec.tls says %s: every pod restarts at once", c->ns,
+                 pod, has ? "TLS" : "plain text", want ? "TLS" : "plain text");
+        if ((last = plan_add_pod_delete(c->plan, c->ns, pod, uid, why)) < 0)
+            return -1;
+        size_t at = strlen(names);
+        snprintf(names + at, sizeof(names) - at, "%s%s", n++ ? ", " : "", pod);
+    }
+    if (last >= 0)
+        plan_add_event(c->plan, "Normal", "TLSRestart", last,
+                       "spec.tls turns %s: restarting %s at once (a replica cannot follow a primary that speaks the "
+                       "other protocol)",
+                       want ? "TLS on" : "TLS off", names);
+    return *plan_oom(c->plan) ? -1 : 0;
 }
 
 /* The Secret's certificate, when the pods may serve it (it passes the checks), else NULL. */

@@ -16,6 +16,14 @@ typedef struct plan_tls_found {
  * too). Before the status. */
 void plan_tls(const plan_ctx_t *c, plan_tls_found_t *out);
 
+/* TURNING TLS ON OR OFF: once the StatefulSet (every shard's in Cluster mode) runs the
+ * template spec.tls says (RENDER_TLS_ANNOTATION) and its controller saw it, every pod
+ * of the work item's that speaks the other protocol (its annotation) is deleted at once
+ * (uid preconditions; Normal event TLSRestart): replication, a switchover and the
+ * cluster bus cannot cross protocols, so no pod is rolled alone. sts is the cluster's
+ * StatefulSet as observed (ours). Returns 0, or -1 when out of memory. */
+int plan_tls_restart(const plan_ctx_t *c, const json_object *sts);
+
 /* ROTATION: the CONFIG SET that makes each pod that serves another certificate than the
  * Secret's read its files again, with the TLSReloaded event and the requeue. After the
  * status (a pod that refuses fails the reconcile, not the status). Returns 0, or -1 when

@@ -751,6 +751,8 @@ static json_object *pod_template(const render_input_t *in, const char *config_ha
     jsonx_put(meta, "labels", labels(in, 1, oom), oom);
     json_object *ann = jsonx_new_obj(oom);
     jsonx_put(ann, RENDER_CONFIG_HASH_ANNOTATION, jsonx_new_str(config_hash, oom), oom);
+    if (in->spec->tls.secret)
+        jsonx_put(ann, RENDER_TLS_ANNOTATION, jsonx_new_str(RENDER_TLS_ON, oom), oom);
     jsonx_put(meta, "annotations", ann, oom);
     extra_metadata(meta, in->spec->pod.pod_metadata, oom);
 

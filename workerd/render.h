@@ -259,7 +259,12 @@ json_object *render_acl_secret(const render_input_t *in, const char *file, const
  * tls.crt, tls.key and ca.crt mounted read-only at RENDER_TLS_DIR (volume
  * RENDER_TLS_VOLUME, mode 0440); the probes and the preStop hook run redis-cli --tls
  * --cacert --cert --key with them (redis-cli checks the chain, not the name). All of it
- * is in the pods' restart hash: turning TLS on or off rolls the pods (SWITCHOVER). */
+ * is in the pods' restart hash. The pod template carries RENDER_TLS_ANNOTATION
+ * RENDER_TLS_ON, so that a pod says which protocol it speaks on 6379 (observerd and
+ * the plan read it: a replica cannot follow a primary that speaks the other one, so
+ * turning TLS on or off restarts every pod at once, plan.h TLS). */
+#define RENDER_TLS_ANNOTATION "cache.example.com/tls"
+#define RENDER_TLS_ON "on"
 #define RENDER_PLAINTEXT_PORT 6380
 #define RENDER_PLAINTEXT_PORT_NAME "redis-plain"
 #define RENDER_TLS_VOLUME "tls"

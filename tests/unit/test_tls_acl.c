@@ -422,9 +422,11 @@ static void tls_input(plan_tls_t *t, const tc_cert_t *c, const char *ca)
                   (int64_t)time(NULL), SECRETSET_WARN_S, &t->check);
 }
 
+#define TLS_ON "\"cache.example.com/tls\":\"on\""
+
 static void test_plan_tls(void)
 {
-    json_object *rc = rc_of(TLS_SPEC), *kids[4], *pods = pods_of("");
+    json_object *rc = rc_of(TLS_SPEC), *kids[4], *pods = pods_of(TLS_ON);
     plan_tls_t t;
     tls_input(&t, &pods_cert, pki.ca.crt_pem);
     plan_observed_t more = {.members = pods, .tls = &t};
@@ -656,12 +658,71 @@ static void test_expand_text(void)
 
 CU_HOOKS({"tls and acl", suite_init, suite_clean, NULL, NULL});
 
+static size_t count_kind(const plan_t *p, plan_action_kind_t kind)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < plan_action_count(p); i++)
+        n += plan_action(p, i)->kind == kind;
+    return n;
+}
+
+/* TLS turned on for running pods: once the StatefulSet runs the TLS template, every pod
+ * that speaks plain text is deleted at once (uid preconditions), no Redis command with
+ * it; turned off, the same the other way. */
+static void test_plan_tls_restart(void)
+{
+    json_object *rc = rc_of("\"mode\":\"Replication\"," TLS_SPEC), *kids[4];
+    json_object *plain = parse("[{\"metadata\":{\"name\":\"cache-0\",\"uid\":\"u0\"},"
+                               "\"status\":{\"podIP\":\"10.0.0.1\"}},"
+                               "{\"metadata\":{\"name\":\"cache-1\",\"uid\":\"u1\"},"
+                               "\"status\":{\"podIP\":\"10.0.0.2\"}},"
+                               "{\"metadata\":{\"name\":\"cache-2\",\"uid\":\"u2\",\"annotations\":{" TLS_ON "}},"
+                               "\"status\":{\"podIP\":\"10.0.0.3\"}}]");
+    json_object *seen = seen_of(NULL, NULL, NULL);
+    plan_observed_t more = {.members = plain, .redis = seen};
+    children_of(rc, &more, kids);
+    plan_t *p = plan_with(rc, &more, kids);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_DELETE), 2);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
+    for (size_t i = 0; i < plan_action_count(p); i++) {
+        const plan_action_t *a = plan_action(p, i);
+        if (a->kind == PLAN_DELETE)
+            CU_ASSERT(!strcmp(str_at(a->body, "preconditions uid"), "u0") ||
+                      !strcmp(str_at(a->body, "preconditions uid"), "u1"));
+    }
+    const plan_event_t *e = event_of(p, "TLSRestart");
+    CU_ASSERT(e && contains(e->message, "restarting cache-0, cache-1 at once"));
+    plan_destroy(&p);
+    /* the StatefulSet's controller has not seen the template yet: nothing */
+    json_object_object_add(at(kids[2], "status"), "observedGeneration", json_object_new_int(0));
+    p = plan_with(rc, &more, kids);
+    CU_ASSERT_PTR_NULL(event_of(p, "TLSRestart"));
+    plan_destroy(&p);
+    for (int i = 0; i < 4; i++)
+        json_object_put(kids[i]);
+    /* TLS off: the pod that still speaks TLS restarts */
+    json_object *rc2 = rc_of("\"mode\":\"Replication\"");
+    children_of(rc2, &more, kids);
+    p = plan_with(rc2, &more, kids);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_DELETE), 1);
+    e = event_of(p, "TLSRestart");
+    CU_ASSERT(e && contains(e->message, "TLS off: restarting cache-2 at once"));
+    plan_destroy(&p);
+    for (int i = 0; i < 4; i++)
+        json_object_put(kids[i]);
+    json_object_put(seen);
+    json_object_put(plain);
+    json_object_put(rc);
+    json_object_put(rc2);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("tls and acl"),
     {"render: TLS directives, volumes, probes, preStop, ports", test_render_tls},
     {"render: the ACL file and its Secret", test_render_acl},
     {"secretset: TLS settings and checks, ACL hashes and fingerprints", test_secretset},
     {"plan: TLSReady, Degraded, rotation", test_plan_tls},
+    {"plan: TLS on or off restarts every pod at once", test_plan_tls_restart},
     {"plan: the ACL file, the users on each pod, a user removed", test_plan_acl},
     {"redisexec_expand_text", test_expand_text},
 };
