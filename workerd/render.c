@@ -578,6 +578,12 @@ static void container_command(json_object *c, const rdc_spec_t *spec, const rend
             jsonx_push(cmd, jsonx_new_str("$(" RENDER_POD_IP_ENV ")", oom), oom);
         }
     }
+    if (spec->tls.secret) {
+        json_object *e = jsonx_new_obj(oom);
+        jsonx_put(e, "name", jsonx_new_str(RENDER_TLS_DIR_ENV, oom), oom);
+        jsonx_put(e, "value", jsonx_new_str(RENDER_TLS_DIR, oom), oom);
+        jsonx_push(env, e, oom);
+    }
     jsonx_put(c, "command", cmd, oom);
     if (json_object_array_length(env))
         jsonx_put(c, "env", env, oom);
@@ -601,29 +607,32 @@ static json_object *container_security_context(const rdc_spec_t *spec, int *oom)
     return sc;
 }
 
+/* redis-cli's TLS arguments in a shell script: the files through RENDER_TLS_DIR_ENV (the
+ * container's environment holds their directory), so that a runtime that keeps the
+ * volumes elsewhere can say where. */
+#define CLI_TLS_SCRIPT_ARGS                                                                                          \
+    "--tls --cacert \"$" RENDER_TLS_DIR_ENV "/ca.crt\" --cert \"$" RENDER_TLS_DIR_ENV "/tls.crt\" --key \"$"         \
+    RENDER_TLS_DIR_ENV "/tls.key\" "
+
 /* script with every "redis-cli " speaking TLS when spec.tls is set (the preStop hook's
  * shell: render.h TLS). */
 static json_object *cli_script(const rdc_spec_t *spec, const char *script, int *oom)
 {
     if (!spec->tls.secret)
         return jsonx_new_str(script, oom);
-    buf_t b, args;
+    buf_t b;
     buf_init(&b, 0);
-    buf_init(&args, 0);
-    for (size_t i = 0; i < CLI_TLS_ARGC; i++)
-        buf_printf(&args, "%s ", cli_tls_args[i]);
     for (const char *p = script, *q; *p; p = q + strlen("redis-cli ")) {
         if (!(q = strstr(p, "redis-cli "))) {
             buf_puts(&b, p);
             break;
         }
-        buf_printf(&b, "%.*sredis-cli %s", (int)(q - p), p, buf_str(&args));
+        buf_printf(&b, "%.*sredis-cli " CLI_TLS_SCRIPT_ARGS, (int)(q - p), p);
     }
     json_object *s = b.data ? jsonx_new_str(buf_str(&b), oom) : NULL;
     if (!s)
         *oom = 1;
     buf_free(&b);
-    buf_free(&args);
     return s;
 }
 

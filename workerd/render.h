@@ -258,7 +258,8 @@ json_object *render_acl_secret(const render_input_t *in, const char *file, const
  * 16379 speaks TLS), tls-auth-clients yes/no as spec.tls.clientAuth; the Secret's
  * tls.crt, tls.key and ca.crt mounted read-only at RENDER_TLS_DIR (volume
  * RENDER_TLS_VOLUME, mode 0440); the probes and the preStop hook run redis-cli --tls
- * --cacert --cert --key with them (redis-cli checks the chain, not the name). All of it
+ * --cacert --cert --key with them (redis-cli checks the chain, not the name; the hook's
+ * shell finds them through the environment variable RENDER_TLS_DIR_ENV). All of it
  * is in the pods' restart hash. The pod template carries RENDER_TLS_ANNOTATION
  * RENDER_TLS_ON, so that a pod says which protocol it speaks on 6379 (observerd and
  * the plan read it: a replica cannot follow a primary that speaks the other one, so
@@ -269,6 +270,7 @@ json_object *render_acl_secret(const render_input_t *in, const char *file, const
 #define RENDER_PLAINTEXT_PORT_NAME "redis-plain"
 #define RENDER_TLS_VOLUME "tls"
 #define RENDER_TLS_DIR "/etc/redis-tls"
+#define RENDER_TLS_DIR_ENV "REDIS_TLS_DIR"
 #define RENDER_TLS_CERT RENDER_TLS_DIR "/tls.crt"
 #define RENDER_TLS_KEY RENDER_TLS_DIR "/tls.key"
 #define RENDER_TLS_CA RENDER_TLS_DIR "/ca.crt"

@@ -130,8 +130,14 @@ static void test_render_tls(void)
         CU_ASSERT_STRING_EQUAL(str_at(pod, path), probe[i]);
     }
     const char *pre = str_at(pod, "containers 0 lifecycle preStop exec command 2");
-    CU_ASSERT(contains(pre, "redis-cli --tls --cacert /etc/redis-tls/ca.crt --cert /etc/redis-tls/tls.crt --key "
-                            "/etc/redis-tls/tls.key info replication"));
+    CU_ASSERT(contains(pre, "redis-cli --tls --cacert \"$REDIS_TLS_DIR/ca.crt\" --cert \"$REDIS_TLS_DIR/tls.crt\" "
+                            "--key \"$REDIS_TLS_DIR/tls.key\" info replication"));
+    const json_object *env = at(pod, "containers 0 env");
+    int dir_env = 0;
+    for (size_t i = 0; env && i < json_object_array_length(env); i++)
+        dir_env |= !strcmp(str_at(json_object_array_get_idx(env, i), "name"), "REDIS_TLS_DIR") &&
+                   !strcmp(str_at(json_object_array_get_idx(env, i), "value"), "/etc/redis-tls");
+    CU_ASSERT(dir_env);
     CU_ASSERT(!contains(pre, "redis-cli info"));
     CU_ASSERT_PTR_NULL(at(pod, "containers 0 ports 1")); /* no plain text */
     CU_ASSERT_PTR_NULL(at(svc, "spec ports 1"));
