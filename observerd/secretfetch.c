@@ -50,7 +50,8 @@ static void stop(secretfetch_t *f)
     }
     curl_slist_free_all(f->headers);
     f->headers = NULL;
-    explicit_bzero(f->body.data, f->body.alloc); /* a Secret's data */
+    if (f->body.data)
+        explicit_bzero(f->body.data, f->body.alloc); /* a Secret's data */
     buf_free(&f->body);
 }
 

@@ -72,7 +72,7 @@ char *redisexec_expand_text(const redisexec_client_t *cl, const char *text)
     char *out = rc ? NULL : buf_detach(&b);
     if (!out && !rc)
         out = strdup(""); /* an empty text */
-    if (rc)
+    if (rc && b.data)
         explicit_bzero(b.data, b.alloc);
     buf_free(&b);
     return out;

@@ -270,8 +270,10 @@ static int finish_acl(secretset_t *s, const char *password)
     rc = rc || render_sha256_hex(users.data, users.len, s->acl.users_fp) ||
          render_sha256_hex(dflt.data, dflt.len, s->acl.default_fp);
     s->acl.known = !rc && !s->acl.missing[0];
-    explicit_bzero(users.data, users.alloc);
-    explicit_bzero(dflt.data, dflt.alloc);
+    if (users.data)
+        explicit_bzero(users.data, users.alloc);
+    if (dflt.data)
+        explicit_bzero(dflt.data, dflt.alloc);
     buf_free(&users);
     buf_free(&dflt);
     return rc ? -1 : 0;
