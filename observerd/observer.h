@@ -36,10 +36,11 @@
  * redis_master_repl_offset, redis_rdb_last_bgsave_status), all labelled
  * {namespace,rediscluster,pod}; for the pods of Cluster-mode clusters, while they answer,
  * rdc_redis_cluster_state (1 ok, 0 fail), rdc_redis_cluster_slots_assigned,
- * rdc_redis_cluster_slots_ok, rdc_redis_cluster_slots_pfail, rdc_redis_cluster_slots_fail
- * and rdc_redis_cluster_known_nodes; per cluster rdc_redis_primary_changes_total and,
- * with spec.tls, rdc_redis_tls_cert_expiry_seconds (the Secret's certificate: seconds
- * until its notAfter, negative once past); and rdc_observer_observations_sent_total.
+ * rdc_redis_cluster_slots_ok, rdc_redis_cluster_slots_pfail, rdc_redis_cluster_slots_fail,
+ * rdc_redis_cluster_slots_migrating and rdc_redis_cluster_known_nodes; per cluster
+ * rdc_redis_primary_changes_total and, with spec.tls, rdc_redis_tls_cert_expiry_seconds
+ * (the Secret's certificate: seconds until its notAfter, negative once past); and
+ * rdc_observer_observations_sent_total.
  */
 #ifndef RDC_OBSERVERD_OBSERVER_H
 #define RDC_OBSERVERD_OBSERVER_H

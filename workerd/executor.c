@@ -1,5 +1,7 @@
 #include "executor.h"
 
+#include "slotmove.h"
+
 #include "clock.h"
 #include "hash.h"
 #include "jsonx.h"
@@ -10,6 +12,7 @@
 #include "kube_async.h"
 #include "kube_call.h"
 #include "render.h"
+#include "slotmove.h"
 #include "topology.h"
 
 #include <assert.h>
@@ -191,6 +194,38 @@ static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int
     return EXEC_OK;
 }
 
+/* PLAN_SLOT_MOVE a, after the fence: the job run on the source and target (slotmove.h),
+ * until done or its budget is spent (the next reconcile goes on from what Redis says).
+ * The moved keys and bytes are counted (rdc_redis_cluster_moved_keys_total, ..._bytes_). */
+static exec_result_t exec_slot_move(const exec_ctx_t *x, const plan_action_t *a, kube_error_t *err)
+{
+    static slotmove_job_t job; /* (large; one executor per process runs one action at a time) */
+    slotmove_progress_t pr;
+    char why[320];
+    if (slotmove_job_from_json(a->body, &job, why, sizeof(why))) {
+        kube_error_set(err, KERR_CONFIG, "pod %s: %s", a->name, why);
+        return EXEC_ERROR;
+    }
+    if (x->redis_refused) { /* spec.tls without usable settings */
+        kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, x->redis_refused);
+        return EXEC_ERROR;
+    }
+    int rc = slotmove_run_sync_tls(&job, x->redis_password, x->redis_old_password, x->redis_tls, x->redis_tls_domain,
+                                   &pr, why, sizeof(why));
+    slotmove_count(a->ns, job.cluster, &pr);
+    char slots[24], keys[24], bytes[24];
+    snprintf(slots, sizeof(slots), "%d", pr.slots_done);
+    snprintf(keys, sizeof(keys), "%lld", (long long)pr.keys);
+    snprintf(bytes, sizeof(bytes), "%lld", (long long)pr.bytes);
+    if (rc < 0) {
+        kube_error_set(err, KERR_OTHER, "slots from %s to %s: %s", a->name, job.target.pod, why);
+        return EXEC_ERROR;
+    }
+    rlog_info("slots moved", "reconcileID", x->reconcile_id, "source", a->name, "target", job.target.pod, "slots",
+              slots, "keys", keys, "bytes", bytes, "stopped", rc ? "budget" : "no");
+    return EXEC_OK;
+}
+
 /* A child write that may share a stage: a create or apply of a ConfigMap, Service,
  * StatefulSet or PodDisruptionBudget. */
 static int stageable(const plan_action_t *a)
@@ -209,7 +244,7 @@ size_t exec_stage_end(const plan_t *plan, size_t i)
         return i + 1;
     int has_cm = !strcmp(plan_action(plan, i)->resource, "configmaps");
     size_t j = i + 1;
-    for (; j < n; j++) {
+    for (; j < n && j - i < EXEC_MAX_STAGE; j++) {
         const plan_action_t *a = plan_action(plan, j);
         if (!stageable(a))
             break;
@@ -292,13 +327,13 @@ static exec_result_t exec_one(const exec_ctx_t *x, const plan_action_t *a, int *
     }
     if (a->kind == PLAN_REDIS)
         return exec_redis(x, a, skipped, err);
+    if (a->kind == PLAN_SLOT_MOVE)
+        return exec_slot_move(x, a, err);
     kube_error_set(err, KERR_CONFIG, "action %s: nothing knows how to carry it out", plan_action_kind_name(a->kind));
     return EXEC_ERROR;
 }
 
 /* ---- the plan as a state machine on a loop (STAGES, exec_run) ------------------------ */
-
-#define RUN_MAX_STAGE 8
 
 struct exec_async {
     loop_t *loop;
@@ -322,7 +357,7 @@ struct exec_run {
     exec_run_done_fn *done;
     void *arg;
     size_t i, end;             /* the stage in flight: actions [i, end) */
-    run_req_t req[RUN_MAX_STAGE];
+    run_req_t req[EXEC_MAX_STAGE];
     int pending;               /* requests of the stage not finished */
     int timer;                 /* the finish, 0 = none */
     int signed_;               /* a status write whose memo signature is stored on success */
@@ -578,7 +613,7 @@ static void run_advance(exec_run_t *run)
             run->i = end;
             continue;
         }
-        assert(end - run->i <= RUN_MAX_STAGE);
+        assert(end - run->i <= EXEC_MAX_STAGE);
         run->end = end;
         if (x->fence && !x->fence(x->fence_user)) {
             kube_error_set(&err, KERR_CONFIG, "not the leader any more: write refused");
@@ -653,7 +688,7 @@ void exec_run_cancel(exec_run_t **run_p)
     exec_run_t *run = run_p ? *run_p : NULL;
     if (!run)
         return;
-    for (size_t k = 0; k < RUN_MAX_STAGE; k++)
+    for (size_t k = 0; k < EXEC_MAX_STAGE; k++)
         kube_call_cancel(&run->req[k].call);
     if (run->timer)
         loop_cancel_timer(run->a->loop, run->timer);

@@ -422,6 +422,7 @@
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
 #define PLAN_FAILOVER_DOWN_AFTER_MS (RDC_SPEC_DEFAULT_DOWN_AFTER_NS / 1000000) /* spec.failover.downAfter's */
 #define PLAN_REQUEUE_SWITCHOVER_NS (INT64_C(2) * 1000000000) /* SWITCHOVER: look again */
+#define PLAN_REQUEUE_RESHARD_NS (INT64_C(100) * 1000000)      /* CLUSTER: a slot move goes on */
 
 typedef enum {
     PLAN_ADD_FINALIZER,
@@ -438,10 +439,12 @@ typedef enum {
                         stringData.password is the token "${password}", which the executor
                         replaces by the password itself */
     PLAN_ANNOTATE_POD, /* PATCH pods/<name>, merge patch of the runtime-config annotation
-                         (RUNTIME CONFIG below; ACL below) */
-    PLAN_ACL_FILE     /* server-side apply of Secret <name>-redis-acl (ACL below); its
-                         stringData's ${acl-hash:<user>} tokens are replaced by the executor
-                         with the users' password hashes */
+                          (RUNTIME CONFIG below; ACL below) */
+    PLAN_SLOT_MOVE,    /* CLUSTER: hash slots moved between two masters (no request; name the
+                          source pod, body the job: workerd/slotmove.h, slotmove_job_to_json) */
+    PLAN_ACL_FILE      /* server-side apply of Secret <name>-redis-acl (ACL below); its
+                          stringData's ${acl-hash:<user>} tokens are replaced by the executor
+                          with the users' password hashes */
 } plan_action_kind_t;
 
 /* What workerd read of the password (AUTH below). */
@@ -663,7 +666,7 @@ json_object *plan_to_json(const plan_t *plan);
 
 /* The name of an action kind: "addFinalizer", "removeFinalizer", "cleanup", "create",
  * "apply", "replace", "delete", "updateStatus", "labelPod", "redis", "authRecord",
- * "annotatePod", "aclFile". */
+ * "annotatePod", "slotMove", "aclFile". */
 const char *plan_action_kind_name(plan_action_kind_t kind);
 
 /* The managed-field comparison described above: 1 when desired is a subset of observed,
