@@ -14,6 +14,8 @@
 #define STR_(x) #x
 #define STR(x) STR_(x) /* a number's define as a string literal */
 #define TEXT_CAP 1024  /* one error's text never grows past this */
+/* A knob is kept only when its own rules passed: count the problems before and after. */
+#define PROBLEMS(e) ((e)->n + (e)->dropped)
 
 /* ---- Field errors ------------------------------------------------------------------ */
 
@@ -577,31 +579,202 @@ static int check_int_range(rdc_field_errors_t *e, const json_object *o, const ch
     return 1;
 }
 
-static void check_auth(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
+/* parent.<refkey> {name[, key]} at field pfield (".secretRef"): *name when it is a valid
+ * Secret name (else untouched), *key when with_key and a valid data key is given (else
+ * untouched). Problems recorded, the reference required. */
+static void check_secret_ref(rdc_field_errors_t *e, const json_object *parent, const char *pfield, const char *refkey,
+                             int with_key, const char **name, const char **key)
 {
-    const json_object *auth = optional_object(e, spec, "auth", "spec.auth");
-    if (!auth)
-        return;
-    const json_object *ref = optional_object(e, auth, "secretRef", "spec.auth.secretRef");
+    char f[200], fn[220], fk[220];
+    snprintf(f, sizeof(f), "%s.%s", pfield, refkey);
+    snprintf(fn, sizeof(fn), "%s.name", f);
+    snprintf(fk, sizeof(fk), "%s.key", f);
+    const json_object *ref = optional_object(e, parent, refkey, f);
     const char *s = NULL;
-    if (!jsonx_get(auth, "secretRef")) {
-        field_error(e, RDC_FIELD_REQUIRED, "spec.auth.secretRef", NULL, NULL);
+    if (!jsonx_get(parent, refkey)) {
+        field_error(e, RDC_FIELD_REQUIRED, f, NULL, NULL);
         return;
     }
     if (!ref)
         return;
-    jsonx_field_t r = optional_string(e, ref, "name", "spec.auth.secretRef.name", &s);
+    jsonx_field_t r = optional_string(e, ref, "name", fn, &s);
     if (r == JSONX_ABSENT)
-        field_error(e, RDC_FIELD_REQUIRED, "spec.auth.secretRef.name", NULL, NULL);
+        field_error(e, RDC_FIELD_REQUIRED, fn, NULL, NULL);
     else if (r == JSONX_OK && !rdc_spec_is_dns1123_subdomain(s))
-        field_error(e, RDC_FIELD_INVALID, "spec.auth.secretRef.name", jsonx_get(ref, "name"),
+        field_error(e, RDC_FIELD_INVALID, fn, jsonx_get(ref, "name"),
                     "must be the name of a Secret: a DNS subdomain of lower case alphanumerics, "
                     "'-' and '.', at most 253 characters");
     else if (r == JSONX_OK)
-        out->auth.secret = s;
+        *name = s;
     static const char key_rule[] =
         "must be a Secret data key ([-._a-zA-Z0-9]+, at most " STR(RDC_SPEC_SECRET_KEY_MAX) " characters)";
-    set_if(&out->auth.key, checked_string(e, ref, "key", "spec.auth.secretRef.key", is_secret_key, key_rule));
+    if (with_key)
+        set_if(key, checked_string(e, ref, "key", fk, is_secret_key, key_rule));
+}
+
+static void check_auth(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
+{
+    const json_object *auth = optional_object(e, spec, "auth", "spec.auth");
+    if (auth)
+        check_secret_ref(e, auth, "spec.auth", "secretRef", 1, &out->auth.secret, &out->auth.key);
+}
+
+/* An optional boolean field: its value, or dflt when absent (a wrong type recorded). */
+static int optional_bool(rdc_field_errors_t *e, const json_object *o, const char *key, const char *field, int dflt)
+{
+    const json_object *v = jsonx_get(o, key);
+    if (!v || json_object_is_type(v, json_type_null))
+        return dflt;
+    if (!json_object_is_type(v, json_type_boolean)) {
+        field_error(e, RDC_FIELD_INVALID, field, v, "must be a boolean");
+        return dflt;
+    }
+    return json_object_get_boolean(v);
+}
+
+/* spec.tls (docs/tls-and-acl.md). */
+static void check_tls(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
+{
+    const json_object *tls = optional_object(e, spec, "tls", "spec.tls");
+    if (!tls)
+        return;
+    const char *name = NULL;
+    check_secret_ref(e, tls, "spec.tls", "secretRef", 0, &name, NULL);
+    out->tls.client_auth = optional_bool(e, tls, "clientAuth", "spec.tls.clientAuth", 0);
+    out->tls.allow_plaintext = optional_bool(e, tls, "allowPlaintext", "spec.tls.allowPlaintext", 0);
+    out->tls.secret = name;
+}
+
+/* ---- spec.acl (docs/tls-and-acl.md) ---------------------------------------------------- */
+
+static const json_object *optional_object_array(rdc_field_errors_t *e, const json_object *o, const char *key,
+                                                const char *field, size_t max);
+
+int rdc_spec_acl_user_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > RDC_SPEC_ACL_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+              s[i] == '_' || s[i] == '.' || s[i] == '-'))
+            return 0;
+    return 1;
+}
+
+/* Why the operator owns token t (a password or the user's state), or NULL. */
+static const char *acl_token_owned(const char *t, size_t n)
+{
+    static const char *const words[] = {"on", "off", "nopass", "resetpass", "reset"};
+    if (*t == '>' || *t == '<' || *t == '#' || *t == '!')
+        return "passwords come from passwordSecretRef";
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (n == strlen(words[i]) && !strncasecmp(t, words[i], n))
+            return "the operator sets the user on, with its password, and from a reset";
+    return NULL;
+}
+
+int rdc_spec_acl_rules_split(const char *rules, rdc_acl_token_t *tok, size_t max, const char **why)
+{
+    size_t n = 0;
+    for (const char *p = rules; *p;) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        const char *start = p;
+        if (*p == '(') { /* a selector: one token, blanks and all */
+            while (*p && *p != ')')
+                p++;
+            if (!*p) {
+                *why = "a selector \"(\" without its \")\"";
+                return -1;
+            }
+            p++;
+        } else {
+            while (*p && *p != ' ')
+                p++;
+        }
+        for (const char *q = start; q < p; q++)
+            if (*q < ' ' || *q > '~') {
+                *why = "only printable ASCII and blanks";
+                return -1;
+            }
+        if ((*why = acl_token_owned(start, (size_t)(p - start))))
+            return -1;
+        if (n == max) {
+            *why = "too many rules (at most " STR(RDC_SPEC_ACL_TOKENS_MAX) ")";
+            return -1;
+        }
+        tok[n++] = (rdc_acl_token_t){start, (size_t)(p - start)};
+    }
+    return (int)n;
+}
+
+static int by_user_name(const void *a, const void *b)
+{
+    return strcmp(((const rdc_acl_user_t *)a)->name, ((const rdc_acl_user_t *)b)->name);
+}
+
+/* spec.acl.users[i] into *u; 0 when it passed its own rules. */
+static int check_acl_user(rdc_field_errors_t *e, const json_object *it, size_t i, rdc_acl_user_t *u)
+{
+    char f[64], fn[80], fr[80];
+    snprintf(f, sizeof(f), "spec.acl.users[%zu]", i);
+    snprintf(fn, sizeof(fn), "%s.name", f);
+    snprintf(fr, sizeof(fr), "%s.rules", f);
+    size_t before = PROBLEMS(e);
+    const char *name = NULL, *rules = NULL, *why = NULL;
+    jsonx_field_t r = optional_string(e, it, "name", fn, &name);
+    if (r == JSONX_ABSENT)
+        field_error(e, RDC_FIELD_REQUIRED, fn, NULL, NULL);
+    else if (r == JSONX_OK && !rdc_spec_acl_user_name_ok(name))
+        field_error(e, RDC_FIELD_INVALID, fn, jsonx_get(it, "name"),
+                    "must be 1 to " STR(RDC_SPEC_ACL_NAME_MAX) " characters of [A-Za-z0-9_.-]");
+    else if (r == JSONX_OK && !strcmp(name, "default"))
+        field_error(e, RDC_FIELD_FORBIDDEN, fn, NULL, "the default user is spec.auth's");
+    r = optional_string(e, it, "rules", fr, &rules);
+    rdc_acl_token_t tok[RDC_SPEC_ACL_TOKENS_MAX];
+    if (r == JSONX_ABSENT)
+        field_error(e, RDC_FIELD_REQUIRED, fr, NULL, NULL);
+    else if (r == JSONX_OK && strlen(rules) > RDC_SPEC_ACL_RULES_MAX)
+        field_error(e, RDC_FIELD_INVALID, fr, NULL, "must be at most " STR(RDC_SPEC_ACL_RULES_MAX) " bytes");
+    else if (r == JSONX_OK && rdc_spec_acl_rules_split(rules, tok, RDC_SPEC_ACL_TOKENS_MAX, &why) < 0)
+        field_error(e, RDC_FIELD_INVALID, fr, jsonx_get(it, "rules"), "ACL rules of Redis: %s", why);
+    u->key = RDC_SPEC_DEFAULT_AUTH_KEY;
+    check_secret_ref(e, it, f, "passwordSecretRef", 1, &u->secret, &u->key);
+    u->name = name;
+    u->rules = rules;
+    return PROBLEMS(e) != before;
+}
+
+static void check_acl(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
+{
+    const json_object *acl = optional_object(e, spec, "acl", "spec.acl");
+    const json_object *users =
+        optional_object_array(e, acl, "users", "spec.acl.users", RDC_SPEC_ACL_USERS_MAX);
+    if (!users || !json_object_array_length(users))
+        return;
+    if (!jsonx_typed(jsonx_get(spec, "auth"), json_type_object))
+        field_error(e, RDC_FIELD_FORBIDDEN, "spec.acl", NULL,
+                    "ACL users need spec.auth: it is the default user's password (an ACL file without one "
+                    "would leave the default user open)");
+    for (size_t i = 0; i < json_object_array_length(users); i++) {
+        rdc_acl_user_t u = {0};
+        if (check_acl_user(e, json_object_array_get_idx(users, i), i, &u))
+            continue;
+        int dup = 0;
+        for (size_t k = 0; k < out->acl.n_users; k++)
+            dup |= !strcmp(out->acl.users[k].name, u.name);
+        char f[64];
+        snprintf(f, sizeof(f), "spec.acl.users[%zu].name", i);
+        if (dup)
+            field_error(e, RDC_FIELD_INVALID, f, jsonx_get(json_object_array_get_idx(users, i), "name"),
+                        "must be unique: another user has this name");
+        else
+            out->acl.users[out->acl.n_users++] = u;
+    }
+    qsort(out->acl.users, out->acl.n_users, sizeof(out->acl.users[0]), by_user_name);
 }
 
 static void check_down_after(rdc_field_errors_t *e, const json_object *fo, rdc_spec_t *out)
@@ -669,6 +842,8 @@ static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec, rdc_
     }
     check_auth(e, spec, out);
     check_failover(e, spec, out);
+    check_tls(e, spec, out);
+    check_acl(e, spec, out);
 }
 
 /* ---- v1 pod, PDB, storage and config knobs (issue 20) ---------------------------------- */
@@ -948,8 +1123,6 @@ static const json_object *check_pull_secrets(rdc_field_errors_t *e, const json_o
     return ok ? ips : NULL;
 }
 
-/* A knob is kept only when its own rules passed: count the problems before and after. */
-#define PROBLEMS(e) ((e)->n + (e)->dropped)
 
 static void check_pod_knobs(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {

@@ -33,6 +33,15 @@
  *   spec.persistence       none | rdb | aof
  *   spec.auth              an object with secretRef (required): name a DNS-1123 subdomain
  *                          (required), key [-._a-zA-Z0-9]+ of at most 253 characters
+ *   spec.tls               secretRef.name (required) a DNS-1123 subdomain: a Secret in
+ *                          cert-manager's layout (tls.crt, tls.key, ca.crt); clientAuth and
+ *                          allowPlaintext booleans (default false). docs/tls-and-acl.md
+ *   spec.acl               users: at most RDC_SPEC_ACL_USERS_MAX, each name
+ *                          [A-Za-z0-9_.-]{1,64}, unique, not "default" (Forbidden: the default
+ *                          user is spec.auth's), rules (required) Redis ACL rules of at most
+ *                          RDC_SPEC_ACL_RULES_MAX bytes and RDC_SPEC_ACL_TOKENS_MAX rules
+ *                          (rdc_spec_acl_rules_split), passwordSecretRef {name (required),
+ *                          key (default "password")}; users without spec.auth are Forbidden
  *   spec.failover          downAfter a duration (Go's syntax, ^([0-9]+([.][0-9]+)?(ms|s|m|h))+$,
  *                          at most 32 characters) from 1s to 5m; minReplicasToWrite 0..9
  *                          and less than spec.size; minReplicasMaxLag 1..3600
@@ -118,6 +127,10 @@
 #define RDC_SPEC_MAP_MAX 64         /* nodeSelector, podMetadata/serviceMetadata labels and annotations */
 #define RDC_SPEC_ANNOTATION_MAX 4096
 #define RDC_SPEC_GRACE_MAX 86400    /* terminationGracePeriodSeconds */
+#define RDC_SPEC_ACL_USERS_MAX 16   /* spec.acl.users */
+#define RDC_SPEC_ACL_NAME_MAX 64    /* an ACL user's name */
+#define RDC_SPEC_ACL_RULES_MAX 1024 /* an ACL user's rules, bytes */
+#define RDC_SPEC_ACL_TOKENS_MAX 64  /* ... and rules (tokens; a selector is one) */
 
 /* DEFAULTS: what a spec that leaves a field unset (absent, null, or an empty string) runs
  * with, the same in workerd with or without the defaulting webhook (rdc_spec_parse applies
@@ -230,6 +243,14 @@ typedef struct {
     const char *value;
 } rdc_directive_t;
 
+/* An ACL user of spec.acl.users. */
+typedef struct {
+    const char *name;
+    const char *rules;  /* as given: rdc_spec_acl_rules_split splits it */
+    const char *secret; /* passwordSecretRef.name */
+    const char *key;    /* passwordSecretRef.key, default "password" */
+} rdc_acl_user_t;
+
 /* A RedisCluster's spec as the rules above accept it, with the DEFAULTS applied: what
  * workerd's plan and render and the admission webhook read, instead of the JSON. Every
  * string and JSON value is borrowed from the object it was parsed from. */
@@ -260,6 +281,15 @@ typedef struct {
         const char *secret;           /* spec.auth.secretRef.name; NULL: no password */
         const char *key;
     } auth;
+    struct {
+        const char *secret;           /* spec.tls.secretRef.name; NULL: no TLS */
+        int client_auth;              /* spec.tls.clientAuth: Redis asks clients for a certificate */
+        int allow_plaintext;          /* spec.tls.allowPlaintext: plain text on a second port */
+    } tls;
+    struct {
+        size_t n_users;
+        rdc_acl_user_t users[RDC_SPEC_ACL_USERS_MAX]; /* spec.acl.users, sorted by name */
+    } acl;
     struct {
         int64_t down_after_ns;
         int min_replicas_to_write;
@@ -347,6 +377,23 @@ int rdc_spec_image_has_tag_or_digest(const char *image);
  * *ns the nanoseconds (fractions below 1 ns dropped), or -1 when s is not one or is
  * longer than about 292 years. */
 int rdc_spec_duration_ns(const char *s, int64_t *ns);
+
+/* An ACL user's name: [A-Za-z0-9_.-]{1,RDC_SPEC_ACL_NAME_MAX}. */
+int rdc_spec_acl_user_name_ok(const char *s);
+
+/* One rule of an ACL user's rules: rules[start .. start+len). */
+typedef struct {
+    const char *s;
+    size_t len;
+} rdc_acl_token_t;
+
+/* Split rules (Redis ACL rules: "~app:* +@read -@dangerous") at blanks into tok[0..max),
+ * a selector "(~k* +get)" one token with its blanks, as ACL SETUSER takes them one
+ * argument each: returns how many, or -1 with *why (a static string) when a byte is
+ * not printable ASCII or a blank, a selector is not closed, there are more than max, or
+ * a rule is the operator's: on, off, nopass, resetpass, reset (any case), or a password
+ * (">", "<", "#", "!"): passwords come from passwordSecretRef. */
+int rdc_spec_acl_rules_split(const char *rules, rdc_acl_token_t *tok, size_t max, const char **why);
 
 /* Redis' memory size: 1..19 digits and an optional unit b, k, kb, m, mb, g, gb (any case). */
 int rdc_spec_is_redis_memory(const char *s);

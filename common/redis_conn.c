@@ -55,6 +55,8 @@ struct redis_conn {
     int64_t timer_at;
     int depth;                  /* handlers of ours running */
     int dead;                   /* destroyed under a handler: free on the way out */
+    int heard;                  /* the server sent something (kept once the stream is closed) */
+    char peer_cert[65];         /* SHA-256 of the server's certificate, "" none */
     char error[512];
 };
 
@@ -153,6 +155,7 @@ static void rearm_timer(redis_conn_t *c)
 static void close_transport(redis_conn_t *c)
 {
     if (c->stream) {
+        c->heard |= redis_stream_heard(c->stream);
         loop_remove_fd(c->loop, c->fd);
         redis_stream_destroy(&c->stream);
     }
@@ -344,7 +347,10 @@ static int step_handshake(redis_conn_t *c)
 {
     char e[320];
     int r = stream_outcome(c, redis_stream_handshake(c->stream, e, sizeof(e)), &c->hs_want, e);
-    return r ? r : transport_up(c);
+    if (r)
+        return r;
+    (void)redis_stream_peer_cert_sha256(c->stream, c->peer_cert); /* "" for plain text */
+    return transport_up(c);
 }
 
 /* Write what the socket takes. 0 (all written, or waiting), or -1 failed. */
@@ -688,4 +694,14 @@ size_t redis_conn_pending(const redis_conn_t *c)
 const char *redis_conn_tls_version(const redis_conn_t *c)
 {
     return c->stream ? redis_stream_tls_version(c->stream) : "";
+}
+
+const char *redis_conn_peer_cert(const redis_conn_t *c)
+{
+    return c->peer_cert;
+}
+
+int redis_conn_heard(const redis_conn_t *c)
+{
+    return c->heard || (c->stream && redis_stream_heard(c->stream));
 }

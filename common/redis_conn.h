@@ -118,6 +118,16 @@ size_t redis_conn_pending(const redis_conn_t *conn);
 /* The TLS protocol in use ("TLSv1.3"), or "" (plain text, or before the handshake). */
 const char *redis_conn_tls_version(const redis_conn_t *conn);
 
+/* The SHA-256 (64 lower-case hex digits) of the certificate the server presented in the
+ * TLS handshake, kept after the connection failed or closed; "" for plain text or before
+ * the handshake completed. Certificate rotation compares it with the one expected. */
+const char *redis_conn_peer_cert(const redis_conn_t *conn);
+
+/* 1 once the server sent anything at all: a reply, an AUTH refusal, a TLS handshake
+ * message (even one whose certificate verification refused), kept after a failure. A
+ * server that accepts the connection and says nothing (SIGSTOPped) has not. */
+int redis_conn_heard(const redis_conn_t *conn);
+
 /* A state's name ("connect", "TLS handshake", "AUTH", "ready", "failed"). */
 const char *redis_conn_state_name(redis_conn_state_t state);
 

@@ -1,6 +1,8 @@
 /* redis_stream: a plain socket or an OpenSSL session, non-blocking. See redis_stream.h. */
 #include "redis_stream.h"
 
+#include "tlscert.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -19,6 +21,7 @@ struct redis_stream {
     SSL *ssl;       /* NULL: plain text */
     int handshaken; /* the TLS handshake completed */
     int broken;     /* an error or the peer's close was seen: no close_notify */
+    int heard;      /* a byte came from the peer */
 };
 
 static redis_stream_t *stream_new(SSL *ssl, int fd)
@@ -39,13 +42,19 @@ redis_stream_t *redis_stream_new_plain(int fd)
 /* ---- the socket under a TLS session -------------------------------------------------- *
  * OpenSSL's socket BIO writes with write(2), which raises SIGPIPE on a connection the
  * server closed; this one sends with MSG_NOSIGNAL, so the transport is safe in a process
- * that does not ignore SIGPIPE (the --once modes). Its data is the descriptor. */
+ * that does not ignore SIGPIPE (the --once modes). Its data is the stream (which outlives
+ * the session), for the descriptor and to note that the peer spoke. */
+
+static int sock_bio_fd(BIO *b)
+{
+    return ((redis_stream_t *)BIO_get_data(b))->fd;
+}
 
 static int sock_bio_write(BIO *b, const char *buf, int len)
 {
     ssize_t r;
     do
-        r = send((int)(intptr_t)BIO_get_data(b), buf, (size_t)len, MSG_NOSIGNAL);
+        r = send(sock_bio_fd(b), buf, (size_t)len, MSG_NOSIGNAL);
     while (r < 0 && errno == EINTR);
     BIO_clear_retry_flags(b);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -57,8 +66,10 @@ static int sock_bio_read(BIO *b, char *buf, int len)
 {
     ssize_t r;
     do
-        r = recv((int)(intptr_t)BIO_get_data(b), buf, (size_t)len, 0);
+        r = recv(sock_bio_fd(b), buf, (size_t)len, 0);
     while (r < 0 && errno == EINTR);
+    if (r > 0)
+        ((redis_stream_t *)BIO_get_data(b))->heard = 1;
     BIO_clear_retry_flags(b);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         BIO_set_retry_read(b);
@@ -71,8 +82,8 @@ static long sock_bio_ctrl(BIO *b, int cmd, long num, void *ptr)
     switch (cmd) {
     case BIO_C_GET_FD:
         if (ptr)
-            *(int *)ptr = (int)(intptr_t)BIO_get_data(b);
-        return (long)(intptr_t)BIO_get_data(b);
+            *(int *)ptr = sock_bio_fd(b);
+        return sock_bio_fd(b);
     case BIO_CTRL_FLUSH:
         return 1;
     default:
@@ -93,14 +104,14 @@ static void sock_bio_method_make(void)
     BIO_meth_free(m);
 }
 
-/* A BIO over fd (not closed by it), or NULL when out of memory. */
-static BIO *sock_bio_new(int fd)
+/* A BIO over s's socket (not closed by it), or NULL when out of memory. */
+static BIO *sock_bio_new(redis_stream_t *s)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, sock_bio_method_make);
     BIO *b = sock_bio_method ? BIO_new(sock_bio_method) : NULL;
     if (b) {
-        BIO_set_data(b, (void *)(intptr_t)fd);
+        BIO_set_data(b, s);
         BIO_set_init(b, 1);
     }
     return b;
@@ -109,7 +120,7 @@ static BIO *sock_bio_new(int fd)
 redis_stream_t *redis_stream_new_tls(SSL *ssl, int fd)
 {
     redis_stream_t *s = stream_new(ssl, fd);
-    BIO *b = s && fd >= 0 ? sock_bio_new(fd) : NULL;
+    BIO *b = s && fd >= 0 ? sock_bio_new(s) : NULL;
     if (!s || (fd >= 0 && !b)) {
         ERR_clear_error();
         free(s);
@@ -153,6 +164,20 @@ const char *redis_stream_tls_version(const redis_stream_t *s)
     return s->ssl && s->handshaken ? SSL_get_version(s->ssl) : "";
 }
 
+int redis_stream_heard(const redis_stream_t *s)
+{
+    return s->heard || s->handshaken;
+}
+
+int redis_stream_peer_cert_sha256(const redis_stream_t *s, char hex[65])
+{
+    X509 *peer = s->ssl && s->handshaken ? SSL_get0_peer_certificate(s->ssl) : NULL;
+    hex[0] = '\0';
+    int rc = peer ? tlscert_sha256(peer, hex) : -1;
+    ERR_clear_error();
+    return rc;
+}
+
 /* ---- plain ------------------------------------------------------------------------- */
 
 static redis_stream_status_t plain_errno(redis_stream_t *s, const char *what, redis_stream_status_t again,
@@ -174,6 +199,7 @@ static redis_stream_status_t plain_read(redis_stream_t *s, void *buf, size_t cap
     while (r < 0 && errno == EINTR);
     if (r > 0) {
         *n = (size_t)r;
+        s->heard = 1;
         return REDIS_STREAM_OK;
     }
     if (r == 0) {
@@ -336,6 +362,7 @@ static redis_stream_status_t tls_io(redis_stream_t *s, int writing, void *buf, s
     int r = writing ? SSL_write(s->ssl, buf, clamp_int(len)) : SSL_read(s->ssl, buf, clamp_int(len));
     if (r > 0) {
         *n = (size_t)r;
+        s->heard |= !writing;
         return REDIS_STREAM_OK;
     }
     const char *what = !s->handshaken ? "TLS handshake" : writing ? "TLS write" : "TLS read";

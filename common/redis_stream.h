@@ -79,4 +79,13 @@ int redis_stream_is_tls(const redis_stream_t *s);
 /* The negotiated protocol ("TLSv1.3"), or "" before the handshake and for plain text. */
 const char *redis_stream_tls_version(const redis_stream_t *s);
 
+/* 1 once anything came from the peer: a byte read, or a TLS handshake message (one whose
+ * certificate verification then refused counts: the server answered). */
+int redis_stream_heard(const redis_stream_t *s);
+
+/* The SHA-256 of the certificate the server presented (DER), 64 lower-case hex digits,
+ * into hex[65] after a completed TLS handshake: 0, or -1 with hex "" (plain text, or
+ * no handshake yet). */
+int redis_stream_peer_cert_sha256(const redis_stream_t *s, char hex[65]);
+
 #endif

@@ -166,6 +166,34 @@ redis_sync_t *redis_sync_open(const redis_conn_opts_t *opts, char *err, size_t e
     return s;
 }
 
+const char *redis_sync_peer_cert(const redis_sync_t *s)
+{
+    return s->conn ? redis_conn_peer_cert(s->conn) : "";
+}
+
+int redis_sync_answers(const redis_conn_opts_t *opts, int64_t timeout_ns)
+{
+    static const char *const ping[] = {"PING"};
+    redis_sync_t s = {loop_new(), NULL};
+    call_t call = {0, NULL, NULL, 0};
+    char err[8]; /* the line is not wanted: only whether the server spoke */
+    call.err = err;
+    call.errlen = sizeof(err);
+    redis_conn_opts_t o = *opts;
+    o.connect_timeout_ns = timeout_ns;
+    int heard = 0;
+    if (s.loop && (s.conn = redis_conn_new(s.loop, &o)) &&
+        !redis_conn_command(s.conn, 1, ping, NULL, timeout_ns, on_reply, &call)) {
+        (void)run_until(&s, &call.done, timeout_ns);
+        heard = call.reply != NULL || (s.conn && redis_conn_heard(s.conn));
+    }
+    if (call.reply)
+        freeReplyObject(call.reply);
+    redis_conn_destroy(&s.conn);
+    loop_destroy(&s.loop);
+    return heard;
+}
+
 void redis_sync_close(redis_sync_t **s_p)
 {
     if (!s_p || !*s_p)

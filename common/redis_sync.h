@@ -44,6 +44,17 @@ int redis_sync_pipeline(redis_sync_t *s, size_t n, const int *argcs, const char 
 /* Close and free; *s_p = NULL. NULL is fine. */
 void redis_sync_close(redis_sync_t **s_p);
 
+/* The certificate the server presented, as redis_conn_peer_cert ("" for plain text). */
+const char *redis_sync_peer_cert(const redis_sync_t *s);
+
+/* 1 when the server at opts answers anything at all within timeout_ns (connect, TLS,
+ * AUTH and a PING each within it): +PONG, an error reply, an AUTH refusal, or a TLS
+ * handshake message even when its certificate is refused; 0 when it refuses or drops
+ * the connection without a byte or says nothing in time (a SIGSTOPped server accepts
+ * the connection and never answers). opts->connect_timeout_ns is replaced by
+ * timeout_ns. */
+int redis_sync_answers(const redis_conn_opts_t *opts, int64_t timeout_ns);
+
 /* open, one command, close. */
 redisReply *redis_sync_once(const redis_conn_opts_t *opts, int argc, const char *const *argv, const size_t *lens,
                             int64_t timeout_ns, char *err, size_t errlen);

@@ -11,7 +11,7 @@ static const struct {
 } owned[] = {
     {"bind", "the operator lets Redis listen on every interface of the pod"},
     {"port", "the operator listens on port 6379 (probes, Services and replication use it)"},
-    {"tls-port", "the operator serves Redis on port 6379 without TLS"},
+    {"tls-port", "set by spec.tls (TLS on port 6379)"},
     {"unixsocket", "the operator serves Redis on TCP port 6379 only"},
     {"unixsocketperm", "the operator serves Redis on TCP port 6379 only"},
     {"daemonize", "Redis must stay in the foreground as the container's process"},
@@ -25,8 +25,8 @@ static const struct {
     {"masterauth", "set by spec.auth"},
     {"masteruser", "set by spec.auth"},
     {"requirepass", "set by spec.auth"},
-    {"user", "set by spec.auth"},
-    {"aclfile", "set by spec.auth"},
+    {"user", "set by spec.auth and spec.acl (the operator renders the ACL file)"},
+    {"aclfile", "set by spec.auth and spec.acl (the operator renders the ACL file)"},
     {"rename-command", "the operator and the probes need Redis' commands under their own names"},
     {"protected-mode", "the operator runs Redis without protected mode (the pod network is the boundary)"},
     {"cluster-enabled", "Redis Cluster mode is not supported (spec.mode)"},
@@ -41,6 +41,17 @@ static const struct {
     {"min-slaves-max-lag", "set by spec.failover.minReplicasMaxLag"},
     {"maxmemory", "set by spec.config.maxmemory"},
     {"maxmemory-policy", "set by spec.config.maxmemoryPolicy"},
+    {"tls-cert-file", "set by spec.tls (its Secret is mounted)"},
+    {"tls-key-file", "set by spec.tls (its Secret is mounted)"},
+    {"tls-key-file-pass", "set by spec.tls (the key is read without a passphrase)"},
+    {"tls-client-cert-file", "set by spec.tls (its Secret is mounted)"},
+    {"tls-client-key-file", "set by spec.tls (its Secret is mounted)"},
+    {"tls-client-key-file-pass", "set by spec.tls (the key is read without a passphrase)"},
+    {"tls-ca-cert-file", "set by spec.tls (its Secret is mounted)"},
+    {"tls-ca-cert-dir", "set by spec.tls (its Secret's ca.crt)"},
+    {"tls-auth-clients", "set by spec.tls.clientAuth"},
+    {"tls-replication", "set by spec.tls (replicas follow over TLS)"},
+    {"tls-cluster", "set by spec.tls (the cluster bus speaks TLS)"},
 };
 
 /* Redis 7.x directives CONFIG SET accepts (not IMMUTABLE_CONFIG, not PROTECTED_CONFIG). */

@@ -12,7 +12,12 @@
  *              cluster-config-file, replica-announce-ip, slave-announce-ip,
  *              replica-announce-port, slave-announce-port, min-replicas-to-write,
  *              min-slaves-to-write, min-replicas-max-lag, min-slaves-max-lag, maxmemory,
- *              maxmemory-policy. Owned when spec.persistence is set: appendonly.
+ *              maxmemory-policy, and spec.tls's (tls-cert-file, tls-key-file,
+ *              tls-key-file-pass, tls-client-cert-file, tls-client-key-file,
+ *              tls-client-key-file-pass, tls-ca-cert-file, tls-ca-cert-dir,
+ *              tls-auth-clients, tls-replication, tls-cluster; tls-protocols,
+ *              tls-ciphers and the other tuning ones stay open). Owned when
+ *              spec.persistence is set: appendonly.
  *   RUNTIME    directives Redis accepts in CONFIG SET (redis 7.x, without
  *              enable-protected-configs), so a change to them needs no restart. A
  *              directive absent from the table is treated as needing one: the pods roll.

@@ -53,7 +53,7 @@ struct dispatcher {
     int heartbeat_timer;
     workqueue_t *queue;
     obsstore_t *observations;   /* observerd's latest per RedisCluster key */
-    secretref_t *secretrefs;    /* Secret ns/name -> the RedisClusters whose spec.auth names it */
+    secretref_t *secretrefs;    /* Secret ns/name -> the RedisClusters that name it (auth, tls, acl) */
     ownwrite_t *ownwrites;      /* keys held back until their own last write is cached */
     worker_slot_t workers[MAX_WORKERS];
     size_t nworkers;
@@ -511,7 +511,8 @@ static void enqueue_now(void *ud, const char *key)
 }
 
 /* A Secret changed (added, modified, deleted, or resynced): enqueue the RedisClusters
- * whose spec.auth names it (a password rotation starts at once). */
+ * that name it (spec.auth, spec.tls, spec.acl: a password rotation, a renewed
+ * certificate, an ACL user's password are taken at once). */
 static void secret_changed(dispatcher_t *d, const cache_item_t *it)
 {
     size_t n = secretref_each(d->secretrefs, it->key, enqueue_now, d);
@@ -535,8 +536,9 @@ static void index_secretref(dispatcher_t *d, const cache_delta_t *delta, const c
         return;
     }
     json_object *rc = json_tokener_parse(delta->item->json);
-    if (secretref_set(d->secretrefs, key, secretref_of(rc)))
-        rlog_warn("cannot index the RedisCluster's Secret (out of memory)", "key", key);
+    const char *names[SECRETREF_MAX];
+    if (secretref_set_all(d->secretrefs, key, names, secretref_of_all(rc, names, SECRETREF_MAX)))
+        rlog_warn("cannot index the RedisCluster's Secrets (out of memory)", "key", key);
     json_object_put(rc);
 }
 

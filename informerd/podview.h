@@ -6,7 +6,9 @@
  * changes queue their RedisCluster): of metadata its name, namespace, uid,
  * resourceVersion, creation and deletion times, the labels app.kubernetes.io/instance,
  * cache.example.com/role and controller-revision-hash and the annotation
- * cache.example.com/runtime-config (not the other labels, annotations or owner
+ * cache.example.com/runtime-config, cache.example.com/acl, cache.example.com/acl-users and
+ * cache.example.com/tls
+ * (not the other labels, annotations or owner
  * references: the pod belongs to the RedisCluster its instance label names);
  * spec.nodeName, and status.podIP, status.podIPs, status.phase, the Ready condition
  * {type, status, lastTransitionTime} and the PodScheduled one {type, status, reason,

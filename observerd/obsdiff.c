@@ -85,6 +85,10 @@ static const char *node_news(const obs_node_t *a, const obs_node_t *b, char *wha
         snprintf(what, cap, "linkUp %s->%s", a->link_up ? "true" : "false", b->link_up ? "true" : "false");
         return what;
     }
+    if (strcmp(a->tls_cert, b->tls_cert)) {
+        snprintf(what, cap, "tlsCert %.12s->%.12s", a->tls_cert, b->tls_cert);
+        return what;
+    }
     return cluster_news(&a->cluster, &b->cluster, what, cap);
 }
 
@@ -216,6 +220,8 @@ int obsdiff_json(const obs_node_t *nodes, size_t n, const char *observed_at, buf
         bad |= json_object_object_add(e, "lastOkAgoMs", json_object_new_int64(x->last_ok_ago_ms));
         bad |= json_object_object_add(e, "downSinceMs", json_object_new_int64(x->down_since_ms));
         bad |= json_object_object_add(e, "linkDownSinceMs", json_object_new_int64(x->link_down_ms));
+        if (x->tls_cert[0])
+            bad |= json_object_object_add(e, "tlsCert", json_object_new_string(x->tls_cert));
         bad |= cluster_json(&x->cluster, e);
     }
     const char *text =

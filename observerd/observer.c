@@ -13,8 +13,11 @@
 #include "rdc_api.h"
 #include "rdc_spec.h"
 #include "proto.h"
+#include "redis_tls.h"
 #include "redisnode.h"
 #include "rmsg.h"
+#include "secretfetch.h"
+#include "tlscert.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -26,8 +29,7 @@
 #define INSTANCE_LABEL "app.kubernetes.io/instance"
 #define SNAPSHOT_TIMEOUT_NS (INT64_C(10) * NS_PER_SEC)
 #define SECRET_RETRY_NS (INT64_C(10) * NS_PER_SEC)
-#define SECRET_DEADLINE_MS 5000
-#define SECRET_MAX_BYTES ((size_t)1 << 20)
+#define TLS_ANNOTATION "cache.example.com/tls" /* workerd/render.h RENDER_TLS_ANNOTATION */
 #define METRICS_EVERY_NS NS_PER_SEC
 /* Pods of one cluster: Cluster mode has up to 100 (shards x (1 + replicasPerShard)). */
 #define MAX_NODES 128
@@ -40,6 +42,7 @@ typedef struct pod {
     char key[512];              /* namespace/name */
     char name[254];
     char ip[64];                /* "" until it has one */
+    int tls;                    /* its annotation says it speaks TLS on the Redis port */
     cluster_t *cluster;
     redisnode_t *node;          /* NULL while no IP */
     unsigned probes;
@@ -52,12 +55,13 @@ struct cluster {
     observer_t *ob;
     char key[512], ns[254], name[254];
     int has_object;             /* the RedisCluster is cached (else: pods only, so far) */
-    char secret_name[254], secret_key[254]; /* "" = no auth */
+    char secret_key[254];       /* spec.auth.secretRef.key; "" = no auth */
     char *password;             /* NULL until the Secret was read */
-    int64_t secret_next_ns;     /* fetch (again) at or after this; 0 = not wanted */
-    CURL *secret_easy;
-    struct curl_slist *secret_headers;
-    buf_t secret_body;
+    secretfetch_t *auth_f;      /* spec.auth's Secret */
+    secretfetch_t *tls_f;       /* spec.tls's Secret */
+    int tls_client_auth;        /* spec.tls.clientAuth: present tls.crt, tls.key */
+    redis_tls_t *tls;           /* the probes' TLS settings from it; NULL until read */
+    tlscert_check_t tls_cert;   /* its certificate (have_cert: read) */
     int cluster_mode;           /* spec.mode Cluster: probes ask CLUSTER NODES and CLUSTER INFO */
     int64_t evaluated_ns;       /* when on_probe last evaluated it */
     obs_node_t *sent;           /* the observation last sent (obsdiff_copy: owns its texts) */
@@ -90,6 +94,7 @@ struct observer {
         *m_rx_mem, *m_rx_maxmem, *m_rx_evicted, *m_rx_expired, *m_rx_hits, *m_rx_misses, *m_rx_cmds,
         *m_rx_slaves, *m_rx_offset, *m_rx_bgsave;
     metric_family_t *m_cl_state, *m_cl_assigned, *m_cl_ok, *m_cl_pfail, *m_cl_fail, *m_cl_known, *m_cl_migrating;
+    metric_family_t *m_tls_expiry;
     obs_node_t scratch[MAX_NODES]; /* evaluate's observation under construction */
 };
 
@@ -102,6 +107,9 @@ static cluster_t *cluster_find(observer_t *ob, const char *key)
             return c;
     return NULL;
 }
+
+static void on_auth_secret(const json_object *secret, const char *why, void *arg);
+static void on_tls_secret(const json_object *secret, const char *why, void *arg);
 
 static cluster_t *cluster_get(observer_t *ob, const char *key)
 {
@@ -119,23 +127,18 @@ static cluster_t *cluster_get(observer_t *ob, const char *key)
     snprintf(c->key, sizeof(c->key), "%s", key);
     snprintf(c->ns, sizeof(c->ns), "%.*s", (int)(slash - key), key);
     snprintf(c->name, sizeof(c->name), "%s", slash + 1);
-    buf_init(&c->secret_body, SECRET_MAX_BYTES);
+    c->auth_f = secretfetch_new(ob->lc, ob->cfg->client, c->ns, on_auth_secret, c);
+    c->tls_f = secretfetch_new(ob->lc, ob->cfg->client, c->ns, on_tls_secret, c);
+    if (!c->auth_f || !c->tls_f) {
+        secretfetch_destroy(&c->auth_f);
+        secretfetch_destroy(&c->tls_f);
+        free(c);
+        return NULL;
+    }
     c->seen = 1;
     c->next = ob->clusters;
     ob->clusters = c;
     return c;
-}
-
-static void secret_stop(observer_t *ob, cluster_t *c)
-{
-    if (c->secret_easy) {
-        loop_curl_remove(ob->lc, c->secret_easy);
-        curl_easy_cleanup(c->secret_easy);
-        c->secret_easy = NULL;
-    }
-    curl_slist_free_all(c->secret_headers);
-    c->secret_headers = NULL;
-    buf_free(&c->secret_body);
 }
 
 static void password_forget(cluster_t *c)
@@ -157,8 +160,10 @@ static void cluster_maybe_free(observer_t *ob, cluster_t *c)
         pp = &(*pp)->next;
     if (*pp)
         *pp = c->next;
-    secret_stop(ob, c);
+    secretfetch_destroy(&c->auth_f);
+    secretfetch_destroy(&c->tls_f);
     password_forget(c);
+    redis_tls_destroy(&c->tls);
     obsdiff_free(&c->sent, c->nsent);
     free(c);
 }
@@ -200,7 +205,71 @@ static void pod_remove(observer_t *ob, pod_t *p)
 
 static void on_probe(redisnode_t *node, void *arg);
 
+/* p's node as its cluster says: the password, TLS when the pod speaks it (its name
+ * under the headless Service checked), Cluster mode. */
+static void node_settings(const pod_t *p)
+{
+    const cluster_t *c = p->cluster;
+    if (!p->node || !c)
+        return;
+    char name[800];
+    snprintf(name, sizeof(name), "%s.%s.%s.svc", p->name, c->name, c->ns);
+    redisnode_set_password(p->node, c->password);
+    redisnode_set_tls(p->node, p->tls ? c->tls : NULL, name);
+    redisnode_set_cluster(p->node, c->cluster_mode);
+}
+
+static void nodes_settings(const cluster_t *c)
+{
+    for (pod_t *p = c->pods; p; p = p->cnext)
+        node_settings(p);
+}
+
 /* ---- the delta stream: apply objects ------------------------------------------------- */
+
+/* spec.auth: the Secret and key the password is read from. */
+static void apply_auth(observer_t *ob, cluster_t *c, const json_object *obj)
+{
+    const char *sname = JSONX_STR_AT(obj, "spec", "auth", "secretRef", "name");
+    const char *skey = JSONX_STR_AT(obj, "spec", "auth", "secretRef", "key");
+    if (!sname)
+        sname = "";
+    if (!skey || !*skey)
+        skey = "password";
+    if (!*sname)
+        skey = "";
+    int renamed = secretfetch_set(c->auth_f, sname, loop_now(ob->loop));
+    if (!renamed && !strcmp(skey, c->secret_key))
+        return;
+    snprintf(c->secret_key, sizeof(c->secret_key), "%s", skey);
+    secretfetch_due(c->auth_f, loop_now(ob->loop));
+    password_forget(c);
+    nodes_settings(c);
+    if (*sname)
+        rlog_info("cluster authenticates: reading its Secret", "cluster", c->key, "secret", sname, "secretKey", skey);
+}
+
+/* spec.tls: the Secret the probes' TLS settings are made from (docs/tls-and-acl.md); the
+ * settings in use stay until the new ones are read. */
+static void apply_tls(observer_t *ob, cluster_t *c, const json_object *obj)
+{
+    const char *tname = JSONX_STR_AT(obj, "spec", "tls", "secretRef", "name");
+    const json_object *ca = JSONX_AT(obj, "spec", "tls", "clientAuth");
+    int client_auth = ca && json_object_is_type(ca, json_type_boolean) && json_object_get_boolean(ca);
+    if (!secretfetch_set(c->tls_f, tname, loop_now(ob->loop)) && client_auth == c->tls_client_auth)
+        return;
+    c->tls_client_auth = client_auth;
+    if (!tname || !*tname) {
+        redis_tls_t *old = c->tls;
+        c->tls = NULL;
+        memset(&c->tls_cert, 0, sizeof(c->tls_cert));
+        nodes_settings(c);
+        redis_tls_destroy(&old);
+        return;
+    }
+    secretfetch_due(c->tls_f, loop_now(ob->loop));
+    rlog_info("cluster speaks TLS: reading its Secret", "cluster", c->key, "secret", tname);
+}
 
 static void cluster_apply(observer_t *ob, const char *key, json_object *obj, int deleted)
 {
@@ -210,8 +279,9 @@ static void cluster_apply(observer_t *ob, const char *key, json_object *obj, int
     c->seen = 1;
     if (deleted) {
         c->has_object = 0;
-        c->secret_name[0] = c->secret_key[0] = '\0';
-        secret_stop(ob, c);
+        c->secret_key[0] = '\0';
+        secretfetch_set(c->auth_f, NULL, 0);
+        secretfetch_set(c->tls_f, NULL, 0);
         password_forget(c);
         cluster_maybe_free(ob, c);
         return;
@@ -227,30 +297,27 @@ static void cluster_apply(observer_t *ob, const char *key, json_object *obj, int
     int cluster_mode = mode && !strcmp(mode, "Cluster");
     if (cluster_mode != c->cluster_mode) {
         c->cluster_mode = cluster_mode;
-        for (pod_t *p = c->pods; p; p = p->cnext)
-            if (p->node)
-                redisnode_set_cluster(p->node, cluster_mode);
+        nodes_settings(c);
     }
-    const char *sname = JSONX_STR_AT(obj, "spec", "auth", "secretRef", "name");
-    const char *skey = JSONX_STR_AT(obj, "spec", "auth", "secretRef", "key");
-    if (!sname)
-        sname = "";
-    if (!skey || !*skey)
-        skey = "password";
-    if (!*sname)
-        skey = "";
-    if (strcmp(sname, c->secret_name) == 0 && strcmp(skey, c->secret_key) == 0)
+    apply_auth(ob, c, obj);
+    apply_tls(ob, c, obj);
+}
+
+/* A Secret's metadata changed (the delta stream: no data): a Secret a cluster reads whose
+ * resourceVersion is not the one read is read again at once. */
+static void secret_apply(observer_t *ob, const char *key, const json_object *obj)
+{
+    const char *slash = strchr(key, '/'), *rv = JSONX_STR_AT(obj, "metadata", "resourceVersion");
+    if (!slash)
         return;
-    snprintf(c->secret_name, sizeof(c->secret_name), "%s", sname);
-    snprintf(c->secret_key, sizeof(c->secret_key), "%s", skey);
-    secret_stop(ob, c);
-    password_forget(c);
-    for (pod_t *p = c->pods; p; p = p->cnext)
-        if (p->node)
-            redisnode_set_password(p->node, NULL);
-    c->secret_next_ns = *sname ? loop_now(ob->loop) : 0;
-    if (*sname)
-        rlog_info("cluster authenticates: reading its Secret", "cluster", key, "secret", sname, "secretKey", skey);
+    for (cluster_t *c = ob->clusters; c; c = c->next) {
+        if (strncmp(c->ns, key, (size_t)(slash - key)) || c->ns[slash - key])
+            continue;
+        secretfetch_t *f[2] = {c->auth_f, c->tls_f};
+        for (int i = 0; i < 2; i++)
+            if (!strcmp(secretfetch_name(f[i]), slash + 1) && (!rv || strcmp(rv, secretfetch_rv(f[i]))))
+                secretfetch_due(f[i], loop_now(ob->loop));
+    }
 }
 
 static void pod_apply(observer_t *ob, const char *key, json_object *obj, int deleted)
@@ -266,6 +333,7 @@ static void pod_apply(observer_t *ob, const char *key, json_object *obj, int del
     const char *inst = JSONX_STR_AT(obj, "metadata", "labels", INSTANCE_LABEL);
     const char *ip = JSONX_STR_AT(obj, "status", "podIP");
     const char *phase = JSONX_STR_AT(obj, "status", "phase");
+    const char *tls = JSONX_STR_AT(obj, "metadata", "annotations", TLS_ANNOTATION);
     if (!ns || !name || !inst || !*inst) {
         if (p)
             pod_remove(ob, p);
@@ -289,6 +357,7 @@ static void pod_apply(observer_t *ob, const char *key, json_object *obj, int del
         ob->pods = p;
     }
     p->seen = 1;
+    p->tls = tls && !strcmp(tls, "on");
     if (!p->cluster || strcmp(p->cluster->key, ckey) != 0) {
         pod_unlink_cluster(ob, p);
         cluster_t *c = cluster_get(ob, ckey);
@@ -299,31 +368,23 @@ static void pod_apply(observer_t *ob, const char *key, json_object *obj, int del
         p->cluster = c;
         p->cnext = c->pods;
         c->pods = p;
-        if (p->node) {
-            redisnode_set_password(p->node, c->password);
-            redisnode_set_cluster(p->node, c->cluster_mode);
-        }
     }
     if (strcmp(p->ip, ip) != 0) {
         /* A new IP is a new server (the pod was recreated): a new connection. */
         redisnode_destroy(&p->node);
         snprintf(p->ip, sizeof(p->ip), "%s", ip);
         p->probes = 0;
-        if (*ip) {
+        if (*ip)
             p->node = redisnode_new(ob->loop, ip, ob->cfg->redis_port, ob->cfg->probe_timeout_ns, on_probe, p);
-            if (p->node) {
-                redisnode_set_password(p->node, p->cluster->password);
-                redisnode_set_cluster(p->node, p->cluster->cluster_mode);
-            }
-        }
     }
+    node_settings(p);
 }
 
 static void apply_item(observer_t *ob, const char *kind, const char *key, const char *json, size_t len,
                        int deleted)
 {
     int is_rc = strcmp(kind, "RedisCluster") == 0, is_pod = strcmp(kind, "Pod") == 0;
-    if (!is_rc && !is_pod)
+    if (!is_rc && !is_pod && strcmp(kind, "Secret"))
         return;
     json_object *obj = NULL;
     if (!deleted) {
@@ -338,8 +399,10 @@ static void apply_item(observer_t *ob, const char *kind, const char *key, const 
     }
     if (is_rc)
         cluster_apply(ob, key, obj, deleted);
-    else
+    else if (is_pod)
         pod_apply(ob, key, obj, deleted);
+    else
+        secret_apply(ob, key, obj);
     json_object_put(obj);
 }
 
@@ -509,101 +572,86 @@ static int on_sub(loop_t *loop, void *socket, int fd, int revents, void *arg)
 
 /* ---- Secrets -------------------------------------------------------------------------- */
 
-static size_t on_secret_data(char *ptr, size_t size, size_t nmemb, void *ud)
+/* spec.auth's Secret read (secretfetch.h): its key's password for every pod's node. */
+static void on_auth_secret(const json_object *secret, const char *why_, void *arg)
 {
-    cluster_t *c = ud;
-    size_t len = size * nmemb;
-    return buf_append(&c->secret_body, ptr, len) == 0 ? len : 0;
-}
-
-static void secret_done(observer_t *ob, cluster_t *c, CURLcode code)
-{
-    long status = 0;
-    curl_easy_getinfo(c->secret_easy, CURLINFO_RESPONSE_CODE, &status);
-    char *pw = NULL;
-    char why[256] = "";
-    if (code != CURLE_OK) {
-        snprintf(why, sizeof(why), "curl: %s", curl_easy_strerror(code));
-    } else if (status != 200) {
-        snprintf(why, sizeof(why), "HTTP %ld", status);
-    } else {
-        json_object *s = NULL;
-        char perr[128];
-        jsonx_parse_strict(c->secret_body.data ? c->secret_body.data : "", c->secret_body.len, 32, &s, perr,
-                           sizeof(perr));
-        const char *b64 = jsonx_str(jsonx_get(s, "data"), c->secret_key);
-        if (!s)
-            snprintf(why, sizeof(why), "the Secret's body is not JSON: %s", perr);
-        else if (!b64)
-            snprintf(why, sizeof(why), "the Secret has no data key \"%.200s\"", c->secret_key);
-        else if (!(pw = b64_text(b64)))
-            snprintf(why, sizeof(why), "data key \"%.200s\" is not base64", c->secret_key);
-        json_object_put(s);
-    }
-    curl_easy_cleanup(c->secret_easy);
-    c->secret_easy = NULL;
-    curl_slist_free_all(c->secret_headers);
-    c->secret_headers = NULL;
-    buf_free(&c->secret_body);
+    cluster_t *c = arg;
+    observer_t *ob = c->ob;
+    const char *b64 = jsonx_str(jsonx_get(secret, "data"), c->secret_key);
+    char *pw = b64 ? b64_text(b64) : NULL, why[300];
+    if (!secret)
+        snprintf(why, sizeof(why), "%s", why_ ? why_ : "");
+    else if (!b64)
+        snprintf(why, sizeof(why), "the Secret has no data key \"%.200s\"", c->secret_key);
+    else if (!pw)
+        snprintf(why, sizeof(why), "data key \"%.200s\" is not base64", c->secret_key);
     if (!pw) {
-        c->secret_next_ns = loop_now(ob->loop) + SECRET_RETRY_NS;
+        secretfetch_due(c->auth_f, loop_now(ob->loop) + SECRET_RETRY_NS);
         rlog_warn("cannot read the cluster's Secret; probing without a password", "cluster", c->key, "secret",
-                  c->secret_name, "reason", why);
+                  secretfetch_name(c->auth_f), "reason", why);
         return;
     }
     int changed = !c->password || strcmp(c->password, pw) != 0;
     password_forget(c);
     c->password = pw;
-    c->secret_next_ns = 0;
-    for (pod_t *p = c->pods; p; p = p->cnext)
-        if (p->node)
-            redisnode_set_password(p->node, c->password);
+    nodes_settings(c);
     if (changed)
-        rlog_info("read the cluster's Secret", "cluster", c->key, "secret", c->secret_name);
+        rlog_info("read the cluster's Secret", "cluster", c->key, "secret", secretfetch_name(c->auth_f));
+}
+
+/* The decoded data key of secret (a new string), or NULL. */
+static char *data_of(const json_object *secret, const char *key)
+{
+    const char *b64 = jsonx_str(jsonx_get(secret, "data"), key);
+    return b64 ? b64_text(b64) : NULL;
+}
+
+/* spec.tls's Secret read: new TLS settings for every pod's node that speaks TLS (those in
+ * use until now go once the nodes have the new ones), and its certificate's facts (the
+ * expiry metric; a pod that serves another is met on fresh connections, on_probe). */
+static void on_tls_secret(const json_object *secret, const char *why_, void *arg)
+{
+    cluster_t *c = arg;
+    observer_t *ob = c->ob;
+    char *crt = data_of(secret, "tls.crt"), *key = data_of(secret, "tls.key"), *ca = data_of(secret, "ca.crt");
+    char err[300] = "";
+    int pair = c->tls_client_auth;
+    redis_tls_config_t cfg = {.ca_pem = ca, .ca_len = ca ? strlen(ca) : 0, .cert_pem = pair ? crt : NULL,
+                              .cert_len = pair && crt ? strlen(crt) : 0, .key_pem = pair ? key : NULL,
+                              .key_len = pair && key ? strlen(key) : 0};
+    redis_tls_t *tls = NULL;
+    if (!secret)
+        snprintf(err, sizeof(err), "%s", why_ ? why_ : "");
+    else if (!ca)
+        snprintf(err, sizeof(err), "the Secret has no ca.crt to verify the pods with");
+    else
+        tls = redis_tls_new(&cfg, err, sizeof(err));
+    if (tls) {
+        redis_tls_t *old = c->tls;
+        c->tls = tls;
+        if (tlscert_read(crt, crt ? strlen(crt) : 0, &c->tls_cert))
+            memset(&c->tls_cert, 0, sizeof(c->tls_cert));
+        nodes_settings(c);
+        redis_tls_destroy(&old);
+        rlog_info("read the cluster's TLS Secret", "cluster", c->key, "secret", secretfetch_name(c->tls_f), "serial",
+                  c->tls_cert.serial);
+    } else {
+        secretfetch_due(c->tls_f, loop_now(ob->loop) + SECRET_RETRY_NS);
+        rlog_warn("cannot use the cluster's TLS Secret", "cluster", c->key, "secret", secretfetch_name(c->tls_f),
+                  "reason", err);
+    }
+    if (key)
+        explicit_bzero(key, strlen(key));
+    free(key);
+    free(crt);
+    free(ca);
 }
 
 static void on_curl_done(CURL *easy, CURLcode result, void *arg)
 {
-    observer_t *ob = arg;
-    for (cluster_t *c = ob->clusters; c; c = c->next) {
-        if (c->secret_easy == easy) {
-            secret_done(ob, c, result);
-            return;
-        }
-    }
-    curl_easy_cleanup(easy);
-}
-
-static void secret_fetch(observer_t *ob, cluster_t *c)
-{
-    c->secret_next_ns = 0;
-    if (!ob->cfg->client || c->secret_easy || !c->secret_name[0])
-        return;
-    buf_t path;
-    buf_init(&path, 4096);
-    kube_error_t err;
-    kube_error_clear(&err);
-    if (kube_path(&path, "", "v1", c->ns, "secrets", c->secret_name, NULL) == 0)
-        c->secret_easy = kube_client_stream_handle(ob->cfg->client, buf_str(&path), NULL, SECRET_DEADLINE_MS,
-                                                   &c->secret_headers, &err);
-    buf_free(&path);
-    if (!c->secret_easy) {
-        char line[512];
-        rlog_warn("cannot read the cluster's Secret", "cluster", c->key, "error",
-                  kube_error_str(&err, line, sizeof(line)));
-        c->secret_next_ns = loop_now(ob->loop) + SECRET_RETRY_NS;
-        return;
-    }
-    buf_init(&c->secret_body, SECRET_MAX_BYTES);
-    curl_easy_setopt(c->secret_easy, CURLOPT_WRITEFUNCTION, on_secret_data);
-    curl_easy_setopt(c->secret_easy, CURLOPT_WRITEDATA, c);
-    if (loop_curl_add(ob->lc, c->secret_easy)) {
-        curl_easy_cleanup(c->secret_easy);
-        c->secret_easy = NULL;
-        curl_slist_free_all(c->secret_headers);
-        c->secret_headers = NULL;
-        c->secret_next_ns = loop_now(ob->loop) + SECRET_RETRY_NS;
-    }
+    (void)result;
+    (void)arg;
+    curl_easy_cleanup(easy); /* none of ours: the Secrets' transfers have their own callback */
 }
 
 /* ---- observations ------------------------------------------------------------------- */
@@ -645,6 +693,7 @@ static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size
         if (!st || !st->probes)
             continue; /* no IP yet, or not probed yet: unknown, unreachable */
         x->reachable = st->reachable;
+        snprintf(x->tls_cert, sizeof(x->tls_cert), "%s", st->tls_cert);
         if (st->ever_answered) {
             x->role = st->info.role;
             snprintf(x->master_host, sizeof(x->master_host), "%s", st->info.master_host);
@@ -765,18 +814,32 @@ static void warn_cluster_error(const cluster_t *c, pod_t *p, const redisnode_sta
     snprintf(p->cluster_error, sizeof(p->cluster_error), "%s", st->cluster_error);
 }
 
+/* What a probe of p says of c's Secrets: a password not read yet, or refused (rotated?),
+ * or a TLS refusal (renewed?): read again after a while; a pod that served another
+ * certificate than the Secret's is met on a fresh connection next time (a new handshake
+ * shows whether it took the new one). */
+static void secrets_after_probe(observer_t *ob, cluster_t *c, pod_t *p, const redisnode_state_t *st)
+{
+    int64_t later = loop_now(ob->loop) + SECRET_RETRY_NS;
+    int auth_pending = secretfetch_pending(c->auth_f), tls_pending = secretfetch_pending(c->tls_f);
+    if (!st->reachable && *secretfetch_name(c->auth_f) && !auth_pending &&
+        (!c->password || strstr(st->error, "WRONGPASS") || strstr(st->error, "NOAUTH")))
+        secretfetch_due(c->auth_f, later);
+    if (!st->reachable && p->tls && *secretfetch_name(c->tls_f) && !tls_pending &&
+        (!c->tls || strstr(st->error, "TLS")))
+        secretfetch_due(c->tls_f, later);
+    if (p->tls && c->tls_cert.have_cert && st->reachable && strcmp(st->tls_cert, c->tls_cert.sha256))
+        redisnode_reconnect(p->node);
+}
+
 static void on_probe(redisnode_t *node, void *arg)
 {
     pod_t *p = arg;
     observer_t *ob = p->ob;
     const redisnode_state_t *st = redisnode_state(node);
     cluster_t *c = p->cluster;
-    if (!st->reachable && c && c->password == NULL && c->secret_name[0] && !c->secret_easy &&
-        !c->secret_next_ns)
-        c->secret_next_ns = loop_now(ob->loop) + SECRET_RETRY_NS;
-    if (!st->reachable && c && c->password && c->secret_name[0] && !c->secret_easy && !c->secret_next_ns &&
-        (strstr(st->error, "WRONGPASS") || strstr(st->error, "NOAUTH")))
-        c->secret_next_ns = loop_now(ob->loop) + SECRET_RETRY_NS; /* rotated? read it again */
+    if (c)
+        secrets_after_probe(ob, c, p, st);
     if (c && c->cluster_mode)
         warn_cluster_error(c, p, st);
     /* In Cluster mode every node's view lists every node, so an observation is large
@@ -799,11 +862,17 @@ static int on_tick(loop_t *loop, int id, void *arg)
     (void)id;
     observer_t *ob = arg;
     int64_t now = loop_now(loop);
-    for (cluster_t *c = ob->clusters; c; c = c->next)
-        if (c->secret_next_ns && now >= c->secret_next_ns)
-            secret_fetch(ob, c);
+    for (cluster_t *c = ob->clusters; c; c = c->next) {
+        secretfetch_tick(c->auth_f, now, SECRET_RETRY_NS);
+        secretfetch_tick(c->tls_f, now, SECRET_RETRY_NS);
+    }
     for (pod_t *p = ob->pods; p; p = p->next) {
         if (!p->node || redisnode_busy(p->node))
+            continue;
+        /* a pod that speaks TLS is not probed before its cluster's TLS Secret is read (in
+         * plain text it would only look unreachable) */
+        const cluster_t *c = p->cluster;
+        if (p->tls && c && !c->tls && *secretfetch_name(c->tls_f) && secretfetch_pending(c->tls_f))
             continue;
         int full = ob->cfg->info_every > 0 && p->probes % (unsigned)ob->cfg->info_every == 0;
         p->probes++;
@@ -860,7 +929,12 @@ static int on_metrics(loop_t *loop, int id, void *arg)
     /* Rebuilt from scratch: a pod that went leaves no series behind. */
     for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
         metric_family_reset(gauges[i]);
+    metric_family_reset(ob->m_tls_expiry);
+    int64_t wall_s = clock_wall_ns() / NS_PER_SEC;
     for (cluster_t *c = ob->clusters; c; c = c->next) {
+        if (c->tls && c->tls_cert.have_cert)
+            metric_gauge_set(ob->m_tls_expiry, METRIC_LABELS(c->ns, c->name),
+                             (double)(c->tls_cert.not_after_s - wall_s));
         int64_t primary_offset = -1;
         for (pod_t *p = c->pods; p; p = p->cnext) {
             const redisnode_state_t *st = p->node ? redisnode_state(p->node) : NULL;
@@ -960,6 +1034,10 @@ static void register_metrics(observer_t *ob)
                                        pl);
     ob->m_cl_known = metrics_gauge(reg, "rdc_redis_cluster_known_nodes",
                                    "Cluster mode: CLUSTER INFO cluster_known_nodes.", pl);
+    ob->m_tls_expiry = metrics_gauge(reg, "rdc_redis_tls_cert_expiry_seconds",
+                                     "spec.tls: seconds until the certificate in the cluster's Secret expires "
+                                     "(negative once it has).",
+                                     "namespace,rediscluster");
 }
 
 int observer_run(const observer_config_t *cfg)
@@ -1049,9 +1127,49 @@ static json_object *info_json(const redisinfo_t *f)
     return o;
 }
 
-/* observer_once: the RedisCluster's password, or NULL without auth (*password), and
- * whether it is in Cluster mode (*cluster_mode); 0, or -1 said on stderr. */
-static int once_spec(kube_client_t *client, const char *ns, const char *name, char **password, int *cluster_mode)
+/* observer_once: the TLS settings of rc's spec.tls Secret (GET, blocking) into *tls
+ * (NULL without spec.tls); 0, or -1 said on stderr. */
+static int once_tls(kube_client_t *client, const char *ns, const json_object *rc, redis_tls_t **tls)
+{
+    const char *tname = JSONX_STR_AT(rc, "spec", "tls", "secretRef", "name");
+    const json_object *ca_flag = JSONX_AT(rc, "spec", "tls", "clientAuth");
+    int pair = ca_flag && json_object_is_type(ca_flag, json_type_boolean) && json_object_get_boolean(ca_flag);
+    if (!tname || !*tname)
+        return 0;
+    char line[512], err[300] = "";
+    kube_error_t kerr;
+    kube_error_clear(&kerr);
+    json_object *secret = NULL;
+    buf_t path;
+    buf_init(&path, 4096);
+    kube_path(&path, "", "v1", ns, "secrets", tname, NULL);
+    int rc_code = kube_client_get(client, buf_str(&path), NULL, &secret, &kerr);
+    buf_free(&path);
+    if (rc_code) {
+        fprintf(stderr, "observerd: Secret %s/%s: %s\n", ns, tname, kube_error_str(&kerr, line, sizeof(line)));
+        return -1;
+    }
+    char *crt = data_of(secret, "tls.crt"), *key = data_of(secret, "tls.key"), *ca = data_of(secret, "ca.crt");
+    redis_tls_config_t cfg = {.ca_pem = ca, .ca_len = ca ? strlen(ca) : 0, .cert_pem = pair ? crt : NULL,
+                              .cert_len = pair && crt ? strlen(crt) : 0, .key_pem = pair ? key : NULL,
+                              .key_len = pair && key ? strlen(key) : 0};
+    *tls = ca ? redis_tls_new(&cfg, err, sizeof(err)) : NULL;
+    if (!*tls)
+        fprintf(stderr, "observerd: Secret %s/%s: %s\n", ns, tname, ca ? err : "no ca.crt");
+    if (key)
+        explicit_bzero(key, strlen(key));
+    free(key);
+    free(crt);
+    free(ca);
+    json_object_put(secret);
+    return *tls ? 0 : -1;
+}
+
+/* observer_once: the RedisCluster's password, or NULL without auth (*password), its TLS
+ * settings (*tls, NULL without spec.tls) and whether it is in Cluster mode
+ * (*cluster_mode); 0, or -1 said on stderr. */
+static int once_spec(kube_client_t *client, const char *ns, const char *name, char **password, redis_tls_t **tls,
+                     int *cluster_mode)
 {
     char line[512];
     kube_error_t err;
@@ -1083,7 +1201,7 @@ static int once_spec(kube_client_t *client, const char *ns, const char *name, ch
             goto out;
         }
     }
-    rc_code = 0;
+    rc_code = once_tls(client, ns, rc, tls);
 out:
     json_object_put(rc);
     json_object_put(secret);
@@ -1130,6 +1248,7 @@ static json_object *once_node(const char *name, const char *ip, const redisnode_
     x.offset = x.last_ok_ago_ms = -1;
     if (st && st->reachable) {
         x.reachable = 1;
+        snprintf(x.tls_cert, sizeof(x.tls_cert), "%s", st->tls_cert);
         x.role = st->info.role;
         snprintf(x.master_host, sizeof(x.master_host), "%s", st->info.master_host);
         x.master_port = st->info.master_port;
@@ -1155,6 +1274,7 @@ int observer_once(kube_client_t *client, const char *ns, const char *name, int p
     int code = 1;
     json_object *pods = NULL;
     char *password = NULL;
+    redis_tls_t *tls = NULL;
     int cluster_mode = 0;
     loop_t *loop = NULL;
     redisnode_t *nodes[MAX_NODES] = {0};
@@ -1163,7 +1283,7 @@ int observer_once(kube_client_t *client, const char *ns, const char *name, int p
     size_t n = 0;
     buf_t body;
     buf_init(&body, PROTO_MAX_OBSERVATION_BYTES);
-    if (once_spec(client, ns, name, &password, &cluster_mode) || once_pods(client, ns, name, &pods))
+    if (once_spec(client, ns, name, &password, &tls, &cluster_mode) || once_pods(client, ns, name, &pods))
         goto out;
     loop = loop_new();
     once_t o = {0};
@@ -1177,8 +1297,12 @@ int observer_once(kube_client_t *client, const char *ns, const char *name, int p
             continue;
         if (pod_ips[n] && *pod_ips[n]) {
             nodes[n] = redisnode_new(loop, pod_ips[n], port, timeout_ns, once_probe, &o);
+            const char *on = JSONX_STR_AT(p, "metadata", "annotations", TLS_ANNOTATION);
+            char sni[800];
+            snprintf(sni, sizeof(sni), "%s.%s.%s.svc", pod_names[n], name, ns);
             if (nodes[n]) {
                 redisnode_set_password(nodes[n], password);
+                redisnode_set_tls(nodes[n], on && !strcmp(on, "on") ? tls : NULL, sni);
                 redisnode_set_cluster(nodes[n], cluster_mode);
                 o.left++;
                 (void)redisnode_probe(nodes[n], 1); /* a failure already called back */
@@ -1210,6 +1334,7 @@ int observer_once(kube_client_t *client, const char *ns, const char *name, int p
 out:
     for (size_t i = 0; i < MAX_NODES; i++)
         redisnode_destroy(&nodes[i]);
+    redis_tls_destroy(&tls);
     loop_destroy(&loop);
     if (password) {
         memset(password, 0, strlen(password));

@@ -4,9 +4,16 @@
  * a snapshot from the snapshot socket, then only deltas newer than it; a gap, a HUGZ
  * ahead of us, or two HUGZ behind us (informerd restarted) take a new snapshot).
  * From the RedisClusters it reads spec.auth.secretRef {name, key (default "password")}
- * and fetches that Secret over the loop (never blocking, never logging the password);
- * from the Pods (labelled app.kubernetes.io/instance=<cluster>) it keeps one Redis
- * connection per pod IP (redisnode.h) and probes each every --probe-interval: PING and
+ * and spec.tls {secretRef, clientAuth} and fetches those Secrets over the loop
+ * (secretfetch.h: never blocking, never logging the password), again when the delta
+ * stream shows a Secret's metadata changed (a rotation, a renewal) or a probe is refused
+ * for its password or its TLS; from the Pods (labelled app.kubernetes.io/instance=
+ * <cluster>) it keeps one Redis connection per pod IP (redisnode.h), over TLS for a pod
+ * annotated cache.example.com/tls: on (ca.crt trusted, tls.crt presented with clientAuth,
+ * the name <pod>.<cluster>.<namespace>.svc checked; not probed before the Secret is read;
+ * a pod that presents another certificate than the Secret's is met on a fresh connection
+ * each probe, so that the observation's tlsCert shows when it took a renewal), and
+ * probes each every --probe-interval: PING and
  * INFO replication within --probe-timeout, INFO with every default section every
  * --info-every probes for the metrics, and for a cluster whose spec.mode is Cluster
  * CLUSTER NODES and CLUSTER INFO too (a CLUSTER NODES answer cn_parse refuses is logged
@@ -30,8 +37,9 @@
  * {namespace,rediscluster,pod}; for the pods of Cluster-mode clusters, while they answer,
  * rdc_redis_cluster_state (1 ok, 0 fail), rdc_redis_cluster_slots_assigned,
  * rdc_redis_cluster_slots_ok, rdc_redis_cluster_slots_pfail, rdc_redis_cluster_slots_fail,
- * rdc_redis_cluster_slots_migrating
- * and rdc_redis_cluster_known_nodes; per cluster rdc_redis_primary_changes_total; and
+ * rdc_redis_cluster_slots_migrating and rdc_redis_cluster_known_nodes; per cluster
+ * rdc_redis_primary_changes_total and, with spec.tls, rdc_redis_tls_cert_expiry_seconds
+ * (the Secret's certificate: seconds until its notAfter, negative once past); and
  * rdc_observer_observations_sent_total.
  */
 #ifndef RDC_OBSERVERD_OBSERVER_H

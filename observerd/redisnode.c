@@ -95,6 +95,7 @@ static void finish(redisnode_t *n, int ok)
     if (ok) {
         n->st.reachable = 1;
         n->st.ever_answered = 1;
+        snprintf(n->st.tls_cert, sizeof(n->st.tls_cert), "%s", n->conn ? redis_conn_peer_cert(n->conn) : "");
         n->st.last_ok_ns = now;
         n->st.down_since_ns = 0;
         n->st.error[0] = '\0';
@@ -251,6 +252,11 @@ int redisnode_set_tls(redisnode_t *n, const redis_tls_t *tls, const char *server
     n->tls = tls;
     settings_changed(n);
     return 0;
+}
+
+void redisnode_reconnect(redisnode_t *n)
+{
+    settings_changed(n);
 }
 
 void redisnode_set_cluster(redisnode_t *n, int on)

@@ -45,6 +45,8 @@ typedef struct {
     redisinfo_t full;       /* from the last answered full probe (every default section) */
     int have_full;
     char error[256];        /* why the last probe failed, "" after an answered one */
+    char tls_cert[65];      /* the SHA-256 of the certificate the server presented on the
+                               connection of the last answered probe (TLS); "" plain text */
     uint64_t probes, failures;
     /* Cluster mode only, from the last answered probe that asked */
     int cluster_known;      /* CLUSTER NODES and CLUSTER INFO were answered */
@@ -76,6 +78,10 @@ int redisnode_set_password(redisnode_t *node, const char *password);
  * SAN), from the next connection on; a change drops the current connection (not under
  * a probe in flight: after it). Returns 0, or -1 when out of memory (nothing changed). */
 int redisnode_set_tls(redisnode_t *node, const redis_tls_t *tls, const char *server_name);
+
+/* Drop the connection (after a probe in flight), so that the next probe makes a new one:
+ * a new TLS handshake shows the certificate the server serves now (a renewal). */
+void redisnode_reconnect(redisnode_t *node);
 
 /* Ask (on 1) CLUSTER NODES and CLUSTER INFO with every probe from the next one on, or
  * stop (on 0: the cluster state is forgotten, cluster_known 0). */

@@ -39,6 +39,8 @@ static const char *const CONVERSION_V1_ONLY[][PATH_PARTS] = {
     {"spec", "storage", "retention", NULL},
     {"spec", "config", "extra", NULL},
     {"spec", "cluster", NULL},
+    {"spec", "tls", NULL},
+    {"spec", "acl", NULL},
     {"status", "primary", NULL},
     {"status", "nodes", NULL},
     {"status", "cluster", NULL},

@@ -14,7 +14,8 @@
  * securityContext, podSecurityContext, affinity, tolerations, nodeSelector,
  * topologySpreadConstraints, priorityClassName, imagePullSecrets, podMetadata,
  * serviceMetadata, terminationGracePeriodSeconds, podDisruptionBudget, storage.retention,
- * config.extra), status.primary, status.nodes. A new v1 field is one more line there and
+ * config.extra), spec.cluster, spec.tls, spec.acl, status.primary, status.nodes,
+ * status.cluster. A new v1 field is one more line there and
  * in the CRD.
  * Everything else (metadata, the shared spec and status fields, fields unknown to both)
  * is carried through untouched, value for value.

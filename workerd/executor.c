@@ -108,6 +108,17 @@ static void memo_store(exec_memo_t *m, uint64_t uid, uint64_t sig)
 }
 
 
+/* How PLAN_REDIS reaches the cluster's Redis: x's passwords, TLS settings and secrets. */
+static redisexec_client_t client_of(const exec_ctx_t *x)
+{
+    return (redisexec_client_t){.password = x->redis_password,
+                                .old_password = x->redis_old_password,
+                                .tls = x->redis_tls,
+                                .tls_domain = x->redis_tls_domain,
+                                .secrets = x->redis_secrets,
+                                .n_secrets = x->redis_n_secrets};
+}
+
 /* 1 when the PLAN_REDIS action a is a REPLICAOF the node already follows: a work item
  * can carry an observation older than a command this worker just sent (observerd probes
  * once a second), and sending it again would only repeat its Event. A node that cannot
@@ -120,9 +131,9 @@ static int redis_already_done(const exec_ctx_t *x, const plan_action_t *a)
     char info[8192], err[256], role[16], host[256];
     int port = 0, link = 0;
     int64_t offset = -1;
-    if (redisexec_command(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password, 2, av,
-                          REDISEXEC_TIMEOUT_NS, info,
-                          sizeof(info), err, sizeof(err)))
+    redisexec_client_t cl = client_of(x);
+    if (redisexec_run(&cl, a->name, a->ip, RENDER_REDIS_PORT, 2, av, REDISEXEC_TIMEOUT_NS, info, sizeof(info), err,
+                      sizeof(err)))
         return 0;
     redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &port, &link, &offset);
     char have_port[16];
@@ -143,15 +154,20 @@ static int redis_removed_already(const plan_action_t *a, const char *err)
 static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int *skipped, kube_error_t *err)
 {
     char rerr[512];
+    redisexec_client_t cl = client_of(x);
+    if (x->redis_refused) { /* spec.tls without usable settings: nothing to talk with */
+        kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, x->redis_refused);
+        return EXEC_ERROR;
+    }
     /* Before REPLICAOF NO ONE: the old primary must not answer (docs/failover.md). */
     int guard = a->argc == 3 && !strcmp(a->argv[0], "REPLICAOF") && !strcmp(a->argv[1], "NO")
-                    ? redisexec_promote_guard(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password,
-                                              REDISEXEC_PROMOTE_GUARD_NS, rerr, sizeof(rerr))
+                    ? redisexec_promote_guard_on(&cl, a->name, a->ip, RENDER_REDIS_PORT, REDISEXEC_PROMOTE_GUARD_NS,
+                                                 rerr, sizeof(rerr))
                     : 0;
     /* FAILOVER TO: the old primary must have the new one linked and caught up. */
     if (a->argc >= 4 && !strcmp(a->argv[0], "FAILOVER"))
-        guard = redisexec_switchover(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password, a->argc,
-                                     a->argv, TOPO_SWITCHOVER_MAX_LAG, rerr, sizeof(rerr));
+        guard = redisexec_switchover_on(&cl, a->name, a->ip, RENDER_REDIS_PORT, a->argc, a->argv,
+                                        TOPO_SWITCHOVER_MAX_LAG, rerr, sizeof(rerr));
     if (guard < 0) {
         kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, rerr);
         return EXEC_ERROR;
@@ -167,8 +183,8 @@ static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int
         *skipped = 1; /* and its events */
         return EXEC_OK;
     }
-    if (redisexec_command(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password, a->argc, a->argv,
-                          REDISEXEC_TIMEOUT_NS, NULL, 0, rerr, sizeof(rerr)) &&
+    if (redisexec_run(&cl, a->name, a->ip, RENDER_REDIS_PORT, a->argc, a->argv, REDISEXEC_TIMEOUT_NS, NULL, 0, rerr,
+                      sizeof(rerr)) &&
         !redis_removed_already(a, rerr)) {
         kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, rerr);
         return EXEC_ERROR;
@@ -190,7 +206,12 @@ static exec_result_t exec_slot_move(const exec_ctx_t *x, const plan_action_t *a,
         kube_error_set(err, KERR_CONFIG, "pod %s: %s", a->name, why);
         return EXEC_ERROR;
     }
-    int rc = slotmove_run_sync(&job, x->redis_password, x->redis_old_password, &pr, why, sizeof(why));
+    if (x->redis_refused) { /* spec.tls without usable settings */
+        kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, x->redis_refused);
+        return EXEC_ERROR;
+    }
+    int rc = slotmove_run_sync_tls(&job, x->redis_password, x->redis_old_password, x->redis_tls, x->redis_tls_domain,
+                                   &pr, why, sizeof(why));
     slotmove_count(a->ns, job.cluster, &pr);
     char slots[24], keys[24], bytes[24];
     snprintf(slots, sizeof(slots), "%d", pr.slots_done);
@@ -399,6 +420,37 @@ static json_object *auth_record_body(const exec_ctx_t *x, const plan_action_t *a
     return body;
 }
 
+/* PLAN_ACL_FILE: the plan's Secret with each ${acl-hash:<user>} token of its stringData
+ * replaced by the hash x->redis_secrets holds (a new object the caller puts), or NULL
+ * with err (a token no secret is given for: Redis could not load the file). */
+static json_object *acl_file_body(const exec_ctx_t *x, const plan_action_t *a, kube_error_t *err)
+{
+    json_object *body = NULL, *sd = NULL;
+    redisexec_client_t cl = client_of(x);
+    if (json_object_deep_copy(a->body, &body, NULL) || !json_object_object_get_ex(body, "stringData", &sd)) {
+        json_object_put(body);
+        kube_error_set(err, KERR_CONFIG, "Secret %s: out of memory", a->name);
+        return NULL;
+    }
+    json_object_object_foreach(sd, k, v)
+    {
+        char *text = redisexec_expand_text(&cl, json_object_get_string(v));
+        int unknown = text && strstr(text, RENDER_ACL_HASH_TOKEN_PREFIX);
+        if (text && !unknown)
+            json_object_object_add(sd, k, json_object_new_string(text));
+        if (text)
+            explicit_bzero(text, strlen(text));
+        free(text);
+        if (!text || unknown) {
+            json_object_put(body);
+            kube_error_set(err, KERR_CONFIG, "Secret %s: %s", a->name,
+                           text ? "a user's password is not known" : "out of memory");
+            return NULL;
+        }
+    }
+    return body;
+}
+
 static void run_stage_done(exec_run_t *run);
 
 /* The stage's request q ended with err (fenced: the fence refused it). */
@@ -423,8 +475,11 @@ static void run_req_start(exec_run_t *run, size_t k)
     const exec_ctx_t *x = run->x;
     kube_error_t e;
     kube_error_clear(&e);
-    json_object *secret = a->kind == PLAN_AUTH_RECORD ? auth_record_body(x, a, &e) : NULL;
-    if (secret || a->kind != PLAN_AUTH_RECORD) {
+    int tokens = a->kind == PLAN_AUTH_RECORD || a->kind == PLAN_ACL_FILE;
+    json_object *secret = a->kind == PLAN_AUTH_RECORD ? auth_record_body(x, a, &e)
+                          : a->kind == PLAN_ACL_FILE  ? acl_file_body(x, a, &e)
+                                                      : NULL;
+    if (secret || !tokens) {
         const char *body = json_object_to_json_string_ext(secret ? secret : a->body,
                                                           JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
         kube_call_spec_t spec = {.method = a->method, .path = a->path, .content_type = a->content_type,

@@ -15,8 +15,11 @@
  * and resourceVersion) come only from plan_take_back; a 409 on either is EXEC_CONFLICT
  * (the object changed since it was observed), and NotFound on PLAN_DELETE is success.
  *
- * PLAN_REDIS is one command to the pod's Redis (redisexec.h: connect, AUTH with
- * x->redis_password when set, the command, each bounded by REDISEXEC_TIMEOUT_NS), fenced
+ * PLAN_REDIS is one command to the pod's Redis (redisexec.h: connect, TLS with
+ * x->redis_tls when set (the pod's certificate checked for <pod>.<x->redis_tls_domain>),
+ * AUTH with x->redis_password when set, the command, each bounded by
+ * REDISEXEC_TIMEOUT_NS; x->redis_secrets' tokens replaced on the wire; none at all
+ * while x->redis_refused says why), fenced
  * like a request; a failure (unreachable, an error reply) is EXEC_ERROR with err naming
  * the pod and the reply, never the password. A REPLICAOF the node already follows (INFO
  * replication, asked first) is skipped with its events: the observation in a work item
@@ -48,6 +51,7 @@
 #include "loop_curl.h"
 #include "plan.h"
 #include "recorder.h"
+#include "redisexec.h"
 
 #define EXEC_RV_MAX 64 /* exec_ctx_t rc_written_rv's size */
 
@@ -78,6 +82,14 @@ typedef struct {
     const char *instance;       /* reportingInstance of Events (the host name) */
     const char *redis_password; /* AUTH for PLAN_REDIS; NULL = none (never logged) */
     const char *redis_old_password; /* during a rotation: the one Redis had (docs/replication.md) */
+    const redis_tls_t *redis_tls;   /* spec.tls's client settings for PLAN_REDIS; NULL = plain text */
+    const char *redis_tls_domain;   /* "<name>.<namespace>.svc": a pod's certificate is checked for
+                                       "<pod>.<this>" (redisexec.h) */
+    const redisexec_secret_t *redis_secrets; /* more tokens of PLAN_REDIS (ACL users' password
+                                                hashes, never logged); redis_n_secrets */
+    size_t redis_n_secrets;
+    const char *redis_refused;      /* set: every PLAN_REDIS fails with this (spec.tls without
+                                       usable settings: "spec.tls: Secret ns/x: ...") */
     recorder_t *recorder;       /* Events asynchronous and aggregated (recorder.h); NULL =
                                  * not recorded (exec_plan and reconcile_run use one of
                                  * their own then) */

@@ -19,6 +19,7 @@
 #include "reconcile.h"
 #include "redisexec.h"
 #include "render.h"
+#include "secretset.h"
 #include "worker.h"
 
 #include <stdio.h>
@@ -152,6 +153,37 @@ static int once_read_shards(kube_client_t *client, const char *ns, const char *n
     return 0;
 }
 
+/* --once's look at Redis (redisexec_observe_with), over TLS with spec.tls's Secret (read
+ * here, blocking, as a reconcile reads it: secretset.h). A new object, or NULL. */
+static json_object *once_observe(kube_client_t *client, const char *ns, const char *name, const once_t *o,
+                                 const char *at, int cluster)
+{
+    rdc_spec_t spec;
+    rdc_field_errors_t *errs = rdc_field_errors_new();
+    int ok = errs && !rdc_spec_parse(o->rc, &spec, errs);
+    rdc_field_errors_destroy(&errs);
+    secretset_t *set = ok && spec.tls.secret ? secretset_new(&spec, ns, name, JSONX_STR_AT(o->rc, "metadata", "uid"))
+                                             : NULL;
+    for (size_t i = 0; set && secretset_name(set, i); i++) {
+        kube_error_t err;
+        json_object *secret = NULL;
+        kube_error_clear(&err);
+        get_object(client, "", "v1", ns, "secrets", secretset_name(set, i), &secret, &err);
+        secretset_take(set, secretset_name(set, i), secret, &err);
+        json_object_put(secret);
+    }
+    if (set)
+        secretset_finish(set, o->password, clock_wall_ns() / NS_PER_SEC);
+    redisexec_client_t cl = {.password = o->password,
+                             .tls = set ? secretset_client_tls(set) : NULL,
+                             .tls_domain = set ? secretset_domain(set) : NULL};
+    if (set && secretset_refused(set))
+        fprintf(stderr, "workerd: %s\n", secretset_refused(set));
+    json_object *obs = redisexec_observe_with(o->pods, &cl, RENDER_REDIS_PORT, REDISEXEC_TIMEOUT_NS / 4, at, cluster);
+    secretset_destroy(&set);
+    return obs;
+}
+
 /* REPLICATION, CLUSTER: the pods, the role Services, and a look at Redis of our own
  * (under the supervisor observerd's observation comes with the work item). Returns 0, or
  * -1 with err. */
@@ -177,8 +209,7 @@ static int once_read_replication(kube_client_t *client, const char *ns, const ch
     char at[40];
     clock_format_rfc3339(clock_wall_ns(), 3, at, sizeof(at));
     int cluster = rdc_spec_cluster_layout(jsonx_get(o->rc, "spec"), NULL, NULL);
-    o->observation =
-        redisexec_observe(o->pods, o->password, RENDER_REDIS_PORT, REDISEXEC_TIMEOUT_NS / 4, at, cluster);
+    o->observation = once_observe(client, ns, name, o, at, cluster);
     return cluster ? once_read_shards(client, ns, name, o, err) : 0;
 }
 

@@ -11,6 +11,7 @@
 #include "plan.h"
 
 #include "jsonx.h"
+#include "plan_acl.h"
 #include "plan_auth.h"
 #include "plan_build.h"
 #include "plan_children.h"
@@ -21,6 +22,7 @@
 #include "plan_replication.h"
 #include "plan_runtime.h"
 #include "plan_status.h"
+#include "plan_tls.h"
 #include "rdc_spec.h"
 #include "render.h"
 #include "status_policy.h"
@@ -177,6 +179,8 @@ typedef struct {
     topo_t topo;
     plan_cluster_t cluster;
     plan_diag_t diag;
+    plan_tls_found_t tls;
+    int rotating;      /* AUTH: a password rotation is in this plan */
 } found_t;
 
 /* For a valid spec: the children, the password, the mode's own decisions (REPLICATION;
@@ -191,11 +195,18 @@ static int plan_valid(plan_ctx_t *c, const plan_children_t *kids, found_t *x)
             return -1;
         c->cluster = x->cluster.r;
     }
-    if (plan_children(c, kids, &x->kids) || plan_auth(c, &rotating))
+    if (plan_acl_file(c, 1) || plan_children(c, kids, &x->kids) || plan_auth(c, &rotating))
         return -1;
+    x->rotating = rotating;
     x->f.kids = &x->kids;
     /* The StatefulSet whose status counts: ours, else none. */
     const json_object *sts = x->kids.sts_ours ? kids->statefulset : NULL;
+    /* TLS turned on or off: every pod restarts at once, no topology command with it (a
+     * pod of the other protocol cannot be spoken to), as with a password rotation. */
+    size_t before = plan_action_count(c->plan);
+    if (plan_tls_restart(c, sts))
+        return -1;
+    rotating |= plan_action_count(c->plan) != before;
     if (c->spec->mode == RDC_MODE_REPLICATION) {
         x->f.topo = &x->topo;
         if (plan_replication(c, sts, rotating, &x->topo))
@@ -210,7 +221,21 @@ static int plan_valid(plan_ctx_t *c, const plan_children_t *kids, found_t *x)
     }
     plan_diagnose(c, sts, &x->diag);
     x->f.diag = &x->diag;
+    plan_tls(c, &x->tls);
+    x->f.tls = &x->tls;
     return 0;
+}
+
+/* What goes after the status (RUNTIME CONFIG, ACL, TLS's rotation: a command a pod
+ * refuses fails the reconcile, not the children or the status), once the pods are ours.
+ * Returns 0, or -1 when out of memory. */
+static int plan_pods_last(const plan_ctx_t *c, const found_t *x)
+{
+    if (!x->kids.sts_ours && !x->cluster.view.present)
+        return 0;
+    return plan_runtime_config(c) || plan_acl_pods(c, x->rotating) || plan_acl_file(c, 0) || plan_tls_rotate(c)
+               ? -1
+               : 0;
 }
 
 /* What the caller is asked to read next, and the requeue of decision 7. */
@@ -263,7 +288,7 @@ static void plan_live(plan_t *p, const json_object *rc, const plan_children_t *k
     int bad = *plan_oom(p) || check_spec(&c, &x.spec, &invalid, &x.f) ||
               (!x.f.failed_reason && plan_valid(&c, kids, &x)) ||
               plan_status_compute(&c, x.kids.sts_ours ? kids->statefulset : NULL, &x.f) ||
-              ((x.kids.sts_ours || x.cluster.view.present) && plan_runtime_config(&c));
+              (!x.f.failed_reason && plan_pods_last(&c, &x));
     if (!bad)
         plan_reads(&c, &x, kids->statefulset);
     else

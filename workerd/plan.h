@@ -274,6 +274,43 @@
  *                         pod without an IP yet: nothing now, requeue after 10 s.
  *   The executor authenticates with the new password, else the old one (the record's).
  *
+ * TLS (spec.tls; docs/tls-and-acl.md; plan_tls.c): the pods serve TLS (render.h TLS) and
+ * the executor speaks it; what more->tls says of the Secret becomes the condition
+ * TLSReady (after the others):
+ *   not read                 the observed TLSReady stays (none yet: nothing)
+ *   absent, unreadable       False TLSSecretNotFound / TLSSecretUnreadable
+ *   a check failed           False TLSCertificate<tlscert_status_name> (NoCertificate,
+ *                            NoKey, KeyMismatch, NoCA, Untrusted, NotYetValid, Expired,
+ *                            NameMismatch) with tlscert's detail
+ *   expiring                 True TLSCertificateExpiring (Warning event of that reason
+ *                            with the status write that first says it)
+ *   pods serve another       True TLSCertificateRotating "k of n pods serve ..."
+ *   else                     True TLSCertificateValid "serial S, valid until T"
+ *   A False TLSReady is a Degraded finding of the same reason (its Warning event).
+ *   ROTATION: a reachable pod whose observed "tlsCert" (the SHA-256 of the certificate it
+ *   served, observer.h) is not the Secret's, while the Secret's passes the checks (valid
+ *   or expiring): PLAN_REDIS `CONFIG SET tls-cert-file ${current} tls-key-file ${current}
+ *   tls-ca-cert-file ${current}` (Redis reads its files again; the kubelet refreshes a
+ *   mounted Secret within a minute or so, so this is repeated, requeued after
+ *   PLAN_REQUEUE_NOT_READY_NS, until the pod serves the new one; Normal event
+ *   TLSReloaded), no restart. A spec without tls: none of this, no TLSReady.
+ *
+ * ACL (spec.acl.users; docs/tls-and-acl.md; plan_acl.c), once more->acl says every
+ * password is known (else Degraded ACLPasswordMissing with its missing line, nothing
+ * written):
+ *   - PLAN_ACL_FILE of the Secret <name>-redis-acl (render_acl_secret: the file of
+ *     render_acl_file, the default user's rules spec.auth's) when its
+ *     RENDER_ACL_DIGEST_ANNOTATION is not the file's digest (sha256 of its text and both
+ *     fingerprints), before the children (the pods mount it);
+ *   - per pod (as RUNTIME CONFIG picks them: Ready, with an IP, reachable) whose
+ *     annotation cache.example.com/acl is not "<users digest>/<restarts>": PLAN_REDIS
+ *     `ACL SETUSER <user> reset on #${acl-hash:<user>} <rules...>` for each user, `ACL
+ *     DELUSER <users>` for those the pod's cache.example.com/acl-users annotation or the
+ *     observed Secret's RENDER_ACL_USERS_ANNOTATION name and the spec no longer does,
+ *     then PLAN_ANNOTATE_POD with both annotations; one Normal event ACLApplied. No
+ *     restart; not while a password rotation is planned; what does not fit the plan is
+ *     the next reconcile's (requeue).
+ *
  * RUNTIME CONFIG (spec.config.extra directives Redis changes at run time; runtimecfg.h,
  * docs/knobs.md): they are not in the pod template's hash, so changing them rolls
  * nothing; instead, for each pod runtimecfg_compute names (Ready, with an IP, reachable,
@@ -355,6 +392,8 @@
  *   plan_children.[ch]  decision 5: ConfigMap, Services, StatefulSet, PodDisruptionBudget,
  *                       OWNERSHIP, REMOVED KNOBS, IMMUTABLE STATEFULSET FIELDS
  *   plan_auth.[ch]      AUTH
+ *   plan_tls.[ch]       TLS (the TLSReady condition, certificate rotation)
+ *   plan_acl.[ch]       ACL
  *   plan_replication.[ch]  REPLICATION, FAILOVER, SWITCHOVER (the decisions: topology.h)
  *   plan_cluster.[ch]   CLUSTER (spec.mode Cluster), next: slots, meets and moves as the
  *                       mode's own step beside plan_replication, its decisions in a pure
@@ -370,6 +409,7 @@
 
 #include "buf.h"
 #include "rdc_spec.h"
+#include "tlscert.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -399,9 +439,12 @@ typedef enum {
                         stringData.password is the token "${password}", which the executor
                         replaces by the password itself */
     PLAN_ANNOTATE_POD, /* PATCH pods/<name>, merge patch of the runtime-config annotation
-                          (RUNTIME CONFIG below) */
-    PLAN_SLOT_MOVE     /* CLUSTER: hash slots moved between two masters (no request; name the
+                          (RUNTIME CONFIG below; ACL below) */
+    PLAN_SLOT_MOVE,    /* CLUSTER: hash slots moved between two masters (no request; name the
                           source pod, body the job: workerd/slotmove.h, slotmove_job_to_json) */
+    PLAN_ACL_FILE      /* server-side apply of Secret <name>-redis-acl (ACL below); its
+                          stringData's ${acl-hash:<user>} tokens are replaced by the executor
+                          with the users' password hashes */
 } plan_action_kind_t;
 
 /* What workerd read of the password (AUTH below). */
@@ -411,6 +454,25 @@ typedef enum {
     PLAN_AUTH_UNRECORDED,  /* no record yet: Redis runs with what the pods started with */
     PLAN_AUTH_ROTATE       /* the Secret's password is not the recorded one: rotate */
 } plan_auth_t;
+
+/* What workerd read of spec.tls's Secret (TLS below). */
+typedef struct {
+    int read;             /* it was asked for: found, absent, or error says why not */
+    int found;            /* it exists */
+    char error[256];      /* it could not be read: why ("" otherwise) */
+    tlscert_check_t check; /* tlscert_check of tls.crt, tls.key, ca.crt for the pods' names
+                              <pod>.<name>.<namespace>.svc (found) */
+} plan_tls_t;
+
+/* What workerd read for spec.acl (ACL below). */
+typedef struct {
+    int known;                 /* every user's password was read (else no ACL write) */
+    char missing[512];         /* why not: "user app: Secret ns/app-pw has no key \"password\"" */
+    char users_fp[65];         /* a fingerprint of every user's password (not the default's): a
+                                  password that changes changes it; never a password or hash */
+    char default_fp[65];       /* the same of spec.auth's password (the file's default user) */
+    const json_object *secret; /* the Secret <name>-redis-acl as read, or NULL when absent */
+} plan_acl_t;
 
 /* One write. Every string and the body belong to the plan and live until plan_destroy. */
 typedef struct {
@@ -472,6 +534,8 @@ typedef struct {
     const json_object *shard_budgets;      /* their PodDisruptionBudgets (children.ShardBudgets) */
     plan_auth_t auth;              /* AUTH below */
     int budget_short;              /* CRITICAL PATH below: the client-side budget is short */
+    const plan_tls_t *tls;         /* TLS below: spec.tls's Secret, NULL when not read */
+    const plan_acl_t *acl;         /* ACL below: the users' passwords, NULL when not read */
 } plan_observed_t;
 
 /* CRITICAL PATH: when the caller says its client-side QPS budget is short (budget_short:
@@ -602,7 +666,7 @@ json_object *plan_to_json(const plan_t *plan);
 
 /* The name of an action kind: "addFinalizer", "removeFinalizer", "cleanup", "create",
  * "apply", "replace", "delete", "updateStatus", "labelPod", "redis", "authRecord",
- * "annotatePod". */
+ * "annotatePod", "slotMove", "aclFile". */
 const char *plan_action_kind_name(plan_action_kind_t kind);
 
 /* The managed-field comparison described above: 1 when desired is a subset of observed,

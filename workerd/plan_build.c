@@ -71,6 +71,7 @@ static const struct {
     [PLAN_AUTH_RECORD] = {"authRecord", "record the password in", "PATCH", CT_APPLY, FM "&force=true", NULL},
     [PLAN_ANNOTATE_POD] = {"annotatePod", "annotate", "PATCH", CT_MERGE, "", NULL},
     [PLAN_SLOT_MOVE] = {"slotMove", "move hash slots from", NULL, NULL, NULL, NULL},
+    [PLAN_ACL_FILE] = {"aclFile", "write the ACL file into", "PATCH", CT_APPLY, FM "&force=true", NULL},
 };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 
@@ -208,6 +209,21 @@ void plan_add_event(plan_t *p, const char *type, const char *reason, int action,
     e->pub.reason = reason;
     e->pub.message = e->message;
     e->pub.action = action;
+}
+
+int plan_add_pod_delete(plan_t *p, const char *ns, const char *pod, const char *uid, const char *why)
+{
+    int *oom = plan_oom(p);
+    json_object *body = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom);
+    jsonx_put(body, "apiVersion", jsonx_new_str("v1", oom), oom);
+    jsonx_put(body, "kind", jsonx_new_str("DeleteOptions", oom), oom);
+    jsonx_put(pre, "uid", jsonx_new_str(uid, oom), oom);
+    jsonx_put(body, "preconditions", pre, oom);
+    if (*oom) {
+        json_object_put(body);
+        return -1;
+    }
+    return plan_add_action(p, PLAN_DELETE, "v1", "pods", ns, pod, body, why);
 }
 
 size_t plan_room(const plan_t *p)

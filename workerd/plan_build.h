@@ -57,6 +57,10 @@ void plan_add_event(plan_t *p, const char *type, const char *reason, int action,
  * finalizer to", ...). */
 const char *plan_action_verb(plan_action_kind_t kind);
 
+/* Add a PLAN_DELETE of pod with its uid as precondition (a pod recreated meanwhile under
+ * the same name is not deleted). Returns its index, or -1 when out of memory. */
+int plan_add_pod_delete(plan_t *p, const char *ns, const char *pod, const char *uid, const char *why);
+
 /* How many more actions the plan holds. */
 size_t plan_room(const plan_t *p);
 

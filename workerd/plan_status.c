@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "jsonx.h"
 #include "plan_observe.h"
+#include "plan_tls.h"
 #include "render.h"
 #include "status_policy.h"
 
@@ -323,6 +324,11 @@ static void status_events(const plan_ctx_t *c, const plan_findings_t *f, const j
         if (now && was && strcmp(now, was))
             plan_add_event(p, "Normal", "PrimaryChanged", i, "shard %zu: %s is its master now (was %s)", k, now, was);
     }
+    /* TLS: a certificate about to expire (a False TLSReady is a Degraded finding) */
+    const json_object *tls = plan_observed_cond(st, "TLSReady"), *was = plan_observed_cond(ostatus, "TLSReady");
+    if (jsonx_str_is(tls, "reason", "TLSCertificateExpiring") && !jsonx_str_is(was, "reason", "TLSCertificateExpiring"))
+        plan_add_event(p, "Warning", "TLSCertificateExpiring", i, "%s",
+                       jsonx_str_set(tls, "message") ? jsonx_str_set(tls, "message") : "");
     const json_object *deg = plan_observed_cond(st, "Degraded"), *old = plan_observed_cond(ostatus, "Degraded");
     const char *reason = jsonx_str_set(deg, "reason"), *message = jsonx_str_set(deg, "message");
     if (reason && jsonx_str_is(deg, "status", "True") &&
@@ -499,7 +505,7 @@ int plan_status_compute(const plan_ctx_t *c, const json_object *sts, const plan_
 {
     int *oom = plan_oom(c->plan);
     plan_sts_view_t v = f->cluster ? f->cluster->view : plan_view_statefulset(sts);
-    plan_cond_t conds[COND_COUNT + 1]; /* and ReplicationHealthy or ClusterHealthy */
+    plan_cond_t conds[COND_COUNT + 2]; /* and ReplicationHealthy or ClusterHealthy, TLSReady */
     memset(conds, 0, sizeof(conds));
     const char *phase = decide(c, f, &v, conds);
     const json_object *ostatus = jsonx_get(c->rc, "status");
@@ -515,6 +521,8 @@ int plan_status_compute(const plan_ctx_t *c, const json_object *sts, const plan_
     if (f->cluster)
         cluster_status(c, f->cluster, st, &conds[COND_COUNT], oom);
     int extra = f->topo != NULL || f->cluster != NULL;
+    if (f->tls && f->tls->has)
+        conds[COND_COUNT + extra++] = f->tls->cond;
     /* Only the operator's own conditions: the status is server-side applied, and the
      * conditions list is a map keyed by type, so a condition someone else applies
      * (informerd's ReconcileCrashed, say) is theirs and stays as they wrote it. */
@@ -533,6 +541,8 @@ int plan_status_compute(const plan_ctx_t *c, const json_object *sts, const plan_
         buf_printf(&why, ", primary %s, ReplicationHealthy %s", f->topo->primary, conds[COND_COUNT].reason);
     if (f->cluster)
         buf_printf(&why, ", ClusterHealthy %s", conds[COND_COUNT].reason);
+    if (f->tls && f->tls->has)
+        buf_printf(&why, ", TLSReady %s", f->tls->cond.reason);
     int rc = plan_status_write(c, st, buf_str(&why), f);
     buf_free(&why);
     return rc;

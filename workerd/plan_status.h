@@ -22,6 +22,7 @@ typedef struct {
     const plan_diag_t *diag;    /* plan_diagnose's cause, or NULL */
     const topo_t *topo;         /* REPLICATION's decisions, or NULL (Standalone) */
     const plan_cluster_t *cluster; /* CLUSTER's findings, or NULL (the other modes) */
+    const struct plan_tls_found *tls; /* TLS's condition (plan_tls.h), or NULL */
 } plan_findings_t;
 
 /* Compute the status from sts (the observed StatefulSet when ours and the spec valid,

@@ -35,7 +35,7 @@
 #include <json-c/json.h>
 #include <stddef.h>
 
-#define READS_MAX 8
+#define READS_MAX 32 /* a reconcile's first reads: children, spec.auth's, spec.tls's and spec.acl's Secrets */
 
 typedef struct {
     /* What to read (set before reads_start). */

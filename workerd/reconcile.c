@@ -10,6 +10,7 @@
 #include "reads.h"
 #include "readmemo.h"
 #include "render.h"
+#include "secretset.h"
 
 
 #include <stdio.h>
@@ -358,7 +359,8 @@ enum {
     W_PODS,
     W_STS_EVENTS,
     W_POD_EVENTS,
-    W_FRESH_RC                    /* the RedisCluster again, for a refused write's status */
+    W_FRESH_RC,                   /* the RedisCluster again, for a refused write's status */
+    W_SET                         /* W_SET + i: secretset_name(j->secrets, i) (spec.tls, spec.acl) */
 };
 
 static reconcile_trace_fn *trace_fn;
@@ -395,9 +397,11 @@ struct reconcile_job {
     int has_seen;
     /* in flight: reads, a run, the deadline, the delivery */
     reads_t *reads;
-    reads_req_t req[READS_MAX];
-    int what[READS_MAX];
-    size_t nreq;
+    reads_req_t *req;           /* cap of them (grown by job_slot) */
+    int *what;
+    size_t nreq, cap;
+    rdc_spec_t spec;            /* the spec, parsed for the Secrets to read (secretset.h) */
+    secretset_t *secrets;       /* spec.tls's and spec.acl's Secrets: NULL when none */
     exec_run_t *run;
     int finish_timer;
     int deadline_timer;
@@ -435,11 +439,36 @@ static void job_reads_clear(reconcile_job_t *j)
     j->nreq = 0;
 }
 
+/* The next free read of j->req (grown as needed, READS_MAX at most), or NULL when out of
+ * memory or full. */
+static reads_req_t *job_slot(reconcile_job_t *j)
+{
+    if (j->nreq < j->cap)
+        return &j->req[j->nreq];
+    size_t cap = j->cap ? 2 * j->cap : 8;
+    if (cap > READS_MAX || j->reads) /* (never while a set reads them) */
+        return NULL;
+    reads_req_t *req = realloc(j->req, cap * sizeof(*req));
+    if (req)
+        j->req = req;
+    int *what = req ? realloc(j->what, cap * sizeof(*what)) : NULL;
+    if (what)
+        j->what = what;
+    if (!req || !what)
+        return NULL;
+    j->cap = cap;
+    return &j->req[j->nreq];
+}
+
 /* Add a GET to j->req; 0, or -1 with err when its path cannot be made. */
 static int job_add_get(reconcile_job_t *j, int what, const char *group, const char *version, const char *resource,
                        const char *ns, const char *name, kube_error_t *err)
 {
-    reads_req_t *q = &j->req[j->nreq];
+    reads_req_t *q = job_slot(j);
+    if (!q) {
+        kube_error_set(err, KERR_CONFIG, "%s %s/%s: out of memory", resource, ns ? ns : "", name ? name : "");
+        return -1;
+    }
     if (reads_get(q, group, version, ns, resource, name)) {
         *err = q->err;
         return -1;
@@ -451,7 +480,8 @@ static int job_add_get(reconcile_job_t *j, int what, const char *group, const ch
 static void job_add_list(reconcile_job_t *j, int what, const char *resource, const char *label_selector,
                          const char *field_selector)
 {
-    if (reads_list(&j->req[j->nreq], meta_str(j->rc, "namespace"), resource, label_selector, field_selector) == 0)
+    reads_req_t *q = job_slot(j);
+    if (q && reads_list(q, meta_str(j->rc, "namespace"), resource, label_selector, field_selector) == 0)
         j->what[j->nreq++] = what;
 }
 
@@ -504,6 +534,46 @@ static plan_auth_t job_auth(reconcile_job_t *j, int k_secret, int k_record)
     return strcmp(j->applied, j->password) ? PLAN_AUTH_ROTATE : PLAN_AUTH_CURRENT;
 }
 
+/* spec.tls's and spec.acl's Secrets (secretset.h), read with the first reads; a spec
+ * that does not parse reads none (the plan reports it). */
+static void job_add_secrets(reconcile_job_t *j, const char *ns)
+{
+    rdc_field_errors_t *errs = rdc_field_errors_new();
+    secretset_destroy(&j->secrets);
+    int ok = errs && !rdc_spec_parse(j->rc, &j->spec, errs);
+    rdc_field_errors_destroy(&errs);
+    if (!ok || (!j->spec.tls.secret && !j->spec.acl.n_users))
+        return;
+    j->xr.redis_refused = j->spec.tls.secret ? "spec.tls: its Secret was not read" : NULL;
+    if (!j->xr.client || !(j->secrets = secretset_new(&j->spec, ns, meta_str(j->rc, "name"), meta_str(j->rc, "uid"))))
+        return;
+    kube_error_t err;
+    for (size_t i = 0; secretset_name(j->secrets, i); i++)
+        if (job_add_get(j, W_SET + (int)i, "", "v1", "secrets", ns, secretset_name(j->secrets, i), &err))
+            rlog_warn("cannot read a Secret of spec.tls or spec.acl", "reconcileID", j->xr.reconcile_id, "error",
+                      err.message);
+}
+
+/* READ's answers of secretset's reads, then what they say with the password: for the
+ * plan (TLS, ACL) and the executor (TLS settings, the users' hashes). */
+static void job_take_secrets(reconcile_job_t *j)
+{
+    if (!j->secrets)
+        return;
+    for (size_t k = 0; k < j->nreq; k++)
+        if (j->what[k] >= W_SET)
+            secretset_take(j->secrets, secretset_name(j->secrets, (size_t)(j->what[k] - W_SET)), j->req[k].obj,
+                           &j->req[k].err);
+    if (secretset_finish(j->secrets, j->password, clock_wall_ns() / NS_PER_SEC))
+        rlog_warn("cannot make the TLS settings or the ACL users (out of memory)", "reconcileID", j->xr.reconcile_id);
+    j->more.tls = secretset_tls(j->secrets);
+    j->more.acl = secretset_acl(j->secrets);
+    j->xr.redis_tls = secretset_client_tls(j->secrets);
+    j->xr.redis_tls_domain = secretset_domain(j->secrets);
+    j->xr.redis_secrets = secretset_tokens(j->secrets, &j->xr.redis_n_secrets);
+    j->xr.redis_refused = secretset_refused(j->secrets);
+}
+
 /* READ's answers: the children into j->child (and the memo), the auth into j->more.
  * Returns the event: READ_FAILED (j->err set) when a child could not be read. */
 static reconcile_event_t job_take_first(reconcile_job_t *j)
@@ -536,6 +606,7 @@ static reconcile_event_t job_take_first(reconcile_job_t *j)
             existsmemo_drop(x->exists, child_resource[i], ns, j->absent_name[i]);
     }
     j->more.auth = job_auth(j, k_secret, k_record);
+    job_take_secrets(j);
     job_reads_clear(j);
     return REV_READ_OK;
 }
@@ -748,6 +819,8 @@ static void act_read_first(reconcile_job_t *j)
         j->nreq = before;
         rlog_warn("cannot read the cluster's password", "reconcileID", x->reconcile_id, "error", err.message);
     }
+    if (children)
+        job_add_secrets(j, ns);
     if (job_read(j)) {
         kube_error_set(&j->err, KERR_CONFIG, "out of memory");
         job_event(j, REV_READ_FAILED);
@@ -1124,6 +1197,9 @@ static void job_free(reconcile_job_t *j, const reconcile_outcome_t *out)
     wipe(&j->applied);
     wipe(&j->first_password);
     wipe(&j->first_applied);
+    secretset_destroy(&j->secrets);
+    free(j->req);
+    free(j->what);
     free(j);
 }
 

@@ -1,76 +1,17 @@
-/* redisexec: one Redis command, synchronously, with timeouts. See redisexec.h. */
+/* redisexec: one Redis command, synchronously, through the one transport. See
+ * redisexec.h. */
 #include "redisexec.h"
 
 #include "clusternodes.h"
-
+#include "buf.h"
 #include "jsonx.h"
+#include "redis_sync.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-
-#define MAX_ARGS 130 /* CONFIG SET with 64 name/value pairs (plan.h, RUNTIME CONFIG) */
-
-static struct timeval tv_of(int64_t ns)
-{
-    struct timeval tv = {.tv_sec = (time_t)(ns / 1000000000), .tv_usec = (suseconds_t)((ns % 1000000000) / 1000)};
-    return tv;
-}
-
-/* AUTH with password on c. Returns 0, 1 when refused (err set), -1 on a connection
- * failure (err set). */
-static int auth(redisContext *c, const char *ip, int port, const char *password, char *err, size_t errlen)
-{
-    const char *av[2] = {"AUTH", password};
-    redisReply *r = redisCommandArgv(c, 2, av, NULL);
-    int rc = 0;
-    if (!r) {
-        snprintf(err, errlen, "AUTH %s:%d: %s", ip, port, c->errstr);
-        rc = -1;
-    } else if (r->type == REDIS_REPLY_ERROR) {
-        /* The reply (WRONGPASS, ...) never quotes the password. */
-        snprintf(err, errlen, "AUTH %s:%d: %s", ip, port, r->str);
-        rc = 1;
-    }
-    if (r)
-        freeReplyObject(r);
-    return rc;
-}
-
-/* Connect (and AUTH, with old_password when password is refused). Returns the context,
- * or NULL with err. */
-static redisContext *connect_auth(const char *ip, int port, const char *password, const char *old_password,
-                                  int64_t timeout_ns, char *err, size_t errlen)
-{
-    redisContext *c = redisConnectWithTimeout(ip, port, tv_of(timeout_ns));
-    if (!c) {
-        snprintf(err, errlen, "connect %s:%d: out of memory", ip, port);
-        return NULL;
-    }
-    if (c->err) {
-        snprintf(err, errlen, "connect %s:%d: %s", ip, port, c->errstr);
-        redisFree(c);
-        return NULL;
-    }
-    if (redisSetTimeout(c, tv_of(timeout_ns)) != REDIS_OK) {
-        snprintf(err, errlen, "%s:%d: cannot set the timeout", ip, port);
-        redisFree(c);
-        return NULL;
-    }
-    if (password && *password) {
-        int a = auth(c, ip, port, password, err, errlen);
-        if (a == 1 && old_password && *old_password)
-            a = auth(c, ip, port, old_password, err, errlen);
-        if (a) {
-            redisFree(c);
-            return NULL;
-        }
-    }
-    return c;
-}
 
 /* Replace every occurrence of secret in s (NUL-terminated, cap bytes) by token. */
 static void scrub(char *s, size_t cap, const char *secret, const char *token)
@@ -89,30 +30,94 @@ static void scrub(char *s, size_t cap, const char *secret, const char *token)
     }
 }
 
-/* The tokens a command's arguments may end with, and what replaces them. */
-static const char *const tokens[2] = {REDISEXEC_PASSWORD_TOKEN, REDISEXEC_OLD_PASSWORD_TOKEN};
+/* The tokens of cl, each with its secret: the passwords', then the client's. Returns
+ * how many (at most 2 + REDISEXEC_MAX_SECRETS). */
+static size_t secrets_of(const redisexec_client_t *cl, redisexec_secret_t out[2 + REDISEXEC_MAX_SECRETS])
+{
+    out[0] = (redisexec_secret_t){REDISEXEC_PASSWORD_TOKEN, cl->password ? cl->password : ""};
+    out[1] = (redisexec_secret_t){REDISEXEC_OLD_PASSWORD_TOKEN, cl->old_password ? cl->old_password : ""};
+    size_t n = 2;
+    for (size_t i = 0; i < cl->n_secrets && i < REDISEXEC_MAX_SECRETS; i++)
+        if (cl->secrets[i].token && cl->secrets[i].value)
+            out[n++] = cl->secrets[i];
+    return n;
+}
+
+static void scrub_all(const redisexec_client_t *cl, char *err, size_t errlen)
+{
+    redisexec_secret_t sec[2 + REDISEXEC_MAX_SECRETS];
+    size_t n = secrets_of(cl, sec);
+    for (size_t i = 0; errlen && i < n; i++)
+        scrub(err, errlen, sec[i].value, sec[i].token);
+}
+
+char *redisexec_expand_text(const redisexec_client_t *cl, const char *text)
+{
+    redisexec_secret_t sec[2 + REDISEXEC_MAX_SECRETS];
+    size_t ns = secrets_of(cl, sec);
+    buf_t b;
+    buf_init(&b, 0);
+    int rc = 0;
+    for (const char *p = text; *p && !rc;) {
+        size_t t = 0;
+        while (t < ns && strncmp(p, sec[t].token, strlen(sec[t].token)))
+            t++;
+        if (t < ns) {
+            rc = buf_puts(&b, sec[t].value);
+            p += strlen(sec[t].token);
+        } else {
+            rc = buf_append(&b, p++, 1);
+        }
+    }
+    char *out = rc ? NULL : buf_detach(&b);
+    if (!out && !rc)
+        out = strdup(""); /* an empty text */
+    if (rc && b.data)
+        explicit_bzero(b.data, b.alloc);
+    buf_free(&b);
+    return out;
+}
+
+/* 1 when s ends with token. */
+static int ends_with(const char *s, size_t n, const char *token)
+{
+    size_t tl = strlen(token);
+    return n >= tl && !strcmp(s + n - tl, token);
+}
 
 /* av[i] = argv[i] with a trailing token replaced by its secret (a copy in made[i], which
  * the caller wipes and frees), else argv[i] itself. Returns 0, or -1 when out of memory. */
-static int expand_tokens(int argc, const char *const *argv, const char *const secrets[2], const char **av,
+static int expand_tokens(const redisexec_client_t *cl, int argc, const char *const *argv, const char **av,
                          char **made)
 {
+    redisexec_secret_t sec[2 + REDISEXEC_MAX_SECRETS];
+    size_t ns = secrets_of(cl, sec);
     for (int i = 0; i < argc; i++) {
         av[i] = argv[i];
         size_t n = strlen(argv[i]);
-        for (int t = 0; t < 2; t++) {
-            size_t tl = strlen(tokens[t]);
-            if (n < tl || strcmp(argv[i] + n - tl, tokens[t]))
+        for (size_t t = 0; t < ns; t++) {
+            if (!ends_with(argv[i], n, sec[t].token))
                 continue;
-            size_t len = n - tl + strlen(secrets[t]) + 1;
+            size_t keep = n - strlen(sec[t].token), len = keep + strlen(sec[t].value) + 1;
             if (!(made[i] = malloc(len)))
                 return -1;
-            snprintf(made[i], len, "%.*s%s", (int)(n - tl), argv[i], secrets[t]);
+            snprintf(made[i], len, "%.*s%s", (int)keep, argv[i], sec[t].value);
             av[i] = made[i];
             break;
         }
     }
     return 0;
+}
+
+static void free_made(char **made, int argc)
+{
+    for (int i = 0; i < argc; i++) {
+        if (made[i]) {
+            explicit_bzero(made[i], strlen(made[i]));
+            free(made[i]);
+            made[i] = NULL;
+        }
+    }
 }
 
 /* A reply's text for the caller: an integer, a status or a string; "" otherwise. */
@@ -126,54 +131,136 @@ static void reply_text(const redisReply *r, char *reply, size_t replylen)
         snprintf(reply, replylen, "%s", r->str);
 }
 
+/* The transport's line "<addr>: <phase>: <why>" as "<phase> <addr>: <why>" (redisexec's
+ * lines name what failed first, as they always have); a line of another shape as is. */
+static void phase_first(const char *line, const char *addr, char *err, size_t errlen)
+{
+    size_t al = strlen(addr);
+    const char *rest = !strncmp(line, addr, al) && !strncmp(line + al, ": ", 2) ? line + al + 2 : NULL;
+    const char *colon = rest ? strstr(rest, ": ") : NULL;
+    if (colon)
+        snprintf(err, errlen, "%.*s %s: %s", (int)(colon - rest), rest, addr, colon + 2);
+    else
+        snprintf(err, errlen, "%s", line);
+}
+
+/* The node's address as the transport names it ("10.0.0.5:6379", "[fd00::5]:6379"). */
+static void addr_of(const char *ip, int port, char *out, size_t len)
+{
+    snprintf(out, len, strchr(ip, ':') ? "[%s]:%d" : "%s:%d", ip, port);
+}
+
+/* A connection to ip:port as cl says (pod: the name its certificate is checked for).
+ * NULL with err (phase first). */
+static redis_sync_t *open_node(const redisexec_client_t *cl, const char *pod, const char *ip, int port,
+                               int64_t timeout_ns, char *err, size_t errlen)
+{
+    char name[320] = "", addr[96], line[600];
+    if (cl->tls && cl->tls_domain && pod && *pod)
+        snprintf(name, sizeof(name), "%s.%s", pod, cl->tls_domain);
+    redis_conn_opts_t o = {.host = ip,
+                           .port = port,
+                           .connect_timeout_ns = timeout_ns,
+                           .tls = cl->tls,
+                           .tls_server_name = *name ? name : NULL,
+                           .password = cl->password,
+                           .password_fallback = cl->old_password};
+    redis_sync_t *s = redis_sync_open(&o, line, sizeof(line));
+    if (!s) {
+        addr_of(ip, port, addr, sizeof(addr));
+        phase_first(line, addr, err, errlen);
+    }
+    return s;
+}
+
+/* av on s: 0 with the reply's text, or -1 with err (an error reply is one). */
+static int command_on(redis_sync_t *s, const char *addr, int argc, const char *const *av, const char *name,
+                      int64_t timeout_ns, char *reply, size_t replylen, char *err, size_t errlen)
+{
+    char line[600];
+    redisReply *r = redis_sync_command(s, argc, av, NULL, timeout_ns, line, sizeof(line));
+    int rc = -1;
+    if (!r)
+        phase_first(line, addr, err, errlen);
+    else if (r->type == REDIS_REPLY_ERROR)
+        snprintf(err, errlen, "%s %s: %s", name, addr, r->str);
+    else
+        rc = 0;
+    if (!rc)
+        reply_text(r, reply, replylen);
+    if (r)
+        freeReplyObject(r);
+    return rc;
+}
+
+/* CONFIG SET pairs whose value is REDISEXEC_CURRENT_TOKEN: the server's value (CONFIG
+ * GET, on s) into made[i] and av[i]. 0, or -1 with err. */
+static int fill_current(redis_sync_t *s, const char *addr, int argc, const char **av, char **made,
+                        int64_t timeout_ns, char *err, size_t errlen)
+{
+    if (argc < 4 || strcasecmp(av[0], "CONFIG") || strcasecmp(av[1], "SET"))
+        return 0;
+    for (int i = 3; i < argc; i += 2) {
+        if (strcmp(av[i], REDISEXEC_CURRENT_TOKEN))
+            continue;
+        const char *get[3] = {"CONFIG", "GET", av[i - 1]};
+        char line[600];
+        redisReply *r = redis_sync_command(s, 3, get, NULL, timeout_ns, line, sizeof(line));
+        int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING;
+        if (ok && !(made[i] = strdup(r->element[1]->str)))
+            snprintf(err, errlen, "out of memory");
+        else if (!ok && !r)
+            phase_first(line, addr, err, errlen);
+        else if (!ok)
+            snprintf(err, errlen, "CONFIG GET %s %s: no value", av[i - 1], addr);
+        if (r)
+            freeReplyObject(r);
+        if (!made[i])
+            return -1;
+        av[i] = made[i];
+    }
+    return 0;
+}
+
+static const redisexec_client_t no_client;
+
+int redisexec_run(const redisexec_client_t *cl, const char *pod, const char *ip, int port, int argc,
+                  const char *const *argv, int64_t timeout_ns, char *reply, size_t replylen, char *err, size_t errlen)
+{
+    if (reply && replylen)
+        reply[0] = '\0';
+    if (argc < 1 || argc > REDISEXEC_MAX_ARGS) {
+        snprintf(err, errlen, "a command of %d arguments", argc);
+        return -1;
+    }
+    cl = cl ? cl : &no_client;
+    const char *av[REDISEXEC_MAX_ARGS];
+    char *made[REDISEXEC_MAX_ARGS] = {0}, addr[96];
+    int rc = -1;
+    redis_sync_t *s = NULL;
+    addr_of(ip, port, addr, sizeof(addr));
+    if (expand_tokens(cl, argc, argv, av, made)) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    if (!(s = open_node(cl, pod, ip, port, timeout_ns, err, errlen)) ||
+        fill_current(s, addr, argc, av, made, timeout_ns, err, errlen))
+        goto out;
+    rc = command_on(s, addr, argc, av, argv[0], timeout_ns, reply, replylen, err, errlen);
+out:
+    if (rc) /* ACL SETUSER's errors quote the modifier, password and all */
+        scrub_all(cl, err, errlen);
+    redis_sync_close(&s);
+    free_made(made, argc);
+    return rc;
+}
+
 int redisexec_command(const char *ip, int port, const char *password, const char *old_password, int argc,
                       const char *const *argv, int64_t timeout_ns, char *reply, size_t replylen, char *err,
                       size_t errlen)
 {
-    if (reply && replylen)
-        reply[0] = '\0';
-    if (argc < 1 || argc > MAX_ARGS) {
-        snprintf(err, errlen, "a command of %d arguments", argc);
-        return -1;
-    }
-    const char *av[MAX_ARGS];
-    char *made[MAX_ARGS] = {0};
-    int rc = -1;
-    redisContext *c = NULL;
-    redisReply *r = NULL;
-    const char *secrets[2] = {password ? password : "", old_password ? old_password : ""};
-    if (expand_tokens(argc, argv, secrets, av, made)) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    c = connect_auth(ip, port, password, old_password, timeout_ns, err, errlen);
-    if (!c)
-        goto out;
-    r = redisCommandArgv(c, argc, av, NULL);
-    if (!r) {
-        snprintf(err, errlen, "%s %s:%d: %s", argv[0], ip, port,
-                 c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK) ? "timeout" : c->errstr);
-    } else if (r->type == REDIS_REPLY_ERROR) {
-        snprintf(err, errlen, "%s %s:%d: %s", argv[0], ip, port, r->str);
-    } else {
-        rc = 0;
-        reply_text(r, reply, replylen);
-    }
-out:
-    if (rc && errlen) /* ACL SETUSER's errors quote the modifier, password and all */
-        for (int t = 0; t < 2; t++)
-            scrub(err, errlen, secrets[t], tokens[t]);
-    if (r)
-        freeReplyObject(r);
-    if (c)
-        redisFree(c);
-    for (int i = 0; i < argc; i++) {
-        if (made[i]) {
-            memset(made[i], 0, strlen(made[i]));
-            free(made[i]);
-        }
-    }
-    return rc;
+    redisexec_client_t cl = {.password = password, .old_password = old_password};
+    return redisexec_run(&cl, NULL, ip, port, argc, argv, timeout_ns, reply, replylen, err, errlen);
 }
 
 /* The value of "field:" in INFO text, copied into out (up to the line's end). 1 when found. */
@@ -229,9 +316,9 @@ void redisexec_parse_info(const char *text, char *role, size_t rolelen, char *ma
         *offset = to_int(v, -1);
 }
 
-/* observerd's "cluster" object of the node at ip (CLUSTER NODES normalized, CLUSTER
- * INFO), or NULL when it cannot be read or memory runs out. */
-static json_object *observe_cluster(const char *ip, int port, const char *password, int64_t timeout_ns)
+/* observerd's "cluster" object of the node s (CLUSTER NODES normalized, CLUSTER INFO),
+ * or NULL when it cannot be read or memory runs out. */
+static json_object *observe_cluster(redis_sync_t *s, const char *addr, int64_t timeout_ns)
 {
     enum { CAP = 1 << 18 };
     char *text = malloc(CAP), *norm = malloc(CAP), err[256], info[4096];
@@ -239,9 +326,8 @@ static json_object *observe_cluster(const char *ip, int port, const char *passwo
     cn_view_t *v = NULL;
     json_object *o = NULL;
     int oom = 0;
-    if (text && norm &&
-        !redisexec_command(ip, port, password, NULL, 2, nodes, timeout_ns, text, CAP, err, sizeof(err)) &&
-        !redisexec_command(ip, port, password, NULL, 2, cinfo, timeout_ns, info, sizeof(info), err, sizeof(err))) {
+    if (text && norm && !command_on(s, addr, 2, nodes, "CLUSTER", timeout_ns, text, CAP, err, sizeof(err)) &&
+        !command_on(s, addr, 2, cinfo, "CLUSTER", timeout_ns, info, sizeof(info), err, sizeof(err))) {
         cn_info_t ci;
         cn_info_parse(info, strlen(info), &ci);
         o = jsonx_new_obj(&oom);
@@ -267,49 +353,84 @@ static json_object *observe_cluster(const char *ip, int port, const char *passwo
     return o;
 }
 
-json_object *redisexec_observe(const json_object *pods, const char *password, int port, int64_t timeout_ns,
-                               const char *observed_at, int cluster)
+/* What one pod answered: INFO replication, its cluster object, the certificate it showed. */
+typedef struct {
+    int ok;
+    char info[8192];
+    char cert[65];
+    json_object *cluster;
+} observed_t;
+
+/* Ask the pod pod at ip what observed_t holds (x->ok 0 when it cannot be asked). */
+static void observe_node(const redisexec_client_t *cl, const char *pod, const char *ip, int port, int64_t timeout_ns,
+                         int cluster, observed_t *x)
+{
+    const char *av[2] = {"INFO", "replication"};
+    char err[256], addr[96];
+    memset(x, 0, sizeof(*x));
+    addr_of(ip, port, addr, sizeof(addr));
+    redis_sync_t *s = open_node(cl, pod, ip, port, timeout_ns, err, sizeof(err));
+    if (s && !command_on(s, addr, 2, av, "INFO", timeout_ns, x->info, sizeof(x->info), err, sizeof(err))) {
+        x->ok = 1;
+        snprintf(x->cert, sizeof(x->cert), "%s", redis_sync_peer_cert(s));
+        x->cluster = cluster ? observe_cluster(s, addr, timeout_ns) : NULL;
+    }
+    redis_sync_close(&s);
+}
+
+/* The observation node of pod at ip from what it answered (x). */
+static json_object *node_json(const char *pod, const char *ip, const observed_t *x, int *oom)
+{
+    char role[16] = "", host[256] = "", ld[32];
+    int mport = 0, link = 0;
+    int64_t offset = -1, link_down_ms = -1;
+    if (x->ok)
+        redisexec_parse_info(x->info, role, sizeof(role), host, sizeof(host), &mport, &link, &offset);
+    json_object *node = jsonx_new_obj(oom);
+    jsonx_put(node, "pod", jsonx_new_str(pod, oom), oom);
+    jsonx_put(node, "ip", jsonx_new_str(ip ? ip : "", oom), oom);
+    jsonx_put(node, "reachable", json_object_new_boolean(x->ok), oom);
+    jsonx_put(node, "role", jsonx_new_str(role, oom), oom);
+    jsonx_put(node, "masterHost", jsonx_new_str(host, oom), oom);
+    jsonx_put(node, "masterPort", jsonx_new_int(mport, oom), oom);
+    jsonx_put(node, "linkUp", json_object_new_boolean(link), oom);
+    jsonx_put(node, "offset", jsonx_new_int(offset, oom), oom);
+    jsonx_put(node, "lastOkAgoMs", jsonx_new_int(x->ok ? 0 : -1, oom), oom);
+    jsonx_put(node, "downSinceMs", jsonx_new_int(0, oom), oom);
+    if (x->ok && !strcmp(role, "slave") && !link &&
+        info_field(x->info, "master_link_down_since_seconds", ld, sizeof(ld)) && to_int(ld, -1) >= 0)
+        link_down_ms = to_int(ld, -1) * 1000;
+    jsonx_put(node, "linkDownSinceMs", jsonx_new_int(link_down_ms, oom), oom);
+    if (x->cert[0])
+        jsonx_put(node, "tlsCert", jsonx_new_str(x->cert, oom), oom);
+    return node;
+}
+
+json_object *redisexec_observe_with(const json_object *pods, const redisexec_client_t *cl, int port,
+                                    int64_t timeout_ns, const char *observed_at, int cluster)
 {
     int oom = 0;
+    cl = cl ? cl : &no_client;
     json_object *res = jsonx_new_obj(&oom), *arr = jsonx_new_arr(&oom);
     jsonx_put(res, "observedAt", jsonx_new_str(observed_at, &oom), &oom);
     size_t n = pods && json_object_is_type(pods, json_type_array) ? json_object_array_length(pods) : 0;
+    observed_t *x = malloc(sizeof(*x));
+    if (!x)
+        oom = 1;
     for (size_t i = 0; i < n && !oom; i++) {
         const json_object *p = json_object_array_get_idx(pods, i);
         const char *pod = JSONX_STR_AT(p, "metadata", "name"), *ip = JSONX_STR_AT(p, "status", "podIP");
         if (!pod)
             continue;
-        char info[8192], err[256], role[16] = "", host[256] = "";
-        int mport = 0, link = 0, ok = 0;
-        int64_t offset = -1;
-        const char *av[2] = {"INFO", "replication"};
-        if (ip && *ip &&
-            !redisexec_command(ip, port, password, NULL, 2, av, timeout_ns, info, sizeof(info), err, sizeof(err))) {
-            redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &mport, &link, &offset);
-            ok = 1;
-        }
-        json_object *node = jsonx_new_obj(&oom);
-        jsonx_put(node, "pod", jsonx_new_str(pod, &oom), &oom);
-        jsonx_put(node, "ip", jsonx_new_str(ip ? ip : "", &oom), &oom);
-        jsonx_put(node, "reachable", json_object_new_boolean(ok), &oom);
-        jsonx_put(node, "role", jsonx_new_str(role, &oom), &oom);
-        jsonx_put(node, "masterHost", jsonx_new_str(host, &oom), &oom);
-        jsonx_put(node, "masterPort", jsonx_new_int(mport, &oom), &oom);
-        jsonx_put(node, "linkUp", json_object_new_boolean(link), &oom);
-        jsonx_put(node, "offset", jsonx_new_int(offset, &oom), &oom);
-        jsonx_put(node, "lastOkAgoMs", jsonx_new_int(ok ? 0 : -1, &oom), &oom);
-        jsonx_put(node, "downSinceMs", jsonx_new_int(0, &oom), &oom);
-        char ld[32];
-        int64_t link_down_ms = -1;
-        if (ok && !strcmp(role, "slave") && !link &&
-            info_field(info, "master_link_down_since_seconds", ld, sizeof(ld)) && to_int(ld, -1) >= 0)
-            link_down_ms = to_int(ld, -1) * 1000;
-        jsonx_put(node, "linkDownSinceMs", jsonx_new_int(link_down_ms, &oom), &oom);
-        json_object *cl = ok && cluster ? observe_cluster(ip, port, password, timeout_ns) : NULL;
-        if (cl)
-            jsonx_put(node, "cluster", cl, &oom);
+        memset(x, 0, sizeof(*x));
+        if (ip && *ip)
+            observe_node(cl, pod, ip, port, timeout_ns, cluster, x);
+        json_object *node = node_json(pod, ip, x, &oom);
+        if (x->cluster)
+            jsonx_put(node, "cluster", x->cluster, &oom);
         jsonx_push(arr, node, &oom);
     }
+    free(x);
     jsonx_put(res, "nodes", arr, &oom);
     if (oom) {
         json_object_put(res);
@@ -318,32 +439,22 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
     return res;
 }
 
-/* 1 when a server answers anything at all to PING at ip:port within timeout_ns (+PONG,
- * or -NOAUTH: either way it is alive). */
-static int answers(const char *ip, int port, int64_t timeout_ns)
+json_object *redisexec_observe(const json_object *pods, const char *password, int port, int64_t timeout_ns,
+                               const char *observed_at, int cluster)
 {
-    redisContext *c = redisConnectWithTimeout(ip, port, tv_of(timeout_ns));
-    int alive = 0;
-    if (c && !c->err && redisSetTimeout(c, tv_of(timeout_ns)) == REDIS_OK) {
-        redisReply *r = redisCommand(c, "PING");
-        alive = r != NULL;
-        if (r)
-            freeReplyObject(r);
-    }
-    if (c)
-        redisFree(c);
-    return alive;
+    redisexec_client_t cl = {.password = password};
+    return redisexec_observe_with(pods, &cl, port, timeout_ns, observed_at, cluster);
 }
 
-int redisexec_promote_guard(const char *ip, int port, const char *password, const char *old_password,
-                            int64_t guard_ns, char *err, size_t errlen)
+int redisexec_promote_guard_on(const redisexec_client_t *cl, const char *pod, const char *ip, int port,
+                               int64_t guard_ns, char *err, size_t errlen)
 {
     const char *av[2] = {"INFO", "replication"};
     char info[8192], role[16], host[256];
     int mport = 0, link = 0;
     int64_t offset = -1;
-    if (redisexec_command(ip, port, password, old_password, 2, av, REDISEXEC_TIMEOUT_NS, info, sizeof(info), err,
-                          errlen))
+    cl = cl ? cl : &no_client;
+    if (redisexec_run(cl, pod, ip, port, 2, av, REDISEXEC_TIMEOUT_NS, info, sizeof(info), err, errlen))
         return -1;
     redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &mport, &link, &offset);
     if (!strcmp(role, "master"))
@@ -352,11 +463,21 @@ int redisexec_promote_guard(const char *ip, int port, const char *password, cons
         snprintf(err, errlen, "%s:%d: INFO replication names no role", ip, port);
         return -1;
     }
-    if (*host && mport > 0 && answers(host, mport, guard_ns)) {
+    /* Any answer at all counts: no AUTH needed (NOAUTH is an answer), and over TLS the
+     * primary is checked as an IP, so a handshake refused for its name is one too. */
+    redis_conn_opts_t o = {.host = host, .port = mport, .tls = cl->tls};
+    if (*host && mport > 0 && redis_sync_answers(&o, guard_ns)) {
         snprintf(err, errlen, "%s:%d: its primary %s:%d answers again: not promoted", ip, port, host, mport);
         return -1;
     }
     return 0;
+}
+
+int redisexec_promote_guard(const char *ip, int port, const char *password, const char *old_password,
+                            int64_t guard_ns, char *err, size_t errlen)
+{
+    redisexec_client_t cl = {.password = password, .old_password = old_password};
+    return redisexec_promote_guard_on(&cl, NULL, ip, port, guard_ns, err, errlen);
 }
 
 /* The replica line of target_ip:target_port in a master's INFO replication
@@ -423,24 +544,37 @@ int redisexec_switchover_check(const char *info, const char *target_ip, int targ
     return 0;
 }
 
-int redisexec_switchover(const char *ip, int port, const char *password, const char *old_password, int argc,
-                         const char *const *argv, int64_t max_lag, char *err, size_t errlen)
+int redisexec_switchover_on(const redisexec_client_t *cl, const char *pod, const char *ip, int port, int argc,
+                            const char *const *argv, int64_t max_lag, char *err, size_t errlen)
 {
     const char *av[2] = {"INFO", "replication"};
-    char info[8192];
+    char info[8192], addr[96];
     if (argc < 4 || strcmp(argv[0], "FAILOVER") || strcmp(argv[1], "TO")) {
         snprintf(err, errlen, "not a FAILOVER TO command");
         return -1;
     }
-    if (redisexec_command(ip, port, password, old_password, 2, av, REDISEXEC_TIMEOUT_NS, info, sizeof(info), err,
-                          errlen))
-        return -1;
-    int check = redisexec_switchover_check(info, argv[2], (int)to_int(argv[3], 0), max_lag, err, errlen);
-    if (check)
-        return check;
-    if (redisexec_command(ip, port, password, old_password, argc, argv, REDISEXEC_TIMEOUT_NS, NULL, 0, err,
-                          errlen))
-        /* Another attempt's FAILOVER got there first: it is the same handover. */
-        return strstr(err, "already in progress") ? 1 : -1;
-    return 0;
+    cl = cl ? cl : &no_client;
+    addr_of(ip, port, addr, sizeof(addr));
+    redis_sync_t *s = open_node(cl, pod, ip, port, REDISEXEC_TIMEOUT_NS, err, errlen);
+    int rc = -1;
+    if (!s || command_on(s, addr, 2, av, "INFO", REDISEXEC_TIMEOUT_NS, info, sizeof(info), err, errlen))
+        goto out;
+    rc = redisexec_switchover_check(info, argv[2], (int)to_int(argv[3], 0), max_lag, err, errlen);
+    if (rc)
+        goto out;
+    /* Another attempt's FAILOVER got there first: it is the same handover. */
+    if (command_on(s, addr, argc, argv, argv[0], REDISEXEC_TIMEOUT_NS, NULL, 0, err, errlen))
+        rc = strstr(err, "already in progress") ? 1 : -1;
+out:
+    redis_sync_close(&s);
+    if (rc < 0)
+        scrub_all(cl, err, errlen);
+    return rc;
+}
+
+int redisexec_switchover(const char *ip, int port, const char *password, const char *old_password, int argc,
+                         const char *const *argv, int64_t max_lag, char *err, size_t errlen)
+{
+    redisexec_client_t cl = {.password = password, .old_password = old_password};
+    return redisexec_switchover_on(&cl, NULL, ip, port, argc, argv, max_lag, err, errlen);
 }

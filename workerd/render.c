@@ -42,6 +42,12 @@ static int cluster_mode(const render_input_t *in)
     return in->spec->mode == RDC_MODE_CLUSTER;
 }
 
+/* spec.tls with allowPlaintext: plain text on a second port (render.h TLS). */
+static int plaintext_too(const rdc_spec_t *spec)
+{
+    return spec->tls.secret && spec->tls.allow_plaintext;
+}
+
 /* A mode whose nodes replicate (Replication, Cluster): the pods announce their IP, roll
  * OnDelete and hold their shutdown while a replica follows them. */
 static int replicating(const rdc_spec_t *spec)
@@ -119,16 +125,31 @@ static int persistence_line(const render_directive_t *d, buf_t *out)
     return 0;
 }
 
+/* The ports Redis listens on: 6379 in plain text; with spec.tls TLS on 6379 (the port
+ * every client, probe and replica uses) and plain text on RENDER_PLAINTEXT_PORT only while
+ * allowPlaintext, the TLS files and switches (render.h TLS). */
+static int listen_conf(const rdc_spec_t *spec, buf_t *out)
+{
+    if (!spec->tls.secret)
+        return buf_puts(out, "port 6379\n");
+    return buf_printf(out,
+                      "port %d\ntls-port %d\ntls-cert-file " RENDER_TLS_CERT "\ntls-key-file " RENDER_TLS_KEY
+                      "\ntls-ca-cert-file " RENDER_TLS_CA "\ntls-auth-clients %s\ntls-replication yes\n%s",
+                      spec->tls.allow_plaintext ? RENDER_PLAINTEXT_PORT : 0, RENDER_REDIS_PORT,
+                      spec->tls.client_auth ? "yes" : "no",
+                      spec->mode == RDC_MODE_CLUSTER ? "tls-cluster yes\n" : "");
+}
+
 static int redis_conf(const render_input_t *in, int restart_only, buf_t *out)
 {
     /* No bind directive: the container is reached through the headless Service, so Redis
      * listens on every interface of the pod; no protected mode (the pod network is the
      * boundary). Persistence goes into the PVC at /data. */
-    static const char defaults[] = "# redis.conf rendered by rediscluster-operator; edits are overwritten.\n"
-                                   "port 6379\n"
-                                   "protected-mode no\n"
+    static const char header[] = "# redis.conf rendered by rediscluster-operator; edits are overwritten.\n";
+    static const char defaults[] = "protected-mode no\n"
                                    "dir /data\n";
-    if (buf_puts(out, defaults))
+    if (buf_puts(out, header) || listen_conf(in->spec, out) || buf_puts(out, defaults) ||
+        (in->spec->acl.n_users && buf_puts(out, "aclfile " RENDER_ACL_FILE "\n")))
         return -1;
     render_directive_t d[RENDER_PERSISTENCE_MAX];
     /* the restart hash: the default lines whatever the mode (render.h) */
@@ -381,6 +402,14 @@ static json_object *service(const render_input_t *in, const char *name, int head
     jsonx_put(port, "protocol", jsonx_new_str("TCP", oom), oom);
     json_object *ports = jsonx_new_arr(oom);
     jsonx_push(ports, port, oom);
+    if (plaintext_too(in->spec)) {
+        json_object *plain = jsonx_new_obj(oom);
+        jsonx_put(plain, "name", jsonx_new_str(RENDER_PLAINTEXT_PORT_NAME, oom), oom);
+        jsonx_put(plain, "port", jsonx_new_int(RENDER_PLAINTEXT_PORT, oom), oom);
+        jsonx_put(plain, "targetPort", jsonx_new_int(RENDER_PLAINTEXT_PORT, oom), oom);
+        jsonx_put(plain, "protocol", jsonx_new_str("TCP", oom), oom);
+        jsonx_push(ports, plain, oom);
+    }
     jsonx_put(spec, "ports", ports, oom);
     jsonx_put(svc, "spec", spec, oom);
     return svc;
@@ -422,6 +451,48 @@ json_object *render_auth_record(const render_input_t *in, const char *password_t
     return finish(s, oom);
 }
 
+int render_acl_hash_token(const char *user, char *out, size_t len)
+{
+    int n = snprintf(out, len, RENDER_ACL_HASH_TOKEN_PREFIX "%s}", user);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int render_acl_file(const rdc_spec_t *spec, buf_t *out)
+{
+    char tok[128];
+    int rc = render_acl_hash_token("default", tok, sizeof(tok)) ||
+             buf_printf(out, "user default on #%s " RENDER_ACL_DEFAULT_RULES "\n", tok);
+    for (size_t i = 0; i < spec->acl.n_users && !rc; i++) {
+        const rdc_acl_user_t *u = &spec->acl.users[i];
+        rdc_acl_token_t t[RDC_SPEC_ACL_TOKENS_MAX];
+        const char *why = NULL;
+        int n = rdc_spec_acl_rules_split(u->rules, t, RDC_SPEC_ACL_TOKENS_MAX, &why);
+        rc = n < 0 || render_acl_hash_token(u->name, tok, sizeof(tok)) ||
+             buf_printf(out, "user %s on #%s", u->name, tok);
+        for (int k = 0; k < n && !rc; k++)
+            rc = buf_printf(out, " %.*s", (int)t[k].len, t[k].s);
+        rc = rc || buf_puts(out, "\n");
+    }
+    return rc ? -1 : 0;
+}
+
+json_object *render_acl_secret(const render_input_t *in, const char *file, const char *digest, const char *users)
+{
+    int oom = 0;
+    char name[300];
+    snprintf(name, sizeof(name), "%s" RENDER_ACL_SUFFIX, in->name);
+    json_object *s = child_object(in, name, "v1", "Secret", &oom);
+    json_object *meta = (json_object *)jsonx_get(s, "metadata"), *ann = jsonx_new_obj(&oom);
+    jsonx_put(ann, RENDER_ACL_DIGEST_ANNOTATION, jsonx_new_str(digest, &oom), &oom);
+    jsonx_put(ann, RENDER_ACL_USERS_ANNOTATION, jsonx_new_str(users, &oom), &oom);
+    jsonx_put(meta, "annotations", ann, &oom);
+    jsonx_put(s, "type", jsonx_new_str("Opaque", &oom), &oom);
+    json_object *data = jsonx_new_obj(&oom);
+    jsonx_put(data, RENDER_ACL_KEY, jsonx_new_str(file, &oom), &oom);
+    jsonx_put(s, "stringData", data, &oom);
+    return finish(s, oom);
+}
+
 /* An env var taken from the auth Secret. */
 static json_object *secret_env(const render_input_t *in, const char *var, int *oom)
 {
@@ -436,11 +507,19 @@ static json_object *secret_env(const render_input_t *in, const char *var, int *o
     return e;
 }
 
-/* An exec probe running `redis-cli ping`. */
-static json_object *ping_probe(int initial_delay, int period, int *oom)
+/* redis-cli's arguments to speak TLS with the mounted Secret (render.h TLS), or none. */
+static const char *const cli_tls_args[] = {"--tls", "--cacert", RENDER_TLS_CA, "--cert", RENDER_TLS_CERT,
+                                           "--key", RENDER_TLS_KEY};
+#define CLI_TLS_ARGC (sizeof(cli_tls_args) / sizeof(cli_tls_args[0]))
+
+/* An exec probe running `redis-cli ping` (over TLS with spec.tls). */
+static json_object *ping_probe(const rdc_spec_t *spec, int initial_delay, int period, int *oom)
 {
-    json_object *exec = jsonx_new_obj(oom);
-    jsonx_put(exec, "command", str_array(oom, "redis-cli", "ping", STR_END), oom);
+    json_object *exec = jsonx_new_obj(oom), *cmd = str_array(oom, "redis-cli", STR_END);
+    for (size_t i = 0; spec->tls.secret && i < CLI_TLS_ARGC; i++)
+        jsonx_push(cmd, jsonx_new_str(cli_tls_args[i], oom), oom);
+    jsonx_push(cmd, jsonx_new_str("ping", oom), oom);
+    jsonx_put(exec, "command", cmd, oom);
     json_object *probe = jsonx_new_obj(oom);
     jsonx_put(probe, "exec", exec, oom);
     jsonx_put(probe, "initialDelaySeconds", jsonx_new_int(initial_delay, oom), oom);
@@ -499,6 +578,12 @@ static void container_command(json_object *c, const rdc_spec_t *spec, const rend
             jsonx_push(cmd, jsonx_new_str("$(" RENDER_POD_IP_ENV ")", oom), oom);
         }
     }
+    if (spec->tls.secret) {
+        json_object *e = jsonx_new_obj(oom);
+        jsonx_put(e, "name", jsonx_new_str(RENDER_TLS_DIR_ENV, oom), oom);
+        jsonx_put(e, "value", jsonx_new_str(RENDER_TLS_DIR, oom), oom);
+        jsonx_push(env, e, oom);
+    }
     jsonx_put(c, "command", cmd, oom);
     if (json_object_array_length(env))
         jsonx_put(c, "env", env, oom);
@@ -522,6 +607,50 @@ static json_object *container_security_context(const rdc_spec_t *spec, int *oom)
     return sc;
 }
 
+/* redis-cli's TLS arguments in a shell script: the files through RENDER_TLS_DIR_ENV (the
+ * container's environment holds their directory), so that a runtime that keeps the
+ * volumes elsewhere can say where. */
+#define CLI_TLS_SCRIPT_ARGS                                                                                          \
+    "--tls --cacert \"$" RENDER_TLS_DIR_ENV "/ca.crt\" --cert \"$" RENDER_TLS_DIR_ENV "/tls.crt\" --key \"$"         \
+    RENDER_TLS_DIR_ENV "/tls.key\" "
+
+/* script with every "redis-cli " speaking TLS when spec.tls is set (the preStop hook's
+ * shell: render.h TLS). */
+static json_object *cli_script(const rdc_spec_t *spec, const char *script, int *oom)
+{
+    if (!spec->tls.secret)
+        return jsonx_new_str(script, oom);
+    buf_t b;
+    buf_init(&b, 0);
+    for (const char *p = script, *q; *p; p = q + strlen("redis-cli ")) {
+        if (!(q = strstr(p, "redis-cli "))) {
+            buf_puts(&b, p);
+            break;
+        }
+        buf_printf(&b, "%.*sredis-cli " CLI_TLS_SCRIPT_ARGS, (int)(q - p), p);
+    }
+    json_object *s = b.data ? jsonx_new_str(buf_str(&b), oom) : NULL;
+    if (!s)
+        *oom = 1;
+    buf_free(&b);
+    return s;
+}
+
+/* The TLS Secret's and the ACL file's volumes' mounts, when spec has them. */
+static void secret_mounts(json_object *mounts, const rdc_spec_t *spec, int *oom)
+{
+    if (spec->tls.secret) {
+        json_object *m = mount(RENDER_TLS_VOLUME, RENDER_TLS_DIR, oom);
+        jsonx_put(m, "readOnly", json_object_new_boolean(1), oom);
+        jsonx_push(mounts, m, oom);
+    }
+    if (spec->acl.n_users) {
+        json_object *m = mount(RENDER_ACL_VOLUME, RENDER_ACL_DIR, oom);
+        jsonx_put(m, "readOnly", json_object_new_boolean(1), oom);
+        jsonx_push(mounts, m, oom);
+    }
+}
+
 static json_object *redis_container(const render_input_t *in, int *oom)
 {
     const rdc_spec_t *spec = in->spec;
@@ -540,6 +669,13 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     jsonx_put(port, "protocol", jsonx_new_str("TCP", oom), oom);
     json_object *ports = jsonx_new_arr(oom);
     jsonx_push(ports, port, oom);
+    if (plaintext_too(spec)) {
+        json_object *plain = jsonx_new_obj(oom);
+        jsonx_put(plain, "name", jsonx_new_str(RENDER_PLAINTEXT_PORT_NAME, oom), oom);
+        jsonx_put(plain, "containerPort", jsonx_new_int(RENDER_PLAINTEXT_PORT, oom), oom);
+        jsonx_put(plain, "protocol", jsonx_new_str("TCP", oom), oom);
+        jsonx_push(ports, plain, oom);
+    }
     jsonx_put(c, "ports", ports, oom);
     json_object *res = spec->pod.resources ? user_resources(spec->pod.resources, oom) : jsonx_new_obj(oom);
     if (!spec->pod.resources) {
@@ -549,12 +685,13 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     jsonx_put(c, "resources", res, oom);
     /* Probes as the design document has them: liveness after 10 s every 10 s; readiness
      * earlier and more often, so a pod joins the Service as soon as it answers. */
-    jsonx_put(c, "livenessProbe", ping_probe(10, 10, oom), oom);
-    jsonx_put(c, "readinessProbe", ping_probe(5, 5, oom), oom);
+    jsonx_put(c, "livenessProbe", ping_probe(spec, 10, 10, oom), oom);
+    jsonx_put(c, "readinessProbe", ping_probe(spec, 5, 5, oom), oom);
     if (replicating(spec)) {
         /* SWITCHOVER: a primary's pod being deleted waits for its role to move. */
         json_object *exec = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom), *life = jsonx_new_obj(oom);
-        jsonx_put(exec, "command", str_array(oom, "sh", "-c", RENDER_PRESTOP_SCRIPT, STR_END), oom);
+        jsonx_put(exec, "command", str_array(oom, "sh", "-c", STR_END), oom);
+        jsonx_push((json_object *)jsonx_get(exec, "command"), cli_script(spec, RENDER_PRESTOP_SCRIPT, oom), oom);
         jsonx_put(pre, "exec", exec, oom);
         jsonx_put(life, "preStop", pre, oom);
         jsonx_put(c, "lifecycle", life, oom);
@@ -562,6 +699,7 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     json_object *mounts = jsonx_new_arr(oom);
     jsonx_push(mounts, mount("data", "/data", oom), oom);
     jsonx_push(mounts, mount("config", "/etc/redis", oom), oom);
+    secret_mounts(mounts, spec, oom);
     jsonx_put(c, "volumeMounts", mounts, oom);
     jsonx_put(c, "securityContext", container_security_context(spec, oom), oom);
     return c;
@@ -583,12 +721,47 @@ static json_object *pod_security_context(const render_input_t *in, int *oom)
     return sc;
 }
 
+/* A Secret volume named name of secret's items (NULL-terminated), mode 0440 (the pod's
+ * fsGroup reads it). */
+static json_object *secret_volume(const char *name, const char *secret, const char *const *items, int *oom)
+{
+    json_object *sv = jsonx_new_obj(oom), *list = jsonx_new_arr(oom), *vol = jsonx_new_obj(oom);
+    jsonx_put(sv, "secretName", jsonx_new_str(secret, oom), oom);
+    for (size_t i = 0; items[i]; i++) {
+        json_object *it = jsonx_new_obj(oom);
+        jsonx_put(it, "key", jsonx_new_str(items[i], oom), oom);
+        jsonx_put(it, "path", jsonx_new_str(items[i], oom), oom);
+        jsonx_push(list, it, oom);
+    }
+    jsonx_put(sv, "items", list, oom);
+    jsonx_put(sv, "defaultMode", jsonx_new_int(0440, oom), oom);
+    jsonx_put(vol, "name", jsonx_new_str(name, oom), oom);
+    jsonx_put(vol, "secret", sv, oom);
+    return vol;
+}
+
+/* The TLS Secret's and the ACL file's volumes, when the spec has them (render.h TLS, ACL). */
+static void secret_volumes(json_object *volumes, const render_input_t *in, int *oom)
+{
+    static const char *const tls_items[] = {"tls.crt", "tls.key", "ca.crt", NULL};
+    static const char *const acl_items[] = {RENDER_ACL_KEY, NULL};
+    if (in->spec->tls.secret)
+        jsonx_push(volumes, secret_volume(RENDER_TLS_VOLUME, in->spec->tls.secret, tls_items, oom), oom);
+    if (in->spec->acl.n_users) {
+        char name[300];
+        snprintf(name, sizeof(name), "%s" RENDER_ACL_SUFFIX, in->name);
+        jsonx_push(volumes, secret_volume(RENDER_ACL_VOLUME, name, acl_items, oom), oom);
+    }
+}
+
 static json_object *pod_template(const render_input_t *in, const char *config_hash, int *oom)
 {
     json_object *meta = jsonx_new_obj(oom);
     jsonx_put(meta, "labels", labels(in, 1, oom), oom);
     json_object *ann = jsonx_new_obj(oom);
     jsonx_put(ann, RENDER_CONFIG_HASH_ANNOTATION, jsonx_new_str(config_hash, oom), oom);
+    if (in->spec->tls.secret)
+        jsonx_put(ann, RENDER_TLS_ANNOTATION, jsonx_new_str(RENDER_TLS_ON, oom), oom);
     jsonx_put(meta, "annotations", ann, oom);
     extra_metadata(meta, in->spec->pod.pod_metadata, oom);
 
@@ -601,6 +774,7 @@ static json_object *pod_template(const render_input_t *in, const char *config_ha
     jsonx_put(vol, "configMap", cm, oom);
     json_object *volumes = jsonx_new_arr(oom);
     jsonx_push(volumes, vol, oom);
+    secret_volumes(volumes, in, oom);
 
     json_object *spec = jsonx_new_obj(oom);
     jsonx_put(spec, "securityContext", pod_security_context(in, oom), oom);

@@ -218,6 +218,65 @@ json_object *render_role_service(const render_input_t *in, const char *role);
  * replaced by the executor, never rendered. */
 #define RENDER_AUTH_RECORD_SUFFIX "-redis-auth"
 json_object *render_auth_record(const render_input_t *in, const char *password_token);
+/* ACL (spec.acl, docs/tls-and-acl.md): with ACL users, redis.conf says `aclfile
+ * RENDER_ACL_FILE`, the Secret <name>-redis-acl (RENDER_ACL_SUFFIX) mounted read-only at
+ * RENDER_ACL_DIR (volume RENDER_ACL_VOLUME, item RENDER_ACL_KEY, mode 0440), which the
+ * operator writes (never a ConfigMap) with the file render_acl_file makes: the default
+ * user, spec.auth's (RENDER_ACL_DEFAULT_RULES, the rules it always had), then each user
+ * of spec.acl.users by name,
+ *   user <name> on #${acl-hash:<name>} <rules, one blank apart>
+ * where ${acl-hash:<name>} (render_acl_hash_token) stands for the SHA-256 of the user's
+ * password, which the executor puts in (the Secret never holds a password, only hashes;
+ * the plan only tokens). The Secret's annotations say what it holds:
+ * RENDER_ACL_DIGEST_ANNOTATION (the file's digest, tokens and passwords: a change is a
+ * new digest) and RENDER_ACL_USERS_ANNOTATION (its users, by name, comma-separated). */
+#define RENDER_ACL_SUFFIX "-redis-acl"
+#define RENDER_ACL_VOLUME "acl"
+#define RENDER_ACL_DIR "/etc/redis-acl"
+#define RENDER_ACL_KEY "users.acl"
+#define RENDER_ACL_FILE RENDER_ACL_DIR "/" RENDER_ACL_KEY
+#define RENDER_ACL_DEFAULT_RULES "~* &* +@all"
+#define RENDER_ACL_DIGEST_ANNOTATION "cache.example.com/acl-digest"
+#define RENDER_ACL_USERS_ANNOTATION "cache.example.com/acl-users"
+#define RENDER_ACL_HASH_TOKEN_PREFIX "${acl-hash:"
+
+/* The token that stands for user's password hash, "${acl-hash:<user>}", into out.
+ * Returns 0, or -1 when it does not fit. */
+int render_acl_hash_token(const char *user, char *out, size_t len);
+
+/* Append the ACL file of spec (with its users; tokens for the hashes) to out. Returns 0,
+ * or -1 when out refused the text or a user's rules do not split (a spec not parsed). */
+int render_acl_file(const rdc_spec_t *spec, buf_t *out);
+
+/* The Secret <name>-redis-acl holding file (stringData RENDER_ACL_KEY, tokens and all:
+ * the executor replaces them) with the annotations digest and users. NULL when out of
+ * memory. */
+json_object *render_acl_secret(const render_input_t *in, const char *file, const char *digest, const char *users);
+
+/* TLS (spec.tls, docs/tls-and-acl.md): Redis serves TLS on RENDER_REDIS_PORT, the port
+ * every client, probe, replica and the operator use (port 0: no plain text; plain text on
+ * RENDER_PLAINTEXT_PORT while spec.tls.allowPlaintext, a second port of the container and
+ * the Services), with tls-replication yes, tls-cluster yes in Cluster mode (the bus on
+ * 16379 speaks TLS), tls-auth-clients yes/no as spec.tls.clientAuth; the Secret's
+ * tls.crt, tls.key and ca.crt mounted read-only at RENDER_TLS_DIR (volume
+ * RENDER_TLS_VOLUME, mode 0440); the probes and the preStop hook run redis-cli --tls
+ * --cacert --cert --key with them (redis-cli checks the chain, not the name; the hook's
+ * shell finds them through the environment variable RENDER_TLS_DIR_ENV). All of it
+ * is in the pods' restart hash. The pod template carries RENDER_TLS_ANNOTATION
+ * RENDER_TLS_ON, so that a pod says which protocol it speaks on 6379 (observerd and
+ * the plan read it: a replica cannot follow a primary that speaks the other one, so
+ * turning TLS on or off restarts every pod at once, plan.h TLS). */
+#define RENDER_TLS_ANNOTATION "cache.example.com/tls"
+#define RENDER_TLS_ON "on"
+#define RENDER_PLAINTEXT_PORT 6380
+#define RENDER_PLAINTEXT_PORT_NAME "redis-plain"
+#define RENDER_TLS_VOLUME "tls"
+#define RENDER_TLS_DIR "/etc/redis-tls"
+#define RENDER_TLS_DIR_ENV "REDIS_TLS_DIR"
+#define RENDER_TLS_CERT RENDER_TLS_DIR "/tls.crt"
+#define RENDER_TLS_KEY RENDER_TLS_DIR "/tls.key"
+#define RENDER_TLS_CA RENDER_TLS_DIR "/ca.crt"
+
 /* The name of that Service into out[outlen]: "<name>-primary" or "<name>-replicas". */
 void render_role_service_name(const char *name, const char *role, char *out, size_t outlen);
 /* With in->auth_secret, the container gets RENDER_PASSWORD_ENV and REDISCLI_AUTH from the

@@ -100,19 +100,12 @@ static int directives(const rdc_spec_t *spec, runtimecfg_t *out, char baseline[6
     return 0;
 }
 
-int runtimecfg_compute(const rdc_spec_t *spec, const char *name, int size, const json_object *pods,
-                       const json_object *observation, runtimecfg_t *out)
+size_t runtimecfg_pods(const rdc_spec_t *spec, const char *name, int size, const json_object *pods,
+                       const json_object *observation, const char *annotation, const char *hash, int none_current,
+                       runtimecfg_pod_t *out, size_t cap)
 {
-    memset(out, 0, sizeof(*out));
-    char baseline[65];
-    if (directives(spec, out, baseline)) {
-        memset(out, 0, sizeof(*out));
-        return -1;
-    }
-    if (!name)
-        return 0;
-    size_t len = jsonx_len(pods);
-    for (int i = 0; i < size && i < RDC_SPEC_CLUSTER_SIZE_MAX; i++) {
+    size_t len = jsonx_len(pods), n = 0;
+    for (int i = 0; i < size && i < RDC_SPEC_CLUSTER_SIZE_MAX && n < cap; i++) {
         char want[300];
         if ((spec && render_pod_name(spec, name, i, want, sizeof(want))) ||
             (!spec && (size_t)snprintf(want, sizeof(want), "%s-%d", name, i) >= sizeof(want)))
@@ -126,19 +119,36 @@ int runtimecfg_compute(const rdc_spec_t *spec, const char *name, int size, const
             if (!ip || !*ip || !ready(pod) || jsonx_get(meta, "deletionTimestamp") ||
                 observed_unreachable(observation, pn))
                 break;
-            runtimecfg_pod_t *p = &out->pods[out->n_pods];
-            snprintf(p->record, sizeof(p->record), "%s/%lld", out->hash, restarts(pod));
-            const char *have = JSONX_STR_AT(meta, "annotations", RUNTIMECFG_ANNOTATION);
+            runtimecfg_pod_t *p = &out[n];
+            snprintf(p->record, sizeof(p->record), "%s/%lld", hash, restarts(pod));
+            const char *have = JSONX_STR_AT(meta, "annotations", annotation);
             p->have = have ? have : "";
-            /* no record: the pod runs what its redis.conf said when it started, the
-             * default directives unless it was given others (runtimecfg.h) */
-            if (!strcmp(p->have, p->record) || (!have && !strcmp(out->hash, baseline)))
+            if (!strcmp(p->have, p->record) || (!have && none_current))
                 break;
             snprintf(p->pod, sizeof(p->pod), "%s", pn);
             p->ip = ip;
-            out->n_pods++;
+            p->meta = meta;
+            n++;
             break;
         }
     }
+    return n;
+}
+
+int runtimecfg_compute(const rdc_spec_t *spec, const char *name, int size, const json_object *pods,
+                       const json_object *observation, runtimecfg_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    char baseline[65];
+    if (directives(spec, out, baseline)) {
+        memset(out, 0, sizeof(*out));
+        return -1;
+    }
+    if (!name)
+        return 0;
+    /* no record: the pod runs what its redis.conf said when it started, the default
+     * directives unless it was given others (runtimecfg.h) */
+    out->n_pods = runtimecfg_pods(spec, name, size, pods, observation, RUNTIMECFG_ANNOTATION, out->hash,
+                                  !strcmp(out->hash, baseline), out->pods, RDC_SPEC_CLUSTER_SIZE_MAX);
     return 0;
 }

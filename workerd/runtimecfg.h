@@ -53,6 +53,7 @@ typedef struct {
     const char *ip;                     /* points into the pods given */
     const char *have;                   /* its annotation, "" when none (points into pods) */
     char record[RUNTIMECFG_RECORD_MAX]; /* the annotation to write once the command succeeded */
+    const json_object *meta;            /* its metadata (points into the pods given) */
 } runtimecfg_pod_t;
 
 typedef struct {
@@ -71,5 +72,14 @@ typedef struct {
  * (out then has argc 0 and no pods). */
 int runtimecfg_compute(const rdc_spec_t *spec, const char *name, int size, const json_object *pods,
                        const json_object *observation, runtimecfg_t *out);
+
+/* The pods runtimecfg_compute would pick (named by the layout, with an IP, Ready, not
+ * being deleted, not observed unreachable) whose annotation `annotation` is not
+ * "<hash>/<restarts>", each with that record, at most cap, into out (pointing into pods);
+ * a pod without the annotation counts as current when none_current. For the other
+ * per-pod records of the same shape (ACL, plan_acl.c). Returns how many. */
+size_t runtimecfg_pods(const rdc_spec_t *spec, const char *name, int size, const json_object *pods,
+                       const json_object *observation, const char *annotation, const char *hash, int none_current,
+                       runtimecfg_pod_t *out, size_t cap);
 
 #endif

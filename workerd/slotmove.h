@@ -37,6 +37,7 @@
 #define RDC_WORKERD_SLOTMOVE_H
 
 #include "clusternodes.h"
+#include "redis_tls.h"
 
 #include <hiredis/hiredis.h>
 #include <json-c/json.h>
@@ -158,5 +159,12 @@ int slotmove_job_from_json(const json_object *body, slotmove_job_t *job, char *e
  * slotmove_run. */
 int slotmove_run_sync(const slotmove_job_t *job, const char *password, const char *password_fallback,
                       slotmove_progress_t *progress, char *err, size_t errlen);
+
+/* slotmove_run_sync over TLS with tls's settings (spec.tls; NULL: plain text), each node's
+ * certificate checked for "<pod>.<tls_domain>" (tls_domain NULL: for its IP). Redis
+ * itself speaks TLS to the target for MIGRATE (tls-cluster yes). */
+int slotmove_run_sync_tls(const slotmove_job_t *job, const char *password, const char *password_fallback,
+                          const redis_tls_t *tls, const char *tls_domain, slotmove_progress_t *progress, char *err,
+                          size_t errlen);
 
 #endif

@@ -13,6 +13,7 @@
 typedef struct {
     const slotmove_job_t *job;
     redis_conn_opts_t opts;
+    const char *tls_domain; /* TLS: a node's certificate is for <pod>.<this> */
     redis_sync_t *source, *target, *others[SLOTMOVE_MAX_OTHERS]; /* opened when first needed */
 } sync_io_t;
 
@@ -33,8 +34,13 @@ static redis_sync_t *conn_to(sync_io_t *s, int to, char *err, size_t errlen)
     redis_sync_t **c = slot_of(s, to);
     if (!*c) {
         redis_conn_opts_t o = s->opts;
+        char name[600];
         o.host = node_of(s, to)->ip;
         o.port = node_of(s, to)->port;
+        if (o.tls && s->tls_domain && node_of(s, to)->pod[0]) {
+            snprintf(name, sizeof(name), "%s.%s", node_of(s, to)->pod, s->tls_domain);
+            o.tls_server_name = name;
+        }
         *c = redis_sync_open(&o, err, errlen);
     }
     return *c;
@@ -105,10 +111,19 @@ static int64_t sync_now(void *user)
 int slotmove_run_sync(const slotmove_job_t *job, const char *password, const char *password_fallback,
                       slotmove_progress_t *progress, char *err, size_t errlen)
 {
+    return slotmove_run_sync_tls(job, password, password_fallback, NULL, NULL, progress, err, errlen);
+}
+
+int slotmove_run_sync_tls(const slotmove_job_t *job, const char *password, const char *password_fallback,
+                          const redis_tls_t *tls, const char *tls_domain, slotmove_progress_t *progress, char *err,
+                          size_t errlen)
+{
     static sync_io_t s; /* (large: one run at a time in a worker) */
     memset(&s, 0, sizeof(s));
     s.job = job;
+    s.tls_domain = tls_domain;
     s.opts.connect_timeout_ns = COMMAND_TIMEOUT_NS;
+    s.opts.tls = tls;
     s.opts.password = password;
     s.opts.password_fallback = password_fallback;
     slotmove_io_t io = {sync_command, sync_sizes, sync_now, &s};

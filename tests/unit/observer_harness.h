@@ -3,13 +3,16 @@
  * PULL of a runtime directory of its own, answers every snapshot request with the items
  * the test set (h->items, sent with sequence number h->seq), publishes deltas, and reads
  * what observerd sends and its metrics file (<dir>/metrics/observerd-test.prom); with
- * h->log_to_file its log goes to <dir>/observerd.log (oh_log_count) instead of stderr.
+ * h->log_to_file its log goes to <dir>/observerd.log (oh_log_count) instead of stderr;
+ * with h->api_port it reads Secrets from a fake API server on that port (fake_api.h).
  * Static helpers: include in one test file. */
 #ifndef RDC_TEST_OBSERVER_HARNESS_H
 #define RDC_TEST_OBSERVER_HARNESS_H
 
 #include "clock.h"
 #include "daemon.h"
+#include "kube_client.h"
+#include "kube_config.h"
 #include "observer.h"
 #include "proto.h"
 #include "rmsg.h"
@@ -38,7 +41,27 @@ typedef struct {
     const oh_item_t *items;  /* the snapshot (the test's, may change between snapshots) */
     size_t nitems;
     int log_to_file;         /* observerd's stderr to <dir>/observerd.log */
+    int api_port;            /* > 0: observerd reads Secrets from a fake API server there */
 } oh_t;
+
+/* In observerd's child: a client of the fake API server at port (token auth) with its
+ * configuration in *cfg, or NULL. */
+static inline kube_client_t *oh_api_client(int port, kube_config_t **cfg)
+{
+    char yaml[1024], err[256];
+    snprintf(yaml, sizeof(yaml),
+             "apiVersion: v1\nkind: Config\nclusters:\n- name: f\n  cluster: {server: http://127.0.0.1:%d}\n"
+             "contexts:\n- name: f\n  context: {cluster: f, user: u}\ncurrent-context: f\n"
+             "users:\n- name: u\n  user: {token: t}\n",
+             port);
+    *cfg = NULL;
+    if (port <= 0 || kube_config_load_buffer(yaml, strlen(yaml), "test", NULL, cfg, err, sizeof(err)))
+        return NULL;
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    return kube_client_new(*cfg, &o, NULL);
+}
 
 static inline void *oh_bind(oh_t *h, int type, const char *name)
 {
@@ -77,8 +100,10 @@ static inline int oh_start(oh_t *h, const char *tag, int port)
         int sfd = daemon_signalfd(err, sizeof(err));
         rdc_common_opts_t opts;
         opts_common_defaults(&opts);
+        kube_config_t *kcfg = NULL;
+        kube_client_t *client = oh_api_client(h->api_port, &kcfg);
         observer_config_t cfg = {
-            .client = NULL,
+            .client = client,
             .opts = &opts,
             .runtime_dir = h->dir,
             .name = "observerd-test",
@@ -88,7 +113,10 @@ static inline int oh_start(oh_t *h, const char *tag, int port)
             .info_every = 5,
             .redis_port = port,
         };
-        exit(observer_run(&cfg)); /* exit, not _exit: LeakSanitizer checks the daemon */
+        int code = observer_run(&cfg);
+        kube_client_destroy(&client);
+        kube_config_destroy(&kcfg);
+        exit(code); /* exit, not _exit: LeakSanitizer checks the daemon */
     }
     h->zctx = zmq_ctx_new();
     h->pub = oh_bind(h, ZMQ_PUB, PROTO_EP_DELTAS);

@@ -279,7 +279,8 @@ static void perform(world_t *w, const plan_t *p)
         case PLAN_REDIS:
         case PLAN_AUTH_RECORD:
         case PLAN_ANNOTATE_POD:
-            break; /* pods and Redis are outside the simulated world */
+        case PLAN_ACL_FILE:
+            break; /* pods, Redis and Secrets are outside the simulated world */
         }
     }
 }

@@ -102,6 +102,56 @@ static void test_v1_fields_table(void)
         {"{\"size\":3,\"image\":\"redis\",\"failover\":{\"minReplicasMaxLag\":\"10\"}}",
          "spec.failover.minReplicasMaxLag: Invalid value: \"10\": must be an integer"},
         {"{\"size\":3,\"image\":\"redis\",\"failover\":[]}", "spec.failover: Invalid value"},
+        /* tls */
+        {"{\"size\":3,\"image\":\"redis\",\"tls\":{\"secretRef\":{\"name\":\"cache-tls\"},\"clientAuth\":true,"
+         "\"allowPlaintext\":false}}", ""},
+        {"{\"size\":3,\"image\":\"redis\",\"tls\":{}}", "spec.tls.secretRef: Required value"},
+        {"{\"size\":3,\"image\":\"redis\",\"tls\":{\"secretRef\":{}}}", "spec.tls.secretRef.name: Required value"},
+        {"{\"size\":3,\"image\":\"redis\",\"tls\":{\"secretRef\":{\"name\":\"TLS\"}}}",
+         "spec.tls.secretRef.name: Invalid value: \"TLS\": must be the name of a Secret"},
+        {"{\"size\":3,\"image\":\"redis\",\"tls\":{\"secretRef\":{\"name\":\"t\"},\"clientAuth\":\"yes\"}}",
+         "spec.tls.clientAuth: Invalid value: \"yes\": must be a boolean"},
+        {"{\"size\":3,\"image\":\"redis\",\"tls\":true}", "spec.tls: Invalid value: true: must be an object"},
+        /* acl */
+        {"{\"size\":3,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"pw\"}},\"acl\":{\"users\":["
+         "{\"name\":\"app\",\"rules\":\"~app:* +@read +@write -@dangerous\",\"passwordSecretRef\":{\"name\":\"app\"}},"
+         "{\"name\":\"ro\",\"rules\":\"~* +@read (~k* +get)\","
+         "\"passwordSecretRef\":{\"name\":\"ro\",\"key\":\"p\"}}]}}",
+         ""},
+        {"{\"size\":3,\"image\":\"redis\",\"acl\":{\"users\":[{\"name\":\"app\",\"rules\":\"~*\","
+         "\"passwordSecretRef\":{\"name\":\"app\"}}]}}",
+         "spec.acl: Forbidden: ACL users need spec.auth"},
+        {"{\"size\":3,\"image\":\"redis\",\"acl\":{\"users\":[]}}", ""},
+        {"{\"size\":3,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"pw\"}},\"acl\":{\"users\":["
+         "{\"name\":\"default\",\"rules\":\"~*\",\"passwordSecretRef\":{\"name\":\"a\"}}]}}",
+         "spec.acl.users[0].name: Forbidden: the default user is spec.auth's"},
+        {"{\"size\":3,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"pw\"}},\"acl\":{\"users\":["
+         "{\"name\":\"a b\",\"rules\":\"~*\",\"passwordSecretRef\":{\"name\":\"a\"}}]}}",
+         "spec.acl.users[0].name: Invalid value: \"a b\": must be 1 to 64 characters of [A-Za-z0-9_.-]"},
+        {"{\"size\":3,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"pw\"}},\"acl\":{\"users\":["
+         "{\"name\":\"a\",\"rules\":\"~* >secret\",\"passwordSecretRef\":{\"name\":\"a\"}}]}}",
+         "spec.acl.users[0].rules: Invalid value: \"~* >secret\": ACL rules of Redis: passwords come from "
+         "passwordSecretRef"},
+        {"{\"size\":3,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"pw\"}},\"acl\":{\"users\":["
+         "{\"name\":\"a\",\"rules\":\"NoPass ~*\",\"passwordSecretRef\":{\"name\":\"a\"}}]}}",
+         "the operator sets the user on, with its password, and from a reset"},
+        {"{\"size\":3,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"pw\"}},\"acl\":{\"users\":["
+         "{\"name\":\"a\",\"rules\":\"(~k* +get\",\"passwordSecretRef\":{\"name\":\"a\"}}]}}",
+         "a selector \"(\" without its \")\""},
+        {"{\"size\":3,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"pw\"}},\"acl\":{\"users\":["
+         "{\"name\":\"a\",\"rules\":\"~*\\n+@all\",\"passwordSecretRef\":{\"name\":\"a\"}}]}}",
+         "only printable ASCII and blanks"},
+        {"{\"size\":3,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"pw\"}},\"acl\":{\"users\":["
+         "{\"name\":\"a\",\"passwordSecretRef\":{\"name\":\"a\"}}]}}",
+         "spec.acl.users[0].rules: Required value"},
+        {"{\"size\":3,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"pw\"}},\"acl\":{\"users\":["
+         "{\"name\":\"a\",\"rules\":\"~*\"}]}}",
+         "spec.acl.users[0].passwordSecretRef: Required value"},
+        {"{\"size\":3,\"image\":\"redis\",\"auth\":{\"secretRef\":{\"name\":\"pw\"}},\"acl\":{\"users\":["
+         "{\"name\":\"a\",\"rules\":\"~*\",\"passwordSecretRef\":{\"name\":\"a\"}},"
+         "{\"name\":\"a\",\"rules\":\"~*\",\"passwordSecretRef\":{\"name\":\"b\"}}]}}",
+         "spec.acl.users[1].name: Invalid value: \"a\": must be unique"},
+        {"{\"size\":3,\"image\":\"redis\",\"acl\":{\"users\":{}}}", "spec.acl.users: Invalid value"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *got = errors_of(cases[i].spec);
@@ -226,6 +276,48 @@ static void test_admission_v1(void)
     free(resp);
 }
 
+/* spec.tls and spec.acl in the typed spec; the rules split as ACL SETUSER takes them. */
+static void test_tls_acl_typed(void)
+{
+    json_object *rc = json_tokener_parse(
+        "{\"metadata\":{\"name\":\"cache\"},\"spec\":{\"size\":3,\"image\":\"redis\","
+        "\"auth\":{\"secretRef\":{\"name\":\"pw\"}},\"tls\":{\"secretRef\":{\"name\":\"cache-tls\"},"
+        "\"clientAuth\":true},\"acl\":{\"users\":[{\"name\":\"ro\",\"rules\":\"~* +@read\","
+        "\"passwordSecretRef\":{\"name\":\"ro-pw\",\"key\":\"pw\"}},{\"name\":\"app\",\"rules\":\"~app:*  +@all\","
+        "\"passwordSecretRef\":{\"name\":\"app-pw\"}}]}}}");
+    rdc_field_errors_t *errs = rdc_field_errors_new();
+    rdc_spec_t sp;
+    CU_ASSERT_EQUAL_FATAL(rdc_spec_parse(rc, &sp, errs), 0);
+    CU_ASSERT_STRING_EQUAL(sp.tls.secret, "cache-tls");
+    CU_ASSERT_EQUAL(sp.tls.client_auth, 1);
+    CU_ASSERT_EQUAL(sp.tls.allow_plaintext, 0);
+    CU_ASSERT_EQUAL_FATAL(sp.acl.n_users, 2);
+    CU_ASSERT_STRING_EQUAL(sp.acl.users[0].name, "app"); /* sorted by name */
+    CU_ASSERT_STRING_EQUAL(sp.acl.users[0].secret, "app-pw");
+    CU_ASSERT_STRING_EQUAL(sp.acl.users[0].key, "password");
+    CU_ASSERT_STRING_EQUAL(sp.acl.users[1].key, "pw");
+    rdc_acl_token_t tok[8];
+    const char *why = NULL;
+    CU_ASSERT_EQUAL(rdc_spec_acl_rules_split(sp.acl.users[0].rules, tok, 8, &why), 2);
+    CU_ASSERT_EQUAL(tok[1].len, 5);
+    CU_ASSERT_EQUAL(strncmp(tok[1].s, "+@all", 5), 0);
+    CU_ASSERT_EQUAL(rdc_spec_acl_rules_split("~* (~k* +get) -@all", tok, 8, &why), 3);
+    CU_ASSERT_EQUAL(strncmp(tok[1].s, "(~k* +get)", tok[1].len), 0);
+    CU_ASSERT_EQUAL(rdc_spec_acl_rules_split("a b c", tok, 2, &why), -1);
+    CU_ASSERT_EQUAL(rdc_spec_acl_rules_split("", tok, 2, &why), 0);
+    CU_ASSERT_EQUAL(rdc_spec_acl_rules_split("~* #abc", tok, 2, &why), -1);
+    json_object_put(rc);
+    rdc_field_errors_destroy(&errs);
+    /* no spec.tls: plain text */
+    rc = json_tokener_parse("{\"metadata\":{\"name\":\"cache\"},\"spec\":{\"size\":1,\"image\":\"redis\"}}");
+    errs = rdc_field_errors_new();
+    CU_ASSERT_EQUAL(rdc_spec_parse(rc, &sp, errs), 0);
+    CU_ASSERT_PTR_NULL(sp.tls.secret);
+    CU_ASSERT_EQUAL(sp.acl.n_users, 0);
+    json_object_put(rc);
+    rdc_field_errors_destroy(&errs);
+}
+
 /* The bounds the webhook applies are the CRD's v1 schema's. */
 static void test_crd_agrees(void)
 {
@@ -252,15 +344,27 @@ static void test_crd_agrees(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "deprecated: true"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "strategy: Webhook"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "path: /convert"));
+    /* spec.tls and spec.acl */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "!has(self.acl) || !has(self.acl.users) || size(self.acl.users) == 0 || "
+                                        "has(self.auth)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "rule: self.name != 'default'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "(^| )([<>#!]|(?i:on|off|nopass|resetpass|reset)( |$))"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "maxItems: 16\n                    x-kubernetes-list-type: map"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "maxLength: 64\n                          pattern: '^[A-Za-z0-9_.-]+$'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "maxLength: 1024\n                          pattern: '^[ -~]+$'"));
+    CU_ASSERT_EQUAL(RDC_SPEC_ACL_USERS_MAX, 16);
+    CU_ASSERT_EQUAL(RDC_SPEC_ACL_NAME_MAX, 64);
+    CU_ASSERT_EQUAL(RDC_SPEC_ACL_RULES_MAX, 1024);
 }
 
 static const cu_entry_t tests[] = {
     CU_SUITE("rdc_spec v1"),
-    {"v1-only fields: enums, auth, failover (table)", test_v1_fields_table},
+    {"v1-only fields: enums, auth, failover, tls, acl (table)", test_v1_fields_table},
     {"durations as the CRD's downAfter pattern", test_duration},
     {"Cluster mode: the name, no change of mode, the default size", test_cluster_rules},
     {"the validating webhook on v1 objects", test_admission_v1},
     {"the CRD's v1 schema states the same rules", test_crd_agrees},
+    {"spec.tls and spec.acl in the typed spec; ACL rules split", test_tls_acl_typed},
 };
 
 CU_MAIN(tests)

@@ -14,7 +14,8 @@
  * name, a wrong CA, a wrong name and an expired certificate refused with clear lines,
  * a client certificate required (--tls-auth-clients yes) with and without one, plain
  * text to a TLS port and TLS to a plain one, AUTH with a password and with ACL users
- * (a read-only one refused a write), and redis_sync over TLS. */
+ * (a read-only one refused a write), redis_sync over TLS, the certificate a server
+ * presented, and whether a server answered anything at all (redis_sync_answers). */
 #include "clock.h"
 #include "cu_table.h"
 #include "loop.h"
@@ -717,6 +718,71 @@ static void test_sync(void)
     redis_tls_destroy(&other);
 }
 
+/* The SHA-256 of a certificate's DER as hex. */
+static void der_sha256(X509 *x, char hex[65])
+{
+    unsigned char md[32];
+    unsigned int n = 0;
+    CU_ASSERT_FATAL(X509_digest(x, EVP_sha256(), md, &n) == 1 && n == 32);
+    for (unsigned int i = 0; i < n; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
+/* The certificate a server presented (certificate rotation compares it), and whether a
+ * server said anything at all (the promotion guard's question): a TLS server whose
+ * certificate we refuse has, a closed port and a silent listener have not. */
+static void test_peer_cert_and_heard(void)
+{
+    server_t s = {0};
+    CU_ASSERT_EQUAL_FATAL(server_start_tls(&s, dir, "server.crt", "server.key", 0, NULL), 0);
+    redis_tls_t *t = tls_of(&pki.ca, 0), *other = tls_of(&pki.other_ca, 0);
+    redis_conn_opts_t o = {.host = "127.0.0.1", .port = s.port, .tls = t};
+    char want[65], err[256];
+    der_sha256(pki.server.crt, want);
+    redis_sync_t *sc = redis_sync_open(&o, err, sizeof(err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sc);
+    CU_ASSERT_STRING_EQUAL(redis_sync_peer_cert(sc), want);
+    redis_sync_close(&sc);
+    CU_ASSERT_EQUAL(redis_sync_answers(&o, 500 * NS_PER_MS), 1);
+    o.tls = other; /* refused by us: the server spoke all the same */
+    CU_ASSERT_EQUAL(redis_sync_answers(&o, 500 * NS_PER_MS), 1);
+    rec_t r;
+    loop_t *loop = loop_new();
+    redis_conn_t *c = redis_conn_new(loop, &o);
+    memset(&r, 0, sizeof(r));
+    cmd(c, &r, SEC, 1, PING);
+    run_until(loop, &r, 1, 3000);
+    CU_ASSERT_EQUAL(redis_conn_state(c), REDIS_CONN_FAILED);
+    CU_ASSERT_EQUAL(redis_conn_heard(c), 1);
+    CU_ASSERT_STRING_EQUAL(redis_conn_peer_cert(c), "");
+    redis_conn_destroy(&c);
+    rec_free(&r);
+    server_stop(&s);
+    o.tls = t;
+    CU_ASSERT_EQUAL(redis_sync_answers(&o, 300 * NS_PER_MS), 0); /* nothing listens any more */
+    /* A plain server: no certificate; answers. */
+    CU_ASSERT_EQUAL_FATAL(server_start(&s, 0, NULL), 0);
+    redis_conn_opts_t p = {.host = "127.0.0.1", .port = s.port};
+    sc = redis_sync_open(&p, err, sizeof(err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sc);
+    CU_ASSERT_STRING_EQUAL(redis_sync_peer_cert(sc), "");
+    redis_sync_close(&sc);
+    CU_ASSERT_EQUAL(redis_sync_answers(&p, 500 * NS_PER_MS), 1);
+    p.password = "wrong"; /* an AUTH refusal is an answer too */
+    CU_ASSERT_EQUAL(redis_sync_answers(&p, 500 * NS_PER_MS), 1);
+    kill(s.pid, SIGSTOP); /* accepts (the kernel does), never answers */
+    p.password = NULL;
+    int64_t t0 = clock_mono_ns();
+    CU_ASSERT_EQUAL(redis_sync_answers(&p, 300 * NS_PER_MS), 0);
+    CU_ASSERT(clock_mono_ns() - t0 < 800 * NS_PER_MS);
+    o.port = s.port; /* TLS to it: no handshake message either */
+    CU_ASSERT_EQUAL(redis_sync_answers(&o, 300 * NS_PER_MS), 0);
+    server_stop(&s);
+    loop_destroy(&loop);
+    redis_tls_destroy(&t);
+    redis_tls_destroy(&other);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("redis_conn, canned"),
     {"commands as hiredis formats them; replies split at every byte", test_split_at_every_byte},
@@ -737,6 +803,7 @@ static const cu_entry_t tests[] = {
     {"plain to a TLS port, TLS to a plain port", test_mixed_up_ports},
     {"AUTH password, ACL users, read-only refused a write", test_auth_and_acl_users},
     {"redis_sync over TLS", test_sync},
+    {"the server's certificate; whether a server answered at all", test_peer_cert_and_heard},
 };
 
 CU_HOOKS({"redis_conn, redis-server", real_init, real_clean, NULL, NULL});

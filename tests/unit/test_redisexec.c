@@ -1,12 +1,20 @@
 /* redisexec: workerd's synchronous Redis commands against real redis-server processes:
  * replies, AUTH (refused, accepted, never echoed), the password token, REPLICAOF and the
- * INFO it shows, timeouts against a stopped server, and the --once observation. */
+ * INFO it shows, timeouts against a stopped server, and the --once observation; then the
+ * same over TLS (redis-server --tls-port, certificates made in the test): the pod's name
+ * checked, a wrong one refused, a client certificate required and presented, a secret
+ * token (an ACL user's password hash), the TLS files read again with CONFIG SET
+ * ${current} (the served certificate changes, no restart), replication over TLS and the
+ * promotion guard, a switchover, and the observation's tlsCert. */
 #include "clock.h"
 #include "cu_table.h"
 #include "jsonx.h"
+#include "redis_sync.h"
 #include "redisexec.h"
 
 #include "redis_servers.h"
+#include "redis_tls_certs.h"
+#include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -229,6 +237,194 @@ static void test_promote_guard(void)
     CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", q.port, NULL, NULL, 300 * MS, err, sizeof(err)), -1);
 }
 
+/* ---- over TLS ---------------------------------------------------------------------- */
+
+static char dir[64];
+static tc_pki_t pki;
+static redis_tls_t *tls, *tls_client;
+
+static int tls_init(void)
+{
+    if (tmpdir_make(dir, sizeof(dir), "rdc-redisexec-tls"))
+        return -1;
+    tc_pki_make(&pki);
+    tc_pki_write(&pki, dir);
+    char err[256];
+    redis_tls_config_t cfg = {.ca_pem = pki.ca.crt_pem, .ca_len = strlen(pki.ca.crt_pem)};
+    tls = redis_tls_new(&cfg, err, sizeof(err));
+    cfg.cert_pem = pki.client.crt_pem;
+    cfg.cert_len = strlen(pki.client.crt_pem);
+    cfg.key_pem = pki.client.key_pem;
+    cfg.key_len = strlen(pki.client.key_pem);
+    tls_client = redis_tls_new(&cfg, err, sizeof(err));
+    return tls && tls_client ? 0 : -1;
+}
+
+static int tls_clean(void)
+{
+    redis_tls_destroy(&tls);
+    redis_tls_destroy(&tls_client);
+    tc_pki_free(&pki);
+    return tmpdir_remove(dir);
+}
+
+static const char *const PING[] = {"PING"};
+
+/* The pod "redis" under "test": the certificate's DNS:redis.test. */
+static void test_tls_names_and_client_certs(void)
+{
+    server_t s = {0};
+    const char *const extra[] = {"--requirepass", PW, NULL};
+    CU_ASSERT_EQUAL_FATAL(server_start_tls(&s, dir, "server.crt", "server.key", 1, extra), 0);
+    redisexec_client_t cl = {.password = PW, .tls = tls_client, .tls_domain = "test"};
+    char reply[64], err[512];
+    CU_ASSERT_EQUAL(redisexec_run(&cl, "redis", "127.0.0.1", s.port, 1, PING, 500 * MS, reply, sizeof(reply), err,
+                                  sizeof(err)),
+                    0);
+    CU_ASSERT_STRING_EQUAL(reply, "PONG");
+    /* another pod's name: refused, the phase first */
+    CU_ASSERT_EQUAL(
+        redisexec_run(&cl, "other", "127.0.0.1", s.port, 1, PING, 500 * MS, NULL, 0, err, sizeof(err)), -1);
+    char want[256];
+    snprintf(want, sizeof(want),
+             "TLS handshake 127.0.0.1:%d: certificate verify failed: hostname mismatch (the certificate is not "
+             "for other.test)",
+             s.port);
+    CU_ASSERT_STRING_EQUAL(err, want);
+    /* no client certificate where the server asks for one */
+    cl.tls = tls;
+    CU_ASSERT_EQUAL(
+        redisexec_run(&cl, "redis", "127.0.0.1", s.port, 1, PING, 500 * MS, NULL, 0, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "certificate required"));
+    CU_ASSERT_PTR_NULL(strstr(err, PW));
+    /* plain text to the TLS port */
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", s.port, PW, NULL, 1, PING, 300 * MS, NULL, 0, err, sizeof(err)),
+                    -1);
+    server_stop(&s);
+}
+
+/* A secret token: an ACL user's password hash goes out as #<hash>, never into err. */
+static void test_tls_secret_tokens(void)
+{
+    server_t s = {0};
+    CU_ASSERT_EQUAL_FATAL(server_start_tls(&s, dir, "server.crt", "server.key", 0, NULL), 0);
+    /* sha256("app-secret") */
+    const redisexec_secret_t sec[] = {
+        {"${acl-hash:app}", "6c904c5190e8b45c2f0af062eefdb2f5b41ce3809b0e6b5bc50aafdd60b290d8"}};
+    redisexec_client_t cl = {.tls = tls, .secrets = sec, .n_secrets = 1};
+    char err[512];
+    const char *bad[] = {"ACL", "SETUSER", "app", "on", "#${acl-hash:app}", "nonsense-rule"};
+    CU_ASSERT_EQUAL(redisexec_run(&cl, NULL, "127.0.0.1", s.port, 6, bad, 500 * MS, NULL, 0, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NULL(strstr(err, sec[0].value));
+    const char *set[] = {"ACL", "SETUSER", "app", "reset", "on", "#${acl-hash:app}", "~*", "+@read"};
+    CU_ASSERT_EQUAL(redisexec_run(&cl, NULL, "127.0.0.1", s.port, 8, set, 500 * MS, NULL, 0, err, sizeof(err)), 0);
+    /* the user authenticates with the password whose hash went out */
+    redis_conn_opts_t o = {.host = "127.0.0.1", .port = s.port, .tls = tls, .user = "app", .password = "app-secret"};
+    const char *get[] = {"GET", "k"}, *wr[] = {"SET", "k", "v"};
+    redisReply *r = redis_sync_once(&o, 2, get, NULL, 500 * MS, err, sizeof(err));
+    CU_ASSERT(r && r->type == REDIS_REPLY_NIL);
+    freeReplyObject(r);
+    r = redis_sync_once(&o, 3, wr, NULL, 500 * MS, err, sizeof(err));
+    CU_ASSERT(r && r->type == REDIS_REPLY_ERROR && strstr(r->str, "NOPERM"));
+    freeReplyObject(r);
+    server_stop(&s);
+}
+
+/* The served certificate changes with CONFIG SET tls-cert-file ${current} (the path the
+ * server has, read with CONFIG GET): Redis reads the files again, no restart. */
+static void test_tls_reload_files(void)
+{
+    tc_write_file(dir, "live.crt", pki.server.crt_pem);
+    tc_write_file(dir, "live.key", pki.server.key_pem);
+    server_t s = {0};
+    CU_ASSERT_EQUAL_FATAL(server_start_tls(&s, dir, "live.crt", "live.key", 0, NULL), 0);
+    redisexec_client_t cl = {.tls = tls, .tls_domain = "test"};
+    const char *pods = "[{\"metadata\":{\"name\":\"redis\"},\"status\":{\"podIP\":\"127.0.0.1\"}}]";
+    json_object *p = json_tokener_parse(pods);
+    json_object *o = redisexec_observe_with(p, &cl, s.port, 500 * MS, "t", 0);
+    const char *before = JSONX_STR_AT(json_object_array_get_idx(jsonx_get(o, "nodes"), 0), "tlsCert");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(before);
+    char was[65];
+    snprintf(was, sizeof(was), "%s", before);
+    json_object_put(o);
+    /* a renewal: same CA, same names, a new certificate and key in the same files */
+    tc_cert_t renewed = tc_make("redis.test", &pki.ca, 0, "DNS:redis.test,IP:127.0.0.1", "serverAuth", -60, 86400);
+    tc_write_file(dir, "live.crt", renewed.crt_pem);
+    tc_write_file(dir, "live.key", renewed.key_pem);
+    o = redisexec_observe_with(p, &cl, s.port, 500 * MS, "t", 0);
+    CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(json_object_array_get_idx(jsonx_get(o, "nodes"), 0), "tlsCert"), was);
+    json_object_put(o);
+    const char *reload[] = {"CONFIG", "SET", "tls-cert-file", REDISEXEC_CURRENT_TOKEN, "tls-key-file",
+                            REDISEXEC_CURRENT_TOKEN, "tls-ca-cert-file", REDISEXEC_CURRENT_TOKEN};
+    char err[512];
+    CU_ASSERT_EQUAL(redisexec_run(&cl, "redis", "127.0.0.1", s.port, 8, reload, 500 * MS, NULL, 0, err, sizeof(err)),
+                    0);
+    o = redisexec_observe_with(p, &cl, s.port, 500 * MS, "t", 0);
+    const char *now = JSONX_STR_AT(json_object_array_get_idx(jsonx_get(o, "nodes"), 0), "tlsCert");
+    CU_ASSERT(now && strcmp(now, was) && strlen(now) == 64);
+    json_object_put(o);
+    /* a CONFIG GET of a directive with no value: said */
+    const char *nothing[] = {"CONFIG", "SET", "no-such-directive", REDISEXEC_CURRENT_TOKEN};
+    CU_ASSERT_EQUAL(
+        redisexec_run(&cl, "redis", "127.0.0.1", s.port, 4, nothing, 500 * MS, NULL, 0, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "CONFIG GET no-such-directive"));
+    json_object_put(p);
+    tc_cert_free(&renewed);
+    server_stop(&s);
+}
+
+/* Replication over TLS: the replica links (tls-replication), the promotion guard sees
+ * its primary answer over TLS (checked as an IP), then not once it is stopped; a
+ * switchover behind its guard. */
+static void test_tls_replication_and_guards(void)
+{
+    server_t p = {0}, q = {0};
+    const char *const repl[] = {"--tls-replication", "yes", NULL};
+    CU_ASSERT_EQUAL_FATAL(server_start_tls(&p, dir, "server.crt", "server.key", 0, repl), 0);
+    CU_ASSERT_EQUAL_FATAL(server_start_tls(&q, dir, "server.crt", "server.key", 0, repl), 0);
+    redisexec_client_t cl = {.tls = tls, .tls_domain = "test"};
+    char port[16], err[512], info[8192], role[16], host[64];
+    snprintf(port, sizeof(port), "%d", p.port);
+    const char *rof[] = {"REPLICAOF", "127.0.0.1", port}, *inf[] = {"INFO", "replication"};
+    CU_ASSERT_EQUAL(redisexec_run(&cl, "redis", "127.0.0.1", q.port, 3, rof, 500 * MS, NULL, 0, err, sizeof(err)), 0);
+    int mport = 0, link = 0;
+    int64_t off = -1;
+    for (int i = 0; i < 100 && !link; i++) {
+        redisexec_run(&cl, "redis", "127.0.0.1", q.port, 2, inf, 500 * MS, info, sizeof(info), err, sizeof(err));
+        redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &mport, &link, &off);
+        if (!link)
+            nap_ms(50);
+    }
+    CU_ASSERT_EQUAL(link, 1);
+    CU_ASSERT_EQUAL(redisexec_promote_guard_on(&cl, "redis", "127.0.0.1", p.port, 300 * MS, err, sizeof(err)), 1);
+    CU_ASSERT_EQUAL(redisexec_promote_guard_on(&cl, "redis", "127.0.0.1", q.port, 300 * MS, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "answers again"));
+    /* FAILOVER TO q on p, behind its guard */
+    char qport[16];
+    snprintf(qport, sizeof(qport), "%d", q.port);
+    const char *fo[] = {"FAILOVER", "TO", "127.0.0.1", qport, "TIMEOUT", "5000"};
+    int sent = -1;
+    for (int i = 0; i < 50 && sent; i++) {
+        sent = redisexec_switchover_on(&cl, "redis", "127.0.0.1", p.port, 6, fo, 1 << 20, err, sizeof(err));
+        if (sent)
+            nap_ms(50);
+    }
+    CU_ASSERT_EQUAL(sent, 0);
+    link = 0;
+    for (int i = 0; i < 100 && !link; i++) { /* p follows q now */
+        redisexec_run(&cl, "redis", "127.0.0.1", p.port, 2, inf, 500 * MS, info, sizeof(info), err, sizeof(err));
+        redisexec_parse_info(info, role, sizeof(role), host, sizeof(host), &mport, &link, &off);
+        if (!link)
+            nap_ms(50);
+    }
+    CU_ASSERT_STRING_EQUAL(role, "slave");
+    CU_ASSERT_EQUAL(mport, q.port);
+    kill(q.pid, SIGSTOP); /* the new primary freezes: p may be promoted */
+    CU_ASSERT_EQUAL(redisexec_promote_guard_on(&cl, "redis", "127.0.0.1", p.port, 300 * MS, err, sizeof(err)), 0);
+    server_stop(&p);
+    server_stop(&q);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("redisexec"),
     {"promotion guard", test_promote_guard},
@@ -238,6 +434,13 @@ static const cu_entry_t tests[] = {
     {"a stopped server times out", test_timeout_on_stopped_server},
     {"rotation: AUTH falls back, ACL adds and drops, errors scrubbed", test_rotation_steps},
     {"INFO parsing of partial text", test_parse_info_partial},
+    CU_SUITE("redisexec over TLS"),
+    {"the pod's name, a client certificate, plain text refused", test_tls_names_and_client_certs},
+    {"a secret token goes out, never into an error", test_tls_secret_tokens},
+    {"CONFIG SET ${current}: the TLS files read again", test_tls_reload_files},
+    {"replication, the promotion guard and a switchover over TLS", test_tls_replication_and_guards},
 };
+
+CU_HOOKS({"redisexec over TLS", tls_init, tls_clean, NULL, NULL});
 
 CU_MAIN(tests)

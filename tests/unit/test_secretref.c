@@ -1,5 +1,6 @@
 /* Unit tests of informerd's Secret index (secretref.h): which RedisClusters a Secret's
- * change enqueues, as references are added, moved, dropped and deleted. */
+ * change enqueues, as references are added, moved, dropped and deleted, one Secret or
+ * several a cluster (spec.auth, spec.tls, spec.acl). */
 #include "../../informerd/secretref.h"
 #include "cu_table.h"
 
@@ -156,11 +157,53 @@ static void test_metadata_only(void)
     json_object_put(arr);
 }
 
+/* A cluster that names several Secrets (auth, tls, ACL users'): each enqueues it; a
+ * changed set replaces the old one; a Secret two clusters share enqueues both. */
+static void test_several_secrets(void)
+{
+    json_object *rc = json_tokener_parse(
+        "{\"spec\":{\"auth\":{\"secretRef\":{\"name\":\"pw\"}},\"tls\":{\"secretRef\":{\"name\":\"tls\"}},"
+        "\"acl\":{\"users\":[{\"name\":\"a\",\"passwordSecretRef\":{\"name\":\"users\"}},{\"name\":\"b\","
+        "\"passwordSecretRef\":{\"name\":\"users\",\"key\":\"b\"}},{\"name\":\"c\","
+        "\"passwordSecretRef\":{\"name\":\"pw\"}}]}}}");
+    const char *names[SECRETREF_MAX];
+    size_t n = secretref_of_all(rc, names, SECRETREF_MAX);
+    CU_ASSERT_EQUAL_FATAL(n, 3);
+    CU_ASSERT_STRING_EQUAL(names[0], "pw");
+    CU_ASSERT_STRING_EQUAL(names[1], "tls");
+    CU_ASSERT_STRING_EQUAL(names[2], "users");
+    CU_ASSERT_EQUAL(secretref_of_all(rc, names, 2), 2);
+    secretref_t *x = secretref_new();
+    CU_ASSERT_EQUAL(secretref_set_all(x, "a/one", names, 3), 0);
+    CU_ASSERT_EQUAL(secretref_set(x, "a/two", "tls"), 0);
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/pw"), "a/one");
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/users"), "a/one");
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/tls"), "a/one a/two");
+    CU_ASSERT_EQUAL(secretref_count(x), 2);
+    CU_ASSERT_EQUAL(secretref_set_all(x, "a/one", names, 3), 0); /* unchanged */
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/tls"), "a/one a/two");
+    const char *fewer[] = {"tls", "new"};
+    CU_ASSERT_EQUAL(secretref_set_all(x, "a/one", fewer, 2), 0);
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/pw"), "");
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/users"), "");
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/new"), "a/one");
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/tls"), "a/one a/two");
+    secretref_forget(x, "a/one");
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/tls"), "a/two");
+    CU_ASSERT_STRING_EQUAL(clusters_of(x, "a/new"), "");
+    CU_ASSERT_EQUAL(secretref_set_all(x, "a/two", names, 0), 0);
+    CU_ASSERT_EQUAL(secretref_count(x), 0);
+    CU_ASSERT_EQUAL(secretref_set_all(x, "noslash", names, 1), -1);
+    secretref_destroy(&x);
+    json_object_put(rc);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("informerd Secret index"),
     {"the index follows references set, moved, dropped, deleted", test_index_follows_the_references},
     {"a thousand clusters over two Secrets", test_many_clusters_one_secret},
     {"spec.auth.secretRef.name read", test_secretref_of},
+    {"a cluster that names several Secrets (auth, tls, ACL users)", test_several_secrets},
     {"a Secret is cached as its metadata only", test_metadata_only},
 };
 
