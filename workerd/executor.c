@@ -210,8 +210,10 @@ static exec_result_t exec_slot_move(const exec_ctx_t *x, const plan_action_t *a,
         kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, x->redis_refused);
         return EXEC_ERROR;
     }
+    slotmove_sync_keepalive(x->keepalive, x->keepalive_user);
     int rc = slotmove_run_sync_tls(&job, x->redis_password, x->redis_old_password, x->redis_tls, x->redis_tls_domain,
                                    &pr, why, sizeof(why));
+    slotmove_sync_keepalive(NULL, NULL);
     slotmove_count(a->ns, job.cluster, &pr);
     char slots[24], keys[24], bytes[24];
     snprintf(slots, sizeof(slots), "%d", pr.slots_done);

@@ -78,6 +78,10 @@ typedef struct {
     exec_memo_t *memo;          /* NULL = remember nothing */
     exec_fence_fn fence;        /* NULL = always allowed (workerd --once) */
     void *fence_user;
+    /* Called now and then by a long synchronous step (a slot move: seconds) so that the
+     * worker's liveness is told meanwhile (worker.c: a heartbeat to informerd); NULL none. */
+    void (*keepalive)(void *user);
+    void *keepalive_user;
     const char *reconcile_id;   /* for log lines */
     const char *instance;       /* reportingInstance of Events (the host name) */
     const char *redis_password; /* AUTH for PLAN_REDIS; NULL = none (never logged) */

@@ -303,6 +303,8 @@ int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char 
             slotmove_t m;
             slotmove_start(&m, s);
             while (m.state != SLOTMOVE_DONE && m.state != SLOTMOVE_FAILED && !rc) {
+                if ((m.state == SLOTMOVE_IMPORTING || m.state == SLOTMOVE_GETKEYS) && io->tick)
+                    io->tick(io->tick_arg);
                 if (spent(r, &m, start, job->budget_ns)) {
                     progress->stopped = 1;
                     rc = 1;

@@ -118,6 +118,8 @@ typedef struct {
     int (*sizes)(void *user, const redisReply *keys, int64_t *sizes, char *err, size_t errlen);
     int64_t (*now_ns)(void *user); /* a monotonic clock */
     void *user;
+    void (*tick)(void *arg);        /* between slots and batches: the caller's keepalive; NULL none */
+    void *tick_arg;
 } slotmove_io_t;
 
 /* Start s's machine at IMPORTING. */
@@ -166,5 +168,9 @@ int slotmove_run_sync(const slotmove_job_t *job, const char *password, const cha
 int slotmove_run_sync_tls(const slotmove_job_t *job, const char *password, const char *password_fallback,
                           const redis_tls_t *tls, const char *tls_domain, slotmove_progress_t *progress, char *err,
                           size_t errlen);
+
+/* The keepalive the next slotmove_run_sync* calls between slots and batches (tick(arg);
+ * NULL none): a worker's heartbeat while its loop waits for the move. */
+void slotmove_sync_keepalive(void (*tick)(void *arg), void *arg);
 
 #endif

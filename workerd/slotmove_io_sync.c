@@ -108,6 +108,17 @@ static int64_t sync_now(void *user)
     return clock_mono_ns();
 }
 
+static struct {
+    void (*tick)(void *arg);
+    void *arg;
+} keepalive;
+
+void slotmove_sync_keepalive(void (*tick)(void *arg), void *arg)
+{
+    keepalive.tick = tick;
+    keepalive.arg = arg;
+}
+
 int slotmove_run_sync(const slotmove_job_t *job, const char *password, const char *password_fallback,
                       slotmove_progress_t *progress, char *err, size_t errlen)
 {
@@ -126,7 +137,8 @@ int slotmove_run_sync_tls(const slotmove_job_t *job, const char *password, const
     s.opts.tls = tls;
     s.opts.password = password;
     s.opts.password_fallback = password_fallback;
-    slotmove_io_t io = {sync_command, sync_sizes, sync_now, &s};
+    slotmove_io_t io = {.command = sync_command, .sizes = sync_sizes, .now_ns = sync_now, .user = &s,
+                        .tick = keepalive.tick, .tick_arg = keepalive.arg};
     int rc = slotmove_run(job, &io, password, progress, err, errlen);
     redis_sync_close(&s.source);
     redis_sync_close(&s.target);

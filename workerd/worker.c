@@ -33,6 +33,7 @@ typedef struct {
     int64_t leader_epoch;
     int64_t valid_until_ms;
     int64_t last_heard_ns;   /* last message from informerd */
+    int64_t last_said_ns;    /* last heartbeat a long step sent (worker_keepalive) */
     int64_t reconnect_delay_ns;
     loop_t *loop;
     exec_memo_t *memo;       /* the status writes this worker made (executor.h) */
@@ -86,6 +87,7 @@ static void worker_say(worker_t *w, const char *what)
 }
 
 static int on_dealer(loop_t *loop, void *socket, int fd, int revents, void *arg);
+static void worker_keepalive(void *arg);
 
 /* Open the DEALER, watch it, and say READY. Returns 0 or -1. */
 static int worker_connect(worker_t *w)
@@ -265,6 +267,8 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                          .memo = w->memo,
                          .fence = worker_may_write,
                          .fence_user = it,
+                         .keepalive = worker_keepalive,
+                         .keepalive_user = w,
                          .reconcile_id = it->rid,
                          .instance = w->hostname,
                          .recorder = w->recorder,
@@ -325,6 +329,21 @@ static int on_reconnect(loop_t *loop, int id, void *arg)
         worker_disconnect(w, 0);
     w->last_heard_ns = clock_mono_ns();
     return 0;
+}
+
+/* A long synchronous step of the executor (a slot move) holds the loop: tell informerd we
+ * live, at most once a heartbeat period, and do not count the time we could not listen
+ * as its silence (its messages wait on the socket). The lease of each item (its fence)
+ * still bounds what the step may write. */
+static void worker_keepalive(void *arg)
+{
+    worker_t *w = arg;
+    int64_t now = clock_mono_ns();
+    if (!w->dealer || now - w->last_said_ns < (int64_t)PROTO_HEARTBEAT_MS * NS_PER_MS)
+        return;
+    worker_say(w, PROTO_HEARTBEAT);
+    w->last_said_ns = now;
+    w->last_heard_ns = now;
 }
 
 /* Every heartbeat period: tell informerd we live; if it has been silent for

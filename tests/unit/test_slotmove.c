@@ -156,6 +156,7 @@ typedef struct {
     int fail_at;    /* the command that gets no answer (a crash there), -1 none */
     int cut_migrate; /* the MIGRATE that copies its first key and then gets no answer, -1 none */
     int migrates;
+    int ticks;      /* keepalives the run gave */
     int64_t now;
 } model_t;
 
@@ -340,6 +341,12 @@ static int m_sizes(void *user, const redisReply *keys, int64_t *sizes, char *err
     return 0;
 }
 
+static void m_tick(void *arg)
+{
+    model_t *w = arg;
+    w->ticks++;
+}
+
 static int64_t m_now(void *user)
 {
     model_t *w = user;
@@ -394,7 +401,7 @@ static void test_moves_a_slot(void)
     model_init(&w, 25);
     slotmove_job_t job;
     job_of(&w, &job, 2, 4, 400); /* 10 keys a batch */
-    slotmove_io_t io = {m_command, m_sizes, m_now, &w};
+    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w};
     slotmove_progress_t pr;
     char err[256];
     CU_ASSERT_EQUAL(slotmove_run(&job, &io, "s3cret", &pr, err, sizeof(err)), 0);
@@ -402,6 +409,7 @@ static void test_moves_a_slot(void)
     CU_ASSERT_EQUAL(pr.keys, 25);
     CU_ASSERT_EQUAL(pr.bytes, 25 * 40);
     CU_ASSERT_EQUAL(w.migrates, 3); /* 10 + 10 + 5 */
+    CU_ASSERT(w.ticks >= 3 + 4);    /* a keepalive at each slot's start and each batch */
     CU_ASSERT_FALSE(pr.stopped);
     check_moved(&w, 3, 25);
     for (int s = 2; s <= 4; s++)
@@ -416,7 +424,7 @@ static void test_every_crash_point(void)
     model_init(&w, 25);
     slotmove_job_t job;
     job_of(&w, &job, 3, 3, 400);
-    slotmove_io_t io = {m_command, m_sizes, m_now, &w};
+    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w};
     slotmove_progress_t pr;
     char err[256];
     CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
@@ -449,7 +457,7 @@ static void test_migrate_cut_off(void)
     w.cut_migrate = 1; /* the second batch */
     slotmove_job_t job;
     job_of(&w, &job, 3, 3, 400);
-    slotmove_io_t io = {m_command, m_sizes, m_now, &w};
+    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w};
     slotmove_progress_t pr;
     char err[256];
     CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), -1);
@@ -467,7 +475,7 @@ static void test_budget_and_refusal(void)
     slotmove_job_t job;
     job_of(&w, &job, 3, 4, 400);
     job.budget_ns = 3500000; /* the model's clock moves 1 ms a look */
-    slotmove_io_t io = {m_command, m_sizes, m_now, &w};
+    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w};
     slotmove_progress_t pr;
     char err[256];
     /* spent within slot 3: it is finished all the same, and the run stops at slot 4's start */
