@@ -55,8 +55,9 @@
  *     key: namespace/name of the RedisCluster; observation: JSON
  *     {"observedAt": RFC 3339 wall time, "nodes": [{"pod","ip","reachable","role",
  *      "masterHost","masterPort","linkUp","offset","lastOkAgoMs","downSinceMs",
- *      "linkDownSinceMs"[,"cluster"]}]}
- *     role: "master" | "slave" | "" (unknown); downSinceMs: 0 when reachable.
+ *      "linkDownSinceMs","probedAgoMs"[,"cluster"]}]}
+ *     role: "master" | "slave" | "" (unknown); downSinceMs: 0 when reachable;
+ *     probedAgoMs: since the node's last probe began (answered or not), -1 never probed.
  *     cluster (spec.mode Cluster, once the node answered CLUSTER NODES / INFO):
  *     {"nodes" (normalized CLUSTER NODES) or "error", "state", "slotsAssigned",
  *      "slotsOk","slotsPfail","slotsFail","knownNodes","currentEpoch"} (observerd/obsdiff.h).

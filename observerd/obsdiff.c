@@ -216,6 +216,7 @@ int obsdiff_json(const obs_node_t *nodes, size_t n, const char *observed_at, buf
         bad |= json_object_object_add(e, "lastOkAgoMs", json_object_new_int64(x->last_ok_ago_ms));
         bad |= json_object_object_add(e, "downSinceMs", json_object_new_int64(x->down_since_ms));
         bad |= json_object_object_add(e, "linkDownSinceMs", json_object_new_int64(x->link_down_ms));
+        bad |= json_object_object_add(e, "probedAgoMs", json_object_new_int64(x->probed_ago_ms));
         bad |= cluster_json(&x->cluster, e);
     }
     const char *text =

@@ -4,8 +4,8 @@
  *
  * News (OBSDIFF_CHANGED): the set of nodes (pod names) changed, or for a node of the
  * same pod: its IP, its reachability, its role, the primary it follows (host or port),
- * or its link to it. Offsets, lastOkAgoMs and downSinceMs alone are never news: they move
- * all the time and plan decides nothing from them alone.
+ * or its link to it. Offsets, lastOkAgoMs, downSinceMs and probedAgoMs alone are never
+ * news: they move all the time and plan decides nothing from them alone.
  * In Cluster mode (obs_cluster_t) a node's cluster object is news when it appears or goes,
  * when its CLUSTER NODES text (normalized: ping-sent and pong-recv zeroed, so the
  * timestamps that move every second never make news) or the reason it has none changes,
@@ -60,6 +60,8 @@ typedef struct {
     int64_t offset;             /* replication offset, -1 unknown */
     int64_t last_ok_ago_ms;     /* since the last answered probe; -1 never answered */
     int64_t down_since_ms;      /* how long unreachable; 0 when reachable */
+    int64_t probed_ago_ms;      /* since the last probe that ended (answered or not) began:
+                                   what the node says is no older than that; -1 never probed */
     obs_cluster_t cluster;      /* Cluster mode only (cluster.on) */
 } obs_node_t;
 
@@ -92,7 +94,7 @@ void obsdiff_explain(const obs_node_t *prev, size_t nprev, const obs_node_t *cur
 
 /* Append the observation JSON to out: {"observedAt": observed_at (RFC 3339),
  * "nodes": [{"pod","ip","reachable","role","masterHost","masterPort","linkUp","offset",
- * "lastOkAgoMs","downSinceMs","linkDownSinceMs"[,"cluster"]}, ...]}, where a node whose
+ * "lastOkAgoMs","downSinceMs","linkDownSinceMs","probedAgoMs"[,"cluster"]}, ...]}, where a node whose
  * cluster is on and known has "cluster": {"nodes" (or "error" when there is no text),
  * "state": "ok"|"fail" (absent when CLUSTER INFO did not say), "slotsAssigned",
  * "slotsOk", "slotsPfail", "slotsFail", "knownNodes", "currentEpoch" (each -1 when

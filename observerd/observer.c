@@ -640,11 +640,13 @@ static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size
         x->offset = -1;
         x->last_ok_ago_ms = -1;
         x->link_down_ms = -1;
+        x->probed_ago_ms = -1;
         const redisnode_state_t *st = p->node ? redisnode_state(p->node) : NULL;
         cluster_of(c->cluster_mode, st, &x->cluster);
         if (!st || !st->probes)
             continue; /* no IP yet, or not probed yet: unknown, unreachable */
         x->reachable = st->reachable;
+        x->probed_ago_ms = (now - st->last_probe_ns) / NS_PER_MS;
         if (st->ever_answered) {
             x->role = st->info.role;
             snprintf(x->master_host, sizeof(x->master_host), "%s", st->info.master_host);
@@ -1113,7 +1115,9 @@ static json_object *once_node(const char *name, const char *ip, const redisnode_
     memset(&x, 0, sizeof(x));
     snprintf(x.pod, sizeof(x.pod), "%s", name);
     snprintf(x.ip, sizeof(x.ip), "%s", ip ? ip : "");
-    x.offset = x.last_ok_ago_ms = -1;
+    x.offset = x.last_ok_ago_ms = x.probed_ago_ms = -1;
+    if (st && st->probes)
+        x.probed_ago_ms = (now - st->last_probe_ns) / NS_PER_MS;
     if (st && st->reachable) {
         x.reachable = 1;
         x.role = st->info.role;

@@ -21,6 +21,7 @@ struct redisnode {
     redis_conn_t *conn;      /* NULL when not connected */
     int stale;               /* settings changed under a probe: drop conn after it */
     int busy;                /* a probe is in flight */
+    int64_t started_ns;      /* ... since then (loop clock) */
     int pending;             /* replies the probe still waits for */
     int failed;              /* the probe already failed (an error reply) */
     int full;                /* the probe in flight asked every default section */
@@ -92,6 +93,7 @@ static void finish(redisnode_t *n, int ok)
     n->c_nodes = NULL;
     int64_t now = loop_now(n->loop);
     n->st.probes++;
+    n->st.last_probe_ns = n->started_ns;
     if (ok) {
         n->st.reachable = 1;
         n->st.ever_answered = 1;
@@ -274,6 +276,7 @@ int redisnode_probe(redisnode_t *n, int full)
     if (n->busy)
         return 1;
     n->busy = 1;
+    n->started_ns = loop_now(n->loop);
     n->full = full;
     n->failed = 0;
     n->why[0] = '\0';

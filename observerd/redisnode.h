@@ -41,6 +41,8 @@ typedef struct {
     int ever_answered;
     int64_t last_ok_ns;     /* loop clock of the last answered probe, 0 never */
     int64_t down_since_ns;  /* loop clock of the first failed probe of this outage, 0 when up */
+    int64_t last_probe_ns;  /* loop clock at which the last ended probe began (answered or
+                               not): what the state says is no older than that */
     redisinfo_t info;       /* from the last answered probe (kept while unreachable) */
     redisinfo_t full;       /* from the last answered full probe (every default section) */
     int have_full;

@@ -305,6 +305,7 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
             info_field(info, "master_link_down_since_seconds", ld, sizeof(ld)) && to_int(ld, -1) >= 0)
             link_down_ms = to_int(ld, -1) * 1000;
         jsonx_put(node, "linkDownSinceMs", jsonx_new_int(link_down_ms, &oom), &oom);
+        jsonx_put(node, "probedAgoMs", jsonx_new_int(ip && *ip ? 0 : -1, &oom), &oom); /* probed just now */
         json_object *cl = ok && cluster ? observe_cluster(ip, port, password, timeout_ns) : NULL;
         if (cl)
             jsonx_put(node, "cluster", cl, &oom);
