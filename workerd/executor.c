@@ -140,6 +140,12 @@ static int redis_removed_already(const plan_action_t *a, const char *err)
 static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int *skipped, kube_error_t *err)
 {
     char rerr[512];
+    /* COMMAND RECORD (plan.h): the status says no command goes after this moment. */
+    if (a->not_after_wall_ns > 0 && clock_wall_ns() >= a->not_after_wall_ns) {
+        kube_error_set(err, KERR_OTHER, "pod %s: %s not sent: its plan's moment has passed (a stale plan)", a->name,
+                       a->argv[0]);
+        return EXEC_ERROR;
+    }
     /* Before REPLICAOF NO ONE: the old primary must not answer (docs/failover.md). */
     int guard = a->argc == 3 && !strcmp(a->argv[0], "REPLICAOF") && !strcmp(a->argv[1], "NO")
                     ? redisexec_promote_guard(a->ip, RENDER_REDIS_PORT, x->redis_password, x->redis_old_password,
@@ -369,6 +375,27 @@ static json_object *auth_record_body(const exec_ctx_t *x, const plan_action_t *a
     return body;
 }
 
+/* COMMAND RECORD (plan.h): a status write whose status.lastRedisCommandTime is
+ * PLAN_NOW_TOKEN, as a copy with the time it is sent (after every command of the plan
+ * before it): a new object the caller puts; NULL when it has no token (the body goes as
+ * it is) or memory ran out (err set). */
+static json_object *status_now_body(const plan_action_t *a, kube_error_t *err)
+{
+    json_object *body = NULL, *st = NULL;
+    const char *t = JSONX_STR_AT(a->body, "status", "lastRedisCommandTime");
+    if (a->kind != PLAN_UPDATE_STATUS || !t || strcmp(t, PLAN_NOW_TOKEN))
+        return NULL;
+    char now[40];
+    clock_format_rfc3339(clock_wall_ns(), 3, now, sizeof(now));
+    if (json_object_deep_copy(a->body, &body, NULL) || !json_object_object_get_ex(body, "status", &st) ||
+        json_object_object_add(st, "lastRedisCommandTime", json_object_new_string(now))) {
+        json_object_put(body);
+        kube_error_set(err, KERR_CONFIG, "out of memory writing the status");
+        return NULL;
+    }
+    return body;
+}
+
 static void run_stage_done(exec_run_t *run);
 
 /* The stage's request q ended with err (fenced: the fence refused it). */
@@ -393,8 +420,8 @@ static void run_req_start(exec_run_t *run, size_t k)
     const exec_ctx_t *x = run->x;
     kube_error_t e;
     kube_error_clear(&e);
-    json_object *secret = a->kind == PLAN_AUTH_RECORD ? auth_record_body(x, a, &e) : NULL;
-    if (secret || a->kind != PLAN_AUTH_RECORD) {
+    json_object *secret = a->kind == PLAN_AUTH_RECORD ? auth_record_body(x, a, &e) : status_now_body(a, &e);
+    if (secret || (a->kind != PLAN_AUTH_RECORD && e.code == KERR_OK)) {
         const char *body = json_object_to_json_string_ext(secret ? secret : a->body,
                                                           JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
         kube_call_spec_t spec = {.method = a->method, .path = a->path, .content_type = a->content_type,

@@ -188,6 +188,37 @@ static void collect_members(tctx_t *t, const json_object *pods)
     }
 }
 
+/* ---- FRESHNESS ------------------------------------------------------------------------- */
+
+/* 1 when x (a pod with an IP) was probed less than lead_ms before the observation was
+ * taken: its node at its IP, probedAgoMs in 0..lead_ms-1. */
+static int probed_since(const member_t *x, int64_t lead_ms)
+{
+    int64_t ago = x->obs ? jsonx_int_or(x->obs, "probedAgoMs", -1) : -1;
+    return ago >= 0 && ago < lead_ms;
+}
+
+int topo_observation_current(const char *name, int size, const json_object *pods, const json_object *observation,
+                             int64_t lead_ms, char *why, size_t cap)
+{
+    tctx_t t;
+    memset(&t, 0, sizeof(t));
+    t.name = name;
+    t.size = size;
+    t.n_members = size < TOPO_MAX_NODES ? size : TOPO_MAX_NODES;
+    t.obs = jsonx_typed(observation, json_type_object);
+    collect_members(&t, pods);
+    for (int i = 0; i < 2 * t.n_members; i++) {
+        const member_t *x = i < t.n_members ? &t.m[i] : &t.dying[i - t.n_members];
+        if (x->pod && x->ip && *x->ip && !probed_since(x, lead_ms)) {
+            snprintf(why, cap, "%s was not probed since the last Redis command (%s)", x->name,
+                     x->obs ? "its last probe is older" : "not in the observation at its IP");
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* ---- FAILOVER: the election ------------------------------------------------------------- */
 
 /* FAILOVER (a): why the designated primary P, not answering, must be replaced
@@ -576,8 +607,12 @@ static void handover_step(tctx_t *t, topo_t *out)
     int oord = t->roll ? ordinal_of(t->name, t->size, t->roll->switchover_from) : -1;
     const member_t *O = oord < 0 || oord == t->pord ? NULL : t->m[oord].pod ? &t->m[oord] : &t->dying[oord];
     t->O = O;
-    if (!t->obs || !O)
+    if (!O)
         return;
+    if (!t->obs) { /* nothing known of Redis now: the record stays as it is */
+        snprintf(out->switchover_from, sizeof(out->switchover_from), "%s", t->roll->switchover_from);
+        return;
+    }
     t->handing = is_master(O) && linked_to(&t->m[t->pord], O->ip);
     t->switching = t->handing || handed_over(O, &t->m[t->pord]);
     if (t->switching)
@@ -815,6 +850,7 @@ void topo_compute_switchover(const char *name, int size, const char *status_prim
     tc.size = size;
     tc.n_members = size < TOPO_MAX_NODES ? size : TOPO_MAX_NODES;
     tc.obs = jsonx_typed(observation, json_type_object);
+    out->observed = tc.obs != NULL;
     tc.down_after_ms = down_after_ms;
     tc.obs_age_ms = obs_age_ms;
     tc.roll = roll;

@@ -142,6 +142,7 @@ typedef struct {
     size_t n_cmds;
     topo_label_t labels[TOPO_MAX_NODES];
     size_t n_labels;
+    int observed;           /* decided from an observation (else: nothing is known of Redis) */
     int healthy;
     const char *reason;
     char message[1024];
@@ -179,6 +180,18 @@ void topo_compute(const char *name, int size, const char *status_primary, const 
  * how long ago the observation was taken (0 when unknown). */
 void topo_compute_failover(const char *name, int size, const char *status_primary, const json_object *pods,
                            const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms, topo_t *out);
+
+/* FRESHNESS (docs/failover.md, "Decisions after the operator's own commands"): 1 when
+ * observation shows every pod of 0..size-1 (present or terminating) that has an IP as
+ * probed after the operator's last Redis command: its node at the pod's IP with
+ * probedAgoMs in 0..lead_ms-1, where lead_ms is how long after that command the
+ * observation was taken (observedAt minus status.lastRedisCommandTime; <= 0: none is).
+ * Else 0, with why (cap bytes) naming the first pod that was not. An observation that
+ * is not current is none to decide from: a node probed before a command may show the
+ * world as it was before it (a primary handing over, a replica repointed). Inputs as
+ * topo_compute's, only read. */
+int topo_observation_current(const char *name, int size, const json_object *pods, const json_object *observation,
+                             int64_t lead_ms, char *why, size_t cap);
 
 /* topo_compute_failover with SWITCHOVER above; roll NULL is topo_compute_failover. */
 void topo_compute_switchover(const char *name, int size, const char *status_primary, const json_object *pods,

@@ -52,6 +52,7 @@ typedef struct {
     int reachable, ever_answered;
     redisinfo_t info;
     int64_t last_ok, down_since; /* ticks; -1 none */
+    int64_t last_probe;          /* tick of the last probe; -1 none */
 } probe_t;
 
 typedef struct {
@@ -99,6 +100,9 @@ struct sim {
     size_t nsent;
     int ever_sent;
     int64_t last_sent;
+    int64_t cmd_seen_ns, cmd_sent_ns; /* status.lastRedisCommandTime as observerd last saw it; the
+                                         one the last observation sent was wholly probed after
+                                         (0: it was not) */
     /* the client */
     int conn_ip, cstate;
     sr_write_t cw, last_acked;
@@ -503,6 +507,7 @@ static void probe(sim_t *s, int i)
     probe_t *pr = &s->probe[i];
     int node = sr_at(&s->redis, pr->ip);
     pr->probes++;
+    pr->last_probe = s->tick;
     if (!operator_reaches(s, node)) {
         pr->reachable = 0;
         if (pr->down_since < 0)
@@ -530,10 +535,11 @@ static size_t build_nodes(const sim_t *s, obs_node_t *out)
         memset(x, 0, sizeof(*x));
         pod_name(i, x->pod, sizeof(x->pod));
         sr_ip_str(pods[i].ip, x->ip, sizeof(x->ip));
-        x->offset = x->last_ok_ago_ms = x->link_down_ms = -1;
+        x->offset = x->last_ok_ago_ms = x->link_down_ms = x->probed_ago_ms = -1;
         if (!pr->probes)
             continue;
         x->reachable = pr->reachable;
+        x->probed_ago_ms = (s->tick - pr->last_probe) * SR_TICK_MS;
         if (pr->ever_answered) {
             x->role = pr->info.role;
             snprintf(x->master_host, sizeof(x->master_host), "%s", pr->info.master_host);
@@ -572,6 +578,15 @@ static void observation_send(sim_t *s, const obs_node_t *nodes, size_t n, obsdif
     s->parcel[s->nparcels++] = (parcel_t){s->tick + sim_rng_range(&s->rng, 0, 2), obs};
 }
 
+/* 1 when every node was probed after wall time t (observerd's evaluate). */
+static int probed_after(const sim_t *s, const obs_node_t *nodes, size_t n, int64_t t)
+{
+    for (size_t k = 0; k < n; k++)
+        if (nodes[k].ip[0] && (nodes[k].probed_ago_ms < 0 || wall(s) - nodes[k].probed_ago_ms * 1000000 <= t))
+            return 0;
+    return 1;
+}
+
 static void evaluate(sim_t *s)
 {
     const pod_t *pods = cached_pods(s);
@@ -581,16 +596,23 @@ static void evaluate(sim_t *s)
     obs_node_t nodes[SR_MAX_NODES];
     size_t n = build_nodes(s, nodes);
     obsdiff_t d = s->ever_sent ? obsdiff_compare(s->sent, s->nsent, nodes, n) : OBSDIFF_CHANGED;
+    int after = s->cmd_seen_ns && probed_after(s, nodes, n, s->cmd_seen_ns);
+    int fresh = after && s->cmd_sent_ns != s->cmd_seen_ns && d != OBSDIFF_CHANGED;
+    if (fresh) { /* the first observation wholly after the operator's commands: sent */
+        note(s, "observerd: every pod probed after the operator's commands");
+        d = OBSDIFF_CHANGED;
+    }
     if (d == OBSDIFF_SAME ||
         (d == OBSDIFF_STILL_DOWN &&
          !obsdiff_still_down_due(nodes, n, PLAN_FAILOVER_DOWN_AFTER_MS, (s->tick - s->last_sent) * SR_TICK_MS)))
         return;
-    if (d == OBSDIFF_CHANGED) { /* noted with or without a trace: the digest is the same */
+    if (d == OBSDIFF_CHANGED && !fresh) { /* noted with or without a trace: the digest is the same */
         char why[600] = "first observation";
         if (s->ever_sent)
             obsdiff_explain(s->sent, s->nsent, nodes, n, why, sizeof(why));
         note(s, "observerd: %s", why);
     }
+    s->cmd_sent_ns = after ? s->cmd_seen_ns : 0;
     observation_send(s, nodes, n, d);
 }
 
@@ -598,9 +620,10 @@ static void observer_reset(sim_t *s)
 {
     memset(s->probe, 0, sizeof(s->probe));
     for (int i = 0; i < SR_MAX_NODES; i++)
-        s->probe[i].last_ok = s->probe[i].down_since = -1;
+        s->probe[i].last_ok = s->probe[i].down_since = s->probe[i].last_probe = -1;
     s->nsent = 0;
     s->ever_sent = 0;
+    s->cmd_seen_ns = s->cmd_sent_ns = 0;
 }
 
 static void observer_step(sim_t *s)
@@ -614,10 +637,16 @@ static void observer_step(sim_t *s)
             continue;
         memset(pr, 0, sizeof(*pr)); /* a new IP is a new server */
         pr->ip = pods[i].ip;
-        pr->last_ok = pr->down_since = -1;
+        pr->last_ok = pr->down_since = pr->last_probe = -1;
     }
+    /* A newer record of the operator's commands: every pod is probed at once. */
+    int64_t rv = 0, cmd = 0;
+    const char *t = JSONX_STR_AT(rc_cached(s, &rv), "status", "lastRedisCommandTime");
+    int now = t && !clock_parse_rfc3339(t, &cmd) && cmd != s->cmd_seen_ns && cmd < wall(s);
+    if (t && cmd != s->cmd_seen_ns)
+        s->cmd_seen_ns = cmd;
     for (int i = 0; i < s->size; i++) {
-        if (!pods[i].present || !pods[i].ip || (s->tick + s->phase[i]) % PROBE_TICKS)
+        if (!pods[i].present || !pods[i].ip || (!now && (s->tick + s->phase[i]) % PROBE_TICKS))
             continue;
         probe(s, i);
         evaluate(s);
@@ -794,6 +823,10 @@ static int exec_failover(sim_t *s, int i, const plan_action_t *a)
 static int exec_redis(sim_t *s, const plan_action_t *a)
 {
     int i = sr_at(&s->redis, sr_ip_parse(a->ip));
+    if (a->not_after_wall_ns > 0 && wall(s) >= a->not_after_wall_ns) {
+        note(s, "%s: %s not sent: its plan's moment has passed", a->name, a->argv[0]);
+        return EXEC_FAIL;
+    }
     if (!operator_reaches(s, i)) {
         note(s, "%s: %s %s: no answer", a->name, a->argv[0], a->argc > 1 ? a->argv[1] : "");
         return EXEC_FAIL;
@@ -866,6 +899,12 @@ static int exec_rc_write(sim_t *s, const plan_action_t *a)
     json_object *copy = NULL;
     if (a->kind == PLAN_UPDATE_STATUS) {
         json_object_deep_copy(jsonx_get(a->body, "status"), &copy, NULL);
+        const char *cmd = JSONX_STR_AT(copy, "lastRedisCommandTime");
+        if (cmd && !strcmp(cmd, PLAN_NOW_TOKEN)) { /* the executor writes the time it sends it */
+            char at[40];
+            clock_format_rfc3339(wall(s), 3, at, sizeof(at));
+            json_object_object_add(copy, "lastRedisCommandTime", json_object_new_string(at));
+        }
         json_object_object_add(s->rc, "status", copy);
         const char *was = JSONX_STR_AT(s->ver[(s->nver - 1) % VERS], "status", "primary");
         const char *now = status_str(s, "primary");

@@ -2937,6 +2937,113 @@ static void test_replication_status_ignores_offsets(void)
     json_object_put(obs);
 }
 
+/* The index of the first action of kind (resource NULL: any), or -1. */
+static int first_of(const plan_t *p, plan_action_kind_t kind)
+{
+    for (size_t i = 0; i < plan_action_count(p); i++)
+        if (plan_action(p, i)->kind == kind)
+            return (int)i;
+    return -1;
+}
+
+/* Every node of obs probed ms before it was taken (probedAgoMs). */
+static void probed_ago(json_object *obs, int64_t ms)
+{
+    for (size_t i = 0; i < json_object_array_length(at(obs, "nodes")); i++)
+        json_object_object_add(json_object_array_get_idx(at(obs, "nodes"), i), "probedAgoMs",
+                               json_object_new_int64(ms));
+}
+
+/* COMMAND RECORD: a plan that sends Redis commands writes the status first, before its
+ * labels and commands, with the resourceVersion precondition and the end of its
+ * commands' window as status.lastRedisCommandTime (none sent after it), and last with
+ * the time it is sent (PLAN_NOW_TOKEN, the executor's); a plan that sends none keeps the
+ * recorded time. FRESHNESS: an observation with a pod probed before that time is none
+ * to decide from (findings 1 and 2 of docs/simulation.md: plans decided from the picture
+ * before the operator's own FAILOVER or REPLICAOF). */
+static void test_command_record_and_freshness(void)
+{
+    json_object *rc = rc_new(SPEC_REPL, 1);
+    set_at(rc, "status primary", "\"cache-0\"");
+    set_at(rc, "metadata resourceVersion", "\"4711\"");
+    json_object *pods = repl_pods("primary", "replica", "replica");
+    /* cache-2 restarted and came up a master: repointed */
+    json_object *obs = repl_obs("cache-0 10.0.0.1 true master - 0 false 500",
+                                "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500",
+                                "cache-2 10.0.0.3 true master - 0 false 0");
+    probed_ago(obs, 0);
+    plan_observed_t more = {.members = pods, .redis = obs};
+    plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int first = first_of(p, PLAN_UPDATE_STATUS), cmd = first_of(p, PLAN_REDIS);
+    CU_ASSERT_FATAL(first >= 0 && cmd > first);
+    const plan_action_t *rec = plan_action(p, (size_t)first), *last = plan_action(p, plan_action_count(p) - 1);
+    CU_ASSERT_STRING_EQUAL(str_at(rec->body, "metadata resourceVersion"), "4711");
+    CU_ASSERT_STRING_EQUAL(str_at(rec->body, "status lastRedisCommandTime"), "2024-05-01T12:00:10.000Z");
+    CU_ASSERT_STRING_EQUAL(str_at(rec->body, "status primary"), "cache-0");
+    CU_ASSERT_EQUAL(plan_action(p, (size_t)cmd)->not_after_wall_ns, T1 + PLAN_COMMAND_WINDOW_NS);
+    CU_ASSERT_EQUAL(last->kind, PLAN_UPDATE_STATUS);
+    CU_ASSERT_STRING_EQUAL(str_at(last->body, "status lastRedisCommandTime"), PLAN_NOW_TOKEN);
+    CU_ASSERT_PTR_NULL(str_at(last->body, "metadata resourceVersion"));
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_UPDATE_STATUS), 2);
+    /* its Repointed event goes with the command, none with the first write */
+    for (size_t e = 0; e < plan_event_count(p); e++)
+        CU_ASSERT_NOT_EQUAL(plan_event(p, e)->action, first);
+    plan_destroy(&p);
+
+    /* Recorded at 12:00:10; the observation (taken at 12:00:00) is older: nothing is
+     * decided from it, what the status says of Redis stays, and the plan looks again. */
+    set_at(rc, "status lastRedisCommandTime", "\"2024-05-01T12:00:10.000Z\"");
+    set_at(rc, "status nodes", "[{\"pod\":\"cache-0\",\"role\":\"primary\",\"linkUp\":true}]");
+    set_at(rc, "status conditions",
+           "[{\"type\":\"ReplicationHealthy\",\"status\":\"False\",\"reason\":\"Repointing\",\"message\":\"m\"}]");
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1 + 11 * NS_PER_SEC);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_LABEL_POD), 0);
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "ReplicationHealthy"), "reason"), "Repointing");
+    CU_ASSERT_EQUAL(json_object_array_length(at(plan_status(p), "nodes")), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "lastRedisCommandTime"), "2024-05-01T12:00:10.000Z");
+    CU_ASSERT(plan_requeue_after_ns(p) > 0 && plan_requeue_after_ns(p) <= PLAN_REQUEUE_OBSERVE_NS);
+    plan_destroy(&p);
+
+    /* Taken at 12:00:11, every pod probed 900 ms before: after the record, decided from. */
+    set_at(obs, "observedAt", "\"2024-05-01T12:00:11.000Z\"");
+    probed_ago(obs, 900);
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1 + 11 * NS_PER_SEC);
+    char cmds[512], labels[256];
+    redis_actions(p, cmds, sizeof(cmds), labels, sizeof(labels));
+    CU_ASSERT_STRING_EQUAL(cmds, "cache-2@10.0.0.3 REPLICAOF 10.0.0.1 6379;");
+    plan_destroy(&p);
+    /* One pod probed at the very moment of the record: not after it. */
+    json_object_object_add(at(obs, "nodes 1"), "probedAgoMs", json_object_new_int64(1000));
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1 + 11 * NS_PER_SEC);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
+    plan_destroy(&p);
+    /* A pod the observation does not show at its IP (recreated since): not probed after. */
+    json_object_object_add(at(obs, "nodes 1"), "probedAgoMs", json_object_new_int64(900));
+    json_object_object_add(at(obs, "nodes 1"), "ip", json_object_new_string("10.0.0.9"));
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1 + 11 * NS_PER_SEC);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
+    plan_destroy(&p);
+
+    /* Nothing to send: the recorded time is kept as it is. */
+    json_object_put(obs);
+    obs = repl_obs("cache-0 10.0.0.1 true master - 0 false 500", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500",
+                   "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 500");
+    set_at(obs, "observedAt", "\"2024-05-01T12:00:11.000Z\"");
+    probed_ago(obs, 100);
+    more.redis = obs;
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1 + 11 * NS_PER_SEC);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_UPDATE_STATUS), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "lastRedisCommandTime"), "2024-05-01T12:00:10.000Z");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "ReplicationHealthy"), "reason"), "AllReplicasLinked");
+    plan_destroy(&p);
+    json_object_put(rc);
+    json_object_put(pods);
+    json_object_put(obs);
+}
+
 /* Standalone: independent servers, whatever Redis says. */
 static void test_standalone_has_no_topology(void)
 {
@@ -3621,6 +3728,7 @@ static const cu_entry_t tests[] = {
     {"failover: spec.failover.downAfter", test_failover_down_after},
     {"topologies and their Redis actions (table)", test_replication_table},
     {"status.nodes; offsets alone write nothing", test_replication_status_ignores_offsets},
+    {"the command record, and no decision from before it", test_command_record_and_freshness},
     {"Standalone: no topology", test_standalone_has_no_topology},
     {"role Services", test_role_services},
     {"auth from the Secret, not the ConfigMap", test_auth_rendering},
