@@ -648,26 +648,46 @@ static void roll_step(tctx_t *t, topo_t *out)
         blind_step(t->m, t->n_members, t->rev, out);
 }
 
+static void add_label(topo_t *out, const member_t *x, const char *role)
+{
+    topo_label_t *l = &out->labels[out->n_labels++];
+    snprintf(l->pod, sizeof(l->pod), "%s", x->name);
+    l->role = role;
+    l->have = x->label ? x->label : "";
+}
+
+/* 1 when x carries role=primary. */
+static int labelled_primary(const member_t *x)
+{
+    return x->label && !strcmp(x->label, "primary");
+}
+
 /* Role labels: they follow the designation, so the -primary Service never selects a pod
- * that only claims to be a primary (a restarted replica comes up as one); during a
- * handover, the new primary only once it says it is one. A terminating pod keeps its
- * label, but for role=primary moving away from it. */
+ * that only claims to be a primary (a restarted replica comes up as one). The designated
+ * primary is labelled primary only once it is one: observed a master (during a handover,
+ * once it reports role master), or promoted by this plan (the label comes after the
+ * command); with nothing known of Redis, not at all. No other pod keeps role=primary,
+ * terminating ones included (a primary whose pod is being deleted while another was
+ * elected); and the plan that gives the label takes it from every other pod whatever the
+ * pod cache says of them: the cache may not hold this operator's own last label patches
+ * yet. A terminating pod is otherwise left as it is (the designated primary's own keeps
+ * its label until a handover takes it). */
 static void label_step(tctx_t *t, topo_t *out)
 {
     if (out->elect || out->switch_record)
         return;
-    for (int i = 0; i < t->n_members; i++) {
-        const member_t *x = t->m[i].pod ? &t->m[i] : t->switching && &t->dying[i] == t->O ? t->O : NULL;
-        if (!x || (i == t->pord && t->switching))
+    const member_t *P = &t->m[t->pord];
+    int give = P->pod && !t->switching && (is_master(P) || t->promote) && !labelled_primary(P);
+    for (int i = 0; i < 2 * t->n_members; i++) {
+        const member_t *x = i < t->n_members ? &t->m[i] : &t->dying[i - t->n_members];
+        int dying = i >= t->n_members;
+        if (!x->pod || x == P || (dying && i - t->n_members == t->pord))
             continue;
-        const char *want = i == t->pord && x == &t->m[i] ? "primary" : "replica";
-        if (!x->label || strcmp(x->label, want)) {
-            topo_label_t *l = &out->labels[out->n_labels++];
-            snprintf(l->pod, sizeof(l->pod), "%s", x->name);
-            l->role = want;
-            l->have = x->label ? x->label : "";
-        }
+        if (labelled_primary(x) || give || (!dying && (!x->label || strcmp(x->label, "replica"))))
+            add_label(out, x, "replica");
     }
+    if (give)
+        add_label(out, P, "primary");
 }
 
 /* FAILOVER: the designated primary elected while a replica: promote it, alone. */
@@ -824,7 +844,7 @@ static void record_step(tctx_t *t, topo_t *out)
 
 /* The steps, in topology.h's order. */
 static void (*const steps[])(tctx_t *, topo_t *) = {
-    handover_step, failover_step, roll_step, label_step, promote_step, command_step, health_step, record_step,
+    handover_step, failover_step, roll_step, promote_step, label_step, command_step, health_step, record_step,
 };
 
 void topo_compute(const char *name, int size, const char *status_primary, const json_object *pods,

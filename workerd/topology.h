@@ -5,7 +5,13 @@
  *   - which pod is the primary: status.primary when it names one of the cluster's pods
  *     (<name>-<ordinal>, ordinal < size), else <name>-0 (a cluster's first primary);
  *   - the role label each pod must carry (cache.example.com/role: primary | replica), by
- *     that designation, for the pods whose label is not that value already;
+ *     that designation, for the pods whose label is not that value already: the
+ *     designated primary's role=primary only once it is one (observed a master, or
+ *     promoted in this plan; with no observation, never); no other pod, terminating ones
+ *     included, keeps role=primary; and when role=primary is given, every other pod is
+ *     labelled replica whatever its label shows (the pod cache may not hold the
+ *     operator's own last label patches yet). A terminating pod is otherwise left as it
+ *     is (the designated primary's own keeps its label until a handover takes it);
  *   - the Redis commands that restore the topology: only when the primary is reachable
  *     and reports role master, every other reachable node that is a master too (two
  *     primaries: a restarted pod comes up as a master) or follows another address gets
@@ -94,8 +100,8 @@
  *       RollingUpdate would: once every pod is present and Ready, the outdated pod of
  *       highest ordinal, the primary's too (an outdated pod that is not Ready first);
  *       otherwise switch_wait. Without any observation nothing is deleted.
- * A terminating primary whose role has moved is left to go; a replica's deletion needs
- * nothing. */
+ * A terminating primary whose role has moved is left to go (its role=primary label taken);
+ * a replica's deletion needs nothing. */
 #ifndef RDC_WORKERD_TOPOLOGY_H
 #define RDC_WORKERD_TOPOLOGY_H
 

@@ -2836,6 +2836,14 @@ static void test_replication_table(void)
          "cache-1=replica;cache-2=replica;cache-0=primary;", "Repointing", "cache-0"},
         {"no observation: no Redis command", "cache-0", {"primary", "replica", "replica"},
          {NULL, NULL, NULL}, 1, "", "", "NotObserved", "cache-0"},
+        /* Finding 5: a pod is labelled primary only once it is known to be one. */
+        {"no observation: nobody labelled primary yet", "cache-0", {"", "", ""},
+         {NULL, NULL, NULL}, 1, "", "cache-1=replica;cache-2=replica;", "NotObserved", "cache-0"},
+        {"the designated primary observed a replica of a live primary: not labelled primary", "cache-0",
+         {"", "replica", "primary"},
+         {"cache-0 10.0.0.1 true slave 10.0.0.3 6379 true 500", "cache-1 10.0.0.2 true slave 10.0.0.3 6379 true 500",
+          "cache-2 10.0.0.3 true master - 0 false 500"},
+         0, "", "", "FailingOver", "cache-2"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_object *rc = rc_new(SPEC_REPL, 1);
@@ -3275,7 +3283,8 @@ static void test_failover_table(void)
         {"recorded: the elected replica is promoted, labels around it", "cache-2", {"primary", "replica", "replica"},
          {"cache-0 10.0.0.1 false master - 0 false 500 4000 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 0 4000",
           "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 0 4000"},
-         "cache-2@10.0.0.3 REPLICAOF NO ONE;cache-1@10.0.0.2 REPLICAOF 10.0.0.3 6379;", "cache-0=replica;cache-2=primary;",
+         "cache-2@10.0.0.3 REPLICAOF NO ONE;cache-1@10.0.0.2 REPLICAOF 10.0.0.3 6379;",
+         "cache-0=replica;cache-1=replica;cache-2=primary;",
          "Promoting", "cache-2", 0},
         {"promoted: the other replica is repointed, the old primary still down", "cache-2", {"replica", "replica", "primary"},
          {"cache-0 10.0.0.1 false master - 0 false 500 5000 -1", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 480 0 5000",

@@ -161,17 +161,20 @@ static const sw_case_t cases[] = {
      {"c-0 10.0.0.1 r1 1 0 replica", P1, P2},
      {"c-0 10.0.0.1 slave 10.0.0.2 0 1000", "c-1 10.0.0.2 slave 10.0.0.1 0 1000", L2},
      "", "c-0", "", "", "", 0, 0, 0, "SwitchingOver"},
+    /* The plan that gives role=primary takes it from every other pod first, whatever the
+     * pod cache shows (it may not hold the operator's own last label patches: finding 5
+     * of docs/simulation.md). */
     {"handed over: the record cleared, labels follow, the chained replica repointed", 3, "c-1", "c-0", "r2",
      {"c-0 10.0.0.1 r1 1 0 replica", "c-1 10.0.0.2 r2 1 0 replica", P2},
      {"c-0 10.0.0.1 slave 10.0.0.2 1 1000", "c-1 10.0.0.2 master - 1 1000", L2},
-     "", "", "", "c-2 REPLICAOF 10.0.0.2;", "c-1=primary;", 1, 0, 0, "Repointing"},
+     "", "", "", "c-2 REPLICAOF 10.0.0.2;", "c-0=replica;c-2=replica;c-1=primary;", 1, 0, 0, "Repointing"},
     {"handed over and repointed: the old primary's pod is deleted", 3, "c-1", NULL, "r2",
      {"c-0 10.0.0.1 r1 1 0 replica", "c-1 10.0.0.2 r2 1 0 primary", P2},
      {"c-0 10.0.0.1 slave 10.0.0.2 1 1000", "c-1 10.0.0.2 master - 1 1000", "c-2 10.0.0.3 slave 10.0.0.2 1 1000"},
      "", "", "c-0", "", "", 0, 0, 0, "AllReplicasLinked"},
     {"the old primary died after the record: the failover rules promote the recorded one", 3, "c-1", "c-0", "r2",
      {O0, P1, P2}, {"c-0 10.0.0.1 - - 0 0", "c-1 10.0.0.2 slave 10.0.0.1 0 1000", "c-2 10.0.0.3 slave 10.0.0.1 0 900"},
-     "", "", "", "c-1 NO ONE;c-2 REPLICAOF 10.0.0.2;", "c-0=replica;c-1=primary;", 0, 0, 0, "Promoting"},
+     "", "", "", "c-1 NO ONE;c-2 REPLICAOF 10.0.0.2;", "c-0=replica;c-2=replica;c-1=primary;", 0, 0, 0, "Promoting"},
     {"kubectl delete pod of the primary: record the replica with the highest offset", 3, "c-0", NULL, "r2",
      {"c-0 10.0.0.1 r2 0 1 primary", P1, P2},
      {M0, L1, "c-2 10.0.0.3 slave 10.0.0.1 1 1200"}, "c-2", "c-0", "", "", "", 0, 0, 0, "SwitchingOver"},
@@ -197,6 +200,16 @@ static const sw_case_t cases[] = {
      "", "", "", "", "", 1, 0, 0, NULL},
     {"nothing answers, only the primary outdated: restarted too", 3, "c-0", NULL, "r2", {O0, P1, P2},
      {"c-0 10.0.0.1 - - 0 0", "c-1 10.0.0.2 - - 0 0", "c-2 10.0.0.3 - - 0 0"}, "", "", "c-0", "", "", 0, 0, 0, NULL},
+    /* Finding 6: a primary's pod being deleted (frozen: its grace period runs) while a
+     * failover elected another keeps no role=primary, given or not. */
+    {"a terminating pod labelled primary, another elected and labelled: its label taken", 3, "c-1", NULL, "r1",
+     {"c-0 10.0.0.1 r1 0 1 primary", "c-1 10.0.0.2 r1 1 0 primary", "c-2 10.0.0.3 r1 1 0 replica"},
+     {"c-0 10.0.0.1 - - 0 0", "c-1 10.0.0.2 master - 1 1000", "c-2 10.0.0.3 slave 10.0.0.2 1 1000"},
+     "", "", "", "", "c-0=replica;", 0, 0, 0, "ReplicasMissing"},
+    {"a terminating pod labelled primary, another elected: taken before the new one is given", 3, "c-1", NULL, "r1",
+     {"c-0 10.0.0.1 r1 0 1 primary", "c-1 10.0.0.2 r1 1 0 replica", "c-2 10.0.0.3 r1 1 0 replica"},
+     {"c-0 10.0.0.1 - - 0 0", "c-1 10.0.0.2 master - 1 1000", "c-2 10.0.0.3 slave 10.0.0.2 1 1000"},
+     "", "", "", "", "c-2=replica;c-0=replica;c-1=primary;", 0, 0, 0, "ReplicasMissing"},
     {"size 1, outdated: restarted in place", 1, "c-0", NULL, "r2", {O0}, {M0},
      "", "", "c-0", "", "", 0, 0, 0, NULL},
 };
