@@ -58,7 +58,9 @@ void plan_move_action(plan_t *p, size_t from, size_t to);
 
 /* COMMAND RECORD (plan.h): the plan sends Redis commands that change roles, from index at
  * on (the labels that take the primary role come first there), none of them after
- * until_wall_ns; its status write then goes twice (plan_status.h). */
+ * until_wall_ns; its status write then goes twice (plan_status.h). until_wall_ns 0: it
+ * sends none, but closes a window an ended plan left open (one status write, recording
+ * the time it is sent, with the resourceVersion precondition). */
 void plan_set_command_window(plan_t *p, size_t at, int64_t until_wall_ns);
 
 /* 1 with *at and *until_wall_ns (each may be NULL) when plan_set_command_window was

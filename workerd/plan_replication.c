@@ -42,12 +42,21 @@ static int64_t last_command_ns(const plan_ctx_t *c)
 /* The observation the topology decides from (FRESHNESS): the work item's, unless some
  * pod was not probed since the operator's last Redis command: then none, as if nothing
  * were known of Redis (the status keeps what it says of it), and the plan looks again
- * soon (observerd probes the pods again when that command's record reaches it). */
+ * soon (observerd probes the pods again when that command's record reaches it). A record
+ * still in the future is the window of a plan that stopped before its last status write
+ * (a command failed, the worker died): that plan has ended, since this one runs (one
+ * worker per key, within its lease), so every command of it went out before now; this
+ * plan closes the window (COMMAND RECORD) and decides nothing else. */
 static const json_object *current_observation(const plan_ctx_t *c)
 {
     const plan_observed_t *m = c->more;
     const json_object *obs = m ? m->redis : NULL;
     int64_t cmd = last_command_ns(c), at = 0;
+    if (cmd > c->now) {
+        plan_set_command_window(c->plan, plan_action_count(c->plan), 0);
+        plan_requeue_within(c->plan, PLAN_REQUEUE_OBSERVE_NS);
+        return NULL;
+    }
     if (!obs || !cmd)
         return obs;
     const char *t = jsonx_str_set(obs, "observedAt");
@@ -181,7 +190,7 @@ int plan_replication(const plan_ctx_t *c, const json_object *sts, int rotating, 
     size_t at = plan_action_count(c->plan);
     int64_t until = c->now + PLAN_COMMAND_WINDOW_NS;
     if (redis && topo->n_cmds)
-        plan_set_command_window(c->plan, at, until);
+        plan_set_command_window(c->plan, at, until); /* obs: none is open (current_observation) */
     if (plan_labels(c, topo, 0) || (redis && plan_commands(c, topo, until)) || plan_labels(c, topo, 1) ||
         (redis && topo->delete_pod[0] && plan_delete_pod(c, topo)))
         return -1;

@@ -375,13 +375,13 @@ int plan_status_write(const plan_ctx_t *c, json_object *st, const char *why, con
         plan_hold_status(p, hold);
     if (hold)
         return 0;
-    int cas = f->topo && (f->topo->elect || f->topo->switch_record);
+    int cas = (f->topo && (f->topo->elect || f->topo->switch_record)) || (commanding && !until);
     json_object *body = status_body(c, cas, st, plan_oom(p));
     if (!body)
         return -1;
     int i = plan_add_action(p, PLAN_UPDATE_STATUS, RENDER_GROUP_VERSION, "redisclusters", c->ns, c->name, body, why);
     status_events(c, f, st, ostatus, i);
-    if (commanding && command_record_first(c, st, at, until))
+    if (commanding && until && command_record_first(c, st, at, until))
         return -1;
     return *plan_oom(p) ? -1 : 0;
 }

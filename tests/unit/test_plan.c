@@ -3014,6 +3014,20 @@ static void test_command_record_and_freshness(void)
     CU_ASSERT(plan_requeue_after_ns(p) > 0 && plan_requeue_after_ns(p) <= PLAN_REQUEUE_OBSERVE_NS);
     plan_destroy(&p);
 
+    /* Seen at 12:00:05, the record is a window still open: the plan that opened it
+     * stopped before its last status write (a command failed), and has ended since this
+     * one runs, so this one closes it (the time it writes the status) and does nothing
+     * else. */
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1 + 5 * NS_PER_SEC);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_UPDATE_STATUS), 1);
+    last = plan_action(p, plan_action_count(p) - 1);
+    CU_ASSERT_EQUAL(last->kind, PLAN_UPDATE_STATUS);
+    CU_ASSERT_STRING_EQUAL(str_at(last->body, "status lastRedisCommandTime"), PLAN_NOW_TOKEN);
+    CU_ASSERT_STRING_EQUAL(str_at(last->body, "metadata resourceVersion"), "4711");
+    CU_ASSERT(plan_requeue_after_ns(p) > 0 && plan_requeue_after_ns(p) <= PLAN_REQUEUE_OBSERVE_NS);
+    plan_destroy(&p);
+
     /* Taken at 12:00:11, every pod probed 900 ms before: after the record, decided from. */
     set_at(obs, "observedAt", "\"2024-05-01T12:00:11.000Z\"");
     probed_ago(obs, 900);
