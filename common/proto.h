@@ -33,8 +33,13 @@
  *     HEARTBEAT [capacity]               (capacity again: a worker forgotten meanwhile
  *                                        is known again with it)
  *   informerd -> worker:
- *     WORK key epoch generation rediscluster children
+ *     WORK key epoch generation rediscluster children valid_until_mono_ms
  *       epoch: the leader epoch this item was dispatched under (see leader);
+ *       valid_until_mono_ms: CLOCK_MONOTONIC ms (same host) after which the worker must
+ *       not write for this item (its lease): informerd may take the key back after its
+ *       reconcile timeout (counted from the worker's last word or its oldest item) and
+ *       hand it to another worker, PROTO_LEASE_MARGIN_MS later at the earliest; a worker
+ *       stopped or stuck past it stops (docs/simulation.md, finding 3). Absent: no lease;
  *       rediscluster: the cached RedisCluster JSON; children: a JSON object
  *       {"ConfigMap": obj|null, "Service": obj|null, "StatefulSet": obj|null,
  *        "PodDisruptionBudget": obj|null, "Pods": [pod, ...], "Redis": observation|null}
@@ -106,6 +111,10 @@
 /* How often each daemon writes its metrics file for the supervisor to merge. */
 #define PROTO_METRICS_EVERY_MS 2000
 #define PROTO_LIVENESS 3
+/* WORK's lease ends this long before informerd may take the key back: the write in
+ * flight at the fence ends by the lease (the client's deadline), a Redis command within
+ * its own 2 s timeout. */
+#define PROTO_LEASE_MARGIN_MS 5000
 
 /* Limits on what a peer may send us; larger messages are dropped (rmsg_recv). */
 #define PROTO_MAX_FRAMES 16

@@ -20,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Why the fence refused a write (worker.h, Fencing). */
+#define FENCED_WHY "fenced (not the leader any more, or the item's lease is over): write refused"
+
 #define MEMO_SLOTS 256
 
 typedef struct {
@@ -277,7 +280,7 @@ static exec_result_t exec_one(const exec_ctx_t *x, const plan_action_t *a, int *
         return EXEC_OK;
     }
     if (x->fence && !x->fence(x->fence_user)) {
-        kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
+        kube_error_set(err, KERR_CONFIG, FENCED_WHY);
         return EXEC_FENCED;
     }
     if (a->kind == PLAN_REDIS)
@@ -405,7 +408,7 @@ static void run_req_end(run_req_t *q, const kube_error_t *err, int fenced)
     q->err = *err;
     q->fenced = fenced;
     if (fenced)
-        kube_error_set(&q->err, KERR_CONFIG, "not the leader any more: write refused");
+        kube_error_set(&q->err, KERR_CONFIG, FENCED_WHY);
     if (--run->pending == 0)
         run_stage_done(run);
 }
@@ -558,7 +561,7 @@ static void run_advance(exec_run_t *run)
         assert(end - run->i <= RUN_MAX_STAGE);
         run->end = end;
         if (x->fence && !x->fence(x->fence_user)) {
-            kube_error_set(&err, KERR_CONFIG, "not the leader any more: write refused");
+            kube_error_set(&err, KERR_CONFIG, FENCED_WHY);
             run_finish(run, EXEC_FENCED, run->i, &err);
             return;
         }

@@ -6,6 +6,7 @@
 #include "jsonx.h"
 #include "obsdiff.h"
 #include "plan.h"
+#include "proto.h"
 #include "redisexec.h"
 #include "redisinfo.h"
 #include "render.h"
@@ -26,7 +27,9 @@
 #define PROBE_TICKS 10           /* observerd probes each pod every second */
 #define CLIENT_TIMEOUT_TICKS 10  /* the client gives a command 1 s */
 #define OWNWRITE_TICKS 20        /* OWNWRITE_WAIT_NS */
-#define LIVENESS_TICKS 30        /* a silent worker's item goes back after 3 heartbeats */
+#define TAKE_BACK_TICKS 1200     /* informerd takes a silent worker's item back after its
+                                    reconcile timeout (--reconcile-timeout, 120 s) */
+#define LEASE_TICKS (TAKE_BACK_TICKS - PROTO_LEASE_MARGIN_MS / SR_TICK_MS) /* the item's lease */
 #define PRESTOP_TICKS 150        /* the preStop hook waits at most 15 s */
 #define GRACE_TICKS 300          /* then SIGKILL at the grace period's end (30 s) */
 #define CAUGHT_UP_WRITES 20      /* a replica this close to its master is caught up */
@@ -92,7 +95,7 @@ struct sim {
     int crash_armed, stale_armed;
     plan_t *paused;
     size_t paused_next;
-    int64_t paused_resume, held_until;
+    int64_t paused_resume, paused_lease, held_until;
     /* observerd */
     probe_t probe[SR_MAX_NODES];
     int phase[SR_MAX_NODES];
@@ -997,8 +1000,9 @@ static size_t interrupted(sim_t *s, plan_t *p, size_t n, int *keep)
     plan_destroy(&s->paused);
     s->paused = p;
     s->paused_next = k;
-    s->paused_resume = s->tick + sim_rng_range(&s->rng, 30, 200);
-    s->held_until = s->tick + LIVENESS_TICKS;
+    s->paused_resume = s->tick + sim_rng_range(&s->rng, 30, 2000);
+    s->paused_lease = s->tick + LEASE_TICKS;
+    s->held_until = s->tick + TAKE_BACK_TICKS;
     *keep = 1;
     note(s, "workerd stopped after %zu of %zu actions (resumes at step %lld)", k, n, (long long)s->paused_resume);
     return k;
@@ -1065,8 +1069,16 @@ static void reconcile(sim_t *s)
 static void worker_step(sim_t *s)
 {
     if (s->paused && s->tick >= s->paused_resume) {
-        note(s, "the stopped workerd resumes its plan at action %zu", s->paused_next);
-        exec_plan(s, s->paused, &s->paused_next, plan_action_count(s->paused));
+        /* Its fence: no write once the item's lease is over (informerd may have handed
+         * the key to another worker); within it, the key was nobody else's. */
+        if (s->tick >= s->paused_lease) {
+            note(s, "the stopped workerd resumes: its item's lease is over, it writes nothing");
+        } else {
+            note(s, "the stopped workerd resumes its plan at action %zu", s->paused_next);
+            exec_plan(s, s->paused, &s->paused_next, plan_action_count(s->paused));
+            s->held_until = 0; /* its DONE frees the key */
+            s->dirty = 1;
+        }
         plan_destroy(&s->paused);
     }
     if (s->operator_down_until > s->tick || s->worker_down_until > s->tick || s->held_until > s->tick)
