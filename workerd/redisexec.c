@@ -319,21 +319,41 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
     return res;
 }
 
-/* 1 when a server answers anything at all to PING at ip:port within timeout_ns (+PONG,
- * or -NOAUTH: either way it is alive). */
-static int answers(const char *ip, int port, int64_t timeout_ns)
+/* What the server at ip:port says it is, asked within timeout_ns with INFO replication
+ * (after AUTH with password): GUARD_SILENT (no answer at all), GUARD_REPLICA (role:slave),
+ * GUARD_REFUSED (it refused the password: alive, role unknown), or GUARD_PRIMARY (role
+ * master, or any other answer: -LOADING, a reply without a role). */
+enum { GUARD_SILENT = 0, GUARD_REPLICA, GUARD_REFUSED, GUARD_PRIMARY };
+static int guard_role(const char *ip, int port, const char *password, int64_t timeout_ns)
 {
     redisContext *c = redisConnectWithTimeout(ip, port, tv_of(timeout_ns));
-    int alive = 0;
-    if (c && !c->err && redisSetTimeout(c, tv_of(timeout_ns)) == REDIS_OK) {
-        redisReply *r = redisCommand(c, "PING");
-        alive = r != NULL;
-        if (r)
-            freeReplyObject(r);
+    int said = GUARD_SILENT;
+    redisReply *r = NULL;
+    if (!c || c->err || redisSetTimeout(c, tv_of(timeout_ns)) != REDIS_OK)
+        goto out;
+    if (password && *password) {
+        r = redisCommand(c, "AUTH %s", password);
+        if (r && r->type == REDIS_REPLY_ERROR)
+            said = GUARD_REFUSED;
+        if (!r || said)
+            goto out;
+        freeReplyObject(r);
     }
+    r = redisCommand(c, "INFO replication");
+    if (r) {
+        char role[16] = "", host[256];
+        int mport = 0, link = 0;
+        int64_t off = -1;
+        if (r->type == REDIS_REPLY_STRING)
+            redisexec_parse_info(r->str, role, sizeof(role), host, sizeof(host), &mport, &link, &off);
+        said = strcmp(role, "slave") ? GUARD_PRIMARY : GUARD_REPLICA;
+    }
+out:
+    if (r)
+        freeReplyObject(r);
     if (c)
         redisFree(c);
-    return alive;
+    return said;
 }
 
 int redisexec_promote_guard(const char *ip, int port, const char *password, const char *old_password,
@@ -353,8 +373,15 @@ int redisexec_promote_guard(const char *ip, int port, const char *password, cons
         snprintf(err, errlen, "%s:%d: INFO replication names no role", ip, port);
         return -1;
     }
-    if (*host && mport > 0 && answers(host, mport, guard_ns)) {
-        snprintf(err, errlen, "%s:%d: its primary %s:%d answers again: not promoted", ip, port, host, mport);
+    /* The server it follows answers as a primary (or alive, but what it is cannot be
+     * told): the old primary is back, the decision is out of date. One that answers as a
+     * replica is no primary to come back to. */
+    int said = *host && mport > 0 ? guard_role(host, mport, password, guard_ns) : GUARD_SILENT;
+    if (said == GUARD_REFUSED && old_password && *old_password)
+        said = guard_role(host, mport, old_password, guard_ns);
+    if (said >= GUARD_REFUSED) {
+        snprintf(err, errlen, "%s:%d: its primary %s:%d answers again%s: not promoted", ip, port, host, mport,
+                 said == GUARD_REFUSED ? " (refusing the password)" : " as a primary");
         return -1;
     }
     return 0;

@@ -46,12 +46,14 @@ int redisexec_command(const char *ip, int port, const char *password, const char
                       int64_t timeout_ns, char *reply, size_t replylen, char *err, size_t errlen);
 
 /* The guard of a promotion (REPLICAOF NO ONE, docs/failover.md): INFO replication of
- * ip:port, then, for a replica, a PING of the primary it follows, bounded by guard_ns.
- * Returns 1 when the node is a master already (nothing to do: an earlier attempt did
- * it), 0 when it may be promoted (a replica whose primary gives no answer at all; a
- * SIGSTOPped primary accepts the connection and never answers), -1 with one line in err
- * when it may not (its primary answers again: the decision is out of date) or cannot be
- * asked. */
+ * ip:port, then, for a replica, INFO replication of the server it follows (AUTH with
+ * password, else old_password), bounded by guard_ns. Returns 1 when the node is a master
+ * already (nothing to do: an earlier attempt did it), 0 when it may be promoted (a
+ * replica whose primary gives no answer at all, a SIGSTOPped one accepts the connection
+ * and never answers; or answers as a replica itself: two servers left replicas of each
+ * other must not block every promotion for ever), -1 with one line in err when it may
+ * not (its primary answers again as a primary, or alive but refusing the password: the
+ * decision is out of date) or cannot be asked. */
 #define REDISEXEC_PROMOTE_GUARD_NS (INT64_C(300000000))
 int redisexec_promote_guard(const char *ip, int port, const char *password, const char *old_password,
                             int64_t guard_ns, char *err, size_t errlen);

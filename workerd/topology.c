@@ -769,14 +769,14 @@ static void command_step(tctx_t *t, topo_t *out)
                  "every write, at most %d ms)",
                  O->name, P->name, P->ip, TOPO_REDIS_PORT, P->name, TOPO_FAILOVER_TIMEOUT_MS);
     }
-    if (t->promote) {
-        topo_cmd_t *c = add_cmd(out, P, NULL);
-        c->no_one = 1;
-        snprintf(c->why, sizeof(c->why), "%s promoted to primary (REPLICAOF NO ONE): %s", P->name, out->elect_why);
-    }
-    /* With the promotion go the other nodes' REPLICAOF to it, in the same plan: a
-     * replica left following the old primary's address would follow it again if it
-     * came back, giving it the replica min-replicas-to-write asks for. */
+    /* With the promotion go the other nodes' REPLICAOF to it, in the same plan and
+     * before it: a replica left following the old primary's address would follow it
+     * again if it came back (at the same address, with its data), giving it the replica
+     * min-replicas-to-write asks for beside the promoted one. Stopped anywhere (a
+     * command fails, the worker dies or is stopped for long), the plan leaves one
+     * master: the replicas told so far follow the elected one, itself still a replica
+     * of the old address (Redis serves them once it is promoted: -NOMASTERLINK until
+     * then), or the elected one promoted with every other replica following it. */
     int hold = out->elect || out->no_candidate || t->switching || out->switch_record;
     int64_t poffset = t->primary_ok ? jsonx_int_or(P->obs, "offset", -1) : -1;
     for (int i = 0; i < t->n_members; i++) {
@@ -786,6 +786,11 @@ static void command_step(tctx_t *t, topo_t *out)
         topo_node_t *nd = add_node(t, x, i, out);
         if (i != t->pord)
             follow_or_repoint(t, x, nd, hold, poffset, out);
+    }
+    if (t->promote) {
+        topo_cmd_t *c = add_cmd(out, P, NULL);
+        c->no_one = 1;
+        snprintf(c->why, sizeof(c->why), "%s promoted to primary (REPLICAOF NO ONE): %s", P->name, out->elect_why);
     }
 }
 

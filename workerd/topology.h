@@ -47,10 +47,12 @@
  * 10 x down_after_ms, Sentinel's rule). The highest offset wins; on equal offsets D,
  * then the lowest ordinal. A replica of D with its link up to a reachable master of the
  * set (D's promotion recorded, then the old primary came back) elects that master.
- *   - elected == D and D is a replica: REPLICAOF NO ONE on D (no_one) first, then
- *     REPLICAOF D on every other reachable node that does not follow D, in the same plan
- *     (a replica left following the old primary's address would give it back the
- *     replica min-replicas-to-write needs, should it return);
+ *   - elected == D and D is a replica: REPLICAOF D on every other reachable node that
+ *     does not follow D, then REPLICAOF NO ONE on D (no_one), in the same plan (a
+ *     replica left following the old primary's address would give it back the replica
+ *     min-replicas-to-write needs, should it return; in this order a plan stopped
+ *     anywhere leaves one master: the replicas told so far follow D, still a replica of
+ *     the old address until it is promoted);
  *   - elected != D: elect is set; the caller records elected as status.primary (with a
  *     resourceVersion precondition) and does nothing else: the promotion happens in the
  *     next reconcile, from the record (so a crash between the two never leaves two

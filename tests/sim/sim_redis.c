@@ -214,6 +214,9 @@ static void replica_unlinked_step(sr_cluster_t *c, sr_node_t *r, int mi, int64_t
 {
     const sr_node_t *m = mi >= 0 ? &c->n[mi] : NULL;
     int answering = m && sr_answers(c, mi) && !r->isolated;
+    /* A replica serves replicas of its own only while its link to its master is up:
+     * Redis answers SYNC/PSYNC with -NOMASTERLINK otherwise (syncCommand). */
+    int serves = answering && (m->role == SR_MASTER || m->link_up);
     if (r->syncing) {
         if (!answering || m->hist != r->sync_hist) {
             r->syncing = 0;
@@ -230,7 +233,7 @@ static void replica_unlinked_step(sr_cluster_t *c, sr_node_t *r, int mi, int64_t
     if (tick < r->next_connect)
         return;
     r->next_connect = tick + SR_RECONNECT_TICKS;
-    if (!answering)
+    if (!serves)
         return;
     if (psync_ok(c, r, m)) {
         r->hist = m->hist;

@@ -17,8 +17,9 @@
  *     (re)connecting replica resynchronises partially when its history is its master's
  *     (or the parent of a promoted master's, replid2) and it is not ahead, else in full
  *     (it keeps its old data until the transfer ends, then takes the master's); a
- *     server whose master changes history (promoted, resynchronised, restarted) drops
- *     its followers, which reconnect; a killed master's replicas see the link drop at
+ *     replica serves replicas of its own (chained) only while its own link is up
+ *     (-NOMASTERLINK otherwise); a server whose master changes history (promoted,
+ *     resynchronised, restarted) drops its followers, which reconnect; a killed master's replicas see the link drop at
  *     once, a frozen or cut-off one's after repl-timeout (60 s);
  *   - min-replicas-to-write / min-replicas-max-lag: a master with fewer replicas linked
  *     and acknowledging within the lag refuses writes (NOREPLICAS);

@@ -789,12 +789,13 @@ static void promoted(sim_t *s, int i, const char *how)
 }
 
 /* REPLICAOF NO ONE behind redisexec_promote_guard: a master already is done; a replica
- * whose primary answers the operator is refused. */
+ * whose primary answers the operator as a primary is refused. */
 static int exec_no_one(sim_t *s, int i)
 {
     if (s->redis.n[i].role == SR_MASTER)
         return EXEC_DONE;
-    if (operator_reaches(s, sr_at(&s->redis, s->redis.n[i].master_ip))) {
+    int m = sr_at(&s->redis, s->redis.n[i].master_ip);
+    if (operator_reaches(s, m) && s->redis.n[m].role == SR_MASTER) {
         note(s, "%s-%d: promotion refused: its primary answers again", NAME, i);
         return EXEC_FAIL;
     }

@@ -174,7 +174,7 @@ static const sw_case_t cases[] = {
      "", "", "c-0", "", "", 0, 0, 0, "AllReplicasLinked"},
     {"the old primary died after the record: the failover rules promote the recorded one", 3, "c-1", "c-0", "r2",
      {O0, P1, P2}, {"c-0 10.0.0.1 - - 0 0", "c-1 10.0.0.2 slave 10.0.0.1 0 1000", "c-2 10.0.0.3 slave 10.0.0.1 0 900"},
-     "", "", "", "c-1 NO ONE;c-2 REPLICAOF 10.0.0.2;", "c-0=replica;c-2=replica;c-1=primary;", 0, 0, 0, "Promoting"},
+     "", "", "", "c-2 REPLICAOF 10.0.0.2;c-1 NO ONE;", "c-0=replica;c-2=replica;c-1=primary;", 0, 0, 0, "Promoting"},
     {"kubectl delete pod of the primary: record the replica with the highest offset", 3, "c-0", NULL, "r2",
      {"c-0 10.0.0.1 r2 0 1 primary", P1, P2},
      {M0, L1, "c-2 10.0.0.3 slave 10.0.0.1 1 1200"}, "c-2", "c-0", "", "", "", 0, 0, 0, "SwitchingOver"},
