@@ -301,9 +301,32 @@ static int best_candidate(const tctx_t *t, int64_t window_ms, char *offs, size_t
     return best;
 }
 
+/* How long ago the replicas lost the primary they followed: the shortest time any
+ * reachable replica but the designated one has had its link down (0 when one is linked).
+ * Sentinel counts "linked recently" from when the master it follows went down; a
+ * designated primary that answers (restarted, recreated elsewhere: finding 4, after an
+ * operator outage longer than 10 x downAfter) has no such time, but the replicas lost
+ * their master when it went, and that time is theirs. */
+static int64_t replicas_lost_ms(const tctx_t *t)
+{
+    int64_t lost = -1;
+    for (int i = 0; i < t->n_members; i++) {
+        const member_t *x = &t->m[i];
+        if (i == t->pord || !answers_as(x, "slave"))
+            continue;
+        int64_t d = jsonx_true(x->obs, "linkUp") ? 0 : jsonx_int_or(x->obs, "linkDownSinceMs", -1);
+        if (d >= 0 && (lost < 0 || d < lost))
+            lost = d;
+    }
+    return lost > 0 ? lost : 0;
+}
+
 /* FAILOVER (topology.h): decide whether an election is held and who wins. Returns the
  * winner's ordinal, pord itself when there is nothing to change, or -1 when an election
- * found no candidate (out->elect_why says why). */
+ * found no candidate (out->elect_why says why). A designated primary held to be behind
+ * (FAILOVER (c)) never wins its own election: with no candidate holding more data,
+ * nothing is elected and no replica is repointed to it (a safe operator never points a
+ * replica that holds more data at a master that holds less). */
 static int elect(const tctx_t *t, const json_object *pobs, topo_t *out)
 {
     const member_t *P = &t->m[t->pord];
@@ -316,8 +339,19 @@ static int elect(const tctx_t *t, const json_object *pobs, topo_t *out)
     if (!why)
         return winner;
     char offs[512] = "";
-    int64_t best_off = -1;
-    int best = best_candidate(t, pdown + 10 * t->down_after_ms, offs, sizeof(offs), &best_off);
+    /* Linked recently: within 10 x downAfter of the primary's going, counted from the
+     * designated primary's downtime when it is the one down, else (it answers, as a
+     * replica or a master behind) from when the replicas lost the primary they follow. */
+    int64_t best_off = -1, since = answers(P) ? replicas_lost_ms(t) : pdown;
+    int best = best_candidate(t, since + 10 * t->down_after_ms, offs, sizeof(offs), &best_off);
+    int behind = answers_as(P, "master");
+    if (best == t->pord && behind)
+        snprintf(out->elect_why, sizeof(out->elect_why),
+                 "the primary %s is %s; no replica that holds more is reachable and was linked to its primary "
+                 "within 10 x downAfter of losing it (candidates: %s): none promoted, none repointed to %s",
+                 out->primary, why, offs, out->primary);
+    if (best == t->pord && behind)
+        return -1;
     if (best < 0)
         snprintf(out->elect_why, sizeof(out->elect_why),
                  "the primary %s is %s; no replica is reachable and was linked to its primary within "

@@ -44,9 +44,12 @@
  *       resynchronise from it).
  * Candidates: D itself when reachable; every other reachable node that is a master, or
  * a replica linked recently (link up, or its linkDownSinceMs at most D's downSinceMs +
- * 10 x down_after_ms, Sentinel's rule). The highest offset wins; on equal offsets D,
- * then the lowest ordinal. A replica of D with its link up to a reachable master of the
- * set (D's promotion recorded, then the old primary came back) elects that master.
+ * 10 x down_after_ms, Sentinel's rule; when D answers, (b) and (c), from the shortest
+ * linkDownSinceMs of the reachable replicas: when they lost the primary they follow).
+ * The highest offset wins; on equal offsets D, then the lowest ordinal; under (c) D
+ * never wins: no candidate with more data is no_candidate (nothing elected, nothing
+ * repointed to D). A replica of D with its link up to a reachable master of the set
+ * (D's promotion recorded, then the old primary came back) elects that master.
  *   - elected == D and D is a replica: REPLICAOF D on every other reachable node that
  *     does not follow D, then REPLICAOF NO ONE on D (no_one), in the same plan (a
  *     replica left following the old primary's address would give it back the replica

@@ -1363,6 +1363,10 @@ static void heal_step(sim_t *s, int all)
         s->crash_armed = s->stale_armed = 0;
         if (s->paused)
             s->paused_resume = s->tick;
+        if (s->operator_down_until > s->tick) /* an outage ends with the faults */
+            s->operator_down_until = s->tick;
+        if (s->observer_down_until > s->tick)
+            s->observer_down_until = s->tick;
     }
     if (s->operator_down_until == s->tick && s->tick) { /* the operator back: it lists anew */
         s->pods_cached = s->rc_cached = s->tick;

@@ -3326,6 +3326,19 @@ static void test_failover_table(void)
          {"cache-0 10.0.0.1 true master - 0 false 0 0 -1", "cache-1 10.0.0.2 true master - 0 false 0 0 -1",
           "cache-2 10.0.0.3 true master - 0 false 0 0 -1"},
          "cache-1@10.0.0.2 REPLICAOF 10.0.0.1 6379;cache-2@10.0.0.3 REPLICAOF 10.0.0.1 6379;", "", "Repointing", "cache-0", 0},
+        /* Finding 4: the operator away longer than 10 x downAfter while the primary was
+         * replaced empty (a new IP): "linked recently" counts from when the replicas
+         * lost the primary they follow, and they are not repointed to the empty one. */
+        {"back after an outage, the primary replaced empty: the replicas' data elected", "cache-0",
+         {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 0 0 -1", "cache-1 10.0.0.2 true slave 10.9.9.9 6379 false 35000 0 170500",
+          "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 34900 0 171000"},
+         "", "", "FailingOver", "cache-1", 1},
+        {"the primary behind, the replica holding more linked too long before the others: none elected, none "
+         "repointed", "cache-0", {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 100 0 -1", "cache-1 10.0.0.2 true slave 10.9.9.9 6379 false 500 0 200000",
+          "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 50 0 1000"},
+         "", "", "NoFailoverCandidate", "cache-0", 0},
         {"every pod a replica of a dead address: the highest offset", "cache-0", {"primary", "replica", "replica"},
          {"cache-0 10.0.0.1 true slave 10.9.9.9 6379 false 400 0 1000", "cache-1 10.0.0.2 true slave 10.9.9.9 6379 false 500 0 1000",
           "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 450 0 1000"},
