@@ -691,7 +691,7 @@ static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size
         snprintf(x->ip, sizeof(x->ip), "%s", p->ip);
         x->offset = -1;
         x->last_ok_ago_ms = -1;
-        x->link_down_ms = -1;
+        x->link_down_ms = x->master_io_ms = -1;
         x->probed_ago_ms = -1;
         const redisnode_state_t *st = p->node ? redisnode_state(p->node) : NULL;
         cluster_of(c->cluster_mode, st, &x->cluster);
@@ -707,6 +707,8 @@ static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size
             /* As of the last answer: Redis counts whole seconds. */
             if (st->info.role == REDISINFO_ROLE_SLAVE && !st->info.link_up && st->info.link_down_s >= 0)
                 x->link_down_ms = st->info.link_down_s * 1000 + (now - st->last_ok_ns) / NS_PER_MS;
+            if (st->info.role == REDISINFO_ROLE_SLAVE && st->info.link_up && st->info.master_io_s >= 0)
+                x->master_io_ms = (st->info.master_io_s + 1) * 1000 + (now - st->last_ok_ns) / NS_PER_MS;
             x->offset = redisinfo_offset(&st->info);
             x->last_ok_ago_ms = (now - st->last_ok_ns) / NS_PER_MS;
         }
@@ -1179,7 +1181,7 @@ static json_object *once_node(const char *name, const char *ip, const redisnode_
     memset(&x, 0, sizeof(x));
     snprintf(x.pod, sizeof(x.pod), "%s", name);
     snprintf(x.ip, sizeof(x.ip), "%s", ip ? ip : "");
-    x.offset = x.last_ok_ago_ms = x.probed_ago_ms = -1;
+    x.offset = x.last_ok_ago_ms = x.probed_ago_ms = x.master_io_ms = -1;
     if (st && st->probes)
         x.probed_ago_ms = (now - st->last_probe_ns) / NS_PER_MS;
     if (st && st->reachable) {

@@ -104,6 +104,11 @@ static void parse_line(const char *name, size_t nn, const char *v, size_t vn, re
         out->link_down_s = ok && d >= 0 ? d : -1;
         return;
     }
+    if (name_is(name, nn, "master_last_io_seconds_ago")) {
+        int64_t d = parse_int(v, vn, &ok);
+        out->master_io_s = ok && d >= 0 ? d : -1;
+        return;
+    }
     if (name_is(name, nn, "master_link_status")) {
         out->link_up = name_is(v, vn, "up");
         return;
@@ -133,7 +138,7 @@ int redisinfo_parse(const char *text, size_t len, redisinfo_t *out)
     out->connected_clients = out->used_memory = out->maxmemory = -1;
     out->evicted_keys = out->expired_keys = out->keyspace_hits = out->keyspace_misses = -1;
     out->total_commands_processed = -1;
-    out->link_down_s = -1;
+    out->link_down_s = out->master_io_s = -1;
     out->rdb_last_bgsave_ok = -1;
     int saw_role = 0;
     const char *p = text, *end = text ? text + len : NULL;
@@ -153,10 +158,12 @@ int redisinfo_parse(const char *text, size_t len, redisinfo_t *out)
         out->master_host[0] = '\0';
         out->master_port = 0;
         out->link_up = 0;
-        out->link_down_s = -1;
+        out->link_down_s = out->master_io_s = -1;
     }
     if (out->link_up)
         out->link_down_s = -1;
+    else
+        out->master_io_s = -1;
     return saw_role ? 0 : -1;
 }
 

@@ -37,6 +37,7 @@ typedef struct {
     int master_port;            /* 0 when not a replica */
     int link_up;                /* master_link_status:up */
     int64_t link_down_s;        /* master_link_down_since_seconds; -1 absent (link up, or never linked) */
+    int64_t master_io_s;        /* master_last_io_seconds_ago (link up); -1 absent */
     int64_t slave_repl_offset;  /* -1 when absent */
     /* both roles */
     int64_t master_repl_offset; /* -1 when absent */

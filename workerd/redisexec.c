@@ -306,6 +306,12 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
             link_down_ms = to_int(ld, -1) * 1000;
         jsonx_put(node, "linkDownSinceMs", jsonx_new_int(link_down_ms, &oom), &oom);
         jsonx_put(node, "probedAgoMs", jsonx_new_int(ip && *ip ? 0 : -1, &oom), &oom); /* probed just now */
+        char io[32];
+        int64_t io_ms = -1;
+        if (ok && !strcmp(role, "slave") && link && info_field(info, "master_last_io_seconds_ago", io, sizeof(io)) &&
+            to_int(io, -1) >= 0)
+            io_ms = (to_int(io, -1) + 1) * 1000;
+        jsonx_put(node, "masterIoAgoMs", jsonx_new_int(io_ms, &oom), &oom);
         json_object *cl = ok && cluster ? observe_cluster(ip, port, password, timeout_ns) : NULL;
         if (cl)
             jsonx_put(node, "cluster", cl, &oom);

@@ -221,10 +221,28 @@ int topo_observation_current(const char *name, int size, const json_object *pods
 
 /* ---- FAILOVER: the election ------------------------------------------------------------- */
 
+/* FAILOVER (a), the one observer's evidence against its replicas': a reachable replica
+ * of P's address, its link up, that heard from P more recently than the observer did
+ * (masterIoAgoMs below quiet_ms, both counted back from the observation) says P is alive
+ * and cut off from the operator alone. The first such replica, or NULL. A SIGSTOPped or
+ * isolated P is heard by nobody (its replicas' links stay up until repl-timeout, but
+ * master_last_io_seconds_ago grows); an idle one only at its PING every 10 s. */
+static const member_t *witness(const tctx_t *t, int64_t quiet_ms)
+{
+    const member_t *P = &t->m[t->pord];
+    for (int i = 0; i < t->n_members && P->ip; i++) {
+        const member_t *x = &t->m[i];
+        int64_t io = i == t->pord || !linked_to(x, P->ip) ? -1 : jsonx_int_or(x->obs, "masterIoAgoMs", -1);
+        if (io >= 0 && io < quiet_ms)
+            return x;
+    }
+    return NULL;
+}
+
 /* FAILOVER (a): why the designated primary P, not answering, must be replaced
  * ("unreachable") once observerd has heard nothing from it for downAfter, with *pdown how
- * long; NULL while it is short of that (then recheck_after_ms says when it will not be)
- * or there is no evidence at all. */
+ * long; NULL while it is short of that (then recheck_after_ms says when it will not be),
+ * while a replica still hears it (witness), or there is no evidence at all. */
 static const char *cause_unreachable(const tctx_t *t, const json_object *pobs, int64_t *pdown, topo_t *out)
 {
     if (!pobs || jsonx_true(pobs, "reachable"))
@@ -233,6 +251,16 @@ static const char *cause_unreachable(const tctx_t *t, const json_object *pobs, i
     *pdown = quiet > since ? quiet : since;
     if (*pdown <= 0)
         return NULL; /* no evidence at all */
+    const member_t *w = witness(t, *pdown);
+    if (w) {
+        char msg[512];
+        snprintf(msg, sizeof(msg),
+                 "the primary %s does not answer the operator, but %s heard from it less than %lld ms ago: it is "
+                 "alive, not replaced",
+                 out->primary, w->name, (long long)jsonx_int_or(w->obs, "masterIoAgoMs", -1));
+        add_msg(out, "PrimaryUnreachable", "%s%s", msg, "");
+        return NULL;
+    }
     *pdown += t->obs_age_ms > 0 ? t->obs_age_ms : 0;
     if (*pdown < t->down_after_ms) {
         out->recheck_after_ms = t->down_after_ms - *pdown;

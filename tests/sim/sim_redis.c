@@ -204,9 +204,11 @@ static void replica_linked_step(sr_cluster_t *c, sr_node_t *r, int mi, int64_t t
         link_down(r, tick);
         return;
     }
-    if (m->len > r->len && sim_rng_chance(rng, 3, 4))
-        r->len = m->len;
-    r->last_io = tick;
+    /* It hears its master when data comes, else at its PING every repl-ping-replica-period. */
+    if ((m->len > r->len && sim_rng_chance(rng, 3, 4)) || tick - r->last_io >= SR_PING_TICKS) {
+        r->len = m->len > r->len ? m->len : r->len;
+        r->last_io = tick;
+    }
 }
 
 /* A replica whose link is down: a full resynchronisation goes on, or it tries again. */
@@ -439,7 +441,9 @@ void sr_info(const sr_cluster_t *c, int i, int64_t tick, char *out, size_t cap)
         snprintf(down_line, sizeof(down_line), "master_link_down_since_seconds:%lld\r\n", down);
     snprintf(out, cap,
              "# Replication\r\nrole:slave\r\nmaster_host:%s\r\nmaster_port:6379\r\nmaster_link_status:%s\r\n"
+             "master_last_io_seconds_ago:%lld\r\n"
              "master_sync_in_progress:%d\r\nslave_repl_offset:%lld\r\n%sconnected_slaves:%d\r\n%s"
              "master_failover_state:no-failover\r\nmaster_replid:%040d\r\nmaster_repl_offset:%lld\r\n",
-             host, n->link_up ? "up" : "down", n->syncing, off, down_line, nslaves, slaves, n->hist, off);
+             host, n->link_up ? "up" : "down", n->link_up ? (long long)(tick - n->last_io) / 10 : -1LL, n->syncing,
+             off, down_line, nslaves, slaves, n->hist, off);
 }

@@ -48,6 +48,7 @@
 #define SR_WRITE_BYTES 100              /* offsets move by this much a write */
 #define SR_REPL_TIMEOUT_TICKS 600       /* repl-timeout 60 s */
 #define SR_RECONNECT_TICKS 10           /* a replica retries its master every second */
+#define SR_PING_TICKS 100               /* an idle master PINGs its replicas: repl-ping-replica-period 10 s */
 
 typedef enum { SR_MASTER = 0, SR_REPLICA } sr_role_t;
 

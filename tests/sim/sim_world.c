@@ -538,7 +538,7 @@ static size_t build_nodes(const sim_t *s, obs_node_t *out)
         memset(x, 0, sizeof(*x));
         pod_name(i, x->pod, sizeof(x->pod));
         sr_ip_str(pods[i].ip, x->ip, sizeof(x->ip));
-        x->offset = x->last_ok_ago_ms = x->link_down_ms = x->probed_ago_ms = -1;
+        x->offset = x->last_ok_ago_ms = x->link_down_ms = x->probed_ago_ms = x->master_io_ms = -1;
         if (!pr->probes)
             continue;
         x->reachable = pr->reachable;
@@ -551,6 +551,8 @@ static size_t build_nodes(const sim_t *s, obs_node_t *out)
             int64_t ago_ms = (s->tick - pr->last_ok) * SR_TICK_MS;
             if (pr->info.role == REDISINFO_ROLE_SLAVE && !pr->info.link_up && pr->info.link_down_s >= 0)
                 x->link_down_ms = pr->info.link_down_s * 1000 + ago_ms;
+            if (pr->info.role == REDISINFO_ROLE_SLAVE && pr->info.link_up && pr->info.master_io_s >= 0)
+                x->master_io_ms = (pr->info.master_io_s + 1) * 1000 + ago_ms;
             x->offset = redisinfo_offset(&pr->info);
             x->last_ok_ago_ms = ago_ms;
         }

@@ -102,14 +102,15 @@ static const struct {
     int master_port, link_up;
     int64_t link_down_s, offset, connected_slaves;
     size_t nslaves;
+    int64_t master_io_s; /* master_last_io_seconds_ago while linked (the "one observer" witness) */
 } repl_cases[] = {
-    {INFO_MASTER_2_SLAVES, REDISINFO_ROLE_MASTER, "master", "", 0, 0, -1, 50, 2, 2},
-    {INFO_REPLICA_UP, REDISINFO_ROLE_SLAVE, "slave", "127.0.0.1", 17001, 1, -1, 50, 0, 0},
+    {INFO_MASTER_2_SLAVES, REDISINFO_ROLE_MASTER, "master", "", 0, 0, -1, 50, 2, 2, -1},
+    {INFO_REPLICA_UP, REDISINFO_ROLE_SLAVE, "slave", "127.0.0.1", 17001, 1, -1, 50, 0, 0, 2},
     /* The primary died a second ago: failover's "linked recently". */
-    {INFO_REPLICA_DOWN, REDISINFO_ROLE_SLAVE, "slave", "127.0.0.1", 17001, 0, 1, 50, 0, 0},
+    {INFO_REPLICA_DOWN, REDISINFO_ROLE_SLAVE, "slave", "127.0.0.1", 17001, 0, 1, 50, 0, 0, -1},
     /* Never linked since it started: Redis 7 says -1. */
     {"role:slave\r\nmaster_link_status:down\r\nmaster_link_down_since_seconds:-1\r\n", REDISINFO_ROLE_SLAVE,
-     "slave", "", 0, 0, -1, -1, -1, 0},
+     "slave", "", 0, 0, -1, -1, -1, 0, -1},
 };
 
 static void test_info_replication(void)
@@ -123,6 +124,7 @@ static void test_info_replication(void)
         CU_ASSERT_EQUAL(in.master_port, repl_cases[i].master_port);
         CU_ASSERT_EQUAL(in.link_up, repl_cases[i].link_up);
         CU_ASSERT_EQUAL(in.link_down_s, repl_cases[i].link_down_s);
+        CU_ASSERT_EQUAL(in.master_io_s, repl_cases[i].master_io_s);
         CU_ASSERT_EQUAL(redisinfo_offset(&in), repl_cases[i].offset);
         if (in.role == REDISINFO_ROLE_SLAVE) /* a replica's offset is the one it applied */
             CU_ASSERT_EQUAL(in.slave_repl_offset, repl_cases[i].offset);

@@ -3403,6 +3403,43 @@ static void test_failover_table(void)
     }
 }
 
+/* Finding 7, "one observer": a primary that does not answer the operator while a replica
+ * linked to it heard from it more recently than the operator did is alive (cut off
+ * from the operator alone) and not replaced; once its replicas stop hearing it (frozen,
+ * isolated, dead), the election goes on. */
+static void test_failover_witness(void)
+{
+    json_object *rc = rc_new(SPEC_REPL, 1);
+    set_at(rc, "status primary", "\"cache-0\"");
+    json_object *pods = repl_pods("primary", "replica", "replica");
+    json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
+    json_object_array_add(at(obs, "nodes"), fo_node("cache-0 10.0.0.1 false master - 0 false 500 3000 -1"));
+    json_object_array_add(at(obs, "nodes"), fo_node("cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500 0 -1"));
+    json_object_array_add(at(obs, "nodes"), fo_node("cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 480 0 -1"));
+    json_object_object_add(at(obs, "nodes 1"), "masterIoAgoMs", json_object_new_int64(1100));
+    plan_observed_t more = {.members = pods, .redis = obs};
+    plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "ReplicationHealthy"), "reason"), "PrimaryUnreachable");
+    CU_ASSERT_TRUE(contains(str_at(cond(p, "ReplicationHealthy"), "message"), "cache-1 heard from it"));
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
+    plan_destroy(&p);
+    /* It stopped hearing it before the operator did (3 s): elected as ever. */
+    json_object_object_add(at(obs, "nodes 1"), "masterIoAgoMs", json_object_new_int64(3000));
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-1");
+    plan_destroy(&p);
+    /* What a replica of another address hears says nothing of it. */
+    json_object_object_add(at(obs, "nodes 1"), "masterIoAgoMs", json_object_new_int64(100));
+    json_object_object_add(at(obs, "nodes 1"), "masterHost", json_object_new_string("10.9.9.9"));
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-1");
+    plan_destroy(&p);
+    json_object_put(rc);
+    json_object_put(pods);
+    json_object_put(obs);
+}
+
 /* spec.failover.downAfter is read: 10s holds a failover that 3s would start. */
 static void test_failover_down_after(void)
 {
@@ -3761,6 +3798,7 @@ static const cu_entry_t tests[] = {
     CU_SUITE("plan: replication"),
     {"failover: min-replicas-to-write in redis.conf", test_failover_min_replicas},
     {"failover decisions (table)", test_failover_table},
+    {"failover: not while a replica still hears the primary", test_failover_witness},
     {"failover: spec.failover.downAfter", test_failover_down_after},
     {"topologies and their Redis actions (table)", test_replication_table},
     {"status.nodes; offsets alone write nothing", test_replication_status_ignores_offsets},
