@@ -60,11 +60,12 @@
  *     key: namespace/name of the RedisCluster; observation: JSON
  *     {"observedAt": RFC 3339 wall time, "nodes": [{"pod","ip","reachable","role",
  *      "masterHost","masterPort","linkUp","offset","lastOkAgoMs","downSinceMs",
- *      "linkDownSinceMs","probedAgoMs","masterIoAgoMs"[,"cluster"]}]}
+ *      "linkDownSinceMs","probedAgoMs","masterIoAgoMs","keys"[,"cluster"]}]}
  *     role: "master" | "slave" | "" (unknown); downSinceMs: 0 when reachable;
  *     probedAgoMs: since the node's last probe began (answered or not), -1 never probed;
  *     masterIoAgoMs: a replica with its link up heard from its primary at most this long
- *     ago (master_last_io_seconds_ago + 1 s + the probe's age), -1 otherwise.
+ *     ago (master_last_io_seconds_ago + 1 s + the probe's age), -1 otherwise; keys: of
+ *     every database (INFO keyspace), -1 unknown.
  *     cluster (spec.mode Cluster, once the node answered CLUSTER NODES / INFO):
  *     {"nodes" (normalized CLUSTER NODES) or "error", "state", "slotsAssigned",
  *      "slotsOk","slotsPfail","slotsFail","knownNodes","currentEpoch"} (observerd/obsdiff.h).

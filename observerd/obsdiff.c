@@ -227,6 +227,7 @@ int obsdiff_json(const obs_node_t *nodes, size_t n, const char *observed_at, buf
         bad |= json_object_object_add(e, "linkDownSinceMs", json_object_new_int64(x->link_down_ms));
         bad |= json_object_object_add(e, "probedAgoMs", json_object_new_int64(x->probed_ago_ms));
         bad |= json_object_object_add(e, "masterIoAgoMs", json_object_new_int64(x->master_io_ms));
+        bad |= json_object_object_add(e, "keys", json_object_new_int64(x->keys));
         bad |= cluster_json(&x->cluster, e);
     }
     const char *text =

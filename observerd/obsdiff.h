@@ -4,8 +4,9 @@
  *
  * News (OBSDIFF_CHANGED): the set of nodes (pod names) changed, or for a node of the
  * same pod: its IP, its reachability, its role, the primary it follows (host or port),
- * or its link to it. Offsets, lastOkAgoMs, downSinceMs, probedAgoMs and masterIoAgoMs
- * alone are never news: they move all the time and plan decides nothing from them alone.
+ * or its link to it. Offsets, keys, lastOkAgoMs, downSinceMs, probedAgoMs and
+ * masterIoAgoMs alone are never news: they move all the time and plan decides nothing
+ * from them alone.
  * In Cluster mode (obs_cluster_t) a node's cluster object is news when it appears or goes,
  * when its CLUSTER NODES text (normalized: ping-sent and pong-recv zeroed, so the
  * timestamps that move every second never make news) or the reason it has none changes,
@@ -63,6 +64,7 @@ typedef struct {
                                    this long ago (master_last_io_seconds_ago + 1 s, Redis
                                    counting whole seconds, + the probe's age); -1 otherwise */
     int64_t offset;             /* replication offset, -1 unknown */
+    int64_t keys;               /* keys of every database (INFO keyspace), -1 unknown */
     int64_t last_ok_ago_ms;     /* since the last answered probe; -1 never answered */
     int64_t down_since_ms;      /* how long unreachable; 0 when reachable */
     int64_t probed_ago_ms;      /* since the last probe that ended (answered or not) began:
@@ -99,7 +101,8 @@ void obsdiff_explain(const obs_node_t *prev, size_t nprev, const obs_node_t *cur
 
 /* Append the observation JSON to out: {"observedAt": observed_at (RFC 3339),
  * "nodes": [{"pod","ip","reachable","role","masterHost","masterPort","linkUp","offset",
- * "lastOkAgoMs","downSinceMs","linkDownSinceMs","probedAgoMs","masterIoAgoMs"[,"cluster"]}, ...]},
+ * "lastOkAgoMs","downSinceMs","linkDownSinceMs","probedAgoMs","masterIoAgoMs","keys"[,"cluster"]},
+ * ...]},
  * where a node whose
  * cluster is on and known has "cluster": {"nodes" (or "error" when there is no text),
  * "state": "ok"|"fail" (absent when CLUSTER INFO did not say), "slotsAssigned",

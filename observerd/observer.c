@@ -689,7 +689,7 @@ static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size
         memset(x, 0, sizeof(*x));
         snprintf(x->pod, sizeof(x->pod), "%s", p->name);
         snprintf(x->ip, sizeof(x->ip), "%s", p->ip);
-        x->offset = -1;
+        x->offset = x->keys = -1;
         x->last_ok_ago_ms = -1;
         x->link_down_ms = x->master_io_ms = -1;
         x->probed_ago_ms = -1;
@@ -710,6 +710,7 @@ static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size
             if (st->info.role == REDISINFO_ROLE_SLAVE && st->info.link_up && st->info.master_io_s >= 0)
                 x->master_io_ms = (st->info.master_io_s + 1) * 1000 + (now - st->last_ok_ns) / NS_PER_MS;
             x->offset = redisinfo_offset(&st->info);
+            x->keys = st->info.keys;
             x->last_ok_ago_ms = (now - st->last_ok_ns) / NS_PER_MS;
         }
         x->down_since_ms = st->down_since_ns ? (now - st->down_since_ns) / NS_PER_MS : 0;
@@ -1181,7 +1182,7 @@ static json_object *once_node(const char *name, const char *ip, const redisnode_
     memset(&x, 0, sizeof(x));
     snprintf(x.pod, sizeof(x.pod), "%s", name);
     snprintf(x.ip, sizeof(x.ip), "%s", ip ? ip : "");
-    x.offset = x.last_ok_ago_ms = x.probed_ago_ms = x.master_io_ms = -1;
+    x.offset = x.keys = x.last_ok_ago_ms = x.probed_ago_ms = x.master_io_ms = -1;
     if (st && st->probes)
         x.probed_ago_ms = (now - st->last_probe_ns) / NS_PER_MS;
     if (st && st->reachable) {
@@ -1191,6 +1192,7 @@ static json_object *once_node(const char *name, const char *ip, const redisnode_
         x.master_port = st->info.master_port;
         x.link_up = st->info.link_up;
         x.offset = redisinfo_offset(&st->info);
+        x.keys = st->info.keys;
         x.last_ok_ago_ms = (now - st->last_ok_ns) / NS_PER_MS;
         cluster_of(cluster_mode, st, &x.cluster);
     }

@@ -104,6 +104,13 @@ static void parse_line(const char *name, size_t nn, const char *v, size_t vn, re
         out->link_down_s = ok && d >= 0 ? d : -1;
         return;
     }
+    if (nn > 2 && !strncmp(name, "db", 2) && name[2] >= '0' && name[2] <= '9' && vn > 5 && !strncmp(v, "keys=", 5)) {
+        /* dbN:keys=K,expires=E,avg_ttl=T (INFO keyspace): every database counts */
+        int64_t k = parse_int(v + 5, strcspn(v + 5, ","), &ok);
+        if (ok && k >= 0)
+            out->keys = (out->keys > 0 ? out->keys : 0) + k;
+        return;
+    }
     if (name_is(name, nn, "master_last_io_seconds_ago")) {
         int64_t d = parse_int(v, vn, &ok);
         out->master_io_s = ok && d >= 0 ? d : -1;
@@ -138,7 +145,7 @@ int redisinfo_parse(const char *text, size_t len, redisinfo_t *out)
     out->connected_clients = out->used_memory = out->maxmemory = -1;
     out->evicted_keys = out->expired_keys = out->keyspace_hits = out->keyspace_misses = -1;
     out->total_commands_processed = -1;
-    out->link_down_s = out->master_io_s = -1;
+    out->link_down_s = out->master_io_s = out->keys = -1;
     out->rdb_last_bgsave_ok = -1;
     int saw_role = 0;
     const char *p = text, *end = text ? text + len : NULL;
@@ -146,6 +153,8 @@ int redisinfo_parse(const char *text, size_t len, redisinfo_t *out)
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *stop = nl ? nl : end;
         const char *line_end = stop > p && stop[-1] == '\r' ? stop - 1 : stop;
+        if ((size_t)(line_end - p) >= 10 && !strncmp(p, "# Keyspace", 10) && out->keys < 0)
+            out->keys = 0; /* the section, with a line per database that holds keys */
         if (line_end > p && *p != '#') {
             const char *colon = memchr(p, ':', (size_t)(line_end - p));
             if (colon)

@@ -181,6 +181,21 @@ static void on_reply(redis_conn_t *conn, redisReply *reply, const char *err, voi
     reply_done(n, reply);
 }
 
+/* INFO keyspace (after INFO replication on the same connection): the keys it holds. Its
+ * failure does not fail the probe (a node answered, its keys unknown). */
+static void on_keyspace(redis_conn_t *conn, redisReply *reply, const char *err, void *arg)
+{
+    (void)conn;
+    (void)err;
+    redisnode_t *n = arg;
+    if (reply && reply->type == REDIS_REPLY_STRING && reply->str) {
+        redisinfo_t ks;
+        redisinfo_parse(reply->str, reply->len, &ks);
+        n->st.info.keys = ks.keys;
+    }
+    reply_done(n, reply);
+}
+
 redisnode_t *redisnode_new(loop_t *loop, const char *ip, int port, int64_t timeout_ns, redisnode_fn *fn,
                            void *arg)
 {
@@ -296,8 +311,10 @@ int redisnode_probe(redisnode_t *n, int full)
         n->conn = redis_conn_new(n->loop, &o);
     }
     static const char *const ping[] = {"PING"}, *const info[] = {"INFO", "replication"},
-                             *const nodes[] = {"CLUSTER", "NODES"}, *const cinfo[] = {"CLUSTER", "INFO"};
+                             *const keyspace[] = {"INFO", "keyspace"}, *const nodes[] = {"CLUSTER", "NODES"},
+                             *const cinfo[] = {"CLUSTER", "INFO"};
     if (!n->conn || probe_command(n, 1, ping, on_reply) || probe_command(n, full ? 1 : 2, info, on_reply) ||
+        (!full && probe_command(n, 2, keyspace, on_keyspace)) ||
         (n->probe_cluster &&
          (probe_command(n, 2, nodes, on_cluster_nodes) || probe_command(n, 2, cinfo, on_cluster_info)))) {
         set_why(n, "%s:%d: out of memory starting a probe", n->ip, n->port);

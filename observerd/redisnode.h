@@ -2,8 +2,8 @@
  * transport (common/redis_conn.h: plain or TLS, AUTH, deadlines) on the loop, and probes.
  *
  * A probe connects when there is no usable connection (then AUTH when a password is
- * set), sends PING and INFO (the replication section, or every default section when
- * asked: the metrics' figures), pipelined, each bounded by the node's timeout from the
+ * set), sends PING and INFO (the replication and keyspace sections, or every default
+ * section when asked: the metrics' figures), pipelined, each bounded by the node's timeout from the
  * probe's start (so the connect, TLS handshake and AUTH of a new connection count
  * against it too), and ends in exactly one call of the node's callback: answered (both
  * replies came, INFO parsed: state.reachable 1) or failed (connection refused or

@@ -267,6 +267,19 @@ static json_object *observe_cluster(const char *ip, int port, const char *passwo
     return o;
 }
 
+/* The keys of every database in INFO keyspace text ("dbN:keys=K,..." lines), 0 for none. */
+static int64_t keyspace_keys(const char *text)
+{
+    int64_t keys = 0;
+    for (const char *p = strstr(text, "\ndb"); p; p = strstr(p + 1, "\ndb")) {
+        const char *k = strstr(p, ":keys=");
+        const char *nl = strchr(p + 1, '\n');
+        long long v = k && (!nl || k < nl) ? strtoll(k + 6, NULL, 10) : 0;
+        keys += v > 0 ? v : 0;
+    }
+    return keys;
+}
+
 json_object *redisexec_observe(const json_object *pods, const char *password, int port, int64_t timeout_ns,
                                const char *observed_at, int cluster)
 {
@@ -312,6 +325,12 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
             to_int(io, -1) >= 0)
             io_ms = (to_int(io, -1) + 1) * 1000;
         jsonx_put(node, "masterIoAgoMs", jsonx_new_int(io_ms, &oom), &oom);
+        const char *ks[2] = {"INFO", "keyspace"};
+        char kinfo[4096];
+        int64_t keys = -1;
+        if (ok && !redisexec_command(ip, port, password, NULL, 2, ks, timeout_ns, kinfo, sizeof(kinfo), err, sizeof(err)))
+            keys = keyspace_keys(kinfo);
+        jsonx_put(node, "keys", jsonx_new_int(keys, &oom), &oom);
         json_object *cl = ok && cluster ? observe_cluster(ip, port, password, timeout_ns) : NULL;
         if (cl)
             jsonx_put(node, "cluster", cl, &oom);

@@ -78,8 +78,8 @@ int redisexec_switchover(const char *ip, int port, const char *password, const c
  * listed unreachable with ip ""), probing each with [AUTH] INFO replication within
  * timeout_ns: {"observedAt": observed_at, "nodes": [{"pod","ip","reachable","role",
  * "masterHost","masterPort","linkUp","offset","lastOkAgoMs","downSinceMs","linkDownSinceMs",
- * "probedAgoMs","masterIoAgoMs"}, ...]} (probedAgoMs 0: probed now; -1 for a pod without
- * an IP).
+ * "probedAgoMs","masterIoAgoMs","keys"}, ...]} (probedAgoMs 0: probed now; -1 for a pod
+ * without an IP).
  * With cluster (a Cluster-mode RedisCluster), each reachable node also gets observerd's
  * "cluster" object (docs/observer.md: CLUSTER NODES normalized with cn_format, CLUSTER
  * INFO's state and slot counts). A new object the caller puts, or NULL when out of

@@ -221,22 +221,29 @@ int topo_observation_current(const char *name, int size, const json_object *pods
 
 /* ---- FAILOVER: the election ------------------------------------------------------------- */
 
-/* FAILOVER (a), the one observer's evidence against its replicas': a reachable replica
- * of P's address, its link up, that heard from P more recently than the observer did
- * (masterIoAgoMs below quiet_ms, both counted back from the observation) says P is alive
- * and cut off from the operator alone. The first such replica, or NULL. A SIGSTOPped or
- * isolated P is heard by nobody (its replicas' links stay up until repl-timeout, but
- * master_last_io_seconds_ago grows); an idle one only at its PING every 10 s. */
-static const member_t *witness(const tctx_t *t, int64_t quiet_ms)
+/* FAILOVER (a), the one observer's evidence against its replicas'. P has failed every
+ * probe for failing_ms (downSinceMs, counted back from the observation). A reachable
+ * replica of P's address with its link up that heard from P after that began
+ * (masterIoAgoMs, at most that long ago, below failing_ms) says P is alive and cut off
+ * from the operator alone: *witness. One probed less than a second after it began
+ * cannot tell (Redis counts master_last_io_seconds_ago in whole seconds): *undecided.
+ * A SIGSTOPped or isolated P is heard by nobody (its replicas' links stay up until
+ * repl-timeout, but their last I/O grows), a dead one's links drop; an idle P is heard
+ * only at its PING every 10 s. */
+static void witnesses(const tctx_t *t, int64_t failing_ms, const member_t **witness, const member_t **undecided)
 {
     const member_t *P = &t->m[t->pord];
+    *witness = *undecided = NULL;
     for (int i = 0; i < t->n_members && P->ip; i++) {
         const member_t *x = &t->m[i];
-        int64_t io = i == t->pord || !linked_to(x, P->ip) ? -1 : jsonx_int_or(x->obs, "masterIoAgoMs", -1);
-        if (io >= 0 && io < quiet_ms)
-            return x;
+        if (i == t->pord || !linked_to(x, P->ip) || !jsonx_get(x->obs, "masterIoAgoMs"))
+            continue; /* (an observerd that does not say it: no witness to wait for) */
+        int64_t io = jsonx_int_or(x->obs, "masterIoAgoMs", -1), ago = jsonx_int_or(x->obs, "probedAgoMs", -1);
+        if (io >= 0 && io < failing_ms && !*witness)
+            *witness = x;
+        else if (ago < 0 || ago + 1000 > failing_ms)
+            *undecided = *undecided ? *undecided : x;
     }
-    return NULL;
 }
 
 /* FAILOVER (a): why the designated primary P, not answering, must be replaced
@@ -251,7 +258,8 @@ static const char *cause_unreachable(const tctx_t *t, const json_object *pobs, i
     *pdown = quiet > since ? quiet : since;
     if (*pdown <= 0)
         return NULL; /* no evidence at all */
-    const member_t *w = witness(t, *pdown);
+    const member_t *w, *u;
+    witnesses(t, since > 0 ? since : *pdown, &w, &u);
     if (w) {
         char msg[512];
         snprintf(msg, sizeof(msg),
@@ -264,6 +272,16 @@ static const char *cause_unreachable(const tctx_t *t, const json_object *pobs, i
     *pdown += t->obs_age_ms > 0 ? t->obs_age_ms : 0;
     if (*pdown < t->down_after_ms) {
         out->recheck_after_ms = t->down_after_ms - *pdown;
+        return NULL;
+    }
+    if (u) { /* its next probe tells: observerd reports a down primary every second while so */
+        char msg[512];
+        snprintf(msg, sizeof(msg),
+                 "the primary %s has not answered for %lld ms; waiting for %s's next probe to tell whether it still "
+                 "hears it",
+                 out->primary, (long long)*pdown, u->name);
+        add_msg(out, "PrimaryUnreachable", "%s%s", msg, "");
+        out->recheck_after_ms = 1000;
         return NULL;
     }
     return "unreachable";
@@ -285,6 +303,12 @@ static const char *cause_replica(const tctx_t *t, const member_t *P, int *winner
     return "a replica of no reachable primary";
 }
 
+/* The keys x holds (INFO keyspace), -1 unknown. */
+static int64_t keys_of(const member_t *x)
+{
+    return jsonx_int_or(x->obs, "keys", -1);
+}
+
 /* FAILOVER (c): P a master that no replica follows (a replica linked to it; one of its IP
  * with the link down may not have noticed it restarted) while a reachable node has a
  * higher offset. */
@@ -292,6 +316,7 @@ static const char *cause_master_behind(const tctx_t *t, const member_t *P)
 {
     const member_t *m = t->m;
     int64_t poff = jsonx_int_or(P->obs, "offset", -1), best = poff;
+    int emptied = 0;
     for (int i = 0; i < t->n_members; i++) {
         if (i == t->pord || !answers(&m[i]))
             continue;
@@ -300,8 +325,16 @@ static const char *cause_master_behind(const tctx_t *t, const member_t *P)
             return NULL; /* followed */
         int64_t off = jsonx_int_or(m[i].obs, "offset", -1);
         best = off > best ? off : best;
+        /* A restart (AOF) starts the offset again, so a primary restarted empty and
+         * replicas resynchronised from a restart before it can show equal offsets: the
+         * keys tell (INFO keyspace). Only where the offsets do not say P has more. */
+        emptied |= keys_of(P) == 0 && keys_of(&m[i]) > 0 && off >= poff;
     }
-    return best > poff ? "a primary no replica follows, behind a node that has more data (restarted empty?)" : NULL;
+    if (best > poff)
+        return "a primary no replica follows, behind a node that has more data (restarted empty?)";
+    return emptied ? "a primary no replica follows, holding no key while a node that does not follow it holds some "
+                     "(restarted empty?)"
+                   : NULL;
 }
 
 /* The best candidate of an election (FAILOVER in topology.h): D itself when reachable,
@@ -321,7 +354,9 @@ static int best_candidate(const tctx_t *t, int64_t window_ms, char *offs, size_t
         int64_t off = jsonx_int_or(x->obs, "offset", -1);
         size_t l = strlen(offs);
         snprintf(offs + l, cap - l, "%s%s %lld", l ? ", " : "", x->name, (long long)off);
-        if (best < 0 || off > *best_off) {
+        /* on equal offsets, one that holds keys before one that holds none (offsets of
+         * servers restarted from their AOF start again: equal says nothing then) */
+        if (best < 0 || off > *best_off || (off == *best_off && keys_of(x) > 0 && keys_of(&t->m[best]) == 0)) {
             best = i;
             *best_off = off;
         }

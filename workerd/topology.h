@@ -35,18 +35,24 @@
  *       back at once). It is the
  *       evidence of one observer, which a fresh observer has to gather again, so an
  *       operator restart never triggers one. While it is short of down_after_ms,
- *       recheck_after_ms says when it will not be; or
+ *       recheck_after_ms says when it will not be. Checked against the replicas: none
+ *       while a reachable replica linked to D heard from it after the observer's
+ *       probes of it began failing (masterIoAgoMs below D's downSinceMs: D is alive,
+ *       cut off from the operator alone); none yet while such a replica was probed less
+ *       than a second after they began (it cannot tell yet; recheck in 1 s); or
  *   (b) D is reachable but a replica (role slave) whose primary is not a reachable master
  *       of the set (every node follows a dead address; a promotion recorded but not yet
  *       done); or
  *   (c) D is a reachable master that no node follows while a reachable node that does
- *       not follow it has a higher offset (D restarted empty: the replicas must not
- *       resynchronise from it).
+ *       not follow it has a higher offset, or holds keys while D holds none at an offset
+ *       as high (keys: INFO keyspace; a restart from the AOF starts the offset again)
+ *       (D restarted empty: the replicas must not resynchronise from it).
  * Candidates: D itself when reachable; every other reachable node that is a master, or
  * a replica linked recently (link up, or its linkDownSinceMs at most D's downSinceMs +
  * 10 x down_after_ms, Sentinel's rule; when D answers, (b) and (c), from the shortest
  * linkDownSinceMs of the reachable replicas: when they lost the primary they follow).
- * The highest offset wins; on equal offsets D, then the lowest ordinal; under (c) D
+ * The highest offset wins; on equal offsets one holding keys before one holding none,
+ * then D, then the lowest ordinal; under (c) D
  * never wins: no candidate with more data is no_candidate (nothing elected, nothing
  * repointed to D). A replica of D with its link up to a reachable master of the set
  * (D's promotion recorded, then the old primary came back) elects that master.

@@ -447,3 +447,12 @@ void sr_info(const sr_cluster_t *c, int i, int64_t tick, char *out, size_t cap)
              host, n->link_up ? "up" : "down", n->link_up ? (long long)(tick - n->last_io) / 10 : -1LL, n->syncing,
              off, down_line, nslaves, slaves, n->hist, off);
 }
+
+void sr_info_keyspace(const sr_cluster_t *c, int i, char *out, size_t cap)
+{
+    const sr_node_t *n = &c->n[i];
+    if (n->len > 0)
+        snprintf(out, cap, "# Keyspace\r\ndb0:keys=%lld,expires=0,avg_ttl=0\r\n", (long long)n->len);
+    else
+        snprintf(out, cap, "# Keyspace\r\n");
+}

@@ -176,6 +176,10 @@ int64_t sr_offset(const sr_cluster_t *c, int i);
 /* INFO replication of server i as Redis writes it, into out[cap] (truncated to fit). */
 void sr_info(const sr_cluster_t *c, int i, int64_t tick, char *out, size_t cap);
 
+/* INFO keyspace of server i as Redis writes it (a line for db0 when it holds data: a
+ * write is counted as a key), into out[cap]. */
+void sr_info_keyspace(const sr_cluster_t *c, int i, char *out, size_t cap);
+
 /* The dotted form of ip into out[cap]. */
 void sr_ip_str(int ip, char *out, size_t cap);
 

@@ -520,6 +520,10 @@ static void probe(sim_t *s, int i)
     char info[4096];
     sr_info(&s->redis, node, s->tick, info, sizeof(info));
     redisinfo_parse(info, strlen(info), &pr->info);
+    redisinfo_t ks; /* INFO keyspace, the probe's next reply */
+    sr_info_keyspace(&s->redis, node, info, sizeof(info));
+    redisinfo_parse(info, strlen(info), &ks);
+    pr->info.keys = ks.keys;
     pr->reachable = pr->ever_answered = 1;
     pr->last_ok = s->tick;
     pr->down_since = -1;
@@ -538,7 +542,7 @@ static size_t build_nodes(const sim_t *s, obs_node_t *out)
         memset(x, 0, sizeof(*x));
         pod_name(i, x->pod, sizeof(x->pod));
         sr_ip_str(pods[i].ip, x->ip, sizeof(x->ip));
-        x->offset = x->last_ok_ago_ms = x->link_down_ms = x->probed_ago_ms = x->master_io_ms = -1;
+        x->offset = x->keys = x->last_ok_ago_ms = x->link_down_ms = x->probed_ago_ms = x->master_io_ms = -1;
         if (!pr->probes)
             continue;
         x->reachable = pr->reachable;
@@ -554,6 +558,7 @@ static size_t build_nodes(const sim_t *s, obs_node_t *out)
             if (pr->info.role == REDISINFO_ROLE_SLAVE && pr->info.link_up && pr->info.master_io_s >= 0)
                 x->master_io_ms = (pr->info.master_io_s + 1) * 1000 + ago_ms;
             x->offset = redisinfo_offset(&pr->info);
+            x->keys = pr->info.keys;
             x->last_ok_ago_ms = ago_ms;
         }
         x->down_since_ms = pr->down_since >= 0 ? (s->tick - pr->down_since) * SR_TICK_MS : 0;

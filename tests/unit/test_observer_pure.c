@@ -133,6 +133,26 @@ static void test_info_replication(void)
     }
 }
 
+/* INFO keyspace: the keys of every database; the section without a line: none; a text
+ * without the section: unknown. */
+static void test_info_keyspace(void)
+{
+    static const struct {
+        const char *text;
+        int64_t keys;
+    } rows[] = {
+        {"# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=0\r\ndb2:keys=4,expires=0,avg_ttl=0\r\n", 7},
+        {"# Keyspace\r\n", 0},
+        {INFO_REPLICA_UP, -1},
+        {"# Keyspace\r\ndb0:keys=x,expires=0\r\n", 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        redisinfo_t in;
+        redisinfo_parse(rows[i].text, strlen(rows[i].text), &in);
+        CU_ASSERT_EQUAL(in.keys, rows[i].keys);
+    }
+}
+
 static void test_info_master_two_slaves(void)
 {
     redisinfo_t in;
@@ -706,6 +726,7 @@ static void test_largest_cluster_fits(void)
 static const cu_entry_t tests[] = {
     CU_SUITE("redisinfo"),
     {"replication: primary, replica linked, unlinked, never linked", test_info_replication},
+    {"keyspace: the keys of every database", test_info_keyspace},
     {"primary: its replicas", test_info_master_two_slaves},
     {"every default section", test_info_full_sections},
     {"malformed and foreign input", test_info_bad_input},

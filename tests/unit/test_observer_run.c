@@ -170,6 +170,9 @@ static void test_observer_end_to_end(void)
     }
     fprintf(stderr, "\n  the operator's command record: an observation probed after it in %lld ms\n",
             (long long)fresh_ms);
+    /* INFO keyspace: the 50 keys written, on the primary and its replicas */
+    CU_ASSERT_EQUAL(oh_int(oh_node_of(obs, "cache-0"), "keys"), 50);
+    CU_ASSERT_EQUAL(oh_int(oh_node_of(obs, "cache-1"), "keys"), 50);
     json_object_put(obs);
     obs = next_observed(1500, key, sizeof(key));
     CU_ASSERT_PTR_NULL(obs);

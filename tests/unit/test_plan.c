@@ -3416,6 +3416,13 @@ static void test_failover_witness(void)
     json_object_array_add(at(obs, "nodes"), fo_node("cache-0 10.0.0.1 false master - 0 false 500 3000 -1"));
     json_object_array_add(at(obs, "nodes"), fo_node("cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500 0 -1"));
     json_object_array_add(at(obs, "nodes"), fo_node("cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 480 0 -1"));
+    /* cache-0 failed every probe for the last 3 s (downSinceMs 3000); cache-1 was probed
+     * 100 ms ago and heard from it at most 1.1 s ago: after that began. */
+    json_object_object_add(at(obs, "nodes 0"), "downSinceMs", json_object_new_int64(3000));
+    for (int k = 1; k < 3; k++) {
+        json_object_object_add(at(obs, k == 1 ? "nodes 1" : "nodes 2"), "probedAgoMs", json_object_new_int64(100));
+        json_object_object_add(at(obs, k == 1 ? "nodes 1" : "nodes 2"), "masterIoAgoMs", json_object_new_int64(5100));
+    }
     json_object_object_add(at(obs, "nodes 1"), "masterIoAgoMs", json_object_new_int64(1100));
     plan_observed_t more = {.members = pods, .redis = obs};
     plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
@@ -3424,8 +3431,18 @@ static void test_failover_witness(void)
     CU_ASSERT_TRUE(contains(str_at(cond(p, "ReplicationHealthy"), "message"), "cache-1 heard from it"));
     CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
     plan_destroy(&p);
-    /* It stopped hearing it before the operator did (3 s): elected as ever. */
-    json_object_object_add(at(obs, "nodes 1"), "masterIoAgoMs", json_object_new_int64(3000));
+    /* Probed 2.5 s ago, half a second after the failures began: it cannot tell yet (Redis
+     * counts whole seconds); the plan waits for its next probe. */
+    json_object_object_add(at(obs, "nodes 1"), "probedAgoMs", json_object_new_int64(2500));
+    json_object_object_add(at(obs, "nodes 1"), "masterIoAgoMs", json_object_new_int64(3500));
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
+    CU_ASSERT_TRUE(contains(str_at(cond(p, "ReplicationHealthy"), "message"), "waiting for cache-1's next probe"));
+    CU_ASSERT(plan_requeue_after_ns(p) > 0 && plan_requeue_after_ns(p) <= NS_PER_SEC);
+    plan_destroy(&p);
+    /* It stopped hearing it before the failures began (frozen, dead): elected as ever. */
+    json_object_object_add(at(obs, "nodes 1"), "probedAgoMs", json_object_new_int64(100));
+    json_object_object_add(at(obs, "nodes 1"), "masterIoAgoMs", json_object_new_int64(3100));
     p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
     CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-1");
     plan_destroy(&p);
@@ -3434,6 +3451,41 @@ static void test_failover_witness(void)
     json_object_object_add(at(obs, "nodes 1"), "masterHost", json_object_new_string("10.9.9.9"));
     p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
     CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-1");
+    plan_destroy(&p);
+    json_object_put(rc);
+    json_object_put(pods);
+    json_object_put(obs);
+}
+
+/* A primary lost with its volume, back empty, while no write came since it last
+ * restarted from its AOF (offsets start again at a restart: the replicas resynchronised
+ * from that restart show the empty one's offset): the keys (INFO keyspace) tell it is
+ * behind, and one that holds them is elected. Restarted with its data, it stays and the
+ * replicas follow it. (seed 0x537 of the ten-million-step hunt) */
+static void test_failover_empty_primary(void)
+{
+    json_object *rc = rc_new(SPEC_REPL, 1);
+    set_at(rc, "status primary", "\"cache-0\"");
+    json_object *pods = repl_pods("primary", "replica", "replica");
+    json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
+    json_object_array_add(at(obs, "nodes"), fo_node("cache-0 10.0.0.1 true master - 0 false 0 0 -1"));
+    json_object_array_add(at(obs, "nodes"), fo_node("cache-1 10.0.0.2 true slave 10.9.9.9 6379 false 0 0 2000"));
+    json_object_array_add(at(obs, "nodes"), fo_node("cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 0 0 2000"));
+    json_object_object_add(at(obs, "nodes 0"), "keys", json_object_new_int64(0));
+    json_object_object_add(at(obs, "nodes 1"), "keys", json_object_new_int64(0));
+    json_object_object_add(at(obs, "nodes 2"), "keys", json_object_new_int64(500));
+    plan_observed_t more = {.members = pods, .redis = obs};
+    plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-2");
+    CU_ASSERT_TRUE(contains(str_at(cond(p, "ReplicationHealthy"), "message"), "holding no key"));
+    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
+    plan_destroy(&p);
+    json_object_object_add(at(obs, "nodes 0"), "keys", json_object_new_int64(500));
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    char cmds[512], labels[256];
+    redis_actions(p, cmds, sizeof(cmds), labels, sizeof(labels));
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
+    CU_ASSERT_STRING_EQUAL(cmds, "cache-1@10.0.0.2 REPLICAOF 10.0.0.1 6379;cache-2@10.0.0.3 REPLICAOF 10.0.0.1 6379;");
     plan_destroy(&p);
     json_object_put(rc);
     json_object_put(pods);
@@ -3799,6 +3851,7 @@ static const cu_entry_t tests[] = {
     {"failover: min-replicas-to-write in redis.conf", test_failover_min_replicas},
     {"failover decisions (table)", test_failover_table},
     {"failover: not while a replica still hears the primary", test_failover_witness},
+    {"failover: a primary back empty, equal offsets: the keys tell", test_failover_empty_primary},
     {"failover: spec.failover.downAfter", test_failover_down_after},
     {"topologies and their Redis actions (table)", test_replication_table},
     {"status.nodes; offsets alone write nothing", test_replication_status_ignores_offsets},
