@@ -384,6 +384,32 @@ static int64_t replicas_lost_ms(const tctx_t *t)
     return lost > 0 ? lost : 0;
 }
 
+/* The best candidate (best, offset 0 and no key: a server that started empty and took no
+ * write since, evidence of nothing) or, when a reachable node holds keys, the one of
+ * those with the highest offset (then the lowest ordinal), however long ago it was
+ * linked: "linked recently" prefers fresher data to older, not nothing to some. Its
+ * name is added to offs. */
+static int holder_instead(const tctx_t *t, int best, char *offs, size_t cap, int64_t *best_off)
+{
+    int holder = -1;
+    int64_t hoff = -1;
+    for (int i = 0; i < t->n_members; i++) {
+        const member_t *x = &t->m[i];
+        int64_t off = jsonx_int_or(x->obs, "offset", -1);
+        if (answers(x) && keys_of(x) > 0 && (holder < 0 || off > hoff)) {
+            holder = i;
+            hoff = off;
+        }
+    }
+    if (holder < 0)
+        return best;
+    size_t l = strlen(offs);
+    snprintf(offs + l, cap - l, "; none holds a key: %s, which holds %lld, instead", t->m[holder].name,
+             (long long)keys_of(&t->m[holder]));
+    *best_off = hoff;
+    return holder;
+}
+
 /* FAILOVER (topology.h): decide whether an election is held and who wins. Returns the
  * winner's ordinal, pord itself when there is nothing to change, or -1 when an election
  * found no candidate (out->elect_why says why). A designated primary held to be behind
@@ -407,6 +433,8 @@ static int elect(const tctx_t *t, const json_object *pobs, topo_t *out)
      * replica or a master behind) from when the replicas lost the primary they follow. */
     int64_t best_off = -1, since = answers(P) ? replicas_lost_ms(t) : pdown;
     int best = best_candidate(t, since + 10 * t->down_after_ms, offs, sizeof(offs), &best_off);
+    if (best >= 0 && best_off <= 0 && keys_of(&t->m[best]) == 0)
+        best = holder_instead(t, best, offs, sizeof(offs), &best_off);
     int behind = answers_as(P, "master");
     if (best == t->pord && behind)
         snprintf(out->elect_why, sizeof(out->elect_why),

@@ -1374,6 +1374,8 @@ static void heal_step(sim_t *s, int all)
             s->operator_down_until = s->tick;
         if (s->observer_down_until > s->tick)
             s->observer_down_until = s->tick;
+        if (s->worker_down_until > s->tick)
+            s->worker_down_until = s->tick;
     }
     if (s->operator_down_until == s->tick && s->tick) { /* the operator back: it lists anew */
         s->pods_cached = s->rc_cached = s->tick;

@@ -3403,6 +3403,16 @@ static void test_failover_table(void)
     }
 }
 
+/* An observation of the three nodes n[] (fo_node's format). */
+static json_object *fo_obs(const char *n0, const char *n1, const char *n2)
+{
+    json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
+    const char *n[3] = {n0, n1, n2};
+    for (int k = 0; k < 3; k++)
+        json_object_array_add(at(obs, "nodes"), fo_node(n[k]));
+    return obs;
+}
+
 /* Finding 7, "one observer": a primary that does not answer the operator while a replica
  * linked to it heard from it more recently than the operator did is alive (cut off
  * from the operator alone) and not replaced; once its replicas stop hearing it (frozen,
@@ -3412,10 +3422,9 @@ static void test_failover_witness(void)
     json_object *rc = rc_new(SPEC_REPL, 1);
     set_at(rc, "status primary", "\"cache-0\"");
     json_object *pods = repl_pods("primary", "replica", "replica");
-    json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
-    json_object_array_add(at(obs, "nodes"), fo_node("cache-0 10.0.0.1 false master - 0 false 500 3000 -1"));
-    json_object_array_add(at(obs, "nodes"), fo_node("cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500 0 -1"));
-    json_object_array_add(at(obs, "nodes"), fo_node("cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 480 0 -1"));
+    json_object *obs = fo_obs("cache-0 10.0.0.1 false master - 0 false 500 3000 -1",
+                              "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500 0 -1",
+                              "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 480 0 -1");
     /* cache-0 failed every probe for the last 3 s (downSinceMs 3000); cache-1 was probed
      * 100 ms ago and heard from it at most 1.1 s ago: after that began. */
     json_object_object_add(at(obs, "nodes 0"), "downSinceMs", json_object_new_int64(3000));
@@ -3467,10 +3476,9 @@ static void test_failover_empty_primary(void)
     json_object *rc = rc_new(SPEC_REPL, 1);
     set_at(rc, "status primary", "\"cache-0\"");
     json_object *pods = repl_pods("primary", "replica", "replica");
-    json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
-    json_object_array_add(at(obs, "nodes"), fo_node("cache-0 10.0.0.1 true master - 0 false 0 0 -1"));
-    json_object_array_add(at(obs, "nodes"), fo_node("cache-1 10.0.0.2 true slave 10.9.9.9 6379 false 0 0 2000"));
-    json_object_array_add(at(obs, "nodes"), fo_node("cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 0 0 2000"));
+    json_object *obs = fo_obs("cache-0 10.0.0.1 true master - 0 false 0 0 -1",
+                              "cache-1 10.0.0.2 true slave 10.9.9.9 6379 false 0 0 2000",
+                              "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 0 0 2000");
     json_object_object_add(at(obs, "nodes 0"), "keys", json_object_new_int64(0));
     json_object_object_add(at(obs, "nodes 1"), "keys", json_object_new_int64(0));
     json_object_object_add(at(obs, "nodes 2"), "keys", json_object_new_int64(500));
@@ -3486,6 +3494,19 @@ static void test_failover_empty_primary(void)
     redis_actions(p, cmds, sizeof(cmds), labels, sizeof(labels));
     CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
     CU_ASSERT_STRING_EQUAL(cmds, "cache-1@10.0.0.2 REPLICAOF 10.0.0.1 6379;cache-2@10.0.0.3 REPLICAOF 10.0.0.1 6379;");
+    plan_destroy(&p);
+    /* Every candidate started empty and took nothing (two volumes lost), the keys only on
+     * a replica never linked since (its link-down time unknown: not "linked recently"):
+     * it is elected rather than emptied. (overlapping faults, seeds 0x477 and 0x483) */
+    json_object_put(obs);
+    obs = fo_obs("cache-0 10.0.0.1 true master - 0 false 0 0 -1", "cache-1 10.0.0.2 true master - 0 false 0 0 -1",
+                 "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 0 0 -1");
+    json_object_object_add(at(obs, "nodes 0"), "keys", json_object_new_int64(0));
+    json_object_object_add(at(obs, "nodes 1"), "keys", json_object_new_int64(0));
+    json_object_object_add(at(obs, "nodes 2"), "keys", json_object_new_int64(2096));
+    more.redis = obs;
+    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-2");
     plan_destroy(&p);
     json_object_put(rc);
     json_object_put(pods);
