@@ -73,6 +73,9 @@ COPY --from=rootfs --chown=65532:65532 /rootfs/run/rdc /run/rdc
 # and mounts an emptyDir at $XDG_RUNTIME_DIR (the root filesystem is read-only there).
 USER 65532:65532
 ENV XDG_RUNTIME_DIR=/run/rdc
+# GnuTLS comes with libcurl's dependencies and is never used: no implicit initialisation
+# in the supervisor either (it sets the same for its children; docs/memory.md).
+ENV GNUTLS_NO_IMPLICIT_INIT=1
 EXPOSE 8443 8081 9443
 ENTRYPOINT ["/usr/local/bin/supervisor"]
 CMD ["--leader-elect", "--webhook"]

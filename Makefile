@@ -34,7 +34,7 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 .SECONDARY:
 
 
-.PHONY: bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
+.PHONY: bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
 
 # The source checks (scripts/check-banned.sh: banned functions, line width) over every C file.
@@ -171,6 +171,11 @@ $(BUILD)/bench/clusterwriter: bench/clusterwriter.c
 
 bench-failover: $(BUILD)/bench/ackwriter
 	@ACKWRITER=$(BUILD)/bench/ackwriter RDC_BIN=$(BUILD)/bin bench/failover.sh
+
+# Cluster mode: bootstrap time for 3/6/10 shards beside redis-cli --cluster create, and a
+# shard primary's failover with and without the operator (bench/cluster.sh).
+bench-cluster: all $(BUILD)/bench/clusterwriter
+	@RDC_BIN=$(BUILD)/bin CLUSTERWRITER=$(BUILD)/bench/clusterwriter BUILD=$(BUILD) bench/cluster.sh
 
 # ==== kubebuilder's targets (install, run, deploy, image, bundle) =========================
 # Same names and meaning as a kubebuilder project's Makefile; `make help` lists them (the

@@ -484,11 +484,14 @@ def memory_of(root_pid):
     for p in descendants(root_pid):
         m = smaps(p)
         if m:
+            # USS: the pages only this process maps (private clean + dirty), what it alone costs.
             procs.append({"pid": p, "name": "supervisor" if p == root_pid else proc_name(p),
-                          "rss_kb": m.get("rss"), "pss_kb": m.get("pss")})
+                          "rss_kb": m.get("rss"), "pss_kb": m.get("pss"),
+                          "uss_kb": m.get("private_dirty", 0) + m.get("private_clean", 0)})
     procs.sort(key=lambda x: x["name"])
     return {"processes": procs, "rss_kb_total": sum(x["rss_kb"] or 0 for x in procs),
-            "pss_kb_total": sum(x["pss_kb"] or 0 for x in procs)}
+            "pss_kb_total": sum(x["pss_kb"] or 0 for x in procs),
+            "uss_kb_total": sum(x["uss_kb"] or 0 for x in procs)}
 
 
 def cluster_pids(cluster_dir):
@@ -1083,6 +1086,11 @@ def converge(ctx, ns, n, workers, tag, full_report=True, kind=None, storm=True, 
         if until == "children":
             time.sleep(5)  # the informers' last events in
         res["memory_loaded"] = memory_of(op.pid)
+        idle = res.get("memory_idle")
+        if idle and n:
+            # Marginal memory per cached cluster: what N clusters add to the idle operator.
+            res["pss_per_cluster_kib"] = r3((res["memory_loaded"]["pss_kb_total"] - idle["pss_kb_total"]) / n)
+            res["uss_per_cluster_kib"] = r3((res["memory_loaded"]["uss_kb_total"] - idle["uss_kb_total"]) / n)
         if not ok or until == "children":
             return res
         if env_int("STEADY_STATE", 1):
@@ -1154,7 +1162,18 @@ def cost(m0, m1, n):
     lat_s, lat_n = hist("rest_client_request_duration_seconds", "workerd")
     thr_s, _ = hist("rest_client_rate_limiter_duration_seconds", "workerd")
     rt_s, rt_n = hist("controller_runtime_reconcile_time_seconds", "workerd")
+    # Child changes that queued nothing: only fields no plan reads changed (docs/projections.md).
+    skipped = {}
+    for name, lab, v in m1:
+        if name == "informer_enqueue_skipped_total":
+            skipped[lab.get("kind")] = skipped.get(lab.get("kind"), 0) + v
+    for name, lab, v in m0:
+        if name == "informer_enqueue_skipped_total":
+            skipped[lab.get("kind")] = skipped.get(lab.get("kind"), 0) - v
+    skipped_total = sum(skipped.values())
     return {
+        "enqueues_skipped": {k: int(v) for k, v in sorted(skipped.items()) if v},
+        "enqueues_skipped_per_cluster": r3(skipped_total / n) if n else None,
         "worker_request_mean_ms": r3(1000 * lat_s / lat_n) if lat_n else None,
         "worker_request_seconds_total": r3(lat_s),
         "worker_rate_limiter_wait_seconds_total": r3(thr_s),
@@ -1319,8 +1338,14 @@ VS_FIGURES = [
     ("event_writes_per_cluster", "of which Event requests", ("cost", "event_writes_per_cluster")),
     ("posts_per_cluster", "of which POST per cluster", ("cost", "worker_post_per_cluster")),
     ("limiter_wait_s", "time waiting for the client limiter (s)", ("cost", "worker_rate_limiter_wait_seconds_total")),
+    ("reconciles_per_cluster", "reconciles per cluster", ("cost", "reconciles_per_cluster")),
+    ("skipped_per_cluster", "child changes that queued nothing, per cluster", ("cost", "enqueues_skipped_per_cluster")),
     ("pss_idle_mib", "PSS idle, whole operator (MiB)", ("memory_idle", "pss_kb_total")),
     ("pss_loaded_mib", "PSS with N cached (MiB)", ("memory_loaded", "pss_kb_total")),
+    ("uss_idle_mib", "USS idle, whole operator (MiB)", ("memory_idle", "uss_kb_total")),
+    ("uss_loaded_mib", "USS with N cached (MiB)", ("memory_loaded", "uss_kb_total")),
+    ("pss_per_cluster_kib", "marginal PSS per cached cluster (KiB)", ("pss_per_cluster_kib",)),
+    ("uss_per_cluster_kib", "marginal USS per cached cluster (KiB)", ("uss_per_cluster_kib",)),
     ("cpu_s", "CPU seconds during convergence", ("operator_cpu_seconds_total",)),
     ("resync_writes", "resync: write requests", ("steady_state", "write_requests")),
     ("resync_cpu_s", "resync: CPU seconds", ("steady_state", "cpu_seconds_total")),
@@ -1331,7 +1356,7 @@ def vs_value(res, key, path):
     v = g(res, *path)
     if v is None:
         return None
-    if key.startswith("pss"):
+    if key.endswith("_mib"):
         return round(v / 1024.0, 1)
     return v
 
@@ -1665,6 +1690,9 @@ def markdown(R):
         row("reconciles per cluster (with writes)", lambda c: "%s (%s)" % (
             fmt(g(c, "cost", "reconciles_per_cluster")),
             fmt(g(c, "log", "reconciles_with_writes") / c["n"] if g(c, "log", "reconciles_with_writes") is not None else None)))
+        row("child changes that queued nothing, per cluster (by kind)", lambda c: "%s (%s)" % (
+            fmt(g(c, "cost", "enqueues_skipped_per_cluster")),
+            ", ".join("%s %s" % kv for kv in sorted((g(c, "cost", "enqueues_skipped") or {}).items()))))
         row("workerd request latency, mean", lambda c: fmt(g(c, "cost", "worker_request_mean_ms"), " ms"))
         row("workerd time waiting for the QPS limiter", lambda c: fmt(g(c, "cost", "worker_rate_limiter_wait_seconds_total"), " s"))
         row("workerd Events waiting for their QPS budget", lambda c: fmt(g(c, "cost", "worker_event_limiter_wait_seconds_total"), " s"))
@@ -1701,10 +1729,16 @@ def markdown(R):
             x = c.get(k)
             if not x:
                 return "—"
-            return "%.1f / %.1f MiB (PSS: %s)" % (kb_mib(x["rss_kb_total"]), kb_mib(x["pss_kb_total"]), ", ".join(
-                "%s %.1f" % (p["name"], kb_mib(p["pss_kb"])) for p in x["processes"]))
-        row("**memory** idle: RSS / PSS sum", lambda c: mem(c, "memory_idle"))
-        row("memory with N clusters cached: RSS / PSS sum", lambda c: mem(c, "memory_loaded"))
+            uss = x.get("uss_kb_total")
+            return "%.1f / %.1f / %s MiB (PSS (USS): %s)" % (
+                kb_mib(x["rss_kb_total"]), kb_mib(x["pss_kb_total"]), "%.1f" % kb_mib(uss) if uss is not None else "—",
+                ", ".join("%s %.1f%s" % (p["name"], kb_mib(p["pss_kb"]),
+                                         " (%.1f)" % kb_mib(p["uss_kb"]) if p.get("uss_kb") is not None else "")
+                          for p in x["processes"]))
+        row("**memory** idle: RSS / PSS / USS sum", lambda c: mem(c, "memory_idle"))
+        row("memory with N clusters cached: RSS / PSS / USS sum", lambda c: mem(c, "memory_loaded"))
+        row("marginal memory per cached cluster: PSS / USS", lambda c: "%s / %s KiB" % (
+            fmt(c.get("pss_per_cluster_kib")), fmt(c.get("uss_per_cluster_kib"))))
         row("delete all (finalizers) after", lambda c: fmt(g(c, "teardown", "delete_all_seconds"), " s"))
         table(L, hdr, rows)
     sw = R.get("workers_sweep")

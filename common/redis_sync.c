@@ -68,6 +68,77 @@ redisReply *redis_sync_command(redis_sync_t *s, int argc, const char *const *arg
     return call.reply;
 }
 
+/* One reply of a pipeline: its slot, and the count of those still to come. */
+typedef struct {
+    redisReply **slot;
+    size_t *left;
+    char *err;
+    size_t errlen;
+} piped_t;
+
+static void on_piped(redis_conn_t *conn, redisReply *reply, const char *err, void *arg)
+{
+    (void)conn;
+    piped_t *p = arg;
+    *p->slot = reply;
+    if (!reply && !*p->err)
+        snprintf(p->err, p->errlen, "%s", err);
+    (*p->left)--;
+}
+
+int redis_sync_pipeline(redis_sync_t *s, size_t n, const int *argcs, const char *const *const *argvs,
+                        const size_t *const *lenss, int64_t timeout_ns, redisReply **replies, char *err,
+                        size_t errlen)
+{
+    piped_t *calls = calloc(n ? n : 1, sizeof(*calls));
+    size_t left = 0;
+    int rc = 0;
+    err[0] = '\0';
+    if (!calls || !s->conn) {
+        snprintf(err, errlen, "%s", calls ? "the connection was closed after a wait without an answer"
+                                          : "out of memory");
+        free(calls);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        replies[i] = NULL;
+        calls[i] = (piped_t){&replies[i], &left, err, errlen};
+        if (redis_conn_command(s->conn, argcs[i], argvs[i], lenss ? lenss[i] : NULL, timeout_ns, on_piped,
+                               &calls[i])) {
+            snprintf(err, errlen, "%s: a command of %d arguments, or out of memory", redis_conn_addr(s->conn),
+                     argcs[i]);
+            redis_conn_destroy(&s->conn); /* the queued ones end without a callback */
+            rc = -1;
+            break;
+        }
+        left++;
+    }
+    if (!rc && left > 0) {
+        /* run until every reply came: done when left reaches 0 */
+        int64_t end = clock_mono_ns() + timeout_ns + GRACE_NS;
+        while (left > 0) {
+            int64_t wait = end - clock_mono_ns();
+            if (wait <= 0 || loop_run_once(s->loop, wait) < 0) {
+                snprintf(err, errlen, "%s: a pipeline of %zu: the wait ended without every answer",
+                         redis_conn_addr(s->conn), n);
+                redis_conn_destroy(&s->conn);
+                rc = -1;
+                break;
+            }
+        }
+    }
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = replies[i] ? 0 : -1;
+    if (rc)
+        for (size_t i = 0; i < n; i++)
+            if (replies[i]) {
+                freeReplyObject(replies[i]);
+                replies[i] = NULL;
+            }
+    free(calls);
+    return rc;
+}
+
 /* 1 once the connection is READY or FAILED. */
 static int settled(const redis_conn_t *c)
 {

@@ -31,6 +31,16 @@ redis_sync_t *redis_sync_open(const redis_conn_opts_t *opts, char *err, size_t e
 redisReply *redis_sync_command(redis_sync_t *s, int argc, const char *const *argv, const size_t *lens,
                                int64_t timeout_ns, char *err, size_t errlen);
 
+/* Send n commands at once (pipelined: one round trip) and block until every reply, at
+ * most timeout_ns in all: command i is argvs[i][0..argcs[i]) (lenss NULL or lenss[i]
+ * NULL: C strings; else lenss[i][k] bytes each). replies[0..n)
+ * get the replies, the caller's to free (an error reply is a reply). Returns 0, or -1
+ * with one line in err when the connection failed before every reply came or memory ran
+ * out (every replies[i] is then NULL: any that came are freed). */
+int redis_sync_pipeline(redis_sync_t *s, size_t n, const int *argcs, const char *const *const *argvs,
+                        const size_t *const *lenss, int64_t timeout_ns, redisReply **replies, char *err,
+                        size_t errlen);
+
 /* Close and free; *s_p = NULL. NULL is fine. */
 void redis_sync_close(redis_sync_t **s_p);
 

@@ -24,6 +24,7 @@ typedef struct entry {
     owner_group_t *group; /* children of the same controller owner */
     struct entry *gprev, *gnext;
     uint64_t gen; /* store generation of the last relist that saw it */
+    uint64_t digest; /* projection_digest of its READ parts; 0: none (no projection, minimal form) */
 } entry_t;
 
 /* Every cached child (of any kind) whose controller owner has this UID; or, in
@@ -41,6 +42,7 @@ struct store {
     hm_t *by_uid; /* uid -> entry_t */
     uint64_t gen;
     char *owner_label; /* cache_set_owner_label, or NULL */
+    const projection_t *projection; /* cache_set_projection, or NULL */
 };
 
 struct cache {
@@ -371,20 +373,26 @@ static void group_unlink(cache_t *c, entry_t *e)
     }
 }
 
-static void emit(cache_t *c, cache_change_t type, const cache_item_t *item, int64_t old_generation)
+static void emit(cache_t *c, cache_change_t type, const cache_item_t *item, int64_t old_generation,
+                 int unread_only)
 {
-    cache_delta_t d = {.seq = ++c->seq, .type = type, .item = item, .old_generation = old_generation};
+    cache_delta_t d = {
+        .seq = ++c->seq, .type = type, .item = item, .old_generation = old_generation, .unread_only = unread_only};
     if (c->on_delta)
         c->on_delta(c->on_delta_ud, &d);
 }
 
-/* The JSON text to keep of obj: the whole object, or its minimal form when it is over
- * --max-object-bytes or only its metadata came (partial_why says why), *truncated then
- * telling which (cache_item_t.truncated). NULL when out of memory. */
-static char *stored_json(const cache_t *c, json_object *obj, const char *partial_why, size_t *truncated)
+/* The JSON text to keep of obj: its compact form (what proj keeps, projection.h; the
+ * whole object without one), or its minimal form when that is over --max-object-bytes or
+ * only its metadata came (partial_why says why), *truncated then telling which
+ * (cache_item_t.truncated). NULL when out of memory. */
+static char *stored_json(const cache_t *c, const projection_t *proj, json_object *obj, const char *partial_why,
+                         size_t *truncated)
 {
     const int fmt = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
-    const char *text = json_object_to_json_string_ext(obj, fmt);
+    int oom = 0;
+    json_object *compact = proj && !partial_why ? projection_reduce(proj, obj, PROJ_KEPT, &oom) : NULL;
+    const char *text = oom ? NULL : json_object_to_json_string_ext(compact ? compact : obj, fmt);
     json_object *mini = NULL;
     *truncated = 0;
     if (text && (partial_why || (c->max_object_bytes && strlen(text) > c->max_object_bytes))) {
@@ -402,14 +410,16 @@ static char *stored_json(const cache_t *c, json_object *obj, const char *partial
     }
     char *json = text ? strdup(text) : NULL;
     json_object_put(mini);
+    json_object_put(compact);
     return json;
 }
 
-/* The strings the upsert of p (object obj) stores, made aside in next (a zeroed entry:
- * rv, uid, owner_uid, owner_fallback, json and pub.truncated). Returns 0, or -1 when out
- * of memory; either way entry_clear(next) frees what was made. */
-static int upsert_prepare(const cache_t *c, const parsed_t *p, json_object *obj, const char *partial_why,
-                          entry_t *next)
+/* The strings the upsert of p (object obj, of a kind compared by proj or NULL) stores,
+ * made aside in next (a zeroed entry: rv, uid, owner_uid, owner_fallback, json,
+ * pub.truncated and digest). Returns 0, or -1 when out of memory; either way
+ * entry_clear(next) frees what was made. */
+static int upsert_prepare(const cache_t *c, const projection_t *proj, const parsed_t *p, json_object *obj,
+                          const char *partial_why, entry_t *next)
 {
     int oom = 0;
     next->rv = str_dup_opt(p->rv, &oom);
@@ -417,8 +427,11 @@ static int upsert_prepare(const cache_t *c, const parsed_t *p, json_object *obj,
     next->owner_uid = str_dup_opt(p->owner_uid, &oom);
     if (p->owner_name && !(next->owner_fallback = make_key(p->ns, p->owner_name)))
         oom = 1;
-    if (!(next->json = stored_json(c, obj, partial_why, &next->pub.truncated)))
+    if (!(next->json = stored_json(c, proj, obj, partial_why, &next->pub.truncated)))
         oom = 1;
+    /* What a plan reads of it; a minimal form has no digest (its every change counts). */
+    if (proj && !next->pub.truncated)
+        next->digest = projection_digest(proj, obj);
     return oom ? -1 : 0;
 }
 
@@ -454,6 +467,7 @@ static void entry_take(cache_t *c, store_t *s, entry_t *e, const parsed_t *p, en
             group_link(group, e);
     }
     take_str(&e->owner_uid, &next->owner_uid);
+    e->digest = next->digest;
     e->gen = s->gen;
     entry_sync_view(e);
 }
@@ -474,7 +488,7 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
     entry_t *fresh = NULL;
     owner_group_t *group = NULL;
     entry_t next = {0};
-    if (upsert_prepare(c, p, obj, partial_why, &next))
+    if (upsert_prepare(c, s->projection, p, obj, partial_why, &next))
         goto out;
     if (!e && !(fresh = calloc(1, sizeof(*fresh))))
         goto out;
@@ -490,6 +504,7 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
 
     /* Commit; nothing below can fail. */
     int64_t old_generation = 0;
+    int unread_only = 0;
     cache_change_t type = CACHE_MODIFIED;
     if (fresh) {
         e = fresh;
@@ -501,10 +516,11 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
         type = CACHE_ADDED;
     } else {
         old_generation = e->pub.generation;
+        unread_only = e->digest && e->digest == next.digest;
     }
     entry_take(c, s, e, p, &next, group);
     e->pub.seq = c->seq + 1;
-    emit(c, type, &e->pub, old_generation);
+    emit(c, type, &e->pub, old_generation, unread_only);
     *change = type;
     rc = 0;
 out:
@@ -520,7 +536,7 @@ static void store_delete(cache_t *c, store_t *s, entry_t *e)
     if (e->uid && hm_get(s->by_uid, e->uid) == e)
         hm_remove(s->by_uid, e->uid);
     group_unlink(c, e);
-    emit(c, CACHE_DELETED, &e->pub, 0);
+    emit(c, CACHE_DELETED, &e->pub, 0, 0);
     entry_free(e);
 }
 
@@ -744,6 +760,15 @@ int cache_relist_add_partial(cache_t *c, const char *kind, json_object *items, c
     return s ? store_add_items(c, s, kind, items, why ? why : "only its metadata was listed", err, errlen) : -1;
 }
 
+int cache_set_projection(cache_t *c, const char *kind, const projection_t *p)
+{
+    store_t *s = find_store(c, kind);
+    if (!s || s == c->stores[0])
+        return -1;
+    s->projection = p;
+    return 0;
+}
+
 void cache_set_max_object_bytes(cache_t *c, size_t max)
 {
     c->max_object_bytes = max;
@@ -783,7 +808,7 @@ size_t cache_resync(cache_t *c, const char *kind)
         hm_iter_t it = HM_ITER_INIT;
         void *v;
         while (hm_next(s->by_key, &it, NULL, &v)) {
-            emit(c, CACHE_SYNC, &((entry_t *)v)->pub, 0);
+            emit(c, CACHE_SYNC, &((entry_t *)v)->pub, 0, 0);
             count++;
         }
     }

@@ -3,9 +3,11 @@
  * One store per watched kind holds the objects by key "namespace/name" ("name" for
  * cluster-scoped objects), with their resourceVersion, UID and metadata.generation.
  * Objects are kept as controller-runtime's cache keeps them (metadata.managedFields is
- * stripped first), but as compact JSON text rather than parsed trees: everything the
- * cache's readers do with an object (publish a delta, answer a snapshot, hand a key to a
- * worker) sends text, and a json-c tree costs ~15x its text in heap (bench-informer).
+ * stripped first), or, for a kind with a projection (cache_set_projection), only the parts
+ * the operator reads (docs/projections.md); and as compact JSON text rather than parsed
+ * trees: everything the cache's readers do with an object (publish a delta, answer a
+ * snapshot, hand a key to a worker) sends text, and a json-c tree costs ~15x its text in
+ * heap (bench-informer).
  *
  * Indexes: by UID per kind, and by controller owner: a child is indexed under the UID of
  * its metadata.ownerReferences[] entry with controller: true and kind == the owner kind
@@ -33,6 +35,7 @@
 #define RDC_INFORMERD_CACHE_H
 
 #include "buf.h"
+#include "projection.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -69,12 +72,16 @@ typedef struct {
 /* One change. item is the object as cached now; for DELETED, the last cached object
  * (freed after the handler returns). old_generation is the previous object's
  * metadata.generation for a MODIFIED (0 otherwise), so that a handler can tell a spec
- * change from a status or metadata change. */
+ * change from a status or metadata change. unread_only is 1 for a MODIFIED of a kind with
+ * a projection (cache_set_projection) when nothing its READ rows name changed (the
+ * digests of the old and new object are equal, and neither is in minimal form): a change
+ * no plan reads. 0 for every other delta. */
 typedef struct {
     uint64_t seq;
     cache_change_t type;
     const cache_item_t *item;
     int64_t old_generation;
+    int unread_only;
 } cache_delta_t;
 
 /* Delta handler; called synchronously for every delta, in sequence order. */
@@ -104,6 +111,14 @@ int cache_add_kind(cache_t *c, const char *kind);
  * bounded, and the object is still there to be named, mapped to its owner's key, and
  * deleted (its finalizers and deletionTimestamp are kept). */
 void cache_set_max_object_bytes(cache_t *c, size_t max);
+
+/* Keep and compare the objects of kind by p (projection.h): every object of kind stored
+ * from now on is kept in its compact form (p's READ, KEEP and WRITE rows; the bound of
+ * cache_set_max_object_bytes applies to it) and carries the digest of its READ parts, and
+ * a MODIFIED whose digest equals the previous one is emitted with unread_only set. p NULL
+ * (the default) keeps whole objects and compares nothing. Returns 0, or -1 when kind is
+ * not watched or is the owner kind. */
+int cache_set_projection(cache_t *c, const char *kind, const projection_t *p);
 
 /* The annotation a minimal form carries, saying why the object is not whole. */
 #define CACHE_TRUNCATED_ANNOTATION "cache.example.com/informer-truncated"

@@ -10,7 +10,8 @@
  *                   at: the subscriber applies the deltas after it.
  *
  * With --tail it prints every delta as one JSON line instead
- * ({"seq","type","kind","key","resourceVersion","object"}, the object the cache's text).
+ * ({"seq","type","kind","key","resourceVersion","object"}, the object the cache's text: a
+ * child in its compact form, docs/projections.md).
  * Every delta counts in informer_deltas_total{kind,type}. The publisher reads the cache
  * (borrowed) and knows nothing else of informerd: the cache's delta handler hands it each
  * delta (deltapub_delta).

@@ -61,7 +61,7 @@ struct dispatcher {
     int64_t epoch;
     int64_t valid_until_ms;
     int draining;
-    metric_family_t *m_quarantined, *m_observations, *m_ownwrites;
+    metric_family_t *m_quarantined, *m_observations, *m_ownwrites, *m_skipped;
 };
 
 /* ---- leadership ----------------------------------------------------------------------- */
@@ -600,6 +600,12 @@ void dispatcher_on_delta(dispatcher_t *d, const cache_delta_t *delta)
         secret_changed(d, it);
         return;
     }
+    if (delta->type == CACHE_MODIFIED && delta->unread_only) {
+        /* Only what no plan reads changed (projection.h): the reconcile would find what
+         * the last one found. Published all the same (observerd, --tail). */
+        metric_counter_add(d->m_skipped, METRIC_LABELS(it->kind), 1);
+        return;
+    }
     char key[512];
     int rc = cache_item_owner_key(d->cfg.cache, it, key, sizeof(key));
     if (rc != 0 || !key[0])
@@ -647,6 +653,11 @@ dispatcher_t *dispatcher_new(const dispatcher_config_t *cfg, dispatcher_sockets_
         "cached (no wait: the cache held it when the worker said it), seen, expired (handed out after waiting in "
         "vain).",
         "result");
+    d->m_skipped = metrics_counter(
+        reg, "informer_enqueue_skipped_total",
+        "Changes of a child that did not queue its RedisCluster, by kind: only fields no plan reads changed "
+        "(docs/projections.md).",
+        "kind");
     if (!d->queue || !d->observations || !d->secretrefs || !d->ownwrites)
         dispatcher_destroy(&d);
     return d;

@@ -2,7 +2,9 @@
  * that decides when a key goes to which worker:
  *
  *  - Keys. Every cache delta (dispatcher_on_delta) is mapped to the key of the RedisCluster
- *    it concerns (cache_item_owner_key) and queued; a Secret's change queues the
+ *    it concerns (cache_item_owner_key) and queued, but for a child's MODIFIED that changed
+ *    nothing a plan reads (unread_only, projection.h: counted in
+ *    informer_enqueue_skipped_total{kind} instead); a Secret's change queues the
  *    RedisClusters whose spec.auth names it (secretref.h). A RedisCluster's delta also
  *    ends the wait for its own write (ownwrite.h), forgets its observation when it is
  *    deleted, lifts its quarantine when its spec changes, and restores a quarantine that

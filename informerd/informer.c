@@ -22,6 +22,7 @@
 #include "loop.h"
 #include "loop_curl.h"
 #include "podview.h"
+#include "projection.h"
 #include "proto.h"
 #include "rdc_api.h"
 #include "reflector.h"
@@ -152,6 +153,18 @@ static int reflectors_new(informer_t *inf)
     return 0;
 }
 
+/* Compare each child kind by what the plans read of it (projection.h): a change of
+ * anything else is published but queues nothing. 0, or -1 (a kind not watched). */
+static int projections_set(informer_t *inf)
+{
+    for (size_t i = 0; i < NKINDS; i++) {
+        const projection_t *p = projection_of(watched[i].k.kind);
+        if (p && cache_set_projection(inf->cache, watched[i].k.kind, p))
+            return -1;
+    }
+    return 0;
+}
+
 /* The sockets (when serving), the publisher and the dispatcher, which take them. 0, or -1
  * when a socket cannot be bound or memory ran out. */
 static int serving_rooms_new(informer_t *inf)
@@ -189,7 +202,8 @@ static int informer_setup(informer_t *inf)
     cache_set_max_object_bytes(inf->cache, c->max_object_bytes);
     cache_set_delta_handler(inf->cache, on_delta, inf);
     inf->lc = loop_curl_new(inf->loop, inf->multi, NULL, NULL);
-    if (!inf->lc || reflectors_new(inf) || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL))
+    if (!inf->lc || reflectors_new(inf) || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL) ||
+        projections_set(inf))
         return -1;
     reporter_config_t rc = {c->client, inf->lc, inf->cache, c->serve};
     inf->reporter = reporter_new(&rc);

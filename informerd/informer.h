@@ -6,11 +6,12 @@
  * deadlines of the work queue, the resync and the reflectors' backoff.
  *
  * Reflectors (one per kind: RedisCluster, and the ConfigMaps, Services, StatefulSets,
- * PodDisruptionBudgets and Pods carrying the operator's managed-by label; Pods are cached in compact form
- * (podview.h) and belong to the RedisCluster their app.kubernetes.io/instance label
- * names; and Secrets, all of them but as metadata only, PartialObjectMetadata, outside the
- * sync gate, indexed by the RedisClusters whose spec.auth names them: secretref.h):
- * LIST with pagination, then WATCH from the
+ * PodDisruptionBudgets and Pods carrying the operator's managed-by label, each cached in
+ * its compact form: what the operator reads of it, docs/projections.md; Pods belong to
+ * the RedisCluster their app.kubernetes.io/instance label names; and Secrets, all of
+ * them but as metadata only, PartialObjectMetadata, outside the sync gate, indexed by
+ * the RedisClusters whose spec.auth names them: secretref.h): LIST with pagination, then
+ * WATCH from the
  * list's resourceVersion with bookmarks and a random 5..10 min timeoutSeconds, resuming
  * each new watch from the last resourceVersion seen. As client-go's reflector: a stream
  * that ends or breaks resumes from there (at once if it had served for a second, after a

@@ -6,8 +6,9 @@
  *    "ShardStatefulSets": [sts, ...], "ShardBudgets": [pdb, ...],
  *    "Pods": [pod, ...], "Redis": observation|null}
  *
- * ConfigMap, Service, StatefulSet and PodDisruptionBudget are the cached objects at the
- * RedisCluster's own key;
+ * Every object is the cache's text: a child or pod in its compact form, what the
+ * operator reads of it (docs/projections.md). ConfigMap, Service, StatefulSet and
+ * PodDisruptionBudget are the cached objects at the RedisCluster's own key;
  * ServicePrimary and ServiceReplicas the Services at <key>-primary and <key>-replicas
  * (a Replication cluster's role Services, docs/replication.md);
  * ShardStatefulSets and ShardBudgets the StatefulSets and PodDisruptionBudgets at

@@ -121,6 +121,11 @@ static void child_exec(const supervisor_t *s, const child_t *c, int notify_w, in
     setenv("RDC_NOTIFY_FD", fdbuf, 1);
     setenv("RDC_CHILD_NAME", c->name, 1);
     setenv("RDC_SUPERVISED", "1", 1);
+    /* libcurl's dependencies (libldap, librtmp) bring GnuTLS, whose constructor initialises
+     * it, p11-kit's trust modules included, in every process that loads it, though nothing
+     * here uses it (curl speaks OpenSSL): ~130-230 kB of private memory per daemon
+     * (docs/memory.md). A library that does use it calls gnutls_global_init itself. */
+    setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0);
 
     char path[4096], rtdir[4200];
     snprintf(path, sizeof(path), "%s/%s", s->cfg.bindir, c->program);

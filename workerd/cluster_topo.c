@@ -14,11 +14,19 @@ typedef struct {
     const cn_node_t *me[CTOPO_MAX_PODS]; /* its own line (myself) */
     int all_observed;               /* every pod present and observed */
     int anchor;                     /* -1 when none is observed */
+    /* Slot ownership as the cluster agrees on it (owners): for each slot the node whose
+     * claim has the highest config epoch in any view (Redis's own rule), as the pod of
+     * the layout it is (-1: a node of no pod, e.g. a lost one), and set when any view
+     * gives the slot to anyone. A node's own claim does not outweigh the cluster's: a
+     * pod back without nodes.conf but with its AOF claims the slots of its keys by
+     * itself, with epoch 0. */
+    short *owner;                   /* [CN_SLOTS] */
+    int holds[CTOPO_MAX_PODS];      /* slots each pod holds by that agreement */
 } ctx_t;
 
 const char *ctopo_cmd_kind_name(ctopo_cmd_kind_t kind)
 {
-    static const char *const names[] = {"meet", "forget", "addslots", "replicate", "failover", "flush"};
+    static const char *const names[] = {"meet", "forget", "addslots", "replicate", "failover", "flush", "delslots"};
     return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
 }
 
@@ -189,11 +197,22 @@ static int someones_master(const ctx_t *c, const char *id)
     return 0;
 }
 
+/* 1 when some observed view gives the node id slots (or open slots). */
+static int holds_anywhere(const ctx_t *c, const char *id)
+{
+    for (int i = 0; i < c->n; i++) {
+        const cn_node_t *e = c->in->pod[i].observed ? cn_find(c->in->pod[i].view, id) : NULL;
+        if (e && (e->nranges || e->nopen))
+            return 1;
+    }
+    return 0;
+}
+
 /* 1 when entry e (of some view) is a node to forget. */
 static int forgettable(const ctx_t *c, const cn_node_t *e)
 {
     return pod_of_id(c, e->id) < 0 && !(e->flags & CN_HANDSHAKE) && (e->flags & (CN_FAIL | CN_NOADDR)) &&
-           e->nranges == 0 && e->nopen == 0 && !someones_master(c, e->id);
+           !holds_anywhere(c, e->id) && !someones_master(c, e->id);
 }
 
 static int step_forget(ctx_t *c)
@@ -230,27 +249,46 @@ static int step_forget(ctx_t *c)
 /* ---- 3. SLOTS -------------------------------------------------------------------------- */
 
 /* The slots any view attributes to any node (claimed), and those an observed master of
- * the layout holds by its own word (held). */
-static void slot_maps(const ctx_t *c, cn_slots_t *claimed, cn_slots_t *held)
+ * the layout holds as the cluster agrees (held), with c->owner and c->holds. */
+static void slot_maps(ctx_t *c, cn_slots_t *claimed, cn_slots_t *held)
 {
+    static uint64_t epoch[CN_SLOTS];
     memset(claimed, 0, sizeof(*claimed));
     memset(held, 0, sizeof(*held));
+    for (int slot = 0; slot < CN_SLOTS; slot++)
+        c->owner[slot] = -2; /* nobody */
     for (int i = 0; i < c->n; i++) {
         const cn_view_t *v = c->in->pod[i].observed ? c->in->pod[i].view : NULL;
-        for (size_t k = 0; v && k < v->n; k++)
-            cn_slots_add_node(claimed, &v->nodes[k]);
-        if (c->me[i] && (c->me[i]->flags & CN_MASTER))
-            cn_slots_add_node(held, c->me[i]);
+        for (size_t k = 0; v && k < v->n; k++) {
+            const cn_node_t *e = &v->nodes[k];
+            int pod = pod_of_id(c, e->id);
+            for (size_t r = 0; r < e->nranges; r++)
+                for (int slot = e->ranges[r].from; slot <= e->ranges[r].to; slot++) {
+                    if (c->owner[slot] != -2 && e->config_epoch <= epoch[slot])
+                        continue;
+                    c->owner[slot] = (short)pod;
+                    epoch[slot] = e->config_epoch;
+                    cn_slots_set(claimed, slot);
+                }
+        }
+    }
+    memset(c->holds, 0, sizeof(c->holds));
+    for (int slot = 0; slot < CN_SLOTS; slot++) {
+        int p = c->owner[slot];
+        if (p >= 0 && c->me[p] && (c->me[p]->flags & CN_MASTER)) {
+            c->holds[p]++;
+            cn_slots_set(held, slot);
+        }
     }
 }
 
-/* Shard k's master: the one observed pod of the shard that is a master holding slots;
- * -1 when none, -2 when two. */
+/* Shard k's master: the one observed pod of the shard that is a master holding slots (as
+ * the cluster agrees); -1 when none, -2 when two. */
 static int shard_master(const ctx_t *c, int k)
 {
     int m = -1, per = 1 + c->in->replicas;
     for (int i = k * per; i < (k + 1) * per; i++)
-        if (c->me[i] && (c->me[i]->flags & CN_MASTER) && cn_slot_count(c->me[i]) > 0)
+        if (c->holds[i] > 0)
             m = m == -1 ? i : -2;
     return m;
 }
@@ -262,7 +300,7 @@ static int slots_target(const ctx_t *c, int k)
     if (m != -1)
         return m;
     for (int i = k * per; i < (k + 1) * per; i++)
-        if (c->me[i] && (c->me[i]->flags & CN_MASTER) && cn_slot_count(c->me[i]) == 0)
+        if (c->me[i] && (c->me[i]->flags & CN_MASTER) && cn_slot_count(c->me[i]) == 0 && c->holds[i] == 0)
             return i;
     return -1;
 }
@@ -305,6 +343,27 @@ static int step_slots(ctx_t *c, const cn_slots_t *claimed)
 
 /* ---- 4. REPLICATE ---------------------------------------------------------------------- */
 
+/* Ahead of REPLICATE on pod i, a master the cluster gives no slot: FLUSHALL (Redis
+ * refuses to make a master with keys a replica; its keys are stale copies of slots its
+ * shard's master m serves), and CLUSTER DELSLOTSRANGE of the slots it claims by itself
+ * (Redis refuses a master that believes it has slots; the cluster gives them to others). */
+static void unclaim(ctx_t *c, int i, int k, int m)
+{
+    const cn_node_t *me = c->me[i];
+    add_cmd(c, CTOPO_FLUSH, i, "pod %s holds no slot: its keys (if any) are stale copies of shard %d, which %s serves",
+            c->in->pod[i].pod, k, c->in->pod[m].pod);
+    if (!me->nranges)
+        return;
+    ctopo_cmd_t *cmd = add_cmd(c, CTOPO_DELSLOTS, i, "pod %s claims %d slot(s) by itself that the cluster gives "
+                               "to others (back without nodes.conf, with its AOF)", c->in->pod[i].pod,
+                               cn_slot_count(me));
+    add_arg(cmd, "DELSLOTSRANGE");
+    for (size_t r = 0; r < me->nranges && r < CTOPO_MAX_RANGES; r++) {
+        add_arg(cmd, "%d", me->ranges[r].from);
+        add_arg(cmd, "%d", me->ranges[r].to);
+    }
+}
+
 static int step_replicate(ctx_t *c)
 {
     int sent = 0, per = 1 + c->in->replicas;
@@ -314,7 +373,7 @@ static int step_replicate(ctx_t *c)
             continue;
         for (int i = k * per; i < (k + 1) * per; i++) {
             const cn_node_t *me = c->me[i];
-            if (i == m || !me || (me->flags & CN_MASTER && cn_slot_count(me) > 0))
+            if (i == m || !me || c->holds[i] > 0)
                 continue;
             if ((me->flags & CN_REPLICA) && !strcmp(me->master, c->id[m]))
                 continue;
@@ -322,12 +381,11 @@ static int step_replicate(ctx_t *c)
             if (!known || !(known->flags & CN_MASTER))
                 continue; /* gossip has not told it yet */
             int other = pod_of_id(c, me->master);
-            if (me->flags & CN_MASTER) /* it may hold stale keys: Redis would refuse */
-                add_cmd(c, CTOPO_FLUSH, i, "pod %s holds no slot: its keys (if any) are stale copies of shard %d, "
-                        "which %s serves", c->in->pod[i].pod, k, c->in->pod[m].pod);
+            if (me->flags & CN_MASTER)
+                unclaim(c, i, k, m);
             ctopo_cmd_t *cmd =
                 add_cmd(c, CTOPO_REPLICATE, i, "pod %s (shard %d) %s%s%s; its shard's master is %s",
-                        c->in->pod[i].pod, k, me->flags & CN_REPLICA ? "replicates " : "is an empty master",
+                        c->in->pod[i].pod, k, me->flags & CN_REPLICA ? "replicates " : "is a master without slots",
                         me->flags & CN_REPLICA ? (other >= 0 ? c->in->pod[other].pod : "a node of no pod") : "",
                         me->flags & CN_REPLICA ? ", another shard's" : "", c->in->pod[m].pod);
             add_arg(cmd, "REPLICATE");
@@ -404,7 +462,7 @@ static int step_rollout(ctx_t *c)
         return 1;
     /* replicas first, the highest index first */
     for (int i = c->n - 1; i >= 0; i--)
-        if (c->in->pod[i].outdated && c->me[i] && !(c->me[i]->flags & CN_MASTER && cn_slot_count(c->me[i]))) {
+        if (c->in->pod[i].outdated && c->me[i] && c->holds[i] == 0) {
             c->out->delete_pod = i;
             return 1;
         }
@@ -422,9 +480,9 @@ static void labels(ctx_t *c)
 {
     for (int i = 0; i < c->n; i++) {
         const cn_node_t *me = c->me[i];
-        const char *want = !me ? NULL : (me->flags & CN_MASTER) && cn_slot_count(me) ? "primary"
-                                      : (me->flags & CN_REPLICA)                       ? "replica"
-                                                                                       : NULL;
+        const char *want = !me ? NULL : (me->flags & CN_MASTER) && c->holds[i] ? "primary"
+                                      : (me->flags & CN_REPLICA)              ? "replica"
+                                                                              : NULL;
         const char *have = c->in->pod[i].label;
         if (want && (!have || strcmp(have, want)))
             c->out->label[i] = want;
@@ -457,8 +515,16 @@ static void shards_status(ctx_t *c)
         ctopo_shard_t *s = &c->out->shard[k];
         int m = shard_master(c, k), n = 0;
         s->master = m >= 0 ? m : -1;
-        if (m >= 0)
-            cn_ranges_text(c->me[m]->ranges, c->me[m]->nranges, s->slots, sizeof(s->slots));
+        if (m >= 0) {
+            cn_slots_t mine;
+            cn_range_t r[64];
+            memset(&mine, 0, sizeof(mine));
+            for (int slot = 0; slot < CN_SLOTS; slot++)
+                if (c->owner[slot] == m)
+                    cn_slots_set(&mine, slot);
+            size_t nr = cn_slots_ranges(&mine, 0, CN_SLOTS - 1, 1, r, 64);
+            cn_ranges_text(r, nr < 64 ? nr : 64, s->slots, sizeof(s->slots));
+        }
         for (int i = k * per; i < (k + 1) * per; i++) {
             if (i == m || !c->me[i] || !(c->me[i]->flags & CN_REPLICA))
                 continue;
@@ -523,7 +589,8 @@ int ctopo_compute(const ctopo_input_t *in, ctopo_result_t *out)
     out->delete_pod = -1;
     if (in->shards < 3 || in->shards > CTOPO_MAX_SHARDS || in->replicas < 0 || in->replicas > CTOPO_MAX_REPLICAS)
         return -1;
-    ctx_t c = {.in = in, .out = out, .n = in->shards * (1 + in->replicas)};
+    static short owner[CN_SLOTS];
+    ctx_t c = {.in = in, .out = out, .n = in->shards * (1 + in->replicas), .owner = owner};
     gather(&c);
     cn_slots_t claimed, held;
     slot_maps(&c, &claimed, &held);

@@ -42,7 +42,10 @@
  *      takes slots. Redis refuses to make a master that holds keys a replica, and a pod
  *      back without nodes.conf still has its AOF: a master without slots is sent FLUSHALL
  *      first (its keys are stale copies of slots its shard's master serves; the shard
- *      having a master that holds slots is the condition). A shard whose slots have no
+ *      having a master that holds slots is the condition), and CLUSTER DELSLOTSRANGE of
+ *      the slots it claims by itself (Redis, starting without nodes.conf but with keys,
+ *      takes the slots of its keys with config epoch 0; the cluster gives them to
+ *      others). A shard whose slots have no
  *      master (r = 0 and its master lost) has nobody to follow: its pods wait, their data
  *      kept.
  *   5. HANDOVER (ROLLOUT below): a master whose pod is terminating (kubectl delete pod, a
@@ -54,6 +57,10 @@
  *      deleted (delete_pod); an outdated master first hands over (5); a shard without
  *      replicas (r = 0) deletes its master in place (its data and nodes.conf are on its
  *      volume).
+ * SLOT OWNERSHIP: who holds a slot is what the cluster agrees on, Redis's own rule: the
+ * claim with the highest config epoch in any node's view; a node's own claim alone does
+ * not count (see 4). Every "holds slots" above means that.
+ *
  * Labels: cache.example.com/role primary for a master that holds slots, replica for a
  * replica, each as the pod itself reports it (Redis Cluster's own failovers are followed
  * within one observation).
@@ -99,7 +106,16 @@ typedef struct {
     ctopo_pod_t pod[CTOPO_MAX_PODS]; /* shards * (1 + replicas), index k * (1 + r) + j */
 } ctopo_input_t;
 
-typedef enum { CTOPO_MEET, CTOPO_FORGET, CTOPO_ADDSLOTS, CTOPO_REPLICATE, CTOPO_FAILOVER, CTOPO_FLUSH } ctopo_cmd_kind_t;
+typedef enum {
+    CTOPO_MEET,
+    CTOPO_FORGET,
+    CTOPO_ADDSLOTS,
+    CTOPO_REPLICATE,
+    CTOPO_FAILOVER,
+    CTOPO_FLUSH,
+    CTOPO_DELSLOTS,
+    CTOPO_NKINDS /* how many kinds: not a command */
+} ctopo_cmd_kind_t;
 
 typedef struct {
     ctopo_cmd_kind_t kind;

@@ -202,7 +202,7 @@ size_t exec_stage_end(const plan_t *plan, size_t i)
         return i + 1;
     int has_cm = !strcmp(plan_action(plan, i)->resource, "configmaps");
     size_t j = i + 1;
-    for (; j < n; j++) {
+    for (; j < n && j - i < EXEC_MAX_STAGE; j++) {
         const plan_action_t *a = plan_action(plan, j);
         if (!stageable(a))
             break;
@@ -291,8 +291,6 @@ static exec_result_t exec_one(const exec_ctx_t *x, const plan_action_t *a, int *
 
 /* ---- the plan as a state machine on a loop (STAGES, exec_run) ------------------------ */
 
-#define RUN_MAX_STAGE 8
-
 struct exec_async {
     loop_t *loop;
     loop_curl_t *lc;
@@ -315,7 +313,7 @@ struct exec_run {
     exec_run_done_fn *done;
     void *arg;
     size_t i, end;             /* the stage in flight: actions [i, end) */
-    run_req_t req[RUN_MAX_STAGE];
+    run_req_t req[EXEC_MAX_STAGE];
     int pending;               /* requests of the stage not finished */
     int timer;                 /* the finish, 0 = none */
     int signed_;               /* a status write whose memo signature is stored on success */
@@ -558,7 +556,7 @@ static void run_advance(exec_run_t *run)
             run->i = end;
             continue;
         }
-        assert(end - run->i <= RUN_MAX_STAGE);
+        assert(end - run->i <= EXEC_MAX_STAGE);
         run->end = end;
         if (x->fence && !x->fence(x->fence_user)) {
             kube_error_set(&err, KERR_CONFIG, FENCED_WHY);
@@ -633,7 +631,7 @@ void exec_run_cancel(exec_run_t **run_p)
     exec_run_t *run = run_p ? *run_p : NULL;
     if (!run)
         return;
-    for (size_t k = 0; k < RUN_MAX_STAGE; k++)
+    for (size_t k = 0; k < EXEC_MAX_STAGE; k++)
         kube_call_cancel(&run->req[k].call);
     if (run->timer)
         loop_cancel_timer(run->a->loop, run->timer);

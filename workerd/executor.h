@@ -98,13 +98,16 @@ typedef struct {
  * pods mount the ConfigMap: it goes once the config is written, as the plan's order
  * promises). Every other action (finalizer, cleanup, replace, delete, status, and any
  * non-HTTP action) is a stage of its own, run alone in order. A stage of several writes
- * is sent at once (HTTP/2 streams over one connection) and waited for as a whole; any
+ * is sent at once (HTTP/2 streams over one connection) and waited for as a whole, at most
+ * EXEC_MAX_STAGE of them (Cluster mode's shards bring a StatefulSet and a budget each: a
+ * longer run of such writes is cut into stages of that many); any
  * failure stops the plan before the next stage, reported as the first failed action in
  * plan order (the stage's other writes are done all the same: they do not depend on
  * each other). Events of the stage's actions follow the whole stage (those of its writes
  * that were made, when another of them failed). How a stage runs: ASYNC below.
  *
  * The end (one past the last action) of the stage that starts at action i. */
+#define EXEC_MAX_STAGE 8
 size_t exec_stage_end(const plan_t *plan, size_t i);
 
 /* Carry out the plan for the RedisCluster rc (used for Events' involvedObject), to its

@@ -40,6 +40,7 @@ static const struct {
     [CTOPO_REPLICATE] = {"ClusterReplicate", "made a replica of its shard's master:"},
     [CTOPO_FAILOVER] = {"ClusterFailover", "handed a master's role over to"},
     [CTOPO_FLUSH] = {NULL, NULL},
+    [CTOPO_DELSLOTS] = {NULL, NULL},
 };
 #define NKINDS (sizeof(kind_event) / sizeof(kind_event[0]))
 
@@ -58,10 +59,10 @@ static int plan_commands(const plan_ctx_t *c, const ctopo_input_t *in, const cto
     int skip = 0;
     for (size_t i = 0; i < r->ncmds; i++) {
         const ctopo_cmd_t *cmd = &r->cmd[i];
-        /* a FLUSHALL goes only with the REPLICATE that follows it */
-        size_t need = cmd->kind == CTOPO_FLUSH ? 2 : 1;
+        /* a FLUSHALL (and a DELSLOTSRANGE) goes only with the REPLICATE that follows it */
+        size_t need = cmd->kind == CTOPO_FLUSH ? 3 : 1;
         if (skip || plan_room(p) < need + ROOM_KEPT) {
-            skip = cmd->kind == CTOPO_FLUSH;
+            skip = cmd->kind == CTOPO_FLUSH || (skip && cmd->kind == CTOPO_DELSLOTS);
             left++;
             continue;
         }

@@ -59,6 +59,7 @@ typedef struct {
     char rv[64][16];
     int64_t gen[64], old_gen[64];
     uint64_t seq[64];
+    int unread[64];
 } rec_t;
 
 static void record(void *ud, const cache_delta_t *d)
@@ -75,6 +76,7 @@ static void record(void *ud, const cache_delta_t *d)
              d->item->resource_version ? d->item->resource_version : "");
     r->gen[i] = d->item->generation;
     r->old_gen[i] = d->old_generation;
+    r->unread[i] = d->unread_only;
 }
 
 /* Index of the delta for key, or -1. */
@@ -785,6 +787,110 @@ static void test_max_object_bytes(void)
     cache_destroy(&c);
 }
 
+/* A StatefulSet of the owner "o" at rv with these status counts (ready, available) and
+ * a ballast annotation of pad bytes. */
+static json_object *counted_sts(const char *rv, int ready, int available, size_t pad)
+{
+    json_object *o = obj("{'kind':'StatefulSet','metadata':{'namespace':'default','name':'s','resourceVersion':'%s',"
+                         "'uid':'uid-s','managedFields':[{'manager':'m%s'}],'ownerReferences':[{'kind':'RedisCluster',"
+                         "'name':'o','uid':'uo','controller':true}]},'spec':{'replicas':3},'status':{'replicas':3,"
+                         "'readyReplicas':%d,'availableReplicas':%d}}",
+                         rv, rv, ready, available);
+    char *ballast = calloc(1, pad + 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ballast);
+    memset(ballast, 'b', pad);
+    json_object *meta = NULL;
+    json_object_object_get_ex(o, "metadata", &meta);
+    json_object *ann = json_object_new_object();
+    json_object_object_add(ann, "ballast", json_object_new_string(ballast));
+    json_object_object_add(meta, "annotations", ann);
+    free(ballast);
+    return o;
+}
+
+/* With a projection, a MODIFIED that changed nothing the READ rows name says so
+ * (unread_only); every other delta, and every delta of a kind without one, does not. The
+ * object is kept in its compact form. */
+static void test_projection_marks_unread_changes(void)
+{
+    rec_t r;
+    cache_t *c = new_cache(&r);
+    CU_ASSERT_EQUAL(cache_set_projection(c, OWNER, projection_of("StatefulSet")), -1);
+    CU_ASSERT_EQUAL(cache_set_projection(c, "Pod", projection_of("Pod")), -1);
+    CU_ASSERT_EQUAL(cache_set_projection(c, "StatefulSet", projection_of("StatefulSet")), 0);
+    const struct {
+        const char *rv;
+        int ready, available;
+        size_t pad;
+        cache_change_t change;
+        int unread;
+    } steps[] = {
+        {"1", 1, 1, 10, CACHE_ADDED, 0},
+        {"2", 1, 2, 10, CACHE_MODIFIED, 1},   /* availableReplicas, rv, managedFields: unread */
+        {"3", 2, 2, 10, CACHE_MODIFIED, 0},   /* readyReplicas: read */
+        {"3", 3, 3, 10, CACHE_UNCHANGED, 0},  /* same version: no delta at all */
+        {"4", 2, 3, 10, CACHE_MODIFIED, 1},
+        {"5", 2, 3, 9000, CACHE_MODIFIED, 0}, /* an annotation (read), and over the bound */
+        {"6", 2, 1, 9000, CACHE_MODIFIED, 0}, /* minimal form: no digest, every change counts */
+        {"7", 2, 1, 10, CACHE_MODIFIED, 0},   /* whole again */
+        {"8", 2, 2, 10, CACHE_MODIFIED, 1},
+    };
+    cache_set_max_object_bytes(c, 4096);
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        int before = r.n;
+        json_object *o = counted_sts(steps[i].rv, steps[i].ready, steps[i].available, steps[i].pad);
+        CU_ASSERT_EQUAL(put(c, "StatefulSet", o), (int)steps[i].change);
+        CU_ASSERT_EQUAL(r.n, before + (steps[i].change != CACHE_UNCHANGED));
+        if (r.n > before && r.unread[r.n - 1] != steps[i].unread)
+            fprintf(stderr, "\n  step %zu (rv %s): unread_only %d, want %d\n", i, steps[i].rv, r.unread[r.n - 1],
+                    steps[i].unread);
+        CU_ASSERT(r.n == before || r.unread[r.n - 1] == steps[i].unread);
+    }
+    /* A relist that finds only unread changes says so too. */
+    json_object *items = json_object_new_array();
+    json_object_array_add(items, counted_sts("9", 2, 3, 10));
+    CU_ASSERT_EQUAL_FATAL(cache_replace(c, "StatefulSet", items, NULL, 0), 0);
+    json_object_put(items);
+    CU_ASSERT_EQUAL(r.type[r.n - 1], CACHE_MODIFIED);
+    CU_ASSERT_EQUAL(r.unread[r.n - 1], 1);
+    /* A kind without a projection: every MODIFIED counts. */
+    CU_ASSERT_EQUAL(put(c, "ConfigMap", child("ConfigMap", "cm", "1", "o", "uo")), CACHE_ADDED);
+    CU_ASSERT_EQUAL(put(c, "ConfigMap", child("ConfigMap", "cm", "2", "o", "uo")), CACHE_MODIFIED);
+    CU_ASSERT_EQUAL(r.unread[r.n - 1], 0);
+    /* What is kept is the compact form: the read, keep and write rows; the bound applies to
+     * it, so an object large only in what nobody reads stays whole (not minimal). */
+    json_object *big = counted_sts("10", 2, 3, 10);
+    json_object *st = NULL;
+    json_object_object_get_ex(big, "status", &st);
+    char *noise = calloc(1, 9001);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(noise);
+    memset(noise, 'n', 9000);
+    json_object_object_add(st, "conditions", obj("[{'type':'Unread','status':'True'}]"));
+    json_object_object_add(st, "note", json_object_new_string(noise));
+    free(noise);
+    CU_ASSERT_EQUAL(put(c, "StatefulSet", big), CACHE_MODIFIED);
+    const cache_item_t *it = cache_lookup(c, "StatefulSet", "default/s");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+    CU_ASSERT_EQUAL(it->truncated, 0);
+    CU_ASSERT_EQUAL(r.unread[r.n - 1], 1);
+    CU_ASSERT_STRING_EQUAL(it->json,
+                           "{\"kind\":\"StatefulSet\",\"metadata\":{\"namespace\":\"default\",\"name\":\"s\","
+                           "\"resourceVersion\":\"10\",\"uid\":\"uid-s\",\"ownerReferences\":[{\"kind\":"
+                           "\"RedisCluster\",\"name\":\"o\",\"uid\":\"uo\",\"controller\":true}],\"annotations\":"
+                           "{\"ballast\":\"bbbbbbbbbb\"}},\"spec\":{\"replicas\":3},\"status\":{\"replicas\":3,"
+                           "\"readyReplicas\":2}}");
+    /* ... and a kind without one keeps the whole object (managedFields apart). */
+    CU_ASSERT_PTR_NOT_NULL(strstr(cache_get_json(c, "ConfigMap", "default/cm"), "blockOwnerDeletion"));
+    /* SYNC and DELETED never are. */
+    cache_resync(c, "StatefulSet");
+    CU_ASSERT_EQUAL(r.type[r.n - 1], CACHE_SYNC);
+    CU_ASSERT_EQUAL(r.unread[r.n - 1], 0);
+    CU_ASSERT_EQUAL(cache_delete(c, "StatefulSet", "default/s", NULL, NULL, 0), 0);
+    CU_ASSERT_EQUAL(r.type[r.n - 1], CACHE_DELETED);
+    CU_ASSERT_EQUAL(r.unread[r.n - 1], 0);
+    cache_destroy(&c);
+}
+
 /* Metadata-only items of a relist (PartialObjectMetadata) are kept as minimal forms
  * with the reason given, and count as seen: the relist's end does not delete them. */
 static void test_relist_partial(void)
@@ -824,6 +930,7 @@ static const cu_entry_t tests[] = {
     {"bad objects refused, cache unchanged", test_bad_objects_refused},
     {"objects over max_object_bytes kept in minimal form", test_max_object_bytes},
     {"relist: metadata-only items", test_relist_partial},
+    {"a projection marks changes no plan reads", test_projection_marks_unread_changes},
     CU_SUITE("cache owners"),
     {"owner index and child -> owner key", test_owner_index_and_key_mapping},
     {"deltas map to owner keys", test_deltas_map_to_owner_keys},

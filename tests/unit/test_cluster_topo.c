@@ -133,6 +133,7 @@ typedef struct {
     const char *flags;   /* "master", "slave", "master,fail", "handshake" ... */
     char master;         /* the master's tag for a replica, 0 = "-" */
     const char *slots;   /* "0-5460 5461" ... */
+    int epoch;           /* its config epoch (0 = 1) */
 } tnode_t;
 
 /* A pod: which node it is (0 = not observed), which nodes its view holds ("" = all of the
@@ -176,9 +177,9 @@ static void view_text(const row_t *r, const tpod_t *p, char *out, size_t len)
         id_of(n->tag, id);
         if (n->master)
             id_of(n->master, master);
-        off += (size_t)snprintf(out + off, len - off, "%s %s:%d@%d %s%s %s 0 0 1 connected %s\n", id,
+        off += (size_t)snprintf(out + off, len - off, "%s %s:%d@%d %s%s %s 0 0 %d connected %s\n", id,
                                 *n->ip ? n->ip : "", *n->ip ? 6379 : 0, *n->ip ? 16379 : 0, mine ? "myself," : "",
-                                n->flags, master, n->slots ? n->slots : "");
+                                n->flags, master, n->epoch ? n->epoch : 1, n->slots ? n->slots : "");
     }
 }
 
@@ -235,6 +236,21 @@ static void cmds_text(const ctopo_input_t *in, const ctopo_result_t *o, char *ou
     (void)in;
 }
 
+/* Some other node, in some pod's view, holds slot at a config epoch above me's. */
+static int held_elsewhere(const ctopo_input_t *in, int n, const cn_node_t *me, int slot)
+{
+    for (int i = 0; i < n; i++)
+        for (size_t k = 0; in->pod[i].view && k < in->pod[i].view->n; k++) {
+            const cn_node_t *e = &in->pod[i].view->nodes[k];
+            if (!strcmp(e->id, me->id) || e->config_epoch <= me->config_epoch)
+                continue;
+            for (size_t x = 0; x < e->nranges; x++)
+                if (e->ranges[x].from <= slot && slot <= e->ranges[x].to)
+                    return 1;
+        }
+    return 0;
+}
+
 /* The invariant: nothing the result says could lose a slot's data. */
 static void check_safe(const row_t *r, const ctopo_input_t *in, const ctopo_result_t *o)
 {
@@ -253,10 +269,19 @@ static void check_safe(const row_t *r, const ctopo_input_t *in, const ctopo_resu
                     }
             }
         }
-        if (cmd->kind == CTOPO_FLUSH) { /* only a master without slots, and its shard's slots held elsewhere */
+        if (cmd->kind == CTOPO_FLUSH) { /* only a master whose every slot is held elsewhere at a higher epoch */
             const cn_node_t *me = cn_myself(in->pod[cmd->pod].view);
-            CU_ASSERT(me && (me->flags & CN_MASTER) && cn_slot_count(me) == 0);
-            CU_ASSERT(c + 1 < o->ncmds && o->cmd[c + 1].kind == CTOPO_REPLICATE && o->cmd[c + 1].pod == cmd->pod);
+            CU_ASSERT_FATAL(me != NULL);
+            CU_ASSERT(me->flags & CN_MASTER);
+            for (size_t x = 0; x < me->nranges; x++)
+                for (int slot = me->ranges[x].from; slot <= me->ranges[x].to; slot++)
+                    CU_ASSERT(held_elsewhere(in, n, me, slot));
+            size_t next = c + 1;
+            if (cn_slot_count(me) > 0) {
+                CU_ASSERT(next < o->ncmds && o->cmd[next].kind == CTOPO_DELSLOTS && o->cmd[next].pod == cmd->pod);
+                next++;
+            }
+            CU_ASSERT(next < o->ncmds && o->cmd[next].kind == CTOPO_REPLICATE && o->cmd[next].pod == cmd->pod);
         }
         if (cmd->kind == CTOPO_FORGET)
             for (int i = 0; i < n; i++) {
@@ -271,8 +296,8 @@ static void check_safe(const row_t *r, const ctopo_input_t *in, const ctopo_resu
 #define ALL NULL
 /* S=3, r=1: pods c-shard0-0, -1, c-shard1-0, -1, c-shard2-0, -1 at 10.0.0.1..6 */
 #define IPS(a, b, c, d, e, f) a, b, c, d, e, f
-#define M(tag, ip, slots) {tag, ip, "master", 0, slots}
-#define S(tag, ip, of) {tag, ip, "slave", of, NULL}
+#define M(tag, ip, slots) {tag, ip, "master", 0, slots, 0}
+#define S(tag, ip, of) {tag, ip, "slave", of, NULL, 0}
 #define HEALTHY                                                                                                    \
     M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),                     \
         S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "10923-16383"), S('5', "10.0.0.6", '4')
@@ -305,7 +330,7 @@ static const row_t rows[] = {
      1,
      0,
      {M('0', "10.0.0.1", NULL), M('1', "10.0.0.2", NULL), M('2', "10.0.0.3", NULL), M('3', "10.0.0.4", NULL),
-      M('4', "10.0.0.5", NULL), M('5', "10.0.0.6", NULL), {'e', "10.0.0.5", "handshake", 0, NULL}},
+      M('4', "10.0.0.5", NULL), M('5', "10.0.0.6", NULL), {'e', "10.0.0.5", "handshake", 0, NULL, 0}},
      {{'0', "123e", "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL},
       {'1', "023", "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
       {'2', "013", "10.0.0.3", 0, 0, 0, 0, 0, 0, NULL},
@@ -378,7 +403,7 @@ static const row_t rows[] = {
      1,
      1,
      {M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
-      S('3', "10.0.0.4", '2'), {'4', "10.0.0.5", "master,fail", 0, NULL}, M('5', "10.0.0.6", "10923-16383"),
+      S('3', "10.0.0.4", '2'), {'4', "10.0.0.5", "master,fail", 0, NULL, 0}, M('5', "10.0.0.6", "10923-16383"),
       M('e', "10.0.0.5", NULL)},
      {{'0', "12345", "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL},
       {'1', "02345", "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
@@ -395,7 +420,7 @@ static const row_t rows[] = {
      1,
      1,
      {M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
-      S('3', "10.0.0.4", '2'), {'4', "", "master,fail,noaddr", 0, NULL}, M('5', "10.0.0.6", "10923-16383"),
+      S('3', "10.0.0.4", '2'), {'4', "", "master,fail,noaddr", 0, NULL, 0}, M('5', "10.0.0.6", "10923-16383"),
       M('e', "10.0.0.5", NULL)},
      {{'0', ALL, "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL},
       {'1', ALL, "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
@@ -419,11 +444,62 @@ static const row_t rows[] = {
      "ReplicasMissing",
      -1,
      ""},
+    {"a pod back without nodes.conf but with its AOF claims its keys' slots by itself: no master of shard 2 yet",
+     3,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '2'), {'4', "", "master,fail,noaddr", 0, "10923-16383", 4}, S('5', "10.0.0.6", '4'),
+      {'e', "10.0.0.5", "master", 0, "10923-10930", 0}},
+     {{'0', "12345e", "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL},
+      {'1', "02345e", "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
+      {'2', "01345e", "10.0.0.3", 0, 0, 0, 0, 0, 0, NULL},
+      {'3', "01245e", "10.0.0.4", 0, 0, 0, 0, 0, 0, NULL},
+      {'e', "01235", "10.0.0.5", 0, 0, 0, 0, 0, 0, "-"},
+      {'5', "01234e", "10.0.0.6", 0, 0, 0, 0, 0, 0, NULL}},
+     "",
+     "SlotsUncovered",
+     -1,
+     ""},
+    {"...Redis promotes shard 2's replica: the slotless old identity is forgotten first",
+     3,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '2'), {'4', "", "master,fail,noaddr", 0, NULL, 4}, {'5', "10.0.0.6", "master", 0,
+      "10923-16383", 5}, {'e', "10.0.0.5", "master", 0, "10923-10930", 0}},
+     {{'0', "12345e", "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL},
+      {'1', "02345e", "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
+      {'2', "01345e", "10.0.0.3", 0, 0, 0, 0, 0, 0, NULL},
+      {'3', "01245e", "10.0.0.4", 0, 0, 0, 0, 0, 0, NULL},
+      {'e', "01235", "10.0.0.5", 0, 0, 0, 0, 0, 0, "-"},
+      {'5', "01234e", "10.0.0.6", 0, 0, 0, 0, 0, 0, "replica"}},
+     "0<-FORGET 4; 1<-FORGET 4; 2<-FORGET 4; 3<-FORGET 4; 5<-FORGET 4",
+     "ReplicasMissing",
+     -1,
+     "5=primary"},
+    {"...then the pod unclaims its stale slots, flushes and follows the promoted replica",
+     3,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '2'), {'5', "10.0.0.6", "master", 0, "10923-16383", 5},
+      {'e', "10.0.0.5", "master", 0, "10923-10930", 0}},
+     {{'0', "1235e", "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL},
+      {'1', "0235e", "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
+      {'2', "0135e", "10.0.0.3", 0, 0, 0, 0, 0, 0, NULL},
+      {'3', "0125e", "10.0.0.4", 0, 0, 0, 0, 0, 0, NULL},
+      {'e', "01235", "10.0.0.5", 0, 0, 0, 0, 0, 0, "-"},
+      {'5', "0123e", "10.0.0.6", 0, 0, 0, 0, 0, 0, "replica"}},
+     "4<-FLUSHALL; 4<-DELSLOTSRANGE 10923 10930; 4<-REPLICATE 5",
+     "ReplicasMissing",
+     -1,
+     "5=primary"},
     {"a failed primary promoted by Redis: labels follow, nothing sent while it is away",
      3,
      1,
      1,
-     {{'0', "10.0.0.1", "master,fail", 0, NULL}, M('1', "10.0.0.2", "0-5460"), M('2', "10.0.0.3", "5461-10922"),
+     {{'0', "10.0.0.1", "master,fail", 0, NULL, 0}, M('1', "10.0.0.2", "0-5460"), M('2', "10.0.0.3", "5461-10922"),
       S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "10923-16383"), S('5', "10.0.0.6", '4')},
      {{0, NULL, "10.0.0.1", 0, 0, 0, 0, 0, 0, "primary"},
       PL('1', "10.0.0.2", "replica"),
@@ -452,7 +528,7 @@ static const row_t rows[] = {
      0,
      1,
      {M('0', "10.0.0.1", "0-5460"), M('1', "10.0.0.2", "5461-10922"),
-      {'2', "10.0.0.3", "master,fail", 0, "10923-16383"}, M('e', "10.0.0.3", NULL)},
+      {'2', "10.0.0.3", "master,fail", 0, "10923-16383", 0}, M('e', "10.0.0.3", NULL)},
      {{'0', "12e", "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL}, {'1', "02e", "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
       {'e', "01", "10.0.0.3", 0, 0, 0, 0, 0, 0, "-"}},
      "",

@@ -17,6 +17,7 @@
 #include "loop.h"
 #include "loop_curl.h"
 #include "metrics.h"
+#include "projection.h"
 #include "proto.h"
 #include "reporter.h"
 #include "rmsg.h"
@@ -545,6 +546,53 @@ static void test_drain(void)
     fx_stop();
 }
 
+/* Upsert ConfigMap ns/<name> of the RedisCluster of that name with its data, at rv, with
+ * a managedFields entry stamped at when (what the API server moves on every write). */
+static void put_cm_data(const char *name, const char *rv, const char *data, const char *when)
+{
+    char text[1024], err[256];
+    snprintf(text, sizeof(text),
+             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
+             "\"uid\":\"c-%s\",\"resourceVersion\":\"%s\",\"managedFields\":[{\"manager\":\"x\",\"time\":\"%s\"}],"
+             "\"ownerReferences\":[{\"kind\":\"RedisCluster\",\"name\":\"%s\",\"uid\":\"u-%s\",\"controller\":true}]},"
+             "\"data\":{\"redis.conf\":\"%s\"},\"example.com/unread\":\"%s\"}",
+             name, name, rv, when, name, name, data, when);
+    json_object *o = json_tokener_parse(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    CU_ASSERT_EQUAL(cache_upsert(fx.cache, "ConfigMap", o, NULL, err, sizeof(err)), 0);
+    json_object_put(o);
+}
+
+static double skipped(const char *kind)
+{
+    metric_family_t *f = metrics_counter(metrics_default(), "informer_enqueue_skipped_total", NULL, "kind");
+    return metric_value(f, METRIC_LABELS(kind));
+}
+
+/* A child's change that no plan reads (projection.h) queues nothing, and is counted; one
+ * it reads queues its RedisCluster as before. */
+static void test_unread_change_queues_nothing(void)
+{
+    fx_start(0);
+    CU_ASSERT_EQUAL_FATAL(cache_set_projection(fx.cache, "ConfigMap", projection_of("ConfigMap")), 0);
+    put_rc("a", "1", 1, "");
+    put_cm_data("a", "2", "maxmemory 1mb", "t1");
+    SAY(PROTO_READY, "1");
+    expect_work("ns/a", "0", "1");
+    SAY(PROTO_DONE, "ns/a", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    double before = skipped("ConfigMap");
+    put_cm_data("a", "3", "maxmemory 1mb", "t2"); /* resourceVersion, managedFields, a field nobody reads */
+    expect_no_work(200);
+    CU_ASSERT_EQUAL(skipped("ConfigMap"), before + 1);
+    put_cm_data("a", "4", "maxmemory 2mb", "t2"); /* data: read */
+    const char *children = expect_work("ns/a", "0", "1");
+    CU_ASSERT_PTR_NOT_NULL(strstr(children, "maxmemory 2mb"));
+    CU_ASSERT_EQUAL(skipped("ConfigMap"), before + 1);
+    SAY(PROTO_DONE, "ns/a", "done", "0");
+    fx_stop();
+}
+
 /* Without sockets (informerd --tail) it maps and queues, and hands out nothing. */
 static void test_without_sockets(void)
 {
@@ -576,6 +624,7 @@ static const cu_entry_t tests[] = {
     {"a key waits for the cache to hold its own write", test_own_write_awaited},
     {"a drain hands out nothing more", test_drain},
     {"without sockets: keys mapped, none handed out", test_without_sockets},
+    {"a child's change no plan reads queues nothing", test_unread_change_queues_nothing},
 };
 
 CU_MAIN(tests)

@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "cu_table.h"
 #include "json_at.h"
+#include "executor.h"
 #include "plan.h"
 #include "render.h"
 
@@ -148,6 +149,32 @@ static void test_new_cluster_children(void)
     json_object_put(rc);
 }
 
+/* Ten shards bring twenty child writes in a row: the executor's stages cut them at
+ * EXEC_MAX_STAGE (a longer stage aborted workerd: found by bench/cluster.sh, S = 6). */
+static void test_many_shards_stages(void)
+{
+    json_object *rc = parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
+                            "\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"uid-1\",\"generation\":1,"
+                            "\"resourceVersion\":\"5\",\"finalizers\":[\"cache.example.com/finalizer\"]},\"spec\":{"
+                            "\"size\":20,\"image\":\"redis\",\"version\":\"7.2\",\"mode\":\"Cluster\","
+                            "\"cluster\":{\"shards\":10,\"replicasPerShard\":1}}}");
+    plan_t *p = plan_compute_children(rc, &(plan_children_t){0}, &(plan_observed_t){0}, T1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    size_t n = plan_action_count(p), creates = 0, stages = 0;
+    for (size_t i = 0; i < n; i++)
+        creates += plan_action(p, i)->kind == PLAN_CREATE;
+    CU_ASSERT_EQUAL(creates, 2 + 2 * 10);
+    for (size_t i = 0; i < n; stages++) {
+        size_t end = exec_stage_end(p, i);
+        CU_ASSERT_FATAL(end > i);
+        CU_ASSERT(end - i <= EXEC_MAX_STAGE);
+        i = end;
+    }
+    CU_ASSERT(stages >= 1 + (2 * 10 + EXEC_MAX_STAGE - 1) / EXEC_MAX_STAGE);
+    plan_destroy(&p);
+    json_object_put(rc);
+}
+
 /* The shards there, the nodes fresh: the anchor meets the others, one Event. */
 static void test_fresh_nodes_are_met(void)
 {
@@ -268,6 +295,7 @@ static void test_rollout_deletes_a_replica(void)
 static const cu_entry_t tests[] = {
     CU_SUITE("plan: Cluster mode"),
     {"a new cluster: a StatefulSet and a PDB per shard", test_new_cluster_children},
+    {"ten shards: the child writes in stages of at most EXEC_MAX_STAGE", test_many_shards_stages},
     {"fresh nodes are met from one anchor", test_fresh_nodes_are_met},
     {"healthy: Running, status.cluster, then a resync writes nothing", test_healthy_is_running},
     {"a rollout deletes the outdated replica of the highest index", test_rollout_deletes_a_replica},

@@ -1,0 +1,520 @@
+/* test_slotmove: moving hash slots (workerd/slotmove.h).
+ *   - the machine as a table: a state and an answer, the next state;
+ *   - runs against a model of Redis Cluster's answers (each node's own slot table, its
+ *     IMPORTING/MIGRATING marks, its keys; CLUSTER SETSLOT, GETKEYSINSLOT and MIGRATE as
+ *     Redis 7 answers them, refusals included): one slot with keys moved whole; a run
+ *     cut off after every single command (a worker or the operator killed there), then a
+ *     fresh run: the slot ends on the target, closed everywhere, every key there once
+ *     with its value; a MIGRATE cut off after copying a key and before deleting it
+ *     (BUSYKEY, then REPLACE); the budget and max_bytes stopping a run between batches;
+ *     a refusal stopping it with Redis's words;
+ *   - the job as a plan action's JSON body, there and back, and bodies refused.
+ * The same machine runs against real redis-server processes in test_cluster_live.c. */
+#include "cu_table.h"
+#include "slotmove.h"
+
+#include <CUnit/CUnit.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- replies -------------------------------------------------------------------------- */
+
+/* The reply RESP text resp parses to (hiredis's reader: the real reply objects). */
+static redisReply *reply_of(const char *resp, size_t len)
+{
+    redisReader *rd = redisReaderCreate();
+    void *r = NULL;
+    redisReaderFeed(rd, resp, len);
+    CU_ASSERT_EQUAL_FATAL(redisReaderGetReply(rd, &r), REDIS_OK);
+    redisReaderFree(rd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    return r;
+}
+
+static redisReply *status_of(const char *s)
+{
+    char b[256];
+    int n = snprintf(b, sizeof(b), "+%s\r\n", s);
+    return reply_of(b, (size_t)n);
+}
+
+static redisReply *error_of(const char *s)
+{
+    char b[512];
+    int n = snprintf(b, sizeof(b), "-%s\r\n", s);
+    return reply_of(b, (size_t)n);
+}
+
+/* ---- the machine as a table ------------------------------------------------------------- */
+
+static void test_table(void)
+{
+    static const struct {
+        slotmove_state_t from;
+        const char *resp; /* NULL: no answer (the node could not be asked) */
+        slotmove_state_t to;
+        int replace;
+    } rows[] = {
+        {SLOTMOVE_IMPORTING, "+OK\r\n", SLOTMOVE_MIGRATING, 0},
+        {SLOTMOVE_IMPORTING, "-ERR I'm already the owner of hash slot 7\r\n", SLOTMOVE_NODE_SOURCE, 0},
+        {SLOTMOVE_IMPORTING, "-ERR I don't know about node abc\r\n", SLOTMOVE_FAILED, 0},
+        {SLOTMOVE_IMPORTING, NULL, SLOTMOVE_FAILED, 0},
+        {SLOTMOVE_MIGRATING, "+OK\r\n", SLOTMOVE_GETKEYS, 0},
+        {SLOTMOVE_MIGRATING, "-ERR I'm not the owner of hash slot 7\r\n", SLOTMOVE_FAILED, 0},
+        {SLOTMOVE_GETKEYS, "*0\r\n", SLOTMOVE_NODE_TARGET, 0},
+        {SLOTMOVE_GETKEYS, "*2\r\n$1\r\na\r\n$1\r\nb\r\n", SLOTMOVE_SIZES, 0},
+        {SLOTMOVE_GETKEYS, "-ERR Invalid slot\r\n", SLOTMOVE_FAILED, 0},
+        {SLOTMOVE_MIGRATE, "+OK\r\n", SLOTMOVE_GETKEYS, 0},
+        {SLOTMOVE_MIGRATE, "+NOKEY\r\n", SLOTMOVE_GETKEYS, 0},
+        {SLOTMOVE_MIGRATE, "-BUSYKEY Target key name already exists.\r\n", SLOTMOVE_MIGRATE, 1},
+        {SLOTMOVE_MIGRATE, "-IOERR error or timeout reading to target instance\r\n", SLOTMOVE_FAILED, 0},
+        {SLOTMOVE_NODE_TARGET, "+OK\r\n", SLOTMOVE_NODE_SOURCE, 0},
+        {SLOTMOVE_NODE_TARGET, "-ERR Target is not a master\r\n", SLOTMOVE_FAILED, 0},
+        {SLOTMOVE_NODE_SOURCE, "+OK\r\n", SLOTMOVE_NODE_OTHERS, 0},
+        {SLOTMOVE_NODE_SOURCE,
+         "-ERR Can't assign hashslot 7 to a different node while I still hold keys for this hash slot.\r\n",
+         SLOTMOVE_FAILED, 0},
+        {SLOTMOVE_NODE_OTHERS, "-ERR whatever\r\n", SLOTMOVE_NODE_OTHERS, 0}, /* the first of two */
+    };
+    slotmove_job_t job = {.nothers = 2, .batch_bytes = 100};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        slotmove_t m;
+        slotmove_start(&m, 7);
+        m.state = rows[i].from;
+        redisReply *r = rows[i].resp ? reply_of(rows[i].resp, strlen(rows[i].resp)) : NULL;
+        slotmove_feed(&m, &job, r, NULL, "10.0.0.1:6379: connect: Connection refused");
+        if (m.state != rows[i].to || m.replace != rows[i].replace)
+            printf("\n  row %zu: %s + %s -> %s (want %s)\n", i, slotmove_state_name(rows[i].from),
+                   rows[i].resp ? rows[i].resp : "(none)", slotmove_state_name(m.state),
+                   slotmove_state_name(rows[i].to));
+        CU_ASSERT_EQUAL(m.state, rows[i].to);
+        CU_ASSERT_EQUAL(m.replace, rows[i].replace);
+        if (m.state == SLOTMOVE_FAILED)
+            CU_ASSERT(strncmp(m.why, "slot 7: ", 8) == 0);
+        freeReplyObject(r);
+    }
+    /* no answer at all says why */
+    slotmove_t m;
+    slotmove_start(&m, 7);
+    slotmove_feed(&m, &job, NULL, NULL, "10.0.0.1:6379: connect: Connection refused");
+    CU_ASSERT_PTR_NOT_NULL(strstr(m.why, "Connection refused"));
+    /* sizes: a batch is the keys whose sizes sum to batch_bytes, at least one */
+    int64_t sizes[4] = {40, 50, 30, 10};
+    slotmove_start(&m, 7);
+    m.state = SLOTMOVE_SIZES;
+    m.nkeys = 4;
+    slotmove_feed(&m, &job, NULL, sizes, NULL);
+    CU_ASSERT_EQUAL(m.state, SLOTMOVE_MIGRATE);
+    CU_ASSERT_EQUAL(m.take, 2);
+    int64_t big[2] = {500, 10};
+    m.state = SLOTMOVE_SIZES;
+    m.nkeys = 2;
+    slotmove_feed(&m, &job, NULL, big, NULL);
+    CU_ASSERT_EQUAL(m.take, 1);
+    /* NODE_OTHERS goes through each other master, then DONE */
+    slotmove_start(&m, 7);
+    m.state = SLOTMOVE_NODE_OTHERS;
+    slotmove_feed(&m, &job, NULL, NULL, "x");
+    CU_ASSERT_EQUAL(m.state, SLOTMOVE_NODE_OTHERS);
+    slotmove_feed(&m, &job, NULL, NULL, "x");
+    CU_ASSERT_EQUAL(m.state, SLOTMOVE_DONE);
+    job.nothers = 0;
+    slotmove_start(&m, 7);
+    m.state = SLOTMOVE_NODE_SOURCE;
+    redisReply *ok = status_of("OK");
+    slotmove_feed(&m, &job, ok, NULL, NULL);
+    CU_ASSERT_EQUAL(m.state, SLOTMOVE_DONE);
+    freeReplyObject(ok);
+}
+
+/* ---- a model of Redis Cluster's answers ------------------------------------------------- */
+
+#define NODES 4 /* 0 source, 1 target, 2 and 3 other masters */
+#define SLOTS 8 /* the slots the model knows */
+#define MAXKEYS 64
+
+typedef struct {
+    char key[16];
+    char val[16];
+    int slot;
+} kv_t;
+
+typedef struct {
+    int owner[SLOTS];     /* this node's own table: the owner of each slot */
+    int importing[SLOTS]; /* from node, -1 */
+    int migrating[SLOTS]; /* to node, -1 */
+    kv_t kv[MAXKEYS];
+    int nkv;
+} mnode_t;
+
+typedef struct {
+    mnode_t n[NODES];
+    char id[NODES][CN_ID_LEN + 1];
+    int calls;      /* commands answered */
+    int fail_at;    /* the command that gets no answer (a crash there), -1 none */
+    int cut_migrate; /* the MIGRATE that copies its first key and then gets no answer, -1 none */
+    int migrates;
+    int64_t now;
+} model_t;
+
+static void model_init(model_t *w, int keys_in_slot3)
+{
+    memset(w, 0, sizeof(*w));
+    w->fail_at = w->cut_migrate = -1;
+    for (int i = 0; i < NODES; i++) {
+        memset(w->id[i], '0' + i, CN_ID_LEN);
+        for (int s = 0; s < SLOTS; s++) {
+            w->n[i].owner[s] = 0; /* node 0 (the source) owns every slot of the model */
+            w->n[i].importing[s] = w->n[i].migrating[s] = -1;
+        }
+    }
+    for (int k = 0; k < keys_in_slot3; k++) {
+        kv_t *kv = &w->n[0].kv[w->n[0].nkv++];
+        snprintf(kv->key, sizeof(kv->key), "k%d", k);
+        snprintf(kv->val, sizeof(kv->val), "v%d", k);
+        kv->slot = 3;
+    }
+}
+
+static int node_by_id(const model_t *w, const char *id)
+{
+    for (int i = 0; i < NODES; i++)
+        if (!strcmp(w->id[i], id))
+            return i;
+    return -1;
+}
+
+static int find_key(const mnode_t *n, const char *key)
+{
+    for (int i = 0; i < n->nkv; i++)
+        if (!strcmp(n->kv[i].key, key))
+            return i;
+    return -1;
+}
+
+static int keys_in(const mnode_t *n, int slot)
+{
+    int c = 0;
+    for (int i = 0; i < n->nkv; i++)
+        c += n->kv[i].slot == slot;
+    return c;
+}
+
+static void del_key(mnode_t *n, int i)
+{
+    n->kv[i] = n->kv[--n->nkv];
+}
+
+static redisReply *m_setslot(model_t *w, int me, int argc, const char *const *argv)
+{
+    mnode_t *n = &w->n[me];
+    int s = (int)strtol(argv[2], NULL, 10);
+    const char *how = argv[3];
+    int who = argc > 4 ? node_by_id(w, argv[4]) : -1;
+    char e[200];
+    if (who < 0) {
+        snprintf(e, sizeof(e), "ERR I don't know about node %s", argc > 4 ? argv[4] : "");
+        return error_of(e);
+    }
+    if (!strcmp(how, "IMPORTING")) {
+        if (n->owner[s] == me) {
+            snprintf(e, sizeof(e), "ERR I'm already the owner of hash slot %d", s);
+            return error_of(e);
+        }
+        n->importing[s] = who;
+    } else if (!strcmp(how, "MIGRATING")) {
+        if (n->owner[s] != me) {
+            snprintf(e, sizeof(e), "ERR I'm not the owner of hash slot %d", s);
+            return error_of(e);
+        }
+        n->migrating[s] = who;
+    } else if (!strcmp(how, "NODE")) {
+        if (n->owner[s] == me && who != me && keys_in(n, s)) {
+            snprintf(e, sizeof(e),
+                     "ERR Can't assign hashslot %d to a different node while I still hold keys for this hash slot.", s);
+            return error_of(e);
+        }
+        if (who != me && n->migrating[s] >= 0 && keys_in(n, s) == 0)
+            n->migrating[s] = -1;
+        if (who == me)
+            n->importing[s] = -1;
+        n->owner[s] = who;
+    }
+    return status_of("OK");
+}
+
+static redisReply *m_getkeys(model_t *w, int me, int slot)
+{
+    char b[4096];
+    size_t off = 0;
+    int c = keys_in(&w->n[me], slot);
+    off += (size_t)snprintf(b + off, sizeof(b) - off, "*%d\r\n", c);
+    for (int i = 0; i < w->n[me].nkv; i++)
+        if (w->n[me].kv[i].slot == slot)
+            off += (size_t)snprintf(b + off, sizeof(b) - off, "$%zu\r\n%s\r\n", strlen(w->n[me].kv[i].key),
+                                    w->n[me].kv[i].key);
+    return reply_of(b, off);
+}
+
+/* MIGRATE from me to the target (the model's node 1) of keys after "KEYS". */
+static redisReply *m_migrate(model_t *w, int me, int argc, const char *const *argv)
+{
+    int replace = 0, k = 0, moved = 0;
+    for (; k < argc && strcmp(argv[k], "KEYS"); k++)
+        replace |= !strcmp(argv[k], "REPLACE");
+    mnode_t *src = &w->n[me], *dst = &w->n[1];
+    int cut = w->migrates++ == w->cut_migrate;
+    for (int i = k + 1; i < argc; i++) {
+        int at = find_key(src, argv[i]);
+        if (at < 0)
+            continue;
+        int there = find_key(dst, argv[i]);
+        if (there >= 0 && !replace)
+            return error_of("BUSYKEY Target key name already exists.");
+        if (there >= 0)
+            del_key(dst, there);
+        dst->kv[dst->nkv++] = src->kv[at];
+        if (cut)
+            return NULL; /* copied, not deleted: the connection went */
+        del_key(src, at);
+        moved++;
+    }
+    return status_of(moved ? "OK" : "NOKEY");
+}
+
+static redisReply *m_command(void *user, int to, int argc, const char *const *argv, const size_t *lens, char *err,
+                             size_t errlen)
+{
+    (void)lens;
+    model_t *w = user;
+    int me = to == SLOTMOVE_TO_SOURCE ? 0 : to == SLOTMOVE_TO_TARGET ? 1 : 2 + to;
+    if (w->calls++ == w->fail_at) {
+        snprintf(err, errlen, "model: the worker was killed here");
+        return NULL;
+    }
+    if (!strcmp(argv[0], "MIGRATE")) {
+        redisReply *r = m_migrate(w, me, argc, argv);
+        if (!r)
+            snprintf(err, errlen, "model: the connection went in the middle of MIGRATE");
+        return r;
+    }
+    if (argc >= 4 && !strcmp(argv[1], "SETSLOT"))
+        return m_setslot(w, me, argc, argv);
+    if (argc == 4 && !strcmp(argv[1], "GETKEYSINSLOT"))
+        return m_getkeys(w, me, (int)strtol(argv[2], NULL, 10));
+    return error_of("ERR unknown command");
+}
+
+static int m_sizes(void *user, const redisReply *keys, int64_t *sizes, char *err, size_t errlen)
+{
+    model_t *w = user;
+    if (w->calls++ == w->fail_at) {
+        snprintf(err, errlen, "model: the worker was killed here");
+        return -1;
+    }
+    for (size_t i = 0; i < keys->elements; i++)
+        sizes[i] = 40; /* every key the same */
+    return 0;
+}
+
+static int64_t m_now(void *user)
+{
+    model_t *w = user;
+    return w->now += 1000000; /* 1 ms a look */
+}
+
+static void job_of(const model_t *w, slotmove_job_t *job, int from, int to, int64_t batch_bytes)
+{
+    memset(job, 0, sizeof(*job));
+    const char *ips[NODES] = {"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"};
+    slotmove_node_t *nodes[NODES] = {&job->source, &job->target, &job->others[0], &job->others[1]};
+    for (int i = 0; i < NODES; i++) {
+        snprintf(nodes[i]->pod, sizeof(nodes[i]->pod), "c-shard%d-0", i);
+        snprintf(nodes[i]->ip, sizeof(nodes[i]->ip), "%s", ips[i]);
+        nodes[i]->port = 6379;
+        snprintf(nodes[i]->id, sizeof(nodes[i]->id), "%s", w->id[i]);
+    }
+    job->nothers = 2;
+    job->nranges = 1;
+    job->ranges[0] = (cn_range_t){from, to};
+    job->batch_bytes = batch_bytes;
+    job->budget_ns = INT64_C(1000000000000);
+}
+
+/* The slot moved: owned by the target in every node's table, open nowhere, the keys all on
+ * the target with their values, none left on the source. */
+static void check_moved(const model_t *w, int slot, int keys)
+{
+    for (int i = 0; i < NODES; i++) {
+        CU_ASSERT_EQUAL(w->n[i].owner[slot], 1);
+        CU_ASSERT_EQUAL(w->n[i].importing[slot], -1);
+        CU_ASSERT_EQUAL(w->n[i].migrating[slot], -1);
+    }
+    CU_ASSERT_EQUAL(keys_in(&w->n[0], slot), 0);
+    CU_ASSERT_EQUAL(keys_in(&w->n[1], slot), keys);
+    for (int k = 0; k < keys; k++) {
+        char key[16], val[16];
+        snprintf(key, sizeof(key), "k%d", k);
+        snprintf(val, sizeof(val), "v%d", k);
+        int at = find_key(&w->n[1], key);
+        CU_ASSERT(at >= 0);
+        if (at >= 0)
+            CU_ASSERT_STRING_EQUAL(w->n[1].kv[at].val, val);
+    }
+}
+
+static void test_moves_a_slot(void)
+{
+    static model_t w;
+    model_init(&w, 25);
+    slotmove_job_t job;
+    job_of(&w, &job, 2, 4, 400); /* 10 keys a batch */
+    slotmove_io_t io = {m_command, m_sizes, m_now, &w};
+    slotmove_progress_t pr;
+    char err[256];
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, "s3cret", &pr, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(pr.slots_done, 3);
+    CU_ASSERT_EQUAL(pr.keys, 25);
+    CU_ASSERT_EQUAL(pr.bytes, 25 * 40);
+    CU_ASSERT_EQUAL(w.migrates, 3); /* 10 + 10 + 5 */
+    CU_ASSERT_FALSE(pr.stopped);
+    check_moved(&w, 3, 25);
+    for (int s = 2; s <= 4; s++)
+        CU_ASSERT_EQUAL(w.n[2].owner[s], 1);
+    CU_ASSERT_EQUAL(w.n[0].owner[5], 0); /* the rest untouched */
+}
+
+/* Killed after any one command, then run again from scratch: the same end. */
+static void test_every_crash_point(void)
+{
+    static model_t w;
+    model_init(&w, 25);
+    slotmove_job_t job;
+    job_of(&w, &job, 3, 3, 400);
+    slotmove_io_t io = {m_command, m_sizes, m_now, &w};
+    slotmove_progress_t pr;
+    char err[256];
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+    int total = w.calls; /* the commands of a whole run */
+    CU_ASSERT(total >= 10);
+    for (int k = 0; k < total; k++) {
+        model_init(&w, 25);
+        w.fail_at = k;
+        int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+        if (k < total - (int)job.nothers) { /* the other masters' answers are not waited for */
+            CU_ASSERT_EQUAL(rc, -1);
+            CU_ASSERT_PTR_NOT_NULL(strstr(err, "killed here"));
+        } else
+            CU_ASSERT_EQUAL(rc, 0);
+        /* the next reconcile: a fresh run of the same job */
+        w.fail_at = -1;
+        rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+        if (rc != 0)
+            printf("\n  crash at command %d: the second run failed: %s\n", k, err);
+        CU_ASSERT_EQUAL(rc, 0);
+        check_moved(&w, 3, 25);
+    }
+}
+
+/* A MIGRATE cut off after copying a key: BUSYKEY, then REPLACE; nothing doubled. */
+static void test_migrate_cut_off(void)
+{
+    static model_t w;
+    model_init(&w, 25);
+    w.cut_migrate = 1; /* the second batch */
+    slotmove_job_t job;
+    job_of(&w, &job, 3, 3, 400);
+    slotmove_io_t io = {m_command, m_sizes, m_now, &w};
+    slotmove_progress_t pr;
+    char err[256];
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(keys_in(&w.n[0], 3) + keys_in(&w.n[1], 3), 26); /* one key on both sides */
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+    check_moved(&w, 3, 25);
+}
+
+/* The budget stops a run between batches, max_bytes too; the next run finishes. A
+ * refusal stops it with Redis's words. */
+static void test_budget_and_refusal(void)
+{
+    static model_t w;
+    model_init(&w, 25);
+    slotmove_job_t job;
+    job_of(&w, &job, 3, 4, 400);
+    job.budget_ns = 2500000; /* the model's clock moves 1 ms a look: two batches */
+    slotmove_io_t io = {m_command, m_sizes, m_now, &w};
+    slotmove_progress_t pr;
+    char err[256];
+    int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+    CU_ASSERT_EQUAL(rc, 1);
+    CU_ASSERT_TRUE(pr.stopped);
+    CU_ASSERT_EQUAL(pr.keys, 20);
+    CU_ASSERT_EQUAL(w.n[0].migrating[3], 1); /* left open, as RESUMING says */
+    job.budget_ns = INT64_C(1000000000000);
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+    check_moved(&w, 3, 25);
+    /* max_bytes: one batch of 400 bytes, then it stops */
+    model_init(&w, 25);
+    job.max_bytes = 400;
+    rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+    CU_ASSERT_EQUAL(rc, 1);
+    CU_ASSERT_EQUAL(pr.bytes, 400);
+    CU_ASSERT_EQUAL(pr.keys, 10);
+    job.max_bytes = 0;
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+    check_moved(&w, 3, 25);
+    /* a source that does not own the slot: MIGRATING refused, the run stops */
+    model_init(&w, 0);
+    for (int i = 0; i < NODES; i++)
+        w.n[i].owner[6] = 2;
+    job_of(&w, &job, 6, 6, 400);
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "not the owner of hash slot 6"));
+    CU_ASSERT_TRUE(pr.failed);
+}
+
+static void test_json(void)
+{
+    static model_t w;
+    model_init(&w, 0);
+    slotmove_job_t job, back;
+    job_of(&w, &job, 3, 9, 1 << 20);
+    job.nranges = 2;
+    job.ranges[1] = (cn_range_t){100, 100};
+    job.budget_ns = 2000000000;
+    json_object *o = slotmove_job_to_json(&job);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(o, "slots")), "3-9,100");
+    char err[256];
+    CU_ASSERT_EQUAL(slotmove_job_from_json(o, &back, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(back.nranges, 2);
+    CU_ASSERT_EQUAL(back.ranges[1].from, 100);
+    CU_ASSERT_STRING_EQUAL(back.target.id, job.target.id);
+    CU_ASSERT_STRING_EQUAL(back.others[1].ip, "10.0.0.4");
+    CU_ASSERT_EQUAL(back.budget_ns, 2000000000);
+    json_object_put(o);
+    static const char *const bad[] = {
+        "{}",
+        "{\"slots\":\"3-2\",\"source\":{},\"target\":{}}",
+        "{\"slots\":\"1,x\",\"source\":{},\"target\":{}}",
+        "{\"slots\":\"16384\",\"source\":{},\"target\":{}}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_object *b = json_tokener_parse(bad[i]);
+        CU_ASSERT_EQUAL(slotmove_job_from_json(b, &back, err, sizeof(err)), -1);
+        json_object_put(b);
+    }
+}
+
+static const cu_entry_t tests[] = {
+    CU_SUITE("slot moves"),
+    {"the machine as a table", test_table},
+    {"three slots with 25 keys moved whole", test_moves_a_slot},
+    {"killed after any command, run again: moved, nothing lost", test_every_crash_point},
+    {"a MIGRATE cut off after a copy: BUSYKEY, then REPLACE", test_migrate_cut_off},
+    {"budget and max_bytes stop a run; a refusal stops it with Redis's words", test_budget_and_refusal},
+    {"the job as a plan action's body", test_json},
+};
+CU_MAIN(tests)

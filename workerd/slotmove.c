@@ -1,0 +1,384 @@
+/* slotmove: moving hash slots, the machine and its run. See slotmove.h. */
+#include "slotmove.h"
+
+#include "jsonx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *slotmove_state_name(slotmove_state_t state)
+{
+    static const char *const names[] = {"importing",   "migrating",   "getkeys",     "sizes", "migrate",
+                                        "node-target", "node-source", "node-others", "done",  "failed"};
+    return (unsigned)state < sizeof(names) / sizeof(names[0]) ? names[state] : "unknown";
+}
+
+void slotmove_start(slotmove_t *m, int slot)
+{
+    memset(m, 0, sizeof(*m));
+    m->state = SLOTMOVE_IMPORTING;
+    m->slot = slot;
+}
+
+static void fail(slotmove_t *m, const char *what, const char *answer)
+{
+    snprintf(m->why, sizeof(m->why), "slot %d: %s: %s", m->slot, what, answer);
+    m->state = SLOTMOVE_FAILED;
+}
+
+static int is_ok(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_STATUS && !strcasecmp(r->str, "OK");
+}
+
+static int is_error(const redisReply *r, const char *part)
+{
+    return r && r->type == REDIS_REPLY_ERROR && strstr(r->str, part) != NULL;
+}
+
+/* The answer as one line: Redis's error text, or what the reply is. */
+static const char *answer(const redisReply *r, const char *err_line)
+{
+    if (!r)
+        return err_line && *err_line ? err_line : "no answer";
+    if (r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STATUS)
+        return r->str;
+    return "an unexpected reply";
+}
+
+/* The keys of a batch: the first whose sizes sum to batch_bytes, at least one. */
+static size_t batch_of(const int64_t *sizes, size_t n, int64_t batch_bytes)
+{
+    int64_t sum = 0;
+    size_t k = 0;
+    while (k < n && (k == 0 || sum + sizes[k] <= batch_bytes))
+        sum += sizes[k++];
+    return k;
+}
+
+void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r, const int64_t *sizes,
+                   const char *err_line)
+{
+    const char *a = answer(r, err_line);
+    switch (m->state) {
+    case SLOTMOVE_IMPORTING:
+        if (is_ok(r))
+            m->state = SLOTMOVE_MIGRATING;
+        else if (is_error(r, "already the owner")) /* NODE_TARGET was done: finish the rest */
+            m->state = SLOTMOVE_NODE_SOURCE;
+        else
+            fail(m, "SETSLOT IMPORTING on the target", a);
+        break;
+    case SLOTMOVE_MIGRATING:
+        if (is_ok(r))
+            m->state = SLOTMOVE_GETKEYS;
+        else
+            fail(m, "SETSLOT MIGRATING on the source", a);
+        break;
+    case SLOTMOVE_GETKEYS:
+        if (r && r->type == REDIS_REPLY_ARRAY) {
+            m->nkeys = r->elements;
+            m->state = m->nkeys ? SLOTMOVE_SIZES : SLOTMOVE_NODE_TARGET;
+        } else
+            fail(m, "GETKEYSINSLOT on the source", a);
+        break;
+    case SLOTMOVE_SIZES:
+        if (sizes) {
+            m->take = batch_of(sizes, m->nkeys, job->batch_bytes);
+            m->state = SLOTMOVE_MIGRATE;
+        } else
+            fail(m, "MEMORY USAGE on the source", a);
+        break;
+    case SLOTMOVE_MIGRATE:
+        if (is_ok(r) || (r && r->type == REDIS_REPLY_STATUS && !strcasecmp(r->str, "NOKEY"))) {
+            m->replace = 0;
+            m->state = SLOTMOVE_GETKEYS;
+        } else if (is_error(r, "BUSYKEY") && !m->replace)
+            m->replace = 1; /* a copy left by a MIGRATE cut off: the source's is the last written */
+        else
+            fail(m, "MIGRATE", a);
+        break;
+    case SLOTMOVE_NODE_TARGET:
+        if (is_ok(r))
+            m->state = SLOTMOVE_NODE_SOURCE;
+        else
+            fail(m, "SETSLOT NODE on the target", a);
+        break;
+    case SLOTMOVE_NODE_SOURCE:
+        if (is_ok(r))
+            m->state = job->nothers ? SLOTMOVE_NODE_OTHERS : SLOTMOVE_DONE;
+        else
+            fail(m, "SETSLOT NODE on the source", a);
+        break;
+    case SLOTMOVE_NODE_OTHERS: /* gossip tells them anyway: an answer is not waited for */
+        if (++m->other >= job->nothers)
+            m->state = SLOTMOVE_DONE;
+        break;
+    case SLOTMOVE_DONE:
+    case SLOTMOVE_FAILED:
+        break;
+    }
+}
+
+/* ---- the run ---------------------------------------------------------------------------- */
+
+#define MIGRATE_FIXED 12 /* MIGRATE ip port "" 0 timeout REPLACE AUTH pw KEYS */
+
+typedef struct {
+    const slotmove_job_t *job;
+    const slotmove_io_t *io;
+    const char *password;
+    slotmove_progress_t *pr;
+    redisReply *keys;     /* the last GETKEYS answer */
+    int64_t sizes[SLOTMOVE_MAX_KEYS];
+    const char *argv[MIGRATE_FIXED + SLOTMOVE_MAX_KEYS];
+    size_t lens[MIGRATE_FIXED + SLOTMOVE_MAX_KEYS];
+    char num[3][24];
+} run_t;
+
+static void arg(run_t *r, int *argc, const char *s, size_t len)
+{
+    r->argv[*argc] = s;
+    r->lens[(*argc)++] = len;
+}
+
+static void args(run_t *r, int *argc, const char *s)
+{
+    arg(r, argc, s, strlen(s));
+}
+
+/* The command of m's state into r->argv; returns its argc and its node (*to). */
+static int command_of(run_t *r, const slotmove_t *m, int *to)
+{
+    const slotmove_job_t *j = r->job;
+    int argc = 0;
+    snprintf(r->num[0], sizeof(r->num[0]), "%d", m->slot);
+    if (m->state == SLOTMOVE_MIGRATE) {
+        *to = SLOTMOVE_TO_SOURCE;
+        snprintf(r->num[1], sizeof(r->num[1]), "%d", j->target.port);
+        snprintf(r->num[2], sizeof(r->num[2]), "%d", SLOTMOVE_MIGRATE_TIMEOUT_MS);
+        args(r, &argc, "MIGRATE");
+        args(r, &argc, j->target.ip);
+        args(r, &argc, r->num[1]);
+        args(r, &argc, "");
+        args(r, &argc, "0");
+        args(r, &argc, r->num[2]);
+        if (m->replace)
+            args(r, &argc, "REPLACE");
+        if (r->password && *r->password) {
+            args(r, &argc, "AUTH");
+            args(r, &argc, r->password);
+        }
+        args(r, &argc, "KEYS");
+        for (size_t k = 0; k < m->take; k++)
+            arg(r, &argc, r->keys->element[k]->str, r->keys->element[k]->len);
+        return argc;
+    }
+    args(r, &argc, "CLUSTER");
+    if (m->state == SLOTMOVE_GETKEYS) {
+        *to = SLOTMOVE_TO_SOURCE;
+        snprintf(r->num[1], sizeof(r->num[1]), "%d", SLOTMOVE_MAX_KEYS);
+        args(r, &argc, "GETKEYSINSLOT");
+        args(r, &argc, r->num[0]);
+        args(r, &argc, r->num[1]);
+        return argc;
+    }
+    static const struct {
+        int to;
+        const char *verb;
+        int source_id;
+    } setslot[] = {
+        [SLOTMOVE_IMPORTING] = {SLOTMOVE_TO_TARGET, "IMPORTING", 1},
+        [SLOTMOVE_MIGRATING] = {SLOTMOVE_TO_SOURCE, "MIGRATING", 0},
+        [SLOTMOVE_NODE_TARGET] = {SLOTMOVE_TO_TARGET, "NODE", 0},
+        [SLOTMOVE_NODE_SOURCE] = {SLOTMOVE_TO_SOURCE, "NODE", 0},
+        [SLOTMOVE_NODE_OTHERS] = {0, "NODE", 0},
+    };
+    *to = m->state == SLOTMOVE_NODE_OTHERS ? (int)m->other : setslot[m->state].to;
+    args(r, &argc, "SETSLOT");
+    args(r, &argc, r->num[0]);
+    args(r, &argc, setslot[m->state].verb);
+    args(r, &argc, setslot[m->state].source_id ? j->source.id : j->target.id);
+    return argc;
+}
+
+/* 1 when the run is to stop before m's next step: the budget or max_bytes spent, at a
+ * slot's start or between batches. */
+static int spent(const run_t *r, const slotmove_t *m, int64_t deadline)
+{
+    if ((m->state != SLOTMOVE_IMPORTING && m->state != SLOTMOVE_GETKEYS) || r->pr->commands == 0)
+        return 0; /* (the first step always goes: every run moves on) */
+    return r->io->now_ns(r->io->user) >= deadline || (r->job->max_bytes > 0 && r->pr->bytes >= r->job->max_bytes);
+}
+
+/* One step of m: its command sent and its answer fed. */
+static void step(run_t *r, slotmove_t *m)
+{
+    char err[256] = "";
+    if (m->state == SLOTMOVE_SIZES) {
+        int rc = r->io->sizes(r->io->user, r->keys, r->sizes, err, sizeof(err));
+        r->pr->commands += (int)m->nkeys;
+        slotmove_feed(m, r->job, NULL, rc ? NULL : r->sizes, err);
+        return;
+    }
+    int to = 0, argc = command_of(r, m, &to);
+    slotmove_state_t was = m->state;
+    redisReply *reply = r->io->command(r->io->user, to, argc, r->argv, r->lens, err, sizeof(err));
+    r->pr->commands++;
+    slotmove_feed(m, r->job, reply, NULL, err);
+    if (was == SLOTMOVE_MIGRATE && m->state == SLOTMOVE_GETKEYS) {
+        for (size_t k = 0; k < m->take; k++)
+            r->pr->bytes += r->sizes[k];
+        r->pr->keys += (int64_t)m->take;
+    }
+    if (was == SLOTMOVE_GETKEYS && m->state != SLOTMOVE_FAILED) {
+        freeReplyObject(r->keys);
+        r->keys = reply; /* kept for the MIGRATE */
+        if (m->nkeys > SLOTMOVE_MAX_KEYS)
+            m->nkeys = SLOTMOVE_MAX_KEYS;
+    } else if (reply)
+        freeReplyObject(reply);
+}
+
+int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char *password,
+                 slotmove_progress_t *progress, char *err, size_t errlen)
+{
+    memset(progress, 0, sizeof(*progress));
+    err[0] = '\0';
+    run_t *r = calloc(1, sizeof(*r));
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        progress->failed = 1;
+        return -1;
+    }
+    *r = (run_t){.job = job, .io = io, .password = password, .pr = progress};
+    int64_t deadline = io->now_ns(io->user) + job->budget_ns;
+    int rc = 0;
+    for (size_t x = 0; x < job->nranges && !rc; x++)
+        for (int s = job->ranges[x].from; s <= job->ranges[x].to && !rc; s++) {
+            slotmove_t m;
+            slotmove_start(&m, s);
+            while (m.state != SLOTMOVE_DONE && m.state != SLOTMOVE_FAILED && !rc) {
+                if (spent(r, &m, deadline)) {
+                    progress->stopped = 1;
+                    rc = 1;
+                } else
+                    step(r, &m);
+            }
+            if (m.state == SLOTMOVE_FAILED) {
+                snprintf(err, errlen, "%s", m.why);
+                progress->failed = 1;
+                rc = -1;
+            } else if (m.state == SLOTMOVE_DONE)
+                progress->slots_done++;
+        }
+    freeReplyObject(r->keys);
+    free(r);
+    return rc;
+}
+
+/* ---- the job as JSON ---------------------------------------------------------------------- */
+
+static json_object *node_json(const slotmove_node_t *n, int *oom)
+{
+    json_object *o = jsonx_new_obj(oom);
+    jsonx_put(o, "pod", jsonx_new_str(n->pod, oom), oom);
+    jsonx_put(o, "ip", jsonx_new_str(n->ip, oom), oom);
+    jsonx_put(o, "port", jsonx_new_int(n->port, oom), oom);
+    jsonx_put(o, "id", jsonx_new_str(n->id, oom), oom);
+    return o;
+}
+
+json_object *slotmove_job_to_json(const slotmove_job_t *job)
+{
+    int oom = 0;
+    char slots[1024];
+    cn_ranges_text(job->ranges, job->nranges, slots, sizeof(slots));
+    json_object *o = jsonx_new_obj(&oom), *others = jsonx_new_arr(&oom);
+    jsonx_put(o, "slots", jsonx_new_str(slots, &oom), &oom);
+    jsonx_put(o, "source", node_json(&job->source, &oom), &oom);
+    jsonx_put(o, "target", node_json(&job->target, &oom), &oom);
+    for (size_t i = 0; i < job->nothers; i++)
+        jsonx_push(others, node_json(&job->others[i], &oom), &oom);
+    jsonx_put(o, "others", others, &oom);
+    jsonx_put(o, "batchBytes", jsonx_new_int(job->batch_bytes, &oom), &oom);
+    jsonx_put(o, "maxBytes", jsonx_new_int(job->max_bytes, &oom), &oom);
+    jsonx_put(o, "budgetMs", jsonx_new_int(job->budget_ns / 1000000, &oom), &oom);
+    if (oom) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int node_from(const json_object *o, slotmove_node_t *n)
+{
+    const char *pod = JSONX_STR_AT(o, "pod"), *ip = JSONX_STR_AT(o, "ip"), *id = JSONX_STR_AT(o, "id");
+    const json_object *port = jsonx_get(o, "port");
+    if (!pod || !ip || !*ip || !id || strlen(id) != CN_ID_LEN || !port || !json_object_is_type(port, json_type_int))
+        return -1;
+    snprintf(n->pod, sizeof(n->pod), "%s", pod);
+    snprintf(n->ip, sizeof(n->ip), "%s", ip);
+    snprintf(n->id, sizeof(n->id), "%s", id);
+    n->port = (int)json_object_get_int64(port);
+    return n->port > 0 && n->port < 65536 ? 0 : -1;
+}
+
+static int64_t int_of(const json_object *o, const char *key, int64_t dflt)
+{
+    const json_object *v = jsonx_get(o, key);
+    return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : dflt;
+}
+
+/* "0-5,9" into ranges. Returns how many, -1 when not such a list. */
+static int ranges_from(const char *text, cn_range_t *out, size_t max)
+{
+    size_t n = 0;
+    const char *p = text;
+    while (p && *p) {
+        char *end;
+        long from = strtol(p, &end, 10), to = from;
+        if (end == p)
+            return -1;
+        if (*end == '-') {
+            const char *q = end + 1;
+            to = strtol(q, &end, 10);
+            if (end == q)
+                return -1;
+        }
+        if (from < 0 || to < from || to >= CN_SLOTS || n >= max || (*end && *end != ','))
+            return -1;
+        out[n++] = (cn_range_t){(int)from, (int)to};
+        p = *end ? end + 1 : end;
+    }
+    return (int)n;
+}
+
+int slotmove_job_from_json(const json_object *body, slotmove_job_t *job, char *err, size_t errlen)
+{
+    memset(job, 0, sizeof(*job));
+    const char *slots = JSONX_STR_AT(body, "slots");
+    const json_object *others = jsonx_get(body, "others");
+    int n = slots ? ranges_from(slots, job->ranges, SLOTMOVE_MAX_RANGES) : -1;
+    if (n <= 0 || node_from(jsonx_get(body, "source"), &job->source) ||
+        node_from(jsonx_get(body, "target"), &job->target) || jsonx_len(others) > SLOTMOVE_MAX_OTHERS) {
+        snprintf(err, errlen, "a slot move needs slots, a source and a target with pod, ip, port and a node id");
+        return -1;
+    }
+    job->nranges = (size_t)n;
+    for (size_t i = 0; i < jsonx_len(others); i++)
+        if (node_from(json_object_array_get_idx(others, i), &job->others[job->nothers++])) {
+            snprintf(err, errlen, "a slot move's others[%zu] is not a node", i);
+            return -1;
+        }
+    job->batch_bytes = int_of(body, "batchBytes", SLOTMOVE_DEFAULT_BATCH_BYTES);
+    job->max_bytes = int_of(body, "maxBytes", 0);
+    job->budget_ns = int_of(body, "budgetMs", SLOTMOVE_DEFAULT_BUDGET_NS / 1000000) * 1000000;
+    if (job->batch_bytes <= 0 || job->max_bytes < 0 || job->budget_ns <= 0) {
+        snprintf(err, errlen, "a slot move's batchBytes and budgetMs must be positive");
+        return -1;
+    }
+    return 0;
+}

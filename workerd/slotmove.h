@@ -1,0 +1,151 @@
+/* slotmove: moving hash slots of a Redis Cluster from one master to another with Redis's
+ * own protocol, resumable from any point (docs/cluster-mode.md, "Resharding").
+ *
+ * THE STEPS of one slot s from source S to target T (ids and addresses in the job):
+ *   IMPORTING   on T: CLUSTER SETSLOT s IMPORTING <S>   (T accepts ASKING clients for s)
+ *   MIGRATING   on S: CLUSTER SETSLOT s MIGRATING <T>   (S sends -ASK for keys it lacks)
+ *   GETKEYS     on S: CLUSTER GETKEYSINSLOT s <max_keys>; none left: NODE_TARGET
+ *   SIZES       on S: MEMORY USAGE of each key, pipelined: the batch is the keys whose
+ *               sizes sum to batch_bytes (at least one key)
+ *   MIGRATE     on S: MIGRATE <T ip> <T port> "" 0 <timeout> [REPLACE] [AUTH <pw>] KEYS ...;
+ *               then GETKEYS again
+ *   NODE_TARGET on T: CLUSTER SETSLOT s NODE <T>        (T owns s, bumps its epoch)
+ *   NODE_SOURCE on S: CLUSTER SETSLOT s NODE <T>        (S forgets MIGRATING; Redis
+ *               refuses while S still holds a key of s)
+ *   NODE_OTHERS on each other master: CLUSTER SETSLOT s NODE <T> (gossip would tell them
+ *               too; an error is ignored)
+ *
+ * RESUMING: every slot starts at IMPORTING whatever happened before, and the answers say
+ * where it stands: T answering "I'm already the owner" (an earlier NODE_TARGET) goes on
+ * at NODE_SOURCE; IMPORTING and MIGRATING set again are what they were; GETKEYS finds
+ * the keys still to move; a MIGRATE cut off after copying a key and before deleting it
+ * leaves it on both sides, and the next MIGRATE's BUSYKEY is answered with REPLACE (the
+ * source's copy is the one written last: while s is MIGRATING a client writes a key S
+ * still has on S, and one S lacks on T). So a worker, the operator or a pod killed at any
+ * step leaves slots the next run finishes (tests/unit/test_slotmove.c runs the machine
+ * from every point against a model of Redis's answers, and test_cluster_live.c against
+ * real servers). Any other error answer, or a connection failure, stops the run with
+ * Redis's words: the next reconcile looks at CLUSTER NODES again first.
+ *
+ * The machine (slotmove_t, slotmove_feed) is pure; slotmove_run drives it over an io_t
+ * (real connections: slotmove_io_sync.c; a model of Redis in the unit test).
+ */
+#ifndef RDC_WORKERD_SLOTMOVE_H
+#define RDC_WORKERD_SLOTMOVE_H
+
+#include "clusternodes.h"
+
+#include <hiredis/hiredis.h>
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SLOTMOVE_MAX_RANGES 64
+#define SLOTMOVE_MAX_OTHERS 24 /* the other masters: shards at most 20, and some leaving */
+#define SLOTMOVE_MAX_KEYS 1000            /* GETKEYSINSLOT's count, keys in one MIGRATE at most */
+#define SLOTMOVE_DEFAULT_BATCH_BYTES (1 << 20)
+#define SLOTMOVE_DEFAULT_BUDGET_NS (INT64_C(2000000000))
+#define SLOTMOVE_MIGRATE_TIMEOUT_MS 5000
+
+typedef enum {
+    SLOTMOVE_IMPORTING,
+    SLOTMOVE_MIGRATING,
+    SLOTMOVE_GETKEYS,
+    SLOTMOVE_SIZES,
+    SLOTMOVE_MIGRATE,
+    SLOTMOVE_NODE_TARGET,
+    SLOTMOVE_NODE_SOURCE,
+    SLOTMOVE_NODE_OTHERS,
+    SLOTMOVE_DONE,
+    SLOTMOVE_FAILED
+} slotmove_state_t;
+
+/* Where a command goes. */
+enum { SLOTMOVE_TO_SOURCE = -1, SLOTMOVE_TO_TARGET = -2 }; /* else: others[i] */
+
+typedef struct {
+    char pod[254];
+    char ip[64];
+    int port;
+    char id[CN_ID_LEN + 1];
+} slotmove_node_t;
+
+typedef struct {
+    slotmove_node_t source, target;
+    size_t nothers;
+    slotmove_node_t others[SLOTMOVE_MAX_OTHERS]; /* the other masters */
+    size_t nranges;
+    cn_range_t ranges[SLOTMOVE_MAX_RANGES]; /* the slots, in this order */
+    int64_t batch_bytes;                    /* > 0 */
+    int64_t max_bytes;                      /* stop once this much moved; 0: no bound */
+    int64_t budget_ns;                      /* stop (resumable) after this long; > 0 */
+} slotmove_job_t;
+
+/* One slot's machine. */
+typedef struct {
+    slotmove_state_t state;
+    int slot;
+    int replace;          /* the next MIGRATE with REPLACE (after a BUSYKEY) */
+    size_t other;         /* NODE_OTHERS: the next of job->others */
+    size_t nkeys;         /* keys the last GETKEYS gave */
+    size_t take;          /* keys the next MIGRATE moves (the first take of them) */
+    char why[256];        /* FAILED: the command and Redis's answer */
+} slotmove_t;
+
+/* What a run did. */
+typedef struct {
+    int slots_done;       /* slots now owned by the target and closed */
+    int64_t keys, bytes;  /* keys migrated, their MEMORY USAGE summed */
+    int commands;         /* commands sent */
+    int stopped;          /* 1: the budget or max_bytes ended it before every slot */
+    int failed;           /* 1: an error stopped it (err says it) */
+} slotmove_progress_t;
+
+/* The commands' transport: command(user, to, argc, argv, lens) is the reply (the caller
+ * frees it) or NULL with err when the node could not be asked (lens: each argument's
+ * bytes, keys being binary); sizes(user, keys) fills
+ * sizes[0..keys->elements) with each key's MEMORY USAGE on the source (0 when Redis
+ * gives none), returning 0 or -1 with err. */
+typedef struct {
+    redisReply *(*command)(void *user, int to, int argc, const char *const *argv, const size_t *lens, char *err,
+                           size_t errlen);
+    int (*sizes)(void *user, const redisReply *keys, int64_t *sizes, char *err, size_t errlen);
+    int64_t (*now_ns)(void *user); /* a monotonic clock */
+    void *user;
+} slotmove_io_t;
+
+/* Start s's machine at IMPORTING. */
+void slotmove_start(slotmove_t *m, int slot);
+
+/* The state's name ("importing", ...). */
+const char *slotmove_state_name(slotmove_state_t state);
+
+/* Feed the answer to the command of m's state (reply NULL: the node could not be
+ * asked, err_line says why) and move on. For GETKEYS the caller keeps the reply's keys
+ * until the MIGRATE; for SIZES it passes the sizes instead (reply NULL, sizes non-NULL,
+ * nsizes = nkeys). Pure. */
+void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *reply, const int64_t *sizes,
+                   const char *err_line);
+
+/* Run the job's slots over io, password for MIGRATE's AUTH (NULL or "": none). Stops
+ * at the first failure (progress->failed, err), or when the budget or max_bytes is
+ * spent (progress->stopped; the slot under way left open, as RESUMING says). Returns 0
+ * when every slot is done, 1 when stopped, -1 when failed. */
+int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char *password,
+                 slotmove_progress_t *progress, char *err, size_t errlen);
+
+/* The job as a plan action's body: {"slots": "0-5,9", "source": {"pod","ip","port","id"},
+ * "target": {...}, "others": [{...}], "batchBytes": n, "maxBytes": n, "budgetMs": n}. A
+ * new object, NULL when out of memory. */
+json_object *slotmove_job_to_json(const slotmove_job_t *job);
+
+/* The job from such a body. Returns 0, or -1 with err when the body is not one. */
+int slotmove_job_from_json(const json_object *body, slotmove_job_t *job, char *err, size_t errlen);
+
+/* Run job on real connections (redis_sync, 2 s per command, MIGRATE's own timeout
+ * more), with password for AUTH and MIGRATE (fallback: a rotation's old one). As
+ * slotmove_run. */
+int slotmove_run_sync(const slotmove_job_t *job, const char *password, const char *password_fallback,
+                      slotmove_progress_t *progress, char *err, size_t errlen);
+
+#endif
