@@ -31,6 +31,7 @@
                                     reconcile timeout (--reconcile-timeout, 120 s) */
 #define LEASE_TICKS (TAKE_BACK_TICKS - PROTO_LEASE_MARGIN_MS / SR_TICK_MS) /* the item's lease */
 #define PRESTOP_TICKS 150        /* the preStop hook waits at most 15 s */
+#define PRESTOP_QUIET_TICKS 20   /* ... a pod it saw a master, until no replica for 2 s */
 #define GRACE_TICKS 300          /* then SIGKILL at the grace period's end (30 s) */
 #define CAUGHT_UP_WRITES 20      /* a replica this close to its master is caught up */
 #define BACKOFF_CAP_NS (INT64_C(1000) * 1000000000)
@@ -41,6 +42,7 @@ enum { CLIENT_IDLE = 0, CLIENT_SENT, CLIENT_WAITING };
 
 typedef struct {
     int present, uid, ip, revision, label, terminating, ready, stopping;
+    int hook_master, hook_quiet; /* the preStop hook saw it a master; its polls with no replica in a row */
     int64_t deleted_at; /* terminating since */
     int64_t start_at;   /* its container (Redis) starts then; -1 none */
     int64_t ready_at;   /* Ready turns True then; -1 none */
@@ -303,7 +305,8 @@ static int has_replica(const sim_t *s, int i)
     return 0;
 }
 
-/* A terminating pod: the preStop hook waits while a replica is connected (up to 15 s),
+/* A terminating pod: the preStop hook (render.h) polls every 100 ms, up to 15 s, while a
+ * replica is connected, and, once it saw the pod a master, until none has been for 2 s;
  * then Redis is stopped (SIGTERM; a frozen one only by the SIGKILL at the grace
  * period's end). */
 static void terminating_step(sim_t *s, int i)
@@ -312,8 +315,12 @@ static void terminating_step(sim_t *s, int i)
     const sr_node_t *n = &s->redis.n[i];
     if (!p->stopping) {
         int answers = n->running && !n->frozen;
-        if (answers && has_replica(s, i) && s->tick - p->deleted_at < PRESTOP_TICKS)
-            return;
+        if (answers && s->tick - p->deleted_at < PRESTOP_TICKS) {
+            p->hook_master |= n->role == SR_MASTER;
+            p->hook_quiet = has_replica(s, i) ? 0 : p->hook_quiet + 1;
+            if (!p->hook_quiet || (p->hook_master && p->hook_quiet < PRESTOP_QUIET_TICKS))
+                return;
+        }
         p->stopping = 1;
         p->kill_at = p->deleted_at + GRACE_TICKS;
     }
