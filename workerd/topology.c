@@ -388,7 +388,7 @@ static int64_t replicas_lost_ms(const tctx_t *t)
  * write since, evidence of nothing) or, when a reachable node holds keys, the one of
  * those with the highest offset (then the lowest ordinal), however long ago it was
  * linked: "linked recently" prefers fresher data to older, not nothing to some. Its
- * name is added to offs. */
+ * name is added to offs (offs NULL: only asked which, *best_off untouched). */
 static int holder_instead(const tctx_t *t, int best, char *offs, size_t cap, int64_t *best_off)
 {
     int holder = -1;
@@ -401,8 +401,8 @@ static int holder_instead(const tctx_t *t, int best, char *offs, size_t cap, int
             hoff = off;
         }
     }
-    if (holder < 0)
-        return best;
+    if (holder < 0 || !offs)
+        return holder < 0 ? best : holder;
     size_t l = strlen(offs);
     snprintf(offs + l, cap - l, "; none holds a key: %s, which holds %lld, instead", t->m[holder].name,
              (long long)keys_of(&t->m[holder]));
@@ -413,9 +413,9 @@ static int holder_instead(const tctx_t *t, int best, char *offs, size_t cap, int
 /* FAILOVER (topology.h): decide whether an election is held and who wins. Returns the
  * winner's ordinal, pord itself when there is nothing to change, or -1 when an election
  * found no candidate (out->elect_why says why). A designated primary held to be behind
- * (FAILOVER (c)) never wins its own election: with no candidate holding more data,
- * nothing is elected and no replica is repointed to it (a safe operator never points a
- * replica that holds more data at a master that holds less). */
+ * (FAILOVER (c)) that holds no key while a node holds some never wins its own election:
+ * with no candidate holding keys, nothing is elected and no replica is repointed to it
+ * (a safe operator never points a replica that holds data at a master that holds none). */
 static int elect(const tctx_t *t, const json_object *pobs, topo_t *out)
 {
     const member_t *P = &t->m[t->pord];
@@ -435,13 +435,15 @@ static int elect(const tctx_t *t, const json_object *pobs, topo_t *out)
     int best = best_candidate(t, since + 10 * t->down_after_ms, offs, sizeof(offs), &best_off);
     if (best >= 0 && best_off <= 0 && keys_of(&t->m[best]) == 0)
         best = holder_instead(t, best, offs, sizeof(offs), &best_off);
-    int behind = answers_as(P, "master");
-    if (best == t->pord && behind)
+    /* (c) and D empty while a node holds keys: D keeps nothing, and nobody is emptied */
+    int emptied = best == t->pord && answers_as(P, "master") && keys_of(P) == 0 && holder_instead(t, -1, NULL, 0,
+                                                                                                    &best_off) >= 0;
+    if (emptied)
         snprintf(out->elect_why, sizeof(out->elect_why),
-                 "the primary %s is %s; no replica that holds more is reachable and was linked to its primary "
-                 "within 10 x downAfter of losing it (candidates: %s): none promoted, none repointed to %s",
+                 "the primary %s is %s; it holds no key, and no node that holds some is reachable and was linked to "
+                 "its primary within 10 x downAfter of losing it (candidates: %s): none promoted, none repointed to %s",
                  out->primary, why, offs, out->primary);
-    if (best == t->pord && behind)
+    if (emptied)
         return -1;
     if (best < 0)
         snprintf(out->elect_why, sizeof(out->elect_why),

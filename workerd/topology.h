@@ -53,9 +53,9 @@
  * linkDownSinceMs of the reachable replicas: when they lost the primary they follow).
  * The highest offset wins; on equal offsets one holding keys before one holding none,
  * then D, then the lowest ordinal; a winner at offset 0 holding no key gives way to the
- * reachable node holding keys with the highest offset, linked recently or not; under (c) D
- * never wins: no candidate with more data is no_candidate (nothing elected, nothing
- * repointed to D). A replica of D with its link up to a reachable master of the set
+ * reachable node holding keys with the highest offset, linked recently or not; under (c)
+ * a D holding no key while a node holds some never wins: no_candidate (nothing elected,
+ * nothing repointed to D). A replica of D with its link up to a reachable master of the set
  * (D's promotion recorded, then the old primary came back) elects that master.
  *   - elected == D and D is a replica: REPLICAOF D on every other reachable node that
  *     does not follow D, then REPLICAOF NO ONE on D (no_one), in the same plan (a

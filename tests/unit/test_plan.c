@@ -3221,7 +3221,7 @@ static void test_auth_record_and_rotation(void)
 }
 
 /* FAILOVER: a node "pod ip reachable role masterHost masterPort linkUp offset downSinceMs
- * linkDownSinceMs" (obs_node's eight fields and two more). */
+ * linkDownSinceMs [keys=N]" (obs_node's eight fields and two more, and the keys). */
 static json_object *fo_node(const char *spec)
 {
     char head[256], down[24], ldown[24];
@@ -3244,6 +3244,9 @@ static json_object *fo_node(const char *spec)
      * that counts from it (downSinceMs 2000). */
     if (!json_object_get_boolean(json_object_object_get(o, "reachable")))
         json_object_object_add(o, "lastOkAgoMs", json_object_new_int64(strtoll(down, NULL, 10) == 2000 ? 3000 : -1));
+    const char *keys = strstr(p, "keys="); /* INFO keyspace's, when the spec ends with keys=N */
+    if (keys)
+        json_object_object_add(o, "keys", json_object_new_int64(strtoll(keys + 5, NULL, 10)));
     return o;
 }
 
@@ -3336,9 +3339,19 @@ static void test_failover_table(void)
          "", "", "FailingOver", "cache-1", 1},
         {"the primary behind, the replica holding more linked too long before the others: none elected, none "
          "repointed", "cache-0", {"primary", "replica", "replica"},
-         {"cache-0 10.0.0.1 true master - 0 false 100 0 -1", "cache-1 10.0.0.2 true slave 10.9.9.9 6379 false 500 0 200000",
-          "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 50 0 1000"},
+         {"cache-0 10.0.0.1 true master - 0 false 100 0 -1 keys=0",
+          "cache-1 10.0.0.2 true slave 10.9.9.9 6379 false 500 0 200000 keys=900",
+          "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 50 0 1000 keys=0"},
          "", "", "NoFailoverCandidate", "cache-0", 0},
+        /* Restarted from its AOF with its keys (its offset starts again): offsets of other
+         * histories say nothing of more data; it keeps the role, the others follow it. */
+        {"the primary restarted with its keys, a replica of an old history further on: kept", "cache-0",
+         {"primary", "replica", "replica"},
+         {"cache-0 10.0.0.1 true master - 0 false 0 0 -1 keys=900",
+          "cache-1 10.0.0.2 true slave 10.9.9.9 6379 false 136700 0 -1 keys=900",
+          "cache-2 10.0.0.3 true master - 0 false 0 0 -1 keys=900"},
+         "cache-1@10.0.0.2 REPLICAOF 10.0.0.1 6379;cache-2@10.0.0.3 REPLICAOF 10.0.0.1 6379;", "", "Repointing",
+         "cache-0", 0},
         {"every pod a replica of a dead address: the highest offset", "cache-0", {"primary", "replica", "replica"},
          {"cache-0 10.0.0.1 true slave 10.9.9.9 6379 false 400 0 1000", "cache-1 10.0.0.2 true slave 10.9.9.9 6379 false 500 0 1000",
           "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 450 0 1000"},
