@@ -441,8 +441,9 @@ static int elect(const tctx_t *t, const json_object *pobs, topo_t *out)
     if (emptied)
         snprintf(out->elect_why, sizeof(out->elect_why),
                  "the primary %s is %s; it holds no key, and no node that holds some is reachable and was linked to "
-                 "its primary within 10 x downAfter of losing it (candidates: %s): none promoted, none repointed to %s",
-                 out->primary, why, offs, out->primary);
+                 "its primary within 10 x downAfter of losing it (candidates: %.400s): none promoted, none repointed "
+                 "to it",
+                 out->primary, why, offs);
     if (emptied)
         return -1;
     if (best < 0)

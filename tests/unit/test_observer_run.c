@@ -163,7 +163,7 @@ static void test_observer_end_to_end(void)
     CU_ASSERT(fresh_ms < 900);
     CU_ASSERT_EQUAL(clock_parse_rfc3339(oh_str(obs, "observedAt"), &observed), 0);
     for (int i = 0; i < 3; i++) {
-        char pod[16];
+        char pod[24];
         snprintf(pod, sizeof(pod), "cache-%d", i);
         int64_t ago = oh_int(oh_node_of(obs, pod), "probedAgoMs");
         CU_ASSERT(ago >= 0 && observed - ago * NS_PER_MS > cmd - NS_PER_MS); /* ms rounding */
