@@ -34,7 +34,7 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 .SECONDARY:
 
 
-.PHONY: bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
+.PHONY: bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
 
 # The source checks (scripts/check-banned.sh: banned functions, line width) over every C file.
@@ -176,6 +176,11 @@ bench-failover: $(BUILD)/bench/ackwriter
 # shard primary's failover with and without the operator (bench/cluster.sh).
 bench-cluster: all $(BUILD)/bench/clusterwriter
 	@RDC_BIN=$(BUILD)/bin CLUSTERWRITER=$(BUILD)/bench/clusterwriter BUILD=$(BUILD) bench/cluster.sh
+
+# Cluster mode: a 3 -> 4 shard rebalance of 1 GiB beside redis-cli --cluster rebalance on
+# the same pods and data (bench/reshard.sh; DATA=67108864 for a short run).
+bench-reshard: all $(BUILD)/bench/clusterwriter
+	@RDC_BIN=$(BUILD)/bin CLUSTERWRITER=$(BUILD)/bench/clusterwriter BUILD=$(BUILD) bench/reshard.sh
 
 # ==== kubebuilder's targets (install, run, deploy, image, bundle) =========================
 # Same names and meaning as a kubebuilder project's Makefile; `make help` lists them (the

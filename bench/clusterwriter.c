@@ -16,7 +16,10 @@
  *       SAME i retried. --events gets ackwriter's JSON lines (start, fail, accept, ack,
  *       target, stop), so tests/e2e/lib_replset.sh's rs_unavailability reads them too.
  *       Runs until SIGTERM/SIGINT, --duration seconds or --count acknowledged writes;
- *       --rate writes per second at most (default 200; 0 = as fast as it can).
+ *       --rate writes per second at most (default 200; 0 = as fast as it can). At the end it
+ *       prints "acked=<n> failed=<n> longest_gap_ms=<n>": the longest time from one SET
+ *       Redis accepted to the next (the pause a client saw: refusals, redirections and
+ *       slow answers alike, the rate's own spacing included).
  *
  *   clusterwriter fill --seeds H:P[,..] --count N [--prefix P] [--value-bytes B]
  *       N keys <P><i> with B-byte values (default 16), pipelined by node in batches of
@@ -285,7 +288,7 @@ static int cw_write(cw_t *w, const cw_opts_t *o)
     }
     cw_refresh(w);
     cw_event(ev, "start", NULL);
-    int64_t end = o->duration > 0 ? cw_now_ms() + o->duration * 1000 : 0, last_ack = 0;
+    int64_t end = o->duration > 0 ? cw_now_ms() + o->duration * 1000 : 0, last_ack = 0, last_ok = 0, gap = 0;
     long long acked = 0, failed = 0, i = 1;
     int failing = 0, accepted = 0;
     struct timespec next;
@@ -305,6 +308,12 @@ static int cw_write(cw_t *w, const cw_opts_t *o)
             snprintf(err, sizeof(err), "%s: WAIT %lld of %ld", addr, got, o->replicas);
         if (r)
             freeReplyObject(r);
+        if (set_ok) { /* the longest a client waited from one accepted SET to the next */
+            int64_t now = cw_now_ms();
+            if (last_ok && now - last_ok > gap)
+                gap = now - last_ok;
+            last_ok = now;
+        }
         if (set_ok && failing && !accepted) {
             accepted = 1;
             cw_event(ev, "accept", "\"addr\":\"%s\",\"i\":%lld", addr, i);
@@ -339,8 +348,8 @@ static int cw_write(cw_t *w, const cw_opts_t *o)
             clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
         }
     }
-    cw_event(ev, "stop", "\"acked\":%lld,\"failed\":%lld", acked, failed);
-    printf("acked=%lld failed=%lld\n", acked, failed);
+    cw_event(ev, "stop", "\"acked\":%lld,\"failed\":%lld,\"longest_gap_ms\":%" PRId64, acked, failed, gap);
+    printf("acked=%lld failed=%lld longest_gap_ms=%" PRId64 "\n", acked, failed, gap);
     fclose(acks);
     fclose(ev);
     return 0;

@@ -653,6 +653,13 @@ static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec, rdc_
     if (check_int_range(e, cluster, "replicasPerShard", "spec.cluster.replicasPerShard", 0,
                         RDC_SPEC_CLUSTER_REPLICAS_MAX, &v))
         out->cluster.replicas_per_shard = (int)v;
+    const json_object *mig = cluster ? optional_object(e, cluster, "migration", "spec.cluster.migration") : NULL;
+    if (check_int_range(e, mig, "batchBytes", "spec.cluster.migration.batchBytes", RDC_SPEC_MIGRATION_BATCH_MIN,
+                        RDC_SPEC_MIGRATION_BATCH_MAX, &v))
+        out->cluster.migration_batch_bytes = v;
+    if (check_int_range(e, mig, "bytesPerSecond", "spec.cluster.migration.bytesPerSecond", 0,
+                        RDC_SPEC_MIGRATION_RATE_MAX, &v))
+        out->cluster.migration_bytes_per_second = v;
     int p = check_enum(e, spec, "persistence", "spec.persistence", persistence, "\"aof\", \"none\", \"rdb\"");
     if (mode >= 0)
         out->mode = (rdc_mode_t)mode;
@@ -1004,6 +1011,7 @@ void rdc_spec_defaults(rdc_spec_t *out)
     out->pdb.max_unavailable = RDC_SPEC_DEFAULT_MAX_UNAVAILABLE;
     out->cluster.shards = RDC_SPEC_DEFAULT_SHARDS;
     out->cluster.replicas_per_shard = RDC_SPEC_DEFAULT_REPLICAS_PER_SHARD;
+    out->cluster.migration_batch_bytes = RDC_SPEC_DEFAULT_MIGRATION_BATCH;
     out->pod.termination_grace_period_seconds = -1;
     out->tag = RDC_SPEC_DEFAULT_VERSION;
 }
@@ -1101,8 +1109,9 @@ size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *ne
                     "by hash slot, the other modes keep it whole on each server; create a new RedisCluster in the "
                     "other mode and migrate the data");
     const json_object *os = jsonx_get(olds, "size"), *ns = jsonx_get(news, "size");
+    /* (in Cluster mode the size follows the shards, which may shrink: their slots move first) */
     if (os && ns && json_object_is_type(os, json_type_int) && json_object_is_type(ns, json_type_int) &&
-        json_object_get_int64(ns) < json_object_get_int64(os))
+        json_object_get_int64(ns) < json_object_get_int64(os) && !rdc_spec_cluster_layout(news, NULL, NULL))
         field_error(errs, RDC_FIELD_FORBIDDEN, "spec.size", NULL,
                     "may not decrease from %lld to %lld (scaling a RedisCluster down is not allowed)",
                     (long long)json_object_get_int64(os), (long long)json_object_get_int64(ns));

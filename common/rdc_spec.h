@@ -97,6 +97,10 @@
 #define RDC_SPEC_CLUSTER_REPLICAS_MAX 4
 #define RDC_SPEC_CLUSTER_SIZE_MAX 100   /* shards x (1 + replicasPerShard) */
 #define RDC_SPEC_CLUSTER_NAME_MAX 44    /* <name>-shard<k> is a StatefulSet: 52 at most */
+#define RDC_SPEC_MIGRATION_BATCH_MIN 1024
+#define RDC_SPEC_MIGRATION_BATCH_MAX (INT64_C(64) << 20)
+#define RDC_SPEC_DEFAULT_MIGRATION_BATCH (INT64_C(1) << 20)
+#define RDC_SPEC_MIGRATION_RATE_MAX (INT64_C(10) << 30)
 #define RDC_SPEC_DEFAULT_SHARDS 3
 #define RDC_SPEC_DEFAULT_REPLICAS_PER_SHARD 1
 #define RDC_SPEC_NAME_MAX 52
@@ -264,6 +268,8 @@ typedef struct {
     struct {
         int shards;                   /* spec.cluster.shards (Cluster mode) */
         int replicas_per_shard;
+        int64_t migration_batch_bytes;      /* spec.cluster.migration.batchBytes */
+        int64_t migration_bytes_per_second; /* .bytesPerSecond, 0: no bound */
     } cluster;
     struct {
         int max_unavailable;          /* when max_unavailable_percent is NULL */

@@ -94,7 +94,7 @@ struct observer {
     metric_family_t *m_up, *m_role, *m_lag, *m_clients, *m_changes, *m_sent, *m_rx_up, *m_rx_clients,
         *m_rx_mem, *m_rx_maxmem, *m_rx_evicted, *m_rx_expired, *m_rx_hits, *m_rx_misses, *m_rx_cmds,
         *m_rx_slaves, *m_rx_offset, *m_rx_bgsave;
-    metric_family_t *m_cl_state, *m_cl_assigned, *m_cl_ok, *m_cl_pfail, *m_cl_fail, *m_cl_known;
+    metric_family_t *m_cl_state, *m_cl_assigned, *m_cl_ok, *m_cl_pfail, *m_cl_fail, *m_cl_known, *m_cl_migrating;
     obs_node_t scratch[MAX_NODES]; /* evaluate's observation under construction */
 };
 
@@ -903,6 +903,17 @@ static void cluster_metrics(observer_t *ob, const char *const *l, const redisnod
                 {ob->m_cl_fail, in->slots_fail},   {ob->m_cl_known, in->known_nodes}};
     for (size_t i = 0; i < sizeof(figs) / sizeof(figs[0]); i++)
         set_if(figs[i].f, l, figs[i].v);
+    /* the slots this node has MIGRATING (a resharding under way, or a move cut off) */
+    cn_view_t *v = NULL;
+    char err[128];
+    if (st->cluster_nodes && !cn_parse(st->cluster_nodes, strlen(st->cluster_nodes), &v, err, sizeof(err))) {
+        const cn_node_t *me = cn_myself(v);
+        int64_t migrating = 0;
+        for (size_t i = 0; me && i < me->nopen; i++)
+            migrating += !me->open[i].importing;
+        metric_gauge_set(ob->m_cl_migrating, l, (double)migrating);
+    }
+    cn_view_destroy(&v);
 }
 
 static int on_metrics(loop_t *loop, int id, void *arg)
@@ -914,7 +925,7 @@ static int on_metrics(loop_t *loop, int id, void *arg)
                                  ob->m_rx_mem, ob->m_rx_maxmem, ob->m_rx_evicted, ob->m_rx_expired, ob->m_rx_hits,
                                  ob->m_rx_misses, ob->m_rx_cmds, ob->m_rx_slaves, ob->m_rx_offset, ob->m_rx_bgsave,
                                  ob->m_cl_state, ob->m_cl_assigned, ob->m_cl_ok, ob->m_cl_pfail, ob->m_cl_fail,
-                                 ob->m_cl_known};
+                                 ob->m_cl_known, ob->m_cl_migrating};
     /* Rebuilt from scratch: a pod that went leaves no series behind. */
     for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
         metric_family_reset(gauges[i]);
@@ -1013,6 +1024,9 @@ static void register_metrics(observer_t *ob)
                                    "Cluster mode: CLUSTER INFO cluster_slots_pfail.", pl);
     ob->m_cl_fail = metrics_gauge(reg, "rdc_redis_cluster_slots_fail",
                                   "Cluster mode: CLUSTER INFO cluster_slots_fail.", pl);
+    ob->m_cl_migrating = metrics_gauge(reg, "rdc_redis_cluster_slots_migrating",
+                                       "Cluster mode: slots this node has MIGRATING to another (a move under way).",
+                                       pl);
     ob->m_cl_known = metrics_gauge(reg, "rdc_redis_cluster_known_nodes",
                                    "Cluster mode: CLUSTER INFO cluster_known_nodes.", pl);
 }

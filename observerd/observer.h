@@ -29,7 +29,8 @@
  * redis_master_repl_offset, redis_rdb_last_bgsave_status), all labelled
  * {namespace,rediscluster,pod}; for the pods of Cluster-mode clusters, while they answer,
  * rdc_redis_cluster_state (1 ok, 0 fail), rdc_redis_cluster_slots_assigned,
- * rdc_redis_cluster_slots_ok, rdc_redis_cluster_slots_pfail, rdc_redis_cluster_slots_fail
+ * rdc_redis_cluster_slots_ok, rdc_redis_cluster_slots_pfail, rdc_redis_cluster_slots_fail,
+ * rdc_redis_cluster_slots_migrating
  * and rdc_redis_cluster_known_nodes; per cluster rdc_redis_primary_changes_total; and
  * rdc_observer_observations_sent_total.
  */

@@ -84,6 +84,47 @@ static void from_node(ctopo_pod_t *p, const json_object *node, cn_view_t **view)
     p->info.current_epoch = int_or(cl, "currentEpoch", -1);
 }
 
+/* The shard StatefulSet of sts named shard, or NULL. */
+static const json_object *set_named(const json_object *const *sts, size_t nsts, const char *shard)
+{
+    for (size_t s = 0; s < nsts; s++) {
+        const char *sn = JSONX_STR_AT(sts[s], "metadata", "name");
+        if (sn && !strcmp(sn, shard))
+            return sts[s];
+    }
+    return NULL;
+}
+
+/* The layout (cluster_topo.h LAYOUT): the spec's, widened by the shard StatefulSets and
+ * pods still there (the spec shrank). Returns 0, or -1 when a name does not fit. */
+static int layout(const char *name, ctopo_input_t *in, const json_object *pods, const json_object *const *sts,
+                  size_t nsts)
+{
+    in->nshards = in->shards;
+    in->width = 1 + in->replicas;
+    for (int k = 0; k < CTOPO_MAX_SHARDS; k++) {
+        char shard[300], pod[320];
+        if (render_shard_name(name, k, shard, sizeof(shard)))
+            return -1;
+        const json_object *set = set_named(sts, nsts, shard);
+        int64_t want = int_or(jsonx_get(set, "spec"), "replicas", 0);
+        in->sts_replicas[k] = want > 0 && want <= 1 + CTOPO_MAX_REPLICAS ? (int)want : 0;
+        int highest = in->sts_replicas[k];
+        for (int j = 0; j < 1 + CTOPO_MAX_REPLICAS; j++) {
+            snprintf(pod, sizeof(pod), "%s-%d", shard, j);
+            if (named(pods, pod, 1) && j + 1 > highest)
+                highest = j + 1;
+        }
+        if (set || highest) {
+            if (k + 1 > in->nshards)
+                in->nshards = k + 1;
+            if (highest > in->width)
+                in->width = highest;
+        }
+    }
+    return 0;
+}
+
 int cluster_observe(const char *name, int shards, int replicas, int bootstrapped, const json_object *pods,
                     const json_object *observation, const json_object *const *sts, size_t nsts, ctopo_input_t *in,
                     cn_view_t **views)
@@ -94,11 +135,13 @@ int cluster_observe(const char *name, int shards, int replicas, int bootstrapped
     in->shards = shards;
     in->replicas = replicas;
     in->bootstrapped = bootstrapped;
+    if (layout(name, in, pods, sts, nsts))
+        return -1;
     const json_object *nodes = jsonx_get(observation, "nodes");
-    int n = shards * (1 + replicas);
+    int n = in->nshards * in->width;
     for (int i = 0; i < n; i++) {
         ctopo_pod_t *p = &in->pod[i];
-        int k = i / (1 + replicas), j = i % (1 + replicas);
+        int k = i / in->width, j = i % in->width;
         char shard[300];
         views[i] = NULL;
         if (render_shard_name(name, k, shard, sizeof(shard)) ||
@@ -108,13 +151,7 @@ int cluster_observe(const char *name, int shards, int replicas, int bootstrapped
             memset(in, 0, sizeof(*in));
             return -1;
         }
-        const json_object *set = NULL;
-        for (size_t s = 0; s < nsts && !set; s++) {
-            const char *sn = JSONX_STR_AT(sts[s], "metadata", "name");
-            if (sn && !strcmp(sn, shard))
-                set = sts[s];
-        }
-        from_pod(p, named(pods, p->pod, 1), set);
+        from_pod(p, named(pods, p->pod, 1), set_named(sts, nsts, shard));
         from_node(p, named(nodes, p->pod, 0), &views[i]);
     }
     return 0;

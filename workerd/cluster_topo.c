@@ -22,11 +22,15 @@ typedef struct {
      * itself, with epoch 0. */
     short *owner;                   /* [CN_SLOTS] */
     int holds[CTOPO_MAX_PODS];      /* slots each pod holds by that agreement */
+    int per;                        /* pods per shard in the layout (width) */
+    int wanted[CTOPO_MAX_PODS];     /* in the spec's layout (else LEAVING) */
+    int retired[CTOPO_MAX_PODS];    /* leaving, holding nothing, knowing only itself */
 } ctx_t;
 
 const char *ctopo_cmd_kind_name(ctopo_cmd_kind_t kind)
 {
-    static const char *const names[] = {"meet", "forget", "addslots", "replicate", "failover", "flush", "delslots"};
+    static const char *const names[] = {"meet",     "forget", "addslots", "replicate",
+                                        "failover", "flush",  "delslots", "reset"};
     return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
 }
 
@@ -44,7 +48,7 @@ void ctopo_shard_range(int shards, int k, int *from, int *to)
 
 static int shard_of(const ctx_t *c, int i)
 {
-    return i / (1 + c->in->replicas);
+    return i / c->per;
 }
 
 /* Add a command for pod; args are its argv after "CLUSTER". Returns it, or NULL when the
@@ -107,7 +111,7 @@ static int known_in(const ctx_t *c, const cn_view_t *v)
 {
     int k = 0;
     for (int i = 0; i < c->n; i++) {
-        const cn_node_t *e = c->id[i] ? cn_find(v, c->id[i]) : NULL;
+        const cn_node_t *e = c->id[i] && !c->retired[i] ? cn_find(v, c->id[i]) : NULL;
         /* (a node's own line may show no address before it learnt it) */
         k += e && ((e->flags & CN_MYSELF) || !strcmp(e->ip, c->in->pod[i].ip));
     }
@@ -119,29 +123,38 @@ static int known_by(const ctx_t *c, int i)
 {
     int k = 0;
     for (int j = 0; c->id[i] && j < c->n; j++) {
-        const cn_node_t *e = c->me[j] ? cn_find(c->in->pod[j].view, c->id[i]) : NULL;
+        const cn_node_t *e = c->me[j] && !c->retired[j] ? cn_find(c->in->pod[j].view, c->id[i]) : NULL;
         k += e && ((e->flags & CN_MYSELF) || !strcmp(e->ip, c->in->pod[i].ip));
     }
     return k;
 }
 
-/* The anchor: the observed node that knows the most nodes of the layout and is known by
- * the most (the best connected: a pod back alone with a new IP knows everyone but nobody
- * knows it), ties to the lowest index. */
+/* Each pod's node, whether it is wanted, and whether every pod is observed. The anchor
+ * (pick_anchor): the observed node that knows the most nodes of the layout and is known
+ * by the most (the best connected: a pod back alone with a new IP knows everyone but
+ * nobody knows it), ties to the lowest index; retired pods are not counted. */
 static void gather(ctx_t *c)
 {
     c->all_observed = 1;
+    for (int i = 0; i < c->n; i++) {
+        const ctopo_pod_t *p = &c->in->pod[i];
+        c->wanted[i] = shard_of(c, i) < c->in->shards && i % c->per < 1 + c->in->replicas;
+        c->me[i] = p->observed ? cn_myself(p->view) : NULL;
+        c->id[i] = c->me[i] ? c->me[i]->id : NULL;
+        /* every wanted pod, and every leaving one still there (its node may hold slots) */
+        if (c->wanted[i] || p->present)
+            c->all_observed &= p->present && c->me[i] != NULL;
+        c->out->label[i] = NULL;
+    }
+}
+
+/* The anchor: as gather's comment says, once retired pods are known (after slot_maps). */
+static void pick_anchor(ctx_t *c)
+{
     c->anchor = -1;
     int best = -1;
     for (int i = 0; i < c->n; i++) {
-        const ctopo_pod_t *p = &c->in->pod[i];
-        c->me[i] = p->observed ? cn_myself(p->view) : NULL;
-        c->id[i] = c->me[i] ? c->me[i]->id : NULL;
-        c->all_observed &= p->present && c->me[i] != NULL;
-        c->out->label[i] = NULL;
-    }
-    for (int i = 0; i < c->n; i++) {
-        int k = c->id[i] ? known_in(c, c->in->pod[i].view) + known_by(c, i) : -1;
+        int k = c->id[i] && !c->retired[i] ? known_in(c, c->in->pod[i].view) + known_by(c, i) : -1;
         if (k > best) {
             best = k;
             c->anchor = c->id[i] ? i : -1;
@@ -168,7 +181,7 @@ static int step_meet(ctx_t *c)
     const cn_view_t *av = c->in->pod[c->anchor].view;
     int pending = 0;
     for (int i = 0; i < c->n; i++) {
-        if (i == c->anchor || !c->id[i])
+        if (i == c->anchor || !c->id[i] || c->retired[i])
             continue;
         const cn_node_t *e = cn_find(av, c->id[i]);
         if (e && !strcmp(e->ip, c->in->pod[i].ip))
@@ -222,13 +235,13 @@ static int step_forget(ctx_t *c)
     int sent = 0;
     for (int i = 0; i < c->n; i++) {
         const cn_view_t *v = c->in->pod[i].view;
-        for (size_t k = 0; k < v->n; k++) {
+        for (size_t k = 0; v && !c->retired[i] && k < v->n; k++) {
             const cn_node_t *e = &v->nodes[k];
             if (!forgettable(c, e))
                 continue;
             /* on every node that lists it (Redis wants them all within a minute) */
             for (int m = 0; m < c->n; m++) {
-                if (!cn_find(c->in->pod[m].view, e->id))
+                if (c->retired[m] || !c->in->pod[m].view || !cn_find(c->in->pod[m].view, e->id))
                     continue;
                 int dup = 0;
                 for (size_t x = 0; x < c->out->ncmds; x++)
@@ -280,13 +293,16 @@ static void slot_maps(ctx_t *c, cn_slots_t *claimed, cn_slots_t *held)
             cn_slots_set(held, slot);
         }
     }
+    for (int i = 0; i < c->n; i++)
+        c->retired[i] = !c->wanted[i] && c->me[i] && c->in->pod[i].view->n == 1 && !c->holds[i] &&
+                        !c->me[i]->nranges && !c->me[i]->nopen;
 }
 
 /* Shard k's master: the one observed pod of the shard that is a master holding slots (as
  * the cluster agrees); -1 when none, -2 when two. */
 static int shard_master(const ctx_t *c, int k)
 {
-    int m = -1, per = 1 + c->in->replicas;
+    int m = -1, per = c->per;
     for (int i = k * per; i < (k + 1) * per; i++)
         if (c->holds[i] > 0)
             m = m == -1 ? i : -2;
@@ -296,20 +312,54 @@ static int shard_master(const ctx_t *c, int k)
 /* The pod of shard k to give unassigned slots: its master, else its first empty master. */
 static int slots_target(const ctx_t *c, int k)
 {
-    int m = shard_master(c, k), per = 1 + c->in->replicas;
+    int m = shard_master(c, k), per = c->per;
     if (m != -1)
         return m;
     for (int i = k * per; i < (k + 1) * per; i++)
-        if (c->me[i] && (c->me[i]->flags & CN_MASTER) && cn_slot_count(c->me[i]) == 0 && c->holds[i] == 0)
+        if (c->wanted[i] && c->me[i] && (c->me[i]->flags & CN_MASTER) && cn_slot_count(c->me[i]) == 0 &&
+            c->holds[i] == 0)
             return i;
     return -1;
+}
+
+/* How many observed pods follow pod m's node. */
+static int followers(const ctx_t *c, int m)
+{
+    int n = 0;
+    for (int i = 0; i < c->n; i++)
+        n += c->me[i] && (c->me[i]->flags & CN_REPLICA) && !strcmp(c->me[i]->master, c->id[m]);
+    return n;
+}
+
+/* Shard k's HEAD: its master holding slots (-2 when two); in a bootstrapped cluster, for
+ * a wanted shard that holds none, its SEED: the observed wanted empty master of the shard
+ * that most of its pods follow, ties to the lowest index. -1 when none. */
+static int shard_head(const ctx_t *c, int k)
+{
+    int m = shard_master(c, k), best = -1, most = -1;
+    if (m != -1 || !c->in->bootstrapped || k >= c->in->shards)
+        return m;
+    for (int i = k * c->per; i < (k + 1) * c->per; i++) {
+        const cn_node_t *me = c->me[i];
+        if (!c->wanted[i] || !me || !(me->flags & CN_MASTER) || me->nranges || me->nopen || c->holds[i])
+            continue;
+        int f = followers(c, i);
+        if (f > most) {
+            most = f;
+            best = i;
+        }
+    }
+    return best;
 }
 
 /* 1 when every observed node knows every other (the MEETs have spread). */
 static int fully_met(const ctx_t *c)
 {
+    int live = 0;
     for (int i = 0; i < c->n; i++)
-        if (known_in(c, c->in->pod[i].view) < c->n)
+        live += c->id[i] && !c->retired[i];
+    for (int i = 0; i < c->n; i++)
+        if (c->id[i] && !c->retired[i] && known_in(c, c->in->pod[i].view) < live)
             return 0;
     return 1;
 }
@@ -366,14 +416,14 @@ static void unclaim(ctx_t *c, int i, int k, int m)
 
 static int step_replicate(ctx_t *c)
 {
-    int sent = 0, per = 1 + c->in->replicas;
+    int sent = 0, per = c->per;
     for (int k = 0; k < c->in->shards; k++) {
-        int m = shard_master(c, k);
+        int m = shard_head(c, k);
         if (m < 0)
             continue;
         for (int i = k * per; i < (k + 1) * per; i++) {
             const cn_node_t *me = c->me[i];
-            if (i == m || !me || c->holds[i] > 0)
+            if (i == m || !me || !c->wanted[i] || c->holds[i] > 0)
                 continue;
             if ((me->flags & CN_REPLICA) && !strcmp(me->master, c->id[m]))
                 continue;
@@ -402,10 +452,11 @@ static int step_replicate(ctx_t *c)
  * date when want_current; the highest offset. -1 when none. */
 static int handover_to(const ctx_t *c, int m, int want_current)
 {
-    int best = -1, per = 1 + c->in->replicas, k = shard_of(c, m);
+    int best = -1, per = c->per, k = shard_of(c, m);
     for (int i = k * per; i < (k + 1) * per; i++) {
         const ctopo_pod_t *p = &c->in->pod[i];
-        if (i == m || !c->me[i] || !(c->me[i]->flags & CN_REPLICA) || strcmp(c->me[i]->master, c->id[m]) ||
+        if (i == m || !c->wanted[i] || !c->me[i] || !(c->me[i]->flags & CN_REPLICA) ||
+            strcmp(c->me[i]->master, c->id[m]) ||
             !p->link_up || !p->ready || p->terminating || (want_current && p->outdated))
             continue;
         if (best < 0 || p->offset > c->in->pod[best].offset)
@@ -424,7 +475,7 @@ static void failover(ctx_t *c, int m, int to, const char *what)
 /* A terminating master hands its role over. Returns 1 when it did (or waits). */
 static int step_terminating(ctx_t *c)
 {
-    for (int k = 0; k < c->in->shards; k++) {
+    for (int k = 0; k < c->out->nshards; k++) {
         int m = shard_master(c, k);
         if (m < 0 || !c->in->pod[m].terminating)
             continue;
@@ -442,8 +493,8 @@ static int all_settled(const ctx_t *c)
 {
     for (int i = 0; i < c->n; i++) {
         const ctopo_pod_t *p = &c->in->pod[i];
-        if (!p->present || !p->ready || p->terminating || !c->me[i] ||
-            ((c->me[i]->flags & CN_REPLICA) && !p->link_up))
+        if (c->wanted[i] && (!p->present || !p->ready || p->terminating || !c->me[i] ||
+                             ((c->me[i]->flags & CN_REPLICA) && !p->link_up)))
             return 0;
     }
     return 1;
@@ -453,7 +504,7 @@ static int step_rollout(ctx_t *c)
 {
     int outdated = -1;
     for (int i = c->n - 1; i >= 0; i--)
-        if (c->in->pod[i].present && c->in->pod[i].outdated && outdated < 0)
+        if (c->wanted[i] && c->in->pod[i].present && c->in->pod[i].outdated && outdated < 0)
             outdated = i;
     if (outdated < 0)
         return 0;
@@ -462,7 +513,7 @@ static int step_rollout(ctx_t *c)
         return 1;
     /* replicas first, the highest index first */
     for (int i = c->n - 1; i >= 0; i--)
-        if (c->in->pod[i].outdated && c->me[i] && c->holds[i] == 0) {
+        if (c->wanted[i] && c->in->pod[i].outdated && c->me[i] && c->holds[i] == 0) {
             c->out->delete_pod = i;
             return 1;
         }
@@ -472,6 +523,226 @@ static int step_rollout(ctx_t *c)
     else if (c->in->replicas == 0)
         c->out->delete_pod = m; /* nobody to hand over to: in place */
     return 1;
+}
+
+/* ---- 6. RESHARD --------------------------------------------------------------------------- */
+
+/* Shard k's share of the slots: 16384 / shards for a wanted shard, the remainder one each
+ * to the wanted shards that hold most now (ties: the lowest index): the fewest moves;
+ * 0 for a leaving shard. count[] is what each shard holds now. */
+static void shares(const ctx_t *c, const int *count, int *share)
+{
+    int s = c->in->shards, extra = CN_SLOTS % s;
+    int given[CTOPO_MAX_SHARDS] = {0};
+    for (int k = 0; k < c->out->nshards; k++)
+        share[k] = k < s ? CN_SLOTS / s : 0;
+    for (int e = 0; e < extra; e++) {
+        int best = -1;
+        for (int k = 0; k < s; k++)
+            if (!given[k] && (best < 0 || count[k] > count[best]))
+                best = k;
+        given[best] = 1;
+        share[best]++;
+    }
+}
+
+/* The other masters holding slots, for the move from source to target. */
+static void move_others(ctx_t *c, ctopo_move_t *mv)
+{
+    for (int k = 0; k < c->out->nshards && mv->nothers < CTOPO_MAX_SHARDS; k++) {
+        int m = shard_master(c, k);
+        if (m >= 0 && m != mv->source && m != mv->target)
+            mv->others[mv->nothers++] = m;
+    }
+}
+
+/* The head of pod p's shard, or p itself when it is a master (a move's end). */
+static int end_of(const ctx_t *c, int p)
+{
+    if (p < 0)
+        return -1;
+    if (c->me[p] && (c->me[p]->flags & CN_MASTER))
+        return p;
+    return shard_head(c, shard_of(c, p));
+}
+
+/* An open slot (a move cut off): its move, finished toward where it was going. Returns 1
+ * when one was found (mv set, or nothing to do but wait), 0 when none is open. */
+static int open_move(ctx_t *c, ctopo_move_t *mv)
+{
+    for (int i = 0; i < c->n; i++) {
+        const cn_node_t *me = c->me[i];
+        for (size_t x = 0; me && (me->flags & CN_MASTER) && x < me->nopen; x++) {
+            const cn_open_slot_t *o = &me->open[x];
+            int owner = c->owner[o->slot], peer = pod_of_id(c, o->peer);
+            int target = o->importing ? i : end_of(c, peer);
+            int source = owner >= 0 && owner != target ? owner : o->importing ? -1 : i;
+            c->out->slots_to_move++;
+            if (mv->source >= 0 || source < 0 || target < 0 || source == target || !c->me[source] ||
+                !c->me[target] || !c->in->pod[source].ip[0] || !c->in->pod[target].ip[0])
+                continue;
+            mv->source = source;
+            mv->target = target;
+            mv->ranges[0] = (cn_range_t){o->slot, o->slot};
+            mv->nranges = 1;
+            mv->slots = 1;
+            mv->resume = 1;
+        }
+    }
+    return c->out->slots_to_move > 0;
+}
+
+/* The highest n slots the cluster gives pod p, as ranges (highest first) into mv. */
+static void highest_slots(const ctx_t *c, int p, int n, ctopo_move_t *mv)
+{
+    for (int slot = CN_SLOTS - 1; slot >= 0 && n > 0; slot--) {
+        if (c->owner[slot] != p)
+            continue;
+        cn_range_t *r = mv->nranges ? &mv->ranges[mv->nranges - 1] : NULL;
+        if (r && r->from == slot + 1)
+            r->from = slot;
+        else if (mv->nranges < CTOPO_MAX_MOVE_RANGES)
+            mv->ranges[mv->nranges++] = (cn_range_t){slot, slot};
+        else
+            break;
+        mv->slots++;
+        n--;
+    }
+}
+
+/* 1 when the cluster may reshard: bootstrapped, every pod observed and met, every slot
+ * held, each shard one head, each wanted shard's replicas linked. */
+static int may_reshard(ctx_t *c, const cn_slots_t *held)
+{
+    if (!c->in->bootstrapped || !c->all_observed || !fully_met(c))
+        return 0;
+    cn_range_t r[1];
+    if (cn_slots_ranges(held, 0, CN_SLOTS - 1, 0, r, 1))
+        return 0;
+    /* every node sees the cluster up (a node just met says CLUSTERDOWN to MIGRATE) */
+    for (int i = 0; i < c->n; i++)
+        if (c->me[i] && !c->retired[i] && c->in->pod[i].info.state_ok != 1)
+            return 0;
+    for (int k = 0; k < c->out->nshards; k++) {
+        int h = shard_head(c, k);
+        if (h == -2 || (k < c->in->shards && (h < 0 || c->out->shard[k].nreplicas < c->in->replicas)))
+            return 0;
+    }
+    return 1;
+}
+
+static int step_reshard(ctx_t *c, const cn_slots_t *held)
+{
+    ctopo_move_t *mv = &c->out->move;
+    if (!c->in->bootstrapped)
+        return 0;
+    int open = open_move(c, mv);
+    int count[CTOPO_MAX_SHARDS] = {0}, share[CTOPO_MAX_SHARDS];
+    for (int k = 0; k < c->out->nshards; k++) {
+        int m = shard_master(c, k);
+        count[k] = m >= 0 ? c->holds[m] : 0;
+    }
+    shares(c, count, share);
+    for (int k = 0; k < c->out->nshards; k++)
+        c->out->slots_to_move += count[k] > share[k] ? count[k] - share[k] : 0;
+    if (!c->out->slots_to_move || !may_reshard(c, held))
+        return 0;
+    c->out->waiting = 1;
+    if (!open) {
+        /* the first shard with too many (leaving ones first), to the first with too few */
+        int from = -1, to = -1;
+        for (int pass = 0; pass < 2 && from < 0; pass++)
+            for (int k = pass ? 0 : c->in->shards; k < (pass ? c->in->shards : c->out->nshards) && from < 0; k++)
+                if (count[k] > share[k])
+                    from = k;
+        for (int k = 0; k < c->in->shards && to < 0; k++)
+            if (count[k] < share[k])
+                to = k;
+        if (from < 0 || to < 0)
+            return 0;
+        int n = count[from] - share[from] < share[to] - count[to] ? count[from] - share[from] : share[to] - count[to];
+        mv->source = shard_master(c, from);
+        mv->target = shard_head(c, to);
+        highest_slots(c, mv->source, n, mv);
+    }
+    if (mv->source < 0)
+        return 1; /* open slots whose ends are not both observed: wait */
+    move_others(c, mv);
+    return 1;
+}
+
+/* ---- 7. RETIRE ------------------------------------------------------------------------------ */
+
+/* A wanted shard whose slots a leaving pod holds hands them to a wanted replica. Returns 1
+ * when it did. */
+static int leaving_master(ctx_t *c)
+{
+    for (int k = 0; k < c->in->shards; k++) {
+        int m = shard_master(c, k);
+        if (m < 0 || c->wanted[m])
+            continue;
+        int to = handover_to(c, m, 0);
+        if (to >= 0) {
+            failover(c, m, to, "leaving (spec.cluster.replicasPerShard shrank)");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int step_retire(ctx_t *c)
+{
+    if (leaving_master(c))
+        return 1;
+    int sent = 0;
+    for (int i = 0; i < c->n; i++) {
+        const cn_node_t *me = c->me[i];
+        if (c->wanted[i] || c->retired[i] || !me || c->holds[i] || me->nranges || me->nopen)
+            continue;
+        /* a leaving master of a wanted shard's replicas: they follow it, wait (leaving_master) */
+        int held_up = 0;
+        for (int j = 0; j < c->n; j++)
+            held_up |= c->wanted[j] && c->me[j] && !strcmp(c->me[j]->master, me->id);
+        if (held_up)
+            continue;
+        for (int m = 0; m < c->n; m++) {
+            if (m == i || c->retired[m] || !c->me[m] || !cn_find(c->in->pod[m].view, me->id) ||
+                !strcmp(c->me[m]->master, me->id))
+                continue;
+            ctopo_cmd_t *cmd = add_cmd(c, CTOPO_FORGET, m, "pod %s leaves the cluster (the spec shrank)",
+                                       c->in->pod[i].pod);
+            add_arg(cmd, "FORGET");
+            add_arg(cmd, "%s", me->id);
+        }
+        ctopo_cmd_t *cmd = add_cmd(c, CTOPO_RESET, i, "pod %s leaves the cluster (the spec shrank): it forgets it",
+                                   c->in->pod[i].pod);
+        add_arg(cmd, "RESET");
+        add_arg(cmd, "HARD");
+        sent++;
+    }
+    return sent;
+}
+
+/* What the caller keeps of the layout: each shard's StatefulSet replicas, and whether a
+ * leaving shard stays (not every pod of it retired or gone yet). */
+static void layout_kept(ctx_t *c)
+{
+    for (int k = 0; k < c->out->nshards; k++) {
+        int busy = 0, highest = 0; /* a leaving pod still in the cluster; the highest index of one there */
+        for (int j = 0; j < c->per; j++) {
+            int i = k * c->per + j;
+            if (!c->wanted[i] && c->in->pod[i].present && !c->retired[i])
+                busy = 1;
+            if (c->in->pod[i].present)
+                highest = j + 1;
+        }
+        int have = c->in->sts_replicas[k] ? c->in->sts_replicas[k] : highest;
+        if (k < c->in->shards)
+            c->out->replicas_of[k] = busy && have > 1 + c->in->replicas ? have : 1 + c->in->replicas;
+        else
+            c->out->replicas_of[k] = have;
+        c->out->keep_shard[k] = k < c->in->shards || busy;
+    }
 }
 
 /* ---- labels and status ------------------------------------------------------------------ */
@@ -510,10 +781,10 @@ static void holders(const ctx_t *c, cn_range_t r, char *out, size_t len)
 
 static void shards_status(ctx_t *c)
 {
-    int per = 1 + c->in->replicas;
-    for (int k = 0; k < c->in->shards; k++) {
+    int per = c->per;
+    for (int k = 0; k < c->out->nshards; k++) {
         ctopo_shard_t *s = &c->out->shard[k];
-        int m = shard_master(c, k), n = 0;
+        int m = shard_head(c, k), n = 0;
         s->master = m >= 0 ? m : -1;
         if (m >= 0) {
             cn_slots_t mine;
@@ -525,7 +796,7 @@ static void shards_status(ctx_t *c)
             size_t nr = cn_slots_ranges(&mine, 0, CN_SLOTS - 1, 1, r, 64);
             cn_ranges_text(r, nr < 64 ? nr : 64, s->slots, sizeof(s->slots));
         }
-        for (int i = k * per; i < (k + 1) * per; i++) {
+        for (int i = k * per; i < (k + 1) * per && n < CTOPO_MAX_REPLICAS; i++) {
             if (i == m || !c->me[i] || !(c->me[i]->flags & CN_REPLICA))
                 continue;
             s->replica[n++] = i;
@@ -533,6 +804,29 @@ static void shards_status(ctx_t *c)
         }
         s->replica[n] = -1;
     }
+}
+
+/* The shards' problems: two masters, replicas missing, a resharding or a shrink under way. */
+static void shard_problems(ctx_t *c)
+{
+    ctopo_result_t *o = c->out;
+    for (int k = 0; k < o->nshards; k++) {
+        if (shard_master(c, k) == -2)
+            problem(c, 1, "TwoMasters", "shard %d has two masters holding slots", k);
+        if (k < c->in->shards && o->shard[k].master >= 0 && o->shard[k].nreplicas < c->in->replicas)
+            problem(c, 0, "ReplicasMissing", "shard %d: %d of %d replicas linked", k, o->shard[k].nreplicas,
+                    c->in->replicas);
+    }
+    if (o->slots_to_move) {
+        char what[160] = "";
+        if (o->move.source >= 0)
+            snprintf(what, sizeof(what), ": now %d from %s to %s", o->move.slots, c->in->pod[o->move.source].pod,
+                     c->in->pod[o->move.target].pod);
+        problem(c, 0, "Resharding", "%d slot(s) to move to give every shard its share%s", o->slots_to_move, what);
+    }
+    for (int k = 0; k < o->nshards; k++)
+        if (!o->keep_shard[k] || o->replicas_of[k] != 1 + c->in->replicas || k >= c->in->shards)
+            problem(c, 0, "Shrinking", "shard %d: leaving pods are still in the cluster or not yet removed", k);
 }
 
 /* ClusterHealthy's reason, after the steps. */
@@ -567,13 +861,7 @@ static void health(ctx_t *c, const cn_slots_t *held, int meeting)
                 "again (their data may live there): bring that node back, or assign them yourself",
                 text, nun > 8 ? ",..." : "", who, r[0].from, r[0].to);
     }
-    for (int k = 0; k < c->in->shards; k++) {
-        if (shard_master(c, k) == -2)
-            problem(c, 1, "TwoMasters", "shard %d has two masters holding slots", k);
-        if (o->shard[k].master >= 0 && o->shard[k].nreplicas < c->in->replicas)
-            problem(c, 0, "ReplicasMissing", "shard %d: %d of %d replicas linked", k, o->shard[k].nreplicas,
-                    c->in->replicas);
-    }
+    shard_problems(c);
     if (!o->state_ok)
         problem(c, 0, "ClusterStateFail", "cluster_state is not ok on every node");
     o->healthy = !o->reason[0];
@@ -587,20 +875,27 @@ int ctopo_compute(const ctopo_input_t *in, ctopo_result_t *out)
 {
     memset(out, 0, sizeof(*out));
     out->delete_pod = -1;
-    if (in->shards < 3 || in->shards > CTOPO_MAX_SHARDS || in->replicas < 0 || in->replicas > CTOPO_MAX_REPLICAS)
+    out->move.source = out->move.target = -1;
+    int nshards = in->nshards ? in->nshards : in->shards, width = in->width ? in->width : 1 + in->replicas;
+    if (in->shards < 3 || in->shards > CTOPO_MAX_SHARDS || in->replicas < 0 || in->replicas > CTOPO_MAX_REPLICAS ||
+        nshards < in->shards || nshards > CTOPO_MAX_SHARDS || width < 1 + in->replicas ||
+        width > 1 + CTOPO_MAX_REPLICAS)
         return -1;
     static short owner[CN_SLOTS];
-    ctx_t c = {.in = in, .out = out, .n = in->shards * (1 + in->replicas), .owner = owner};
+    ctx_t c = {.in = in, .out = out, .n = nshards * width, .per = width, .owner = owner};
+    out->nshards = nshards;
     gather(&c);
     cn_slots_t claimed, held;
     slot_maps(&c, &claimed, &held);
+    pick_anchor(&c);
+    shards_status(&c); /* (RESHARD reads the replicas linked) */
     int meeting = step_meet(&c);
     if (!meeting && !step_forget(&c) && !step_slots(&c, &claimed) && !step_replicate(&c) &&
-        !step_terminating(&c))
+        !step_terminating(&c) && !step_reshard(&c, &held) && !step_retire(&c))
         step_rollout(&c);
-    out->waiting |= out->ncmds > 0;
+    out->waiting |= out->ncmds > 0 || out->move.source >= 0;
     labels(&c);
-    shards_status(&c);
+    layout_kept(&c);
     health(&c, &held, meeting);
     return 0;
 }

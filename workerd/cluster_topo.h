@@ -5,7 +5,9 @@
  * Redis Cluster commands to send, which role labels to set, and the cluster's status.
  *
  * LAYOUT: shard k (0..S-1) is the StatefulSet <name>-shard<k> of 1 + r pods
- * <name>-shard<k>-<j>; pod index i = k * (1 + r) + j. A pod's shard never changes; its
+ * <name>-shard<k>-<j>. While the spec shrinks, the layout is wider than the spec: nshards
+ * (>= S) shards of width (>= 1 + r) pods each, pod index i = k * width + j; a pod with
+ * k >= S or j > r is LEAVING, the others are WANTED. A pod's shard never changes; its
  * role within the shard does (Redis Cluster fails a master over to one of its replicas).
  * Shard k's slots at bootstrap are [k * 16384 / S, (k + 1) * 16384 / S - 1], each bound
  * rounded to the nearest slot (redis-cli --cluster create's split: 0-5460, 5461-10922,
@@ -52,7 +54,31 @@
  *      drain) or outdated hands its role to a linked replica with CLUSTER FAILOVER on
  *      that replica (a coordinated manual failover: the replica catches up first, so no
  *      acknowledged write is lost).
- *   6. ROLLOUT: the StatefulSets roll OnDelete; when every pod is present, Ready,
+ *   6. RESHARD (docs/cluster-mode.md, "Resharding"; bootstrapped clusters only): once every
+ *      pod is observed, met and says cluster_state:ok, every slot held, no shard with two
+ *      masters and every
+ *      wanted shard with a head and its replicas linked: an open slot (a node's own line
+ *      shows it MIGRATING or IMPORTING: a move cut off) is finished first, from the node
+ *      the cluster agrees owns it to the head of the shard it was going to (the
+ *      importing node's, or the MIGRATING target's: a failover since moves the end, not
+ *      the move); else, when a shard holds more or fewer slots than its share (16384 /
+ *      shards, the remainder one each to the shards that hold most now; a leaving shard's
+ *      share is 0), the highest slots of the first shard with too many (leaving shards
+ *      first) go to the first shard with too few, at most what both can give and take.
+ *      One move (source, target, ranges) per plan: slotmove.h carries it out. A shard's
+ *      HEAD is its master holding slots, or for a shard that holds none yet (new) its
+ *      SEED: the observed empty master of its pods that most of them follow, else the
+ *      lowest index; the shard's replicas REPLICATE to the seed as to a master (4).
+ *   7. RETIRE: a leaving pod (of a shard >= shards, or of index > replicas in its shard:
+ *      the spec shrank) that holds no slot and has no open slot is taken out: CLUSTER
+ *      FORGET <its id> on every other node that knows it, then CLUSTER RESET HARD on it
+ *      (Redis refuses that to a master that still has keys: a safety net) so that it
+ *      never gossips itself back. A leaving master that holds slots in a wanted shard
+ *      hands over first (CLUSTER FAILOVER on a wanted linked replica). Once every
+ *      leaving pod of a shard is retired (its own view lists itself alone) or gone, the
+ *      layout drops it: replicas_of[k] shrinks to 1 + replicas, keep_shard[k] = 0 for a
+ *      leaving shard (its StatefulSet and budget are deleted by the caller).
+ *   8. ROLLOUT: the StatefulSets roll OnDelete; when every pod is present, Ready,
  *      observed and every replica linked, the outdated replica of the highest index is
  *      deleted (delete_pod); an outdated master first hands over (5); a shard without
  *      replicas (r = 0) deletes its master in place (its data and nodes.conf are on its
@@ -101,9 +127,11 @@ typedef struct {
 } ctopo_pod_t;
 
 typedef struct {
-    int shards, replicas;   /* S (3..CTOPO_MAX_SHARDS), r (0..CTOPO_MAX_REPLICAS) */
+    int shards, replicas;   /* the spec: S (3..CTOPO_MAX_SHARDS), r (0..CTOPO_MAX_REPLICAS) */
+    int nshards, width;     /* the layout (LAYOUT): >= shards, >= 1 + replicas; 0: the spec's */
     int bootstrapped;       /* the status says every slot was covered once */
-    ctopo_pod_t pod[CTOPO_MAX_PODS]; /* shards * (1 + replicas), index k * (1 + r) + j */
+    int sts_replicas[CTOPO_MAX_SHARDS]; /* each shard StatefulSet's spec.replicas, 0 none */
+    ctopo_pod_t pod[CTOPO_MAX_PODS]; /* nshards * width, index k * width + j */
 } ctopo_input_t;
 
 typedef enum {
@@ -114,6 +142,7 @@ typedef enum {
     CTOPO_FAILOVER,
     CTOPO_FLUSH,
     CTOPO_DELSLOTS,
+    CTOPO_RESET,
     CTOPO_NKINDS /* how many kinds: not a command */
 } ctopo_cmd_kind_t;
 
@@ -132,6 +161,19 @@ typedef struct {
     int replica[1 + CTOPO_MAX_REPLICAS]; /* their pod indexes (linked or not), -1 ended */
 } ctopo_shard_t;
 
+#define CTOPO_MAX_MOVE_RANGES 32
+
+/* A move of slots (RESHARD): from the source's master to the target's head. */
+typedef struct {
+    int source, target;     /* pod indexes; -1: no move */
+    size_t nranges;
+    cn_range_t ranges[CTOPO_MAX_MOVE_RANGES];
+    int slots;              /* slots in the ranges */
+    int resume;             /* 1: an open slot finished (a move cut off) */
+    size_t nothers;
+    int others[CTOPO_MAX_SHARDS]; /* the other masters holding slots (pod indexes) */
+} ctopo_move_t;
+
 typedef struct {
     size_t ncmds;
     ctopo_cmd_t cmd[CTOPO_MAX_CMDS];
@@ -146,6 +188,11 @@ typedef struct {
     char message[1024];
     int degraded;           /* a problem the operator will not solve alone */
     int waiting;            /* something is under way: look again soon */
+    ctopo_move_t move;      /* RESHARD's move, source -1 when none */
+    int slots_to_move;      /* slots not yet where the layout wants them (open ones too) */
+    int nshards;            /* the layout's shards */
+    int replicas_of[CTOPO_MAX_SHARDS]; /* the StatefulSet replicas of each shard to keep */
+    int keep_shard[CTOPO_MAX_SHARDS];  /* 0: shard k (leaving, retired) is to be deleted */
 } ctopo_result_t;
 
 /* Decide for in into out (the caller's; large: allocate it). Returns 0, or -1 when in is

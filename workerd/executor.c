@@ -1,5 +1,7 @@
 #include "executor.h"
 
+#include "slotmove.h"
+
 #include "clock.h"
 #include "hash.h"
 #include "jsonx.h"
@@ -10,6 +12,7 @@
 #include "kube_async.h"
 #include "kube_call.h"
 #include "render.h"
+#include "slotmove.h"
 #include "topology.h"
 
 #include <assert.h>
@@ -184,6 +187,33 @@ static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int
     return EXEC_OK;
 }
 
+/* PLAN_SLOT_MOVE a, after the fence: the job run on the source and target (slotmove.h),
+ * until done or its budget is spent (the next reconcile goes on from what Redis says).
+ * The moved keys and bytes are counted (rdc_redis_cluster_moved_keys_total, ..._bytes_). */
+static exec_result_t exec_slot_move(const exec_ctx_t *x, const plan_action_t *a, kube_error_t *err)
+{
+    static slotmove_job_t job; /* (large; one executor per process runs one action at a time) */
+    slotmove_progress_t pr;
+    char why[320];
+    if (slotmove_job_from_json(a->body, &job, why, sizeof(why))) {
+        kube_error_set(err, KERR_CONFIG, "pod %s: %s", a->name, why);
+        return EXEC_ERROR;
+    }
+    int rc = slotmove_run_sync(&job, x->redis_password, x->redis_old_password, &pr, why, sizeof(why));
+    slotmove_count(a->ns, job.cluster, &pr);
+    char slots[24], keys[24], bytes[24];
+    snprintf(slots, sizeof(slots), "%d", pr.slots_done);
+    snprintf(keys, sizeof(keys), "%lld", (long long)pr.keys);
+    snprintf(bytes, sizeof(bytes), "%lld", (long long)pr.bytes);
+    if (rc < 0) {
+        kube_error_set(err, KERR_OTHER, "slots from %s to %s: %s", a->name, job.target.pod, why);
+        return EXEC_ERROR;
+    }
+    rlog_info("slots moved", "reconcileID", x->reconcile_id, "source", a->name, "target", job.target.pod, "slots",
+              slots, "keys", keys, "bytes", bytes, "stopped", rc ? "budget" : "no");
+    return EXEC_OK;
+}
+
 /* A child write that may share a stage: a create or apply of a ConfigMap, Service,
  * StatefulSet or PodDisruptionBudget. */
 static int stageable(const plan_action_t *a)
@@ -285,6 +315,8 @@ static exec_result_t exec_one(const exec_ctx_t *x, const plan_action_t *a, int *
     }
     if (a->kind == PLAN_REDIS)
         return exec_redis(x, a, skipped, err);
+    if (a->kind == PLAN_SLOT_MOVE)
+        return exec_slot_move(x, a, err);
     kube_error_set(err, KERR_CONFIG, "action %s: nothing knows how to carry it out", plan_action_kind_name(a->kind));
     return EXEC_ERROR;
 }

@@ -182,9 +182,15 @@ typedef struct {
 /* For a valid spec: the children, the password, the mode's own decisions (REPLICATION;
  * CLUSTER, plan_cluster.c), then the diagnosis.
  * Returns 0, or -1 when out of memory. */
-static int plan_valid(const plan_ctx_t *c, const plan_children_t *kids, found_t *x)
+static int plan_valid(plan_ctx_t *c, const plan_children_t *kids, found_t *x)
 {
     int rotating = 0;
+    /* CLUSTER: decided first, the children keep its layout (a shard or pods leaving) */
+    if (c->spec->mode == RDC_MODE_CLUSTER) {
+        if (plan_cluster_decide(c, &x->cluster))
+            return -1;
+        c->cluster = x->cluster.r;
+    }
     if (plan_children(c, kids, &x->kids) || plan_auth(c, &rotating))
         return -1;
     x->f.kids = &x->kids;

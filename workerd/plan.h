@@ -402,6 +402,7 @@
 #define PLAN_COMMAND_WINDOW_NS (INT64_C(10) * 1000000000) /* COMMAND RECORD: a plan's commands go within */
 #define PLAN_REQUEUE_OBSERVE_NS (INT64_C(1) * 1000000000)  /* FRESHNESS: look again */
 #define PLAN_NOW_TOKEN "${now}" /* COMMAND RECORD: the executor writes the time it sends the status */
+#define PLAN_REQUEUE_RESHARD_NS (INT64_C(100) * 1000000)      /* CLUSTER: a slot move goes on */
 
 typedef enum {
     PLAN_ADD_FINALIZER,
@@ -417,8 +418,10 @@ typedef enum {
     PLAN_AUTH_RECORD, /* server-side apply of Secret <name>-redis-auth (AUTH below); the body's
                         stringData.password is the token "${password}", which the executor
                         replaces by the password itself */
-    PLAN_ANNOTATE_POD /* PATCH pods/<name>, merge patch of the runtime-config annotation
-                         (RUNTIME CONFIG below) */
+    PLAN_ANNOTATE_POD, /* PATCH pods/<name>, merge patch of the runtime-config annotation
+                          (RUNTIME CONFIG below) */
+    PLAN_SLOT_MOVE     /* CLUSTER: hash slots moved between two masters (no request; name the
+                          source pod, body the job: workerd/slotmove.h, slotmove_job_to_json) */
 } plan_action_kind_t;
 
 /* What workerd read of the password (AUTH below). */

@@ -73,6 +73,7 @@ static const struct {
     [PLAN_REDIS] = {"redis", "send a Redis command to", NULL, NULL, NULL, NULL},
     [PLAN_AUTH_RECORD] = {"authRecord", "record the password in", "PATCH", CT_APPLY, FM "&force=true", NULL},
     [PLAN_ANNOTATE_POD] = {"annotatePod", "annotate", "PATCH", CT_MERGE, "", NULL},
+    [PLAN_SLOT_MOVE] = {"slotMove", "move hash slots from", NULL, NULL, NULL, NULL},
 };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 
@@ -149,6 +150,23 @@ int plan_add_action(plan_t *p, plan_action_kind_t kind, const char *group_versio
     if (!body && request)
         p->oom = 1;
     return p->oom ? -1 : (int)(p->n_actions - 1);
+}
+
+json_object *plan_delete_options(const char *uid, const char *rv, int *oom)
+{
+    json_object *opts = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom);
+    jsonx_put(opts, "apiVersion", jsonx_new_str("v1", oom), oom);
+    jsonx_put(opts, "kind", jsonx_new_str("DeleteOptions", oom), oom);
+    if (uid)
+        jsonx_put(pre, "uid", jsonx_new_str(uid, oom), oom);
+    if (rv)
+        jsonx_put(pre, "resourceVersion", jsonx_new_str(rv, oom), oom);
+    jsonx_put(opts, "preconditions", pre, oom);
+    if (*oom) {
+        json_object_put(opts);
+        return NULL;
+    }
+    return opts;
 }
 
 int plan_add_redis_action(plan_t *p, const char *ns, const char *pod, const char *ip, int argc,

@@ -37,6 +37,11 @@ int *plan_oom(plan_t *p);
 int plan_add_action(plan_t *p, plan_action_kind_t kind, const char *group_version, const char *resource,
                     const char *ns, const char *name, json_object *body, const char *why);
 
+/* A DeleteOptions body with preconditions: the uid, and the resourceVersion when rv is
+ * not NULL (a child recreated meanwhile under the same name is never deleted). A new
+ * object; NULL with *oom set when out of memory. */
+json_object *plan_delete_options(const char *uid, const char *rv, int *oom);
+
 /* Add a PLAN_REDIS action: argv (1 <= argc <= PLAN_REDIS_MAX_ARGS, copied) to pod at ip.
  * Returns its index, or -1 when out of memory. */
 int plan_add_redis_action(plan_t *p, const char *ns, const char *pod, const char *ip, int argc,

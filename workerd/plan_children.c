@@ -576,6 +576,7 @@ static int plan_shard(const plan_ctx_t *c, int k, const char *hash, plan_kids_t 
         return -1;
     s.name = name;
     s.in.shard = k;
+    s.in.shard_replicas = c->cluster ? c->cluster->replicas_of[k] : 0;
     const plan_observed_t *m = c->more;
     const json_object *sts = plan_shard_object(c, m ? m->shard_statefulsets : NULL, k);
     const json_object *pdb = plan_shard_object(c, m ? m->shard_budgets : NULL, k);
@@ -595,7 +596,41 @@ static int plan_shard(const plan_ctx_t *c, int k, const char *hash, plan_kids_t 
     out->sts_replicas_change |= kk.sts_replicas_change;
     out->sts_template_change |= kk.sts_template_change;
     out->sts_created |= !sts;
-    out->shards_ours += ours;
+    out->shards_ours += ours && k < c->spec->cluster.shards;
+    return 0;
+}
+
+/* CLUSTER: shard k left the layout (cluster_topo.h RETIRE: drained, its nodes forgotten
+ * and reset): its StatefulSet and PodDisruptionBudget deleted when they are ours, each with
+ * its uid as precondition. The claims go as the StatefulSet's retention policy says.
+ * Returns 0, or -1 when out of memory. */
+static int plan_shard_drop(const plan_ctx_t *c, int k)
+{
+    const plan_observed_t *m = c->more;
+    static const struct {
+        const char *gv, *resource, *kind;
+        int sts;
+    } kinds[] = {{"apps/v1", "statefulsets", "StatefulSet", 1}, {"policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", 0}};
+    for (size_t x = 0; x < sizeof(kinds) / sizeof(kinds[0]); x++) {
+        const json_object *o = plan_shard_object(c, m ? (kinds[x].sts ? m->shard_statefulsets : m->shard_budgets) : NULL, k);
+        const char *ok = NULL, *on = NULL;
+        if (!o || controller_of(c, o, &ok, &on) != CTL_OURS)
+            continue;
+        const json_object *meta = jsonx_get(o, "metadata");
+        const char *name = JSONX_STR_AT(o, "metadata", "name");
+        int *oom = plan_oom(c->plan);
+        json_object *body = plan_delete_options(jsonx_str_set(meta, "uid"), NULL, oom);
+        if (!body)
+            return -1;
+        char why[400];
+        snprintf(why, sizeof(why), "%s %s/%s: shard %d left the cluster (spec.cluster.shards is %d): its slots moved, "
+                 "its nodes forgotten", kinds[x].kind, c->ns, name, k, c->spec->cluster.shards);
+        int i = plan_add_action(c->plan, PLAN_DELETE, kinds[x].gv, kinds[x].resource, c->ns, name, body, why);
+        if (kinds[x].sts)
+            plan_add_event(c->plan, "Normal", "ShardRemoved", i, "%s", why);
+        if (*oom)
+            return -1;
+    }
     return 0;
 }
 
@@ -621,8 +656,9 @@ int plan_children(const plan_ctx_t *c, const plan_children_t *kids, plan_kids_t 
     }
     storage_class_check(c);
     if (c->spec->mode == RDC_MODE_CLUSTER) {
-        for (int k = 0; k < c->spec->cluster.shards; k++)
-            if (plan_shard(c, k, hash, out))
+        int n = c->cluster ? c->cluster->nshards : c->spec->cluster.shards;
+        for (int k = 0; k < n; k++)
+            if (c->cluster && !c->cluster->keep_shard[k] ? plan_shard_drop(c, k) : plan_shard(c, k, hash, out))
                 goto fail;
         return 0;
     }

@@ -6,6 +6,7 @@
 #include "jsonx.h"
 #include "plan_build.h"
 #include "render.h"
+#include "slotmove.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,7 @@ static const struct {
     [CTOPO_FAILOVER] = {"ClusterFailover", "handed a master's role over to"},
     [CTOPO_FLUSH] = {NULL, NULL},
     [CTOPO_DELSLOTS] = {NULL, NULL},
+    [CTOPO_RESET] = {"ClusterNodeRetired", "forgot and reset a node leaving the cluster:"},
 };
 #define NKINDS (sizeof(kind_event) / sizeof(kind_event[0]))
 
@@ -117,15 +119,9 @@ static int plan_delete_pod(const plan_ctx_t *c, const ctopo_pod_t *pod)
     }
     if (!uid)
         return 0; /* not known: the next reconcile */
-    json_object *body = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom);
-    jsonx_put(body, "apiVersion", jsonx_new_str("v1", oom), oom);
-    jsonx_put(body, "kind", jsonx_new_str("DeleteOptions", oom), oom);
-    jsonx_put(pre, "uid", jsonx_new_str(uid, oom), oom);
-    jsonx_put(body, "preconditions", pre, oom);
-    if (*oom) {
-        json_object_put(body);
+    json_object *body = plan_delete_options(uid, NULL, oom);
+    if (!body)
         return -1;
-    }
     char why[600];
     snprintf(why, sizeof(why), "pod %s/%s runs an old revision; every other pod is settled: restart it", c->ns,
              pod->pod);
@@ -134,15 +130,55 @@ static int plan_delete_pod(const plan_ctx_t *c, const ctopo_pod_t *pod)
     return *oom ? -1 : 0;
 }
 
+/* Pod i of in as a slot move's end. */
+static void move_node(const ctopo_input_t *in, int i, slotmove_node_t *n)
+{
+    const cn_node_t *me = cn_myself(in->pod[i].view);
+    snprintf(n->pod, sizeof(n->pod), "%s", in->pod[i].pod);
+    snprintf(n->ip, sizeof(n->ip), "%s", in->pod[i].ip);
+    n->port = CTOPO_PORT;
+    snprintf(n->id, sizeof(n->id), "%s", me ? me->id : "");
+}
+
+/* RESHARD: the move as a PLAN_SLOT_MOVE (slotmove.h's job: the spec's batch size, budget
+ * and rate), with its Event. Returns 0, or -1 when out of memory. */
+static int plan_move(const plan_ctx_t *c, const ctopo_input_t *in, const ctopo_result_t *r)
+{
+    static slotmove_job_t job;
+    const ctopo_move_t *mv = &r->move;
+    memset(&job, 0, sizeof(job));
+    snprintf(job.cluster, sizeof(job.cluster), "%s", c->name);
+    move_node(in, mv->source, &job.source);
+    move_node(in, mv->target, &job.target);
+    for (size_t i = 0; i < mv->nothers && i < SLOTMOVE_MAX_OTHERS; i++)
+        move_node(in, mv->others[i], &job.others[job.nothers++]);
+    job.nranges = mv->nranges < SLOTMOVE_MAX_RANGES ? mv->nranges : SLOTMOVE_MAX_RANGES;
+    memcpy(job.ranges, mv->ranges, job.nranges * sizeof(job.ranges[0]));
+    job.batch_bytes = c->spec->cluster.migration_batch_bytes;
+    job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
+    job.max_bytes = c->spec->cluster.migration_bytes_per_second * (SLOTMOVE_DEFAULT_BUDGET_NS / 1000000000);
+    json_object *body = slotmove_job_to_json(&job);
+    if (!body)
+        return -1;
+    char ranges[160], why[600];
+    cn_ranges_text(mv->ranges, mv->nranges, ranges, sizeof(ranges));
+    snprintf(why, sizeof(why), "%s%d slot(s) %s from %s to %s (%d slot(s) to move in all)",
+             mv->resume ? "finish a move cut off: " : "", mv->slots, ranges, in->pod[mv->source].pod,
+             in->pod[mv->target].pod, r->slots_to_move);
+    int i = plan_add_action(c->plan, PLAN_SLOT_MOVE, "v1", "pods", c->ns, in->pod[mv->source].pod, body, why);
+    plan_add_event(c->plan, "Normal", "ClusterReshard", i, "Redis Cluster: moving %s", why);
+    return *plan_oom(c->plan) ? -1 : 0;
+}
+
 /* The decisions' actions: commands, labels, the rollout's deletion; Degraded findings
  * and the requeue. Returns 0, or -1 when out of memory. */
 static int plan_decisions(const plan_ctx_t *c, const ctopo_input_t *in, const ctopo_result_t *r)
 {
     plan_t *p = c->plan;
     int left = plan_commands(c, in, r);
-    if (left < 0)
+    if (left < 0 || (r->move.source >= 0 && plan_room(p) > ROOM_KEPT && plan_move(c, in, r)))
         return -1;
-    int n = c->spec->cluster.shards * (1 + c->spec->cluster.replicas_per_shard);
+    int n = r->nshards * (in->width ? in->width : 1 + in->replicas);
     for (int i = 0; i < n; i++)
         if (r->label[i] && plan_room(p) > ROOM_KEPT && plan_label(c, &in->pod[i], r->label[i]))
             return -1;
@@ -151,16 +187,13 @@ static int plan_decisions(const plan_ctx_t *c, const ctopo_input_t *in, const ct
     if (r->degraded)
         plan_degrade(c, r->reason, "%s", r->message);
     if (r->waiting || left)
-        plan_requeue_within(p, PLAN_REQUEUE_SWITCHOVER_NS);
+        plan_requeue_within(p, r->move.source >= 0 ? PLAN_REQUEUE_RESHARD_NS : PLAN_REQUEUE_SWITCHOVER_NS);
     return 0;
 }
 
-int plan_cluster(const plan_ctx_t *c, const plan_kids_t *kids, plan_cluster_t *out)
+int plan_cluster_decide(const plan_ctx_t *c, plan_cluster_t *out)
 {
     memset(out, 0, sizeof(*out));
-    out->view = shards_view(c, kids);
-    if (!out->view.present)
-        return 0;
     out->in = calloc(1, sizeof(*out->in));
     out->r = calloc(1, sizeof(*out->r));
     if (!out->in || !out->r) {
@@ -169,27 +202,34 @@ int plan_cluster(const plan_ctx_t *c, const plan_kids_t *kids, plan_cluster_t *o
     }
     const plan_observed_t *m = c->more;
     const json_object *sets[CTOPO_MAX_SHARDS];
-    int shards = c->spec->cluster.shards, replicas = c->spec->cluster.replicas_per_shard;
-    for (int k = 0; k < shards; k++)
-        sets[k] = plan_shard_object(c, m ? m->shard_statefulsets : NULL, k);
-    cn_view_t *views[CTOPO_MAX_PODS];
+    size_t nsets = 0;
+    for (int k = 0; k < CTOPO_MAX_SHARDS; k++) {
+        const json_object *o = plan_shard_object(c, m ? m->shard_statefulsets : NULL, k);
+        if (o)
+            sets[nsets++] = o;
+    }
     int bootstrapped = jsonx_true(JSONX_AT(c->rc, "status", "cluster"), "bootstrapped");
-    if (cluster_observe(c->name, shards, replicas, bootstrapped, m ? m->members : NULL, m ? m->redis : NULL, sets,
-                        (size_t)shards, out->in, views)) {
+    if (cluster_observe(c->name, c->spec->cluster.shards, c->spec->cluster.replicas_per_shard, bootstrapped,
+                        m ? m->members : NULL, m ? m->redis : NULL, sets, nsets, out->in, out->views) ||
+        ctopo_compute(out->in, out->r)) {
         plan_cluster_free(out);
         return 0; /* not a layout (the spec was validated): no decision */
     }
-    int rc = ctopo_compute(out->in, out->r) ? 0 : plan_decisions(c, out->in, out->r);
-    for (int i = 0; i < shards * (1 + replicas); i++)
-        cn_view_destroy(&views[i]);
-    /* the views are gone: nothing after this reads in->pod[].view */
-    for (int i = 0; i < shards * (1 + replicas); i++)
-        out->in->pod[i].view = NULL;
-    return rc;
+    return 0;
+}
+
+int plan_cluster(const plan_ctx_t *c, const plan_kids_t *kids, plan_cluster_t *out)
+{
+    out->view = shards_view(c, kids);
+    if (!out->view.present || !out->r)
+        return 0;
+    return plan_decisions(c, out->in, out->r);
 }
 
 void plan_cluster_free(plan_cluster_t *x)
 {
+    for (int i = 0; i < CTOPO_MAX_PODS; i++)
+        cn_view_destroy(&x->views[i]);
     free(x->in);
     free(x->r);
     x->in = NULL;

@@ -24,13 +24,20 @@
 #include "plan_observe.h"
 
 typedef struct {
-    ctopo_input_t *in;      /* what was decided from (NULL: no decision: a shard's StatefulSet is missing) */
+    ctopo_input_t *in;      /* what was decided from (NULL: no decision) */
     ctopo_result_t *r;      /* the decisions */
+    cn_view_t *views[CTOPO_MAX_PODS]; /* in's views (in->pod[i].view borrows them) */
     plan_sts_view_t view;   /* the shards' StatefulSets summed (present: every one is, and ours) */
 } plan_cluster_t;
 
-/* Decide and plan for c (spec mode Cluster) after plan_children found kids. Fills *out
- * (free it with plan_cluster_free). Returns 0, or -1 when out of memory. */
+/* Decide for c (spec mode Cluster), before the children: the layout they keep (c->cluster
+ * points at out->r afterwards). Fills *out (free it with plan_cluster_free). Returns 0 (no
+ * decision when the spec's layout is out of range), or -1 when out of memory. */
+int plan_cluster_decide(const plan_ctx_t *c, plan_cluster_t *out);
+
+/* Plan the decisions out holds, after plan_children found kids: once every shard has a
+ * StatefulSet of ours, the commands, the slot move (PLAN_SLOT_MOVE, Events
+ * ClusterReshard), labels, the rollout's deletion. Returns 0, or -1 when out of memory. */
 int plan_cluster(const plan_ctx_t *c, const plan_kids_t *kids, plan_cluster_t *out);
 
 /* Free what plan_cluster allocated; *x is left empty. */

@@ -157,14 +157,7 @@ static void take_back_recreate(plan_t *p, const plan_action_t *a, const json_obj
     const char *uid = jsonx_str_set(ometa, "uid"), *rv = jsonx_str_set(ometa, "resourceVersion");
     buf_t why;
     buf_init(&why, 2 * PLAN_MESSAGE_CAP);
-    json_object *opts = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom), *desired = NULL;
-    jsonx_put(opts, "apiVersion", jsonx_new_str("v1", oom), oom);
-    jsonx_put(opts, "kind", jsonx_new_str("DeleteOptions", oom), oom);
-    if (uid)
-        jsonx_put(pre, "uid", jsonx_new_str(uid, oom), oom);
-    if (rv)
-        jsonx_put(pre, "resourceVersion", jsonx_new_str(rv, oom), oom);
-    jsonx_put(opts, "preconditions", pre, oom);
+    json_object *opts = plan_delete_options(uid, rv, oom), *desired = NULL;
     buf_printf(&why, "%s %s/%s: cannot be updated (%d %s); delete and create it", kind, a->ns, a->name, http_status,
                reason);
     plan_add_action(p, PLAN_DELETE, a->group_version, a->resource, a->ns, a->name, opts, buf_str(&why));

@@ -15,6 +15,7 @@
 #define RDC_WORKERD_PLAN_INTERNAL_H
 
 #include "buf.h"
+#include "cluster_topo.h"
 #include "plan.h"
 #include "render.h"
 
@@ -39,6 +40,8 @@ typedef struct {
     render_input_t in;           /* name, namespace, uid and spec, for render.h */
     const plan_observed_t *more; /* what the caller read on the plan's request, or NULL */
     plan_degraded_t *degraded;   /* the Degraded findings (plan_degrade) */
+    const ctopo_result_t *cluster; /* CLUSTER: the decisions (plan_cluster_decide), before the
+                                      children: the layout they keep; NULL in other modes */
 } plan_ctx_t;
 
 /* A context for planning p about rc (an object) at now, with degraded (emptied here) as

@@ -203,7 +203,9 @@ static int cluster_current(const json_object *computed, const json_object *ostat
         return 1;
     if (!jsonx_str_is(have, "state", jsonx_str_set(want, "state")) ||
         !jsonx_int_is(have, "slotsAssigned", jsonx_int_or(want, "slotsAssigned", 0)) ||
-        jsonx_true(have, "bootstrapped") != jsonx_true(want, "bootstrapped"))
+        jsonx_true(have, "bootstrapped") != jsonx_true(want, "bootstrapped") ||
+        jsonx_int_or(have, "slotsToMove", 0) != jsonx_int_or(want, "slotsToMove", 0) ||
+        jsonx_int_or(have, "slotsMoved", 0) != jsonx_int_or(want, "slotsMoved", 0))
         return 0;
     const json_object *ws = jsonx_get(want, "shards"), *hs = jsonx_get(have, "shards");
     if (jsonx_len(ws) != jsonx_len(hs))
@@ -212,7 +214,8 @@ static int cluster_current(const json_object *computed, const json_object *ostat
         const json_object *w = json_object_array_get_idx(ws, i), *h = json_object_array_get_idx(hs, i);
         const json_object *wr = jsonx_get(w, "replicas"), *hr = jsonx_get(h, "replicas");
         if (!jsonx_str_is(h, "primary", jsonx_str_set(w, "primary")) ||
-            !jsonx_str_is(h, "slots", jsonx_str_set(w, "slots")) || jsonx_len(wr) != jsonx_len(hr))
+            !jsonx_str_is(h, "slots", jsonx_str_set(w, "slots")) || jsonx_len(wr) != jsonx_len(hr) ||
+            jsonx_true(h, "leaving") != jsonx_true(w, "leaving"))
             return 0;
         for (size_t k = 0; k < jsonx_len(wr); k++) {
             const json_object *a = json_object_array_get_idx(wr, k), *b = json_object_array_get_idx(hr, k);
@@ -432,22 +435,39 @@ static json_object *replication_status(const plan_ctx_t *c, const topo_t *t, pla
     return nodes;
 }
 
-/* CLUSTER: status.cluster from the decisions (a new object, NULL with *oom set). */
-static json_object *cluster_json(const plan_cluster_t *x, int *oom)
+/* CLUSTER: the slots moved since the resharding under way (or the last) began: what the
+ * status said, plus what the slots to move went down by; 0 again when a new one begins. */
+static int slots_moved(const json_object *was, int to_move)
+{
+    int64_t before = jsonx_int_or(was, "slotsToMove", 0), moved = jsonx_int_or(was, "slotsMoved", 0);
+    if (before <= 0)
+        return 0;
+    return (int)(moved + (before > to_move ? before - to_move : 0));
+}
+
+/* CLUSTER: status.cluster from the decisions and what the status said (was) (a new
+ * object, NULL with *oom set). */
+static json_object *cluster_json(const plan_cluster_t *x, const json_object *was, int *oom)
 {
     const ctopo_result_t *r = x->r;
     const ctopo_input_t *in = x->in;
     json_object *o = jsonx_new_obj(oom), *shards = jsonx_new_arr(oom);
     int any = 0;
-    for (int i = 0; i < in->shards * (1 + in->replicas); i++)
+    for (int i = 0; i < r->nshards * (in->width ? in->width : 1 + in->replicas); i++)
         any |= in->pod[i].observed;
     jsonx_put(o, "state", jsonx_new_str(!any ? "unknown" : r->state_ok ? "ok" : "fail", oom), oom);
     jsonx_put(o, "slotsAssigned", jsonx_new_int(r->slots_assigned, oom), oom);
     jsonx_put(o, "bootstrapped", json_object_new_boolean(r->bootstrapped), oom);
-    for (int k = 0; k < in->shards; k++) {
+    jsonx_put(o, "slotsToMove", jsonx_new_int(r->slots_to_move, oom), oom);
+    int moved = slots_moved(was, r->slots_to_move);
+    if (moved || jsonx_get(was, "slotsMoved"))
+        jsonx_put(o, "slotsMoved", jsonx_new_int(moved ? moved : jsonx_int_or(was, "slotsMoved", 0), oom), oom);
+    for (int k = 0; k < r->nshards; k++) {
         const ctopo_shard_t *sh = &r->shard[k];
         json_object *j = jsonx_new_obj(oom), *reps = jsonx_new_arr(oom);
         jsonx_put(j, "index", jsonx_new_int(k, oom), oom);
+        if (k >= in->shards)
+            jsonx_put(j, "leaving", json_object_new_boolean(1), oom);
         jsonx_put(j, "primary", jsonx_new_str(sh->master >= 0 ? in->pod[sh->master].pod : "", oom), oom);
         jsonx_put(j, "slots", jsonx_new_str(sh->slots, oom), oom);
         for (int m = 0; m <= CTOPO_MAX_REPLICAS && sh->replica[m] >= 0; m++) {
@@ -475,7 +495,7 @@ static void cluster_status(const plan_ctx_t *c, const plan_cluster_t *x, json_ob
     const json_object *was = plan_observed_cond(ostatus, "ClusterHealthy"), *kept = jsonx_get(ostatus, "cluster");
     if (x->r) {
         plan_cond_set(k, "ClusterHealthy", x->r->healthy, x->r->reason, "%s", x->r->message);
-        jsonx_put(st, "cluster", cluster_json(x, oom), oom);
+        jsonx_put(st, "cluster", cluster_json(x, kept, oom), oom);
         return;
     }
     if (jsonx_str_set(was, "status") && jsonx_str_set(was, "reason")) {

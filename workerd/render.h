@@ -60,6 +60,8 @@ typedef struct {
     const char *uid;        /* metadata.uid, for the owner references */
     const rdc_spec_t *spec; /* the typed spec (never NULL) */
     int shard;              /* CLUSTER: the shard a StatefulSet or PDB is rendered for; -1 = none */
+    int shard_replicas;     /* CLUSTER: that shard StatefulSet's replicas; 0 = 1 + replicasPerShard
+                               (while pods leave the layout keeps more: cluster_topo.h RETIRE) */
 } render_input_t;
 
 /* KNOBS (v1, issue 20), each from in->spec (rdc_spec_t's pod, pdb and storage parts) and

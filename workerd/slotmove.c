@@ -2,6 +2,7 @@
 #include "slotmove.h"
 
 #include "jsonx.h"
+#include "metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +137,7 @@ typedef struct {
     const char *argv[MIGRATE_FIXED + SLOTMOVE_MAX_KEYS];
     size_t lens[MIGRATE_FIXED + SLOTMOVE_MAX_KEYS];
     char num[3][24];
+    cn_slots_t mine;      /* the slots the source owns or has MIGRATING (source_slots) */
 } run_t;
 
 static void arg(run_t *r, int *argc, const char *s, size_t len)
@@ -242,6 +244,36 @@ static void step(run_t *r, slotmove_t *m)
         freeReplyObject(reply);
 }
 
+/* The slots the source still has to do with (it owns them, or has them MIGRATING): what
+ * its own CLUSTER NODES line says now. A plan made from an older observation may name
+ * slots moved since: they are skipped, not moved again. Returns 0, or -1 with err. */
+static int source_slots(const slotmove_io_t *io, cn_slots_t *mine, slotmove_progress_t *pr, char *err, size_t errlen)
+{
+    static const char *const argv[] = {"CLUSTER", "NODES"};
+    static const size_t lens[] = {7, 5};
+    char e[256] = "";
+    redisReply *r = io->command(io->user, SLOTMOVE_TO_SOURCE, 2, argv, lens, e, sizeof(e));
+    pr->commands++;
+    cn_view_t *v = NULL;
+    int rc = -1;
+    if (!r || r->type != REDIS_REPLY_STRING) {
+        snprintf(err, errlen, "CLUSTER NODES on the source: %s", r ? answer(r, NULL) : e);
+    } else if (cn_parse(r->str, r->len, &v, e, sizeof(e)) || !cn_myself(v)) {
+        snprintf(err, errlen, "CLUSTER NODES on the source: %s", *e ? e : "no myself line");
+    } else {
+        const cn_node_t *me = cn_myself(v);
+        memset(mine, 0, sizeof(*mine));
+        cn_slots_add_node(mine, me);
+        for (size_t i = 0; i < me->nopen; i++)
+            if (!me->open[i].importing)
+                cn_slots_set(mine, me->open[i].slot);
+        rc = 0;
+    }
+    cn_view_destroy(&v);
+    freeReplyObject(r);
+    return rc;
+}
+
 int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char *password,
                  slotmove_progress_t *progress, char *err, size_t errlen)
 {
@@ -255,9 +287,15 @@ int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char 
     }
     *r = (run_t){.job = job, .io = io, .password = password, .pr = progress};
     int64_t deadline = io->now_ns(io->user) + job->budget_ns;
-    int rc = 0;
+    int rc = source_slots(io, &r->mine, progress, err, errlen);
+    if (rc)
+        progress->failed = 1;
     for (size_t x = 0; x < job->nranges && !rc; x++)
         for (int s = job->ranges[x].from; s <= job->ranges[x].to && !rc; s++) {
+            if (!cn_slots_has(&r->mine, s)) {
+                progress->skipped++;
+                continue;
+            }
             slotmove_t m;
             slotmove_start(&m, s);
             while (m.state != SLOTMOVE_DONE && m.state != SLOTMOVE_FAILED && !rc) {
@@ -281,6 +319,22 @@ int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char 
 
 /* ---- the job as JSON ---------------------------------------------------------------------- */
 
+void slotmove_count(const char *ns, const char *cluster, const slotmove_progress_t *progress)
+{
+    metrics_registry_t *reg = metrics_default();
+    const char *labels[] = {ns ? ns : "", cluster ? cluster : ""};
+    metric_counter_add(metrics_counter(reg, "rdc_redis_cluster_moved_keys_total",
+                                       "Cluster mode: keys moved between shards (MIGRATE).", "namespace,rediscluster"),
+                       labels, (double)progress->keys);
+    metric_counter_add(metrics_counter(reg, "rdc_redis_cluster_moved_bytes_total",
+                                       "Cluster mode: bytes moved between shards (the keys' MEMORY USAGE).",
+                                       "namespace,rediscluster"),
+                       labels, (double)progress->bytes);
+    metric_counter_add(metrics_counter(reg, "rdc_redis_cluster_moved_slots_total",
+                                       "Cluster mode: hash slots moved between shards.", "namespace,rediscluster"),
+                       labels, (double)progress->slots_done);
+}
+
 static json_object *node_json(const slotmove_node_t *n, int *oom)
 {
     json_object *o = jsonx_new_obj(oom);
@@ -297,6 +351,7 @@ json_object *slotmove_job_to_json(const slotmove_job_t *job)
     char slots[1024];
     cn_ranges_text(job->ranges, job->nranges, slots, sizeof(slots));
     json_object *o = jsonx_new_obj(&oom), *others = jsonx_new_arr(&oom);
+    jsonx_put(o, "cluster", jsonx_new_str(job->cluster, &oom), &oom);
     jsonx_put(o, "slots", jsonx_new_str(slots, &oom), &oom);
     jsonx_put(o, "source", node_json(&job->source, &oom), &oom);
     jsonx_put(o, "target", node_json(&job->target, &oom), &oom);
@@ -368,6 +423,8 @@ int slotmove_job_from_json(const json_object *body, slotmove_job_t *job, char *e
         return -1;
     }
     job->nranges = (size_t)n;
+    const char *cluster = JSONX_STR_AT(body, "cluster");
+    snprintf(job->cluster, sizeof(job->cluster), "%s", cluster ? cluster : "");
     for (size_t i = 0; i < jsonx_len(others); i++)
         if (node_from(json_object_array_get_idx(others, i), &job->others[job->nothers++])) {
             snprintf(err, errlen, "a slot move's others[%zu] is not a node", i);

@@ -27,6 +27,9 @@
  * real servers). Any other error answer, or a connection failure, stops the run with
  * Redis's words: the next reconcile looks at CLUSTER NODES again first.
  *
+ * A run first asks the source for CLUSTER NODES: a slot it neither owns nor has MIGRATING
+ * (moved since the plan's observation) is skipped.
+ *
  * The machine (slotmove_t, slotmove_feed) is pure; slotmove_run drives it over an io_t
  * (real connections: slotmove_io_sync.c; a model of Redis in the unit test).
  */
@@ -71,6 +74,7 @@ typedef struct {
 } slotmove_node_t;
 
 typedef struct {
+    char cluster[254];                      /* the RedisCluster's name (metrics) */
     slotmove_node_t source, target;
     size_t nothers;
     slotmove_node_t others[SLOTMOVE_MAX_OTHERS]; /* the other masters */
@@ -95,6 +99,7 @@ typedef struct {
 /* What a run did. */
 typedef struct {
     int slots_done;       /* slots now owned by the target and closed */
+    int skipped;          /* slots the source no longer has (moved since the plan was made) */
     int64_t keys, bytes;  /* keys migrated, their MEMORY USAGE summed */
     int commands;         /* commands sent */
     int stopped;          /* 1: the budget or max_bytes ended it before every slot */
@@ -134,7 +139,12 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
 int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char *password,
                  slotmove_progress_t *progress, char *err, size_t errlen);
 
-/* The job as a plan action's body: {"slots": "0-5,9", "source": {"pod","ip","port","id"},
+/* Count what a run moved in the process's metrics: rdc_redis_cluster_moved_keys_total,
+ * rdc_redis_cluster_moved_bytes_total and rdc_redis_cluster_moved_slots_total, labels
+ * namespace and rediscluster. */
+void slotmove_count(const char *ns, const char *cluster, const slotmove_progress_t *progress);
+
+/* The job as a plan action's body: {"cluster": name, "slots": "0-5,9", "source": {"pod","ip","port","id"},
  * "target": {...}, "others": [{...}], "batchBytes": n, "maxBytes": n, "budgetMs": n}. A
  * new object, NULL when out of memory. */
 json_object *slotmove_job_to_json(const slotmove_job_t *job);

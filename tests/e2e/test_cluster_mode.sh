@@ -124,7 +124,7 @@ verify_acks() {
 }
 # the longest time between two writes Redis accepted (SET +OK, WAIT aside): the pause a
 # client sees; the writer retries a failed key, so a stall on one shard shows here
-accept_gap_ms() { jq -s '[.[] | select(.ev == "accept") | .t] | [range(1; length) as $i | .[$i] - .[$i - 1]] | max // 0' "$work/events.jsonl"; }
+accept_gap_ms() { jq -s '[.[] | select(.ev == "stop") | .longest_gap_ms] | max // -1' "$work/events.jsonl"; }
 gap_ms() { # the longest time from a failure's last acknowledged write to the next one
     jq -s '[.[] | select(.ev == "fail" or .ev == "ack")] as $e | reduce range(0; $e | length) as $i ({last: null, max: 0};
         if $e[$i].ev == "fail" then .last = $e[$i].last_ack elif .last != null then .max = ([.max, $e[$i].t - .last] | max) | .last = null else . end) | .max' "$work/events.jsonl"

@@ -26,12 +26,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define NODES 6
+#define NODES 6     /* the cluster of most tests: 3 shards x (1 + 1) */
 #define SHARDS 3
+#define NODES_MAX 8 /* test_reshard: a fourth shard */
 
 static char dir[256];
-static char ip[NODES][32];
-static server_t srv[NODES];
+static char ip[NODES_MAX][32];
+static server_t srv[NODES_MAX];
+static int nnodes = NODES;   /* the layout's pods: nnodes / 2 shards */
+static int spec_shards = SHARDS;
 
 /* Start node i (its nodes.conf in dir/n<i>; wipe: removed first). Returns 0 or -1. */
 static int node_start(int i, int wipe)
@@ -124,11 +127,44 @@ static void send_cmd(const ctopo_cmd_t *cmd)
         redisFree(c);
 }
 
+/* Carry out a decided move as the executor does (plan_cluster.c's plan_move). */
+static void run_move(const ctopo_input_t *in, const ctopo_move_t *mv, int *slots)
+{
+    static slotmove_job_t job;
+    memset(&job, 0, sizeof(job));
+    const int ends[2] = {mv->source, mv->target};
+    slotmove_node_t *to[2] = {&job.source, &job.target};
+    for (int e = 0; e < 2; e++) {
+        const cn_node_t *me = cn_myself(in->pod[ends[e]].view);
+        snprintf(to[e]->pod, sizeof(to[e]->pod), "%s", in->pod[ends[e]].pod);
+        snprintf(to[e]->ip, sizeof(to[e]->ip), "%s", in->pod[ends[e]].ip);
+        to[e]->port = 6379;
+        snprintf(to[e]->id, sizeof(to[e]->id), "%s", me->id);
+    }
+    for (size_t i = 0; i < mv->nothers; i++) {
+        slotmove_node_t *o = &job.others[job.nothers++];
+        snprintf(o->ip, sizeof(o->ip), "%s", in->pod[mv->others[i]].ip);
+        o->port = 6379;
+        snprintf(o->id, sizeof(o->id), "%s", cn_myself(in->pod[mv->others[i]].view)->id);
+    }
+    job.nranges = mv->nranges;
+    memcpy(job.ranges, mv->ranges, mv->nranges * sizeof(mv->ranges[0]));
+    job.batch_bytes = 4096;
+    job.budget_ns = INT64_C(2000000000);
+    slotmove_progress_t pr;
+    char err[256];
+    if (slotmove_run_sync(&job, NULL, NULL, &pr, err, sizeof(err)) < 0)
+        fprintf(stderr, "\n  slot move: %s", err);
+    *slots += pr.slots_done;
+}
+
 typedef struct {
     int bootstrapped;
+    int moved;              /* slots moved (RESHARD) */
     int cmds[CTOPO_NKINDS]; /* commands sent, by kind */
     int max_cmds;     /* stop after this many commands in all (a crash), 0 = no limit */
     int quiet;        /* not healthy is expected: say nothing */
+    int until_dropped; /* done once the leaving shard may be deleted (RETIRE) */
 } run_t;
 
 /* Observe, decide, act until healthy or seconds pass. Returns 1 when healthy. */
@@ -138,12 +174,13 @@ static int converge(run_t *run, int seconds, ctopo_result_t *out)
     int64_t until = clock_mono_ns() + (int64_t)seconds * NS_PER_SEC;
     int sent = 0;
     while (clock_mono_ns() < until) {
-        cn_view_t *views[NODES];
+        cn_view_t *views[NODES_MAX];
         memset(&in, 0, sizeof(in));
-        in.shards = SHARDS;
+        in.shards = spec_shards;
         in.replicas = 1;
+        in.nshards = nnodes / 2;
         in.bootstrapped = run->bootstrapped;
-        for (int i = 0; i < NODES; i++)
+        for (int i = 0; i < nnodes; i++)
             observe(i, &in.pod[i], &views[i]);
         CU_ASSERT_EQUAL_FATAL(ctopo_compute(&in, out), 0);
         run->bootstrapped = out->bootstrapped;
@@ -151,9 +188,11 @@ static int converge(run_t *run, int seconds, ctopo_result_t *out)
             send_cmd(&out->cmd[k]);
             run->cmds[out->cmd[k].kind]++;
         }
-        for (int i = 0; i < NODES; i++)
+        if (out->move.source >= 0 && !out->ncmds)
+            run_move(&in, &out->move, &run->moved);
+        for (int i = 0; i < nnodes; i++)
             cn_view_destroy(&views[i]);
-        if (out->healthy)
+        if (out->healthy || (run->until_dropped && out->nshards > spec_shards && !out->keep_shard[spec_shards]))
             return 1;
         if (run->max_cmds && sent >= run->max_cmds)
             return 0;
@@ -188,14 +227,14 @@ static int setup(void)
     if (mkdir(dir, 0700))
         return -1;
     int net = (int)(getpid() % 250) + 1;
-    for (int i = 0; i < NODES; i++)
+    for (int i = 0; i < NODES_MAX; i++)
         snprintf(ip[i], sizeof(ip[i]), "127.77.%d.%d", net, i + 1);
     return 0;
 }
 
 static int teardown(void)
 {
-    for (int i = 0; i < NODES; i++)
+    for (int i = 0; i < NODES_MAX; i++)
         server_stop(&srv[i]);
     tmpdir_remove(dir);
     return 0;
@@ -319,6 +358,21 @@ static void test_master_lost_config(void)
     free(nodes);
 }
 
+/* How many slots "0-5460,10923" covers. */
+static int cn_slots_count_text(const char *text)
+{
+    int n = 0;
+    for (const char *p = text; p && *p;) {
+        char *end;
+        long a = strtol(p, &end, 10), b = a;
+        if (*end == '-')
+            b = strtol(end + 1, &end, 10);
+        n += (int)(b - a + 1);
+        p = *end ? end + 1 : end;
+    }
+    return n;
+}
+
 /* Node i as a slot move's end. */
 static void move_node(int i, slotmove_node_t *n)
 {
@@ -358,6 +412,7 @@ static void test_slot_move(void)
     CU_ASSERT_EQUAL(slotmove_run_sync(&job, NULL, NULL, &pr, err, sizeof(err)), 1);
     CU_ASSERT_TRUE(pr.stopped);
     CU_ASSERT(pr.keys > 0);
+    int first = pr.slots_done;
     CU_ASSERT_FALSE(redis_cli_check(o)); /* a slot open */
     CU_ASSERT_EQUAL(keys_back(3000, "mv:"), 3000);
     job.max_bytes = 0;
@@ -365,7 +420,8 @@ static void test_slot_move(void)
     if (rc)
         fprintf(stderr, "\n  slotmove: %s", err);
     CU_ASSERT_EQUAL(rc, 0);
-    CU_ASSERT_EQUAL(pr.slots_done, 461);
+    CU_ASSERT_EQUAL(first + pr.slots_done, 461); /* the first run's are skipped: moved already */
+    CU_ASSERT_EQUAL(pr.skipped, first);
     nap_ms(500);
     CU_ASSERT_TRUE(redis_cli_check(o));
     CU_ASSERT_EQUAL(keys_back(3000, "mv:"), 3000);
@@ -395,12 +451,60 @@ static void test_slot_move(void)
     CU_ASSERT_EQUAL(keys_back(3000, "mv:"), 3000);
 }
 
+/* Shards 3 -> 4 and back, the planner and slotmove on real servers: the fourth shard's
+ * nodes met, its replica following its seed, a quarter of the slots moved to it with their
+ * keys; then shards 4 -> 3: its slots moved back, its nodes forgotten and reset, the
+ * shard dropped (its servers stopped as its StatefulSet's deletion would); every key
+ * back, redis-cli --cluster check clean at each end. */
+static void test_reshard(void)
+{
+    static ctopo_result_t out;
+    run_t run = {.bootstrapped = 1};
+    CU_ASSERT_TRUE_FATAL(converge(&run, 30, &out));
+    CU_ASSERT_EQUAL(write_keys(2000, "rs:"), 0);
+    for (int i = NODES; i < NODES_MAX; i++)
+        CU_ASSERT_EQUAL_FATAL(node_start(i, 1), 0);
+    nnodes = NODES_MAX;
+    spec_shards = 4;
+    memset(run.cmds, 0, sizeof(run.cmds));
+    CU_ASSERT_TRUE(converge(&run, 120, &out));
+    CU_ASSERT_EQUAL(run.cmds[CTOPO_ADDSLOTS], 0);
+    CU_ASSERT(run.cmds[CTOPO_MEET] >= 1);
+    CU_ASSERT_EQUAL(run.moved, 4096);
+    for (int k = 0; k < 4; k++)
+        CU_ASSERT_EQUAL(cn_slots_count_text(out.shard[k].slots), 4096);
+    CU_ASSERT_TRUE(redis_cli_check(7));
+    CU_ASSERT_EQUAL(keys_back(2000, "rs:"), 2000);
+    /* and back to three */
+    spec_shards = 3;
+    run.moved = 0;
+    run.until_dropped = 1;
+    memset(run.cmds, 0, sizeof(run.cmds));
+    CU_ASSERT_TRUE(converge(&run, 120, &out));
+    CU_ASSERT_EQUAL(run.moved, 4096);
+    CU_ASSERT_EQUAL(run.cmds[CTOPO_RESET], 2);
+    for (int i = NODES; i < NODES_MAX; i++)
+        server_stop(&srv[i]);
+    nnodes = NODES;
+    run.until_dropped = 0;
+    CU_ASSERT_TRUE(converge(&run, 60, &out));
+    CU_ASSERT_TRUE(redis_cli_check(0));
+    CU_ASSERT_EQUAL(keys_back(2000, "rs:"), 2000);
+    char *nodes = ask(0, "CLUSTER NODES");
+    int lines = 0;
+    for (const char *p = nodes; *p; p++)
+        lines += *p == '\n';
+    CU_ASSERT_EQUAL(lines, NODES); /* the fourth shard's nodes forgotten */
+    free(nodes);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("cluster mode on real redis-server processes"),
     {"bootstrap, with a crash after the first ADDSLOTSRANGE", test_bootstrap},
     {"a master SIGKILLed: failover, then it follows", test_master_killed},
     {"a master back without nodes.conf: forgotten, rejoins as replica", test_master_lost_config},
     {"slots with keys moved, stopped halfway, resumed, moved back", test_slot_move},
+    {"shards 3 -> 4 -> 3: planned, moved, retired", test_reshard},
 };
 
 CU_HOOKS({"cluster mode on real redis-server processes", setup, teardown, NULL, NULL});

@@ -156,6 +156,10 @@ typedef struct {
     const char *reason;  /* ClusterHealthy's reason */
     int delete_pod;      /* -1 none */
     const char *labels;  /* "0=primary 1=replica" the labels set, "" none */
+    const char *move;    /* RESHARD's move "source->target ranges" (+ " resume"); NULL = none */
+    int nshards, width;  /* the layout (0: the spec's) */
+    int sts;             /* each shard StatefulSet's spec.replicas (0: none) */
+    const char *layout;  /* "replicas 2,2,2 keep 1,1,1" kept; NULL = not checked */
 } row_t;
 
 static void id_of(char tag, char *out)
@@ -190,11 +194,15 @@ static void build(const row_t *r, ctopo_input_t *in, cn_view_t **views)
     in->shards = r->shards;
     in->replicas = r->replicas;
     in->bootstrapped = r->bootstrapped;
-    int n = r->shards * (1 + r->replicas);
+    in->nshards = r->nshards;
+    in->width = r->width;
+    int per = r->width ? r->width : 1 + r->replicas, n = (r->nshards ? r->nshards : r->shards) * per;
+    for (int k = 0; k < CTOPO_MAX_SHARDS; k++)
+        in->sts_replicas[k] = r->sts;
     for (int i = 0; i < n; i++) {
         const tpod_t *p = &r->pods[i];
         ctopo_pod_t *q = &in->pod[i];
-        snprintf(q->pod, sizeof(q->pod), "c-shard%d-%d", i / (1 + r->replicas), i % (1 + r->replicas));
+        snprintf(q->pod, sizeof(q->pod), "c-shard%d-%d", i / per, i % per);
         q->present = !p->absent;
         q->ready = !p->not_ready && !p->absent;
         q->terminating = p->terminating;
@@ -251,10 +259,94 @@ static int held_elsewhere(const ctopo_input_t *in, int n, const cn_node_t *me, i
     return 0;
 }
 
+/* The node id the cluster gives slot to: the highest config epoch over every view. */
+static const char *agreed_owner(const ctopo_input_t *in, int n, int slot)
+{
+    const char *id = NULL;
+    uint64_t best = 0;
+    for (int i = 0; i < n; i++)
+        for (size_t k = 0; in->pod[i].view && k < in->pod[i].view->n; k++) {
+            const cn_node_t *e = &in->pod[i].view->nodes[k];
+            for (size_t x = 0; x < e->nranges; x++)
+                if (e->ranges[x].from <= slot && slot <= e->ranges[x].to && (!id || e->config_epoch > best)) {
+                    id = e->id;
+                    best = e->config_epoch;
+                }
+        }
+    return id;
+}
+
+/* A move takes only slots its source holds as the cluster agrees, to a master of a wanted
+ * shard; RESET only on a leaving node no view gives a slot. */
+static void check_move_and_reset(const row_t *r, const ctopo_input_t *in, const ctopo_result_t *o, int n)
+{
+    int per = r->width ? r->width : 1 + r->replicas;
+    const ctopo_move_t *mv = &o->move;
+    if (mv->source >= 0) {
+        const cn_node_t *src = cn_myself(in->pod[mv->source].view), *dst = cn_myself(in->pod[mv->target].view);
+        CU_ASSERT_FATAL(src && dst);
+        CU_ASSERT(dst->flags & CN_MASTER);
+        CU_ASSERT(mv->target / per < r->shards);
+        for (size_t x = 0; x < mv->nranges; x++)
+            for (int slot = mv->ranges[x].from; slot <= mv->ranges[x].to; slot++) {
+                const char *owner = agreed_owner(in, n, slot);
+                CU_ASSERT(owner && (!strcmp(owner, src->id) || (mv->resume && !strcmp(owner, dst->id))));
+            }
+    }
+    for (size_t c = 0; c < o->ncmds; c++) {
+        if (o->cmd[c].kind != CTOPO_RESET)
+            continue;
+        int i = o->cmd[c].pod;
+        const cn_node_t *me = cn_myself(in->pod[i].view);
+        CU_ASSERT(i / per >= r->shards || i % per > r->replicas);
+        CU_ASSERT_FATAL(me != NULL);
+        CU_ASSERT(me->nranges == 0 && me->nopen == 0);
+        for (int slot = 0; slot < CN_SLOTS; slot++) {
+            const char *owner = agreed_owner(in, n, slot);
+            if (owner && !strcmp(owner, me->id)) {
+                CU_FAIL("RESET of a node the cluster gives a slot");
+                break;
+            }
+        }
+    }
+}
+
+/* The move as "source->target ranges[ resume]", "" none. */
+static void move_text(const ctopo_result_t *o, char *out, size_t len)
+{
+    out[0] = '\0';
+    if (o->move.source < 0)
+        return;
+    char ranges[512];
+    cn_ranges_text(o->move.ranges, o->move.nranges, ranges, sizeof(ranges));
+    snprintf(out, len, "%d->%d %s%s", o->move.source, o->move.target, ranges, o->move.resume ? " resume" : "");
+}
+
+/* The layout kept as "replicas a,b,c keep x,y,z". */
+static void layout_text(const ctopo_result_t *o, char *out, size_t len)
+{
+    size_t off = (size_t)snprintf(out, len, "replicas");
+    for (int k = 0; k < o->nshards; k++)
+        off += (size_t)snprintf(out + off, len - off, "%s%d", k ? "," : " ", o->replicas_of[k]);
+    off += (size_t)snprintf(out + off, len - off, " keep");
+    for (int k = 0; k < o->nshards; k++)
+        off += (size_t)snprintf(out + off, len - off, "%s%d", k ? "," : " ", o->keep_shard[k]);
+}
+
+/* 1 when the result resets pod i. */
+static int reset_in(const ctopo_result_t *o, int i)
+{
+    for (size_t c = 0; c < o->ncmds; c++)
+        if (o->cmd[c].kind == CTOPO_RESET && o->cmd[c].pod == i)
+            return 1;
+    return 0;
+}
+
 /* The invariant: nothing the result says could lose a slot's data. */
 static void check_safe(const row_t *r, const ctopo_input_t *in, const ctopo_result_t *o)
 {
-    int n = r->shards * (1 + r->replicas);
+    int n = (r->nshards ? r->nshards : r->shards) * (r->width ? r->width : 1 + r->replicas);
+    check_move_and_reset(r, in, o, n);
     for (size_t c = 0; c < o->ncmds; c++) {
         const ctopo_cmd_t *cmd = &o->cmd[c];
         if (cmd->kind == CTOPO_ADDSLOTS) {
@@ -283,12 +375,13 @@ static void check_safe(const row_t *r, const ctopo_input_t *in, const ctopo_resu
             }
             CU_ASSERT(next < o->ncmds && o->cmd[next].kind == CTOPO_REPLICATE && o->cmd[next].pod == cmd->pod);
         }
-        if (cmd->kind == CTOPO_FORGET)
+        if (cmd->kind == CTOPO_FORGET) /* a node no pod is, or one reset in the same plan (RETIRE) */
             for (int i = 0; i < n; i++) {
                 const cn_node_t *e = in->pod[i].view ? cn_find(in->pod[i].view, cmd->argv[2]) : NULL;
-                CU_ASSERT(!e || (e->nranges == 0 && !(e->flags & CN_MYSELF)));
+                CU_ASSERT(!e || e->nranges == 0);
+                CU_ASSERT(!e || !(e->flags & CN_MYSELF) || reset_in(o, i));
                 const cn_node_t *me = in->pod[i].view ? cn_myself(in->pod[i].view) : NULL;
-                CU_ASSERT(!me || strcmp(me->master, cmd->argv[2]));
+                CU_ASSERT(!me || strcmp(me->master, cmd->argv[2]) || reset_in(o, i));
             }
     }
 }
@@ -305,9 +398,15 @@ static void check_safe(const row_t *r, const ctopo_input_t *in, const ctopo_resu
 #define PL(tag, ip, label) {tag, ALL, ip, 0, 0, 0, 0, 0, 0, label}
 #define PODS6 P('0', "10.0.0.1"), P('1', "10.0.0.2"), P('2', "10.0.0.3"), P('3', "10.0.0.4"), P('4', "10.0.0.5"), \
               P('5', "10.0.0.6")
+#define PODS8 PODS6, P('6', "10.0.0.7"), P('7', "10.0.0.8")
+#define PODS9 PODS8, P('8', "10.0.0.9")
+#define NO_RESHARD NULL, 0, 0, 0, NULL
+#define NO_LAYOUT 0, 0, 0, NULL
+#define ID0 "0000000000000000000000000000000000000000"
+#define ID6 "6666666666666666666666666666666666666666"
 
 static const row_t rows[] = {
-    {"healthy: nothing to do", 3, 1, 1, {HEALTHY}, {PODS6}, "", "ClusterOK", -1, ""},
+    {"healthy: nothing to do", 3, 1, 1, {HEALTHY}, {PODS6}, "", "ClusterOK", -1, "", NO_RESHARD},
     {"fresh nodes: the anchor meets every other",
      3,
      1,
@@ -324,7 +423,8 @@ static const row_t rows[] = {
      "0<-MEET 10.0.0.6 6379",
      "Meeting",
      -1,
-     ""},
+     "",
+     NO_RESHARD},
     {"half-met, one MEET in handshake: only the other is met",
      3,
      1,
@@ -340,7 +440,8 @@ static const row_t rows[] = {
      "0<-MEET 10.0.0.6 6379",
      "Meeting",
      -1,
-     ""},
+     "",
+     NO_RESHARD},
     {"all met, no slot anywhere: every shard's range in one pass",
      3,
      1,
@@ -351,7 +452,8 @@ static const row_t rows[] = {
      "0<-ADDSLOTSRANGE 0 5460; 2<-ADDSLOTSRANGE 5461 10922; 4<-ADDSLOTSRANGE 10923 16383",
      "Bootstrapping",
      -1,
-     ""},
+     "",
+     NO_RESHARD},
     {"a crash mid-bootstrap: only the slots never assigned",
      3,
      1,
@@ -363,7 +465,8 @@ static const row_t rows[] = {
      "2<-ADDSLOTSRANGE 8001 10922; 4<-ADDSLOTSRANGE 10923 16383",
      "Bootstrapping",
      -1,
-     "0=primary 2=primary"},
+     "0=primary 2=primary",
+     NO_RESHARD},
     {"slots all held: the replicas follow their shard's master",
      3,
      1,
@@ -375,7 +478,8 @@ static const row_t rows[] = {
      "1<-FLUSHALL; 1<-REPLICATE 0; 3<-FLUSHALL; 3<-REPLICATE 2; 5<-FLUSHALL; 5<-REPLICATE 4",
      "ReplicasMissing",
      -1,
-     "0=primary 2=primary 4=primary"},
+     "0=primary 2=primary 4=primary",
+     NO_RESHARD},
     {"a replica of the wrong shard is moved to its own",
      3,
      1,
@@ -386,7 +490,8 @@ static const row_t rows[] = {
      "3<-REPLICATE 2",
      "ReplicasMissing",
      -1,
-     ""},
+     "",
+     NO_RESHARD},
     {"a pod back with a new IP is met again at it",
      3,
      1,
@@ -397,7 +502,8 @@ static const row_t rows[] = {
      "0<-MEET 10.0.0.33 6379",
      "Meeting",
      -1,
-     ""},
+     "",
+     NO_RESHARD},
     {"a pod back without its nodes.conf: its old id forgotten everywhere, no slot for it",
      3,
      1,
@@ -414,7 +520,8 @@ static const row_t rows[] = {
      "0<-MEET 10.0.0.5 6379",
      "Meeting",
      -1,
-     "5=primary"},
+     "5=primary",
+     NO_RESHARD},
     {"...then, met: the old id forgotten on every node that lists it",
      3,
      1,
@@ -431,7 +538,8 @@ static const row_t rows[] = {
      "0<-FORGET 4; 1<-FORGET 4; 2<-FORGET 4; 3<-FORGET 4; 5<-FORGET 4",
      "ReplicasMissing",
      -1,
-     ""},
+     "",
+     NO_RESHARD},
     {"...then: the empty master rejoins as its shard's replica, never taking slots",
      3,
      1,
@@ -443,7 +551,8 @@ static const row_t rows[] = {
      "4<-FLUSHALL; 4<-REPLICATE 5",
      "ReplicasMissing",
      -1,
-     ""},
+     "",
+     NO_RESHARD},
     {"a pod back without nodes.conf but with its AOF claims its keys' slots by itself: no master of shard 2 yet",
      3,
      1,
@@ -460,7 +569,8 @@ static const row_t rows[] = {
      "",
      "SlotsUncovered",
      -1,
-     ""},
+     "",
+     NO_RESHARD},
     {"...Redis promotes shard 2's replica: the slotless old identity is forgotten first",
      3,
      1,
@@ -477,7 +587,8 @@ static const row_t rows[] = {
      "0<-FORGET 4; 1<-FORGET 4; 2<-FORGET 4; 3<-FORGET 4; 5<-FORGET 4",
      "ReplicasMissing",
      -1,
-     "5=primary"},
+     "5=primary",
+     NO_RESHARD},
     {"...then the pod unclaims its stale slots, flushes and follows the promoted replica",
      3,
      1,
@@ -494,7 +605,8 @@ static const row_t rows[] = {
      "4<-FLUSHALL; 4<-DELSLOTSRANGE 10923 10930; 4<-REPLICATE 5",
      "ReplicasMissing",
      -1,
-     "5=primary"},
+     "5=primary",
+     NO_RESHARD},
     {"a failed primary promoted by Redis: labels follow, nothing sent while it is away",
      3,
      1,
@@ -510,7 +622,8 @@ static const row_t rows[] = {
      "",
      "NotObserved",
      -1,
-     "1=primary"},
+     "1=primary",
+     NO_RESHARD},
     {"the old primary back: it follows the new one by itself",
      3,
      1,
@@ -522,7 +635,8 @@ static const row_t rows[] = {
      "",
      "ClusterOK",
      -1,
-     "0=replica 1=primary"},
+     "0=replica 1=primary",
+     NO_RESHARD},
     {"a shard's only node lost its data (r = 0): slots uncovered, named, never reassigned",
      3,
      0,
@@ -534,7 +648,8 @@ static const row_t rows[] = {
      "",
      "SlotsUncovered",
      -1,
-     ""},
+     "",
+     NO_RESHARD},
     {"rollout: an outdated replica is deleted once all is settled",
      3,
      1,
@@ -545,7 +660,8 @@ static const row_t rows[] = {
      "",
      "ClusterOK",
      3,
-     ""},
+     "",
+     NO_RESHARD},
     {"rollout: an outdated master hands over to its up-to-date replica first",
      3,
      1,
@@ -556,7 +672,8 @@ static const row_t rows[] = {
      "1<-FAILOVER",
      "ClusterOK",
      -1,
-     ""},
+     "",
+     NO_RESHARD},
     {"rollout waits while a replica's link is down",
      3,
      1,
@@ -568,7 +685,8 @@ static const row_t rows[] = {
      "",
      "ReplicasMissing",
      -1,
-     ""},
+     "",
+     NO_RESHARD},
     {"a terminating master (kubectl delete pod) hands over at once",
      3,
      1,
@@ -579,7 +697,194 @@ static const row_t rows[] = {
      "3<-FAILOVER",
      "ClusterOK",
      -1,
-     ""},
+     "",
+     NO_RESHARD},
+
+    /* ---- RESHARD and RETIRE: 3 -> 4 shards, 4 -> 3, 2 -> 1 replicas per shard ---- */
+    {"scale out: the new shard's replica follows its seed (an empty master)",
+     4,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "10923-16383"), S('5', "10.0.0.6", '4'), M('6', "10.0.0.7", NULL),
+      M('7', "10.0.0.8", NULL)},
+     {PODS8},
+     "7<-FLUSHALL; 7<-REPLICATE 6",
+     "ReplicasMissing",
+     -1,
+     "",
+     NO_RESHARD},
+    {"scale out: the highest slots of the first shard with too many go to the new shard",
+     4,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "10923-16383"), S('5', "10.0.0.6", '4'), M('6', "10.0.0.7", NULL),
+      S('7', "10.0.0.8", '6')},
+     {PODS8},
+     "",
+     "Resharding",
+     -1,
+     "",
+     "0->6 4096-5460",
+     NO_LAYOUT},
+    {"scale out, later: shard 0 gave its share; shard 1 next",
+     4,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-4095"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "10923-16383"), S('5', "10.0.0.6", '4'),
+      {'6', "10.0.0.7", "master", 0, "4096-5460", 7}, S('7', "10.0.0.8", '6')},
+     {PODS8},
+     "",
+     "Resharding",
+     -1,
+     "",
+     "2->6 9557-10922",
+     NO_LAYOUT},
+    {"a move cut off (slot 5000 MIGRATING on the source, IMPORTING on the target): finished first",
+     4,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5460 [5000->-" ID6 "]"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "10923-16383"), S('5', "10.0.0.6", '4'),
+      M('6', "10.0.0.7", "[5000-<-" ID0 "]"), S('7', "10.0.0.8", '6')},
+     {PODS8},
+     "",
+     "Resharding",
+     -1,
+     "",
+     "0->6 5000 resume",
+     NO_LAYOUT},
+    {"the importing end failed over since: the cut-off move goes on to its shard's new master",
+     4,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-4499 5000-5460 [5000->-" ID6 "]"), S('1', "10.0.0.2", '0'),
+      M('2', "10.0.0.3", "5461-10922"), S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "10923-16383"),
+      S('5', "10.0.0.6", '4'), S('6', "10.0.0.7", '7'), {'7', "10.0.0.8", "master", 0, "4500-4999", 8}},
+     {PODS8},
+     "",
+     "Resharding",
+     -1,
+     "",
+     "0->7 5000 resume",
+     NO_LAYOUT},
+    {"a move cut off while its target is away: nothing moves, it waits",
+     4,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5460 [5000->-" ID6 "]"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5461-10922"),
+      S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "10923-16383"), S('5', "10.0.0.6", '4'),
+      {'6', "10.0.0.7", "master,fail", 0, NULL, 0}, S('7', "10.0.0.8", '6')},
+     {P('0', "10.0.0.1"), P('1', "10.0.0.2"), P('2', "10.0.0.3"), P('3', "10.0.0.4"), P('4', "10.0.0.5"),
+      P('5', "10.0.0.6"), {0, NULL, "10.0.0.7", 0, 0, 0, 1, 0, 0, NULL}, P('7', "10.0.0.8")},
+     "",
+     "NotObserved",
+     -1,
+     "",
+     NO_RESHARD},
+    {"scale in 4 -> 3: the leaving shard gives its slots back first",
+     3,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-4095"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "4096-8191"),
+      S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "8192-12287"), S('5', "10.0.0.6", '4'),
+      M('6', "10.0.0.7", "12288-16383"), S('7', "10.0.0.8", '6')},
+     {PODS8},
+     "",
+     "Resharding",
+     -1,
+     "",
+     "6->0 15018-16383",
+     4,
+     0,
+     2,
+     "replicas 2,2,2,2 keep 1,1,1,1"},
+    {"scale in: the drained shard's nodes are forgotten everywhere and reset",
+     3,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5461"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5462-10922"),
+      S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "10923-16383"), S('5', "10.0.0.6", '4'), M('6', "10.0.0.7", NULL),
+      S('7', "10.0.0.8", '6')},
+     {PODS8},
+     "0<-FORGET 6; 1<-FORGET 6; 2<-FORGET 6; 3<-FORGET 6; 4<-FORGET 6; 5<-FORGET 6; 6<-RESET HARD; "
+     "0<-FORGET 7; 1<-FORGET 7; 2<-FORGET 7; 3<-FORGET 7; 4<-FORGET 7; 5<-FORGET 7; 6<-FORGET 7; 7<-RESET HARD",
+     "Shrinking",
+     -1,
+     "",
+     NULL,
+     4,
+     0,
+     2,
+     "replicas 2,2,2,2 keep 1,1,1,1"},
+    {"scale in: both retired (alone, new ids): the shard is dropped",
+     3,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5461"), S('1', "10.0.0.2", '0'), M('2', "10.0.0.3", "5462-10922"),
+      S('3', "10.0.0.4", '2'), M('4', "10.0.0.5", "10923-16383"), S('5', "10.0.0.6", '4'), M('a', "10.0.0.7", NULL),
+      M('b', "10.0.0.8", NULL)},
+     {{'0', "12345", "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL},
+      {'1', "02345", "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
+      {'2', "01345", "10.0.0.3", 0, 0, 0, 0, 0, 0, NULL},
+      {'3', "01245", "10.0.0.4", 0, 0, 0, 0, 0, 0, NULL},
+      {'4', "01235", "10.0.0.5", 0, 0, 0, 0, 0, 0, NULL},
+      {'5', "01234", "10.0.0.6", 0, 0, 0, 0, 0, 0, NULL},
+      {'a', "", "10.0.0.7", 0, 0, 0, 0, 0, 0, NULL},
+      {'b', "", "10.0.0.8", 0, 0, 0, 0, 0, 0, NULL}},
+     "",
+     "Shrinking",
+     -1,
+     "",
+     NULL,
+     4,
+     0,
+     2,
+     "replicas 2,2,2,2 keep 1,1,1,0"},
+    {"replicas 2 -> 1: a leaving pod that is its shard's master hands over first",
+     3,
+     1,
+     1,
+     {S('0', "10.0.0.1", '2'), S('1', "10.0.0.2", '2'), M('2', "10.0.0.3", "0-5460"), M('3', "10.0.0.4", "5461-10922"),
+      S('4', "10.0.0.5", '3'), S('5', "10.0.0.6", '3'), M('6', "10.0.0.7", "10923-16383"), S('7', "10.0.0.8", '6'),
+      S('8', "10.0.0.9", '6')},
+     {PODS9},
+     "0<-FAILOVER",
+     "Shrinking",
+     -1,
+     "",
+     NULL,
+     0,
+     3,
+     3,
+     "replicas 3,3,3 keep 1,1,1"},
+    {"replicas 2 -> 1: a leaving replica is forgotten and reset; the retired ones let their shard shrink",
+     3,
+     1,
+     1,
+     {M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), S('2', "10.0.0.3", '0'), M('3', "10.0.0.4", "5461-10922"),
+      S('4', "10.0.0.5", '3'), M('c', "10.0.0.6", NULL), M('6', "10.0.0.7", "10923-16383"), S('7', "10.0.0.8", '6'),
+      M('d', "10.0.0.9", NULL)},
+     {{'0', "123467", "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL},
+      {'1', "023467", "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
+      {'2', "013467", "10.0.0.3", 0, 0, 0, 0, 0, 0, NULL},
+      {'3', "012467", "10.0.0.4", 0, 0, 0, 0, 0, 0, NULL},
+      {'4', "012367", "10.0.0.5", 0, 0, 0, 0, 0, 0, NULL},
+      {'c', "", "10.0.0.6", 0, 0, 0, 0, 0, 0, NULL},
+      {'6', "012347", "10.0.0.7", 0, 0, 0, 0, 0, 0, NULL},
+      {'7', "012346", "10.0.0.8", 0, 0, 0, 0, 0, 0, NULL},
+      {'d', "", "10.0.0.9", 0, 0, 0, 0, 0, 0, NULL}},
+     "0<-FORGET 2; 1<-FORGET 2; 3<-FORGET 2; 4<-FORGET 2; 6<-FORGET 2; 7<-FORGET 2; 2<-RESET HARD",
+     "Shrinking",
+     -1,
+     "",
+     NULL,
+     0,
+     3,
+     3,
+     "replicas 3,2,2 keep 1,1,1"},
 };
 
 static void test_table(void)
@@ -591,18 +896,23 @@ static void test_table(void)
         cn_view_t *views[CTOPO_MAX_PODS] = {0};
         build(row, &in, views);
         CU_ASSERT_EQUAL_FATAL(ctopo_compute(&in, &out), 0);
-        char got[4096], labels[256] = "";
+        char got[4096], labels[256] = "", move[600], layout[200];
         cmds_text(&in, &out, got, sizeof(got));
-        int n = row->shards * (1 + row->replicas);
+        move_text(&out, move, sizeof(move));
+        layout_text(&out, layout, sizeof(layout));
+        int n = (row->nshards ? row->nshards : row->shards) * (row->width ? row->width : 1 + row->replicas);
         for (int i = 0; i < n; i++)
             if (out.label[i])
                 snprintf(labels + strlen(labels), sizeof(labels) - strlen(labels), "%s%d=%s", labels[0] ? " " : "", i,
                          out.label[i]);
         int ok = !strcmp(got, row->want) && !strcmp(out.reason, row->reason) && out.delete_pod == row->delete_pod &&
-                 !strcmp(labels, row->labels);
+                 !strcmp(labels, row->labels) && !strcmp(move, row->move ? row->move : "") &&
+                 (!row->layout || !strcmp(layout, row->layout));
         if (!ok)
-            fprintf(stderr, "\n  %s:\n    commands %s\n    want     %s\n    reason %s (%s), delete %d, labels %s\n",
-                    row->what, got, row->want, out.reason, out.message, out.delete_pod, labels);
+            fprintf(stderr, "\n  %s:\n    commands %s\n    want     %s\n    reason %s (%s), delete %d, labels %s\n"
+                            "    move %s (want %s), layout %s (want %s)\n",
+                    row->what, got, row->want, out.reason, out.message, out.delete_pod, labels, move,
+                    row->move ? row->move : "", layout, row->layout ? row->layout : "-");
         CU_ASSERT_TRUE(ok);
         check_safe(row, &in, &out);
         for (int i = 0; i < n; i++)

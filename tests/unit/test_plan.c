@@ -239,6 +239,7 @@ static void perform(world_t *w, const plan_t *p)
             set_at(w->rc, "metadata resourceVersion", "\"101\"");
             break;
         case PLAN_CLEANUP:
+        case PLAN_SLOT_MOVE: /* (Cluster mode: test_plan_cluster.c) */
             break;
         case PLAN_CREATE:
         case PLAN_APPLY: {

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# bench/reshard.sh: a 3 -> 4 shard rebalance with DATA bytes of keys, the operator side by
+# side with `redis-cli --cluster rebalance` on the same pods and the same data (issue 30,
+# docs/cluster-mode.md "Resharding"). `make bench-reshard` runs it; bench/README.md has
+# the table.
+#
+#   1. A RedisCluster "rs" (mode Cluster, 4 shards x 1 replica) made by this checkout's
+#      operator; DATA bytes of keys (values of VALUE_BYTES) filled through the cluster
+#      (bench/clusterwriter fill); the operator stopped.
+#   2. The starting point, made by redis-cli: `--cluster rebalance --cluster-weight
+#      <shard 3's master>=0` empties shard 3 into the other three (3 masters holding all
+#      the data, a fourth empty one with its replica: what the operator sees right after
+#      spec.cluster.shards went from 3 to 4).
+#   3. redis-cli: `redis-cli --cluster rebalance --cluster-use-empty-masters` (its
+#      defaults: pipeline 10 keys a MIGRATE), timed; back to the starting point (2).
+#   4. the operator started again (spec.cluster.shards is 4): timed from its start to
+#      status.cluster.slotsToMove 0 and every node cluster_state:ok.
+#   During 3 and 4 a bench/clusterwriter SET writer (no WAIT) runs at RATE writes/s: its
+#   longest pause between accepted SETs is printed beside slots/s and keys/s. Between the
+#   runs `redis-cli --cluster check` must be clean and the keys count the same.
+#
+# Knobs: DATA=1073741824 VALUE_BYTES=1024 RATE=200 CB_CLUSTER_DIR=/tmp/rdc-cluster-rbench
+#   RDC_POD_CIDR=127.73.0.0/16 (when this script starts the control plane) RB_KEEP_CLUSTER=1
+#   RB_OUT=<file> (default bench/results/reshard-<date>-<sha>.json). A short variant:
+#   DATA=67108864 (64 MiB).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+DATA=${DATA:-1073741824}
+VALUE_BYTES=${VALUE_BYTES:-1024}
+RATE=${RATE:-200}
+WAIT_S=${WAIT_S:-1800}
+export RDC_CLUSTER_DIR=${CB_CLUSTER_DIR:-${RDC_CLUSTER_DIR:-/tmp/rdc-cluster-rbench}}
+export RDC_CLUSTER_PROCESS_NODES=3
+export RDC_POD_CIDR=${RDC_POD_CIDR:-127.73.0.0/16}
+export TOP=$top
+cluster=$top/tests/cluster/cluster.sh
+BIN=${RDC_BIN:-$top/build/bin}
+CW=${CLUSTERWRITER:-$top/${BUILD:-build}/bench/clusterwriter}
+# shellcheck source=../tests/e2e/lib.sh
+. tests/e2e/lib.sh
+# shellcheck source=../tests/e2e/lib_failover.sh
+. tests/e2e/lib_failover.sh
+
+log() { echo "reshard-bench: $*" >&2; }
+now_ms() { date +%s%3N; }
+
+make -s BUILD="${BUILD:-build}" all "${BUILD:-build}/bench/clusterwriter" >&2 || { log "build failed"; exit 1; }
+work=$(mktemp -d /tmp/rdc-bench-reshard.XXXXXX)
+started=0 ns=rdc-bench-rs-$$
+cleanup() {
+    _fo_stop "$work/cw.pid" 5
+    sup_stop 5
+    kubectl -n "$ns" delete rdc rs --timeout=20s >/dev/null 2>&1 ||
+        kubectl -n "$ns" patch rdc rs --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+    kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1
+    if [ "$started" = 1 ] && [ "${RB_KEEP_CLUSTER:-0}" != 1 ]; then "$cluster" down >&2 || true; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+read -r la1 _ <<<"$(cat /proc/loadavg)"
+"$cluster" status >/dev/null 2>&1 || started=1
+"$cluster" up >&2 || { log "the local control plane did not come up"; exit 1; }
+eval "$("$cluster" env)"
+[ "$(kubectl get nodes -l rdc.local/process-node=true -o name | wc -l)" -ge 3 ] || { log "no process nodes"; exit 1; }
+kubectl apply -f crds/ >/dev/null && kubectl wait --for=condition=Established --timeout=60s \
+    crd/redisclusters.cache.example.com >/dev/null || exit 1
+kubectl create namespace "$ns" >/dev/null && "$cluster" pin-namespace "$ns" >/dev/null || exit 1
+wait_until 20 kubectl -n "$ns" get serviceaccount default || exit 1
+
+status() { kubectl -n "$ns" get rdc rs -o json 2>/dev/null; }
+pods() { kubectl -n "$ns" get pods -l app.kubernetes.io/instance=rs -o jsonpath='{range .items[*]}{.metadata.name} {.status.podIP}{"\n"}{end}' 2>/dev/null; }
+seeds() { pods | awk '{printf "%s%s:6379", NR > 1 ? "," : "", $2}'; }
+any_ip() { pods | awk 'NR == 1 {print $2}'; }
+settled() { # every node ok and nothing to move (operator) / nothing open (redis-cli)
+    redis-cli --cluster check "$(any_ip):6379" 2>&1 | grep -q '\[OK\] All 16384 slots covered' &&
+        ! redis-cli --cluster check "$(any_ip):6379" 2>&1 | grep -qE '\[WARNING\]|\[ERR\]'
+}
+keys_total() { local n=0 ip; for ip in $(pods | awk '{print $2}'); do
+        [ "$(redis-cli -h "$ip" role | head -1)" = master ] && n=$((n + $(redis-cli -h "$ip" dbsize))); done; echo "$n"; }
+shard3_master() { local ip; for ip in $(kubectl -n "$ns" get pods -l app.kubernetes.io/instance=rs,cache.example.com/shard=3 -o jsonpath='{range .items[*]}{.status.podIP}{"\n"}{end}'); do
+        [ "$(redis-cli -h "$ip" role | head -1)" = master ] && { echo "$ip"; return; }; done; }
+writer_start() {
+    : >"$work/cw.events"
+    _fo_start "$work/cw.pid" "$work/cw.out" "$work/cw.err" "$CW" write --seeds "$(seeds)" --acks "$work/cw.acks" \
+        --events "$work/cw.events" --prefix "w$1-" --rate "$RATE" --replicas 0
+}
+writer_gap() { _fo_stop "$work/cw.pid" 10; sed -n 's/.*longest_gap_ms=\([0-9]*\).*/\1/p' "$work/cw.out"; }
+empty_shard3() { # redis-cli moves every slot off shard 3's master (the starting point)
+    local m
+    m=$(shard3_master)
+    redis-cli --cluster rebalance "$(any_ip):6379" --cluster-weight "$(redis-cli -h "$m" cluster myid)=0" \
+        --cluster-yes >"$work/empty-$1.out" 2>&1
+    wait_until 120 settled
+}
+
+# ---- 1. the cluster and the data -------------------------------------------------------------
+rc_yaml rs "$ns" <<YAML | kubectl apply -f - >/dev/null
+  mode: Cluster
+  size: 8
+  image: redis
+  version: "7.2"
+  cluster: {shards: 4, replicasPerShard: 1}
+  failover: {downAfter: 5s}
+YAML
+sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
+wait_until 600 bash -c "kubectl -n $ns get rdc rs -o jsonpath='{.status.phase}' | grep -qx Running" ||
+    { log "the cluster did not come up"; exit 1; }
+count=$((DATA / VALUE_BYTES))
+t0=$(now_ms)
+out=$("$CW" fill --seeds "$(seeds)" --count "$count" --prefix d: --value-bytes "$VALUE_BYTES" 2>&1)
+log "fill: $out ($(( $(now_ms) - t0 )) ms)"
+sup_stop 10
+empty_shard3 start || { log "redis-cli could not empty shard 3"; exit 1; }
+keys0=$(keys_total)
+log "starting point: 3 masters hold $keys0 keys, shard 3 empty"
+
+# ---- 2. redis-cli --cluster rebalance ---------------------------------------------------------
+writer_start cli
+sleep 2
+t0=$(now_ms)
+redis-cli --cluster rebalance "$(any_ip):6379" --cluster-use-empty-masters --cluster-yes >"$work/cli.out" 2>&1
+rc=$?
+wait_until 120 settled
+t1=$(now_ms)
+gap_cli=$(writer_gap)
+keys_cli=$(keys_total)
+log "redis-cli: exit $rc, $((t1 - t0)) ms, longest pause $gap_cli ms, keys $keys_cli"
+empty_shard3 again || { log "redis-cli could not empty shard 3 again"; exit 1; }
+
+# ---- 3. the operator ----------------------------------------------------------------------------
+writer_start op
+sleep 2
+t2=$(now_ms)
+sup_start "$BIN" "$work/rt2" "$work/operator2.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
+wait_until "$WAIT_S" bash -c "kubectl -n $ns get rdc rs -o json | jq -e '.status.cluster.slotsToMove == 0 and .status.phase == \"Running\"' >/dev/null" ||
+    log "the operator did not finish within $WAIT_S s"
+wait_until 120 settled
+t3=$(now_ms)
+gap_op=$(writer_gap)
+keys_op=$(keys_total)
+moves=$(grep -c '"msg":"slots moved"' "$work/operator2.log")
+first=$(grep -m1 '"msg":"slots moved"' "$work/operator2.log" | jq -r .ts)
+log "operator: $((t3 - t2)) ms from its start ($moves slot moves, the first ended at $first), longest pause $gap_op ms, keys $keys_op"
+
+out=${RB_OUT:-bench/results/reshard-$(date -u +%F)-$(git rev-parse --short HEAD).json}
+python3 - "$out" "$DATA" "$VALUE_BYTES" "$keys0" "$t0" "$t1" "$gap_cli" "$keys_cli" "$t2" "$t3" "$gap_op" "$keys_op" "$la1" <<'PY'
+import json, sys
+out, data, vb, keys0, t0, t1, gcli, kcli, t2, t3, gop, kop, la = sys.argv[1:]
+slots = 4096
+rows = []
+for name, a, b, gap, keys in (("redis-cli --cluster rebalance", t0, t1, gcli, kcli),
+                              ("operator (from its start)", t2, t3, gop, kop)):
+    s = (int(b) - int(a)) / 1000.0
+    moved = int(keys0) // 4  # a quarter of the keys goes to the fourth shard
+    rows.append({"system": name, "seconds": s, "slots_per_s": slots / s, "keys_per_s": moved / s,
+                 "longest_pause_ms": int(gap or -1), "keys_after": int(keys)})
+json.dump({"data_bytes": int(data), "value_bytes": int(vb), "keys": int(keys0), "rows": rows, "load_at_start": la},
+          open(out, "w"), indent=1)
+print("### 3 -> 4 shards, %.2f GiB in %d keys of %d bytes (a quarter moves: 4096 slots)\n" % (int(data) / 2**30, int(keys0), int(vb)))
+print("| system | time | slots/s | keys/s | longest pause of a SET writer | keys after |")
+print("|---|---|---|---|---|---|")
+for r in rows:
+    print("| %s | %.1f s | %.0f | %.0f | %d ms | %d |" % (r["system"], r["seconds"], r["slots_per_s"], r["keys_per_s"],
+                                                     r["longest_pause_ms"], r["keys_after"]))
+print("\nresults: %s" % out)
+PY
