@@ -214,8 +214,10 @@
  *     as the other children (create, apply on drift, OwnerConflict when not ours), after
  *     the headless Service;
  *   - PLAN_LABEL_POD for each pod whose cache.example.com/role label is not its role by
- *     designation (primary for the pod status.primary names, <name>-0 at first; replica
- *     for the others), body {"metadata":{"labels":{"cache.example.com/role":ROLE}}};
+ *     designation (primary for the pod status.primary names, <name>-0 at first, once it
+ *     is observed a master or promoted in this plan; replica for the others, and for
+ *     every other pod whatever its label shows in a plan that gives primary), body
+ *     {"metadata":{"labels":{"cache.example.com/role":ROLE}}};
  *   - PLAN_REDIS `REPLICAOF <primary ip> 6379` for each reachable node that is a second
  *     primary or follows another address, only while the primary is reachable and a
  *     master (Normal event Repointed);
