@@ -33,8 +33,13 @@
  *     HEARTBEAT [capacity]               (capacity again: a worker forgotten meanwhile
  *                                        is known again with it)
  *   informerd -> worker:
- *     WORK key epoch generation rediscluster children
+ *     WORK key epoch generation rediscluster children valid_until_mono_ms
  *       epoch: the leader epoch this item was dispatched under (see leader);
+ *       valid_until_mono_ms: CLOCK_MONOTONIC ms (same host) after which the worker must
+ *       not write for this item (its lease): informerd may take the key back after its
+ *       reconcile timeout (counted from the worker's last word or its oldest item) and
+ *       hand it to another worker, PROTO_LEASE_MARGIN_MS later at the earliest; a worker
+ *       stopped or stuck past it stops (docs/simulation.md, finding 3). Absent: no lease;
  *       rediscluster: the cached RedisCluster JSON; children: a JSON object
  *       {"ConfigMap": obj|null, "Service": obj|null, "StatefulSet": obj|null,
  *        "PodDisruptionBudget": obj|null, "Pods": [pod, ...], "Redis": observation|null}
@@ -55,8 +60,12 @@
  *     key: namespace/name of the RedisCluster; observation: JSON
  *     {"observedAt": RFC 3339 wall time, "nodes": [{"pod","ip","reachable","role",
  *      "masterHost","masterPort","linkUp","offset","lastOkAgoMs","downSinceMs",
- *      "linkDownSinceMs"[,"cluster"]}]}
- *     role: "master" | "slave" | "" (unknown); downSinceMs: 0 when reachable.
+ *      "linkDownSinceMs","probedAgoMs","masterIoAgoMs","keys"[,"cluster"]}]}
+ *     role: "master" | "slave" | "" (unknown); downSinceMs: 0 when reachable;
+ *     probedAgoMs: since the node's last probe began (answered or not), -1 never probed;
+ *     masterIoAgoMs: a replica with its link up heard from its primary at most this long
+ *     ago (master_last_io_seconds_ago + 1 s + the probe's age), -1 otherwise; keys: of
+ *     every database (INFO keyspace), -1 unknown.
  *     cluster (spec.mode Cluster, once the node answered CLUSTER NODES / INFO):
  *     {"nodes" (normalized CLUSTER NODES) or "error", "state", "slotsAssigned",
  *      "slotsOk","slotsPfail","slotsFail","knownNodes","currentEpoch"} (observerd/obsdiff.h).
@@ -105,6 +114,10 @@
 /* How often each daemon writes its metrics file for the supervisor to merge. */
 #define PROTO_METRICS_EVERY_MS 2000
 #define PROTO_LIVENESS 3
+/* WORK's lease ends this long before informerd may take the key back: the write in
+ * flight at the fence ends by the lease (the client's deadline), a Redis command within
+ * its own 2 s timeout. */
+#define PROTO_LEASE_MARGIN_MS 5000
 
 /* Limits on what a peer may send us; larger messages are dropped (rmsg_recv). */
 #define PROTO_MAX_FRAMES 16

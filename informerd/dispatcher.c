@@ -164,6 +164,21 @@ static void worker_lost(dispatcher_t *d, worker_slot_t *w, const char *why, int6
     worker_release_all(d, w, why, 1, now);
 }
 
+/* The lease of an item handed to w now (proto.h, WORK valid_until_mono_ms): the worker
+ * writes nothing for it after this moment, since on_heartbeat may take w's keys back
+ * after the reconcile timeout from w's last word or from its oldest item's hand-out,
+ * whichever came first, and give them to another worker. PROTO_LEASE_MARGIN_MS short of
+ * that (half the timeout when it is shorter): room for the write in flight at the fence
+ * (bounded by it) and a Redis command's timeout. In ns of the monotonic clock. */
+static int64_t item_lease_ns(const dispatcher_t *d, const worker_slot_t *w)
+{
+    int64_t timeout = (int64_t)(d->cfg.reconcile_timeout_s * 1e9), from = workslot_oldest(&w->held);
+    int64_t margin = (int64_t)PROTO_LEASE_MARGIN_MS * NS_PER_MS;
+    if (w->last_heard_ns < from || !from)
+        from = w->last_heard_ns;
+    return from + timeout - (margin < timeout / 2 ? margin : timeout / 2);
+}
+
 /* Returns 0 when the worker got key, -1 when the key went back to the queue, 1 when
  * the worker is gone (and forgotten: w's place holds another worker now). */
 static int send_work(dispatcher_t *d, worker_slot_t *w, const char *key, int64_t now)
@@ -194,6 +209,7 @@ static int send_work(dispatcher_t *d, worker_slot_t *w, const char *key, int64_t
     rmsg_addf(m, "%lld", (long long)(rc ? rc->generation : 0));
     rmsg_addmem(m, rc ? rc->json : "null", rc ? rc->json_len : 4);
     rmsg_addmem(m, buf_str(&children), children.len);
+    rmsg_addf(m, "%lld", (long long)(item_lease_ns(d, w) / NS_PER_MS));
     buf_free(&children);
     if (rmsg_send(&m, d->socks.work, ZMQ_DONTWAIT)) {
         /* The worker is gone (ROUTER_MANDATORY): give its keys back untouched (this one

@@ -121,6 +121,15 @@ static int still_down(const obs_node_t *x)
     return !x->reachable && x->ip[0] && x->role != REDISINFO_ROLE_SLAVE;
 }
 
+/* 1 when some node of cur is a replica of ip with its link up. */
+static int followed(const obs_node_t *cur, size_t ncur, const char *ip)
+{
+    for (size_t i = 0; i < ncur; i++)
+        if (cur[i].role == REDISINFO_ROLE_SLAVE && cur[i].link_up && !strcmp(cur[i].master_host, ip))
+            return 1;
+    return 0;
+}
+
 int obsdiff_still_down_due(const obs_node_t *cur, size_t ncur, int64_t down_after_ms, int64_t since_sent_ms)
 {
     if (down_after_ms < 0)
@@ -133,7 +142,7 @@ int obsdiff_still_down_due(const obs_node_t *cur, size_t ncur, int64_t down_afte
             continue;
         any = 1;
         int64_t down = cur[i].last_ok_ago_ms > cur[i].down_since_ms ? cur[i].last_ok_ago_ms : cur[i].down_since_ms;
-        if (down < down_after_ms + OBSDIFF_STILL_DOWN_MARGIN_MS)
+        if (down < down_after_ms + OBSDIFF_STILL_DOWN_MARGIN_MS || followed(cur, ncur, cur[i].ip))
             young = 1;
     }
     if (!any)
@@ -222,6 +231,9 @@ int obsdiff_json(const obs_node_t *nodes, size_t n, const char *observed_at, buf
         bad |= json_object_object_add(e, "linkDownSinceMs", json_object_new_int64(x->link_down_ms));
         if (x->tls_cert[0])
             bad |= json_object_object_add(e, "tlsCert", json_object_new_string(x->tls_cert));
+        bad |= json_object_object_add(e, "probedAgoMs", json_object_new_int64(x->probed_ago_ms));
+        bad |= json_object_object_add(e, "masterIoAgoMs", json_object_new_int64(x->master_io_ms));
+        bad |= json_object_object_add(e, "keys", json_object_new_int64(x->keys));
         bad |= cluster_json(&x->cluster, e);
     }
     const char *text =

@@ -4,9 +4,9 @@
  *
  * News (OBSDIFF_CHANGED): the set of nodes (pod names) changed, or for a node of the
  * same pod: its IP, its reachability, its role, the primary it follows (host or port),
- * its link to it, or the certificate it presents (TLS: a renewal taken). Offsets,
- * lastOkAgoMs and downSinceMs alone are never news: they move all the time and plan
- * decides nothing from them alone.
+ * its link to it, or the certificate it presents (TLS: a renewal taken). Offsets, keys,
+ * lastOkAgoMs, downSinceMs, probedAgoMs and masterIoAgoMs alone are never news: they move
+ * all the time and plan decides nothing from them alone.
  * In Cluster mode (obs_cluster_t) a node's cluster object is news when it appears or goes,
  * when its CLUSTER NODES text (normalized: ping-sent and pong-recv zeroed, so the
  * timestamps that move every second never make news) or the reason it has none changes,
@@ -19,8 +19,10 @@
  * to wait for. How often (obsdiff_still_down_due): every OBSDIFF_STILL_DOWN_EVERY_MS
  * while some such node has been down (max of lastOkAgoMs and downSinceMs, as plan counts
  * it) for less than downAfter + OBSDIFF_STILL_DOWN_MARGIN_MS, so the last observation
- * sent says "down for at least downAfter" and plan can decide; after that only every
- * OBSDIFF_STILL_DOWN_SLOW_MS (news is sent at once as ever). A pod that never answers
+ * sent says "down for at least downAfter" and plan can decide, or while a replica's link
+ * to it is up (it may be alive, cut off from the observer alone: plan holds the
+ * election while its replicas hear it, masterIoAgoMs, and decides once they do not);
+ * after that only every OBSDIFF_STILL_DOWN_SLOW_MS (news is sent at once as ever). A pod that never answers
  * (kwok's fake pods, a pod whose Redis never started) costs a reconcile a minute, not
  * one a second.
  * Nodes are compared by pod name, in whatever order they come.
@@ -58,9 +60,15 @@ typedef struct {
     int link_up;                /* replica: master_link_status:up */
     int64_t link_down_ms;       /* replica with its link down: since when (Redis' own
                                    master_link_down_since_seconds); -1 otherwise */
+    int64_t master_io_ms;       /* replica with its link up: it heard from its primary at most
+                                   this long ago (master_last_io_seconds_ago + 1 s, Redis
+                                   counting whole seconds, + the probe's age); -1 otherwise */
     int64_t offset;             /* replication offset, -1 unknown */
+    int64_t keys;               /* keys of every database (INFO keyspace), -1 unknown */
     int64_t last_ok_ago_ms;     /* since the last answered probe; -1 never answered */
     int64_t down_since_ms;      /* how long unreachable; 0 when reachable */
+    int64_t probed_ago_ms;      /* since the last probe that ended (answered or not) began:
+                                   what the node says is no older than that; -1 never probed */
     obs_cluster_t cluster;      /* Cluster mode only (cluster.on) */
     char tls_cert[65];          /* the SHA-256 of the certificate the node presented on its
                                    connection (TLS), "" for plain text or not known yet */
@@ -95,8 +103,9 @@ void obsdiff_explain(const obs_node_t *prev, size_t nprev, const obs_node_t *cur
 
 /* Append the observation JSON to out: {"observedAt": observed_at (RFC 3339),
  * "nodes": [{"pod","ip","reachable","role","masterHost","masterPort","linkUp","offset",
- * "lastOkAgoMs","downSinceMs","linkDownSinceMs"[,"tlsCert"][,"cluster"]}, ...]}, tlsCert
- * when the node presented a certificate, and where a node whose
+ * "lastOkAgoMs","downSinceMs","linkDownSinceMs","probedAgoMs","masterIoAgoMs","keys"
+ * [,"tlsCert"][,"cluster"]}, ...]}, tlsCert when the node presented a certificate, and
+ * where a node whose
  * cluster is on and known has "cluster": {"nodes" (or "error" when there is no text),
  * "state": "ok"|"fail" (absent when CLUSTER INFO did not say), "slotsAssigned",
  * "slotsOk", "slotsPfail", "slotsFail", "knownNodes", "currentEpoch" (each -1 when

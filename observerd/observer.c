@@ -46,6 +46,7 @@ typedef struct pod {
     cluster_t *cluster;
     redisnode_t *node;          /* NULL while no IP */
     unsigned probes;
+    int reprobe;                /* probe again as soon as the one in flight ends */
     char cluster_error[256];    /* the node's cluster error last logged ("" none) */
     int seen;                   /* mark of the snapshot in progress */
     struct pod *next, *cnext;   /* all pods; the cluster's pods */
@@ -71,6 +72,10 @@ struct cluster {
     int64_t down_after_ms;      /* spec.failover.downAfter (0: the default; -1: Standalone,
                                    no failover, obsdiff_still_down_due) */
     char primary[254];          /* the sole reachable master last seen, "" none yet */
+    int64_t cmd_wall_ns;        /* status.lastRedisCommandTime (Replication), 0 none */
+    int64_t cmd_mono_ns;        /* ... on the loop clock */
+    int64_t cmd_sent_ns;        /* the cmd_wall_ns the last observation sent was wholly probed
+                                   after (0: it was not) */
     int seen;
     pod_t *pods;
     struct cluster *next;
@@ -225,6 +230,52 @@ static void nodes_settings(const cluster_t *c)
         node_settings(p);
 }
 
+/* Probe pod p now: at once when idle, else as soon as its probe in flight ends (it may
+ * have begun before what the caller wants to see). */
+static void probe_now(pod_t *p)
+{
+    if (!p->node)
+        return;
+    if (redisnode_busy(p->node)) {
+        p->reprobe = 1;
+        return;
+    }
+    p->probes++;
+    (void)redisnode_probe(p->node, 0); /* a probe that could not start reported its failure */
+}
+
+/* status.lastRedisCommandTime of the RedisCluster obj (docs/failover.md, "Decisions after
+ * the operator's own commands"): a newer one has every pod of c probed at once (issue
+ * 33: a cluster being acted on is looked at sooner), and the first observation whose
+ * every pod was probed after it is sent even without news (evaluate), so that plan,
+ * which decides nothing from a pod probed before the operator's last command, has one
+ * to decide from. */
+static void cluster_commanded(observer_t *ob, cluster_t *c, const json_object *obj)
+{
+    const char *t = JSONX_STR_AT(obj, "status", "lastRedisCommandTime");
+    int64_t at = 0;
+    if (!t || clock_parse_rfc3339(t, &at) || at == c->cmd_wall_ns)
+        return;
+    int64_t now_wall = clock_wall_ns(), now = loop_now(ob->loop);
+    c->cmd_wall_ns = at;
+    c->cmd_mono_ns = now - (now_wall - at);
+    if (at > now_wall)
+        return; /* the end of a window still open: the regular probes pass it */
+    for (pod_t *p = c->pods; p; p = p->cnext)
+        probe_now(p);
+}
+
+/* 1 when every pod of c with an IP was last probed after mono (the loop clock). */
+static int probed_after(const cluster_t *c, int64_t mono)
+{
+    for (const pod_t *p = c->pods; p; p = p->cnext) {
+        const redisnode_state_t *st = p->node ? redisnode_state(p->node) : NULL;
+        if (st && (!st->probes || st->last_probe_ns <= mono))
+            return 0;
+    }
+    return 1;
+}
+
 /* ---- the delta stream: apply objects ------------------------------------------------- */
 
 /* spec.auth: the Secret and key the password is read from. */
@@ -287,6 +338,7 @@ static void cluster_apply(observer_t *ob, const char *key, json_object *obj, int
         return;
     }
     c->has_object = 1;
+    cluster_commanded(ob, c, obj);
     /* How long "still down" is repeated every second (obsdiff_still_down_due). */
     const char *down_after = JSONX_STR_AT(obj, "spec", "failover", "downAfter");
     int64_t down_ns = 0;
@@ -685,15 +737,17 @@ static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size
         memset(x, 0, sizeof(*x));
         snprintf(x->pod, sizeof(x->pod), "%s", p->name);
         snprintf(x->ip, sizeof(x->ip), "%s", p->ip);
-        x->offset = -1;
+        x->offset = x->keys = -1;
         x->last_ok_ago_ms = -1;
-        x->link_down_ms = -1;
+        x->link_down_ms = x->master_io_ms = -1;
+        x->probed_ago_ms = -1;
         const redisnode_state_t *st = p->node ? redisnode_state(p->node) : NULL;
         cluster_of(c->cluster_mode, st, &x->cluster);
         if (!st || !st->probes)
             continue; /* no IP yet, or not probed yet: unknown, unreachable */
         x->reachable = st->reachable;
         snprintf(x->tls_cert, sizeof(x->tls_cert), "%s", st->tls_cert);
+        x->probed_ago_ms = (now - st->last_probe_ns) / NS_PER_MS;
         if (st->ever_answered) {
             x->role = st->info.role;
             snprintf(x->master_host, sizeof(x->master_host), "%s", st->info.master_host);
@@ -702,7 +756,10 @@ static size_t build_nodes(const cluster_t *c, int64_t now, obs_node_t *out, size
             /* As of the last answer: Redis counts whole seconds. */
             if (st->info.role == REDISINFO_ROLE_SLAVE && !st->info.link_up && st->info.link_down_s >= 0)
                 x->link_down_ms = st->info.link_down_s * 1000 + (now - st->last_ok_ns) / NS_PER_MS;
+            if (st->info.role == REDISINFO_ROLE_SLAVE && st->info.link_up && st->info.master_io_s >= 0)
+                x->master_io_ms = (st->info.master_io_s + 1) * 1000 + (now - st->last_ok_ns) / NS_PER_MS;
             x->offset = redisinfo_offset(&st->info);
+            x->keys = st->info.keys;
             x->last_ok_ago_ms = (now - st->last_ok_ns) / NS_PER_MS;
         }
         x->down_since_ms = st->down_since_ns ? (now - st->down_since_ns) / NS_PER_MS : 0;
@@ -748,6 +805,10 @@ static void evaluate(observer_t *ob, cluster_t *c)
     size_t n = build_nodes(c, now, nodes, MAX_NODES);
     count_primary(ob, c, nodes, n);
     obsdiff_t d = c->ever_sent ? obsdiff_compare(c->sent, c->nsent, nodes, n) : OBSDIFF_CHANGED;
+    int after = c->cmd_wall_ns && probed_after(c, c->cmd_mono_ns);
+    int fresh = after && c->cmd_sent_ns != c->cmd_wall_ns && d != OBSDIFF_CHANGED;
+    if (fresh)
+        d = OBSDIFF_CHANGED; /* the first one wholly after the operator's commands */
     if (d == OBSDIFF_SAME ||
         (d == OBSDIFF_STILL_DOWN &&
          !obsdiff_still_down_due(nodes, n, c->down_after_ms, (now - c->last_sent_ns) / NS_PER_MS)))
@@ -757,6 +818,8 @@ static void evaluate(observer_t *ob, cluster_t *c)
         obsdiff_explain(c->sent, c->nsent, nodes, n, why, sizeof(why));
     if (d == OBSDIFF_STILL_DOWN)
         snprintf(why, sizeof(why), "a primary is still unreachable");
+    if (fresh)
+        snprintf(why, sizeof(why), "every pod probed after the operator's last Redis commands");
     char at[40];
     clock_format_rfc3339(clock_wall_ns(), 3, at, sizeof(at));
     buf_t body;
@@ -786,6 +849,7 @@ static void evaluate(observer_t *ob, cluster_t *c)
     c->nsent = n;
     c->ever_sent = 1;
     c->last_sent_ns = now;
+    c->cmd_sent_ns = after ? c->cmd_wall_ns : 0;
     metric_counter_add(ob->m_sent, METRIC_LABELS(d == OBSDIFF_STILL_DOWN ? "still_down" : "changed"), 1);
     if (d == OBSDIFF_CHANGED)
         rlog_info("observation sent", "cluster", c->key, "reason", why);
@@ -852,6 +916,11 @@ static void on_probe(redisnode_t *node, void *arg)
     if (c && (!c->cluster_mode || !cluster_probing(c) || now - c->evaluated_ns >= bound)) {
         c->evaluated_ns = now;
         evaluate(ob, c);
+    }
+    if (p->reprobe) { /* asked for while this one was in flight (probe_now): the next at once */
+        p->reprobe = 0;
+        p->probes++;
+        (void)redisnode_probe(node, 0);
     }
 }
 
@@ -1245,7 +1314,9 @@ static json_object *once_node(const char *name, const char *ip, const redisnode_
     memset(&x, 0, sizeof(x));
     snprintf(x.pod, sizeof(x.pod), "%s", name);
     snprintf(x.ip, sizeof(x.ip), "%s", ip ? ip : "");
-    x.offset = x.last_ok_ago_ms = -1;
+    x.offset = x.keys = x.last_ok_ago_ms = x.probed_ago_ms = x.master_io_ms = -1;
+    if (st && st->probes)
+        x.probed_ago_ms = (now - st->last_probe_ns) / NS_PER_MS;
     if (st && st->reachable) {
         x.reachable = 1;
         snprintf(x.tls_cert, sizeof(x.tls_cert), "%s", st->tls_cert);
@@ -1254,6 +1325,7 @@ static json_object *once_node(const char *name, const char *ip, const redisnode_
         x.master_port = st->info.master_port;
         x.link_up = st->info.link_up;
         x.offset = redisinfo_offset(&st->info);
+        x.keys = st->info.keys;
         x.last_ok_ago_ms = (now - st->last_ok_ns) / NS_PER_MS;
         cluster_of(cluster_mode, st, &x.cluster);
     }

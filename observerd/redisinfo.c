@@ -64,6 +64,22 @@ static void parse_slave(const char *v, size_t n, redisinfo_slave_t *s)
     }
 }
 
+/* INFO keyspace's "dbN:keys=K,expires=E,avg_ttl=T": every database's keys add up into
+ * out->keys. 1 when the line was one. */
+static int keyspace_line(const char *name, size_t nn, const char *v, size_t vn, redisinfo_t *out)
+{
+    int ok = 0;
+    if (nn < 3 || strncmp(name, "db", 2) || name[2] < '0' || name[2] > '9' || vn < 6 || strncmp(v, "keys=", 5))
+        return 0;
+    size_t kl = 0; /* the text is not NUL-terminated: the number ends at a comma or the line's end */
+    while (5 + kl < vn && v[5 + kl] != ',')
+        kl++;
+    int64_t k = parse_int(v + 5, kl, &ok);
+    if (ok && k >= 0)
+        out->keys = (out->keys > 0 ? out->keys : 0) + k;
+    return 1;
+}
+
 static void parse_line(const char *name, size_t nn, const char *v, size_t vn, redisinfo_t *out, int *saw_role)
 {
     int ok = 0;
@@ -82,6 +98,8 @@ static void parse_line(const char *name, size_t nn, const char *v, size_t vn, re
         {"keyspace_hits", offsetof(redisinfo_t, keyspace_hits)},
         {"keyspace_misses", offsetof(redisinfo_t, keyspace_misses)},
         {"total_commands_processed", offsetof(redisinfo_t, total_commands_processed)},
+        {"master_link_down_since_seconds", offsetof(redisinfo_t, link_down_s)}, /* -1: never linked */
+        {"master_last_io_seconds_ago", offsetof(redisinfo_t, master_io_s)},     /* -1: not linked */
     };
     if (name_is(name, nn, "role")) {
         *saw_role = 1;
@@ -99,11 +117,8 @@ static void parse_line(const char *name, size_t nn, const char *v, size_t vn, re
         out->master_port = ok && p > 0 && p < 65536 ? (int)p : 0;
         return;
     }
-    if (name_is(name, nn, "master_link_down_since_seconds")) {
-        int64_t d = parse_int(v, vn, &ok);
-        out->link_down_s = ok && d >= 0 ? d : -1;
+    if (keyspace_line(name, nn, v, vn, out))
         return;
-    }
     if (name_is(name, nn, "master_link_status")) {
         out->link_up = name_is(v, vn, "up");
         return;
@@ -133,7 +148,7 @@ int redisinfo_parse(const char *text, size_t len, redisinfo_t *out)
     out->connected_clients = out->used_memory = out->maxmemory = -1;
     out->evicted_keys = out->expired_keys = out->keyspace_hits = out->keyspace_misses = -1;
     out->total_commands_processed = -1;
-    out->link_down_s = -1;
+    out->link_down_s = out->master_io_s = out->keys = -1;
     out->rdb_last_bgsave_ok = -1;
     int saw_role = 0;
     const char *p = text, *end = text ? text + len : NULL;
@@ -141,6 +156,8 @@ int redisinfo_parse(const char *text, size_t len, redisinfo_t *out)
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *stop = nl ? nl : end;
         const char *line_end = stop > p && stop[-1] == '\r' ? stop - 1 : stop;
+        if ((size_t)(line_end - p) >= 10 && !strncmp(p, "# Keyspace", 10) && out->keys < 0)
+            out->keys = 0; /* the section, with a line per database that holds keys */
         if (line_end > p && *p != '#') {
             const char *colon = memchr(p, ':', (size_t)(line_end - p));
             if (colon)
@@ -153,10 +170,12 @@ int redisinfo_parse(const char *text, size_t len, redisinfo_t *out)
         out->master_host[0] = '\0';
         out->master_port = 0;
         out->link_up = 0;
-        out->link_down_s = -1;
+        out->link_down_s = out->master_io_s = -1;
     }
     if (out->link_up)
         out->link_down_s = -1;
+    else
+        out->master_io_s = -1;
     return saw_role ? 0 : -1;
 }
 

@@ -37,6 +37,8 @@ typedef struct {
     int master_port;            /* 0 when not a replica */
     int link_up;                /* master_link_status:up */
     int64_t link_down_s;        /* master_link_down_since_seconds; -1 absent (link up, or never linked) */
+    int64_t master_io_s;        /* master_last_io_seconds_ago (link up); -1 absent */
+    int64_t keys;               /* keys of every database (INFO keyspace); -1 no such section */
     int64_t slave_repl_offset;  /* -1 when absent */
     /* both roles */
     int64_t master_repl_offset; /* -1 when absent */
@@ -56,7 +58,8 @@ typedef struct {
 } redisinfo_t;
 
 /* Parse len bytes of INFO text into *out (cleared first). Returns 0 when a role: field
- * was found, -1 otherwise (*out then holds whatever other fields were read). */
+ * was found, -1 otherwise (*out then holds whatever other fields were read: INFO
+ * keyspace alone gives keys and a -1). */
 int redisinfo_parse(const char *text, size_t len, redisinfo_t *out);
 
 /* The replication offset of this node: slave_repl_offset for a replica when known, else

@@ -21,6 +21,7 @@ struct redisnode {
     redis_conn_t *conn;      /* NULL when not connected */
     int stale;               /* settings changed under a probe: drop conn after it */
     int busy;                /* a probe is in flight */
+    int64_t started_ns;      /* ... since then (loop clock) */
     int pending;             /* replies the probe still waits for */
     int failed;              /* the probe already failed (an error reply) */
     int full;                /* the probe in flight asked every default section */
@@ -92,6 +93,7 @@ static void finish(redisnode_t *n, int ok)
     n->c_nodes = NULL;
     int64_t now = loop_now(n->loop);
     n->st.probes++;
+    n->st.last_probe_ns = n->started_ns;
     if (ok) {
         n->st.reachable = 1;
         n->st.ever_answered = 1;
@@ -176,6 +178,21 @@ static void on_reply(redis_conn_t *conn, redisReply *reply, const char *err, voi
             n->st.full = n->st.info;
             n->st.have_full = 1;
         }
+    }
+    reply_done(n, reply);
+}
+
+/* INFO keyspace (after INFO replication on the same connection): the keys it holds. Its
+ * failure does not fail the probe (a node answered, its keys unknown). */
+static void on_keyspace(redis_conn_t *conn, redisReply *reply, const char *err, void *arg)
+{
+    (void)conn;
+    (void)err;
+    redisnode_t *n = arg;
+    if (reply && reply->type == REDIS_REPLY_STRING && reply->str) {
+        redisinfo_t ks;
+        redisinfo_parse(reply->str, reply->len, &ks);
+        n->st.info.keys = ks.keys;
     }
     reply_done(n, reply);
 }
@@ -280,6 +297,7 @@ int redisnode_probe(redisnode_t *n, int full)
     if (n->busy)
         return 1;
     n->busy = 1;
+    n->started_ns = loop_now(n->loop);
     n->full = full;
     n->failed = 0;
     n->why[0] = '\0';
@@ -299,8 +317,10 @@ int redisnode_probe(redisnode_t *n, int full)
         n->conn = redis_conn_new(n->loop, &o);
     }
     static const char *const ping[] = {"PING"}, *const info[] = {"INFO", "replication"},
-                             *const nodes[] = {"CLUSTER", "NODES"}, *const cinfo[] = {"CLUSTER", "INFO"};
+                             *const keyspace[] = {"INFO", "keyspace"}, *const nodes[] = {"CLUSTER", "NODES"},
+                             *const cinfo[] = {"CLUSTER", "INFO"};
     if (!n->conn || probe_command(n, 1, ping, on_reply) || probe_command(n, full ? 1 : 2, info, on_reply) ||
+        (!full && probe_command(n, 2, keyspace, on_keyspace)) ||
         (n->probe_cluster &&
          (probe_command(n, 2, nodes, on_cluster_nodes) || probe_command(n, 2, cinfo, on_cluster_info)))) {
         set_why(n, "%s:%d: out of memory starting a probe", n->ip, n->port);

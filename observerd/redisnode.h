@@ -2,8 +2,8 @@
  * transport (common/redis_conn.h: plain or TLS, AUTH, deadlines) on the loop, and probes.
  *
  * A probe connects when there is no usable connection (then AUTH when a password is
- * set), sends PING and INFO (the replication section, or every default section when
- * asked: the metrics' figures), pipelined, each bounded by the node's timeout from the
+ * set), sends PING and INFO (the replication and keyspace sections, or every default
+ * section when asked: the metrics' figures), pipelined, each bounded by the node's timeout from the
  * probe's start (so the connect, TLS handshake and AUTH of a new connection count
  * against it too), and ends in exactly one call of the node's callback: answered (both
  * replies came, INFO parsed: state.reachable 1) or failed (connection refused or
@@ -41,6 +41,8 @@ typedef struct {
     int ever_answered;
     int64_t last_ok_ns;     /* loop clock of the last answered probe, 0 never */
     int64_t down_since_ns;  /* loop clock of the first failed probe of this outage, 0 when up */
+    int64_t last_probe_ns;  /* loop clock at which the last ended probe began (answered or
+                               not): what the state says is no older than that */
     redisinfo_t info;       /* from the last answered probe (kept while unreachable) */
     redisinfo_t full;       /* from the last answered full probe (every default section) */
     int have_full;

@@ -44,6 +44,8 @@ static const char *const CONVERSION_V1_ONLY[][PATH_PARTS] = {
     {"status", "primary", NULL},
     {"status", "nodes", NULL},
     {"status", "cluster", NULL},
+    {"status", "switchoverFrom", NULL},
+    {"status", "lastRedisCommandTime", NULL},
 };
 #define N_V1_ONLY (sizeof(CONVERSION_V1_ONLY) / sizeof(CONVERSION_V1_ONLY[0]))
 

@@ -23,6 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Why the fence refused a write (worker.h, Fencing). */
+#define FENCED_WHY "fenced (not the leader any more, or the item's lease is over): write refused"
+
 #define MEMO_SLOTS 256
 
 typedef struct {
@@ -157,6 +160,12 @@ static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int
     redisexec_client_t cl = client_of(x);
     if (x->redis_refused) { /* spec.tls without usable settings: nothing to talk with */
         kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, x->redis_refused);
+        return EXEC_ERROR;
+    }
+    /* COMMAND RECORD (plan.h): the status says no command goes after this moment. */
+    if (a->not_after_wall_ns > 0 && clock_wall_ns() >= a->not_after_wall_ns) {
+        kube_error_set(err, KERR_OTHER, "pod %s: %s not sent: its plan's moment has passed (a stale plan)", a->name,
+                       a->argv[0]);
         return EXEC_ERROR;
     }
     /* Before REPLICAOF NO ONE: the old primary must not answer (docs/failover.md). */
@@ -324,7 +333,7 @@ static exec_result_t exec_one(const exec_ctx_t *x, const plan_action_t *a, int *
         return EXEC_OK;
     }
     if (x->fence && !x->fence(x->fence_user)) {
-        kube_error_set(err, KERR_CONFIG, "not the leader any more: write refused");
+        kube_error_set(err, KERR_CONFIG, FENCED_WHY);
         return EXEC_FENCED;
     }
     if (a->kind == PLAN_REDIS)
@@ -453,6 +462,27 @@ static json_object *acl_file_body(const exec_ctx_t *x, const plan_action_t *a, k
     return body;
 }
 
+/* COMMAND RECORD (plan.h): a status write whose status.lastRedisCommandTime is
+ * PLAN_NOW_TOKEN, as a copy with the time it is sent (after every command of the plan
+ * before it): a new object the caller puts; NULL when it has no token (the body goes as
+ * it is) or memory ran out (err set). */
+static json_object *status_now_body(const plan_action_t *a, kube_error_t *err)
+{
+    json_object *body = NULL, *st = NULL;
+    const char *t = JSONX_STR_AT(a->body, "status", "lastRedisCommandTime");
+    if (a->kind != PLAN_UPDATE_STATUS || !t || strcmp(t, PLAN_NOW_TOKEN))
+        return NULL;
+    char now[40];
+    clock_format_rfc3339(clock_wall_ns(), 3, now, sizeof(now));
+    if (json_object_deep_copy(a->body, &body, NULL) || !json_object_object_get_ex(body, "status", &st) ||
+        json_object_object_add(st, "lastRedisCommandTime", json_object_new_string(now))) {
+        json_object_put(body);
+        kube_error_set(err, KERR_CONFIG, "out of memory writing the status");
+        return NULL;
+    }
+    return body;
+}
+
 static void run_stage_done(exec_run_t *run);
 
 /* The stage's request q ended with err (fenced: the fence refused it). */
@@ -462,7 +492,7 @@ static void run_req_end(run_req_t *q, const kube_error_t *err, int fenced)
     q->err = *err;
     q->fenced = fenced;
     if (fenced)
-        kube_error_set(&q->err, KERR_CONFIG, "not the leader any more: write refused");
+        kube_error_set(&q->err, KERR_CONFIG, FENCED_WHY);
     if (--run->pending == 0)
         run_stage_done(run);
 }
@@ -480,8 +510,8 @@ static void run_req_start(exec_run_t *run, size_t k)
     int tokens = a->kind == PLAN_AUTH_RECORD || a->kind == PLAN_ACL_FILE;
     json_object *secret = a->kind == PLAN_AUTH_RECORD ? auth_record_body(x, a, &e)
                           : a->kind == PLAN_ACL_FILE  ? acl_file_body(x, a, &e)
-                                                      : NULL;
-    if (secret || !tokens) {
+                                                      : status_now_body(a, &e);
+    if (secret || (!tokens && e.code == KERR_OK)) {
         const char *body = json_object_to_json_string_ext(secret ? secret : a->body,
                                                           JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
         kube_call_spec_t spec = {.method = a->method, .path = a->path, .content_type = a->content_type,
@@ -618,7 +648,7 @@ static void run_advance(exec_run_t *run)
         assert(end - run->i <= EXEC_MAX_STAGE);
         run->end = end;
         if (x->fence && !x->fence(x->fence_user)) {
-            kube_error_set(&err, KERR_CONFIG, "not the leader any more: write refused");
+            kube_error_set(&err, KERR_CONFIG, FENCED_WHY);
             run_finish(run, EXEC_FENCED, run->i, &err);
             return;
         }

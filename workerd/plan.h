@@ -214,8 +214,10 @@
  *     as the other children (create, apply on drift, OwnerConflict when not ours), after
  *     the headless Service;
  *   - PLAN_LABEL_POD for each pod whose cache.example.com/role label is not its role by
- *     designation (primary for the pod status.primary names, <name>-0 at first; replica
- *     for the others), body {"metadata":{"labels":{"cache.example.com/role":ROLE}}};
+ *     designation (primary for the pod status.primary names, <name>-0 at first, once it
+ *     is observed a master or promoted in this plan; replica for the others, and for
+ *     every other pod whatever its label shows in a plan that gives primary), body
+ *     {"metadata":{"labels":{"cache.example.com/role":ROLE}}};
  *   - PLAN_REDIS `REPLICAOF <primary ip> 6379` for each reachable node that is a second
  *     primary or follows another address, only while the primary is reachable and a
  *     master (Normal event Repointed);
@@ -243,6 +245,23 @@
  *     PLAN_REQUEUE_SWITCHOVER_NS;
  *   - labels taking role=primary always come before the Redis commands, the label
  *     giving it after them (never two pods labelled primary at once);
+ *   - COMMAND RECORD (docs/failover.md, "Decisions after the operator's own commands"):
+ *     a plan with the topology's Redis commands writes the status twice: first, before
+ *     its labels and commands, with the resourceVersion precondition (the commands go
+ *     only from a plan decided on the object as it is) and status.lastRedisCommandTime
+ *     = now + PLAN_COMMAND_WINDOW_NS, each of its PLAN_REDIS carrying that moment as
+ *     not_after_wall_ns (the executor sends none after it); and last, as every plan,
+ *     with status.lastRedisCommandTime PLAN_NOW_TOKEN, which the executor replaces by
+ *     the time it sends the write (after every command before it). A plan that sends
+ *     none keeps the recorded time. So the status always says a moment after which no
+ *     command of the operator's went out, whatever crash came in between;
+ *   - FRESHNESS: an observation in which some pod (present or terminating, with an IP)
+ *     was not probed after status.lastRedisCommandTime (its node at the pod's IP,
+ *     observedAt - probedAgoMs later than it; topo_observation_current) is none to
+ *     decide from: no election, switchover, Redis command, deletion or primary label,
+ *     the status keeps what it says of Redis, and the plan looks again within
+ *     PLAN_REQUEUE_OBSERVE_NS (observerd probes every pod when the record reaches it
+ *     and sends the first observation probed wholly after it);
  *   - status.primary, status.nodes[] {pod, ip, role, linkUp, offset, lagBytes} and the
  *     condition ReplicationHealthy (after Degraded). The status write is planned when
  *     primary, ReplicationHealthy, or a node's pod, ip, role or linkUp differ: offsets and
@@ -256,9 +275,9 @@
  *   CLUSTER (spec.mode Cluster, not yet a value of the spec; ARCHITECTURE.md "Standalone,
  *   Replication, Cluster"): its place is beside REPLICATION, after the children and AUTH
  *   and before the status, in plan_cluster.c.
- *   Order of the actions: children, role labels taken, Redis commands, role label
- *   given, a pod deletion, then the status (then RUNTIME CONFIG's commands and
- *   annotations).
+ *   Order of the actions: children, [the COMMAND RECORD's first status write,] role
+ *   labels taken, Redis commands, role label given, a pod deletion, then the status
+ *   (then RUNTIME CONFIG's commands and annotations).
  *
  * AUTH (spec.auth.secretRef; docs/replication.md): the pods get the password from the
  * Secret by reference (render.h), and workerd keeps a record of the password Redis runs
@@ -422,6 +441,9 @@
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
 #define PLAN_FAILOVER_DOWN_AFTER_MS (RDC_SPEC_DEFAULT_DOWN_AFTER_NS / 1000000) /* spec.failover.downAfter's */
 #define PLAN_REQUEUE_SWITCHOVER_NS (INT64_C(2) * 1000000000) /* SWITCHOVER: look again */
+#define PLAN_COMMAND_WINDOW_NS (INT64_C(10) * 1000000000) /* COMMAND RECORD: a plan's commands go within */
+#define PLAN_REQUEUE_OBSERVE_NS (INT64_C(1) * 1000000000)  /* FRESHNESS: look again */
+#define PLAN_NOW_TOKEN "${now}" /* COMMAND RECORD: the executor writes the time it sends the status */
 #define PLAN_REQUEUE_RESHARD_NS (INT64_C(100) * 1000000)      /* CLUSTER: a slot move goes on */
 
 typedef enum {
@@ -496,6 +518,8 @@ typedef struct {
     int argc;
     const char *const *argv;   /* e.g. {"REPLICAOF", "127.10.0.5", "6379"}; never a password;
                                   argc <= PLAN_REDIS_MAX_ARGS */
+    int64_t not_after_wall_ns; /* > 0: not sent once the wall clock passed it (the topology's
+                                  commands, COMMAND RECORD under REPLICATION); 0: no limit */
 } plan_action_t;
 
 /* An Event to record on the RedisCluster. */

@@ -39,6 +39,9 @@ struct plan {
     int wants_diagnosis; /* plan_wants_diagnosis */
     char *storage_class; /* plan_storage_class_to_check, or NULL */
     char *selector;      /* plan_pod_selector, or NULL */
+    int commanding;      /* COMMAND RECORD: plan_set_command_window */
+    size_t command_at;
+    int64_t command_until_ns;
 };
 
 plan_t *plan_new(void)
@@ -224,6 +227,43 @@ int plan_add_pod_delete(plan_t *p, const char *ns, const char *pod, const char *
         return -1;
     }
     return plan_add_action(p, PLAN_DELETE, "v1", "pods", ns, pod, body, why);
+}
+
+void plan_set_not_after(plan_t *p, int i, int64_t wall_ns)
+{
+    if (i >= 0 && (size_t)i < p->n_actions)
+        p->actions[i].pub.not_after_wall_ns = wall_ns;
+}
+
+void plan_move_action(plan_t *p, size_t from, size_t to)
+{
+    assert(to <= from && from < p->n_actions);
+    action_slot_t moved = p->actions[from];
+    memmove(&p->actions[to + 1], &p->actions[to], (from - to) * sizeof(p->actions[0]));
+    p->actions[to] = moved;
+    for (size_t e = 0; e < p->n_events; e++) {
+        int *k = &p->events[e].pub.action;
+        if (*k == (int)from)
+            *k = (int)to;
+        else if (*k >= (int)to && *k < (int)from)
+            (*k)++;
+    }
+}
+
+void plan_set_command_window(plan_t *p, size_t at, int64_t until_wall_ns)
+{
+    p->commanding = 1;
+    p->command_at = at;
+    p->command_until_ns = until_wall_ns;
+}
+
+int plan_command_window(const plan_t *p, size_t *at, int64_t *until_wall_ns)
+{
+    if (at)
+        *at = p->command_at;
+    if (until_wall_ns)
+        *until_wall_ns = p->command_until_ns;
+    return p->commanding;
 }
 
 size_t plan_room(const plan_t *p)

@@ -53,6 +53,25 @@ int plan_add_redis_action(plan_t *p, const char *ns, const char *pod, const char
 void plan_add_event(plan_t *p, const char *type, const char *reason, int action, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* PLAN_REDIS i (an index plan_add_redis_action returned) is not sent after wall_ns
+ * (plan.h, COMMAND RECORD: plan_action_t not_after_wall_ns). */
+void plan_set_not_after(plan_t *p, int i, int64_t wall_ns);
+
+/* Move the action at from to index to (to <= from): the actions from to on shift one
+ * place on, and the events follow their actions. */
+void plan_move_action(plan_t *p, size_t from, size_t to);
+
+/* COMMAND RECORD (plan.h): the plan sends Redis commands that change roles, from index at
+ * on (the labels that take the primary role come first there), none of them after
+ * until_wall_ns; its status write then goes twice (plan_status.h). until_wall_ns 0: it
+ * sends none, but closes a window an ended plan left open (one status write, recording
+ * the time it is sent, with the resourceVersion precondition). */
+void plan_set_command_window(plan_t *p, size_t at, int64_t until_wall_ns);
+
+/* 1 with *at and *until_wall_ns (each may be NULL) when plan_set_command_window was
+ * called; else 0. */
+int plan_command_window(const plan_t *p, size_t *at, int64_t *until_wall_ns);
+
 /* What an action of kind does, as a verb phrase for messages ("create", "add the
  * finalizer to", ...). */
 const char *plan_action_verb(plan_action_kind_t kind);

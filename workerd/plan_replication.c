@@ -2,6 +2,7 @@
  * plan.h (REPLICATION, FAILOVER, SWITCHOVER). */
 #include "plan_replication.h"
 
+#include "clock.h"
 #include "jsonx.h"
 #include "plan_build.h"
 #include "plan_observe.h"
@@ -28,6 +29,43 @@ static int64_t observation_age_ms(const plan_ctx_t *c)
     const plan_observed_t *m = c->more;
     int64_t age = m && m->redis ? plan_age_ns(jsonx_str_set(m->redis, "observedAt"), c->now) : -1;
     return age > 0 ? (age < INT64_C(1000000000) ? age : INT64_C(1000000000)) / 1000000 : 0;
+}
+
+/* status.lastRedisCommandTime (COMMAND RECORD) in wall-clock ns, 0 when none. */
+static int64_t last_command_ns(const plan_ctx_t *c)
+{
+    const char *t = JSONX_STR_AT(c->rc, "status", "lastRedisCommandTime");
+    int64_t at = 0;
+    return t && !clock_parse_rfc3339(t, &at) ? at : 0;
+}
+
+/* The observation the topology decides from (FRESHNESS): the work item's, unless some
+ * pod was not probed since the operator's last Redis command: then none, as if nothing
+ * were known of Redis (the status keeps what it says of it), and the plan looks again
+ * soon (observerd probes the pods again when that command's record reaches it). A record
+ * still in the future is the window of a plan that stopped before its last status write
+ * (a command failed, the worker died): that plan has ended, since this one runs (one
+ * worker per key, within its lease), so every command of it went out before now; this
+ * plan closes the window (COMMAND RECORD) and decides nothing else. */
+static const json_object *current_observation(const plan_ctx_t *c)
+{
+    const plan_observed_t *m = c->more;
+    const json_object *obs = m ? m->redis : NULL;
+    int64_t cmd = last_command_ns(c), at = 0;
+    if (cmd > c->now) {
+        plan_set_command_window(c->plan, plan_action_count(c->plan), 0);
+        plan_requeue_within(c->plan, PLAN_REQUEUE_OBSERVE_NS);
+        return NULL;
+    }
+    if (!obs || !cmd)
+        return obs;
+    const char *t = jsonx_str_set(obs, "observedAt");
+    int64_t lead_ms = t && !clock_parse_rfc3339(t, &at) ? (at - cmd) / 1000000 : -1;
+    char why[512];
+    if (topo_observation_current(c->name, c->spec->size, m->members, obs, lead_ms, why, sizeof(why)))
+        return obs;
+    plan_requeue_within(c->plan, PLAN_REQUEUE_OBSERVE_NS);
+    return NULL;
 }
 
 /* Plan the role label patch l (REPLICATION). Returns 0, or -1 when out of memory. */
@@ -82,14 +120,16 @@ static int command_argv(const topo_cmd_t *t, const char *argv[6], char timeout[2
     return 3;
 }
 
-/* The Redis commands, each with its event. Returns 0, or -1 when out of memory. */
-static int plan_commands(const plan_ctx_t *c, const topo_t *t)
+/* The Redis commands, each with its event, none sent after until (COMMAND RECORD).
+ * Returns 0, or -1 when out of memory. */
+static int plan_commands(const plan_ctx_t *c, const topo_t *t, int64_t until)
 {
     for (size_t i = 0; i < t->n_cmds; i++) {
         const char *argv[6], *reason = NULL;
         char timeout[24];
         int argc = command_argv(&t->cmds[i], argv, timeout, &reason);
         int k = plan_add_redis_action(c->plan, c->ns, t->cmds[i].pod, t->cmds[i].ip, argc, argv, t->cmds[i].why);
+        plan_set_not_after(c->plan, k, until);
         plan_add_event(c->plan, "Normal", reason, k, "%s", t->cmds[i].why);
     }
     return *plan_oom(c->plan) ? -1 : 0;
@@ -135,17 +175,23 @@ static void replication_findings(const plan_ctx_t *c, const topo_t *t)
 int plan_replication(const plan_ctx_t *c, const json_object *sts, int rotating, topo_t *topo)
 {
     const plan_observed_t *m = c->more;
-    const json_object *status = jsonx_get(c->rc, "status");
+    const json_object *status = jsonx_get(c->rc, "status"), *obs = current_observation(c);
     topo_roll_t roll = {jsonx_str_set(jsonx_get(sts, "status"), "updateRevision"),
                         jsonx_str_set(status, "switchoverFrom")};
-    topo_compute_switchover(c->name, c->spec->size, jsonx_str_set(status, "primary"), m ? m->members : NULL,
-                            m ? m->redis : NULL, down_after_ms(c), observation_age_ms(c), &roll, topo);
+    topo_compute_switchover(c->name, c->spec->size, jsonx_str_set(status, "primary"), m ? m->members : NULL, obs,
+                            down_after_ms(c), observation_age_ms(c), &roll, topo);
     replication_findings(c, topo);
     /* Labels that take the primary role away first, the Redis commands next, the label
      * that gives it last. Without an observation nothing is known of Redis: no command;
-     * nor while the password rotates (the observer cannot authenticate then). */
-    int redis = m && m->redis && !rotating;
-    if (plan_labels(c, topo, 0) || (redis && plan_commands(c, topo)) || plan_labels(c, topo, 1) ||
+     * nor while the password rotates (the observer cannot authenticate then). A plan
+     * that sends commands records it before and after them (COMMAND RECORD,
+     * plan_status.h): the status write that goes first takes its place here. */
+    int redis = obs && !rotating;
+    size_t at = plan_action_count(c->plan);
+    int64_t until = c->now + PLAN_COMMAND_WINDOW_NS;
+    if (redis && topo->n_cmds)
+        plan_set_command_window(c->plan, at, until); /* obs: none is open (current_observation) */
+    if (plan_labels(c, topo, 0) || (redis && plan_commands(c, topo, until)) || plan_labels(c, topo, 1) ||
         (redis && topo->delete_pod[0] && plan_delete_pod(c, topo)))
         return -1;
     return *plan_oom(c->plan) ? -1 : 0;

@@ -250,7 +250,8 @@ static int conditions_current(const plan_ctx_t *c, const json_object *computed, 
 /* 1 when the observed status already says what computed says (STATUS in plan.h). */
 static int status_current(const plan_ctx_t *c, const json_object *computed, const json_object *ostatus)
 {
-    static const char *const strings[] = {"phase", "selector", "ready", "primary", "switchoverFrom"};
+    static const char *const strings[] = {"phase",          "selector", "ready", "primary", "switchoverFrom",
+                                          "lastRedisCommandTime"};
     static const char *const ints[] = {"replicas", "readyReplicas"};
     if (!jsonx_typed(ostatus, json_type_object))
         return 0;
@@ -285,7 +286,7 @@ static int64_t status_hold_ns(const plan_ctx_t *c, const plan_findings_t *f, con
 /* The server-side apply body of st; NULL when out of memory. FAILOVER: the record of an
  * election or a switchover is a compare-and-swap on the object as the decision saw it: a
  * decision from a stale copy fails with 409 and is taken again. */
-static json_object *status_body(const plan_ctx_t *c, const plan_findings_t *f, const json_object *st, int *oom)
+static json_object *status_body(const plan_ctx_t *c, int cas, const json_object *st, int *oom)
 {
     json_object *body = jsonx_new_obj(oom), *meta = jsonx_new_obj(oom), *copy = NULL;
     jsonx_put(body, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
@@ -293,7 +294,7 @@ static json_object *status_body(const plan_ctx_t *c, const plan_findings_t *f, c
     jsonx_put(meta, "name", jsonx_new_str(c->name, oom), oom);
     jsonx_put(meta, "namespace", jsonx_new_str(c->ns, oom), oom);
     const char *rv = JSONX_STR_AT(c->rc, "metadata", "resourceVersion");
-    if (f->topo && (f->topo->elect || f->topo->switch_record) && rv && *rv)
+    if (cas && rv && *rv)
         jsonx_put(meta, "resourceVersion", jsonx_new_str(rv, oom), oom);
     jsonx_put(body, "metadata", meta, oom);
     if (json_object_deep_copy((json_object *)st, &copy, NULL))
@@ -304,6 +305,37 @@ static json_object *status_body(const plan_ctx_t *c, const plan_findings_t *f, c
         return NULL;
     }
     return body;
+}
+
+/* COMMAND RECORD (plan.h): the status write that goes before the labels and Redis
+ * commands of a plan that sends some (at: where they begin), as the one computed (st)
+ * but for status.lastRedisCommandTime, the end of the commands' window (until: none is
+ * sent after it), and with the resourceVersion precondition: the commands go only from
+ * a plan decided on the object as it is, and the next plans wait for Redis to be probed
+ * after them even when this plan stops before its last status write (which records the
+ * time it is sent). Returns 0, or -1 when out of memory. */
+static int command_record_first(const plan_ctx_t *c, const json_object *st, size_t at, int64_t until)
+{
+    plan_t *p = c->plan;
+    int *oom = plan_oom(p);
+    char t[40];
+    clock_format_rfc3339(until, 3, t, sizeof(t));
+    json_object *first = NULL;
+    if (json_object_deep_copy((json_object *)st, &first, NULL))
+        *oom = 1;
+    jsonx_put(first, "lastRedisCommandTime", jsonx_new_str(t, oom), oom);
+    json_object *body = first ? status_body(c, 1, first, oom) : NULL;
+    json_object_put(first);
+    char why[300];
+    snprintf(why, sizeof(why), "Redis commands to send: record it first (status.lastRedisCommandTime %s, their last "
+             "moment)", t);
+    int i = body ? plan_add_action(p, PLAN_UPDATE_STATUS, RENDER_GROUP_VERSION, "redisclusters", c->ns, c->name,
+                                   body, why)
+                 : -1;
+    if (i < 0)
+        return -1;
+    plan_move_action(p, (size_t)i, at);
+    return 0;
 }
 
 /* The events that go with the status write i: an election's, a switchover's, and the
@@ -344,16 +376,22 @@ int plan_status_write(const plan_ctx_t *c, json_object *st, const char *why, con
     plan_take_status(p, st);
     if (status_current(c, st, ostatus))
         return 0;
-    int64_t hold = status_hold_ns(c, f, st, ostatus);
+    size_t at = 0;
+    int64_t until = 0;
+    int commanding = plan_command_window(p, &at, &until);
+    int64_t hold = commanding ? 0 : status_hold_ns(c, f, st, ostatus);
     if (hold > 0)
         plan_hold_status(p, hold);
     if (hold)
         return 0;
-    json_object *body = status_body(c, f, st, plan_oom(p));
+    int cas = (f->topo && (f->topo->elect || f->topo->switch_record)) || (commanding && !until);
+    json_object *body = status_body(c, cas, st, plan_oom(p));
     if (!body)
         return -1;
     int i = plan_add_action(p, PLAN_UPDATE_STATUS, RENDER_GROUP_VERSION, "redisclusters", c->ns, c->name, body, why);
     status_events(c, f, st, ostatus, i);
+    if (commanding && until && command_record_first(c, st, at, until))
+        return -1;
     return *plan_oom(p) ? -1 : 0;
 }
 
@@ -388,7 +426,7 @@ static json_object *replication_status(const plan_ctx_t *c, const topo_t *t, pla
     const json_object *ostatus = jsonx_get(c->rc, "status");
     const json_object *was = plan_observed_cond(ostatus, "ReplicationHealthy");
     json_object *nodes = NULL;
-    if ((c->more && c->more->redis) || !jsonx_str_set(was, "status") || !jsonx_str_set(was, "reason")) {
+    if (t->observed || !jsonx_str_set(was, "status") || !jsonx_str_set(was, "reason")) {
         plan_cond_set(repl, "ReplicationHealthy", t->healthy, t->reason, "%s", t->message);
         return nodes_json(t, oom);
     }
@@ -516,6 +554,11 @@ int plan_status_compute(const plan_ctx_t *c, const json_object *sts, const plan_
         jsonx_put(st, "primary", jsonx_new_str(f->topo->primary, oom), oom);
         if (f->topo->switchover_from[0])
             jsonx_put(st, "switchoverFrom", jsonx_new_str(f->topo->switchover_from, oom), oom);
+        const char *cmd = plan_command_window(c->plan, NULL, NULL)
+                              ? PLAN_NOW_TOKEN
+                              : JSONX_STR_AT(c->rc, "status", "lastRedisCommandTime");
+        if (cmd)
+            jsonx_put(st, "lastRedisCommandTime", jsonx_new_str(cmd, oom), oom);
         jsonx_put(st, "nodes", replication_status(c, f->topo, &conds[COND_COUNT], oom), oom);
     }
     if (f->cluster)

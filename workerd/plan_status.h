@@ -54,7 +54,9 @@ json_object *plan_cond_json(const plan_ctx_t *c, const plan_cond_t *k, const jso
 /* Plan the write of the computed status st (taken: it becomes the plan's status) unless
  * the observed one already says it, with the events of an election or a switchover
  * (f->topo) and the Warning event of a True Degraded condition that says something new.
- * why is the action's log line. Returns 0, or -1 when out of memory. */
+ * A plan that sends Redis commands (plan_command_window) writes it in any case, and a
+ * first time before them (plan.h, COMMAND RECORD). why is the action's log line.
+ * Returns 0, or -1 when out of memory. */
 int plan_status_write(const plan_ctx_t *c, json_object *st, const char *why, const plan_findings_t *f);
 
 #endif

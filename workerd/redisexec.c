@@ -353,10 +353,25 @@ static json_object *observe_cluster(redis_sync_t *s, const char *addr, int64_t t
     return o;
 }
 
-/* What one pod answered: INFO replication, its cluster object, the certificate it showed. */
+/* The keys of every database in INFO keyspace text ("dbN:keys=K,..." lines), 0 for none. */
+static int64_t keyspace_keys(const char *text)
+{
+    int64_t keys = 0;
+    for (const char *p = strstr(text, "\ndb"); p; p = strstr(p + 1, "\ndb")) {
+        const char *k = strstr(p, ":keys=");
+        const char *nl = strchr(p + 1, '\n');
+        long long v = k && (!nl || k < nl) ? strtoll(k + 6, NULL, 10) : 0;
+        keys += v > 0 ? v : 0;
+    }
+    return keys;
+}
+
+/* What one pod answered: INFO replication, its keys (INFO keyspace, -1 unknown), its
+ * cluster object, the certificate it showed. */
 typedef struct {
     int ok;
     char info[8192];
+    int64_t keys;
     char cert[65];
     json_object *cluster;
 } observed_t;
@@ -370,8 +385,13 @@ static void observe_node(const redisexec_client_t *cl, const char *pod, const ch
     memset(x, 0, sizeof(*x));
     addr_of(ip, port, addr, sizeof(addr));
     redis_sync_t *s = open_node(cl, pod, ip, port, timeout_ns, err, sizeof(err));
+    x->keys = -1;
     if (s && !command_on(s, addr, 2, av, "INFO", timeout_ns, x->info, sizeof(x->info), err, sizeof(err))) {
+        const char *ks[2] = {"INFO", "keyspace"};
+        char kinfo[4096];
         x->ok = 1;
+        if (!command_on(s, addr, 2, ks, "INFO", timeout_ns, kinfo, sizeof(kinfo), err, sizeof(err)))
+            x->keys = keyspace_keys(kinfo);
         snprintf(x->cert, sizeof(x->cert), "%s", redis_sync_peer_cert(s));
         x->cluster = cluster ? observe_cluster(s, addr, timeout_ns) : NULL;
     }
@@ -401,6 +421,14 @@ static json_object *node_json(const char *pod, const char *ip, const observed_t 
         info_field(x->info, "master_link_down_since_seconds", ld, sizeof(ld)) && to_int(ld, -1) >= 0)
         link_down_ms = to_int(ld, -1) * 1000;
     jsonx_put(node, "linkDownSinceMs", jsonx_new_int(link_down_ms, oom), oom);
+    jsonx_put(node, "probedAgoMs", jsonx_new_int(ip && *ip ? 0 : -1, oom), oom); /* probed just now */
+    char io[32];
+    int64_t io_ms = -1;
+    if (x->ok && !strcmp(role, "slave") && link && info_field(x->info, "master_last_io_seconds_ago", io, sizeof(io)) &&
+        to_int(io, -1) >= 0)
+        io_ms = (to_int(io, -1) + 1) * 1000;
+    jsonx_put(node, "masterIoAgoMs", jsonx_new_int(io_ms, oom), oom);
+    jsonx_put(node, "keys", jsonx_new_int(x->ok ? x->keys : -1, oom), oom);
     if (x->cert[0])
         jsonx_put(node, "tlsCert", jsonx_new_str(x->cert, oom), oom);
     return node;
@@ -423,6 +451,7 @@ json_object *redisexec_observe_with(const json_object *pods, const redisexec_cli
         if (!pod)
             continue;
         memset(x, 0, sizeof(*x));
+        x->keys = -1;
         if (ip && *ip)
             observe_node(cl, pod, ip, port, timeout_ns, cluster, x);
         json_object *node = node_json(pod, ip, x, &oom);
@@ -446,6 +475,29 @@ json_object *redisexec_observe(const json_object *pods, const char *password, in
     return redisexec_observe_with(pods, &cl, port, timeout_ns, observed_at, cluster);
 }
 
+/* What the server at host:port says it is, asked within timeout_ns with INFO replication
+ * over cl's transport (AUTH with its password, else the old one): GUARD_SILENT (no answer
+ * at all), GUARD_REPLICA (role:slave), GUARD_ALIVE (it answers, but what it is cannot be
+ * told: the password refused, or over TLS a certificate not for its address, which is all
+ * that is known of it here), GUARD_PRIMARY (role master, or any other answer: -LOADING, a
+ * reply without a role). */
+enum { GUARD_SILENT = 0, GUARD_REPLICA, GUARD_ALIVE, GUARD_PRIMARY };
+static int guard_role(const redisexec_client_t *cl, const char *host, int port, int64_t timeout_ns)
+{
+    const char *av[2] = {"INFO", "replication"};
+    char info[8192], err[256], role[16] = "", mhost[256];
+    int mport = 0, link = 0;
+    int64_t off = -1;
+    if (!redisexec_run(cl, NULL, host, port, 2, av, timeout_ns, info, sizeof(info), err, sizeof(err))) {
+        redisexec_parse_info(info, role, sizeof(role), mhost, sizeof(mhost), &mport, &link, &off);
+        return strcmp(role, "slave") ? GUARD_PRIMARY : GUARD_REPLICA;
+    }
+    /* Any answer at all says it is alive: no AUTH needed (NOAUTH is an answer), and a TLS
+     * handshake refused for the name counts too. */
+    redis_conn_opts_t o = {.host = host, .port = port, .tls = cl->tls};
+    return redis_sync_answers(&o, timeout_ns) ? GUARD_ALIVE : GUARD_SILENT;
+}
+
 int redisexec_promote_guard_on(const redisexec_client_t *cl, const char *pod, const char *ip, int port,
                                int64_t guard_ns, char *err, size_t errlen)
 {
@@ -463,11 +515,14 @@ int redisexec_promote_guard_on(const redisexec_client_t *cl, const char *pod, co
         snprintf(err, errlen, "%s:%d: INFO replication names no role", ip, port);
         return -1;
     }
-    /* Any answer at all counts: no AUTH needed (NOAUTH is an answer), and over TLS the
-     * primary is checked as an IP, so a handshake refused for its name is one too. */
-    redis_conn_opts_t o = {.host = host, .port = mport, .tls = cl->tls};
-    if (*host && mport > 0 && redis_sync_answers(&o, guard_ns)) {
-        snprintf(err, errlen, "%s:%d: its primary %s:%d answers again: not promoted", ip, port, host, mport);
+    /* The server it follows answers as a primary (or alive, but what it is cannot be
+     * told): the old primary is back, the decision is out of date. One that answers as a
+     * replica is no primary to come back to: two servers left replicas of each other must
+     * not block every promotion for ever. */
+    int said = *host && mport > 0 ? guard_role(cl, host, mport, guard_ns) : GUARD_SILENT;
+    if (said >= GUARD_ALIVE) {
+        snprintf(err, errlen, "%s:%d: its primary %s:%d answers again%s: not promoted", ip, port, host, mport,
+                 said == GUARD_ALIVE ? " (what it is cannot be told)" : " as a primary");
         return -1;
     }
     return 0;

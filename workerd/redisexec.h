@@ -85,14 +85,16 @@ int redisexec_command(const char *ip, int port, const char *password, const char
                       size_t errlen);
 
 /* The guard of a promotion (REPLICAOF NO ONE, docs/failover.md): INFO replication of
- * ip:port, then, for a replica, whether the primary it follows answers anything at all
- * within guard_ns (redis_sync_answers: a TLS handshake message counts even when its
- * certificate would be refused; its name is not known here, so it is checked as an IP).
- * Returns 1 when the node is a master already (nothing to do: an earlier attempt did
- * it), 0 when it may be promoted (a replica whose primary gives no answer at all; a
- * SIGSTOPped primary accepts the connection and never answers), -1 with one line in err
- * when it may not (its primary answers again: the decision is out of date) or cannot be
- * asked. */
+ * ip:port, then, for a replica, INFO replication of the server it follows (over the
+ * client's transport, AUTH with its password, else the old one), bounded by guard_ns.
+ * Returns 1 when the node is a master already (nothing to do: an earlier attempt did it),
+ * 0 when it may be promoted (a replica whose primary gives no answer at all, a SIGSTOPped
+ * one accepts the connection and never answers; or answers as a replica itself: two
+ * servers left replicas of each other must not block every promotion for ever), -1 with
+ * one line in err when it may not (its primary answers again as a primary, or answers
+ * but what it is cannot be told: the password refused, or over TLS a certificate not for
+ * its address, which is all the guard knows of it: the decision is out of date) or the
+ * node cannot be asked. */
 #define REDISEXEC_PROMOTE_GUARD_NS (INT64_C(300000000))
 int redisexec_promote_guard_on(const redisexec_client_t *cl, const char *pod, const char *ip, int port,
                                int64_t guard_ns, char *err, size_t errlen);
@@ -123,13 +125,14 @@ int redisexec_switchover(const char *ip, int port, const char *password, const c
 
 /* One observation of pods (an array of Pod objects; those without status.podIP are
  * listed unreachable with ip ""), probing each as cl says (NULL: plain text, no AUTH)
- * with INFO replication within timeout_ns: {"observedAt": observed_at, "nodes": [{"pod",
- * "ip","reachable","role","masterHost","masterPort","linkUp","offset","lastOkAgoMs",
- * "downSinceMs"[,"tlsCert"]}, ...]}, tlsCert the SHA-256 of the certificate the node
- * presented (over TLS). With cluster (a Cluster-mode RedisCluster), each reachable node
- * also gets observerd's "cluster" object (docs/observer.md: CLUSTER NODES normalized
- * with cn_format, CLUSTER INFO's state and slot counts). A new object the caller puts,
- * or NULL when out of memory. */
+ * with INFO replication and INFO keyspace within timeout_ns: {"observedAt": observed_at,
+ * "nodes": [{"pod","ip","reachable","role","masterHost","masterPort","linkUp","offset",
+ * "lastOkAgoMs","downSinceMs","linkDownSinceMs","probedAgoMs","masterIoAgoMs","keys"
+ * [,"tlsCert"]}, ...]} (probedAgoMs 0: probed now; -1 for a pod without an IP), tlsCert
+ * the SHA-256 of the certificate the node presented (over TLS). With cluster (a
+ * Cluster-mode RedisCluster), each reachable node also gets observerd's "cluster" object
+ * (docs/observer.md: CLUSTER NODES normalized with cn_format, CLUSTER INFO's state and
+ * slot counts). A new object the caller puts, or NULL when out of memory. */
 json_object *redisexec_observe_with(const json_object *pods, const redisexec_client_t *cl, int port,
                                     int64_t timeout_ns, const char *observed_at, int cluster);
 

@@ -200,11 +200,17 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
  * while a replica is linked to it: a primary, while the operator hands its role over; and
  * the old primary after its FAILOVER, while a replica still follows it (Redis's FAILOVER
  * leaves the other replicas chained behind it until the operator repoints them; gone
- * early, its successor at the same address would take them back as a fresh master). */
+ * early, its successor at the same address would take them back as a fresh master).
+ * A pod seen a master during the wait returns only after no replica has been connected
+ * for 2 s (20 polls): at its FAILOVER's resynchronisation Redis drops its replicas, which
+ * reconnect to it, chained, within a second (their replication cron); a replica that
+ * never was a master returns as soon as none is connected. */
 #define RENDER_PRESTOP_SCRIPT                                                                             \
-    "i=0; while [ $i -lt 150 ]; do"                                                                      \
+    "i=0; m=0; z=0; while [ $i -lt 150 ]; do"                                                           \
     " r=$(redis-cli info replication 2>/dev/null) || exit 0;"                                           \
-    " case \"$r\" in *connected_slaves:0*) exit 0;; esac;"                                               \
+    " case \"$r\" in *role:master*) m=1;; esac;"                                                         \
+    " case \"$r\" in *connected_slaves:0*) z=$((z+1)); if [ $m = 0 ] || [ $z -ge 20 ]; then exit 0; fi;;"  \
+    " *) z=0;; esac;"                                                                                    \
     " sleep 0.1; i=$((i+1)); done"
 /* The policy/v1 PodDisruptionBudget of the cluster's pods: named like the cluster, the
  * selector labels, spec.maxUnavailable from spec.podDisruptionBudget (default 1). */

@@ -188,12 +188,68 @@ static void collect_members(tctx_t *t, const json_object *pods)
     }
 }
 
+/* ---- FRESHNESS ------------------------------------------------------------------------- */
+
+/* 1 when x (a pod with an IP) was probed less than lead_ms before the observation was
+ * taken: its node at its IP, probedAgoMs in 0..lead_ms-1. */
+static int probed_since(const member_t *x, int64_t lead_ms)
+{
+    int64_t ago = x->obs ? jsonx_int_or(x->obs, "probedAgoMs", -1) : -1;
+    return ago >= 0 && ago < lead_ms;
+}
+
+int topo_observation_current(const char *name, int size, const json_object *pods, const json_object *observation,
+                             int64_t lead_ms, char *why, size_t cap)
+{
+    tctx_t t;
+    memset(&t, 0, sizeof(t));
+    t.name = name;
+    t.size = size;
+    t.n_members = size < TOPO_MAX_NODES ? size : TOPO_MAX_NODES;
+    t.obs = jsonx_typed(observation, json_type_object);
+    collect_members(&t, pods);
+    for (int i = 0; i < 2 * t.n_members; i++) {
+        const member_t *x = i < t.n_members ? &t.m[i] : &t.dying[i - t.n_members];
+        if (x->pod && x->ip && *x->ip && !probed_since(x, lead_ms)) {
+            snprintf(why, cap, "%s was not probed since the last Redis command (%s)", x->name,
+                     x->obs ? "its last probe is older" : "not in the observation at its IP");
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* ---- FAILOVER: the election ------------------------------------------------------------- */
+
+/* FAILOVER (a), the one observer's evidence against its replicas'. P has failed every
+ * probe for failing_ms (downSinceMs, counted back from the observation). A reachable
+ * replica of P's address with its link up that heard from P after that began
+ * (masterIoAgoMs, at most that long ago, below failing_ms) says P is alive and cut off
+ * from the operator alone: *witness. One probed less than a second after it began
+ * cannot tell (Redis counts master_last_io_seconds_ago in whole seconds): *undecided.
+ * A SIGSTOPped or isolated P is heard by nobody (its replicas' links stay up until
+ * repl-timeout, but their last I/O grows), a dead one's links drop; an idle P is heard
+ * only at its PING every 10 s. */
+static void witnesses(const tctx_t *t, int64_t failing_ms, const member_t **witness, const member_t **undecided)
+{
+    const member_t *P = &t->m[t->pord];
+    *witness = *undecided = NULL;
+    for (int i = 0; i < t->n_members && P->ip; i++) {
+        const member_t *x = &t->m[i];
+        if (i == t->pord || !linked_to(x, P->ip) || !jsonx_get(x->obs, "masterIoAgoMs"))
+            continue; /* (an observerd that does not say it: no witness to wait for) */
+        int64_t io = jsonx_int_or(x->obs, "masterIoAgoMs", -1), ago = jsonx_int_or(x->obs, "probedAgoMs", -1);
+        if (io >= 0 && io < failing_ms && !*witness)
+            *witness = x;
+        else if (ago < 0 || ago + 1000 > failing_ms)
+            *undecided = *undecided ? *undecided : x;
+    }
+}
 
 /* FAILOVER (a): why the designated primary P, not answering, must be replaced
  * ("unreachable") once observerd has heard nothing from it for downAfter, with *pdown how
- * long; NULL while it is short of that (then recheck_after_ms says when it will not be)
- * or there is no evidence at all. */
+ * long; NULL while it is short of that (then recheck_after_ms says when it will not be),
+ * while a replica still hears it (witness), or there is no evidence at all. */
 static const char *cause_unreachable(const tctx_t *t, const json_object *pobs, int64_t *pdown, topo_t *out)
 {
     if (!pobs || jsonx_true(pobs, "reachable"))
@@ -202,9 +258,30 @@ static const char *cause_unreachable(const tctx_t *t, const json_object *pobs, i
     *pdown = quiet > since ? quiet : since;
     if (*pdown <= 0)
         return NULL; /* no evidence at all */
+    const member_t *w, *u;
+    witnesses(t, since > 0 ? since : *pdown, &w, &u);
+    if (w) {
+        char msg[512];
+        snprintf(msg, sizeof(msg),
+                 "the primary %s does not answer the operator, but %s heard from it less than %lld ms ago: it is "
+                 "alive, not replaced",
+                 out->primary, w->name, (long long)jsonx_int_or(w->obs, "masterIoAgoMs", -1));
+        add_msg(out, "PrimaryUnreachable", "%s%s", msg, "");
+        return NULL;
+    }
     *pdown += t->obs_age_ms > 0 ? t->obs_age_ms : 0;
     if (*pdown < t->down_after_ms) {
         out->recheck_after_ms = t->down_after_ms - *pdown;
+        return NULL;
+    }
+    if (u) { /* its next probe tells: observerd reports a down primary every second while so */
+        char msg[512];
+        snprintf(msg, sizeof(msg),
+                 "the primary %s has not answered for %lld ms; waiting for %s's next probe to tell whether it still "
+                 "hears it",
+                 out->primary, (long long)*pdown, u->name);
+        add_msg(out, "PrimaryUnreachable", "%s%s", msg, "");
+        out->recheck_after_ms = 1000;
         return NULL;
     }
     return "unreachable";
@@ -226,6 +303,12 @@ static const char *cause_replica(const tctx_t *t, const member_t *P, int *winner
     return "a replica of no reachable primary";
 }
 
+/* The keys x holds (INFO keyspace), -1 unknown. */
+static int64_t keys_of(const member_t *x)
+{
+    return jsonx_int_or(x->obs, "keys", -1);
+}
+
 /* FAILOVER (c): P a master that no replica follows (a replica linked to it; one of its IP
  * with the link down may not have noticed it restarted) while a reachable node has a
  * higher offset. */
@@ -233,6 +316,7 @@ static const char *cause_master_behind(const tctx_t *t, const member_t *P)
 {
     const member_t *m = t->m;
     int64_t poff = jsonx_int_or(P->obs, "offset", -1), best = poff;
+    int emptied = 0;
     for (int i = 0; i < t->n_members; i++) {
         if (i == t->pord || !answers(&m[i]))
             continue;
@@ -241,8 +325,16 @@ static const char *cause_master_behind(const tctx_t *t, const member_t *P)
             return NULL; /* followed */
         int64_t off = jsonx_int_or(m[i].obs, "offset", -1);
         best = off > best ? off : best;
+        /* A restart (AOF) starts the offset again, so a primary restarted empty and
+         * replicas resynchronised from a restart before it can show equal offsets: the
+         * keys tell (INFO keyspace). Only where the offsets do not say P has more. */
+        emptied |= keys_of(P) == 0 && keys_of(&m[i]) > 0 && off >= poff;
     }
-    return best > poff ? "a primary no replica follows, behind a node that has more data (restarted empty?)" : NULL;
+    if (best > poff)
+        return "a primary no replica follows, behind a node that has more data (restarted empty?)";
+    return emptied ? "a primary no replica follows, holding no key while a node that does not follow it holds some "
+                     "(restarted empty?)"
+                   : NULL;
 }
 
 /* The best candidate of an election (FAILOVER in topology.h): D itself when reachable,
@@ -262,7 +354,9 @@ static int best_candidate(const tctx_t *t, int64_t window_ms, char *offs, size_t
         int64_t off = jsonx_int_or(x->obs, "offset", -1);
         size_t l = strlen(offs);
         snprintf(offs + l, cap - l, "%s%s %lld", l ? ", " : "", x->name, (long long)off);
-        if (best < 0 || off > *best_off) {
+        /* on equal offsets, one that holds keys before one that holds none (offsets of
+         * servers restarted from their AOF start again: equal says nothing then) */
+        if (best < 0 || off > *best_off || (off == *best_off && keys_of(x) > 0 && keys_of(&t->m[best]) == 0)) {
             best = i;
             *best_off = off;
         }
@@ -270,9 +364,58 @@ static int best_candidate(const tctx_t *t, int64_t window_ms, char *offs, size_t
     return best;
 }
 
+/* How long ago the replicas lost the primary they followed: the shortest time any
+ * reachable replica but the designated one has had its link down (0 when one is linked).
+ * Sentinel counts "linked recently" from when the master it follows went down; a
+ * designated primary that answers (restarted, recreated elsewhere: finding 4, after an
+ * operator outage longer than 10 x downAfter) has no such time, but the replicas lost
+ * their master when it went, and that time is theirs. */
+static int64_t replicas_lost_ms(const tctx_t *t)
+{
+    int64_t lost = -1;
+    for (int i = 0; i < t->n_members; i++) {
+        const member_t *x = &t->m[i];
+        if (i == t->pord || !answers_as(x, "slave"))
+            continue;
+        int64_t d = jsonx_true(x->obs, "linkUp") ? 0 : jsonx_int_or(x->obs, "linkDownSinceMs", -1);
+        if (d >= 0 && (lost < 0 || d < lost))
+            lost = d;
+    }
+    return lost > 0 ? lost : 0;
+}
+
+/* The best candidate (best, offset 0 and no key: a server that started empty and took no
+ * write since, evidence of nothing) or, when a reachable node holds keys, the one of
+ * those with the highest offset (then the lowest ordinal), however long ago it was
+ * linked: "linked recently" prefers fresher data to older, not nothing to some. Its
+ * name is added to offs (offs NULL: only asked which, *best_off untouched). */
+static int holder_instead(const tctx_t *t, int best, char *offs, size_t cap, int64_t *best_off)
+{
+    int holder = -1;
+    int64_t hoff = -1;
+    for (int i = 0; i < t->n_members; i++) {
+        const member_t *x = &t->m[i];
+        int64_t off = jsonx_int_or(x->obs, "offset", -1);
+        if (answers(x) && keys_of(x) > 0 && (holder < 0 || off > hoff)) {
+            holder = i;
+            hoff = off;
+        }
+    }
+    if (holder < 0 || !offs)
+        return holder < 0 ? best : holder;
+    size_t l = strlen(offs);
+    snprintf(offs + l, cap - l, "; none holds a key: %s, which holds %lld, instead", t->m[holder].name,
+             (long long)keys_of(&t->m[holder]));
+    *best_off = hoff;
+    return holder;
+}
+
 /* FAILOVER (topology.h): decide whether an election is held and who wins. Returns the
  * winner's ordinal, pord itself when there is nothing to change, or -1 when an election
- * found no candidate (out->elect_why says why). */
+ * found no candidate (out->elect_why says why). A designated primary held to be behind
+ * (FAILOVER (c)) that holds no key while a node holds some never wins its own election:
+ * with no candidate holding keys, nothing is elected and no replica is repointed to it
+ * (a safe operator never points a replica that holds data at a master that holds none). */
 static int elect(const tctx_t *t, const json_object *pobs, topo_t *out)
 {
     const member_t *P = &t->m[t->pord];
@@ -285,8 +428,24 @@ static int elect(const tctx_t *t, const json_object *pobs, topo_t *out)
     if (!why)
         return winner;
     char offs[512] = "";
-    int64_t best_off = -1;
-    int best = best_candidate(t, pdown + 10 * t->down_after_ms, offs, sizeof(offs), &best_off);
+    /* Linked recently: within 10 x downAfter of the primary's going, counted from the
+     * designated primary's downtime when it is the one down, else (it answers, as a
+     * replica or a master behind) from when the replicas lost the primary they follow. */
+    int64_t best_off = -1, since = answers(P) ? replicas_lost_ms(t) : pdown;
+    int best = best_candidate(t, since + 10 * t->down_after_ms, offs, sizeof(offs), &best_off);
+    if (best >= 0 && best_off <= 0 && keys_of(&t->m[best]) == 0)
+        best = holder_instead(t, best, offs, sizeof(offs), &best_off);
+    /* (c) and D empty while a node holds keys: D keeps nothing, and nobody is emptied */
+    int emptied = best == t->pord && answers_as(P, "master") && keys_of(P) == 0 && holder_instead(t, -1, NULL, 0,
+                                                                                                    &best_off) >= 0;
+    if (emptied)
+        snprintf(out->elect_why, sizeof(out->elect_why),
+                 "the primary %s is %s; it holds no key, and no node that holds some is reachable and was linked to "
+                 "its primary within 10 x downAfter of losing it (candidates: %.400s): none promoted, none repointed "
+                 "to it",
+                 out->primary, why, offs);
+    if (emptied)
+        return -1;
     if (best < 0)
         snprintf(out->elect_why, sizeof(out->elect_why),
                  "the primary %s is %s; no replica is reachable and was linked to its primary within "
@@ -576,8 +735,12 @@ static void handover_step(tctx_t *t, topo_t *out)
     int oord = t->roll ? ordinal_of(t->name, t->size, t->roll->switchover_from) : -1;
     const member_t *O = oord < 0 || oord == t->pord ? NULL : t->m[oord].pod ? &t->m[oord] : &t->dying[oord];
     t->O = O;
-    if (!t->obs || !O)
+    if (!O)
         return;
+    if (!t->obs) { /* nothing known of Redis now: the record stays as it is */
+        snprintf(out->switchover_from, sizeof(out->switchover_from), "%s", t->roll->switchover_from);
+        return;
+    }
     t->handing = is_master(O) && linked_to(&t->m[t->pord], O->ip);
     t->switching = t->handing || handed_over(O, &t->m[t->pord]);
     if (t->switching)
@@ -613,26 +776,46 @@ static void roll_step(tctx_t *t, topo_t *out)
         blind_step(t->m, t->n_members, t->rev, out);
 }
 
+static void add_label(topo_t *out, const member_t *x, const char *role)
+{
+    topo_label_t *l = &out->labels[out->n_labels++];
+    snprintf(l->pod, sizeof(l->pod), "%s", x->name);
+    l->role = role;
+    l->have = x->label ? x->label : "";
+}
+
+/* 1 when x carries role=primary. */
+static int labelled_primary(const member_t *x)
+{
+    return x->label && !strcmp(x->label, "primary");
+}
+
 /* Role labels: they follow the designation, so the -primary Service never selects a pod
- * that only claims to be a primary (a restarted replica comes up as one); during a
- * handover, the new primary only once it says it is one. A terminating pod keeps its
- * label, but for role=primary moving away from it. */
+ * that only claims to be a primary (a restarted replica comes up as one). The designated
+ * primary is labelled primary only once it is one: observed a master (during a handover,
+ * once it reports role master), or promoted by this plan (the label comes after the
+ * command); with nothing known of Redis, not at all. No other pod keeps role=primary,
+ * terminating ones included (a primary whose pod is being deleted while another was
+ * elected); and the plan that gives the label takes it from every other pod whatever the
+ * pod cache says of them: the cache may not hold this operator's own last label patches
+ * yet. A terminating pod is otherwise left as it is (the designated primary's own keeps
+ * its label until a handover takes it). */
 static void label_step(tctx_t *t, topo_t *out)
 {
     if (out->elect || out->switch_record)
         return;
-    for (int i = 0; i < t->n_members; i++) {
-        const member_t *x = t->m[i].pod ? &t->m[i] : t->switching && &t->dying[i] == t->O ? t->O : NULL;
-        if (!x || (i == t->pord && t->switching))
+    const member_t *P = &t->m[t->pord];
+    int give = P->pod && !t->switching && (is_master(P) || t->promote) && !labelled_primary(P);
+    for (int i = 0; i < 2 * t->n_members; i++) {
+        const member_t *x = i < t->n_members ? &t->m[i] : &t->dying[i - t->n_members];
+        int dying = i >= t->n_members;
+        if (!x->pod || x == P || (dying && i - t->n_members == t->pord))
             continue;
-        const char *want = i == t->pord && x == &t->m[i] ? "primary" : "replica";
-        if (!x->label || strcmp(x->label, want)) {
-            topo_label_t *l = &out->labels[out->n_labels++];
-            snprintf(l->pod, sizeof(l->pod), "%s", x->name);
-            l->role = want;
-            l->have = x->label ? x->label : "";
-        }
+        if (labelled_primary(x) || give || (!dying && (!x->label || strcmp(x->label, "replica"))))
+            add_label(out, x, "replica");
     }
+    if (give)
+        add_label(out, P, "primary");
 }
 
 /* FAILOVER: the designated primary elected while a replica: promote it, alone. */
@@ -714,14 +897,14 @@ static void command_step(tctx_t *t, topo_t *out)
                  "every write, at most %d ms)",
                  O->name, P->name, P->ip, TOPO_REDIS_PORT, P->name, TOPO_FAILOVER_TIMEOUT_MS);
     }
-    if (t->promote) {
-        topo_cmd_t *c = add_cmd(out, P, NULL);
-        c->no_one = 1;
-        snprintf(c->why, sizeof(c->why), "%s promoted to primary (REPLICAOF NO ONE): %s", P->name, out->elect_why);
-    }
-    /* With the promotion go the other nodes' REPLICAOF to it, in the same plan: a
-     * replica left following the old primary's address would follow it again if it
-     * came back, giving it the replica min-replicas-to-write asks for. */
+    /* With the promotion go the other nodes' REPLICAOF to it, in the same plan and
+     * before it: a replica left following the old primary's address would follow it
+     * again if it came back (at the same address, with its data), giving it the replica
+     * min-replicas-to-write asks for beside the promoted one. Stopped anywhere (a
+     * command fails, the worker dies or is stopped for long), the plan leaves one
+     * master: the replicas told so far follow the elected one, itself still a replica
+     * of the old address (Redis serves them once it is promoted: -NOMASTERLINK until
+     * then), or the elected one promoted with every other replica following it. */
     int hold = out->elect || out->no_candidate || t->switching || out->switch_record;
     int64_t poffset = t->primary_ok ? jsonx_int_or(P->obs, "offset", -1) : -1;
     for (int i = 0; i < t->n_members; i++) {
@@ -731,6 +914,11 @@ static void command_step(tctx_t *t, topo_t *out)
         topo_node_t *nd = add_node(t, x, i, out);
         if (i != t->pord)
             follow_or_repoint(t, x, nd, hold, poffset, out);
+    }
+    if (t->promote) {
+        topo_cmd_t *c = add_cmd(out, P, NULL);
+        c->no_one = 1;
+        snprintf(c->why, sizeof(c->why), "%s promoted to primary (REPLICAOF NO ONE): %s", P->name, out->elect_why);
     }
 }
 
@@ -789,7 +977,7 @@ static void record_step(tctx_t *t, topo_t *out)
 
 /* The steps, in topology.h's order. */
 static void (*const steps[])(tctx_t *, topo_t *) = {
-    handover_step, failover_step, roll_step, label_step, promote_step, command_step, health_step, record_step,
+    handover_step, failover_step, roll_step, promote_step, label_step, command_step, health_step, record_step,
 };
 
 void topo_compute(const char *name, int size, const char *status_primary, const json_object *pods,
@@ -815,6 +1003,7 @@ void topo_compute_switchover(const char *name, int size, const char *status_prim
     tc.size = size;
     tc.n_members = size < TOPO_MAX_NODES ? size : TOPO_MAX_NODES;
     tc.obs = jsonx_typed(observation, json_type_object);
+    out->observed = tc.obs != NULL;
     tc.down_after_ms = down_after_ms;
     tc.obs_age_ms = obs_age_ms;
     tc.roll = roll;

@@ -5,7 +5,13 @@
  *   - which pod is the primary: status.primary when it names one of the cluster's pods
  *     (<name>-<ordinal>, ordinal < size), else <name>-0 (a cluster's first primary);
  *   - the role label each pod must carry (cache.example.com/role: primary | replica), by
- *     that designation, for the pods whose label is not that value already;
+ *     that designation, for the pods whose label is not that value already: the
+ *     designated primary's role=primary only once it is one (observed a master, or
+ *     promoted in this plan; with no observation, never); no other pod, terminating ones
+ *     included, keeps role=primary; and when role=primary is given, every other pod is
+ *     labelled replica whatever its label shows (the pod cache may not hold the
+ *     operator's own last label patches yet). A terminating pod is otherwise left as it
+ *     is (the designated primary's own keeps its label until a handover takes it);
  *   - the Redis commands that restore the topology: only when the primary is reachable
  *     and reports role master, every other reachable node that is a master too (two
  *     primaries: a restarted pod comes up as a master) or follows another address gets
@@ -29,22 +35,34 @@
  *       back at once). It is the
  *       evidence of one observer, which a fresh observer has to gather again, so an
  *       operator restart never triggers one. While it is short of down_after_ms,
- *       recheck_after_ms says when it will not be; or
+ *       recheck_after_ms says when it will not be. Checked against the replicas: none
+ *       while a reachable replica linked to D heard from it after the observer's
+ *       probes of it began failing (masterIoAgoMs below D's downSinceMs: D is alive,
+ *       cut off from the operator alone); none yet while such a replica was probed less
+ *       than a second after they began (it cannot tell yet; recheck in 1 s); or
  *   (b) D is reachable but a replica (role slave) whose primary is not a reachable master
  *       of the set (every node follows a dead address; a promotion recorded but not yet
  *       done); or
  *   (c) D is a reachable master that no node follows while a reachable node that does
- *       not follow it has a higher offset (D restarted empty: the replicas must not
- *       resynchronise from it).
+ *       not follow it has a higher offset, or holds keys while D holds none at an offset
+ *       as high (keys: INFO keyspace; a restart from the AOF starts the offset again)
+ *       (D restarted empty: the replicas must not resynchronise from it).
  * Candidates: D itself when reachable; every other reachable node that is a master, or
  * a replica linked recently (link up, or its linkDownSinceMs at most D's downSinceMs +
- * 10 x down_after_ms, Sentinel's rule). The highest offset wins; on equal offsets D,
- * then the lowest ordinal. A replica of D with its link up to a reachable master of the
- * set (D's promotion recorded, then the old primary came back) elects that master.
- *   - elected == D and D is a replica: REPLICAOF NO ONE on D (no_one) first, then
- *     REPLICAOF D on every other reachable node that does not follow D, in the same plan
- *     (a replica left following the old primary's address would give it back the
- *     replica min-replicas-to-write needs, should it return);
+ * 10 x down_after_ms, Sentinel's rule; when D answers, (b) and (c), from the shortest
+ * linkDownSinceMs of the reachable replicas: when they lost the primary they follow).
+ * The highest offset wins; on equal offsets one holding keys before one holding none,
+ * then D, then the lowest ordinal; a winner at offset 0 holding no key gives way to the
+ * reachable node holding keys with the highest offset, linked recently or not; under (c)
+ * a D holding no key while a node holds some never wins: no_candidate (nothing elected,
+ * nothing repointed to D). A replica of D with its link up to a reachable master of the set
+ * (D's promotion recorded, then the old primary came back) elects that master.
+ *   - elected == D and D is a replica: REPLICAOF D on every other reachable node that
+ *     does not follow D, then REPLICAOF NO ONE on D (no_one), in the same plan (a
+ *     replica left following the old primary's address would give it back the replica
+ *     min-replicas-to-write needs, should it return; in this order a plan stopped
+ *     anywhere leaves one master: the replicas told so far follow D, still a replica of
+ *     the old address until it is promoted);
  *   - elected != D: elect is set; the caller records elected as status.primary (with a
  *     resourceVersion precondition) and does nothing else: the promotion happens in the
  *     next reconcile, from the record (so a crash between the two never leaves two
@@ -94,8 +112,8 @@
  *       RollingUpdate would: once every pod is present and Ready, the outdated pod of
  *       highest ordinal, the primary's too (an outdated pod that is not Ready first);
  *       otherwise switch_wait. Without any observation nothing is deleted.
- * A terminating primary whose role has moved is left to go; a replica's deletion needs
- * nothing. */
+ * A terminating primary whose role has moved is left to go (its role=primary label taken);
+ * a replica's deletion needs nothing. */
 #ifndef RDC_WORKERD_TOPOLOGY_H
 #define RDC_WORKERD_TOPOLOGY_H
 
@@ -142,6 +160,7 @@ typedef struct {
     size_t n_cmds;
     topo_label_t labels[TOPO_MAX_NODES];
     size_t n_labels;
+    int observed;           /* decided from an observation (else: nothing is known of Redis) */
     int healthy;
     const char *reason;
     char message[1024];
@@ -179,6 +198,18 @@ void topo_compute(const char *name, int size, const char *status_primary, const 
  * how long ago the observation was taken (0 when unknown). */
 void topo_compute_failover(const char *name, int size, const char *status_primary, const json_object *pods,
                            const json_object *observation, int64_t down_after_ms, int64_t obs_age_ms, topo_t *out);
+
+/* FRESHNESS (docs/failover.md, "Decisions after the operator's own commands"): 1 when
+ * observation shows every pod of 0..size-1 (present or terminating) that has an IP as
+ * probed after the operator's last Redis command: its node at the pod's IP with
+ * probedAgoMs in 0..lead_ms-1, where lead_ms is how long after that command the
+ * observation was taken (observedAt minus status.lastRedisCommandTime; <= 0: none is).
+ * Else 0, with why (cap bytes) naming the first pod that was not. An observation that
+ * is not current is none to decide from: a node probed before a command may show the
+ * world as it was before it (a primary handing over, a replica repointed). Inputs as
+ * topo_compute's, only read. */
+int topo_observation_current(const char *name, int size, const json_object *pods, const json_object *observation,
+                             int64_t lead_ms, char *why, size_t cap);
 
 /* topo_compute_failover with SWITCHOVER above; roll NULL is topo_compute_failover. */
 void topo_compute_switchover(const char *name, int size, const char *status_primary, const json_object *pods,

@@ -56,6 +56,7 @@ typedef struct item {
     char *key;
     int64_t taken_ms;           /* when it came (wall clock, for `supervisor ctl status`) */
     int64_t epoch;              /* the leadership epoch it was dispatched under */
+    int64_t valid_until_ms;     /* its lease (CLOCK_MONOTONIC ms): no write after it; 0 none */
     json_object *rc, *children; /* the work item's objects (the reconcile borrows them) */
     reconcile_job_t *job;       /* its reconcile, on the loop */
     exec_ctx_t x;
@@ -145,21 +146,29 @@ static void drain_leader(worker_t *w)
     }
 }
 
-/* The fence: may this worker write for this item now? */
+/* The fence: may this worker write for this item now? Only within the item's lease
+ * (informerd may hand the key to another worker after it: a worker stopped or stuck
+ * longer than that must not carry on, invariant 1) and, with leader election, while this
+ * replica leads under the item's epoch. */
 static int worker_may_write(void *user)
 {
     item_t *it = user;
     worker_t *w = it->w;
-    if (!w->leader)
-        return 1;
-    drain_leader(w);
-    int64_t now_ms = clock_mono_ns() / NS_PER_MS;
-    int ok = w->is_leader && w->leader_epoch == it->epoch && now_ms < w->valid_until_ms;
-    /* The write that follows must also end before the leadership's validity does: a
-     * request still in flight at the fence must not land after someone else leads. */
-    if (ok)
-        kube_client_set_deadline(w->cfg->client, w->valid_until_ms * NS_PER_MS);
-    return ok;
+    int64_t now_ms = clock_mono_ns() / NS_PER_MS, until = it->valid_until_ms;
+    if (until && now_ms >= until)
+        return 0;
+    if (w->leader) {
+        drain_leader(w);
+        if (!w->is_leader || w->leader_epoch != it->epoch || now_ms >= w->valid_until_ms)
+            return 0;
+        if (!until || w->valid_until_ms < until)
+            until = w->valid_until_ms;
+    }
+    /* The write that follows must also end before then: a request still in flight at the
+     * fence must not land after someone else leads, or holds the key. */
+    if (until)
+        kube_client_set_deadline(w->cfg->client, until * NS_PER_MS);
+    return 1;
 }
 
 static json_object *child_of(json_object *children, const char *kind)
@@ -252,6 +261,9 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
     it->taken_ms = clock_wall_ns() / NS_PER_MS;
     key = NULL;
     it->epoch = epoch;
+    it->valid_until_ms = 0;
+    if (rmsg_frame_int64(m, 6, &it->valid_until_ms)) /* none: no lease (an older informerd) */
+        it->valid_until_ms = 0;
     it->rc = json_tokener_parse(rctext);
     it->children = json_tokener_parse(chtext);
     w->inflight++;

@@ -11,9 +11,12 @@
  * reconnects with backoff 1 s doubling to 32 s. SIGTERM: the items in
  * flight finish, any new one is handed back ("fenced"), then it exits.
  *
- * Fencing: with leader election on, the worker also subscribes to electord's leader
- * stream and writes only while the latest LEADER message says this replica leads, under
- * the same epoch as the work item, and its validity deadline has not passed.
+ * Fencing: the worker writes for an item only within the item's lease (WORK's
+ * valid_until_mono_ms, proto.h: informerd may give the key to another worker after it);
+ * with leader election on, it also subscribes to electord's leader stream and writes
+ * only while the latest LEADER message says this replica leads, under the same epoch as
+ * the work item, and its validity deadline has not passed. A write in flight at the
+ * fence ends by the sooner of the two (the client's deadline).
  */
 #ifndef RDC_WORKER_H
 #define RDC_WORKER_H

@@ -204,9 +204,11 @@ static void replica_linked_step(sr_cluster_t *c, sr_node_t *r, int mi, int64_t t
         link_down(r, tick);
         return;
     }
-    if (m->len > r->len && sim_rng_chance(rng, 3, 4))
-        r->len = m->len;
-    r->last_io = tick;
+    /* It hears its master when data comes, else at its PING every repl-ping-replica-period. */
+    if ((m->len > r->len && sim_rng_chance(rng, 3, 4)) || tick - r->last_io >= SR_PING_TICKS) {
+        r->len = m->len > r->len ? m->len : r->len;
+        r->last_io = tick;
+    }
 }
 
 /* A replica whose link is down: a full resynchronisation goes on, or it tries again. */
@@ -214,6 +216,9 @@ static void replica_unlinked_step(sr_cluster_t *c, sr_node_t *r, int mi, int64_t
 {
     const sr_node_t *m = mi >= 0 ? &c->n[mi] : NULL;
     int answering = m && sr_answers(c, mi) && !r->isolated;
+    /* A replica serves replicas of its own only while its link to its master is up:
+     * Redis answers SYNC/PSYNC with -NOMASTERLINK otherwise (syncCommand). */
+    int serves = answering && (m->role == SR_MASTER || m->link_up);
     if (r->syncing) {
         if (!answering || m->hist != r->sync_hist) {
             r->syncing = 0;
@@ -230,7 +235,7 @@ static void replica_unlinked_step(sr_cluster_t *c, sr_node_t *r, int mi, int64_t
     if (tick < r->next_connect)
         return;
     r->next_connect = tick + SR_RECONNECT_TICKS;
-    if (!answering)
+    if (!serves)
         return;
     if (psync_ok(c, r, m)) {
         r->hist = m->hist;
@@ -436,7 +441,18 @@ void sr_info(const sr_cluster_t *c, int i, int64_t tick, char *out, size_t cap)
         snprintf(down_line, sizeof(down_line), "master_link_down_since_seconds:%lld\r\n", down);
     snprintf(out, cap,
              "# Replication\r\nrole:slave\r\nmaster_host:%s\r\nmaster_port:6379\r\nmaster_link_status:%s\r\n"
+             "master_last_io_seconds_ago:%lld\r\n"
              "master_sync_in_progress:%d\r\nslave_repl_offset:%lld\r\n%sconnected_slaves:%d\r\n%s"
              "master_failover_state:no-failover\r\nmaster_replid:%040d\r\nmaster_repl_offset:%lld\r\n",
-             host, n->link_up ? "up" : "down", n->syncing, off, down_line, nslaves, slaves, n->hist, off);
+             host, n->link_up ? "up" : "down", n->link_up ? (long long)(tick - n->last_io) / 10 : -1LL, n->syncing,
+             off, down_line, nslaves, slaves, n->hist, off);
+}
+
+void sr_info_keyspace(const sr_cluster_t *c, int i, char *out, size_t cap)
+{
+    const sr_node_t *n = &c->n[i];
+    if (n->len > 0)
+        snprintf(out, cap, "# Keyspace\r\ndb0:keys=%lld,expires=0,avg_ttl=0\r\n", (long long)n->len);
+    else
+        snprintf(out, cap, "# Keyspace\r\n");
 }

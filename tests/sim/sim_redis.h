@@ -17,8 +17,9 @@
  *     (re)connecting replica resynchronises partially when its history is its master's
  *     (or the parent of a promoted master's, replid2) and it is not ahead, else in full
  *     (it keeps its old data until the transfer ends, then takes the master's); a
- *     server whose master changes history (promoted, resynchronised, restarted) drops
- *     its followers, which reconnect; a killed master's replicas see the link drop at
+ *     replica serves replicas of its own (chained) only while its own link is up
+ *     (-NOMASTERLINK otherwise); a server whose master changes history (promoted,
+ *     resynchronised, restarted) drops its followers, which reconnect; a killed master's replicas see the link drop at
  *     once, a frozen or cut-off one's after repl-timeout (60 s);
  *   - min-replicas-to-write / min-replicas-max-lag: a master with fewer replicas linked
  *     and acknowledging within the lag refuses writes (NOREPLICAS);
@@ -47,6 +48,7 @@
 #define SR_WRITE_BYTES 100              /* offsets move by this much a write */
 #define SR_REPL_TIMEOUT_TICKS 600       /* repl-timeout 60 s */
 #define SR_RECONNECT_TICKS 10           /* a replica retries its master every second */
+#define SR_PING_TICKS 100               /* an idle master PINGs its replicas: repl-ping-replica-period 10 s */
 
 typedef enum { SR_MASTER = 0, SR_REPLICA } sr_role_t;
 
@@ -173,6 +175,10 @@ int64_t sr_offset(const sr_cluster_t *c, int i);
 
 /* INFO replication of server i as Redis writes it, into out[cap] (truncated to fit). */
 void sr_info(const sr_cluster_t *c, int i, int64_t tick, char *out, size_t cap);
+
+/* INFO keyspace of server i as Redis writes it (a line for db0 when it holds data: a
+ * write is counted as a key), into out[cap]. */
+void sr_info_keyspace(const sr_cluster_t *c, int i, char *out, size_t cap);
 
 /* The dotted form of ip into out[cap]. */
 void sr_ip_str(int ip, char *out, size_t cap);

@@ -6,6 +6,7 @@
 #include "jsonx.h"
 #include "obsdiff.h"
 #include "plan.h"
+#include "proto.h"
 #include "redisexec.h"
 #include "redisinfo.h"
 #include "render.h"
@@ -26,8 +27,11 @@
 #define PROBE_TICKS 10           /* observerd probes each pod every second */
 #define CLIENT_TIMEOUT_TICKS 10  /* the client gives a command 1 s */
 #define OWNWRITE_TICKS 20        /* OWNWRITE_WAIT_NS */
-#define LIVENESS_TICKS 30        /* a silent worker's item goes back after 3 heartbeats */
+#define TAKE_BACK_TICKS 1200     /* informerd takes a silent worker's item back after its
+                                    reconcile timeout (--reconcile-timeout, 120 s) */
+#define LEASE_TICKS (TAKE_BACK_TICKS - PROTO_LEASE_MARGIN_MS / SR_TICK_MS) /* the item's lease */
 #define PRESTOP_TICKS 150        /* the preStop hook waits at most 15 s */
+#define PRESTOP_QUIET_TICKS 20   /* ... a pod it saw a master, until no replica for 2 s */
 #define GRACE_TICKS 300          /* then SIGKILL at the grace period's end (30 s) */
 #define CAUGHT_UP_WRITES 20      /* a replica this close to its master is caught up */
 #define BACKOFF_CAP_NS (INT64_C(1000) * 1000000000)
@@ -38,6 +42,7 @@ enum { CLIENT_IDLE = 0, CLIENT_SENT, CLIENT_WAITING };
 
 typedef struct {
     int present, uid, ip, revision, label, terminating, ready, stopping;
+    int hook_master, hook_quiet; /* the preStop hook saw it a master; its polls with no replica in a row */
     int64_t deleted_at; /* terminating since */
     int64_t start_at;   /* its container (Redis) starts then; -1 none */
     int64_t ready_at;   /* Ready turns True then; -1 none */
@@ -52,6 +57,7 @@ typedef struct {
     int reachable, ever_answered;
     redisinfo_t info;
     int64_t last_ok, down_since; /* ticks; -1 none */
+    int64_t last_probe;          /* tick of the last probe; -1 none */
 } probe_t;
 
 typedef struct {
@@ -91,7 +97,7 @@ struct sim {
     int crash_armed, stale_armed;
     plan_t *paused;
     size_t paused_next;
-    int64_t paused_resume, held_until;
+    int64_t paused_resume, paused_lease, held_until;
     /* observerd */
     probe_t probe[SR_MAX_NODES];
     int phase[SR_MAX_NODES];
@@ -99,6 +105,9 @@ struct sim {
     size_t nsent;
     int ever_sent;
     int64_t last_sent;
+    int64_t cmd_seen_ns, cmd_sent_ns; /* status.lastRedisCommandTime as observerd last saw it; the
+                                         one the last observation sent was wholly probed after
+                                         (0: it was not) */
     /* the client */
     int conn_ip, cstate;
     sr_write_t cw, last_acked;
@@ -296,7 +305,8 @@ static int has_replica(const sim_t *s, int i)
     return 0;
 }
 
-/* A terminating pod: the preStop hook waits while a replica is connected (up to 15 s),
+/* A terminating pod: the preStop hook (render.h) polls every 100 ms, up to 15 s, while a
+ * replica is connected, and, once it saw the pod a master, until none has been for 2 s;
  * then Redis is stopped (SIGTERM; a frozen one only by the SIGKILL at the grace
  * period's end). */
 static void terminating_step(sim_t *s, int i)
@@ -305,8 +315,12 @@ static void terminating_step(sim_t *s, int i)
     const sr_node_t *n = &s->redis.n[i];
     if (!p->stopping) {
         int answers = n->running && !n->frozen;
-        if (answers && has_replica(s, i) && s->tick - p->deleted_at < PRESTOP_TICKS)
-            return;
+        if (answers && s->tick - p->deleted_at < PRESTOP_TICKS) {
+            p->hook_master |= n->role == SR_MASTER;
+            p->hook_quiet = has_replica(s, i) ? 0 : p->hook_quiet + 1;
+            if (!p->hook_quiet || (p->hook_master && p->hook_quiet < PRESTOP_QUIET_TICKS))
+                return;
+        }
         p->stopping = 1;
         p->kill_at = p->deleted_at + GRACE_TICKS;
     }
@@ -503,6 +517,7 @@ static void probe(sim_t *s, int i)
     probe_t *pr = &s->probe[i];
     int node = sr_at(&s->redis, pr->ip);
     pr->probes++;
+    pr->last_probe = s->tick;
     if (!operator_reaches(s, node)) {
         pr->reachable = 0;
         if (pr->down_since < 0)
@@ -512,6 +527,10 @@ static void probe(sim_t *s, int i)
     char info[4096];
     sr_info(&s->redis, node, s->tick, info, sizeof(info));
     redisinfo_parse(info, strlen(info), &pr->info);
+    redisinfo_t ks; /* INFO keyspace, the probe's next reply */
+    sr_info_keyspace(&s->redis, node, info, sizeof(info));
+    redisinfo_parse(info, strlen(info), &ks);
+    pr->info.keys = ks.keys;
     pr->reachable = pr->ever_answered = 1;
     pr->last_ok = s->tick;
     pr->down_since = -1;
@@ -530,10 +549,11 @@ static size_t build_nodes(const sim_t *s, obs_node_t *out)
         memset(x, 0, sizeof(*x));
         pod_name(i, x->pod, sizeof(x->pod));
         sr_ip_str(pods[i].ip, x->ip, sizeof(x->ip));
-        x->offset = x->last_ok_ago_ms = x->link_down_ms = -1;
+        x->offset = x->keys = x->last_ok_ago_ms = x->link_down_ms = x->probed_ago_ms = x->master_io_ms = -1;
         if (!pr->probes)
             continue;
         x->reachable = pr->reachable;
+        x->probed_ago_ms = (s->tick - pr->last_probe) * SR_TICK_MS;
         if (pr->ever_answered) {
             x->role = pr->info.role;
             snprintf(x->master_host, sizeof(x->master_host), "%s", pr->info.master_host);
@@ -542,7 +562,10 @@ static size_t build_nodes(const sim_t *s, obs_node_t *out)
             int64_t ago_ms = (s->tick - pr->last_ok) * SR_TICK_MS;
             if (pr->info.role == REDISINFO_ROLE_SLAVE && !pr->info.link_up && pr->info.link_down_s >= 0)
                 x->link_down_ms = pr->info.link_down_s * 1000 + ago_ms;
+            if (pr->info.role == REDISINFO_ROLE_SLAVE && pr->info.link_up && pr->info.master_io_s >= 0)
+                x->master_io_ms = (pr->info.master_io_s + 1) * 1000 + ago_ms;
             x->offset = redisinfo_offset(&pr->info);
+            x->keys = pr->info.keys;
             x->last_ok_ago_ms = ago_ms;
         }
         x->down_since_ms = pr->down_since >= 0 ? (s->tick - pr->down_since) * SR_TICK_MS : 0;
@@ -572,6 +595,15 @@ static void observation_send(sim_t *s, const obs_node_t *nodes, size_t n, obsdif
     s->parcel[s->nparcels++] = (parcel_t){s->tick + sim_rng_range(&s->rng, 0, 2), obs};
 }
 
+/* 1 when every node was probed after wall time t (observerd's evaluate). */
+static int probed_after(const sim_t *s, const obs_node_t *nodes, size_t n, int64_t t)
+{
+    for (size_t k = 0; k < n; k++)
+        if (nodes[k].ip[0] && (nodes[k].probed_ago_ms < 0 || wall(s) - nodes[k].probed_ago_ms * 1000000 <= t))
+            return 0;
+    return 1;
+}
+
 static void evaluate(sim_t *s)
 {
     const pod_t *pods = cached_pods(s);
@@ -581,16 +613,23 @@ static void evaluate(sim_t *s)
     obs_node_t nodes[SR_MAX_NODES];
     size_t n = build_nodes(s, nodes);
     obsdiff_t d = s->ever_sent ? obsdiff_compare(s->sent, s->nsent, nodes, n) : OBSDIFF_CHANGED;
+    int after = s->cmd_seen_ns && probed_after(s, nodes, n, s->cmd_seen_ns);
+    int fresh = after && s->cmd_sent_ns != s->cmd_seen_ns && d != OBSDIFF_CHANGED;
+    if (fresh) { /* the first observation wholly after the operator's commands: sent */
+        note(s, "observerd: every pod probed after the operator's commands");
+        d = OBSDIFF_CHANGED;
+    }
     if (d == OBSDIFF_SAME ||
         (d == OBSDIFF_STILL_DOWN &&
          !obsdiff_still_down_due(nodes, n, PLAN_FAILOVER_DOWN_AFTER_MS, (s->tick - s->last_sent) * SR_TICK_MS)))
         return;
-    if (d == OBSDIFF_CHANGED) { /* noted with or without a trace: the digest is the same */
+    if (d == OBSDIFF_CHANGED && !fresh) { /* noted with or without a trace: the digest is the same */
         char why[600] = "first observation";
         if (s->ever_sent)
             obsdiff_explain(s->sent, s->nsent, nodes, n, why, sizeof(why));
         note(s, "observerd: %s", why);
     }
+    s->cmd_sent_ns = after ? s->cmd_seen_ns : 0;
     observation_send(s, nodes, n, d);
 }
 
@@ -598,9 +637,10 @@ static void observer_reset(sim_t *s)
 {
     memset(s->probe, 0, sizeof(s->probe));
     for (int i = 0; i < SR_MAX_NODES; i++)
-        s->probe[i].last_ok = s->probe[i].down_since = -1;
+        s->probe[i].last_ok = s->probe[i].down_since = s->probe[i].last_probe = -1;
     s->nsent = 0;
     s->ever_sent = 0;
+    s->cmd_seen_ns = s->cmd_sent_ns = 0;
 }
 
 static void observer_step(sim_t *s)
@@ -614,10 +654,16 @@ static void observer_step(sim_t *s)
             continue;
         memset(pr, 0, sizeof(*pr)); /* a new IP is a new server */
         pr->ip = pods[i].ip;
-        pr->last_ok = pr->down_since = -1;
+        pr->last_ok = pr->down_since = pr->last_probe = -1;
     }
+    /* A newer record of the operator's commands: every pod is probed at once. */
+    int64_t rv = 0, cmd = 0;
+    const char *t = JSONX_STR_AT(rc_cached(s, &rv), "status", "lastRedisCommandTime");
+    int now = t && !clock_parse_rfc3339(t, &cmd) && cmd != s->cmd_seen_ns && cmd < wall(s);
+    if (t && cmd != s->cmd_seen_ns)
+        s->cmd_seen_ns = cmd;
     for (int i = 0; i < s->size; i++) {
-        if (!pods[i].present || !pods[i].ip || (s->tick + s->phase[i]) % PROBE_TICKS)
+        if (!pods[i].present || !pods[i].ip || (!now && (s->tick + s->phase[i]) % PROBE_TICKS))
             continue;
         probe(s, i);
         evaluate(s);
@@ -757,12 +803,13 @@ static void promoted(sim_t *s, int i, const char *how)
 }
 
 /* REPLICAOF NO ONE behind redisexec_promote_guard: a master already is done; a replica
- * whose primary answers the operator is refused. */
+ * whose primary answers the operator as a primary is refused. */
 static int exec_no_one(sim_t *s, int i)
 {
     if (s->redis.n[i].role == SR_MASTER)
         return EXEC_DONE;
-    if (operator_reaches(s, sr_at(&s->redis, s->redis.n[i].master_ip))) {
+    int m = sr_at(&s->redis, s->redis.n[i].master_ip);
+    if (operator_reaches(s, m) && s->redis.n[m].role == SR_MASTER) {
         note(s, "%s-%d: promotion refused: its primary answers again", NAME, i);
         return EXEC_FAIL;
     }
@@ -794,6 +841,10 @@ static int exec_failover(sim_t *s, int i, const plan_action_t *a)
 static int exec_redis(sim_t *s, const plan_action_t *a)
 {
     int i = sr_at(&s->redis, sr_ip_parse(a->ip));
+    if (a->not_after_wall_ns > 0 && wall(s) >= a->not_after_wall_ns) {
+        note(s, "%s: %s not sent: its plan's moment has passed", a->name, a->argv[0]);
+        return EXEC_FAIL;
+    }
     if (!operator_reaches(s, i)) {
         note(s, "%s: %s %s: no answer", a->name, a->argv[0], a->argc > 1 ? a->argv[1] : "");
         return EXEC_FAIL;
@@ -866,6 +917,12 @@ static int exec_rc_write(sim_t *s, const plan_action_t *a)
     json_object *copy = NULL;
     if (a->kind == PLAN_UPDATE_STATUS) {
         json_object_deep_copy(jsonx_get(a->body, "status"), &copy, NULL);
+        const char *cmd = JSONX_STR_AT(copy, "lastRedisCommandTime");
+        if (cmd && !strcmp(cmd, PLAN_NOW_TOKEN)) { /* the executor writes the time it sends it */
+            char at[40];
+            clock_format_rfc3339(wall(s), 3, at, sizeof(at));
+            json_object_object_add(copy, "lastRedisCommandTime", json_object_new_string(at));
+        }
         json_object_object_add(s->rc, "status", copy);
         const char *was = JSONX_STR_AT(s->ver[(s->nver - 1) % VERS], "status", "primary");
         const char *now = status_str(s, "primary");
@@ -958,8 +1015,9 @@ static size_t interrupted(sim_t *s, plan_t *p, size_t n, int *keep)
     plan_destroy(&s->paused);
     s->paused = p;
     s->paused_next = k;
-    s->paused_resume = s->tick + sim_rng_range(&s->rng, 30, 200);
-    s->held_until = s->tick + LIVENESS_TICKS;
+    s->paused_resume = s->tick + sim_rng_range(&s->rng, 30, 2000);
+    s->paused_lease = s->tick + LEASE_TICKS;
+    s->held_until = s->tick + TAKE_BACK_TICKS;
     *keep = 1;
     note(s, "workerd stopped after %zu of %zu actions (resumes at step %lld)", k, n, (long long)s->paused_resume);
     return k;
@@ -1026,8 +1084,16 @@ static void reconcile(sim_t *s)
 static void worker_step(sim_t *s)
 {
     if (s->paused && s->tick >= s->paused_resume) {
-        note(s, "the stopped workerd resumes its plan at action %zu", s->paused_next);
-        exec_plan(s, s->paused, &s->paused_next, plan_action_count(s->paused));
+        /* Its fence: no write once the item's lease is over (informerd may have handed
+         * the key to another worker); within it, the key was nobody else's. */
+        if (s->tick >= s->paused_lease) {
+            note(s, "the stopped workerd resumes: its item's lease is over, it writes nothing");
+        } else {
+            note(s, "the stopped workerd resumes its plan at action %zu", s->paused_next);
+            exec_plan(s, s->paused, &s->paused_next, plan_action_count(s->paused));
+            s->held_until = 0; /* its DONE frees the key */
+            s->dirty = 1;
+        }
         plan_destroy(&s->paused);
     }
     if (s->operator_down_until > s->tick || s->worker_down_until > s->tick || s->held_until > s->tick)
@@ -1311,6 +1377,12 @@ static void heal_step(sim_t *s, int all)
         s->crash_armed = s->stale_armed = 0;
         if (s->paused)
             s->paused_resume = s->tick;
+        if (s->operator_down_until > s->tick) /* an outage ends with the faults */
+            s->operator_down_until = s->tick;
+        if (s->observer_down_until > s->tick)
+            s->observer_down_until = s->tick;
+        if (s->worker_down_until > s->tick)
+            s->worker_down_until = s->tick;
     }
     if (s->operator_down_until == s->tick && s->tick) { /* the operator back: it lists anew */
         s->pods_cached = s->rc_cached = s->tick;

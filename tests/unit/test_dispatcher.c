@@ -267,14 +267,18 @@ static double counter(const char *name, const char *label)
 }
 
 /* A WORK item for key: its frames checked, the message freed; the children's JSON
- * returned (static buffer). */
+ * returned (static buffer). Its lease (frame 6) ends the reconcile timeout (120 s) less
+ * PROTO_LEASE_MARGIN_MS after the worker's last word at the latest. */
 static const char *expect_work(const char *key, const char *epoch, const char *rc_rv)
 {
     static char children[4096];
     children[0] = '\0';
     rmsg_t *m = worker_wait(PROTO_WORK, 2000);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-    CU_ASSERT_EQUAL(rmsg_size(m), 6);
+    CU_ASSERT_EQUAL(rmsg_size(m), 7);
+    int64_t lease = 0, now_ms = clock_mono_ns() / NS_PER_MS;
+    CU_ASSERT_EQUAL(rmsg_frame_int64(m, 6, &lease), 0);
+    CU_ASSERT(lease > now_ms + 100000 && lease <= now_ms + 120000 - PROTO_LEASE_MARGIN_MS);
     CU_ASSERT_TRUE(rmsg_frame_is(m, 1, key));
     CU_ASSERT_TRUE(rmsg_frame_is(m, 2, epoch));
     char *rc = rmsg_strdup(m, 4);

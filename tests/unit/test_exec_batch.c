@@ -13,6 +13,7 @@
 #include "kube_config.h"
 #include "loop.h"
 #include "plan.h"
+#include "plan_build.h"
 #include "reads.h"
 
 #include "cu_table.h"
@@ -48,6 +49,7 @@ typedef struct {
     const char *missing;  /* a path part whose GETs get 404 */
     const char *list;     /* a path part whose GETs are LISTs of two pages of one pod */
     int flaked;
+    char status_body[4096]; /* the last status write's body */
 } api_t;
 
 static int on_request(void *user, struct MHD_Connection *c, const char *method, const char *url,
@@ -59,6 +61,8 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     int i = a->n < MAX_REQS ? a->n++ : MAX_REQS - 1;
     snprintf(a->r[i].method, sizeof(a->r[i].method), "%s", method);
     snprintf(a->r[i].path, sizeof(a->r[i].path), "%s", url);
+    if (strstr(url, "/status") && body)
+        snprintf(a->status_body, sizeof(a->status_body), "%s", body);
     const char *nsp = strstr(url, "/namespaces/");
     snprintf(a->r[i].ns, sizeof(a->r[i].ns), "%.*s", nsp ? (int)strcspn(nsp + 12, "/") : 0, nsp ? nsp + 12 : "");
     a->r[i].start = clock_mono_ns();
@@ -573,6 +577,55 @@ static void test_run_cancel(void)
     env_close(&e);
 }
 
+/* COMMAND RECORD (plan.h): a status write whose lastRedisCommandTime is PLAN_NOW_TOKEN
+ * goes with the time it is sent; a Redis command is not sent once its plan's window has
+ * passed (a plan resumed late), and nothing after it either. */
+static void test_command_record(void)
+{
+    env_t e;
+    env_open(&e);
+    plan_destroy(&e.plan);
+    e.plan = plan_new();
+    json_object *body = json_tokener_parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
+                                           "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\"},"
+                                           "\"status\":{\"phase\":\"Running\",\"lastRedisCommandTime\":\"" PLAN_NOW_TOKEN
+                                           "\"}}");
+    json_object *again = NULL;
+    json_object_deep_copy(body, &again, NULL);
+    plan_add_action(e.plan, PLAN_UPDATE_STATUS, "cache.example.com/v1", "redisclusters", "default", "cache", body,
+                    "status");
+    int64_t before = clock_wall_ns() / NS_PER_MS * NS_PER_MS;
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_OK);
+    int64_t after = clock_wall_ns(), sent = 0;
+    json_object *got = json_tokener_parse(e.api.status_body), *st = NULL, *t = NULL;
+    CU_ASSERT_TRUE_FATAL(json_object_object_get_ex(got, "status", &st) &&
+                         json_object_object_get_ex(st, "lastRedisCommandTime", &t));
+    CU_ASSERT_EQUAL(clock_parse_rfc3339(json_object_get_string(t), &sent), 0);
+    CU_ASSERT(sent >= before && sent <= after);
+    json_object_put(got);
+    /* the plan itself still holds the token (a retry of it is stamped anew) */
+    CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
+                               json_object_object_get(plan_action(e.plan, 0)->body, "status"), "lastRedisCommandTime")),
+                           PLAN_NOW_TOKEN);
+    plan_destroy(&e.plan);
+
+    /* A command whose moment has passed: refused before any connection, the plan stops. */
+    e.plan = plan_new();
+    const char *argv[] = {"REPLICAOF", "NO", "ONE"};
+    int k = plan_add_redis_action(e.plan, "default", "cache-1", "192.0.2.1", 3, argv, "promote");
+    plan_set_not_after(e.plan, k, clock_wall_ns() - NS_PER_MS);
+    plan_add_action(e.plan, PLAN_UPDATE_STATUS, "cache.example.com/v1", "redisclusters", "default", "cache", again,
+                    "status");
+    int n0 = e.api.n;
+    int64_t t0 = clock_mono_ns();
+    CU_ASSERT_EQUAL(run_plan(&e), EXEC_ERROR);
+    CU_ASSERT(clock_mono_ns() - t0 < 500 * NS_PER_MS); /* no connection tried */
+    CU_ASSERT_EQUAL(e.failed, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.err.message, "moment has passed"));
+    CU_ASSERT_EQUAL(e.api.n, n0);
+    env_close(&e);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("exec_batch"),
     {"stages of a new cluster", test_stages},
@@ -587,5 +640,6 @@ static const cu_entry_t tests[] = {
     {"a key's failure stops its own writes only; retries", test_keys_failure_isolated},
     {"a wait for tokens is a loop timer", test_keys_token_wait_is_a_timer},
     {"a cancelled run", test_run_cancel},
+    {"the command record: the time a status is sent; a command past its moment", test_command_record},
 };
 CU_MAIN(tests)

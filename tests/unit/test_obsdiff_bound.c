@@ -80,6 +80,23 @@ static void test_bound_youngest_node_decides(void)
     CU_ASSERT_EQUAL(obsdiff_still_down_due(nodes, 2, 3000, 1000), 0);
 }
 
+/* A primary down long whose replica's link to it is still up (cut off from the observer
+ * alone, or SIGSTOPped within repl-timeout): every second, since plan holds the election
+ * while the replica hears it and must hear when it stops. */
+static void test_bound_followed(void)
+{
+    obs_node_t nodes[2] = {
+        node("cache-0", "10.0.0.1", 0, REDISINFO_ROLE_MASTER, 600000, 600000),
+        node("cache-1", "10.0.0.2", 1, REDISINFO_ROLE_SLAVE, 100, 0),
+    };
+    CU_ASSERT_EQUAL(obsdiff_still_down_due(nodes, 2, 3000, 1000), 0);
+    snprintf(nodes[1].master_host, sizeof(nodes[1].master_host), "10.0.0.1");
+    CU_ASSERT_EQUAL(obsdiff_still_down_due(nodes, 2, 3000, 1000), 0); /* link down */
+    nodes[1].link_up = 1;
+    CU_ASSERT_EQUAL(obsdiff_still_down_due(nodes, 2, 3000, 1000), 1);
+    CU_ASSERT_EQUAL(obsdiff_still_down_due(nodes, 2, 3000, 500), 0);
+}
+
 /* Nothing still down (a replica down, a pod without IP, all up): never due. */
 static void test_bound_nothing_down(void)
 {
@@ -121,6 +138,7 @@ static CU_TestInfo tests[] = {
     {"still down: table", test_bound_table},
     {"still down: the youngest node decides", test_bound_youngest_node_decides},
     {"still down: nothing down, never due", test_bound_nothing_down},
+    {"still down: a replica still linked to it, every second", test_bound_followed},
     {"still down: an hour's walk", test_bound_walk},
     CU_TEST_INFO_NULL,
 };

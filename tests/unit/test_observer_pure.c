@@ -102,14 +102,15 @@ static const struct {
     int master_port, link_up;
     int64_t link_down_s, offset, connected_slaves;
     size_t nslaves;
+    int64_t master_io_s; /* master_last_io_seconds_ago while linked (the "one observer" witness) */
 } repl_cases[] = {
-    {INFO_MASTER_2_SLAVES, REDISINFO_ROLE_MASTER, "master", "", 0, 0, -1, 50, 2, 2},
-    {INFO_REPLICA_UP, REDISINFO_ROLE_SLAVE, "slave", "127.0.0.1", 17001, 1, -1, 50, 0, 0},
+    {INFO_MASTER_2_SLAVES, REDISINFO_ROLE_MASTER, "master", "", 0, 0, -1, 50, 2, 2, -1},
+    {INFO_REPLICA_UP, REDISINFO_ROLE_SLAVE, "slave", "127.0.0.1", 17001, 1, -1, 50, 0, 0, 2},
     /* The primary died a second ago: failover's "linked recently". */
-    {INFO_REPLICA_DOWN, REDISINFO_ROLE_SLAVE, "slave", "127.0.0.1", 17001, 0, 1, 50, 0, 0},
+    {INFO_REPLICA_DOWN, REDISINFO_ROLE_SLAVE, "slave", "127.0.0.1", 17001, 0, 1, 50, 0, 0, -1},
     /* Never linked since it started: Redis 7 says -1. */
     {"role:slave\r\nmaster_link_status:down\r\nmaster_link_down_since_seconds:-1\r\n", REDISINFO_ROLE_SLAVE,
-     "slave", "", 0, 0, -1, -1, -1, 0},
+     "slave", "", 0, 0, -1, -1, -1, 0, -1},
 };
 
 static void test_info_replication(void)
@@ -123,11 +124,32 @@ static void test_info_replication(void)
         CU_ASSERT_EQUAL(in.master_port, repl_cases[i].master_port);
         CU_ASSERT_EQUAL(in.link_up, repl_cases[i].link_up);
         CU_ASSERT_EQUAL(in.link_down_s, repl_cases[i].link_down_s);
+        CU_ASSERT_EQUAL(in.master_io_s, repl_cases[i].master_io_s);
         CU_ASSERT_EQUAL(redisinfo_offset(&in), repl_cases[i].offset);
         if (in.role == REDISINFO_ROLE_SLAVE) /* a replica's offset is the one it applied */
             CU_ASSERT_EQUAL(in.slave_repl_offset, repl_cases[i].offset);
         CU_ASSERT_EQUAL(in.connected_slaves, repl_cases[i].connected_slaves);
         CU_ASSERT_EQUAL(in.nslaves, repl_cases[i].nslaves);
+    }
+}
+
+/* INFO keyspace: the keys of every database; the section without a line: none; a text
+ * without the section: unknown. */
+static void test_info_keyspace(void)
+{
+    static const struct {
+        const char *text;
+        int64_t keys;
+    } rows[] = {
+        {"# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=0\r\ndb2:keys=4,expires=0,avg_ttl=0\r\n", 7},
+        {"# Keyspace\r\n", 0},
+        {INFO_REPLICA_UP, -1},
+        {"# Keyspace\r\ndb0:keys=x,expires=0\r\n", 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        redisinfo_t in;
+        redisinfo_parse(rows[i].text, strlen(rows[i].text), &in);
+        CU_ASSERT_EQUAL(in.keys, rows[i].keys);
     }
 }
 
@@ -704,6 +726,7 @@ static void test_largest_cluster_fits(void)
 static const cu_entry_t tests[] = {
     CU_SUITE("redisinfo"),
     {"replication: primary, replica linked, unlinked, never linked", test_info_replication},
+    {"keyspace: the keys of every database", test_info_keyspace},
     {"primary: its replicas", test_info_master_two_slaves},
     {"every default section", test_info_full_sections},
     {"malformed and foreign input", test_info_bad_input},

@@ -145,6 +145,39 @@ static void test_observer_end_to_end(void)
     CU_ASSERT(metric("redis_memory_used_bytes{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-1\"} ") > 0);
     CU_ASSERT_EQUAL(metric("redis_connected_slaves{namespace=\"ns1\",rediscluster=\"cache\",pod=\"cache-0\"} "), 2);
 
+    /* 2b. The operator's record of its Redis commands (status.lastRedisCommandTime, a
+     * RedisCluster delta): every pod is probed at once, and the observation is sent
+     * though nothing changed, each node probed after that time; then nothing more. */
+    char rc[512], t[40];
+    int64_t cmd = clock_wall_ns();
+    clock_format_rfc3339(cmd, 3, t, sizeof(t));
+    snprintf(rc, sizeof(rc),
+             "{\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\",\"namespace\":\"ns1\"},"
+             "\"spec\":{\"size\":3},\"status\":{\"lastRedisCommandTime\":\"%s\"}}",
+             t);
+    int64_t t1 = clock_mono_ns();
+    oh_delta(&h, "MODIFIED", "RedisCluster", "ns1/cache", rc);
+    obs = next_observed(900, key, sizeof(key));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(obs);
+    int64_t fresh_ms = (clock_mono_ns() - t1) / NS_PER_MS, observed = 0;
+    CU_ASSERT(fresh_ms < 900);
+    CU_ASSERT_EQUAL(clock_parse_rfc3339(oh_str(obs, "observedAt"), &observed), 0);
+    for (int i = 0; i < 3; i++) {
+        char pod[24];
+        snprintf(pod, sizeof(pod), "cache-%d", i);
+        int64_t ago = oh_int(oh_node_of(obs, pod), "probedAgoMs");
+        CU_ASSERT(ago >= 0 && observed - ago * NS_PER_MS > cmd - NS_PER_MS); /* ms rounding */
+    }
+    fprintf(stderr, "\n  the operator's command record: an observation probed after it in %lld ms\n",
+            (long long)fresh_ms);
+    /* INFO keyspace: the 50 keys written, on the primary and its replicas */
+    CU_ASSERT_EQUAL(oh_int(oh_node_of(obs, "cache-0"), "keys"), 50);
+    CU_ASSERT_EQUAL(oh_int(oh_node_of(obs, "cache-1"), "keys"), 50);
+    json_object_put(obs);
+    obs = next_observed(1500, key, sizeof(key));
+    CU_ASSERT_PTR_NULL(obs);
+    json_object_put(obs);
+
     /* 3. The primary hangs: unreachable within 3 s, in the observation and the metric. */
     kill(srv[0].pid, SIGSTOP);
     int64_t t0 = clock_mono_ns();

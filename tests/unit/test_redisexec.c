@@ -210,7 +210,9 @@ static void test_rotation_steps(void)
 }
 
 /* The promotion guard: a master is "done", a replica of a primary that answers is
- * refused, of a stopped (SIGSTOP) or dead primary allowed. */
+ * refused, of a stopped (SIGSTOP) or dead primary allowed, and so is one of a server
+ * that answers as a replica (two servers replicas of each other: finding 1 of
+ * docs/simulation.md, the guard refused every promotion for ever). */
 static void test_promote_guard(void)
 {
     server_t p = {0}, q = {0};
@@ -225,6 +227,15 @@ static void test_promote_guard(void)
     err[0] = '\0';
     CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", q.port, NULL, NULL, 300 * MS, err, sizeof(err)), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "answers again"));
+    /* p follows q too: each a replica of the other, neither a primary to come back to */
+    char qport[16];
+    snprintf(qport, sizeof(qport), "%d", q.port);
+    const char *back[] = {"REPLICAOF", "127.0.0.1", qport}, *none[] = {"REPLICAOF", "NO", "ONE"};
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", p.port, NULL, NULL, 3, back, 500 * MS, NULL, 0, err, sizeof(err)),
+                    0);
+    CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", q.port, NULL, NULL, 300 * MS, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", p.port, NULL, NULL, 3, none, 500 * MS, NULL, 0, err, sizeof(err)),
+                    0);
     kill(p.pid, SIGSTOP);
     int64_t t0 = clock_mono_ns();
     CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", q.port, NULL, NULL, 300 * MS, err, sizeof(err)), 0);
@@ -235,6 +246,21 @@ static void test_promote_guard(void)
     server_stop(&q);
     /* Nothing to ask: refused. */
     CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", q.port, NULL, NULL, 300 * MS, err, sizeof(err)), -1);
+
+    /* With a password: a primary that refuses the password is alive (refused), one that
+     * takes the old password during a rotation is asked with it (a primary: refused). */
+    const char *pw[] = {"--requirepass", PW, "--masterauth", PW, NULL};
+    CU_ASSERT_EQUAL_FATAL(server_start(&p, 0, pw), 0);
+    CU_ASSERT_EQUAL_FATAL(server_start(&q, 0, pw), 0);
+    snprintf(port, sizeof(port), "%d", p.port);
+    CU_ASSERT_EQUAL(redisexec_command("127.0.0.1", q.port, PW, NULL, 3, rof, 500 * MS, NULL, 0, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", q.port, PW, NULL, 300 * MS, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "as a primary"));
+    CU_ASSERT_EQUAL(redisexec_promote_guard("127.0.0.1", q.port, "new-" PW, PW, 300 * MS, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "as a primary"));
+    CU_ASSERT_PTR_NULL(strstr(err, PW));
+    server_stop(&p);
+    server_stop(&q);
 }
 
 /* ---- over TLS ---------------------------------------------------------------------- */

@@ -16,11 +16,15 @@
 #include "topology.h"
 
 #include "redis_servers.h"
+#include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define MS (INT64_C(1000000))
 #define DOWN_AFTER 3000
@@ -161,17 +165,20 @@ static const sw_case_t cases[] = {
      {"c-0 10.0.0.1 r1 1 0 replica", P1, P2},
      {"c-0 10.0.0.1 slave 10.0.0.2 0 1000", "c-1 10.0.0.2 slave 10.0.0.1 0 1000", L2},
      "", "c-0", "", "", "", 0, 0, 0, "SwitchingOver"},
+    /* The plan that gives role=primary takes it from every other pod first, whatever the
+     * pod cache shows (it may not hold the operator's own last label patches: finding 5
+     * of docs/simulation.md). */
     {"handed over: the record cleared, labels follow, the chained replica repointed", 3, "c-1", "c-0", "r2",
      {"c-0 10.0.0.1 r1 1 0 replica", "c-1 10.0.0.2 r2 1 0 replica", P2},
      {"c-0 10.0.0.1 slave 10.0.0.2 1 1000", "c-1 10.0.0.2 master - 1 1000", L2},
-     "", "", "", "c-2 REPLICAOF 10.0.0.2;", "c-1=primary;", 1, 0, 0, "Repointing"},
+     "", "", "", "c-2 REPLICAOF 10.0.0.2;", "c-0=replica;c-2=replica;c-1=primary;", 1, 0, 0, "Repointing"},
     {"handed over and repointed: the old primary's pod is deleted", 3, "c-1", NULL, "r2",
      {"c-0 10.0.0.1 r1 1 0 replica", "c-1 10.0.0.2 r2 1 0 primary", P2},
      {"c-0 10.0.0.1 slave 10.0.0.2 1 1000", "c-1 10.0.0.2 master - 1 1000", "c-2 10.0.0.3 slave 10.0.0.2 1 1000"},
      "", "", "c-0", "", "", 0, 0, 0, "AllReplicasLinked"},
     {"the old primary died after the record: the failover rules promote the recorded one", 3, "c-1", "c-0", "r2",
      {O0, P1, P2}, {"c-0 10.0.0.1 - - 0 0", "c-1 10.0.0.2 slave 10.0.0.1 0 1000", "c-2 10.0.0.3 slave 10.0.0.1 0 900"},
-     "", "", "", "c-1 NO ONE;c-2 REPLICAOF 10.0.0.2;", "c-0=replica;c-1=primary;", 0, 0, 0, "Promoting"},
+     "", "", "", "c-2 REPLICAOF 10.0.0.2;c-1 NO ONE;", "c-0=replica;c-2=replica;c-1=primary;", 0, 0, 0, "Promoting"},
     {"kubectl delete pod of the primary: record the replica with the highest offset", 3, "c-0", NULL, "r2",
      {"c-0 10.0.0.1 r2 0 1 primary", P1, P2},
      {M0, L1, "c-2 10.0.0.3 slave 10.0.0.1 1 1200"}, "c-2", "c-0", "", "", "", 0, 0, 0, "SwitchingOver"},
@@ -197,6 +204,16 @@ static const sw_case_t cases[] = {
      "", "", "", "", "", 1, 0, 0, NULL},
     {"nothing answers, only the primary outdated: restarted too", 3, "c-0", NULL, "r2", {O0, P1, P2},
      {"c-0 10.0.0.1 - - 0 0", "c-1 10.0.0.2 - - 0 0", "c-2 10.0.0.3 - - 0 0"}, "", "", "c-0", "", "", 0, 0, 0, NULL},
+    /* Finding 6: a primary's pod being deleted (frozen: its grace period runs) while a
+     * failover elected another keeps no role=primary, given or not. */
+    {"a terminating pod labelled primary, another elected and labelled: its label taken", 3, "c-1", NULL, "r1",
+     {"c-0 10.0.0.1 r1 0 1 primary", "c-1 10.0.0.2 r1 1 0 primary", "c-2 10.0.0.3 r1 1 0 replica"},
+     {"c-0 10.0.0.1 - - 0 0", "c-1 10.0.0.2 master - 1 1000", "c-2 10.0.0.3 slave 10.0.0.2 1 1000"},
+     "", "", "", "", "c-0=replica;", 0, 0, 0, "ReplicasMissing"},
+    {"a terminating pod labelled primary, another elected: taken before the new one is given", 3, "c-1", NULL, "r1",
+     {"c-0 10.0.0.1 r1 0 1 primary", "c-1 10.0.0.2 r1 1 0 replica", "c-2 10.0.0.3 r1 1 0 replica"},
+     {"c-0 10.0.0.1 - - 0 0", "c-1 10.0.0.2 master - 1 1000", "c-2 10.0.0.3 slave 10.0.0.2 1 1000"},
+     "", "", "", "", "c-2=replica;c-0=replica;c-1=primary;", 0, 0, 0, "ReplicasMissing"},
     {"size 1, outdated: restarted in place", 1, "c-0", NULL, "r2", {O0}, {M0},
      "", "", "c-0", "", "", 0, 0, 0, NULL},
 };
@@ -574,11 +591,82 @@ static void test_real_failover(void)
     server_stop(&q);
 }
 
+/* ---- The preStop hook, run ------------------------------------------------------- */
+
+/* A redis-cli that answers INFO replication from the lines of $STATES ("role n", the
+ * last repeating), one per call, and counts the calls in $STATES.n. */
+static const char FAKE_CLI[] =
+    "#!/bin/sh\n"
+    "n=$(cat \"$STATES.n\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$STATES.n\"\n"
+    "line=$(sed -n \"${n}p\" \"$STATES\"); [ -z \"$line\" ] && line=$(tail -1 \"$STATES\")\n"
+    "set -- $line\n"
+    "printf '# Replication\\r\\nrole:%s\\r\\nconnected_slaves:%s\\r\\n' \"$1\" \"$2\"\n";
+
+/* RENDER_PRESTOP_SCRIPT with redis-cli answering states (lines): the polls it made, or
+ * -1 when it could not be run. */
+static int hook_polls(const char *dir, const char *states)
+{
+    char path[512], cli[512], count[600], env_path[1024], env_states[600];
+    snprintf(path, sizeof(path), "%s/states", dir);
+    snprintf(count, sizeof(count), "%s/states.n", dir);
+    snprintf(cli, sizeof(cli), "%s/redis-cli", dir);
+    FILE *f = fopen(path, "w"), *c = fopen(cli, "w");
+    if (!f || !c) {
+        if (f)
+            fclose(f);
+        if (c)
+            fclose(c);
+        return -1;
+    }
+    fputs(states, f);
+    fputs(FAKE_CLI, c);
+    fclose(f);
+    fclose(c);
+    chmod(cli, 0755);
+    unlink(count);
+    snprintf(env_path, sizeof(env_path), "PATH=%s:/usr/bin:/bin", dir);
+    snprintf(env_states, sizeof(env_states), "STATES=%s", path);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *const argv[] = {"sh", "-c", (char *)RENDER_PRESTOP_SCRIPT, NULL}, *const envp[] = {env_path, env_states,
+                                                                                                   NULL};
+        execve("/bin/sh", argv, envp);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+        return -1;
+    FILE *n = fopen(count, "r");
+    int polls = -1;
+    if (n && fscanf(n, "%d", &polls) != 1)
+        polls = -1;
+    if (n)
+        fclose(n);
+    return polls;
+}
+
+/* A replica goes at once; a pod the hook saw a master waits until no replica has been
+ * connected for 2 s (20 polls): after its FAILOVER Redis drops its replicas, which come
+ * back to it chained within a second, and a successor at its address would take them as
+ * a fresh master (docs/simulation.md, finding 1; seed 0x139e of the hunt). */
+static void test_prestop_hook(void)
+{
+    char dir[] = "/tmp/rdc-test-prestop.XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    CU_ASSERT_EQUAL(hook_polls(dir, "slave 0\n"), 1);
+    CU_ASSERT_EQUAL(hook_polls(dir, "slave 1\nslave 1\nslave 0\n"), 3);
+    /* handed over: dropped, back for three polls, repointed away, then 20 quiet polls */
+    CU_ASSERT_EQUAL(hook_polls(dir, "master 2\nmaster 2\nslave 0\nslave 0\nslave 1\nslave 1\nslave 1\nslave 0\n"), 27);
+    CU_ASSERT_EQUAL(hook_polls(dir, "master 0\n"), 20);
+    CU_ASSERT_EQUAL(tmpdir_remove(dir), 0);
+}
+
 static CU_TestInfo tests[] = {
     {"switchover decisions (table)", test_switchover_table},
     {"a handover's steps, replayed after a crash at each", test_switchover_walk},
     {"the plan: pod DELETE, the record, FAILOVER TO, NoSwitchoverCandidate", test_plan_actions},
     {"render: OnDelete and the preStop hook in Replication only", test_render},
+    {"the preStop hook, run against a fake redis-cli", test_prestop_hook},
     {"the FAILOVER guard on INFO text (table)", test_guard_table},
     {"FAILOVER TO between two real redis-servers", test_real_failover},
     CU_TEST_INFO_NULL,
