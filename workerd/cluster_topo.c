@@ -259,6 +259,42 @@ static int step_forget(ctx_t *c)
     return sent;
 }
 
+/* ---- 2b. ORPHANED SHARDS ---------------------------------------------------------------- */
+
+/* Redis Cluster never fails over a master it flags noaddr without fail: a node that
+ * answered at the master's address with another id (its pod came back without nodes.conf
+ * before the failure was agreed) makes every node drop the address, and clusterCron skips
+ * noaddr nodes when it looks for failures. That master is gone for good (its address runs
+ * another identity), so its best replica takes over with CLUSTER FAILOVER FORCE: the
+ * masters still vote (FORCE only skips the handshake with the dead master). */
+static int step_orphaned(ctx_t *c)
+{
+    int sent = 0;
+    for (int k = 0; k < c->out->nshards; k++) {
+        int best = -1;
+        for (int i = k * c->per; i < (k + 1) * c->per; i++) {
+            const cn_node_t *me = c->me[i];
+            const ctopo_pod_t *p = &c->in->pod[i];
+            if (!me || !(me->flags & CN_REPLICA) || !p->present || p->terminating || pod_of_id(c, me->master) >= 0)
+                continue;
+            const cn_node_t *gone = cn_find(p->view, me->master);
+            if (!gone || !(gone->flags & CN_NOADDR) || (gone->flags & CN_FAIL) || !holds_anywhere(c, me->master))
+                continue;
+            if (best < 0 || p->offset > c->in->pod[best].offset)
+                best = i;
+        }
+        if (best < 0)
+            continue;
+        ctopo_cmd_t *cmd = add_cmd(c, CTOPO_FAILOVER, best, "master %.12s of shard %d is noaddr (its address answers "
+                                   "with another id) and Redis never fails such a node over: %s takes its role",
+                                   c->me[best]->master, k, c->in->pod[best].pod);
+        add_arg(cmd, "FAILOVER");
+        add_arg(cmd, "FORCE");
+        sent++;
+    }
+    return sent;
+}
+
 /* ---- 3. SLOTS -------------------------------------------------------------------------- */
 
 /* The slots any view attributes to any node (claimed), and those an observed master of
@@ -911,8 +947,8 @@ int ctopo_compute(const ctopo_input_t *in, ctopo_result_t *out)
     slot_maps(&c, &claimed, &held);
     pick_anchor(&c);
     shards_status(&c); /* (RESHARD reads the replicas linked) */
-    int meeting = step_meet(&c);
-    if (!meeting && !step_forget(&c) && !step_slots(&c, &claimed) && !step_replicate(&c) &&
+    int meeting = step_meet(&c), orphaned = step_orphaned(&c); /* (a failover needs no MEET) */
+    if (!meeting && !orphaned && !step_forget(&c) && !step_slots(&c, &claimed) && !step_replicate(&c) &&
         !step_terminating(&c) && !step_reshard(&c, &held) && !step_retire(&c))
         step_rollout(&c);
     out->waiting |= out->ncmds > 0 || out->nmoves > 0;
