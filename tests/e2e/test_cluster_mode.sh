@@ -185,7 +185,7 @@ check "$victim is a new node" wait_until 30 bash -c "id=\$(redis-cli -h \$(kubec
 check "healthy again, $victim a replica of shard 1" wait_until 180 bash -c "healthy && redis-cli -h \$(kubectl -n $ns get pod $victim -o jsonpath='{.status.podIP}') role | head -1 | grep -qx slave"
 check "the old id $old_id is forgotten on every node" bash -c "for p in \$(pods); do redis-cli -h \$(kubectl -n $ns get pod \$p -o jsonpath='{.status.podIP}') cluster nodes | grep -q $old_id && exit 1; done; exit 0"
 check "$victim holds no slot" bash -c "redis-cli -h \$(kubectl -n $ns get pod $victim -o jsonpath='{.status.podIP}') cluster nodes | awk '/myself/ {exit NF > 8}'"
-echo "# lost nodes.conf: failed over by $(grep -q 'is noaddr (its address answers' "$work/operator2.log" && echo "the operator (FAILOVER FORCE: the pod came back at its old IP first)" || echo "Redis Cluster")"
+echo "# lost nodes.conf: failed over by $(grep -q 'is gone (its address answers' "$work/operator2.log" && echo "the operator (FAILOVER FORCE: the pod came back at its old IP first)" || echo "Redis Cluster")"
 echo "# writer: $(writer_stop)"
 verify_acks "lost nodes.conf"
 check "redis-cli --cluster check after the rejoin" cluster_check "$victim"
