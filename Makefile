@@ -208,7 +208,7 @@ help: ## Display this help.
 ##@ Development
 
 all: ## Build every daemon into build/bin/ (BUILD=dir for another).
-unit: monitoring-check bundle-validate helm-check ## Run the CUnit suites, the monitoring rules' tests, the bundle's validation and the chart's checks.
+unit: monitoring-check bundle-validate catalog-validate helm-check ## Run the CUnit suites, the monitoring rules' tests, the bundle's and catalog's validation and the chart's checks.
 asan-unit: ## Run the CUnit suites under ASan and UBSan.
 test: ## Unit suites, a short fuzz run, then the end-to-end suite on the local control plane.
 e2e: ## Run the end-to-end suite (brings the local control plane up and down).
@@ -256,16 +256,18 @@ build-installer: ## Write dist/install.yaml: deploy/ as one file, image IMG (kub
 # and bundle/ and charts/rdc-operator/ are generated from deploy/. The RBAC and webhook
 # manifests are written by hand in deploy/base/ (no annotations in C sources to generate
 # them from): manifests regenerates everything that is derived from them.
-manifests: ## Regenerate the manifests derived from crds/ and deploy/: the CRD's copy, bundle/, the Helm chart.
+manifests: ## Regenerate the manifests derived from crds/ and deploy/: the CRD's copy, bundle/, the Helm chart, catalog/.
 	cp crds/cache.example.com_redisclusters.yaml deploy/base/crd/
 	@python3 scripts/bundle.py --img $(IMG)
 	@python3 scripts/helm_chart.py
+	@python3 scripts/catalog.py --bundle-img $(BUNDLE_IMG)
 
 manifests-check: ## Fail when a manifest derived from crds/ or deploy/ is not what make manifests writes.
 	@cmp crds/cache.example.com_redisclusters.yaml deploy/base/crd/cache.example.com_redisclusters.yaml || \
 		{ echo "manifests: deploy/base/crd/ is not crds/'s CRD: run make manifests"; exit 1; }
 	@python3 scripts/bundle.py --check
 	@python3 scripts/helm_chart.py --check
+	@python3 scripts/catalog.py --check
 
 ##@ Helm
 
@@ -302,6 +304,13 @@ bundle-validate: ## bundle-check, then operator-framework/api's validators (oper
 
 bundle-build: ## Build the bundle image BUNDLE_IMG from bundle.Dockerfile.
 	@CONTAINER_TOOL=$(CONTAINER_TOOL) scripts/image.sh build-bundle "$(BUNDLE_IMG)"
+
+catalog-build: ## Write the file-based catalog of the bundle (catalog/, BUNDLE_IMG) and validate it.
+	@python3 scripts/catalog.py --bundle-img $(BUNDLE_IMG)
+	@tests/olm/catalog.sh
+
+catalog-validate: ## Validate catalog/ (operator-framework/api; opm rules), with controls (tests/olm/catalog.sh).
+	@tests/olm/catalog.sh
 
 ##@ Monitoring
 

@@ -13,6 +13,7 @@
 # 2 minutes on 2 cores), like tests/cluster/build.sh.
 #
 #   tests/olm/validate.sh [BUNDLE_DIR]          prints "olm: N passed, M failed"
+#   tests/olm/validate.sh --build               only builds the validator, prints its path
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 top=$(pwd)
@@ -26,7 +27,7 @@ trap 'rm -rf "$tmp"' EXIT
 finish() { echo "olm: $passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit; }
 
 src=tests/olm/validate
-key=$( { cat "$src/go.mod" "$src/go.sum" "$src/main.go"; go version; } | sha256sum | cut -c1-16)
+key=$( { cat "$src/go.mod" "$src/go.sum" "$src"/*.go; go version; } | sha256sum | cut -c1-16)
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/rdc-operator/olm-validate/$key"
 validator="$cache/validate"
 mkdir -p "$cache"
@@ -42,6 +43,7 @@ if [ ! -x "$validator" ]; then
     fi
 fi
 flock -u 9
+if [ "$bundle" = --build ]; then echo "$validator"; exit 0; fi   # for tests/olm/catalog.sh
 
 if python3 scripts/bundle.py --check >"$tmp/check.log" 2>&1; then
     ok "bundle/ is what make bundle generates from deploy/ and crds/"
