@@ -16,17 +16,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 cat=catalog/rediscluster-operator/catalog.yaml
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok - $*"; }
-not_ok() { failed=$((failed + 1)); echo "not ok - $*"; }
-tmp=$(mktemp -d /tmp/rdc-catalog.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-finish() { echo "catalog: $passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit; }
-check() {
-    local d=$1; shift
-    if "$@" >"$tmp/last.log" 2>&1; then ok "$d"; else sed 's/^/#   /' "$tmp/last.log" | head -30; not_ok "$d"; fi
-}
-fails() { ! "$@"; }
+NAME=catalog
+. tests/lib_checks.sh
 
 check "$cat is what scripts/catalog.py generates from bundle/" python3 scripts/catalog.py --check
 check "bundle/ is what scripts/bundle.py generates from deploy/ and crds/" python3 scripts/bundle.py --check
