@@ -408,6 +408,8 @@ metrics:
 # The admission (mutating, validating) and conversion webhooks, served by webhookd. The
 # serving certificate is the chart's own (a CA and a certificate generated at install and
 # kept across upgrades in the Secret <fullname>-webhook-cert), unless certManager.enabled.
+# enabled: false runs no webhookd (--webhook): no admission checks, and no conversion, so
+# every cache.example.com/v1alpha1 request fails (v1 ones work).
 webhook:
   enabled: true
   # the generated certificate's validity in days
