@@ -43,7 +43,7 @@ opns=rediscluster-operator-system
 work=$(mktemp -d /tmp/rdc-e2e-helm.XXXXXX)
 STATE=${RDC_CLUSTER_DIR:-/tmp/rdc-cluster}/runtime
 export KUBECACHEDIR=$work/kube-cache   # the CRD is replaced: no stale discovery
-helm_installed=0 inst_applied=0
+helm_installed=0 inst_applied=0 created_opns=0
 
 strip_finalizers() { # every RedisCluster in the cluster (no operator runs to remove them)
     local o
@@ -52,6 +52,12 @@ strip_finalizers() { # every RedisCluster in the cluster (no operator runs to re
     done
 }
 gone() { ! kubectl get "$@" >/dev/null 2>&1; }
+on_proc() { # on_proc NS POD...: every pod is bound to a process node
+    local n=$1 p
+    shift
+    [ $# -gt 0 ] || return 1
+    for p in "$@"; do [[ "$(kubectl -n "$n" get pod "$p" -o jsonpath='{.spec.nodeName}')" == proc-node-* ]] || return 1; done
+}
 holder_in() { # holder_in NS POD...: the Lease's holder identity starts with one of the pods' names
     local h p; h=$(kubectl -n "$1" get lease rediscluster-operator.cache.example.com -o jsonpath='{.spec.holderIdentity}')
     shift
@@ -70,7 +76,7 @@ cleanup() {
     kubectl apply -f crds/ >/dev/null 2>&1
     kubectl wait --for=condition=Established --timeout=60s "crd/$crd" >/dev/null 2>&1
     # test_runtime installs deploy/ into $opns later and must find it gone
-    for _ in $(seq 1 90); do gone namespace "$opns" && gone namespace "$ns" && break; sleep 1; done
+    for _ in $(seq 1 90); do { [ "$created_opns" = 0 ] || gone namespace "$opns"; } && gone namespace "$ns" && break; sleep 1; done
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -106,8 +112,7 @@ kubectl create namespace "$ns" >/dev/null
 H template "$rel" "$chart" -n "$ns" >"$work/template.yaml" 2>"$work/template.err"
 check "helm template (default values) renders" test -s "$work/template.yaml"
 nobj=$(grep -c '^kind:' "$work/template.yaml")
-# The CRD first (server-side dry run of the others needs the kind known? no: none of the
-# chart's objects is a RedisCluster), all in one apply.
+# All in one apply (none of the chart's objects is of the kind its CRD defines).
 kubectl apply --server-side --dry-run=server -f "$work/template.yaml" >"$work/dry.log" 2>&1
 rc=$?
 sed 's/^/# /' "$work/dry.log" | grep -v 'serverside-applied (server dry run)' | head -10
@@ -121,20 +126,26 @@ import sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 yaml.safe_dump_all([d for d in docs if d["kind"] != "CustomResourceDefinition"], open(sys.argv[2], "w"))
 PY
-kubectl create namespace "$opns" >/dev/null 2>&1
-"$cluster" pin-namespace "$opns" >/dev/null 2>&1
-inst_applied=1
-check "kubectl apply --server-side -f dist/install.yaml applies cleanly" \
-    kubectl apply --server-side --force-conflicts -f dist/install.yaml
-check "... the CRD is Established" kubectl wait --for=condition=Established --timeout=60s "crd/$crd"
-inst_ready() { [ "$(kubectl -n "$opns" get deploy rediscluster-operator -o jsonpath='{.status.readyReplicas}')" = 2 ]; }
-check "... its two operator pods become Ready (on process nodes)" wait_until 120 inst_ready
-inst_leader() { holder_in "$opns" $(kubectl -n "$opns" get pods -o jsonpath='{.items[*].metadata.name}'); }
-check "... and one of them holds the Lease" wait_until 60 inst_leader
-kubectl delete -f "$work/install-nocrd.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
-check "... removed again (its namespace is gone)" wait_until 120 gone namespace "$opns"
-inst_applied=0
-kubectl delete crd "$crd" --timeout=60s >/dev/null 2>&1
+if kubectl get namespace "$opns" >/dev/null 2>&1; then
+    echo "# SKIP dist/install.yaml: namespace $opns exists already (another installation)"
+else
+    kubectl create namespace "$opns" >/dev/null 2>&1
+    created_opns=1
+    "$cluster" pin-namespace "$opns" >/dev/null 2>&1
+    inst_applied=1
+    check "kubectl apply --server-side -f dist/install.yaml applies cleanly" \
+        kubectl apply --server-side --force-conflicts -f dist/install.yaml
+    check "... the CRD is Established" kubectl wait --for=condition=Established --timeout=60s "crd/$crd"
+    inst_ready() { [ "$(kubectl -n "$opns" get deploy rediscluster-operator -o jsonpath='{.status.readyReplicas}')" = 2 ]; }
+    check "... its two operator pods become Ready" wait_until 120 inst_ready
+    inst_pods() { kubectl -n "$opns" get pods -o jsonpath='{.items[*].metadata.name}'; }
+    check "... on process nodes" on_proc "$opns" $(inst_pods)
+    check "... and one of them holds the Lease" wait_until 60 eval 'holder_in "$opns" $(inst_pods)'
+    kubectl delete -f "$work/install-nocrd.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
+    check "... removed again (its namespace is gone)" wait_until 120 gone namespace "$opns"
+    inst_applied=0
+    kubectl delete crd "$crd" --timeout=60s >/dev/null 2>&1
+fi
 
 # ---- 3. helm install, default values ---------------------------------------------------------
 # The webhook certificate, for the Service's names and 127.0.0.1 (see the top), in the
@@ -167,14 +178,14 @@ check "the Deployment's 2 pods (replicaCount 2) become Ready" wait_until 150 rea
 # the release's pods that are not terminating
 pods() { kubectl -n "$ns" get pods -l app.kubernetes.io/instance="$rel" -o json |
     jq -r '.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name'; }
-on_proc() { local p; for p in $(pods); do [[ "$(kubectl -n "$ns" get pod "$p" -o jsonpath='{.spec.nodeName}')" == proc-node-* ]] || return 1; done; }
-check "they run on process nodes" on_proc
+check "they run on process nodes" on_proc "$ns" $(pods)
 leader() { holder_in "$ns" $(pods); }
 check "one of them holds the Lease rediscluster-operator.cache.example.com in $ns" wait_until 60 leader
 # workers N: every pod's supervisor (its PID file, written by the runtime) has N workerd children
 workers_are() {
-    local p pid n
-    for p in $(pods); do
+    local p pid n ps_=$(pods)
+    [ -n "$ps_" ] || return 1
+    for p in $ps_; do
         pid=$(cut -d' ' -f1 "$STATE/pids/${ns}_${p}_manager.pid" 2>/dev/null)
         [ -n "$pid" ] || return 1
         n=$(ps --ppid "$pid" -o comm= | grep -c '^workerd$')
