@@ -237,7 +237,8 @@ FLAG_VALUES = {
     "--log-level": ["- --log-level={{ .Values.logLevel }}"],
 }
 EXTRA_FLAGS = ["{{- range .Values.watchNamespaces }}", "- --namespace={{ . }}", "{{- end }}",
-               "{{- with .Values.kubeApi.qps }}", "- --kube-api-qps={{ . }}", "{{- end }}",
+               "{{- if not (kindIs \"invalid\" .Values.kubeApi.qps) }}",  # 0 is a value: no limit
+               "- --kube-api-qps={{ .Values.kubeApi.qps }}", "{{- end }}",
                "{{- with .Values.kubeApi.burst }}", "- --kube-api-burst={{ . }}", "{{- end }}",
                "{{- range .Values.extraArgs }}", "- {{ . | quote }}", "{{- end }}"]
 
