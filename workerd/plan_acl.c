@@ -27,11 +27,13 @@ static int digests(const plan_ctx_t *c, const plan_acl_t *a, buf_t *text, char f
 {
     buf_t b;
     buf_init(&b, 0);
-    int rc = render_acl_file(c->spec, text) || buf_printf(&b, "%s\n%s\n%s", buf_str(text), a->users_fp, a->default_fp) ||
+    int rc = render_acl_file(c->spec, text) ||
+             buf_printf(&b, "%s\n%s\n%s", buf_str(text), a->users_fp, a->default_fp) ||
              render_sha256_hex(b.data, b.len, file_hex);
     const char *users = rc ? NULL : strchr(buf_str(text), '\n'); /* past the default user's line */
     buf_reset(&b);
-    rc = rc || buf_printf(&b, "%s\n%s", users ? users + 1 : "", a->users_fp) || render_sha256_hex(b.data, b.len, users_hex);
+    rc = rc || buf_printf(&b, "%s\n%s", users ? users + 1 : "", a->users_fp) ||
+         render_sha256_hex(b.data, b.len, users_hex);
     buf_free(&b);
     return rc ? -1 : 0;
 }

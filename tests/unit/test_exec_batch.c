@@ -84,7 +84,8 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
         usleep((useconds_t)delay * 1000);
     if (code >= 400)
         buf_printf(out, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":%d,"
-                        "\"reason\":\"%s\",\"message\":\"no\"}", code, code == 403 ? "Forbidden" : code == 404 ? "NotFound" : "ServiceUnavailable");
+                        "\"reason\":\"%s\",\"message\":\"no\"}",
+                   code, code == 403 ? "Forbidden" : code == 404 ? "NotFound" : "ServiceUnavailable");
     else if (!strcmp(method, "GET") && a->list && strstr(url, a->list))
         buf_printf(out, "{\"metadata\":{%s},\"items\":[{\"metadata\":{\"name\":\"p%d\"}}]}",
                    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "continue") ? ""
@@ -588,8 +589,8 @@ static void test_command_record(void)
     e.plan = plan_new();
     json_object *body = json_tokener_parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
                                            "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\"},"
-                                           "\"status\":{\"phase\":\"Running\",\"lastRedisCommandTime\":\"" PLAN_NOW_TOKEN
-                                           "\"}}");
+                                           "\"status\":{\"phase\":\"Running\","
+                                           "\"lastRedisCommandTime\":\"" PLAN_NOW_TOKEN "\"}}");
     json_object *again = NULL;
     json_object_deep_copy(body, &again, NULL);
     plan_add_action(e.plan, PLAN_UPDATE_STATUS, "cache.example.com/v1", "redisclusters", "default", "cache", body,
