@@ -12,6 +12,7 @@
 #include "plan.h"
 #include "rdc_spec.h"
 #include "render.h"
+#include "text_case.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -883,9 +884,7 @@ static void test_image_reference_rules(void)
 
 static void test_image_through_plan(void)
 {
-    static const struct {
-        const char *spec, *want;
-    } cases[] = {
+    static const text_case_t cases[] = {
         {"{\"size\":1,\"image\":\"registry.local:5000/redis\",\"version\":\"7.2\"}", "registry.local:5000/redis:7.2"},
         {"{\"size\":1,\"image\":\"redis@sha256:abc\",\"version\":\"7.2\"}", "redis@sha256:abc"},
         {"{\"size\":1,\"image\":\"bitnami/redis:7.0.15\",\"version\":\"7.2\"}", "bitnami/redis:7.0.15"},
@@ -894,7 +893,7 @@ static void test_image_through_plan(void)
         {"{\"size\":1,\"image\":\"redis:6.2\"}", "redis:6.2"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        json_object *rc = rc_new(cases[i].spec, 1);
+        json_object *rc = rc_new(cases[i].in, 1);
         plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
         const plan_action_t *a = find_write(p, "statefulsets");
         CU_ASSERT_PTR_NOT_NULL_FATAL(a);
@@ -985,9 +984,7 @@ static void test_storage_quantity_normalised_by_server(void)
 
 static void test_invalid_specs(void)
 {
-    static const struct {
-        const char *spec, *field;
-    } cases[] = {
+    static const text_case_t cases[] = {
         {"{\"size\":0,\"image\":\"redis\"}", "spec.size: Invalid value: 0: must be between 1 and 10"},
         {"{\"size\":11,\"image\":\"redis\"}", "spec.size: Invalid value: 11: must be between 1 and 10"},
         {"{\"size\":-3,\"image\":\"redis\"}", "spec.size"},
@@ -1018,7 +1015,7 @@ static void test_invalid_specs(void)
         {"null", "spec: Required value"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        json_object *rc = rc_new(cases[i].spec, 1);
+        json_object *rc = rc_new(cases[i].in, 1);
         plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
@@ -1029,15 +1026,15 @@ static void test_invalid_specs(void)
         json_object *ready = cond(p, "Ready");
         CU_ASSERT_STRING_EQUAL(str_at(ready, "status"), "False");
         CU_ASSERT_STRING_EQUAL(str_at(ready, "reason"), "InvalidSpec");
-        CU_ASSERT(contains(str_at(ready, "message"), cases[i].field));
-        if (!contains(str_at(ready, "message"), cases[i].field))
-            fprintf(stderr, "spec %s: message %s\n", cases[i].spec, str_at(ready, "message"));
+        CU_ASSERT(contains(str_at(ready, "message"), cases[i].want));
+        if (!contains(str_at(ready, "message"), cases[i].want))
+            fprintf(stderr, "spec %s: message %s\n", cases[i].in, str_at(ready, "message"));
         CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "True");
         const plan_event_t *e = find_event(p, "InvalidSpec");
         CU_ASSERT_PTR_NOT_NULL_FATAL(e);
         CU_ASSERT_STRING_EQUAL(e->type, "Warning");
         CU_ASSERT_EQUAL(e->action, 0);
-        CU_ASSERT(contains(e->message, cases[i].field));
+        CU_ASSERT(contains(e->message, cases[i].want));
         CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 0);
         plan_destroy(&p);
         json_object_put(rc);
