@@ -137,19 +137,10 @@ static int setuser(const plan_ctx_t *c, const runtimecfg_pod_t *x, const rdc_acl
 /* The record on pod x: both annotations. Returns the action's index, or -1. */
 static int record(const plan_ctx_t *c, const runtimecfg_pod_t *x, const char *users)
 {
-    int *oom = plan_oom(c->plan);
+    const char *const kv[] = {PLAN_ACL_ANNOTATION, x->record, PLAN_ACL_USERS_ANNOTATION, users};
     char why[600];
-    json_object *body = jsonx_new_obj(oom), *meta = jsonx_new_obj(oom), *ann = jsonx_new_obj(oom);
-    jsonx_put(ann, PLAN_ACL_ANNOTATION, jsonx_new_str(x->record, oom), oom);
-    jsonx_put(ann, PLAN_ACL_USERS_ANNOTATION, jsonx_new_str(users, oom), oom);
-    jsonx_put(meta, "annotations", ann, oom);
-    jsonx_put(body, "metadata", meta, oom);
-    if (*oom) {
-        json_object_put(body);
-        return -1;
-    }
     snprintf(why, sizeof(why), "pod %s/%s: record the ACL users applied", c->ns, x->pod);
-    return plan_add_action(c->plan, PLAN_ANNOTATE_POD, "v1", "pods", c->ns, x->pod, body, why);
+    return plan_add_pod_annotations(c->plan, c->ns, x->pod, kv, 2, why);
 }
 
 /* The users on pod x: each SETUSER, DELUSER of the stale ones, the record. Returns the
