@@ -55,7 +55,6 @@ typedef struct {
 static int on_request(void *user, struct MHD_Connection *c, const char *method, const char *url,
                       const char *body, buf_t *out)
 {
-    (void)c;
     api_t *a = user;
     pthread_mutex_lock(&a->mu);
     int i = a->n < MAX_REQS ? a->n++ : MAX_REQS - 1;
@@ -104,15 +103,16 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     return code;
 }
 
+/* A new cluster's plan, carried out against the fake server. */
 typedef struct {
-    api_t api;
-    kube_config_t *cfg;
-    kube_client_t *client;
-    exec_ctx_t x;
     json_object *rc;
     plan_t *plan;
     size_t failed;    /* run_plan's failed action and error */
     kube_error_t err;
+    exec_ctx_t x;
+    api_t api;
+    kube_config_t *cfg;
+    kube_client_t *client;
 } env_t;
 
 static void env_open(env_t *e)
@@ -120,11 +120,7 @@ static void env_open(env_t *e)
     memset(e, 0, sizeof(*e));
     pthread_mutex_init(&e->api.mu, NULL);
     fake_api_start(&e->api.srv, on_request, &e->api);
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
-    o.max_retries = 2;
-    o.retry_base_ms = 1;
+    kube_client_opts_t o = fake_api_opts(2);
     fake_api_connect(&e->api.srv, &o, &e->cfg, &e->client);
     e->x = (exec_ctx_t){.client = e->client, .reconcile_id = "test", .instance = "test"};
     /* a new cluster: finalizer, ConfigMap, Service, StatefulSet, status */

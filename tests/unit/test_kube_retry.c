@@ -4,6 +4,7 @@
  * long, counted in the same metric as the blocking client's retries, stopped by the
  * deadline and by the fence. */
 #include "clock.h"
+#include "cu_curl.h"
 #include "cu_table.h"
 #include "fake_api.h"
 #include "fake_clock.h"
@@ -290,11 +291,7 @@ static void api_open(api_t *a, int64_t ra_cap_ms, unsigned fail_mask, int status
     a->fail_status = status;
     a->retry_after = ra;
     fake_api_start(&a->srv, on_request, a);
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
-    o.max_retries = 3;
-    o.retry_base_ms = 1;
+    kube_client_opts_t o = fake_api_opts(3);
     o.retry_after_cap_ms = ra_cap_ms;
     fake_api_connect(&a->srv, &o, &a->cfg, &a->client);
 }
@@ -691,16 +688,10 @@ static void test_call_cancel(void)
 static int suite_init(void)
 {
     rlog_init("test_kube_retry", RLOG_ERROR, RLOG_TEXT, NULL);
-    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+    return cu_curl_init();
 }
 
-static int suite_clean(void)
-{
-    curl_global_cleanup();
-    return 0;
-}
-
-CU_HOOKS({"kube_call", suite_init, suite_clean, NULL, NULL});
+CU_HOOKS({"kube_call", suite_init, cu_curl_clean, NULL, NULL});
 
 static const cu_entry_t tests[] = {
     CU_SUITE("kube_retry"),

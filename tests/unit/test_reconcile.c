@@ -214,10 +214,7 @@ static void env_open(env_t *e)
     pthread_mutex_init(&e->api.mu, NULL);
     fake_api_start(&e->api.srv, on_request, &e->api);
     e->api.port = e->api.srv.port;
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
-    o.max_retries = 0;
+    kube_client_opts_t o = fake_api_opts(0);
     fake_api_connect(&e->api.srv, &o, &e->cfg, &e->client);
     e->memo = exec_memo_new();
     e->x = (exec_ctx_t){.client = e->client, .memo = e->memo, .reconcile_id = "test", .instance = "test"};
