@@ -209,8 +209,7 @@ int daemon_publish_metrics(const char *dir, const char *name)
 
 static int on_publish_metrics(loop_t *loop, int id, void *arg)
 {
-    (void)loop;
-    (void)id;
+    (void)loop, (void)id;
     const daemon_metrics_t *m = arg;
     daemon_publish_metrics(m->dir, m->name);
     return 0;

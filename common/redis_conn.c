@@ -445,9 +445,7 @@ static void advance(redis_conn_t *c, int revents)
 
 static int on_io(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
-    (void)loop;
-    (void)socket;
-    (void)fd;
+    (void)loop, (void)socket, (void)fd;
     redis_conn_t *c = arg;
     enter(c);
     advance(c, revents);

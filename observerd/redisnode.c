@@ -186,8 +186,7 @@ static void on_reply(redis_conn_t *conn, redisReply *reply, const char *err, voi
  * failure does not fail the probe (a node answered, its keys unknown). */
 static void on_keyspace(redis_conn_t *conn, redisReply *reply, const char *err, void *arg)
 {
-    (void)conn;
-    (void)err;
+    (void)conn, (void)err;
     redisnode_t *n = arg;
     if (reply && reply->type == REDIS_REPLY_STRING && reply->str) {
         redisinfo_t ks;

@@ -629,8 +629,7 @@ static int always(const roll_t *r)
 /* ... and what it does. */
 static void do_nothing(const roll_t *r, topo_t *out)
 {
-    (void)r;
-    (void)out;
+    (void)r, (void)out;
 }
 
 /* A replica of an old revision that is not Ready serves nothing, and waiting for it
