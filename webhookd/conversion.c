@@ -144,11 +144,7 @@ static json_object *implied_record(json_object *obj)
         jsonx_put(s, "persistence", jsonx_new_str(IMPLIED_PERSISTENCE, &oom), &oom);
         jsonx_put(r, "spec", s, &oom);
     }
-    if (oom) {
-        json_object_put(r);
-        return NULL;
-    }
-    return r;
+    return jsonx_done(r, oom);
 }
 
 /* Check the object's envelope: an object of kind RedisCluster in one of the two versions,

@@ -163,11 +163,7 @@ json_object *plan_delete_options(const char *uid, const char *rv, int *oom)
     if (rv)
         jsonx_put(pre, "resourceVersion", jsonx_new_str(rv, oom), oom);
     jsonx_put(opts, "preconditions", pre, oom);
-    if (*oom) {
-        json_object_put(opts);
-        return NULL;
-    }
-    return opts;
+    return jsonx_done(opts, *oom);
 }
 
 int plan_add_redis_action(plan_t *p, const char *ns, const char *pod, const char *ip, int argc,
@@ -480,9 +476,5 @@ json_object *plan_to_json(const plan_t *plan)
         put_opt(root, "status", NULL, &oom);
     jsonx_put(root, "requeueAfterNs", jsonx_new_int(plan->requeue_after_ns, &oom), &oom);
     put_opt(root, "error", plan->error, &oom);
-    if (oom) {
-        json_object_put(root);
-        return NULL;
-    }
-    return root;
+    return jsonx_done(root, oom);
 }

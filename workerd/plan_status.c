@@ -300,11 +300,7 @@ static json_object *status_body(const plan_ctx_t *c, int cas, const json_object 
     if (json_object_deep_copy((json_object *)st, &copy, NULL))
         *oom = 1;
     jsonx_put(body, "status", copy, oom);
-    if (*oom) {
-        json_object_put(body);
-        return NULL;
-    }
-    return body;
+    return jsonx_done(body, *oom);
 }
 
 /* COMMAND RECORD (plan.h): the status write that goes before the labels and Redis
