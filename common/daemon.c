@@ -220,6 +220,14 @@ int daemon_add_metrics_timer(loop_t *loop, daemon_metrics_t *m)
     return loop_add_timer(loop, 0, PROTO_METRICS_EVERY_MS * NS_PER_MS, on_publish_metrics, m);
 }
 
+kube_client_opts_t daemon_client_opts(const char *user_agent)
+{
+    kube_client_opts_t co;
+    kube_client_opts_init(&co);
+    co.user_agent = user_agent;
+    return co;
+}
+
 int daemon_kube_connect(const rdc_common_opts_t *c, kube_client_opts_t *co,
                         kube_config_t **cfg, kube_client_t **client)
 {

@@ -77,6 +77,11 @@ typedef struct {
  * timer. Returns the timer id, or -1 when out of memory. */
 int daemon_add_metrics_timer(loop_t *loop, daemon_metrics_t *m);
 
+/* The client settings a daemon starts from: kube_client_opts_init's defaults with the
+ * User-Agent user_agent ("workerd/" RDC_VERSION; a string that outlives the client's
+ * creation). */
+kube_client_opts_t daemon_client_opts(const char *user_agent);
+
 /* Load the Kubernetes configuration named by the shared flags (--kubeconfig, --context,
  * else KUBECONFIG, in-cluster, ~/.kube/config) and make a client with the settings in co
  * (the QPS and burst flags are applied to it). Returns 0 with *cfg and *client owned by
