@@ -33,13 +33,10 @@
 
 static json_object *rc_with(const char *spec)
 {
-    char doc[16384];
-    snprintf(doc, sizeof(doc),
-             "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\","
-             "\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,\"finalizers\":[\"" PLAN_FINALIZER
-             "\"]},\"spec\":%s}",
-             spec);
-    return parse(doc);
+    return parsef("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\","
+                  "\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,\"finalizers\":[\"" PLAN_FINALIZER
+                  "\"]},\"spec\":%s}",
+                  spec);
 }
 
 /* The render input of the RedisCluster rc (valid: asserted), its spec parsed into *spec. */
@@ -471,8 +468,7 @@ static plan_t *plan_of_kids(const char *new_spec, json_object *kids[4], rendered
     json_object *rc = rc_with(new_spec);
     plan_t *p = plan_compute_children(rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, T1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    for (int i = 0; i < 4; i++)
-        json_object_put(kids[i]);
+    put_all(kids, 4);
     json_object_put(rc);
     rendered_free(r);
     return p;

@@ -105,13 +105,10 @@ static int contains(const char *hay, const char *needle)
 
 static json_object *rc_new(const char *spec, int with_finalizer)
 {
-    char text[8192];
-    snprintf(text, sizeof(text),
-             "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
-             "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\","
-             "\"generation\":1,\"resourceVersion\":\"100\"%s},\"spec\":%s}",
-             with_finalizer ? ",\"finalizers\":[\"" PLAN_FINALIZER "\"]" : "", spec);
-    return parse(text);
+    return parsef("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
+                  "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\","
+                  "\"generation\":1,\"resourceVersion\":\"100\"%s},\"spec\":%s}",
+                  with_finalizer ? ",\"finalizers\":[\"" PLAN_FINALIZER "\"]" : "", spec);
 }
 
 /* ---- The simulated API server -------------------------------------------------------- */
@@ -431,18 +428,15 @@ static void test_fresh_create_order_and_requests(void)
 
 static void check_child_metadata(const json_object *o)
 {
-    CU_ASSERT_STRING_EQUAL(str_at(o, "metadata name"), "cache");
-    CU_ASSERT_STRING_EQUAL(str_at(o, "metadata namespace"), "default");
-    CU_ASSERT_STRING_EQUAL(str_at(o, "metadata labels app.kubernetes.io/name"), "redis");
-    CU_ASSERT_STRING_EQUAL(str_at(o, "metadata labels app.kubernetes.io/instance"), "cache");
-    CU_ASSERT_STRING_EQUAL(str_at(o, "metadata labels app.kubernetes.io/managed-by"), "rediscluster-operator");
-    CU_ASSERT_STRING_EQUAL(str_at(o, "metadata labels app.kubernetes.io/part-of"), "rediscluster");
+    ASSERT_STRS_AT(o, {"metadata name", "cache"}, {"metadata namespace", "default"},
+                   {"metadata labels app.kubernetes.io/name", "redis"},
+                   {"metadata labels app.kubernetes.io/instance", "cache"},
+                   {"metadata labels app.kubernetes.io/managed-by", "rediscluster-operator"},
+                   {"metadata labels app.kubernetes.io/part-of", "rediscluster"});
     json_object *refs = at(o, "metadata ownerReferences");
     CU_ASSERT_EQUAL_FATAL(json_object_array_length(refs), 1);
-    CU_ASSERT_STRING_EQUAL(str_at(refs, "0 apiVersion"), "cache.example.com/v1");
-    CU_ASSERT_STRING_EQUAL(str_at(refs, "0 kind"), "RedisCluster");
-    CU_ASSERT_STRING_EQUAL(str_at(refs, "0 name"), "cache");
-    CU_ASSERT_STRING_EQUAL(str_at(refs, "0 uid"), "uid-1");
+    ASSERT_STRS_AT(refs, {"0 apiVersion", "cache.example.com/v1"}, {"0 kind", "RedisCluster"}, {"0 name", "cache"},
+                   {"0 uid", "uid-1"});
     CU_ASSERT(json_object_get_boolean(at(refs, "0 controller")));
     CU_ASSERT(json_object_get_boolean(at(refs, "0 blockOwnerDeletion")));
 }
@@ -495,34 +489,23 @@ static void test_fresh_create_children(void)
     CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template metadata annotations cache.example.com/config-hash"), hash);
     json_object *c = at(sts, "spec template spec containers 0");
     CU_ASSERT_EQUAL(json_object_array_length(at(sts, "spec template spec containers")), 1);
-    CU_ASSERT_STRING_EQUAL(str_at(c, "name"), "redis");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "image"), "redis:7.2");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "command 0"), "redis-server");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "command 1"), "/etc/redis/redis.conf");
+    ASSERT_STRS_AT(c, {"name", "redis"}, {"image", "redis:7.2"}, {"command 0", "redis-server"},
+                   {"command 1", "/etc/redis/redis.conf"}, {"ports 0 name", "redis"},
+                   {"resources requests cpu", "100m"}, {"resources requests memory", "256Mi"},
+                   {"resources limits cpu", "500m"}, {"resources limits memory", "1Gi"},
+                   {"livenessProbe exec command 0", "redis-cli"}, {"livenessProbe exec command 1", "ping"},
+                   {"readinessProbe exec command 0", "redis-cli"}, {"readinessProbe exec command 1", "ping"},
+                   {"volumeMounts 0 name", "data"}, {"volumeMounts 0 mountPath", "/data"},
+                   {"volumeMounts 1 name", "config"}, {"volumeMounts 1 mountPath", "/etc/redis"});
     CU_ASSERT_EQUAL(int_at(c, "ports 0 containerPort"), 6379);
-    CU_ASSERT_STRING_EQUAL(str_at(c, "ports 0 name"), "redis");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "resources requests cpu"), "100m");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "resources requests memory"), "256Mi");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "resources limits cpu"), "500m");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "resources limits memory"), "1Gi");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "livenessProbe exec command 0"), "redis-cli");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "livenessProbe exec command 1"), "ping");
     CU_ASSERT_EQUAL(int_at(c, "livenessProbe initialDelaySeconds"), 10);
     CU_ASSERT_EQUAL(int_at(c, "livenessProbe periodSeconds"), 10);
-    CU_ASSERT_STRING_EQUAL(str_at(c, "readinessProbe exec command 0"), "redis-cli");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "readinessProbe exec command 1"), "ping");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "volumeMounts 0 name"), "data");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "volumeMounts 0 mountPath"), "/data");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "volumeMounts 1 name"), "config");
-    CU_ASSERT_STRING_EQUAL(str_at(c, "volumeMounts 1 mountPath"), "/etc/redis");
-    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec volumes 0 name"), "config");
-    CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec volumes 0 configMap name"), "cache");
+    ASSERT_STRS_AT(sts, {"spec template spec volumes 0 name", "config"},
+                   {"spec template spec volumes 0 configMap name", "cache"});
     json_object *pvc = at(sts, "spec volumeClaimTemplates 0");
     CU_ASSERT_EQUAL(json_object_array_length(at(sts, "spec volumeClaimTemplates")), 1);
-    CU_ASSERT_STRING_EQUAL(str_at(pvc, "metadata name"), "data");
-    CU_ASSERT_STRING_EQUAL(str_at(pvc, "spec accessModes 0"), "ReadWriteOnce");
-    CU_ASSERT_STRING_EQUAL(str_at(pvc, "spec resources requests storage"), "1Gi");
-    CU_ASSERT_STRING_EQUAL(str_at(pvc, "spec storageClassName"), "standard");
+    ASSERT_STRS_AT(pvc, {"metadata name", "data"}, {"spec accessModes 0", "ReadWriteOnce"},
+                   {"spec resources requests storage", "1Gi"}, {"spec storageClassName", "standard"});
     /* Defaults the API server owns are left to it. */
     CU_ASSERT_PTR_NULL(at(c, "imagePullPolicy"));
     CU_ASSERT_PTR_NULL(at(sts, "spec template spec dnsPolicy"));
@@ -2772,12 +2755,9 @@ static json_object *obs_node(const char *spec)
         f[i][n] = '\0';
         p += n + (p[n] == ' ');
     }
-    char t[512];
-    snprintf(t, sizeof(t),
-             "{\"pod\":\"%s\",\"ip\":\"%s\",\"reachable\":%s,\"role\":\"%s\",\"masterHost\":\"%s\",\"masterPort\":%s,"
-             "\"linkUp\":%s,\"offset\":%s,\"lastOkAgoMs\":100,\"downSinceMs\":0}",
-             pod, ip, reach, strcmp(role, "-") ? role : "", strcmp(mh, "-") ? mh : "", mp, link, off);
-    return parse(t);
+    return parsef("{\"pod\":\"%s\",\"ip\":\"%s\",\"reachable\":%s,\"role\":\"%s\",\"masterHost\":\"%s\","
+                  "\"masterPort\":%s,\"linkUp\":%s,\"offset\":%s,\"lastOkAgoMs\":100,\"downSinceMs\":0}",
+                  pod, ip, reach, strcmp(role, "-") ? role : "", strcmp(mh, "-") ? mh : "", mp, link, off);
 }
 
 static json_object *repl_obs(const char *n0, const char *n1, const char *n2)
@@ -3671,14 +3651,12 @@ static void test_failover_min_replicas(void)
  * runtime-config annotation (NULL = none). */
 static json_object *rt_pod(int i, int ready, const char *ip, int restarts, const char *ann)
 {
-    char t[1024];
-    snprintf(t, sizeof(t),
-             "{\"metadata\":{\"name\":\"cache-%d\",\"labels\":{\"app.kubernetes.io/instance\":\"cache\"}%s%s%s},"
-             "\"status\":{%s%s%s\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}],"
-             "\"containerStatuses\":[{\"name\":\"redis\",\"restartCount\":%d}]}}",
-             i, ann ? ",\"annotations\":{\"cache.example.com/runtime-config\":\"" : "", ann ? ann : "",
-             ann ? "\"}" : "", *ip ? "\"podIP\":\"" : "", ip, *ip ? "\"," : "", ready ? "True" : "False", restarts);
-    return parse(t);
+    return parsef("{\"metadata\":{\"name\":\"cache-%d\",\"labels\":{\"app.kubernetes.io/instance\":\"cache\"}%s%s%s},"
+                  "\"status\":{%s%s%s\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}],"
+                  "\"containerStatuses\":[{\"name\":\"redis\",\"restartCount\":%d}]}}",
+                  i, ann ? ",\"annotations\":{\"cache.example.com/runtime-config\":\"" : "", ann ? ann : "",
+                  ann ? "\"}" : "", *ip ? "\"podIP\":\"" : "", ip, *ip ? "\"," : "", ready ? "True" : "False",
+                  restarts);
 }
 
 static json_object *rt_pods(const char *a0, const char *a1, const char *a2)

@@ -409,9 +409,7 @@ static void test_nothing_absent_reads_nothing(void)
     /* The status (a StatefulSet is there now) is the only write. */
     CU_ASSERT_EQUAL(count_req(&e, "POST", "/") + count_req(&e, "PATCH", "/"), writes + 1);
     CU_ASSERT_EQUAL(count_req(&e, "PATCH", RC_PATH "/status"), 2);
-    for (int i = 0; i < 4; i++)
-        json_object_put(kids[i]);
-    json_object_put(rc);
+    PUT_EACH(kids[0], kids[1], kids[2], kids[3], rc);
     env_close(&e);
 }
 
@@ -498,8 +496,7 @@ static void children(env_t *e, json_object *kids[4])
 
 static void put_kids(json_object *kids[4])
 {
-    for (int i = 0; i < 4; i++)
-        json_object_put(kids[i]);
+    put_all(kids, 4);
 }
 
 /* A cluster whose StatefulSet cannot create its pods (quota): created, its counts told,
