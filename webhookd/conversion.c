@@ -63,10 +63,7 @@ static conv_rc_t refuse(char *err, size_t errlen, const char *fmt, ...) __attrib
 static conv_rc_t refuse(char *err, size_t errlen, const char *fmt, ...)
 {
     if (errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
+        BUF_FORMAT_VA(err, errlen, fmt);
     }
     return CONV_REFUSED;
 }
@@ -430,10 +427,7 @@ static void fail(review_t *r, int bad, const char *fmt, ...) __attribute__((form
 static void fail(review_t *r, int bad, const char *fmt, ...)
 {
     char tmp[CONVERSION_MESSAGE_CAP], cut[CONVERSION_MESSAGE_CAP];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
+    BUF_FORMAT_VA(tmp, sizeof(tmp), fmt);
     review_copy_cut(cut, sizeof(cut) - 1, tmp); /* the cap, at a character boundary */
     r->bad = bad;
     r->failed = 1;
