@@ -46,10 +46,10 @@ int daemon_read_signal(int fd)
 
 int daemon_stop_requested(int fd)
 {
-    int sig, stop = 0;
+    int sig, stops = 0;
     while ((sig = daemon_read_signal(fd)) != 0)
-        stop |= sig == SIGTERM || sig == SIGINT;
-    return stop;
+        stops += sig == SIGTERM || sig == SIGINT;
+    return stops;
 }
 
 void daemon_reset_signals(void)

@@ -25,8 +25,9 @@ int daemon_signalfd(char *err, size_t errlen);
 /* Read one pending signal from fd; returns its number, or 0 when none is pending. */
 int daemon_read_signal(int fd);
 
-/* Read every pending signal from fd; 1 when SIGTERM or SIGINT was among them, else 0. The
- * signal handler of a daemon that stops on the first request. */
+/* Read every pending signal from fd; how many of them were SIGTERM or SIGINT (0: none).
+ * The signal handler of a daemon that stops on the first request (a second one may mean
+ * "now"). */
 int daemon_stop_requested(int fd);
 
 /* Unblock every signal and restore default dispositions (in a child before exec). */
