@@ -157,7 +157,7 @@ bench: all
 # The failover benchmark's client (bench/ackwriter.c): SET + WAIT writer that logs only
 # acknowledged writes, their verifier and a ROLE sampler; and the benchmark itself
 # (bench/failover.sh, bench/README.md "Failover"; SYSTEMS, TRIALS, DOWN_AFTER_MS knobs).
-$(BUILD)/bench/ackwriter: bench/ackwriter.c
+$(BUILD)/bench/ackwriter: bench/ackwriter.c bench/bench_util.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $< -lhiredis -o $@
 
@@ -165,7 +165,7 @@ bench-ackwriter: $(BUILD)/bench/ackwriter
 
 # The Cluster-mode client (bench/clusterwriter.c): slot map, MOVED/ASK, SET + WAIT writer
 # that logs only acknowledged writes, bulk fill and verify (tests/e2e/test_cluster_mode.sh).
-$(BUILD)/bench/clusterwriter: bench/clusterwriter.c
+$(BUILD)/bench/clusterwriter: bench/clusterwriter.c bench/bench_util.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $< -lhiredis -o $@
 

@@ -45,6 +45,8 @@
  *
  * Exit codes: 0 OK, 1 verify found missing keys, 2 usage or setup error.
  */
+#include "bench_util.h"
+
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
@@ -75,23 +77,6 @@ typedef struct {
     const char *file;
     char password[256];
 } aw_target_t;
-
-static volatile sig_atomic_t aw_stop;
-
-static void aw_on_signal(int sig)
-{
-    (void)sig;
-    aw_stop = 1;
-}
-
-/* aw_now_ms: wall-clock epoch milliseconds (the events are compared with other processes'
- * timestamps: the kill time of the bench script, the label sampler's). */
-static int64_t aw_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* aw_parse_int: a whole decimal integer in [min, max]; 0 OK, -1 otherwise. */
 static int aw_parse_int(const char *s, long min, long max, long *out)
@@ -299,7 +284,7 @@ static void aw_event(FILE *ev, const char *name, const char *fmt, ...)
         vsnprintf(tail, sizeof(tail), fmt, ap);
         va_end(ap);
     }
-    fprintf(ev, "{\"t\":%" PRId64 ",\"ev\":\"%s\"%s}\n", aw_now_ms(), name, tail);
+    fprintf(ev, "{\"t\":%" PRId64 ",\"ev\":\"%s\"%s}\n", bench_now_ms(), name, tail);
     fflush(ev);
 }
 
@@ -322,7 +307,7 @@ static void aw_pace(struct timespec *next, long period_ns)
     if (late > period_ns)
         *next = now;
     else
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, NULL) == EINTR && !aw_stop)
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, NULL) == EINTR && !bench_stop)
             ;
     next->tv_nsec += period_ns;
     while (next->tv_nsec >= 1000000000) {
@@ -355,7 +340,7 @@ static int aw_write_run(const aw_write_opts_t *o)
     int failing = 0, accepted_since_fail = 0, rc = 2;
     struct timespec next;
     long period_ns = 1000000000L / o->rate;
-    int64_t end = o->duration_s ? aw_now_ms() + o->duration_s * 1000 : 0;
+    int64_t end = o->duration_s ? bench_now_ms() + o->duration_s * 1000 : 0;
 
     if (!acks || !ev) {
         fprintf(stderr, "ackwriter: cannot open %s: %s\n", !acks ? o->acks_path : o->events_path, strerror(errno));
@@ -363,9 +348,9 @@ static int aw_write_run(const aw_write_opts_t *o)
     }
     aw_event(ev, "start", ",\"rate\":%ld,\"wait_ms\":%ld", o->rate, o->wait_ms);
     clock_gettime(CLOCK_MONOTONIC, &next);
-    while (!aw_stop && (!end || aw_now_ms() < end)) {
+    while (!bench_stop && (!end || bench_now_ms() < end)) {
         aw_pace(&next, period_ns);
-        if (aw_stop)
+        if (bench_stop)
             break;
         if (!c) {
             aw_addr_t a;
@@ -409,7 +394,7 @@ static int aw_write_run(const aw_write_opts_t *o)
                 fflush(acks);
                 acked++;
                 i++;
-                last_ack = aw_now_ms();
+                last_ack = bench_now_ms();
                 if (failing) {
                     aw_event(ev, "ack", ",\"addr\":\"%s:%d\",\"i\":%" PRIu64, cur.host, cur.port, i - 1);
                     failing = 0;
@@ -542,7 +527,7 @@ static int aw_roles_run(const aw_target_t *t, const char *out_path, long interva
     char prev[AW_MAX_ADDRS * (AW_ADDR_LEN + 16)] = "";
     uint64_t samples = 0;
     int max_masters = 0;
-    int64_t two_ms = 0, last = 0, end = duration_s ? aw_now_ms() + duration_s * 1000 : 0;
+    int64_t two_ms = 0, last = 0, end = duration_s ? bench_now_ms() + duration_s * 1000 : 0;
     int last_two = 0;
     struct timespec next;
     if (!out) {
@@ -550,7 +535,7 @@ static int aw_roles_run(const aw_target_t *t, const char *out_path, long interva
         return 2;
     }
     clock_gettime(CLOCK_MONOTONIC, &next);
-    while (!aw_stop && (!end || aw_now_ms() < end)) {
+    while (!bench_stop && (!end || bench_now_ms() < end)) {
         aw_pace(&next, interval_ms * 1000000L);
         char cur[sizeof(prev)] = "";
         size_t used = 0;
@@ -563,7 +548,7 @@ static int aw_roles_run(const aw_target_t *t, const char *out_path, long interva
             if (w > 0 && (size_t)w < sizeof(cur) - used)
                 used += (size_t)w;
         }
-        int64_t now = aw_now_ms();
+        int64_t now = bench_now_ms();
         if (last_two && last)
             two_ms += now - last;
         last = now;
@@ -659,7 +644,7 @@ int main(int argc, char **argv)
             return aw_usage();
         }
     }
-    struct sigaction sa = {.sa_handler = aw_on_signal};
+    struct sigaction sa = {.sa_handler = bench_on_signal};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);

@@ -33,6 +33,8 @@
  *
  * Exit codes: 0 OK, 1 verify found missing keys, 2 usage or setup error.
  */
+#include "bench_util.h"
+
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
@@ -60,21 +62,6 @@ typedef struct {
     char password[256];
     int timeout_ms;
 } cw_t;
-
-static volatile sig_atomic_t cw_stop;
-
-static void cw_on_signal(int sig)
-{
-    (void)sig;
-    cw_stop = 1;
-}
-
-static int64_t cw_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* CRC16-CCITT (XMODEM), Redis Cluster's key hash (cluster spec, "Keys distribution model"). */
 static uint16_t cw_crc16(const char *buf, size_t len)
@@ -254,7 +241,7 @@ static void cw_event(FILE *ev, const char *name, const char *fmt, ...)
 {
     if (!ev)
         return;
-    fprintf(ev, "{\"t\":%" PRId64 ",\"ev\":\"%s\"", cw_now_ms(), name);
+    fprintf(ev, "{\"t\":%" PRId64 ",\"ev\":\"%s\"", bench_now_ms(), name);
     if (fmt && *fmt) {
         va_list ap;
         va_start(ap, fmt);
@@ -288,12 +275,12 @@ static int cw_write(cw_t *w, const cw_opts_t *o)
     }
     cw_refresh(w);
     cw_event(ev, "start", NULL);
-    int64_t end = o->duration > 0 ? cw_now_ms() + o->duration * 1000 : 0, last_ack = 0, last_ok = 0, gap = 0;
+    int64_t end = o->duration > 0 ? bench_now_ms() + o->duration * 1000 : 0, last_ack = 0, last_ok = 0, gap = 0;
     long long acked = 0, failed = 0, i = 1;
     int failing = 0, accepted = 0;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
-    while (!cw_stop && (!end || cw_now_ms() < end) && (!o->count || acked < o->count)) {
+    while (!bench_stop && (!end || bench_now_ms() < end) && (!o->count || acked < o->count)) {
         char key[96], val[32], addr[CW_ADDR] = "", err[256] = "";
         snprintf(key, sizeof(key), "%s%lld", o->prefix, i);
         snprintf(val, sizeof(val), "%lld", i);
@@ -309,7 +296,7 @@ static int cw_write(cw_t *w, const cw_opts_t *o)
         if (r)
             freeReplyObject(r);
         if (set_ok) { /* the longest a client waited from one accepted SET to the next */
-            int64_t now = cw_now_ms();
+            int64_t now = bench_now_ms();
             if (last_ok && now - last_ok > gap)
                 gap = now - last_ok;
             last_ok = now;
@@ -324,7 +311,7 @@ static int cw_write(cw_t *w, const cw_opts_t *o)
             if (failing)
                 cw_event(ev, "ack", "\"addr\":\"%s\",\"i\":%lld", addr, i);
             failing = accepted = 0;
-            last_ack = cw_now_ms();
+            last_ack = bench_now_ms();
             acked++;
             i++;
         } else {
@@ -373,7 +360,7 @@ static int cw_fill(cw_t *w, const cw_opts_t *o)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     long long done = 0;
-    for (long long i = 1; i <= o->count && !cw_stop; i++) {
+    for (long long i = 1; i <= o->count && !bench_stop; i++) {
         char key[96], err[256], addr[CW_ADDR];
         snprintf(key, sizeof(key), "%s%lld", o->prefix, i);
         cw_fill_value(o->value_bytes, i, val, sizeof(val));
@@ -519,8 +506,8 @@ int main(int argc, char **argv)
         return cw_usage();
     for (int s = 0; s < CW_SLOTS; s++)
         w.slot[s] = -1;
-    signal(SIGTERM, cw_on_signal);
-    signal(SIGINT, cw_on_signal);
+    signal(SIGTERM, bench_on_signal);
+    signal(SIGINT, bench_on_signal);
     signal(SIGPIPE, SIG_IGN);
     if (!strcmp(argv[1], "write"))
         return o.acks && o.events ? cw_write(&w, &o) : cw_usage();

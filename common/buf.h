@@ -34,6 +34,17 @@ int buf_append(buf_t *b, const void *data, size_t len);
 /* Append a NUL-terminated string. Same contract as buf_append. */
 int buf_puts(buf_t *b, const char *s);
 
+/* In a function of printf's kind whose last named parameter is the format fmt: format its
+ * variable arguments into the char array dst of n bytes (truncated, always terminated).
+ * The va_start/vsnprintf/va_end of every "set a message" helper, once. */
+#define BUF_FORMAT_VA(dst, n, fmt)                                                                                 \
+    do {                                                                                                           \
+        va_list ap_;                                                                                               \
+        va_start(ap_, fmt);                                                                                        \
+        vsnprintf((dst), (n), (fmt), ap_);                                                                         \
+        va_end(ap_);                                                                                               \
+    } while (0)
+
 /* Append printf-style formatted text. Same contract as buf_append. */
 int buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vprintf(buf_t *b, const char *fmt, va_list ap);

@@ -46,10 +46,10 @@ int daemon_read_signal(int fd)
 
 int daemon_stop_requested(int fd)
 {
-    int sig, stop = 0;
+    int sig, stops = 0;
     while ((sig = daemon_read_signal(fd)) != 0)
-        stop |= sig == SIGTERM || sig == SIGINT;
-    return stop;
+        stops += sig == SIGTERM || sig == SIGINT;
+    return stops;
 }
 
 void daemon_reset_signals(void)
@@ -209,8 +209,7 @@ int daemon_publish_metrics(const char *dir, const char *name)
 
 static int on_publish_metrics(loop_t *loop, int id, void *arg)
 {
-    (void)loop;
-    (void)id;
+    (void)loop, (void)id;
     const daemon_metrics_t *m = arg;
     daemon_publish_metrics(m->dir, m->name);
     return 0;
@@ -219,6 +218,14 @@ static int on_publish_metrics(loop_t *loop, int id, void *arg)
 int daemon_add_metrics_timer(loop_t *loop, daemon_metrics_t *m)
 {
     return loop_add_timer(loop, 0, PROTO_METRICS_EVERY_MS * NS_PER_MS, on_publish_metrics, m);
+}
+
+kube_client_opts_t daemon_client_opts(const char *user_agent)
+{
+    kube_client_opts_t co;
+    kube_client_opts_init(&co);
+    co.user_agent = user_agent;
+    return co;
 }
 
 int daemon_kube_connect(const rdc_common_opts_t *c, kube_client_opts_t *co,

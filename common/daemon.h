@@ -25,8 +25,9 @@ int daemon_signalfd(char *err, size_t errlen);
 /* Read one pending signal from fd; returns its number, or 0 when none is pending. */
 int daemon_read_signal(int fd);
 
-/* Read every pending signal from fd; 1 when SIGTERM or SIGINT was among them, else 0. The
- * signal handler of a daemon that stops on the first request. */
+/* Read every pending signal from fd; how many of them were SIGTERM or SIGINT (0: none).
+ * The signal handler of a daemon that stops on the first request (a second one may mean
+ * "now"). */
 int daemon_stop_requested(int fd);
 
 /* Unblock every signal and restore default dispositions (in a child before exec). */
@@ -76,6 +77,11 @@ typedef struct {
  * the next turn and then every PROTO_METRICS_EVERY_MS. m (not copied) must outlive the
  * timer. Returns the timer id, or -1 when out of memory. */
 int daemon_add_metrics_timer(loop_t *loop, daemon_metrics_t *m);
+
+/* The client settings a daemon starts from: kube_client_opts_init's defaults with the
+ * User-Agent user_agent ("workerd/" RDC_VERSION; a string that outlives the client's
+ * creation). */
+kube_client_opts_t daemon_client_opts(const char *user_agent);
 
 /* Load the Kubernetes configuration named by the shared flags (--kubeconfig, --context,
  * else KUBECONFIG, in-cluster, ~/.kube/config) and make a client with the settings in co

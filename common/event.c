@@ -83,9 +83,5 @@ json_object *event_build(const event_spec_t *spec, int64_t now_wall_ns)
     jsonx_put(ev, "eventTime", jsonx_new_str(micro, &oom), &oom);
     jsonx_put(ev, "action", jsonx_new_str(spec->action ? spec->action : "Reconcile", &oom), &oom);
     jsonx_put(ev, "count", jsonx_new_int(1, &oom), &oom);
-    if (oom) {
-        json_object_put(ev);
-        return NULL;
-    }
-    return ev;
+    return jsonx_done(ev, oom);
 }

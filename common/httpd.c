@@ -40,8 +40,7 @@ static enum MHD_Result httpd_answer(void *cls, struct MHD_Connection *conn, cons
                                     const char *upload_data, size_t *upload_data_size,
                                     void **req_cls)
 {
-    (void)version;
-    (void)upload_data;
+    (void)version, (void)upload_data;
     httpd_t *h = cls;
     /* First call for a request: only headers are known. Answer on the second. */
     if (*req_cls == NULL) {

@@ -252,3 +252,12 @@ void jsonx_push(json_object *arr, json_object *val, int *oom)
         *oom = 1;
     }
 }
+
+json_object *jsonx_done(json_object *o, int oom)
+{
+    if (oom) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}

@@ -112,5 +112,8 @@ json_object *jsonx_new_arr(int *oom);
 void jsonx_put(json_object *obj, const char *key, json_object *val, int *oom);
 /* Append val to arr, taking val (freed on failure). A NULL arr or val sets *oom. */
 void jsonx_push(json_object *arr, json_object *val, int *oom);
+/* The end of a build: o when oom is 0, else NULL with o freed (the one check a builder
+ * makes). */
+json_object *jsonx_done(json_object *o, int oom);
 
 #endif

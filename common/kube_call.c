@@ -66,8 +66,7 @@ static void deliver(kube_call_t *k)
 
 static int on_timer(loop_t *loop, int id, void *arg)
 {
-    (void)loop;
-    (void)id;
+    (void)loop, (void)id;
     kube_call_t *k = arg;
     k->timer = 0;
     k->after(k);

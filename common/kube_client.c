@@ -91,6 +91,27 @@ void kube_client_set_clock(kube_client_t *c, const kube_client_clock_t *clk)
 
 /* ---- setting up a handle ------------------------------------------------------- */
 
+/* client-go's rest_client_* families in the process's registry (metrics_default), kept
+ * in c for the request path; registering again returns the families already there. */
+static void register_metrics(kube_client_t *c)
+{
+    static const double buckets[] = {0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0};
+    size_t nb = sizeof(buckets) / sizeof(buckets[0]);
+    metrics_registry_t *reg = metrics_default();
+    c->m_requests = metrics_counter(reg, "rest_client_requests_total",
+                                    "Number of HTTP requests, partitioned by status code, method, and host.",
+                                    "code,method,host");
+    c->m_duration = metrics_histogram(reg, "rest_client_request_duration_seconds",
+                                      "Request latency in seconds. Broken down by verb, and host.", "verb,host",
+                                      buckets, nb);
+    c->m_retries = metrics_counter(reg, "rest_client_request_retries_total",
+                                   "Number of request retries, partitioned by status code, verb, and host.",
+                                   "code,verb,host");
+    c->m_throttle = metrics_histogram(reg, "rest_client_rate_limiter_duration_seconds",
+                                      "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+                                      "verb,host", buckets, nb);
+}
+
 static int parse_server(kube_client_t *c, kube_error_t *err)
 {
     const char *server = c->rest->server;
@@ -201,26 +222,7 @@ kube_client_t *kube_client_new(kube_config_t *cfg, const kube_client_opts_t *opt
     }
     c->rng = backoff_rng_seed();
 
-    static const double buckets[] = {0.005, 0.025, 0.1, 0.25, 0.5, 1.0,
-                                     2.0,   4.0,   8.0, 15.0, 30.0, 60.0};
-    size_t nb = sizeof(buckets) / sizeof(buckets[0]);
-    metrics_registry_t *reg = metrics_default();
-    c->m_requests = metrics_counter(reg, "rest_client_requests_total",
-                                    "Number of HTTP requests, partitioned by status code, "
-                                    "method, and host.",
-                                    "code,method,host");
-    c->m_duration = metrics_histogram(reg, "rest_client_request_duration_seconds",
-                                      "Request latency in seconds. Broken down by verb, and "
-                                      "host.",
-                                      "verb,host", buckets, nb);
-    c->m_retries = metrics_counter(reg, "rest_client_request_retries_total",
-                                   "Number of request retries, partitioned by status code, "
-                                   "verb, and host.",
-                                   "code,verb,host");
-    c->m_throttle = metrics_histogram(reg, "rest_client_rate_limiter_duration_seconds",
-                                      "Client side rate limiter latency in seconds. Broken "
-                                      "down by verb, and host.",
-                                      "verb,host", buckets, nb);
+    register_metrics(c);
     return c;
 fail:
     kube_client_destroy(&c);

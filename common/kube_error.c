@@ -1,5 +1,6 @@
 #include "kube_error.h"
 
+#include "buf.h"
 #include "jsonx.h"
 
 #include <stdarg.h>
@@ -175,10 +176,7 @@ void kube_error_set(kube_error_t *e, kube_error_code_t code, const char *fmt, ..
     e->retry_after_s = 0;
     e->code = code;
     char tmp[sizeof(e->message)];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
+    BUF_FORMAT_VA(tmp, sizeof(tmp), fmt);
     copy_str(e->message, sizeof(e->message), tmp);
 }
 

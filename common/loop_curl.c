@@ -82,8 +82,7 @@ static void collect(loop_curl_t *lc)
 
 static int on_fd(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
-    (void)loop;
-    (void)socket;
+    (void)loop, (void)socket;
     loop_curl_t *lc = arg;
     int ev = ((revents & LOOP_IN) ? CURL_CSELECT_IN : 0) |
              ((revents & LOOP_OUT) ? CURL_CSELECT_OUT : 0) |
@@ -95,8 +94,7 @@ static int on_fd(loop_t *loop, void *socket, int fd, int revents, void *arg)
 
 static int on_timer(loop_t *loop, int id, void *arg)
 {
-    (void)loop;
-    (void)id;
+    (void)loop, (void)id;
     loop_curl_t *lc = arg;
     lc->timer_id = 0; /* a once-timer: curl sets a new one from inside the action if needed */
     curl_multi_socket_action(lc->multi, CURL_SOCKET_TIMEOUT, 0, &lc->running);
@@ -106,8 +104,7 @@ static int on_timer(loop_t *loop, int id, void *arg)
 
 static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *ud, void *sockp)
 {
-    (void)easy;
-    (void)sockp;
+    (void)easy, (void)sockp;
     loop_curl_t *lc = ud;
     if (what == CURL_POLL_REMOVE) {
         loop_remove_fd(lc->loop, fd);

@@ -559,18 +559,29 @@ static int check_enum(rdc_field_errors_t *e, const json_object *o, const char *k
     return -1;
 }
 
+/* An optional field of type t: o[key], or NULL when it is absent, null, or of another
+ * type (recorded: field "must be" what). */
+static const json_object *optional_of_type(rdc_field_errors_t *e, const json_object *o, const char *key,
+                                           const char *field, json_type t, const char *what)
+{
+    const json_object *v = jsonx_get(o, key);
+    if (!v || json_object_is_type(v, json_type_null))
+        return NULL;
+    if (!json_object_is_type(v, t)) {
+        field_error(e, RDC_FIELD_INVALID, field, v, "must be %s", what);
+        return NULL;
+    }
+    return v;
+}
+
 /* An optional integer field from lo to hi: 1 with *out its value, or 0 when it is absent
  * or not one (recorded). */
 static int check_int_range(rdc_field_errors_t *e, const json_object *o, const char *key, const char *field,
                            int64_t lo, int64_t hi, int64_t *out)
 {
-    const json_object *v = jsonx_get(o, key);
-    if (!v || json_object_is_type(v, json_type_null))
+    const json_object *v = optional_of_type(e, o, key, field, json_type_int, "an integer");
+    if (!v)
         return 0;
-    if (!json_object_is_type(v, json_type_int)) {
-        field_error(e, RDC_FIELD_INVALID, field, v, "must be an integer");
-        return 0;
-    }
     if (json_object_get_int64(v) < lo || json_object_get_int64(v) > hi) {
         field_error(e, RDC_FIELD_INVALID, field, v, "must be between %lld and %lld", (long long)lo, (long long)hi);
         return 0;
@@ -622,14 +633,8 @@ static void check_auth(rdc_field_errors_t *e, const json_object *spec, rdc_spec_
 /* An optional boolean field: its value, or dflt when absent (a wrong type recorded). */
 static int optional_bool(rdc_field_errors_t *e, const json_object *o, const char *key, const char *field, int dflt)
 {
-    const json_object *v = jsonx_get(o, key);
-    if (!v || json_object_is_type(v, json_type_null))
-        return dflt;
-    if (!json_object_is_type(v, json_type_boolean)) {
-        field_error(e, RDC_FIELD_INVALID, field, v, "must be a boolean");
-        return dflt;
-    }
-    return json_object_get_boolean(v);
+    const json_object *v = optional_of_type(e, o, key, field, json_type_boolean, "a boolean");
+    return v ? json_object_get_boolean(v) : dflt;
 }
 
 /* spec.tls (docs/tls-and-acl.md). */
@@ -913,13 +918,9 @@ static int is_qualified_name(const char *s)
 static const json_object *optional_object_array(rdc_field_errors_t *e, const json_object *o, const char *key,
                                                 const char *field, size_t max)
 {
-    const json_object *v = jsonx_get(o, key);
-    if (!v || json_object_is_type(v, json_type_null))
+    const json_object *v = optional_of_type(e, o, key, field, json_type_array, "an array");
+    if (!v)
         return NULL;
-    if (!json_object_is_type(v, json_type_array)) {
-        field_error(e, RDC_FIELD_INVALID, field, v, "must be an array");
-        return NULL;
-    }
     if (json_object_array_length(v) > max) {
         field_error(e, RDC_FIELD_INVALID, field, NULL, "must have at most %zu items", max);
         return NULL;

@@ -227,10 +227,7 @@ static int fail(redis_conn_t *c, const char *fmt, ...)
     if (c->state == REDIS_CONN_FAILED || c->dead)
         return -1;
     char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
+    BUF_FORMAT_VA(msg, sizeof(msg), fmt);
     snprintf(c->error, sizeof(c->error), "%s: %s", c->addr, msg);
     c->state = REDIS_CONN_FAILED;
     close_transport(c);
@@ -445,9 +442,7 @@ static void advance(redis_conn_t *c, int revents)
 
 static int on_io(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
-    (void)loop;
-    (void)socket;
-    (void)fd;
+    (void)loop, (void)socket, (void)fd;
     redis_conn_t *c = arg;
     enter(c);
     advance(c, revents);

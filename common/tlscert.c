@@ -1,6 +1,7 @@
 /* tlscert: the checks of a spec.tls Secret's certificate. See tlscert.h. */
 #include "tlscert.h"
 
+#include "buf.h"
 #include "pem.h"
 
 #include <openssl/err.h>
@@ -144,14 +145,10 @@ static void dns_names(X509 *x, char *out, size_t len)
         snprintf(out, len, "none");
 }
 
-static tlscert_status_t fail(tlscert_check_t *out, tlscert_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+__attribute__((format(printf, 3, 4)))
 static tlscert_status_t fail(tlscert_check_t *out, tlscert_status_t st, const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out->detail, sizeof(out->detail), fmt, ap);
-    va_end(ap);
+    BUF_FORMAT_VA(out->detail, sizeof(out->detail), fmt);
     out->status = st;
     return st;
 }

@@ -91,14 +91,10 @@ void watch_decoder_destroy(watch_decoder_t **self_p)
 }
 
 /* Enter the failed state with a message; returns status. */
-static int fail(watch_decoder_t *d, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+__attribute__((format(printf, 3, 4)))
 static int fail(watch_decoder_t *d, int status, const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(d->err, sizeof(d->err), fmt, ap);
-    va_end(ap);
+    BUF_FORMAT_VA(d->err, sizeof(d->err), fmt);
     d->status = status;
     return status;
 }

@@ -2,6 +2,7 @@
  * mapping to client-go and the fencing rule. */
 #include "election.h"
 
+#include "buf.h"
 #include "clock.h"
 
 #include <inttypes.h>
@@ -58,10 +59,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err == NULL || errlen == 0)
         return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
+    BUF_FORMAT_VA(err, errlen, fmt);
 }
 
 /* "15s", "1.5s", "250ms": durations as the flags spell them. */

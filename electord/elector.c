@@ -260,8 +260,7 @@ static int on_turn(loop_t *loop, int64_t now, int64_t *wait, void *arg)
 /* SIGTERM/SIGINT: release the Lease (so a standby takes over at once) and stop. */
 static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
-    (void)socket;
-    (void)revents;
+    (void)socket, (void)revents;
     elector_t *el = arg;
     if (daemon_stop_requested(fd)) {
         if (el->e)

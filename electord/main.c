@@ -55,9 +55,7 @@ int main(int argc, char **argv)
     char rtdir[4096];
     const char *ns = c.leader_election_namespace;
     if (c.leader_elect) {
-        kube_client_opts_t co;
-        kube_client_opts_init(&co);
-        co.user_agent = "electord/" RDC_VERSION;
+        kube_client_opts_t co = daemon_client_opts("electord/" RDC_VERSION);
         /* One retry period per request, no retries: a late answer is worth nothing. */
         co.timeout_ms = (int64_t)(c.retry_period * 1000);
         co.connect_timeout_ms = co.timeout_ms;

@@ -1,5 +1,6 @@
 #include "cache.h"
 
+#include "buf.h"
 #include "dlist.h"
 #include "hashmap.h"
 
@@ -75,10 +76,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || !errlen)
         return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
+    BUF_FORMAT_VA(err, errlen, fmt);
 }
 
 const char *cache_change_name(cache_change_t type)

@@ -32,7 +32,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
@@ -352,17 +351,16 @@ static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
     (void)loop, (void)socket, (void)revents;
     informer_t *inf = arg;
     int64_t now = clock_mono_ns();
-    int sig;
-    while ((sig = daemon_read_signal(fd)) != 0) {
-        if ((sig == SIGTERM || sig == SIGINT) && !inf->stopping) {
-            rlog_info("stopping: no new work; waiting for in-flight items");
-            inf->stopping = 1;
-            inf->stop_deadline_ns = now + (int64_t)(inf->cfg->opts->graceful_shutdown_timeout * 1e9);
-            dispatcher_drain(inf->dispatcher);
-        } else if (sig == SIGTERM || sig == SIGINT) {
-            inf->stop_deadline_ns = now;
-        }
+    int stops = daemon_stop_requested(fd);
+    if (stops && !inf->stopping) {
+        rlog_info("stopping: no new work; waiting for in-flight items");
+        inf->stopping = 1;
+        inf->stop_deadline_ns = now + (int64_t)(inf->cfg->opts->graceful_shutdown_timeout * 1e9);
+        dispatcher_drain(inf->dispatcher);
+        stops--;
     }
+    if (stops)
+        inf->stop_deadline_ns = now;
     return 0;
 }
 

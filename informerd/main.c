@@ -68,9 +68,7 @@ static int serve(rdc_common_opts_t *c, const own_opts_t *o)
 {
     kube_config_t *cfg = NULL;
     kube_client_t *client = NULL;
-    kube_client_opts_t co;
-    kube_client_opts_init(&co);
-    co.user_agent = "informerd/" RDC_VERSION;
+    kube_client_opts_t co = daemon_client_opts("informerd/" RDC_VERSION);
     co.max_retries = 2;
     co.timeout_ms = 60000;
     co.max_response_bytes = (size_t)o->max_response;

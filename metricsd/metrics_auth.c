@@ -105,11 +105,7 @@ json_object *mauth_token_review(const char *token)
     jsonx_put(r, "kind", jsonx_new_str("TokenReview", &oom), &oom);
     jsonx_put(spec, "token", jsonx_new_str(token, &oom), &oom);
     jsonx_put(r, "spec", spec, &oom);
-    if (oom) {
-        json_object_put(r);
-        return NULL;
-    }
-    return r;
+    return jsonx_done(r, oom);
 }
 
 int mauth_token_review_user(json_object *review, json_object **user)
@@ -144,11 +140,7 @@ json_object *mauth_access_review(json_object *user, const char *path)
     jsonx_put(nra, "verb", jsonx_new_str("get", &oom), &oom);
     jsonx_put(spec, "nonResourceAttributes", nra, &oom);
     jsonx_put(r, "spec", spec, &oom);
-    if (oom) {
-        json_object_put(r);
-        return NULL;
-    }
-    return r;
+    return jsonx_done(r, oom);
 }
 
 int mauth_access_allowed(json_object *review)

@@ -397,8 +397,7 @@ enum MHD_Result mserve_answer(void *cls, struct MHD_Connection *conn, const char
                               const char *version, const char *upload_data, size_t *upload_data_size,
                               void **req_cls)
 {
-    (void)version;
-    (void)upload_data;
+    (void)version, (void)upload_data;
     mserve_t *s = cls;
     rq_t *r = *req_cls;
     if (!r) { /* the headers only: a request begins */
@@ -427,8 +426,7 @@ enum MHD_Result mserve_answer(void *cls, struct MHD_Connection *conn, const char
 
 void mserve_completed(void *cls, struct MHD_Connection *conn, void **req_cls, enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
-    (void)toe;
+    (void)conn, (void)toe;
     mserve_t *s = cls;
     rq_t *r = *req_cls;
     if (!r)

@@ -60,9 +60,7 @@ int main(int argc, char **argv)
     }
     kube_config_t *cfg = NULL;
     kube_client_t *client = NULL;
-    kube_client_opts_t co;
-    kube_client_opts_init(&co);
-    co.user_agent = "observerd/" RDC_VERSION;
+    kube_client_opts_t co = daemon_client_opts("observerd/" RDC_VERSION);
     co.timeout_ms = 10000;
     int code = 1, sfd = -1;
     char rtdir[4096];

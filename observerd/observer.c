@@ -475,8 +475,7 @@ static void *new_dealer(observer_t *ob)
 
 static int on_snap_timeout(loop_t *loop, int id, void *arg)
 {
-    (void)loop;
-    (void)id;
+    (void)loop, (void)id;
     observer_t *ob = arg;
     ob->snap_timer = 0;
     rlog_warn("no snapshot from informerd yet; asking again");
@@ -551,9 +550,7 @@ static void snapshot_done(observer_t *ob, uint64_t seq)
 
 static int on_snap(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
-    (void)loop;
-    (void)fd;
-    (void)revents;
+    (void)loop, (void)fd, (void)revents;
     observer_t *ob = arg;
     rmsg_t *m;
     while (socket == ob->snap && (m = rmsg_recv(socket, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
@@ -581,9 +578,7 @@ static int on_snap(loop_t *loop, void *socket, int fd, int revents, void *arg)
 
 static int on_sub(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
-    (void)loop;
-    (void)fd;
-    (void)revents;
+    (void)loop, (void)fd, (void)revents;
     observer_t *ob = arg;
     rmsg_t *m;
     while (!ob->snapshotting && (m = rmsg_recv(socket, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
@@ -701,8 +696,7 @@ static void on_tls_secret(const json_object *secret, const char *why_, void *arg
 
 static void on_curl_done(CURL *easy, CURLcode result, void *arg)
 {
-    (void)result;
-    (void)arg;
+    (void)result, (void)arg;
     curl_easy_cleanup(easy); /* none of ours: the Secrets' transfers have their own callback */
 }
 
@@ -987,8 +981,7 @@ static void cluster_metrics(observer_t *ob, const char *const *l, const redisnod
 
 static int on_metrics(loop_t *loop, int id, void *arg)
 {
-    (void)loop;
-    (void)id;
+    (void)loop, (void)id;
     observer_t *ob = arg;
     metric_family_t *gauges[] = {ob->m_up, ob->m_role, ob->m_lag, ob->m_clients, ob->m_rx_up, ob->m_rx_clients,
                                  ob->m_rx_mem, ob->m_rx_maxmem, ob->m_rx_evicted, ob->m_rx_expired, ob->m_rx_hits,
@@ -1052,9 +1045,7 @@ static int on_metrics(loop_t *loop, int id, void *arg)
 
 static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
-    (void)socket;
-    (void)revents;
-    (void)arg;
+    (void)socket, (void)revents, (void)arg;
     if (daemon_stop_requested(fd)) {
         rlog_info("stopping");
         loop_stop(loop);

@@ -1,5 +1,6 @@
 #include "redisnode.h"
 
+#include "buf.h"
 #include "obsdiff.h"
 #include "redis_conn.h"
 
@@ -40,10 +41,7 @@ static void set_why(redisnode_t *n, const char *fmt, ...)
     if (n->failed)
         return; /* keep the first reason */
     n->failed = 1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(n->why, sizeof(n->why), fmt, ap);
-    va_end(ap);
+    BUF_FORMAT_VA(n->why, sizeof(n->why), fmt);
 }
 
 static void free_secret(char **s)
@@ -186,8 +184,7 @@ static void on_reply(redis_conn_t *conn, redisReply *reply, const char *err, voi
  * failure does not fail the probe (a node answered, its keys unknown). */
 static void on_keyspace(redis_conn_t *conn, redisReply *reply, const char *err, void *arg)
 {
-    (void)conn;
-    (void)err;
+    (void)conn, (void)err;
     redisnode_t *n = arg;
     if (reply && reply->type == REDIS_REPLY_STRING && reply->str) {
         redisinfo_t ks;

@@ -70,9 +70,7 @@ static int run_migrate_storage(const rdc_common_opts_t *c, const migrate_flags_t
         fprintf(stderr, "supervisor: migrate-storage: cannot initialise libcurl\n");
         return 1;
     }
-    kube_client_opts_t co;
-    kube_client_opts_init(&co);
-    co.user_agent = "supervisor-migrate-storage/" RDC_VERSION;
+    kube_client_opts_t co = daemon_client_opts("supervisor-migrate-storage/" RDC_VERSION);
     co.max_retries = 3;
     if (daemon_kube_connect(c, &co, &cfg, &client))
         goto out;

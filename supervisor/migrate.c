@@ -1,6 +1,7 @@
 /* migrate: storage version migration of RedisClusters. See migrate.h. */
 #include "migrate.h"
 
+#include "buf.h"
 #include "clock.h"
 #include "jsonx.h"
 #include "ratelimit.h"
@@ -52,10 +53,7 @@ static int fail(kube_error_t *err, kube_error_code_t code, const char *fmt, ...)
     if (err) {
         kube_error_clear(err);
         err->code = code;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof(err->message), fmt, ap);
-        va_end(ap);
+        BUF_FORMAT_VA(err->message, sizeof(err->message), fmt);
     }
     return code;
 }

@@ -63,10 +63,7 @@ static conv_rc_t refuse(char *err, size_t errlen, const char *fmt, ...) __attrib
 static conv_rc_t refuse(char *err, size_t errlen, const char *fmt, ...)
 {
     if (errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
+        BUF_FORMAT_VA(err, errlen, fmt);
     }
     return CONV_REFUSED;
 }
@@ -144,11 +141,7 @@ static json_object *implied_record(json_object *obj)
         jsonx_put(s, "persistence", jsonx_new_str(IMPLIED_PERSISTENCE, &oom), &oom);
         jsonx_put(r, "spec", s, &oom);
     }
-    if (oom) {
-        json_object_put(r);
-        return NULL;
-    }
-    return r;
+    return jsonx_done(r, oom);
 }
 
 /* Check the object's envelope: an object of kind RedisCluster in one of the two versions,
@@ -434,10 +427,7 @@ static void fail(review_t *r, int bad, const char *fmt, ...) __attribute__((form
 static void fail(review_t *r, int bad, const char *fmt, ...)
 {
     char tmp[CONVERSION_MESSAGE_CAP], cut[CONVERSION_MESSAGE_CAP];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
+    BUF_FORMAT_VA(tmp, sizeof(tmp), fmt);
     review_copy_cut(cut, sizeof(cut) - 1, tmp); /* the cap, at a character boundary */
     r->bad = bad;
     r->failed = 1;

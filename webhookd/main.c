@@ -50,8 +50,7 @@ typedef struct {
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd;
-    (void)what;
+    (void)fd, (void)what;
     app_t *a = arg;
     webhook_server_check_certs(a->server);
     daemon_publish_metrics(a->runtime_dir, a->name);

@@ -167,11 +167,7 @@ static void resume_accepting(webhook_server_t *s);
 /* OpenSSL calls this for every SSL it frees, ptr being our conn_t or NULL. */
 static void conn_free_cb(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
 {
-    (void)parent;
-    (void)ad;
-    (void)idx;
-    (void)argl;
-    (void)argp;
+    (void)parent, (void)ad, (void)idx, (void)argl, (void)argp;
     conn_t *c = ptr;
     if (!c)
         return;
@@ -198,8 +194,7 @@ static void conn_index_init(void)
  * here: libevent closes it in the same step that frees the SSL. */
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd;
-    (void)what;
+    (void)fd, (void)what;
     conn_t *c = arg;
     int sock = SSL_get_fd(c->ssl);
     if (!c->s || sock < 0)

@@ -21,7 +21,8 @@
 
 /* Fill in for the cluster name (the layout: shards x (1 + replicas) pods, widened by the
  * shard StatefulSets and pods still there when the spec shrank: cluster_topo.h LAYOUT,
- * sts_replicas from each StatefulSet's spec.replicas; bootstrapped as its status records it) from pods (an array, may be NULL), observation (may be NULL) and the shard
+ * sts_replicas from each StatefulSet's spec.replicas; bootstrapped as its status records
+ * it) from pods (an array, may be NULL), observation (may be NULL) and the shard
  * StatefulSets sts[0..nsts) (any order; matched by name). Each observed pod's parsed view
  * goes to views[i] (CTOPO_MAX_PODS entries; the caller frees them with cn_view_destroy;
  * in->pod[i].view borrows it). Returns 0, or -1 when the layout is out of range or out of

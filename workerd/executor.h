@@ -144,9 +144,9 @@ exec_result_t exec_plan(const exec_ctx_t *x, const json_object *rc, const plan_t
  * counted in rest_client_request_retries_total. The fence is asked before every stage
  * and before every attempt of every request, retries included; a refusal ends the run
  * EXEC_FENCED at that request. The first failure in plan order ends the run (the
- * stage's other writes are done all the same), reported like exec_plan's. A stage that is not a request (a Redis command, the
- * cleanup hook) runs alone, blocking the loop for its length (a Redis command:
- * REDISEXEC_TIMEOUT_NS per step at most). The auth record (PLAN_AUTH_RECORD) is a request
+ * stage's other writes are done all the same), reported like exec_plan's. A stage that is
+ * not a request (a Redis command, the cleanup hook) runs alone, blocking the loop for its
+ * length (a Redis command: REDISEXEC_TIMEOUT_NS per step at most). The auth record (PLAN_AUTH_RECORD) is a request
  * like the others, its body given the password here.
  *
  * exec_plan runs this same machine on a loop of its own to its end. */

@@ -342,9 +342,7 @@ int main(int argc, char **argv)
                                  "kube-api-qps,kube-api-burst,runtime-dir");
     if (early >= 0)
         return early;
-    kube_client_opts_t co;
-    kube_client_opts_init(&co);
-    co.user_agent = "workerd/" RDC_VERSION;
+    kube_client_opts_t co = daemon_client_opts("workerd/" RDC_VERSION);
     co.max_retries = 3;
     if (daemon_kube_connect(&c, &co, &cfg, &client))
         return 1;

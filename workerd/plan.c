@@ -148,11 +148,7 @@ static json_object *finalizer_patch(const json_object *meta, int add, int *oom)
         jsonx_put(m, "resourceVersion", jsonx_new_str(rv, oom), oom);
     json_object *patch = jsonx_new_obj(oom);
     jsonx_put(patch, "metadata", m, oom);
-    if (*oom) {
-        json_object_put(patch);
-        return NULL;
-    }
-    return patch;
+    return jsonx_done(patch, *oom);
 }
 
 /* Decision 2: deletion. */

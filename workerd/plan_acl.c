@@ -27,11 +27,13 @@ static int digests(const plan_ctx_t *c, const plan_acl_t *a, buf_t *text, char f
 {
     buf_t b;
     buf_init(&b, 0);
-    int rc = render_acl_file(c->spec, text) || buf_printf(&b, "%s\n%s\n%s", buf_str(text), a->users_fp, a->default_fp) ||
+    int rc = render_acl_file(c->spec, text) ||
+             buf_printf(&b, "%s\n%s\n%s", buf_str(text), a->users_fp, a->default_fp) ||
              render_sha256_hex(b.data, b.len, file_hex);
     const char *users = rc ? NULL : strchr(buf_str(text), '\n'); /* past the default user's line */
     buf_reset(&b);
-    rc = rc || buf_printf(&b, "%s\n%s", users ? users + 1 : "", a->users_fp) || render_sha256_hex(b.data, b.len, users_hex);
+    rc = rc || buf_printf(&b, "%s\n%s", users ? users + 1 : "", a->users_fp) ||
+         render_sha256_hex(b.data, b.len, users_hex);
     buf_free(&b);
     return rc ? -1 : 0;
 }
@@ -135,19 +137,10 @@ static int setuser(const plan_ctx_t *c, const runtimecfg_pod_t *x, const rdc_acl
 /* The record on pod x: both annotations. Returns the action's index, or -1. */
 static int record(const plan_ctx_t *c, const runtimecfg_pod_t *x, const char *users)
 {
-    int *oom = plan_oom(c->plan);
+    const char *const kv[] = {PLAN_ACL_ANNOTATION, x->record, PLAN_ACL_USERS_ANNOTATION, users};
     char why[600];
-    json_object *body = jsonx_new_obj(oom), *meta = jsonx_new_obj(oom), *ann = jsonx_new_obj(oom);
-    jsonx_put(ann, PLAN_ACL_ANNOTATION, jsonx_new_str(x->record, oom), oom);
-    jsonx_put(ann, PLAN_ACL_USERS_ANNOTATION, jsonx_new_str(users, oom), oom);
-    jsonx_put(meta, "annotations", ann, oom);
-    jsonx_put(body, "metadata", meta, oom);
-    if (*oom) {
-        json_object_put(body);
-        return -1;
-    }
     snprintf(why, sizeof(why), "pod %s/%s: record the ACL users applied", c->ns, x->pod);
-    return plan_add_action(c->plan, PLAN_ANNOTATE_POD, "v1", "pods", c->ns, x->pod, body, why);
+    return plan_add_pod_annotations(c->plan, c->ns, x->pod, kv, 2, why);
 }
 
 /* The users on pod x: each SETUSER, DELUSER of the stale ones, the record. Returns the

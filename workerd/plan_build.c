@@ -163,11 +163,7 @@ json_object *plan_delete_options(const char *uid, const char *rv, int *oom)
     if (rv)
         jsonx_put(pre, "resourceVersion", jsonx_new_str(rv, oom), oom);
     jsonx_put(opts, "preconditions", pre, oom);
-    if (*oom) {
-        json_object_put(opts);
-        return NULL;
-    }
-    return opts;
+    return jsonx_done(opts, *oom);
 }
 
 int plan_add_redis_action(plan_t *p, const char *ns, const char *pod, const char *ip, int argc,
@@ -227,6 +223,22 @@ int plan_add_pod_delete(plan_t *p, const char *ns, const char *pod, const char *
         return -1;
     }
     return plan_add_action(p, PLAN_DELETE, "v1", "pods", ns, pod, body, why);
+}
+
+int plan_add_pod_annotations(plan_t *p, const char *ns, const char *pod, const char *const *kv, size_t n,
+                             const char *why)
+{
+    int *oom = plan_oom(p);
+    json_object *body = jsonx_new_obj(oom), *meta = jsonx_new_obj(oom), *ann = jsonx_new_obj(oom);
+    for (size_t i = 0; i < n; i++)
+        jsonx_put(ann, kv[2 * i], jsonx_new_str(kv[2 * i + 1], oom), oom);
+    jsonx_put(meta, "annotations", ann, oom);
+    jsonx_put(body, "metadata", meta, oom);
+    if (*oom) {
+        json_object_put(body);
+        return -1;
+    }
+    return plan_add_action(p, PLAN_ANNOTATE_POD, "v1", "pods", ns, pod, body, why);
 }
 
 void plan_set_not_after(plan_t *p, int i, int64_t wall_ns)
@@ -464,9 +476,5 @@ json_object *plan_to_json(const plan_t *plan)
         put_opt(root, "status", NULL, &oom);
     jsonx_put(root, "requeueAfterNs", jsonx_new_int(plan->requeue_after_ns, &oom), &oom);
     put_opt(root, "error", plan->error, &oom);
-    if (oom) {
-        json_object_put(root);
-        return NULL;
-    }
-    return root;
+    return jsonx_done(root, oom);
 }

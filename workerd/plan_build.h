@@ -80,6 +80,12 @@ const char *plan_action_verb(plan_action_kind_t kind);
  * the same name is not deleted). Returns its index, or -1 when out of memory. */
 int plan_add_pod_delete(plan_t *p, const char *ns, const char *pod, const char *uid, const char *why);
 
+/* Add a PLAN_ANNOTATE_POD of pod: a merge patch setting its annotations kv[0]=kv[1],
+ * kv[2]=kv[3], ... (n pairs, the values copied). Returns its index, or -1 when out of
+ * memory. */
+int plan_add_pod_annotations(plan_t *p, const char *ns, const char *pod, const char *const *kv, size_t n,
+                             const char *why);
+
 /* How many more actions the plan holds. */
 size_t plan_room(const plan_t *p);
 

@@ -610,9 +610,11 @@ static int plan_shard_drop(const plan_ctx_t *c, int k)
     static const struct {
         const char *gv, *resource, *kind;
         int sts;
-    } kinds[] = {{"apps/v1", "statefulsets", "StatefulSet", 1}, {"policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", 0}};
+    } kinds[] = {{"apps/v1", "statefulsets", "StatefulSet", 1},
+                 {"policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", 0}};
     for (size_t x = 0; x < sizeof(kinds) / sizeof(kinds[0]); x++) {
-        const json_object *o = plan_shard_object(c, m ? (kinds[x].sts ? m->shard_statefulsets : m->shard_budgets) : NULL, k);
+        const json_object *list = m ? (kinds[x].sts ? m->shard_statefulsets : m->shard_budgets) : NULL;
+        const json_object *o = plan_shard_object(c, list, k);
         const char *ok = NULL, *on = NULL;
         if (!o || controller_of(c, o, &ok, &on) != CTL_OURS)
             continue;

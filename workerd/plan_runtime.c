@@ -2,7 +2,6 @@
  * (RUNTIME CONFIG). */
 #include "plan_runtime.h"
 
-#include "jsonx.h"
 #include "plan_build.h"
 #include "runtimecfg.h"
 
@@ -13,18 +12,10 @@
  * index, or -1 when out of memory. */
 static int plan_annotate(const plan_ctx_t *c, const runtimecfg_pod_t *x)
 {
-    int *oom = plan_oom(c->plan);
+    const char *const kv[] = {RUNTIMECFG_ANNOTATION, x->record};
     char why[600];
-    json_object *body = jsonx_new_obj(oom), *meta = jsonx_new_obj(oom), *ann = jsonx_new_obj(oom);
-    jsonx_put(ann, RUNTIMECFG_ANNOTATION, jsonx_new_str(x->record, oom), oom);
-    jsonx_put(meta, "annotations", ann, oom);
-    jsonx_put(body, "metadata", meta, oom);
-    if (*oom) {
-        json_object_put(body);
-        return -1;
-    }
     snprintf(why, sizeof(why), "pod %s/%s: record the runtime config applied", c->ns, x->pod);
-    return plan_add_action(c->plan, PLAN_ANNOTATE_POD, "v1", "pods", c->ns, x->pod, body, why);
+    return plan_add_pod_annotations(c->plan, c->ns, x->pod, kv, 1, why);
 }
 
 int plan_runtime_config(const plan_ctx_t *c)

@@ -2,6 +2,7 @@
  * STATUS WRITE POLICY). */
 #include "plan_status.h"
 
+#include "buf.h"
 #include "clock.h"
 #include "jsonx.h"
 #include "plan_observe.h"
@@ -22,10 +23,7 @@ void plan_cond_set(plan_cond_t *k, const char *type, int status, const char *rea
     k->type = type;
     k->status = status ? "True" : "False";
     k->reason = reason;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(k->message, sizeof(k->message), fmt, ap);
-    va_end(ap);
+    BUF_FORMAT_VA(k->message, sizeof(k->message), fmt);
 }
 
 json_object *plan_cond_json(const plan_ctx_t *c, const plan_cond_t *k, const json_object *ostatus, int *oom)
@@ -300,11 +298,7 @@ static json_object *status_body(const plan_ctx_t *c, int cas, const json_object 
     if (json_object_deep_copy((json_object *)st, &copy, NULL))
         *oom = 1;
     jsonx_put(body, "status", copy, oom);
-    if (*oom) {
-        json_object_put(body);
-        return NULL;
-    }
-    return body;
+    return jsonx_done(body, *oom);
 }
 
 /* COMMAND RECORD (plan.h): the status write that goes before the labels and Redis

@@ -2,6 +2,7 @@
  * (TLS). */
 #include "plan_tls.h"
 
+#include "buf.h"
 #include "jsonx.h"
 #include "plan_build.h"
 #include "plan_observe.h"
@@ -34,10 +35,7 @@ static void broken(const plan_ctx_t *c, plan_tls_found_t *out, const char *reaso
 static void broken(const plan_ctx_t *c, plan_tls_found_t *out, const char *reason, const char *fmt, ...)
 {
     char msg[PLAN_MESSAGE_CAP];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
+    BUF_FORMAT_VA(msg, sizeof(msg), fmt);
     out->has = 1;
     plan_cond_set(&out->cond, "TLSReady", 0, reason, "%s", msg);
     plan_degrade(c, reason, "%s", msg);

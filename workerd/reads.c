@@ -80,8 +80,7 @@ static void set_end(reads_t *r)
 
 static int on_end_timer(loop_t *loop, int id, void *arg)
 {
-    (void)loop;
-    (void)id;
+    (void)loop, (void)id;
     reads_t *r = arg;
     r->timer = 0;
     set_end(r);

@@ -150,7 +150,8 @@ static void maybe_update_before_finalizer(const json_object *rcobj, const plan_t
     char *q = strchr(path, '?');
     if (q)
         *q = '\0';
-    json_object *patch = json_tokener_parse("{\"metadata\":{\"annotations\":{\"cache.example.com/test-bumped\":\"1\"}}}");
+    json_object *patch =
+        json_tokener_parse("{\"metadata\":{\"annotations\":{\"cache.example.com/test-bumped\":\"1\"}}}");
     kube_error_t err = {0};
     int rc = kube_client_patch(client, path, KUBE_PATCH_MERGE, patch, NULL, NULL, &err);
     rlog_info("test-fault: a concurrent update before the finalizer PATCH", "path", path, "result",

@@ -40,11 +40,17 @@ reconcile_transition_t rcsm_step(reconcile_state_t state, reconcile_event_t even
     return t.next == RS_IDLE ? keep : t;
 }
 
+/* names[i] of a table of n names, or "unknown" out of range (a corrupt value logged). */
+static const char *name_in(const char *const *names, unsigned n, unsigned i)
+{
+    return i < n ? names[i] : "unknown";
+}
+
 const char *rcsm_state_name(reconcile_state_t state)
 {
     static const char *const names[RS_NSTATES] = {"idle",       "read",   "plan",   "read-more", "run",
                                                   "take-back",  "read-fresh", "report", "finish", "done"};
-    return (unsigned)state < RS_NSTATES ? names[state] : "unknown";
+    return name_in(names, RS_NSTATES, (unsigned)state);
 }
 
 const char *rcsm_event_name(reconcile_event_t event)
@@ -53,7 +59,7 @@ const char *rcsm_event_name(reconcile_event_t event)
         "start",      "read-ok",    "read-failed", "explain",    "planned",    "need-more",
         "settled",    "run-ok",     "run-exists",  "run-refused", "run-failed", "run-report",
         "taken-back", "reported",   "deadline",    "deliver",    "cancel"};
-    return (unsigned)event < REV_NEVENTS ? names[event] : "unknown";
+    return name_in(names, REV_NEVENTS, (unsigned)event);
 }
 
 const char *rcsm_action_name(reconcile_action_t action)
@@ -62,5 +68,5 @@ const char *rcsm_action_name(reconcile_action_t action)
         "none",        "read-first",  "plan",     "read-more",    "read-explain", "run",
         "replan",      "take-back",   "recreate", "read-fresh",   "report",       "finish-ok",
         "finish-failed", "finish-taken-back", "read-failed", "expire", "deliver", "free", "ignore"};
-    return (unsigned)action < RA_NACTIONS ? names[action] : "unknown";
+    return name_in(names, RA_NACTIONS, (unsigned)action);
 }

@@ -346,11 +346,7 @@ static json_object *observe_cluster(redis_sync_t *s, const char *addr, int64_t t
     cn_view_destroy(&v);
     free(text);
     free(norm);
-    if (oom) {
-        json_object_put(o);
-        return NULL;
-    }
-    return o;
+    return jsonx_done(o, oom);
 }
 
 /* The keys of every database in INFO keyspace text ("dbN:keys=K,..." lines), 0 for none. */
@@ -461,11 +457,7 @@ json_object *redisexec_observe_with(const json_object *pods, const redisexec_cli
     }
     free(x);
     jsonx_put(res, "nodes", arr, &oom);
-    if (oom) {
-        json_object_put(res);
-        return NULL;
-    }
-    return res;
+    return jsonx_done(res, oom);
 }
 
 json_object *redisexec_observe(const json_object *pods, const char *password, int port, int64_t timeout_ns,

@@ -363,16 +363,6 @@ static json_object *child_object(const render_input_t *in, const char *name, con
     return o;
 }
 
-/* Hand back o, or free it and return NULL when any allocation failed while building it. */
-static json_object *finish(json_object *o, int oom)
-{
-    if (oom) {
-        json_object_put(o);
-        return NULL;
-    }
-    return o;
-}
-
 json_object *render_configmap(const render_input_t *in, const char *redis_conf)
 {
     int oom = 0;
@@ -380,7 +370,7 @@ json_object *render_configmap(const render_input_t *in, const char *redis_conf)
     json_object *data = jsonx_new_obj(&oom);
     jsonx_put(data, RENDER_CONFIG_KEY, jsonx_new_str(redis_conf, &oom), &oom);
     jsonx_put(cm, "data", data, &oom);
-    return finish(cm, oom);
+    return jsonx_done(cm, oom);
 }
 
 /* A Service named name that sends the Redis port to the pods of selector (taken):
@@ -420,7 +410,7 @@ json_object *render_service(const render_input_t *in)
     int oom = 0;
     json_object *svc = service(in, in->name, 1, labels(in, 0, &oom), &oom);
     extra_metadata((json_object *)jsonx_get(svc, "metadata"), in->spec->pod.service_metadata, &oom);
-    return finish(svc, oom);
+    return jsonx_done(svc, oom);
 }
 
 void render_role_service_name(const char *name, const char *role, char *out, size_t outlen)
@@ -435,7 +425,7 @@ json_object *render_role_service(const render_input_t *in, const char *role)
     render_role_service_name(in->name, role, name, sizeof(name));
     json_object *sel = labels(in, 0, &oom);
     jsonx_put(sel, RENDER_LABEL_ROLE, jsonx_new_str(role, &oom), &oom);
-    return finish(service(in, name, 0, sel, &oom), oom);
+    return jsonx_done(service(in, name, 0, sel, &oom), oom);
 }
 
 json_object *render_auth_record(const render_input_t *in, const char *password_token)
@@ -448,7 +438,7 @@ json_object *render_auth_record(const render_input_t *in, const char *password_t
     json_object *data = jsonx_new_obj(&oom);
     jsonx_put(data, RENDER_AUTH_DEFAULT_KEY, jsonx_new_str(password_token, &oom), &oom);
     jsonx_put(s, "stringData", data, &oom);
-    return finish(s, oom);
+    return jsonx_done(s, oom);
 }
 
 int render_acl_hash_token(const char *user, char *out, size_t len)
@@ -490,7 +480,7 @@ json_object *render_acl_secret(const render_input_t *in, const char *file, const
     json_object *data = jsonx_new_obj(&oom);
     jsonx_put(data, RENDER_ACL_KEY, jsonx_new_str(file, &oom), &oom);
     jsonx_put(s, "stringData", data, &oom);
-    return finish(s, oom);
+    return jsonx_done(s, oom);
 }
 
 /* An env var taken from the auth Secret. */
@@ -868,7 +858,7 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
         jsonx_put(spec, "persistentVolumeClaimRetentionPolicy", policy, &oom);
     }
     jsonx_put(sts, "spec", spec, &oom);
-    return finish(sts, oom);
+    return jsonx_done(sts, oom);
 }
 
 json_object *render_pdb(const render_input_t *in)
@@ -885,7 +875,7 @@ json_object *render_pdb(const render_input_t *in)
               percent ? jsonx_new_str(percent, &oom) : jsonx_new_int(in->spec->pdb.max_unavailable, &oom), &oom);
     jsonx_put(spec, "selector", selector, &oom);
     jsonx_put(pdb, "spec", spec, &oom);
-    return finish(pdb, oom);
+    return jsonx_done(pdb, oom);
 }
 
 /* ---- Quantities ---------------------------------------------------------------------- */

@@ -225,8 +225,8 @@ static char *user_hash(secretset_t *s, const rdc_acl_user_t *u)
         snprintf(s->acl.missing, sizeof(s->acl.missing), "user %s: Secret %s/%s was not read", u->name, s->ns,
                  u->secret);
     else if (r->error[0])
-        snprintf(s->acl.missing, sizeof(s->acl.missing), "user %.64s: cannot read Secret %.100s/%.100s: %.200s", u->name, s->ns,
-                 u->secret, r->error);
+        snprintf(s->acl.missing, sizeof(s->acl.missing), "user %.64s: cannot read Secret %.100s/%.100s: %.200s",
+                 u->name, s->ns, u->secret, r->error);
     else if (!r->obj)
         snprintf(s->acl.missing, sizeof(s->acl.missing), "user %s: Secret %s/%s not found", u->name, s->ns,
                  u->secret);
@@ -249,7 +249,8 @@ static int finish_acl(secretset_t *s, const char *password)
         return 0;
     }
     if (file && file->error[0]) {
-        snprintf(s->acl.missing, sizeof(s->acl.missing), "cannot read Secret %.100s/%.120s: %.250s", s->ns, acl, file->error);
+        snprintf(s->acl.missing, sizeof(s->acl.missing), "cannot read Secret %.100s/%.120s: %.250s", s->ns, acl,
+                 file->error);
         return 0;
     }
     buf_t users, dflt;

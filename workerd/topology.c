@@ -9,6 +9,7 @@
  * decides. */
 #include "topology.h"
 
+#include "buf.h"
 #include "jsonx.h"
 
 #include <stdarg.h>
@@ -508,10 +509,7 @@ static void delete_member(const member_t *x, topo_t *out, const char *fmt, ...)
     const char *uid = JSONX_STR_AT(x->pod, "metadata", "uid");
     snprintf(out->delete_pod, sizeof(out->delete_pod), "%s", x->name);
     snprintf(out->delete_uid, sizeof(out->delete_uid), "%s", uid ? uid : "");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out->delete_why, sizeof(out->delete_why), fmt, ap);
-    va_end(ap);
+    BUF_FORMAT_VA(out->delete_why, sizeof(out->delete_why), fmt);
 }
 
 /* SWITCHOVER (4): nothing of the set answers. The rollout goes as the StatefulSet's
@@ -629,8 +627,7 @@ static int always(const roll_t *r)
 /* ... and what it does. */
 static void do_nothing(const roll_t *r, topo_t *out)
 {
-    (void)r;
-    (void)out;
+    (void)r, (void)out;
 }
 
 /* A replica of an old revision that is not Ready serves nothing, and waiting for it

@@ -334,8 +334,7 @@ static void worker_abandon_all(worker_t *w)
 
 static int on_reconnect(loop_t *loop, int id, void *arg)
 {
-    (void)loop;
-    (void)id;
+    (void)loop, (void)id;
     worker_t *w = arg;
     if (worker_connect(w))
         worker_disconnect(w, 0);
@@ -389,10 +388,7 @@ static int on_heartbeat(loop_t *loop, int id, void *arg)
  * heartbeats. */
 static int on_dealer(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
-    (void)loop;
-    (void)socket;
-    (void)fd;
-    (void)revents;
+    (void)loop, (void)socket, (void)fd, (void)revents;
     worker_t *w = arg;
     rmsg_t *m;
     while (w->dealer &&
@@ -416,10 +412,7 @@ static int on_dealer(loop_t *loop, void *socket, int fd, int revents, void *arg)
 
 static int on_leader(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
-    (void)loop;
-    (void)socket;
-    (void)fd;
-    (void)revents;
+    (void)loop, (void)socket, (void)fd, (void)revents;
     drain_leader(arg);
     return 0;
 }
@@ -428,8 +421,7 @@ static int on_leader(loop_t *loop, void *socket, int fd, int revents, void *arg)
  * hand back any that arrives meanwhile, then stop. */
 static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
 {
-    (void)socket;
-    (void)revents;
+    (void)socket, (void)revents;
     worker_t *w = arg;
     if (daemon_stop_requested(fd)) {
         w->stopping = 1;

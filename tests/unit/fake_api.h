@@ -160,6 +160,18 @@ static inline void fake_api_stop(fake_api_t *f)
     f->d = NULL;
 }
 
+/* The options of a client of the fake server: no client-side rate limit (qps 0) and
+ * max_retries retries, the first 1 ms after the failure (a test never waits on backoff). */
+static inline kube_client_opts_t fake_api_opts(int max_retries)
+{
+    kube_client_opts_t o;
+    kube_client_opts_init(&o);
+    o.qps = 0;
+    o.max_retries = max_retries;
+    o.retry_base_ms = 1;
+    return o;
+}
+
 /* Load a kubeconfig whose one context points at f (http, token "t") into *cfg and create
  * *client from it with the options o (NULL: the defaults without the client-side rate
  * limit, qps 0). Failing either fails the test (CU_ASSERT_*_FATAL). The caller destroys

@@ -1,17 +1,26 @@
 /* json_at: JSON in a test. parse(text) parses a document the test wrote (a test error,
- * fatal, naming the text, when it is not JSON; the caller puts the object), and these read
+ * fatal, naming the text, when it is not JSON; the caller puts the object), parsef(fmt, ...)
+ * the same of a text printf formats (16 KiB at most: a longer one is a test error), and these read
  * one by a space-separated path ("spec template spec containers 0 image"; numeric steps
  * index arrays):
  *
  *     at(o, path)       the value there, or NULL when any step is missing
  *     str_at(o, path)   its string, or NULL when it is missing or not a string
  *     int_at(o, path)   its integer, or -999 when it is missing or not an integer
+ *
+ * ASSERT_STRS_AT(o, {path, want}, ...) asserts a list of them at once: str_at(o, path) is
+ * want for each row (NULL: missing or not a string), one CUnit assertion a row, a failure
+ * reported at the caller's line with the path, the string wanted and the one found;
+ *
+ * and a test's objects are put at its end, an array of n with put_all(o, n), a list with
+ * PUT_EACH(a, b, c) (NULLs are ignored, as json_object_put does).
  */
 #ifndef RDC_TEST_JSON_AT_H
 #define RDC_TEST_JSON_AT_H
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -24,6 +33,17 @@ static inline json_object *parse(const char *text)
         fprintf(stderr, "\n  test JSON does not parse: %s\n", text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
     return o;
+}
+
+__attribute__((format(printf, 1, 2))) static inline json_object *parsef(const char *fmt, ...)
+{
+    char text[16384];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    CU_ASSERT_FATAL(n >= 0 && (size_t)n < sizeof(text));
+    return parse(text);
 }
 
 static inline json_object *at(const json_object *o, const char *path)
@@ -65,5 +85,35 @@ static inline int64_t int_at(const json_object *o, const char *path)
     json_object *v = at(o, path);
     return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -999;
 }
+
+typedef struct {
+    const char *path, *want;
+} str_at_row_t;
+
+static inline void assert_strs_at(const json_object *o, const str_at_row_t *rows, size_t n, const char *file,
+                                  unsigned line)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *have = str_at(o, rows[i].path), *want = rows[i].want;
+        char what[768];
+        snprintf(what, sizeof(what), "str_at(\"%s\") is %s%s%s (have %s%s%s)", rows[i].path, want ? "\"" : "",
+                 want ? want : "NULL", want ? "\"" : "", have ? "\"" : "", have ? have : "NULL", have ? "\"" : "");
+        int same = have && want ? !strcmp(have, want) : have == want;
+        CU_assertImplementation(same ? CU_TRUE : CU_FALSE, line, what, file, "", CU_FALSE);
+    }
+}
+
+#define ASSERT_STRS_AT(o, ...)                                                                                     \
+    assert_strs_at((o), (const str_at_row_t[]){__VA_ARGS__},                                                       \
+                   sizeof((const str_at_row_t[]){__VA_ARGS__}) / sizeof(str_at_row_t), __FILE__, __LINE__)
+
+static inline void put_all(json_object *const *o, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        json_object_put(o[i]);
+}
+
+#define PUT_EACH(...)                                                                                              \
+    put_all((json_object *const[]){__VA_ARGS__}, sizeof((json_object *const[]){__VA_ARGS__}) / sizeof(json_object *))
 
 #endif

@@ -12,6 +12,7 @@
 #include "metrics.h"
 #include "plan.h"
 #include "rdc_spec.h"
+#include "text_case.h"
 #include "tls_client.h"
 #include "webhook_fixture.h"
 #include "webhook_server.h"
@@ -236,9 +237,7 @@ static void test_valid_create_is_allowed(void)
     }
 }
 
-static const struct {
-    const char *spec, *expect;
-} invalid_cases[] = {
+static const text_case_t invalid_cases[] = {
     {"{\"size\":0,\"image\":\"redis\"}", "spec.size: Invalid value: 0: must be between 1 and 10"},
     {"{\"size\":11,\"image\":\"redis\"}", "spec.size: Invalid value: 11: must be between 1 and 10"},
     {"{\"size\":-3,\"image\":\"redis\"}", "spec.size: Invalid value: -3: must be between 1 and 10"},
@@ -298,17 +297,17 @@ static const struct {
 static void test_invalid_fields_named_in_message(void)
 {
     for (size_t i = 0; i < sizeof(invalid_cases) / sizeof(invalid_cases[0]); i++) {
-        answer_t a = validate_create("cache", invalid_cases[i].spec);
+        answer_t a = validate_create("cache", invalid_cases[i].in);
         CU_ASSERT_EQUAL(a.rc, 0);
         CU_ASSERT_FALSE(allowed(&a));
         CU_ASSERT_EQUAL(status_code(&a), 422);
         CU_ASSERT_STRING_EQUAL(jsonx_str(jsonx_get(a.response, "status"), "reason"), "Invalid");
         CU_ASSERT_STRING_EQUAL(jsonx_str(jsonx_get(a.response, "status"), "status"), "Failure");
         CU_ASSERT(contains(message(&a), "RedisCluster.cache.example.com \"cache\" is invalid: "));
-        CU_ASSERT(contains(message(&a), invalid_cases[i].expect));
-        if (!contains(message(&a), invalid_cases[i].expect))
+        CU_ASSERT(contains(message(&a), invalid_cases[i].want));
+        if (!contains(message(&a), invalid_cases[i].want))
             fprintf(stderr, "\nspec %s:\n  want %s\n  have %s\n",
-                    invalid_cases[i].spec ? invalid_cases[i].spec : "(none)", invalid_cases[i].expect, message(&a));
+                    invalid_cases[i].in ? invalid_cases[i].in : "(none)", invalid_cases[i].want, message(&a));
         CU_ASSERT_FALSE(a.o.allowed);
         CU_ASSERT_EQUAL(a.o.code, 422);
         CU_ASSERT(contains(a.o.message, "is invalid"));
@@ -907,7 +906,7 @@ static void test_agrees_with_plan(void)
     size_t n_invalid = sizeof(invalid_cases) / sizeof(invalid_cases[0]);
     size_t n = n_invalid + sizeof(extra) / sizeof(extra[0]);
     for (size_t i = 0; i < n; i++) {
-        const char *spec = i < n_invalid ? invalid_cases[i].spec : extra[i - n_invalid];
+        const char *spec = i < n_invalid ? invalid_cases[i].in : extra[i - n_invalid];
         answer_t a = validate_create("cache", spec);
         buf_t b;
         buf_init(&b, 0);

@@ -83,6 +83,17 @@ static char *ask(int i, const char *cmd)
     return s;
 }
 
+/* How many nodes node i knows (the lines of its CLUSTER NODES). */
+static int nodes_known(int i)
+{
+    char *nodes = ask(i, "CLUSTER NODES");
+    int lines = 0;
+    for (const char *p = nodes; *p; p++)
+        lines += *p == '\n';
+    free(nodes);
+    return lines;
+}
+
 /* What observerd would report of node i into p (its view into *view). */
 static void observe(int i, ctopo_pod_t *p, cn_view_t **view)
 {
@@ -350,12 +361,7 @@ static void test_master_lost_config(void)
     CU_ASSERT_EQUAL(out.shard[2].master, m ^ 1);
     CU_ASSERT_TRUE(redis_cli_check(1));
     CU_ASSERT_EQUAL(keys_back(300, "lost:"), 300);
-    char *nodes = ask(0, "CLUSTER NODES");
-    int lines = 0;
-    for (const char *p = nodes; *p; p++)
-        lines += *p == '\n';
-    CU_ASSERT_EQUAL(lines, NODES); /* the old id is gone */
-    free(nodes);
+    CU_ASSERT_EQUAL(nodes_known(0), NODES); /* the old id is gone */
 }
 
 /* How many slots "0-5460,10923" covers. */
@@ -490,12 +496,7 @@ static void test_reshard(void)
     CU_ASSERT_TRUE(converge(&run, 60, &out));
     CU_ASSERT_TRUE(redis_cli_check(0));
     CU_ASSERT_EQUAL(keys_back(2000, "rs:"), 2000);
-    char *nodes = ask(0, "CLUSTER NODES");
-    int lines = 0;
-    for (const char *p = nodes; *p; p++)
-        lines += *p == '\n';
-    CU_ASSERT_EQUAL(lines, NODES); /* the fourth shard's nodes forgotten */
-    free(nodes);
+    CU_ASSERT_EQUAL(nodes_known(0), NODES); /* the fourth shard's nodes forgotten */
 }
 
 static const cu_entry_t tests[] = {

@@ -46,15 +46,12 @@ static void test_shard_statefulset(void)
     render_input_t in = cluster_input(2);
     json_object *sts = render_statefulset(&in, "hash");
     CU_ASSERT_PTR_NOT_NULL_FATAL(sts);
-    CU_ASSERT_STRING_EQUAL(str(sts, "metadata name"), "cache-shard2");
-    CU_ASSERT_STRING_EQUAL(str(sts, "metadata labels cache.example.com/shard"), "2");
     CU_ASSERT_EQUAL(int_at(sts, "spec replicas"), 2);
-    CU_ASSERT_STRING_EQUAL(str(sts, "spec serviceName"), "cache");
-    CU_ASSERT_STRING_EQUAL(str(sts, "spec podManagementPolicy"), "Parallel");
-    CU_ASSERT_STRING_EQUAL(str(sts, "spec updateStrategy type"), "OnDelete");
-    CU_ASSERT_STRING_EQUAL(str(sts, "spec selector matchLabels cache.example.com/shard"), "2");
-    CU_ASSERT_STRING_EQUAL(str(sts, "spec selector matchLabels app.kubernetes.io/instance"), "cache");
-    CU_ASSERT_STRING_EQUAL(str(sts, "spec template metadata labels cache.example.com/shard"), "2");
+    ASSERT_STRS_AT(sts, {"metadata name", "cache-shard2"}, {"metadata labels cache.example.com/shard", "2"},
+                   {"spec serviceName", "cache"}, {"spec podManagementPolicy", "Parallel"},
+                   {"spec updateStrategy type", "OnDelete"}, {"spec selector matchLabels cache.example.com/shard", "2"},
+                   {"spec selector matchLabels app.kubernetes.io/instance", "cache"},
+                   {"spec template metadata labels cache.example.com/shard", "2"});
     /* the ConfigMap of the whole cluster */
     json_object *vols = at(sts, "spec template spec volumes");
     CU_ASSERT_STRING_EQUAL(str(json_object_array_get_idx(vols, 0), "configMap name"), "cache");

@@ -15,6 +15,7 @@
 #include "clusternodes.h"
 #include "cu_table.h"
 #include "json_at.h"
+#include "text_case.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -81,9 +82,7 @@ static void test_parse_nodes(void)
 
 static void test_parse_refuses(void)
 {
-    static const struct {
-        const char *text, *says;
-    } rows[] = {
+    static const text_case_t rows[] = {
         {"abc 1.2.3.4:1@2 master - 0 0 1 connected", "line 1: node id \"abc\""},
         {ID_A " 1.2.3.4 master - 0 0 1 connected", "address"},
         {ID_A " 1.2.3.4:1@2 master xyz 0 0 1 connected", "master \"xyz\""},
@@ -97,11 +96,11 @@ static void test_parse_refuses(void)
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         cn_view_t *v = (cn_view_t *)1;
         char err[256] = "";
-        CU_ASSERT_EQUAL(cn_parse(rows[i].text, strlen(rows[i].text), &v, err, sizeof(err)), -1);
+        CU_ASSERT_EQUAL(cn_parse(rows[i].in, strlen(rows[i].in), &v, err, sizeof(err)), -1);
         CU_ASSERT_PTR_NULL(v);
-        if (!strstr(err, rows[i].says))
-            fprintf(stderr, "\n  \"%s\": %s", rows[i].text, err);
-        CU_ASSERT_PTR_NOT_NULL(strstr(err, rows[i].says));
+        if (!strstr(err, rows[i].want))
+            fprintf(stderr, "\n  \"%s\": %s", rows[i].in, err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, rows[i].want));
     }
 }
 

@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "metrics_text.h"
 #include "text_assert.h"
+#include "text_case.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -674,9 +675,7 @@ static void test_review_failures(void)
 
 static void test_malformed_reviews_are_bad_requests(void)
 {
-    static const struct {
-        const char *body, *message;
-    } cases[] = {
+    static const text_case_t cases[] = {
         {"", "body: empty"},
         {"{", "not JSON: unexpected end of input"},
         {"{} {}", "body: not JSON"},
@@ -692,14 +691,14 @@ static void test_malformed_reviews_are_bad_requests(void)
          "request.objects: required, an array, have an object"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        answer_t a = ask_str(cases[i].body);
+        answer_t a = ask_str(cases[i].in);
         CU_ASSERT_EQUAL(a.rc, 1);
         CU_ASSERT_STRING_EQUAL(jsonx_str(a.result, "status"), "Failure");
         CU_ASSERT_EQUAL(json_object_get_int(jsonx_get(a.result, "code")), 400);
         CU_ASSERT_STRING_EQUAL(jsonx_str(a.result, "reason"), "BadRequest");
         const char *msg = jsonx_str(a.result, "message");
-        if (!msg || !strstr(msg, cases[i].message)) {
-            fprintf(stderr, "case %zu: have \"%s\", want a part \"%s\"\n", i, msg ? msg : "(none)", cases[i].message);
+        if (!msg || !strstr(msg, cases[i].want)) {
+            fprintf(stderr, "case %zu: have \"%s\", want a part \"%s\"\n", i, msg ? msg : "(none)", cases[i].want);
             CU_FAIL("bad request message");
         }
         CU_ASSERT(a.o.bad_request && a.o.code == 400);

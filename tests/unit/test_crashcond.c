@@ -3,6 +3,7 @@
 #include "clock.h"
 #include "crashcond.h"
 #include "cu_table.h"
+#include "json_at.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -16,15 +17,10 @@
 /* A RedisCluster at generation gen whose status carries conds (a JSON array text). */
 static json_object *rc_with(int64_t gen, const char *conds)
 {
-    char text[2048];
-    snprintf(text, sizeof(text),
-             "{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","
-             "\"metadata\":{\"name\":\"cache\",\"namespace\":\"team-a\",\"generation\":%lld},"
-             "\"spec\":{\"size\":1,\"image\":\"redis\"},\"status\":{\"phase\":\"Pending\",\"conditions\":%s}}",
-             (long long)gen, conds);
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    return o;
+    return parsef("{\"apiVersion\":\"cache.example.com/v1alpha1\",\"kind\":\"RedisCluster\","
+                  "\"metadata\":{\"name\":\"cache\",\"namespace\":\"team-a\",\"generation\":%lld},"
+                  "\"spec\":{\"size\":1,\"image\":\"redis\"},\"status\":{\"phase\":\"Pending\",\"conditions\":%s}}",
+                  (long long)gen, conds);
 }
 
 #define CRASHED_AT_12_GEN_4                                                                                        \

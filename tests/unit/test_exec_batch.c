@@ -55,7 +55,6 @@ typedef struct {
 static int on_request(void *user, struct MHD_Connection *c, const char *method, const char *url,
                       const char *body, buf_t *out)
 {
-    (void)c;
     api_t *a = user;
     pthread_mutex_lock(&a->mu);
     int i = a->n < MAX_REQS ? a->n++ : MAX_REQS - 1;
@@ -84,7 +83,8 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
         usleep((useconds_t)delay * 1000);
     if (code >= 400)
         buf_printf(out, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":%d,"
-                        "\"reason\":\"%s\",\"message\":\"no\"}", code, code == 403 ? "Forbidden" : code == 404 ? "NotFound" : "ServiceUnavailable");
+                        "\"reason\":\"%s\",\"message\":\"no\"}",
+                   code, code == 403 ? "Forbidden" : code == 404 ? "NotFound" : "ServiceUnavailable");
     else if (!strcmp(method, "GET") && a->list && strstr(url, a->list))
         buf_printf(out, "{\"metadata\":{%s},\"items\":[{\"metadata\":{\"name\":\"p%d\"}}]}",
                    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "continue") ? ""
@@ -103,15 +103,16 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     return code;
 }
 
+/* A new cluster's plan, carried out against the fake server. */
 typedef struct {
-    api_t api;
-    kube_config_t *cfg;
-    kube_client_t *client;
-    exec_ctx_t x;
     json_object *rc;
     plan_t *plan;
     size_t failed;    /* run_plan's failed action and error */
     kube_error_t err;
+    exec_ctx_t x;
+    api_t api;
+    kube_config_t *cfg;
+    kube_client_t *client;
 } env_t;
 
 static void env_open(env_t *e)
@@ -119,11 +120,7 @@ static void env_open(env_t *e)
     memset(e, 0, sizeof(*e));
     pthread_mutex_init(&e->api.mu, NULL);
     fake_api_start(&e->api.srv, on_request, &e->api);
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
-    o.max_retries = 2;
-    o.retry_base_ms = 1;
+    kube_client_opts_t o = fake_api_opts(2);
     fake_api_connect(&e->api.srv, &o, &e->cfg, &e->client);
     e->x = (exec_ctx_t){.client = e->client, .reconcile_id = "test", .instance = "test"};
     /* a new cluster: finalizer, ConfigMap, Service, StatefulSet, status */
@@ -588,8 +585,8 @@ static void test_command_record(void)
     e.plan = plan_new();
     json_object *body = json_tokener_parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\","
                                            "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\"},"
-                                           "\"status\":{\"phase\":\"Running\",\"lastRedisCommandTime\":\"" PLAN_NOW_TOKEN
-                                           "\"}}");
+                                           "\"status\":{\"phase\":\"Running\","
+                                           "\"lastRedisCommandTime\":\"" PLAN_NOW_TOKEN "\"}}");
     json_object *again = NULL;
     json_object_deep_copy(body, &again, NULL);
     plan_add_action(e.plan, PLAN_UPDATE_STATUS, "cache.example.com/v1", "redisclusters", "default", "cache", body,

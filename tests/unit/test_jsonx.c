@@ -177,6 +177,23 @@ static void test_parse_ex(void)
     CU_ASSERT_STRING_EQUAL(why, "the value is null");
 }
 
+/* A build ends with jsonx_done: the object when nothing failed, else NULL (the object
+ * freed: ASan's leak check would see it otherwise). */
+static void test_build_done(void)
+{
+    int oom = 0;
+    json_object *o = jsonx_new_obj(&oom);
+    jsonx_put(o, "a", jsonx_new_int(1, &oom), &oom);
+    json_object *done = jsonx_done(o, oom);
+    CU_ASSERT_PTR_EQUAL(done, o);
+    CU_ASSERT(jsonx_int_is(done, "a", 1));
+    json_object_put(done);
+    o = jsonx_new_obj(&oom);
+    jsonx_put(o, "a", NULL, &oom); /* a failed allocation */
+    CU_ASSERT_EQUAL(oom, 1);
+    CU_ASSERT_PTR_NULL(jsonx_done(o, oom));
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("jsonx"),
     {"str and int by key", test_str_and_int},
@@ -184,6 +201,7 @@ static const cu_entry_t tests[] = {
     {"strict parse of a whole body", test_parse_strict},
     {"the one parser: parsed, incomplete, trailing, not JSON; a kept tokener", test_parse_ex},
     {"typed readers: set strings, ints with a default, booleans, equality, types, find", test_typed_readers},
+    {"a build ends with jsonx_done: the object, or NULL when an allocation failed", test_build_done},
 };
 
 CU_MAIN(tests)

@@ -21,6 +21,7 @@
 #include "render.h"
 #include "spec_errors.h"
 #include "text_assert.h"
+#include "text_case.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -32,13 +33,10 @@
 
 static json_object *rc_with(const char *spec)
 {
-    char doc[16384];
-    snprintf(doc, sizeof(doc),
-             "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\","
-             "\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,\"finalizers\":[\"" PLAN_FINALIZER
-             "\"]},\"spec\":%s}",
-             spec);
-    return parse(doc);
+    return parsef("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\","
+                  "\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,\"finalizers\":[\"" PLAN_FINALIZER
+                  "\"]},\"spec\":%s}",
+                  spec);
 }
 
 /* The render input of the RedisCluster rc (valid: asserted), its spec parsed into *spec. */
@@ -470,8 +468,7 @@ static plan_t *plan_of_kids(const char *new_spec, json_object *kids[4], rendered
     json_object *rc = rc_with(new_spec);
     plan_t *p = plan_compute_children(rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, T1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    for (int i = 0; i < 4; i++)
-        json_object_put(kids[i]);
+    put_all(kids, 4);
     json_object_put(rc);
     rendered_free(r);
     return p;
@@ -793,9 +790,7 @@ static void persistence_of(const char *spec, char *lines, size_t len, char hash[
 /* Each mode's redis.conf, what config.extra may tune, and one restart hash for all. */
 static void test_persistence_renders_each_mode(void)
 {
-    static const struct {
-        const char *spec, *lines;
-    } rows[] = {
+    static const text_case_t rows[] = {
         {"{}", "appendonly yes\nappendfsync everysec\nsave 900 1\nsave 300 10\nsave 60 10000\n"},
         {"{\"persistence\":\"aof\"}", "appendonly yes\nappendfsync everysec\nsave 900 1\nsave 300 10\nsave 60 10000\n"},
         {"{\"persistence\":\"rdb\"}", "appendonly no\nsave 900 1\nsave 300 10\nsave 60 10000\n"},
@@ -809,10 +804,10 @@ static void test_persistence_renders_each_mode(void)
     char first[65] = "";
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         char lines[512], hash[65];
-        persistence_of(rows[i].spec, lines, sizeof(lines), hash);
-        if (strcmp(lines, rows[i].lines))
-            fprintf(stderr, "\n%s: persistence lines\n%s", rows[i].spec, lines);
-        CU_ASSERT_STRING_EQUAL(lines, rows[i].lines);
+        persistence_of(rows[i].in, lines, sizeof(lines), hash);
+        if (strcmp(lines, rows[i].want))
+            fprintf(stderr, "\n%s: persistence lines\n%s", rows[i].in, lines);
+        CU_ASSERT_STRING_EQUAL(lines, rows[i].want);
         /* a change of persistence (or of the run-time directives extra tunes) rolls no pod */
         if (!*first)
             memcpy(first, hash, sizeof(first));

@@ -6,6 +6,7 @@
  * waits for real except the one timeout test. */
 #include "buf.h"
 #include "clock.h"
+#include "cu_curl.h"
 #include "cu_table.h"
 #include "fake_clock.h"
 #include "kube_client.h"
@@ -417,14 +418,13 @@ static double counter(const char *name, const char *const *labels)
 static int suite_init(void)
 {
     rlog_init("test_kube_client", RLOG_ERROR, RLOG_TEXT, NULL);
-    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : 1;
+    return cu_curl_init();
 }
 
 static int suite_clean(void)
 {
     metrics_default_free();
-    curl_global_cleanup();
-    return 0;
+    return cu_curl_clean();
 }
 
 CU_HOOKS({"kube_client", suite_init, suite_clean, NULL, NULL});

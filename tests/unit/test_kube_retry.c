@@ -4,6 +4,7 @@
  * long, counted in the same metric as the blocking client's retries, stopped by the
  * deadline and by the fence. */
 #include "clock.h"
+#include "cu_curl.h"
 #include "cu_table.h"
 #include "fake_api.h"
 #include "fake_clock.h"
@@ -36,6 +37,10 @@ static const kube_retry_policy_t policy = {
 #define CT_APPLY "application/apply-patch+yaml"
 #define CT_MERGE "application/merge-patch+json"
 #define CT_JSON "application/json"
+/* The answers most rows want: again after the first backoff (100 ms + jitter up to 50 %),
+ * or after the server's Retry-After of d (capped). */
+#define FIRST_BACKOFF .retry = 1, .reason = KUBE_RETRY_BACKOFF, .min_delay = 100 * MS, .max_delay = 150 * MS
+#define SERVER_DELAY(d) .retry = 1, .reason = KUBE_RETRY_SERVER_DELAY, .min_delay = (d), .max_delay = (d) + 1
 
 static const struct {
     const char *name;
@@ -51,94 +56,98 @@ static const struct {
 } rows[] = {
     /* idempotent: 503/504 and 5xx with Retry-After, with backoff or the server's delay */
     {"GET 503: backoff 100 ms + jitter",
-     "GET", NULL, 0, 1, 503, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
+     "GET", NULL, .sent = 1, .status = 503, FIRST_BACKOFF},
     {"GET 503, 2 retries made: 400 ms + jitter",
-     "GET", NULL, 0, 1, 503, 0, 2, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 400 * MS, 600 * MS},
+     "GET", NULL, .sent = 1, .status = 503, .retries = 2,
+     .retry = 1, .reason = KUBE_RETRY_BACKOFF, .min_delay = 400 * MS, .max_delay = 600 * MS},
     {"GET 503, max retries made: stop",
-     "GET", NULL, 0, 1, 503, 0, 3, 0, 0, 0, 0, KUBE_RETRY_EXHAUSTED, 0, 0},
+     "GET", NULL, .sent = 1, .status = 503, .retries = 3, .reason = KUBE_RETRY_EXHAUSTED},
     {"GET 504: backoff",
-     "GET", NULL, 0, 1, 504, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
+     "GET", NULL, .sent = 1, .status = 504, FIRST_BACKOFF},
     {"GET 503 Retry-After 1: 1 s",
-     "GET", NULL, 0, 1, 503, 1, 0, 0, 0, 0, 1, KUBE_RETRY_SERVER_DELAY, SEC, SEC + 1},
+     "GET", NULL, .sent = 1, .status = 503, .retry_after_s = 1, SERVER_DELAY(SEC)},
     {"GET 503 Retry-After 60: capped at 10 s",
-     "GET", NULL, 0, 1, 503, 60, 0, 0, 0, 0, 1, KUBE_RETRY_SERVER_DELAY, 10 * SEC, 10 * SEC + 1},
+     "GET", NULL, .sent = 1, .status = 503, .retry_after_s = 60, SERVER_DELAY(10 * SEC)},
     {"PUT 500: an answer",
-     "PUT", CT_JSON, 0, 1, 500, 0, 0, 0, 0, 0, 0, KUBE_RETRY_FINAL, 0, 0},
+     "PUT", CT_JSON, .sent = 1, .status = 500, .reason = KUBE_RETRY_FINAL},
     {"PUT 500 Retry-After 1: again",
-     "PUT", CT_JSON, 0, 1, 500, 1, 0, 0, 0, 0, 1, KUBE_RETRY_SERVER_DELAY, SEC, SEC + 1},
+     "PUT", CT_JSON, .sent = 1, .status = 500, .retry_after_s = 1, SERVER_DELAY(SEC)},
     {"GET 502 without Retry-After: an answer",
-     "GET", NULL, 0, 1, 502, 0, 0, 0, 0, 0, 0, KUBE_RETRY_FINAL, 0, 0},
+     "GET", NULL, .sent = 1, .status = 502, .reason = KUBE_RETRY_FINAL},
     {"apply PATCH 503: again",
-     "PATCH", CT_APPLY, 0, 1, 503, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
+     "PATCH", CT_APPLY, .sent = 1, .status = 503, FIRST_BACKOFF},
     {"DELETE 503: again",
-     "DELETE", CT_JSON, 0, 1, 503, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
+     "DELETE", CT_JSON, .sent = 1, .status = 503, FIRST_BACKOFF},
     /* not idempotent: only when the server cannot have acted */
     {"POST 503 once sent: it may have acted",
-     "POST", CT_JSON, 0, 1, 503, 0, 0, 0, 0, 0, 0, KUBE_RETRY_MAY_HAVE_ACTED, 0, 0},
+     "POST", CT_JSON, .sent = 1, .status = 503, .reason = KUBE_RETRY_MAY_HAVE_ACTED},
     {"POST 500 Retry-After 1: it may have acted",
-     "POST", CT_JSON, 0, 1, 500, 1, 0, 0, 0, 0, 0, KUBE_RETRY_MAY_HAVE_ACTED, 0, 0},
+     "POST", CT_JSON, .sent = 1, .status = 500, .retry_after_s = 1, .reason = KUBE_RETRY_MAY_HAVE_ACTED},
     {"merge PATCH 503: it may have acted",
-     "PATCH", CT_MERGE, 0, 1, 503, 0, 0, 0, 0, 0, 0, KUBE_RETRY_MAY_HAVE_ACTED, 0, 0},
+     "PATCH", CT_MERGE, .sent = 1, .status = 503, .reason = KUBE_RETRY_MAY_HAVE_ACTED},
     {"POST 429: refused before processing, again",
-     "POST", CT_JSON, 0, 1, 429, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
+     "POST", CT_JSON, .sent = 1, .status = 429, FIRST_BACKOFF},
     {"POST 429 Retry-After 2: 2 s",
-     "POST", CT_JSON, 0, 1, 429, 2, 0, 0, 0, 0, 1, KUBE_RETRY_SERVER_DELAY, 2 * SEC, 2 * SEC + 1},
+     "POST", CT_JSON, .sent = 1, .status = 429, .retry_after_s = 2, SERVER_DELAY(2 * SEC)},
     /* answers */
     {"PUT 409: the reconcile's conflict, not retried",
-     "PUT", CT_JSON, 0, 1, 409, 0, 0, 0, 0, 0, 0, KUBE_RETRY_FINAL, 0, 0},
+     "PUT", CT_JSON, .sent = 1, .status = 409, .reason = KUBE_RETRY_FINAL},
     {"GET 404: an answer",
-     "GET", NULL, 0, 1, 404, 0, 0, 0, 0, 0, 0, KUBE_RETRY_FINAL, 0, 0},
+     "GET", NULL, .sent = 1, .status = 404, .reason = KUBE_RETRY_FINAL},
     {"POST 403: an answer",
-     "POST", CT_JSON, 0, 1, 403, 0, 0, 0, 0, 0, 0, KUBE_RETRY_FINAL, 0, 0},
+     "POST", CT_JSON, .sent = 1, .status = 403, .reason = KUBE_RETRY_FINAL},
     {"GET 200 whose body did not decode: an answer",
-     "GET", NULL, 0, 1, 200, 0, 0, 0, 0, 0, 0, KUBE_RETRY_FINAL, 0, 0},
+     "GET", NULL, .sent = 1, .status = 200, .reason = KUBE_RETRY_FINAL},
     /* transport */
     {"POST connect failed: again",
-     "POST", CT_JSON, CURLE_COULDNT_CONNECT, 0, 0, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
+     "POST", CT_JSON, .curl_code = CURLE_COULDNT_CONNECT, FIRST_BACKOFF},
     {"POST host not resolved: again",
-     "POST", CT_JSON, CURLE_COULDNT_RESOLVE_HOST, 0, 0, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
+     "POST", CT_JSON, .curl_code = CURLE_COULDNT_RESOLVE_HOST, FIRST_BACKOFF},
     {"POST TLS handshake failed: again",
-     "POST", CT_JSON, CURLE_SSL_CONNECT_ERROR, 0, 0, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
+     "POST", CT_JSON, .curl_code = CURLE_SSL_CONNECT_ERROR, FIRST_BACKOFF},
     {"POST timed out before sending: again",
-     "POST", CT_JSON, CURLE_OPERATION_TIMEDOUT, 0, 0, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
+     "POST", CT_JSON, .curl_code = CURLE_OPERATION_TIMEDOUT, FIRST_BACKOFF},
     {"GET timed out once sent: the call's timeout",
-     "GET", NULL, CURLE_OPERATION_TIMEDOUT, 1, 0, 0, 0, 0, 0, 0, 0, KUBE_RETRY_FINAL, 0, 0},
+     "GET", NULL, .curl_code = CURLE_OPERATION_TIMEDOUT, .sent = 1, .reason = KUBE_RETRY_FINAL},
     {"POST reset after sending: it may have acted",
-     "POST", CT_JSON, CURLE_RECV_ERROR, 1, 0, 0, 0, 0, 0, 0, 0, KUBE_RETRY_MAY_HAVE_ACTED, 0, 0},
+     "POST", CT_JSON, .curl_code = CURLE_RECV_ERROR, .sent = 1, .reason = KUBE_RETRY_MAY_HAVE_ACTED},
     {"POST resent by libcurl, its rewind refused: it may have acted",
-     "POST", CT_JSON, CURLE_SEND_FAIL_REWIND, 1, 0, 0, 0, 0, 0, 0, 0, KUBE_RETRY_MAY_HAVE_ACTED, 0, 0},
+     "POST", CT_JSON, .curl_code = CURLE_SEND_FAIL_REWIND, .sent = 1, .reason = KUBE_RETRY_MAY_HAVE_ACTED},
     {"POST send failed before a byte went: again",
-     "POST", CT_JSON, CURLE_SEND_ERROR, 0, 0, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
+     "POST", CT_JSON, .curl_code = CURLE_SEND_ERROR, FIRST_BACKOFF},
     {"DELETE reset after sending: again",
-     "DELETE", CT_JSON, CURLE_RECV_ERROR, 1, 0, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
+     "DELETE", CT_JSON, .curl_code = CURLE_RECV_ERROR, .sent = 1, FIRST_BACKOFF},
     {"GET empty reply: again",
-     "GET", NULL, CURLE_GOT_NOTHING, 1, 0, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
+     "GET", NULL, .curl_code = CURLE_GOT_NOTHING, .sent = 1, FIRST_BACKOFF},
     {"GET HTTP/2 stream reset: again",
-     "GET", NULL, CURLE_HTTP2_STREAM, 1, 0, 0, 0, 0, 0, 0, 1, KUBE_RETRY_BACKOFF, 100 * MS, 150 * MS},
+     "GET", NULL, .curl_code = CURLE_HTTP2_STREAM, .sent = 1, FIRST_BACKOFF},
     {"GET certificate not verified: stop",
-     "GET", NULL, CURLE_PEER_FAILED_VERIFICATION, 0, 0, 0, 0, 0, 0, 0, 0, KUBE_RETRY_FINAL, 0, 0},
+     "GET", NULL, .curl_code = CURLE_PEER_FAILED_VERIFICATION, .reason = KUBE_RETRY_FINAL},
     {"GET body over the cap: stop",
-     "GET", NULL, CURLE_WRITE_ERROR, 1, 200, 0, 0, 0, 0, 0, 0, KUBE_RETRY_FINAL, 0, 0},
+     "GET", NULL, .curl_code = CURLE_WRITE_ERROR, .sent = 1, .status = 200, .reason = KUBE_RETRY_FINAL},
     /* 401: the credential refreshed, once, whatever the method and the count */
     {"POST 401: again at once",
-     "POST", CT_JSON, 0, 1, 401, 0, 0, 0, 0, 0, 1, KUBE_RETRY_REFRESH, 0, 1},
+     "POST", CT_JSON, .sent = 1, .status = 401, .retry = 1, .reason = KUBE_RETRY_REFRESH, .max_delay = 1},
     {"POST 401 whose body broke off: again at once",
-     "POST", CT_JSON, CURLE_PARTIAL_FILE, 1, 401, 0, 0, 0, 0, 0, 1, KUBE_RETRY_REFRESH, 0, 1},
+     "POST", CT_JSON, .curl_code = CURLE_PARTIAL_FILE, .sent = 1, .status = 401,
+     .retry = 1, .reason = KUBE_RETRY_REFRESH, .max_delay = 1},
     {"GET 401 after the refresh: stop",
-     "GET", NULL, 0, 1, 401, 0, 1, 1, 0, 0, 0, KUBE_RETRY_AUTH_REFUSED, 0, 0},
+     "GET", NULL, .sent = 1, .status = 401, .retries = 1, .refreshed = 1, .reason = KUBE_RETRY_AUTH_REFUSED},
     {"GET 401 with max retries made: again",
-     "GET", NULL, 0, 1, 401, 0, 3, 0, 0, 0, 1, KUBE_RETRY_REFRESH, 0, 1},
+     "GET", NULL, .sent = 1, .status = 401, .retries = 3, .retry = 1, .reason = KUBE_RETRY_REFRESH, .max_delay = 1},
     /* the deadline */
     {"GET 503 Retry-After 1, 1 s left: stop",
-     "GET", NULL, 0, 1, 503, 1, 0, 0, 5 * SEC, 6 * SEC, 0, KUBE_RETRY_DEADLINE, 0, 0},
+     "GET", NULL, .sent = 1, .status = 503, .retry_after_s = 1, .now = 5 * SEC, .deadline = 6 * SEC,
+     .reason = KUBE_RETRY_DEADLINE},
     {"GET 503 Retry-After 1, 1.5 s left: again",
-     "GET", NULL, 0, 1, 503, 1, 0, 0, 5 * SEC, 6500 * MS, 1, KUBE_RETRY_SERVER_DELAY, SEC, SEC + 1},
+     "GET", NULL, .sent = 1, .status = 503, .retry_after_s = 1, .now = 5 * SEC, .deadline = 6500 * MS,
+     SERVER_DELAY(SEC)},
     {"GET 503, 50 ms left: stop",
-     "GET", NULL, 0, 1, 503, 0, 0, 0, 5 * SEC, 5050 * MS, 0, KUBE_RETRY_DEADLINE, 0, 0},
+     "GET", NULL, .sent = 1, .status = 503, .now = 5 * SEC, .deadline = 5050 * MS, .reason = KUBE_RETRY_DEADLINE},
     {"GET 401 at the deadline: stop",
-     "GET", NULL, 0, 1, 401, 0, 0, 0, 5 * SEC, 5 * SEC, 0, KUBE_RETRY_DEADLINE, 0, 0},
+     "GET", NULL, .sent = 1, .status = 401, .now = 5 * SEC, .deadline = 5 * SEC, .reason = KUBE_RETRY_DEADLINE},
     {"POST 503 past the deadline: still it may have acted",
-     "POST", CT_JSON, 0, 1, 503, 0, 0, 0, 5 * SEC, SEC, 0, KUBE_RETRY_MAY_HAVE_ACTED, 0, 0},
+     "POST", CT_JSON, .sent = 1, .status = 503, .now = 5 * SEC, .deadline = SEC, .reason = KUBE_RETRY_MAY_HAVE_ACTED},
 };
 
 static void test_rule_table(void)
@@ -290,11 +299,7 @@ static void api_open(api_t *a, int64_t ra_cap_ms, unsigned fail_mask, int status
     a->fail_status = status;
     a->retry_after = ra;
     fake_api_start(&a->srv, on_request, a);
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
-    o.max_retries = 3;
-    o.retry_base_ms = 1;
+    kube_client_opts_t o = fake_api_opts(3);
     o.retry_after_cap_ms = ra_cap_ms;
     fake_api_connect(&a->srv, &o, &a->cfg, &a->client);
 }
@@ -691,16 +696,10 @@ static void test_call_cancel(void)
 static int suite_init(void)
 {
     rlog_init("test_kube_retry", RLOG_ERROR, RLOG_TEXT, NULL);
-    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+    return cu_curl_init();
 }
 
-static int suite_clean(void)
-{
-    curl_global_cleanup();
-    return 0;
-}
-
-CU_HOOKS({"kube_call", suite_init, suite_clean, NULL, NULL});
+CU_HOOKS({"kube_call", suite_init, cu_curl_clean, NULL, NULL});
 
 static const cu_entry_t tests[] = {
     CU_SUITE("kube_retry"),

@@ -3,6 +3,7 @@
  * SubjectAccessReview steps on the answers the API server gives. */
 #include "../../metricsd/metrics_auth.h"
 #include "cu_table.h"
+#include "text_case.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -84,9 +85,7 @@ static void test_cache_bounded(void)
 
 static void test_bearer(void)
 {
-    static const struct {
-        const char *header, *token;
-    } cases[] = {
+    static const text_case_t cases[] = {
         {"Bearer abc.def", "abc.def"},
         {"bearer abc", "abc"},
         {"BEARER   abc", "abc"},
@@ -99,11 +98,11 @@ static void test_bearer(void)
         {NULL, NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        const char *got = mauth_bearer(cases[i].header);
-        if (cases[i].token) {
+        const char *got = mauth_bearer(cases[i].in);
+        if (cases[i].want) {
             CU_ASSERT_PTR_NOT_NULL(got);
             if (got)
-                CU_ASSERT_STRING_EQUAL(got, cases[i].token);
+                CU_ASSERT_STRING_EQUAL(got, cases[i].want);
         } else {
             CU_ASSERT_PTR_NULL(got);
         }

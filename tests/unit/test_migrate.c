@@ -5,6 +5,7 @@
  * status.storedVersions. The rate limit runs on a fake clock.
  */
 #include "buf.h"
+#include "cu_curl.h"
 #include "cu_table.h"
 #include "fake_api.h"
 #include "fake_clock.h"
@@ -262,10 +263,9 @@ typedef struct {
 static client_t client_for(fake_t *f)
 {
     client_t cl = {0};
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;          /* the migration's own limit is what is tested */
-    o.max_retries = 0;  /* a 500 ends the call at once */
+    /* no client-side limit (the migration's own is what is tested), no retries (a 500
+     * ends the call at once) */
+    kube_client_opts_t o = fake_api_opts(0);
     o.timeout_ms = 5000;
     fake_api_connect(&f->srv, &o, &cl.cfg, &cl.c);
     return cl;
@@ -488,18 +488,7 @@ static void test_dry_run_writes_nothing(void)
     mig_close(&m);
 }
 
-static int suite_init(void)
-{
-    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : 1;
-}
-
-static int suite_clean(void)
-{
-    curl_global_cleanup();
-    return 0;
-}
-
-CU_HOOKS({"migrate", suite_init, suite_clean, NULL, NULL});
+CU_HOOKS({"migrate", cu_curl_init, cu_curl_clean, NULL, NULL});
 
 static const cu_entry_t tests[] = {
     CU_SUITE("migrate"),

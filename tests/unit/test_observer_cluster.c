@@ -172,20 +172,33 @@ static void node_id(int i, char *id, size_t cap)
     free(s);
 }
 
-/* Every node of shop in obs says what a fresh node says: itself alone, no slot. */
-static int fresh(json_object *obs)
+/* 1 when obs holds every node of shop and each one's cluster section and parsed CLUSTER
+ * NODES are as says(i, cluster, view) wants. */
+static int every_node(json_object *obs, int (*says)(int i, json_object *cl, const cn_view_t *view))
 {
     int ok = obs != NULL;
     for (int i = 0; ok && i < NODES; i++) {
         json_object *cl = cluster_of(obs, i);
         cn_view_t *view = NULL;
         view_of(obs, i, &view);
-        ok = cl && view && view->n == 1 && cn_myself(view) && !strcmp(cn_myself(view)->ip, ip[i]) &&
-             !strcmp(oh_str(cl, "state"), "fail") && oh_int(cl, "slotsAssigned") == 0 &&
-             oh_int(cl, "knownNodes") == 1 && oh_int(cl, "slotsOk") == 0 && oh_int(cl, "currentEpoch") >= 0;
+        ok = cl && view && says(i, cl, view);
         cn_view_destroy(&view);
     }
     return ok;
+}
+
+/* What a fresh node says: itself alone, no slot. */
+static int fresh_node(int i, json_object *cl, const cn_view_t *view)
+{
+    return view->n == 1 && cn_myself(view) && !strcmp(cn_myself(view)->ip, ip[i]) &&
+           !strcmp(oh_str(cl, "state"), "fail") && oh_int(cl, "slotsAssigned") == 0 &&
+           oh_int(cl, "knownNodes") == 1 && oh_int(cl, "slotsOk") == 0 && oh_int(cl, "currentEpoch") >= 0;
+}
+
+/* Every node of shop in obs says what a fresh node says. */
+static int fresh(json_object *obs)
+{
+    return every_node(obs, fresh_node);
 }
 
 static void test_first_observation(void)
@@ -202,20 +215,19 @@ static void test_first_observation(void)
     CU_ASSERT_STRING_EQUAL(oh_str(oh_node_of(shop_obs, pods[0]), "role"), "master");
 }
 
-/* Every node of shop in obs sees the cluster the test built: ok, every slot, 4 nodes. */
+/* A node of the cluster the test built: ok, every slot, 4 nodes. */
+static int assembled_node(int i, json_object *cl, const cn_view_t *view)
+{
+    (void)i;
+    return view->n == NODES && !strcmp(oh_str(cl, "state"), "ok") && oh_int(cl, "slotsAssigned") == CN_SLOTS &&
+           oh_int(cl, "slotsOk") == CN_SLOTS && oh_int(cl, "slotsPfail") == 0 && oh_int(cl, "slotsFail") == 0 &&
+           oh_int(cl, "knownNodes") == NODES;
+}
+
+/* Every node of shop in obs sees the cluster the test built, its replica linked. */
 static int assembled(json_object *obs)
 {
-    int ok = obs != NULL;
-    for (int i = 0; ok && i < NODES; i++) {
-        json_object *cl = cluster_of(obs, i);
-        cn_view_t *view = NULL;
-        view_of(obs, i, &view);
-        ok = cl && view && view->n == NODES && !strcmp(oh_str(cl, "state"), "ok") &&
-             oh_int(cl, "slotsAssigned") == CN_SLOTS && oh_int(cl, "slotsOk") == CN_SLOTS &&
-             oh_int(cl, "slotsPfail") == 0 && oh_int(cl, "slotsFail") == 0 && oh_int(cl, "knownNodes") == NODES;
-        cn_view_destroy(&view);
-    }
-    return ok && !strcmp(oh_str(oh_node_of(obs, pods[3]), "role"), "slave") &&
+    return every_node(obs, assembled_node) && !strcmp(oh_str(oh_node_of(obs, pods[3]), "role"), "slave") &&
            oh_int(oh_node_of(obs, pods[3]), "linkUp") == 1;
 }
 

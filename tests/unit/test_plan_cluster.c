@@ -86,13 +86,11 @@ static void children(json_object *rc, json_object **cm, json_object **svc, json_
 /* Pod i of the layout, Ready at 10.0.0.(i+1), revision r1, labelled role (NULL: none). */
 static json_object *pod(int i, const char *role)
 {
-    char t[1024];
-    snprintf(t, sizeof(t),
-             "{\"metadata\":{\"name\":\"c-shard%d-%d\",\"uid\":\"pod-uid-%d\",\"labels\":{"
-             "\"controller-revision-hash\":\"r1\"%s%s%s}},\"status\":{\"podIP\":\"10.0.0.%d\","
-             "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
-             i / 2, i % 2, i, role ? ",\"cache.example.com/role\":\"" : "", role ? role : "", role ? "\"" : "", i + 1);
-    return parse(t);
+    return parsef("{\"metadata\":{\"name\":\"c-shard%d-%d\",\"uid\":\"pod-uid-%d\",\"labels\":{"
+                  "\"controller-revision-hash\":\"r1\"%s%s%s}},\"status\":{\"podIP\":\"10.0.0.%d\","
+                  "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+                  i / 2, i % 2, i, role ? ",\"cache.example.com/role\":\"" : "", role ? role : "", role ? "\"" : "",
+                  i + 1);
 }
 
 /* An observation of the six nodes: healthy (3 masters with their slots, each followed by

@@ -9,6 +9,7 @@
 #include "executor.h"
 #include "fake_api.h"
 #include "json_at.h"
+#include "jsonx.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "reconcile.h"
@@ -123,7 +124,7 @@ static int serve(api_t *a, const char *method, const char *url, const char *body
             buf_puts(out, json_object_to_json_string(a->obj[i]));
         }
     } else if (!strcmp(method, "POST")) {
-        const char *name = json_object_get_string(json_object_object_get(json_object_object_get(in, "metadata"), "name"));
+        const char *name = JSONX_STR_AT(in, "metadata", "name");
         char path[600];
         if (strstr(url, "/events")) {
             snprintf(path, sizeof(path), "%s/cache.%d", url, ++a->events);
@@ -213,10 +214,7 @@ static void env_open(env_t *e)
     pthread_mutex_init(&e->api.mu, NULL);
     fake_api_start(&e->api.srv, on_request, &e->api);
     e->api.port = e->api.srv.port;
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
-    o.max_retries = 0;
+    kube_client_opts_t o = fake_api_opts(0);
     fake_api_connect(&e->api.srv, &o, &e->cfg, &e->client);
     e->memo = exec_memo_new();
     e->x = (exec_ctx_t){.client = e->client, .memo = e->memo, .reconcile_id = "test", .instance = "test"};
@@ -411,9 +409,7 @@ static void test_nothing_absent_reads_nothing(void)
     /* The status (a StatefulSet is there now) is the only write. */
     CU_ASSERT_EQUAL(count_req(&e, "POST", "/") + count_req(&e, "PATCH", "/"), writes + 1);
     CU_ASSERT_EQUAL(count_req(&e, "PATCH", RC_PATH "/status"), 2);
-    for (int i = 0; i < 4; i++)
-        json_object_put(kids[i]);
-    json_object_put(rc);
+    PUT_EACH(kids[0], kids[1], kids[2], kids[3], rc);
     env_close(&e);
 }
 
@@ -431,7 +427,8 @@ static void test_refused_write_reported_once(void)
     CU_ASSERT(strstr(out.message, "403") != NULL);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "status"), "True");
     CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "Forbidden");
-    CU_ASSERT(strstr(degraded(&e, "message"), "cannot create StatefulSet default/cache: 403 Forbidden: exceeded quota") != NULL);
+    CU_ASSERT(strstr(degraded(&e, "message"),
+                     "cannot create StatefulSet default/cache: 403 Forbidden: exceeded quota") != NULL);
     CU_ASSERT_EQUAL(count_req(&e, "PATCH", RC_PATH "/status"), 1);
     CU_ASSERT_EQUAL(count_req(&e, "GET", RC_PATH), 1);
     int events = count_req(&e, "POST", "/events");
@@ -499,8 +496,7 @@ static void children(env_t *e, json_object *kids[4])
 
 static void put_kids(json_object *kids[4])
 {
-    for (int i = 0; i < 4; i++)
-        json_object_put(kids[i]);
+    put_all(kids, 4);
 }
 
 /* A cluster whose StatefulSet cannot create its pods (quota): created, its counts told,
@@ -1001,7 +997,8 @@ static void test_child_in_cache_leaves_the_memo(void)
 static const cu_entry_t tests[] = {
     CU_SUITE("workerd shell"),
     {"not Running: pods and Events read, the cause reported", test_not_running_reads_and_reports_the_cause},
-    {"a worker keeps a stuck cluster's diagnosis reads while nothing changes", test_diagnosis_reads_kept_while_nothing_changes},
+    {"a worker keeps a stuck cluster's diagnosis reads while nothing changes",
+     test_diagnosis_reads_kept_while_nothing_changes},
     {"two workers: a memo older than the status is not used", test_diagnosis_memo_older_than_the_status_is_not_used},
     {"a worker with the cache's pods reads only the Events that may explain", test_diagnosis_with_the_cache_pods},
     {"a refused apply takes the child back", test_refused_apply_takes_the_child_back},

@@ -198,10 +198,7 @@ static void env_open(env_t *e, const rule_t *rules, size_t n, int worker)
     for (size_t i = 0; i < n && i < MAX_RULES; i++)
         e->s.rule[i] = rules[i];
     fake_api_start(&e->s.srv, serve, &e->s);
-    kube_client_opts_t o;
-    kube_client_opts_init(&o);
-    o.qps = 0;
-    o.max_retries = 0;
+    kube_client_opts_t o = fake_api_opts(0);
     fake_api_connect(&e->s.srv, &o, &e->cfg, &e->client);
     if (worker)
         e->exists = existsmemo_new(0);

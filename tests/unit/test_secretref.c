@@ -3,6 +3,7 @@
  * several a cluster (spec.auth, spec.tls, spec.acl). */
 #include "../../informerd/secretref.h"
 #include "cu_table.h"
+#include "text_case.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -105,9 +106,7 @@ static void test_many_clusters_one_secret(void)
 
 static void test_secretref_of(void)
 {
-    static const struct {
-        const char *rc, *want;
-    } rows[] = {
+    static const text_case_t rows[] = {
         {"{\"spec\":{\"auth\":{\"secretRef\":{\"name\":\"pw\",\"key\":\"k\"}}}}", "pw"},
         {"{\"spec\":{\"auth\":{\"secretRef\":{\"name\":\"\"}}}}", NULL},
         {"{\"spec\":{\"auth\":{\"secretRef\":{\"name\":7}}}}", NULL},
@@ -116,7 +115,7 @@ static void test_secretref_of(void)
         {"[]", NULL},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        json_object *rc = json_tokener_parse(rows[i].rc);
+        json_object *rc = json_tokener_parse(rows[i].in);
         const char *got = secretref_of(rc);
         if (rows[i].want) {
             CU_ASSERT_PTR_NOT_NULL_FATAL(got);

@@ -9,6 +9,7 @@
 #include "policy.h"
 #include "procstat.h"
 #include "text_assert.h"
+#include "text_case.h"
 #include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
@@ -114,9 +115,7 @@ static void test_keyfile(void)
     CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(k, JSON_C_TO_STRING_PLAIN),
                            "[{\"key\":\"ns-a\\/one\",\"age_s\":3.0},{\"key\":\"ns-b\\/two\",\"age_s\":0.5}]");
     json_object_put(k);
-    static const struct {
-        const char *text, *want;
-    } cases[] = {
+    static const text_case_t cases[] = {
         {"", "[]"},
         {NULL, "[]"},
         {"\n\n", "[]"},
@@ -126,7 +125,7 @@ static void test_keyfile(void)
         {"\t1000\n", "[]"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        k = keyfile_parse(cases[i].text, 3000);
+        k = keyfile_parse(cases[i].in, 3000);
         CU_ASSERT_PTR_NOT_NULL_FATAL(k);
         const char *got = json_object_to_json_string_ext(k, JSON_C_TO_STRING_PLAIN);
         if (strcmp(got, cases[i].want))

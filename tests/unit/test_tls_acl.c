@@ -63,13 +63,11 @@ static int contains(const char *s, const char *sub)
 /* A RedisCluster ns1/cache with the finalizer and spec members extra after size/image. */
 static json_object *rc_of(const char *extra)
 {
-    char doc[4096];
-    snprintf(doc, sizeof(doc),
-             "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\","
-             "\"namespace\":\"ns1\",\"uid\":\"uid-1\",\"generation\":1,\"resourceVersion\":\"10\","
-             "\"finalizers\":[\"cache.example.com/finalizer\"]},\"spec\":{\"size\":3,\"image\":\"redis:7.2\"%s%s}}",
-             *extra ? "," : "", extra);
-    return parse(doc);
+    return parsef("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\","
+                  "\"namespace\":\"ns1\",\"uid\":\"uid-1\",\"generation\":1,\"resourceVersion\":\"10\","
+                  "\"finalizers\":[\"cache.example.com/finalizer\"]},\"spec\":{\"size\":3,"
+                  "\"image\":\"redis:7.2\"%s%s}}",
+                  *extra ? "," : "", extra);
 }
 
 static void spec_of(const json_object *rc, rdc_spec_t *spec)
@@ -507,10 +505,8 @@ static void test_plan_tls(void)
     p = plan_with(rc, &more, kids);
     CU_ASSERT_PTR_NULL(cond_of(p, "TLSReady"));
     plan_destroy(&p);
-    for (int i = 0; i < 4; i++)
-        json_object_put(kids[i]);
-    json_object_put(pods);
-    json_object_put(rc);
+    put_all(kids, 4);
+    PUT_EACH(pods, rc);
 }
 
 /* Where a plan's text may not hold a secret: its JSON (what --dry-run prints). */
@@ -640,13 +636,8 @@ static void test_plan_acl(void)
     CU_ASSERT(contains(str_at(cond_of(p, "Degraded"), "message"), "user ro: Secret ns1/ro-pw not found"));
     plan_destroy(&p);
 
-    for (int i = 0; i < 4; i++)
-        json_object_put(kids[i]);
-    json_object_put(secret);
-    json_object_put(pods);
-    json_object_put(recorded);
-    json_object_put(rc);
-    json_object_put(rc2);
+    put_all(kids, 4);
+    PUT_EACH(secret, pods, recorded, rc, rc2);
 }
 
 static void test_expand_text(void)
@@ -704,8 +695,7 @@ static void test_plan_tls_restart(void)
     p = plan_with(rc, &more, kids);
     CU_ASSERT_PTR_NULL(event_of(p, "TLSRestart"));
     plan_destroy(&p);
-    for (int i = 0; i < 4; i++)
-        json_object_put(kids[i]);
+    put_all(kids, 4);
     /* TLS off: the pod that still speaks TLS restarts */
     json_object *rc2 = rc_of("\"mode\":\"Replication\"");
     children_of(rc2, &more, kids);
@@ -714,12 +704,8 @@ static void test_plan_tls_restart(void)
     e = event_of(p, "TLSRestart");
     CU_ASSERT(e && contains(e->message, "TLS off: restarting cache-2 at once"));
     plan_destroy(&p);
-    for (int i = 0; i < 4; i++)
-        json_object_put(kids[i]);
-    json_object_put(seen);
-    json_object_put(plain);
-    json_object_put(rc);
-    json_object_put(rc2);
+    put_all(kids, 4);
+    PUT_EACH(seen, plain, rc, rc2);
 }
 
 static const cu_entry_t tests[] = {
