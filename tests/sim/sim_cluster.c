@@ -41,6 +41,8 @@ typedef struct {
     int64_t offset;
     uint64_t epoch, cur, lastvote;
     int16_t owner[CN_SLOTS]; /* its slot table */
+    int16_t cnt[MAXID];     /* slots it gives each node */
+    int nowned;             /* slots it gives anyone */
     int nmine;              /* slots it gives itself */
     int nopen;
     open_t open[MAXOPEN];
@@ -58,8 +60,8 @@ typedef struct {
     int64_t val[NKEYS];
     int64_t elect_at, elect_epoch, mf_at;
     uint32_t claims_ver, tab_ver, view_ver;
-    uint32_t text_ver, size_ver, ok_ver;
-    int text_ok, size_cache, ok_cache;
+    uint32_t text_ver;
+    int text_ok;
     char *text;
     size_t textlen, textcap;
 } node_t;
@@ -90,6 +92,7 @@ typedef struct {
     sc_result_t res;
     sim_rng_t rng;
     int64_t tick, end_faults;
+    int pfail_seen;         /* some node timed another out in this step */
     node_t *n[MAXID];
     int nids;
     pod_t pod[MAXPOD];
@@ -105,6 +108,7 @@ typedef struct {
     int obs_news;
     int64_t stall_until, op_down_until, requeue_at, last_reconcile;
     int crash_armed, crash_after, bootstrapped;
+    uint32_t in_ver, memo_ver; /* what the decisions read; the version the last one read */
     int64_t clock_ns;
     ctopo_input_t *in;
     ctopo_result_t *out;
@@ -221,6 +225,14 @@ static void set_owner(sc_t *w, int xi, int s, int o)
         x->nmine++;
         x->claims_ver++;
     }
+    if (was >= 0) {
+        x->cnt[was]--;
+        x->nowned--;
+    }
+    if (o >= 0) {
+        x->cnt[o]++;
+        x->nowned++;
+    }
     x->owner[s] = (int16_t)o;
     x->tab_ver++;
     bump(w, x);
@@ -292,45 +304,31 @@ static void set_master(sc_t *w, int xi, int m)
     ev(w, 1, xi, m, "node %d (pod %d) now replica of node %d", xi, x->pod, m);
 }
 
-/* How many masters hold slots in x's table (Redis's cluster size), cached. */
+/* How many masters hold slots in x's table (Redis's cluster size). */
 static int size_of(sc_t *w, int xi)
 {
-    node_t *x = w->n[xi];
-    if (x->size_ver == x->tab_ver && x->size_cache)
-        return x->size_cache;
-    static uint8_t seen[MAXID];
-    memset(seen, 0, sizeof(seen));
+    const node_t *x = w->n[xi];
     int n = 0;
-    for (int s = 0; s < CN_SLOTS; s++)
-        if (x->owner[s] >= 0 && !seen[x->owner[s]]) {
-            seen[x->owner[s]] = 1;
-            n++;
-        }
-    x->size_ver = x->tab_ver;
-    x->size_cache = n;
+    for (int o = 0; o < w->nids; o++)
+        n += x->cnt[o] > 0;
     return n;
 }
 
 /* cluster_state:ok in x's view: every slot owned by a node it does not mark fail. */
 static int state_ok(sc_t *w, int xi)
 {
-    node_t *x = w->n[xi];
-    if (x->ok_ver == x->view_ver && x->ok_cache)
-        return x->ok_cache > 0;
-    int ok = 1;
-    for (int s = 0; s < CN_SLOTS && ok; s++)
-        ok = x->owner[s] >= 0 && !x->fail[x->owner[s]];
-    x->ok_ver = x->view_ver;
-    x->ok_cache = ok ? 1 : -1;
-    return ok;
+    const node_t *x = w->n[xi];
+    if (x->nowned != CN_SLOTS)
+        return 0;
+    for (int o = 0; o < w->nids; o++)
+        if (x->cnt[o] && x->fail[o])
+            return 0;
+    return 1;
 }
 
 static int count_owned(const node_t *x, int o)
 {
-    int n = 0;
-    for (int s = 0; s < CN_SLOTS; s++)
-        n += x->owner[s] == o;
-    return n;
+    return x->cnt[o];
 }
 
 /* Node xi hears claims of node z at epoch e: every slot table[s] == z
@@ -398,8 +396,9 @@ static void contact(sc_t *w, int xi, int yi, int gossip)
         x->seen_claims[yi] = y->claims_ver;
         take_claims(w, xi, yi, y->epoch, y->owner);
     }
-    /* UPDATE: yi sees xi claim slots that yi gives to a node of a higher epoch */
-    if (x->nmine && (x->seen_tab[yi] != y->tab_ver || x->seen_mine[yi] != x->claims_ver)) {
+    /* UPDATE: yi sees xi claim slots that yi gives to a node of a higher epoch (checked
+     * on the exchanges of every second) */
+    if (gossip && x->nmine && (x->seen_tab[yi] != y->tab_ver || x->seen_mine[yi] != x->claims_ver)) {
         x->seen_tab[yi] = y->tab_ver;
         x->seen_mine[yi] = x->claims_ver;
         for (int s = 0; s < CN_SLOTS && x->nmine; s++) {
@@ -482,6 +481,7 @@ static void bus_node(sc_t *w, int xi)
             continue;
         int z = node_at(w, x->vip[yi], x->pod);
         if (z < 0) {
+            w->pfail_seen = 1;
             if (!x->pfail[yi] && !x->fail[yi] && w->tick - x->pong[yi] > TMO) {
                 x->pfail[yi] = 1;
                 bump(w, x);
@@ -1382,16 +1382,24 @@ static void drop_shard(sc_t *w)
     }
     w->res.reshards_done++;
     w->topo_ver++;
+    w->in_ver++;
     ev(w, 23, k, 0, "shard %d's StatefulSet deleted (the layout dropped it)", k);
 }
 
+/* A reconcile. ctopo_compute is pure: from the very input of the last one (no news,
+ * the same layout) it would decide the same, so its result is taken again. */
 static void reconcile(sc_t *w)
 {
-    build_input(w);
     ctopo_result_t *r = w->out;
-    if (ctopo_compute(w->in, r)) {
-        fail_now(w, "ctopo_compute refused the layout");
-        return;
+    uint32_t ver = w->in_ver;
+    if (ver != w->memo_ver || !w->res.reconciles) {
+        build_input(w);
+        if (ctopo_compute(w->in, r)) {
+            fail_now(w, "ctopo_compute refused the layout");
+            return;
+        }
+        w->memo_ver = ver;
+        w->res.decisions++;
     }
     w->res.reconciles++;
     if (w->crash_armed)
@@ -1406,6 +1414,7 @@ static void reconcile(sc_t *w)
         return;
     if (r->bootstrapped && !w->bootstrapped)
         ev(w, 24, 0, 0, "status: bootstrapped");
+    w->in_ver += r->bootstrapped && !w->bootstrapped;
     w->bootstrapped |= r->bootstrapped;
     if (w->nsts > w->shards && r->nshards == w->nsts && !r->keep_shard[w->nsts - 1])
         drop_shard(w);
@@ -1439,9 +1448,7 @@ static void observe(sc_t *w, int p)
             abort();
     }
     const snap_t *last = o->has_pending ? &o->pending : &o->got;
-    if (snap_same(&s, last)) {
-        if (!o->has_pending)
-            o->got.offset = s.offset;
+    if (snap_same(&s, last)) { /* nothing new (an offset alone is not news) */
         free(s.text);
         return;
     }
@@ -1472,6 +1479,7 @@ static void deliver(sc_t *w, int p)
             fail_now(w, "pod %d: the model's CLUSTER NODES does not parse: %s", p, err);
     }
     w->obs_news = 1;
+    w->in_ver++;
 }
 
 /* ---- pods and faults ------------------------------------------------------------------- */
@@ -1823,6 +1831,7 @@ static void world_free(sc_t *w)
 static void add_shard(sc_t *w)
 {
     int k = w->nsts++;
+    w->in_ver++;
     for (int p = k * w->width; p < (k + 1) * w->width; p++) {
         w->pod[p].present = 1;
         w->pod[p].id = -1;
@@ -1870,14 +1879,16 @@ static void step(sc_t *w)
     if (!w->cfg.no_reshard && t == w->cfg.steps * 50 / 100) {
         w->shards = BASE_SHARDS;
         w->topo_ver++;
+        w->in_ver++;
         ev(w, 50, w->shards, 0, "spec: %d shards", w->shards);
     }
     faults(w);
     for (int i = 0; i < w->nids; i++)
         if (w->n[i]->alive)
             bus_node(w, i);
-    for (int y = 0; y < w->nids; y++)
+    for (int y = 0; y < w->nids && w->pfail_seen; y++)
         fail_detect(w, y);
+    w->pfail_seen = 0;
     for (int i = 0; i < w->nids; i++)
         if (w->n[i]->alive && w->n[i]->master >= 0) {
             failover_step(w, i);

@@ -102,7 +102,7 @@ typedef struct {
     char why[1024];
     uint64_t digest;         /* of every event: equal for equal seeds and configurations */
     int replicas;
-    int64_t steps, writes, acked, reconciles, commands, refused, moves, slots_moved, keys_moved;
+    int64_t steps, writes, acked, reconciles, decisions, commands, refused, moves, slots_moved, keys_moved;
     int64_t elections, manual_failovers, noaddr, reshards_done;
     int64_t faults[SC_F_COUNT];
     int64_t recoveries, recover_max_steps;
