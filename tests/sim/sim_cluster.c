@@ -1141,6 +1141,8 @@ static int exec_cmd(sc_t *w, int xi, int argc, const char *const *argv, int cut)
 {
     node_t *x = w->n[xi];
     if (!strcasecmp(argv[0], "FLUSHALL")) {
+        if (x->master >= 0) /* replica-read-only */
+            return err_reply("READONLY You can't write against a read only replica.");
         for (int k = 0; k < NKEYS; k++)
             if (x->val[k])
                 put(x, k, 0);
