@@ -59,6 +59,7 @@ typedef struct {
     } hs[MAXHS];
     int64_t val[NKEYS];
     int64_t elect_at, elect_epoch, mf_at;
+    int rank;
     uint32_t claims_ver, tab_ver, view_ver;
     uint32_t text_ver;
     int text_ok;
@@ -93,6 +94,7 @@ typedef struct {
     sim_rng_t rng;
     int64_t tick, end_faults;
     int pfail_seen;         /* some node timed another out in this step */
+    int64_t dump_at;        /* with a trace: the step whose slot tables are printed (SIM_DUMP) */
     node_t *n[MAXID];
     int nids;
     pod_t pod[MAXPOD];
@@ -106,7 +108,7 @@ typedef struct {
     /* observerd and workerd */
     obs_t obs[MAXPOD];
     int obs_news;
-    int64_t stall_until, op_down_until, requeue_at, last_reconcile;
+    int64_t stall_until, stall_late, stall_hi, op_down_until, requeue_at, last_reconcile;
     int crash_armed, crash_after, bootstrapped;
     uint32_t in_ver, memo_ver; /* what the decisions read; the version the last one read */
     int64_t clock_ns;
@@ -367,6 +369,11 @@ static void take_claims(sc_t *w, int xi, int z, uint64_t e, const int16_t *table
         for (int k = 0; k < NKEYS; k++)
             if (w->kslot[k] == dirty[d] && x->val[k]) {
                 ev(w, 3, xi, k, "node %d deletes key %d of a slot it lost", xi, k);
+                if (x->val[k] >= w->acked[k] && w->n[z]->val[k] < w->acked[k])
+                    fail_now(w, "acknowledged write lost: node %d (pod %d) gave slot %d up to node %d (pod %d, "
+                                "epoch %llu) and deleted key %d (acknowledged value %lld); node %d has %lld",
+                             xi, x->pod, dirty[d], z, w->n[z]->pod, (unsigned long long)e, k,
+                             (long long)w->acked[k], z, (long long)w->n[z]->val[k]);
                 put(x, k, 0);
             }
 }
@@ -535,7 +542,7 @@ static void fail_detect(sc_t *w, int yi)
         }
         if (reports < size_of(w, xi) / 2 + 1)
             continue;
-        ev(w, 9, xi, yi, "node %d marks node %d FAIL (%d reports)", xi, yi, reports);
+        ev(w, 9, xi, yi, "node %d marks node %d FAIL (%d reports of %d masters)", xi, yi, reports, size_of(w, xi));
         for (int z = 0; z < w->nids; z++)
             if ((z == xi || reach(w, xi, z)) && w->n[z]->know[yi] && !w->n[z]->fail[yi]) {
                 w->n[z]->fail[yi] = 1;
@@ -636,12 +643,17 @@ static void failover_step(sc_t *w, int ri)
         r->elect_at = 0;
         return;
     }
+    int rank = 0; /* the replicas of m with a greater offset */
+    for (int o = 0; o < w->nids; o++)
+        rank += o != ri && w->n[o]->alive && w->n[o]->master == m && w->n[o]->offset > r->offset;
     if (!r->elect_at) {
-        int rank = 0;
-        for (int o = 0; o < w->nids; o++)
-            rank += o != ri && w->n[o]->alive && w->n[o]->master == m && w->n[o]->offset > r->offset;
         r->elect_at = w->tick + 5 + sim_rng_range(&w->rng, 0, 5) + 10 * rank;
+        r->rank = rank;
         return;
+    }
+    if (w->tick < r->elect_at && rank > r->rank) { /* ranked again before asking for votes */
+        r->elect_at += 10 * (rank - r->rank);
+        r->rank = rank;
     }
     if (w->tick == r->elect_at && !election(w, ri, 0))
         r->elect_at = w->tick + 4 * TMO; /* the next try after the retry time */
@@ -752,6 +764,16 @@ static void client_write(sc_t *w)
     }
 }
 
+/* 1 when some running node has node xi flagged FAIL: a write it acknowledges now may
+ * be lost by the failover under way (a master back before its replica's election ends). */
+static int failed_somewhere(const sc_t *w, int xi)
+{
+    for (int i = 0; i < w->nids; i++)
+        if (w->n[i]->alive && w->n[i]->fail[xi])
+            return 1;
+    return 0;
+}
+
 static void client_wait(sc_t *w)
 {
     if (!w->wdeadline)
@@ -761,9 +783,11 @@ static void client_wait(sc_t *w)
         node_t *x = w->n[r];
         if (x->alive && x->master >= 0 && x->link_up && x->synced_from == w->wnode && x->replid == m->replid &&
             x->offset >= w->woff && x->val[w->wkey] == w->wgen) {
-            if (w->wgen > w->acked[w->wkey])
-                w->acked[w->wkey] = w->wgen;
             w->res.acked++;
+            if (failed_somewhere(w, w->wnode))
+                w->res.unsafe_acked++; /* Redis Cluster does not keep these through its failover */
+            else if (w->wgen > w->acked[w->wkey])
+                w->acked[w->wkey] = w->wgen;
             w->wdeadline = 0;
             return;
         }
@@ -1454,7 +1478,8 @@ static void observe(sc_t *w, int p)
         free(s.text);
         return;
     }
-    int64_t due = w->tick + (w->tick < w->stall_until ? sim_rng_range(&w->rng, 30, 100) : sim_rng_range(&w->rng, 0, 20));
+    int64_t due = w->tick + (w->tick < w->stall_until ? sim_rng_range(&w->rng, w->stall_late, w->stall_hi)
+                                                     : sim_rng_range(&w->rng, 0, 20));
     if (o->has_pending) {
         free(o->pending.text);
         if (o->due > due)
@@ -1488,9 +1513,9 @@ static void deliver(sc_t *w, int p)
 
 const char *sc_fault_name(int f)
 {
-    static const char *const names[] = {"kill-master",     "kill-replica", "replica-stale-aof",
-                                        "lose-conf",       "lose-conf-early", "partition",
-                                        "operator-crash", "obs-stall"};
+    static const char *const names[] = {"kill-master", "kill-replica",   "lose-conf", "stale-aof",
+                                        "lose-conf-early", "lose-leaving", "partition", "operator-crash",
+                                        "obs-late", "obs-stall"};
     return f >= 0 && f < SC_F_COUNT ? names[f] : "unknown";
 }
 
@@ -1549,19 +1574,25 @@ static void kill_pod(sc_t *w, int p, int64_t back_in, int new_id, int with_data)
        new_id ? " without nodes.conf" : "", with_data ? "" : ", without its AOF");
 }
 
-/* A running pod whose node is a master holding slots (want 1) or a replica (want 0), or -1. */
-static int pick_pod(sc_t *w, int want_master)
+/* A running pod whose node is a master holding slots (want 1) or a replica (want 0), of
+ * a shard the spec keeps (where 0) or drops (where 1) or any (where -1); or -1. */
+static int pick_in(sc_t *w, int want_master, int where)
 {
     int c[MAXPOD], n = 0;
     for (int p = 0; p < MAXPOD; p++) {
         const pod_t *pd = &w->pod[p];
-        if (!pd->present || !pd->running || pd->isolated)
+        if (!pd->present || !pd->running || pd->isolated || (where >= 0 && (p / w->width >= w->shards) != where))
             continue;
         const node_t *x = w->n[pd->id];
         if (want_master ? x->master < 0 && x->nmine > 0 : x->master >= 0)
             c[n++] = p;
     }
     return n ? c[sim_rng_below(&w->rng, n)] : -1;
+}
+
+static int pick_pod(sc_t *w, int want_master)
+{
+    return pick_in(w, want_master, -1);
 }
 
 static int inject(sc_t *w, int f)
@@ -1572,23 +1603,30 @@ static int inject(sc_t *w, int f)
         if ((p = pick_pod(w, 1)) >= 0)
             kill_pod(w, p, sim_rng_range(&w->rng, 5, 60), 0, 1);
         break;
-    case SC_F_KILL_REPLICA:
-    case SC_F_REPLICA_STALE_AOF: {
-        int lose = f == SC_F_REPLICA_STALE_AOF || sim_rng_below(&w->rng, 2);
+    case SC_F_KILL_REPLICA: {
+        int lose = (int)sim_rng_below(&w->rng, 2);
         if (lose && w->nids > MAXID - 8)
             return 0;
         if ((p = pick_pod(w, 0)) >= 0)
-            kill_pod(w, p, sim_rng_range(&w->rng, 5, 60), lose, f == SC_F_REPLICA_STALE_AOF || !lose);
+            kill_pod(w, p, sim_rng_range(&w->rng, 5, 60), lose, !lose);
         break;
     }
     case SC_F_LOSE_CONF:
+    case SC_F_STALE_AOF:
     case SC_F_LOSE_CONF_EARLY:
+    case SC_F_LOSE_LEAVING: {
+        int master = f != SC_F_STALE_AOF || sim_rng_below(&w->rng, 2);
+        int64_t back = f == SC_F_LOSE_CONF_EARLY ? sim_rng_range(&w->rng, 5, 25)
+                       : master                 ? sim_rng_range(&w->rng, 100, 200)
+                                                : sim_rng_range(&w->rng, 5, 60);
+        int aof = f == SC_F_STALE_AOF || (f == SC_F_LOSE_CONF_EARLY && sim_rng_below(&w->rng, 2));
         if (w->nids > MAXID - 8)
             return 0;
-        if ((p = pick_pod(w, 1)) >= 0)
-            kill_pod(w, p, f == SC_F_LOSE_CONF ? sim_rng_range(&w->rng, 100, 200) : sim_rng_range(&w->rng, 5, 25), 1,
-                     (int)sim_rng_below(&w->rng, 2));
+        int where = f == SC_F_LOSE_LEAVING ? 1 : f == SC_F_LOSE_CONF && master ? 0 : -1;
+        if ((p = pick_in(w, master, where)) >= 0)
+            kill_pod(w, p, back, 1, aof);
         break;
+    }
     case SC_F_PARTITION:
         if ((p = pick_pod(w, (int)sim_rng_below(&w->rng, 2))) >= 0) {
             w->pod[p].isolated = 1;
@@ -1604,6 +1642,8 @@ static int inject(sc_t *w, int f)
         break;
     default:
         w->stall_until = w->tick + sim_rng_range(&w->rng, 50, 300);
+        w->stall_late = f == SC_F_OBS_STALL ? 30 : 10;
+        w->stall_hi = f == SC_F_OBS_STALL ? 100 : 25;
         p = 0;
         ev(w, 34, 0, w->stall_until, "observations late until %lld", (long long)w->stall_until);
         break;
@@ -1657,7 +1697,7 @@ static void faults(sc_t *w)
     int f = (int)sim_rng_below(&w->rng, SC_F_COUNT);
     if (!(set & SC_FAULT_BIT(f)))
         return;
-    int hurts = f != SC_F_OPERATOR_CRASH && f != SC_F_OBS_STALL;
+    int hurts = f != SC_F_OPERATOR_CRASH && f != SC_F_OBS_LATE && f != SC_F_OBS_STALL;
     if (hurts && !w->cfg.overlap && !settled(w)) {
         w->next_fault = w->tick + 10;
         return;
@@ -1735,8 +1775,17 @@ static int converged(sc_t *w, char *why, size_t cap)
         }
         if (first < 0)
             first = pd->id;
-        else if (memcmp(x->owner, w->n[first]->owner, sizeof(x->owner)))
-            return snprintf(why, cap, "pod %d's slot table differs from pod 0's", p), 0;
+        else if (memcmp(x->owner, w->n[first]->owner, sizeof(x->owner))) {
+            int s = 0, a, b;
+            while (x->owner[s] == w->n[first]->owner[s])
+                s++;
+            a = w->n[first]->owner[s], b = x->owner[s];
+            return snprintf(why, cap,
+                            "pod %d's slot table differs from pod 0's: slot %d is node %d's (epoch %lld) for pod 0, "
+                            "node %d's (epoch %lld) for pod %d",
+                            p, s, a, a >= 0 ? (long long)epoch_in(w, first, a) : -1LL, b,
+                            b >= 0 ? (long long)epoch_in(w, pd->id, b) : -1LL, p), 0;
+        }
     }
     const node_t *f = w->n[first];
     for (int s = 0; s < CN_SLOTS; s++) {
@@ -1860,6 +1909,7 @@ static sc_t *world_new(const sc_cfg_t *cfg)
     w->end_faults = cfg->steps - cfg->tail;
     w->next_fault = 300;
     w->res.converged_after = -1;
+    w->dump_at = sim_env_int("SIM_DUMP", 0);
     w->res.replicas = w->R;
     for (int p = 0; p < MAXPOD; p++)
         w->pod[p].id = -1;
@@ -1870,9 +1920,27 @@ static sc_t *world_new(const sc_cfg_t *cfg)
     return w;
 }
 
+/* With a trace, each running node's slot table in brief: how many slots it gives whom. */
+static void dump(sc_t *w)
+{
+    for (int i = 0; i < w->nids && w->cfg.trace; i++) {
+        const node_t *x = w->n[i];
+        if (!x->alive)
+            continue;
+        fprintf(w->cfg.trace, "%lld   node %d (pod %d, %s %d, epoch %llu):", (long long)w->tick, i, x->pod,
+                x->master < 0 ? "master" : "replica of", x->master, (unsigned long long)x->epoch);
+        for (int o = 0; o < w->nids; o++)
+            if (x->cnt[o])
+                fprintf(w->cfg.trace, " node %d %d (epoch %llu)", o, x->cnt[o], (unsigned long long)epoch_in(w, i, o));
+        fprintf(w->cfg.trace, "\n");
+    }
+}
+
 static void step(sc_t *w)
 {
     int64_t t = w->tick;
+    if (w->cfg.trace && t && t == w->dump_at)
+        dump(w);
     if (!w->cfg.no_reshard && t == w->cfg.steps * 15 / 100) {
         w->shards = BASE_SHARDS + 1;
         add_shard(w);

@@ -66,21 +66,28 @@ typedef enum {
     SC_F_KILL_MASTER = 0,  /* SIGKILL of a master; back 0.5..6 s later with nodes.conf and AOF */
     SC_F_KILL_REPLICA,     /* SIGKILL of a replica; back 0.5..6 s later with nodes.conf and AOF,
                               or with neither */
-    SC_F_REPLICA_STALE_AOF, /* a replica's pod back without nodes.conf but with its AOF: it claims
-                              its keys' slots at epoch 0 (finding 1, off by default) */
-    SC_F_LOSE_CONF,        /* a master's pod back without nodes.conf (a new node id), its AOF
-                              kept or not, after the cluster marked the old id FAIL */
-    SC_F_LOSE_CONF_EARLY,  /* the same, back before the old id is FAIL (0.5..2.5 s): the old
-                              id goes noaddr and is never failed over (off by default) */
+    SC_F_LOSE_CONF,        /* a master's pod back without nodes.conf (a new node id) nor AOF,
+                              after the cluster marked the old id FAIL */
+    SC_F_STALE_AOF,        /* a master's or a replica's pod back without nodes.conf but with its
+                              AOF (the master's after FAIL): it claims its keys' slots at epoch 0
+                              (finding 1: off by default) */
+    SC_F_LOSE_CONF_EARLY,  /* a master's pod back without nodes.conf (AOF or not) 0.5..2.5 s
+                              later, before the old id is FAIL: the old id goes noaddr and is
+                              never failed over (finding 2: off by default) */
+    SC_F_LOSE_LEAVING,     /* lose-conf of the master of a shard the spec dropped, before its slots
+                              moved out (finding 4: off by default; lose-conf spares those) */
     SC_F_PARTITION,        /* one pod cut off from everyone for 1..15 s */
     SC_F_OPERATOR_CRASH,   /* the operator killed mid-plan (between commands, mid slot move) */
-    SC_F_OBS_STALL,        /* observations 3..10 s late for 5..30 s */
+    SC_F_OBS_LATE,         /* observations 1..2.5 s late for 5..30 s */
+    SC_F_OBS_STALL,        /* observations 3..10 s late for 5..30 s (finding 3: off by default) */
     SC_F_COUNT
 } sc_fault_t;
 
 #define SC_FAULT_BIT(f) (1u << (f))
 #define SC_FAULTS_ALL (SC_FAULT_BIT(SC_F_COUNT) - 1)
-#define SC_FAULTS_FOUND (SC_FAULT_BIT(SC_F_REPLICA_STALE_AOF) | SC_FAULT_BIT(SC_F_LOSE_CONF_EARLY))
+#define SC_FAULTS_FOUND                                                                                      \
+    (SC_FAULT_BIT(SC_F_STALE_AOF) | SC_FAULT_BIT(SC_F_LOSE_CONF_EARLY) | SC_FAULT_BIT(SC_F_LOSE_LEAVING) |      \
+     SC_FAULT_BIT(SC_F_OBS_STALL))
 #define SC_FAULTS_DEFAULT (SC_FAULTS_ALL & ~SC_FAULTS_FOUND)
 
 typedef struct {
@@ -103,6 +110,7 @@ typedef struct {
     uint64_t digest;         /* of every event: equal for equal seeds and configurations */
     int replicas;
     int64_t steps, writes, acked, reconciles, decisions, commands, refused, moves, slots_moved, keys_moved;
+    int64_t unsafe_acked;    /* acknowledged by a master flagged FAIL somewhere: not kept by Redis */
     int64_t elections, manual_failovers, noaddr, reshards_done;
     int64_t faults[SC_F_COUNT];
     int64_t recoveries, recover_max_steps;
