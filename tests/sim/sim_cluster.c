@@ -65,6 +65,9 @@ typedef struct {
     int text_ok;
     char *text;
     size_t textlen, textcap;
+    struct run *runs;       /* its table's ranges (runs_of) */
+    int nruns, capruns;
+    uint32_t runs_ver;
 } node_t;
 
 typedef struct {
@@ -405,7 +408,9 @@ static void contact(sc_t *w, int xi, int yi, int gossip)
     }
     /* UPDATE: yi sees xi claim slots that yi gives to a node of a higher epoch (checked
      * on the exchanges of every second) */
-    if (gossip && x->nmine && (x->seen_tab[yi] != y->tab_ver || x->seen_mine[yi] != x->claims_ver)) {
+    /* (yi crediting xi with as many slots as xi claims is taken as agreement: a shortcut) */
+    if (gossip && x->nmine && y->cnt[xi] != x->nmine &&
+        (x->seen_tab[yi] != y->tab_ver || x->seen_mine[yi] != x->claims_ver)) {
         x->seen_tab[yi] = y->tab_ver;
         x->seen_mine[yi] = x->claims_ver;
         for (int s = 0; s < CN_SLOTS && x->nmine; s++) {
@@ -822,25 +827,35 @@ static void out_add(node_t *x, const char *fmt, ...)
     }
 }
 
-/* The slot ranges of a slot table, in slot order: what each line's slots are. */
-typedef struct {
+/* The slot ranges of a slot table, in slot order: what each line's slots are (kept
+ * until the table changes). */
+typedef struct run {
     int from, to, owner;
 } run_t;
 
-static run_t runs[CN_SLOTS];
-static int nruns;
-
-static void runs_of(const node_t *x)
+static void runs_of(node_t *x)
 {
-    nruns = 0;
+    if (x->runs && x->runs_ver == x->tab_ver)
+        return;
+    x->nruns = 0;
     for (int s = 0; s < CN_SLOTS; s++) {
         if (x->owner[s] < 0)
             continue;
-        if (nruns && runs[nruns - 1].to == s - 1 && runs[nruns - 1].owner == x->owner[s])
-            runs[nruns - 1].to = s;
-        else
-            runs[nruns++] = (run_t){s, s, x->owner[s]};
+        if (x->nruns && x->runs[x->nruns - 1].to == s - 1 && x->runs[x->nruns - 1].owner == x->owner[s]) {
+            x->runs[x->nruns - 1].to = s;
+            continue;
+        }
+        if (x->nruns == x->capruns) {
+            x->capruns = x->capruns ? 2 * x->capruns : 64;
+            x->runs = realloc(x->runs, (size_t)x->capruns * sizeof(*x->runs));
+            if (!x->runs)
+                abort();
+        }
+        x->runs[x->nruns++] = (run_t){s, s, x->owner[s]};
     }
+    x->runs_ver = x->tab_ver;
+    if (!x->runs) /* (an empty table: cached all the same) */
+        x->runs = malloc(sizeof(*x->runs));
 }
 
 static void line_of(sc_t *w, int xi, int yi)
@@ -856,13 +871,13 @@ static void line_of(sc_t *w, int xi, int yi)
             master >= 0 ? "slave" : "master", x->pfail[yi] ? ",fail?" : "", x->fail[yi] ? ",fail" : "",
             x->vip[yi] ? "" : ",noaddr", master >= 0 ? w->n[master]->id : "-",
             (unsigned long long)epoch_in(w, xi, yi), me || w->tick - x->pong[yi] <= 2 ? "connected" : "disconnected");
-    for (int r = 0; r < nruns; r++) {
-        if (runs[r].owner != yi)
+    for (int r = 0; r < x->nruns; r++) {
+        if (x->runs[r].owner != yi)
             continue;
-        if (runs[r].to > runs[r].from)
-            out_add(x, " %d-%d", runs[r].from, runs[r].to);
+        if (x->runs[r].to > x->runs[r].from)
+            out_add(x, " %d-%d", x->runs[r].from, x->runs[r].to);
         else
-            out_add(x, " %d", runs[r].from);
+            out_add(x, " %d", x->runs[r].from);
     }
     for (int o = 0; me && o < x->nopen; o++)
         out_add(x, " [%d-%c-%s]", x->open[o].slot, x->open[o].importing ? '<' : '>', w->n[x->open[o].peer]->id);
@@ -1709,7 +1724,7 @@ static void faults(sc_t *w)
             w->fault_at = w->tick;
         }
     }
-    int64_t mean = w->cfg.fault_every ? w->cfg.fault_every : 150;
+    int64_t mean = w->cfg.fault_every ? w->cfg.fault_every : 300;
     w->next_fault = w->tick + sim_rng_range(&w->rng, mean / 2, mean * 3 / 2);
 }
 
@@ -1867,6 +1882,7 @@ static void world_free(sc_t *w)
 {
     for (int i = 0; i < w->nids; i++) {
         free(w->n[i]->text);
+        free(w->n[i]->runs);
         free(w->n[i]);
     }
     for (int p = 0; p < MAXPOD; p++) {

@@ -98,7 +98,7 @@ typedef struct {
     int replicas;            /* per shard, 1..2; 0: drawn from the seed */
     int overlap;             /* faults may overlap */
     unsigned faults;         /* bits of sc_fault_t; 0: SC_FAULTS_DEFAULT */
-    int64_t fault_every;     /* mean steps between faults; 0: 150 */
+    int64_t fault_every;     /* mean steps between faults; 0: 300 */
     int no_reshard;          /* 1: the layout stays 3 shards */
     FILE *trace;             /* every event as a line, or NULL */
 } sc_cfg_t;

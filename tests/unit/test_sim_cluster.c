@@ -7,7 +7,7 @@
  *
  * By hand (the same binary):
  *   SIM_TOTAL=N       steps in all (default 1000000), over seeds of SIM_STEPS steps each
- *   SIM_STEPS=N       steps of one seed's run (default 20000; its last 2000 without faults)
+ *   SIM_STEPS=N       steps of one seed's run (default 40000; its last 2000 without faults)
  *   SIM_SEED=X        the first seed (default 1); with SIM_TOTAL unset, only that seed:
  *                     a replay (SIM_TRACE=1 prints every event of it to stderr)
  *   SIM_REPLICAS=N    replicas per shard (1..2; default: drawn from each seed)
@@ -15,7 +15,7 @@
  *   SIM_FAULTS=a,b    only these fault kinds (sc_fault_name), e.g. kill-master,partition;
  *                     lose-conf-early (a master's pod back with a new node id before the
  *                     old one is FAIL) is the one left out of the default set
- *   SIM_EVERY=N       mean steps between faults (default 150)
+ *   SIM_EVERY=N       mean steps between faults (default 300)
  *   SIM_NO_RESHARD=1  the layout stays 3 shards
  */
 #include "cu_table.h"
@@ -28,7 +28,7 @@
 #include <string.h>
 
 #define DEFAULT_TOTAL 1000000
-#define DEFAULT_STEPS 20000
+#define DEFAULT_STEPS 40000
 #define TAIL_STEPS 2000
 #define MAX_FAILURES 3
 #define CONVERGE_WITHIN 1800 /* 3 minutes of simulated time after the last fault */
