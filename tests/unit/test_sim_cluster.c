@@ -17,6 +17,8 @@
  *                     old one is FAIL) is the one left out of the default set
  *   SIM_EVERY=N       mean steps between faults (default 300)
  *   SIM_NO_RESHARD=1  the layout stays 3 shards
+ *   SIM_FINDINGS=1    also run the findings' seeds (docs/simulation.md, "Cluster mode"):
+ *                     each must still break an invariant while its bug is there
  */
 #include "cu_table.h"
 #include "sim_cluster.h"
@@ -172,9 +174,63 @@ static void test_replay_is_deterministic(void)
     fclose(devnull);
 }
 
+#define F(kind) SC_FAULT_BIT(SC_F_##kind)
+
+/* The operator's bugs the simulation found (docs/simulation.md, "Cluster mode"), each a
+ * seed and the faults that show it, its trigger kept out of the default set. With
+ * SIM_FINDINGS=1 each is run and must still fail: when one is fixed, its row says so
+ * (and its fault joins SC_FAULTS_DEFAULT). Without it, the replays are listed. */
+static void test_findings(void)
+{
+    static const struct {
+        const char *what;
+        uint64_t seed;
+        unsigned faults;
+        int64_t every;
+    } rows[] = {
+        {"1: a pod back without nodes.conf but with its AOF is met and wins its keys' slots by an epoch "
+         "collision", 1, F(STALE_AOF), 0},
+        {"1: (the same: two masters claim a slot with config epoch 0)", 2, F(STALE_AOF), 0},
+        {"2: a master back with a new node id before FAIL: its old id goes noaddr, never failed over", 1,
+         F(LOSE_CONF_EARLY), 0},
+        {"3: FLUSHALL from an observation older than the operator's own REPLICATE wipes a promoted replica", 1,
+         F(OBS_STALL) | F(KILL_REPLICA) | F(KILL_MASTER) | F(LOSE_CONF), 150},
+        {"4: RETIRE resets the replicas of a leaving shard whose failed master still holds its slots", 1,
+         F(LOSE_LEAVING), 0},
+    };
+    int run = sim_env_int("SIM_FINDINGS", 0) != 0;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        sc_cfg_t c = cfg_of(rows[i].seed, DEFAULT_STEPS);
+        c.faults = rows[i].faults;
+        c.fault_every = rows[i].every;
+        c.replicas = 0;
+        c.overlap = 0;
+        char names[128] = "";
+        for (int f = 0; f < SC_F_COUNT; f++)
+            if (c.faults & SC_FAULT_BIT(f))
+                snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", *names ? "," : "",
+                         sc_fault_name(f));
+        if (!run) {
+            char every[32] = "";
+            if (rows[i].every)
+                snprintf(every, sizeof(every), " SIM_EVERY=%lld", (long long)rows[i].every);
+            fprintf(stderr, "\n  finding %s\n    replay: SIM_SEED=%#llx SIM_FAULTS=%s%s SIM_TRACE=1 build/tests/test_sim_cluster",
+                    rows[i].what, (unsigned long long)c.seed, names, every);
+            continue;
+        }
+        sc_result_t r;
+        int rc = sc_run(&c, &r);
+        fprintf(stderr, "\n  finding %s: seed %#llx: %s", rows[i].what, (unsigned long long)c.seed,
+                rc ? r.why : "HOLDS NOW (fixed? make it a regression row)");
+        CU_ASSERT_EQUAL(rc, 1);
+    }
+    fprintf(stderr, "\n");
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("cluster simulation"),
     {"a replay is deterministic", test_replay_is_deterministic},
+    {"the findings' seeds (SIM_FINDINGS=1 runs them)", test_findings},
     {"a million steps across seeds", test_million_steps},
 };
 CU_MAIN(tests)
