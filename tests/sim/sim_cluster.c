@@ -1590,13 +1590,14 @@ static void kill_pod(sc_t *w, int p, int64_t back_in, int new_id, int with_data)
 }
 
 /* A running pod whose node is a master holding slots (want 1) or a replica (want 0), of
- * a shard the spec keeps (where 0) or drops (where 1) or any (where -1); or -1. */
+ * the 3 shards the spec always keeps (where 0), of the 4th, which it drops at half the run
+ * (where 1), or of any (where -1); or -1. */
 static int pick_in(sc_t *w, int want_master, int where)
 {
     int c[MAXPOD], n = 0;
     for (int p = 0; p < MAXPOD; p++) {
         const pod_t *pd = &w->pod[p];
-        if (!pd->present || !pd->running || pd->isolated || (where >= 0 && (p / w->width >= w->shards) != where))
+        if (!pd->present || !pd->running || pd->isolated || (where >= 0 && (p / w->width >= BASE_SHARDS) != where))
             continue;
         const node_t *x = w->n[pd->id];
         if (want_master ? x->master < 0 && x->nmine > 0 : x->master >= 0)
@@ -1638,6 +1639,8 @@ static int inject(sc_t *w, int f)
         if (w->nids > MAXID - 8)
             return 0;
         int where = f == SC_F_LOSE_LEAVING ? 1 : f == SC_F_LOSE_CONF && master ? 0 : -1;
+        if (f == SC_F_LOSE_LEAVING && w->shards >= w->nsts)
+            return 0; /* (only while the 4th shard leaves) */
         if ((p = pick_in(w, master, where)) >= 0)
             kill_pod(w, p, back, 1, aof);
         break;

@@ -67,15 +67,16 @@ typedef enum {
     SC_F_KILL_REPLICA,     /* SIGKILL of a replica; back 0.5..6 s later with nodes.conf and AOF,
                               or with neither */
     SC_F_LOSE_CONF,        /* a master's pod back without nodes.conf (a new node id) nor AOF,
-                              after the cluster marked the old id FAIL */
+                              after the cluster marked the old id FAIL; never the 4th shard's
+                              (see SC_F_LOSE_LEAVING) */
     SC_F_STALE_AOF,        /* a master's or a replica's pod back without nodes.conf but with its
                               AOF (the master's after FAIL): it claims its keys' slots at epoch 0
                               (finding 1: off by default) */
     SC_F_LOSE_CONF_EARLY,  /* a master's pod back without nodes.conf (AOF or not) 0.5..2.5 s
                               later, before the old id is FAIL: the old id goes noaddr and is
                               never failed over (finding 2: off by default) */
-    SC_F_LOSE_LEAVING,     /* lose-conf of the master of a shard the spec dropped, before its slots
-                              moved out (finding 4: off by default; lose-conf spares those) */
+    SC_F_LOSE_LEAVING,     /* lose-conf of the 4th shard's master while the spec drops it, before
+                              its slots moved out (finding 4: off by default) */
     SC_F_PARTITION,        /* one pod cut off from everyone for 1..15 s */
     SC_F_OPERATOR_CRASH,   /* the operator killed mid-plan (between commands, mid slot move) */
     SC_F_OBS_LATE,         /* observations 1..2.5 s late for 5..30 s */
