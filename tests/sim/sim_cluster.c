@@ -381,8 +381,23 @@ static void take_claims(sc_t *w, int xi, int z, uint64_t e, const int16_t *table
             }
 }
 
-/* Node xi hears node yi (a PING or PONG with its header and gossip). */
-static void contact(sc_t *w, int xi, int yi, int gossip)
+/* Node x starts a handshake with ip (a MEET, or gossip naming a node it does not know);
+ * one at a time per address. */
+static void start_handshake(sc_t *w, node_t *x, int ip)
+{
+    for (int h = 0; h < x->nhs; h++)
+        if (x->hs[h].ip == ip)
+            return;
+    if (x->nhs < MAXHS) {
+        x->hs[x->nhs].ip = ip;
+        x->hs[x->nhs++].since = w->tick;
+        bump(w, x);
+    }
+}
+
+/* What xi takes from yi's header: currentEpoch, yi's epoch and role, a config epoch
+ * collision (the node with the smaller id takes a new epoch), its master's new master. */
+static void hear_header(sc_t *w, int xi, int yi)
 {
     node_t *x = w->n[xi], *y = w->n[yi];
     if (y->cur > x->cur)
@@ -392,7 +407,6 @@ static void contact(sc_t *w, int xi, int yi, int gossip)
         x->vmaster[yi] = (int16_t)y->master;
         bump(w, x);
     }
-    /* a configEpoch collision: the node with the smaller id takes a new epoch */
     if (x->master < 0 && y->master < 0 && x->epoch == y->epoch && strcmp(y->id, x->id) > 0) {
         x->epoch = ++x->cur;
         x->claims_ver++;
@@ -402,47 +416,61 @@ static void contact(sc_t *w, int xi, int yi, int gossip)
     }
     if (x->master == yi && y->master >= 0 && y->master != xi)
         set_master(w, xi, y->master);
-    if (y->master < 0 && x->seen_claims[yi] != y->claims_ver) {
-        x->seen_claims[yi] = y->claims_ver;
-        take_claims(w, xi, yi, y->epoch, y->owner);
-    }
-    /* UPDATE: yi sees xi claim slots that yi gives to a node of a higher epoch (checked
-     * on the exchanges of every second) */
-    /* (yi crediting xi with as many slots as xi claims is taken as agreement: a shortcut) */
-    if (gossip && x->nmine && y->cnt[xi] != x->nmine &&
-        (x->seen_tab[yi] != y->tab_ver || x->seen_mine[yi] != x->claims_ver)) {
-        x->seen_tab[yi] = y->tab_ver;
-        x->seen_mine[yi] = x->claims_ver;
-        for (int s = 0; s < CN_SLOTS && x->nmine; s++) {
-            int z = y->owner[s];
-            if (x->owner[s] != xi || z < 0 || z == xi || !x->know[z])
-                continue;
-            uint64_t ez = epoch_in(w, yi, z);
-            if (ez > x->epoch) {
-                if (ez > x->vepoch[z])
-                    x->vepoch[z] = ez;
-                take_claims(w, xi, z, ez, y->owner);
-            }
+}
+
+/* UPDATE: yi sees xi claim slots that yi gives to a node of a higher epoch and tells xi
+ * that node's config. Checked on the exchanges of every second; yi crediting xi with as
+ * many slots as xi claims is taken as agreement (a shortcut). */
+static void hear_update(sc_t *w, int xi, int yi)
+{
+    node_t *x = w->n[xi], *y = w->n[yi];
+    if (!x->nmine || y->cnt[xi] == x->nmine || (x->seen_tab[yi] == y->tab_ver && x->seen_mine[yi] == x->claims_ver))
+        return;
+    x->seen_tab[yi] = y->tab_ver;
+    x->seen_mine[yi] = x->claims_ver;
+    for (int s = 0; s < CN_SLOTS && x->nmine; s++) {
+        int z = y->owner[s];
+        if (x->owner[s] != xi || z < 0 || z == xi || !x->know[z])
+            continue;
+        uint64_t ez = epoch_in(w, yi, z);
+        if (ez > x->epoch) {
+            if (ez > x->vepoch[z])
+                x->vepoch[z] = ez;
+            take_claims(w, xi, z, ez, y->owner);
         }
     }
-    if (!gossip)
-        return;
+}
+
+/* Gossip: the nodes yi knows at an address that xi does not know (a handshake), and the
+ * address of a node xi cannot reach that yi reaches. */
+static void hear_gossip(sc_t *w, int xi, int yi)
+{
+    node_t *x = w->n[xi], *y = w->n[yi];
     for (int z = 0; z < w->nids; z++) {
         if (z == xi || z == yi || !y->know[z] || !y->vip[z])
             continue;
         if (!x->know[z]) {
-            int dup = 0;
-            for (int h = 0; h < x->nhs; h++)
-                dup |= x->hs[h].ip == y->vip[z];
-            if (!dup && x->nhs < MAXHS && w->tick >= x->forgot[z]) {
-                x->hs[x->nhs].ip = y->vip[z];
-                x->hs[x->nhs++].since = w->tick;
-                bump(w, x);
-            }
+            if (w->tick >= x->forgot[z])
+                start_handshake(w, x, y->vip[z]);
         } else if ((x->pfail[z] || x->fail[z]) && !y->pfail[z] && !y->fail[z] && x->vip[z] != y->vip[z]) {
-            x->vip[z] = y->vip[z]; /* a node that can reach it tells its address */
+            x->vip[z] = y->vip[z];
             bump(w, x);
         }
+    }
+}
+
+/* Node xi hears node yi (a PING or PONG with its header; gossip once a second). */
+static void contact(sc_t *w, int xi, int yi, int gossip)
+{
+    node_t *x = w->n[xi], *y = w->n[yi];
+    hear_header(w, xi, yi);
+    if (y->master < 0 && x->seen_claims[yi] != y->claims_ver) {
+        x->seen_claims[yi] = y->claims_ver;
+        take_claims(w, xi, yi, y->epoch, y->owner);
+    }
+    if (gossip) {
+        hear_update(w, xi, yi);
+        hear_gossip(w, xi, yi);
     }
 }
 
@@ -905,9 +933,15 @@ static const char *nodes_text(sc_t *w, int xi, size_t *len)
     return x->text;
 }
 
+/* The number s starts with (0 when none). */
+static int num(const char *s)
+{
+    return (int)strtol(s, NULL, 10);
+}
+
 static int parse_ip(const char *s)
 {
-    return !strncmp(s, "10.0.0.", 7) ? atoi(s + 7) : 0;
+    return !strncmp(s, "10.0.0.", 7) ? num(s + 7) : 0;
 }
 
 /* ---- commands, answered as Redis 7 answers them ------------------------------------------ */
@@ -980,7 +1014,7 @@ static int slots_ranges(sc_t *w, int xi, int argc, const char *const *argv, int 
     if (argc <= from || (argc - from) % 2)
         return err_reply("ERR wrong number of arguments");
     for (int a = from; a < argc; a += 2) {
-        int lo = atoi(argv[a]), hi = atoi(argv[a + 1]);
+        int lo = num(argv[a]), hi = num(argv[a + 1]);
         if (lo < 0 || hi >= CN_SLOTS || lo > hi)
             return err_reply("ERR Invalid or out of range slot");
         for (int s = lo; s <= hi; s++) {
@@ -991,7 +1025,7 @@ static int slots_ranges(sc_t *w, int xi, int argc, const char *const *argv, int 
         }
     }
     for (int a = from; a < argc; a += 2)
-        for (int s = atoi(argv[a]); s <= atoi(argv[a + 1]); s++)
+        for (int s = num(argv[a]); s <= num(argv[a + 1]); s++)
             set_owner(w, xi, s, adding ? xi : -1);
     return ok_reply();
 }
@@ -1066,51 +1100,56 @@ static int cmd_reset(sc_t *w, int xi)
     return ok_reply();
 }
 
-static int cmd_setslot(sc_t *w, int xi, int argc, const char *const *argv)
+/* SETSLOT s IMPORTING|MIGRATING z on node xi. */
+static int setslot_open(sc_t *w, int xi, int s, int z, int importing)
 {
     node_t *x = w->n[xi];
-    if (argc < 5)
-        return err_reply("ERR wrong number of arguments");
-    int s = atoi(argv[2]), z = find_id(w, argv[4]);
-    if (x->master >= 0)
-        return err_reply("ERR Please use SETSLOT only with masters.");
-    if (z < 0 || !x->know[z])
-        return err_reply("ERR I don't know about node %s", argv[4]);
     open_t *op = open_of(x, s);
-    if (!strcasecmp(argv[3], "IMPORTING") || !strcasecmp(argv[3], "MIGRATING")) {
-        int importing = !strcasecmp(argv[3], "IMPORTING");
-        if (importing && x->owner[s] == xi)
-            return err_reply("ERR I'm already the owner of hash slot %d", s);
-        if (!importing && x->owner[s] != xi)
-            return err_reply("ERR I'm not the owner of hash slot %d", s);
-        if (!op) {
-            if (x->nopen == MAXOPEN)
-                return err_reply("ERR simulation: too many open slots");
-            op = &x->open[x->nopen++];
-        }
-        *op = (open_t){s, importing, z};
-        bump(w, x);
-        return ok_reply();
+    if (importing && x->owner[s] == xi)
+        return err_reply("ERR I'm already the owner of hash slot %d", s);
+    if (!importing && x->owner[s] != xi)
+        return err_reply("ERR I'm not the owner of hash slot %d", s);
+    if (!op) {
+        if (x->nopen == MAXOPEN)
+            return err_reply("ERR simulation: too many open slots");
+        op = &x->open[x->nopen++];
     }
-    if (x->owner[s] == xi && z != xi && keys_in(w, x, s))
+    *op = (open_t){s, importing, z};
+    bump(w, x);
+    return ok_reply();
+}
+
+/* clusterBumpConfigEpochWithoutConsensus: a new epoch unless node xi's is the greatest. */
+static void bump_epoch(sc_t *w, int xi, int s)
+{
+    node_t *x = w->n[xi];
+    uint64_t max = x->cur;
+    for (int o = 0; o < w->nids; o++)
+        if (x->know[o] && x->vepoch[o] > max)
+            max = x->vepoch[o];
+    if (x->epoch == 0 || x->epoch != max) {
+        x->cur = max + 1;
+        x->epoch = x->cur;
+        x->claims_ver++;
+        ev(w, 15, xi, (int64_t)x->epoch, "node %d: epoch %llu after importing slot %d", xi,
+           (unsigned long long)x->epoch, s);
+    }
+}
+
+/* SETSLOT s NODE z on node xi. */
+static int setslot_node(sc_t *w, int xi, int s, int z)
+{
+    node_t *x = w->n[xi];
+    open_t *op = open_of(x, s);
+    int was_mine = x->owner[s] == xi;
+    if (was_mine && z != xi && keys_in(w, x, s))
         return err_reply("ERR Can't assign hashslot %d to a different node while I still hold keys for this hash "
                          "slot.", s);
-    int was_mine = x->owner[s] == xi;
     if (op && !op->importing && z != xi && !keys_in(w, x, s))
         close_slot(w, x, s);
     if (z == xi && op && op->importing) {
         close_slot(w, x, s);
-        uint64_t max = x->cur;
-        for (int o = 0; o < w->nids; o++)
-            if (x->know[o] && x->vepoch[o] > max)
-                max = x->vepoch[o];
-        if (x->epoch == 0 || x->epoch != max) { /* clusterBumpConfigEpochWithoutConsensus */
-            x->cur = max + 1;
-            x->epoch = x->cur;
-            x->claims_ver++;
-            ev(w, 15, xi, (int64_t)x->epoch, "node %d: epoch %llu after importing slot %d", xi,
-               (unsigned long long)x->epoch, s);
-        }
+        bump_epoch(w, xi, s);
     }
     set_owner(w, xi, s, z);
     if (was_mine && z != xi && !x->nmine) { /* cluster-allow-replica-migration */
@@ -1118,6 +1157,21 @@ static int cmd_setslot(sc_t *w, int xi, int argc, const char *const *argv)
         set_master(w, xi, z);
     }
     return ok_reply();
+}
+
+static int cmd_setslot(sc_t *w, int xi, int argc, const char *const *argv)
+{
+    node_t *x = w->n[xi];
+    if (argc < 5)
+        return err_reply("ERR wrong number of arguments");
+    int s = num(argv[2]), z = find_id(w, argv[4]);
+    if (x->master >= 0)
+        return err_reply("ERR Please use SETSLOT only with masters.");
+    if (z < 0 || !x->know[z])
+        return err_reply("ERR I don't know about node %s", argv[4]);
+    if (!strcasecmp(argv[3], "IMPORTING") || !strcasecmp(argv[3], "MIGRATING"))
+        return setslot_open(w, xi, s, z, !strcasecmp(argv[3], "IMPORTING"));
+    return setslot_node(w, xi, s, z);
 }
 
 static int cmd_getkeys(sc_t *w, int xi, int s)
@@ -1153,7 +1207,7 @@ static int cmd_migrate(sc_t *w, int xi, int argc, const char *const *argv, int c
     node_t *tn = w->n[t];
     int moved = 0;
     for (int a = from; a < argc; a++) {
-        int k = atoi(argv[a] + 1), s = w->kslot[k];
+        int k = num(argv[a] + 1), s = w->kslot[k];
         if (!x->val[k])
             continue;
         open_t *op = open_of(tn, s);
@@ -1202,15 +1256,7 @@ static int exec_cmd(sc_t *w, int xi, int argc, const char *const *argv, int cut)
         return 0;
     }
     if (!strcasecmp(v, "MEET") && argc >= 3) {
-        int ip = parse_ip(argv[2]);
-        for (int h = 0; h < x->nhs; h++)
-            if (x->hs[h].ip == ip)
-                return ok_reply();
-        if (x->nhs < MAXHS) {
-            x->hs[x->nhs].ip = ip;
-            x->hs[x->nhs++].since = w->tick;
-            bump(w, x);
-        }
+        start_handshake(w, x, parse_ip(argv[2]));
         return ok_reply();
     }
     if (!strcasecmp(v, "FORGET") && argc >= 3)
@@ -1228,7 +1274,7 @@ static int exec_cmd(sc_t *w, int xi, int argc, const char *const *argv, int cut)
     if (!strcasecmp(v, "SETSLOT"))
         return cmd_setslot(w, xi, argc, argv);
     if (!strcasecmp(v, "GETKEYSINSLOT") && argc >= 3)
-        return cmd_getkeys(w, xi, atoi(argv[2]));
+        return cmd_getkeys(w, xi, num(argv[2]));
     return err_reply("ERR unknown subcommand '%s'", v);
 }
 
@@ -1763,7 +1809,8 @@ static void check_epochs(sc_t *w)
             if (x->owner[s] != i)
                 continue;
             if (who[s] >= 0 && w->n[who[s]]->epoch == x->epoch) {
-                fail_now(w, "two masters claim slot %d with config epoch %llu: node %d (pod %d) and node %d (pod %d)", s,
+                fail_now(w,
+                         "two masters claim slot %d with config epoch %llu: node %d (pod %d) and node %d (pod %d)", s,
                          (unsigned long long)x->epoch, who[s], w->n[who[s]]->pod, i, x->pod);
                 return;
             }
@@ -1773,61 +1820,82 @@ static void check_epochs(sc_t *w)
     }
 }
 
+/* Every pod of the layout up and reachable, nothing open, every node knowing every
+ * other well, one slot table; else why not into why[cap]. Returns the first pod's node,
+ * or -1. */
+static int converged_nodes(sc_t *w, char *why, size_t cap)
+{
+    int np = w->nsts * w->width, first = -1;
+    for (int p = 0; p < np; p++) {
+        const pod_t *pd = &w->pod[p];
+        if (!pd->running || pd->isolated)
+            return snprintf(why, cap, "pod %d down or cut off", p), -1;
+        const node_t *x = w->n[pd->id];
+        if (x->nopen)
+            return snprintf(why, cap, "pod %d has slot %d open", p, x->open[0].slot), -1;
+        for (int q = 0; q < np; q++) {
+            int y = w->pod[q].id;
+            if (q != p && (!x->know[y] || x->vip[y] != pod_ip(q) || x->pfail[y] || x->fail[y]))
+                return snprintf(why, cap, "pod %d does not see pod %d's node %d well", p, q, y), -1;
+        }
+        if (first < 0) {
+            first = pd->id;
+            continue;
+        }
+        const int16_t *a = w->n[first]->owner;
+        if (!memcmp(x->owner, a, sizeof(x->owner)))
+            continue;
+        int s = 0;
+        while (x->owner[s] == a[s])
+            s++;
+        return snprintf(why, cap,
+                        "pod %d's slot table differs from pod 0's: slot %d is node %d's (epoch %lld) for pod 0, "
+                        "node %d's (epoch %lld) for pod %d",
+                        p, s, a[s], a[s] >= 0 ? (long long)epoch_in(w, first, a[s]) : -1LL, x->owner[s],
+                        x->owner[s] >= 0 ? (long long)epoch_in(w, pd->id, x->owner[s]) : -1LL, p),
+               -1;
+    }
+    return first;
+}
+
+/* Shard k: one master holding slots, the others its linked, synced replicas. */
+static int converged_shard(sc_t *w, int k, char *why, size_t cap)
+{
+    int m = -1;
+    for (int p = k * w->width; p < (k + 1) * w->width; p++)
+        if (w->n[w->pod[p].id]->master < 0) {
+            if (m >= 0 || !w->n[w->pod[p].id]->nmine)
+                return snprintf(why, cap, "shard %d: pod %d a master besides pod %d, or one without slots", k, p, m),
+                       0;
+            m = p;
+        }
+    if (m < 0)
+        return snprintf(why, cap, "shard %d has no master", k), 0;
+    for (int p = k * w->width; p < (k + 1) * w->width; p++) {
+        const node_t *x = w->n[w->pod[p].id];
+        if (p != m && (x->master != w->pod[m].id || !x->link_up || x->synced_from != w->pod[m].id))
+            return snprintf(why, cap, "shard %d: pod %d not a linked replica of pod %d", k, p, m), 0;
+    }
+    return 1;
+}
+
 /* Converged (sim_cluster.h); else why not into why[cap]. */
 static int converged(sc_t *w, char *why, size_t cap)
 {
     if (w->nsts != w->shards)
         return snprintf(why, cap, "%d shard StatefulSets for %d shards", w->nsts, w->shards), 0;
-    int np = w->nsts * w->width, first = -1;
-    for (int p = 0; p < np; p++) {
-        const pod_t *pd = &w->pod[p];
-        if (!pd->running || pd->isolated)
-            return snprintf(why, cap, "pod %d down or cut off", p), 0;
-        const node_t *x = w->n[pd->id];
-        if (x->nopen)
-            return snprintf(why, cap, "pod %d has slot %d open", p, x->open[0].slot), 0;
-        for (int q = 0; q < np; q++) {
-            int y = w->pod[q].id;
-            if (q != p && (!x->know[y] || x->vip[y] != pod_ip(q) || x->pfail[y] || x->fail[y]))
-                return snprintf(why, cap, "pod %d does not see pod %d's node %d well", p, q, y), 0;
-        }
-        if (first < 0)
-            first = pd->id;
-        else if (memcmp(x->owner, w->n[first]->owner, sizeof(x->owner))) {
-            int s = 0, a, b;
-            while (x->owner[s] == w->n[first]->owner[s])
-                s++;
-            a = w->n[first]->owner[s], b = x->owner[s];
-            return snprintf(why, cap,
-                            "pod %d's slot table differs from pod 0's: slot %d is node %d's (epoch %lld) for pod 0, "
-                            "node %d's (epoch %lld) for pod %d",
-                            p, s, a, a >= 0 ? (long long)epoch_in(w, first, a) : -1LL, b,
-                            b >= 0 ? (long long)epoch_in(w, pd->id, b) : -1LL, p), 0;
-        }
-    }
+    int first = converged_nodes(w, why, cap);
+    if (first < 0)
+        return 0;
     const node_t *f = w->n[first];
     for (int s = 0; s < CN_SLOTS; s++) {
         int o = f->owner[s];
         if (o < 0 || !w->n[o]->alive || w->n[o]->master >= 0 || w->pod[w->n[o]->pod].id != o)
             return snprintf(why, cap, "slot %d owned by node %d, no master of the layout", s, o), 0;
     }
-    for (int k = 0; k < w->shards; k++) {
-        int m = -1;
-        for (int p = k * w->width; p < (k + 1) * w->width; p++)
-            if (w->n[w->pod[p].id]->master < 0) {
-                if (m >= 0 || !w->n[w->pod[p].id]->nmine)
-                    return snprintf(why, cap, "shard %d: pod %d a master besides pod %d, or one without slots", k,
-                                    p, m), 0;
-                m = p;
-            }
-        if (m < 0)
-            return snprintf(why, cap, "shard %d has no master", k), 0;
-        for (int p = k * w->width; p < (k + 1) * w->width; p++) {
-            const node_t *x = w->n[w->pod[p].id];
-            if (p != m && (x->master != w->pod[m].id || !x->link_up || x->synced_from != w->pod[m].id))
-                return snprintf(why, cap, "shard %d: pod %d not a linked replica of pod %d", k, p, m), 0;
-        }
-    }
+    for (int k = 0; k < w->shards; k++)
+        if (!converged_shard(w, k, why, cap))
+            return 0;
     return 1;
 }
 

@@ -63,8 +63,8 @@ static void print_failure(const sc_cfg_t *c, const sc_result_t *r)
 }
 
 typedef struct {
-    int64_t seeds, failed, steps, writes, acked, unsafe, reconciles, decisions, commands, refused, moves, slots_moved, keys_moved,
-        elections, manual, noaddr, reshards, recoveries, recover_max, converge_max;
+    int64_t seeds, failed, steps, writes, acked, unsafe, reconciles, decisions, commands, refused, moves;
+    int64_t slots_moved, keys_moved, elections, manual, noaddr, reshards, recoveries, recover_max, converge_max;
     int64_t faults[SC_F_COUNT];
 } totals_t;
 
@@ -100,15 +100,18 @@ static void print_totals(const totals_t *t, double secs)
 {
     fprintf(stderr,
             "\n  %lld steps (%.1f simulated hours) over %lld seeds in %.1f s (%.0f steps/s): %lld failed; %lld writes, "
-            "%lld acknowledged (%lld by a master flagged FAIL, not kept by Redis Cluster); %lld reconciles (%lld decided anew), %lld Redis commands (%lld refused), %lld slot move runs (%lld slots, "
-            "%lld keys), %lld shards retired; %lld Redis Cluster elections, %lld manual failovers, %lld noaddr "
-            "marks; %lld recoveries, longest %.1f s; convergence after the last fault within %.1f s",
+            "%lld acknowledged (%lld by a master flagged FAIL, not kept by Redis Cluster); %lld reconciles (%lld "
+            "decided anew), %lld Redis commands (%lld refused)",
             (long long)t->steps, (double)t->steps / 36000.0, (long long)t->seeds, secs, (double)t->steps / secs,
-            (long long)t->failed, (long long)t->writes, (long long)t->acked, (long long)t->unsafe, (long long)t->reconciles, (long long)t->decisions,
-            (long long)t->commands, (long long)t->refused, (long long)t->moves, (long long)t->slots_moved,
-            (long long)t->keys_moved, (long long)t->reshards, (long long)t->elections, (long long)t->manual,
-            (long long)t->noaddr, (long long)t->recoveries, (double)t->recover_max / 10.0,
-            (double)t->converge_max / 10.0);
+            (long long)t->failed, (long long)t->writes, (long long)t->acked, (long long)t->unsafe,
+            (long long)t->reconciles, (long long)t->decisions, (long long)t->commands, (long long)t->refused);
+    fprintf(stderr,
+            "; %lld slot move runs (%lld slots, %lld keys), %lld shards retired; %lld Redis Cluster elections, %lld "
+            "manual failovers, %lld noaddr marks; %lld recoveries, longest %.1f s; convergence after the last fault "
+            "within %.1f s",
+            (long long)t->moves, (long long)t->slots_moved, (long long)t->keys_moved, (long long)t->reshards,
+            (long long)t->elections, (long long)t->manual, (long long)t->noaddr, (long long)t->recoveries,
+            (double)t->recover_max / 10.0, (double)t->converge_max / 10.0);
     fprintf(stderr, "\n  faults:");
     for (int f = 0; f < SC_F_COUNT; f++)
         if (t->faults[f])
@@ -214,7 +217,9 @@ static void test_findings(void)
             char every[32] = "";
             if (rows[i].every)
                 snprintf(every, sizeof(every), " SIM_EVERY=%lld", (long long)rows[i].every);
-            fprintf(stderr, "\n  finding %s\n    replay: SIM_SEED=%#llx SIM_FAULTS=%s%s SIM_TRACE=1 build/tests/test_sim_cluster",
+            fprintf(stderr,
+                    "\n  finding %s\n    replay: SIM_SEED=%#llx SIM_FAULTS=%s%s SIM_TRACE=1 "
+                    "build/tests/test_sim_cluster",
                     rows[i].what, (unsigned long long)c.seed, names, every);
             continue;
         }

@@ -127,7 +127,8 @@ static void print_totals(const totals_t *t, double secs)
 static void test_million_steps(void)
 {
     int replay = getenv("SIM_SEED") && !getenv("SIM_TOTAL");
-    int64_t per = sim_env_int("SIM_STEPS", DEFAULT_STEPS), total = replay ? per : sim_env_int("SIM_TOTAL", DEFAULT_TOTAL);
+    int64_t per = sim_env_int("SIM_STEPS", DEFAULT_STEPS);
+    int64_t total = replay ? per : sim_env_int("SIM_TOTAL", DEFAULT_TOTAL);
     uint64_t seed = (uint64_t)sim_env_int("SIM_SEED", 1);
     totals_t t = {0};
     double a = sim_env_now();
