@@ -54,6 +54,47 @@ static inline double sim_env_now(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* One seed's run for sim_env_seeds: seed, steps, trace (stderr when SIM_TRACE is set for
+ * a replay, else NULL) and the trace level; it prints a failure and adds the run to the
+ * caller's totals. Returns 0 (held), 1 (an invariant broke) or -1 (no world), with the
+ * steps run and the run's digest. */
+typedef int (*sim_seed_fn)(void *arg, uint64_t seed, int64_t steps, FILE *trace, int64_t level, int64_t *ran,
+                           uint64_t *digest);
+
+/* The seeds of a simulation's unit test: from SIM_SEED (default 1), SIM_STEPS (default
+ * dflt_steps) steps each, until SIM_TOTAL (default dflt_total) steps in all; a failure
+ * counted in *failed, stopping at max_failures (a broken rule fails every seed: a few say
+ * enough). SIM_SEED without SIM_TOTAL is a replay: that seed alone, traced with
+ * SIM_TRACE, its digest printed. Returns 1 for a replay, else 0; *secs the wall time. */
+static inline int sim_env_seeds(int64_t dflt_total, int64_t dflt_steps, int max_failures, sim_seed_fn one, void *arg,
+                                int *failed, int *world_missing, double *secs)
+{
+    int replay = getenv("SIM_SEED") && !getenv("SIM_TOTAL");
+    int64_t per = sim_env_int("SIM_STEPS", dflt_steps);
+    int64_t total = replay ? per : sim_env_int("SIM_TOTAL", dflt_total);
+    int64_t level = replay ? sim_env_int("SIM_TRACE", 0) : 0;
+    uint64_t seed = (uint64_t)sim_env_int("SIM_SEED", 1);
+    double a = sim_env_now();
+    *failed = *world_missing = 0;
+    for (int64_t done = 0; done < total; seed++) {
+        int64_t ran = 0;
+        uint64_t digest = 0;
+        int rc = one(arg, seed, per, level ? stderr : NULL, level, &ran, &digest);
+        if (rc < 0) {
+            *world_missing = 1;
+            break;
+        }
+        *failed += rc;
+        if (replay)
+            fprintf(stderr, "\n  seed %#llx: digest %016llx", (unsigned long long)seed, (unsigned long long)digest);
+        done += ran;
+        if (replay || *failed == max_failures)
+            break;
+    }
+    *secs = sim_env_now() - a;
+    return replay;
+}
+
 /* The digest of a run's events: FNV-1a over len bytes of p, folded into *d. */
 static inline void sim_digest(uint64_t *d, const void *p, size_t len)
 {

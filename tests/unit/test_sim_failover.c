@@ -123,33 +123,35 @@ static void print_totals(const totals_t *t, double secs)
     fprintf(stderr, "\n");
 }
 
+/* One seed (sim_env_seeds). */
+static int one_seed(void *arg, uint64_t seed, int64_t steps, FILE *trace, int64_t level, int64_t *ran,
+                    uint64_t *digest)
+{
+    sim_cfg_t c = cfg_of(seed, steps);
+    c.trace = trace;
+    c.trace_plans = level > 1;
+    sim_result_t r;
+    int rc = sim_run(&c, &r);
+    if (rc < 0)
+        return -1;
+    if (rc)
+        print_failure(&c, &r);
+    CU_ASSERT_EQUAL(rc, 0);
+    add(arg, &r);
+    *ran = r.steps;
+    *digest = r.digest;
+    return rc;
+}
+
 /* Seeds from SIM_SEED on, SIM_STEPS each, until SIM_TOTAL steps; every one must hold. */
 static void test_million_steps(void)
 {
-    int replay = getenv("SIM_SEED") && !getenv("SIM_TOTAL");
-    int64_t per = sim_env_int("SIM_STEPS", DEFAULT_STEPS);
-    int64_t total = replay ? per : sim_env_int("SIM_TOTAL", DEFAULT_TOTAL);
-    uint64_t seed = (uint64_t)sim_env_int("SIM_SEED", 1);
     totals_t t = {0};
-    double a = sim_env_now();
-    for (int64_t done = 0; done < total; seed++) {
-        sim_cfg_t c = cfg_of(seed, per);
-        c.trace = replay && sim_env_int("SIM_TRACE", 0) ? stderr : NULL;
-        c.trace_plans = sim_env_int("SIM_TRACE", 0) > 1;
-        sim_result_t r;
-        int rc = sim_run(&c, &r);
-        CU_ASSERT_NOT_EQUAL_FATAL(rc, -1);
-        if (rc)
-            print_failure(&c, &r);
-        CU_ASSERT_EQUAL(rc, 0);
-        if (replay)
-            fprintf(stderr, "\n  seed %#llx: digest %016llx", (unsigned long long)seed, (unsigned long long)r.digest);
-        add(&t, &r);
-        done += r.steps;
-        if (replay || t.failed == MAX_FAILURES)
-            break; /* a replay is one seed; a broken rule fails every seed: three say enough */
-    }
-    print_totals(&t, sim_env_now() - a);
+    double secs;
+    int failed, missing;
+    int replay = sim_env_seeds(DEFAULT_TOTAL, DEFAULT_STEPS, MAX_FAILURES, one_seed, &t, &failed, &missing, &secs);
+    CU_ASSERT_FALSE_FATAL(missing);
+    print_totals(&t, secs);
     if (replay)
         return;
     /* Not vacuous: the faults led to what the invariants are about. */
