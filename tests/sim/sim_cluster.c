@@ -72,9 +72,12 @@ typedef struct {
 
 typedef struct {
     int present, running, isolated;
+    int ip;                 /* its address (a recreated pod may get another) */
+    int terminating;        /* deleted: it goes once its node is a replica, or at term_at */
+    int64_t term_at;
     int id;                 /* its current node, -1 none */
     int64_t restart_at;     /* killed: its container starts again then (0: not killed) */
-    int restart_new_id, restart_data;
+    int restart_new_id, restart_data, restart_new_ip;
     int64_t isolated_until;
 } pod_t;
 
@@ -101,7 +104,7 @@ typedef struct {
     node_t *n[MAXID];
     int nids;
     pod_t pod[MAXPOD];
-    int R, width, shards, nsts;
+    int R, width, shards, nsts, next_ip;
     uint32_t topo_ver;
     /* the client */
     int kslot[NKEYS];
@@ -163,16 +166,18 @@ static void bump(sc_t *w, node_t *x)
     w->topo_ver++;
 }
 
-static int pod_ip(int p)
+static int pod_ip(const sc_t *w, int p)
 {
-    return IP0 + p;
+    return w->pod[p].ip;
 }
 
 /* The pod at ip, or -1. */
 static int pod_at(const sc_t *w, int ip)
 {
-    int p = ip - IP0;
-    return p >= 0 && p < MAXPOD && w->pod[p].present ? p : -1;
+    for (int p = 0; ip && p < MAXPOD; p++)
+        if (w->pod[p].present && w->pod[p].ip == ip)
+            return p;
+    return -1;
 }
 
 /* The node answering at ip to someone at pod from (-1: the operator), or -1. */
@@ -212,7 +217,7 @@ static int new_node(sc_t *w, int pod)
     for (int j = 0; j < MAXID; j++)
         x->vmaster[j] = -1;
     x->know[i] = 1;
-    x->vip[i] = pod_ip(pod);
+    x->vip[i] = pod_ip(w, pod);
     return i;
 }
 
@@ -500,8 +505,8 @@ static void handshakes(sc_t *w, int xi)
         int z = node_at(w, x->hs[h].ip, x->pod);
         if (z >= 0 && z != xi) {
             learn(w, xi, z, x->hs[h].ip);
-            if (!w->n[z]->know[xi] || w->n[z]->vip[xi] != pod_ip(x->pod))
-                learn(w, z, xi, pod_ip(x->pod));
+            if (!w->n[z]->know[xi] || w->n[z]->vip[xi] != pod_ip(w, x->pod))
+                learn(w, z, xi, pod_ip(w, x->pod));
         }
         if (z >= 0 || w->tick - x->hs[h].since > TMO) {
             x->hs[h] = x->hs[--x->nhs];
@@ -537,6 +542,9 @@ static void bus_node(sc_t *w, int xi)
             continue;
         }
         x->pong[yi] = w->tick;
+        node_t *y = w->n[yi];
+        if (y->know[xi] && y->vip[xi] != pod_ip(w, x->pod)) /* yi gets xi's PING from its address */
+            learn(w, yi, xi, pod_ip(w, x->pod));
         if (x->pfail[yi]) {
             x->pfail[yi] = 0;
             bump(w, x);
@@ -556,7 +564,7 @@ static int reach(const sc_t *w, int a, int b)
 {
     const node_t *x = w->n[a], *y = w->n[b];
     return x->alive && y->alive && !w->pod[x->pod].isolated && !w->pod[y->pod].isolated && x->know[b] &&
-           x->vip[b] == pod_ip(y->pod);
+           x->vip[b] == pod_ip(w, y->pod);
 }
 
 /* FAIL: a node that has yi pfail counts the reports of the masters (gossip leaves out
@@ -1213,7 +1221,7 @@ static int cmd_migrate(sc_t *w, int xi, int argc, const char *const *argv, int c
         open_t *op = open_of(tn, s);
         if (tn->master >= 0 || (tn->owner[s] != t && !(op && op->importing)))
             return err_reply("ERR Target instance replied with error: MOVED %d 10.0.0.%d:6379", s,
-                             tn->owner[s] >= 0 ? pod_ip(w->n[tn->owner[s]]->pod) : 0);
+                             tn->owner[s] >= 0 ? pod_ip(w, w->n[tn->owner[s]]->pod) : 0);
         if (tn->val[k] && !replace)
             return err_reply("ERR Target instance replied with error: BUSYKEY Target key name already exists.");
         put(tn, k, x->val[k]);
@@ -1409,10 +1417,11 @@ static void build_input(sc_t *w)
         snprintf(cp->pod, sizeof(cp->pod), "sim-shard%d-%d", p / w->width, p % w->width);
         cp->present = pd->present;
         cp->ready = pd->present && pd->running;
-        snprintf(cp->ip, sizeof(cp->ip), "10.0.0.%d", pod_ip(p));
+        cp->terminating = pd->terminating;
+        snprintf(cp->ip, sizeof(cp->ip), "10.0.0.%d", pod_ip(w, p));
         cp->info = (cn_info_t){-1, -1, -1, -1, -1, -1, -1, -1, -1};
         cp->offset = -1;
-        if (pd->present && o->got.valid && o->got.ip == pod_ip(p) && o->view) {
+        if (pd->present && o->got.valid && o->got.ip == pod_ip(w, p) && o->view) {
             cp->observed = 1;
             cp->view = o->view;
             cp->info.state_ok = o->got.state_ok;
@@ -1440,7 +1449,7 @@ static int run_commands(sc_t *w)
             size_t l = strlen(line);
             snprintf(line + l, sizeof(line) - l, "%s%s", a ? " " : "", c->argv[a]);
         }
-        int xi = node_at(w, pod_ip(c->pod), -1);
+        int xi = node_at(w, pod_ip(w, c->pod), -1);
         int rc = xi < 0 ? -1 : exec_cmd(w, xi, c->argc, argv, 0);
         w->res.commands++;
         ev(w, 22, c->pod, rc, "operator: pod %d (node %d): %s -> %s", c->pod, xi, line,
@@ -1526,7 +1535,7 @@ static void observe(sc_t *w, int p)
         int xi = pd->id;
         const char *t = nodes_text(w, xi, &len);
         s.valid = 1;
-        s.ip = pod_ip(p);
+        s.ip = pod_ip(w, p);
         s.state_ok = state_ok(w, xi);
         s.link_up = w->n[xi]->master >= 0 && w->n[xi]->link_up;
         s.offset = w->n[xi]->offset;
@@ -1575,9 +1584,17 @@ static void deliver(sc_t *w, int p)
 const char *sc_fault_name(int f)
 {
     static const char *const names[] = {"kill-master", "kill-replica",   "lose-conf", "stale-aof",
-                                        "lose-conf-early", "lose-leaving", "partition", "operator-crash",
-                                        "obs-late", "obs-stall"};
+                                        "lose-conf-early", "lose-leaving", "delete-master", "partition",
+                                        "operator-crash", "obs-late", "obs-stall"};
     return f >= 0 && f < SC_F_COUNT ? names[f] : "unknown";
+}
+
+/* A pod changed (Ready, deleted, recreated): the watch queues the RedisCluster's key. */
+static void pod_event(sc_t *w)
+{
+    w->obs_news = 1;
+    w->in_ver++;
+    w->topo_ver++;
 }
 
 /* Start pod p's container: its node (a new one without nodes.conf), its keys from the
@@ -1586,6 +1603,9 @@ static void start_pod(sc_t *w, int p, int new_id, int with_data)
 {
     pod_t *pd = &w->pod[p];
     int old = pd->id, xi = old;
+    if (pd->restart_new_ip && w->next_ip < 250)
+        pd->ip = w->next_ip++;
+    pd->restart_new_ip = 0;
     if (new_id || old < 0) {
         xi = new_node(w, p);
         if (xi < 0) {
@@ -1599,6 +1619,7 @@ static void start_pod(sc_t *w, int p, int new_id, int with_data)
     node_t *x = w->n[xi];
     if (!with_data)
         memset(x->val, 0, sizeof(x->val));
+    x->vip[xi] = pd->ip;
     x->alive = 1;
     x->replid = sim_rng_next(&w->rng);
     x->offset = 0;
@@ -1618,7 +1639,8 @@ static void start_pod(sc_t *w, int p, int new_id, int with_data)
     pd->running = 1;
     pd->restart_at = 0;
     bump(w, x);
-    ev(w, 30, p, xi, "pod %d started: node %d%s, %s", p, xi, xi != old ? " (a new node id)" : "",
+    pod_event(w);
+    ev(w, 30, p, xi, "pod %d started at %d: node %d%s, %s", p, pd->ip, xi, xi != old ? " (a new node id)" : "",
        with_data ? "its AOF" : "no data");
 }
 
@@ -1630,7 +1652,7 @@ static void kill_pod(sc_t *w, int p, int64_t back_in, int new_id, int with_data)
     pd->restart_at = w->tick + back_in;
     pd->restart_new_id = new_id;
     pd->restart_data = with_data;
-    w->topo_ver++;
+    pod_event(w);
     ev(w, 31, p, pd->id, "pod %d (node %d) SIGKILLed; back in %lld steps%s%s", p, pd->id, (long long)back_in,
        new_id ? " without nodes.conf" : "", with_data ? "" : ", without its AOF");
 }
@@ -1643,7 +1665,8 @@ static int pick_in(sc_t *w, int want_master, int where)
     int c[MAXPOD], n = 0;
     for (int p = 0; p < MAXPOD; p++) {
         const pod_t *pd = &w->pod[p];
-        if (!pd->present || !pd->running || pd->isolated || (where >= 0 && (p / w->width >= BASE_SHARDS) != where))
+        if (!pd->present || !pd->running || pd->isolated || pd->terminating ||
+            (where >= 0 && (p / w->width >= BASE_SHARDS) != where))
             continue;
         const node_t *x = w->n[pd->id];
         if (want_master ? x->master < 0 && x->nmine > 0 : x->master >= 0)
@@ -1691,6 +1714,14 @@ static int inject(sc_t *w, int f)
             kill_pod(w, p, back, 1, aof);
         break;
     }
+    case SC_F_DELETE_MASTER:
+        if ((p = pick_in(w, 1, 0)) >= 0) {
+            w->pod[p].terminating = 1;
+            w->pod[p].term_at = w->tick + 300;
+            pod_event(w);
+            ev(w, 36, p, w->pod[p].id, "pod %d (node %d) deleted: terminating", p, w->pod[p].id);
+        }
+        break;
     case SC_F_PARTITION:
         if ((p = pick_pod(w, (int)sim_rng_below(&w->rng, 2))) >= 0) {
             w->pod[p].isolated = 1;
@@ -1723,7 +1754,7 @@ static int settled(const sc_t *w)
         int m = -1;
         for (int p = k * w->width; p < (k + 1) * w->width; p++) {
             const pod_t *pd = &w->pod[p];
-            if (!pd->running || pd->isolated)
+            if (!pd->running || pd->isolated || pd->terminating)
                 return 0;
             if (w->n[pd->id]->master < 0) {
                 if (m >= 0)
@@ -1749,6 +1780,12 @@ static void faults(sc_t *w)
         pod_t *pd = &w->pod[p];
         if (pd->present && pd->restart_at && w->tick >= pd->restart_at)
             start_pod(w, p, pd->restart_new_id, pd->restart_data);
+        if (pd->present && pd->terminating && pd->running &&
+            (w->n[pd->id]->master >= 0 || w->tick >= pd->term_at)) {
+            pd->terminating = 0;
+            pd->restart_new_ip = (int)sim_rng_below(&w->rng, 2);
+            kill_pod(w, p, sim_rng_range(&w->rng, 20, 50), 0, 1);
+        }
         if (pd->isolated && w->tick >= pd->isolated_until) {
             pd->isolated = 0;
             w->topo_ver++;
@@ -1835,7 +1872,7 @@ static int converged_nodes(sc_t *w, char *why, size_t cap)
             return snprintf(why, cap, "pod %d has slot %d open", p, x->open[0].slot), -1;
         for (int q = 0; q < np; q++) {
             int y = w->pod[q].id;
-            if (q != p && (!x->know[y] || x->vip[y] != pod_ip(q) || x->pfail[y] || x->fail[y]))
+            if (q != p && (!x->know[y] || x->vip[y] != pod_ip(w, q) || x->pfail[y] || x->fail[y]))
                 return snprintf(why, cap, "pod %d does not see pod %d's node %d well", p, q, y), -1;
         }
         if (first < 0) {
@@ -1972,6 +2009,7 @@ static void add_shard(sc_t *w)
     w->in_ver++;
     for (int p = k * w->width; p < (k + 1) * w->width; p++) {
         w->pod[p].present = 1;
+        w->pod[p].ip = IP0 + p;
         w->pod[p].id = -1;
         start_pod(w, p, 1, 0);
     }
@@ -1993,6 +2031,7 @@ static sc_t *world_new(const sc_cfg_t *cfg)
     w->R = cfg->replicas ? cfg->replicas : (int)sim_rng_range(&w->rng, 1, 2);
     w->width = 1 + w->R;
     w->shards = BASE_SHARDS;
+    w->next_ip = IP0 + MAXPOD;
     w->end_faults = cfg->steps - cfg->tail;
     w->next_fault = 300;
     w->res.converged_after = -1;

@@ -77,6 +77,9 @@ typedef enum {
                               never failed over (finding 2: off by default) */
     SC_F_LOSE_LEAVING,     /* lose-conf of the 4th shard's master while the spec drops it, before
                               its slots moved out (finding 4: off by default) */
+    SC_F_DELETE_MASTER,    /* kubectl delete pod of a master: terminating until its node is a
+                              replica (the operator's handover) or 30 s; recreated 2..5 s later
+                              with its volume, at a new IP half the time */
     SC_F_PARTITION,        /* one pod cut off from everyone for 1..15 s */
     SC_F_OPERATOR_CRASH,   /* the operator killed mid-plan (between commands, mid slot move) */
     SC_F_OBS_LATE,         /* observations 1..2.5 s late for 5..30 s */

@@ -197,8 +197,8 @@ static void test_findings(void)
         int64_t every;
     } rows[] = {
         {"1: a pod back without nodes.conf but with its AOF is met and wins its keys' slots by an epoch "
-         "collision", 1, F(STALE_AOF), 0},
-        {"1: (the same: two masters claim a slot with config epoch 0)", 2, F(STALE_AOF), 0},
+         "collision", 4, F(STALE_AOF), 0},
+        {"1: (the same: two masters in a shard for good)", 2, F(STALE_AOF), 0},
         {"2: a master back with a new node id before FAIL: its old id goes noaddr, never failed over", 1,
          F(LOSE_CONF_EARLY), 0},
         {"3: FLUSHALL from an observation older than the operator's own REPLICATE wipes a promoted replica", 1,
