@@ -198,7 +198,8 @@ ignore-not-found ?= false
 RUN_ARGS ?=
 
 .PHONY: help install uninstall run deploy undeploy deploy-manifests docker-build docker-push \
-	bundle bundle-check bundle-build bundle-validate monitoring-check
+	bundle bundle-check bundle-build bundle-validate monitoring-check build-installer manifests \
+	manifests-check helm helm-chart helm-check helm-lint helm-package catalog-build catalog-validate
 
 ##@ General
 
@@ -208,7 +209,7 @@ help: ## Display this help.
 ##@ Development
 
 all: ## Build every daemon into build/bin/ (BUILD=dir for another).
-unit: monitoring-check bundle-validate ## Run the CUnit suites, the monitoring rules' tests and the bundle's validation.
+unit: monitoring-check bundle-validate catalog-validate helm-check ## Run the CUnit suites, the monitoring rules' tests, the bundle's and catalog's validation and the chart's checks.
 asan-unit: ## Run the CUnit suites under ASan and UBSan.
 test: ## Unit suites, a short fuzz run, then the end-to-end suite on the local control plane.
 e2e: ## Run the end-to-end suite (brings the local control plane up and down).
@@ -247,6 +248,50 @@ docker-build: ## Build the image IMG with CONTAINER_TOOL (docker, podman or buil
 docker-push: ## Push the image IMG with CONTAINER_TOOL.
 	$(CONTAINER_TOOL) push $(IMG)
 
+build-installer: ## Write dist/install.yaml: deploy/ as one file, image IMG (kubectl apply --server-side -f dist/install.yaml).
+	@python3 scripts/installer.py --img $(IMG) --out dist/install.yaml
+
+##@ Manifests
+
+# The CRD's source is crds/; deploy/base/crd/ holds a copy (kustomize's load restrictor),
+# and bundle/ and charts/rdc-operator/ are generated from deploy/. The RBAC and webhook
+# manifests are written by hand in deploy/base/ (no annotations in C sources to generate
+# them from): manifests regenerates everything that is derived from them.
+manifests: ## Regenerate the manifests derived from crds/ and deploy/: the CRD's copy, bundle/, the Helm chart, catalog/.
+	cp crds/cache.example.com_redisclusters.yaml deploy/base/crd/
+	@python3 scripts/bundle.py --img $(IMG)
+	@python3 scripts/helm_chart.py
+	@python3 scripts/catalog.py --bundle-img $(BUNDLE_IMG)
+
+manifests-check: ## Fail when a manifest derived from crds/ or deploy/ is not what make manifests writes.
+	@cmp crds/cache.example.com_redisclusters.yaml deploy/base/crd/cache.example.com_redisclusters.yaml || \
+		{ echo "manifests: deploy/base/crd/ is not crds/'s CRD: run make manifests"; exit 1; }
+	@python3 scripts/bundle.py --check
+	@python3 scripts/helm_chart.py --check
+	@python3 scripts/catalog.py --check
+
+##@ Helm
+
+# The pinned Helm (tests/cluster/helm.env), built from Go modules into the control
+# plane's cache by tests/cluster/build-helm.sh (once per version; `=`: only looked up
+# by the targets that use it).
+HELM = $(shell tests/cluster/build-helm.sh --path)
+
+helm: ## Build the pinned Helm into the control plane's cache (tests/cluster/build-helm.sh).
+	@tests/cluster/build-helm.sh >/dev/null
+
+helm-chart: ## Regenerate charts/rdc-operator/ (templates, values.yaml) from deploy/.
+	@python3 scripts/helm_chart.py
+
+helm-check: helm ## The chart's checks: drift from deploy/ (with a control), lint, template, schema (tests/helm/check.sh).
+	@tests/helm/check.sh
+
+helm-lint: helm ## helm lint --strict charts/rdc-operator.
+	$(HELM) lint --strict charts/rdc-operator
+
+helm-package: helm ## Package the chart into dist/ (rdc-operator-$(VERSION).tgz).
+	$(HELM) package charts/rdc-operator --version $(VERSION) --app-version $(VERSION) -d dist/
+
 ##@ Bundle (OLM)
 
 bundle: ## Generate bundle/ and bundle.Dockerfile (CSV, CRD, metadata) from deploy/ and crds/ for IMG.
@@ -260,6 +305,13 @@ bundle-validate: ## bundle-check, then operator-framework/api's validators (oper
 
 bundle-build: ## Build the bundle image BUNDLE_IMG from bundle.Dockerfile.
 	@CONTAINER_TOOL=$(CONTAINER_TOOL) scripts/image.sh build-bundle "$(BUNDLE_IMG)"
+
+catalog-build: ## Write the file-based catalog of the bundle (catalog/, BUNDLE_IMG) and validate it.
+	@python3 scripts/catalog.py --bundle-img $(BUNDLE_IMG)
+	@tests/olm/catalog.sh
+
+catalog-validate: ## Validate catalog/ (operator-framework/api; opm rules), with controls (tests/olm/catalog.sh).
+	@tests/olm/catalog.sh
 
 ##@ Monitoring
 

@@ -259,6 +259,58 @@ static int step_forget(ctx_t *c)
     return sent;
 }
 
+/* 1 when master e (of some view) is gone for good while the cluster may not know it: its
+ * address answers with another id (flagged noaddr, not failed), or an observed pod at
+ * its address is another node (the pod came back without nodes.conf before the gossip
+ * noticed). */
+static int replaced(const ctx_t *c, const cn_node_t *e)
+{
+    if (!e || (e->flags & CN_FAIL))
+        return 0;
+    if (e->flags & CN_NOADDR)
+        return 1;
+    for (int i = 0; e->ip[0] && i < c->n; i++)
+        if (c->id[i] && strcmp(c->id[i], e->id) && !strcmp(c->in->pod[i].ip, e->ip))
+            return 1;
+    return 0;
+}
+
+/* ---- 2b. ORPHANED SHARDS ---------------------------------------------------------------- */
+
+/* Redis Cluster never fails over a master it flags noaddr without fail: a node that
+ * answered at the master's address with another id (its pod came back without nodes.conf
+ * before the failure was agreed) makes every node drop the address, and clusterCron skips
+ * noaddr nodes when it looks for failures. That master is gone for good (its address runs
+ * another identity: replaced()), so its best replica takes over with CLUSTER FAILOVER
+ * FORCE, as soon as the operator sees it: the masters still vote (FORCE only skips the
+ * handshake with the dead master). */
+static int step_orphaned(ctx_t *c)
+{
+    int sent = 0;
+    for (int k = 0; k < c->out->nshards; k++) {
+        int best = -1;
+        for (int i = k * c->per; i < (k + 1) * c->per; i++) {
+            const cn_node_t *me = c->me[i];
+            const ctopo_pod_t *p = &c->in->pod[i];
+            if (!me || !(me->flags & CN_REPLICA) || !p->present || p->terminating || pod_of_id(c, me->master) >= 0)
+                continue;
+            if (!replaced(c, cn_find(p->view, me->master)) || !holds_anywhere(c, me->master))
+                continue;
+            if (best < 0 || p->offset > c->in->pod[best].offset)
+                best = i;
+        }
+        if (best < 0)
+            continue;
+        ctopo_cmd_t *cmd = add_cmd(c, CTOPO_FAILOVER, best, "master %.12s of shard %d is gone (its address answers "
+                                   "with another id) and Redis may never fail it over: %s takes its role",
+                                   c->me[best]->master, k, c->in->pod[best].pod);
+        add_arg(cmd, "FAILOVER");
+        add_arg(cmd, "FORCE");
+        sent++;
+    }
+    return sent;
+}
+
 /* ---- 3. SLOTS -------------------------------------------------------------------------- */
 
 /* The slots any view attributes to any node (claimed), and those an observed master of
@@ -339,6 +391,13 @@ static int shard_head(const ctx_t *c, int k)
     int m = shard_master(c, k), best = -1, most = -1;
     if (m != -1 || !c->in->bootstrapped || k >= c->in->shards)
         return m;
+    /* A shard whose master is gone but holds slots still (Redis, or 2b, promotes one of
+     * its replicas): no seed. An empty master made its head would take the replicas,
+     * the only copies of the shard's data, away from it. */
+    for (int i = k * c->per; i < (k + 1) * c->per; i++)
+        if (c->me[i] && (c->me[i]->flags & CN_REPLICA) && pod_of_id(c, c->me[i]->master) < 0 &&
+            holds_anywhere(c, c->me[i]->master))
+            return -1;
     for (int i = k * c->per; i < (k + 1) * c->per; i++) {
         const cn_node_t *me = c->me[i];
         /* (slots IMPORTING are fine: a seed in the middle of its first move) */
@@ -911,8 +970,8 @@ int ctopo_compute(const ctopo_input_t *in, ctopo_result_t *out)
     slot_maps(&c, &claimed, &held);
     pick_anchor(&c);
     shards_status(&c); /* (RESHARD reads the replicas linked) */
-    int meeting = step_meet(&c);
-    if (!meeting && !step_forget(&c) && !step_slots(&c, &claimed) && !step_replicate(&c) &&
+    int meeting = step_meet(&c), orphaned = step_orphaned(&c); /* (a failover needs no MEET) */
+    if (!meeting && !orphaned && !step_forget(&c) && !step_slots(&c, &claimed) && !step_replicate(&c) &&
         !step_terminating(&c) && !step_reshard(&c, &held) && !step_retire(&c))
         step_rollout(&c);
     out->waiting |= out->ncmds > 0 || out->nmoves > 0;

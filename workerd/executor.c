@@ -219,6 +219,12 @@ static exec_result_t exec_slot_move(const exec_ctx_t *x, const plan_action_t *a,
         kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, x->redis_refused);
         return EXEC_ERROR;
     }
+    /* No slot begun past the leadership's validity (CLOCK_MONOTONIC): a run that outlived
+     * it would move slots for a replica that no longer leads. */
+    if (x->event_deadline_ns > 0) {
+        int64_t left = x->event_deadline_ns - clock_mono_ns() - 1000 * NS_PER_MS;
+        job.budget_ns = left < job.budget_ns ? (left > 100 * NS_PER_MS ? left : 100 * NS_PER_MS) : job.budget_ns;
+    }
     slotmove_sync_keepalive(x->keepalive, x->keepalive_user);
     int rc = slotmove_run_sync_tls(&job, x->redis_password, x->redis_old_password, x->redis_tls, x->redis_tls_domain,
                                    &pr, why, sizeof(why));

@@ -155,7 +155,7 @@ static int plan_move(const plan_ctx_t *c, const ctopo_input_t *in, const ctopo_r
     memcpy(job.ranges, mv->ranges, job.nranges * sizeof(job.ranges[0]));
     job.batch_bytes = c->spec->cluster.migration_batch_bytes;
     job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
-    job.max_bytes = c->spec->cluster.migration_bytes_per_second * (SLOTMOVE_DEFAULT_BUDGET_NS / 1000000000);
+    job.bytes_per_second = c->spec->cluster.migration_bytes_per_second;
     json_object *body = slotmove_job_to_json(&job);
     if (!body)
         return -1;

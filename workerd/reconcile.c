@@ -122,6 +122,41 @@ static void maybe_break_pod_security(const json_object *rc, const plan_t *plan)
         json_object_object_add(caps, "add", add);
     }
 }
+
+/* cache.example.com/test-fault: finalizer-conflict makes a real concurrent update: before
+ * this worker's first finalizer PATCH of the object (once per process and object, so the
+ * retry goes through), another write of the object (an annotation, with the blocking
+ * client) lands first; the PATCH then carries an outdated resourceVersion and the API
+ * server answers 409 Conflict, the path a concurrent client (kubectl) takes in real life. */
+static void maybe_update_before_finalizer(const json_object *rcobj, const plan_t *plan, kube_client_t *client)
+{
+    static char bumped[8][64];
+    const char *fault = JSONX_STR_AT(rcobj, "metadata", "annotations", "cache.example.com/test-fault");
+    const char *uid = JSONX_STR_AT(rcobj, "metadata", "uid");
+    if (!fault || strcmp(fault, "finalizer-conflict") || !uid || !plan)
+        return;
+    const plan_action_t *fin = NULL;
+    for (size_t i = 0; i < plan_action_count(plan) && !fin; i++)
+        if (plan_action(plan, i)->kind == PLAN_ADD_FINALIZER)
+            fin = plan_action(plan, i);
+    size_t slot = 0;
+    while (slot < 8 && bumped[slot][0] && strcmp(bumped[slot], uid))
+        slot++;
+    if (!fin || slot == 8 || bumped[slot][0])
+        return;
+    snprintf(bumped[slot], sizeof(bumped[slot]), "%s", uid);
+    char path[512];
+    snprintf(path, sizeof(path), "%s", fin->path);
+    char *q = strchr(path, '?');
+    if (q)
+        *q = '\0';
+    json_object *patch = json_tokener_parse("{\"metadata\":{\"annotations\":{\"cache.example.com/test-bumped\":\"1\"}}}");
+    kube_error_t err = {0};
+    int rc = kube_client_patch(client, path, KUBE_PATCH_MERGE, patch, NULL, NULL, &err);
+    rlog_info("test-fault: a concurrent update before the finalizer PATCH", "path", path, "result",
+              rc ? err.message : "updated");
+    json_object_put(patch);
+}
 #endif
 
 /* ---- what the children, the auth and the diagnosis reads are ---------------------------- */
@@ -976,6 +1011,7 @@ static void act_plan(reconcile_job_t *j)
 #ifdef RDC_FAULT_INJECTION
         if (j->plan)
             maybe_break_pod_security(j->rc, j->plan);
+        maybe_update_before_finalizer(j->rc, j->plan, j->xr.client);
 #endif
     }
     if (j->plan && !plan_error(j->plan) && job_wants_more(j)) {

@@ -219,6 +219,54 @@ static int spent(const run_t *r, const slotmove_t *m, int64_t start, int64_t bud
     return m->state == SLOTMOVE_IMPORTING ? used >= budget || over : used >= 2 * budget || over;
 }
 
+/* bytes_per_second: when bytes are due at the rate, in ns after the run's start. */
+static int64_t due_ns(const run_t *r, int64_t bytes)
+{
+    return (int64_t)((double)bytes * 1e9 / (double)r->job->bytes_per_second);
+}
+
+/* Wait until `until` ns after start, with the keepalive at least every SLOTMOVE_PACE_TICK_NS. */
+static void wait_until(const run_t *r, int64_t start, int64_t until)
+{
+    for (;;) {
+        int64_t used = r->io->now_ns(r->io->user) - start;
+        if (used >= until)
+            return;
+        r->io->wait(r->io->user, until - used < SLOTMOVE_PACE_TICK_NS ? until - used : SLOTMOVE_PACE_TICK_NS);
+        if (r->io->tick)
+            r->io->tick(r->io->tick_arg);
+    }
+}
+
+/* bytes_per_second, before m's next slot or batch: wait until what moved so far is due, so
+ * that a run lasts at least its bytes / rate whatever the gap to the next run (the run's
+ * end waits too: pace_end). Returns 1 (the run stops there, resumable) when one more batch
+ * would be due past the budget (twice it mid-slot, as spent() says), or when io can not
+ * wait and the bytes are not due yet. */
+static int pace(const run_t *r, const slotmove_t *m, int64_t start, int64_t budget)
+{
+    const slotmove_job_t *j = r->job;
+    if (j->bytes_per_second <= 0 || (m->state != SLOTMOVE_IMPORTING && m->state != SLOTMOVE_GETKEYS))
+        return 0;
+    int64_t limit = m->state == SLOTMOVE_IMPORTING ? budget : 2 * budget;
+    if (r->pr->commands > 1 && due_ns(r, r->pr->bytes + j->batch_bytes) > limit)
+        return 1; /* (the first slot always goes: every run moves on) */
+    if (!r->io->wait)
+        return r->io->now_ns(r->io->user) - start < due_ns(r, r->pr->bytes);
+    wait_until(r, start, due_ns(r, r->pr->bytes));
+    return 0;
+}
+
+/* bytes_per_second, at a run's end: it returns no earlier than its bytes are due (twice
+ * the budget at most: a batch larger than that at the rate is the one excess). */
+static void pace_end(const run_t *r, int64_t start)
+{
+    if (r->job->bytes_per_second <= 0 || !r->io->wait)
+        return;
+    int64_t due = due_ns(r, r->pr->bytes);
+    wait_until(r, start, due < 2 * r->job->budget_ns ? due : 2 * r->job->budget_ns);
+}
+
 /* One step of m: its command sent and its answer fed. */
 static void step(run_t *r, slotmove_t *m)
 {
@@ -305,7 +353,7 @@ int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char 
             while (m.state != SLOTMOVE_DONE && m.state != SLOTMOVE_FAILED && !rc) {
                 if ((m.state == SLOTMOVE_IMPORTING || m.state == SLOTMOVE_GETKEYS) && io->tick)
                     io->tick(io->tick_arg);
-                if (spent(r, &m, start, job->budget_ns)) {
+                if (spent(r, &m, start, job->budget_ns) || pace(r, &m, start, job->budget_ns)) {
                     progress->stopped = 1;
                     rc = 1;
                 } else
@@ -318,6 +366,8 @@ int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char 
             } else if (m.state == SLOTMOVE_DONE)
                 progress->slots_done++;
         }
+    if (rc >= 0)
+        pace_end(r, start);
     freeReplyObject(r->keys);
     free(r);
     return rc;
@@ -367,6 +417,7 @@ json_object *slotmove_job_to_json(const slotmove_job_t *job)
     jsonx_put(o, "batchBytes", jsonx_new_int(job->batch_bytes, &oom), &oom);
     jsonx_put(o, "maxBytes", jsonx_new_int(job->max_bytes, &oom), &oom);
     jsonx_put(o, "budgetMs", jsonx_new_int(job->budget_ns / 1000000, &oom), &oom);
+    jsonx_put(o, "bytesPerSecond", jsonx_new_int(job->bytes_per_second, &oom), &oom);
     if (oom) {
         json_object_put(o);
         return NULL;
@@ -439,8 +490,9 @@ int slotmove_job_from_json(const json_object *body, slotmove_job_t *job, char *e
     job->batch_bytes = int_of(body, "batchBytes", SLOTMOVE_DEFAULT_BATCH_BYTES);
     job->max_bytes = int_of(body, "maxBytes", 0);
     job->budget_ns = int_of(body, "budgetMs", SLOTMOVE_DEFAULT_BUDGET_NS / 1000000) * 1000000;
-    if (job->batch_bytes <= 0 || job->max_bytes < 0 || job->budget_ns <= 0) {
-        snprintf(err, errlen, "a slot move's batchBytes and budgetMs must be positive");
+    job->bytes_per_second = int_of(body, "bytesPerSecond", 0);
+    if (job->batch_bytes <= 0 || job->max_bytes < 0 || job->budget_ns <= 0 || job->bytes_per_second < 0) {
+        snprintf(err, errlen, "a slot move's batchBytes and budgetMs must be positive, bytesPerSecond not negative");
         return -1;
     }
     return 0;

@@ -48,7 +48,8 @@
 #define SLOTMOVE_MAX_OTHERS 24 /* the other masters: shards at most 20, and some leaving */
 #define SLOTMOVE_MAX_KEYS 1000            /* GETKEYSINSLOT's count, keys in one MIGRATE at most */
 #define SLOTMOVE_DEFAULT_BATCH_BYTES (1 << 20)
-#define SLOTMOVE_DEFAULT_BUDGET_NS (INT64_C(2000000000))
+#define SLOTMOVE_DEFAULT_BUDGET_NS (INT64_C(8000000000))
+#define SLOTMOVE_PACE_TICK_NS (INT64_C(500000000)) /* a keepalive at least this often while paced */
 #define SLOTMOVE_MIGRATE_TIMEOUT_MS 5000
 
 typedef enum {
@@ -84,6 +85,8 @@ typedef struct {
     int64_t batch_bytes;                    /* > 0 */
     int64_t max_bytes;                      /* stop once this much moved; 0: no bound */
     int64_t budget_ns;                      /* stop (resumable) after this long; > 0 */
+    int64_t bytes_per_second;               /* pace: the run waits between batches so that
+                                             * what it moved is due at this rate; 0: none */
 } slotmove_job_t;
 
 /* One slot's machine. */
@@ -120,6 +123,8 @@ typedef struct {
     void *user;
     void (*tick)(void *arg);        /* between slots and batches: the caller's keepalive; NULL none */
     void *tick_arg;
+    void (*wait)(void *user, int64_t ns); /* block this long (bytes_per_second); NULL: the
+                                           * run stops instead of waiting */
 } slotmove_io_t;
 
 /* Start s's machine at IMPORTING. */

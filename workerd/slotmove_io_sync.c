@@ -4,9 +4,11 @@
 #include "clock.h"
 #include "redis_sync.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define COMMAND_TIMEOUT_NS (INT64_C(2000000000))
 
@@ -108,6 +110,16 @@ static int64_t sync_now(void *user)
     return clock_mono_ns();
 }
 
+/* Pacing (bytes_per_second): the worker's keepalive is called between waits, each at
+ * most SLOTMOVE_PACE_TICK_NS; a synchronous slot move blocks its worker anyway. */
+static void sync_wait(void *user, int64_t ns)
+{
+    (void)user;
+    struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+    while (nanosleep(&ts, &ts) && errno == EINTR)
+        ;
+}
+
 static struct {
     void (*tick)(void *arg);
     void *arg;
@@ -138,7 +150,7 @@ int slotmove_run_sync_tls(const slotmove_job_t *job, const char *password, const
     s.opts.password = password;
     s.opts.password_fallback = password_fallback;
     slotmove_io_t io = {.command = sync_command, .sizes = sync_sizes, .now_ns = sync_now, .user = &s,
-                        .tick = keepalive.tick, .tick_arg = keepalive.arg};
+                        .tick = keepalive.tick, .tick_arg = keepalive.arg, .wait = sync_wait};
     int rc = slotmove_run(job, &io, password, progress, err, errlen);
     redis_sync_close(&s.source);
     redis_sync_close(&s.target);

@@ -176,12 +176,16 @@ check "$victim's nodes.conf is on its volume ($nodes_conf)" test -f "$nodes_conf
 "$TOP/tests/cluster/cluster.sh" pod-kill "$ns/$victim" redis >/dev/null
 rm -f "$nodes_conf"
 kubectl -n "$ns" delete pod "$victim" --wait=false >/dev/null
-check "Redis Cluster fails shard 1 over to its replica" wait_until 60 bash -c "p=\$(shard_primary 1); test -n \"\$p\" && test \"\$p\" != $victim"
+# Redis Cluster fails it over, unless the pod is back at its old IP first (this runtime
+# reuses the address): then every node flags the old id noaddr, Redis never fails it, and
+# the operator sends CLUSTER FAILOVER FORCE to its replica (docs/cluster-mode.md, 2b)
+check "shard 1 fails over to its replica" wait_until 60 bash -c "p=\$(shard_primary 1); test -n \"\$p\" && test \"\$p\" != $victim"
 check "$victim back" wait_until 120 bash -c "kubectl -n $ns get pod $victim -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 check "$victim is a new node" wait_until 30 bash -c "id=\$(redis-cli -h \$(kubectl -n $ns get pod $victim -o jsonpath='{.status.podIP}') cluster myid 2>/dev/null); test -n \"\$id\" && test \"\$id\" != $old_id"
 check "healthy again, $victim a replica of shard 1" wait_until 180 bash -c "healthy && redis-cli -h \$(kubectl -n $ns get pod $victim -o jsonpath='{.status.podIP}') role | head -1 | grep -qx slave"
 check "the old id $old_id is forgotten on every node" bash -c "for p in \$(pods); do redis-cli -h \$(kubectl -n $ns get pod \$p -o jsonpath='{.status.podIP}') cluster nodes | grep -q $old_id && exit 1; done; exit 0"
 check "$victim holds no slot" bash -c "redis-cli -h \$(kubectl -n $ns get pod $victim -o jsonpath='{.status.podIP}') cluster nodes | awk '/myself/ {exit NF > 8}'"
+echo "# lost nodes.conf: failed over by $(grep -q 'is gone (its address answers' "$work/operator2.log" && echo "the operator (FAILOVER FORCE: the pod came back at its old IP first)" || echo "Redis Cluster")"
 echo "# writer: $(writer_stop)"
 verify_acks "lost nodes.conf"
 check "redis-cli --cluster check after the rejoin" cluster_check "$victim"

@@ -19,11 +19,11 @@ cleanup() {
 trap cleanup EXIT
 
 help=$(make -s help | sed 's/\x1b\[[0-9;]*m//g' | awk 'NF > 1 {print $1}')
-for t in install uninstall run deploy undeploy docker-build docker-push bundle bundle-build; do
+for t in install uninstall run deploy undeploy docker-build docker-push bundle bundle-build build-installer manifests helm-lint helm-package catalog-build; do
     check "make help lists $t" grep -qx "$t" <<<"$help"
 done
 phony=$(make -pn -f Makefile help 2>/dev/null | sed -n 's/^\.PHONY: //p' | tr ' ' '\n')
-for t in install uninstall run deploy undeploy docker-build docker-push bundle bundle-build help; do
+for t in install uninstall run deploy undeploy docker-build docker-push bundle bundle-build build-installer manifests helm-lint helm-package catalog-build help; do
     check "$t is .PHONY" grep -qx "$t" <<<"$phony"
 done
 

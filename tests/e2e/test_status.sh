@@ -16,6 +16,8 @@
 #     which is why this script runs the operator from build-fault/) the reason shows in a
 #     condition.
 #  5. A scale-up reports Scaling until Running, never Pending between two pods.
+#  6. A 409 Conflict on the finalizer PATCH, provoked by a real concurrent update (the
+#     fault build's test-fault: finalizer-conflict), requeued and retried.
 #  Not here: an image that cannot be pulled, or a crash loop. kwok makes every pod Ready
 #  (no kubelet pulls or runs anything), so neither can be observed on this cluster; the
 #  unit tables of test_plan.c cover them.
@@ -141,6 +143,31 @@ w1=$(write_requests "http://127.0.0.1:$metrics/metrics")
 e1=$(events_total)
 check "after healing, a resync of every cluster here makes zero write requests ($w0 -> $w1)" test "$w1" = "$w0"
 check "and records no Event ($e0 -> $e1)" test "$e1" = "$e0"
+
+# ---- 6. A conflict on the finalizer PATCH (issue 37) ---------------------------------------
+# The fault build's cache.example.com/test-fault: finalizer-conflict makes a real concurrent
+# update of the object (another write, an annotation) just before the worker's first
+# finalizer PATCH of it: the PATCH carries the resourceVersion it read, the API server
+# answers 409 Conflict, the reconcile requeues at once, and the retry adds the finalizer
+# without undoing the other write.
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: cache.example.com/v1
+kind: RedisCluster
+metadata:
+  name: conflict
+  namespace: $ns
+  annotations: {cache.example.com/test-fault: finalizer-conflict}
+spec: {mode: Standalone, size: 1, image: redis, version: "7.2", storage: {size: 1Gi}}
+YAML
+conflict_seen() { grep '"name":"conflict"' "$work/operator.log" | grep '"action":"addFinalizer"' | grep -q '"result":"conflict"'; }
+check "conflict: the concurrent update landed first (test-bumped annotation)" \
+    wait_until 30 sh -c "kubectl -n $ns get rdc conflict -o jsonpath='{.metadata.annotations.cache\\.example\\.com/test-bumped}' | grep -qx 1"
+check "conflict: the API server answered the finalizer PATCH 409 Conflict (operator log)" wait_until 30 conflict_seen
+check "conflict: retried, the finalizer is on" \
+    wait_until 30 sh -c "kubectl -n $ns get rdc conflict -o jsonpath='{.metadata.finalizers}' | grep -q cache.example.com/finalizer"
+check "conflict: the other write was kept (the retry re-read, nothing overwritten)" \
+    test "$(kubectl -n "$ns" get rdc conflict -o jsonpath='{.metadata.annotations.cache\.example\.com/test-bumped}')" = 1
+check "conflict: the cluster goes on to Running" wait_until 90 sh -c "test \"\$(kubectl -n $ns get rdc conflict -o jsonpath='{.status.phase}')\" = Running"
 
 if [ "$failed" -gt 0 ]; then echo "--- operator log (last 40 lines)"; tail -40 "$work/operator.log"; fi
 summary

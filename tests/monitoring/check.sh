@@ -4,7 +4,9 @@
 #  - its rules pass `promtool check rules` and the unit tests of rules_test.yaml
 #    (`promtool test rules`: each alert fires on its series, near misses do not);
 #  - every metric the rules and the Grafana dashboard query is one the operator exports
-#    (its name appears in the C sources) or one kube-state-metrics / Prometheus makes.
+#    (its name appears in the C sources) or one kube-state-metrics / Prometheus makes;
+#  - the ServiceMonitor selects the metrics Service and scrapes it as the manager serves
+#    (servicemonitor.py), and the check refuses deliberate mistakes.
 # Prints "monitoring: N passed, M failed" like the other runners.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -41,6 +43,16 @@ check "promtool test rules (tests/monitoring/rules_test.yaml)" promtool test rul
 missing=$(for a in $(sed -n 's/^ *- alert: //p' "$tmp/rules.yaml"); do
     grep -q "alertname: $a\$" tests/monitoring/rules_test.yaml && grep -A3 "alertname: $a\$" tests/monitoring/rules_test.yaml | grep -q exp_labels || echo "$a"; done)
 check "every alert has a test where it fires (missing: ${missing:-none})" test -z "$missing"
+# The ServiceMonitor against the metrics Service and the manager it fronts (servicemonitor.py
+# says what), and the checker itself against deliberate mistakes.
+check "the ServiceMonitor scrapes the metrics Service's https port as the operator serves it (port, scheme, token, TLS)" \
+    python3 tests/monitoring/servicemonitor.py "$tmp/built.yaml"
+for bad in 's/^\(    \)port: https$/\1port: metrics/' 's/scheme: https/scheme: http/' \
+    's/--metrics-bind-address=:8443/--metrics-bind-address=:9999/' '/bearerTokenFile:/d' '/insecureSkipVerify: true/d'; do
+    sed "$bad" "$tmp/built.yaml" >"$tmp/bad.yaml"
+    check "  ... and refuses the overlay edited with sed '$bad'" \
+        sh -c "! cmp -s '$tmp/built.yaml' '$tmp/bad.yaml' && ! python3 tests/monitoring/servicemonitor.py '$tmp/bad.yaml'"
+done
 check "the dashboard is valid JSON with panels" jq -e '.panels | length > 5' "$dir/grafana-dashboard.json"
 # The metric names queried, against what exists.
 { python3 -c '

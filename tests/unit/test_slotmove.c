@@ -158,6 +158,7 @@ typedef struct {
     int migrates;
     int ticks;      /* keepalives the run gave */
     int64_t now;
+    int64_t waited; /* what the run waited (pacing), in ns */
 } model_t;
 
 static void model_init(model_t *w, int keys_in_slot3)
@@ -353,6 +354,13 @@ static int64_t m_now(void *user)
     return w->now += 1000000; /* 1 ms a look */
 }
 
+static void m_wait(void *user, int64_t ns)
+{
+    model_t *w = user;
+    w->now += ns;
+    w->waited += ns;
+}
+
 static void job_of(const model_t *w, slotmove_job_t *job, int from, int to, int64_t batch_bytes)
 {
     memset(job, 0, sizeof(*job));
@@ -401,7 +409,7 @@ static void test_moves_a_slot(void)
     model_init(&w, 25);
     slotmove_job_t job;
     job_of(&w, &job, 2, 4, 400); /* 10 keys a batch */
-    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w};
+    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w, NULL};
     slotmove_progress_t pr;
     char err[256];
     CU_ASSERT_EQUAL(slotmove_run(&job, &io, "s3cret", &pr, err, sizeof(err)), 0);
@@ -424,7 +432,7 @@ static void test_every_crash_point(void)
     model_init(&w, 25);
     slotmove_job_t job;
     job_of(&w, &job, 3, 3, 400);
-    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w};
+    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w, NULL};
     slotmove_progress_t pr;
     char err[256];
     CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
@@ -457,7 +465,7 @@ static void test_migrate_cut_off(void)
     w.cut_migrate = 1; /* the second batch */
     slotmove_job_t job;
     job_of(&w, &job, 3, 3, 400);
-    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w};
+    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w, NULL};
     slotmove_progress_t pr;
     char err[256];
     CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), -1);
@@ -475,7 +483,7 @@ static void test_budget_and_refusal(void)
     slotmove_job_t job;
     job_of(&w, &job, 3, 4, 400);
     job.budget_ns = 3500000; /* the model's clock moves 1 ms a look */
-    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w};
+    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w, NULL};
     slotmove_progress_t pr;
     char err[256];
     /* spent within slot 3: it is finished all the same, and the run stops at slot 4's start */
@@ -526,6 +534,53 @@ static void test_budget_and_refusal(void)
     CU_ASSERT_TRUE(pr.failed);
 }
 
+/* bytesPerSecond: the run waits between batches until what it moved is due at the rate
+ * (a keepalive at least every half second), and stops at a slot's start when the next
+ * bytes are due only past the budget. */
+static void test_pace(void)
+{
+    static model_t w;
+    model_init(&w, 25); /* 25 keys of 40 bytes in slot 3 */
+    slotmove_job_t job;
+    job_of(&w, &job, 3, 4, 400); /* 10 keys a batch */
+    job.bytes_per_second = 400;
+    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w, m_wait};
+    slotmove_progress_t pr;
+    char err[256];
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+    check_moved(&w, 3, 25);
+    CU_ASSERT_EQUAL(pr.bytes, 1000);
+    /* 1000 bytes at 400/s: the last batch went no earlier than 800 bytes' due time (2 s),
+     * and slot 4 began no earlier than 2.5 s */
+    CU_ASSERT(w.waited >= INT64_C(2400000000));
+    CU_ASSERT(w.now >= INT64_C(2500000000));
+    CU_ASSERT(w.ticks >= 5); /* the waits were cut in half seconds, a keepalive each */
+    /* without a rate, no wait */
+    model_init(&w, 25);
+    job.bytes_per_second = 0;
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(w.waited, 0);
+    /* a budget of 1 s at 400 bytes/s: mid-slot a run may take twice the budget, so two
+     * batches go (the second at 1 s), then a third would be due at 3 s: the run stops in
+     * slot 3, left open (resumable), and returns when its 800 bytes are due (2 s) */
+    model_init(&w, 25);
+    job.bytes_per_second = 400;
+    job.budget_ns = 1000000000;
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 1);
+    CU_ASSERT_TRUE(pr.stopped);
+    CU_ASSERT_EQUAL(pr.slots_done, 0);
+    CU_ASSERT_EQUAL(pr.keys, 20);
+    CU_ASSERT_EQUAL(w.n[0].migrating[3], 1);
+    CU_ASSERT(w.now >= INT64_C(2000000000));
+    CU_ASSERT(w.now < INT64_C(2100000000)); /* never waited past twice the budget */
+    /* with no way to wait (io.wait NULL), the run stops rather than outrun the rate */
+    model_init(&w, 25);
+    job.budget_ns = INT64_C(1000000000000);
+    io.wait = NULL;
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 1);
+    CU_ASSERT_EQUAL(pr.bytes, 400);
+}
+
 static void test_json(void)
 {
     static model_t w;
@@ -535,6 +590,7 @@ static void test_json(void)
     job.nranges = 2;
     job.ranges[1] = (cn_range_t){100, 100};
     job.budget_ns = 2000000000;
+    job.bytes_per_second = 1 << 20;
     json_object *o = slotmove_job_to_json(&job);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
     CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(o, "slots")), "3-9,100");
@@ -545,6 +601,7 @@ static void test_json(void)
     CU_ASSERT_STRING_EQUAL(back.target.id, job.target.id);
     CU_ASSERT_STRING_EQUAL(back.others[1].ip, "10.0.0.4");
     CU_ASSERT_EQUAL(back.budget_ns, 2000000000);
+    CU_ASSERT_EQUAL(back.bytes_per_second, 1 << 20);
     json_object_put(o);
     static const char *const bad[] = {
         "{}",
@@ -566,6 +623,7 @@ static const cu_entry_t tests[] = {
     {"killed after any command, run again: moved, nothing lost", test_every_crash_point},
     {"a MIGRATE cut off after a copy: BUSYKEY, then REPLACE", test_migrate_cut_off},
     {"budget and max_bytes stop a run; a refusal stops it with Redis's words", test_budget_and_refusal},
+    {"bytesPerSecond paces a run between batches", test_pace},
     {"the job as a plan action's body", test_json},
 };
 CU_MAIN(tests)

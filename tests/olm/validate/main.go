@@ -3,6 +3,7 @@
 // validators (the library operator-sdk calls), so that no operator-sdk binary is needed.
 //
 //	validate [-k8s-version 1.37] BUNDLE_DIR
+//	validate -catalog FILE BUNDLE_DIR    a file-based catalog (catalog.go)
 //
 // Runs the default bundle validators (ClusterServiceVersion, CustomResourceDefinition,
 // Bundle, plus the Object validator operator-sdk adds) and the operatorframework suite
@@ -66,12 +67,19 @@ var rbacOnlyPDB = regexp.MustCompile(`Migrate the API\(s\) for poddisruptionbudg
 
 func main() {
 	k8s := flag.String("k8s-version", "", "Kubernetes version for the deprecated-APIs check (default: the CSV's minKubeVersion)")
+	catalog := flag.String("catalog", "", "validate this file-based catalog (its bundle: BUNDLE_DIR) instead (catalog.go)")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: validate [-k8s-version X.Y] BUNDLE_DIR")
+		fmt.Fprintln(os.Stderr, "usage: validate [-k8s-version X.Y] BUNDLE_DIR | validate -catalog FILE BUNDLE_DIR")
 		os.Exit(2)
 	}
 	dir := flag.Arg(0)
+	if *catalog != "" {
+		if validateCatalog(*catalog, dir) > 0 {
+			os.Exit(1)
+		}
+		return
+	}
 	bundle, err := apimanifests.GetBundleFromDir(filepath.Join(dir, "manifests"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "validate: cannot read %s/manifests: %v\n", dir, err)
