@@ -59,7 +59,7 @@ typedef struct {
     } hs[MAXHS];
     int64_t val[NKEYS];
     int64_t elect_at, elect_epoch, mf_at;
-    int rank;
+    int rank, mf_force;
     uint32_t claims_ver, tab_ver, view_ver;
     uint32_t text_ver;
     int text_ok;
@@ -669,7 +669,9 @@ static void failover_step(sc_t *w, int ri)
     if (r->mf_at && w->tick >= r->mf_at) {
         node_t *mn = w->n[m];
         r->mf_at = 0;
-        if (reach(w, ri, m) && r->link_up && r->synced_from == m) {
+        if (r->mf_force)
+            election(w, ri, 1); /* FORCE: no handshake with the master */
+        else if (reach(w, ri, m) && r->link_up && r->synced_from == m) {
             memcpy(r->val, mn->val, sizeof(r->val)); /* the master paused, the replica caught up */
             r->offset = mn->offset;
             election(w, ri, 1);
@@ -1080,14 +1082,23 @@ static int cmd_replicate(sc_t *w, int xi, const char *id)
     return ok_reply();
 }
 
-static int cmd_failover(sc_t *w, int xi)
+/* CLUSTER FAILOVER [FORCE|TAKEOVER] on replica xi: a coordinated failover (the master
+ * reachable: it pauses, the replica catches up, then the vote); FORCE skips the master
+ * (the vote alone, granted without FAIL); TAKEOVER skips the vote too (a new epoch). */
+static int cmd_failover(sc_t *w, int xi, const char *how)
 {
     node_t *x = w->n[xi];
+    int force = how && !strcasecmp(how, "FORCE"), takeover = how && !strcasecmp(how, "TAKEOVER");
     if (x->master < 0)
         return err_reply("ERR You should send CLUSTER FAILOVER to a replica");
-    if (x->fail[x->master] || !reach(w, xi, x->master))
+    if (!force && !takeover && (x->fail[x->master] || !reach(w, xi, x->master)))
         return err_reply("ERR Master is down or failed, please use CLUSTER FAILOVER FORCE");
+    if (takeover) {
+        promote(w, xi, x->cur + 1, 1);
+        return ok_reply();
+    }
     x->mf_at = w->tick + sim_rng_range(&w->rng, 1, 3);
+    x->mf_force = force;
     return ok_reply();
 }
 
@@ -1276,7 +1287,7 @@ static int exec_cmd(sc_t *w, int xi, int argc, const char *const *argv, int cut)
     if (!strcasecmp(v, "REPLICATE") && argc >= 3)
         return cmd_replicate(w, xi, argv[2]);
     if (!strcasecmp(v, "FAILOVER"))
-        return cmd_failover(w, xi);
+        return cmd_failover(w, xi, argc >= 3 ? argv[2] : NULL);
     if (!strcasecmp(v, "RESET"))
         return cmd_reset(w, xi);
     if (!strcasecmp(v, "SETSLOT"))
@@ -1704,7 +1715,7 @@ static int inject(sc_t *w, int f)
         int64_t back = f == SC_F_LOSE_CONF_EARLY ? sim_rng_range(&w->rng, 5, 25)
                        : master                 ? sim_rng_range(&w->rng, 100, 200)
                                                 : sim_rng_range(&w->rng, 5, 60);
-        int aof = f == SC_F_STALE_AOF || (f == SC_F_LOSE_CONF_EARLY && sim_rng_below(&w->rng, 2));
+        int aof = f == SC_F_STALE_AOF || f == SC_F_LOSE_CONF_EARLY; /* (early: the volume kept, the default) */
         if (w->nids > MAXID - 8)
             return 0;
         int where = f == SC_F_LOSE_LEAVING ? 1 : f == SC_F_LOSE_CONF && master ? 0 : -1;

@@ -72,9 +72,9 @@ typedef enum {
     SC_F_STALE_AOF,        /* a master's or a replica's pod back without nodes.conf but with its
                               AOF (the master's after FAIL): it claims its keys' slots at epoch 0
                               (finding 1: off by default) */
-    SC_F_LOSE_CONF_EARLY,  /* a master's pod back without nodes.conf (AOF or not) 0.5..2.5 s
-                              later, before the old id is FAIL: the old id goes noaddr and is
-                              never failed over (finding 2: off by default) */
+    SC_F_LOSE_CONF_EARLY,  /* a master's pod back without nodes.conf (its AOF kept) 0.5..2.5 s
+                              later, before the old id is FAIL: the old id goes noaddr, never
+                              failed over by Redis (finding 2: off by default) */
     SC_F_LOSE_LEAVING,     /* lose-conf of the 4th shard's master while the spec drops it, before
                               its slots moved out (finding 4: off by default) */
     SC_F_DELETE_MASTER,    /* kubectl delete pod of a master: terminating until its node is a

@@ -199,9 +199,9 @@ static void test_findings(void)
         {"1: a pod back without nodes.conf but with its AOF is met and wins its keys' slots by an epoch "
          "collision", 4, F(STALE_AOF), 0},
         {"1: (the same: two masters in a shard for good)", 2, F(STALE_AOF), 0},
-        {"2: a master back with a new node id before FAIL: its old id goes noaddr, never failed over", 1,
-         F(LOSE_CONF_EARLY), 0},
-        {"3: FLUSHALL from an observation older than the operator's own REPLICATE wipes a promoted replica", 1,
+        {"2: a master back with a new node id before FAIL: FAILOVER FORCE (step 2b) sent again from an "
+         "observation older than the last one, promoting a replica behind", 1, F(LOSE_CONF_EARLY), 0},
+        {"3: FLUSHALL from an observation older than the operator's own REPLICATE wipes a promoted replica", 2,
          F(OBS_STALL) | F(KILL_REPLICA) | F(KILL_MASTER) | F(LOSE_CONF), 150},
         {"4: RETIRE resets the replicas of a leaving shard whose failed master still holds its slots", 1,
          F(LOSE_LEAVING), 0},
