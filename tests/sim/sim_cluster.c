@@ -596,14 +596,17 @@ static void fail_detect(sc_t *w, int yi)
 }
 
 /* Every acknowledged key of the slots node xi owns is there. Returns 1 when not. */
-static int check_acked(sc_t *w, int xi, const char *when)
+static int check_acked(sc_t *w, int xi, const char *when, int m)
 {
     node_t *x = w->n[xi];
     for (int k = 0; k < NKEYS; k++)
         if (x->owner[w->kslot[k]] == xi && x->val[k] < w->acked[k])
             return fail_now(w, "acknowledged write lost: %s: node %d (pod %d) owns slot %d of key %d with value %lld, "
-                               "acknowledged %lld",
-                            when, xi, x->pod, w->kslot[k], k, (long long)x->val[k], (long long)w->acked[k]);
+                               "acknowledged %lld (its old master node %d has %lld; the replica's offset %lld of "
+                               "%lld, synced from node %d, link %s)",
+                            when, xi, x->pod, w->kslot[k], k, (long long)x->val[k], (long long)w->acked[k], m,
+                            m >= 0 ? (long long)w->n[m]->val[k] : -1LL, (long long)x->offset,
+                            m >= 0 ? (long long)w->n[m]->offset : -1LL, x->synced_from, x->link_up ? "up" : "down");
     return 0;
 }
 
@@ -630,7 +633,7 @@ static void promote(sc_t *w, int ri, uint64_t e, int manual)
         w->res.manual_failovers++;
     else
         w->res.elections++;
-    check_acked(w, ri, manual ? "manual failover" : "replica promoted by Redis Cluster");
+    check_acked(w, ri, manual ? "manual failover" : "replica promoted by Redis Cluster", m);
 }
 
 /* A vote round for replica ri of m: a majority of the masters with slots, each voting
@@ -1463,8 +1466,9 @@ static int run_commands(sc_t *w)
         int xi = node_at(w, pod_ip(w, c->pod), -1);
         int rc = xi < 0 ? -1 : exec_cmd(w, xi, c->argc, argv, 0);
         w->res.commands++;
-        ev(w, 22, c->pod, rc, "operator: pod %d (node %d): %s -> %s", c->pod, xi, line,
-           xi < 0 ? "connection refused" : rc ? resp_buf.b : "OK");
+        ev(w, 22, c->pod, rc, "operator: pod %d (node %d): %s -> %s%s%s", c->pod, xi, line,
+           xi < 0 ? "connection refused" : rc ? resp_buf.b : "OK", w->cfg.trace_why ? "  # " : "",
+           w->cfg.trace_why ? c->why : "");
         if (rc) {
             w->res.refused++;
             return -1;
@@ -2047,6 +2051,7 @@ static sc_t *world_new(const sc_cfg_t *cfg)
     w->next_fault = 300;
     w->res.converged_after = -1;
     w->dump_at = sim_env_int("SIM_DUMP", 0);
+    w->cfg.trace_why = sim_env_int("SIM_TRACE", 0) > 1;
     w->res.replicas = w->R;
     for (int p = 0; p < MAXPOD; p++)
         w->pod[p].id = -1;

@@ -105,6 +105,7 @@ typedef struct {
     int64_t fault_every;     /* mean steps between faults; 0: 300 */
     int no_reshard;          /* 1: the layout stays 3 shards */
     FILE *trace;             /* every event as a line, or NULL */
+    int trace_why;           /* with a trace, each command's reason (SIM_TRACE=2) */
 } sc_cfg_t;
 
 typedef struct {

@@ -205,6 +205,10 @@ static void test_findings(void)
          F(OBS_STALL) | F(KILL_REPLICA) | F(KILL_MASTER) | F(LOSE_CONF), 150},
         {"4: RETIRE resets the replicas of a leaving shard whose failed master still holds its slots", 1,
          F(LOSE_LEAVING), 0},
+        {"5: a master killed just after a MIGRATE into it: its replica, promoted, never got the keys", 0x3eb,
+         SC_FAULTS_DEFAULT, 0},
+        {"6: step 2b takes a node the operator reset (RETIRE) for a replaced master and forces a leaving "
+         "replica over another shard's slots", 0x3fb, SC_FAULTS_DEFAULT, 0},
     };
     int run = sim_env_int("SIM_FINDINGS", 0) != 0;
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
