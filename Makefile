@@ -73,6 +73,7 @@ $(BUILD)/tests/sim/%.o: tests/sim/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $(DAEMONS:%=-I%) -Itests/sim -MMD -MP -c $< -o $@
 $(BUILD)/tests/test_sim_failover: $(SIM_OBJ)
+$(BUILD)/tests/test_sim_cluster: $(SIM_OBJ)
 
 $(BUILD)/tests/test_%: $(BUILD)/tests/unit/test_%.o $(MODULE_OBJ) $(BUILD)/libcommon.a
 	@mkdir -p $(@D)

@@ -17,13 +17,13 @@
  *   SIM_EVERY=N       mean steps between faults (default 100)
  */
 #include "cu_table.h"
+#include "sim_env.h"
 #include "sim_world.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEFAULT_TOTAL 1000000
 #define DEFAULT_STEPS 20000
@@ -31,25 +31,15 @@
 #define MAX_FAILURES 3
 #define CONVERGE_WITHIN 1800 /* 3 minutes of simulated time after the last fault */
 
-static int64_t env_int(const char *name, int64_t dflt)
+static const char *fault_name(int f)
 {
-    const char *v = getenv(name);
-    return v && *v ? strtoll(v, NULL, 0) : dflt;
+    return sim_fault_name((sim_fault_t)f);
 }
 
 /* SIM_FAULTS as a bit set; 0 (the default set) when unset. */
 static unsigned env_faults(void)
 {
-    const char *v = getenv("SIM_FAULTS");
-    unsigned bits = 0;
-    for (const char *p = v; p && *p;) {
-        size_t l = strcspn(p, ",");
-        for (int f = 0; f < SIM_F_COUNT; f++)
-            if (strlen(sim_fault_name((sim_fault_t)f)) == l && !strncmp(p, sim_fault_name((sim_fault_t)f), l))
-                bits |= 1u << f;
-        p += l + (p[l] == ',');
-    }
-    return bits;
+    return sim_env_kinds("SIM_FAULTS", SIM_F_COUNT, fault_name);
 }
 
 static sim_cfg_t cfg_of(uint64_t seed, int64_t steps)
@@ -59,11 +49,11 @@ static sim_cfg_t cfg_of(uint64_t seed, int64_t steps)
     c.steps = steps;
     c.tail = steps / 10 < TAIL_STEPS ? steps / 10 : TAIL_STEPS;
     c.converge_within = c.tail < CONVERGE_WITHIN ? c.tail : CONVERGE_WITHIN;
-    c.size = (int)env_int("SIM_SIZE", 0);
-    c.overlap = (int)env_int("SIM_OVERLAP", 0);
-    c.new_ips = (int)env_int("SIM_NEW_IPS", 0);
+    c.size = (int)sim_env_int("SIM_SIZE", 0);
+    c.overlap = (int)sim_env_int("SIM_OVERLAP", 0);
+    c.new_ips = (int)sim_env_int("SIM_NEW_IPS", 0);
     c.faults = env_faults();
-    c.fault_every = env_int("SIM_EVERY", 0);
+    c.fault_every = sim_env_int("SIM_EVERY", 0);
     return c;
 }
 
@@ -71,13 +61,8 @@ static void print_failure(const sim_cfg_t *c, const sim_result_t *r)
 {
     /* the settings a replay needs besides the seed, as this run got them */
     static const char *const knobs[] = {"SIM_SIZE", "SIM_OVERLAP", "SIM_NEW_IPS", "SIM_FAULTS", "SIM_EVERY"};
-    char env[512] = "";
-    for (size_t k = 0; k < sizeof(knobs) / sizeof(knobs[0]); k++) {
-        const char *v = getenv(knobs[k]);
-        size_t l = strlen(env);
-        if (v && *v)
-            snprintf(env + l, sizeof(env) - l, " %s=%s", knobs[k], v);
-    }
+    char env[512];
+    sim_env_knobs(knobs, sizeof(knobs) / sizeof(knobs[0]), env, sizeof(env));
     fprintf(stderr,
             "\n  SIMULATION FAILED: seed %#llx, step %lld (%d pods): %s\n"
             "  replay: SIM_SEED=%#llx SIM_STEPS=%lld%s SIM_TRACE=1 build/tests/test_sim_failover\n",
@@ -138,34 +123,35 @@ static void print_totals(const totals_t *t, double secs)
     fprintf(stderr, "\n");
 }
 
+/* One seed (sim_env_seeds). */
+static int one_seed(void *arg, uint64_t seed, int64_t steps, FILE *trace, int64_t level, int64_t *ran,
+                    uint64_t *digest)
+{
+    sim_cfg_t c = cfg_of(seed, steps);
+    c.trace = trace;
+    c.trace_plans = level > 1;
+    sim_result_t r;
+    int rc = sim_run(&c, &r);
+    if (rc < 0)
+        return -1;
+    if (rc)
+        print_failure(&c, &r);
+    CU_ASSERT_EQUAL(rc, 0);
+    add(arg, &r);
+    *ran = r.steps;
+    *digest = r.digest;
+    return rc;
+}
+
 /* Seeds from SIM_SEED on, SIM_STEPS each, until SIM_TOTAL steps; every one must hold. */
 static void test_million_steps(void)
 {
-    int replay = getenv("SIM_SEED") && !getenv("SIM_TOTAL");
-    int64_t per = env_int("SIM_STEPS", DEFAULT_STEPS), total = replay ? per : env_int("SIM_TOTAL", DEFAULT_TOTAL);
-    uint64_t seed = (uint64_t)env_int("SIM_SEED", 1);
     totals_t t = {0};
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    for (int64_t done = 0; done < total; seed++) {
-        sim_cfg_t c = cfg_of(seed, per);
-        c.trace = replay && env_int("SIM_TRACE", 0) ? stderr : NULL;
-        c.trace_plans = env_int("SIM_TRACE", 0) > 1;
-        sim_result_t r;
-        int rc = sim_run(&c, &r);
-        CU_ASSERT_NOT_EQUAL_FATAL(rc, -1);
-        if (rc)
-            print_failure(&c, &r);
-        CU_ASSERT_EQUAL(rc, 0);
-        if (replay)
-            fprintf(stderr, "\n  seed %#llx: digest %016llx", (unsigned long long)seed, (unsigned long long)r.digest);
-        add(&t, &r);
-        done += r.steps;
-        if (replay || t.failed == MAX_FAILURES)
-            break; /* a replay is one seed; a broken rule fails every seed: three say enough */
-    }
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    print_totals(&t, (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
+    double secs;
+    int failed, missing;
+    int replay = sim_env_seeds(DEFAULT_TOTAL, DEFAULT_STEPS, MAX_FAILURES, one_seed, &t, &failed, &missing, &secs);
+    CU_ASSERT_FALSE_FATAL(missing);
+    print_totals(&t, secs);
     if (replay)
         return;
     /* Not vacuous: the faults led to what the invariants are about. */
