@@ -818,6 +818,11 @@ static void layout_kept(ctx_t *c)
                 highest = j + 1;
         }
         int have = c->in->sts_replicas[k] ? c->in->sts_replicas[k] : highest;
+        if (c->in->stale) { /* FRESHNESS: nothing shrinks on an old look */
+            c->out->replicas_of[k] = have > 1 + c->in->replicas || k >= c->in->shards ? have : 1 + c->in->replicas;
+            c->out->keep_shard[k] = 1;
+            continue;
+        }
         if (k < c->in->shards)
             c->out->replicas_of[k] = busy && have > 1 + c->in->replicas ? have : 1 + c->in->replicas;
         else
@@ -970,12 +975,18 @@ int ctopo_compute(const ctopo_input_t *in, ctopo_result_t *out)
     slot_maps(&c, &claimed, &held);
     pick_anchor(&c);
     shards_status(&c); /* (RESHARD reads the replicas linked) */
-    int meeting = step_meet(&c), orphaned = step_orphaned(&c); /* (a failover needs no MEET) */
-    if (!meeting && !orphaned && !step_forget(&c) && !step_slots(&c, &claimed) && !step_replicate(&c) &&
-        !step_terminating(&c) && !step_reshard(&c, &held) && !step_retire(&c))
-        step_rollout(&c);
+    int meeting = 0;
+    if (in->stale) { /* FRESHNESS: what the views say may be what the last commands undid */
+        out->waiting = 1;
+    } else {
+        meeting = step_meet(&c);
+        int orphaned = step_orphaned(&c); /* (a failover needs no MEET) */
+        if (!meeting && !orphaned && !step_forget(&c) && !step_slots(&c, &claimed) && !step_replicate(&c) &&
+            !step_terminating(&c) && !step_reshard(&c, &held) && !step_retire(&c))
+            step_rollout(&c);
+        labels(&c);
+    }
     out->waiting |= out->ncmds > 0 || out->nmoves > 0;
-    labels(&c);
     layout_kept(&c);
     health(&c, &held, meeting);
     return 0;

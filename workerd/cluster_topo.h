@@ -132,6 +132,9 @@ typedef struct {
     int shards, replicas;   /* the spec: S (3..CTOPO_MAX_SHARDS), r (0..CTOPO_MAX_REPLICAS) */
     int nshards, width;     /* the layout (LAYOUT): >= shards, >= 1 + replicas; 0: the spec's */
     int bootstrapped;       /* the status says every slot was covered once */
+    int stale;              /* FRESHNESS (plan.h): some pod was not probed since the
+                             * operator's last Redis command; ctopo_compute then decides
+                             * nothing (no command, move, deletion or label) and waits */
     int sts_replicas[CTOPO_MAX_SHARDS]; /* each shard StatefulSet's spec.replicas, 0 none */
     ctopo_pod_t pod[CTOPO_MAX_PODS]; /* nshards * width, index k * width + j */
 } ctopo_input_t;

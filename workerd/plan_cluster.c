@@ -3,6 +3,7 @@
 #include "plan_cluster.h"
 
 #include "cluster_observe.h"
+#include "clock.h"
 #include "jsonx.h"
 #include "plan_build.h"
 #include "render.h"
@@ -49,7 +50,7 @@ static const struct {
 /* The commands as PLAN_REDIS actions, as many as the plan has room for, and one Event a
  * kind on its last command naming the pods. Returns how many did not fit (the next
  * reconcile's), or -1 when out of memory. */
-static int plan_commands(const plan_ctx_t *c, const ctopo_input_t *in, const ctopo_result_t *r)
+static int plan_commands(const plan_ctx_t *c, const ctopo_input_t *in, const ctopo_result_t *r, int64_t until)
 {
     plan_t *p = c->plan;
     buf_t pods[NKINDS];
@@ -75,6 +76,7 @@ static int plan_commands(const plan_ctx_t *c, const ctopo_input_t *in, const cto
                                        cmd->why);
         if (at < 0)
             break;
+        plan_set_not_after(p, at, until); /* COMMAND RECORD */
         last[cmd->kind] = at;
         buf_printf(&pods[cmd->kind], "%s%s", pods[cmd->kind].len ? ", " : "", in->pod[cmd->pod].pod);
     }
@@ -174,7 +176,11 @@ static int plan_move(const plan_ctx_t *c, const ctopo_input_t *in, const ctopo_r
 static int plan_decisions(const plan_ctx_t *c, const ctopo_input_t *in, const ctopo_result_t *r)
 {
     plan_t *p = c->plan;
-    int left = plan_commands(c, in, r);
+    /* COMMAND RECORD (plan.h): the status says when the commands may go, before them */
+    int64_t until = c->now + PLAN_COMMAND_WINDOW_NS;
+    if (r->ncmds)
+        plan_set_command_window(p, plan_action_count(p), until);
+    int left = plan_commands(c, in, r, until);
     if (left < 0)
         return -1;
     for (size_t m = 0; m < r->nmoves && plan_room(p) > ROOM_KEPT; m++)
@@ -191,6 +197,39 @@ static int plan_decisions(const plan_ctx_t *c, const ctopo_input_t *in, const ct
     if (r->waiting || left)
         plan_requeue_within(p, r->nmoves ? PLAN_REQUEUE_RESHARD_NS : PLAN_REQUEUE_SWITCHOVER_NS);
     return 0;
+}
+
+/* FRESHNESS (plan.h), for Cluster mode's pods: 1 when every pod of the cluster with an IP
+ * was probed after status.lastRedisCommandTime (its node at the pod's IP, probedAgoMs
+ * below the observation's lead over that moment), or no command was ever sent. A record
+ * still in the future is the window of a plan that stopped before its last status write:
+ * this one closes it and decides nothing (as Replication mode does). */
+static int cluster_fresh(const plan_ctx_t *c)
+{
+    const plan_observed_t *m = c->more;
+    int64_t cmd = plan_last_command_ns(c), at = 0;
+    if (cmd > c->now) {
+        plan_set_command_window(c->plan, plan_action_count(c->plan), 0);
+        return 0;
+    }
+    const json_object *obs = m ? m->redis : NULL;
+    if (!obs || !cmd)
+        return 1;
+    const char *t = jsonx_str_set(obs, "observedAt");
+    int64_t lead_ms = t && !clock_parse_rfc3339(t, &at) ? (at - cmd) / 1000000 : -1;
+    const json_object *nodes = jsonx_get(obs, "nodes");
+    for (size_t i = 0; i < jsonx_len(m->members); i++) {
+        const char *ip = JSONX_STR_AT(json_object_array_get_idx(m->members, i), "status", "podIP");
+        int64_t ago = -1;
+        for (size_t k = 0; ip && *ip && k < jsonx_len(nodes) && ago < 0; k++) {
+            const json_object *x = json_object_array_get_idx(nodes, k);
+            if (jsonx_str_is(x, "ip", ip))
+                ago = jsonx_int_or(x, "probedAgoMs", -1);
+        }
+        if (ip && *ip && (ago < 0 || ago >= lead_ms))
+            return 0;
+    }
+    return 1;
 }
 
 int plan_cluster_decide(const plan_ctx_t *c, plan_cluster_t *out)
@@ -211,9 +250,16 @@ int plan_cluster_decide(const plan_ctx_t *c, plan_cluster_t *out)
             sets[nsets++] = o;
     }
     int bootstrapped = jsonx_true(JSONX_AT(c->rc, "status", "cluster"), "bootstrapped");
-    if (cluster_observe(c->name, c->spec->cluster.shards, c->spec->cluster.replicas_per_shard, bootstrapped,
-                        m ? m->members : NULL, m ? m->redis : NULL, sets, nsets, out->in, out->views) ||
-        ctopo_compute(out->in, out->r)) {
+    int fresh = cluster_fresh(c);
+    if (!fresh)
+        plan_requeue_within(c->plan, PLAN_REQUEUE_OBSERVE_NS);
+    int bad = cluster_observe(c->name, c->spec->cluster.shards, c->spec->cluster.replicas_per_shard, bootstrapped,
+                              m ? m->members : NULL, m ? m->redis : NULL, sets, nsets, out->in, out->views);
+    if (!bad) {
+        out->in->stale = !fresh;
+        bad = ctopo_compute(out->in, out->r);
+    }
+    if (bad) {
         plan_cluster_free(out);
         return 0; /* not a layout (the spec was validated): no decision */
     }

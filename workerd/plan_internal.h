@@ -48,6 +48,9 @@ typedef struct {
  * its findings: name, namespace, uid and generation from rc's metadata, in naming them,
  * spec the defaults alone; the spec and more are left for the caller. Free degraded
  * with plan_degraded_free. */
+/* status.lastRedisCommandTime (COMMAND RECORD, plan.h) in wall-clock ns, 0 when none. */
+int64_t plan_last_command_ns(const plan_ctx_t *c);
+
 void plan_ctx_init(plan_ctx_t *c, plan_t *p, const json_object *rc, int64_t now, plan_degraded_t *degraded);
 
 /* Free the findings' message. */

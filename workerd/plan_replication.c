@@ -31,8 +31,7 @@ static int64_t observation_age_ms(const plan_ctx_t *c)
     return age > 0 ? (age < INT64_C(1000000000) ? age : INT64_C(1000000000)) / 1000000 : 0;
 }
 
-/* status.lastRedisCommandTime (COMMAND RECORD) in wall-clock ns, 0 when none. */
-static int64_t last_command_ns(const plan_ctx_t *c)
+int64_t plan_last_command_ns(const plan_ctx_t *c)
 {
     const char *t = JSONX_STR_AT(c->rc, "status", "lastRedisCommandTime");
     int64_t at = 0;
@@ -51,7 +50,7 @@ static const json_object *current_observation(const plan_ctx_t *c)
 {
     const plan_observed_t *m = c->more;
     const json_object *obs = m ? m->redis : NULL;
-    int64_t cmd = last_command_ns(c), at = 0;
+    int64_t cmd = plan_last_command_ns(c), at = 0;
     if (cmd > c->now) {
         plan_set_command_window(c->plan, plan_action_count(c->plan), 0);
         plan_requeue_within(c->plan, PLAN_REQUEUE_OBSERVE_NS);

@@ -85,6 +85,7 @@ typedef struct {
     int valid, ip, state_ok, link_up;
     int64_t offset;
     char *text;
+    int64_t probed;         /* the step it was taken (FRESHNESS) */
 } snap_t;
 
 typedef struct {
@@ -115,6 +116,8 @@ typedef struct {
     obs_t obs[MAXPOD];
     int obs_news;
     int64_t stall_until, stall_late, stall_hi, op_down_until, requeue_at, last_reconcile;
+    int64_t last_cmd;       /* the step of the operator's last Redis command (its record), -1 none */
+    int probe_all;          /* observerd saw a newer record: every pod probed at once */
     int crash_armed, crash_after, bootstrapped;
     uint32_t in_ver, memo_ver; /* what the decisions read; the version the last one read */
     int64_t clock_ns;
@@ -1435,6 +1438,8 @@ static void build_input(sc_t *w)
         snprintf(cp->ip, sizeof(cp->ip), "10.0.0.%d", pod_ip(w, p));
         cp->info = (cn_info_t){-1, -1, -1, -1, -1, -1, -1, -1, -1};
         cp->offset = -1;
+        if (pd->present && o->got.probed <= w->last_cmd)
+            in->stale = 1; /* FRESHNESS: not probed since the last command */
         if (pd->present && o->got.valid && o->got.ip == pod_ip(w, p) && o->view) {
             cp->observed = 1;
             cp->view = o->view;
@@ -1466,6 +1471,9 @@ static int run_commands(sc_t *w)
         int xi = node_at(w, pod_ip(w, c->pod), -1);
         int rc = xi < 0 ? -1 : exec_cmd(w, xi, c->argc, argv, 0);
         w->res.commands++;
+        w->last_cmd = w->tick; /* COMMAND RECORD: the status says it; observerd probes all */
+        w->probe_all = 1;
+        w->in_ver++;
         ev(w, 22, c->pod, rc, "operator: pod %d (node %d): %s -> %s%s%s", c->pod, xi, line,
            xi < 0 ? "connection refused" : rc ? resp_buf.b : "OK", w->cfg.trace_why ? "  # " : "",
            w->cfg.trace_why ? c->why : "");
@@ -1558,8 +1566,11 @@ static void observe(sc_t *w, int p)
         if (!s.text)
             abort();
     }
+    s.probed = w->tick;
     const snap_t *last = o->has_pending ? &o->pending : &o->got;
-    if (snap_same(&s, last)) { /* nothing new (an offset alone is not news) */
+    /* nothing new (an offset alone is not news), unless what was sent predates the last
+     * command: observerd sends the first look probed wholly after it even without news */
+    if (snap_same(&s, last) && (o->has_pending || o->got.probed > w->last_cmd)) {
         free(s.text);
         return;
     }
@@ -2036,6 +2047,7 @@ static sc_t *world_new(const sc_cfg_t *cfg)
     if (!w)
         return NULL;
     w->cfg = *cfg;
+    w->last_cmd = -1;
     w->in = calloc(1, sizeof(*w->in));
     w->out = calloc(1, sizeof(*w->out));
     if (!w->in || !w->out) {
@@ -2111,10 +2123,11 @@ static void step(sc_t *w)
         client_write(w);
     client_wait(w);
     for (int p = 0; p < w->nsts * w->width; p++) {
-        if ((t + p) % OBS_EVERY == 0)
+        if ((t + p) % OBS_EVERY == 0 || w->probe_all)
             observe(w, p);
         deliver(w, p);
     }
+    w->probe_all = 0;
     if (t >= w->op_down_until && ((w->obs_news && t >= w->last_reconcile + 10) || t >= w->requeue_at)) {
         w->obs_news = 0;
         w->last_reconcile = t;

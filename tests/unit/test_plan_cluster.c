@@ -7,6 +7,7 @@
 #include "json_at.h"
 #include "executor.h"
 #include "plan.h"
+#include "plan_build.h"
 #include "render.h"
 
 #include <CUnit/CUnit.h>
@@ -202,6 +203,75 @@ static void test_fresh_nodes_are_met(void)
     json_object_put(svc);
     json_object_put(sts);
     json_object_put(pdbs);
+}
+
+/* The plan of fresh nodes (MEETs to send) with status.lastRedisCommandTime cmd and an
+ * observation taken at 11:59:59.800 whose every node was probed probed_ago ms before. */
+static plan_t *meet_plan(const char *cmd, int probed_ago)
+{
+    char status[160];
+    snprintf(status, sizeof(status), ",\"status\":{\"lastRedisCommandTime\":\"%s\"}", cmd);
+    char text[1024];
+    snprintf(text, sizeof(text), RC_JSON("%s"), status);
+    json_object *rc = parse(text);
+    json_object *cm = NULL, *svc = NULL, *sts = json_object_new_array(), *pdbs = json_object_new_array();
+    children(rc, &cm, &svc, sts, pdbs);
+    json_object *pods = json_object_new_array(), *obs = observation(0);
+    json_object_object_add(obs, "observedAt", json_object_new_string("2024-05-01T11:59:59.800Z"));
+    json_object *nodes = json_object_object_get(obs, "nodes");
+    for (int i = 0; i < 6; i++) {
+        json_object_array_add(pods, pod(i, NULL));
+        json_object_object_add(json_object_array_get_idx(nodes, i), "probedAgoMs", json_object_new_int(probed_ago));
+    }
+    plan_observed_t more = {.members = pods, .redis = obs, .shard_statefulsets = sts, .shard_budgets = pdbs};
+    plan_t *p = plan_compute_children(rc, &(plan_children_t){cm, svc, NULL, NULL}, &more, T1);
+    json_object_put(obs);
+    json_object_put(pods);
+    json_object_put(rc);
+    json_object_put(cm);
+    json_object_put(svc);
+    json_object_put(sts);
+    json_object_put(pdbs);
+    return p;
+}
+
+/* FRESHNESS and COMMAND RECORD (plan.h) in Cluster mode, as in Replication mode: the
+ * commands go only from an observation whose every pod was probed after the operator's
+ * last command (the simulation's findings: a FAILOVER FORCE sent twice, a FLUSHALL on a
+ * promoted replica, both from older looks), each within the window the status records
+ * before them; a record still in the future is closed and nothing decided. */
+static void test_freshness(void)
+{
+    char text[8192];
+    size_t at = 0;
+    int64_t until = 0;
+    /* the last command at 11:59:59, every pod probed 100 ms before 11:59:59.800: current */
+    plan_t *p = meet_plan("2024-05-01T11:59:59Z", 100);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    actions_text(p, text, sizeof(text));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "CLUSTER MEET"));
+    CU_ASSERT_TRUE(plan_command_window(p, &at, &until));
+    CU_ASSERT_EQUAL(until, T1 + PLAN_COMMAND_WINDOW_NS);
+    for (size_t i = 0; i < plan_action_count(p); i++)
+        if (plan_action(p, i)->kind == PLAN_REDIS)
+            CU_ASSERT_EQUAL(plan_action(p, i)->not_after_wall_ns, T1 + PLAN_COMMAND_WINDOW_NS);
+    plan_destroy(&p);
+    /* probed 900 ms before the observation: before the last command; nothing sent */
+    p = meet_plan("2024-05-01T11:59:59Z", 900);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    actions_text(p, text, sizeof(text));
+    CU_ASSERT_PTR_NULL(strstr(text, "CLUSTER"));
+    CU_ASSERT_FALSE(plan_command_window(p, NULL, NULL));
+    CU_ASSERT(plan_requeue_after_ns(p) > 0 && plan_requeue_after_ns(p) <= PLAN_REQUEUE_OBSERVE_NS);
+    plan_destroy(&p);
+    /* a record in the future (a plan that stopped in its window): closed, nothing sent */
+    p = meet_plan("2024-05-01T12:00:05Z", 100);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    actions_text(p, text, sizeof(text));
+    CU_ASSERT_PTR_NULL(strstr(text, "CLUSTER"));
+    CU_ASSERT_TRUE(plan_command_window(p, NULL, &until));
+    CU_ASSERT_EQUAL(until, 0);
+    plan_destroy(&p);
 }
 
 /* Healthy: no command; the labels set as Redis says; Running with status.cluster and
@@ -462,6 +532,7 @@ static const cu_entry_t tests[] = {
     {"fresh nodes are met from one anchor", test_fresh_nodes_are_met},
     {"healthy: Running, status.cluster, then a resync writes nothing", test_healthy_is_running},
     {"a rollout deletes the outdated replica of the highest index", test_rollout_deletes_a_replica},
+    {"commands only from an observation newer than the last ones, within their record", test_freshness},
     {"shards 3 -> 4: slots move to the new shard (PLAN_SLOT_MOVE)", test_scale_out_moves_slots},
     {"shards 4 -> 3: a drained, retired shard's StatefulSet and PDB deleted", test_scale_in_drops_the_shard},
 };
