@@ -134,7 +134,8 @@ static int listen_conf(const rdc_spec_t *spec, buf_t *out)
         return buf_puts(out, "port 6379\n");
     return buf_printf(out,
                       "port %d\ntls-port %d\ntls-cert-file " RENDER_TLS_CERT "\ntls-key-file " RENDER_TLS_KEY
-                      "\ntls-ca-cert-file " RENDER_TLS_CA "\ntls-auth-clients %s\ntls-replication yes\n%s",
+                      "\ntls-ca-cert-file " RENDER_TLS_CA "\ntls-auth-clients %s\ntls-replication yes\n"
+                      "unixsocket " RENDER_PROBE_SOCKET "\nunixsocketperm 700\n%s",
                       spec->tls.allow_plaintext ? RENDER_PLAINTEXT_PORT : 0, RENDER_REDIS_PORT,
                       spec->tls.client_auth ? "yes" : "no",
                       spec->mode == RDC_MODE_CLUSTER ? "tls-cluster yes\n" : "");
@@ -497,17 +498,15 @@ static json_object *secret_env(const render_input_t *in, const char *var, int *o
     return e;
 }
 
-/* redis-cli's arguments to speak TLS with the mounted Secret (render.h TLS), or none. */
-static const char *const cli_tls_args[] = {"--tls", "--cacert", RENDER_TLS_CA, "--cert", RENDER_TLS_CERT,
-                                           "--key", RENDER_TLS_KEY};
-#define CLI_TLS_ARGC (sizeof(cli_tls_args) / sizeof(cli_tls_args[0]))
-
-/* An exec probe running `redis-cli ping` (over TLS with spec.tls). */
+/* An exec probe running `redis-cli ping` (with spec.tls over RENDER_PROBE_SOCKET: the
+ * probe's health must not depend on the Secret's certificate). */
 static json_object *ping_probe(const rdc_spec_t *spec, int initial_delay, int period, int *oom)
 {
     json_object *exec = jsonx_new_obj(oom), *cmd = str_array(oom, "redis-cli", STR_END);
-    for (size_t i = 0; spec->tls.secret && i < CLI_TLS_ARGC; i++)
-        jsonx_push(cmd, jsonx_new_str(cli_tls_args[i], oom), oom);
+    if (spec->tls.secret) {
+        jsonx_push(cmd, jsonx_new_str("-s", oom), oom);
+        jsonx_push(cmd, jsonx_new_str(RENDER_PROBE_SOCKET, oom), oom);
+    }
     jsonx_push(cmd, jsonx_new_str("ping", oom), oom);
     jsonx_put(exec, "command", cmd, oom);
     json_object *probe = jsonx_new_obj(oom);

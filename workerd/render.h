@@ -279,6 +279,11 @@ json_object *render_acl_secret(const render_input_t *in, const char *file, const
 #define RENDER_TLS_VOLUME "tls"
 #define RENDER_TLS_DIR "/etc/redis-tls"
 #define RENDER_TLS_DIR_ENV "REDIS_TLS_DIR"
+/* With spec.tls the probes speak to Redis over this Unix socket (on the data volume), not
+ * over TLS: a probe presenting the mounted certificate as its client certificate fails
+ * once an expired or refused one reaches the files, and the liveness probe would then
+ * restart every pod onto it (test_tls.sh, part 6). The socket is the pod's own. */
+#define RENDER_PROBE_SOCKET "/data/redis.sock"
 #define RENDER_TLS_CERT RENDER_TLS_DIR "/tls.crt"
 #define RENDER_TLS_KEY RENDER_TLS_DIR "/tls.key"
 #define RENDER_TLS_CA RENDER_TLS_DIR "/ca.crt"

@@ -159,9 +159,9 @@ tls_ready() { # STATUS REASON [MESSAGE-SUBSTRING]
     [ "$(cond TLSReady status)" = "$1" ] && [ "$(cond TLSReady reason)" = "$2" ] &&
         { [ -z "${3:-}" ] || cond TLSReady message | grep -qF -- "$3"; }
 }
-metric_expiry() {
-    curl -sf "http://127.0.0.1:$metrics/metrics" |
-        sed -n "s/^rdc_redis_tls_cert_expiry_seconds{namespace=\"$ns\",rediscluster=\"cache\"} //p" | head -1
+metric_expiry() { # (the supervisor's merge adds a child label: match the two we mean)
+    curl -sf "http://127.0.0.1:$metrics/metrics" | grep '^rdc_redis_tls_cert_expiry_seconds{' |
+        grep -F "namespace=\"$ns\"" | grep -F 'rediscluster="cache"' | awk '{print $NF}' | head -1
 }
 expiry_in() { # LOW HIGH: the metric is within (LOW, HIGH]
     local v; v=$(metric_expiry)

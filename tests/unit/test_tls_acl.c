@@ -109,7 +109,8 @@ static void test_render_tls(void)
     CU_ASSERT(contains(buf_str(&conf), "rediscluster-operator; edits are overwritten.\nport 0\ntls-port 6379\n"
                                        "tls-cert-file /etc/redis-tls/tls.crt\ntls-key-file /etc/redis-tls/tls.key\n"
                                        "tls-ca-cert-file /etc/redis-tls/ca.crt\ntls-auth-clients yes\n"
-                                       "tls-replication yes\nprotected-mode no\ndir /data\n"));
+                                       "tls-replication yes\nunixsocket /data/redis.sock\nunixsocketperm 700\n"
+                                       "protected-mode no\ndir /data\n"));
     CU_ASSERT(!contains(buf_str(&conf), "tls-cluster"));
     const json_object *pod = at(sts, "spec template spec");
     CU_ASSERT_STRING_EQUAL(str_at(pod, "volumes 1 name"), "tls");
@@ -118,15 +119,18 @@ static void test_render_tls(void)
     CU_ASSERT_STRING_EQUAL(str_at(pod, "volumes 1 secret items 2 key"), "ca.crt");
     CU_ASSERT_STRING_EQUAL(str_at(pod, "containers 0 volumeMounts 2 mountPath"), "/etc/redis-tls");
     CU_ASSERT_EQUAL(json_object_get_boolean(at(pod, "containers 0 volumeMounts 2 readOnly")), 1);
-    const char *probe[] = {"redis-cli", "--tls", "--cacert", "/etc/redis-tls/ca.crt", "--cert",
-                           "/etc/redis-tls/tls.crt", "--key", "/etc/redis-tls/tls.key", "ping"};
-    for (size_t i = 0; i < 9; i++) {
+    /* the probes over the pod's own Unix socket: their health never hangs on the Secret's
+     * certificate (an expired one reaching the files would fail a TLS probe, and the
+     * liveness probe would restart every pod onto it) */
+    const char *probe[] = {"redis-cli", "-s", "/data/redis.sock", "ping"};
+    for (size_t i = 0; i < 4; i++) {
         char path[96];
         snprintf(path, sizeof(path), "containers 0 readinessProbe exec command %zu", i);
         CU_ASSERT_STRING_EQUAL(str_at(pod, path), probe[i]);
         snprintf(path, sizeof(path), "containers 0 livenessProbe exec command %zu", i);
         CU_ASSERT_STRING_EQUAL(str_at(pod, path), probe[i]);
     }
+    CU_ASSERT_PTR_NULL(at(pod, "containers 0 livenessProbe exec command 4"));
     const char *pre = str_at(pod, "containers 0 lifecycle preStop exec command 2");
     CU_ASSERT(contains(pre, "redis-cli --tls --cacert \"$REDIS_TLS_DIR/ca.crt\" --cert \"$REDIS_TLS_DIR/tls.crt\" "
                             "--key \"$REDIS_TLS_DIR/tls.key\" info replication"));
@@ -156,7 +160,8 @@ static void test_render_tls(void)
 
     /* Cluster mode: the bus speaks TLS */
     conf_of("\"mode\":\"Cluster\",\"size\":6," TLS_SPEC, &conf, NULL, NULL);
-    CU_ASSERT(contains(buf_str(&conf), "tls-replication yes\ntls-cluster yes\n"));
+    CU_ASSERT(contains(buf_str(&conf),
+                       "tls-replication yes\nunixsocket /data/redis.sock\nunixsocketperm 700\ntls-cluster yes\n"));
     buf_free(&conf);
 
     /* without spec.tls: as before, byte for byte in its first lines */
