@@ -29,8 +29,8 @@ typedef struct {
 
 const char *ctopo_cmd_kind_name(ctopo_cmd_kind_t kind)
 {
-    static const char *const names[] = {"meet",     "forget", "addslots", "replicate",
-                                        "failover", "flush",  "delslots", "reset"};
+    static const char *const names[] = {"meet",  "forget",   "addslots", "replicate", "failover",
+                                        "flush", "delslots", "reset",    "epoch"};
     return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
 }
 
@@ -585,6 +585,35 @@ static int step_rollout(ctx_t *c)
     return 1;
 }
 
+/* ---- 9. EPOCHS ------------------------------------------------------------------------ */
+
+/* A master at config epoch 0 gets a unique one (CLUSTER BUMPEPOCH), once nothing else is
+ * to do: bootstrap leaves one master at 0 (ADDSLOTSRANGE bumps nothing; Redis's collision
+ * rule moves all but one), and a pod back without nodes.conf but with its AOF claims its
+ * keys' slots at epoch 0 (simulation finding 1): against a master at 0 the tie, or a
+ * collision the new node wins (the smaller id takes currentEpoch + 1), gave it the
+ * shard's slots. Only a master whose every claim the cluster agrees on, or an empty one
+ * in a bootstrapped cluster (one fewer at 0 to collide with), is bumped: never one with
+ * claims of its own (step 4 unclaims those). */
+static int step_epochs(ctx_t *c)
+{
+    int sent = 0;
+    for (int i = 0; i < c->n; i++) {
+        const cn_node_t *me = c->me[i];
+        if (!me || !c->wanted[i] || !(me->flags & CN_MASTER) || me->config_epoch != 0 || me->nopen)
+            continue;
+        int agreed = c->holds[i] > 0 && cn_slot_count(me) == c->holds[i];
+        int empty = c->in->bootstrapped && !me->nranges && !c->holds[i];
+        if (!agreed && !empty)
+            continue;
+        ctopo_cmd_t *cmd = add_cmd(c, CTOPO_EPOCH, i, "master %s is at config epoch 0: a unique one, so that no node "
+                                   "with claims of its own can tie with it or win a collision", c->in->pod[i].pod);
+        add_arg(cmd, "BUMPEPOCH");
+        sent++;
+    }
+    return sent;
+}
+
 /* ---- 6. RESHARD --------------------------------------------------------------------------- */
 
 /* Shard k's share of the slots: 16384 / shards for a wanted shard, the remainder one each
@@ -982,8 +1011,8 @@ int ctopo_compute(const ctopo_input_t *in, ctopo_result_t *out)
         meeting = step_meet(&c);
         int orphaned = step_orphaned(&c); /* (a failover needs no MEET) */
         if (!meeting && !orphaned && !step_forget(&c) && !step_slots(&c, &claimed) && !step_replicate(&c) &&
-            !step_terminating(&c) && !step_reshard(&c, &held) && !step_retire(&c))
-            step_rollout(&c);
+            !step_terminating(&c) && !step_reshard(&c, &held) && !step_retire(&c) && !step_rollout(&c))
+            step_epochs(&c);
         labels(&c);
     }
     out->waiting |= out->ncmds > 0 || out->nmoves > 0;

@@ -148,6 +148,7 @@ typedef enum {
     CTOPO_FLUSH,
     CTOPO_DELSLOTS,
     CTOPO_RESET,
+    CTOPO_EPOCH, /* CLUSTER BUMPEPOCH: a unique, non-zero config epoch (step 9) */
     CTOPO_NKINDS /* how many kinds: not a command */
 } ctopo_cmd_kind_t;
 

@@ -44,6 +44,7 @@ static const struct {
     [CTOPO_FLUSH] = {NULL, NULL},
     [CTOPO_DELSLOTS] = {NULL, NULL},
     [CTOPO_RESET] = {"ClusterNodeRetired", "forgot and reset a node leaving the cluster:"},
+    [CTOPO_EPOCH] = {"ClusterEpochBumped", "gave a unique config epoch to"},
 };
 #define NKINDS (sizeof(kind_event) / sizeof(kind_event[0]))
 

@@ -151,12 +151,15 @@ fi
 # The webhook certificate, for the Service's names and 127.0.0.1 (see the top), in the
 # Secret the chart uses, with Helm's ownership metadata so that the release adopts it.
 deploy/gen-certs.sh --certs-only --ip 127.0.0.1 -n "$ns" -s "$rel-webhook" -o "$work/certs" >/dev/null 2>&1
+# Helm 4 applies server-side as field manager "helm": the Secret is applied under that
+# name too, or the chart's (identical) data would conflict with kubectl's ownership.
 kubectl -n "$ns" create secret generic "$rel-webhook-cert" --type=kubernetes.io/tls \
     --from-file=tls.crt="$work/certs/tls.crt" --from-file=tls.key="$work/certs/tls.key" \
-    --from-file=ca.crt="$work/certs/ca.crt" >/dev/null
-kubectl -n "$ns" label secret "$rel-webhook-cert" app.kubernetes.io/managed-by=Helm >/dev/null
-kubectl -n "$ns" annotate secret "$rel-webhook-cert" meta.helm.sh/release-name="$rel" \
-    meta.helm.sh/release-namespace="$ns" >/dev/null
+    --from-file=ca.crt="$work/certs/ca.crt" --dry-run=client -o json |
+    jq --arg rel "$rel" --arg ns "$ns" '.metadata.labels["app.kubernetes.io/managed-by"] = "Helm"
+        | .metadata.annotations["meta.helm.sh/release-name"] = $rel
+        | .metadata.annotations["meta.helm.sh/release-namespace"] = $ns' |
+    kubectl apply --server-side --field-manager=helm -f - >/dev/null
 H install "$rel" "$chart" -n "$ns" --timeout 5m >"$work/install.log" 2>&1
 rc=$?
 sed 's/^/# /' "$work/install.log" | head -8

@@ -1296,6 +1296,18 @@ static int exec_cmd(sc_t *w, int xi, int argc, const char *const *argv, int cut)
         return cmd_failover(w, xi, argc >= 3 ? argv[2] : NULL);
     if (!strcasecmp(v, "RESET"))
         return cmd_reset(w, xi);
+    if (!strcasecmp(v, "BUMPEPOCH")) { /* Redis 7: a new epoch unless already the only highest */
+        uint64_t max = x->cur;
+        for (int o = 0; o < w->nids; o++)
+            if (o != xi && x->know[o] && x->vepoch[o] > max)
+                max = x->vepoch[o];
+        if (x->epoch == 0 || x->epoch != max) {
+            x->cur = (max > x->cur ? max : x->cur) + 1;
+            x->epoch = x->cur;
+            ev(w, 5, xi, (int64_t)x->epoch, "node %d: BUMPEPOCH to %llu", xi, (unsigned long long)x->epoch);
+        }
+        return ok_reply();
+    }
     if (!strcasecmp(v, "SETSLOT"))
         return cmd_setslot(w, xi, argc, argv);
     if (!strcasecmp(v, "GETKEYSINSLOT") && argc >= 3)
