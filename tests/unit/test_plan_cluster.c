@@ -175,53 +175,28 @@ static void test_many_shards_stages(void)
     json_object_put(rc);
 }
 
-/* The shards there, the nodes fresh: the anchor meets the others, one Event. */
-static void test_fresh_nodes_are_met(void)
-{
-    json_object *rc = parse(RC_JSON(""));
-    json_object *cm = NULL, *svc = NULL, *sts = json_object_new_array(), *pdbs = json_object_new_array();
-    children(rc, &cm, &svc, sts, pdbs);
-    json_object *pods = json_object_new_array(), *obs = observation(0);
-    for (int i = 0; i < 6; i++)
-        json_object_array_add(pods, pod(i, NULL));
-    plan_observed_t more = {.members = pods, .redis = obs, .shard_statefulsets = sts, .shard_budgets = pdbs};
-    plan_t *p = plan_compute_children(rc, &(plan_children_t){cm, svc, NULL, NULL}, &more, T1);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    char text[8192];
-    actions_text(p, text, sizeof(text));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "redis pods c-shard0-0 CLUSTER MEET 10.0.0.2\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "redis pods c-shard0-0 CLUSTER MEET 10.0.0.6\n"));
-    CU_ASSERT_PTR_NULL(strstr(text, "create "));
-    CU_ASSERT_TRUE(has_event(p, "ClusterMeet"));
-    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
-    CU_ASSERT(plan_requeue_after_ns(p) > 0 && plan_requeue_after_ns(p) <= PLAN_REQUEUE_SWITCHOVER_NS);
-    plan_destroy(&p);
-    json_object_put(obs);
-    json_object_put(pods);
-    json_object_put(rc);
-    json_object_put(cm);
-    json_object_put(svc);
-    json_object_put(sts);
-    json_object_put(pdbs);
-}
-
-/* The plan of fresh nodes (MEETs to send) with status.lastRedisCommandTime cmd and an
- * observation taken at 11:59:59.800 whose every node was probed probed_ago ms before. */
+/* The plan of fresh nodes (MEETs to send) with status.lastRedisCommandTime cmd (NULL:
+ * none) and an observation taken at 11:59:59.800 whose every node was probed probed_ago ms
+ * before (< 0: an observation that says neither). */
 static plan_t *meet_plan(const char *cmd, int probed_ago)
 {
-    char status[160];
-    snprintf(status, sizeof(status), ",\"status\":{\"lastRedisCommandTime\":\"%s\"}", cmd);
+    char status[160] = "";
+    if (cmd)
+        snprintf(status, sizeof(status), ",\"status\":{\"lastRedisCommandTime\":\"%s\"}", cmd);
     char text[1024];
     snprintf(text, sizeof(text), RC_JSON("%s"), status);
     json_object *rc = parse(text);
     json_object *cm = NULL, *svc = NULL, *sts = json_object_new_array(), *pdbs = json_object_new_array();
     children(rc, &cm, &svc, sts, pdbs);
     json_object *pods = json_object_new_array(), *obs = observation(0);
-    json_object_object_add(obs, "observedAt", json_object_new_string("2024-05-01T11:59:59.800Z"));
+    if (probed_ago >= 0)
+        json_object_object_add(obs, "observedAt", json_object_new_string("2024-05-01T11:59:59.800Z"));
     json_object *nodes = json_object_object_get(obs, "nodes");
     for (int i = 0; i < 6; i++) {
         json_object_array_add(pods, pod(i, NULL));
-        json_object_object_add(json_object_array_get_idx(nodes, i), "probedAgoMs", json_object_new_int(probed_ago));
+        if (probed_ago >= 0)
+            json_object_object_add(json_object_array_get_idx(nodes, i), "probedAgoMs",
+                                   json_object_new_int(probed_ago));
     }
     plan_observed_t more = {.members = pods, .redis = obs, .shard_statefulsets = sts, .shard_budgets = pdbs};
     plan_t *p = plan_compute_children(rc, &(plan_children_t){cm, svc, NULL, NULL}, &more, T1);
@@ -233,6 +208,22 @@ static plan_t *meet_plan(const char *cmd, int probed_ago)
     json_object_put(sts);
     json_object_put(pdbs);
     return p;
+}
+
+/* The shards there, the nodes fresh: the anchor meets the others, one Event. */
+static void test_fresh_nodes_are_met(void)
+{
+    plan_t *p = meet_plan(NULL, -1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    char text[8192];
+    actions_text(p, text, sizeof(text));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "redis pods c-shard0-0 CLUSTER MEET 10.0.0.2\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "redis pods c-shard0-0 CLUSTER MEET 10.0.0.6\n"));
+    CU_ASSERT_PTR_NULL(strstr(text, "create "));
+    CU_ASSERT_TRUE(has_event(p, "ClusterMeet"));
+    CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
+    CU_ASSERT(plan_requeue_after_ns(p) > 0 && plan_requeue_after_ns(p) <= PLAN_REQUEUE_SWITCHOVER_NS);
+    plan_destroy(&p);
 }
 
 /* FRESHNESS and COMMAND RECORD (plan.h) in Cluster mode, as in Replication mode: the
