@@ -815,6 +815,12 @@ static int step_retire(ctx_t *c)
             held_up |= c->wanted[j] && c->me[j] && !strcmp(c->me[j]->master, me->id);
         if (held_up)
             continue;
+        /* a replica of a master that still holds slots but is not a live, observed, wanted
+         * one (a leaving shard's failed master): Redis may elect it, or 2b will; retired
+         * now, the slots would stay with a dead id for good (simulation finding 4) */
+        int m0 = pod_of_id(c, me->master);
+        if ((me->flags & CN_REPLICA) && holds_anywhere(c, me->master) && (m0 < 0 || !c->me[m0] || !c->wanted[m0]))
+            continue;
         for (int m = 0; m < c->n; m++) {
             if (m == i || c->retired[m] || !c->me[m] || !cn_find(c->in->pod[m].view, me->id) ||
                 !strcmp(c->me[m]->master, me->id))
