@@ -848,18 +848,30 @@ static void test_new_cluster_reads_no_child(void)
 }
 
 /* The Event reasons in the store, in order, joined by ',' into out. */
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The reasons of the Events stored, sorted and joined by commas: a batched stage posts its
+ * writes' Events as they complete, in no fixed order. */
 static const char *event_reasons(env_t *e, char *out, size_t len)
 {
+    const char *r[16];
+    size_t n = 0;
     out[0] = '\0';
-    for (int n = 1; n < 16; n++) {
+    for (int k = 1; k < 16; k++) {
         char path[128];
-        snprintf(path, sizeof(path), NS "/events/cache.%d", n);
+        snprintf(path, sizeof(path), NS "/events/cache.%d", k);
         int i = find_obj(&e->api, path);
         if (i < 0)
             break;
+        r[n++] = json_object_get_string(json_object_object_get(e->api.obj[i], "reason"));
+    }
+    qsort(r, n, sizeof(r[0]), cmp_str);
+    for (size_t i = 0; i < n; i++) {
         size_t at = strlen(out);
-        snprintf(out + at, len - at, "%s%s", at ? "," : "",
-                 json_object_get_string(json_object_object_get(e->api.obj[i], "reason")));
+        snprintf(out + at, len - at, "%s%s", at ? "," : "", r[i] ? r[i] : "");
     }
     return out;
 }
