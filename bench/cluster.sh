@@ -36,22 +36,9 @@ BOOT_WAIT=${BOOT_WAIT:-300}
 RECOVER_WAIT=${RECOVER_WAIT:-180}
 RATE=${RATE:-200}
 PARTS=${PARTS:-bootstrap failover}
-export RDC_CLUSTER_DIR=${CB_CLUSTER_DIR:-${RDC_CLUSTER_DIR:-/tmp/rdc-cluster-cbench}}
-export RDC_CLUSTER_PROCESS_NODES=3
-export RDC_POD_CIDR=${RDC_POD_CIDR:-127.72.0.0/16}
-export TOP=$top
-cluster=$top/tests/cluster/cluster.sh
-BIN=${RDC_BIN:-$top/build/bin}
-CW=${CLUSTERWRITER:-$top/${BUILD:-build}/bench/clusterwriter}
-# shellcheck source=../tests/e2e/lib.sh
-. tests/e2e/lib.sh
-# shellcheck source=../tests/e2e/lib_failover.sh
-. tests/e2e/lib_failover.sh
-
-log() { echo "cluster-bench: $*" >&2; }
-now_ms() { date +%s%3N; }
-
-make -s BUILD="${BUILD:-build}" all "${BUILD:-build}/bench/clusterwriter" >&2 || { log "build failed"; exit 1; }
+# shellcheck source=lib_cluster.sh
+. bench/lib_cluster.sh
+bench_cluster_start cluster /tmp/rdc-cluster-cbench 127.72.0.0/16
 work=$(mktemp -d /tmp/rdc-bench-cluster.XXXXXX)
 results=$work/results.jsonl
 : >"$results"

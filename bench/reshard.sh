@@ -30,22 +30,9 @@ DATA=${DATA:-1073741824}
 VALUE_BYTES=${VALUE_BYTES:-1024}
 RATE=${RATE:-200}
 WAIT_S=${WAIT_S:-1800}
-export RDC_CLUSTER_DIR=${CB_CLUSTER_DIR:-${RDC_CLUSTER_DIR:-/tmp/rdc-cluster-rbench}}
-export RDC_CLUSTER_PROCESS_NODES=3
-export RDC_POD_CIDR=${RDC_POD_CIDR:-127.73.0.0/16}
-export TOP=$top
-cluster=$top/tests/cluster/cluster.sh
-BIN=${RDC_BIN:-$top/build/bin}
-CW=${CLUSTERWRITER:-$top/${BUILD:-build}/bench/clusterwriter}
-# shellcheck source=../tests/e2e/lib.sh
-. tests/e2e/lib.sh
-# shellcheck source=../tests/e2e/lib_failover.sh
-. tests/e2e/lib_failover.sh
-
-log() { echo "reshard-bench: $*" >&2; }
-now_ms() { date +%s%3N; }
-
-make -s BUILD="${BUILD:-build}" all "${BUILD:-build}/bench/clusterwriter" >&2 || { log "build failed"; exit 1; }
+# shellcheck source=lib_cluster.sh
+. bench/lib_cluster.sh
+bench_cluster_start reshard /tmp/rdc-cluster-rbench 127.73.0.0/16
 work=$(mktemp -d /tmp/rdc-bench-reshard.XXXXXX)
 started=0 ns=rdc-bench-rs-$$
 cleanup() {
