@@ -34,7 +34,7 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 .SECONDARY:
 
 
-.PHONY: bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
+.PHONY: bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard soak all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
 
 # The source checks (scripts/check-banned.sh: banned functions, line width) over every C file.
@@ -183,6 +183,11 @@ bench-cluster: all $(BUILD)/bench/clusterwriter
 bench-reshard: all $(BUILD)/bench/clusterwriter
 	@RDC_BIN=$(BUILD)/bin CLUSTERWRITER=$(BUILD)/bench/clusterwriter BUILD=$(BUILD) bench/reshard.sh
 
+# The fault soak (tests/soak/): SOAK_SECONDS of random faults from SOAK_SEED against two
+# operator replicas under ASan and three RedisClusters with checked writers.
+soak: all
+	@tests/soak/run.sh
+
 # ==== kubebuilder's targets (install, run, deploy, image, bundle) =========================
 # Same names and meaning as a kubebuilder project's Makefile; `make help` lists them (the
 # `##` comments below, kubebuilder's awk). Kept in one block: the lines that only carry a
@@ -215,6 +220,7 @@ test: ## Unit suites, a short fuzz run, then the end-to-end suite on the local c
 e2e: ## Run the end-to-end suite (brings the local control plane up and down).
 fuzz: ## libFuzzer over the parsers and webhooks, FUZZ_SECONDS (60) a target.
 bench: ## The benchmarks (bench/README.md).
+soak: ## The fault soak (tests/soak/soak.sh): SOAK_SECONDS (300) of random faults from SOAK_SEED, invariants checked.
 deps: ## Install the Debian packages the build and the tests need.
 cluster-up: ## Bring up the local control plane (tests/cluster/).
 cluster-down: ## Tear the local control plane down.

@@ -3,10 +3,12 @@
  * (bench/failover.sh) and of the failover tests (tests/e2e/lib_failover.sh).
  *
  *   ackwriter write  TARGET-OPTIONS --acks FILE --events FILE [--rate N] [--prefix P]
- *                    [--wait-ms 100] [--duration S] [--password-file F]
- *       Sends `SET <P><i> <i>` then `WAIT 1 <wait-ms>` to the current primary, i = 1, 2,
- *       ... A write is ACKNOWLEDGED only when SET answered +OK and WAIT answered an integer
- *       >= 1 (one replica has it); each acknowledged key is appended to --acks as
+ *                    [--wait-ms 100] [--replicas 1] [--duration S] [--password-file F]
+ *       Sends `SET <P><i> <i>` then `WAIT <replicas> <wait-ms>` to the current primary,
+ *       i = 1, 2, ... A write is ACKNOWLEDGED only when SET answered +OK and WAIT answered
+ *       an integer >= --replicas (that many replicas have it; --replicas 0 sends no WAIT:
+ *       for a server without replicas whose `appendfsync always` makes +OK durable); each
+ *       acknowledged key is appended to --acks as
  *       "<key> <value> <addr>" (flushed per line: a SIGKILLed writer loses nothing it
  *       counted). Any other outcome (connection error, timeout, -READONLY, WAIT 0) is a
  *       failure: the writer resolves the primary again and retries the SAME i (so keys are
@@ -323,6 +325,7 @@ typedef struct {
     const char *prefix;
     long rate;
     long wait_ms;
+    long replicas;
     long duration_s;
 } aw_write_opts_t;
 
@@ -380,16 +383,19 @@ static int aw_write_run(const aw_write_opts_t *o)
                     accepted_since_fail = 1;
                     aw_event(ev, "accept", ",\"addr\":\"%s:%d\",\"i\":%" PRIu64, cur.host, cur.port, i);
                 }
-                r = redisCommand(c, "WAIT 1 %ld", o->wait_ms);
-                if (r && r->type == REDIS_REPLY_INTEGER)
+                r = o->replicas ? redisCommand(c, "WAIT %ld %ld", o->replicas, o->wait_ms) : NULL;
+                if (!o->replicas)
+                    replicas = 0;
+                else if (r && r->type == REDIS_REPLY_INTEGER)
                     replicas = r->integer;
                 else
                     snprintf(err, sizeof(err), "WAIT: %s", r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
-                if (replicas == 0)
-                    snprintf(err, sizeof(err), "WAIT: no replica acknowledged within %ld ms", o->wait_ms);
+                if (o->replicas && replicas >= 0 && replicas < o->replicas)
+                    snprintf(err, sizeof(err), "WAIT: %lld of %ld replicas acknowledged within %ld ms", replicas,
+                             o->replicas, o->wait_ms);
                 freeReplyObject(r);
             }
-            if (set_ok && replicas >= 1) {
+            if (set_ok && replicas >= o->replicas) {
                 fprintf(acks, "%s %s %s:%d\n", key, val, cur.host, cur.port);
                 fflush(acks);
                 acked++;
@@ -571,7 +577,8 @@ static int aw_usage(void)
 {
     fputs("usage: ackwriter write (--addr H:P | --sentinels H:P,.. --master NAME | --candidates H:P,.. |\n"
           "                        --resolve-cmd CMD | --resolve-file F) --acks FILE --events FILE\n"
-          "                        [--rate N] [--wait-ms MS] [--prefix P] [--duration S] [--password-file F]\n"
+          "                        [--rate N] [--wait-ms MS] [--replicas N] [--prefix P] [--duration S]\n"
+          "                        [--password-file F]\n"
           "       ackwriter verify --addr H:P --acks FILE [--password-file F] [--show N]\n"
           "       ackwriter roles --candidates H:P,.. --out FILE [--interval-ms MS] [--duration S]\n"
           "                        [--password-file F]\n",
@@ -581,7 +588,7 @@ static int aw_usage(void)
 
 int main(int argc, char **argv)
 {
-    aw_write_opts_t o = {.prefix = "k_", .rate = 200, .wait_ms = 100};
+    aw_write_opts_t o = {.prefix = "k_", .rate = 200, .wait_ms = 100, .replicas = 1};
     const char *out = NULL;
     long show = 10, interval = 100;
     if (argc < 2)
@@ -630,6 +637,9 @@ int main(int argc, char **argv)
                 return aw_usage();
         } else if (strcmp(opt, "--wait-ms") == 0) {
             if (aw_parse_int(v, 0, 60000, &o.wait_ms))
+                return aw_usage();
+        } else if (strcmp(opt, "--replicas") == 0) {
+            if (aw_parse_int(v, 0, 16, &o.replicas))
                 return aw_usage();
         } else if (strcmp(opt, "--duration") == 0) {
             if (aw_parse_int(v, 0, 86400, &o.duration_s))

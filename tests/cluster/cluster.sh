@@ -10,6 +10,8 @@
 #   cluster.sh status   pid + liveness of each component and the apiserver /readyz
 #   cluster.sh env      print `export KUBECONFIG=...; export PATH=...` lines for eval
 #   cluster.sh restart-apiserver   stop and start kube-apiserver (watches break)
+#   cluster.sh restart-etcd        stop and start etcd (same data; the API server's
+#                                  requests fail meanwhile, its watches resume)
 #   cluster.sh compact  compact etcd at its current revision (old watches get 410 Gone)
 #
 # Process nodes (RDC_CLUSTER_PROCESS_NODES=N at `up`, default 0 = none): N more nodes
@@ -208,6 +210,17 @@ EOF
 }
 
 # start_apiserver BIN -- kube-apiserver with this cluster's certificates and ports
+# start_etcd BIN: etcd on its ports with its data dir (kept across a restart: the
+# initial-cluster flags apply only to an empty data dir).
+start_etcd() {
+  local bin=$1
+  start etcd "$bin/etcd" "$bin/etcd" --name=rdc --data-dir="$DIR/etcd" \
+    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster="rdc=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state=new \
+    --unsafe-no-fsync=true --quota-backend-bytes=2147483648 --log-level=warn
+}
+
 start_apiserver() {
   local BIN=$1 P="$DIR/pki"
   start kube-apiserver "$BIN/kube-apiserver" "$BIN/kube-apiserver" \
@@ -295,11 +308,7 @@ EOF
   UP_OK=0
   trap '[ "$UP_OK" = 1 ] || { log "up failed; logs are in $DIR/logs (state kept for debugging; run down to clean)"; }' EXIT
 
-  start etcd "$BIN/etcd" "$BIN/etcd" --name=rdc --data-dir="$DIR/etcd" \
-    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
-    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
-    --initial-cluster="rdc=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state=new \
-    --unsafe-no-fsync=true --quota-backend-bytes=2147483648 --log-level=warn
+  start_etcd "$BIN"
   wait_for "etcd /health" "$UP_TIMEOUT" curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
 
   start_apiserver "$BIN"
@@ -460,6 +469,15 @@ cmd_restart_apiserver() {
   log "kube-apiserver restarted"
 }
 
+cmd_restart_etcd() {
+  load_ports || die "not up ($DIR)"; process_mode
+  stop_one etcd
+  start_etcd "$BIN_DIR"
+  wait_for "etcd /health" "$UP_TIMEOUT" curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
+  wait_for "kube-apiserver /readyz" "$UP_TIMEOUT" readyz
+  log "etcd restarted"
+}
+
 cmd_compact() {
   load_ports || die "not up ($DIR)"
   local rev
@@ -550,6 +568,7 @@ case "${1:-}" in
   status) cmd_status ;;
   env) cmd_env ;;
   restart-apiserver) lock; cmd_restart_apiserver ;;
+  restart-etcd) lock; cmd_restart_etcd ;;
   compact) cmd_compact ;;
   pod-kill) shift; cmd_signal KILL "$@" ;;
   pod-freeze) shift; cmd_signal STOP "$@" ;;
