@@ -247,12 +247,19 @@ record() { # KIND TARGET RECOVERY_S OK
         "$(date +%s)" "$1" "$2" "$3" "$4" >>"$work/faults.jsonl"
     fault_count[$1]=$(( ${fault_count[$1]:-0} + 1 ))
 }
-# pick_pod: TARGET = one redis pod of one cluster, by the seeded generator
+# pick_pod: TARGET = one redis pod of one cluster, by the seeded generator: half of the
+# time a pod labelled primary (rep's, or one shard's of cm), where faults matter most
 pick_pod() {
     local -a cs pods
     read -r -a cs <<<"$CLUSTERS"
     rnd "${#cs[@]}"; local c=${cs[$R]}
-    mapfile -t pods < <(pods_of "$c")
+    rnd 2; local primary=$R
+    if [ "$primary" = 1 ] && [ "$c" != sa ]; then
+        mapfile -t pods < <(kubectl -n "$ns" get pods -l "app.kubernetes.io/instance=$c,cache.example.com/role=primary" \
+            -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' 2>/dev/null | sort)
+    else
+        mapfile -t pods < <(pods_of "$c")
+    fi
     rnd 64
     TARGET=
     [ "${#pods[@]}" -gt 0 ] && TARGET=${pods[$((R % ${#pods[@]}))]}
