@@ -11,6 +11,7 @@
  *   - the CRD's CEL rules and bounds for them;
  *   - conversion: every new field survives v1 -> v1alpha1 -> v1.
  */
+#include "admission.h"
 #include "conversion.h"
 #include "crd_file.h"
 #include "cu_table.h"
@@ -235,6 +236,55 @@ static void test_service_type_needs_replication(void)
         ASSERT_TEXT_HAS(err, over[i].want);
         free(err);
         buf_free(&b);
+    }
+}
+
+/* The admission webhook refuses them as rdc_spec does: 422 (Invalid) with the field errors,
+ * 403 when every one is Forbidden. */
+static void test_webhook_refuses(void)
+{
+    static const struct {
+        const char *fields, *want;
+        int code;
+    } rows[] = {
+        {"\"service\":{\"externalTrafficPolicy\":\"Local\"}",
+         "spec.service.externalTrafficPolicy: Forbidden: may only be set with spec.service.type NodePort or "
+         "LoadBalancer",
+         403},
+        {"\"service\":{\"type\":\"LoadBalancer\",\"loadBalancerSourceRanges\":[\"nowhere\"]}",
+         "spec.service.loadBalancerSourceRanges[0]: Invalid value: \"nowhere\": must be a CIDR", 422},
+        {"\"containers\":[{\"name\":\"redis\",\"image\":\"busybox\"}]",
+         "spec.containers[0].name: Forbidden: \"redis\" is the operator's container", 403},
+        {"\"volumes\":[{\"name\":\"config\",\"emptyDir\":{}}]",
+         "spec.volumes[0].name: Forbidden: \"config\" is the operator's volume", 403},
+        {"\"env\":[{\"name\":\"REDISCLI_AUTH\",\"value\":\"x\"}]",
+         "spec.env[0].name: Forbidden: REDISCLI_AUTH is set by the operator", 403},
+        {"\"networkPolicy\":{\"enabled\":true,\"allowedPeers\":[{}]}",
+         "spec.networkPolicy.allowedPeers[0]: Required value: a namespaceSelector, a podSelector or both", 422},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char spec[1024];
+        snprintf(spec, sizeof(spec), REPL ",%s}", rows[i].fields);
+        json_object *rc = rc_with(spec);
+        buf_t b;
+        buf_init(&b, 0);
+        buf_printf(&b,
+                   "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+                   "\"uid\":\"u-%zu\",\"kind\":{\"group\":\"cache.example.com\",\"version\":\"v1\",\"kind\":"
+                   "\"RedisCluster\"},\"operation\":\"CREATE\",\"name\":\"cache\",\"namespace\":\"default\","
+                   "\"object\":%s}}",
+                   i, json_object_to_json_string_ext(rc, JSON_C_TO_STRING_PLAIN));
+        char *out = NULL;
+        admission_outcome_t o;
+        CU_ASSERT_EQUAL(admission_review(b.data, b.len, ADMISSION_VALIDATE, &out, &o), 0);
+        CU_ASSERT_FALSE(o.allowed);
+        if (o.code != rows[i].code || !strstr(o.message, rows[i].want))
+            fprintf(stderr, "\n  row %zu: %d %s\n", i, o.code, o.message);
+        CU_ASSERT_EQUAL(o.code, rows[i].code);
+        ASSERT_TEXT_HAS(o.message, rows[i].want);
+        free(out);
+        buf_free(&b);
+        json_object_put(rc);
     }
 }
 
@@ -762,6 +812,7 @@ static const cu_entry_t tests[] = {
     CU_SUITE("day-2 knobs"),
     {"rules (table): service, pod extras, networkPolicy", test_day2_rules},
     {"a role Service type needs Replication; bounds", test_service_type_needs_replication},
+    {"the admission webhook refuses them, with the messages", test_webhook_refuses},
     {"render: the role Services and the headless one", test_render_services},
     {"render: the pod extras", test_render_pod_extras},
     {"plan: a Service change replaced, node ports and clusterIP kept (table)", test_service_drift},
