@@ -254,8 +254,13 @@ static void replace_selector_ports(json_object *spec, const json_object *desired
     for (size_t i = 0; i < 2; i++)
         if (!JSONX_AT(desired, "spec", bound[i]))
             json_object_object_del(spec, bound[i]);
-    if (JSONX_STR_AT(desired, "spec", "type") && !strcmp(JSONX_STR_AT(desired, "spec", "type"), "ClusterIP"))
+    const char *type = JSONX_STR_AT(desired, "spec", "type");
+    if (type && !strcmp(type, "ClusterIP"))
         json_object_object_del(spec, "healthCheckNodePort");
+    if (type && strcmp(type, "LoadBalancer")) { /* the API server's own, allowed with LoadBalancer only */
+        json_object_object_del(spec, "allocateLoadBalancerNodePorts");
+        json_object_object_del(spec, "loadBalancerClass");
+    }
 }
 
 /* The body that replaces obs by desired (REMOVED KNOBS in plan.h): desired merged over

@@ -414,6 +414,8 @@ static json_object *observed_primary(const char *spec, int strip_hash)
     const char *type = str_at(o, "spec type");
     if (strcmp(type, "ClusterIP"))
         json_object_object_add(at(o, "spec ports 0"), "nodePort", json_object_new_int(31234));
+    if (!strcmp(type, "LoadBalancer"))
+        json_object_object_add(at(o, "spec"), "allocateLoadBalancerNodePorts", json_object_new_boolean(1));
     if (strip_hash)
         json_object_object_del(at(o, "metadata annotations"), PLAN_SPEC_HASH_ANNOTATION);
     return o;
@@ -473,6 +475,9 @@ static void test_service_drift(void)
             CU_ASSERT_EQUAL(int_at(a->body, "spec ports 0 nodePort"), 31234);
         if (!strcmp(type, "ClusterIP"))
             CU_ASSERT_PTR_NULL(at(a->body, "spec ports 0 nodePort"));
+        /* what the API server added for a LoadBalancer goes with it */
+        if (strcmp(type, "LoadBalancer"))
+            CU_ASSERT_PTR_NULL(at(a->body, "spec allocateLoadBalancerNodePorts"));
         plan_destroy(&p);
     }
 }
