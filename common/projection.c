@@ -59,6 +59,13 @@ static const proj_row_t pdb_rows[] = {
     {PROJ_READ, {"spec"}, "plan_children.c: drift of maxUnavailable and the selector (plan_child)"},
 };
 
+/* DAY-2: the NetworkPolicy of spec.networkPolicy. */
+static const proj_row_t netpol_rows[] = {
+    IDENTITY_ROWS(PROJ_READ, DRIFT_IDENTITY),
+    METADATA_ROWS(CHILD_METADATA),
+    {PROJ_READ, {"spec"}, "plan_children.c: drift of the pod selector and the ingress rules (plan_network_policy)"},
+};
+
 /* A container status, under status.initContainerStatuses[] or status.containerStatuses[]. */
 #define WAITING "plan_diagnosis.c: container_waiting"
 #define LAST_END "plan_diagnosis.c: CrashLoopBackOff (how it last ended)"
@@ -115,6 +122,7 @@ static const projection_t tables[] = {
     TABLE("Service", service_rows),
     TABLE("StatefulSet", statefulset_rows),
     TABLE("PodDisruptionBudget", pdb_rows),
+    TABLE("NetworkPolicy", netpol_rows),
     TABLE("Pod", pod_rows),
 };
 #define NTABLES (sizeof(tables) / sizeof(tables[0]))

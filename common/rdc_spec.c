@@ -4,6 +4,8 @@
 #include "jsonx.h"
 #include "redisconf.h"
 
+#include <arpa/inet.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1125,6 +1127,318 @@ static const json_object *check_pull_secrets(rdc_field_errors_t *e, const json_o
 }
 
 
+/* ---- Day-2 knobs (issue 34): spec.service, the pod extras, spec.networkPolicy -------- */
+
+/* An IPv4 or IPv6 CIDR ("10.0.0.0/8", "2001:db8::/32"). */
+static int is_cidr(const char *s)
+{
+    const char *slash = strchr(s, '/');
+    char addr[64];
+    size_t n = slash ? (size_t)(slash - s) : 0;
+    if (!slash || n == 0 || n >= sizeof(addr) || strlen(s) > RDC_SPEC_CIDR_MAX)
+        return 0;
+    memcpy(addr, s, n);
+    addr[n] = '\0';
+    unsigned char bin[16];
+    int v6 = strchr(addr, ':') != NULL;
+    if (inet_pton(v6 ? AF_INET6 : AF_INET, addr, bin) != 1)
+        return 0;
+    const char *p = slash + 1;
+    size_t digits = strspn(p, "0123456789");
+    if (!digits || digits > 3 || p[digits])
+        return 0;
+    return strtol(p, NULL, 10) <= (v6 ? 128 : 32);
+}
+
+/* An environment variable's name: [-._a-zA-Z][-._a-zA-Z0-9]*, at most RDC_SPEC_ENV_NAME_MAX. */
+static int is_env_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (!n || n > RDC_SPEC_ENV_NAME_MAX || (*s >= '0' && *s <= '9'))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+              c == '_'))
+            return 0;
+    }
+    return 1;
+}
+
+static int is_dns1123_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (!n || n > RDC_SPEC_CONTAINER_NAME_MAX || s[0] == '-' || s[n - 1] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!is_lower_alnum(s[i]) && s[i] != '-')
+            return 0;
+    return 1;
+}
+
+/* 1 when s is one of list (NULL-terminated). */
+static int one_of(const char *s, const char *const *list)
+{
+    for (size_t i = 0; list[i]; i++)
+        if (!strcmp(s, list[i]))
+            return 1;
+    return 0;
+}
+
+static const char *const service_types[] = {"ClusterIP", "NodePort", "LoadBalancer", NULL}; /* rdc_service_type_t */
+
+const char *rdc_spec_service_type_name(rdc_service_type_t t)
+{
+    return (size_t)t < 3 ? service_types[t] : "ClusterIP";
+}
+
+static void check_source_ranges(rdc_field_errors_t *e, const json_object *svc, rdc_spec_t *out)
+{
+    const json_object *r = optional_of_type(e, svc, "loadBalancerSourceRanges", "spec.service.loadBalancerSourceRanges",
+                                            json_type_array, "an array");
+    if (!r)
+        return;
+    size_t before = PROBLEMS(e);
+    if (json_object_array_length(r) > RDC_SPEC_SOURCE_RANGES_MAX)
+        field_error(e, RDC_FIELD_INVALID, "spec.service.loadBalancerSourceRanges", NULL, "must have at most %d items",
+                    RDC_SPEC_SOURCE_RANGES_MAX);
+    for (size_t i = 0; PROBLEMS(e) == before && i < json_object_array_length(r); i++) {
+        const json_object *it = json_object_array_get_idx(r, i);
+        char f[96];
+        snprintf(f, sizeof(f), "spec.service.loadBalancerSourceRanges[%zu]", i);
+        const char *c = it && json_object_is_type(it, json_type_string) ? json_object_get_string((json_object *)it)
+                                                                        : NULL;
+        if (!c || strlen(c) != (size_t)json_object_get_string_len(it) || !is_cidr(c))
+            field_error(e, RDC_FIELD_INVALID, f, it, "must be a CIDR (an IPv4 or IPv6 address and prefix, e.g. "
+                                                     "203.0.113.0/24)");
+    }
+    if (PROBLEMS(e) == before && json_object_array_length(r) && out->service.type != RDC_SVC_LOAD_BALANCER)
+        field_error(e, RDC_FIELD_FORBIDDEN, "spec.service.loadBalancerSourceRanges", NULL,
+                    "may only be set with spec.service.type LoadBalancer");
+    else if (PROBLEMS(e) == before)
+        out->service.source_ranges = r;
+}
+
+/* spec.service: the role Services' type, metadata and traffic settings. */
+static void check_service(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
+{
+    const json_object *svc = optional_object(e, spec, "service", "spec.service");
+    if (!svc)
+        return;
+    int t = check_enum(e, svc, "type", "spec.service.type", service_types,
+                       "\"ClusterIP\", \"LoadBalancer\", \"NodePort\"");
+    if (t > 0 && out->mode != RDC_MODE_REPLICATION)
+        field_error(e, RDC_FIELD_FORBIDDEN, "spec.service.type", NULL,
+                    "%s applies to the role Services <name>-primary and <name>-replicas, which only spec.mode "
+                    "Replication has",
+                    service_types[t]);
+    else if (t > 0)
+        out->service.type = (rdc_service_type_t)t;
+    static const char *const labels[] = {"app.kubernetes.io/name", "app.kubernetes.io/instance",
+                                         "app.kubernetes.io/managed-by", "app.kubernetes.io/part-of", NULL};
+    static const char *const annotations[] = {"cache.example.com/", NULL};
+    size_t before = PROBLEMS(e);
+    check_string_map(e, svc, "labels", "spec.service.labels", 1, labels);
+    out->service.labels = PROBLEMS(e) == before ? jsonx_typed(jsonx_get(svc, "labels"), json_type_object) : NULL;
+    before = PROBLEMS(e);
+    check_string_map(e, svc, "annotations", "spec.service.annotations", 0, annotations);
+    out->service.annotations =
+        PROBLEMS(e) == before ? jsonx_typed(jsonx_get(svc, "annotations"), json_type_object) : NULL;
+    static const char *const policies[] = {"Cluster", "Local", NULL};
+    int p = check_enum(e, svc, "externalTrafficPolicy", "spec.service.externalTrafficPolicy", policies,
+                       "\"Cluster\", \"Local\"");
+    if (p >= 0 && out->service.type == RDC_SVC_CLUSTER_IP)
+        field_error(e, RDC_FIELD_FORBIDDEN, "spec.service.externalTrafficPolicy", NULL,
+                    "may only be set with spec.service.type NodePort or LoadBalancer");
+    else if (p >= 0)
+        out->service.external_traffic_policy = policies[p];
+    check_source_ranges(e, svc, out);
+}
+
+/* The environment variables the operator sets on the redis container (render.c). */
+static const char *const operator_env[] = {"REDIS_PASSWORD", "REDISCLI_AUTH", "POD_IP", "REDIS_TLS_DIR", NULL};
+
+static void check_env(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
+{
+    size_t before = PROBLEMS(e);
+    const json_object *env = optional_object_array(e, spec, "env", "spec.env", RDC_SPEC_ENV_MAX);
+    for (size_t i = 0; env && i < json_object_array_length(env); i++) {
+        const json_object *it = json_object_array_get_idx(env, i);
+        char f[64], fv[64];
+        snprintf(f, sizeof(f), "spec.env[%zu].name", i);
+        snprintf(fv, sizeof(fv), "spec.env[%zu].value", i);
+        const char *name = NULL, *value = NULL;
+        if (optional_string(e, it, "name", f, &name) != JSONX_OK || !is_env_name(name)) {
+            field_error(e, RDC_FIELD_INVALID, f, jsonx_get(it, "name"),
+                        "must be an environment variable name ([-._a-zA-Z][-._a-zA-Z0-9]*, at most %d characters)",
+                        RDC_SPEC_ENV_NAME_MAX);
+            continue;
+        }
+        if (one_of(name, operator_env))
+            field_error(e, RDC_FIELD_FORBIDDEN, f, NULL, "%s is set by the operator", name);
+        for (size_t j = 0; j < i; j++)
+            if (jsonx_str_is(json_object_array_get_idx(env, j), "name", name)) {
+                field_error(e, RDC_FIELD_INVALID, f, jsonx_get(it, "name"), "must be unique (spec.env[%zu] has it)",
+                            j);
+                break;
+            }
+        if (optional_string(e, it, "value", fv, &value) == JSONX_OK && strlen(value) > RDC_SPEC_ENV_VALUE_MAX)
+            field_error(e, RDC_FIELD_INVALID, fv, NULL, "must be at most %d bytes", RDC_SPEC_ENV_VALUE_MAX);
+        snprintf(fv, sizeof(fv), "spec.env[%zu].valueFrom", i);
+        if (optional_object(e, it, "valueFrom", fv) && value)
+            field_error(e, RDC_FIELD_INVALID, fv, NULL, "may not be set with value");
+    }
+    out->extras.env = PROBLEMS(e) == before ? env : NULL;
+}
+
+/* A list of named objects (volumes, containers): each name a DNS-1123 label, unique in
+ * the list and among seen (names of an earlier list, n_seen of them, appended to), never
+ * one of reserved (Forbidden: "<name> is the operator's <what>"). Returns the list when
+ * it passed. */
+static const json_object *check_named_list(rdc_field_errors_t *e, const json_object *spec, const char *key,
+                                           size_t max, const char *const *reserved, const char *what,
+                                           const char **seen, size_t *n_seen)
+{
+    size_t before = PROBLEMS(e);
+    char field[64];
+    snprintf(field, sizeof(field), "spec.%s", key);
+    const json_object *l = optional_object_array(e, spec, key, field, max);
+    for (size_t i = 0; l && i < json_object_array_length(l); i++) {
+        const json_object *it = json_object_array_get_idx(l, i);
+        char f[96];
+        snprintf(f, sizeof(f), "spec.%s[%zu].name", key, i);
+        const char *name = NULL;
+        if (optional_string(e, it, "name", f, &name) != JSONX_OK || !is_dns1123_label(name)) {
+            field_error(e, RDC_FIELD_INVALID, f, jsonx_get(it, "name"),
+                        "must be a DNS-1123 label (lower case alphanumerics and '-', at most %d characters)",
+                        RDC_SPEC_CONTAINER_NAME_MAX);
+            continue;
+        }
+        if (one_of(name, reserved))
+            field_error(e, RDC_FIELD_FORBIDDEN, f, NULL, "\"%s\" is the operator's %s", name, what);
+        for (size_t j = 0; j < *n_seen; j++)
+            if (!strcmp(seen[j], name)) {
+                field_error(e, RDC_FIELD_INVALID, f, jsonx_get(it, "name"), "must be unique among the %ss", what);
+                break;
+            }
+        if (*n_seen < 2 * RDC_SPEC_CONTAINERS_MAX + RDC_SPEC_VOLUMES_MAX)
+            seen[(*n_seen)++] = name;
+    }
+    return PROBLEMS(e) == before ? l : NULL;
+}
+
+/* Containers need an image (the API server says so too, later and less clearly). */
+static void check_images(rdc_field_errors_t *e, const json_object *l, const char *key)
+{
+    for (size_t i = 0; l && i < json_object_array_length(l); i++) {
+        char f[96];
+        snprintf(f, sizeof(f), "spec.%s[%zu].image", key, i);
+        const char *img = NULL;
+        if (optional_string(e, json_object_array_get_idx(l, i), "image", f, &img) != JSONX_OK)
+            field_error(e, RDC_FIELD_REQUIRED, f, NULL, NULL);
+        else if (!rdc_spec_is_image_ref(img))
+            field_error(e, RDC_FIELD_INVALID, f, NULL, "must be an image reference (printable ASCII without "
+                                                        "blanks, at most %d bytes)", RDC_SPEC_IMAGE_MAX);
+    }
+}
+
+/* The mount paths of the operator's volumes: a user's mount may be neither one nor below one. */
+static const char *const operator_paths[] = {"/data", "/etc/redis", "/etc/redis-tls", "/etc/redis-acl", NULL};
+
+static int path_clashes(const char *p)
+{
+    for (size_t i = 0; operator_paths[i]; i++) {
+        size_t n = strlen(operator_paths[i]);
+        if (!strncmp(p, operator_paths[i], n) && (p[n] == '\0' || p[n] == '/'))
+            return 1;
+    }
+    return 0;
+}
+
+static void check_mounts(rdc_field_errors_t *e, const json_object *spec, const json_object *volumes,
+                         rdc_spec_t *out)
+{
+    size_t before = PROBLEMS(e);
+    const json_object *m = optional_object_array(e, spec, "volumeMounts", "spec.volumeMounts", RDC_SPEC_VOLUMES_MAX);
+    for (size_t i = 0; m && i < json_object_array_length(m); i++) {
+        const json_object *it = json_object_array_get_idx(m, i);
+        char f[64], fp[64];
+        snprintf(f, sizeof(f), "spec.volumeMounts[%zu].name", i);
+        snprintf(fp, sizeof(fp), "spec.volumeMounts[%zu].mountPath", i);
+        const char *name = NULL, *path = NULL;
+        int found = 0;
+        if (optional_string(e, it, "name", f, &name) == JSONX_OK)
+            for (size_t j = 0; volumes && j < json_object_array_length(volumes); j++)
+                found |= jsonx_str_is(json_object_array_get_idx(volumes, j), "name", name);
+        if (!found)
+            field_error(e, RDC_FIELD_INVALID, f, jsonx_get(it, "name"), "must name a volume of spec.volumes");
+        if (optional_string(e, it, "mountPath", fp, &path) != JSONX_OK)
+            field_error(e, RDC_FIELD_REQUIRED, fp, NULL, NULL);
+        else if (path[0] != '/' || strlen(path) > RDC_SPEC_MOUNT_PATH_MAX)
+            field_error(e, RDC_FIELD_INVALID, fp, jsonx_get(it, "mountPath"),
+                        "must be an absolute path of at most %d bytes", RDC_SPEC_MOUNT_PATH_MAX);
+        else if (path_clashes(path))
+            field_error(e, RDC_FIELD_FORBIDDEN, fp, NULL,
+                        "%s is (or is below) a path the operator mounts: /data, /etc/redis, /etc/redis-tls, "
+                        "/etc/redis-acl", path);
+    }
+    out->extras.volume_mounts = PROBLEMS(e) == before ? m : NULL;
+}
+
+static void check_netpol(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
+{
+    const json_object *np = optional_object(e, spec, "networkPolicy", "spec.networkPolicy");
+    out->netpol.enabled = optional_bool(e, np, "enabled", "spec.networkPolicy.enabled", 0);
+    size_t before = PROBLEMS(e);
+    const json_object *peers =
+        optional_object_array(e, np, "allowedPeers", "spec.networkPolicy.allowedPeers", RDC_SPEC_PEERS_MAX);
+    for (size_t i = 0; peers && i < json_object_array_length(peers); i++) {
+        const json_object *it = json_object_array_get_idx(peers, i);
+        char f[64], fn[128], fpod[128];
+        snprintf(f, sizeof(f), "spec.networkPolicy.allowedPeers[%zu]", i);
+        snprintf(fn, sizeof(fn), "%s.namespaceSelector", f);
+        snprintf(fpod, sizeof(fpod), "%s.podSelector", f);
+        const json_object *ns = optional_object(e, it, "namespaceSelector", fn);
+        const json_object *pod = optional_object(e, it, "podSelector", fpod);
+        if (!ns && !pod && PROBLEMS(e) == before)
+            field_error(e, RDC_FIELD_REQUIRED, f, NULL, "a namespaceSelector, a podSelector or both");
+    }
+    out->netpol.allowed_peers = PROBLEMS(e) == before ? peers : NULL;
+}
+
+/* The day-2 knobs, after check_pod_knobs (spec.mode is known). */
+static void check_day2_knobs(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
+{
+    static const char *const policies[] = {"Always", "IfNotPresent", "Never", NULL};
+    static const char *const our_volumes[] = {"data", "config", "tls", "acl", NULL};
+    static const char *const our_containers[] = {"redis", NULL};
+    check_service(e, spec, out);
+    int p = check_enum(e, spec, "imagePullPolicy", "spec.imagePullPolicy", policies,
+                       "\"Always\", \"IfNotPresent\", \"Never\"");
+    out->extras.image_pull_policy = p >= 0 ? policies[p] : NULL;
+    out->extras.service_account_name =
+        checked_string(e, spec, "serviceAccountName", "spec.serviceAccountName", rdc_spec_is_dns1123_subdomain,
+                       "must be the name of a ServiceAccount (a DNS subdomain)");
+    check_env(e, spec, out);
+    const char *seen[2 * RDC_SPEC_CONTAINERS_MAX + RDC_SPEC_VOLUMES_MAX];
+    size_t n = 0;
+    out->extras.volumes =
+        check_named_list(e, spec, "volumes", RDC_SPEC_VOLUMES_MAX, our_volumes, "volume", seen, &n);
+    check_mounts(e, spec, out->extras.volumes, out);
+    n = 0;
+    static const char *const lists[] = {"initContainers", "containers"};
+    const json_object **dst[] = {&out->extras.init_containers, &out->extras.containers};
+    for (size_t i = 0; i < 2; i++) {
+        size_t before = PROBLEMS(e);
+        const json_object *l =
+            check_named_list(e, spec, lists[i], RDC_SPEC_CONTAINERS_MAX, our_containers, "container", seen, &n);
+        check_images(e, l, lists[i]);
+        *dst[i] = PROBLEMS(e) == before ? l : NULL;
+    }
+    check_netpol(e, spec, out);
+}
+
+
 static void check_pod_knobs(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     size_t before = PROBLEMS(e);
@@ -1221,6 +1535,7 @@ size_t rdc_spec_parse(const json_object *rc, rdc_spec_t *out, rdc_field_errors_t
         check_storage(errs, spec, out);
         check_v1_fields(errs, spec, out);
         check_pod_knobs(errs, spec, out);
+        check_day2_knobs(errs, spec, out);
     }
     derived_defaults(out);
     return PROBLEMS(errs) - before;

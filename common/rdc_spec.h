@@ -70,6 +70,29 @@
  *                          Forbidden: directive \"port\" is owned by the operator: ...");
  *                          appendonly is owned when spec.persistence is set
  *
+ * and the day-2 knobs (issue 34, docs/knobs.md "Day-2"):
+ *   spec.service           type ClusterIP | NodePort | LoadBalancer (not ClusterIP: Forbidden
+ *                          outside spec.mode Replication, the only mode with role Services);
+ *                          labels, annotations as serviceMetadata's; externalTrafficPolicy
+ *                          Cluster | Local, Forbidden with ClusterIP; loadBalancerSourceRanges
+ *                          at most RDC_SPEC_SOURCE_RANGES_MAX IPv4/IPv6 CIDRs, Forbidden but
+ *                          with LoadBalancer
+ *   spec.imagePullPolicy   Always | IfNotPresent | Never
+ *   spec.serviceAccountName  a DNS subdomain
+ *   spec.env               at most RDC_SPEC_ENV_MAX {name, value | valueFrom}, names
+ *                          [-._a-zA-Z][-._a-zA-Z0-9]* unique, never one the operator sets
+ *                          (REDIS_PASSWORD, REDISCLI_AUTH, POD_IP, REDIS_TLS_DIR: Forbidden)
+ *   spec.volumes           at most RDC_SPEC_VOLUMES_MAX objects, each a DNS-1123 label name,
+ *                          unique, never the operator's (data, config, tls, acl: Forbidden)
+ *   spec.volumeMounts      at most RDC_SPEC_VOLUMES_MAX {name (a volume of spec.volumes),
+ *                          mountPath (absolute, not /data, /etc/redis or the TLS and ACL
+ *                          directories, nor under them)}
+ *   spec.initContainers, spec.containers  at most RDC_SPEC_CONTAINERS_MAX objects each,
+ *                          with a name (a DNS-1123 label, unique over both lists, not
+ *                          "redis": Forbidden) and an image
+ *   spec.networkPolicy     enabled (a boolean); allowedPeers at most RDC_SPEC_PEERS_MAX
+ *                          objects with a namespaceSelector or a podSelector (or both)
+ *
  * The string bounds (RDC_SPEC_*_MAX) are the CRD schema's maxLength values
  * (crds/cache.example.com_redisclusters.yaml; test_admission checks that they agree), so
  * the schema, the webhook and the reconcile refuse the same lengths.
@@ -131,6 +154,17 @@
 #define RDC_SPEC_ACL_NAME_MAX 64    /* an ACL user's name */
 #define RDC_SPEC_ACL_RULES_MAX 1024 /* an ACL user's rules, bytes */
 #define RDC_SPEC_ACL_TOKENS_MAX 64  /* ... and rules (tokens; a selector is one) */
+/* DAY-2 (issue 34) bounds; the CRD's maxItems/maxLength say the same. */
+#define RDC_SPEC_SOURCE_RANGES_MAX 32 /* spec.service.loadBalancerSourceRanges */
+#define RDC_SPEC_CIDR_MAX 43          /* an IPv6 address and /128 */
+#define RDC_SPEC_ENV_MAX 64           /* spec.env */
+#define RDC_SPEC_ENV_NAME_MAX 253
+#define RDC_SPEC_ENV_VALUE_MAX 4096
+#define RDC_SPEC_VOLUMES_MAX 16       /* spec.volumes, spec.volumeMounts */
+#define RDC_SPEC_MOUNT_PATH_MAX 1024
+#define RDC_SPEC_CONTAINERS_MAX 8     /* spec.initContainers, spec.containers (each) */
+#define RDC_SPEC_CONTAINER_NAME_MAX 63
+#define RDC_SPEC_PEERS_MAX 16         /* spec.networkPolicy.allowedPeers */
 
 /* DEFAULTS: what a spec that leaves a field unset (absent, null, or an empty string) runs
  * with, the same in workerd with or without the defaulting webhook (rdc_spec_parse applies
@@ -236,6 +270,8 @@ int rdc_spec_unchanged(const json_object *old_rc, const json_object *new_rc);
 typedef enum { RDC_MODE_STANDALONE = 0, RDC_MODE_REPLICATION, RDC_MODE_CLUSTER } rdc_mode_t;
 typedef enum { RDC_PERSISTENCE_AOF = 0, RDC_PERSISTENCE_RDB, RDC_PERSISTENCE_NONE } rdc_persistence_t;
 typedef enum { RDC_RETAIN = 0, RDC_DELETE } rdc_retention_t;
+/* spec.service.type (DAY-2): the type of the role Services. */
+typedef enum { RDC_SVC_CLUSTER_IP = 0, RDC_SVC_NODE_PORT, RDC_SVC_LOAD_BALANCER } rdc_service_type_t;
 
 /* A redis.conf directive of spec.config.extra. */
 typedef struct {
@@ -315,6 +351,23 @@ typedef struct {
         const char *priority_class_name;                   /* NULL: unset */
         int64_t termination_grace_period_seconds;          /* -1: unset */
     } pod;
+    /* DAY-2 (issue 34): spec.service, the pod extras, spec.networkPolicy (rdc_spec.c,
+     * "Day-2 knobs"; docs/knobs.md). Borrowed JSON, NULL when unset. */
+    struct {
+        rdc_service_type_t type;                    /* spec.service.type, default ClusterIP */
+        const json_object *labels, *annotations;    /* spec.service.{labels,annotations} */
+        const char *external_traffic_policy;        /* Cluster | Local, NULL: unset */
+        const json_object *source_ranges;           /* loadBalancerSourceRanges, an array of CIDRs */
+    } service;
+    struct {
+        const char *image_pull_policy;              /* Always | IfNotPresent | Never, NULL: unset */
+        const char *service_account_name;           /* NULL: unset */
+        const json_object *env, *volumes, *volume_mounts, *init_containers, *containers; /* arrays */
+    } extras;
+    struct {
+        int enabled;                                /* spec.networkPolicy.enabled */
+        const json_object *allowed_peers;           /* [{namespaceSelector, podSelector}], NULL: none */
+    } netpol;
 } rdc_spec_t;
 
 /* Parse rc (anything at all) against the rules above: every problem is recorded in errs
@@ -330,6 +383,9 @@ void rdc_spec_defaults(rdc_spec_t *out);
 
 /* "aof", "rdb", "none": the value of spec.persistence p names. */
 const char *rdc_spec_persistence_name(rdc_persistence_t p);
+
+/* "ClusterIP", "NodePort" or "LoadBalancer". */
+const char *rdc_spec_service_type_name(rdc_service_type_t t);
 
 /* "Retain" or "Delete". */
 const char *rdc_spec_retention_name(rdc_retention_t r);

@@ -53,6 +53,10 @@ static const watched_kind_t watched[] = {
     {{"Service", "", "v1", "services", MANAGED_BY_SELECTOR, NULL, 0}, 0},
     {{"StatefulSet", "apps", "v1", "statefulsets", MANAGED_BY_SELECTOR, NULL, 0}, 0},
     {{"PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", MANAGED_BY_SELECTOR, NULL, 0}, 0},
+    /* DAY-2: the NetworkPolicies of spec.networkPolicy, for their drift. Not part of the
+     * sync gate (an older ClusterRole without networkpolicies must not stop the operator;
+     * a policy the cache then lacks is created again and refused AlreadyExists). */
+    {{"NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", MANAGED_BY_SELECTOR, NULL, 0}, 1},
     /* The Redis pods, for observerd (which follows our deltas) and the workers (children
      * "Pods"): the pod template carries the managed-by label too. Kept compact. */
     {{"Pod", "", "v1", "pods", MANAGED_BY_SELECTOR, podview_compact, 0}, 0},

@@ -40,6 +40,10 @@ int workitem_children(const cache_t *c, const char *key, const char *observation
         if (buf_printf(out, ",\"%s\":%s", role[i][0], o ? o : "null"))
             return -1;
     }
+    /* DAY-2: the NetworkPolicy <name> (spec.networkPolicy). */
+    const char *np = cache_get_json(c, "NetworkPolicy", key);
+    if (buf_printf(out, ",\"NetworkPolicy\":%s", np ? np : "null"))
+        return -1;
     if (shard_children(c, key, "StatefulSet", "ShardStatefulSets", out) ||
         shard_children(c, key, "PodDisruptionBudget", "ShardBudgets", out))
         return -1;

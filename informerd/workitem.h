@@ -3,14 +3,15 @@
  *
  *   {"ConfigMap": obj|null, "Service": obj|null, "StatefulSet": obj|null,
  *    "PodDisruptionBudget": obj|null, "ServicePrimary": obj|null, "ServiceReplicas": obj|null,
- *    "ShardStatefulSets": [sts, ...], "ShardBudgets": [pdb, ...],
+ *    "NetworkPolicy": obj|null, "ShardStatefulSets": [sts, ...], "ShardBudgets": [pdb, ...],
  *    "Pods": [pod, ...], "Redis": observation|null}
  *
  * Every object is the cache's text: a child or pod in its compact form, what the
  * operator reads of it (docs/projections.md). ConfigMap, Service, StatefulSet and
  * PodDisruptionBudget are the cached objects at the RedisCluster's own key;
  * ServicePrimary and ServiceReplicas the Services at <key>-primary and <key>-replicas
- * (a Replication cluster's role Services, docs/replication.md);
+ * (a Replication cluster's role Services, docs/replication.md); NetworkPolicy the one at
+ * the key (spec.networkPolicy, docs/knobs.md "Day-2");
  * ShardStatefulSets and ShardBudgets the StatefulSets and PodDisruptionBudgets at
  * <key>-shard<k>, k < RDC_SPEC_CLUSTER_SHARDS_MAX, in k's order (a Cluster-mode cluster's
  * shards, docs/cluster-mode.md; [] for the other modes);

@@ -288,7 +288,7 @@ static kube_client_t *events_client(const rdc_common_opts_t *c, kube_config_t *c
 
 /* Serve informerd's work queue until SIGTERM. Returns the exit code. */
 static int run_worker(const rdc_common_opts_t *c, kube_client_t *client, kube_client_t *events,
-                      const char *work_ep, const char *leader_ep)
+                      const char *work_ep, const char *leader_ep, const kube_config_t *cfg)
 {
     if (c->max_concurrent_reconciles < 1 || c->max_concurrent_reconciles > WORKER_MAX_INFLIGHT) {
         fprintf(stderr, "workerd: --max-concurrent-reconciles must be from 1 to %d\n", WORKER_MAX_INFLIGHT);
@@ -310,6 +310,10 @@ static int run_worker(const rdc_common_opts_t *c, kube_client_t *client, kube_cl
         .max_inflight = c->max_concurrent_reconciles,
         .events_client = events,
     };
+    /* DAY-2: in a pod, the operator's namespace is its own (the NetworkPolicy's peer). */
+    const kube_rest_config_t *rest = cfg ? kube_config_rest(cfg) : NULL;
+    if (rest && rest->source && !strcmp(rest->source, "in-cluster"))
+        wc.operator_namespace = rest->namespace_;
     rlog_info("workerd started", "version", RDC_VERSION, "work", wc.work_endpoint, "leader",
               wc.leader_endpoint ? wc.leader_endpoint : "(leader election off)");
     int code = worker_run(&wc);
@@ -349,8 +353,9 @@ int main(int argc, char **argv)
     kube_client_t *events = NULL;
     int code = whoami ? run_whoami(cfg, client)
                : once ? run_once(client, once, dry_run)
-               : (events = events_client(&c, cfg, &co)) == NULL ? 1
-                                                                : run_worker(&c, client, events, work_ep, leader_ep);
+               : (events = events_client(&c, cfg, &co)) == NULL
+                   ? 1
+                   : run_worker(&c, client, events, work_ep, leader_ep, cfg);
     kube_client_destroy(&events);
     daemon_release(-1, &client, &cfg);
     return code;

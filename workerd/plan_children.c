@@ -213,8 +213,31 @@ static void replace_template(json_object *spec, const json_object *desired, cons
         jsonx_put(spec, "volumeClaimTemplates", observed_claim_templates(ovct), oom);
 }
 
-/* In a replace's spec, the Service's selector and ports as desired. */
-static void replace_selector_ports(json_object *spec, const json_object *desired, int *oom)
+/* DAY-2: a replaced NodePort or LoadBalancer Service keeps the node port the API server
+ * allocated to each port (by name): the operator never chooses one, and a PUT without it
+ * would move clients' port. */
+static void keep_node_ports(json_object *ports, const json_object *desired, const json_object *obs)
+{
+    const char *type = JSONX_STR_AT(desired, "spec", "type");
+    if (!type || (strcmp(type, "NodePort") && strcmp(type, "LoadBalancer")))
+        return;
+    const json_object *have = jsonx_typed(JSONX_AT(obs, "spec", "ports"), json_type_array);
+    for (size_t i = 0; ports && i < json_object_array_length(ports); i++) {
+        json_object *p = json_object_array_get_idx(ports, i);
+        const char *name = jsonx_str_set(p, "name");
+        for (size_t j = 0; name && j < jsonx_len(have); j++) {
+            const json_object *o = json_object_array_get_idx(have, j);
+            const json_object *np = jsonx_get(o, "nodePort");
+            if (jsonx_str_is(o, "name", name) && np && json_object_is_type(np, json_type_int))
+                json_object_object_add(p, "nodePort", json_object_new_int64(json_object_get_int64(np)));
+        }
+    }
+}
+
+/* In a replace's spec, the Service's selector and ports as desired, and the type-bound
+ * fields it no longer renders dropped (DAY-2: what the API server would otherwise keep
+ * from the observed object). */
+static void replace_selector_ports(json_object *spec, const json_object *desired, const json_object *obs, int *oom)
 {
     static const char *const keys[] = {"selector", "ports"};
     for (size_t i = 0; i < 2; i++) {
@@ -224,6 +247,19 @@ static void replace_selector_ports(json_object *spec, const json_object *desired
             *oom = 1;
         if (v)
             jsonx_put(spec, keys[i], copy, oom);
+        if (copy && i == 1)
+            keep_node_ports(copy, desired, obs);
+    }
+    static const char *const bound[] = {"externalTrafficPolicy", "loadBalancerSourceRanges"};
+    for (size_t i = 0; i < 2; i++)
+        if (!JSONX_AT(desired, "spec", bound[i]))
+            json_object_object_del(spec, bound[i]);
+    const char *type = JSONX_STR_AT(desired, "spec", "type");
+    if (type && !strcmp(type, "ClusterIP"))
+        json_object_object_del(spec, "healthCheckNodePort");
+    if (type && strcmp(type, "LoadBalancer")) { /* the API server's own, allowed with LoadBalancer only */
+        json_object_object_del(spec, "allocateLoadBalancerNodePorts");
+        json_object_object_del(spec, "loadBalancerClass");
     }
 }
 
@@ -245,7 +281,7 @@ static json_object *replace_body(const char *resource, const json_object *desire
     if (!strcmp(resource, "statefulsets"))
         replace_template(spec, desired, obs, oom);
     else
-        replace_selector_ports(spec, desired, oom);
+        replace_selector_ports(spec, desired, obs, oom);
     drop_unrendered(body, desired, obs, "labels");
     drop_unrendered(body, desired, obs, "annotations");
     return body;
@@ -353,7 +389,13 @@ static int plan_role_service(const plan_ctx_t *c, plan_kids_t *k, const char *ro
         return -1;
     obs = jsonx_typed(obs, json_type_object);
     const char *ok = NULL, *on = NULL;
+    char hex[65];
+    if (spec_hash_of("services", d, hex) < 0) {
+        json_object_put(d);
+        return -1;
+    }
     if (!obs) {
+        spec_hash_stamp(d, hex, plan_oom(c->plan));
         plan_create(c, "Service", "v1", "services", name, d);
     } else if (controller_of(c, obs, &ok, &on) != CTL_OURS) {
         json_object_put(d);
@@ -363,7 +405,12 @@ static int plan_role_service(const plan_ctx_t *c, plan_kids_t *k, const char *ro
                      "(delete or rename it)",
                      c->ns, name);
     } else {
-        plan_drift(c, "Service", "v1", "services", name, d, obs, NULL);
+        /* DAY-2: hashed as the headless Service is (REMOVED KNOBS), so that a type,
+         * annotation or source range taken out of spec.service goes. */
+        const char *ohash = spec_hash_observed(obs);
+        if (ohash && strcmp(ohash, hex))
+            return plan_replace_changed(c, "Service", "v1", "services", d, obs, hex);
+        plan_drift(c, "Service", "v1", "services", name, d, obs, hex);
     }
     return *plan_oom(c->plan) ? -1 : 0;
 }
@@ -537,6 +584,33 @@ static int plan_services(const plan_ctx_t *c, plan_kids_t *k, const json_object 
     return 0;
 }
 
+/* DAY-2: the NetworkPolicy <name> of spec.networkPolicy (render_network_policy): created
+ * and kept like the other children while enabled; deleted (uid precondition) when it is
+ * disabled and the one observed is ours. Returns 0, or -1 when out of memory. */
+static int plan_network_policy(const plan_ctx_t *c, plan_kids_t *k)
+{
+    const plan_observed_t *m = c->more;
+    const json_object *obs = jsonx_typed(m ? m->network_policy : NULL, json_type_object);
+    if (c->spec->netpol.enabled) {
+        json_object *d = render_network_policy(&c->in, m ? m->operator_namespace : NULL);
+        return d ? plan_child(c, k, "NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", d, obs) : -1;
+    }
+    const char *ok = NULL, *on = NULL;
+    if (!obs || controller_of(c, obs, &ok, &on) != CTL_OURS)
+        return 0;
+    int *oom = plan_oom(c->plan);
+    json_object *body = plan_delete_options(JSONX_STR_AT(obs, "metadata", "uid"), NULL, oom);
+    if (!body)
+        return -1;
+    char why[400];
+    snprintf(why, sizeof(why), "NetworkPolicy %s/%s: spec.networkPolicy.enabled is not true", c->ns, c->name);
+    int i = plan_add_action(c->plan, PLAN_DELETE, "networking.k8s.io/v1", "networkpolicies", c->ns, c->name, body,
+                            why);
+    plan_add_event(c->plan, "Normal", "Deleted", i, "Deleted NetworkPolicy %s/%s (spec.networkPolicy disabled)", c->ns,
+                   c->name);
+    return *oom ? -1 : 0;
+}
+
 /* STORAGE CLASS (plan.h): not a reason to hold the StatefulSet back: claims of a class
  * with no StorageClass object still bind to PersistentVolumes created with that class
  * name (static provisioning). While the pods are not ready it is the likely cause, so
@@ -645,7 +719,7 @@ int plan_children(const plan_ctx_t *c, const plan_children_t *kids, plan_kids_t 
         goto fail;
     /* Only ours after its own check: the ConfigMap's conflict was just reported. */
     int cm_ours = !kids->configmap || !out->owner_conflict;
-    if (plan_services(c, out, kids->service))
+    if (plan_services(c, out, kids->service) || plan_network_policy(c, out))
         goto fail;
     const char *k = NULL, *n = NULL;
     out->sts_ours = sts && controller_of(c, sts, &k, &n) == CTL_OURS;

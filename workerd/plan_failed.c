@@ -19,6 +19,7 @@ static const char *kind_of_resource(const char *resource)
                                          {"services", "Service"},
                                          {"statefulsets", "StatefulSet"},
                                          {"poddisruptionbudgets", "PodDisruptionBudget"},
+                                         {"networkpolicies", "NetworkPolicy"},
                                          {"pods", "Pod"},
                                          {"secrets", "Secret"},
                                          {"redisclusters", RENDER_KIND}};

@@ -994,6 +994,8 @@ static void act_plan(reconcile_job_t *j)
             j->more.redis = j->seen.redis;
             j->more.shard_statefulsets = j->seen.shard_statefulsets;
             j->more.shard_budgets = j->seen.shard_budgets;
+            j->more.network_policy = j->seen.network_policy;
+            j->more.operator_namespace = j->seen.operator_namespace;
         }
         j->more.budget_short = x->client && kube_client_budget_short(x->client);
         j->more.primary_service = j->child[ROLE_CHILD];

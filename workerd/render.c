@@ -204,6 +204,8 @@ int render_selector_string(const char *name, buf_t *out)
 
 /* ---- Knobs (render.h, KNOBS) ------------------------------------------------------------ */
 
+static void append_all(json_object *to, const json_object *from, int *oom);
+
 /* A deep copy of v (NULL gives NULL). */
 static json_object *copy_of(const json_object *v, int *oom)
 {
@@ -309,6 +311,17 @@ static void pod_knobs(json_object *spec, const render_input_t *in, int *oom)
     if (s->pod.termination_grace_period_seconds >= 0)
         jsonx_put(spec, "terminationGracePeriodSeconds", jsonx_new_int(s->pod.termination_grace_period_seconds, oom),
                   oom);
+    /* DAY-2 (render.h) */
+    if (s->extras.service_account_name)
+        jsonx_put(spec, "serviceAccountName", jsonx_new_str(s->extras.service_account_name, oom), oom);
+    put_knob(spec, "initContainers", s->extras.init_containers, oom);
+}
+
+/* A copy of each element of the array from (NULL: none) pushed onto to. */
+static void append_all(json_object *to, const json_object *from, int *oom)
+{
+    for (size_t i = 0; from && i < json_object_array_length(from); i++)
+        jsonx_push(to, copy_of(json_object_array_get_idx(from, i), oom), oom);
 }
 
 /* ---- Object builders ----------------------------------------------------------------- */
@@ -419,6 +432,19 @@ void render_role_service_name(const char *name, const char *role, char *out, siz
     snprintf(out, outlen, "%s-%s", name, strcmp(role, RENDER_ROLE_PRIMARY) ? "replicas" : "primary");
 }
 
+/* spec.service's type and traffic settings (render.h DAY-2) into a role Service's spec. */
+static void role_service_spec(json_object *spec, const rdc_spec_t *s, int *oom)
+{
+    jsonx_put(spec, "type", jsonx_new_str(rdc_spec_service_type_name(s->service.type), oom), oom);
+    if (s->service.type == RDC_SVC_CLUSTER_IP)
+        return;
+    /* Always said, so that taking it out of the spec puts the API's default back. */
+    const char *etp = s->service.external_traffic_policy;
+    jsonx_put(spec, "externalTrafficPolicy", jsonx_new_str(etp ? etp : "Cluster", oom), oom);
+    if (s->service.type == RDC_SVC_LOAD_BALANCER)
+        put_knob(spec, "loadBalancerSourceRanges", s->service.source_ranges, oom);
+}
+
 json_object *render_role_service(const render_input_t *in, const char *role)
 {
     int oom = 0;
@@ -426,7 +452,85 @@ json_object *render_role_service(const render_input_t *in, const char *role)
     render_role_service_name(in->name, role, name, sizeof(name));
     json_object *sel = labels(in, 0, &oom);
     jsonx_put(sel, RENDER_LABEL_ROLE, jsonx_new_str(role, &oom), &oom);
-    return jsonx_done(service(in, name, 0, sel, &oom), oom);
+    json_object *svc = service(in, name, 0, sel, &oom);
+    role_service_spec((json_object *)jsonx_get(svc, "spec"), in->spec, &oom);
+    /* spec.service's metadata first: it wins over serviceMetadata's for the same key. */
+    json_object *meta = (json_object *)jsonx_get(svc, "metadata");
+    json_object *own = jsonx_new_obj(&oom);
+    put_knob(own, "labels", in->spec->service.labels, &oom);
+    put_knob(own, "annotations", in->spec->service.annotations, &oom);
+    extra_metadata(meta, own, &oom);
+    json_object_put(own);
+    extra_metadata(meta, in->spec->pod.service_metadata, &oom);
+    return jsonx_done(svc, oom);
+}
+
+/* ---- NetworkPolicy (render.h DAY-2) ------------------------------------------------------ */
+
+/* {"port": port, "protocol": "TCP"} */
+static json_object *np_port(int port, int *oom)
+{
+    json_object *p = jsonx_new_obj(oom);
+    jsonx_put(p, "port", jsonx_new_int(port, oom), oom);
+    jsonx_put(p, "protocol", jsonx_new_str("TCP", oom), oom);
+    return p;
+}
+
+/* A peer of the pods with labels (taken), in the namespace ns (NULL: the policy's own). */
+static json_object *np_peer(json_object *labels, const char *ns, int *oom)
+{
+    json_object *peer = jsonx_new_obj(oom), *pods = jsonx_new_obj(oom);
+    jsonx_put(pods, "matchLabels", labels, oom);
+    jsonx_put(peer, "podSelector", pods, oom);
+    if (ns) {
+        json_object *nsl = jsonx_new_obj(oom), *nss = jsonx_new_obj(oom);
+        jsonx_put(nsl, "kubernetes.io/metadata.name", jsonx_new_str(ns, oom), oom);
+        jsonx_put(nss, "matchLabels", nsl, oom);
+        jsonx_put(peer, "namespaceSelector", nss, oom);
+    }
+    return peer;
+}
+
+/* An ingress rule: from (taken) to ports (taken). */
+static json_object *np_rule(json_object *from, json_object *ports, int *oom)
+{
+    json_object *r = jsonx_new_obj(oom);
+    jsonx_put(r, "from", from, oom);
+    jsonx_put(r, "ports", ports, oom);
+    return r;
+}
+
+json_object *render_network_policy(const render_input_t *cluster_in, const char *operator_ns)
+{
+    int oom = 0;
+    render_input_t all = *cluster_in;
+    all.shard = -1; /* every pod of the cluster, whatever shard the caller's context names */
+    const render_input_t *in = &all;
+    const rdc_spec_t *s = in->spec;
+    json_object *np = child_object(in, in->name, "networking.k8s.io/v1", "NetworkPolicy", &oom);
+    json_object *from = jsonx_new_arr(&oom), *ports = jsonx_new_arr(&oom), *op = jsonx_new_obj(&oom);
+    jsonx_push(from, np_peer(labels(in, 0, &oom), NULL, &oom), &oom);
+    jsonx_put(op, RENDER_LABEL_NAME, jsonx_new_str(RENDER_OPERATOR_LABEL_VALUE, &oom), &oom);
+    jsonx_push(from, np_peer(op, operator_ns ? operator_ns : RENDER_OPERATOR_NAMESPACE, &oom), &oom);
+    append_all(from, s->netpol.allowed_peers, &oom);
+    jsonx_push(ports, np_port(RENDER_REDIS_PORT, &oom), &oom);
+    if (plaintext_too(s))
+        jsonx_push(ports, np_port(RENDER_PLAINTEXT_PORT, &oom), &oom);
+    json_object *ingress = jsonx_new_arr(&oom);
+    jsonx_push(ingress, np_rule(from, ports, &oom), &oom);
+    if (cluster_mode(in)) {
+        json_object *bus_from = jsonx_new_arr(&oom), *bus_ports = jsonx_new_arr(&oom);
+        jsonx_push(bus_from, np_peer(labels(in, 0, &oom), NULL, &oom), &oom);
+        jsonx_push(bus_ports, np_port(RENDER_CLUSTER_BUS_PORT, &oom), &oom);
+        jsonx_push(ingress, np_rule(bus_from, bus_ports, &oom), &oom);
+    }
+    json_object *spec = jsonx_new_obj(&oom), *sel = jsonx_new_obj(&oom);
+    jsonx_put(sel, "matchLabels", labels(in, 0, &oom), &oom);
+    jsonx_put(spec, "podSelector", sel, &oom);
+    jsonx_put(spec, "policyTypes", str_array(&oom, "Ingress", STR_END), &oom);
+    jsonx_put(spec, "ingress", ingress, &oom);
+    jsonx_put(np, "spec", spec, &oom);
+    return jsonx_done(np, oom);
 }
 
 json_object *render_auth_record(const render_input_t *in, const char *password_token)
@@ -574,6 +678,7 @@ static void container_command(json_object *c, const rdc_spec_t *spec, const rend
         jsonx_push(env, e, oom);
     }
     jsonx_put(c, "command", cmd, oom);
+    append_all(env, spec->extras.env, oom); /* DAY-2: the user's, after the operator's */
     if (json_object_array_length(env))
         jsonx_put(c, "env", env, oom);
     else
@@ -689,7 +794,10 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     jsonx_push(mounts, mount("data", "/data", oom), oom);
     jsonx_push(mounts, mount("config", "/etc/redis", oom), oom);
     secret_mounts(mounts, spec, oom);
+    append_all(mounts, spec->extras.volume_mounts, oom);
     jsonx_put(c, "volumeMounts", mounts, oom);
+    if (spec->extras.image_pull_policy)
+        jsonx_put(c, "imagePullPolicy", jsonx_new_str(spec->extras.image_pull_policy, oom), oom);
     jsonx_put(c, "securityContext", container_security_context(spec, oom), oom);
     return c;
 }
@@ -756,6 +864,7 @@ static json_object *pod_template(const render_input_t *in, const char *config_ha
 
     json_object *containers = jsonx_new_arr(oom);
     jsonx_push(containers, redis_container(in, oom), oom);
+    append_all(containers, in->spec->extras.containers, oom); /* DAY-2: sidecars after redis */
     json_object *cm = jsonx_new_obj(oom);
     jsonx_put(cm, "name", jsonx_new_str(in->name, oom), oom);
     json_object *vol = jsonx_new_obj(oom);
@@ -764,6 +873,7 @@ static json_object *pod_template(const render_input_t *in, const char *config_ha
     json_object *volumes = jsonx_new_arr(oom);
     jsonx_push(volumes, vol, oom);
     secret_volumes(volumes, in, oom);
+    append_all(volumes, in->spec->extras.volumes, oom);
 
     json_object *spec = jsonx_new_obj(oom);
     jsonx_put(spec, "securityContext", pod_security_context(in, oom), oom);

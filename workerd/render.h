@@ -219,6 +219,31 @@ json_object *render_pdb(const render_input_t *in);
  * RENDER_ROLE_REPLICA): ClusterIP, port 6379, selecting the cluster's pods that carry
  * that role label. Clients without Sentinel support write to <name>-primary. */
 json_object *render_role_service(const render_input_t *in, const char *role);
+/* DAY-2 (issue 34, docs/knobs.md "Day-2"), from in->spec's service, extras and netpol:
+ *   spec.service           the role Services' type; externalTrafficPolicy (Cluster when
+ *                          unset) with NodePort and LoadBalancer; loadBalancerSourceRanges
+ *                          with LoadBalancer; its labels and annotations, then
+ *                          serviceMetadata's, beside the operator's (spec.service's win for a
+ *                          key both set). The headless Service takes serviceMetadata only.
+ *   imagePullPolicy        the redis container's
+ *   serviceAccountName     the pod's
+ *   env, volumeMounts      the redis container's, after the operator's
+ *   volumes                the pod's, after the operator's
+ *   initContainers         the pod's, as given
+ *   containers             the pod's, after redis, as given
+ *   networkPolicy          render_network_policy */
+#define RENDER_CLUSTER_BUS_PORT 16379 /* Redis Cluster's bus: RENDER_REDIS_PORT + 10000 */
+/* The operator's pods: their label (deploy/base/manager) and, when workerd cannot tell
+ * (it runs outside a pod), their namespace. */
+#define RENDER_OPERATOR_LABEL_VALUE "rediscluster-operator"
+#define RENDER_OPERATOR_NAMESPACE "rediscluster-operator-system"
+/* The networking.k8s.io/v1 NetworkPolicy <name> of spec.networkPolicy.enabled: the pods of
+ * the selector labels, policyTypes [Ingress], admitted: the Redis port (and the plain-text
+ * port with spec.tls.allowPlaintext) from the cluster's own pods, the operator's pods
+ * (app.kubernetes.io/name rediscluster-operator in operator_ns, NULL:
+ * RENDER_OPERATOR_NAMESPACE) and each of spec.networkPolicy.allowedPeers; in Cluster mode
+ * also the cluster bus from the cluster's own pods. */
+json_object *render_network_policy(const render_input_t *in, const char *operator_ns);
 /* The Secret <name>-redis-auth in which workerd records the password Redis runs with
  * (plan.h, AUTH): type Opaque, stringData {password: password_token}; the token is
  * replaced by the executor, never rendered. */

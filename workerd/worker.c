@@ -294,6 +294,8 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                             .redis = child_of(children, "Redis"),
                             .primary_service = child_of(children, "ServicePrimary"),
                             .replicas_service = child_of(children, "ServiceReplicas"),
+                            .network_policy = child_of(children, "NetworkPolicy"),
+                            .operator_namespace = w->cfg->operator_namespace,
                             .shard_statefulsets = array_of(children, "ShardStatefulSets"),
                             .shard_budgets = array_of(children, "ShardBudgets")};
     it->job = reconcile_start(w->async, &it->x, it->rc, &kids, &seen, NULL, on_reconciled, it);

@@ -33,6 +33,8 @@ typedef struct {
     int max_inflight;          /* keys reconciled at once, 1..WORKER_MAX_INFLIGHT */
     kube_client_t *events_client; /* the recorder's, with the Events' budget (recorder.h);
                                    * NULL: client */
+    const char *operator_namespace; /* the pod's namespace in-cluster (the NetworkPolicy's
+                                     * operator peer), NULL: render.h's default */
 } worker_config_t;
 
 #define WORKER_MAX_INFLIGHT 16 /* informerd's WORKSLOT_MAX */

@@ -297,6 +297,7 @@ static void test_workitem_children(void)
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "ServicePrimary", &v) && json_object_is_type(v, json_type_object) &&
                        !strcmp(JSONX_STR_AT(v, "metadata", "name"), "cache-primary"));
         CU_ASSERT_TRUE(json_object_object_get_ex(o, "ServiceReplicas", &v) && v == NULL);
+        CU_ASSERT_TRUE(json_object_object_get_ex(o, "NetworkPolicy", &v) && v == NULL); /* DAY-2 */
         CU_ASSERT_TRUE_FATAL(json_object_object_get_ex(o, "ShardStatefulSets", &v) &&
                              json_object_is_type(v, json_type_array) && json_object_array_length(v) == 2);
         CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(json_object_array_get_idx(v, 0), "metadata", "name"), "cache-shard0");
@@ -320,7 +321,8 @@ static void test_workitem_children(void)
     CU_ASSERT_EQUAL(workitem_children(c, "ns1/none", NULL, 0, &b), 0);
     CU_ASSERT_STRING_EQUAL(buf_str(&b),
                            "{\"ConfigMap\":null,\"Service\":null,\"StatefulSet\":null,\"PodDisruptionBudget\":null,"
-                           "\"ServicePrimary\":null,\"ServiceReplicas\":null,\"ShardStatefulSets\":[],"
+                           "\"ServicePrimary\":null,\"ServiceReplicas\":null,\"NetworkPolicy\":null,"
+                           "\"ShardStatefulSets\":[],"
                            "\"ShardBudgets\":[],\"Pods\":[],\"Redis\":null}");
     buf_free(&b);
     /* Over the buffer's cap: -1. */
