@@ -49,6 +49,7 @@ void plan_ctx_init(plan_ctx_t *c, plan_t *p, const json_object *rc, int64_t now,
     c->in.ns = c->ns;
     c->in.uid = c->uid;
     c->in.spec = c->spec;
+    c->in.shard = -1; /* the cluster's own objects (headless Service, ...): every shard's pods */
     degraded->reason = NULL;
     buf_init(&degraded->message, PLAN_MESSAGE_CAP);
     c->degraded = degraded;

@@ -145,6 +145,12 @@ static void test_new_cluster_children(void)
                                  "updateStatus redisclusters c\n");
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
     CU_ASSERT_PTR_NOT_NULL(strstr(json_object_to_json_string(plan_status(p)), "\"ClusterHealthy\""));
+    /* the headless Service selects every shard's pods (it selected shard 0's only while
+     * the plan's render input named shard 0 by default: a DNS name for a third of the pods) */
+    const json_object *svc = plan_action(p, 1)->body;
+    CU_ASSERT_STRING_EQUAL(str_at(svc, "spec selector app.kubernetes.io/instance"), "c");
+    CU_ASSERT_PTR_NULL(at(svc, "spec selector cache.example.com/shard"));
+    CU_ASSERT_PTR_NULL(at(svc, "metadata labels cache.example.com/shard"));
     plan_destroy(&p);
     json_object_put(rc);
 }
