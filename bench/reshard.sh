@@ -83,14 +83,7 @@ empty_shard3() { # redis-cli moves every slot off shard 3's master (the starting
 }
 
 # ---- 1. the cluster and the data -------------------------------------------------------------
-rc_yaml rs "$ns" <<YAML | kubectl apply -f - >/dev/null
-  mode: Cluster
-  size: 8
-  image: redis
-  version: "7.2"
-  cluster: {shards: 4, replicasPerShard: 1}
-  failover: {downAfter: 5s}
-YAML
+rc_apply_cluster rs "$ns" 4 5s
 sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
 wait_until 600 bash -c "kubectl -n $ns get rdc rs -o jsonpath='{.status.phase}' | grep -qx Running" ||
     { log "the cluster did not come up"; exit 1; }
