@@ -46,11 +46,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-read -r la1 _ <<<"$(cat /proc/loadavg)"
-"$cluster" status >/dev/null 2>&1 || started=1
-"$cluster" up >&2 || { log "the local control plane did not come up"; exit 1; }
-eval "$("$cluster" env)"
-[ "$(kubectl get nodes -l rdc.local/process-node=true -o name | wc -l)" -ge 3 ] || { log "no process nodes"; exit 1; }
+bench_cluster_up
 kubectl apply -f crds/ >/dev/null && kubectl wait --for=condition=Established --timeout=60s \
     crd/redisclusters.cache.example.com >/dev/null || exit 1
 kubectl create namespace "$ns" >/dev/null && "$cluster" pin-namespace "$ns" >/dev/null || exit 1
