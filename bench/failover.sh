@@ -178,17 +178,7 @@ sys_operator_setup() {
         crd/redisclusters.cache.example.com >/dev/null || return 1
     kubectl create namespace "$O_NS" >/dev/null && "$cluster" pin-namespace "$O_NS" >/dev/null || return 1
     wait_until 20 kubectl -n "$O_NS" get serviceaccount default || return 1
-    kubectl apply -f - >/dev/null <<YAML || { echo "the RedisCluster was refused" >"$d/skip"; return 1; }
-apiVersion: cache.example.com/v1
-kind: RedisCluster
-metadata: {name: fo, namespace: $O_NS}
-spec:
-  size: 3
-  image: redis
-  version: "7.2"
-  mode: Replication
-  failover: {downAfter: ${DOWN_AFTER_MS}ms}
-YAML
+    rc_apply_replication fo "$O_NS" "${DOWN_AFTER_MS}ms" || { echo "the RedisCluster was refused" >"$d/skip"; return 1; }
     sup_start "$BIN" "$d/rt" "$d/operator.log" --kubeconfig "$KUBECONFIG" --workers 1 --namespace "$O_NS"
     fo_label_sampler_start "$d" "$O_NS"
     local end=$((SECONDS + OPERATOR_SETUP_WAIT)) p
