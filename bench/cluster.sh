@@ -52,30 +52,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-read -r la1 la5 la15 _ </proc/loadavg
-log "load average at start: $la1 $la5 $la15 ($(nproc) cores); work dir $work"
-"$cluster" status >/dev/null 2>&1 || started=1
-"$cluster" up >&2 || { log "the local control plane did not come up"; exit 1; }
-eval "$("$cluster" env)"
-[ "$(kubectl get nodes -l rdc.local/process-node=true -o name | wc -l)" -ge 3 ] ||
-    { log "no process nodes in $RDC_CLUSTER_DIR (it was up without RDC_CLUSTER_PROCESS_NODES=3: take it down)"; exit 1; }
+bench_cluster_up
 kubectl apply -f crds/ >/dev/null && kubectl wait --for=condition=Established --timeout=60s \
     crd/redisclusters.cache.example.com >/dev/null || { log "CRD not established"; exit 1; }
 
 # record KEY=VALUE...: one JSON line into results.jsonl (integers stay numbers).
-record() {
-    python3 - "$@" >>"$results" <<'PY'
-import json, sys
-d = {}
-for kv in sys.argv[1:]:
-    k, v = kv.split("=", 1)
-    try:
-        d[k] = int(v)
-    except ValueError:
-        d[k] = v
-print(json.dumps(d))
-PY
-}
+record() { json_line "$@" >>"$results"; }
 jget() { python3 -c 'import json,sys; v=json.loads(sys.argv[1]).get(sys.argv[2]); print("" if v is None else v)' "$1" "$2"; }
 
 # new_ns WHAT: a namespace pinned to the process nodes, its default ServiceAccount there.

@@ -14,57 +14,42 @@ Polls every node (one connection each, opened again when it breaks) every --inte
 Prints one JSON line {"t_start", "t_ping", "t_ok", "rounds"} (epoch ms; t_start is
 --since-ms when given) and exits 0; on --timeout prints the same with t_ok null and the
 last reason the cluster was not whole, and exits 1. Standard library only; RESP over a
-plain socket (the few replies read here are bulk strings, integers and simple strings).
+plain socket (tests/e2e/resp.py; the few replies read here are bulk strings, integers and
+simple strings).
 """
 import argparse
 import json
+import os
 import socket
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+from resp import RespConn  # noqa: E402
 
 
 def now_ms():
     return int(time.time() * 1000)
 
 
-class Node:
+class Node(RespConn):
     def __init__(self, addr):
+        super().__init__()
         self.host, port = addr.rsplit(":", 1)
         self.port = int(port)
-        self.sock = None
-        self.buf = b""
 
     def close(self):
         if self.sock:
             self.sock.close()
         self.sock, self.buf = None, b""
 
-    def _line(self):
-        while b"\r\n" not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise OSError("closed")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def _exact(self, n):
-        while len(self.buf) < n + 2:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise OSError("closed")
-            self.buf += chunk
-        data, self.buf = self.buf[:n], self.buf[n + 2:]
-        return data
-
     def call(self, *args):
         """The reply as str/int, None on any error (the connection is closed then)."""
         try:
             if self.sock is None:
                 self.sock = socket.create_connection((self.host, self.port), timeout=0.5)
-            req = b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a.encode()) for a in args)
-            self.sock.sendall(req)
-            line = self._line()
+            self.send(*args)
+            line = self.line()
             kind, rest = line[:1], line[1:]
             if kind == b"+":
                 return rest.decode()
@@ -72,7 +57,7 @@ class Node:
                 return int(rest)
             if kind == b"$":
                 n = int(rest)
-                return None if n < 0 else self._exact(n).decode(errors="replace")
+                return None if n < 0 else self.exact(n).decode(errors="replace")
             self.close()  # an error reply or a type not read here
             return None
         except (OSError, ValueError):

@@ -461,6 +461,43 @@ static int cw_usage(void)
     return 2;
 }
 
+/* Sets option a to its value v, in w (--seeds, --password-file: the file's first line) or
+ * in o; -1 when a is no option or the password file cannot be read. */
+static int cw_option(cw_t *w, cw_opts_t *o, const char *a, const char *v)
+{
+    const struct {
+        const char *name;
+        const char **to;
+    } strs[] = {{"--acks", &o->acks}, {"--events", &o->events}, {"--prefix", &o->prefix}};
+    const struct {
+        const char *name;
+        long *to;
+    } nums[] = {{"--rate", &o->rate},         {"--wait-ms", &o->wait_ms}, {"--replicas", &o->replicas},
+                {"--duration", &o->duration}, {"--count", &o->count},     {"--value-bytes", &o->value_bytes}};
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+        if (!strcmp(a, strs[i].name)) {
+            *strs[i].to = v;
+            return 0;
+        }
+    for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+        if (!strcmp(a, nums[i].name)) {
+            *nums[i].to = strtol(v, NULL, 10);
+            return 0;
+        }
+    if (!strcmp(a, "--seeds")) {
+        snprintf(w->seeds, sizeof(w->seeds), "%s", v);
+        return 0;
+    }
+    if (strcmp(a, "--password-file"))
+        return -1;
+    FILE *f = fopen(v, "r");
+    int ok = f && fgets(w->password, sizeof(w->password), f);
+    if (f)
+        fclose(f);
+    w->password[strcspn(w->password, "\r\n")] = '\0';
+    return ok ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -473,33 +510,7 @@ int main(int argc, char **argv)
         if (!v)
             return cw_usage();
         i++;
-        if (!strcmp(a, "--seeds"))
-            snprintf(w.seeds, sizeof(w.seeds), "%s", v);
-        else if (!strcmp(a, "--acks"))
-            o.acks = v;
-        else if (!strcmp(a, "--events"))
-            o.events = v;
-        else if (!strcmp(a, "--prefix"))
-            o.prefix = v;
-        else if (!strcmp(a, "--rate"))
-            o.rate = strtol(v, NULL, 10);
-        else if (!strcmp(a, "--wait-ms"))
-            o.wait_ms = strtol(v, NULL, 10);
-        else if (!strcmp(a, "--replicas"))
-            o.replicas = strtol(v, NULL, 10);
-        else if (!strcmp(a, "--duration"))
-            o.duration = strtol(v, NULL, 10);
-        else if (!strcmp(a, "--count"))
-            o.count = strtol(v, NULL, 10);
-        else if (!strcmp(a, "--value-bytes"))
-            o.value_bytes = strtol(v, NULL, 10);
-        else if (!strcmp(a, "--password-file")) {
-            FILE *f = fopen(v, "r");
-            if (!f || !fgets(w.password, sizeof(w.password), f))
-                return cw_usage();
-            fclose(f);
-            w.password[strcspn(w.password, "\r\n")] = '\0';
-        } else
+        if (cw_option(&w, &o, a, v))
             return cw_usage();
     }
     if (!w.seeds[0])

@@ -65,6 +65,8 @@ BIN=${RDC_BIN:-$top/build/bin}
 . tests/e2e/lib.sh
 # shellcheck source=../tests/e2e/lib_failover.sh
 . tests/e2e/lib_failover.sh
+# shellcheck source=lib_cluster.sh
+. bench/lib_cluster.sh
 
 log() { echo "failover: $*" >&2; }
 now_ms() { date +%s%3N; }
@@ -84,13 +86,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-read -r la1 la5 la15 _ </proc/loadavg
-log "load average at start: $la1 $la5 $la15 ($(nproc) cores); work dir $work"
-"$cluster" status >/dev/null 2>&1 || started=1
-"$cluster" up >&2 || { log "the local control plane did not come up"; exit 1; }
-eval "$("$cluster" env)"
-[ "$(kubectl get nodes -l rdc.local/process-node=true -o name | wc -l)" -ge 3 ] ||
-    { log "no process nodes in $RDC_CLUSTER_DIR (it was up without RDC_CLUSTER_PROCESS_NODES=3: take it down)"; exit 1; }
+bench_cluster_up
 
 # ------------------------------------------------------------------ shared helpers
 # pod_of NS H:P: the pod of NS whose IP is H.
@@ -125,19 +121,7 @@ roles_follow() {
 }
 
 # record KEY=VALUE...: one JSON line into trials.jsonl (values that are integers stay numbers).
-record() {
-    python3 - "$@" >>"$trials" <<'PY'
-import json, sys
-d = {}
-for kv in sys.argv[1:]:
-    k, v = kv.split("=", 1)
-    try:
-        d[k] = int(v)
-    except ValueError:
-        d[k] = v
-print(json.dumps(d))
-PY
-}
+record() { json_line "$@" >>"$trials"; }
 
 # ------------------------------------------------------------------ system: sentinel
 S_NS=rdc-fo-sentinel-$$
@@ -194,17 +178,7 @@ sys_operator_setup() {
         crd/redisclusters.cache.example.com >/dev/null || return 1
     kubectl create namespace "$O_NS" >/dev/null && "$cluster" pin-namespace "$O_NS" >/dev/null || return 1
     wait_until 20 kubectl -n "$O_NS" get serviceaccount default || return 1
-    kubectl apply -f - >/dev/null <<YAML || { echo "the RedisCluster was refused" >"$d/skip"; return 1; }
-apiVersion: cache.example.com/v1
-kind: RedisCluster
-metadata: {name: fo, namespace: $O_NS}
-spec:
-  size: 3
-  image: redis
-  version: "7.2"
-  mode: Replication
-  failover: {downAfter: ${DOWN_AFTER_MS}ms}
-YAML
+    rc_apply_replication fo "$O_NS" "${DOWN_AFTER_MS}ms" || { echo "the RedisCluster was refused" >"$d/skip"; return 1; }
     sup_start "$BIN" "$d/rt" "$d/operator.log" --kubeconfig "$KUBECONFIG" --workers 1 --namespace "$O_NS"
     fo_label_sampler_start "$d" "$O_NS"
     local end=$((SECONDS + OPERATOR_SETUP_WAIT)) p

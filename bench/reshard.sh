@@ -46,11 +46,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-read -r la1 _ <<<"$(cat /proc/loadavg)"
-"$cluster" status >/dev/null 2>&1 || started=1
-"$cluster" up >&2 || { log "the local control plane did not come up"; exit 1; }
-eval "$("$cluster" env)"
-[ "$(kubectl get nodes -l rdc.local/process-node=true -o name | wc -l)" -ge 3 ] || { log "no process nodes"; exit 1; }
+bench_cluster_up
 kubectl apply -f crds/ >/dev/null && kubectl wait --for=condition=Established --timeout=60s \
     crd/redisclusters.cache.example.com >/dev/null || exit 1
 kubectl create namespace "$ns" >/dev/null && "$cluster" pin-namespace "$ns" >/dev/null || exit 1
@@ -83,14 +79,7 @@ empty_shard3() { # redis-cli moves every slot off shard 3's master (the starting
 }
 
 # ---- 1. the cluster and the data -------------------------------------------------------------
-rc_yaml rs "$ns" <<YAML | kubectl apply -f - >/dev/null
-  mode: Cluster
-  size: 8
-  image: redis
-  version: "7.2"
-  cluster: {shards: 4, replicasPerShard: 1}
-  failover: {downAfter: 5s}
-YAML
+rc_apply_cluster rs "$ns" 4 5s
 sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
 wait_until 600 bash -c "kubectl -n $ns get rdc rs -o jsonpath='{.status.phase}' | grep -qx Running" ||
     { log "the cluster did not come up"; exit 1; }

@@ -153,6 +153,35 @@ rc_apply_cache() {
 YAML
 }
 
+# rc_apply_cluster NAME NAMESPACE SHARDS DOWN_AFTER: apply a Cluster-mode RedisCluster of
+# redis 7.2, SHARDS shards of a primary and one replica (size 2 x SHARDS), failover after
+# DOWN_AFTER (a duration, as 2s).
+rc_apply_cluster() {
+    rc_yaml "$1" "$2" <<YAML | kubectl apply -f - >/dev/null
+  mode: Cluster
+  size: $(($3 * 2))
+  image: redis
+  version: "7.2"
+  cluster: {shards: $3, replicasPerShard: 1}
+  failover: {downAfter: $4}
+YAML
+}
+
+# rc_apply_replication NAME NAMESPACE DOWN_AFTER [SPEC]: apply a Replication-mode
+# RedisCluster of redis 7.2, a primary and two replicas, failover after DOWN_AFTER (a
+# duration, as 3s); SPEC, YAML lines indented by two spaces, is added to its spec. Its
+# status is kubectl apply's.
+rc_apply_replication() {
+    rc_yaml "$1" "$2" <<YAML | kubectl apply -f - >/dev/null
+  size: 3
+  image: redis
+  version: "7.2"
+  mode: Replication
+  failover: {downAfter: $3}
+${4:-}
+YAML
+}
+
 # refused DESCRIPTION EXPECTED-SUBSTRING COMMAND...: the command fails and says EXPECTED
 # (one check: not ok when it succeeds, or fails saying something else).
 refused() {

@@ -17,6 +17,10 @@
 #   rs_settled               status.primary answers role master, lists each other pod of
 #                            cache-0..2 as an online replica at its pod IP, is the only
 #                            pod labelled primary, and ReplicationHealthy is True
+#   rs_linked FIELD          status.primary says role master, is the only pod labelled
+#                            primary, and each other pod of cache-0..2 says role slave,
+#                            master_host its IP and master_link_status up, as read by
+#                            the caller's FIELD POD NAME (a field of INFO replication)
 #   rs_updated               every pod runs the StatefulSet's status.updateRevision
 #   rs_events REASON         how many times the Event REASON was recorded (counts summed)
 #   rs_event_count REASON RE how many Events REASON have a message matching RE
@@ -33,18 +37,7 @@ rs_require_process_nodes() {
 rs_start() {
     check "cluster.sh pin-namespace $ns" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns"
     wait_until 20 kubectl -n "$ns" get serviceaccount default
-    kubectl apply -f - >/dev/null <<YAML
-apiVersion: cache.example.com/v1
-kind: RedisCluster
-metadata: {name: cache, namespace: $ns}
-spec:
-  size: 3
-  image: redis
-  version: "7.2"
-  mode: Replication
-  failover: {downAfter: 3s}
-${1:-}
-YAML
+    rc_apply_replication cache "$ns" 3s "${1:-}"
     sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
 }
 rs_writer_start() {
@@ -65,6 +58,15 @@ rs_writer_stop() {
 rs_ip() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.status.podIP}' 2>/dev/null; }
 rs_primary() { kubectl -n "$ns" get rdc cache -o jsonpath='{.status.primary}' 2>/dev/null; }
 rs_labelled() { kubectl -n "$ns" get pods -l cache.example.com/role=primary -o name | sed 's|pod/||' | tr '\n' ' '; }
+rs_linked() {
+    local f=$1 p ip n; p=$(rs_primary); ip=$(rs_ip "$p")
+    [ -n "$p" ] && [ "$("$f" "$p" role)" = master ] && [ "$(rs_labelled)" = "$p " ] || return 1
+    for n in cache-0 cache-1 cache-2; do
+        [ "$n" = "$p" ] && continue
+        [ "$("$f" "$n" role)" = slave ] && [ "$("$f" "$n" master_host)" = "$ip" ] &&
+            [ "$("$f" "$n" master_link_status)" = up ] || return 1
+    done
+}
 rs_settled() {
     local p text n
     p=$(rs_primary)

@@ -23,44 +23,24 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_failover.sh"
+. "$(dirname "$0")/lib_clustermode.sh"
 
 skip_without_process_nodes
 
 ns=rdc-e2e-cm-$$
-e2e_setup clustermode "$ns"
-CW=${RDC_CLUSTERWRITER:-$TOP/${BUILD:-build}/bench/clusterwriter}
-cleanup_more() { _fo_stop "$work/cw.pid" 5; }
-check "clusterwriter built" make -s -C "$TOP" BUILD="${BUILD:-build}" "${BUILD:-build}/bench/clusterwriter"
-check "cluster.sh pin-namespace $ns" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns"
-wait_until 20 kubectl -n "$ns" get serviceaccount default
+cm_setup clustermode "$ns"
 
-pods() { kubectl -n "$ns" get pods -l app.kubernetes.io/instance=cache -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' 2>/dev/null; }
-ip_of() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.status.podIP}' 2>/dev/null; }
-status() { kubectl -n "$ns" get rdc cache -o json 2>/dev/null; }
-seeds() { local p s=""; for p in $(pods); do s="$s${s:+,}$(ip_of "$p"):6379"; done; echo "$s"; }
 shard_primary() { status | jq -r --argjson k "$1" '.status.cluster.shards[]? | select(.index == $k) | .primary // ""'; }
 role_of() { redis-cli -h "$(ip_of "$1")" role 2>/dev/null | head -1; }
 healthy() {
     status | jq -e '.status.phase == "Running" and .status.cluster.state == "ok" and .status.cluster.slotsAssigned == 16384
         and ([.status.cluster.shards[] | select(.primary != "" and ([.replicas[]? | select(.linkUp)] | length) == 1)] | length) == 3' >/dev/null
 }
-cluster_check() { # redis-cli --cluster check from pod $1: covered, nothing open, no warning
-    local out
-    out=$(redis-cli --cluster check "$(ip_of "$1"):6379" 2>&1)
-    grep -q '\[OK\] All 16384 slots covered' <<<"$out" && ! grep -qE '\[WARNING\]|\[ERR\]' <<<"$out"
-}
 export -f pods ip_of status healthy cluster_check shard_primary
 export ns
 
 # ---- 1. bootstrap, the operator killed in the middle ----------------------------------------
-rc_yaml cache "$ns" <<YAML | kubectl apply -f - >/dev/null
-  mode: Cluster
-  size: 6
-  image: redis
-  version: "7.2"
-  cluster: {shards: 3, replicasPerShard: 1}
-  failover: {downAfter: 2s}
-YAML
+rc_apply_cluster cache "$ns" 3 2s
 check "the RedisCluster is taken (size 6 = 3 x (1 + 1))" kubectl -n "$ns" get rdc cache
 sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
 check "six pods in three StatefulSets" wait_until 120 bash -c "test \$(kubectl -n $ns get sts -l app.kubernetes.io/instance=cache -o name | wc -l) = 3 && test \$(pods | wc -l) = 6"
@@ -110,21 +90,7 @@ refuse=$(kubectl -n "$ns" patch rdc cache --type=merge -p '{"spec":{"mode":"Repl
 check "a change of mode refused" bash -c "printf '%s' \"\$1\" | grep -q 'cannot change to or from Cluster mode'" _ "$refuse"
 
 # ---- the writer ------------------------------------------------------------------------------
-writer_start() {
-    _fo_start "$work/cw.pid" "$work/cw.out" "$work/cw.err" "$CW" write --seeds "$(seeds)" \
-        --acks "$work/acks.txt" --events "$work/events.jsonl" --prefix "$1" --rate 200 --replicas 1 --wait-ms 200
-    check "the writer's writes are acknowledged" wait_until 15 bash -c "test \"\$(wc -l <$work/acks.txt 2>/dev/null || echo 0)\" -ge 100"
-}
-writer_stop() { _fo_stop "$work/cw.pid" 5; cat "$work/cw.out"; }
-verify_acks() {
-    local out
-    out=$("$CW" verify --seeds "$(seeds)" --acks "$work/acks.txt" 2>&1)
-    echo "# $1: verify: $out"
-    check "$1: every acknowledged write is there ($out)" bash -c "echo '$out' | grep -q 'missing=0 wrong=0'"
-}
-# the longest time between two writes Redis accepted (SET +OK, WAIT aside): the pause a
-# client sees; the writer retries a failed key, so a stall on one shard shows here
-accept_gap_ms() { jq -s '[.[] | select(.ev == "stop") | .longest_gap_ms] | max // -1' "$work/events.jsonl"; }
+# (writer_start, writer_stop, verify_acks, accept_gap_ms: lib_clustermode.sh)
 gap_ms() { # the longest time from a failure's last acknowledged write to the next one
     jq -s '[.[] | select(.ev == "fail" or .ev == "ack")] as $e | reduce range(0; $e | length) as $i ({last: null, max: 0};
         if $e[$i].ev == "fail" then .last = $e[$i].last_ack elif .last != null then .max = ([.max, $e[$i].t - .last] | max) | .last = null else . end) | .max' "$work/events.jsonl"

@@ -51,17 +51,8 @@ rs_start "  # one pod per process node, so losing the primary's node loses nothi
 info() { redis-cli -h "$(rs_ip "$1")" info replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"; }
 healthy() { kubectl -n "$ns" get rdc cache -o json | jq -e '.status.conditions[] | select(.type=="ReplicationHealthy" and .status=="True")' >/dev/null; }
 # settled: status.primary is a master, the only pod labelled primary, the two others linked to it.
-settled() {
-    local p ip n; p=$(rs_primary); ip=$(rs_ip "$p")
-    [ -n "$p" ] && [ "$(info "$p" role)" = master ] && [ "$(rs_labelled)" = "$p " ] || return 1
-    for n in cache-0 cache-1 cache-2; do
-        [ "$n" = "$p" ] && continue
-        [ "$(info "$n" role)" = slave ] && [ "$(info "$n" master_host)" = "$ip" ] &&
-            [ "$(info "$n" master_link_status)" = up ] || return 1
-    done
-    healthy
-}
-export -f rs_ip info rs_primary rs_labelled healthy settled
+settled() { rs_linked info && healthy; }
+export -f rs_ip info rs_primary rs_labelled rs_linked healthy settled
 export ns
 
 check "cache is Running" wait_until 300 sh -c "kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}' | grep -qx Running"

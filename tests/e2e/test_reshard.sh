@@ -17,22 +17,14 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_failover.sh"
+. "$(dirname "$0")/lib_clustermode.sh"
 
 skip_without_process_nodes
 
 ns=rdc-e2e-rs-$$
-e2e_setup reshard "$ns"
-CW=${RDC_CLUSTERWRITER:-$TOP/${BUILD:-build}/bench/clusterwriter}
+cm_setup reshard "$ns"
 RESHARD_GAP_BOUND_MS=${RESHARD_GAP_BOUND_MS:-10000}
-cleanup_more() { _fo_stop "$work/cw.pid" 5; }
-check "clusterwriter built" make -s -C "$TOP" BUILD="${BUILD:-build}" "${BUILD:-build}/bench/clusterwriter"
-check "cluster.sh pin-namespace $ns" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns"
-wait_until 20 kubectl -n "$ns" get serviceaccount default
 
-pods() { kubectl -n "$ns" get pods -l app.kubernetes.io/instance=cache -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' 2>/dev/null; }
-ip_of() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.status.podIP}' 2>/dev/null; }
-status() { kubectl -n "$ns" get rdc cache -o json 2>/dev/null; }
-seeds() { local p s=""; for p in $(pods); do s="$s${s:+,}$(ip_of "$p"):6379"; done; echo "$s"; }
 # healthy N: Running, N shards each with its primary and one linked replica, nothing to move
 healthy() {
     status | jq -e --argjson n "$1" '.status.phase == "Running" and .status.cluster.state == "ok"
@@ -45,41 +37,20 @@ shares() {
     status | jq -e --argjson n "$1" '[.status.cluster.shards[].slots | split(",") | map(split("-") | map(tonumber) | if length == 2 then .[1] - .[0] + 1 else 1 end) | add]
         | (min >= (16384 / $n | floor)) and (max <= (16384 / $n | floor) + 1) and (add == 16384)' >/dev/null
 }
-cluster_check() { # redis-cli --cluster check from pod $1: covered, nothing open, no warning
-    local out
-    out=$(redis-cli --cluster check "$(ip_of "$1"):6379" 2>&1)
-    grep -q '\[OK\] All 16384 slots covered' <<<"$out" && ! grep -qE '\[WARNING\]|\[ERR\]' <<<"$out"
-}
 export -f pods ip_of status healthy shares cluster_check
 export ns
 
-writer_start() {
-    _fo_start "$work/cw.pid" "$work/cw.out" "$work/cw.err" "$CW" write --seeds "$(seeds)" \
-        --acks "$work/acks.txt" --events "$work/events.jsonl" --prefix "$1" --rate 200 --replicas 1 --wait-ms 200
-    check "the writer's writes are acknowledged" wait_until 15 bash -c "test \"\$(wc -l <$work/acks.txt 2>/dev/null || echo 0)\" -ge 100"
-}
-writer_stop() { _fo_stop "$work/cw.pid" 5; cat "$work/cw.out"; }
-verify_acks() {
+# verify_all LABEL: the acknowledged writes (verify_acks), then the 20,000 keys filled
+verify_all() {
     local out
-    out=$("$CW" verify --seeds "$(seeds)" --acks "$work/acks.txt" 2>&1)
-    echo "# $1: verify: $out"
-    check "$1: every acknowledged write is there ($out)" bash -c "echo '$out' | grep -q 'missing=0 wrong=0'"
+    verify_acks "$1"
     out=$("$CW" verify --seeds "$(seeds)" --count 20000 --prefix fill: --value-bytes 64 2>&1)
     check "$1: the 20,000 keys filled before are there ($out)" bash -c "echo '$out' | grep -q 'missing=0 wrong=0'"
 }
-# the longest time from one SET Redis accepted to the next (the writer's own count)
-accept_gap_ms() { jq -s '[.[] | select(.ev == "stop") | .longest_gap_ms] | max // -1' "$work/events.jsonl"; }
 patch_shards() { kubectl -n "$ns" patch rdc cache --type=merge -p "{\"spec\":{\"size\":$(($1 * 2)),\"cluster\":{\"shards\":$1}}}"; }
 
 # ---- the cluster ------------------------------------------------------------------------------
-rc_yaml cache "$ns" <<YAML | kubectl apply -f - >/dev/null
-  mode: Cluster
-  size: 6
-  image: redis
-  version: "7.2"
-  cluster: {shards: 3, replicasPerShard: 1}
-  failover: {downAfter: 2s}
-YAML
+rc_apply_cluster cache "$ns" 3 2s
 sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
 check "3 shards healthy" wait_until 300 healthy 3
 out=$("$CW" fill --seeds "$(seeds)" --count 20000 --prefix fill: --value-bytes 64 2>&1)
@@ -102,7 +73,7 @@ moved=$(status | jq '.status.cluster.slotsMoved // 0')
 check "status.cluster.slotsMoved says slots moved ($moved)" test "$moved" -gt 0
 check "ClusterReshard Events" bash -c "kubectl -n $ns get events --field-selector reason=ClusterReshard -o name | grep -q ."
 echo "# writer: $(writer_stop)"
-verify_acks "3 -> 5"
+verify_all "3 -> 5"
 gap=$(accept_gap_ms)
 echo "# 3 -> 5: longest time between accepted SETs $gap ms"
 check "3 -> 5: the writer saw its pauses (longest_gap_ms)" test "$gap" -gt 0
@@ -119,7 +90,7 @@ check "6 pods left" wait_until 120 bash -c "test \$(pods | wc -l) = 6"
 check "every node knows 6 nodes" wait_until 60 bash -c "for p in \$(pods); do test \$(redis-cli -h \$(ip_of \$p) cluster nodes | wc -l) = 6 || exit 1; done"
 check "redis-cli --cluster check: all slots covered, none open" cluster_check "$(pods | head -1)"
 echo "# writer: $(writer_stop)"
-verify_acks "5 -> 3"
+verify_all "5 -> 3"
 gap=$(accept_gap_ms)
 echo "# 5 -> 3: longest time between accepted SETs $gap ms"
 check "5 -> 3: the writer saw its pauses (longest_gap_ms)" test "$gap" -gt 0

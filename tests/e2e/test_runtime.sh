@@ -251,19 +251,17 @@ check "redis-server exits on SIGTERM: its pod (grace 30 s) is removed in ${secs}
 check "no process of it is left and the PID file is gone" bash -c "! kill -0 $pid 2>/dev/null && [ ! -e '$STATE/pids/${NS}_r_redis.pid' ]"
 
 # ---------------------------------------------------------------- StatefulSet + PVCs
-k apply -n "$NS" -f - >/dev/null <<'EOF'
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: st}
-spec:
-  serviceName: st
-  replicas: 3
-  selector: {matchLabels: {app: st}}
-  template:
-    metadata: {labels: {app: st}}
-    spec:
-      terminationGracePeriodSeconds: 10
-      containers:
+# workload KIND NAME REPLICAS GRACE: the manifest (stdout) of an apps/v1 KIND of REPLICAS
+# pods labelled app=NAME, terminationGracePeriodSeconds GRACE; stdin is the rest: its
+# containers (items indented six spaces), then any more of its spec (two spaces).
+workload() {
+  printf 'apiVersion: apps/v1\nkind: %s\nmetadata: {name: %s}\nspec:\n  replicas: %s\n' "$1" "$2" "$3"
+  printf '  selector: {matchLabels: {app: %s}}\n  template:\n    metadata: {labels: {app: %s}}\n' "$2" "$2"
+  printf '    spec:\n      terminationGracePeriodSeconds: %s\n      containers:\n' "$4"
+  cat
+}
+
+workload StatefulSet st 3 10 <<'EOF' | k apply -n "$NS" -f - >/dev/null
       - name: redis
         image: redis:7.2
         command: [redis-server, --appendonly, "yes", --dir, /data]
@@ -274,6 +272,7 @@ spec:
         livenessProbe:
           tcpSocket: {port: 6379}
           periodSeconds: 5
+  serviceName: st
   volumeClaimTemplates:
   - metadata: {name: data}
     spec:
@@ -331,7 +330,8 @@ else
   crd_pre=0; k get crd redisclusters.cache.example.com >/dev/null 2>&1 && crd_pre=1
   mkdir -p "$tmp/op"
   "$root/deploy/gen-certs.sh" -o "$tmp/certs" >/dev/null 2>&1
-  cat >"$tmp/op/kustomization.yaml" <<'EOF'
+  {
+    cat <<'EOF'
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -340,19 +340,12 @@ patches:
 - target: {kind: Deployment, name: rediscluster-operator}
   patch: |
     - {op: replace, path: /spec/replicas, value: 1}
-- target: {kind: ValidatingWebhookConfiguration}
-  patch: |
-    $patch: delete
-    apiVersion: admissionregistration.k8s.io/v1
-    kind: ValidatingWebhookConfiguration
-    metadata: {name: any}
-- target: {kind: MutatingWebhookConfiguration}
-  patch: |
-    $patch: delete
-    apiVersion: admissionregistration.k8s.io/v1
-    kind: MutatingWebhookConfiguration
-    metadata: {name: any}
 EOF
+    for kind in ValidatingWebhookConfiguration MutatingWebhookConfiguration; do
+      printf -- '- target: {kind: %s}\n  patch: |\n    $patch: delete\n' "$kind"
+      printf '    apiVersion: admissionregistration.k8s.io/v1\n    kind: %s\n    metadata: {name: any}\n' "$kind"
+    done
+  } >"$tmp/op/kustomization.yaml"
   k create namespace "$OPNS" >/dev/null 2>&1
   "$cluster" pin-namespace "$OPNS" >/dev/null 2>&1
   check "kubectl apply -k deploy/ (gen-certs overlay, 1 replica, no webhook configurations)" k apply -k "$tmp/op"
@@ -425,18 +418,7 @@ max=${RDC_RUNTIME_MAX_PODS:-30}
 running_now=$(k get pods -A -o json | jq '[.items[] | select((.spec.nodeName // "") | startswith("proc-node-"))
   | select(.status.phase!="Succeeded" and .status.phase!="Failed")] | length')
 want=$((max - running_now + 2))
-k apply -n "$NS" -f - >/dev/null <<EOF
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata: {name: many}
-spec:
-  replicas: $want
-  selector: {matchLabels: {app: many}}
-  template:
-    metadata: {labels: {app: many}}
-    spec:
-      terminationGracePeriodSeconds: 1
-      containers:
+workload ReplicaSet many "$want" 1 <<'EOF' | k apply -n "$NS" -f - >/dev/null
       - {name: main, image: busybox:1.36, command: [sleep, "3600"]}
 EOF
 over_max() {

@@ -137,15 +137,7 @@ field() { cli "$(rs_ip "$1")" info replication | sed -n "s/^$2://p"; }
 cond() { kubectl -n "$ns" get rdc cache -o json | jq -r --arg t "$1" '.status.conditions[] | select(.type == $t) | .'"$2"; }
 # tls_settled: status.primary is a master over TLS, the only pod labelled primary, the
 # other two linked to it.
-tls_settled() {
-    local p ip n; p=$(rs_primary); ip=$(rs_ip "$p")
-    [ -n "$p" ] && [ "$(field "$p" role)" = master ] && [ "$(rs_labelled)" = "$p " ] || return 1
-    for n in cache-0 cache-1 cache-2; do
-        [ "$n" = "$p" ] && continue
-        [ "$(field "$n" role)" = slave ] && [ "$(field "$n" master_host)" = "$ip" ] &&
-            [ "$(field "$n" master_link_status)" = up ] || return 1
-    done
-}
+tls_settled() { rs_linked field; }
 # The checks of section 1, each a function of this shell.
 plain_refused() { ! timeout 5 redis-cli -h "$1" -p 6379 -a "$PW" --no-auth-warning ping 2>&1 | grep -q PONG; }
 no_cert_refused() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A Redis client over TLS for tests/e2e/test_tls.sh (bench/ackwriter speaks plain text
-only: Debian's hiredis has no TLS). Python's ssl module and a few lines of RESP, nothing
+only: Debian's hiredis has no TLS). Python's ssl module and a few lines of RESP (resp.py), nothing
 installed beside python3.
 
   tls_client.py write  --addr-file F --acks FILE --ca CA [--cert C --key K] [--password-file P]
@@ -27,6 +27,8 @@ import socket
 import ssl
 import sys
 import time
+
+from resp import RespConn
 
 stop = False
 
@@ -58,24 +60,12 @@ def connect(a, addr, timeout=1.0):
     return conn
 
 
-class Conn:
-    def __init__(self, s):
-        self.s, self.buf = s, b""
-
+class Conn(RespConn):
     def close(self):
         try:
-            self.s.close()
+            self.sock.close()
         except OSError:
             pass
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            chunk = self.s.recv(65536)
-            if not chunk:
-                raise OSError("connection closed")
-            self.buf += chunk
-        ln, self.buf = self.buf.split(b"\r\n", 1)
-        return ln
 
     def reply(self):
         ln = self.line()
@@ -88,25 +78,10 @@ class Conn:
             return int(rest)
         if t == b"$":
             n = int(rest)
-            if n < 0:
-                return None
-            while len(self.buf) < n + 2:
-                chunk = self.s.recv(65536)
-                if not chunk:
-                    raise OSError("connection closed")
-                self.buf += chunk
-            v, self.buf = self.buf[:n], self.buf[n + 2:]
-            return v.decode()
+            return None if n < 0 else self.exact(n).decode()
         if t == b"*":
             return [self.reply() for _ in range(int(rest))]
         raise OSError("protocol error")
-
-    def send(self, *args):
-        out = b"*%d\r\n" % len(args)
-        for x in args:
-            x = str(x).encode()
-            out += b"$%d\r\n%s\r\n" % (len(x), x)
-        self.s.sendall(out)
 
     def call(self, *args):
         self.send(*args)

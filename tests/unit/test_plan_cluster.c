@@ -94,39 +94,96 @@ static json_object *pod(int i, const char *role)
                   i + 1);
 }
 
-/* An observation of the six nodes: healthy (3 masters with their slots, each followed by
- * its replica) or fresh (each knows only itself). */
-static json_object *observation(int healthy)
+/* A node of observation_of: pod i's Redis, a master (of = -1) with slots, or a replica of
+ * node of; alone: it knows only itself (reset, or fresh). */
+typedef struct {
+    int of;
+    const char *slots;
+    int alone;
+} onode_t;
+
+/* Three shards, each a master with its slots followed by its replica (the first six: a
+ * healthy cluster), then a fourth shard's two nodes met, without slots. */
+static const onode_t MET[8] = {{-1, "0-5460", 0},     {0, NULL, 0}, {-1, "5461-10922", 0}, {2, NULL, 0},
+                               {-1, "10923-16383", 0}, {4, NULL, 0}, {-1, NULL, 0},        {6, NULL, 0}};
+/* Six fresh nodes: each knows only itself. */
+static const onode_t FRESH[6] = {{-1, NULL, 1}, {-1, NULL, 1}, {-1, NULL, 1},
+                                 {-1, NULL, 1}, {-1, NULL, 1}, {-1, NULL, 1}};
+
+/* The observation of n pods' nodes (pod i = c-shard<i/2>-<i%2> at 10.0.0.(i+1), id IDS[i]),
+ * each saying cluster_state state. */
+static json_object *observation_of(const onode_t *nodes, int n, const char *state)
 {
-    static const char *const slots[3] = {"0-5460", "5461-10922", "10923-16383"};
-    json_object *obs = json_object_new_object(), *nodes = json_object_new_array();
-    for (int i = 0; i < 6; i++) {
-        char view[4096] = "", line[512];
-        for (int j = 0; j < 6; j++) {
-            if (!healthy && j != i)
+    json_object *obs = json_object_new_object(), *arr = json_object_new_array();
+    for (int i = 0; i < n; i++) {
+        char view[8192] = "", line[512];
+        for (int j = 0; j < n; j++) {
+            if (j != i && (nodes[i].alone || nodes[j].alone))
                 continue;
-            int master = j % 2 == 0;
             snprintf(line, sizeof(line), "%s 10.0.0.%d:6379@16379 %s%s %s 0 0 1 connected %s\n", IDS[j], j + 1,
-                     j == i ? "myself," : "", !healthy || master ? "master" : "slave",
-                     !healthy || master ? "-" : IDS[j - 1], healthy && master ? slots[j / 2] : "");
+                     j == i ? "myself," : "", nodes[j].of < 0 ? "master" : "slave",
+                     nodes[j].of < 0 ? "-" : IDS[nodes[j].of], nodes[j].slots ? nodes[j].slots : "");
             strcat(view, line); /* banned-ok: a test's fixed-size text */
         }
-        json_object *n = json_object_new_object(), *cl = json_object_new_object();
+        json_object *o = json_object_new_object(), *cl = json_object_new_object();
         char p[32], ip[32];
         snprintf(p, sizeof(p), "c-shard%d-%d", i / 2, i % 2);
         snprintf(ip, sizeof(ip), "10.0.0.%d", i + 1);
-        json_object_object_add(n, "pod", json_object_new_string(p));
-        json_object_object_add(n, "ip", json_object_new_string(ip));
-        json_object_object_add(n, "reachable", json_object_new_boolean(1));
-        json_object_object_add(n, "linkUp", json_object_new_boolean(healthy && i % 2));
-        json_object_object_add(n, "offset", json_object_new_int(100));
+        json_object_object_add(o, "pod", json_object_new_string(p));
+        json_object_object_add(o, "ip", json_object_new_string(ip));
+        json_object_object_add(o, "reachable", json_object_new_boolean(1));
+        json_object_object_add(o, "linkUp", json_object_new_boolean(nodes[i].of >= 0));
+        json_object_object_add(o, "offset", json_object_new_int(100));
         json_object_object_add(cl, "nodes", json_object_new_string(view));
-        json_object_object_add(cl, "state", json_object_new_string(healthy ? "ok" : "fail"));
-        json_object_object_add(n, "cluster", cl);
-        json_object_array_add(nodes, n);
+        json_object_object_add(cl, "state", json_object_new_string(state));
+        json_object_object_add(o, "cluster", cl);
+        json_object_array_add(arr, o);
     }
-    json_object_object_add(obs, "nodes", nodes);
+    json_object_object_add(obs, "nodes", arr);
     return obs;
+}
+
+/* What a plan of a cluster whose children are in place reads: the RedisCluster, its
+ * children (children()), its pods and the observation of their nodes. */
+typedef struct {
+    json_object *rc, *cm, *svc, *sts, *pdbs, *pods, *obs;
+} world_t;
+
+/* rc parsed from rc_json and its children rendered; no pod yet (an empty array) and no
+ * observation (the test adds them). */
+static void world_open(world_t *w, const char *rc_json)
+{
+    w->rc = parse(rc_json);
+    w->cm = w->svc = NULL;
+    w->sts = json_object_new_array();
+    w->pdbs = json_object_new_array();
+    children(w->rc, &w->cm, &w->svc, w->sts, w->pdbs);
+    w->pods = json_object_new_array();
+    w->obs = NULL;
+}
+
+/* The plan of w at T1; the caller destroys it. */
+static plan_t *world_plan(const world_t *w)
+{
+    plan_observed_t more = {
+        .members = w->pods, .redis = w->obs, .shard_statefulsets = w->sts, .shard_budgets = w->pdbs};
+    return plan_compute_children(w->rc, &(plan_children_t){w->cm, w->svc, NULL, NULL}, &more, T1);
+}
+
+/* world_plan, not NULL (else the test stops), its actions as text in out (actions_text). */
+static plan_t *world_plan_text(const world_t *w, char *out, size_t len)
+{
+    plan_t *p = world_plan(w);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    actions_text(p, out, len);
+    return p;
+}
+
+static void world_close(world_t *w)
+{
+    json_object *all[] = {w->rc, w->cm, w->svc, w->sts, w->pdbs, w->pods, w->obs};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        json_object_put(all[i]);
 }
 
 /* A new cluster: the ConfigMap, the Service, a StatefulSet and a PDB per shard; no
@@ -191,28 +248,20 @@ static plan_t *meet_plan(const char *cmd, int probed_ago)
         snprintf(status, sizeof(status), ",\"status\":{\"lastRedisCommandTime\":\"%s\"}", cmd);
     char text[1024];
     snprintf(text, sizeof(text), RC_JSON("%s"), status);
-    json_object *rc = parse(text);
-    json_object *cm = NULL, *svc = NULL, *sts = json_object_new_array(), *pdbs = json_object_new_array();
-    children(rc, &cm, &svc, sts, pdbs);
-    json_object *pods = json_object_new_array(), *obs = observation(0);
+    world_t w;
+    world_open(&w, text);
+    w.obs = observation_of(FRESH, 6, "fail");
     if (probed_ago >= 0)
-        json_object_object_add(obs, "observedAt", json_object_new_string("2024-05-01T11:59:59.800Z"));
-    json_object *nodes = json_object_object_get(obs, "nodes");
+        json_object_object_add(w.obs, "observedAt", json_object_new_string("2024-05-01T11:59:59.800Z"));
+    json_object *nodes = json_object_object_get(w.obs, "nodes");
     for (int i = 0; i < 6; i++) {
-        json_object_array_add(pods, pod(i, NULL));
+        json_object_array_add(w.pods, pod(i, NULL));
         if (probed_ago >= 0)
             json_object_object_add(json_object_array_get_idx(nodes, i), "probedAgoMs",
                                    json_object_new_int(probed_ago));
     }
-    plan_observed_t more = {.members = pods, .redis = obs, .shard_statefulsets = sts, .shard_budgets = pdbs};
-    plan_t *p = plan_compute_children(rc, &(plan_children_t){cm, svc, NULL, NULL}, &more, T1);
-    json_object_put(obs);
-    json_object_put(pods);
-    json_object_put(rc);
-    json_object_put(cm);
-    json_object_put(svc);
-    json_object_put(sts);
-    json_object_put(pdbs);
+    plan_t *p = world_plan(&w);
+    world_close(&w);
     return p;
 }
 
@@ -275,17 +324,13 @@ static void test_freshness(void)
  * ClusterHealthy True; then, with the status and labels in place, nothing at all. */
 static void test_healthy_is_running(void)
 {
-    json_object *rc = parse(RC_JSON(""));
-    json_object *cm = NULL, *svc = NULL, *sts = json_object_new_array(), *pdbs = json_object_new_array();
-    children(rc, &cm, &svc, sts, pdbs);
-    json_object *pods = json_object_new_array(), *obs = observation(1);
+    world_t w;
+    world_open(&w, RC_JSON(""));
+    w.obs = observation_of(MET, 6, "ok");
     for (int i = 0; i < 6; i++)
-        json_object_array_add(pods, pod(i, NULL));
-    plan_observed_t more = {.members = pods, .redis = obs, .shard_statefulsets = sts, .shard_budgets = pdbs};
-    plan_t *p = plan_compute_children(rc, &(plan_children_t){cm, svc, NULL, NULL}, &more, T1);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        json_object_array_add(w.pods, pod(i, NULL));
     char text[8192];
-    actions_text(p, text, sizeof(text));
+    plan_t *p = world_plan_text(&w, text, sizeof(text));
     CU_ASSERT_PTR_NULL(strstr(text, "redis "));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "labelPod pods c-shard0-0\n"));
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Running");
@@ -303,99 +348,42 @@ static void test_healthy_is_running(void)
     plan_destroy(&p);
     char rcj[32768];
     snprintf(rcj, sizeof(rcj), RC_JSON("%s"), status);
-    json_object *rc2 = parse(rcj);
-    json_object_put(pods);
-    pods = json_object_new_array();
+    json_object_put(w.rc);
+    w.rc = parse(rcj);
+    json_object_put(w.pods);
+    w.pods = json_object_new_array();
     for (int i = 0; i < 6; i++)
-        json_object_array_add(pods, pod(i, i % 2 ? "replica" : "primary"));
-    more.members = pods;
-    p = plan_compute_children(rc2, &(plan_children_t){cm, svc, NULL, NULL}, &more, T1);
+        json_object_array_add(w.pods, pod(i, i % 2 ? "replica" : "primary"));
+    p = world_plan(&w);
     CU_ASSERT_EQUAL(plan_action_count(p), 0);
     actions_text(p, text, sizeof(text));
     if (plan_action_count(p))
         fprintf(stderr, "\n%s", text);
     plan_destroy(&p);
-    json_object_put(rc2);
-    json_object_put(obs);
-    json_object_put(pods);
-    json_object_put(rc);
-    json_object_put(cm);
-    json_object_put(svc);
-    json_object_put(sts);
-    json_object_put(pdbs);
+    world_close(&w);
 }
 
 /* A rollout (a pod of an old revision): the outdated replica of the highest index goes,
  * with its uid as precondition. */
 static void test_rollout_deletes_a_replica(void)
 {
-    json_object *rc = parse(RC_JSON(",\"status\":{\"cluster\":{\"bootstrapped\":true}}"));
-    json_object *cm = NULL, *svc = NULL, *sts = json_object_new_array(), *pdbs = json_object_new_array();
-    children(rc, &cm, &svc, sts, pdbs);
-    for (size_t k = 0; k < json_object_array_length(sts); k++) /* every shard has a new revision */
-        json_object_object_add(json_object_object_get(json_object_array_get_idx(sts, k), "status"),
+    world_t w;
+    world_open(&w, RC_JSON(",\"status\":{\"cluster\":{\"bootstrapped\":true}}"));
+    for (size_t k = 0; k < json_object_array_length(w.sts); k++) /* every shard has a new revision */
+        json_object_object_add(json_object_object_get(json_object_array_get_idx(w.sts, k), "status"),
                                "updateRevision", json_object_new_string("r2"));
-    json_object *pods = json_object_new_array(), *obs = observation(1);
+    w.obs = observation_of(MET, 6, "ok");
     for (int i = 0; i < 6; i++)
-        json_object_array_add(pods, pod(i, i % 2 ? "replica" : "primary"));
-    plan_observed_t more = {.members = pods, .redis = obs, .shard_statefulsets = sts, .shard_budgets = pdbs};
-    plan_t *p = plan_compute_children(rc, &(plan_children_t){cm, svc, NULL, NULL}, &more, T1);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        json_object_array_add(w.pods, pod(i, i % 2 ? "replica" : "primary"));
     char text[8192];
-    actions_text(p, text, sizeof(text));
+    plan_t *p = world_plan_text(&w, text, sizeof(text));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "delete pods c-shard2-1\n"));
     CU_ASSERT_TRUE(has_event(p, "RolledPod"));
     for (size_t i = 0; i < plan_action_count(p); i++)
         if (plan_action(p, i)->kind == PLAN_DELETE)
             CU_ASSERT_STRING_EQUAL(str_at(plan_action(p, i)->body, "preconditions uid"), "pod-uid-5");
     plan_destroy(&p);
-    json_object_put(obs);
-    json_object_put(pods);
-    json_object_put(rc);
-    json_object_put(cm);
-    json_object_put(svc);
-    json_object_put(sts);
-    json_object_put(pdbs);
-}
-
-/* A node of observation_of: pod i's Redis, a master (of = -1) with slots, or a replica of
- * node of; alone: it knows only itself (reset, or fresh). */
-typedef struct {
-    int of;
-    const char *slots;
-    int alone;
-} onode_t;
-
-/* The observation of n pods' nodes (pod i = c-shard<i/2>-<i%2> at 10.0.0.(i+1), id IDS[i]). */
-static json_object *observation_of(const onode_t *nodes, int n)
-{
-    json_object *obs = json_object_new_object(), *arr = json_object_new_array();
-    for (int i = 0; i < n; i++) {
-        char view[8192] = "", line[512];
-        for (int j = 0; j < n; j++) {
-            if (j != i && (nodes[i].alone || nodes[j].alone))
-                continue;
-            snprintf(line, sizeof(line), "%s 10.0.0.%d:6379@16379 %s%s %s 0 0 1 connected %s\n", IDS[j], j + 1,
-                     j == i ? "myself," : "", nodes[j].of < 0 ? "master" : "slave",
-                     nodes[j].of < 0 ? "-" : IDS[nodes[j].of], nodes[j].slots ? nodes[j].slots : "");
-            strcat(view, line); /* banned-ok: a test's fixed-size text */
-        }
-        json_object *o = json_object_new_object(), *cl = json_object_new_object();
-        char p[32], ip[32];
-        snprintf(p, sizeof(p), "c-shard%d-%d", i / 2, i % 2);
-        snprintf(ip, sizeof(ip), "10.0.0.%d", i + 1);
-        json_object_object_add(o, "pod", json_object_new_string(p));
-        json_object_object_add(o, "ip", json_object_new_string(ip));
-        json_object_object_add(o, "reachable", json_object_new_boolean(1));
-        json_object_object_add(o, "linkUp", json_object_new_boolean(nodes[i].of >= 0));
-        json_object_object_add(o, "offset", json_object_new_int(100));
-        json_object_object_add(cl, "nodes", json_object_new_string(view));
-        json_object_object_add(cl, "state", json_object_new_string("ok"));
-        json_object_object_add(o, "cluster", cl);
-        json_object_array_add(arr, o);
-    }
-    json_object_object_add(obs, "nodes", arr);
-    return obs;
+    world_close(&w);
 }
 
 #define RC4_JSON                                                                                                 \
@@ -410,17 +398,13 @@ static json_object *observation_of(const onode_t *nodes, int n)
  * with its Event; not Running while slots are to move; looked at again soon. */
 static void test_scale_out_moves_slots(void)
 {
-    json_object *rc = parse(RC4_JSON);
-    json_object *cm = NULL, *svc = NULL, *sts = json_object_new_array(), *pdbs = json_object_new_array();
-    children(rc, &cm, &svc, sts, pdbs);
-    CU_ASSERT_EQUAL(json_object_array_length(sts), 4);
-    static const onode_t nodes[8] = {{-1, "0-5460", 0},     {0, NULL, 0}, {-1, "5461-10922", 0}, {2, NULL, 0},
-                                     {-1, "10923-16383", 0}, {4, NULL, 0}, {-1, NULL, 0},        {6, NULL, 0}};
-    json_object *pods = json_object_new_array(), *obs = observation_of(nodes, 8);
+    world_t w;
+    world_open(&w, RC4_JSON);
+    CU_ASSERT_EQUAL(json_object_array_length(w.sts), 4);
+    w.obs = observation_of(MET, 8, "ok");
     for (int i = 0; i < 8; i++)
-        json_object_array_add(pods, pod(i, i % 2 ? "replica" : i < 6 ? "primary" : NULL));
-    plan_observed_t more = {.members = pods, .redis = obs, .shard_statefulsets = sts, .shard_budgets = pdbs};
-    plan_t *p = plan_compute_children(rc, &(plan_children_t){cm, svc, NULL, NULL}, &more, T1);
+        json_object_array_add(w.pods, pod(i, i % 2 ? "replica" : i < 6 ? "primary" : NULL));
+    plan_t *p = world_plan(&w);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     const plan_action_t *mv = NULL;
     int moves = 0;
@@ -448,13 +432,7 @@ static void test_scale_out_moves_slots(void)
     CU_ASSERT_STRING_EQUAL(str_at(ch, "status"), "False");
     CU_ASSERT_STRING_EQUAL(str_at(ch, "reason"), "Resharding");
     plan_destroy(&p);
-    json_object_put(obs);
-    json_object_put(pods);
-    json_object_put(rc);
-    json_object_put(cm);
-    json_object_put(svc);
-    json_object_put(sts);
-    json_object_put(pdbs);
+    world_close(&w);
 }
 
 /* A copy of shard 2's object in arr as shard 3's, with a uid. */
@@ -473,21 +451,17 @@ static void add_shard3(json_object *arr, const char *uid)
  * children untouched. */
 static void test_scale_in_drops_the_shard(void)
 {
-    json_object *rc = parse(RC_JSON(",\"status\":{\"cluster\":{\"bootstrapped\":true}}"));
-    json_object *cm = NULL, *svc = NULL, *sts = json_object_new_array(), *pdbs = json_object_new_array();
-    children(rc, &cm, &svc, sts, pdbs);
-    add_shard3(sts, "sts-uid-3");
-    add_shard3(pdbs, "pdb-uid-3");
-    static const onode_t nodes[8] = {{-1, "0-5460", 0},     {0, NULL, 0}, {-1, "5461-10922", 0}, {2, NULL, 0},
-                                     {-1, "10923-16383", 0}, {4, NULL, 0}, {-1, NULL, 1},        {-1, NULL, 1}};
-    json_object *pods = json_object_new_array(), *obs = observation_of(nodes, 8);
+    world_t w;
+    world_open(&w, RC_JSON(",\"status\":{\"cluster\":{\"bootstrapped\":true}}"));
+    add_shard3(w.sts, "sts-uid-3");
+    add_shard3(w.pdbs, "pdb-uid-3");
+    static const onode_t retired[8] = {{-1, "0-5460", 0},     {0, NULL, 0}, {-1, "5461-10922", 0}, {2, NULL, 0},
+                                       {-1, "10923-16383", 0}, {4, NULL, 0}, {-1, NULL, 1},        {-1, NULL, 1}};
+    w.obs = observation_of(retired, 8, "ok");
     for (int i = 0; i < 8; i++)
-        json_object_array_add(pods, pod(i, i < 6 ? (i % 2 ? "replica" : "primary") : NULL));
-    plan_observed_t more = {.members = pods, .redis = obs, .shard_statefulsets = sts, .shard_budgets = pdbs};
-    plan_t *p = plan_compute_children(rc, &(plan_children_t){cm, svc, NULL, NULL}, &more, T1);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        json_object_array_add(w.pods, pod(i, i < 6 ? (i % 2 ? "replica" : "primary") : NULL));
     char text[8192];
-    actions_text(p, text, sizeof(text));
+    plan_t *p = world_plan_text(&w, text, sizeof(text));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "delete statefulsets c-shard3\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "delete poddisruptionbudgets c-shard3\n"));
     CU_ASSERT_PTR_NULL(strstr(text, "c-shard2\n")); /* the others untouched */
@@ -501,25 +475,16 @@ static void test_scale_in_drops_the_shard(void)
     }
     plan_destroy(&p);
     /* still in the cluster (not retired): the shard stays, its nodes are forgotten and reset */
-    static const onode_t busy[8] = {{-1, "0-5460", 0},     {0, NULL, 0}, {-1, "5461-10922", 0}, {2, NULL, 0},
-                                    {-1, "10923-16383", 0}, {4, NULL, 0}, {-1, NULL, 0},        {6, NULL, 0}};
-    json_object *obs2 = observation_of(busy, 8);
-    more.redis = obs2;
-    p = plan_compute_children(rc, &(plan_children_t){cm, svc, NULL, NULL}, &more, T1);
+    json_object_put(w.obs);
+    w.obs = observation_of(MET, 8, "ok");
+    p = world_plan(&w);
     actions_text(p, text, sizeof(text));
     CU_ASSERT_PTR_NULL(strstr(text, "delete statefulsets c-shard3\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "redis pods c-shard1-0 CLUSTER FORGET 666666666666\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "redis pods c-shard3-0 CLUSTER RESET HARD\n"));
     CU_ASSERT_TRUE(has_event(p, "ClusterNodeRetired"));
     plan_destroy(&p);
-    json_object_put(obs2);
-    json_object_put(obs);
-    json_object_put(pods);
-    json_object_put(rc);
-    json_object_put(cm);
-    json_object_put(svc);
-    json_object_put(sts);
-    json_object_put(pdbs);
+    world_close(&w);
 }
 
 static const cu_entry_t tests[] = {

@@ -23,6 +23,7 @@
 #include "cu_table.h"
 #include "sim_cluster.h"
 #include "sim_env.h"
+#include "sim_test.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -119,24 +120,22 @@ static void print_totals(const totals_t *t, double secs)
     fprintf(stderr, "\n");
 }
 
-/* One seed (sim_env_seeds). */
-static int one_seed(void *arg, uint64_t seed, int64_t steps, FILE *trace, int64_t level, int64_t *ran,
-                    uint64_t *digest)
+/* The simulation for sim_test.h. */
+static void run(void *totals, uint64_t seed, int64_t steps, FILE *trace, int64_t level, sim_test_run_t *out)
 {
-    (void)level;
     sc_cfg_t c = cfg_of(seed, steps);
     c.trace = trace;
+    (void)level;
     sc_result_t r;
-    int rc = sc_run(&c, &r);
-    if (rc < 0)
-        return -1;
-    if (rc)
-        print_failure(&c, &r);
-    CU_ASSERT_EQUAL(rc, 0);
-    add(arg, &r);
-    *ran = r.steps;
-    *digest = r.digest;
-    return rc;
+    out->rc = sc_run(&c, &r);
+    if (out->rc < 0)
+        return;
+    if (totals) {
+        if (out->rc)
+            print_failure(&c, &r);
+        add(totals, &r);
+    }
+    *out = (sim_test_run_t){out->rc, r.steps, r.step, r.acked, r.digest};
 }
 
 /* Seeds from SIM_SEED on, SIM_STEPS each, until SIM_TOTAL steps; every one must hold. */
@@ -144,9 +143,7 @@ static void test_million_steps(void)
 {
     totals_t t = {0};
     double secs;
-    int failed, missing;
-    int replay = sim_env_seeds(DEFAULT_TOTAL, DEFAULT_STEPS, MAX_FAILURES, one_seed, &t, &failed, &missing, &secs);
-    CU_ASSERT_FALSE_FATAL(missing);
+    int replay = sim_test_seeds(run, &t, DEFAULT_TOTAL, DEFAULT_STEPS, MAX_FAILURES, &secs);
     print_totals(&t, secs);
     if (replay)
         return;
@@ -163,23 +160,7 @@ static void test_million_steps(void)
 /* The same seed gives the same run, event for event, traced or not. */
 static void test_replay_is_deterministic(void)
 {
-    FILE *devnull = fopen("/dev/null", "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(devnull);
-    for (uint64_t seed = 101; seed < 103; seed++) {
-        sc_cfg_t c = cfg_of(seed, 6000);
-        sc_result_t r1, r2, r3;
-        CU_ASSERT_NOT_EQUAL_FATAL(sc_run(&c, &r1), -1);
-        c.trace = devnull;
-        CU_ASSERT_NOT_EQUAL_FATAL(sc_run(&c, &r2), -1);
-        c.trace = NULL;
-        CU_ASSERT_EQUAL(r1.digest, r2.digest);
-        CU_ASSERT_EQUAL(r1.acked, r2.acked);
-        CU_ASSERT_EQUAL(r1.step, r2.step);
-        c.seed++;
-        CU_ASSERT_NOT_EQUAL_FATAL(sc_run(&c, &r3), -1);
-        CU_ASSERT_NOT_EQUAL(r1.digest, r3.digest);
-    }
-    fclose(devnull);
+    sim_test_replay(run, 101, 102, 0);
 }
 
 #define F(kind) SC_FAULT_BIT(SC_F_##kind)

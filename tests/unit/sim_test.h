@@ -1,0 +1,87 @@
+/* sim_test: what the unit tests of the simulations (test_sim_failover, test_sim_cluster)
+ * share around sim_env.h: the seeds run until SIM_TOTAL steps, each one required to hold,
+ * and the check that a replay is deterministic. Each test gives its simulation as one
+ * function, sim_test_run_fn, and keeps its own totals, knobs and findings. */
+#ifndef RDC_SIM_TEST_H
+#define RDC_SIM_TEST_H
+
+#include "sim_env.h"
+
+#include <CUnit/CUnit.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* One run as these tests read it. */
+typedef struct {
+    int rc;          /* 0 held, 1 an invariant broke, -1 no world (the others unset) */
+    int64_t steps;   /* steps run */
+    int64_t step;    /* the step it ended at */
+    int64_t acked;   /* writes acknowledged */
+    uint64_t digest; /* of its events */
+} sim_test_run_t;
+
+/* Runs the simulation under test for seed, steps steps, with its knobs from the
+ * environment, traced to trace (NULL: not) at trace level level. With totals (the test's
+ * own; NULL: a bare run) a broken invariant is printed with its replay command and the
+ * run is added to them. */
+typedef void (*sim_test_run_fn)(void *totals, uint64_t seed, int64_t steps, FILE *trace, int64_t level,
+                                sim_test_run_t *out);
+
+typedef struct {
+    sim_test_run_fn run;
+    void *totals;
+} sim_test_seed_arg_t;
+
+/* sim_env_seeds' one seed: the run must hold. */
+static inline int sim_test_one_seed(void *arg, uint64_t seed, int64_t steps, FILE *trace, int64_t level,
+                                    int64_t *ran, uint64_t *digest)
+{
+    const sim_test_seed_arg_t *a = arg;
+    sim_test_run_t r;
+    a->run(a->totals, seed, steps, trace, level, &r);
+    if (r.rc < 0)
+        return -1;
+    CU_ASSERT_EQUAL(r.rc, 0);
+    *ran = r.steps;
+    *digest = r.digest;
+    return r.rc;
+}
+
+/* The seeds of sim_env_seeds (SIM_SEED, SIM_STEPS, SIM_TOTAL; defaults dflt_total and
+ * dflt_steps; at most max_failures failed), each run added to totals and required to
+ * hold; the test stops when there is no world. Returns 1 for a replay (one seed asked
+ * for), else 0; *secs the wall time. */
+static inline int sim_test_seeds(sim_test_run_fn run, void *totals, int64_t dflt_total, int64_t dflt_steps,
+                                 int max_failures, double *secs)
+{
+    sim_test_seed_arg_t arg = {run, totals};
+    int failed, missing;
+    int replay = sim_env_seeds(dflt_total, dflt_steps, max_failures, sim_test_one_seed, &arg, &failed, &missing,
+                               secs);
+    CU_ASSERT_FALSE_FATAL(missing);
+    return replay;
+}
+
+/* The same seed gives the same run, event for event, traced (to /dev/null, at level) or
+ * not; the next seed another: for seeds first..last, 6000 steps each. */
+static inline void sim_test_replay(sim_test_run_fn run, uint64_t first, uint64_t last, int64_t level)
+{
+    FILE *devnull = fopen("/dev/null", "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(devnull);
+    for (uint64_t seed = first; seed <= last; seed++) {
+        sim_test_run_t r1, r2, r3;
+        run(NULL, seed, 6000, NULL, 0, &r1);
+        CU_ASSERT_NOT_EQUAL_FATAL(r1.rc, -1);
+        run(NULL, seed, 6000, devnull, level, &r2);
+        CU_ASSERT_NOT_EQUAL_FATAL(r2.rc, -1);
+        CU_ASSERT_EQUAL(r1.digest, r2.digest);
+        CU_ASSERT_EQUAL(r1.acked, r2.acked);
+        CU_ASSERT_EQUAL(r1.step, r2.step);
+        run(NULL, seed + 1, 6000, NULL, level, &r3);
+        CU_ASSERT_NOT_EQUAL_FATAL(r3.rc, -1);
+        CU_ASSERT_NOT_EQUAL(r1.digest, r3.digest);
+    }
+    fclose(devnull);
+}
+
+#endif
