@@ -22,5 +22,7 @@ int cadence_due(int64_t hot_until_ns, int64_t now_ns, int busy, int64_t last_pro
 {
     if (!cadence_hot(hot_until_ns, now_ns) || busy)
         return 0;
-    return last_probe_ns <= 0 || now_ns - last_probe_ns >= OBSERVE_HOT_INTERVAL_MS * NS_PER_MS;
+    /* half an interval: the timer that asks fires every interval, a little before the
+     * probe it started then began, so a whole one would skip every other turn */
+    return last_probe_ns <= 0 || now_ns - last_probe_ns >= OBSERVE_HOT_INTERVAL_MS * NS_PER_MS / 2;
 }

@@ -14,7 +14,11 @@
  *   - the cluster is hot while now < hot_until, and cold by itself afterwards: a worker
  *     that dies (or a lost "done" hint) leaves the cluster hot for for_ms at most;
  *   - a pod of a hot cluster is due for a fast probe when none is in flight and its last
- *     probe began OBSERVE_HOT_INTERVAL_MS ago or more (or it was never probed).
+ *     probe began half of OBSERVE_HOT_INTERVAL_MS ago or more (or it was never probed):
+ *     the timer that asks runs every OBSERVE_HOT_INTERVAL_MS, and the probe it started
+ *     last time began a little after that timer fired, so a whole interval would skip
+ *     every other turn; half of one still skips a pod just probed by the 1 s tick or
+ *     by a command record (docs/failover.md).
  */
 #ifndef RDC_OBSERVERD_CADENCE_H
 #define RDC_OBSERVERD_CADENCE_H
@@ -32,7 +36,7 @@ int cadence_hot(int64_t hot_until_ns, int64_t now_ns);
 
 /* 1 when a pod of a cluster with deadline hot_until is due for a fast probe at now: the
  * cluster hot, no probe of the pod in flight (busy 0), and its last probe began at
- * last_probe_ns (0: never) OBSERVE_HOT_INTERVAL_MS or more ago; else 0. */
+ * last_probe_ns (0: never) OBSERVE_HOT_INTERVAL_MS / 2 or more ago; else 0. */
 int cadence_due(int64_t hot_until_ns, int64_t now_ns, int busy, int64_t last_probe_ns);
 
 #endif

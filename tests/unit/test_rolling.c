@@ -131,8 +131,10 @@ static void test_cadence_due(void)
     } rows[] = {
         {"hot, never probed", 1, 0, -1, 1},
         {"hot, probed an interval ago", 1, 0, 100 * INT64_C(1000000), 1},
+        {"hot, probed a little less than an interval ago (the timer's turn)", 1, 0, 99 * INT64_C(1000000), 1},
+        {"hot, probed half an interval ago", 1, 0, 50 * INT64_C(1000000), 1},
         {"hot, probed a second ago", 1, 0, SEC, 1},
-        {"hot, probed just before the interval", 1, 0, 100 * INT64_C(1000000) - 1, 0},
+        {"hot, probed just now by another (the tick, a command record)", 1, 0, 50 * INT64_C(1000000) - 1, 0},
         {"hot, probed now", 1, 0, 0, 0},
         {"hot, a probe in flight", 1, 1, SEC, 0},
         {"cold: the 1 s tick's alone", 0, 0, SEC, 0},
