@@ -191,6 +191,38 @@ static int informerd(void *router, char done[KEYS][32], char rv[KEYS][32])
     return got;
 }
 
+/* What the worker told observerd's hint socket: one HOT for the Replication cluster (its
+ * plan ran to its end), none for the Standalone ones. */
+static void check_hints(void *hints)
+{
+    int nhints = 0, hinted = 0;
+    rmsg_t *hm;
+    while ((hm = rmsg_recv(hints, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
+        char key[PROTO_HOT_KEY_MAX], want[32];
+        int64_t ms = -1;
+        const char *why = NULL;
+        snprintf(want, sizeof(want), "ns-%d/cache", replication_key);
+        CU_ASSERT_EQUAL(proto_hot_parse(hm, key, &ms, &why), 0);
+        nhints++;
+        hinted += replication_key >= 0 && !strcmp(key, want) && (ms == 0 || ms == HOTHINT_MS);
+        rmsg_destroy(&hm);
+    }
+    CU_ASSERT_EQUAL(nhints, replication_key >= 0 ? 1 : 0);
+    CU_ASSERT_EQUAL(hinted, replication_key >= 0 ? 1 : 0);
+}
+
+/* A bound PULL on the runtime dir's hint socket (proto.h HOT), observerd's side. */
+static void *hint_pull(void *zctx, const char *dir)
+{
+    char hep[PATH_MAX + 16];
+    int linger = 0;
+    snprintf(hep, sizeof(hep), "ipc://%s/" PROTO_EP_HINT, dir);
+    void *hints = zmq_socket(zctx, ZMQ_PULL);
+    zmq_setsockopt(hints, ZMQ_LINGER, &linger, sizeof(linger));
+    CU_ASSERT_EQUAL(zmq_bind(hints, hep), 0);
+    return hints;
+}
+
 /* KEYS new clusters, with spec.auth and a StorageClass, reconciled by one worker holding
  * all of them at once: every request the worker makes goes through its one pool. With
  * expired_key set, that key's item comes after its lease: it is answered "fenced" and
@@ -221,12 +253,7 @@ static void run_pool(void)
     int linger = 0;
     zmq_setsockopt(router, ZMQ_LINGER, &linger, sizeof(linger));
     CU_ASSERT_EQUAL_FATAL(zmq_bind(router, ep), 0);
-    /* observerd's hint socket (proto.h HOT): what the worker tells it */
-    char hep[PATH_MAX + 16];
-    snprintf(hep, sizeof(hep), "ipc://%s/" PROTO_EP_HINT, dir);
-    void *hints = zmq_socket(zctx, ZMQ_PULL);
-    zmq_setsockopt(hints, ZMQ_LINGER, &linger, sizeof(linger));
-    CU_ASSERT_EQUAL_FATAL(zmq_bind(hints, hep), 0);
+    void *hints = hint_pull(zctx, dir); /* what the worker tells observerd */
     int sig[2];
     CU_ASSERT_EQUAL_FATAL(pipe(sig), 0);
     fcntl(sig[0], F_SETFL, O_NONBLOCK);
@@ -244,8 +271,7 @@ static void run_pool(void)
     int got = informerd(router, done, rv);
     /* the hint goes before its DONE; give it a moment to arrive before the worker exits */
     zmq_pollitem_t hit = {hints, 0, ZMQ_POLLIN, 0};
-    if (replication_key >= 0)
-        zmq_poll(&hit, 1, 1000);
+    zmq_poll(&hit, 1, replication_key >= 0 ? 1000 : 0);
     send_sigterm(sig[1]);
     pthread_join(th, NULL); /* the worker flushes its Events before it returns */
     CU_ASSERT_EQUAL(t.rc, 0);
@@ -287,21 +313,7 @@ static void run_pool(void)
      * 13-15 for a peak of 9-11, two to four more. */
     CU_ASSERT(conns <= peak + 1);
 
-    /* a hint for the Replication cluster (its plan ran to its end), none for Standalone */
-    int nhints = 0, hinted = 0;
-    rmsg_t *hm;
-    while ((hm = rmsg_recv(hints, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
-        char key[PROTO_HOT_KEY_MAX], want[32];
-        int64_t ms = -1;
-        const char *why = NULL;
-        snprintf(want, sizeof(want), "ns-%d/cache", replication_key);
-        CU_ASSERT_EQUAL(proto_hot_parse(hm, key, &ms, &why), 0);
-        nhints++;
-        hinted += replication_key >= 0 && !strcmp(key, want) && (ms == 0 || ms == HOTHINT_MS);
-        rmsg_destroy(&hm);
-    }
-    CU_ASSERT_EQUAL(nhints, replication_key >= 0 ? 1 : 0);
-    CU_ASSERT_EQUAL(hinted, replication_key >= 0 ? 1 : 0);
+    check_hints(hints);
 
     close(sig[0]);
     close(sig[1]);
