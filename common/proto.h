@@ -75,6 +75,16 @@
  *     latest per key (not a delta kind), hands it to the worker as children "Redis",
  *     and adds the key to the queue. At most PROTO_MAX_OBSERVATION_BYTES.
  *
+ * hint (observerd PULL; each workerd PUSH, ZMQ_DONTWAIT: a hint nobody takes is dropped)
+ *   HOT key for_ms
+ *     key: namespace/name of the RedisCluster; for_ms: decimal, 0..: the worker that
+ *     just reconciled key is acting on its Redis (a rollout step, a switchover, a
+ *     repoint, a failover under way): probe its pods every OBSERVE_HOT_INTERVAL_MS
+ *     (observerd/cadence.h) for the next for_ms (at most PROTO_HOT_MAX_MS), instead of
+ *     every second; 0: the step is done, back to every second now. Each HOT replaces
+ *     the last for its key (one worker holds a key at a time), and a hot cluster turns
+ *     cold by itself when for_ms has passed, so a worker that dies leaves none hot.
+ *
  * events (supervisor PUB)
  *   EXITED name pid signal code   a child exited (signal 0 = it exited with code);
  *                                 informerd hands a dead worker's item back at once
@@ -92,6 +102,10 @@
 #ifndef RDC_PROTO_H
 #define RDC_PROTO_H
 
+#include "rmsg.h"
+
+#include <stdint.h>
+
 #define PROTO_DELTA "DELTA"
 #define PROTO_HUGZ "HUGZ"
 #define PROTO_ICANHAZ "ICANHAZ"
@@ -107,6 +121,7 @@
 #define PROTO_SHUTDOWN "SHUTDOWN"
 #define PROTO_EXITED "EXITED"
 #define PROTO_OBSERVED "OBSERVED"
+#define PROTO_HOT "HOT"
 #define PROTO_OK "OK"
 #define PROTO_ERROR "ERROR"
 
@@ -131,12 +146,29 @@
 #define PROTO_EP_CONTROL "control.sock"
 #define PROTO_EP_EVENTS "events.sock"
 #define PROTO_EP_OBSERVE "observe.sock"
+#define PROTO_EP_HINT "hint.sock"
 
 /* An observation larger than this is dropped by informerd: about 200 bytes a node, but
  * in Cluster mode every node carries its CLUSTER NODES text, a line for every node, so
  * n pods take about 130 n^2 bytes: 6 KiB for 3 shards x 1 replica, 195 KiB for 20 x 1,
  * 1.25 MiB for the largest cluster the API allows (100 pods, 20 x 4). */
 #define PROTO_MAX_OBSERVATION_BYTES ((size_t)2 << 20)
+
+/* HOT's bounds: a key is namespace/name (at most 253 + 1 + 253 bytes); a longer for_ms
+ * is cut to PROTO_HOT_MAX_MS, so that no message keeps a cluster hot for long. */
+#define PROTO_HOT_KEY_MAX 512
+#define PROTO_HOT_MAX_MS 30000
+
+/* A new HOT message for key (namespace/name) and for_ms (negative counts as 0); the
+ * caller sends and destroys it. Aborts when out of memory, as rmsg does. */
+rmsg_t *proto_hot_new(const char *key, int64_t for_ms);
+
+/* Read a received HOT message m: 0 with its key copied into key (PROTO_HOT_KEY_MAX
+ * bytes) and for_ms (0..PROTO_HOT_MAX_MS, longer ones cut); -1 when it is not a
+ * well-formed HOT (not 3 frames, another name, a key that is empty, too long or has no
+ * '/', for_ms not a decimal or negative), with *why saying which (a static string), and
+ * key and for_ms unchanged. */
+int proto_hot_parse(const rmsg_t *m, char key[PROTO_HOT_KEY_MAX], int64_t *for_ms, const char **why);
 
 /* A message on socket ("work", "leader", "events", "snapshot", "control") was unknown,
  * malformed or too large and is dropped: log it once and count it in

@@ -1,6 +1,7 @@
 #include "observer.h"
 
 #include "b64.h"
+#include "cadence.h"
 #include "buf.h"
 #include "clock.h"
 #include "daemon.h"
@@ -76,6 +77,8 @@ struct cluster {
     int64_t cmd_mono_ns;        /* ... on the loop clock */
     int64_t cmd_sent_ns;        /* the cmd_wall_ns the last observation sent was wholly probed
                                    after (0: it was not) */
+    int64_t hot_until_ns;       /* probed every OBSERVE_HOT_INTERVAL_MS until then (loop
+                                   clock; 0: cold; cadence.h) */
     int seen;
     pod_t *pods;
     struct cluster *next;
@@ -86,7 +89,7 @@ struct observer {
     loop_t *loop;
     CURLM *multi;
     loop_curl_t *lc;
-    void *zctx, *sub, *snap, *push;
+    void *zctx, *sub, *snap, *push, *hint;
     int snapshotting;
     int snap_timer;
     uint64_t seq;
@@ -95,6 +98,7 @@ struct observer {
     cluster_t *clusters;
     pod_t *pods;
     int tick_timer;
+    int hot_timer;              /* the fast probes' timer while a cluster is hot (0: none) */
     metric_family_t *m_up, *m_role, *m_lag, *m_clients, *m_changes, *m_sent, *m_rx_up, *m_rx_clients,
         *m_rx_mem, *m_rx_maxmem, *m_rx_evicted, *m_rx_expired, *m_rx_hits, *m_rx_misses, *m_rx_cmds,
         *m_rx_slaves, *m_rx_offset, *m_rx_bgsave;
@@ -920,6 +924,89 @@ static void on_probe(redisnode_t *node, void *arg)
 
 /* ---- ticks and metrics -------------------------------------------------------------- */
 
+/* 1 when p can be probed now: it has a node with no probe in flight, and it is not a pod
+ * that speaks TLS whose cluster's TLS Secret is still being read (in plain text it would
+ * only look unreachable). */
+static int may_probe(const pod_t *p)
+{
+    if (!p->node || redisnode_busy(p->node))
+        return 0;
+    const cluster_t *c = p->cluster;
+    return !(p->tls && c && !c->tls && *secretfetch_name(c->tls_f) && secretfetch_pending(c->tls_f));
+}
+
+/* The fast probes (cadence.h): every OBSERVE_HOT_INTERVAL_MS while some cluster is hot,
+ * each due pod of a hot cluster probed (PING and INFO replication; the full INFO stays
+ * on the 1 s tick's count); the timer ends once none is hot. */
+static int on_hot(loop_t *loop, int id, void *arg)
+{
+    observer_t *ob = arg;
+    int64_t now = loop_now(loop);
+    int any = 0;
+    for (cluster_t *c = ob->clusters; c; c = c->next) {
+        if (!cadence_hot(c->hot_until_ns, now)) {
+            if (c->hot_until_ns)
+                rlog_info("probe cadence: every second again", "cluster", c->key, "reason", "the hint expired");
+            c->hot_until_ns = 0;
+            continue;
+        }
+        any = 1;
+        for (pod_t *p = c->pods; p; p = p->cnext)
+            if (may_probe(p) && cadence_due(c->hot_until_ns, now, 0, redisnode_state(p->node)->last_probe_ns))
+                (void)redisnode_probe(p->node, 0); /* one that could not start reported it */
+    }
+    if (!any) {
+        loop_cancel_timer(loop, id);
+        ob->hot_timer = 0;
+    }
+    return 0;
+}
+
+/* A HOT hint for the cluster key (proto.h): its new deadline, the fast probes' timer
+ * started when it is the first hot one. A cluster observerd does not follow (yet) is
+ * ignored: its probes begin with its pods, and a worker says it again. */
+static void apply_hint(observer_t *ob, const char *key, int64_t for_ms)
+{
+    cluster_t *c = cluster_find(ob, key);
+    if (!c)
+        return;
+    int64_t now = loop_now(ob->loop);
+    int was = cadence_hot(c->hot_until_ns, now);
+    c->hot_until_ns = cadence_hint(now, for_ms);
+    int hot = cadence_hot(c->hot_until_ns, now);
+    if (hot != was) {
+        char ms[24];
+        snprintf(ms, sizeof(ms), "%lld", (long long)for_ms);
+        rlog_info(hot ? "probe cadence: fast while the operator acts" : "probe cadence: every second again",
+                  "cluster", c->key, "for_ms", ms);
+    }
+    if (hot && !ob->hot_timer) {
+        int64_t every = OBSERVE_HOT_INTERVAL_MS * NS_PER_MS;
+        ob->hot_timer = loop_add_timer(ob->loop, every, every, on_hot, ob);
+        if (ob->hot_timer < 0)
+            ob->hot_timer = 0; /* out of memory: every second, as before */
+    }
+}
+
+/* workerd's hints (proto.h HOT): applied; a malformed one counted and dropped. */
+static int on_hint(loop_t *loop, void *socket, int fd, int revents, void *arg)
+{
+    (void)loop, (void)fd, (void)revents;
+    observer_t *ob = arg;
+    rmsg_t *m;
+    while ((m = rmsg_recv(socket, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
+        char key[PROTO_HOT_KEY_MAX];
+        int64_t for_ms = 0;
+        const char *why = NULL;
+        if (proto_hot_parse(m, key, &for_ms, &why))
+            proto_error("hint", why);
+        else
+            apply_hint(ob, key, for_ms);
+        rmsg_destroy(&m);
+    }
+    return 0;
+}
+
 static int on_tick(loop_t *loop, int id, void *arg)
 {
     (void)id;
@@ -930,12 +1017,7 @@ static int on_tick(loop_t *loop, int id, void *arg)
         secretfetch_tick(c->tls_f, now, SECRET_RETRY_NS);
     }
     for (pod_t *p = ob->pods; p; p = p->next) {
-        if (!p->node || redisnode_busy(p->node))
-            continue;
-        /* a pod that speaks TLS is not probed before its cluster's TLS Secret is read (in
-         * plain text it would only look unreachable) */
-        const cluster_t *c = p->cluster;
-        if (p->tls && c && !c->tls && *secretfetch_name(c->tls_f) && secretfetch_pending(c->tls_f))
+        if (!may_probe(p))
             continue;
         int full = ob->cfg->info_every > 0 && p->probes % (unsigned)ob->cfg->info_every == 0;
         p->probes++;
@@ -1123,6 +1205,13 @@ int observer_run(const observer_config_t *cfg)
     ob->push = zmq_socket(ob->zctx, ZMQ_PUSH);
     zmq_setsockopt(ob->push, ZMQ_LINGER, &linger, sizeof(linger));
     zmq_connect(ob->push, daemon_endpoint(cfg->runtime_dir, PROTO_EP_OBSERVE, ep, sizeof(ep)));
+    /* workerd's hints: without them every cluster is probed every second, as before */
+    ob->hint = zmq_socket(ob->zctx, ZMQ_PULL);
+    zmq_setsockopt(ob->hint, ZMQ_LINGER, &linger, sizeof(linger));
+    if (zmq_bind(ob->hint, daemon_endpoint(cfg->runtime_dir, PROTO_EP_HINT, ep, sizeof(ep))) ||
+        loop_add_socket(ob->loop, ob->hint, LOOP_IN, on_hint, ob))
+        rlog_warn("no probe cadence hints: every cluster is probed every second", "endpoint", ep, "error",
+                  zmq_strerror(zmq_errno()));
     if (loop_add_fd(ob->loop, cfg->signal_fd, LOOP_IN, on_signal, ob) ||
         (ob->tick_timer = loop_add_timer(ob->loop, cfg->probe_interval_ns, cfg->probe_interval_ns, on_tick, ob)) < 0 ||
         loop_add_timer(ob->loop, METRICS_EVERY_NS, METRICS_EVERY_NS, on_metrics, ob) < 0)
@@ -1144,8 +1233,8 @@ out:
     loop_curl_destroy(&ob->lc);
     if (ob->multi)
         curl_multi_cleanup(ob->multi);
-    void *socks[] = {ob->sub, ob->snap, ob->push};
-    for (size_t i = 0; i < 3; i++)
+    void *socks[] = {ob->sub, ob->snap, ob->push, ob->hint};
+    for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++)
         if (socks[i])
             zmq_close(socks[i]);
     if (ob->zctx)

@@ -17,7 +17,10 @@
  * INFO replication within --probe-timeout, INFO with every default section every
  * --info-every probes for the metrics, and for a cluster whose spec.mode is Cluster
  * CLUSTER NODES and CLUSTER INFO too (a CLUSTER NODES answer cn_parse refuses is logged
- * as a warning once per change).
+ * as a warning once per change). A cluster workerd says it acts on (HOT key for_ms on
+ * the hint socket it binds, proto.h) is probed every OBSERVE_HOT_INTERVAL_MS too until
+ * its deadline (cadence.h); a hint socket it cannot bind leaves every cluster at the
+ * 1 s cadence, with a warning.
  *
  * It decides nothing. After each probe it builds the cluster's observation (obsdiff.h)
  * and, when it is news (a node's reachability, role, primary or link, in Cluster mode its

@@ -1159,6 +1159,8 @@ static void act_report(reconcile_job_t *j)
 static void act_finish_ok(reconcile_job_t *j)
 {
     reconcile_outcome_t *out = &j->out;
+    const char *mode = JSONX_STR_AT(j->rc, "spec", "mode");
+    out->hint = hothint_of(mode && !strcmp(mode, "Replication") ? RDC_MODE_REPLICATION : RDC_MODE_STANDALONE, j->plan);
     out->requeue_after_ns = plan_requeue_after_ns(j->plan);
     /* a diagnosis put off: look again when it is due, whatever else happens */
     if (j->diag_wait_ns > 0 && (!out->requeue_after_ns || j->diag_wait_ns < out->requeue_after_ns))

@@ -8,6 +8,7 @@
 #define RDC_RECONCILE_H
 
 #include "executor.h"
+#include "hothint.h"
 #include "reconcile_sm.h"
 
 #include <json-c/json.h>
@@ -35,6 +36,8 @@ typedef struct {
                                       * reconcile's last write of it; "" when it wrote
                                       * none (DONE tells informerd: informerd/ownwrite.h) */
     int plans;              /* plan computations (one per input change: see PLAN below) */
+    hothint_t hint;         /* what to tell observerd of the cluster's probe cadence
+                             * (hothint.h; HOTHINT_NONE unless a plan ran to its end) */
 } reconcile_outcome_t;
 
 /* Reconcile rc given its observed children (each NULL when the cache has none), as a job

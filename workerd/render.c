@@ -141,6 +141,16 @@ static int listen_conf(const rdc_spec_t *spec, buf_t *out)
                       spec->mode == RDC_MODE_CLUSTER ? "tls-cluster yes\n" : "");
 }
 
+/* REPLICATION SYNC (render.h): a replicating mode's replica that needs a full sync gets
+ * it at once, unless spec.config.extra tunes Redis's batching itself. */
+static int repl_sync_conf(const rdc_spec_t *spec, buf_t *out)
+{
+    if (!replicating(spec) || extra_value(spec, "repl-diskless-sync-delay") ||
+        extra_value(spec, "repl-diskless-sync-max-replicas"))
+        return 0;
+    return buf_puts(out, "repl-diskless-sync-delay " RENDER_REPL_SYNC_DELAY "\n");
+}
+
 static int redis_conf(const render_input_t *in, int restart_only, buf_t *out)
 {
     /* No bind directive: the container is reached through the headless Service, so Redis
@@ -177,6 +187,8 @@ static int redis_conf(const render_input_t *in, int restart_only, buf_t *out)
     if (spec->mode == RDC_MODE_REPLICATION && !restart_only &&
         buf_printf(out, "min-replicas-to-write %d\nmin-replicas-max-lag %d\n", spec->failover.min_replicas_to_write,
                    spec->failover.min_replicas_max_lag))
+        return -1;
+    if (!restart_only && repl_sync_conf(spec, out))
         return -1;
     return extra_conf(spec, restart_only, out);
 }

@@ -162,10 +162,20 @@ typedef struct {
 } render_directive_t;
 size_t render_persistence(const rdc_spec_t *spec, render_directive_t out[RENDER_PERSISTENCE_MAX]);
 
+/* REPLICATION SYNC (Replication and Cluster modes; docs/replication.md, "Full
+ * resynchronisation at once"): `repl-diskless-sync-delay 0`, so that a replica that needs
+ * a full sync (a restarted pod of a rolling restart, a repointed second master) gets its
+ * RDB transfer at once instead of after Redis's 5 s wait for more replicas to share it.
+ * Replicas that arrive while a transfer runs still share the next one, so N replicas cost
+ * at most two transfers. Left out when spec.config.extra sets repl-diskless-sync-delay or
+ * repl-diskless-sync-max-replicas (the user tunes the batching), and out of the restart
+ * hash (Redis changes it at run time): it reaches a running pod at its next start. */
+#define RENDER_REPL_SYNC_DELAY "0"
+
 /* Append the redis.conf for in: fixed defaults (port 6379, protected-mode no, dir /data),
  * the PERSISTENCE directives of in->spec (save points one per line, `save ""` for none),
- * then maxmemory and maxmemory-policy when set, the replication guard, and
- * spec.config.extra. The text is stable for a given input, so its hash changes only with
+ * then maxmemory and maxmemory-policy when set, the replication guard, REPLICATION SYNC,
+ * and spec.config.extra. The text is stable for a given input, so its hash changes only with
  * the config. Returns 0, or -1 when out refused the text. */
 int render_redis_conf(const render_input_t *in, buf_t *out);
 

@@ -28,6 +28,7 @@ typedef struct {
     void *ctx;
     void *dealer;
     void *leader;
+    void *hint;              /* PUSH to observerd's hint.sock (proto.h HOT); NULL: none */
     /* Leadership as last published by electord. */
     int is_leader;
     int64_t leader_epoch;
@@ -188,9 +189,22 @@ static json_object *array_of(json_object *children, const char *key)
     return v;
 }
 
+/* Tell observerd how closely to watch key now (hothint.h), when there is something to
+ * say. observerd not taking it (not running, its queue full): dropped, the cadence stays
+ * as it was and a hot one runs out by itself. */
+static void worker_hint(worker_t *w, const char *key, hothint_t hint)
+{
+    if (!w->hint || !key || hint == HOTHINT_NONE)
+        return;
+    rmsg_t *m = proto_hot_new(key, hint == HOTHINT_HOT ? HOTHINT_MS : 0);
+    (void)rmsg_send(&m, w->hint, ZMQ_DONTWAIT);
+    rmsg_destroy(&m);
+}
+
 /* Answer DONE for key (which also frees its place at informerd). */
 static void worker_done(worker_t *w, const char *key, const reconcile_outcome_t *out)
 {
+    worker_hint(w, key, out->hint);
     rmsg_t *done = rmsg_new();
     rmsg_addstr(done, PROTO_DONE);
     rmsg_addstr(done, key ? key : "");
@@ -439,6 +453,24 @@ static int on_signal(loop_t *loop, void *socket, int fd, int revents, void *arg)
     return 0;
 }
 
+/* The hint socket (proto.h HOT): messages are queued only to a connected observerd
+ * (ZMQ_IMMEDIATE), at most a few hundred, never kept at exit. Without a runtime dir, or
+ * when the socket cannot be made, no hints: observerd probes every second. */
+static void worker_hint_connect(worker_t *w)
+{
+    char ep[4200];
+    int linger = 0, immediate = 1, hwm = 256;
+    if (!w->cfg->runtime_dir || !(w->hint = zmq_socket(w->ctx, ZMQ_PUSH)))
+        return;
+    zmq_setsockopt(w->hint, ZMQ_LINGER, &linger, sizeof(linger));
+    zmq_setsockopt(w->hint, ZMQ_IMMEDIATE, &immediate, sizeof(immediate));
+    zmq_setsockopt(w->hint, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+    if (zmq_connect(w->hint, daemon_endpoint(w->cfg->runtime_dir, PROTO_EP_HINT, ep, sizeof(ep)))) {
+        zmq_close(w->hint);
+        w->hint = NULL;
+    }
+}
+
 int worker_run(const worker_config_t *cfg)
 {
     worker_t w = {.cfg = cfg, .metrics = {cfg->runtime_dir, cfg->name}};
@@ -472,6 +504,7 @@ int worker_run(const worker_config_t *cfg)
             goto out;
         }
     }
+    worker_hint_connect(&w);
     w.reconnect_delay_ns = RECONNECT_MIN_NS;
     if (worker_connect(&w)) {
         worker_disconnect(&w, 0);
@@ -508,6 +541,8 @@ out:
     worker_disconnect(&w, 1);
     if (w.leader)
         zmq_close(w.leader);
+    if (w.hint)
+        zmq_close(w.hint);
     loop_destroy(&w.loop);
     if (w.ctx)
         zmq_ctx_term(w.ctx);

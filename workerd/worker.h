@@ -10,6 +10,9 @@
  * both ways every second; when informerd is silent for three of them the worker
  * reconnects with backoff 1 s doubling to 32 s. SIGTERM: the items in
  * flight finish, any new one is handed back ("fenced"), then it exits.
+ * Before each DONE of a plan that ran to its end it tells observerd how closely to watch
+ * that cluster (HOT key for_ms on a PUSH to <runtime_dir>/hint.sock, proto.h;
+ * hothint.h decides), never waiting: a hint observerd does not take is dropped.
  *
  * Fencing: the worker writes for an item only within the item's lease (WORK's
  * valid_until_mono_ms, proto.h: informerd may give the key to another worker after it);

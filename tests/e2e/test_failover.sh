@@ -59,6 +59,8 @@ check "cache is Running" wait_until 300 sh -c "kubectl -n $ns get rdc cache -o j
 check "settled: one primary, two linked replicas" wait_until 60 settled
 check "redis.conf has min-replicas-to-write 1" sh -c "kubectl -n $ns get cm cache -o jsonpath='{.data.redis\.conf}' | grep -qx 'min-replicas-to-write 1'"
 check "the primary runs with it" test "$(redis-cli -h "$(rs_ip "$(rs_primary)")" config get min-replicas-to-write | tail -1)" = 1
+check "redis.conf has repl-diskless-sync-delay 0 (a replica's full sync at once)" sh -c "kubectl -n $ns get cm cache -o jsonpath='{.data.redis\.conf}' | grep -qx 'repl-diskless-sync-delay 0'"
+check "the primary runs with it" test "$(redis-cli -h "$(rs_ip "$(rs_primary)")" config get repl-diskless-sync-delay | tail -1)" = 0
 
 rs_writer_start fo_
 node_of() { kubectl -n "$ns" get pod "$1" -o jsonpath='{.spec.nodeName}' 2>/dev/null; }

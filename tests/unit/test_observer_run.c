@@ -4,7 +4,8 @@
  * informerd: it binds the deltas PUB, the snapshot ROUTER and the observe PULL of a
  * runtime directory of its own, answers the snapshot with a RedisCluster and its three
  * pods, and reads what observerd sends and its metrics file. Shown: the first
- * observation (roles, links), offsets alone send nothing, a SIGSTOPped primary is
+ * observation (roles, links), offsets alone send nothing, a HOT hint has the pods probed
+ * ten times a second until HOT 0 or its expiry (PINGs counted by a replica), a SIGSTOPped primary is
  * reported unreachable (and rdc_redis_up 0) within 3 s and again every second while
  * down, its return is reported, a pod deleted by a delta leaves the observation, an
  * informerd restart (heartbeats behind) brings a new snapshot and the observation again,
@@ -98,6 +99,84 @@ static int teardown(void)
 
 CU_HOOKS({"observer_run", setup, teardown, NULL, NULL});
 
+/* The PINGs cache-1's server has answered since its last CONFIG RESETSTAT, or -1. */
+static long long pings(int reset)
+{
+    redisContext *c = redisConnect(ips[1], port);
+    long long n = -1;
+    redisReply *r = c && !c->err ? redisCommand(c, "INFO commandstats") : NULL;
+    const char *at = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "cmdstat_ping:calls=") : NULL;
+    if (at)
+        n = strtoll(at + strlen("cmdstat_ping:calls="), NULL, 10);
+    else if (r && r->type == REDIS_REPLY_STRING)
+        n = 0;
+    freeReplyObject(r);
+    if (reset && c && !c->err)
+        freeReplyObject(redisCommand(c, "CONFIG RESETSTAT"));
+    redisFree(c);
+    return n;
+}
+
+static void *push; /* hint's socket, closed at the end of cadence_steps */
+
+/* Send observerd a hint (workerd's side of proto.h HOT; an extra frame when bad). */
+static void hint(const char *key, long long ms, int bad)
+{
+    if (!push) {
+        char ep[256];
+        push = zmq_socket(h.zctx, ZMQ_PUSH);
+        int linger = 0;
+        zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof(linger));
+        zmq_connect(push, daemon_endpoint(h.dir, PROTO_EP_HINT, ep, sizeof(ep)));
+    }
+    rmsg_t *m = proto_hot_new(key, ms);
+    if (bad)
+        rmsg_addstr(m, "extra");
+    rmsg_send(&m, push, 0);
+    rmsg_destroy(&m);
+}
+
+/* PINGs on cache-1 within the next ms. */
+static long long pings_within(int ms)
+{
+    pings(1);
+    usleep((useconds_t)ms * 1000);
+    return pings(0);
+}
+
+static void cadence_steps(void)
+{
+    long long cold = pings_within(1000);
+    hint("ns1/cache", 2500, 0);
+    usleep(100 * 1000);
+    long long hot = pings_within(1000);
+    hint("ns1/cache", 0, 0);
+    usleep(100 * 1000);
+    long long off = pings_within(1000);
+    hint("ns1/cache", 700, 0);
+    usleep(800 * 1000); /* runs out by itself */
+    long long expired = pings_within(1000);
+    hint("ns1/cache", 5000, 1); /* malformed: dropped */
+    hint("ns1/other", 5000, 0); /* a cluster it does not follow: ignored */
+    usleep(100 * 1000);
+    long long ignored = pings_within(1000);
+    fprintf(stderr, "\n  PINGs of a replica in 1 s: cold %lld, hot %lld, after HOT 0 %lld, after expiry %lld, "
+                    "after bad hints %lld\n",
+            cold, hot, off, expired, ignored);
+    CU_ASSERT(cold >= 0 && cold <= 3);
+    CU_ASSERT(hot >= 7);
+    zmq_close(push);
+    push = NULL;
+    CU_ASSERT(off >= 0 && off <= 3);
+    CU_ASSERT(expired >= 0 && expired <= 3);
+    CU_ASSERT(ignored >= 0 && ignored <= 3);
+    /* nothing changed meanwhile: no observation for any of it */
+    char key[512];
+    json_object *obs = next_observed(200, key, sizeof(key));
+    CU_ASSERT_PTR_NULL(obs);
+    json_object_put(obs);
+}
+
 static void test_observer_end_to_end(void)
 {
     char key[512];
@@ -177,6 +256,11 @@ static void test_observer_end_to_end(void)
     obs = next_observed(1500, key, sizeof(key));
     CU_ASSERT_PTR_NULL(obs);
     json_object_put(obs);
+
+    /* 2c. The probe cadence (cadence.h): a HOT hint has every pod probed every ~100 ms
+     * (PINGs counted by the replica itself), HOT 0 and the hint's own expiry bring it back
+     * to every second; a malformed hint is dropped. */
+    cadence_steps();
 
     /* 3. The primary hangs: unreachable within 3 s, in the observation and the metric. */
     kill(srv[0].pid, SIGSTOP);

@@ -9,6 +9,7 @@
  * Redis is asked to make that pod primary only from a master that has it linked; a crash
  * after any step replays the same step or the next from what is observed, so no state
  * reached by a crash has two primaries or a lost record. */
+#include "hothint.h"
 #include "jsonx.h"
 #include "plan.h"
 #include "redisexec.h"
@@ -661,10 +662,41 @@ static void test_prestop_hook(void)
     CU_ASSERT_EQUAL(tmpdir_remove(dir), 0);
 }
 
+/* The probe cadence each step asks of observerd (hothint.h): hot while a step is in
+ * flight or awaited, cold once the cluster is settled. */
+static void test_hot_hint_steps(void)
+{
+    static const struct {
+        const char *what, *status;
+        const char *pods[3], *nodes[3];
+        hothint_t want;
+    } rows[] = {
+        {"a replica deleted", "{\"primary\":\"c-0\"}", {O0, O1, O2}, {M0, L1, L2}, HOTHINT_HOT},
+        {"back as a master: repointed", "{\"primary\":\"c-0\"}", {O0, P1, P2},
+         {M0, L1, "c-2 10.0.0.3 master - 0 0"}, HOTHINT_HOT},
+        {"the primary's turn: the record", "{\"primary\":\"c-0\"}", {O0, P1, P2}, {M0, L1, L2}, HOTHINT_HOT},
+        {"from the record: FAILOVER", "{\"primary\":\"c-1\",\"switchoverFrom\":\"c-0\"}", {O0, P1, P2},
+         {M0, L1, L2}, HOTHINT_HOT},
+        {"settled", "{\"primary\":\"c-0\"}", {P0, P1, P2}, {M0, L1, L2}, HOTHINT_COLD},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char rc[2048];
+        snprintf(rc, sizeof(rc), RC_JSON("%s"), rows[i].status);
+        plan_t *p = plan_of(rc, rows[i].pods, rows[i].nodes);
+        hothint_t got = hothint_of(RDC_MODE_REPLICATION, p);
+        if (got != rows[i].want)
+            fprintf(stderr, "\n%s: hint %d (requeue %lld ns)\n", rows[i].what, (int)got,
+                    (long long)plan_requeue_after_ns(p));
+        CU_ASSERT_EQUAL(got, rows[i].want);
+        plan_destroy(&p);
+    }
+}
+
 static CU_TestInfo tests[] = {
     {"switchover decisions (table)", test_switchover_table},
     {"a handover's steps, replayed after a crash at each", test_switchover_walk},
     {"the plan: pod DELETE, the record, FAILOVER TO, NoSwitchoverCandidate", test_plan_actions},
+    {"the probe cadence each step asks of observerd", test_hot_hint_steps},
     {"render: OnDelete and the preStop hook in Replication only", test_render},
     {"the preStop hook, run against a fake redis-cli", test_prestop_hook},
     {"the FAILOVER guard on INFO text (table)", test_guard_table},

@@ -3,7 +3,8 @@
  * (a ZeroMQ ROUTER handing out WORK items), counting the TCP connections the server
  * accepts while the worker's reads (the auth Secret and its record, the StorageClass),
  * writes (finalizer, children, the auth record, status) and Events run for several keys
- * at once.
+ * at once; and that the worker tells observerd's hint socket (proto.h HOT) about a
+ * Replication cluster's cadence after its reconcile, and nothing about Standalone ones.
  *
  * The fake speaks HTTP/1.1 only (libmicrohttpd; no HTTP/2 server among the project's
  * dependencies), where one connection carries one request at a time: a client needs as
@@ -20,6 +21,7 @@
 #include "kube_client.h"
 #include "kube_config.h"
 #include "proto.h"
+#include "hothint.h"
 #include "reconcile.h"
 #include "rmsg.h"
 #include "worker.h"
@@ -118,6 +120,7 @@ static void send_sigterm(int fd)
 /* The key whose WORK item comes with its lease already over (-1: none); the others' run
  * a minute (proto.h: WORK's valid_until_mono_ms). */
 static int expired_key = -1;
+static int replication_key = -1; /* this key's cluster is spec.mode Replication (-1: none) */
 
 /* The fake informerd: wait for READY, hand out one WORK item per key, answer heartbeats,
  * and collect the DONE answers (result names into done[], the resourceVersion written into
@@ -167,8 +170,8 @@ static int informerd(void *router, char done[KEYS][32], char rv[KEYS][32])
                          "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
                          "\"name\":\"cache\",\"namespace\":\"ns-%d\",\"uid\":\"uid-%d\",\"generation\":1,"
                          "\"resourceVersion\":\"5\"},\"spec\":{\"size\":1,\"image\":\"redis\","
-                         "\"auth\":{\"secretRef\":{\"name\":\"auth\"}},\"storage\":{\"storageClass\":\"fast\"}}}",
-                         k, k);
+                         "\"auth\":{\"secretRef\":{\"name\":\"auth\"}},\"storage\":{\"storageClass\":\"fast\"}%s}}",
+                         k, k, k == replication_key ? ",\"mode\":\"Replication\"" : "");
                 rmsg_t *w = rmsg_new();
                 rmsg_addmem(w, identity, idlen);
                 rmsg_addstr(w, PROTO_WORK);
@@ -186,6 +189,38 @@ static int informerd(void *router, char done[KEYS][32], char rv[KEYS][32])
         rmsg_destroy(&m);
     }
     return got;
+}
+
+/* What the worker told observerd's hint socket: one HOT for the Replication cluster (its
+ * plan ran to its end), none for the Standalone ones. */
+static void check_hints(void *hints)
+{
+    int nhints = 0, hinted = 0;
+    rmsg_t *hm;
+    while ((hm = rmsg_recv(hints, ZMQ_DONTWAIT, PROTO_MAX_FRAMES, PROTO_MAX_BYTES))) {
+        char key[PROTO_HOT_KEY_MAX], want[32];
+        int64_t ms = -1;
+        const char *why = NULL;
+        snprintf(want, sizeof(want), "ns-%d/cache", replication_key);
+        CU_ASSERT_EQUAL(proto_hot_parse(hm, key, &ms, &why), 0);
+        nhints++;
+        hinted += replication_key >= 0 && !strcmp(key, want) && (ms == 0 || ms == HOTHINT_MS);
+        rmsg_destroy(&hm);
+    }
+    CU_ASSERT_EQUAL(nhints, replication_key >= 0 ? 1 : 0);
+    CU_ASSERT_EQUAL(hinted, replication_key >= 0 ? 1 : 0);
+}
+
+/* A bound PULL on the runtime dir's hint socket (proto.h HOT), observerd's side. */
+static void *hint_pull(void *zctx, const char *dir)
+{
+    char hep[PATH_MAX + 16];
+    int linger = 0;
+    snprintf(hep, sizeof(hep), "ipc://%s/" PROTO_EP_HINT, dir);
+    void *hints = zmq_socket(zctx, ZMQ_PULL);
+    zmq_setsockopt(hints, ZMQ_LINGER, &linger, sizeof(linger));
+    CU_ASSERT_EQUAL(zmq_bind(hints, hep), 0);
+    return hints;
 }
 
 /* KEYS new clusters, with spec.auth and a StorageClass, reconciled by one worker holding
@@ -218,6 +253,7 @@ static void run_pool(void)
     int linger = 0;
     zmq_setsockopt(router, ZMQ_LINGER, &linger, sizeof(linger));
     CU_ASSERT_EQUAL_FATAL(zmq_bind(router, ep), 0);
+    void *hints = hint_pull(zctx, dir); /* what the worker tells observerd */
     int sig[2];
     CU_ASSERT_EQUAL_FATAL(pipe(sig), 0);
     fcntl(sig[0], F_SETFL, O_NONBLOCK);
@@ -233,6 +269,9 @@ static void run_pool(void)
     CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, run_worker, &t), 0);
     char done[KEYS][32] = {{0}}, rv[KEYS][32] = {{0}};
     int got = informerd(router, done, rv);
+    /* the hint goes before its DONE; give it a moment to arrive before the worker exits */
+    zmq_pollitem_t hit = {hints, 0, ZMQ_POLLIN, 0};
+    zmq_poll(&hit, 1, replication_key >= 0 ? 1000 : 0);
     send_sigterm(sig[1]);
     pthread_join(th, NULL); /* the worker flushes its Events before it returns */
     CU_ASSERT_EQUAL(t.rc, 0);
@@ -274,8 +313,11 @@ static void run_pool(void)
      * 13-15 for a peak of 9-11, two to four more. */
     CU_ASSERT(conns <= peak + 1);
 
+    check_hints(hints);
+
     close(sig[0]);
     close(sig[1]);
+    zmq_close(hints);
     zmq_close(router);
     zmq_ctx_term(zctx);
     kube_client_destroy(&client);
@@ -291,6 +333,16 @@ static void test_one_pool(void)
     run_pool();
 }
 
+/* The same with one of the clusters in Replication mode: it is the one the worker tells
+ * observerd about (hothint.h), once, after its reconcile. */
+static void test_cadence_hint(void)
+{
+    expired_key = -1;
+    replication_key = 1;
+    run_pool();
+    replication_key = -1;
+}
+
 static void test_item_lease(void)
 {
     expired_key = 2;
@@ -300,6 +352,7 @@ static void test_item_lease(void)
 static const cu_entry_t tests[] = {
     CU_SUITE("worker connections"),
     {"a worker's reads, writes and Events share one connection pool", test_one_pool},
+    {"a Replication cluster's reconcile tells observerd its probe cadence", test_cadence_hint},
     {"an item past its lease writes nothing", test_item_lease},
 };
 CU_MAIN(tests)
