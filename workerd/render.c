@@ -792,7 +792,10 @@ static json_object *redis_container(const render_input_t *in, int *oom)
     /* Probes as the design document has them: liveness after 10 s every 10 s; readiness
      * earlier and more often, so a pod joins the Service as soon as it answers. */
     jsonx_put(c, "livenessProbe", ping_probe(spec, 10, 10, oom), oom);
-    jsonx_put(c, "readinessProbe", ping_probe(spec, 5, 5, oom), oom);
+    /* Ready a second after the start: a rollout waits for each restarted pod's Ready, and
+     * redis-server answers PING within milliseconds (it loads its AOF first, answering
+     * -LOADING, which fails the probe until it is done); the period stays 5 s */
+    jsonx_put(c, "readinessProbe", ping_probe(spec, 1, 5, oom), oom);
     if (replicating(spec)) {
         /* SWITCHOVER: a primary's pod being deleted waits for its role to move. */
         json_object *exec = jsonx_new_obj(oom), *pre = jsonx_new_obj(oom), *life = jsonx_new_obj(oom);

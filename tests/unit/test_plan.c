@@ -500,6 +500,8 @@ static void test_fresh_create_children(void)
     CU_ASSERT_EQUAL(int_at(c, "ports 0 containerPort"), 6379);
     CU_ASSERT_EQUAL(int_at(c, "livenessProbe initialDelaySeconds"), 10);
     CU_ASSERT_EQUAL(int_at(c, "livenessProbe periodSeconds"), 10);
+    CU_ASSERT_EQUAL(int_at(c, "readinessProbe initialDelaySeconds"), 1);
+    CU_ASSERT_EQUAL(int_at(c, "readinessProbe periodSeconds"), 5);
     ASSERT_STRS_AT(sts, {"spec template spec volumes 0 name", "config"},
                    {"spec template spec volumes 0 configMap name", "cache"});
     json_object *pvc = at(sts, "spec volumeClaimTemplates 0");
