@@ -818,6 +818,18 @@ static void check_failover(rdc_field_errors_t *e, const json_object *spec, rdc_s
         out->failover.min_replicas_to_write = (int)want;
 }
 
+/* spec.scaleDownPolicy: 1 for Forbid, 0 for Allow or absent (a bad value recorded in e
+ * when e is not NULL). */
+static int scale_down_forbidden(rdc_field_errors_t *e, const json_object *spec)
+{
+    static const char *const policies[] = {"Allow", "Forbid", NULL};
+    if (!e) {
+        const char *s = NULL;
+        return optional_string(NULL, spec, "scaleDownPolicy", NULL, &s) == JSONX_OK && !strcmp(s, "Forbid");
+    }
+    return check_enum(e, spec, "scaleDownPolicy", "spec.scaleDownPolicy", policies, "\"Allow\", \"Forbid\"") == 1;
+}
+
 static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     static const char *const modes[] = {"Standalone", "Replication", "Cluster", NULL}; /* as rdc_mode_t */
@@ -839,6 +851,7 @@ static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec, rdc_
                         RDC_SPEC_MIGRATION_RATE_MAX, &v))
         out->cluster.migration_bytes_per_second = v;
     int p = check_enum(e, spec, "persistence", "spec.persistence", persistence, "\"aof\", \"none\", \"rdb\"");
+    out->scale_down_forbidden = scale_down_forbidden(e, spec);
     if (mode >= 0)
         out->mode = (rdc_mode_t)mode;
     if (p >= 0) {
@@ -1285,9 +1298,11 @@ size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *ne
     const json_object *os = jsonx_get(olds, "size"), *ns = jsonx_get(news, "size");
     /* (in Cluster mode the size follows the shards, which may shrink: their slots move first) */
     if (os && ns && json_object_is_type(os, json_type_int) && json_object_is_type(ns, json_type_int) &&
-        json_object_get_int64(ns) < json_object_get_int64(os) && !rdc_spec_cluster_layout(news, NULL, NULL))
+        json_object_get_int64(ns) < json_object_get_int64(os) && !rdc_spec_cluster_layout(news, NULL, NULL) &&
+        scale_down_forbidden(NULL, news))
         field_error(errs, RDC_FIELD_FORBIDDEN, "spec.size", NULL,
-                    "may not decrease from %lld to %lld (scaling a RedisCluster down is not allowed)",
+                    "may not decrease from %lld to %lld (spec.scaleDownPolicy is Forbid: scaling this "
+                    "RedisCluster down is not allowed)",
                     (long long)json_object_get_int64(os), (long long)json_object_get_int64(ns));
 
     const char *oz = effective_storage_size(olds), *nz = effective_storage_size(news);

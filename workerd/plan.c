@@ -21,6 +21,7 @@
 #include "plan_observe.h"
 #include "plan_replication.h"
 #include "plan_runtime.h"
+#include "plan_scale.h"
 #include "plan_status.h"
 #include "plan_tls.h"
 #include "rdc_spec.h"
@@ -191,6 +192,8 @@ static int plan_valid(plan_ctx_t *c, const plan_children_t *kids, found_t *x)
             return -1;
         c->cluster = x->cluster.r;
     }
+    /* SCALE-IN: the StatefulSet keeps the pod of a primary that is to go until it hands over */
+    c->in.shard_replicas = plan_scale_in_hold(c, kids->statefulset);
     if (plan_acl_file(c, 1) || plan_children(c, kids, &x->kids) || plan_auth(c, &rotating))
         return -1;
     x->rotating = rotating;

@@ -230,7 +230,7 @@ static void test_switchover_table(void)
                 json_object_array_add(nodes, node_of(k->nodes[j]));
         }
         json_object_object_add(obs, "nodes", nodes);
-        topo_roll_t roll = {k->rev, k->from};
+        topo_roll_t roll = {k->rev, k->from, 0};
         topo_t t;
         topo_compute_switchover("c", k->size, k->primary, pods, obs, DOWN_AFTER, 0, &roll, &t);
         char cmds[1024], labels[512];
@@ -286,7 +286,7 @@ static void test_switchover_walk(void)
         json_object_array_add(nodes, node_of(steps[i].n0));
         json_object_array_add(nodes, node_of(steps[i].n1));
         json_object_object_add(obs, "nodes", nodes);
-        topo_roll_t roll = {"r2", steps[i].from};
+        topo_roll_t roll = {"r2", steps[i].from, 0};
         topo_t t;
         topo_compute_switchover("c", 2, steps[i].primary, pods, obs, DOWN_AFTER, 0, &roll, &t);
         CU_ASSERT_STRING_EQUAL(t.primary, "c-1"); /* recorded from the first step on */
