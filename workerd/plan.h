@@ -270,8 +270,19 @@
  *     rdc_redis_replication_lag_bytes). Without an observation (more->redis NULL) the
  *     observed nodes and ReplicationHealthy are kept as they are (NotObserved when there
  *     is none yet) and no Redis action is planned.
+ *   - SCALE-IN (plan_scale.h, topology.h SCALE-IN; docs/replication.md "Scaling in"):
+ *     spec.size below the StatefulSet's replicas while status.primary or
+ *     status.switchoverFrom names a pod at an ordinal >= spec.size: the StatefulSet keeps
+ *     its replicas (rendered with them) and the primary role is handed to a pod that stays
+ *     as SWITCHOVER does (the record, then FAILOVER TO); once neither names such a pod,
+ *     the replicas are lowered (Normal event Scaled) and the StatefulSet removes the pods
+ *     of the highest ordinals, their claims as its persistentVolumeClaimRetentionPolicy
+ *     whenScaled says (spec.storage.retention). Progressing=True reason ScalingIn
+ *     ("scaling in from 5 to 3 replicas[: the handover's words]") while the StatefulSet
+ *     wants more than spec.size, in every mode;
  *   Standalone (and a spec without mode, as v1alpha1 clusters are converted): none of
- *   this; independent servers, no role Services, labels or Redis actions.
+ *   this; independent servers, no role Services, labels or Redis actions (a scale-in
+ *   lowers the replicas at once).
  *   CLUSTER (spec.mode Cluster, not yet a value of the spec; ARCHITECTURE.md "Standalone,
  *   Replication, Cluster"): its place is beside REPLICATION, after the children and AUTH
  *   and before the status, in plan_cluster.c.
@@ -379,7 +390,7 @@
  *     Ready:       True AllReplicasReady | False Creating ("k/n replicas ready"), ReplicasNotReady, InvalidSpec,
  *                  InvalidObject, or a diagnosed cause (message "2/3 replicas ready", then
  *                  ": " and the cause; or the spec problems)
- *     Progressing: True Creating, Scaling, RollingUpdate | False Stable, InvalidSpec,
+ *     Progressing: True Creating, Scaling, ScalingIn, RollingUpdate | False Stable, InvalidSpec,
  *                  InvalidObject
  *     Degraded:    True ImmutableFieldChanged, OwnerConflict, InvalidSpec, InvalidObject,
  *                  StorageClassNotFound, a diagnosed cause, or a failed write's reason
