@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# End to end: scale-in (issue 34; docs/replication.md "Scaling in", workerd/plan_scale.h)
+# on the pod runtime (real redis-server processes). One RedisCluster "cache" (Replication,
+# size 5, downAfter 3s, storage.retention.whenScaled Delete), bench/ackwriter writing SET
+# k_i + WAIT 1 100 to the pod labelled primary, the label sampler looking every 100 ms.
+#   1. the primary moved to cache-4: `FAILOVER TO <cache-4> 6379` sent to the primary by
+#      hand (the handover Redis does itself, which the operator records: docs/failover.md);
+#   2. spec.size 5 -> 3: the primary role moves to cache-0..2 first (Event SwitchingOver
+#      "scaling in to 3 pods", SwitchedOver), the StatefulSet stays at 5 replicas while
+#      status.primary or status.switchoverFrom names cache-3 or cache-4 (a sampler of
+#      both every 200 ms), then goes to 3; cache-3 and cache-4 gone, their claims deleted
+#      (whenScaled Delete), cache-0..2's kept; 0 acknowledged writes lost (ackwriter
+#      verify on the new primary); Progressing said ScalingIn;
+#   3. spec.scaleDownPolicy Forbid: 3 -> 2 refused by the API server with the CEL rule's
+#      message, through kubectl patch and kubectl scale (the Scale webhook leaves the
+#      decision to the CEL rule); then back to Allow;
+#   4. minReplicasToWrite 2 with size 2: refused ("must be less than spec.size").
+# Needs the process nodes (tests/cluster, RDC_CLUSTER_PROCESS_NODES=3, run.sh's default):
+# without them it skips as the other Redis scripts do; with them, anything missing fails.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_failover.sh"
+. "$(dirname "$0")/lib_replset.sh"
+
+rs_require_process_nodes || exit 0
+
+ns=rdc-e2e-scale-$$
+e2e_setup scale "$ns"
+cleanup_more() {
+    fo_writer_stop "$work/w" >/dev/null
+    fo_label_sampler_stop "$work/w" >/dev/null
+    [ -s "$work/sampler.pid" ] && kill "$(cat "$work/sampler.pid")" 2>/dev/null
+}
+check "ackwriter built" fo_build
+
+check "cluster.sh pin-namespace $ns" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns"
+wait_until 20 kubectl -n "$ns" get serviceaccount default
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: cache.example.com/v1
+kind: RedisCluster
+metadata: {name: cache, namespace: $ns}
+spec:
+  size: 5
+  image: redis
+  version: "7.2"
+  mode: Replication
+  failover: {downAfter: 3s}
+  storage:
+    size: 1Gi
+    retention: {whenScaled: Delete}
+YAML
+sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
+
+# settled N: status.primary a master with every other pod of cache-0..N-1 an online
+# replica at its pod IP, the only pod labelled primary, ReplicationHealthy True.
+settled() {
+    local n=$1 p text i
+    p=$(rs_primary)
+    [ -n "$p" ] && [ "$(rs_labelled)" = "$p " ] || return 1
+    text=$(redis-cli -h "$(rs_ip "$p")" info replication 2>/dev/null | tr -d '\r')
+    grep -qx 'role:master' <<<"$text" || return 1
+    for i in $(seq 0 $((n - 1))); do
+        [ "cache-$i" = "$p" ] || grep -q "^slave[0-9]*:ip=$(rs_ip "cache-$i"),port=6379,state=online," <<<"$text" || return 1
+    done
+    kubectl -n "$ns" get rdc cache -o json |
+        jq -e '[.status.conditions[] | select(.type == "ReplicationHealthy")][0].status == "True"' >/dev/null
+}
+export -f settled rs_ip rs_primary rs_labelled
+export ns
+
+check "cache is Running" wait_until 400 sh -c "kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}' | grep -qx Running"
+check "settled: one primary, four replicas online" wait_until 120 settled 5
+check "five claims bound" wait_until 60 sh -c "[ \$(kubectl -n $ns get pvc -o json | jq '[.items[] | select(.status.phase == \"Bound\")] | length') = 5 ]"
+
+rs_writer_start sc_
+
+# --- 1. the primary to cache-4 -----------------------------------------------------------
+old=$(rs_primary)
+if [ "$old" != cache-4 ]; then
+    echo "# moving the primary from $old to cache-4 (FAILOVER TO on $old)"
+    redis-cli -h "$(rs_ip "$old")" failover to "$(rs_ip cache-4)" 6379 timeout 5000 >/dev/null
+fi
+check "status.primary is cache-4" wait_output 60 cache-4 rs_primary
+check "settled with the primary at cache-4" wait_until 60 settled 5
+uids0=$(kubectl -n "$ns" get pods -o json | jq -r '[.items[] | select(.metadata.name | test("^cache-[0-2]$")) | .metadata.uid] | sort | join(" ")')
+
+# --- 2. 5 -> 3 ---------------------------------------------------------------------------
+# The sampler: "<status.primary> <status.switchoverFrom> <the StatefulSet's spec.replicas>"
+# every 200 ms, so that the order (primary moved, then replicas lowered) is seen.
+(
+    while :; do
+        p=$(kubectl -n "$ns" get rdc cache -o jsonpath='{.status.primary} {.status.switchoverFrom}' 2>/dev/null)
+        r=$(kubectl -n "$ns" get sts cache -o jsonpath='{.spec.replicas}' 2>/dev/null)
+        echo "$p|$r"
+        sleep 0.2
+    done >"$work/order.txt"
+) &
+echo $! >"$work/sampler.pid"
+sw0=$(rs_event_count SwitchingOver "scaling in to 3 pods")
+t0=$(date +%s%3N)
+echo "# --- 5 -> 3 with the primary at cache-4, $(fo_acked "$work/w") writes acknowledged so far"
+check "kubectl patch size 3" kubectl -n "$ns" patch rdc cache --type merge -p '{"spec":{"size":3}}'
+check "Progressing ScalingIn" wait_until 30 sh -c "kubectl -n $ns get rdc cache -o json | jq -e '[.status.conditions[] | select(.type == \"Progressing\")][0].reason == \"ScalingIn\"'"
+check "the primary moves to cache-0..2" wait_until 60 sh -c "rs_primary | grep -qx 'cache-[0-2]'"
+check "the StatefulSet goes to 3 replicas" wait_output 60 3 kubectl -n "$ns" get sts cache -o jsonpath='{.spec.replicas}'
+check "cache-3 and cache-4 gone" wait_until 120 sh -c "! kubectl -n $ns get pod cache-3 cache-4 -o name 2>/dev/null | grep -q ."
+check "settled at 3" wait_until 90 settled 3
+check "Running again" wait_until 120 sh -c "kubectl -n $ns get rdc cache -o jsonpath='{.status.phase}' | grep -qx Running"
+kill "$(cat "$work/sampler.pid")" 2>/dev/null
+rm -f "$work/sampler.pid"
+# Never fewer than 5 replicas while the record named cache-3 or cache-4.
+bad=$(awk -F'|' '$1 ~ /cache-[34]/ && $2 != "" && $2 < 5' "$work/order.txt" | head -3)
+check "the StatefulSet stayed at 5 while the primary (or the switchover's old one) was cache-3/4 ($(wc -l <"$work/order.txt") samples${bad:+: $bad})" test -z "$bad"
+check "Event SwitchingOver names the scale-in" test "$(rs_event_count SwitchingOver "scaling in to 3 pods")" -gt "$sw0"
+check "the handover was by FAILOVER from cache-4" test "$(rs_event_count SwitchedOver "^switchover: cache-4 hands")" -ge 1
+check "Event Scaled 5 -> 3" test "$(rs_event_count Scaled "from 5 to 3 replicas")" -ge 1
+check "claims of cache-3 and cache-4 deleted (whenScaled Delete)" wait_until 60 sh -c "! kubectl -n $ns get pvc data-cache-3 data-cache-4 -o name 2>/dev/null | grep -q ."
+check "claims of cache-0..2 kept" kubectl -n "$ns" get pvc data-cache-0 data-cache-1 data-cache-2
+uids1=$(kubectl -n "$ns" get pods -o json | jq -r '[.items[] | select(.metadata.name | test("^cache-[0-2]$")) | .metadata.uid] | sort | join(" ")')
+check "cache-0..2 not restarted by the scale-in (same pod UIDs)" test "$uids0" = "$uids1"
+check "writes acknowledged after it" wait_until 15 fo_events_after "$work/w" ack "$(date +%s%3N)"
+p=$(rs_primary)
+out=$(fo_verify "$work/w" "$(rs_ip "$p"):6379"); rc=$?
+echo "# scale-in: verify on $p: $out; longest write unavailability $(rs_unavailability "$work/w/events.jsonl" "$t0") ms"
+check "0 acknowledged writes lost ($out)" test "$rc" = 0
+rs_writer_stop
+
+# --- 3. spec.scaleDownPolicy Forbid --------------------------------------------------------
+check "scaleDownPolicy Forbid accepted" kubectl -n "$ns" patch rdc cache --type merge -p '{"spec":{"scaleDownPolicy":"Forbid"}}'
+refused "Forbid: 3 -> 2 refused with the CEL rule's message" "may not decrease while spec.scaleDownPolicy is Forbid" \
+    kubectl -n "$ns" patch rdc cache --type merge -p '{"spec":{"size":2}}'
+refused "Forbid: kubectl scale --replicas=2 refused" "may not decrease while spec.scaleDownPolicy is Forbid" \
+    kubectl -n "$ns" scale rdc cache --replicas=2
+check "Forbid: the size is still 3" test "$(kubectl -n "$ns" get rdc cache -o jsonpath='{.spec.size}')" = 3
+check "scaleDownPolicy Allow" kubectl -n "$ns" patch rdc cache --type merge -p '{"spec":{"scaleDownPolicy":"Allow"}}'
+
+# --- 4. minReplicasToWrite against the new size -------------------------------------------
+refused "minReplicasToWrite 2 with size 2 refused" "must be less than spec.size" \
+    kubectl -n "$ns" patch rdc cache --type merge -p '{"spec":{"size":2,"failover":{"minReplicasToWrite":2}}}'
+
+summary
