@@ -1308,10 +1308,14 @@ size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *ne
     const char *oz = effective_storage_size(olds), *nz = effective_storage_size(news);
     uint64_t ob = 0, nb = 0;
     if (oz && nz && rdc_spec_storage_bytes(oz, &ob) == RDC_STORAGE_OK &&
-        rdc_spec_storage_bytes(nz, &nb) == RDC_STORAGE_OK && ob != nb) {
+        rdc_spec_storage_bytes(nz, &nb) == RDC_STORAGE_OK &&
+        (nb < ob || (nb != ob && rdc_spec_cluster_layout(news, NULL, NULL)))) {
+        /* It may grow (the claims are resized: workerd/plan_volume.h), not in Cluster mode */
         buf_t d;
         buf_init(&d, TEXT_CAP);
-        buf_puts(&d, "is immutable (it sizes the StatefulSet's volumeClaimTemplates): was ");
+        buf_puts(&d, nb < ob ? "may not shrink (a PersistentVolumeClaim can only grow; it sizes the StatefulSet's "
+                               "volumeClaimTemplates): was "
+                             : "is immutable in Cluster mode (the shards' claims are not resized): was ");
         rdc_spec_put_quoted(&d, oz, VALUE_SHOWN);
         buf_puts(&d, ", now ");
         rdc_spec_put_quoted(&d, nz, VALUE_SHOWN);

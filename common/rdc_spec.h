@@ -226,9 +226,9 @@ void rdc_spec_put_quoted(buf_t *b, const char *s, size_t max);
 size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs);
 
 /* Check the transition from old_rc to new_rc (size may not decrease when new_rc's
- * spec.scaleDownPolicy is Forbid; storage size and class immutable) and record each
- * problem in errs. Values that are themselves invalid are left to rdc_spec_validate.
- * Returns the number recorded. */
+ * spec.scaleDownPolicy is Forbid; storage size may grow, never shrink, and not change in
+ * Cluster mode; storage class immutable) and record each problem in errs. Values that
+ * are themselves invalid are left to rdc_spec_validate. Returns the number recorded. */
 size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *new_rc,
                                 rdc_field_errors_t *errs);
 

@@ -354,6 +354,22 @@
  * StatefulSet is not ours, and nothing at all when no run-time directive is set: a
  * healthy resync sends no command and writes nothing.
  *
+ * VOLUME EXPANSION (plan_volume.h; docs/knobs.md "Growing the volumes"): spec.storage.size
+ * above the observed StatefulSet's claim template "data", its class unchanged (shrinking
+ * is refused by the CRD and the webhook): the apply keeps the observed templates and no
+ * ImmutableFieldChanged is reported; instead, once the claims are read (plan_wants_claims,
+ * the caller lists them with plan_pod_selector), PLAN_RESIZE_CLAIM for each claim
+ * data-<name>-<i> of 0..replicas-1 that asks less, then PLAN_DELETE of the StatefulSet
+ * with DeleteOptions {propagationPolicy: Orphan, preconditions {uid, resourceVersion}}
+ * (its pods keep running; Normal event ResizingVolumes); the next reconcile finds it
+ * absent and creates it with the new template, and it adopts the pods (same selector,
+ * same template: no pod restarts). A StatefulSet being deleted is waited for. Until
+ * every claim of 0..replicas-1 reports status.capacity.storage >= spec.storage.size,
+ * Progressing=True reason VolumeResizing ("k/n claims at 2Gi; waiting for ...") and a
+ * requeue after 10 s (a claim's capacity is not watched). A class that does not allow
+ * expansion: the API server refuses the claim's patch (403), which A FAILED WRITE
+ * reports (Degraded, the API's message), and the StatefulSet is not deleted.
+ *
  * IMMUTABLE STATEFULSET FIELDS: spec.selector and spec.serviceName never change for a
  * given name, but an observed StatefulSet created otherwise may differ: then no apply is
  * planned for it (the API server would refuse it every time) and Degraded=True reason
@@ -390,7 +406,7 @@
  *     Ready:       True AllReplicasReady | False Creating ("k/n replicas ready"), ReplicasNotReady, InvalidSpec,
  *                  InvalidObject, or a diagnosed cause (message "2/3 replicas ready", then
  *                  ": " and the cause; or the spec problems)
- *     Progressing: True Creating, Scaling, ScalingIn, RollingUpdate | False Stable, InvalidSpec,
+ *     Progressing: True Creating, Scaling, ScalingIn, VolumeResizing, RollingUpdate | False Stable, InvalidSpec,
  *                  InvalidObject
  *     Degraded:    True ImmutableFieldChanged, OwnerConflict, InvalidSpec, InvalidObject,
  *                  StorageClassNotFound, a diagnosed cause, or a failed write's reason
@@ -475,9 +491,11 @@ typedef enum {
                           (RUNTIME CONFIG below; ACL below) */
     PLAN_SLOT_MOVE,    /* CLUSTER: hash slots moved between two masters (no request; name the
                           source pod, body the job: workerd/slotmove.h, slotmove_job_to_json) */
-    PLAN_ACL_FILE      /* server-side apply of Secret <name>-redis-acl (ACL below); its
+    PLAN_ACL_FILE,     /* server-side apply of Secret <name>-redis-acl (ACL below); its
                           stringData's ${acl-hash:<user>} tokens are replaced by the executor
                           with the users' password hashes */
+    PLAN_RESIZE_CLAIM  /* PATCH persistentvolumeclaims/<name>, merge patch of
+                          spec.resources.requests.storage (VOLUME EXPANSION below) */
 } plan_action_kind_t;
 
 /* What workerd read of the password (AUTH below). */
@@ -571,7 +589,14 @@ typedef struct {
     int budget_short;              /* CRITICAL PATH below: the client-side budget is short */
     const plan_tls_t *tls;         /* TLS below: spec.tls's Secret, NULL when not read */
     const plan_acl_t *acl;         /* ACL below: the users' passwords, NULL when not read */
+    const json_object *claims;     /* VOLUME EXPANSION below: the PersistentVolumeClaims of the
+                                      pods' selector (a list answer or its items), NULL when
+                                      not read */
 } plan_observed_t;
+
+/* VOLUME EXPANSION: 1 when the plan needs the claims (plan_observed_t.claims, listed with
+ * plan_pod_selector) and was not given them. */
+int plan_wants_claims(const plan_t *plan);
 
 /* CRITICAL PATH: when the caller says its client-side QPS budget is short (budget_short:
  * a request now would wait for a token, kube_client_budget_short), a plan that creates a
@@ -701,7 +726,7 @@ json_object *plan_to_json(const plan_t *plan);
 
 /* The name of an action kind: "addFinalizer", "removeFinalizer", "cleanup", "create",
  * "apply", "replace", "delete", "updateStatus", "labelPod", "redis", "authRecord",
- * "annotatePod", "slotMove", "aclFile". */
+ * "annotatePod", "slotMove", "aclFile", "resizeClaim". */
 const char *plan_action_kind_name(plan_action_kind_t kind);
 
 /* The managed-field comparison described above: 1 when desired is a subset of observed,

@@ -21,6 +21,7 @@ static const char *kind_of_resource(const char *resource)
                                          {"poddisruptionbudgets", "PodDisruptionBudget"},
                                          {"pods", "Pod"},
                                          {"secrets", "Secret"},
+                                         {"persistentvolumeclaims", "PersistentVolumeClaim"},
                                          {"redisclusters", RENDER_KIND}};
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (!strcmp(map[i][0], resource))

@@ -101,7 +101,9 @@ static void decide_progressing(const plan_ctx_t *c, const plan_findings_t *f, co
 {
     const plan_kids_t *k = f->kids ? f->kids : &no_kids;
     int wait = f->topo && f->topo->switch_wait;
-    if (m->scaling && v->spec_replicas > c->spec->size)
+    if (f->volume && f->volume->active)
+        plan_cond_set(prog, "Progressing", 1, "VolumeResizing", "%s", f->volume->message);
+    else if (m->scaling && v->spec_replicas > c->spec->size)
         /* SCALE-IN (plan_scale.h): the highest ordinals go; a primary among them first
          * hands its role over, which the switchover's words say */
         plan_cond_set(prog, "Progressing", 1, "ScalingIn", "scaling in from %lld to %d replicas%s%s",
