@@ -168,6 +168,12 @@ static const char *decide(const plan_ctx_t *c, const plan_findings_t *f, const p
         plan_cond_set(deg, "Degraded", 1, c->degraded->reason, "%s", buf_str(&c->degraded->message));
     else
         plan_cond_set(deg, "Degraded", 0, "AsExpected", "%s", "");
+    if (!v->present && f->volume && f->volume->active) {
+        /* VOLUME EXPANSION: orphaned and created again; the pods keep running meanwhile */
+        plan_cond_set(ready, "Ready", 0, "VolumeResizing", "the StatefulSet is created again; its pods keep running");
+        plan_cond_set(prog, "Progressing", 1, "VolumeResizing", "%s", f->volume->message);
+        return "Scaling";
+    }
     if (!v->present) {
         plan_cond_set(ready, "Ready", 0, "Creating", "0/%d replicas ready", c->spec->size); /* as CREATING goes on */
         plan_cond_set(prog, "Progressing", 1, "Creating", "creating StatefulSet %s/%s", c->ns, c->name);

@@ -146,8 +146,16 @@ int plan_volume(const plan_ctx_t *c, int grow, const json_object *sts, plan_volu
     const json_object *prog = plan_observed_cond(jsonx_get(c->rc, "status"), "Progressing");
     int was = jsonx_str_is(prog, "status", "True") && jsonx_str_is(prog, "reason", "VolumeResizing");
     __int128 want = -1;
-    if ((!grow && !was) || !sts || render_quantity_nano(c->spec->storage.size, &want))
+    if ((!grow && !was) || render_quantity_nano(c->spec->storage.size, &want))
         return 0;
+    if (!sts) { /* orphaned: plan_children creates it again in this plan */
+        out->active = 1;
+        plan_requeue_within(c->plan, PLAN_REQUEUE_NOT_READY_NS);
+        snprintf(out->message, sizeof(out->message),
+                 "creating StatefulSet %s/%s again with the claim template at %s (its pods keep running)", c->ns,
+                 c->name, c->spec->storage.size);
+        return 0;
+    }
     const json_object *items = c->more ? claim_items(c->more->claims) : NULL;
     int n = (int)jsonx_int_or(jsonx_get(sts, "spec"), "replicas", 0);
     out->active = 1;

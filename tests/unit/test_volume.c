@@ -201,6 +201,9 @@ static void test_created_with_new_template(void)
         JSONX_STR_AT(json_object_array_get_idx(JSONX_AT(c->body, "spec", "volumeClaimTemplates"), 0), "spec",
                      "resources", "requests", "storage"),
         "2Gi");
+    /* The status goes on saying the resize (not Creating), so the next plans look at the claims. */
+    CU_ASSERT_STRING_EQUAL(progressing(p, "reason"), "VolumeResizing");
+    CU_ASSERT_PTR_NOT_NULL(strstr(progressing(p, "message"), "creating StatefulSet ns/c again"));
     plan_destroy(&p);
 }
 
