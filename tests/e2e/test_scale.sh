@@ -14,7 +14,16 @@
 #   3. spec.scaleDownPolicy Forbid: 3 -> 2 refused by the API server with the CEL rule's
 #      message, through kubectl patch and kubectl scale (the Scale webhook leaves the
 #      decision to the CEL rule); then back to Allow;
-#   4. minReplicasToWrite 2 with size 2: refused ("must be less than spec.size").
+#   4. minReplicasToWrite 2 with size 2: refused ("must be less than spec.size");
+#   5. storage.size 1Gi -> 2Gi (docs/knobs.md "Growing the volumes"): the claims at 2Gi,
+#      request and capacity (tests/cluster/provisioner.sh is the resizer), the StatefulSet
+#      recreated (new uid) with its template at 2Gi and owning the same pods, no pod
+#      restarted (UIDs and restart counts), a key and every acknowledged write intact;
+#   6. storage.size 2Gi -> 1Gi refused (CEL); a cluster of the class "fixed" (no volume
+#      expansion) grown: the claim's patch refused by the API server, Degraded says so,
+#      the claim and the StatefulSet untouched.
+# Needs a control plane started with this branch's tests/cluster (the class "fixed" and
+# the provisioner's resizing).
 # Needs the process nodes (tests/cluster, RDC_CLUSTER_PROCESS_NODES=3, run.sh's default):
 # without them it skips as the other Redis scripts do; with them, anything missing fails.
 set -uo pipefail
@@ -137,5 +146,65 @@ check "scaleDownPolicy Allow" kubectl -n "$ns" patch rdc cache --type merge -p '
 # --- 4. minReplicasToWrite against the new size -------------------------------------------
 refused "minReplicasToWrite 2 with size 2 refused" "must be less than spec.size" \
     kubectl -n "$ns" patch rdc cache --type merge -p '{"spec":{"size":2,"failover":{"minReplicasToWrite":2}}}'
+
+# --- 5. storage.size 1Gi -> 2Gi -----------------------------------------------------------
+# restarts: "<pod> <uid> <restartCount>" of cache-0..2, sorted
+restarts() {
+    kubectl -n "$ns" get pods -o json | jq -r '.items[] | select(.metadata.name | test("^cache-[0-2]$"))
+        | "\(.metadata.name) \(.metadata.uid) \([.status.containerStatuses[]? | .restartCount] | add // 0)"' | sort
+}
+# claims_at SIZE: data-cache-0..2 ask SIZE and report it as their capacity
+claims_at() {
+    kubectl -n "$ns" get pvc data-cache-0 data-cache-1 data-cache-2 -o json | jq -e --arg s "$1" '
+        .items | length == 3 and all(.spec.resources.requests.storage == $s and .status.capacity.storage == $s)'
+}
+export -f claims_at
+p=$(rs_primary)
+redis-cli -h "$(rs_ip "$p")" set volume-key kept >/dev/null
+r0=$(restarts); sts0=$(kubectl -n "$ns" get sts cache -o jsonpath='{.metadata.uid}')
+echo "# --- storage 1Gi -> 2Gi (pods: $(echo "$r0" | tr '\n' ';'))"
+check "kubectl patch storage.size 2Gi" kubectl -n "$ns" patch rdc cache --type merge -p '{"spec":{"storage":{"size":"2Gi"}}}'
+check "the claims at 2Gi (request and capacity: the provisioner resizes them)" wait_until 120 claims_at 2Gi
+check "the StatefulSet recreated (a new uid) with its claim template at 2Gi" wait_until 60 sh -c "
+    u=\$(kubectl -n $ns get sts cache -o jsonpath='{.metadata.uid}'); [ -n \"\$u\" ] && [ \"\$u\" != $sts0 ] &&
+    [ \"\$(kubectl -n $ns get sts cache -o jsonpath='{.spec.volumeClaimTemplates[0].spec.resources.requests.storage}')\" = 2Gi ]"
+check "Event ResizingVolumes" test "$(rs_events ResizingVolumes)" -ge 1
+check "Running, Progressing no longer VolumeResizing" wait_until 120 sh -c "kubectl -n $ns get rdc cache -o json | jq -e '
+    .status.phase == \"Running\" and ([.status.conditions[] | select(.type == \"Progressing\")][0].reason != \"VolumeResizing\")'"
+r1=$(restarts)
+check "no pod restarted or replaced (same UIDs and restart counts)" test "$r0" = "$r1"
+check "the pods are the new StatefulSet's (adopted)" sh -c "[ \$(kubectl -n $ns get pods -o json | jq --arg u \"\$(kubectl -n $ns get sts cache -o jsonpath='{.metadata.uid}')\" '[.items[] | select(.metadata.name | test(\"^cache-[0-2]\$\")) | select(.metadata.ownerReferences[0].uid == \$u)] | length') = 3 ]"
+p=$(rs_primary)
+check "the key is intact" test "$(redis-cli -h "$(rs_ip "$p")" get volume-key)" = kept
+out=$(fo_verify "$work/w" "$(rs_ip "$p"):6379"); rc=$?
+check "every acknowledged write still there after the resize ($out)" test "$rc" = 0
+check "settled at 3 after the resize" wait_until 60 settled 3
+
+# --- 6. refusals ---------------------------------------------------------------------------
+refused "storage.size may not shrink (2Gi -> 1Gi)" "may not shrink" \
+    kubectl -n "$ns" patch rdc cache --type merge -p '{"spec":{"storage":{"size":"1Gi"}}}'
+# A class without volume expansion (tests/cluster: "fixed"): the webhook cannot read
+# StorageClasses (webhookd has no API client: docs/knobs.md), so the API server refuses
+# the operator's patch of the claim (PersistentVolumeClaimResize), which the status says;
+# the StatefulSet is not touched.
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: cache.example.com/v1
+kind: RedisCluster
+metadata: {name: fixedc, namespace: $ns}
+spec:
+  size: 1
+  image: redis
+  version: "7.2"
+  mode: Standalone
+  storage: {size: 1Gi, storageClass: fixed}
+YAML
+check "fixedc (class fixed) is Running" wait_until 300 sh -c "kubectl -n $ns get rdc fixedc -o jsonpath='{.status.phase}' | grep -qx Running"
+fsts=$(kubectl -n "$ns" get sts fixedc -o jsonpath='{.metadata.uid}')
+check "fixedc: kubectl patch storage.size 2Gi (accepted by the API)" kubectl -n "$ns" patch rdc fixedc --type merge -p '{"spec":{"storage":{"size":"2Gi"}}}'
+check "fixedc: refused, the status says why (Degraded, the API's message on the claim)" wait_until 60 sh -c "kubectl -n $ns get rdc fixedc -o json | jq -e '
+    [.status.conditions[] | select(.type == \"Degraded\")][0] | .status == \"True\" and (.message | test(\"PersistentVolumeClaim.*data-fixedc-0\")) and (.message | test(\"resize\"))'"
+check "fixedc: the claim still at 1Gi" test "$(kubectl -n "$ns" get pvc data-fixedc-0 -o jsonpath='{.spec.resources.requests.storage}')" = 1Gi
+check "fixedc: the StatefulSet not deleted" test "$(kubectl -n "$ns" get sts fixedc -o jsonpath='{.metadata.uid}')" = "$fsts"
+kubectl -n "$ns" delete rdc fixedc --wait=false >/dev/null 2>&1
 
 summary
