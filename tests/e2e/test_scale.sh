@@ -42,38 +42,10 @@ cleanup_more() {
 }
 check "ackwriter built" fo_build
 
-check "cluster.sh pin-namespace $ns" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns"
-wait_until 20 kubectl -n "$ns" get serviceaccount default
-kubectl apply -f - >/dev/null <<YAML
-apiVersion: cache.example.com/v1
-kind: RedisCluster
-metadata: {name: cache, namespace: $ns}
-spec:
-  size: 5
-  image: redis
-  version: "7.2"
-  mode: Replication
-  failover: {downAfter: 3s}
-  storage:
+RS_SIZE=5 rs_start "  storage:
     size: 1Gi
-    retention: {whenScaled: Delete}
-YAML
-sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
-
-# settled N: status.primary a master with every other pod of cache-0..N-1 an online
-# replica at its pod IP, the only pod labelled primary, ReplicationHealthy True.
-settled() {
-    local n=$1 p text i
-    p=$(rs_primary)
-    [ -n "$p" ] && [ "$(rs_labelled)" = "$p " ] || return 1
-    text=$(redis-cli -h "$(rs_ip "$p")" info replication 2>/dev/null | tr -d '\r')
-    grep -qx 'role:master' <<<"$text" || return 1
-    for i in $(seq 0 $((n - 1))); do
-        [ "cache-$i" = "$p" ] || grep -q "^slave[0-9]*:ip=$(rs_ip "cache-$i"),port=6379,state=online," <<<"$text" || return 1
-    done
-    kubectl -n "$ns" get rdc cache -o json |
-        jq -e '[.status.conditions[] | select(.type == "ReplicationHealthy")][0].status == "True"' >/dev/null
-}
+    retention: {whenScaled: Delete}"
+settled() { rs_settled "$1"; }
 export -f settled rs_ip rs_primary rs_labelled
 export ns
 

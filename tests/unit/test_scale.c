@@ -15,6 +15,7 @@
 #include "jsonx.h"
 #include "plan.h"
 #include "rdc_spec.h"
+#include "split_fields.h"
 #include "topology.h"
 
 #include <json-c/json.h>
@@ -24,24 +25,11 @@
 #define NPODS 5
 #define NOW (INT64_C(1714564800) * 1000000000)
 
-/* Split spec at blanks into at most max fields of f (each up to 63 bytes). */
-static int fields(const char *spec, char f[][64], int max)
-{
-    int n = 0;
-    for (const char *p = spec; *p && n < max;) {
-        size_t l = strcspn(p, " ");
-        snprintf(f[n++], 64, "%.*s", (int)l, p);
-        p += l;
-        p += strspn(p, " ");
-    }
-    return n;
-}
-
 /* A pod "name ip label" (label "-": none), Ready, on revision r1. */
 static json_object *pod_of(const char *spec)
 {
     char f[3][64];
-    CU_ASSERT_EQUAL_FATAL(fields(spec, f, 3), 3);
+    CU_ASSERT_EQUAL_FATAL(split_fields(spec, f, 3), 3);
     char text[1024];
     snprintf(text, sizeof(text),
              "{\"metadata\":{\"name\":\"%s\",\"uid\":\"uid-%s\",\"labels\":{\"controller-revision-hash\":\"r1\""
@@ -57,7 +45,7 @@ static json_object *pod_of(const char *spec)
 static json_object *node_of(const char *spec)
 {
     char f[6][64];
-    CU_ASSERT_EQUAL_FATAL(fields(spec, f, 6), 6);
+    CU_ASSERT_EQUAL_FATAL(split_fields(spec, f, 6), 6);
     char text[512];
     snprintf(text, sizeof(text),
              "{\"pod\":\"%s\",\"ip\":\"%s\",\"reachable\":true,\"role\":\"%s\",\"masterHost\":\"%s\","

@@ -16,6 +16,7 @@
 #include "topology.h"
 
 #include "redis_servers.h"
+#include "split_fields.h"
 #include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
@@ -29,24 +30,11 @@
 #define MS (INT64_C(1000000))
 #define DOWN_AFTER 3000
 
-/* Split spec at blanks into at most max fields of f (each up to 63 bytes). */
-static int fields(const char *spec, char f[][64], int max)
-{
-    int n = 0;
-    for (const char *p = spec; *p && n < max;) {
-        size_t l = strcspn(p, " ");
-        snprintf(f[n++], 64, "%.*s", (int)l, p);
-        p += l;
-        p += strspn(p, " ");
-    }
-    return n;
-}
-
 /* A pod "name ip revision ready(1|0) terminating(1|0) label" ("-" for no label). */
 static json_object *pod_of(const char *spec)
 {
     char f[6][64];
-    CU_ASSERT_EQUAL_FATAL(fields(spec, f, 6), 6);
+    CU_ASSERT_EQUAL_FATAL(split_fields(spec, f, 6), 6);
     char text[1024];
     snprintf(
         text, sizeof(text),
@@ -65,7 +53,7 @@ static json_object *pod_of(const char *spec)
 static json_object *node_of(const char *spec)
 {
     char f[6][64];
-    CU_ASSERT_EQUAL_FATAL(fields(spec, f, 6), 6);
+    CU_ASSERT_EQUAL_FATAL(split_fields(spec, f, 6), 6);
     char text[1024];
     int up = strcmp(f[2], "-") != 0;
     snprintf(text, sizeof(text),
