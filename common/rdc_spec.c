@@ -820,6 +820,18 @@ static void check_failover(rdc_field_errors_t *e, const json_object *spec, rdc_s
         out->failover.min_replicas_to_write = (int)want;
 }
 
+/* spec.scaleDownPolicy: 1 for Forbid, 0 for Allow or absent (a bad value recorded in e
+ * when e is not NULL). */
+static int scale_down_forbidden(rdc_field_errors_t *e, const json_object *spec)
+{
+    static const char *const policies[] = {"Allow", "Forbid", NULL};
+    if (!e) {
+        const char *s = NULL;
+        return optional_string(NULL, spec, "scaleDownPolicy", NULL, &s) == JSONX_OK && !strcmp(s, "Forbid");
+    }
+    return check_enum(e, spec, "scaleDownPolicy", "spec.scaleDownPolicy", policies, "\"Allow\", \"Forbid\"") == 1;
+}
+
 static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     static const char *const modes[] = {"Standalone", "Replication", "Cluster", NULL}; /* as rdc_mode_t */
@@ -841,6 +853,7 @@ static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec, rdc_
                         RDC_SPEC_MIGRATION_RATE_MAX, &v))
         out->cluster.migration_bytes_per_second = v;
     int p = check_enum(e, spec, "persistence", "spec.persistence", persistence, "\"aof\", \"none\", \"rdb\"");
+    out->scale_down_forbidden = scale_down_forbidden(e, spec);
     if (mode >= 0)
         out->mode = (rdc_mode_t)mode;
     if (p >= 0) {
@@ -1600,18 +1613,24 @@ size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *ne
     const json_object *os = jsonx_get(olds, "size"), *ns = jsonx_get(news, "size");
     /* (in Cluster mode the size follows the shards, which may shrink: their slots move first) */
     if (os && ns && json_object_is_type(os, json_type_int) && json_object_is_type(ns, json_type_int) &&
-        json_object_get_int64(ns) < json_object_get_int64(os) && !rdc_spec_cluster_layout(news, NULL, NULL))
+        json_object_get_int64(ns) < json_object_get_int64(os) && !rdc_spec_cluster_layout(news, NULL, NULL) &&
+        scale_down_forbidden(NULL, news))
         field_error(errs, RDC_FIELD_FORBIDDEN, "spec.size", NULL,
-                    "may not decrease from %lld to %lld (scaling a RedisCluster down is not allowed)",
+                    "may not decrease from %lld to %lld (spec.scaleDownPolicy is Forbid: scaling this "
+                    "RedisCluster down is not allowed)",
                     (long long)json_object_get_int64(os), (long long)json_object_get_int64(ns));
 
     const char *oz = effective_storage_size(olds), *nz = effective_storage_size(news);
     uint64_t ob = 0, nb = 0;
     if (oz && nz && rdc_spec_storage_bytes(oz, &ob) == RDC_STORAGE_OK &&
-        rdc_spec_storage_bytes(nz, &nb) == RDC_STORAGE_OK && ob != nb) {
+        rdc_spec_storage_bytes(nz, &nb) == RDC_STORAGE_OK &&
+        (nb < ob || (nb != ob && rdc_spec_cluster_layout(news, NULL, NULL)))) {
+        /* It may grow (the claims are resized: workerd/plan_volume.h), not in Cluster mode */
         buf_t d;
         buf_init(&d, TEXT_CAP);
-        buf_puts(&d, "is immutable (it sizes the StatefulSet's volumeClaimTemplates): was ");
+        buf_puts(&d, nb < ob ? "may not shrink (a PersistentVolumeClaim can only grow; it sizes the StatefulSet's "
+                               "volumeClaimTemplates): was "
+                             : "is immutable in Cluster mode (the shards' claims are not resized): was ");
         rdc_spec_put_quoted(&d, oz, VALUE_SHOWN);
         buf_puts(&d, ", now ");
         rdc_spec_put_quoted(&d, nz, VALUE_SHOWN);

@@ -42,6 +42,10 @@
  *                          RDC_SPEC_ACL_RULES_MAX bytes and RDC_SPEC_ACL_TOKENS_MAX rules
  *                          (rdc_spec_acl_rules_split), passwordSecretRef {name (required),
  *                          key (default "password")}; users without spec.auth are Forbidden
+ *   spec.scaleDownPolicy   Allow | Forbid: whether spec.size may decrease (Replication and
+ *                          Standalone; Cluster mode's size follows its shards). Forbid keeps
+ *                          the design document's rule (rdc_spec_validate_update; the CRD's
+ *                          CEL rule does the same, also for the scale subresource)
  *   spec.failover          downAfter a duration (Go's syntax, ^([0-9]+([.][0-9]+)?(ms|s|m|h))+$,
  *                          at most 32 characters) from 1s to 5m; minReplicasToWrite 0..9
  *                          and less than spec.size; minReplicasMaxLag 1..3600
@@ -177,6 +181,7 @@
  *                                  every object the API server stores; v1alpha1 clusters
  *                                  are converted to Standalone)
  *   spec.persistence               aof (as the v1 schema defaults it)
+ *   spec.scaleDownPolicy           Allow
  *   spec.auth.secretRef.key        "password"
  *   spec.failover.downAfter        3s
  *   spec.failover.minReplicasToWrite  1 when spec.size >= 3, else 0
@@ -254,9 +259,10 @@ void rdc_spec_put_quoted(buf_t *b, const char *s, size_t max);
  * (rdc_spec_parse without the typed result.) */
 size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs);
 
-/* Check the transition from old_rc to new_rc (size may not decrease; storage size and
- * class immutable) and record each problem in errs. Values that are themselves invalid
- * are left to rdc_spec_validate. Returns the number recorded. */
+/* Check the transition from old_rc to new_rc (size may not decrease when new_rc's
+ * spec.scaleDownPolicy is Forbid; storage size may grow, never shrink, and not change in
+ * Cluster mode; storage class immutable) and record each problem in errs. Values that
+ * are themselves invalid are left to rdc_spec_validate. Returns the number recorded. */
 size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *new_rc,
                                 rdc_field_errors_t *errs);
 
@@ -301,6 +307,7 @@ typedef struct {
     rdc_persistence_t persistence;
     int persistence_set;           /* spec.persistence given: it owns more of config.extra
                                       (redisconf_owned) */
+    int scale_down_forbidden;      /* spec.scaleDownPolicy Forbid (default Allow) */
     struct {
         const char *maxmemory;        /* NULL: unset (no maxmemory line) */
         const char *maxmemory_policy;

@@ -143,36 +143,32 @@ static void spec_warnings(review_t *r, const rdc_spec_t *spec)
 }
 
 /* The scale subresource (kind autoscaling/v1 Scale, whose spec.replicas is the
- * RedisCluster's spec.size): 1..10, and never lower than before. */
-static void validate_scale(review_t *r, const char *op, const json_object *obj, const json_object *old)
+ * RedisCluster's spec.size): 1..10. A decrease is not refused here: whether it is
+ * allowed is the RedisCluster's spec.scaleDownPolicy, which a Scale does not carry; the
+ * API server applies the CRD's CEL rules (scaleDownPolicy, minReplicasToWrite < size) to
+ * the RedisCluster the scale subresource writes, so they hold for kubectl scale too. */
+static void validate_scale(review_t *r, const char *op, const json_object *obj)
 {
     if (strcmp(op, "UPDATE"))
         return;
     const char *name = jsonx_str(jsonx_get(obj, "metadata"), "name");
-    json_object *nv = jsonx_get(jsonx_get(obj, "spec"), "replicas"),
-                *ov = jsonx_get(jsonx_get(old, "spec"), "replicas");
+    json_object *nv = jsonx_get(jsonx_get(obj, "spec"), "replicas");
     buf_t d;
     buf_init(&d, MESSAGE_CAP);
-    int forbidden = 0;
     if (!nv || !json_object_is_type(nv, json_type_int)) {
         buf_printf(&d, "spec.replicas: Invalid value: %s: must be an integer", review_type_name(nv));
     } else if (json_object_get_int64(nv) < RDC_SPEC_SIZE_MIN || json_object_get_int64(nv) > RDC_SPEC_SIZE_MAX) {
         buf_printf(&d, "spec.replicas: Invalid value: %lld: must be between %d and %d",
                    (long long)json_object_get_int64(nv), RDC_SPEC_SIZE_MIN, RDC_SPEC_SIZE_MAX);
-    } else if (ov && json_object_is_type(ov, json_type_int) && json_object_get_int64(nv) < json_object_get_int64(ov)) {
-        forbidden = 1;
-        buf_printf(&d, "spec.replicas: Forbidden: may not decrease from %lld to %lld "
-                       "(scaling a RedisCluster down is not allowed)",
-                   (long long)json_object_get_int64(ov), (long long)json_object_get_int64(nv));
     }
     if (d.len) {
         r->allowed = 0;
-        r->code = forbidden ? 403 : 422;
-        r->reason = forbidden ? "Forbidden" : "Invalid";
+        r->code = 422;
+        r->reason = "Invalid";
         buf_reset(&r->message);
         buf_puts(&r->message, "Scale.autoscaling ");
         rdc_spec_put_quoted(&r->message, name ? name : "", NAME_SHOWN);
-        buf_printf(&r->message, " is %s: %s", forbidden ? "forbidden" : "invalid", buf_str(&d));
+        buf_printf(&r->message, " is invalid: %s", buf_str(&d));
     }
     buf_free(&d);
 }
@@ -181,7 +177,7 @@ static void validate(review_t *r, const char *op, const char *sub, const json_ob
                      const json_object *old, const char *name)
 {
     if (!strcmp(sub, "scale")) {
-        validate_scale(r, op, obj, old);
+        validate_scale(r, op, obj);
         return;
     }
     rdc_field_errors_t *errs = rdc_field_errors_new();

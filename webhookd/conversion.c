@@ -22,6 +22,7 @@ static const char *const CONVERSION_V1_ONLY[][PATH_PARTS] = {
     {"spec", "mode", NULL},
     {"spec", "auth", NULL},
     {"spec", "persistence", NULL},
+    {"spec", "scaleDownPolicy", NULL},
     {"spec", "failover", NULL},
     {"spec", "resources", NULL},
     {"spec", "securityContext", NULL},

@@ -10,7 +10,7 @@
  *
  * THE TWO VERSIONS. v1 is v1alpha1 plus the "v1-only" fields, listed once in
  * conversion.c (CONVERSION_V1_ONLY): spec.mode, spec.auth, spec.persistence,
- * spec.failover, the pod, budget, storage and config knobs of issue 20 (spec.resources,
+ * spec.scaleDownPolicy, spec.failover, the pod, budget, storage and config knobs of issue 20 (spec.resources,
  * securityContext, podSecurityContext, affinity, tolerations, nodeSelector,
  * topologySpreadConstraints, priorityClassName, imagePullSecrets, podMetadata,
  * serviceMetadata, terminationGracePeriodSeconds, podDisruptionBudget, storage.retention,

@@ -21,8 +21,10 @@
 #include "plan_observe.h"
 #include "plan_replication.h"
 #include "plan_runtime.h"
+#include "plan_scale.h"
 #include "plan_status.h"
 #include "plan_tls.h"
+#include "plan_volume.h"
 #include "rdc_spec.h"
 #include "render.h"
 #include "status_policy.h"
@@ -177,6 +179,7 @@ typedef struct {
     plan_cluster_t cluster;
     plan_diag_t diag;
     plan_tls_found_t tls;
+    plan_volume_t volume;
     int rotating;      /* AUTH: a password rotation is in this plan */
 } found_t;
 
@@ -192,6 +195,8 @@ static int plan_valid(plan_ctx_t *c, const plan_children_t *kids, found_t *x)
             return -1;
         c->cluster = x->cluster.r;
     }
+    /* SCALE-IN: the StatefulSet keeps the pod of a primary that is to go until it hands over */
+    c->in.shard_replicas = plan_scale_in_hold(c, kids->statefulset);
     if (plan_acl_file(c, 1) || plan_children(c, kids, &x->kids) || plan_auth(c, &rotating))
         return -1;
     x->rotating = rotating;
@@ -216,6 +221,10 @@ static int plan_valid(plan_ctx_t *c, const plan_children_t *kids, found_t *x)
         if (!rotating && plan_cluster(c, &x->kids, &x->cluster))
             return -1;
     }
+    /* VOLUME EXPANSION: after the pods' commands, the claims, then the StatefulSet orphaned */
+    if (c->spec->mode != RDC_MODE_CLUSTER && plan_volume(c, x->kids.volume_grow, sts, &x->volume))
+        return -1;
+    x->f.volume = &x->volume;
     plan_diagnose(c, sts, &x->diag);
     x->f.diag = &x->diag;
     plan_tls(c, &x->tls);

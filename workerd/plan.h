@@ -270,8 +270,19 @@
  *     rdc_redis_replication_lag_bytes). Without an observation (more->redis NULL) the
  *     observed nodes and ReplicationHealthy are kept as they are (NotObserved when there
  *     is none yet) and no Redis action is planned.
+ *   - SCALE-IN (plan_scale.h, topology.h SCALE-IN; docs/replication.md "Scaling in"):
+ *     spec.size below the StatefulSet's replicas while status.primary or
+ *     status.switchoverFrom names a pod at an ordinal >= spec.size: the StatefulSet keeps
+ *     its replicas (rendered with them) and the primary role is handed to a pod that stays
+ *     as SWITCHOVER does (the record, then FAILOVER TO); once neither names such a pod,
+ *     the replicas are lowered (Normal event Scaled) and the StatefulSet removes the pods
+ *     of the highest ordinals, their claims as its persistentVolumeClaimRetentionPolicy
+ *     whenScaled says (spec.storage.retention). Progressing=True reason ScalingIn
+ *     ("scaling in from 5 to 3 replicas[: the handover's words]") while the StatefulSet
+ *     wants more than spec.size, in every mode;
  *   Standalone (and a spec without mode, as v1alpha1 clusters are converted): none of
- *   this; independent servers, no role Services, labels or Redis actions.
+ *   this; independent servers, no role Services, labels or Redis actions (a scale-in
+ *   lowers the replicas at once).
  *   CLUSTER (spec.mode Cluster, not yet a value of the spec; ARCHITECTURE.md "Standalone,
  *   Replication, Cluster"): its place is beside REPLICATION, after the children and AUTH
  *   and before the status, in plan_cluster.c.
@@ -343,6 +354,22 @@
  * StatefulSet is not ours, and nothing at all when no run-time directive is set: a
  * healthy resync sends no command and writes nothing.
  *
+ * VOLUME EXPANSION (plan_volume.h; docs/knobs.md "Growing the volumes"): spec.storage.size
+ * above the observed StatefulSet's claim template "data", its class unchanged (shrinking
+ * is refused by the CRD and the webhook): the apply keeps the observed templates and no
+ * ImmutableFieldChanged is reported; instead, once the claims are read (plan_wants_claims,
+ * the caller lists them with plan_pod_selector), PLAN_RESIZE_CLAIM for each claim
+ * data-<name>-<i> of 0..replicas-1 that asks less, then PLAN_DELETE of the StatefulSet
+ * with DeleteOptions {propagationPolicy: Orphan, preconditions {uid, resourceVersion}}
+ * (its pods keep running; Normal event ResizingVolumes); the next reconcile finds it
+ * absent and creates it with the new template, and it adopts the pods (same selector,
+ * same template: no pod restarts). A StatefulSet being deleted is waited for. Until
+ * every claim of 0..replicas-1 reports status.capacity.storage >= spec.storage.size,
+ * Progressing=True reason VolumeResizing ("k/n claims at 2Gi; waiting for ...") and a
+ * requeue after 10 s (a claim's capacity is not watched). A class that does not allow
+ * expansion: the API server refuses the claim's patch (403), which A FAILED WRITE
+ * reports (Degraded, the API's message), and the StatefulSet is not deleted.
+ *
  * IMMUTABLE STATEFULSET FIELDS: spec.selector and spec.serviceName never change for a
  * given name, but an observed StatefulSet created otherwise may differ: then no apply is
  * planned for it (the API server would refuse it every time) and Degraded=True reason
@@ -379,7 +406,7 @@
  *     Ready:       True AllReplicasReady | False Creating ("k/n replicas ready"), ReplicasNotReady, InvalidSpec,
  *                  InvalidObject, or a diagnosed cause (message "2/3 replicas ready", then
  *                  ": " and the cause; or the spec problems)
- *     Progressing: True Creating, Scaling, RollingUpdate | False Stable, InvalidSpec,
+ *     Progressing: True Creating, Scaling, ScalingIn, VolumeResizing, RollingUpdate | False Stable, InvalidSpec,
  *                  InvalidObject
  *     Degraded:    True ImmutableFieldChanged, OwnerConflict, InvalidSpec, InvalidObject,
  *                  StorageClassNotFound, a diagnosed cause, or a failed write's reason
@@ -464,9 +491,11 @@ typedef enum {
                           (RUNTIME CONFIG below; ACL below) */
     PLAN_SLOT_MOVE,    /* CLUSTER: hash slots moved between two masters (no request; name the
                           source pod, body the job: workerd/slotmove.h, slotmove_job_to_json) */
-    PLAN_ACL_FILE      /* server-side apply of Secret <name>-redis-acl (ACL below); its
+    PLAN_ACL_FILE,     /* server-side apply of Secret <name>-redis-acl (ACL below); its
                           stringData's ${acl-hash:<user>} tokens are replaced by the executor
                           with the users' password hashes */
+    PLAN_RESIZE_CLAIM  /* PATCH persistentvolumeclaims/<name>, merge patch of
+                          spec.resources.requests.storage (VOLUME EXPANSION below) */
 } plan_action_kind_t;
 
 /* What workerd read of the password (AUTH below). */
@@ -562,7 +591,14 @@ typedef struct {
     int budget_short;              /* CRITICAL PATH below: the client-side budget is short */
     const plan_tls_t *tls;         /* TLS below: spec.tls's Secret, NULL when not read */
     const plan_acl_t *acl;         /* ACL below: the users' passwords, NULL when not read */
+    const json_object *claims;     /* VOLUME EXPANSION below: the PersistentVolumeClaims of the
+                                      pods' selector (a list answer or its items), NULL when
+                                      not read */
 } plan_observed_t;
+
+/* VOLUME EXPANSION: 1 when the plan needs the claims (plan_observed_t.claims, listed with
+ * plan_pod_selector) and was not given them. */
+int plan_wants_claims(const plan_t *plan);
 
 /* CRITICAL PATH: when the caller says its client-side QPS budget is short (budget_short:
  * a request now would wait for a token, kube_client_budget_short), a plan that creates a
@@ -692,7 +728,7 @@ json_object *plan_to_json(const plan_t *plan);
 
 /* The name of an action kind: "addFinalizer", "removeFinalizer", "cleanup", "create",
  * "apply", "replace", "delete", "updateStatus", "labelPod", "redis", "authRecord",
- * "annotatePod", "slotMove", "aclFile". */
+ * "annotatePod", "slotMove", "aclFile", "resizeClaim". */
 const char *plan_action_kind_name(plan_action_kind_t kind);
 
 /* The managed-field comparison described above: 1 when desired is a subset of observed,

@@ -37,6 +37,7 @@ struct plan {
     int64_t status_held_ns; /* STATUS WRITE POLICY: a changed status not written, held this long */
     int oom;             /* an allocation failed: plan_compute returns NULL */
     int wants_diagnosis; /* plan_wants_diagnosis */
+    int wants_claims;    /* plan_wants_claims */
     char *storage_class; /* plan_storage_class_to_check, or NULL */
     char *selector;      /* plan_pod_selector, or NULL */
     int commanding;      /* COMMAND RECORD: plan_set_command_window */
@@ -75,6 +76,7 @@ static const struct {
     [PLAN_ANNOTATE_POD] = {"annotatePod", "annotate", "PATCH", CT_MERGE, "", NULL},
     [PLAN_SLOT_MOVE] = {"slotMove", "move hash slots from", NULL, NULL, NULL, NULL},
     [PLAN_ACL_FILE] = {"aclFile", "write the ACL file into", "PATCH", CT_APPLY, FM "&force=true", NULL},
+    [PLAN_RESIZE_CLAIM] = {"resizeClaim", "resize", "PATCH", CT_MERGE, "", NULL},
 };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 
@@ -307,6 +309,11 @@ void plan_set_error(plan_t *p, const char *what)
     p->error = dup_or_oom(p, what);
 }
 
+void plan_set_wants_claims(plan_t *p)
+{
+    p->wants_claims = 1;
+}
+
 void plan_set_reads(plan_t *p, int wants_diagnosis, const char *storage_class, const char *selector)
 {
     p->wants_diagnosis = wants_diagnosis;
@@ -394,6 +401,11 @@ const char *plan_error(const plan_t *plan)
 int plan_wants_diagnosis(const plan_t *plan)
 {
     return plan->wants_diagnosis;
+}
+
+int plan_wants_claims(const plan_t *plan)
+{
+    return plan->wants_claims;
 }
 
 const char *plan_pod_selector(const plan_t *plan)

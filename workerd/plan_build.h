@@ -106,4 +106,7 @@ void plan_set_error(plan_t *p, const char *what);
  * none) and plan_pod_selector ("" or NULL: none). The strings are copied. */
 void plan_set_reads(plan_t *p, int wants_diagnosis, const char *storage_class, const char *selector);
 
+/* VOLUME EXPANSION: the caller is to read the claims (plan_wants_claims). */
+void plan_set_wants_claims(plan_t *p);
+
 #endif

@@ -5,6 +5,7 @@
 #include "jsonx.h"
 #include "plan_build.h"
 #include "plan_compare.h"
+#include "plan_volume.h"
 #include "render.h"
 
 #include <stdio.h>
@@ -468,18 +469,23 @@ static int sts_immutable_changed(const plan_ctx_t *c, const json_object *dspec, 
  * the object still converges) and the storage change is reported. Never advise
  * recreating the StatefulSet: its claims stay, and the new pods would get the new class
  * or size beside the old ones (a mixed set). Returns 0, or -1 when out of memory. */
-static int sts_keep_claims(const plan_ctx_t *c, json_object *dspec, const json_object *ospec)
+static int sts_keep_claims(const plan_ctx_t *c, plan_kids_t *k, json_object *dspec, const json_object *ospec)
 {
     const json_object *obs_vct = jsonx_typed(jsonx_get(ospec, "volumeClaimTemplates"), json_type_array);
     buf_t where;
     buf_init(&where, PLAN_MESSAGE_CAP);
     if (obs_vct &&
         !plan_json_subset_at(jsonx_get(dspec, "volumeClaimTemplates"), obs_vct, "spec.volumeClaimTemplates", &where)) {
-        plan_degrade(c, "ImmutableFieldChanged",
-                     "spec.storage: not applied to StatefulSet %s/%s, whose volumeClaimTemplates cannot change "
-                     "(%s); set spec.storage back to what the StatefulSet has. To move the data to other storage, "
-                     "create a new RedisCluster with the new spec.storage and migrate the data to it",
-                     c->ns, c->name, buf_str(&where));
+        /* VOLUME EXPANSION: a larger request of the same class is plan_volume's (not in
+         * Cluster mode, whose shards' StatefulSets it does not handle) */
+        k->volume_grow = c->spec->mode != RDC_MODE_CLUSTER &&
+                         plan_volume_grows(jsonx_get(dspec, "volumeClaimTemplates"), obs_vct);
+        if (!k->volume_grow)
+            plan_degrade(c, "ImmutableFieldChanged",
+                         "spec.storage: not applied to StatefulSet %s/%s, whose volumeClaimTemplates cannot change "
+                         "(%s); set spec.storage back to what the StatefulSet has. To move the data to other "
+                         "storage, create a new RedisCluster with the new spec.storage and migrate the data to it",
+                         c->ns, c->name, buf_str(&where));
         jsonx_put(dspec, "volumeClaimTemplates", observed_claim_templates(obs_vct), plan_oom(c->plan));
     }
     buf_free(&where);
@@ -532,7 +538,7 @@ static int plan_statefulset(const plan_ctx_t *c, plan_kids_t *k, json_object *de
         json_object_put(desired);
         return 0;
     }
-    if (sts_keep_claims(c, dspec, ospec) || spec_hash_of("statefulsets", desired, hex) < 0) {
+    if (sts_keep_claims(c, k, dspec, ospec) || spec_hash_of("statefulsets", desired, hex) < 0) {
         json_object_put(desired);
         return -1;
     }

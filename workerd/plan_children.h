@@ -17,6 +17,7 @@ typedef struct {
     int sts_replicas_change; /* this plan changes the StatefulSet's replicas */
     int sts_template_change; /* ... or its pod template */
     int sts_created;         /* this plan creates the StatefulSet */
+    int volume_grow;         /* VOLUME EXPANSION: spec.storage.size grew (plan_volume_grows) */
     /* CLUSTER: the shards' StatefulSets instead of the cluster's one (render.h CLUSTER) */
     int shards_ours;         /* how many of shards 0..S-1 have a StatefulSet of ours */
 } plan_kids_t;

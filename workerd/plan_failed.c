@@ -22,6 +22,7 @@ static const char *kind_of_resource(const char *resource)
                                          {"networkpolicies", "NetworkPolicy"},
                                          {"pods", "Pod"},
                                          {"secrets", "Secret"},
+                                         {"persistentvolumeclaims", "PersistentVolumeClaim"},
                                          {"redisclusters", RENDER_KIND}};
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (!strcmp(map[i][0], resource))

@@ -38,6 +38,13 @@ int64_t plan_last_command_ns(const plan_ctx_t *c)
     return t && !clock_parse_rfc3339(t, &at) ? at : 0;
 }
 
+/* The pods the topology decides over: spec.size, or while SCALE-IN holds the StatefulSet
+ * at more (plan_scale.h), those it still runs. */
+static int plan_members(const plan_ctx_t *c)
+{
+    return c->in.shard_replicas > c->spec->size ? c->in.shard_replicas : c->spec->size;
+}
+
 /* The observation the topology decides from (FRESHNESS): the work item's, unless some
  * pod was not probed since the operator's last Redis command: then none, as if nothing
  * were known of Redis (the status keeps what it says of it), and the plan looks again
@@ -61,7 +68,7 @@ static const json_object *current_observation(const plan_ctx_t *c)
     const char *t = jsonx_str_set(obs, "observedAt");
     int64_t lead_ms = t && !clock_parse_rfc3339(t, &at) ? (at - cmd) / 1000000 : -1;
     char why[512];
-    if (topo_observation_current(c->name, c->spec->size, m->members, obs, lead_ms, why, sizeof(why)))
+    if (topo_observation_current(c->name, plan_members(c), m->members, obs, lead_ms, why, sizeof(why)))
         return obs;
     plan_requeue_within(c->plan, PLAN_REQUEUE_OBSERVE_NS);
     return NULL;
@@ -176,8 +183,9 @@ int plan_replication(const plan_ctx_t *c, const json_object *sts, int rotating, 
     const plan_observed_t *m = c->more;
     const json_object *status = jsonx_get(c->rc, "status"), *obs = current_observation(c);
     topo_roll_t roll = {jsonx_str_set(jsonx_get(sts, "status"), "updateRevision"),
-                        jsonx_str_set(status, "switchoverFrom")};
-    topo_compute_switchover(c->name, c->spec->size, jsonx_str_set(status, "primary"), m ? m->members : NULL, obs,
+                        jsonx_str_set(status, "switchoverFrom"),
+                        plan_members(c) > c->spec->size ? c->spec->size : 0};
+    topo_compute_switchover(c->name, plan_members(c), jsonx_str_set(status, "primary"), m ? m->members : NULL, obs,
                             down_after_ms(c), observation_age_ms(c), &roll, topo);
     replication_findings(c, topo);
     /* Labels that take the primary role away first, the Redis commands next, the label

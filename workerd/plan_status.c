@@ -87,12 +87,29 @@ static motion_t motion_of(const plan_ctx_t *c, const plan_findings_t *f, const p
     return m;
 }
 
+/* SCALE-IN: what holds the StatefulSet's replicas (the primary's handover). */
+static const char *scale_in_step(const topo_t *t)
+{
+    if (t->switch_why[0])
+        return t->switch_why;
+    return t->switchover_from[0] ? "the primary role is being handed over first"
+                                 : "waiting for the primary to be handed over to a pod that stays";
+}
+
 static void decide_progressing(const plan_ctx_t *c, const plan_findings_t *f, const plan_sts_view_t *v,
                                const motion_t *m, plan_cond_t *prog)
 {
     const plan_kids_t *k = f->kids ? f->kids : &no_kids;
     int wait = f->topo && f->topo->switch_wait;
-    if (m->scaling)
+    if (f->volume && f->volume->active)
+        plan_cond_set(prog, "Progressing", 1, "VolumeResizing", "%s", f->volume->message);
+    else if (m->scaling && v->spec_replicas > c->spec->size)
+        /* SCALE-IN (plan_scale.h): the highest ordinals go; a primary among them first
+         * hands its role over, which the switchover's words say */
+        plan_cond_set(prog, "Progressing", 1, "ScalingIn", "scaling in from %lld to %d replicas%s%s",
+                      (long long)v->spec_replicas, c->spec->size, f->topo && c->in.shard_replicas ? ": " : "",
+                      f->topo && c->in.shard_replicas ? scale_in_step(f->topo) : "");
+    else if (m->scaling)
         plan_cond_set(prog, "Progressing", 1, "Scaling", "scaling from %lld to %d replicas",
                       (long long)v->spec_replicas, c->spec->size);
     else if (m->creating)
@@ -151,6 +168,12 @@ static const char *decide(const plan_ctx_t *c, const plan_findings_t *f, const p
         plan_cond_set(deg, "Degraded", 1, c->degraded->reason, "%s", buf_str(&c->degraded->message));
     else
         plan_cond_set(deg, "Degraded", 0, "AsExpected", "%s", "");
+    if (!v->present && f->volume && f->volume->active) {
+        /* VOLUME EXPANSION: orphaned and created again; the pods keep running meanwhile */
+        plan_cond_set(ready, "Ready", 0, "VolumeResizing", "the StatefulSet is created again; its pods keep running");
+        plan_cond_set(prog, "Progressing", 1, "VolumeResizing", "%s", f->volume->message);
+        return "Scaling";
+    }
     if (!v->present) {
         plan_cond_set(ready, "Ready", 0, "Creating", "0/%d replicas ready", c->spec->size); /* as CREATING goes on */
         plan_cond_set(prog, "Progressing", 1, "Creating", "creating StatefulSet %s/%s", c->ns, c->name);

@@ -12,6 +12,7 @@
 #include "plan_cluster.h"
 #include "plan_diagnosis.h"
 #include "plan_internal.h"
+#include "plan_volume.h"
 #include "topology.h"
 
 /* What the status is computed from, besides the context and the StatefulSet. */
@@ -23,6 +24,7 @@ typedef struct {
     const topo_t *topo;         /* REPLICATION's decisions, or NULL (Standalone) */
     const plan_cluster_t *cluster; /* CLUSTER's findings, or NULL (the other modes) */
     const struct plan_tls_found *tls; /* TLS's condition (plan_tls.h), or NULL */
+    const plan_volume_t *volume; /* VOLUME EXPANSION (plan_volume.h), or NULL */
 } plan_findings_t;
 
 /* Compute the status from sts (the observed StatefulSet when ours and the spec valid,

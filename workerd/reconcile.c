@@ -395,6 +395,7 @@ enum {
     W_PODS,
     W_STS_EVENTS,
     W_POD_EVENTS,
+    W_CLAIMS,                     /* VOLUME EXPANSION: the claims of the pods' selector */
     W_FRESH_RC,                   /* the RedisCluster again, for a refused write's status */
     W_SET                         /* W_SET + i: secretset_name(j->secrets, i) (spec.tls, spec.acl) */
 };
@@ -416,6 +417,7 @@ struct reconcile_job {
     json_object *rc_own;        /* REPLAN: the RedisCluster as the first run left it */
     const json_object *child[N_CHILDREN];
     json_object *fetched[N_CHILDREN], *diag[3];
+    json_object *claims;        /* VOLUME EXPANSION: the claims read (plan_wants_claims) */
     plan_t *plan;
     plan_observed_t more;       /* what the plan is computed from besides the children */
     int plans;                  /* plan computations so far (reconcile_outcome_t) */
@@ -684,6 +686,10 @@ static reconcile_event_t job_take_more(reconcile_job_t *j)
             json_object_put(j->diag[d]);
             j->diag[d] = job_take(j, k, why[d]);
             explained |= w == W_POD_EVENTS;
+        } else if (w == W_CLAIMS) {
+            json_object_put(j->claims);
+            j->claims = job_take(j, k, "cannot read the PersistentVolumeClaims");
+            j->new_input |= j->claims != NULL;
         }
     }
     job_reads_clear(j);
@@ -911,6 +917,9 @@ static int job_wants_more(reconcile_job_t *j)
         job_add_get(j, W_STORAGE_CLASS, "storage.k8s.io", "v1", "storageclasses", NULL, cls, &err) == 0)
         snprintf(j->sc_name, sizeof(j->sc_name), "%s", cls);
     j->new_input |= known && j->more.storage_class_missing;
+    const char *sel = plan_pod_selector(j->plan);
+    if (plan_wants_claims(j->plan) && !j->claims && sel && *sel)
+        job_add_list(j, W_CLAIMS, "persistentvolumeclaims", sel, NULL);
     if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(j->child[2]))) {
         job_add_diagnosis(j);
         j->new_input |= j->diag_kept || (j->diag_cached && j->seen.members);
@@ -1003,6 +1012,7 @@ static void act_plan(reconcile_job_t *j)
         j->more.pods = j->diag_cached ? j->seen.members : j->diag[0];
         j->more.sts_events = j->diag[1];
         j->more.pod_events = j->diag[2];
+        j->more.claims = j->claims;
         j->xr.redis_password = j->password;
         j->xr.redis_old_password = j->applied;
         plan_children_t observed = {j->child[0], j->child[1], j->child[2], j->child[3]};
@@ -1095,6 +1105,8 @@ static void act_replan(reconcile_job_t *j)
         json_object_put(j->diag[i]);
         j->diag[i] = NULL;
     }
+    json_object_put(j->claims);
+    j->claims = NULL;
     memset(&j->more, 0, sizeof(j->more));
     j->plans = 0;
     j->diag_wait_ns = 0;
@@ -1232,6 +1244,7 @@ static void job_free(reconcile_job_t *j, const reconcile_outcome_t *out)
         json_object_put(j->fetched[i]);
     for (int i = 0; i < 3; i++)
         json_object_put(j->diag[i]);
+    json_object_put(j->claims);
     json_object_put(j->fresh);
     json_object_put(j->rc_own);
     wipe(&j->password);

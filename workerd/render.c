@@ -957,8 +957,8 @@ json_object *render_statefulset(const render_input_t *in, const char *config_has
     jsonx_push(vcts, data_claim_template(in, &oom), &oom);
 
     json_object *spec = jsonx_new_obj(&oom);
-    int replicas = !cluster_mode(in)        ? in->spec->size
-                   : in->shard_replicas > 0 ? in->shard_replicas
+    int replicas = in->shard_replicas > 0 ? in->shard_replicas
+                   : !cluster_mode(in)      ? in->spec->size
                                             : 1 + in->spec->cluster.replicas_per_shard;
     jsonx_put(spec, "replicas", jsonx_new_int(replicas, &oom), &oom);
     jsonx_put(spec, "serviceName", jsonx_new_str(in->name, &oom), &oom);

@@ -557,6 +557,7 @@ typedef struct {
     const member_t *P;
     int dying;
     const char *rev;
+    int keep;            /* SCALE-IN: roll->keep (0: none) */
     int present;         /* pods present */
     int ready;           /* every present pod Ready, reachable and linked to P (P: Ready, reachable) */
     int stale;           /* the outdated replica of highest ordinal, or -1 */
@@ -690,12 +691,45 @@ static void hand_over(const roll_t *r, topo_t *out)
              r->P->name, what, why, any ? ": waiting" : ": no switchover");
 }
 
+/* SCALE-IN: the primary stands among the pods that are to go (ordinals >= keep). */
+static int primary_leaving(const roll_t *r)
+{
+    return r->keep > 0 && r->pord >= r->keep && !r->dying;
+}
+
+/* SCALE-IN: the primary role handed over to a pod that stays (a record, then FAILOVER
+ * from it), or why not. */
+static void hand_over_leaving(const roll_t *r, topo_t *out)
+{
+    char why[700];
+    int best = switch_candidate(r->m, r->keep, r->pord, r->P, r->rev, 0, why, sizeof(why));
+    if (best >= 0) {
+        out->switch_record = 1;
+        snprintf(out->switch_to, sizeof(out->switch_to), "%s", r->m[best].name);
+        snprintf(out->switch_why, sizeof(out->switch_why),
+                 "scaling in to %d pods: the primary %s is to go: %s takes its role first: %s", r->keep, r->P->name,
+                 r->m[best].name, why);
+        return;
+    }
+    int any = 0;
+    for (int i = 0; i < r->keep; i++)
+        any |= r->m[i].pod && linked_to(&r->m[i], r->P->ip);
+    if (any)
+        out->switch_wait = 1;
+    else
+        out->switch_blocked = 1;
+    snprintf(out->switch_why, sizeof(out->switch_why),
+             "scaling in to %d pods: the primary %s is to go, but no replica that stays can take its role (%s)%s",
+             r->keep, r->P->name, why, any ? ": waiting" : ": not scaling in");
+}
+
 /* SWITCHOVER (2) and (3) in topology.h, in order: the first rule whose condition holds
  * decides the step. */
 static const struct {
     int (*when)(const roll_t *);
     void (*then)(const roll_t *, topo_t *);
 } roll_rules[] = {
+    {primary_leaving, hand_over_leaving},  /* SCALE-IN: the primary among the pods to go */
     {nothing_to_roll, do_nothing},         /* no outdated pod, the primary up to date */
     {replica_stuck, delete_stuck},         /* an outdated replica not Ready, others awaited */
     {replicas_awaited, wait_for_replicas}, /* an outdated replica; a pod absent, not Ready or not linked */
@@ -705,9 +739,11 @@ static const struct {
 };
 
 static void rollout_step(const member_t *m, int n, int pord, const member_t *P, int dying, const char *rev,
-                         topo_t *out)
+                         int keep, topo_t *out)
 {
-    roll_t r = {.m = m, .n = n, .pord = pord, .P = P, .dying = dying, .rev = rev};
+    /* SCALE-IN: the pods that are to go are not rolled */
+    roll_t r = {.m = m, .n = keep > 0 && keep < n && pord < keep ? keep : n, .pord = pord, .P = P, .dying = dying,
+                .rev = rev, .keep = keep > 0 && keep < n ? keep : 0};
     roll_survey(&r);
     for (size_t i = 0; i < sizeof(roll_rules) / sizeof(roll_rules[0]); i++)
         if (roll_rules[i].when(&r)) {
@@ -768,7 +804,7 @@ static void roll_step(tctx_t *t, topo_t *out)
     if (!t->obs || !t->roll || out->elect || t->switching)
         return;
     if (!out->no_candidate && !out->recheck_after_ms && is_master(D))
-        rollout_step(t->m, t->n_members, t->pord, D, D == &t->dying[t->pord], t->rev, out);
+        rollout_step(t->m, t->n_members, t->pord, D, D == &t->dying[t->pord], t->rev, t->roll->keep, out);
     else if (*t->rev && out->no_candidate && !any_reachable(t->m, t->dying, t->n_members))
         blind_step(t->m, t->n_members, t->rev, out);
 }
@@ -976,6 +1012,11 @@ static void record_step(tctx_t *t, topo_t *out)
 static void (*const steps[])(tctx_t *, topo_t *) = {
     handover_step, failover_step, roll_step, promote_step, label_step, command_step, health_step, record_step,
 };
+
+int topo_ordinal(const char *name, int size, const char *pod)
+{
+    return name && pod ? ordinal_of(name, size, pod) : -1;
+}
 
 void topo_compute(const char *name, int size, const char *status_primary, const json_object *pods,
                   const json_object *observation, topo_t *out)

@@ -113,7 +113,16 @@
  *       highest ordinal, the primary's too (an outdated pod that is not Ready first);
  *       otherwise switch_wait. Without any observation nothing is deleted.
  * A terminating primary whose role has moved is left to go (its role=primary label taken);
- * a replica's deletion needs nothing. */
+ * a replica's deletion needs nothing.
+ *
+ * SCALE-IN (roll->keep; plan.h SCALE-IN): size is the pods the StatefulSet still runs and
+ * keep the new spec.size. Before (2) and (3): D a reachable master, not terminating, at
+ * an ordinal >= keep: its role is handed over as in (2) (switch_record, then (1)), the
+ * candidates only among ordinals < keep, whatever their revision (a rollout then goes
+ * on from the new primary); none: switch_wait while some replica below keep is linked to
+ * D (one coming back, one behind), else switch_blocked. The pods >= keep are not rolled
+ * meanwhile (they are about to go). The caller lowers the StatefulSet only once status
+ * names a primary below keep and no switchover from a pod >= keep is recorded. */
 #ifndef RDC_WORKERD_TOPOLOGY_H
 #define RDC_WORKERD_TOPOLOGY_H
 
@@ -186,7 +195,13 @@ typedef struct {
 typedef struct {
     const char *update_revision; /* the StatefulSet's status.updateRevision; NULL or "": no rollout */
     const char *switchover_from; /* status.switchoverFrom; NULL or "": none in progress */
+    int keep;                    /* SCALE-IN: > 0 and < size: the pods of ordinals keep..size-1
+                                    are to go; 0: none */
 } topo_roll_t;
+
+/* The ordinal of pod <name>-<N> with N < size, or -1 when pod (NULL allowed) is not one
+ * of those. */
+int topo_ordinal(const char *name, int size, const char *pod);
 
 /* Decide as above into *out (cleared first). name and size are the validated spec's;
  * status_primary may be NULL; pods and observation may be NULL (absent) or anything

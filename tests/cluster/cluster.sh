@@ -361,9 +361,20 @@ provisioner: rdc.local/fake-hostpath
 reclaimPolicy: Delete
 volumeBindingMode: Immediate
 allowVolumeExpansion: true
+---
+# the same provisioner, without volume expansion: the API server refuses to grow its
+# claims (tests/e2e/test_scale.sh)
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: fixed
+provisioner: rdc.local/fake-hostpath
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+allowVolumeExpansion: false
 EOF
   start provisioner "$here/provisioner.sh" env KUBECONFIG="$DIR/kubeconfig" KUBECTL="$BIN/kubectl" \
-    SC=standard PROVISIONER=rdc.local/fake-hostpath bash "$here/provisioner.sh"
+    SC="standard fixed" PROVISIONER=rdc.local/fake-hostpath bash "$here/provisioner.sh"
 
   local i nodes=""
   for i in $(seq 0 $((NODES - 1))); do

@@ -168,12 +168,12 @@ YAML
 }
 
 # rc_apply_replication NAME NAMESPACE DOWN_AFTER [SPEC]: apply a Replication-mode
-# RedisCluster of redis 7.2, a primary and two replicas, failover after DOWN_AFTER (a
-# duration, as 3s); SPEC, YAML lines indented by two spaces, is added to its spec. Its
-# status is kubectl apply's.
+# RedisCluster of redis 7.2, a primary and two replicas (RS_SIZE - 1 with RS_SIZE set),
+# failover after DOWN_AFTER (a duration, as 3s); SPEC, YAML lines indented by two
+# spaces, is added to its spec. Its status is kubectl apply's.
 rc_apply_replication() {
     rc_yaml "$1" "$2" <<YAML | kubectl apply -f - >/dev/null
-  size: 3
+  size: ${RS_SIZE:-3}
   image: redis
   version: "7.2"
   mode: Replication

@@ -3,9 +3,10 @@
 #
 #   rs_require_process_nodes 0 when the cluster has process nodes; else prints the SKIP
 #                            lines of a test that needs them and returns 1
-#   rs_start [SPEC]          pin $ns to the process nodes, create cache (size 3,
-#                            Replication, downAfter 3s, and the lines SPEC adds to its
-#                            spec, indented two spaces), start the operator for $ns
+#   rs_start [SPEC]          pin $ns to the process nodes, create cache (size
+#                            ${RS_SIZE:-3}, Replication, downAfter 3s, and the lines SPEC
+#                            adds to its spec, indented two spaces), start the operator
+#                            for $ns
 #   rs_writer_start PREFIX   the label sampler (lib_failover.sh) on $ns into $work/w, and
 #                            ackwriter writing PREFIX<i> to the pod it names; checks that
 #                            100 writes are acknowledged
@@ -14,9 +15,10 @@
 #   rs_ip POD                the pod's IP
 #   rs_primary               status.primary
 #   rs_labelled              the pods labelled role=primary, "a b "
-#   rs_settled               status.primary answers role master, lists each other pod of
-#                            cache-0..2 as an online replica at its pod IP, is the only
-#                            pod labelled primary, and ReplicationHealthy is True
+#   rs_settled [N]           status.primary answers role master, lists each other pod of
+#                            cache-0..N-1 (N default 3) as an online replica at its pod
+#                            IP, is the only pod labelled primary, and ReplicationHealthy
+#                            is True
 #   rs_linked FIELD          status.primary says role master, is the only pod labelled
 #                            primary, and each other pod of cache-0..2 says role slave,
 #                            master_host its IP and master_link_status up, as read by
@@ -73,7 +75,7 @@ rs_settled() {
     [ -n "$p" ] && [ "$(rs_labelled)" = "$p " ] || return 1
     text=$(redis-cli -h "$(rs_ip "$p")" info replication 2>/dev/null | tr -d '\r')
     grep -qx 'role:master' <<<"$text" || return 1
-    for n in cache-0 cache-1 cache-2; do
+    for n in $(seq -f 'cache-%g' 0 $((${1:-3} - 1))); do
         [ "$n" = "$p" ] || grep -q "^slave[0-9]*:ip=$(rs_ip "$n"),port=6379,state=online," <<<"$text" || return 1
     done
     kubectl -n "$ns" get rdc cache -o json |

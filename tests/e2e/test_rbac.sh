@@ -37,6 +37,7 @@ check "the token may not create Pods" sh -c "! kubectl --kubeconfig '$work/kubec
 # Pods: delete, to roll a Replication cluster out in its own order (OnDelete, the primary
 # handed over first); the lifecycle below rolls a cluster through an image change.
 check "the token may delete Pods (OnDelete rollouts)" sh -c "kubectl --kubeconfig '$work/kubeconfig' auth can-i delete pods -A | grep -qx yes"
+check "the token may list and patch PersistentVolumeClaims (volume expansion), not delete them" sh -c "kubectl --kubeconfig '$work/kubeconfig' auth can-i patch persistentvolumeclaims -A | grep -qx yes && kubectl --kubeconfig '$work/kubeconfig' auth can-i list persistentvolumeclaims -A | grep -qx yes && ! kubectl --kubeconfig '$work/kubeconfig' auth can-i delete persistentvolumeclaims -A | grep -qx yes"
 check "the token may not take Leases outside its namespace" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i update leases -n default | grep -qx yes"
 no_wildcard() { # no "*" in any rule's apiGroups, resources or verbs (comments aside)
     ! grep -hv '^[[:space:]]*#' "$TOP"/deploy/base/rbac/*.yaml | grep -E '^[[:space:]]*(- )?(apiGroups|resources|verbs):.*\*|^[[:space:]]*- "?\*"?[[:space:]]*$'

@@ -370,7 +370,8 @@ static void test_every_problem_listed(void)
     CU_ASSERT(m && strlen(m) < 4096 && m[strlen(m) - 1] == ']');
     answer_free(&a);
     buf_reset(&spec);
-    buf_printf(&spec, "{\"size\":1,\"image\":\"%s\",\"version\":\"%s\",\"config\":{\"maxmemory\":\"%s\","
+    buf_printf(&spec, "{\"size\":1,\"scaleDownPolicy\":\"Forbid\",\"image\":\"%s\",\"version\":\"%s\","
+                      "\"config\":{\"maxmemory\":\"%s\","
                       "\"maxmemoryPolicy\":\"%s\"},\"storage\":{\"size\":\"2Gi\",\"storageClass\":\"%s\"}}",
                buf_str(&v), buf_str(&v), buf_str(&v), buf_str(&v), buf_str(&v));
     buf_t old;
@@ -438,15 +439,28 @@ static void test_warning_for_version_with_tagged_image(void)
 
 /* ---- Validating: update ------------------------------------------------------------------- */
 
+/* spec.scaleDownPolicy Forbid keeps the design document's rule (a decrease refused);
+ * without it (Allow, the default) a decrease is a scale-in (test_scale.c). */
 static void test_update_size_decrease_refused(void)
 {
-    answer_t a = validate_update("{\"size\":5,\"image\":\"redis\"}", "{\"size\":3,\"image\":\"redis\"}");
+    answer_t a = validate_update("{\"size\":5,\"image\":\"redis\",\"scaleDownPolicy\":\"Forbid\"}",
+                                 "{\"size\":3,\"image\":\"redis\",\"scaleDownPolicy\":\"Forbid\"}");
     CU_ASSERT_EQUAL(a.rc, 0);
     CU_ASSERT_FALSE(allowed(&a));
     CU_ASSERT_EQUAL(status_code(&a), 403);
     CU_ASSERT_STRING_EQUAL(jsonx_str(jsonx_get(a.response, "status"), "reason"), "Forbidden");
     CU_ASSERT_STRING_EQUAL(message(&a), "RedisCluster.cache.example.com \"cache\" is forbidden: spec.size: Forbidden: "
-                                        "may not decrease from 5 to 3 (scaling a RedisCluster down is not allowed)");
+                                        "may not decrease from 5 to 3 (spec.scaleDownPolicy is Forbid: scaling this "
+                                        "RedisCluster down is not allowed)");
+    answer_free(&a);
+    a = validate_update("{\"size\":5,\"image\":\"redis\"}", "{\"size\":3,\"image\":\"redis\"}");
+    CU_ASSERT(allowed(&a));
+    answer_free(&a);
+    a = validate_update("{\"size\":5,\"image\":\"redis\"}",
+                        "{\"size\":3,\"image\":\"redis\",\"scaleDownPolicy\":\"Bad\"}");
+    CU_ASSERT_FALSE(allowed(&a));
+    CU_ASSERT(contains(message(&a), "spec.scaleDownPolicy: Unsupported value: \"Bad\": supported values: \"Allow\", "
+                                    "\"Forbid\""));
     answer_free(&a);
 
     a = validate_update("{\"size\":3,\"image\":\"redis\"}", "{\"size\":4,\"image\":\"redis\"}");
@@ -457,7 +471,8 @@ static void test_update_size_decrease_refused(void)
     answer_free(&a);
 
     /* A decrease to an invalid size: both problems, and Invalid wins the code. */
-    a = validate_update("{\"size\":5,\"image\":\"redis\"}", "{\"size\":0,\"image\":\"redis\"}");
+    a = validate_update("{\"size\":5,\"image\":\"redis\"}",
+                        "{\"size\":0,\"image\":\"redis\",\"scaleDownPolicy\":\"Forbid\"}");
     CU_ASSERT_FALSE(allowed(&a));
     CU_ASSERT_EQUAL(status_code(&a), 422);
     CU_ASSERT(contains(message(&a), "spec.size: Invalid value: 0"));
@@ -470,15 +485,17 @@ static void test_update_storage_immutable(void)
     static const struct {
         const char *old_storage, *new_storage, *expect; /* expect NULL = allowed */
     } cases[] = {
-        {"{\"size\":\"1Gi\"}", "{\"size\":\"2Gi\"}",
-         "spec.storage.size: Forbidden: is immutable (it sizes the StatefulSet's volumeClaimTemplates): was \"1Gi\", "
-         "now \"2Gi\""},
-        {"{\"size\":\"2Gi\"}", "{\"size\":\"1Gi\"}", "spec.storage.size: Forbidden: is immutable"},
+        /* it may grow (the claims are resized: test_volume.c), never shrink */
+        {"{\"size\":\"1Gi\"}", "{\"size\":\"2Gi\"}", NULL},
+        {"{\"size\":\"2Gi\"}", "{\"size\":\"1Gi\"}",
+         "spec.storage.size: Forbidden: may not shrink (a PersistentVolumeClaim can only grow; it sizes the "
+         "StatefulSet's volumeClaimTemplates): was \"2Gi\", now \"1Gi\""},
         {"{\"size\":\"1Gi\"}", "{\"size\":\"1024Mi\"}", NULL},
         {"null", "{\"size\":\"1Gi\"}", NULL},
         {"{}", "{\"size\":\"1Gi\"}", NULL},
-        {"null", "{\"size\":\"2Gi\"}", "was \"1Gi\", now \"2Gi\""},
+        {"null", "{\"size\":\"2Gi\"}", NULL},
         {"{\"size\":\"2Gi\"}", "null", "was \"2Gi\", now \"1Gi\""},
+        {"{\"size\":\"2Gi\"}", "{\"size\":\"2047Mi\"}", "may not shrink"},
         {"{\"storageClass\":\"standard\"}", "{\"storageClass\":\"fast\"}",
          "spec.storage.storageClass: Forbidden: is immutable (it is part of the StatefulSet's volumeClaimTemplates): "
          "was \"standard\", now \"fast\""},
@@ -573,8 +590,10 @@ static void test_scale_subresource(void)
         const char *message; /* the refusal's, in part */
     } cases[] = {
         {4, 3, ADMISSION_VALIDATE, 0, NULL},
-        {2, 3, ADMISSION_VALIDATE, 403,
-         "Scale.autoscaling \"cache\" is forbidden: spec.replicas: Forbidden: may not decrease from 3 to 2"},
+        /* A decrease: the RedisCluster's spec.scaleDownPolicy decides, which a Scale does not
+         * carry; the API server applies the CRD's CEL rule to the object the scale writes
+         * (test_scale.c checks the rule). */
+        {2, 3, ADMISSION_VALIDATE, 0, NULL},
         {11, 3, ADMISSION_VALIDATE, 422, "spec.replicas: Invalid value: 11: must be between 1 and 10"},
         /* The defaulting webhook leaves the scale subresource alone. */
         {4, 3, ADMISSION_MUTATE, 0, NULL},

@@ -17,6 +17,7 @@
 #include "topology.h"
 
 #include "redis_servers.h"
+#include "split_fields.h"
 #include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
@@ -30,24 +31,11 @@
 #define MS (INT64_C(1000000))
 #define DOWN_AFTER 3000
 
-/* Split spec at blanks into at most max fields of f (each up to 63 bytes). */
-static int fields(const char *spec, char f[][64], int max)
-{
-    int n = 0;
-    for (const char *p = spec; *p && n < max;) {
-        size_t l = strcspn(p, " ");
-        snprintf(f[n++], 64, "%.*s", (int)l, p);
-        p += l;
-        p += strspn(p, " ");
-    }
-    return n;
-}
-
 /* A pod "name ip revision ready(1|0) terminating(1|0) label" ("-" for no label). */
 static json_object *pod_of(const char *spec)
 {
     char f[6][64];
-    CU_ASSERT_EQUAL_FATAL(fields(spec, f, 6), 6);
+    CU_ASSERT_EQUAL_FATAL(split_fields(spec, f, 6), 6);
     char text[1024];
     snprintf(
         text, sizeof(text),
@@ -66,7 +54,7 @@ static json_object *pod_of(const char *spec)
 static json_object *node_of(const char *spec)
 {
     char f[6][64];
-    CU_ASSERT_EQUAL_FATAL(fields(spec, f, 6), 6);
+    CU_ASSERT_EQUAL_FATAL(split_fields(spec, f, 6), 6);
     char text[1024];
     int up = strcmp(f[2], "-") != 0;
     snprintf(text, sizeof(text),
@@ -231,7 +219,7 @@ static void test_switchover_table(void)
                 json_object_array_add(nodes, node_of(k->nodes[j]));
         }
         json_object_object_add(obs, "nodes", nodes);
-        topo_roll_t roll = {k->rev, k->from};
+        topo_roll_t roll = {k->rev, k->from, 0};
         topo_t t;
         topo_compute_switchover("c", k->size, k->primary, pods, obs, DOWN_AFTER, 0, &roll, &t);
         char cmds[1024], labels[512];
@@ -287,7 +275,7 @@ static void test_switchover_walk(void)
         json_object_array_add(nodes, node_of(steps[i].n0));
         json_object_array_add(nodes, node_of(steps[i].n1));
         json_object_object_add(obs, "nodes", nodes);
-        topo_roll_t roll = {"r2", steps[i].from};
+        topo_roll_t roll = {"r2", steps[i].from, 0};
         topo_t t;
         topo_compute_switchover("c", 2, steps[i].primary, pods, obs, DOWN_AFTER, 0, &roll, &t);
         CU_ASSERT_STRING_EQUAL(t.primary, "c-1"); /* recorded from the first step on */
