@@ -868,16 +868,34 @@ static void layout_kept(ctx_t *c)
 
 /* ---- labels and status ------------------------------------------------------------------ */
 
+/* Role labels follow what each node reports of itself: primary for a master holding
+ * slots by the agreement (the highest config epoch), replica for a replica. And, as in
+ * Replication mode (topology.c, label_step), no second pod of a shard keeps role=primary:
+ * when a shard has its primary, any other pod of it labelled primary is labelled replica,
+ * observed or not (a killed or frozen old master that Redis failed over: when it answers
+ * again it follows the new one). plan_cluster.c sends the replica labels before the
+ * primary ones, so the -primary selectors never see two pods of a shard at once. */
 static void labels(ctx_t *c)
 {
+    int primary_of[CTOPO_MAX_PODS];
+    for (int i = 0; i < c->n; i++)
+        primary_of[i] = -1;
+    const char *want[CTOPO_MAX_PODS];
     for (int i = 0; i < c->n; i++) {
         const cn_node_t *me = c->me[i];
-        const char *want = !me ? NULL : (me->flags & CN_MASTER) && c->holds[i] ? "primary"
-                                      : (me->flags & CN_REPLICA)              ? "replica"
-                                                                              : NULL;
+        want[i] = !me ? NULL : (me->flags & CN_MASTER) && c->holds[i] ? "primary"
+                             : (me->flags & CN_REPLICA)              ? "replica"
+                                                                     : NULL;
+        if (want[i] && !strcmp(want[i], "primary"))
+            primary_of[shard_of(c, i)] = i;
+    }
+    for (int i = 0; i < c->n; i++) {
         const char *have = c->in->pod[i].label;
-        if (want && (!have || strcmp(have, want)))
-            c->out->label[i] = want;
+        int p = primary_of[shard_of(c, i)];
+        if (!want[i] && p >= 0 && p != i && have && !strcmp(have, "primary"))
+            want[i] = "replica";
+        if (want[i] && (!have || strcmp(have, want[i])))
+            c->out->label[i] = want[i];
     }
 }
 

@@ -187,10 +187,13 @@ static int plan_decisions(const plan_ctx_t *c, const ctopo_input_t *in, const ct
     for (size_t m = 0; m < r->nmoves && plan_room(p) > ROOM_KEPT; m++)
         if (plan_move(c, in, r, &r->moves[m]))
             return -1;
+    /* the replica labels first: a pod of a shard loses role=primary before another gains it */
     int n = r->nshards * (in->width ? in->width : 1 + in->replicas);
-    for (int i = 0; i < n; i++)
-        if (r->label[i] && plan_room(p) > ROOM_KEPT && plan_label(c, &in->pod[i], r->label[i]))
-            return -1;
+    for (int give = 0; give < 2; give++)
+        for (int i = 0; i < n; i++)
+            if (r->label[i] && (strcmp(r->label[i], "primary") == 0) == give && plan_room(p) > ROOM_KEPT &&
+                plan_label(c, &in->pod[i], r->label[i]))
+                return -1;
     if (r->delete_pod >= 0 && !r->ncmds && plan_room(p) > ROOM_KEPT && plan_delete_pod(c, &in->pod[r->delete_pod]))
         return -1;
     if (r->degraded)
