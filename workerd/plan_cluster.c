@@ -48,6 +48,22 @@ static const struct {
 };
 #define NKINDS (sizeof(kind_event) / sizeof(kind_event[0]))
 
+/* FAILOVER FORCE's gone master and other candidates as its action's body
+ * (plan_set_redis_body; executor.c reads it). */
+static json_object *force_body(const ctopo_input_t *in, const ctopo_cmd_t *cmd, int *oom)
+{
+    json_object *body = jsonx_new_obj(oom), *list = jsonx_new_arr(oom);
+    for (int k = 0; k < cmd->npeers; k++) {
+        json_object *o = jsonx_new_obj(oom);
+        jsonx_put(o, "pod", jsonx_new_str(in->pod[cmd->peer[k]].pod, oom), oom);
+        jsonx_put(o, "ip", jsonx_new_str(in->pod[cmd->peer[k]].ip, oom), oom);
+        jsonx_push(list, o, oom);
+    }
+    jsonx_put(body, "master", jsonx_new_str(cmd->gone, oom), oom);
+    jsonx_put(body, "candidates", list, oom);
+    return body;
+}
+
 /* The commands as PLAN_REDIS actions, as many as the plan has room for, and one Event a
  * kind on its last command naming the pods. Returns how many did not fit (the next
  * reconcile's), or -1 when out of memory. */
@@ -78,6 +94,8 @@ static int plan_commands(const plan_ctx_t *c, const ctopo_input_t *in, const cto
         if (at < 0)
             break;
         plan_set_not_after(p, at, until); /* COMMAND RECORD */
+        if (cmd->kind == CTOPO_FAILOVER && *cmd->gone)
+            plan_set_redis_body(p, at, force_body(in, cmd, plan_oom(p)));
         last[cmd->kind] = at;
         buf_printf(&pods[cmd->kind], "%s%s", pods[cmd->kind].len ? ", " : "", in->pod[cmd->pod].pod);
     }

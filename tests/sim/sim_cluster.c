@@ -2,6 +2,7 @@
 #include "sim_cluster.h"
 
 #include "cluster_topo.h"
+#include "redisexec.h"
 #include "clusternodes.h"
 #include "sim_env.h"
 #include "sim_rng.h"
@@ -1462,6 +1463,58 @@ static void build_input(sc_t *w)
     }
 }
 
+/* INFO replication of pod p's node as Redis 7 writes its fields (the executor's guard of
+ * FAILOVER FORCE reads it), into buf; NULL when the operator cannot reach it. */
+static const char *info_replication(sc_t *w, int p, char *buf, size_t cap)
+{
+    int xi = node_at(w, pod_ip(w, p), -1);
+    if (xi < 0)
+        return NULL;
+    const node_t *x = w->n[xi];
+    if (x->master < 0)
+        snprintf(buf, cap, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_replid:%016llx\r\n"
+                 "master_repl_offset:%lld\r\n", (unsigned long long)x->replid, (long long)x->offset);
+    else
+        snprintf(buf, cap, "# Replication\r\nrole:slave\r\nmaster_host:10.0.0.%d\r\nmaster_port:6379\r\n"
+                 "master_link_status:%s\r\nslave_repl_offset:%lld\r\nmaster_replid:%016llx\r\n"
+                 "master_repl_offset:%lld\r\n", x->repl_ip, x->link_up ? "up" : "down", (long long)x->offset,
+                 (unsigned long long)x->replid, (long long)x->offset);
+    return buf;
+}
+
+/* The executor's guard of CLUSTER FAILOVER FORCE (redisexec_force_check) on the model,
+ * from what it reads (the replica's CLUSTER NODES, each candidate's INFO replication):
+ * 0 when it may go, -1 with its words in resp_buf. */
+static int force_guard(sc_t *w, const ctopo_cmd_t *c)
+{
+    char text[1 + CTOPO_MAX_REPLICAS][512], err[512];
+    const char *info[1 + CTOPO_MAX_REPLICAS], *pod[1 + CTOPO_MAX_REPLICAS];
+    int n = 0;
+    info[n] = info_replication(w, c->pod, text[n], sizeof(text[n]));
+    pod[n++] = w->in->pod[c->pod].pod;
+    for (int k = 0; k < c->npeers && n < 1 + CTOPO_MAX_REPLICAS; k++) {
+        info[n] = info_replication(w, c->peer[k], text[n], sizeof(text[n]));
+        pod[n++] = w->in->pod[c->peer[k]].pod;
+    }
+    int xi = node_at(w, pod_ip(w, c->pod), -1);
+    size_t len = 0;
+    const char *t = xi < 0 ? NULL : nodes_text(w, xi, &len);
+    char *nodes = t ? strndup(t, len) : NULL;
+    int rc = redisexec_force_check(nodes, c->gone, info, pod, (size_t)n, err, sizeof(err));
+    free(nodes);
+    if (!rc)
+        return 0;
+    resp_buf.len = 0;
+    resp_fmt(&resp_buf, "(the executor's guard) %s", err);
+    return -1;
+}
+
+/* 1 when c is CLUSTER FAILOVER FORCE. */
+static int is_force(const ctopo_cmd_t *c)
+{
+    return c->kind == CTOPO_FAILOVER && c->argc == 3 && !strcasecmp(c->argv[2], "FORCE");
+}
+
 /* The commands of the plan, in order; the first refusal or unreachable node stops it.
  * Returns 0, -1 when stopped, -2 when the operator was killed. */
 static int run_commands(sc_t *w)
@@ -1481,7 +1534,8 @@ static int run_commands(sc_t *w)
             snprintf(line + l, sizeof(line) - l, "%s%s", a ? " " : "", c->argv[a]);
         }
         int xi = node_at(w, pod_ip(w, c->pod), -1);
-        int rc = xi < 0 ? -1 : exec_cmd(w, xi, c->argc, argv, 0);
+        int rc = xi < 0 ? -1 : is_force(c) && w->cfg.no_force_guard == 0 && force_guard(w, c) ? -1
+                                                                                          : exec_cmd(w, xi, c->argc, argv, 0);
         w->res.commands++;
         w->last_cmd = w->tick; /* COMMAND RECORD: the status says it; observerd probes all */
         w->probe_all = 1;

@@ -106,6 +106,9 @@ typedef struct {
     int no_reshard;          /* 1: the layout stays 3 shards */
     FILE *trace;             /* every event as a line, or NULL */
     int trace_why;           /* with a trace, each command's reason (SIM_TRACE=2) */
+    int no_force_guard;      /* 1: the executor's guard of FAILOVER FORCE left out (finding 8's
+                              * fix: its rows show the seed fails without it) */
+    int no_move_wait;        /* 1: slot moves without WAIT on the target (finding 5's fix) */
 } sc_cfg_t;
 
 typedef struct {

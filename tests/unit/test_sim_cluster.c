@@ -47,12 +47,15 @@ static sc_cfg_t cfg_of(uint64_t seed, int64_t steps)
     c.faults = sim_env_kinds("SIM_FAULTS", SC_F_COUNT, sc_fault_name);
     c.fault_every = sim_env_int("SIM_EVERY", 0);
     c.no_reshard = (int)sim_env_int("SIM_NO_RESHARD", 0);
+    c.no_force_guard = (int)sim_env_int("SIM_NO_FORCE_GUARD", 0);
+    c.no_move_wait = (int)sim_env_int("SIM_NO_MOVE_WAIT", 0);
     return c;
 }
 
 static void print_failure(const sc_cfg_t *c, const sc_result_t *r)
 {
-    static const char *const knobs[] = {"SIM_REPLICAS", "SIM_OVERLAP", "SIM_FAULTS", "SIM_EVERY", "SIM_NO_RESHARD"};
+    static const char *const knobs[] = {"SIM_REPLICAS",   "SIM_OVERLAP",        "SIM_FAULTS",      "SIM_EVERY",
+                                        "SIM_NO_RESHARD", "SIM_NO_FORCE_GUARD", "SIM_NO_MOVE_WAIT"};
     char env[512];
     sim_env_knobs(knobs, sizeof(knobs) / sizeof(knobs[0]), env, sizeof(env));
     fprintf(stderr,
