@@ -177,6 +177,7 @@ static int plan_move(const plan_ctx_t *c, const ctopo_input_t *in, const ctopo_r
     job.batch_bytes = c->spec->cluster.migration_batch_bytes;
     job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
     job.bytes_per_second = c->spec->cluster.migration_bytes_per_second;
+    job.wait_replicas = in->replicas > 0; /* slotmove.h, REPLICATED: one replica, as a client's WAIT 1 */
     json_object *body = slotmove_job_to_json(&job);
     if (!body)
         return -1;

@@ -1255,10 +1255,24 @@ static int cmd_migrate(sc_t *w, int xi, int argc, const char *const *argv, int c
     return 0;
 }
 
+static const char *info_of(sc_t *w, int xi, char *buf, size_t cap);
+static int cmd_wait(sc_t *w, int xi);
+
 /* One command on node xi. Returns 0 (the answer in resp_buf) or -1 (an error answer). */
 static int exec_cmd(sc_t *w, int xi, int argc, const char *const *argv, int cut)
 {
     node_t *x = w->n[xi];
+    if (!strcasecmp(argv[0], "INFO")) {
+        char text[2048];
+        size_t len = strlen(info_of(w, xi, text, sizeof(text)));
+        resp_buf.len = 0;
+        resp_fmt(&resp_buf, "$%zu\r\n", len);
+        resp_add(&resp_buf, text, len);
+        resp_add(&resp_buf, "\r\n", 2);
+        return 0;
+    }
+    if (!strcasecmp(argv[0], "WAIT"))
+        return cmd_wait(w, xi);
     if (!strcasecmp(argv[0], "FLUSHALL")) {
         if (x->master >= 0) /* replica-read-only */
             return err_reply("READONLY You can't write against a read only replica.");
@@ -1359,7 +1373,7 @@ static redisReply *io_command(void *user, int to, int argc, const char *const *a
                                : to == SLOTMOVE_TO_TARGET ? &job->target
                                                           : &job->others[to];
     int migrate = !strcasecmp(argv[0], "MIGRATE");
-    w->clock_ns += migrate ? 3000000 : 1000000;
+    w->clock_ns += migrate ? 3000000 : !strcasecmp(argv[0], "WAIT") ? SLOTMOVE_ACK_WAIT_MS * 1000000 : 1000000;
     int cut = crash_here(w), xi = node_at(w, parse_ip(n->ip), -1);
     if (xi < 0 || (cut && !migrate)) {
         if (cut)
@@ -1415,6 +1429,7 @@ static int run_move(sc_t *w, const ctopo_move_t *mv)
     memcpy(job.ranges, mv->ranges, job.nranges * sizeof(job.ranges[0]));
     job.batch_bytes = SLOTMOVE_DEFAULT_BATCH_BYTES;
     job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
+    job.wait_replicas = !w->cfg.no_move_wait && w->R > 0; /* as plan_move (slotmove.h, REPLICATED) */
     void *user[2] = {w, &job};
     slotmove_io_t io = {.command = io_command, .sizes = io_sizes, .now_ns = io_now, .user = user};
     slotmove_progress_t pr;
@@ -1463,23 +1478,64 @@ static void build_input(sc_t *w)
     }
 }
 
-/* INFO replication of pod p's node as Redis 7 writes its fields (the executor's guard of
- * FAILOVER FORCE reads it), into buf; NULL when the operator cannot reach it. */
-static const char *info_replication(sc_t *w, int p, char *buf, size_t cap)
+/* 1 when node ri is a replica linked to node t and synced from it (online). */
+static int linked_to(const sc_t *w, int ri, int t)
 {
-    int xi = node_at(w, pod_ip(w, p), -1);
-    if (xi < 0)
-        return NULL;
+    const node_t *r = w->n[ri];
+    return ri != t && r->alive && r->master >= 0 && r->link_up && !r->syncing && r->synced_from == t &&
+           r->replid == w->n[t]->replid && node_at(w, r->repl_ip, r->pod) == t;
+}
+
+/* INFO replication of node xi as Redis 7 writes the fields the operator reads (the
+ * executor's guard of FAILOVER FORCE, a slot move's REPLICATED check), into buf. A
+ * replica line's offset is the replica's own (acknowledged at once). */
+static const char *info_of(sc_t *w, int xi, char *buf, size_t cap)
+{
     const node_t *x = w->n[xi];
-    if (x->master < 0)
-        snprintf(buf, cap, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_replid:%016llx\r\n"
-                 "master_repl_offset:%lld\r\n", (unsigned long long)x->replid, (long long)x->offset);
-    else
+    size_t len = 0;
+    if (x->master >= 0) {
         snprintf(buf, cap, "# Replication\r\nrole:slave\r\nmaster_host:10.0.0.%d\r\nmaster_port:6379\r\n"
                  "master_link_status:%s\r\nslave_repl_offset:%lld\r\nmaster_replid:%016llx\r\n"
                  "master_repl_offset:%lld\r\n", x->repl_ip, x->link_up ? "up" : "down", (long long)x->offset,
                  (unsigned long long)x->replid, (long long)x->offset);
+        return buf;
+    }
+    int n = 0;
+    for (int o = 0; o < w->nids; o++)
+        n += linked_to(w, o, xi);
+    len += (size_t)snprintf(buf, cap, "# Replication\r\nrole:master\r\nconnected_slaves:%d\r\n", n);
+    n = 0;
+    for (int o = 0; o < w->nids && len < cap; o++)
+        if (linked_to(w, o, xi))
+            len += (size_t)snprintf(buf + len, cap - len, "slave%d:ip=10.0.0.%d,port=6379,state=online,offset=%lld,"
+                                    "lag=0\r\n", n++, pod_ip(w, w->n[o]->pod), (long long)w->n[o]->offset);
+    if (len < cap)
+        snprintf(buf + len, cap - len, "master_replid:%016llx\r\nmaster_repl_offset:%lld\r\n",
+                 (unsigned long long)x->replid, (long long)x->offset);
     return buf;
+}
+
+/* INFO replication of pod p's node, NULL when the operator cannot reach it. */
+static const char *info_replication(sc_t *w, int p, char *buf, size_t cap)
+{
+    int xi = node_at(w, pod_ip(w, p), -1);
+    return xi < 0 ? NULL : info_of(w, xi, buf, cap);
+}
+
+/* WAIT on node xi: a replica linked to it receives and acknowledges what it holds within
+ * the WAIT's few milliseconds (a healthy link); the answer is how many did. */
+static int cmd_wait(sc_t *w, int xi)
+{
+    int n = 0;
+    for (int o = 0; o < w->nids; o++)
+        if (linked_to(w, o, xi)) {
+            memcpy(w->n[o]->val, w->n[xi]->val, sizeof(w->n[o]->val));
+            w->n[o]->offset = w->n[xi]->offset;
+            n++;
+        }
+    resp_buf.len = 0;
+    resp_fmt(&resp_buf, ":%d\r\n", n);
+    return 0;
 }
 
 /* The executor's guard of CLUSTER FAILOVER FORCE (redisexec_force_check) on the model,
