@@ -118,6 +118,8 @@ typedef struct {
     int obs_news;
     int64_t stall_until, stall_late, stall_hi, op_down_until, requeue_at, last_reconcile;
     int64_t last_cmd;       /* the step of the operator's last Redis command (its record), -1 none */
+    int64_t kt_at;          /* kill-target: when pod kt_pod is killed (0: not armed) */
+    int kt_pod;
     int probe_all;          /* observerd saw a newer record: every pod probed at once */
     int crash_armed, crash_after, bootstrapped;
     uint32_t in_ver, memo_ver; /* what the decisions read; the version the last one read */
@@ -1438,6 +1440,12 @@ static int run_move(sc_t *w, const ctopo_move_t *mv)
     int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
     w->res.moves++;
     w->res.slots_moved += pr.slots_done;
+    unsigned set = w->cfg.faults ? w->cfg.faults : SC_FAULTS_DEFAULT;
+    if (pr.keys > 0 && (set & SC_FAULT_BIT(SC_F_KILL_TARGET)) && !w->kt_at && w->tick < w->end_faults &&
+        (w->cfg.overlap || !w->fault_open) && sim_rng_chance(&w->rng, 1, 2)) {
+        w->kt_pod = mv->target; /* (a pod index: the layout's) */
+        w->kt_at = w->tick + sim_rng_range(&w->rng, 1, 3);
+    }
     ev(w, 21, mv->source, mv->target, "slot move %s -> %s: %d slot(s) done, %d skipped, %lld keys%s%s",
        job.source.pod, job.target.pod, pr.slots_done, pr.skipped, (long long)pr.keys, rc < 0 ? ": " : "",
        rc < 0 ? err : "");
@@ -1641,6 +1649,9 @@ static void reconcile(sc_t *w)
         }
         w->memo_ver = ver;
         w->res.decisions++;
+        if (w->cfg.trace && w->cfg.trace_why > 1)
+            fprintf(w->cfg.trace, "%lld decided: %s (%s)%s, %zu commands, %zu moves\n", (long long)w->tick, r->reason,
+                    r->message, w->in->stale ? " [stale look: waits]" : "", r->ncmds, r->nmoves);
     }
     w->res.reconciles++;
     if (w->crash_armed)
@@ -1733,7 +1744,7 @@ const char *sc_fault_name(int f)
 {
     static const char *const names[] = {"kill-master", "kill-replica",   "lose-conf", "stale-aof",
                                         "lose-conf-early", "lose-leaving", "delete-master", "partition",
-                                        "operator-crash", "obs-late", "obs-stall"};
+                                        "operator-crash", "obs-late", "obs-stall", "kill-target"};
     return f >= 0 && f < SC_F_COUNT ? names[f] : "unknown";
 }
 
@@ -1922,6 +1933,26 @@ static int settled(const sc_t *w)
     return 1;
 }
 
+/* kill-target: the target a run moved keys into, killed when its time came (if it is
+ * still a master), as a fault of its own. */
+static void kill_target(sc_t *w)
+{
+    int p = w->kt_pod;
+    if (!w->kt_at || w->tick < w->kt_at)
+        return;
+    w->kt_at = 0;
+    if (w->tick >= w->end_faults || !w->pod[p].present || !w->pod[p].running || w->pod[p].terminating ||
+        w->n[w->pod[p].id]->master >= 0)
+        return;
+    ev(w, 37, p, w->pod[p].id, "kill-target: pod %d, a slot move's target", p);
+    kill_pod(w, p, sim_rng_range(&w->rng, 5, 60), 0, 1);
+    w->res.faults[SC_F_KILL_TARGET]++;
+    if (!w->fault_open) {
+        w->fault_open = 1;
+        w->fault_at = w->tick;
+    }
+}
+
 static void faults(sc_t *w)
 {
     for (int p = 0; p < MAXPOD; p++) {
@@ -1940,10 +1971,11 @@ static void faults(sc_t *w)
             ev(w, 35, p, 0, "pod %d reachable again", p);
         }
     }
+    kill_target(w);
     if (w->tick >= w->end_faults || w->tick < w->next_fault)
         return;
     unsigned set = w->cfg.faults ? w->cfg.faults : SC_FAULTS_DEFAULT;
-    int f = (int)sim_rng_below(&w->rng, SC_F_COUNT);
+    int f = (int)sim_rng_below(&w->rng, SC_F_DRAWN);
     if (!(set & SC_FAULT_BIT(f)))
         return;
     int hurts = f != SC_F_OPERATOR_CRASH && f != SC_F_OBS_LATE && f != SC_F_OBS_STALL;
@@ -2185,7 +2217,7 @@ static sc_t *world_new(const sc_cfg_t *cfg)
     w->next_fault = 300;
     w->res.converged_after = -1;
     w->dump_at = sim_env_int("SIM_DUMP", 0);
-    w->cfg.trace_why = sim_env_int("SIM_TRACE", 0) > 1;
+    w->cfg.trace_why = sim_env_int("SIM_TRACE", 0) > 1 ? (int)sim_env_int("SIM_TRACE", 0) - 1 : 0;
     w->res.replicas = w->R;
     for (int p = 0; p < MAXPOD; p++)
         w->pod[p].id = -1;
