@@ -1260,21 +1260,28 @@ static int cmd_migrate(sc_t *w, int xi, int argc, const char *const *argv, int c
 static const char *info_of(sc_t *w, int xi, char *buf, size_t cap);
 static int cmd_wait(sc_t *w, int xi);
 
+/* INFO replication or WAIT on node xi. */
+static int cmd_replication(sc_t *w, int xi, const char *cmd)
+{
+    char text[2048];
+    if (!strcasecmp(cmd, "WAIT"))
+        return cmd_wait(w, xi);
+    size_t len = strlen(info_of(w, xi, text, sizeof(text)));
+    resp_buf.len = 0;
+    resp_fmt(&resp_buf, "$%zu\r\n", len);
+    resp_add(&resp_buf, text, len);
+    resp_add(&resp_buf, "\r\n", 2);
+    return 0;
+}
+
 /* One command on node xi. Returns 0 (the answer in resp_buf) or -1 (an error answer). */
+static int cluster_cmd(sc_t *w, int xi, int argc, const char *const *argv);
+
 static int exec_cmd(sc_t *w, int xi, int argc, const char *const *argv, int cut)
 {
     node_t *x = w->n[xi];
-    if (!strcasecmp(argv[0], "INFO")) {
-        char text[2048];
-        size_t len = strlen(info_of(w, xi, text, sizeof(text)));
-        resp_buf.len = 0;
-        resp_fmt(&resp_buf, "$%zu\r\n", len);
-        resp_add(&resp_buf, text, len);
-        resp_add(&resp_buf, "\r\n", 2);
-        return 0;
-    }
-    if (!strcasecmp(argv[0], "WAIT"))
-        return cmd_wait(w, xi);
+    if (!strcasecmp(argv[0], "INFO") || !strcasecmp(argv[0], "WAIT"))
+        return cmd_replication(w, xi, argv[0]);
     if (!strcasecmp(argv[0], "FLUSHALL")) {
         if (x->master >= 0) /* replica-read-only */
             return err_reply("READONLY You can't write against a read only replica.");
@@ -1287,6 +1294,13 @@ static int exec_cmd(sc_t *w, int xi, int argc, const char *const *argv, int cut)
         return argc < 7 ? err_reply("ERR wrong number of arguments") : cmd_migrate(w, xi, argc, argv, cut);
     if (strcasecmp(argv[0], "CLUSTER") || argc < 2)
         return err_reply("ERR unknown command");
+    return cluster_cmd(w, xi, argc, argv);
+}
+
+/* CLUSTER <argv[1]> ... on node xi. */
+static int cluster_cmd(sc_t *w, int xi, int argc, const char *const *argv)
+{
+    node_t *x = w->n[xi];
     const char *v = argv[1];
     if (!strcasecmp(v, "NODES")) {
         size_t len;
@@ -1598,8 +1612,8 @@ static int run_commands(sc_t *w)
             snprintf(line + l, sizeof(line) - l, "%s%s", a ? " " : "", c->argv[a]);
         }
         int xi = node_at(w, pod_ip(w, c->pod), -1);
-        int rc = xi < 0 ? -1 : is_force(c) && w->cfg.no_force_guard == 0 && force_guard(w, c) ? -1
-                                                                                          : exec_cmd(w, xi, c->argc, argv, 0);
+        int guarded = xi >= 0 && is_force(c) && !w->cfg.no_force_guard && force_guard(w, c);
+        int rc = xi < 0 || guarded ? -1 : exec_cmd(w, xi, c->argc, argv, 0);
         w->res.commands++;
         w->last_cmd = w->tick; /* COMMAND RECORD: the status says it; observerd probes all */
         w->probe_all = 1;

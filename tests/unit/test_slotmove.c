@@ -695,7 +695,8 @@ static void test_replicated(void)
         char err[256];
         int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
         if (rc != rows[i].rc || w.infos != rows[i].infos || w.waits != rows[i].waits)
-            fprintf(stderr, "\n  row %zu (%s): rc %d, %d INFO, %d WAIT: %s", i, rows[i].what, rc, w.infos, w.waits, err);
+            fprintf(stderr, "\n  row %zu (%s): rc %d, %d INFO, %d WAIT: %s", i, rows[i].what, rc, w.infos, w.waits,
+                    err);
         CU_ASSERT_EQUAL(rc, rows[i].rc);
         CU_ASSERT_EQUAL(w.infos, rows[i].infos);
         CU_ASSERT_EQUAL(w.waits, rows[i].waits);
