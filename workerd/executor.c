@@ -152,6 +152,46 @@ static int redis_removed_already(const plan_action_t *a, const char *err)
            strstr(err, "does not exist") != NULL;
 }
 
+/* 1 when a is CLUSTER FAILOVER FORCE (Cluster mode's step 2b). */
+static int is_force(const plan_action_t *a)
+{
+    return a->argc == 3 && !strcmp(a->argv[0], "CLUSTER") && !strcmp(a->argv[1], "FAILOVER") &&
+           !strcmp(a->argv[2], "FORCE");
+}
+
+/* Before CLUSTER FAILOVER FORCE (docs/cluster-mode.md, step 2b): the replica's CLUSTER
+ * NODES and the INFO replication of it and of each other candidate its body names
+ * ({"master": the gone master's id, "candidates": [{"pod", "ip"}]}), now, and
+ * redisexec_force_check on them (the plan chose by offsets an observation reported,
+ * which may predate the master's last writes). Returns 0 when it may go, -1 with err. */
+static int force_guard(const exec_ctx_t *x, const plan_action_t *a, char *err, size_t errlen)
+{
+    enum { MAXC = 8 };
+    static char text[MAXC][4096];
+    const char *info[MAXC], *pod[MAXC], *av[2] = {"INFO", "replication"};
+    const json_object *list = jsonx_get(a->body, "candidates");
+    size_t n = 1 + jsonx_len(list);
+    redisexec_client_t cl = client_of(x);
+    char e[256];
+    if (n > MAXC)
+        n = MAXC;
+    for (size_t i = 0; i < n; i++) {
+        const json_object *c = i ? json_object_array_get_idx(list, i - 1) : NULL;
+        const char *ip = i ? JSONX_STR_AT(c, "ip") : a->ip;
+        pod[i] = i ? JSONX_STR_AT(c, "pod") : a->name;
+        pod[i] = pod[i] ? pod[i] : "a candidate";
+        info[i] = ip && *ip && !redisexec_run(&cl, pod[i], ip, RENDER_REDIS_PORT, 2, av, REDISEXEC_TIMEOUT_NS,
+                                              text[i], sizeof(text[i]), e, sizeof(e))
+                      ? text[i]
+                      : NULL;
+    }
+    const char *cn[2] = {"CLUSTER", "NODES"};
+    static char nodes[1 << 17];
+    int read = !redisexec_run(&cl, a->name, a->ip, RENDER_REDIS_PORT, 2, cn, REDISEXEC_TIMEOUT_NS, nodes,
+                              sizeof(nodes), e, sizeof(e));
+    return redisexec_force_check(read ? nodes : NULL, JSONX_STR_AT(a->body, "master"), info, pod, n, err, errlen);
+}
+
 /* PLAN_REDIS a, after the fence: skipped (*skipped) when already in effect, else sent.
  * A Redis command is a write like any other: only the leader sends it. */
 static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int *skipped, kube_error_t *err)
@@ -177,6 +217,8 @@ static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int
     if (a->argc >= 4 && !strcmp(a->argv[0], "FAILOVER"))
         guard = redisexec_switchover_on(&cl, a->name, a->ip, RENDER_REDIS_PORT, a->argc, a->argv,
                                         TOPO_SWITCHOVER_MAX_LAG, rerr, sizeof(rerr));
+    if (is_force(a))
+        guard = force_guard(x, a, rerr, sizeof(rerr));
     if (guard < 0) {
         kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, rerr);
         return EXEC_ERROR;

@@ -243,6 +243,17 @@ int plan_add_pod_annotations(plan_t *p, const char *ns, const char *pod, const c
     return plan_add_action(p, PLAN_ANNOTATE_POD, "v1", "pods", ns, pod, body, why);
 }
 
+void plan_set_redis_body(plan_t *p, int i, json_object *body)
+{
+    if (!body || i < 0 || (size_t)i >= p->n_actions || p->actions[i].pub.kind != PLAN_REDIS) {
+        p->oom |= !body;
+        json_object_put(body);
+        return;
+    }
+    json_object_put(p->actions[i].pub.body);
+    p->actions[i].pub.body = body;
+}
+
 void plan_set_not_after(plan_t *p, int i, int64_t wall_ns)
 {
     if (i >= 0 && (size_t)i < p->n_actions)

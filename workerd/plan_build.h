@@ -53,6 +53,11 @@ int plan_add_redis_action(plan_t *p, const char *ns, const char *pod, const char
 void plan_add_event(plan_t *p, const char *type, const char *reason, int action, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* PLAN_REDIS i (an index plan_add_redis_action returned) carries body (taken: the plan
+ * puts it), read by the executor: {"master": id, "candidates": [{"pod", "ip"}, ...]} for a
+ * CLUSTER FAILOVER FORCE (executor.c's guard). NULL sets *oom (plan_oom) and leaves the action as it is. */
+void plan_set_redis_body(plan_t *p, int i, json_object *body);
+
 /* PLAN_REDIS i (an index plan_add_redis_action returned) is not sent after wall_ns
  * (plan.h, COMMAND RECORD: plan_action_t not_after_wall_ns). */
 void plan_set_not_after(plan_t *p, int i, int64_t wall_ns);

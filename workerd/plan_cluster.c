@@ -48,6 +48,22 @@ static const struct {
 };
 #define NKINDS (sizeof(kind_event) / sizeof(kind_event[0]))
 
+/* FAILOVER FORCE's gone master and other candidates as its action's body
+ * (plan_set_redis_body; executor.c reads it). */
+static json_object *force_body(const ctopo_input_t *in, const ctopo_cmd_t *cmd, int *oom)
+{
+    json_object *body = jsonx_new_obj(oom), *list = jsonx_new_arr(oom);
+    for (int k = 0; k < cmd->npeers; k++) {
+        json_object *o = jsonx_new_obj(oom);
+        jsonx_put(o, "pod", jsonx_new_str(in->pod[cmd->peer[k]].pod, oom), oom);
+        jsonx_put(o, "ip", jsonx_new_str(in->pod[cmd->peer[k]].ip, oom), oom);
+        jsonx_push(list, o, oom);
+    }
+    jsonx_put(body, "master", jsonx_new_str(cmd->gone, oom), oom);
+    jsonx_put(body, "candidates", list, oom);
+    return body;
+}
+
 /* The commands as PLAN_REDIS actions, as many as the plan has room for, and one Event a
  * kind on its last command naming the pods. Returns how many did not fit (the next
  * reconcile's), or -1 when out of memory. */
@@ -78,6 +94,8 @@ static int plan_commands(const plan_ctx_t *c, const ctopo_input_t *in, const cto
         if (at < 0)
             break;
         plan_set_not_after(p, at, until); /* COMMAND RECORD */
+        if (cmd->kind == CTOPO_FAILOVER && *cmd->gone)
+            plan_set_redis_body(p, at, force_body(in, cmd, plan_oom(p)));
         last[cmd->kind] = at;
         buf_printf(&pods[cmd->kind], "%s%s", pods[cmd->kind].len ? ", " : "", in->pod[cmd->pod].pod);
     }
@@ -159,6 +177,7 @@ static int plan_move(const plan_ctx_t *c, const ctopo_input_t *in, const ctopo_r
     job.batch_bytes = c->spec->cluster.migration_batch_bytes;
     job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
     job.bytes_per_second = c->spec->cluster.migration_bytes_per_second;
+    job.wait_replicas = in->replicas > 0; /* slotmove.h, REPLICATED: one replica, as a client's WAIT 1 */
     json_object *body = slotmove_job_to_json(&job);
     if (!body)
         return -1;

@@ -591,6 +591,69 @@ int redisexec_switchover_check(const char *info, const char *target_ip, int targ
     return 0;
 }
 
+/* One candidate of redisexec_force_check: its role, history and offset. */
+typedef struct {
+    char role[16], replid[64];
+    int64_t offset;
+} force_cand_t;
+
+static void force_cand(const char *info, force_cand_t *c)
+{
+    char host[256];
+    int port = 0, link = 0;
+    redisexec_parse_info(info, c->role, sizeof(c->role), host, sizeof(host), &port, &link, &c->offset);
+    if (!info_field(info, "master_replid", c->replid, sizeof(c->replid)))
+        c->replid[0] = '\0';
+}
+
+/* 1 when the myself line of CLUSTER NODES text nodes is a replica of gone. */
+static int still_follows(const char *nodes, const char *gone)
+{
+    cn_view_t *v = NULL;
+    char e[128];
+    if (!nodes || !gone || cn_parse(nodes, strlen(nodes), &v, e, sizeof(e)))
+        return 0;
+    const cn_node_t *me = cn_myself(v);
+    int yes = me && (me->flags & CN_REPLICA) && !strcmp(me->master, gone);
+    cn_view_destroy(&v);
+    return yes;
+}
+
+int redisexec_force_check(const char *nodes, const char *gone, const char *const *info, const char *const *pod,
+                          size_t n, char *err, size_t errlen)
+{
+    force_cand_t to, c;
+    if (!n || !still_follows(nodes, gone)) {
+        snprintf(err, errlen, "%s no longer follows the gone master %.12s (its own CLUSTER NODES): no FAILOVER FORCE",
+                 n ? pod[0] : "the replica", gone ? gone : "");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!info[i]) {
+            snprintf(err, errlen, "%s does not answer: its offset is unknown, no FAILOVER FORCE", pod[i]);
+            return -1;
+        }
+        force_cand(info[i], i ? &c : &to);
+        const force_cand_t *x = i ? &c : &to;
+        if (strcmp(x->role, "slave") || !*x->replid || x->offset < 0) {
+            snprintf(err, errlen, "%s is no replica with an offset (role %s): no FAILOVER FORCE", pod[i],
+                     *x->role ? x->role : "unknown");
+            return -1;
+        }
+        if (i && strcmp(c.replid, to.replid)) {
+            snprintf(err, errlen, "%s (history %.12s) and %s (history %.12s) hold different replication histories: "
+                     "no FAILOVER FORCE until they agree", pod[0], to.replid, pod[i], c.replid);
+            return -1;
+        }
+        if (i && c.offset > to.offset) {
+            snprintf(err, errlen, "%s is at offset %lld, %s at %lld: no FAILOVER FORCE to the one behind", pod[0],
+                     (long long)to.offset, pod[i], (long long)c.offset);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int redisexec_switchover_on(const redisexec_client_t *cl, const char *pod, const char *ip, int port, int argc,
                             const char *const *argv, int64_t max_lag, char *err, size_t errlen)
 {

@@ -112,6 +112,21 @@ int redisexec_promote_guard(const char *ip, int port, const char *password, cons
 int redisexec_switchover_check(const char *info, const char *target_ip, int target_port, int64_t max_lag, char *err,
                                size_t errlen);
 
+/* The guard of CLUSTER FAILOVER FORCE (docs/cluster-mode.md, step 2b), on what the
+ * executor reads right before it: nodes, the CLUSTER NODES text of the replica to promote
+ * (NULL: not read), gone, the id of the master the plan saw gone; info[0] that replica's
+ * INFO replication, info[1..n-1] those of the other replicas of the same master (NULL:
+ * no answer), pod[i] their names. 0 when the replica still follows gone (its own line
+ * says so: a plan from a look older than a failover since would force a replica over a
+ * live master) and holds at least what every other candidate holds: each answers as a
+ * replica, of the same replication history (master_replid) as info[0], at an offset
+ * (slave_repl_offset) no higher; -1 with one line in err otherwise (the next plan, from a
+ * look probed after this one's record, chooses again; replicas of two histories, some
+ * resynchronised from the new node at the old address, are waited for until they agree:
+ * offsets of two histories say nothing of which holds more). Pure. */
+int redisexec_force_check(const char *nodes, const char *gone, const char *const *info, const char *const *pod,
+                          size_t n, char *err, size_t errlen);
+
 /* Carry out argv, a FAILOVER TO <ip> <port> ... on ip:port, behind
  * redisexec_switchover_check (INFO replication first, on the same connection): returns 0
  * when sent, 1 when it is done or under way already (the check's 1, or Redis's "FAILOVER

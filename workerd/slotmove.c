@@ -326,6 +326,95 @@ static int source_slots(const slotmove_io_t *io, cn_slots_t *mine, slotmove_prog
     return rc;
 }
 
+/* ---- REPLICATED ---------------------------------------------------------------------------- */
+
+/* The integer after "key:" in INFO text, -1 when none. */
+static int64_t info_int(const char *info, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *p = info; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, key, kl) && p[kl] == ':')
+            return strtoll(p + kl + 1, NULL, 10);
+    return -1;
+}
+
+/* The replica lines of INFO text (slave0:..., slave1:...). */
+static int replica_lines(const char *info)
+{
+    int n = 0;
+    for (const char *p = info; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        n += !strncmp(p, "slave", 5) && p[5] >= '0' && p[5] <= '9';
+    return n;
+}
+
+int slotmove_acked(const char *info, int64_t offset)
+{
+    int n = 0;
+    for (const char *p = info; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, "slave", 5) || p[5] < '0' || p[5] > '9')
+            continue;
+        size_t len = strcspn(p, "\r\n");
+        char line[512];
+        snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1), p);
+        const char *st = strstr(line, ",state="), *off = strstr(line, ",offset=");
+        n += st && off && !strncmp(st + 7, "online,", 7) && strtoll(off + 8, NULL, 10) >= offset;
+    }
+    return n;
+}
+
+/* INFO replication of the target into *reply (a string), or -1 with err. */
+static int target_info(const run_t *r, redisReply **reply, char *err, size_t errlen)
+{
+    static const char *const argv[] = {"INFO", "replication"};
+    static const size_t lens[] = {4, 11};
+    char e[256] = "";
+    *reply = r->io->command(r->io->user, SLOTMOVE_TO_TARGET, 2, argv, lens, e, sizeof(e));
+    r->pr->commands++;
+    if (*reply && (*reply)->type == REDIS_REPLY_STRING)
+        return 0;
+    snprintf(err, errlen, "INFO replication on the target: %s", *reply ? answer(*reply, NULL) : e);
+    freeReplyObject(*reply);
+    *reply = NULL;
+    return -1;
+}
+
+/* WAIT <connected + 1> SLOTMOVE_ACK_WAIT_MS on the target: its replicas acknowledge now. */
+static void ask_acks(const run_t *r, int connected)
+{
+    char num[16], ms[16], e[256];
+    snprintf(num, sizeof(num), "%d", connected + 1);
+    snprintf(ms, sizeof(ms), "%d", SLOTMOVE_ACK_WAIT_MS);
+    const char *argv[] = {"WAIT", num, ms};
+    const size_t lens[] = {4, strlen(num), strlen(ms)};
+    freeReplyObject(r->io->command(r->io->user, SLOTMOVE_TO_TARGET, 3, argv, lens, e, sizeof(e)));
+    r->pr->commands++;
+}
+
+/* REPLICATED: the target's replicas hold what the run moved. Returns 0, or -1 with err. */
+static int confirm(const run_t *r, char *err, size_t errlen)
+{
+    int64_t start = r->io->now_ns(r->io->user), want = -1;
+    for (int round = 0;; round++) {
+        redisReply *info = NULL;
+        if (target_info(r, &info, err, errlen))
+            return -1;
+        if (want < 0)
+            want = info_int(info->str, "master_repl_offset");
+        int acked = slotmove_acked(info->str, want), connected = replica_lines(info->str);
+        freeReplyObject(info);
+        if (want >= 0 && acked >= r->job->wait_replicas)
+            return 0;
+        if (want < 0 || r->io->now_ns(r->io->user) - start >= SLOTMOVE_CONFIRM_NS ||
+            round >= SLOTMOVE_CONFIRM_NS / (SLOTMOVE_ACK_WAIT_MS * 1000000)) {
+            snprintf(err, errlen, "the target's replicas did not acknowledge the moved keys: %d of %d at offset "
+                     "%lld within %lld ms", acked, r->job->wait_replicas, (long long)want,
+                     (long long)(SLOTMOVE_CONFIRM_NS / 1000000));
+            return -1;
+        }
+        ask_acks(r, connected);
+    }
+}
+
 int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char *password,
                  slotmove_progress_t *progress, char *err, size_t errlen)
 {
@@ -366,6 +455,10 @@ int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char 
             } else if (m.state == SLOTMOVE_DONE)
                 progress->slots_done++;
         }
+    if (rc >= 0 && progress->keys > 0 && job->wait_replicas > 0 && confirm(r, err, errlen)) {
+        progress->failed = 1;
+        rc = -1;
+    }
     if (rc >= 0)
         pace_end(r, start);
     freeReplyObject(r->keys);
@@ -418,6 +511,7 @@ json_object *slotmove_job_to_json(const slotmove_job_t *job)
     jsonx_put(o, "maxBytes", jsonx_new_int(job->max_bytes, &oom), &oom);
     jsonx_put(o, "budgetMs", jsonx_new_int(job->budget_ns / 1000000, &oom), &oom);
     jsonx_put(o, "bytesPerSecond", jsonx_new_int(job->bytes_per_second, &oom), &oom);
+    jsonx_put(o, "waitReplicas", jsonx_new_int(job->wait_replicas, &oom), &oom);
     if (oom) {
         json_object_put(o);
         return NULL;
@@ -491,8 +585,11 @@ int slotmove_job_from_json(const json_object *body, slotmove_job_t *job, char *e
     job->max_bytes = int_of(body, "maxBytes", 0);
     job->budget_ns = int_of(body, "budgetMs", SLOTMOVE_DEFAULT_BUDGET_NS / 1000000) * 1000000;
     job->bytes_per_second = int_of(body, "bytesPerSecond", 0);
-    if (job->batch_bytes <= 0 || job->max_bytes < 0 || job->budget_ns <= 0 || job->bytes_per_second < 0) {
-        snprintf(err, errlen, "a slot move's batchBytes and budgetMs must be positive, bytesPerSecond not negative");
+    job->wait_replicas = (int)int_of(body, "waitReplicas", 0);
+    if (job->batch_bytes <= 0 || job->max_bytes < 0 || job->budget_ns <= 0 || job->bytes_per_second < 0 ||
+        job->wait_replicas < 0 || job->wait_replicas > 16) {
+        snprintf(err, errlen, "a slot move's batchBytes and budgetMs must be positive, bytesPerSecond not negative, "
+                 "waitReplicas 0..16");
         return -1;
     }
     return 0;

@@ -30,6 +30,22 @@
  * A run first asks the source for CLUSTER NODES: a slot it neither owns nor has MIGRATING
  * (moved since the plan's observation) is skipped.
  *
+ * REPLICATED (wait_replicas > 0): MIGRATE deletes the keys on the source as soon as the
+ * target has them, and the target's replicas get them asynchronously, so a failover of
+ * the target before that loses them (docs/simulation.md, finding 5). A run that moved
+ * keys therefore ends by confirming that wait_replicas of the target's replicas hold
+ * them: INFO replication on the target gives its master_repl_offset O (every RESTORE
+ * included); while fewer than wait_replicas replica lines say state=online with an
+ * offset >= O, WAIT <connected + 1> SLOTMOVE_ACK_WAIT_MS on the target asks its replicas
+ * to acknowledge now (Redis sends REPLCONF GETACK when a WAIT blocks; WAIT itself cannot
+ * count the RESTOREs: it waits only for the calling connection's own writes, and the
+ * RESTOREs are the source's) and INFO replication is read again, until
+ * SLOTMOVE_CONFIRM_NS has passed: then the run fails ("the target's replicas did not
+ * acknowledge"), and the next plan moves nothing until the target's replicas are linked
+ * again. A run stopped by its budget confirms too; a failed one does not (it reports
+ * its own failure). The window left is a batch's replication latency: a target lost
+ * before its replica received a batch loses it, as with redis-cli --cluster reshard.
+ *
  * The machine (slotmove_t, slotmove_feed) is pure; slotmove_run drives it over an io_t
  * (real connections: slotmove_io_sync.c; a model of Redis in the unit test).
  */
@@ -51,6 +67,8 @@
 #define SLOTMOVE_DEFAULT_BUDGET_NS (INT64_C(8000000000))
 #define SLOTMOVE_PACE_TICK_NS (INT64_C(500000000)) /* a keepalive at least this often while paced */
 #define SLOTMOVE_MIGRATE_TIMEOUT_MS 5000
+#define SLOTMOVE_ACK_WAIT_MS 10                        /* REPLICATED: one WAIT's block */
+#define SLOTMOVE_CONFIRM_NS (INT64_C(2000000000))      /* REPLICATED: at most this long */
 
 typedef enum {
     SLOTMOVE_IMPORTING,
@@ -87,6 +105,8 @@ typedef struct {
     int64_t budget_ns;                      /* stop (resumable) after this long; > 0 */
     int64_t bytes_per_second;               /* pace: the run waits between batches so that
                                              * what it moved is due at this rate; 0: none */
+    int wait_replicas;                      /* REPLICATED: replicas of the target that must
+                                             * hold the moved keys; 0: not confirmed */
 } slotmove_job_t;
 
 /* One slot's machine. */
@@ -140,6 +160,10 @@ const char *slotmove_state_name(slotmove_state_t state);
 void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *reply, const int64_t *sizes,
                    const char *err_line);
 
+/* REPLICATED: how many replica lines of the INFO replication text info say state=online
+ * with an acknowledged offset >= offset. Pure. */
+int slotmove_acked(const char *info, int64_t offset);
+
 /* Run the job's slots over io, password for MIGRATE's AUTH (NULL or "": none). Stops
  * at the first failure (progress->failed, err), or when the budget or max_bytes is
  * spent (progress->stopped): at a slot's start, or between the batches of a slot once
@@ -154,7 +178,8 @@ int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char 
 void slotmove_count(const char *ns, const char *cluster, const slotmove_progress_t *progress);
 
 /* The job as a plan action's body: {"cluster": name, "slots": "0-5,9", "source": {"pod","ip","port","id"},
- * "target": {...}, "others": [{...}], "batchBytes": n, "maxBytes": n, "budgetMs": n}. A
+ * "target": {...}, "others": [{...}], "batchBytes": n, "maxBytes": n, "budgetMs": n,
+ * "bytesPerSecond": n, "waitReplicas": n}. A
  * new object, NULL when out of memory. */
 json_object *slotmove_job_to_json(const slotmove_job_t *job);
 

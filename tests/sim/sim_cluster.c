@@ -2,6 +2,7 @@
 #include "sim_cluster.h"
 
 #include "cluster_topo.h"
+#include "redisexec.h"
 #include "clusternodes.h"
 #include "sim_env.h"
 #include "sim_rng.h"
@@ -117,6 +118,8 @@ typedef struct {
     int obs_news;
     int64_t stall_until, stall_late, stall_hi, op_down_until, requeue_at, last_reconcile;
     int64_t last_cmd;       /* the step of the operator's last Redis command (its record), -1 none */
+    int64_t kt_at;          /* kill-target: when pod kt_pod is killed (0: not armed) */
+    int kt_pod;
     int probe_all;          /* observerd saw a newer record: every pod probed at once */
     int crash_armed, crash_after, bootstrapped;
     uint32_t in_ver, memo_ver; /* what the decisions read; the version the last one read */
@@ -1254,10 +1257,31 @@ static int cmd_migrate(sc_t *w, int xi, int argc, const char *const *argv, int c
     return 0;
 }
 
+static const char *info_of(sc_t *w, int xi, char *buf, size_t cap);
+static int cmd_wait(sc_t *w, int xi);
+
+/* INFO replication or WAIT on node xi. */
+static int cmd_replication(sc_t *w, int xi, const char *cmd)
+{
+    char text[2048];
+    if (!strcasecmp(cmd, "WAIT"))
+        return cmd_wait(w, xi);
+    size_t len = strlen(info_of(w, xi, text, sizeof(text)));
+    resp_buf.len = 0;
+    resp_fmt(&resp_buf, "$%zu\r\n", len);
+    resp_add(&resp_buf, text, len);
+    resp_add(&resp_buf, "\r\n", 2);
+    return 0;
+}
+
 /* One command on node xi. Returns 0 (the answer in resp_buf) or -1 (an error answer). */
+static int cluster_cmd(sc_t *w, int xi, int argc, const char *const *argv);
+
 static int exec_cmd(sc_t *w, int xi, int argc, const char *const *argv, int cut)
 {
     node_t *x = w->n[xi];
+    if (!strcasecmp(argv[0], "INFO") || !strcasecmp(argv[0], "WAIT"))
+        return cmd_replication(w, xi, argv[0]);
     if (!strcasecmp(argv[0], "FLUSHALL")) {
         if (x->master >= 0) /* replica-read-only */
             return err_reply("READONLY You can't write against a read only replica.");
@@ -1270,6 +1294,13 @@ static int exec_cmd(sc_t *w, int xi, int argc, const char *const *argv, int cut)
         return argc < 7 ? err_reply("ERR wrong number of arguments") : cmd_migrate(w, xi, argc, argv, cut);
     if (strcasecmp(argv[0], "CLUSTER") || argc < 2)
         return err_reply("ERR unknown command");
+    return cluster_cmd(w, xi, argc, argv);
+}
+
+/* CLUSTER <argv[1]> ... on node xi. */
+static int cluster_cmd(sc_t *w, int xi, int argc, const char *const *argv)
+{
+    node_t *x = w->n[xi];
     const char *v = argv[1];
     if (!strcasecmp(v, "NODES")) {
         size_t len;
@@ -1358,7 +1389,7 @@ static redisReply *io_command(void *user, int to, int argc, const char *const *a
                                : to == SLOTMOVE_TO_TARGET ? &job->target
                                                           : &job->others[to];
     int migrate = !strcasecmp(argv[0], "MIGRATE");
-    w->clock_ns += migrate ? 3000000 : 1000000;
+    w->clock_ns += migrate ? 3000000 : !strcasecmp(argv[0], "WAIT") ? SLOTMOVE_ACK_WAIT_MS * 1000000 : 1000000;
     int cut = crash_here(w), xi = node_at(w, parse_ip(n->ip), -1);
     if (xi < 0 || (cut && !migrate)) {
         if (cut)
@@ -1414,6 +1445,7 @@ static int run_move(sc_t *w, const ctopo_move_t *mv)
     memcpy(job.ranges, mv->ranges, job.nranges * sizeof(job.ranges[0]));
     job.batch_bytes = SLOTMOVE_DEFAULT_BATCH_BYTES;
     job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
+    job.wait_replicas = !w->cfg.no_move_wait && w->R > 0; /* as plan_move (slotmove.h, REPLICATED) */
     void *user[2] = {w, &job};
     slotmove_io_t io = {.command = io_command, .sizes = io_sizes, .now_ns = io_now, .user = user};
     slotmove_progress_t pr;
@@ -1422,6 +1454,12 @@ static int run_move(sc_t *w, const ctopo_move_t *mv)
     int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
     w->res.moves++;
     w->res.slots_moved += pr.slots_done;
+    unsigned set = w->cfg.faults ? w->cfg.faults : SC_FAULTS_DEFAULT;
+    if (pr.keys > 0 && (set & SC_FAULT_BIT(SC_F_KILL_TARGET)) && !w->kt_at && w->tick < w->end_faults &&
+        (w->cfg.overlap || !w->fault_open) && sim_rng_chance(&w->rng, 1, 2)) {
+        w->kt_pod = mv->target; /* (a pod index: the layout's) */
+        w->kt_at = w->tick + sim_rng_range(&w->rng, 1, 3);
+    }
     ev(w, 21, mv->source, mv->target, "slot move %s -> %s: %d slot(s) done, %d skipped, %lld keys%s%s",
        job.source.pod, job.target.pod, pr.slots_done, pr.skipped, (long long)pr.keys, rc < 0 ? ": " : "",
        rc < 0 ? err : "");
@@ -1462,6 +1500,99 @@ static void build_input(sc_t *w)
     }
 }
 
+/* 1 when node ri is a replica linked to node t and synced from it (online). */
+static int linked_to(const sc_t *w, int ri, int t)
+{
+    const node_t *r = w->n[ri];
+    return ri != t && r->alive && r->master >= 0 && r->link_up && !r->syncing && r->synced_from == t &&
+           r->replid == w->n[t]->replid && node_at(w, r->repl_ip, r->pod) == t;
+}
+
+/* INFO replication of node xi as Redis 7 writes the fields the operator reads (the
+ * executor's guard of FAILOVER FORCE, a slot move's REPLICATED check), into buf. A
+ * replica line's offset is the replica's own (acknowledged at once). */
+static const char *info_of(sc_t *w, int xi, char *buf, size_t cap)
+{
+    const node_t *x = w->n[xi];
+    size_t len = 0;
+    if (x->master >= 0) {
+        snprintf(buf, cap, "# Replication\r\nrole:slave\r\nmaster_host:10.0.0.%d\r\nmaster_port:6379\r\n"
+                 "master_link_status:%s\r\nslave_repl_offset:%lld\r\nmaster_replid:%016llx\r\n"
+                 "master_repl_offset:%lld\r\n", x->repl_ip, x->link_up ? "up" : "down", (long long)x->offset,
+                 (unsigned long long)x->replid, (long long)x->offset);
+        return buf;
+    }
+    int n = 0;
+    for (int o = 0; o < w->nids; o++)
+        n += linked_to(w, o, xi);
+    len += (size_t)snprintf(buf, cap, "# Replication\r\nrole:master\r\nconnected_slaves:%d\r\n", n);
+    n = 0;
+    for (int o = 0; o < w->nids && len < cap; o++)
+        if (linked_to(w, o, xi))
+            len += (size_t)snprintf(buf + len, cap - len, "slave%d:ip=10.0.0.%d,port=6379,state=online,offset=%lld,"
+                                    "lag=0\r\n", n++, pod_ip(w, w->n[o]->pod), (long long)w->n[o]->offset);
+    if (len < cap)
+        snprintf(buf + len, cap - len, "master_replid:%016llx\r\nmaster_repl_offset:%lld\r\n",
+                 (unsigned long long)x->replid, (long long)x->offset);
+    return buf;
+}
+
+/* INFO replication of pod p's node, NULL when the operator cannot reach it. */
+static const char *info_replication(sc_t *w, int p, char *buf, size_t cap)
+{
+    int xi = node_at(w, pod_ip(w, p), -1);
+    return xi < 0 ? NULL : info_of(w, xi, buf, cap);
+}
+
+/* WAIT on node xi: a replica linked to it receives and acknowledges what it holds within
+ * the WAIT's few milliseconds (a healthy link); the answer is how many did. */
+static int cmd_wait(sc_t *w, int xi)
+{
+    int n = 0;
+    for (int o = 0; o < w->nids; o++)
+        if (linked_to(w, o, xi)) {
+            memcpy(w->n[o]->val, w->n[xi]->val, sizeof(w->n[o]->val));
+            w->n[o]->offset = w->n[xi]->offset;
+            n++;
+        }
+    resp_buf.len = 0;
+    resp_fmt(&resp_buf, ":%d\r\n", n);
+    return 0;
+}
+
+/* The executor's guard of CLUSTER FAILOVER FORCE (redisexec_force_check) on the model,
+ * from what it reads (the replica's CLUSTER NODES, each candidate's INFO replication):
+ * 0 when it may go, -1 with its words in resp_buf. */
+static int force_guard(sc_t *w, const ctopo_cmd_t *c)
+{
+    char text[1 + CTOPO_MAX_REPLICAS][512], err[512];
+    const char *info[1 + CTOPO_MAX_REPLICAS], *pod[1 + CTOPO_MAX_REPLICAS];
+    int n = 0;
+    info[n] = info_replication(w, c->pod, text[n], sizeof(text[n]));
+    pod[n++] = w->in->pod[c->pod].pod;
+    for (int k = 0; k < c->npeers && n < 1 + CTOPO_MAX_REPLICAS; k++) {
+        info[n] = info_replication(w, c->peer[k], text[n], sizeof(text[n]));
+        pod[n++] = w->in->pod[c->peer[k]].pod;
+    }
+    int xi = node_at(w, pod_ip(w, c->pod), -1);
+    size_t len = 0;
+    const char *t = xi < 0 ? NULL : nodes_text(w, xi, &len);
+    char *nodes = t ? strndup(t, len) : NULL;
+    int rc = redisexec_force_check(nodes, c->gone, info, pod, (size_t)n, err, sizeof(err));
+    free(nodes);
+    if (!rc)
+        return 0;
+    resp_buf.len = 0;
+    resp_fmt(&resp_buf, "(the executor's guard) %s", err);
+    return -1;
+}
+
+/* 1 when c is CLUSTER FAILOVER FORCE. */
+static int is_force(const ctopo_cmd_t *c)
+{
+    return c->kind == CTOPO_FAILOVER && c->argc == 3 && !strcasecmp(c->argv[2], "FORCE");
+}
+
 /* The commands of the plan, in order; the first refusal or unreachable node stops it.
  * Returns 0, -1 when stopped, -2 when the operator was killed. */
 static int run_commands(sc_t *w)
@@ -1481,7 +1612,8 @@ static int run_commands(sc_t *w)
             snprintf(line + l, sizeof(line) - l, "%s%s", a ? " " : "", c->argv[a]);
         }
         int xi = node_at(w, pod_ip(w, c->pod), -1);
-        int rc = xi < 0 ? -1 : exec_cmd(w, xi, c->argc, argv, 0);
+        int guarded = xi >= 0 && is_force(c) && !w->cfg.no_force_guard && force_guard(w, c);
+        int rc = xi < 0 || guarded ? -1 : exec_cmd(w, xi, c->argc, argv, 0);
         w->res.commands++;
         w->last_cmd = w->tick; /* COMMAND RECORD: the status says it; observerd probes all */
         w->probe_all = 1;
@@ -1531,6 +1663,9 @@ static void reconcile(sc_t *w)
         }
         w->memo_ver = ver;
         w->res.decisions++;
+        if (w->cfg.trace && w->cfg.trace_why > 1)
+            fprintf(w->cfg.trace, "%lld decided: %s (%s)%s, %zu commands, %zu moves\n", (long long)w->tick, r->reason,
+                    r->message, w->in->stale ? " [stale look: waits]" : "", r->ncmds, r->nmoves);
     }
     w->res.reconciles++;
     if (w->crash_armed)
@@ -1623,7 +1758,7 @@ const char *sc_fault_name(int f)
 {
     static const char *const names[] = {"kill-master", "kill-replica",   "lose-conf", "stale-aof",
                                         "lose-conf-early", "lose-leaving", "delete-master", "partition",
-                                        "operator-crash", "obs-late", "obs-stall"};
+                                        "operator-crash", "obs-late", "obs-stall", "kill-target"};
     return f >= 0 && f < SC_F_COUNT ? names[f] : "unknown";
 }
 
@@ -1812,6 +1947,26 @@ static int settled(const sc_t *w)
     return 1;
 }
 
+/* kill-target: the target a run moved keys into, killed when its time came (if it is
+ * still a master), as a fault of its own. */
+static void kill_target(sc_t *w)
+{
+    int p = w->kt_pod;
+    if (!w->kt_at || w->tick < w->kt_at)
+        return;
+    w->kt_at = 0;
+    if (w->tick >= w->end_faults || !w->pod[p].present || !w->pod[p].running || w->pod[p].terminating ||
+        w->n[w->pod[p].id]->master >= 0)
+        return;
+    ev(w, 37, p, w->pod[p].id, "kill-target: pod %d, a slot move's target", p);
+    kill_pod(w, p, sim_rng_range(&w->rng, 5, 60), 0, 1);
+    w->res.faults[SC_F_KILL_TARGET]++;
+    if (!w->fault_open) {
+        w->fault_open = 1;
+        w->fault_at = w->tick;
+    }
+}
+
 static void faults(sc_t *w)
 {
     for (int p = 0; p < MAXPOD; p++) {
@@ -1830,10 +1985,11 @@ static void faults(sc_t *w)
             ev(w, 35, p, 0, "pod %d reachable again", p);
         }
     }
+    kill_target(w);
     if (w->tick >= w->end_faults || w->tick < w->next_fault)
         return;
     unsigned set = w->cfg.faults ? w->cfg.faults : SC_FAULTS_DEFAULT;
-    int f = (int)sim_rng_below(&w->rng, SC_F_COUNT);
+    int f = (int)sim_rng_below(&w->rng, SC_F_DRAWN);
     if (!(set & SC_FAULT_BIT(f)))
         return;
     int hurts = f != SC_F_OPERATOR_CRASH && f != SC_F_OBS_LATE && f != SC_F_OBS_STALL;
@@ -2075,7 +2231,7 @@ static sc_t *world_new(const sc_cfg_t *cfg)
     w->next_fault = 300;
     w->res.converged_after = -1;
     w->dump_at = sim_env_int("SIM_DUMP", 0);
-    w->cfg.trace_why = sim_env_int("SIM_TRACE", 0) > 1;
+    w->cfg.trace_why = sim_env_int("SIM_TRACE", 0) > 1 ? (int)sim_env_int("SIM_TRACE", 0) - 1 : 0;
     w->res.replicas = w->R;
     for (int p = 0; p < MAXPOD; p++)
         w->pod[p].id = -1;

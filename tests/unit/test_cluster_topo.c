@@ -239,8 +239,31 @@ static void cmds_text(const ctopo_input_t *in, const ctopo_result_t *o, char *ou
                 arg[1] = '\0';
             off += (size_t)snprintf(out + off, len - off, "%s%s", a > 1 ? " " : "", arg);
         }
+        for (int k = 0; k < o->cmd[i].npeers; k++) /* FORCE's other candidates, checked by the executor */
+            off += (size_t)snprintf(out + off, len - off, "%s%d%s", k ? "," : " [beside ", o->cmd[i].peer[k],
+                                    k + 1 == o->cmd[i].npeers ? "]" : "");
     }
     (void)in;
+}
+
+/* Step 2b's FAILOVER FORCE: to a replica of the gone master it names (the executor checks
+ * that master in the replica's own CLUSTER NODES), its other candidates replicas of the
+ * same master in the same shard, none with a higher observed offset. */
+static void check_force(const ctopo_input_t *in, const ctopo_cmd_t *cmd, int per)
+{
+    if (cmd->kind != CTOPO_FAILOVER || cmd->argc != 3 || strcmp(cmd->argv[2], "FORCE"))
+        return;
+    const cn_node_t *me = cn_myself(in->pod[cmd->pod].view);
+    CU_ASSERT_FATAL(me != NULL);
+    CU_ASSERT(me->flags & CN_REPLICA);
+    CU_ASSERT_STRING_EQUAL(cmd->gone, me->master);
+    for (int k = 0; k < cmd->npeers; k++) {
+        int p = cmd->peer[k];
+        const cn_node_t *pe = cn_myself(in->pod[p].view);
+        CU_ASSERT(p != cmd->pod && p / per == cmd->pod / per);
+        CU_ASSERT(pe && (pe->flags & CN_REPLICA) && !strcmp(pe->master, cmd->gone));
+        CU_ASSERT(in->pod[p].offset <= in->pod[cmd->pod].offset);
+    }
 }
 
 /* Some other node, in some pod's view, holds slot at a config epoch above me's. */
@@ -351,6 +374,7 @@ static void check_safe(const row_t *r, const ctopo_input_t *in, const ctopo_resu
     check_move_and_reset(r, in, o, n);
     for (size_t c = 0; c < o->ncmds; c++) {
         const ctopo_cmd_t *cmd = &o->cmd[c];
+        check_force(in, cmd, r->width ? r->width : 1 + r->replicas);
         if (cmd->kind == CTOPO_ADDSLOTS) {
             CU_ASSERT_FALSE(r->bootstrapped);
             for (int a = 2; a + 1 < cmd->argc; a += 2) {
@@ -607,6 +631,28 @@ static const row_t rows[] = {
       {'5', "01234", "10.0.0.6", 1, 0, 0, 0, 0, 0, NULL}},
      "0<-MEET 10.0.0.5 6379; 5<-FAILOVER FORCE",
      "Meeting",
+     -1,
+     "",
+     NO_RESHARD},
+    {"two replicas of the gone master: FORCE to the highest observed offset, the other named for the executor's "
+     "check (finding 8: observed offsets may be older than the master's last writes)",
+     3,
+     2,
+     1,
+     {M('0', "10.0.0.1", "0-5460"), S('1', "10.0.0.2", '0'), S('2', "10.0.0.3", '0'), M('3', "10.0.0.4", "5461-10922"),
+      S('4', "10.0.0.5", '3'), S('5', "10.0.0.6", '3'), {'6', "", "master,noaddr", 0, "10923-16383", 4},
+      S('7', "10.0.0.8", '6'), S('8', "10.0.0.9", '6'), {'e', "10.0.0.7", "master", 0, NULL, 0}},
+     {{'0', NULL, "10.0.0.1", 0, 0, 0, 0, 0, 0, NULL},
+      {'1', NULL, "10.0.0.2", 0, 0, 0, 0, 0, 0, NULL},
+      {'2', NULL, "10.0.0.3", 0, 0, 0, 0, 0, 0, NULL},
+      {'3', NULL, "10.0.0.4", 0, 0, 0, 0, 0, 0, NULL},
+      {'4', NULL, "10.0.0.5", 0, 0, 0, 0, 0, 0, NULL},
+      {'5', NULL, "10.0.0.6", 0, 0, 0, 0, 0, 0, NULL},
+      {'e', "012345", "10.0.0.7", 0, 0, 0, 0, 0, 0, "-"},
+      {'7', NULL, "10.0.0.8", 1, 0, 0, 0, 0, 120, NULL},
+      {'8', NULL, "10.0.0.9", 1, 0, 0, 0, 0, 130, NULL}},
+     "8<-FAILOVER FORCE [beside 7]",
+     "SlotsUncovered",
      -1,
      "",
      NO_RESHARD},

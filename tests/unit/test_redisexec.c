@@ -174,6 +174,60 @@ static void test_parse_info_partial(void)
 }
 
 
+/* CLUSTER FAILOVER FORCE's guard (step 2b), on what the executor reads: the replica's own
+ * CLUSTER NODES line, each candidate's INFO replication. A table: the texts, the verdict. */
+#define GONE "000000000000000000000000000000000000dead"
+#define FOLLOWS(master)                                                                                               \
+    "1111111111111111111111111111111111111111 10.0.0.2:6379@16379 myself,slave " master " 0 0 5 connected\n"
+#define R(off, replid)                                                                                                \
+    "# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\nmaster_port:6379\r\nmaster_link_status:down\r\n"      \
+    "slave_repl_offset:" #off "\r\nmaster_replid:" replid "\r\nmaster_repl_offset:" #off "\r\n"
+static void test_force_check(void)
+{
+    static const char *const pods[] = {"c-shard0-1", "c-shard0-2", "c-shard0-3"};
+    static const struct {
+        const char *what, *nodes, *info[3];
+        size_t n;
+        int rc;
+        const char *err; /* a part of its words */
+    } rows[] = {
+        {"alone, still following the gone master", FOLLOWS(GONE), {R(130, "aaaa")}, 1, 0, NULL},
+        {"the highest offset of one history", FOLLOWS(GONE), {R(131, "aaaa"), R(130, "aaaa"), R(131, "aaaa")}, 3, 0,
+         NULL},
+        {"another replica one write ahead (finding 8: the observed offsets were older)", FOLLOWS(GONE),
+         {R(130, "aaaa"), R(131, "aaaa")}, 2, -1, "c-shard0-2 at 131"},
+        {"another history (resynchronised from the new node at the old address): waited for", FOLLOWS(GONE),
+         {R(9000, "aaaa"), R(12, "bbbb")}, 2, -1, "different replication histories"},
+        {"another history even when behind by its number", FOLLOWS(GONE), {R(12, "aaaa"), R(9000, "bbbb")}, 2, -1,
+         "different replication histories"},
+        {"a candidate silent: its offset unknown", FOLLOWS(GONE), {R(130, "aaaa"), NULL}, 2, -1,
+         "c-shard0-2 does not answer"},
+        {"the replica itself silent", FOLLOWS(GONE), {NULL}, 1, -1, "does not answer"},
+        {"a candidate promoted since (a master)", FOLLOWS(GONE),
+         {R(130, "aaaa"), "role:master\r\nmaster_replid:aaaa\r\nmaster_repl_offset:200\r\n"}, 2, -1,
+         "no replica"},
+        {"no master_replid: no history to compare", FOLLOWS(GONE), {"role:slave\r\nslave_repl_offset:5\r\n"}, 1, -1,
+         "no replica"},
+        {"following another master since (a stale plan: FORCE would take a live master's slots)",
+         FOLLOWS("2222222222222222222222222222222222222222"), {R(130, "aaaa")}, 1, -1, "no longer follows"},
+        {"a master itself", "1111111111111111111111111111111111111111 10.0.0.2:6379@16379 myself,master - 0 0 5 "
+                            "connected 0-5\n",
+         {R(130, "aaaa")}, 1, -1, "no longer follows"},
+        {"its CLUSTER NODES not read", NULL, {R(130, "aaaa")}, 1, -1, "no longer follows"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char err[512] = "";
+        int rc = redisexec_force_check(rows[i].nodes, GONE, rows[i].info, pods, rows[i].n, err, sizeof(err));
+        if (rc != rows[i].rc || (rows[i].err && !strstr(err, rows[i].err)))
+            fprintf(stderr, "\n  row %zu (%s): %d: %s", i, rows[i].what, rc, err);
+        CU_ASSERT_EQUAL(rc, rows[i].rc);
+        CU_ASSERT(!rows[i].err || strstr(err, rows[i].err));
+    }
+}
+#undef R
+#undef FOLLOWS
+#undef GONE
+
 /* A rotation as workerd runs it: AUTH falls back to the old password, ACL adds the new one
  * (both accepted), drops the old; ACL's error quoting the password is scrubbed. */
 static void test_rotation_steps(void)
@@ -460,6 +514,7 @@ static const cu_entry_t tests[] = {
     {"a stopped server times out", test_timeout_on_stopped_server},
     {"rotation: AUTH falls back, ACL adds and drops, errors scrubbed", test_rotation_steps},
     {"INFO parsing of partial text", test_parse_info_partial},
+    {"CLUSTER FAILOVER FORCE's guard (a table)", test_force_check},
     CU_SUITE("redisexec over TLS"),
     {"the pod's name, a client certificate, plain text refused", test_tls_names_and_client_certs},
     {"a secret token goes out, never into an error", test_tls_secret_tokens},

@@ -48,12 +48,15 @@ static sc_cfg_t cfg_of(uint64_t seed, int64_t steps)
     c.faults = sim_env_kinds("SIM_FAULTS", SC_F_COUNT, sc_fault_name);
     c.fault_every = sim_env_int("SIM_EVERY", 0);
     c.no_reshard = (int)sim_env_int("SIM_NO_RESHARD", 0);
+    c.no_force_guard = (int)sim_env_int("SIM_NO_FORCE_GUARD", 0);
+    c.no_move_wait = (int)sim_env_int("SIM_NO_MOVE_WAIT", 0);
     return c;
 }
 
 static void print_failure(const sc_cfg_t *c, const sc_result_t *r)
 {
-    static const char *const knobs[] = {"SIM_REPLICAS", "SIM_OVERLAP", "SIM_FAULTS", "SIM_EVERY", "SIM_NO_RESHARD"};
+    static const char *const knobs[] = {"SIM_REPLICAS",   "SIM_OVERLAP",        "SIM_FAULTS",      "SIM_EVERY",
+                                        "SIM_NO_RESHARD", "SIM_NO_FORCE_GUARD", "SIM_NO_MOVE_WAIT"};
     char env[512];
     sim_env_knobs(knobs, sizeof(knobs) / sizeof(knobs[0]), env, sizeof(env));
     fprintf(stderr,
@@ -168,54 +171,77 @@ static void test_replay_is_deterministic(void)
 /* The operator's bugs the simulation found (docs/simulation.md, "Cluster mode"), each a
  * seed and the faults that show it. OPEN: its trigger is kept out of the default set; with
  * SIM_FINDINGS=1 it is run and must still fail. FIXED: a regression row, run every time,
- * that must hold (and that failed before its fix). MOVED: open or unproven, but its seed
- * no longer shows it since the model's observer changed (FRESHNESS: every pod probed
- * after a command), so it is listed, not asserted. Without SIM_FINDINGS the replays of
- * the others are listed. */
+ * that must hold (and that failed before its fix: where the simulation can leave the fix
+ * out, UNFIX, SIM_FINDINGS=1 runs it so too and it must fail). MOVED: open or unproven,
+ * but its seed no longer shows it since the model's observer changed (FRESHNESS: every
+ * pod probed after a command), so it is listed, not asserted. Without SIM_FINDINGS the
+ * replays of the others are listed. The sets named _V1 are those the seeds were found
+ * with, before kill-target (a fault drawn by the slot moves) existed. */
 enum { OPEN, FIXED, MOVED };
+enum { KEEP, UNFIX }; /* UNFIX: the seed was found before findings 8's and 5's fixes, which the
+                       * simulation can leave out (SIM_NO_FORCE_GUARD=1 SIM_NO_MOVE_WAIT=1) */
+static const struct {
+    const char *what;
+    uint64_t seed;
+    unsigned faults;
+    int64_t every;
+    int state;
+    int unfix; /* FIXED: UNFIX when the simulation can leave the fix out (KEEP: it cannot) */
+} rows[] = {
+    {"1: a pod back without nodes.conf but with its AOF is met and wins its keys' slots by an epoch "
+     "collision", 4, F(STALE_AOF), 0, MOVED, KEEP},
+    {"1 (fixed by step 9, CLUSTER BUMPEPOCH of a master at epoch 0): (the same: two masters in a shard for "
+     "good)", 2, F(STALE_AOF), 0, FIXED, KEEP},
+    {"7 (fixed with 4: the same RETIRE): with stale-aof among the default faults, no convergence: a fourth "
+     "shard StatefulSet stays", 7, SC_FAULTS_DEFAULT_V1 | F(STALE_AOF), 0, FIXED, KEEP},
+    {"8 (fixed: the executor checks FAILOVER FORCE against each candidate's INFO replication): every fault kind "
+     "on: FAILOVER FORCE (2b) promoted a replica one write behind (chosen by offsets an observation reported, "
+     "which offsets alone never refresh) while another had the acknowledged write", 7, SC_FAULTS_ALL_V1, 0, FIXED,
+     UNFIX},
+    {"8 (fixed): (the same with lose-conf-early alone; the check's first form, offsets and histories without "
+     "the replica's own CLUSTER NODES, let a FORCE from a look older than a FORCE since take a live master's "
+     "role)", 1, F(LOSE_CONF_EARLY), 0, FIXED, UNFIX},
+    {"2 (fixed by Cluster mode's FRESHNESS: this seed failed without it and held with it; since the RETIRE "
+     "fix its schedule ends in finding 8 instead): a master back with a new node id before FAIL: FAILOVER "
+     "FORCE (step 2b) sent again from an observation older than the last one, promoting a replica behind", 1,
+     F(LOSE_CONF_EARLY), 0, MOVED, KEEP},
+    {"3 (FRESHNESS; its trigger obs-stall is now a default fault): FLUSHALL from an observation older than "
+     "the operator's own REPLICATE wipes a promoted replica", 2,
+     F(OBS_STALL) | F(KILL_REPLICA) | F(KILL_MASTER) | F(LOSE_CONF), 150, MOVED, KEEP},
+    {"4 (fixed: RETIRE waits while a leaving replica's master holds slots and is no live wanted master): RETIRE "
+     "resets the replicas of a leaving shard whose failed master still holds its slots", 1, F(LOSE_LEAVING), 0,
+     FIXED, KEEP},
+    {"5: a master killed just after a MIGRATE into it: its replica, promoted, never got the keys (the seed of "
+     "its discovery)", 0x3eb, SC_FAULTS_DEFAULT_V1, 0, MOVED, KEEP},
+    {"5 (fixed: a slot move's run confirms the target's replica acknowledged the moved keys, slotmove.h "
+     "REPLICATED): the same with kill-target, a move's target killed 0.1..0.3 s after the run", 0x10,
+     F(KILL_TARGET), 0, FIXED, UNFIX},
+    {"6 (a decision from a stale look: FRESHNESS): step 2b takes a node the operator reset (RETIRE) for a "
+     "replaced master and forces a leaving replica over another shard's slots", 0x3fb, SC_FAULTS_DEFAULT_V1, 0,
+     MOVED, KEEP},
+    {"9: a move's target killed before its replicas heard of its new slots (gossip): the replica promoted takes "
+     "only the slots it knew, the master back keeps the moved ones: two masters in the shard for good "
+     "(TwoMasters), the leaving shard never goes", 2, F(KILL_TARGET), 0, OPEN, KEEP},
+};
+
+/* Row i's configuration; unfixed: with its fix left out. */
+static sc_cfg_t row_cfg(size_t i, int unfixed)
+{
+    sc_cfg_t c = cfg_of(rows[i].seed, DEFAULT_STEPS);
+    c.faults = rows[i].faults;
+    c.fault_every = rows[i].every;
+    c.replicas = 0;
+    c.overlap = 0;
+    c.no_force_guard = c.no_move_wait = unfixed; /* the operator before both fixes (8 and 5) */
+    return c;
+}
+
 static void test_findings(void)
 {
-    static const struct {
-        const char *what;
-        uint64_t seed;
-        unsigned faults;
-        int64_t every;
-        int state;
-    } rows[] = {
-        {"1: a pod back without nodes.conf but with its AOF is met and wins its keys' slots by an epoch "
-         "collision", 4, F(STALE_AOF), 0, MOVED},
-        {"1 (fixed by step 9, CLUSTER BUMPEPOCH of a master at epoch 0): (the same: two masters in a shard for "
-         "good)", 2, F(STALE_AOF), 0, FIXED},
-        {"7 (fixed with 4: the same RETIRE): with stale-aof among the default faults, no convergence: a fourth "
-         "shard StatefulSet stays", 7, SC_FAULTS_DEFAULT | F(STALE_AOF), 0, FIXED},
-        {"8: every fault kind on: FAILOVER FORCE (2b) promotes a replica one write behind (chosen by offsets an "
-         "observation reported, which offsets alone never refresh) while another had the acknowledged write", 7,
-         SC_FAULTS_ALL, 0, OPEN},
-        {"8: (the same with lose-conf-early alone)", 1, F(LOSE_CONF_EARLY), 0, OPEN},
-        {"2 (fixed by Cluster mode's FRESHNESS: this seed failed without it and held with it; since the RETIRE "
-         "fix its schedule ends in finding 8 instead): a master back with a new node id before FAIL: FAILOVER "
-         "FORCE (step 2b) sent again from an observation older than the last one, promoting a replica behind", 1,
-         F(LOSE_CONF_EARLY), 0, MOVED},
-        {"3 (FRESHNESS; its trigger obs-stall is now a default fault): FLUSHALL from an observation older than "
-         "the operator's own REPLICATE wipes a promoted replica", 2,
-         F(OBS_STALL) | F(KILL_REPLICA) | F(KILL_MASTER) | F(LOSE_CONF), 150, MOVED},
-        {"4 (fixed: RETIRE waits while a leaving replica's master holds slots and is no live wanted master): RETIRE "
-         "resets the replicas of a leaving shard whose failed master still holds its slots", 1, F(LOSE_LEAVING), 0,
-         FIXED},
-        {"5: a master killed just after a MIGRATE into it: its replica, promoted, never got the keys", 0x3eb,
-         SC_FAULTS_DEFAULT, 0, MOVED},
-        {"6 (a decision from a stale look: FRESHNESS): step 2b takes a node the operator reset (RETIRE) for a "
-         "replaced master and forces a leaving replica over another shard's slots", 0x3fb, SC_FAULTS_DEFAULT, 0,
-         MOVED},
-    };
     int run = sim_env_int("SIM_FINDINGS", 0) != 0;
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        sc_cfg_t c = cfg_of(rows[i].seed, DEFAULT_STEPS);
-        c.faults = rows[i].faults;
-        c.fault_every = rows[i].every;
-        c.replicas = 0;
-        c.overlap = 0;
-        char names[128] = "";
+        sc_cfg_t c = row_cfg(i, 0);
+        char names[160] = "";
         for (int f = 0; f < SC_F_COUNT; f++)
             if (c.faults & SC_FAULT_BIT(f))
                 snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", *names ? "," : "",
@@ -238,6 +264,13 @@ static void test_findings(void)
             CU_ASSERT_EQUAL(rc, 1);
         if (rows[i].state == FIXED)
             CU_ASSERT_EQUAL(rc, 0);
+        if (run && rows[i].state == FIXED && rows[i].unfix != KEEP) { /* and it failed before the fix */
+            sc_cfg_t u = row_cfg(i, 1);
+            int urc = sc_run(&u, &r);
+            fprintf(stderr, "\n    without the fixes (SIM_NO_FORCE_GUARD=1 SIM_NO_MOVE_WAIT=1): %s",
+                    urc ? r.why : "HOLDS (the row no longer shows the bug)");
+            CU_ASSERT_EQUAL(urc, 1);
+        }
     }
     fprintf(stderr, "\n");
 }

@@ -8,6 +8,9 @@
  *     with its value; a MIGRATE cut off after copying a key and before deleting it
  *     (BUSYKEY, then REPLACE); the budget and max_bytes stopping a run between batches;
  *     a refusal stopping it with Redis's words;
+ *   - REPLICATED (wait_replicas): a run that moved keys confirms the target's replicas
+ *     acknowledged them (INFO replication, WAIT to ask for the acknowledgements), as a
+ *     table of replica states;
  *   - the job as a plan action's JSON body, there and back, and bodies refused.
  * The same machine runs against real redis-server processes in test_cluster_live.c. */
 #include "cu_table.h"
@@ -159,12 +162,20 @@ typedef struct {
     int ticks;      /* keepalives the run gave */
     int64_t now;
     int64_t waited; /* what the run waited (pacing), in ns */
+    /* REPLICATED: the target's replica */
+    int64_t toff;     /* the target's master_repl_offset (a key restored: + 1) */
+    int64_t acked;    /* the replica's acknowledged offset */
+    const char *state; /* its state= ("online"), NULL: no replica line */
+    int ack_after;    /* it acknowledges toff at the ack_after-th WAIT (0: at once; -1 never) */
+    int infos, waits; /* INFO replication and WAIT on the target */
+    int info_fails;   /* INFO on the target gets no answer */
 } model_t;
 
 static void model_init(model_t *w, int keys_in_slot3)
 {
     memset(w, 0, sizeof(*w));
     w->fail_at = w->cut_migrate = -1;
+    w->state = "online";
     for (int i = 0; i < NODES; i++) {
         memset(w->id[i], '0' + i, CN_ID_LEN);
         for (int s = 0; s < SLOTS; s++) {
@@ -278,6 +289,7 @@ static redisReply *m_migrate(model_t *w, int me, int argc, const char *const *ar
         if (there >= 0)
             del_key(dst, there);
         dst->kv[dst->nkv++] = src->kv[at];
+        w->toff++;
         if (cut)
             return NULL; /* copied, not deleted: the connection went */
         del_key(src, at);
@@ -305,6 +317,31 @@ static redisReply *m_nodes(const model_t *w, int me)
     return reply_of(b, (size_t)len);
 }
 
+/* INFO replication and WAIT on the target (REPLICATED): its offset, its replica's line. */
+static redisReply *m_replication(model_t *w, const char *cmd, char *err, size_t errlen)
+{
+    char text[512], b[600];
+    if (!strcmp(cmd, "WAIT")) {
+        if (++w->waits >= w->ack_after && w->ack_after >= 0)
+            w->acked = w->toff; /* asked, it acknowledges */
+        return reply_of(":0\r\n", 4);
+    }
+    w->infos++;
+    if (w->ack_after == 0)
+        w->acked = w->toff;
+    if (w->info_fails) {
+        snprintf(err, errlen, "model: the target does not answer");
+        return NULL;
+    }
+    int n = snprintf(text, sizeof(text), "# Replication\r\nrole:master\r\nconnected_slaves:%d\r\n", !!w->state);
+    if (w->state)
+        n += snprintf(text + n, sizeof(text) - (size_t)n, "slave0:ip=10.0.0.9,port=6379,state=%s,offset=%lld,lag=0\r\n",
+                      w->state, (long long)w->acked);
+    n += snprintf(text + n, sizeof(text) - (size_t)n, "master_repl_offset:%lld\r\n", (long long)w->toff);
+    int len = snprintf(b, sizeof(b), "$%d\r\n%s\r\n", n, text);
+    return reply_of(b, (size_t)len);
+}
+
 static redisReply *m_command(void *user, int to, int argc, const char *const *argv, const size_t *lens, char *err,
                              size_t errlen)
 {
@@ -321,6 +358,8 @@ static redisReply *m_command(void *user, int to, int argc, const char *const *ar
             snprintf(err, errlen, "model: the connection went in the middle of MIGRATE");
         return r;
     }
+    if (!strcmp(argv[0], "INFO") || !strcmp(argv[0], "WAIT"))
+        return me == 1 ? m_replication(w, argv[0], err, errlen) : error_of("ERR not the target");
     if (argc == 2 && !strcmp(argv[1], "NODES"))
         return m_nodes(w, me);
     if (argc >= 4 && !strcmp(argv[1], "SETSLOT"))
@@ -591,6 +630,7 @@ static void test_json(void)
     job.ranges[1] = (cn_range_t){100, 100};
     job.budget_ns = 2000000000;
     job.bytes_per_second = 1 << 20;
+    job.wait_replicas = 1;
     json_object *o = slotmove_job_to_json(&job);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
     CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(o, "slots")), "3-9,100");
@@ -602,6 +642,7 @@ static void test_json(void)
     CU_ASSERT_STRING_EQUAL(back.others[1].ip, "10.0.0.4");
     CU_ASSERT_EQUAL(back.budget_ns, 2000000000);
     CU_ASSERT_EQUAL(back.bytes_per_second, 1 << 20);
+    CU_ASSERT_EQUAL(back.wait_replicas, 1);
     json_object_put(o);
     static const char *const bad[] = {
         "{}",
@@ -616,6 +657,80 @@ static void test_json(void)
     }
 }
 
+/* REPLICATED: a run that moved keys ends when the target's replica acknowledged them;
+ * each row a replica's state and when it acknowledges, the run's end. */
+static void test_replicated(void)
+{
+    static const struct {
+        const char *what;
+        int keys, wait_replicas;
+        const char *state; /* NULL: no replica line */
+        int ack_after, info_fails;
+        int rc, infos, waits;  /* the run's result, INFO and WAIT sent */
+        const char *err;       /* a part of its words, or NULL */
+    } rows[] = {
+        {"acknowledged at once: one INFO, no WAIT", 5, 1, "online", 0, 0, 0, 1, 0, NULL},
+        {"acknowledged once asked (Redis sends GETACK when a WAIT blocks)", 5, 1, "online", 1, 0, 0, 2, 1, NULL},
+        {"acknowledged at the third WAIT", 5, 1, "online", 3, 0, 0, 4, 3, NULL},
+        {"a replica still synchronising never counts", 5, 1, "wait_bgsave", 1, 0, -1, 201, 200,
+         "did not acknowledge the moved keys: 0 of 1"},
+        {"no replica at all", 5, 1, NULL, 0, 0, -1, 201, 200, "0 of 1"},
+        {"a replica that never acknowledges: failed after SLOTMOVE_CONFIRM_NS", 5, 1, "online", -1, 0, -1, 201, 200,
+         "within 2000 ms"},
+        {"the target silent: failed with its words", 5, 1, "online", 0, 1, -1, 1, 0, "INFO replication on the target"},
+        {"wait_replicas 0: nothing confirmed", 5, 0, NULL, 0, 0, 0, 0, 0, NULL},
+        {"no key moved: nothing to confirm", 0, 1, NULL, 0, 0, 0, 0, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        static model_t w;
+        model_init(&w, rows[i].keys);
+        w.state = rows[i].state;
+        w.ack_after = rows[i].ack_after;
+        w.info_fails = rows[i].info_fails;
+        slotmove_job_t job;
+        job_of(&w, &job, 3, 3, 1 << 20);
+        job.wait_replicas = rows[i].wait_replicas;
+        slotmove_io_t io = {m_command, m_sizes, m_now, &w, NULL, NULL, NULL};
+        slotmove_progress_t pr;
+        char err[256];
+        int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+        if (rc != rows[i].rc || w.infos != rows[i].infos || w.waits != rows[i].waits)
+            fprintf(stderr, "\n  row %zu (%s): rc %d, %d INFO, %d WAIT: %s", i, rows[i].what, rc, w.infos, w.waits,
+                    err);
+        CU_ASSERT_EQUAL(rc, rows[i].rc);
+        CU_ASSERT_EQUAL(w.infos, rows[i].infos);
+        CU_ASSERT_EQUAL(w.waits, rows[i].waits);
+        CU_ASSERT_EQUAL(pr.failed, rows[i].rc < 0);
+        CU_ASSERT(!rows[i].err || strstr(err, rows[i].err));
+        check_moved(&w, 3, rows[i].keys); /* the slot moved whatever the replica says */
+    }
+}
+
+/* slotmove_acked: the replica lines online at an offset at least the one asked. */
+static void test_acked(void)
+{
+    static const struct {
+        const char *info;
+        int64_t offset;
+        int acked;
+    } rows[] = {
+        {"role:master\r\nconnected_slaves:0\r\nmaster_repl_offset:10\r\n", 10, 0},
+        {"slave0:ip=10.0.0.2,port=6379,state=online,offset=10,lag=0\r\n", 10, 1},
+        {"slave0:ip=10.0.0.2,port=6379,state=online,offset=9,lag=0\r\n", 10, 0},
+        {"slave0:ip=10.0.0.2,port=6379,state=wait_bgsave,offset=10,lag=0\r\n", 10, 0},
+        {"slave0:ip=10.0.0.2,port=6379,state=online,offset=12,lag=1\r\n"
+         "slave1:ip=10.0.0.3,port=6379,state=online,offset=11,lag=0\r\n",
+         11, 2},
+        {"slave0:ip=10.0.0.2,port=6379,state=online,offset=12,lag=1\nslave1:ip=10.0.0.3,port=6379,state=send_bulk,"
+         "offset=0,lag=0\n",
+         12, 1},
+        {"slaves_x:state=online,offset=99\r\n", 1, 0},
+        {"", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        CU_ASSERT_EQUAL(slotmove_acked(rows[i].info, rows[i].offset), rows[i].acked);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("slot moves"),
     {"the machine as a table", test_table},
@@ -625,5 +740,7 @@ static const cu_entry_t tests[] = {
     {"budget and max_bytes stop a run; a refusal stops it with Redis's words", test_budget_and_refusal},
     {"bytesPerSecond paces a run between batches", test_pace},
     {"the job as a plan action's body", test_json},
+    {"a run that moved keys confirms the target's replicas hold them (a table)", test_replicated},
+    {"replica lines acknowledged at an offset (a table)", test_acked},
 };
 CU_MAIN(tests)
