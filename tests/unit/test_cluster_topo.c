@@ -729,7 +729,7 @@ static const row_t rows[] = {
      -1,
      "5=primary",
      NO_RESHARD},
-    {"a failed primary promoted by Redis: labels follow (the old one's taken: one primary label a shard), nothing sent while it is away",
+    {"a failed primary promoted by Redis: labels follow (the old one's taken: one primary a shard), nothing sent",
      3,
      1,
      1,
