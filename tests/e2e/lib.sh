@@ -91,7 +91,8 @@ e2e_setup() {
     sup_pid=
     trap e2e_cleanup EXIT
     kubectl apply -f "$TOP/crds/" >/dev/null
-    check "CRD established" kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com
+    # (retried: once, right after a fresh control plane came up, kubectl wait failed at once)
+    check "CRD established" wait_until 60 kubectl wait --for=condition=Established --timeout=10s crd/redisclusters.cache.example.com
     local n
     for n in "$@"; do kubectl create namespace "$n" >/dev/null; done
 }
