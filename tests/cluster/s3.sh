@@ -22,10 +22,14 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-running() {  # the PID in STATE/pid is alive and is our versitygw
+running() {  # the PID in STATE/pid is alive and is our versitygw (not a recycled PID)
   [ -f "$state/pid" ] || return 1
   local pid; pid=$(cat "$state/pid")
   [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "versitygw.*$state/data"
+}
+
+alive() {  # the PID we started has not exited (it may not have exec'd versitygw yet)
+  kill -0 "$(cat "$state/pid")" 2>/dev/null
 }
 
 case "$cmd" in
@@ -52,7 +56,7 @@ S3_DATA=$state/data
 S3_PID=$(cat "$state/pid")
 EOE
   for _ in $(seq 300); do
-    if ! running; then echo "s3.sh: versitygw exited; its log:" >&2; cat "$state/log" >&2; exit 1; fi
+    if ! alive; then echo "s3.sh: versitygw exited; its log:" >&2; cat "$state/log" >&2; exit 1; fi
     # Any HTTP answer (403 to an anonymous request) means it serves.
     code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/" || true)
     [ "$code" != 000 ] && { cat "$state/env"; exit 0; }
