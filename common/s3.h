@@ -239,6 +239,8 @@ typedef struct {
 /* Parses a <ListBucketResult> into *page (zeroed first): 0, or -1 when unreadable or out
  * of memory (*page then empty). Free with s3_list_page_free. */
 int s3_parse_list(const char *body, size_t len, s3_list_page_t *page);
+
+/* Frees what *page owns and zeroes it; NULL is a no-op. */
 void s3_list_page_free(s3_list_page_t *page);
 
 /* An S3 bucket name as S3 allows it (3-63 characters of a-z 0-9 . -, starting and ending

@@ -334,7 +334,20 @@ typedef struct {
     const char *body;
     size_t len;
     const char *meta_sha256; /* x-amz-meta-sha256, or NULL */
+    size_t break_at;         /* > 0: the body breaks off after this many bytes */
 } canned_t;
+
+/* A body that breaks off: the first break_at bytes, then the connection is dropped. */
+static ssize_t broken_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    const canned_t *r = cls;
+    if (pos >= r->break_at)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    size_t n = r->break_at - (size_t)pos;
+    n = n < max ? n : max;
+    memcpy(buf, r->body + pos, n);
+    return (ssize_t)n;
+}
 
 static struct {
     struct MHD_Daemon *d;
@@ -364,7 +377,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     srv.requests++;
     const canned_t *r = &srv.replies[i];
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(r->len, (void *)r->body, MHD_RESPMEM_MUST_COPY);
+        r->break_at ? MHD_create_response_from_callback(r->len, 1024, broken_reader, (void *)r, NULL)
+                    : MHD_create_response_from_buffer(r->len, (void *)r->body, MHD_RESPMEM_MUST_COPY);
     if (r->meta_sha256)
         MHD_add_response_header(resp, "x-amz-meta-sha256", r->meta_sha256);
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
@@ -436,7 +450,7 @@ static void test_checksum_verify(void)
     s3_object_t o;
     int fd = temp_fd();
     /* The recorded hash matches: the file holds the bytes. */
-    serve((canned_t[]){{200, RDB, sizeof RDB - 1, rdb_sha}}, 1);
+    serve((canned_t[]){{200, RDB, sizeof RDB - 1, rdb_sha, 0}}, 1);
     CU_ASSERT_EQUAL(s3_get_fd(s, "bkt", "k", fd, NULL, &o, &e), 0);
     CU_ASSERT_EQUAL(o.size, sizeof RDB - 1);
     CU_ASSERT_STRING_EQUAL(o.sha256, rdb_sha);
@@ -451,12 +465,12 @@ static void test_checksum_verify(void)
     /* One byte differs from what was recorded: refused, the file back to empty. */
     CU_ASSERT_EQUAL(ftruncate(fd, 0), 0);
     lseek(fd, 0, SEEK_SET);
-    serve((canned_t[]){{200, "REDIS0011 some bytes of a dumq", sizeof RDB - 1, rdb_sha}}, 1);
+    serve((canned_t[]){{200, "REDIS0011 some bytes of a dumq", sizeof RDB - 1, rdb_sha, 0}}, 1);
     CU_ASSERT_EQUAL(s3_get_fd(s, "bkt", "k", fd, NULL, &o, &e), -1);
     CU_ASSERT_EQUAL(e.code, S3_ERR_CHECKSUM);
     CU_ASSERT_EQUAL(fd_size(fd), 0);
     /* Nothing recorded and nothing expected: refused. */
-    serve((canned_t[]){{200, RDB, sizeof RDB - 1, NULL}}, 1);
+    serve((canned_t[]){{200, RDB, sizeof RDB - 1, NULL, 0}}, 1);
     CU_ASSERT_EQUAL(s3_get_fd(s, "bkt", "k", fd, NULL, &o, &e), -1);
     CU_ASSERT_EQUAL(e.code, S3_ERR_NO_CHECKSUM);
     CU_ASSERT_EQUAL(fd_size(fd), 0);
@@ -474,21 +488,21 @@ static void test_retry_rule(void)
                                "</Message></Error>";
     static const char internal[] = "<Error><Code>InternalError</Code><Message>oops</Message></Error>";
     /* GET is idempotent: a 500 and a 503 are retried, the third attempt's body kept alone. */
-    serve((canned_t[]){{500, internal, sizeof internal - 1, NULL},
-                       {503, slow, sizeof slow - 1, NULL},
-                       {200, RDB, sizeof RDB - 1, rdb_sha}}, 3);
+    serve((canned_t[]){{500, internal, sizeof internal - 1, NULL, 0},
+                       {503, slow, sizeof slow - 1, NULL, 0},
+                       {200, RDB, sizeof RDB - 1, rdb_sha, 0}}, 3);
     CU_ASSERT_EQUAL(s3_get_fd(s, "bkt", "k", fd, NULL, &o, &e), 0);
     CU_ASSERT_EQUAL(srv.requests, 3);
     CU_ASSERT_EQUAL(fd_size(fd), (off_t)(sizeof RDB - 1));
     /* max_retries 2: the third 503 is the answer, with S3's code. */
-    serve((canned_t[]){{503, slow, sizeof slow - 1, NULL}}, 1);
+    serve((canned_t[]){{503, slow, sizeof slow - 1, NULL, 0}}, 1);
     CU_ASSERT_EQUAL(s3_delete(s, "bkt", "k", &e), -1);
     CU_ASSERT_EQUAL(srv.requests, 3);
     CU_ASSERT_EQUAL(e.http_status, 503);
     CU_ASSERT_STRING_EQUAL(e.s3_code, "SlowDown");
     /* 403 and 404 are answers: one attempt. */
     static const char denied[] = "<Error><Code>AccessDenied</Code><Message>no</Message></Error>";
-    serve((canned_t[]){{403, denied, sizeof denied - 1, NULL}}, 1);
+    serve((canned_t[]){{403, denied, sizeof denied - 1, NULL, 0}}, 1);
     CU_ASSERT_EQUAL(s3_head(s, "bkt", "k", &o, &e), -1);
     CU_ASSERT_EQUAL(srv.requests, 1);
     CU_ASSERT_EQUAL(e.code, S3_ERR_HTTP);
@@ -503,7 +517,7 @@ static void test_retry_rule(void)
     char *zeros = calloc(1, S3_MIN_PART_SIZE + 10);
     CU_ASSERT_EQUAL(write(src, zeros, S3_MIN_PART_SIZE + 10), (ssize_t)(S3_MIN_PART_SIZE + 10));
     lseek(src, 0, SEEK_SET);
-    serve((canned_t[]){{503, slow, sizeof slow - 1, NULL}}, 1);
+    serve((canned_t[]){{503, slow, sizeof slow - 1, NULL, 0}}, 1);
     CU_ASSERT_EQUAL(s3_put_fd(m, "bkt", "k", src, NULL, &e), -1);
     CU_ASSERT_EQUAL(srv.requests, 1);
     CU_ASSERT_STRING_EQUAL(srv.methods[0], "POST");
@@ -512,7 +526,7 @@ static void test_retry_rule(void)
     static const char init[] = "<InitiateMultipartUploadResult><UploadId>u1</UploadId>"
                                "</InitiateMultipartUploadResult>";
     lseek(src, 0, SEEK_SET);
-    serve((canned_t[]){{200, init, sizeof init - 1, NULL}, {400, denied, sizeof denied - 1, NULL}}, 2);
+    serve((canned_t[]){{200, init, sizeof init - 1, NULL, 0}, {400, denied, sizeof denied - 1, NULL, 0}}, 2);
     CU_ASSERT_EQUAL(s3_put_fd(m, "bkt", "k", src, NULL, &e), -1);
     CU_ASSERT_STRING_EQUAL(e.op, "UploadPart");
     CU_ASSERT_EQUAL(srv.requests, 3);
@@ -522,6 +536,35 @@ static void test_retry_rule(void)
     close(src);
     s3_destroy(&m);
     close(fd);
+    s3_destroy(&s);
+}
+
+static void test_get_broken_off(void)
+{
+    s3_t *s = client(srv.endpoint, NULL);
+    s3_error_t e;
+    s3_object_t o;
+    /* A regular file: the broken transfer's bytes are cut off and the retry writes the
+     * object once, from the offset the file had (after "x"). */
+    int fd = temp_fd();
+    CU_ASSERT_EQUAL(write(fd, "x", 1), 1);
+    serve((canned_t[]){{200, RDB, sizeof RDB - 1, rdb_sha, 10}, {200, RDB, sizeof RDB - 1, rdb_sha, 0}}, 2);
+    CU_ASSERT_EQUAL(s3_get_fd(s, "bkt", "k", fd, NULL, &o, &e), 0);
+    CU_ASSERT_EQUAL(srv.requests, 2);
+    CU_ASSERT_EQUAL(fd_size(fd), (off_t)sizeof RDB); /* "x" + the object */
+    char back[64] = "";
+    CU_ASSERT_EQUAL(pread(fd, back, sizeof RDB, 0), (ssize_t)sizeof RDB);
+    CU_ASSERT_STRING_EQUAL(back, "x" RDB);
+    close(fd);
+    /* A pipe cannot be rewound: the broken transfer is the answer, no retry. */
+    int p[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+    serve((canned_t[]){{200, RDB, sizeof RDB - 1, rdb_sha, 10}}, 1);
+    CU_ASSERT_EQUAL(s3_get_fd(s, "bkt", "k", p[1], NULL, &o, &e), -1);
+    CU_ASSERT_EQUAL(srv.requests, 1);
+    CU_ASSERT_EQUAL(e.code, S3_ERR_TRANSPORT);
+    close(p[0]);
+    close(p[1]);
     s3_destroy(&s);
 }
 
@@ -541,5 +584,6 @@ static const cu_entry_t tests[] = {
     CU_SUITE("canned server"),
     {"checksum verified, a mismatch truncates the file", test_checksum_verify},
     {"retries: idempotent 5xx again, POST not, answers at once, abort", test_retry_rule},
+    {"a GET broken off: again from the file's offset; a pipe: no retry", test_get_broken_off},
 };
 CU_MAIN(tests)
