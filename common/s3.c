@@ -214,6 +214,8 @@ static int append_query(char *url, size_t cap, size_t *len, const s3_param_t *pa
     s3_param_t sorted[8];
     if (n > 8)
         return -1;
+    if (n == 0)
+        return 0;
     memcpy(sorted, params, n * sizeof *params);
     qsort(sorted, n, sizeof *sorted, param_cmp);
     for (size_t i = 0; i < n; i++) {
