@@ -14,6 +14,7 @@ pkgs=(
     libmicrohttpd-dev      # HTTP server for /healthz /readyz /metrics
     libevent-dev           # HTTPS server of the admission webhooks (evhttp over OpenSSL)
     libhiredis-dev         # RESP for the Redis transport (command formatting, the reply reader)
+    libexpat1-dev          # S3's XML answers (common/s3_xml.c): errors, listings, multipart
     clang                  # make fuzz (libFuzzer)
     libclang-rt-dev        # make fuzz: libclang_rt.fuzzer/asan for the default clang
     openssl curl jq        # certificates, probes and JSON for the local control plane
