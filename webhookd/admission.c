@@ -1,6 +1,7 @@
 /* admission: the pure core of the RedisCluster admission webhooks. See admission.h. */
 #include "admission.h"
 
+#include "classcheck.h"
 #include "jsonx.h"
 #include "review.h"
 
@@ -31,6 +32,7 @@ typedef struct {
     buf_t message;
     json_object *patch_ops;    /* JSON Patch operations, or NULL */
     json_object *warnings;     /* array of strings, or NULL */
+    const admission_classes_t *classes; /* StorageClass reader, or NULL */
     int oom;
 } review_t;
 
@@ -173,6 +175,44 @@ static void validate_scale(review_t *r, const char *op, const json_object *obj)
     buf_free(&d);
 }
 
+/* The spec.storage.size of a RedisCluster's spec, the default when unset; NULL when it
+ * is not a string. */
+static const char *storage_size(const json_object *rc)
+{
+    json_object *v = jsonx_get(jsonx_get(jsonx_get(rc, "spec"), "storage"), "size");
+    if (!v || json_object_is_type(v, json_type_null))
+        return RDC_SPEC_DEFAULT_STORAGE_SIZE;
+    return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* An update that passed every rule: when its storage size grows, may its StorageClass
+ * grow claims? Reads the class (the only API call of a review) and refuses with 403. */
+static void check_expansion(review_t *r, const json_object *old, const rdc_spec_t *spec, const char *name)
+{
+    const char *os = storage_size(old), *ns = spec->storage.size;
+    uint64_t ob = 0, nb = 0;
+    if (!r->classes || !r->classes->read || !os || !ns || rdc_spec_storage_bytes(os, &ob) != RDC_STORAGE_OK ||
+        rdc_spec_storage_bytes(ns, &nb) != RDC_STORAGE_OK || nb <= ob)
+        return;
+    json_object *read = NULL;
+    char err[512] = "";
+    int failed = r->classes->read(r->classes->user, spec->storage.storage_class, &read, err, sizeof(err));
+    buf_t d;
+    buf_init(&d, MESSAGE_CAP);
+    if (classcheck_decide(os, ns, spec->storage.storage_class, read, failed ? (*err ? err : "unknown error") : NULL,
+                          &d)) {
+        r->allowed = 0;
+        r->code = 403;
+        r->reason = "Forbidden";
+        buf_reset(&r->message);
+        buf_puts(&r->message, KIND "." GROUP " ");
+        rdc_spec_put_quoted(&r->message, name ? name : "", NAME_SHOWN);
+        buf_printf(&r->message, " is forbidden: spec.storage.size: Forbidden: %s", buf_str(&d));
+    }
+    buf_free(&d);
+    json_object_put(read);
+}
+
 static void validate(review_t *r, const char *op, const char *sub, const json_object *obj,
                      const json_object *old, const char *name)
 {
@@ -196,6 +236,8 @@ static void validate(review_t *r, const char *op, const char *sub, const json_ob
         rdc_spec_validate_update(old, obj, errs);
     if (rdc_field_errors_count(errs) || rdc_field_errors_dropped(errs))
         refuse(r, errs, name);
+    else if (!strcmp(op, "UPDATE"))
+        check_expansion(r, old, &spec, name);
     spec_warnings(r, &spec);
 out:
     rdc_field_errors_destroy(&errs);
@@ -312,7 +354,15 @@ static void fill_outcome(const review_t *r, admission_outcome_t *o, const json_o
 int admission_review(const char *body, size_t len, admission_kind_t kind, char **response_json_out,
                      admission_outcome_t *outcome)
 {
-    review_t r = {.kind = kind, .api_version = "admission.k8s.io/v1", .uid = "", .allowed = 1, .code = 200};
+    return admission_review_classes(body, len, kind, NULL, response_json_out, outcome);
+}
+
+int admission_review_classes(const char *body, size_t len, admission_kind_t kind,
+                             const admission_classes_t *classes, char **response_json_out,
+                             admission_outcome_t *outcome)
+{
+    review_t r = {.kind = kind, .classes = classes, .api_version = "admission.k8s.io/v1", .uid = "", .allowed = 1,
+                  .code = 200};
     buf_init(&r.message, MESSAGE_CAP);
     char msg[320];
     json_object *root =

@@ -2,7 +2,9 @@
  *
  *   admission_review(AdmissionReview request body, validate | mutate) -> AdmissionReview response
  *
- * No I/O, no clock, no global state: the same body always gives the same answer, so the
+ * No I/O, no clock, no global state (the one exception, a growing storage size, reads its
+ * StorageClass through a reader the caller passes in, admission_review_classes; the
+ * decision itself is pure, classcheck_decide): the same body always gives the same answer, so the
  * HTTP server (webhook_server.h) is a thin shell and every rule is tested without sockets.
  *
  * REQUEST (admission.k8s.io/v1, also v1beta1 which has the same shape): a JSON object
@@ -20,7 +22,13 @@
  *            the old spec (possibly with defaults added), allowed: metadata-only changes
  *            such as the operator's finalizer must never be blocked by a spec that predates
  *            the webhook. Otherwise every rule on the new object, plus the transition
- *            rules: spec.size may not decrease, storage size and class are immutable;
+ *            rules: spec.size may not decrease, storage size may grow, never shrink (not
+ *            in Cluster mode), storage class immutable. When all of that passes and the
+ *            storage size grows, the StorageClass is read through the caller's
+ *            admission_classes_t (the only review that may call the API) and
+ *            classcheck_decide (classcheck.h) refuses the growth (403) when the class
+ *            does not allow volume expansion or cannot be read; without a reader the
+ *            growth is allowed (the check is off);
  *   UPDATE of the scale subresource (kind autoscaling/v1 Scale): spec.replicas must be
  *            1..10 and may not decrease;
  *   DELETE, CONNECT, and other subresources: allowed.
@@ -46,6 +54,7 @@
 #ifndef RDC_ADMISSION_H
 #define RDC_ADMISSION_H
 
+#include <json-c/json.h>
 #include <stddef.h>
 
 #define ADMISSION_MAX_DEPTH 64 /* JSON nesting accepted in a request body */
@@ -77,6 +86,23 @@ typedef struct {
  * memory (*response_json_out NULL). */
 int admission_review(const char *body, size_t len, admission_kind_t kind, char **response_json_out,
                      admission_outcome_t *outcome);
+
+/* Reads a StorageClass for the volume-expansion check: cls set: that class (*out the
+ * object); cls NULL: every class (*out the array of items). Returns 0 with *out owned by
+ * the caller, or -1 with err saying why. classcheck_read is the real one. */
+typedef int (*admission_class_reader_fn)(void *user, const char *cls, json_object **out, char *err,
+                                         size_t errlen);
+typedef struct {
+    admission_class_reader_fn read; /* NULL: the check is off (growth allowed) */
+    void *user;
+} admission_classes_t;
+
+/* admission_review with a StorageClass reader (NULL: none, as admission_review): only an
+ * UPDATE whose spec.storage.size grows, and that passes every other rule, calls it,
+ * once. Same contract otherwise. */
+int admission_review_classes(const char *body, size_t len, admission_kind_t kind,
+                             const admission_classes_t *classes, char **response_json_out,
+                             admission_outcome_t *outcome);
 
 /* Standard base64 (RFC 4648, with padding) of len bytes, through OpenSSL's EVP_EncodeBlock.
  * Returns a new NUL-terminated string the caller frees, or NULL when out of memory. */

@@ -10,7 +10,15 @@
  * reports readiness once listening, publishes its metrics file every 2 s and exits 0 on
  * SIGTERM after it stopped accepting connections. SIGHUP rereads the certificate at once
  * (it is reread anyway within a second or two of a change).
+ *
+ * The one review that calls the API server: an update that grows spec.storage.size reads
+ * its StorageClass (classcheck.h) with a blocking client of the shared --kubeconfig /
+ * --context flags (else KUBECONFIG, in-cluster, ~/.kube/config) and a 2 s deadline, on the
+ * loop's thread (such updates are rare; every other review waits at most that long). A
+ * configuration that does not load, or a client that cannot be made, refuses such
+ * growth; no configuration at all (a local run) turns the check off, said once at start.
  */
+#include "classcheck.h"
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
@@ -136,6 +144,44 @@ static void log_listening(const app_t *a, const webhook_server_config_t *wc)
               "maxConnections", maxc, "requestTimeout", rto, "idleTimeout", ito);
 }
 
+/* The StorageClass reader of the validating webhook (classcheck.h) into *reader, with the
+ * configuration and client it reads through. *reader stays NULL, the check off, only when
+ * there is no Kubernetes configuration at all; a configuration that does not load or a
+ * client that cannot be made gives a reader whose reads fail (growth refused). Returns -1
+ * only when out of memory. */
+static int connect_classes(const rdc_common_opts_t *c, kube_config_t **cfg, kube_client_t **client,
+                           classcheck_reader_t **reader)
+{
+    char err[1024] = "", why[1100];
+    kube_config_opts_t ko = {.kubeconfig_path = c->kubeconfig, .context = c->context};
+    if (kube_config_load(&ko, cfg, err, sizeof(err))) {
+        if (!strncmp(err, "no configuration:", 17)) {
+            rlog_warn("no Kubernetes configuration: the StorageClass check of a growing spec.storage.size is "
+                      "off, such updates are allowed (give --kubeconfig to turn it on)", "error", err);
+            return 0;
+        }
+        snprintf(why, sizeof(why), "the Kubernetes configuration of webhookd did not load: %s", err);
+    } else {
+        kube_client_opts_t co = daemon_client_opts("webhookd/" RDC_VERSION);
+        co.qps = c->kube_api_qps;
+        co.burst = c->kube_api_burst;
+        co.timeout_ms = CLASSCHECK_TIMEOUT_MS;
+        co.connect_timeout_ms = CLASSCHECK_TIMEOUT_MS / 2;
+        co.max_retries = 2;
+        kube_error_t kerr;
+        kube_error_clear(&kerr);
+        if (!(*client = kube_client_new(*cfg, &co, &kerr)))
+            snprintf(why, sizeof(why), "webhookd has no API client: %s", kube_error_str(&kerr, err, sizeof(err)));
+    }
+    if (!*client)
+        rlog_error("the StorageClass check of a growing spec.storage.size refuses every growth", "error", why);
+    else
+        rlog_info("a growing spec.storage.size is checked against its StorageClass", "server",
+                  kube_config_rest(*cfg)->server);
+    *reader = classcheck_reader_new(*client, *client ? NULL : why);
+    return *reader ? 0 : -1;
+}
+
 /* Serve on libevent until SIGTERM/SIGINT; the exit code. */
 static int serve(const rdc_common_opts_t *c, webhook_server_config_t *wc)
 {
@@ -143,8 +189,18 @@ static int serve(const rdc_common_opts_t *c, webhook_server_config_t *wc)
     char rtdir[4096], err[1024];
     app_t a = {.name = daemon_child_name("webhookd"), .runtime_dir = rtdir};
     struct event *sig_ev = NULL, *tick_ev = NULL;
+    kube_config_t *cfg = NULL;
+    kube_client_t *client = NULL;
+    classcheck_reader_t *reader = NULL;
+    admission_classes_t classes = {classcheck_read, NULL};
     if ((sfd = daemon_loop_setup(c->runtime_dir, rtdir, sizeof(rtdir))) < 0)
         goto out;
+    if (connect_classes(c, &cfg, &client, &reader)) {
+        rlog_error("out of memory");
+        goto out;
+    }
+    classes.user = reader;
+    wc->classes = reader ? &classes : NULL;
     if (!(a.base = event_base_new())) {
         rlog_error("cannot create the event loop");
         goto out;
@@ -180,8 +236,8 @@ out:
     webhook_server_destroy(&a.server);
     if (a.base)
         event_base_free(a.base);
-    if (sfd >= 0)
-        close(sfd);
+    classcheck_reader_destroy(&reader);
+    daemon_release(sfd, &client, &cfg);
     return code;
 }
 
@@ -218,12 +274,13 @@ int main(int argc, char **argv)
     };
     /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
     int early = opts_daemon_main("webhookd", summary, &c, own, argc, argv,
-                                 "log-level,log-format,runtime-dir");
+                                 "kubeconfig,context,kube-api-qps,kube-api-burst,log-level,log-format,runtime-dir");
     if (early >= 0)
         return early;
     if (check_flags(&wc, request_timeout, idle_timeout))
         return 2;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
     int code = serve(&c, &wc);
-    metrics_default_free();
+    curl_global_cleanup();
     return code;
 }

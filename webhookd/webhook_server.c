@@ -49,6 +49,7 @@ struct webhook_server {
     conn_t *conns;   /* every open connection (to detach them on destroy) */
     metric_family_t *m_total, *m_latency, *m_in_flight, *m_cert_reads, *m_cert_errors;
     metric_family_t *m_open, *m_refused, *m_timed_out;
+    const admission_classes_t *classes; /* borrowed; NULL = none */
 };
 
 /* One accepted TLS connection. evhttp owns the connection and its bufferevent, which
@@ -413,13 +414,14 @@ static void serve_review(webhook_server_t *s, struct evhttp_request *req, const 
 
 typedef struct {
     admission_kind_t kind;
+    const admission_classes_t *classes;
     admission_outcome_t o;
 } admission_ctx_t;
 
 static int admission_route_review(const char *body, size_t len, char **resp, void *ctx)
 {
     admission_ctx_t *a = ctx;
-    return admission_review(body, len, a->kind, resp, &a->o);
+    return admission_review_classes(body, len, a->kind, a->classes, resp, &a->o);
 }
 
 static void admission_route_done(int http, void *ctx, int64_t elapsed_ns)
@@ -433,6 +435,7 @@ static void serve_admission(webhook_server_t *s, struct evhttp_request *req, con
     admission_ctx_t a;
     memset(&a, 0, sizeof(a));
     a.kind = kind;
+    a.classes = s->classes;
     review_route_t r = {path, "an AdmissionReview", admission_route_review, admission_route_done, &a};
     serve_review(s, req, &r);
 }
@@ -562,6 +565,7 @@ int webhook_server_new(struct event_base *base, const webhook_server_config_t *c
         return -1;
     }
     s->base = base;
+    s->classes = cfg->classes;
     s->max_connections = cfg->max_connections > 0 ? cfg->max_connections : WEBHOOK_DEFAULT_MAX_CONNECTIONS;
     s->request_timeout_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : WEBHOOK_DEFAULT_REQUEST_TIMEOUT_MS;
     int idle_s = cfg->timeout_s > 0 ? cfg->timeout_s : WEBHOOK_DEFAULT_TIMEOUT_S;

@@ -56,6 +56,8 @@
 #ifndef RDC_WEBHOOK_SERVER_H
 #define RDC_WEBHOOK_SERVER_H
 
+#include "admission.h"
+
 #include <event2/event.h>
 #include <stddef.h>
 
@@ -77,6 +79,8 @@ typedef struct {
                                  seconds; 0 = WEBHOOK_DEFAULT_TIMEOUT_S */
     int request_timeout_ms;   /* whole-request deadline; 0 = WEBHOOK_DEFAULT_REQUEST_TIMEOUT_MS */
     int max_connections;      /* open connections at most; 0 = WEBHOOK_DEFAULT_MAX_CONNECTIONS */
+    const admission_classes_t *classes; /* StorageClass reader of the validating webhook
+                                           (borrowed: outlives the server); NULL = none */
 } webhook_server_config_t;
 
 typedef struct webhook_server webhook_server_t;

@@ -6,7 +6,10 @@
 # temporary CA, SAN IP:127.0.0.1); Validating/MutatingWebhookConfigurations point the API
 # server at it by URL with that CA, scoped to this test's namespace only. Then: invalid
 # RedisClusters are refused with messages naming the field, size may grow but not shrink
-# (also through /scale), storage is immutable, metadata-only updates pass, defaults appear
+# (also through /scale), storage.size may grow where the StorageClass allows volume
+# expansion (webhookd reads the class with this test's kubeconfig: refused on the class
+# `fixed` of tests/cluster/cluster.sh, admitted on the default class), never shrink, the
+# class is immutable, metadata-only updates pass, defaults appear
 # on created objects (also in a server-side dry run), the HTTPS side refuses what it must,
 # a rotated certificate is served without a restart, SIGTERM exits 0, and
 # `kubectl apply --dry-run=server -k deploy/` succeeds. A second webhookd with a cap of 3
@@ -63,8 +66,9 @@ check "gen-certs.sh makes a CA and a serving certificate for 127.0.0.1" \
 check "the serving certificate verifies against the CA" \
     sh -c "openssl verify -CAfile '$work/certs/ca.crt' '$work/certs/tls.crt' >/dev/null"
 
+# With this test's kubeconfig: it reads StorageClasses when an update grows storage.size.
 "$BIN/webhookd" --webhook-bind-address 127.0.0.1 --webhook-port 0 --webhook-cert-dir "$work/certs" \
-    --runtime-dir "$work/rt" --log-level debug >"$work/webhookd.log" 2>&1 &
+    --runtime-dir "$work/rt" --log-level debug --kubeconfig "${KUBECONFIG%%:*}" >"$work/webhookd.log" 2>&1 &
 wh_pid=$!
 port=
 listening() {
@@ -78,6 +82,8 @@ if ! wait_until 10 listening || ! listening; then
     exit 1
 fi
 ok "webhookd listening on 127.0.0.1:$port"
+check "  ... with the StorageClass check of a growing storage.size on" \
+    grep -q '"msg":"a growing spec.storage.size is checked against its StorageClass"' "$work/webhookd.log"
 base=https://127.0.0.1:$port
 check "/healthz over TLS with our CA" test "$(wcurl "$base/healthz")" = 200
 
@@ -269,10 +275,31 @@ refused "scale down through /scale refused" 'may not decrease' kubectl -n "$ns" 
 check "size increase allowed" kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"size":3}}'
 check "scale up through /scale allowed" kubectl -n "$ns" scale rdc kept --replicas=4
 check "  ... size is 4" test "$(field kept .spec.size)" = 4
-refused "storage.size change refused" 'spec.storage.size: Forbidden: is immutable' \
-    kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"storage":{"size":"5Gi"}}}'
 check "the same size spelled differently is no change" \
     kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"storage":{"size":"2048Mi"}}}'
+refused "storage.size shrink refused" 'spec.storage.size: Forbidden: may not shrink' \
+    kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"storage":{"size":"1Gi"}}}'
+
+# ---- Growing storage.size: the StorageClass must allow volume expansion --------------------
+# tests/cluster/cluster.sh: "standard" (the default, allowVolumeExpansion: true) and "fixed"
+# (allowVolumeExpansion: false). webhookd reads the class (GET, or LIST for the default).
+check "storage.size growth on class standard (expandable) admitted" \
+    kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"storage":{"size":"5Gi"}}}'
+check "  ... size is 5Gi" test "$(field kept .spec.storage.size)" = 5Gi
+check "a RedisCluster on class fixed created" \
+    sh -c "$(declare -f rc create); ns=$ns; create on-fixed '{\"size\":1,\"image\":\"redis\",\"storage\":{\"size\":\"1Gi\",\"storageClass\":\"fixed\"}}' >/dev/null"
+refused "storage.size growth on class fixed refused, class and allowVolumeExpansion named" \
+    'admission webhook "vrediscluster.e2e.cache.example.com" denied the request: RedisCluster.cache.example.com "on-fixed" is forbidden: spec.storage.size: Forbidden: cannot grow from "1Gi" to "2Gi": StorageClass "fixed" does not allow volume expansion (allowVolumeExpansion is not true)' \
+    kubectl -n "$ns" patch rdc on-fixed --type merge -p '{"spec":{"storage":{"size":"2Gi"}}}'
+check "  ... size still 1Gi" test "$(field on-fixed .spec.storage.size)" = 1Gi
+check "  ... other changes to it still admitted" kubectl -n "$ns" patch rdc on-fixed --type merge -p '{"spec":{"size":2}}'
+check "a RedisCluster on the default class (storageClass unset) created" \
+    sh -c "$(declare -f rc create); ns=$ns; create on-default '{\"size\":1,\"image\":\"redis\"}' >/dev/null"
+check "storage.size growth on the default class (standard, expandable) admitted" \
+    kubectl -n "$ns" patch rdc on-default --type merge -p '{"spec":{"storage":{"size":"2Gi"}}}'
+check "  ... size is 2Gi" test "$(field on-default .spec.storage.size)" = 2Gi
+check "webhookd read the classes through the API server" wait_until 5 \
+    grep -q 'rest_client_requests_total{code="200",method="GET"' "$work/rt/metrics/webhookd.prom"
 refused "storageClass change refused" 'spec.storage.storageClass: Forbidden: is immutable' \
     kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"storage":{"storageClass":"fast"}}}'
 # The CRD's own CEL rule refuses it now, before the webhook is asked (the fail-closed layer
