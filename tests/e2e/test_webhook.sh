@@ -269,9 +269,13 @@ sed -e "s/namespace: default/namespace: $ns/" "$TOP/deploy/samples/rediscluster.
 check "design sample created" kubectl create -f "$work/sample.yaml"
 
 # ---- Updates --------------------------------------------------------------------------------
-refused "size decrease refused" 'spec.size: Forbidden: may not decrease' \
+# scale-in is allowed unless spec.scaleDownPolicy is Forbid (issue 34; docs/knobs.md "Scale-in")
+check "scaleDownPolicy Forbid set" kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"scaleDownPolicy":"Forbid"}}'
+refused "size decrease refused (scaleDownPolicy Forbid)" 'spec.size: Forbidden: may not decrease' \
     kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"size":1}}'
-refused "scale down through /scale refused" 'may not decrease' kubectl -n "$ns" scale rdc kept --replicas=1
+refused "scale down through /scale refused (scaleDownPolicy Forbid)" 'may not decrease' kubectl -n "$ns" scale rdc kept --replicas=1
+check "scaleDownPolicy Allow: size decrease admitted" kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"scaleDownPolicy":"Allow","size":1}}'
+check "  ... size is 1" test "$(field kept .spec.size)" = 1
 check "size increase allowed" kubectl -n "$ns" patch rdc kept --type merge -p '{"spec":{"size":3}}'
 check "scale up through /scale allowed" kubectl -n "$ns" scale rdc kept --replicas=4
 check "  ... size is 4" test "$(field kept .spec.size)" = 4
