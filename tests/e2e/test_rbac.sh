@@ -11,6 +11,12 @@ sa_ns=rediscluster-operator-system
 work=$(mktemp -d /tmp/rdc-e2e-rbac.XXXXXX)
 # The operator's namespace goes again if this script made it (test_runtime installs
 # deploy/ into it later and must find it gone).
+# An earlier script's installation may still be going away (the namespace Terminating:
+# nothing can be created in it until it is gone).
+for _ in $(seq 1 120); do
+    [ "$(kubectl get namespace "$sa_ns" -o jsonpath='{.status.phase}' 2>/dev/null)" = Terminating ] || break
+    sleep 1
+done
 created_ns=0
 kubectl get namespace "$sa_ns" >/dev/null 2>&1 || created_ns=1
 cleanup() {
