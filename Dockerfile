@@ -22,7 +22,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential ca-certificates \
       libcurl4-openssl-dev libjson-c-dev libyaml-dev libssl-dev libzmq3-dev \
-      libmicrohttpd-dev libevent-dev libhiredis-dev \
+      libmicrohttpd-dev libevent-dev libhiredis-dev libexpat1-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what `make all` reads (see .dockerignore): a change to the tests or docs does not

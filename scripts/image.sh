@@ -26,7 +26,7 @@ MIRRORS=("deb http://deb.debian.org/debian $SUITE main"
 # the runtime libraries, which they depend on).
 PINNED=(base-files libc6 apt dpkg ca-certificates build-essential gcc make
         libcurl4-openssl-dev libcurl4 libjson-c-dev libyaml-dev libssl-dev libssl3 libzmq3-dev libzmq5
-        libmicrohttpd-dev libmicrohttpd12 libgnutls30 libevent-dev libhiredis-dev)
+        libmicrohttpd-dev libmicrohttpd12 libgnutls30 libevent-dev libhiredis-dev libexpat1-dev)
 
 log() { echo "image.sh: $*" >&2; }
 

@@ -220,13 +220,15 @@ refused "invalid: no image (schema)" "spec.image" \
     sh -c "$(declare -f rc_json); rc_json $ns no-image '{\"size\":1}' | kubectl create -f -"
 refused "invalid: maxmemoryPolicy not in the enum (schema)" "spec.config.maxmemoryPolicy" \
     sh -c "$(declare -f rc_json); rc_json $ns bad-policy '{\"size\":1,\"image\":\"redis\",\"config\":{\"maxmemoryPolicy\":\"lfu\"}}' | kubectl create -f -"
-refused "invalid: scale down 4 -> 2 (CEL)" "may not decrease" \
+# scale-in is refused only with spec.scaleDownPolicy Forbid (issue 34), storage may only grow
+check "scaleDownPolicy Forbid set" kubectl -n "$ns" patch rdc after-deploy --type=merge -p '{"spec":{"scaleDownPolicy":"Forbid"}}'
+refused "invalid: scale down 4 -> 2 with scaleDownPolicy Forbid (CEL)" "may not decrease" \
     kubectl -n "$ns" patch rdc after-deploy --type=merge -p '{"spec":{"size":2}}'
-refused "invalid: kubectl scale down (CEL through /scale)" "may not decrease" \
+refused "invalid: kubectl scale down with scaleDownPolicy Forbid (CEL through /scale)" "may not decrease" \
     kubectl -n "$ns" scale rdc after-deploy --replicas=1
 rc_json "$ns" with-storage '{"size":1,"image":"redis","storage":{"size":"1Gi","storageClass":"standard"}}' | kubectl create -f - >/dev/null 2>&1
-refused "invalid: storage size changed (CEL)" "immutable" \
-    kubectl -n "$ns" patch rdc with-storage --type=merge -p '{"spec":{"storage":{"size":"2Gi"}}}'
+refused "invalid: storage size shrunk (CEL)" "may not shrink" \
+    kubectl -n "$ns" patch rdc with-storage --type=merge -p '{"spec":{"storage":{"size":"512Mi"}}}'
 refused "invalid: storageClass changed (CEL)" "immutable" \
     kubectl -n "$ns" patch rdc with-storage --type=merge -p '{"spec":{"storage":{"storageClass":"fast"}}}'
 
