@@ -65,12 +65,13 @@ moved_to_4() {
         old=$(rs_primary)
         [ "$old" = cache-4 ] && return 0
         reply=$(redis-cli -h "$(rs_ip "$old")" failover to "$(rs_ip cache-4)" 6379 timeout 10000 2>&1)
-        echo "# attempt $i: FAILOVER TO cache-4 on $old: $reply"
+        echo "# attempt $i: FAILOVER TO cache-4 on $old: $reply" >>"$work/failover.txt"
         wait_output 40 cache-4 rs_primary && return 0
     done
     return 1
 }
 check "status.primary is cache-4" moved_to_4
+[ -s "$work/failover.txt" ] && cat "$work/failover.txt"
 check "settled with the primary at cache-4" wait_until 60 settled 5
 uids0=$(kubectl -n "$ns" get pods -o json | jq -r '[.items[] | select(.metadata.name | test("^cache-[0-2]$")) | .metadata.uid] | sort | join(" ")')
 
