@@ -173,6 +173,36 @@ static int handshake_with(const cn_view_t *v, const char *ip)
     return 0;
 }
 
+/* Two nodes that both restarted at new addresses can each hold the other flagged noaddr
+ * for good: a node with no address for a peer never pings it, so neither tells the other
+ * where it is, and gossip does not heal it (Redis takes a peer's address from gossip only
+ * for a node it flags failing). The node that lacks the address then never hears of the
+ * slots its peer took meanwhile (seen in the fault soak: a replica with cluster_state
+ * fail, its shard's new master "slave,noaddr" in its view, while every other node was ok).
+ * A MEET at the peer's address from that node heals it: the handshake meets a node it
+ * already knows and takes its address. Not counted as pending: it blocks no other step
+ * (a partition would make it repeat). */
+static void step_remeet(ctx_t *c)
+{
+    for (int j = 0; j < c->n; j++) {
+        const cn_view_t *v = c->in->pod[j].view;
+        if (j == c->anchor || !c->me[j] || c->retired[j])
+            continue;
+        for (int i = 0; i < c->n; i++) {
+            const ctopo_pod_t *p = &c->in->pod[i];
+            const cn_node_t *e = c->id[i] && i != j ? cn_find(v, c->id[i]) : NULL;
+            if (!e || !(e->flags & CN_NOADDR) || !p->ip[0] || !p->present || p->terminating ||
+                handshake_with(v, p->ip))
+                continue;
+            ctopo_cmd_t *cmd = add_cmd(c, CTOPO_MEET, j, "node %.12s (pod %s) is noaddr for pod %s", c->id[i],
+                                       p->pod, c->in->pod[j].pod);
+            add_arg(cmd, "MEET");
+            add_arg(cmd, "%s", p->ip);
+            add_arg(cmd, "%d", CTOPO_PORT);
+        }
+    }
+}
+
 /* Returns how many nodes are not yet met (MEET sent now or under way). */
 static int step_meet(ctx_t *c)
 {
@@ -196,6 +226,7 @@ static int step_meet(ctx_t *c)
         add_arg(cmd, "%s", c->in->pod[i].ip);
         add_arg(cmd, "%d", CTOPO_PORT);
     }
+    step_remeet(c);
     return pending;
 }
 

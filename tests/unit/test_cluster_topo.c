@@ -1042,6 +1042,63 @@ static void test_table(void)
     }
 }
 
+/* Pod p's view replaced by text (parsed); its old view freed. */
+static void set_view(ctopo_input_t *in, cn_view_t **views, int p, const char *text)
+{
+    char err[256];
+    cn_view_destroy(&views[p]);
+    CU_ASSERT_EQUAL_FATAL(cn_parse(text, strlen(text), &views[p], err, sizeof(err)), 0);
+    in->pod[p].view = views[p];
+}
+
+/* Two nodes that restarted at new addresses hold each other noaddr (a deadlock of Redis's
+ * gossip seen in the fault soak): pod 5 lists pod 2's node (shard 1's master since a
+ * failover) as a noaddr replica and so misses shard 1's slots, and pod 2 lists pod 5 as
+ * noaddr. Each is sent a MEET at the other's address; nothing waits for it. */
+static void test_remeet_noaddr(void)
+{
+    static const row_t row = {"noaddr both ways", 3, 1, 1, {HEALTHY}, {PODS6}, "", "", -1, "", NO_RESHARD};
+    static ctopo_input_t in;
+    static ctopo_result_t out;
+    cn_view_t *views[CTOPO_MAX_PODS] = {0};
+    build(&row, &in, views);
+    char id[6][CN_ID_LEN + 1], five[4096], two[4096], got[1024];
+    for (int t = 0; t < 6; t++)
+        id_of((char)('0' + t), id[t]);
+    snprintf(five, sizeof(five),
+             "%s 10.0.0.1:6379@16379 master - 0 0 1 connected 0-5460\n"
+             "%s 10.0.0.2:6379@16379 slave %s 0 0 1 connected\n"
+             "%s :0@0 slave,noaddr %s 0 0 1 connected\n"
+             "%s 10.0.0.4:6379@16379 slave %s 0 0 1 connected\n"
+             "%s 10.0.0.5:6379@16379 master - 0 0 1 connected 10923-16383\n"
+             "%s 10.0.0.6:6379@16379 myself,slave %s 0 0 1 connected\n",
+             id[0], id[1], id[0], id[2], id[3], id[3], id[2], id[4], id[5], id[4]);
+    snprintf(two, sizeof(two),
+             "%s 10.0.0.1:6379@16379 master - 0 0 1 connected 0-5460\n"
+             "%s 10.0.0.2:6379@16379 slave %s 0 0 1 connected\n"
+             "%s 10.0.0.3:6379@16379 myself,master - 0 0 1 connected 5461-10922\n"
+             "%s 10.0.0.4:6379@16379 slave %s 0 0 1 connected\n"
+             "%s 10.0.0.5:6379@16379 master - 0 0 1 connected 10923-16383\n"
+             "%s :0@0 slave,noaddr %s 0 0 1 connected\n",
+             id[0], id[1], id[0], id[2], id[3], id[2], id[4], id[5], id[4]);
+    set_view(&in, views, 5, five);
+    set_view(&in, views, 2, two);
+    in.pod[5].info.state_ok = 0;
+    CU_ASSERT_EQUAL_FATAL(ctopo_compute(&in, &out), 0);
+    cmds_text(&in, &out, got, sizeof(got));
+    CU_ASSERT_STRING_EQUAL(got, "2<-MEET 10.0.0.6 6379; 5<-MEET 10.0.0.3 6379");
+    CU_ASSERT(strcmp(out.reason, "Meeting") != 0); /* not pending: nothing waits for it */
+    /* a handshake under way at that address: pod 5 sends no second MEET */
+    snprintf(five + strlen(five), sizeof(five) - strlen(five),
+             "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee 10.0.0.3:6379@16379 handshake - 0 0 0 connected\n");
+    set_view(&in, views, 5, five);
+    CU_ASSERT_EQUAL_FATAL(ctopo_compute(&in, &out), 0);
+    cmds_text(&in, &out, got, sizeof(got));
+    CU_ASSERT_STRING_EQUAL(got, "2<-MEET 10.0.0.6 6379");
+    for (int i = 0; i < 6; i++)
+        cn_view_destroy(&views[i]);
+}
+
 /* The bootstrap ranges cover 0..16383 once, evenly, for every shard count. */
 static void test_ranges(void)
 {
@@ -1111,6 +1168,7 @@ static const cu_entry_t tests[] = {
     {"CLUSTER INFO", test_parse_info},
     CU_SUITE("cluster topology"),
     {"the table over observed views", test_table},
+    {"a node holding a peer noaddr meets it again", test_remeet_noaddr},
     {"bootstrap ranges", test_ranges},
     {"the input from a work item", test_observe},
 };
