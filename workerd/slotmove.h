@@ -63,6 +63,7 @@
 #define SLOTMOVE_MAX_RANGES 64
 #define SLOTMOVE_MAX_OTHERS 24 /* the other masters: shards at most 20, and some leaving */
 #define SLOTMOVE_MAX_KEYS 1000            /* GETKEYSINSLOT's count, keys in one MIGRATE at most */
+#define SLOTMOVE_MAX_GROUP 64             /* slots moved in lockstep (GROUPS), at most and by default */
 #define SLOTMOVE_DEFAULT_BATCH_BYTES (1 << 20)
 #define SLOTMOVE_DEFAULT_BUDGET_NS (INT64_C(8000000000))
 #define SLOTMOVE_PACE_TICK_NS (INT64_C(500000000)) /* a keepalive at least this often while paced */
@@ -107,6 +108,9 @@ typedef struct {
                                              * what it moved is due at this rate; 0: none */
     int wait_replicas;                      /* REPLICATED: replicas of the target that must
                                              * hold the moved keys; 0: not confirmed */
+    int group_slots;                        /* GROUPS: slots moved in lockstep; 0 (and above
+                                             * SLOTMOVE_MAX_GROUP): SLOTMOVE_MAX_GROUP (not in
+                                             * the JSON body: a tuning of this code's) */
 } slotmove_job_t;
 
 /* One slot's machine. */
@@ -126,19 +130,22 @@ typedef struct {
     int skipped;          /* slots the source no longer has (moved since the plan was made) */
     int64_t keys, bytes;  /* keys migrated, their MEMORY USAGE summed */
     int commands;         /* commands sent */
+    int round_trips;      /* pipelines sent (each one round trip), CLUSTER NODES included */
     int stopped;          /* 1: the budget or max_bytes ended it before every slot */
     int failed;           /* 1: an error stopped it (err says it) */
 } slotmove_progress_t;
 
 /* The commands' transport: command(user, to, argc, argv, lens) is the reply (the caller
  * frees it) or NULL with err when the node could not be asked (lens: each argument's
- * bytes, keys being binary); sizes(user, keys) fills
- * sizes[0..keys->elements) with each key's MEMORY USAGE on the source (0 when Redis
- * gives none), returning 0 or -1 with err. */
+ * bytes, keys being binary); pipeline(user, to, n, argcs, argvs, lenss, replies) sends n
+ * commands to the node at once and fills replies[0..n) (the caller's), returning 0, or -1
+ * with err when the node could not be asked or stopped answering (every replies[i] NULL
+ * then, as redis_sync_pipeline); NULL: the commands go one by one through command. */
 typedef struct {
     redisReply *(*command)(void *user, int to, int argc, const char *const *argv, const size_t *lens, char *err,
                            size_t errlen);
-    int (*sizes)(void *user, const redisReply *keys, int64_t *sizes, char *err, size_t errlen);
+    int (*pipeline)(void *user, int to, size_t n, const int *argcs, const char *const *const *argvs,
+                    const size_t *const *lenss, redisReply **replies, char *err, size_t errlen);
     int64_t (*now_ns)(void *user); /* a monotonic clock */
     void *user;
     void (*tick)(void *arg);        /* between slots and batches: the caller's keepalive; NULL none */
