@@ -169,13 +169,14 @@ typedef struct {
     int ack_after;    /* it acknowledges toff at the ack_after-th WAIT (0: at once; -1 never) */
     int infos, waits; /* INFO replication and WAIT on the target */
     int pipelines;    /* pipelines sent */
+    int refuse_slot;  /* the target refuses IMPORTING of this slot (-1 none) */
     int info_fails;   /* INFO on the target gets no answer */
 } model_t;
 
 static void model_init(model_t *w, int keys_in_slot3)
 {
     memset(w, 0, sizeof(*w));
-    w->fail_at = w->cut_migrate = -1;
+    w->fail_at = w->cut_migrate = w->refuse_slot = -1;
     w->state = "online";
     for (int i = 0; i < NODES; i++) {
         memset(w->id[i], '0' + i, CN_ID_LEN);
@@ -233,6 +234,8 @@ static redisReply *m_setslot(model_t *w, int me, int argc, const char *const *ar
         return error_of(e);
     }
     if (!strcmp(how, "IMPORTING")) {
+        if (s == w->refuse_slot)
+            return error_of("ERR the model refuses this slot");
         if (n->owner[s] == me) {
             snprintf(e, sizeof(e), "ERR I'm already the owner of hash slot %d", s);
             return error_of(e);
@@ -520,6 +523,103 @@ static void test_every_crash_point(void)
     }
 }
 
+/* n keys "<prefix><i>" = "v<i>" into slot of the source. */
+static void add_keys(model_t *w, int slot, const char *prefix, int n)
+{
+    for (int k = 0; k < n; k++) {
+        kv_t *kv = &w->n[0].kv[w->n[0].nkv++];
+        snprintf(kv->key, sizeof(kv->key), "%s%d", prefix, k);
+        snprintf(kv->val, sizeof(kv->val), "v%d", k);
+        kv->slot = slot;
+    }
+}
+
+/* Slots 2-6 moved: owned by the target on both ends, open nowhere, slot 3's 25 keys and
+ * slot 5's 12 on the target once each. */
+static void check_group_moved(const model_t *w)
+{
+    for (int s = 2; s <= 6; s++)
+        CU_ASSERT(w->n[0].owner[s] == 1 && w->n[1].owner[s] == 1);
+    check_moved(w, 3, 25);
+    CU_ASSERT_EQUAL(keys_in(&w->n[0], 5), 0);
+    CU_ASSERT_EQUAL(keys_in(&w->n[1], 5), 12);
+    for (int s = 2; s <= 6; s++)
+        CU_ASSERT(w->n[0].migrating[s] < 0 && w->n[1].importing[s] < 0);
+}
+
+static int open_on_source(const model_t *w)
+{
+    int n = 0;
+    for (int s = 0; s < SLOTS; s++)
+        n += w->n[0].migrating[s] >= 0;
+    return n;
+}
+
+/* GROUPS: five slots (two with keys) in lockstep, killed after any one command (within a
+ * pipeline too: the commands before it ran), then run again from scratch: the several
+ * slots left open are all finished, nothing lost; pipelined and one by one. */
+static void test_group_crash_points(void)
+{
+    for (int pipelined = 0; pipelined < 2; pipelined++) {
+        static model_t w;
+        model_init(&w, 25);
+        add_keys(&w, 5, "j", 12);
+        slotmove_job_t job;
+        job_of(&w, &job, 2, 6, 400);
+        slotmove_io_t io = {m_command, pipelined ? m_pipeline : NULL, m_now, &w, m_tick, &w, NULL};
+        slotmove_progress_t pr;
+        char err[256];
+        CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+        check_group_moved(&w);
+        int total = w.calls, most_open = 0;
+        for (int k = 0; k < total; k++) {
+            model_init(&w, 25);
+            add_keys(&w, 5, "j", 12);
+            w.fail_at = k;
+            int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+            CU_ASSERT(rc == -1 || rc == 0);
+            CU_ASSERT(rc == 0 || strstr(err, "killed here"));
+            if (open_on_source(&w) > most_open)
+                most_open = open_on_source(&w);
+            w.fail_at = -1;
+            rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+            if (rc != 0)
+                printf("\n  crash at command %d: the second run failed: %s\n", k, err);
+            CU_ASSERT_EQUAL(rc, 0);
+            check_group_moved(&w);
+        }
+        CU_ASSERT(most_open >= 4); /* several slots were left open at once */
+    }
+}
+
+/* A refusal in the middle of a pipeline is the refused slot's: the run stops with its
+ * words, its neighbours (answered OK in the same pipeline) left open, and a run after
+ * the refusal is gone finishes them all. */
+static void test_refusal_mid_pipeline(void)
+{
+    static model_t w;
+    model_init(&w, 25);
+    add_keys(&w, 5, "j", 12);
+    w.refuse_slot = 4;
+    slotmove_job_t job;
+    job_of(&w, &job, 2, 6, 400);
+    slotmove_io_t io = {m_command, m_pipeline, m_now, &w, m_tick, &w, NULL};
+    slotmove_progress_t pr;
+    char err[256];
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "slot 4: SETSLOT IMPORTING on the target: ERR the model refuses this slot"));
+    CU_ASSERT_TRUE(pr.failed);
+    CU_ASSERT_EQUAL(pr.slots_done, 0);
+    for (int s = 2; s <= 6; s++) { /* IMPORTING on the target at most; the source owns every slot */
+        CU_ASSERT_EQUAL(w.n[0].owner[s], 0);
+        CU_ASSERT_EQUAL(w.n[1].importing[s], s == 4 ? -1 : 0);
+    }
+    w.refuse_slot = -1;
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(pr.slots_done, 5);
+    check_group_moved(&w);
+}
+
 /* A MIGRATE cut off after copying a key: BUSYKEY, then REPLACE; nothing doubled. */
 static void test_migrate_cut_off(void)
 {
@@ -777,6 +877,8 @@ static const cu_entry_t tests[] = {
     {"three slots with 25 keys moved whole", test_moves_a_slot},
     {"killed after any command, run again: moved, nothing lost", test_every_crash_point},
     {"a MIGRATE cut off after a copy: BUSYKEY, then REPLACE", test_migrate_cut_off},
+    {"a group killed after any command, run again: its open slots finished", test_group_crash_points},
+    {"a refusal mid-pipeline is its slot's; the run again finishes all", test_refusal_mid_pipeline},
     {"budget and max_bytes stop a run; a refusal stops it with Redis's words", test_budget_and_refusal},
     {"bytesPerSecond paces a run between batches", test_pace},
     {"the job as a plan action's body", test_json},
