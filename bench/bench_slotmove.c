@@ -34,27 +34,29 @@ typedef struct {
 
 static redisContext *bconn(const bench_t *b, int i)
 {
-    struct timeval tv = {5, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", b->srv[i].port, tv);
-    if (c && c->err) {
-        redisFree(c);
-        return NULL;
-    }
-    if (c)
-        redisSetTimeout(c, tv);
-    return c;
+    redisContext *c = redisConnect("127.0.0.1", b->srv[i].port);
+    struct timeval tv = {30, 0};
+    if (c && !c->err && redisSetTimeout(c, tv) == REDIS_OK)
+        return c;
+    redisFree(c);
+    return NULL;
+}
+
+/* cmd on node i: its reply (the caller frees), NULL when none. */
+static redisReply *bcmd(const bench_t *b, int i, const char *cmd)
+{
+    redisContext *c = bconn(b, i);
+    redisReply *r = c ? redisCommand(c, cmd) : NULL;
+    redisFree(c);
+    return r;
 }
 
 /* A command's text answer into out ("" when none). */
 static void bask(const bench_t *b, int i, const char *cmd, char *out, size_t len)
 {
-    redisContext *c = bconn(b, i);
-    redisReply *r = c ? redisCommand(c, cmd) : NULL;
+    redisReply *r = bcmd(b, i, cmd);
     snprintf(out, len, "%s", r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) ? r->str : "");
-    if (r)
-        freeReplyObject(r);
-    if (c)
-        redisFree(c);
+    freeReplyObject(r);
 }
 
 static void stop_all(bench_t *b)
@@ -208,13 +210,9 @@ static int move_cli(const bench_t *b)
 /* Keys on node 3 (DBSIZE). */
 static long long moved_keys(const bench_t *b)
 {
-    redisContext *c = bconn(b, 3);
-    redisReply *r = c ? redisCommand(c, "DBSIZE") : NULL;
+    redisReply *r = bcmd(b, 3, "DBSIZE");
     long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    if (r)
-        freeReplyObject(r);
-    if (c)
-        redisFree(c);
+    freeReplyObject(r);
     return n;
 }
 

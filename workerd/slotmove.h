@@ -30,6 +30,23 @@
  * A run first asks the source for CLUSTER NODES: a slot it neither owns nor has MIGRATING
  * (moved since the plan's observation) is skipped.
  *
+ * GROUPS: the slots go in groups of up to SLOTMOVE_MAX_GROUP (job->group_slots), each
+ * slot's machine as above, the group's in lockstep: each step of the group is one
+ * pipeline to its node (IMPORTING of every slot to T, then MIGRATING to S, GETKEYS to S,
+ * MEMORY USAGE of their keys to S, their MIGRATEs to S, NODE to T, to S, to each other
+ * master), so a group costs about as many round trips as one slot did, and Redis saves
+ * its nodes.conf once per pipeline rather than once per slot. One batch (the MIGRATEs of
+ * one pipeline) is still at most batch_bytes in all, at least one key: a slot's keys that
+ * do not fit wait for the next batch, and the longest a client waits is one batch as
+ * before (MIGRATE blocks the source for its keys; Redis runs a pipeline's MIGRATEs one
+ * after the other). A MIGRATE ... KEYS names keys of one slot (Redis: CROSSSLOT), so a
+ * batch is one MIGRATE per slot. Each reply is fed to its own slot's machine; a refusal
+ * stops the run after its pipeline, a connection lost stops it with every slot of the
+ * pipeline unanswered. Either way, and at any point a worker is killed, up to a group of
+ * slots is left open, each in a state RESUMING finishes: the plan resumes every open slot
+ * of the same source and target in one move (cluster_topo.c, RESHARD). A run stopped by
+ * its budget mid-group still closes the slots already emptied.
+ *
  * REPLICATED (wait_replicas > 0): MIGRATE deletes the keys on the source as soon as the
  * target has them, and the target's replicas get them asynchronously, so a failover of
  * the target before that loses them (docs/simulation.md, finding 5). A run that moved
@@ -171,11 +188,11 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
  * with an acknowledged offset >= offset. Pure. */
 int slotmove_acked(const char *info, int64_t offset);
 
-/* Run the job's slots over io, password for MIGRATE's AUTH (NULL or "": none). Stops
- * at the first failure (progress->failed, err), or when the budget or max_bytes is
- * spent (progress->stopped): at a slot's start, or between the batches of a slot once
- * twice the budget is (the slot left open, as RESUMING says). Returns 0 when every slot
- * is done, 1 when stopped, -1 when failed. */
+/* Run the job's slots over io in GROUPS, password for MIGRATE's AUTH (NULL or "":
+ * none). Stops at the first failure (progress->failed, err), or when the budget or
+ * max_bytes is spent (progress->stopped): at a group's start, or between batches once
+ * twice the budget is (the group's slots still holding keys left open, as RESUMING
+ * says). Returns 0 when every slot is done, 1 when stopped, -1 when failed. */
 int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char *password,
                  slotmove_progress_t *progress, char *err, size_t errlen);
 
