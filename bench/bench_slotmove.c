@@ -264,7 +264,7 @@ int main(int argc, char **argv)
         else if (c == 'B')
             b.batch_bytes = strtoll(optarg, NULL, 10);
         else if (c == 'r')
-            b.runs = atoi(optarg);
+            b.runs = (int)strtol(optarg, NULL, 10);
         else if (c == 'o') {
             b.ours = !strcmp(optarg, "ours");
             b.cli = !strcmp(optarg, "cli");
