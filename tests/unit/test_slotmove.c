@@ -547,6 +547,14 @@ static void check_group_moved(const model_t *w)
         CU_ASSERT(w->n[0].migrating[s] < 0 && w->n[1].importing[s] < 0);
 }
 
+/* The model of the group tests: 25 keys in slot 3, 12 in slot 5; the job slots 2-6. */
+static void group_model(model_t *w, slotmove_job_t *job)
+{
+    model_init(w, 25);
+    add_keys(w, 5, "j", 12);
+    job_of(w, job, 2, 6, 400);
+}
+
 static int open_on_source(const model_t *w)
 {
     int n = 0;
@@ -562,10 +570,8 @@ static void test_group_crash_points(void)
 {
     for (int pipelined = 0; pipelined < 2; pipelined++) {
         static model_t w;
-        model_init(&w, 25);
-        add_keys(&w, 5, "j", 12);
         slotmove_job_t job;
-        job_of(&w, &job, 2, 6, 400);
+        group_model(&w, &job);
         slotmove_io_t io = {m_command, pipelined ? m_pipeline : NULL, m_now, &w, m_tick, &w, NULL};
         slotmove_progress_t pr;
         char err[256];
@@ -573,8 +579,7 @@ static void test_group_crash_points(void)
         check_group_moved(&w);
         int total = w.calls, most_open = 0;
         for (int k = 0; k < total; k++) {
-            model_init(&w, 25);
-            add_keys(&w, 5, "j", 12);
+            group_model(&w, &job);
             w.fail_at = k;
             int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
             CU_ASSERT(rc == -1 || rc == 0);
@@ -598,11 +603,9 @@ static void test_group_crash_points(void)
 static void test_refusal_mid_pipeline(void)
 {
     static model_t w;
-    model_init(&w, 25);
-    add_keys(&w, 5, "j", 12);
-    w.refuse_slot = 4;
     slotmove_job_t job;
-    job_of(&w, &job, 2, 6, 400);
+    group_model(&w, &job);
+    w.refuse_slot = 4;
     slotmove_io_t io = {m_command, m_pipeline, m_now, &w, m_tick, &w, NULL};
     slotmove_progress_t pr;
     char err[256];
