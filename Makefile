@@ -35,7 +35,7 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 .SECONDARY:
 
 
-.PHONY: s3-check bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard soak all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
+.PHONY: s3-check bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard bench-slotmove soak all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
 
 # The source checks (scripts/check-banned.sh: banned functions, line width) over every C file.
@@ -157,6 +157,15 @@ $(BUILD)/bench/bench_redis_probe: bench/bench_redis_probe.c $(filter $(BUILD)/ob
 
 bench-redis-probe: $(BUILD)/bench/bench_redis_probe
 	@$< --nodes $(or $(N),300) --rounds $(or $(ROUNDS),200)
+
+# The slot move's own throughput against four local redis-servers, side by side with
+# redis-cli --cluster rebalance (bench/bench_slotmove.c; BYTES, default 64 MiB; RUNS).
+$(BUILD)/bench/bench_slotmove: bench/bench_slotmove.c bench/bench_util.h $(MODULE_OBJ) $(BUILD)/libcommon.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Iworkerd -Itests/unit $(filter-out %.h,$^) $(LDLIBS_ALL) -o $@
+
+bench-slotmove: $(BUILD)/bench/bench_slotmove
+	@$< --bytes $(or $(BYTES),67108864) --runs $(or $(RUNS),1)
 
 # The webhook server under idle TLS connections: RSS per connection, refusals at the cap,
 # AdmissionReview latency while they are open (N connections, CAPS a list of caps).

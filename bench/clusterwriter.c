@@ -63,30 +63,6 @@ typedef struct {
     int timeout_ms;
 } cw_t;
 
-/* CRC16-CCITT (XMODEM), Redis Cluster's key hash (cluster spec, "Keys distribution model"). */
-static uint16_t cw_crc16(const char *buf, size_t len)
-{
-    uint16_t crc = 0;
-    for (size_t i = 0; i < len; i++) {
-        crc ^= (uint16_t)((unsigned char)buf[i] << 8);
-        for (int b = 0; b < 8; b++)
-            crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
-    }
-    return crc;
-}
-
-static int cw_key_slot(const char *key)
-{
-    size_t len = strlen(key);
-    const char *open = memchr(key, '{', len);
-    if (open) {
-        const char *close = memchr(open + 1, '}', len - (size_t)(open + 1 - key));
-        if (close && close > open + 1)
-            return cw_crc16(open + 1, (size_t)(close - open - 1)) & (CW_SLOTS - 1);
-    }
-    return cw_crc16(key, len) & (CW_SLOTS - 1);
-}
-
 /* The node of addr (added when new), or -1 when the table is full. */
 static int cw_node(cw_t *w, const char *addr)
 {
@@ -187,12 +163,12 @@ static int cw_refresh(cw_t *w)
 static int cw_send(cw_t *w, const char *key, int argc, const char **argv, int wait_replicas, int wait_ms,
                    redisReply **reply, long long *acks, char *addr, char *err, size_t errlen)
 {
-    int n = w->slot[cw_key_slot(key)], asking = 0;
+    int n = w->slot[bench_key_slot(key)], asking = 0;
     *reply = NULL;
     *acks = 0;
     for (int hop = 0; hop < 5; hop++) {
-        if (n < 0 && (cw_refresh(w) || (n = w->slot[cw_key_slot(key)]) < 0)) {
-            snprintf(err, errlen, "no node serves slot %d", cw_key_slot(key));
+        if (n < 0 && (cw_refresh(w) || (n = w->slot[bench_key_slot(key)]) < 0)) {
+            snprintf(err, errlen, "no node serves slot %d", bench_key_slot(key));
             return -1;
         }
         redisContext *c = cw_conn(w, n);

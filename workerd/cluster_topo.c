@@ -693,7 +693,24 @@ static int end_of(const ctx_t *c, int p)
     return shard_head(c, shard_of(c, p));
 }
 
-/* An open slot (a move cut off): its move, finished toward where it was going. Returns 1
+/* slot into the resume move mv's ranges, unless there (both ends show it open) or full. */
+static void resume_add(ctopo_move_t *mv, int slot)
+{
+    for (size_t r = 0; r < mv->nranges; r++)
+        if (slot >= mv->ranges[r].from && slot <= mv->ranges[r].to)
+            return;
+    if (mv->ranges[mv->nranges - 1].to == slot - 1)
+        mv->ranges[mv->nranges - 1].to = slot;
+    else if (mv->nranges < CTOPO_MAX_MOVE_RANGES)
+        mv->ranges[mv->nranges++] = (cn_range_t){slot, slot};
+    else
+        return;
+    mv->slots++;
+}
+
+/* The open slots (moves cut off): the first one's move, finished toward where it was
+ * going, with every other open slot of the same source and target (a group of slots
+ * cut off, slotmove.h GROUPS); the rest, the next plans'. Returns 1
  * when one was found (mv set, or nothing to do but wait), 0 when none is open. */
 static int open_move(ctx_t *c, ctopo_move_t *mv)
 {
@@ -705,6 +722,10 @@ static int open_move(ctx_t *c, ctopo_move_t *mv)
             int target = o->importing ? i : end_of(c, peer);
             int source = owner >= 0 && owner != target ? owner : o->importing ? -1 : i;
             c->out->slots_to_move++;
+            if (mv->source >= 0 && source == mv->source && target == mv->target) {
+                resume_add(mv, o->slot); /* a group cut off: its open slots in one move */
+                continue;
+            }
             if (mv->source >= 0 || source < 0 || target < 0 || source == target || !c->me[source] ||
                 !c->me[target] || !c->in->pod[source].ip[0] || !c->in->pod[target].ip[0])
                 continue;

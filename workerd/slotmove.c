@@ -49,13 +49,14 @@ static const char *answer(const redisReply *r, const char *err_line)
     return "an unexpected reply";
 }
 
-/* The keys of a batch: the first whose sizes sum to batch_bytes, at least one. */
-static size_t batch_of(const int64_t *sizes, size_t n, int64_t batch_bytes)
+/* The keys of a batch: the first whose sizes sum to room at most (at least one when
+ * first), their sum into *sum. */
+static size_t batch_of(const int64_t *sizes, size_t n, int64_t room, int first, int64_t *sum)
 {
-    int64_t sum = 0;
     size_t k = 0;
-    while (k < n && (k == 0 || sum + sizes[k] <= batch_bytes))
-        sum += sizes[k++];
+    *sum = 0;
+    while (k < n && ((first && k == 0) || *sum + sizes[k] <= room))
+        *sum += sizes[k++];
     return k;
 }
 
@@ -87,7 +88,8 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
         break;
     case SLOTMOVE_SIZES:
         if (sizes) {
-            m->take = batch_of(sizes, m->nkeys, job->batch_bytes);
+            int64_t sum;
+            m->take = batch_of(sizes, m->nkeys, job->batch_bytes, 1, &sum);
             m->state = SLOTMOVE_MIGRATE;
         } else
             fail(m, "MEMORY USAGE on the source", a);
@@ -126,97 +128,277 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
 /* ---- the run ---------------------------------------------------------------------------- */
 
 #define MIGRATE_FIXED 12 /* MIGRATE ip port "" 0 timeout REPLACE AUTH pw KEYS */
+/* A round's commands at most: MEMORY USAGE of SLOTMOVE_MAX_KEYS keys, or one command per
+ * slot of the group; and their arguments. */
+#define ROUND_CMDS (SLOTMOVE_MAX_KEYS + SLOTMOVE_MAX_GROUP)
+#define ROUND_ARGS (3 * SLOTMOVE_MAX_KEYS + MIGRATE_FIXED * SLOTMOVE_MAX_GROUP + SLOTMOVE_MAX_KEYS)
+
+/* One slot of the group: its machine, its last GETKEYS answer, what its MIGRATE moves. */
+typedef struct {
+    slotmove_t m;
+    redisReply *keys;
+    int64_t take_bytes;
+    char num[16]; /* the slot as text */
+} mach_t;
 
 typedef struct {
     const slotmove_job_t *job;
     const slotmove_io_t *io;
     const char *password;
     slotmove_progress_t *pr;
-    redisReply *keys;     /* the last GETKEYS answer */
-    int64_t sizes[SLOTMOVE_MAX_KEYS];
-    const char *argv[MIGRATE_FIXED + SLOTMOVE_MAX_KEYS];
-    size_t lens[MIGRATE_FIXED + SLOTMOVE_MAX_KEYS];
-    char num[3][24];
-    cn_slots_t mine;      /* the slots the source owns or has MIGRATING (source_slots) */
+    mach_t g[SLOTMOVE_MAX_GROUP]; /* the group: slots moved in lockstep */
+    size_t ng;
+    int64_t start;                /* the run's start (now_ns) */
+    /* one round: its commands (argvs into argv/lens), whose each is, their replies */
+    int argcs[ROUND_CMDS];
+    const char *const *argvs[ROUND_CMDS];
+    const size_t *lenss[ROUND_CMDS];
+    mach_t *whose[ROUND_CMDS];
+    redisReply *replies[ROUND_CMDS];
+    int64_t sizes[ROUND_CMDS];
+    const char *argv[ROUND_ARGS];
+    size_t lens[ROUND_ARGS];
+    size_t ncmd, narg;
+    char num[3][24];              /* the target's port, MIGRATE's timeout, GETKEYS's count */
+    cn_slots_t mine;              /* the slots the source owns or has MIGRATING (source_slots) */
 } run_t;
 
-static void arg(run_t *r, int *argc, const char *s, size_t len)
+static void arg(run_t *r, const char *s, size_t len)
 {
-    r->argv[*argc] = s;
-    r->lens[(*argc)++] = len;
+    r->argv[r->narg] = s;
+    r->lens[r->narg++] = len;
 }
 
-static void args(run_t *r, int *argc, const char *s)
+static void args(run_t *r, const char *s)
 {
-    arg(r, argc, s, strlen(s));
+    arg(r, s, strlen(s));
 }
 
-/* The command of m's state into r->argv; returns its argc and its node (*to). */
-static int command_of(run_t *r, const slotmove_t *m, int *to)
+/* A new command of the round, for x (its arguments follow: arg, args). */
+static void cmd_begin(run_t *r, mach_t *x)
 {
-    const slotmove_job_t *j = r->job;
-    int argc = 0;
-    snprintf(r->num[0], sizeof(r->num[0]), "%d", m->slot);
-    if (m->state == SLOTMOVE_MIGRATE) {
-        *to = SLOTMOVE_TO_SOURCE;
-        snprintf(r->num[1], sizeof(r->num[1]), "%d", j->target.port);
-        snprintf(r->num[2], sizeof(r->num[2]), "%d", SLOTMOVE_MIGRATE_TIMEOUT_MS);
-        args(r, &argc, "MIGRATE");
-        args(r, &argc, j->target.ip);
-        args(r, &argc, r->num[1]);
-        args(r, &argc, "");
-        args(r, &argc, "0");
-        args(r, &argc, r->num[2]);
-        if (m->replace)
-            args(r, &argc, "REPLACE");
-        if (r->password && *r->password) {
-            args(r, &argc, "AUTH");
-            args(r, &argc, r->password);
-        }
-        args(r, &argc, "KEYS");
-        for (size_t k = 0; k < m->take; k++)
-            arg(r, &argc, r->keys->element[k]->str, r->keys->element[k]->len);
-        return argc;
+    r->argvs[r->ncmd] = &r->argv[r->narg];
+    r->lenss[r->ncmd] = &r->lens[r->narg];
+    r->whose[r->ncmd] = x;
+    r->argcs[r->ncmd++] = 0;
+}
+
+static void cmd_end(run_t *r)
+{
+    r->argcs[r->ncmd - 1] = (int)(&r->argv[r->narg] - r->argvs[r->ncmd - 1]);
+}
+
+/* x's MIGRATE of its first take keys. */
+static void migrate_of(run_t *r, mach_t *x)
+{
+    cmd_begin(r, x);
+    args(r, "MIGRATE");
+    args(r, r->job->target.ip);
+    args(r, r->num[0]);
+    args(r, "");
+    args(r, "0");
+    args(r, r->num[1]);
+    if (x->m.replace)
+        args(r, "REPLACE");
+    if (r->password && *r->password) {
+        args(r, "AUTH");
+        args(r, r->password);
     }
-    args(r, &argc, "CLUSTER");
-    if (m->state == SLOTMOVE_GETKEYS) {
-        *to = SLOTMOVE_TO_SOURCE;
-        snprintf(r->num[1], sizeof(r->num[1]), "%d", SLOTMOVE_MAX_KEYS);
-        args(r, &argc, "GETKEYSINSLOT");
-        args(r, &argc, r->num[0]);
-        args(r, &argc, r->num[1]);
-        return argc;
-    }
+    args(r, "KEYS");
+    for (size_t k = 0; k < x->m.take; k++)
+        arg(r, x->keys->element[k]->str, x->keys->element[k]->len);
+    cmd_end(r);
+}
+
+/* x's command in its state (not SIZES, not MIGRATE); its node is the round's. */
+static void command_of(run_t *r, mach_t *x)
+{
     static const struct {
-        int to;
         const char *verb;
         int source_id;
     } setslot[] = {
-        [SLOTMOVE_IMPORTING] = {SLOTMOVE_TO_TARGET, "IMPORTING", 1},
-        [SLOTMOVE_MIGRATING] = {SLOTMOVE_TO_SOURCE, "MIGRATING", 0},
-        [SLOTMOVE_NODE_TARGET] = {SLOTMOVE_TO_TARGET, "NODE", 0},
-        [SLOTMOVE_NODE_SOURCE] = {SLOTMOVE_TO_SOURCE, "NODE", 0},
-        [SLOTMOVE_NODE_OTHERS] = {0, "NODE", 0},
+        [SLOTMOVE_IMPORTING] = {"IMPORTING", 1},  [SLOTMOVE_MIGRATING] = {"MIGRATING", 0},
+        [SLOTMOVE_NODE_TARGET] = {"NODE", 0},     [SLOTMOVE_NODE_SOURCE] = {"NODE", 0},
+        [SLOTMOVE_NODE_OTHERS] = {"NODE", 0},
     };
-    *to = m->state == SLOTMOVE_NODE_OTHERS ? (int)m->other : setslot[m->state].to;
-    args(r, &argc, "SETSLOT");
-    args(r, &argc, r->num[0]);
-    args(r, &argc, setslot[m->state].verb);
-    args(r, &argc, setslot[m->state].source_id ? j->source.id : j->target.id);
-    return argc;
+    slotmove_state_t st = x->m.state;
+    cmd_begin(r, x);
+    args(r, "CLUSTER");
+    if (st == SLOTMOVE_GETKEYS) {
+        args(r, "GETKEYSINSLOT");
+        args(r, x->num);
+        args(r, r->num[2]);
+    } else {
+        args(r, "SETSLOT");
+        args(r, x->num);
+        args(r, setslot[st].verb);
+        args(r, setslot[st].source_id ? r->job->source.id : r->job->target.id);
+    }
+    cmd_end(r);
 }
 
-/* 1 when the run is to stop before m's next step: the budget or max_bytes spent, at a
- * slot's start; between the batches of a slot only once twice the budget is (a slot of
- * many keys): a run that stops leaves no slot open unless it has to, so that the next plan,
- * made from an observation older than the run, has nothing to finish first. */
-static int spent(const run_t *r, const slotmove_t *m, int64_t start, int64_t budget)
+/* The node a command of state st goes to (NODE_OTHERS: the other master other). */
+static int node_for(slotmove_state_t st, size_t other)
 {
-    if ((m->state != SLOTMOVE_IMPORTING && m->state != SLOTMOVE_GETKEYS) || r->pr->commands <= 1)
-        return 0; /* (the first slot always goes: every run moves on) */
-    int64_t used = r->io->now_ns(r->io->user) - start;
+    if (st == SLOTMOVE_IMPORTING || st == SLOTMOVE_NODE_TARGET)
+        return SLOTMOVE_TO_TARGET;
+    return st == SLOTMOVE_NODE_OTHERS ? (int)other : SLOTMOVE_TO_SOURCE;
+}
+
+/* The round's commands to node to, pipelined: r->replies[0..ncmd) (NULL each when the node
+ * could not be asked; err says why). Without io->pipeline, one by one: the first that gets
+ * no answer ends it. */
+static void send_round(run_t *r, int to, char *err, size_t errlen)
+{
+    const slotmove_io_t *io = r->io;
+    r->pr->commands += (int)r->ncmd;
+    r->pr->round_trips += io->pipeline ? 1 : (int)r->ncmd;
+    if (io->pipeline) {
+        if (io->pipeline(io->user, to, r->ncmd, r->argcs, r->argvs, r->lenss, r->replies, err, errlen))
+            memset(r->replies, 0, r->ncmd * sizeof(r->replies[0]));
+        return;
+    }
+    size_t i = 0;
+    for (; i < r->ncmd; i++)
+        if (!(r->replies[i] = io->command(io->user, to, r->argcs[i], r->argvs[i], r->lenss[i], err, errlen)))
+            break;
+    for (; i < r->ncmd; i++)
+        r->replies[i] = NULL;
+}
+
+/* MIGRATE's answer fed to x: its keys and bytes counted when they went. */
+static void migrate_fed(run_t *r, mach_t *x, const redisReply *reply, const char *err)
+{
+    slotmove_feed(&x->m, r->job, reply, NULL, err);
+    if (x->m.state == SLOTMOVE_GETKEYS) {
+        r->pr->bytes += x->take_bytes;
+        r->pr->keys += (int64_t)x->m.take;
+    }
+}
+
+/* GETKEYS's answer fed to x: the keys kept for its MIGRATE. Returns 1 when reply is kept. */
+static int getkeys_fed(run_t *r, mach_t *x, redisReply *reply, const char *err)
+{
+    slotmove_feed(&x->m, r->job, reply, NULL, err);
+    if (x->m.state == SLOTMOVE_FAILED)
+        return 0;
+    freeReplyObject(x->keys);
+    x->keys = reply;
+    if (x->m.nkeys > SLOTMOVE_MAX_KEYS)
+        x->m.nkeys = SLOTMOVE_MAX_KEYS;
+    return 1;
+}
+
+/* One round: the command of every slot of the group in state st (NODE_OTHERS: those at
+ * the first other master not yet told) pipelined to its node, each answer fed to its
+ * slot's machine. Returns -1 when a slot failed (err: its words), else 0. */
+static int round_of(run_t *r, slotmove_state_t st, char *err, size_t errlen)
+{
+    size_t other = SLOTMOVE_MAX_OTHERS;
+    for (size_t i = 0; i < r->ng; i++)
+        if (r->g[i].m.state == SLOTMOVE_NODE_OTHERS && r->g[i].m.other < other)
+            other = r->g[i].m.other;
+    r->ncmd = r->narg = 0;
+    for (size_t i = 0; i < r->ng; i++) {
+        mach_t *x = &r->g[i];
+        if (x->m.state != st || (st == SLOTMOVE_NODE_OTHERS && x->m.other != other))
+            continue;
+        if (st == SLOTMOVE_MIGRATE)
+            migrate_of(r, x);
+        else
+            command_of(r, x);
+    }
+    if (!r->ncmd)
+        return 0;
+    char e[256] = "";
+    send_round(r, node_for(st, other), e, sizeof(e));
+    int rc = 0;
+    for (size_t i = 0; i < r->ncmd; i++) {
+        mach_t *x = r->whose[i];
+        int kept = 0;
+        if (st == SLOTMOVE_MIGRATE)
+            migrate_fed(r, x, r->replies[i], e);
+        else if (st == SLOTMOVE_GETKEYS)
+            kept = getkeys_fed(r, x, r->replies[i], e);
+        else
+            slotmove_feed(&x->m, r->job, r->replies[i], NULL, e);
+        if (!kept)
+            freeReplyObject(r->replies[i]);
+        if (x->m.state == SLOTMOVE_FAILED && !rc) {
+            snprintf(err, errlen, "%s", x->m.why);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+/* The keys of x that fit in *room (at least one when first), *room less their sizes:
+ * x's MIGRATE, or x back to GETKEYS when none fits (its turn comes in a later batch). */
+static void take_of(mach_t *x, const int64_t *sizes, int64_t *room, int first)
+{
+    int64_t sum;
+    size_t k = batch_of(sizes, x->m.nkeys, *room, first, &sum);
+    x->m.take = k;
+    x->take_bytes = sum;
+    x->m.state = k ? SLOTMOVE_MIGRATE : SLOTMOVE_GETKEYS;
+    *room -= sum;
+}
+
+/* SIZES: MEMORY USAGE of the keys of the slots in SIZES, pipelined (SLOTMOVE_MAX_KEYS keys
+ * at most: the first slot's always, the next ones' while they fit; the others back to
+ * GETKEYS), then one batch of batch_bytes over them in order: a slot's first keys that fit
+ * make its MIGRATE. Returns -1 when a slot failed (err), else 0. */
+static int sizes_round(run_t *r, char *err, size_t errlen)
+{
+    r->ncmd = r->narg = 0;
+    for (size_t i = 0; i < r->ng; i++) {
+        mach_t *x = &r->g[i];
+        if (x->m.state != SLOTMOVE_SIZES)
+            continue;
+        if (r->ncmd && r->ncmd + x->m.nkeys > SLOTMOVE_MAX_KEYS) {
+            x->m.state = SLOTMOVE_GETKEYS;
+            continue;
+        }
+        for (size_t k = 0; k < x->m.nkeys; k++) {
+            cmd_begin(r, x);
+            args(r, "MEMORY");
+            args(r, "USAGE");
+            arg(r, x->keys->element[k]->str, x->keys->element[k]->len);
+            cmd_end(r);
+        }
+    }
+    if (!r->ncmd)
+        return 0;
+    char e[256] = "";
+    send_round(r, SLOTMOVE_TO_SOURCE, e, sizeof(e));
+    int rc = 0;
+    for (size_t i = 0; i < r->ncmd; i++) {
+        if (!r->replies[i] && !rc) { /* no answer: the slot fails with the node's words */
+            slotmove_feed(&r->whose[i]->m, r->job, NULL, NULL, e);
+            snprintf(err, errlen, "%s", r->whose[i]->m.why);
+            rc = -1;
+        }
+        r->sizes[i] = r->replies[i] && r->replies[i]->type == REDIS_REPLY_INTEGER ? r->replies[i]->integer : 0;
+        freeReplyObject(r->replies[i]); /* (nil: the key is gone since) */
+    }
+    int64_t room = r->job->batch_bytes;
+    for (size_t i = 0; i < r->ncmd && !rc; i += r->whose[i]->m.nkeys)
+        take_of(r->whose[i], &r->sizes[i], &room, i == 0);
+    return rc;
+}
+
+/* 1 when the run is to stop before the group's start (at_start) or before its next batch:
+ * the budget or max_bytes spent, at a group's start; between batches only once twice the
+ * budget is (slots of many keys): a run that stops leaves no slot open unless it has to,
+ * so that the next plan, made from an observation older than the run, has nothing to
+ * finish first. */
+static int spent(const run_t *r, int at_start, int64_t budget)
+{
+    if (r->pr->commands <= 1)
+        return 0; /* (the first group always goes: every run moves on) */
+    int64_t used = r->io->now_ns(r->io->user) - r->start;
     int over = r->job->max_bytes > 0 && r->pr->bytes >= r->job->max_bytes;
-    return m->state == SLOTMOVE_IMPORTING ? used >= budget || over : used >= 2 * budget || over;
+    return at_start ? used >= budget || over : used >= 2 * budget || over;
 }
 
 /* bytes_per_second: when bytes are due at the rate, in ns after the run's start. */
@@ -225,11 +407,11 @@ static int64_t due_ns(const run_t *r, int64_t bytes)
     return (int64_t)((double)bytes * 1e9 / (double)r->job->bytes_per_second);
 }
 
-/* Wait until `until` ns after start, with the keepalive at least every SLOTMOVE_PACE_TICK_NS. */
-static void wait_until(const run_t *r, int64_t start, int64_t until)
+/* Wait until `until` ns after the start, with the keepalive at least every SLOTMOVE_PACE_TICK_NS. */
+static void wait_until(const run_t *r, int64_t until)
 {
     for (;;) {
-        int64_t used = r->io->now_ns(r->io->user) - start;
+        int64_t used = r->io->now_ns(r->io->user) - r->start;
         if (used >= until)
             return;
         r->io->wait(r->io->user, until - used < SLOTMOVE_PACE_TICK_NS ? until - used : SLOTMOVE_PACE_TICK_NS);
@@ -238,62 +420,77 @@ static void wait_until(const run_t *r, int64_t start, int64_t until)
     }
 }
 
-/* bytes_per_second, before m's next slot or batch: wait until what moved so far is due, so
+/* bytes_per_second, before a group or a batch: wait until what moved so far is due, so
  * that a run lasts at least its bytes / rate whatever the gap to the next run (the run's
  * end waits too: pace_end). Returns 1 (the run stops there, resumable) when one more batch
- * would be due past the budget (twice it mid-slot, as spent() says), or when io can not
+ * would be due past the budget (twice it mid-group, as spent() says), or when io can not
  * wait and the bytes are not due yet. */
-static int pace(const run_t *r, const slotmove_t *m, int64_t start, int64_t budget)
+static int pace(const run_t *r, int at_start, int64_t budget)
 {
     const slotmove_job_t *j = r->job;
-    if (j->bytes_per_second <= 0 || (m->state != SLOTMOVE_IMPORTING && m->state != SLOTMOVE_GETKEYS))
+    if (j->bytes_per_second <= 0)
         return 0;
-    int64_t limit = m->state == SLOTMOVE_IMPORTING ? budget : 2 * budget;
+    int64_t limit = at_start ? budget : 2 * budget;
     if (r->pr->commands > 1 && due_ns(r, r->pr->bytes + j->batch_bytes) > limit)
-        return 1; /* (the first slot always goes: every run moves on) */
+        return 1; /* (the first group always goes: every run moves on) */
     if (!r->io->wait)
-        return r->io->now_ns(r->io->user) - start < due_ns(r, r->pr->bytes);
-    wait_until(r, start, due_ns(r, r->pr->bytes));
+        return r->io->now_ns(r->io->user) - r->start < due_ns(r, r->pr->bytes);
+    wait_until(r, due_ns(r, r->pr->bytes));
     return 0;
 }
 
 /* bytes_per_second, at a run's end: it returns no earlier than its bytes are due (twice
  * the budget at most: a batch larger than that at the rate is the one excess). */
-static void pace_end(const run_t *r, int64_t start)
+static void pace_end(const run_t *r)
 {
     if (r->job->bytes_per_second <= 0 || !r->io->wait)
         return;
     int64_t due = due_ns(r, r->pr->bytes);
-    wait_until(r, start, due < 2 * r->job->budget_ns ? due : 2 * r->job->budget_ns);
+    wait_until(r, due < 2 * r->job->budget_ns ? due : 2 * r->job->budget_ns);
 }
 
-/* One step of m: its command sent and its answer fed. */
-static void step(run_t *r, slotmove_t *m)
+static int any_in(const run_t *r, slotmove_state_t st)
 {
-    char err[256] = "";
-    if (m->state == SLOTMOVE_SIZES) {
-        int rc = r->io->sizes(r->io->user, r->keys, r->sizes, err, sizeof(err));
-        r->pr->commands += (int)m->nkeys;
-        slotmove_feed(m, r->job, NULL, rc ? NULL : r->sizes, err);
-        return;
+    for (size_t i = 0; i < r->ng; i++)
+        if (r->g[i].m.state == st)
+            return 1;
+    return 0;
+}
+
+/* The group's slots, in lockstep: IMPORTING of them all in one pipeline to the target,
+ * MIGRATING in one to the source, then batches (GETKEYS, SIZES, MIGRATEs) while a slot
+ * has keys, then NODE to the target, the source and each other master, one pipeline each,
+ * for every slot emptied. Stops (1) before a batch once spent or paced out: the slots
+ * emptied are closed all the same, the others left open (RESUMING). Returns 0, 1, or -1
+ * at the first slot that failed (err). */
+static int run_group(run_t *r, char *err, size_t errlen)
+{
+    const slotmove_io_t *io = r->io;
+    int64_t budget = r->job->budget_ns;
+    int rc = round_of(r, SLOTMOVE_IMPORTING, err, errlen);
+    if (!rc)
+        rc = round_of(r, SLOTMOVE_MIGRATING, err, errlen);
+    while (!rc && any_in(r, SLOTMOVE_GETKEYS)) {
+        if (io->tick)
+            io->tick(io->tick_arg);
+        if (spent(r, 0, budget) || pace(r, 0, budget)) {
+            rc = 1;
+            break;
+        }
+        rc = round_of(r, SLOTMOVE_GETKEYS, err, errlen);
+        if (!rc)
+            rc = sizes_round(r, err, errlen);
+        while (!rc && any_in(r, SLOTMOVE_MIGRATE)) /* (again with REPLACE after a BUSYKEY) */
+            rc = round_of(r, SLOTMOVE_MIGRATE, err, errlen);
     }
-    int to = 0, argc = command_of(r, m, &to);
-    slotmove_state_t was = m->state;
-    redisReply *reply = r->io->command(r->io->user, to, argc, r->argv, r->lens, err, sizeof(err));
-    r->pr->commands++;
-    slotmove_feed(m, r->job, reply, NULL, err);
-    if (was == SLOTMOVE_MIGRATE && m->state == SLOTMOVE_GETKEYS) {
-        for (size_t k = 0; k < m->take; k++)
-            r->pr->bytes += r->sizes[k];
-        r->pr->keys += (int64_t)m->take;
-    }
-    if (was == SLOTMOVE_GETKEYS && m->state != SLOTMOVE_FAILED) {
-        freeReplyObject(r->keys);
-        r->keys = reply; /* kept for the MIGRATE */
-        if (m->nkeys > SLOTMOVE_MAX_KEYS)
-            m->nkeys = SLOTMOVE_MAX_KEYS;
-    } else if (reply)
-        freeReplyObject(reply);
+    if (rc < 0)
+        return rc;
+    int closed = round_of(r, SLOTMOVE_NODE_TARGET, err, errlen);
+    if (!closed)
+        closed = round_of(r, SLOTMOVE_NODE_SOURCE, err, errlen);
+    while (!closed && any_in(r, SLOTMOVE_NODE_OTHERS))
+        closed = round_of(r, SLOTMOVE_NODE_OTHERS, err, errlen);
+    return closed ? closed : rc;
 }
 
 /* The slots the source still has to do with (it owns them, or has them MIGRATING): what
@@ -306,6 +503,7 @@ static int source_slots(const slotmove_io_t *io, cn_slots_t *mine, slotmove_prog
     char e[256] = "";
     redisReply *r = io->command(io->user, SLOTMOVE_TO_SOURCE, 2, argv, lens, e, sizeof(e));
     pr->commands++;
+    pr->round_trips++;
     cn_view_t *v = NULL;
     int rc = -1;
     if (!r || r->type != REDIS_REPLY_STRING) {
@@ -415,6 +613,42 @@ static int confirm(const run_t *r, char *err, size_t errlen)
     }
 }
 
+static void group_free(run_t *r)
+{
+    for (size_t i = 0; i < r->ng; i++) {
+        freeReplyObject(r->g[i].keys);
+        r->g[i].keys = NULL;
+    }
+    r->ng = 0;
+}
+
+/* The next group of the job's slots from *x, *s on (the source's: the others skipped),
+ * started at IMPORTING into r->g. Returns how many. */
+static size_t next_group(run_t *r, size_t *x, int *s)
+{
+    const slotmove_job_t *job = r->job;
+    size_t max = job->group_slots > 0 && job->group_slots < SLOTMOVE_MAX_GROUP ? (size_t)job->group_slots
+                                                                                : SLOTMOVE_MAX_GROUP;
+    group_free(r);
+    for (; *x < job->nranges && r->ng < max; *x += 1, *s = -1) {
+        if (*s < job->ranges[*x].from)
+            *s = job->ranges[*x].from;
+        for (; *s <= job->ranges[*x].to && r->ng < max; *s += 1) {
+            if (!cn_slots_has(&r->mine, *s)) {
+                r->pr->skipped++;
+                continue;
+            }
+            mach_t *m = &r->g[r->ng++];
+            memset(m, 0, sizeof(*m));
+            slotmove_start(&m->m, *s);
+            snprintf(m->num, sizeof(m->num), "%d", *s);
+        }
+        if (*s <= job->ranges[*x].to)
+            break;
+    }
+    return r->ng;
+}
+
 int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char *password,
                  slotmove_progress_t *progress, char *err, size_t errlen)
 {
@@ -426,42 +660,31 @@ int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char 
         progress->failed = 1;
         return -1;
     }
-    *r = (run_t){.job = job, .io = io, .password = password, .pr = progress};
-    int64_t start = io->now_ns(io->user);
+    *r = (run_t){.job = job, .io = io, .password = password, .pr = progress, .start = io->now_ns(io->user)};
+    snprintf(r->num[0], sizeof(r->num[0]), "%d", job->target.port);
+    snprintf(r->num[1], sizeof(r->num[1]), "%d", SLOTMOVE_MIGRATE_TIMEOUT_MS);
+    snprintf(r->num[2], sizeof(r->num[2]), "%d", SLOTMOVE_MAX_KEYS);
     int rc = source_slots(io, &r->mine, progress, err, errlen);
-    if (rc)
-        progress->failed = 1;
-    for (size_t x = 0; x < job->nranges && !rc; x++)
-        for (int s = job->ranges[x].from; s <= job->ranges[x].to && !rc; s++) {
-            if (!cn_slots_has(&r->mine, s)) {
-                progress->skipped++;
-                continue;
-            }
-            slotmove_t m;
-            slotmove_start(&m, s);
-            while (m.state != SLOTMOVE_DONE && m.state != SLOTMOVE_FAILED && !rc) {
-                if ((m.state == SLOTMOVE_IMPORTING || m.state == SLOTMOVE_GETKEYS) && io->tick)
-                    io->tick(io->tick_arg);
-                if (spent(r, &m, start, job->budget_ns) || pace(r, &m, start, job->budget_ns)) {
-                    progress->stopped = 1;
-                    rc = 1;
-                } else
-                    step(r, &m);
-            }
-            if (m.state == SLOTMOVE_FAILED) {
-                snprintf(err, errlen, "%s", m.why);
-                progress->failed = 1;
-                rc = -1;
-            } else if (m.state == SLOTMOVE_DONE)
-                progress->slots_done++;
+    size_t x = 0;
+    int s = -1;
+    while (!rc && next_group(r, &x, &s)) {
+        if (io->tick)
+            io->tick(io->tick_arg);
+        if (spent(r, 1, job->budget_ns) || pace(r, 1, job->budget_ns)) {
+            rc = 1;
+            break;
         }
-    if (rc >= 0 && progress->keys > 0 && job->wait_replicas > 0 && confirm(r, err, errlen)) {
-        progress->failed = 1;
-        rc = -1;
+        rc = run_group(r, err, errlen);
+        for (size_t i = 0; i < r->ng; i++)
+            progress->slots_done += r->g[i].m.state == SLOTMOVE_DONE;
     }
+    progress->stopped = rc == 1;
+    if (rc >= 0 && progress->keys > 0 && job->wait_replicas > 0 && confirm(r, err, errlen))
+        rc = -1;
+    progress->failed = rc < 0;
     if (rc >= 0)
-        pace_end(r, start);
-    freeReplyObject(r->keys);
+        pace_end(r);
+    group_free(r);
     free(r);
     return rc;
 }

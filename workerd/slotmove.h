@@ -30,6 +30,23 @@
  * A run first asks the source for CLUSTER NODES: a slot it neither owns nor has MIGRATING
  * (moved since the plan's observation) is skipped.
  *
+ * GROUPS: the slots go in groups of up to SLOTMOVE_MAX_GROUP (job->group_slots), each
+ * slot's machine as above, the group's in lockstep: each step of the group is one
+ * pipeline to its node (IMPORTING of every slot to T, then MIGRATING to S, GETKEYS to S,
+ * MEMORY USAGE of their keys to S, their MIGRATEs to S, NODE to T, to S, to each other
+ * master), so a group costs about as many round trips as one slot did, and Redis saves
+ * its nodes.conf once per pipeline rather than once per slot. One batch (the MIGRATEs of
+ * one pipeline) is still at most batch_bytes in all, at least one key: a slot's keys that
+ * do not fit wait for the next batch, and the longest a client waits is one batch as
+ * before (MIGRATE blocks the source for its keys; Redis runs a pipeline's MIGRATEs one
+ * after the other). A MIGRATE ... KEYS names keys of one slot (Redis: CROSSSLOT), so a
+ * batch is one MIGRATE per slot. Each reply is fed to its own slot's machine; a refusal
+ * stops the run after its pipeline, a connection lost stops it with every slot of the
+ * pipeline unanswered. Either way, and at any point a worker is killed, up to a group of
+ * slots is left open, each in a state RESUMING finishes: the plan resumes every open slot
+ * of the same source and target in one move (cluster_topo.c, RESHARD). A run stopped by
+ * its budget mid-group still closes the slots already emptied.
+ *
  * REPLICATED (wait_replicas > 0): MIGRATE deletes the keys on the source as soon as the
  * target has them, and the target's replicas get them asynchronously, so a failover of
  * the target before that loses them (docs/simulation.md, finding 5). A run that moved
@@ -63,6 +80,7 @@
 #define SLOTMOVE_MAX_RANGES 64
 #define SLOTMOVE_MAX_OTHERS 24 /* the other masters: shards at most 20, and some leaving */
 #define SLOTMOVE_MAX_KEYS 1000            /* GETKEYSINSLOT's count, keys in one MIGRATE at most */
+#define SLOTMOVE_MAX_GROUP 64             /* slots moved in lockstep (GROUPS), at most and by default */
 #define SLOTMOVE_DEFAULT_BATCH_BYTES (1 << 20)
 #define SLOTMOVE_DEFAULT_BUDGET_NS (INT64_C(8000000000))
 #define SLOTMOVE_PACE_TICK_NS (INT64_C(500000000)) /* a keepalive at least this often while paced */
@@ -107,6 +125,9 @@ typedef struct {
                                              * what it moved is due at this rate; 0: none */
     int wait_replicas;                      /* REPLICATED: replicas of the target that must
                                              * hold the moved keys; 0: not confirmed */
+    int group_slots;                        /* GROUPS: slots moved in lockstep; 0 (and above
+                                             * SLOTMOVE_MAX_GROUP): SLOTMOVE_MAX_GROUP (not in
+                                             * the JSON body: a tuning of this code's) */
 } slotmove_job_t;
 
 /* One slot's machine. */
@@ -126,19 +147,22 @@ typedef struct {
     int skipped;          /* slots the source no longer has (moved since the plan was made) */
     int64_t keys, bytes;  /* keys migrated, their MEMORY USAGE summed */
     int commands;         /* commands sent */
+    int round_trips;      /* pipelines sent (each one round trip), CLUSTER NODES included */
     int stopped;          /* 1: the budget or max_bytes ended it before every slot */
     int failed;           /* 1: an error stopped it (err says it) */
 } slotmove_progress_t;
 
 /* The commands' transport: command(user, to, argc, argv, lens) is the reply (the caller
  * frees it) or NULL with err when the node could not be asked (lens: each argument's
- * bytes, keys being binary); sizes(user, keys) fills
- * sizes[0..keys->elements) with each key's MEMORY USAGE on the source (0 when Redis
- * gives none), returning 0 or -1 with err. */
+ * bytes, keys being binary); pipeline(user, to, n, argcs, argvs, lenss, replies) sends n
+ * commands to the node at once and fills replies[0..n) (the caller's), returning 0, or -1
+ * with err when the node could not be asked or stopped answering (every replies[i] NULL
+ * then, as redis_sync_pipeline); NULL: the commands go one by one through command. */
 typedef struct {
     redisReply *(*command)(void *user, int to, int argc, const char *const *argv, const size_t *lens, char *err,
                            size_t errlen);
-    int (*sizes)(void *user, const redisReply *keys, int64_t *sizes, char *err, size_t errlen);
+    int (*pipeline)(void *user, int to, size_t n, const int *argcs, const char *const *const *argvs,
+                    const size_t *const *lenss, redisReply **replies, char *err, size_t errlen);
     int64_t (*now_ns)(void *user); /* a monotonic clock */
     void *user;
     void (*tick)(void *arg);        /* between slots and batches: the caller's keepalive; NULL none */
@@ -164,11 +188,11 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
  * with an acknowledged offset >= offset. Pure. */
 int slotmove_acked(const char *info, int64_t offset);
 
-/* Run the job's slots over io, password for MIGRATE's AUTH (NULL or "": none). Stops
- * at the first failure (progress->failed, err), or when the budget or max_bytes is
- * spent (progress->stopped): at a slot's start, or between the batches of a slot once
- * twice the budget is (the slot left open, as RESUMING says). Returns 0 when every slot
- * is done, 1 when stopped, -1 when failed. */
+/* Run the job's slots over io in GROUPS, password for MIGRATE's AUTH (NULL or "":
+ * none). Stops at the first failure (progress->failed, err), or when the budget or
+ * max_bytes is spent (progress->stopped): at a group's start, or between batches once
+ * twice the budget is (the group's slots still holding keys left open, as RESUMING
+ * says). Returns 0 when every slot is done, 1 when stopped, -1 when failed. */
 int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char *password,
                  slotmove_progress_t *progress, char *err, size_t errlen);
 

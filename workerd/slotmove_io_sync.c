@@ -60,48 +60,21 @@ static redisReply *sync_command(void *user, int to, int argc, const char *const 
     return r;
 }
 
-static int sync_sizes(void *user, const redisReply *keys, int64_t *sizes, char *err, size_t errlen)
+static int sync_pipeline(void *user, int to, size_t n, const int *argcs, const char *const *const *argvs,
+                         const size_t *const *lenss, redisReply **replies, char *err, size_t errlen)
 {
     sync_io_t *s = user;
-    size_t n = keys->elements < SLOTMOVE_MAX_KEYS ? keys->elements : SLOTMOVE_MAX_KEYS;
-    redis_sync_t *c = conn_to(s, SLOTMOVE_TO_SOURCE, err, errlen);
-    int argcs[SLOTMOVE_MAX_KEYS];
-    const char *const *argvs[SLOTMOVE_MAX_KEYS];
-    const size_t *lenss[SLOTMOVE_MAX_KEYS];
-    const char *(*av)[3] = calloc(n ? n : 1, sizeof(*av));
-    size_t(*lv)[3] = calloc(n ? n : 1, sizeof(*lv));
-    redisReply **rs = calloc(n ? n : 1, sizeof(*rs));
-    int rc = -1;
-    if (!c || !av || !lv || !rs) {
-        if (c)
-            snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        av[i][0] = "MEMORY";
-        av[i][1] = "USAGE";
-        av[i][2] = keys->element[i]->str;
-        lv[i][0] = 6;
-        lv[i][1] = 5;
-        lv[i][2] = keys->element[i]->len;
-        argcs[i] = 3;
-        argvs[i] = av[i];
-        lenss[i] = lv[i];
-    }
-    if (redis_sync_pipeline(c, n, argcs, argvs, lenss, COMMAND_TIMEOUT_NS, rs, err, errlen)) {
-        redis_sync_close(&s->source);
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        sizes[i] = rs[i]->type == REDIS_REPLY_INTEGER ? rs[i]->integer : 0; /* nil: gone since */
-        freeReplyObject(rs[i]);
-    }
-    rc = 0;
-out:
-    free(av);
-    free(lv);
-    free(rs);
-    return rc;
+    redis_sync_t *c = conn_to(s, to, err, errlen);
+    int64_t timeout = COMMAND_TIMEOUT_NS;
+    for (size_t i = 0; i < n; i++) /* MIGRATEs: each its own timeout more */
+        timeout += !strcmp(argvs[i][0], "MIGRATE") ? SLOTMOVE_MIGRATE_TIMEOUT_MS * NS_PER_MS : 0;
+    if (c && !redis_sync_pipeline(c, n, argcs, argvs, lenss, timeout, replies, err, errlen))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        replies[i] = NULL;
+    if (c) /* a failed connection stays failed: the next command opens another */
+        redis_sync_close(slot_of(s, to));
+    return -1;
 }
 
 static int64_t sync_now(void *user)
@@ -149,7 +122,7 @@ int slotmove_run_sync_tls(const slotmove_job_t *job, const char *password, const
     s.opts.tls = tls;
     s.opts.password = password;
     s.opts.password_fallback = password_fallback;
-    slotmove_io_t io = {.command = sync_command, .sizes = sync_sizes, .now_ns = sync_now, .user = &s,
+    slotmove_io_t io = {.command = sync_command, .pipeline = sync_pipeline, .now_ns = sync_now, .user = &s,
                         .tick = keepalive.tick, .tick_arg = keepalive.arg, .wait = sync_wait};
     int rc = slotmove_run(job, &io, password, progress, err, errlen);
     redis_sync_close(&s.source);

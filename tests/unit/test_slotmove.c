@@ -168,13 +168,15 @@ typedef struct {
     const char *state; /* its state= ("online"), NULL: no replica line */
     int ack_after;    /* it acknowledges toff at the ack_after-th WAIT (0: at once; -1 never) */
     int infos, waits; /* INFO replication and WAIT on the target */
+    int pipelines;    /* pipelines sent */
+    int refuse_slot;  /* the target refuses IMPORTING of this slot (-1 none) */
     int info_fails;   /* INFO on the target gets no answer */
 } model_t;
 
 static void model_init(model_t *w, int keys_in_slot3)
 {
     memset(w, 0, sizeof(*w));
-    w->fail_at = w->cut_migrate = -1;
+    w->fail_at = w->cut_migrate = w->refuse_slot = -1;
     w->state = "online";
     for (int i = 0; i < NODES; i++) {
         memset(w->id[i], '0' + i, CN_ID_LEN);
@@ -232,6 +234,8 @@ static redisReply *m_setslot(model_t *w, int me, int argc, const char *const *ar
         return error_of(e);
     }
     if (!strcmp(how, "IMPORTING")) {
+        if (s == w->refuse_slot)
+            return error_of("ERR the model refuses this slot");
         if (n->owner[s] == me) {
             snprintf(e, sizeof(e), "ERR I'm already the owner of hash slot %d", s);
             return error_of(e);
@@ -366,18 +370,26 @@ static redisReply *m_command(void *user, int to, int argc, const char *const *ar
         return m_setslot(w, me, argc, argv);
     if (argc == 4 && !strcmp(argv[1], "GETKEYSINSLOT"))
         return m_getkeys(w, me, (int)strtol(argv[2], NULL, 10));
+    if (argc == 3 && !strcmp(argv[0], "MEMORY") && !strcmp(argv[1], "USAGE"))
+        return find_key(&w->n[me], argv[2]) >= 0 ? reply_of(":40\r\n", 5) : reply_of("$-1\r\n", 5);
     return error_of("ERR unknown command");
 }
 
-static int m_sizes(void *user, const redisReply *keys, int64_t *sizes, char *err, size_t errlen)
+/* Pipelined: each command in turn, as Redis runs them; one without an answer (the worker
+ * killed there) ends it with every reply NULL, as redis_sync_pipeline. */
+static int m_pipeline(void *user, int to, size_t n, const int *argcs, const char *const *const *argvs,
+                      const size_t *const *lenss, redisReply **replies, char *err, size_t errlen)
 {
     model_t *w = user;
-    if (w->calls++ == w->fail_at) {
-        snprintf(err, errlen, "model: the worker was killed here");
-        return -1;
-    }
-    for (size_t i = 0; i < keys->elements; i++)
-        sizes[i] = 40; /* every key the same */
+    w->pipelines++;
+    for (size_t i = 0; i < n; i++)
+        if (!(replies[i] = m_command(user, to, argcs[i], argvs[i], lenss[i], err, errlen))) {
+            for (size_t k = 0; k < n; k++) {
+                freeReplyObject(k < i ? replies[k] : NULL);
+                replies[k] = NULL;
+            }
+            return -1;
+        }
     return 0;
 }
 
@@ -444,24 +456,39 @@ static void check_moved(const model_t *w, int slot, int keys)
 
 static void test_moves_a_slot(void)
 {
-    static model_t w;
-    model_init(&w, 25);
-    slotmove_job_t job;
-    job_of(&w, &job, 2, 4, 400); /* 10 keys a batch */
-    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w, NULL};
-    slotmove_progress_t pr;
-    char err[256];
-    CU_ASSERT_EQUAL(slotmove_run(&job, &io, "s3cret", &pr, err, sizeof(err)), 0);
-    CU_ASSERT_EQUAL(pr.slots_done, 3);
-    CU_ASSERT_EQUAL(pr.keys, 25);
-    CU_ASSERT_EQUAL(pr.bytes, 25 * 40);
-    CU_ASSERT_EQUAL(w.migrates, 3); /* 10 + 10 + 5 */
-    CU_ASSERT(w.ticks >= 3 + 4);    /* a keepalive at each slot's start and each batch */
-    CU_ASSERT_FALSE(pr.stopped);
-    check_moved(&w, 3, 25);
-    for (int s = 2; s <= 4; s++)
-        CU_ASSERT_EQUAL(w.n[2].owner[s], 1);
-    CU_ASSERT_EQUAL(w.n[0].owner[5], 0); /* the rest untouched */
+    /* GROUPS: the three slots in lockstep, pipelined (then one by one: io without pipeline),
+     * and a group of one slot (each slot through its steps before the next) */
+    static const struct {
+        int group, pipelined, ticks, round_trips;
+    } rows[] = {
+        /* CLUSTER NODES, IMPORTING, MIGRATING, 4 GETKEYS, 3 SIZES, 3 MIGRATE, NODE x 4 */
+        {0, 1, 1 + 4, 1 + 2 + 4 + 3 + 3 + 4},
+        {0, 0, 1 + 4, 0},
+        {1, 1, 3 + 6, 1 + 3 * (2 + 1 + 4) + 3 + 3 + 3}, /* (slot 3: 3 more GETKEYS, SIZES, MIGRATE) */
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        static model_t w;
+        model_init(&w, 25);
+        slotmove_job_t job;
+        job_of(&w, &job, 2, 4, 400); /* 10 keys a batch */
+        job.group_slots = rows[i].group;
+        slotmove_io_t io = {m_command, rows[i].pipelined ? m_pipeline : NULL, m_now, &w, m_tick, &w, NULL};
+        slotmove_progress_t pr;
+        char err[256];
+        CU_ASSERT_EQUAL(slotmove_run(&job, &io, "s3cret", &pr, err, sizeof(err)), 0);
+        CU_ASSERT_EQUAL(pr.slots_done, 3);
+        CU_ASSERT_EQUAL(pr.keys, 25);
+        CU_ASSERT_EQUAL(pr.bytes, 25 * 40);
+        CU_ASSERT_EQUAL(w.migrates, 3);         /* 10 + 10 + 5 */
+        CU_ASSERT(w.ticks >= rows[i].ticks);    /* a keepalive at each group's start and each batch */
+        CU_ASSERT_EQUAL(pr.round_trips, rows[i].round_trips ? rows[i].round_trips : pr.commands);
+        CU_ASSERT_EQUAL(w.pipelines, rows[i].pipelined ? pr.round_trips - 1 : 0);
+        CU_ASSERT_FALSE(pr.stopped);
+        check_moved(&w, 3, 25);
+        for (int s = 2; s <= 4; s++)
+            CU_ASSERT_EQUAL(w.n[2].owner[s], 1);
+        CU_ASSERT_EQUAL(w.n[0].owner[5], 0); /* the rest untouched */
+    }
 }
 
 /* Killed after any one command, then run again from scratch: the same end. */
@@ -471,7 +498,7 @@ static void test_every_crash_point(void)
     model_init(&w, 25);
     slotmove_job_t job;
     job_of(&w, &job, 3, 3, 400);
-    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w, NULL};
+    slotmove_io_t io = {m_command, m_pipeline, m_now, &w, m_tick, &w, NULL};
     slotmove_progress_t pr;
     char err[256];
     CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
@@ -496,6 +523,106 @@ static void test_every_crash_point(void)
     }
 }
 
+/* n keys "<prefix><i>" = "v<i>" into slot of the source. */
+static void add_keys(model_t *w, int slot, const char *prefix, int n)
+{
+    for (int k = 0; k < n; k++) {
+        kv_t *kv = &w->n[0].kv[w->n[0].nkv++];
+        snprintf(kv->key, sizeof(kv->key), "%s%d", prefix, k);
+        snprintf(kv->val, sizeof(kv->val), "v%d", k);
+        kv->slot = slot;
+    }
+}
+
+/* Slots 2-6 moved: owned by the target on both ends, open nowhere, slot 3's 25 keys and
+ * slot 5's 12 on the target once each. */
+static void check_group_moved(const model_t *w)
+{
+    for (int s = 2; s <= 6; s++)
+        CU_ASSERT(w->n[0].owner[s] == 1 && w->n[1].owner[s] == 1);
+    check_moved(w, 3, 25);
+    CU_ASSERT_EQUAL(keys_in(&w->n[0], 5), 0);
+    CU_ASSERT_EQUAL(keys_in(&w->n[1], 5), 12);
+    for (int s = 2; s <= 6; s++)
+        CU_ASSERT(w->n[0].migrating[s] < 0 && w->n[1].importing[s] < 0);
+}
+
+/* The model of the group tests: 25 keys in slot 3, 12 in slot 5; the job slots 2-6. */
+static void group_model(model_t *w, slotmove_job_t *job)
+{
+    model_init(w, 25);
+    add_keys(w, 5, "j", 12);
+    job_of(w, job, 2, 6, 400);
+}
+
+static int open_on_source(const model_t *w)
+{
+    int n = 0;
+    for (int s = 0; s < SLOTS; s++)
+        n += w->n[0].migrating[s] >= 0;
+    return n;
+}
+
+/* GROUPS: five slots (two with keys) in lockstep, killed after any one command (within a
+ * pipeline too: the commands before it ran), then run again from scratch: the several
+ * slots left open are all finished, nothing lost; pipelined and one by one. */
+static void test_group_crash_points(void)
+{
+    for (int pipelined = 0; pipelined < 2; pipelined++) {
+        static model_t w;
+        slotmove_job_t job;
+        group_model(&w, &job);
+        slotmove_io_t io = {m_command, pipelined ? m_pipeline : NULL, m_now, &w, m_tick, &w, NULL};
+        slotmove_progress_t pr;
+        char err[256];
+        CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+        check_group_moved(&w);
+        int total = w.calls, most_open = 0;
+        for (int k = 0; k < total; k++) {
+            group_model(&w, &job);
+            w.fail_at = k;
+            int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+            CU_ASSERT(rc == -1 || rc == 0);
+            CU_ASSERT(rc == 0 || strstr(err, "killed here"));
+            if (open_on_source(&w) > most_open)
+                most_open = open_on_source(&w);
+            w.fail_at = -1;
+            rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+            if (rc != 0)
+                printf("\n  crash at command %d: the second run failed: %s\n", k, err);
+            CU_ASSERT_EQUAL(rc, 0);
+            check_group_moved(&w);
+        }
+        CU_ASSERT(most_open >= 4); /* several slots were left open at once */
+    }
+}
+
+/* A refusal in the middle of a pipeline is the refused slot's: the run stops with its
+ * words, its neighbours (answered OK in the same pipeline) left open, and a run after
+ * the refusal is gone finishes them all. */
+static void test_refusal_mid_pipeline(void)
+{
+    static model_t w;
+    slotmove_job_t job;
+    group_model(&w, &job);
+    w.refuse_slot = 4;
+    slotmove_io_t io = {m_command, m_pipeline, m_now, &w, m_tick, &w, NULL};
+    slotmove_progress_t pr;
+    char err[256];
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "slot 4: SETSLOT IMPORTING on the target: ERR the model refuses this slot"));
+    CU_ASSERT_TRUE(pr.failed);
+    CU_ASSERT_EQUAL(pr.slots_done, 0);
+    for (int s = 2; s <= 6; s++) { /* IMPORTING on the target at most; the source owns every slot */
+        CU_ASSERT_EQUAL(w.n[0].owner[s], 0);
+        CU_ASSERT_EQUAL(w.n[1].importing[s], s == 4 ? -1 : 0);
+    }
+    w.refuse_slot = -1;
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(pr.slots_done, 5);
+    check_group_moved(&w);
+}
+
 /* A MIGRATE cut off after copying a key: BUSYKEY, then REPLACE; nothing doubled. */
 static void test_migrate_cut_off(void)
 {
@@ -504,7 +631,7 @@ static void test_migrate_cut_off(void)
     w.cut_migrate = 1; /* the second batch */
     slotmove_job_t job;
     job_of(&w, &job, 3, 3, 400);
-    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w, NULL};
+    slotmove_io_t io = {m_command, m_pipeline, m_now, &w, m_tick, &w, NULL};
     slotmove_progress_t pr;
     char err[256];
     CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), -1);
@@ -522,7 +649,8 @@ static void test_budget_and_refusal(void)
     slotmove_job_t job;
     job_of(&w, &job, 3, 4, 400);
     job.budget_ns = 3500000; /* the model's clock moves 1 ms a look */
-    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w, NULL};
+    job.group_slots = 1;     /* (GROUPS of one slot: a group's start is a slot's) */
+    slotmove_io_t io = {m_command, m_pipeline, m_now, &w, m_tick, &w, NULL};
     slotmove_progress_t pr;
     char err[256];
     /* spent within slot 3: it is finished all the same, and the run stops at slot 4's start */
@@ -541,6 +669,19 @@ static void test_budget_and_refusal(void)
     CU_ASSERT_EQUAL(rc, 1);
     CU_ASSERT_EQUAL(pr.keys, 20);
     CU_ASSERT_EQUAL(w.n[0].migrating[3], 1); /* left open, as RESUMING says */
+    job.budget_ns = INT64_C(1000000000000);
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+    check_moved(&w, 3, 25);
+    /* the same in one group: stopped in slot 3, slot 4 (no key) is closed all the same */
+    model_init(&w, 25);
+    job.group_slots = 0;
+    job.budget_ns = 1500000;
+    rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+    CU_ASSERT_EQUAL(rc, 1);
+    CU_ASSERT_EQUAL(pr.slots_done, 1);
+    CU_ASSERT_EQUAL(w.n[0].migrating[3], 1);
+    CU_ASSERT_EQUAL(w.n[0].owner[4], 1);
+    CU_ASSERT_EQUAL(w.n[1].importing[4], -1);
     job.budget_ns = INT64_C(1000000000000);
     CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
     check_moved(&w, 3, 25);
@@ -583,7 +724,7 @@ static void test_pace(void)
     slotmove_job_t job;
     job_of(&w, &job, 3, 4, 400); /* 10 keys a batch */
     job.bytes_per_second = 400;
-    slotmove_io_t io = {m_command, m_sizes, m_now, &w, m_tick, &w, m_wait};
+    slotmove_io_t io = {m_command, m_pipeline, m_now, &w, m_tick, &w, m_wait};
     slotmove_progress_t pr;
     char err[256];
     CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
@@ -601,13 +742,15 @@ static void test_pace(void)
     CU_ASSERT_EQUAL(w.waited, 0);
     /* a budget of 1 s at 400 bytes/s: mid-slot a run may take twice the budget, so two
      * batches go (the second at 1 s), then a third would be due at 3 s: the run stops in
-     * slot 3, left open (resumable), and returns when its 800 bytes are due (2 s) */
+     * slot 3, left open (resumable), and returns when its 800 bytes are due (2 s); slot 4,
+     * of the same group and without a key, is closed all the same */
     model_init(&w, 25);
     job.bytes_per_second = 400;
     job.budget_ns = 1000000000;
     CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 1);
     CU_ASSERT_TRUE(pr.stopped);
-    CU_ASSERT_EQUAL(pr.slots_done, 0);
+    CU_ASSERT_EQUAL(pr.slots_done, 1);
+    CU_ASSERT_EQUAL(w.n[0].owner[4], 1);
     CU_ASSERT_EQUAL(pr.keys, 20);
     CU_ASSERT_EQUAL(w.n[0].migrating[3], 1);
     CU_ASSERT(w.now >= INT64_C(2000000000));
@@ -690,7 +833,7 @@ static void test_replicated(void)
         slotmove_job_t job;
         job_of(&w, &job, 3, 3, 1 << 20);
         job.wait_replicas = rows[i].wait_replicas;
-        slotmove_io_t io = {m_command, m_sizes, m_now, &w, NULL, NULL, NULL};
+        slotmove_io_t io = {m_command, m_pipeline, m_now, &w, NULL, NULL, NULL};
         slotmove_progress_t pr;
         char err[256];
         int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
@@ -737,6 +880,8 @@ static const cu_entry_t tests[] = {
     {"three slots with 25 keys moved whole", test_moves_a_slot},
     {"killed after any command, run again: moved, nothing lost", test_every_crash_point},
     {"a MIGRATE cut off after a copy: BUSYKEY, then REPLACE", test_migrate_cut_off},
+    {"a group killed after any command, run again: its open slots finished", test_group_crash_points},
+    {"a refusal mid-pipeline is its slot's; the run again finishes all", test_refusal_mid_pipeline},
     {"budget and max_bytes stop a run; a refusal stops it with Redis's words", test_budget_and_refusal},
     {"bytesPerSecond paces a run between batches", test_pace},
     {"the job as a plan action's body", test_json},

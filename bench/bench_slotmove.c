@@ -1,0 +1,289 @@
+/* bench_slotmove: the slot move's own throughput, without Kubernetes (bench/README.md,
+ * "Slot moves without Kubernetes"). Four real redis-server processes in cluster mode on
+ * 127.0.0.1 (three masters holding every slot, a fourth empty), BYTES of 1 KiB values
+ * written into the three, then a quarter of the slots moved into the fourth: once by
+ * slotmove_run_sync (what workerd runs for a PLAN_SLOT_MOVE: each source's highest slots,
+ * as the plan picks them), once from the same starting point by `redis-cli --cluster
+ * rebalance --cluster-use-empty-masters`. Prints seconds, slots/s, keys/s and (ours) the
+ * commands sent per slot. Every redis-server started is stopped by its PID.
+ *
+ *   bench_slotmove [--bytes N] [--value N] [--batch-bytes N] [--only ours|cli] [--runs N]
+ */
+#include "bench_util.h"
+#include "clock.h"
+#include "redis_servers.h"
+#include "slotmove.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BN 4 /* nodes: three masters and the empty one */
+
+typedef struct {
+    int64_t bytes, value, batch_bytes;
+    int ours, cli, runs;
+    char dir[256];
+    server_t srv[BN];
+    char id[BN][CN_ID_LEN + 1];
+    long long keys;
+} bench_t;
+
+static redisContext *bconn(const bench_t *b, int i)
+{
+    redisContext *c = redisConnect("127.0.0.1", b->srv[i].port);
+    struct timeval tv = {30, 0};
+    if (c && !c->err && redisSetTimeout(c, tv) == REDIS_OK)
+        return c;
+    redisFree(c);
+    return NULL;
+}
+
+/* cmd on node i: its reply (the caller frees), NULL when none. */
+static redisReply *bcmd(const bench_t *b, int i, const char *cmd)
+{
+    redisContext *c = bconn(b, i);
+    redisReply *r = c ? redisCommand(c, cmd) : NULL;
+    redisFree(c);
+    return r;
+}
+
+/* A command's text answer into out ("" when none). */
+static void bask(const bench_t *b, int i, const char *cmd, char *out, size_t len)
+{
+    redisReply *r = bcmd(b, i, cmd);
+    snprintf(out, len, "%s", r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) ? r->str : "");
+    freeReplyObject(r);
+}
+
+static void stop_all(bench_t *b)
+{
+    for (int i = 0; i < BN; i++)
+        server_stop(&b->srv[i]);
+}
+
+/* 1 when every node knows the four, says cluster_state:ok and sees no open slot. */
+static int settled(const bench_t *b)
+{
+    static char text[1 << 16];
+    for (int i = 0; i < BN; i++) {
+        bask(b, i, "CLUSTER INFO", text, sizeof(text));
+        if (!strstr(text, "cluster_state:ok"))
+            return 0;
+        bask(b, i, "CLUSTER NODES", text, sizeof(text));
+        int lines = 0;
+        for (const char *p = text; *p; p++)
+            lines += *p == '\n';
+        if (lines != BN || strstr(text, "->-") || strstr(text, "-<-") || strstr(text, "handshake"))
+            return 0;
+    }
+    return 1;
+}
+
+/* Four fresh nodes, slots 0-16383 over the first three, met, settled. 0 or -1. */
+static int start_cluster(bench_t *b)
+{
+    char cmd[128], conf[300];
+    for (int i = 0; i < BN; i++) {
+        snprintf(conf, sizeof(conf), "%s/nodes-%d.conf", b->dir, i);
+        unlink(conf);
+        const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", conf,
+                               "--cluster-node-timeout", "5000", "--dir", b->dir, NULL};
+        int port = free_port();
+        while (port > 55000 || port < 0) /* the cluster bus is the port + 10000 */
+            port = free_port();
+        if (server_start(&b->srv[i], port, extra)) {
+            fprintf(stderr, "bench_slotmove: redis-server %d did not start\n", i);
+            return -1;
+        }
+        bask(b, i, "CLUSTER MYID", b->id[i], sizeof(b->id[i]));
+    }
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof(cmd), "CLUSTER ADDSLOTSRANGE %d %d", i * 16384 / 3, (i + 1) * 16384 / 3 - 1);
+        bask(b, i, cmd, conf, sizeof(conf));
+        snprintf(cmd, sizeof(cmd), "CLUSTER SET-CONFIG-EPOCH %d", i + 1);
+        bask(b, i, cmd, conf, sizeof(conf));
+    }
+    for (int i = 1; i < BN; i++) {
+        snprintf(cmd, sizeof(cmd), "CLUSTER MEET 127.0.0.1 %d", b->srv[0].port);
+        bask(b, i, cmd, conf, sizeof(conf));
+    }
+    for (int waited = 0; waited < 30000; waited += 100, nap_ms(100))
+        if (settled(b))
+            return 0;
+    fprintf(stderr, "bench_slotmove: the cluster did not settle in 30 s\n");
+    return -1;
+}
+
+/* b->bytes of b->value-byte values into the three masters (each key to its slot's). */
+static int fill(bench_t *b)
+{
+    char *val = malloc((size_t)b->value);
+    redisContext *c[3] = {bconn(b, 0), bconn(b, 1), bconn(b, 2)};
+    int pending[3] = {0}, rc = val && c[0] && c[1] && c[2] ? 0 : -1;
+    if (val)
+        memset(val, 'v', (size_t)b->value);
+    b->keys = b->bytes / b->value;
+    for (long long k = 0; k < b->keys && !rc; k++) {
+        char key[32];
+        snprintf(key, sizeof(key), "key:%lld", k);
+        int n = bench_key_slot(key) * 3 / 16384;
+        while (n > 0 && bench_key_slot(key) < n * 16384 / 3)
+            n--;
+        while (n < 2 && bench_key_slot(key) >= (n + 1) * 16384 / 3)
+            n++;
+        redisAppendCommand(c[n], "SET %s %b", key, val, (size_t)b->value);
+        if (++pending[n] < 500 && k + 1 < b->keys)
+            continue;
+        for (int i = 0; i < 3; i++)
+            for (; pending[i] > 0 && !rc; pending[i]--) {
+                void *r = NULL;
+                rc = redisGetReply(c[i], &r) == REDIS_OK ? 0 : -1;
+                freeReplyObject(r);
+            }
+    }
+    for (int i = 0; i < 3; i++)
+        if (c[i])
+            redisFree(c[i]);
+    free(val);
+    return rc;
+}
+
+static void node_of(const bench_t *b, int i, slotmove_node_t *n)
+{
+    memset(n, 0, sizeof(*n));
+    snprintf(n->pod, sizeof(n->pod), "n%d", i);
+    snprintf(n->ip, sizeof(n->ip), "127.0.0.1");
+    n->port = b->srv[i].port;
+    snprintf(n->id, sizeof(n->id), "%s", b->id[i]);
+}
+
+/* Ours: each master's highest slots above the share (16384 / 4) to node 3, one job each,
+ * run again while a run stops at its budget (as the plan would). Returns 0 or -1. */
+static int move_ours(const bench_t *b, slotmove_progress_t *sum)
+{
+    static slotmove_job_t job;
+    memset(sum, 0, sizeof(*sum));
+    for (int s = 0; s < 3; s++) {
+        int from = s * 16384 / 3, to = (s + 1) * 16384 / 3 - 1, give = to - from + 1 - 16384 / 4;
+        memset(&job, 0, sizeof(job));
+        node_of(b, s, &job.source);
+        node_of(b, 3, &job.target);
+        for (int o = 0; o < 3; o++)
+            if (o != s)
+                node_of(b, o, &job.others[job.nothers++]);
+        job.nranges = 1;
+        job.ranges[0] = (cn_range_t){to - give + 1, to};
+        job.batch_bytes = b->batch_bytes;
+        job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
+        int rc = 1;
+        while (rc == 1) {
+            slotmove_progress_t pr;
+            char err[512];
+            rc = slotmove_run_sync(&job, NULL, NULL, &pr, err, sizeof(err));
+            if (rc < 0) {
+                fprintf(stderr, "bench_slotmove: slotmove_run_sync: %s\n", err);
+                return -1;
+            }
+            sum->slots_done += pr.slots_done;
+            sum->keys += pr.keys;
+            sum->bytes += pr.bytes;
+            sum->commands += pr.commands;
+            sum->round_trips += pr.round_trips;
+        }
+    }
+    return 0;
+}
+
+static int move_cli(const bench_t *b)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd),
+             "redis-cli --cluster rebalance 127.0.0.1:%d --cluster-use-empty-masters >%s/cli.log 2>&1",
+             b->srv[0].port, b->dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Keys on node 3 (DBSIZE). */
+static long long moved_keys(const bench_t *b)
+{
+    redisReply *r = bcmd(b, 3, "DBSIZE");
+    long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+/* One trial of one side: fresh cluster, filled, moved, timed. Returns 0 or -1. */
+static int trial(bench_t *b, int ours)
+{
+    slotmove_progress_t pr = {0};
+    int rc = start_cluster(b) ? -1 : 0;
+    if (!rc && fill(b)) {
+        fprintf(stderr, "bench_slotmove: writing the keys failed\n");
+        rc = -1;
+    }
+    int64_t t0 = clock_mono_ns();
+    if (!rc && (rc = ours ? move_ours(b, &pr) : move_cli(b)))
+        fprintf(stderr, "bench_slotmove: the move failed (%s)\n", ours ? "slotmove_run_sync" : b->dir);
+    double sec = (double)(clock_mono_ns() - t0) / 1e9;
+    long long keys = moved_keys(b);
+    int slots = ours ? pr.slots_done : 16384 / 4;
+    if (!rc)
+        printf("| %-34s | %7.2f | %7.0f | %9.0f | %9lld | %s |\n",
+               ours ? "slotmove_run_sync (workerd's)" : "redis-cli --cluster rebalance", sec, slots / sec,
+               (double)keys / sec, keys, ours ? "ours" : "cli");
+    int ok = 0; /* every node agrees, nothing open */
+    for (int waited = 0; !rc && !ok && waited < 10000; waited += 100, nap_ms(100))
+        ok = settled(b);
+    if (!rc && ours)
+        printf("|   %d commands in %d round trips: %.2f a slot |  |  |  |  |  |\n", pr.commands, pr.round_trips,
+               (double)pr.round_trips / (slots ? slots : 1));
+    if (!rc && !ok) {
+        fprintf(stderr, "bench_slotmove: the cluster did not settle after the move\n");
+        rc = -1;
+    }
+    fflush(stdout);
+    stop_all(b);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static bench_t b = {.bytes = 64 << 20, .value = 1024, .batch_bytes = SLOTMOVE_DEFAULT_BATCH_BYTES, .runs = 1};
+    b.ours = b.cli = 1;
+    static const struct option opts[] = {{"bytes", 1, 0, 'b'}, {"value", 1, 0, 'v'}, {"batch-bytes", 1, 0, 'B'},
+                                         {"only", 1, 0, 'o'}, {"runs", 1, 0, 'r'}, {0, 0, 0, 0}};
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        if (c == 'b')
+            b.bytes = strtoll(optarg, NULL, 10);
+        else if (c == 'v')
+            b.value = strtoll(optarg, NULL, 10);
+        else if (c == 'B')
+            b.batch_bytes = strtoll(optarg, NULL, 10);
+        else if (c == 'r')
+            b.runs = (int)strtol(optarg, NULL, 10);
+        else if (c == 'o') {
+            b.ours = !strcmp(optarg, "ours");
+            b.cli = !strcmp(optarg, "cli");
+        } else
+            return 2;
+    }
+    snprintf(b.dir, sizeof(b.dir), "/tmp/bench_slotmove.XXXXXX");
+    if (b.value <= 0 || b.bytes < b.value || !mkdtemp(b.dir))
+        return 2;
+    printf("%lld MiB, %lld keys of %lld bytes, 3 -> 4 masters, batchBytes %lld\n\n", (long long)(b.bytes >> 20),
+           (long long)(b.bytes / b.value), (long long)b.value, (long long)b.batch_bytes);
+    printf("| %-34s | seconds | slots/s |    keys/s | keys moved | |\n|---|---|---|---|---|---|\n", "");
+    int rc = 0;
+    for (int r = 0; r < b.runs && !rc; r++)
+        rc = (b.ours && trial(&b, 1)) || (b.cli && trial(&b, 0));
+    stop_all(&b);
+    char rm[300];
+    snprintf(rm, sizeof(rm), "rm -rf '%s'", b.dir);
+    if (system(rm))
+        rc = -1;
+    return rc ? 1 : 0;
+}
