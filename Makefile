@@ -22,13 +22,16 @@ LDLIBS_ALL := -lcurl -ljson-c -lyaml -lssl -lcrypto -lzmq -lmicrohttpd -levent -
 	-Wl,--push-state,--as-needed -lexpat -Wl,--pop-state $(LDLIBS)
 
 DAEMONS := supervisor informerd workerd electord webhookd observerd metricsd
+# Command-line tools built beside the daemons: directory -> build/bin/rdc-<directory>
+# (backup/: rdc-backup, docs/backup.md). Their modules are linked into the unit tests too.
+TOOLS := backup
 COMMON_SRC := $(wildcard common/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # Each daemon's module files (everything but main.c) are linked into the unit tests too,
 # so the pure parts (queue, plan, lease steps, restart policy) are tested directly.
-MODULE_SRC := $(filter-out %/main.c,$(foreach d,$(DAEMONS),$(wildcard $(d)/*.c)))
+MODULE_SRC := $(filter-out %/main.c,$(foreach d,$(DAEMONS) $(TOOLS),$(wildcard $(d)/*.c)))
 MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 
 # Keep object files of the unit tests between runs.
@@ -36,10 +39,10 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 
 
 .PHONY: s3-check bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard soak all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
-all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
+all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%) $(TOOLS:%=$(BUILD)/bin/rdc-%)
 
 # The source checks (scripts/check-banned.sh: banned functions, line width) over every C file.
-$(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) tests bench -name '*.[ch]' 2>/dev/null)
+$(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) $(TOOLS) tests bench -name '*.[ch]' 2>/dev/null)
 	@scripts/check-banned.sh
 	@mkdir -p $(@D) && touch $@
 
@@ -61,10 +64,17 @@ $(BUILD)/bin/$(1): $(filter $(BUILD)/$(1)/%,$(MODULE_OBJ)) $(BUILD)/$(1)/main.o 
 endef
 $(foreach d,$(DAEMONS),$(eval $(call daemon_rule,$(d))))
 
+define tool_rule
+$(BUILD)/bin/rdc-$(1): $(filter $(BUILD)/$(1)/%,$(MODULE_OBJ)) $(BUILD)/$(1)/main.o $(BUILD)/libcommon.a
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS_ALL) $$^ $$(LDLIBS_ALL) -o $$@
+endef
+$(foreach d,$(TOOLS),$(eval $(call tool_rule,$(d))))
+
 # Unit tests see every daemon's headers (their modules are linked in, see MODULE_SRC).
 $(BUILD)/tests/unit/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) $(DAEMONS:%=-I%) -Itests/unit -Itests/sim -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_ALL) $(DAEMONS:%=-I%) $(TOOLS:%=-I%) -Itests/unit -Itests/sim -MMD -MP -c $< -o $@
 
 # The failover simulation (tests/sim/, docs/simulation.md): its model of Redis and the
 # world around the plan, linked into test_sim_failover.
