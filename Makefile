@@ -38,7 +38,7 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 .SECONDARY:
 
 
-.PHONY: s3-check bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard soak all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
+.PHONY: s3-check backup-check bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard soak all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%) $(TOOLS:%=$(BUILD)/bin/rdc-%)
 
 # The source checks (scripts/check-banned.sh: banned functions, line width) over every C file.
@@ -103,6 +103,9 @@ $(BUILD)/s3/test_s3_server: $(BUILD)/tests/s3/test_s3_server.o $(BUILD)/libcommo
 
 s3-check: $(BUILD)/s3/test_s3_server ## The S3 client against the pinned versitygw (tests/s3/): put, get, list, multipart, corruption.
 	@tests/s3/run.sh $(BUILD)/s3/test_s3_server
+
+backup-check: $(BUILD)/bin/rdc-backup ## rdc-backup against versitygw and redis-server on 127.0.0.1 (tests/s3/backup.sh).
+	@tests/s3/backup.sh $(BUILD)/bin/rdc-backup
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all
