@@ -54,10 +54,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "rdc-backup: curl_global_init failed\n");
         return 1;
     }
+    if (a.cmd == BACKUP_CMD_RESTORE) {
+        int r = restore_prepare(&a, stdout, err, sizeof err);
+        if (r != 0) {
+            rc = r > 0 ? 0 : 1;
+            goto out;
+        }
+    }
     s = open_s3(&a, err, sizeof err);
-    if (s)
-        rc = a.cmd == BACKUP_CMD_TAKE ? take_run(&a, s, stdout, err, sizeof err)
-                                      : restore_run(&a, s, stdout, err, sizeof err);
+    if (s && a.cmd == BACKUP_CMD_TAKE)
+        rc = take_run(&a, s, stdout, err, sizeof err);
+    else if (s)
+        rc = restore_download(&a, s, stdout, err, sizeof err) == 0 ? 0 : 1;
+out:
     if (rc != 0)
         fprintf(stderr, "rdc-backup %s: %s\n", a.cmd == BACKUP_CMD_TAKE ? "take" : "restore", err);
     s3_destroy(&s);

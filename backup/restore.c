@@ -182,20 +182,27 @@ static void print_result(FILE *out, const backup_args_t *a, const char *result, 
     backup_print_json(out, o, oom);
 }
 
-int restore_run(const backup_args_t *a, s3_t *s, FILE *out, char *err, size_t errlen)
+int restore_prepare(const backup_args_t *a, FILE *out, char *err, size_t errlen)
 {
     restore_seen_t seen;
-    s3_object_t obj;
     char why[256];
     if (restore_survey(a->to, &seen, err, errlen) != 0)
-        return 1;
-    if (restore_decide(&seen, a->force, why, sizeof why) == RESTORE_SKIP) {
-        print_result(out, a, "skipped", why, NULL);
+        return -1;
+    if (restore_decide(&seen, a->force, why, sizeof why) == RESTORE_DO) {
+        if (why[0])
+            fprintf(stderr, "rdc-backup restore: %s\n", why);
         return 0;
     }
+    print_result(out, a, "skipped", why, NULL);
+    return 1;
+}
+
+int restore_download(const backup_args_t *a, s3_t *s, FILE *out, char *err, size_t errlen)
+{
+    s3_object_t obj;
     memset(&obj, 0, sizeof obj);
     if (download_into_place(a, s, &obj, err, errlen) != 0)
-        return 1;
-    print_result(out, a, "restored", why, &obj);
+        return -1;
+    print_result(out, a, "restored", NULL, &obj);
     return 0;
 }

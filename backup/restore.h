@@ -51,8 +51,14 @@ restore_action_t restore_decide(const restore_seen_t *seen, int force, char *why
  * (the directory missing is an error: the volume is not mounted). */
 int restore_survey(const char *target, restore_seen_t *seen, char *err, size_t errlen);
 
-/* The whole command for args (a->cmd RESTORE) with the client s: 0 after a restore or a
- * skip, with its JSON line on out; 1 with one line in err. */
-int restore_run(const backup_args_t *a, s3_t *s, FILE *out, char *err, size_t errlen);
+/* The first half of the command for args (a->cmd RESTORE), before any S3 request: survey
+ * and decide. 0: go on with restore_download; 1: skipped, its JSON line printed on out
+ * (a restarted pod needs neither the network nor the credentials to keep its data); -1
+ * with one line in err. */
+int restore_prepare(const backup_args_t *a, FILE *out, char *err, size_t errlen);
+
+/* The second half: download, verify and rename into place (the header) with the client
+ * s, then the JSON line on out. 0, or -1 with one line in err (nothing left behind). */
+int restore_download(const backup_args_t *a, s3_t *s, FILE *out, char *err, size_t errlen);
 
 #endif

@@ -5,12 +5,16 @@
 #   1. take from the replica (disk-based sync: the "$<len>" form), 5 MiB parts: multipart,
 #      its memory (max RSS) below the RDB's size;
 #   2. take from the primary (diskless sync: the "$EOF:<mark>" form), default part size;
+#      and over TLS (--tls-dir: CA, client certificate), 5 MiB parts;
 #   3. restore each into an empty data dir, start a new redis-server on it, compare every
 #      key's value with what was written; DBSIZE equal;
-#   4. restore again over the restored dir: skipped, the file untouched;
+#   4. restore again over the restored dir: skipped (no S3 request: bogus endpoint and
+#      credentials), the file untouched;
 #   5. the object's bytes overwritten in place (its x-amz-meta-sha256 kept): refused, no
 #      dump.rdb and no temporary file left; an object without the metadata: refused,
-#      accepted with --expect-sha256 of its bytes; a missing key: refused;
+#      accepted with --expect-sha256 of its bytes; a missing key: refused; take over TLS
+#      with a CA that did not sign the server's certificate, and with a wrong password:
+#      refused, no object;
 #   6. a node that breaks off mid-RDB after two parts went up: take fails, the multipart
 #      upload is aborted (none left in progress), no object at the key.
 # A missing redis-server, or an S3 server that cannot be built or started, FAILS the
@@ -81,9 +85,31 @@ start_redis() {  # start_redis NAME PORT DIR [args...]: started, answering PING
   die "redis-server $name on 127.0.0.1:$port did not answer"
 }
 
-pport=$(free_port) rport=$(free_port)
+# TLS: a CA, the server's certificate for IP 127.0.0.1, a client certificate (the
+# primary asks for one), in the layout --tls-dir reads (cert-manager's: ca.crt, tls.crt,
+# tls.key); and a second CA that trusts nothing of these.
+pki() {
+  local d=$work/pki ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  mkdir -p "$d" "$work/tls" "$work/tls-wrong"
+  for ca in ca other-ca; do
+    openssl req -x509 "${ec[@]}" -keyout "$d/$ca.key" -out "$d/$ca.crt" -subj "/CN=$ca" -days 1
+  done
+  openssl req "${ec[@]}" -keyout "$d/server.key" -out "$d/server.csr" -subj /CN=redis
+  openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 1 \
+    -out "$d/server.crt" -extfile <(printf 'subjectAltName=IP:127.0.0.1\n')
+  openssl req "${ec[@]}" -keyout "$work/tls/tls.key" -out "$d/client.csr" -subj /CN=backup
+  openssl x509 -req -in "$d/client.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 1 \
+    -out "$work/tls/tls.crt"
+  cp "$d/ca.crt" "$work/tls/ca.crt"
+  cp "$d/other-ca.crt" "$work/tls-wrong/ca.crt"
+}
+pki >"$work/pki.log" 2>&1 || { cat "$work/pki.log" >&2; die "making the test certificates"; }
+
+pport=$(free_port) rport=$(free_port) tport=$(free_port)
 start_redis primary "$pport" "$work/primary" --requirepass "$password" --masterauth "$password" \
-  --repl-diskless-sync yes --repl-diskless-sync-delay 0
+  --repl-diskless-sync yes --repl-diskless-sync-delay 0 --tls-port "$tport" \
+  --tls-cert-file "$work/pki/server.crt" --tls-key-file "$work/pki/server.key" \
+  --tls-ca-cert-file "$work/pki/ca.crt" --tls-auth-clients yes
 start_redis replica "$rport" "$work/replica" --requirepass "$password" --masterauth "$password" \
   --replicaof 127.0.0.1 "$pport" --repl-diskless-sync no
 
@@ -140,6 +166,8 @@ take() {  # take NAME PORT [flags...]: the JSON line into $work/NAME.json
 echo "backup-check: take"
 check "take from the replica" take replica "$rport" --part-size-mib 5
 check "take from the primary" take primary "$pport"
+check "take from the primary over TLS (client certificate, AUTH)" \
+  take tls "$tport" --tls-dir "$work/tls" --part-size-mib 5
 size=$(json size <"$work/replica.json")
 check "the replica's RDB ($size bytes) is larger than a 5 MiB part" test "$size" -gt $((5 * 1024 * 1024))
 check "it went multipart ($(json parts <"$work/replica.json") parts)" test "$(json parts <"$work/replica.json")" -ge 2
@@ -168,10 +196,14 @@ restore_and_compare() {  # restore_and_compare NAME: restored into a new server,
 }
 check "the replica's backup restored: all $KEYS keys with their values" restore_and_compare replica
 check "the primary's backup restored: all $KEYS keys with their values" restore_and_compare primary
+check "the TLS backup restored: all $KEYS keys with their values" restore_and_compare tls
 before=$(sha256sum <"$work/restored-replica/dump.rdb")
-"$bin" restore "${s3[@]}" --key primary/dump.rdb --to "$work/restored-replica/dump.rdb" >"$work/skip.json"
+# No credentials and no S3 server needed to skip: a restarted pod keeps its data.
+"$bin" restore --endpoint http://127.0.0.1:1 --bucket "$bucket" --key primary/dump.rdb \
+  --credentials-dir "$work/nothere" --to "$work/restored-replica/dump.rdb" >"$work/skip.json"
 printf '  restore over data: %s\n' "$(cat "$work/skip.json")"
-check "a restore over a data dir that holds data is skipped" test "$(json result <"$work/skip.json")" = skipped
+check "a restore over a data dir that holds data is skipped (before any S3 request)" \
+  test "$(json result <"$work/skip.json")" = skipped
 check "... and leaves its dump.rdb untouched" test "$(sha256sum <"$work/restored-replica/dump.rdb")" = "$before"
 
 # ---- 5: refusals -------------------------------------------------------------------------
@@ -207,6 +239,26 @@ expected_ok() {  # the object without metadata, with the hash of its bytes named
     cmp -s "$work/expect/dump.rdb" "$S3_DATA/$bucket/plain/dump.rdb"
 }
 check "... and accepted with --expect-sha256 of its bytes" expected_ok
+
+untrusted() {  # TLS to a server whose certificate no CA of --tls-dir signed
+  if "$bin" take --redis "127.0.0.1:$tport" --tls-dir "$work/tls-wrong" "${s3[@]}" --key untrusted/dump.rdb \
+    >/dev/null 2>"$work/untrusted.err"; then
+    return 1
+  fi
+  printf '  refused: %s\n' "$(cat "$work/untrusted.err")"
+  grep -q "certificate verify failed" "$work/untrusted.err" && [ ! -e "$S3_DATA/$bucket/untrusted" ]
+}
+check "take over TLS refuses a server certificate its CA did not sign; no object" untrusted
+wrongpass() {
+  printf 'not-the-password\n' >"$work/wrong-password"
+  if "$bin" take --redis "127.0.0.1:$rport" --password-file "$work/wrong-password" "${s3[@]}" \
+    --key wrongpass/dump.rdb >/dev/null 2>"$work/wrongpass.err"; then
+    return 1
+  fi
+  printf '  refused: %s\n' "$(cat "$work/wrongpass.err")"
+  grep -q "AUTH: WRONGPASS" "$work/wrongpass.err" && [ ! -e "$S3_DATA/$bucket/wrongpass" ]
+}
+check "take with a wrong password fails with Redis's words; no object" wrongpass
 
 # ---- 6: a node that breaks off mid-RDB ---------------------------------------------------
 echo "backup-check: a node that breaks off mid-RDB"
