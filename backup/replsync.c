@@ -114,20 +114,14 @@ static replsync_state_t on_line(replsync_t *p, const char *l)
     case REPLSYNC_FULLRESYNC:
         if (strncmp(l, "+FULLRESYNC ", 12) == 0)
             return on_fullresync(p, l + 1);
-        if (l[0] == '-') {
-            snprintf(p->err, sizeof p->err, "PSYNC: %.200s", l + 1);
-            p->state = REPLSYNC_FAILED;
-            return p->state;
-        }
+        if (l[0] == '-')
+            return fail(p, "PSYNC: %.200s", l + 1);
         return fail(p, "PSYNC: not a full resynchronisation: \"%.200s\"", l);
     case REPLSYNC_HEADER:
         if (l[0] == '$')
             return on_header(p, l + 1);
-        if (l[0] == '-') {
-            snprintf(p->err, sizeof p->err, "RDB: the server gave up: %.200s", l + 1);
-            p->state = REPLSYNC_FAILED;
-            return p->state;
-        }
+        if (l[0] == '-')
+            return fail(p, "RDB: the server gave up: %.200s", l + 1);
         return fail(p, "RDB header: unexpected line \"%.200s\"", l);
     default:
         return p->state;

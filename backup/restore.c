@@ -182,6 +182,27 @@ static void print_result(FILE *out, const backup_args_t *a, const char *result, 
     backup_print_json(out, o, oom);
 }
 
+/* Remove the temporary files an earlier restore into target left when it was killed
+ * (<target's name>.restore.XXXXXX): they are never data Redis loads. Best effort. */
+static void remove_stale_temps(const char *target)
+{
+    char dir[4096], copy[4096], prefix[512];
+    dir_of(target, dir, sizeof dir);
+    snprintf(copy, sizeof copy, "%s", target);
+    int n = snprintf(prefix, sizeof prefix, "%s.restore.", basename(copy));
+    DIR *d = opendir(dir);
+    if (!d || n < 0 || (size_t)n >= sizeof prefix) {
+        if (d)
+            closedir(d);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, prefix, (size_t)n) == 0 && strlen(e->d_name) == (size_t)n + 6)
+            (void)unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+}
+
 int restore_prepare(const backup_args_t *a, FILE *out, char *err, size_t errlen)
 {
     restore_seen_t seen;
@@ -189,6 +210,7 @@ int restore_prepare(const backup_args_t *a, FILE *out, char *err, size_t errlen)
     if (restore_survey(a->to, &seen, err, errlen) != 0)
         return -1;
     if (restore_decide(&seen, a->force, why, sizeof why) == RESTORE_DO) {
+        remove_stale_temps(a->to);
         if (why[0])
             fprintf(stderr, "rdc-backup restore: %s\n", why);
         return 0;

@@ -17,7 +17,8 @@
  * refused), fsynced, renamed over the target, and the directory fsynced. On any failure
  * the temporary file is removed and the target is as it was (absent, or with --force the
  * old file): the command exits non-zero with one line saying why, so an init container
- * keeps redis-server from starting on an empty or wrong data set.
+ * keeps redis-server from starting on an empty or wrong data set. Temporary files of an
+ * earlier restore that was killed are removed before a new one starts.
  */
 #ifndef RDC_BACKUP_RESTORE_H
 #define RDC_BACKUP_RESTORE_H

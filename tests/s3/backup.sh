@@ -6,8 +6,9 @@
 #      its memory (max RSS) below the RDB's size;
 #   2. take from the primary (diskless sync: the "$EOF:<mark>" form), default part size;
 #      and over TLS (--tls-dir: CA, client certificate), 5 MiB parts;
-#   3. restore each into an empty data dir, start a new redis-server on it, compare every
-#      key's value with what was written; DBSIZE equal;
+#   3. restore each into an empty data dir (but for a stale temporary file of a killed
+#      restore, which goes), start a new redis-server on it, compare every key's value
+#      with what was written; DBSIZE equal;
 #   4. restore again over the restored dir: skipped (no S3 request: bogus endpoint and
 #      credentials), the file untouched;
 #   5. the object's bytes overwritten in place (its x-amz-meta-sha256 kept): refused, no
@@ -187,9 +188,12 @@ echo "backup-check: restore"
 restore_and_compare() {  # restore_and_compare NAME: restored into a new server, compared
   local name=$1 port
   mkdir -p "$work/restored-$name"
+  # What a restore killed mid-download leaves: removed, never loaded.
+  printf 'half' >"$work/restored-$name/dump.rdb.restore.AbC123"
   "$bin" restore "${s3[@]}" --key "$name/dump.rdb" --to "$work/restored-$name/dump.rdb" \
     >"$work/restore-$name.json" 2>"$work/restore-$name.err" || { cat "$work/restore-$name.err" >&2; return 1; }
   printf '  restore %s: %s\n' "$name" "$(cat "$work/restore-$name.json")"
+  [ ! -e "$work/restored-$name/dump.rdb.restore.AbC123" ] || { echo "  a stale temporary file stayed" >&2; return 1; }
   port=$(free_port)
   start_redis "restored-$name" "$port" "$work/restored-$name" --requirepass "$password"
   compare "$port"
