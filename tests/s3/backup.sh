@@ -47,6 +47,12 @@ check() {  # check "what" command...: ok when the command succeeds
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
+maxrss() {  # maxrss FILE command...: run it; its peak RSS in KiB into FILE (getrusage)
+  python3 -c 'import resource, subprocess, sys
+rc = subprocess.run(sys.argv[2:]).returncode
+open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(rc)' "$@"
+}
 json() {  # json FIELD < line
   python3 -c 'import json,sys; print(json.loads(sys.stdin.read())[sys.argv[1]])' "$1"
 }
@@ -157,7 +163,7 @@ take() {  # take NAME PORT [flags...]: the JSON line into $work/NAME.json
   local name=$1 port=$2; shift 2
   local t0 t1
   t0=$(date +%s.%N)
-  /usr/bin/time -f '%M' -o "$work/$name.rss" "$bin" take --redis "127.0.0.1:$port" \
+  maxrss "$work/$name.rss" "$bin" take --redis "127.0.0.1:$port" \
     --password-file "$work/password" "${s3[@]}" --key "$name/dump.rdb" "$@" >"$work/$name.json" \
     2>"$work/$name.err" || { cat "$work/$name.err" >&2; return 1; }
   t1=$(date +%s.%N)
