@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# The rdc-operator image: every daemon in /usr/local/bin, supervisor as the entrypoint
+# The rdc-operator image: every daemon (and rdc-backup) in /usr/local/bin, supervisor as the entrypoint
 # (deploy/base/manager/deployment.yaml runs `supervisor --leader-elect --webhook ...`).
 #
 #   make docker-build IMG=rediscluster-operator:0.1.0      (scripts/image.sh)
@@ -37,6 +37,7 @@ COPY electord/ electord/
 COPY webhookd/ webhookd/
 COPY observerd/ observerd/
 COPY metricsd/ metricsd/
+COPY backup/ backup/
 RUN make -j"$(nproc)" all \
  && install -d /out \
  && install -s -m 0755 build/bin/* /out/

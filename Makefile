@@ -22,24 +22,27 @@ LDLIBS_ALL := -lcurl -ljson-c -lyaml -lssl -lcrypto -lzmq -lmicrohttpd -levent -
 	-Wl,--push-state,--as-needed -lexpat -Wl,--pop-state $(LDLIBS)
 
 DAEMONS := supervisor informerd workerd electord webhookd observerd metricsd
+# Command-line tools built beside the daemons: directory -> build/bin/rdc-<directory>
+# (backup/: rdc-backup, docs/backup.md). Their modules are linked into the unit tests too.
+TOOLS := backup
 COMMON_SRC := $(wildcard common/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # Each daemon's module files (everything but main.c) are linked into the unit tests too,
 # so the pure parts (queue, plan, lease steps, restart policy) are tested directly.
-MODULE_SRC := $(filter-out %/main.c,$(foreach d,$(DAEMONS),$(wildcard $(d)/*.c)))
+MODULE_SRC := $(filter-out %/main.c,$(foreach d,$(DAEMONS) $(TOOLS),$(wildcard $(d)/*.c)))
 MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 
 # Keep object files of the unit tests between runs.
 .SECONDARY:
 
 
-.PHONY: s3-check bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard bench-slotmove soak all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
-all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%)
+.PHONY: s3-check backup-check bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard bench-slotmove soak all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
+all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%) $(TOOLS:%=$(BUILD)/bin/rdc-%)
 
 # The source checks (scripts/check-banned.sh: banned functions, line width) over every C file.
-$(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) tests bench -name '*.[ch]' 2>/dev/null)
+$(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) $(TOOLS) tests bench -name '*.[ch]' 2>/dev/null)
 	@scripts/check-banned.sh
 	@mkdir -p $(@D) && touch $@
 
@@ -61,10 +64,17 @@ $(BUILD)/bin/$(1): $(filter $(BUILD)/$(1)/%,$(MODULE_OBJ)) $(BUILD)/$(1)/main.o 
 endef
 $(foreach d,$(DAEMONS),$(eval $(call daemon_rule,$(d))))
 
+define tool_rule
+$(BUILD)/bin/rdc-$(1): $(filter $(BUILD)/$(1)/%,$(MODULE_OBJ)) $(BUILD)/$(1)/main.o $(BUILD)/libcommon.a
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS_ALL) $$^ $$(LDLIBS_ALL) -o $$@
+endef
+$(foreach d,$(TOOLS),$(eval $(call tool_rule,$(d))))
+
 # Unit tests see every daemon's headers (their modules are linked in, see MODULE_SRC).
 $(BUILD)/tests/unit/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) $(DAEMONS:%=-I%) -Itests/unit -Itests/sim -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_ALL) $(DAEMONS:%=-I%) $(TOOLS:%=-I%) -Itests/unit -Itests/sim -MMD -MP -c $< -o $@
 
 # The failover simulation (tests/sim/, docs/simulation.md): its model of Redis and the
 # world around the plan, linked into test_sim_failover.
@@ -93,6 +103,9 @@ $(BUILD)/s3/test_s3_server: $(BUILD)/tests/s3/test_s3_server.o $(BUILD)/libcommo
 
 s3-check: $(BUILD)/s3/test_s3_server ## The S3 client against the pinned versitygw (tests/s3/): put, get, list, multipart, corruption.
 	@tests/s3/run.sh $(BUILD)/s3/test_s3_server
+
+backup-check: $(BUILD)/bin/rdc-backup ## rdc-backup against versitygw and redis-server on 127.0.0.1 (tests/s3/backup.sh).
+	@tests/s3/backup.sh $(BUILD)/bin/rdc-backup
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all
@@ -288,7 +301,7 @@ build-installer: ## Write dist/install.yaml: deploy/ as one file, image IMG (kub
 # manifests are written by hand in deploy/base/ (no annotations in C sources to generate
 # them from): manifests regenerates everything that is derived from them.
 manifests: ## Regenerate the manifests derived from crds/ and deploy/: the CRD's copy, bundle/, the Helm chart, catalog/.
-	cp crds/cache.example.com_redisclusters.yaml deploy/base/crd/
+	cp crds/cache.example.com_redisclusters.yaml crds/cache.example.com_redisbackups.yaml deploy/base/crd/
 	@python3 scripts/bundle.py --img $(IMG)
 	@python3 scripts/helm_chart.py
 	@python3 scripts/catalog.py --bundle-img $(BUNDLE_IMG)
@@ -296,6 +309,8 @@ manifests: ## Regenerate the manifests derived from crds/ and deploy/: the CRD's
 manifests-check: ## Fail when a manifest derived from crds/ or deploy/ is not what make manifests writes.
 	@cmp crds/cache.example.com_redisclusters.yaml deploy/base/crd/cache.example.com_redisclusters.yaml || \
 		{ echo "manifests: deploy/base/crd/ is not crds/'s CRD: run make manifests"; exit 1; }
+	@cmp crds/cache.example.com_redisbackups.yaml deploy/base/crd/cache.example.com_redisbackups.yaml || \
+		{ echo "manifests: deploy/base/crd/ is not crds/'s RedisBackup CRD: run make manifests"; exit 1; }
 	@python3 scripts/bundle.py --check
 	@python3 scripts/helm_chart.py --check
 	@python3 scripts/catalog.py --check

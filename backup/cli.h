@@ -1,0 +1,80 @@
+/* cli: rdc-backup's command line, parsed into one typed struct (pure: no file is read
+ * here), and the small readers of the files it names (credentials, password).
+ *
+ *   rdc-backup take    --redis HOST:PORT [--user U] [--password-file F]
+ *                      [--tls-dir D [--tls-server-name N]] [--timeout 60s]
+ *                      S3 flags
+ *   rdc-backup restore --to /data/dump.rdb [--expect-sha256 H] [--force] S3 flags
+ *   S3 flags:          --endpoint URL --bucket B --key K [--region R] --credentials-dir D
+ *                      [--s3-ca-file F] [--part-size-mib N]
+ *
+ * --redis takes an IP literal (the pod IP the operator knows; nothing is resolved):
+ * "10.0.0.5:6379", "[fd00::5]:6379". --tls-dir is a mounted Secret in cert-manager's
+ * layout, as the pods' $REDIS_TLS_DIR: ca.crt, and tls.crt with tls.key when the server
+ * asks for a client certificate (both or neither). Without --tls-server-name the server's
+ * certificate must name the IP (an IP SAN), as the operator's own clients check it.
+ * --credentials-dir holds the files access-key-id and secret-access-key (a Secret with
+ * those two keys, mounted), read whole, one trailing newline dropped.
+ */
+#ifndef RDC_BACKUP_CLI_H
+#define RDC_BACKUP_CLI_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum {
+    BACKUP_CMD_NONE = 0,
+    BACKUP_CMD_TAKE,
+    BACKUP_CMD_RESTORE,
+} backup_cmd_t;
+
+typedef struct {
+    backup_cmd_t cmd;
+    int help;
+    /* take */
+    const char *redis;          /* HOST:PORT as given */
+    char host[64];              /* its IP literal, brackets removed */
+    int port;
+    const char *user;
+    const char *password_file;
+    const char *tls_dir;
+    const char *tls_server_name;
+    double timeout_s;           /* connect, and the longest silence of the stream: 60 */
+    /* S3 */
+    const char *endpoint;
+    const char *bucket;
+    const char *key;
+    const char *region;         /* "us-east-1" */
+    const char *credentials_dir;
+    const char *s3_ca_file;
+    int part_size_mib;          /* 0: s3's default (8) */
+    /* restore */
+    const char *to;
+    const char *expect_sha256;
+    int force;
+} backup_args_t;
+
+/* Parse argv (argv[0] the program, argv[1] the subcommand) into *a, which points into
+ * argv. 0; or -1 with one line in err naming the flag or the missing one ("take: --redis
+ * is required", "--redis \"x:1\": not IP:PORT", "--expect-sha256: not 64 hex digits").
+ * "--help" anywhere is 0 with a->help set and nothing checked. */
+int backup_args_parse(int argc, char **argv, backup_args_t *a, char *err, size_t errlen);
+
+/* The usage text. */
+const char *backup_usage(void);
+
+/* Read the small file dir/name (dir NULL: name is the path) whole into a new string, one
+ * trailing "\n" (or "\r\n") dropped: the caller's to free (and wipe: secrets). NULL with
+ * one line in err naming the file when it cannot be read, is empty, or is over 64 KiB.
+ * *len (may be NULL) gets the length. */
+char *backup_read_small(const char *dir, const char *name, size_t *len, char *err, size_t errlen);
+
+/* Print o (jsonx_done(o, oom): NULL after out of memory prints "{}") as one line to out
+ * and put it. */
+void backup_print_json(FILE *out, json_object *o, int oom);
+
+/* Zero n bytes of s and free it; NULL is fine. */
+void backup_free_secret(char *s, size_t n);
+
+#endif

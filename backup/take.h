@@ -1,0 +1,33 @@
+/* take: `rdc-backup take`, the I/O shell around replsync.h and s3.h. It connects to the
+ * node (TCP to an IP literal, TLS when --tls-dir is given, over redis_stream.h: the
+ * operator's one transport), sends the handshake pipelined
+ *
+ *     [AUTH [user] password] REPLCONF capa eof, REPLCONF rdb-only 1, PSYNC ? -1
+ *
+ * and streams the RDB's bytes, as replsync hands them over, straight into s3_put's
+ * buffer: memory is one part (s3.h) and one 64 KiB read buffer, whatever the RDB's
+ * size; nothing is written to disk. The upload's SHA-256 and size are the RDB's.
+ * "REPLCONF rdb-only 1" (Redis 7.0+; an error from an older server is accepted) tells the
+ * node that this replica wants the RDB and no command stream, so the node keeps no
+ * replication buffer for it; "capa eof" lets a diskless node stream its RDB to us
+ * instead of falling back to a disk save for our sake.
+ *
+ * Every wait (connect, TLS, each read) is bounded by --timeout of silence; a node that
+ * sends keepalives while its BGSAVE runs is not silent. A failure of the node, the stream
+ * or the upload ends the command: s3_put aborts a multipart upload, so no object (or the
+ * previous object of that key, untouched) is left.
+ */
+#ifndef RDC_BACKUP_TAKE_H
+#define RDC_BACKUP_TAKE_H
+
+#include "cli.h"
+#include "s3.h"
+
+#include <stdio.h>
+
+/* The whole command for args (a->cmd TAKE) with the client s: 0 with the JSON line on out
+ * ({"result":"ok","size":..,"sha256":..,"offset":..,"replid":..,"startTime":..,
+ * "completionTime":..,...}); 1 with one line in err. */
+int take_run(const backup_args_t *a, s3_t *s, FILE *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,312 @@
+#!/usr/bin/env bash
+# make backup-check: rdc-backup (backup/, docs/backup.md) against real servers, all on
+# 127.0.0.1: the pinned versitygw (tests/cluster/s3.sh), a redis-server primary with
+# AUTH and a replica of it, 100,000 keys.
+#   1. take from the replica (disk-based sync: the "$<len>" form), 5 MiB parts: multipart,
+#      its memory (max RSS) below the RDB's size;
+#   2. take from the primary (diskless sync: the "$EOF:<mark>" form), default part size;
+#      and over TLS (--tls-dir: CA, client certificate), 5 MiB parts;
+#   3. restore each into an empty data dir (but for a stale temporary file of a killed
+#      restore, which goes), start a new redis-server on it, compare every key's value
+#      with what was written; DBSIZE equal;
+#   4. restore again over the restored dir: skipped (no S3 request: bogus endpoint and
+#      credentials), the file untouched;
+#   5. the object's bytes overwritten in place (its x-amz-meta-sha256 kept): refused, no
+#      dump.rdb and no temporary file left; an object without the metadata: refused,
+#      accepted with --expect-sha256 of its bytes; a missing key: refused; take over TLS
+#      with a CA that did not sign the server's certificate, and with a wrong password:
+#      refused, no object;
+#   6. a node that breaks off mid-RDB after two parts went up: take fails, the multipart
+#      upload is aborted (none left in progress), no object at the key.
+# A missing redis-server, or an S3 server that cannot be built or started, FAILS the
+# check: it never skips. Every process started here is stopped by its PID.
+#   tests/s3/backup.sh build/bin/rdc-backup
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+bin="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+work=$(mktemp -d "${TMPDIR:-/tmp}/rdc-backup-check.XXXXXX")
+pids=()
+failures=0
+KEYS=${BACKUP_CHECK_KEYS:-100000}
+
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  "$here/../cluster/s3.sh" stop "$work/s3" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+die() { echo "backup-check: FAILED: $*" >&2; exit 1; }
+ok() { echo "  ok: $*"; }
+bad() { echo "  FAIL: $*" >&2; failures=$((failures + 1)); }
+check() {  # check "what" command...: ok when the command succeeds
+  local what=$1; shift
+  if "$@"; then ok "$what"; else bad "$what"; fi
+}
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+maxrss() {  # maxrss FILE command...: run it; its peak RSS in KiB into FILE (getrusage)
+  python3 -c 'import resource, subprocess, sys
+rc = subprocess.run(sys.argv[2:]).returncode
+open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(rc)' "$@"
+}
+json() {  # json FIELD < line
+  python3 -c 'import json,sys; print(json.loads(sys.stdin.read())[sys.argv[1]])' "$1"
+}
+
+command -v redis-server >/dev/null || die "redis-server is not installed (scripts/deps.sh installs it)"
+command -v redis-cli >/dev/null || die "redis-cli is not installed (scripts/deps.sh installs it)"
+[ -x "$bin" ] || die "no rdc-backup binary at $1"
+
+# ---- the S3 server -------------------------------------------------------------------
+env_lines=$("$here/../cluster/s3.sh" start "$work/s3") || die "the S3 server could not be built or started"
+eval "$env_lines"
+mkdir -p "$work/creds"
+printf '%s\n' "$S3_ACCESS_KEY" >"$work/creds/access-key-id"
+printf '%s\n' "$S3_SECRET_KEY" >"$work/creds/secret-access-key"
+# versitygw's POSIX backend: a bucket is a directory of its data dir (tests/cluster/s3.sh).
+bucket=backups
+mkdir -p "$S3_DATA/$bucket"
+s3=(--endpoint "$S3_ENDPOINT" --bucket "$bucket" --region "$S3_REGION" --credentials-dir "$work/creds")
+echo "backup-check: versitygw at $S3_ENDPOINT, redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
+
+# ---- Redis ----------------------------------------------------------------------------
+password=$(openssl rand -hex 16)
+printf '%s\n' "$password" >"$work/password"
+export REDISCLI_AUTH="$password"
+
+start_redis() {  # start_redis NAME PORT DIR [args...]: started, answering PING
+  local name=$1 port=$2 dir=$3; shift 3
+  mkdir -p "$dir"
+  redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
+    --logfile "$work/$name.log" "$@" </dev/null >/dev/null 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do
+    [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && return 0
+    sleep 0.1
+  done
+  cat "$work/$name.log" >&2
+  die "redis-server $name on 127.0.0.1:$port did not answer"
+}
+
+# TLS: a CA, the server's certificate for IP 127.0.0.1, a client certificate (the
+# primary asks for one), in the layout --tls-dir reads (cert-manager's: ca.crt, tls.crt,
+# tls.key); and a second CA that trusts nothing of these.
+pki() {
+  local d=$work/pki ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  mkdir -p "$d" "$work/tls" "$work/tls-wrong"
+  for ca in ca other-ca; do
+    openssl req -x509 "${ec[@]}" -keyout "$d/$ca.key" -out "$d/$ca.crt" -subj "/CN=$ca" -days 1
+  done
+  openssl req "${ec[@]}" -keyout "$d/server.key" -out "$d/server.csr" -subj /CN=redis
+  openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 1 \
+    -out "$d/server.crt" -extfile <(printf 'subjectAltName=IP:127.0.0.1\n')
+  openssl req "${ec[@]}" -keyout "$work/tls/tls.key" -out "$d/client.csr" -subj /CN=backup
+  openssl x509 -req -in "$d/client.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 1 \
+    -out "$work/tls/tls.crt"
+  cp "$d/ca.crt" "$work/tls/ca.crt"
+  cp "$d/other-ca.crt" "$work/tls-wrong/ca.crt"
+}
+pki >"$work/pki.log" 2>&1 || { cat "$work/pki.log" >&2; die "making the test certificates"; }
+
+pport=$(free_port) rport=$(free_port) tport=$(free_port)
+start_redis primary "$pport" "$work/primary" --requirepass "$password" --masterauth "$password" \
+  --repl-diskless-sync yes --repl-diskless-sync-delay 0 --tls-port "$tport" \
+  --tls-cert-file "$work/pki/server.crt" --tls-key-file "$work/pki/server.key" \
+  --tls-ca-cert-file "$work/pki/ca.crt" --tls-auth-clients yes
+start_redis replica "$rport" "$work/replica" --requirepass "$password" --masterauth "$password" \
+  --replicaof 127.0.0.1 "$pport" --repl-diskless-sync no
+
+# 100,000 keys of 256 hex characters each (little for LZF to compress: an RDB of ~27 MB,
+# five 5 MiB parts and more than take's whole memory).
+python3 - "$KEYS" "$work" <<'EOP'
+import hashlib, sys
+n, work = int(sys.argv[1]), sys.argv[2]
+with open(f"{work}/fill.txt", "w") as fill, open(f"{work}/expected.txt", "w") as exp, \
+     open(f"{work}/mget.txt", "w") as mget:
+    for i in range(n):
+        h = hashlib.sha256(str(i).encode()).hexdigest()
+        v = h
+        for _ in range(3):
+            h = hashlib.sha256(h.encode()).hexdigest()
+            v += h
+        fill.write(f"SET key:{i} {v}\r\n")
+        exp.write(v + "\n")
+    for start in range(0, n, 1000):
+        mget.write("MGET " + " ".join(f"key:{i}" for i in range(start, min(n, start + 1000))) + "\n")
+EOP
+redis-cli -p "$pport" --pipe <"$work/fill.txt" >"$work/fill.out" || die "filling the primary: $(cat "$work/fill.out")"
+[ "$(redis-cli -p "$pport" dbsize)" = "$KEYS" ] || die "the primary does not hold $KEYS keys"
+synced=0
+for _ in $(seq 300); do
+  m=$(redis-cli -p "$pport" info replication | sed -n 's/^master_repl_offset:\([0-9]*\).*/\1/p')
+  r=$(redis-cli -p "$rport" info replication | tr -d '\r')
+  if grep -q '^master_link_status:up' <<<"$r" && grep -q "^slave_repl_offset:$m\$" <<<"$r"; then
+    synced=1; break
+  fi
+  sleep 0.1
+done
+[ $synced = 1 ] || die "the replica did not catch up with the primary"
+echo "backup-check: primary 127.0.0.1:$pport with $KEYS keys, replica 127.0.0.1:$rport in sync"
+
+compare() {  # compare PORT: every key's value as written, DBSIZE equal
+  local port=$1
+  redis-cli -p "$port" --raw <"$work/mget.txt" >"$work/got.txt"
+  cmp -s "$work/got.txt" "$work/expected.txt" && [ "$(redis-cli -p "$port" dbsize)" = "$KEYS" ]
+}
+
+# ---- 1, 2: take -------------------------------------------------------------------------
+take() {  # take NAME PORT [flags...]: the JSON line into $work/NAME.json
+  local name=$1 port=$2; shift 2
+  local t0 t1
+  t0=$(date +%s.%N)
+  maxrss "$work/$name.rss" "$bin" take --redis "127.0.0.1:$port" \
+    --password-file "$work/password" "${s3[@]}" --key "$name/dump.rdb" "$@" >"$work/$name.json" \
+    2>"$work/$name.err" || { cat "$work/$name.err" >&2; return 1; }
+  t1=$(date +%s.%N)
+  printf '  take %s: %s\n' "$name" "$(cat "$work/$name.json")"
+  printf '  take %s: %.1f s, max RSS %s KiB\n' "$name" "$(echo "$t1 - $t0" | bc)" "$(cat "$work/$name.rss")"
+}
+echo "backup-check: take"
+check "take from the replica" take replica "$rport" --part-size-mib 5
+check "take from the primary" take primary "$pport"
+check "take from the primary over TLS (client certificate, AUTH)" \
+  take tls "$tport" --tls-dir "$work/tls" --part-size-mib 5
+size=$(json size <"$work/replica.json")
+check "the replica's RDB ($size bytes) is larger than a 5 MiB part" test "$size" -gt $((5 * 1024 * 1024))
+check "it went multipart ($(json parts <"$work/replica.json") parts)" test "$(json parts <"$work/replica.json")" -ge 2
+check "the replica sent the \$<len> form (disk-based sync)" test "$(json rdbForm <"$work/replica.json")" = length
+check "the primary sent the \$EOF:<mark> form (diskless sync)" \
+  test "$(json rdbForm <"$work/primary.json")" = eof-marker
+check "the replica's offset is the primary's replication offset ($(json offset <"$work/replica.json"))" \
+  test "$(json offset <"$work/replica.json")" = "$m"
+rss=$(cat "$work/replica.rss")
+check "take's memory (max RSS $rss KiB) is below the RDB's size: no copy of it, one part" \
+  test $((rss * 1024)) -lt "$size"
+check "the object's bytes hash to the sha256 printed" \
+  test "$(sha256sum <"$S3_DATA/$bucket/replica/dump.rdb" | cut -d' ' -f1)" = "$(json sha256 <"$work/replica.json")"
+
+# ---- 3, 4: restore -----------------------------------------------------------------------
+echo "backup-check: restore"
+restore_and_compare() {  # restore_and_compare NAME: restored into a new server, compared
+  local name=$1 port
+  mkdir -p "$work/restored-$name"
+  # What a restore killed mid-download leaves: removed, never loaded.
+  printf 'half' >"$work/restored-$name/dump.rdb.restore.AbC123"
+  "$bin" restore "${s3[@]}" --key "$name/dump.rdb" --to "$work/restored-$name/dump.rdb" \
+    >"$work/restore-$name.json" 2>"$work/restore-$name.err" || { cat "$work/restore-$name.err" >&2; return 1; }
+  printf '  restore %s: %s\n' "$name" "$(cat "$work/restore-$name.json")"
+  [ ! -e "$work/restored-$name/dump.rdb.restore.AbC123" ] || { echo "  a stale temporary file stayed" >&2; return 1; }
+  port=$(free_port)
+  start_redis "restored-$name" "$port" "$work/restored-$name" --requirepass "$password"
+  compare "$port"
+}
+check "the replica's backup restored: all $KEYS keys with their values" restore_and_compare replica
+check "the primary's backup restored: all $KEYS keys with their values" restore_and_compare primary
+check "the TLS backup restored: all $KEYS keys with their values" restore_and_compare tls
+before=$(sha256sum <"$work/restored-replica/dump.rdb")
+# No credentials and no S3 server needed to skip: a restarted pod keeps its data.
+"$bin" restore --endpoint http://127.0.0.1:1 --bucket "$bucket" --key primary/dump.rdb \
+  --credentials-dir "$work/nothere" --to "$work/restored-replica/dump.rdb" >"$work/skip.json"
+printf '  restore over data: %s\n' "$(cat "$work/skip.json")"
+check "a restore over a data dir that holds data is skipped (before any S3 request)" \
+  test "$(json result <"$work/skip.json")" = skipped
+check "... and leaves its dump.rdb untouched" test "$(sha256sum <"$work/restored-replica/dump.rdb")" = "$before"
+
+# ---- 5: refusals -------------------------------------------------------------------------
+echo "backup-check: refusals"
+refused() {  # refused WHAT KEY [flags]: restore fails, says WHAT, leaves the dir empty
+  local what=$1 key=$2 dir; shift 2
+  dir=$(mktemp -d "$work/refused.XXXXXX")
+  if "$bin" restore "${s3[@]}" --key "$key" --to "$dir/dump.rdb" "$@" >"$dir.out" 2>"$dir.err"; then
+    echo "  restore of $key succeeded" >&2; return 1
+  fi
+  printf '  refused: %s\n' "$(cat "$dir.err")"
+  grep -q "$what" "$dir.err" && [ -z "$(ls -A "$dir")" ]
+}
+obj="$S3_DATA/$bucket/replica/dump.rdb"
+# Overwrite 16 bytes in the middle in place: same size, same xattrs (its metadata).
+python3 - "$obj" <<'EOP'
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.pwrite(fd, b"\0corrupted-byte\0", os.fstat(fd).st_size // 2)
+os.close(fd)
+EOP
+check "a corrupted object is refused (checksum), no dump.rdb or temp file left" \
+  refused "SHA-256" replica/dump.rdb
+mkdir -p "$S3_DATA/$bucket/plain"
+cp "$work/restored-primary/dump.rdb" "$S3_DATA/$bucket/plain/dump.rdb"
+check "an object without x-amz-meta-sha256 is refused" refused "x-amz-meta-sha256" plain/dump.rdb
+check "a missing key is refused" refused "NoSuchKey" nothere/dump.rdb
+expected_ok() {  # the object without metadata, with the hash of its bytes named
+  local want
+  want=$(sha256sum <"$S3_DATA/$bucket/plain/dump.rdb" | cut -d' ' -f1)
+  mkdir -p "$work/expect"
+  "$bin" restore "${s3[@]}" --key plain/dump.rdb --to "$work/expect/dump.rdb" --expect-sha256 "$want" >/dev/null &&
+    cmp -s "$work/expect/dump.rdb" "$S3_DATA/$bucket/plain/dump.rdb"
+}
+check "... and accepted with --expect-sha256 of its bytes" expected_ok
+
+untrusted() {  # TLS to a server whose certificate no CA of --tls-dir signed
+  if "$bin" take --redis "127.0.0.1:$tport" --tls-dir "$work/tls-wrong" "${s3[@]}" --key untrusted/dump.rdb \
+    >/dev/null 2>"$work/untrusted.err"; then
+    return 1
+  fi
+  printf '  refused: %s\n' "$(cat "$work/untrusted.err")"
+  grep -q "certificate verify failed" "$work/untrusted.err" && [ ! -e "$S3_DATA/$bucket/untrusted" ]
+}
+check "take over TLS refuses a server certificate its CA did not sign; no object" untrusted
+wrongpass() {
+  printf 'not-the-password\n' >"$work/wrong-password"
+  if "$bin" take --redis "127.0.0.1:$rport" --password-file "$work/wrong-password" "${s3[@]}" \
+    --key wrongpass/dump.rdb >/dev/null 2>"$work/wrongpass.err"; then
+    return 1
+  fi
+  printf '  refused: %s\n' "$(cat "$work/wrongpass.err")"
+  grep -q "AUTH: WRONGPASS" "$work/wrongpass.err" && [ ! -e "$S3_DATA/$bucket/wrongpass" ]
+}
+check "take with a wrong password fails with Redis's words; no object" wrongpass
+
+# ---- 6: a node that breaks off mid-RDB ---------------------------------------------------
+echo "backup-check: a node that breaks off mid-RDB"
+fport=$(free_port)
+python3 - "$fport" "$work/fake.ready" <<'EOP' &
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+open(sys.argv[2], "w").close()
+c, _ = s.accept()
+buf = b""
+while b"capa" not in buf or b"rdb-only" not in buf:
+    buf += c.recv(4096)
+c.sendall(b"+OK\r\n+OK\r\n")
+while b"PSYNC" not in buf:
+    buf += c.recv(4096)
+c.sendall(b"+FULLRESYNC 0000000000000000000000000000000000000000 7\r\n$33554432\r\n")
+chunk = b"\x01" * 65536
+for _ in range(12 * 16):  # 12 MiB of the promised 32: two 5 MiB parts go up
+    c.sendall(chunk)
+c.close()
+EOP
+pids+=($!)
+for _ in $(seq 50); do [ -e "$work/fake.ready" ] && break; sleep 0.1; done
+broke() {
+  if "$bin" take --redis "127.0.0.1:$fport" "${s3[@]}" --key broken/dump.rdb --part-size-mib 5 \
+    >"$work/broken.json" 2>"$work/broken.err"; then
+    return 1
+  fi
+  printf '  take: %s\n' "$(cat "$work/broken.err")"
+  grep -q "connection closed after 12582912 of 33554432 RDB bytes" "$work/broken.err" &&
+    [ ! -e "$S3_DATA/$bucket/broken/dump.rdb" ]
+}
+check "take fails, says where the stream ended, and leaves no object" broke
+# versitygw's POSIX backend keeps an upload in progress under the bucket's .sgwtmp until
+# it is completed or aborted.
+check "no multipart upload left in progress (the bucket's .sgwtmp is empty)" \
+  test -z "$(find "$S3_DATA/$bucket/.sgwtmp" -mindepth 1 -type f 2>/dev/null)"
+
+echo "backup-check: $failures failure(s)"
+[ "$failures" = 0 ]
