@@ -12,6 +12,7 @@
 #include "hothint.h"
 #include "jsonx.h"
 #include "plan.h"
+#include "plan_fixture.h"
 #include "redisexec.h"
 #include "render.h"
 #include "topology.h"
@@ -30,42 +31,6 @@
 
 #define MS (INT64_C(1000000))
 #define DOWN_AFTER 3000
-
-/* A pod "name ip revision ready(1|0) terminating(1|0) label" ("-" for no label). */
-static json_object *pod_of(const char *spec)
-{
-    char f[6][64];
-    CU_ASSERT_EQUAL_FATAL(split_fields(spec, f, 6), 6);
-    char text[1024];
-    snprintf(
-        text, sizeof(text),
-        "{\"metadata\":{\"name\":\"%s\",\"uid\":\"uid-%s\",\"labels\":{\"controller-revision-hash\":\"%s\"%s%s%s}%s},"
-        "\"status\":{\"podIP\":\"%s\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
-        f[0], f[0], f[2], strcmp(f[5], "-") ? ",\"" TOPO_ROLE_LABEL "\":\"" : "", strcmp(f[5], "-") ? f[5] : "",
-        strcmp(f[5], "-") ? "\"" : "", !strcmp(f[4], "1") ? ",\"deletionTimestamp\":\"2024-05-01T12:00:00Z\"" : "",
-        f[1], !strcmp(f[3], "1") ? "True" : "False");
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    return o;
-}
-
-/* An observation node "pod ip role masterHost linkUp(1|0) offset"; role "-": unreachable,
- * masterHost "-": none. */
-static json_object *node_of(const char *spec)
-{
-    char f[6][64];
-    CU_ASSERT_EQUAL_FATAL(split_fields(spec, f, 6), 6);
-    char text[1024];
-    int up = strcmp(f[2], "-") != 0;
-    snprintf(text, sizeof(text),
-             "{\"pod\":\"%s\",\"ip\":\"%s\",\"reachable\":%s,\"role\":\"%s\",\"masterHost\":\"%s\",\"masterPort\":6379,"
-             "\"linkUp\":%s,\"offset\":%s,\"downSinceMs\":%s,\"lastOkAgoMs\":%s}",
-             f[0], f[1], up ? "true" : "false", up ? f[2] : "", strcmp(f[3], "-") ? f[3] : "",
-             !strcmp(f[4], "1") ? "true" : "false", f[5], up ? "0" : "60000", up ? "0" : "60000");
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    return o;
-}
 
 #define NMAX 3
 
@@ -338,14 +303,6 @@ static const plan_action_t *find_kind(const plan_t *p, plan_action_kind_t kind, 
         if (plan_action(p, i)->kind == kind && !strcmp(plan_action(p, i)->resource, resource))
             return plan_action(p, i);
     return NULL;
-}
-
-static int has_event(const plan_t *p, const char *reason)
-{
-    for (size_t i = 0; i < plan_event_count(p); i++)
-        if (!strcmp(plan_event(p, i)->reason, reason))
-            return 1;
-    return 0;
 }
 
 static void test_plan_actions(void)

@@ -12,6 +12,7 @@
 #include "cu_table.h"
 #include "jsonx.h"
 #include "plan.h"
+#include "plan_fixture.h"
 #include "plan_volume.h"
 
 #include <json-c/json.h>
@@ -98,14 +99,6 @@ static size_t count_kind(const plan_t *p, plan_action_kind_t kind, const char *r
     for (size_t i = 0; i < plan_action_count(p); i++)
         n += plan_action(p, i)->kind == kind && !strcmp(plan_action(p, i)->resource, resource);
     return n;
-}
-
-static int has_event(const plan_t *p, const char *reason)
-{
-    for (size_t i = 0; i < plan_event_count(p); i++)
-        if (!strcmp(plan_event(p, i)->reason, reason))
-            return 1;
-    return 0;
 }
 
 static const char *progressing(const plan_t *p, const char *key)

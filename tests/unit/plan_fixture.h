@@ -1,0 +1,91 @@
+/* plan_fixture: what the tests of plan.h build their inputs from and read their plans
+ * with, written once (test_day2, test_knobs, test_scale, test_switchover, test_volume,
+ * test_plan_cluster).
+ *
+ *   rc_with(spec)          the RedisCluster "cache" in "default" (uid-1, generation 1, our
+ *                          finalizer) with spec, a JSON text; the caller puts it
+ *   errors_of(spec)        rdc_spec_validate's joined errors for rc_with(spec) ("" when
+ *                          valid); the caller frees
+ *   pod_of(row)            a pod "name ip revision ready(1|0) terminating(1|0) label"
+ *                          (label "-": none; uid "uid-<name>"); the caller puts it
+ *   node_of(row)           an observation node "pod ip role masterHost linkUp(1|0) offset"
+ *                          (role "-": unreachable for 60 s, masterHost "-": none); the
+ *                          caller puts it
+ *   has_event(p, reason)   1 when the plan records an Event with that reason, else 0
+ *   has_event_in(p, reason, in_message)
+ *                          the same, the Event's message also containing in_message
+ *
+ * Rows that do not split into their fields, and JSON that does not parse, are test
+ * errors (fatal).
+ */
+#ifndef RDC_TEST_PLAN_FIXTURE_H
+#define RDC_TEST_PLAN_FIXTURE_H
+
+#include "json_at.h"
+#include "plan.h"
+#include "spec_errors.h"
+#include "split_fields.h"
+#include "topology.h"
+
+#include <CUnit/CUnit.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline json_object *rc_with(const char *spec)
+{
+    return parsef("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\","
+                  "\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,\"finalizers\":[\"" PLAN_FINALIZER
+                  "\"]},\"spec\":%s}",
+                  spec);
+}
+
+static inline char *errors_of(const char *spec)
+{
+    json_object *rc = rc_with(spec);
+    char *s = spec_errors(rc);
+    json_object_put(rc);
+    return s;
+}
+
+static inline json_object *pod_of(const char *row)
+{
+    char f[6][64];
+    CU_ASSERT_EQUAL_FATAL(split_fields(row, f, 6), 6);
+    int labelled = strcmp(f[5], "-") != 0;
+    return parsef(
+        "{\"metadata\":{\"name\":\"%s\",\"uid\":\"uid-%s\",\"labels\":{\"controller-revision-hash\":\"%s\"%s%s%s}%s},"
+        "\"status\":{\"podIP\":\"%s\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
+        f[0], f[0], f[2], labelled ? ",\"" TOPO_ROLE_LABEL "\":\"" : "", labelled ? f[5] : "", labelled ? "\"" : "",
+        !strcmp(f[4], "1") ? ",\"deletionTimestamp\":\"2024-05-01T12:00:00Z\"" : "", f[1],
+        !strcmp(f[3], "1") ? "True" : "False");
+}
+
+static inline json_object *node_of(const char *row)
+{
+    char f[6][64];
+    CU_ASSERT_EQUAL_FATAL(split_fields(row, f, 6), 6);
+    int up = strcmp(f[2], "-") != 0;
+    return parsef("{\"pod\":\"%s\",\"ip\":\"%s\",\"reachable\":%s,\"role\":\"%s\",\"masterHost\":\"%s\","
+                  "\"masterPort\":6379,\"linkUp\":%s,\"offset\":%s,\"downSinceMs\":%s,\"lastOkAgoMs\":%s}",
+                  f[0], f[1], up ? "true" : "false", up ? f[2] : "", strcmp(f[3], "-") ? f[3] : "",
+                  !strcmp(f[4], "1") ? "true" : "false", f[5], up ? "0" : "60000", up ? "0" : "60000");
+}
+
+static inline int has_event_in(const plan_t *p, const char *reason, const char *in_message)
+{
+    for (size_t i = 0; i < plan_event_count(p); i++) {
+        const plan_event_t *e = plan_event(p, i);
+        if (!strcmp(e->reason, reason) && (!in_message || strstr(e->message, in_message)))
+            return 1;
+    }
+    return 0;
+}
+
+static inline int has_event(const plan_t *p, const char *reason)
+{
+    return has_event_in(p, reason, NULL);
+}
+
+#endif
