@@ -1,6 +1,6 @@
 /* plan_fixture: what the tests of plan.h build their inputs from and read their plans
  * with, written once (test_day2, test_knobs, test_scale, test_switchover, test_volume,
- * test_plan_cluster).
+ * test_plan_cluster, test_plan, test_tls_acl).
  *
  *   rc_with(spec)          the RedisCluster "cache" in "default" (uid-1, generation 1, our
  *                          finalizer) with spec, a JSON text; the caller puts it
@@ -11,6 +11,9 @@
  *   node_of(row)           an observation node "pod ip role masterHost linkUp(1|0) offset"
  *                          (role "-": unreachable for 60 s, masterHost "-": none); the
  *                          caller puts it
+ *   count_actions(p, kind, resource)
+ *                          how many of the plan's actions are of kind on resource (NULL:
+ *                          any); count_kind(p, kind) the same of any resource
  *   has_event(p, reason)   1 when the plan records an Event with that reason, else 0
  *   has_event_in(p, reason, in_message)
  *                          the same, the Event's message also containing in_message
@@ -71,6 +74,21 @@ static inline json_object *node_of(const char *row)
                   "\"masterPort\":6379,\"linkUp\":%s,\"offset\":%s,\"downSinceMs\":%s,\"lastOkAgoMs\":%s}",
                   f[0], f[1], up ? "true" : "false", up ? f[2] : "", strcmp(f[3], "-") ? f[3] : "",
                   !strcmp(f[4], "1") ? "true" : "false", f[5], up ? "0" : "60000", up ? "0" : "60000");
+}
+
+static inline size_t count_actions(const plan_t *p, plan_action_kind_t kind, const char *resource)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < plan_action_count(p); i++) {
+        const plan_action_t *a = plan_action(p, i);
+        n += a->kind == kind && (!resource || (a->resource && !strcmp(a->resource, resource)));
+    }
+    return n;
+}
+
+static inline size_t count_kind(const plan_t *p, plan_action_kind_t kind)
+{
+    return count_actions(p, kind, NULL);
 }
 
 static inline int has_event_in(const plan_t *p, const char *reason, const char *in_message)
