@@ -1,6 +1,6 @@
 /* plan_fixture: what the tests of plan.h build their inputs from and read their plans
  * with, written once (test_day2, test_knobs, test_scale, test_switchover, test_volume,
- * test_plan_cluster, test_plan, test_tls_acl).
+ * test_plan_cluster, test_plan, test_tls_acl, test_status_policy).
  *
  *   rc_with(spec)          the RedisCluster "cache" in "default" (uid-1, generation 1, our
  *                          finalizer) with spec, a JSON text; the caller puts it
@@ -11,12 +11,18 @@
  *   node_of(row)           an observation node "pod ip role masterHost linkUp(1|0) offset"
  *                          (role "-": unreachable for 60 s, masterHost "-": none); the
  *                          caller puts it
+ *   find_action(p, kind, resource)
+ *                          the plan's first action of kind on resource (NULL: any), or NULL
+ *   status_action(p)       the plan's status write (PLAN_UPDATE_STATUS), or NULL
  *   count_actions(p, kind, resource)
  *                          how many of the plan's actions are of kind on resource (NULL:
  *                          any); count_kind(p, kind) the same of any resource
- *   has_event(p, reason)   1 when the plan records an Event with that reason, else 0
- *   has_event_in(p, reason, in_message)
+ *   find_event(p, reason)  the plan's first Event with that reason, or NULL
+ *   find_event_in(p, reason, in_message)
  *                          the same, the Event's message also containing in_message
+ *                          (NULL: any message)
+ *   has_event(p, reason), has_event_in(p, reason, in_message)
+ *                          1 when there is such an Event, else 0
  *
  * Rows that do not split into their fields, and JSON that does not parse, are test
  * errors (fatal).
@@ -76,6 +82,21 @@ static inline json_object *node_of(const char *row)
                   !strcmp(f[4], "1") ? "true" : "false", f[5], up ? "0" : "60000", up ? "0" : "60000");
 }
 
+static inline const plan_action_t *find_action(const plan_t *p, plan_action_kind_t kind, const char *resource)
+{
+    for (size_t i = 0; i < plan_action_count(p); i++) {
+        const plan_action_t *a = plan_action(p, i);
+        if (a->kind == kind && (!resource || (a->resource && !strcmp(a->resource, resource))))
+            return a;
+    }
+    return NULL;
+}
+
+static inline const plan_action_t *status_action(const plan_t *p)
+{
+    return find_action(p, PLAN_UPDATE_STATUS, NULL);
+}
+
 static inline size_t count_actions(const plan_t *p, plan_action_kind_t kind, const char *resource)
 {
     size_t n = 0;
@@ -91,19 +112,29 @@ static inline size_t count_kind(const plan_t *p, plan_action_kind_t kind)
     return count_actions(p, kind, NULL);
 }
 
-static inline int has_event_in(const plan_t *p, const char *reason, const char *in_message)
+static inline const plan_event_t *find_event_in(const plan_t *p, const char *reason, const char *in_message)
 {
     for (size_t i = 0; i < plan_event_count(p); i++) {
         const plan_event_t *e = plan_event(p, i);
         if (!strcmp(e->reason, reason) && (!in_message || strstr(e->message, in_message)))
-            return 1;
+            return e;
     }
-    return 0;
+    return NULL;
+}
+
+static inline const plan_event_t *find_event(const plan_t *p, const char *reason)
+{
+    return find_event_in(p, reason, NULL);
+}
+
+static inline int has_event_in(const plan_t *p, const char *reason, const char *in_message)
+{
+    return find_event_in(p, reason, in_message) != NULL;
 }
 
 static inline int has_event(const plan_t *p, const char *reason)
 {
-    return has_event_in(p, reason, NULL);
+    return find_event(p, reason) != NULL;
 }
 
 #endif

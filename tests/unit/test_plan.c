@@ -91,13 +91,6 @@ static void del_at(json_object *o, const char *parent_path, const char *key)
     json_object_object_del(h, key);
 }
 
-static json_object *copy(const json_object *o)
-{
-    json_object *c = NULL;
-    CU_ASSERT_FATAL(json_object_deep_copy((json_object *)o, &c, NULL) == 0);
-    return c;
-}
-
 /* ---- RedisCluster fixtures ------------------------------------------------------------- */
 
 static json_object *rc_new(const char *spec, int with_finalizer)
@@ -142,7 +135,7 @@ static plan_t *run(world_t *w, int64_t now)
  * other managers' labels and annotations, and every default it fills in. */
 static json_object *server_view(const json_object *applied, const json_object *previous)
 {
-    json_object *o = copy(applied);
+    json_object *o = json_copy(applied);
     set_at(o, "metadata uid", "\"child-uid\"");
     set_at(o, "metadata resourceVersion", "\"555\"");
     set_at(o, "metadata creationTimestamp", "\"2024-05-01T11:00:00Z\"");
@@ -203,7 +196,7 @@ static json_object *server_view(const json_object *applied, const json_object *p
         }
         /* The controller has not seen the new generation yet: the status lags. */
         json_object *st = previous ? at(previous, "status") : NULL;
-        json_object_object_add(o, "status", st ? copy(st) : parse("{\"replicas\":0,\"availableReplicas\":0}"));
+        json_object_object_add(o, "status", st ? json_copy(st) : parse("{\"replicas\":0,\"availableReplicas\":0}"));
     }
     return o;
 }
@@ -231,7 +224,7 @@ static void perform(world_t *w, const plan_t *p)
         switch (a->kind) {
         case PLAN_ADD_FINALIZER:
         case PLAN_REMOVE_FINALIZER:
-            json_object_object_add(at(w->rc, "metadata"), "finalizers", copy(at(a->body, "metadata finalizers")));
+            json_object_object_add(at(w->rc, "metadata"), "finalizers", json_copy(at(a->body, "metadata finalizers")));
             set_at(w->rc, "metadata resourceVersion", "\"101\"");
             break;
         case PLAN_CLEANUP:
@@ -269,7 +262,7 @@ static void perform(world_t *w, const plan_t *p)
             break;
         }
         case PLAN_UPDATE_STATUS:
-            json_object_object_add(w->rc, "status", copy(at(a->body, "status")));
+            json_object_object_add(w->rc, "status", json_copy(at(a->body, "status")));
             break;
         case PLAN_LABEL_POD:
         case PLAN_REDIS:
@@ -284,16 +277,6 @@ static void perform(world_t *w, const plan_t *p)
 
 /* ---- Plan inspection ------------------------------------------------------------------- */
 
-static const plan_action_t *find_action(const plan_t *p, plan_action_kind_t kind, const char *resource)
-{
-    for (size_t i = 0; i < plan_action_count(p); i++) {
-        const plan_action_t *a = plan_action(p, i);
-        if (a->kind == kind && (!resource || !strcmp(a->resource, resource)))
-            return a;
-    }
-    return NULL;
-}
-
 /* The create or apply of a child resource, or NULL. */
 static const plan_action_t *find_write(const plan_t *p, const char *resource)
 {
@@ -306,14 +289,6 @@ static const plan_action_t *find_write(const plan_t *p, const char *resource)
 static size_t count_writes(const plan_t *p)
 {
     return count_kind(p, PLAN_CREATE) + count_kind(p, PLAN_APPLY) + count_kind(p, PLAN_REPLACE);
-}
-
-static const plan_event_t *find_event(const plan_t *p, const char *reason)
-{
-    for (size_t i = 0; i < plan_event_count(p); i++)
-        if (!strcmp(plan_event(p, i)->reason, reason))
-            return plan_event(p, i);
-    return NULL;
 }
 
 static json_object *cond(const plan_t *p, const char *type)
@@ -1755,7 +1730,7 @@ static void perform_until(world_t *w, const plan_t *p, size_t upto)
             json_object_put(*slot);
             *slot = server_view(a->body, NULL);
         } else if (a->kind == PLAN_ADD_FINALIZER) {
-            json_object_object_add(at(w->rc, "metadata"), "finalizers", copy(at(a->body, "metadata finalizers")));
+            json_object_object_add(at(w->rc, "metadata"), "finalizers", json_copy(at(a->body, "metadata finalizers")));
         }
     }
 }
@@ -1795,8 +1770,8 @@ static void fail_row(const fail_row_t *r)
     CU_ASSERT_EQUAL(plan_event(f, 0)->action, 0);
     CU_ASSERT_EQUAL(plan_requeue_after_ns(f), 0);
     /* The status lands; the same failure again, later: nothing to write or record. */
-    json_object *stale = copy(w.rc);
-    json_object_object_add(w.rc, "status", copy(at(a->body, "status")));
+    json_object *stale = json_copy(w.rc);
+    json_object_object_add(w.rc, "status", json_copy(at(a->body, "status")));
     set_at(w.rc, "metadata resourceVersion", "\"102\"");
     plan_destroy(&f);
     plan_destroy(&p);
@@ -2930,7 +2905,7 @@ static void test_replication_status_ignores_offsets(void)
     CU_ASSERT_EQUAL(int_at(st, "nodes 2 lagBytes"), 50);
     CU_ASSERT_TRUE(json_object_get_boolean(at(st, "nodes 2 linkUp")));
     /* The status as written; offsets move on, nothing else: no write at all. */
-    json_object_object_add(rc, "status", copy(st));
+    json_object_object_add(rc, "status", json_copy(st));
     plan_destroy(&p);
     json_object_put(obs);
     obs = repl_obs("cache-0 10.0.0.1 true master - 0 false 9000", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 8000",

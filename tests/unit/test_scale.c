@@ -205,14 +205,6 @@ static long long sts_replicas(const plan_t *p)
     return a ? (long long)jsonx_int_or(jsonx_get(a->body, "spec"), "replicas", -1) : -1;
 }
 
-static const plan_action_t *status_write(const plan_t *p)
-{
-    for (size_t i = 0; i < plan_action_count(p); i++)
-        if (plan_action(p, i)->kind == PLAN_UPDATE_STATUS)
-            return plan_action(p, i);
-    return NULL;
-}
-
 /* The condition of type in p's computed status, or NULL. */
 static const json_object *cond_of(const plan_t *p, const char *type)
 {
@@ -237,7 +229,7 @@ static void test_plan_primary_leaving(void)
     long long r = sts_replicas(p);
     CU_ASSERT(r == -1 || r == 5); /* held (the template may be applied, never the replicas lowered) */
     CU_ASSERT_FALSE(has_event_in(p, "Scaled", ""));
-    const plan_action_t *s = status_write(p);
+    const plan_action_t *s = status_action(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(s->body, "status", "primary"), "c-0");
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(s->body, "status", "switchoverFrom"), "c-4");

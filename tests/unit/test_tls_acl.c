@@ -402,14 +402,6 @@ static const json_object *cond_of(const plan_t *p, const char *type)
     return NULL;
 }
 
-static const plan_event_t *event_of(const plan_t *p, const char *reason)
-{
-    for (size_t i = 0; i < plan_event_count(p); i++)
-        if (!strcmp(plan_event(p, i)->reason, reason))
-            return plan_event(p, i);
-    return NULL;
-}
-
 static size_t count_argv0(const plan_t *p, const char *argv1)
 {
     size_t n = 0;
@@ -470,7 +462,7 @@ static void test_plan_tls(void)
         CU_ASSERT_STRING_EQUAL(a->argv[6], "tls-ca-cert-file");
     }
     CU_ASSERT_EQUAL(found, 1);
-    CU_ASSERT_PTR_NOT_NULL(event_of(p, "TLSReloaded"));
+    CU_ASSERT_PTR_NOT_NULL(find_event(p, "TLSReloaded"));
     CU_ASSERT(plan_requeue_after_ns(p) > 0);
     plan_destroy(&p);
     json_object_put(seen);
@@ -479,7 +471,7 @@ static void test_plan_tls(void)
     tls_input(&t, &old_cert, pki.ca.crt_pem);
     p = plan_with(rc, &more, kids);
     CU_ASSERT_STRING_EQUAL(str_at(cond_of(p, "TLSReady"), "reason"), "TLSCertificateExpiring");
-    const plan_event_t *e = event_of(p, "TLSCertificateExpiring");
+    const plan_event_t *e = find_event(p, "TLSCertificateExpiring");
     CU_ASSERT(e && !strcmp(e->type, "Warning") && text_contains(e->message, "has not been renewed"));
     plan_destroy(&p);
     /* expired: False, Degraded of the same reason with its Warning */
@@ -490,7 +482,7 @@ static void test_plan_tls(void)
     /* (redis.test's expired certificate: it is checked for expiry before the names) */
     CU_ASSERT_STRING_EQUAL(str_at(k, "reason"), "TLSCertificateExpired");
     CU_ASSERT_STRING_EQUAL(str_at(cond_of(p, "Degraded"), "reason"), "TLSCertificateExpired");
-    CU_ASSERT_PTR_NOT_NULL(event_of(p, "TLSCertificateExpired"));
+    CU_ASSERT_PTR_NOT_NULL(find_event(p, "TLSCertificateExpired"));
     plan_destroy(&p);
     /* another CA's certificate; a missing Secret */
     tls_input(&t, &pods_cert, pki.other_ca.crt_pem);
@@ -558,7 +550,7 @@ static void test_plan_acl(void)
     CU_ASSERT(text_contains(str_at(f->body, "stringData users.acl"), "user ro on #${acl-hash:ro} ~* +@read\n"));
     const char *digest = str_at(f->body, "metadata annotations cache.example.com/acl-digest");
     CU_ASSERT_EQUAL(strlen(digest), 64);
-    CU_ASSERT_PTR_NOT_NULL(event_of(p, "ACLFileWritten"));
+    CU_ASSERT_PTR_NOT_NULL(find_event(p, "ACLFileWritten"));
     no_secret_in(p);
     /* the Secret as written */
     json_object *secret = NULL;
@@ -588,7 +580,7 @@ static void test_plan_acl(void)
     const char *record = str_at(ann->body, "metadata annotations cache.example.com/acl");
     CU_ASSERT(record && strlen(record) == 16 + 2 && !strcmp(record + 16, "/0"));
     CU_ASSERT_STRING_EQUAL(str_at(ann->body, "metadata annotations cache.example.com/acl-users"), "app,ro");
-    const plan_event_t *e = event_of(p, "ACLApplied");
+    const plan_event_t *e = find_event(p, "ACLApplied");
     CU_ASSERT(e && text_contains(e->message, "cache-0, cache-1, cache-2"));
     no_secret_in(p);
     char rec[64];
@@ -625,7 +617,7 @@ static void test_plan_acl(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT(fi > di); /* the file once the pods took it */
     CU_ASSERT(!text_contains(str_at(f->body, "stringData users.acl"), "user ro "));
-    e = event_of(p, "ACLApplied");
+    e = find_event(p, "ACLApplied");
     CU_ASSERT(e && text_contains(e->message, "removed ro"));
     plan_destroy(&p);
 
@@ -682,13 +674,13 @@ static void test_plan_tls_restart(void)
             CU_ASSERT(!strcmp(str_at(a->body, "preconditions uid"), "u0") ||
                       !strcmp(str_at(a->body, "preconditions uid"), "u1"));
     }
-    const plan_event_t *e = event_of(p, "TLSRestart");
+    const plan_event_t *e = find_event(p, "TLSRestart");
     CU_ASSERT(e && text_contains(e->message, "restarting cache-0, cache-1 at once"));
     plan_destroy(&p);
     /* the StatefulSet's controller has not seen the template yet: nothing */
     json_object_object_add(at(kids[2], "status"), "observedGeneration", json_object_new_int(0));
     p = plan_with(rc, &more, kids);
-    CU_ASSERT_PTR_NULL(event_of(p, "TLSRestart"));
+    CU_ASSERT_PTR_NULL(find_event(p, "TLSRestart"));
     plan_destroy(&p);
     put_all(kids, 4);
     /* TLS off: the pod that still speaks TLS restarts */
@@ -696,7 +688,7 @@ static void test_plan_tls_restart(void)
     children_of(rc2, &more, kids);
     p = plan_with(rc2, &more, kids);
     CU_ASSERT_EQUAL(count_kind(p, PLAN_DELETE), 1);
-    e = event_of(p, "TLSRestart");
+    e = find_event(p, "TLSRestart");
     CU_ASSERT(e && text_contains(e->message, "TLS off: restarting cache-2 at once"));
     plan_destroy(&p);
     put_all(kids, 4);
