@@ -11,6 +11,15 @@
  *   node_of(row)           an observation node "pod ip role masterHost linkUp(1|0) offset"
  *                          (role "-": unreachable for 60 s, masterHost "-": none); the
  *                          caller puts it
+ *   pods_of_rows(rows, n)  an array of pod_of of the n rows (NULL rows skipped)
+ *   redis_observation_of(rows, n, observed_at)
+ *                          observerd's observation {"nodes": node_of of the n rows (NULL
+ *                          rows skipped)}, with observedAt when observed_at is not NULL
+ *   plan_observed_of(rc_text, sts_text, pods, obs, now)
+ *                          plan_compute_observed of the RedisCluster and StatefulSet
+ *                          texts with the pods and the observation (obs may be NULL)
+ *                          given, at now; fatal when it gives no plan. Borrows pods and
+ *                          obs; the caller destroys the plan
  *   find_action(p, kind, resource)
  *                          the plan's first action of kind on resource (NULL: any), or NULL
  *   status_action(p)       the plan's status write (PLAN_UPDATE_STATUS), or NULL
@@ -80,6 +89,40 @@ static inline json_object *node_of(const char *row)
                   "\"masterPort\":6379,\"linkUp\":%s,\"offset\":%s,\"downSinceMs\":%s,\"lastOkAgoMs\":%s}",
                   f[0], f[1], up ? "true" : "false", up ? f[2] : "", strcmp(f[3], "-") ? f[3] : "",
                   !strcmp(f[4], "1") ? "true" : "false", f[5], up ? "0" : "60000", up ? "0" : "60000");
+}
+
+static inline json_object *pods_of_rows(const char *const *rows, size_t n)
+{
+    json_object *pods = json_object_new_array();
+    for (size_t i = 0; i < n; i++)
+        if (rows[i])
+            json_object_array_add(pods, pod_of(rows[i]));
+    return pods;
+}
+
+static inline json_object *redis_observation_of(const char *const *rows, size_t n, const char *observed_at)
+{
+    json_object *obs = json_object_new_object(), *nodes = json_object_new_array();
+    for (size_t i = 0; i < n; i++)
+        if (rows[i])
+            json_object_array_add(nodes, node_of(rows[i]));
+    json_object_object_add(obs, "nodes", nodes);
+    if (observed_at)
+        json_object_object_add(obs, "observedAt", json_object_new_string(observed_at));
+    return obs;
+}
+
+static inline plan_t *plan_observed_of(const char *rc_text, const char *sts_text, const json_object *pods,
+                                       const json_object *obs, int64_t now)
+{
+    json_object *rc = parse(rc_text), *sts = parse(sts_text);
+    plan_observed_t more = {0};
+    more.members = pods;
+    more.redis = obs;
+    plan_t *p = plan_compute_observed(rc, NULL, NULL, sts, &more, now);
+    PUT_EACH(rc, sts);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    return p;
 }
 
 static inline const plan_action_t *find_action(const plan_t *p, plan_action_kind_t kind, const char *resource)

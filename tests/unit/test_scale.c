@@ -36,6 +36,15 @@ static json_object *ready_pod_of(const char *spec)
     return pod_of(row);
 }
 
+/* The n pods of rows, as ready_pod_of gives them, in an array. */
+static json_object *ready_pods_of(const char *const *rows, size_t n)
+{
+    json_object *pods = json_object_new_array();
+    for (size_t i = 0; i < n; i++)
+        json_object_array_add(pods, ready_pod_of(rows[i]));
+    return pods;
+}
+
 /* Five pods, the primary at ordinal 4 (S4) or 0 (S0P); every replica linked at offset 1000. */
 #define S0 "c-0 10.0.0.1 replica"
 #define S1 "c-1 10.0.0.2 replica"
@@ -85,12 +94,7 @@ static void test_scale_in_table(void)
     static const char *const pods_spec[NPODS] = {S0, S1, S2, S3, S4};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const scale_case_t *k = &cases[i];
-        json_object *pods = json_object_new_array(), *obs = json_object_new_object(), *nodes = json_object_new_array();
-        for (int j = 0; j < NPODS; j++) {
-            json_object_array_add(pods, ready_pod_of(pods_spec[j]));
-            json_object_array_add(nodes, node_of(k->nodes[j]));
-        }
-        json_object_object_add(obs, "nodes", nodes);
+        json_object *pods = ready_pods_of(pods_spec, NPODS), *obs = redis_observation_of(k->nodes, NPODS, NULL);
         topo_roll_t roll = {"r1", k->from, k->keep};
         topo_t t;
         topo_compute_switchover("c", NPODS, k->primary, pods, obs, 3000, 0, &roll, &t);
@@ -120,16 +124,11 @@ static void test_scale_in_table(void)
 /* The primary below keep: SCALE-IN decides nothing (the pods that go are not rolled). */
 static void test_scale_in_primary_stays(void)
 {
-    json_object *pods = json_object_new_array(), *obs = json_object_new_object(), *nodes = json_object_new_array();
     static const char *const p[NPODS] = {"c-0 10.0.0.1 primary", S1, S2, S3, "c-4 10.0.0.5 replica"};
     static const char *const n[NPODS] = {
         "c-0 10.0.0.1 master - 1 1000", "c-1 10.0.0.2 slave 10.0.0.1 1 1000", "c-2 10.0.0.3 slave 10.0.0.1 1 1000",
         "c-3 10.0.0.4 slave 10.0.0.1 1 1000", "c-4 10.0.0.5 slave 10.0.0.1 1 1000"};
-    for (int j = 0; j < NPODS; j++) {
-        json_object_array_add(pods, ready_pod_of(p[j]));
-        json_object_array_add(nodes, node_of(n[j]));
-    }
-    json_object_object_add(obs, "nodes", nodes);
+    json_object *pods = ready_pods_of(p, NPODS), *obs = redis_observation_of(n, NPODS, NULL);
     topo_roll_t roll = {"r2", NULL, 3}; /* c-3 and c-4 outdated too: not rolled, they go */
     topo_t t;
     topo_compute_switchover("c", NPODS, "c-0", pods, obs, 3000, 0, &roll, &t);
@@ -162,29 +161,10 @@ static void test_scale_in_primary_stays(void)
  * their observation (nodes NULL: none). */
 static plan_t *plan_of(const char *rc_text, const char *const pods_spec[NPODS], const char *const nodes_spec[NPODS])
 {
-    json_object *rc = json_tokener_parse(rc_text), *sts = json_tokener_parse(STS5_JSON);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(rc);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(sts);
-    json_object *pods = json_object_new_array(), *obs = NULL;
-    for (int j = 0; j < NPODS; j++)
-        json_object_array_add(pods, ready_pod_of(pods_spec[j]));
-    if (nodes_spec) {
-        json_object *nodes = json_object_new_array();
-        obs = json_object_new_object();
-        for (int j = 0; j < NPODS; j++)
-            json_object_array_add(nodes, node_of(nodes_spec[j]));
-        json_object_object_add(obs, "nodes", nodes);
-        json_object_object_add(obs, "observedAt", json_object_new_string("2024-05-01T12:00:00Z"));
-    }
-    plan_observed_t more = {0};
-    more.members = pods;
-    more.redis = obs;
-    plan_t *p = plan_compute_observed(rc, NULL, NULL, sts, &more, NOW);
-    json_object_put(rc);
-    json_object_put(sts);
-    json_object_put(pods);
-    json_object_put(obs);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    json_object *pods = ready_pods_of(pods_spec, NPODS);
+    json_object *obs = nodes_spec ? redis_observation_of(nodes_spec, NPODS, "2024-05-01T12:00:00Z") : NULL;
+    plan_t *p = plan_observed_of(rc_text, STS5_JSON, pods, obs, NOW);
+    PUT_EACH(pods, obs);
     return p;
 }
 
