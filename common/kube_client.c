@@ -72,11 +72,8 @@ static void sleep_for(kube_client_t *c, int64_t ns)
         return;
     }
     /* Absolute deadline, so a signal cannot stretch or cut the wait. */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t t = (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec + ns;
-    ts.tv_sec = (time_t)(t / NS_PER_SEC);
-    ts.tv_nsec = (long)(t % NS_PER_SEC);
+    int64_t t = clock_mono_ns() + ns;
+    struct timespec ts = {.tv_sec = (time_t)(t / NS_PER_SEC), .tv_nsec = (long)(t % NS_PER_SEC)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
         ;
 }

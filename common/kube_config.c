@@ -6,6 +6,7 @@
  * so a bad certificate or a missing file is reported once, naming the file, the entry
  * and the field, instead of surfacing later as a TLS error.
  */
+#include "clock.h"
 #include "kube_config.h"
 #include "kube_config_internal.h"
 #include "pem.h"
@@ -149,9 +150,7 @@ out:
 
 static int64_t real_now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec;
+    return clock_wall_ns() / NS_PER_SEC;
 }
 
 static int64_t (*g_now_s)(void) = real_now_s;

@@ -39,9 +39,7 @@ void kcfg_test_set_exec_timeout_ms(int ms)
 
 static int64_t mono_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return clock_mono_ns() / NS_PER_MS;
 }
 
 /* A growable output buffer with a cap; bytes past the cap are dropped and set overflow. */

@@ -231,4 +231,13 @@ static inline int fake_log_count(const fake_log_t *l, const char *method, const 
     return n;
 }
 
+/* fake_log_count under the suite's lock mu (the test's thread, while the server runs). */
+static inline int fake_log_tally(pthread_mutex_t *mu, const fake_log_t *l, const char *method, const char *part)
+{
+    pthread_mutex_lock(mu);
+    int n = fake_log_count(l, method, part);
+    pthread_mutex_unlock(mu);
+    return n;
+}
+
 #endif

@@ -12,6 +12,8 @@
  * want for each row (NULL: missing or not a string), one CUnit assertion a row, a failure
  * reported at the caller's line with the path, the string wanted and the one found;
  *
+ * json_copy(o) is a deep copy of o (fatal when out of memory; the caller puts it);
+ *
  * and a test's objects are put at its end, an array of n with put_all(o, n), a list with
  * PUT_EACH(a, b, c) (NULLs are ignored, as json_object_put does).
  */
@@ -44,6 +46,13 @@ __attribute__((format(printf, 1, 2))) static inline json_object *parsef(const ch
     va_end(ap);
     CU_ASSERT_FATAL(n >= 0 && (size_t)n < sizeof(text));
     return parse(text);
+}
+
+static inline json_object *json_copy(const json_object *o)
+{
+    json_object *c = NULL;
+    CU_ASSERT_FATAL(json_object_deep_copy((json_object *)o, &c, NULL) == 0);
+    return c;
 }
 
 static inline json_object *at(const json_object *o, const char *path)

@@ -1,5 +1,5 @@
 /* split_fields: a test table's row text split at blanks, for the tables that describe
- * pods and observation nodes as "name ip role ..." (test_switchover.c, test_scale.c). */
+ * pods and observation nodes as "name ip role ..." (plan_fixture.h's pod_of and node_of). */
 #ifndef RDC_TEST_SPLIT_FIELDS_H
 #define RDC_TEST_SPLIT_FIELDS_H
 

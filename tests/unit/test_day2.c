@@ -17,6 +17,7 @@
 #include "cu_table.h"
 #include "json_at.h"
 #include "plan.h"
+#include "plan_fixture.h"
 #include "rdc_spec.h"
 #include "render.h"
 #include "spec_errors.h"
@@ -29,23 +30,6 @@
 #include <string.h>
 
 #define T1 INT64_C(1714564800000000000)
-
-static json_object *rc_with(const char *spec)
-{
-    return parsef("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\","
-                  "\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,\"finalizers\":[\"" PLAN_FINALIZER
-                  "\"]},\"spec\":%s}",
-                  spec);
-}
-
-/* rdc_spec_validate's joined errors for spec ("" when valid); the caller frees. */
-static char *errors_of(const char *spec)
-{
-    json_object *rc = rc_with(spec);
-    char *s = spec_errors(rc);
-    json_object_put(rc);
-    return s;
-}
 
 /* The body of the first create, apply or replace of resource named name (NULL: any). */
 static const plan_action_t *write_of(const plan_t *p, const char *resource, const char *name)

@@ -57,10 +57,7 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
 /* Requests of method whose path contains part, so far. */
 static int api_count(api_t *a, const char *method, const char *part)
 {
-    pthread_mutex_lock(&a->mu);
-    int n = fake_log_count(&a->log, method, part);
-    pthread_mutex_unlock(&a->mu);
-    return n;
+    return fake_log_tally(&a->mu, &a->log, method, part);
 }
 
 /* Whether some request of method to a path containing part had a body containing text. */

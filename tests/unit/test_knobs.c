@@ -16,6 +16,7 @@
 #include "cu_table.h"
 #include "json_at.h"
 #include "plan.h"
+#include "plan_fixture.h"
 #include "rdc_spec.h"
 #include "redisconf.h"
 #include "render.h"
@@ -31,14 +32,6 @@
 
 #define T1 INT64_C(1714564800000000000)
 
-static json_object *rc_with(const char *spec)
-{
-    return parsef("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\","
-                  "\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,\"finalizers\":[\"" PLAN_FINALIZER
-                  "\"]},\"spec\":%s}",
-                  spec);
-}
-
 /* The render input of the RedisCluster rc (valid: asserted), its spec parsed into *spec. */
 static render_input_t input_of(const json_object *rc, rdc_spec_t *spec)
 {
@@ -46,15 +39,6 @@ static render_input_t input_of(const json_object *rc, rdc_spec_t *spec)
     CU_ASSERT_EQUAL_FATAL(rdc_spec_parse(rc, spec, errs), 0);
     rdc_field_errors_destroy(&errs);
     return (render_input_t){.name = "cache", .ns = "default", .uid = "uid-1", .spec = spec};
-}
-
-/* rdc_spec_validate's joined errors for spec ("" when valid); the caller frees. */
-static char *errors_of(const char *spec)
-{
-    json_object *rc = rc_with(spec);
-    char *s = spec_errors(rc);
-    json_object_put(rc);
-    return s;
 }
 
 static const json_object *body_of(const plan_t *p, const char *resource);

@@ -11,6 +11,7 @@
 #include "loopback.h"
 #include "metrics_tls.h"
 #include "tls_client.h"
+#include "text_assert.h"
 #include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
@@ -22,11 +23,6 @@
 #include <unistd.h>
 
 static char tmpdir[64];
-
-static int contains(const char *hay, const char *needle)
-{
-    return hay && needle && strstr(hay, needle) != NULL;
-}
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_size, void **req)
@@ -189,7 +185,7 @@ static void test_rotation_served(void)
      * the failure is said once, and the completed rotation is served. */
     cert_files_make(tmpdir, "third", "tls.crt", NULL);
     CU_ASSERT_EQUAL(mtls_check(t, 4, err, sizeof(err)), -1);
-    CU_ASSERT(contains(err, "does not match"));
+    CU_ASSERT(text_contains(err, "does not match"));
     CU_ASSERT(served(loop, ctx, mtls_port(t), cn, sizeof(cn)));
     CU_ASSERT_STRING_EQUAL(cn, "second");
     CU_ASSERT_EQUAL(mtls_check(t, 5, err, sizeof(err)), 0);
@@ -206,7 +202,7 @@ static void test_rotation_served(void)
     fputs("-----BEGIN CERTIFICATE-----\nnot base64\n", f);
     fclose(f);
     CU_ASSERT_EQUAL(mtls_check(t, 7, err, sizeof(err)), -1);
-    CU_ASSERT(contains(err, "tls.crt"));
+    CU_ASSERT(text_contains(err, "tls.crt"));
     CU_ASSERT(served(loop, ctx, mtls_port(t), cn, sizeof(cn)));
     CU_ASSERT_STRING_EQUAL(cn, "fourth");
 
@@ -239,13 +235,13 @@ static void test_start_errors_and_self_signed(void)
     mtls_t *t = NULL;
     CU_ASSERT_EQUAL(mtls_start(loop, &o, &t, err, sizeof(err)), -1);
     CU_ASSERT_PTR_NULL(t);
-    CU_ASSERT(contains(err, "/nonexistent-dir/tls.crt"));
+    CU_ASSERT(text_contains(err, "/nonexistent-dir/tls.crt"));
     cert_files_make(tmpdir, "a", "tls.crt", "tls.key");
     cert_files_make(tmpdir, "b", "other.crt", "other.key");
     o = opts(&sin, tmpdir);
     o.key_name = "other.key";
     CU_ASSERT_EQUAL(mtls_start(loop, &o, &t, err, sizeof(err)), -1);
-    CU_ASSERT(contains(err, "does not match"));
+    CU_ASSERT(text_contains(err, "does not match"));
 
     o = opts(&sin, NULL);
     CU_ASSERT_EQUAL_FATAL(mtls_start(loop, &o, &t, err, sizeof(err)), 0);
@@ -260,7 +256,7 @@ static void test_start_errors_and_self_signed(void)
     mtls_opts_t o2 = opts(&same, NULL);
     mtls_t *t2 = NULL;
     CU_ASSERT_EQUAL(mtls_start(loop, &o2, &t2, err, sizeof(err)), -1);
-    CU_ASSERT(contains(err, "cannot serve HTTPS"));
+    CU_ASSERT(text_contains(err, "cannot serve HTTPS"));
     SSL_CTX_free(ctx);
     mtls_stop(&t);
     loop_destroy(&loop);

@@ -10,9 +10,11 @@
 #include "cu_table.h"
 #include "json_at.h"
 #include "plan.h"
+#include "plan_fixture.h"
 #include "rdc_spec.h"
 #include "render.h"
 #include "text_case.h"
+#include "text_assert.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -89,18 +91,6 @@ static void del_at(json_object *o, const char *parent_path, const char *key)
     json_object_object_del(h, key);
 }
 
-static json_object *copy(const json_object *o)
-{
-    json_object *c = NULL;
-    CU_ASSERT_FATAL(json_object_deep_copy((json_object *)o, &c, NULL) == 0);
-    return c;
-}
-
-static int contains(const char *hay, const char *needle)
-{
-    return hay && needle && strstr(hay, needle) != NULL;
-}
-
 /* ---- RedisCluster fixtures ------------------------------------------------------------- */
 
 static json_object *rc_new(const char *spec, int with_finalizer)
@@ -145,7 +135,7 @@ static plan_t *run(world_t *w, int64_t now)
  * other managers' labels and annotations, and every default it fills in. */
 static json_object *server_view(const json_object *applied, const json_object *previous)
 {
-    json_object *o = copy(applied);
+    json_object *o = json_copy(applied);
     set_at(o, "metadata uid", "\"child-uid\"");
     set_at(o, "metadata resourceVersion", "\"555\"");
     set_at(o, "metadata creationTimestamp", "\"2024-05-01T11:00:00Z\"");
@@ -206,7 +196,7 @@ static json_object *server_view(const json_object *applied, const json_object *p
         }
         /* The controller has not seen the new generation yet: the status lags. */
         json_object *st = previous ? at(previous, "status") : NULL;
-        json_object_object_add(o, "status", st ? copy(st) : parse("{\"replicas\":0,\"availableReplicas\":0}"));
+        json_object_object_add(o, "status", st ? json_copy(st) : parse("{\"replicas\":0,\"availableReplicas\":0}"));
     }
     return o;
 }
@@ -234,7 +224,7 @@ static void perform(world_t *w, const plan_t *p)
         switch (a->kind) {
         case PLAN_ADD_FINALIZER:
         case PLAN_REMOVE_FINALIZER:
-            json_object_object_add(at(w->rc, "metadata"), "finalizers", copy(at(a->body, "metadata finalizers")));
+            json_object_object_add(at(w->rc, "metadata"), "finalizers", json_copy(at(a->body, "metadata finalizers")));
             set_at(w->rc, "metadata resourceVersion", "\"101\"");
             break;
         case PLAN_CLEANUP:
@@ -272,7 +262,7 @@ static void perform(world_t *w, const plan_t *p)
             break;
         }
         case PLAN_UPDATE_STATUS:
-            json_object_object_add(w->rc, "status", copy(at(a->body, "status")));
+            json_object_object_add(w->rc, "status", json_copy(at(a->body, "status")));
             break;
         case PLAN_LABEL_POD:
         case PLAN_REDIS:
@@ -287,24 +277,6 @@ static void perform(world_t *w, const plan_t *p)
 
 /* ---- Plan inspection ------------------------------------------------------------------- */
 
-static const plan_action_t *find_action(const plan_t *p, plan_action_kind_t kind, const char *resource)
-{
-    for (size_t i = 0; i < plan_action_count(p); i++) {
-        const plan_action_t *a = plan_action(p, i);
-        if (a->kind == kind && (!resource || !strcmp(a->resource, resource)))
-            return a;
-    }
-    return NULL;
-}
-
-static size_t count_kind(const plan_t *p, plan_action_kind_t kind)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < plan_action_count(p); i++)
-        n += plan_action(p, i)->kind == kind;
-    return n;
-}
-
 /* The create or apply of a child resource, or NULL. */
 static const plan_action_t *find_write(const plan_t *p, const char *resource)
 {
@@ -317,14 +289,6 @@ static const plan_action_t *find_write(const plan_t *p, const char *resource)
 static size_t count_writes(const plan_t *p)
 {
     return count_kind(p, PLAN_CREATE) + count_kind(p, PLAN_APPLY) + count_kind(p, PLAN_REPLACE);
-}
-
-static const plan_event_t *find_event(const plan_t *p, const char *reason)
-{
-    for (size_t i = 0; i < plan_event_count(p); i++)
-        if (!strcmp(plan_event(p, i)->reason, reason))
-            return plan_event(p, i);
-    return NULL;
 }
 
 static json_object *cond(const plan_t *p, const char *type)
@@ -420,7 +384,7 @@ static void test_fresh_create_order_and_requests(void)
         CU_ASSERT_STRING_EQUAL(plan_event(p, i)->reason, "Created");
         CU_ASSERT_EQUAL(plan_event(p, i)->action, (int)i + 1);
     }
-    CU_ASSERT(contains(plan_event(p, 2)->message, "StatefulSet default/cache"));
+    CU_ASSERT(text_contains(plan_event(p, 2)->message, "StatefulSet default/cache"));
     CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 10 * NS_PER_SEC);
     plan_destroy(&p);
     CU_ASSERT_PTR_NULL(p);
@@ -465,9 +429,9 @@ static void test_fresh_create_children(void)
                                         "\nappendonly yes\n",  "\nport 6379\n",
                                         "\nprotected-mode no\n", "\nsave 900 1\n"};
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
-        CU_ASSERT(contains(conf, lines[i]));
+        CU_ASSERT(text_contains(conf, lines[i]));
     /* No bind directive: Redis listens on every interface of its pod. */
-    CU_ASSERT(!contains(conf, "\nbind "));
+    CU_ASSERT(!text_contains(conf, "\nbind "));
 
     /* Service: headless, port 6379 named redis, selector name+instance only. */
     CU_ASSERT_STRING_EQUAL(str_at(svc, "spec clusterIP"), "None");
@@ -734,10 +698,10 @@ static void test_drift_case(void)
         CU_ASSERT_PTR_EQUAL(a, plan_action(p, 0));
     if (drift_cases[i].kind >= 0)
         CU_ASSERT_EQUAL(a->kind, (plan_action_kind_t)drift_cases[i].kind);
-    CU_ASSERT(contains(a->why, drift_cases[i].why));
+    CU_ASSERT(text_contains(a->why, drift_cases[i].why));
     const char *path = drift_cases[i].body_path;
     if (path && drift_cases[i].body_has)
-        CU_ASSERT(contains(str_at(a->body, path), drift_cases[i].body_has));
+        CU_ASSERT(text_contains(str_at(a->body, path), drift_cases[i].body_has));
     if (path && drift_cases[i].body_is)
         CU_ASSERT_STRING_EQUAL(str_at(a->body, path), drift_cases[i].body_is);
     if (path && !drift_cases[i].body_has && !drift_cases[i].body_is)
@@ -746,7 +710,7 @@ static void test_drift_case(void)
         const plan_event_t *e = find_event(p, drift_cases[i].event);
         CU_ASSERT_PTR_NOT_NULL_FATAL(e);
         if (drift_cases[i].event_says)
-            CU_ASSERT(contains(e->message, drift_cases[i].event_says));
+            CU_ASSERT(text_contains(e->message, drift_cases[i].event_says));
     }
     if (drift_cases[i].no_event)
         CU_ASSERT_PTR_NULL(find_event(p, drift_cases[i].no_event));
@@ -778,7 +742,7 @@ static void test_scale_up_and_down(void)
         CU_ASSERT_PTR_NULL(find_write(p, "configmaps"));
         char msg[64];
         snprintf(msg, sizeof(msg), "from %d to %d replicas", from, want);
-        CU_ASSERT(contains(find_event(p, "Scaled")->message, msg));
+        CU_ASSERT(text_contains(find_event(p, "Scaled")->message, msg));
         CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling");
         /* a decrease is a scale-in (its own reason: plan_scale.h) */
         CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Progressing"), "reason"), step == 0 ? "Scaling" : "ScalingIn");
@@ -817,13 +781,13 @@ static void test_config_change_rolls_pods(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(sts);
     CU_ASSERT(plan_action(p, 0) == cm); /* config first, then the pods that read it */
     const char *conf = str_at(cm->body, "data redis.conf");
-    CU_ASSERT(contains(conf, "\nmaxmemory 512mb\n"));
+    CU_ASSERT(text_contains(conf, "\nmaxmemory 512mb\n"));
     char hash[65];
     sha256_hex(conf, hash);
     const char *new_hash = str_at(sts->body, "spec template metadata annotations cache.example.com/config-hash");
     CU_ASSERT_STRING_EQUAL(new_hash, hash);
     CU_ASSERT_STRING_NOT_EQUAL(new_hash, before);
-    CU_ASSERT(contains(sts->why, "cache.example.com/config-hash"));
+    CU_ASSERT(text_contains(sts->why, "cache.example.com/config-hash"));
     plan_destroy(&p);
     world_free(&w);
 }
@@ -907,9 +871,9 @@ static void test_minimal_spec_defaults(void)
     const json_object *cm = find_write(p, "configmaps")->body;
     const json_object *sts = find_write(p, "statefulsets")->body;
     const char *conf = str_at(cm, "data redis.conf");
-    CU_ASSERT(!contains(conf, "\nmaxmemory "));
-    CU_ASSERT(contains(conf, "\nmaxmemory-policy allkeys-lru\n"));
-    CU_ASSERT(contains(conf, "\nappendonly yes\n"));
+    CU_ASSERT(!text_contains(conf, "\nmaxmemory "));
+    CU_ASSERT(text_contains(conf, "\nmaxmemory-policy allkeys-lru\n"));
+    CU_ASSERT(text_contains(conf, "\nappendonly yes\n"));
     CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec containers 0 image"), "redis:7.2");
     CU_ASSERT_STRING_EQUAL(str_at(sts, "spec volumeClaimTemplates 0 spec resources requests storage"), "1Gi");
     CU_ASSERT_PTR_NULL(at(sts, "spec volumeClaimTemplates 0 spec storageClassName"));
@@ -929,8 +893,8 @@ static void test_minimal_spec_defaults(void)
     CU_ASSERT_STRING_EQUAL(str_at(sts, "spec volumeClaimTemplates 0 spec resources requests storage"), "1Gi");
     CU_ASSERT_PTR_NULL(at(sts, "spec volumeClaimTemplates 0 spec storageClassName"));
     conf = str_at(find_write(p, "configmaps")->body, "data redis.conf");
-    CU_ASSERT(!contains(conf, "\nmaxmemory "));
-    CU_ASSERT(contains(conf, "\nmaxmemory-policy allkeys-lru\n"));
+    CU_ASSERT(!text_contains(conf, "\nmaxmemory "));
+    CU_ASSERT(text_contains(conf, "\nmaxmemory-policy allkeys-lru\n"));
     plan_destroy(&p);
     json_object_put(rc);
 
@@ -954,8 +918,8 @@ static void test_minimal_spec_defaults(void)
     rc = rc_new("{\"size\":2,\"image\":\"redis\",\"config\":{\"maxmemoryPolicy\":\"noeviction\"}}", 1);
     p = plan_compute(rc, NULL, NULL, NULL, T1);
     const char *c2 = str_at(find_write(p, "configmaps")->body, "data redis.conf");
-    CU_ASSERT(contains(c2, "\nmaxmemory-policy noeviction\n"));
-    CU_ASSERT(!contains(c2, "\nmaxmemory "));
+    CU_ASSERT(text_contains(c2, "\nmaxmemory-policy noeviction\n"));
+    CU_ASSERT(!text_contains(c2, "\nmaxmemory "));
     plan_destroy(&p);
     json_object_put(rc);
 }
@@ -1028,15 +992,15 @@ static void test_invalid_specs(void)
         json_object *ready = cond(p, "Ready");
         CU_ASSERT_STRING_EQUAL(str_at(ready, "status"), "False");
         CU_ASSERT_STRING_EQUAL(str_at(ready, "reason"), "InvalidSpec");
-        CU_ASSERT(contains(str_at(ready, "message"), cases[i].want));
-        if (!contains(str_at(ready, "message"), cases[i].want))
+        CU_ASSERT(text_contains(str_at(ready, "message"), cases[i].want));
+        if (!text_contains(str_at(ready, "message"), cases[i].want))
             fprintf(stderr, "spec %s: message %s\n", cases[i].in, str_at(ready, "message"));
         CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "status"), "True");
         const plan_event_t *e = find_event(p, "InvalidSpec");
         CU_ASSERT_PTR_NOT_NULL_FATAL(e);
         CU_ASSERT_STRING_EQUAL(e->type, "Warning");
         CU_ASSERT_EQUAL(e->action, 0);
-        CU_ASSERT(contains(e->message, cases[i].want));
+        CU_ASSERT(text_contains(e->message, cases[i].want));
         CU_ASSERT_EQUAL(plan_requeue_after_ns(p), 0);
         plan_destroy(&p);
         json_object_put(rc);
@@ -1051,9 +1015,9 @@ static void test_invalid_spec_lists_every_problem_and_is_quiet_after(void)
     /* The finalizer still goes on, so a later delete runs the cleanup. */
     CU_ASSERT_EQUAL(plan_action(p, 0)->kind, PLAN_ADD_FINALIZER);
     const char *msg = str_at(cond(p, "Ready"), "message");
-    CU_ASSERT(contains(msg, "spec.size"));
-    CU_ASSERT(contains(msg, "spec.image"));
-    CU_ASSERT(contains(msg, "spec.storage.size"));
+    CU_ASSERT(text_contains(msg, "spec.size"));
+    CU_ASSERT(text_contains(msg, "spec.image"));
+    CU_ASSERT(text_contains(msg, "spec.storage.size"));
     perform(&w, p);
     plan_destroy(&p);
     /* Nothing changed: no status write and no repeated Warning on a resync. */
@@ -1084,7 +1048,7 @@ static void test_invalid_names(void)
         json_object_object_add(at(rc, "metadata"), "name", json_object_new_string(names[i]));
         plan_t *p = plan_compute(rc, NULL, NULL, NULL, T1);
         CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
-        CU_ASSERT(contains(str_at(cond(p, "Ready"), "message"), "metadata.name"));
+        CU_ASSERT(text_contains(str_at(cond(p, "Ready"), "message"), "metadata.name"));
         CU_ASSERT_EQUAL(count_writes(p), 0);
         plan_destroy(&p);
         json_object_put(rc);
@@ -1107,7 +1071,7 @@ static void test_missing_uid(void)
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Failed");
     CU_ASSERT_EQUAL(count_writes(p), 0);
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Ready"), "reason"), "InvalidObject");
-    CU_ASSERT(contains(str_at(cond(p, "Ready"), "message"), "metadata.uid"));
+    CU_ASSERT(text_contains(str_at(cond(p, "Ready"), "message"), "metadata.uid"));
     CU_ASSERT_PTR_NOT_NULL(find_event(p, "InvalidObject"));
     plan_destroy(&p);
     json_object_put(rc);
@@ -1221,9 +1185,9 @@ static void test_invalid_spec_message_is_bounded(void)
     CU_ASSERT(len < 2048);
     CU_ASSERT(len > 1024);
     CU_ASSERT(msg[0] == '[' && msg[len - 1] == ']');
-    CU_ASSERT(contains(msg, "[metadata.name: Invalid value: \"Not-A-Label-\\x01"));
-    CU_ASSERT(contains(msg, ", spec.size: Invalid value: \"\\x01"));
-    CU_ASSERT(contains(msg, " more]"));
+    CU_ASSERT(text_contains(msg, "[metadata.name: Invalid value: \"Not-A-Label-\\x01"));
+    CU_ASSERT(text_contains(msg, ", spec.size: Invalid value: \"\\x01"));
+    CU_ASSERT(text_contains(msg, " more]"));
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "message"), msg);
     CU_ASSERT_PTR_NOT_NULL_FATAL(find_event(p, "InvalidSpec"));
     CU_ASSERT_STRING_EQUAL(find_event(p, "InvalidSpec")->message, msg);
@@ -1456,8 +1420,8 @@ static void test_storage_change_is_reported_not_applied(void)
     json_object *deg = cond(p, "Degraded");
     CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "True");
     CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), "ImmutableFieldChanged");
-    CU_ASSERT(contains(str_at(deg, "message"), "spec.storage"));
-    CU_ASSERT(contains(str_at(deg, "message"), "want \"512Mi\", have \"1Gi\""));
+    CU_ASSERT(text_contains(str_at(deg, "message"), "spec.storage"));
+    CU_ASSERT(text_contains(str_at(deg, "message"), "want \"512Mi\", have \"1Gi\""));
     const plan_event_t *e = find_event(p, "ImmutableFieldChanged");
     CU_ASSERT_PTR_NOT_NULL_FATAL(e);
     CU_ASSERT_STRING_EQUAL(e->type, "Warning");
@@ -1482,7 +1446,7 @@ static void test_storage_change_is_reported_not_applied(void)
     CU_ASSERT_STRING_EQUAL(str_at(pvc, "spec storageClassName"), "standard");
     CU_ASSERT_PTR_NULL(at(pvc, "status"));
     CU_ASSERT_PTR_NULL(at(pvc, "metadata creationTimestamp"));
-    CU_ASSERT(contains(str_at(cond(p, "Degraded"), "message"), "storageClassName"));
+    CU_ASSERT(text_contains(str_at(cond(p, "Degraded"), "message"), "storageClassName"));
     plan_destroy(&p);
     /* Storage back to what exists: Degraded clears. */
     set_at(w.rc, "spec size", "3");
@@ -1505,7 +1469,7 @@ static void test_selector_mismatch_blocks_statefulset_apply(void)
     plan_t *p = run(&w, T2);
     CU_ASSERT_EQUAL(count_writes(p), 0);
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "ImmutableFieldChanged");
-    CU_ASSERT(contains(str_at(cond(p, "Degraded"), "message"), "spec.selector"));
+    CU_ASSERT(text_contains(str_at(cond(p, "Degraded"), "message"), "spec.selector"));
     CU_ASSERT_PTR_NOT_NULL(find_event(p, "ImmutableFieldChanged"));
     plan_destroy(&p);
     world_free(&w);
@@ -1523,8 +1487,8 @@ static void test_child_controlled_by_another_owner(void)
     plan_t *p = run(&w, T2);
     CU_ASSERT_PTR_NULL(find_write(p, "configmaps"));
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "reason"), "OwnerConflict");
-    CU_ASSERT(contains(str_at(cond(p, "Degraded"), "message"),
-                       "ConfigMap default/cache is controlled by another Deployment"));
+    CU_ASSERT(text_contains(str_at(cond(p, "Degraded"), "message"),
+                            "ConfigMap default/cache is controlled by another Deployment"));
     plan_destroy(&p);
     world_free(&w);
 }
@@ -1623,7 +1587,7 @@ static void owner_row(const owner_row_t *r)
     /* force=true goes only to an object whose controller reference is ours. */
     for (size_t i = 0; i < plan_action_count(p); i++) {
         const plan_action_t *x = plan_action(p, i);
-        if (contains(x->path, "force=true") && x->kind == PLAN_APPLY)
+        if (text_contains(x->path, "force=true") && x->kind == PLAN_APPLY)
             CU_ASSERT(!strcmp(x->resource, r->resource) && !strcmp(r->meta, OURS_CTL));
     }
     json_object *deg = cond(p, "Degraded");
@@ -1634,9 +1598,9 @@ static void owner_row(const owner_row_t *r)
     }
     CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "True");
     CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), "OwnerConflict");
-    if (!contains(str_at(deg, "message"), r->message))
+    if (!text_contains(str_at(deg, "message"), r->message))
         fprintf(stderr, "\n%s: Degraded message is: %s\n", r->what, str_at(deg, "message"));
-    CU_ASSERT(contains(str_at(deg, "message"), r->message));
+    CU_ASSERT(text_contains(str_at(deg, "message"), r->message));
     const plan_event_t *e = find_event(p, "OwnerConflict");
     CU_ASSERT_PTR_NOT_NULL_FATAL(e);
     CU_ASSERT_STRING_EQUAL(e->type, "Warning");
@@ -1649,7 +1613,8 @@ static void owner_row(const owner_row_t *r)
     if (!strcmp(r->resource, "configmaps")) {
         /* Pods would mount the other ConfigMap: no StatefulSet while it stands. */
         CU_ASSERT_PTR_NULL(find_write(p, "statefulsets"));
-        CU_ASSERT(contains(str_at(deg, "message"), "StatefulSet default/cache is not created while the ConfigMap"));
+        CU_ASSERT(text_contains(str_at(deg, "message"),
+                                "StatefulSet default/cache is not created while the ConfigMap"));
     } else {
         CU_ASSERT_EQUAL(find_write(p, "configmaps")->kind, PLAN_CREATE);
     }
@@ -1712,9 +1677,9 @@ static void test_ownership_every_child_in_the_way(void)
     CU_ASSERT_EQUAL(plan_action_count(p), 1);
     CU_ASSERT_EQUAL(plan_event_count(p), 1);
     const char *m = str_at(cond(p, "Degraded"), "message");
-    CU_ASSERT(contains(m, "ConfigMap default/cache exists"));
-    CU_ASSERT(contains(m, "Service default/cache is controlled by another Deployment"));
-    CU_ASSERT(contains(m, "StatefulSet default/cache exists"));
+    CU_ASSERT(text_contains(m, "ConfigMap default/cache exists"));
+    CU_ASSERT(text_contains(m, "Service default/cache is controlled by another Deployment"));
+    CU_ASSERT(text_contains(m, "StatefulSet default/cache exists"));
     plan_destroy(&p);
     world_free(&w);
 }
@@ -1765,7 +1730,7 @@ static void perform_until(world_t *w, const plan_t *p, size_t upto)
             json_object_put(*slot);
             *slot = server_view(a->body, NULL);
         } else if (a->kind == PLAN_ADD_FINALIZER) {
-            json_object_object_add(at(w->rc, "metadata"), "finalizers", copy(at(a->body, "metadata finalizers")));
+            json_object_object_add(at(w->rc, "metadata"), "finalizers", json_copy(at(a->body, "metadata finalizers")));
         }
     }
 }
@@ -1790,9 +1755,9 @@ static void fail_row(const fail_row_t *r)
     json_object *deg = cond(f, "Degraded");
     CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "True");
     CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), r->reason);
-    if (!contains(str_at(deg, "message"), r->message))
+    if (!text_contains(str_at(deg, "message"), r->message))
         fprintf(stderr, "\n%s: Degraded message is: %s\n", r->what, str_at(deg, "message"));
-    CU_ASSERT(contains(str_at(deg, "message"), r->message));
+    CU_ASSERT(text_contains(str_at(deg, "message"), r->message));
     CU_ASSERT_STRING_EQUAL(str_at(deg, "lastTransitionTime"), T2_STR);
     CU_ASSERT_STRING_EQUAL(str_at(a->body, "status conditions 2 reason"), r->reason);
     /* The rest of the status is the plan's. */
@@ -1805,8 +1770,8 @@ static void fail_row(const fail_row_t *r)
     CU_ASSERT_EQUAL(plan_event(f, 0)->action, 0);
     CU_ASSERT_EQUAL(plan_requeue_after_ns(f), 0);
     /* The status lands; the same failure again, later: nothing to write or record. */
-    json_object *stale = copy(w.rc);
-    json_object_object_add(w.rc, "status", copy(at(a->body, "status")));
+    json_object *stale = json_copy(w.rc);
+    json_object_object_add(w.rc, "status", json_copy(at(a->body, "status")));
     set_at(w.rc, "metadata resourceVersion", "\"102\"");
     plan_destroy(&f);
     plan_destroy(&p);
@@ -1867,7 +1832,7 @@ static void test_failed_write_edges(void)
     /* NULL reason and message are fine. */
     f = plan_write_failed(w.rc, p, 0, 403, NULL, NULL, T2);
     CU_ASSERT_STRING_EQUAL(str_at(cond(f, "Degraded"), "reason"), "WriteFailed");
-    CU_ASSERT(contains(str_at(cond(f, "Degraded"), "message"), "403 error: (no message)"));
+    CU_ASSERT(text_contains(str_at(cond(f, "Degraded"), "message"), "403 error: (no message)"));
     plan_destroy(&f);
     plan_destroy(&p);
     /* An OwnerConflict already degraded: the failure comes first, the conflict stays. */
@@ -1878,7 +1843,8 @@ static void test_failed_write_edges(void)
     f = plan_write_failed(w.rc, p, index_of(p, "statefulsets"), 403, "Forbidden", "no", T2);
     const char *m = str_at(cond(f, "Degraded"), "message");
     CU_ASSERT_STRING_EQUAL(str_at(cond(f, "Degraded"), "reason"), "Forbidden");
-    CU_ASSERT(contains(m, "cannot create StatefulSet default/cache: 403 Forbidden: no; Service default/cache exists"));
+    CU_ASSERT(
+        text_contains(m, "cannot create StatefulSet default/cache: 403 Forbidden: no; Service default/cache exists"));
     plan_destroy(&f);
     plan_destroy(&p);
     /* A RedisCluster that cannot be addressed gives an empty plan, not a crash. */
@@ -1925,7 +1891,7 @@ static void test_malformed_input_never_crashes(void)
         json_object_put(rc);
     }
     plan_t *p = plan_compute(NULL, NULL, NULL, NULL, T1);
-    CU_ASSERT(contains(plan_error(p), "not a JSON object"));
+    CU_ASSERT(text_contains(plan_error(p), "not a JSON object"));
     plan_destroy(&p);
 
     /* Addressable but broken everywhere else: planned as far as it can be. */
@@ -2204,14 +2170,14 @@ static void diag_row(const diag_row_t *r)
     CU_ASSERT_EQUAL(count_writes(p), 0);
     json_object *deg = cond(p, "Degraded"), *ready = cond(p, "Ready");
     if (r->reason) {
-        if (strcmp(str_at(deg, "reason"), r->reason) || !contains(str_at(deg, "message"), r->message))
+        if (strcmp(str_at(deg, "reason"), r->reason) || !text_contains(str_at(deg, "message"), r->message))
             fprintf(stderr, "\n  row \"%s\": Degraded %s: %s\n", r->name, str_at(deg, "reason"),
                     str_at(deg, "message"));
         CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "True");
         CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), r->reason);
-        CU_ASSERT(contains(str_at(deg, "message"), r->message));
+        CU_ASSERT(text_contains(str_at(deg, "message"), r->message));
         CU_ASSERT_STRING_EQUAL(str_at(ready, "reason"), r->reason);
-        CU_ASSERT(contains(str_at(ready, "message"), r->message));
+        CU_ASSERT(text_contains(str_at(ready, "message"), r->message));
         CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
         const plan_event_t *e = find_event(p, r->reason);
         CU_ASSERT_PTR_NOT_NULL_FATAL(e);
@@ -2405,8 +2371,10 @@ static void test_storage_class_checked_before_creating(void)
     CU_ASSERT_PTR_NOT_NULL(find_write(p, "configmaps"));
     json_object *deg = cond(p, "Degraded");
     CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), "StorageClassNotFound");
-    CU_ASSERT(contains(str_at(deg, "message"), "StorageClass \"standard\" (spec.storage.storageClass) does not exist"));
-    CU_ASSERT(contains(str_at(deg, "message"), "bind only to PersistentVolumes created with that storageClassName"));
+    CU_ASSERT(text_contains(str_at(deg, "message"),
+                            "StorageClass \"standard\" (spec.storage.storageClass) does not exist"));
+    CU_ASSERT(text_contains(str_at(deg, "message"),
+                            "bind only to PersistentVolumes created with that storageClassName"));
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
     CU_ASSERT_EQUAL(plan_requeue_after_ns(p), PLAN_REQUEUE_NOT_READY_NS);
     CU_ASSERT_PTR_NOT_NULL(find_event(p, "StorageClassNotFound"));
@@ -2459,10 +2427,10 @@ static void test_storage_change_advice(void)
     set_at(w.rc, "spec storage storageClass", "\"fast\"");
     plan_t *p = run(&w, T2);
     const char *m = str_at(cond(p, "Degraded"), "message");
-    CU_ASSERT(contains(m, "set spec.storage back to what the StatefulSet has"));
-    CU_ASSERT(contains(m, "create a new RedisCluster"));
-    CU_ASSERT(!contains(m, "recreate the StatefulSet"));
-    CU_ASSERT(!contains(m, "delete the StatefulSet"));
+    CU_ASSERT(text_contains(m, "set spec.storage back to what the StatefulSet has"));
+    CU_ASSERT(text_contains(m, "create a new RedisCluster"));
+    CU_ASSERT(!text_contains(m, "recreate the StatefulSet"));
+    CU_ASSERT(!text_contains(m, "delete the StatefulSet"));
     plan_destroy(&p);
     world_free(&w);
 }
@@ -2499,8 +2467,8 @@ static void test_take_back_table(void)
     CU_ASSERT_EQUAL(plan_event_count(tb), 1);
     CU_ASSERT_STRING_EQUAL(plan_event(tb, 0)->reason, "DriftRepaired");
     CU_ASSERT_STRING_EQUAL(plan_event(tb, 0)->type, "Normal");
-    CU_ASSERT(contains(plan_event(tb, 0)->message, "Took back Service default/cache"));
-    CU_ASSERT(contains(plan_event(tb, 0)->message, "422 Invalid: spec.ports[1].name: Duplicate value"));
+    CU_ASSERT(text_contains(plan_event(tb, 0)->message, "Took back Service default/cache"));
+    CU_ASSERT(text_contains(plan_event(tb, 0)->message, "422 Invalid: spec.ports[1].name: Duplicate value"));
     /* Performed, the Service matches: the next plan writes nothing. */
     perform(&w, tb);
     plan_destroy(&tb);
@@ -2655,7 +2623,7 @@ static void test_pod_template_is_restricted(void)
     p = run(&w, T2);
     a = find_action(p, PLAN_APPLY, "statefulsets");
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    CU_ASSERT(contains(a->why, "securityContext"));
+    CU_ASSERT(text_contains(a->why, "securityContext"));
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Scaling"); /* a rolling update */
     perform(&w, p);
     plan_destroy(&p);
@@ -2798,7 +2766,7 @@ static void redis_actions(const plan_t *p, char *cmds, size_t cl, char *labels, 
             snprintf(labels + n, ll - n, "%s=%s;", a->name, str_at(a->body, "metadata labels cache.example.com/role"));
             CU_ASSERT_STRING_EQUAL(a->method, "PATCH");
             CU_ASSERT_STRING_EQUAL(a->content_type, "application/merge-patch+json");
-            CU_ASSERT_TRUE(contains(a->path, "/api/v1/namespaces/default/pods/"));
+            CU_ASSERT_TRUE(text_contains(a->path, "/api/v1/namespaces/default/pods/"));
         }
     }
 }
@@ -2937,7 +2905,7 @@ static void test_replication_status_ignores_offsets(void)
     CU_ASSERT_EQUAL(int_at(st, "nodes 2 lagBytes"), 50);
     CU_ASSERT_TRUE(json_object_get_boolean(at(st, "nodes 2 linkUp")));
     /* The status as written; offsets move on, nothing else: no write at all. */
-    json_object_object_add(rc, "status", copy(st));
+    json_object_object_add(rc, "status", json_copy(st));
     plan_destroy(&p);
     json_object_put(obs);
     obs = repl_obs("cache-0 10.0.0.1 true master - 0 false 9000", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 8000",
@@ -3132,7 +3100,7 @@ static void test_role_services(void)
     CU_ASSERT_STRING_EQUAL(str_at(ps->body, "spec selector app.kubernetes.io/instance"), "cache");
     CU_ASSERT_STRING_EQUAL(str_at(rs->body, "spec selector cache.example.com/role"), "replica");
     CU_ASSERT_STRING_EQUAL(str_at(ps->body, "metadata ownerReferences 0 uid"), "uid-1");
-    CU_ASSERT_TRUE(contains(ps->path, "/api/v1/namespaces/default/services"));
+    CU_ASSERT_TRUE(text_contains(ps->path, "/api/v1/namespaces/default/services"));
     /* As the server keeps them: no drift. */
     json_object *psv = server_view(ps->body, NULL), *rsv = server_view(rs->body, NULL);
     plan_destroy(&p);
@@ -3171,7 +3139,7 @@ static void test_auth_rendering(void)
     CU_ASSERT_STRING_EQUAL(str_at(c, "command 2"), "--requirepass");
     CU_ASSERT_STRING_EQUAL(str_at(c, "command 3"), "$(REDIS_PASSWORD)");
     CU_ASSERT_STRING_EQUAL(str_at(c, "command 5"), "$(REDIS_PASSWORD)");
-    CU_ASSERT_FALSE(contains(str_at(cm->body, "data redis.conf"), "requirepass"));
+    CU_ASSERT_FALSE(text_contains(str_at(cm->body, "data redis.conf"), "requirepass"));
     plan_destroy(&p);
     json_object_put(rc);
 }
@@ -3495,7 +3463,7 @@ static void test_failover_witness(void)
     plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
     CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "ReplicationHealthy"), "reason"), "PrimaryUnreachable");
-    CU_ASSERT_TRUE(contains(str_at(cond(p, "ReplicationHealthy"), "message"), "cache-1 heard from it"));
+    CU_ASSERT_TRUE(text_contains(str_at(cond(p, "ReplicationHealthy"), "message"), "cache-1 heard from it"));
     CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
     plan_destroy(&p);
     /* Probed 2.5 s ago, half a second after the failures began: it cannot tell yet (Redis
@@ -3504,7 +3472,7 @@ static void test_failover_witness(void)
     json_object_object_add(at(obs, "nodes 1"), "masterIoAgoMs", json_object_new_int64(3500));
     p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
     CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
-    CU_ASSERT_TRUE(contains(str_at(cond(p, "ReplicationHealthy"), "message"), "waiting for cache-1's next probe"));
+    CU_ASSERT_TRUE(text_contains(str_at(cond(p, "ReplicationHealthy"), "message"), "waiting for cache-1's next probe"));
     CU_ASSERT(plan_requeue_after_ns(p) > 0 && plan_requeue_after_ns(p) <= NS_PER_SEC);
     plan_destroy(&p);
     /* It stopped hearing it before the failures began (frozen, dead): elected as ever. */
@@ -3543,7 +3511,7 @@ static void test_failover_empty_primary(void)
     plan_observed_t more = {.members = pods, .redis = obs};
     plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
     CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-2");
-    CU_ASSERT_TRUE(contains(str_at(cond(p, "ReplicationHealthy"), "message"), "holding no key"));
+    CU_ASSERT_TRUE(text_contains(str_at(cond(p, "ReplicationHealthy"), "message"), "holding no key"));
     CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
     plan_destroy(&p);
     json_object_object_add(at(obs, "nodes 0"), "keys", json_object_new_int64(500));
@@ -3709,7 +3677,7 @@ static void rt_actions(const plan_t *p, char *cmds, size_t cl, char *anns, size_
                  str_at(a->body, "metadata annotations cache.example.com/runtime-config"));
         CU_ASSERT_STRING_EQUAL(a->method, "PATCH");
         CU_ASSERT_STRING_EQUAL(a->content_type, "application/merge-patch+json");
-        CU_ASSERT_TRUE(contains(a->path, "/api/v1/namespaces/default/pods/cache-"));
+        CU_ASSERT_TRUE(text_contains(a->path, "/api/v1/namespaces/default/pods/cache-"));
     }
 }
 
@@ -3763,9 +3731,9 @@ static void test_runtime_config_applied_without_roll(void)
         const plan_event_t *e = find_event(p, "ConfigApplied");
         CU_ASSERT_PTR_NOT_NULL_FATAL(e);
         CU_ASSERT_EQUAL(e->action, (int)n - 1);
-        CU_ASSERT(contains(e->message, "cache-0, cache-1, cache-2"));
+        CU_ASSERT(text_contains(e->message, "cache-0, cache-1, cache-2"));
         json_object *j = plan_to_json(p);
-        CU_ASSERT(contains(json_object_to_json_string(j), "\"annotatePod\""));
+        CU_ASSERT(text_contains(json_object_to_json_string(j), "\"annotatePod\""));
         json_object_put(j);
         if (!m)
             perform(&w, p);
@@ -3832,11 +3800,11 @@ static void test_persistence_change_applied_without_roll(void)
     persistence_step(&w, "aof", NULL, NULL, NULL); /* the default, no record: nothing */
     persistence_step(&w, "rdb", NULL, "appendonly no save 900 1 300 10 60 10000",
                      "appendonly no\nsave 900 1 300 10 60 10000\n");
-    CU_ASSERT(contains(json_object_get_string(jsonx_get(jsonx_get(w.cm, "data"), "redis.conf")),
-                       "appendonly no\nsave 900 1\n"));
+    CU_ASSERT(text_contains(json_object_get_string(jsonx_get(jsonx_get(w.cm, "data"), "redis.conf")),
+                            "appendonly no\nsave 900 1\n"));
     /* none, from pods that run rdb: snapshots off too (save's value is "") */
     persistence_step(&w, "none", rdb, "appendonly no save ", "appendonly no\nsave \n");
-    CU_ASSERT(contains(json_object_get_string(jsonx_get(jsonx_get(w.cm, "data"), "redis.conf")), "save \"\"\n"));
+    CU_ASSERT(text_contains(json_object_get_string(jsonx_get(jsonx_get(w.cm, "data"), "redis.conf")), "save \"\"\n"));
     /* back to aof from pods recorded rdb: CONFIG SET of the default directives */
     persistence_step(&w, "aof", rdb, "appendfsync everysec appendonly yes save 900 1 300 10 60 10000",
                      PERSIST_AOF_LINES(""));

@@ -7,6 +7,7 @@
 #include "json_at.h"
 #include "executor.h"
 #include "plan.h"
+#include "plan_fixture.h"
 #include "plan_build.h"
 #include "render.h"
 
@@ -42,14 +43,6 @@ static void actions_text(const plan_t *p, char *out, size_t len)
             off += (size_t)snprintf(out + off, len - off, " %.12s", a->argv[k]);
         off += (size_t)snprintf(out + off, len - off, "\n");
     }
-}
-
-static int has_event(const plan_t *p, const char *reason)
-{
-    for (size_t i = 0; i < plan_event_count(p); i++)
-        if (!strcmp(plan_event(p, i)->reason, reason))
-            return 1;
-    return 0;
 }
 
 /* The children of a converged cluster: the ConfigMap, the Service and each shard's

@@ -123,10 +123,7 @@ static void drain(env_t *e)
 
 static int count_req(env_t *e, const char *method)
 {
-    pthread_mutex_lock(&e->api.mu);
-    int n = fake_log_count(&e->api.log, method, "");
-    pthread_mutex_unlock(&e->api.mu);
-    return n;
+    return fake_log_tally(&e->api.mu, &e->api.log, method, "");
 }
 
 static long last_count(env_t *e)

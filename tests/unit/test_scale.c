@@ -14,6 +14,7 @@
 #include "cu_table.h"
 #include "jsonx.h"
 #include "plan.h"
+#include "plan_fixture.h"
 #include "rdc_spec.h"
 #include "split_fields.h"
 #include "topology.h"
@@ -25,35 +26,23 @@
 #define NPODS 5
 #define NOW (INT64_C(1714564800) * 1000000000)
 
-/* A pod "name ip label" (label "-": none), Ready, on revision r1. */
-static json_object *pod_of(const char *spec)
+/* A pod "name ip label" (label "-": none), Ready, on revision r1: plan_fixture's pod_of
+ * row "name ip r1 1 0 label". */
+static json_object *ready_pod_of(const char *spec)
 {
-    char f[3][64];
+    char f[3][64], row[256];
     CU_ASSERT_EQUAL_FATAL(split_fields(spec, f, 3), 3);
-    char text[1024];
-    snprintf(text, sizeof(text),
-             "{\"metadata\":{\"name\":\"%s\",\"uid\":\"uid-%s\",\"labels\":{\"controller-revision-hash\":\"r1\""
-             "%s%s%s}},\"status\":{\"podIP\":\"%s\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
-             f[0], f[0], strcmp(f[2], "-") ? ",\"" TOPO_ROLE_LABEL "\":\"" : "", strcmp(f[2], "-") ? f[2] : "",
-             strcmp(f[2], "-") ? "\"" : "", f[1]);
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    return o;
+    snprintf(row, sizeof(row), "%s %s r1 1 0 %s", f[0], f[1], f[2]);
+    return pod_of(row);
 }
 
-/* An observation node "pod ip role masterHost linkUp(1|0) offset" (masterHost "-": none). */
-static json_object *node_of(const char *spec)
+/* The n pods of rows, as ready_pod_of gives them, in an array. */
+static json_object *ready_pods_of(const char *const *rows, size_t n)
 {
-    char f[6][64];
-    CU_ASSERT_EQUAL_FATAL(split_fields(spec, f, 6), 6);
-    char text[512];
-    snprintf(text, sizeof(text),
-             "{\"pod\":\"%s\",\"ip\":\"%s\",\"reachable\":true,\"role\":\"%s\",\"masterHost\":\"%s\","
-             "\"masterPort\":6379,\"linkUp\":%s,\"offset\":%s,\"downSinceMs\":0,\"lastOkAgoMs\":0}",
-             f[0], f[1], f[2], strcmp(f[3], "-") ? f[3] : "", !strcmp(f[4], "1") ? "true" : "false", f[5]);
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    return o;
+    json_object *pods = json_object_new_array();
+    for (size_t i = 0; i < n; i++)
+        json_object_array_add(pods, ready_pod_of(rows[i]));
+    return pods;
 }
 
 /* Five pods, the primary at ordinal 4 (S4) or 0 (S0P); every replica linked at offset 1000. */
@@ -105,12 +94,7 @@ static void test_scale_in_table(void)
     static const char *const pods_spec[NPODS] = {S0, S1, S2, S3, S4};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const scale_case_t *k = &cases[i];
-        json_object *pods = json_object_new_array(), *obs = json_object_new_object(), *nodes = json_object_new_array();
-        for (int j = 0; j < NPODS; j++) {
-            json_object_array_add(pods, pod_of(pods_spec[j]));
-            json_object_array_add(nodes, node_of(k->nodes[j]));
-        }
-        json_object_object_add(obs, "nodes", nodes);
+        json_object *pods = ready_pods_of(pods_spec, NPODS), *obs = redis_observation_of(k->nodes, NPODS, NULL);
         topo_roll_t roll = {"r1", k->from, k->keep};
         topo_t t;
         topo_compute_switchover("c", NPODS, k->primary, pods, obs, 3000, 0, &roll, &t);
@@ -140,16 +124,11 @@ static void test_scale_in_table(void)
 /* The primary below keep: SCALE-IN decides nothing (the pods that go are not rolled). */
 static void test_scale_in_primary_stays(void)
 {
-    json_object *pods = json_object_new_array(), *obs = json_object_new_object(), *nodes = json_object_new_array();
     static const char *const p[NPODS] = {"c-0 10.0.0.1 primary", S1, S2, S3, "c-4 10.0.0.5 replica"};
     static const char *const n[NPODS] = {
         "c-0 10.0.0.1 master - 1 1000", "c-1 10.0.0.2 slave 10.0.0.1 1 1000", "c-2 10.0.0.3 slave 10.0.0.1 1 1000",
         "c-3 10.0.0.4 slave 10.0.0.1 1 1000", "c-4 10.0.0.5 slave 10.0.0.1 1 1000"};
-    for (int j = 0; j < NPODS; j++) {
-        json_object_array_add(pods, pod_of(p[j]));
-        json_object_array_add(nodes, node_of(n[j]));
-    }
-    json_object_object_add(obs, "nodes", nodes);
+    json_object *pods = ready_pods_of(p, NPODS), *obs = redis_observation_of(n, NPODS, NULL);
     topo_roll_t roll = {"r2", NULL, 3}; /* c-3 and c-4 outdated too: not rolled, they go */
     topo_t t;
     topo_compute_switchover("c", NPODS, "c-0", pods, obs, 3000, 0, &roll, &t);
@@ -182,29 +161,10 @@ static void test_scale_in_primary_stays(void)
  * their observation (nodes NULL: none). */
 static plan_t *plan_of(const char *rc_text, const char *const pods_spec[NPODS], const char *const nodes_spec[NPODS])
 {
-    json_object *rc = json_tokener_parse(rc_text), *sts = json_tokener_parse(STS5_JSON);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(rc);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(sts);
-    json_object *pods = json_object_new_array(), *obs = NULL;
-    for (int j = 0; j < NPODS; j++)
-        json_object_array_add(pods, pod_of(pods_spec[j]));
-    if (nodes_spec) {
-        json_object *nodes = json_object_new_array();
-        obs = json_object_new_object();
-        for (int j = 0; j < NPODS; j++)
-            json_object_array_add(nodes, node_of(nodes_spec[j]));
-        json_object_object_add(obs, "nodes", nodes);
-        json_object_object_add(obs, "observedAt", json_object_new_string("2024-05-01T12:00:00Z"));
-    }
-    plan_observed_t more = {0};
-    more.members = pods;
-    more.redis = obs;
-    plan_t *p = plan_compute_observed(rc, NULL, NULL, sts, &more, NOW);
-    json_object_put(rc);
-    json_object_put(sts);
-    json_object_put(pods);
-    json_object_put(obs);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    json_object *pods = ready_pods_of(pods_spec, NPODS);
+    json_object *obs = nodes_spec ? redis_observation_of(nodes_spec, NPODS, "2024-05-01T12:00:00Z") : NULL;
+    plan_t *p = plan_observed_of(rc_text, STS5_JSON, pods, obs, NOW);
+    PUT_EACH(pods, obs);
     return p;
 }
 
@@ -225,14 +185,6 @@ static long long sts_replicas(const plan_t *p)
     return a ? (long long)jsonx_int_or(jsonx_get(a->body, "spec"), "replicas", -1) : -1;
 }
 
-static const plan_action_t *status_write(const plan_t *p)
-{
-    for (size_t i = 0; i < plan_action_count(p); i++)
-        if (plan_action(p, i)->kind == PLAN_UPDATE_STATUS)
-            return plan_action(p, i);
-    return NULL;
-}
-
 /* The condition of type in p's computed status, or NULL. */
 static const json_object *cond_of(const plan_t *p, const char *type)
 {
@@ -243,14 +195,6 @@ static const json_object *cond_of(const plan_t *p, const char *type)
             return c;
     }
     return NULL;
-}
-
-static int has_event(const plan_t *p, const char *reason, const char *in_message)
-{
-    for (size_t i = 0; i < plan_event_count(p); i++)
-        if (!strcmp(plan_event(p, i)->reason, reason) && strstr(plan_event(p, i)->message, in_message))
-            return 1;
-    return 0;
 }
 
 static const char *const pods5[NPODS] = {S0, S1, S2, S3, S4};
@@ -264,13 +208,13 @@ static void test_plan_primary_leaving(void)
     plan_t *p = plan_of(RC_JSON("Replication", "3", "{\"primary\":\"c-4\"}"), pods5, nodes5);
     long long r = sts_replicas(p);
     CU_ASSERT(r == -1 || r == 5); /* held (the template may be applied, never the replicas lowered) */
-    CU_ASSERT_FALSE(has_event(p, "Scaled", ""));
-    const plan_action_t *s = status_write(p);
+    CU_ASSERT_FALSE(has_event_in(p, "Scaled", ""));
+    const plan_action_t *s = status_action(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(s->body, "status", "primary"), "c-0");
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(s->body, "status", "switchoverFrom"), "c-4");
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(s->body, "metadata", "resourceVersion"), "77");
-    CU_ASSERT_TRUE(has_event(p, "SwitchingOver", "scaling in to 3 pods"));
+    CU_ASSERT_TRUE(has_event_in(p, "SwitchingOver", "scaling in to 3 pods"));
     const json_object *prog = cond_of(p, "Progressing");
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(prog, "reason"), "ScalingIn");
     CU_ASSERT_PTR_NOT_NULL(strstr(JSONX_STR_AT(prog, "message"), "scaling in from 5 to 3 replicas: "));
@@ -298,7 +242,7 @@ static void test_plan_primary_leaving(void)
         "c-3 10.0.0.4 slave 10.0.0.1 1 1000", "c-4 10.0.0.5 slave 10.0.0.1 1 1000"};
     p = plan_of(RC_JSON("Replication", "3", "{\"primary\":\"c-0\"}"), pods_after, nodes_after);
     CU_ASSERT_EQUAL(sts_replicas(p), 3);
-    CU_ASSERT_TRUE(has_event(p, "Scaled", "from 5 to 3 replicas"));
+    CU_ASSERT_TRUE(has_event_in(p, "Scaled", "from 5 to 3 replicas"));
     prog = cond_of(p, "Progressing");
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(prog, "reason"), "ScalingIn");
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(prog, "message"), "scaling in from 5 to 3 replicas");
@@ -334,7 +278,7 @@ static void test_plan_standalone(void)
 {
     plan_t *p = plan_of(RC_JSON("Standalone", "3", "{\"primary\":\"c-4\"}"), pods5, NULL);
     CU_ASSERT_EQUAL(sts_replicas(p), 3);
-    CU_ASSERT_TRUE(has_event(p, "Scaled", "from 5 to 3 replicas"));
+    CU_ASSERT_TRUE(has_event_in(p, "Scaled", "from 5 to 3 replicas"));
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(cond_of(p, "Progressing"), "reason"), "ScalingIn");
     plan_destroy(&p);
 }

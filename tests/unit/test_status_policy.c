@@ -5,7 +5,9 @@
  * The plan tests keep a small world: the RedisCluster, and the children as the plan
  * created them (the StatefulSet's status set by the test, as the controller would). */
 #include "clock.h"
+#include "json_at.h"
 #include "plan.h"
+#include "plan_fixture.h"
 #include "status_policy.h"
 
 #include <CUnit/CUnit.h>
@@ -16,13 +18,6 @@
 #define T0 (INT64_C(1714564800) * NS_PER_SEC) /* 2024-05-01T12:00:00Z */
 #define W STATUS_POLICY_COALESCE_NS
 #define C STATUS_POLICY_CREATING_NS /* the first rollout's window */
-
-static json_object *parse(const char *s)
-{
-    json_object *o = json_tokener_parse(s);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    return o;
-}
 
 /* ---- status_policy_hold_ns, by table --------------------------------------------------- */
 
@@ -192,13 +187,6 @@ static plan_t *run(world_t *w, int64_t now)
     return p;
 }
 
-static json_object *copy(const json_object *o)
-{
-    json_object *c = NULL;
-    CU_ASSERT_FATAL(json_object_deep_copy((json_object *)o, &c, NULL) == 0);
-    return c;
-}
-
 /* Perform the plan's creates and status write as the API server would (the status
  * replaces the observed one; the StatefulSet starts with an empty status). */
 static void perform(world_t *w, const plan_t *p)
@@ -211,11 +199,11 @@ static void perform(world_t *w, const plan_t *p)
                     : !strcmp(a->resource, "poddisruptionbudgets") ? KID_PDB
                                                                    : KID_STS;
             CU_ASSERT_PTR_NULL(w->kid[k]);
-            w->kid[k] = copy(a->body);
+            w->kid[k] = json_copy(a->body);
             if (k == KID_STS)
                 json_object_object_add(w->kid[k], "status", parse("{\"replicas\":0}"));
         } else if (a->kind == PLAN_UPDATE_STATUS) {
-            json_object_object_add(w->rc, "status", copy(json_object_object_get(a->body, "status")));
+            json_object_object_add(w->rc, "status", json_copy(json_object_object_get(a->body, "status")));
             w->status_writes++;
         } else {
             CU_FAIL("a write other than a create or the status");
@@ -251,14 +239,6 @@ static const char *cond_str(const plan_t *p, const char *type, const char *key)
         if (!strcmp(json_object_get_string(json_object_object_get(k, "type")), type))
             return json_object_get_string(json_object_object_get(k, key));
     }
-    return NULL;
-}
-
-static const plan_action_t *status_action(const plan_t *p)
-{
-    for (size_t i = 0; i < plan_action_count(p); i++)
-        if (plan_action(p, i)->kind == PLAN_UPDATE_STATUS)
-            return plan_action(p, i);
     return NULL;
 }
 

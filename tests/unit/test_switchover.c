@@ -12,6 +12,7 @@
 #include "hothint.h"
 #include "jsonx.h"
 #include "plan.h"
+#include "plan_fixture.h"
 #include "redisexec.h"
 #include "render.h"
 #include "topology.h"
@@ -30,42 +31,6 @@
 
 #define MS (INT64_C(1000000))
 #define DOWN_AFTER 3000
-
-/* A pod "name ip revision ready(1|0) terminating(1|0) label" ("-" for no label). */
-static json_object *pod_of(const char *spec)
-{
-    char f[6][64];
-    CU_ASSERT_EQUAL_FATAL(split_fields(spec, f, 6), 6);
-    char text[1024];
-    snprintf(
-        text, sizeof(text),
-        "{\"metadata\":{\"name\":\"%s\",\"uid\":\"uid-%s\",\"labels\":{\"controller-revision-hash\":\"%s\"%s%s%s}%s},"
-        "\"status\":{\"podIP\":\"%s\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
-        f[0], f[0], f[2], strcmp(f[5], "-") ? ",\"" TOPO_ROLE_LABEL "\":\"" : "", strcmp(f[5], "-") ? f[5] : "",
-        strcmp(f[5], "-") ? "\"" : "", !strcmp(f[4], "1") ? ",\"deletionTimestamp\":\"2024-05-01T12:00:00Z\"" : "",
-        f[1], !strcmp(f[3], "1") ? "True" : "False");
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    return o;
-}
-
-/* An observation node "pod ip role masterHost linkUp(1|0) offset"; role "-": unreachable,
- * masterHost "-": none. */
-static json_object *node_of(const char *spec)
-{
-    char f[6][64];
-    CU_ASSERT_EQUAL_FATAL(split_fields(spec, f, 6), 6);
-    char text[1024];
-    int up = strcmp(f[2], "-") != 0;
-    snprintf(text, sizeof(text),
-             "{\"pod\":\"%s\",\"ip\":\"%s\",\"reachable\":%s,\"role\":\"%s\",\"masterHost\":\"%s\",\"masterPort\":6379,"
-             "\"linkUp\":%s,\"offset\":%s,\"downSinceMs\":%s,\"lastOkAgoMs\":%s}",
-             f[0], f[1], up ? "true" : "false", up ? f[2] : "", strcmp(f[3], "-") ? f[3] : "",
-             !strcmp(f[4], "1") ? "true" : "false", f[5], up ? "0" : "60000", up ? "0" : "60000");
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    return o;
-}
 
 #define NMAX 3
 
@@ -211,14 +176,7 @@ static void test_switchover_table(void)
 {
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const sw_case_t *k = &cases[i];
-        json_object *pods = json_object_new_array(), *obs = json_object_new_object(), *nodes = json_object_new_array();
-        for (int j = 0; j < NMAX; j++) {
-            if (k->pods[j])
-                json_object_array_add(pods, pod_of(k->pods[j]));
-            if (k->nodes[j])
-                json_object_array_add(nodes, node_of(k->nodes[j]));
-        }
-        json_object_object_add(obs, "nodes", nodes);
+        json_object *pods = pods_of_rows(k->pods, NMAX), *obs = redis_observation_of(k->nodes, NMAX, NULL);
         topo_roll_t roll = {k->rev, k->from, 0};
         topo_t t;
         topo_compute_switchover("c", k->size, k->primary, pods, obs, DOWN_AFTER, 0, &roll, &t);
@@ -269,12 +227,9 @@ static void test_switchover_walk(void)
         {"c-1", "c-0", "c-0 10.0.0.1 slave 10.0.0.2 1 1000", "c-1 10.0.0.2 master - 1 1000"},       /* done */
     };
     for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-        json_object *pods = json_object_new_array(), *obs = json_object_new_object(), *nodes = json_object_new_array();
-        json_object_array_add(pods, pod_of(O0));
-        json_object_array_add(pods, pod_of(P1));
-        json_object_array_add(nodes, node_of(steps[i].n0));
-        json_object_array_add(nodes, node_of(steps[i].n1));
-        json_object_object_add(obs, "nodes", nodes);
+        static const char *const pod_rows[] = {O0, P1};
+        const char *const node_rows[] = {steps[i].n0, steps[i].n1};
+        json_object *pods = pods_of_rows(pod_rows, 2), *obs = redis_observation_of(node_rows, 2, NULL);
         topo_roll_t roll = {"r2", steps[i].from, 0};
         topo_t t;
         topo_compute_switchover("c", 2, steps[i].primary, pods, obs, DOWN_AFTER, 0, &roll, &t);
@@ -310,42 +265,10 @@ static void test_switchover_walk(void)
 /* plan_compute_observed over RC_JSON(status), STS_JSON, the pods and nodes given. */
 static plan_t *plan_of(const char *rc_text, const char *const pods_spec[3], const char *const nodes_spec[3])
 {
-    json_object *rc = json_tokener_parse(rc_text), *sts = json_tokener_parse(STS_JSON);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(rc);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(sts);
-    json_object *pods = json_object_new_array(), *obs = json_object_new_object(), *nodes = json_object_new_array();
-    for (int j = 0; j < 3; j++) {
-        json_object_array_add(pods, pod_of(pods_spec[j]));
-        json_object_array_add(nodes, node_of(nodes_spec[j]));
-    }
-    json_object_object_add(obs, "nodes", nodes);
-    json_object_object_add(obs, "observedAt", json_object_new_string("2024-05-01T12:00:00Z"));
-    plan_observed_t more = {0};
-    more.members = pods;
-    more.redis = obs;
-    plan_t *p = plan_compute_observed(rc, NULL, NULL, sts, &more, INT64_C(1714564800) * 1000000000);
-    json_object_put(rc);
-    json_object_put(sts);
-    json_object_put(pods);
-    json_object_put(obs);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    json_object *pods = pods_of_rows(pods_spec, 3), *obs = redis_observation_of(nodes_spec, 3, "2024-05-01T12:00:00Z");
+    plan_t *p = plan_observed_of(rc_text, STS_JSON, pods, obs, INT64_C(1714564800) * 1000000000);
+    PUT_EACH(pods, obs);
     return p;
-}
-
-static const plan_action_t *find_kind(const plan_t *p, plan_action_kind_t kind, const char *resource)
-{
-    for (size_t i = 0; i < plan_action_count(p); i++)
-        if (plan_action(p, i)->kind == kind && !strcmp(plan_action(p, i)->resource, resource))
-            return plan_action(p, i);
-    return NULL;
-}
-
-static int has_event(const plan_t *p, const char *reason)
-{
-    for (size_t i = 0; i < plan_event_count(p); i++)
-        if (!strcmp(plan_event(p, i)->reason, reason))
-            return 1;
-    return 0;
 }
 
 static void test_plan_actions(void)
@@ -353,7 +276,7 @@ static void test_plan_actions(void)
     /* A replica restarted: DELETE with the uid precondition, the event. */
     const char *pods_a[3] = {O0, O1, O2}, *nodes_a[3] = {M0, L1, L2};
     plan_t *p = plan_of(RC_JSON("{\"primary\":\"c-0\"}"), pods_a, nodes_a);
-    const plan_action_t *d = find_kind(p, PLAN_DELETE, "pods");
+    const plan_action_t *d = find_action(p, PLAN_DELETE, "pods");
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     CU_ASSERT_STRING_EQUAL(d->method, "DELETE");
     CU_ASSERT_STRING_EQUAL(d->path, "/api/v1/namespaces/ns/pods/c-2");
@@ -365,14 +288,14 @@ static void test_plan_actions(void)
     /* The primary's turn: the record alone, a compare-and-swap, status.switchoverFrom. */
     const char *pods_b[3] = {O0, P1, P2};
     p = plan_of(RC_JSON("{\"primary\":\"c-0\"}"), pods_b, nodes_a);
-    const plan_action_t *s = find_kind(p, PLAN_UPDATE_STATUS, "redisclusters");
+    const plan_action_t *s = find_action(p, PLAN_UPDATE_STATUS, "redisclusters");
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(s->body, "metadata", "resourceVersion"), "77");
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(s->body, "status", "primary"), "c-1");
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(s->body, "status", "switchoverFrom"), "c-0");
-    CU_ASSERT_PTR_NULL(find_kind(p, PLAN_REDIS, "pods"));
-    CU_ASSERT_PTR_NULL(find_kind(p, PLAN_LABEL_POD, "pods"));
-    CU_ASSERT_PTR_NULL(find_kind(p, PLAN_DELETE, "pods"));
+    CU_ASSERT_PTR_NULL(find_action(p, PLAN_REDIS, "pods"));
+    CU_ASSERT_PTR_NULL(find_action(p, PLAN_LABEL_POD, "pods"));
+    CU_ASSERT_PTR_NULL(find_action(p, PLAN_DELETE, "pods"));
     CU_ASSERT_TRUE(has_event(p, "SwitchingOver"));
     plan_destroy(&p);
 
@@ -395,7 +318,7 @@ static void test_plan_actions(void)
     CU_ASSERT_STRING_EQUAL(plan_action(p, label)->name, "c-0");
     CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(plan_action(p, label)->body, "metadata", "labels", TOPO_ROLE_LABEL), "replica");
     CU_ASSERT_TRUE(has_event(p, "SwitchedOver"));
-    s = find_kind(p, PLAN_UPDATE_STATUS, "redisclusters");
+    s = find_action(p, PLAN_UPDATE_STATUS, "redisclusters");
     if (s) /* the record as it stands: no compare-and-swap, the same names */
         CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(s->body, "status", "switchoverFrom"), "c-0");
     plan_destroy(&p);
@@ -403,7 +326,7 @@ static void test_plan_actions(void)
     /* No replica linked: Degraded NoSwitchoverCandidate, nothing deleted. */
     const char *nodes_c[3] = {M0, "c-1 10.0.0.2 slave 10.0.0.1 0 1000", "c-2 10.0.0.3 slave 10.0.0.1 0 1000"};
     p = plan_of(RC_JSON("{\"primary\":\"c-0\"}"), pods_b, nodes_c);
-    s = find_kind(p, PLAN_UPDATE_STATUS, "redisclusters");
+    s = find_action(p, PLAN_UPDATE_STATUS, "redisclusters");
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     json_object *conds = jsonx_get(jsonx_get(s->body, "status"), "conditions");
     int degraded = 0;
@@ -413,14 +336,14 @@ static void test_plan_actions(void)
             degraded = strstr(JSONX_STR_AT(c, "message"), "no switchover") != NULL;
     }
     CU_ASSERT_TRUE(degraded);
-    CU_ASSERT_PTR_NULL(find_kind(p, PLAN_DELETE, "pods"));
+    CU_ASSERT_PTR_NULL(find_action(p, PLAN_DELETE, "pods"));
     plan_destroy(&p);
 
     /* Replicas linked but none caught up: the rollout waits, and Progressing says why. */
     const char *nodes_d[3] = {"c-0 10.0.0.1 master - 1 5000000", "c-1 10.0.0.2 slave 10.0.0.1 1 10",
                               "c-2 10.0.0.3 slave 10.0.0.1 1 20"};
     p = plan_of(RC_JSON("{\"primary\":\"c-0\"}"), pods_b, nodes_d);
-    s = find_kind(p, PLAN_UPDATE_STATUS, "redisclusters");
+    s = find_action(p, PLAN_UPDATE_STATUS, "redisclusters");
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     conds = jsonx_get(jsonx_get(s->body, "status"), "conditions");
     const char *progressing = NULL;
@@ -432,8 +355,8 @@ static void test_plan_actions(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(progressing);
     CU_ASSERT_PTR_NOT_NULL(strstr(progressing, "c-1 behind"));
     CU_ASSERT_PTR_NOT_NULL(strstr(progressing, "waiting"));
-    CU_ASSERT_PTR_NULL(find_kind(p, PLAN_DELETE, "pods"));
-    CU_ASSERT_PTR_NULL(find_kind(p, PLAN_REDIS, "pods"));
+    CU_ASSERT_PTR_NULL(find_action(p, PLAN_DELETE, "pods"));
+    CU_ASSERT_PTR_NULL(find_action(p, PLAN_REDIS, "pods"));
     plan_destroy(&p);
 }
 

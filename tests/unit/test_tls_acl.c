@@ -18,11 +18,13 @@
  */
 #include "cu_table.h"
 #include "plan.h"
+#include "plan_fixture.h"
 #include "plan_acl.h"
 #include "rdc_spec.h"
 #include "redisexec.h"
 #include "render.h"
 #include "secretset.h"
+#include "text_assert.h"
 
 #include "json_at.h"
 #include "redis_tls_certs.h"
@@ -53,11 +55,6 @@ static int suite_clean(void)
     tc_cert_free(&old_cert);
     tc_pki_free(&pki);
     return 0;
-}
-
-static int contains(const char *s, const char *sub)
-{
-    return s && sub && strstr(s, sub) != NULL;
 }
 
 /* A RedisCluster ns1/cache with the finalizer and spec members extra after size/image. */
@@ -106,12 +103,13 @@ static void test_render_tls(void)
     buf_t conf;
     json_object *sts = NULL, *svc = NULL;
     conf_of("\"mode\":\"Replication\"," TLS_SPEC, &conf, &sts, &svc);
-    CU_ASSERT(contains(buf_str(&conf), "rediscluster-operator; edits are overwritten.\nport 0\ntls-port 6379\n"
-                                       "tls-cert-file /etc/redis-tls/tls.crt\ntls-key-file /etc/redis-tls/tls.key\n"
-                                       "tls-ca-cert-file /etc/redis-tls/ca.crt\ntls-auth-clients yes\n"
-                                       "tls-replication yes\nunixsocket /data/redis.sock\nunixsocketperm 700\n"
-                                       "protected-mode no\ndir /data\n"));
-    CU_ASSERT(!contains(buf_str(&conf), "tls-cluster"));
+    CU_ASSERT(text_contains(buf_str(&conf), "rediscluster-operator; edits are overwritten.\nport 0\ntls-port 6379\n"
+                                            "tls-cert-file /etc/redis-tls/tls.crt\n"
+                                            "tls-key-file /etc/redis-tls/tls.key\n"
+                                            "tls-ca-cert-file /etc/redis-tls/ca.crt\ntls-auth-clients yes\n"
+                                            "tls-replication yes\nunixsocket /data/redis.sock\nunixsocketperm 700\n"
+                                            "protected-mode no\ndir /data\n"));
+    CU_ASSERT(!text_contains(buf_str(&conf), "tls-cluster"));
     const json_object *pod = at(sts, "spec template spec");
     CU_ASSERT_STRING_EQUAL(str_at(pod, "volumes 1 name"), "tls");
     CU_ASSERT_STRING_EQUAL(str_at(pod, "volumes 1 secret secretName"), "cache-tls");
@@ -132,15 +130,15 @@ static void test_render_tls(void)
     }
     CU_ASSERT_PTR_NULL(at(pod, "containers 0 livenessProbe exec command 4"));
     const char *pre = str_at(pod, "containers 0 lifecycle preStop exec command 2");
-    CU_ASSERT(contains(pre, "redis-cli --tls --cacert \"$REDIS_TLS_DIR/ca.crt\" --cert \"$REDIS_TLS_DIR/tls.crt\" "
-                            "--key \"$REDIS_TLS_DIR/tls.key\" info replication"));
+    CU_ASSERT(text_contains(pre, "redis-cli --tls --cacert \"$REDIS_TLS_DIR/ca.crt\" --cert \"$REDIS_TLS_DIR/tls.crt\" "
+                                 "--key \"$REDIS_TLS_DIR/tls.key\" info replication"));
     const json_object *env = at(pod, "containers 0 env");
     int dir_env = 0;
     for (size_t i = 0; env && i < json_object_array_length(env); i++)
         dir_env |= !strcmp(str_at(json_object_array_get_idx(env, i), "name"), "REDIS_TLS_DIR") &&
                    !strcmp(str_at(json_object_array_get_idx(env, i), "value"), "/etc/redis-tls");
     CU_ASSERT(dir_env);
-    CU_ASSERT(!contains(pre, "redis-cli info"));
+    CU_ASSERT(!text_contains(pre, "redis-cli info"));
     CU_ASSERT_PTR_NULL(at(pod, "containers 0 ports 1")); /* no plain text */
     CU_ASSERT_PTR_NULL(at(svc, "spec ports 1"));
     buf_free(&conf);
@@ -149,8 +147,8 @@ static void test_render_tls(void)
 
     /* a migration: plain text on 6380 too, in the pod and the Services */
     conf_of("\"tls\":{\"secretRef\":{\"name\":\"cache-tls\"},\"allowPlaintext\":true}", &conf, &sts, &svc);
-    CU_ASSERT(contains(buf_str(&conf), "\nport 6380\ntls-port 6379\n"));
-    CU_ASSERT(contains(buf_str(&conf), "tls-auth-clients no\n"));
+    CU_ASSERT(text_contains(buf_str(&conf), "\nport 6380\ntls-port 6379\n"));
+    CU_ASSERT(text_contains(buf_str(&conf), "tls-auth-clients no\n"));
     CU_ASSERT_EQUAL(int_at(sts, "spec template spec containers 0 ports 1 containerPort"), 6380);
     CU_ASSERT_STRING_EQUAL(str_at(svc, "spec ports 1 name"), "redis-plain");
     CU_ASSERT_EQUAL(int_at(svc, "spec ports 0 port"), 6379);
@@ -160,14 +158,14 @@ static void test_render_tls(void)
 
     /* Cluster mode: the bus speaks TLS */
     conf_of("\"mode\":\"Cluster\",\"size\":6," TLS_SPEC, &conf, NULL, NULL);
-    CU_ASSERT(contains(buf_str(&conf),
-                       "tls-replication yes\nunixsocket /data/redis.sock\nunixsocketperm 700\ntls-cluster yes\n"));
+    CU_ASSERT(text_contains(buf_str(&conf),
+                            "tls-replication yes\nunixsocket /data/redis.sock\nunixsocketperm 700\ntls-cluster yes\n"));
     buf_free(&conf);
 
     /* without spec.tls: as before, byte for byte in its first lines */
     conf_of("", &conf, &sts, NULL);
-    CU_ASSERT(contains(buf_str(&conf), "overwritten.\nport 6379\nprotected-mode no\ndir /data\n"));
-    CU_ASSERT(!contains(buf_str(&conf), "tls"));
+    CU_ASSERT(text_contains(buf_str(&conf), "overwritten.\nport 6379\nprotected-mode no\ndir /data\n"));
+    CU_ASSERT(!text_contains(buf_str(&conf), "tls"));
     CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec containers 0 readinessProbe exec command 1"), "ping");
     CU_ASSERT_PTR_NULL(at(sts, "spec template spec volumes 1"));
     buf_free(&conf);
@@ -179,7 +177,7 @@ static void test_render_acl(void)
     buf_t conf, file;
     json_object *sts = NULL;
     conf_of(AUTH_SPEC "," ACL_SPEC, &conf, &sts, NULL);
-    CU_ASSERT(contains(buf_str(&conf), "dir /data\naclfile /etc/redis-acl/users.acl\n"));
+    CU_ASSERT(text_contains(buf_str(&conf), "dir /data\naclfile /etc/redis-acl/users.acl\n"));
     CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec volumes 1 secret secretName"), "cache-redis-acl");
     CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec containers 0 volumeMounts 2 mountPath"), "/etc/redis-acl");
     buf_free(&conf);
@@ -296,7 +294,7 @@ static void test_secretset(void)
     CU_ASSERT(secretset_acl(s)->known && strcmp(secretset_acl(s)->users_fp, fp));
     /* spec.tls's Secret not answered: not read, refused */
     CU_ASSERT_EQUAL(secretset_tls(s)->read, 0);
-    CU_ASSERT(contains(secretset_refused(s), "spec.tls: Secret ns1/cache-tls was not read"));
+    CU_ASSERT(text_contains(secretset_refused(s), "spec.tls: Secret ns1/cache-tls was not read"));
     secretset_destroy(&s);
     s = secretset_new(&spec, "ns1", "cache", "uid-1");
     secretset_take(s, "app-pw", app_s, NULL);
@@ -316,7 +314,7 @@ static void test_secretset(void)
     /* no spec.auth password: the default user's hash is not known */
     s = secretset_new(&spec, "ns1", "cache", "uid-1");
     secretset_finish(s, NULL, (int64_t)time(NULL));
-    CU_ASSERT(contains(secretset_acl(s)->missing, "spec.auth's password"));
+    CU_ASSERT(text_contains(secretset_acl(s)->missing, "spec.auth's password"));
     secretset_destroy(&s);
     json_object_put(app_s);
     json_object_put(ro_s);
@@ -404,14 +402,6 @@ static const json_object *cond_of(const plan_t *p, const char *type)
     return NULL;
 }
 
-static const plan_event_t *event_of(const plan_t *p, const char *reason)
-{
-    for (size_t i = 0; i < plan_event_count(p); i++)
-        if (!strcmp(plan_event(p, i)->reason, reason))
-            return plan_event(p, i);
-    return NULL;
-}
-
 static size_t count_argv0(const plan_t *p, const char *argv1)
 {
     size_t n = 0;
@@ -447,7 +437,7 @@ static void test_plan_tls(void)
     const json_object *k = cond_of(p, "TLSReady");
     CU_ASSERT_STRING_EQUAL(str_at(k, "status"), "True");
     CU_ASSERT_STRING_EQUAL(str_at(k, "reason"), "TLSCertificateValid");
-    CU_ASSERT(contains(str_at(k, "message"), "Secret ns1/cache-tls: serial "));
+    CU_ASSERT(text_contains(str_at(k, "message"), "Secret ns1/cache-tls: serial "));
     CU_ASSERT_EQUAL(count_argv0(p, "SET"), 0);
     plan_destroy(&p);
     json_object_put(seen);
@@ -457,7 +447,7 @@ static void test_plan_tls(void)
     p = plan_with(rc, &more, kids);
     k = cond_of(p, "TLSReady");
     CU_ASSERT_STRING_EQUAL(str_at(k, "reason"), "TLSCertificateRotating");
-    CU_ASSERT(contains(str_at(k, "message"), "2 of 3 pods serve the certificate of Secret ns1/cache-tls"));
+    CU_ASSERT(text_contains(str_at(k, "message"), "2 of 3 pods serve the certificate of Secret ns1/cache-tls"));
     int found = 0;
     for (size_t i = 0; i < plan_action_count(p); i++) {
         const plan_action_t *a = plan_action(p, i);
@@ -472,7 +462,7 @@ static void test_plan_tls(void)
         CU_ASSERT_STRING_EQUAL(a->argv[6], "tls-ca-cert-file");
     }
     CU_ASSERT_EQUAL(found, 1);
-    CU_ASSERT_PTR_NOT_NULL(event_of(p, "TLSReloaded"));
+    CU_ASSERT_PTR_NOT_NULL(find_event(p, "TLSReloaded"));
     CU_ASSERT(plan_requeue_after_ns(p) > 0);
     plan_destroy(&p);
     json_object_put(seen);
@@ -481,8 +471,8 @@ static void test_plan_tls(void)
     tls_input(&t, &old_cert, pki.ca.crt_pem);
     p = plan_with(rc, &more, kids);
     CU_ASSERT_STRING_EQUAL(str_at(cond_of(p, "TLSReady"), "reason"), "TLSCertificateExpiring");
-    const plan_event_t *e = event_of(p, "TLSCertificateExpiring");
-    CU_ASSERT(e && !strcmp(e->type, "Warning") && contains(e->message, "has not been renewed"));
+    const plan_event_t *e = find_event(p, "TLSCertificateExpiring");
+    CU_ASSERT(e && !strcmp(e->type, "Warning") && text_contains(e->message, "has not been renewed"));
     plan_destroy(&p);
     /* expired: False, Degraded of the same reason with its Warning */
     tls_input(&t, &pki.expired, pki.ca.crt_pem);
@@ -492,7 +482,7 @@ static void test_plan_tls(void)
     /* (redis.test's expired certificate: it is checked for expiry before the names) */
     CU_ASSERT_STRING_EQUAL(str_at(k, "reason"), "TLSCertificateExpired");
     CU_ASSERT_STRING_EQUAL(str_at(cond_of(p, "Degraded"), "reason"), "TLSCertificateExpired");
-    CU_ASSERT_PTR_NOT_NULL(event_of(p, "TLSCertificateExpired"));
+    CU_ASSERT_PTR_NOT_NULL(find_event(p, "TLSCertificateExpired"));
     plan_destroy(&p);
     /* another CA's certificate; a missing Secret */
     tls_input(&t, &pods_cert, pki.other_ca.crt_pem);
@@ -522,9 +512,9 @@ static void no_secret_in(const plan_t *p)
     char h[65];
     const char *secrets[] = {APP_PW, RO_PW, AUTH_PW};
     for (int i = 0; i < 3; i++) {
-        CU_ASSERT(!contains(text, secrets[i]));
+        CU_ASSERT(!text_contains(text, secrets[i]));
         sha_hex(secrets[i], h);
-        CU_ASSERT(!contains(text, h));
+        CU_ASSERT(!text_contains(text, h));
     }
     json_object_put(j);
 }
@@ -556,11 +546,11 @@ static void test_plan_acl(void)
     CU_ASSERT(fi < si);
     CU_ASSERT_STRING_EQUAL(f->name, "cache-redis-acl");
     CU_ASSERT_STRING_EQUAL(f->method, "PATCH");
-    CU_ASSERT(contains(f->path, "/api/v1/namespaces/ns1/secrets/cache-redis-acl?fieldManager="));
-    CU_ASSERT(contains(str_at(f->body, "stringData users.acl"), "user ro on #${acl-hash:ro} ~* +@read\n"));
+    CU_ASSERT(text_contains(f->path, "/api/v1/namespaces/ns1/secrets/cache-redis-acl?fieldManager="));
+    CU_ASSERT(text_contains(str_at(f->body, "stringData users.acl"), "user ro on #${acl-hash:ro} ~* +@read\n"));
     const char *digest = str_at(f->body, "metadata annotations cache.example.com/acl-digest");
     CU_ASSERT_EQUAL(strlen(digest), 64);
-    CU_ASSERT_PTR_NOT_NULL(event_of(p, "ACLFileWritten"));
+    CU_ASSERT_PTR_NOT_NULL(find_event(p, "ACLFileWritten"));
     no_secret_in(p);
     /* the Secret as written */
     json_object *secret = NULL;
@@ -590,8 +580,8 @@ static void test_plan_acl(void)
     const char *record = str_at(ann->body, "metadata annotations cache.example.com/acl");
     CU_ASSERT(record && strlen(record) == 16 + 2 && !strcmp(record + 16, "/0"));
     CU_ASSERT_STRING_EQUAL(str_at(ann->body, "metadata annotations cache.example.com/acl-users"), "app,ro");
-    const plan_event_t *e = event_of(p, "ACLApplied");
-    CU_ASSERT(e && contains(e->message, "cache-0, cache-1, cache-2"));
+    const plan_event_t *e = find_event(p, "ACLApplied");
+    CU_ASSERT(e && text_contains(e->message, "cache-0, cache-1, cache-2"));
     no_secret_in(p);
     char rec[64];
     snprintf(rec, sizeof(rec), "%s", record);
@@ -626,9 +616,9 @@ static void test_plan_acl(void)
     f = kind_of(p, PLAN_ACL_FILE, &fi);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT(fi > di); /* the file once the pods took it */
-    CU_ASSERT(!contains(str_at(f->body, "stringData users.acl"), "user ro "));
-    e = event_of(p, "ACLApplied");
-    CU_ASSERT(e && contains(e->message, "removed ro"));
+    CU_ASSERT(!text_contains(str_at(f->body, "stringData users.acl"), "user ro "));
+    e = find_event(p, "ACLApplied");
+    CU_ASSERT(e && text_contains(e->message, "removed ro"));
     plan_destroy(&p);
 
     /* a password not known: nothing written, Degraded says which */
@@ -638,7 +628,7 @@ static void test_plan_acl(void)
     CU_ASSERT_EQUAL(count_argv0(p, "SETUSER"), 0);
     CU_ASSERT_PTR_NULL(kind_of(p, PLAN_ACL_FILE, NULL));
     CU_ASSERT_STRING_EQUAL(str_at(cond_of(p, "Degraded"), "reason"), "ACLPasswordMissing");
-    CU_ASSERT(contains(str_at(cond_of(p, "Degraded"), "message"), "user ro: Secret ns1/ro-pw not found"));
+    CU_ASSERT(text_contains(str_at(cond_of(p, "Degraded"), "message"), "user ro: Secret ns1/ro-pw not found"));
     plan_destroy(&p);
 
     put_all(kids, 4);
@@ -659,14 +649,6 @@ static void test_expand_text(void)
 }
 
 CU_HOOKS({"tls and acl", suite_init, suite_clean, NULL, NULL});
-
-static size_t count_kind(const plan_t *p, plan_action_kind_t kind)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < plan_action_count(p); i++)
-        n += plan_action(p, i)->kind == kind;
-    return n;
-}
 
 /* TLS turned on for running pods: once the StatefulSet runs the TLS template, every pod
  * that speaks plain text is deleted at once (uid preconditions), no Redis command with
@@ -692,13 +674,13 @@ static void test_plan_tls_restart(void)
             CU_ASSERT(!strcmp(str_at(a->body, "preconditions uid"), "u0") ||
                       !strcmp(str_at(a->body, "preconditions uid"), "u1"));
     }
-    const plan_event_t *e = event_of(p, "TLSRestart");
-    CU_ASSERT(e && contains(e->message, "restarting cache-0, cache-1 at once"));
+    const plan_event_t *e = find_event(p, "TLSRestart");
+    CU_ASSERT(e && text_contains(e->message, "restarting cache-0, cache-1 at once"));
     plan_destroy(&p);
     /* the StatefulSet's controller has not seen the template yet: nothing */
     json_object_object_add(at(kids[2], "status"), "observedGeneration", json_object_new_int(0));
     p = plan_with(rc, &more, kids);
-    CU_ASSERT_PTR_NULL(event_of(p, "TLSRestart"));
+    CU_ASSERT_PTR_NULL(find_event(p, "TLSRestart"));
     plan_destroy(&p);
     put_all(kids, 4);
     /* TLS off: the pod that still speaks TLS restarts */
@@ -706,8 +688,8 @@ static void test_plan_tls_restart(void)
     children_of(rc2, &more, kids);
     p = plan_with(rc2, &more, kids);
     CU_ASSERT_EQUAL(count_kind(p, PLAN_DELETE), 1);
-    e = event_of(p, "TLSRestart");
-    CU_ASSERT(e && contains(e->message, "TLS off: restarting cache-2 at once"));
+    e = find_event(p, "TLSRestart");
+    CU_ASSERT(e && text_contains(e->message, "TLS off: restarting cache-2 at once"));
     plan_destroy(&p);
     put_all(kids, 4);
     PUT_EACH(seen, plain, rc, rc2);

@@ -12,6 +12,7 @@
 #include "cu_table.h"
 #include "jsonx.h"
 #include "plan.h"
+#include "plan_fixture.h"
 #include "plan_volume.h"
 
 #include <json-c/json.h>
@@ -92,22 +93,6 @@ static const json_object *cond_of(const plan_t *p, const char *type)
     return NULL;
 }
 
-static size_t count_kind(const plan_t *p, plan_action_kind_t kind, const char *resource)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < plan_action_count(p); i++)
-        n += plan_action(p, i)->kind == kind && !strcmp(plan_action(p, i)->resource, resource);
-    return n;
-}
-
-static int has_event(const plan_t *p, const char *reason)
-{
-    for (size_t i = 0; i < plan_event_count(p); i++)
-        if (!strcmp(plan_event(p, i)->reason, reason))
-            return 1;
-    return 0;
-}
-
 static const char *progressing(const plan_t *p, const char *key)
 {
     return jsonx_str(cond_of(p, "Progressing"), key);
@@ -118,8 +103,8 @@ static void test_claims_read_first(void)
 {
     plan_t *p = plan_of(RC_JSON("2Gi", "{}"), sts_of("1Gi", 0), NULL);
     CU_ASSERT_TRUE(plan_wants_claims(p));
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_RESIZE_CLAIM, "persistentvolumeclaims"), 0);
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_DELETE, "statefulsets"), 0);
+    CU_ASSERT_EQUAL(count_actions(p, PLAN_RESIZE_CLAIM, "persistentvolumeclaims"), 0);
+    CU_ASSERT_EQUAL(count_actions(p, PLAN_DELETE, "statefulsets"), 0);
     CU_ASSERT_STRING_EQUAL(progressing(p, "reason"), "VolumeResizing");
     CU_ASSERT_STRING_EQUAL(jsonx_str(cond_of(p, "Degraded"), "reason"), "AsExpected");
     CU_ASSERT_TRUE(plan_requeue_after_ns(p) > 0);
@@ -182,8 +167,8 @@ static void test_terminating_statefulset_waited_for(void)
 {
     static const char *const claims[3] = {"2Gi/1Gi", "2Gi/1Gi", "2Gi/1Gi"};
     plan_t *p = plan_of(RC_JSON("2Gi", "{}"), sts_of("1Gi", 1), claims_of(claims));
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_DELETE, "statefulsets"), 0);
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_RESIZE_CLAIM, "persistentvolumeclaims"), 0);
+    CU_ASSERT_EQUAL(count_actions(p, PLAN_DELETE, "statefulsets"), 0);
+    CU_ASSERT_EQUAL(count_actions(p, PLAN_RESIZE_CLAIM, "persistentvolumeclaims"), 0);
     CU_ASSERT_STRING_EQUAL(progressing(p, "reason"), "VolumeResizing");
     plan_destroy(&p);
 }
@@ -216,8 +201,8 @@ static void test_status_until_capacity(void)
     CU_ASSERT_TRUE(plan_wants_claims(p)); /* the status says resizing: look */
     plan_destroy(&p);
     p = plan_of(RC_JSON("2Gi", RESIZING), sts_of("2Gi", 0), claims_of(part));
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_RESIZE_CLAIM, "persistentvolumeclaims"), 0);
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_DELETE, "statefulsets"), 0);
+    CU_ASSERT_EQUAL(count_actions(p, PLAN_RESIZE_CLAIM, "persistentvolumeclaims"), 0);
+    CU_ASSERT_EQUAL(count_actions(p, PLAN_DELETE, "statefulsets"), 0);
     CU_ASSERT_STRING_EQUAL(progressing(p, "reason"), "VolumeResizing");
     CU_ASSERT_STRING_EQUAL(progressing(p, "message"), "2/3 claims at 2Gi; waiting for the capacity of data-c-2");
     CU_ASSERT_TRUE(plan_requeue_after_ns(p) > 0);
