@@ -288,7 +288,7 @@ static int step_orphaned(ctx_t *c)
 {
     int sent = 0;
     for (int k = 0; k < c->out->nshards; k++) {
-        int best = -1, cand[1 + CTOPO_MAX_REPLICAS], n = 0;
+        int best = -1;
         for (int i = k * c->per; i < (k + 1) * c->per; i++) {
             const cn_node_t *me = c->me[i];
             const ctopo_pod_t *p = &c->in->pod[i];
@@ -296,8 +296,6 @@ static int step_orphaned(ctx_t *c)
                 continue;
             if (!replaced(c, cn_find(p->view, me->master)) || !holds_anywhere(c, me->master))
                 continue;
-            if (n < 1 + CTOPO_MAX_REPLICAS)
-                cand[n++] = i;
             if (best < 0 || p->offset > c->in->pod[best].offset)
                 best = i;
         }
@@ -310,9 +308,12 @@ static int step_orphaned(ctx_t *c)
         add_arg(cmd, "FORCE");
         if (cmd) /* checked again by the executor right before FORCE */
             snprintf(cmd->gone, sizeof(cmd->gone), "%s", c->me[best]->master);
-        for (int j = 0; cmd && j < n; j++)
-            if (cand[j] != best && strcmp(c->me[cand[j]]->master, c->me[best]->master) == 0)
-                cmd->peer[cmd->npeers++] = cand[j];
+        /* every other replica of that master in the shard, whether its own look shows the
+         * master replaced yet or not (a look older than another's: finding 11) */
+        for (int j = k * c->per; cmd && j < (k + 1) * c->per && cmd->npeers < 1 + CTOPO_MAX_REPLICAS; j++)
+            if (j != best && c->me[j] && (c->me[j]->flags & CN_REPLICA) && c->in->pod[j].present &&
+                !strcmp(c->me[j]->master, c->me[best]->master))
+                cmd->peer[cmd->npeers++] = j;
         sent++;
     }
     return sent;
