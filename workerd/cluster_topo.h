@@ -167,8 +167,9 @@ typedef struct {
     char argv[CTOPO_MAX_ARGS][48];
     char why[320];
     /* FAILOVER FORCE (step 2b), for the executor's check right before it
-     * (redisexec_force_check): the gone master's id, and the other candidates (replicas
-     * of it in the shard), whose INFO replication it reads: pod indexes */
+     * (redisexec_force_check): the gone master's id, and the other candidates (every
+     * present pod of the shard whose own look names it its master, whether or not that
+     * look shows it replaced yet), whose INFO replication it reads: pod indexes */
     char gone[CN_ID_LEN + 1];
     int npeers;
     int peer[1 + CTOPO_MAX_REPLICAS];
