@@ -680,6 +680,14 @@ static void test_json(void)
     }
 }
 
+/* The job run over the model without tick nor wait. */
+static int run_plain(model_t *w, const slotmove_job_t *job, slotmove_progress_t *pr, char *err, size_t errlen)
+{
+    slotmove_io_t io = {m_command, m_sizes, m_now, w, NULL, NULL, NULL};
+    err[0] = '\0';
+    return slotmove_run(job, &io, NULL, pr, err, errlen);
+}
+
 /* REPLICATED: a run that moved keys ends when the target's replica acknowledged them;
  * each row a replica's state and when it acknowledges, the run's end. */
 static void test_replicated(void)
@@ -713,10 +721,9 @@ static void test_replicated(void)
         slotmove_job_t job;
         job_of(&w, &job, 3, 3, 1 << 20);
         job.wait_replicas = rows[i].wait_replicas;
-        slotmove_io_t io = {m_command, m_sizes, m_now, &w, NULL, NULL, NULL};
         slotmove_progress_t pr;
         char err[256];
-        int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+        int rc = run_plain(&w, &job, &pr, err, sizeof(err));
         if (rc != rows[i].rc || w.infos != rows[i].infos || w.waits != rows[i].waits)
             fprintf(stderr, "\n  row %zu (%s): rc %d, %d INFO, %d WAIT: %s", i, rows[i].what, rc, w.infos, w.waits,
                     err);
@@ -761,10 +768,9 @@ static void test_replica_view(void)
             snprintf(job.replicas[0].ip, sizeof(job.replicas[0].ip), "10.0.0.9");
             memset(job.replicas[0].id, '9', CN_ID_LEN);
         }
-        slotmove_io_t io = {m_command, m_sizes, m_now, &w, NULL, NULL, NULL};
         slotmove_progress_t pr;
-        char err[256] = "";
-        int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+        char err[256];
+        int rc = run_plain(&w, &job, &pr, err, sizeof(err));
         if (rc != rows[i].rc || w.views != rows[i].views || w.waits != rows[i].waits)
             fprintf(stderr, "\n  row %zu (%s): rc %d, %d looks, %d WAIT: %s", i, rows[i].what, rc, w.views, w.waits,
                     err);
