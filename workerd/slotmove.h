@@ -47,8 +47,9 @@
  * waits, within the same time, until wait_replicas of them credit the target with every
  * slot it closed in their own CLUSTER NODES (docs/simulation.md, finding 9: a target lost
  * before its replica heard of its new slots leaves the replica promoted with the old set
- * and the old master, back, holding the moved ones: two masters in one shard). The window left is a batch's replication latency: a target lost
- * before its replica received a batch loses it, as with redis-cli --cluster reshard.
+ * and the old master, back, holding the moved ones: two masters in one shard). The
+ * window left is a batch's replication latency: a target lost before its replica received
+ * a batch loses it, as with redis-cli --cluster reshard.
  *
  * The machine (slotmove_t, slotmove_feed) is pure; slotmove_run drives it over an io_t
  * (real connections: slotmove_io_sync.c; a model of Redis in the unit test).

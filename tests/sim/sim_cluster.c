@@ -1458,7 +1458,8 @@ static int run_move(sc_t *w, const ctopo_move_t *mv)
     memcpy(job.ranges, mv->ranges, job.nranges * sizeof(job.ranges[0]));
     job.batch_bytes = SLOTMOVE_DEFAULT_BATCH_BYTES;
     job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
-    job.wait_replicas = !w->cfg.no_move_wait && w->R > 0 && mv->nreplicas > 0; /* as plan_move (slotmove.h, REPLICATED) */
+    /* as plan_move (slotmove.h, REPLICATED) */
+    job.wait_replicas = !w->cfg.no_move_wait && w->R > 0 && mv->nreplicas > 0;
     for (size_t i = 0; i < mv->nreplicas && i < SLOTMOVE_MAX_REPLICAS && !w->cfg.no_move_wait; i++)
         move_node(w->in, mv->replicas[i], &job.replicas[job.nreplicas++]);
     void *user[2] = {w, &job};
