@@ -116,7 +116,9 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
             fail(m, "SETSLOT NODE on the target", a);
         break;
     case SLOTMOVE_NODE_SOURCE:
-        if (is_ok(r))
+        /* "only with masters": the source heard the target's claim (Redis 7 broadcasts it
+         * at NODE_TARGET), lost its last slot and follows the target now: done there */
+        if (is_ok(r) || is_error(r, "only with masters"))
             m->state = job->nothers ? SLOTMOVE_NODE_OTHERS : SLOTMOVE_DONE;
         else
             fail(m, "SETSLOT NODE on the source", a);

@@ -76,6 +76,7 @@ static void test_table(void)
         {SLOTMOVE_NODE_TARGET, "+OK\r\n", SLOTMOVE_NODE_SOURCE, 0},
         {SLOTMOVE_NODE_TARGET, "-ERR Target is not a master\r\n", SLOTMOVE_FAILED, 0},
         {SLOTMOVE_NODE_SOURCE, "+OK\r\n", SLOTMOVE_NODE_OTHERS, 0},
+        {SLOTMOVE_NODE_SOURCE, "-ERR Please use SETSLOT only with masters.\r\n", SLOTMOVE_NODE_OTHERS, 0},
         {SLOTMOVE_NODE_SOURCE,
          "-ERR Can't assign hashslot 7 to a different node while I still hold keys for this hash slot.\r\n",
          SLOTMOVE_FAILED, 0},
