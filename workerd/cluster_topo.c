@@ -319,7 +319,7 @@ static int step_orphaned(ctx_t *c)
 {
     int sent = 0;
     for (int k = 0; k < c->out->nshards; k++) {
-        int best = -1, cand[1 + CTOPO_MAX_REPLICAS], n = 0;
+        int best = -1;
         for (int i = k * c->per; i < (k + 1) * c->per; i++) {
             const cn_node_t *me = c->me[i];
             const ctopo_pod_t *p = &c->in->pod[i];
@@ -327,8 +327,6 @@ static int step_orphaned(ctx_t *c)
                 continue;
             if (!replaced(c, cn_find(p->view, me->master)) || !holds_anywhere(c, me->master))
                 continue;
-            if (n < 1 + CTOPO_MAX_REPLICAS)
-                cand[n++] = i;
             if (best < 0 || p->offset > c->in->pod[best].offset)
                 best = i;
         }
@@ -341,9 +339,12 @@ static int step_orphaned(ctx_t *c)
         add_arg(cmd, "FORCE");
         if (cmd) /* checked again by the executor right before FORCE */
             snprintf(cmd->gone, sizeof(cmd->gone), "%s", c->me[best]->master);
-        for (int j = 0; cmd && j < n; j++)
-            if (cand[j] != best && strcmp(c->me[cand[j]]->master, c->me[best]->master) == 0)
-                cmd->peer[cmd->npeers++] = cand[j];
+        /* every other replica of that master in the shard, whether its own look shows the
+         * master replaced yet or not (a look older than another's: finding 11) */
+        for (int j = k * c->per; cmd && j < (k + 1) * c->per && cmd->npeers < 1 + CTOPO_MAX_REPLICAS; j++)
+            if (j != best && c->me[j] && (c->me[j]->flags & CN_REPLICA) && c->in->pod[j].present &&
+                !strcmp(c->me[j]->master, c->me[best]->master))
+                cmd->peer[cmd->npeers++] = j;
         sent++;
     }
     return sent;
@@ -673,7 +674,8 @@ static void shares(const ctx_t *c, const int *count, int *share)
     }
 }
 
-/* The other masters holding slots, for the move from source to target. */
+/* The other masters holding slots, for the move from source to target, and the pods
+ * that follow the target. */
 static void move_others(ctx_t *c, ctopo_move_t *mv)
 {
     for (int k = 0; k < c->out->nshards && mv->nothers < CTOPO_MAX_SHARDS; k++) {
@@ -681,6 +683,10 @@ static void move_others(ctx_t *c, ctopo_move_t *mv)
         if (m >= 0 && m != mv->source && m != mv->target)
             mv->others[mv->nothers++] = m;
     }
+    for (int i = 0; i < c->n && mv->nreplicas < CTOPO_MAX_REPLICAS; i++)
+        if (c->me[i] && (c->me[i]->flags & CN_REPLICA) && c->id[mv->target] &&
+            !strcmp(c->me[i]->master, c->id[mv->target]))
+            mv->replicas[mv->nreplicas++] = i;
 }
 
 /* The head of pod p's shard, or p itself when it is a master (a move's end). */
@@ -759,9 +765,9 @@ static void highest_slots(const ctx_t *c, int p, int skip, int n, ctopo_move_t *
     }
 }
 
-/* 1 when the cluster may reshard: bootstrapped, every pod observed and met, every slot
- * held, each shard one head, each wanted shard's replicas linked. */
-static int may_reshard(ctx_t *c, const cn_slots_t *held)
+/* 1 when slots may move: bootstrapped, every pod observed and met, every slot held,
+ * every node says cluster_state:ok. */
+static int may_move(const ctx_t *c, const cn_slots_t *held)
 {
     if (!c->in->bootstrapped || !c->all_observed || !fully_met(c))
         return 0;
@@ -772,6 +778,15 @@ static int may_reshard(ctx_t *c, const cn_slots_t *held)
     for (int i = 0; i < c->n; i++)
         if (c->me[i] && !c->retired[i] && c->in->pod[i].info.state_ok != 1)
             return 0;
+    return 1;
+}
+
+/* 1 when the cluster may reshard: slots may move, each shard one head, each wanted
+ * shard's replicas linked. */
+static int may_reshard(ctx_t *c, const cn_slots_t *held)
+{
+    if (!may_move(c, held))
+        return 0;
     for (int k = 0; k < c->out->nshards; k++) {
         int h = shard_head(c, k);
         if (h == -2 || (k < c->in->shards && (h < 0 || c->out->shard[k].nreplicas < c->in->replicas)))
@@ -838,6 +853,54 @@ static int step_reshard(ctx_t *c, const cn_slots_t *held)
     }
     balance_moves(c, count, share); /* (after the open slot's move: the plan goes on with the rest) */
     return 1;
+}
+
+/* ---- 5b. TWO MASTERS ------------------------------------------------------------------------- */
+
+/* Shard k's chosen master among its pods holding slots: the most slots, then the higher
+ * config epoch, then the lowest index. */
+static int chosen_master(const ctx_t *c, int k)
+{
+    int best = -1;
+    for (int i = k * c->per; i < (k + 1) * c->per; i++)
+        if (c->holds[i] > 0 &&
+            (best < 0 || c->holds[i] > c->holds[best] ||
+             (c->holds[i] == c->holds[best] && c->me[i]->config_epoch > c->me[best]->config_epoch)))
+            best = i;
+    return best;
+}
+
+/* A shard with two masters holding slots: the other's slots move to the chosen one (a
+ * move inside the shard; an open slot finished first). Returns 1 when a move is planned
+ * (or an open slot's ends are awaited), 0 when there is none or slots may not move yet. */
+static int step_two_masters(ctx_t *c, const cn_slots_t *held)
+{
+    for (int k = 0; k < c->out->nshards; k++) {
+        if (shard_master(c, k) != -2)
+            continue;
+        int m = chosen_master(c, k);
+        c->out->waiting = 1;
+        ctopo_move_t *mv = &c->out->moves[c->out->nmoves];
+        memset(mv, 0, sizeof(*mv));
+        mv->source = mv->target = -1;
+        int any_open = open_move(c, mv);
+        if (!may_move(c, held))
+            return 0; /* (the other steps go on: they may be what it waits for) */
+        if (any_open && mv->source < 0)
+            return 1;
+        for (int i = k * c->per; i < (k + 1) * c->per && !any_open; i++)
+            if (i != m && c->holds[i] > 0) {
+                mv->source = i;
+                mv->target = m;
+                highest_slots(c, i, 0, c->holds[i], mv);
+                c->out->slots_to_move += c->holds[i];
+                break;
+            }
+        move_others(c, mv);
+        c->out->nmoves++;
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- 7. RETIRE ------------------------------------------------------------------------------ */
@@ -1010,7 +1073,8 @@ static void shard_problems(ctx_t *c)
     ctopo_result_t *o = c->out;
     for (int k = 0; k < o->nshards; k++) {
         if (shard_master(c, k) == -2)
-            problem(c, 1, "TwoMasters", "shard %d has two masters holding slots", k);
+            problem(c, 0, "TwoMasters", "shard %d has two masters holding slots: the slots of one move to the other",
+                    k);
         if (k < c->in->shards && o->shard[k].master >= 0 && o->shard[k].nreplicas < c->in->replicas)
             problem(c, 0, "ReplicasMissing", "shard %d: %d of %d replicas linked", k, o->shard[k].nreplicas,
                     c->in->replicas);
@@ -1094,7 +1158,8 @@ int ctopo_compute(const ctopo_input_t *in, ctopo_result_t *out)
         meeting = step_meet(&c);
         int orphaned = step_orphaned(&c); /* (a failover needs no MEET) */
         if (!meeting && !orphaned && !step_forget(&c) && !step_slots(&c, &claimed) && !step_replicate(&c) &&
-            !step_terminating(&c) && !step_reshard(&c, &held) && !step_retire(&c) && !step_rollout(&c))
+            !step_terminating(&c) && !step_two_masters(&c, &held) && !step_reshard(&c, &held) &&
+            !step_retire(&c) && !step_rollout(&c))
             step_epochs(&c);
         labels(&c);
     }

@@ -54,6 +54,14 @@
  *      drain) or outdated hands its role to a linked replica with CLUSTER FAILOVER on
  *      that replica (a coordinated manual failover: the replica catches up first, so no
  *      acknowledged write is lost).
+ *   5b. TWO MASTERS: a shard with two masters holding slots (its master, a move's target,
+ *      lost before its replica heard of the slots moved into it: the replica, promoted,
+ *      took the slots it knew; the master, back with nodes.conf, kept the moved ones:
+ *      simulation finding 9). Once slots may move (as for 6, without its conditions on
+ *      heads and replicas), the other's slots move to the shard's chosen master (the one
+ *      holding most, then the higher config epoch, then the lowest index): a move inside
+ *      the shard, carried out as 6's; an open slot is finished first. The emptied master
+ *      follows the one that took its last slot (Redis), or is made a replica by 4.
  *   6. RESHARD (docs/cluster-mode.md, "Resharding"; bootstrapped clusters only): once every
  *      pod is observed, met and says cluster_state:ok, every slot held, no shard with two
  *      masters and every
@@ -159,8 +167,9 @@ typedef struct {
     char argv[CTOPO_MAX_ARGS][48];
     char why[320];
     /* FAILOVER FORCE (step 2b), for the executor's check right before it
-     * (redisexec_force_check): the gone master's id, and the other candidates (replicas
-     * of it in the shard), whose INFO replication it reads: pod indexes */
+     * (redisexec_force_check): the gone master's id, and the other candidates (every
+     * present pod of the shard whose own look names it its master, whether or not that
+     * look shows it replaced yet), whose INFO replication it reads: pod indexes */
     char gone[CN_ID_LEN + 1];
     int npeers;
     int peer[1 + CTOPO_MAX_REPLICAS];
@@ -185,6 +194,9 @@ typedef struct {
     int resume;             /* 1: an open slot finished (a move cut off) */
     size_t nothers;
     int others[CTOPO_MAX_SHARDS]; /* the other masters holding slots (pod indexes) */
+    size_t nreplicas;
+    int replicas[CTOPO_MAX_REPLICAS]; /* the pods that follow the target (slotmove.h,
+                                       * REPLICATED: their own view must credit it) */
 } ctopo_move_t;
 
 typedef struct {

@@ -177,7 +177,11 @@ static int plan_move(const plan_ctx_t *c, const ctopo_input_t *in, const ctopo_r
     job.batch_bytes = c->spec->cluster.migration_batch_bytes;
     job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
     job.bytes_per_second = c->spec->cluster.migration_bytes_per_second;
-    job.wait_replicas = in->replicas > 0; /* slotmove.h, REPLICATED: one replica, as a client's WAIT 1 */
+    /* slotmove.h, REPLICATED: one replica, as a client's WAIT 1 (a move inside a shard
+     * with two masters may have a target nobody follows yet: nothing to wait for) */
+    job.wait_replicas = in->replicas > 0 && mv->nreplicas > 0;
+    for (size_t i = 0; i < mv->nreplicas && i < SLOTMOVE_MAX_REPLICAS; i++)
+        move_node(in, mv->replicas[i], &job.replicas[job.nreplicas++]);
     json_object *body = slotmove_job_to_json(&job);
     if (!body)
         return -1;

@@ -16,6 +16,14 @@ const char *slotmove_state_name(slotmove_state_t state)
     return (unsigned)state < sizeof(names) / sizeof(names[0]) ? names[state] : "unknown";
 }
 
+const slotmove_node_t *slotmove_node(const slotmove_job_t *job, int to)
+{
+    return to == SLOTMOVE_TO_SOURCE   ? &job->source
+           : to == SLOTMOVE_TO_TARGET ? &job->target
+           : to >= SLOTMOVE_MAX_OTHERS ? &job->replicas[to - SLOTMOVE_MAX_OTHERS]
+                                       : &job->others[to];
+}
+
 void slotmove_start(slotmove_t *m, int slot)
 {
     memset(m, 0, sizeof(*m));
@@ -110,7 +118,9 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
             fail(m, "SETSLOT NODE on the target", a);
         break;
     case SLOTMOVE_NODE_SOURCE:
-        if (is_ok(r))
+        /* "only with masters": the source heard the target's claim (Redis 7 broadcasts it
+         * at NODE_TARGET), lost its last slot and follows the target now: done there */
+        if (is_ok(r) || is_error(r, "only with masters"))
             m->state = job->nothers ? SLOTMOVE_NODE_OTHERS : SLOTMOVE_DONE;
         else
             fail(m, "SETSLOT NODE on the source", a);
@@ -161,6 +171,7 @@ typedef struct {
     size_t ncmd, narg;
     char num[3][24];              /* the target's port, MIGRATE's timeout, GETKEYS's count */
     cn_slots_t mine;              /* the slots the source owns or has MIGRATING (source_slots) */
+    cn_slots_t done;              /* the slots this run closed (REPLICATED: the replicas' view) */
 } run_t;
 
 static void arg(run_t *r, const char *s, size_t len)
@@ -588,25 +599,66 @@ static void ask_acks(const run_t *r, int connected)
     r->pr->commands++;
 }
 
-/* REPLICATED: the target's replicas hold what the run moved. Returns 0, or -1 with err. */
+/* 1 when node `to`'s own CLUSTER NODES credits the target with every slot the run closed. */
+static int credits(const run_t *r, int to)
+{
+    static const char *const argv[] = {"CLUSTER", "NODES"};
+    static const size_t lens[] = {7, 5};
+    char e[256];
+    redisReply *reply = r->io->command(r->io->user, to, 2, argv, lens, e, sizeof(e));
+    r->pr->commands++;
+    cn_view_t *v = NULL;
+    const cn_node_t *t = reply && reply->type == REDIS_REPLY_STRING &&
+                         !cn_parse(reply->str, reply->len, &v, e, sizeof(e)) ? cn_find(v, r->job->target.id) : NULL;
+    cn_slots_t has;
+    memset(&has, 0, sizeof(has));
+    if (t)
+        cn_slots_add_node(&has, t);
+    int ok = t != NULL;
+    for (int s = 0; s < CN_SLOTS && ok; s++)
+        ok = !cn_slots_has(&r->done, s) || cn_slots_has(&has, s);
+    cn_view_destroy(&v);
+    freeReplyObject(reply);
+    return ok;
+}
+
+/* How many of the job's target replicas credit the target with the run's slots. */
+static int replicas_credit(const run_t *r)
+{
+    int n = 0;
+    for (size_t i = 0; i < r->job->nreplicas && i < SLOTMOVE_MAX_REPLICAS; i++)
+        n += credits(r, SLOTMOVE_TO_REPLICA(i));
+    return n;
+}
+
+/* REPLICATED: the target's replicas hold what the run moved and, when the job names them
+ * and the run closed slots, credit the target with those slots in their own view.
+ * Returns 0, or -1 with err. */
 static int confirm(const run_t *r, char *err, size_t errlen)
 {
     int64_t start = r->io->now_ns(r->io->user), want = -1;
+    int views = r->pr->slots_done > 0 ? (int)r->job->nreplicas : 0;
+    if (views > r->job->wait_replicas)
+        views = r->job->wait_replicas;
     for (int round = 0;; round++) {
         redisReply *info = NULL;
         if (target_info(r, &info, err, errlen))
             return -1;
         if (want < 0)
             want = info_int(info->str, "master_repl_offset");
-        int acked = slotmove_acked(info->str, want), connected = replica_lines(info->str);
+        int acked = slotmove_acked(info->str, want), connected = replica_lines(info->str), credited = 0;
         freeReplyObject(info);
-        if (want >= 0 && acked >= r->job->wait_replicas)
+        if (want >= 0 && acked >= r->job->wait_replicas && (credited = views ? replicas_credit(r) : 0) >= views)
             return 0;
         if (want < 0 || r->io->now_ns(r->io->user) - start >= SLOTMOVE_CONFIRM_NS ||
             round >= SLOTMOVE_CONFIRM_NS / (SLOTMOVE_ACK_WAIT_MS * 1000000)) {
-            snprintf(err, errlen, "the target's replicas did not acknowledge the moved keys: %d of %d at offset "
-                     "%lld within %lld ms", acked, r->job->wait_replicas, (long long)want,
-                     (long long)(SLOTMOVE_CONFIRM_NS / 1000000));
+            if (want >= 0 && acked >= r->job->wait_replicas)
+                snprintf(err, errlen, "the target's replicas did not credit it with the moved slots: %d of %d "
+                         "within %lld ms", credited, views, (long long)(SLOTMOVE_CONFIRM_NS / 1000000));
+            else
+                snprintf(err, errlen, "the target's replicas did not acknowledge the moved keys: %d of %d at "
+                         "offset %lld within %lld ms", acked, r->job->wait_replicas, (long long)want,
+                         (long long)(SLOTMOVE_CONFIRM_NS / 1000000));
             return -1;
         }
         ask_acks(r, connected);
@@ -676,10 +728,14 @@ int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char 
         }
         rc = run_group(r, err, errlen);
         for (size_t i = 0; i < r->ng; i++)
-            progress->slots_done += r->g[i].m.state == SLOTMOVE_DONE;
+            if (r->g[i].m.state == SLOTMOVE_DONE) {
+                progress->slots_done++;
+                cn_slots_set(&r->done, r->g[i].m.slot);
+            }
     }
     progress->stopped = rc == 1;
-    if (rc >= 0 && progress->keys > 0 && job->wait_replicas > 0 && confirm(r, err, errlen))
+    if (rc >= 0 && (progress->keys > 0 || (progress->slots_done > 0 && job->nreplicas > 0)) &&
+        job->wait_replicas > 0 && confirm(r, err, errlen))
         rc = -1;
     progress->failed = rc < 0;
     if (rc >= 0)
@@ -722,7 +778,7 @@ json_object *slotmove_job_to_json(const slotmove_job_t *job)
     int oom = 0;
     char slots[1024];
     cn_ranges_text(job->ranges, job->nranges, slots, sizeof(slots));
-    json_object *o = jsonx_new_obj(&oom), *others = jsonx_new_arr(&oom);
+    json_object *o = jsonx_new_obj(&oom), *others = jsonx_new_arr(&oom), *replicas = NULL;
     jsonx_put(o, "cluster", jsonx_new_str(job->cluster, &oom), &oom);
     jsonx_put(o, "slots", jsonx_new_str(slots, &oom), &oom);
     jsonx_put(o, "source", node_json(&job->source, &oom), &oom);
@@ -735,6 +791,12 @@ json_object *slotmove_job_to_json(const slotmove_job_t *job)
     jsonx_put(o, "budgetMs", jsonx_new_int(job->budget_ns / 1000000, &oom), &oom);
     jsonx_put(o, "bytesPerSecond", jsonx_new_int(job->bytes_per_second, &oom), &oom);
     jsonx_put(o, "waitReplicas", jsonx_new_int(job->wait_replicas, &oom), &oom);
+    if (job->nreplicas) {
+        replicas = jsonx_new_arr(&oom);
+        for (size_t i = 0; i < job->nreplicas; i++)
+            jsonx_push(replicas, node_json(&job->replicas[i], &oom), &oom);
+        jsonx_put(o, "replicas", replicas, &oom);
+    }
     if (oom) {
         json_object_put(o);
         return NULL;
@@ -802,6 +864,13 @@ int slotmove_job_from_json(const json_object *body, slotmove_job_t *job, char *e
     for (size_t i = 0; i < jsonx_len(others); i++)
         if (node_from(json_object_array_get_idx(others, i), &job->others[job->nothers++])) {
             snprintf(err, errlen, "a slot move's others[%zu] is not a node", i);
+            return -1;
+        }
+    const json_object *replicas = jsonx_get(body, "replicas");
+    for (size_t i = 0; i < jsonx_len(replicas); i++)
+        if (i >= SLOTMOVE_MAX_REPLICAS ||
+            node_from(json_object_array_get_idx(replicas, i), &job->replicas[job->nreplicas++])) {
+            snprintf(err, errlen, "a slot move's replicas[%zu] is not a node (at most %d)", i, SLOTMOVE_MAX_REPLICAS);
             return -1;
         }
     job->batch_bytes = int_of(body, "batchBytes", SLOTMOVE_DEFAULT_BATCH_BYTES);

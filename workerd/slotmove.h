@@ -60,8 +60,13 @@
  * SLOTMOVE_CONFIRM_NS has passed: then the run fails ("the target's replicas did not
  * acknowledge"), and the next plan moves nothing until the target's replicas are linked
  * again. A run stopped by its budget confirms too; a failed one does not (it reports
- * its own failure). The window left is a batch's replication latency: a target lost
- * before its replica received a batch loses it, as with redis-cli --cluster reshard.
+ * its own failure). With the target's replicas in the job, a run that closed slots also
+ * waits, within the same time, until wait_replicas of them credit the target with every
+ * slot it closed in their own CLUSTER NODES (docs/simulation.md, finding 9: a target lost
+ * before its replica heard of its new slots leaves the replica promoted with the old set
+ * and the old master, back, holding the moved ones: two masters in one shard). The
+ * window left is a batch's replication latency: a target lost before its replica received
+ * a batch loses it, as with redis-cli --cluster reshard.
  *
  * The machine (slotmove_t, slotmove_feed) is pure; slotmove_run drives it over an io_t
  * (real connections: slotmove_io_sync.c; a model of Redis in the unit test).
@@ -79,6 +84,7 @@
 
 #define SLOTMOVE_MAX_RANGES 64
 #define SLOTMOVE_MAX_OTHERS 24 /* the other masters: shards at most 20, and some leaving */
+#define SLOTMOVE_MAX_REPLICAS 4 /* the target's replicas: replicasPerShard at most 4 */
 #define SLOTMOVE_MAX_KEYS 1000            /* GETKEYSINSLOT's count, keys in one MIGRATE at most */
 #define SLOTMOVE_MAX_GROUP 64             /* slots moved in lockstep (GROUPS), at most and by default */
 #define SLOTMOVE_DEFAULT_BATCH_BYTES (1 << 20)
@@ -102,7 +108,8 @@ typedef enum {
 } slotmove_state_t;
 
 /* Where a command goes. */
-enum { SLOTMOVE_TO_SOURCE = -1, SLOTMOVE_TO_TARGET = -2 }; /* else: others[i] */
+enum { SLOTMOVE_TO_SOURCE = -1, SLOTMOVE_TO_TARGET = -2 }; /* else: others[i], or replicas[i - MAX_OTHERS] */
+#define SLOTMOVE_TO_REPLICA(i) (SLOTMOVE_MAX_OTHERS + (int)(i))
 
 typedef struct {
     char pod[254];
@@ -128,6 +135,10 @@ typedef struct {
     int group_slots;                        /* GROUPS: slots moved in lockstep; 0 (and above
                                              * SLOTMOVE_MAX_GROUP): SLOTMOVE_MAX_GROUP (not in
                                              * the JSON body: a tuning of this code's) */
+    size_t nreplicas;
+    slotmove_node_t replicas[SLOTMOVE_MAX_REPLICAS]; /* REPLICATED: the target's replicas, whose
+                                             * own CLUSTER NODES must credit it with the
+                                             * slots moved; none: not asked */
 } slotmove_job_t;
 
 /* One slot's machine. */
@@ -170,6 +181,10 @@ typedef struct {
     void (*wait)(void *user, int64_t ns); /* block this long (bytes_per_second); NULL: the
                                            * run stops instead of waiting */
 } slotmove_io_t;
+
+/* The node a command to `to` goes to (SLOTMOVE_TO_SOURCE, _TARGET, others[i],
+ * SLOTMOVE_TO_REPLICA(i)). */
+const slotmove_node_t *slotmove_node(const slotmove_job_t *job, int to);
 
 /* Start s's machine at IMPORTING. */
 void slotmove_start(slotmove_t *m, int slot);

@@ -16,13 +16,12 @@ typedef struct {
     const slotmove_job_t *job;
     redis_conn_opts_t opts;
     const char *tls_domain; /* TLS: a node's certificate is for <pod>.<this> */
-    redis_sync_t *source, *target, *others[SLOTMOVE_MAX_OTHERS]; /* opened when first needed */
+    redis_sync_t *source, *target, *others[SLOTMOVE_MAX_OTHERS + SLOTMOVE_MAX_REPLICAS]; /* opened when needed */
 } sync_io_t;
 
 static const slotmove_node_t *node_of(const sync_io_t *s, int to)
 {
-    return to == SLOTMOVE_TO_SOURCE ? &s->job->source : to == SLOTMOVE_TO_TARGET ? &s->job->target
-                                                                                 : &s->job->others[to];
+    return slotmove_node(s->job, to);
 }
 
 static redis_sync_t **slot_of(sync_io_t *s, int to)
@@ -127,7 +126,7 @@ int slotmove_run_sync_tls(const slotmove_job_t *job, const char *password, const
     int rc = slotmove_run(job, &io, password, progress, err, errlen);
     redis_sync_close(&s.source);
     redis_sync_close(&s.target);
-    for (size_t i = 0; i < SLOTMOVE_MAX_OTHERS; i++)
+    for (size_t i = 0; i < SLOTMOVE_MAX_OTHERS + SLOTMOVE_MAX_REPLICAS; i++)
         redis_sync_close(&s.others[i]);
     return rc;
 }

@@ -1164,6 +1164,16 @@ static void bump_epoch(sc_t *w, int xi, int s)
     }
 }
 
+/* clusterBroadcastPong(CLUSTER_BROADCAST_ALL): every node xi reaches hears its header and
+ * claims now (Redis sends it when SETSLOT NODE closes an import, so that the target's
+ * replicas and the other masters learn its new slots and epoch within a round trip). */
+static void broadcast_pong(sc_t *w, int xi)
+{
+    for (int yi = 0; yi < w->nids; yi++)
+        if (yi != xi && reach(w, xi, yi) && w->n[yi]->know[xi])
+            contact(w, yi, xi, 0);
+}
+
 /* SETSLOT s NODE z on node xi. */
 static int setslot_node(sc_t *w, int xi, int s, int z)
 {
@@ -1175,11 +1185,14 @@ static int setslot_node(sc_t *w, int xi, int s, int z)
                          "slot.", s);
     if (op && !op->importing && z != xi && !keys_in(w, x, s))
         close_slot(w, x, s);
-    if (z == xi && op && op->importing) {
+    int imported = z == xi && op && op->importing;
+    if (imported) {
         close_slot(w, x, s);
         bump_epoch(w, xi, s);
     }
     set_owner(w, xi, s, z);
+    if (imported && !w->cfg.no_broadcast) /* Redis 7: "let the other nodes know as soon as possible" */
+        broadcast_pong(w, xi);
     if (was_mine && z != xi && !x->nmine) { /* cluster-allow-replica-migration */
         ev(w, 16, xi, z, "node %d gave its last slot away: follows node %d", xi, z);
         set_master(w, xi, z);
@@ -1335,6 +1348,8 @@ static int cluster_cmd(sc_t *w, int xi, int argc, const char *const *argv)
         if (x->epoch == 0 || x->epoch != max) {
             x->cur = (max > x->cur ? max : x->cur) + 1;
             x->epoch = x->cur;
+            x->claims_ver++; /* its next PINGs carry the new epoch (finding 10: without these */
+            bump(w, x);      /* two, its own CLUSTER NODES kept saying epoch 0) */
             ev(w, 5, xi, (int64_t)x->epoch, "node %d: BUMPEPOCH to %llu", xi, (unsigned long long)x->epoch);
         }
         return ok_reply();
@@ -1390,9 +1405,7 @@ static redisReply *io_command(void *user, int to, int argc, const char *const *a
         snprintf(err, errlen, "the operator is dead");
         return NULL;
     }
-    const slotmove_node_t *n = to == SLOTMOVE_TO_SOURCE ? &job->source
-                               : to == SLOTMOVE_TO_TARGET ? &job->target
-                                                          : &job->others[to];
+    const slotmove_node_t *n = slotmove_node(job, to);
     int migrate = !strcasecmp(argv[0], "MIGRATE");
     w->clock_ns += migrate ? 3000000 : !strcasecmp(argv[0], "WAIT") ? SLOTMOVE_ACK_WAIT_MS * 1000000 : 1000000;
     int cut = crash_here(w), xi = node_at(w, parse_ip(n->ip), -1);
@@ -1442,7 +1455,10 @@ static int run_move(sc_t *w, const ctopo_move_t *mv)
     memcpy(job.ranges, mv->ranges, job.nranges * sizeof(job.ranges[0]));
     job.batch_bytes = SLOTMOVE_DEFAULT_BATCH_BYTES;
     job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
-    job.wait_replicas = !w->cfg.no_move_wait && w->R > 0; /* as plan_move (slotmove.h, REPLICATED) */
+    /* as plan_move (slotmove.h, REPLICATED) */
+    job.wait_replicas = !w->cfg.no_move_wait && w->R > 0 && mv->nreplicas > 0;
+    for (size_t i = 0; i < mv->nreplicas && i < SLOTMOVE_MAX_REPLICAS && !w->cfg.no_move_wait; i++)
+        move_node(w->in, mv->replicas[i], &job.replicas[job.nreplicas++]);
     void *user[2] = {w, &job};
     slotmove_io_t io = {.command = io_command, .now_ns = io_now, .user = user};
     slotmove_progress_t pr;

@@ -50,13 +50,15 @@ static sc_cfg_t cfg_of(uint64_t seed, int64_t steps)
     c.no_reshard = (int)sim_env_int("SIM_NO_RESHARD", 0);
     c.no_force_guard = (int)sim_env_int("SIM_NO_FORCE_GUARD", 0);
     c.no_move_wait = (int)sim_env_int("SIM_NO_MOVE_WAIT", 0);
+    c.no_broadcast = (int)sim_env_int("SIM_NO_BROADCAST", 0);
     return c;
 }
 
 static void print_failure(const sc_cfg_t *c, const sc_result_t *r)
 {
     static const char *const knobs[] = {"SIM_REPLICAS",   "SIM_OVERLAP",        "SIM_FAULTS",      "SIM_EVERY",
-                                        "SIM_NO_RESHARD", "SIM_NO_FORCE_GUARD", "SIM_NO_MOVE_WAIT"};
+                                        "SIM_NO_RESHARD", "SIM_NO_FORCE_GUARD", "SIM_NO_MOVE_WAIT",
+                                        "SIM_NO_BROADCAST"};
     char env[512];
     sim_env_knobs(knobs, sizeof(knobs) / sizeof(knobs[0]), env, sizeof(env));
     fprintf(stderr,
@@ -187,41 +189,55 @@ static const struct {
     int64_t every;
     int state;
     int unfix; /* FIXED: UNFIX when the simulation can leave the fix out (KEEP: it cannot) */
+    int no_broadcast; /* 1: the model of before finding 9's fix (SIM_NO_BROADCAST=1) */
 } rows[] = {
     {"1: a pod back without nodes.conf but with its AOF is met and wins its keys' slots by an epoch "
-     "collision", 4, F(STALE_AOF), 0, MOVED, KEEP},
+     "collision", 4, F(STALE_AOF), 0, MOVED, KEEP, 0},
     {"1 (fixed by step 9, CLUSTER BUMPEPOCH of a master at epoch 0): (the same: two masters in a shard for "
-     "good)", 2, F(STALE_AOF), 0, FIXED, KEEP},
+     "good)", 2, F(STALE_AOF), 0, FIXED, KEEP, 0},
     {"7 (fixed with 4: the same RETIRE): with stale-aof among the default faults, no convergence: a fourth "
-     "shard StatefulSet stays", 7, SC_FAULTS_DEFAULT_V1 | F(STALE_AOF), 0, FIXED, KEEP},
+     "shard StatefulSet stays", 7, SC_FAULTS_DEFAULT_V1 | F(STALE_AOF), 0, FIXED, KEEP, 0},
     {"8 (fixed: the executor checks FAILOVER FORCE against each candidate's INFO replication): every fault kind "
      "on: FAILOVER FORCE (2b) promoted a replica one write behind (chosen by offsets an observation reported, "
-     "which offsets alone never refresh) while another had the acknowledged write", 7, SC_FAULTS_ALL_V1, 0, FIXED,
-     UNFIX},
+     "which offsets alone never refresh) while another had the acknowledged write (since finding 9's change of "
+     "the model the seed holds without the fix as well: the next row shows it)", 7, SC_FAULTS_ALL_V1, 0, FIXED,
+     KEEP, 0},
     {"8 (fixed): (the same with lose-conf-early alone; the check's first form, offsets and histories without "
      "the replica's own CLUSTER NODES, let a FORCE from a look older than a FORCE since take a live master's "
-     "role)", 1, F(LOSE_CONF_EARLY), 0, FIXED, UNFIX},
+     "role)", 1, F(LOSE_CONF_EARLY), 0, FIXED, UNFIX, 0},
     {"2 (fixed by Cluster mode's FRESHNESS: this seed failed without it and held with it; since the RETIRE "
      "fix its schedule ends in finding 8 instead): a master back with a new node id before FAIL: FAILOVER "
      "FORCE (step 2b) sent again from an observation older than the last one, promoting a replica behind", 1,
-     F(LOSE_CONF_EARLY), 0, MOVED, KEEP},
+     F(LOSE_CONF_EARLY), 0, MOVED, KEEP, 0},
     {"3 (FRESHNESS; its trigger obs-stall is now a default fault): FLUSHALL from an observation older than "
      "the operator's own REPLICATE wipes a promoted replica", 2,
-     F(OBS_STALL) | F(KILL_REPLICA) | F(KILL_MASTER) | F(LOSE_CONF), 150, MOVED, KEEP},
+     F(OBS_STALL) | F(KILL_REPLICA) | F(KILL_MASTER) | F(LOSE_CONF), 150, MOVED, KEEP, 0},
     {"4 (fixed: RETIRE waits while a leaving replica's master holds slots and is no live wanted master): RETIRE "
      "resets the replicas of a leaving shard whose failed master still holds its slots", 1, F(LOSE_LEAVING), 0,
-     FIXED, KEEP},
+     FIXED, KEEP, 0},
     {"5: a master killed just after a MIGRATE into it: its replica, promoted, never got the keys (the seed of "
-     "its discovery)", 0x3eb, SC_FAULTS_DEFAULT_V1, 0, MOVED, KEEP},
+     "its discovery)", 0x3eb, SC_FAULTS_DEFAULT_V1, 0, MOVED, KEEP, 0},
     {"5 (fixed: a slot move's run confirms the target's replica acknowledged the moved keys, slotmove.h "
      "REPLICATED): the same with kill-target, a move's target killed 0.1..0.3 s after the run", 0x10,
-     F(KILL_TARGET), 0, FIXED, UNFIX},
+     F(KILL_TARGET), 0, FIXED, UNFIX, 0},
     {"6 (a decision from a stale look: FRESHNESS): step 2b takes a node the operator reset (RETIRE) for a "
      "replaced master and forces a leaving replica over another shard's slots", 0x3fb, SC_FAULTS_DEFAULT_V1, 0,
-     MOVED, KEEP},
-    {"9: a move's target killed before its replicas heard of its new slots (gossip): the replica promoted takes "
-     "only the slots it knew, the master back keeps the moved ones: two masters in the shard for good "
-     "(TwoMasters), the leaving shard never goes", 2, F(KILL_TARGET), 0, OPEN, KEEP},
+     MOVED, KEEP, 0},
+    {"9 (fixed: the model sends Redis 7's PONG to every node when SETSLOT NODE closes an import; a run waits "
+     "until the target's replica credits it with the slots; step 5b moves a second master's slots to the "
+     "first): a move's target killed before its replica heard of its new slots: two masters in the shard for "
+     "good (TwoMasters), the leaving shard never goes", 2, F(KILL_TARGET), 0, FIXED, KEEP, 0},
+    {"9 (fixed): the same in the model of its discovery (SIM_NO_BROADCAST=1: the cluster hears of the target's "
+     "slots a step later, so the two masters arise, and step 5b repairs them)", 2, F(KILL_TARGET), 0, FIXED, KEEP,
+     1},
+    {"9 (fixed): (the same, 3 shards x 3)", 0x19, F(KILL_TARGET), 0, FIXED, KEEP, 1},
+    {"10 (fixed in the model: BUMPEPOCH changed a node's epoch without its CLUSTER NODES saying so, so step 9 "
+     "sent it again and again, and a look of the pod's old node from before its restart had the new node, "
+     "back with its AOF, bumped and then win slots by collisions): no convergence, a second master in shard 1",
+     0x440, SC_FAULTS_DEFAULT_V1, 0, FIXED, KEEP, 0},
+    {"11 (fixed: step 2b names every replica of the gone master in the shard to the executor's check, not only "
+     "those whose own look shows it replaced): FAILOVER FORCE to a replica one write behind, the other replica, "
+     "its look older, left out of the check", 0x3fb, SC_FAULTS_DEFAULT_V1, 0, FIXED, KEEP, 0},
 };
 
 /* Row i's configuration; unfixed: with its fix left out. */
@@ -233,6 +249,7 @@ static sc_cfg_t row_cfg(size_t i, int unfixed)
     c.replicas = 0;
     c.overlap = 0;
     c.no_force_guard = c.no_move_wait = unfixed; /* the operator before both fixes (8 and 5) */
+    c.no_broadcast = rows[i].no_broadcast;
     return c;
 }
 

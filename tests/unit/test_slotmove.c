@@ -76,6 +76,7 @@ static void test_table(void)
         {SLOTMOVE_NODE_TARGET, "+OK\r\n", SLOTMOVE_NODE_SOURCE, 0},
         {SLOTMOVE_NODE_TARGET, "-ERR Target is not a master\r\n", SLOTMOVE_FAILED, 0},
         {SLOTMOVE_NODE_SOURCE, "+OK\r\n", SLOTMOVE_NODE_OTHERS, 0},
+        {SLOTMOVE_NODE_SOURCE, "-ERR Please use SETSLOT only with masters.\r\n", SLOTMOVE_NODE_OTHERS, 0},
         {SLOTMOVE_NODE_SOURCE,
          "-ERR Can't assign hashslot 7 to a different node while I still hold keys for this hash slot.\r\n",
          SLOTMOVE_FAILED, 0},
@@ -171,6 +172,9 @@ typedef struct {
     int pipelines;    /* pipelines sent */
     int refuse_slot;  /* the target refuses IMPORTING of this slot (-1 none) */
     int info_fails;   /* INFO on the target gets no answer */
+    int view_after;   /* the target's replica credits it with its slots from its view_after-th
+                       * CLUSTER NODES on (1: at once; -1 never; 0: not in the job) */
+    int views;        /* CLUSTER NODES on the target's replica */
 } model_t;
 
 static void model_init(model_t *w, int keys_in_slot3)
@@ -346,6 +350,24 @@ static redisReply *m_replication(model_t *w, const char *cmd, char *err, size_t 
     return reply_of(b, (size_t)len);
 }
 
+/* CLUSTER NODES on the target's replica (REPLICATED): its own line and the target's,
+ * with the slots the target owns once it has heard (view_after). */
+static redisReply *m_replica_view(model_t *w)
+{
+    char text[2048], b[2200];
+    w->views++;
+    int heard = w->view_after > 0 && w->views >= w->view_after;
+    size_t off = (size_t)snprintf(text, sizeof(text),
+                                  "%s 10.0.0.9:6379@16379 myself,slave %s 0 0 1 connected\n"
+                                  "%s 10.0.0.2:6379@16379 master - 0 0 1 connected",
+                                  "9999999999999999999999999999999999999999", w->id[1], w->id[1]);
+    for (int s = 0; s < SLOTS && heard; s++)
+        if (w->n[1].owner[s] == 1)
+            off += (size_t)snprintf(text + off, sizeof(text) - off, " %d", s);
+    int len = snprintf(b, sizeof(b), "$%zu\r\n%s\n\r\n", off + 1, text);
+    return reply_of(b, (size_t)len);
+}
+
 static redisReply *m_command(void *user, int to, int argc, const char *const *argv, const size_t *lens, char *err,
                              size_t errlen)
 {
@@ -356,6 +378,8 @@ static redisReply *m_command(void *user, int to, int argc, const char *const *ar
         snprintf(err, errlen, "model: the worker was killed here");
         return NULL;
     }
+    if (to >= SLOTMOVE_MAX_OTHERS)
+        return m_replica_view(w);
     if (!strcmp(argv[0], "MIGRATE")) {
         redisReply *r = m_migrate(w, me, argc, argv);
         if (!r)
@@ -800,6 +824,14 @@ static void test_json(void)
     }
 }
 
+/* The job run over the model without tick nor wait. */
+static int run_plain(model_t *w, const slotmove_job_t *job, slotmove_progress_t *pr, char *err, size_t errlen)
+{
+    slotmove_io_t io = {m_command, m_pipeline, m_now, w, NULL, NULL, NULL};
+    err[0] = '\0';
+    return slotmove_run(job, &io, NULL, pr, err, errlen);
+}
+
 /* REPLICATED: a run that moved keys ends when the target's replica acknowledged them;
  * each row a replica's state and when it acknowledges, the run's end. */
 static void test_replicated(void)
@@ -833,10 +865,9 @@ static void test_replicated(void)
         slotmove_job_t job;
         job_of(&w, &job, 3, 3, 1 << 20);
         job.wait_replicas = rows[i].wait_replicas;
-        slotmove_io_t io = {m_command, m_pipeline, m_now, &w, NULL, NULL, NULL};
         slotmove_progress_t pr;
         char err[256];
-        int rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
+        int rc = run_plain(&w, &job, &pr, err, sizeof(err));
         if (rc != rows[i].rc || w.infos != rows[i].infos || w.waits != rows[i].waits)
             fprintf(stderr, "\n  row %zu (%s): rc %d, %d INFO, %d WAIT: %s", i, rows[i].what, rc, w.infos, w.waits,
                     err);
@@ -847,6 +878,66 @@ static void test_replicated(void)
         CU_ASSERT(!rows[i].err || strstr(err, rows[i].err));
         check_moved(&w, 3, rows[i].keys); /* the slot moved whatever the replica says */
     }
+}
+
+/* REPLICATED with the target's replica in the job: the run also waits until the
+ * replica's own CLUSTER NODES credits the target with the slots it closed (finding 9),
+ * keys moved or not. */
+static void test_replica_view(void)
+{
+    static const struct {
+        const char *what;
+        int keys, view_after;
+        int rc, views, waits;
+        const char *err;
+    } rows[] = {
+        {"the replica heard at once: one look", 5, 1, 0, 1, 0, NULL},
+        {"it hears after two WAITs: three looks", 5, 3, 0, 3, 2, NULL},
+        {"no key moved: the slot still waits for the view", 0, 2, 0, 2, 1, NULL},
+        {"it never hears: failed after SLOTMOVE_CONFIRM_NS", 5, -1, -1, 201, 200,
+         "did not credit it with the moved slots: 0 of 1"},
+        {"no replica in the job: only the keys' acknowledgement", 5, 0, 0, 0, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        static model_t w;
+        model_init(&w, rows[i].keys);
+        w.state = "online";
+        w.view_after = rows[i].view_after;
+        slotmove_job_t job;
+        job_of(&w, &job, 3, 3, 1 << 20);
+        job.wait_replicas = 1;
+        if (rows[i].view_after) {
+            job.nreplicas = 1;
+            job.replicas[0] = job.target;
+            snprintf(job.replicas[0].ip, sizeof(job.replicas[0].ip), "10.0.0.9");
+            memset(job.replicas[0].id, '9', CN_ID_LEN);
+        }
+        slotmove_progress_t pr;
+        char err[256];
+        int rc = run_plain(&w, &job, &pr, err, sizeof(err));
+        if (rc != rows[i].rc || w.views != rows[i].views || w.waits != rows[i].waits)
+            fprintf(stderr, "\n  row %zu (%s): rc %d, %d looks, %d WAIT: %s", i, rows[i].what, rc, w.views, w.waits,
+                    err);
+        CU_ASSERT_EQUAL(rc, rows[i].rc);
+        CU_ASSERT_EQUAL(w.views, rows[i].views);
+        CU_ASSERT_EQUAL(w.waits, rows[i].waits);
+        CU_ASSERT(!rows[i].err || strstr(err, rows[i].err));
+        check_moved(&w, 3, rows[i].keys);
+    }
+    /* the job's replicas survive JSON */
+    static model_t w;
+    model_init(&w, 0);
+    slotmove_job_t job, back;
+    job_of(&w, &job, 3, 3, 1 << 20);
+    job.nreplicas = 1;
+    job.replicas[0] = job.target;
+    json_object *b = slotmove_job_to_json(&job);
+    char err[256];
+    CU_ASSERT_EQUAL(slotmove_job_from_json(b, &back, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(back.nreplicas, 1);
+    CU_ASSERT_STRING_EQUAL(back.replicas[0].id, job.target.id);
+    json_object_put(b);
+    CU_ASSERT_PTR_EQUAL(slotmove_node(&job, SLOTMOVE_TO_REPLICA(0)), &job.replicas[0]);
 }
 
 /* slotmove_acked: the replica lines online at an offset at least the one asked. */
@@ -886,6 +977,7 @@ static const cu_entry_t tests[] = {
     {"bytesPerSecond paces a run between batches", test_pace},
     {"the job as a plan action's body", test_json},
     {"a run that moved keys confirms the target's replicas hold them (a table)", test_replicated},
+    {"and that the target's replica credits it with the slots (a table)", test_replica_view},
     {"replica lines acknowledged at an offset (a table)", test_acked},
 };
 CU_MAIN(tests)
