@@ -124,7 +124,7 @@ fault:
 e2e: all fault
 	@tests/e2e/run.sh
 
-test: unit fuzz-short e2e
+test: unit fuzz-short s3-check backup-check e2e
 
 deps:
 	@scripts/deps.sh
