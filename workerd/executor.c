@@ -144,14 +144,6 @@ static int redis_already_done(const exec_ctx_t *x, const plan_action_t *a)
     return !strcmp(role, "slave") && !strcmp(host, a->argv[1]) && !strcmp(have_port, a->argv[2]);
 }
 
-/* 1 when err is ACL SETUSER's answer to removing a password the user no longer has: the
- * old password was dropped by an earlier attempt of the same rotation. */
-static int redis_removed_already(const plan_action_t *a, const char *err)
-{
-    return a->argc >= 3 && !strcmp(a->argv[0], "ACL") && a->argv[a->argc - 1][0] == '<' &&
-           strstr(err, "does not exist") != NULL;
-}
-
 /* 1 when a is CLUSTER FAILOVER FORCE (Cluster mode's step 2b). */
 static int is_force(const plan_action_t *a)
 {
@@ -236,7 +228,7 @@ static exec_result_t exec_redis(const exec_ctx_t *x, const plan_action_t *a, int
     }
     if (redisexec_run(&cl, a->name, a->ip, RENDER_REDIS_PORT, a->argc, a->argv, REDISEXEC_TIMEOUT_NS, NULL, 0, rerr,
                       sizeof(rerr)) &&
-        !redis_removed_already(a, rerr)) {
+        !redisexec_done_already(a->argc, a->argv, rerr)) {
         kube_error_set(err, KERR_OTHER, "pod %s: %s", a->name, rerr);
         return EXEC_ERROR;
     }

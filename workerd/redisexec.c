@@ -688,3 +688,14 @@ int redisexec_switchover(const char *ip, int port, const char *password, const c
     redisexec_client_t cl = {.password = password, .old_password = old_password};
     return redisexec_switchover_on(&cl, NULL, ip, port, argc, argv, max_lag, err, errlen);
 }
+
+int redisexec_done_already(int argc, const char *const *argv, const char *err)
+{
+    if (!argv || !err || argc < 1)
+        return 0;
+    if (argc >= 3 && !strcmp(argv[0], "ACL") && argv[argc - 1][0] == '<')
+        return strstr(err, "does not exist") != NULL;
+    if (argc == 3 && !strcmp(argv[0], "CLUSTER") && !strcmp(argv[1], "FORGET"))
+        return strstr(err, "Unknown node") != NULL;
+    return 0;
+}

@@ -84,6 +84,14 @@ int redisexec_command(const char *ip, int port, const char *password, const char
                       const char *const *argv, int64_t timeout_ns, char *reply, size_t replylen, char *err,
                       size_t errlen);
 
+/* 1 when err, Redis's error answer to argv (argc elements), says that what argv asks for
+ * is in effect already, so the command counts as done; 0 otherwise. Pure. Two answers:
+ *   - ACL SETUSER ... <password: "does not exist", the password was removed by an earlier
+ *     attempt of the same rotation;
+ *   - CLUSTER FORGET <id>: "Unknown node", the node forgot it already (a FORGET planned
+ *     from an observation older than the last FORGET pass, or Redis's own forgetting). */
+int redisexec_done_already(int argc, const char *const *argv, const char *err);
+
 /* The guard of a promotion (REPLICAOF NO ONE, docs/failover.md): INFO replication of
  * ip:port, then, for a replica, INFO replication of the server it follows (over the
  * client's transport, AUTH with its password, else the old one), bounded by guard_ns.

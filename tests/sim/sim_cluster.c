@@ -1634,7 +1634,7 @@ static int run_commands(sc_t *w)
         ev(w, 22, c->pod, rc, "operator: pod %d (node %d): %s -> %s%s%s", c->pod, xi, line,
            xi < 0 ? "connection refused" : rc ? resp_buf.b : "OK", w->cfg.trace_why ? "  # " : "",
            w->cfg.trace_why ? c->why : "");
-        if (rc) {
+        if (rc && !(xi >= 0 && !guarded && redisexec_done_already(c->argc, argv, resp_buf.b))) {
             w->res.refused++;
             return -1;
         }

@@ -13,6 +13,7 @@
  *     node a replica of its shard, never given slots; every key written before still there.
  */
 #include "cluster_topo.h"
+#include "redisexec.h"
 #include "clusternodes.h"
 #include "cu_table.h"
 #include "redis_servers.h"
@@ -294,6 +295,16 @@ static void test_bootstrap(void)
     CU_ASSERT_TRUE(redis_cli_check(3));
     for (int k = 0; k < SHARDS; k++)
         CU_ASSERT_EQUAL(out.shard[k].nreplicas, 1);
+    /* a FORGET of a node this one does not know (forgotten already): Redis's answer is one
+     * the executor counts as done (redisexec_done_already), a wrong verb's is not */
+    const char *forget[] = {"CLUSTER", "FORGET", "0123456789abcdef0123456789abcdef01234567"};
+    const char *bad[] = {"CLUSTER", "FORGETX", "0123456789abcdef0123456789abcdef01234567"};
+    char err[256] = "";
+    CU_ASSERT_NOT_EQUAL(redisexec_command(ip[0], 6379, NULL, NULL, 3, forget, INT64_C(2000000000), NULL, 0, err, sizeof(err)), 0);
+    CU_ASSERT_TRUE(redisexec_done_already(3, forget, err));
+    err[0] = '\0';
+    CU_ASSERT_NOT_EQUAL(redisexec_command(ip[0], 6379, NULL, NULL, 3, bad, INT64_C(2000000000), NULL, 0, err, sizeof(err)), 0);
+    CU_ASSERT_FALSE(redisexec_done_already(3, bad, err));
 }
 
 /* Keys written through the cluster (one per slot range), then read back. */

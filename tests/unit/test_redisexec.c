@@ -260,6 +260,11 @@ static void test_rotation_steps(void)
     CU_ASSERT_TRUE(strstr(err, "does not exist") != NULL);
     CU_ASSERT_PTR_NULL(strstr(err, PW));
     CU_ASSERT_TRUE(strstr(err, REDISEXEC_OLD_PASSWORD_TOKEN) != NULL);
+    /* that answer means done (the executor goes on); to an add, or another command, not */
+    CU_ASSERT_TRUE(redisexec_done_already(4, drop, err));
+    CU_ASSERT_FALSE(redisexec_done_already(5, add, err));
+    CU_ASSERT_FALSE(redisexec_done_already(1, ping, err));
+    CU_ASSERT_FALSE(redisexec_done_already(4, drop, "ERR something else"));
     server_stop(&b);
 }
 
