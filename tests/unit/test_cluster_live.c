@@ -300,10 +300,11 @@ static void test_bootstrap(void)
     const char *forget[] = {"CLUSTER", "FORGET", "0123456789abcdef0123456789abcdef01234567"};
     const char *bad[] = {"CLUSTER", "FORGETX", "0123456789abcdef0123456789abcdef01234567"};
     char err[256] = "";
-    CU_ASSERT_NOT_EQUAL(redisexec_command(ip[0], 6379, NULL, NULL, 3, forget, INT64_C(2000000000), NULL, 0, err, sizeof(err)), 0);
+    const int64_t two_s = INT64_C(2000000000);
+    CU_ASSERT_NOT_EQUAL(redisexec_command(ip[0], 6379, NULL, NULL, 3, forget, two_s, NULL, 0, err, sizeof(err)), 0);
     CU_ASSERT_TRUE(redisexec_done_already(3, forget, err));
     err[0] = '\0';
-    CU_ASSERT_NOT_EQUAL(redisexec_command(ip[0], 6379, NULL, NULL, 3, bad, INT64_C(2000000000), NULL, 0, err, sizeof(err)), 0);
+    CU_ASSERT_NOT_EQUAL(redisexec_command(ip[0], 6379, NULL, NULL, 3, bad, two_s, NULL, 0, err, sizeof(err)), 0);
     CU_ASSERT_FALSE(redisexec_done_already(3, bad, err));
 }
 
