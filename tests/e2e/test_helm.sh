@@ -34,6 +34,9 @@ set -uo pipefail
 cd "$TOP"
 cluster=$TOP/tests/cluster/cluster.sh
 crd=redisclusters.cache.example.com
+# every CRD of the operator (crds/): Helm creates them all itself, and takes over none that
+# another tool applied without its ownership metadata
+crds="$crd redisbackups.cache.example.com"
 V1=redisclusters.v1.cache.example.com
 V1A=redisclusters.v1alpha1.cache.example.com
 rel=rdc-e2e
@@ -72,9 +75,9 @@ cleanup() {
     strip_finalizers
     kubectl delete namespace "$ns" "$rns" --ignore-not-found --wait=false >/dev/null 2>&1
     # the stock CRD again, as later scripts expect it (not the chart's, kept by crds.keep)
-    kubectl delete crd "$crd" --ignore-not-found --timeout=60s >/dev/null 2>&1
+    kubectl delete crd $crds --ignore-not-found --timeout=60s >/dev/null 2>&1
     kubectl apply -f crds/ >/dev/null 2>&1
-    kubectl wait --for=condition=Established --timeout=60s "crd/$crd" >/dev/null 2>&1
+    kubectl wait --for=condition=Established --timeout=60s $(printf 'crd/%s ' $crds) >/dev/null 2>&1
     # test_runtime installs deploy/ into $opns later and must find it gone
     for _ in $(seq 1 90); do { [ "$created_opns" = 0 ] || gone namespace "$opns"; } && gone namespace "$ns" && break; sleep 1; done
     rm -rf "$work"
@@ -99,8 +102,9 @@ chart=charts/rdc-operator
 # RedisClusters and the CRD of earlier scripts: Helm creates the CRD itself (it does not
 # take over an object another tool applied without its ownership metadata).
 strip_finalizers
-kubectl delete crd "$crd" --ignore-not-found --timeout=90s >/dev/null 2>&1
-check "no CRD left from earlier scripts" gone crd "$crd"
+kubectl delete crd $crds --ignore-not-found --timeout=90s >/dev/null 2>&1
+crds_gone() { local c; for c in $crds; do gone crd "$c" || return 1; done; }
+check "no CRD left from earlier scripts ($crds)" crds_gone
 for _ in $(seq 1 120); do   # an earlier script's operator namespace may still be going
     [ "$(kubectl get namespace "$opns" -o jsonpath='{.status.phase}' 2>/dev/null)" = Terminating ] || break
     sleep 1
@@ -144,7 +148,7 @@ else
     kubectl delete -f "$work/install-nocrd.yaml" --ignore-not-found --wait=false >/dev/null 2>&1
     check "... removed again (its namespace is gone)" wait_until 120 gone namespace "$opns"
     inst_applied=0
-    kubectl delete crd "$crd" --timeout=60s >/dev/null 2>&1
+    kubectl delete crd $crds --ignore-not-found --timeout=60s >/dev/null 2>&1
 fi
 
 # ---- 3. helm install, default values ---------------------------------------------------------

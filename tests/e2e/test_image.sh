@@ -56,7 +56,8 @@ echo "# image $img: $bytes bytes unpacked ($(du -sh "$mnt" | cut -f1)); $(builda
 check "the image is small: under 40 MB unpacked ($bytes bytes)" test "$bytes" -lt 40000000
 check "no shell in the image (/bin/sh, /bin/bash, /usr/bin/sh absent)" \
     test ! -e "$mnt/bin/sh" -a ! -e "$mnt/bin/bash" -a ! -e "$mnt/usr/bin/sh" -a ! -e "$mnt/usr/bin/dash"
-check "the seven daemons are in /usr/local/bin" test "$(ls "$mnt/usr/local/bin" | wc -l)" -eq 7
+check "the seven daemons and rdc-backup (backup and restore, docs/backup.md) are in /usr/local/bin, nothing else" \
+    test "$(ls "$mnt/usr/local/bin" | sort | tr '\n' ' ')" = "electord informerd metricsd observerd rdc-backup supervisor webhookd workerd "
 user=$(buildah inspect --type image --format '{{.OCIv1.Config.User}}' "$img")
 check "the image runs as 65532:65532 (USER $user)" test "$user" = 65532:65532
 buildah umount "$ctr" >/dev/null
