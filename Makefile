@@ -301,7 +301,7 @@ build-installer: ## Write dist/install.yaml: deploy/ as one file, image IMG (kub
 # manifests are written by hand in deploy/base/ (no annotations in C sources to generate
 # them from): manifests regenerates everything that is derived from them.
 manifests: ## Regenerate the manifests derived from crds/ and deploy/: the CRD's copy, bundle/, the Helm chart, catalog/.
-	cp crds/cache.example.com_redisclusters.yaml crds/cache.example.com_redisbackups.yaml deploy/base/crd/
+	cp crds/cache.example.com_redisclusters.yaml deploy/base/crd/
 	@python3 scripts/bundle.py --img $(IMG)
 	@python3 scripts/helm_chart.py
 	@python3 scripts/catalog.py --bundle-img $(BUNDLE_IMG)
@@ -309,8 +309,6 @@ manifests: ## Regenerate the manifests derived from crds/ and deploy/: the CRD's
 manifests-check: ## Fail when a manifest derived from crds/ or deploy/ is not what make manifests writes.
 	@cmp crds/cache.example.com_redisclusters.yaml deploy/base/crd/cache.example.com_redisclusters.yaml || \
 		{ echo "manifests: deploy/base/crd/ is not crds/'s CRD: run make manifests"; exit 1; }
-	@cmp crds/cache.example.com_redisbackups.yaml deploy/base/crd/cache.example.com_redisbackups.yaml || \
-		{ echo "manifests: deploy/base/crd/ is not crds/'s RedisBackup CRD: run make manifests"; exit 1; }
 	@python3 scripts/bundle.py --check
 	@python3 scripts/helm_chart.py --check
 	@python3 scripts/catalog.py --check

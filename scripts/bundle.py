@@ -14,10 +14,9 @@ cannot drift:
     configurations, and the conversion webhook of the CRD (conversionCRDs);
   - spec.customresourcedefinitions.owned: every served version of crds/, with the
     descriptors of the base and the kinds the operator creates (ConfigMap, Service,
-    StatefulSet); RedisBackup (docs/backup.md) with its schema's description only;
-  - alm-examples from deploy/samples/rediscluster.yaml and redisbackup.yaml,
-    containerImage, the icon.
-The other objects OLM installs from a bundle go to bundle/manifests as files: the CRDs, the
+    StatefulSet);
+  - alm-examples from deploy/samples/rediscluster.yaml, containerImage, the icon.
+The other objects OLM installs from a bundle go to bundle/manifests as files: the CRD, the
 metrics Service, the metrics-reader ClusterRole (bound by users to their Prometheus) and
 the PodDisruptionBudget. The namespace, the webhook Service and configurations and the
 bindings are OLM's to make.
@@ -40,7 +39,6 @@ import yaml
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = "rediscluster-operator"
 CHANNEL = "alpha"
-BACKUP_CRD = "cache.example.com_redisbackups.yaml"  # docs/backup.md: owned, no descriptors yet
 WEBHOOK_CERT_PATH = "/tmp/k8s-webhook-server/serving-certs"
 
 
@@ -177,18 +175,6 @@ def owned_crds(base, crd):
     return out
 
 
-def owned_plain(crd):
-    """An owned entry for a CRD without descriptors in the base CSV (RedisBackup): its
-    kind as the display name, its schema's description."""
-    out = []
-    for v in crd["spec"]["versions"]:
-        if v.get("served"):
-            out.append({"name": crd["metadata"]["name"], "version": v["name"], "kind": crd["spec"]["names"]["kind"],
-                        "displayName": crd["spec"]["names"]["kind"],
-                        "description": v["schema"]["openAPIV3Schema"]["description"]})
-    return out
-
-
 def manifest_name(o):
     api = o["apiVersion"]
     group, _, ver = api.rpartition("/")
@@ -202,7 +188,6 @@ def dump(o):
 def generate(deploy, img, out):
     objs = load_kustomization(os.path.join(deploy, "base"))
     crd = load_all(os.path.join(TOP, "crds", "cache.example.com_redisclusters.yaml"))[0]
-    backup_crd = load_all(os.path.join(TOP, "crds", BACKUP_CRD))[0]
     base = load_all(os.path.join(deploy, "olm", "rediscluster-operator.clusterserviceversion.yaml"))[0]
     with open(os.path.join(deploy, "olm", "icon.svg"), "rb") as f:
         icon = base64.b64encode(f.read()).decode()
@@ -222,23 +207,19 @@ def generate(deploy, img, out):
                 e = copy.deepcopy(s)
                 e["apiVersion"] = "%s/%s" % (crd["spec"]["group"], v["name"])
                 examples.append(e)
-    for s in load_all(os.path.join(deploy, "samples", "redisbackup.yaml")):
-        s["metadata"].pop("namespace", None)
-        examples.append(s)
     ann["alm-examples"] = json.dumps(examples, indent=2)
     ann["containerImage"] = img
     ann["operators.operatorframework.io/suggested-namespace"] = dep["metadata"]["namespace"]
     ann = dict(sorted(ann.items()))
     csv["metadata"]["annotations"] = ann
     spec = csv["spec"]
-    spec["customresourcedefinitions"] = {"owned": owned_crds(base, crd) + owned_plain(backup_crd)}
+    spec["customresourcedefinitions"] = {"owned": owned_crds(base, crd)}
     spec["icon"] = [{"base64data": icon, "mediatype": "image/svg+xml"}]
     spec["install"] = install
     spec["webhookdefinitions"] = webhook_definitions(objs, dep, crd)
 
     files = {"manifests/%s.clusterserviceversion.yaml" % PACKAGE: csv,
-             "manifests/%s" % os.path.basename("cache.example.com_redisclusters.yaml"): crd,
-             "manifests/%s" % BACKUP_CRD: backup_crd}
+             "manifests/%s" % os.path.basename("cache.example.com_redisclusters.yaml"): crd}
     for o in [one(objs, "Service", "rediscluster-operator-metrics"),
               one(objs, "ClusterRole", "rediscluster-operator-metrics-reader"),
               one(objs, "PodDisruptionBudget")]:

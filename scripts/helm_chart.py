@@ -172,22 +172,16 @@ def doc(em, obj):
 
 
 # ---------------------------------------------------------------- the objects
-def crd_template(crds):
-    """Every CRD of deploy/ in one template; the conversion webhook's (RedisCluster's) gets
-    its Service renamed, its caBundle and cert-manager's injection."""
-    out = ""
-    for crd in crds:
-        em = Emitter()
-        crd = copy.deepcopy(crd)
-        crd["metadata"]["labels"] = em.block(labels_block(None))
-        conv = crd["spec"].get("conversion", {}).get("webhook")
-        annotations(crd, em, ['{{- if .Values.crds.keep }}', 'helm.sh/resource-policy: keep', '{{- end }}']
-                    + (list(CERTMANAGER_INJECT) if conv else []))
-        if conv:
-            rename_all(conv, em)
-            conv["clientConfig"]["caBundle"] = em.block(ca_bundle_block)
-        out += doc(em, crd)
-    return HEADER + wrap(".Values.crds.install", out)
+def crd_template(crd):
+    em = Emitter()
+    crd = copy.deepcopy(crd)
+    crd["metadata"]["labels"] = em.block(labels_block(None))
+    annotations(crd, em, ['{{- if .Values.crds.keep }}', 'helm.sh/resource-policy: keep', '{{- end }}']
+                + list(CERTMANAGER_INJECT))
+    wh = crd["spec"]["conversion"]["webhook"]
+    rename_all(wh, em)
+    wh["clientConfig"]["caBundle"] = em.block(ca_bundle_block)
+    return HEADER + wrap(".Values.crds.install", doc(em, crd))
 
 
 def simple_template(objs, cond=None, extra=None):
@@ -492,7 +486,7 @@ def generate(deploy):
     for o in base:
         kinds.setdefault(o["kind"], []).append(o)
     files = {}
-    files["templates/crd.yaml"] = crd_template(kinds["CustomResourceDefinition"])
+    files["templates/crd.yaml"] = crd_template(kinds["CustomResourceDefinition"][0])
     dep_text, defaults = deployment_template(kinds["Deployment"][0])
     files["templates/deployment.yaml"] = dep_text
     files["values.yaml"] = values_yaml(defaults)

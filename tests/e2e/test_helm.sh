@@ -36,7 +36,7 @@ cluster=$TOP/tests/cluster/cluster.sh
 crd=redisclusters.cache.example.com
 # every CRD of the operator (crds/): Helm creates them all itself, and takes over none that
 # another tool applied without its ownership metadata
-crds="$crd redisbackups.cache.example.com"
+crds=$(ls crds/*.yaml | sed 's#crds/\(.*\)_\(.*\)\.yaml#\2.\1#')
 V1=redisclusters.v1.cache.example.com
 V1A=redisclusters.v1alpha1.cache.example.com
 rel=rdc-e2e

@@ -59,7 +59,7 @@ import sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 ca = [d for d in docs if d["kind"] == "Secret"][0]["data"]["ca.crt"]
 bundles = [w["clientConfig"]["caBundle"] for d in docs if d["kind"].endswith("WebhookConfiguration") for w in d["webhooks"]]
-bundles += [d["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] for d in docs if d["kind"] == "CustomResourceDefinition" and "conversion" in d["spec"]]
+bundles += [d["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] for d in docs if d["kind"] == "CustomResourceDefinition"]
 print("%d caBundles" % len(bundles))
 sys.exit(0 if len(bundles) == 3 and all(b == ca for b in bundles) else 1)
 PY
