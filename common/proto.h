@@ -23,13 +23,17 @@
  * work (informerd ROUTER; each workerd is a DEALER whose identity is "w-<pid>")
  *   worker -> informerd:
  *     READY [capacity]                   give me keys, up to capacity at once (default 1)
- *     DONE key result after_ms [rv]      result: done | requeue_after | requeue | error |
+ *     DONE key result after_ms [rv [earlier_rv...]]
+ *                                        result: done | requeue_after | requeue | error |
  *                                        fenced; also frees the key's place. rv: the
  *                                        RedisCluster's resourceVersion after the
  *                                        reconcile's last write of it (none: it wrote
  *                                        none); informerd hands the key out again only
  *                                        once its cache holds that version, or after
- *                                        OWNWRITE_WAIT_NS (informerd/ownwrite.h)
+ *                                        OWNWRITE_WAIT_NS (informerd/ownwrite.h).
+ *                                        earlier_rv: its writes' before the last (up to
+ *                                        3); with rv, their watch echoes queue nothing
+ *                                        (informerd/echo.h)
  *     HEARTBEAT [capacity]               (capacity again: a worker forgotten meanwhile
  *                                        is known again with it)
  *   informerd -> worker:

@@ -372,10 +372,14 @@ static void group_unlink(cache_t *c, entry_t *e)
 }
 
 static void emit(cache_t *c, cache_change_t type, const cache_item_t *item, int64_t old_generation,
-                 int unread_only)
+                 int unread_only, const char *old_rv)
 {
-    cache_delta_t d = {
-        .seq = ++c->seq, .type = type, .item = item, .old_generation = old_generation, .unread_only = unread_only};
+    cache_delta_t d = {.seq = ++c->seq,
+                       .type = type,
+                       .item = item,
+                       .old_generation = old_generation,
+                       .unread_only = unread_only,
+                       .old_resource_version = old_rv};
     if (c->on_delta)
         c->on_delta(c->on_delta_ud, &d);
 }
@@ -503,6 +507,7 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
     /* Commit; nothing below can fail. */
     int64_t old_generation = 0;
     int unread_only = 0;
+    char old_rv[CACHE_OLD_RV_MAX] = "";
     cache_change_t type = CACHE_MODIFIED;
     if (fresh) {
         e = fresh;
@@ -515,10 +520,12 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
     } else {
         old_generation = e->pub.generation;
         unread_only = e->digest && e->digest == next.digest;
+        if (e->rv && strlen(e->rv) < sizeof(old_rv))
+            memcpy(old_rv, e->rv, strlen(e->rv) + 1);
     }
     entry_take(c, s, e, p, &next, group);
     e->pub.seq = c->seq + 1;
-    emit(c, type, &e->pub, old_generation, unread_only);
+    emit(c, type, &e->pub, old_generation, unread_only, old_rv[0] ? old_rv : NULL);
     *change = type;
     rc = 0;
 out:
@@ -534,7 +541,7 @@ static void store_delete(cache_t *c, store_t *s, entry_t *e)
     if (e->uid && hm_get(s->by_uid, e->uid) == e)
         hm_remove(s->by_uid, e->uid);
     group_unlink(c, e);
-    emit(c, CACHE_DELETED, &e->pub, 0, 0);
+    emit(c, CACHE_DELETED, &e->pub, 0, 0, NULL);
     entry_free(e);
 }
 
@@ -806,7 +813,7 @@ size_t cache_resync(cache_t *c, const char *kind)
         hm_iter_t it = HM_ITER_INIT;
         void *v;
         while (hm_next(s->by_key, &it, NULL, &v)) {
-            emit(c, CACHE_SYNC, &((entry_t *)v)->pub, 0, 0);
+            emit(c, CACHE_SYNC, &((entry_t *)v)->pub, 0, 0, NULL);
             count++;
         }
     }

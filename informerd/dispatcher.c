@@ -5,6 +5,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "crashcond.h"
+#include "echo.h"
 #include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
@@ -55,13 +56,14 @@ struct dispatcher {
     obsstore_t *observations;   /* observerd's latest per RedisCluster key */
     secretref_t *secretrefs;    /* Secret ns/name -> the RedisClusters that name it (auth, tls, acl) */
     ownwrite_t *ownwrites;      /* keys held back until their own last write is cached */
+    echo_t *echoes;             /* the RedisCluster's changes that echo its own writes */
     worker_slot_t workers[MAX_WORKERS];
     size_t nworkers;
     int is_leader;              /* electord's latest word */
     int64_t epoch;
     int64_t valid_until_ms;
     int draining;
-    metric_family_t *m_quarantined, *m_observations, *m_ownwrites, *m_skipped;
+    metric_family_t *m_quarantined, *m_observations, *m_ownwrites, *m_skipped, *m_echoes;
 };
 
 /* ---- leadership ----------------------------------------------------------------------- */
@@ -127,6 +129,7 @@ static void worker_forget(dispatcher_t *d, worker_slot_t *w)
 /* Give key back to the queue: counted as a crash of the key (crash 1) or not. */
 static void give_back(dispatcher_t *d, worker_slot_t *w, const char *key, const char *why, int crash, int64_t now)
 {
+    echo_forget(d->echoes, key); /* what came in flight is read by the reconcile queued here */
     if (!crash) {
         workqueue_done(d->queue, key, now);
         workqueue_add(d->queue, key, now);
@@ -211,6 +214,7 @@ static int send_work(dispatcher_t *d, worker_slot_t *w, const char *key, int64_t
     rmsg_addmem(m, buf_str(&children), children.len);
     rmsg_addf(m, "%lld", (long long)(item_lease_ns(d, w) / NS_PER_MS));
     buf_free(&children);
+    echo_flight_begin(d->echoes, key, rc ? rc->resource_version : NULL);
     if (rmsg_send(&m, d->socks.work, ZMQ_DONTWAIT)) {
         /* The worker is gone (ROUTER_MANDATORY): give its keys back untouched (this one
          * too: it never got it). */
@@ -300,14 +304,28 @@ void dispatcher_dispatch(dispatcher_t *d, int64_t now)
 
 /* ---- the work socket (Paranoid Pirate) -------------------------------------------------- */
 
-/* DONE key result [after] [written]: the key comes back from w. */
+/* The versions a DONE names (frames 4 on: the last write's, then the earlier ones') into
+ * rvs (at most max, each freed by the caller); how many. */
+static size_t done_writes(rmsg_t *m, char **rvs, size_t max)
+{
+    size_t n = 0;
+    for (size_t f = 4; f < rmsg_size(m) && n < max; f++)
+        if ((rvs[n] = rmsg_strdup(m, f)))
+            n++;
+    return n;
+}
+
+/* DONE key result [after] [written [earlier...]]: the key comes back from w. */
 static void handle_done(dispatcher_t *d, worker_slot_t *w, rmsg_t *m, int64_t now)
 {
     char *key = rmsg_strdup(m, 1);
     char *result = rmsg_strdup(m, 2);
     int64_t after_ms = 0;
     rmsg_frame_int64(m, 3, &after_ms);
-    char *written = rmsg_size(m) > 4 ? rmsg_strdup(m, 4) : NULL;
+    char *writes[1 + ECHO_WRITES_MAX] = {NULL};
+    size_t nwrites = done_writes(m, writes, sizeof(writes) / sizeof(writes[0]));
+    char *written = writes[0];
+    int changed = 0; /* a change came in flight that was not its own write's echo */
     if (!key || !result || workslot_release(&w->held, key) != 0) {
         /* A confused peer (or one we gave up on): the keys it holds stay its own until it
          * answers for them or is lost; nothing is released twice. */
@@ -321,6 +339,7 @@ static void handle_done(dispatcher_t *d, worker_slot_t *w, rmsg_t *m, int64_t no
             ownwrite_expect(d->ownwrites, key, written, rc ? rc->resource_version : NULL, now + OWNWRITE_WAIT_NS);
         metric_counter_add(d->m_ownwrites, METRIC_LABELS(awaited ? "awaited" : "cached"), 1);
     }
+    changed = echo_flight_end(d->echoes, key, (const char *const *)writes, nwrites);
     workqueue_done(d->queue, key, now);
     /* The reconcile ran to its end without crashing the worker: a quarantine recorded on
      * the object is over. */
@@ -336,10 +355,15 @@ static void handle_done(dispatcher_t *d, worker_slot_t *w, rmsg_t *m, int64_t no
         /* error or conflict: back off per key (client-go's AddRateLimited). */
         workqueue_add_rate_limited(d->queue, key, now);
     }
+    if (changed) {
+        metric_counter_add(d->m_echoes, METRIC_LABELS("deferred_queued"), 1);
+        workqueue_add(d->queue, key, now);
+    }
 out:
     free(key);
     free(result);
-    free(written);
+    for (size_t i = 0; i < nwrites; i++)
+        free(writes[i]);
 }
 
 /* The capacity a READY or HEARTBEAT announces in frame 2 (after the routing id and the
@@ -576,13 +600,18 @@ static void quarantine_restore(dispatcher_t *d, const cache_item_t *rc, const ch
 }
 
 /* A delta of the RedisCluster at key itself. Returns 1 when key is to be queued, 0 when
- * the RedisCluster is gone. */
+ * the RedisCluster is gone or the change is the echo of the key's own writes (echo.h). */
 static int owner_delta(dispatcher_t *d, const cache_delta_t *delta, const char *key, int64_t now)
 {
     const cache_item_t *it = delta->item;
     index_secretref(d, delta, key);
+    int held = ownwrite_held(d->ownwrites, key);
     if (ownwrite_seen(d->ownwrites, key, delta->type == CACHE_DELETED ? NULL : it->resource_version))
         metric_counter_add(d->m_ownwrites, METRIC_LABELS("seen"), 1);
+    else
+        held = 0;
+    if (delta->type != CACHE_MODIFIED)
+        echo_forget(d->echoes, key);
     if (delta->type == CACHE_DELETED) {
         obsstore_forget(d->observations, key);
         return 0; /* gone for good: the finalizer already ran; children go with the GC */
@@ -592,6 +621,15 @@ static int owner_delta(dispatcher_t *d, const cache_delta_t *delta, const char *
         workqueue_unquarantine(d->queue, key);
     if (delta->type == CACHE_ADDED)
         quarantine_restore(d, it, key, now);
+    if (delta->type == CACHE_MODIFIED) {
+        echo_answer_t a = echo_delta(d->echoes, key, delta->old_resource_version, it->resource_version);
+        /* An echo that ends a wait which held the key back (ownwrite.h) queues it all the
+         * same: the key was taken off the queue for this very version. */
+        if (a == ECHO_DEFER || (a == ECHO_OWN && !held)) {
+            metric_counter_add(d->m_echoes, METRIC_LABELS(a == ECHO_OWN ? "own" : "deferred"), 1);
+            return 0;
+        }
+    }
     return 1;
 }
 
@@ -613,9 +651,13 @@ void dispatcher_on_delta(dispatcher_t *d, const cache_delta_t *delta)
     if (rc != 0 || !key[0])
         return;
     int64_t now = clock_mono_ns();
-    if (strcmp(it->kind, RDC_KIND) == 0 && !owner_delta(d, delta, key, now))
+    if (strcmp(it->kind, RDC_KIND) == 0) {
+        if (owner_delta(d, delta, key, now))
+            workqueue_add(d->queue, key, now);
         return;
-    workqueue_add(d->queue, key, now);
+    }
+    /* A child's: its burst (the pod, then its StatefulSet's status) is one reconcile. */
+    workqueue_add_soon(d->queue, key, d->cfg.child_delay_ns, now);
 }
 
 /* ---- the dispatcher ----------------------------------------------------------------------- */
@@ -644,6 +686,7 @@ dispatcher_t *dispatcher_new(const dispatcher_config_t *cfg, dispatcher_sockets_
     d->observations = obsstore_new();
     d->secretrefs = secretref_new();
     d->ownwrites = ownwrite_new(OWNWRITE_MAX_KEYS);
+    d->echoes = echo_new(OWNWRITE_MAX_KEYS);
     d->m_quarantined = metrics_counter(reg, "informer_quarantined_keys_total",
                                        "Keys quarantined after crashing workers repeatedly.", "");
     d->m_observations = metrics_counter(reg, "informer_observations_total",
@@ -660,7 +703,13 @@ dispatcher_t *dispatcher_new(const dispatcher_config_t *cfg, dispatcher_sockets_
         "Changes of a child that did not queue its RedisCluster, by kind: only fields no plan reads changed "
         "(docs/projections.md).",
         "kind");
-    if (!d->queue || !d->observations || !d->secretrefs || !d->ownwrites)
+    d->m_echoes = metrics_counter(
+        reg, "informer_own_echoes_total",
+        "Changes of a RedisCluster that queued nothing, being the watch's echo of its own reconcile's writes "
+        "(informerd/echo.h): own (came after the reconcile answered: dropped), deferred (came while it ran: "
+        "judged when it answers), deferred_queued (of those, a reconcile's worth that was not its own echo).",
+        "result");
+    if (!d->queue || !d->observations || !d->secretrefs || !d->ownwrites || !d->echoes)
         dispatcher_destroy(&d);
     return d;
 }
@@ -744,6 +793,7 @@ void dispatcher_destroy(dispatcher_t **self_p)
     obsstore_destroy(&d->observations);
     secretref_destroy(&d->secretrefs);
     ownwrite_destroy(&d->ownwrites);
+    echo_destroy(&d->echoes);
     free(d);
     *self_p = NULL;
 }

@@ -55,6 +55,8 @@ typedef struct {
     reporter_t *reporter;       /* borrowed: a quarantine's Event and condition */
     int leader_elect;           /* 1: dispatch and write only while electord says we lead */
     double reconcile_timeout_s; /* a key held longer is taken back from its worker */
+    int64_t child_delay_ns;     /* a child's delta queues its owner this much later
+                                   (workqueue_add_soon); 0: at once */
 } dispatcher_config_t;
 
 /* Its sockets, bound or connected by the caller; any may be NULL (none: informerd --tail;

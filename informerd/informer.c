@@ -188,7 +188,8 @@ static int serving_rooms_new(informer_t *inf)
             ds.events = connect_sub(inf, PROTO_EP_EVENTS, PROTO_EXITED);
     }
     inf->deltas = deltapub_new(inf->cache, &pub, &snapshot, c->tail);
-    dispatcher_config_t dc = {inf->cache, inf->reporter, c->opts->leader_elect, c->reconcile_timeout_s};
+    dispatcher_config_t dc = {inf->cache, inf->reporter, c->opts->leader_elect, c->reconcile_timeout_s,
+                              (int64_t)(c->child_enqueue_delay_s * 1e9)};
     inf->dispatcher = dispatcher_new(&dc, &ds);
     return bound && inf->deltas && inf->dispatcher ? 0 : -1;
 }

@@ -82,12 +82,21 @@ typedef struct {
     int serve;                      /* 1: bind the work/deltas sockets and dispatch */
     int signal_fd;
     double reconcile_timeout_s;     /* an in-flight item older than this is abandoned */
+    double child_enqueue_delay_s;   /* a child's delta queues its owner this much later */
     double watch_timeout_s;         /* server-side timeout of each watch; 0 = random 5..10 min */
     int list_page_size;             /* objects per LIST page; 0 = INFORMER_LIST_PAGE_DEFAULT */
     size_t max_response_bytes;      /* the client's response cap, for messages */
     size_t max_object_bytes;        /* an object longer than this is cached in minimal form; 0 = no bound */
     double cache_sync_timeout_s;    /* exit 1 when not every kind synced by then; 0 = wait forever */
 } informer_config_t;
+
+/* A child's delta queues its RedisCluster this much later (--child-enqueue-delay). A pod's
+ * progress comes as a burst: the pod's own MODIFIED, then the StatefulSet controller's
+ * status update for it a few milliseconds later (and the scheduler's binding right after
+ * the ADDED); queued at once, each was a reconcile of its own (bench/README.md, 28 a
+ * cluster at N=100). Within this window they are one. The RedisCluster's own changes and
+ * observerd's observations are queued at once. */
+#define INFORMER_CHILD_ENQUEUE_DELAY_DEFAULT 0.1
 
 /* Objects per LIST page unless told otherwise. client-go's reflector pages by 500; each
  * page is parsed whole before it becomes cache text, so the page bounds the relist's

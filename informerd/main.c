@@ -29,7 +29,7 @@ static const char summary[] =
 /* The flags of informerd's own, as read. */
 typedef struct {
     int tail, subscribe;
-    double reconcile_timeout, watch_timeout, sync_timeout;
+    double reconcile_timeout, watch_timeout, sync_timeout, child_delay;
     int list_page, max_response, max_object;
 } own_opts_t;
 
@@ -45,6 +45,8 @@ static int check_flags(const rdc_common_opts_t *c, const own_opts_t *o)
         why = "--max-response-bytes and --max-object-bytes must be at least 4096";
     else if (o->sync_timeout < 0)
         why = "--cache-sync-timeout must not be negative";
+    else if (o->child_delay < 0 || o->child_delay > 10)
+        why = "--child-enqueue-delay must be between 0 and 10s";
     if (!why)
         return 0;
     fprintf(stderr, "informerd: %s\n", why);
@@ -87,6 +89,7 @@ static int serve(rdc_common_opts_t *c, const own_opts_t *o)
             .serve = !o->tail,
             .signal_fd = sfd,
             .reconcile_timeout_s = o->reconcile_timeout,
+            .child_enqueue_delay_s = o->child_delay,
             .watch_timeout_s = o->watch_timeout,
             .list_page_size = o->list_page,
             .max_response_bytes = (size_t)o->max_response,
@@ -113,11 +116,15 @@ int main(int argc, char **argv)
         .max_response = INFORMER_MAX_RESPONSE_DEFAULT,
         .max_object = INFORMER_MAX_OBJECT_DEFAULT,
         .sync_timeout = INFORMER_CACHE_SYNC_TIMEOUT_DEFAULT,
+        .child_delay = INFORMER_CHILD_ENQUEUE_DELAY_DEFAULT,
     };
     const opt_t own[] = {
         {"tail", OPT_BOOL, &o.tail, "print every cache change as a JSON line on stdout"},
         {"reconcile-timeout", OPT_DURATION, &o.reconcile_timeout,
          "an item in flight longer than this is taken back from its worker"},
+        {"child-enqueue-delay", OPT_DURATION, &o.child_delay,
+         "a child's change queues its RedisCluster this much later, so that a burst of them (a pod and its "
+         "StatefulSet's status) is one reconcile (client-go's AddAfter; 0 = at once)"},
         {"subscribe", OPT_BOOL, &o.subscribe,
          "print the cache and the delta stream of an informerd running on --runtime-dir"},
         {"watch-timeout", OPT_DURATION, &o.watch_timeout,

@@ -116,6 +116,12 @@ int ownwrite_expect(ownwrite_t *w, const char *key, const char *rv, const char *
     return 1;
 }
 
+int ownwrite_held(const ownwrite_t *w, const char *key)
+{
+    const expect_t *e = w && key ? hm_get(w->map, key) : NULL;
+    return e && e->held;
+}
+
 int ownwrite_seen(ownwrite_t *w, const char *key, const char *rv)
 {
     expect_t *e = w && key ? hm_get(w->map, key) : NULL;

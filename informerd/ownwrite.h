@@ -54,6 +54,11 @@ int ownwrite_seen(ownwrite_t *w, const char *key, const char *rv);
  * as held back, so that ownwrite_expire hands it back if the version never comes). */
 int ownwrite_may_dispatch(ownwrite_t *w, const char *key, int64_t now_ns);
 
+/* Whether key is awaited and dispatch has held it back for that (ownwrite_may_dispatch
+ * said 0): 1, else 0. Such a key is off the queue until its version is seen or the wait
+ * ends, so the delta that brings the version must queue it. */
+int ownwrite_held(const ownwrite_t *w, const char *key);
+
 /* Forget the expectations whose deadline is at or before now_ns, calling due(key, arg)
  * for each that held its key back (the caller queues it); returns how many were
  * forgotten. due may not call into w. */

@@ -27,6 +27,7 @@ typedef struct wq_item {
     bool parked;       /* dirty and quarantined: held back from the ready list */
     bool quarantined;
     bool has_add_time; /* add_ns is set (for workqueue_queue_duration_seconds) */
+    bool soon;         /* its delayed deadline is add_soon's alone: get() drops it */
     unsigned failures; /* rate limiter's count, reset by forget() */
     unsigned crashes;  /* abandon()s, reset by forget() and unquarantine() */
     int64_t add_ns;    /* when it became dirty */
@@ -262,10 +263,10 @@ static int64_t add_saturating(int64_t a, int64_t b)
     return a + b;
 }
 
-/* client-go's AddAfter for an item whose delayed-heap room is reserved. */
-static void schedule(workqueue_t *q, wq_item_t *it, int64_t delay_ns, int64_t now_ns)
+/* client-go's AddAfter for an item whose delayed-heap room is reserved (not counted as a
+ * retry: schedule() counts). */
+static void schedule_quiet(workqueue_t *q, wq_item_t *it, int64_t delay_ns, int64_t now_ns)
 {
-    metric_counter_add(q->m_retries, q->labels, 1);
     if (delay_ns <= 0) {
         enqueue(q, it, now_ns);
         return;
@@ -275,6 +276,14 @@ static void schedule(workqueue_t *q, wq_item_t *it, int64_t delay_ns, int64_t no
         heap_push(&q->delayed, it, deadline, q->heap_seq++);
     else if (deadline < it->hdeadline[HEAP_DELAYED])
         heap_update(&q->delayed, it, deadline);
+}
+
+/* schedule_quiet, counted as a retry. */
+static void schedule(workqueue_t *q, wq_item_t *it, int64_t delay_ns, int64_t now_ns)
+{
+    metric_counter_add(q->m_retries, q->labels, 1);
+    it->soon = false;
+    schedule_quiet(q, it, delay_ns, now_ns);
 }
 
 /* The rate limiter's delay for it (MAX of per-key backoff and the bucket); counts the
@@ -423,6 +432,21 @@ int workqueue_add_after(workqueue_t *q, const char *key, int64_t delay_ns, int64
     return 0;
 }
 
+int workqueue_add_soon(workqueue_t *q, const char *key, int64_t delay_ns, int64_t now_ns)
+{
+    int rc;
+    wq_item_t *it = delayed_add_item(q, key, &rc);
+    if (!it)
+        return rc;
+    if (it->dirty) /* queued, or queued again when its reconcile is done */
+        return 0;
+    /* Waiting already for another reason (a requeue, a backoff): that stays. */
+    if (it->hpos[HEAP_DELAYED] == NOT_IN_HEAP)
+        it->soon = true;
+    schedule_quiet(q, it, delay_ns, now_ns);
+    return 0;
+}
+
 int workqueue_add_rate_limited(workqueue_t *q, const char *key, int64_t now_ns)
 {
     int rc;
@@ -457,6 +481,9 @@ const char *workqueue_get(workqueue_t *q, int64_t now_ns)
     list_unlink(&q->ready, it);
     it->dirty = false;
     q->ndirty--;
+    if (it->soon && it->hpos[HEAP_DELAYED] != NOT_IN_HEAP)
+        heap_remove(&q->delayed, it); /* the reconcile handed out now reads that change */
+    it->soon = false;
     update_depth(q);
     if (it->has_add_time) {
         metric_histogram_observe(q->m_queue_duration, q->labels,

@@ -76,6 +76,15 @@ int workqueue_add(workqueue_t *q, const char *key, int64_t now_ns);
  * unchanged). */
 int workqueue_add_after(workqueue_t *q, const char *key, int64_t delay_ns, int64_t now_ns);
 
+/* Queue key within delay_ns, for a change that need not be seen at once (a child's
+ * delta: a burst of them becomes one reconcile). Nothing when key is already queued, or
+ * processing and marked to be queued again (that reconcile reads the change); otherwise
+ * as workqueue_add_after, but not counted as a retry. When key is handed out (get) before
+ * that time, for another add, the delayed add is dropped: the reconcile handed out reads
+ * the change. A key already waiting for another reason (a requeue, a backoff) keeps that
+ * wait, brought forward to delay_ns when that is sooner. Returns as workqueue_add_after. */
+int workqueue_add_soon(workqueue_t *q, const char *key, int64_t delay_ns, int64_t now_ns);
+
 /* Queue key after the rate limiter's delay: MAX(base * 2^failures capped at max, the
  * overall bucket's wait), then count one more failure for key. Returns 0 (also when
  * ignored for shutdown), or -1 on a bad key or out of memory (queue, failure count and

@@ -567,8 +567,8 @@ static void run_req_start(exec_run_t *run, size_t k)
 }
 
 /* A write of the RedisCluster itself that the API took (its finalizer added, its status):
- * the resourceVersion it answered with (text, len bytes) into x->rc_written_rv
- * (exec_ctx_t). */
+ * the resourceVersion it answered with (text, len bytes) into x->rc_written_rv, the one
+ * there before into x->rc_earlier_rv (exec_ctx_t). */
 static void keep_written_rv(const exec_ctx_t *x, const plan_action_t *a, const char *text, size_t len)
 {
     if (!x->rc_written_rv || !text || (a->kind != PLAN_ADD_FINALIZER && a->kind != PLAN_UPDATE_STATUS))
@@ -578,8 +578,15 @@ static void keep_written_rv(const exec_ctx_t *x, const plan_action_t *a, const c
     if (len > KUBE_ASYNC_MAX_RESPONSE || jsonx_parse_strict(text, len, 64, &o, why, sizeof(why)))
         return; /* no version known: informerd does not wait */
     const char *rv = JSONX_STR_AT(o, "metadata", "resourceVersion");
+    for (size_t i = 0; x->rc_earlier_rv && x->rc_written_rv[0] && i < EXEC_RC_EARLIER_MAX; i++)
+        if (!x->rc_earlier_rv[i][0]) {
+            memcpy(x->rc_earlier_rv[i], x->rc_written_rv, EXEC_RV_MAX);
+            break;
+        }
     if (rv && strlen(rv) < EXEC_RV_MAX)
         memcpy(x->rc_written_rv, rv, strlen(rv) + 1);
+    else
+        x->rc_written_rv[0] = '\0'; /* the last write's version unknown: none is kept as last */
     json_object_put(o);
 }
 

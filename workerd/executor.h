@@ -54,6 +54,7 @@
 #include "redisexec.h"
 
 #define EXEC_RV_MAX 64 /* exec_ctx_t rc_written_rv's size */
+#define EXEC_RC_EARLIER_MAX 3 /* exec_ctx_t rc_earlier_rv's entries */
 
 typedef enum {
     EXEC_OK = 0,      /* every action done */
@@ -106,6 +107,10 @@ typedef struct {
                                  * the API answered its last write of the RedisCluster
                                  * with (finalizer added, status), so informerd can wait
                                  * for it (informerd/ownwrite.h); NULL = not kept */
+    char (*rc_earlier_rv)[EXEC_RV_MAX]; /* EXEC_RC_EARLIER_MAX entries: the versions of
+                                 * the writes before the last ("" = none; past that many,
+                                 * not kept), so informerd knows each write's echo
+                                 * (informerd/echo.h); NULL = not kept */
 } exec_ctx_t;
 
 /* STAGES: the plan's actions in stages, in plan order. A create or apply of a ConfigMap,

@@ -1372,6 +1372,7 @@ reconcile_job_t *reconcile_start(exec_async_t *a, const exec_ctx_t *x, const jso
     j->rc = rc;
     j->xr = *x;
     j->xr.rc_written_rv = j->out.rc_written_rv; /* the outcome says it (reconcile_outcome_t) */
+    j->xr.rc_earlier_rv = j->out.rc_earlier_rv;
     j->dry_run = dry_run;
     j->done = done;
     j->arg = arg;

@@ -35,6 +35,8 @@ typedef struct {
     char rc_written_rv[EXEC_RV_MAX]; /* the RedisCluster's resourceVersion after this
                                       * reconcile's last write of it; "" when it wrote
                                       * none (DONE tells informerd: informerd/ownwrite.h) */
+    char rc_earlier_rv[EXEC_RC_EARLIER_MAX][EXEC_RV_MAX]; /* its writes before the last
+                                      * ("" = none; DONE tells them too: informerd/echo.h) */
     int plans;              /* plan computations (one per input change: see PLAN below) */
     hothint_t hint;         /* what to tell observerd of the cluster's probe cadence
                              * (hothint.h; HOTHINT_NONE unless a plan ran to its end) */

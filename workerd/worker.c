@@ -210,8 +210,11 @@ static void worker_done(worker_t *w, const char *key, const reconcile_outcome_t 
     rmsg_addstr(done, key ? key : "");
     rmsg_addstr(done, reconcile_result_name(out->result));
     rmsg_addf(done, "%lld", (long long)(out->requeue_after_ns / NS_PER_MS));
-    if (out->rc_written_rv[0])
+    if (out->rc_written_rv[0]) {
         rmsg_addstr(done, out->rc_written_rv);
+        for (size_t i = 0; i < EXEC_RC_EARLIER_MAX && out->rc_earlier_rv[i][0]; i++)
+            rmsg_addstr(done, out->rc_earlier_rv[i]);
+    }
     if (w->dealer)
         rmsg_send(&done, w->dealer, ZMQ_DONTWAIT);
     rmsg_destroy(&done);

@@ -126,6 +126,8 @@ static void *connected(int type, const char *name, const char *identity, const c
 }
 
 /* A dispatcher (with leader election when elect) over a cache of informerd's kinds. */
+static int64_t fx_child_delay_ns; /* the next fx_start's dispatcher_config_t child_delay_ns */
+
 static void fx_start(int elect)
 {
     memset(&fx, 0, sizeof(fx));
@@ -152,7 +154,7 @@ static void fx_start(int elect)
         fx.elector = bound(ZMQ_PUB, "leader.sock");
         socks.leader = connected(ZMQ_SUB, "leader.sock", NULL, PROTO_LEADER);
     }
-    dispatcher_config_t dc = {fx.cache, fx.reporter, elect, 120};
+    dispatcher_config_t dc = {fx.cache, fx.reporter, elect, 120, fx_child_delay_ns};
     fx.d = dispatcher_new(&dc, &socks);
     CU_ASSERT_PTR_NOT_NULL_FATAL(fx.d);
     CU_ASSERT_PTR_NULL(socks.work); /* taken */
@@ -261,6 +263,12 @@ static double counter(const char *name, const char *label)
 {
     metric_family_t *f = metrics_counter(metrics_default(), name, NULL, label ? "result" : "");
     return metric_value(f, label ? METRIC_LABELS(label) : NULL);
+}
+
+static double counter2(const char *name, const char *label)
+{
+    metric_family_t *f = metrics_counter(metrics_default(), name, NULL, "result");
+    return metric_value(f, METRIC_LABELS(label));
 }
 
 /* A WORK item for key: its frames checked, the message freed; the children's JSON
@@ -525,6 +533,66 @@ static void test_own_write_awaited(void)
     fx_stop();
 }
 
+/* The watch's echoes of the reconcile's own writes queue nothing: the finalizer's, come
+ * while it ran, and the status's, come after DONE. Another writer's change queues, in
+ * flight and after. */
+static void test_own_echoes_queue_nothing(void)
+{
+    fx_start(0);
+    double own = counter2("informer_own_echoes_total", "own");
+    double deferred = counter2("informer_own_echoes_total", "deferred");
+    put_rc("e", "20", 1, "");
+    SAY(PROTO_READY, "1");
+    expect_work("ns/e", "0", "20");
+    put_rc("e", "21", 1, ",\"status\":{}"); /* its finalizer PATCH's echo, while it runs */
+    SAY(PROTO_DONE, "ns/e", "done", "0", "22", "21");
+    expect_no_work(200);
+    put_rc("e", "22", 1, ",\"status\":{\"phase\":\"Creating\"}"); /* its status's echo */
+    expect_no_work(200);
+    CU_ASSERT_EQUAL(counter2("informer_own_echoes_total", "own"), own + 1);
+    CU_ASSERT_EQUAL(counter2("informer_own_echoes_total", "deferred"), deferred + 1);
+    /* Somebody else's change (a label): queued. */
+    put_rc("e", "23", 1, ",\"status\":{\"phase\":\"Creating\"},\"x\":1");
+    expect_work("ns/e", "0", "23");
+    /* In flight: a user's spec change between two of its writes is reconciled after DONE. */
+    put_rc("e", "24", 1, ",\"status\":{\"phase\":\"Running\"}");        /* its status */
+    put_rc("e", "25", 2, ",\"status\":{\"phase\":\"Running\"}");        /* the user's */
+    SAY(PROTO_DONE, "ns/e", "done", "0", "24");
+    expect_work("ns/e", "0", "25");
+    SAY(PROTO_DONE, "ns/e", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    fx_stop();
+}
+
+/* With a child delay, a burst of child changes is one item, handed out after the delay;
+ * the RedisCluster's own change goes at once. */
+static void test_child_burst_is_one_item(void)
+{
+    fx_child_delay_ns = 150 * NS_PER_MS;
+    fx_start(0);
+    fx_child_delay_ns = 0;
+    put_rc("c", "1", 1, "");
+    SAY(PROTO_READY, "1");
+    expect_work("ns/c", "0", "1");
+    SAY(PROTO_DONE, "ns/c", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    int64_t t0 = clock_mono_ns();
+    put_cm("c", "2");
+    put_cm("c", "3");
+    put_cm("c", "4");
+    const char *children = expect_work("ns/c", "0", "1");
+    CU_ASSERT(clock_mono_ns() - t0 >= 150 * NS_PER_MS);
+    CU_ASSERT_PTR_NOT_NULL(strstr(children, "\"rv 4\""));
+    SAY(PROTO_DONE, "ns/c", "done", "0");
+    expect_no_work(300); /* the three were one item */
+    t0 = clock_mono_ns();
+    put_rc("c", "5", 2, "");
+    expect_work("ns/c", "0", "5");
+    CU_ASSERT(clock_mono_ns() - t0 < 150 * NS_PER_MS);
+    SAY(PROTO_DONE, "ns/c", "done", "0");
+    fx_stop();
+}
+
 static void test_drain(void)
 {
     fx_start(0);
@@ -596,7 +664,7 @@ static void test_without_sockets(void)
     cache_t *c = cache_new("RedisCluster");
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     dispatcher_sockets_t none = {0};
-    dispatcher_config_t dc = {c, NULL, 0, 120};
+    dispatcher_config_t dc = {c, NULL, 0, 120, 0};
     dispatcher_t *d = dispatcher_new(&dc, &none);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     cache_set_delta_handler(c, on_delta, d);
@@ -620,6 +688,8 @@ static const cu_entry_t tests[] = {
     {"no work and no writes without a valid lease", test_leadership},
     {"a key waits for the cache to hold its own write", test_own_write_awaited},
     {"a drain hands out nothing more", test_drain},
+    {"the echoes of its own writes queue nothing", test_own_echoes_queue_nothing},
+    {"a burst of child changes is one item after the delay", test_child_burst_is_one_item},
     {"without sockets: keys mapped, none handed out", test_without_sockets},
     {"a child's change no plan reads queues nothing", test_unread_change_queues_nothing},
 };

@@ -219,6 +219,64 @@ static void test_add_after_earlier_deadline_wins(void)
     workqueue_destroy(&q);
 }
 
+/* add_soon (a child's delta): a burst within the window is one add; a queued key is not
+ * added again; a key handed out meanwhile drops the delayed add (its reconcile reads the
+ * change); a key processing and clean is queued after the window; another wait stays. */
+static void test_add_soon_merges_a_burst(void)
+{
+    workqueue_t *q = new_queue();
+    CU_ASSERT_EQUAL(workqueue_add_soon(q, "a", 100 * MS, T0), 0);
+    workqueue_add_soon(q, "a", 100 * MS, T0 + 20 * MS); /* the StatefulSet's status after the pod */
+    workqueue_add_soon(q, "a", 100 * MS, T0 + 60 * MS);
+    CU_ASSERT_EQUAL(workqueue_delayed_count(q), 1);
+    ASSERT_GET(q, T0 + 99 * MS, NULL);
+    ASSERT_GET(q, T0 + 100 * MS, "a"); /* three deltas, one reconcile */
+    workqueue_done(q, "a", T0 + 101 * MS);
+    ASSERT_GET(q, T0 + 10 * SEC, NULL);
+    /* Queued already (the RedisCluster changed): nothing more. */
+    workqueue_add(q, "b", T0);
+    workqueue_add_soon(q, "b", 100 * MS, T0 + 1);
+    CU_ASSERT_EQUAL(workqueue_delayed_count(q), 0);
+    ASSERT_GET(q, T0 + 2, "b");
+    workqueue_done(q, "b", T0 + 3);
+    ASSERT_GET(q, T0 + SEC, NULL);
+    /* Waiting in the window, then added at once and handed out: the delayed add goes. */
+    workqueue_add_soon(q, "c", 100 * MS, T0);
+    workqueue_add(q, "c", T0 + 10 * MS);
+    ASSERT_GET(q, T0 + 11 * MS, "c");
+    CU_ASSERT_EQUAL(workqueue_delayed_count(q), 0);
+    workqueue_done(q, "c", T0 + 12 * MS);
+    ASSERT_GET(q, T0 + SEC, NULL);
+    /* Processing and clean (its reconcile read the cache before the change): queued after. */
+    workqueue_add(q, "d", T0);
+    ASSERT_GET(q, T0, "d");
+    workqueue_add_soon(q, "d", 100 * MS, T0 + 1);
+    workqueue_done(q, "d", T0 + 2);
+    ASSERT_GET(q, T0 + 50 * MS, NULL);
+    ASSERT_GET(q, T0 + 100 * MS + 1, "d");
+    workqueue_done(q, "d", T0 + 101 * MS);
+    /* Processing and dirty already: done() queues it; no second add after the window. */
+    workqueue_add(q, "e", T0);
+    ASSERT_GET(q, T0, "e");
+    workqueue_add(q, "e", T0 + 1);
+    workqueue_add_soon(q, "e", 100 * MS, T0 + 2);
+    CU_ASSERT_EQUAL(workqueue_delayed_count(q), 0);
+    workqueue_done(q, "e", T0 + 3);
+    ASSERT_GET(q, T0 + 4, "e");
+    workqueue_done(q, "e", T0 + 5);
+    ASSERT_GET(q, T0 + SEC, NULL);
+    /* A requeue in 30 s is brought forward, and is not dropped by a get. */
+    workqueue_add_after(q, "f", 30 * SEC, T0);
+    workqueue_add_soon(q, "f", 100 * MS, T0 + 1);
+    CU_ASSERT_EQUAL(workqueue_next_deadline(q, T0 + 1), T0 + 1 + 100 * MS);
+    workqueue_add_after(q, "g", 30 * SEC, T0);
+    workqueue_add_soon(q, "g", 100 * MS, T0 + 1);
+    workqueue_add(q, "g", T0 + 2);
+    ASSERT_GET(q, T0 + 3, "g");
+    CU_ASSERT_EQUAL(workqueue_delayed_count(q), 2); /* f's and g's: a requeue's wait stays, as add_after's */
+    workqueue_destroy(&q);
+}
+
 static void test_add_after_while_processing_and_ordering(void)
 {
     workqueue_t *q = new_queue();
@@ -674,6 +732,7 @@ static const cu_entry_t tests[] = {
     {"custom rate limits", test_set_rate_limits},
     {"add_after: earlier deadline wins", test_add_after_earlier_deadline_wins},
     {"add_after while processing, order", test_add_after_while_processing_and_ordering},
+    {"add_soon merges a burst into one add", test_add_soon_merges_a_burst},
     CU_SUITE("workqueue crashes and shutdown"),
     {"abandon counts crashes and backs off", test_abandon_counts_crashes},
     {"quarantine holds one key, others go on", test_quarantine_and_unquarantine},
