@@ -1171,7 +1171,12 @@ def cost(m0, m1, n):
         if name == "informer_enqueue_skipped_total":
             skipped[lab.get("kind")] = skipped.get(lab.get("kind"), 0) - v
     skipped_total = sum(skipped.values())
+    # The RedisCluster's echoes of its own writes that queued nothing (informerd/echo.h).
+    sign = {"own": 1, "deferred": 1, "deferred_queued": -1}
+    echoes = (sum(sign.get(lab.get("result"), 0) * v for name, lab, v in m1 if name == "informer_own_echoes_total") -
+              sum(sign.get(lab.get("result"), 0) * v for name, lab, v in m0 if name == "informer_own_echoes_total"))
     return {
+        "own_echoes_skipped_per_cluster": r3(echoes / n) if n else None,
         "enqueues_skipped": {k: int(v) for k, v in sorted(skipped.items()) if v},
         "enqueues_skipped_per_cluster": r3(skipped_total / n) if n else None,
         "worker_request_mean_ms": r3(1000 * lat_s / lat_n) if lat_n else None,
@@ -1340,6 +1345,7 @@ VS_FIGURES = [
     ("limiter_wait_s", "time waiting for the client limiter (s)", ("cost", "worker_rate_limiter_wait_seconds_total")),
     ("reconciles_per_cluster", "reconciles per cluster", ("cost", "reconciles_per_cluster")),
     ("skipped_per_cluster", "child changes that queued nothing, per cluster", ("cost", "enqueues_skipped_per_cluster")),
+    ("echoes_per_cluster", "own-write echoes that queued nothing, per cluster", ("cost", "own_echoes_skipped_per_cluster")),
     ("pss_idle_mib", "PSS idle, whole operator (MiB)", ("memory_idle", "pss_kb_total")),
     ("pss_loaded_mib", "PSS with N cached (MiB)", ("memory_loaded", "pss_kb_total")),
     ("uss_idle_mib", "USS idle, whole operator (MiB)", ("memory_idle", "uss_kb_total")),
@@ -1693,6 +1699,7 @@ def markdown(R):
         row("child changes that queued nothing, per cluster (by kind)", lambda c: "%s (%s)" % (
             fmt(g(c, "cost", "enqueues_skipped_per_cluster")),
             ", ".join("%s %s" % kv for kv in sorted((g(c, "cost", "enqueues_skipped") or {}).items()))))
+        row("own-write echoes that queued nothing, per cluster", lambda c: fmt(g(c, "cost", "own_echoes_skipped_per_cluster")))
         row("workerd request latency, mean", lambda c: fmt(g(c, "cost", "worker_request_mean_ms"), " ms"))
         row("workerd time waiting for the QPS limiter", lambda c: fmt(g(c, "cost", "worker_rate_limiter_wait_seconds_total"), " s"))
         row("workerd Events waiting for their QPS budget", lambda c: fmt(g(c, "cost", "worker_event_limiter_wait_seconds_total"), " s"))

@@ -378,6 +378,34 @@ static json_object *created(env_t *e, int ready)
     return rc;
 }
 
+/* A new cluster's reconcile writes its RedisCluster twice (the finalizer, then the
+ * status): the outcome names the last write's resourceVersion and the one before, which
+ * DONE tells informerd so that the watch's echoes of both queue nothing (informerd/echo.h). */
+static void test_outcome_names_each_write_of_the_rediscluster(void)
+{
+    env_t e;
+    env_batched(&e);
+    put_obj(&e.api, RC_PATH,
+            parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
+                  "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1},"
+                  "\"spec\":{\"size\":1,\"image\":\"redis\"}}"));
+    json_object *rc = stored(&e, RC_PATH);
+    reconcile_outcome_t out;
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    int all = count_req(&e, "PATCH", RC_PATH), status = count_req(&e, "PATCH", RC_PATH "/status");
+    CU_ASSERT_EQUAL(all - status, 1); /* the finalizer */
+    CU_ASSERT_EQUAL(status, 1);
+    json_object *now = stored(&e, RC_PATH);
+    const char *rv = JSONX_STR_AT(now, "metadata", "resourceVersion");
+    CU_ASSERT_STRING_EQUAL(out.rc_written_rv, rv ? rv : "?");
+    CU_ASSERT(out.rc_earlier_rv[0][0] != '\0');
+    CU_ASSERT(atoi(out.rc_earlier_rv[0]) > 0 && atoi(out.rc_earlier_rv[0]) < atoi(out.rc_written_rv));
+    CU_ASSERT_EQUAL(out.rc_earlier_rv[1][0], '\0');
+    json_object_put(now);
+    json_object_put(rc);
+    env_close(&e);
+}
+
 /* Everything in the cache and Running: no read at all. */
 static void test_nothing_absent_reads_nothing(void)
 {
@@ -1008,6 +1036,7 @@ static void test_child_in_cache_leaves_the_memo(void)
 
 static const cu_entry_t tests[] = {
     CU_SUITE("workerd shell"),
+    {"the outcome names each write of the RedisCluster", test_outcome_names_each_write_of_the_rediscluster},
     {"not Running: pods and Events read, the cause reported", test_not_running_reads_and_reports_the_cause},
     {"a worker keeps a stuck cluster's diagnosis reads while nothing changes",
      test_diagnosis_reads_kept_while_nothing_changes},
