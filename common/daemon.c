@@ -7,6 +7,9 @@
 #include "ratelimit_shared.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -282,4 +285,26 @@ const char *daemon_child_name(const char *fallback)
 {
     const char *name = getenv("RDC_CHILD_NAME");
     return name && *name ? name : fallback;
+}
+
+int daemon_trim_idle(daemon_trim_t *t, int busy, int64_t now_ns)
+{
+    if (busy) {
+        t->idle_since_ns = 0;
+        t->trimmed = 0;
+        return 0;
+    }
+    if (!t->idle_since_ns) {
+        t->idle_since_ns = now_ns > 0 ? now_ns : 1;
+        return 0;
+    }
+    if (t->trimmed || now_ns - t->idle_since_ns < DAEMON_TRIM_IDLE_NS)
+        return 0;
+    t->trimmed = 1;
+#ifdef __GLIBC__
+    malloc_trim(0);
+    return 1;
+#else
+    return 0;
+#endif
 }

@@ -94,6 +94,21 @@ int daemon_kube_connect(const rdc_common_opts_t *c, kube_client_opts_t *co,
  * supervisor: "workerd-2"), or fallback when it runs alone (unset or empty). */
 const char *daemon_child_name(const char *fallback);
 
+/* Give the heap's free pages back to the kernel once a daemon has been idle a while.
+ * glibc keeps freed memory mapped, so a daemon stays at the peak of its last burst (a
+ * worker's reconciles of 100 new clusters left it 4 MiB larger, idle); malloc_trim(0)
+ * returns what is free, also from the middle of the heap and other threads' arenas.
+ * Call daemon_trim_idle at a regular tick with busy = whether it holds work now: it trims
+ * once per idle spell, when busy has stayed 0 for DAEMON_TRIM_IDLE_NS, and returns 1 when
+ * it did. A zeroed daemon_trim_t is ready. Not glibc: never trims. */
+#define DAEMON_TRIM_IDLE_NS (INT64_C(2) * 1000000000)
+typedef struct {
+    int64_t idle_since_ns; /* 0: busy, or not seen idle yet */
+    int trimmed;           /* this idle spell's trim is done */
+} daemon_trim_t;
+
+int daemon_trim_idle(daemon_trim_t *t, int busy, int64_t now_ns);
+
 /* The end of every daemon's main(): close the signalfd sfd (when >= 0), destroy *client
  * and then *cfg (either may be NULL; both are set to NULL) and free the default metrics
  * registry. */

@@ -88,6 +88,8 @@ typedef struct {
     int stopping;
     int64_t stop_deadline_ns;
     int exit_code;              /* what informer_run returns once the loop ends */
+    daemon_trim_t trim;         /* the heap given back when idle (daemon.h) */
+    uint64_t trim_seq;          /* the cache's sequence number at the last metrics tick */
 } informer_t;
 
 /* ---- deltas: the cache's delta handler ---------------------------------------------- */
@@ -346,7 +348,14 @@ static int on_turn(loop_t *loop, int64_t now, int64_t *wait, void *arg)
 static int on_metrics(loop_t *loop, int id, void *arg)
 {
     (void)loop, (void)id;
-    update_metrics(arg, clock_mono_ns());
+    informer_t *inf = arg;
+    int64_t now = clock_mono_ns();
+    update_metrics(inf, now);
+    /* Idle: no delta since the last tick and no key in flight. */
+    uint64_t seq = cache_seq(inf->cache);
+    int busy = seq != inf->trim_seq || (inf->dispatcher && dispatcher_in_flight(inf->dispatcher));
+    inf->trim_seq = seq;
+    daemon_trim_idle(&inf->trim, busy, now);
     return 0;
 }
 

@@ -48,6 +48,7 @@ typedef struct {
     int stopping;            /* SIGTERM: finish what is held, take nothing more */
     char hostname[256];
     daemon_metrics_t metrics; /* where our metrics go */
+    daemon_trim_t trim;       /* the heap given back when idle (daemon.h) */
 } worker_t;
 
 /* One key in flight: the work item and its reconcile, running on the loop. */
@@ -383,9 +384,10 @@ static int on_heartbeat(loop_t *loop, int id, void *arg)
 {
     (void)id;
     worker_t *w = arg;
+    int64_t now = clock_mono_ns();
+    daemon_trim_idle(&w->trim, w->inflight > 0, now);
     if (!w->dealer)
         return 0; /* a reconnect is scheduled */
-    int64_t now = clock_mono_ns();
     if (now - w->last_heard_ns > (int64_t)PROTO_LIVENESS * PROTO_HEARTBEAT_MS * NS_PER_MS) {
         char d[16];
         snprintf(d, sizeof(d), "%llds", (long long)(w->reconnect_delay_ns / NS_PER_SEC));
