@@ -4,6 +4,7 @@
 #include "jsonx.h"
 #include "opts.h"
 #include "redis_tls.h"
+#include "retain.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,18 +14,37 @@
 #include <unistd.h>
 
 #define SMALL_FILE_MAX ((size_t)64 * 1024)
+#define CMDS "take, restore, prune or list"
 
 const char *backup_usage(void)
 {
     return "usage:\n"
            "  rdc-backup take --redis IP:PORT [--user U] [--password-file F] [--tls-dir D]\n"
-           "                  [--tls-server-name N] [--timeout 60s] S3-FLAGS\n"
-           "  rdc-backup restore --to /data/dump.rdb [--expect-sha256 HEX] [--force] S3-FLAGS\n"
-           "S3-FLAGS: --endpoint URL --bucket B --key K [--region us-east-1] --credentials-dir D\n"
-           "          [--s3-ca-file F] [--part-size-mib N]\n"
+           "                  [--tls-server-name N] [--timeout 60s]\n"
+           "                  (--key K | --prefix P [--keep N]) S3-FLAGS [--termination-log F]\n"
+           "  rdc-backup restore --to /data/dump.rdb [--expect-sha256 HEX] [--force] --key K S3-FLAGS\n"
+           "                  [--termination-log F]\n"
+           "  rdc-backup prune --prefix P --keep N S3-FLAGS [--termination-log F]\n"
+           "  rdc-backup list --prefix P S3-FLAGS\n"
+           "S3-FLAGS: --endpoint URL --bucket B [--region us-east-1] --credentials-dir D\n"
+           "          [--s3-ca-file F] [--part-size-mib N] [--list-max-keys N]\n"
            "take streams the node's RDB (read through the replication stream, as redis-cli --rdb)\n"
-           "to bucket/key and prints one JSON line; restore downloads and verifies it into --to,\n"
-           "unless the data directory already holds data (--force replaces it). docs/backup.md.\n";
+           "to bucket/key (--prefix P: P/<UTC time>.rdb, then --keep keeps the N newest) and prints\n"
+           "one JSON line; restore downloads and verifies it into --to, unless the data directory\n"
+           "already holds data (--force replaces it); prune keeps the N newest backups under P;\n"
+           "list prints one JSON line per backup under P, newest first. docs/backup.md.\n";
+}
+
+const char *backup_cmd_name(backup_cmd_t cmd)
+{
+    switch (cmd) {
+    case BACKUP_CMD_TAKE: return "take";
+    case BACKUP_CMD_RESTORE: return "restore";
+    case BACKUP_CMD_PRUNE: return "prune";
+    case BACKUP_CMD_LIST: return "list";
+    case BACKUP_CMD_NONE: break;
+    }
+    return "";
 }
 
 /* "IP:PORT" or "[IPv6]:PORT" into a->host and a->port. */
@@ -69,11 +89,30 @@ static int require(const char *v, const char *cmd, const char *flag, char *err, 
 static int check_s3(const backup_args_t *a, const char *cmd, char *err, size_t errlen)
 {
     if (require(a->endpoint, cmd, "endpoint", err, errlen) || require(a->bucket, cmd, "bucket", err, errlen) ||
-        require(a->key, cmd, "key", err, errlen) ||
         require(a->credentials_dir, cmd, "credentials-dir", err, errlen))
         return -1;
     if (a->part_size_mib != 0 && (a->part_size_mib < 5 || a->part_size_mib > 5120)) {
         snprintf(err, errlen, "--part-size-mib %d: S3 parts are 5 to 5120 MiB", a->part_size_mib);
+        return -1;
+    }
+    if (a->list_max_keys < 0 || a->list_max_keys > 1000) {
+        snprintf(err, errlen, "--list-max-keys %d: 1 to 1000", a->list_max_keys);
+        return -1;
+    }
+    return 0;
+}
+
+/* --prefix (required when need), normalised into a->prefix_buf; --keep checked. */
+static int check_prefix(backup_args_t *a, const char *cmd, int need, char *err, size_t errlen)
+{
+    if (need && require(a->prefix, cmd, "prefix", err, errlen))
+        return -1;
+    if (a->prefix && retain_prefix_norm(a->prefix, a->prefix_buf, sizeof a->prefix_buf, err, errlen) != 0)
+        return -1;
+    if (a->prefix)
+        a->prefix = a->prefix_buf;
+    if (a->keep != -1 && a->keep < 1) {
+        snprintf(err, errlen, "--keep %d: at least 1 (the backup just written is always kept)", a->keep);
         return -1;
     }
     return 0;
@@ -82,8 +121,16 @@ static int check_s3(const backup_args_t *a, const char *cmd, char *err, size_t e
 static int check_take(backup_args_t *a, char *err, size_t errlen)
 {
     if (require(a->redis, "take", "redis", err, errlen) || parse_hostport(a, err, errlen) ||
-        check_s3(a, "take", err, errlen))
+        check_s3(a, "take", err, errlen) || check_prefix(a, "take", 0, err, errlen))
         return -1;
+    if (!!a->key == !!a->prefix) {
+        snprintf(err, errlen, "take: --key or --prefix is required, not both");
+        return -1;
+    }
+    if (a->keep != -1 && !a->prefix) {
+        snprintf(err, errlen, "--keep needs --prefix (retention keeps the backups named under it)");
+        return -1;
+    }
     if (a->timeout_s <= 0) {
         snprintf(err, errlen, "--timeout must be positive");
         return -1;
@@ -97,10 +144,33 @@ static int check_take(backup_args_t *a, char *err, size_t errlen)
 
 static int check_restore(const backup_args_t *a, char *err, size_t errlen)
 {
-    if (require(a->to, "restore", "to", err, errlen) || check_s3(a, "restore", err, errlen))
+    if (require(a->to, "restore", "to", err, errlen) || require(a->key, "restore", "key", err, errlen) ||
+        check_s3(a, "restore", err, errlen))
         return -1;
+    if (a->prefix || a->keep != -1) {
+        snprintf(err, errlen, "restore: %s does not apply", a->prefix ? "--prefix" : "--keep");
+        return -1;
+    }
     if (a->expect_sha256 && !is_hex64(a->expect_sha256)) {
         snprintf(err, errlen, "--expect-sha256: not 64 lower-case hex digits");
+        return -1;
+    }
+    return 0;
+}
+
+/* prune and list: the prefix, no key; prune needs --keep, list refuses it. */
+static int check_prune_list(backup_args_t *a, char *err, size_t errlen)
+{
+    const char *cmd = backup_cmd_name(a->cmd);
+    int prune = a->cmd == BACKUP_CMD_PRUNE;
+    if (check_prefix(a, cmd, 1, err, errlen) || (prune && a->keep == -1 && require(NULL, cmd, "keep", err, errlen)) ||
+        check_s3(a, cmd, err, errlen))
+        return -1;
+    const char *extra = a->key ? "--key" : !prune && a->keep != -1 ? "--keep" : NULL;
+    if (!extra && !prune && a->termination_log)
+        extra = "--termination-log";
+    if (extra) {
+        snprintf(err, errlen, "%s: %s does not apply", cmd, extra);
         return -1;
     }
     return 0;
@@ -111,8 +181,9 @@ int backup_args_parse(int argc, char **argv, backup_args_t *a, char *err, size_t
     memset(a, 0, sizeof *a);
     a->region = "us-east-1";
     a->timeout_s = 60;
+    a->keep = -1;
     if (argc < 2) {
-        snprintf(err, errlen, "a subcommand is required: take or restore");
+        snprintf(err, errlen, "a subcommand is required: " CMDS);
         return -1;
     }
     const opt_t table[] = {
@@ -130,6 +201,10 @@ int backup_args_parse(int argc, char **argv, backup_args_t *a, char *err, size_t
         {"credentials-dir", OPT_STRING, &a->credentials_dir, NULL},
         {"s3-ca-file", OPT_STRING, &a->s3_ca_file, NULL},
         {"part-size-mib", OPT_INT, &a->part_size_mib, NULL},
+        {"list-max-keys", OPT_INT, &a->list_max_keys, NULL},
+        {"prefix", OPT_STRING, &a->prefix, NULL},
+        {"keep", OPT_INT, &a->keep, NULL},
+        {"termination-log", OPT_STRING, &a->termination_log, NULL},
         {"to", OPT_STRING, &a->to, NULL},
         {"expect-sha256", OPT_STRING, &a->expect_sha256, NULL},
         {"force", OPT_BOOL, &a->force, NULL},
@@ -140,12 +215,11 @@ int backup_args_parse(int argc, char **argv, backup_args_t *a, char *err, size_t
         a->help = 1;
         return 0;
     }
-    if (strcmp(cmd, "take") == 0)
-        a->cmd = BACKUP_CMD_TAKE;
-    else if (strcmp(cmd, "restore") == 0)
-        a->cmd = BACKUP_CMD_RESTORE;
-    else {
-        snprintf(err, errlen, "unknown subcommand \"%s\": take or restore", cmd);
+    for (backup_cmd_t c = BACKUP_CMD_TAKE; c <= BACKUP_CMD_LIST; c++)
+        if (strcmp(cmd, backup_cmd_name(c)) == 0)
+            a->cmd = c;
+    if (a->cmd == BACKUP_CMD_NONE) {
+        snprintf(err, errlen, "unknown subcommand \"%s\": " CMDS, cmd);
         return -1;
     }
     /* argv[1] (the subcommand) stands where opts_parse expects the program's name. */
@@ -155,7 +229,9 @@ int backup_args_parse(int argc, char **argv, backup_args_t *a, char *err, size_t
         return 0;
     if (a->cmd == BACKUP_CMD_TAKE)
         return check_take(a, err, errlen);
-    return check_restore(a, err, errlen);
+    if (a->cmd == BACKUP_CMD_RESTORE)
+        return check_restore(a, err, errlen);
+    return check_prune_list(a, err, errlen);
 }
 
 /* The path dir/name (or name) into out: 0, or -1 when it does not fit. */
@@ -216,6 +292,32 @@ out:
     if (fd >= 0)
         close(fd);
     return data;
+}
+
+int backup_write_termination_log(const char *path, const char *line, size_t len, char *err, size_t errlen)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    size_t off = 0;
+    if (len > BACKUP_TERMINATION_LOG_MAX)
+        len = BACKUP_TERMINATION_LOG_MAX;
+    while (fd >= 0 && off < len) {
+        ssize_t w = write(fd, line + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+    int failed = fd < 0 || off < len, saved = errno;
+    if (fd >= 0 && close(fd) != 0 && !failed) {
+        failed = 1;
+        saved = errno;
+    }
+    if (failed) {
+        snprintf(err, errlen, "--termination-log %s: %s", path, strerror(saved));
+        return -1;
+    }
+    return 0;
 }
 
 void backup_free_secret(char *s, size_t n)

@@ -3,10 +3,17 @@
  *
  *   rdc-backup take    --redis HOST:PORT [--user U] [--password-file F]
  *                      [--tls-dir D [--tls-server-name N]] [--timeout 60s]
- *                      S3 flags
- *   rdc-backup restore --to /data/dump.rdb [--expect-sha256 H] [--force] S3 flags
- *   S3 flags:          --endpoint URL --bucket B --key K [--region R] --credentials-dir D
- *                      [--s3-ca-file F] [--part-size-mib N]
+ *                      (--key K | --prefix P [--keep N]) S3 flags [--termination-log F]
+ *   rdc-backup restore --to /data/dump.rdb [--expect-sha256 H] [--force] --key K S3 flags
+ *                      [--termination-log F]
+ *   rdc-backup prune   --prefix P --keep N S3 flags [--termination-log F]
+ *   rdc-backup list    --prefix P S3 flags
+ *   S3 flags:          --endpoint URL --bucket B [--region R] --credentials-dir D
+ *                      [--s3-ca-file F] [--part-size-mib N] [--list-max-keys N]
+ *
+ * take --prefix P names the object P/<UTC start time, ISO 8601 basic>.rdb (retain.h);
+ * --keep N (N >= 1, with --prefix only) then keeps the N newest backups under P after
+ * the upload succeeded. --prefix is kept normalised (no trailing '/') in a->prefix.
  *
  * --redis takes an IP literal (the pod IP the operator knows; nothing is resolved):
  * "10.0.0.5:6379", "[fd00::5]:6379". --tls-dir is a mounted Secret in cert-manager's
@@ -27,7 +34,12 @@ typedef enum {
     BACKUP_CMD_NONE = 0,
     BACKUP_CMD_TAKE,
     BACKUP_CMD_RESTORE,
+    BACKUP_CMD_PRUNE,
+    BACKUP_CMD_LIST,
 } backup_cmd_t;
+
+/* The subcommand's name ("take", ...; "" for none). */
+const char *backup_cmd_name(backup_cmd_t cmd);
 
 typedef struct {
     backup_cmd_t cmd;
@@ -49,6 +61,12 @@ typedef struct {
     const char *credentials_dir;
     const char *s3_ca_file;
     int part_size_mib;          /* 0: s3's default (8) */
+    int list_max_keys;          /* ListObjectsV2's page size; 0: the server's (1000) */
+    /* naming and retention */
+    const char *prefix;         /* normalised into prefix_buf; NULL: not given */
+    char prefix_buf[1024];
+    int keep;                   /* --keep; -1: not given (take: no retention) */
+    const char *termination_log;/* also write the outcome's line here (take, restore, prune) */
     /* restore */
     const char *to;
     const char *expect_sha256;
@@ -57,7 +75,8 @@ typedef struct {
 
 /* Parse argv (argv[0] the program, argv[1] the subcommand) into *a, which points into
  * argv. 0; or -1 with one line in err naming the flag or the missing one ("take: --redis
- * is required", "--redis \"x:1\": not IP:PORT", "--expect-sha256: not 64 hex digits").
+ * is required", "--redis \"x:1\": not IP:PORT", "--expect-sha256: not 64 hex digits",
+ * "--keep 0: at least 1 ...", "take: --key or --prefix, not both").
  * "--help" anywhere is 0 with a->help set and nothing checked. */
 int backup_args_parse(int argc, char **argv, backup_args_t *a, char *err, size_t errlen);
 
@@ -73,6 +92,14 @@ char *backup_read_small(const char *dir, const char *name, size_t *len, char *er
 /* Print o (jsonx_done(o, oom): NULL after out of memory prints "{}") as one line to out
  * and put it. */
 void backup_print_json(FILE *out, json_object *o, int oom);
+
+/* Kubernetes' limit on a termination message (the kubelet reads no more). */
+#define BACKUP_TERMINATION_LOG_MAX 4096
+
+/* Replace what path holds with the first len bytes of line, at most
+ * BACKUP_TERMINATION_LOG_MAX (--termination-log: the container's termination message).
+ * 0, or -1 with err naming the file. */
+int backup_write_termination_log(const char *path, const char *line, size_t len, char *err, size_t errlen);
 
 /* Zero n bytes of s and free it; NULL is fine. */
 void backup_free_secret(char *s, size_t n);

@@ -2,9 +2,11 @@
 #include "take.h"
 
 #include "jsonx.h"
+#include "prune.h"
 #include "redis_stream.h"
 #include "redis_tls.h"
 #include "replsync.h"
+#include "retain.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,13 +35,13 @@ typedef struct {
     char chunk[READ_CHUNK];
 } node_t;
 
-static void iso_now(char *buf, size_t cap)
+/* The time now in RFC 3339 into buf; returns it in Unix seconds. */
+static int64_t iso_now(char *buf, size_t cap)
 {
     struct timespec ts;
-    struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    retain_time_str((int64_t)ts.tv_sec, buf, cap);
+    return (int64_t)ts.tv_sec;
 }
 
 /* Wait for events on fd at most timeout_ms: 0 ready, -1 with err. */
@@ -312,15 +314,16 @@ static ssize_t take_read(void *ctx, void *buf, size_t len)
     return (ssize_t)n->out_len;
 }
 
-static void print_result(FILE *out, const backup_args_t *a, const node_t *n, const s3_put_result_t *res,
-                         const char *start, const char *end)
+/* The result's JSON object (*oom set when memory ran out). */
+static json_object *result_json(const backup_args_t *a, const char *key, const node_t *n,
+                                const s3_put_result_t *res, const char *start, const char *end, int *oom_p)
 {
     int oom = 0;
     json_object *o = jsonx_new_obj(&oom);
     jsonx_put(o, "result", jsonx_new_str("ok", &oom), &oom);
     jsonx_put(o, "source", jsonx_new_str(a->redis, &oom), &oom);
     jsonx_put(o, "bucket", jsonx_new_str(a->bucket, &oom), &oom);
-    jsonx_put(o, "key", jsonx_new_str(a->key, &oom), &oom);
+    jsonx_put(o, "key", jsonx_new_str(key, &oom), &oom);
     jsonx_put(o, "size", jsonx_new_int((int64_t)res->size, &oom), &oom);
     jsonx_put(o, "sha256", jsonx_new_str(res->sha256, &oom), &oom);
     jsonx_put(o, "offset", jsonx_new_int(n->sync.offset, &oom), &oom);
@@ -330,14 +333,16 @@ static void print_result(FILE *out, const backup_args_t *a, const node_t *n, con
     jsonx_put(o, "etag", jsonx_new_str(res->etag, &oom), &oom);
     jsonx_put(o, "startTime", jsonx_new_str(start, &oom), &oom);
     jsonx_put(o, "completionTime", jsonx_new_str(end, &oom), &oom);
-    backup_print_json(out, o, oom);
+    *oom_p |= oom;
+    return o;
 }
 
-static int upload(node_t *n, const backup_args_t *a, s3_t *s, s3_put_result_t *res, char *err, size_t errlen)
+static int upload(node_t *n, const backup_args_t *a, const char *key, s3_t *s, s3_put_result_t *res, char *err,
+                  size_t errlen)
 {
     s3_error_t e;
     char line[1024];
-    if (s3_put(s, a->bucket, a->key, take_read, n, res, &e) == 0)
+    if (s3_put(s, a->bucket, key, take_read, n, res, &e) == 0)
         return 0;
     if (e.code == S3_ERR_SOURCE && n->err[0])
         snprintf(err, errlen, "%s: %s (upload aborted: no object written)", a->redis, n->err);
@@ -348,7 +353,8 @@ static int upload(node_t *n, const backup_args_t *a, s3_t *s, s3_put_result_t *r
 
 int take_run(const backup_args_t *a, s3_t *s, FILE *out, char *err, size_t errlen)
 {
-    char start[32], end[32];
+    char start[32], end[32], keybuf[1100];
+    const char *key = a->key;
     char *password = NULL;
     size_t plen = 0;
     s3_put_result_t res;
@@ -359,7 +365,12 @@ int take_run(const backup_args_t *a, s3_t *s, FILE *out, char *err, size_t errle
         return 1;
     }
     n->timeout_ms = (int)(a->timeout_s * 1000.0 > 2e9 ? 2e9 : a->timeout_s * 1000.0);
-    iso_now(start, sizeof start);
+    int64_t t0 = iso_now(start, sizeof start);
+    if (!key && retain_key_name(a->prefix, t0, keybuf, sizeof keybuf) != 0) {
+        snprintf(err, errlen, "--prefix: no key for the time %lld", (long long)t0);
+        goto out;
+    }
+    key = key ? key : keybuf;
     if (a->password_file && !(password = backup_read_small(NULL, a->password_file, &plen, err, errlen)))
         goto out;
     if (node_open(n, a) != 0 || node_handshake(n, a, password) != 0) {
@@ -367,10 +378,19 @@ int take_run(const backup_args_t *a, s3_t *s, FILE *out, char *err, size_t errle
         goto out;
     }
     memset(&res, 0, sizeof res);
-    if (upload(n, a, s, &res, err, errlen) != 0)
+    if (upload(n, a, key, s, &res, err, errlen) != 0)
         goto out;
     iso_now(end, sizeof end);
-    print_result(out, a, n, &res, start, end);
+    int oom = 0;
+    json_object *o = result_json(a, key, n, &res, start, end, &oom);
+    if (a->keep > 0) {
+        /* Only after this backup is whole: a failing schedule never deletes the good ones.
+         * What retention could not do is said in the line; the backup stays a success. */
+        json_object *r = jsonx_new_obj(&oom);
+        (void)prune_apply(s, a->bucket, a->prefix, a->keep, key, r, &oom);
+        jsonx_put(o, "retention", r, &oom);
+    }
+    backup_print_json(out, o, oom);
     rc = 0;
 out:
     backup_free_secret(password, plen);

@@ -26,8 +26,12 @@
 #include <stdio.h>
 
 /* The whole command for args (a->cmd TAKE) with the client s: 0 with the JSON line on out
- * ({"result":"ok","size":..,"sha256":..,"offset":..,"replid":..,"startTime":..,
- * "completionTime":..,...}); 1 with one line in err. */
+ * ({"result":"ok","key":..,"size":..,"sha256":..,"offset":..,"replid":..,"startTime":..,
+ * "completionTime":..,...}); 1 with one line in err. The key is --key, or with --prefix
+ * the start time's name (retain.h). With --keep, once the upload succeeded, retention
+ * runs (prune_apply, the new key always kept) and its outcome is the line's "retention"
+ * object; what it could not delete or list is said there and does not make the command
+ * fail. */
 int take_run(const backup_args_t *a, s3_t *s, FILE *out, char *err, size_t errlen);
 
 #endif

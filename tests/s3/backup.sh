@@ -17,7 +17,14 @@
 #      with a CA that did not sign the server's certificate, and with a wrong password:
 #      refused, no object;
 #   6. a node that breaks off mid-RDB after two parts went up: take fails, the multipart
-#      upload is aborted (none left in progress), no object at the key.
+#      upload is aborted (none left in progress), no object at the key;
+#   7. scheduled backups: three takes with --prefix and --keep 2 (the listing in pages of
+#      2): two remain, the newest; the third's line says what it pruned; objects under
+#      the prefix that are not ours (another name, no x-amz-meta-sha256, a deeper prefix's
+#      backup) survive; list prints the backups newest first with the takes' sha256;
+#      prune --keep 1; a delete that fails (the object's file made immutable) is reported
+#      and the take still succeeds; --termination-log holds the one line, the JSON line on
+#      success (take, prune, restore) and the error line on failure.
 # A missing redis-server, or an S3 server that cannot be built or started, FAILS the
 # check: it never skips. Every process started here is stopped by its PID.
 #   tests/s3/backup.sh build/bin/rdc-backup
@@ -33,6 +40,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   "$here/../cluster/s3.sh" stop "$work/s3" || true
+  [ -z "${immutable:-}" ] || chattr -i "$immutable" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -172,6 +180,10 @@ take() {  # take NAME PORT [flags...]: the JSON line into $work/NAME.json
 }
 echo "backup-check: take"
 check "take from the replica" take replica "$rport" --part-size-mib 5
+# The primary's offset after the take: between the sync check and the take the primary
+# may have sent its replica a PING (every repl-ping-replica-period, 10 s: 14 bytes of
+# stream), so the snapshot's offset lies in [m, m_after], not always at m.
+m_after=$(redis-cli -p "$pport" info replication | sed -n 's/^master_repl_offset:\([0-9]*\).*/\1/p')
 check "take from the primary" take primary "$pport"
 check "take from the primary over TLS (client certificate, AUTH)" \
   take tls "$tport" --tls-dir "$work/tls" --part-size-mib 5
@@ -181,8 +193,9 @@ check "it went multipart ($(json parts <"$work/replica.json") parts)" test "$(js
 check "the replica sent the \$<len> form (disk-based sync)" test "$(json rdbForm <"$work/replica.json")" = length
 check "the primary sent the \$EOF:<mark> form (diskless sync)" \
   test "$(json rdbForm <"$work/primary.json")" = eof-marker
-check "the replica's offset is the primary's replication offset ($(json offset <"$work/replica.json"))" \
-  test "$(json offset <"$work/replica.json")" = "$m"
+off=$(json offset <"$work/replica.json")
+check "the replica's offset ($off) is the primary's replication offset (from $m before to $m_after after)" \
+  test "$m" -le "$off" -a "$off" -le "$m_after"
 rss=$(cat "$work/replica.rss")
 check "take's memory (max RSS $rss KiB) is below the RDB's size: no copy of it, one part" \
   test $((rss * 1024)) -lt "$size"
@@ -307,6 +320,105 @@ check "take fails, says where the stream ended, and leaves no object" broke
 # it is completed or aborted.
 check "no multipart upload left in progress (the bucket's .sgwtmp is empty)" \
   test -z "$(find "$S3_DATA/$bucket/.sgwtmp" -mindepth 1 -type f 2>/dev/null)"
+
+# ---- 7: scheduled backups: names, retention, list, the termination log ------------------
+echo "backup-check: scheduled backups (--prefix, --keep, prune, list, --termination-log)"
+sched="$S3_DATA/$bucket/sched/cache"
+mkdir -p "$sched"
+# Not ours: another name; our name without x-amz-meta-sha256 (what an upload that did not
+# finish, or someone else, leaves); a whole backup of a deeper prefix.
+printf 'a note\n' >"$sched/notes.txt"
+printf 'REDIS0011' >"$sched/20200101T000000Z.rdb"
+"$bin" take --redis "127.0.0.1:$rport" --password-file "$work/password" "${s3[@]}" \
+  --key sched/cache/sub/20200101T000000Z.rdb >/dev/null 2>"$work/sub.err" || bad "take into sched/cache/sub: $(cat "$work/sub.err")"
+sched_take() {  # sched_take N [flags]: take --prefix sched/cache --keep 2, line in sched-N.json
+  local n=$1; shift
+  "$bin" take --redis "127.0.0.1:$rport" --password-file "$work/password" "${s3[@]}" --list-max-keys 2 \
+    --prefix sched/cache/ --keep 2 "$@" >"$work/sched-$n.json" 2>"$work/sched-$n.err" ||
+    { cat "$work/sched-$n.err" >&2; return 1; }
+  printf '  take %s: %s\n' "$n" "$(cat "$work/sched-$n.json")"
+  sleep 1.1  # the name is the start time to the second: the next take's is later
+}
+printf 'stale\n' >"$work/tl-take"
+check "three takes with --prefix sched/cache/ --keep 2" \
+  eval 'sched_take 1 && sched_take 2 && sched_take 3 --termination-log "$work/tl-take"'
+k1=$(json key <"$work/sched-1.json") k2=$(json key <"$work/sched-2.json") k3=$(json key <"$work/sched-3.json")
+named() {  # the key is sched/cache/<start time, basic form>.rdb
+  local f=$1 start
+  start=$(json startTime <"$f" | tr -d ':-')
+  test "$(json key <"$f")" = "sched/cache/${start%Z}Z.rdb"
+}
+check "each key is sched/cache/<its startTime, basic form>.rdb ($k3)" eval 'named "$work/sched-1.json" && named "$work/sched-3.json"'
+retention() {  # retention N FIELD: the take's retention.FIELD as JSON
+  python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["retention"][sys.argv[2]]))' \
+    "$work/sched-$1.json" "$2"
+}
+check "take 2 pruned nothing (2 backups, keep 2)" test "$(retention 2 pruned)" = "[]"
+check "take 3 pruned the oldest: $(retention 3 pruned)" test "$(retention 3 pruned)" = "[\"$k1\"]"
+check "... kept 2, 3 objects not ours left, no failure" \
+  test "$(retention 3 kept) $(retention 3 foreign) $(retention 3 pruneFailed)" = "2 3 []"
+remaining() { (cd "$S3_DATA/$bucket" && find sched -type f | sort | tr '\n' ' '); }
+want="sched/cache/20200101T000000Z.rdb $k2 $k3 sched/cache/notes.txt sched/cache/sub/20200101T000000Z.rdb "
+check "2 backups remain, the newest; the objects not ours survive" test "$(remaining)" = "$want"
+"$bin" list "${s3[@]}" --prefix sched/cache --list-max-keys 2 >"$work/list.out" 2>"$work/list.err" ||
+  bad "list: $(cat "$work/list.err")"
+sed 's/^/  list: /' "$work/list.out"
+listed() {  # line N of list's output, FIELD
+  sed -n "${1}p" "$work/list.out" | json "$2"
+}
+check "list prints the 2 backups, newest first" \
+  test "$(wc -l <"$work/list.out") $(listed 1 key) $(listed 2 key)" = "2 $k3 $k2"
+check "... with the sha256 and size the takes printed, the time of the name" \
+  test "$(listed 1 sha256) $(listed 1 size) $(listed 1 time)" = \
+  "$(json sha256 <"$work/sched-3.json") $(json size <"$work/sched-3.json") $(json startTime <"$work/sched-3.json")"
+check "--termination-log holds take's JSON line (what it held before replaced)" \
+  cmp -s "$work/tl-take" "$work/sched-3.json"
+tl_failure() {
+  printf 'stale\n' >"$work/tl-fail"
+  if "$bin" take --redis "127.0.0.1:$rport" --password-file "$work/wrong-password" "${s3[@]}" \
+    --prefix sched/cache --keep 1 --termination-log "$work/tl-fail" >"$work/tl-fail.out" 2>"$work/tl-fail.err"; then
+    return 1
+  fi
+  printf '  termination log: %s\n' "$(cat "$work/tl-fail")"
+  cmp -s "$work/tl-fail" "$work/tl-fail.err" && grep -q "^rdc-backup take: .*WRONGPASS" "$work/tl-fail" &&
+    [ ! -s "$work/tl-fail.out" ] && [ "$(remaining)" = "$want" ]
+}
+check "--termination-log holds the error line of a failed take; nothing pruned" tl_failure
+prune_one() {
+  "$bin" prune "${s3[@]}" --prefix sched/cache --keep 1 --termination-log "$work/tl-prune" >"$work/prune.json" ||
+    return 1
+  printf '  prune: %s\n' "$(cat "$work/prune.json")"
+  test "$(json pruned <"$work/prune.json")" = "['$k2']" && cmp -s "$work/tl-prune" "$work/prune.json" &&
+    [ ! -e "$S3_DATA/$bucket/$k2" ] && [ -e "$S3_DATA/$bucket/$k3" ]
+}
+check "prune --keep 1 deletes the older backup, keeps the newest; its line in the termination log" prune_one
+failed_delete() {  # the newest's file immutable: the next take cannot delete it
+  immutable="$S3_DATA/$bucket/$k3"
+  chattr +i "$immutable" 2>/dev/null || { echo "  not run: chattr +i (root on ext4/xfs) failed"; immutable=; return 0; }
+  sched_take 4 --keep 1 || return 1
+  local f rc=0; f=$(retention 4 pruneFailed)
+  # prune alone: the line (with pruneFailed) on stdout and in the termination log, exit 1.
+  "$bin" prune "${s3[@]}" --prefix sched/cache --keep 1 --termination-log "$work/tl-prune2" \
+    >"$work/prune2.json" 2>"$work/prune2.err" || rc=$?
+  printf '  prune: exit %s, %s\n  prune: %s\n' "$rc" "$(cat "$work/prune2.err")" "$(cat "$work/prune2.json")"
+  chattr -i "$immutable"; immutable=
+  one_failed() {  # one_failed JSON-ARRAY KEY: one entry, for KEY, a DeleteObject error
+    python3 -c 'import json,sys; f=json.loads(sys.argv[1]); sys.exit(not(len(f)==1 and f[0]["key"]==sys.argv[2] and f[0]["error"].startswith("DeleteObject")))' "$1" "$2"
+  }
+  one_failed "$f" "$k3" && test "$(retention 4 pruned)" = "[]" && test "$(json result <"$work/sched-4.json")" = ok &&
+    [ "$rc" = 1 ] && grep -q "^rdc-backup prune: 1 of 1 deletes failed (pruneFailed)$" "$work/prune2.err" &&
+    one_failed "$(python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["pruneFailed"]))' <"$work/prune2.json")" "$k3" &&
+    cmp -s "$work/tl-prune2" "$work/prune2.json"
+}
+check "a delete that fails is reported in the line (pruneFailed): take still succeeds, prune exits 1" failed_delete
+restore_newest() {
+  local key; key=$("$bin" list "${s3[@]}" --prefix sched/cache | head -1 | json key)
+  mkdir -p "$work/restored-sched"
+  "$bin" restore "${s3[@]}" --key "$key" --to "$work/restored-sched/dump.rdb" \
+    --termination-log "$work/tl-restore" >"$work/restore-sched.json" || return 1
+  test "$(json result <"$work/restore-sched.json")" = restored && cmp -s "$work/tl-restore" "$work/restore-sched.json"
+}
+check "the newest listed backup restores; restore's line in the termination log" restore_newest
 
 echo "backup-check: $failures failure(s)"
 [ "$failures" = 0 ]

@@ -209,6 +209,8 @@ static int parse(backup_args_t *a, char *err, size_t errlen, const char *line)
 
 #define NOT_IPPORT "\": not IP:PORT (an IP literal: nothing is resolved)"
 #define S3FLAGS " --endpoint http://127.0.0.1:9000 --bucket backups --key k --credentials-dir /c"
+#define S3BASE " --endpoint http://127.0.0.1:9000 --bucket backups --credentials-dir /c"
+#define REDIS " --redis 10.0.0.5:6379"
 
 static void test_args_ok(void)
 {
@@ -243,14 +245,39 @@ static void test_args_ok(void)
     CU_ASSERT(a.help);
 }
 
+static void test_args_schedule_ok(void)
+{
+    backup_args_t a;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(parse(&a, err, sizeof err, "take" REDIS S3BASE " --prefix prod/cache/ --keep 3"
+                                                     " --termination-log /dev/termination-log"),
+                          0);
+    CU_ASSERT_PTR_NULL(a.key);
+    CU_ASSERT_STRING_EQUAL(a.prefix, "prod/cache");
+    CU_ASSERT_EQUAL(a.keep, 3);
+    CU_ASSERT_STRING_EQUAL(a.termination_log, "/dev/termination-log");
+    CU_ASSERT_EQUAL_FATAL(parse(&a, err, sizeof err, "take" REDIS S3BASE " --key k"), 0);
+    CU_ASSERT_EQUAL(a.keep, -1);
+    CU_ASSERT_PTR_NULL(a.prefix);
+    CU_ASSERT_PTR_NULL(a.termination_log);
+    CU_ASSERT_EQUAL_FATAL(parse(&a, err, sizeof err, "prune --prefix p --keep 1 --list-max-keys 2" S3BASE), 0);
+    CU_ASSERT_EQUAL(a.cmd, BACKUP_CMD_PRUNE);
+    CU_ASSERT_EQUAL(a.list_max_keys, 2);
+    CU_ASSERT_EQUAL_FATAL(parse(&a, err, sizeof err, "list --prefix p/" S3BASE), 0);
+    CU_ASSERT_EQUAL(a.cmd, BACKUP_CMD_LIST);
+    CU_ASSERT_STRING_EQUAL(a.prefix, "p");
+    CU_ASSERT_EQUAL_FATAL(parse(&a, err, sizeof err, "restore --to /d --key k --termination-log /t" S3BASE), 0);
+    CU_ASSERT_STRING_EQUAL(a.termination_log, "/t");
+}
+
 static void test_args_refused(void)
 {
     static const struct {
         const char *line;
         const char *want;
     } rows[] = {
-        {"", "a subcommand is required: take or restore"},
-        {"backup", "unknown subcommand \"backup\": take or restore"},
+        {"", "a subcommand is required: take, restore, prune or list"},
+        {"backup", "unknown subcommand \"backup\": take, restore, prune or list"},
         {"take" S3FLAGS, "take: --redis is required"},
         {"take --redis redis-0:6379" S3FLAGS, "--redis \"redis-0:6379" NOT_IPPORT},
         {"take --redis 10.0.0.5" S3FLAGS, "--redis \"10.0.0.5" NOT_IPPORT},
@@ -266,6 +293,24 @@ static void test_args_refused(void)
         {"take --redis 10.0.0.5:6379 --tls-server-name r" S3FLAGS, "--tls-server-name needs --tls-dir"},
         {"take --redis 10.0.0.5:6379 --timeout 0s" S3FLAGS, "--timeout must be positive"},
         {"take --redis 10.0.0.5:6379 --bogus 1" S3FLAGS, "unknown flag \"--bogus\" (see --help)"},
+        {"take" REDIS S3BASE, "take: --key or --prefix is required, not both"},
+        {"take" REDIS S3BASE " --key k --prefix p", "take: --key or --prefix is required, not both"},
+        {"take" REDIS S3BASE " --key k --keep 2",
+         "--keep needs --prefix (retention keeps the backups named under it)"},
+        {"take" REDIS S3BASE " --prefix p --keep 0", "--keep 0: at least 1 (the backup just written is always kept)"},
+        {"take" REDIS S3BASE " --prefix /p",
+         "--prefix \"/p\": a key prefix (\"prod/cache\"): not empty, not starting with '/'"},
+        {"prune --prefix p" S3BASE, "prune: --keep is required"},
+        {"prune --keep 2" S3BASE, "prune: --prefix is required"},
+        {"prune --prefix p --keep 0" S3BASE, "--keep 0: at least 1 (the backup just written is always kept)"},
+        {"prune --prefix p --keep 2 --key k" S3BASE, "prune: --key does not apply"},
+        {"prune --prefix p --keep 2", "prune: --endpoint is required"},
+        {"prune --prefix p --keep 2 --list-max-keys 1001" S3BASE, "--list-max-keys 1001: 1 to 1000"},
+        {"list --prefix p --keep 2" S3BASE, "list: --keep does not apply"},
+        {"list --prefix p --termination-log /t" S3BASE, "list: --termination-log does not apply"},
+        {"list" S3BASE, "list: --prefix is required"},
+        {"restore --to /d --key k --prefix p" S3BASE, "restore: --prefix does not apply"},
+        {"restore --to /d --key k --keep 1" S3BASE, "restore: --keep does not apply"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         backup_args_t a;
@@ -386,6 +431,7 @@ static const cu_entry_t tests[] = {
     {"the connection closing says where", test_closed},
     CU_SUITE("command line"),
     {"take and restore flags", test_args_ok},
+    {"take --prefix --keep --termination-log, prune, list", test_args_schedule_ok},
     {"refusals name the flag", test_args_refused},
     {"small files: trailing newline dropped, empty and missing refused", test_read_small},
     CU_SUITE("restore skip rule"),
