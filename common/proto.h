@@ -23,7 +23,7 @@
  * work (informerd ROUTER; each workerd is a DEALER whose identity is "w-<pid>")
  *   worker -> informerd:
  *     READY [capacity]                   give me keys, up to capacity at once (default 1)
- *     DONE key result after_ms [rv [earlier_rv...]]
+ *     DONE key result after_ms [rv [quiet|act [earlier_rv...]]]
  *                                        result: done | requeue_after | requeue | error |
  *                                        fenced; also frees the key's place. rv: the
  *                                        RedisCluster's resourceVersion after the
@@ -31,9 +31,11 @@
  *                                        none); informerd hands the key out again only
  *                                        once its cache holds that version, or after
  *                                        OWNWRITE_WAIT_NS (informerd/ownwrite.h).
- *                                        earlier_rv: its writes' before the last (up to
- *                                        3); with rv, their watch echoes queue nothing
- *                                        (informerd/echo.h)
+ *                                        quiet: the plan of the object rv names has
+ *                                        nothing to do, so the watch's echoes of rv and
+ *                                        of earlier_rv (its writes' before the last, up
+ *                                        to 3) queue nothing (informerd/echo.h); act:
+ *                                        they queue as any change
  *     HEARTBEAT [capacity]               (capacity again: a worker forgotten meanwhile
  *                                        is known again with it)
  *   informerd -> worker:

@@ -304,13 +304,15 @@ void dispatcher_dispatch(dispatcher_t *d, int64_t now)
 
 /* ---- the work socket (Paranoid Pirate) -------------------------------------------------- */
 
-/* The versions a DONE names (frames 4 on: the last write's, then the earlier ones') into
- * rvs (at most max, each freed by the caller); how many. */
-static size_t done_writes(rmsg_t *m, char **rvs, size_t max)
+/* The versions a DONE names (frame 4 the last write's, frame 5 "quiet" or "act", then the
+ * earlier writes') into rvs (at most max, each freed by the caller); how many. *quiet: the
+ * worker says the object its last write left needs no reconcile (echo.h). */
+static size_t done_writes(rmsg_t *m, char **rvs, size_t max, int *quiet)
 {
     size_t n = 0;
+    *quiet = rmsg_size(m) > 5 && rmsg_frame_is(m, 5, "quiet");
     for (size_t f = 4; f < rmsg_size(m) && n < max; f++)
-        if ((rvs[n] = rmsg_strdup(m, f)))
+        if (f != 5 && (rvs[n] = rmsg_strdup(m, f)))
             n++;
     return n;
 }
@@ -323,7 +325,8 @@ static void handle_done(dispatcher_t *d, worker_slot_t *w, rmsg_t *m, int64_t no
     int64_t after_ms = 0;
     rmsg_frame_int64(m, 3, &after_ms);
     char *writes[1 + ECHO_WRITES_MAX] = {NULL};
-    size_t nwrites = done_writes(m, writes, sizeof(writes) / sizeof(writes[0]));
+    int quiet = 0;
+    size_t nwrites = done_writes(m, writes, sizeof(writes) / sizeof(writes[0]), &quiet);
     char *written = writes[0];
     int changed = 0; /* a change came in flight that was not its own write's echo */
     if (!key || !result || workslot_release(&w->held, key) != 0) {
@@ -339,7 +342,8 @@ static void handle_done(dispatcher_t *d, worker_slot_t *w, rmsg_t *m, int64_t no
             ownwrite_expect(d->ownwrites, key, written, rc ? rc->resource_version : NULL, now + OWNWRITE_WAIT_NS);
         metric_counter_add(d->m_ownwrites, METRIC_LABELS(awaited ? "awaited" : "cached"), 1);
     }
-    changed = echo_flight_end(d->echoes, key, (const char *const *)writes, nwrites);
+    /* Echoes of writes whose result the worker did not find quiet queue the key. */
+    changed = echo_flight_end(d->echoes, key, (const char *const *)writes, quiet ? nwrites : 0);
     workqueue_done(d->queue, key, now);
     /* The reconcile ran to its end without crashing the worker: a quarantine recorded on
      * the object is over. */

@@ -16,6 +16,12 @@
  * key. A relist that skipped versions gives an old_rv the reconcile never knew: queued.
  * ADDED, DELETED and resyncs are never echoes.
  *
+ * Only writes the worker calls quiet count (DONE's "quiet": the plan of the object its
+ * last write left, from the same children and observations, has nothing to do;
+ * workerd/reconcile.c job_quiet_after_write). A status that records a step for the next
+ * plan to take (a handover's new primary, a switchover begun) is not quiet: its echo is
+ * the trigger of that step, and queues as any change does.
+ *
  * While the key is in flight the worker has not yet said what it wrote (DONE says it), so
  * the key's MODIFIEDs are remembered (echo_delta answers ECHO_DEFER) and judged at
  * echo_flight_end: one that was not an echo queues the key then. After DONE, the echoes

@@ -587,6 +587,11 @@ static void keep_written_rv(const exec_ctx_t *x, const plan_action_t *a, const c
         memcpy(x->rc_written_rv, rv, strlen(rv) + 1);
     else
         x->rc_written_rv[0] = '\0'; /* the last write's version unknown: none is kept as last */
+    if (x->rc_written_obj) {
+        json_object_put(*x->rc_written_obj);
+        *x->rc_written_obj = o;
+        return;
+    }
     json_object_put(o);
 }
 

@@ -111,6 +111,9 @@ typedef struct {
                                  * the writes before the last ("" = none; past that many,
                                  * not kept), so informerd knows each write's echo
                                  * (informerd/echo.h); NULL = not kept */
+    json_object **rc_written_obj; /* the RedisCluster as the API answered the last write
+                                 * of it (the caller's reference, replaced by each; the
+                                 * caller puts it); NULL = not kept */
 } exec_ctx_t;
 
 /* STAGES: the plan's actions in stages, in plan order. A create or apply of a ConfigMap,

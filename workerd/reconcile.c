@@ -415,6 +415,7 @@ struct reconcile_job {
     exec_ctx_t xr;              /* the caller's context with the Redis passwords */
     const json_object *rc;      /* the caller's, or rc_own */
     json_object *rc_own;        /* REPLAN: the RedisCluster as the first run left it */
+    json_object *rc_after;      /* the RedisCluster as the API answered its last write */
     const json_object *child[N_CHILDREN];
     json_object *fetched[N_CHILDREN], *diag[3];
     json_object *claims;        /* VOLUME EXPANSION: the claims read (plan_wants_claims) */
@@ -1167,6 +1168,24 @@ static void act_report(reconcile_job_t *j)
     job_event(j, REV_REPORTED);
 }
 
+/* Whether the RedisCluster as this job's last write of it left it needs no reconcile: the
+ * plan of that object, from the same children and observations, has nothing to do. Then
+ * the watch's echoes of its writes may queue nothing (DONE says so: informerd/echo.h).
+ * A status that records a step for the next plan to take (a handover's new primary, a
+ * switchover begun) makes that plan act: not quiet, and the echo queues the key as any
+ * change does. Children this job wrote are stale here (the plan would write them again:
+ * not quiet), and their own deltas queue the key anyway. */
+static int job_quiet_after_write(reconcile_job_t *j)
+{
+    if (!j->rc_after || !j->out.rc_written_rv[0])
+        return 0;
+    plan_children_t observed = {j->child[0], j->child[1], j->child[2], j->child[3]};
+    plan_t *again = plan_compute_children(j->rc_after, &observed, &j->more, clock_wall_ns());
+    int quiet = again && !plan_error(again) && plan_action_count(again) == 0;
+    plan_destroy(&again);
+    return quiet;
+}
+
 /* RA_FINISH_OK: the outcome of a plan that ran to its end. */
 static void act_finish_ok(reconcile_job_t *j)
 {
@@ -1178,6 +1197,7 @@ static void act_finish_ok(reconcile_job_t *j)
     if (j->diag_wait_ns > 0 && (!out->requeue_after_ns || j->diag_wait_ns < out->requeue_after_ns))
         out->requeue_after_ns = j->diag_wait_ns;
     out->result = out->requeue_after_ns > 0 ? RECONCILE_REQUEUE_AFTER : RECONCILE_DONE;
+    out->rc_write_quiet = job_quiet_after_write(j);
 }
 
 /* RA_READ_FAILED: a read of the children failed: RECONCILE_ERROR (or, planning again after
@@ -1246,6 +1266,7 @@ static void job_free(reconcile_job_t *j, const reconcile_outcome_t *out)
         json_object_put(j->diag[i]);
     json_object_put(j->claims);
     json_object_put(j->fresh);
+    json_object_put(j->rc_after);
     json_object_put(j->rc_own);
     wipe(&j->password);
     wipe(&j->applied);
@@ -1373,6 +1394,7 @@ reconcile_job_t *reconcile_start(exec_async_t *a, const exec_ctx_t *x, const jso
     j->xr = *x;
     j->xr.rc_written_rv = j->out.rc_written_rv; /* the outcome says it (reconcile_outcome_t) */
     j->xr.rc_earlier_rv = j->out.rc_earlier_rv;
+    j->xr.rc_written_obj = &j->rc_after;
     j->dry_run = dry_run;
     j->done = done;
     j->arg = arg;

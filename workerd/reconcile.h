@@ -37,6 +37,9 @@ typedef struct {
                                       * none (DONE tells informerd: informerd/ownwrite.h) */
     char rc_earlier_rv[EXEC_RC_EARLIER_MAX][EXEC_RV_MAX]; /* its writes before the last
                                       * ("" = none; DONE tells them too: informerd/echo.h) */
+    int rc_write_quiet;     /* 1: the plan of the RedisCluster as its last write left it
+                             * has nothing to do, so the watch's echoes of its writes need
+                             * no reconcile (DONE says so: informerd/echo.h) */
     int plans;              /* plan computations (one per input change: see PLAN below) */
     hothint_t hint;         /* what to tell observerd of the cluster's probe cadence
                              * (hothint.h; HOTHINT_NONE unless a plan ran to its end) */

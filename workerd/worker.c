@@ -213,7 +213,8 @@ static void worker_done(worker_t *w, const char *key, const reconcile_outcome_t 
     rmsg_addf(done, "%lld", (long long)(out->requeue_after_ns / NS_PER_MS));
     if (out->rc_written_rv[0]) {
         rmsg_addstr(done, out->rc_written_rv);
-        for (size_t i = 0; i < EXEC_RC_EARLIER_MAX && out->rc_earlier_rv[i][0]; i++)
+        rmsg_addstr(done, out->rc_write_quiet ? "quiet" : "act");
+        for (size_t i = 0; out->rc_write_quiet && i < EXEC_RC_EARLIER_MAX && out->rc_earlier_rv[i][0]; i++)
             rmsg_addstr(done, out->rc_earlier_rv[i]);
     }
     if (w->dealer)

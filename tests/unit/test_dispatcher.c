@@ -545,7 +545,7 @@ static void test_own_echoes_queue_nothing(void)
     SAY(PROTO_READY, "1");
     expect_work("ns/e", "0", "20");
     put_rc("e", "21", 1, ",\"status\":{}"); /* its finalizer PATCH's echo, while it runs */
-    SAY(PROTO_DONE, "ns/e", "done", "0", "22", "21");
+    SAY(PROTO_DONE, "ns/e", "done", "0", "22", "quiet", "21");
     expect_no_work(200);
     put_rc("e", "22", 1, ",\"status\":{\"phase\":\"Creating\"}"); /* its status's echo */
     expect_no_work(200);
@@ -557,8 +557,13 @@ static void test_own_echoes_queue_nothing(void)
     /* In flight: a user's spec change between two of its writes is reconciled after DONE. */
     put_rc("e", "24", 1, ",\"status\":{\"phase\":\"Running\"}");        /* its status */
     put_rc("e", "25", 2, ",\"status\":{\"phase\":\"Running\"}");        /* the user's */
-    SAY(PROTO_DONE, "ns/e", "done", "0", "24");
+    SAY(PROTO_DONE, "ns/e", "done", "0", "24", "quiet");
     expect_work("ns/e", "0", "25");
+    /* A write whose result the worker did not find quiet (a step recorded for the next
+     * plan): its echo queues the key. */
+    SAY(PROTO_DONE, "ns/e", "done", "0", "26", "act");
+    put_rc("e", "26", 2, ",\"status\":{\"phase\":\"Running\",\"primary\":\"e-1\"}");
+    expect_work("ns/e", "0", "26");
     SAY(PROTO_DONE, "ns/e", "done", "0");
     CU_ASSERT_TRUE(turn_until(idle, 1000));
     fx_stop();

@@ -381,6 +381,9 @@ static json_object *created(env_t *e, int ready)
 /* A new cluster's reconcile writes its RedisCluster twice (the finalizer, then the
  * status): the outcome names the last write's resourceVersion and the one before, which
  * DONE tells informerd so that the watch's echoes of both queue nothing (informerd/echo.h). */
+static void children(env_t *e, json_object *kids[4]);
+static void put_kids(json_object *kids[4]);
+
 static void test_outcome_names_each_write_of_the_rediscluster(void)
 {
     env_t e;
@@ -401,7 +404,20 @@ static void test_outcome_names_each_write_of_the_rediscluster(void)
     CU_ASSERT(out.rc_earlier_rv[0][0] != '\0');
     CU_ASSERT(atoi(out.rc_earlier_rv[0]) > 0 && atoi(out.rc_earlier_rv[0]) < atoi(out.rc_written_rv));
     CU_ASSERT_EQUAL(out.rc_earlier_rv[1][0], '\0');
+    /* Its children written, the plan of what it left would write them again (it reads
+     * the children it was given): not quiet; their deltas and the echo queue it. */
+    CU_ASSERT_EQUAL(out.rc_write_quiet, 0);
     json_object_put(now);
+    json_object_put(rc);
+    /* With its children, a status change alone: the plan of what it wrote does nothing. */
+    json_object *kids[4];
+    children(&e, kids);
+    rc = store_rc(&e); /* with the finalizer (the fake's PATCH keeps metadata as it was) */
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "PATCH", RC_PATH "/status"), 2);
+    CU_ASSERT(out.rc_written_rv[0] != '\0');
+    CU_ASSERT_EQUAL(out.rc_write_quiet, 1);
+    put_kids(kids);
     json_object_put(rc);
     env_close(&e);
 }
