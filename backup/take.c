@@ -1,6 +1,7 @@
 /* take: rdc-backup take (take.h). */
 #include "take.h"
 
+#include "clock.h"
 #include "jsonx.h"
 #include "redis_stream.h"
 #include "redis_tls.h"
@@ -33,13 +34,10 @@ typedef struct {
     char chunk[READ_CHUNK];
 } node_t;
 
+/* The wall-clock time now as RFC 3339 in UTC, whole seconds ("2024-05-01T12:00:00Z"). */
 static void iso_now(char *buf, size_t cap)
 {
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    clock_format_rfc3339(clock_wall_ns(), 0, buf, cap);
 }
 
 /* Wait for events on fd at most timeout_ms: 0 ready, -1 with err. */
