@@ -83,6 +83,40 @@ static inline void sim_test_print_failure(const char *test, uint64_t seed, int64
             test);
 }
 
+/* Adds a run's result r (sim_result_t or sc_result_t) to a test's totals t: the counters
+ * both simulations have (seeds, failed, steps, writes, acked, reconciles, commands,
+ * recoveries, the faults by kind) summed, recover_max and converge_max the longest. Each
+ * test adds its own counters after it. A macro: the two results are different types with
+ * these fields named alike. */
+#define SIM_TEST_ADD_SHARED(t, r)                                                                                  \
+    do {                                                                                                           \
+        (t)->seeds++;                                                                                              \
+        (t)->failed += (r)->failed;                                                                                \
+        (t)->steps += (r)->steps;                                                                                  \
+        (t)->writes += (r)->writes;                                                                                \
+        (t)->acked += (r)->acked;                                                                                  \
+        (t)->reconciles += (r)->reconciles;                                                                        \
+        (t)->commands += (r)->commands;                                                                            \
+        (t)->recoveries += (r)->recoveries;                                                                        \
+        if ((r)->recover_max_steps > (t)->recover_max)                                                             \
+            (t)->recover_max = (r)->recover_max_steps;                                                             \
+        if ((r)->converged_after > (t)->converge_max)                                                              \
+            (t)->converge_max = (r)->converged_after;                                                              \
+        for (size_t f_ = 0; f_ < sizeof((t)->faults) / sizeof((t)->faults[0]); f_++)                               \
+            (t)->faults[f_] += (r)->faults[f_];                                                                    \
+    } while (0)
+
+/* Prints "\n  faults:" and each kind that happened (name(kind) and its count, of the
+ * n kinds in faults), then a newline: the totals' last line. */
+static inline void sim_test_print_faults(const int64_t *faults, int n, const char *(*name)(int))
+{
+    fprintf(stderr, "\n  faults:");
+    for (int f = 0; f < n; f++)
+        if (faults[f])
+            fprintf(stderr, " %s %lld", name(f), (long long)faults[f]);
+    fprintf(stderr, "\n");
+}
+
 /* The same seed gives the same run, event for event, traced (to /dev/null, at level) or
  * not; the next seed another: for seeds first..last, 6000 steps each. */
 static inline void sim_test_replay(sim_test_run_fn run, uint64_t first, uint64_t last, int64_t level)

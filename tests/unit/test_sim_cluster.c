@@ -73,15 +73,9 @@ typedef struct {
 
 static void add(totals_t *t, const sc_result_t *r)
 {
-    t->seeds++;
-    t->failed += r->failed;
-    t->steps += r->steps;
-    t->writes += r->writes;
-    t->acked += r->acked;
+    SIM_TEST_ADD_SHARED(t, r);
     t->unsafe += r->unsafe_acked;
-    t->reconciles += r->reconciles;
     t->decisions += r->decisions;
-    t->commands += r->commands;
     t->refused += r->refused;
     t->moves += r->moves;
     t->slots_moved += r->slots_moved;
@@ -90,13 +84,6 @@ static void add(totals_t *t, const sc_result_t *r)
     t->manual += r->manual_failovers;
     t->noaddr += r->noaddr;
     t->reshards += r->reshards_done;
-    t->recoveries += r->recoveries;
-    if (r->recover_max_steps > t->recover_max)
-        t->recover_max = r->recover_max_steps;
-    if (r->converged_after > t->converge_max)
-        t->converge_max = r->converged_after;
-    for (int f = 0; f < SC_F_COUNT; f++)
-        t->faults[f] += r->faults[f];
 }
 
 static void print_totals(const void *totals, double secs)
@@ -116,11 +103,7 @@ static void print_totals(const void *totals, double secs)
             (long long)t->moves, (long long)t->slots_moved, (long long)t->keys_moved, (long long)t->reshards,
             (long long)t->elections, (long long)t->manual, (long long)t->noaddr, (long long)t->recoveries,
             (double)t->recover_max / 10.0, (double)t->converge_max / 10.0);
-    fprintf(stderr, "\n  faults:");
-    for (int f = 0; f < SC_F_COUNT; f++)
-        if (t->faults[f])
-            fprintf(stderr, " %s %lld", sc_fault_name(f), (long long)t->faults[f]);
-    fprintf(stderr, "\n");
+    sim_test_print_faults(t->faults, SC_F_COUNT, sc_fault_name);
 }
 
 /* The simulation for sim_test.h (one trace level: every event). */

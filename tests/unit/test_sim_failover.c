@@ -76,27 +76,14 @@ typedef struct {
 
 static void add(totals_t *t, const sim_result_t *r)
 {
-    t->seeds++;
-    t->failed += r->failed;
-    t->steps += r->steps;
-    t->writes += r->writes;
-    t->acked += r->acked;
-    t->reconciles += r->reconciles;
-    t->commands += r->commands;
+    SIM_TEST_ADD_SHARED(t, r);
     t->promotions += r->promotions;
     t->records += r->records;
     t->switchovers += r->switchovers;
     t->conflicts += r->conflicts;
-    t->recoveries += r->recoveries;
     t->recover_total += r->recover_total_steps;
     t->lost += r->lost_acked;
     t->dual += r->dual_writers;
-    if (r->recover_max_steps > t->recover_max)
-        t->recover_max = r->recover_max_steps;
-    if (r->converged_after > t->converge_max)
-        t->converge_max = r->converged_after;
-    for (int f = 0; f < SIM_F_COUNT; f++)
-        t->faults[f] += r->faults[f];
 }
 
 static void print_totals(const void *totals, double secs)
@@ -115,11 +102,7 @@ static void print_totals(const void *totals, double secs)
     if (t->lost || t->dual)
         fprintf(stderr, "; overlapping faults: %lld acknowledged writes missing, %lld steps with two writers",
                 (long long)t->lost, (long long)t->dual);
-    fprintf(stderr, "\n  faults:");
-    for (int f = 0; f < SIM_F_COUNT; f++)
-        if (t->faults[f])
-            fprintf(stderr, " %s %lld", sim_fault_name((sim_fault_t)f), (long long)t->faults[f]);
-    fprintf(stderr, "\n");
+    sim_test_print_faults(t->faults, SIM_F_COUNT, fault_name);
 }
 
 /* The simulation for sim_test.h. */
