@@ -1,6 +1,7 @@
 /* take: rdc-backup take (take.h). */
 #include "take.h"
 
+#include "clock.h"
 #include "jsonx.h"
 #include "prune.h"
 #include "redis_stream.h"
@@ -38,10 +39,9 @@ typedef struct {
 /* The time now in RFC 3339 into buf; returns it in Unix seconds. */
 static int64_t iso_now(char *buf, size_t cap)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    retain_time_str((int64_t)ts.tv_sec, buf, cap);
-    return (int64_t)ts.tv_sec;
+    int64_t sec = clock_wall_ns() / NS_PER_SEC;
+    retain_time_str(sec, buf, cap);
+    return sec;
 }
 
 /* Wait for events on fd at most timeout_ms: 0 ready, -1 with err. */

@@ -3,6 +3,8 @@
 #include "s3.h"
 
 #include "backoff.h"
+#include "buf.h"
+#include "clock.h"
 #include "kube_retry.h"
 
 #include <curl/curl.h>
@@ -125,16 +127,6 @@ int s3_bucket_name_ok(const char *b)
 
 /* ------------------------------------------------------------------ the client */
 
-static char *dup_or_null(const char *s, int *oom)
-{
-    if (!s)
-        return NULL;
-    char *d = strdup(s);
-    if (!d)
-        *oom = 1;
-    return d;
-}
-
 s3_t *s3_new(const s3_config_t *cfg, char *err, size_t errlen)
 {
     size_t part = cfg->part_size ? cfg->part_size : S3_DEFAULT_PART_SIZE;
@@ -153,11 +145,11 @@ s3_t *s3_new(const s3_config_t *cfg, char *err, size_t errlen)
     s3_t *s = calloc(1, sizeof *s);
     int oom = !s;
     if (s) {
-        s->endpoint = dup_or_null(cfg->endpoint, &oom);
-        s->region = dup_or_null(cfg->region ? cfg->region : "us-east-1", &oom);
-        s->access_key = dup_or_null(cfg->access_key, &oom);
-        s->secret_key = dup_or_null(cfg->secret_key, &oom);
-        s->ca_file = dup_or_null(cfg->ca_file, &oom);
+        s->endpoint = str_dup_opt(cfg->endpoint, &oom);
+        s->region = str_dup_opt(cfg->region ? cfg->region : "us-east-1", &oom);
+        s->access_key = str_dup_opt(cfg->access_key, &oom);
+        s->secret_key = str_dup_opt(cfg->secret_key, &oom);
+        s->ca_file = str_dup_opt(cfg->ca_file, &oom);
         s->curl = curl_easy_init();
         oom |= !s->curl;
     }
@@ -496,13 +488,6 @@ static void fill_error(s3_error_t *e, const resp_t *rs, CURLcode cc, const char 
     }
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* One attempt: 0 on a 2xx, else the decision's input filled. */
 static int attempt(s3_t *s, const s3_request_t *r, resp_t *rs, CURLcode *cc, char *curl_msg)
 {
@@ -549,7 +534,7 @@ static int s3_send(s3_t *s, const s3_request_t *r, resp_t *rs, s3_error_t *e)
             .curl_code = (int)cc, .sent = req_size > 0,
             .http_status = st == 500 || st == 502 ? 503 : st,
             .retry_after_s = rs->retry_after_s, .retries = retries, .refreshed = 1,
-            .now_ns = now_ns()};
+            .now_ns = clock_mono_ns()};
         kube_retry_t d = kube_retry_decide(&pol, &in, &s->rng);
         int stuck = rs->sink && (rs->sink->failed_errno || (rs->sink->written && !rs->sink->seekable));
         if (!d.retry || stuck || cc == CURLE_OUT_OF_MEMORY) {

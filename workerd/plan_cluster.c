@@ -161,27 +161,34 @@ static void move_node(const ctopo_input_t *in, int i, slotmove_node_t *n)
     snprintf(n->id, sizeof(n->id), "%s", me ? me->id : "");
 }
 
+void plan_cluster_move_job(const ctopo_input_t *in, const ctopo_move_t *mv, const char *cluster,
+                           int64_t batch_bytes, int64_t bytes_per_second, int replicated, slotmove_job_t *job)
+{
+    memset(job, 0, sizeof(*job));
+    snprintf(job->cluster, sizeof(job->cluster), "%s", cluster);
+    move_node(in, mv->source, &job->source);
+    move_node(in, mv->target, &job->target);
+    for (size_t i = 0; i < mv->nothers && i < SLOTMOVE_MAX_OTHERS; i++)
+        move_node(in, mv->others[i], &job->others[job->nothers++]);
+    job->nranges = mv->nranges < SLOTMOVE_MAX_RANGES ? mv->nranges : SLOTMOVE_MAX_RANGES;
+    memcpy(job->ranges, mv->ranges, job->nranges * sizeof(job->ranges[0]));
+    job->batch_bytes = batch_bytes;
+    job->budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
+    job->bytes_per_second = bytes_per_second;
+    /* slotmove.h, REPLICATED: one replica, as a client's WAIT 1 (a move inside a shard
+     * with two masters may have a target nobody follows yet: nothing to wait for) */
+    job->wait_replicas = replicated && in->replicas > 0 && mv->nreplicas > 0;
+    for (size_t i = 0; replicated && i < mv->nreplicas && i < SLOTMOVE_MAX_REPLICAS; i++)
+        move_node(in, mv->replicas[i], &job->replicas[job->nreplicas++]);
+}
+
 /* RESHARD: the move mv as a PLAN_SLOT_MOVE (slotmove.h's job: the spec's batch size,
  * budget and rate), with its Event. Returns 0, or -1 when out of memory. */
 static int plan_move(const plan_ctx_t *c, const ctopo_input_t *in, const ctopo_result_t *r, const ctopo_move_t *mv)
 {
     static slotmove_job_t job;
-    memset(&job, 0, sizeof(job));
-    snprintf(job.cluster, sizeof(job.cluster), "%s", c->name);
-    move_node(in, mv->source, &job.source);
-    move_node(in, mv->target, &job.target);
-    for (size_t i = 0; i < mv->nothers && i < SLOTMOVE_MAX_OTHERS; i++)
-        move_node(in, mv->others[i], &job.others[job.nothers++]);
-    job.nranges = mv->nranges < SLOTMOVE_MAX_RANGES ? mv->nranges : SLOTMOVE_MAX_RANGES;
-    memcpy(job.ranges, mv->ranges, job.nranges * sizeof(job.ranges[0]));
-    job.batch_bytes = c->spec->cluster.migration_batch_bytes;
-    job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
-    job.bytes_per_second = c->spec->cluster.migration_bytes_per_second;
-    /* slotmove.h, REPLICATED: one replica, as a client's WAIT 1 (a move inside a shard
-     * with two masters may have a target nobody follows yet: nothing to wait for) */
-    job.wait_replicas = in->replicas > 0 && mv->nreplicas > 0;
-    for (size_t i = 0; i < mv->nreplicas && i < SLOTMOVE_MAX_REPLICAS; i++)
-        move_node(in, mv->replicas[i], &job.replicas[job.nreplicas++]);
+    plan_cluster_move_job(in, mv, c->name, c->spec->cluster.migration_batch_bytes,
+                          c->spec->cluster.migration_bytes_per_second, 1, &job);
     json_object *body = slotmove_job_to_json(&job);
     if (!body)
         return -1;

@@ -22,6 +22,7 @@
 #include "plan_children.h"
 #include "plan_internal.h"
 #include "plan_observe.h"
+#include "slotmove.h"
 
 typedef struct {
     ctopo_input_t *in;      /* what was decided from (NULL: no decision) */
@@ -39,6 +40,15 @@ int plan_cluster_decide(const plan_ctx_t *c, plan_cluster_t *out);
  * StatefulSet of ours, the commands, the slot move (PLAN_SLOT_MOVE, Events
  * ClusterReshard), labels, the rollout's deletion. Returns 0, or -1 when out of memory. */
 int plan_cluster(const plan_ctx_t *c, const plan_kids_t *kids, plan_cluster_t *out);
+
+/* The slot move mv of in as slotmove.h's job for the RedisCluster named cluster (metrics):
+ * its source, target, other masters and ranges (as many as the job holds), the default
+ * budget, batch_bytes and bytes_per_second (0: no pace) as given; with replicated, the
+ * target's replicas and REPLICATED (one must acknowledge, when the shards have replicas
+ * and the move names some). Overwrites *job. Pure: plan_move and the simulation's moves
+ * (tests/sim/sim_cluster.c) build their jobs with it. */
+void plan_cluster_move_job(const ctopo_input_t *in, const ctopo_move_t *mv, const char *cluster,
+                           int64_t batch_bytes, int64_t bytes_per_second, int replicated, slotmove_job_t *job);
 
 /* Free what plan_cluster allocated; *x is left empty. */
 void plan_cluster_free(plan_cluster_t *x);

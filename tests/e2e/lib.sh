@@ -127,6 +127,23 @@ skip_without_process_nodes() {
     exit 0
 }
 
+# process_part PART NAMESPACE RUNDIR LOG: the start of a script's last part, on real pods:
+# on a cluster without process nodes, say PART is skipped, print the summary and end the
+# script (exit 0); else NAMESPACE created and pinned to the process nodes (one check), its
+# default ServiceAccount waited for, and a second operator (sup_start: RUNDIR, LOG) on it
+# with one worker.
+process_part() {
+    if ! has_process_nodes; then
+        echo "# SKIP $1: no process nodes (RDC_CLUSTER_PROCESS_NODES=3 tests/cluster/cluster.sh up)"
+        summary
+        exit
+    fi
+    kubectl create namespace "$2" >/dev/null
+    check "cluster.sh pin-namespace $2" "$TOP/tests/cluster/cluster.sh" pin-namespace "$2"
+    wait_until 20 kubectl -n "$2" get serviceaccount default
+    sup_start "$BIN" "$3" "$4" --kubeconfig "$KUBECONFIG" --workers 1 --namespace "$2"
+}
+
 # rc_yaml NAME NAMESPACE: the manifest of a cache.example.com/v1 RedisCluster on stdout;
 # its spec (the YAML under "spec:", indented by two spaces) is read from stdin:
 #     rc_yaml cache "$ns" <<YAML | kubectl apply -f - >/dev/null

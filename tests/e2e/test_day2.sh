@@ -185,15 +185,7 @@ check "deleting the RedisCluster takes the NetworkPolicy along (garbage collecto
 sup_stop 5
 
 # ---- 7. Real pods: a sidecar beside redis-server ---------------------------------------------
-if ! has_process_nodes; then
-    echo "# SKIP part 7: no process nodes (RDC_CLUSTER_PROCESS_NODES=3 tests/cluster/cluster.sh up)"
-    summary
-    exit
-fi
-kubectl create namespace "$ns2" >/dev/null
-check "cluster.sh pin-namespace $ns2" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns2"
-wait_until 20 kubectl -n "$ns2" get serviceaccount default
-sup_start "$BIN" "$work/rt2" "$work/operator2.log" --kubeconfig "$KUBECONFIG" --workers 1 --namespace "$ns2"
+process_part "part 7" "$ns2" "$work/rt2" "$work/operator2.log"
 # The process runtime runs no init containers (tests/cluster/runtime/pod.go): none here.
 rc_yaml side "$ns2" <<YAML | kubectl apply -f - >/dev/null
   size: 1

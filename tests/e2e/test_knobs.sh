@@ -240,15 +240,7 @@ check "config.extra.appendonly refused while spec.persistence is set (its defaul
 sup_stop 5
 
 # ---- 6. Real Redis: config.extra in the server, /metrics against INFO ---------------------------
-if [ "$(kubectl get nodes -l rdc.local/process-node=true -o name 2>/dev/null | wc -l)" -eq 0 ]; then
-    echo "# SKIP part 6: no process nodes (RDC_CLUSTER_PROCESS_NODES=3 tests/cluster/cluster.sh up)"
-    summary
-    exit
-fi
-kubectl create namespace "$ns2" >/dev/null
-check "cluster.sh pin-namespace $ns2" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns2"
-wait_until 20 kubectl -n "$ns2" get serviceaccount default
-sup_start "$BIN" "$work/rt2" "$work/operator2.log" --kubeconfig "$KUBECONFIG" --workers 1 --namespace "$ns2"
+process_part "part 6" "$ns2" "$work/rt2" "$work/operator2.log"
 rc_yaml m "$ns2" <<YAML | kubectl apply -f - >/dev/null
   size: 1
   image: redis

@@ -2,6 +2,7 @@
 #include "sim_cluster.h"
 
 #include "cluster_topo.h"
+#include "plan_cluster.h"
 #include "redisexec.h"
 #include "clusternodes.h"
 #include "sim_env.h"
@@ -1431,34 +1432,13 @@ static int64_t io_now(void *user)
     return ((sc_t *)u[0])->clock_ns;
 }
 
-static void move_node(const ctopo_input_t *in, int i, slotmove_node_t *n)
-{
-    const cn_node_t *me = cn_myself(in->pod[i].view);
-    snprintf(n->pod, sizeof(n->pod), "%s", in->pod[i].pod);
-    snprintf(n->ip, sizeof(n->ip), "%s", in->pod[i].ip);
-    n->port = CTOPO_PORT;
-    snprintf(n->id, sizeof(n->id), "%s", me ? me->id : "");
-}
-
-/* A move as plan_move makes its job, run by slotmove_run over the model. Returns 0 when
- * it ran to its end or its budget, -1 when it stopped on a failure. */
+/* A move as plan_move makes its job (plan_cluster_move_job; SIM_NO_MOVE_WAIT: without
+ * REPLICATED), run by slotmove_run over the model. Returns 0 when it ran to its end or its
+ * budget, -1 when it stopped on a failure. */
 static int run_move(sc_t *w, const ctopo_move_t *mv)
 {
     static slotmove_job_t job;
-    memset(&job, 0, sizeof(job));
-    snprintf(job.cluster, sizeof(job.cluster), "sim");
-    move_node(w->in, mv->source, &job.source);
-    move_node(w->in, mv->target, &job.target);
-    for (size_t i = 0; i < mv->nothers && i < SLOTMOVE_MAX_OTHERS; i++)
-        move_node(w->in, mv->others[i], &job.others[job.nothers++]);
-    job.nranges = mv->nranges < SLOTMOVE_MAX_RANGES ? mv->nranges : SLOTMOVE_MAX_RANGES;
-    memcpy(job.ranges, mv->ranges, job.nranges * sizeof(job.ranges[0]));
-    job.batch_bytes = SLOTMOVE_DEFAULT_BATCH_BYTES;
-    job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
-    /* as plan_move (slotmove.h, REPLICATED) */
-    job.wait_replicas = !w->cfg.no_move_wait && w->R > 0 && mv->nreplicas > 0;
-    for (size_t i = 0; i < mv->nreplicas && i < SLOTMOVE_MAX_REPLICAS && !w->cfg.no_move_wait; i++)
-        move_node(w->in, mv->replicas[i], &job.replicas[job.nreplicas++]);
+    plan_cluster_move_job(w->in, mv, "sim", SLOTMOVE_DEFAULT_BATCH_BYTES, 0, !w->cfg.no_move_wait, &job);
     void *user[2] = {w, &job};
     slotmove_io_t io = {.command = io_command, .now_ns = io_now, .user = user};
     slotmove_progress_t pr;

@@ -47,19 +47,74 @@ static inline int sim_test_one_seed(void *arg, uint64_t seed, int64_t steps, FIL
     return r.rc;
 }
 
+/* Prints the totals of the seeds run: the test's own type behind totals; secs the wall time. */
+typedef void (*sim_test_print_fn)(const void *totals, double secs);
+
 /* The seeds of sim_env_seeds (SIM_SEED, SIM_STEPS, SIM_TOTAL; defaults dflt_total and
  * dflt_steps; at most max_failures failed), each run added to totals and required to
- * hold; the test stops when there is no world. Returns 1 for a replay (one seed asked
- * for), else 0; *secs the wall time. */
-static inline int sim_test_seeds(sim_test_run_fn run, void *totals, int64_t dflt_total, int64_t dflt_steps,
-                                 int max_failures, double *secs)
+ * hold, then the totals printed by print; the test stops when there is no world.
+ * Returns 1 for a replay (one seed asked for), else 0. */
+static inline int sim_test_seeds(sim_test_run_fn run, void *totals, sim_test_print_fn print, int64_t dflt_total,
+                                 int64_t dflt_steps, int max_failures)
 {
     sim_test_seed_arg_t arg = {run, totals};
     int failed, missing;
+    double secs;
     int replay = sim_env_seeds(dflt_total, dflt_steps, max_failures, sim_test_one_seed, &arg, &failed, &missing,
-                               secs);
+                               &secs);
     CU_ASSERT_FALSE_FATAL(missing);
+    print(totals, secs);
     return replay;
+}
+
+/* A sim_test_run_fn's tail, for a run of seed's steps steps that broke an invariant: prints
+ * the step, the world's size in words (size, e.g. "3 pods"), why, and the command that
+ * replays it with build/tests/test and the knobs[nknobs] of the environment that are set. */
+static inline void sim_test_print_failure(const char *test, uint64_t seed, int64_t steps, int64_t step,
+                                          const char *size, const char *why, const char *const *knobs,
+                                          size_t nknobs)
+{
+    char env[512];
+    sim_env_knobs(knobs, nknobs, env, sizeof(env));
+    fprintf(stderr,
+            "\n  SIMULATION FAILED: seed %#llx, step %lld (%s): %s\n"
+            "  replay: SIM_SEED=%#llx SIM_STEPS=%lld%s SIM_TRACE=1 build/tests/%s\n",
+            (unsigned long long)seed, (long long)step, size, why, (unsigned long long)seed, (long long)steps, env,
+            test);
+}
+
+/* Adds a run's result r (sim_result_t or sc_result_t) to a test's totals t: the counters
+ * both simulations have (seeds, failed, steps, writes, acked, reconciles, commands,
+ * recoveries, the faults by kind) summed, recover_max and converge_max the longest. Each
+ * test adds its own counters after it. A macro: the two results are different types with
+ * these fields named alike. */
+#define SIM_TEST_ADD_SHARED(t, r)                                                                                  \
+    do {                                                                                                           \
+        (t)->seeds++;                                                                                              \
+        (t)->failed += (r)->failed;                                                                                \
+        (t)->steps += (r)->steps;                                                                                  \
+        (t)->writes += (r)->writes;                                                                                \
+        (t)->acked += (r)->acked;                                                                                  \
+        (t)->reconciles += (r)->reconciles;                                                                        \
+        (t)->commands += (r)->commands;                                                                            \
+        (t)->recoveries += (r)->recoveries;                                                                        \
+        if ((r)->recover_max_steps > (t)->recover_max)                                                             \
+            (t)->recover_max = (r)->recover_max_steps;                                                             \
+        if ((r)->converged_after > (t)->converge_max)                                                              \
+            (t)->converge_max = (r)->converged_after;                                                              \
+        for (size_t f_ = 0; f_ < sizeof((t)->faults) / sizeof((t)->faults[0]); f_++)                               \
+            (t)->faults[f_] += (r)->faults[f_];                                                                    \
+    } while (0)
+
+/* Prints "\n  faults:" and each kind that happened (name(kind) and its count, of the
+ * n kinds in faults), then a newline: the totals' last line. */
+static inline void sim_test_print_faults(const int64_t *faults, int n, const char *(*name)(int))
+{
+    fprintf(stderr, "\n  faults:");
+    for (int f = 0; f < n; f++)
+        if (faults[f])
+            fprintf(stderr, " %s %lld", name(f), (long long)faults[f]);
+    fprintf(stderr, "\n");
 }
 
 /* The same seed gives the same run, event for event, traced (to /dev/null, at level) or

@@ -59,13 +59,10 @@ static void print_failure(const sc_cfg_t *c, const sc_result_t *r)
     static const char *const knobs[] = {"SIM_REPLICAS",   "SIM_OVERLAP",        "SIM_FAULTS",      "SIM_EVERY",
                                         "SIM_NO_RESHARD", "SIM_NO_FORCE_GUARD", "SIM_NO_MOVE_WAIT",
                                         "SIM_NO_BROADCAST"};
-    char env[512];
-    sim_env_knobs(knobs, sizeof(knobs) / sizeof(knobs[0]), env, sizeof(env));
-    fprintf(stderr,
-            "\n  SIMULATION FAILED: seed %#llx, step %lld (3 shards x %d): %s\n"
-            "  replay: SIM_SEED=%#llx SIM_STEPS=%lld%s SIM_TRACE=1 build/tests/test_sim_cluster\n",
-            (unsigned long long)c->seed, (long long)r->step, 1 + r->replicas, r->why, (unsigned long long)c->seed,
-            (long long)c->steps, env);
+    char size[32];
+    snprintf(size, sizeof(size), "3 shards x %d", 1 + r->replicas);
+    sim_test_print_failure("test_sim_cluster", c->seed, c->steps, r->step, size, r->why, knobs,
+                           sizeof(knobs) / sizeof(knobs[0]));
 }
 
 typedef struct {
@@ -76,15 +73,9 @@ typedef struct {
 
 static void add(totals_t *t, const sc_result_t *r)
 {
-    t->seeds++;
-    t->failed += r->failed;
-    t->steps += r->steps;
-    t->writes += r->writes;
-    t->acked += r->acked;
+    SIM_TEST_ADD_SHARED(t, r);
     t->unsafe += r->unsafe_acked;
-    t->reconciles += r->reconciles;
     t->decisions += r->decisions;
-    t->commands += r->commands;
     t->refused += r->refused;
     t->moves += r->moves;
     t->slots_moved += r->slots_moved;
@@ -93,17 +84,11 @@ static void add(totals_t *t, const sc_result_t *r)
     t->manual += r->manual_failovers;
     t->noaddr += r->noaddr;
     t->reshards += r->reshards_done;
-    t->recoveries += r->recoveries;
-    if (r->recover_max_steps > t->recover_max)
-        t->recover_max = r->recover_max_steps;
-    if (r->converged_after > t->converge_max)
-        t->converge_max = r->converged_after;
-    for (int f = 0; f < SC_F_COUNT; f++)
-        t->faults[f] += r->faults[f];
 }
 
-static void print_totals(const totals_t *t, double secs)
+static void print_totals(const void *totals, double secs)
 {
+    const totals_t *t = totals;
     fprintf(stderr,
             "\n  %lld steps (%.1f simulated hours) over %lld seeds in %.1f s (%.0f steps/s): %lld failed; %lld writes, "
             "%lld acknowledged (%lld by a master flagged FAIL, not kept by Redis Cluster); %lld reconciles (%lld "
@@ -118,40 +103,30 @@ static void print_totals(const totals_t *t, double secs)
             (long long)t->moves, (long long)t->slots_moved, (long long)t->keys_moved, (long long)t->reshards,
             (long long)t->elections, (long long)t->manual, (long long)t->noaddr, (long long)t->recoveries,
             (double)t->recover_max / 10.0, (double)t->converge_max / 10.0);
-    fprintf(stderr, "\n  faults:");
-    for (int f = 0; f < SC_F_COUNT; f++)
-        if (t->faults[f])
-            fprintf(stderr, " %s %lld", sc_fault_name(f), (long long)t->faults[f]);
-    fprintf(stderr, "\n");
+    sim_test_print_faults(t->faults, SC_F_COUNT, sc_fault_name);
 }
 
-/* The simulation for sim_test.h. */
+/* The simulation for sim_test.h (one trace level: every event). */
 static void run(void *totals, uint64_t seed, int64_t steps, FILE *trace, int64_t level, sim_test_run_t *out)
 {
+    (void)level;
     sc_cfg_t c = cfg_of(seed, steps);
     c.trace = trace;
-    (void)level;
     sc_result_t r;
-    out->rc = sc_run(&c, &r);
-    if (out->rc < 0)
-        return;
-    if (totals) {
-        if (out->rc)
-            print_failure(&c, &r);
+    int rc = sc_run(&c, &r); /* r zeroed first, also for no world */
+    if (rc > 0 && totals)
+        print_failure(&c, &r);
+    if (rc >= 0 && totals)
         add(totals, &r);
-    }
-    *out = (sim_test_run_t){out->rc, r.steps, r.step, r.acked, r.digest};
+    *out = (sim_test_run_t){rc, r.steps, r.step, r.acked, r.digest};
 }
 
 /* Seeds from SIM_SEED on, SIM_STEPS each, until SIM_TOTAL steps; every one must hold. */
 static void test_million_steps(void)
 {
     totals_t t = {0};
-    double secs;
-    int replay = sim_test_seeds(run, &t, DEFAULT_TOTAL, DEFAULT_STEPS, MAX_FAILURES, &secs);
-    print_totals(&t, secs);
-    if (replay)
-        return;
+    if (sim_test_seeds(run, &t, print_totals, DEFAULT_TOTAL, DEFAULT_STEPS, MAX_FAILURES))
+        return; /* a replay */
     /* Not vacuous: the faults led to what the invariants are about. */
     CU_ASSERT(t.acked > t.steps / 10);
     CU_ASSERT(t.elections > 0);

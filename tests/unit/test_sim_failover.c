@@ -62,13 +62,10 @@ static void print_failure(const sim_cfg_t *c, const sim_result_t *r)
 {
     /* the settings a replay needs besides the seed, as this run got them */
     static const char *const knobs[] = {"SIM_SIZE", "SIM_OVERLAP", "SIM_NEW_IPS", "SIM_FAULTS", "SIM_EVERY"};
-    char env[512];
-    sim_env_knobs(knobs, sizeof(knobs) / sizeof(knobs[0]), env, sizeof(env));
-    fprintf(stderr,
-            "\n  SIMULATION FAILED: seed %#llx, step %lld (%d pods): %s\n"
-            "  replay: SIM_SEED=%#llx SIM_STEPS=%lld%s SIM_TRACE=1 build/tests/test_sim_failover\n",
-            (unsigned long long)c->seed, (long long)r->step, r->size, r->why, (unsigned long long)c->seed,
-            (long long)c->steps, env);
+    char size[32];
+    snprintf(size, sizeof(size), "%d pods", r->size);
+    sim_test_print_failure("test_sim_failover", c->seed, c->steps, r->step, size, r->why, knobs,
+                           sizeof(knobs) / sizeof(knobs[0]));
 }
 
 typedef struct {
@@ -79,31 +76,19 @@ typedef struct {
 
 static void add(totals_t *t, const sim_result_t *r)
 {
-    t->seeds++;
-    t->failed += r->failed;
-    t->steps += r->steps;
-    t->writes += r->writes;
-    t->acked += r->acked;
-    t->reconciles += r->reconciles;
-    t->commands += r->commands;
+    SIM_TEST_ADD_SHARED(t, r);
     t->promotions += r->promotions;
     t->records += r->records;
     t->switchovers += r->switchovers;
     t->conflicts += r->conflicts;
-    t->recoveries += r->recoveries;
     t->recover_total += r->recover_total_steps;
     t->lost += r->lost_acked;
     t->dual += r->dual_writers;
-    if (r->recover_max_steps > t->recover_max)
-        t->recover_max = r->recover_max_steps;
-    if (r->converged_after > t->converge_max)
-        t->converge_max = r->converged_after;
-    for (int f = 0; f < SIM_F_COUNT; f++)
-        t->faults[f] += r->faults[f];
 }
 
-static void print_totals(const totals_t *t, double secs)
+static void print_totals(const void *totals, double secs)
 {
+    const totals_t *t = totals;
     fprintf(stderr,
             "\n  %lld steps (%.1f simulated hours) over %lld seeds in %.1f s: %lld failed; %lld writes, %lld "
             "acknowledged; %lld reconciles, %lld Redis commands, %lld promotions, %lld records (elections and "
@@ -117,11 +102,7 @@ static void print_totals(const totals_t *t, double secs)
     if (t->lost || t->dual)
         fprintf(stderr, "; overlapping faults: %lld acknowledged writes missing, %lld steps with two writers",
                 (long long)t->lost, (long long)t->dual);
-    fprintf(stderr, "\n  faults:");
-    for (int f = 0; f < SIM_F_COUNT; f++)
-        if (t->faults[f])
-            fprintf(stderr, " %s %lld", sim_fault_name((sim_fault_t)f), (long long)t->faults[f]);
-    fprintf(stderr, "\n");
+    sim_test_print_faults(t->faults, SIM_F_COUNT, fault_name);
 }
 
 /* The simulation for sim_test.h. */
@@ -130,27 +111,21 @@ static void run(void *totals, uint64_t seed, int64_t steps, FILE *trace, int64_t
     sim_cfg_t c = cfg_of(seed, steps);
     c.trace = trace;
     c.trace_plans = level > 1;
-    sim_result_t r;
-    out->rc = sim_run(&c, &r);
-    if (out->rc < 0)
-        return;
-    if (totals) {
-        if (out->rc)
-            print_failure(&c, &r);
+    sim_result_t r = {0};
+    int rc = sim_run(&c, &r);
+    if (rc > 0 && totals)
+        print_failure(&c, &r);
+    if (rc >= 0 && totals)
         add(totals, &r);
-    }
-    *out = (sim_test_run_t){out->rc, r.steps, r.step, r.acked, r.digest};
+    *out = (sim_test_run_t){rc, r.steps, r.step, r.acked, r.digest};
 }
 
 /* Seeds from SIM_SEED on, SIM_STEPS each, until SIM_TOTAL steps; every one must hold. */
 static void test_million_steps(void)
 {
     totals_t t = {0};
-    double secs;
-    int replay = sim_test_seeds(run, &t, DEFAULT_TOTAL, DEFAULT_STEPS, MAX_FAILURES, &secs);
-    print_totals(&t, secs);
-    if (replay)
-        return;
+    if (sim_test_seeds(run, &t, print_totals, DEFAULT_TOTAL, DEFAULT_STEPS, MAX_FAILURES))
+        return; /* a replay */
     /* Not vacuous: the faults led to what the invariants are about. */
     CU_ASSERT(t.acked > t.steps / 4);
     CU_ASSERT(t.promotions > 0);
