@@ -88,6 +88,8 @@
 #define SLOTMOVE_MAX_KEYS 1000            /* GETKEYSINSLOT's count, keys in one MIGRATE at most */
 #define SLOTMOVE_MAX_GROUP 64             /* slots moved in lockstep (GROUPS), at most and by default */
 #define SLOTMOVE_DEFAULT_BATCH_BYTES (1 << 20)
+#define SLOTMOVE_DEFAULT_PIPELINE_BYTES (1 << 20) /* PIPELINES */
+#define SLOTMOVE_PIPELINE_MIGRATES SLOTMOVE_MAX_GROUP /* PIPELINES */
 #define SLOTMOVE_DEFAULT_BUDGET_NS (INT64_C(8000000000))
 #define SLOTMOVE_PACE_TICK_NS (INT64_C(500000000)) /* a keepalive at least this often while paced */
 #define SLOTMOVE_MIGRATE_TIMEOUT_MS 5000
@@ -126,6 +128,11 @@ typedef struct {
     size_t nranges;
     cn_range_t ranges[SLOTMOVE_MAX_RANGES]; /* the slots, in this order */
     int64_t batch_bytes;                    /* > 0 */
+    int64_t pipeline_bytes;                 /* PIPELINES: one pipeline's MIGRATEs carry at most
+                                             * this; 0: SLOTMOVE_DEFAULT_PIPELINE_BYTES */
+    int pipeline_migrates;                  /* PIPELINES: MIGRATEs in one pipeline at most; 0
+                                             * (and above SLOTMOVE_MAX_GROUP): SLOTMOVE_
+                                             * PIPELINE_MIGRATES (not in the JSON body) */
     int64_t max_bytes;                      /* stop once this much moved; 0: no bound */
     int64_t budget_ns;                      /* stop (resumable) after this long; > 0 */
     int64_t bytes_per_second;               /* pace: the run waits between batches so that
