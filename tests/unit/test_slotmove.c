@@ -673,7 +673,8 @@ static void test_pipelines(void)
         int pipeline_migrates;
         int mig_pipelines, most_migrates, most_keys, migrates;
     } rows[] = {
-        {"the defaults: the batch in one pipeline", 0, 0, 1, 5, 20, 5},
+        {"the defaults: four MIGRATEs a pipeline", 0, 0, 2, 4, 16, 5},
+        {"1 MiB and 64 MIGRATEs (before PIPELINES): the batch in one pipeline", 1 << 20, 64, 1, 5, 20, 5},
         {"320 bytes: two slots a pipeline", 320, 0, 3, 2, 8, 5},
         {"200 bytes: one slot a pipeline", 200, 0, 5, 1, 4, 5},
         {"100 bytes: two keys a MIGRATE, one a pipeline", 100, 0, 10, 1, 2, 10},
