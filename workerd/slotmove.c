@@ -896,8 +896,8 @@ int slotmove_job_from_json(const json_object *body, slotmove_job_t *job, char *e
     job->budget_ns = int_of(body, "budgetMs", SLOTMOVE_DEFAULT_BUDGET_NS / 1000000) * 1000000;
     job->bytes_per_second = int_of(body, "bytesPerSecond", 0);
     job->wait_replicas = (int)int_of(body, "waitReplicas", 0);
-    if (job->batch_bytes <= 0 || job->pipeline_bytes < 0 || job->max_bytes < 0 || job->budget_ns <= 0 || job->bytes_per_second < 0 ||
-        job->wait_replicas < 0 || job->wait_replicas > 16) {
+    if (job->batch_bytes <= 0 || job->pipeline_bytes < 0 || job->max_bytes < 0 || job->budget_ns <= 0 ||
+        job->bytes_per_second < 0 || job->wait_replicas < 0 || job->wait_replicas > 16) {
         snprintf(err, errlen, "a slot move's batchBytes and budgetMs must be positive, pipelineBytes and "
                  "bytesPerSecond not negative, waitReplicas 0..16");
         return -1;
