@@ -330,6 +330,7 @@ static int round_of(run_t *r, slotmove_state_t st, char *err, size_t errlen)
     if (!r->ncmd)
         return 0;
     char e[256] = "";
+    r->pr->migrate_rounds += st == SLOTMOVE_MIGRATE;
     send_round(r, node_for(st, other), e, sizeof(e));
     int rc = 0;
     for (size_t i = 0; i < r->ncmd; i++) {

@@ -177,6 +177,7 @@ typedef struct {
     int64_t keys, bytes;  /* keys migrated, their MEMORY USAGE summed */
     int commands;         /* commands sent */
     int round_trips;      /* pipelines sent (each one round trip), CLUSTER NODES included */
+    int migrate_rounds;   /* of which pipelines of MIGRATEs (PIPELINES) */
     int stopped;          /* 1: the budget or max_bytes ended it before every slot */
     int failed;           /* 1: an error stopped it (err says it) */
 } slotmove_progress_t;

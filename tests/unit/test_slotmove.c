@@ -704,6 +704,7 @@ static void test_pipelines(void)
             printf("\n  %s: %d pipelines of MIGRATEs, at most %d MIGRATEs and %d keys, %d MIGRATEs\n", rows[i].what,
                    w.mig_pipelines, w.most_migrates, w.most_keys, w.migrates);
         CU_ASSERT_EQUAL(w.mig_pipelines, rows[i].mig_pipelines);
+        CU_ASSERT_EQUAL(pr.migrate_rounds, rows[i].mig_pipelines);
         CU_ASSERT_EQUAL(w.most_migrates, rows[i].most_migrates);
         CU_ASSERT_EQUAL(w.most_keys, rows[i].most_keys);
         CU_ASSERT_EQUAL(w.migrates, rows[i].migrates);
