@@ -4,10 +4,16 @@
  * written into the three, then a quarter of the slots moved into the fourth: once by
  * slotmove_run_sync (what workerd runs for a PLAN_SLOT_MOVE: each source's highest slots,
  * as the plan picks them), once from the same starting point by `redis-cli --cluster
- * rebalance --cluster-use-empty-masters`. Prints seconds, slots/s, keys/s and (ours) the
- * commands sent per slot. Every redis-server started is stopped by its PID.
+ * rebalance --cluster-use-empty-masters`. During each move a SET writer thread per source
+ * master (a key of a slot neither side moves, a SET every millisecond) times every answer.
+ * Prints seconds, slots/s, keys/s, MB/s (the values' bytes), the writers' longest wait and
+ * 99th percentile, (ours) the commands sent per slot, and the sources' MIGRATEs: how many,
+ * Redis's ms in each (INFO commandstats), and the mean time a pipeline of them held its
+ * source (ours: progress.migrate_rounds; redis-cli sends one at a time). Every
+ * redis-server started is stopped by its PID.
  *
- *   bench_slotmove [--bytes N] [--value N] [--batch-bytes N] [--only ours|cli] [--runs N]
+ *   bench_slotmove [--bytes N] [--value N] [--batch-bytes N] [--pipeline-bytes N]
+ *                  [--pipeline-migrates N] [--only ours|cli] [--runs N]
  */
 #include "bench_util.h"
 #include "clock.h"
@@ -300,6 +306,7 @@ static int move_ours(const bench_t *b, slotmove_progress_t *sum)
             sum->bytes += pr.bytes;
             sum->commands += pr.commands;
             sum->round_trips += pr.round_trips;
+            sum->migrate_rounds += pr.migrate_rounds;
         }
     }
     return 0;
@@ -341,7 +348,28 @@ static void migrate_stats(const bench_t *b, long long *calls, long long *usec)
     }
 }
 
-/* One trial of one side: fresh cluster, filled, moved under the writers, timed. Returns 0 or -1. */
+/* A trial's lines of the table: time, rates, the writers' waits (pause, p99, ms); ours:
+ * its round trips; both: the sources' MIGRATEs and the pipelines they went in. */
+static void report(const bench_t *b, int ours, double sec, const slotmove_progress_t *pr, double pause, double p99)
+{
+    long long keys = moved_keys(b), mcalls = 0, musec = 0;
+    migrate_stats(b, &mcalls, &musec);
+    int slots = ours ? pr->slots_done : 16384 / 4;
+    printf("| %-34s | %7.2f | %7.0f | %9.0f | %6.1f | %9.1f | %6.1f | %9lld |\n",
+           ours ? "slotmove_run_sync (workerd's)" : "redis-cli --cluster rebalance", sec, slots / sec,
+           (double)keys / sec, (double)keys * (double)b->value / 1e6 / sec, pause, p99, keys);
+    if (ours)
+        printf("|   %d commands in %d round trips: %.2f a slot |  |  |  |  |  |  |  |\n", pr->commands, pr->round_trips,
+               (double)pr->round_trips / (slots ? slots : 1));
+    int rounds = ours ? pr->migrate_rounds : (int)mcalls; /* (redis-cli: one MIGRATE at a time) */
+    printf("|   %lld MIGRATEs, %.2f ms each on its source; %d pipelines of them, %.2f ms each | | | | | | | |\n",
+           mcalls, mcalls ? (double)musec / 1e3 / (double)mcalls : 0.0, rounds,
+           rounds ? (double)musec / 1e3 / rounds : 0.0);
+    fflush(stdout);
+}
+
+/* One trial of one side: fresh cluster, filled, moved under the writers, timed, checked
+ * settled (every node agrees, nothing open). Returns 0 or -1. */
 static int trial(bench_t *b, int ours)
 {
     slotmove_progress_t pr = {0};
@@ -362,32 +390,19 @@ static int trial(bench_t *b, int ours)
     double sec = (double)(clock_mono_ns() - t0) / 1e9;
     nap_ms(rc ? 0 : 200);
     double p99 = 0, pause = writing ? writers_stop(b, &p99) : 0;
-    long long keys = moved_keys(b), mcalls = 0, musec = 0;
-    if (!rc)
-        migrate_stats(b, &mcalls, &musec);
-    int slots = ours ? pr.slots_done : 16384 / 4;
     if (!rc && pause < 0) {
         fprintf(stderr, "bench_slotmove: a writer's SET failed\n");
         rc = -1;
     }
-    if (!rc)
-        printf("| %-34s | %7.2f | %7.0f | %9.0f | %6.1f | %9.1f | %6.1f | %9lld |\n",
-               ours ? "slotmove_run_sync (workerd's)" : "redis-cli --cluster rebalance", sec, slots / sec,
-               (double)keys / sec, (double)keys * (double)b->value / 1e6 / sec, pause, p99, keys);
-    int ok = 0; /* every node agrees, nothing open */
+    int ok = 0;
     for (int waited = 0; !rc && !ok && waited < 10000; waited += 100, nap_ms(100))
         ok = settled(b);
-    if (!rc && ours)
-        printf("|   %d commands in %d round trips: %.2f a slot |  |  |  |  |  |  |  |\n", pr.commands, pr.round_trips,
-               (double)pr.round_trips / (slots ? slots : 1));
-    if (!rc)
-        printf("|   %lld MIGRATEs, %.2f ms each on its source |  |  |  |  |  |  |  |\n", mcalls,
-               mcalls ? (double)musec / 1e3 / (double)mcalls : 0.0);
     if (!rc && !ok) {
         fprintf(stderr, "bench_slotmove: the cluster did not settle after the move\n");
         rc = -1;
     }
-    fflush(stdout);
+    if (!rc)
+        report(b, ours, sec, &pr, pause, p99);
     stop_all(b);
     return rc;
 }
