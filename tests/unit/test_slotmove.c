@@ -687,7 +687,7 @@ static void test_pipelines(void)
         static model_t w;
         model_init(&w, 0);
         for (int s = 2; s <= 6; s++) {
-            char prefix[4];
+            char prefix[16];
             snprintf(prefix, sizeof(prefix), "s%d", s);
             add_keys(&w, s, prefix, 4);
         }
