@@ -4,10 +4,16 @@
  * written into the three, then a quarter of the slots moved into the fourth: once by
  * slotmove_run_sync (what workerd runs for a PLAN_SLOT_MOVE: each source's highest slots,
  * as the plan picks them), once from the same starting point by `redis-cli --cluster
- * rebalance --cluster-use-empty-masters`. Prints seconds, slots/s, keys/s and (ours) the
- * commands sent per slot. Every redis-server started is stopped by its PID.
+ * rebalance --cluster-use-empty-masters`. During each move a SET writer thread per source
+ * master (a key of a slot neither side moves, a SET every millisecond) times every answer.
+ * Prints seconds, slots/s, keys/s, MB/s (the values' bytes), the writers' longest wait and
+ * 99th percentile, (ours) the commands sent per slot, and the sources' MIGRATEs: how many,
+ * Redis's ms in each (INFO commandstats), and the mean time a pipeline of them held its
+ * source (ours: progress.migrate_rounds; redis-cli sends one at a time). Every
+ * redis-server started is stopped by its PID.
  *
- *   bench_slotmove [--bytes N] [--value N] [--batch-bytes N] [--only ours|cli] [--runs N]
+ *   bench_slotmove [--bytes N] [--value N] [--batch-bytes N] [--pipeline-bytes N]
+ *                  [--pipeline-migrates N] [--only ours|cli] [--runs N]
  */
 #include "bench_util.h"
 #include "clock.h"
@@ -15,6 +21,8 @@
 #include "slotmove.h"
 
 #include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +30,27 @@
 #include <unistd.h>
 
 #define BN 4 /* nodes: three masters and the empty one */
+#define WRITER_PERIOD_NS (INT64_C(1000000)) /* each writer thread: a SET every millisecond */
+#define WRITER_BUCKET_NS (INT64_C(100000))  /* the waits' histogram: 0.1 ms buckets */
+#define WRITER_BUCKETS 10000                /* up to 1 s */
+
+/* One SET writer thread: a key of a slot that stays on master `node`, set every
+ * WRITER_PERIOD_NS on its own connection, each answer timed. */
+typedef struct {
+    int port;
+    char key[32];
+    atomic_int *stop;
+    int64_t longest_ns; /* the longest one SET waited for its answer */
+    long long sets, failed;
+    int hist[WRITER_BUCKETS]; /* waits by WRITER_BUCKET_NS (the last: that or longer) */
+    pthread_t th;
+} writer_t;
 
 typedef struct {
-    int64_t bytes, value, batch_bytes;
-    int ours, cli, runs;
+    int64_t bytes, value, batch_bytes, pipeline_bytes;
+    int ours, cli, runs, pipeline_migrates;
+    writer_t writer[BN - 1];
+    atomic_int writers_stop;
     char dir[256];
     server_t srv[BN];
     char id[BN][CN_ID_LEN + 1];
@@ -152,6 +177,92 @@ static int fill(bench_t *b)
     return rc;
 }
 
+/* A writer thread: SET its key every WRITER_PERIOD_NS until told to stop, the longest
+ * wait for an answer kept (a refusal or a lost connection counts as failed: the key's
+ * slot stays on its master, so none is expected). */
+static void *writer_main(void *arg)
+{
+    writer_t *w = arg;
+    redisContext *c = redisConnect("127.0.0.1", w->port);
+    struct timeval tv = {30, 0};
+    if (!c || c->err || redisSetTimeout(c, tv) != REDIS_OK) {
+        w->failed++;
+        redisFree(c);
+        return NULL;
+    }
+    while (!atomic_load(w->stop)) {
+        int64_t t0 = clock_mono_ns();
+        redisReply *r = redisCommand(c, "SET %s %lld", w->key, w->sets);
+        int64_t waited = clock_mono_ns() - t0;
+        int ok = r && r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+        if (!ok) {
+            w->failed++;
+            break;
+        }
+        w->sets++;
+        if (waited > w->longest_ns)
+            w->longest_ns = waited;
+        w->hist[waited / WRITER_BUCKET_NS < WRITER_BUCKETS ? waited / WRITER_BUCKET_NS : WRITER_BUCKETS - 1]++;
+        if (waited < WRITER_PERIOD_NS) {
+            struct timespec ts = {0, (long)(WRITER_PERIOD_NS - waited)};
+            nanosleep(&ts, NULL);
+        }
+    }
+    redisFree(c);
+    return NULL;
+}
+
+/* One writer per source master, each on a key of a slot that stays there (in the middle
+ * of its master's range: redis-cli moves the lowest slots, ours the highest). Returns 0 or
+ * -1 (none left running). */
+static int writers_start(bench_t *b)
+{
+    atomic_store(&b->writers_stop, 0);
+    for (int i = 0; i < BN - 1; i++) {
+        writer_t *w = &b->writer[i];
+        memset(w, 0, sizeof(*w));
+        w->port = b->srv[i].port;
+        w->stop = &b->writers_stop;
+        int k = 0, low = i * 16384 / 3 + 2000;
+        do
+            snprintf(w->key, sizeof(w->key), "writer:%d", k++);
+        while (bench_key_slot(w->key) < low || bench_key_slot(w->key) >= low + 1000);
+        if (pthread_create(&w->th, NULL, writer_main, w)) {
+            atomic_store(&b->writers_stop, 1);
+            for (int j = 0; j < i; j++)
+                pthread_join(b->writer[j].th, NULL);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Stops the writers: the longest wait any saw, in ms (-1 when one failed), and the 99th
+ * percentile of all their waits into *p99 (ms, to the bucket's upper edge). */
+static double writers_stop(bench_t *b, double *p99)
+{
+    int64_t longest = 0;
+    long long failed = 0, sets = 0, seen = 0;
+    atomic_store(&b->writers_stop, 1);
+    for (int i = 0; i < BN - 1; i++) {
+        pthread_join(b->writer[i].th, NULL);
+        failed += b->writer[i].failed;
+        sets += b->writer[i].sets;
+        if (b->writer[i].longest_ns > longest)
+            longest = b->writer[i].longest_ns;
+    }
+    int k = 0;
+    for (; k < WRITER_BUCKETS - 1; k++) {
+        for (int i = 0; i < BN - 1; i++)
+            seen += b->writer[i].hist[k];
+        if (seen * 100 >= sets * 99)
+            break;
+    }
+    *p99 = (double)((k + 1) * WRITER_BUCKET_NS) / 1e6;
+    return failed ? -1 : (double)longest / 1e6;
+}
+
 static void node_of(const bench_t *b, int i, slotmove_node_t *n)
 {
     memset(n, 0, sizeof(*n));
@@ -178,6 +289,8 @@ static int move_ours(const bench_t *b, slotmove_progress_t *sum)
         job.nranges = 1;
         job.ranges[0] = (cn_range_t){to - give + 1, to};
         job.batch_bytes = b->batch_bytes;
+        job.pipeline_bytes = b->pipeline_bytes;
+        job.pipeline_migrates = b->pipeline_migrates;
         job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
         int rc = 1;
         while (rc == 1) {
@@ -193,6 +306,7 @@ static int move_ours(const bench_t *b, slotmove_progress_t *sum)
             sum->bytes += pr.bytes;
             sum->commands += pr.commands;
             sum->round_trips += pr.round_trips;
+            sum->migrate_rounds += pr.migrate_rounds;
         }
     }
     return 0;
@@ -216,7 +330,46 @@ static long long moved_keys(const bench_t *b)
     return n;
 }
 
-/* One trial of one side: fresh cluster, filled, moved, timed. Returns 0 or -1. */
+/* The sources' MIGRATEs (INFO commandstats of the three masters, summed): calls, and the
+ * microseconds Redis spent in them (each blocks its source until the target restored
+ * its keys). */
+static void migrate_stats(const bench_t *b, long long *calls, long long *usec)
+{
+    static char text[1 << 16];
+    *calls = *usec = 0;
+    for (int i = 0; i < BN - 1; i++) {
+        bask(b, i, "INFO commandstats", text, sizeof(text));
+        const char *p = strstr(text, "cmdstat_migrate:calls=");
+        const char *u = p ? strstr(p, ",usec=") : NULL;
+        if (!p || !u)
+            continue;
+        *calls += strtoll(p + strlen("cmdstat_migrate:calls="), NULL, 10);
+        *usec += strtoll(u + strlen(",usec="), NULL, 10);
+    }
+}
+
+/* A trial's lines of the table: time, rates, the writers' waits (pause, p99, ms); ours:
+ * its round trips; both: the sources' MIGRATEs and the pipelines they went in. */
+static void report(const bench_t *b, int ours, double sec, const slotmove_progress_t *pr, double pause, double p99)
+{
+    long long keys = moved_keys(b), mcalls = 0, musec = 0;
+    migrate_stats(b, &mcalls, &musec);
+    int slots = ours ? pr->slots_done : 16384 / 4;
+    printf("| %-34s | %7.2f | %7.0f | %9.0f | %6.1f | %9.1f | %6.1f | %9lld |\n",
+           ours ? "slotmove_run_sync (workerd's)" : "redis-cli --cluster rebalance", sec, slots / sec,
+           (double)keys / sec, (double)keys * (double)b->value / 1e6 / sec, pause, p99, keys);
+    if (ours)
+        printf("|   %d commands in %d round trips: %.2f a slot |  |  |  |  |  |  |  |\n", pr->commands, pr->round_trips,
+               (double)pr->round_trips / (slots ? slots : 1));
+    int rounds = ours ? pr->migrate_rounds : (int)mcalls; /* (redis-cli: one MIGRATE at a time) */
+    printf("|   %lld MIGRATEs, %.2f ms each on its source; %d pipelines of them, %.2f ms each | | | | | | | |\n",
+           mcalls, mcalls ? (double)musec / 1e3 / (double)mcalls : 0.0, rounds,
+           rounds ? (double)musec / 1e3 / rounds : 0.0);
+    fflush(stdout);
+}
+
+/* One trial of one side: fresh cluster, filled, moved under the writers, timed, checked
+ * settled (every node agrees, nothing open). Returns 0 or -1. */
 static int trial(bench_t *b, int ours)
 {
     slotmove_progress_t pr = {0};
@@ -225,27 +378,31 @@ static int trial(bench_t *b, int ours)
         fprintf(stderr, "bench_slotmove: writing the keys failed\n");
         rc = -1;
     }
+    int writing = !rc && !writers_start(b);
+    if (!rc && !writing) {
+        fprintf(stderr, "bench_slotmove: the writers did not start\n");
+        rc = -1;
+    }
+    nap_ms(rc ? 0 : 200); /* the writers connected and writing */
     int64_t t0 = clock_mono_ns();
     if (!rc && (rc = ours ? move_ours(b, &pr) : move_cli(b)))
         fprintf(stderr, "bench_slotmove: the move failed (%s)\n", ours ? "slotmove_run_sync" : b->dir);
     double sec = (double)(clock_mono_ns() - t0) / 1e9;
-    long long keys = moved_keys(b);
-    int slots = ours ? pr.slots_done : 16384 / 4;
-    if (!rc)
-        printf("| %-34s | %7.2f | %7.0f | %9.0f | %9lld | %s |\n",
-               ours ? "slotmove_run_sync (workerd's)" : "redis-cli --cluster rebalance", sec, slots / sec,
-               (double)keys / sec, keys, ours ? "ours" : "cli");
-    int ok = 0; /* every node agrees, nothing open */
+    nap_ms(rc ? 0 : 200);
+    double p99 = 0, pause = writing ? writers_stop(b, &p99) : 0;
+    if (!rc && pause < 0) {
+        fprintf(stderr, "bench_slotmove: a writer's SET failed\n");
+        rc = -1;
+    }
+    int ok = 0;
     for (int waited = 0; !rc && !ok && waited < 10000; waited += 100, nap_ms(100))
         ok = settled(b);
-    if (!rc && ours)
-        printf("|   %d commands in %d round trips: %.2f a slot |  |  |  |  |  |\n", pr.commands, pr.round_trips,
-               (double)pr.round_trips / (slots ? slots : 1));
     if (!rc && !ok) {
         fprintf(stderr, "bench_slotmove: the cluster did not settle after the move\n");
         rc = -1;
     }
-    fflush(stdout);
+    if (!rc)
+        report(b, ours, sec, &pr, pause, p99);
     stop_all(b);
     return rc;
 }
@@ -255,6 +412,7 @@ int main(int argc, char **argv)
     static bench_t b = {.bytes = 64 << 20, .value = 1024, .batch_bytes = SLOTMOVE_DEFAULT_BATCH_BYTES, .runs = 1};
     b.ours = b.cli = 1;
     static const struct option opts[] = {{"bytes", 1, 0, 'b'}, {"value", 1, 0, 'v'}, {"batch-bytes", 1, 0, 'B'},
+                                         {"pipeline-bytes", 1, 0, 'P'}, {"pipeline-migrates", 1, 0, 'M'},
                                          {"only", 1, 0, 'o'}, {"runs", 1, 0, 'r'}, {0, 0, 0, 0}};
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         if (c == 'b')
@@ -263,6 +421,10 @@ int main(int argc, char **argv)
             b.value = strtoll(optarg, NULL, 10);
         else if (c == 'B')
             b.batch_bytes = strtoll(optarg, NULL, 10);
+        else if (c == 'P')
+            b.pipeline_bytes = strtoll(optarg, NULL, 10);
+        else if (c == 'M')
+            b.pipeline_migrates = (int)strtol(optarg, NULL, 10);
         else if (c == 'r')
             b.runs = (int)strtol(optarg, NULL, 10);
         else if (c == 'o') {
@@ -274,9 +436,11 @@ int main(int argc, char **argv)
     snprintf(b.dir, sizeof(b.dir), "/tmp/bench_slotmove.XXXXXX");
     if (b.value <= 0 || b.bytes < b.value || !mkdtemp(b.dir))
         return 2;
-    printf("%lld MiB, %lld keys of %lld bytes, 3 -> 4 masters, batchBytes %lld\n\n", (long long)(b.bytes >> 20),
-           (long long)(b.bytes / b.value), (long long)b.value, (long long)b.batch_bytes);
-    printf("| %-34s | seconds | slots/s |    keys/s | keys moved | |\n|---|---|---|---|---|---|\n", "");
+    printf("%lld MiB, %lld keys of %lld bytes, 3 -> 4 masters, batchBytes %lld, pipelineBytes %lld, "
+           "MIGRATEs a pipeline %d (0: the defaults)\n\n", (long long)(b.bytes >> 20), (long long)(b.bytes / b.value),
+           (long long)b.value, (long long)b.batch_bytes, (long long)b.pipeline_bytes, b.pipeline_migrates);
+    printf("| %-34s | seconds | slots/s |    keys/s |   MB/s | longest SET wait (ms) | p99 (ms) | keys moved |\n"
+           "|---|---|---|---|---|---|---|---|\n", "");
     int rc = 0;
     for (int r = 0; r < b.runs && !rc; r++)
         rc = (b.ours && trial(&b, 1)) || (b.cli && trial(&b, 0));

@@ -159,6 +159,8 @@ typedef struct {
     mach_t g[SLOTMOVE_MAX_GROUP]; /* the group: slots moved in lockstep */
     size_t ng;
     int64_t start;                /* the run's start (now_ns) */
+    int64_t pipe_bytes;           /* PIPELINES: a MIGRATE pipeline's bytes at most */
+    size_t pipe_migrates;         /* PIPELINES: a MIGRATE pipeline's MIGRATEs at most */
     /* one round: its commands (argvs into argv/lens), whose each is, their replies */
     int argcs[ROUND_CMDS];
     const char *const *argvs[ROUND_CMDS];
@@ -301,8 +303,9 @@ static int getkeys_fed(run_t *r, mach_t *x, redisReply *reply, const char *err)
 }
 
 /* One round: the command of every slot of the group in state st (NODE_OTHERS: those at
- * the first other master not yet told) pipelined to its node, each answer fed to its
- * slot's machine. Returns -1 when a slot failed (err: its words), else 0. */
+ * the first other master not yet told; MIGRATE: the first that fit in one pipeline, as
+ * PIPELINES says) pipelined to its node, each answer fed to its slot's machine. Returns -1
+ * when a slot failed (err: its words), else 0. */
 static int round_of(run_t *r, slotmove_state_t st, char *err, size_t errlen)
 {
     size_t other = SLOTMOVE_MAX_OTHERS;
@@ -310,18 +313,24 @@ static int round_of(run_t *r, slotmove_state_t st, char *err, size_t errlen)
         if (r->g[i].m.state == SLOTMOVE_NODE_OTHERS && r->g[i].m.other < other)
             other = r->g[i].m.other;
     r->ncmd = r->narg = 0;
+    int64_t bytes = 0;
     for (size_t i = 0; i < r->ng; i++) {
         mach_t *x = &r->g[i];
         if (x->m.state != st || (st == SLOTMOVE_NODE_OTHERS && x->m.other != other))
             continue;
-        if (st == SLOTMOVE_MIGRATE)
-            migrate_of(r, x);
-        else
+        if (st != SLOTMOVE_MIGRATE) {
             command_of(r, x);
+            continue;
+        }
+        if (r->ncmd && (r->ncmd >= r->pipe_migrates || bytes + x->take_bytes > r->pipe_bytes))
+            break; /* PIPELINES: the rest in the next pipeline */
+        migrate_of(r, x);
+        bytes += x->take_bytes;
     }
     if (!r->ncmd)
         return 0;
     char e[256] = "";
+    r->pr->migrate_rounds += st == SLOTMOVE_MIGRATE;
     send_round(r, node_for(st, other), e, sizeof(e));
     int rc = 0;
     for (size_t i = 0; i < r->ncmd; i++) {
@@ -343,12 +352,14 @@ static int round_of(run_t *r, slotmove_state_t st, char *err, size_t errlen)
     return rc;
 }
 
-/* The keys of x that fit in *room (at least one when first), *room less their sizes:
- * x's MIGRATE, or x back to GETKEYS when none fits (its turn comes in a later batch). */
-static void take_of(mach_t *x, const int64_t *sizes, int64_t *room, int first)
+/* The keys of x that fit in *room and in one pipeline's pipe bytes (at least one when
+ * first, or when its first fits in *room: a key larger than pipe goes alone), *room less
+ * their sizes: x's MIGRATE, or x back to GETKEYS when none fits (its turn comes in a later
+ * batch). */
+static void take_of(mach_t *x, const int64_t *sizes, int64_t *room, int64_t pipe, int first)
 {
     int64_t sum;
-    size_t k = batch_of(sizes, x->m.nkeys, *room, first, &sum);
+    size_t k = batch_of(sizes, x->m.nkeys, *room < pipe ? *room : pipe, first || sizes[0] <= *room, &sum);
     x->m.take = k;
     x->take_bytes = sum;
     x->m.state = k ? SLOTMOVE_MIGRATE : SLOTMOVE_GETKEYS;
@@ -358,7 +369,8 @@ static void take_of(mach_t *x, const int64_t *sizes, int64_t *room, int first)
 /* SIZES: MEMORY USAGE of the keys of the slots in SIZES, pipelined (SLOTMOVE_MAX_KEYS keys
  * at most: the first slot's always, the next ones' while they fit; the others back to
  * GETKEYS), then one batch of batch_bytes over them in order: a slot's first keys that fit
- * make its MIGRATE. Returns -1 when a slot failed (err), else 0. */
+ * (in the batch and in one pipeline's pipe_bytes) make its MIGRATE. Returns -1 when a slot
+ * failed (err), else 0. */
 static int sizes_round(run_t *r, char *err, size_t errlen)
 {
     r->ncmd = r->narg = 0;
@@ -394,7 +406,7 @@ static int sizes_round(run_t *r, char *err, size_t errlen)
     }
     int64_t room = r->job->batch_bytes;
     for (size_t i = 0; i < r->ncmd && !rc; i += r->whose[i]->m.nkeys)
-        take_of(r->whose[i], &r->sizes[i], &room, i == 0);
+        take_of(r->whose[i], &r->sizes[i], &room, r->pipe_bytes, i == 0);
     return rc;
 }
 
@@ -491,7 +503,7 @@ static int run_group(run_t *r, char *err, size_t errlen)
         rc = round_of(r, SLOTMOVE_GETKEYS, err, errlen);
         if (!rc)
             rc = sizes_round(r, err, errlen);
-        while (!rc && any_in(r, SLOTMOVE_MIGRATE)) /* (again with REPLACE after a BUSYKEY) */
+        while (!rc && any_in(r, SLOTMOVE_MIGRATE)) /* PIPELINES; again with REPLACE after a BUSYKEY */
             rc = round_of(r, SLOTMOVE_MIGRATE, err, errlen);
     }
     if (rc < 0)
@@ -713,6 +725,10 @@ int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char 
         return -1;
     }
     *r = (run_t){.job = job, .io = io, .password = password, .pr = progress, .start = io->now_ns(io->user)};
+    r->pipe_bytes = job->pipeline_bytes > 0 ? job->pipeline_bytes : SLOTMOVE_DEFAULT_PIPELINE_BYTES;
+    r->pipe_migrates = job->pipeline_migrates <= 0 ? SLOTMOVE_PIPELINE_MIGRATES
+                       : job->pipeline_migrates < SLOTMOVE_MAX_GROUP ? (size_t)job->pipeline_migrates
+                                                                     : SLOTMOVE_MAX_GROUP;
     snprintf(r->num[0], sizeof(r->num[0]), "%d", job->target.port);
     snprintf(r->num[1], sizeof(r->num[1]), "%d", SLOTMOVE_MIGRATE_TIMEOUT_MS);
     snprintf(r->num[2], sizeof(r->num[2]), "%d", SLOTMOVE_MAX_KEYS);
@@ -787,6 +803,8 @@ json_object *slotmove_job_to_json(const slotmove_job_t *job)
         jsonx_push(others, node_json(&job->others[i], &oom), &oom);
     jsonx_put(o, "others", others, &oom);
     jsonx_put(o, "batchBytes", jsonx_new_int(job->batch_bytes, &oom), &oom);
+    if (job->pipeline_bytes > 0)
+        jsonx_put(o, "pipelineBytes", jsonx_new_int(job->pipeline_bytes, &oom), &oom);
     jsonx_put(o, "maxBytes", jsonx_new_int(job->max_bytes, &oom), &oom);
     jsonx_put(o, "budgetMs", jsonx_new_int(job->budget_ns / 1000000, &oom), &oom);
     jsonx_put(o, "bytesPerSecond", jsonx_new_int(job->bytes_per_second, &oom), &oom);
@@ -874,14 +892,15 @@ int slotmove_job_from_json(const json_object *body, slotmove_job_t *job, char *e
             return -1;
         }
     job->batch_bytes = int_of(body, "batchBytes", SLOTMOVE_DEFAULT_BATCH_BYTES);
+    job->pipeline_bytes = int_of(body, "pipelineBytes", 0);
     job->max_bytes = int_of(body, "maxBytes", 0);
     job->budget_ns = int_of(body, "budgetMs", SLOTMOVE_DEFAULT_BUDGET_NS / 1000000) * 1000000;
     job->bytes_per_second = int_of(body, "bytesPerSecond", 0);
     job->wait_replicas = (int)int_of(body, "waitReplicas", 0);
-    if (job->batch_bytes <= 0 || job->max_bytes < 0 || job->budget_ns <= 0 || job->bytes_per_second < 0 ||
-        job->wait_replicas < 0 || job->wait_replicas > 16) {
-        snprintf(err, errlen, "a slot move's batchBytes and budgetMs must be positive, bytesPerSecond not negative, "
-                 "waitReplicas 0..16");
+    if (job->batch_bytes <= 0 || job->pipeline_bytes < 0 || job->max_bytes < 0 || job->budget_ns <= 0 ||
+        job->bytes_per_second < 0 || job->wait_replicas < 0 || job->wait_replicas > 16) {
+        snprintf(err, errlen, "a slot move's batchBytes and budgetMs must be positive, pipelineBytes and "
+                 "bytesPerSecond not negative, waitReplicas 0..16");
         return -1;
     }
     return 0;

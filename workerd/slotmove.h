@@ -35,17 +35,28 @@
  * pipeline to its node (IMPORTING of every slot to T, then MIGRATING to S, GETKEYS to S,
  * MEMORY USAGE of their keys to S, their MIGRATEs to S, NODE to T, to S, to each other
  * master), so a group costs about as many round trips as one slot did, and Redis saves
- * its nodes.conf once per pipeline rather than once per slot. One batch (the MIGRATEs of
- * one pipeline) is still at most batch_bytes in all, at least one key: a slot's keys that
- * do not fit wait for the next batch, and the longest a client waits is one batch as
- * before (MIGRATE blocks the source for its keys; Redis runs a pipeline's MIGRATEs one
- * after the other). A MIGRATE ... KEYS names keys of one slot (Redis: CROSSSLOT), so a
- * batch is one MIGRATE per slot. Each reply is fed to its own slot's machine; a refusal
- * stops the run after its pipeline, a connection lost stops it with every slot of the
- * pipeline unanswered. Either way, and at any point a worker is killed, up to a group of
- * slots is left open, each in a state RESUMING finishes: the plan resumes every open slot
- * of the same source and target in one move (cluster_topo.c, RESHARD). A run stopped by
- * its budget mid-group still closes the slots already emptied.
+ * its nodes.conf once per pipeline rather than once per slot. One batch (the MIGRATEs
+ * after one GETKEYS and MEMORY USAGE) is at most batch_bytes in all, at least one key: a
+ * slot's keys that do not fit wait for the next batch. A MIGRATE ... KEYS names keys of
+ * one slot (Redis: CROSSSLOT), so a batch is one MIGRATE per slot. Each reply is fed to
+ * its own slot's machine; a refusal stops the run after its pipeline, a connection lost
+ * stops it with every slot of the pipeline unanswered. Either way, and at any point a
+ * worker is killed, up to a group of slots is left open, each in a state RESUMING
+ * finishes: the plan resumes every open slot of the same source and target in one move
+ * (cluster_topo.c, RESHARD). A run stopped by its budget mid-group still closes the slots
+ * already emptied.
+ *
+ * PIPELINES: MIGRATE blocks the source until the target has restored its keys, and Redis
+ * runs a pipeline's commands one after the other before it serves another client, so the
+ * longest a client of the source waits is one pipeline of MIGRATEs: each a round trip from
+ * S to T (a fixed cost, dominant with few keys a slot) plus its keys' bytes. A batch's
+ * MIGRATEs therefore go in pipelines of at most job->pipeline_bytes (their keys' MEMORY
+ * USAGE summed; SLOTMOVE_DEFAULT_PIPELINE_BYTES) and at most job->pipeline_migrates
+ * MIGRATEs (SLOTMOVE_PIPELINE_MIGRATES), at least one MIGRATE each, in the group's order;
+ * and one slot's MIGRATE is itself at most pipeline_bytes, at least one key (the slot's
+ * other keys wait for the next batch, as above). The source serves its other clients
+ * between two pipelines; the cost is a round trip from the worker to S per pipeline
+ * (bench/README.md, "The longest pause": the defaults come from that table).
  *
  * REPLICATED (wait_replicas > 0): MIGRATE deletes the keys on the source as soon as the
  * target has them, and the target's replicas get them asynchronously, so a failover of
@@ -88,6 +99,8 @@
 #define SLOTMOVE_MAX_KEYS 1000            /* GETKEYSINSLOT's count, keys in one MIGRATE at most */
 #define SLOTMOVE_MAX_GROUP 64             /* slots moved in lockstep (GROUPS), at most and by default */
 #define SLOTMOVE_DEFAULT_BATCH_BYTES (1 << 20)
+#define SLOTMOVE_DEFAULT_PIPELINE_BYTES (64 << 10) /* PIPELINES: a pipeline's MIGRATEs' bytes */
+#define SLOTMOVE_PIPELINE_MIGRATES 4              /* PIPELINES: a pipeline's MIGRATEs */
 #define SLOTMOVE_DEFAULT_BUDGET_NS (INT64_C(8000000000))
 #define SLOTMOVE_PACE_TICK_NS (INT64_C(500000000)) /* a keepalive at least this often while paced */
 #define SLOTMOVE_MIGRATE_TIMEOUT_MS 5000
@@ -126,6 +139,11 @@ typedef struct {
     size_t nranges;
     cn_range_t ranges[SLOTMOVE_MAX_RANGES]; /* the slots, in this order */
     int64_t batch_bytes;                    /* > 0 */
+    int64_t pipeline_bytes;                 /* PIPELINES: one pipeline's MIGRATEs carry at most
+                                             * this; 0: SLOTMOVE_DEFAULT_PIPELINE_BYTES */
+    int pipeline_migrates;                  /* PIPELINES: MIGRATEs in one pipeline at most; 0
+                                             * (and above SLOTMOVE_MAX_GROUP): SLOTMOVE_
+                                             * PIPELINE_MIGRATES (not in the JSON body) */
     int64_t max_bytes;                      /* stop once this much moved; 0: no bound */
     int64_t budget_ns;                      /* stop (resumable) after this long; > 0 */
     int64_t bytes_per_second;               /* pace: the run waits between batches so that
@@ -159,6 +177,7 @@ typedef struct {
     int64_t keys, bytes;  /* keys migrated, their MEMORY USAGE summed */
     int commands;         /* commands sent */
     int round_trips;      /* pipelines sent (each one round trip), CLUSTER NODES included */
+    int migrate_rounds;   /* of which pipelines of MIGRATEs (PIPELINES) */
     int stopped;          /* 1: the budget or max_bytes ended it before every slot */
     int failed;           /* 1: an error stopped it (err says it) */
 } slotmove_progress_t;

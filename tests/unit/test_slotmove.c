@@ -170,6 +170,9 @@ typedef struct {
     int ack_after;    /* it acknowledges toff at the ack_after-th WAIT (0: at once; -1 never) */
     int infos, waits; /* INFO replication and WAIT on the target */
     int pipelines;    /* pipelines sent */
+    int mig_pipelines; /* PIPELINES: pipelines of MIGRATEs */
+    int most_migrates; /* the most MIGRATEs, and keys, one pipeline carried */
+    int most_keys;
     int refuse_slot;  /* the target refuses IMPORTING of this slot (-1 none) */
     int info_fails;   /* INFO on the target gets no answer */
     int view_after;   /* the target's replica credits it with its slots from its view_after-th
@@ -406,6 +409,17 @@ static int m_pipeline(void *user, int to, size_t n, const int *argcs, const char
 {
     model_t *w = user;
     w->pipelines++;
+    int migrates = 0, keys = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(argvs[i][0], "MIGRATE")) {
+            migrates++;
+            for (int a = 0; a < argcs[i]; a++)
+                if (!strcmp(argvs[i][a], "KEYS"))
+                    keys += argcs[i] - a - 1;
+        }
+    w->mig_pipelines += migrates > 0;
+    w->most_migrates = migrates > w->most_migrates ? migrates : w->most_migrates;
+    w->most_keys = keys > w->most_keys ? keys : w->most_keys;
     for (size_t i = 0; i < n; i++)
         if (!(replies[i] = m_command(user, to, argcs[i], argvs[i], lenss[i], err, errlen))) {
             for (size_t k = 0; k < n; k++) {
@@ -647,6 +661,58 @@ static void test_refusal_mid_pipeline(void)
     check_group_moved(&w);
 }
 
+/* PIPELINES: a batch's MIGRATEs go in pipelines of at most pipeline_bytes (the model's
+ * keys are 40 bytes each) and pipeline_migrates, at least one MIGRATE each; one slot's
+ * MIGRATE is at most pipeline_bytes too (at least one key), its other keys in the next
+ * batch. Slots 2-6 with 4 keys each (160 bytes a slot), one batch of 10000 bytes. */
+static void test_pipelines(void)
+{
+    static const struct {
+        const char *what;
+        int64_t pipeline_bytes;
+        int pipeline_migrates;
+        int mig_pipelines, most_migrates, most_keys, migrates;
+    } rows[] = {
+        {"the defaults: four MIGRATEs a pipeline", 0, 0, 2, 4, 16, 5},
+        {"1 MiB and 64 MIGRATEs (before PIPELINES): the batch in one pipeline", 1 << 20, 64, 1, 5, 20, 5},
+        {"320 bytes: two slots a pipeline", 320, 0, 3, 2, 8, 5},
+        {"200 bytes: one slot a pipeline", 200, 0, 5, 1, 4, 5},
+        {"100 bytes: two keys a MIGRATE, one a pipeline", 100, 0, 10, 1, 2, 10},
+        {"20 bytes: less than a key, one key a MIGRATE", 20, 0, 20, 1, 1, 20},
+        {"two MIGRATEs a pipeline", 0, 2, 3, 2, 8, 5},
+        {"one MIGRATE a pipeline", 0, 1, 5, 1, 4, 5},
+        {"both bounds: the tighter one", 480, 2, 3, 2, 8, 5},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        static model_t w;
+        model_init(&w, 0);
+        static const char *const prefix[] = {"", "", "s2", "s3", "s4", "s5", "s6"};
+        for (int s = 2; s <= 6; s++)
+            add_keys(&w, s, prefix[s], 4);
+        slotmove_job_t job;
+        job_of(&w, &job, 2, 6, 10000);
+        job.pipeline_bytes = rows[i].pipeline_bytes;
+        job.pipeline_migrates = rows[i].pipeline_migrates;
+        slotmove_io_t io = {m_command, m_pipeline, m_now, &w, m_tick, &w, NULL};
+        slotmove_progress_t pr;
+        char err[256];
+        CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+        if (w.mig_pipelines != rows[i].mig_pipelines || w.most_migrates != rows[i].most_migrates ||
+            w.most_keys != rows[i].most_keys || w.migrates != rows[i].migrates)
+            printf("\n  %s: %d pipelines of MIGRATEs, at most %d MIGRATEs and %d keys, %d MIGRATEs\n", rows[i].what,
+                   w.mig_pipelines, w.most_migrates, w.most_keys, w.migrates);
+        CU_ASSERT_EQUAL(w.mig_pipelines, rows[i].mig_pipelines);
+        CU_ASSERT_EQUAL(pr.migrate_rounds, rows[i].mig_pipelines);
+        CU_ASSERT_EQUAL(w.most_migrates, rows[i].most_migrates);
+        CU_ASSERT_EQUAL(w.most_keys, rows[i].most_keys);
+        CU_ASSERT_EQUAL(w.migrates, rows[i].migrates);
+        CU_ASSERT_EQUAL(pr.slots_done, 5);
+        CU_ASSERT_EQUAL(pr.keys, 20);
+        CU_ASSERT_EQUAL(w.n[0].nkv, 0);
+        CU_ASSERT_EQUAL(w.n[1].nkv, 20);
+    }
+}
+
 /* A MIGRATE cut off after copying a key: BUSYKEY, then REPLACE; nothing doubled. */
 static void test_migrate_cut_off(void)
 {
@@ -798,6 +864,7 @@ static void test_json(void)
     job.budget_ns = 2000000000;
     job.bytes_per_second = 1 << 20;
     job.wait_replicas = 1;
+    job.pipeline_bytes = 65536;
     json_object *o = slotmove_job_to_json(&job);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
     CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(o, "slots")), "3-9,100");
@@ -810,6 +877,9 @@ static void test_json(void)
     CU_ASSERT_EQUAL(back.budget_ns, 2000000000);
     CU_ASSERT_EQUAL(back.bytes_per_second, 1 << 20);
     CU_ASSERT_EQUAL(back.wait_replicas, 1);
+    CU_ASSERT_EQUAL(back.pipeline_bytes, 65536);
+    json_object_object_add(o, "pipelineBytes", json_object_new_int64(-1));
+    CU_ASSERT_EQUAL(slotmove_job_from_json(o, &back, err, sizeof(err)), -1);
     json_object_put(o);
     static const char *const bad[] = {
         "{}",
@@ -973,6 +1043,7 @@ static const cu_entry_t tests[] = {
     {"a MIGRATE cut off after a copy: BUSYKEY, then REPLACE", test_migrate_cut_off},
     {"a group killed after any command, run again: its open slots finished", test_group_crash_points},
     {"a refusal mid-pipeline is its slot's; the run again finishes all", test_refusal_mid_pipeline},
+    {"a batch's MIGRATEs split into pipelines by bytes and count (a table)", test_pipelines},
     {"budget and max_bytes stop a run; a refusal stops it with Redis's words", test_budget_and_refusal},
     {"bytesPerSecond paces a run between batches", test_pace},
     {"the job as a plan action's body", test_json},
