@@ -735,7 +735,8 @@ typedef struct {
 
 #define RESTORE_AT(m) offsetof(rdc_spec_t, restore.m)
 static const restore_field_t restore_fields[] = {
-    {"endpoint", 1, is_s3_endpoint, "must be http:// or https:// and a host[:port], nothing after it", RESTORE_AT(endpoint)},
+    {"endpoint", 1, is_s3_endpoint, "must be http:// or https:// and a host[:port], nothing after it",
+     RESTORE_AT(endpoint)},
     {"bucket", 1, is_s3_bucket, "must be an S3 bucket name: 3 to 63 of a-z, 0-9, '.' and '-', "
                                 "a letter or digit at both ends", RESTORE_AT(bucket)},
     {"key", 1, is_s3_key, "must be an object key of 1 to " STR(RDC_SPEC_RESTORE_KEY_MAX) " bytes without control "
@@ -1553,8 +1554,14 @@ static void check_netpol(rdc_field_errors_t *e, const json_object *spec, rdc_spe
 static void check_day2_knobs(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     static const char *const policies[] = {"Always", "IfNotPresent", "Never", NULL};
-    static const char *const our_volumes[] = {"data", "config", "tls", "acl", NULL};
-    static const char *const our_containers[] = {"redis", NULL};
+    /* spec.restore adds the restore init container and its Secrets' volumes (render.h) */
+    static const char *const volumes_plain[] = {"data", "config", "tls", "acl", NULL};
+    static const char *const volumes_restore[] = {"data", "config", "tls", "acl", "restore-credentials",
+                                                  "restore-ca", NULL};
+    static const char *const containers_plain[] = {"redis", NULL};
+    static const char *const containers_restore[] = {"redis", "restore", NULL};
+    const char *const *our_volumes = out->restore.endpoint ? volumes_restore : volumes_plain;
+    const char *const *our_containers = out->restore.endpoint ? containers_restore : containers_plain;
     check_service(e, spec, out);
     int p = check_enum(e, spec, "imagePullPolicy", "spec.imagePullPolicy", policies,
                        "\"Always\", \"IfNotPresent\", \"Never\"");

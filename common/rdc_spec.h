@@ -95,13 +95,14 @@
  *                          [-._a-zA-Z][-._a-zA-Z0-9]* unique, never one the operator sets
  *                          (REDIS_PASSWORD, REDISCLI_AUTH, POD_IP, REDIS_TLS_DIR: Forbidden)
  *   spec.volumes           at most RDC_SPEC_VOLUMES_MAX objects, each a DNS-1123 label name,
- *                          unique, never the operator's (data, config, tls, acl: Forbidden)
+ *                          unique, never the operator's (data, config, tls, acl, and with
+ *                          spec.restore restore-credentials, restore-ca: Forbidden)
  *   spec.volumeMounts      at most RDC_SPEC_VOLUMES_MAX {name (a volume of spec.volumes),
  *                          mountPath (absolute, not /data, /etc/redis or the TLS and ACL
  *                          directories, nor under them)}
  *   spec.initContainers, spec.containers  at most RDC_SPEC_CONTAINERS_MAX objects each,
  *                          with a name (a DNS-1123 label, unique over both lists, not
- *                          "redis": Forbidden) and an image
+ *                          "redis", nor "restore" with spec.restore: Forbidden) and an image
  *   spec.networkPolicy     enabled (a boolean); allowedPeers at most RDC_SPEC_PEERS_MAX
  *                          objects with a namespaceSelector or a podSelector (or both)
  *

@@ -584,6 +584,8 @@ typedef struct {
     const json_object *replicas_service; /* Service <name>-replicas, or NULL when absent */
     const json_object *network_policy;   /* DAY-2: NetworkPolicy <name>, or NULL when absent */
     const char *operator_namespace;      /* DAY-2: the operator's pods' namespace, NULL: unknown */
+    const char *operator_image;          /* RESTORE (render.h): the restore init container's image,
+                                            NULL: RENDER_OPERATOR_IMAGE_DEFAULT */
     /* What the work item carries of a Cluster-mode cluster (CLUSTER below): */
     const json_object *shard_statefulsets; /* StatefulSets <name>-shard<k> (children.ShardStatefulSets) */
     const json_object *shard_budgets;      /* their PodDisruptionBudgets (children.ShardBudgets) */
