@@ -189,6 +189,9 @@
  *   FailedCreate      fewer pods exist than the StatefulSet wants, and of its Events
  *                     FailedCreate (a ResourceQuota, Pod Security, ...) is later than any
  *                     SuccessfulCreate (an older one is history);
+ *   RestoreFailed     spec.restore is set and the restore init container (render.h RESTORE)
+ *                     of the first pod not Ready ended with an exit code other than 0, now
+ *                     or in its last run: its termination message (rdc-backup's line);
  *   ErrImagePull, ImagePullBackOff, CrashLoopBackOff, CreateContainerConfigError,
  *   InvalidImageName, RunContainerError, CreateContainerError
  *                     the waiting reason of a container of the first pod not Ready;
