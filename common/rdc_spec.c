@@ -676,16 +676,20 @@ static int is_s3_endpoint(const char *s)
     return n > host && s[host] != '/';
 }
 
+/* Every byte of s a lower-case letter, a digit or one of extra. */
+static int lower_alnum_or(const char *s, const char *extra)
+{
+    for (; *s; s++)
+        if (!is_lower_alnum(*s) && !strchr(extra, *s))
+            return 0;
+    return 1;
+}
+
 /* An S3 bucket name: 3..63 of [a-z0-9.-], a letter or digit at both ends. */
 static int is_s3_bucket(const char *s)
 {
     size_t n = strlen(s);
-    if (n < 3 || n > 63 || !is_lower_alnum(s[0]) || !is_lower_alnum(s[n - 1]))
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!is_lower_alnum(s[i]) && s[i] != '-' && s[i] != '.')
-            return 0;
-    return 1;
+    return n >= 3 && n <= 63 && is_lower_alnum(s[0]) && is_lower_alnum(s[n - 1]) && lower_alnum_or(s, "-.");
 }
 
 /* An object key: 1..1024 bytes, no control byte. */
@@ -704,12 +708,7 @@ static int is_s3_key(const char *s)
 static int is_s3_region(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > RDC_SPEC_RESTORE_REGION_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!is_lower_alnum(s[i]) && s[i] != '-')
-            return 0;
-    return 1;
+    return n >= 1 && n <= RDC_SPEC_RESTORE_REGION_MAX && lower_alnum_or(s, "-");
 }
 
 /* 64 lower-case hex digits. */

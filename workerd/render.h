@@ -60,12 +60,12 @@ typedef struct {
     const char *uid;        /* metadata.uid, for the owner references */
     const rdc_spec_t *spec; /* the typed spec (never NULL) */
     int shard;              /* CLUSTER: the shard a StatefulSet or PDB is rendered for; -1 = none */
-    const char *operator_image; /* RESTORE: the image of the restore init container; NULL:
-                                   RENDER_OPERATOR_IMAGE_DEFAULT */
     int shard_replicas;     /* the StatefulSet's replicas; 0 = the spec's: CLUSTER that shard's,
                                1 + replicasPerShard (while pods leave the layout keeps more:
                                cluster_topo.h RETIRE); the other modes spec.size (SCALE-IN keeps
                                more while the primary is handed over: plan_scale.h) */
+    const char *operator_image; /* RESTORE: the image of the restore init container; NULL:
+                                   RENDER_OPERATOR_IMAGE_DEFAULT */
 } render_input_t;
 
 /* KNOBS (v1, issue 20), each from in->spec (rdc_spec_t's pod, pdb and storage parts) and

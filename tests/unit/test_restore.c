@@ -20,6 +20,7 @@
 #include "rdc_spec.h"
 #include "render.h"
 #include "spec_errors.h"
+#include "spec_rows.h"
 #include "text_assert.h"
 
 #include <CUnit/CUnit.h>
@@ -39,9 +40,7 @@
 
 static void test_rules(void)
 {
-    static const struct {
-        const char *fields, *want; /* want "": valid */
-    } rows[] = {
+    static const spec_row_t rows[] = {
         {RESTORE(FROM "," CREDS), ""},
         {RESTORE(FROM "," CREDS ",\"region\":\"eu-west-1\",\"caSecret\":\"s3-ca\",\"sha256\":\"" SHA "\""), ""},
         {RESTORE("\"endpoint\":\"https://s3.eu-west-1.amazonaws.com/\",\"bucket\":\"b.c-d\",\"key\":\"k\"," CREDS),
@@ -78,19 +77,7 @@ static void test_rules(void)
         {RESTORE(FROM "," CREDS) ",\"volumes\":[{\"name\":\"restore-credentials\",\"emptyDir\":{}}]",
          "spec.volumes[0].name: Forbidden: \"restore-credentials\" is the operator's volume"},
     };
-    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        char spec[2048];
-        snprintf(spec, sizeof(spec), STANDALONE ",%s}", rows[i].fields);
-        char *err = errors_of(spec);
-        if (*rows[i].want ? !strstr(err, rows[i].want) : *err != '\0')
-            fprintf(stderr, "\n  row %zu: want \"%s\", have \"%s\"\n", i, rows[i].want, err);
-        if (!*rows[i].want) {
-            CU_ASSERT_STRING_EQUAL(err, "");
-        } else {
-            ASSERT_TEXT_HAS(err, rows[i].want);
-        }
-        free(err);
-    }
+    check_spec_rows(STANDALONE, rows, sizeof(rows) / sizeof(rows[0]));
 }
 
 /* Cluster mode: refused, with the words docs/backup.md uses. */
@@ -168,27 +155,13 @@ static void test_webhook(void)
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         json_object *rc = rc_with(rows[i].spec), *old = rows[i].old_spec ? rc_with(rows[i].old_spec) : NULL;
-        buf_t b;
-        buf_init(&b, 0);
-        buf_printf(&b,
-                   "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
-                   "\"uid\":\"u-%zu\",\"kind\":{\"group\":\"cache.example.com\",\"version\":\"v1\",\"kind\":"
-                   "\"RedisCluster\"},\"operation\":\"%s\",\"name\":\"cache\",\"namespace\":\"default\","
-                   "\"object\":%s",
-                   i, rows[i].op, json_object_to_json_string_ext(rc, JSON_C_TO_STRING_PLAIN));
-        if (old)
-            buf_printf(&b, ",\"oldObject\":%s", json_object_to_json_string_ext(old, JSON_C_TO_STRING_PLAIN));
-        buf_puts(&b, "}}");
-        char *out = NULL;
         admission_outcome_t o;
-        CU_ASSERT_EQUAL(admission_review(b.data, b.len, ADMISSION_VALIDATE, &out, &o), 0);
+        validate_review(rows[i].op, old, rc, i, &o);
         CU_ASSERT_FALSE(o.allowed);
         if (o.code != rows[i].code || !strstr(o.message, rows[i].want))
             fprintf(stderr, "\n  row %zu: %d %s\n", i, o.code, o.message);
         CU_ASSERT_EQUAL(o.code, rows[i].code);
         ASSERT_TEXT_HAS(o.message, rows[i].want);
-        free(out);
-        buf_free(&b);
         json_object_put(rc);
         json_object_put(old);
     }
