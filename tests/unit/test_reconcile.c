@@ -402,7 +402,8 @@ static void test_outcome_names_each_write_of_the_rediscluster(void)
     const char *rv = JSONX_STR_AT(now, "metadata", "resourceVersion");
     CU_ASSERT_STRING_EQUAL(out.rc_written_rv, rv ? rv : "?");
     CU_ASSERT(out.rc_earlier_rv[0][0] != '\0');
-    CU_ASSERT(atoi(out.rc_earlier_rv[0]) > 0 && atoi(out.rc_earlier_rv[0]) < atoi(out.rc_written_rv));
+    long long earlier = strtoll(out.rc_earlier_rv[0], NULL, 10), written = strtoll(out.rc_written_rv, NULL, 10);
+    CU_ASSERT(earlier > 0 && earlier < written);
     CU_ASSERT_EQUAL(out.rc_earlier_rv[1][0], '\0');
     /* Its children written, the plan of what it left would write them again (it reads
      * the children it was given): not quiet; their deltas and the echo queue it. */
