@@ -22,7 +22,7 @@ const char *backup_usage(void)
            "  rdc-backup take --redis IP:PORT [--user U] [--password-file F] [--tls-dir D]\n"
            "                  [--tls-server-name N] [--timeout 60s]\n"
            "                  (--key K | --prefix P [--keep N]) S3-FLAGS [--termination-log F]\n"
-           "  rdc-backup restore --to /data/dump.rdb [--expect-sha256 HEX] [--force] --key K S3-FLAGS\n"
+           "  rdc-backup restore --to /data/dump.rdb [--expect-sha256 HEX] [--force | --aof] --key K S3-FLAGS\n"
            "                  [--termination-log F]\n"
            "  rdc-backup prune --prefix P --keep N S3-FLAGS [--termination-log F]\n"
            "  rdc-backup list --prefix P S3-FLAGS\n"
@@ -155,6 +155,10 @@ static int check_restore(const backup_args_t *a, char *err, size_t errlen)
         snprintf(err, errlen, "--expect-sha256: not 64 lower-case hex digits");
         return -1;
     }
+    if (a->aof && a->force) {
+        snprintf(err, errlen, "--aof with --force: an append-only directory is never restored over");
+        return -1;
+    }
     return 0;
 }
 
@@ -208,6 +212,7 @@ int backup_args_parse(int argc, char **argv, backup_args_t *a, char *err, size_t
         {"to", OPT_STRING, &a->to, NULL},
         {"expect-sha256", OPT_STRING, &a->expect_sha256, NULL},
         {"force", OPT_BOOL, &a->force, NULL},
+        {"aof", OPT_BOOL, &a->aof, NULL},
         {NULL, OPT_END, NULL, NULL},
     };
     const char *cmd = argv[1];

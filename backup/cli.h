@@ -4,7 +4,7 @@
  *   rdc-backup take    --redis HOST:PORT [--user U] [--password-file F]
  *                      [--tls-dir D [--tls-server-name N]] [--timeout 60s]
  *                      (--key K | --prefix P [--keep N]) S3 flags [--termination-log F]
- *   rdc-backup restore --to /data/dump.rdb [--expect-sha256 H] [--force] --key K S3 flags
+ *   rdc-backup restore --to /data/dump.rdb [--expect-sha256 H] [--force | --aof] --key K S3 flags
  *                      [--termination-log F]
  *   rdc-backup prune   --prefix P --keep N S3 flags [--termination-log F]
  *   rdc-backup list    --prefix P S3 flags
@@ -71,6 +71,7 @@ typedef struct {
     const char *to;
     const char *expect_sha256;
     int force;
+    int aof;                    /* --aof: the RDB becomes the base of a new appendonlydir */
 } backup_args_t;
 
 /* Parse argv (argv[0] the program, argv[1] the subcommand) into *a, which points into

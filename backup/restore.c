@@ -16,6 +16,11 @@
 
 #define AOF_DIR "appendonlydir"
 #define AOF_FILE "appendonly.aof"
+/* --aof: Redis 7's names for the first base of an AOF directory and its manifest (the
+ * defaults of appendfilename and appenddirname), and where they are put together. */
+#define AOF_BASE AOF_FILE ".1.base.rdb"
+#define AOF_MANIFEST AOF_FILE ".manifest"
+#define AOF_STAGING AOF_DIR ".restore"
 
 restore_action_t restore_decide(const restore_seen_t *seen, int force, char *why, size_t whylen)
 {
@@ -117,11 +122,83 @@ static int fsync_dir(const char *dir)
     return rc;
 }
 
+/* Rename tmp over target and fsync the directory: 0, or -1 with err (target removed
+ * when only the fsync failed; tmp left for the caller). */
+static int rdb_into_place(const char *tmp, const char *target, char *err, size_t errlen)
+{
+    char dir[4096];
+    if (rename(tmp, target) != 0) {
+        snprintf(err, errlen, "rename %s to %s: %s", tmp, target, strerror(errno));
+        return -1;
+    }
+    dir_of(target, dir, sizeof dir);
+    if (fsync_dir(dir) != 0) {
+        /* The file is in place and whole; only its name may not survive a crash. */
+        snprintf(err, errlen, "%s: fsync: %s", dir, strerror(errno));
+        unlink(target);
+        return -1;
+    }
+    return 0;
+}
+
+/* Remove AOF_STAGING of dir and what it holds (an earlier restore killed midway). */
+static void remove_staging(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" AOF_STAGING, dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        (void)unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+    (void)rmdir(path);
+}
+
+/* --aof (restore.h, THE AOF FORM): tmp becomes AOF_BASE of a new AOF_DIR beside target,
+ * with a manifest naming it, built in AOF_STAGING and renamed into place whole. 0, or
+ * -1 with err (the staging directory removed; tmp may be gone). */
+static int aof_into_place(const char *tmp, const char *target, char *err, size_t errlen)
+{
+    static const char manifest[] = "file " AOF_BASE " seq 1 type b\n";
+    char dir[4096], stage[4200], path[4400], final[4200];
+    const char *what = stage;
+    int fd = -1;
+    dir_of(target, dir, sizeof dir);
+    snprintf(stage, sizeof stage, "%s/" AOF_STAGING, dir);
+    snprintf(final, sizeof final, "%s/" AOF_DIR, dir);
+    remove_staging(dir);
+    if (mkdir(stage, 0755) != 0)
+        goto fail;
+    snprintf(path, sizeof path, "%s/" AOF_BASE, stage);
+    what = path;
+    if (rename(tmp, path) != 0)
+        goto fail;
+    snprintf(path, sizeof path, "%s/" AOF_MANIFEST, stage);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 || write(fd, manifest, sizeof manifest - 1) != (ssize_t)(sizeof manifest - 1) || fsync(fd) != 0)
+        goto fail;
+    close(fd);
+    fd = -1;
+    what = final;
+    /* over an absent or empty appendonlydir (the skip rule let nothing else through) */
+    if (fsync_dir(stage) != 0 || rename(stage, final) != 0 || fsync_dir(dir) != 0)
+        goto fail;
+    return 0;
+fail:
+    snprintf(err, errlen, "%s: %s", what, strerror(errno ? errno : EIO));
+    if (fd >= 0)
+        close(fd);
+    remove_staging(dir);
+    return -1;
+}
+
 /* Download into a temporary file beside a->to, verify, fsync, rename. 0 with *obj; -1
  * with err (the temporary file removed, the target untouched). */
 static int download_into_place(const backup_args_t *a, s3_t *s, s3_object_t *obj, char *err, size_t errlen)
 {
-    char tmp[4200], dir[4096], line[1024];
+    char tmp[4200], line[1024];
     s3_error_t e;
     int rc = -1, fd = -1;
     snprintf(tmp, sizeof tmp, "%s.restore.XXXXXX", a->to);
@@ -144,17 +221,8 @@ static int download_into_place(const backup_args_t *a, s3_t *s, s3_object_t *obj
         goto out;
     }
     fd = -1;
-    if (rename(tmp, a->to) != 0) {
-        snprintf(err, errlen, "rename %s to %s: %s", tmp, a->to, strerror(errno));
+    if (a->aof ? aof_into_place(tmp, a->to, err, errlen) : rdb_into_place(tmp, a->to, err, errlen))
         goto out;
-    }
-    dir_of(a->to, dir, sizeof dir);
-    if (fsync_dir(dir) != 0) {
-        /* The file is in place and whole; only its name may not survive a crash. */
-        snprintf(err, errlen, "%s: fsync: %s", dir, strerror(errno));
-        unlink(a->to);
-        return -1;
-    }
     rc = 0;
 out:
     if (fd >= 0)

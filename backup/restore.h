@@ -19,6 +19,16 @@
  * old file): the command exits non-zero with one line saying why, so an init container
  * keeps redis-server from starting on an empty or wrong data set. Temporary files of an
  * earlier restore that was killed are removed before a new one starts.
+ *
+ * THE AOF FORM (--aof, for a pod whose redis.conf says appendonly yes). Redis 7 with
+ * appendonly yes and no append-only directory does not load dump.rdb: it starts empty
+ * and writes that empty data set as its first AOF base (docs/backup.md says how this was
+ * checked). So with --aof the verified RDB is not renamed to the target but becomes
+ * appendonlydir/appendonly.aof.1.base.rdb beside it, with a manifest naming it as the
+ * base ("file appendonly.aof.1.base.rdb seq 1 type b"), which Redis 7 loads and then
+ * adds its incr file to. Both are built in appendonlydir.restore (fsynced) and renamed
+ * to appendonlydir in one step, over an absent or empty one: a restore killed midway
+ * leaves no appendonlydir and runs again. --aof with --force is refused.
  */
 #ifndef RDC_BACKUP_RESTORE_H
 #define RDC_BACKUP_RESTORE_H

@@ -76,6 +76,12 @@ static const proj_row_t netpol_rows[] = {
     {PROJ_READ, {"status", list, "[]", "state", "waiting", "message"}, WAITING},                                     \
     {PROJ_READ, {"status", list, "[]", "lastState", "terminated", "exitCode"}, LAST_END},                            \
     {PROJ_READ, {"status", list, "[]", "lastState", "terminated", "reason"}, LAST_END}
+/* RESTORE: how the restore init container ended, now or last (cause_restore_failed). */
+#define RESTORE "plan_diagnosis.c: cause_restore_failed (RestoreFailed)"
+#define RESTORE_ROWS                                                                                                 \
+    {PROJ_READ, {"status", "initContainerStatuses", "[]", "state", "terminated", "exitCode"}, RESTORE},             \
+    {PROJ_READ, {"status", "initContainerStatuses", "[]", "state", "terminated", "message"}, RESTORE},              \
+    {PROJ_READ, {"status", "initContainerStatuses", "[]", "lastState", "terminated", "message"}, RESTORE}
 #define READY "plan_diagnosis.c, topology.c, runtimecfg.c: whether the pod is Ready"
 #define UNSCHEDULABLE "plan_diagnosis.c: unschedulable"
 
@@ -113,6 +119,7 @@ static const proj_row_t pod_rows[] = {
     {PROJ_READ, {"status", "conditions", "[type=PodScheduled]", "reason"}, UNSCHEDULABLE},
     {PROJ_READ, {"status", "conditions", "[type=PodScheduled]", "message"}, UNSCHEDULABLE},
     CONTAINER_ROWS("initContainerStatuses"),
+    RESTORE_ROWS,
     CONTAINER_ROWS("containerStatuses"),
 };
 

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -652,6 +653,134 @@ static void check_tls(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t
     out->tls.secret = name;
 }
 
+/* ---- spec.restore (docs/backup.md "Restore at creation") ------------------------------ */
+
+/* An S3 endpoint: http:// or https://, then a host (and port) of [-.:[]A-Za-z0-9] only, an
+ * optional final '/': a scheme and host, no path, query or user. */
+static int is_s3_endpoint(const char *s)
+{
+    size_t n = strlen(s), i;
+    if (n > RDC_SPEC_RESTORE_ENDPOINT_MAX)
+        return 0;
+    if (!strncmp(s, "https://", 8))
+        i = 8;
+    else if (!strncmp(s, "http://", 7))
+        i = 7;
+    else
+        return 0;
+    size_t host = i;
+    for (; i < n; i++)
+        if (!(s[i] >= 'a' && s[i] <= 'z') && !(s[i] >= 'A' && s[i] <= 'Z') && !(s[i] >= '0' && s[i] <= '9') &&
+            !strchr("-.:[]", s[i]) && !(s[i] == '/' && i == n - 1))
+            return 0;
+    return n > host && s[host] != '/';
+}
+
+/* Every byte of s a lower-case letter, a digit or one of extra. */
+static int lower_alnum_or(const char *s, const char *extra)
+{
+    for (; *s; s++)
+        if (!is_lower_alnum(*s) && !strchr(extra, *s))
+            return 0;
+    return 1;
+}
+
+/* An S3 bucket name: 3..63 of [a-z0-9.-], a letter or digit at both ends. */
+static int is_s3_bucket(const char *s)
+{
+    size_t n = strlen(s);
+    return n >= 3 && n <= 63 && is_lower_alnum(s[0]) && is_lower_alnum(s[n - 1]) && lower_alnum_or(s, "-.");
+}
+
+/* An object key: 1..1024 bytes, no control byte. */
+static int is_s3_key(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > RDC_SPEC_RESTORE_KEY_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* A region: 1..64 of [a-z0-9-]. */
+static int is_s3_region(const char *s)
+{
+    size_t n = strlen(s);
+    return n >= 1 && n <= RDC_SPEC_RESTORE_REGION_MAX && lower_alnum_or(s, "-");
+}
+
+/* 64 lower-case hex digits. */
+static int is_sha256_hex(const char *s)
+{
+    size_t n = strlen(s);
+    if (n != 64)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(s[i] >= '0' && s[i] <= '9') && !(s[i] >= 'a' && s[i] <= 'f'))
+            return 0;
+    return 1;
+}
+
+/* The fields of spec.restore.from: key, whether required, rule, its detail, where it goes. */
+typedef struct {
+    const char *key;
+    int required;
+    int (*ok)(const char *);
+    const char *detail;
+    size_t offset; /* of the const char * in rdc_spec_t */
+} restore_field_t;
+
+#define RESTORE_AT(m) offsetof(rdc_spec_t, restore.m)
+static const restore_field_t restore_fields[] = {
+    {"endpoint", 1, is_s3_endpoint, "must be http:// or https:// and a host[:port], nothing after it",
+     RESTORE_AT(endpoint)},
+    {"bucket", 1, is_s3_bucket, "must be an S3 bucket name: 3 to 63 of a-z, 0-9, '.' and '-', "
+                                "a letter or digit at both ends", RESTORE_AT(bucket)},
+    {"key", 1, is_s3_key, "must be an object key of 1 to " STR(RDC_SPEC_RESTORE_KEY_MAX) " bytes without control "
+                          "characters", RESTORE_AT(key)},
+    {"region", 0, is_s3_region, "must be 1 to " STR(RDC_SPEC_RESTORE_REGION_MAX) " of a-z, 0-9 and '-'",
+     RESTORE_AT(region)},
+    {"credentialsSecret", 1, rdc_spec_is_dns1123_subdomain, "must be the name of a Secret: a DNS subdomain",
+     RESTORE_AT(credentials_secret)},
+    {"caSecret", 0, rdc_spec_is_dns1123_subdomain, "must be the name of a Secret: a DNS subdomain",
+     RESTORE_AT(ca_secret)},
+    {"sha256", 0, is_sha256_hex, "must be 64 lower-case hex digits", RESTORE_AT(sha256)},
+};
+
+/* spec.restore (after spec.mode: refused in Cluster mode). out->restore.endpoint stays
+ * NULL unless every field passed. */
+static void check_restore(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
+{
+    const json_object *r = optional_object(e, spec, "restore", "spec.restore");
+    if (!r)
+        return;
+    if (out->mode == RDC_MODE_CLUSTER)
+        field_error(e, RDC_FIELD_FORBIDDEN, "spec.restore", NULL,
+                    "is not supported in Cluster mode yet (each shard would need its own backup)");
+    const json_object *from = optional_object(e, r, "from", "spec.restore.from");
+    if (!jsonx_get(r, "from"))
+        field_error(e, RDC_FIELD_REQUIRED, "spec.restore.from", NULL, NULL);
+    if (!from)
+        return;
+    size_t before = PROBLEMS(e);
+    rdc_spec_t got = *out;
+    for (size_t i = 0; i < sizeof(restore_fields) / sizeof(restore_fields[0]); i++) {
+        const restore_field_t *f = &restore_fields[i];
+        char field[64];
+        snprintf(field, sizeof(field), "spec.restore.from.%s", f->key);
+        size_t had = PROBLEMS(e);
+        const char *v = checked_string(e, from, f->key, field, f->ok, f->detail);
+        if (!v && f->required && PROBLEMS(e) == had) /* absent, null or "" */
+            field_error(e, RDC_FIELD_REQUIRED, field, NULL, NULL);
+        if (v)
+            *(const char **)((char *)&got + f->offset) = v;
+    }
+    if (PROBLEMS(e) == before && out->mode != RDC_MODE_CLUSTER)
+        out->restore = got.restore;
+}
+
 /* ---- spec.acl (docs/tls-and-acl.md) ---------------------------------------------------- */
 
 static const json_object *optional_object_array(rdc_field_errors_t *e, const json_object *o, const char *key,
@@ -864,6 +993,7 @@ static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec, rdc_
     check_failover(e, spec, out);
     check_tls(e, spec, out);
     check_acl(e, spec, out);
+    check_restore(e, spec, out);
 }
 
 /* ---- v1 pod, PDB, storage and config knobs (issue 20) ---------------------------------- */
@@ -1423,8 +1553,14 @@ static void check_netpol(rdc_field_errors_t *e, const json_object *spec, rdc_spe
 static void check_day2_knobs(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     static const char *const policies[] = {"Always", "IfNotPresent", "Never", NULL};
-    static const char *const our_volumes[] = {"data", "config", "tls", "acl", NULL};
-    static const char *const our_containers[] = {"redis", NULL};
+    /* spec.restore adds the restore init container and its Secrets' volumes (render.h) */
+    static const char *const volumes_plain[] = {"data", "config", "tls", "acl", NULL};
+    static const char *const volumes_restore[] = {"data", "config", "tls", "acl", "restore-credentials",
+                                                  "restore-ca", NULL};
+    static const char *const containers_plain[] = {"redis", NULL};
+    static const char *const containers_restore[] = {"redis", "restore", NULL};
+    const char *const *our_volumes = out->restore.endpoint ? volumes_restore : volumes_plain;
+    const char *const *our_containers = out->restore.endpoint ? containers_restore : containers_plain;
     check_service(e, spec, out);
     int p = check_enum(e, spec, "imagePullPolicy", "spec.imagePullPolicy", policies,
                        "\"Always\", \"IfNotPresent\", \"Never\"");
@@ -1515,6 +1651,7 @@ void rdc_spec_defaults(rdc_spec_t *out)
     out->cluster.migration_batch_bytes = RDC_SPEC_DEFAULT_MIGRATION_BATCH;
     out->pod.termination_grace_period_seconds = -1;
     out->tag = RDC_SPEC_DEFAULT_VERSION;
+    out->restore.region = RDC_SPEC_DEFAULT_RESTORE_REGION;
 }
 
 /* The defaults that depend on other fields: the image's tag, min-replicas-to-write. */
@@ -1610,6 +1747,11 @@ size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *ne
                     "cannot change to or from Cluster mode: Cluster mode spreads the keyspace over several masters "
                     "by hash slot, the other modes keep it whole on each server; create a new RedisCluster in the "
                     "other mode and migrate the data");
+    json_object *orst = (json_object *)jsonx_get(olds, "restore"), *nrst = (json_object *)jsonx_get(news, "restore");
+    if (!json_object_equal(orst, nrst))
+        field_error(errs, RDC_FIELD_FORBIDDEN, "spec.restore", NULL,
+                    "is immutable, also from unset to set: a restore happens only when the RedisCluster is "
+                    "created (its pods start from the backup); to restore again, create a new RedisCluster");
     const json_object *os = jsonx_get(olds, "size"), *ns = jsonx_get(news, "size");
     /* (in Cluster mode the size follows the shards, which may shrink: their slots move first) */
     if (os && ns && json_object_is_type(os, json_type_int) && json_object_is_type(ns, json_type_int) &&

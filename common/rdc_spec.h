@@ -50,6 +50,14 @@
  *                          at most 32 characters) from 1s to 5m; minReplicasToWrite 0..9
  *                          and less than spec.size; minReplicasMaxLag 1..3600
  *
+ *   spec.restore          restore at creation (docs/backup.md "Restore at creation"): from
+ *                          (required) {endpoint (required) http(s)://host[:port]; bucket
+ *                          (required) an S3 bucket name; key (required) 1..1024 bytes, no
+ *                          control byte; region [a-z0-9-]{1,64}; credentialsSecret (required)
+ *                          and caSecret Secret names; sha256 64 lower-case hex digits}.
+ *                          Forbidden in Cluster mode ("not supported in Cluster mode yet");
+ *                          immutable, also from unset to set (rdc_spec_validate_update)
+ *
  * and the pod, disruption-budget, storage and config knobs of v1 (issue 20; the CRD states
  * their shapes in full, these are the rules the reconcile relies on):
  *   spec.resources         requests and limits only, each a map of quantities (strings or
@@ -87,13 +95,14 @@
  *                          [-._a-zA-Z][-._a-zA-Z0-9]* unique, never one the operator sets
  *                          (REDIS_PASSWORD, REDISCLI_AUTH, POD_IP, REDIS_TLS_DIR: Forbidden)
  *   spec.volumes           at most RDC_SPEC_VOLUMES_MAX objects, each a DNS-1123 label name,
- *                          unique, never the operator's (data, config, tls, acl: Forbidden)
+ *                          unique, never the operator's (data, config, tls, acl, and with
+ *                          spec.restore restore-credentials, restore-ca: Forbidden)
  *   spec.volumeMounts      at most RDC_SPEC_VOLUMES_MAX {name (a volume of spec.volumes),
  *                          mountPath (absolute, not /data, /etc/redis or the TLS and ACL
  *                          directories, nor under them)}
  *   spec.initContainers, spec.containers  at most RDC_SPEC_CONTAINERS_MAX objects each,
  *                          with a name (a DNS-1123 label, unique over both lists, not
- *                          "redis": Forbidden) and an image
+ *                          "redis", nor "restore" with spec.restore: Forbidden) and an image
  *   spec.networkPolicy     enabled (a boolean); allowedPeers at most RDC_SPEC_PEERS_MAX
  *                          objects with a namespaceSelector or a podSelector (or both)
  *
@@ -106,7 +115,8 @@
  *
  * On UPDATE (rdc_spec_validate_update) the transition rules of the design: spec.size may not
  * decrease (scaling down is not allowed), and spec.storage.size and spec.storage.storageClass
- * are immutable, because a StatefulSet's volumeClaimTemplates are. Absent values are compared
+ * are immutable, because a StatefulSet's volumeClaimTemplates are; spec.restore is
+ * immutable (a restore happens at creation only). Absent values are compared
  * as their defaults, and sizes as quantities ("1Gi" = "1024Mi").
  *
  * Problems are recorded as Kubernetes field errors and printed as the API server prints
@@ -169,6 +179,10 @@
 #define RDC_SPEC_CONTAINERS_MAX 8     /* spec.initContainers, spec.containers (each) */
 #define RDC_SPEC_CONTAINER_NAME_MAX 63
 #define RDC_SPEC_PEERS_MAX 16         /* spec.networkPolicy.allowedPeers */
+/* spec.restore.from (docs/backup.md "Restore at creation"); the CRD's maxLength say the same. */
+#define RDC_SPEC_RESTORE_ENDPOINT_MAX 256
+#define RDC_SPEC_RESTORE_KEY_MAX 1024
+#define RDC_SPEC_RESTORE_REGION_MAX 64
 
 /* DEFAULTS: what a spec that leaves a field unset (absent, null, or an empty string) runs
  * with, the same in workerd with or without the defaulting webhook (rdc_spec_parse applies
@@ -190,6 +204,7 @@
  *                                  is then shards x (1 + replicasPerShard), which the
  *                                  defaulting webhook writes)
  *   spec.podDisruptionBudget.maxUnavailable  1
+ *   spec.restore.from.region       us-east-1
  *   spec.storage.retention.whenDeleted, whenScaled  Retain (each, once retention is set;
  *                                  without retention the StatefulSet carries no policy)
  * The pod knobs (resources, securityContext, affinity, ...) have no value of their own
@@ -204,6 +219,7 @@
 #define RDC_SPEC_DEFAULT_MIN_REPLICAS_TO_WRITE 1   /* with spec.size >= 3; else 0 */
 #define RDC_SPEC_DEFAULT_MIN_REPLICAS_MAX_LAG 10
 #define RDC_SPEC_DEFAULT_MAX_UNAVAILABLE 1
+#define RDC_SPEC_DEFAULT_RESTORE_REGION "us-east-1"
 
 /* ---- Field errors ------------------------------------------------------------------ */
 
@@ -261,7 +277,7 @@ size_t rdc_spec_validate(const json_object *rc, rdc_field_errors_t *errs);
 
 /* Check the transition from old_rc to new_rc (size may not decrease when new_rc's
  * spec.scaleDownPolicy is Forbid; storage size may grow, never shrink, and not change in
- * Cluster mode; storage class immutable) and record each problem in errs. Values that
+ * Cluster mode; storage class and spec.restore immutable) and record each problem in errs. Values that
  * are themselves invalid are left to rdc_spec_validate. Returns the number recorded. */
 size_t rdc_spec_validate_update(const json_object *old_rc, const json_object *new_rc,
                                 rdc_field_errors_t *errs);
@@ -371,6 +387,14 @@ typedef struct {
         const char *service_account_name;           /* NULL: unset */
         const json_object *env, *volumes, *volume_mounts, *init_containers, *containers; /* arrays */
     } extras;
+    /* spec.restore.from (docs/backup.md "Restore at creation"); endpoint NULL: no restore.
+     * Borrowed; region defaults to RDC_SPEC_DEFAULT_RESTORE_REGION. */
+    struct {
+        const char *endpoint, *bucket, *key, *region;
+        const char *credentials_secret;             /* keys access-key-id, secret-access-key */
+        const char *ca_secret;                      /* ca.crt; NULL: the system's CAs */
+        const char *sha256;                         /* --expect-sha256; NULL: the object's metadata */
+    } restore;
     struct {
         int enabled;                                /* spec.networkPolicy.enabled */
         const json_object *allowed_peers;           /* [{namespaceSelector, podSelector}], NULL: none */

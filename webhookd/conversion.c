@@ -52,6 +52,7 @@ static const char *const CONVERSION_V1_ONLY[][PATH_PARTS] = {
     {"spec", "initContainers", NULL},
     {"spec", "containers", NULL},
     {"spec", "networkPolicy", NULL},
+    {"spec", "restore", NULL}, /* issue 36: docs/backup.md "Restore at creation" */
     {"status", "primary", NULL},
     {"status", "nodes", NULL},
     {"status", "cluster", NULL},

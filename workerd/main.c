@@ -27,6 +27,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The environment variable that names the operator's own image (deploy/ may set it; the
+ * supervisor's children inherit it): the restore init container runs it. */
+#define OPERATOR_IMAGE_ENV "RDC_OPERATOR_IMAGE"
+
 static const char summary[] =
     "Reconciles RedisClusters into their ConfigMap, headless Service and StatefulSet.\n"
     "Under the supervisor it pulls work from informerd; alone, --once NAMESPACE/NAME reads\n"
@@ -288,7 +292,8 @@ static kube_client_t *events_client(const rdc_common_opts_t *c, kube_config_t *c
 
 /* Serve informerd's work queue until SIGTERM. Returns the exit code. */
 static int run_worker(const rdc_common_opts_t *c, kube_client_t *client, kube_client_t *events,
-                      const char *work_ep, const char *leader_ep, const kube_config_t *cfg)
+                      const char *work_ep, const char *leader_ep, const kube_config_t *cfg,
+                      const char *operator_image)
 {
     if (c->max_concurrent_reconciles < 1 || c->max_concurrent_reconciles > WORKER_MAX_INFLIGHT) {
         fprintf(stderr, "workerd: --max-concurrent-reconciles must be from 1 to %d\n", WORKER_MAX_INFLIGHT);
@@ -309,6 +314,7 @@ static int run_worker(const rdc_common_opts_t *c, kube_client_t *client, kube_cl
         .signal_fd = sfd,
         .max_inflight = c->max_concurrent_reconciles,
         .events_client = events,
+        .operator_image = operator_image && *operator_image ? operator_image : NULL,
     };
     /* DAY-2: in a pod, the operator's namespace is its own (the NetworkPolicy's peer). */
     const kube_rest_config_t *rest = cfg ? kube_config_rest(cfg) : NULL;
@@ -325,7 +331,7 @@ int main(int argc, char **argv)
 {
     rdc_common_opts_t c;
     opts_common_defaults(&c);
-    const char *once = NULL, *work_ep = NULL, *leader_ep = NULL;
+    const char *once = NULL, *work_ep = NULL, *leader_ep = NULL, *operator_image = NULL;
     int dry_run = 0, whoami = 0;
     kube_config_t *cfg = NULL;
     kube_client_t *client = NULL;
@@ -338,6 +344,9 @@ int main(int argc, char **argv)
          "electord's leader socket (default ipc://<runtime-dir>/leader.sock)"},
         {"whoami", OPT_BOOL, &whoami,
          "print who the API server takes these credentials for (a SelfSubjectReview) and exit"},
+        {"operator-image", OPT_STRING, &operator_image,
+         "the image of spec.restore's init container, the operator's own (default $" OPERATOR_IMAGE_ENV
+         ", else " RENDER_OPERATOR_IMAGE_DEFAULT ")"},
         {NULL, OPT_END, NULL, NULL},
     };
     /* Accepts every shared flag (the supervisor passes them all), lists those it uses. */
@@ -355,7 +364,8 @@ int main(int argc, char **argv)
                : once ? run_once(client, once, dry_run)
                : (events = events_client(&c, cfg, &co)) == NULL
                    ? 1
-                   : run_worker(&c, client, events, work_ep, leader_ep, cfg);
+                   : run_worker(&c, client, events, work_ep, leader_ep, cfg,
+                                operator_image ? operator_image : getenv(OPERATOR_IMAGE_ENV));
     kube_client_destroy(&events);
     daemon_release(-1, &client, &cfg);
     return code;

@@ -283,6 +283,7 @@ static void plan_live(plan_t *p, const json_object *rc, const plan_children_t *k
     memset(&x, 0, sizeof(x));
     plan_ctx_init(&c, p, rc, now, &degraded);
     c.more = more;
+    c.in.operator_image = more ? more->operator_image : NULL; /* RESTORE (render.h) */
     plan_diag_init(&x.diag);
     buf_t invalid;
     buf_init(&invalid, PLAN_MESSAGE_CAP - 1); /* it must fit a condition's message */

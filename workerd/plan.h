@@ -189,6 +189,9 @@
  *   FailedCreate      fewer pods exist than the StatefulSet wants, and of its Events
  *                     FailedCreate (a ResourceQuota, Pod Security, ...) is later than any
  *                     SuccessfulCreate (an older one is history);
+ *   RestoreFailed     spec.restore is set and the restore init container (render.h RESTORE)
+ *                     of the first pod not Ready ended with an exit code other than 0, now
+ *                     or in its last run: its termination message (rdc-backup's line);
  *   ErrImagePull, ImagePullBackOff, CrashLoopBackOff, CreateContainerConfigError,
  *   InvalidImageName, RunContainerError, CreateContainerError
  *                     the waiting reason of a container of the first pod not Ready;
@@ -584,6 +587,8 @@ typedef struct {
     const json_object *replicas_service; /* Service <name>-replicas, or NULL when absent */
     const json_object *network_policy;   /* DAY-2: NetworkPolicy <name>, or NULL when absent */
     const char *operator_namespace;      /* DAY-2: the operator's pods' namespace, NULL: unknown */
+    const char *operator_image;          /* RESTORE (render.h): the restore init container's image,
+                                            NULL: RENDER_OPERATOR_IMAGE_DEFAULT */
     /* What the work item carries of a Cluster-mode cluster (CLUSTER below): */
     const json_object *shard_statefulsets; /* StatefulSets <name>-shard<k> (children.ShardStatefulSets) */
     const json_object *shard_budgets;      /* their PodDisruptionBudgets (children.ShardBudgets) */

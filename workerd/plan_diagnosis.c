@@ -5,6 +5,7 @@
 #include "jsonx.h"
 #include "plan_build.h"
 #include "plan_observe.h"
+#include "render.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -249,6 +250,35 @@ static int cause_container(const diag_in_t *d, plan_diag_t *out)
                      w.message ? w.message : "");
 }
 
+/* RESTORE (render.h): the pod's restore init container ended with an exit code other
+ * than 0, now or in its last run (it runs again after its back-off): RestoreFailed with
+ * its termination message (rdc-backup's one line: FallbackToLogsOnError). Before the
+ * waiting reasons: a CrashLoopBackOff of restore says less. */
+static int cause_restore_failed(const diag_in_t *d, plan_diag_t *out)
+{
+    const json_object *cs = JSONX_AT(d->pod, "status", "initContainerStatuses");
+    if (!d->pod || !d->c->spec->restore.endpoint)
+        return 0;
+    for (size_t i = 0; i < jsonx_len(cs); i++) {
+        const json_object *e = json_object_array_get_idx(cs, i);
+        if (!jsonx_str_is(e, "name", RENDER_RESTORE_CONTAINER))
+            continue;
+        /* the run that ended, else (running again, or waiting to) the last one that did */
+        const json_object *t = JSONX_AT(e, "state", "terminated");
+        if (!t)
+            t = JSONX_AT(e, "lastState", "terminated");
+        int64_t code = jsonx_int_or(t, "exitCode", 0);
+        if (!t || !code)
+            return 0;
+        const char *msg = jsonx_str_set(t, "message");
+        return diagnosed(out, "RestoreFailed",
+                         "pod %s/%s: the restore from spec.restore.from failed (exit code %lld): %.*s", d->c->ns,
+                         d->pod_name, (long long)code, PLAN_API_QUOTED,
+                         msg ? msg : "(no message: see kubectl logs -c restore)");
+    }
+    return 0;
+}
+
 /* The pod, settled, cannot be scheduled. */
 static int cause_unschedulable(const diag_in_t *d, plan_diag_t *out)
 {
@@ -273,6 +303,7 @@ static int cause_pod_event(const diag_in_t *d, plan_diag_t *out)
 /* DIAGNOSIS's causes, in plan.h's order: the first found is the one reported. */
 static int (*const causes[])(const diag_in_t *, plan_diag_t *) = {
     cause_failed_create,
+    cause_restore_failed,
     cause_container,
     cause_unschedulable,
     cause_pod_event,

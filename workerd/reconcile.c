@@ -1006,6 +1006,7 @@ static void act_plan(reconcile_job_t *j)
             j->more.shard_budgets = j->seen.shard_budgets;
             j->more.network_policy = j->seen.network_policy;
             j->more.operator_namespace = j->seen.operator_namespace;
+            j->more.operator_image = j->seen.operator_image;
         }
         j->more.budget_short = x->client && kube_client_budget_short(x->client);
         j->more.primary_service = j->child[ROLE_CHILD];

@@ -326,7 +326,6 @@ static void pod_knobs(json_object *spec, const render_input_t *in, int *oom)
     /* DAY-2 (render.h) */
     if (s->extras.service_account_name)
         jsonx_put(spec, "serviceAccountName", jsonx_new_str(s->extras.service_account_name, oom), oom);
-    put_knob(spec, "initContainers", s->extras.init_containers, oom);
 }
 
 /* A copy of each element of the array from (NULL: none) pushed onto to. */
@@ -866,6 +865,81 @@ static void secret_volumes(json_object *volumes, const render_input_t *in, int *
     }
 }
 
+/* ---- RESTORE (render.h) ------------------------------------------------------------- */
+
+/* 1 when the pods run with appendonly yes: spec.config.extra's when it sets it, else
+ * spec.persistence aof. */
+static int appendonly(const rdc_spec_t *spec)
+{
+    const char *v = extra_value(spec, "appendonly");
+    return v ? !strcasecmp(v, "yes") : spec->persistence == RDC_PERSISTENCE_AOF;
+}
+
+/* {"name": name, "mountPath": path, "readOnly": true} */
+static json_object *read_only_mount(const char *name, const char *path, int *oom)
+{
+    json_object *m = mount(name, path, oom);
+    jsonx_put(m, "readOnly", json_object_new_boolean(1), oom);
+    return m;
+}
+
+/* The restore init container of spec.restore.from. */
+static json_object *restore_container(const render_input_t *in, int *oom)
+{
+    const rdc_spec_t *spec = in->spec;
+    json_object *c = jsonx_new_obj(oom), *mounts = jsonx_new_arr(oom);
+    json_object *cmd = str_array(oom, RENDER_RESTORE_BIN, "restore", "--to", RENDER_RESTORE_DATA_DIR "/dump.rdb",
+                                 "--endpoint", spec->restore.endpoint, "--bucket", spec->restore.bucket, "--key",
+                                 spec->restore.key, "--region", spec->restore.region, "--credentials-dir",
+                                 RENDER_RESTORE_CREDENTIALS_DIR, STR_END);
+    jsonx_push(mounts, mount("data", RENDER_RESTORE_DATA_DIR, oom), oom);
+    jsonx_push(mounts, read_only_mount(RENDER_RESTORE_CREDENTIALS_VOLUME, RENDER_RESTORE_CREDENTIALS_DIR, oom), oom);
+    if (appendonly(spec))
+        jsonx_push(cmd, jsonx_new_str("--aof", oom), oom);
+    if (spec->restore.ca_secret) {
+        jsonx_push(cmd, jsonx_new_str("--s3-ca-file", oom), oom);
+        jsonx_push(cmd, jsonx_new_str(RENDER_RESTORE_CA_DIR "/ca.crt", oom), oom);
+        jsonx_push(mounts, read_only_mount(RENDER_RESTORE_CA_VOLUME, RENDER_RESTORE_CA_DIR, oom), oom);
+    }
+    if (spec->restore.sha256) {
+        jsonx_push(cmd, jsonx_new_str("--expect-sha256", oom), oom);
+        jsonx_push(cmd, jsonx_new_str(spec->restore.sha256, oom), oom);
+    }
+    jsonx_put(c, "name", jsonx_new_str(RENDER_RESTORE_CONTAINER, oom), oom);
+    jsonx_put(c, "image", jsonx_new_str(in->operator_image ? in->operator_image : RENDER_OPERATOR_IMAGE_DEFAULT, oom),
+              oom);
+    jsonx_put(c, "command", cmd, oom);
+    jsonx_put(c, "volumeMounts", mounts, oom);
+    jsonx_put(c, "terminationMessagePolicy", jsonx_new_str("FallbackToLogsOnError", oom), oom);
+    jsonx_put(c, "securityContext", container_security_context(spec, oom), oom);
+    return c;
+}
+
+/* The restore container's Secret volumes. */
+static void restore_volumes(json_object *volumes, const rdc_spec_t *spec, int *oom)
+{
+    static const char *const credentials[] = {"access-key-id", "secret-access-key", NULL};
+    static const char *const ca[] = {"ca.crt", NULL};
+    const char *secret = spec->restore.credentials_secret;
+    jsonx_push(volumes, secret_volume(RENDER_RESTORE_CREDENTIALS_VOLUME, secret, credentials, oom), oom);
+    if (spec->restore.ca_secret)
+        jsonx_push(volumes, secret_volume(RENDER_RESTORE_CA_VOLUME, spec->restore.ca_secret, ca, oom), oom);
+}
+
+/* The pod's initContainers: restore's first (RESTORE), then the spec's; nothing when
+ * there is neither. */
+static void init_containers(json_object *spec, const render_input_t *in, int *oom)
+{
+    if (!in->spec->restore.endpoint) {
+        put_knob(spec, "initContainers", in->spec->extras.init_containers, oom);
+        return;
+    }
+    json_object *list = jsonx_new_arr(oom);
+    jsonx_push(list, restore_container(in, oom), oom);
+    append_all(list, in->spec->extras.init_containers, oom);
+    jsonx_put(spec, "initContainers", list, oom);
+}
+
 static json_object *pod_template(const render_input_t *in, const char *config_hash, int *oom)
 {
     json_object *meta = jsonx_new_obj(oom);
@@ -888,6 +962,8 @@ static json_object *pod_template(const render_input_t *in, const char *config_ha
     json_object *volumes = jsonx_new_arr(oom);
     jsonx_push(volumes, vol, oom);
     secret_volumes(volumes, in, oom);
+    if (in->spec->restore.endpoint)
+        restore_volumes(volumes, in->spec, oom);
     append_all(volumes, in->spec->extras.volumes, oom);
 
     json_object *spec = jsonx_new_obj(oom);
@@ -895,6 +971,7 @@ static json_object *pod_template(const render_input_t *in, const char *config_ha
     jsonx_put(spec, "containers", containers, oom);
     jsonx_put(spec, "volumes", volumes, oom);
     pod_knobs(spec, in, oom);
+    init_containers(spec, in, oom);
     json_object *t = jsonx_new_obj(oom);
     jsonx_put(t, "metadata", meta, oom);
     jsonx_put(t, "spec", spec, oom);

@@ -64,6 +64,8 @@ typedef struct {
                                1 + replicasPerShard (while pods leave the layout keeps more:
                                cluster_topo.h RETIRE); the other modes spec.size (SCALE-IN keeps
                                more while the primary is handed over: plan_scale.h) */
+    const char *operator_image; /* RESTORE: the image of the restore init container; NULL:
+                                   RENDER_OPERATOR_IMAGE_DEFAULT */
 } render_input_t;
 
 /* KNOBS (v1, issue 20), each from in->spec (rdc_spec_t's pod, pdb and storage parts) and
@@ -244,6 +246,30 @@ json_object *render_role_service(const render_input_t *in, const char *role);
  *   initContainers         the pod's, as given
  *   containers             the pod's, after redis, as given
  *   networkPolicy          render_network_policy */
+/* RESTORE (issue 36, docs/backup.md "Restore at creation"): with spec.restore.from the pod
+ * template's first init container is RENDER_RESTORE_CONTAINER, in the operator's image
+ * (render_input_t.operator_image), running
+ *   /usr/local/bin/rdc-backup restore --to RENDER_RESTORE_DATA_DIR/dump.rdb [--aof]
+ *     --endpoint E --bucket B --key K --region R --credentials-dir RENDER_RESTORE_CREDENTIALS_DIR
+ *     [--s3-ca-file RENDER_RESTORE_CA_DIR/ca.crt] [--expect-sha256 H]
+ * with --aof when the pods run with appendonly yes (spec.persistence aof, or
+ * spec.config.extra's appendonly): Redis 7 then loads the AOF directory, never dump.rdb.
+ * The data volume is mounted at RENDER_RESTORE_DATA_DIR (the redis container's /data),
+ * credentialsSecret's access-key-id and secret-access-key (volume
+ * RENDER_RESTORE_CREDENTIALS_VOLUME) and caSecret's ca.crt (RENDER_RESTORE_CA_VOLUME)
+ * read-only; terminationMessagePolicy FallbackToLogsOnError, so a failure's one line is
+ * the container's termination message (plan_diagnosis: RestoreFailed); the redis
+ * container's securityContext. The paths are under /var/run so that the test data
+ * plane's mount namespaces (tests/cluster/runtime/mountns.go) can place them. */
+#define RENDER_RESTORE_CONTAINER "restore"
+#define RENDER_RESTORE_BIN "/usr/local/bin/rdc-backup"
+#define RENDER_RESTORE_DATA_DIR "/var/run/rdc-restore/data"
+#define RENDER_RESTORE_CREDENTIALS_DIR "/var/run/rdc-restore/credentials"
+#define RENDER_RESTORE_CA_DIR "/var/run/rdc-restore/ca"
+#define RENDER_RESTORE_CREDENTIALS_VOLUME "restore-credentials"
+#define RENDER_RESTORE_CA_VOLUME "restore-ca"
+/* workerd's --operator-image's default (env RDC_OPERATOR_IMAGE): deploy/'s image. */
+#define RENDER_OPERATOR_IMAGE_DEFAULT "rediscluster-operator:" RDC_VERSION
 #define RENDER_CLUSTER_BUS_PORT 16379 /* Redis Cluster's bus: RENDER_REDIS_PORT + 10000 */
 /* The operator's pods: their label (deploy/base/manager) and, when workerd cannot tell
  * (it runs outside a pod), their namespace. */

@@ -315,6 +315,7 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                             .replicas_service = child_of(children, "ServiceReplicas"),
                             .network_policy = child_of(children, "NetworkPolicy"),
                             .operator_namespace = w->cfg->operator_namespace,
+                            .operator_image = w->cfg->operator_image,
                             .shard_statefulsets = array_of(children, "ShardStatefulSets"),
                             .shard_budgets = array_of(children, "ShardBudgets")};
     it->job = reconcile_start(w->async, &it->x, it->rc, &kids, &seen, NULL, on_reconciled, it);

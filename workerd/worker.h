@@ -38,6 +38,8 @@ typedef struct {
                                    * NULL: client */
     const char *operator_namespace; /* the pod's namespace in-cluster (the NetworkPolicy's
                                      * operator peer), NULL: render.h's default */
+    const char *operator_image;     /* the restore init container's image (render.h RESTORE),
+                                     * NULL: render.h's default */
 } worker_config_t;
 
 #define WORKER_MAX_INFLIGHT 16 /* informerd's WORKSLOT_MAX */

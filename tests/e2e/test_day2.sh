@@ -186,7 +186,6 @@ sup_stop 5
 
 # ---- 7. Real pods: a sidecar beside redis-server ---------------------------------------------
 process_part "part 7" "$ns2" "$work/rt2" "$work/operator2.log"
-# The process runtime runs no init containers (tests/cluster/runtime/pod.go): none here.
 rc_yaml side "$ns2" <<YAML | kubectl apply -f - >/dev/null
   size: 1
   image: redis

@@ -9,6 +9,8 @@
 #   3. restore each into an empty data dir (but for a stale temporary file of a killed
 #      restore, which goes), start a new redis-server on it, compare every key's value
 #      with what was written; DBSIZE equal;
+#      and with --aof (the base of a new appendonlydir) into a redis-server with appendonly
+#      yes: every key, and a key written after it kept over a restart;
 #   4. restore again over the restored dir: skipped (no S3 request: bogus endpoint and
 #      credentials), the file untouched;
 #   5. the object's bytes overwritten in place (its x-amz-meta-sha256 kept): refused, no
@@ -220,6 +222,27 @@ restore_and_compare() {  # restore_and_compare NAME: restored into a new server,
 check "the replica's backup restored: all $KEYS keys with their values" restore_and_compare replica
 check "the primary's backup restored: all $KEYS keys with their values" restore_and_compare primary
 check "the TLS backup restored: all $KEYS keys with their values" restore_and_compare tls
+restore_aof() {  # --aof: the RDB as the base of a new appendonlydir; Redis with appendonly yes loads it
+  local d=$work/restored-aof port
+  mkdir -p "$d"
+  "$bin" restore "${s3[@]}" --key primary/dump.rdb --to "$d/dump.rdb" --aof >"$work/restore-aof.json" \
+    2>"$work/restore-aof.err" || { cat "$work/restore-aof.err" >&2; return 1; }
+  printf '  restore --aof: %s; %s\n' "$(cat "$work/restore-aof.json")" "$(ls "$d" "$d/appendonlydir" | tr '\n' ' ')"
+  [ ! -e "$d/dump.rdb" ] && [ ! -e "$d/appendonlydir.restore" ] || { echo "  dump.rdb or the staging dir left" >&2; return 1; }
+  port=$(free_port)
+  start_redis restored-aof "$port" "$d" --requirepass "$password" --appendonly yes
+  compare "$port" || return 1
+  # written after the restore, kept across a restart (the AOF's incr file); and a second
+  # restore is skipped (appendonlydir holds data)
+  redis-cli -p "$port" set after-restore 1 >/dev/null
+  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+  for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 || break; sleep 0.1; done
+  "$bin" restore "${s3[@]}" --key primary/dump.rdb --to "$d/dump.rdb" --aof | grep -q '"result":"skipped"' || return 1
+  start_redis restored-aof-2 "$port" "$d" --requirepass "$password" --appendonly yes
+  test "$(redis-cli -p "$port" get after-restore)" = 1 && test "$(redis-cli -p "$port" dbsize)" = $((KEYS + 1))
+}
+check "--aof: the primary's backup as the AOF base, loaded with appendonly yes; a later write kept over a restart" \
+  restore_aof
 before=$(sha256sum <"$work/restored-replica/dump.rdb")
 # No credentials and no S3 server needed to skip: a restarted pod keeps its data.
 "$bin" restore --endpoint http://127.0.0.1:1 --bucket "$bucket" --key primary/dump.rdb \

@@ -289,6 +289,8 @@ static void test_args_refused(void)
         {"restore --to /d --endpoint e --bucket b --key k", "restore: --credentials-dir is required"},
         {"restore" S3FLAGS, "restore: --to is required"},
         {"restore --to /d --expect-sha256 ABC" S3FLAGS, "--expect-sha256: not 64 lower-case hex digits"},
+        {"restore --to /d --aof --force" S3FLAGS,
+         "--aof with --force: an append-only directory is never restored over"},
         {"take --redis 10.0.0.5:6379 --part-size-mib 4" S3FLAGS, "--part-size-mib 4: S3 parts are 5 to 5120 MiB"},
         {"take --redis 10.0.0.5:6379 --tls-server-name r" S3FLAGS, "--tls-server-name needs --tls-dir"},
         {"take --redis 10.0.0.5:6379 --timeout 0s" S3FLAGS, "--timeout must be positive"},

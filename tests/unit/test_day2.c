@@ -21,6 +21,7 @@
 #include "rdc_spec.h"
 #include "render.h"
 #include "spec_errors.h"
+#include "spec_rows.h"
 #include "text_assert.h"
 
 #include <CUnit/CUnit.h>
@@ -64,10 +65,7 @@ static plan_t *plan_of(const char *spec, const plan_observed_t *more)
 
 static void test_day2_rules(void)
 {
-    static const struct {
-        const char *fields; /* added to REPL's members */
-        const char *want;   /* "" = valid */
-    } rows[] = {
+    static const spec_row_t rows[] = {
         /* spec.service */
         {"\"service\":{\"type\":\"NodePort\",\"externalTrafficPolicy\":\"Local\"}", ""},
         {"\"service\":{\"type\":\"LoadBalancer\",\"loadBalancerSourceRanges\":[\"10.0.0.0/8\",\"2001:db8::/32\"],"
@@ -164,19 +162,7 @@ static void test_day2_rules(void)
         {"\"networkPolicy\":{\"allowedPeers\":[{\"podSelector\":[]}]}",
          "spec.networkPolicy.allowedPeers[0].podSelector: Invalid value: []: must be an object"},
     };
-    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        char spec[2048];
-        snprintf(spec, sizeof(spec), REPL ",%s}", rows[i].fields);
-        char *err = errors_of(spec);
-        if (*rows[i].want ? !strstr(err, rows[i].want) : *err != '\0')
-            fprintf(stderr, "\n  row %zu: want \"%s\", have \"%s\"\n", i, rows[i].want, err);
-        if (!*rows[i].want) {
-            CU_ASSERT_STRING_EQUAL(err, "");
-        } else {
-            ASSERT_TEXT_HAS(err, rows[i].want);
-        }
-        free(err);
-    }
+    check_spec_rows(REPL, rows, sizeof(rows) / sizeof(rows[0]));
 }
 
 /* A role Service type outside Replication: no role Service to put it on, refused. */
@@ -250,24 +236,13 @@ static void test_webhook_refuses(void)
         char spec[1024];
         snprintf(spec, sizeof(spec), REPL ",%s}", rows[i].fields);
         json_object *rc = rc_with(spec);
-        buf_t b;
-        buf_init(&b, 0);
-        buf_printf(&b,
-                   "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
-                   "\"uid\":\"u-%zu\",\"kind\":{\"group\":\"cache.example.com\",\"version\":\"v1\",\"kind\":"
-                   "\"RedisCluster\"},\"operation\":\"CREATE\",\"name\":\"cache\",\"namespace\":\"default\","
-                   "\"object\":%s}}",
-                   i, json_object_to_json_string_ext(rc, JSON_C_TO_STRING_PLAIN));
-        char *out = NULL;
         admission_outcome_t o;
-        CU_ASSERT_EQUAL(admission_review(b.data, b.len, ADMISSION_VALIDATE, &out, &o), 0);
+        validate_review("CREATE", NULL, rc, i, &o);
         CU_ASSERT_FALSE(o.allowed);
         if (o.code != rows[i].code || !strstr(o.message, rows[i].want))
             fprintf(stderr, "\n  row %zu: %d %s\n", i, o.code, o.message);
         CU_ASSERT_EQUAL(o.code, rows[i].code);
         ASSERT_TEXT_HAS(o.message, rows[i].want);
-        free(out);
-        buf_free(&b);
         json_object_put(rc);
     }
 }

@@ -423,6 +423,10 @@ static void world_reduced(const world_t *w, unsigned uses, world_t *out)
 #define SPEC_AUTH                                                                                                   \
     "{\"size\":3,\"mode\":\"Replication\",\"auth\":{\"secretRef\":{\"name\":\"cache-pass\"}}," SPEC_KNOBS "}"
 
+#define SPEC_RESTORE                                                                                                \
+    "{\"size\":3,\"mode\":\"Standalone\",\"restore\":{\"from\":{\"endpoint\":\"http://127.0.0.1:7070\","            \
+    "\"bucket\":\"backups\",\"key\":\"cache.rdb\",\"credentialsSecret\":\"s3\"}}," SPEC_KNOBS "}"
+
 static json_object *pod_at(const world_t *w, int i)
 {
     return json_object_array_get_idx(w->pods, (size_t)i);
@@ -453,6 +457,21 @@ static void vary_crashloop(world_t *w)
                        "container=redis pod=cache-1\"}}"));
     put(c, "lastState", jf("{\"terminated\":{\"exitCode\":1,\"reason\":\"Error\",\"startedAt\":\"" T0_STR "\","
                            "\"finishedAt\":\"" T0_STR "\",\"containerID\":\"containerd://dead1\"}}"));
+    sts_ready(w, 2);
+}
+
+/* RESTORE: cache-1's restore init container failed and waits to run again. */
+static void vary_restore_failed(world_t *w)
+{
+    json_object *pod = pod_at(w, 1);
+    put(node(pod, "status conditions 2", 0), "status", jf("\"False\""));
+    put(node(pod, "status conditions 3", 0), "status", jf("\"False\""));
+    put(node(pod, "status containerStatuses 0", 0), "ready", jf("false"));
+    put(node(pod, "status", 0), "initContainerStatuses",
+        jf("[{\"name\":\"restore\",\"ready\":false,\"restartCount\":2,\"state\":{\"waiting\":{\"reason\":"
+           "\"CrashLoopBackOff\",\"message\":\"back-off 20s\"}},\"lastState\":{\"terminated\":{\"exitCode\":1,"
+           "\"reason\":\"Error\",\"message\":\"rdc-backup restore: GetObject backups/cache.rdb: SHA-256 mismatch\","
+           "\"startedAt\":\"" T0_STR "\",\"finishedAt\":\"" T0_STR "\"}}}]"));
     sts_ready(w, 2);
 }
 
@@ -562,6 +581,7 @@ static const scenario_t scenarios[] = {
     {"Standalone, a pod deleted", SPEC_STANDALONE, 0, vary_deleting, "ReplicasNotReady"},
     {"Standalone, Redis restarted", SPEC_STANDALONE, 0, vary_restarted, "ConfigApplied"},
     {"Standalone, a child in the way", SPEC_STANDALONE, 0, vary_owner_conflict, "OwnerConflict"},
+    {"Standalone, a restore failed", SPEC_RESTORE, 0, vary_restore_failed, "RestoreFailed"},
     {"Replication, converged", SPEC_REPLICATION, 1, vary_none, "\"phase\":\"Running\""},
     {"Replication, a rollout", SPEC_REPLICATION, 1, vary_switchover, "RolledPod"},
     {"Replication, the primary down", SPEC_REPLICATION, 1, vary_failover, "FailedOver"},

@@ -88,7 +88,7 @@ static void conf_of(const char *extra, buf_t *out, json_object **sts, json_objec
     json_object *rc = rc_of(extra);
     rdc_spec_t spec;
     spec_of(rc, &spec);
-    render_input_t in = {"cache", "ns1", "uid-1", &spec, spec.mode == RDC_MODE_CLUSTER ? 0 : -1, 0};
+    render_input_t in = {"cache", "ns1", "uid-1", &spec, spec.mode == RDC_MODE_CLUSTER ? 0 : -1, 0, NULL};
     buf_init(out, 0);
     CU_ASSERT_EQUAL(render_redis_conf(&in, out), 0);
     if (sts)
@@ -190,7 +190,7 @@ static void test_render_acl(void)
     CU_ASSERT_STRING_EQUAL(buf_str(&file), "user default on #${acl-hash:default} ~* &* +@all\n"
                                            "user app on #${acl-hash:app} ~app:* +@all (~x* +get)\n"
                                            "user ro on #${acl-hash:ro} ~* +@read\n");
-    render_input_t in = {"cache", "ns1", "uid-1", &spec, -1, 0};
+    render_input_t in = {"cache", "ns1", "uid-1", &spec, -1, 0, NULL};
     json_object *s = render_acl_secret(&in, buf_str(&file), "d1", "app,ro");
     CU_ASSERT_STRING_EQUAL(str_at(s, "metadata name"), "cache-redis-acl");
     CU_ASSERT_STRING_EQUAL(str_at(s, "metadata annotations cache.example.com/acl-digest"), "d1");

@@ -32,10 +32,11 @@ type podWorker struct {
 	ns, name string
 
 	mu   sync.Mutex
-	pod  *v1.Pod
-	gone bool
-	ctrs []*container
-	wake chan struct{}
+	pod   *v1.Pod
+	gone  bool
+	inits []*container // spec.initContainers, run one after another before ctrs
+	ctrs  []*container
+	wake  chan struct{}
 
 	// owned by the run goroutine
 	dir          string
@@ -51,6 +52,7 @@ type podWorker struct {
 	kwokDone     bool
 	wasLost      bool
 	terminalDone bool
+	initDone     bool // every init container has completed: ctrs may run
 }
 
 func newPodWorker(rt *Runtime, pod *v1.Pod) *podWorker {
@@ -80,7 +82,15 @@ func (w *podWorker) poke() {
 	}
 }
 
+// containerList is every container of the pod, init containers first.
 func (w *podWorker) containerList() []*container {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append(append([]*container(nil), w.inits...), w.ctrs...)
+}
+
+// mainList is the pod's spec.containers.
+func (w *podWorker) mainList() []*container {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]*container(nil), w.ctrs...)
@@ -161,8 +171,10 @@ func (w *podWorker) sync() bool {
 		w.refreshAtomicVolumes(pod)
 		w.lastRefresh = time.Now()
 	}
-	for _, c := range w.containerList() {
-		w.syncContainer(pod, c)
+	if w.syncInits(pod) {
+		for _, c := range w.mainList() {
+			w.syncContainer(pod, c, pod.Spec.RestartPolicy)
+		}
 	}
 	if !w.kwokDone && w.rt.cfg.kwokCRDs {
 		if err := w.ensureKwokObjects(pod); err != nil {
@@ -174,8 +186,10 @@ func (w *podWorker) sync() bool {
 }
 
 func (w *podWorker) setup(pod *v1.Pod) error {
-	if len(pod.Spec.InitContainers) > 0 {
-		return fmt.Errorf("init containers are not supported by the process runtime")
+	for _, ic := range pod.Spec.InitContainers {
+		if ic.RestartPolicy != nil {
+			return fmt.Errorf("init container %s: sidecar containers (restartPolicy) are not supported by the process runtime", ic.Name)
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(w.dir, "logs"), 0o755); err != nil {
 		return err
@@ -193,20 +207,10 @@ func (w *podWorker) setup(pod *v1.Pod) error {
 	}
 	w.hostOf = hostOf
 	w.lastRefresh = time.Now()
-	old := map[string]v1.ContainerStatus{}
-	for _, cs := range pod.Status.ContainerStatuses {
-		old[cs.Name] = cs
-	}
-	var ctrs []*container
-	for _, cs := range pod.Spec.Containers {
-		c := &container{w: w, spec: cs}
-		if o, ok := old[cs.Name]; ok && o.RestartCount > 0 {
-			c.restartCount = o.RestartCount // the runtime restarted: keep counting
-		}
-		ctrs = append(ctrs, c)
-	}
+	inits := w.newContainers(pod.Spec.InitContainers, pod.Status.InitContainerStatuses)
+	ctrs := w.newContainers(pod.Spec.Containers, pod.Status.ContainerStatuses)
 	w.mu.Lock()
-	w.ctrs = ctrs
+	w.inits, w.ctrs = inits, ctrs
 	w.mu.Unlock()
 	if pod.Status.StartTime != nil {
 		w.startTime = *pod.Status.StartTime
@@ -217,6 +221,24 @@ func (w *podWorker) setup(pod *v1.Pod) error {
 	return nil
 }
 
+// newContainers makes the containers of specs, each keeping the restartCount of its old
+// status (the runtime restarted: keep counting).
+func (w *podWorker) newContainers(specs []v1.Container, statuses []v1.ContainerStatus) []*container {
+	old := map[string]v1.ContainerStatus{}
+	for _, cs := range statuses {
+		old[cs.Name] = cs
+	}
+	var ctrs []*container
+	for _, cs := range specs {
+		c := &container{w: w, spec: cs}
+		if o, ok := old[cs.Name]; ok && o.RestartCount > 0 {
+			c.restartCount = o.RestartCount
+		}
+		ctrs = append(ctrs, c)
+	}
+	return ctrs
+}
+
 func (w *podWorker) grace(pod *v1.Pod) time.Duration {
 	if pod.DeletionGracePeriodSeconds != nil {
 		return time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
@@ -224,7 +246,9 @@ func (w *podWorker) grace(pod *v1.Pod) time.Duration {
 	return time.Duration(ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, 30)) * time.Second
 }
 
-func (w *podWorker) syncContainer(pod *v1.Pod, c *container) {
+// syncContainer starts c when it is not running and policy says it runs (again), after
+// its crash-loop back-off; a running container whose liveness failed is stopped.
+func (w *podWorker) syncContainer(pod *v1.Pod, c *container, policy v1.RestartPolicy) {
 	c.mu.Lock()
 	if c.running {
 		if c.liveFailed != "" && !c.stopping {
@@ -241,7 +265,7 @@ func (w *podWorker) syncContainer(pod *v1.Pod, c *container) {
 	c.handleExit(now)
 	restart := !c.everRan
 	if c.everRan && c.last != nil {
-		switch pod.Spec.RestartPolicy {
+		switch policy {
 		case v1.RestartPolicyNever:
 		case v1.RestartPolicyOnFailure:
 			restart = c.last.ExitCode != 0
@@ -720,64 +744,46 @@ func (w *podWorker) cleanup() {
 
 func (w *podWorker) buildStatus(pod *v1.Pod) v1.PodStatus {
 	st := v1.PodStatus{QOSClass: pod.Status.QOSClass, HostIP: "127.0.0.1", HostIPs: []v1.HostIP{{IP: "127.0.0.1"}}}
-	ctrs := w.containerList()
 	var statuses []v1.ContainerStatus
-	var notReady []string
+	var notReady, incomplete []string
+	for _, c := range pod.Spec.InitContainers {
+		incomplete = append(incomplete, c.Name)
+	}
 	allReady := true
-	if !w.setUp || w.waitReason != "" {
+	switch {
+	case !w.setUp || w.waitReason != "":
 		st.Phase = v1.PodPending
 		reason := w.waitReason
 		if reason == "" {
 			reason = "ContainerCreating"
 		}
+		st.InitContainerStatuses = waitingStatuses(pod.Spec.InitContainers, reason, w.waitMsg)
+		statuses = waitingStatuses(pod.Spec.Containers, reason, w.waitMsg)
 		for _, c := range pod.Spec.Containers {
-			statuses = append(statuses, v1.ContainerStatus{Name: c.Name, Image: c.Image, Started: ptr.To(false),
-				State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reason, Message: w.waitMsg}}})
 			notReady = append(notReady, c.Name)
 		}
 		allReady = false
 		if w.waitReason == "MaxPodsExceeded" {
 			st.Reason, st.Message = w.waitReason, w.waitMsg
 		}
-	} else {
+	case !w.initDone && len(pod.Spec.InitContainers) > 0:
 		st.PodIP, st.PodIPs, st.StartTime = w.ip, []v1.PodIP{{IP: w.ip}}, &w.startTime
-		pending, running, failed, terminated := false, false, false, 0
-		for _, c := range ctrs {
-			cs := c.status()
-			statuses = append(statuses, cs)
-			if !cs.Ready {
-				allReady = false
-				notReady = append(notReady, c.spec.Name)
-			}
-			switch {
-			case cs.State.Running != nil:
-				running = true
-			case cs.State.Terminated != nil:
-				terminated++
-				if cs.State.Terminated.ExitCode != 0 {
-					failed = true
-				}
-			case cs.State.Waiting != nil && cs.LastTerminationState.Terminated == nil && cs.RestartCount == 0:
-				pending = true
-			default:
-				running = true // waiting to restart
-			}
+		var failed bool
+		st.InitContainerStatuses, incomplete, failed = w.initStatuses(pod)
+		statuses = waitingStatuses(pod.Spec.Containers, "PodInitializing", "")
+		for _, c := range pod.Spec.Containers {
+			notReady = append(notReady, c.Name)
 		}
-		always := pod.Spec.RestartPolicy == "" || pod.Spec.RestartPolicy == v1.RestartPolicyAlways
-		switch {
-		case pending:
-			st.Phase = v1.PodPending
-		case always:
-			st.Phase = v1.PodRunning // whatever ended will be restarted
-		case terminated == len(ctrs) && len(ctrs) > 0 && failed:
+		allReady = false
+		st.Phase = v1.PodPending
+		if failed {
 			st.Phase = v1.PodFailed
-		case terminated == len(ctrs) && len(ctrs) > 0:
-			st.Phase = v1.PodSucceeded
-		case running || terminated > 0:
-			st.Phase = v1.PodRunning
-		default:
-			st.Phase = v1.PodPending
 		}
+	default:
+		st.PodIP, st.PodIPs, st.StartTime = w.ip, []v1.PodIP{{IP: w.ip}}, &w.startTime
+		st.InitContainerStatuses, incomplete, _ = w.initStatuses(pod)
+		statuses, notReady, st.Phase = w.mainStatuses(pod)
+		allReady = len(notReady) == 0
 	}
 	st.ContainerStatuses = statuses
 
@@ -805,9 +811,10 @@ func (w *podWorker) buildStatus(pod *v1.Pod) v1.PodStatus {
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
 		reason, msg = "PodCompleted", ""
 	}
+	initOK, initReason, initMsg := initializedCondition(incomplete)
 	st.Conditions = []v1.PodCondition{
 		cond(v1.PodReadyToStartContainers, w.setUp && w.waitReason == "", "", ""),
-		cond(v1.PodInitialized, true, "", ""),
+		cond(v1.PodInitialized, initOK, initReason, initMsg),
 		cond(v1.PodReady, allReady, reason, msg),
 		cond(v1.ContainersReady, allReady, reason, msg),
 	}
@@ -824,6 +831,49 @@ func (w *podWorker) buildStatus(pod *v1.Pod) v1.PodStatus {
 		}
 	}
 	return st
+}
+
+// mainStatuses is pod.status.containerStatuses once the init containers have completed,
+// the names of the containers not ready, and the pod's phase.
+func (w *podWorker) mainStatuses(pod *v1.Pod) ([]v1.ContainerStatus, []string, v1.PodPhase) {
+	ctrs := w.mainList()
+	var statuses []v1.ContainerStatus
+	var notReady []string
+	pending, running, failed, terminated := false, false, false, 0
+	for _, c := range ctrs {
+		cs := c.status()
+		statuses = append(statuses, cs)
+		if !cs.Ready {
+			notReady = append(notReady, c.spec.Name)
+		}
+		switch {
+		case cs.State.Running != nil:
+			running = true
+		case cs.State.Terminated != nil:
+			terminated++
+			if cs.State.Terminated.ExitCode != 0 {
+				failed = true
+			}
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated == nil && cs.RestartCount == 0:
+			pending = true
+		default:
+			running = true // waiting to restart
+		}
+	}
+	always := pod.Spec.RestartPolicy == "" || pod.Spec.RestartPolicy == v1.RestartPolicyAlways
+	switch {
+	case pending:
+		return statuses, notReady, v1.PodPending
+	case always:
+		return statuses, notReady, v1.PodRunning // whatever ended will be restarted
+	case terminated == len(ctrs) && len(ctrs) > 0 && failed:
+		return statuses, notReady, v1.PodFailed
+	case terminated == len(ctrs) && len(ctrs) > 0:
+		return statuses, notReady, v1.PodSucceeded
+	case running || terminated > 0:
+		return statuses, notReady, v1.PodRunning
+	}
+	return statuses, notReady, v1.PodPending
 }
 
 // writeStatus writes the pod's status when it differs from what is there.
