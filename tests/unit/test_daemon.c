@@ -69,7 +69,7 @@ static void test_trim_once_per_idle_spell(void)
     if (!(trimmed < freed - 20000))
         fprintf(stderr, "rss: full %ld, freed %ld, trimmed %ld kB\n", full, freed, trimmed);
 #else
-    (void)full, (void)trimmed;
+    (void)full, (void)freed, (void)trimmed;
 #endif
 #endif
     free(blocks[N - 1]);
