@@ -274,6 +274,16 @@ static json_object *store_rc(env_t *e)
     return stored(e, RC_PATH);
 }
 
+/* A new RedisCluster, without the finalizer yet, stored; a copy returned. */
+static json_object *store_new_rc(env_t *e)
+{
+    put_obj(&e->api, RC_PATH,
+            parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
+                  "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1},"
+                  "\"spec\":{\"size\":1,\"image\":\"redis\"}}"));
+    return stored(e, RC_PATH);
+}
+
 static const char *degraded(env_t *e, const char *field)
 {
     json_object *rc = e->api.obj[find_obj(&e->api, RC_PATH)], *st = NULL, *list = NULL;
@@ -388,11 +398,7 @@ static void test_outcome_names_each_write_of_the_rediscluster(void)
 {
     env_t e;
     env_batched(&e);
-    put_obj(&e.api, RC_PATH,
-            parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
-                  "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1},"
-                  "\"spec\":{\"size\":1,\"image\":\"redis\"}}"));
-    json_object *rc = stored(&e, RC_PATH);
+    json_object *rc = store_new_rc(&e);
     reconcile_outcome_t out;
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
     int all = count_req(&e, "PATCH", RC_PATH), status = count_req(&e, "PATCH", RC_PATH "/status");
@@ -1013,11 +1019,7 @@ static void test_foreign_configmap_new_cluster_one_reconcile(void)
 {
     env_t e;
     env_batched(&e);
-    put_obj(&e.api, RC_PATH,
-            parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
-                  "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1},"
-                  "\"spec\":{\"size\":1,\"image\":\"redis\"}}"));
-    json_object *rc = stored(&e, RC_PATH);
+    json_object *rc = store_new_rc(&e);
     store_foreign_configmap(&e);
     reconcile_outcome_t out;
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
