@@ -131,7 +131,7 @@ check "the key written after the restore is there" output_is yes redis-cli -h "$
 check "DBSIZE $((KEYS + 1))" output_is "$((KEYS + 1))" redis-cli -h "$dst_ip" dbsize
 
 # ---- 6. A failed restore: the pod does not start, the status says why ------------------------------
-restored_yaml bad-sha "      sha256: $(printf '0%.0s' $(seq 64))" | kubectl apply -f - >/dev/null
+restored_yaml bad-sha "      sha256: \"$(printf '0%.0s' $(seq 64))\"" | kubectl apply -f - >/dev/null
 check "bad-sha: Ready False with reason RestoreFailed within 120 s" wait_output 120 RestoreFailed ready_reason bad-sha
 check "bad-sha: the message is rdc-backup's line (SHA-256 ..., want 000...)" \
     sh -c "kubectl -n $ns get rdc bad-sha -o json | jq -r '.status.conditions[] | select(.type==\"Ready\") | .message' | grep -q 'SHA-256 of the .* bytes is .*, want 0000'"
