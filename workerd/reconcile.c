@@ -260,9 +260,14 @@ static int refused_by_api(const kube_error_t *err)
 }
 
 /* STORAGE CLASS (plan.h): whether the class the plan would create claims of is absent
- * (404). The answer is kept per worker process for SC_CACHE_TTL_NS (a class rarely comes
- * or goes; each new cluster would otherwise read it again); a failed read is not kept
- * (the StatefulSet is then created as before, and a diagnosis explains pending claims). */
+ * (404). A class found is kept per worker process for SC_CACHE_TTL_NS (a class rarely
+ * goes; each new cluster would otherwise read it again). A class missing is not kept: it
+ * is read again by every reconcile of a cluster that names it, so that once it is
+ * created no worker goes on saying StorageClassNotFound from its own older answer while
+ * another says what comes next (the keys go to whichever worker is free: two answers
+ * flipped the status at every reconcile, test_status's resync that must write nothing).
+ * A failed read is not kept (the StatefulSet is then created as before, and a diagnosis
+ * explains pending claims). */
 #define SC_CACHE_SLOTS 8
 #define SC_CACHE_TTL_NS (INT64_C(30) * NS_PER_SEC)
 static readmemo_t *sc_cache; /* class name -> true, or "found nothing" (404) */
@@ -282,8 +287,10 @@ static void sc_cache_keep(const char *cls, int missing)
 {
     if (!sc_cache)
         sc_cache = readmemo_new(SC_CACHE_SLOTS, SC_CACHE_TTL_NS); /* NULL: every cluster reads */
-    json_object *found = missing ? NULL : json_object_new_boolean(1);
-    if (sc_cache && (missing || found))
+    if (missing)
+        return; /* read again next time (above) */
+    json_object *found = json_object_new_boolean(1);
+    if (sc_cache && found)
         readmemo_put(sc_cache, cls, found, clock_mono_ns());
     json_object_put(found);
 }

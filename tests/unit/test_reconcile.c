@@ -796,7 +796,8 @@ static void test_refused_apply_takes_the_child_back(void)
 
 /* A StorageClass named in the spec is looked up before the StatefulSet is created;
  * missing, the StatefulSet is created all the same (static volumes of that class name may
- * bind) and Degraded names the class; made, Degraded clears. */
+ * bind) and Degraded names the class, read again at every reconcile; made, Degraded
+ * clears and the answer is kept. */
 static void test_missing_storage_class_holds_the_statefulset(void)
 {
     env_t e;
@@ -815,15 +816,30 @@ static void test_missing_storage_class_holds_the_statefulset(void)
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "StorageClassNotFound");
     CU_ASSERT(strstr(degraded(&e, "message"), "StorageClass \"fast\"") != NULL);
-    /* the answer is kept (30 s per process): the next reconcile does not ask again */
+    /* a missing class is not kept: the next reconcile asks again (another worker may have
+     * seen it created; two answers would flip the status between them) */
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 2);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "StorageClassNotFound");
+    /* created: the next reconcile sees it, and the class found is kept (30 s per process) */
+    put_obj(&e.api, "/apis/storage.k8s.io/v1/storageclasses/fast",
+            parse("{\"apiVersion\":\"storage.k8s.io/v1\",\"kind\":\"StorageClass\",\"metadata\":{"
+                  "\"name\":\"fast\"},\"provisioner\":\"example.com/p\"}"));
+    json_object_put(rc);
+    rc = stored(&e, RC_PATH);
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 3);
+    const char *reason = degraded(&e, "reason");
+    CU_ASSERT(!reason || strcmp(reason, "StorageClassNotFound") != 0);
+    json_object_put(rc);
+    rc = stored(&e, RC_PATH);
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 3);
     reconcile_forget_storage_classes();
     reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
-    CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 2);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 4);
     reconcile_forget_storage_classes();
     json_object_put(rc);
     env_close(&e);
