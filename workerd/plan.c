@@ -250,7 +250,8 @@ static void plan_reads(const plan_ctx_t *c, const found_t *x, const json_object 
     plan_t *p = c->plan;
     const char *phase = plan_phase(p);
     int sts_ours = !x->f.failed_reason && x->kids.sts_ours;
-    int wants = sts_ours && phase && strcmp(phase, "Running");
+    int not_running = sts_ours && phase && strcmp(phase, "Running");
+    int wants = not_running;
     if (wants) {
         /* DIAGNOSIS: not while the cluster moves (its counts are not told yet: a pod
          * created or Ready since) unless the told count is a window old (a first
@@ -262,9 +263,11 @@ static void plan_reads(const plan_ctx_t *c, const found_t *x, const json_object 
                                             plan_status_held_ns(p) > 0, c->now);
     }
     /* The class is looked up when the StatefulSet is created and while the cluster is not
-     * Running (a healthy resync reads nothing more). */
+     * Running (a healthy resync reads nothing more), whether or not the diagnosis is due:
+     * a reconcile that did not look would clear StorageClassNotFound and the next that did
+     * would set it again (a status write and an Event each time). */
     const char *cls = c->spec->storage.storage_class;
-    if (!x->kids.sts_created && !wants)
+    if (!x->kids.sts_created && !not_running)
         cls = NULL;
     plan_set_reads(p, wants, cls, jsonx_str_set(plan_status(p), "selector"));
     /* An object in the way is not watched (it has not our labels): look again. */

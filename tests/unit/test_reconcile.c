@@ -817,10 +817,18 @@ static void test_missing_storage_class_holds_the_statefulset(void)
     CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "StorageClassNotFound");
     CU_ASSERT(strstr(degraded(&e, "message"), "StorageClass \"fast\"") != NULL);
     /* a missing class is not kept: the next reconcile asks again (another worker may have
-     * seen it created; two answers would flip the status between them) */
+     * seen it created; two answers would flip the status between them), also while the
+     * StatefulSet is too young for a diagnosis (not looking would clear the condition) */
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    json_object *kids[4], *md = NULL;
+    children(&e, kids);
+    char now[40];
+    clock_format_rfc3339(clock_wall_ns(), 0, now, sizeof(now));
+    CU_ASSERT_FATAL(kids[2] && json_object_object_get_ex(kids[2], "metadata", &md));
+    json_object_object_add(md, "creationTimestamp", json_object_new_string(now));
+    reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
+    put_kids(kids);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 2);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "reason"), "StorageClassNotFound");
     /* created: the next reconcile sees it, and the class found is kept (30 s per process) */
