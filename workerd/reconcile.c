@@ -1187,6 +1187,14 @@ static int job_quiet_after_write(reconcile_job_t *j)
 {
     if (!j->rc_after || !j->out.rc_written_rv[0])
         return 0;
+    /* A run that wrote anything but the RedisCluster (a child, a Redis command) is not
+     * quiet without planning again: its inputs are stale for that write, which the plan
+     * would ask for again. Only a run of finalizer and status writes is planned again. */
+    for (size_t i = 0; j->plan && i < plan_action_count(j->plan); i++) {
+        plan_action_kind_t k = plan_action(j->plan, i)->kind;
+        if (k != PLAN_ADD_FINALIZER && k != PLAN_UPDATE_STATUS)
+            return 0;
+    }
     plan_children_t observed = {j->child[0], j->child[1], j->child[2], j->child[3]};
     plan_t *again = plan_compute_children(j->rc_after, &observed, &j->more, clock_wall_ns());
     int quiet = again && !plan_error(again) && plan_action_count(again) == 0;
