@@ -264,24 +264,28 @@ static json_object *stored(env_t *e, const char *path)
     return copy;
 }
 
-/* The RedisCluster in the store, and a copy of it as the cache would hand it. */
-static json_object *store_rc(env_t *e)
+/* A RedisCluster stored with the finalizer or (new) without it yet; a copy of it returned,
+ * as the cache would hand it. */
+static json_object *store_rc_finalized(env_t *e, int finalized)
 {
-    put_obj(&e->api, RC_PATH,
-            parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
-                  "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,"
-                  "\"finalizers\":[\"cache.example.com/finalizer\"]},\"spec\":{\"size\":1,\"image\":\"redis\"}}"));
+    char text[512];
+    snprintf(text, sizeof(text),
+             "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
+             "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1%s},"
+             "\"spec\":{\"size\":1,\"image\":\"redis\"}}",
+             finalized ? ",\"finalizers\":[\"cache.example.com/finalizer\"]" : "");
+    put_obj(&e->api, RC_PATH, parse(text));
     return stored(e, RC_PATH);
 }
 
-/* A new RedisCluster, without the finalizer yet, stored; a copy returned. */
+static json_object *store_rc(env_t *e)
+{
+    return store_rc_finalized(e, 1);
+}
+
 static json_object *store_new_rc(env_t *e)
 {
-    put_obj(&e->api, RC_PATH,
-            parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
-                  "\"name\":\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1},"
-                  "\"spec\":{\"size\":1,\"image\":\"redis\"}}"));
-    return stored(e, RC_PATH);
+    return store_rc_finalized(e, 0);
 }
 
 static const char *degraded(env_t *e, const char *field)
