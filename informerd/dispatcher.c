@@ -352,7 +352,7 @@ static void handle_done(dispatcher_t *d, worker_slot_t *w, rmsg_t *m, int64_t no
         workqueue_forget(d->queue, key);
     } else if (strcmp(result, "requeue_after") == 0) {
         workqueue_forget(d->queue, key);
-        workqueue_add_after(d->queue, key, after_ms * NS_PER_MS, now);
+        workqueue_requeue_after(d->queue, key, after_ms * NS_PER_MS, now);
     } else if (strcmp(result, "fenced") == 0) {
         workqueue_add(d->queue, key, now);
     } else {

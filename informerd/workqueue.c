@@ -27,7 +27,7 @@ typedef struct wq_item {
     bool parked;       /* dirty and quarantined: held back from the ready list */
     bool quarantined;
     bool has_add_time; /* add_ns is set (for workqueue_queue_duration_seconds) */
-    bool soon;         /* its delayed deadline is add_soon's alone: get() drops it */
+    bool soon;         /* its delayed deadline is add_soon's or requeue_after's alone: get() drops it */
     unsigned failures; /* rate limiter's count, reset by forget() */
     unsigned crashes;  /* abandon()s, reset by forget() and unquarantine() */
     int64_t add_ns;    /* when it became dirty */
@@ -429,6 +429,20 @@ int workqueue_add_after(workqueue_t *q, const char *key, int64_t delay_ns, int64
     if (!it)
         return rc;
     schedule(q, it, delay_ns, now_ns);
+    return 0;
+}
+
+int workqueue_requeue_after(workqueue_t *q, const char *key, int64_t delay_ns, int64_t now_ns)
+{
+    int rc;
+    wq_item_t *it = delayed_add_item(q, key, &rc);
+    if (!it)
+        return rc;
+    metric_counter_add(q->m_retries, q->labels, 1);
+    /* A wait of another kind (add_after's, a backoff) keeps get() from dropping it. */
+    if (it->hpos[HEAP_DELAYED] == NOT_IN_HEAP)
+        it->soon = true;
+    schedule_quiet(q, it, delay_ns, now_ns);
     return 0;
 }
 

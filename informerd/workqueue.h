@@ -76,6 +76,15 @@ int workqueue_add(workqueue_t *q, const char *key, int64_t now_ns);
  * unchanged). */
 int workqueue_add_after(workqueue_t *q, const char *key, int64_t delay_ns, int64_t now_ns);
 
+/* Queue key once delay_ns has passed, as a reconcile's own "look again" (its DONE's
+ * requeue_after): as workqueue_add_after (counted as a retry, an earlier deadline stays),
+ * except that when key is handed out (get) before that time, for another add, the wait
+ * is dropped: that reconcile plans from newer inputs and asks for its own requeue, or for
+ * none (client-go's AddAfter would run the stale one too: a reconcile more for every
+ * requeue a delta overtook). A wait of another kind already there (add_after's, a
+ * backoff) is not dropped by get. Returns as workqueue_add_after. */
+int workqueue_requeue_after(workqueue_t *q, const char *key, int64_t delay_ns, int64_t now_ns);
+
 /* Queue key within delay_ns, for a change that need not be seen at once (a child's
  * delta: a burst of them becomes one reconcile). Nothing when key is already queued, or
  * processing and marked to be queued again (that reconcile reads the change); otherwise

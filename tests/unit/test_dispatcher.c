@@ -598,6 +598,32 @@ static void test_child_burst_is_one_item(void)
     fx_stop();
 }
 
+/* A reconcile's "look again in 400 ms" is dropped when a change hands the key out
+ * before then: that reconcile decided from newer inputs (here: nothing more to do), so
+ * the stale requeue makes no reconcile. Left alone, a requeue comes on time. */
+static void test_requeue_overtaken_is_dropped(void)
+{
+    fx_start(0);
+    put_rc("q", "1", 1, "");
+    SAY(PROTO_READY, "1");
+    expect_work("ns/q", "0", "1");
+    SAY(PROTO_DONE, "ns/q", "requeue_after", "400");
+    put_rc("q", "2", 2, ""); /* the user's change, 400 ms early */
+    expect_work("ns/q", "0", "2");
+    SAY(PROTO_DONE, "ns/q", "done", "0");
+    expect_no_work(800);
+    /* Nothing in between: the requeue comes. */
+    put_rc("q", "3", 3, "");
+    expect_work("ns/q", "0", "3");
+    int64_t t0 = clock_mono_ns();
+    SAY(PROTO_DONE, "ns/q", "requeue_after", "200");
+    expect_work("ns/q", "0", "3");
+    CU_ASSERT(clock_mono_ns() - t0 >= 200 * NS_PER_MS);
+    SAY(PROTO_DONE, "ns/q", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    fx_stop();
+}
+
 static void test_drain(void)
 {
     fx_start(0);
@@ -695,6 +721,7 @@ static const cu_entry_t tests[] = {
     {"a drain hands out nothing more", test_drain},
     {"the echoes of its own writes queue nothing", test_own_echoes_queue_nothing},
     {"a burst of child changes is one item after the delay", test_child_burst_is_one_item},
+    {"a requeue a change overtook is dropped", test_requeue_overtaken_is_dropped},
     {"without sockets: keys mapped, none handed out", test_without_sockets},
     {"a child's change no plan reads queues nothing", test_unread_change_queues_nothing},
 };

@@ -277,6 +277,48 @@ static void test_add_soon_merges_a_burst(void)
     workqueue_destroy(&q);
 }
 
+/* requeue_after (a reconcile's own "look again"): handed out earlier for another add,
+ * the wait goes; left alone, it comes; a wait of another kind (add_after's, a backoff)
+ * stays through a get; two requeues keep the earlier deadline. */
+static void test_requeue_after_dropped_when_overtaken(void)
+{
+    workqueue_t *q = new_queue();
+    CU_ASSERT_EQUAL(workqueue_requeue_after(q, "a", 10 * SEC, T0), 0);
+    workqueue_add(q, "a", T0 + SEC); /* a change overtakes it */
+    ASSERT_GET(q, T0 + SEC, "a");
+    CU_ASSERT_EQUAL(workqueue_delayed_count(q), 0);
+    workqueue_done(q, "a", T0 + SEC + 1);
+    ASSERT_GET(q, T0 + 11 * SEC, NULL);
+    /* Alone: on time, not before. */
+    workqueue_requeue_after(q, "b", 10 * SEC, T0);
+    ASSERT_GET(q, T0 + 10 * SEC - 1, NULL);
+    ASSERT_GET(q, T0 + 10 * SEC, "b");
+    workqueue_done(q, "b", T0 + 10 * SEC);
+    /* Two requeues: the earlier deadline; still dropped by a get. */
+    workqueue_requeue_after(q, "c", 10 * SEC, T0);
+    workqueue_requeue_after(q, "c", 2 * SEC, T0 + 1);
+    CU_ASSERT_EQUAL(workqueue_next_deadline(q, T0 + 1), T0 + 1 + 2 * SEC);
+    workqueue_add(q, "c", T0 + 2);
+    ASSERT_GET(q, T0 + 2, "c");
+    CU_ASSERT_EQUAL(workqueue_delayed_count(q), 0);
+    workqueue_done(q, "c", T0 + 3);
+    /* A backoff, then a requeue: the backoff's kind stays through a get. */
+    CU_ASSERT_EQUAL(workqueue_add_rate_limited(q, "d", T0), 0);
+    workqueue_requeue_after(q, "d", 10 * SEC, T0);
+    workqueue_add(q, "d", T0 + 1);
+    ASSERT_GET(q, T0 + 1, "d");
+    CU_ASSERT_EQUAL(workqueue_delayed_count(q), 1);
+    workqueue_done(q, "d", T0 + 2);
+    /* add_after's wait, then a requeue: stays through a get too. */
+    workqueue_add_after(q, "e", 30 * SEC, T0);
+    workqueue_requeue_after(q, "e", 20 * SEC, T0);
+    workqueue_add(q, "e", T0 + 1);
+    ASSERT_GET(q, T0 + 1, "e");
+    CU_ASSERT_EQUAL(workqueue_delayed_count(q), 2);
+    CU_ASSERT_EQUAL(workqueue_requeue_after(q, "", 1, T0), -1);
+    workqueue_destroy(&q);
+}
+
 static void test_add_after_while_processing_and_ordering(void)
 {
     workqueue_t *q = new_queue();
@@ -733,6 +775,7 @@ static const cu_entry_t tests[] = {
     {"add_after: earlier deadline wins", test_add_after_earlier_deadline_wins},
     {"add_after while processing, order", test_add_after_while_processing_and_ordering},
     {"add_soon merges a burst into one add", test_add_soon_merges_a_burst},
+    {"requeue_after is dropped when a get overtakes it", test_requeue_after_dropped_when_overtaken},
     CU_SUITE("workqueue crashes and shutdown"),
     {"abandon counts crashes and backs off", test_abandon_counts_crashes},
     {"quarantine holds one key, others go on", test_quarantine_and_unquarantine},
