@@ -607,7 +607,7 @@ def delta_dict(a, b):
 class Operator:
     def __init__(self, ctx, name, ns, workers, extra=(), leader_elect=True):
         self.ctx, self.name, self.ns, self.workers = ctx, name, ns, workers
-        self.rt = os.path.join(ctx.work, "rt-" + name)
+        self.rt = os.path.join(ctx.rt_base, "rt-" + name)
         self.logpath = os.path.join(ctx.work, "operator-%s.log" % name)
         args = [os.path.join(ctx.bindir, "supervisor"), "--kubeconfig", ctx.kubeconfig,
                 "--workers", str(workers), "--namespace", ns, "--runtime-dir", self.rt,
@@ -779,6 +779,12 @@ class Ctx:
         self.bindir = env_str("RDC_BIN", os.path.join(self.top, "build", "bin"))
         self.work = env_str("BENCH_WORK", "") or tempfile.mkdtemp(prefix="rdc-bench.")
         os.makedirs(self.work, exist_ok=True)
+        # The operator's runtime directory (sockets, metrics and key files) on a tmpfs, as
+        # deploy/ mounts it (an emptyDir with medium Memory): on the disk, every worker's
+        # key file rewrite (two a reconcile) costs an ext4 create, rename and writeback
+        # that a pod does not pay. BENCH_RUNTIME_BASE=<dir> puts it elsewhere.
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else self.work
+        self.rt_base = tempfile.mkdtemp(prefix="rdc-bench-rt.", dir=env_str("BENCH_RUNTIME_BASE", shm))
         self.secret_dir = os.path.join(self.work, "secrets")
         self.kube = Kube(self.kubeconfig, self.secret_dir)
         self.procs = []
@@ -1963,9 +1969,10 @@ def run_main():
             ctx.kube.req("DELETE", "/apis/storage.k8s.io/v1/storageclasses/" + STATIC_SC)
         for node in ctx.nodes:
             ctx.kube.req("DELETE", "/api/v1/nodes/" + node)
+        import shutil
+        shutil.rmtree(ctx.rt_base, ignore_errors=True)
         save()
         if final_json:
-            import shutil
             shutil.copyfile(out_json, final_json)
             log("results: " + final_json)
     print(markdown(R))
