@@ -77,7 +77,7 @@ while [ -e "$out" ] && [ "${BENCH_OVERWRITE:-0}" != 1 ]; do
     i=$((i + 1))
 done
 work=$(mktemp -d /tmp/rdc-bench.XXXXXX)
-export BENCH_OUT=$top/$out BENCH_COMMIT=$sha BENCH_DATE=$day BENCH_WORK=$work RDC_BIN=$top/build/bin
+export BENCH_OUT=$top/$out BENCH_COMMIT=$sha BENCH_DATE=$day BENCH_WORK=$work RDC_BIN=${RDC_BIN:-$top/build/bin}
 # bench.py stops what it started (operators, watch processes, namespaces) on TERM/INT:
 # pass ours on to it and wait (bounded) until it is done.
 python3 bench/bench.py run &
