@@ -38,19 +38,22 @@
 typedef struct cluster cluster_t;
 typedef struct observer observer_t;
 
+/* Kept per pod of every cluster, so kept small (issue 33: observerd's memory grows with
+ * the pods): the key and name share one allocation with the struct, a Cluster-mode error
+ * is allocated only when there is one. */
 typedef struct pod {
     observer_t *ob;
-    char key[512];              /* namespace/name */
-    char name[254];
+    const char *name;           /* in key, after the namespace's '/' */
     char ip[64];                /* "" until it has one */
     int tls;                    /* its annotation says it speaks TLS on the Redis port */
     cluster_t *cluster;
     redisnode_t *node;          /* NULL while no IP */
     unsigned probes;
     int reprobe;                /* probe again as soon as the one in flight ends */
-    char cluster_error[256];    /* the node's cluster error last logged ("" none) */
+    char *cluster_error;        /* the node's cluster error last logged (NULL none) */
     int seen;                   /* mark of the snapshot in progress */
     struct pod *next, *cnext;   /* all pods; the cluster's pods */
+    char key[];                 /* namespace/name */
 } pod_t;
 
 struct cluster {
@@ -209,6 +212,7 @@ static void pod_remove(observer_t *ob, pod_t *p)
         *pp = p->next;
     redisnode_destroy(&p->node);
     pod_unlink_cluster(ob, p);
+    free(p->cluster_error);
     free(p);
 }
 
@@ -401,14 +405,15 @@ static void pod_apply(observer_t *ob, const char *key, json_object *obj, int del
     char ckey[512];
     snprintf(ckey, sizeof(ckey), "%s/%s", ns, inst);
     if (!p) {
-        if (strlen(key) >= sizeof(p->key) || strlen(name) >= sizeof(p->name))
-            return;
-        p = calloc(1, sizeof(*p));
+        size_t kn = strlen(key), nn = strlen(name);
+        if (kn >= 512 || nn >= 254 || nn >= kn || strcmp(key + kn - nn, name) != 0)
+            return; /* key is namespace/name: name is its end */
+        p = calloc(1, sizeof(*p) + kn + 1);
         if (!p)
             return;
         p->ob = ob;
-        snprintf(p->key, sizeof(p->key), "%s", key);
-        snprintf(p->name, sizeof(p->name), "%s", name);
+        memcpy(p->key, key, kn + 1);
+        p->name = p->key + kn - nn;
         p->next = ob->pods;
         ob->pods = p;
     }
@@ -868,12 +873,13 @@ static int cluster_probing(const cluster_t *c)
  * change of reason. */
 static void warn_cluster_error(const cluster_t *c, pod_t *p, const redisnode_state_t *st)
 {
-    if (!st->reachable || strcmp(st->cluster_error, p->cluster_error) == 0)
+    if (!st->reachable || strcmp(st->cluster_error, p->cluster_error ? p->cluster_error : "") == 0)
         return;
     if (st->cluster_error[0])
         rlog_warn("the pod's CLUSTER NODES is not usable", "cluster", c->key, "pod", p->name, "error",
                   st->cluster_error);
-    snprintf(p->cluster_error, sizeof(p->cluster_error), "%s", st->cluster_error);
+    free(p->cluster_error);
+    p->cluster_error = st->cluster_error[0] ? strdup(st->cluster_error) : NULL; /* NULL: say it again */
 }
 
 /* What a probe of p says of c's Secrets: a password not read yet, or refused (rotated?),

@@ -80,6 +80,12 @@ static int keyspace_line(const char *name, size_t nn, const char *v, size_t vn, 
     return 1;
 }
 
+/* "slave0", "slave1", ...: a replica a primary lists. */
+static int is_slave_line(const char *name, size_t nn)
+{
+    return nn > 5 && memcmp(name, "slave", 5) == 0 && name[5] >= '0' && name[5] <= '9';
+}
+
 static void parse_line(const char *name, size_t nn, const char *v, size_t vn, redisinfo_t *out, int *saw_role)
 {
     int ok = 0;
@@ -127,9 +133,8 @@ static void parse_line(const char *name, size_t nn, const char *v, size_t vn, re
         out->rdb_last_bgsave_ok = name_is(v, vn, "ok") ? 1 : 0;
         return;
     }
-    if (nn > 5 && memcmp(name, "slave", 5) == 0 && name[5] >= '0' && name[5] <= '9') {
-        if (out->nslaves < REDISINFO_MAX_SLAVES)
-            parse_slave(v, vn, &out->slaves[out->nslaves++]);
+    if (is_slave_line(name, nn)) {
+        out->nslaves++;
         return;
     }
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
@@ -139,6 +144,43 @@ static void parse_line(const char *name, size_t nn, const char *v, size_t vn, re
             return;
         }
     }
+}
+
+/* The line at *p (not past end) into *line: its end (the CR of a CRLF, the LF, or end),
+ * with *p moved to the next line; NULL when no line is left. */
+static const char *next_line(const char **p, const char *end, const char **line)
+{
+    if (!*p || *p >= end)
+        return NULL;
+    *line = *p;
+    const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+    const char *stop = nl ? nl : end;
+    *p = stop + 1;
+    return stop > *line && stop[-1] == '\r' ? stop - 1 : stop;
+}
+
+/* The colon of a "field:value" line [line, line_end), or NULL (a "# Section" header, an
+ * empty line, no colon). */
+static const char *field_colon(const char *line, const char *line_end)
+{
+    if (line_end <= line || *line == '#')
+        return NULL;
+    return memchr(line, ':', (size_t)(line_end - line));
+}
+
+size_t redisinfo_slaves(const char *text, size_t len, redisinfo_slave_t *out, size_t max)
+{
+    size_t n = 0;
+    const char *p = text, *end = text ? text + len : NULL, *line = NULL, *line_end;
+    while ((line_end = next_line(&p, end, &line)) != NULL) {
+        const char *colon = field_colon(line, line_end);
+        if (colon && is_slave_line(line, (size_t)(colon - line))) {
+            if (n < max)
+                parse_slave(colon + 1, (size_t)(line_end - colon - 1), &out[n]);
+            n++;
+        }
+    }
+    return n;
 }
 
 int redisinfo_parse(const char *text, size_t len, redisinfo_t *out)
@@ -151,19 +193,13 @@ int redisinfo_parse(const char *text, size_t len, redisinfo_t *out)
     out->link_down_s = out->master_io_s = out->keys = -1;
     out->rdb_last_bgsave_ok = -1;
     int saw_role = 0;
-    const char *p = text, *end = text ? text + len : NULL;
-    while (p && p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *stop = nl ? nl : end;
-        const char *line_end = stop > p && stop[-1] == '\r' ? stop - 1 : stop;
-        if ((size_t)(line_end - p) >= 10 && !strncmp(p, "# Keyspace", 10) && out->keys < 0)
+    const char *p = text, *end = text ? text + len : NULL, *line = NULL, *line_end;
+    while ((line_end = next_line(&p, end, &line)) != NULL) {
+        if ((size_t)(line_end - line) >= 10 && !strncmp(line, "# Keyspace", 10) && out->keys < 0)
             out->keys = 0; /* the section, with a line per database that holds keys */
-        if (line_end > p && *p != '#') {
-            const char *colon = memchr(p, ':', (size_t)(line_end - p));
-            if (colon)
-                parse_line(p, (size_t)(colon - p), colon + 1, (size_t)(line_end - colon - 1), out, &saw_role);
-        }
-        p = stop + 1;
+        const char *colon = field_colon(line, line_end);
+        if (colon)
+            parse_line(line, (size_t)(colon - line), colon + 1, (size_t)(line_end - colon - 1), out, &saw_role);
     }
     if (out->role != REDISINFO_ROLE_SLAVE) {
         /* A primary's master_* fields do not exist; make sure nothing half-read stays. */

@@ -20,7 +20,7 @@ typedef enum {
     REDISINFO_ROLE_SLAVE
 } redisinfo_role_t;
 
-#define REDISINFO_MAX_SLAVES 16
+#define REDISINFO_MAX_SLAVES 16 /* a table size for redisinfo_slaves' callers */
 
 typedef struct {
     char ip[64];
@@ -43,8 +43,7 @@ typedef struct {
     /* both roles */
     int64_t master_repl_offset; /* -1 when absent */
     int64_t connected_slaves;   /* -1 when absent */
-    redisinfo_slave_t slaves[REDISINFO_MAX_SLAVES]; /* slaveN lines (first 16) */
-    size_t nslaves;
+    size_t nslaves;             /* slaveN lines (the replicas it lists: redisinfo_slaves) */
     /* default sections; -1 when absent (INFO replication alone has none of them) */
     int64_t connected_clients;
     int64_t used_memory;
@@ -61,6 +60,13 @@ typedef struct {
  * was found, -1 otherwise (*out then holds whatever other fields were read: INFO
  * keyspace alone gives keys and a -1). */
 int redisinfo_parse(const char *text, size_t len, redisinfo_t *out);
+
+/* The slaveN lines of an INFO text (a primary's replicas) into out[0..max): how many
+ * lines there are (more than max: the first max are filled). Each line's fields as
+ * Redis gives them; a missing offset or lag is -1. observerd keeps only the count
+ * (redisinfo_t.nslaves: 1.7 kB a node less in each of its two kept INFOs), since what
+ * it reads of a replica comes from that replica's own INFO. */
+size_t redisinfo_slaves(const char *text, size_t len, redisinfo_slave_t *out, size_t max);
 
 /* The replication offset of this node: slave_repl_offset for a replica when known, else
  * master_repl_offset; -1 when neither is known. */

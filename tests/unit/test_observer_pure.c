@@ -159,12 +159,14 @@ static void test_info_master_two_slaves(void)
     CU_ASSERT_EQUAL_FATAL(redisinfo_parse(INFO_MASTER_2_SLAVES, strlen(INFO_MASTER_2_SLAVES), &in), 0);
     CU_ASSERT_EQUAL(in.master_repl_offset, 50);
     CU_ASSERT_EQUAL_FATAL(in.nslaves, 2);
-    CU_ASSERT_STRING_EQUAL(in.slaves[0].ip, "127.0.0.1");
-    CU_ASSERT_EQUAL(in.slaves[0].port, 17003);
-    CU_ASSERT_STRING_EQUAL(in.slaves[0].state, "online");
-    CU_ASSERT_EQUAL(in.slaves[0].offset, 50);
-    CU_ASSERT_EQUAL(in.slaves[0].lag_s, 1);
-    CU_ASSERT_EQUAL(in.slaves[1].port, 17002);
+    redisinfo_slave_t sl[REDISINFO_MAX_SLAVES];
+    CU_ASSERT_EQUAL_FATAL(redisinfo_slaves(INFO_MASTER_2_SLAVES, strlen(INFO_MASTER_2_SLAVES), sl, 16), 2);
+    CU_ASSERT_STRING_EQUAL(sl[0].ip, "127.0.0.1");
+    CU_ASSERT_EQUAL(sl[0].port, 17003);
+    CU_ASSERT_STRING_EQUAL(sl[0].state, "online");
+    CU_ASSERT_EQUAL(sl[0].offset, 50);
+    CU_ASSERT_EQUAL(sl[0].lag_s, 1);
+    CU_ASSERT_EQUAL(sl[1].port, 17002);
     /* INFO replication alone has no default-section figures. */
     CU_ASSERT_EQUAL(in.connected_clients, -1);
     CU_ASSERT_EQUAL(in.used_memory, -1);
@@ -220,7 +222,7 @@ static void test_info_bad_input(void)
     CU_ASSERT_EQUAL(in.link_up, 0);
     redisinfo_parse(cases[5].text, strlen(cases[5].text), &in);
     CU_ASSERT_EQUAL(in.master_repl_offset, -1);
-    /* More slaveN lines than the table holds: the first 16 are kept. */
+    /* More slaveN lines than the table holds: all counted, the first 16 filled. */
     char many[4096] = "role:master\r\n";
     for (int i = 0; i < 20; i++) {
         char line[96];
@@ -228,8 +230,11 @@ static void test_info_bad_input(void)
         strncat(many, line, sizeof(many) - strlen(many) - 1);
     }
     CU_ASSERT_EQUAL(redisinfo_parse(many, strlen(many), &in), 0);
-    CU_ASSERT_EQUAL(in.nslaves, REDISINFO_MAX_SLAVES);
-    CU_ASSERT_STRING_EQUAL(in.slaves[15].ip, "10.0.0.15");
+    CU_ASSERT_EQUAL(in.nslaves, 20);
+    redisinfo_slave_t sl[REDISINFO_MAX_SLAVES];
+    CU_ASSERT_EQUAL(redisinfo_slaves(many, strlen(many), sl, REDISINFO_MAX_SLAVES), 20);
+    CU_ASSERT_STRING_EQUAL(sl[15].ip, "10.0.0.15");
+    CU_ASSERT_EQUAL(sl[15].offset, 15);
 }
 
 /* ---- change detector ---------------------------------------------------------------- */
