@@ -25,7 +25,10 @@ typedef struct xfer xfer_t;
 /* One distinct Event (involved object, type, reason, message). */
 typedef struct {
     uint64_t key;         /* 0 = free */
-    json_object *ev;      /* the Event as POSTed (its name chosen here) */
+    json_object *ev;      /* the Event as POSTed (its name chosen here), until created */
+    char *ev_text;        /* ... once created: as text, a fifth of the tree's memory (a
+                             worker keeps up to ENTRIES for aggregation); parsed back by
+                             entry_ev for a new POST (the Event expired) */
     char path[600];       /* .../events/<name> */
     char coll[400];       /* .../events */
     int64_t count_want;   /* times recorded */
@@ -117,7 +120,33 @@ recorder_t *recorder_new(kube_client_t *c, loop_curl_t *lc, const recorder_opts_
 static void entry_free(entry_t *e)
 {
     json_object_put(e->ev);
+    free(e->ev_text);
     memset(e, 0, sizeof(*e));
+}
+
+/* The Event as an object again (from its text once created); NULL when out of memory. */
+static json_object *entry_ev(entry_t *e)
+{
+    if (!e->ev && e->ev_text) {
+        e->ev = json_tokener_parse(e->ev_text);
+        if (e->ev) {
+            free(e->ev_text);
+            e->ev_text = NULL;
+        }
+    }
+    return e->ev;
+}
+
+/* Created: keep the Event as text only (a repeat is a PATCH of count and time). */
+static void entry_created(entry_t *e)
+{
+    const char *t = e->ev ? json_object_to_json_string_ext(e->ev, JSON_C_TO_STRING_PLAIN) : NULL;
+    char *text = t ? strdup(t) : NULL;
+    if (!text)
+        return; /* keep the tree */
+    json_object_put(e->ev);
+    e->ev = NULL;
+    e->ev_text = text;
 }
 
 void recorder_destroy(recorder_t **self_p)
@@ -211,6 +240,8 @@ static void dequeue(recorder_t *r, entry_t *e)
 /* Name the Event as client-go does: "<object>.<time in ns, hex>", unique per recording. */
 static int entry_name(entry_t *e)
 {
+    if (!entry_ev(e))
+        return -1;
     const char *obj = JSONX_STR_AT(e->ev, "involvedObject", "name");
     char name[300];
     snprintf(name, sizeof(name), "%.240s.%llx", obj ? obj : "event", (unsigned long long)clock_wall_ns());
@@ -284,7 +315,7 @@ static void send_one(recorder_t *r, entry_t *e)
     const char *method, *path, *ctype;
     int post = e->count_sent == 0;
     if (post) {
-        body = json_object_get(e->ev);
+        body = json_object_get(entry_ev(e));
         json_object_object_add(body, "count", json_object_new_int64(e->count_want));
         json_object_object_add(body, "lastTimestamp", json_object_new_string(now));
         method = "POST", path = e->coll, ctype = "application/json";
@@ -358,6 +389,8 @@ static void on_done(const kube_error_t *err, long status, void *arg)
     e->x = NULL;
     r->in_flight--;
     if (err->code == KERR_OK) {
+        if (x->post)
+            entry_created(e);
         e->count_sent = x->count;
         if (e->count_want > e->count_sent)
             enqueue(r, e); /* repeats made meanwhile: one PATCH for all of them */
@@ -372,7 +405,8 @@ static void on_done(const kube_error_t *err, long status, void *arg)
         }
     }
     char line[512];
-    rlog_warn("cannot record event", "reason", JSONX_STR_AT(e->ev, "reason"), "error",
+    const char *reason = JSONX_STR_AT(entry_ev(e), "reason");
+    rlog_warn("cannot record event", "reason", reason ? reason : "", "error",
               kube_error_str(err, line, sizeof(line)));
     /* a POST refused (a namespace being deleted refuses new Events) created nothing */
     bump(r, &r->st.failed, x->post ? "post_failed" : "failed");

@@ -6,6 +6,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "fake_api.h"
+#include "jsonx.h"
 #include "kube_client.h"
 #include "kube_config.h"
 #include "loop.h"
@@ -32,6 +33,7 @@ typedef struct {
     int64_t at[FAKE_LOG_MAX]; /* when it arrived (monotonic), by log entry */
     int delay_ms;     /* every answer waits this long */
     int expire_patch; /* PATCHes answer 404 */
+    char last_post[2048]; /* the body of the last POST */
 } api_t;
 
 static int on_request(void *user, struct MHD_Connection *c, const char *method, const char *url,
@@ -48,6 +50,8 @@ static int on_request(void *user, struct MHD_Connection *c, const char *method, 
     a->at[i] = clock_mono_ns();
     a->count[i] = in && json_object_object_get_ex(in, "count", &cnt) ? (long)json_object_get_int64(cnt) : -1;
     int expire = a->expire_patch;
+    if (!strcmp(method, "POST"))
+        snprintf(a->last_post, sizeof(a->last_post), "%s", body ? body : "");
     pthread_mutex_unlock(&a->mu);
     int code = 200;
     if (!strcmp(method, "POST")) {
@@ -201,6 +205,16 @@ static void test_expired_event_is_posted_again(void)
     CU_ASSERT_EQUAL(count_req(&e, "PATCH"), 1);
     CU_ASSERT_EQUAL(count_req(&e, "POST"), 2);
     CU_ASSERT_EQUAL(recorder_stats(e.r).failed, 0);
+    /* The new POST is the whole Event again (kept as text once created), renamed. */
+    json_object *again = json_tokener_parse(e.api.last_post);
+    CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(again, "reason"), "Scaled");
+    CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(again, "message"), "to 3");
+    CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(again, "type"), "Normal");
+    CU_ASSERT_STRING_EQUAL(JSONX_STR_AT(again, "involvedObject", "name"), "a");
+    CU_ASSERT_EQUAL(json_object_get_int64(json_object_object_get(again, "count")), 2);
+    const char *name = JSONX_STR_AT(again, "metadata", "name");
+    CU_ASSERT(name && !strncmp(name, "a.", 2));
+    json_object_put(again);
     env_close(&e);
 }
 
