@@ -89,7 +89,11 @@ int admission_review(const char *body, size_t len, admission_kind_t kind, char *
 
 /* Reads a StorageClass for the volume-expansion check: cls set: that class (*out the
  * object); cls NULL: every class (*out the array of items). Returns 0 with *out owned by
- * the caller, or -1 with err saying why. classcheck_read is the real one. */
+ * the caller, -1 with err saying why, or ADMISSION_READ_LATER when the answer is not there
+ * yet (a read on the event loop: the review is then deferred, see
+ * admission_review_classes). webhook_server.c's readers, over classcheck_read_start, are
+ * the real ones. */
+#define ADMISSION_READ_LATER 1
 typedef int (*admission_class_reader_fn)(void *user, const char *cls, json_object **out, char *err,
                                          size_t errlen);
 typedef struct {
@@ -99,7 +103,12 @@ typedef struct {
 
 /* admission_review with a StorageClass reader (NULL: none, as admission_review): only an
  * UPDATE whose spec.storage.size grows, and that passes every other rule, calls it,
- * once. Same contract otherwise. */
+ * once. Same contract otherwise, plus: when the reader returns ADMISSION_READ_LATER the
+ * review is not answered: ADMISSION_DEFERRED is returned with *response_json_out NULL
+ * (outcome, when given, describes the request so far). The caller reads the class and
+ * asks again with the same body and a reader that has the answer; the review being pure,
+ * the second pass asks the reader for the same class, once, and answers. */
+#define ADMISSION_DEFERRED 2
 int admission_review_classes(const char *body, size_t len, admission_kind_t kind,
                              const admission_classes_t *classes, char **response_json_out,
                              admission_outcome_t *outcome);
