@@ -288,17 +288,35 @@ static int read_on_loop(classcheck_reader_t *r, struct event_base *base, const c
     return g.read ? 0 : -1;
 }
 
+/* The fake API server of sc_handler and a client of it. */
+typedef struct {
+    fake_api_t api;
+    kube_config_t *cfg;
+    kube_client_t *client;
+} api_t;
+
+static void api_start(api_t *a)
+{
+    memset(a, 0, sizeof(*a));
+    fake_api_start(&a->api, sc_handler, NULL);
+    kube_client_opts_t co = fake_api_opts(0);
+    fake_api_connect(&a->api, &co, &a->cfg, &a->client);
+}
+
+static void api_stop(api_t *a)
+{
+    kube_client_destroy(&a->client);
+    kube_config_destroy(&a->cfg);
+    fake_api_stop(&a->api);
+}
+
 static void test_read_through_the_api(void)
 {
     struct event_base *base = event_base_new();
     CU_ASSERT_PTR_NOT_NULL_FATAL(base);
-    fake_api_t api;
-    fake_api_start(&api, sc_handler, NULL);
-    kube_config_t *cfg = NULL;
-    kube_client_t *client = NULL;
-    kube_client_opts_t co = fake_api_opts(0);
-    fake_api_connect(&api, &co, &cfg, &client);
-    classcheck_reader_t *r = classcheck_reader_new(base, client, NULL);
+    api_t a;
+    api_start(&a);
+    classcheck_reader_t *r = classcheck_reader_new(base, a.client, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     json_object *out = NULL;
     char err[512] = "";
@@ -320,9 +338,7 @@ static void test_read_through_the_api(void)
     CU_ASSERT_EQUAL(read_on_loop(r, base, "fixed", &out, err, sizeof(err)), -1);
     CU_ASSERT_STRING_EQUAL(err, "the Kubernetes configuration of webhookd did not load: x");
     classcheck_reader_destroy(&r);
-    kube_client_destroy(&client);
-    kube_config_destroy(&cfg);
-    fake_api_stop(&api);
+    api_stop(&a);
     event_base_free(base);
 }
 
@@ -331,13 +347,9 @@ static void test_read_through_the_api(void)
 static void test_read_cancelled(void)
 {
     struct event_base *base = event_base_new();
-    fake_api_t api;
-    fake_api_start(&api, sc_handler, NULL);
-    kube_config_t *cfg = NULL;
-    kube_client_t *client = NULL;
-    kube_client_opts_t co = fake_api_opts(0);
-    fake_api_connect(&api, &co, &cfg, &client);
-    classcheck_reader_t *r = classcheck_reader_new(base, client, NULL);
+    api_t a;
+    api_start(&a);
+    classcheck_reader_t *r = classcheck_reader_new(base, a.client, NULL);
     got_t g = {0};
     classcheck_read_t *rd = classcheck_read_start(r, "fixed", on_read, &g);
     CU_ASSERT_PTR_NOT_NULL_FATAL(rd);
@@ -352,9 +364,7 @@ static void test_read_cancelled(void)
     classcheck_reader_destroy(&r);
     event_base_loop(base, EVLOOP_NONBLOCK);
     CU_ASSERT_EQUAL(g.done, 0);
-    kube_client_destroy(&client);
-    kube_config_destroy(&cfg);
-    fake_api_stop(&api);
+    api_stop(&a);
     event_base_free(base);
 }
 

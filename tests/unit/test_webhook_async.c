@@ -135,9 +135,10 @@ static void admission_body(buf_t *b, const char *uid, const char *op, const char
                "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"%s\","
                "\"kind\":{\"group\":\"cache.example.com\",\"version\":\"v1\",\"kind\":\"RedisCluster\"},"
                "\"operation\":\"%s\",\"name\":\"cache\",\"namespace\":\"d\","
-               "\"object\":{\"metadata\":{\"name\":\"cache\"},\"spec\":{\"size\":3,\"image\":\"redis\",\"storage\":%s}},"
-               "\"oldObject\":{\"metadata\":{\"name\":\"cache\"},\"spec\":{\"size\":3,\"image\":\"redis\","
-               "\"storage\":%s}}}}",
+               "\"object\":{\"metadata\":{\"name\":\"cache\"},"
+               "\"spec\":{\"size\":3,\"image\":\"redis\",\"storage\":%s}},"
+               "\"oldObject\":{\"metadata\":{\"name\":\"cache\"},"
+               "\"spec\":{\"size\":3,\"image\":\"redis\",\"storage\":%s}}}}",
                uid, op, new_storage, old_storage);
 }
 
@@ -178,21 +179,28 @@ static int post(int port, const char *path, const char *body, buf_t *b, const ch
     return status;
 }
 
+/* Start the world (reads end within timeout_ms) and send, on c, a growth of class
+ * "slow" whose read the API server holds (uid names it); body gets the request. */
+static void start_growth(world_t *w, int timeout_ms, const char *uid, buf_t *body, tls_client_t *c)
+{
+    world_start(w, timeout_ms);
+    buf_init(body, 0);
+    admission_body(body, uid, "UPDATE", "{\"size\":\"1Gi\",\"storageClass\":\"slow\"}",
+                   "{\"size\":\"2Gi\",\"storageClass\":\"slow\"}");
+    CU_ASSERT_EQUAL_FATAL(send_post(w->f.port, ADMISSION_VALIDATE_PATH, buf_str(body), c), 0);
+    CU_ASSERT_FATAL(gate_reached(w, 1)); /* its read is held by the API server */
+}
+
 /* ---- Tests ----------------------------------------------------------------------------------- */
 
 /* The point: a review waiting for its class does not hold up anyone else. */
 static void test_others_answered_while_a_read_waits(void)
 {
     world_t w;
-    world_start(&w, 5000);
     buf_t slow, b;
-    buf_init(&slow, 0);
-    buf_init(&b, 0);
-    admission_body(&slow, "grow-slow", "UPDATE", "{\"size\":\"1Gi\",\"storageClass\":\"slow\"}",
-                   "{\"size\":\"2Gi\",\"storageClass\":\"slow\"}");
     tls_client_t waiting;
-    CU_ASSERT_EQUAL_FATAL(send_post(w.f.port, ADMISSION_VALIDATE_PATH, buf_str(&slow), &waiting), 0);
-    CU_ASSERT_FATAL(gate_reached(&w, 1)); /* its read is held by the API server */
+    start_growth(&w, 5000, "grow-slow", &slow, &waiting);
+    buf_init(&b, 0);
     /* meanwhile: a conversion, a create (no read), a mutation, each on its own connection */
     const char *body;
     double t0 = now_s();
@@ -238,15 +246,13 @@ static void test_others_answered_while_a_read_waits(void)
 static void test_read_deadline_refuses(void)
 {
     world_t w;
-    world_start(&w, 300);
     buf_t req, b;
-    buf_init(&req, 0);
-    buf_init(&b, 0);
-    admission_body(&req, "grow-never", "UPDATE", "{\"size\":\"1Gi\",\"storageClass\":\"slow\"}",
-                   "{\"size\":\"2Gi\",\"storageClass\":\"slow\"}");
-    const char *body;
+    tls_client_t c;
     double t0 = now_s();
-    CU_ASSERT_EQUAL(post(w.f.port, ADMISSION_VALIDATE_PATH, buf_str(&req), &b, &body), 200);
+    start_growth(&w, 300, "grow-never", &req, &c);
+    buf_init(&b, 0);
+    const char *body;
+    CU_ASSERT_EQUAL(read_answer(&c, &b, &body), 200);
     double took = now_s() - t0;
     CU_ASSERT(took >= 0.25 && took < 2.0);
     CU_ASSERT(text_contains(body, "\"uid\":\"grow-never\""));
@@ -255,6 +261,7 @@ static void test_read_deadline_refuses(void)
     CU_ASSERT(text_contains(body, "cannot grow from \\\"1Gi\\\" to \\\"2Gi\\\" now: StorageClass \\\"slow\\\" could "
                                   "not be read to check allowVolumeExpansion: "));
     CU_ASSERT(text_contains(body, "; the change may be retried"));
+    tls_client_close(&c);
     world_stop(&w, 1);
     buf_free(&req);
     buf_free(&b);
@@ -265,15 +272,10 @@ static void test_read_deadline_refuses(void)
 static void test_client_closes_first(void)
 {
     world_t w;
-    world_start(&w, 5000);
     buf_t req, b;
-    buf_init(&req, 0);
-    buf_init(&b, 0);
-    admission_body(&req, "grow-gone", "UPDATE", "{\"size\":\"1Gi\",\"storageClass\":\"slow\"}",
-                   "{\"size\":\"2Gi\",\"storageClass\":\"slow\"}");
     tls_client_t gone;
-    CU_ASSERT_EQUAL_FATAL(send_post(w.f.port, ADMISSION_VALIDATE_PATH, buf_str(&req), &gone), 0);
-    CU_ASSERT_FATAL(gate_reached(&w, 1));
+    start_growth(&w, 5000, "grow-gone", &req, &gone);
+    buf_init(&b, 0);
     tls_client_close(&gone);
     poll(NULL, 0, 50);
     gate_open(&w);
@@ -292,14 +294,9 @@ static void test_client_closes_first(void)
 static void test_destroyed_while_waiting(void)
 {
     world_t w;
-    world_start(&w, 5000);
     buf_t req;
-    buf_init(&req, 0);
-    admission_body(&req, "grow-stop", "UPDATE", "{\"size\":\"1Gi\",\"storageClass\":\"slow\"}",
-                   "{\"size\":\"2Gi\",\"storageClass\":\"slow\"}");
     tls_client_t c;
-    CU_ASSERT_EQUAL_FATAL(send_post(w.f.port, ADMISSION_VALIDATE_PATH, buf_str(&req), &c), 0);
-    CU_ASSERT_FATAL(gate_reached(&w, 1));
+    start_growth(&w, 5000, "grow-stop", &req, &c);
     fixture_halt(&w.f);
     CU_ASSERT_EQUAL(webhook_server_waiting(w.f.srv), 1);
     world_stop(&w, 0); /* server, then reader, then base */

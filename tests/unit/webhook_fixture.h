@@ -2,8 +2,8 @@
  * process, for the suites that talk HTTPS to it (test_admission, test_webhook_server).
  * The caller writes the certificate into cfg->cert_dir first; the loop ends when a byte
  * arrives on the stop pipe. webhook_fixture_start_classes adds a StorageClass reader
- * (classcheck.h) on the server's loop, freed with the fixture. Header-only (each suite is one executable): include it in the
- * test file.
+ * (classcheck.h) on the server's loop, freed with the fixture (test_webhook_async).
+ * Header-only (each suite is one executable): include it in the test file.
  */
 #ifndef RDC_TEST_WEBHOOK_FIXTURE_H
 #define RDC_TEST_WEBHOOK_FIXTURE_H
