@@ -3,8 +3,9 @@
  *   admission_review(AdmissionReview request body, validate | mutate) -> AdmissionReview response
  *
  * No I/O, no clock, no global state (the one exception, a growing storage size, reads its
- * StorageClass through a reader the caller passes in, admission_review_classes; the
- * decision itself is pure, classcheck_decide): the same body always gives the same answer, so the
+ * StorageClass through a reader the caller passes in, admission_review_classes, which may
+ * answer later: the review is then deferred and asked again; the decision itself is
+ * pure, classcheck_decide): the same body always gives the same answer, so the
  * HTTP server (webhook_server.h) is a thin shell and every rule is tested without sockets.
  *
  * REQUEST (admission.k8s.io/v1, also v1beta1 which has the same shape): a JSON object
