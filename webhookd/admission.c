@@ -33,6 +33,7 @@ typedef struct {
     json_object *patch_ops;    /* JSON Patch operations, or NULL */
     json_object *warnings;     /* array of strings, or NULL */
     const admission_classes_t *classes; /* StorageClass reader, or NULL */
+    int deferred;              /* the reader has no answer yet (ADMISSION_DEFERRED) */
     int oom;
 } review_t;
 
@@ -186,7 +187,8 @@ static const char *storage_size(const json_object *rc)
 }
 
 /* An update that passed every rule: when its storage size grows, may its StorageClass
- * grow claims? Reads the class (the only API call of a review) and refuses with 403. */
+ * grow claims? Reads the class (the only API call of a review) and refuses with 403; a
+ * reader without the answer yet defers the whole review. */
 static void check_expansion(review_t *r, const json_object *old, const rdc_spec_t *spec, const char *name)
 {
     const char *os = storage_size(old), *ns = spec->storage.size;
@@ -197,6 +199,11 @@ static void check_expansion(review_t *r, const json_object *old, const rdc_spec_
     json_object *read = NULL;
     char err[512] = "";
     int failed = r->classes->read(r->classes->user, spec->storage.storage_class, &read, err, sizeof(err));
+    if (failed == ADMISSION_READ_LATER) {
+        r->deferred = 1;
+        json_object_put(read);
+        return;
+    }
     buf_t d;
     buf_init(&d, MESSAGE_CAP);
     if (classcheck_decide(os, ns, spec->storage.storage_class, read, failed ? (*err ? err : "unknown error") : NULL,
@@ -404,12 +411,14 @@ int admission_review_classes(const char *body, size_t len, admission_kind_t kind
     }
     if (outcome)
         fill_outcome(&r, outcome, request, name);
-    char *text = r.oom ? NULL : render(&r);
+    char *text = r.oom || r.deferred ? NULL : render(&r);
     json_object_put(r.patch_ops);
     json_object_put(r.warnings);
     json_object_put(root); /* last: r's strings point into it */
     buf_free(&r.message);
     *response_json_out = text;
+    if (r.deferred && !r.oom)
+        return ADMISSION_DEFERRED;
     if (!text)
         return -1;
     return r.bad ? 1 : 0;

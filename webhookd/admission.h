@@ -3,8 +3,9 @@
  *   admission_review(AdmissionReview request body, validate | mutate) -> AdmissionReview response
  *
  * No I/O, no clock, no global state (the one exception, a growing storage size, reads its
- * StorageClass through a reader the caller passes in, admission_review_classes; the
- * decision itself is pure, classcheck_decide): the same body always gives the same answer, so the
+ * StorageClass through a reader the caller passes in, admission_review_classes, which may
+ * answer later: the review is then deferred and asked again; the decision itself is
+ * pure, classcheck_decide): the same body always gives the same answer, so the
  * HTTP server (webhook_server.h) is a thin shell and every rule is tested without sockets.
  *
  * REQUEST (admission.k8s.io/v1, also v1beta1 which has the same shape): a JSON object
@@ -89,7 +90,11 @@ int admission_review(const char *body, size_t len, admission_kind_t kind, char *
 
 /* Reads a StorageClass for the volume-expansion check: cls set: that class (*out the
  * object); cls NULL: every class (*out the array of items). Returns 0 with *out owned by
- * the caller, or -1 with err saying why. classcheck_read is the real one. */
+ * the caller, -1 with err saying why, or ADMISSION_READ_LATER when the answer is not there
+ * yet (a read on the event loop: the review is then deferred, see
+ * admission_review_classes). webhook_server.c's readers, over classcheck_read_start, are
+ * the real ones. */
+#define ADMISSION_READ_LATER 1
 typedef int (*admission_class_reader_fn)(void *user, const char *cls, json_object **out, char *err,
                                          size_t errlen);
 typedef struct {
@@ -99,7 +104,12 @@ typedef struct {
 
 /* admission_review with a StorageClass reader (NULL: none, as admission_review): only an
  * UPDATE whose spec.storage.size grows, and that passes every other rule, calls it,
- * once. Same contract otherwise. */
+ * once. Same contract otherwise, plus: when the reader returns ADMISSION_READ_LATER the
+ * review is not answered: ADMISSION_DEFERRED is returned with *response_json_out NULL
+ * (outcome, when given, describes the request so far). The caller reads the class and
+ * asks again with the same body and a reader that has the answer; the review being pure,
+ * the second pass asks the reader for the same class, once, and answers. */
+#define ADMISSION_DEFERRED 2
 int admission_review_classes(const char *body, size_t len, admission_kind_t kind,
                              const admission_classes_t *classes, char **response_json_out,
                              admission_outcome_t *outcome);

@@ -2,7 +2,10 @@
 #include "classcheck.h"
 
 #include "clock.h"
+#include "dlist.h"
+#include "evcurl.h"
 #include "jsonx.h"
+#include "kube_async.h"
 #include "rdc_spec.h"
 
 #include <stdint.h>
@@ -148,58 +151,175 @@ int classcheck_decide(const char *old_size, const char *new_size, const char *cl
 /* ---- The shell ------------------------------------------------------------------------- */
 
 struct classcheck_reader {
-    kube_client_t *client;
+    struct event_base *base;
+    kube_client_t *client;   /* NULL: every read fails with why_none */
+    evcurl_t *curl;          /* NULL without a client */
+    int timeout_ms;
+    classcheck_read_t *reads; /* in flight */
     char why_none[512];
 };
 
-classcheck_reader_t *classcheck_reader_new(kube_client_t *client, const char *why_none)
+struct classcheck_read {
+    classcheck_reader_t *r;
+    kube_async_t *req;   /* the GET in flight; NULL when it failed before sending */
+    struct event *soon;  /* delivers such a failure from the loop */
+    int list;            /* cls NULL: the LIST of every class */
+    char err[512];       /* why it failed before sending */
+    classcheck_done_fn *done;
+    void *arg;
+    classcheck_read_t *prev, *next;
+};
+
+classcheck_reader_t *classcheck_reader_new(struct event_base *base, kube_client_t *client, const char *why_none)
 {
     classcheck_reader_t *r = calloc(1, sizeof(*r));
-    if (r) {
-        r->client = client;
-        snprintf(r->why_none, sizeof(r->why_none), "%s", why_none ? why_none : "no API client");
+    if (!r)
+        return NULL;
+    r->base = base;
+    r->client = client;
+    r->timeout_ms = CLASSCHECK_TIMEOUT_MS;
+    snprintf(r->why_none, sizeof(r->why_none), "%s", why_none ? why_none : "no API client");
+    if (client && !(r->curl = evcurl_new(base))) {
+        free(r);
+        return NULL;
     }
     return r;
+}
+
+void classcheck_reader_set_timeout(classcheck_reader_t *r, int timeout_ms)
+{
+    r->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
 }
 
 void classcheck_reader_destroy(classcheck_reader_t **self_p)
 {
     if (!self_p || !*self_p)
         return;
-    free(*self_p);
+    classcheck_reader_t *r = *self_p;
+    while (r->reads) {
+        classcheck_read_t *rd = r->reads;
+        classcheck_read_cancel(&rd);
+    }
+    evcurl_destroy(&r->curl);
+    free(r);
     *self_p = NULL;
 }
 
-int classcheck_read(void *user, const char *cls, json_object **out, char *err, size_t errlen)
+/* Out of the reader's list, the request dropped, freed. */
+static void read_free(classcheck_read_t *rd)
 {
-    classcheck_reader_t *r = user;
-    kube_req_opts_t ro = {0};
+    DLIST_UNLINK(rd->r->reads, rd, prev, next);
+    if (rd->req)
+        evcurl_remove(rd->r->curl, kube_async_handle(rd->req));
+    kube_async_destroy(&rd->req);
+    if (rd->soon)
+        event_free(rd->soon);
+    free(rd);
+}
+
+void classcheck_read_cancel(classcheck_read_t **read_p)
+{
+    if (!read_p || !*read_p)
+        return;
+    read_free(*read_p);
+    *read_p = NULL;
+}
+
+/* Tell the caller, then free the read. */
+static void read_end(classcheck_read_t *rd, const json_object *read, const char *err)
+{
+    rd->done(read, err, rd->arg);
+    read_free(rd);
+}
+
+static void on_soon(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    classcheck_read_t *rd = arg;
+    read_end(rd, NULL, rd->err);
+}
+
+/* The answer of a finished GET: the object, or (a LIST) its items; NULL with err. */
+static json_object *answer_of(classcheck_read_t *rd, json_object **root, char *err, size_t errlen)
+{
+    size_t len = 0;
+    const char *body = kube_async_response(rd->req, &len);
+    char why[256];
+    int rc = jsonx_parse_strict(body, len, CLASSCHECK_MAX_DEPTH, root, why, sizeof(why));
+    if (rc) {
+        snprintf(err, errlen, "the API server's answer is not JSON: %s", rc < 0 ? "out of memory" : why);
+        return NULL;
+    }
+    if (!rd->list)
+        return *root;
+    json_object *items = jsonx_get(*root, "items");
+    if (!json_object_is_type(items, json_type_array)) {
+        snprintf(err, errlen, "the API server's answer is not a list (no items)");
+        return NULL;
+    }
+    return items;
+}
+
+static void on_transfer(CURL *easy, CURLcode code, void *arg)
+{
+    (void)easy;
+    classcheck_read_t *rd = arg;
+    kube_error_t kerr;
+    char err[512] = "";
+    json_object *root = NULL, *read = NULL;
+    kube_async_end(rd->req, code, &kerr);
+    if (kerr.code != KERR_OK)
+        kube_error_str(&kerr, err, sizeof(err));
+    else
+        read = answer_of(rd, &root, err, sizeof(err));
+    read_end(rd, read, read ? NULL : err);
+    json_object_put(root);
+}
+
+/* The GET of rd on the loop; -1 with rd->err filled when it cannot be sent. */
+static int read_send(classcheck_read_t *rd, const char *cls)
+{
+    classcheck_reader_t *r = rd->r;
     kube_error_t kerr;
     buf_t path;
-    char *rv = NULL;
     int rc = -1;
-    *out = NULL;
-    if (!r->client) {
-        snprintf(err, errlen, "%s", r->why_none);
-        return -1;
-    }
-    kube_error_clear(&kerr);
     buf_init(&path, 1024);
-    if (kube_path(&path, "storage.k8s.io", "v1", NULL, "storageclasses", cls, NULL)) {
-        snprintf(err, errlen, "cannot make the path of StorageClass %s", cls ? cls : "(list)");
-        goto out;
+    if (!r->client) {
+        snprintf(rd->err, sizeof(rd->err), "%s", r->why_none);
+    } else if (kube_path(&path, "storage.k8s.io", "v1", NULL, "storageclasses", cls, NULL)) {
+        snprintf(rd->err, sizeof(rd->err), "cannot make the path of StorageClass %s", cls ? cls : "(list)");
+    } else if (!(rd->req = kube_async_new(r->client, "GET", buf_str(&path), NULL, NULL, 0,
+                                          clock_mono_ns() + (int64_t)r->timeout_ms * NS_PER_MS, NULL, NULL,
+                                          &kerr))) {
+        kube_error_str(&kerr, rd->err, sizeof(rd->err));
+    } else {
+        if (rd->list)
+            kube_async_set_response_cap(rd->req, CLASSCHECK_LIST_CAP);
+        if (evcurl_add(r->curl, kube_async_handle(rd->req), on_transfer, rd) == 0)
+            rc = 0;
+        else
+            snprintf(rd->err, sizeof(rd->err), "out of memory starting the request");
     }
-    kube_client_set_deadline(r->client, clock_mono_ns() + (int64_t)CLASSCHECK_TIMEOUT_MS * 1000000);
-    int krc = cls ? kube_client_get(r->client, buf_str(&path), &ro, out, &kerr)
-                  : kube_client_list_all(r->client, buf_str(&path), &ro, out, &rv, &kerr);
-    kube_client_set_deadline(r->client, 0);
-    if (krc) {
-        kube_error_str(&kerr, err, errlen);
-        goto out;
-    }
-    rc = 0;
-out:
-    free(rv);
+    if (rc)
+        kube_async_destroy(&rd->req);
     buf_free(&path);
     return rc;
+}
+
+classcheck_read_t *classcheck_read_start(classcheck_reader_t *r, const char *cls, classcheck_done_fn *done,
+                                         void *arg)
+{
+    classcheck_read_t *rd = calloc(1, sizeof(*rd));
+    if (!rd)
+        return NULL;
+    *rd = (classcheck_read_t){.r = r, .list = !cls, .done = done, .arg = arg};
+    DLIST_PUSH_FRONT(r->reads, rd, prev, next);
+    if (read_send(rd, cls) == 0)
+        return rd;
+    static const struct timeval now = {0, 0};
+    if (!(rd->soon = evtimer_new(r->base, on_soon, rd)) || evtimer_add(rd->soon, &now)) {
+        read_free(rd);
+        return NULL;
+    }
+    return rd;
 }

@@ -12,11 +12,14 @@
  * (it is reread anyway within a second or two of a change).
  *
  * The one review that calls the API server: an update that grows spec.storage.size reads
- * its StorageClass (classcheck.h) with a blocking client of the shared --kubeconfig /
- * --context flags (else KUBECONFIG, in-cluster, ~/.kube/config) and a 2 s deadline, on the
- * loop's thread (such updates are rare; every other review waits at most that long). A
- * configuration that does not load, or a client that cannot be made, refuses such
- * growth; no configuration at all (a local run) turns the check off, said once at start.
+ * its StorageClass (classcheck.h) through a client of the shared --kubeconfig / --context
+ * flags (else KUBECONFIG, in-cluster, ~/.kube/config). The read runs on the same libevent
+ * loop (a curl multi on it, evcurl.h) and never blocks it: that review's answer waits for
+ * the read, with a 2 s deadline (CLASSCHECK_TIMEOUT_MS), while every other request and
+ * connection is served (webhook_server.h, "the one deferred answer"). A configuration
+ * that does not load, or a client that cannot be made, refuses such growth; no
+ * configuration at all (a local run) turns the check off, said once at start. On SIGTERM
+ * the drain also waits out the reads in flight, so that their reviews are answered.
  */
 #include "classcheck.h"
 #include "daemon.h"
@@ -76,7 +79,9 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
             a->draining = 1;
             rlog_info("shutting down: no new connections", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
             webhook_server_stop_accepting(a->server);
-            struct timeval grace = {0, DRAIN_GRACE_MS * 1000};
+            /* reviews waiting for a StorageClass are answered by the read's deadline */
+            int ms = DRAIN_GRACE_MS + (webhook_server_waiting(a->server) ? CLASSCHECK_TIMEOUT_MS : 0);
+            struct timeval grace = {ms / 1000, (ms % 1000) * 1000};
             event_base_loopexit(a->base, &grace);
         }
     }
@@ -144,13 +149,13 @@ static void log_listening(const app_t *a, const webhook_server_config_t *wc)
               "maxConnections", maxc, "requestTimeout", rto, "idleTimeout", ito);
 }
 
-/* The StorageClass reader of the validating webhook (classcheck.h) into *reader, with the
- * configuration and client it reads through. *reader stays NULL, the check off, only when
+/* The StorageClass reader of the validating webhook (classcheck.h) on base into *reader,
+ * with the configuration and client it reads through. *reader stays NULL, the check off, only when
  * there is no Kubernetes configuration at all; a configuration that does not load or a
  * client that cannot be made gives a reader whose reads fail (growth refused). Returns -1
  * only when out of memory. */
-static int connect_classes(const rdc_common_opts_t *c, kube_config_t **cfg, kube_client_t **client,
-                           classcheck_reader_t **reader)
+static int connect_classes(const rdc_common_opts_t *c, struct event_base *base, kube_config_t **cfg,
+                           kube_client_t **client, classcheck_reader_t **reader)
 {
     char err[1024] = "", why[1100];
     kube_config_opts_t ko = {.kubeconfig_path = c->kubeconfig, .context = c->context};
@@ -167,7 +172,6 @@ static int connect_classes(const rdc_common_opts_t *c, kube_config_t **cfg, kube
         co.burst = c->kube_api_burst;
         co.timeout_ms = CLASSCHECK_TIMEOUT_MS;
         co.connect_timeout_ms = CLASSCHECK_TIMEOUT_MS / 2;
-        co.max_retries = 2;
         kube_error_t kerr;
         kube_error_clear(&kerr);
         if (!(*client = kube_client_new(*cfg, &co, &kerr)))
@@ -178,7 +182,7 @@ static int connect_classes(const rdc_common_opts_t *c, kube_config_t **cfg, kube
     else
         rlog_info("a growing spec.storage.size is checked against its StorageClass", "server",
                   kube_config_rest(*cfg)->server);
-    *reader = classcheck_reader_new(*client, *client ? NULL : why);
+    *reader = classcheck_reader_new(base, *client, *client ? NULL : why);
     return *reader ? 0 : -1;
 }
 
@@ -192,19 +196,17 @@ static int serve(const rdc_common_opts_t *c, webhook_server_config_t *wc)
     kube_config_t *cfg = NULL;
     kube_client_t *client = NULL;
     classcheck_reader_t *reader = NULL;
-    admission_classes_t classes = {classcheck_read, NULL};
     if ((sfd = daemon_loop_setup(c->runtime_dir, rtdir, sizeof(rtdir))) < 0)
         goto out;
-    if (connect_classes(c, &cfg, &client, &reader)) {
-        rlog_error("out of memory");
-        goto out;
-    }
-    classes.user = reader;
-    wc->classes = reader ? &classes : NULL;
     if (!(a.base = event_base_new())) {
         rlog_error("cannot create the event loop");
         goto out;
     }
+    if (connect_classes(c, a.base, &cfg, &client, &reader)) {
+        rlog_error("out of memory");
+        goto out;
+    }
+    wc->classes = reader;
     wc->max_connections = fit_open_files(wc->max_connections);
     if (webhook_server_new(a.base, wc, &a.server, err, sizeof(err))) {
         rlog_error("cannot start the webhook server", "error", err);
@@ -233,10 +235,10 @@ out:
         event_free(sig_ev);
     if (tick_ev)
         event_free(tick_ev);
-    webhook_server_destroy(&a.server);
+    webhook_server_destroy(&a.server); /* before the reader: it cancels its reads */
+    classcheck_reader_destroy(&reader); /* before the base: its events are on it */
     if (a.base)
         event_base_free(a.base);
-    classcheck_reader_destroy(&reader);
     daemon_release(sfd, &client, &cfg);
     return code;
 }

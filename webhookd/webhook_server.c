@@ -32,6 +32,7 @@
 #define REFUSE_BATCH 64 /* connections refused per wake-up, so that the loop goes on */
 
 typedef struct conn conn_t;
+typedef struct pending pending_t;
 
 struct webhook_server {
     struct event_base *base;
@@ -49,7 +50,8 @@ struct webhook_server {
     conn_t *conns;   /* every open connection (to detach them on destroy) */
     metric_family_t *m_total, *m_latency, *m_in_flight, *m_cert_reads, *m_cert_errors;
     metric_family_t *m_open, *m_refused, *m_timed_out;
-    const admission_classes_t *classes; /* borrowed; NULL = none */
+    classcheck_reader_t *classes; /* borrowed; NULL = none */
+    pending_t *pending;           /* validating reviews waiting for their StorageClass */
 };
 
 /* One accepted TLS connection. evhttp owns the connection and its bufferevent, which
@@ -359,64 +361,179 @@ static void log_outcome(const char *webhook, int http, const admission_outcome_t
 
 /* One review endpoint: what it is called in messages and metrics, and what it does with
  * a well-formed POST body. review answers into *resp and returns 0, 1 (a bad request: the
- * answer is still JSON) or -1 (out of memory); done logs the outcome with the HTTP code. */
+ * answer is still JSON) or -1 (out of memory), or ADMISSION_DEFERRED (no answer yet: defer
+ * takes the request over, 0, or -1 when out of memory: then 500 now); done logs the
+ * outcome with the HTTP code. */
 typedef struct {
     const char *path;
     const char *what; /* "an AdmissionReview", "a ConversionReview" */
     int (*review)(const char *body, size_t len, char **resp, void *ctx);
     void (*done)(int http, void *ctx, int64_t elapsed_ns);
+    int (*defer)(webhook_server_t *s, struct evhttp_request *req, const char *body, size_t len, int64_t t0,
+                 void *ctx); /* NULL: the review never defers */
     void *ctx;
 } review_route_t;
 
+/* A review request ended (answered with code): its count, latency and in-flight gauge. */
+static void review_count(webhook_server_t *s, const char *path, int code, int64_t t0)
+{
+    char cs[8];
+    snprintf(cs, sizeof(cs), "%d", code);
+    metric_counter_add(s->m_total, METRIC_LABELS(path, cs), 1);
+    metric_histogram_observe(s->m_latency, METRIC_LABELS(path), (double)(clock_mono_ns() - t0) / 1e9);
+    metric_gauge_add(s->m_in_flight, METRIC_LABELS(path), -1);
+    s->requests++;
+}
+
+/* Answer a review with what the route's review gave (rc, resp: taken), log and count. */
+static void review_reply(webhook_server_t *s, struct evhttp_request *req, const review_route_t *r, int rc,
+                         char *resp, int64_t t0)
+{
+    int code;
+    if (rc < 0 || !resp) {
+        code = 500;
+        reply_text(req, code, "500 out of memory\n");
+    } else {
+        code = rc == 1 ? 400 : 200;
+        reply(req, code, "application/json", resp, strlen(resp));
+    }
+    free(resp);
+    r->done(code, r->ctx, clock_mono_ns() - t0);
+    review_count(s, r->path, code, t0);
+}
+
 /* Serve one review request (admission or conversion alike): POST only, JSON only, the
- * body to the route's review, the answer, and the metrics of every request. */
+ * body to the route's review, the answer (now, or when a deferred review's read ends),
+ * and the metrics of every request. */
 static void serve_review(webhook_server_t *s, struct evhttp_request *req, const review_route_t *r)
 {
     int64_t t0 = clock_mono_ns();
-    const char *const *l = METRIC_LABELS(r->path);
-    metric_gauge_add(s->m_in_flight, l, 1);
-    int code;
+    metric_gauge_add(s->m_in_flight, METRIC_LABELS(r->path), 1);
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
     if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
-        code = 405;
         char msg[128];
         snprintf(msg, sizeof(msg), "405 method not allowed: %s is POSTed\n", r->what);
-        reply_text(req, code, msg);
-    } else if (!is_json(ct)) {
-        code = 415;
+        reply_text(req, 405, msg);
+        review_count(s, r->path, 405, t0);
+        return;
+    }
+    if (!is_json(ct)) {
         char msg[512];
         snprintf(msg, sizeof(msg),
                  "415 unsupported media type: Content-Type must be application/json, have \"%.200s\"\n", ct ? ct : "");
-        reply_text(req, code, msg);
-    } else {
-        struct evbuffer *in = evhttp_request_get_input_buffer(req);
-        size_t len = evbuffer_get_length(in);
-        const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
-        char *resp = NULL;
-        int rc = body ? r->review(body, len, &resp, r->ctx) : -1;
-        if (rc < 0) {
-            code = 500;
-            reply_text(req, code, "500 out of memory\n");
-        } else {
-            code = rc == 1 ? 400 : 200;
-            reply(req, code, "application/json", resp, strlen(resp));
-        }
-        free(resp);
-        r->done(code, r->ctx, clock_mono_ns() - t0);
+        reply_text(req, 415, msg);
+        review_count(s, r->path, 415, t0);
+        return;
     }
-    char cs[8];
-    snprintf(cs, sizeof(cs), "%d", code);
-    metric_counter_add(s->m_total, METRIC_LABELS(r->path, cs), 1);
-    metric_histogram_observe(s->m_latency, l, (double)(clock_mono_ns() - t0) / 1e9);
-    metric_gauge_add(s->m_in_flight, l, -1);
-    s->requests++;
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    char *resp = NULL;
+    int rc = body ? r->review(body, len, &resp, r->ctx) : -1;
+    if (rc == ADMISSION_DEFERRED && r->defer && r->defer(s, req, body, len, t0, r->ctx) == 0)
+        return; /* answered when the read ends */
+    review_reply(s, req, r, rc, resp, t0);
+}
+
+/* ---- The validating review that waits for its StorageClass --------------------------------- */
+
+/* The class a validating review asks for: what the first pass asked (probe_read), and
+ * what the second pass is given (replay_read). */
+typedef struct {
+    int asked;               /* the review asked for a class */
+    int list;                /* the cluster's default: every class */
+    char *cls;               /* the class (owned), NULL for the list */
+    int oom;
+    const json_object *read; /* replay: what was read (borrowed) */
+    const char *err;         /* replay: why it could not be read */
+} class_ask_t;
+
+/* The first pass's reader: note the class and defer the review. */
+static int probe_read(void *user, const char *cls, json_object **out, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    class_ask_t *k = user;
+    *out = NULL;
+    k->asked = 1;
+    k->list = !cls;
+    if (cls && !(k->cls = strdup(cls)))
+        k->oom = 1;
+    return ADMISSION_READ_LATER;
+}
+
+/* The second pass's reader: what was read for the same class. */
+static int replay_read(void *user, const char *cls, json_object **out, char *err, size_t errlen)
+{
+    const class_ask_t *k = user;
+    *out = NULL;
+    if (k->list != !cls || (cls && strcmp(cls, k->cls))) {
+        snprintf(err, errlen, "the review asked for another StorageClass the second time");
+        return -1;
+    }
+    if (!k->read) {
+        snprintf(err, errlen, "%s", k->err ? k->err : "unknown error");
+        return -1;
+    }
+    *out = json_object_get((json_object *)k->read);
+    return 0;
 }
 
 typedef struct {
     admission_kind_t kind;
-    const admission_classes_t *classes;
+    const char *path;
+    const admission_classes_t *classes; /* NULL: no check */
+    class_ask_t *ask;                   /* the probe's, when classes is */
     admission_outcome_t o;
 } admission_ctx_t;
+
+/* A validating review waiting for its StorageClass read: the request (evhttp's, attached
+ * to evcon; see webhook_server.h), a copy of its body, the read. */
+struct pending {
+    webhook_server_t *s;
+    struct evhttp_request *req;
+    struct evhttp_connection *evcon; /* its close callback is ours while this waits */
+    classcheck_read_t *read;
+    admission_kind_t kind;
+    const char *path;
+    char *body;
+    size_t len;
+    int64_t t0;
+    class_ask_t ask;
+    pending_t *prev, *next;
+};
+
+static void pending_free(pending_t *p)
+{
+    DLIST_UNLINK(p->s->pending, p, prev, next);
+    classcheck_read_cancel(&p->read);
+    free(p->ask.cls);
+    free(p->body);
+    free(p);
+}
+
+/* Give up on p without answering (its connection is going): the request is evhttp's to
+ * free while it is on its connection, ours once evhttp detached it. */
+static void pending_drop(pending_t *p, const char *why)
+{
+    if (p->req && !evhttp_request_get_connection(p->req))
+        evhttp_request_free(p->req);
+    metric_gauge_add(p->s->m_in_flight, METRIC_LABELS(p->path), -1);
+    rlog_debug("validating review dropped before its StorageClass was read", "reason", why);
+    pending_free(p);
+}
+
+/* evhttp frees a connection with a review waiting on it (called before its requests are
+ * freed). */
+static void on_conn_close(struct evhttp_connection *evcon, void *arg)
+{
+    webhook_server_t *s = arg;
+    pending_t *next;
+    for (pending_t *p = s->pending; p; p = next) {
+        next = p->next;
+        if (p->evcon == evcon)
+            pending_drop(p, "the connection closed");
+    }
+}
 
 static int admission_route_review(const char *body, size_t len, char **resp, void *ctx)
 {
@@ -430,14 +547,79 @@ static void admission_route_done(int http, void *ctx, int64_t elapsed_ns)
     log_outcome(a->kind == ADMISSION_VALIDATE ? "validate" : "mutate", http, &a->o, elapsed_ns);
 }
 
+static int admission_route_defer(webhook_server_t *s, struct evhttp_request *req, const char *body, size_t len,
+                                 int64_t t0, void *ctx);
+
+static review_route_t admission_route(admission_ctx_t *a)
+{
+    return (review_route_t){a->path, "an AdmissionReview", admission_route_review, admission_route_done,
+                            admission_route_defer, a};
+}
+
+/* The read ended: the review again with what was read, and its answer. */
+static void on_class_read(const json_object *read, const char *err, void *arg)
+{
+    pending_t *p = arg;
+    p->read = NULL; /* freed when this returns */
+    p->ask.read = read;
+    p->ask.err = err;
+    admission_classes_t replay = {replay_read, &p->ask};
+    admission_ctx_t a = {.kind = p->kind, .path = p->path, .classes = &replay};
+    review_route_t r = admission_route(&a);
+    char *resp = NULL;
+    int rc = admission_route_review(p->body, p->len, &resp, &a);
+    evhttp_connection_set_closecb(p->evcon, NULL, NULL);
+    review_reply(p->s, p->req, &r, rc, resp, p->t0);
+    pending_free(p);
+}
+
+/* Keep the request and start its class read; -1 when out of memory (nothing kept). */
+static int admission_route_defer(webhook_server_t *s, struct evhttp_request *req, const char *body, size_t len,
+                                 int64_t t0, void *ctx)
+{
+    admission_ctx_t *a = ctx;
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    pending_t *p = calloc(1, sizeof(*p));
+    char *copy = malloc(len ? len : 1);
+    if (!p || !copy || !evcon || !a->ask || a->ask->oom) {
+        free(p);
+        free(copy);
+        return -1;
+    }
+    memcpy(copy, body, len);
+    *p = (pending_t){.s = s, .req = req, .evcon = evcon, .kind = a->kind, .path = a->path, .body = copy,
+                     .len = len, .t0 = t0, .ask = *a->ask};
+    a->ask->cls = NULL; /* p's now */
+    DLIST_PUSH_FRONT(s->pending, p, prev, next);
+    if (!(p->read = classcheck_read_start(s->classes, p->ask.cls, on_class_read, p))) {
+        pending_free(p);
+        return -1;
+    }
+    evhttp_connection_set_closecb(evcon, on_conn_close, s);
+    return 0;
+}
+
+/* evhttp hands on_request a request it already gave us only when it fails it (its
+ * callback answers the failure): a review still waiting on it is given up first. */
+static void pending_forget(webhook_server_t *s, struct evhttp_request *req)
+{
+    for (pending_t *p = s->pending; p; p = p->next)
+        if (p->req == req) {
+            evhttp_connection_set_closecb(p->evcon, NULL, NULL);
+            p->req = NULL; /* answered by on_request now, never by us */
+            pending_drop(p, "evhttp failed the request");
+            return;
+        }
+}
+
 static void serve_admission(webhook_server_t *s, struct evhttp_request *req, const char *path, admission_kind_t kind)
 {
-    admission_ctx_t a;
-    memset(&a, 0, sizeof(a));
-    a.kind = kind;
-    a.classes = s->classes;
-    review_route_t r = {path, "an AdmissionReview", admission_route_review, admission_route_done, &a};
+    class_ask_t ask = {0};
+    admission_classes_t probe = {probe_read, &ask};
+    admission_ctx_t a = {.kind = kind, .path = path, .classes = s->classes ? &probe : NULL, .ask = &ask};
+    review_route_t r = admission_route(&a);
     serve_review(s, req, &r);
+    free(ask.cls); /* NULL when a deferred review took it */
 }
 
 static void log_conversion(int http, const conversion_outcome_t *o, int64_t elapsed_ns)
@@ -474,13 +656,16 @@ static void serve_conversion(webhook_server_t *s, struct evhttp_request *req)
 {
     conversion_outcome_t o;
     memset(&o, 0, sizeof(o));
-    review_route_t r = {CONVERSION_PATH, "a ConversionReview", conversion_route_review, conversion_route_done, &o};
+    review_route_t r = {CONVERSION_PATH, "a ConversionReview", conversion_route_review, conversion_route_done, NULL,
+                        &o};
     serve_review(s, req, &r);
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
 {
     webhook_server_t *s = arg;
+    if (s->pending)
+        pending_forget(s, req);
     struct evhttp_connection *conn = evhttp_request_get_connection(req);
     struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
     if (!bev || !bufferevent_openssl_get_ssl(bev)) {
@@ -645,7 +830,11 @@ void webhook_server_destroy(webhook_server_t **self_p)
     }
     s->conns = NULL;
     if (s->http)
-        evhttp_free(s->http); /* closes the listener and every connection */
+        evhttp_free(s->http); /* closes the listener and every connection (on_conn_close) */
+    while (s->pending) {      /* none: on_conn_close dropped them; never touch their requests */
+        s->pending->req = NULL;
+        pending_free(s->pending);
+    }
     webhook_tls_destroy(&s->tls);
     free(s);
     *self_p = NULL;
@@ -669,6 +858,14 @@ int webhook_server_open_connections(const webhook_server_t *s)
 unsigned long webhook_server_refused(const webhook_server_t *s)
 {
     return s->refused;
+}
+
+int webhook_server_waiting(const webhook_server_t *s)
+{
+    int n = 0;
+    for (const pending_t *p = s->pending; p; p = p->next)
+        n++;
+    return n;
 }
 
 unsigned long webhook_server_timed_out(const webhook_server_t *s)

@@ -19,6 +19,18 @@
  * max_body bytes is 413 and headers over 64 KiB are refused by evhttp. A query string (the
  * API server adds ?timeout=10s) is ignored. Every answer has a body saying what happened.
  *
+ * THE ONE DEFERRED ANSWER: a validating review that must read a StorageClass (an UPDATE
+ * growing spec.storage.size, admission.h) is not answered in the request's callback. The
+ * review stops at the read (ADMISSION_DEFERRED), the server keeps the request and a copy
+ * of its body, starts the read on the same event_base (classcheck_read_start) and returns
+ * to the loop, which serves every other request and connection meanwhile. When the read
+ * ends (an answer, a failure, or its deadline, CLASSCHECK_TIMEOUT_MS) the review is run
+ * again with what was read and the answer sent. The request stays evhttp's: libevent
+ * stops reading a connection once it has a whole request, so a client that closes while
+ * its review waits is seen when the answer is written; if evhttp frees the connection
+ * first (the server destroyed, a timeout), its close callback cancels the read and the
+ * request is not touched again (freed by us only when evhttp detached it).
+ *
  * CONNECTIONS (what a hostile or broken client can hold)
  *   - At most max_connections are open at once. The one that reaches the cap is served;
  *     while the cap is reached the listener is paused and every new connection is accepted
@@ -57,6 +69,7 @@
 #define RDC_WEBHOOK_SERVER_H
 
 #include "admission.h"
+#include "classcheck.h"
 
 #include <event2/event.h>
 #include <stddef.h>
@@ -79,8 +92,9 @@ typedef struct {
                                  seconds; 0 = WEBHOOK_DEFAULT_TIMEOUT_S */
     int request_timeout_ms;   /* whole-request deadline; 0 = WEBHOOK_DEFAULT_REQUEST_TIMEOUT_MS */
     int max_connections;      /* open connections at most; 0 = WEBHOOK_DEFAULT_MAX_CONNECTIONS */
-    const admission_classes_t *classes; /* StorageClass reader of the validating webhook
-                                           (borrowed: outlives the server); NULL = none */
+    classcheck_reader_t *classes; /* StorageClass reader of the validating webhook, on the
+                                     server's event_base (borrowed: outlives the server);
+                                     NULL = none, the check is off */
 } webhook_server_config_t;
 
 typedef struct webhook_server webhook_server_t;
@@ -111,5 +125,9 @@ unsigned long webhook_server_requests(const webhook_server_t *s);
 int webhook_server_open_connections(const webhook_server_t *s);
 unsigned long webhook_server_refused(const webhook_server_t *s);
 unsigned long webhook_server_timed_out(const webhook_server_t *s);
+
+/* Validating reviews waiting for their StorageClass read now (answered when it ends, by
+ * CLASSCHECK_TIMEOUT_MS). */
+int webhook_server_waiting(const webhook_server_t *s);
 
 #endif

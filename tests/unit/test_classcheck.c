@@ -1,6 +1,7 @@
 /* Unit tests of the StorageClass check of a growing spec.storage.size (issue 34):
  * classcheck_decide's table (pure), the validating review with a fake reader (only a
- * growth asks it, the refusal's envelope), and classcheck_read against a fake API server.
+ * growth asks it, the refusal's envelope), and the reads of classcheck_read_start against a
+ * fake API server, on a libevent loop.
  */
 #include "admission.h"
 #include "buf.h"
@@ -10,6 +11,7 @@
 #include "jsonx.h"
 
 #include <CUnit/CUnit.h>
+#include <event2/event.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,7 +233,7 @@ static void test_review_reader_only_for_growth(void)
     json_object_put(root);
 }
 
-/* ---- classcheck_read against a fake API server ---------------------------------------------- */
+/* ---- classcheck_read_start against a fake API server ------------------------------------------ */
 
 static char last_url[256];
 
@@ -255,39 +257,116 @@ static int sc_handler(void *user, struct MHD_Connection *c, const char *method, 
     return 404;
 }
 
+typedef struct {
+    int done;
+    json_object *read;
+    char err[512];
+} got_t;
+
+static void on_read(const json_object *read, const char *err, void *arg)
+{
+    got_t *g = arg;
+    g->done++;
+    g->read = read ? json_object_get((json_object *)read) : NULL;
+    snprintf(g->err, sizeof(g->err), "%s", err ? err : "");
+}
+
+/* Read cls through r and run base until the read ends: 0 with *out (the caller puts it),
+ * or -1 with err. The answer never comes from inside classcheck_read_start. */
+static int read_on_loop(classcheck_reader_t *r, struct event_base *base, const char *cls, json_object **out,
+                        char *err, size_t errlen)
+{
+    got_t g = {0};
+    classcheck_read_t *rd = classcheck_read_start(r, cls, on_read, &g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rd);
+    CU_ASSERT_EQUAL(g.done, 0);
+    while (!g.done)
+        event_base_loop(base, EVLOOP_ONCE);
+    CU_ASSERT_EQUAL(g.done, 1);
+    *out = g.read;
+    snprintf(err, errlen, "%s", g.err);
+    return g.read ? 0 : -1;
+}
+
+/* The fake API server of sc_handler and a client of it. */
+typedef struct {
+    fake_api_t api;
+    kube_config_t *cfg;
+    kube_client_t *client;
+} api_t;
+
+static void api_start(api_t *a)
+{
+    memset(a, 0, sizeof(*a));
+    fake_api_start(&a->api, sc_handler, NULL);
+    kube_client_opts_t co = fake_api_opts(0);
+    fake_api_connect(&a->api, &co, &a->cfg, &a->client);
+}
+
+static void api_stop(api_t *a)
+{
+    kube_client_destroy(&a->client);
+    kube_config_destroy(&a->cfg);
+    fake_api_stop(&a->api);
+}
+
 static void test_read_through_the_api(void)
 {
-    fake_api_t api;
-    fake_api_start(&api, sc_handler, NULL);
-    kube_config_t *cfg = NULL;
-    kube_client_t *client = NULL;
-    kube_client_opts_t co = fake_api_opts(0);
-    fake_api_connect(&api, &co, &cfg, &client);
-    classcheck_reader_t *r = classcheck_reader_new(client, NULL);
+    struct event_base *base = event_base_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(base);
+    api_t a;
+    api_start(&a);
+    classcheck_reader_t *r = classcheck_reader_new(base, a.client, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     json_object *out = NULL;
     char err[512] = "";
-    CU_ASSERT_EQUAL(classcheck_read(r, "fixed", &out, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(read_on_loop(r, base, "fixed", &out, err, sizeof(err)), 0);
     CU_ASSERT_STRING_EQUAL(last_url, "GET /apis/storage.k8s.io/v1/storageclasses/fixed");
     CU_ASSERT_STRING_EQUAL(jsonx_str(jsonx_get(out, "metadata"), "name"), "fixed");
     json_object_put(out);
-    CU_ASSERT_EQUAL(classcheck_read(r, NULL, &out, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(read_on_loop(r, base, NULL, &out, err, sizeof(err)), 0);
     CU_ASSERT_STRING_EQUAL(last_url, "GET /apis/storage.k8s.io/v1/storageclasses");
     CU_ASSERT(json_object_is_type(out, json_type_array) && json_object_array_length(out) == 1);
     json_object_put(out);
-    CU_ASSERT_EQUAL(classcheck_read(r, "gone", &out, err, sizeof(err)), -1);
+    CU_ASSERT_EQUAL(read_on_loop(r, base, "gone", &out, err, sizeof(err)), -1);
     CU_ASSERT_PTR_NULL(out);
     CU_ASSERT(strstr(err, "not found") != NULL);
     classcheck_reader_destroy(&r);
     CU_ASSERT_PTR_NULL(r);
     /* a configuration without a client: every read fails with the reason */
-    r = classcheck_reader_new(NULL, "the Kubernetes configuration of webhookd did not load: x");
-    CU_ASSERT_EQUAL(classcheck_read(r, "fixed", &out, err, sizeof(err)), -1);
+    r = classcheck_reader_new(base, NULL, "the Kubernetes configuration of webhookd did not load: x");
+    CU_ASSERT_EQUAL(read_on_loop(r, base, "fixed", &out, err, sizeof(err)), -1);
     CU_ASSERT_STRING_EQUAL(err, "the Kubernetes configuration of webhookd did not load: x");
     classcheck_reader_destroy(&r);
-    kube_client_destroy(&client);
-    kube_config_destroy(&cfg);
-    fake_api_stop(&api);
+    api_stop(&a);
+    event_base_free(base);
+}
+
+/* A read abandoned (cancelled, or its reader destroyed) never calls done, and frees
+ * everything (the ASan run checks). */
+static void test_read_cancelled(void)
+{
+    struct event_base *base = event_base_new();
+    api_t a;
+    api_start(&a);
+    classcheck_reader_t *r = classcheck_reader_new(base, a.client, NULL);
+    got_t g = {0};
+    classcheck_read_t *rd = classcheck_read_start(r, "fixed", on_read, &g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rd);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    classcheck_read_cancel(&rd);
+    CU_ASSERT_PTR_NULL(rd);
+    classcheck_reader_t *none = classcheck_reader_new(base, NULL, "no client");
+    classcheck_read_start(none, "fixed", on_read, &g); /* its failure not yet delivered */
+    classcheck_reader_destroy(&none);
+    /* left in flight for destroy (the loop does not run between: it cannot have ended) */
+    CU_ASSERT_PTR_NOT_NULL(classcheck_read_start(r, NULL, on_read, &g));
+    classcheck_reader_destroy(&r);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    CU_ASSERT_EQUAL(g.done, 0);
+    json_object_put(g.read);
+    api_stop(&a);
+    event_base_free(base);
 }
 
 static const cu_entry_t tests[] = {
@@ -300,6 +379,7 @@ static const cu_entry_t tests[] = {
     {"only a growth asks the reader; no reader: allowed", test_review_reader_only_for_growth},
     CU_SUITE("classcheck: read"),
     {"GET a class, LIST for the default, 404, no client", test_read_through_the_api},
+    {"a read cancelled, or in flight when the reader goes: no done, nothing leaks", test_read_cancelled},
 };
 
 CU_MAIN(tests)
