@@ -42,6 +42,16 @@ static int is_ok(const redisReply *r)
     return r && r->type == REDIS_REPLY_STATUS && !strcasecmp(r->str, "OK");
 }
 
+/* A step's rule: its answer good (ok), the move goes on at next; else it fails at what,
+ * with the answer a. */
+static void advance(slotmove_t *m, int ok, slotmove_state_t next, const char *what, const char *a)
+{
+    if (ok)
+        m->state = next;
+    else
+        fail(m, what, a);
+}
+
 static int is_error(const redisReply *r, const char *part)
 {
     return r && r->type == REDIS_REPLY_ERROR && strstr(r->str, part) != NULL;
@@ -82,10 +92,7 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
             fail(m, "SETSLOT IMPORTING on the target", a);
         break;
     case SLOTMOVE_MIGRATING:
-        if (is_ok(r))
-            m->state = SLOTMOVE_GETKEYS;
-        else
-            fail(m, "SETSLOT MIGRATING on the source", a);
+        advance(m, is_ok(r), SLOTMOVE_GETKEYS, "SETSLOT MIGRATING on the source", a);
         break;
     case SLOTMOVE_GETKEYS:
         if (r && r->type == REDIS_REPLY_ARRAY) {
@@ -112,18 +119,13 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
             fail(m, "MIGRATE", a);
         break;
     case SLOTMOVE_NODE_TARGET:
-        if (is_ok(r))
-            m->state = SLOTMOVE_NODE_SOURCE;
-        else
-            fail(m, "SETSLOT NODE on the target", a);
+        advance(m, is_ok(r), SLOTMOVE_NODE_SOURCE, "SETSLOT NODE on the target", a);
         break;
     case SLOTMOVE_NODE_SOURCE:
         /* "only with masters": the source heard the target's claim (Redis 7 broadcasts it
          * at NODE_TARGET), lost its last slot and follows the target now: done there */
-        if (is_ok(r) || is_error(r, "only with masters"))
-            m->state = job->nothers ? SLOTMOVE_NODE_OTHERS : SLOTMOVE_DONE;
-        else
-            fail(m, "SETSLOT NODE on the source", a);
+        advance(m, is_ok(r) || is_error(r, "only with masters"), job->nothers ? SLOTMOVE_NODE_OTHERS : SLOTMOVE_DONE,
+                "SETSLOT NODE on the source", a);
         break;
     case SLOTMOVE_NODE_OTHERS: /* gossip tells them anyway: an answer is not waited for */
         if (++m->other >= job->nothers)
