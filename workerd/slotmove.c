@@ -83,32 +83,26 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
 {
     const char *a = answer(r, err_line);
     switch (m->state) {
-    case SLOTMOVE_IMPORTING:
-        if (is_ok(r))
-            m->state = SLOTMOVE_MIGRATING;
-        else if (is_error(r, "already the owner")) /* NODE_TARGET was done: finish the rest */
-            m->state = SLOTMOVE_NODE_SOURCE;
-        else
-            fail(m, "SETSLOT IMPORTING on the target", a);
+    case SLOTMOVE_IMPORTING: /* "already the owner": NODE_TARGET was done: finish the rest */
+        advance(m, is_ok(r) || is_error(r, "already the owner"), is_ok(r) ? SLOTMOVE_MIGRATING : SLOTMOVE_NODE_SOURCE,
+                "SETSLOT IMPORTING on the target", a);
         break;
     case SLOTMOVE_MIGRATING:
         advance(m, is_ok(r), SLOTMOVE_GETKEYS, "SETSLOT MIGRATING on the source", a);
         break;
     case SLOTMOVE_GETKEYS:
-        if (r && r->type == REDIS_REPLY_ARRAY) {
+        if (r && r->type == REDIS_REPLY_ARRAY)
             m->nkeys = r->elements;
-            m->state = m->nkeys ? SLOTMOVE_SIZES : SLOTMOVE_NODE_TARGET;
-        } else
-            fail(m, "GETKEYSINSLOT on the source", a);
+        advance(m, r && r->type == REDIS_REPLY_ARRAY, m->nkeys ? SLOTMOVE_SIZES : SLOTMOVE_NODE_TARGET,
+                "GETKEYSINSLOT on the source", a);
         break;
-    case SLOTMOVE_SIZES:
-        if (sizes) {
-            int64_t sum;
+    case SLOTMOVE_SIZES: {
+        int64_t sum;
+        if (sizes)
             m->take = batch_of(sizes, m->nkeys, job->batch_bytes, 1, &sum);
-            m->state = SLOTMOVE_MIGRATE;
-        } else
-            fail(m, "MEMORY USAGE on the source", a);
+        advance(m, sizes != NULL, SLOTMOVE_MIGRATE, "MEMORY USAGE on the source", a);
         break;
+    }
     case SLOTMOVE_MIGRATE:
         if (is_ok(r) || (r && r->type == REDIS_REPLY_STATUS && !strcasecmp(r->str, "NOKEY"))) {
             m->replace = 0;
