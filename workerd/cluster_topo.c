@@ -571,18 +571,24 @@ static void failover(ctx_t *c, int m, int to, const char *what)
     add_arg(cmd, "FAILOVER");
 }
 
+/* Master m (what it is, for the command's reason) hands its role to its best replica
+ * (handover_to). Returns 1 when it did, 0 when no replica can take it. */
+static int hand_over(ctx_t *c, int m, const char *what)
+{
+    int to = handover_to(c, m, 0);
+    if (to < 0)
+        return 0;
+    failover(c, m, to, what);
+    return 1;
+}
+
 /* A terminating master hands its role over. Returns 1 when it did (or waits). */
 static int step_terminating(ctx_t *c)
 {
     for (int k = 0; k < c->out->nshards; k++) {
         int m = shard_master(c, k);
-        if (m < 0 || !c->in->pod[m].terminating)
-            continue;
-        int to = handover_to(c, m, 0);
-        if (to >= 0) {
-            failover(c, m, to, "terminating");
+        if (m >= 0 && c->in->pod[m].terminating && hand_over(c, m, "terminating"))
             return 1;
-        }
     }
     return 0;
 }
@@ -911,13 +917,8 @@ static int leaving_master(ctx_t *c)
 {
     for (int k = 0; k < c->in->shards; k++) {
         int m = shard_master(c, k);
-        if (m < 0 || c->wanted[m])
-            continue;
-        int to = handover_to(c, m, 0);
-        if (to >= 0) {
-            failover(c, m, to, "leaving (spec.cluster.replicasPerShard shrank)");
+        if (m >= 0 && !c->wanted[m] && hand_over(c, m, "leaving (spec.cluster.replicasPerShard shrank)"))
             return 1;
-        }
     }
     return 0;
 }

@@ -42,6 +42,16 @@ static int is_ok(const redisReply *r)
     return r && r->type == REDIS_REPLY_STATUS && !strcasecmp(r->str, "OK");
 }
 
+/* A step's rule: its answer good (ok), the move goes on at next; else it fails at what,
+ * with the answer a. */
+static void advance(slotmove_t *m, int ok, slotmove_state_t next, const char *what, const char *a)
+{
+    if (ok)
+        m->state = next;
+    else
+        fail(m, what, a);
+}
+
 static int is_error(const redisReply *r, const char *part)
 {
     return r && r->type == REDIS_REPLY_ERROR && strstr(r->str, part) != NULL;
@@ -73,35 +83,26 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
 {
     const char *a = answer(r, err_line);
     switch (m->state) {
-    case SLOTMOVE_IMPORTING:
-        if (is_ok(r))
-            m->state = SLOTMOVE_MIGRATING;
-        else if (is_error(r, "already the owner")) /* NODE_TARGET was done: finish the rest */
-            m->state = SLOTMOVE_NODE_SOURCE;
-        else
-            fail(m, "SETSLOT IMPORTING on the target", a);
+    case SLOTMOVE_IMPORTING: /* "already the owner": NODE_TARGET was done: finish the rest */
+        advance(m, is_ok(r) || is_error(r, "already the owner"), is_ok(r) ? SLOTMOVE_MIGRATING : SLOTMOVE_NODE_SOURCE,
+                "SETSLOT IMPORTING on the target", a);
         break;
     case SLOTMOVE_MIGRATING:
-        if (is_ok(r))
-            m->state = SLOTMOVE_GETKEYS;
-        else
-            fail(m, "SETSLOT MIGRATING on the source", a);
+        advance(m, is_ok(r), SLOTMOVE_GETKEYS, "SETSLOT MIGRATING on the source", a);
         break;
     case SLOTMOVE_GETKEYS:
-        if (r && r->type == REDIS_REPLY_ARRAY) {
+        if (r && r->type == REDIS_REPLY_ARRAY)
             m->nkeys = r->elements;
-            m->state = m->nkeys ? SLOTMOVE_SIZES : SLOTMOVE_NODE_TARGET;
-        } else
-            fail(m, "GETKEYSINSLOT on the source", a);
+        advance(m, r && r->type == REDIS_REPLY_ARRAY, m->nkeys ? SLOTMOVE_SIZES : SLOTMOVE_NODE_TARGET,
+                "GETKEYSINSLOT on the source", a);
         break;
-    case SLOTMOVE_SIZES:
-        if (sizes) {
-            int64_t sum;
+    case SLOTMOVE_SIZES: {
+        int64_t sum;
+        if (sizes)
             m->take = batch_of(sizes, m->nkeys, job->batch_bytes, 1, &sum);
-            m->state = SLOTMOVE_MIGRATE;
-        } else
-            fail(m, "MEMORY USAGE on the source", a);
+        advance(m, sizes != NULL, SLOTMOVE_MIGRATE, "MEMORY USAGE on the source", a);
         break;
+    }
     case SLOTMOVE_MIGRATE:
         if (is_ok(r) || (r && r->type == REDIS_REPLY_STATUS && !strcasecmp(r->str, "NOKEY"))) {
             m->replace = 0;
@@ -112,18 +113,13 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
             fail(m, "MIGRATE", a);
         break;
     case SLOTMOVE_NODE_TARGET:
-        if (is_ok(r))
-            m->state = SLOTMOVE_NODE_SOURCE;
-        else
-            fail(m, "SETSLOT NODE on the target", a);
+        advance(m, is_ok(r), SLOTMOVE_NODE_SOURCE, "SETSLOT NODE on the target", a);
         break;
     case SLOTMOVE_NODE_SOURCE:
         /* "only with masters": the source heard the target's claim (Redis 7 broadcasts it
          * at NODE_TARGET), lost its last slot and follows the target now: done there */
-        if (is_ok(r) || is_error(r, "only with masters"))
-            m->state = job->nothers ? SLOTMOVE_NODE_OTHERS : SLOTMOVE_DONE;
-        else
-            fail(m, "SETSLOT NODE on the source", a);
+        advance(m, is_ok(r) || is_error(r, "only with masters"), job->nothers ? SLOTMOVE_NODE_OTHERS : SLOTMOVE_DONE,
+                "SETSLOT NODE on the source", a);
         break;
     case SLOTMOVE_NODE_OTHERS: /* gossip tells them anyway: an answer is not waited for */
         if (++m->other >= job->nothers)

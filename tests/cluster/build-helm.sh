@@ -17,15 +17,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/helm.env"
 # shellcheck source=lib_gobuild.sh
 . "$here/lib_gobuild.sh"
-gb_go build-helm.sh
-key=$(gb_key "$here/helm.env" "$here/build-helm.sh" "$here/mods/helm/go.mod" "$here/mods/helm/go.sum")
-gb_begin build-helm.sh helm "$key" helm "helm $HELM_VERSION" "${1:-}"
+gb_mod_begin build-helm.sh helm helm "helm $HELM_VERSION" "${1:-}"
 # helm's own ldflags (its Makefile): the version `helm version` prints, and the Kubernetes
 # version its capabilities default to (.Capabilities.KubeVersion without a cluster).
 v=${HELM_VERSION#v}
 ld="-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
-( cd "$here/mods/helm" && go build -p "${RDC_BUILD_JOBS:-$(nproc)}" -trimpath -ldflags "$ld" \
-    -o "$tmp/helm" helm.sh/helm/v4/cmd/helm )
+gb_build "$here/mods/helm" "$ld" helm helm.sh/helm/v4/cmd/helm
 "$tmp/helm" version --template '{{.Version}}' | grep -qx "v$v" ||
   { echo "build-helm.sh: the built helm says $("$tmp/helm" version --short), not $HELM_VERSION" >&2; exit 1; }
 gb_install build-helm.sh "HELM_VERSION=$HELM_VERSION" "GO=$(go version)"

@@ -20,5 +20,5 @@ srcs=()
 for f in "$here"/runtime/*.go; do case $f in *_test.go) ;; *) srcs+=("$f") ;; esac; done
 key=$(gb_key "$here/build-runtime.sh" "$here/runtime/go.mod" "$here/runtime/go.sum" "${srcs[@]}")
 gb_begin build-runtime.sh runtime "$key" rdc-pod-runtime rdc-pod-runtime "${1:-}"
-( cd "$here/runtime" && go build -p "${RDC_BUILD_JOBS:-$(nproc)}" -trimpath -ldflags "-s -w" -o "$tmp/rdc-pod-runtime" . )
+gb_build "$here/runtime" "-s -w" rdc-pod-runtime
 gb_install build-runtime.sh

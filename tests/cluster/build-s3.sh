@@ -15,14 +15,12 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/s3.env"
+# shellcheck source=lib_gobuild.sh
 . "$here/lib_gobuild.sh"
-gb_go build-s3.sh
-key=$(gb_key "$here/s3.env" "$here/build-s3.sh" "$here/mods/s3/go.mod" "$here/mods/s3/go.sum")
-gb_begin build-s3.sh s3 "$key" versitygw "versitygw $VERSITYGW_VERSION" "${1:-}"
+gb_mod_begin build-s3.sh s3 versitygw "versitygw $VERSITYGW_VERSION" "${1:-}"
 # versitygw's own ldflags (its Makefile): the version `versitygw --version` prints.
 ld="-s -w -X main.Version=$VERSITYGW_VERSION -X main.Build=module-proxy"
-( cd "$here/mods/s3" && go build -p "${RDC_BUILD_JOBS:-$(nproc)}" -trimpath -ldflags "$ld" \
-    -o "$tmp/versitygw" github.com/versity/versitygw/cmd/versitygw )
+gb_build "$here/mods/s3" "$ld" versitygw github.com/versity/versitygw/cmd/versitygw
 # (its output read whole first: grep -q leaving early would SIGPIPE it, and pipefail fail it)
 said=$("$tmp/versitygw" --version)
 grep -q "^Version *: $VERSITYGW_VERSION\$" <<<"$said" ||

@@ -1,4 +1,4 @@
-# tests/cluster/lib_gobuild.sh: what build-runtime.sh and build-helm.sh share, sourced by
+# tests/cluster/lib_gobuild.sh: what build-runtime.sh, build-helm.sh and build-s3.sh share, sourced by
 # them (set -euo pipefail, $here set): a Go binary built once per key into the cache of
 # the control-plane binaries, OUTSIDE the checkout,
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/rdc-operator/cluster/<name>-<key>/bin/<binary>
@@ -13,6 +13,12 @@
 #                                build, "" builds if needed, anything else is a usage
 #                                error (exit 2); a cached build prints $bin and exits 0;
 #                                else the caller builds into $tmp (removed at exit)
+#   gb_mod_begin SCRIPT NAME BINARY WHAT ARG
+#                                gb_go, then gb_begin keyed by NAME.env, SCRIPT and the
+#                                pinned module mods/NAME (its go.mod and go.sum): a tool
+#                                built from its upstream module (NAME.env sourced first)
+#   gb_build DIR LDFLAGS BINARY [PKG]
+#                                go build in DIR of PKG (default .) into $tmp/BINARY
 #   gb_install SCRIPT LINE...    $tmp installed as $dest/bin; $dest/build-info holds the
 #                                LINEs and BUILD_SECONDS; prints $bin on the last line
 
@@ -45,6 +51,17 @@ gb_begin() {
     rm -rf "$tmp"; mkdir -p "$tmp"
     trap 'rm -rf "$tmp"' EXIT
     echo "$script: building $what into $dest" >&2
+}
+
+gb_mod_begin() {
+    local script=$1 name=$2 key
+    gb_go "$script"
+    key=$(gb_key "$here/$name.env" "$here/$script" "$here/mods/$name/go.mod" "$here/mods/$name/go.sum")
+    gb_begin "$script" "$name" "$key" "$3" "$4" "$5"
+}
+
+gb_build() {
+    ( cd "$1" && go build -p "${RDC_BUILD_JOBS:-$(nproc)}" -trimpath -ldflags "$2" -o "$tmp/$3" "${4:-.}" )
 }
 
 gb_install() {

@@ -849,6 +849,22 @@ static void client_wait(sc_t *w)
         w->wdeadline = 0;
 }
 
+/* A text buffer *buf of capacity *cap made to hold need bytes: the capacity (first when
+ * none yet) doubled until it does. Out of memory the simulation aborts. */
+static void text_reserve(char **buf, size_t *cap, size_t need, size_t first)
+{
+    if (need <= *cap)
+        return;
+    size_t c = *cap ? *cap : first;
+    while (c < need)
+        c *= 2;
+    char *b = realloc(*buf, c);
+    if (!b)
+        abort();
+    *buf = b;
+    *cap = c;
+}
+
 /* ---- CLUSTER NODES as a node writes it --------------------------------------------------- */
 
 static void out_add(node_t *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -860,18 +876,13 @@ static void out_add(node_t *x, const char *fmt, ...)
         size_t room = x->textcap - x->textlen;
         int n = vsnprintf(x->text ? x->text + x->textlen : NULL, room, fmt, ap);
         va_end(ap);
-        if (n >= 0 && (size_t)n < room) {
+        if (n < 0)
+            abort(); /* a format error: no room would do */
+        if ((size_t)n < room) {
             x->textlen += (size_t)n;
             return;
         }
-        size_t cap = x->textcap ? 2 * x->textcap : 4096;
-        while (cap < x->textlen + (size_t)n + 1)
-            cap *= 2;
-        char *t = realloc(x->text, cap);
-        if (!t)
-            abort();
-        x->text = t;
-        x->textcap = cap;
+        text_reserve(&x->text, &x->textcap, x->textlen + (size_t)n + 1, 4096);
     }
 }
 
@@ -973,16 +984,7 @@ typedef struct {
 
 static void resp_add(resp_t *r, const char *p, size_t n)
 {
-    if (r->len + n + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 1024;
-        while (cap < r->len + n + 1)
-            cap *= 2;
-        char *b = realloc(r->b, cap);
-        if (!b)
-            abort();
-        r->b = b;
-        r->cap = cap;
-    }
+    text_reserve(&r->b, &r->cap, r->len + n + 1, 1024);
     memcpy(r->b + r->len, p, n);
     r->len += n;
     r->b[r->len] = '\0';
@@ -1050,14 +1052,24 @@ static int slots_ranges(sc_t *w, int xi, int argc, const char *const *argv, int 
     return ok_reply();
 }
 
+/* The node id that node xi knows, not xi itself (CLUSTER FORGET's and REPLICATE's
+ * argument): its index, or -1 with the error reply set ("Unknown node", or self_err). */
+static int known_other(const sc_t *w, int xi, const char *id, const char *self_err)
+{
+    int z = find_id(w, id);
+    if (z < 0 || !w->n[xi]->know[z])
+        return err_reply("ERR Unknown node %s", id);
+    if (z == xi)
+        return err_reply("%s", self_err);
+    return z;
+}
+
 static int cmd_forget(sc_t *w, int xi, const char *id)
 {
     node_t *x = w->n[xi];
-    int z = find_id(w, id);
-    if (z < 0 || !x->know[z])
-        return err_reply("ERR Unknown node %s", id);
-    if (z == xi)
-        return err_reply("ERR I tried hard but I can't forget myself...");
+    int z = known_other(w, xi, id, "ERR I tried hard but I can't forget myself...");
+    if (z < 0)
+        return -1;
     if (x->master == z)
         return err_reply("ERR Can't forget my master!");
     for (int s = 0; s < CN_SLOTS; s++)
@@ -1078,11 +1090,9 @@ static int cmd_forget(sc_t *w, int xi, const char *id)
 static int cmd_replicate(sc_t *w, int xi, const char *id)
 {
     node_t *x = w->n[xi];
-    int m = find_id(w, id);
-    if (m < 0 || !x->know[m])
-        return err_reply("ERR Unknown node %s", id);
-    if (m == xi)
-        return err_reply("ERR Can't replicate myself");
+    int m = known_other(w, xi, id, "ERR Can't replicate myself");
+    if (m < 0)
+        return -1;
     if (x->vmaster[m] >= 0)
         return err_reply("ERR I can only replicate a master, not a replica.");
     if (x->master < 0 && (x->nmine || has_keys(x)))

@@ -357,14 +357,21 @@ static void test_reply_cap(void)
 
 /* ---- AUTH ------------------------------------------------------------------------------ */
 
+/* A canned connection with the options o (its password) asked for PING: what the AUTH
+ * tests start from. */
+static void open_pinged(canned_t *f, const redis_conn_opts_t *o)
+{
+    static const char *const ping[] = {"PING"};
+    canned_open(f, o);
+    cmd(f->c, &f->r, 5 * SEC, 1, ping);
+}
+
 /* AUTH [user] password is the only thing on the wire until it is accepted. */
 static void test_auth_first_and_alone(void)
 {
     canned_t f;
     redis_conn_opts_t o = {.user = "app", .password = "app-pw"};
-    canned_open(&f, &o);
-    const char *ping[] = {"PING"};
-    cmd(f.c, &f.r, 5 * SEC, 1, ping);
+    open_pinged(&f, &o);
     CU_ASSERT_STRING_EQUAL(peer_read(&f, 0, 150), "*3\r\n$4\r\nAUTH\r\n$3\r\napp\r\n$6\r\napp-pw\r\n");
     CU_ASSERT_EQUAL(redis_conn_state(f.c), REDIS_CONN_AUTH);
     peer_write(&f, "+OK\r\n");
@@ -382,9 +389,7 @@ static void test_auth_fallback_and_refusal(void)
 {
     canned_t f;
     redis_conn_opts_t o = {.password = "new-pw", .password_fallback = "old-pw"};
-    canned_open(&f, &o);
-    const char *ping[] = {"PING"};
-    cmd(f.c, &f.r, 5 * SEC, 1, ping);
+    open_pinged(&f, &o);
     CU_ASSERT_STRING_EQUAL(peer_read(&f, 26, 2000), "*2\r\n$4\r\nAUTH\r\n$6\r\nnew-pw\r\n");
     peer_write(&f, "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
     CU_ASSERT_STRING_EQUAL(peer_read(&f, 26, 2000), "*2\r\n$4\r\nAUTH\r\n$6\r\nold-pw\r\n");
@@ -398,8 +403,7 @@ static void test_auth_fallback_and_refusal(void)
                           "127.0.0.1:6379: AUTH (user app): WRONGPASS invalid username-password pair or user "
                           "is disabled."};
     for (int i = 0; i < 2; i++) {
-        canned_open(&f, &refusals[i]);
-        cmd(f.c, &f.r, 5 * SEC, 1, ping);
+        open_pinged(&f, &refusals[i]);
         for (int k = 0; k < 1 + (i == 0); k++) {
             peer_read(&f, 10, 2000);
             peer_write(&f, "-WRONGPASS invalid username-password pair or user is disabled.\r\n");

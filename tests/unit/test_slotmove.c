@@ -902,6 +902,34 @@ static int run_plain(model_t *w, const slotmove_job_t *job, slotmove_progress_t 
     return slotmove_run(job, &io, NULL, pr, err, errlen);
 }
 
+/* What a run that confirms its keys (REPLICATED) must give: its result, how often it
+ * asked (INFO replication, or the replica's CLUSTER NODES), the WAITs it sent, a part of
+ * its words (NULL: any). */
+typedef struct {
+    int rc, asked, waits;
+    const char *err;
+} confirm_want_t;
+
+/* Runs job on w and checks it against want, row i (what) of a table whose count of asking
+ * is *asked (named asked_what in the message): the slot is moved whatever the replica
+ * says, keys keys with it. */
+static void check_confirm(model_t *w, const slotmove_job_t *job, const int *asked, const char *asked_what, size_t i,
+                          const char *what, const confirm_want_t *want, int keys)
+{
+    slotmove_progress_t pr;
+    char err[256];
+    int rc = run_plain(w, job, &pr, err, sizeof(err));
+    if (rc != want->rc || *asked != want->asked || w->waits != want->waits)
+        fprintf(stderr, "\n  row %zu (%s): rc %d, %d %s, %d WAIT: %s", i, what, rc, *asked, asked_what, w->waits,
+                err);
+    CU_ASSERT_EQUAL(rc, want->rc);
+    CU_ASSERT_EQUAL(*asked, want->asked);
+    CU_ASSERT_EQUAL(w->waits, want->waits);
+    CU_ASSERT_EQUAL(pr.failed, want->rc < 0);
+    CU_ASSERT(!want->err || strstr(err, want->err));
+    check_moved(w, 3, keys);
+}
+
 /* REPLICATED: a run that moved keys ends when the target's replica acknowledged them;
  * each row a replica's state and when it acknowledges, the run's end. */
 static void test_replicated(void)
@@ -911,20 +939,20 @@ static void test_replicated(void)
         int keys, wait_replicas;
         const char *state; /* NULL: no replica line */
         int ack_after, info_fails;
-        int rc, infos, waits;  /* the run's result, INFO and WAIT sent */
-        const char *err;       /* a part of its words, or NULL */
+        confirm_want_t want; /* asked: the INFOs sent */
     } rows[] = {
-        {"acknowledged at once: one INFO, no WAIT", 5, 1, "online", 0, 0, 0, 1, 0, NULL},
-        {"acknowledged once asked (Redis sends GETACK when a WAIT blocks)", 5, 1, "online", 1, 0, 0, 2, 1, NULL},
-        {"acknowledged at the third WAIT", 5, 1, "online", 3, 0, 0, 4, 3, NULL},
-        {"a replica still synchronising never counts", 5, 1, "wait_bgsave", 1, 0, -1, 201, 200,
-         "did not acknowledge the moved keys: 0 of 1"},
-        {"no replica at all", 5, 1, NULL, 0, 0, -1, 201, 200, "0 of 1"},
-        {"a replica that never acknowledges: failed after SLOTMOVE_CONFIRM_NS", 5, 1, "online", -1, 0, -1, 201, 200,
-         "within 2000 ms"},
-        {"the target silent: failed with its words", 5, 1, "online", 0, 1, -1, 1, 0, "INFO replication on the target"},
-        {"wait_replicas 0: nothing confirmed", 5, 0, NULL, 0, 0, 0, 0, 0, NULL},
-        {"no key moved: nothing to confirm", 0, 1, NULL, 0, 0, 0, 0, 0, NULL},
+        {"acknowledged at once: one INFO, no WAIT", 5, 1, "online", 0, 0, {0, 1, 0, NULL}},
+        {"acknowledged once asked (Redis sends GETACK when a WAIT blocks)", 5, 1, "online", 1, 0, {0, 2, 1, NULL}},
+        {"acknowledged at the third WAIT", 5, 1, "online", 3, 0, {0, 4, 3, NULL}},
+        {"a replica still synchronising never counts", 5, 1, "wait_bgsave", 1, 0,
+         {-1, 201, 200, "did not acknowledge the moved keys: 0 of 1"}},
+        {"no replica at all", 5, 1, NULL, 0, 0, {-1, 201, 200, "0 of 1"}},
+        {"a replica that never acknowledges: failed after SLOTMOVE_CONFIRM_NS", 5, 1, "online", -1, 0,
+         {-1, 201, 200, "within 2000 ms"}},
+        {"the target silent: failed with its words", 5, 1, "online", 0, 1,
+         {-1, 1, 0, "INFO replication on the target"}},
+        {"wait_replicas 0: nothing confirmed", 5, 0, NULL, 0, 0, {0, 0, 0, NULL}},
+        {"no key moved: nothing to confirm", 0, 1, NULL, 0, 0, {0, 0, 0, NULL}},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         static model_t w;
@@ -935,18 +963,7 @@ static void test_replicated(void)
         slotmove_job_t job;
         job_of(&w, &job, 3, 3, 1 << 20);
         job.wait_replicas = rows[i].wait_replicas;
-        slotmove_progress_t pr;
-        char err[256];
-        int rc = run_plain(&w, &job, &pr, err, sizeof(err));
-        if (rc != rows[i].rc || w.infos != rows[i].infos || w.waits != rows[i].waits)
-            fprintf(stderr, "\n  row %zu (%s): rc %d, %d INFO, %d WAIT: %s", i, rows[i].what, rc, w.infos, w.waits,
-                    err);
-        CU_ASSERT_EQUAL(rc, rows[i].rc);
-        CU_ASSERT_EQUAL(w.infos, rows[i].infos);
-        CU_ASSERT_EQUAL(w.waits, rows[i].waits);
-        CU_ASSERT_EQUAL(pr.failed, rows[i].rc < 0);
-        CU_ASSERT(!rows[i].err || strstr(err, rows[i].err));
-        check_moved(&w, 3, rows[i].keys); /* the slot moved whatever the replica says */
+        check_confirm(&w, &job, &w.infos, "INFO", i, rows[i].what, &rows[i].want, rows[i].keys);
     }
 }
 
@@ -958,15 +975,14 @@ static void test_replica_view(void)
     static const struct {
         const char *what;
         int keys, view_after;
-        int rc, views, waits;
-        const char *err;
+        confirm_want_t want; /* asked: the replica's CLUSTER NODES looked at */
     } rows[] = {
-        {"the replica heard at once: one look", 5, 1, 0, 1, 0, NULL},
-        {"it hears after two WAITs: three looks", 5, 3, 0, 3, 2, NULL},
-        {"no key moved: the slot still waits for the view", 0, 2, 0, 2, 1, NULL},
-        {"it never hears: failed after SLOTMOVE_CONFIRM_NS", 5, -1, -1, 201, 200,
-         "did not credit it with the moved slots: 0 of 1"},
-        {"no replica in the job: only the keys' acknowledgement", 5, 0, 0, 0, 0, NULL},
+        {"the replica heard at once: one look", 5, 1, {0, 1, 0, NULL}},
+        {"it hears after two WAITs: three looks", 5, 3, {0, 3, 2, NULL}},
+        {"no key moved: the slot still waits for the view", 0, 2, {0, 2, 1, NULL}},
+        {"it never hears: failed after SLOTMOVE_CONFIRM_NS", 5, -1,
+         {-1, 201, 200, "did not credit it with the moved slots: 0 of 1"}},
+        {"no replica in the job: only the keys' acknowledgement", 5, 0, {0, 0, 0, NULL}},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         static model_t w;
@@ -982,17 +998,7 @@ static void test_replica_view(void)
             snprintf(job.replicas[0].ip, sizeof(job.replicas[0].ip), "10.0.0.9");
             memset(job.replicas[0].id, '9', CN_ID_LEN);
         }
-        slotmove_progress_t pr;
-        char err[256];
-        int rc = run_plain(&w, &job, &pr, err, sizeof(err));
-        if (rc != rows[i].rc || w.views != rows[i].views || w.waits != rows[i].waits)
-            fprintf(stderr, "\n  row %zu (%s): rc %d, %d looks, %d WAIT: %s", i, rows[i].what, rc, w.views, w.waits,
-                    err);
-        CU_ASSERT_EQUAL(rc, rows[i].rc);
-        CU_ASSERT_EQUAL(w.views, rows[i].views);
-        CU_ASSERT_EQUAL(w.waits, rows[i].waits);
-        CU_ASSERT(!rows[i].err || strstr(err, rows[i].err));
-        check_moved(&w, 3, rows[i].keys);
+        check_confirm(&w, &job, &w.views, "looks", i, rows[i].what, &rows[i].want, rows[i].keys);
     }
     /* the job's replicas survive JSON */
     static model_t w;

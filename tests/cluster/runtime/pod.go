@@ -521,32 +521,29 @@ func (w *podWorker) containerEnv(pod *v1.Pod, c *v1.Container, translate bool) (
 		set("KUBERNETES_PORT_443_TCP", "tcp://"+h+":"+p)
 	}
 	for _, ef := range c.EnvFrom {
-		var data map[string]string
-		switch {
-		case ef.ConfigMapRef != nil:
-			cm, err := w.rt.cs.CoreV1().ConfigMaps(pod.Namespace).Get(w.rt.ctx, ef.ConfigMapRef.Name, metav1.GetOptions{})
-			if err != nil {
-				if apierrors.IsNotFound(err) && ptr.Deref(ef.ConfigMapRef.Optional, false) {
-					continue
-				}
-				return nil, fmt.Errorf("configmap %q: %v", ef.ConfigMapRef.Name, err)
-			}
-			data = cm.Data
-		case ef.SecretRef != nil:
-			s, err := w.rt.cs.CoreV1().Secrets(pod.Namespace).Get(w.rt.ctx, ef.SecretRef.Name, metav1.GetOptions{})
-			if err != nil {
-				if apierrors.IsNotFound(err) && ptr.Deref(ef.SecretRef.Optional, false) {
-					continue
-				}
-				return nil, fmt.Errorf("secret %q: %v", ef.SecretRef.Name, err)
-			}
-			data = map[string]string{}
-			for k, v := range s.Data {
-				data[k] = string(v)
-			}
+		if ef.ConfigMapRef == nil && ef.SecretRef == nil {
+			continue
 		}
-		for k, v := range data {
+		secret, name, optional := ef.ConfigMapRef == nil, "", (*bool)(nil) // ConfigMapRef first, as before
+		if secret {
+			name, optional = ef.SecretRef.Name, ef.SecretRef.Optional
+		} else {
+			name, optional = ef.ConfigMapRef.Name, ef.ConfigMapRef.Optional
+		}
+		o, err := w.getKeyed(secret, pod.Namespace, name, optional)
+		if err != nil {
+			return nil, err
+		}
+		if o == nil {
+			continue
+		}
+		for k, v := range o.text {
 			set(ef.Prefix+k, v)
+		}
+		if secret {
+			for k, v := range o.bin {
+				set(ef.Prefix+k, string(v))
+			}
 		}
 	}
 	mounts := w.mountsOf(c)
@@ -582,32 +579,10 @@ func (w *podWorker) envFrom(pod *v1.Pod, c *v1.Container, src *v1.EnvVarSource) 
 		return w.fieldValue(pod, src.FieldRef.FieldPath)
 	case src.ConfigMapKeyRef != nil:
 		r := src.ConfigMapKeyRef
-		cm, err := w.rt.cs.CoreV1().ConfigMaps(pod.Namespace).Get(w.rt.ctx, r.Name, metav1.GetOptions{})
-		if err != nil {
-			if apierrors.IsNotFound(err) && ptr.Deref(r.Optional, false) {
-				return "", nil
-			}
-			return "", fmt.Errorf("configmap %q: %v", r.Name, err)
-		}
-		v, ok := cm.Data[r.Key]
-		if !ok && !ptr.Deref(r.Optional, false) {
-			return "", fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", r.Key, pod.Namespace, r.Name)
-		}
-		return v, nil
+		return w.envKey(false, pod.Namespace, r.Name, r.Key, r.Optional)
 	case src.SecretKeyRef != nil:
 		r := src.SecretKeyRef
-		s, err := w.rt.cs.CoreV1().Secrets(pod.Namespace).Get(w.rt.ctx, r.Name, metav1.GetOptions{})
-		if err != nil {
-			if apierrors.IsNotFound(err) && ptr.Deref(r.Optional, false) {
-				return "", nil
-			}
-			return "", fmt.Errorf("secret %q: %v", r.Name, err)
-		}
-		v, ok := s.Data[r.Key]
-		if !ok && !ptr.Deref(r.Optional, false) {
-			return "", fmt.Errorf("couldn't find key %s in Secret %s/%s", r.Key, pod.Namespace, r.Name)
-		}
-		return string(v), nil
+		return w.envKey(true, pod.Namespace, r.Name, r.Key, r.Optional)
 	case src.ResourceFieldRef != nil:
 		q, ok := c.Resources.Limits[v1.ResourceName(strings.TrimPrefix(src.ResourceFieldRef.Resource, "limits."))]
 		if !ok {
@@ -619,6 +594,27 @@ func (w *podWorker) envFrom(pod *v1.Pod, c *v1.Container, src *v1.EnvVarSource) 
 		return q.String(), nil
 	}
 	return "", fmt.Errorf("unsupported valueFrom")
+}
+
+// envKey is an env var's value from key of the Secret (secret: its data) or ConfigMap (its
+// data, not binaryData) ns/name; empty when the object or the key is missing and optional.
+func (w *podWorker) envKey(secret bool, ns, name, key string, optional *bool) (string, error) {
+	o, err := w.getKeyed(secret, ns, name, optional)
+	if o == nil || err != nil {
+		return "", err
+	}
+	kind, v, ok := "ConfigMap", "", false
+	if secret {
+		var b []byte
+		b, ok = o.bin[key]
+		kind, v = "Secret", string(b)
+	} else {
+		v, ok = o.text[key]
+	}
+	if !ok && !ptr.Deref(optional, false) {
+		return "", fmt.Errorf("couldn't find key %s in %s %s/%s", key, kind, ns, name)
+	}
+	return v, nil
 }
 
 func (w *podWorker) fieldValue(pod *v1.Pod, path string) (string, error) {

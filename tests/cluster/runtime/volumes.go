@@ -94,9 +94,9 @@ func (w *podWorker) refreshVolume(pod *v1.Pod, vol *v1.Volume) error {
 	var err error
 	switch {
 	case vol.ConfigMap != nil:
-		err = w.configMapFiles(pod.Namespace, vol.ConfigMap.Name, vol.ConfigMap.Items, vol.ConfigMap.Optional, mode(vol.ConfigMap.DefaultMode), files)
+		err = w.keyedFiles(false, pod.Namespace, vol.ConfigMap.Name, vol.ConfigMap.Items, vol.ConfigMap.Optional, mode(vol.ConfigMap.DefaultMode), files)
 	case vol.Secret != nil:
-		err = w.secretFiles(pod.Namespace, vol.Secret.SecretName, vol.Secret.Items, vol.Secret.Optional, mode(vol.Secret.DefaultMode), files)
+		err = w.keyedFiles(true, pod.Namespace, vol.Secret.SecretName, vol.Secret.Items, vol.Secret.Optional, mode(vol.Secret.DefaultMode), files)
 	case vol.DownwardAPI != nil:
 		err = w.downwardFiles(pod, vol.DownwardAPI.Items, mode(vol.DownwardAPI.DefaultMode), files)
 	case vol.Projected != nil:
@@ -104,9 +104,9 @@ func (w *podWorker) refreshVolume(pod *v1.Pod, vol *v1.Volume) error {
 		for _, s := range vol.Projected.Sources {
 			switch {
 			case s.ConfigMap != nil:
-				err = w.configMapFiles(pod.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional, dm, files)
+				err = w.keyedFiles(false, pod.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional, dm, files)
 			case s.Secret != nil:
-				err = w.secretFiles(pod.Namespace, s.Secret.Name, s.Secret.Items, s.Secret.Optional, dm, files)
+				err = w.keyedFiles(true, pod.Namespace, s.Secret.Name, s.Secret.Items, s.Secret.Optional, dm, files)
 			case s.DownwardAPI != nil:
 				err = w.downwardFiles(pod, s.DownwardAPI.Items, dm, files)
 			case s.ServiceAccountToken != nil:
@@ -156,33 +156,59 @@ func project(data map[string][]byte, items []v1.KeyToPath, def os.FileMode, what
 	return nil
 }
 
-func (w *podWorker) configMapFiles(ns, name string, items []v1.KeyToPath, optional *bool, def os.FileMode, files fileSet) error {
-	cm, err := w.rt.cs.CoreV1().ConfigMaps(ns).Get(w.rt.ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) && ptr.Deref(optional, false) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("configmap %q: %v", name, err)
-	}
-	data := map[string][]byte{}
-	for k, v := range cm.Data {
-		data[k] = []byte(v)
-	}
-	for k, v := range cm.BinaryData {
-		data[k] = v
-	}
-	return project(data, items, def, "configmap "+name, files)
+// keyed is a ConfigMap's or a Secret's keys as a pod reads them: text the ConfigMap's data,
+// bin its binaryData or the Secret's data.
+type keyed struct {
+	text map[string]string
+	bin  map[string][]byte
 }
 
-func (w *podWorker) secretFiles(ns, name string, items []v1.KeyToPath, optional *bool, def os.FileMode, files fileSet) error {
-	s, err := w.rt.cs.CoreV1().Secrets(ns).Get(w.rt.ctx, name, metav1.GetOptions{})
+// getKeyed fetches the Secret (secret) or ConfigMap ns/name; nil and no error when it is
+// missing and optional, as the kubelet takes it.
+func (w *podWorker) getKeyed(secret bool, ns, name string, optional *bool) (*keyed, error) {
+	var o keyed
+	var err error
+	kind := "configmap"
+	if secret {
+		kind = "secret"
+		var s *v1.Secret
+		if s, err = w.rt.cs.CoreV1().Secrets(ns).Get(w.rt.ctx, name, metav1.GetOptions{}); err == nil {
+			o.bin = s.Data
+		}
+	} else {
+		var cm *v1.ConfigMap
+		if cm, err = w.rt.cs.CoreV1().ConfigMaps(ns).Get(w.rt.ctx, name, metav1.GetOptions{}); err == nil {
+			o.text, o.bin = cm.Data, cm.BinaryData
+		}
+	}
 	if apierrors.IsNotFound(err) && ptr.Deref(optional, false) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("secret %q: %v", name, err)
+		return nil, fmt.Errorf("%s %q: %v", kind, name, err)
 	}
-	return project(s.Data, items, def, "secret "+name, files)
+	return &o, nil
+}
+
+// keyedFiles projects the Secret (secret) or ConfigMap ns/name into files (a volume's
+// items, or all of its keys); nothing when it is missing and optional.
+func (w *podWorker) keyedFiles(secret bool, ns, name string, items []v1.KeyToPath, optional *bool, def os.FileMode, files fileSet) error {
+	o, err := w.getKeyed(secret, ns, name, optional)
+	if o == nil || err != nil {
+		return err
+	}
+	data := map[string][]byte{}
+	for k, v := range o.text {
+		data[k] = []byte(v)
+	}
+	for k, v := range o.bin {
+		data[k] = v
+	}
+	what := "configmap " + name
+	if secret {
+		what = "secret " + name
+	}
+	return project(data, items, def, what, files)
 }
 
 func (w *podWorker) downwardFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, def os.FileMode, files fileSet) error {
