@@ -116,7 +116,7 @@ check "ClusterIP: no node port, no source range, no traffic policy; the same clu
     same "$(jqs service/d2-primary '[.spec.clusterIP, (.spec.ports[0].nodePort // "none" | tostring), (.spec.loadBalancerSourceRanges // [] | length | tostring), (.spec.externalTrafficPolicy // "none")] | join(",")')" \
     "$ip0,none,0,none"
 check "no write of a Service was refused (the operator's log)" \
-    sh -c "! grep -E 'services/d2-(primary|replicas)' '$work/operator.log' | grep -qiE 'invalid|forbidden|422'"
+    sh -c "! grep -E 'services/d2-(primary|replicas)' '$work/operator.log' | grep -E '\"level\":\"(warn|error)\"' | grep -qiE 'invalid|forbidden|\\b422\\b'"
 
 # ---- 4. The pod extras in the StatefulSet -------------------------------------------------
 tmpl=$(kubectl -n "$ns" get statefulset d2 -o json | jq -c .spec.template.spec)
