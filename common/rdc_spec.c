@@ -732,19 +732,22 @@ typedef struct {
     size_t offset; /* of the const char * in rdc_spec_t */
 } restore_field_t;
 
+#define S3_ENDPOINT_RULE "must be http:// or https:// and a host[:port], nothing after it"
+#define S3_BUCKET_RULE "must be an S3 bucket name: 3 to 63 of a-z, 0-9, '.' and '-', a letter or digit at both ends"
+#define S3_REGION_RULE "must be 1 to " STR(RDC_SPEC_RESTORE_REGION_MAX) " of a-z, 0-9 and '-'"
+#define SECRET_NAME_RULE "must be the name of a Secret: a DNS subdomain"
 #define RESTORE_AT(m) offsetof(rdc_spec_t, restore.m)
 static const restore_field_t restore_fields[] = {
-    {"endpoint", 1, is_s3_endpoint, "must be http:// or https:// and a host[:port], nothing after it",
+    {"endpoint", 1, is_s3_endpoint, S3_ENDPOINT_RULE,
      RESTORE_AT(endpoint)},
-    {"bucket", 1, is_s3_bucket, "must be an S3 bucket name: 3 to 63 of a-z, 0-9, '.' and '-', "
-                                "a letter or digit at both ends", RESTORE_AT(bucket)},
+    {"bucket", 1, is_s3_bucket, S3_BUCKET_RULE, RESTORE_AT(bucket)},
     {"key", 1, is_s3_key, "must be an object key of 1 to " STR(RDC_SPEC_RESTORE_KEY_MAX) " bytes without control "
                           "characters", RESTORE_AT(key)},
-    {"region", 0, is_s3_region, "must be 1 to " STR(RDC_SPEC_RESTORE_REGION_MAX) " of a-z, 0-9 and '-'",
+    {"region", 0, is_s3_region, S3_REGION_RULE,
      RESTORE_AT(region)},
-    {"credentialsSecret", 1, rdc_spec_is_dns1123_subdomain, "must be the name of a Secret: a DNS subdomain",
+    {"credentialsSecret", 1, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE,
      RESTORE_AT(credentials_secret)},
-    {"caSecret", 0, rdc_spec_is_dns1123_subdomain, "must be the name of a Secret: a DNS subdomain",
+    {"caSecret", 0, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE,
      RESTORE_AT(ca_secret)},
     {"sha256", 0, is_sha256_hex, "must be 64 lower-case hex digits", RESTORE_AT(sha256)},
 };
@@ -800,19 +803,18 @@ static int is_s3_prefix(const char *s)
 
 #define BACKUP_AT(m) offsetof(rdc_spec_t, backup.m)
 static const restore_field_t backup_destination_fields[] = {
-    {"endpoint", 1, is_s3_endpoint, "must be http:// or https:// and a host[:port], nothing after it",
+    {"endpoint", 1, is_s3_endpoint, S3_ENDPOINT_RULE,
      BACKUP_AT(endpoint)},
-    {"bucket", 1, is_s3_bucket, "must be an S3 bucket name: 3 to 63 of a-z, 0-9, '.' and '-', "
-                                "a letter or digit at both ends", BACKUP_AT(bucket)},
+    {"bucket", 1, is_s3_bucket, S3_BUCKET_RULE, BACKUP_AT(bucket)},
     {"prefix", 1, is_s3_prefix, "must be 1 to " STR(RDC_SPEC_BACKUP_PREFIX_MAX) " bytes without control "
                                 "characters, not beginning with '/'", BACKUP_AT(prefix)},
-    {"region", 0, is_s3_region, "must be 1 to " STR(RDC_SPEC_RESTORE_REGION_MAX) " of a-z, 0-9 and '-'",
+    {"region", 0, is_s3_region, S3_REGION_RULE,
      BACKUP_AT(region)},
 };
 static const restore_field_t backup_secret_fields[] = {
-    {"credentialsSecret", 1, rdc_spec_is_dns1123_subdomain, "must be the name of a Secret: a DNS subdomain",
+    {"credentialsSecret", 1, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE,
      BACKUP_AT(credentials_secret)},
-    {"caSecret", 0, rdc_spec_is_dns1123_subdomain, "must be the name of a Secret: a DNS subdomain",
+    {"caSecret", 0, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE,
      BACKUP_AT(ca_secret)},
 };
 

@@ -99,7 +99,8 @@ static void test_typed(void)
     CU_ASSERT_STRING_EQUAL(s.backup.credentials_secret, "s3-creds");
     CU_ASSERT_PTR_NULL(s.backup.ca_secret);
     json_object_put(rc);
-    rc = rc_with(STANDALONE "," BACKUP("\"schedule\":\"@hourly\",\"keep\":2," DEST "," CREDS ",\"caSecret\":\"ca\"") "}");
+    rc = rc_with(STANDALONE "," BACKUP("\"schedule\":\"@hourly\",\"keep\":2," DEST "," CREDS
+                                       ",\"caSecret\":\"ca\"") "}");
     CU_ASSERT_EQUAL(rdc_spec_parse(rc, &s, e), 0);
     CU_ASSERT_EQUAL(s.backup.keep, 2);
     CU_ASSERT_STRING_EQUAL(s.backup.ca_secret, "ca");
