@@ -317,7 +317,7 @@ static json_object *scheduled_backup(const plan_ctx_t *c, const char *name, int 
 {
     const rdc_spec_t *s = c->spec;
     json_object *o = jsonx_new_obj(oom), *m = jsonx_new_obj(oom), *l = jsonx_new_obj(oom);
-    json_object *ref = jsonx_new_obj(oom), *refs = jsonx_new_arr(oom), *spec = jsonx_new_obj(oom);
+    json_object *spec = jsonx_new_obj(oom);
     json_object *src = jsonx_new_obj(oom), *dest = jsonx_new_obj(oom), *cred = jsonx_new_obj(oom);
     jsonx_put(o, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
     jsonx_put(o, "kind", jsonx_new_str(RB_KIND, oom), oom);
@@ -327,14 +327,7 @@ static json_object *scheduled_backup(const plan_ctx_t *c, const char *name, int 
     jsonx_put(l, RENDER_LABEL_BACKUP_CLUSTER, jsonx_new_str(c->name, oom), oom);
     jsonx_put(l, RENDER_LABEL_SCHEDULE, jsonx_new_str(c->name, oom), oom);
     jsonx_put(m, "labels", l, oom);
-    jsonx_put(ref, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
-    jsonx_put(ref, "kind", jsonx_new_str(RENDER_KIND, oom), oom);
-    jsonx_put(ref, "name", jsonx_new_str(c->name, oom), oom);
-    jsonx_put(ref, "uid", jsonx_new_str(c->uid, oom), oom);
-    jsonx_put(ref, "controller", json_object_new_boolean(1), oom);
-    jsonx_put(ref, "blockOwnerDeletion", json_object_new_boolean(1), oom);
-    jsonx_push(refs, ref, oom);
-    jsonx_put(m, "ownerReferences", refs, oom);
+    jsonx_put(m, "ownerReferences", render_controller_refs(RENDER_KIND, c->name, c->uid, oom), oom);
     jsonx_put(o, "metadata", m, oom);
     jsonx_put(src, "cluster", jsonx_new_str(c->name, oom), oom);
     jsonx_put(spec, "source", src, oom);

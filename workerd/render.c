@@ -355,6 +355,19 @@ static json_object *labels(const render_input_t *in, int full, int *oom)
     return l;
 }
 
+json_object *render_controller_refs(const char *kind, const char *name, const char *uid, int *oom)
+{
+    json_object *ref = jsonx_new_obj(oom), *refs = jsonx_new_arr(oom);
+    jsonx_put(ref, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
+    jsonx_put(ref, "kind", jsonx_new_str(kind, oom), oom);
+    jsonx_put(ref, "name", jsonx_new_str(name, oom), oom);
+    jsonx_put(ref, "uid", jsonx_new_str(uid, oom), oom);
+    jsonx_put(ref, "controller", json_object_new_boolean(1), oom);
+    jsonx_put(ref, "blockOwnerDeletion", json_object_new_boolean(1), oom);
+    jsonx_push(refs, ref, oom);
+    return refs;
+}
+
 /* metadata of a child named name: name, namespace, labels, and the controller owner
  * reference. */
 static json_object *child_metadata(const render_input_t *in, const char *name, int *oom)
@@ -364,16 +377,7 @@ static json_object *child_metadata(const render_input_t *in, const char *name, i
     if (in->ns)
         jsonx_put(m, "namespace", jsonx_new_str(in->ns, oom), oom);
     jsonx_put(m, "labels", labels(in, 1, oom), oom);
-    json_object *ref = jsonx_new_obj(oom);
-    jsonx_put(ref, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
-    jsonx_put(ref, "kind", jsonx_new_str(RENDER_KIND, oom), oom);
-    jsonx_put(ref, "name", jsonx_new_str(in->name, oom), oom);
-    jsonx_put(ref, "uid", jsonx_new_str(in->uid, oom), oom);
-    jsonx_put(ref, "controller", json_object_new_boolean(1), oom);
-    jsonx_put(ref, "blockOwnerDeletion", json_object_new_boolean(1), oom);
-    json_object *refs = jsonx_new_arr(oom);
-    jsonx_push(refs, ref, oom);
-    jsonx_put(m, "ownerReferences", refs, oom);
+    jsonx_put(m, "ownerReferences", render_controller_refs(RENDER_KIND, in->name, in->uid, oom), oom);
     return m;
 }
 
@@ -523,6 +527,10 @@ json_object *render_network_policy(const render_input_t *cluster_in, const char 
     jsonx_push(from, np_peer(labels(in, 0, &oom), NULL, &oom), &oom);
     jsonx_put(op, RENDER_LABEL_NAME, jsonx_new_str(RENDER_OPERATOR_LABEL_VALUE, &oom), &oom);
     jsonx_push(from, np_peer(op, operator_ns ? operator_ns : RENDER_OPERATOR_NAMESPACE, &oom), &oom);
+    /* BACKUP: the cluster's backup Jobs' pods (render_backup_job), in its namespace */
+    json_object *bk = jsonx_new_obj(&oom);
+    jsonx_put(bk, RENDER_LABEL_BACKUP_CLUSTER, jsonx_new_str(in->name, &oom), &oom);
+    jsonx_push(from, np_peer(bk, NULL, &oom), &oom);
     append_all(from, s->netpol.allowed_peers, &oom);
     jsonx_push(ports, np_port(RENDER_REDIS_PORT, &oom), &oom);
     if (plaintext_too(s))
@@ -1285,15 +1293,7 @@ json_object *render_backup_job(const render_input_t *in, const render_backup_t *
     jsonx_put(l, RENDER_LABEL_INSTANCE, jsonx_new_str(in->name, &oom), &oom);
     jsonx_put(l, RENDER_LABEL_BACKUP, jsonx_new_str(b->name, &oom), &oom);
     jsonx_put(m, "labels", l, &oom);
-    json_object *ref = jsonx_new_obj(&oom), *refs = jsonx_new_arr(&oom);
-    jsonx_put(ref, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, &oom), &oom);
-    jsonx_put(ref, "kind", jsonx_new_str("RedisBackup", &oom), &oom);
-    jsonx_put(ref, "name", jsonx_new_str(b->name, &oom), &oom);
-    jsonx_put(ref, "uid", jsonx_new_str(b->uid, &oom), &oom);
-    jsonx_put(ref, "controller", json_object_new_boolean(1), &oom);
-    jsonx_put(ref, "blockOwnerDeletion", json_object_new_boolean(1), &oom);
-    jsonx_push(refs, ref, &oom);
-    jsonx_put(m, "ownerReferences", refs, &oom);
+    jsonx_put(m, "ownerReferences", render_controller_refs("RedisBackup", b->name, b->uid, &oom), &oom);
     jsonx_put(job, "metadata", m, &oom);
     json_object *spec = jsonx_new_obj(&oom);
     jsonx_put(spec, "backoffLimit", jsonx_new_int(0, &oom), &oom);

@@ -279,7 +279,8 @@ json_object *render_role_service(const render_input_t *in, const char *role);
  * the selector labels, policyTypes [Ingress], admitted: the Redis port (and the plain-text
  * port with spec.tls.allowPlaintext) from the cluster's own pods, the operator's pods
  * (app.kubernetes.io/name rediscluster-operator in operator_ns, NULL:
- * RENDER_OPERATOR_NAMESPACE) and each of spec.networkPolicy.allowedPeers; in Cluster mode
+ * RENDER_OPERATOR_NAMESPACE), the cluster's backup pods (RENDER_LABEL_BACKUP_CLUSTER <name>,
+ * in its namespace: BACKUP) and each of spec.networkPolicy.allowedPeers; in Cluster mode
  * also the cluster bus from the cluster's own pods. */
 json_object *render_network_policy(const render_input_t *in, const char *operator_ns);
 /* The Secret <name>-redis-auth in which workerd records the password Redis runs with
@@ -325,6 +326,10 @@ typedef struct {
     const char *ca_secret;          /* ca.crt; NULL: the system's CAs */
 } render_backup_t;
 json_object *render_backup_job(const render_input_t *in, const render_backup_t *b);
+
+/* ownerReferences [{apiVersion RENDER_GROUP_VERSION, kind, name, uid, controller true,
+ * blockOwnerDeletion true}]: a new array, *oom set when out of memory. */
+json_object *render_controller_refs(const char *kind, const char *name, const char *uid, int *oom);
 /* ACL (spec.acl, docs/tls-and-acl.md): with ACL users, redis.conf says `aclfile
  * RENDER_ACL_FILE`, the Secret <name>-redis-acl (RENDER_ACL_SUFFIX) mounted read-only at
  * RENDER_ACL_DIR (volume RENDER_ACL_VOLUME, item RENDER_ACL_KEY, mode 0440), which the

@@ -1,6 +1,6 @@
 /* test_plan_backup: workerd's BACKUP steps (workerd/plan_backup.h; docs/backup.md "What
  * the operator does"), through plan_compute_observed with the work item's RedisBackups,
- * Jobs and BackupPods: the Job a RedisBackup gets (its command and mounts, the replica
+ * Jobs and BackupPods: the Job of a RedisBackup (its command and mounts, the replica
  * chosen over the primary), its status from the pod's termination line (never Succeeded
  * without "result":"ok"), spec.backup.schedule (due, not due, the requeue), retention. */
 #include "cu_table.h"
@@ -18,10 +18,12 @@
 #define NS INT64_C(1000000000)
 #define T1 (INT64_C(1714564800) * NS) /* 2024-05-01T12:00:00Z */
 #define SHA "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-#define REPLICATION "{\"size\":2,\"image\":\"redis\",\"mode\":\"Replication\",\"auth\":{\"secretRef\":{\"name\":\"pw\"}}"
+#define REPLICATION                                                                                                \
+    "{\"size\":2,\"image\":\"redis\",\"mode\":\"Replication\",\"auth\":{\"secretRef\":{\"name\":\"pw\"}}"
 #define STANDALONE "{\"size\":1,\"image\":\"redis\",\"mode\":\"Standalone\""
 #define SCHEDULE(cron, keep)                                                                                        \
-    ",\"backup\":{\"schedule\":\"" cron "\",\"keep\":" #keep ",\"destination\":{\"endpoint\":\"http://127.0.0.1:7070\"," \
+    ",\"backup\":{\"schedule\":\"" cron "\",\"keep\":" #keep                                                       \
+    ",\"destination\":{\"endpoint\":\"http://127.0.0.1:7070\","                                                    \
     "\"bucket\":\"backups\",\"prefix\":\"sched/cache\"},\"credentialsSecret\":\"s3\"}"
 #define RB_SPEC                                                                                                     \
     "\"spec\":{\"source\":{\"cluster\":\"cache\"},\"destination\":{\"endpoint\":\"http://127.0.0.1:7070\","         \
@@ -128,7 +130,8 @@ static void test_job_of_a_backup(void)
                    {"spec template spec volumes 2 secret secretName", "s3-ca"});
     CU_ASSERT(json_object_get_boolean(at(job->body, "metadata ownerReferences 0 controller")));
     CU_ASSERT(json_object_get_boolean(at(job->body, "spec template spec securityContext runAsNonRoot")));
-    CU_ASSERT(json_object_get_boolean(at(job->body, "spec template spec containers 0 securityContext readOnlyRootFilesystem")));
+    CU_ASSERT(json_object_get_boolean(
+        at(job->body, "spec template spec containers 0 securityContext readOnlyRootFilesystem")));
     CU_ASSERT_EQUAL(int_at(job->body, "spec backoffLimit"), 0);
     CU_ASSERT_EQUAL(int_at(job->body, "spec activeDeadlineSeconds"), RENDER_BACKUP_DEADLINE_S);
     const plan_action_t *st = action_on(p, PLAN_UPDATE_STATUS, "redisbackups", "b1");
@@ -178,8 +181,8 @@ static void test_source_and_idempotence(void)
             snprintf(status, sizeof(status), "{\"phase\":\"%s\"}", rows[i].phase);
         json_object_array_add(rbs, rb_of("b1", "", "2024-05-01T11:59:00Z", status));
         if (rows[i].job)
-            json_object_array_add(jobs, parse("{\"metadata\":{\"name\":\"b1\",\"namespace\":\"default\","
-                                              "\"labels\":{\"cache.example.com/backup\":\"b1\"}},\"status\":{\"active\":1}}"));
+            json_object_array_add(jobs, parse("{\"metadata\":{\"name\":\"b1\",\"namespace\":\"default\",\"labels\":"
+                                              "{\"cache.example.com/backup\":\"b1\"}},\"status\":{\"active\":1}}"));
         plan_t *p = plan_of(rc_text(REPLICATION "}", ""), pods, rbs, jobs, NULL, T1);
         const plan_action_t *job = action_on(p, PLAN_CREATE, "jobs", "b1");
         const plan_action_t *st = action_on(p, PLAN_UPDATE_STATUS, "redisbackups", "b1");
@@ -202,7 +205,9 @@ static void test_source_and_idempotence(void)
     "{\"result\":\"ok\",\"source\":\"10.0.0.2:6379\",\"bucket\":\"backups\",\"key\":\"prod/cache/b1.rdb\","       \
     "\"size\":26889072,\"sha256\":\"" SHA "\",\"offset\":29188913,\"startTime\":\"2024-05-01T11:59:01Z\","          \
     "\"completionTime\":\"2024-05-01T11:59:02Z\"}"
-#define BAD_LINE "rdc-backup take: PutObject backups/prod/cache/b1.rdb: HTTP 404 NoSuchBucket: The specified bucket does not exist."
+#define BAD_LINE                                                                                                   \
+    "rdc-backup take: PutObject backups/prod/cache/b1.rdb: HTTP 404 NoSuchBucket: The specified bucket does not "  \
+    "exist."
 
 static void test_finish(void)
 {
@@ -339,7 +344,8 @@ static void test_scheduled_job(void)
 {
     json_object *pods = json_object_new_array(), *rbs = json_object_new_array();
     json_object_array_add(pods, pod_of("cache-0 10.0.0.9 r 1 0 -"));
-    json_object *rb = rb_of("cache-202405011200", "\"cache.example.com/schedule\":\"cache\"", "2024-05-01T12:00:00Z", "");
+    json_object *rb =
+        rb_of("cache-202405011200", "\"cache.example.com/schedule\":\"cache\"", "2024-05-01T12:00:00Z", "");
     json_object_object_add(at(rb, "spec destination"), "prefix", json_object_new_string("sched/cache"));
     json_object_array_add(rbs, rb);
     plan_t *p = plan_of(rc_text(STANDALONE SCHEDULE("*/5 * * * *", 2) "}",
