@@ -52,13 +52,8 @@ has_event() { # has_event OBJECT-NAME REASON
 # ---- 1. The S3 server, the credentials ---------------------------------------------------------
 check "RedisBackup CRD established" \
     wait_until 60 kubectl wait --for=condition=Established --timeout=10s crd/redisbackups.cache.example.com
-env_lines=$("$TOP/tests/cluster/s3.sh" start "$work/s3") || { not_ok "the S3 server started"; summary; exit 1; }
-eval "$env_lines"
-ok "versitygw at $S3_ENDPOINT (pid $S3_PID)"
 bucket=backups
-mkdir -p "$S3_DATA/$bucket" "$work/creds"
-printf '%s\n' "$S3_ACCESS_KEY" >"$work/creds/access-key-id"
-printf '%s\n' "$S3_SECRET_KEY" >"$work/creds/secret-access-key"
+s3_start "$bucket"
 
 check "cluster.sh pin-namespace $ns" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns"
 wait_until 20 kubectl -n "$ns" get serviceaccount default
@@ -79,9 +74,7 @@ rc_yaml src "$ns" <<YAML | kubectl apply -f - >/dev/null
 YAML
 check "src Running" wait_until 240 running src
 src_ip=$(pod_ip src-0)
-for i in $(seq 1 "$KEYS"); do printf 'SET key:%d value-%d-%s\n' "$i" "$i" "$((i * 7919 % 100003))"; done >"$work/set.txt"
-for i in $(seq 1 "$KEYS"); do printf 'GET key:%d\n' "$i"; done >"$work/get.txt"
-for i in $(seq 1 "$KEYS"); do printf 'value-%d-%s\n' "$i" "$((i * 7919 % 100003))"; done >"$work/want.txt"
+kv_files "$KEYS"
 REDISCLI_AUTH="$PW" redis-cli -h "$src_ip" <"$work/set.txt" >/dev/null
 check "src holds the $KEYS keys" output_is "$KEYS" env REDISCLI_AUTH="$PW" redis-cli -h "$src_ip" dbsize
 
