@@ -265,11 +265,11 @@ clean: ## Remove the build directories.
 
 ##@ Deployment
 
-install: ## Install the CRD into the cluster of the current kubeconfig.
-	$(KUBECTL) apply --server-side --force-conflicts -f crds/cache.example.com_redisclusters.yaml
+install: ## Install the CRDs into the cluster of the current kubeconfig.
+	$(KUBECTL) apply --server-side --force-conflicts -f crds/
 
-uninstall: ## Remove the CRD (and every RedisCluster) from the cluster. ignore-not-found=true to ignore absence.
-	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f crds/cache.example.com_redisclusters.yaml
+uninstall: ## Remove the CRDs (and every RedisCluster and RedisBackup) from the cluster. ignore-not-found=true to ignore absence.
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f crds/
 
 run: all ## Run the operator from this host against the current kubeconfig (RUN_ARGS for more flags).
 	$(BUILD)/bin/supervisor --bindir $(abspath $(BUILD)/bin) $(RUN_ARGS)
@@ -301,14 +301,14 @@ build-installer: ## Write dist/install.yaml: deploy/ as one file, image IMG (kub
 # manifests are written by hand in deploy/base/ (no annotations in C sources to generate
 # them from): manifests regenerates everything that is derived from them.
 manifests: ## Regenerate the manifests derived from crds/ and deploy/: the CRD's copy, bundle/, the Helm chart, catalog/.
-	cp crds/cache.example.com_redisclusters.yaml deploy/base/crd/
+	cp crds/cache.example.com_redisclusters.yaml crds/cache.example.com_redisbackups.yaml deploy/base/crd/
 	@python3 scripts/bundle.py --img $(IMG)
 	@python3 scripts/helm_chart.py
 	@python3 scripts/catalog.py --bundle-img $(BUNDLE_IMG)
 
 manifests-check: ## Fail when a manifest derived from crds/ or deploy/ is not what make manifests writes.
-	@cmp crds/cache.example.com_redisclusters.yaml deploy/base/crd/cache.example.com_redisclusters.yaml || \
-		{ echo "manifests: deploy/base/crd/ is not crds/'s CRD: run make manifests"; exit 1; }
+	@for f in crds/*.yaml; do cmp $$f deploy/base/crd/$${f#crds/} || \
+		{ echo "manifests: deploy/base/crd/ is not crds/'s CRDs: run make manifests"; exit 1; }; done
 	@python3 scripts/bundle.py --check
 	@python3 scripts/helm_chart.py --check
 	@python3 scripts/catalog.py --check

@@ -123,6 +123,51 @@ static const proj_row_t pod_rows[] = {
     CONTAINER_ROWS("containerStatuses"),
 };
 
+/* BACKUPS (docs/backup.md "What the operator does"): a RedisBackup, the Job that takes
+ * it, and that Job's pod (kind BackupPod: pods labelled cache.example.com/backup-cluster,
+ * apart from the Redis pods). Of each, what plan_backup.c reads. */
+#define BACKUP_PLAN "plan_backup.c: plan_backup_view"
+static const proj_row_t redisbackup_rows[] = {
+    IDENTITY_ROWS(PROJ_KEEP, "informerd --tail, --subscribe"),
+    {PROJ_READ, {"metadata", "name"}, BACKUP_PLAN " (the Job's name, the key)"},
+    {PROJ_READ, {"metadata", "namespace"}, BACKUP_PLAN},
+    {PROJ_READ, {"metadata", "uid"}, BACKUP_PLAN " (the Job's owner reference)"},
+    {PROJ_WRITE, {"metadata", "resourceVersion"}, "informerd: the cache's version"},
+    {PROJ_READ, {"metadata", "creationTimestamp"}, BACKUP_PLAN " (retention's order)"},
+    {PROJ_READ, {"metadata", "deletionTimestamp"}, BACKUP_PLAN " (one going away is left alone)"},
+    {PROJ_READ, {"metadata", "labels", "cache.example.com/schedule"}, BACKUP_PLAN " (a schedule's backup)"},
+    {PROJ_READ, {"spec"}, BACKUP_PLAN " (source, destination, credentials: the Job's command)"},
+    {PROJ_READ, {"status"}, BACKUP_PLAN " (its phase; a status written only when it changes)"},
+};
+
+static const proj_row_t job_rows[] = {
+    IDENTITY_ROWS(PROJ_KEEP, "informerd --tail, --subscribe"),
+    {PROJ_READ, {"metadata", "name"}, BACKUP_PLAN " (the backup's Job exists)"},
+    {PROJ_READ, {"metadata", "namespace"}, BACKUP_PLAN},
+    {PROJ_READ, {"metadata", "uid"}, BACKUP_PLAN " (the precondition of its delete)"},
+    {PROJ_WRITE, {"metadata", "resourceVersion"}, "informerd: the cache's version"},
+    {PROJ_READ, {"metadata", "labels", "app.kubernetes.io/instance"}, "cache: the owner key"},
+    {PROJ_READ, {"metadata", "labels", "cache.example.com/backup"}, BACKUP_PLAN " (whose Job)"},
+    {PROJ_READ, {"metadata", "deletionTimestamp"}, BACKUP_PLAN},
+    {PROJ_READ, {"status", "active"}, BACKUP_PLAN " (running)"},
+    {PROJ_READ, {"status", "succeeded"}, BACKUP_PLAN " (ended)"},
+    {PROJ_READ, {"status", "failed"}, BACKUP_PLAN " (ended: a pod that never said why)"},
+    {PROJ_READ, {"status", "conditions"}, BACKUP_PLAN " (Complete, Failed: DeadlineExceeded)"},
+};
+
+#define BACKUP_LINE BACKUP_PLAN " (rdc-backup's line: the termination message)"
+static const proj_row_t backuppod_rows[] = {
+    IDENTITY_ROWS(PROJ_KEEP, "informerd --tail, --subscribe"),
+    {PROJ_READ, {"metadata", "name"}, BACKUP_PLAN},
+    {PROJ_READ, {"metadata", "namespace"}, BACKUP_PLAN},
+    {PROJ_WRITE, {"metadata", "resourceVersion"}, "informerd: the cache's version"},
+    {PROJ_READ, {"metadata", "labels", "cache.example.com/backup-cluster"}, "cache: the owner key"},
+    {PROJ_READ, {"metadata", "labels", "cache.example.com/backup"}, BACKUP_PLAN " (whose pod)"},
+    {PROJ_READ, {"status", "phase"}, BACKUP_PLAN " (Succeeded, Failed)"},
+    {PROJ_READ, {"status", "containerStatuses", "[]", "state", "terminated", "exitCode"}, BACKUP_LINE},
+    {PROJ_READ, {"status", "containerStatuses", "[]", "state", "terminated", "message"}, BACKUP_LINE},
+};
+
 #define TABLE(kind, rows) {kind, rows, sizeof(rows) / sizeof(rows[0])}
 static const projection_t tables[] = {
     TABLE("ConfigMap", configmap_rows),
@@ -131,6 +176,9 @@ static const projection_t tables[] = {
     TABLE("PodDisruptionBudget", pdb_rows),
     TABLE("NetworkPolicy", netpol_rows),
     TABLE("Pod", pod_rows),
+    TABLE("RedisBackup", redisbackup_rows),
+    TABLE("Job", job_rows),
+    TABLE("BackupPod", backuppod_rows),
 };
 #define NTABLES (sizeof(tables) / sizeof(tables[0]))
 

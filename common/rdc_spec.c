@@ -732,22 +732,43 @@ typedef struct {
     size_t offset; /* of the const char * in rdc_spec_t */
 } restore_field_t;
 
+#define S3_ENDPOINT_RULE "must be http:// or https:// and a host[:port], nothing after it"
+#define S3_BUCKET_RULE "must be an S3 bucket name: 3 to 63 of a-z, 0-9, '.' and '-', a letter or digit at both ends"
+#define S3_REGION_RULE "must be 1 to " STR(RDC_SPEC_RESTORE_REGION_MAX) " of a-z, 0-9 and '-'"
+#define SECRET_NAME_RULE "must be the name of a Secret: a DNS subdomain"
 #define RESTORE_AT(m) offsetof(rdc_spec_t, restore.m)
 static const restore_field_t restore_fields[] = {
-    {"endpoint", 1, is_s3_endpoint, "must be http:// or https:// and a host[:port], nothing after it",
+    {"endpoint", 1, is_s3_endpoint, S3_ENDPOINT_RULE,
      RESTORE_AT(endpoint)},
-    {"bucket", 1, is_s3_bucket, "must be an S3 bucket name: 3 to 63 of a-z, 0-9, '.' and '-', "
-                                "a letter or digit at both ends", RESTORE_AT(bucket)},
+    {"bucket", 1, is_s3_bucket, S3_BUCKET_RULE, RESTORE_AT(bucket)},
     {"key", 1, is_s3_key, "must be an object key of 1 to " STR(RDC_SPEC_RESTORE_KEY_MAX) " bytes without control "
                           "characters", RESTORE_AT(key)},
-    {"region", 0, is_s3_region, "must be 1 to " STR(RDC_SPEC_RESTORE_REGION_MAX) " of a-z, 0-9 and '-'",
+    {"region", 0, is_s3_region, S3_REGION_RULE,
      RESTORE_AT(region)},
-    {"credentialsSecret", 1, rdc_spec_is_dns1123_subdomain, "must be the name of a Secret: a DNS subdomain",
+    {"credentialsSecret", 1, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE,
      RESTORE_AT(credentials_secret)},
-    {"caSecret", 0, rdc_spec_is_dns1123_subdomain, "must be the name of a Secret: a DNS subdomain",
+    {"caSecret", 0, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE,
      RESTORE_AT(ca_secret)},
     {"sha256", 0, is_sha256_hex, "must be 64 lower-case hex digits", RESTORE_AT(sha256)},
 };
+
+/* Each field of a table under obj (at field path "<path>.<key>") into got: problems
+ * recorded, the required ones Required when absent. */
+static void check_fields(rdc_field_errors_t *e, const json_object *obj, const char *path, const restore_field_t *fields,
+                         size_t n, rdc_spec_t *got)
+{
+    for (size_t i = 0; i < n; i++) {
+        const restore_field_t *f = &fields[i];
+        char field[64];
+        snprintf(field, sizeof(field), "%s.%s", path, f->key);
+        size_t had = PROBLEMS(e);
+        const char *v = checked_string(e, obj, f->key, field, f->ok, f->detail);
+        if (!v && f->required && PROBLEMS(e) == had) /* absent, null or "" */
+            field_error(e, RDC_FIELD_REQUIRED, field, NULL, NULL);
+        if (v)
+            *(const char **)((char *)got + f->offset) = v;
+    }
+}
 
 /* spec.restore (after spec.mode: refused in Cluster mode). out->restore.endpoint stays
  * NULL unless every field passed. */
@@ -766,19 +787,83 @@ static void check_restore(rdc_field_errors_t *e, const json_object *spec, rdc_sp
         return;
     size_t before = PROBLEMS(e);
     rdc_spec_t got = *out;
-    for (size_t i = 0; i < sizeof(restore_fields) / sizeof(restore_fields[0]); i++) {
-        const restore_field_t *f = &restore_fields[i];
-        char field[64];
-        snprintf(field, sizeof(field), "spec.restore.from.%s", f->key);
-        size_t had = PROBLEMS(e);
-        const char *v = checked_string(e, from, f->key, field, f->ok, f->detail);
-        if (!v && f->required && PROBLEMS(e) == had) /* absent, null or "" */
-            field_error(e, RDC_FIELD_REQUIRED, field, NULL, NULL);
-        if (v)
-            *(const char **)((char *)&got + f->offset) = v;
-    }
+    check_fields(e, from, "spec.restore.from", restore_fields, sizeof(restore_fields) / sizeof(restore_fields[0]),
+                 &got);
     if (PROBLEMS(e) == before && out->mode != RDC_MODE_CLUSTER)
         out->restore = got.restore;
+}
+
+/* ---- spec.backup (docs/backup.md "What the operator does") ---------------------------- */
+
+/* A key prefix for take --prefix: 1..900 bytes, no control byte, not beginning with '/'. */
+static int is_s3_prefix(const char *s)
+{
+    return s[0] != '/' && strlen(s) <= RDC_SPEC_BACKUP_PREFIX_MAX && is_s3_key(s);
+}
+
+#define BACKUP_AT(m) offsetof(rdc_spec_t, backup.m)
+static const restore_field_t backup_destination_fields[] = {
+    {"endpoint", 1, is_s3_endpoint, S3_ENDPOINT_RULE,
+     BACKUP_AT(endpoint)},
+    {"bucket", 1, is_s3_bucket, S3_BUCKET_RULE, BACKUP_AT(bucket)},
+    {"prefix", 1, is_s3_prefix, "must be 1 to " STR(RDC_SPEC_BACKUP_PREFIX_MAX) " bytes without control "
+                                "characters, not beginning with '/'", BACKUP_AT(prefix)},
+    {"region", 0, is_s3_region, S3_REGION_RULE,
+     BACKUP_AT(region)},
+};
+static const restore_field_t backup_secret_fields[] = {
+    {"credentialsSecret", 1, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE,
+     BACKUP_AT(credentials_secret)},
+    {"caSecret", 0, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE,
+     BACKUP_AT(ca_secret)},
+};
+
+/* spec.backup.schedule: required, bounded, and what cron_parse reads (its message). */
+static void check_backup_schedule(rdc_field_errors_t *e, const json_object *b, rdc_spec_t *got)
+{
+    const char *s = NULL;
+    char err[160];
+    jsonx_field_t r = optional_string(e, b, "schedule", "spec.backup.schedule", &s);
+    if (r == JSONX_ABSENT)
+        field_error(e, RDC_FIELD_REQUIRED, "spec.backup.schedule", NULL, NULL);
+    if (r != JSONX_OK)
+        return;
+    if (strlen(s) > RDC_SPEC_BACKUP_SCHEDULE_MAX)
+        field_error(e, RDC_FIELD_INVALID, "spec.backup.schedule", jsonx_get(b, "schedule"),
+                    "must be at most " STR(RDC_SPEC_BACKUP_SCHEDULE_MAX) " bytes");
+    else if (cron_parse(s, &got->backup.cron, err, sizeof(err)))
+        field_error(e, RDC_FIELD_INVALID, "spec.backup.schedule", jsonx_get(b, "schedule"),
+                    "must be a cron schedule (minute hour day-of-month month day-of-week, UTC): %s", err);
+    else
+        got->backup.schedule = s;
+}
+
+/* spec.backup (after spec.mode: refused in Cluster mode). out->backup.schedule stays NULL
+ * unless every field passed. */
+static void check_backup(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
+{
+    const json_object *b = optional_object(e, spec, "backup", "spec.backup");
+    if (!b)
+        return;
+    if (out->mode == RDC_MODE_CLUSTER)
+        field_error(e, RDC_FIELD_FORBIDDEN, "spec.backup", NULL,
+                    "is not supported in Cluster mode yet (each shard would need its own backup)");
+    size_t before = PROBLEMS(e);
+    rdc_spec_t got = *out;
+    int64_t keep;
+    check_backup_schedule(e, b, &got);
+    if (check_int_range(e, b, "keep", "spec.backup.keep", 1, RDC_SPEC_BACKUP_KEEP_MAX, &keep))
+        got.backup.keep = (int)keep;
+    const json_object *d = optional_object(e, b, "destination", "spec.backup.destination");
+    if (!jsonx_get(b, "destination"))
+        field_error(e, RDC_FIELD_REQUIRED, "spec.backup.destination", NULL, NULL);
+    if (d)
+        check_fields(e, d, "spec.backup.destination", backup_destination_fields,
+                     sizeof(backup_destination_fields) / sizeof(backup_destination_fields[0]), &got);
+    check_fields(e, b, "spec.backup", backup_secret_fields,
+                 sizeof(backup_secret_fields) / sizeof(backup_secret_fields[0]), &got);
+    if (PROBLEMS(e) == before && out->mode != RDC_MODE_CLUSTER)
+        out->backup = got.backup;
 }
 
 /* ---- spec.acl (docs/tls-and-acl.md) ---------------------------------------------------- */
@@ -994,6 +1079,7 @@ static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec, rdc_
     check_tls(e, spec, out);
     check_acl(e, spec, out);
     check_restore(e, spec, out);
+    check_backup(e, spec, out);
 }
 
 /* ---- v1 pod, PDB, storage and config knobs (issue 20) ---------------------------------- */
@@ -1652,6 +1738,8 @@ void rdc_spec_defaults(rdc_spec_t *out)
     out->pod.termination_grace_period_seconds = -1;
     out->tag = RDC_SPEC_DEFAULT_VERSION;
     out->restore.region = RDC_SPEC_DEFAULT_RESTORE_REGION;
+    out->backup.region = RDC_SPEC_DEFAULT_RESTORE_REGION;
+    out->backup.keep = RDC_SPEC_DEFAULT_BACKUP_KEEP;
 }
 
 /* The defaults that depend on other fields: the image's tag, min-replicas-to-write. */

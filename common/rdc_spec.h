@@ -57,6 +57,14 @@
  *                          and caSecret Secret names; sha256 64 lower-case hex digits}.
  *                          Forbidden in Cluster mode ("not supported in Cluster mode yet");
  *                          immutable, also from unset to set (rdc_spec_validate_update)
+ *   spec.backup           scheduled backups (docs/backup.md "What the operator does"):
+ *                          schedule (required) a cron expression (schedule.h; cron_parse's
+ *                          message), at most RDC_SPEC_BACKUP_SCHEDULE_MAX bytes; keep 1..100
+ *                          (default 7); destination (required) {endpoint (required), bucket
+ *                          (required), region as spec.restore.from's; prefix (required) 1..900
+ *                          bytes, no control byte, not beginning with '/'}; credentialsSecret
+ *                          (required) and caSecret Secret names. Forbidden in Cluster mode
+ *                          ("not supported in Cluster mode yet"); mutable
  *
  * and the pod, disruption-budget, storage and config knobs of v1 (issue 20; the CRD states
  * their shapes in full, these are the rules the reconcile relies on):
@@ -131,6 +139,7 @@
 #include "buf.h"
 #include "rdc_api.h"
 #include "redisconf.h"
+#include "schedule.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -183,6 +192,10 @@
 #define RDC_SPEC_RESTORE_ENDPOINT_MAX 256
 #define RDC_SPEC_RESTORE_KEY_MAX 1024
 #define RDC_SPEC_RESTORE_REGION_MAX 64
+/* spec.backup */
+#define RDC_SPEC_BACKUP_SCHEDULE_MAX 128
+#define RDC_SPEC_BACKUP_PREFIX_MAX 900
+#define RDC_SPEC_BACKUP_KEEP_MAX 100
 
 /* DEFAULTS: what a spec that leaves a field unset (absent, null, or an empty string) runs
  * with, the same in workerd with or without the defaulting webhook (rdc_spec_parse applies
@@ -205,6 +218,7 @@
  *                                  defaulting webhook writes)
  *   spec.podDisruptionBudget.maxUnavailable  1
  *   spec.restore.from.region       us-east-1
+ *   spec.backup.keep               7; spec.backup.destination.region us-east-1
  *   spec.storage.retention.whenDeleted, whenScaled  Retain (each, once retention is set;
  *                                  without retention the StatefulSet carries no policy)
  * The pod knobs (resources, securityContext, affinity, ...) have no value of their own
@@ -220,6 +234,7 @@
 #define RDC_SPEC_DEFAULT_MIN_REPLICAS_MAX_LAG 10
 #define RDC_SPEC_DEFAULT_MAX_UNAVAILABLE 1
 #define RDC_SPEC_DEFAULT_RESTORE_REGION "us-east-1"
+#define RDC_SPEC_DEFAULT_BACKUP_KEEP 7
 
 /* ---- Field errors ------------------------------------------------------------------ */
 
@@ -395,6 +410,15 @@ typedef struct {
         const char *ca_secret;                      /* ca.crt; NULL: the system's CAs */
         const char *sha256;                         /* --expect-sha256; NULL: the object's metadata */
     } restore;
+    /* spec.backup (docs/backup.md "What the operator does"); schedule NULL: none. Borrowed;
+     * region defaults to RDC_SPEC_DEFAULT_RESTORE_REGION, keep to RDC_SPEC_DEFAULT_BACKUP_KEEP. */
+    struct {
+        const char *schedule;                       /* the cron expression, parsed into cron */
+        cron_t cron;
+        int keep;                                   /* take --keep and the RedisBackups kept */
+        const char *endpoint, *bucket, *prefix, *region;
+        const char *credentials_secret, *ca_secret;
+    } backup;
     struct {
         int enabled;                                /* spec.networkPolicy.enabled */
         const json_object *allowed_peers;           /* [{namespaceSelector, podSelector}], NULL: none */

@@ -43,6 +43,7 @@ struct store {
     hm_t *by_uid; /* uid -> entry_t */
     uint64_t gen;
     char *owner_label; /* cache_set_owner_label, or NULL */
+    char *owner_field; /* cache_set_owner_field ("spec.source.cluster"), or NULL */
     const projection_t *projection; /* cache_set_projection, or NULL */
 };
 
@@ -142,6 +143,31 @@ static void find_controller_owner(json_object *meta, const char *owner_kind, par
     }
 }
 
+/* Owned by a field (cache_set_owner_field): the string at the dotted path names the
+ * owner, whatever the object's ownerReferences say; none (absent, not a string, empty):
+ * no one's. */
+static void owner_by_field(json_object *obj, const char *path, parsed_t *p)
+{
+    p->owner_uid = p->owner_name = NULL;
+    p->has_owner = false;
+    char step[64];
+    json_object *at = obj;
+    for (const char *s = path; at && *s;) {
+        size_t n = strcspn(s, ".");
+        if (n >= sizeof(step))
+            return;
+        memcpy(step, s, n);
+        step[n] = '\0';
+        json_object *next = NULL;
+        at = json_object_is_type(at, json_type_object) && json_object_object_get_ex(at, step, &next) ? next : NULL;
+        s += n + (s[n] == '.');
+    }
+    if (at && json_object_is_type(at, json_type_string) && json_object_get_string_len(at) > 0) {
+        p->owner_name = json_object_get_string(at);
+        p->has_owner = true;
+    }
+}
+
 static char *make_key(const char *ns, const char *name)
 {
     size_t nl = ns ? strlen(ns) : 0, ml = strlen(name);
@@ -217,6 +243,8 @@ static int parse_object(const cache_t *c, const char *kind, json_object *obj,
         p->generation = json_object_get_int64(gen);
     find_controller_owner(meta, c->owner_kind, p);
     const store_t *s = find_store(c, kind);
+    if (s && s->owner_field)
+        owner_by_field(obj, s->owner_field, p);
     if (!p->has_owner && s && s->owner_label) {
         /* Owned by label (a Pod: its StatefulSet is the controller, the instance label
          * names the RedisCluster). A label that is not a string owns nothing. */
@@ -500,7 +528,7 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
     /* Last fallible step: a group created here is kept (it gets e below). */
     if (next.owner_uid && !(group = group_get_or_create(c->owners, next.owner_uid)))
         goto out;
-    if (!next.owner_uid && next.owner_fallback && s->owner_label &&
+    if (!next.owner_uid && next.owner_fallback && (s->owner_label || s->owner_field) &&
         !(group = group_get_or_create(c->label_owners, next.owner_fallback)))
         goto out;
 
@@ -553,6 +581,7 @@ static void store_free(store_t *s)
     hm_destroy(&s->by_uid);
     free(s->kind);
     free(s->owner_label);
+    free(s->owner_field);
     free(s);
 }
 
@@ -863,6 +892,19 @@ int cache_set_owner_label(cache_t *c, const char *kind, const char *label)
         return -1;
     free(s->owner_label);
     s->owner_label = copy;
+    return 0;
+}
+
+int cache_set_owner_field(cache_t *c, const char *kind, const char *path)
+{
+    store_t *s = find_store(c, kind);
+    if (!s || !path || !*path || strcmp(kind, c->owner_kind) == 0 || hm_count(s->by_key))
+        return -1;
+    char *copy = strdup(path);
+    if (!copy)
+        return -1;
+    free(s->owner_field);
+    s->owner_field = copy;
     return 0;
 }
 

@@ -204,8 +204,17 @@ int cache_children_json(const cache_t *c, const char *key, const char *const *ki
  * objects already stored, or out of memory). */
 int cache_set_owner_label(cache_t *c, const char *kind, const char *label);
 
+/* Objects of kind (not the owner kind) belong to the owner named by the string at the
+ * dotted path (from the object's root) in their own namespace, whatever their
+ * ownerReferences say: a RedisBackup belongs to the RedisCluster its spec.source.cluster
+ * names (one the operator created for a schedule is also owned by it). Mapped and listed
+ * as the objects owned by label are (cache_item_owner_key, cache_label_children_json).
+ * Set before the first object of kind is stored. Returns 0, or -1 (kind not watched, the
+ * owner kind, objects already stored, or out of memory). */
+int cache_set_owner_field(cache_t *c, const char *kind, const char *path);
+
 /* Append to out a JSON array of the cached texts of the objects of kind (NULL = any
- * kind owned by label) that belong by label to the owner key, in no particular order
+ * kind owned by label or field) that belong by label to the owner key, in no particular order
  * ("[]" when none). Returns 0, or -1 when out's cap or memory ran out. */
 int cache_label_children_json(const cache_t *c, const char *kind, const char *key, buf_t *out);
 

@@ -39,6 +39,9 @@
 #define MANAGED_BY_SELECTOR "app.kubernetes.io/managed-by=rediscluster-operator"
 /* A Pod's controller is its StatefulSet; this label names its RedisCluster. */
 #define POD_OWNER_LABEL "app.kubernetes.io/instance"
+/* A backup Job's pod names its RedisCluster with this label (not the instance label: the
+ * cluster's Services, PodDisruptionBudget and NetworkPolicy select by that one). */
+#define BACKUP_POD_OWNER_LABEL "cache.example.com/backup-cluster"
 
 /* What informerd lists and watches, a reflector each, in this order (the cache's and the
  * snapshots' order too). */
@@ -66,6 +69,14 @@ static const watched_kind_t watched[] = {
      * does anyway (workerd reads the Secret itself), and an older ClusterRole without
      * list/watch on Secrets must not stop the operator. */
     {{"Secret", "", "v1", "secrets", NULL, secretref_metadata_only, 1}, 1},
+    /* BACKUPS (docs/backup.md "What the operator does"): the RedisBackups (each its
+     * cluster's by spec.source.cluster), the Jobs that take them (by their instance label)
+     * and those Jobs' pods, for rdc-backup's line (kind BackupPod: by their
+     * backup-cluster label; never among the Redis pods, which observerd probes). Not part
+     * of the sync gate: an older ClusterRole without them must not stop the operator. */
+    {{"RedisBackup", RDC_API_GROUP, "v1", "redisbackups", NULL, NULL, 0}, 1},
+    {{"Job", "batch", "v1", "jobs", MANAGED_BY_SELECTOR, NULL, 0}, 1},
+    {{"BackupPod", "", "v1", "pods", BACKUP_POD_OWNER_LABEL, NULL, 0}, 1},
 };
 #define NKINDS (sizeof(watched) / sizeof(watched[0]))
 
@@ -209,7 +220,9 @@ static int informer_setup(informer_t *inf)
     cache_set_delta_handler(inf->cache, on_delta, inf);
     inf->lc = loop_curl_new(inf->loop, inf->multi, NULL, NULL);
     if (!inf->lc || reflectors_new(inf) || cache_set_owner_label(inf->cache, "Pod", POD_OWNER_LABEL) ||
-        projections_set(inf))
+        cache_set_owner_label(inf->cache, "Job", POD_OWNER_LABEL) ||
+        cache_set_owner_label(inf->cache, "BackupPod", BACKUP_POD_OWNER_LABEL) ||
+        cache_set_owner_field(inf->cache, "RedisBackup", "spec.source.cluster") || projections_set(inf))
         return -1;
     reporter_config_t rc = {c->client, inf->lc, inf->cache, c->serve};
     inf->reporter = reporter_new(&rc);

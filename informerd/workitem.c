@@ -3,6 +3,7 @@
 #include "rdc_spec.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* Append ,"<field>":[...] with the cached objects of kind at <key>-shard<k>, k from 0 to
  * RDC_SPEC_CLUSTER_SHARDS_MAX - 1 (Cluster mode's shards; a shard left behind by a
@@ -21,6 +22,20 @@ static int shard_children(const cache_t *c, const char *key, const char *kind, c
             return -1;
     }
     return buf_puts(out, "]");
+}
+
+/* Append ,"<field>":[...] with the objects of kind that belong to key by label or field,
+ * only when there is one (a cluster without backups: the work item as before). 0 or -1. */
+static int label_children(const cache_t *c, const char *key, const char *kind, const char *field, buf_t *out)
+{
+    size_t mark = out->len;
+    if (buf_printf(out, ",\"%s\":", field) || cache_label_children_json(c, kind, key, out))
+        return -1;
+    if (out->len >= 2 && !strcmp(out->data + out->len - 2, "[]")) {
+        out->len = mark;
+        out->data[mark] = '\0';
+    }
+    return 0;
 }
 
 int workitem_children(const cache_t *c, const char *key, const char *observation, size_t obslen, buf_t *out)
@@ -47,6 +62,12 @@ int workitem_children(const cache_t *c, const char *key, const char *observation
     if (shard_children(c, key, "StatefulSet", "ShardStatefulSets", out) ||
         shard_children(c, key, "PodDisruptionBudget", "ShardBudgets", out))
         return -1;
+    /* BACKUPS: the cluster's RedisBackups, their Jobs and the Jobs' pods. */
+    static const char *const backups[][2] = {
+        {"RedisBackup", "RedisBackups"}, {"Job", "Jobs"}, {"BackupPod", "BackupPods"}};
+    for (size_t i = 0; i < sizeof(backups) / sizeof(backups[0]); i++)
+        if (label_children(c, key, backups[i][0], backups[i][1], out))
+            return -1;
     if (buf_puts(out, ",\"Pods\":") || cache_label_children_json(c, "Pod", key, out) ||
         buf_puts(out, ",\"Redis\":") ||
         (observation ? buf_append(out, observation, obslen) : buf_puts(out, "null")) || buf_puts(out, "}"))

@@ -4,6 +4,7 @@
  *   {"ConfigMap": obj|null, "Service": obj|null, "StatefulSet": obj|null,
  *    "PodDisruptionBudget": obj|null, "ServicePrimary": obj|null, "ServiceReplicas": obj|null,
  *    "NetworkPolicy": obj|null, "ShardStatefulSets": [sts, ...], "ShardBudgets": [pdb, ...],
+ *    ["RedisBackups": [rb, ...], "Jobs": [job, ...], "BackupPods": [pod, ...],]
  *    "Pods": [pod, ...], "Redis": observation|null}
  *
  * Every object is the cache's text: a child or pod in its compact form, what the
@@ -15,6 +16,10 @@
  * ShardStatefulSets and ShardBudgets the StatefulSets and PodDisruptionBudgets at
  * <key>-shard<k>, k < RDC_SPEC_CLUSTER_SHARDS_MAX, in k's order (a Cluster-mode cluster's
  * shards, docs/cluster-mode.md; [] for the other modes);
+ * RedisBackups are those whose spec.source.cluster names it (cache_set_owner_field), Jobs
+ * those whose instance label does, BackupPods the backup Jobs' pods whose
+ * cache.example.com/backup-cluster label does (docs/backup.md "What the operator does"),
+ * each present only when not empty;
  * Pods are the pods that belong to it by their instance label (cache_set_owner_label),
  * in compact form; Redis is observerd's latest observation (OBSERVED), or null. Readers
  * that look children up by kind (workerd's child_of) see the keys they always saw.

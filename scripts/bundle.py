@@ -12,9 +12,9 @@ cannot drift:
     it;
   - spec.webhookdefinitions: one per webhook of deploy/'s Validating/Mutating
     configurations, and the conversion webhook of the CRD (conversionCRDs);
-  - spec.customresourcedefinitions.owned: every served version of crds/, with the
-    descriptors of the base and the kinds the operator creates (ConfigMap, Service,
-    StatefulSet);
+  - spec.customresourcedefinitions.owned: every served version of crds/' two CRDs, with
+    the descriptors of the base and the kinds the operator creates (ConfigMap, Service,
+    StatefulSet for a RedisCluster; Job for a RedisBackup);
   - alm-examples from deploy/samples/rediscluster.yaml, containerImage, the icon.
 The other objects OLM installs from a bundle go to bundle/manifests as files: the CRD, the
 metrics Service, the metrics-reader ClusterRole (bound by users to their Prometheus) and
@@ -158,20 +158,26 @@ def webhook_definitions(objs, dep, crd):
     return defs
 
 
-def owned_crds(base, crd):
-    desc = {o["version"]: o for o in base["spec"]["customresourcedefinitions"]["owned"]}
+# The base CSV's owned entries carry the descriptors of each served version; an entry
+# without a kind is RedisCluster's. The children listed are those the operator creates
+# for an object of the kind.
+CHILDREN = {"RedisCluster": ["ConfigMap", "Service", "StatefulSet"], "RedisBackup": ["Job"]}
+
+
+def owned_crds(base, crds):
+    desc = {(o.get("kind", "RedisCluster"), o["version"]): o for o in base["spec"]["customresourcedefinitions"]["owned"]}
     out = []
-    for v in crd["spec"]["versions"]:
-        if not v.get("served"):
-            continue
-        if v["name"] not in desc:
-            sys.exit("bundle.py: no descriptors for %s in the base CSV" % v["name"])
-        o = {"name": crd["metadata"]["name"], "version": v["name"], "kind": crd["spec"]["names"]["kind"]}
-        o.update({k: x for k, x in desc[v["name"]].items() if k != "version"})
-        o["resources"] = [{"kind": "ConfigMap", "name": "", "version": "v1"},
-                          {"kind": "Service", "name": "", "version": "v1"},
-                          {"kind": "StatefulSet", "name": "", "version": "v1"}]
-        out.append(o)
+    for crd in crds:
+        kind = crd["spec"]["names"]["kind"]
+        for v in crd["spec"]["versions"]:
+            if not v.get("served"):
+                continue
+            if (kind, v["name"]) not in desc:
+                sys.exit("bundle.py: no descriptors for %s %s in the base CSV" % (kind, v["name"]))
+            o = {"name": crd["metadata"]["name"], "version": v["name"], "kind": kind}
+            o.update({k: x for k, x in desc[(kind, v["name"])].items() if k not in ("version", "kind")})
+            o["resources"] = [{"kind": k, "name": "", "version": "v1"} for k in CHILDREN[kind]]
+            out.append(o)
     return out
 
 
@@ -188,6 +194,7 @@ def dump(o):
 def generate(deploy, img, out):
     objs = load_kustomization(os.path.join(deploy, "base"))
     crd = load_all(os.path.join(TOP, "crds", "cache.example.com_redisclusters.yaml"))[0]
+    backup_crd = load_all(os.path.join(TOP, "crds", "cache.example.com_redisbackups.yaml"))[0]
     base = load_all(os.path.join(deploy, "olm", "rediscluster-operator.clusterserviceversion.yaml"))[0]
     with open(os.path.join(deploy, "olm", "icon.svg"), "rb") as f:
         icon = base64.b64encode(f.read()).decode()
@@ -213,13 +220,14 @@ def generate(deploy, img, out):
     ann = dict(sorted(ann.items()))
     csv["metadata"]["annotations"] = ann
     spec = csv["spec"]
-    spec["customresourcedefinitions"] = {"owned": owned_crds(base, crd)}
+    spec["customresourcedefinitions"] = {"owned": owned_crds(base, [crd, backup_crd])}
     spec["icon"] = [{"base64data": icon, "mediatype": "image/svg+xml"}]
     spec["install"] = install
     spec["webhookdefinitions"] = webhook_definitions(objs, dep, crd)
 
     files = {"manifests/%s.clusterserviceversion.yaml" % PACKAGE: csv,
-             "manifests/%s" % os.path.basename("cache.example.com_redisclusters.yaml"): crd}
+             "manifests/cache.example.com_redisclusters.yaml": crd,
+             "manifests/cache.example.com_redisbackups.yaml": backup_crd}
     for o in [one(objs, "Service", "rediscluster-operator-metrics"),
               one(objs, "ClusterRole", "rediscluster-operator-metrics-reader"),
               one(objs, "PodDisruptionBudget")]:

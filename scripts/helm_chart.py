@@ -172,16 +172,22 @@ def doc(em, obj):
 
 
 # ---------------------------------------------------------------- the objects
-def crd_template(crd):
+def crd_doc(crd):
+    """One CRD as a document; the conversion webhook's (RedisCluster's) gets its CA."""
     em = Emitter()
     crd = copy.deepcopy(crd)
     crd["metadata"]["labels"] = em.block(labels_block(None))
+    conv = crd["spec"].get("conversion", {}).get("webhook")
     annotations(crd, em, ['{{- if .Values.crds.keep }}', 'helm.sh/resource-policy: keep', '{{- end }}']
-                + list(CERTMANAGER_INJECT))
-    wh = crd["spec"]["conversion"]["webhook"]
-    rename_all(wh, em)
-    wh["clientConfig"]["caBundle"] = em.block(ca_bundle_block)
-    return HEADER + wrap(".Values.crds.install", doc(em, crd))
+                + (list(CERTMANAGER_INJECT) if conv else []))
+    if conv:
+        rename_all(conv, em)
+        conv["clientConfig"]["caBundle"] = em.block(ca_bundle_block)
+    return doc(em, crd)
+
+
+def crd_template(crds):
+    return HEADER + wrap(".Values.crds.install", "".join(crd_doc(c) for c in crds))
 
 
 def simple_template(objs, cond=None, extra=None):
@@ -424,9 +430,10 @@ certManager:
   enabled: false
   issuerRef: {}
 
-# The RedisCluster CRD is a template (not in crds/, which Helm installs once and never
-# upgrades), so `helm upgrade` brings its new versions. keep: Helm leaves it (and so every
-# RedisCluster) in place on `helm uninstall`; install: false when it is managed elsewhere.
+# The RedisCluster and RedisBackup CRDs are a template (not in crds/, which Helm installs
+# once and never upgrades), so `helm upgrade` brings their new versions. keep: Helm leaves
+# them (and so every RedisCluster and RedisBackup) in place on `helm uninstall`; install:
+# false when they are managed elsewhere.
 crds:
   install: true
   keep: true
@@ -486,7 +493,7 @@ def generate(deploy):
     for o in base:
         kinds.setdefault(o["kind"], []).append(o)
     files = {}
-    files["templates/crd.yaml"] = crd_template(kinds["CustomResourceDefinition"][0])
+    files["templates/crd.yaml"] = crd_template(kinds["CustomResourceDefinition"])
     dep_text, defaults = deployment_template(kinds["Deployment"][0])
     files["templates/deployment.yaml"] = dep_text
     files["values.yaml"] = values_yaml(defaults)

@@ -53,11 +53,13 @@ static const char *const CONVERSION_V1_ONLY[][PATH_PARTS] = {
     {"spec", "containers", NULL},
     {"spec", "networkPolicy", NULL},
     {"spec", "restore", NULL}, /* issue 36: docs/backup.md "Restore at creation" */
+    {"spec", "backup", NULL},  /* issue 36: docs/backup.md "What the operator does" */
     {"status", "primary", NULL},
     {"status", "nodes", NULL},
     {"status", "cluster", NULL},
     {"status", "switchoverFrom", NULL},
     {"status", "lastRedisCommandTime", NULL},
+    {"status", "backup", NULL},
 };
 #define N_V1_ONLY (sizeof(CONVERSION_V1_ONLY) / sizeof(CONVERSION_V1_ONLY[0]))
 

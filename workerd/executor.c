@@ -64,6 +64,12 @@ const char *exec_result_name(exec_result_t r)
 }
 
 
+/* 1 when a is a write of the RedisCluster itself (not of a RedisBackup's status, BACKUP). */
+static int of_cluster(const plan_action_t *a)
+{
+    return a->resource && !strcmp(a->resource, "redisclusters");
+}
+
 /* The memo's key and signature of a status write for rc; 0 when they cannot be made
  * (no uid or resourceVersion, out of memory): such a write is never skipped. */
 static int status_signature(const json_object *rc, const plan_action_t *a, uint64_t *uid, uint64_t *sig)
@@ -334,7 +340,8 @@ static void exec_events(const exec_ctx_t *x, const json_object *rc, const plan_t
             rlog_debug("event not recorded: no recorder", "reconcileID", x->reconcile_id, "reason", ev->reason);
             continue;
         }
-        recorder_result_t rr = recorder_record(x->recorder, rc, ev->type, ev->reason, ev->message, x->instance,
+        const json_object *about = ev->involved ? ev->involved : rc; /* BACKUP: a RedisBackup */
+        recorder_result_t rr = recorder_record(x->recorder, about, ev->type, ev->reason, ev->message, x->instance,
                                                x->event_deadline_ns);
         if (rr == RECORDER_FULL || rr == RECORDER_INVALID)
             rlog_warn("event dropped", "reconcileID", x->reconcile_id, "reason", ev->reason, "why",
@@ -348,7 +355,7 @@ static void exec_events(const exec_ctx_t *x, const json_object *rc, const plan_t
 static int memo_skips(const exec_ctx_t *x, const json_object *rc, const plan_action_t *a, int *signed_,
                       uint64_t *uid, uint64_t *sig)
 {
-    *signed_ = a->kind == PLAN_UPDATE_STATUS && x->memo && status_signature(rc, a, uid, sig);
+    *signed_ = a->kind == PLAN_UPDATE_STATUS && of_cluster(a) && x->memo && status_signature(rc, a, uid, sig);
     if (!*signed_)
         return 0;
     memo_slot_t *s = memo_find(x->memo, *uid);
@@ -571,7 +578,8 @@ static void run_req_start(exec_run_t *run, size_t k)
  * there before into x->rc_earlier_rv (exec_ctx_t). */
 static void keep_written_rv(const exec_ctx_t *x, const plan_action_t *a, const char *text, size_t len)
 {
-    if (!x->rc_written_rv || !text || (a->kind != PLAN_ADD_FINALIZER && a->kind != PLAN_UPDATE_STATUS))
+    if (!x->rc_written_rv || !text || !of_cluster(a) ||
+        (a->kind != PLAN_ADD_FINALIZER && a->kind != PLAN_UPDATE_STATUS))
         return;
     json_object *o = NULL;
     char why[128];

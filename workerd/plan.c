@@ -12,6 +12,7 @@
 
 #include "jsonx.h"
 #include "plan_acl.h"
+#include "plan_backup.h"
 #include "plan_auth.h"
 #include "plan_build.h"
 #include "plan_children.h"
@@ -181,6 +182,7 @@ typedef struct {
     plan_tls_found_t tls;
     plan_volume_t volume;
     int rotating;      /* AUTH: a password rotation is in this plan */
+    char last_schedule[40]; /* BACKUP: status.backup.lastScheduleTime ("" none) */
 } found_t;
 
 /* For a valid spec: the children, the password, the mode's own decisions (REPLICATION;
@@ -291,14 +293,16 @@ static void plan_live(plan_t *p, const json_object *rc, const plan_children_t *k
     buf_t invalid;
     buf_init(&invalid, PLAN_MESSAGE_CAP - 1); /* it must fit a condition's message */
     c.spec = c.in.spec = &x.spec;
+    x.f.last_schedule = x.last_schedule;
     const json_object *meta = jsonx_get(rc, "metadata");
     if (!has_finalizer(meta))
         plan_add_action(p, PLAN_ADD_FINALIZER, RENDER_GROUP_VERSION, "redisclusters", c.ns, c.name,
                         finalizer_patch(meta, 1, plan_oom(p)), "RedisCluster has no " PLAN_FINALIZER " yet");
     int bad = *plan_oom(p) || check_spec(&c, &x.spec, &invalid, &x.f) ||
               (!x.f.failed_reason && plan_valid(&c, kids, &x)) ||
+              plan_backup_schedule(&c, x.last_schedule, sizeof(x.last_schedule)) ||
               plan_status_compute(&c, x.kids.sts_ours ? kids->statefulset : NULL, &x.f) ||
-              (!x.f.failed_reason && plan_pods_last(&c, &x));
+              (!x.f.failed_reason && (plan_pods_last(&c, &x) || plan_backups(&c)));
     if (!bad)
         plan_reads(&c, &x, kids->statefulset);
     else

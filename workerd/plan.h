@@ -554,12 +554,15 @@ typedef struct {
                                   commands, COMMAND RECORD under REPLICATION); 0: no limit */
 } plan_action_t;
 
-/* An Event to record on the RedisCluster. */
+/* An Event to record on the RedisCluster (or, BACKUP, on a RedisBackup). */
 typedef struct {
     const char *type;    /* "Normal" or "Warning" */
     const char *reason;  /* "Created", "Updated", "Scaled", "CleanedUp", "InvalidSpec", ... */
     const char *message; /* names the object and what happened */
     int action;          /* index of the action it reports: record it once that succeeded */
+    const json_object *involved; /* the object it is about when not the RedisCluster: a
+                                    RedisBackup {apiVersion, kind, metadata {name, namespace,
+                                    uid}}; NULL: the RedisCluster */
 } plan_event_t;
 
 typedef struct plan plan_t;
@@ -589,6 +592,11 @@ typedef struct {
     const char *operator_namespace;      /* DAY-2: the operator's pods' namespace, NULL: unknown */
     const char *operator_image;          /* RESTORE (render.h): the restore init container's image,
                                             NULL: RENDER_OPERATOR_IMAGE_DEFAULT */
+    /* BACKUP (plan_backup.h): what the work item carries of the cluster's backups, arrays
+     * (children.RedisBackups, Jobs, BackupPods), each NULL when there is none: */
+    const json_object *backups;          /* the RedisBackups whose spec.source.cluster is it */
+    const json_object *jobs;             /* the Jobs labelled with its instance (backup Jobs) */
+    const json_object *backup_pods;      /* the pods of those Jobs */
     /* What the work item carries of a Cluster-mode cluster (CLUSTER below): */
     const json_object *shard_statefulsets; /* StatefulSets <name>-shard<k> (children.ShardStatefulSets) */
     const json_object *shard_budgets;      /* their PodDisruptionBudgets (children.ShardBudgets) */

@@ -24,6 +24,7 @@ typedef struct {
 typedef struct {
     plan_event_t pub;
     char *message;
+    json_object *involved; /* what pub.involved points to, or NULL */
 } event_slot_t;
 
 struct plan {
@@ -204,6 +205,7 @@ void plan_add_event(plan_t *p, const char *type, const char *reason, int action,
     va_end(ap);
     event_slot_t *e = &p->events[p->n_events++];
     e->message = buf_detach(&m);
+    e->involved = NULL;
     if (!e->message)
         p->oom = 1;
     e->pub.type = type;
@@ -354,8 +356,10 @@ void plan_destroy(plan_t **plan_p)
         free(a->argv_s);
         free(a->argv);
     }
-    for (size_t i = 0; i < p->n_events; i++)
+    for (size_t i = 0; i < p->n_events; i++) {
         free(p->events[i].message);
+        json_object_put(p->events[i].involved);
+    }
     json_object_put(p->status);
     free(p->error);
     free(p->storage_class);
@@ -500,4 +504,15 @@ json_object *plan_to_json(const plan_t *plan)
     jsonx_put(root, "requeueAfterNs", jsonx_new_int(plan->requeue_after_ns, &oom), &oom);
     put_opt(root, "error", plan->error, &oom);
     return jsonx_done(root, oom);
+}
+
+void plan_event_about(plan_t *p, json_object *involved)
+{
+    assert(p->n_events > 0);
+    event_slot_t *e = &p->events[p->n_events - 1];
+    if (!involved)
+        p->oom = 1;
+    json_object_put(e->involved);
+    e->involved = involved;
+    e->pub.involved = involved;
 }

@@ -53,6 +53,10 @@ int plan_add_redis_action(plan_t *p, const char *ns, const char *pod, const char
 void plan_add_event(plan_t *p, const char *type, const char *reason, int action, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* The last event added is about involved (taken; plan_event_t.involved) instead of the
+ * RedisCluster. NULL sets the plan's out-of-memory flag. */
+void plan_event_about(plan_t *p, json_object *involved);
+
 /* PLAN_REDIS i (an index plan_add_redis_action returned) carries body (taken: the plan
  * puts it), read by the executor: {"master": id, "candidates": [{"pod", "ip"}, ...]} for a
  * CLUSTER FAILOVER FORCE (executor.c's guard). NULL sets *oom (plan_oom) and leaves the action as it is. */

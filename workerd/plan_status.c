@@ -284,6 +284,9 @@ static int status_current(const plan_ctx_t *c, const json_object *computed, cons
             return 0;
     if (c->generation >= 0 && !jsonx_int_is(ostatus, "observedGeneration", c->generation))
         return 0;
+    if (!jsonx_str_is(jsonx_get(ostatus, "backup"), "lastScheduleTime",
+                      JSONX_STR_AT(computed, "backup", "lastScheduleTime")))
+        return 0;
     return nodes_current(computed, ostatus) && cluster_current(computed, ostatus) &&
            conditions_current(c, computed, ostatus);
 }
@@ -298,6 +301,9 @@ static int64_t status_hold_ns(const plan_ctx_t *c, const plan_findings_t *f, con
                               const json_object *ostatus)
 {
     int elect = f->topo && f->topo->elect;
+    /* BACKUP: a run's record is never held (the next plan would find it due again) */
+    if (!jsonx_str_is(jsonx_get(ostatus, "backup"), "lastScheduleTime", JSONX_STR_AT(st, "backup", "lastScheduleTime")))
+        return 0;
     if (f->kids && f->kids->sts_created && plan_critical_path_first(c) && !jsonx_str_set(ostatus, "phase") &&
         !c->degraded->reason && !elect)
         return -1;
@@ -580,6 +586,11 @@ int plan_status_compute(const plan_ctx_t *c, const json_object *sts, const plan_
     }
     if (f->cluster)
         cluster_status(c, f->cluster, st, &conds[COND_COUNT], oom);
+    if (f->last_schedule && *f->last_schedule) {
+        json_object *b = jsonx_new_obj(oom);
+        jsonx_put(b, "lastScheduleTime", jsonx_new_str(f->last_schedule, oom), oom);
+        jsonx_put(st, "backup", b, oom);
+    }
     int extra = f->topo != NULL || f->cluster != NULL;
     if (f->tls && f->tls->has)
         conds[COND_COUNT + extra++] = f->tls->cond;

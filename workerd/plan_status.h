@@ -25,6 +25,7 @@ typedef struct {
     const plan_cluster_t *cluster; /* CLUSTER's findings, or NULL (the other modes) */
     const struct plan_tls_found *tls; /* TLS's condition (plan_tls.h), or NULL */
     const plan_volume_t *volume; /* VOLUME EXPANSION (plan_volume.h), or NULL */
+    const char *last_schedule;  /* BACKUP: status.backup.lastScheduleTime; NULL or "": none */
 } plan_findings_t;
 
 /* Compute the status from sts (the observed StatefulSet when ours and the spec valid,

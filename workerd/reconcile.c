@@ -1014,6 +1014,9 @@ static void act_plan(reconcile_job_t *j)
             j->more.network_policy = j->seen.network_policy;
             j->more.operator_namespace = j->seen.operator_namespace;
             j->more.operator_image = j->seen.operator_image;
+            j->more.backups = j->seen.backups;
+            j->more.jobs = j->seen.jobs;
+            j->more.backup_pods = j->seen.backup_pods;
         }
         j->more.budget_short = x->client && kube_client_budget_short(x->client);
         j->more.primary_service = j->child[ROLE_CHILD];
@@ -1191,8 +1194,8 @@ static int job_quiet_after_write(reconcile_job_t *j)
      * quiet without planning again: its inputs are stale for that write, which the plan
      * would ask for again. Only a run of finalizer and status writes is planned again. */
     for (size_t i = 0; j->plan && i < plan_action_count(j->plan); i++) {
-        plan_action_kind_t k = plan_action(j->plan, i)->kind;
-        if (k != PLAN_ADD_FINALIZER && k != PLAN_UPDATE_STATUS)
+        const plan_action_t *a = plan_action(j->plan, i);
+        if ((a->kind != PLAN_ADD_FINALIZER && a->kind != PLAN_UPDATE_STATUS) || strcmp(a->resource, "redisclusters"))
             return 0;
     }
     plan_children_t observed = {j->child[0], j->child[1], j->child[2], j->child[3]};

@@ -419,6 +419,8 @@ recorder_result_t recorder_record(recorder_t *r, const json_object *rc, const ch
                                   const char *instance, int64_t deadline_mono_ns)
 {
     event_spec_t spec = event_about_cluster(rc, type, reason, message, instance);
+    if (jsonx_str_is(rc, "kind", "RedisBackup"))
+        spec.kind = "RedisBackup"; /* BACKUP: an Event about one backup (plan_event_t.involved) */
     if (!spec.name || !spec.ns || !type || !reason)
         return RECORDER_INVALID;
     int64_t now = clock_mono_ns();

@@ -79,7 +79,8 @@ recorder_t *recorder_new(kube_client_t *c, loop_curl_t *lc, const recorder_opts_
 /* Abort what is in flight, drop what waits, free; *self_p = NULL. NULL is fine. */
 void recorder_destroy(recorder_t **self_p);
 
-/* Record an Event on the RedisCluster rc (its name, namespace, uid are copied) with
+/* Record an Event on the RedisCluster rc (its name, namespace, uid are copied; an rc whose
+ * kind is "RedisBackup" is that RedisBackup instead, of the same API group) with
  * reportingInstance instance (may be NULL), to be sent before deadline_mono_ns (0 = no
  * deadline beyond the request's own 30 s). Never blocks; see recorder_result_t. */
 recorder_result_t recorder_record(recorder_t *r, const json_object *rc, const char *type,

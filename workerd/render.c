@@ -355,6 +355,19 @@ static json_object *labels(const render_input_t *in, int full, int *oom)
     return l;
 }
 
+json_object *render_controller_refs(const char *kind, const char *name, const char *uid, int *oom)
+{
+    json_object *ref = jsonx_new_obj(oom), *refs = jsonx_new_arr(oom);
+    jsonx_put(ref, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
+    jsonx_put(ref, "kind", jsonx_new_str(kind, oom), oom);
+    jsonx_put(ref, "name", jsonx_new_str(name, oom), oom);
+    jsonx_put(ref, "uid", jsonx_new_str(uid, oom), oom);
+    jsonx_put(ref, "controller", json_object_new_boolean(1), oom);
+    jsonx_put(ref, "blockOwnerDeletion", json_object_new_boolean(1), oom);
+    jsonx_push(refs, ref, oom);
+    return refs;
+}
+
 /* metadata of a child named name: name, namespace, labels, and the controller owner
  * reference. */
 static json_object *child_metadata(const render_input_t *in, const char *name, int *oom)
@@ -364,16 +377,7 @@ static json_object *child_metadata(const render_input_t *in, const char *name, i
     if (in->ns)
         jsonx_put(m, "namespace", jsonx_new_str(in->ns, oom), oom);
     jsonx_put(m, "labels", labels(in, 1, oom), oom);
-    json_object *ref = jsonx_new_obj(oom);
-    jsonx_put(ref, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
-    jsonx_put(ref, "kind", jsonx_new_str(RENDER_KIND, oom), oom);
-    jsonx_put(ref, "name", jsonx_new_str(in->name, oom), oom);
-    jsonx_put(ref, "uid", jsonx_new_str(in->uid, oom), oom);
-    jsonx_put(ref, "controller", json_object_new_boolean(1), oom);
-    jsonx_put(ref, "blockOwnerDeletion", json_object_new_boolean(1), oom);
-    json_object *refs = jsonx_new_arr(oom);
-    jsonx_push(refs, ref, oom);
-    jsonx_put(m, "ownerReferences", refs, oom);
+    jsonx_put(m, "ownerReferences", render_controller_refs(RENDER_KIND, in->name, in->uid, oom), oom);
     return m;
 }
 
@@ -523,6 +527,10 @@ json_object *render_network_policy(const render_input_t *cluster_in, const char 
     jsonx_push(from, np_peer(labels(in, 0, &oom), NULL, &oom), &oom);
     jsonx_put(op, RENDER_LABEL_NAME, jsonx_new_str(RENDER_OPERATOR_LABEL_VALUE, &oom), &oom);
     jsonx_push(from, np_peer(op, operator_ns ? operator_ns : RENDER_OPERATOR_NAMESPACE, &oom), &oom);
+    /* BACKUP: the cluster's backup Jobs' pods (render_backup_job), in its namespace */
+    json_object *bk = jsonx_new_obj(&oom);
+    jsonx_put(bk, RENDER_LABEL_BACKUP_CLUSTER, jsonx_new_str(in->name, &oom), &oom);
+    jsonx_push(from, np_peer(bk, NULL, &oom), &oom);
     append_all(from, s->netpol.allowed_peers, &oom);
     jsonx_push(ports, np_port(RENDER_REDIS_PORT, &oom), &oom);
     if (plaintext_too(s))
@@ -1180,4 +1188,117 @@ int render_quantity_equal(const char *a, const char *b)
     if (render_quantity_nano(a, &x) || render_quantity_nano(b, &y))
         return 0;
     return x == y;
+}
+
+/* ---- BACKUP (render.h) --------------------------------------------------------------- */
+
+/* Push the strings (STR_END-terminated) onto arr. */
+static void push_strs(json_object *arr, int *oom, const char *first, ...)
+{
+    va_list ap;
+    va_start(ap, first);
+    for (const char *s = first; s; s = va_arg(ap, const char *))
+        jsonx_push(arr, jsonx_new_str(s, oom), oom);
+    va_end(ap);
+}
+
+/* The take command of b: the source, the destination, the Secrets' files. */
+static json_object *backup_command(const render_input_t *in, const render_backup_t *b, int *oom)
+{
+    const rdc_spec_t *spec = in->spec;
+    char redis[80], keep[16], pw[300];
+    snprintf(redis, sizeof(redis), strchr(b->ip, ':') ? "[%s]:%d" : "%s:%d", b->ip, RENDER_REDIS_PORT);
+    json_object *cmd = str_array(oom, RENDER_RESTORE_BIN, "take", "--redis", redis, STR_END);
+    if (spec->auth.secret) {
+        snprintf(pw, sizeof(pw), RENDER_BACKUP_DIR "/auth/%s", spec->auth.key);
+        push_strs(cmd, oom, "--password-file", pw, STR_END);
+    }
+    if (spec->tls.secret)
+        push_strs(cmd, oom, "--tls-dir", RENDER_BACKUP_DIR "/tls", STR_END);
+    push_strs(cmd, oom, "--endpoint", b->endpoint, "--bucket", b->bucket, STR_END);
+    if (b->region)
+        push_strs(cmd, oom, "--region", b->region, STR_END);
+    snprintf(keep, sizeof(keep), "%d", b->keep);
+    if (b->key)
+        push_strs(cmd, oom, "--key", b->key, STR_END);
+    else
+        push_strs(cmd, oom, "--prefix", b->prefix, "--keep", keep, STR_END);
+    push_strs(cmd, oom, "--credentials-dir", RENDER_BACKUP_DIR "/s3", STR_END);
+    if (b->ca_secret)
+        push_strs(cmd, oom, "--s3-ca-file", RENDER_BACKUP_DIR "/s3-ca/ca.crt", STR_END);
+    push_strs(cmd, oom, "--termination-log", "/dev/termination-log", STR_END);
+    return cmd;
+}
+
+/* The Secret volumes of the Job's pod (vols) and their read-only mounts (mounts). */
+static void backup_volumes(const render_input_t *in, const render_backup_t *b, json_object *vols,
+                           json_object *mounts, int *oom)
+{
+    static const char *const tls_items[] = {"tls.crt", "tls.key", "ca.crt", NULL};
+    static const char *const credentials[] = {"access-key-id", "secret-access-key", NULL};
+    static const char *const ca[] = {"ca.crt", NULL};
+    const char *auth_items[] = {in->spec->auth.key, NULL};
+    const struct {
+        const char *volume, *secret, *const *items, *path;
+    } v[] = {
+        {"backup-auth", in->spec->auth.secret, auth_items, RENDER_BACKUP_DIR "/auth"},
+        {"backup-tls", in->spec->tls.secret, tls_items, RENDER_BACKUP_DIR "/tls"},
+        {"backup-s3", b->credentials_secret, credentials, RENDER_BACKUP_DIR "/s3"},
+        {"backup-s3-ca", b->ca_secret, ca, RENDER_BACKUP_DIR "/s3-ca"},
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        if (!v[i].secret)
+            continue;
+        jsonx_push(vols, secret_volume(v[i].volume, v[i].secret, v[i].items, oom), oom);
+        jsonx_push(mounts, read_only_mount(v[i].volume, v[i].path, oom), oom);
+    }
+}
+
+/* The Job's pod template. */
+static json_object *backup_template(const render_input_t *in, const render_backup_t *b, int *oom)
+{
+    json_object *c = jsonx_new_obj(oom), *vols = jsonx_new_arr(oom), *mounts = jsonx_new_arr(oom);
+    backup_volumes(in, b, vols, mounts, oom);
+    jsonx_put(c, "name", jsonx_new_str(RENDER_BACKUP_CONTAINER, oom), oom);
+    jsonx_put(c, "image", jsonx_new_str(in->operator_image ? in->operator_image : RENDER_OPERATOR_IMAGE_DEFAULT, oom),
+              oom);
+    jsonx_put(c, "command", backup_command(in, b, oom), oom);
+    jsonx_put(c, "volumeMounts", mounts, oom);
+    jsonx_put(c, "terminationMessagePolicy", jsonx_new_str("FallbackToLogsOnError", oom), oom);
+    jsonx_put(c, "securityContext", container_security_context(in->spec, oom), oom);
+    json_object *spec = jsonx_new_obj(oom), *containers = jsonx_new_arr(oom), *meta = jsonx_new_obj(oom);
+    json_object *l = jsonx_new_obj(oom), *t = jsonx_new_obj(oom);
+    jsonx_push(containers, c, oom);
+    jsonx_put(spec, "restartPolicy", jsonx_new_str("Never", oom), oom);
+    jsonx_put(spec, "securityContext", pod_security_context(in, oom), oom);
+    jsonx_put(spec, "containers", containers, oom);
+    jsonx_put(spec, "volumes", vols, oom);
+    jsonx_put(l, RENDER_LABEL_BACKUP_CLUSTER, jsonx_new_str(in->name, oom), oom);
+    jsonx_put(l, RENDER_LABEL_BACKUP, jsonx_new_str(b->name, oom), oom);
+    jsonx_put(meta, "labels", l, oom);
+    jsonx_put(t, "metadata", meta, oom);
+    jsonx_put(t, "spec", spec, oom);
+    return t;
+}
+
+json_object *render_backup_job(const render_input_t *in, const render_backup_t *b)
+{
+    int oom = 0;
+    json_object *job = jsonx_new_obj(&oom), *m = jsonx_new_obj(&oom), *l = jsonx_new_obj(&oom);
+    jsonx_put(job, "apiVersion", jsonx_new_str("batch/v1", &oom), &oom);
+    jsonx_put(job, "kind", jsonx_new_str("Job", &oom), &oom);
+    jsonx_put(m, "name", jsonx_new_str(b->name, &oom), &oom);
+    jsonx_put(m, "namespace", jsonx_new_str(b->ns, &oom), &oom);
+    jsonx_put(l, RENDER_LABEL_MANAGED_BY, jsonx_new_str(RENDER_FIELD_MANAGER, &oom), &oom);
+    jsonx_put(l, RENDER_LABEL_INSTANCE, jsonx_new_str(in->name, &oom), &oom);
+    jsonx_put(l, RENDER_LABEL_BACKUP, jsonx_new_str(b->name, &oom), &oom);
+    jsonx_put(m, "labels", l, &oom);
+    jsonx_put(m, "ownerReferences", render_controller_refs("RedisBackup", b->name, b->uid, &oom), &oom);
+    jsonx_put(job, "metadata", m, &oom);
+    json_object *spec = jsonx_new_obj(&oom);
+    jsonx_put(spec, "backoffLimit", jsonx_new_int(0, &oom), &oom);
+    jsonx_put(spec, "activeDeadlineSeconds", jsonx_new_int(RENDER_BACKUP_DEADLINE_S, &oom), &oom);
+    jsonx_put(spec, "template", backup_template(in, b, &oom), &oom);
+    jsonx_put(job, "spec", spec, &oom);
+    return jsonx_done(job, oom);
 }

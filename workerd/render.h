@@ -279,7 +279,8 @@ json_object *render_role_service(const render_input_t *in, const char *role);
  * the selector labels, policyTypes [Ingress], admitted: the Redis port (and the plain-text
  * port with spec.tls.allowPlaintext) from the cluster's own pods, the operator's pods
  * (app.kubernetes.io/name rediscluster-operator in operator_ns, NULL:
- * RENDER_OPERATOR_NAMESPACE) and each of spec.networkPolicy.allowedPeers; in Cluster mode
+ * RENDER_OPERATOR_NAMESPACE), the cluster's backup pods (RENDER_LABEL_BACKUP_CLUSTER <name>,
+ * in its namespace: BACKUP) and each of spec.networkPolicy.allowedPeers; in Cluster mode
  * also the cluster bus from the cluster's own pods. */
 json_object *render_network_policy(const render_input_t *in, const char *operator_ns);
 /* The Secret <name>-redis-auth in which workerd records the password Redis runs with
@@ -287,6 +288,48 @@ json_object *render_network_policy(const render_input_t *in, const char *operato
  * replaced by the executor, never rendered. */
 #define RENDER_AUTH_RECORD_SUFFIX "-redis-auth"
 json_object *render_auth_record(const render_input_t *in, const char *password_token);
+
+/* BACKUP (docs/backup.md "What the operator does"): the batch/v1 Job that takes one
+ * RedisBackup. Named after the RedisBackup, in its namespace, owned by it (controller,
+ * blockOwnerDeletion), labelled RENDER_LABEL_MANAGED_BY, RENDER_LABEL_INSTANCE <cluster>
+ * and RENDER_LABEL_BACKUP <backup>; its pod template RENDER_LABEL_BACKUP_CLUSTER <cluster>
+ * and RENDER_LABEL_BACKUP <backup> only (no instance or managed-by label: a backup pod is
+ * never one of the Redis pods, informerd). backoffLimit 0, activeDeadlineSeconds
+ * RENDER_BACKUP_DEADLINE_S, restartPolicy Never, the operator's image
+ * (in->operator_image), the pod's and redis container's security contexts (non-root,
+ * read-only root), terminationMessagePolicy FallbackToLogsOnError; one container
+ * RENDER_BACKUP_CONTAINER running
+ *   /usr/local/bin/rdc-backup take --redis <ip>:6379 ([ip]:6379 for IPv6)
+ *     [--password-file RENDER_BACKUP_DIR/auth/<spec.auth key>] [--tls-dir RENDER_BACKUP_DIR/tls]
+ *     --endpoint E --bucket B [--region R] (--key K | --prefix P --keep N)
+ *     --credentials-dir RENDER_BACKUP_DIR/s3 [--s3-ca-file RENDER_BACKUP_DIR/s3-ca/ca.crt]
+ *     --termination-log /dev/termination-log
+ * with spec.auth's Secret, spec.tls's Secret, the credentials Secret and the CA Secret
+ * mounted read-only (mode 0440) under RENDER_BACKUP_DIR (under /var/run, as RESTORE's, for
+ * the test data plane's mount namespaces). in is the cluster's (its spec: auth, tls,
+ * security contexts); NULL only when out of memory. */
+#define RENDER_LABEL_BACKUP "cache.example.com/backup"
+#define RENDER_LABEL_BACKUP_CLUSTER "cache.example.com/backup-cluster"
+#define RENDER_LABEL_SCHEDULE "cache.example.com/schedule"
+#define RENDER_BACKUP_CONTAINER "backup"
+#define RENDER_BACKUP_DIR "/var/run/rdc-backup"
+#define RENDER_BACKUP_DEADLINE_S 3600
+typedef struct {
+    const char *name, *ns, *uid;    /* the RedisBackup: the Job's name, namespace and owner */
+    const char *ip;                 /* the source pod's IP */
+    const char *endpoint, *bucket;
+    const char *region;             /* NULL: none given (rdc-backup's default) */
+    const char *key;                /* --key K; NULL: --prefix prefix --keep keep */
+    const char *prefix;
+    int keep;
+    const char *credentials_secret; /* keys access-key-id, secret-access-key */
+    const char *ca_secret;          /* ca.crt; NULL: the system's CAs */
+} render_backup_t;
+json_object *render_backup_job(const render_input_t *in, const render_backup_t *b);
+
+/* ownerReferences [{apiVersion RENDER_GROUP_VERSION, kind, name, uid, controller true,
+ * blockOwnerDeletion true}]: a new array, *oom set when out of memory. */
+json_object *render_controller_refs(const char *kind, const char *name, const char *uid, int *oom);
 /* ACL (spec.acl, docs/tls-and-acl.md): with ACL users, redis.conf says `aclfile
  * RENDER_ACL_FILE`, the Secret <name>-redis-acl (RENDER_ACL_SUFFIX) mounted read-only at
  * RENDER_ACL_DIR (volume RENDER_ACL_VOLUME, item RENDER_ACL_KEY, mode 0440), which the

@@ -317,7 +317,10 @@ static void worker_handle_work(worker_t *w, rmsg_t *m)
                             .operator_namespace = w->cfg->operator_namespace,
                             .operator_image = w->cfg->operator_image,
                             .shard_statefulsets = array_of(children, "ShardStatefulSets"),
-                            .shard_budgets = array_of(children, "ShardBudgets")};
+                            .shard_budgets = array_of(children, "ShardBudgets"),
+                            .backups = array_of(children, "RedisBackups"),
+                            .jobs = array_of(children, "Jobs"),
+                            .backup_pods = array_of(children, "BackupPods")};
     it->job = reconcile_start(w->async, &it->x, it->rc, &kids, &seen, NULL, on_reconciled, it);
     if (!it->job) {
         snprintf(out.message, sizeof(out.message), "out of memory");

@@ -230,3 +230,28 @@ current-context: $name
 YAML
     chmod 600 "$file"
 }
+
+# s3_start BUCKET: the S3 server of the backup scripts (tests/cluster/s3.sh: versitygw on
+# 127.0.0.1 and a free port, its state in $work/s3; stop it in cleanup_more with
+# `s3.sh stop "$work/s3"`): sets S3_ENDPOINT S3_REGION S3_ACCESS_KEY S3_SECRET_KEY S3_DATA
+# S3_PID, makes BUCKET, writes the credentials into $work/creds (access-key-id,
+# secret-access-key: rdc-backup's --credentials-dir). One check; the script ends (its
+# summary) when the server does not start.
+s3_start() {
+    local env_lines
+    env_lines=$("$TOP/tests/cluster/s3.sh" start "$work/s3") || { not_ok "the S3 server started"; summary; exit 1; }
+    eval "$env_lines"
+    ok "versitygw at $S3_ENDPOINT (pid $S3_PID)"
+    mkdir -p "$S3_DATA/$1" "$work/creds"
+    printf '%s\n' "$S3_ACCESS_KEY" >"$work/creds/access-key-id"
+    printf '%s\n' "$S3_SECRET_KEY" >"$work/creds/secret-access-key"
+}
+
+# kv_files N: $work/set.txt (N SET commands for redis-cli), $work/get.txt (their GETs) and
+# $work/want.txt (the values GET --raw prints, in order).
+kv_files() {
+    local i
+    for i in $(seq 1 "$1"); do printf 'SET key:%d value-%d-%s\n' "$i" "$i" "$((i * 7919 % 100003))"; done >"$work/set.txt"
+    for i in $(seq 1 "$1"); do printf 'GET key:%d\n' "$i"; done >"$work/get.txt"
+    for i in $(seq 1 "$1"); do printf 'value-%d-%s\n' "$i" "$((i * 7919 % 100003))"; done >"$work/want.txt"
+}

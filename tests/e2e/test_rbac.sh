@@ -26,7 +26,7 @@ cleanup() {
 trap cleanup EXIT
 
 kubectl apply -f "$TOP/crds/" >/dev/null # run alone on a fresh cluster too
-kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com >/dev/null 2>&1
+kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com crd/redisbackups.cache.example.com >/dev/null 2>&1
 kubectl apply -f "$TOP/deploy/base/namespace.yaml" >/dev/null
 kubectl apply -f "$TOP/deploy/base/rbac/" >/dev/null
 check "deploy/ RBAC applied" kubectl -n "$sa_ns" get serviceaccount rediscluster-operator
@@ -44,6 +44,10 @@ check "the token may not create Pods" sh -c "! kubectl --kubeconfig '$work/kubec
 # handed over first); the lifecycle below rolls a cluster through an image change.
 check "the token may delete Pods (OnDelete rollouts)" sh -c "kubectl --kubeconfig '$work/kubeconfig' auth can-i delete pods -A | grep -qx yes"
 check "the token may list and patch PersistentVolumeClaims (volume expansion), not delete them" sh -c "kubectl --kubeconfig '$work/kubeconfig' auth can-i patch persistentvolumeclaims -A | grep -qx yes && kubectl --kubeconfig '$work/kubeconfig' auth can-i list persistentvolumeclaims -A | grep -qx yes && ! kubectl --kubeconfig '$work/kubeconfig' auth can-i delete persistentvolumeclaims -A | grep -qx yes"
+# Backups: RedisBackups (create: a schedule's; delete: its retention; status) and the Jobs
+# that take them (create, delete; never update, never Pods).
+check "the token may create and delete RedisBackups and write their status" sh -c "kubectl --kubeconfig '$work/kubeconfig' auth can-i create redisbackups.cache.example.com -A | grep -qx yes && kubectl --kubeconfig '$work/kubeconfig' auth can-i delete redisbackups.cache.example.com -A | grep -qx yes && kubectl --kubeconfig '$work/kubeconfig' auth can-i patch redisbackups.cache.example.com --subresource=status -A | grep -qx yes"
+check "the token may watch, create and delete Jobs, not update them" sh -c "kubectl --kubeconfig '$work/kubeconfig' auth can-i watch jobs.batch -A | grep -qx yes && kubectl --kubeconfig '$work/kubeconfig' auth can-i create jobs.batch -A | grep -qx yes && kubectl --kubeconfig '$work/kubeconfig' auth can-i delete jobs.batch -A | grep -qx yes && ! kubectl --kubeconfig '$work/kubeconfig' auth can-i update jobs.batch -A | grep -qx yes"
 check "the token may not take Leases outside its namespace" sh -c "! kubectl --kubeconfig '$work/kubeconfig' auth can-i update leases -n default | grep -qx yes"
 no_wildcard() { # no "*" in any rule's apiGroups, resources or verbs (comments aside)
     ! grep -hv '^[[:space:]]*#' "$TOP"/deploy/base/rbac/*.yaml | grep -E '^[[:space:]]*(- )?(apiGroups|resources|verbs):.*\*|^[[:space:]]*- "?\*"?[[:space:]]*$'

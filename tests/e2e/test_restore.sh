@@ -51,13 +51,8 @@ refused "Cluster mode with spec.restore: refused by the API server (CEL)" \
     sh -c "printf 'apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: cm, namespace: $ns}\nspec: {size: 6, image: redis, mode: Cluster, restore: {from: {endpoint: \"http://127.0.0.1:1\", bucket: backups, key: k, credentialsSecret: s3-creds}}}\n' | kubectl apply -f -"
 
 # ---- 2. The S3 server ------------------------------------------------------------------------
-env_lines=$("$TOP/tests/cluster/s3.sh" start "$work/s3") || { not_ok "the S3 server started"; summary; exit 1; }
-eval "$env_lines"
-ok "versitygw at $S3_ENDPOINT (pid $S3_PID)"
 bucket=backups
-mkdir -p "$S3_DATA/$bucket" "$work/creds"
-printf '%s\n' "$S3_ACCESS_KEY" >"$work/creds/access-key-id"
-printf '%s\n' "$S3_SECRET_KEY" >"$work/creds/secret-access-key"
+s3_start "$bucket"
 
 # ---- 3. The source cluster, its keys, a backup -----------------------------------------------
 check "cluster.sh pin-namespace $ns" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns"
@@ -73,9 +68,7 @@ rc_yaml src "$ns" <<YAML | kubectl apply -f - >/dev/null
 YAML
 check "src Running" wait_until 240 running src
 src_ip=$(pod_ip src-0)
-for i in $(seq 1 "$KEYS"); do printf 'SET key:%d value-%d-%s\n' "$i" "$i" "$((i * 7919 % 100003))"; done >"$work/set.txt"
-for i in $(seq 1 "$KEYS"); do printf 'GET key:%d\n' "$i"; done >"$work/get.txt"
-for i in $(seq 1 "$KEYS"); do printf 'value-%d-%s\n' "$i" "$((i * 7919 % 100003))"; done >"$work/want.txt"
+kv_files "$KEYS"
 redis-cli -h "$src_ip" <"$work/set.txt" >/dev/null
 check "src holds the $KEYS keys" output_is "$KEYS" redis-cli -h "$src_ip" dbsize
 "$BIN/rdc-backup" take --redis "$src_ip:6379" --endpoint "$S3_ENDPOINT" --bucket "$bucket" --key src/dump.rdb \

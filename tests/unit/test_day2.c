@@ -538,15 +538,15 @@ static void test_render_network_policy(void)
         const char *ports0, *ports1; /* the rules' ports; ports1 "" = no second rule */
         size_t peers0;
     } rows[] = {
-        {REPL ",\"networkPolicy\":{\"enabled\":true}}", "6379", "", 2},
+        {REPL ",\"networkPolicy\":{\"enabled\":true}}", "6379", "", 3},
         {REPL ",\"networkPolicy\":{\"enabled\":true,\"allowedPeers\":[{\"podSelector\":{\"matchLabels\":{\"app\":"
               "\"web\"}}},{\"namespaceSelector\":{}}]}}",
-         "6379", "", 4},
+         "6379", "", 5},
         {REPL ",\"tls\":{\"secretRef\":{\"name\":\"cache-tls\"},\"allowPlaintext\":true},"
               "\"networkPolicy\":{\"enabled\":true}}",
-         "6379,6380", "", 2},
+         "6379,6380", "", 3},
         {"{\"size\":6,\"image\":\"redis\",\"mode\":\"Cluster\",\"networkPolicy\":{\"enabled\":true}}", "6379",
-         "16379", 2},
+         "16379", 3},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         plan_t *p = plan_of(rows[i].spec, NULL);
@@ -566,7 +566,10 @@ static void test_render_network_policy(void)
                        {"spec ingress 0 from 1 podSelector matchLabels app.kubernetes.io/name",
                         "rediscluster-operator"},
                        {"spec ingress 0 from 1 namespaceSelector matchLabels kubernetes.io/metadata.name",
-                        RENDER_OPERATOR_NAMESPACE});
+                        RENDER_OPERATOR_NAMESPACE},
+                       /* and the cluster's backup pods (BACKUP) */
+                       {"spec ingress 0 from 2 podSelector matchLabels " RENDER_LABEL_BACKUP_CLUSTER, "cache"});
+        CU_ASSERT_PTR_NULL(at(np, "spec ingress 0 from 2 namespaceSelector"));
         CU_ASSERT_PTR_NULL(at(np, "spec podSelector matchLabels " RENDER_LABEL_SHARD));
         char ports[64];
         size_t peers = 0;
@@ -582,8 +585,8 @@ static void test_render_network_policy(void)
     /* The user's peers as given, after ours. */
     plan_t *p = plan_of(EVERY_DAY2, NULL);
     const json_object *np = body_of(p, "networkpolicies", "cache");
-    ASSERT_STRS_AT(np, {"spec ingress 0 from 2 namespaceSelector matchLabels team", "web"},
-                   {"spec ingress 0 from 2 podSelector matchLabels app", "web"});
+    ASSERT_STRS_AT(np, {"spec ingress 0 from 3 namespaceSelector matchLabels team", "web"},
+                   {"spec ingress 0 from 3 podSelector matchLabels app", "web"});
     plan_destroy(&p);
     /* The operator's namespace when workerd knows it (in a pod). */
     plan_observed_t more = {.operator_namespace = "ops"};
@@ -621,14 +624,14 @@ static void test_network_policy_lifecycle(void)
     const plan_action_t *a = write_of(p, "networkpolicies", "cache");
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     CU_ASSERT_EQUAL(a->kind, PLAN_APPLY);
-    CU_ASSERT_EQUAL(json_object_array_length(at(a->body, "spec ingress 0 from")), 4);
+    CU_ASSERT_EQUAL(json_object_array_length(at(a->body, "spec ingress 0 from")), 5);
     plan_destroy(&p);
     /* A peer fewer: applied (the rule's list is the rendered one). */
     p = plan_of(REPL ",\"networkPolicy\":{\"enabled\":true}}", &more);
     a = write_of(p, "networkpolicies", "cache");
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     CU_ASSERT_EQUAL(a->kind, PLAN_APPLY);
-    CU_ASSERT_EQUAL(json_object_array_length(at(a->body, "spec ingress 0 from")), 2);
+    CU_ASSERT_EQUAL(json_object_array_length(at(a->body, "spec ingress 0 from")), 3);
     plan_destroy(&p);
     /* Edited by hand (a port taken out): applied back. */
     json_object_object_add(at(obs, "spec ingress 0"), "ports", json_object_new_array());

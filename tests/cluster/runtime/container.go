@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -70,6 +68,9 @@ func (c *container) start(argv, env []string, dir string, ns *nsSpec) error {
 		_ = os.Rename(c.logPath(), c.prevLogPath())
 	}
 	if err := os.MkdirAll(filepath.Dir(c.logPath()), 0o755); err != nil {
+		return err
+	}
+	if err := c.newTermFile(); err != nil {
 		return err
 	}
 	lf, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -155,11 +156,11 @@ func (c *container) start(argv, env []string, dir string, ns *nsSpec) error {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		_ = os.Remove(c.pidPath())
 		cancel()
-		reason, msg := "Completed", ""
+		reason := "Completed"
 		if code != 0 {
 			reason = "Error"
-			msg = c.fallbackMessage(logsDone)
 		}
+		msg := c.terminationMessage(code, logsDone)
 		c.mu.Lock()
 		t := &v1.ContainerStateTerminated{ExitCode: int32(code), Signal: sig, Reason: reason, Message: msg,
 			StartedAt: mt(startedAt), FinishedAt: mt(time.Now()), ContainerID: c.containerID()}
@@ -172,67 +173,6 @@ func (c *container) start(argv, env []string, dir string, ns *nsSpec) error {
 	}()
 	c.w.startProbes(pctx, c)
 	return nil
-}
-
-// Termination messages: there is no /dev/termination-log here, so only
-// terminationMessagePolicy FallbackToLogsOnError gives a failed container one: the tail
-// of its log, at most the kubelet's 80 lines and 2048 bytes.
-const (
-	fallbackMaxLines = 80
-	fallbackMaxBytes = 2048
-)
-
-// fallbackMessage is a failed container's termination message ("" unless its policy is
-// FallbackToLogsOnError), read once its log is complete (logsDone, or after 2 s).
-func (c *container) fallbackMessage(logsDone <-chan struct{}) string {
-	if c.spec.TerminationMessagePolicy != v1.TerminationMessageFallbackToLogsOnError {
-		return ""
-	}
-	select {
-	case <-logsDone:
-	case <-time.After(2 * time.Second):
-	}
-	f, err := os.Open(c.logPath())
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	const window = 64 * 1024 // the tail of a CRI log holding the last 2048 bytes of output
-	cut := false
-	if st, err := f.Stat(); err == nil && st.Size() > window {
-		_, _ = f.Seek(st.Size()-window, io.SeekStart)
-		cut = true
-	}
-	b, _ := io.ReadAll(io.LimitReader(f, window))
-	text := string(b)
-	if i := strings.IndexByte(text, '\n'); cut && i >= 0 {
-		text = text[i+1:] // the first line, cut by the window
-	}
-	return logTail(text, fallbackMaxLines, fallbackMaxBytes)
-}
-
-// logTail is the output held in CRI log lines ("<time> <stream> <F|P> <text>"): its last
-// maxLines lines, at most maxBytes bytes of them.
-func logTail(cri string, maxLines, maxBytes int) string {
-	var out strings.Builder
-	for _, l := range strings.Split(cri, "\n") {
-		f := strings.SplitN(l, " ", 4)
-		if len(f) < 4 {
-			continue
-		}
-		out.WriteString(f[3])
-		if f[2] != "P" {
-			out.WriteString("\n")
-		}
-	}
-	text := strings.TrimRight(out.String(), "\n")
-	if ls := strings.Split(text, "\n"); len(ls) > maxLines {
-		text = strings.Join(ls[len(ls)-maxLines:], "\n")
-	}
-	if len(text) > maxBytes {
-		text = text[len(text)-maxBytes:]
-	}
-	return text
 }
 
 // containerID is stable for one run of the container (mu held or not: reads only ints).

@@ -15,7 +15,9 @@ import (
 // makes / private in the child), and that helper bind-mounts every volume at its real
 // mountPath, then execs ARGV (same pid). A mountPath whose parent does not exist on the
 // machine gets a tmpfs over its deepest existing ancestor inside the namespace (never over
-// "/"), so nothing is created on the machine's filesystem. It also gets a UTS namespace
+// "/"), so nothing is created on the machine's filesystem; over /dev that tmpfs is a
+// private copy of the machine's /dev (mirrorTmpfs: the devices are still there), which is
+// how the termination message file gets to /dev/termination-log (termination.go). It also gets a UTS namespace
 // whose hostname is the pod's name (leader election identities differ per pod). Needs
 // CAP_SYS_ADMIN (root).
 type nsSpec struct {
@@ -94,7 +96,12 @@ func mountExecMain(args []string) {
 		if covered {
 			continue
 		}
-		if err := syscall.Mount("tmpfs", t, "tmpfs", 0, "mode=755"); err != nil {
+		if t == "/dev" {
+			// the machine's devices stay: a private copy of /dev (the termination file)
+			if err := mirrorTmpfs(t); err != nil {
+				fail("private /dev: %v", err)
+			}
+		} else if err := syscall.Mount("tmpfs", t, "tmpfs", 0, "mode=755"); err != nil {
 			fail("tmpfs on %s: %v", t, err)
 		}
 		done = append(done, t)
@@ -129,4 +136,61 @@ func mountExecMain(args []string) {
 	if err := syscall.Exec(argv[0], argv, os.Environ()); err != nil {
 		fail("exec %s: %v", argv[0], err)
 	}
+}
+
+// mirrorTmpfs puts a tmpfs over dir (in this mount namespace only) holding what dir held:
+// each entry bind-mounted from the original (a directory recursively, with what is
+// mounted below it, as /dev/pts and /dev/shm), a symbolic link copied. A file can then be
+// added to dir without touching the machine's dir. Entries gone meanwhile are skipped.
+func mirrorTmpfs(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	type entry struct {
+		name, link string
+		fd         int
+		isDir      bool
+	}
+	var keep []entry
+	defer func() {
+		for _, e := range keep {
+			if e.fd >= 0 {
+				syscall.Close(e.fd)
+			}
+		}
+	}()
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if e.Type()&os.ModeSymlink != 0 {
+			if l, err := os.Readlink(p); err == nil {
+				keep = append(keep, entry{name: e.Name(), link: l, fd: -1})
+			}
+			continue
+		}
+		if fd, err := syscall.Open(p, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0); err == nil {
+			keep = append(keep, entry{name: e.Name(), fd: fd, isDir: e.IsDir()})
+		}
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID, "mode=755"); err != nil {
+		return fmt.Errorf("tmpfs on %s: %v", dir, err)
+	}
+	for _, e := range keep {
+		p := filepath.Join(dir, e.name)
+		switch {
+		case e.link != "":
+			err = os.Symlink(e.link, p)
+		case e.isDir:
+			err = os.Mkdir(p, 0o755)
+		default:
+			err = os.WriteFile(p, nil, 0o644)
+		}
+		if err == nil && e.link == "" {
+			err = syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", e.fd), p, "", syscall.MS_BIND|syscall.MS_REC, "")
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %v", p, err)
+		}
+	}
+	return nil
 }

@@ -329,6 +329,10 @@ func (w *podWorker) mountsOf(spec *v1.Container) mountMap {
 		}
 		es = append(es, mountEntry{ctrPath: m.MountPath, hostPath: h})
 	}
+	if p := spec.TerminationMessagePath; p != "" {
+		// termination.go: the run's file stands for the path in arguments and env
+		es = append(es, mountEntry{ctrPath: p, hostPath: w.termPath(spec.Name)})
+	}
 	if r, err := lookupImage(spec.Image); err == nil {
 		for cp, hp := range r.imageDirs {
 			es = append(es, mountEntry{ctrPath: cp, hostPath: hp})
@@ -409,6 +413,12 @@ func (w *podWorker) buildCommand(pod *v1.Pod, c *container, rule *imageRule) ([]
 				h = filepath.Join(h, m.SubPath)
 			}
 			ns.Mounts = append(ns.Mounts, nsMount{Src: h, Dst: m.MountPath})
+		}
+		if p := c.spec.TerminationMessagePath; p != "" {
+			if why := termMountProblem(p); why != "" {
+				return nil, nil, "", nil, fmt.Errorf("%s", why)
+			}
+			ns.Mounts = append(ns.Mounts, nsMount{Src: c.termPath(), Dst: p})
 		}
 		return argv, env, "/", ns, nil
 	}
@@ -782,6 +792,7 @@ func (w *podWorker) buildStatus(pod *v1.Pod) v1.PodStatus {
 		allReady = len(notReady) == 0
 	}
 	st.ContainerStatuses = statuses
+	trimPodMessages(&st, len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
 
 	old := map[v1.PodConditionType]v1.PodCondition{}
 	for _, c := range pod.Status.Conditions {

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# End to end: backups by the operator (docs/backup.md "What the operator does"), on process
+# nodes: real redis-servers, each RedisBackup's Job (rdc-backup take in the operator's
+# image, its outcome read from the pod's termination message: the process runtime's
+# /dev/termination-log, tests/cluster/README.md "Termination messages"), the pinned
+# versitygw.
+#
+#   1. The S3 server (tests/cluster/s3.sh: versitygw on 127.0.0.1 and a free port; the
+#      pods' processes share the machine's network) and the credentials Secret.
+#   2. A Standalone RedisCluster "src" (size 1) with auth, 10,000 keys written.
+#   3. A RedisBackup "one" of src: phase Succeeded within 180 s, status key/size/sha256/
+#      sourcePod set, Event BackupSucceeded; the object is in the bucket (versitygw's file)
+#      with that size, and downloaded by rdc-backup restore (which checks the object's
+#      x-amz-meta-sha256 against status.sha256) its bytes hash to it (sha256sum).
+#   4. A new RedisCluster "dst" with spec.restore.from that object (and its sha256): every
+#      key back with its value.
+#   5. spec.backup on src (schedule "*/1 * * * *", keep 2, prefix sched/): within 270 s at
+#      least 3 of the schedule's RedisBackups were created and 3 Succeeded (their names
+#      collected while polling: retention deletes the older ones); then at most 2
+#      Succeeded remain (at least 1), none Failed, and 1 to 2 objects under sched/
+#      (rdc-backup list), status.backup.lastScheduleTime set.
+#      spec.backup removed again.
+#   6. A RedisBackup "nobucket" to a bucket that does not exist: phase Failed within 180 s
+#      with rdc-backup's line (NoSuchBucket) in status.message, a Warning Event
+#      BackupFailed on it.
+#   7. The operator's log: no error about RedisBackups, their Jobs or pods.
+# Everything this script starts (the operator, the S3 server) is stopped by its PID; the
+# namespace, with every RedisCluster, RedisBackup, Job and Secret in it, is deleted.
+#   tests/e2e/test_backup.sh      (RDC_CLUSTER_PROCESS_NODES=3 tests/cluster/cluster.sh up first)
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+skip_without_process_nodes
+KEYS=${BACKUP_E2E_KEYS:-10000}
+ns=rdc-e2e-backup-$$
+e2e_setup backup "$ns"
+cleanup_more() { "$TOP/tests/cluster/s3.sh" stop "$work/s3" >/dev/null 2>&1; }
+RB=redisbackups.cache.example.com
+jqs() { kubectl -n "$ns" get "$1" -o json 2>/dev/null | jq -r "$2"; } # jqs OBJECT FILTER
+pod_ip() { jqs "pod/$1" '.status.podIP // empty'; }
+running() { [ "$(jqs "rdc/$1" .status.phase)" = Running ]; }
+rb_phase() { jqs "$RB/$1" '.status.phase // empty'; }
+s3list() { # s3list PREFIX: rdc-backup list's lines
+    "$BIN/rdc-backup" list --prefix "$1" --endpoint "$S3_ENDPOINT" --bucket "$bucket" --region "$S3_REGION" \
+        --credentials-dir "$work/creds"
+}
+has_event() { # has_event OBJECT-NAME REASON
+    kubectl -n "$ns" get events --field-selector "involvedObject.kind=RedisBackup,involvedObject.name=$1,reason=$2" \
+        -o name 2>/dev/null | grep -q .
+}
+
+# ---- 1. The S3 server, the credentials ---------------------------------------------------------
+check "RedisBackup CRD established" \
+    wait_until 60 kubectl wait --for=condition=Established --timeout=10s crd/redisbackups.cache.example.com
+bucket=backups
+s3_start "$bucket"
+
+check "cluster.sh pin-namespace $ns" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns"
+wait_until 20 kubectl -n "$ns" get serviceaccount default
+kubectl -n "$ns" create secret generic s3-creds --from-file=access-key-id="$work/creds/access-key-id" \
+    --from-file=secret-access-key="$work/creds/secret-access-key" >/dev/null
+PW=bk-$(openssl rand -hex 8)
+kubectl -n "$ns" create secret generic pw --from-literal=password="$PW" >/dev/null
+sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
+check "operator ready" wait_until 60 curl -sf "http://127.0.0.1:$health/readyz"
+
+# ---- 2. The source cluster and its keys -----------------------------------------------------------
+rc_yaml src "$ns" <<YAML | kubectl apply -f - >/dev/null
+  size: 1
+  image: redis
+  version: "7.2"
+  mode: Standalone
+  auth: {secretRef: {name: pw}}
+YAML
+check "src Running" wait_until 240 running src
+src_ip=$(pod_ip src-0)
+kv_files "$KEYS"
+REDISCLI_AUTH="$PW" redis-cli -h "$src_ip" <"$work/set.txt" >/dev/null
+check "src holds the $KEYS keys" output_is "$KEYS" env REDISCLI_AUTH="$PW" redis-cli -h "$src_ip" dbsize
+
+# ---- 3. A RedisBackup ------------------------------------------------------------------------------
+rb_yaml() { # rb_yaml NAME BUCKET
+    cat <<YAML
+apiVersion: cache.example.com/v1
+kind: RedisBackup
+metadata: {name: $1, namespace: $ns}
+spec:
+  source: {cluster: src}
+  destination: {endpoint: "$S3_ENDPOINT", bucket: $2, prefix: one/, region: $S3_REGION}
+  credentialsSecret: {name: s3-creds}
+YAML
+}
+rb_yaml one "$bucket" | kubectl apply -f - >/dev/null
+check "RedisBackup one: Succeeded within 180 s" wait_output 180 Succeeded rb_phase one
+echo "# one: $(jqs "$RB/one" '.status | tostring')"
+key=$(jqs "$RB/one" '.status.key // empty')
+size=$(jqs "$RB/one" '.status.size // empty')
+sha=$(jqs "$RB/one" '.status.sha256 // empty')
+check "one: status.key is one/one.rdb" test "$key" = one/one.rdb
+check "one: status.size is set (> 0)" test "${size:-0}" -gt 0
+check "one: status.sha256 is 64 hex digits" sh -c "printf '%s' '$sha' | grep -qxE '[0-9a-f]{64}'"
+check "one: status.sourcePod is src-0" output_is src-0 jqs "$RB/one" .status.sourcePod
+check "one: its Job ran (label cache.example.com/backup=one)" \
+    output_is one jqs job/one '.metadata.labels["cache.example.com/backup"]'
+check "one: Event BackupSucceeded" wait_until 30 has_event one BackupSucceeded
+# (rdc-backup list shows only a schedule's <prefix>/<time>.rdb objects: versitygw's file here)
+check "the object $bucket/$key is in the bucket: $size bytes" output_is "$size" stat -c %s "$S3_DATA/$bucket/$key"
+mkdir -p "$work/dl"
+"$BIN/rdc-backup" restore --to "$work/dl/dump.rdb" --endpoint "$S3_ENDPOINT" --bucket "$bucket" --key "$key" \
+    --region "$S3_REGION" --credentials-dir "$work/creds" --expect-sha256 "$sha" >"$work/restore.json" 2>&1
+echo "# restore: $(cat "$work/restore.json")"
+check "rdc-backup restore --expect-sha256 status.sha256: restored" \
+    sh -c "jq -e '.result == \"restored\"' <'$work/restore.json'"
+check "the object downloaded: $size bytes" output_is "$size" stat -c %s "$work/dl/dump.rdb"
+check "the object downloaded: its sha256sum is status.sha256" \
+    output_is "$sha" sh -c "sha256sum '$work/dl/dump.rdb' | cut -d' ' -f1"
+
+# ---- 4. A new cluster restored from it ---------------------------------------------------------------
+rc_yaml dst "$ns" <<YAML | kubectl apply -f - >/dev/null
+  size: 1
+  image: redis
+  version: "7.2"
+  mode: Standalone
+  restore:
+    from:
+      endpoint: "$S3_ENDPOINT"
+      bucket: $bucket
+      key: $key
+      region: $S3_REGION
+      credentialsSecret: s3-creds
+      sha256: "$sha"
+YAML
+check "dst Running" wait_until 300 running dst
+dst_ip=$(pod_ip dst-0)
+check "dst: DBSIZE $KEYS" output_is "$KEYS" redis-cli -h "$dst_ip" dbsize
+redis-cli -h "$dst_ip" --raw <"$work/get.txt" >"$work/got.txt"
+check "dst: every key back with its value" cmp -s "$work/got.txt" "$work/want.txt"
+
+# ---- 5. The schedule ---------------------------------------------------------------------------------
+kubectl -n "$ns" patch rdc src --type=merge -p "$(jq -cn --arg e "$S3_ENDPOINT" --arg b "$bucket" --arg r "$S3_REGION" \
+    '{spec: {backup: {schedule: "*/1 * * * *", keep: 2, credentialsSecret: "s3-creds",
+                      destination: {endpoint: $e, bucket: $b, prefix: "sched/", region: $r}}}}')" >/dev/null
+: >"$work/sched-seen"
+: >"$work/sched-succeeded"
+sched_now() { # the schedule's RedisBackups now: "name phase" lines
+    kubectl -n "$ns" get "$RB" -l cache.example.com/schedule=src -o json 2>/dev/null |
+        jq -r '.items[] | "\(.metadata.name) \(.status.phase // "-")"'
+}
+sched_poll() { # collect names; true once 3 were created and 3 Succeeded
+    sched_now >"$work/sched-now" || return 1
+    awk '{print $1}' "$work/sched-now" >>"$work/sched-seen"
+    awk '$2 == "Succeeded" {print $1}' "$work/sched-now" >>"$work/sched-succeeded"
+    [ "$(sort -u "$work/sched-seen" | wc -l)" -ge 3 ] && [ "$(sort -u "$work/sched-succeeded" | wc -l)" -ge 3 ]
+}
+check "spec.backup: 3 scheduled RedisBackups created and Succeeded within 270 s" wait_until 270 sched_poll
+echo "# scheduled RedisBackups seen: $(sort -u "$work/sched-seen" | tr '\n' ' ')"
+echo "# of them Succeeded: $(sort -u "$work/sched-succeeded" | tr '\n' ' ')"
+names_ok() { ! sort -u "$work/sched-seen" | grep -vqxE 'src-[0-9]{12}'; }
+check "the schedule's RedisBackups are named src-<UTC yyyymmddhhmm>" names_ok
+succeeded_le_2() { local n; n=$(sched_now | awk '$2 == "Succeeded"' | wc -l) && [ "$n" -ge 1 ] && [ "$n" -le 2 ]; }
+objects_le_2() { local n; n=$(s3list sched | grep -c '"key"') && [ "$n" -ge 1 ] && [ "$n" -le 2 ]; }
+check "retention: 1 to 2 Succeeded schedule RedisBackups remain (within 90 s)" wait_until 90 succeeded_le_2
+check "retention: 1 to 2 objects under sched/ (rdc-backup list, within 90 s)" wait_until 90 objects_le_2
+none_failed() { sched_now >"$work/sched-now" && ! awk '$2 == "Failed"' "$work/sched-now" | grep -q .; }
+check "no schedule RedisBackup Failed" none_failed
+echo "# now: $(sched_now | tr '\n' ' '); objects: $(s3list sched 2>&1 | jq -r .key 2>/dev/null | tr '\n' ' ')"
+check "src: status.backup.lastScheduleTime set" \
+    sh -c "kubectl -n $ns get rdc src -o jsonpath='{.status.backup.lastScheduleTime}' | grep -q T"
+kubectl -n "$ns" patch rdc src --type=merge -p '{"spec":{"backup":null}}' >/dev/null
+check "spec.backup removed" output_is "" jqs rdc/src '.spec.backup // empty'
+
+# ---- 6. A backup that fails ----------------------------------------------------------------------------
+rb_yaml nobucket no-such-bucket-e2e | kubectl apply -f - >/dev/null
+check "RedisBackup nobucket: Failed within 180 s" wait_output 180 Failed rb_phase nobucket
+msg=$(jqs "$RB/nobucket" '.status.message // empty')
+echo "# nobucket: $msg"
+check "nobucket: status.message is rdc-backup's line (rdc-backup take: ... NoSuchBucket)" \
+    sh -c "printf '%s' \"\$1\" | grep -q '^rdc-backup take: .*NoSuchBucket'" _ "$msg"
+check "nobucket: Warning Event BackupFailed" wait_until 30 has_event nobucket BackupFailed
+
+# ---- 7. The operator's log --------------------------------------------------------------------------
+backup_errors() { # errors (a failed write, list or watch; a dropped Event) about backups, Jobs, their pods
+    grep -E '"level":"error"|"event dropped"|forbidden' "$work/operator.log" | grep -iE 'backup|/jobs|batch'
+}
+check "operator log: no error about RedisBackups, their Jobs or pods" sh -c "[ -z \"\$1\" ]" _ "$(backup_errors)"
+backup_errors | head -5 | sed 's/^/# /'
+summary

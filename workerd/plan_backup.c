@@ -1,0 +1,431 @@
+/* plan_backup: BACKUP. See plan_backup.h. */
+#include "plan_backup.h"
+
+#include "clock.h"
+#include "jsonx.h"
+#include "plan_build.h"
+#include "render.h"
+#include "schedule.h"
+#include "topology.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define NS_PER_S INT64_C(1000000000)
+#define RB_KIND "RedisBackup"
+
+/* ---- reading ------------------------------------------------------------------------- */
+
+/* The first object of arr whose metadata.labels[label] is value, or NULL. */
+static const json_object *by_label(const json_object *arr, const char *label, const char *value)
+{
+    for (size_t i = 0; i < jsonx_len(arr); i++) {
+        const json_object *o = json_object_array_get_idx(arr, i);
+        if (jsonx_str_is(JSONX_AT(o, "metadata", "labels"), label, value))
+            return o;
+    }
+    return NULL;
+}
+
+/* The first object of arr named name, or NULL. */
+static const json_object *by_name(const json_object *arr, const char *name)
+{
+    for (size_t i = 0; i < jsonx_len(arr); i++) {
+        const json_object *o = json_object_array_get_idx(arr, i);
+        if (jsonx_str_is(jsonx_get(o, "metadata"), "name", name))
+            return o;
+    }
+    return NULL;
+}
+
+/* 1 when conds (a status.conditions array) has type with status True. */
+static int cond_true(const json_object *conds, const char *type)
+{
+    const json_object *k = jsonx_find(conds, "type", type);
+    return k && jsonx_str_is(k, "status", "True");
+}
+
+/* 0 when phase is a final one. */
+static int unfinished(const char *phase)
+{
+    return !phase || (strcmp(phase, "Succeeded") && strcmp(phase, "Failed"));
+}
+
+/* The source pod (plan_backup.h, START): its name into *pod; its IP, or NULL. */
+static const char *pick_source(const json_object *pods, const char **pod)
+{
+    const json_object *best = NULL;
+    int best_rank = 0;
+    for (size_t i = 0; i < jsonx_len(pods); i++) {
+        const json_object *p = json_object_array_get_idx(pods, i);
+        const json_object *meta = jsonx_get(p, "metadata");
+        if (!JSONX_STR_AT(p, "status", "podIP") || !*JSONX_STR_AT(p, "status", "podIP") ||
+            jsonx_get(meta, "deletionTimestamp") || !cond_true(JSONX_AT(p, "status", "conditions"), "Ready"))
+            continue;
+        int rank = jsonx_str_is(jsonx_get(meta, "labels"), TOPO_ROLE_LABEL, "replica") ? 2 : 1;
+        if (rank > best_rank) {
+            best = p;
+            best_rank = rank;
+        }
+    }
+    *pod = best ? JSONX_STR_AT(best, "metadata", "name") : NULL;
+    return best ? JSONX_STR_AT(best, "status", "podIP") : NULL;
+}
+
+/* ---- writing ------------------------------------------------------------------------- */
+
+/* {apiVersion, kind RedisBackup, metadata {name, namespace[, uid]}}; NULL with *oom. */
+static json_object *rb_head(const json_object *rb, int with_uid, int *oom)
+{
+    json_object *o = jsonx_new_obj(oom), *m = jsonx_new_obj(oom);
+    jsonx_put(o, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
+    jsonx_put(o, "kind", jsonx_new_str(RB_KIND, oom), oom);
+    jsonx_put(m, "name", jsonx_new_str(JSONX_STR_AT(rb, "metadata", "name"), oom), oom);
+    jsonx_put(m, "namespace", jsonx_new_str(JSONX_STR_AT(rb, "metadata", "namespace"), oom), oom);
+    if (with_uid && JSONX_STR_AT(rb, "metadata", "uid"))
+        jsonx_put(m, "uid", jsonx_new_str(JSONX_STR_AT(rb, "metadata", "uid"), oom), oom);
+    jsonx_put(o, "metadata", m, oom);
+    return jsonx_done(o, *oom);
+}
+
+/* Plan the status write of rb (st taken) and an Event about rb of type/reason (NULL:
+ * none) saying message. */
+static void rb_status(const plan_ctx_t *c, const json_object *rb, json_object *st, const char *why,
+                      const char *type, const char *reason)
+{
+    plan_t *p = c->plan;
+    int *oom = plan_oom(p);
+    json_object *body = rb_head(rb, 0, oom);
+    jsonx_put(body, "status", st, oom);
+    const char *name = JSONX_STR_AT(rb, "metadata", "name");
+    int i = plan_add_action(p, PLAN_UPDATE_STATUS, RENDER_GROUP_VERSION, "redisbackups", c->ns, name,
+                            jsonx_done(body, *oom), why);
+    if (i < 0 || !reason)
+        return;
+    plan_add_event(p, type, reason, i, "RedisBackup %s/%s: %s", c->ns, name, why);
+    plan_event_about(p, rb_head(rb, 1, oom));
+}
+
+/* A status {phase, message[, sourcePod]} (the observed sourcePod kept). */
+static json_object *phase_status(const json_object *rb, const char *phase, const char *message, int *oom)
+{
+    json_object *st = jsonx_new_obj(oom);
+    jsonx_put(st, "phase", jsonx_new_str(phase, oom), oom);
+    jsonx_put(st, "message", jsonx_new_str(message, oom), oom);
+    const char *src = JSONX_STR_AT(rb, "status", "sourcePod");
+    if (src)
+        jsonx_put(st, "sourcePod", jsonx_new_str(src, oom), oom);
+    return st;
+}
+
+/* Phase Failed with message, and the Warning Event BackupFailed. */
+static void rb_failed(const plan_ctx_t *c, const json_object *rb, const char *message)
+{
+    char now[40];
+    int *oom = plan_oom(c->plan);
+    json_object *st = phase_status(rb, "Failed", message, oom);
+    const char *start = JSONX_STR_AT(rb, "status", "startTime");
+    if (start)
+        jsonx_put(st, "startTime", jsonx_new_str(start, oom), oom);
+    jsonx_put(st, "completionTime", jsonx_new_str(clock_format_rfc3339(c->now, 0, now, sizeof(now)), oom), oom);
+    rb_status(c, rb, st, message, "Warning", "BackupFailed");
+}
+
+/* ---- START --------------------------------------------------------------------------- */
+
+/* The object key of a one-off backup: <prefix>[/]<name>.rdb. */
+static void one_off_key(const char *prefix, const char *name, char *out, size_t len)
+{
+    size_t n = prefix ? strlen(prefix) : 0;
+    snprintf(out, len, "%s%s%s.rdb", n ? prefix : "", n && prefix[n - 1] != '/' ? "/" : "", name);
+}
+
+/* What the Job of rb takes (render.h), from its spec; 0, or -1 when the spec lacks a
+ * required field (*missing names it). key has room for the one-off key. */
+static int backup_of(const plan_ctx_t *c, const json_object *rb, render_backup_t *b, char *key, size_t len,
+                     const char **missing)
+{
+    const json_object *spec = jsonx_get(rb, "spec"), *dest = jsonx_get(spec, "destination");
+    memset(b, 0, sizeof(*b));
+    b->name = JSONX_STR_AT(rb, "metadata", "name");
+    b->ns = c->ns;
+    b->uid = JSONX_STR_AT(rb, "metadata", "uid");
+    b->endpoint = jsonx_str_set(dest, "endpoint");
+    b->bucket = jsonx_str_set(dest, "bucket");
+    b->region = jsonx_str_set(dest, "region");
+    b->prefix = jsonx_str_set(dest, "prefix");
+    b->credentials_secret = JSONX_STR_AT(spec, "credentialsSecret", "name");
+    b->ca_secret = JSONX_STR_AT(spec, "caSecret", "name");
+    b->keep = c->spec->backup.keep > 0 ? c->spec->backup.keep : RDC_SPEC_DEFAULT_BACKUP_KEEP;
+    int scheduled = jsonx_str_is(JSONX_AT(rb, "metadata", "labels"), RENDER_LABEL_SCHEDULE, c->name);
+    *missing = !b->uid                  ? "metadata.uid"
+               : !b->endpoint           ? "spec.destination.endpoint"
+               : !b->bucket             ? "spec.destination.bucket"
+               : !b->credentials_secret ? "spec.credentialsSecret.name"
+               : scheduled && !b->prefix ? "spec.destination.prefix"
+                                         : NULL;
+    if (*missing)
+        return -1;
+    if (!scheduled) {
+        one_off_key(b->prefix, b->name, key, len);
+        b->key = key;
+    }
+    return 0;
+}
+
+/* Pending: no pod to take it from (written when the status does not say so already). */
+static void rb_pending(const plan_ctx_t *c, const json_object *rb)
+{
+    static const char msg[] = "waiting for a Ready pod of the cluster to take the backup from";
+    plan_requeue_within(c->plan, PLAN_REQUEUE_NOT_READY_NS);
+    if (jsonx_str_is(jsonx_get(rb, "status"), "phase", "Pending") &&
+        jsonx_str_is(jsonx_get(rb, "status"), "message", msg))
+        return;
+    rb_status(c, rb, phase_status(rb, "Pending", msg, plan_oom(c->plan)), msg, NULL, NULL);
+}
+
+/* START of rb: its Job and status Running. */
+static void backup_start(const plan_ctx_t *c, const json_object *rb)
+{
+    plan_t *p = c->plan;
+    int *oom = plan_oom(p);
+    render_backup_t b;
+    char key[600], why[900], now[40];
+    const char *missing = NULL, *pod = NULL;
+    if (backup_of(c, rb, &b, key, sizeof(key), &missing)) {
+        snprintf(why, sizeof(why), "%s is missing", missing);
+        rb_failed(c, rb, why);
+        return;
+    }
+    if (!(b.ip = pick_source(c->more->members, &pod))) {
+        rb_pending(c, rb);
+        return;
+    }
+    snprintf(why, sizeof(why), "RedisBackup %s/%s has no Job: take it from pod %s (%s)", c->ns, b.name, pod, b.ip);
+    int i = plan_add_action(p, PLAN_CREATE, "batch/v1", "jobs", c->ns, b.name, render_backup_job(&c->in, &b), why);
+    if (i < 0)
+        return;
+    json_object *st = jsonx_new_obj(oom);
+    jsonx_put(st, "phase", jsonx_new_str("Running", oom), oom);
+    jsonx_put(st, "message", jsonx_new_str("", oom), oom);
+    jsonx_put(st, "sourcePod", jsonx_new_str(pod, oom), oom);
+    jsonx_put(st, "startTime", jsonx_new_str(clock_format_rfc3339(c->now, 0, now, sizeof(now)), oom), oom);
+    snprintf(why, sizeof(why), "started: Job %s takes the backup from pod %s", b.name, pod);
+    rb_status(c, rb, st, why, "Normal", "BackupStarted");
+}
+
+/* ---- FINISH -------------------------------------------------------------------------- */
+
+/* The terminated state of pod's first container that has one, or NULL. */
+static const json_object *terminated_of(const json_object *pod)
+{
+    const json_object *cs = JSONX_AT(pod, "status", "containerStatuses");
+    for (size_t i = 0; i < jsonx_len(cs); i++) {
+        const json_object *t = JSONX_AT(json_object_array_get_idx(cs, i), "state", "terminated");
+        if (jsonx_typed(t, json_type_object))
+            return t;
+    }
+    return NULL;
+}
+
+/* msg without its surrounding blanks, at most PLAN_BACKUP_MESSAGE_MAX bytes, into out. */
+static void trimmed(const char *msg, char *out, size_t len)
+{
+    while (*msg == ' ' || *msg == '\n' || *msg == '\r' || *msg == '\t')
+        msg++;
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == ' ' || msg[n - 1] == '\n' || msg[n - 1] == '\r' || msg[n - 1] == '\t'))
+        n--;
+    if (n >= len)
+        n = len - 1;
+    memcpy(out, msg, n);
+    out[n] = '\0';
+}
+
+/* The Succeeded status of the line o (result ok) for rb. */
+static json_object *succeeded_status(const json_object *rb, const json_object *o, int *oom)
+{
+    json_object *st = phase_status(rb, "Succeeded", "", oom);
+    static const char *const strs[] = {"key", "sha256", "startTime", "completionTime"};
+    static const char *const ints[] = {"size", "offset"};
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+        if (jsonx_str(o, strs[i]))
+            jsonx_put(st, strs[i], jsonx_new_str(jsonx_str(o, strs[i]), oom), oom);
+    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+        int64_t v;
+        if (jsonx_int(o, ints[i], &v) == 0)
+            jsonx_put(st, ints[i], jsonx_new_int(v, oom), oom);
+    }
+    return st;
+}
+
+/* FINISH from the terminated container t: Succeeded only on exit 0 and a JSON line that
+ * says "result":"ok"; else Failed with the message. */
+static void finish_from(const plan_ctx_t *c, const json_object *rb, const json_object *t)
+{
+    char msg[PLAN_BACKUP_MESSAGE_MAX + 1], why[PLAN_BACKUP_MESSAGE_MAX + 200];
+    trimmed(jsonx_str(t, "message") ? jsonx_str(t, "message") : "", msg, sizeof(msg));
+    json_object *o = NULL;
+    char err[128];
+    int ok = jsonx_int_is(t, "exitCode", 0) && *msg && !strchr(msg, '\n') &&
+             jsonx_parse_strict(msg, strlen(msg), 16, &o, err, sizeof(err)) == 0 && jsonx_str_is(o, "result", "ok");
+    if (ok) {
+        snprintf(why, sizeof(why), "succeeded: %s, %lld bytes", jsonx_str(o, "key") ? jsonx_str(o, "key") : "?",
+                 (long long)jsonx_int_or(o, "size", 0));
+        rb_status(c, rb, succeeded_status(rb, o, plan_oom(c->plan)), why, "Normal", "BackupSucceeded");
+    } else {
+        snprintf(why, sizeof(why), "%s",
+                 *msg ? msg : "the backup's container ended without a message (exit code not 0 or no result)");
+        rb_failed(c, rb, why);
+    }
+    json_object_put(o);
+}
+
+/* FINISH of rb, whose Job is job: from its pod's termination message, or the Job's
+ * Failed condition when no pod says anything; nothing while it runs. */
+static void backup_finish(const plan_ctx_t *c, const json_object *rb, const json_object *job)
+{
+    const char *name = JSONX_STR_AT(rb, "metadata", "name");
+    const json_object *pod = by_label(c->more->backup_pods, RENDER_LABEL_BACKUP, name);
+    const char *phase = JSONX_STR_AT(pod, "status", "phase");
+    const json_object *t = terminated_of(pod);
+    if (t && phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) {
+        finish_from(c, rb, t);
+        return;
+    }
+    const json_object *k = jsonx_find(JSONX_AT(job, "status", "conditions"), "type", "Failed");
+    if (!k || !jsonx_str_is(k, "status", "True") || (t && jsonx_str_set(t, "message")))
+        return;
+    char why[PLAN_BACKUP_MESSAGE_MAX + 200];
+    snprintf(why, sizeof(why), "Job %s failed: %s: %s", name, jsonx_str(k, "reason") ? jsonx_str(k, "reason") : "",
+             jsonx_str(k, "message") ? jsonx_str(k, "message") : "");
+    rb_failed(c, rb, why);
+}
+
+/* ---- SCHEDULE ------------------------------------------------------------------------ */
+
+/* Unix seconds of the RFC 3339 time s, or 0 when s is not one. */
+static int64_t seconds_of(const char *s)
+{
+    int64_t ns;
+    return s && clock_parse_rfc3339(s, &ns) == 0 ? ns / NS_PER_S : 0;
+}
+
+/* The schedule's RedisBackup named name for the cluster: its spec from spec.backup. */
+static json_object *scheduled_backup(const plan_ctx_t *c, const char *name, int *oom)
+{
+    const rdc_spec_t *s = c->spec;
+    json_object *o = jsonx_new_obj(oom), *m = jsonx_new_obj(oom), *l = jsonx_new_obj(oom);
+    json_object *spec = jsonx_new_obj(oom);
+    json_object *src = jsonx_new_obj(oom), *dest = jsonx_new_obj(oom), *cred = jsonx_new_obj(oom);
+    jsonx_put(o, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
+    jsonx_put(o, "kind", jsonx_new_str(RB_KIND, oom), oom);
+    jsonx_put(m, "name", jsonx_new_str(name, oom), oom);
+    jsonx_put(m, "namespace", jsonx_new_str(c->ns, oom), oom);
+    jsonx_put(l, RENDER_LABEL_MANAGED_BY, jsonx_new_str(RENDER_FIELD_MANAGER, oom), oom);
+    jsonx_put(l, RENDER_LABEL_BACKUP_CLUSTER, jsonx_new_str(c->name, oom), oom);
+    jsonx_put(l, RENDER_LABEL_SCHEDULE, jsonx_new_str(c->name, oom), oom);
+    jsonx_put(m, "labels", l, oom);
+    jsonx_put(m, "ownerReferences", render_controller_refs(RENDER_KIND, c->name, c->uid, oom), oom);
+    jsonx_put(o, "metadata", m, oom);
+    jsonx_put(src, "cluster", jsonx_new_str(c->name, oom), oom);
+    jsonx_put(spec, "source", src, oom);
+    jsonx_put(dest, "endpoint", jsonx_new_str(s->backup.endpoint, oom), oom);
+    jsonx_put(dest, "bucket", jsonx_new_str(s->backup.bucket, oom), oom);
+    jsonx_put(dest, "prefix", jsonx_new_str(s->backup.prefix, oom), oom);
+    if (s->backup.region)
+        jsonx_put(dest, "region", jsonx_new_str(s->backup.region, oom), oom);
+    jsonx_put(spec, "destination", dest, oom);
+    jsonx_put(cred, "name", jsonx_new_str(s->backup.credentials_secret, oom), oom);
+    jsonx_put(spec, "credentialsSecret", cred, oom);
+    if (s->backup.ca_secret) {
+        json_object *ca = jsonx_new_obj(oom);
+        jsonx_put(ca, "name", jsonx_new_str(s->backup.ca_secret, oom), oom);
+        jsonx_put(spec, "caSecret", ca, oom);
+    }
+    jsonx_put(o, "spec", spec, oom);
+    return jsonx_done(o, *oom);
+}
+
+int plan_backup_schedule(const plan_ctx_t *c, char *last, size_t len)
+{
+    const char *was = JSONX_STR_AT(c->rc, "status", "backup", "lastScheduleTime");
+    snprintf(last, len, "%s", was ? was : "");
+    if (!c->spec->backup.schedule || !c->uid || !c->spec->backup.endpoint)
+        return 0;
+    int64_t now = c->now / NS_PER_S, scheduled = 0, next = -1;
+    int64_t created = seconds_of(JSONX_STR_AT(c->rc, "metadata", "creationTimestamp"));
+    int due = cron_due(&c->spec->backup.cron, seconds_of(was), created ? created : now, now, &scheduled, &next);
+    if (next > now)
+        plan_requeue_within(c->plan, (next - now) * NS_PER_S);
+    if (!due)
+        return 0;
+    char name[80], stamp[16], why[200];
+    struct tm tm;
+    time_t t = (time_t)scheduled;
+    gmtime_r(&t, &tm);
+    strftime(stamp, sizeof(stamp), "%Y%m%d%H%M", &tm);
+    snprintf(name, sizeof(name), "%.50s-%s", c->name, stamp);
+    clock_format_rfc3339(scheduled * NS_PER_S, 0, last, len);
+    if (by_name(c->more ? c->more->backups : NULL, name) || plan_room(c->plan) < 2)
+        return 0;
+    snprintf(why, sizeof(why), "spec.backup.schedule \"%s\" fired at %s: RedisBackup %s", c->spec->backup.schedule,
+             last, name);
+    int i = plan_add_action(c->plan, PLAN_CREATE, RENDER_GROUP_VERSION, "redisbackups", c->ns, name,
+                            scheduled_backup(c, name, plan_oom(c->plan)), why);
+    if (i >= 0)
+        plan_add_event(c->plan, "Normal", "BackupScheduled", i, "%s", why);
+    return *plan_oom(c->plan) ? -1 : 0;
+}
+
+/* ---- RETENTION and the steps --------------------------------------------------------- */
+
+/* RETENTION of the schedule's RedisBackups. */
+static void backup_retention(const plan_ctx_t *c)
+{
+    const json_object *all = c->more->backups;
+    backup_ref_t refs[PLAN_BACKUP_MAX];
+    const json_object *objs[PLAN_BACKUP_MAX];
+    size_t n = 0, del[PLAN_BACKUP_MAX];
+    for (size_t i = 0; i < jsonx_len(all) && n < PLAN_BACKUP_MAX; i++) {
+        const json_object *rb = json_object_array_get_idx(all, i), *meta = jsonx_get(rb, "metadata");
+        const char *phase = JSONX_STR_AT(rb, "status", "phase");
+        if (!jsonx_str_is(jsonx_get(meta, "labels"), RENDER_LABEL_SCHEDULE, c->name) ||
+            jsonx_get(meta, "deletionTimestamp") || !jsonx_str_set(meta, "name"))
+            continue;
+        refs[n] = (backup_ref_t){jsonx_str(meta, "name"), seconds_of(jsonx_str(meta, "creationTimestamp")),
+                                 unfinished(phase)              ? BACKUP_RUNNING
+                                 : !strcmp(phase, "Succeeded") ? BACKUP_SUCCEEDED
+                                                               : BACKUP_FAILED};
+        objs[n++] = rb;
+    }
+    size_t k = retention_pick(refs, n, c->spec->backup.keep, PLAN_BACKUP_KEEP_FAILED, del);
+    for (size_t i = 0; i < k && plan_room(c->plan) > 1; i++) {
+        char why[300];
+        snprintf(why, sizeof(why), "retention of spec.backup.schedule (keep %d): RedisBackup %s is older",
+                 c->spec->backup.keep, refs[del[i]].name);
+        plan_add_action(c->plan, PLAN_DELETE, RENDER_GROUP_VERSION, "redisbackups", c->ns, refs[del[i]].name,
+                        plan_delete_options(JSONX_STR_AT(objs[del[i]], "metadata", "uid"), NULL, plan_oom(c->plan)),
+                        why);
+    }
+}
+
+int plan_backups(const plan_ctx_t *c)
+{
+    const json_object *all = c->more ? c->more->backups : NULL;
+    for (size_t i = 0; i < jsonx_len(all) && plan_room(c->plan) > 3; i++) {
+        const json_object *rb = json_object_array_get_idx(all, i);
+        const char *name = JSONX_STR_AT(rb, "metadata", "name"), *phase = JSONX_STR_AT(rb, "status", "phase");
+        if (!name || JSONX_AT(rb, "metadata", "deletionTimestamp") || !unfinished(phase))
+            continue;
+        const json_object *job = by_label(c->more->jobs, RENDER_LABEL_BACKUP, name);
+        if (job)
+            backup_finish(c, rb, job);
+        else if (!phase || strcmp(phase, "Running"))
+            backup_start(c, rb);
+    }
+    if (all && c->spec->backup.schedule)
+        backup_retention(c);
+    return *plan_oom(c->plan) ? -1 : 0;
+}
