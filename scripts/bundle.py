@@ -15,7 +15,7 @@ cannot drift:
   - spec.customresourcedefinitions.owned: every served version of crds/' two CRDs, with
     the descriptors of the base and the kinds the operator creates (ConfigMap, Service,
     StatefulSet for a RedisCluster; Job for a RedisBackup);
-  - alm-examples from deploy/samples/rediscluster.yaml, containerImage, the icon.
+  - alm-examples from deploy/samples/rediscluster.yaml and redisbackup.yaml, containerImage, the icon.
 The other objects OLM installs from a bundle go to bundle/manifests as files: the CRD, the
 metrics Service, the metrics-reader ClusterRole (bound by users to their Prometheus) and
 the PodDisruptionBudget. The namespace, the webhook Service and configurations and the
@@ -214,6 +214,10 @@ def generate(deploy, img, out):
                 e = copy.deepcopy(s)
                 e["apiVersion"] = "%s/%s" % (crd["spec"]["group"], v["name"])
                 examples.append(e)
+    # RedisBackup is served as v1 only.
+    for s in load_all(os.path.join(deploy, "samples", "redisbackup.yaml")):
+        s["metadata"].pop("namespace", None)
+        examples.append(s)
     ann["alm-examples"] = json.dumps(examples, indent=2)
     ann["containerImage"] = img
     ann["operators.operatorframework.io/suggested-namespace"] = dep["metadata"]["namespace"]
