@@ -170,9 +170,9 @@ check "it selects the cluster's pods, Ingress only" \
     same "$(jqs networkpolicy/d2 '[.spec.podSelector.matchLabels["app.kubernetes.io/instance"], (.spec.policyTypes | join("+"))] | join(",")')" "d2,Ingress"
 check "port 6379/TCP only (no Cluster mode, no plain-text port)" \
     same "$(jqs networkpolicy/d2 '[.spec.ingress[] | .ports[] | "\(.port)/\(.protocol)"] | join(",")')" "6379/TCP"
-check "from: the cluster's pods, the operator's pods (its namespace), the user's selectors" \
-    same "$(jqs networkpolicy/d2 '.spec.ingress[0].from | [.[0].podSelector.matchLabels["app.kubernetes.io/instance"], .[1].podSelector.matchLabels["app.kubernetes.io/name"], (.[1].namespaceSelector.matchLabels["kubernetes.io/metadata.name"] | length > 0 | tostring), .[2].namespaceSelector.matchLabels.team, .[2].podSelector.matchLabels.app] | join(",")')" \
-    "d2,rediscluster-operator,true,web,web"
+check "from: the cluster's pods, the operator's pods (its namespace), its backup Jobs' pods, the user's selectors" \
+    same "$(jqs networkpolicy/d2 '.spec.ingress[0].from | [.[0].podSelector.matchLabels["app.kubernetes.io/instance"], .[1].podSelector.matchLabels["app.kubernetes.io/name"], (.[1].namespaceSelector.matchLabels["kubernetes.io/metadata.name"] | length > 0 | tostring), .[2].podSelector.matchLabels["cache.example.com/backup-cluster"], (.[2].namespaceSelector == null | tostring), .[3].namespaceSelector.matchLabels.team, .[3].podSelector.matchLabels.app, (length | tostring)] | join(",")')" \
+    "d2,rediscluster-operator,true,d2,true,web,web,4"
 kubectl -n "$ns" patch networkpolicy d2 --type=json -p '[{"op":"replace","path":"/spec/ingress/0/ports","value":[{"port":1,"protocol":"TCP"}]}]' >/dev/null
 check "a port changed by hand is put back within 20 s" \
     wait_output 20 6379 jqs networkpolicy/d2 '[.spec.ingress[0].ports[].port | tostring] | join(",")'
