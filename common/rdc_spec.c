@@ -736,6 +736,9 @@ typedef struct {
 #define S3_BUCKET_RULE "must be an S3 bucket name: 3 to 63 of a-z, 0-9, '.' and '-', a letter or digit at both ends"
 #define S3_REGION_RULE "must be 1 to " STR(RDC_SPEC_RESTORE_REGION_MAX) " of a-z, 0-9 and '-'"
 #define SECRET_NAME_RULE "must be the name of a Secret: a DNS subdomain"
+#define RESTORE_BACKUP_RULE                                                                                        \
+    "must be the name of a RedisBackup in this namespace: a DNS subdomain of lower case alphanumerics, '-' and "   \
+    "'.', at most 253 characters"
 #define RESTORE_AT(m) offsetof(rdc_spec_t, restore.m)
 static const restore_field_t restore_fields[] = {
     {"endpoint", 1, is_s3_endpoint, S3_ENDPOINT_RULE,
@@ -759,7 +762,7 @@ static void check_fields(rdc_field_errors_t *e, const json_object *obj, const ch
 {
     for (size_t i = 0; i < n; i++) {
         const restore_field_t *f = &fields[i];
-        char field[64];
+        char field[160];
         snprintf(field, sizeof(field), "%s.%s", path, f->key);
         size_t had = PROBLEMS(e);
         const char *v = checked_string(e, obj, f->key, field, f->ok, f->detail);
@@ -770,8 +773,51 @@ static void check_fields(rdc_field_errors_t *e, const json_object *obj, const ch
     }
 }
 
-/* spec.restore (after spec.mode: refused in Cluster mode). out->restore.endpoint stays
- * NULL unless every field passed. */
+#define N_RESTORE_FIELDS (sizeof(restore_fields) / sizeof(restore_fields[0]))
+
+/* 1 when from (spec.restore.from) sets any field of the bucket/key form. */
+static int names_an_object(const json_object *from)
+{
+    for (size_t i = 0; i < N_RESTORE_FIELDS; i++)
+        if (jsonx_get(from, restore_fields[i].key))
+            return 1;
+    return 0;
+}
+
+size_t rdc_spec_parse_restore_source(const json_object *src, const char *path, rdc_spec_t *out,
+                                     rdc_field_errors_t *errs)
+{
+    size_t before = PROBLEMS(errs);
+    if (!jsonx_typed(src, json_type_object)) {
+        field_error(errs, src ? RDC_FIELD_INVALID : RDC_FIELD_REQUIRED, path, src, src ? "must be an object" : NULL);
+        return PROBLEMS(errs) - before;
+    }
+    rdc_spec_t got = *out;
+    got.restore.endpoint = got.restore.bucket = got.restore.key = NULL;
+    got.restore.credentials_secret = got.restore.ca_secret = got.restore.sha256 = NULL;
+    got.restore.region = RDC_SPEC_DEFAULT_RESTORE_REGION;
+    check_fields(errs, src, path, restore_fields, N_RESTORE_FIELDS, &got);
+    if (PROBLEMS(errs) == before)
+        out->restore = got.restore;
+    return PROBLEMS(errs) - before;
+}
+
+/* spec.restore.from.backup: the RedisBackup's name, a DNS subdomain (Required when ""). */
+static void check_restore_backup(rdc_field_errors_t *e, const json_object *from, rdc_spec_t *out)
+{
+    size_t had = PROBLEMS(e);
+    const char *b = checked_string(e, from, "backup", "spec.restore.from.backup", rdc_spec_is_dns1123_subdomain,
+                                   RESTORE_BACKUP_RULE);
+    if (!b && PROBLEMS(e) == had)
+        field_error(e, RDC_FIELD_REQUIRED, "spec.restore.from.backup", NULL, NULL);
+    if (b && out->mode != RDC_MODE_CLUSTER)
+        out->restore.backup = b;
+}
+
+/* spec.restore (after spec.mode: refused in Cluster mode): from names a RedisBackup
+ * (backup) or an object (the bucket/key form), exactly one of the two (RDC_SPEC_RESTORE_BOTH,
+ * RDC_SPEC_RESTORE_NEITHER: the CRD's CEL rules say the same words). out->restore.endpoint
+ * and out->restore.backup stay NULL unless every field passed. */
 static void check_restore(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     const json_object *r = optional_object(e, spec, "restore", "spec.restore");
@@ -785,10 +831,22 @@ static void check_restore(rdc_field_errors_t *e, const json_object *spec, rdc_sp
         field_error(e, RDC_FIELD_REQUIRED, "spec.restore.from", NULL, NULL);
     if (!from)
         return;
+    int backup = jsonx_get(from, "backup") != NULL, object = names_an_object(from);
+    if (backup && object) {
+        field_error(e, RDC_FIELD_FORBIDDEN, "spec.restore.from", NULL, "%s", RDC_SPEC_RESTORE_BOTH);
+        return;
+    }
+    if (!backup && !object) {
+        field_error(e, RDC_FIELD_REQUIRED, "spec.restore.from", NULL, "%s", RDC_SPEC_RESTORE_NEITHER);
+        return;
+    }
+    if (backup) {
+        check_restore_backup(e, from, out);
+        return;
+    }
     size_t before = PROBLEMS(e);
     rdc_spec_t got = *out;
-    check_fields(e, from, "spec.restore.from", restore_fields, sizeof(restore_fields) / sizeof(restore_fields[0]),
-                 &got);
+    check_fields(e, from, "spec.restore.from", restore_fields, N_RESTORE_FIELDS, &got);
     if (PROBLEMS(e) == before && out->mode != RDC_MODE_CLUSTER)
         out->restore = got.restore;
 }
@@ -1645,8 +1703,9 @@ static void check_day2_knobs(rdc_field_errors_t *e, const json_object *spec, rdc
                                                   "restore-ca", NULL};
     static const char *const containers_plain[] = {"redis", NULL};
     static const char *const containers_restore[] = {"redis", "restore", NULL};
-    const char *const *our_volumes = out->restore.endpoint ? volumes_restore : volumes_plain;
-    const char *const *our_containers = out->restore.endpoint ? containers_restore : containers_plain;
+    int restores = out->restore.endpoint || out->restore.backup;
+    const char *const *our_volumes = restores ? volumes_restore : volumes_plain;
+    const char *const *our_containers = restores ? containers_restore : containers_plain;
     check_service(e, spec, out);
     int p = check_enum(e, spec, "imagePullPolicy", "spec.imagePullPolicy", policies,
                        "\"Always\", \"IfNotPresent\", \"Never\"");

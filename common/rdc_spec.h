@@ -51,10 +51,16 @@
  *                          and less than spec.size; minReplicasMaxLag 1..3600
  *
  *   spec.restore          restore at creation (docs/backup.md "Restore at creation"): from
- *                          (required) {endpoint (required) http(s)://host[:port]; bucket
- *                          (required) an S3 bucket name; key (required) 1..1024 bytes, no
- *                          control byte; region [a-z0-9-]{1,64}; credentialsSecret (required)
- *                          and caSecret Secret names; sha256 64 lower-case hex digits}.
+ *                          (required) names a RedisBackup or an object, exactly one of the
+ *                          two (both: "spec.restore.from: Forbidden: " RDC_SPEC_RESTORE_BOTH;
+ *                          neither: "spec.restore.from: Required value: "
+ *                          RDC_SPEC_RESTORE_NEITHER; the CRD's CEL rules say the same):
+ *                          {backup: a RedisBackup of this namespace, a DNS subdomain (docs/
+ *                          backup.md "Restore from a RedisBackup")} or {endpoint (required)
+ *                          http(s)://host[:port]; bucket (required) an S3 bucket name; key
+ *                          (required) 1..1024 bytes, no control byte; region [a-z0-9-]{1,64};
+ *                          credentialsSecret (required) and caSecret Secret names; sha256 64
+ *                          lower-case hex digits} (the bucket/key form).
  *                          Forbidden in Cluster mode ("not supported in Cluster mode yet");
  *                          immutable, also from unset to set (rdc_spec_validate_update)
  *   spec.backup           scheduled backups (docs/backup.md "What the operator does"):
@@ -104,7 +110,7 @@
  *                          (REDIS_PASSWORD, REDISCLI_AUTH, POD_IP, REDIS_TLS_DIR: Forbidden)
  *   spec.volumes           at most RDC_SPEC_VOLUMES_MAX objects, each a DNS-1123 label name,
  *                          unique, never the operator's (data, config, tls, acl, and with
- *                          spec.restore restore-credentials, restore-ca: Forbidden)
+ *                          spec.restore (either form) restore-credentials, restore-ca: Forbidden)
  *   spec.volumeMounts      at most RDC_SPEC_VOLUMES_MAX {name (a volume of spec.volumes),
  *                          mountPath (absolute, not /data, /etc/redis or the TLS and ACL
  *                          directories, nor under them)}
@@ -192,6 +198,12 @@
 #define RDC_SPEC_RESTORE_ENDPOINT_MAX 256
 #define RDC_SPEC_RESTORE_KEY_MAX 1024
 #define RDC_SPEC_RESTORE_REGION_MAX 64
+/* spec.restore.from names both forms, or neither (the details of the Forbidden and the
+ * Required error; the CRD's CEL rules carry the same messages). */
+#define RDC_SPEC_RESTORE_BOTH                                                                                       \
+    "must name either a RedisBackup (backup) or an object (endpoint, bucket, key, credentialsSecret), not both"
+#define RDC_SPEC_RESTORE_NEITHER                                                                                    \
+    "must name a RedisBackup (backup) or an object (endpoint, bucket, key, credentialsSecret)"
 /* spec.backup */
 #define RDC_SPEC_BACKUP_SCHEDULE_MAX 128
 #define RDC_SPEC_BACKUP_PREFIX_MAX 900
@@ -402,9 +414,12 @@ typedef struct {
         const char *service_account_name;           /* NULL: unset */
         const json_object *env, *volumes, *volume_mounts, *init_containers, *containers; /* arrays */
     } extras;
-    /* spec.restore.from (docs/backup.md "Restore at creation"); endpoint NULL: no restore.
-     * Borrowed; region defaults to RDC_SPEC_DEFAULT_RESTORE_REGION. */
+    /* spec.restore.from (docs/backup.md "Restore at creation"); endpoint and backup NULL: no
+     * restore. Borrowed; region defaults to RDC_SPEC_DEFAULT_RESTORE_REGION. With backup
+     * (the RedisBackup form) the object's fields stay NULL until workerd's plan resolves the
+     * RedisBackup into them (plan_restore.h, rdc_spec_parse_restore_source). */
     struct {
+        const char *backup;                         /* spec.restore.from.backup, NULL: none */
         const char *endpoint, *bucket, *key, *region;
         const char *credentials_secret;             /* keys access-key-id, secret-access-key */
         const char *ca_secret;                      /* ca.crt; NULL: the system's CAs */
@@ -432,6 +447,15 @@ typedef struct {
  * only when it is 0 (else it holds the defaults and the fields that passed their own
  * rules). rc must outlive *out. Pure: rc is only read. */
 size_t rdc_spec_parse(const json_object *rc, rdc_spec_t *out, rdc_field_errors_t *errs);
+
+/* A restore source src: an object of spec.restore.from's bucket/key form (endpoint,
+ * bucket, key, region, credentialsSecret, caSecret, sha256; other members ignored),
+ * checked against that form's rules with every problem recorded in errs under path
+ * ("status.restore.source": "status.restore.source.key: Required value"). When there is
+ * none, out->restore takes its values (borrowed from src; region defaulted; backup kept
+ * as it was); else out is unchanged. Returns the number of problems recorded. Pure. */
+size_t rdc_spec_parse_restore_source(const json_object *src, const char *path, rdc_spec_t *out,
+                                     rdc_field_errors_t *errs);
 
 /* The spec of a spec that sets nothing: the DEFAULTS, size 0, no image. */
 void rdc_spec_defaults(rdc_spec_t *out);

@@ -60,6 +60,7 @@ static const char *const CONVERSION_V1_ONLY[][PATH_PARTS] = {
     {"status", "switchoverFrom", NULL},
     {"status", "lastRedisCommandTime", NULL},
     {"status", "backup", NULL},
+    {"status", "restore", NULL}, /* issue 36: spec.restore.from.backup's recorded source */
 };
 #define N_V1_ONLY (sizeof(CONVERSION_V1_ONLY) / sizeof(CONVERSION_V1_ONLY[0]))
 

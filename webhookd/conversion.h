@@ -17,7 +17,8 @@
  * config.extra), spec.cluster, spec.tls, spec.acl, status.primary, status.nodes,
  * status.cluster, and the day-2 fields of issue 34 (spec.service, imagePullPolicy,
  * serviceAccountName, env, volumes, volumeMounts, initContainers, containers,
- * networkPolicy). A new v1 field is one more line there and
+ * networkPolicy), and issue 36's spec.restore, spec.backup, status.backup and
+ * status.restore. A new v1 field is one more line there and
  * in the CRD.
  * Everything else (metadata, the shared spec and status fields, fields unknown to both)
  * is carried through untouched, value for value.

@@ -21,6 +21,7 @@
 #include "plan_internal.h"
 #include "plan_observe.h"
 #include "plan_replication.h"
+#include "plan_restore.h"
 #include "plan_runtime.h"
 #include "plan_scale.h"
 #include "plan_status.h"
@@ -181,6 +182,7 @@ typedef struct {
     plan_diag_t diag;
     plan_tls_found_t tls;
     plan_volume_t volume;
+    plan_restore_t restore; /* RESTORE FROM A REDISBACKUP, before the children */
     int rotating;      /* AUTH: a password rotation is in this plan */
     char last_schedule[40]; /* BACKUP: status.backup.lastScheduleTime ("" none) */
 } found_t;
@@ -191,6 +193,11 @@ typedef struct {
 static int plan_valid(plan_ctx_t *c, const plan_children_t *kids, found_t *x)
 {
     int rotating = 0;
+    /* RESTORE FROM A REDISBACKUP: the source the pods restore from, or the StatefulSet held */
+    if (plan_restore(c, &x->spec, &x->restore))
+        return -1;
+    c->restore = &x->restore;
+    x->f.restore = &x->restore;
     /* CLUSTER: decided first, the children keep its layout (a shard or pods leaving) */
     if (c->spec->mode == RDC_MODE_CLUSTER) {
         if (plan_cluster_decide(c, &x->cluster))
@@ -272,8 +279,11 @@ static void plan_reads(const plan_ctx_t *c, const found_t *x, const json_object 
     if (!x->kids.sts_created && !not_running)
         cls = NULL;
     plan_set_reads(p, wants, cls, jsonx_str_set(plan_status(p), "selector"));
-    /* An object in the way is not watched (it has not our labels): look again. */
-    if (x->kids.owner_conflict || (phase && strcmp(phase, "Running") && strcmp(phase, "Failed")))
+    /* An object in the way is not watched (it has not our labels): look again. A restore
+     * that waits for its RedisBackup has its own pace (plan_restore.h, BACKOFF). */
+    if (x->restore.hold && !x->kids.owner_conflict)
+        plan_requeue_within(p, x->restore.requeue_ns);
+    else if (x->kids.owner_conflict || (phase && strcmp(phase, "Running") && strcmp(phase, "Failed")))
         plan_requeue_within(p, PLAN_REQUEUE_NOT_READY_NS);
 }
 
@@ -308,6 +318,7 @@ static void plan_live(plan_t *p, const json_object *rc, const plan_children_t *k
     else
         *plan_oom(p) = 1;
     buf_free(&invalid);
+    plan_restore_free(&x.restore);
     plan_cluster_free(&x.cluster);
     plan_diag_free(&x.diag);
     plan_degraded_free(&degraded);

@@ -357,6 +357,18 @@
  * StatefulSet is not ours, and nothing at all when no run-time directive is set: a
  * healthy resync sends no command and writes nothing.
  *
+ * RESTORE FROM A REDISBACKUP (spec.restore.from.backup; plan_restore.h, docs/backup.md
+ * "Restore from a RedisBackup"): decided before the children. The restore's source is
+ * status.restore.source once recorded (the pods are rendered from it as from the
+ * bucket/key form, written with every status, nothing read); until then the StatefulSet
+ * and its PodDisruptionBudget are held (neither created nor changed), the plan asks for
+ * the RedisBackup (plan_restore_backup_to_read) and, from the answer, says why it waits:
+ * Ready False RestorePending (not read, unreadable, Pending, Running) or RestoreFailed
+ * (absent, Failed, no object to restore: also Degraded, with its Warning Event), the
+ * message naming the RedisBackup and its phase; a Succeeded one's object is recorded by
+ * this plan's status write (never held) and the next plan creates the StatefulSet from
+ * the record. The requeue: 5 s while it runs, else a backoff of 5 s to 2 min.
+ *
  * VOLUME EXPANSION (plan_volume.h; docs/knobs.md "Growing the volumes"): spec.storage.size
  * above the observed StatefulSet's claim template "data", its class unchanged (shrinking
  * is refused by the CRD and the webhook): the apply keeps the observed templates and no
@@ -407,13 +419,14 @@
  *   and its ready count is the progress, without a Scaling per pod in between.
  *   Conditions (type: status reason):
  *     Ready:       True AllReplicasReady | False Creating ("k/n replicas ready"), ReplicasNotReady, InvalidSpec,
- *                  InvalidObject, or a diagnosed cause (message "2/3 replicas ready", then
- *                  ": " and the cause; or the spec problems)
- *     Progressing: True Creating, Scaling, ScalingIn, VolumeResizing, RollingUpdate | False Stable, InvalidSpec,
- *                  InvalidObject
+ *                  InvalidObject, RestorePending, RestoreFailed (RESTORE FROM A REDISBACKUP), or a
+ *                  diagnosed cause (message "2/3 replicas ready", then ": " and the cause; or the
+ *                  spec problems)
+ *     Progressing: True Creating, Scaling, ScalingIn, VolumeResizing, RollingUpdate, RestorePending |
+ *                  False Stable, InvalidSpec, InvalidObject, RestoreFailed
  *     Degraded:    True ImmutableFieldChanged, OwnerConflict, InvalidSpec, InvalidObject,
- *                  StorageClassNotFound, a diagnosed cause, or a failed write's reason
- *                  (above) | False AsExpected
+ *                  StorageClassNotFound, RestoreFailed, a diagnosed cause, or a failed write's
+ *                  reason (above) | False AsExpected
  *   The Warning event of a True Degraded condition (its reason and message) goes with the
  *   status write, and only when the condition's status, reason or message changes.
  *   lastTransitionTime of a condition is `now` when its status flips (or it is new), and
@@ -448,6 +461,7 @@
  *                       mode's own step beside plan_replication, its decisions in a pure
  *                       core of their own as topology.h is Replication's
  *   plan_runtime.[ch]   RUNTIME CONFIG
+ *   plan_restore.[ch]   RESTORE FROM A REDISBACKUP
  *   plan_diagnosis.[ch] DIAGNOSIS (plan_diagnosis_reads, plan_pod_to_explain)
  *   plan_status.[ch]    STATUS and the STATUS WRITE POLICY
  *   plan_observe.[ch]   readers of the observed objects (a StatefulSet's view, conditions)
@@ -597,6 +611,11 @@ typedef struct {
     const json_object *backups;          /* the RedisBackups whose spec.source.cluster is it */
     const json_object *jobs;             /* the Jobs labelled with its instance (backup Jobs) */
     const json_object *backup_pods;      /* the pods of those Jobs */
+    /* RESTORE FROM A REDISBACKUP (below): the RedisBackup plan_restore_backup_to_read named,
+     * as the caller read it on the plan's request: */
+    int restore_backup_read;             /* 1: read; the members below say what came of it */
+    const json_object *restore_backup;   /* the RedisBackup, NULL when absent (404) */
+    const char *restore_backup_error;    /* the read failed: why (restore_backup NULL); else NULL */
     /* What the work item carries of a Cluster-mode cluster (CLUSTER below): */
     const json_object *shard_statefulsets; /* StatefulSets <name>-shard<k> (children.ShardStatefulSets) */
     const json_object *shard_budgets;      /* their PodDisruptionBudgets (children.ShardBudgets) */
@@ -647,6 +666,11 @@ plan_t *plan_compute_children(const json_object *rediscluster, const plan_childr
 /* 1 when the computed phase is neither Running nor Failed and the StatefulSet is ours:
  * reading pods and Events may explain why (DIAGNOSIS). */
 int plan_wants_diagnosis(const plan_t *plan);
+
+/* RESTORE FROM A REDISBACKUP: the RedisBackup (in the RedisCluster's namespace) the plan
+ * needs read and was not given (plan_observed_t.restore_backup_read 0), or NULL. Owned by
+ * the plan. */
+const char *plan_restore_backup_to_read(const plan_t *plan);
 
 /* The StatefulSet's pod selector as a label selector string, or NULL as plan_status. */
 const char *plan_pod_selector(const plan_t *plan);

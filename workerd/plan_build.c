@@ -41,6 +41,7 @@ struct plan {
     int wants_claims;    /* plan_wants_claims */
     char *storage_class; /* plan_storage_class_to_check, or NULL */
     char *selector;      /* plan_pod_selector, or NULL */
+    char *restore_backup; /* plan_restore_backup_to_read, or NULL */
     int commanding;      /* COMMAND RECORD: plan_set_command_window */
     size_t command_at;
     int64_t command_until_ns;
@@ -327,6 +328,12 @@ void plan_set_wants_claims(plan_t *p)
     p->wants_claims = 1;
 }
 
+void plan_set_restore_read(plan_t *p, const char *backup)
+{
+    free(p->restore_backup);
+    p->restore_backup = dup_or_oom(p, backup);
+}
+
 void plan_set_reads(plan_t *p, int wants_diagnosis, const char *storage_class, const char *selector)
 {
     p->wants_diagnosis = wants_diagnosis;
@@ -364,6 +371,7 @@ void plan_destroy(plan_t **plan_p)
     free(p->error);
     free(p->storage_class);
     free(p->selector);
+    free(p->restore_backup);
     free(p);
     *plan_p = NULL;
 }
@@ -421,6 +429,11 @@ int plan_wants_diagnosis(const plan_t *plan)
 int plan_wants_claims(const plan_t *plan)
 {
     return plan->wants_claims;
+}
+
+const char *plan_restore_backup_to_read(const plan_t *plan)
+{
+    return plan->restore_backup;
 }
 
 const char *plan_pod_selector(const plan_t *plan)

@@ -118,4 +118,8 @@ void plan_set_reads(plan_t *p, int wants_diagnosis, const char *storage_class, c
 /* VOLUME EXPANSION: the caller is to read the claims (plan_wants_claims). */
 void plan_set_wants_claims(plan_t *p);
 
+/* RESTORE FROM A REDISBACKUP: the caller is to read the RedisBackup backup (copied;
+ * plan_restore_backup_to_read). */
+void plan_set_restore_read(plan_t *p, const char *backup);
+
 #endif

@@ -5,6 +5,7 @@
 #include "jsonx.h"
 #include "plan_build.h"
 #include "plan_compare.h"
+#include "plan_restore.h"
 #include "plan_volume.h"
 #include "render.h"
 
@@ -716,6 +717,22 @@ static int plan_shard_drop(const plan_ctx_t *c, int k)
     return 0;
 }
 
+/* RESTORE FROM A REDISBACKUP (plan_restore.h): 1 when the StatefulSet and its budget are
+ * held until the restore's source is recorded (no pod may start empty). A restore that
+ * cannot be resolved is Degraded, and an observed StatefulSet (its record lost) is left
+ * as it is, which the message says. */
+static int restore_held(const plan_ctx_t *c, const json_object *sts, const plan_kids_t *k)
+{
+    if (!c->restore || !c->restore->hold)
+        return 0;
+    int left = sts && k->sts_ours;
+    if (c->restore->state == PLAN_RESTORE_FAILED)
+        plan_degrade(c, "RestoreFailed", "%s%s%s%s%s%s", c->restore->message,
+                     left ? "; StatefulSet " : "", left ? c->ns : "", left ? "/" : "", left ? c->name : "",
+                     left ? " is left as it is" : "");
+    return 1;
+}
+
 int plan_children(const plan_ctx_t *c, const plan_children_t *kids, plan_kids_t *out)
 {
     const json_object *sts = kids->statefulset;
@@ -736,6 +753,8 @@ int plan_children(const plan_ctx_t *c, const plan_children_t *kids, plan_kids_t 
                      c->name, sts ? "updated" : "created");
         return 0;
     }
+    if (restore_held(c, sts, out))
+        return 0;
     storage_class_check(c);
     if (c->spec->mode == RDC_MODE_CLUSTER) {
         int n = c->cluster ? c->cluster->nshards : c->spec->cluster.shards;

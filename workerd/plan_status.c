@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "jsonx.h"
 #include "plan_observe.h"
+#include "plan_restore.h"
 #include "plan_tls.h"
 #include "render.h"
 #include "status_policy.h"
@@ -174,6 +175,13 @@ static const char *decide(const plan_ctx_t *c, const plan_findings_t *f, const p
         plan_cond_set(prog, "Progressing", 1, "VolumeResizing", "%s", f->volume->message);
         return "Scaling";
     }
+    const plan_restore_t *rs = f->restore;
+    if (!v->present && rs && rs->hold) {
+        /* RESTORE FROM A REDISBACKUP: no StatefulSet before the restore's source is recorded */
+        plan_cond_set(ready, "Ready", 0, rs->reason, "%s", rs->message);
+        plan_cond_set(prog, "Progressing", rs->state != PLAN_RESTORE_FAILED, rs->reason, "%s", rs->message);
+        return "Pending";
+    }
     if (!v->present) {
         plan_cond_set(ready, "Ready", 0, "Creating", "0/%d replicas ready", c->spec->size); /* as CREATING goes on */
         plan_cond_set(prog, "Progressing", 1, "Creating", "creating StatefulSet %s/%s", c->ns, c->name);
@@ -248,6 +256,12 @@ static int cluster_current(const json_object *computed, const json_object *ostat
     return 1;
 }
 
+/* 1 when the observed status.restore is the computed one (RESTORE FROM A REDISBACKUP). */
+static int restore_current(const json_object *computed, const json_object *ostatus)
+{
+    return json_object_equal(jsonx_get(computed, "restore"), jsonx_get(ostatus, "restore"));
+}
+
 /* 1 when the observed conditions say what the computed ones say (status, reason,
  * message, lastTransitionTime, observedGeneration). */
 static int conditions_current(const plan_ctx_t *c, const json_object *computed, const json_object *ostatus)
@@ -285,7 +299,8 @@ static int status_current(const plan_ctx_t *c, const json_object *computed, cons
     if (c->generation >= 0 && !jsonx_int_is(ostatus, "observedGeneration", c->generation))
         return 0;
     if (!jsonx_str_is(jsonx_get(ostatus, "backup"), "lastScheduleTime",
-                      JSONX_STR_AT(computed, "backup", "lastScheduleTime")))
+                      JSONX_STR_AT(computed, "backup", "lastScheduleTime")) ||
+        !restore_current(computed, ostatus))
         return 0;
     return nodes_current(computed, ostatus) && cluster_current(computed, ostatus) &&
            conditions_current(c, computed, ostatus);
@@ -301,8 +316,11 @@ static int64_t status_hold_ns(const plan_ctx_t *c, const plan_findings_t *f, con
                               const json_object *ostatus)
 {
     int elect = f->topo && f->topo->elect;
-    /* BACKUP: a run's record is never held (the next plan would find it due again) */
-    if (!jsonx_str_is(jsonx_get(ostatus, "backup"), "lastScheduleTime", JSONX_STR_AT(st, "backup", "lastScheduleTime")))
+    /* BACKUP: a run's record is never held (the next plan would find it due again); nor a
+     * restore's source (the StatefulSet waits for it) */
+    if (!jsonx_str_is(jsonx_get(ostatus, "backup"), "lastScheduleTime",
+                      JSONX_STR_AT(st, "backup", "lastScheduleTime")) ||
+        !restore_current(st, ostatus))
         return 0;
     if (f->kids && f->kids->sts_created && plan_critical_path_first(c) && !jsonx_str_set(ostatus, "phase") &&
         !c->degraded->reason && !elect)
@@ -542,6 +560,22 @@ static void cluster_status(const plan_ctx_t *c, const plan_cluster_t *x, json_ob
     }
 }
 
+/* RESTORE FROM A REDISBACKUP: status.restore.source into st, the one plan_restore decided,
+ * or (it did not run: an invalid spec) the observed one, kept: the status is applied whole,
+ * and a record dropped would have to be resolved again. */
+static void restore_status(const plan_findings_t *f, const json_object *ostatus, json_object *st, int *oom)
+{
+    const json_object *src = f->restore ? f->restore->source : JSONX_AT(ostatus, "restore", "source");
+    json_object *copy = NULL, *r = NULL;
+    if (!src)
+        return;
+    if (json_object_deep_copy((json_object *)src, &copy, NULL))
+        *oom = 1;
+    r = jsonx_new_obj(oom);
+    jsonx_put(r, "source", copy, oom);
+    jsonx_put(st, "restore", r, oom);
+}
+
 /* The counts, the selector for /scale and the generation of the status st. */
 static void status_counts(const plan_ctx_t *c, json_object *st, const plan_sts_view_t *v, int *oom)
 {
@@ -591,6 +625,7 @@ int plan_status_compute(const plan_ctx_t *c, const json_object *sts, const plan_
         jsonx_put(b, "lastScheduleTime", jsonx_new_str(f->last_schedule, oom), oom);
         jsonx_put(st, "backup", b, oom);
     }
+    restore_status(f, ostatus, st, oom);
     int extra = f->topo != NULL || f->cluster != NULL;
     if (f->tls && f->tls->has)
         conds[COND_COUNT + extra++] = f->tls->cond;

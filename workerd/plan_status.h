@@ -26,6 +26,9 @@ typedef struct {
     const struct plan_tls_found *tls; /* TLS's condition (plan_tls.h), or NULL */
     const plan_volume_t *volume; /* VOLUME EXPANSION (plan_volume.h), or NULL */
     const char *last_schedule;  /* BACKUP: status.backup.lastScheduleTime; NULL or "": none */
+    const struct plan_restore *restore; /* RESTORE FROM A REDISBACKUP (plan_restore.h): the record
+                                   to write and why the StatefulSet is held; NULL when it did not
+                                   run (an invalid spec: the observed status.restore is kept) */
 } plan_findings_t;
 
 /* Compute the status from sts (the observed StatefulSet when ours and the spec valid,

@@ -403,6 +403,7 @@ enum {
     W_STS_EVENTS,
     W_POD_EVENTS,
     W_CLAIMS,                     /* VOLUME EXPANSION: the claims of the pods' selector */
+    W_RESTORE_BACKUP,             /* the RedisBackup spec.restore.from names (plan_restore.h) */
     W_FRESH_RC,                   /* the RedisCluster again, for a refused write's status */
     W_SET                         /* W_SET + i: secretset_name(j->secrets, i) (spec.tls, spec.acl) */
 };
@@ -426,6 +427,8 @@ struct reconcile_job {
     const json_object *child[N_CHILDREN];
     json_object *fetched[N_CHILDREN], *diag[3];
     json_object *claims;        /* VOLUME EXPANSION: the claims read (plan_wants_claims) */
+    json_object *restore_backup; /* the RedisBackup read (plan_restore_backup_to_read) */
+    char restore_error[512];    /* ... or why it could not be read */
     plan_t *plan;
     plan_observed_t more;       /* what the plan is computed from besides the children */
     int plans;                  /* plan computations so far (reconcile_outcome_t) */
@@ -670,6 +673,20 @@ static json_object *job_take(reconcile_job_t *j, size_t k, const char *what)
     return o;
 }
 
+/* RESTORE FROM A REDISBACKUP: read k's answer, the RedisBackup (NULL: absent) or why it
+ * could not be read, into j->more; the plan is made again with it either way. */
+static void job_take_restore_backup(reconcile_job_t *j, size_t k)
+{
+    json_object_put(j->restore_backup);
+    j->restore_backup = job_take(j, k, "cannot read the RedisBackup to restore from");
+    if (j->req[k].err.code != KERR_OK)
+        kube_error_str(&j->req[k].err, j->restore_error, sizeof(j->restore_error));
+    j->more.restore_backup = j->restore_backup;
+    j->more.restore_backup_error = j->req[k].err.code != KERR_OK ? j->restore_error : NULL;
+    j->more.restore_backup_read = 1;
+    j->new_input = 1;
+}
+
 /* READ_MORE's answers into j->more and j->diag (each optional: a failed one is logged and
  * counted absent). Returns EXPLAIN when the pods read name a pod whose Events are still to
  * read, else READ_OK. */
@@ -698,6 +715,8 @@ static reconcile_event_t job_take_more(reconcile_job_t *j)
             json_object_put(j->claims);
             j->claims = job_take(j, k, "cannot read the PersistentVolumeClaims");
             j->new_input |= j->claims != NULL;
+        } else if (w == W_RESTORE_BACKUP) {
+            job_take_restore_backup(j, k);
         }
     }
     job_reads_clear(j);
@@ -928,6 +947,11 @@ static int job_wants_more(reconcile_job_t *j)
     const char *sel = plan_pod_selector(j->plan);
     if (plan_wants_claims(j->plan) && !j->claims && sel && *sel)
         job_add_list(j, W_CLAIMS, "persistentvolumeclaims", sel, NULL);
+    const char *rb = plan_restore_backup_to_read(j->plan), *ns = meta_str(j->rc, "namespace");
+    if (rb && !j->more.restore_backup_read &&
+        job_add_get(j, W_RESTORE_BACKUP, RDC_API_GROUP, RDC_API_VERSION, "redisbackups", ns, rb, &err))
+        rlog_warn("cannot read the RedisBackup to restore from", "reconcileID", x->reconcile_id, "error",
+                  err.message);
     if (plan_wants_diagnosis(j->plan) && !(j->diag_wait_ns = diagnosis_wait_ns(j->child[2]))) {
         job_add_diagnosis(j);
         j->new_input |= j->diag_kept || (j->diag_cached && j->seen.members);
@@ -1284,6 +1308,7 @@ static void job_free(reconcile_job_t *j, const reconcile_outcome_t *out)
     for (int i = 0; i < 3; i++)
         json_object_put(j->diag[i]);
     json_object_put(j->claims);
+    json_object_put(j->restore_backup);
     json_object_put(j->fresh);
     json_object_put(j->rc_after);
     json_object_put(j->rc_own);

@@ -66,9 +66,11 @@ typedef struct {
  *    passwords go to the executor and nowhere else.
  * RS_PLAN: plan_compute, once per input change: after RS_READ, and again after
  *    RS_READ_MORE only when it brought an input (outcome.plans counts them). When that
- *    plan asks (plan_storage_class_to_check, plan_wants_diagnosis), RS_READ_MORE reads the
- *    StorageClass and what the diagnosis needs at once; a healthy, Running cluster costs
- *    no read. With seen (a worker: the pods of informerd's cache) the pods are not read,
+ *    plan asks (plan_storage_class_to_check, plan_wants_diagnosis, plan_wants_claims,
+ *    plan_restore_backup_to_read), RS_READ_MORE reads the StorageClass, what the
+ *    diagnosis needs, the claims and the RedisBackup a new cluster restores from (GET;
+ *    404: absent; a failure is handed to the plan, which says it) at once; a healthy,
+ *    Running cluster costs no read. With seen (a worker: the pods of informerd's cache) the pods are not read,
  *    and of the Events only those plan_diagnosis_reads names (a cluster converging as it
  *    should reads none); without, the StatefulSet's pods and its Events, then (event
  *    EXPLAIN) the Events of its first pod not Ready. The StorageClass answer

@@ -12,7 +12,8 @@
  *   IDLE        made, not started
  *   READ        the children the cache lacks and the auth Secrets, read by name
  *   PLAN        plan_compute (no I/O; left in the same turn by the action's event)
- *   READ_MORE   what the plan asked for: the StorageClass, the diagnosis (pods, Events)
+ *   READ_MORE   what the plan asked for: the StorageClass, the diagnosis (pods, Events),
+ *               the claims, the RedisBackup a restore names (plan_restore.h)
  *   RUN         the plan's writes and Redis commands (executor.h ASYNC)
  *   TAKE_BACK   a child the API refused to update, replaced or recreated
  *   READ_FRESH  the RedisCluster read again, to report a refused write in its status

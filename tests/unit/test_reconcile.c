@@ -1083,6 +1083,55 @@ static void test_child_in_cache_leaves_the_memo(void)
     env_close(&e);
 }
 
+#define RB_PATH "/apis/cache.example.com/v1/namespaces/default/redisbackups/one"
+#define STS_PATH "/apis/apps/v1/namespaces/default/statefulsets/cache"
+
+/* RESTORE FROM A REDISBACKUP (plan_restore.h): a RedisCluster restoring from the RedisBackup
+ * "one", which the cache does not hand it, reads it once (READ_MORE), records its object in
+ * the status and creates no StatefulSet; the next reconcile, once the RedisBackup is
+ * deleted, reads none and creates the StatefulSet from the record. */
+static void test_restore_from_backup_read_once_then_recorded(void)
+{
+    env_t e;
+    env_open(&e);
+    put_obj(&e.api, RC_PATH,
+            parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":"
+                  "\"cache\",\"namespace\":\"default\",\"uid\":\"uid-1\",\"generation\":1,\"finalizers\":["
+                  "\"cache.example.com/finalizer\"]},\"spec\":{\"size\":1,\"image\":\"redis\",\"restore\":{"
+                  "\"from\":{\"backup\":\"one\"}}}}"));
+    put_obj(&e.api, RB_PATH,
+            parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisBackup\",\"metadata\":{\"name\":"
+                  "\"one\",\"namespace\":\"default\"},\"spec\":{\"source\":{\"cluster\":\"src\"},"
+                  "\"destination\":{\"endpoint\":\"http://127.0.0.1:7070\",\"bucket\":\"backups\",\"prefix\":"
+                  "\"one/\"},\"credentialsSecret\":{\"name\":\"s3-creds\"}},\"status\":{\"phase\":"
+                  "\"Succeeded\",\"key\":\"one/one.rdb\"}}"));
+    json_object *rc = stored(&e, RC_PATH);
+    reconcile_outcome_t out;
+    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
+    CU_ASSERT_EQUAL(out.requeue_after_ns, INT64_C(1000000000));
+    CU_ASSERT_EQUAL(count_req(&e, "GET", RB_PATH), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", "/statefulsets"), 0);
+    json_object *after = stored(&e, RC_PATH);
+    ASSERT_STRS_AT(after, {"status restore source backup", "one"}, {"status restore source key", "one/one.rdb"},
+                   {"status restore source region", "us-east-1"}, {"status conditions 0 reason", "RestorePending"});
+    /* the RedisBackup deleted: nothing of it is needed any more */
+    int k = find_obj(&e.api, RB_PATH);
+    CU_ASSERT_FATAL(k >= 0);
+    free(e.api.path[k]);
+    e.api.path[k] = NULL;
+    json_object_put(e.api.obj[k]);
+    e.api.obj[k] = NULL;
+    reconcile_run(&e.x, after, NULL, NULL, NULL, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "GET", RB_PATH), 1);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", "/statefulsets"), 1);
+    json_object *sts = stored(&e, STS_PATH);
+    ASSERT_STRS_AT(sts, {"spec template spec initContainers 0 name", "restore"},
+                   {"spec template spec initContainers 0 command 9", "one/one.rdb"});
+    PUT_EACH(rc, after, sts);
+    env_close(&e);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("workerd shell"),
     {"the outcome names each write of the RedisCluster", test_outcome_names_each_write_of_the_rediscluster},
@@ -1104,6 +1153,8 @@ static const cu_entry_t tests[] = {
     {"workerd's context: a new cluster's create meets a foreign ConfigMap: one reconcile",
      test_foreign_configmap_new_cluster_one_reconcile},
     {"workerd's context: a child in the cache leaves the memo", test_child_in_cache_leaves_the_memo},
+    {"restore from a RedisBackup: read once, recorded, then the StatefulSet from the record",
+     test_restore_from_backup_read_once_then_recorded},
 };
 
 CU_MAIN(tests)
