@@ -14,6 +14,13 @@
 #      x-amz-meta-sha256 against status.sha256) its bytes hash to it (sha256sum).
 #   4. A new RedisCluster "dst" with spec.restore.from that object (and its sha256): every
 #      key back with its value.
+#  4b. A new RedisCluster "dst2" with spec.restore.from.backup: one (the RedisBackup by
+#      name, docs/backup.md "Restore from a RedisBackup"): status.restore.source records
+#      one's object, every key back with its value; RedisBackup one deleted, dst2 reconciled
+#      again (an annotation): its StatefulSet's pod template and generation unchanged, still
+#      Running. A RedisCluster "ghost" restoring from a RedisBackup that does not exist:
+#      Ready False RestoreFailed with a message naming it, a Warning Event RestoreFailed, no
+#      StatefulSet and no pod.
 #   5. spec.backup on src (schedule "*/1 * * * *", keep 2, prefix sched/): within 270 s at
 #      least 3 of the schedule's RedisBackups were created and 3 Succeeded (their names
 #      collected while polling: retention deletes the older ones); then at most 2
@@ -116,13 +123,18 @@ check "the object downloaded: its sha256sum is status.sha256" \
     output_is "$sha" sh -c "sha256sum '$work/dl/dump.rdb' | cut -d' ' -f1"
 
 # ---- 4. A new cluster restored from it ---------------------------------------------------------------
-rc_yaml dst "$ns" <<YAML | kubectl apply -f - >/dev/null
-  size: 1
-  image: redis
-  version: "7.2"
-  mode: Standalone
-  restore:
-    from:
+restored_rc() { # restored_rc NAME: a Standalone RedisCluster of 1 pod whose spec.restore.from is stdin's lines
+    { printf '  size: 1\n  image: redis\n  version: "7.2"\n  mode: Standalone\n  restore:\n    from:\n'; cat; } |
+        rc_yaml "$1" "$ns" | kubectl apply -f - >/dev/null
+}
+keys_back() { # keys_back RC: its pod holds the $KEYS keys, each with its value
+    local ip
+    ip=$(pod_ip "$1-0")
+    check "$1: DBSIZE $KEYS" output_is "$KEYS" redis-cli -h "$ip" dbsize
+    redis-cli -h "$ip" --raw <"$work/get.txt" >"$work/got-$1.txt"
+    check "$1: every key back with its value" cmp -s "$work/got-$1.txt" "$work/want.txt"
+}
+restored_rc dst <<YAML
       endpoint: "$S3_ENDPOINT"
       bucket: $bucket
       key: $key
@@ -131,10 +143,45 @@ rc_yaml dst "$ns" <<YAML | kubectl apply -f - >/dev/null
       sha256: "$sha"
 YAML
 check "dst Running" wait_until 300 running dst
-dst_ip=$(pod_ip dst-0)
-check "dst: DBSIZE $KEYS" output_is "$KEYS" redis-cli -h "$dst_ip" dbsize
-redis-cli -h "$dst_ip" --raw <"$work/get.txt" >"$work/got.txt"
-check "dst: every key back with its value" cmp -s "$work/got.txt" "$work/want.txt"
+keys_back dst
+
+# ---- 4b. Restored from the RedisBackup by name; the RedisBackup deleted; one that does not exist ------
+restored_rc dst2 <<<'      backup: one'
+check "dst2 (restore.from.backup: one) Running" wait_until 300 running dst2
+echo "# dst2: status.restore: $(jqs rdc/dst2 '.status.restore | tostring')"
+check "dst2: status.restore.source is one's object (bucket, key, sha256)" \
+    output_is "one $bucket $key $sha" jqs rdc/dst2 '.status.restore.source | "\(.backup) \(.bucket) \(.key) \(.sha256)"'
+keys_back dst2
+template() { kubectl -n "$ns" get statefulset "$1" -o json 2>/dev/null | jq -cS .spec.template; } # template STS
+template dst2 >"$work/dst2-template.json"
+sts_gen=$(jqs statefulset/dst2 .metadata.generation)
+check "dst2: its restore init container downloads one's key" \
+    sh -c "jq -e --arg k \"\$1\" '.spec.initContainers[0].command | any(. == \$k)' <'$work/dst2-template.json'" _ "$key"
+reconciled() { grep -c '"msg":"reconciled".*"namespace":"'"$ns"'","name":"'"$1"'"' "$work/operator.log"; } # reconciled RC
+more_reconciles() { [ "$(reconciled "$1")" -gt "$2" ]; }                # more_reconciles RC COUNT
+kubectl -n "$ns" delete "$RB/one" --wait=true --timeout=60s >/dev/null 2>&1
+check "RedisBackup one deleted" wait_output 60 "" jqs "$RB/one" '.metadata.name // empty'
+seen=$(reconciled dst2)
+kubectl -n "$ns" annotate rdc dst2 e2e.example.com/poke="$(date +%s)" --overwrite >/dev/null
+check "dst2 reconciled after one was deleted (an annotation)" wait_until 60 more_reconciles dst2 "$seen"
+check "dst2: the pod template is unchanged" output_is "$(cat "$work/dst2-template.json")" template dst2
+check "dst2: the StatefulSet's generation is unchanged ($sts_gen)" output_is "$sts_gen" jqs statefulset/dst2 .metadata.generation
+check "dst2: status.restore.source kept" output_is "one $key" jqs rdc/dst2 '.status.restore.source | "\(.backup) \(.key)"'
+check "dst2 still Running" running dst2
+
+restored_rc ghost <<<'      backup: no-such-backup'
+ready_of() { jqs "rdc/$1" '.status.conditions[]? | select(.type == "Ready") | "\(.reason) \(.message)"'; }
+ghost_failed() { ready_of ghost | grep -q "^RestoreFailed .*RedisBackup $ns/no-such-backup does not exist"; }
+check "ghost: Ready RestoreFailed naming RedisBackup $ns/no-such-backup within 60 s" wait_until 60 ghost_failed
+echo "# ghost: Ready: $(ready_of ghost)"
+check "ghost: phase Pending" output_is Pending jqs rdc/ghost .status.phase
+rc_event() { # rc_event RC REASON: a Warning Event of that reason on the RedisCluster
+    kubectl -n "$ns" get events --field-selector "involvedObject.kind=RedisCluster,involvedObject.name=$1,reason=$2,type=Warning" \
+        -o name 2>/dev/null | grep -q .
+}
+check "ghost: Warning Event RestoreFailed" wait_until 30 rc_event ghost RestoreFailed
+check "ghost: no StatefulSet" output_is "" jqs statefulset/ghost '.metadata.name // empty'
+check "ghost: no pod" output_is 0 sh -c "kubectl -n $ns get pods -l app.kubernetes.io/instance=ghost -o name | wc -l"
 
 # ---- 5. The schedule ---------------------------------------------------------------------------------
 kubectl -n "$ns" patch rdc src --type=merge -p "$(jq -cn --arg e "$S3_ENDPOINT" --arg b "$bucket" --arg r "$S3_REGION" \
