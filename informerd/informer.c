@@ -164,6 +164,7 @@ static int reflectors_new(informer_t *inf)
         inf->refl[i] = reflector_new(&watched[i].k, &rc);
         if (!inf->refl[i])
             return -1;
+        reflector_set_optional(inf->refl[i], watched[i].optional);
         inf->nrefl++;
     }
     return 0;
