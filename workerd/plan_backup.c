@@ -260,6 +260,21 @@ static json_object *succeeded_status(const json_object *rb, const json_object *o
     return st;
 }
 
+/* Why the terminated container t failed, into why: its message (rdc-backup's line), else
+ * its exit code, and the signal that ended it (exit codes above 128: a SIGKILL by the OOM
+ * killer, an eviction, a node lost) when there was no line at all. */
+static void failed_why(const json_object *t, const char *msg, char *why, size_t cap)
+{
+    int64_t code = jsonx_int_or(t, "exitCode", -1);
+    if (*msg)
+        snprintf(why, cap, "%s", msg);
+    else if (code > 128 && code < 160)
+        snprintf(why, cap, "the backup's container was killed by signal %lld (exit code %lld) before it said "
+                 "anything: no object was completed", (long long)(code - 128), (long long)code);
+    else
+        snprintf(why, cap, "the backup's container ended with exit code %lld and no message", (long long)code);
+}
+
 /* FINISH from the terminated container t: Succeeded only on exit 0 and a JSON line that
  * says "result":"ok"; else Failed with the message. */
 static void finish_from(const plan_ctx_t *c, const json_object *rb, const json_object *t)
@@ -275,8 +290,7 @@ static void finish_from(const plan_ctx_t *c, const json_object *rb, const json_o
                  (long long)jsonx_int_or(o, "size", 0));
         rb_status(c, rb, succeeded_status(rb, o, plan_oom(c->plan)), why, "Normal", "BackupSucceeded");
     } else {
-        snprintf(why, sizeof(why), "%s",
-                 *msg ? msg : "the backup's container ended without a message (exit code not 0 or no result)");
+        failed_why(t, msg, why, sizeof(why));
         rb_failed(c, rb, why);
     }
     json_object_put(o);
