@@ -317,14 +317,35 @@ static void backup_finish(const plan_ctx_t *c, const json_object *rb, const json
     rb_failed(c, rb, why);
 }
 
-/* ---- SCHEDULE ------------------------------------------------------------------------ */
-
 /* Unix seconds of the RFC 3339 time s, or 0 when s is not one. */
 static int64_t seconds_of(const char *s)
 {
     int64_t ns;
     return s && clock_parse_rfc3339(s, &ns) == 0 ? ns / NS_PER_S : 0;
 }
+
+/* A Running rb whose Job is not cached: right after START the cache may not have the Job
+ * yet (its ADDED event is on the way), so it waits PLAN_BACKUP_JOB_GONE_S from startTime
+ * (else its creation);
+ * after that the Job was deleted (by a user, or with its pod) before its pod said
+ * anything: Failed, so that the RedisBackup never stays Running for ever. */
+static void backup_orphaned(const plan_ctx_t *c, const json_object *rb)
+{
+    int64_t now = c->now / NS_PER_S, started = seconds_of(JSONX_STR_AT(rb, "status", "startTime"));
+    if (!started)
+        started = seconds_of(JSONX_STR_AT(rb, "metadata", "creationTimestamp"));
+    int64_t left = started ? started + PLAN_BACKUP_JOB_GONE_S - now : 0;
+    if (left > 0) {
+        plan_requeue_within(c->plan, left * NS_PER_S);
+        return;
+    }
+    char why[400];
+    snprintf(why, sizeof(why), "its Job %s is gone (deleted before its pod reported a result): create a new "
+             "RedisBackup to back up again", JSONX_STR_AT(rb, "metadata", "name"));
+    rb_failed(c, rb, why);
+}
+
+/* ---- SCHEDULE ------------------------------------------------------------------------ */
 
 /* The schedule's RedisBackup named name for the cluster: its spec from spec.backup. */
 static json_object *scheduled_backup(const plan_ctx_t *c, const char *name, int *oom)
@@ -438,6 +459,8 @@ int plan_backups(const plan_ctx_t *c)
             backup_finish(c, rb, job);
         else if (!phase || strcmp(phase, "Running"))
             backup_start(c, rb);
+        else
+            backup_orphaned(c, rb);
     }
     if (all && c->spec->backup.schedule)
         backup_retention(c);

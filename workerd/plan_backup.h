@@ -47,6 +47,7 @@
 
 #define PLAN_BACKUP_KEEP_FAILED 3   /* failed schedule backups kept, so a user sees why */
 #define PLAN_BACKUP_MESSAGE_MAX 1024 /* bytes of a termination message in status.message */
+#define PLAN_BACKUP_JOB_GONE_S 60    /* a Running RedisBackup without its Job: Failed after this */
 #define PLAN_BACKUP_MAX 128          /* RedisBackups of one schedule retention looks at */
 
 /* SCHEDULE: plans the due RedisBackup's create and writes into last (len >= 32) the
