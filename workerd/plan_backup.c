@@ -75,28 +75,37 @@ static const char *pick_source(const json_object *pods, const char **pod)
 
 /* ---- writing ------------------------------------------------------------------------- */
 
-/* {apiVersion, kind RedisBackup, metadata {name, namespace[, uid]}}; NULL with *oom. */
-static json_object *rb_head(const json_object *rb, int with_uid, int *oom)
+/* {apiVersion, kind RedisBackup, metadata {name, namespace[, uid][, resourceVersion]}}
+ * (with: RB_UID, RB_RV); NULL with *oom. */
+#define RB_UID 1
+#define RB_RV 2
+static json_object *rb_head(const json_object *rb, int with, int *oom)
 {
     json_object *o = jsonx_new_obj(oom), *m = jsonx_new_obj(oom);
     jsonx_put(o, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
     jsonx_put(o, "kind", jsonx_new_str(RB_KIND, oom), oom);
     jsonx_put(m, "name", jsonx_new_str(JSONX_STR_AT(rb, "metadata", "name"), oom), oom);
     jsonx_put(m, "namespace", jsonx_new_str(JSONX_STR_AT(rb, "metadata", "namespace"), oom), oom);
-    if (with_uid && JSONX_STR_AT(rb, "metadata", "uid"))
+    if ((with & RB_UID) && JSONX_STR_AT(rb, "metadata", "uid"))
         jsonx_put(m, "uid", jsonx_new_str(JSONX_STR_AT(rb, "metadata", "uid"), oom), oom);
+    if ((with & RB_RV) && jsonx_str_set(jsonx_get(rb, "metadata"), "resourceVersion"))
+        jsonx_put(m, "resourceVersion", jsonx_new_str(JSONX_STR_AT(rb, "metadata", "resourceVersion"), oom), oom);
     jsonx_put(o, "metadata", m, oom);
     return jsonx_done(o, *oom);
 }
 
 /* Plan the status write of rb (st taken) and an Event about rb of type/reason (NULL:
- * none) saying message. */
+ * none) saying message. A final phase goes with the resourceVersion it was decided from,
+ * a compare-and-swap as FAILOVER's record: of the writes of one transition planned from
+ * the same RedisBackup (a retry dispatched before the watch brought the first one's,
+ * another worker), the API takes one and refuses the others with 409, so the transition
+ * is counted once (plan_backup_result). */
 static void rb_status(const plan_ctx_t *c, const json_object *rb, json_object *st, const char *why,
                       const char *type, const char *reason)
 {
     plan_t *p = c->plan;
     int *oom = plan_oom(p);
-    json_object *body = rb_head(rb, 0, oom);
+    json_object *body = rb_head(rb, unfinished(jsonx_str(st, "phase")) ? 0 : RB_RV, oom);
     jsonx_put(body, "status", st, oom);
     const char *name = JSONX_STR_AT(rb, "metadata", "name");
     int i = plan_add_action(p, PLAN_UPDATE_STATUS, RENDER_GROUP_VERSION, "redisbackups", c->ns, name,
@@ -104,7 +113,7 @@ static void rb_status(const plan_ctx_t *c, const json_object *rb, json_object *s
     if (i < 0 || !reason)
         return;
     plan_add_event(p, type, reason, i, "RedisBackup %s/%s: %s", c->ns, name, why);
-    plan_event_about(p, rb_head(rb, 1, oom));
+    plan_event_about(p, rb_head(rb, RB_UID, oom));
 }
 
 /* A status {phase, message[, sourcePod]} (the observed sourcePod kept). */
@@ -130,6 +139,17 @@ static void rb_failed(const plan_ctx_t *c, const json_object *rb, const char *me
         jsonx_put(st, "startTime", jsonx_new_str(start, oom), oom);
     jsonx_put(st, "completionTime", jsonx_new_str(clock_format_rfc3339(c->now, 0, now, sizeof(now)), oom), oom);
     rb_status(c, rb, st, message, "Warning", "BackupFailed");
+}
+
+const char *plan_backup_result(const plan_action_t *a)
+{
+    if (a->kind != PLAN_UPDATE_STATUS || !a->resource || strcmp(a->resource, "redisbackups"))
+        return NULL;
+    const char *phase = JSONX_STR_AT(a->body, "status", "phase");
+    return !phase                        ? NULL
+           : !strcmp(phase, "Succeeded") ? "succeeded"
+           : !strcmp(phase, "Failed")    ? "failed"
+                                         : NULL;
 }
 
 /* ---- START --------------------------------------------------------------------------- */

@@ -37,7 +37,10 @@
  *
  * Status writes are server-side applies (field manager rediscluster-operator) of the
  * RedisBackup's status subresource: {"apiVersion","kind":"RedisBackup","metadata":{name,
- * namespace},"status":{...}}. Each step stops when the plan has no room left. */
+ * namespace},"status":{...}}; one that sets a final phase (Succeeded, Failed) carries the
+ * observed metadata.resourceVersion too, a compare-and-swap: of the writes of one
+ * transition, the API takes one (plan_backup_result: what rdc_backups_total counts). Each
+ * step stops when the plan has no room left. */
 #ifndef RDC_WORKERD_PLAN_BACKUP_H
 #define RDC_WORKERD_PLAN_BACKUP_H
 
