@@ -38,7 +38,7 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 .SECONDARY:
 
 
-.PHONY: s3-check backup-check bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard bench-slotmove soak all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
+.PHONY: s3-check backup-check bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard bench-backup bench-slotmove soak all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%) $(TOOLS:%=$(BUILD)/bin/rdc-%)
 
 # The source checks (scripts/check-banned.sh: banned functions, line width) over every C file.
@@ -219,6 +219,11 @@ bench-cluster: all $(BUILD)/bench/clusterwriter
 # the same pods and data (bench/reshard.sh; DATA=67108864 for a short run).
 bench-reshard: all $(BUILD)/bench/clusterwriter
 	@RDC_BIN=$(BUILD)/bin CLUSTERWRITER=$(BUILD)/bench/clusterwriter BUILD=$(BUILD) bench/reshard.sh
+
+# Backup and restore throughput with DATA bytes (default 1 GiB) against redis-cli --rdb + curl
+# (bench/backup.sh; DATA=67108864 for a short run).
+bench-backup: all $(BUILD)/bench/clusterwriter
+	@RDC_BIN=$(BUILD)/bin CLUSTERWRITER=$(BUILD)/bench/clusterwriter BUILD=$(BUILD) bench/backup.sh
 
 # The fault soak (tests/soak/): SOAK_SECONDS of random faults from SOAK_SEED against two
 # operator replicas under ASan and three RedisClusters with checked writers.

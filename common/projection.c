@@ -127,17 +127,22 @@ static const proj_row_t pod_rows[] = {
  * it, and that Job's pod (kind BackupPod: pods labelled cache.example.com/backup-cluster,
  * apart from the Redis pods). Of each, what plan_backup.c reads. */
 #define BACKUP_PLAN "plan_backup.c: plan_backup_view"
+#define BACKUP_GAUGE "informerd: backupgauge.c, the backup gauges"
 static const proj_row_t redisbackup_rows[] = {
     IDENTITY_ROWS(PROJ_KEEP, "informerd --tail, --subscribe"),
     {PROJ_READ, {"metadata", "name"}, BACKUP_PLAN " (the Job's name, the key)"},
     {PROJ_READ, {"metadata", "namespace"}, BACKUP_PLAN},
     {PROJ_READ, {"metadata", "uid"}, BACKUP_PLAN " (the Job's owner reference)"},
-    {PROJ_WRITE, {"metadata", "resourceVersion"}, "informerd: the cache's version"},
-    {PROJ_READ, {"metadata", "creationTimestamp"}, BACKUP_PLAN " (retention's order)"},
+    {PROJ_WRITE, {"metadata", "resourceVersion"}, BACKUP_PLAN " (the precondition of a final phase's write)"},
+    {PROJ_READ, {"metadata", "creationTimestamp"},
+     BACKUP_PLAN " (retention's order); " BACKUP_GAUGE " (waiting since)"},
     {PROJ_READ, {"metadata", "deletionTimestamp"}, BACKUP_PLAN " (one going away is left alone)"},
-    {PROJ_READ, {"metadata", "labels", "cache.example.com/schedule"}, BACKUP_PLAN " (a schedule's backup)"},
+    {PROJ_READ, {"metadata", "labels", "cache.example.com/schedule"},
+     BACKUP_PLAN " (a schedule's backup); " BACKUP_GAUGE " (the schedule's)"},
     {PROJ_READ, {"spec"}, BACKUP_PLAN " (source, destination, credentials: the Job's command)"},
-    {PROJ_READ, {"status"}, BACKUP_PLAN " (its phase; a status written only when it changes)"},
+    {PROJ_READ, {"status"},
+     BACKUP_PLAN " (its phase; a status written only when it changes); " BACKUP_GAUGE
+                 " (phase, completionTime, size)"},
 };
 
 static const proj_row_t job_rows[] = {

@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -885,6 +886,65 @@ static int set_sha256_meta(s3_t *s, const char *bucket, const char *key, const c
     return rc;
 }
 
+/* One UploadPart on its own thread, so that the source's next part is read meanwhile. */
+typedef struct {
+    s3_t *s;
+    const char *bucket, *key;
+    multipart_t *mp;
+    const char *buf;
+    size_t len;
+    s3_error_t e;
+    int rc;
+} part_job_t;
+
+static void *part_thread(void *arg)
+{
+    part_job_t *j = arg;
+    j->rc = mp_part(j->s, j->bucket, j->key, j->mp, j->buf, j->len, &j->e);
+    return NULL;
+}
+
+/* The parts of src, the first (len bytes) already in src->buf: each part is uploaded on a
+ * thread while the caller's thread fills the other buffer from the source (and hashes
+ * it, in order), so that reading the source and sending to S3 overlap instead of taking
+ * turns (a replication stream that waits for each upload also holds the node's RDB
+ * child). Only the part thread uses s (its curl handle) while it runs; the source and
+ * the hash only the caller's. 0, or -1 with e (the part's failure first). */
+static int upload_parts(s3_t *s, const char *bucket, const char *key, multipart_t *mp, source_t *src,
+                        size_t len, s3_error_t *e)
+{
+    char *spare = malloc(src->cap);
+    if (!spare) {
+        set_msg(e, S3_ERR_NOMEM, "out of memory%s", NULL);
+        return -1;
+    }
+    int rc = 0;
+    while (len > 0 && rc == 0) {
+        part_job_t j = {.s = s, .bucket = bucket, .key = key, .mp = mp, .buf = src->buf, .len = len};
+        err_start(&j.e, "UploadPart", bucket, key);
+        pthread_t t;
+        int threaded = pthread_create(&t, NULL, part_thread, &j) == 0;
+        if (!threaded)
+            part_thread(&j); /* no thread to be had: in turn, as before */
+        char *sent = src->buf;
+        src->buf = spare; /* fill the other buffer meanwhile */
+        size_t next = 0;
+        int frc = fill(src, &next, e);
+        if (threaded)
+            pthread_join(t, NULL);
+        spare = sent;
+        if (j.rc != 0) {
+            *e = j.e;
+            rc = -1;
+        } else if (frc != 0) {
+            rc = -1;
+        }
+        len = next;
+    }
+    free(spare);
+    return rc;
+}
+
 static int put_multipart(s3_t *s, const char *bucket, const char *key, source_t *src,
                          size_t len, s3_put_result_t *res, s3_error_t *e)
 {
@@ -893,10 +953,8 @@ static int put_multipart(s3_t *s, const char *bucket, const char *key, source_t 
     if (mp_create(s, bucket, key, &mp, e) != 0)
         goto out;
     created = 1;
-    while (len > 0) {
-        if (mp_part(s, bucket, key, &mp, src->buf, len, e) != 0 || fill(src, &len, e) != 0)
-            goto out;
-    }
+    if (upload_parts(s, bucket, key, &mp, src, len, e) != 0)
+        goto out;
     if (final_hash(src, res->sha256, NULL) != 0) {
         set_msg(e, S3_ERR_NOMEM, "SHA-256 failed%s", NULL);
         goto out;

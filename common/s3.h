@@ -19,7 +19,9 @@
  * smallest part): a source that ends within the first buffer goes as one PutObject, a
  * longer one as a multipart upload (CreateMultipartUpload, UploadPart per buffer,
  * CompleteMultipartUpload; AbortMultipartUpload when anything fails, so no half object
- * is left and none is visible). Memory: one part_size buffer, whatever the object's size.
+ * is left and none is visible). A multipart upload sends each part on a thread while the
+ * next one is read into a second buffer (reading and sending overlap). Memory: two
+ * part_size buffers, whatever the object's size.
  *
  * THE CHECKSUM. The SHA-256 of the whole object is computed while streaming (OpenSSL EVP)
  * and recorded as user metadata, x-amz-meta-sha256 (lower-case hex), which HEAD and GET

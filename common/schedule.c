@@ -226,6 +226,22 @@ int cron_due(const cron_t *c, int64_t last, int64_t created, int64_t now, int64_
     return 1;
 }
 
+int64_t cron_period(const cron_t *c, int64_t now)
+{
+    int64_t t = cron_next(c, now), longest = -1;
+    for (int i = 0; t >= 0 && i < CRON_PERIOD_MAX_FIRES; i++) {
+        int64_t u = cron_next(c, t);
+        if (u < 0)
+            break;
+        if (u - t > longest)
+            longest = u - t;
+        if (u > now + CRON_PERIOD_SPAN)
+            break;
+        t = u;
+    }
+    return longest;
+}
+
 /* Newer first: by time, then by name. */
 static int newer(const backup_ref_t *a, const backup_ref_t *b)
 {

@@ -61,6 +61,18 @@ int64_t cron_next(const cron_t *c, int64_t t);
 int cron_due(const cron_t *c, int64_t last, int64_t created, int64_t now, int64_t *scheduled,
              int64_t *next);
 
+/* PERIOD (docs/backup.md "Metrics"): the schedule's period as the alert on backups reads
+ * it: the longest interval between consecutive fire times among those that begin within
+ * CRON_PERIOD_SPAN seconds after now (the first one always: the interval between the next
+ * two fire times), looking at CRON_PERIOD_MAX_FIRES fire times at most. For a regular
+ * schedule ("*\/5 * * * *", "0 3 * * *") that is the interval between any two runs; for
+ * "0 3 * * 1-5" it is the weekend's three days, not the weekday's one, so "no success
+ * within twice the period" does not hold every Sunday. Unix seconds; -1 when the schedule
+ * fires fewer than twice within cron_next's 10 years. */
+#define CRON_PERIOD_SPAN (7 * 86400)
+#define CRON_PERIOD_MAX_FIRES 2048
+int64_t cron_period(const cron_t *c, int64_t now);
+
 typedef enum { BACKUP_RUNNING, BACKUP_SUCCEEDED, BACKUP_FAILED } backup_state_t;
 
 typedef struct {

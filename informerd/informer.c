@@ -5,7 +5,8 @@
  *   reflectors --write--> cache --delta handler (on_delta)--> deltapub    (PUB, --tail)
  *                                                          \-> reporter   (ObjectTooLarge)
  *                                                          \-> dispatcher (keys, queue, workers)
- *                                                                  \--calls--> reporter
+ *                                                          |       \--calls--> reporter
+ *                                                          \-> backupgauge (backup gauges)
  *
  * What stays here is what belongs to no room: the table of watched kinds, the sockets'
  * endpoints, the sync gate over the reflectors, the periodic resync, the signals and the
@@ -13,6 +14,7 @@
  */
 #include "informer.h"
 
+#include "backupgauge.h"
 #include "cache.h"
 #include "clock.h"
 #include "daemon.h"
@@ -93,6 +95,7 @@ typedef struct {
     reporter_t *reporter;       /* informerd's own writes */
     deltapub_t *deltas;         /* the delta stream, its snapshots, --tail */
     dispatcher_t *dispatcher;   /* keys, the queue, the workers */
+    backupgauge_t *backups;     /* the backup gauges (docs/backup.md "Metrics") */
     int64_t started_ns;
     int ready;                  /* the sync gate opened ("caches synced"): dispatch may start */
     int64_t next_resync_ns;
@@ -114,6 +117,7 @@ static void on_delta(void *ud, const cache_delta_t *d)
     if (d->item->truncated && (d->type == CACHE_ADDED || d->type == CACHE_MODIFIED))
         reporter_too_large(inf->reporter, d->item);
     dispatcher_on_delta(inf->dispatcher, d);
+    backupgauge_on_delta(inf->backups, d);
 }
 
 /* ---- setup and teardown ------------------------------------------------------------- */
@@ -164,6 +168,7 @@ static int reflectors_new(informer_t *inf)
         inf->refl[i] = reflector_new(&watched[i].k, &rc);
         if (!inf->refl[i])
             return -1;
+        reflector_set_optional(inf->refl[i], watched[i].optional);
         inf->nrefl++;
     }
     return 0;
@@ -226,7 +231,8 @@ static int informer_setup(informer_t *inf)
         return -1;
     reporter_config_t rc = {c->client, inf->lc, inf->cache, c->serve};
     inf->reporter = reporter_new(&rc);
-    if (!inf->reporter || serving_rooms_new(inf))
+    inf->backups = backupgauge_new(inf->cache, metrics_default());
+    if (!inf->reporter || !inf->backups || serving_rooms_new(inf))
         return -1;
     int64_t now = clock_mono_ns();
     inf->started_ns = now;
@@ -239,6 +245,7 @@ static int informer_setup(informer_t *inf)
 static void informer_teardown(informer_t *inf)
 {
     dispatcher_destroy(&inf->dispatcher);
+    backupgauge_destroy(&inf->backups);
     deltapub_destroy(&inf->deltas);
     reporter_destroy(&inf->reporter);
     for (size_t i = 0; i < inf->nrefl; i++)
@@ -260,6 +267,7 @@ static void update_metrics(informer_t *inf, int64_t now)
     for (size_t i = 0; i < inf->nrefl; i++)
         reflector_update_metrics(inf->refl[i], wall);
     dispatcher_update_metrics(inf->dispatcher, now);
+    backupgauge_update(inf->backups, wall / 1000000000);
     daemon_publish_metrics(inf->cfg->runtime_dir, inf->cfg->name);
 }
 

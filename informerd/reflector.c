@@ -18,6 +18,7 @@
 
 #define RELIST_MIN_NS (INT64_C(800) * NS_PER_MS)  /* backoff of relists and rewatches */
 #define RELIST_MAX_NS (INT64_C(30) * NS_PER_SEC)
+#define ABSENT_RELIST_NS (INT64_C(300) * NS_PER_SEC) /* an optional kind not served or not allowed */
 #define MAX_ERROR_BODY ((size_t)64 << 10)         /* kept of a refused watch's Status */
 #define SHORT_WATCH_NS NS_PER_SEC                 /* a watch shorter than this did not serve */
 #define MAX_EVENT_BYTES ((size_t)16 << 20)        /* one watch event at most */
@@ -54,6 +55,8 @@ struct reflector {
     int64_t list_started_ns;
     int64_t next_list_ns;
     unsigned failures;          /* relists in a row that failed, for backoff */
+    int optional;               /* not in the sync gate: reflector_set_optional */
+    int absent;                 /* optional, and its last LIST was a 404 or 403 */
     int64_t last_event_wall_ns;
     char last_error[512];       /* why the last LIST or WATCH failed, "" when none did */
     metric_family_t *m_lists, *m_watches, *m_relists, *m_errors, *m_objects, *m_synced, *m_rv_age;
@@ -154,6 +157,26 @@ static void reflector_fail(reflector_t *r, const char *why, int64_t now)
     char delay[32];
     snprintf(delay, sizeof(delay), "%.1fs", (double)(r->next_list_ns - now) / 1e9);
     rlog_warn("relisting", "kind", r->k.kind, "reason", why, "after", delay);
+}
+
+/* An optional kind whose LIST the API server refused with 404 (its CRD is not installed)
+ * or 403 (an older ClusterRole): said once at warn, then at debug, and listed again every
+ * ABSENT_RELIST_NS (jittered) rather than at the failure backoff, which would say it
+ * every 30 s for ever. Installing the CRD or the role takes effect within that period. */
+static void reflector_absent(reflector_t *r, const char *why, int64_t now)
+{
+    for (size_t i = 0; i < r->nstreams; i++)
+        stream_stop(&r->streams[i]);
+    snprintf(r->last_error, sizeof(r->last_error), "%.*s", (int)sizeof(r->last_error) - 1, why);
+    r->listing = 0;
+    r->need_relist = 1;
+    r->next_list_ns = now + backoff_jitter(ABSENT_RELIST_NS, 0.1, &r->rng);
+    if (!r->absent)
+        rlog_warn("kind not served or not allowed: listing it again every 5 minutes (not part of the sync gate)",
+                  "kind", r->k.kind, "reason", why);
+    else
+        rlog_debug("kind still not served or not allowed", "kind", r->k.kind, "reason", why);
+    r->absent = 1;
 }
 
 static size_t on_watch_data(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -358,6 +381,9 @@ static void reflector_listed(reflector_t *r, int64_t now)
     r->synced = 1;
     r->listing = 0;
     r->last_error[0] = '\0';
+    if (r->absent)
+        rlog_info("kind served again", "kind", r->k.kind);
+    r->absent = 0;
     char count[32], took[32];
     snprintf(count, sizeof(count), "%zu", cache_count(r->cfg.cache, r->k.kind));
     snprintf(took, sizeof(took), "%.3fs", (double)(now - r->list_started_ns) / 1e9);
@@ -444,7 +470,10 @@ static void on_list_done(CURL *easy, CURLcode code, void *arg)
         char line[768];
         kube_error_str(&err, line, sizeof(line));
         count_error(r, "list");
-        reflector_fail(r, line, now);
+        if (r->optional && (err.http_status == 404 || err.http_status == 403))
+            reflector_absent(r, line, now);
+        else
+            reflector_fail(r, line, now);
         return;
     }
     if (list_take_page(s)) {
@@ -631,6 +660,11 @@ int64_t reflector_next_deadline(const reflector_t *r)
 syncgate_kind_t reflector_sync_state(const reflector_t *r)
 {
     return (syncgate_kind_t){r->k.kind, r->synced, r->listing, r->last_error};
+}
+
+void reflector_set_optional(reflector_t *r, int optional)
+{
+    r->optional = optional;
 }
 
 const char *reflector_kind(const reflector_t *r)

@@ -87,6 +87,11 @@ int64_t reflector_next_deadline(const reflector_t *r);
  * the reflector's. */
 syncgate_kind_t reflector_sync_state(const reflector_t *r);
 
+/* Mark the kind optional (not part of the sync gate): a LIST refused with 404 (its CRD not
+ * installed) or 403 (an older ClusterRole) is said once and tried again every 5 minutes
+ * instead of at the failure backoff. Required kinds keep the backoff. */
+void reflector_set_optional(reflector_t *r, int optional);
+
 /* The kind it lists and watches. */
 const char *reflector_kind(const reflector_t *r);
 

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "loop.h"
 #include "loop_curl.h"
+#include "metrics.h"
 #include "redisexec.h"
 #include "kube_async.h"
 #include "kube_call.h"
@@ -603,13 +604,35 @@ static void keep_written_rv(const exec_ctx_t *x, const plan_action_t *a, const c
     json_object_put(o);
 }
 
+/* BACKUP (docs/backup.md "Metrics"): a RedisBackup's status write that set a final phase
+ * and that the API took (a 2xx: not a conflict, not the NotFound of one deleted
+ * meanwhile, which write_failed counts as done) is one backup finished, of the cluster rc.
+ * The write carries the resourceVersion it was planned from (plan_backup.c), so however
+ * many workers plan the same transition, one write of it succeeds: summed over the worker
+ * processes (the supervisor's child label keeps their series apart), each finished backup
+ * counts once. */
+static void count_backup(const json_object *rc, const plan_action_t *a)
+{
+    const char *result = plan_backup_result(a), *name = JSONX_STR_AT(rc, "metadata", "name");
+    if (!result || !name)
+        return;
+    metric_family_t *f = metrics_counter(metrics_default(), "rdc_backups_total",
+                                         "RedisBackups that reached a final phase, by result (succeeded, failed): "
+                                         "the status writes of this process that set it.",
+                                         "namespace,rediscluster,result");
+    metric_counter_add(f, METRIC_LABELS(a->ns, name, result), 1);
+}
+
 static void on_req_done(const kube_call_result_t *res, void *arg)
 {
     run_req_t *q = arg;
     exec_run_t *run = q->run;
     q->call = NULL; /* freed when this returns */
-    if (res->err.code == KERR_OK)
-        keep_written_rv(run->x, plan_action(run->plan, run->i + (size_t)(q - run->req)), res->body, res->len);
+    if (res->err.code == KERR_OK) {
+        const plan_action_t *a = plan_action(run->plan, run->i + (size_t)(q - run->req));
+        keep_written_rv(run->x, a, res->body, res->len);
+        count_backup(run->rc, a);
+    }
     run_req_end(q, &res->err, res->fenced);
 }
 

@@ -768,6 +768,11 @@ json_object *plan_to_json(const plan_t *plan);
  * "annotatePod", "slotMove", "aclFile", "resizeClaim". */
 const char *plan_action_kind_name(plan_action_kind_t kind);
 
+/* BACKUP: "succeeded" or "failed" when a is a RedisBackup's status write that sets the
+ * final phase Succeeded or Failed (plan_backup.h, FINISH), else NULL: what the executor
+ * counts in rdc_backups_total once the API took the write (docs/backup.md "Metrics"). */
+const char *plan_backup_result(const plan_action_t *a);
+
 /* The managed-field comparison described above: 1 when desired is a subset of observed,
  * else 0. On 0, when where is not NULL, appends where they first differ
  * ("spec.template.spec.containers[redis].image: want \"redis:7.2\", have \"redis:7.0\"").

@@ -75,28 +75,37 @@ static const char *pick_source(const json_object *pods, const char **pod)
 
 /* ---- writing ------------------------------------------------------------------------- */
 
-/* {apiVersion, kind RedisBackup, metadata {name, namespace[, uid]}}; NULL with *oom. */
-static json_object *rb_head(const json_object *rb, int with_uid, int *oom)
+/* {apiVersion, kind RedisBackup, metadata {name, namespace[, uid][, resourceVersion]}}
+ * (with: RB_UID, RB_RV); NULL with *oom. */
+#define RB_UID 1
+#define RB_RV 2
+static json_object *rb_head(const json_object *rb, int with, int *oom)
 {
     json_object *o = jsonx_new_obj(oom), *m = jsonx_new_obj(oom);
     jsonx_put(o, "apiVersion", jsonx_new_str(RENDER_GROUP_VERSION, oom), oom);
     jsonx_put(o, "kind", jsonx_new_str(RB_KIND, oom), oom);
     jsonx_put(m, "name", jsonx_new_str(JSONX_STR_AT(rb, "metadata", "name"), oom), oom);
     jsonx_put(m, "namespace", jsonx_new_str(JSONX_STR_AT(rb, "metadata", "namespace"), oom), oom);
-    if (with_uid && JSONX_STR_AT(rb, "metadata", "uid"))
+    if ((with & RB_UID) && JSONX_STR_AT(rb, "metadata", "uid"))
         jsonx_put(m, "uid", jsonx_new_str(JSONX_STR_AT(rb, "metadata", "uid"), oom), oom);
+    if ((with & RB_RV) && jsonx_str_set(jsonx_get(rb, "metadata"), "resourceVersion"))
+        jsonx_put(m, "resourceVersion", jsonx_new_str(JSONX_STR_AT(rb, "metadata", "resourceVersion"), oom), oom);
     jsonx_put(o, "metadata", m, oom);
     return jsonx_done(o, *oom);
 }
 
 /* Plan the status write of rb (st taken) and an Event about rb of type/reason (NULL:
- * none) saying message. */
+ * none) saying message. A final phase goes with the resourceVersion it was decided from,
+ * a compare-and-swap as FAILOVER's record: of the writes of one transition planned from
+ * the same RedisBackup (a retry dispatched before the watch brought the first one's,
+ * another worker), the API takes one and refuses the others with 409, so the transition
+ * is counted once (plan_backup_result). */
 static void rb_status(const plan_ctx_t *c, const json_object *rb, json_object *st, const char *why,
                       const char *type, const char *reason)
 {
     plan_t *p = c->plan;
     int *oom = plan_oom(p);
-    json_object *body = rb_head(rb, 0, oom);
+    json_object *body = rb_head(rb, unfinished(jsonx_str(st, "phase")) ? 0 : RB_RV, oom);
     jsonx_put(body, "status", st, oom);
     const char *name = JSONX_STR_AT(rb, "metadata", "name");
     int i = plan_add_action(p, PLAN_UPDATE_STATUS, RENDER_GROUP_VERSION, "redisbackups", c->ns, name,
@@ -104,7 +113,7 @@ static void rb_status(const plan_ctx_t *c, const json_object *rb, json_object *s
     if (i < 0 || !reason)
         return;
     plan_add_event(p, type, reason, i, "RedisBackup %s/%s: %s", c->ns, name, why);
-    plan_event_about(p, rb_head(rb, 1, oom));
+    plan_event_about(p, rb_head(rb, RB_UID, oom));
 }
 
 /* A status {phase, message[, sourcePod]} (the observed sourcePod kept). */
@@ -130,6 +139,17 @@ static void rb_failed(const plan_ctx_t *c, const json_object *rb, const char *me
         jsonx_put(st, "startTime", jsonx_new_str(start, oom), oom);
     jsonx_put(st, "completionTime", jsonx_new_str(clock_format_rfc3339(c->now, 0, now, sizeof(now)), oom), oom);
     rb_status(c, rb, st, message, "Warning", "BackupFailed");
+}
+
+const char *plan_backup_result(const plan_action_t *a)
+{
+    if (a->kind != PLAN_UPDATE_STATUS || !a->resource || strcmp(a->resource, "redisbackups"))
+        return NULL;
+    const char *phase = JSONX_STR_AT(a->body, "status", "phase");
+    return !phase                        ? NULL
+           : !strcmp(phase, "Succeeded") ? "succeeded"
+           : !strcmp(phase, "Failed")    ? "failed"
+                                         : NULL;
 }
 
 /* ---- START --------------------------------------------------------------------------- */
@@ -260,6 +280,21 @@ static json_object *succeeded_status(const json_object *rb, const json_object *o
     return st;
 }
 
+/* Why the terminated container t failed, into why: its message (rdc-backup's line), else
+ * its exit code, and the signal that ended it (exit codes above 128: a SIGKILL by the OOM
+ * killer, an eviction, a node lost) when there was no line at all. */
+static void failed_why(const json_object *t, const char *msg, char *why, size_t cap)
+{
+    int64_t code = jsonx_int_or(t, "exitCode", -1);
+    if (*msg)
+        snprintf(why, cap, "%s", msg);
+    else if (code > 128 && code < 160)
+        snprintf(why, cap, "the backup's container was killed by signal %lld (exit code %lld) before it said "
+                 "anything: no object was completed", (long long)(code - 128), (long long)code);
+    else
+        snprintf(why, cap, "the backup's container ended with exit code %lld and no message", (long long)code);
+}
+
 /* FINISH from the terminated container t: Succeeded only on exit 0 and a JSON line that
  * says "result":"ok"; else Failed with the message. */
 static void finish_from(const plan_ctx_t *c, const json_object *rb, const json_object *t)
@@ -275,8 +310,7 @@ static void finish_from(const plan_ctx_t *c, const json_object *rb, const json_o
                  (long long)jsonx_int_or(o, "size", 0));
         rb_status(c, rb, succeeded_status(rb, o, plan_oom(c->plan)), why, "Normal", "BackupSucceeded");
     } else {
-        snprintf(why, sizeof(why), "%s",
-                 *msg ? msg : "the backup's container ended without a message (exit code not 0 or no result)");
+        failed_why(t, msg, why, sizeof(why));
         rb_failed(c, rb, why);
     }
     json_object_put(o);
@@ -303,14 +337,35 @@ static void backup_finish(const plan_ctx_t *c, const json_object *rb, const json
     rb_failed(c, rb, why);
 }
 
-/* ---- SCHEDULE ------------------------------------------------------------------------ */
-
 /* Unix seconds of the RFC 3339 time s, or 0 when s is not one. */
 static int64_t seconds_of(const char *s)
 {
     int64_t ns;
     return s && clock_parse_rfc3339(s, &ns) == 0 ? ns / NS_PER_S : 0;
 }
+
+/* A Running rb whose Job is not cached: right after START the cache may not have the Job
+ * yet (its ADDED event is on the way), so it waits PLAN_BACKUP_JOB_GONE_S from startTime
+ * (else its creation);
+ * after that the Job was deleted (by a user, or with its pod) before its pod said
+ * anything: Failed, so that the RedisBackup never stays Running for ever. */
+static void backup_orphaned(const plan_ctx_t *c, const json_object *rb)
+{
+    int64_t now = c->now / NS_PER_S, started = seconds_of(JSONX_STR_AT(rb, "status", "startTime"));
+    if (!started)
+        started = seconds_of(JSONX_STR_AT(rb, "metadata", "creationTimestamp"));
+    int64_t left = started ? started + PLAN_BACKUP_JOB_GONE_S - now : 0;
+    if (left > 0) {
+        plan_requeue_within(c->plan, left * NS_PER_S);
+        return;
+    }
+    char why[400];
+    snprintf(why, sizeof(why), "its Job %s is gone (deleted before its pod reported a result): create a new "
+             "RedisBackup to back up again", JSONX_STR_AT(rb, "metadata", "name"));
+    rb_failed(c, rb, why);
+}
+
+/* ---- SCHEDULE ------------------------------------------------------------------------ */
 
 /* The schedule's RedisBackup named name for the cluster: its spec from spec.backup. */
 static json_object *scheduled_backup(const plan_ctx_t *c, const char *name, int *oom)
@@ -424,6 +479,8 @@ int plan_backups(const plan_ctx_t *c)
             backup_finish(c, rb, job);
         else if (!phase || strcmp(phase, "Running"))
             backup_start(c, rb);
+        else
+            backup_orphaned(c, rb);
     }
     if (all && c->spec->backup.schedule)
         backup_retention(c);

@@ -37,7 +37,10 @@
  *
  * Status writes are server-side applies (field manager rediscluster-operator) of the
  * RedisBackup's status subresource: {"apiVersion","kind":"RedisBackup","metadata":{name,
- * namespace},"status":{...}}. Each step stops when the plan has no room left. */
+ * namespace},"status":{...}}; one that sets a final phase (Succeeded, Failed) carries the
+ * observed metadata.resourceVersion too, a compare-and-swap: of the writes of one
+ * transition, the API takes one (plan_backup_result: what rdc_backups_total counts). Each
+ * step stops when the plan has no room left. */
 #ifndef RDC_WORKERD_PLAN_BACKUP_H
 #define RDC_WORKERD_PLAN_BACKUP_H
 
@@ -47,6 +50,7 @@
 
 #define PLAN_BACKUP_KEEP_FAILED 3   /* failed schedule backups kept, so a user sees why */
 #define PLAN_BACKUP_MESSAGE_MAX 1024 /* bytes of a termination message in status.message */
+#define PLAN_BACKUP_JOB_GONE_S 60    /* a Running RedisBackup without its Job: Failed after this */
 #define PLAN_BACKUP_MAX 128          /* RedisBackups of one schedule retention looks at */
 
 /* SCHEDULE: plans the due RedisBackup's create and writes into last (len >= 32) the

@@ -247,6 +247,18 @@ s3_start() {
     printf '%s\n' "$S3_SECRET_KEY" >"$work/creds/secret-access-key"
 }
 
+# backup_setup NAMESPACE BUCKET: the start the backup scripts share: the S3 server with
+# BUCKET (s3_start), NAMESPACE pinned to the process nodes, its default ServiceAccount
+# waited for, and the Secret s3-creds (access-key-id, secret-access-key) in it.
+backup_setup() {
+    local ns=$1
+    s3_start "$2"
+    check "cluster.sh pin-namespace $ns" "$TOP/tests/cluster/cluster.sh" pin-namespace "$ns"
+    wait_until 20 kubectl -n "$ns" get serviceaccount default
+    kubectl -n "$ns" create secret generic s3-creds --from-file=access-key-id="$work/creds/access-key-id" \
+        --from-file=secret-access-key="$work/creds/secret-access-key" >/dev/null
+}
+
 # kv_files N: $work/set.txt (N SET commands for redis-cli), $work/get.txt (their GETs) and
 # $work/want.txt (the values GET --raw prints, in order).
 kv_files() {

@@ -9,7 +9,9 @@
 #      pods' processes share the machine's network) and the credentials Secret.
 #   2. A Standalone RedisCluster "src" (size 1) with auth, 10,000 keys written.
 #   3. A RedisBackup "one" of src: phase Succeeded within 180 s, status key/size/sha256/
-#      sourcePod set, Event BackupSucceeded; the object is in the bucket (versitygw's file)
+#      sourcePod set, Event BackupSucceeded; the operator's /metrics counts it in
+#      rdc_backups_total and says its completionTime in
+#      rdc_backup_last_success_timestamp_seconds; the object is in the bucket (versitygw's file)
 #      with that size, and downloaded by rdc-backup restore (which checks the object's
 #      x-amz-meta-sha256 against status.sha256) its bytes hash to it (sha256sum).
 #   4. A new RedisCluster "dst" with spec.restore.from that object (and its sha256): every
@@ -100,6 +102,16 @@ YAML
 rb_yaml one "$bucket" | kubectl apply -f - >/dev/null
 check "RedisBackup one: Succeeded within 180 s" wait_output 180 Succeeded rb_phase one
 echo "# one: $(jqs "$RB/one" '.status | tostring')"
+# metrics (docs/backup.md "Metrics and the alert"): the counter and the last success, from /metrics
+src_sum() { # src_sum NAME: the sum of NAME's series of src (the counter's: result succeeded)
+    curl -s "http://127.0.0.1:$metrics/metrics" | awk -v n="$1{" 'index($0, n) == 1 && /rediscluster="src"/ &&
+        (!/result=/ || /result="succeeded"/) { s += $NF } END { printf "%d\n", s }'
+}
+counted() { [ "$(src_sum rdc_backups_total)" -ge 1 ]; }
+check "/metrics: rdc_backups_total{rediscluster=src,result=succeeded} >= 1" wait_until 10 counted
+done_s=$(date -u -d "$(jqs "$RB/one" .status.completionTime)" +%s)
+check "/metrics: rdc_backup_last_success_timestamp_seconds of src is one's completionTime ($done_s)" \
+    wait_output 10 "$done_s" src_sum rdc_backup_last_success_timestamp_seconds
 key=$(jqs "$RB/one" '.status.key // empty')
 size=$(jqs "$RB/one" '.status.size // empty')
 sha=$(jqs "$RB/one" '.status.sha256 // empty')

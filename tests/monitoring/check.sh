@@ -35,7 +35,7 @@ import sys, yaml
 d = yaml.safe_load(open(sys.argv[1]))
 yaml.safe_dump(d["spec"], open(sys.argv[2], "w"), sort_keys=False)' "$dir/prometheusrule.yaml" "$tmp/rules.yaml"
 n=$(grep -c '^ *- alert:' "$tmp/rules.yaml")
-check "the PrometheusRule has the 9 alerts (found $n)" test "$n" -eq 9
+check "the PrometheusRule has the 10 alerts (found $n)" test "$n" -eq 10
 check "promtool check rules" promtool check rules "$tmp/rules.yaml"
 cp tests/monitoring/rules_test.yaml "$tmp/"
 check "promtool test rules (tests/monitoring/rules_test.yaml)" promtool test rules "$tmp/rules_test.yaml"

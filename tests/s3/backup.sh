@@ -199,7 +199,7 @@ off=$(json offset <"$work/replica.json")
 check "the replica's offset ($off) is the primary's replication offset (from $m before to $m_after after)" \
   test "$m" -le "$off" -a "$off" -le "$m_after"
 rss=$(cat "$work/replica.rss")
-check "take's memory (max RSS $rss KiB) is below the RDB's size: no copy of it, one part" \
+check "take's memory (max RSS $rss KiB) is below the RDB's size: no copy of it, two parts" \
   test $((rss * 1024)) -lt "$size"
 check "the object's bytes hash to the sha256 printed" \
   test "$(sha256sum <"$S3_DATA/$bucket/replica/dump.rdb" | cut -d' ' -f1)" = "$(json sha256 <"$work/replica.json")"

@@ -168,7 +168,8 @@ static void test_source_and_idempotence(void)
         {"IPv6", {"cache-0 fd00::5 r 1 0 -"}, "", 0, "[fd00::5]:6379", "Running"},
         {"no Ready pod: Pending", {"cache-0 10.0.0.1 r 0 0 primary"}, "", 0, NULL, "Pending"},
         {"a Job cached: no second one", {"cache-0 10.0.0.1 r 1 0 primary"}, "", 1, NULL, NULL},
-        {"Running without a cached Job: wait", {"cache-0 10.0.0.1 r 1 0 primary"}, "Running", 0, NULL, NULL},
+        {"Running without a cached Job for 60 s (no startTime: since its creation): Failed",
+         {"cache-0 10.0.0.1 r 1 0 primary"}, "Running", 0, NULL, "Failed"},
         {"Succeeded: nothing", {"cache-0 10.0.0.1 r 1 0 primary"}, "Succeeded", 0, NULL, NULL},
         {"Failed: nothing", {"cache-0 10.0.0.1 r 1 0 primary"}, "Failed", 0, NULL, NULL},
     };
@@ -224,7 +225,13 @@ static void test_finish(void)
         {"result not ok: never Succeeded", "Succeeded", 0, "{\"result\":\"skipped\"}", 0, "Failed",
          "{\"result\":\"skipped\"}"},
         {"ok line, exit 1: Failed", "Failed", 1, OK_LINE, 0, "Failed", OK_LINE},
-        {"no message: Failed", "Succeeded", 0, "", 0, "Failed", "the backup's container ended without a message"},
+        {"no message: Failed", "Succeeded", 0, "", 0, "Failed",
+         "the backup's container ended with exit code 0 and no message"},
+        {"killed before its line (exit 137): Failed, the signal said", "Failed", 137, "", 0, "Failed",
+         "the backup's container was killed by signal 9 (exit code 137) before it said anything: no object was "
+         "completed"},
+        {"exit 2, no message: Failed with the code", "Failed", 2, "", 0, "Failed",
+         "the backup's container ended with exit code 2 and no message"},
         {"not JSON: Failed", "Succeeded", 0, "done", 0, "Failed", "done"},
         {"two lines (the log's tail): Failed", "Succeeded", 0, OK_LINE "\n" OK_LINE, 0, "Failed", NULL},
         {"running: nothing", "Running", 0, NULL, 0, NULL, NULL},
@@ -285,6 +292,40 @@ static void test_finish(void)
         }
         plan_destroy(&p);
         PUT_EACH(pods, rbs, jobs, bpods);
+    }
+}
+
+/* A Running RedisBackup whose Job is not cached: waits PLAN_BACKUP_JOB_GONE_S from its
+ * startTime (the Job's ADDED event may be on the way), then Failed. */
+static void test_job_gone(void)
+{
+    static const struct {
+        const char *name, *start;
+        const char *phase;   /* written, NULL: none */
+    } rows[] = {
+        {"started 30 s ago: waits (requeue within 30 s)", "2024-05-01T11:59:30Z", NULL},
+        {"started 2 min ago: Failed, its Job is gone", "2024-05-01T11:58:00Z", "Failed"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        json_object *pods = json_object_new_array(), *rbs = json_object_new_array();
+        json_object_array_add(pods, pod_of("cache-0 10.0.0.9 r 1 0 -"));
+        char st[200];
+        snprintf(st, sizeof(st), "{\"phase\":\"Running\",\"sourcePod\":\"cache-0\",\"startTime\":\"%s\"}",
+                 rows[i].start);
+        json_object_array_add(rbs, rb_of("b1", "", "2024-05-01T11:58:00Z", st));
+        plan_t *p = plan_of(rc_text(STANDALONE "}", ""), pods, rbs, NULL, NULL, T1);
+        const plan_action_t *w = action_on(p, PLAN_UPDATE_STATUS, "redisbackups", "b1");
+        const char *phase = w ? str_at(w->body, "status phase") : NULL;
+        CU_ASSERT_STRING_EQUAL(phase ? phase : "-", rows[i].phase ? rows[i].phase : "-");
+        CU_ASSERT_PTR_NULL(action_on(p, PLAN_CREATE, "jobs", "b1")); /* never a second Job */
+        if (!rows[i].phase)
+            CU_ASSERT(plan_requeue_after_ns(p) > 0 && plan_requeue_after_ns(p) <= 30 * NS);
+        if (phase) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(str_at(w->body, "status message"), "its Job b1 is gone"));
+            CU_ASSERT(has_event(p, "BackupFailed"));
+        }
+        plan_destroy(&p);
+        PUT_EACH(pods, rbs);
     }
 }
 
@@ -406,6 +447,7 @@ static const cu_entry_t tests[] = {
     {"a RedisBackup's Job: command, mounts, labels, status Running", test_job_of_a_backup},
     {"the source pod; a cached Job or a final phase (table)", test_source_and_idempotence},
     {"the outcome from the termination line (table)", test_finish},
+    {"a Running RedisBackup whose Job is gone: waits 60 s, then Failed (table)", test_job_gone},
     {"spec.backup.schedule: due, not due, the requeue (table)", test_schedule},
     {"a schedule's Job: --prefix --keep", test_scheduled_job},
     {"retention: the oldest Succeeded, never a running one", test_retention},

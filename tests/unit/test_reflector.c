@@ -249,10 +249,48 @@ static void test_failures_relist(void)
     fx_stop();
 }
 
+/* An optional kind whose LIST is refused with 404 (its CRD not installed) is listed again
+ * after 5 minutes, not at the failure backoff; a required kind keeps the backoff. */
+static void run_404(int optional, int64_t *delay_ns)
+{
+    fx_start();
+    for (int i = 0; i < 2; i++) {
+        fx.api.list_code[i] = 404;
+        fx.api.list_body[i] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                              "\"reason\":\"NotFound\",\"message\":\"the server could not find the requested "
+                              "resource\",\"code\":404}";
+    }
+    fx_reflector();
+    reflector_set_optional(fx.r, optional);
+    int64_t now = clock_mono_ns();
+    reflector_step(fx.r, now);
+    int64_t until = now + 3000 * NS_PER_MS;
+    while (clock_mono_ns() < until && (fx.api.lists < 1 || reflector_sync_state(fx.r).listing))
+        loop_run_once(fx.la.loop, 10 * NS_PER_MS);
+    syncgate_kind_t st = reflector_sync_state(fx.r);
+    CU_ASSERT_FALSE(st.synced);
+    CU_ASSERT_FALSE(st.listing);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.last_error, "404"));
+    *delay_ns = reflector_next_deadline(fx.r) - clock_mono_ns();
+    fx_stop();
+}
+
+static void test_optional_absent(void)
+{
+    int64_t optional_ns, required_ns;
+    run_404(1, &optional_ns);
+    run_404(0, &required_ns);
+    /* 5 minutes, jittered by at most 10 %; the required kind's first backoff is about 1 s. */
+    CU_ASSERT(optional_ns > 260 * NS_PER_SEC && optional_ns <= 330 * NS_PER_SEC);
+    CU_ASSERT(required_ns > 0 && required_ns < 5 * NS_PER_SEC);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("informerd reflector"),
     {"LIST, WATCH, resume from a bookmark, relist on 410", test_list_watch_relist},
     {"a refused LIST and a refused object relist after a backoff", test_failures_relist},
+    {"an optional kind not served (404): listed again in 5 minutes, a required one at the backoff",
+     test_optional_absent},
 };
 
 CU_MAIN(tests)

@@ -183,6 +183,42 @@ static void test_due(void)
     CU_ASSERT_EQUAL(next, -1);
 }
 
+/* cron_period: the longest interval between fire times beginning in the week after now,
+ * the first one always. */
+static void test_period_table(void)
+{
+    static const struct {
+        const char *expr, *now;
+        int64_t want; /* seconds, -1: none */
+    } rows[] = {
+        {"*/5 * * * *", "2024-01-01 00:02", 300},
+        {"0 3 * * *", "2024-01-01 12:00", 86400},
+        {"@weekly", "2024-01-03 00:00", 7 * 86400},
+        {"0 3 * * 1-5", "2024-01-15 00:00", 3 * 86400},   /* Monday: the weekend ahead */
+        {"0 3 * * 1-5", "2024-01-20 12:00", 3 * 86400},   /* Saturday: the next weekend */
+        {"0 9-17 * * 1-5", "2024-01-16 10:00", 64 * 3600}, /* Tuesday: Fri 17:00 to Mon 09:00 */
+        {"0 0 1 * *", "2024-01-15 00:00", 29 * 86400},    /* Feb 1 to Mar 1 of a leap year */
+        {"0 0 1 * *", "2024-02-15 00:00", 31 * 86400},
+        {"0 12 29 2 *", "2024-03-01 00:00", 1461 * 86400}, /* 2028 to 2032 */
+        {"0 0 30 2 *", "2024-01-01 00:00", -1},
+        /* every minute in office hours: 2048 fire times (34 hours) see a night, not the weekend */
+        {"* 9-17 * * 1-5", "2024-01-16 10:00", 15 * 3600 + 60},
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        cron_t c;
+        char err[160];
+        CU_ASSERT_EQUAL_FATAL(cron_parse(rows[i].expr, &c, err, sizeof err), 0);
+        int64_t got = cron_period(&c, at(rows[i].now));
+        if (got != rows[i].want) {
+            printf("\n  \"%s\" at %s: %lld, want %lld", rows[i].expr, rows[i].now, (long long)got,
+                   (long long)rows[i].want);
+            bad++;
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 static void test_retention_table(void)
 {
     static const backup_ref_t b[] = {
@@ -230,6 +266,7 @@ static const cu_entry_t tests[] = {
     {"refusals name the field and the fault", test_parse_refusals},
     {"fields as bits; macros", test_parse_bits},
     {"due runs: first run, catch-up after an outage, never", test_due},
+    {"the period: the longest interval of the coming week", test_period_table},
     CU_SUITE("retention"),
     {"keep N succeeded and M failed, never a running one", test_retention_table},
 };
