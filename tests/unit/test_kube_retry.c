@@ -213,20 +213,19 @@ static void test_parse_after(void)
 {
     static const struct {
         const char *line;
-        int found;
-        int64_t seconds;
+        int64_t seconds; /* -1: not found (s left as it was) */
     } cases[] = {
-        {"Retry-After: 3\r\n", 1, 3},
-        {"retry-after:\t120\r\n", 1, 120},
-        {"Retry-After: 1234567890123\r\n", 1, 123456789}, /* 9 digits at most */
-        {"Retry-After: Wed, 21 Oct 2015 07:28:00 GMT\r\n", 0, -1}, /* a date: not read */
-        {"Retry-After:\r\n", 0, -1},
-        {"X-Retry-After: 3\r\n", 0, -1},
-        {"HTTP/1.1 503 Service Unavailable\r\n", 0, -1},
+        {"Retry-After: 3\r\n", 3},
+        {"retry-after:\t120\r\n", 120},
+        {"Retry-After: 1234567890123\r\n", 123456789}, /* 9 digits at most */
+        {"Retry-After: Wed, 21 Oct 2015 07:28:00 GMT\r\n", -1}, /* a date: not read */
+        {"Retry-After:\r\n", -1},
+        {"X-Retry-After: 3\r\n", -1},
+        {"HTTP/1.1 503 Service Unavailable\r\n", -1},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int64_t s = -1;
-        CU_ASSERT_EQUAL(kube_retry_parse_after(cases[i].line, strlen(cases[i].line), &s), cases[i].found);
+        CU_ASSERT_EQUAL(kube_retry_parse_after(cases[i].line, strlen(cases[i].line), &s), cases[i].seconds >= 0);
         CU_ASSERT_EQUAL(s, cases[i].seconds);
     }
     CU_ASSERT_STRING_EQUAL(kube_retry_reason_name(KUBE_RETRY_MAY_HAVE_ACTED), "may-have-acted");

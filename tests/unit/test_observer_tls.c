@@ -67,6 +67,8 @@ static int teardown(void)
     return tmpdir_remove(dir);
 }
 
+CU_HOOKS({"observerd over TLS", setup, teardown, NULL, NULL});
+
 static void b64_into(buf_t *out, const char *text)
 {
     size_t n = strlen(text);
@@ -285,8 +287,6 @@ static void test_once_tls(void)
     kube_config_destroy(&cfg);
     fake_api_stop(&a);
 }
-
-CU_HOOKS({"observerd over TLS", setup, teardown, NULL, NULL});
 
 static const cu_entry_t tests[] = {
     CU_SUITE("observerd over TLS"),
