@@ -23,6 +23,7 @@
 #include "spec_errors.h"
 #include "spec_rows.h"
 #include "text_assert.h"
+#include "text_case.h"
 #include "v1_only.h"
 
 #include <CUnit/CUnit.h>
@@ -460,9 +461,8 @@ static void test_service_drift_by_hand(void)
 /* A pod extra added, changed or taken out changes the StatefulSet's template: replaced. */
 static void test_pod_extras_drift(void)
 {
-    static const struct {
-        const char *knob, *gone;
-    } rows[] = {
+    /* in: the knob's fields; want: the path of the StatefulSet it is at, gone when taken out */
+    static const text_case_t rows[] = {
         {"\"imagePullPolicy\":\"Always\"", "spec template spec containers 0 imagePullPolicy"},
         {"\"serviceAccountName\":\"redis-sa\"", "spec template spec serviceAccountName"},
         {"\"env\":[{\"name\":\"TZ\",\"value\":\"UTC\"}]", "spec template spec containers 0 env 1"},
@@ -473,7 +473,7 @@ static void test_pod_extras_drift(void)
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         char with[1024];
-        snprintf(with, sizeof(with), REPL ",%s}", rows[i].knob);
+        snprintf(with, sizeof(with), REPL ",%s}", rows[i].in);
         plan_t *p = plan_of(with, NULL);
         json_object *sts = NULL;
         CU_ASSERT_EQUAL_FATAL(json_object_deep_copy((json_object *)body_of(p, "statefulsets", "cache"), &sts, NULL), 0);
@@ -491,9 +491,9 @@ static void test_pod_extras_drift(void)
         const plan_action_t *a = write_of(p, "statefulsets", NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(a);
         CU_ASSERT_EQUAL(a->kind, PLAN_REPLACE);
-        if (at(a->body, rows[i].gone))
-            fprintf(stderr, "\n  row %zu: %s still there\n", i, rows[i].gone);
-        CU_ASSERT_PTR_NULL(at(a->body, rows[i].gone));
+        if (at(a->body, rows[i].want))
+            fprintf(stderr, "\n  row %zu: %s still there\n", i, rows[i].want);
+        CU_ASSERT_PTR_NULL(at(a->body, rows[i].want));
         plan_destroy(&p);
         json_object_put(rc);
         json_object_put(sts);
