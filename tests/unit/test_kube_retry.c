@@ -297,17 +297,14 @@ static void api_open(api_t *a, int64_t ra_cap_ms, unsigned fail_mask, int status
     a->fail_mask = fail_mask;
     a->fail_status = status;
     a->retry_after = ra;
-    fake_api_start(&a->srv, on_request, a);
     kube_client_opts_t o = fake_api_opts(3);
     o.retry_after_cap_ms = ra_cap_ms;
-    fake_api_connect(&a->srv, &o, &a->cfg, &a->client);
+    fake_api_open(&a->srv, on_request, a, &o, &a->cfg, &a->client);
 }
 
 static void api_close(api_t *a)
 {
-    kube_client_destroy(&a->client);
-    kube_config_destroy(&a->cfg);
-    fake_api_stop(&a->srv);
+    fake_api_close(&a->srv, &a->cfg, &a->client);
     pthread_mutex_destroy(&a->mu);
 }
 

@@ -283,9 +283,7 @@ static void test_once_tls(void)
     CU_ASSERT_STRING_EQUAL(oh_str(n, "tlsCert"), sha1);
     json_object_put(o);
     free(text);
-    kube_client_destroy(&client);
-    kube_config_destroy(&cfg);
-    fake_api_stop(&a);
+    fake_api_close(&a, &cfg, &client);
 }
 
 static const cu_entry_t tests[] = {

@@ -82,9 +82,8 @@ static void world_start(world_t *w, int timeout_ms)
 {
     memset(w, 0, sizeof(*w));
     CU_ASSERT_FATAL(pipe(w->st.gate) == 0);
-    fake_api_start(&w->api, api_handler, &w->st);
     kube_client_opts_t co = fake_api_opts(0);
-    fake_api_connect(&w->api, &co, &w->cfg, &w->client);
+    fake_api_open(&w->api, api_handler, &w->st, &co, &w->cfg, &w->client);
     cert_files_make(tmpdir, "server", "tls.crt", "tls.key");
     webhook_server_config_t cfg = {.bind_address = "127.0.0.1", .port = 0, .cert_dir = tmpdir, .timeout_s = 30};
     webhook_fixture_start_classes(&w->f, &cfg, w->client, NULL, timeout_ms);
