@@ -586,11 +586,74 @@ static int aw_usage(void)
     return 2;
 }
 
+/* An option that takes a word (to) or a whole number in [min, max] (num). */
+typedef struct {
+    const char *name;
+    const char **to;
+    long *num, min, max;
+} aw_opt_t;
+
+/* opt's value v into its row of opts[n]: 1 when it is one of them and v fits, -1 when v
+ * does not, 0 when it is none of them. */
+static int aw_take_opt(const aw_opt_t *opts, size_t n, const char *opt, const char *v)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(opt, opts[i].name))
+            continue;
+        if (opts[i].to)
+            *opts[i].to = v;
+        return opts[i].to || !aw_parse_int(v, opts[i].min, opts[i].max, opts[i].num) ? 1 : -1;
+    }
+    return 0;
+}
+
+/* An option of the target (where to write, its password) into t: 1 taken, -1 a bad value,
+ * 0 none of them, 2 the password file unreadable (said on stderr). */
+static int aw_take_target(aw_target_t *t, const char *opt, const char *v)
+{
+    if (strcmp(opt, "--addr") == 0) {
+        t->kind = AW_T_ADDR;
+        return aw_parse_list(v, t) || t->naddrs != 1 ? -1 : 1;
+    }
+    if (strcmp(opt, "--sentinels") == 0 || strcmp(opt, "--candidates") == 0) {
+        t->kind = opt[2] == 's' ? AW_T_SENTINELS : AW_T_CANDIDATES;
+        return aw_parse_list(v, t) ? -1 : 1;
+    }
+    if (strcmp(opt, "--master") == 0) {
+        t->master = v;
+    } else if (strcmp(opt, "--resolve-cmd") == 0) {
+        t->kind = AW_T_CMD;
+        t->cmd = v;
+    } else if (strcmp(opt, "--resolve-file") == 0) {
+        t->kind = AW_T_FILE;
+        t->file = v;
+    } else if (strcmp(opt, "--password-file") == 0) {
+        FILE *f = fopen(v, "r");
+        int bad = !f || aw_first_line(f, t->password, sizeof(t->password));
+        if (f)
+            fclose(f);
+        if (bad) {
+            fprintf(stderr, "ackwriter: cannot read a password from %s\n", v);
+            return 2;
+        }
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     aw_write_opts_t o = {.prefix = "k_", .rate = 200, .wait_ms = 100, .replicas = 1};
     const char *out = NULL;
     long show = 10, interval = 100;
+    const aw_opt_t opts[] = {
+        {"--acks", &o.acks_path, NULL, 0, 0},         {"--events", &o.events_path, NULL, 0, 0},
+        {"--out", &out, NULL, 0, 0},                  {"--prefix", &o.prefix, NULL, 0, 0},
+        {"--rate", NULL, &o.rate, 1, 100000},         {"--wait-ms", NULL, &o.wait_ms, 0, 60000},
+        {"--replicas", NULL, &o.replicas, 0, 16},     {"--duration", NULL, &o.duration_s, 0, 86400},
+        {"--show", NULL, &show, 0, LONG_MAX},         {"--interval-ms", NULL, &interval, 1, 60000},
+    };
     if (argc < 2)
         return aw_usage();
     const char *mode = argv[1];
@@ -599,60 +662,13 @@ int main(int argc, char **argv)
         if (k + 1 >= argc)
             return aw_usage();
         const char *v = argv[++k];
-        if (strcmp(opt, "--addr") == 0) {
-            o.target.kind = AW_T_ADDR;
-            if (aw_parse_list(v, &o.target) || o.target.naddrs != 1)
-                return aw_usage();
-        } else if (strcmp(opt, "--sentinels") == 0 || strcmp(opt, "--candidates") == 0) {
-            o.target.kind = opt[2] == 's' ? AW_T_SENTINELS : AW_T_CANDIDATES;
-            if (aw_parse_list(v, &o.target))
-                return aw_usage();
-        } else if (strcmp(opt, "--master") == 0) {
-            o.target.master = v;
-        } else if (strcmp(opt, "--resolve-cmd") == 0) {
-            o.target.kind = AW_T_CMD;
-            o.target.cmd = v;
-        } else if (strcmp(opt, "--resolve-file") == 0) {
-            o.target.kind = AW_T_FILE;
-            o.target.file = v;
-        } else if (strcmp(opt, "--password-file") == 0) {
-            FILE *f = fopen(v, "r");
-            if (!f || aw_first_line(f, o.target.password, sizeof(o.target.password))) {
-                fprintf(stderr, "ackwriter: cannot read a password from %s\n", v);
-                if (f)
-                    fclose(f);
-                return 2;
-            }
-            fclose(f);
-        } else if (strcmp(opt, "--acks") == 0) {
-            o.acks_path = v;
-        } else if (strcmp(opt, "--events") == 0) {
-            o.events_path = v;
-        } else if (strcmp(opt, "--out") == 0) {
-            out = v;
-        } else if (strcmp(opt, "--prefix") == 0) {
-            o.prefix = v;
-        } else if (strcmp(opt, "--rate") == 0) {
-            if (aw_parse_int(v, 1, 100000, &o.rate))
-                return aw_usage();
-        } else if (strcmp(opt, "--wait-ms") == 0) {
-            if (aw_parse_int(v, 0, 60000, &o.wait_ms))
-                return aw_usage();
-        } else if (strcmp(opt, "--replicas") == 0) {
-            if (aw_parse_int(v, 0, 16, &o.replicas))
-                return aw_usage();
-        } else if (strcmp(opt, "--duration") == 0) {
-            if (aw_parse_int(v, 0, 86400, &o.duration_s))
-                return aw_usage();
-        } else if (strcmp(opt, "--show") == 0) {
-            if (aw_parse_int(v, 0, LONG_MAX, &show))
-                return aw_usage();
-        } else if (strcmp(opt, "--interval-ms") == 0) {
-            if (aw_parse_int(v, 1, 60000, &interval))
-                return aw_usage();
-        } else {
+        int r = aw_take_target(&o.target, opt, v);
+        if (r == 2)
+            return 2;
+        if (r == 0)
+            r = aw_take_opt(opts, sizeof(opts) / sizeof(opts[0]), opt, v);
+        if (r <= 0)
             return aw_usage();
-        }
     }
     struct sigaction sa = {.sa_handler = bench_on_signal};
     sigaction(SIGTERM, &sa, NULL);

@@ -97,6 +97,16 @@ const json_object *jsonx_find(const json_object *arr, const char *key, const cha
     return NULL;
 }
 
+const json_object *jsonx_find_named(const json_object *arr, const char *name)
+{
+    for (size_t i = 0; i < jsonx_len(arr); i++) {
+        const json_object *o = json_object_array_get_idx(arr, i);
+        if (jsonx_str_is(jsonx_get(o, "metadata"), "name", name))
+            return o;
+    }
+    return NULL;
+}
+
 const char *jsonx_value_str(const json_object *v)
 {
     /* json_object_get_string only reads a string object. */

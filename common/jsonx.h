@@ -55,6 +55,10 @@ size_t jsonx_len(const json_object *v);
  * no such element). Borrowed from arr. */
 const json_object *jsonx_find(const json_object *arr, const char *key, const char *want);
 
+/* The first element of the array arr whose metadata.name is name, as jsonx_str_is compares
+ * (a Kubernetes object of a list: a pod, a claim template), or NULL. Borrowed from arr. */
+const json_object *jsonx_find_named(const json_object *arr, const char *name);
+
 /* The text of a string value (up to any NUL byte in it), or NULL when v is not a string.
  * For values whose type the caller has seen; borrowed from v. */
 const char *jsonx_value_str(const json_object *v);

@@ -8,6 +8,7 @@
 #include "kube_config_internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,6 +253,65 @@ static int get_string_list(pctx_t *c, yaml_node_t *map, const char *prefix, cons
 }
 
 /* Free the n strings of v, then v. */
+/* The plain fields of an exec section, an env entry of it, a cluster, a user and a
+ * context: each one's key in the file, kind, and place in its struct; read in this order
+ * (the first bad one is the error), and the strings freed with their struct. */
+typedef struct {
+    const char *key;
+    int is_bool; /* an int read by get_bool; else a string (char *) */
+    size_t offset;
+} field_t;
+
+#define EXEC_STR(key, m) {key, 0, offsetof(kcfg_exec_config_t, m)}
+static const field_t exec_fields[] = {
+    EXEC_STR("apiVersion", api_version),
+    EXEC_STR("command", command),
+    EXEC_STR("installHint", install_hint),
+    EXEC_STR("interactiveMode", interactive_mode),
+    {"provideClusterInfo", 1, offsetof(kcfg_exec_config_t, provide_cluster_info)},
+};
+static const field_t env_fields[] = {{"name", 0, offsetof(kcfg_env_var_t, name)},
+                                     {"value", 0, offsetof(kcfg_env_var_t, value)}};
+#define CLUSTER_STR(key, m) {key, 0, offsetof(kcfg_cluster_t, m)}
+static const field_t cluster_fields[] = {
+    CLUSTER_STR("server", server),
+    CLUSTER_STR("certificate-authority", certificate_authority),
+    CLUSTER_STR("certificate-authority-data", certificate_authority_data),
+    {"insecure-skip-tls-verify", 1, offsetof(kcfg_cluster_t, insecure_skip_tls_verify)},
+    CLUSTER_STR("tls-server-name", tls_server_name),
+    CLUSTER_STR("proxy-url", proxy_url),
+};
+#define USER_STR(key, m) {key, 0, offsetof(kcfg_user_t, m)}
+static const field_t user_fields[] = {
+    USER_STR("client-certificate", client_certificate), USER_STR("client-certificate-data", client_certificate_data),
+    USER_STR("client-key", client_key),                 USER_STR("client-key-data", client_key_data),
+    USER_STR("token", token),                           USER_STR("tokenFile", token_file),
+    USER_STR("as", as),                                 USER_STR("as-uid", as_uid),
+};
+#define CONTEXT_STR(key, m) {key, 0, offsetof(kcfg_context_t, m)}
+static const field_t context_fields[] = {CONTEXT_STR("cluster", cluster), CONTEXT_STR("user", user),
+                                         CONTEXT_STR("namespace", namespace_)};
+#define N_FIELDS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The n fields of item, a struct of the body at bpath. */
+static int get_fields(pctx_t *c, yaml_node_t *body, const char *bpath, void *item, const field_t *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        void *at = (char *)item + f[i].offset;
+        if (f[i].is_bool ? get_bool(c, body, bpath, f[i].key, at) : get_string(c, body, bpath, f[i].key, at))
+            return -1;
+    }
+    return 0;
+}
+
+/* Frees the strings of item's n fields. */
+static void free_fields(void *item, const field_t *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!f[i].is_bool)
+            free(*(char **)((char *)item + f[i].offset));
+}
+
 static void free_strings(char **v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -263,16 +323,11 @@ void kcfg_exec_config_free(kcfg_exec_config_t *e)
 {
     if (e == NULL)
         return;
-    free(e->api_version);
-    free(e->command);
+    free_fields(e, exec_fields, N_FIELDS(exec_fields));
     free_strings(e->args, e->n_args);
-    for (size_t i = 0; i < e->n_env; i++) {
-        free(e->env[i].name);
-        free(e->env[i].value);
-    }
+    for (size_t i = 0; i < e->n_env; i++)
+        free_fields(&e->env[i], env_fields, N_FIELDS(env_fields));
     free(e->env);
-    free(e->install_hint);
-    free(e->interactive_mode);
     free(e);
 }
 
@@ -289,11 +344,7 @@ static int parse_exec(pctx_t *c, yaml_node_t *m, const char *prefix, kcfg_exec_c
         kcfg_errf(c->err, c->errlen, "kubeconfig %s: %s: out of memory", c->file, prefix);
         goto out;
     }
-    if (get_string(c, m, prefix, "apiVersion", &e->api_version) ||
-        get_string(c, m, prefix, "command", &e->command) ||
-        get_string(c, m, prefix, "installHint", &e->install_hint) ||
-        get_string(c, m, prefix, "interactiveMode", &e->interactive_mode) ||
-        get_bool(c, m, prefix, "provideClusterInfo", &e->provide_cluster_info))
+    if (get_fields(c, m, prefix, e, exec_fields, N_FIELDS(exec_fields)))
         goto out;
 
     if (get_string_list(c, m, prefix, "args", &e->args, &e->n_args))
@@ -312,8 +363,7 @@ static int parse_exec(pctx_t *c, yaml_node_t *m, const char *prefix, kcfg_exec_c
                 goto out;
             }
             kcfg_env_var_t *v = &e->env[e->n_env++];
-            if (get_string(c, item, ipath, "name", &v->name) ||
-                get_string(c, item, ipath, "value", &v->value))
+            if (get_fields(c, item, ipath, v, env_fields, N_FIELDS(env_fields)))
                 goto out;
             if (v->name == NULL || v->name[0] == '\0' || strchr(v->name, '=')) {
                 kcfg_errf(c->err, c->errlen,
@@ -430,15 +480,7 @@ static int parse_named_list(pctx_t *c, yaml_node_t *root, const char *list, cons
 
 static int fill_cluster(pctx_t *c, yaml_node_t *body, const char *bpath, void *item)
 {
-    kcfg_cluster_t *cl = item;
-    if (get_string(c, body, bpath, "server", &cl->server) ||
-        get_string(c, body, bpath, "certificate-authority", &cl->certificate_authority) ||
-        get_string(c, body, bpath, "certificate-authority-data", &cl->certificate_authority_data) ||
-        get_bool(c, body, bpath, "insecure-skip-tls-verify", &cl->insecure_skip_tls_verify) ||
-        get_string(c, body, bpath, "tls-server-name", &cl->tls_server_name) ||
-        get_string(c, body, bpath, "proxy-url", &cl->proxy_url))
-        return -1;
-    return 0;
+    return get_fields(c, body, bpath, item, cluster_fields, N_FIELDS(cluster_fields));
 }
 
 /* users[i].user.as-user-extra: a mapping of key -> list of strings, kept in file order. */
@@ -497,14 +539,7 @@ static int fill_user(pctx_t *c, yaml_node_t *body, const char *bpath, void *item
     char epath[128];
     yaml_node_t *exec;
     kcfg_user_t *u = item;
-    if (get_string(c, body, bpath, "client-certificate", &u->client_certificate) ||
-        get_string(c, body, bpath, "client-certificate-data", &u->client_certificate_data) ||
-        get_string(c, body, bpath, "client-key", &u->client_key) ||
-        get_string(c, body, bpath, "client-key-data", &u->client_key_data) ||
-        get_string(c, body, bpath, "token", &u->token) ||
-        get_string(c, body, bpath, "tokenFile", &u->token_file) ||
-        get_string(c, body, bpath, "as", &u->as) ||
-        get_string(c, body, bpath, "as-uid", &u->as_uid) ||
+    if (get_fields(c, body, bpath, item, user_fields, N_FIELDS(user_fields)) ||
         get_string_list(c, body, bpath, "as-groups", &u->as_groups, &u->n_as_groups) ||
         parse_as_extra(c, body, bpath, u))
         return -1;
@@ -519,11 +554,7 @@ static int fill_user(pctx_t *c, yaml_node_t *body, const char *bpath, void *item
 
 static int fill_context(pctx_t *c, yaml_node_t *body, const char *bpath, void *item)
 {
-    kcfg_context_t *x = item;
-    if (get_string(c, body, bpath, "cluster", &x->cluster) || get_string(c, body, bpath, "user", &x->user) ||
-        get_string(c, body, bpath, "namespace", &x->namespace_))
-        return -1;
-    return 0;
+    return get_fields(c, body, bpath, item, context_fields, N_FIELDS(context_fields));
 }
 
 /* The clusters, users and contexts of the document root into d. */
@@ -651,27 +682,15 @@ void kcfg_doc_destroy(kcfg_doc_t **doc_p)
         return;
     kcfg_doc_t *d = *doc_p;
     for (size_t i = 0; i < d->n_clusters; i++) {
-        kcfg_cluster_t *c = &d->clusters[i];
-        free(c->name);
-        free(c->server);
-        free(c->certificate_authority);
-        free(c->certificate_authority_data);
-        free(c->tls_server_name);
-        free(c->proxy_url);
+        free(d->clusters[i].name);
+        free_fields(&d->clusters[i], cluster_fields, N_FIELDS(cluster_fields));
     }
     free(d->clusters);
     for (size_t i = 0; i < d->n_users; i++) {
         kcfg_user_t *u = &d->users[i];
         free(u->name);
-        free(u->client_certificate);
-        free(u->client_certificate_data);
-        free(u->client_key);
-        free(u->client_key_data);
-        free(u->token);
-        free(u->token_file);
+        free_fields(u, user_fields, N_FIELDS(user_fields));
         kcfg_exec_config_free(u->exec);
-        free(u->as);
-        free(u->as_uid);
         free_strings(u->as_groups, u->n_as_groups);
         for (size_t j = 0; j < u->n_as_extra; j++) {
             free(u->as_extra[j].key);
@@ -681,11 +700,8 @@ void kcfg_doc_destroy(kcfg_doc_t **doc_p)
     }
     free(d->users);
     for (size_t i = 0; i < d->n_contexts; i++) {
-        kcfg_context_t *x = &d->contexts[i];
-        free(x->name);
-        free(x->cluster);
-        free(x->user);
-        free(x->namespace_);
+        free(d->contexts[i].name);
+        free_fields(&d->contexts[i], context_fields, N_FIELDS(context_fields));
     }
     free(d->contexts);
     free(d->current_context);

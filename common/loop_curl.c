@@ -61,23 +61,35 @@ static int cb_take(loop_curl_t *lc, CURL *easy, xfer_cb_t *cb)
     return 0;
 }
 
-/* Report every finished transfer. */
-static void collect(loop_curl_t *lc)
+void loop_curl_collect(CURLM *multi, loop_curl_done_fn *done, void *arg)
 {
     CURLMsg *msg;
     int left;
-    while ((msg = curl_multi_info_read(lc->multi, &left)) != NULL) {
+    while ((msg = curl_multi_info_read(multi, &left)) != NULL) {
         if (msg->msg != CURLMSG_DONE)
             continue;
         CURL *easy = msg->easy_handle;
         CURLcode result = msg->data.result;
-        curl_multi_remove_handle(lc->multi, easy);
-        xfer_cb_t cb;
-        if (cb_take(lc, easy, &cb))
-            cb.done(easy, result, cb.arg);
-        else if (lc->done)
-            lc->done(easy, result, lc->arg);
+        curl_multi_remove_handle(multi, easy);
+        done(easy, result, arg);
     }
+}
+
+/* A finished transfer to the callback it was added with, else to the loop_curl's own. */
+static void report(CURL *easy, CURLcode result, void *arg)
+{
+    loop_curl_t *lc = arg;
+    xfer_cb_t cb;
+    if (cb_take(lc, easy, &cb))
+        cb.done(easy, result, cb.arg);
+    else if (lc->done)
+        lc->done(easy, result, lc->arg);
+}
+
+/* Report every finished transfer. */
+static void collect(loop_curl_t *lc)
+{
+    loop_curl_collect(lc->multi, report, lc);
 }
 
 static int on_fd(loop_t *loop, void *socket, int fd, int revents, void *arg)

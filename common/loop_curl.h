@@ -22,6 +22,11 @@ typedef struct loop_curl loop_curl_t;
 /* A transfer ended (result CURLE_OK or the failure). easy is no longer in the multi. */
 typedef void loop_curl_done_fn(CURL *easy, CURLcode result, void *arg);
 
+/* Report each transfer multi says is finished to done, once it is removed from multi; done
+ * may add transfers or remove others. What this module does after each action, and what
+ * the glue of another event loop (webhookd's evcurl, on libevent) does. */
+void loop_curl_collect(CURLM *multi, loop_curl_done_fn *done, void *arg);
+
 /* Drive multi from loop, reporting finished transfers to done. Returns NULL when out of
  * memory (nothing was changed). */
 loop_curl_t *loop_curl_new(loop_t *loop, CURLM *multi, loop_curl_done_fn *done, void *arg);

@@ -399,6 +399,9 @@ int rdc_spec_cluster_layout(const json_object *spec, int *shards, int *replicas)
     return 1;
 }
 
+/* A part of the spec checked: each problem recorded in e, what passed set in out. */
+typedef void spec_check_fn(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out);
+
 static void check_size(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
     const json_object *v = jsonx_get(spec, "size");
@@ -739,19 +742,22 @@ typedef struct {
 #define RESTORE_BACKUP_RULE                                                                                        \
     "must be the name of a RedisBackup in this namespace: a DNS subdomain of lower case alphanumerics, '-' and "   \
     "'.', at most 253 characters"
+/* The rows of an S3 place, spec.restore.from's and spec.backup.destination's (AT(m): the
+ * offset of its member m in rdc_spec_t): endpoint and bucket, the rows that follow (the
+ * object's key or prefix), region; and the Secrets it is read with. */
+#define S3_PLACE_ROWS(AT, ...)                                                                                     \
+    {"endpoint", 1, is_s3_endpoint, S3_ENDPOINT_RULE, AT(endpoint)},                                               \
+        {"bucket", 1, is_s3_bucket, S3_BUCKET_RULE, AT(bucket)}, __VA_ARGS__,                                      \
+        {"region", 0, is_s3_region, S3_REGION_RULE, AT(region)}
+#define S3_SECRET_ROWS(AT)                                                                                         \
+    {"credentialsSecret", 1, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE, AT(credentials_secret)},             \
+        {"caSecret", 0, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE, AT(ca_secret)}
 #define RESTORE_AT(m) offsetof(rdc_spec_t, restore.m)
 static const restore_field_t restore_fields[] = {
-    {"endpoint", 1, is_s3_endpoint, S3_ENDPOINT_RULE,
-     RESTORE_AT(endpoint)},
-    {"bucket", 1, is_s3_bucket, S3_BUCKET_RULE, RESTORE_AT(bucket)},
-    {"key", 1, is_s3_key, "must be an object key of 1 to " STR(RDC_SPEC_RESTORE_KEY_MAX) " bytes without control "
-                          "characters", RESTORE_AT(key)},
-    {"region", 0, is_s3_region, S3_REGION_RULE,
-     RESTORE_AT(region)},
-    {"credentialsSecret", 1, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE,
-     RESTORE_AT(credentials_secret)},
-    {"caSecret", 0, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE,
-     RESTORE_AT(ca_secret)},
+    S3_PLACE_ROWS(RESTORE_AT, {"key", 1, is_s3_key,
+                               "must be an object key of 1 to " STR(RDC_SPEC_RESTORE_KEY_MAX) " bytes without control "
+                               "characters", RESTORE_AT(key)}),
+    S3_SECRET_ROWS(RESTORE_AT),
     {"sha256", 0, is_sha256_hex, "must be 64 lower-case hex digits", RESTORE_AT(sha256)},
 };
 
@@ -814,21 +820,38 @@ static void check_restore_backup(rdc_field_errors_t *e, const json_object *from,
         out->restore.backup = b;
 }
 
+/* As optional_object, and Required when absent. */
+static const json_object *required_object(rdc_field_errors_t *e, const json_object *o, const char *key,
+                                          const char *field)
+{
+    const json_object *v = optional_object(e, o, key, field);
+    if (!jsonx_get(o, key))
+        field_error(e, RDC_FIELD_REQUIRED, field, NULL, NULL);
+    return v;
+}
+
+/* The object of spec.restore or spec.backup (key, at field), or NULL: either is refused
+ * in Cluster mode (after spec.mode, in out). */
+static const json_object *s3_feature(rdc_field_errors_t *e, const json_object *spec, const char *key,
+                                     const char *field, const rdc_spec_t *out)
+{
+    const json_object *o = optional_object(e, spec, key, field);
+    if (o && out->mode == RDC_MODE_CLUSTER)
+        field_error(e, RDC_FIELD_FORBIDDEN, field, NULL,
+                    "is not supported in Cluster mode yet (each shard would need its own backup)");
+    return o;
+}
+
 /* spec.restore (after spec.mode: refused in Cluster mode): from names a RedisBackup
  * (backup) or an object (the bucket/key form), exactly one of the two (RDC_SPEC_RESTORE_BOTH,
  * RDC_SPEC_RESTORE_NEITHER: the CRD's CEL rules say the same words). out->restore.endpoint
  * and out->restore.backup stay NULL unless every field passed. */
 static void check_restore(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
-    const json_object *r = optional_object(e, spec, "restore", "spec.restore");
+    const json_object *r = s3_feature(e, spec, "restore", "spec.restore", out);
     if (!r)
         return;
-    if (out->mode == RDC_MODE_CLUSTER)
-        field_error(e, RDC_FIELD_FORBIDDEN, "spec.restore", NULL,
-                    "is not supported in Cluster mode yet (each shard would need its own backup)");
-    const json_object *from = optional_object(e, r, "from", "spec.restore.from");
-    if (!jsonx_get(r, "from"))
-        field_error(e, RDC_FIELD_REQUIRED, "spec.restore.from", NULL, NULL);
+    const json_object *from = required_object(e, r, "from", "spec.restore.from");
     if (!from)
         return;
     int backup = jsonx_get(from, "backup") != NULL, object = names_an_object(from);
@@ -861,20 +884,11 @@ static int is_s3_prefix(const char *s)
 
 #define BACKUP_AT(m) offsetof(rdc_spec_t, backup.m)
 static const restore_field_t backup_destination_fields[] = {
-    {"endpoint", 1, is_s3_endpoint, S3_ENDPOINT_RULE,
-     BACKUP_AT(endpoint)},
-    {"bucket", 1, is_s3_bucket, S3_BUCKET_RULE, BACKUP_AT(bucket)},
-    {"prefix", 1, is_s3_prefix, "must be 1 to " STR(RDC_SPEC_BACKUP_PREFIX_MAX) " bytes without control "
-                                "characters, not beginning with '/'", BACKUP_AT(prefix)},
-    {"region", 0, is_s3_region, S3_REGION_RULE,
-     BACKUP_AT(region)},
+    S3_PLACE_ROWS(BACKUP_AT, {"prefix", 1, is_s3_prefix,
+                              "must be 1 to " STR(RDC_SPEC_BACKUP_PREFIX_MAX) " bytes without control characters, "
+                              "not beginning with '/'", BACKUP_AT(prefix)}),
 };
-static const restore_field_t backup_secret_fields[] = {
-    {"credentialsSecret", 1, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE,
-     BACKUP_AT(credentials_secret)},
-    {"caSecret", 0, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE,
-     BACKUP_AT(ca_secret)},
-};
+static const restore_field_t backup_secret_fields[] = {S3_SECRET_ROWS(BACKUP_AT)};
 
 /* spec.backup.schedule: required, bounded, and what cron_parse reads (its message). */
 static void check_backup_schedule(rdc_field_errors_t *e, const json_object *b, rdc_spec_t *got)
@@ -900,21 +914,16 @@ static void check_backup_schedule(rdc_field_errors_t *e, const json_object *b, r
  * unless every field passed. */
 static void check_backup(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
-    const json_object *b = optional_object(e, spec, "backup", "spec.backup");
+    const json_object *b = s3_feature(e, spec, "backup", "spec.backup", out);
     if (!b)
         return;
-    if (out->mode == RDC_MODE_CLUSTER)
-        field_error(e, RDC_FIELD_FORBIDDEN, "spec.backup", NULL,
-                    "is not supported in Cluster mode yet (each shard would need its own backup)");
     size_t before = PROBLEMS(e);
     rdc_spec_t got = *out;
     int64_t keep;
     check_backup_schedule(e, b, &got);
     if (check_int_range(e, b, "keep", "spec.backup.keep", 1, RDC_SPEC_BACKUP_KEEP_MAX, &keep))
         got.backup.keep = (int)keep;
-    const json_object *d = optional_object(e, b, "destination", "spec.backup.destination");
-    if (!jsonx_get(b, "destination"))
-        field_error(e, RDC_FIELD_REQUIRED, "spec.backup.destination", NULL, NULL);
+    const json_object *d = required_object(e, b, "destination", "spec.backup.destination");
     if (d)
         check_fields(e, d, "spec.backup.destination", backup_destination_fields,
                      sizeof(backup_destination_fields) / sizeof(backup_destination_fields[0]), &got);
@@ -1132,12 +1141,11 @@ static void check_v1_fields(rdc_field_errors_t *e, const json_object *spec, rdc_
         out->persistence = (rdc_persistence_t)p;
         out->persistence_set = 1;
     }
-    check_auth(e, spec, out);
-    check_failover(e, spec, out);
-    check_tls(e, spec, out);
-    check_acl(e, spec, out);
-    check_restore(e, spec, out);
-    check_backup(e, spec, out);
+    /* The fields that depend on spec.mode, in the order of their errors. */
+    static spec_check_fn *const after_mode[] = {check_auth, check_failover, check_tls,
+                                                check_acl,  check_restore,  check_backup};
+    for (size_t i = 0; i < sizeof(after_mode) / sizeof(after_mode[0]); i++)
+        after_mode[i](e, spec, out);
 }
 
 /* ---- v1 pod, PDB, storage and config knobs (issue 20) ---------------------------------- */
@@ -1826,13 +1834,11 @@ size_t rdc_spec_parse(const json_object *rc, rdc_spec_t *out, rdc_field_errors_t
     else if (!json_object_is_type(spec, json_type_object))
         field_error(errs, RDC_FIELD_INVALID, "spec", spec, "must be an object");
     else {
-        check_size(errs, spec, out);
-        check_image(errs, spec, out);
-        check_config(errs, spec, out);
-        check_storage(errs, spec, out);
-        check_v1_fields(errs, spec, out);
-        check_pod_knobs(errs, spec, out);
-        check_day2_knobs(errs, spec, out);
+        /* Every part of the spec, in the order of their errors. */
+        static spec_check_fn *const checks[] = {check_size,      check_image,     check_config,    check_storage,
+                                                check_v1_fields, check_pod_knobs, check_day2_knobs};
+        for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++)
+            checks[i](errs, spec, out);
     }
     derived_defaults(out);
     return PROBLEMS(errs) - before;

@@ -882,30 +882,31 @@ int cache_children_json(const cache_t *c, const char *key, const char *const *ki
     return rc == 0 ? buf_puts(out, "}") : -1;
 }
 
-int cache_set_owner_label(cache_t *c, const char *kind, const char *label)
+/* What cache_set_owner_label and cache_set_owner_field share: kind's store (a child kind,
+ * still empty) keeps a copy of how, its owner_field when is_field (a field path), else its
+ * owner_label. Returns 0, or -1 with the store unchanged. */
+static int set_owner_how(cache_t *c, const char *kind, const char *how, int is_field)
 {
     store_t *s = find_store(c, kind);
-    if (!s || !label || !*label || strcmp(kind, c->owner_kind) == 0 || hm_count(s->by_key))
+    if (!s || !how || !*how || strcmp(kind, c->owner_kind) == 0 || hm_count(s->by_key))
         return -1;
-    char *copy = strdup(label);
+    char *copy = strdup(how);
     if (!copy)
         return -1;
-    free(s->owner_label);
-    s->owner_label = copy;
+    char **at = is_field ? &s->owner_field : &s->owner_label;
+    free(*at);
+    *at = copy;
     return 0;
+}
+
+int cache_set_owner_label(cache_t *c, const char *kind, const char *label)
+{
+    return set_owner_how(c, kind, label, 0);
 }
 
 int cache_set_owner_field(cache_t *c, const char *kind, const char *path)
 {
-    store_t *s = find_store(c, kind);
-    if (!s || !path || !*path || strcmp(kind, c->owner_kind) == 0 || hm_count(s->by_key))
-        return -1;
-    char *copy = strdup(path);
-    if (!copy)
-        return -1;
-    free(s->owner_field);
-    s->owner_field = copy;
-    return 0;
+    return set_owner_how(c, kind, path, 1);
 }
 
 int cache_label_children_json(const cache_t *c, const char *kind, const char *key, buf_t *out)

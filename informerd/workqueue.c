@@ -404,71 +404,68 @@ int workqueue_add(workqueue_t *q, const char *key, int64_t now_ns)
     return 0;
 }
 
-/* The start the two delayed adds share: the key checked, room in the delayed heap reserved
- * (so that schedule() cannot fail), the item found or made. Returns the item, or NULL with
- * *rc the add's result: 0 while shutting down (the add is dropped), -1 for a bad key or
- * out of memory (the queue unchanged). */
-static wq_item_t *delayed_add_item(workqueue_t *q, const char *key, int *rc)
+/* The four delayed adds: how each schedules its item. */
+typedef enum { ADD_AFTER, REQUEUE_AFTER, ADD_SOON, ADD_RATE_LIMITED } delayed_add_t;
+
+/* A wait for it of a "soon" kind (requeue_after's, add_soon's), quiet; a wait of another
+ * kind (add_after's, a backoff) it has already keeps get() from dropping it. */
+static void schedule_soon(workqueue_t *q, wq_item_t *it, int64_t delay_ns, int64_t now_ns)
 {
-    *rc = -1;
+    if (it->hpos[HEAP_DELAYED] == NOT_IN_HEAP)
+        it->soon = true;
+    schedule_quiet(q, it, delay_ns, now_ns);
+}
+
+/* What the delayed adds share: the key checked, room in the delayed heap reserved (so
+ * that scheduling cannot fail), the item found or made, then scheduled as kind says.
+ * Returns 0 (also while shutting down: the add is dropped), or -1 for a bad key or out of
+ * memory (the queue unchanged). */
+static int delayed_add(workqueue_t *q, const char *key, delayed_add_t kind, int64_t delay_ns, int64_t now_ns)
+{
     if (!valid_key(key))
-        return NULL;
-    if (q->shutting_down) {
-        *rc = 0;
-        return NULL;
+        return -1;
+    if (q->shutting_down)
+        return 0;
+    wq_item_t *it = heap_reserve_one(&q->delayed) ? NULL : item_get_or_create(q, key);
+    if (!it)
+        return -1;
+    switch (kind) {
+    case ADD_AFTER:
+        schedule(q, it, delay_ns, now_ns);
+        break;
+    case REQUEUE_AFTER:
+        metric_counter_add(q->m_retries, q->labels, 1);
+        schedule_soon(q, it, delay_ns, now_ns);
+        break;
+    case ADD_SOON:
+        if (!it->dirty) /* else queued, or queued again when its reconcile is done */
+            schedule_soon(q, it, delay_ns, now_ns);
+        break;
+    case ADD_RATE_LIMITED:
+        schedule(q, it, rate_limit_delay(q, it, now_ns), now_ns);
+        break;
     }
-    if (heap_reserve_one(&q->delayed))
-        return NULL;
-    return item_get_or_create(q, key);
+    return 0;
 }
 
 int workqueue_add_after(workqueue_t *q, const char *key, int64_t delay_ns, int64_t now_ns)
 {
-    int rc;
-    wq_item_t *it = delayed_add_item(q, key, &rc);
-    if (!it)
-        return rc;
-    schedule(q, it, delay_ns, now_ns);
-    return 0;
+    return delayed_add(q, key, ADD_AFTER, delay_ns, now_ns);
 }
 
 int workqueue_requeue_after(workqueue_t *q, const char *key, int64_t delay_ns, int64_t now_ns)
 {
-    int rc;
-    wq_item_t *it = delayed_add_item(q, key, &rc);
-    if (!it)
-        return rc;
-    metric_counter_add(q->m_retries, q->labels, 1);
-    /* A wait of another kind (add_after's, a backoff) keeps get() from dropping it. */
-    if (it->hpos[HEAP_DELAYED] == NOT_IN_HEAP)
-        it->soon = true;
-    schedule_quiet(q, it, delay_ns, now_ns);
-    return 0;
+    return delayed_add(q, key, REQUEUE_AFTER, delay_ns, now_ns);
 }
 
 int workqueue_add_soon(workqueue_t *q, const char *key, int64_t delay_ns, int64_t now_ns)
 {
-    int rc;
-    wq_item_t *it = delayed_add_item(q, key, &rc);
-    if (!it)
-        return rc;
-    if (it->dirty) /* queued, or queued again when its reconcile is done */
-        return 0;
-    /* Waiting already for another reason (a requeue, a backoff): that stays. */
-    if (it->hpos[HEAP_DELAYED] == NOT_IN_HEAP)
-        it->soon = true;
-    schedule_quiet(q, it, delay_ns, now_ns);
-    return 0;
+    return delayed_add(q, key, ADD_SOON, delay_ns, now_ns);
 }
 
 int workqueue_add_rate_limited(workqueue_t *q, const char *key, int64_t now_ns)
 {
-    int rc;
-    wq_item_t *it = delayed_add_item(q, key, &rc);
-    if (!it)
-        return rc;
-    schedule(q, it, rate_limit_delay(q, it, now_ns), now_ns);
-    return 0;
+    return delayed_add(q, key, ADD_RATE_LIMITED, 0, now_ns);
 }
 
 void workqueue_advance(workqueue_t *q, int64_t now_ns)

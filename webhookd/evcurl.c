@@ -2,6 +2,7 @@
 #include "evcurl.h"
 
 #include "dlist.h"
+#include "loop_curl.h"
 
 #include <stdlib.h>
 
@@ -25,27 +26,25 @@ struct evcurl {
     sock_t *socks;
 };
 
+/* A finished transfer (out of the multi) to the callback it was added with. */
+static void report(CURL *easy, CURLcode result, void *arg)
+{
+    evcurl_t *ec = arg;
+    xfer_t *x = NULL;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, NULL);
+    ec->running--;
+    if (x) {
+        xfer_t done = *x;
+        free(x);
+        done.done(easy, result, done.arg);
+    }
+}
+
 /* Report every finished transfer. A callback may add transfers or remove others. */
 static void collect(evcurl_t *ec)
 {
-    CURLMsg *msg;
-    int left;
-    while ((msg = curl_multi_info_read(ec->multi, &left)) != NULL) {
-        if (msg->msg != CURLMSG_DONE)
-            continue;
-        CURL *easy = msg->easy_handle;
-        CURLcode result = msg->data.result;
-        xfer_t *x = NULL;
-        curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
-        curl_multi_remove_handle(ec->multi, easy);
-        curl_easy_setopt(easy, CURLOPT_PRIVATE, NULL);
-        ec->running--;
-        if (x) {
-            xfer_t done = *x;
-            free(x);
-            done.done(easy, result, done.arg);
-        }
-    }
+    loop_curl_collect(ec->multi, report, ec);
 }
 
 static void on_socket(evutil_socket_t fd, short what, void *arg)

@@ -638,12 +638,7 @@ const json_object *plan_shard_object(const plan_ctx_t *c, const json_object *obj
     char name[300];
     if (render_shard_name(c->name, k, name, sizeof(name)))
         return NULL;
-    for (size_t i = 0; i < jsonx_len(objs); i++) {
-        const json_object *o = json_object_array_get_idx(objs, i);
-        if (jsonx_str_is(jsonx_get(o, "metadata"), "name", name))
-            return jsonx_typed(o, json_type_object);
-    }
-    return NULL;
+    return jsonx_typed(jsonx_find_named(objs, name), json_type_object);
 }
 
 /* CLUSTER: shard k's StatefulSet and PodDisruptionBudget, planned as the cluster's own

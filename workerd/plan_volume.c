@@ -14,12 +14,7 @@
 /* The element of a named "data" in the array a, or NULL. */
 static const json_object *data_template(const json_object *a)
 {
-    for (size_t i = 0; i < jsonx_len(a); i++) {
-        const json_object *t = json_object_array_get_idx(a, i);
-        if (jsonx_str_is(jsonx_get(t, "metadata"), "name", CLAIM_TEMPLATE))
-            return t;
-    }
-    return NULL;
+    return jsonx_find_named(a, CLAIM_TEMPLATE);
 }
 
 /* The quantity at spec.resources.requests.storage (request) or status.capacity.storage
@@ -48,16 +43,6 @@ int plan_volume_grows(const json_object *dvct, const json_object *ovct)
 static const json_object *claim_items(const json_object *claims)
 {
     return json_object_is_type(claims, json_type_array) ? claims : jsonx_get(claims, "items");
-}
-
-static const json_object *claim_named(const json_object *items, const char *name)
-{
-    for (size_t i = 0; i < jsonx_len(items); i++) {
-        const json_object *c = json_object_array_get_idx(items, i);
-        if (jsonx_str_is(jsonx_get(c, "metadata"), "name", name))
-            return c;
-    }
-    return NULL;
 }
 
 /* PLAN_RESIZE_CLAIM of claim name to spec.storage.size. Returns the action's index. */
@@ -122,7 +107,7 @@ static int claims_step(const plan_ctx_t *c, const json_object *items, int n, int
     for (int i = 0; i < n; i++) {
         char name[254];
         snprintf(name, sizeof(name), CLAIM_TEMPLATE "-%s-%d", c->name, i);
-        const json_object *claim = claim_named(items, name);
+        const json_object *claim = jsonx_find_named(items, name);
         if (!claim)
             continue; /* its pod is not created yet: the new template gives it the size */
         if (grow && storage_of(claim, 0) < want) {

@@ -11,7 +11,8 @@
  * takes the suite's own lock.
  *
  * fake_api_connect gives a suite a kubeconfig (token auth) and a client aimed at the
- * server. A handler that wants a response header (Retry-After) names it with
+ * server; fake_api_open starts the server and connects them, fake_api_close undoes both.
+ * A handler that wants a response header (Retry-After) names it with
  * fake_api_reply_header.
  *
  * It counts the TCP connections it accepted (connections) and the requests being served
@@ -194,6 +195,23 @@ static inline void fake_api_connect(const fake_api_t *f, const kube_client_opts_
     CU_ASSERT_FATAL(kube_config_load_buffer(yaml, strlen(yaml), "test", NULL, cfg, err, sizeof(err)) == 0);
     *client = kube_client_new(*cfg, o, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(*client);
+}
+
+/* The suites' usual pair: f started with handler(user), and *cfg and *client aimed at it
+ * (fake_api_connect, options o); fake_api_close undoes both. */
+static inline void fake_api_open(fake_api_t *f, fake_api_handler_t handler, void *user, const kube_client_opts_t *o,
+                                 kube_config_t **cfg, kube_client_t **client)
+{
+    fake_api_start(f, handler, user);
+    fake_api_connect(f, o, cfg, client);
+}
+
+/* Destroys *client and *cfg (setting them to NULL) and stops f. */
+static inline void fake_api_close(fake_api_t *f, kube_config_t **cfg, kube_client_t **client)
+{
+    kube_client_destroy(client);
+    kube_config_destroy(cfg);
+    fake_api_stop(f);
 }
 
 /* A request log: the suite's handler adds each request (under the suite's own lock) and

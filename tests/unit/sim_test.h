@@ -83,6 +83,23 @@ static inline void sim_test_print_failure(const char *test, uint64_t seed, int64
             test);
 }
 
+/* A run's last steps are without faults: a tenth of them, at most SIM_TEST_TAIL_STEPS (200
+ * simulated seconds); it must have converged within SIM_TEST_CONVERGE_WITHIN steps (3
+ * minutes) of the last fault, or within the tail when that is shorter. */
+#define SIM_TEST_TAIL_STEPS 2000
+#define SIM_TEST_CONVERGE_WITHIN 1800
+
+/* Sets a simulation's configuration c (sim_cfg_t or sc_cfg_t): its seed, its steps and
+ * from them its tail and converge_within as above. A macro for the reason of
+ * SIM_TEST_ADD_SHARED below. */
+#define SIM_TEST_CFG_STEPS(c, seed_, steps_)                                                                       \
+    do {                                                                                                           \
+        (c).seed = (seed_);                                                                                        \
+        (c).steps = (steps_);                                                                                      \
+        (c).tail = (c).steps / 10 < SIM_TEST_TAIL_STEPS ? (c).steps / 10 : SIM_TEST_TAIL_STEPS;                    \
+        (c).converge_within = (c).tail < SIM_TEST_CONVERGE_WITHIN ? (c).tail : SIM_TEST_CONVERGE_WITHIN;           \
+    } while (0)
+
 /* Adds a run's result r (sim_result_t or sc_result_t) to a test's totals t: the counters
  * both simulations have (seeds, failed, steps, writes, acked, reconciles, commands,
  * recoveries, the faults by kind) summed, recover_max and converge_max the longest. Each

@@ -10,6 +10,17 @@
  *                          the validating webhook's answer to an AdmissionReview of op
  *                          (CREATE, UPDATE) of rc (old_rc: its oldObject, NULL: none), uid
  *                          "u-<i>", into o; asserts it was answered
+ *   rc = spec_parsed(spec, &s)
+ *                          rdc_spec_parse of rc_with(spec) into s, without an error; s's
+ *                          strings are rc's: the caller puts rc when done with them
+ *   ASSERT_S3_PLACE(x, endpoint, bucket, region, credentials)
+ *                          the S3 place rdc_spec_parse types for spec.backup.destination
+ *                          and spec.restore.from alike (x: s.backup, s.restore), as wanted,
+ *                          without a CA Secret
+ *   check_review_rows(rows, n)
+ *                          for each row, the webhook refuses op of spec (old_spec the
+ *                          oldObject's, NULL: none) with code and want in its message; a
+ *                          row that differs is printed with what was said
  */
 #ifndef RDC_TEST_SPEC_ROWS_H
 #define RDC_TEST_SPEC_ROWS_H
@@ -17,6 +28,7 @@
 #include "admission.h"
 #include "buf.h"
 #include "plan_fixture.h"
+#include "rdc_spec.h"
 #include "text_assert.h"
 
 #include <CUnit/CUnit.h>
@@ -46,6 +58,31 @@ static inline void check_spec_rows(const char *prefix, const spec_row_t *rows, s
     }
 }
 
+typedef struct {
+    const char *op, *old_spec, *spec; /* op: CREATE, UPDATE; old_spec NULL: no oldObject */
+    const char *want;                 /* in the message */
+    int code;                         /* 403 when every error is Forbidden, else 422 */
+} review_row_t;
+
+#define ASSERT_S3_PLACE(x, endpoint_, bucket_, region_, credentials_)                                               \
+    do {                                                                                                           \
+        CU_ASSERT_STRING_EQUAL((x).endpoint, endpoint_);                                                           \
+        CU_ASSERT_STRING_EQUAL((x).bucket, bucket_);                                                               \
+        CU_ASSERT_STRING_EQUAL((x).region, region_);                                                               \
+        CU_ASSERT_STRING_EQUAL((x).credentials_secret, credentials_);                                              \
+        CU_ASSERT_PTR_NULL((x).ca_secret);                                                                         \
+    } while (0)
+
+static inline json_object *spec_parsed(const char *spec, rdc_spec_t *s)
+{
+    json_object *rc = rc_with(spec);
+    rdc_field_errors_t *e = rdc_field_errors_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    CU_ASSERT_EQUAL(rdc_spec_parse(rc, s, e), 0);
+    rdc_field_errors_destroy(&e);
+    return rc;
+}
+
 static inline void validate_review(const char *op, const json_object *old_rc, const json_object *rc, size_t i,
                                    admission_outcome_t *o)
 {
@@ -65,6 +102,22 @@ static inline void validate_review(const char *op, const json_object *old_rc, co
     CU_ASSERT_EQUAL(admission_review(b.data, b.len, ADMISSION_VALIDATE, &out, o), 0);
     free(out);
     buf_free(&b);
+}
+
+static inline void check_review_rows(const review_row_t *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_object *rc = rc_with(rows[i].spec), *old = rows[i].old_spec ? rc_with(rows[i].old_spec) : NULL;
+        admission_outcome_t o;
+        validate_review(rows[i].op, old, rc, i, &o);
+        CU_ASSERT_FALSE(o.allowed);
+        if (o.code != rows[i].code || !strstr(o.message, rows[i].want))
+            fprintf(stderr, "\n  row %zu: %d %s\n", i, o.code, o.message);
+        CU_ASSERT_EQUAL(o.code, rows[i].code);
+        ASSERT_TEXT_HAS(o.message, rows[i].want);
+        json_object_put(rc);
+        json_object_put(old);
+    }
 }
 
 #endif

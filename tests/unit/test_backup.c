@@ -7,6 +7,7 @@
 #include "restore.h"
 
 #include "cu_table.h"
+#include "text_case.h"
 #include "tmpdir.h"
 
 #include <CUnit/CUnit.h>
@@ -272,10 +273,7 @@ static void test_args_schedule_ok(void)
 
 static void test_args_refused(void)
 {
-    static const struct {
-        const char *line;
-        const char *want;
-    } rows[] = {
+    static const text_case_t rows[] = {
         {"", "a subcommand is required: take, restore, prune or list"},
         {"backup", "unknown subcommand \"backup\": take, restore, prune or list"},
         {"take" S3FLAGS, "take: --redis is required"},
@@ -317,7 +315,7 @@ static void test_args_refused(void)
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         backup_args_t a;
         char err[256];
-        CU_ASSERT_EQUAL(parse(&a, err, sizeof err, rows[i].line), -1);
+        CU_ASSERT_EQUAL(parse(&a, err, sizeof err, rows[i].in), -1);
         if (strcmp(err, rows[i].want) != 0)
             printf("\n  row %zu: \"%s\", want \"%s\"", i, err, rows[i].want);
         CU_ASSERT_STRING_EQUAL(err, rows[i].want);

@@ -9,6 +9,7 @@
 #include "cu_table.h"
 #include "jsonx.h"
 #include "projection.h"
+#include "text_assert.h"
 #include "workitem.h"
 
 #include <CUnit/CUnit.h>
@@ -109,24 +110,16 @@ static void test_compact(void)
     cache_t *c = backup_cache();
     const char *rb = cache_get_json(c, "RedisBackup", "ns1/b1");
     CU_ASSERT_PTR_NOT_NULL_FATAL(rb);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rb, "\"credentialsSecret\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rb, "\"creationTimestamp\""));
-    CU_ASSERT_PTR_NULL(strstr(rb, "managedFields"));
-    CU_ASSERT_PTR_NULL(strstr(rb, "annotations"));
+    ASSERT_TEXT_HAS(rb, "\"credentialsSecret\"", "\"creationTimestamp\"");
+    ASSERT_TEXT_LACKS(rb, "managedFields", "annotations");
     const char *job = cache_get_json(c, "Job", "ns1/b1");
     CU_ASSERT_PTR_NOT_NULL_FATAL(job);
-    CU_ASSERT_PTR_NOT_NULL(strstr(job, "BackoffLimitExceeded"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(job, "cache.example.com/backup"));
-    CU_ASSERT_PTR_NULL(strstr(job, "backoffLimit\""));
-    CU_ASSERT_PTR_NULL(strstr(job, "ownerReferences"));
+    ASSERT_TEXT_HAS(job, "BackoffLimitExceeded", "cache.example.com/backup");
+    ASSERT_TEXT_LACKS(job, "backoffLimit\"", "ownerReferences");
     const char *pod = cache_get_json(c, "BackupPod", "ns1/b1-x7k2p");
     CU_ASSERT_PTR_NOT_NULL_FATAL(pod);
-    CU_ASSERT_PTR_NOT_NULL(strstr(pod, LINE));
-    CU_ASSERT_PTR_NOT_NULL(strstr(pod, "\"exitCode\":1"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(pod, "\"phase\":\"Failed\""));
-    CU_ASSERT_PTR_NULL(strstr(pod, "\"spec\""));
-    CU_ASSERT_PTR_NULL(strstr(pod, "10.0.0.9"));
-    CU_ASSERT_PTR_NULL(strstr(pod, "job-name"));
+    ASSERT_TEXT_HAS(pod, LINE, "\"exitCode\":1", "\"phase\":\"Failed\"");
+    ASSERT_TEXT_LACKS(pod, "\"spec\"", "10.0.0.9", "job-name");
     cache_destroy(&c);
 }
 

@@ -12,6 +12,7 @@
 #include "spec_errors.h"
 #include "spec_rows.h"
 #include "text_assert.h"
+#include "v1_only.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -84,57 +85,36 @@ static void test_not_in_cluster_mode(void)
  * nothing without spec.backup. */
 static void test_typed(void)
 {
-    json_object *rc = rc_with(STANDALONE "," GOOD "}");
-    rdc_field_errors_t *e = rdc_field_errors_new();
     rdc_spec_t s;
-    CU_ASSERT_EQUAL(rdc_spec_parse(rc, &s, e), 0);
+    json_object *rc = spec_parsed(STANDALONE "," GOOD "}", &s);
     CU_ASSERT_STRING_EQUAL(s.backup.schedule, "*/5 * * * *");
     for (int m = 0; m < 60; m++) /* minutes 0, 5, ..., 55 */
         CU_ASSERT_EQUAL((s.backup.cron.minutes >> m) & 1, m % 5 == 0);
     CU_ASSERT_EQUAL(s.backup.keep, RDC_SPEC_DEFAULT_BACKUP_KEEP);
-    CU_ASSERT_STRING_EQUAL(s.backup.endpoint, "http://127.0.0.1:7070");
-    CU_ASSERT_STRING_EQUAL(s.backup.bucket, "backups");
+    ASSERT_S3_PLACE(s.backup, "http://127.0.0.1:7070", "backups", RDC_SPEC_DEFAULT_RESTORE_REGION, "s3-creds");
     CU_ASSERT_STRING_EQUAL(s.backup.prefix, "prod/cache");
-    CU_ASSERT_STRING_EQUAL(s.backup.region, RDC_SPEC_DEFAULT_RESTORE_REGION);
-    CU_ASSERT_STRING_EQUAL(s.backup.credentials_secret, "s3-creds");
-    CU_ASSERT_PTR_NULL(s.backup.ca_secret);
     json_object_put(rc);
-    rc = rc_with(STANDALONE "," BACKUP("\"schedule\":\"@hourly\",\"keep\":2," DEST "," CREDS
-                                       ",\"caSecret\":\"ca\"") "}");
-    CU_ASSERT_EQUAL(rdc_spec_parse(rc, &s, e), 0);
+    rc = spec_parsed(STANDALONE "," BACKUP("\"schedule\":\"@hourly\",\"keep\":2," DEST "," CREDS
+                                           ",\"caSecret\":\"ca\"") "}",
+                     &s);
     CU_ASSERT_EQUAL(s.backup.keep, 2);
     CU_ASSERT_STRING_EQUAL(s.backup.ca_secret, "ca");
     json_object_put(rc);
-    rc = rc_with(STANDALONE "}");
-    CU_ASSERT_EQUAL(rdc_spec_parse(rc, &s, e), 0);
+    rc = spec_parsed(STANDALONE "}", &s);
     CU_ASSERT_PTR_NULL(s.backup.schedule);
     json_object_put(rc);
-    rdc_field_errors_destroy(&e);
 }
 
 /* The webhook refuses a bad schedule with cron_parse's words, and Cluster mode. */
 static void test_webhook(void)
 {
-    static const struct {
-        const char *spec, *want;
-        int code;
-    } rows[] = {
-        {STANDALONE "," BACKUP("\"schedule\":\"*/0 * * * *\"," DEST "," CREDS) "}",
+    static const review_row_t rows[] = {
+        {"CREATE", NULL, STANDALONE "," BACKUP("\"schedule\":\"*/0 * * * *\"," DEST "," CREDS) "}",
          "spec.backup.schedule: Invalid value: \"*/0 * * * *\": must be a cron schedule", 422},
-        {"{\"size\":6,\"image\":\"redis\",\"mode\":\"Cluster\"," GOOD "}",
+        {"CREATE", NULL, "{\"size\":6,\"image\":\"redis\",\"mode\":\"Cluster\"," GOOD "}",
          "spec.backup: Forbidden: is not supported in Cluster mode yet", 403},
     };
-    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        json_object *rc = rc_with(rows[i].spec);
-        admission_outcome_t o;
-        validate_review("CREATE", NULL, rc, i, &o);
-        CU_ASSERT_FALSE(o.allowed);
-        if (o.code != rows[i].code || !strstr(o.message, rows[i].want))
-            fprintf(stderr, "\n  row %zu: %d %s\n", i, o.code, o.message);
-        CU_ASSERT_EQUAL(o.code, rows[i].code);
-        ASSERT_TEXT_HAS(o.message, rows[i].want);
-        json_object_put(rc);
-    }
+    check_review_rows(rows, sizeof(rows) / sizeof(rows[0]));
 }
 
 /* v1-only: spec.backup and status.backup gone in v1alpha1 (kept in the annotation), back
@@ -145,14 +125,8 @@ static void test_survives_v1alpha1(void)
     json_object_object_add(v1, "status",
                            json_tokener_parse("{\"phase\":\"Running\",\"backup\":{\"lastScheduleTime\":"
                                               "\"2026-12-06T14:00:00Z\"}}"));
-    json_object *down = NULL, *up = NULL;
-    char err[256];
-    CU_ASSERT_EQUAL_FATAL(conversion_convert(v1, CONVERSION_V1ALPHA1, &down, err, sizeof(err)), 0);
-    CU_ASSERT_PTR_NULL(at(down, "spec backup"));
-    CU_ASSERT_PTR_NULL(at(down, "status backup"));
-    CU_ASSERT_EQUAL_FATAL(conversion_convert(down, CONVERSION_V1, &up, err, sizeof(err)), 0);
-    CU_ASSERT_TRUE(json_object_equal(up, v1));
-    PUT_EACH(v1, down, up);
+    json_object *down = V1_ONLY_ROUND_TRIP(v1, "spec backup", "status backup");
+    PUT_EACH(v1, down);
 }
 
 static const cu_entry_t tests[] = {

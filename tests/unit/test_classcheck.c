@@ -308,16 +308,13 @@ typedef struct {
 static void api_start(api_t *a)
 {
     memset(a, 0, sizeof(*a));
-    fake_api_start(&a->api, sc_handler, NULL);
     kube_client_opts_t co = fake_api_opts(0);
-    fake_api_connect(&a->api, &co, &a->cfg, &a->client);
+    fake_api_open(&a->api, sc_handler, NULL, &co, &a->cfg, &a->client);
 }
 
 static void api_stop(api_t *a)
 {
-    kube_client_destroy(&a->client);
-    kube_config_destroy(&a->cfg);
-    fake_api_stop(&a->api);
+    fake_api_close(&a->api, &a->cfg, &a->client);
 }
 
 static void test_read_through_the_api(void)

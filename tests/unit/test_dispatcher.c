@@ -21,6 +21,7 @@
 #include "proto.h"
 #include "reporter.h"
 #include "rmsg.h"
+#include "text_assert.h"
 #include "tmpdir.h"
 
 #include "cu_table.h"
@@ -319,9 +320,7 @@ static void test_change_reaches_a_worker(void)
     put_cm("a", "2");
     SAY(PROTO_READY, "1");
     const char *children = expect_work("ns/a", "0", "1");
-    CU_ASSERT_PTR_NOT_NULL(strstr(children, "\"ConfigMap\":{"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(children, "\"rv 2\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(children, "\"Redis\":null"));
+    ASSERT_TEXT_HAS(children, "\"ConfigMap\":{", "\"rv 2\"", "\"Redis\":null");
     CU_ASSERT_TRUE(dispatcher_in_flight(fx.d));
     /* A change while it is in flight is not a second item: it waits for DONE. */
     put_rc("a", "3", 2, "");

@@ -119,9 +119,8 @@ static void env_open(env_t *e)
 {
     memset(e, 0, sizeof(*e));
     pthread_mutex_init(&e->api.mu, NULL);
-    fake_api_start(&e->api.srv, on_request, &e->api);
     kube_client_opts_t o = fake_api_opts(2);
-    fake_api_connect(&e->api.srv, &o, &e->cfg, &e->client);
+    fake_api_open(&e->api.srv, on_request, &e->api, &o, &e->cfg, &e->client);
     e->x = (exec_ctx_t){.client = e->client, .reconcile_id = "test", .instance = "test"};
     /* a new cluster: finalizer, ConfigMap, Service, StatefulSet, status */
     e->rc = json_tokener_parse("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{"
@@ -136,9 +135,7 @@ static void env_close(env_t *e)
 {
     plan_destroy(&e->plan);
     json_object_put(e->rc);
-    kube_client_destroy(&e->client);
-    kube_config_destroy(&e->cfg);
-    fake_api_stop(&e->api.srv);
+    fake_api_close(&e->api.srv, &e->cfg, &e->client);
     pthread_mutex_destroy(&e->api.mu);
 }
 

@@ -124,6 +124,13 @@ static void test_typed_readers(void)
     CU_ASSERT_PTR_NULL(jsonx_find(list, "type", NULL));
     CU_ASSERT_PTR_NULL(jsonx_find(meta, "type", "A")); /* not an array */
     json_object_put(list);
+    list = json_tokener_parse("[1,{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"},\"n\":1},"
+                              "{\"metadata\":{\"name\":\"b\"},\"n\":2}]");
+    CU_ASSERT_EQUAL(jsonx_int_or(jsonx_find_named(list, "b"), "n", 0), 1); /* the first */
+    CU_ASSERT_PTR_NOT_NULL(jsonx_find_named(list, "a"));
+    CU_ASSERT_PTR_NULL(jsonx_find_named(list, "c"));
+    CU_ASSERT_PTR_NULL(jsonx_find_named(meta, "a")); /* not an array */
+    json_object_put(list);
 }
 
 /* The one parser: each way it ends, with the caller's tokener kept across calls. */

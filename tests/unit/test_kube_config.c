@@ -266,6 +266,15 @@ static const char *SIMPLE =
 
 /* ---- parsing and resolution ---- */
 
+/* The text of a kubeconfig of one context, x, of cluster c and user u: cluster and user
+ * are what follows "cluster:" and "user:" (a flow mapping, or lines indented four spaces
+ * each after a newline). A string literal: also a printf format. */
+#define KC_ONE(cluster, user)                                                          \
+    "current-context: x\nclusters:\n- name: c\n  cluster:" cluster "\nusers:\n- name: u\n" \
+    "  user:" user "\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+/* The cluster of the tests that only need one. */
+#define KC_H " {server: 'https://h'}"
+
 /* Loading the kubeconfig text fails (no configuration made) with every part in the error:
  * refused(text, "part", ...). */
 #define refused(text, ...) refused_each((text), (const char *const[]){__VA_ARGS__, NULL})
@@ -277,6 +286,14 @@ static void refused_each(const char *text, const char *const *parts)
     text_assert_each(err, parts, 1);
     CU_ASSERT_PTR_NULL(cfg);
 }
+
+/* refused() of the kubeconfig text printf(fmt, arg). */
+#define refused_with(fmt, arg, ...)                                                        \
+    do {                                                                                   \
+        char *text_ = xprintf((fmt), (arg));                                               \
+        refused(text_, __VA_ARGS__);                                                       \
+        free(text_);                                                                       \
+    } while (0)
 
 static void test_buffer_basic(void)
 {
@@ -349,12 +366,9 @@ static void test_inline_data(void)
     const char *tok, *cert, *key;
     char *ca = b64(g_cert), *crt = b64(g_cert), *k = b64(g_key);
     /* Split the base64 over lines: whitespace inside must be ignored. */
-    char *yaml = xprintf("current-context: x\n"
-                         "clusters:\n- name: c\n  cluster:\n    server: https://h:1\n"
-                         "    certificate-authority-data: %s\n"
-                         "users:\n- name: u\n  user:\n    client-certificate-data: %s\n"
-                         "    client-key-data: |\n      %.40s\n      %s\n"
-                         "contexts:\n- name: x\n  context: {cluster: c, user: u}\n",
+    char *yaml = xprintf(KC_ONE("\n    server: https://h:1\n    certificate-authority-data: %s",
+                                "\n    client-certificate-data: %s\n"
+                                "    client-key-data: |\n      %.40s\n      %s"),
                          ca, crt, k, k + 40);
 
     ASSERT_LOADS(load_text(yaml, NULL, &cfg, err, sizeof err));
@@ -387,10 +401,7 @@ static void test_base64_padding(void)
     for (int pad = 0; pad < 3; pad++) {
         char *pem = xprintf("%s%s", g_cert, tails[pad]);
         char *data = b64(pem);
-        char *yaml = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n"
-                             "    server: https://h\n    certificate-authority-data: %s\n"
-                             "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
-                             data);
+        char *yaml = xprintf(KC_ONE("\n    server: https://h\n    certificate-authority-data: %s", " {}"), data);
         kube_config_t *cfg = NULL;
         char err[512] = "";
         CU_ASSERT_EQUAL(load_text(yaml, NULL, &cfg, err, sizeof err), 0);
@@ -407,18 +418,12 @@ static void test_base64_padding(void)
 
 static void test_bad_base64(void)
 {
-    const char *yaml = "current-context: x\nclusters:\n- name: c\n  cluster:\n"
-                       "    server: https://h\n    certificate-authority-data: 'abc!'\n"
-                       "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n";
-    refused(yaml, "cluster \"c\"", "certificate-authority-data: invalid base64");
+    refused(KC_ONE("\n    server: https://h\n    certificate-authority-data: 'abc!'", " {}"), "cluster \"c\"",
+            "certificate-authority-data: invalid base64");
 
     char *notpem = b64("hello world");
-    char *y2 = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n"
-                       "    server: https://h\n    certificate-authority-data: %s\n"
-                       "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
-                       notpem);
-    refused(y2, "no PEM certificate");
-    free(y2);
+    refused_with(KC_ONE("\n    server: https://h\n    certificate-authority-data: %s", " {}"), notpem,
+                 "no PEM certificate");
     free(notpem);
 }
 
@@ -432,13 +437,9 @@ static void test_relative_files(void)
     write_file("kube/pki/client.crt", g_cert);
     write_file("kube/client.key", g_key);
     write_file("kube/token.txt", "file-token\n");
-    write_file("kube/config",
-               "current-context: x\n"
-               "clusters:\n- name: c\n  cluster:\n    server: https://h:6443\n"
-               "    certificate-authority: pki/ca.crt\n"
-               "users:\n- name: u\n  user:\n    client-certificate: ./pki/client.crt\n"
-               "    client-key: client.key\n    tokenFile: token.txt\n"
-               "contexts:\n- name: x\n  context: {cluster: c, user: u}\n");
+    write_file("kube/config", KC_ONE("\n    server: https://h:6443\n    certificate-authority: pki/ca.crt",
+                                     "\n    client-certificate: ./pki/client.crt\n"
+                                     "    client-key: client.key\n    tokenFile: token.txt"));
     /* The working directory is elsewhere: paths must resolve against kube/. */
     char cwd[PATH_MAX];
     CU_ASSERT_FATAL(getcwd(cwd, sizeof cwd) != NULL);
@@ -467,10 +468,7 @@ static void test_missing_referenced_file(void)
 {
     kube_config_t *cfg = NULL;
     char err[512] = "";
-    write_file("config", "current-context: x\n"
-                         "clusters:\n- name: c\n  cluster:\n    server: https://h\n"
-                         "    certificate-authority: nothere.crt\n"
-                         "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n");
+    write_file("config", KC_ONE("\n    server: https://h\n    certificate-authority: nothere.crt", " {}"));
     CU_ASSERT_EQUAL(load_path(tpath("config"), NULL, &cfg, err, sizeof err), -1);
     ASSERT_TEXT_HAS(err, tpath("nothere.crt"), "No such file or directory", "cluster \"c\"");
 }
@@ -534,22 +532,12 @@ static void test_server_checks(void)
 {
     kube_config_t *cfg = NULL;
     char err[512] = "";
-    refused("current-context: x\nclusters:\n- name: c\n  cluster:\n"
-            "    server: api.example.com:6443\n"
-            "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
-            "cluster \"c\"", "must start with https:// or http://");
-    refused("current-context: x\nclusters:\n- name: c\n  cluster: {}\n"
-            "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
-            "cluster \"c\": server not set");
-    refused("current-context: x\nclusters:\n- name: c\n  cluster:\n"
-            "    server: https:///\n"
-            "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
-            "no host");
+    refused(KC_ONE(" {server: 'api.example.com:6443'}", " {}"), "cluster \"c\"",
+            "must start with https:// or http://");
+    refused(KC_ONE(" {}", " {}"), "cluster \"c\": server not set");
+    refused(KC_ONE(" {server: 'https:///'}", " {}"), "no host");
     /* Only one trailing slash is stripped; a path prefix is kept. */
-    ASSERT_LOADS(load_text("current-context: x\nclusters:\n- name: c\n  cluster:\n"
-                           "    server: HTTPS://h:1/prefix/\n"
-                           "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n",
-                           NULL, &cfg, err, sizeof err));
+    ASSERT_LOADS(load_text(KC_ONE(" {server: 'HTTPS://h:1/prefix/'}", " {}"), NULL, &cfg, err, sizeof err));
     CU_ASSERT_STRING_EQUAL(kube_config_rest(cfg)->server, "HTTPS://h:1/prefix");
     kube_config_destroy(&cfg);
 }
@@ -557,31 +545,19 @@ static void test_server_checks(void)
 static void test_tls_conflicts(void)
 {
     char *ca = b64(g_cert), *crt = b64(g_cert), *k2 = b64(g_key2);
-    char *y;
-
     write_file("ca.crt", g_cert);
-    y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n    server: https://h\n"
-                "    certificate-authority: ca.crt\n    certificate-authority-data: %s\n"
-                "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n", ca);
-    refused(y, "certificate-authority and certificate-authority-data are both set");
-    free(y);
+    refused_with(KC_ONE("\n    server: https://h\n    certificate-authority: ca.crt\n"
+                        "    certificate-authority-data: %s",
+                        " {}"),
+                 ca, "certificate-authority and certificate-authority-data are both set");
+    refused_with(KC_ONE("\n    server: https://h\n    insecure-skip-tls-verify: yes\n"
+                        "    certificate-authority-data: %s",
+                        " {}"),
+                 ca, "insecure-skip-tls-verify");
+    refused_with(KC_ONE(KC_H, "\n    client-certificate-data: %s"), crt,
+                 "user \"u\": client-certificate is set without client-key");
 
-    y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster:\n    server: https://h\n"
-                "    insecure-skip-tls-verify: yes\n    certificate-authority-data: %s\n"
-                "contexts:\n- name: x\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n", ca);
-    refused(y, "insecure-skip-tls-verify");
-    free(y);
-
-    y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
-                "users:\n- name: u\n  user:\n    client-certificate-data: %s\n"
-                "contexts:\n- name: x\n  context: {cluster: c, user: u}\n", crt);
-    refused(y, "user \"u\": client-certificate is set without client-key");
-    free(y);
-
-    y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
-                "users:\n- name: u\n  user:\n    client-certificate-data: %s\n"
-                "    client-key-data: %s\n"
-                "contexts:\n- name: x\n  context: {cluster: c, user: u}\n", crt, k2);
+    char *y = xprintf(KC_ONE(KC_H, "\n    client-certificate-data: %s\n    client-key-data: %s"), crt, k2);
     refused(y, "do not match");
     free(y);
     free(ca);
@@ -619,25 +595,10 @@ static void test_size_caps(void)
     CU_ASSERT_FATAL(s != NULL);
     memset(s, 'a', n);
     s[n] = '\0';
-    char *y = xprintf("x: &big %s\nusers:\n- name: u\n  user:\n    exec:\n      args: "
-                      "[*big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big,"
-                      " *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big, *big]\n",
-                      s);
+    char args[204 * sizeof(", *big")] = "";
+    for (size_t i = 0, off = 0; i < 204; i++)
+        off += (size_t)snprintf(args + off, sizeof args - off, "%s*big", i ? ", " : "");
+    char *y = xprintf("x: &big %s\nusers:\n- name: u\n  user:\n    exec:\n      args: [%s]\n", s, args);
     refused(y, "too large or too repetitive");
     free(y);
     free(s);
@@ -647,46 +608,32 @@ static void test_exec_config_checks(void)
 {
     kube_config_t *cfg = NULL;
     char err[512] = "";
-    const char *head = "current-context: x\nclusters:\n- name: c\n  cluster: "
-                       "{server: 'https://h'}\ncontexts:\n- name: x\n  context: "
-                       "{cluster: c, user: u}\nusers:\n- name: u\n  user:\n    exec:\n";
-    char *y;
-
-    y = xprintf("%s      apiVersion: client.authentication.k8s.io/v1alpha1\n"
-                "      command: p\n", head);
-    refused(y, "user \"u\": exec.apiVersion", "not supported");
-    free(y);
-    y = xprintf("%s      apiVersion: client.authentication.k8s.io/v1\n      command: p\n",
-                head);
-    refused(y, "exec.interactiveMode must be set");
-    free(y);
-    y = xprintf("%s      apiVersion: client.authentication.k8s.io/v1\n      command: p\n"
-                "      interactiveMode: Always\n", head);
-    refused(y, "interactiveMode \"Always\"");
-    free(y);
-    y = xprintf("%s      apiVersion: client.authentication.k8s.io/v1beta1\n", head);
-    refused(y, "exec.command not set");
-    free(y);
-    y = xprintf("%s      apiVersion: client.authentication.k8s.io/v1beta1\n      command: p\n"
-                "      env:\n      - value: x\n", head);
-    refused(y, "users[0].user.exec.env[0].name");
-    free(y);
+#define EXEC_USER(lines) KC_ONE(KC_H, "\n    exec:\n" lines)
+    refused(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1alpha1\n      command: p"),
+            "user \"u\": exec.apiVersion", "not supported");
+    refused(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1\n      command: p"),
+            "exec.interactiveMode must be set");
+    refused(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1\n      command: p\n"
+                      "      interactiveMode: Always"),
+            "interactiveMode \"Always\"");
+    refused(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1beta1"), "exec.command not set");
+    refused(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1beta1\n      command: p\n"
+                      "      env:\n      - value: x"),
+            "users[0].user.exec.env[0].name");
     /* Valid: loads without running anything. */
-    y = xprintf("%s      apiVersion: client.authentication.k8s.io/v1beta1\n      command: p\n",
-                head);
-    CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(load_text(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1beta1\n      command: p"),
+                              NULL, &cfg, err, sizeof err),
+                    0);
     CU_ASSERT(cfg && kube_config_rest(cfg)->has_bearer == 1);
     kube_config_destroy(&cfg);
-    free(y);
+#undef EXEC_USER
 }
 
 static void test_token_control_chars(void)
 {
     kube_config_t *cfg = NULL;
     char err[512] = "";
-    const char *y = "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
-                    "users:\n- name: u\n  user: {token: \"abc\\r\\nX-Evil: 1\"}\n"
-                    "contexts:\n- name: x\n  context: {cluster: c, user: u}\n";
+    const char *y = KC_ONE(KC_H, " {token: \"abc\\r\\nX-Evil: 1\"}");
     CU_ASSERT_EQUAL(load_text(y, NULL, &cfg, err, sizeof err), -1);
     ASSERT_TEXT_HAS(err, "user \"u\": token contains control characters");
     CU_ASSERT(strchr(err, '\n') == NULL && strchr(err, '\r') == NULL);
@@ -695,10 +642,7 @@ static void test_token_control_chars(void)
 
 static void test_auth_provider_rejected(void)
 {
-    const char *y = "current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
-                    "users:\n- name: u\n  user:\n    auth-provider: {name: gcp}\n"
-                    "contexts:\n- name: x\n  context: {cluster: c, user: u}\n";
-    refused(y, "auth-provider is not supported");
+    refused(KC_ONE(KC_H, " {auth-provider: {name: gcp}}"), "auth-provider is not supported");
 }
 
 static void test_rfc3339(void)
@@ -939,20 +883,29 @@ static void test_home_fallback(void)
 
 /* ---- credentials ---- */
 
-static void test_token_file_rotation(void)
+/* Write the token file "tok" (its path in path) with content, modified at 1000000000 s
+ * and nsec ns, and load a kubeconfig whose user reads it; more: other fields of the user
+ * (", token: x"). The caller destroys the configuration. */
+static kube_config_t *load_token_file(char path[PATH_MAX], const char *content, long nsec, const char *more)
 {
     kube_config_t *cfg = NULL;
+    char err[512] = "";
+    snprintf(path, PATH_MAX, "%s", tpath("tok"));
+    write_file("tok", content);
+    overwrite_with_mtime(path, content, 1000000000, nsec);
+    char *y = xprintf(KC_ONE(KC_H, " {tokenFile: %s%s}"), path, more);
+    ASSERT_LOADS(load_text(y, NULL, &cfg, err, sizeof err));
+    free(y);
+    return cfg;
+}
+
+static void test_token_file_rotation(void)
+{
     char err[512] = "";
     const char *tok, *cert, *key;
     char path[PATH_MAX];
 
-    snprintf(path, sizeof path, "%s", tpath("tok"));
-    write_file("tok", "  first-token \n");
-    overwrite_with_mtime(path, "  first-token \n", 1000000000, 1);
-    char *y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster: {server: "
-                      "'https://h'}\nusers:\n- name: u\n  user: {tokenFile: %s, token: static}\n"
-                      "contexts:\n- name: x\n  context: {cluster: c, user: u}\n", path);
-    ASSERT_LOADS(load_text(y, NULL, &cfg, err, sizeof err));
+    kube_config_t *cfg = load_token_file(path, "  first-token \n", 1, ", token: static");
     CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
     CU_ASSERT_STRING_EQUAL(tok, "first-token"); /* the file wins over the static token */
 
@@ -981,14 +934,9 @@ static void test_token_file_rotation(void)
     ASSERT_TEXT_HAS(err, "empty");
     CU_ASSERT_STRING_EQUAL(tok, "secXnd");
     kube_config_destroy(&cfg);
-    free(y);
 
     /* A missing token file (without a static fallback) fails the load. */
-    y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
-                "users:\n- name: u\n  user: {tokenFile: nope.txt}\n"
-                "contexts:\n- name: x\n  context: {cluster: c, user: u}\n");
-    refused(y, "tokenFile", tpath("nope.txt"));
-    free(y);
+    refused(KC_ONE(KC_H, " {tokenFile: nope.txt}"), "tokenFile", tpath("nope.txt"));
 }
 
 /* The plugin used by the exec tests: logs each run to $COUNT_FILE, saves its
@@ -1003,21 +951,18 @@ static const char *PLUGIN =
 /* A kubeconfig using the plugin at command (relative to the kubeconfig's directory). */
 static char *exec_kubeconfig(const char *command, const char *api, const char *extra)
 {
-    return xprintf("current-context: x\n"
-                   "clusters:\n- name: c\n  cluster:\n    server: https://api.test:6443\n"
-                   "    certificate-authority: ca.crt\n"
-                   "users:\n- name: u\n  user:\n    exec:\n"
-                   "      apiVersion: %s\n      command: %s\n"
-                   "      args: [first-arg, 'second arg']\n"
-                   "      interactiveMode: Never\n"
-                   "      installHint: install it with apt\n"
-                   "      env:\n"
-                   "      - {name: COUNT_FILE, value: %s}\n"
-                   "      - {name: INFO_FILE, value: %s}\n"
-                   "      - {name: ARGS_FILE, value: %s}\n"
-                   "      - {name: RESPONSE_FILE, value: %s}\n"
-                   "%s"
-                   "contexts:\n- name: x\n  context: {cluster: c, user: u}\n",
+    return xprintf(KC_ONE("\n    server: https://api.test:6443\n    certificate-authority: ca.crt",
+                          "\n    exec:\n"
+                          "      apiVersion: %s\n      command: %s\n"
+                          "      args: [first-arg, 'second arg']\n"
+                          "      interactiveMode: Never\n"
+                          "      installHint: install it with apt\n"
+                          "      env:\n"
+                          "      - {name: COUNT_FILE, value: %s}\n"
+                          "      - {name: INFO_FILE, value: %s}\n"
+                          "      - {name: ARGS_FILE, value: %s}\n"
+                          "      - {name: RESPONSE_FILE, value: %s}\n"
+                          "%s"),
                    api, command, tpath("count"), tpath("info"), tpath("args"),
                    tpath("response.json"), extra ? extra : "");
 }
@@ -1277,27 +1222,28 @@ static void test_exec_failure_backoff(void)
     kcfg_test_set_clock(NULL);
 }
 
-static void test_exec_not_found(void)
+/* The plugin at command (v1) loads, and its first run fails with every part in the error:
+ * exec_refused(command, "part", ...). No token is handed out. */
+#define exec_refused(command, ...) exec_refused_each((command), (const char *const[]){__VA_ARGS__, NULL})
+static void exec_refused_each(const char *command, const char *const *parts)
 {
     char err[512] = "";
     const char *tok, *cert, *key;
-
-    kube_config_t *cfg = load_exec("kcfg-no-such-plugin-anywhere",
-                                   "client.authentication.k8s.io/v1", NULL);
+    kube_config_t *cfg = load_exec(command, "client.authentication.k8s.io/v1", NULL);
     CU_ASSERT_FATAL(cfg != NULL);
     CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
-    ASSERT_TEXT_HAS(err, "kcfg-no-such-plugin-anywhere", "not found in $PATH");
-    ASSERT_TEXT_HAS(err, "install it with apt");
+    text_assert_each(err, parts, 1);
     CU_ASSERT_PTR_NULL(tok);
     kube_config_destroy(&cfg);
+}
 
+static void test_exec_not_found(void)
+{
+    exec_refused("kcfg-no-such-plugin-anywhere", "kcfg-no-such-plugin-anywhere", "not found in $PATH",
+                 "install it with apt");
     /* A path that is not executable. */
     write_mode("bin/noexec.sh", PLUGIN, 0644);
-    cfg = load_exec("bin/noexec.sh", "client.authentication.k8s.io/v1", NULL);
-    CU_ASSERT_FATAL(cfg != NULL);
-    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
-    ASSERT_TEXT_HAS(err, "Permission denied");
-    kube_config_destroy(&cfg);
+    exec_refused("bin/noexec.sh", "Permission denied");
 }
 
 static void test_exec_path_lookup(void)
@@ -1350,11 +1296,7 @@ static void test_exec_timeout(void)
     /* A plugin that floods stdout is stopped at the cap. */
     write_mode("bin/flood.sh", "#!/bin/sh\nexec yes\n", 0755);
     kcfg_test_set_exec_timeout_ms(5000);
-    cfg = load_exec("bin/flood.sh", "client.authentication.k8s.io/v1", NULL);
-    CU_ASSERT_FATAL(cfg != NULL);
-    CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), -1);
-    ASSERT_TEXT_HAS(err, "output larger than");
-    kube_config_destroy(&cfg);
+    exec_refused("bin/flood.sh", "output larger than");
 }
 
 static void test_exec_client_cert(void)
@@ -1724,14 +1666,7 @@ static void test_credentials_rejected(void)
 
     /* A token file: re-read after a 401 even when stat says it did not change. */
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s", tpath("tok"));
-    write_file("tok", "aaaa\n");
-    overwrite_with_mtime(path, "aaaa\n", 1000000000, 5);
-    char *y = xprintf("current-context: x\nclusters:\n- name: c\n  cluster: {server: "
-                      "'https://h'}\nusers:\n- name: u\n  user: {tokenFile: %s}\n"
-                      "contexts:\n- name: x\n  context: {cluster: c, user: u}\n", path);
-    ASSERT_LOADS(load_text(y, NULL, &cfg, err, sizeof err));
-    free(y);
+    cfg = load_token_file(path, "aaaa\n", 5, "");
     CU_ASSERT_EQUAL(kube_config_credentials(cfg, &tok, &cert, &key, err, sizeof err), 0);
     CU_ASSERT_STRING_EQUAL(tok, "aaaa");
     uint64_t f1 = kube_config_credentials_generation(cfg);
@@ -1750,18 +1685,10 @@ static void test_impersonation_parse(void)
     kube_config_t *cfg = NULL;
     char err[512] = "";
     /* Types are checked with the field's path. */
-    refused("current-context: x\nclusters:\n- name: c\n  cluster: {server: "
-            "'https://h'}\nusers:\n- name: u\n  user: {as-groups: dev}\n"
-            "contexts:\n- name: x\n  context: {cluster: c, user: u}\n",
-            "users[0].user.as-groups: expected a sequence");
-    refused("current-context: x\nclusters:\n- name: c\n  cluster: {server: "
-            "'https://h'}\nusers:\n- name: u\n  user:\n    as-user-extra: "
-            "{k: v}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n",
-            "as-user-extra.k: expected a sequence");
+    refused(KC_ONE(KC_H, " {as-groups: dev}"), "users[0].user.as-groups: expected a sequence");
+    refused(KC_ONE(KC_H, " {as-user-extra: {k: v}}"), "as-user-extra.k: expected a sequence");
     /* An empty group is sent as an empty header (curl: "Name;"). */
-    ASSERT_LOADS(load_text("current-context: x\nclusters:\n- name: c\n  cluster: {server: "
-                           "'https://h'}\nusers:\n- name: u\n  user: {as: a, as-groups: ['']}\n"
-                           "contexts:\n- name: x\n  context: {cluster: c, user: u}\n",
+    ASSERT_LOADS(load_text(KC_ONE(KC_H, " {as: a, as-groups: ['']}"),
                            NULL, &cfg, err, sizeof err));
     const kube_rest_config_t *r = kube_config_rest(cfg);
     CU_ASSERT_EQUAL_FATAL(r->n_impersonate_headers, 2);

@@ -1,6 +1,7 @@
 /* Unit tests for kube_error: Status bodies as the API server sends them. */
 #include "cu_table.h"
 #include "kube_error.h"
+#include "text_assert.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -165,8 +166,7 @@ static void test_invalid_with_causes(void)
     CU_ASSERT_STRING_EQUAL(e.causes[1].reason, "FieldValueRequired");
     char line[1024];
     kube_error_str(&e, line, sizeof(line));
-    CU_ASSERT_PTR_NOT_NULL(strstr(line, "422 Invalid: RedisCluster.cache.example.com"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(line, "[2 causes]"));
+    ASSERT_TEXT_HAS(line, "422 Invalid: RedisCluster.cache.example.com", "[2 causes]");
 
     /* More causes than fit: kept up to the cap, all counted. */
     char big[8192];

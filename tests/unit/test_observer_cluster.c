@@ -431,9 +431,7 @@ static void test_once(void)
     CU_ASSERT_EQUAL(oh_int(plain, "reachable"), 1);
     CU_ASSERT_FALSE(json_object_object_get_ex(plain, "cluster", NULL));
     json_object_put(o);
-    kube_client_destroy(&client);
-    kube_config_destroy(&cfg);
-    fake_api_stop(&api);
+    fake_api_close(&api, &cfg, &client);
 }
 
 /* A Cluster-mode cluster whose pod runs Redis without cluster support: the pod answers,

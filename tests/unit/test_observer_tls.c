@@ -67,6 +67,8 @@ static int teardown(void)
     return tmpdir_remove(dir);
 }
 
+CU_HOOKS({"observerd over TLS", setup, teardown, NULL, NULL});
+
 static void b64_into(buf_t *out, const char *text)
 {
     size_t n = strlen(text);
@@ -281,12 +283,8 @@ static void test_once_tls(void)
     CU_ASSERT_STRING_EQUAL(oh_str(n, "tlsCert"), sha1);
     json_object_put(o);
     free(text);
-    kube_client_destroy(&client);
-    kube_config_destroy(&cfg);
-    fake_api_stop(&a);
+    fake_api_close(&a, &cfg, &client);
 }
-
-CU_HOOKS({"observerd over TLS", setup, teardown, NULL, NULL});
 
 static const cu_entry_t tests[] = {
     CU_SUITE("observerd over TLS"),

@@ -872,8 +872,7 @@ static void test_minimal_spec_defaults(void)
     const json_object *sts = find_write(p, "statefulsets")->body;
     const char *conf = str_at(cm, "data redis.conf");
     CU_ASSERT(!text_contains(conf, "\nmaxmemory "));
-    CU_ASSERT(text_contains(conf, "\nmaxmemory-policy allkeys-lru\n"));
-    CU_ASSERT(text_contains(conf, "\nappendonly yes\n"));
+    ASSERT_TEXT_HAS(conf, "\nmaxmemory-policy allkeys-lru\n", "\nappendonly yes\n");
     CU_ASSERT_STRING_EQUAL(str_at(sts, "spec template spec containers 0 image"), "redis:7.2");
     CU_ASSERT_STRING_EQUAL(str_at(sts, "spec volumeClaimTemplates 0 spec resources requests storage"), "1Gi");
     CU_ASSERT_PTR_NULL(at(sts, "spec volumeClaimTemplates 0 spec storageClassName"));
@@ -1015,9 +1014,7 @@ static void test_invalid_spec_lists_every_problem_and_is_quiet_after(void)
     /* The finalizer still goes on, so a later delete runs the cleanup. */
     CU_ASSERT_EQUAL(plan_action(p, 0)->kind, PLAN_ADD_FINALIZER);
     const char *msg = str_at(cond(p, "Ready"), "message");
-    CU_ASSERT(text_contains(msg, "spec.size"));
-    CU_ASSERT(text_contains(msg, "spec.image"));
-    CU_ASSERT(text_contains(msg, "spec.storage.size"));
+    ASSERT_TEXT_HAS(msg, "spec.size", "spec.image", "spec.storage.size");
     perform(&w, p);
     plan_destroy(&p);
     /* Nothing changed: no status write and no repeated Warning on a resync. */
@@ -1185,9 +1182,8 @@ static void test_invalid_spec_message_is_bounded(void)
     CU_ASSERT(len < 2048);
     CU_ASSERT(len > 1024);
     CU_ASSERT(msg[0] == '[' && msg[len - 1] == ']');
-    CU_ASSERT(text_contains(msg, "[metadata.name: Invalid value: \"Not-A-Label-\\x01"));
-    CU_ASSERT(text_contains(msg, ", spec.size: Invalid value: \"\\x01"));
-    CU_ASSERT(text_contains(msg, " more]"));
+    ASSERT_TEXT_HAS(msg, "[metadata.name: Invalid value: \"Not-A-Label-\\x01", ", spec.size: Invalid value: \"\\x01",
+                    " more]");
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "Degraded"), "message"), msg);
     CU_ASSERT_PTR_NOT_NULL_FATAL(find_event(p, "InvalidSpec"));
     CU_ASSERT_STRING_EQUAL(find_event(p, "InvalidSpec")->message, msg);
@@ -1420,8 +1416,7 @@ static void test_storage_change_is_reported_not_applied(void)
     json_object *deg = cond(p, "Degraded");
     CU_ASSERT_STRING_EQUAL(str_at(deg, "status"), "True");
     CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), "ImmutableFieldChanged");
-    CU_ASSERT(text_contains(str_at(deg, "message"), "spec.storage"));
-    CU_ASSERT(text_contains(str_at(deg, "message"), "want \"512Mi\", have \"1Gi\""));
+    ASSERT_TEXT_HAS(str_at(deg, "message"), "spec.storage", "want \"512Mi\", have \"1Gi\"");
     const plan_event_t *e = find_event(p, "ImmutableFieldChanged");
     CU_ASSERT_PTR_NOT_NULL_FATAL(e);
     CU_ASSERT_STRING_EQUAL(e->type, "Warning");
@@ -1677,9 +1672,8 @@ static void test_ownership_every_child_in_the_way(void)
     CU_ASSERT_EQUAL(plan_action_count(p), 1);
     CU_ASSERT_EQUAL(plan_event_count(p), 1);
     const char *m = str_at(cond(p, "Degraded"), "message");
-    CU_ASSERT(text_contains(m, "ConfigMap default/cache exists"));
-    CU_ASSERT(text_contains(m, "Service default/cache is controlled by another Deployment"));
-    CU_ASSERT(text_contains(m, "StatefulSet default/cache exists"));
+    ASSERT_TEXT_HAS(m, "ConfigMap default/cache exists", "Service default/cache is controlled by another Deployment",
+                    "StatefulSet default/cache exists");
     plan_destroy(&p);
     world_free(&w);
 }
@@ -2371,10 +2365,8 @@ static void test_storage_class_checked_before_creating(void)
     CU_ASSERT_PTR_NOT_NULL(find_write(p, "configmaps"));
     json_object *deg = cond(p, "Degraded");
     CU_ASSERT_STRING_EQUAL(str_at(deg, "reason"), "StorageClassNotFound");
-    CU_ASSERT(text_contains(str_at(deg, "message"),
-                            "StorageClass \"standard\" (spec.storage.storageClass) does not exist"));
-    CU_ASSERT(text_contains(str_at(deg, "message"),
-                            "bind only to PersistentVolumes created with that storageClassName"));
+    ASSERT_TEXT_HAS(str_at(deg, "message"), "StorageClass \"standard\" (spec.storage.storageClass) does not exist",
+                    "bind only to PersistentVolumes created with that storageClassName");
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
     CU_ASSERT_EQUAL(plan_requeue_after_ns(p), PLAN_REQUEUE_NOT_READY_NS);
     CU_ASSERT_PTR_NOT_NULL(find_event(p, "StorageClassNotFound"));
@@ -2427,10 +2419,8 @@ static void test_storage_change_advice(void)
     set_at(w.rc, "spec storage storageClass", "\"fast\"");
     plan_t *p = run(&w, T2);
     const char *m = str_at(cond(p, "Degraded"), "message");
-    CU_ASSERT(text_contains(m, "set spec.storage back to what the StatefulSet has"));
-    CU_ASSERT(text_contains(m, "create a new RedisCluster"));
-    CU_ASSERT(!text_contains(m, "recreate the StatefulSet"));
-    CU_ASSERT(!text_contains(m, "delete the StatefulSet"));
+    ASSERT_TEXT_HAS(m, "set spec.storage back to what the StatefulSet has", "create a new RedisCluster");
+    ASSERT_TEXT_LACKS(m, "recreate the StatefulSet", "delete the StatefulSet");
     plan_destroy(&p);
     world_free(&w);
 }
@@ -2467,8 +2457,8 @@ static void test_take_back_table(void)
     CU_ASSERT_EQUAL(plan_event_count(tb), 1);
     CU_ASSERT_STRING_EQUAL(plan_event(tb, 0)->reason, "DriftRepaired");
     CU_ASSERT_STRING_EQUAL(plan_event(tb, 0)->type, "Normal");
-    CU_ASSERT(text_contains(plan_event(tb, 0)->message, "Took back Service default/cache"));
-    CU_ASSERT(text_contains(plan_event(tb, 0)->message, "422 Invalid: spec.ports[1].name: Duplicate value"));
+    ASSERT_TEXT_HAS(plan_event(tb, 0)->message, "Took back Service default/cache",
+                    "422 Invalid: spec.ports[1].name: Duplicate value");
     /* Performed, the Service matches: the next plan writes nothing. */
     perform(&w, tb);
     plan_destroy(&tb);

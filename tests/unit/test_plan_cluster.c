@@ -10,6 +10,7 @@
 #include "plan_fixture.h"
 #include "plan_build.h"
 #include "render.h"
+#include "text_assert.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -265,8 +266,8 @@ static void test_fresh_nodes_are_met(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     char text[8192];
     actions_text(p, text, sizeof(text));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "redis pods c-shard0-0 CLUSTER MEET 10.0.0.2\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "redis pods c-shard0-0 CLUSTER MEET 10.0.0.6\n"));
+    ASSERT_TEXT_HAS(text, "redis pods c-shard0-0 CLUSTER MEET 10.0.0.2\n",
+                    "redis pods c-shard0-0 CLUSTER MEET 10.0.0.6\n");
     CU_ASSERT_PTR_NULL(strstr(text, "create "));
     CU_ASSERT_TRUE(has_event(p, "ClusterMeet"));
     CU_ASSERT_STRING_EQUAL(plan_phase(p), "Pending");
@@ -455,8 +456,7 @@ static void test_scale_in_drops_the_shard(void)
         json_object_array_add(w.pods, pod(i, i < 6 ? (i % 2 ? "replica" : "primary") : NULL));
     char text[8192];
     plan_t *p = world_plan_text(&w, text, sizeof(text));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "delete statefulsets c-shard3\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "delete poddisruptionbudgets c-shard3\n"));
+    ASSERT_TEXT_HAS(text, "delete statefulsets c-shard3\n", "delete poddisruptionbudgets c-shard3\n");
     CU_ASSERT_PTR_NULL(strstr(text, "c-shard2\n")); /* the others untouched */
     CU_ASSERT_PTR_NULL(strstr(text, "redis "));
     CU_ASSERT_TRUE(has_event(p, "ShardRemoved"));
@@ -473,8 +473,8 @@ static void test_scale_in_drops_the_shard(void)
     p = world_plan(&w);
     actions_text(p, text, sizeof(text));
     CU_ASSERT_PTR_NULL(strstr(text, "delete statefulsets c-shard3\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "redis pods c-shard1-0 CLUSTER FORGET 666666666666\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "redis pods c-shard3-0 CLUSTER RESET HARD\n"));
+    ASSERT_TEXT_HAS(text, "redis pods c-shard1-0 CLUSTER FORGET 666666666666\n",
+                    "redis pods c-shard3-0 CLUSTER RESET HARD\n");
     CU_ASSERT_TRUE(has_event(p, "ClusterNodeRetired"));
     plan_destroy(&p);
     world_close(&w);

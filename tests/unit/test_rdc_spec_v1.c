@@ -7,6 +7,7 @@
 #include "jsonx.h"
 #include "rdc_spec.h"
 #include "spec_errors.h"
+#include "text_assert.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -329,29 +330,23 @@ static void test_crd_agrees(void)
     text[n] = '\0';
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "enum: [\"Replication\", \"Standalone\", \"Cluster\"]"));
     /* Cluster mode's bounds and rules */
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "minimum: 3\n                    maximum: 20\n                    default: 3"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "minimum: 0\n                    maximum: 4\n                    default: 1"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "self.mode == 'Cluster' || self.size <= 10"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "self.mode == 'Cluster') == (has(oldSelf.mode) && oldSelf.mode == 'Cluster')"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "enum: [\"none\", \"rdb\", \"aof\"]"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "pattern: '^([0-9]+([.][0-9]+)?(ms|s|m|h))+$'"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "duration(self) >= duration('1s') && duration(self) <= duration('5m')"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "pattern: '^[-._a-zA-Z0-9]+$'"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "self.failover.minReplicasToWrite < self.size"));
+    ASSERT_TEXT_HAS(text, "minimum: 3\n                    maximum: 20\n                    default: 3",
+                    "minimum: 0\n                    maximum: 4\n                    default: 1",
+                    "self.mode == 'Cluster' || self.size <= 10",
+                    "self.mode == 'Cluster') == (has(oldSelf.mode) && oldSelf.mode == 'Cluster')",
+                    "enum: [\"none\", \"rdb\", \"aof\"]", "pattern: '^([0-9]+([.][0-9]+)?(ms|s|m|h))+$'",
+                    "duration(self) >= duration('1s') && duration(self) <= duration('5m')",
+                    "pattern: '^[-._a-zA-Z0-9]+$'", "self.failover.minReplicasToWrite < self.size");
     /* v1 is the storage version, v1alpha1 served and deprecated, converted by /convert */
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "  - name: v1\n    served: true\n    storage: true\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "  - name: v1alpha1\n    served: true\n    storage: false"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "deprecated: true"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "strategy: Webhook"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "path: /convert"));
+    ASSERT_TEXT_HAS(text, "  - name: v1\n    served: true\n    storage: true\n",
+                    "  - name: v1alpha1\n    served: true\n    storage: false", "deprecated: true", "strategy: Webhook",
+                    "path: /convert");
     /* spec.tls and spec.acl */
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "!has(self.acl) || !has(self.acl.users) || size(self.acl.users) == 0 || "
-                                        "has(self.auth)"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "rule: self.name != 'default'"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "(^| )([<>#!]|(?i:on|off|nopass|resetpass|reset)( |$))"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "maxItems: 16\n                    x-kubernetes-list-type: map"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "maxLength: 64\n                          pattern: '^[A-Za-z0-9_.-]+$'"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "maxLength: 1024\n                          pattern: '^[ -~]+$'"));
+    ASSERT_TEXT_HAS(text, "!has(self.acl) || !has(self.acl.users) || size(self.acl.users) == 0 || has(self.auth)",
+                    "rule: self.name != 'default'", "(^| )([<>#!]|(?i:on|off|nopass|resetpass|reset)( |$))",
+                    "maxItems: 16\n                    x-kubernetes-list-type: map",
+                    "maxLength: 64\n                          pattern: '^[A-Za-z0-9_.-]+$'",
+                    "maxLength: 1024\n                          pattern: '^[ -~]+$'");
     CU_ASSERT_EQUAL(RDC_SPEC_ACL_USERS_MAX, 16);
     CU_ASSERT_EQUAL(RDC_SPEC_ACL_NAME_MAX, 64);
     CU_ASSERT_EQUAL(RDC_SPEC_ACL_RULES_MAX, 1024);

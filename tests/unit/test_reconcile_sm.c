@@ -197,9 +197,8 @@ static void env_open(env_t *e, const rule_t *rules, size_t n, int worker)
     pthread_mutex_init(&e->s.mu, NULL);
     for (size_t i = 0; i < n && i < MAX_RULES; i++)
         e->s.rule[i] = rules[i];
-    fake_api_start(&e->s.srv, serve, &e->s);
     kube_client_opts_t o = fake_api_opts(0);
-    fake_api_connect(&e->s.srv, &o, &e->cfg, &e->client);
+    fake_api_open(&e->s.srv, serve, &e->s, &o, &e->cfg, &e->client);
     if (worker)
         e->exists = existsmemo_new(0);
     exec_ctx_t x = {.client = e->client, .reconcile_id = "sm-test", .instance = "test", .exists = e->exists};

@@ -84,8 +84,7 @@ static void env_open_client(env_t *e, const recorder_opts_t *o, const kube_clien
 {
     memset(e, 0, sizeof(*e));
     pthread_mutex_init(&e->api.mu, NULL);
-    fake_api_start(&e->api.srv, on_request, &e->api);
-    fake_api_connect(&e->api.srv, co, &e->cfg, &e->client);
+    fake_api_open(&e->api.srv, on_request, &e->api, co, &e->cfg, &e->client);
     e->loop = loop_new();
     e->lc = loop_curl_open(e->loop);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e->lc);
@@ -108,9 +107,7 @@ static void env_close(env_t *e)
     CU_ASSERT_PTR_NULL(e->r);
     loop_curl_destroy(&e->lc);
     loop_destroy(&e->loop);
-    kube_client_destroy(&e->client);
-    kube_config_destroy(&e->cfg);
-    fake_api_stop(&e->api.srv);
+    fake_api_close(&e->api.srv, &e->cfg, &e->client);
     pthread_mutex_destroy(&e->api.mu);
     json_object_put(e->rc[0]);
     json_object_put(e->rc[1]);

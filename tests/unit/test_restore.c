@@ -22,6 +22,7 @@
 #include "spec_errors.h"
 #include "spec_rows.h"
 #include "text_assert.h"
+#include "v1_only.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -91,23 +92,15 @@ static void test_not_in_cluster_mode(void)
 /* The typed spec: every field, the region's default, nothing without spec.restore. */
 static void test_typed(void)
 {
-    json_object *rc = rc_with(STANDALONE "," RESTORE(FROM "," CREDS ",\"sha256\":\"" SHA "\"") "}");
-    rdc_field_errors_t *e = rdc_field_errors_new();
     rdc_spec_t s;
-    CU_ASSERT_EQUAL(rdc_spec_parse(rc, &s, e), 0);
-    CU_ASSERT_STRING_EQUAL(s.restore.endpoint, "http://127.0.0.1:7070");
-    CU_ASSERT_STRING_EQUAL(s.restore.bucket, "backups");
+    json_object *rc = spec_parsed(STANDALONE "," RESTORE(FROM "," CREDS ",\"sha256\":\"" SHA "\"") "}", &s);
+    ASSERT_S3_PLACE(s.restore, "http://127.0.0.1:7070", "backups", RDC_SPEC_DEFAULT_RESTORE_REGION, "s3-creds");
     CU_ASSERT_STRING_EQUAL(s.restore.key, "prod/cache.rdb");
-    CU_ASSERT_STRING_EQUAL(s.restore.region, RDC_SPEC_DEFAULT_RESTORE_REGION);
-    CU_ASSERT_STRING_EQUAL(s.restore.credentials_secret, "s3-creds");
-    CU_ASSERT_PTR_NULL(s.restore.ca_secret);
     CU_ASSERT_STRING_EQUAL(s.restore.sha256, SHA);
     json_object_put(rc);
-    rc = rc_with(STANDALONE "}");
-    CU_ASSERT_EQUAL(rdc_spec_parse(rc, &s, e), 0);
+    rc = spec_parsed(STANDALONE "}", &s);
     CU_ASSERT_PTR_NULL(s.restore.endpoint);
     json_object_put(rc);
-    rdc_field_errors_destroy(&e);
 }
 
 /* Immutable: set, changed, taken out, added later: each Forbidden; the same spec passes. */
@@ -142,10 +135,7 @@ static void test_immutable(void)
 /* The webhook says the same (CREATE and UPDATE). */
 static void test_webhook(void)
 {
-    static const struct {
-        const char *op, *old_spec, *spec, *want;
-        int code;
-    } rows[] = {
+    static const review_row_t rows[] = {
         {"CREATE", NULL, "{\"size\":6,\"image\":\"redis\",\"mode\":\"Cluster\"," RESTORE(FROM "," CREDS) "}",
          "spec.restore: Forbidden: is not supported in Cluster mode yet", 403},
         {"CREATE", NULL, STANDALONE "," RESTORE(FROM ",\"credentialsSecret\":\"S3\"") "}",
@@ -153,31 +143,15 @@ static void test_webhook(void)
         {"UPDATE", STANDALONE "}", STANDALONE "," RESTORE(FROM "," CREDS) "}",
          "spec.restore: Forbidden: is immutable", 403},
     };
-    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        json_object *rc = rc_with(rows[i].spec), *old = rows[i].old_spec ? rc_with(rows[i].old_spec) : NULL;
-        admission_outcome_t o;
-        validate_review(rows[i].op, old, rc, i, &o);
-        CU_ASSERT_FALSE(o.allowed);
-        if (o.code != rows[i].code || !strstr(o.message, rows[i].want))
-            fprintf(stderr, "\n  row %zu: %d %s\n", i, o.code, o.message);
-        CU_ASSERT_EQUAL(o.code, rows[i].code);
-        ASSERT_TEXT_HAS(o.message, rows[i].want);
-        json_object_put(rc);
-        json_object_put(old);
-    }
+    check_review_rows(rows, sizeof(rows) / sizeof(rows[0]));
 }
 
 /* v1-only: gone in v1alpha1 (kept in the annotation), back whole in v1. */
 static void test_survives_v1alpha1(void)
 {
     json_object *v1 = rc_with(STANDALONE "," RESTORE(FROM "," CREDS ",\"sha256\":\"" SHA "\"") "}");
-    json_object *down = NULL, *up = NULL;
-    char err[256];
-    CU_ASSERT_EQUAL_FATAL(conversion_convert(v1, CONVERSION_V1ALPHA1, &down, err, sizeof(err)), 0);
-    CU_ASSERT_PTR_NULL(at(down, "spec restore"));
-    CU_ASSERT_EQUAL_FATAL(conversion_convert(down, CONVERSION_V1, &up, err, sizeof(err)), 0);
-    CU_ASSERT_TRUE(json_object_equal(up, v1));
-    PUT_EACH(v1, down, up);
+    json_object *down = V1_ONLY_ROUND_TRIP(v1, "spec restore");
+    PUT_EACH(v1, down);
 }
 
 /* ---- render ------------------------------------------------------------------------------ */

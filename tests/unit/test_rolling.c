@@ -14,6 +14,7 @@
 #include "rdc_spec.h"
 #include "render.h"
 #include "rmsg.h"
+#include "text_case.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
@@ -54,9 +55,7 @@ static void sync_lines(const char *fields, int full, char *out, size_t cap)
 /* Which modes get the directive, and the user's batching settings win. */
 static void test_render_sync_delay(void)
 {
-    static const struct {
-        const char *fields, *want;
-    } rows[] = {
+    static const text_case_t rows[] = {
         {"\"mode\":\"Replication\"", "repl-diskless-sync-delay 0\n"},
         {"\"mode\":\"Cluster\",\"cluster\":{\"shards\":3,\"replicasPerShard\":1}", "repl-diskless-sync-delay 0\n"},
         /* independent servers: no replica to sync, the text unchanged */
@@ -76,12 +75,12 @@ static void test_render_sync_delay(void)
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         char got[512], restart[512];
-        sync_lines(rows[i].fields, 1, got, sizeof(got));
+        sync_lines(rows[i].in, 1, got, sizeof(got));
         if (strcmp(got, rows[i].want))
-            fprintf(stderr, "\n{%s}: got\n%s", rows[i].fields, got);
+            fprintf(stderr, "\n{%s}: got\n%s", rows[i].in, got);
         CU_ASSERT_STRING_EQUAL(got, rows[i].want);
         /* Redis changes all of them at run time: none is in the text that rolls the pods */
-        sync_lines(rows[i].fields, 0, restart, sizeof(restart));
+        sync_lines(rows[i].in, 0, restart, sizeof(restart));
         CU_ASSERT_STRING_EQUAL(restart, "");
     }
 }

@@ -4,6 +4,7 @@
 #include "schedule.h"
 
 #include "cu_table.h"
+#include "text_case.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -100,9 +101,7 @@ static void test_next_table(void)
 
 static void test_parse_refusals(void)
 {
-    static const struct {
-        const char *expr, *err_has;
-    } rows[] = {
+    static const text_case_t rows[] = {
         {"", "want 5 fields"},
         {"* * * *", "got 4"},
         {"* * * * * *", "more than 5 fields"},
@@ -126,10 +125,10 @@ static void test_parse_refusals(void)
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         cron_t c;
         char err[160] = "";
-        if (cron_parse(rows[i].expr, &c, err, sizeof err) == 0 ||
-            !strstr(err, rows[i].err_has)) {
-            printf("\n  \"%s\": err \"%s\", want it to contain \"%s\"", rows[i].expr, err,
-                   rows[i].err_has);
+        if (cron_parse(rows[i].in, &c, err, sizeof err) == 0 ||
+            !strstr(err, rows[i].want)) {
+            printf("\n  \"%s\": err \"%s\", want it to contain \"%s\"", rows[i].in, err,
+                   rows[i].want);
             bad++;
         }
     }

@@ -32,17 +32,12 @@
 
 #define DEFAULT_TOTAL 1000000
 #define DEFAULT_STEPS 40000
-#define TAIL_STEPS 2000
 #define MAX_FAILURES 3
-#define CONVERGE_WITHIN 1800 /* 3 minutes of simulated time after the last fault */
 
 static sc_cfg_t cfg_of(uint64_t seed, int64_t steps)
 {
     sc_cfg_t c = {0};
-    c.seed = seed;
-    c.steps = steps;
-    c.tail = steps / 10 < TAIL_STEPS ? steps / 10 : TAIL_STEPS;
-    c.converge_within = c.tail < CONVERGE_WITHIN ? c.tail : CONVERGE_WITHIN;
+    SIM_TEST_CFG_STEPS(c, seed, steps);
     c.replicas = (int)sim_env_int("SIM_REPLICAS", 0);
     c.overlap = (int)sim_env_int("SIM_OVERLAP", 0);
     c.faults = sim_env_kinds("SIM_FAULTS", SC_F_COUNT, sc_fault_name);

@@ -28,9 +28,7 @@
 
 #define DEFAULT_TOTAL 1000000
 #define DEFAULT_STEPS 20000
-#define TAIL_STEPS 2000
 #define MAX_FAILURES 3
-#define CONVERGE_WITHIN 1800 /* 3 minutes of simulated time after the last fault */
 
 static const char *fault_name(int f)
 {
@@ -46,10 +44,7 @@ static unsigned env_faults(void)
 static sim_cfg_t cfg_of(uint64_t seed, int64_t steps)
 {
     sim_cfg_t c = {0};
-    c.seed = seed;
-    c.steps = steps;
-    c.tail = steps / 10 < TAIL_STEPS ? steps / 10 : TAIL_STEPS;
-    c.converge_within = c.tail < CONVERGE_WITHIN ? c.tail : CONVERGE_WITHIN;
+    SIM_TEST_CFG_STEPS(c, seed, steps);
     c.size = (int)sim_env_int("SIM_SIZE", 0);
     c.overlap = (int)sim_env_int("SIM_OVERLAP", 0);
     c.new_ips = (int)sim_env_int("SIM_NEW_IPS", 0);
@@ -170,10 +165,7 @@ static void test_findings(void)
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         sim_cfg_t c = {0};
-        c.seed = rows[i].seed;
-        c.steps = DEFAULT_STEPS;
-        c.tail = TAIL_STEPS;
-        c.converge_within = CONVERGE_WITHIN;
+        SIM_TEST_CFG_STEPS(c, rows[i].seed, DEFAULT_STEPS); /* the tail 2000 steps, converged within 1800 */
         c.faults = rows[i].faults;
         c.overlap = rows[i].overlap;
         sim_result_t r;

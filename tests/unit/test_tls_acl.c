@@ -147,8 +147,7 @@ static void test_render_tls(void)
 
     /* a migration: plain text on 6380 too, in the pod and the Services */
     conf_of("\"tls\":{\"secretRef\":{\"name\":\"cache-tls\"},\"allowPlaintext\":true}", &conf, &sts, &svc);
-    CU_ASSERT(text_contains(buf_str(&conf), "\nport 6380\ntls-port 6379\n"));
-    CU_ASSERT(text_contains(buf_str(&conf), "tls-auth-clients no\n"));
+    ASSERT_TEXT_HAS(buf_str(&conf), "\nport 6380\ntls-port 6379\n", "tls-auth-clients no\n");
     CU_ASSERT_EQUAL(int_at(sts, "spec template spec containers 0 ports 1 containerPort"), 6380);
     CU_ASSERT_STRING_EQUAL(str_at(svc, "spec ports 1 name"), "redis-plain");
     CU_ASSERT_EQUAL(int_at(svc, "spec ports 0 port"), 6379);

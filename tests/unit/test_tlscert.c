@@ -39,6 +39,8 @@ static int suite_clean(void)
     return 0;
 }
 
+CU_HOOKS({"tlscert", suite_init, suite_clean, NULL, NULL});
+
 static const char *const NAMES[] = {"cache-0.cache.ns.svc", "cache-1.cache.ns.svc", "cache-2.cache.ns.svc"};
 
 static tlscert_status_t check(const char *crt, const char *key, const char *ca, int64_t warn_s, tlscert_check_t *out)
@@ -128,8 +130,6 @@ static void test_chain(void)
     tlscert_time(0, t, sizeof(t));
     CU_ASSERT_STRING_EQUAL(t, "1970-01-01T00:00:00Z");
 }
-
-CU_HOOKS({"tlscert", suite_init, suite_clean, NULL, NULL});
 
 static const cu_entry_t tests[] = {
     CU_SUITE("tlscert"),

@@ -317,9 +317,7 @@ static void run_pool(void)
     zmq_close(hints);
     zmq_close(router);
     zmq_ctx_term(zctx);
-    kube_client_destroy(&client);
-    kube_config_destroy(&cfg);
-    fake_api_stop(&api.srv);
+    fake_api_close(&api.srv, &cfg, &client);
     pthread_mutex_destroy(&api.mu);
     CU_ASSERT_EQUAL(tmpdir_remove(dir), 0);
 }
