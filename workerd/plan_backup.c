@@ -28,17 +28,6 @@ static const json_object *by_label(const json_object *arr, const char *label, co
     return NULL;
 }
 
-/* The first object of arr named name, or NULL. */
-static const json_object *by_name(const json_object *arr, const char *name)
-{
-    for (size_t i = 0; i < jsonx_len(arr); i++) {
-        const json_object *o = json_object_array_get_idx(arr, i);
-        if (jsonx_str_is(jsonx_get(o, "metadata"), "name", name))
-            return o;
-    }
-    return NULL;
-}
-
 /* 1 when conds (a status.conditions array) has type with status True. */
 static int cond_true(const json_object *conds, const char *type)
 {
@@ -423,7 +412,7 @@ int plan_backup_schedule(const plan_ctx_t *c, char *last, size_t len)
     strftime(stamp, sizeof(stamp), "%Y%m%d%H%M", &tm);
     snprintf(name, sizeof(name), "%.50s-%s", c->name, stamp);
     clock_format_rfc3339(scheduled * NS_PER_S, 0, last, len);
-    if (by_name(c->more ? c->more->backups : NULL, name) || plan_room(c->plan) < 2)
+    if (jsonx_find_named(c->more ? c->more->backups : NULL, name) || plan_room(c->plan) < 2)
         return 0;
     snprintf(why, sizeof(why), "spec.backup.schedule \"%s\" fired at %s: RedisBackup %s", c->spec->backup.schedule,
              last, name);
