@@ -63,7 +63,8 @@ YAML
 wait_until 240 bash -c "kubectl -n $ns get rdc bk -o jsonpath='{.status.phase}' | grep -qx Running" ||
     { log "the cluster did not come up"; exit 1; }
 role_ip() { kubectl -n "$ns" get pods -l "app.kubernetes.io/instance=bk,cache.example.com/role=$1" -o jsonpath='{.items[0].status.podIP}'; }
-wait_until 60 test -n "$(role_ip replica)" || { log "no replica"; exit 1; }
+has_replica() { [ -n "$(role_ip replica)" ]; }
+wait_until 60 has_replica || { log "no replica"; exit 1; }
 primary=$(role_ip primary) ip=$(role_ip replica)
 
 # ---- 1. the data ------------------------------------------------------------------------------
@@ -77,7 +78,8 @@ for i in range(n):
     k, v = b"d:%d" % i, os.urandom(vb // 2).hex().encode()
     out.write(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v))
 PY
-wait_until 120 test "$(redis-cli -h "$ip" dbsize)" = "$count" || log "the replica does not hold the $count keys"
+replica_has_all() { [ "$(redis-cli -h "$ip" dbsize)" = "$count" ]; }
+wait_until 300 replica_has_all || log "the replica does not hold the $count keys"
 log "fill: $(redis-cli -h "$ip" dbsize) keys on the replica in $(( $(now_ms) - t0 )) ms; used_memory $(redis-cli -h "$ip" info memory | sed -n 's/^used_memory_human://p' | tr -d '\r')"
 
 # ---- 2. the trials ------------------------------------------------------------------------------
