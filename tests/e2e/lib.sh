@@ -247,6 +247,52 @@ s3_start() {
     printf '%s\n' "$S3_SECRET_KEY" >"$work/creds/secret-access-key"
 }
 
+# backup_e2e_begin NAME NAMESPACE: the start of the backup scripts (test_backup,
+# test_restore, test_backup_kill): skipped without process nodes, e2e_setup NAME NAMESPACE
+# (ns is NAMESPACE), the S3 server stopped at exit (cleanup_more; a script may define its
+# own after this), and the readers they share: RB (the RedisBackup resource), jqs OBJECT
+# FILTER, pod_ip POD, running RC, rb_phase RB, ready_reason RC, has_event RB-NAME REASON.
+backup_e2e_begin() {
+    skip_without_process_nodes
+    ns=$2
+    e2e_setup "$1" "$ns"
+    RB=redisbackups.cache.example.com
+    cleanup_more() { "$TOP/tests/cluster/s3.sh" stop "$work/s3" >/dev/null 2>&1; }
+    jqs() { kubectl -n "$ns" get "$1" -o json 2>/dev/null | jq -r "$2"; }
+    pod_ip() { jqs "pod/$1" '.status.podIP // empty'; }
+    running() { [ "$(jqs "rdc/$1" .status.phase)" = Running ]; }
+    rb_phase() { jqs "$RB/$1" '.status.phase // empty'; }
+    ready_reason() { jqs "rdc/$1" '.status.conditions[]? | select(.type=="Ready") | .reason'; }
+    has_event() {
+        kubectl -n "$ns" get events --field-selector "involvedObject.kind=RedisBackup,involvedObject.name=$1,reason=$2" \
+            -o name 2>/dev/null | grep -q .
+    }
+}
+
+# backup_src [YAML-LINE]: the source cluster of the backup scripts, a Standalone
+# RedisCluster "src" of size 1 in $ns (plus YAML-LINE under spec, e.g. its auth), checked
+# Running within 240 s; sets src_ip.
+backup_src() {
+    { printf '  size: 1\n  image: redis\n  version: "7.2"\n  mode: Standalone\n'
+      [ -n "${1:-}" ] && printf '%s\n' "$1"; } | rc_yaml src "$ns" | kubectl apply -f - >/dev/null
+    check "src Running" wait_until 240 running src
+    src_ip=$(pod_ip src-0)
+}
+
+# rb_yaml NAME BUCKET PREFIX: a RedisBackup of src to BUCKET/PREFIX on the S3 server of
+# s3_start, with the credentials Secret s3-creds.
+rb_yaml() {
+    cat <<YAML
+apiVersion: cache.example.com/v1
+kind: RedisBackup
+metadata: {name: $1, namespace: $ns}
+spec:
+  source: {cluster: src}
+  destination: {endpoint: "$S3_ENDPOINT", bucket: $2, prefix: $3, region: $S3_REGION}
+  credentialsSecret: {name: s3-creds}
+YAML
+}
+
 # backup_setup NAMESPACE BUCKET: the start the backup scripts share: the S3 server with
 # BUCKET (s3_start), NAMESPACE pinned to the process nodes, its default ServiceAccount
 # waited for, and the Secret s3-creds (access-key-id, secret-access-key) in it.

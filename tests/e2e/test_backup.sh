@@ -39,23 +39,11 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-skip_without_process_nodes
 KEYS=${BACKUP_E2E_KEYS:-10000}
-ns=rdc-e2e-backup-$$
-e2e_setup backup "$ns"
-cleanup_more() { "$TOP/tests/cluster/s3.sh" stop "$work/s3" >/dev/null 2>&1; }
-RB=redisbackups.cache.example.com
-jqs() { kubectl -n "$ns" get "$1" -o json 2>/dev/null | jq -r "$2"; } # jqs OBJECT FILTER
-pod_ip() { jqs "pod/$1" '.status.podIP // empty'; }
-running() { [ "$(jqs "rdc/$1" .status.phase)" = Running ]; }
-rb_phase() { jqs "$RB/$1" '.status.phase // empty'; }
+backup_e2e_begin backup "rdc-e2e-backup-$$"
 s3list() { # s3list PREFIX: rdc-backup list's lines
     "$BIN/rdc-backup" list --prefix "$1" --endpoint "$S3_ENDPOINT" --bucket "$bucket" --region "$S3_REGION" \
         --credentials-dir "$work/creds"
-}
-has_event() { # has_event OBJECT-NAME REASON
-    kubectl -n "$ns" get events --field-selector "involvedObject.kind=RedisBackup,involvedObject.name=$1,reason=$2" \
-        -o name 2>/dev/null | grep -q .
 }
 
 # ---- 1. The S3 server, the credentials ---------------------------------------------------------
@@ -74,32 +62,13 @@ sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --wo
 check "operator ready" wait_until 60 curl -sf "http://127.0.0.1:$health/readyz"
 
 # ---- 2. The source cluster and its keys -----------------------------------------------------------
-rc_yaml src "$ns" <<YAML | kubectl apply -f - >/dev/null
-  size: 1
-  image: redis
-  version: "7.2"
-  mode: Standalone
-  auth: {secretRef: {name: pw}}
-YAML
-check "src Running" wait_until 240 running src
-src_ip=$(pod_ip src-0)
+backup_src "  auth: {secretRef: {name: pw}}"
 kv_files "$KEYS"
 REDISCLI_AUTH="$PW" redis-cli -h "$src_ip" <"$work/set.txt" >/dev/null
 check "src holds the $KEYS keys" output_is "$KEYS" env REDISCLI_AUTH="$PW" redis-cli -h "$src_ip" dbsize
 
 # ---- 3. A RedisBackup ------------------------------------------------------------------------------
-rb_yaml() { # rb_yaml NAME BUCKET
-    cat <<YAML
-apiVersion: cache.example.com/v1
-kind: RedisBackup
-metadata: {name: $1, namespace: $ns}
-spec:
-  source: {cluster: src}
-  destination: {endpoint: "$S3_ENDPOINT", bucket: $2, prefix: one/, region: $S3_REGION}
-  credentialsSecret: {name: s3-creds}
-YAML
-}
-rb_yaml one "$bucket" | kubectl apply -f - >/dev/null
+rb_yaml one "$bucket" one/ | kubectl apply -f - >/dev/null
 check "RedisBackup one: Succeeded within 180 s" wait_output 180 Succeeded rb_phase one
 echo "# one: $(jqs "$RB/one" '.status | tostring')"
 # metrics (docs/backup.md "Metrics and the alert"): the counter and the last success, from /metrics
@@ -229,7 +198,7 @@ kubectl -n "$ns" patch rdc src --type=merge -p '{"spec":{"backup":null}}' >/dev/
 check "spec.backup removed" output_is "" jqs rdc/src '.spec.backup // empty'
 
 # ---- 6. A backup that fails ----------------------------------------------------------------------------
-rb_yaml nobucket no-such-bucket-e2e | kubectl apply -f - >/dev/null
+rb_yaml nobucket no-such-bucket-e2e one/ | kubectl apply -f - >/dev/null
 check "RedisBackup nobucket: Failed within 180 s" wait_output 180 Failed rb_phase nobucket
 msg=$(jqs "$RB/nobucket" '.status.message // empty')
 echo "# nobucket: $msg"

@@ -28,22 +28,12 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-skip_without_process_nodes
 DATA_MB=${DATA_MB:-256}
-ns=rdc-e2e-bkill-$$
-e2e_setup bkill "$ns"
+backup_e2e_begin bkill "rdc-e2e-bkill-$$"
 s3_frozen=0
 cleanup_more() {
     [ "$s3_frozen" = 1 ] && kill -CONT "$S3_PID" 2>/dev/null
     "$TOP/tests/cluster/s3.sh" stop "$work/s3" >/dev/null 2>&1
-}
-RB=redisbackups.cache.example.com
-jqs() { kubectl -n "$ns" get "$1" -o json 2>/dev/null | jq -r "$2"; } # jqs OBJECT FILTER
-rb_phase() { jqs "$RB/$1" '.status.phase // empty'; }
-running() { [ "$(jqs "rdc/$1" .status.phase)" = Running ]; }
-has_event() { # has_event OBJECT-NAME REASON
-    kubectl -n "$ns" get events --field-selector "involvedObject.kind=RedisBackup,involvedObject.name=$1,reason=$2" \
-        -o name 2>/dev/null | grep -q .
 }
 operator_start() { # operator_start RUNDIR LOG
     sup_start "$BIN" "$1" "$2" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
@@ -59,14 +49,7 @@ refused "a RedisBackup named with 64 characters: refused (its Job's label value 
 bucket=backups
 backup_setup "$ns" "$bucket"
 operator_start "$work/rt" "$work/operator.log"
-rc_yaml src "$ns" <<YAML | kubectl apply -f - >/dev/null
-  size: 1
-  image: redis
-  version: "7.2"
-  mode: Standalone
-YAML
-check "src Running" wait_until 240 running src
-src_ip=$(jqs pod/src-0 '.status.podIP // empty')
+backup_src
 # DATA_MB x 1024 keys of 1 KiB random hex (LZF cannot shrink it), as RESP for --pipe.
 python3 - "$DATA_MB" >"$work/fill.resp" <<'PY'
 import os, sys
@@ -79,24 +62,13 @@ redis-cli -h "$src_ip" --pipe <"$work/fill.resp" >"$work/fill.out" 2>&1
 rm -f "$work/fill.resp"
 check "src holds $((DATA_MB * 1024)) keys" output_is "$((DATA_MB * 1024))" redis-cli -h "$src_ip" dbsize
 
-rb_yaml() { # rb_yaml NAME PREFIX
-    cat <<YAML
-apiVersion: cache.example.com/v1
-kind: RedisBackup
-metadata: {name: $1, namespace: $ns}
-spec:
-  source: {cluster: src}
-  destination: {endpoint: "$S3_ENDPOINT", bucket: $bucket, prefix: $2, region: $S3_REGION}
-  credentialsSecret: {name: s3-creds}
-YAML
-}
 # catch_mid_upload NAME PREFIX: create the RedisBackup, freeze the S3 server once a file
 # newer than the creation is in its data directory (the upload's first part); true if so.
 upload_started() { find "$S3_DATA" -type f -newer "$work/marker" 2>/dev/null | grep -q .; }
 catch_mid_upload() {
     touch "$work/marker"
     sleep 0.01
-    rb_yaml "$1" "$2" | kubectl apply -f - >/dev/null
+    rb_yaml "$1" "$bucket" "$2" | kubectl apply -f - >/dev/null
     local end=$((SECONDS + 180))
     while [ "$SECONDS" -lt "$end" ]; do
         if upload_started; then

@@ -27,15 +27,8 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-skip_without_process_nodes
 KEYS=${RESTORE_E2E_KEYS:-100000}
-ns=rdc-e2e-restore-$$
-e2e_setup restore "$ns"
-cleanup_more() { "$TOP/tests/cluster/s3.sh" stop "$work/s3" >/dev/null 2>&1; }
-jqs() { kubectl -n "$ns" get "$1" -o json 2>/dev/null | jq -r "$2"; } # jqs OBJECT FILTER
-ready_reason() { jqs "rdc/$1" '.status.conditions[]? | select(.type=="Ready") | .reason'; }
-pod_ip() { jqs "pod/$1" '.status.podIP // empty'; }
-running() { [ "$(jqs "rdc/$1" .status.phase)" = Running ]; }
+backup_e2e_begin restore "rdc-e2e-restore-$$"
 
 # ---- 1. kubectl explain, the Cluster-mode refusal ------------------------------------------
 wait_until 60 sh -c "kubectl explain rediscluster.spec.restore --api-version=cache.example.com/v1 2>/dev/null | grep -q '^FIELD: *restore '"
@@ -60,14 +53,7 @@ wait_until 20 kubectl -n "$ns" get serviceaccount default
 sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
 check "operator ready" wait_until 60 curl -sf "http://127.0.0.1:$health/readyz"
 
-rc_yaml src "$ns" <<YAML | kubectl apply -f - >/dev/null
-  size: 1
-  image: redis
-  version: "7.2"
-  mode: Standalone
-YAML
-check "src Running" wait_until 240 running src
-src_ip=$(pod_ip src-0)
+backup_src
 kv_files "$KEYS"
 redis-cli -h "$src_ip" <"$work/set.txt" >/dev/null
 check "src holds the $KEYS keys" output_is "$KEYS" redis-cli -h "$src_ip" dbsize
