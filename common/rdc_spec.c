@@ -739,6 +739,8 @@ typedef struct {
 #define S3_BUCKET_RULE "must be an S3 bucket name: 3 to 63 of a-z, 0-9, '.' and '-', a letter or digit at both ends"
 #define S3_REGION_RULE "must be 1 to " STR(RDC_SPEC_RESTORE_REGION_MAX) " of a-z, 0-9 and '-'"
 #define SECRET_NAME_RULE "must be the name of a Secret: a DNS subdomain"
+#define S3_KEY_RULE "must be an object key of 1 to " STR(RDC_SPEC_RESTORE_KEY_MAX) " bytes without control characters"
+#define SHA256_RULE "must be 64 lower-case hex digits"
 #define RESTORE_BACKUP_RULE                                                                                        \
     "must be the name of a RedisBackup in this namespace: a DNS subdomain of lower case alphanumerics, '-' and "   \
     "'.', at most 253 characters"
@@ -754,11 +756,9 @@ typedef struct {
         {"caSecret", 0, rdc_spec_is_dns1123_subdomain, SECRET_NAME_RULE, AT(ca_secret)}
 #define RESTORE_AT(m) offsetof(rdc_spec_t, restore.m)
 static const restore_field_t restore_fields[] = {
-    S3_PLACE_ROWS(RESTORE_AT, {"key", 1, is_s3_key,
-                               "must be an object key of 1 to " STR(RDC_SPEC_RESTORE_KEY_MAX) " bytes without control "
-                               "characters", RESTORE_AT(key)}),
+    S3_PLACE_ROWS(RESTORE_AT, {"key", 1, is_s3_key, S3_KEY_RULE, RESTORE_AT(key)}),
     S3_SECRET_ROWS(RESTORE_AT),
-    {"sha256", 0, is_sha256_hex, "must be 64 lower-case hex digits", RESTORE_AT(sha256)},
+    {"sha256", 0, is_sha256_hex, SHA256_RULE, RESTORE_AT(sha256)},
 };
 
 /* Each field of a table under obj (at field path "<path>.<key>") into got: problems
@@ -790,6 +790,33 @@ static int names_an_object(const json_object *from)
     return 0;
 }
 
+/* A restore source's shards (rdc_spec.h): each shard's key and sha256 into got. */
+static void restore_shards(rdc_field_errors_t *e, const json_object *shards, const char *path, rdc_spec_t *got)
+{
+    char field[160];
+    snprintf(field, sizeof(field), "%s.shards", path);
+    if (!shards)
+        return;
+    size_t n = jsonx_len(shards);
+    if (!jsonx_typed(shards, json_type_array) || n < 1 || n > RDC_SPEC_CLUSTER_SHARDS_MAX) {
+        field_error(e, RDC_FIELD_INVALID, field, shards,
+                    "must be an array of 1 to " STR(RDC_SPEC_CLUSTER_SHARDS_MAX) " objects, one per shard");
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const json_object *o = json_object_array_get_idx(shards, k);
+        char f[200];
+        snprintf(f, sizeof(f), "%s[%zu].key", field, k);
+        size_t had = PROBLEMS(e);
+        got->restore.shard[k].key = checked_string(e, o, "key", f, is_s3_key, S3_KEY_RULE);
+        if (!got->restore.shard[k].key && PROBLEMS(e) == had)
+            field_error(e, RDC_FIELD_REQUIRED, f, NULL, NULL);
+        snprintf(f, sizeof(f), "%s[%zu].sha256", field, k);
+        got->restore.shard[k].sha256 = checked_string(e, o, "sha256", f, is_sha256_hex, SHA256_RULE);
+    }
+    got->restore.nshards = (int)n;
+}
+
 size_t rdc_spec_parse_restore_source(const json_object *src, const char *path, rdc_spec_t *out,
                                      rdc_field_errors_t *errs)
 {
@@ -802,7 +829,9 @@ size_t rdc_spec_parse_restore_source(const json_object *src, const char *path, r
     got.restore.endpoint = got.restore.bucket = got.restore.key = NULL;
     got.restore.credentials_secret = got.restore.ca_secret = got.restore.sha256 = NULL;
     got.restore.region = RDC_SPEC_DEFAULT_RESTORE_REGION;
+    got.restore.nshards = 0;
     check_fields(errs, src, path, restore_fields, N_RESTORE_FIELDS, &got);
+    restore_shards(errs, jsonx_get(src, "shards"), path, &got);
     if (PROBLEMS(errs) == before)
         out->restore = got.restore;
     return PROBLEMS(errs) - before;
@@ -816,7 +845,7 @@ static void check_restore_backup(rdc_field_errors_t *e, const json_object *from,
                                    RESTORE_BACKUP_RULE);
     if (!b && PROBLEMS(e) == had)
         field_error(e, RDC_FIELD_REQUIRED, "spec.restore.from.backup", NULL, NULL);
-    if (b && out->mode != RDC_MODE_CLUSTER)
+    if (b)
         out->restore.backup = b;
 }
 
@@ -830,25 +859,14 @@ static const json_object *required_object(rdc_field_errors_t *e, const json_obje
     return v;
 }
 
-/* The object of spec.restore or spec.backup (key, at field), or NULL: either is refused
- * in Cluster mode (after spec.mode, in out). */
-static const json_object *s3_feature(rdc_field_errors_t *e, const json_object *spec, const char *key,
-                                     const char *field, const rdc_spec_t *out)
-{
-    const json_object *o = optional_object(e, spec, key, field);
-    if (o && out->mode == RDC_MODE_CLUSTER)
-        field_error(e, RDC_FIELD_FORBIDDEN, field, NULL,
-                    "is not supported in Cluster mode yet (each shard would need its own backup)");
-    return o;
-}
-
-/* spec.restore (after spec.mode: refused in Cluster mode): from names a RedisBackup
- * (backup) or an object (the bucket/key form), exactly one of the two (RDC_SPEC_RESTORE_BOTH,
- * RDC_SPEC_RESTORE_NEITHER: the CRD's CEL rules say the same words). out->restore.endpoint
+/* spec.restore (after spec.mode): from names a RedisBackup (backup) or an object (the
+ * bucket/key form), exactly one of the two (RDC_SPEC_RESTORE_BOTH, RDC_SPEC_RESTORE_NEITHER:
+ * the CRD's CEL rules say the same words); in Cluster mode only a RedisBackup
+ * (RDC_SPEC_RESTORE_CLUSTER_OBJECT: each shard restores its own object). out->restore.endpoint
  * and out->restore.backup stay NULL unless every field passed. */
 static void check_restore(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
-    const json_object *r = s3_feature(e, spec, "restore", "spec.restore", out);
+    const json_object *r = optional_object(e, spec, "restore", "spec.restore");
     if (!r)
         return;
     const json_object *from = required_object(e, r, "from", "spec.restore.from");
@@ -867,10 +885,14 @@ static void check_restore(rdc_field_errors_t *e, const json_object *spec, rdc_sp
         check_restore_backup(e, from, out);
         return;
     }
+    if (out->mode == RDC_MODE_CLUSTER) {
+        field_error(e, RDC_FIELD_FORBIDDEN, "spec.restore.from", NULL, "%s", RDC_SPEC_RESTORE_CLUSTER_OBJECT);
+        return;
+    }
     size_t before = PROBLEMS(e);
     rdc_spec_t got = *out;
     check_fields(e, from, "spec.restore.from", restore_fields, N_RESTORE_FIELDS, &got);
-    if (PROBLEMS(e) == before && out->mode != RDC_MODE_CLUSTER)
+    if (PROBLEMS(e) == before)
         out->restore = got.restore;
 }
 
@@ -910,11 +932,11 @@ static void check_backup_schedule(rdc_field_errors_t *e, const json_object *b, r
         got->backup.schedule = s;
 }
 
-/* spec.backup (after spec.mode: refused in Cluster mode). out->backup.schedule stays NULL
+/* spec.backup. out->backup.schedule stays NULL
  * unless every field passed. */
 static void check_backup(rdc_field_errors_t *e, const json_object *spec, rdc_spec_t *out)
 {
-    const json_object *b = s3_feature(e, spec, "backup", "spec.backup", out);
+    const json_object *b = optional_object(e, spec, "backup", "spec.backup");
     if (!b)
         return;
     size_t before = PROBLEMS(e);
@@ -929,7 +951,7 @@ static void check_backup(rdc_field_errors_t *e, const json_object *spec, rdc_spe
                      sizeof(backup_destination_fields) / sizeof(backup_destination_fields[0]), &got);
     check_fields(e, b, "spec.backup", backup_secret_fields,
                  sizeof(backup_secret_fields) / sizeof(backup_secret_fields[0]), &got);
-    if (PROBLEMS(e) == before && out->mode != RDC_MODE_CLUSTER)
+    if (PROBLEMS(e) == before)
         out->backup = got.backup;
 }
 

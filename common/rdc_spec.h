@@ -60,8 +60,9 @@
  *                          http(s)://host[:port]; bucket (required) an S3 bucket name; key
  *                          (required) 1..1024 bytes, no control byte; region [a-z0-9-]{1,64};
  *                          credentialsSecret (required) and caSecret Secret names; sha256 64
- *                          lower-case hex digits} (the bucket/key form).
- *                          Forbidden in Cluster mode ("not supported in Cluster mode yet");
+ *                          lower-case hex digits} (the bucket/key form). In Cluster mode
+ *                          only the RedisBackup form ("spec.restore.from: Forbidden: "
+ *                          RDC_SPEC_RESTORE_CLUSTER_OBJECT: each shard has its own object);
  *                          immutable, also from unset to set (rdc_spec_validate_update)
  *   spec.backup           scheduled backups (docs/backup.md "What the operator does"):
  *                          schedule (required) a cron expression (schedule.h; cron_parse's
@@ -69,8 +70,8 @@
  *                          (default 7); destination (required) {endpoint (required), bucket
  *                          (required), region as spec.restore.from's; prefix (required) 1..900
  *                          bytes, no control byte, not beginning with '/'}; credentialsSecret
- *                          (required) and caSecret Secret names. Forbidden in Cluster mode
- *                          ("not supported in Cluster mode yet"); mutable
+ *                          (required) and caSecret Secret names (in Cluster mode each
+ *                          shard's objects under <prefix>/shard-<k>); mutable
  *
  * and the pod, disruption-budget, storage and config knobs of v1 (issue 20; the CRD states
  * their shapes in full, these are the rules the reconcile relies on):
@@ -204,6 +205,9 @@
     "must name either a RedisBackup (backup) or an object (endpoint, bucket, key, credentialsSecret), not both"
 #define RDC_SPEC_RESTORE_NEITHER                                                                                    \
     "must name a RedisBackup (backup) or an object (endpoint, bucket, key, credentialsSecret)"
+/* spec.restore.from's bucket/key form in Cluster mode (Forbidden; the CEL rule's words) */
+#define RDC_SPEC_RESTORE_CLUSTER_OBJECT                                                                             \
+    "in Cluster mode must name a RedisBackup (backup): each shard restores its own object"
 /* spec.backup */
 #define RDC_SPEC_BACKUP_SCHEDULE_MAX 128
 #define RDC_SPEC_BACKUP_PREFIX_MAX 900
@@ -424,6 +428,12 @@ typedef struct {
         const char *credentials_secret;             /* keys access-key-id, secret-access-key */
         const char *ca_secret;                      /* ca.crt; NULL: the system's CAs */
         const char *sha256;                         /* --expect-sha256; NULL: the object's metadata */
+        /* CLUSTER (a record of a Cluster-mode RedisBackup, rdc_spec_parse_restore_source):
+         * shard k's pods restore shard[k]'s object instead of key; nshards 0: none */
+        int nshards;
+        struct {
+            const char *key, *sha256;
+        } shard[RDC_SPEC_CLUSTER_SHARDS_MAX];
     } restore;
     /* spec.backup (docs/backup.md "What the operator does"); schedule NULL: none. Borrowed;
      * region defaults to RDC_SPEC_DEFAULT_RESTORE_REGION, keep to RDC_SPEC_DEFAULT_BACKUP_KEEP. */
@@ -449,7 +459,9 @@ typedef struct {
 size_t rdc_spec_parse(const json_object *rc, rdc_spec_t *out, rdc_field_errors_t *errs);
 
 /* A restore source src: an object of spec.restore.from's bucket/key form (endpoint,
- * bucket, key, region, credentialsSecret, caSecret, sha256; other members ignored),
+ * bucket, key, region, credentialsSecret, caSecret, sha256; other members ignored), and
+ * for a Cluster-mode backup shards, an array of 1..RDC_SPEC_CLUSTER_SHARDS_MAX objects
+ * {key (the key's rule), sha256 (optional, its rule)}, shard k's at index k,
  * checked against that form's rules with every problem recorded in errs under path
  * ("status.restore.source": "status.restore.source.key: Required value"). When there is
  * none, out->restore takes its values (borrowed from src; region defaulted; backup kept

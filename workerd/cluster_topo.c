@@ -857,7 +857,8 @@ static int step_reshard(ctx_t *c, const cn_slots_t *held)
         move_others(c, &open);
         c->out->moves[c->out->nmoves++] = open;
     }
-    balance_moves(c, count, share); /* (after the open slot's move: the plan goes on with the rest) */
+    if (!c->in->moves_held)
+        balance_moves(c, count, share); /* (after the open slot's move: the plan goes on with the rest) */
     return 1;
 }
 

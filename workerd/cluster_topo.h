@@ -143,6 +143,10 @@ typedef struct {
     int stale;              /* FRESHNESS (plan.h): some pod was not probed since the
                              * operator's last Redis command; ctopo_compute then decides
                              * nothing (no command, move, deletion or label) and waits */
+    int moves_held;         /* BACKUP: a RedisBackup of the cluster is not finished: RESHARD
+                             * finishes an open slot but starts no other move (a take reads
+                             * each shard once; a slot moved between two shards' takes would
+                             * be in both RDBs or in neither) */
     int sts_replicas[CTOPO_MAX_SHARDS]; /* each shard StatefulSet's spec.replicas, 0 none */
     ctopo_pod_t pod[CTOPO_MAX_PODS]; /* nshards * width, index k * width + j */
 } ctopo_input_t;

@@ -203,6 +203,7 @@ static int plan_valid(plan_ctx_t *c, const plan_children_t *kids, found_t *x)
         if (plan_cluster_decide(c, &x->cluster))
             return -1;
         c->cluster = x->cluster.r;
+        c->cluster_in = x->cluster.in;
     }
     /* SCALE-IN: the StatefulSet keeps the pod of a primary that is to go until it hands over */
     c->in.shard_replicas = plan_scale_in_hold(c, kids->statefulset);

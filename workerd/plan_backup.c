@@ -1,6 +1,7 @@
 /* plan_backup: BACKUP. See plan_backup.h. */
 #include "plan_backup.h"
 
+#include "buf.h"
 #include "clock.h"
 #include "jsonx.h"
 #include "plan_build.h"
@@ -8,7 +9,9 @@
 #include "schedule.h"
 #include "topology.h"
 
+#include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -143,17 +146,17 @@ const char *plan_backup_result(const plan_action_t *a)
 
 /* ---- START --------------------------------------------------------------------------- */
 
-/* The object key of a one-off backup: <prefix>[/]<name>.rdb. */
-static void one_off_key(const char *prefix, const char *name, char *out, size_t len)
+/* prefix, with a '/' after it when it has none ("" stays ""). */
+static const char *slash(const char *prefix)
 {
     size_t n = prefix ? strlen(prefix) : 0;
-    snprintf(out, len, "%s%s%s.rdb", n ? prefix : "", n && prefix[n - 1] != '/' ? "/" : "", name);
+    return n && prefix[n - 1] != '/' ? "/" : "";
 }
 
-/* What the Job of rb takes (render.h), from its spec; 0, or -1 when the spec lacks a
- * required field (*missing names it). key has room for the one-off key. */
-static int backup_of(const plan_ctx_t *c, const json_object *rb, render_backup_t *b, char *key, size_t len,
-                     const char **missing)
+/* What the Job of rb takes (render.h), from its spec, but its takes; 0, or -1 when the
+ * spec lacks a required field (*missing names it). *scheduled: a schedule's. */
+static int backup_of(const plan_ctx_t *c, const json_object *rb, render_backup_t *b, const char **prefix,
+                     int *scheduled, const char **missing)
 {
     const json_object *spec = jsonx_get(rb, "spec"), *dest = jsonx_get(spec, "destination");
     memset(b, 0, sizeof(*b));
@@ -163,30 +166,23 @@ static int backup_of(const plan_ctx_t *c, const json_object *rb, render_backup_t
     b->endpoint = jsonx_str_set(dest, "endpoint");
     b->bucket = jsonx_str_set(dest, "bucket");
     b->region = jsonx_str_set(dest, "region");
-    b->prefix = jsonx_str_set(dest, "prefix");
+    *prefix = jsonx_str_set(dest, "prefix");
     b->credentials_secret = JSONX_STR_AT(spec, "credentialsSecret", "name");
     b->ca_secret = JSONX_STR_AT(spec, "caSecret", "name");
     b->keep = c->spec->backup.keep > 0 ? c->spec->backup.keep : RDC_SPEC_DEFAULT_BACKUP_KEEP;
-    int scheduled = jsonx_str_is(JSONX_AT(rb, "metadata", "labels"), RENDER_LABEL_SCHEDULE, c->name);
+    *scheduled = jsonx_str_is(JSONX_AT(rb, "metadata", "labels"), RENDER_LABEL_SCHEDULE, c->name);
     *missing = !b->uid                  ? "metadata.uid"
                : !b->endpoint           ? "spec.destination.endpoint"
                : !b->bucket             ? "spec.destination.bucket"
                : !b->credentials_secret ? "spec.credentialsSecret.name"
-               : scheduled && !b->prefix ? "spec.destination.prefix"
+               : *scheduled && !*prefix ? "spec.destination.prefix"
                                          : NULL;
-    if (*missing)
-        return -1;
-    if (!scheduled) {
-        one_off_key(b->prefix, b->name, key, len);
-        b->key = key;
-    }
-    return 0;
+    return *missing ? -1 : 0;
 }
 
-/* Pending: no pod to take it from (written when the status does not say so already). */
-static void rb_pending(const plan_ctx_t *c, const json_object *rb)
+/* Pending with msg (written when the status does not say so already). */
+static void rb_pending(const plan_ctx_t *c, const json_object *rb, const char *msg)
 {
-    static const char msg[] = "waiting for a Ready pod of the cluster to take the backup from";
     plan_requeue_within(c->plan, PLAN_REQUEUE_NOT_READY_NS);
     if (jsonx_str_is(jsonx_get(rb, "status"), "phase", "Pending") &&
         jsonx_str_is(jsonx_get(rb, "status"), "message", msg))
@@ -194,34 +190,152 @@ static void rb_pending(const plan_ctx_t *c, const json_object *rb)
     rb_status(c, rb, phase_status(rb, "Pending", msg, plan_oom(c->plan)), msg, NULL, NULL);
 }
 
-/* START of rb: its Job and status Running. */
-static void backup_start(const plan_ctx_t *c, const json_object *rb)
+/* The names of one take: its key (one-off) or prefix (a schedule's), its slots. */
+typedef struct {
+    char key[1200], prefix[1000], slots[1024];
+    const char *pod;
+} take_names_t;
+
+/* The take (plan_backup.h START) of one pod for rb: a one-off's key <prefix>[/]<name>.rdb
+ * (CLUSTER: <prefix>[/]<name>/shard-<k>.rdb), a schedule's prefix (CLUSTER:
+ * <prefix>[/]shard-<k>); k -1: not a shard. */
+static void take_names(const render_backup_t *b, const char *prefix, int scheduled, int k, take_names_t *n,
+                       render_backup_take_t *t)
+{
+    const char *p = prefix ? prefix : "";
+    if (scheduled && k < 0)
+        snprintf(n->prefix, sizeof(n->prefix), "%s", p);
+    else if (scheduled)
+        snprintf(n->prefix, sizeof(n->prefix), "%s%s" RENDER_BACKUP_SHARD_PREFIX "%d", p, slash(p), k);
+    else if (k < 0)
+        snprintf(n->key, sizeof(n->key), "%s%s%s.rdb", p, slash(p), b->name);
+    else
+        snprintf(n->key, sizeof(n->key), "%s%s%s/" RENDER_BACKUP_SHARD_PREFIX "%d.rdb", p, slash(p), b->name, k);
+    t->key = scheduled ? NULL : n->key;
+    t->prefix = scheduled ? n->prefix : NULL;
+}
+
+/* CLUSTER: shard k's source: a Ready, linked replica of its master with an IP, else the
+ * master; -1 when neither. */
+static int shard_source(const ctopo_input_t *in, const ctopo_shard_t *sh)
+{
+    for (int j = 0; j < 1 + CTOPO_MAX_REPLICAS; j++) {
+        int i = sh->replica[j];
+        if (i >= 0 && in->pod[i].ready && in->pod[i].link_up && !in->pod[i].terminating && in->pod[i].ip[0])
+            return i;
+    }
+    int m = sh->master;
+    return m >= 0 && in->pod[m].ready && !in->pod[m].terminating && in->pod[m].ip[0] ? m : -1;
+}
+
+/* CLUSTER: the slots shard k's master m serves (its own view), "" when they do not fit. */
+static void master_slots(const ctopo_input_t *in, int m, char *out, size_t len)
+{
+    const cn_node_t *me = in->pod[m].view ? cn_myself(in->pod[m].view) : NULL;
+    out[0] = '\0';
+    if (me && me->nranges && me->nranges * 12 < len)
+        cn_ranges_text(me->ranges, me->nranges, out, len);
+}
+
+/* CLUSTER: each shard's take into b (names in n); 0, or 1 with why it waits in why. A
+ * backup of a Cluster-mode cluster takes every shard at once, while no slot moves. */
+static int shard_takes(const plan_ctx_t *c, render_backup_t *b, const char *prefix, int scheduled, take_names_t *n,
+                       char *why, size_t len)
+{
+    const ctopo_result_t *r = c->cluster;
+    const ctopo_input_t *in = c->cluster_in;
+    if (r && in && (r->nmoves || r->slots_to_move)) {
+        snprintf(why, len, "waiting for the reshard to finish (%d slot(s) to move): a backup is taken while no "
+                 "slot moves", r->slots_to_move);
+        return 1;
+    }
+    if (!r || !in || !r->healthy) {
+        snprintf(why, len, "waiting for the cluster to be healthy (%s): every shard is taken at once",
+                 r ? r->reason : "not observed yet");
+        return 1;
+    }
+    b->sharded = 1;
+    for (int k = 0; k < c->spec->cluster.shards && k < RENDER_BACKUP_MAX_SHARDS; k++) {
+        int i = shard_source(in, &r->shard[k]);
+        if (i < 0) {
+            snprintf(why, len, "waiting for a Ready pod of shard %d to take the backup from", k);
+            return 1;
+        }
+        render_backup_take_t *t = &b->take[b->ntakes++];
+        take_names(b, prefix, scheduled, k, &n[k], t);
+        t->ip = in->pod[i].ip;
+        n[k].pod = in->pod[i].pod;
+        master_slots(in, r->shard[k].master, n[k].slots, sizeof(n[k].slots));
+        t->slots = n[k].slots[0] ? n[k].slots : NULL;
+    }
+    return 0;
+}
+
+/* The Running status of rb, its takes b taken from the pods of n. */
+static json_object *running_status(const plan_ctx_t *c, const render_backup_t *b, const take_names_t *n, int *oom)
+{
+    char now[40];
+    json_object *st = jsonx_new_obj(oom);
+    jsonx_put(st, "phase", jsonx_new_str("Running", oom), oom);
+    jsonx_put(st, "message", jsonx_new_str("", oom), oom);
+    jsonx_put(st, "sourcePod", jsonx_new_str(n[0].pod, oom), oom);
+    jsonx_put(st, "startTime", jsonx_new_str(clock_format_rfc3339(c->now, 0, now, sizeof(now)), oom), oom);
+    if (!b->sharded)
+        return st;
+    json_object *arr = jsonx_new_arr(oom);
+    for (int k = 0; k < b->ntakes; k++) {
+        json_object *o = jsonx_new_obj(oom);
+        jsonx_put(o, "shard", jsonx_new_int(k, oom), oom);
+        jsonx_put(o, "sourcePod", jsonx_new_str(n[k].pod, oom), oom);
+        if (n[k].slots[0])
+            jsonx_put(o, "slots", jsonx_new_str(n[k].slots, oom), oom);
+        jsonx_push(arr, o, oom);
+    }
+    jsonx_put(st, "shards", arr, oom);
+    return st;
+}
+
+/* START of rb: its Job and status Running (n: room for RENDER_BACKUP_MAX_SHARDS names). */
+static void backup_start(const plan_ctx_t *c, const json_object *rb, take_names_t *n)
 {
     plan_t *p = c->plan;
-    int *oom = plan_oom(p);
     render_backup_t b;
-    char key[600], why[900], now[40];
-    const char *missing = NULL, *pod = NULL;
-    if (backup_of(c, rb, &b, key, sizeof(key), &missing)) {
+    char why[900];
+    const char *missing = NULL, *prefix = NULL;
+    int scheduled = 0;
+    if (backup_of(c, rb, &b, &prefix, &scheduled, &missing)) {
         snprintf(why, sizeof(why), "%s is missing", missing);
         rb_failed(c, rb, why);
         return;
     }
-    if (!(b.ip = pick_source(c->more->members, &pod))) {
-        rb_pending(c, rb);
-        return;
+    if (c->spec->mode == RDC_MODE_CLUSTER) {
+        if (shard_takes(c, &b, prefix, scheduled, n, why, sizeof(why))) {
+            rb_pending(c, rb, why);
+            return;
+        }
+    } else {
+        b.ntakes = 1;
+        take_names(&b, prefix, scheduled, -1, &n[0], &b.take[0]);
+        if (!(b.take[0].ip = pick_source(c->more->members, &n[0].pod))) {
+            rb_pending(c, rb, "waiting for a Ready pod of the cluster to take the backup from");
+            return;
+        }
     }
-    snprintf(why, sizeof(why), "RedisBackup %s/%s has no Job: take it from pod %s (%s)", c->ns, b.name, pod, b.ip);
+    if (b.sharded)
+        snprintf(why, sizeof(why), "RedisBackup %s/%s has no Job: take its %d shards, shard 0 from pod %s", c->ns,
+                 b.name, b.ntakes, n[0].pod);
+    else
+        snprintf(why, sizeof(why), "RedisBackup %s/%s has no Job: take it from pod %s (%s)", c->ns, b.name, n[0].pod,
+                 b.take[0].ip);
     int i = plan_add_action(p, PLAN_CREATE, "batch/v1", "jobs", c->ns, b.name, render_backup_job(&c->in, &b), why);
     if (i < 0)
         return;
-    json_object *st = jsonx_new_obj(oom);
-    jsonx_put(st, "phase", jsonx_new_str("Running", oom), oom);
-    jsonx_put(st, "message", jsonx_new_str("", oom), oom);
-    jsonx_put(st, "sourcePod", jsonx_new_str(pod, oom), oom);
-    jsonx_put(st, "startTime", jsonx_new_str(clock_format_rfc3339(c->now, 0, now, sizeof(now)), oom), oom);
-    snprintf(why, sizeof(why), "started: Job %s takes the backup from pod %s", b.name, pod);
-    rb_status(c, rb, st, why, "Normal", "BackupStarted");
+    if (b.sharded)
+        snprintf(why, sizeof(why), "started: Job %s takes %d shards at once (shard 0 from pod %s)", b.name, b.ntakes,
+                 n[0].pod);
+    else
+        snprintf(why, sizeof(why), "started: Job %s takes the backup from pod %s", b.name, n[0].pod);
+    rb_status(c, rb, running_status(c, &b, n, plan_oom(p)), why, "Normal", "BackupStarted");
 }
 
 /* ---- FINISH -------------------------------------------------------------------------- */
@@ -284,25 +398,142 @@ static void failed_why(const json_object *t, const char *msg, char *why, size_t 
         snprintf(why, cap, "the backup's container ended with exit code %lld and no message", (long long)code);
 }
 
+/* The terminated container t's line when it is a success (exit 0, one JSON line that says
+ * "result":"ok"): a new object; else NULL, with why it failed in why. */
+static json_object *ok_line(const json_object *t, char *why, size_t cap)
+{
+    char msg[PLAN_BACKUP_MESSAGE_MAX + 1], err[128];
+    trimmed(jsonx_str(t, "message") ? jsonx_str(t, "message") : "", msg, sizeof(msg));
+    json_object *o = NULL;
+    if (jsonx_int_is(t, "exitCode", 0) && *msg && !strchr(msg, '\n') &&
+        jsonx_parse_strict(msg, strlen(msg), 16, &o, err, sizeof(err)) == 0 && jsonx_str_is(o, "result", "ok"))
+        return o;
+    json_object_put(o);
+    failed_why(t, msg, why, cap);
+    return NULL;
+}
+
 /* FINISH from the terminated container t: Succeeded only on exit 0 and a JSON line that
  * says "result":"ok"; else Failed with the message. */
 static void finish_from(const plan_ctx_t *c, const json_object *rb, const json_object *t)
 {
-    char msg[PLAN_BACKUP_MESSAGE_MAX + 1], why[PLAN_BACKUP_MESSAGE_MAX + 200];
-    trimmed(jsonx_str(t, "message") ? jsonx_str(t, "message") : "", msg, sizeof(msg));
-    json_object *o = NULL;
-    char err[128];
-    int ok = jsonx_int_is(t, "exitCode", 0) && *msg && !strchr(msg, '\n') &&
-             jsonx_parse_strict(msg, strlen(msg), 16, &o, err, sizeof(err)) == 0 && jsonx_str_is(o, "result", "ok");
-    if (ok) {
+    char why[PLAN_BACKUP_MESSAGE_MAX + 200];
+    json_object *o = ok_line(t, why, sizeof(why));
+    if (o) {
         snprintf(why, sizeof(why), "succeeded: %s, %lld bytes", jsonx_str(o, "key") ? jsonx_str(o, "key") : "?",
                  (long long)jsonx_int_or(o, "size", 0));
         rb_status(c, rb, succeeded_status(rb, o, plan_oom(c->plan)), why, "Normal", "BackupSucceeded");
-    } else {
-        failed_why(t, msg, why, sizeof(why));
+    } else
         rb_failed(c, rb, why);
-    }
     json_object_put(o);
+}
+
+/* CLUSTER: shard k's entry of a Succeeded status from its line o and rec, the Running
+ * status's entry (sourcePod, slots). */
+static json_object *shard_entry(int k, const json_object *o, const json_object *rec, int *oom)
+{
+    json_object *e = jsonx_new_obj(oom);
+    jsonx_put(e, "shard", jsonx_new_int(k, oom), oom);
+    const char *pod = jsonx_str_set(rec, "sourcePod"), *slots = jsonx_str_set(o, "slots");
+    if (!slots)
+        slots = jsonx_str_set(rec, "slots");
+    if (pod)
+        jsonx_put(e, "sourcePod", jsonx_new_str(pod, oom), oom);
+    if (slots)
+        jsonx_put(e, "slots", jsonx_new_str(slots, oom), oom);
+    static const char *const strs[] = {"key", "sha256"};
+    static const char *const ints[] = {"size", "offset"};
+    for (size_t i = 0; i < 2; i++) {
+        int64_t v;
+        if (jsonx_str(o, strs[i]))
+            jsonx_put(e, strs[i], jsonx_new_str(jsonx_str(o, strs[i]), oom), oom);
+        if (jsonx_int(o, ints[i], &v) == 0)
+            jsonx_put(e, ints[i], jsonx_new_int(v, oom), oom);
+    }
+    return e;
+}
+
+/* CLUSTER: the Succeeded status of the shards' entries e (n of them, in order): key the
+ * prefix their keys share (to the last '/'), size their sum, the earliest start and the
+ * latest completion of their lines o. */
+static json_object *shards_succeeded(const json_object *rb, json_object **e, json_object **o, int n, int *oom)
+{
+    json_object *st = phase_status(rb, "Succeeded", "", oom), *arr = jsonx_new_arr(oom);
+    const char *first = jsonx_str(e[0], "key") ? jsonx_str(e[0], "key") : "", *start = NULL, *end = NULL;
+    size_t common = strlen(first);
+    int64_t size = 0;
+    for (int k = 0; k < n; k++) {
+        const char *key = jsonx_str(e[k], "key") ? jsonx_str(e[k], "key") : "";
+        size_t j = 0;
+        while (j < common && key[j] == first[j])
+            j++;
+        common = j;
+        size += jsonx_int_or(e[k], "size", 0);
+        const char *s = jsonx_str(o[k], "startTime"), *f = jsonx_str(o[k], "completionTime");
+        start = s && (!start || strcmp(s, start) < 0) ? s : start;
+        end = f && (!end || strcmp(f, end) > 0) ? f : end;
+        jsonx_push(arr, json_object_get(e[k]), oom);
+    }
+    while (common && first[common - 1] != '/')
+        common--;
+    jsonx_put(st, "key", json_object_new_string_len(first, (int)common), oom);
+    jsonx_put(st, "size", jsonx_new_int(size, oom), oom);
+    if (start)
+        jsonx_put(st, "startTime", jsonx_new_str(start, oom), oom);
+    if (end)
+        jsonx_put(st, "completionTime", jsonx_new_str(end, oom), oom);
+    jsonx_put(st, "shards", arr, oom);
+    return st;
+}
+
+/* CLUSTER: k of a container named RENDER_BACKUP_SHARD_PREFIX "<k>", else -1. */
+static int shard_of_container(const char *name)
+{
+    size_t n = sizeof(RENDER_BACKUP_SHARD_PREFIX) - 1;
+    if (!name || strncmp(name, RENDER_BACKUP_SHARD_PREFIX, n) || !isdigit((unsigned char)name[n]))
+        return -1;
+    char *end = NULL;
+    long k = strtol(name + n, &end, 10);
+    return *end || k >= RENDER_BACKUP_MAX_SHARDS ? -1 : (int)k;
+}
+
+/* CLUSTER: FINISH of rb from its pod's containers, one per shard (RENDER_BACKUP_SHARD_PREFIX
+ * "<k>"): Succeeded when every shard of the Running status's record said ok; else Failed
+ * with each failed shard's why. */
+static void finish_shards(const plan_ctx_t *c, const json_object *rb, const json_object *pod)
+{
+    const json_object *cs = JSONX_AT(pod, "status", "containerStatuses");
+    const json_object *rec = JSONX_AT(rb, "status", "shards");
+    json_object *e[RENDER_BACKUP_MAX_SHARDS] = {0}, *o[RENDER_BACKUP_MAX_SHARDS] = {0};
+    int n = (int)jsonx_len(rec), *oom = plan_oom(c->plan);
+    char one[PLAN_BACKUP_MESSAGE_MAX + 200];
+    buf_t why;
+    buf_init(&why, PLAN_BACKUP_MESSAGE_MAX * 2);
+    n = n < 1 ? (int)jsonx_len(cs) : n > RENDER_BACKUP_MAX_SHARDS ? RENDER_BACKUP_MAX_SHARDS : n;
+    for (size_t i = 0; i < jsonx_len(cs); i++) {
+        const json_object *s = json_object_array_get_idx(cs, i);
+        int k = shard_of_container(jsonx_str(s, "name"));
+        if (k < 0 || k >= n || o[k])
+            continue;
+        if ((o[k] = ok_line(JSONX_AT(s, "state", "terminated"), one, sizeof(one))))
+            e[k] = shard_entry(k, o[k], json_object_array_get_idx(rec, (size_t)k), oom);
+        else
+            buf_printf(&why, "%sshard %d: %s", why.len ? "; " : "", k, one);
+    }
+    for (int k = 0; k < n && !why.len; k++)
+        if (!e[k])
+            buf_printf(&why, "shard %d's container reported no result", k);
+    if (why.len)
+        rb_failed(c, rb, buf_str(&why));
+    else {
+        snprintf(one, sizeof(one), "succeeded: %d shards", n);
+        rb_status(c, rb, shards_succeeded(rb, e, o, n, oom), one, "Normal", "BackupSucceeded");
+    }
+    buf_free(&why);
+    for (int k = 0; k < RENDER_BACKUP_MAX_SHARDS; k++) {
+        json_object_put(e[k]);
+        json_object_put(o[k]);
+    }
 }
 
 /* FINISH of rb, whose Job is job: from its pod's termination message, or the Job's
@@ -314,7 +545,10 @@ static void backup_finish(const plan_ctx_t *c, const json_object *rb, const json
     const char *phase = JSONX_STR_AT(pod, "status", "phase");
     const json_object *t = terminated_of(pod);
     if (t && phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) {
-        finish_from(c, rb, t);
+        if (c->spec->mode == RDC_MODE_CLUSTER)
+            finish_shards(c, rb, pod);
+        else
+            finish_from(c, rb, t);
         return;
     }
     const json_object *k = jsonx_find(JSONX_AT(job, "status", "conditions"), "type", "Failed");
@@ -455,9 +689,23 @@ static void backup_retention(const plan_ctx_t *c)
     }
 }
 
+int plan_backup_running(const plan_ctx_t *c)
+{
+    const json_object *all = c->more ? c->more->backups : NULL;
+    for (size_t i = 0; i < jsonx_len(all); i++) {
+        const json_object *rb = json_object_array_get_idx(all, i);
+        const char *name = JSONX_STR_AT(rb, "metadata", "name"), *phase = JSONX_STR_AT(rb, "status", "phase");
+        if (name && unfinished(phase) &&
+            ((phase && !strcmp(phase, "Running")) || by_label(c->more->jobs, RENDER_LABEL_BACKUP, name)))
+            return 1;
+    }
+    return 0;
+}
+
 int plan_backups(const plan_ctx_t *c)
 {
     const json_object *all = c->more ? c->more->backups : NULL;
+    take_names_t *names = NULL;
     for (size_t i = 0; i < jsonx_len(all) && plan_room(c->plan) > 3; i++) {
         const json_object *rb = json_object_array_get_idx(all, i);
         const char *name = JSONX_STR_AT(rb, "metadata", "name"), *phase = JSONX_STR_AT(rb, "status", "phase");
@@ -466,11 +714,15 @@ int plan_backups(const plan_ctx_t *c)
         const json_object *job = by_label(c->more->jobs, RENDER_LABEL_BACKUP, name);
         if (job)
             backup_finish(c, rb, job);
+        else if ((!phase || strcmp(phase, "Running")) &&
+                 (names || (names = calloc(RENDER_BACKUP_MAX_SHARDS, sizeof(*names)))))
+            backup_start(c, rb, names);
         else if (!phase || strcmp(phase, "Running"))
-            backup_start(c, rb);
+            *plan_oom(c->plan) = 1;
         else
             backup_orphaned(c, rb);
     }
+    free(names);
     if (all && c->spec->backup.schedule)
         backup_retention(c);
     return *plan_oom(c->plan) ? -1 : 0;

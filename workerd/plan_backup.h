@@ -22,6 +22,16 @@
  *     startTime; Normal Event BackupStarted on the RedisBackup. No pod: phase Pending
  *     with a message (written when it changes), requeue within PLAN_REQUEUE_NOT_READY_NS.
  *     A spec without endpoint, bucket or credentialsSecret: phase Failed.
+ *     CLUSTER (spec.mode Cluster): every shard at once, one Job whose pod has a container
+ *     RENDER_BACKUP_SHARD_PREFIX "<k>" per shard (render.h), each taking from a Ready,
+ *     linked replica of shard k's master (else the master) with --slots <the slots the
+ *     master serves>, into <prefix>[/]<name>/shard-<k>.rdb (a schedule's: --prefix
+ *     <prefix>[/]shard-<k>); the Running status lists each shard's sourcePod and slots
+ *     (status.shards). Pending while slots are to move or open (a reshard: "waiting for
+ *     the reshard to finish") or the cluster is not healthy (cluster_topo.h's reason), or
+ *     a shard has no pod to take from. While it runs, RESHARD starts no move
+ *     (plan_backup_running): a slot moved between two shards' takes would be in both RDBs
+ *     or in neither.
  *   FINISH: a RedisBackup not yet Succeeded or Failed whose Job's pod (BackupPod, label
  *     cache.example.com/backup) has terminated: its container's termination message, one
  *     JSON line of rdc-backup take, gives phase Succeeded with key, size, sha256, offset,
@@ -30,6 +40,10 @@
  *     message (trimmed, at most 1024 bytes) and a Warning Event BackupFailed on the
  *     RedisBackup. A Job whose Failed condition is True with no pod message (its deadline)
  *     is Failed with the condition's reason and message.
+ *     CLUSTER: Succeeded only when every shard's container said ok: status.shards[k] its
+ *     key, size, sha256, offset, slots and sourcePod, status.key the prefix the shards'
+ *     keys share (to its last '/'), size their sum, the earliest start and latest
+ *     completion; else Failed with each failed shard's "shard <k>: <why>".
  *   RETENTION: with spec.backup.schedule, the schedule's RedisBackups (label schedule
  *     <cluster>) by creationTimestamp through retention_pick: keep spec.backup.keep
  *     Succeeded and PLAN_BACKUP_KEEP_FAILED Failed; PLAN_DELETE (uid precondition) of the
@@ -57,6 +71,10 @@
  * status.backup.lastScheduleTime the status is to say ("" when none: no schedule and none
  * recorded). Returns 0, or -1 when out of memory. */
 int plan_backup_schedule(const plan_ctx_t *c, char *last, size_t len);
+
+/* 1 when a RedisBackup of c's cluster is running (phase Running, or its Job cached while
+ * unfinished): Cluster mode's RESHARD then starts no move (cluster_topo.h moves_held). */
+int plan_backup_running(const plan_ctx_t *c);
 
 /* START, FINISH and RETENTION. Returns 0, or -1 when out of memory. */
 int plan_backups(const plan_ctx_t *c);

@@ -5,6 +5,7 @@
 #include "cluster_observe.h"
 #include "clock.h"
 #include "jsonx.h"
+#include "plan_backup.h"
 #include "plan_build.h"
 #include "render.h"
 #include "slotmove.h"
@@ -291,6 +292,7 @@ int plan_cluster_decide(const plan_ctx_t *c, plan_cluster_t *out)
                               m ? m->members : NULL, m ? m->redis : NULL, sets, nsets, out->in, out->views);
     if (!bad) {
         out->in->stale = !fresh;
+        out->in->moves_held = plan_backup_running(c);
         bad = ctopo_compute(out->in, out->r);
     }
     if (bad) {

@@ -42,6 +42,7 @@ typedef struct {
     plan_degraded_t *degraded;   /* the Degraded findings (plan_degrade) */
     const ctopo_result_t *cluster; /* CLUSTER: the decisions (plan_cluster_decide), before the
                                       children: the layout they keep; NULL in other modes */
+    const ctopo_input_t *cluster_in; /* CLUSTER: what they were decided from (BACKUP's sources) */
     const struct plan_restore *restore; /* RESTORE FROM A REDISBACKUP (plan_restore.h), before the
                                            children: whether they hold the StatefulSet; NULL: none */
 } plan_ctx_t;

@@ -59,6 +59,16 @@ static json_object *source_of_spec(const rdc_spec_t *spec, int *oom)
     put_set(o, "credentialsSecret", spec->restore.credentials_secret, oom);
     put_set(o, "caSecret", spec->restore.ca_secret, oom);
     put_set(o, "sha256", spec->restore.sha256, oom);
+    if (spec->restore.nshards > 0) {
+        json_object *arr = jsonx_new_arr(oom);
+        for (int k = 0; k < spec->restore.nshards; k++) {
+            json_object *e = jsonx_new_obj(oom);
+            put_set(e, "key", spec->restore.shard[k].key, oom);
+            put_set(e, "sha256", spec->restore.shard[k].sha256, oom);
+            jsonx_push(arr, e, oom);
+        }
+        jsonx_put(o, "shards", arr, oom);
+    }
     return jsonx_done(o, *oom);
 }
 
@@ -76,7 +86,42 @@ static json_object *source_of_backup(const json_object *rb, const char *name, in
     put_set(o, "credentialsSecret", JSONX_STR_AT(spec, "credentialsSecret", "name"), oom);
     put_set(o, "caSecret", JSONX_STR_AT(spec, "caSecret", "name"), oom);
     put_set(o, "sha256", jsonx_str_set(st, "sha256"), oom);
+    const json_object *shards = jsonx_get(st, "shards");
+    if (jsonx_len(shards)) { /* CLUSTER: each shard's object (status.shards[k], shard k's) */
+        json_object *arr = jsonx_new_arr(oom);
+        for (size_t k = 0; k < jsonx_len(shards); k++) {
+            const json_object *sh = json_object_array_get_idx(shards, k);
+            json_object *e = jsonx_new_obj(oom);
+            put_set(e, "key", jsonx_str_set(sh, "key"), oom);
+            put_set(e, "sha256", jsonx_str_set(sh, "sha256"), oom);
+            jsonx_push(arr, e, oom);
+        }
+        jsonx_put(o, "shards", arr, oom);
+    }
     return jsonx_done(o, *oom);
+}
+
+/* Why rb's shape does not fit the cluster (its mode and shards), into why; 0 when it fits.
+ * A Cluster-mode backup (status.shards) restores only in Cluster mode, into at least as
+ * many shards (shard k's pods restore shard k's object; shards past the backup's start
+ * empty and the slots move to them after); a backup of one server only outside it. */
+static int misfit(const plan_ctx_t *c, const json_object *rb, char *why, size_t len)
+{
+    size_t n = jsonx_len(JSONX_AT(rb, "status", "shards"));
+    int cluster = c->spec->mode == RDC_MODE_CLUSTER;
+    if (n && !cluster)
+        snprintf(why, len, "is a Cluster-mode backup of %zu shards: it restores only into a RedisCluster of "
+                 "mode Cluster", n);
+    else if (!n && cluster)
+        snprintf(why, len, "is a backup of one server (Standalone or Replication): a Cluster-mode RedisCluster "
+                 "restores from a Cluster-mode backup (one object per shard)");
+    else if (n > (size_t)c->spec->cluster.shards)
+        snprintf(why, len, "has %zu shards and spec.cluster.shards is %d: restore into at least %zu shards (each "
+                 "shard's pods restore that shard's object), then change spec.cluster.shards", n,
+                 c->spec->cluster.shards, n);
+    else
+        return 0;
+    return 1;
 }
 
 /* RECORDED: 1 when status.restore.source is the spec's backup's and passes the rules;
@@ -108,6 +153,12 @@ static int resolve(const plan_ctx_t *c, const rdc_spec_t *spec, const json_objec
 {
     int oom = 0;
     const char *name = spec->restore.backup;
+    char fit[300];
+    if (misfit(c, rb, fit, sizeof(fit))) {
+        say(out, PLAN_RESTORE_FAILED, "RestoreFailed", WHERE " %s; no pod is created", c->ns, name, fit);
+        out->requeue_ns = backoff_ns(c);
+        return 0;
+    }
     json_object *src = source_of_backup(rb, name, &oom);
     rdc_field_errors_t *errs = src ? rdc_field_errors_new() : NULL;
     rdc_spec_t scratch = *spec;

@@ -22,10 +22,15 @@
  *     Failed          RestoreFailed with its status.message; BACKOFF
  *     not Succeeded   (no status, Pending, Running) RestorePending "... is Running";
  *                     looked at again within PLAN_RESTORE_POLL_NS
+ *     misfit          (Succeeded, but not of this shape) RestoreFailed: a Cluster-mode
+ *                     backup (status.shards) into another mode, or into fewer shards than
+ *                     it has; a backup of one server into Cluster mode; BACKOFF
  *     Succeeded       its object as a source: endpoint and bucket of spec.destination,
  *                     region (empty: absent), credentialsSecret and caSecret of
  *                     spec.credentialsSecret.name and spec.caSecret.name, key and sha256
- *                     of its status, and its name as backup. One that fails the bucket/key
+ *                     of its status, its status.shards' keys and sha256 as shards (Cluster
+ *                     mode: shard k's pods restore shards[k], render.h RESTORE), and its
+ *                     name as backup. One that fails the bucket/key
  *                     rules (no key, say) is RestoreFailed "... cannot be restored from";
  *                     else RESOLVED: this plan's status records it (status.restore.source,
  *                     a write never held by the STATUS WRITE POLICY), Ready False

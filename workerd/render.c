@@ -25,6 +25,16 @@ static json_object *str_array(int *oom, const char *first, ...)
     return a;
 }
 
+/* Push the strings (STR_END-terminated) onto arr. */
+static void push_strs(json_object *arr, int *oom, const char *first, ...)
+{
+    va_list ap;
+    va_start(ap, first);
+    for (const char *s = first; s; s = va_arg(ap, const char *))
+        jsonx_push(arr, jsonx_new_str(s, oom), oom);
+    va_end(ap);
+}
+
 /* ---- Image, config, hash, selector -------------------------------------------------- */
 
 int render_image_ref(const char *image, const char *version, buf_t *out)
@@ -891,15 +901,45 @@ static json_object *read_only_mount(const char *name, const char *path, int *oom
     return m;
 }
 
+static const char *own_name(const render_input_t *in, char *buf, size_t len);
+
+/* The object in's pods restore (RESTORE): its key and sha256 (NULL: none); in Cluster mode
+ * the shard's (spec.restore's shard[in->shard]), restored by the shard's first pod only
+ * (*only: "<its StatefulSet>-0", the others start empty and replicate from it). Returns 0
+ * when in's pods restore nothing (no restore, or a shard past the backup's). */
+static int restore_object(const render_input_t *in, const char **key, const char **sha256, char *only, size_t len)
+{
+    const rdc_spec_t *spec = in->spec;
+    only[0] = '\0';
+    if (!spec->restore.endpoint)
+        return 0;
+    *key = spec->restore.key;
+    *sha256 = spec->restore.sha256;
+    if (!spec->restore.nshards)
+        return 1;
+    if (!cluster_mode(in) || in->shard < 0 || in->shard >= spec->restore.nshards)
+        return 0;
+    char sts[300];
+    *key = spec->restore.shard[in->shard].key;
+    *sha256 = spec->restore.shard[in->shard].sha256;
+    snprintf(only, len, "%s-0", own_name(in, sts, sizeof(sts)));
+    return 1;
+}
+
 /* The restore init container of spec.restore.from. */
 static json_object *restore_container(const render_input_t *in, int *oom)
 {
     const rdc_spec_t *spec = in->spec;
+    const char *key = NULL, *sha256 = NULL;
+    char only[320];
+    restore_object(in, &key, &sha256, only, sizeof(only));
     json_object *c = jsonx_new_obj(oom), *mounts = jsonx_new_arr(oom);
     json_object *cmd = str_array(oom, RENDER_RESTORE_BIN, "restore", "--to", RENDER_RESTORE_DATA_DIR "/dump.rdb",
                                  "--endpoint", spec->restore.endpoint, "--bucket", spec->restore.bucket, "--key",
-                                 spec->restore.key, "--region", spec->restore.region, "--credentials-dir",
+                                 key, "--region", spec->restore.region, "--credentials-dir",
                                  RENDER_RESTORE_CREDENTIALS_DIR, STR_END);
+    if (only[0])
+        push_strs(cmd, oom, "--only-pod", only, STR_END);
     jsonx_push(mounts, mount("data", RENDER_RESTORE_DATA_DIR, oom), oom);
     jsonx_push(mounts, read_only_mount(RENDER_RESTORE_CREDENTIALS_VOLUME, RENDER_RESTORE_CREDENTIALS_DIR, oom), oom);
     if (appendonly(spec))
@@ -909,10 +949,8 @@ static json_object *restore_container(const render_input_t *in, int *oom)
         jsonx_push(cmd, jsonx_new_str(RENDER_RESTORE_CA_DIR "/ca.crt", oom), oom);
         jsonx_push(mounts, read_only_mount(RENDER_RESTORE_CA_VOLUME, RENDER_RESTORE_CA_DIR, oom), oom);
     }
-    if (spec->restore.sha256) {
-        jsonx_push(cmd, jsonx_new_str("--expect-sha256", oom), oom);
-        jsonx_push(cmd, jsonx_new_str(spec->restore.sha256, oom), oom);
-    }
+    if (sha256)
+        push_strs(cmd, oom, "--expect-sha256", sha256, STR_END);
     jsonx_put(c, "name", jsonx_new_str(RENDER_RESTORE_CONTAINER, oom), oom);
     jsonx_put(c, "image", jsonx_new_str(in->operator_image ? in->operator_image : RENDER_OPERATOR_IMAGE_DEFAULT, oom),
               oom);
@@ -921,6 +959,14 @@ static json_object *restore_container(const render_input_t *in, int *oom)
     jsonx_put(c, "terminationMessagePolicy", jsonx_new_str("FallbackToLogsOnError", oom), oom);
     jsonx_put(c, "securityContext", container_security_context(spec, oom), oom);
     return c;
+}
+
+/* 1 when in's pods restore (RESTORE). */
+static int restores(const render_input_t *in)
+{
+    const char *key, *sha256;
+    char only[320];
+    return restore_object(in, &key, &sha256, only, sizeof(only));
 }
 
 /* The restore container's Secret volumes. */
@@ -938,7 +984,7 @@ static void restore_volumes(json_object *volumes, const rdc_spec_t *spec, int *o
  * there is neither. */
 static void init_containers(json_object *spec, const render_input_t *in, int *oom)
 {
-    if (!in->spec->restore.endpoint) {
+    if (!restores(in)) {
         put_knob(spec, "initContainers", in->spec->extras.init_containers, oom);
         return;
     }
@@ -970,7 +1016,7 @@ static json_object *pod_template(const render_input_t *in, const char *config_ha
     json_object *volumes = jsonx_new_arr(oom);
     jsonx_push(volumes, vol, oom);
     secret_volumes(volumes, in, oom);
-    if (in->spec->restore.endpoint)
+    if (restores(in))
         restore_volumes(volumes, in->spec, oom);
     append_all(volumes, in->spec->extras.volumes, oom);
 
@@ -1192,22 +1238,13 @@ int render_quantity_equal(const char *a, const char *b)
 
 /* ---- BACKUP (render.h) --------------------------------------------------------------- */
 
-/* Push the strings (STR_END-terminated) onto arr. */
-static void push_strs(json_object *arr, int *oom, const char *first, ...)
-{
-    va_list ap;
-    va_start(ap, first);
-    for (const char *s = first; s; s = va_arg(ap, const char *))
-        jsonx_push(arr, jsonx_new_str(s, oom), oom);
-    va_end(ap);
-}
-
 /* The take command of b: the source, the destination, the Secrets' files. */
-static json_object *backup_command(const render_input_t *in, const render_backup_t *b, int *oom)
+static json_object *backup_command(const render_input_t *in, const render_backup_t *b,
+                                   const render_backup_take_t *t, int *oom)
 {
     const rdc_spec_t *spec = in->spec;
     char redis[80], keep[16], pw[300];
-    snprintf(redis, sizeof(redis), strchr(b->ip, ':') ? "[%s]:%d" : "%s:%d", b->ip, RENDER_REDIS_PORT);
+    snprintf(redis, sizeof(redis), strchr(t->ip, ':') ? "[%s]:%d" : "%s:%d", t->ip, RENDER_REDIS_PORT);
     json_object *cmd = str_array(oom, RENDER_RESTORE_BIN, "take", "--redis", redis, STR_END);
     if (spec->auth.secret) {
         snprintf(pw, sizeof(pw), RENDER_BACKUP_DIR "/auth/%s", spec->auth.key);
@@ -1219,10 +1256,12 @@ static json_object *backup_command(const render_input_t *in, const render_backup
     if (b->region)
         push_strs(cmd, oom, "--region", b->region, STR_END);
     snprintf(keep, sizeof(keep), "%d", b->keep);
-    if (b->key)
-        push_strs(cmd, oom, "--key", b->key, STR_END);
+    if (t->key)
+        push_strs(cmd, oom, "--key", t->key, STR_END);
     else
-        push_strs(cmd, oom, "--prefix", b->prefix, "--keep", keep, STR_END);
+        push_strs(cmd, oom, "--prefix", t->prefix, "--keep", keep, STR_END);
+    if (t->slots)
+        push_strs(cmd, oom, "--slots", t->slots, STR_END);
     push_strs(cmd, oom, "--credentials-dir", RENDER_BACKUP_DIR "/s3", STR_END);
     if (b->ca_secret)
         push_strs(cmd, oom, "--s3-ca-file", RENDER_BACKUP_DIR "/s3-ca/ca.crt", STR_END);
@@ -1254,21 +1293,38 @@ static void backup_volumes(const render_input_t *in, const render_backup_t *b, j
     }
 }
 
+/* The container of take k of b (its mounts: mounts, copied). */
+static json_object *backup_container(const render_input_t *in, const render_backup_t *b, int k,
+                                     const json_object *mounts, int *oom)
+{
+    json_object *c = jsonx_new_obj(oom), *m = NULL;
+    char name[32];
+    if (b->sharded)
+        snprintf(name, sizeof(name), RENDER_BACKUP_SHARD_PREFIX "%d", k);
+    else
+        snprintf(name, sizeof(name), RENDER_BACKUP_CONTAINER);
+    if (json_object_deep_copy((json_object *)mounts, &m, NULL))
+        *oom = 1;
+    jsonx_put(c, "name", jsonx_new_str(name, oom), oom);
+    jsonx_put(c, "image", jsonx_new_str(in->operator_image ? in->operator_image : RENDER_OPERATOR_IMAGE_DEFAULT, oom),
+              oom);
+    jsonx_put(c, "command", backup_command(in, b, &b->take[k], oom), oom);
+    jsonx_put(c, "volumeMounts", m, oom);
+    jsonx_put(c, "terminationMessagePolicy", jsonx_new_str("FallbackToLogsOnError", oom), oom);
+    jsonx_put(c, "securityContext", container_security_context(in->spec, oom), oom);
+    return c;
+}
+
 /* The Job's pod template. */
 static json_object *backup_template(const render_input_t *in, const render_backup_t *b, int *oom)
 {
-    json_object *c = jsonx_new_obj(oom), *vols = jsonx_new_arr(oom), *mounts = jsonx_new_arr(oom);
+    json_object *vols = jsonx_new_arr(oom), *mounts = jsonx_new_arr(oom);
     backup_volumes(in, b, vols, mounts, oom);
-    jsonx_put(c, "name", jsonx_new_str(RENDER_BACKUP_CONTAINER, oom), oom);
-    jsonx_put(c, "image", jsonx_new_str(in->operator_image ? in->operator_image : RENDER_OPERATOR_IMAGE_DEFAULT, oom),
-              oom);
-    jsonx_put(c, "command", backup_command(in, b, oom), oom);
-    jsonx_put(c, "volumeMounts", mounts, oom);
-    jsonx_put(c, "terminationMessagePolicy", jsonx_new_str("FallbackToLogsOnError", oom), oom);
-    jsonx_put(c, "securityContext", container_security_context(in->spec, oom), oom);
     json_object *spec = jsonx_new_obj(oom), *containers = jsonx_new_arr(oom), *meta = jsonx_new_obj(oom);
     json_object *l = jsonx_new_obj(oom), *t = jsonx_new_obj(oom);
-    jsonx_push(containers, c, oom);
+    for (int k = 0; k < b->ntakes && mounts; k++)
+        jsonx_push(containers, backup_container(in, b, k, mounts, oom), oom);
+    json_object_put(mounts);
     jsonx_put(spec, "restartPolicy", jsonx_new_str("Never", oom), oom);
     jsonx_put(spec, "securityContext", pod_security_context(in, oom), oom);
     jsonx_put(spec, "containers", containers, oom);

@@ -260,7 +260,12 @@ json_object *render_role_service(const render_input_t *in, const char *role);
  * read-only; terminationMessagePolicy FallbackToLogsOnError, so a failure's one line is
  * the container's termination message (plan_diagnosis: RestoreFailed); the redis
  * container's securityContext. The paths are under /var/run so that the test data
- * plane's mount namespaces (tests/cluster/runtime/mountns.go) can place them. */
+ * plane's mount namespaces (tests/cluster/runtime/mountns.go) can place them.
+ * In Cluster mode (a record of a sharded backup: spec.restore.nshards) shard k's
+ * StatefulSet restores shard k's object (K and H of spec.restore.shard[k]) with
+ * `--only-pod <name>-shard<k>-0`: the shard's other pods start empty and replicate from
+ * it (two pods loading the RDB would both claim its slots); a shard past the backup's has
+ * no restore container and no restore volumes. */
 #define RENDER_RESTORE_CONTAINER "restore"
 #define RENDER_RESTORE_BIN "/usr/local/bin/rdc-backup"
 #define RENDER_RESTORE_DATA_DIR "/var/run/rdc-restore/data"
@@ -306,24 +311,36 @@ json_object *render_auth_record(const render_input_t *in, const char *password_t
  *     --termination-log /dev/termination-log
  * with spec.auth's Secret, spec.tls's Secret, the credentials Secret and the CA Secret
  * mounted read-only (mode 0440) under RENDER_BACKUP_DIR (under /var/run, as RESTORE's, for
- * the test data plane's mount namespaces). in is the cluster's (its spec: auth, tls,
- * security contexts); NULL only when out of memory. */
+ * the test data plane's mount namespaces). In Cluster mode (b->sharded) one such container
+ * per shard, RENDER_BACKUP_SHARD_PREFIX "<k>", each taking its shard's take[k] with
+ * `--slots <ranges>` when given. in is the cluster's (its spec: auth, tls, security
+ * contexts); NULL only when out of memory. */
 #define RENDER_LABEL_BACKUP "cache.example.com/backup"
 #define RENDER_LABEL_BACKUP_CLUSTER "cache.example.com/backup-cluster"
 #define RENDER_LABEL_SCHEDULE "cache.example.com/schedule"
 #define RENDER_BACKUP_CONTAINER "backup"
 #define RENDER_BACKUP_DIR "/var/run/rdc-backup"
 #define RENDER_BACKUP_DEADLINE_S 3600
+#define RENDER_BACKUP_SHARD_PREFIX "shard-" /* CLUSTER: a shard's container, "shard-<k>" */
+#define RENDER_BACKUP_MAX_SHARDS 20
+/* One take: one container. */
 typedef struct {
-    const char *name, *ns, *uid;    /* the RedisBackup: the Job's name, namespace and owner */
     const char *ip;                 /* the source pod's IP */
-    const char *endpoint, *bucket;
-    const char *region;             /* NULL: none given (rdc-backup's default) */
     const char *key;                /* --key K; NULL: --prefix prefix --keep keep */
     const char *prefix;
+    const char *slots;              /* CLUSTER: --slots (the shard's), NULL: none */
+} render_backup_take_t;
+typedef struct {
+    const char *name, *ns, *uid;    /* the RedisBackup: the Job's name, namespace and owner */
+    const char *endpoint, *bucket;
+    const char *region;             /* NULL: none given (rdc-backup's default) */
     int keep;
     const char *credentials_secret; /* keys access-key-id, secret-access-key */
     const char *ca_secret;          /* ca.crt; NULL: the system's CAs */
+    /* the takes: one (container RENDER_BACKUP_CONTAINER), or in Cluster mode (sharded) one
+     * per shard (take[k] in container RENDER_BACKUP_SHARD_PREFIX "<k>", all at once) */
+    int ntakes, sharded;
+    render_backup_take_t take[RENDER_BACKUP_MAX_SHARDS];
 } render_backup_t;
 json_object *render_backup_job(const render_input_t *in, const render_backup_t *b);
 

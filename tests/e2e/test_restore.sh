@@ -39,8 +39,8 @@ for f in restore restore.from restore.from.endpoint restore.from.bucket restore.
     check "kubectl explain rediscluster.spec.$f documents it" \
         sh -c "printf '%s\n' \"\$1\" | grep -q \"^FIELD: *$leaf \" && printf '%s\n' \"\$1\" | sed -n '/^DESCRIPTION:/,\$p' | grep -q '[a-z]'" _ "$out"
 done
-refused "Cluster mode with spec.restore: refused by the API server (CEL)" \
-    "is not supported in Cluster mode yet" \
+refused "Cluster mode with spec.restore's bucket/key form: refused by the API server (CEL)" \
+    "in Cluster mode must name a RedisBackup (backup): each shard restores its own object" \
     sh -c "printf 'apiVersion: cache.example.com/v1\nkind: RedisCluster\nmetadata: {name: cm, namespace: $ns}\nspec: {size: 6, image: redis, mode: Cluster, restore: {from: {endpoint: \"http://127.0.0.1:1\", bucket: backups, key: k, credentialsSecret: s3-creds}}}\n' | kubectl apply -f -"
 
 # ---- 2. The S3 server ------------------------------------------------------------------------

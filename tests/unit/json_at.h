@@ -13,6 +13,8 @@
  * reported at the caller's line with the path, the string wanted and the one found;
  *
  * json_copy(o) is a deep copy of o (fatal when out of memory; the caller puts it);
+ * strs_line(arr, out, cap) joins an array of strings (a container's command) with one blank
+ * between them into out (cut at cap);
  *
  * and a test's objects are put at its end, an array of n with put_all(o, n), a list with
  * PUT_EACH(a, b, c) (NULLs are ignored, as json_object_put does).
@@ -120,6 +122,16 @@ static inline void put_all(json_object *const *o, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         json_object_put(o[i]);
+}
+
+static inline void strs_line(const json_object *arr, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; json_object_is_type(arr, json_type_array) && i < json_object_array_length(arr) && n < cap;
+         i++)
+        n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? " " : "",
+                              json_object_get_string(json_object_array_get_idx(arr, i)));
 }
 
 #define PUT_EACH(...)                                                                                              \

@@ -160,6 +160,7 @@ typedef struct {
     const char *layout;  /* "replicas 2,2,2 keep 1,1,1" kept; NULL = not checked */
     const char *unmet;   /* nodes no other node has met yet: in no view but their own, which
                           * holds only them; NULL = none */
+    int held;            /* moves_held: a backup of the cluster runs */
 } row_t;
 
 static void id_of(char tag, char *out)
@@ -196,6 +197,7 @@ static void build(const row_t *r, ctopo_input_t *in, cn_view_t **views)
     in->shards = r->shards;
     in->replicas = r->replicas;
     in->bootstrapped = r->bootstrapped;
+    in->moves_held = r->held;
     in->nshards = r->nshards;
     in->width = r->width;
     int per = r->width ? r->width : 1 + r->replicas, n = (r->nshards ? r->nshards : r->shards) * per;
@@ -629,6 +631,13 @@ static const row_t rows[] = {
      {QUARTERS012, M('6', "10.0.0.7", "12288-16383"), S('7', "10.0.0.8", '6')}, {PODS8}, "", "Resharding", -1, "",
      .move = "6->0 15018-16383; 6->2 13653-15017; 6->4 12288-13652", .nshards = 4, .sts = 2,
      .layout = "replicas 2,2,2,2 keep 1,1,1,1"},
+    {"a move cut off while a backup runs (moves held): the open slot is finished, no other move starts", 4, 1, 1,
+     {M('0', "10.0.0.1", "0-5460 [5000->-" ID6 "]"), S('1', "10.0.0.2", '0'), SHARD1, SHARD2,
+      M('6', "10.0.0.7", "[5000-<-" ID0 "]"), S('7', "10.0.0.8", '6')},
+     {PODS8}, "", "Resharding", -1, "", .move = "0->6 5000 resume", .held = 1},
+    {"scale in 4 -> 3 while a backup runs (moves held): nothing moves yet, the shard stays", 3, 1, 1,
+     {QUARTERS012, M('6', "10.0.0.7", "12288-16383"), S('7', "10.0.0.8", '6')}, {PODS8}, "", "Resharding", -1, "",
+     .nshards = 4, .sts = 2, .layout = "replicas 2,2,2,2 keep 1,1,1,1", .held = 1},
     {"scale in: the drained shard's nodes are forgotten everywhere and reset", 3, 1, 1,
      {REGAINED012, M('6', "10.0.0.7", NULL), S('7', "10.0.0.8", '6')}, {PODS8},
      "0<-FORGET 6; 1<-FORGET 6; 2<-FORGET 6; 3<-FORGET 6; 4<-FORGET 6; 5<-FORGET 6; 6<-RESET HARD; "

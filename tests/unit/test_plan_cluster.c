@@ -141,6 +141,7 @@ static json_object *observation_of(const onode_t *nodes, int n, const char *stat
  * children (children()), its pods and the observation of their nodes. */
 typedef struct {
     json_object *rc, *cm, *svc, *sts, *pdbs, *pods, *obs;
+    json_object *backups, *jobs, *bpods; /* BACKUP (NULL: none) */
 } world_t;
 
 /* rc parsed from rc_json and its children rendered; no pod yet (an empty array) and no
@@ -153,14 +154,20 @@ static void world_open(world_t *w, const char *rc_json)
     w->pdbs = json_object_new_array();
     children(w->rc, &w->cm, &w->svc, w->sts, w->pdbs);
     w->pods = json_object_new_array();
-    w->obs = NULL;
+    w->obs = w->backups = w->jobs = w->bpods = NULL;
 }
 
 /* The plan of w at T1; the caller destroys it. */
 static plan_t *world_plan(const world_t *w)
 {
-    plan_observed_t more = {
-        .members = w->pods, .redis = w->obs, .shard_statefulsets = w->sts, .shard_budgets = w->pdbs};
+    plan_observed_t more = {.members = w->pods,
+                            .redis = w->obs,
+                            .shard_statefulsets = w->sts,
+                            .shard_budgets = w->pdbs,
+                            .backups = w->backups,
+                            .jobs = w->jobs,
+                            .backup_pods = w->bpods,
+                            .operator_image = "op:test"};
     return plan_compute_children(w->rc, &(plan_children_t){w->cm, w->svc, NULL, NULL}, &more, T1);
 }
 
@@ -175,7 +182,7 @@ static plan_t *world_plan_text(const world_t *w, char *out, size_t len)
 
 static void world_close(world_t *w)
 {
-    json_object *all[] = {w->rc, w->cm, w->svc, w->sts, w->pdbs, w->pods, w->obs};
+    json_object *all[] = {w->rc, w->cm, w->svc, w->sts, w->pdbs, w->pods, w->obs, w->backups, w->jobs, w->bpods};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         json_object_put(all[i]);
 }
@@ -480,6 +487,169 @@ static void test_scale_in_drops_the_shard(void)
     world_close(&w);
 }
 
+/* ---- BACKUP in Cluster mode (plan_backup.h; docs/backup.md "Cluster mode") ------------- */
+
+/* The RedisBackup "one" of the cluster c, with status (a JSON object text, "" none), in
+ * an array. */
+static json_object *backups_of(const char *status)
+{
+    return parsef("[{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisBackup\",\"metadata\":{\"name\":\"one\","
+                  "\"namespace\":\"ns\",\"uid\":\"uid-one\",\"resourceVersion\":\"9\"},\"spec\":{\"source\":{"
+                  "\"cluster\":\"c\"},\"destination\":{\"endpoint\":\"http://127.0.0.1:7070\",\"bucket\":\"b\","
+                  "\"prefix\":\"prod/cache\"},\"credentialsSecret\":{\"name\":\"s3\"}}%s%s}]",
+                  *status ? ",\"status\":" : "", status);
+}
+
+/* w: a healthy cluster of 3 shards, its pods labelled. */
+static void healthy_world(world_t *w)
+{
+    world_open(w, RC_JSON(""));
+    w->obs = observation_of(MET, 6, "ok");
+    for (int i = 0; i < 6; i++)
+        json_object_array_add(w->pods, pod(i, i % 2 ? "replica" : "primary"));
+}
+
+/* The plan's action of kind on resource (the first), or NULL. */
+static const plan_action_t *action_of(const plan_t *p, plan_action_kind_t kind, const char *resource)
+{
+    for (size_t i = 0; i < plan_action_count(p); i++)
+        if (plan_action(p, i)->kind == kind && !strcmp(plan_action(p, i)->resource, resource))
+            return plan_action(p, i);
+    return NULL;
+}
+
+/* A healthy cluster's backup: one Job, one container per shard (shard-<k>), each taking
+ * its shard's replica into <prefix>/<name>/shard-<k>.rdb with the slots its master serves;
+ * the RedisBackup Running with each shard's source pod and slots. */
+static void test_backup_takes_every_shard(void)
+{
+    world_t w;
+    healthy_world(&w);
+    w.backups = backups_of("");
+    plan_t *p = world_plan(&w);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const plan_action_t *job = action_of(p, PLAN_CREATE, "jobs");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(job);
+    const json_object *cs = at(job->body, "spec template spec containers");
+    CU_ASSERT_EQUAL_FATAL(json_object_array_length(cs), 3);
+    static const char *const slots[] = {"0-5460", "5461-10922", "10923-16383"};
+    for (int k = 0; k < 3; k++) {
+        const json_object *c = json_object_array_get_idx(cs, (size_t)k);
+        char name[16], redis[32], key[64], cmd[2048];
+        snprintf(name, sizeof(name), "shard-%d", k);
+        snprintf(redis, sizeof(redis), " --redis 10.0.0.%d:6379 ", 2 * k + 2); /* the replica */
+        snprintf(key, sizeof(key), " --key prod/cache/one/shard-%d.rdb ", k);
+        CU_ASSERT_STRING_EQUAL(str_at(c, "name"), name);
+        strs_line(at(c, "command"), cmd, sizeof(cmd) - 1);
+        strcat(cmd, " "); /* banned-ok: room left (a test's fixed-size text) */
+        ASSERT_TEXT_HAS(cmd, " take ", redis, key, slots[k]);
+    }
+    const plan_action_t *st = action_of(p, PLAN_UPDATE_STATUS, "redisbackups");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    CU_ASSERT_STRING_EQUAL(str_at(st->body, "status phase"), "Running");
+    CU_ASSERT_STRING_EQUAL(str_at(st->body, "status shards 1 sourcePod"), "c-shard1-1");
+    CU_ASSERT_STRING_EQUAL(str_at(st->body, "status shards 2 slots"), "10923-16383");
+    CU_ASSERT_TRUE(has_event(p, "BackupStarted"));
+    plan_destroy(&p);
+    world_close(&w);
+}
+
+/* Shards 3 -> 4 under way: a new backup waits (Pending, why) while the slots move; a
+ * running one holds the moves (none planned) until it is done. */
+static void test_backup_and_reshard(void)
+{
+    world_t w;
+    world_open(&w, RC4_JSON);
+    w.obs = observation_of(MET, 8, "ok");
+    for (int i = 0; i < 8; i++)
+        json_object_array_add(w.pods, pod(i, i % 2 ? "replica" : i < 6 ? "primary" : NULL));
+    w.backups = backups_of("");
+    plan_t *p = world_plan(&w);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_PTR_NULL(action_of(p, PLAN_CREATE, "jobs"));
+    CU_ASSERT_PTR_NOT_NULL(action_of(p, PLAN_SLOT_MOVE, "pods"));
+    const plan_action_t *st = action_of(p, PLAN_UPDATE_STATUS, "redisbackups");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    CU_ASSERT_STRING_EQUAL(str_at(st->body, "status phase"), "Pending");
+    ASSERT_TEXT_HAS(str_at(st->body, "status message"), "waiting for the reshard to finish");
+    plan_destroy(&p);
+    json_object_put(w.backups);
+    w.backups = backups_of("{\"phase\":\"Running\",\"startTime\":\"2024-05-01T11:59:00Z\"}");
+    w.jobs = parsef("[{\"metadata\":{\"name\":\"one\",\"labels\":{\"" RENDER_LABEL_BACKUP "\":\"one\"}}}]");
+    p = world_plan(&w);
+    CU_ASSERT_PTR_NULL(action_of(p, PLAN_SLOT_MOVE, "pods"));
+    CU_ASSERT_EQUAL(int_at(plan_status(p), "cluster slotsToMove"), 4096); /* still to move, later */
+    plan_destroy(&p);
+    world_close(&w);
+}
+
+/* The backup pod's containers, shard-0..2, each terminated with exit code codes[k] and
+ * message msgs[k]. */
+static json_object *backup_pod(const int *codes, const char *const *msgs)
+{
+    json_object *cs = json_object_new_array();
+    for (int k = 0; k < 3; k++) {
+        json_object *t = parsef("{\"exitCode\":%d}", codes[k]);
+        json_object_object_add(t, "message", json_object_new_string(msgs[k]));
+        json_object *c = parsef("{\"name\":\"shard-%d\",\"state\":{}}", k);
+        json_object_object_add(json_object_object_get(c, "state"), "terminated", t);
+        json_object_array_add(cs, c);
+    }
+    json_object *pod = parsef("{\"metadata\":{\"name\":\"one-x\",\"labels\":{\"" RENDER_LABEL_BACKUP "\":\"one\"}},"
+                              "\"status\":{\"phase\":\"%s\"}}",
+                              codes[0] || codes[1] || codes[2] ? "Failed" : "Succeeded");
+    json_object_object_add(json_object_object_get(pod, "status"), "containerStatuses", cs);
+    json_object *arr = json_object_new_array();
+    json_object_array_add(arr, pod);
+    return arr;
+}
+
+/* FINISH: every shard's line ok: Succeeded, key the prefix the shards' keys share, size
+ * their sum, each shard's key, sha256, size and slots; one shard failed: Failed naming it. */
+static void test_backup_finish_shards(void)
+{
+    world_t w;
+    healthy_world(&w);
+    w.backups = backups_of("{\"phase\":\"Running\",\"sourcePod\":\"c-shard0-1\",\"shards\":[{\"shard\":0,"
+                           "\"sourcePod\":\"c-shard0-1\",\"slots\":\"0-5460\"},{\"shard\":1,\"sourcePod\":"
+                           "\"c-shard1-1\",\"slots\":\"5461-10922\"},{\"shard\":2,\"sourcePod\":\"c-shard2-1\","
+                           "\"slots\":\"10923-16383\"}]}");
+    w.jobs = parsef("[{\"metadata\":{\"name\":\"one\",\"labels\":{\"" RENDER_LABEL_BACKUP "\":\"one\"}}}]");
+    char lines[3][512];
+    const char *msgs[3];
+    for (int k = 0; k < 3; k++) {
+        snprintf(lines[k], sizeof(lines[k]), "{\"result\":\"ok\",\"key\":\"prod/cache/one/shard-%d.rdb\",\"size\":%d,"
+                 "\"sha256\":\"%064d\",\"offset\":7,\"startTime\":\"2024-05-01T11:59:0%dZ\",\"completionTime\":"
+                 "\"2024-05-01T11:59:3%dZ\"}", k, 100 * (k + 1), k, k, 3 - k);
+        msgs[k] = lines[k];
+    }
+    w.bpods = backup_pod((const int[]){0, 0, 0}, msgs);
+    plan_t *p = world_plan(&w);
+    const plan_action_t *st = action_of(p, PLAN_UPDATE_STATUS, "redisbackups");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    ASSERT_STRS_AT(st->body, {"status phase", "Succeeded"}, {"status key", "prod/cache/one/"},
+                   {"status startTime", "2024-05-01T11:59:00Z"}, {"status completionTime", "2024-05-01T11:59:33Z"},
+                   {"status shards 1 key", "prod/cache/one/shard-1.rdb"}, {"status shards 2 slots", "10923-16383"},
+                   {"status shards 0 sourcePod", "c-shard0-1"});
+    CU_ASSERT_EQUAL(int_at(st->body, "status size"), 600);
+    CU_ASSERT_EQUAL(int_at(st->body, "status shards 2 size"), 300);
+    CU_ASSERT_EQUAL(int_at(st->body, "status shards 1 shard"), 1);
+    CU_ASSERT_STRING_EQUAL(str_at(st->body, "metadata resourceVersion"), "9"); /* the CAS */
+    plan_destroy(&p);
+    json_object_put(w.bpods);
+    msgs[1] = "{\"result\":\"error\",\"message\":\"the shard's master serves 0-5000, not 5461-10922\"}";
+    w.bpods = backup_pod((const int[]){0, 1, 0}, msgs);
+    p = world_plan(&w);
+    st = action_of(p, PLAN_UPDATE_STATUS, "redisbackups");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+    CU_ASSERT_STRING_EQUAL(str_at(st->body, "status phase"), "Failed");
+    ASSERT_TEXT_HAS(str_at(st->body, "status message"), "shard 1: {\"result\":\"error\"", "0-5000");
+    CU_ASSERT_PTR_NULL(strstr(str_at(st->body, "status message"), "shard 0"));
+    CU_ASSERT_TRUE(has_event(p, "BackupFailed"));
+    plan_destroy(&p);
+    world_close(&w);
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("plan: Cluster mode"),
     {"a new cluster: a StatefulSet and a PDB per shard", test_new_cluster_children},
@@ -490,6 +660,10 @@ static const cu_entry_t tests[] = {
     {"commands only from an observation newer than the last ones, within their record", test_freshness},
     {"shards 3 -> 4: slots move to the new shard (PLAN_SLOT_MOVE)", test_scale_out_moves_slots},
     {"shards 4 -> 3: a drained, retired shard's StatefulSet and PDB deleted", test_scale_in_drops_the_shard},
+    {"a backup: one Job, a container per shard, each its replica, key and slots", test_backup_takes_every_shard},
+    {"a backup waits for a reshard; a running one holds the moves", test_backup_and_reshard},
+    {"a backup's finish: every shard ok, Succeeded with each; one failed, Failed naming it",
+     test_backup_finish_shards},
 };
 
 CU_MAIN(tests)

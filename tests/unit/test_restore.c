@@ -81,11 +81,12 @@ static void test_rules(void)
     check_spec_rows(STANDALONE, rows, sizeof(rows) / sizeof(rows[0]));
 }
 
-/* Cluster mode: refused, with the words docs/backup.md uses. */
+/* Cluster mode: the bucket/key form refused (one object cannot be every shard's), with
+ * the words docs/backup.md uses. */
 static void test_not_in_cluster_mode(void)
 {
     char *err = errors_of("{\"size\":6,\"image\":\"redis\",\"mode\":\"Cluster\"," RESTORE(FROM "," CREDS) "}");
-    ASSERT_TEXT_HAS(err, "spec.restore: Forbidden: is not supported in Cluster mode yet");
+    CU_ASSERT_STRING_EQUAL(err, "spec.restore.from: Forbidden: " RDC_SPEC_RESTORE_CLUSTER_OBJECT);
     free(err);
 }
 
@@ -137,7 +138,7 @@ static void test_webhook(void)
 {
     static const review_row_t rows[] = {
         {"CREATE", NULL, "{\"size\":6,\"image\":\"redis\",\"mode\":\"Cluster\"," RESTORE(FROM "," CREDS) "}",
-         "spec.restore: Forbidden: is not supported in Cluster mode yet", 403},
+         "spec.restore.from: Forbidden: in Cluster mode must name a RedisBackup (backup)", 403},
         {"CREATE", NULL, STANDALONE "," RESTORE(FROM ",\"credentialsSecret\":\"S3\"") "}",
          "spec.restore.from.credentialsSecret: Invalid value: \"S3\"", 422},
         {"UPDATE", STANDALONE "}", STANDALONE "," RESTORE(FROM "," CREDS) "}",
@@ -174,17 +175,6 @@ static json_object *template_of(const char *spec, const plan_observed_t *more)
     return tmpl;
 }
 
-/* The init container's command as one line. */
-static void command_line(const json_object *c, char *out, size_t cap)
-{
-    const json_object *cmd = at(c, "command");
-    size_t n = 0;
-    out[0] = '\0';
-    for (size_t i = 0; i < jsonx_len(cmd) && n < cap; i++)
-        n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? " " : "",
-                              json_object_get_string(json_object_array_get_idx(cmd, i)));
-}
-
 #define ARGS_BASE                                                                                                  \
     RENDER_RESTORE_BIN " restore --to " RENDER_RESTORE_DATA_DIR "/dump.rdb --endpoint http://127.0.0.1:7070 "     \
                        "--bucket backups --key prod/cache.rdb --region us-east-1 --credentials-dir "             \
@@ -216,7 +206,7 @@ static void test_render_table(void)
         json_object *pod = template_of(spec, NULL);
         const json_object *c = at(pod, "initContainers 0");
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-        command_line(c, line, sizeof(line));
+        strs_line(at(c, "command"), line, sizeof(line));
         if (strcmp(line, rows[i].command))
             fprintf(stderr, "\n  row \"%s\": %s\n", rows[i].name, line);
         CU_ASSERT_STRING_EQUAL(line, rows[i].command);
@@ -330,7 +320,7 @@ static void test_diagnosis(void)
 static const cu_entry_t tests[] = {
     CU_SUITE("restore at creation (spec.restore)"),
     {"rules (table), reserved names", test_rules},
-    {"not in Cluster mode yet", test_not_in_cluster_mode},
+    {"the bucket/key form not in Cluster mode", test_not_in_cluster_mode},
     {"the typed spec", test_typed},
     {"immutable, also from unset to set (table)", test_immutable},
     {"the admission webhook refuses them, with the messages", test_webhook},

@@ -89,8 +89,9 @@ static void test_rules(void)
     char *both = errors_of(STANDALONE "," RESTORE(BACKUP ",\"endpoint\":\"nope\"") "}");
     CU_ASSERT_STRING_EQUAL(both, "spec.restore.from: Forbidden: " RDC_SPEC_RESTORE_BOTH);
     free(both);
+    /* Cluster mode restores from a RedisBackup (each shard its own object) */
     char *cluster = errors_of("{\"size\":6,\"image\":\"redis\",\"mode\":\"Cluster\"," RESTORE(BACKUP) "}");
-    ASSERT_TEXT_HAS(cluster, "spec.restore: Forbidden: is not supported in Cluster mode yet");
+    CU_ASSERT_STRING_EQUAL(cluster, "");
     free(cluster);
 }
 
@@ -224,6 +225,9 @@ static void test_crd_says_the_same(void)
         /* the record's schema */
         "restore: type: object description: The restore at creation (spec.restore.from.backup). properties: "
         "source: type: object",
+        /* Cluster mode: the RedisBackup form only */
+        "self.mode != 'Cluster' || !has(self.restore.from) || has(self.restore.from.backup)\" message: \""
+        RDC_SPEC_RESTORE_CLUSTER_OBJECT "\" fieldPath: .restore.from reason: FieldValueForbidden",
     };
     for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++) {
         if (!strstr(crd, said[i]))
@@ -522,6 +526,139 @@ static void test_invalid_spec_keeps_record(void)
     PUT_EACH(rc, want);
 }
 
+/* ---- Cluster mode: each shard its own object ---------------------------------------------- */
+
+#define CLUSTER_OF(size, shards)                                                                                   \
+    "{\"size\":" #size ",\"image\":\"redis\",\"mode\":\"Cluster\",\"cluster\":{\"shards\":" #shards                  \
+    ",\"replicasPerShard\":1}"
+#define CLUSTER3 CLUSTER_OF(6, 3)
+#define CLUSTER4 CLUSTER_OF(8, 4)
+#define SHARD_KEY(k) "one/one/shard-" #k ".rdb"
+#define SHARDS3                                                                                                    \
+    "[{\"shard\":0,\"key\":\"" SHARD_KEY(0) "\",\"sha256\":\"" SHA "\"},{\"shard\":1,\"key\":\"" SHARD_KEY(1)       \
+    "\"},{\"shard\":2,\"key\":\"" SHARD_KEY(2) "\",\"sha256\":\"" SHA "\"}]"
+#define CLUSTER_SUCCEEDED "{\"phase\":\"Succeeded\",\"key\":\"one/one/\",\"size\":300,\"shards\":" SHARDS3 "}"
+#define CLUSTER_RECORD                                                                                             \
+    "{\"backup\":\"one\",\"endpoint\":\"http://127.0.0.1:7070\",\"bucket\":\"backups\",\"key\":\"one/one/\","      \
+    "\"region\":\"eu-west-1\",\"credentialsSecret\":\"s3-creds\",\"caSecret\":\"s3-ca\",\"shards\":["              \
+    "{\"key\":\"" SHARD_KEY(0) "\",\"sha256\":\"" SHA "\"},{\"key\":\"" SHARD_KEY(1) "\"},{\"key\":\""             \
+    SHARD_KEY(2) "\",\"sha256\":\"" SHA "\"}]}"
+
+/* The first plan of a RedisCluster of spec restoring from "one" (status: NULL none) with
+ * the RedisBackup rb read (NULL: none read). */
+static plan_t *cluster_plan(const char *spec, const char *status, const char *rb)
+{
+    char text[1024];
+    snprintf(text, sizeof(text), "%s," RESTORE(BACKUP) "}", spec);
+    json_object *rc = rc_with(text), *b = rb ? parse(rb) : NULL;
+    if (status)
+        json_object_object_add(rc, "status", parse(status));
+    plan_observed_t more = {.restore_backup_read = rb != NULL, .restore_backup = b};
+    plan_t *p = plan_new_cluster(rc, &more);
+    PUT_EACH(rc, b);
+    return p;
+}
+
+/* A Cluster-mode RedisBackup (status.shards) resolves into a record of each shard's
+ * object, no StatefulSet yet; one that does not fit is RestoreFailed with why. */
+static void test_cluster_resolves(void)
+{
+    plan_t *p = cluster_plan(CLUSTER3, NULL, RB(CLUSTER_SUCCEEDED));
+    json_object *want = parse(CLUSTER_RECORD);
+    const json_object *src = at(plan_status(p), "restore source");
+    if (!json_object_equal((json_object *)src, want))
+        fprintf(stderr, "\n  record: %s\n", src ? json_object_to_json_string((json_object *)src) : "none");
+    CU_ASSERT_TRUE(json_object_equal((json_object *)src, want));
+    CU_ASSERT_EQUAL(count_actions(p, PLAN_CREATE, "statefulsets"), 0);
+    plan_destroy(&p);
+    json_object_put(want);
+    static const struct {
+        const char *spec, *rb, *why;
+    } misfits[] = {
+        {STANDALONE, RB(CLUSTER_SUCCEEDED), "is a Cluster-mode backup of 3 shards: it restores only into a "
+                                            "RedisCluster of mode Cluster"},
+        {CLUSTER3, RB(SUCCEEDED), "is a backup of one server (Standalone or Replication)"},
+        {CLUSTER3,
+         RB("{\"phase\":\"Succeeded\",\"key\":\"one/one/\",\"shards\":[{\"key\":\"a\"},{\"key\":\"b\"},{\"key\":"
+            "\"c\"},{\"key\":\"d\"}]}"),
+         "has 4 shards and spec.cluster.shards is 3: restore into at least 4 shards"},
+    };
+    for (size_t i = 0; i < sizeof(misfits) / sizeof(misfits[0]); i++) {
+        p = cluster_plan(misfits[i].spec, NULL, misfits[i].rb);
+        CU_ASSERT_PTR_NULL(at(plan_status(p), "restore source"));
+        ASSERT_STRS_AT(cond_of(p, "Degraded"), {"status", "True"}, {"reason", "RestoreFailed"});
+        ASSERT_TEXT_HAS(str_at(cond_of(p, "Degraded"), "message"), misfits[i].why);
+        CU_ASSERT_EQUAL(count_actions(p, PLAN_CREATE, "statefulsets"), 0);
+        plan_destroy(&p);
+    }
+}
+
+/* The shard StatefulSet k's create in p, or NULL. */
+static const json_object *shard_sts(const plan_t *p, int k)
+{
+    char name[32];
+    snprintf(name, sizeof(name), "cache-shard%d", k);
+    for (size_t i = 0; i < plan_action_count(p); i++)
+        if (plan_action(p, i)->kind == PLAN_CREATE && !strcmp(plan_action(p, i)->resource, "statefulsets") &&
+            !strcmp(plan_action(p, i)->name, name))
+            return plan_action(p, i)->body;
+    return NULL;
+}
+
+/* Recorded: shard k's pods restore shard k's object, only its first pod (--only-pod
+ * <name>-shard<k>-0), with the shard's sha256 when the backup has one; a shard past the
+ * backup's (4 shards from 3) has no restore at all: it starts empty. */
+static void test_cluster_shards_restore_their_own(void)
+{
+    plan_t *p = cluster_plan(CLUSTER4, "{\"phase\":\"Pending\",\"restore\":{\"source\":" CLUSTER_RECORD "}}", NULL);
+    char cmd[4096];
+    for (int k = 0; k < 3; k++) {
+        const json_object *sts = shard_sts(p, k);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sts);
+        char key[64], only[64];
+        snprintf(key, sizeof(key), " --key one/one/shard-%d.rdb ", k);
+        snprintf(only, sizeof(only), " --only-pod cache-shard%d-0 ", k);
+        strs_line(at(sts, "spec template spec initContainers 0 command"), cmd, sizeof(cmd));
+        strcat(cmd, " "); /* banned-ok: room left (a test's fixed-size text) */
+        ASSERT_TEXT_HAS(cmd, " restore ", key, only);
+        CU_ASSERT_EQUAL(strstr(cmd, "--expect-sha256 " SHA) != NULL, k != 1);
+    }
+    const json_object *sts3 = shard_sts(p, 3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sts3);
+    CU_ASSERT_PTR_NULL(at(sts3, "spec template spec initContainers"));
+    CU_ASSERT_PTR_NULL(strstr(json_object_to_json_string((json_object *)sts3), "s3-creds"));
+    plan_destroy(&p);
+}
+
+/* A record's shards pass the key and sha256 rules, each named by its index. */
+static void test_cluster_record_rules(void)
+{
+    static const struct {
+        const char *shards, *want;
+    } rows[] = {
+        {"[{\"key\":\"\"}]", "source.shards[0].key: Required value"},
+        {"[{\"key\":\"a\"},{\"key\":\"b\",\"sha256\":\"ABC\"}]", "source.shards[1].sha256: Invalid value"},
+        {"[]", "source.shards: Invalid value"},
+        {"{\"key\":\"a\"}", "source.shards: Invalid value"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        json_object *src = parsef("{\"endpoint\":\"http://h:1\",\"bucket\":\"bkt\",\"key\":\"k/\","
+                                  "\"credentialsSecret\":\"s\",\"shards\":%s}", rows[i].shards);
+        rdc_spec_t s;
+        memset(&s, 0, sizeof(s));
+        rdc_field_errors_t *e = rdc_field_errors_new();
+        CU_ASSERT_TRUE(rdc_spec_parse_restore_source(src, "source", &s, e) > 0);
+        buf_t b;
+        buf_init(&b, 0);
+        rdc_field_errors_format(e, &b);
+        ASSERT_TEXT_HAS(buf_str(&b), rows[i].want);
+        CU_ASSERT_PTR_NULL(s.restore.endpoint); /* unchanged */
+        buf_free(&b);
+        rdc_field_errors_destroy(&e);
+        json_object_put(src);
+    }
+}
+
 static const cu_entry_t tests[] = {
     CU_SUITE("spec.restore.from.backup: the API"),
     {"rules (table): the backup form, both, neither, a bad name, reserved names", test_rules},
@@ -539,6 +676,10 @@ static const cu_entry_t tests[] = {
     {"the record: no read, rendered as the bucket/key form with its values", test_record_renders_as_bucket_key},
     {"a record of another backup, or none, is resolved again (table)", test_record_not_trusted},
     {"an invalid spec keeps the record", test_invalid_spec_keeps_record},
+    {"Cluster mode: a sharded backup resolves into each shard's object; misfits refused", test_cluster_resolves},
+    {"Cluster mode: shard k's first pod restores shard k's object; a shard past them none",
+     test_cluster_shards_restore_their_own},
+    {"Cluster mode: a record's shards pass the key and sha256 rules (table)", test_cluster_record_rules},
 };
 
 CU_MAIN(tests)
