@@ -171,11 +171,12 @@ rc_apply_cache() {
 YAML
 }
 
-# rc_apply_cluster NAME NAMESPACE SHARDS DOWN_AFTER: apply a Cluster-mode RedisCluster of
-# redis 7.2, SHARDS shards of a primary and one replica (size 2 x SHARDS), failover after
-# DOWN_AFTER (a duration, as 2s).
+# rc_apply_cluster NAME NAMESPACE SHARDS DOWN_AFTER [SPEC]: apply a Cluster-mode
+# RedisCluster of redis 7.2, SHARDS shards of a primary and one replica (size 2 x SHARDS),
+# failover after DOWN_AFTER (a duration, as 2s); SPEC, YAML lines indented by two spaces,
+# is added to its spec.
 rc_apply_cluster() {
-    rc_yaml "$1" "$2" <<YAML | kubectl apply -f - >/dev/null
+    { rc_yaml "$1" "$2" <<YAML
   mode: Cluster
   size: $(($3 * 2))
   image: redis
@@ -183,6 +184,7 @@ rc_apply_cluster() {
   cluster: {shards: $3, replicasPerShard: 1}
   failover: {downAfter: $4}
 YAML
+      [ -n "${5:-}" ] && printf '%s\n' "$5"; } | kubectl apply -f - >/dev/null
 }
 
 # rc_apply_replication NAME NAMESPACE DOWN_AFTER [SPEC]: apply a Replication-mode
@@ -251,7 +253,8 @@ s3_start() {
 # test_restore, test_backup_kill): skipped without process nodes, e2e_setup NAME NAMESPACE
 # (ns is NAMESPACE), the S3 server stopped at exit (cleanup_more; a script may define its
 # own after this), and the readers they share: RB (the RedisBackup resource), jqs OBJECT
-# FILTER, pod_ip POD, running RC, rb_phase RB, ready_reason RC, has_event RB-NAME REASON.
+# FILTER, pod_ip POD, running RC, rb_phase RB, ready_reason RC, has_event RB-NAME REASON,
+# backup_errors (the operator's error lines about backups, Jobs, their pods).
 backup_e2e_begin() {
     skip_without_process_nodes
     ns=$2
@@ -267,6 +270,9 @@ backup_e2e_begin() {
         kubectl -n "$ns" get events --field-selector "involvedObject.kind=RedisBackup,involvedObject.name=$1,reason=$2" \
             -o name 2>/dev/null | grep -q .
     }
+    backup_errors() { # errors (a failed write, list or watch; a dropped Event) about backups, Jobs, their pods
+        grep -E '"level":"error"|"event dropped"|forbidden' "$work/operator.log" | grep -iE 'backup|/jobs|batch'
+    }
 }
 
 # backup_src [YAML-LINE]: the source cluster of the backup scripts, a Standalone
@@ -279,15 +285,15 @@ backup_src() {
     src_ip=$(pod_ip src-0)
 }
 
-# rb_yaml NAME BUCKET PREFIX: a RedisBackup of src to BUCKET/PREFIX on the S3 server of
-# s3_start, with the credentials Secret s3-creds.
+# rb_yaml NAME BUCKET PREFIX [CLUSTER]: a RedisBackup of CLUSTER (default src) to
+# BUCKET/PREFIX on the S3 server of s3_start, with the credentials Secret s3-creds.
 rb_yaml() {
     cat <<YAML
 apiVersion: cache.example.com/v1
 kind: RedisBackup
 metadata: {name: $1, namespace: $ns}
 spec:
-  source: {cluster: src}
+  source: {cluster: ${4:-src}}
   destination: {endpoint: "$S3_ENDPOINT", bucket: $2, prefix: $3, region: $S3_REGION}
   credentialsSecret: {name: s3-creds}
 YAML

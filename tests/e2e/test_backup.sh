@@ -207,9 +207,6 @@ check "nobucket: status.message is rdc-backup's line (rdc-backup take: ... NoSuc
 check "nobucket: Warning Event BackupFailed" wait_until 30 has_event nobucket BackupFailed
 
 # ---- 7. The operator's log --------------------------------------------------------------------------
-backup_errors() { # errors (a failed write, list or watch; a dropped Event) about backups, Jobs, their pods
-    grep -E '"level":"error"|"event dropped"|forbidden' "$work/operator.log" | grep -iE 'backup|/jobs|batch'
-}
 check "operator log: no error about RedisBackups, their Jobs or pods" sh -c "[ -z \"\$1\" ]" _ "$(backup_errors)"
 backup_errors | head -5 | sed 's/^/# /'
 summary
