@@ -16,13 +16,14 @@
  *
  *   bench_slotmove [--bytes N] [--value N] [--batch-bytes N] [--pipeline-bytes N]
  *                  [--pipeline-migrates N] [--only ours,cli,idle] [--runs N] [--cli-pipeline N]
- *                  [--tmp DIR]
+ *                  [--tmp DIR] [--bytes-per-second N]
  *
  * --only: the trials of a round, in the order idle, ours, cli (default ours,cli); idle: the
  * writers alone for 3 s on the filled cluster, nothing moving (the machine's own floor).
  * --cli-pipeline: redis-cli's --cluster-pipeline (keys a MIGRATE; its default 10).
  * --tmp: where the servers' directory goes (default /tmp; /dev/shm, a tmpfs, takes the
- * fsync of nodes.conf after each CLUSTER SETSLOT out of the waits).
+ * disk out of the nodes.conf writes Redis makes after each CLUSTER SETSLOT).
+ * --bytes-per-second: ours paced (spec.cluster.migration.bytesPerSecond; 0 none).
  * After each trial a note row lists the sources' commands slower than 1 ms (SLOWLOG).
  */
 #include "bench_util.h"
@@ -59,7 +60,7 @@ typedef struct {
 } writer_t;
 
 typedef struct {
-    int64_t bytes, value, batch_bytes, pipeline_bytes;
+    int64_t bytes, value, batch_bytes, pipeline_bytes, bytes_per_second;
     int ours, cli, idle, runs, pipeline_migrates, cli_pipeline;
     writer_t writer[BN - 1];
     atomic_int writers_stop;
@@ -291,6 +292,7 @@ static int move_ours(const bench_t *b, slotmove_progress_t *sum)
         job.batch_bytes = b->batch_bytes;
         job.pipeline_bytes = b->pipeline_bytes;
         job.pipeline_migrates = b->pipeline_migrates;
+        job.bytes_per_second = b->bytes_per_second;
         job.budget_ns = SLOTMOVE_DEFAULT_BUDGET_NS;
         int rc = 1;
         while (rc == 1) {
@@ -497,7 +499,7 @@ int main(int argc, char **argv)
     static const struct option opts[] = {{"bytes", 1, 0, 'b'}, {"value", 1, 0, 'v'}, {"batch-bytes", 1, 0, 'B'},
                                          {"pipeline-bytes", 1, 0, 'P'}, {"pipeline-migrates", 1, 0, 'M'},
                                          {"only", 1, 0, 'o'}, {"runs", 1, 0, 'r'}, {"cli-pipeline", 1, 0, 'c'},
-                                         {"tmp", 1, 0, 't'}, {0, 0, 0, 0}};
+                                         {"tmp", 1, 0, 't'}, {"bytes-per-second", 1, 0, 'S'}, {0, 0, 0, 0}};
     const char *tmp = "/tmp";
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         if (c == 'b')
@@ -516,6 +518,8 @@ int main(int argc, char **argv)
             b.cli_pipeline = (int)strtol(optarg, NULL, 10);
         else if (c == 't')
             tmp = optarg;
+        else if (c == 'S')
+            b.bytes_per_second = strtoll(optarg, NULL, 10);
         else if (c == 'o') {
             b.ours = strstr(optarg, "ours") != NULL;
             b.cli = strstr(optarg, "cli") != NULL;
