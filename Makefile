@@ -173,7 +173,7 @@ bench-redis-probe: $(BUILD)/bench/bench_redis_probe
 
 # The slot move's own throughput against four local redis-servers, side by side with
 # redis-cli --cluster rebalance (bench/bench_slotmove.c; BYTES, default 64 MiB; RUNS).
-$(BUILD)/bench/bench_slotmove: bench/bench_slotmove.c bench/bench_util.h $(MODULE_OBJ) $(BUILD)/libcommon.a
+$(BUILD)/bench/bench_slotmove: bench/bench_slotmove.c bench/bench_util.h bench/latency_hist.h $(MODULE_OBJ) $(BUILD)/libcommon.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -Iworkerd -Itests/unit $(filter-out %.h,$^) $(LDLIBS_ALL) -o $@
 
@@ -203,7 +203,7 @@ bench-ackwriter: $(BUILD)/bench/ackwriter
 
 # The Cluster-mode client (bench/clusterwriter.c): slot map, MOVED/ASK, SET + WAIT writer
 # that logs only acknowledged writes, bulk fill and verify (tests/e2e/test_cluster_mode.sh).
-$(BUILD)/bench/clusterwriter: bench/clusterwriter.c bench/bench_util.h
+$(BUILD)/bench/clusterwriter: bench/clusterwriter.c bench/bench_util.h bench/latency_hist.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $< -lhiredis -o $@
 

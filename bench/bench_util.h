@@ -1,7 +1,8 @@
 /* bench_util: what the bench's Redis clients (ackwriter, clusterwriter) share: the stop
- * flag their SIGINT/SIGTERM handler sets, and the wall clock in epoch milliseconds (their
- * event logs are compared with other processes' timestamps: the kill time of the bench
- * script, the label sampler's). Header-only: each client is one file. */
+ * flag their SIGINT/SIGTERM handler sets, the monotonic clock in microseconds (the waits
+ * they time), and the wall clock in epoch milliseconds (their event logs are compared
+ * with other processes' timestamps: the kill time of the bench script, the label
+ * sampler's). Header-only: each client is one file. */
 #ifndef RDC_BENCH_UTIL_H
 #define RDC_BENCH_UTIL_H
 
@@ -25,6 +26,14 @@ static inline int64_t bench_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The monotonic clock in microseconds: waits, immune to the wall clock's steps. */
+static inline int64_t bench_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* CRC16-CCITT (XMODEM), Redis Cluster's key hash (cluster spec, "Keys distribution model"). */

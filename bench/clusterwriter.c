@@ -17,9 +17,21 @@
  *       target, stop), so tests/e2e/lib_replset.sh's rs_unavailability reads them too.
  *       Runs until SIGTERM/SIGINT, --duration seconds or --count acknowledged writes;
  *       --rate writes per second at most (default 200; 0 = as fast as it can). At the end it
- *       prints "acked=<n> failed=<n> longest_gap_ms=<n>": the longest time from one SET
- *       Redis accepted to the next (the pause a client saw: refusals, redirections and
- *       slow answers alike, the rate's own spacing included).
+ *       prints one line, "acked=<n> failed=<n> longest_gap_ms=<n>" then the distributions:
+ *         longest_gap_ms  the longest time from one SET Redis accepted to the next (the
+ *                         pause a client saw: refusals, redirections and slow answers
+ *                         alike, the rate's own spacing included); in the "stop" event too.
+ *         gap_*           every such gap: gap_p50_ms gap_p99_ms gap_p999_ms gap_max_ms
+ *                         (ms, 2 decimals) and gap_over_10ms gap_over_50ms (how many gaps
+ *                         were longer). At --rate 200 a gap is 5 ms at the least.
+ *         set_*           the same of every SET's latency: from its first send (after the
+ *                         previous accepted SET) to Redis accepting it, its refusals,
+ *                         MOVED/ASK hops and 20 ms retry pauses included, the rate's spacing
+ *                         not (WAIT not either): what one SET cost a client, the fairer
+ *                         figure when two runs' rates or retries differ.
+ *       The percentiles come from a log-linear histogram (bench/latency_hist.h): each is
+ *       the top of its bucket, at most 6.25% above the true value and never above the max;
+ *       the counts over 10 and 50 ms and the max are exact.
  *
  *   clusterwriter fill --seeds H:P[,..] --count N [--prefix P] [--value-bytes B]
  *       N keys <P><i> with B-byte values (default 16), pipelined by node in batches of
@@ -34,6 +46,7 @@
  * Exit codes: 0 OK, 1 verify found missing keys, 2 usage or setup error.
  */
 #include "bench_util.h"
+#include "latency_hist.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -242,79 +255,126 @@ typedef struct {
     long rate, wait_ms, replicas, duration, count, value_bytes;
 } cw_opts_t;
 
+/* What a write run keeps between SETs. Two distributions, both in us: set, from the first
+ * send of a key (after the previous accepted SET) to Redis accepting it, its refusals,
+ * redirections and retry pauses included but not the rate's spacing (what one SET cost a
+ * client); gap, from one accepted SET to the next (the pause a client saw, the spacing
+ * included: 1000 / --rate ms at the least). */
+typedef struct {
+    FILE *acks, *ev;
+    long long acked, failed, i;
+    int failing, accepted;
+    int64_t last_ack, last_ok_us, first_send_us;
+    lh_t set, gap;
+} cw_run_t;
+
+/* Once Redis accepted a SET: its wait and the gap since the previous one counted. */
+static void cw_accepted(cw_run_t *run)
+{
+    int64_t now = bench_mono_us();
+    lh_add(&run->set, now - run->first_send_us);
+    if (run->last_ok_us)
+        lh_add(&run->gap, now - run->last_ok_us);
+    run->last_ok_us = now;
+    run->first_send_us = 0;
+}
+
+/* One SET (+ WAIT) of key i: acknowledged (logged, i advanced) or failed (the map read
+ * again, a 20 ms pause, the same i next time). */
+static void cw_write_one(cw_t *w, const cw_opts_t *o, cw_run_t *run)
+{
+    char key[96], val[32], addr[CW_ADDR] = "", err[256] = "";
+    snprintf(key, sizeof(key), "%s%lld", o->prefix, run->i);
+    snprintf(val, sizeof(val), "%lld", run->i);
+    const char *argv[] = {"SET", key, val};
+    redisReply *r = NULL;
+    long long got = 0;
+    if (!run->first_send_us)
+        run->first_send_us = bench_mono_us();
+    int rc = cw_send(w, key, 3, argv, (int)o->replicas, (int)o->wait_ms, &r, &got, addr, err, sizeof(err));
+    int set_ok = rc == 0 && r && r->type == REDIS_REPLY_STATUS;
+    if (!rc && !set_ok)
+        snprintf(err, sizeof(err), "%s: %s", addr, r && r->str ? r->str : "no answer");
+    else if (set_ok && got < o->replicas)
+        snprintf(err, sizeof(err), "%s: WAIT %lld of %ld", addr, got, o->replicas);
+    if (r)
+        freeReplyObject(r);
+    if (set_ok)
+        cw_accepted(run);
+    if (set_ok && run->failing && !run->accepted) {
+        run->accepted = 1;
+        cw_event(run->ev, "accept", "\"addr\":\"%s\",\"i\":%lld", addr, run->i);
+    }
+    if (set_ok && got >= o->replicas) {
+        fprintf(run->acks, "%s %s %s\n", key, val, addr);
+        fflush(run->acks);
+        if (run->failing)
+            cw_event(run->ev, "ack", "\"addr\":\"%s\",\"i\":%lld", addr, run->i);
+        run->failing = run->accepted = 0;
+        run->last_ack = bench_now_ms();
+        run->acked++;
+        run->i++;
+        return;
+    }
+    cw_json_safe(err);
+    if (!run->failing)
+        cw_event(run->ev, "fail", "\"addr\":\"%s\",\"err\":\"%s\",\"i\":%lld,\"last_ack\":%" PRId64, addr, err, run->i,
+                 run->last_ack);
+    run->failing = 1;
+    run->failed++;
+    cw_refresh(w);
+    struct timespec pause = {0, 20 * 1000000};
+    nanosleep(&pause, NULL);
+}
+
+/* Sleeps until the next SET is due at rate a second (none when rate is 0). */
+static void cw_pace(struct timespec *next, long rate)
+{
+    if (rate <= 0)
+        return;
+    next->tv_nsec += 1000000000L / rate;
+    while (next->tv_nsec >= 1000000000L) {
+        next->tv_nsec -= 1000000000L;
+        next->tv_sec++;
+    }
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, NULL);
+}
+
+/* " <name>_p50_ms=.. _p99_ms=.. _p999_ms=.. _max_ms=.. _over_10ms=N _over_50ms=N" of h. */
+static void cw_hist_fields(FILE *out, const char *name, const lh_t *h)
+{
+    fprintf(out, " %s_p50_ms=%.2f %s_p99_ms=%.2f %s_p999_ms=%.2f %s_max_ms=%.2f %s_over_10ms=%lld %s_over_50ms=%lld",
+            name, (double)lh_quantile(h, 0.5) / 1e3, name, (double)lh_quantile(h, 0.99) / 1e3, name,
+            (double)lh_quantile(h, 0.999) / 1e3, name, (double)h->max_us / 1e3, name, h->over[0], name, h->over[1]);
+}
+
 static int cw_write(cw_t *w, const cw_opts_t *o)
 {
-    FILE *acks = fopen(o->acks, "a"), *ev = fopen(o->events, "a");
-    if (!acks || !ev) {
+    static cw_run_t run;
+    run.acks = fopen(o->acks, "a");
+    run.ev = fopen(o->events, "a");
+    if (!run.acks || !run.ev) {
         fprintf(stderr, "clusterwriter: cannot open %s or %s: %s\n", o->acks, o->events, strerror(errno));
         return 2;
     }
+    run.i = 1;
     cw_refresh(w);
-    cw_event(ev, "start", NULL);
-    int64_t end = o->duration > 0 ? bench_now_ms() + o->duration * 1000 : 0, last_ack = 0, last_ok = 0, gap = 0;
-    long long acked = 0, failed = 0, i = 1;
-    int failing = 0, accepted = 0;
+    cw_event(run.ev, "start", NULL);
+    int64_t end = o->duration > 0 ? bench_now_ms() + o->duration * 1000 : 0;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
-    while (!bench_stop && (!end || bench_now_ms() < end) && (!o->count || acked < o->count)) {
-        char key[96], val[32], addr[CW_ADDR] = "", err[256] = "";
-        snprintf(key, sizeof(key), "%s%lld", o->prefix, i);
-        snprintf(val, sizeof(val), "%lld", i);
-        const char *argv[] = {"SET", key, val};
-        redisReply *r = NULL;
-        long long got = 0;
-        int rc = cw_send(w, key, 3, argv, (int)o->replicas, (int)o->wait_ms, &r, &got, addr, err, sizeof(err));
-        int set_ok = rc == 0 && r && r->type == REDIS_REPLY_STATUS;
-        if (!rc && !set_ok)
-            snprintf(err, sizeof(err), "%s: %s", addr, r && r->str ? r->str : "no answer");
-        else if (set_ok && got < o->replicas)
-            snprintf(err, sizeof(err), "%s: WAIT %lld of %ld", addr, got, o->replicas);
-        if (r)
-            freeReplyObject(r);
-        if (set_ok) { /* the longest a client waited from one accepted SET to the next */
-            int64_t now = bench_now_ms();
-            if (last_ok && now - last_ok > gap)
-                gap = now - last_ok;
-            last_ok = now;
-        }
-        if (set_ok && failing && !accepted) {
-            accepted = 1;
-            cw_event(ev, "accept", "\"addr\":\"%s\",\"i\":%lld", addr, i);
-        }
-        if (set_ok && got >= o->replicas) {
-            fprintf(acks, "%s %s %s\n", key, val, addr);
-            fflush(acks);
-            if (failing)
-                cw_event(ev, "ack", "\"addr\":\"%s\",\"i\":%lld", addr, i);
-            failing = accepted = 0;
-            last_ack = bench_now_ms();
-            acked++;
-            i++;
-        } else {
-            cw_json_safe(err);
-            if (!failing)
-                cw_event(ev, "fail", "\"addr\":\"%s\",\"err\":\"%s\",\"i\":%lld,\"last_ack\":%" PRId64, addr, err, i,
-                         last_ack);
-            failing = 1;
-            failed++;
-            cw_refresh(w);
-            struct timespec pause = {0, 20 * 1000000};
-            nanosleep(&pause, NULL);
-        }
-        if (o->rate > 0) {
-            long period = 1000000000L / o->rate;
-            next.tv_nsec += period;
-            while (next.tv_nsec >= 1000000000L) {
-                next.tv_nsec -= 1000000000L;
-                next.tv_sec++;
-            }
-            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
-        }
+    while (!bench_stop && (!end || bench_now_ms() < end) && (!o->count || run.acked < o->count)) {
+        cw_write_one(w, o, &run);
+        cw_pace(&next, o->rate);
     }
-    cw_event(ev, "stop", "\"acked\":%lld,\"failed\":%lld,\"longest_gap_ms\":%" PRId64, acked, failed, gap);
-    printf("acked=%lld failed=%lld longest_gap_ms=%" PRId64 "\n", acked, failed, gap);
-    fclose(acks);
-    fclose(ev);
+    int64_t gap = run.gap.max_us / 1000;
+    cw_event(run.ev, "stop", "\"acked\":%lld,\"failed\":%lld,\"longest_gap_ms\":%" PRId64, run.acked, run.failed, gap);
+    printf("acked=%lld failed=%lld longest_gap_ms=%" PRId64, run.acked, run.failed, gap);
+    cw_hist_fields(stdout, "gap", &run.gap);
+    cw_hist_fields(stdout, "set", &run.set);
+    printf("\n");
+    fclose(run.acks);
+    fclose(run.ev);
     return 0;
 }
 

@@ -16,8 +16,13 @@
 #   4. the operator started again (spec.cluster.shards is 4): timed from its start to
 #      status.cluster.slotsToMove 0 and every node cluster_state:ok.
 #   During 3 and 4 a bench/clusterwriter SET writer (no WAIT) runs at RATE writes/s: its
-#   longest pause between accepted SETs is printed beside slots/s and keys/s. Between the
-#   runs `redis-cli --cluster check` must be clean and the keys count the same.
+#   longest pause between accepted SETs is printed beside slots/s and keys/s, and the
+#   distribution of its SETs' latencies (from a SET's first send to Redis accepting it,
+#   MOVED/ASK and retries included, the rate's spacing not): p99, p99.9, the longest, and
+#   how many SETs waited over 10 ms and over 50 ms. The JSON has every field of the
+#   writer's summary line (gap_* too: the gaps between accepted SETs, spacing included;
+#   bench/clusterwriter.c's header). Between the runs `redis-cli --cluster check` must be
+#   clean and the keys count the same.
 #
 # Knobs: DATA=1073741824 VALUE_BYTES=1024 RATE=200 CB_CLUSTER_DIR=/tmp/rdc-cluster-rbench
 #   RDC_POD_CIDR=127.73.0.0/16 (when this script starts the control plane) RB_KEEP_CLUSTER=1
@@ -69,7 +74,7 @@ writer_start() {
     _fo_start "$work/cw.pid" "$work/cw.out" "$work/cw.err" "$CW" write --seeds "$(seeds)" --acks "$work/cw.acks" \
         --events "$work/cw.events" --prefix "w$1-" --rate "$RATE" --replicas 0
 }
-writer_gap() { _fo_stop "$work/cw.pid" 10; sed -n 's/.*longest_gap_ms=\([0-9]*\).*/\1/p' "$work/cw.out"; }
+writer_summary() { _fo_stop "$work/cw.pid" 10; grep -m1 'longest_gap_ms=' "$work/cw.out"; }
 empty_shard3() { # redis-cli moves every slot off shard 3's master (the starting point)
     local m
     m=$(shard3_master)
@@ -100,7 +105,8 @@ redis-cli --cluster rebalance "$(any_ip):6379" --cluster-use-empty-masters --clu
 rc=$?
 wait_until 120 settled
 t1=$(now_ms)
-gap_cli=$(writer_gap)
+sum_cli=$(writer_summary)
+gap_cli=$(sed -n 's/.*longest_gap_ms=\([0-9]*\).*/\1/p' <<<"$sum_cli")
 keys_cli=$(keys_total)
 log "redis-cli: exit $rc, $((t1 - t0)) ms, longest pause $gap_cli ms, keys $keys_cli"
 empty_shard3 again || { log "redis-cli could not empty shard 3 again"; exit 1; }
@@ -114,31 +120,51 @@ wait_until "$WAIT_S" bash -c "kubectl -n $ns get rdc rs -o json | jq -e '.status
     log "the operator did not finish within $WAIT_S s"
 wait_until 120 settled
 t3=$(now_ms)
-gap_op=$(writer_gap)
+sum_op=$(writer_summary)
+gap_op=$(sed -n 's/.*longest_gap_ms=\([0-9]*\).*/\1/p' <<<"$sum_op")
 keys_op=$(keys_total)
 moves=$(grep -c '"msg":"slots moved"' "$work/operator2.log")
 first=$(grep -m1 '"msg":"slots moved"' "$work/operator2.log" | jq -r .ts)
 log "operator: $((t3 - t2)) ms from its start ($moves slot moves, the first ended at $first), longest pause $gap_op ms, keys $keys_op"
 
 out=${RB_OUT:-bench/results/reshard-$(date -u +%F)-$(git rev-parse --short HEAD).json}
-python3 - "$out" "$DATA" "$VALUE_BYTES" "$keys0" "$t0" "$t1" "$gap_cli" "$keys_cli" "$t2" "$t3" "$gap_op" "$keys_op" "$la1" <<'PY'
+python3 - "$out" "$DATA" "$VALUE_BYTES" "$keys0" "$t0" "$t1" "$gap_cli" "$keys_cli" "$t2" "$t3" "$gap_op" "$keys_op" "$la1" \
+    "$sum_cli" "$sum_op" <<'PY'
 import json, sys
-out, data, vb, keys0, t0, t1, gcli, kcli, t2, t3, gop, kop, la = sys.argv[1:]
+out, data, vb, keys0, t0, t1, gcli, kcli, t2, t3, gop, kop, la, scli, sop = sys.argv[1:]
 slots = 4096
 rows = []
-for name, a, b, gap, keys in (("redis-cli --cluster rebalance", t0, t1, gcli, kcli),
-                              ("operator (from its start)", t2, t3, gop, kop)):
+def writer(line):  # the writer's summary line, "name=value ..." (numbers)
+    w = {}
+    for f in line.split():
+        k, _, v = f.partition("=")
+        try:
+            w[k] = float(v) if "." in v else int(v)
+        except ValueError:
+            pass
+    return w
+for name, a, b, gap, keys, summary in (("redis-cli --cluster rebalance", t0, t1, gcli, kcli, scli),
+                                       ("operator (from its start)", t2, t3, gop, kop, sop)):
     s = (int(b) - int(a)) / 1000.0
     moved = int(keys0) // 4  # a quarter of the keys goes to the fourth shard
     rows.append({"system": name, "seconds": s, "slots_per_s": slots / s, "keys_per_s": moved / s,
-                 "longest_pause_ms": int(gap or -1), "keys_after": int(keys)})
+                 "longest_pause_ms": int(gap or -1), "keys_after": int(keys), "writer": writer(summary)})
 json.dump({"data_bytes": int(data), "value_bytes": int(vb), "keys": int(keys0), "rows": rows, "load_at_start": la},
           open(out, "w"), indent=1)
+def ms(w, k):
+    return "%.1f ms" % w[k] if k in w else "n/a"
+def n(w, k):
+    return "%d" % w[k] if k in w else "n/a"
 print("### 3 -> 4 shards, %.2f GiB in %d keys of %d bytes (a quarter moves: 4096 slots)\n" % (int(data) / 2**30, int(keys0), int(vb)))
-print("| system | time | slots/s | keys/s | longest pause of a SET writer | keys after |")
-print("|---|---|---|---|---|---|")
+print("SET latency: a SET's first send to Redis accepting it (MOVED/ASK, retries included), the writer's whole run.\n")
+print("| system | time | slots/s | keys/s | longest pause of a SET writer | SET p99 | SET p99.9 | longest SET "
+      "| SETs > 10 ms | SETs > 50 ms | SETs | keys after |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
-    print("| %s | %.1f s | %.0f | %.0f | %d ms | %d |" % (r["system"], r["seconds"], r["slots_per_s"], r["keys_per_s"],
-                                                     r["longest_pause_ms"], r["keys_after"]))
+    w = r["writer"]
+    print("| %s | %.1f s | %.0f | %.0f | %d ms | %s | %s | %s | %s | %s | %s | %d |" % (
+        r["system"], r["seconds"], r["slots_per_s"], r["keys_per_s"], r["longest_pause_ms"], ms(w, "set_p99_ms"),
+        ms(w, "set_p999_ms"), ms(w, "set_max_ms"), n(w, "set_over_10ms"), n(w, "set_over_50ms"), n(w, "acked"),
+        r["keys_after"]))
 print("\nresults: %s" % out)
 PY
