@@ -3,8 +3,10 @@
 
 #include "jsonx.h"
 #include "opts.h"
+#include "rdc_spec.h"
 #include "redis_tls.h"
 #include "retain.h"
+#include "slots.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,9 +23,10 @@ const char *backup_usage(void)
     return "usage:\n"
            "  rdc-backup take --redis IP:PORT [--user U] [--password-file F] [--tls-dir D]\n"
            "                  [--tls-server-name N] [--timeout 60s]\n"
-           "                  (--key K | --prefix P [--keep N]) S3-FLAGS [--termination-log F]\n"
-           "  rdc-backup restore --to /data/dump.rdb [--expect-sha256 HEX] [--force | --aof] --key K S3-FLAGS\n"
+           "                  (--key K | --prefix P [--keep N]) [--slots RANGES] S3-FLAGS\n"
            "                  [--termination-log F]\n"
+           "  rdc-backup restore --to /data/dump.rdb [--expect-sha256 HEX] [--force | --aof] --key K S3-FLAGS\n"
+           "                  [--only-pod NAME] [--termination-log F]\n"
            "  rdc-backup prune --prefix P --keep N S3-FLAGS [--termination-log F]\n"
            "  rdc-backup list --prefix P S3-FLAGS\n"
            "S3-FLAGS: --endpoint URL --bucket B [--region us-east-1] --credentials-dir D\n"
@@ -32,7 +35,9 @@ const char *backup_usage(void)
            "to bucket/key (--prefix P: P/<UTC time>.rdb, then --keep keeps the N newest) and prints\n"
            "one JSON line; restore downloads and verifies it into --to, unless the data directory\n"
            "already holds data (--force replaces it); prune keeps the N newest backups under P;\n"
-           "list prints one JSON line per backup under P, newest first. docs/backup.md.\n";
+           "list prints one JSON line per backup under P, newest first. Cluster mode: take --slots\n"
+           "\"0-5460\" fails when the shard's master serves other slots; restore --only-pod NAME\n"
+           "restores only on the pod (host) NAME. docs/backup.md.\n";
 }
 
 const char *backup_cmd_name(backup_cmd_t cmd)
@@ -139,7 +144,7 @@ static int check_take(backup_args_t *a, char *err, size_t errlen)
         snprintf(err, errlen, "--tls-server-name needs --tls-dir");
         return -1;
     }
-    return 0;
+    return a->slots ? slots_parse(a->slots, &a->want_slots, err, errlen) : 0;
 }
 
 static int check_restore(const backup_args_t *a, char *err, size_t errlen)
@@ -159,7 +164,24 @@ static int check_restore(const backup_args_t *a, char *err, size_t errlen)
         snprintf(err, errlen, "--aof with --force: an append-only directory is never restored over");
         return -1;
     }
+    if (a->only_pod && !rdc_spec_is_dns1123_subdomain(a->only_pod)) {
+        snprintf(err, errlen, "--only-pod \"%.64s%s\": not a pod name (a DNS-1123 subdomain of at most 253 characters)",
+                 a->only_pod, strlen(a->only_pod) > 64 ? "..." : "");
+        return -1;
+    }
     return 0;
+}
+
+/* --slots belongs to take, --only-pod to restore: 0, or -1 naming the one given elsewhere. */
+static int check_scoped(const backup_args_t *a, char *err, size_t errlen)
+{
+    const char *extra = a->slots && a->cmd != BACKUP_CMD_TAKE           ? "--slots"
+                        : a->only_pod && a->cmd != BACKUP_CMD_RESTORE ? "--only-pod"
+                                                                      : NULL;
+    if (!extra)
+        return 0;
+    snprintf(err, errlen, "%s: %s does not apply", backup_cmd_name(a->cmd), extra);
+    return -1;
 }
 
 /* prune and list: the prefix, no key; prune needs --keep, list refuses it. */
@@ -178,6 +200,18 @@ static int check_prune_list(backup_args_t *a, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+/* The checks of a->cmd's flags. */
+static int check_cmd(backup_args_t *a, char *err, size_t errlen)
+{
+    if (check_scoped(a, err, errlen) != 0)
+        return -1;
+    if (a->cmd == BACKUP_CMD_TAKE)
+        return check_take(a, err, errlen);
+    if (a->cmd == BACKUP_CMD_RESTORE)
+        return check_restore(a, err, errlen);
+    return check_prune_list(a, err, errlen);
 }
 
 int backup_args_parse(int argc, char **argv, backup_args_t *a, char *err, size_t errlen)
@@ -213,6 +247,8 @@ int backup_args_parse(int argc, char **argv, backup_args_t *a, char *err, size_t
         {"expect-sha256", OPT_STRING, &a->expect_sha256, NULL},
         {"force", OPT_BOOL, &a->force, NULL},
         {"aof", OPT_BOOL, &a->aof, NULL},
+        {"slots", OPT_STRING, &a->slots, NULL},
+        {"only-pod", OPT_STRING, &a->only_pod, NULL},
         {NULL, OPT_END, NULL, NULL},
     };
     const char *cmd = argv[1];
@@ -230,13 +266,7 @@ int backup_args_parse(int argc, char **argv, backup_args_t *a, char *err, size_t
     /* argv[1] (the subcommand) stands where opts_parse expects the program's name. */
     if (opts_parse(table, argc - 1, argv + 1, NULL, 0, NULL, err, errlen) != 0)
         return -1;
-    if (a->help)
-        return 0;
-    if (a->cmd == BACKUP_CMD_TAKE)
-        return check_take(a, err, errlen);
-    if (a->cmd == BACKUP_CMD_RESTORE)
-        return check_restore(a, err, errlen);
-    return check_prune_list(a, err, errlen);
+    return a->help ? 0 : check_cmd(a, err, errlen);
 }
 
 /* The path dir/name (or name) into out: 0, or -1 when it does not fit. */

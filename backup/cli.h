@@ -3,9 +3,10 @@
  *
  *   rdc-backup take    --redis HOST:PORT [--user U] [--password-file F]
  *                      [--tls-dir D [--tls-server-name N]] [--timeout 60s]
- *                      (--key K | --prefix P [--keep N]) S3 flags [--termination-log F]
- *   rdc-backup restore --to /data/dump.rdb [--expect-sha256 H] [--force | --aof] --key K S3 flags
+ *                      (--key K | --prefix P [--keep N]) [--slots RANGES] S3 flags
  *                      [--termination-log F]
+ *   rdc-backup restore --to /data/dump.rdb [--expect-sha256 H] [--force | --aof] --key K S3 flags
+ *                      [--only-pod NAME] [--termination-log F]
  *   rdc-backup prune   --prefix P --keep N S3 flags [--termination-log F]
  *   rdc-backup list    --prefix P S3 flags
  *   S3 flags:          --endpoint URL --bucket B [--region R] --credentials-dir D
@@ -22,9 +23,17 @@
  * certificate must name the IP (an IP SAN), as the operator's own clients check it.
  * --credentials-dir holds the files access-key-id and secret-access-key (a Secret with
  * those two keys, mounted), read whole, one trailing newline dropped.
+ *
+ * take --slots RANGES (slots.h's text, parsed into a->want_slots): the slots the shard's
+ * master must serve before the sync and after the RDB (a Cluster-mode backup of one
+ * shard). restore --only-pod NAME (a pod name: a DNS-1123 subdomain, at most 253 bytes):
+ * restore only when this host's name is NAME (restore.h, ONLY ONE POD). Each flag is
+ * refused by the other subcommands.
  */
 #ifndef RDC_BACKUP_CLI_H
 #define RDC_BACKUP_CLI_H
+
+#include "clusternodes.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -53,6 +62,8 @@ typedef struct {
     const char *tls_dir;
     const char *tls_server_name;
     double timeout_s;           /* connect, and the longest silence of the stream: 60 */
+    const char *slots;          /* --slots as given; NULL: not given (no check) */
+    cn_slots_t want_slots;      /* its slots */
     /* S3 */
     const char *endpoint;
     const char *bucket;
@@ -72,12 +83,14 @@ typedef struct {
     const char *expect_sha256;
     int force;
     int aof;                    /* --aof: the RDB becomes the base of a new appendonlydir */
+    const char *only_pod;       /* --only-pod; NULL: every pod restores */
 } backup_args_t;
 
 /* Parse argv (argv[0] the program, argv[1] the subcommand) into *a, which points into
  * argv. 0; or -1 with one line in err naming the flag or the missing one ("take: --redis
  * is required", "--redis \"x:1\": not IP:PORT", "--expect-sha256: not 64 hex digits",
- * "--keep 0: at least 1 ...", "take: --key or --prefix, not both").
+ * "--keep 0: at least 1 ...", "take: --key or --prefix, not both", "restore: --slots does
+ * not apply").
  * "--help" anywhere is 0 with a->help set and nothing checked. */
 int backup_args_parse(int argc, char **argv, backup_args_t *a, char *err, size_t errlen);
 

@@ -48,6 +48,18 @@ restore_action_t restore_decide(const restore_seen_t *seen, int force, char *why
     return RESTORE_SKIP;
 }
 
+restore_action_t restore_decide_pod(const char *host, const char *only_pod, char *why, size_t whylen)
+{
+    snprintf(why, whylen, "%s", "");
+    if (!only_pod || strcmp(host, only_pod) == 0)
+        return RESTORE_DO;
+    snprintf(why, whylen,
+             "this pod is %s, the restore is for %s (--only-pod): it starts empty and replicates from its "
+             "shard's master",
+             host, only_pod);
+    return RESTORE_SKIP;
+}
+
 /* target's directory into dir (dirname without touching target). */
 static void dir_of(const char *target, char *dir, size_t cap)
 {
@@ -271,10 +283,30 @@ static void remove_stale_temps(const char *target)
     closedir(d);
 }
 
+/* --only-pod: 0 (restore here), 1 (skipped: the line printed) or -1 with err. */
+static int prepare_pod(const backup_args_t *a, FILE *out, char *err, size_t errlen)
+{
+    char host[256], why[640];
+    if (!a->only_pod)
+        return 0;
+    if (gethostname(host, sizeof host) != 0) {
+        snprintf(err, errlen, "--only-pod: gethostname: %s", strerror(errno));
+        return -1;
+    }
+    host[sizeof host - 1] = '\0';
+    if (restore_decide_pod(host, a->only_pod, why, sizeof why) == RESTORE_DO)
+        return 0;
+    print_result(out, a, "skipped", why, NULL);
+    return 1;
+}
+
 int restore_prepare(const backup_args_t *a, FILE *out, char *err, size_t errlen)
 {
     restore_seen_t seen;
     char why[256];
+    int pod = prepare_pod(a, out, err, errlen);
+    if (pod != 0)
+        return pod;
     if (restore_survey(a->to, &seen, err, errlen) != 0)
         return -1;
     if (restore_decide(&seen, a->force, why, sizeof why) == RESTORE_DO) {

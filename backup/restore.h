@@ -29,6 +29,15 @@
  * adds its incr file to. Both are built in appendonlydir.restore (fsynced) and renamed
  * to appendonlydir in one step, over an absent or empty one: a restore killed midway
  * leaves no appendonlydir and runs again. --aof with --force is refused.
+ *
+ * ONLY ONE POD (--only-pod NAME, Cluster mode). Every pod of a shard's StatefulSet runs
+ * the same init container, but only the first (<sts>-0) may load the shard's RDB: a
+ * replica that loaded it too would start as a master of the same slots at epoch 0, a
+ * second owner of the shard's slots. So when this host's name (gethostname(2); a pod's
+ * host name is its name) is not NAME, the restore SKIPS before anything else (exit 0,
+ * the data directory not even looked at, no S3 request); the pod starts empty and the
+ * operator makes it a replica, which copies the data from its shard's master. When the
+ * names are equal the restore goes on as without the flag (the skip rule included).
  */
 #ifndef RDC_BACKUP_RESTORE_H
 #define RDC_BACKUP_RESTORE_H
@@ -58,14 +67,20 @@ typedef enum {
  * with force, else ""). Pure. */
 restore_action_t restore_decide(const restore_seen_t *seen, int force, char *why, size_t whylen);
 
+/* ONLY ONE POD: RESTORE_SKIP with why ("this pod is cache-shard0-1, the restore is for
+ * cache-shard0-0: ...") when only_pod is given and is not host; RESTORE_DO otherwise (why
+ * ""). Pure. */
+restore_action_t restore_decide_pod(const char *host, const char *only_pod, char *why, size_t whylen);
+
 /* Look at target's directory: 0 with *seen filled; -1 with err when it cannot be read
  * (the directory missing is an error: the volume is not mounted). */
 int restore_survey(const char *target, restore_seen_t *seen, char *err, size_t errlen);
 
-/* The first half of the command for args (a->cmd RESTORE), before any S3 request: survey
- * and decide. 0: go on with restore_download; 1: skipped, its JSON line printed on out
- * (a restarted pod needs neither the network nor the credentials to keep its data); -1
- * with one line in err. */
+/* The first half of the command for args (a->cmd RESTORE), before any S3 request: with
+ * --only-pod the host name's decision, then survey and decide. 0: go on with
+ * restore_download; 1: skipped, its JSON line printed on out ("result":"skipped" and
+ * "reason"; a restarted pod needs neither the network nor the credentials to keep its
+ * data); -1 with one line in err (gethostname failing too). */
 int restore_prepare(const backup_args_t *a, FILE *out, char *err, size_t errlen);
 
 /* The second half: download, verify and rename into place (the header) with the client

@@ -5,9 +5,11 @@
 #include "jsonx.h"
 #include "prune.h"
 #include "redis_stream.h"
+#include "redis_sync.h"
 #include "redis_tls.h"
 #include "replsync.h"
 #include "retain.h"
+#include "slots.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,6 +31,9 @@
 typedef struct {
     redis_stream_t *stream;
     int timeout_ms;
+    const backup_args_t *args;  /* --slots: checked again at the RDB's end (take_read) */
+    const char *password;
+    int slots_checked;
     replsync_t sync;
     char err[512];       /* the node's or the stream's failure, for the source error */
     char *out;           /* the sink's target: s3's buffer */
@@ -179,6 +184,39 @@ out:
     return rc;
 }
 
+int take_check_slots(const backup_args_t *a, const char *password, int timeout_ms, char *err, size_t errlen)
+{
+    static const char *const cmd[] = {"CLUSTER", "NODES"};
+    redis_tls_t *tls = NULL;
+    redisReply *r = NULL;
+    int64_t timeout_ns = (int64_t)timeout_ms * NS_PER_MS;
+    int rc = -1;
+    if (a->tls_dir && !(tls = tls_from_dir(a->tls_dir, err, errlen)))
+        return -1;
+    redis_conn_opts_t opts = {.host = a->host, .port = a->port, .connect_timeout_ns = timeout_ns, .tls = tls,
+                              .tls_server_name = a->tls_server_name, .user = a->user, .password = password};
+    r = redis_sync_once(&opts, 2, cmd, NULL, timeout_ns, err, errlen);
+    if (r && r->type == REDIS_REPLY_ERROR)
+        snprintf(err, errlen, "CLUSTER NODES: %s", r->str);
+    else if (r && r->type != REDIS_REPLY_STRING)
+        snprintf(err, errlen, "CLUSTER NODES: a reply of type %d, not a bulk string", r->type);
+    else if (r)
+        rc = slots_check(r->str, r->len, &a->want_slots, err, errlen);
+    freeReplyObject(r);
+    redis_tls_destroy(&tls);
+    return rc;
+}
+
+/* take_check_slots for n, n->err saying when ("before the sync", "after the RDB"). */
+static int node_check_slots(node_t *n, const char *when)
+{
+    char why[480];
+    if (take_check_slots(n->args, n->password, n->timeout_ms, why, sizeof why) == 0)
+        return 0;
+    snprintf(n->err, sizeof n->err, "%s: %s", when, why);
+    return -1;
+}
+
 /* Write len bytes of buf whole: 0, or -1 with n->err. */
 static int node_write(node_t *n, const char *buf, size_t len)
 {
@@ -291,7 +329,9 @@ static int node_read_once(node_t *n, size_t cap)
     return 0;
 }
 
-/* s3_read_fn: the RDB's next bytes, read from the node into buf. */
+/* s3_read_fn: the RDB's next bytes, read from the node into buf. Its end (0) comes only
+ * after --slots held once more: s3_put completes the object after it, so a shard whose
+ * slots moved during the sync leaves no object. */
 static ssize_t take_read(void *ctx, void *buf, size_t len)
 {
     node_t *n = ctx;
@@ -307,6 +347,13 @@ static ssize_t take_read(void *ctx, void *buf, size_t len)
             r = -1;
         }
         if (r < 0) {
+            errno = EPROTO;
+            return -1;
+        }
+    }
+    if (n->out_len == 0 && n->args->slots && !n->slots_checked) {
+        n->slots_checked = 1;
+        if (node_check_slots(n, "after the RDB") != 0) {
             errno = EPROTO;
             return -1;
         }
@@ -333,6 +380,8 @@ static json_object *result_json(const backup_args_t *a, const char *key, const n
     jsonx_put(o, "etag", jsonx_new_str(res->etag, &oom), &oom);
     jsonx_put(o, "startTime", jsonx_new_str(start, &oom), &oom);
     jsonx_put(o, "completionTime", jsonx_new_str(end, &oom), &oom);
+    if (a->slots)
+        jsonx_put(o, "slots", jsonx_new_str(a->slots, &oom), &oom);
     *oom_p |= oom;
     return o;
 }
@@ -365,6 +414,7 @@ int take_run(const backup_args_t *a, s3_t *s, FILE *out, char *err, size_t errle
         return 1;
     }
     n->timeout_ms = (int)(a->timeout_s * 1000.0 > 2e9 ? 2e9 : a->timeout_s * 1000.0);
+    n->args = a;
     int64_t t0 = iso_now(start, sizeof start);
     if (!key && retain_key_name(a->prefix, t0, keybuf, sizeof keybuf) != 0) {
         snprintf(err, errlen, "--prefix: no key for the time %lld", (long long)t0);
@@ -373,7 +423,10 @@ int take_run(const backup_args_t *a, s3_t *s, FILE *out, char *err, size_t errle
     key = key ? key : keybuf;
     if (a->password_file && !(password = backup_read_small(NULL, a->password_file, &plen, err, errlen)))
         goto out;
-    if (node_open(n, a) != 0 || node_handshake(n, a, password) != 0) {
+    n->password = password;
+    /* --slots before the sync: a shard whose slots moved costs the node no BGSAVE. */
+    if ((a->slots && node_check_slots(n, "before the sync") != 0) || node_open(n, a) != 0 ||
+        node_handshake(n, a, password) != 0) {
         snprintf(err, errlen, "%s: %s", a->redis, n->err);
         goto out;
     }

@@ -16,6 +16,14 @@
  * sends keepalives while its BGSAVE runs is not silent. A failure of the node, the stream
  * or the upload ends the command: s3_put aborts a multipart upload, so no object (or the
  * previous object of that key, untouched) is left.
+ *
+ * --slots (slots.h; Cluster mode, one shard): before the handshake, and again once the
+ * whole RDB has been read and before the upload is completed (the single PutObject or
+ * CompleteMultipartUpload: take_read gives s3_put its end only after the check), the take
+ * asks the node for CLUSTER NODES on a second connection (TLS and AUTH as the sync's) and
+ * compares its shard's master's slots with --slots. A difference, or an error reply (a
+ * node not in cluster mode), fails the take: before the sync nothing is read or sent to
+ * S3; after the RDB the upload is aborted (no object). On success the line has "slots".
  */
 #ifndef RDC_BACKUP_TAKE_H
 #define RDC_BACKUP_TAKE_H
@@ -33,5 +41,11 @@
  * object; what it could not delete or list is said there and does not make the command
  * fail. */
 int take_run(const backup_args_t *a, s3_t *s, FILE *out, char *err, size_t errlen);
+
+/* The --slots check alone (a->slots given and parsed): CLUSTER NODES from a->host:port
+ * (--tls-dir, --user, password: may be NULL), every wait at most timeout_ms, compared by
+ * slots_check. 0, or -1 with one line in err (the connection's failure, the node's error
+ * reply, slots_check's). */
+int take_check_slots(const backup_args_t *a, const char *password, int timeout_ms, char *err, size_t errlen);
 
 #endif

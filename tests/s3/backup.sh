@@ -26,7 +26,13 @@
 #      backup) survive; list prints the backups newest first with the takes' sha256;
 #      prune --keep 1; a delete that fails (the object's file made immutable) is reported
 #      and the take still succeeds; --termination-log holds the one line, the JSON line on
-#      success (take, prune, restore) and the error line on failure.
+#      success (take, prune, restore) and the error line on failure;
+#   8. Cluster mode: a cluster-enabled redis-server serving every slot: take --slots with
+#      its slots succeeds and its line says them; with other slots it fails before the
+#      sync; slots that move while the RDB is read (CLUSTER DELSLOTS during the diskless
+#      sync's delay) fail it after the RDB with no object and no upload left in progress;
+#      restore --only-pod NAME skips on another host (the dir left empty) and restores on
+#      this one.
 # A missing redis-server, or an S3 server that cannot be built or started, FAILS the
 # check: it never skips. Every process started here is stopped by its PID.
 #   tests/s3/backup.sh build/bin/rdc-backup
@@ -442,6 +448,72 @@ restore_newest() {
   test "$(json result <"$work/restore-sched.json")" = restored && cmp -s "$work/tl-restore" "$work/restore-sched.json"
 }
 check "the newest listed backup restores; restore's line in the termination log" restore_newest
+
+# ---- 8: Cluster mode: take --slots, restore --only-pod ---------------------------------
+echo "backup-check: Cluster mode (--slots, --only-pod)"
+cport=$(free_port) cbus=$(free_port)
+# a diskless sync that waits 3 s before it streams: time to move a slot during the take
+start_redis cluster "$cport" "$work/cluster" --cluster-enabled yes --cluster-port "$cbus" \
+  --cluster-config-file "$work/cluster/nodes.conf" --requirepass "$password" \
+  --repl-diskless-sync yes --repl-diskless-sync-delay 0
+redis-cli -p "$cport" cluster addslotsrange 0 16383 >/dev/null
+# writes are refused (CLUSTERDOWN) until the node's cron finds every slot served
+for _ in $(seq 100); do
+  redis-cli -p "$cport" cluster info | grep -q '^cluster_state:ok' && break
+  sleep 0.1
+done
+for i in $(seq 1000); do echo "SET shard:$i value-$i"; done | redis-cli -p "$cport" | grep -v '^OK$' >&2 || true
+ctake() {  # ctake NAME --slots S [flags]: take from the cluster node into cluster/NAME.rdb
+  local name=$1; shift
+  "$bin" take --redis "127.0.0.1:$cport" --password-file "$work/password" "${s3[@]}" \
+    --key "cluster/$name.rdb" "$@" >"$work/c-$name.json" 2>"$work/c-$name.err"
+}
+slots_ok() {
+  ctake ok --slots 0-16383 --termination-log "$work/tl-cluster" || { cat "$work/c-ok.err" >&2; return 1; }
+  printf '  take: %s\n' "$(cat "$work/c-ok.json")"
+  test "$(json slots <"$work/c-ok.json")" = 0-16383 && [ "$(json size <"$work/c-ok.json")" -gt 10000 ] &&
+    cmp -s "$work/tl-cluster" "$work/c-ok.json"
+}
+check "take --slots with the shard master's slots: ok, its line says them" slots_ok
+slots_before() {
+  if ctake before --slots 0-5460; then return 1; fi
+  printf '  take: %s\n' "$(cat "$work/c-before.err")"
+  grep -q "before the sync: the shard's master .* serves 0-16383, not 0-5460 (--slots): the slots moved" \
+    "$work/c-before.err" && [ ! -e "$S3_DATA/$bucket/cluster/before.rdb" ]
+}
+check "take --slots with other slots fails before the sync; no object" slots_before
+slots_after() {
+  redis-cli -p "$cport" config set repl-diskless-sync-delay 3 >/dev/null
+  ctake after --slots 0-16383 --part-size-mib 5 &
+  local take=$! rc=0
+  sleep 1
+  redis-cli -p "$cport" cluster delslots 16383 >/dev/null
+  wait "$take" || rc=$?
+  redis-cli -p "$cport" cluster addslots 16383 >/dev/null
+  redis-cli -p "$cport" config set repl-diskless-sync-delay 0 >/dev/null
+  printf '  take: exit %s, %s\n' "$rc" "$(cat "$work/c-after.err")"
+  [ "$rc" != 0 ] &&
+    grep -q "after the RDB: the shard's master .* serves 0-16382, not 0-16383 (--slots).*upload aborted" \
+      "$work/c-after.err" && [ ! -e "$S3_DATA/$bucket/cluster/after.rdb" ] &&
+    test -z "$(find "$S3_DATA/$bucket/.sgwtmp" -mindepth 1 -type f 2>/dev/null)"
+}
+check "slots moved while the RDB was read: the take fails after it, no object, no upload in progress" slots_after
+only_pod() {
+  mkdir -p "$work/pod-other" "$work/pod-this"
+  "$bin" restore "${s3[@]}" --key cluster/ok.rdb --to "$work/pod-other/dump.rdb" --only-pod no-such-pod-0 \
+    >"$work/pod-other.json" || return 1
+  printf '  restore: %s\n' "$(cat "$work/pod-other.json")"
+  test "$(json result <"$work/pod-other.json")" = skipped && [ -z "$(ls -A "$work/pod-other")" ] || return 1
+  local host; host=$(hostname)
+  if ! [[ $host =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]]; then
+    echo "  not run: this host's name \"$host\" is not a pod name"; return 0
+  fi
+  "$bin" restore "${s3[@]}" --key cluster/ok.rdb --to "$work/pod-this/dump.rdb" --only-pod "$host" \
+    >"$work/pod-this.json" || return 1
+  test "$(json result <"$work/pod-this.json")" = restored &&
+    cmp -s "$work/pod-this/dump.rdb" "$S3_DATA/$bucket/cluster/ok.rdb"
+}
+check "restore --only-pod: skipped on another pod (dir left empty), restored on this one" only_pod
 
 echo "backup-check: $failures failure(s)"
 [ "$failures" = 0 ]

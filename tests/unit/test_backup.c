@@ -212,6 +212,10 @@ static int parse(backup_args_t *a, char *err, size_t errlen, const char *line)
 #define S3FLAGS " --endpoint http://127.0.0.1:9000 --bucket backups --key k --credentials-dir /c"
 #define S3BASE " --endpoint http://127.0.0.1:9000 --bucket backups --credentials-dir /c"
 #define REDIS " --redis 10.0.0.5:6379"
+#define NOT_SLOT " is not a slot N or a range A-B (A <= B) of slots 0 to 16383"
+#define NOT_POD ": not a pod name (a DNS-1123 subdomain of at most 253 characters)"
+#define X50 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+#define LONG_254 X50 X50 X50 X50 X50 "xxxx"
 
 static void test_args_ok(void)
 {
@@ -271,6 +275,24 @@ static void test_args_schedule_ok(void)
     CU_ASSERT_STRING_EQUAL(a.termination_log, "/t");
 }
 
+/* Cluster mode's flags: take --slots (parsed into the slot set), restore --only-pod. */
+static void test_args_cluster_ok(void)
+{
+    backup_args_t a;
+    char err[256];
+    CU_ASSERT_EQUAL_FATAL(parse(&a, err, sizeof err, "take" REDIS S3FLAGS " --slots 0-10,16383"), 0);
+    CU_ASSERT_STRING_EQUAL(a.slots, "0-10,16383");
+    CU_ASSERT(cn_slots_has(&a.want_slots, 0) && cn_slots_has(&a.want_slots, 10));
+    CU_ASSERT(!cn_slots_has(&a.want_slots, 11) && cn_slots_has(&a.want_slots, 16383));
+    CU_ASSERT_EQUAL_FATAL(parse(&a, err, sizeof err, "take" REDIS S3FLAGS), 0);
+    CU_ASSERT_PTR_NULL(a.slots);
+    CU_ASSERT_EQUAL_FATAL(parse(&a, err, sizeof err, "restore --to /d --only-pod cache-shard2-0" S3FLAGS), 0);
+    CU_ASSERT_STRING_EQUAL(a.only_pod, "cache-shard2-0");
+    CU_ASSERT_EQUAL_FATAL(parse(&a, err, sizeof err, "restore --to /d --aof --only-pod a.b-c" S3FLAGS), 0);
+    CU_ASSERT_EQUAL_FATAL(parse(&a, err, sizeof err, "restore --to /d" S3FLAGS), 0);
+    CU_ASSERT_PTR_NULL(a.only_pod);
+}
+
 static void test_args_refused(void)
 {
     static const text_case_t rows[] = {
@@ -311,6 +333,17 @@ static void test_args_refused(void)
         {"list" S3BASE, "list: --prefix is required"},
         {"restore --to /d --key k --prefix p" S3BASE, "restore: --prefix does not apply"},
         {"restore --to /d --key k --keep 1" S3BASE, "restore: --keep does not apply"},
+        {"take" REDIS S3FLAGS " --slots 0-5460,", "--slots \"0-5460,\": \"\"" NOT_SLOT},
+        {"take" REDIS S3FLAGS " --slots 5461-10922,6000", "--slots \"5461-10922,6000\": slot 6000 is given twice"},
+        {"take" REDIS S3FLAGS " --only-pod c-0", "take: --only-pod does not apply"},
+        {"restore --to /d --slots 0-5460" S3FLAGS, "restore: --slots does not apply"},
+        {"prune --prefix p --keep 2 --slots 0" S3BASE, "prune: --slots does not apply"},
+        {"list --prefix p --only-pod c-0" S3BASE, "list: --only-pod does not apply"},
+        {"restore --to /d --only-pod Cache-0" S3FLAGS, "--only-pod \"Cache-0\"" NOT_POD},
+        {"restore --to /d --only-pod c_0" S3FLAGS, "--only-pod \"c_0\"" NOT_POD},
+        {"restore --to /d --only-pod -c0" S3FLAGS, "--only-pod \"-c0\"" NOT_POD},
+        {"restore --to /d --only-pod c0." S3FLAGS, "--only-pod \"c0.\"" NOT_POD},
+        {"restore --to /d --only-pod " LONG_254 S3FLAGS, "--only-pod \"" X50 "xxxxxxxxxxxxxx...\"" NOT_POD},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         backup_args_t a;
@@ -432,6 +465,7 @@ static const cu_entry_t tests[] = {
     CU_SUITE("command line"),
     {"take and restore flags", test_args_ok},
     {"take --prefix --keep --termination-log, prune, list", test_args_schedule_ok},
+    {"Cluster mode: take --slots, restore --only-pod", test_args_cluster_ok},
     {"refusals name the flag", test_args_refused},
     {"small files: trailing newline dropped, empty and missing refused", test_read_small},
     CU_SUITE("restore skip rule"),
