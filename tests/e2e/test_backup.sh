@@ -7,7 +7,7 @@
 #
 #   1. The S3 server (tests/cluster/s3.sh: versitygw on 127.0.0.1 and a free port; the
 #      pods' processes share the machine's network) and the credentials Secret.
-#   2. A Standalone RedisCluster "src" (size 1) with auth, 10,000 keys written.
+#   2. A Standalone RedisCluster "src" (size 1) with auth, 100,000 keys written (the issue's figure).
 #   3. A RedisBackup "one" of src: phase Succeeded within 180 s, status key/size/sha256/
 #      sourcePod set, Event BackupSucceeded; the operator's /metrics counts it in
 #      rdc_backups_total and says its completionTime in
@@ -39,7 +39,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-KEYS=${BACKUP_E2E_KEYS:-10000}
+KEYS=${BACKUP_E2E_KEYS:-100000}
 backup_e2e_begin backup "rdc-e2e-backup-$$"
 s3list() { # s3list PREFIX: rdc-backup list's lines
     "$BIN/rdc-backup" list --prefix "$1" --endpoint "$S3_ENDPOINT" --bucket "$bucket" --region "$S3_REGION" \
