@@ -169,6 +169,8 @@ static const proj_row_t backuppod_rows[] = {
     {PROJ_READ, {"metadata", "labels", "cache.example.com/backup-cluster"}, "cache: the owner key"},
     {PROJ_READ, {"metadata", "labels", "cache.example.com/backup"}, BACKUP_PLAN " (whose pod)"},
     {PROJ_READ, {"status", "phase"}, BACKUP_PLAN " (Succeeded, Failed)"},
+    {PROJ_READ, {"status", "containerStatuses", "[]", "name"},
+     BACKUP_PLAN " (Cluster mode: container shard-<k> is shard k's take)"},
     {PROJ_READ, {"status", "containerStatuses", "[]", "state", "terminated", "exitCode"}, BACKUP_LINE},
     {PROJ_READ, {"status", "containerStatuses", "[]", "state", "terminated", "message"}, BACKUP_LINE},
 };
