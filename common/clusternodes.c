@@ -397,8 +397,13 @@ void cn_ranges_text(const cn_range_t *ranges, size_t n, char *out, size_t outlen
         int k = ranges[i].from == ranges[i].to ? snprintf(one, sizeof(one), "%s%d", i ? "," : "", ranges[i].from)
                                                : snprintf(one, sizeof(one), "%s%d-%d", i ? "," : "", ranges[i].from,
                                                           ranges[i].to);
-        if (k < 0 || off + (size_t)k + 1 > outlen)
+        /* room for this range, and for ",..." after it unless it is the last */
+        if (k < 0 || off + (size_t)k + 1 + (i + 1 < n ? 4 : 0) > outlen) {
+            size_t mark = off ? 5 : 4; /* ",..." or "...", with the terminator */
+            if (off + mark <= outlen)
+                memcpy(out + off, off ? ",..." : "...", mark);
             return;
+        }
         memcpy(out + off, one, (size_t)k + 1);
         off += (size_t)k;
     }

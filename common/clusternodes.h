@@ -99,7 +99,8 @@ const cn_node_t *cn_find(const cn_view_t *view, const char *id);
 int cn_slot_count(const cn_node_t *node);
 
 /* Append node's ranges to out as "0-5460,5461" ("" for none), at most outlen bytes with
- * the terminator (cut at a comma when it does not fit). */
+ * the terminator; when they do not all fit, the ranges that do and ",..." (a map cut short
+ * says so: a fragmented one, after restores and reshards, runs to kilobytes). */
 void cn_ranges_text(const cn_range_t *ranges, size_t n, char *out, size_t outlen);
 
 /* A slot bitmap (CN_SLOTS bits). */

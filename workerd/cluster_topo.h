@@ -181,7 +181,7 @@ typedef struct {
 
 typedef struct {
     int master;             /* pod index of its master, -1 none */
-    char slots[256];        /* its master's ranges, "0-5460" */
+    char slots[1024];       /* its master's ranges, "0-5460" (cn_ranges_text: ",..." when cut) */
     int nreplicas;          /* replicas linked to its master */
     int replica[1 + CTOPO_MAX_REPLICAS]; /* their pod indexes (linked or not), -1 ended */
 } ctopo_shard_t;

@@ -19,8 +19,9 @@
 #      the others skipped (--only-pod); every one of the 100,000 keys back with its value
 #      (clusterwriter verify through dst's slot map); redis-cli --cluster check clean.
 #   5. A RedisCluster "dst4" of 4 shards from the same backup: the fourth shard starts
-#      empty, the slots move to it; healthy with even shares, every key back, --cluster
-#      check clean.
+#      empty, the slots move to it; healthy with even shares (redis-cli --cluster check's
+#      counts; status.cluster.shards[].slots says every slot of the fragmented map), every
+#      key back, --cluster check clean.
 #   6. Misfits: a Standalone RedisCluster restoring from one: Ready False RestoreFailed
 #      ("is a Cluster-mode backup of 3 shards"), no StatefulSet; the API server refuses
 #      spec.restore.from's bucket/key form in Cluster mode (CEL).
@@ -44,10 +45,12 @@ healthy() { # healthy RC N: Running, state ok, every slot held, nothing to move,
         and (.status.cluster.slotsToMove // 0) == 0 and (.status.cluster.shards | length) == $n
         and ([.status.cluster.shards[] | select(.primary != "" and ([.replicas[]? | select(.linkUp)] | length) == 1)] | length) == $n' >/dev/null
 }
-shares_even() { # shares_even RC N: every shard holds 16384/N slots, give or take one
-    kubectl -n "$ns" get rdc "$1" -o json 2>/dev/null | jq -e --argjson n "$2" '[.status.cluster.shards[].slots | split(",")
-        | map(split("-") | map(tonumber) | if length == 2 then .[1] - .[0] + 1 else 1 end) | add]
-        | (min >= (16384 / $n | floor)) and (max <= (16384 / $n | floor) + 1) and (add == 16384)' >/dev/null
+masters_slots() { # masters_slots RC: each master's slot count as redis-cli --cluster check counts them
+    redis-cli --cluster check "$(pod_ip "$1-shard0-0"):6379" 2>/dev/null | sed -n 's/^[^ ]* ([^)]*) -> [0-9]* keys | \([0-9]*\) slots | .*/\1/p'
+}
+shares_even() { # shares_even RC N: N masters, each 16384/N slots give or take one (redis-cli's count)
+    masters_slots "$1" | jq -se --argjson n "$2" 'length == $n and (min >= (16384 / $n | floor))
+        and (max <= (16384 / $n | floor) + 1) and (add == 16384)' >/dev/null
 }
 cluster_clean() { # cluster_clean RC: redis-cli --cluster check: covered, nothing open, no warning
     local out
@@ -137,7 +140,11 @@ check "dst: redis-cli --cluster check is clean" cluster_clean dst
 # ---- 5. Restored into 4 shards: the fourth starts empty, the slots move to it --------------------------
 rc_apply_cluster dst4 "$ns" 4 2s "  restore: {from: {backup: one}}"
 check "dst4: 4 shards healthy" wait_until 600 healthy dst4 4
-check "dst4: even shares" wait_until 60 shares_even dst4 4
+check "dst4: even shares (redis-cli --cluster check's counts)" wait_until 60 shares_even dst4 4
+echo "# dst4: masters' slots (redis-cli): $(masters_slots dst4 | tr '\n' ' ')"
+check "dst4: status.cluster.shards[].slots say every slot (no \"...\"), 16384 in all" \
+    output_is 16384 jqs rdc/dst4 '[.status.cluster.shards[].slots | split(",")[] | split("-") | map(tonumber)
+    | if length == 2 then .[1] - .[0] + 1 else 1 end] | add'
 check "dst4: shard 3 has no restore container" output_is "" \
     jqs statefulset/dst4-shard3 '[.spec.template.spec.initContainers[]?.name] | join(" ")'
 keys_back dst4

@@ -750,9 +750,23 @@ static void test_remeet_noaddr(void)
         cn_view_destroy(&views[i]);
 }
 
-/* The bootstrap ranges cover 0..16383 once, evenly, for every shard count. */
+/* The bootstrap ranges cover 0..16383 once, evenly, for every shard count; a ranges text
+ * that does not fit says so (",..."), whole ranges only. */
 static void test_ranges(void)
 {
+    const cn_range_t r[] = {{0, 100}, {200, 200}, {300, 399}};
+    static const struct {
+        size_t len;
+        const char *want;
+    } cut[] = {{64, "0-100,200,300-399"}, {18, "0-100,200,300-399"}, {17, "0-100,200,..."},
+               {14, "0-100,200,..."}, {13, "0-100,..."}, {9, "..."}, {4, "..."}, {3, ""}};
+    for (size_t i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
+        char text[64];
+        cn_ranges_text(r, 3, text, cut[i].len);
+        if (strcmp(text, cut[i].want))
+            fprintf(stderr, "\n  %zu bytes: \"%s\", want \"%s\"\n", cut[i].len, text, cut[i].want);
+        CU_ASSERT_STRING_EQUAL(text, cut[i].want);
+    }
     for (int s = 3; s <= CTOPO_MAX_SHARDS; s++) {
         int next = 0;
         for (int k = 0; k < s; k++) {
