@@ -554,6 +554,31 @@ static void test_backup_takes_every_shard(void)
     world_close(&w);
 }
 
+/* A schedule's backup in Cluster mode: each shard's take keeps its own objects under
+ * <prefix>/shard-<k> (take --prefix ... --keep N prunes per shard). */
+static void test_backup_schedule_per_shard(void)
+{
+    world_t w;
+    healthy_world(&w);
+    w.backups = backups_of("");
+    json_object_object_add(json_object_object_get(json_object_array_get_idx(w.backups, 0), "metadata"), "labels",
+                           parse("{\"" RENDER_LABEL_SCHEDULE "\":\"c\"}"));
+    plan_t *p = world_plan(&w);
+    const plan_action_t *job = action_of(p, PLAN_CREATE, "jobs");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(job);
+    for (int k = 0; k < 3; k++) {
+        char cmd[2048], prefix[64], path[64];
+        snprintf(path, sizeof(path), "spec template spec containers %d command", k);
+        snprintf(prefix, sizeof(prefix), " --prefix prod/cache/shard-%d --keep 7 ", k);
+        strs_line(at(job->body, path), cmd, sizeof(cmd) - 1);
+        strcat(cmd, " "); /* banned-ok: room left (a test's fixed-size text) */
+        ASSERT_TEXT_HAS(cmd, prefix);
+        CU_ASSERT_PTR_NULL(strstr(cmd, "--key"));
+    }
+    plan_destroy(&p);
+    world_close(&w);
+}
+
 /* Shards 3 -> 4 under way: a new backup waits (Pending, why) while the slots move; a
  * running one holds the moves (none planned) until it is done. */
 static void test_backup_and_reshard(void)
@@ -662,6 +687,7 @@ static const cu_entry_t tests[] = {
     {"shards 4 -> 3: a drained, retired shard's StatefulSet and PDB deleted", test_scale_in_drops_the_shard},
     {"a backup: one Job, a container per shard, each its replica, key and slots", test_backup_takes_every_shard},
     {"a backup waits for a reshard; a running one holds the moves", test_backup_and_reshard},
+    {"a schedule's backup: each shard its own prefix <prefix>/shard-<k>", test_backup_schedule_per_shard},
     {"a backup's finish: every shard ok, Succeeded with each; one failed, Failed naming it",
      test_backup_finish_shards},
 };
