@@ -37,8 +37,9 @@
  * master), so a group costs about as many round trips as one slot did, and Redis saves
  * its nodes.conf once per pipeline rather than once per slot. One batch (the MIGRATEs
  * after one GETKEYS and SIZES round) is at most batch_bytes in all, at least one key: a
- * slot's keys that do not fit wait, listed and maybe sized, for the next batch (LISTING). A MIGRATE ... KEYS names keys of
- * one slot (Redis: CROSSSLOT), so a batch is one MIGRATE per slot. Each reply is fed to
+ * slot's keys that do not fit wait, listed and maybe sized, for the next batch (LISTING).
+ * A MIGRATE ... KEYS names keys of one slot (Redis: CROSSSLOT), so a batch is one MIGRATE
+ * per slot. Each reply is fed to
  * its own slot's machine; a refusal stops the run after its pipeline, a connection lost
  * stops it with every slot of the pipeline unanswered. Either way, and at any point a
  * worker is killed, up to a group of slots is left open, each in a state RESUMING
