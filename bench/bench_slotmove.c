@@ -121,6 +121,30 @@ static int settled(const bench_t *b)
     return 1;
 }
 
+/* 1 when 127.0.0.1:port can be bound now. */
+static int bindable(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int ok = fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a));
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* A port for node i below the ephemeral range (32768), its cluster bus (+ 10000) too:
+ * from 12000 up, spread by the process id so that two benches seldom meet. */
+static int low_port(int i)
+{
+    for (int k = 0; k < 10000; k++) {
+        int port = 12000 + (int)(((unsigned)getpid() * 37u + (unsigned)(i * 101 + k)) % 10000u);
+        if (bindable(port) && bindable(port + 10000))
+            return port;
+    }
+    return free_port();
+}
+
 /* Four fresh nodes, slots 0-16383 over the first three, met, settled. 0 or -1. */
 static int start_cluster(bench_t *b)
 {
@@ -130,9 +154,7 @@ static int start_cluster(bench_t *b)
         unlink(conf);
         const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", conf,
                                "--cluster-node-timeout", "5000", "--dir", b->dir, NULL};
-        int port = free_port();
-        while (port > 55000 || port < 0) /* the cluster bus is the port + 10000 */
-            port = free_port();
+        int port = low_port(i);
         if (server_start(&b->srv[i], port, extra)) {
             fprintf(stderr, "bench_slotmove: redis-server %d did not start\n", i);
             return -1;
@@ -430,8 +452,9 @@ static void report(const bench_t *b, int side, double sec, const slotmove_progre
            (double)keys / sec, (double)keys * (double)b->value / 1e6 / sec, (double)w->max_us / 1e3,
            (double)lh_quantile(w, 0.99) / 1e3, (double)lh_quantile(w, 0.999) / 1e3, w->over[0], w->over[1], w->n, keys);
     if (ours)
-        printf("|   %d commands in %d round trips: %.2f a slot |%s\n", pr->commands, pr->round_trips,
-               (double)pr->round_trips / (slots ? slots : 1), EMPTY_CELLS);
+        printf("|   %d commands in %d round trips: %.2f a slot; %.2f commands a key |%s\n", pr->commands,
+               pr->round_trips, (double)pr->round_trips / (slots ? slots : 1),
+               (double)pr->commands / (double)(keys ? keys : 1), EMPTY_CELLS);
     int rounds = ours ? pr->migrate_rounds : (int)mcalls; /* (redis-cli: one MIGRATE at a time) */
     printf("|   %lld MIGRATEs, %.2f ms each on its source; %d pipelines of them, %.2f ms each |%s\n", mcalls,
            mcalls ? (double)musec / 1e3 / (double)mcalls : 0.0, rounds, rounds ? (double)musec / 1e3 / rounds : 0.0,

@@ -4,6 +4,7 @@
 #include "jsonx.h"
 #include "metrics.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,22 +92,25 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
         advance(m, is_ok(r), SLOTMOVE_GETKEYS, "SETSLOT MIGRATING on the source", a);
         break;
     case SLOTMOVE_GETKEYS:
-        if (r && r->type == REDIS_REPLY_ARRAY)
+        if (r && r->type == REDIS_REPLY_ARRAY) {
             m->nkeys = r->elements;
+            m->moved = 0;
+        }
         advance(m, r && r->type == REDIS_REPLY_ARRAY, m->nkeys ? SLOTMOVE_SIZES : SLOTMOVE_NODE_TARGET,
                 "GETKEYSINSLOT on the source", a);
         break;
     case SLOTMOVE_SIZES: {
         int64_t sum;
         if (sizes)
-            m->take = batch_of(sizes, m->nkeys, job->batch_bytes, 1, &sum);
+            m->take = batch_of(sizes, m->nkeys - m->moved, job->batch_bytes, 1, &sum);
         advance(m, sizes != NULL, SLOTMOVE_MIGRATE, "MEMORY USAGE on the source", a);
         break;
     }
     case SLOTMOVE_MIGRATE:
         if (is_ok(r) || (r && r->type == REDIS_REPLY_STATUS && !strcasecmp(r->str, "NOKEY"))) {
             m->replace = 0;
-            m->state = SLOTMOVE_GETKEYS;
+            m->moved += m->take; /* LISTING: the keys listed and left go before a new GETKEYS */
+            m->state = m->moved < m->nkeys ? SLOTMOVE_SIZES : SLOTMOVE_GETKEYS;
         } else if (is_error(r, "BUSYKEY") && !m->replace)
             m->replace = 1; /* a copy left by a MIGRATE cut off: the source's is the last written */
         else
@@ -131,18 +135,32 @@ void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *r
     }
 }
 
+size_t slotmove_list_count(int64_t batch_bytes, int64_t bytes_seen, int64_t keys_seen)
+{
+    if (keys_seen <= 0)
+        return SLOTMOVE_FIRST_KEYS;
+    if (bytes_seen <= 0)
+        return SLOTMOVE_MAX_KEYS; /* (keys of no size: as many as a GETKEYS gives) */
+    double n = floor((double)batch_bytes * (double)keys_seen / (double)bytes_seen); /* (the last fits too) */
+    return n < 1 ? 1 : n > SLOTMOVE_MAX_KEYS ? SLOTMOVE_MAX_KEYS : (size_t)n;
+}
+
 /* ---- the run ---------------------------------------------------------------------------- */
 
 #define MIGRATE_FIXED 12 /* MIGRATE ip port "" 0 timeout REPLACE AUTH pw KEYS */
-/* A round's commands at most: MEMORY USAGE of SLOTMOVE_MAX_KEYS keys, or one command per
- * slot of the group; and their arguments. */
-#define ROUND_CMDS (SLOTMOVE_MAX_KEYS + SLOTMOVE_MAX_GROUP)
-#define ROUND_ARGS (3 * SLOTMOVE_MAX_KEYS + MIGRATE_FIXED * SLOTMOVE_MAX_GROUP + SLOTMOVE_MAX_KEYS)
+/* A round's commands at most: SLOTMOVE_SIZES_ROUND MEMORY USAGEs, or one command per slot
+ * of the group; and their arguments (a pipeline of MIGRATEs stops short of ROUND_ARGS,
+ * one MIGRATE, SLOTMOVE_MAX_KEYS keys at most, always fits). */
+#define ROUND_CMDS (SLOTMOVE_SIZES_ROUND + SLOTMOVE_MAX_GROUP)
+#define ROUND_ARGS (3 * SLOTMOVE_SIZES_ROUND + MIGRATE_FIXED * SLOTMOVE_MAX_GROUP + SLOTMOVE_MAX_KEYS)
 
-/* One slot of the group: its machine, its last GETKEYS answer, what its MIGRATE moves. */
+/* One slot of the group: its machine, its last GETKEYS answer and the sizes known of its
+ * keys (LISTING: size[0..nsized) of keys[0..nsized)), what its MIGRATE moves. */
 typedef struct {
     slotmove_t m;
     redisReply *keys;
+    int64_t size[SLOTMOVE_MAX_KEYS];
+    size_t nsized;
     int64_t take_bytes;
     char num[16]; /* the slot as text */
 } mach_t;
@@ -163,11 +181,11 @@ typedef struct {
     const size_t *lenss[ROUND_CMDS];
     mach_t *whose[ROUND_CMDS];
     redisReply *replies[ROUND_CMDS];
-    int64_t sizes[ROUND_CMDS];
     const char *argv[ROUND_ARGS];
     size_t lens[ROUND_ARGS];
     size_t ncmd, narg;
     char num[3][24];              /* the target's port, MIGRATE's timeout, GETKEYS's count */
+    int64_t bytes_seen, keys_seen; /* LISTING: the keys sized so far, their sizes summed */
     cn_slots_t mine;              /* the slots the source owns or has MIGRATING (source_slots) */
     cn_slots_t done;              /* the slots this run closed (REPLICATED: the replicas' view) */
 } run_t;
@@ -214,7 +232,7 @@ static void migrate_of(run_t *r, mach_t *x)
         args(r, r->password);
     }
     args(r, "KEYS");
-    for (size_t k = 0; k < x->m.take; k++)
+    for (size_t k = x->m.moved; k < x->m.moved + x->m.take; k++)
         arg(r, x->keys->element[k]->str, x->keys->element[k]->len);
     cmd_end(r);
 }
@@ -279,7 +297,7 @@ static void send_round(run_t *r, int to, char *err, size_t errlen)
 static void migrate_fed(run_t *r, mach_t *x, const redisReply *reply, const char *err)
 {
     slotmove_feed(&x->m, r->job, reply, NULL, err);
-    if (x->m.state == SLOTMOVE_GETKEYS) {
+    if (x->m.state == SLOTMOVE_GETKEYS || x->m.state == SLOTMOVE_SIZES) {
         r->pr->bytes += x->take_bytes;
         r->pr->keys += (int64_t)x->m.take;
     }
@@ -293,6 +311,7 @@ static int getkeys_fed(run_t *r, mach_t *x, redisReply *reply, const char *err)
         return 0;
     freeReplyObject(x->keys);
     x->keys = reply;
+    x->nsized = 0;
     if (x->m.nkeys > SLOTMOVE_MAX_KEYS)
         x->m.nkeys = SLOTMOVE_MAX_KEYS;
     return 1;
@@ -318,7 +337,8 @@ static int round_of(run_t *r, slotmove_state_t st, char *err, size_t errlen)
             command_of(r, x);
             continue;
         }
-        if (r->ncmd && (r->ncmd >= r->pipe_migrates || bytes + x->take_bytes > r->pipe_bytes))
+        if (r->ncmd && (r->ncmd >= r->pipe_migrates || bytes + x->take_bytes > r->pipe_bytes ||
+                        r->narg + MIGRATE_FIXED + x->m.take > ROUND_ARGS))
             break; /* PIPELINES: the rest in the next pipeline */
         migrate_of(r, x);
         bytes += x->take_bytes;
@@ -348,61 +368,90 @@ static int round_of(run_t *r, slotmove_state_t st, char *err, size_t errlen)
     return rc;
 }
 
-/* The keys of x that fit in *room and in one pipeline's pipe bytes (at least one when
- * first, or when its first fits in *room: a key larger than pipe goes alone), *room less
- * their sizes: x's MIGRATE, or x back to GETKEYS when none fits (its turn comes in a later
- * batch). */
-static void take_of(mach_t *x, const int64_t *sizes, int64_t *room, int64_t pipe, int first)
+/* The sized keys of x not moved yet that fit in *room and in one pipeline's pipe bytes (at
+ * least one when first, or when its first fits in *room: a key larger than pipe goes
+ * alone), *room less their sizes: x's MIGRATE, or x left in SIZES when none fits (its turn
+ * comes in a later batch, its sizes kept). */
+static void take_of(mach_t *x, int64_t *room, int64_t pipe, int first)
 {
     int64_t sum;
-    size_t k = batch_of(sizes, x->m.nkeys, *room < pipe ? *room : pipe, first || sizes[0] <= *room, &sum);
+    const int64_t *sizes = &x->size[x->m.moved];
+    size_t k = batch_of(sizes, x->nsized - x->m.moved, *room < pipe ? *room : pipe, first || sizes[0] <= *room,
+                        &sum);
     x->m.take = k;
     x->take_bytes = sum;
-    x->m.state = k ? SLOTMOVE_MIGRATE : SLOTMOVE_GETKEYS;
+    x->m.state = k ? SLOTMOVE_MIGRATE : SLOTMOVE_SIZES;
     *room -= sum;
 }
 
-/* SIZES: MEMORY USAGE of the keys of the slots in SIZES, pipelined (SLOTMOVE_MAX_KEYS keys
- * at most: the first slot's always, the next ones' while they fit; the others back to
- * GETKEYS), then one batch of batch_bytes over them in order: a slot's first keys that fit
- * (in the batch and in one pipeline's pipe_bytes) make its MIGRATE. Returns -1 when a slot
- * failed (err), else 0. */
+/* LISTING: the next MEMORY USAGEs of x into the round, while the batch may still take
+ * them: the sizes of x's keys known and not moved, plus mean for each one asked, up to
+ * limit (and one past it, whose size ends x's part of the batch); cap commands in the round
+ * at most. Returns what x's part of the batch is then thought to be (limit at most). */
+static int64_t sizes_of(run_t *r, mach_t *x, int64_t limit, int64_t mean, size_t cap)
+{
+    int64_t sum = 0;
+    for (size_t k = x->m.moved; k < x->nsized; k++)
+        sum += x->size[k];
+    for (size_t k = x->nsized; k < x->m.nkeys && sum <= limit && r->ncmd < cap; k++) {
+        cmd_begin(r, x);
+        args(r, "MEMORY");
+        args(r, "USAGE");
+        arg(r, x->keys->element[k]->str, x->keys->element[k]->len);
+        cmd_end(r);
+        sum += mean;
+    }
+    return sum < limit ? sum : limit;
+}
+
+/* LISTING: one pipeline of MEMORY USAGEs, the slots in SIZES in the group's order, those
+ * the batch of batch_bytes may take (each slot's part one pipeline's pipe_bytes at most,
+ * as take_of), SLOTMOVE_SIZES_ROUND at most (SLOTMOVE_FIRST_KEYS before a size is known).
+ * Returns how many (0: the batch's sizes are known). */
+static size_t plan_sizes(run_t *r)
+{
+    int64_t room = r->job->batch_bytes, mean = r->keys_seen ? r->bytes_seen / r->keys_seen : 0;
+    size_t cap = r->keys_seen ? SLOTMOVE_SIZES_ROUND : SLOTMOVE_FIRST_KEYS;
+    r->ncmd = r->narg = 0;
+    for (size_t i = 0; i < r->ng && r->ncmd < cap && room > 0; i++)
+        if (r->g[i].m.state == SLOTMOVE_SIZES)
+            room -= sizes_of(r, &r->g[i], room < r->pipe_bytes ? room : r->pipe_bytes, mean, cap);
+    return r->ncmd;
+}
+
+/* SIZES: MEMORY USAGE of the keys the batch may take and not sized yet, in pipelines
+ * (plan_sizes), then one batch of batch_bytes over the sized keys in order: a slot's first
+ * keys that fit (in the batch and in one pipeline's pipe_bytes) make its MIGRATE. Returns
+ * -1 when a slot failed (err), else 0. */
 static int sizes_round(run_t *r, char *err, size_t errlen)
 {
-    r->ncmd = r->narg = 0;
-    for (size_t i = 0; i < r->ng; i++) {
-        mach_t *x = &r->g[i];
-        if (x->m.state != SLOTMOVE_SIZES)
-            continue;
-        if (r->ncmd && r->ncmd + x->m.nkeys > SLOTMOVE_MAX_KEYS) {
-            x->m.state = SLOTMOVE_GETKEYS;
-            continue;
-        }
-        for (size_t k = 0; k < x->m.nkeys; k++) {
-            cmd_begin(r, x);
-            args(r, "MEMORY");
-            args(r, "USAGE");
-            arg(r, x->keys->element[k]->str, x->keys->element[k]->len);
-            cmd_end(r);
-        }
-    }
-    if (!r->ncmd)
-        return 0;
-    char e[256] = "";
-    send_round(r, SLOTMOVE_TO_SOURCE, e, sizeof(e));
     int rc = 0;
-    for (size_t i = 0; i < r->ncmd; i++) {
-        if (!r->replies[i] && !rc) { /* no answer: the slot fails with the node's words */
-            slotmove_feed(&r->whose[i]->m, r->job, NULL, NULL, e);
-            snprintf(err, errlen, "%s", r->whose[i]->m.why);
-            rc = -1;
+    while (!rc && plan_sizes(r)) {
+        char e[256] = "";
+        send_round(r, SLOTMOVE_TO_SOURCE, e, sizeof(e));
+        for (size_t i = 0; i < r->ncmd; i++) {
+            mach_t *x = r->whose[i];
+            if (!r->replies[i] && !rc) { /* no answer: the slot fails with the node's words */
+                slotmove_feed(&x->m, r->job, NULL, NULL, e);
+                snprintf(err, errlen, "%s", x->m.why);
+                rc = -1;
+            }
+            int64_t size = r->replies[i] && r->replies[i]->type == REDIS_REPLY_INTEGER ? r->replies[i]->integer : 0;
+            freeReplyObject(r->replies[i]); /* (nil: the key is gone since) */
+            x->size[x->nsized++] = size;
+            r->bytes_seen += size;
+            r->keys_seen++;
         }
-        r->sizes[i] = r->replies[i] && r->replies[i]->type == REDIS_REPLY_INTEGER ? r->replies[i]->integer : 0;
-        freeReplyObject(r->replies[i]); /* (nil: the key is gone since) */
     }
     int64_t room = r->job->batch_bytes;
-    for (size_t i = 0; i < r->ncmd && !rc; i += r->whose[i]->m.nkeys)
-        take_of(r->whose[i], &r->sizes[i], &room, r->pipe_bytes, i == 0);
+    int first = 1;
+    for (size_t i = 0; i < r->ng && !rc; i++) {
+        mach_t *x = &r->g[i];
+        if (x->m.state == SLOTMOVE_SIZES && x->nsized > x->m.moved) {
+            take_of(x, &room, r->pipe_bytes, first);
+            first = 0;
+        }
+    }
     return rc;
 }
 
@@ -489,13 +538,15 @@ static int run_group(run_t *r, char *err, size_t errlen)
     int rc = round_of(r, SLOTMOVE_IMPORTING, err, errlen);
     if (!rc)
         rc = round_of(r, SLOTMOVE_MIGRATING, err, errlen);
-    while (!rc && any_in(r, SLOTMOVE_GETKEYS)) {
+    while (!rc && (any_in(r, SLOTMOVE_GETKEYS) || any_in(r, SLOTMOVE_SIZES))) {
         if (io->tick)
             io->tick(io->tick_arg);
         if (spent(r, 0, budget) || pace(r, 0, budget)) {
             rc = 1;
             break;
         }
+        snprintf(r->num[2], sizeof(r->num[2]), "%zu",
+                 slotmove_list_count(r->job->batch_bytes, r->bytes_seen, r->keys_seen));
         rc = round_of(r, SLOTMOVE_GETKEYS, err, errlen);
         if (!rc)
             rc = sizes_round(r, err, errlen);
@@ -727,7 +778,6 @@ int slotmove_run(const slotmove_job_t *job, const slotmove_io_t *io, const char 
                                                                      : SLOTMOVE_MAX_GROUP;
     snprintf(r->num[0], sizeof(r->num[0]), "%d", job->target.port);
     snprintf(r->num[1], sizeof(r->num[1]), "%d", SLOTMOVE_MIGRATE_TIMEOUT_MS);
-    snprintf(r->num[2], sizeof(r->num[2]), "%d", SLOTMOVE_MAX_KEYS);
     int rc = source_slots(io, &r->mine, progress, err, errlen);
     size_t x = 0;
     int s = -1;

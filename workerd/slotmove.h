@@ -4,11 +4,11 @@
  * THE STEPS of one slot s from source S to target T (ids and addresses in the job):
  *   IMPORTING   on T: CLUSTER SETSLOT s IMPORTING <S>   (T accepts ASKING clients for s)
  *   MIGRATING   on S: CLUSTER SETSLOT s MIGRATING <T>   (S sends -ASK for keys it lacks)
- *   GETKEYS     on S: CLUSTER GETKEYSINSLOT s <max_keys>; none left: NODE_TARGET
- *   SIZES       on S: MEMORY USAGE of each key, pipelined: the batch is the keys whose
- *               sizes sum to batch_bytes (at least one key)
+ *   GETKEYS     on S: CLUSTER GETKEYSINSLOT s <count> (LISTING); none left: NODE_TARGET
+ *   SIZES       on S: MEMORY USAGE of the listed keys not sized yet, pipelined (LISTING):
+ *               the batch is the keys whose sizes sum to batch_bytes (at least one key)
  *   MIGRATE     on S: MIGRATE <T ip> <T port> "" 0 <timeout> [REPLACE] [AUTH <pw>] KEYS ...;
- *               then GETKEYS again
+ *               then SIZES again while keys the last GETKEYS listed are left, else GETKEYS
  *   NODE_TARGET on T: CLUSTER SETSLOT s NODE <T>        (T owns s, bumps its epoch)
  *   NODE_SOURCE on S: CLUSTER SETSLOT s NODE <T>        (S forgets MIGRATING; Redis
  *               refuses while S still holds a key of s)
@@ -36,15 +36,31 @@
  * MEMORY USAGE of their keys to S, their MIGRATEs to S, NODE to T, to S, to each other
  * master), so a group costs about as many round trips as one slot did, and Redis saves
  * its nodes.conf once per pipeline rather than once per slot. One batch (the MIGRATEs
- * after one GETKEYS and MEMORY USAGE) is at most batch_bytes in all, at least one key: a
- * slot's keys that do not fit wait for the next batch. A MIGRATE ... KEYS names keys of
- * one slot (Redis: CROSSSLOT), so a batch is one MIGRATE per slot. Each reply is fed to
+ * after one GETKEYS and SIZES round) is at most batch_bytes in all, at least one key: a
+ * slot's keys that do not fit wait, listed and maybe sized, for the next batch (LISTING).
+ * A MIGRATE ... KEYS names keys of one slot (Redis: CROSSSLOT), so a batch is one MIGRATE
+ * per slot. Each reply is fed to
  * its own slot's machine; a refusal stops the run after its pipeline, a connection lost
  * stops it with every slot of the pipeline unanswered. Either way, and at any point a
  * worker is killed, up to a group of slots is left open, each in a state RESUMING
  * finishes: the plan resumes every open slot of the same source and target in one move
  * (cluster_topo.c, RESHARD). A run stopped by its budget mid-group still closes the slots
  * already emptied.
+ *
+ * LISTING: each key is listed and sized once. A GETKEYS asks for about as many keys as a
+ * batch takes (slotmove_list_count: SLOTMOVE_FIRST_KEYS until the run has sized a key,
+ * then batch_bytes over the mean size seen, 1 to SLOTMOVE_MAX_KEYS), and the slot's
+ * listed keys and their sizes stay with the run until they have all gone in MIGRATEs:
+ * the next GETKEYS of the slot comes only then (and the last one, answering none, closes
+ * it). SIZES asks MEMORY USAGE only of listed keys not sized yet, in the group's order,
+ * only as many as the batch may take (the sizes known, the mean for those asked), in
+ * pipelines of at most SLOTMOVE_SIZES_ROUND commands (SLOTMOVE_FIRST_KEYS before any size
+ * is known) so that the source serves its clients between them, as between pipelines of
+ * MIGRATEs; a key sized and not taken waits, sized, for the next batch. What the run keeps
+ * is its memory only: a run resumed lists again. A kept key gone from the source since
+ * (deleted, expired) is skipped by MIGRATE (NOKEY when it names none left); the source
+ * gains no key of s while s is MIGRATING (a write of a key it lacks is sent to T with
+ * -ASK), and a key it did would be listed by the GETKEYS that ends the slot anyway.
  *
  * PIPELINES: MIGRATE blocks the source until the target has restored its keys, and Redis
  * runs a pipeline's commands one after the other before it serves another client, so the
@@ -97,6 +113,9 @@
 #define SLOTMOVE_MAX_OTHERS 24 /* the other masters: shards at most 20, and some leaving */
 #define SLOTMOVE_MAX_REPLICAS 4 /* the target's replicas: replicasPerShard at most 4 */
 #define SLOTMOVE_MAX_KEYS 1000            /* GETKEYSINSLOT's count, keys in one MIGRATE at most */
+#define SLOTMOVE_FIRST_KEYS 16            /* LISTING: GETKEYSINSLOT's count, MEMORY USAGEs of a
+                                           * pipeline, before a key's size is known */
+#define SLOTMOVE_SIZES_ROUND 128          /* LISTING: MEMORY USAGEs of one pipeline at most */
 #define SLOTMOVE_MAX_GROUP 64             /* slots moved in lockstep (GROUPS), at most and by default */
 #define SLOTMOVE_DEFAULT_BATCH_BYTES (1 << 20)
 #define SLOTMOVE_DEFAULT_PIPELINE_BYTES (64 << 10) /* PIPELINES: a pipeline's MIGRATEs' bytes */
@@ -166,7 +185,8 @@ typedef struct {
     int replace;          /* the next MIGRATE with REPLACE (after a BUSYKEY) */
     size_t other;         /* NODE_OTHERS: the next of job->others */
     size_t nkeys;         /* keys the last GETKEYS gave */
-    size_t take;          /* keys the next MIGRATE moves (the first take of them) */
+    size_t moved;         /* of them, those MIGRATE took already (the first moved) */
+    size_t take;          /* keys the next MIGRATE moves (take after the moved ones) */
     char why[256];        /* FAILED: the command and Redis's answer */
 } slotmove_t;
 
@@ -213,10 +233,15 @@ const char *slotmove_state_name(slotmove_state_t state);
 
 /* Feed the answer to the command of m's state (reply NULL: the node could not be
  * asked, err_line says why) and move on. For GETKEYS the caller keeps the reply's keys
- * until the MIGRATE; for SIZES it passes the sizes instead (reply NULL, sizes non-NULL,
- * nsizes = nkeys). Pure. */
+ * until they have all gone in MIGRATEs; for SIZES it passes the sizes instead (reply NULL,
+ * sizes non-NULL: of the keys not moved yet, nkeys - moved). Pure. */
 void slotmove_feed(slotmove_t *m, const slotmove_job_t *job, const redisReply *reply, const int64_t *sizes,
                    const char *err_line);
+
+/* LISTING: GETKEYSINSLOT's count after a run has sized keys_seen keys of bytes_seen bytes
+ * in all: SLOTMOVE_FIRST_KEYS when none, else the keys of that mean size batch_bytes
+ * holds, within 1..SLOTMOVE_MAX_KEYS. Pure. */
+size_t slotmove_list_count(int64_t batch_bytes, int64_t bytes_seen, int64_t keys_seen);
 
 /* REPLICATED: how many replica lines of the INFO replication text info say state=online
  * with an acknowledged offset >= offset. Pure. */

@@ -137,12 +137,13 @@ static void test_table(void)
 
 #define NODES 4 /* 0 source, 1 target, 2 and 3 other masters */
 #define SLOTS 8 /* the slots the model knows */
-#define MAXKEYS 64
+#define MAXKEYS 512
 
 typedef struct {
     char key[16];
     char val[16];
     int slot;
+    int sized; /* MEMORY USAGEs asked of it (LISTING: once) */
 } kv_t;
 
 typedef struct {
@@ -178,6 +179,11 @@ typedef struct {
     int view_after;   /* the target's replica credits it with its slots from its view_after-th
                        * CLUSTER NODES on (1: at once; -1 never; 0: not in the job) */
     int views;        /* CLUSTER NODES on the target's replica */
+    int key_bytes;    /* MEMORY USAGE of every key (0: 40) */
+    int asked[16];    /* LISTING: the first GETKEYSINSLOT counts asked */
+    int nasked;
+    int getkeys, sizes; /* GETKEYSINSLOTs and MEMORY USAGEs answered */
+    int most_sizes;   /* the most MEMORY USAGEs one pipeline carried */
 } model_t;
 
 static void model_init(model_t *w, int keys_in_slot3)
@@ -269,17 +275,35 @@ static redisReply *m_setslot(model_t *w, int me, int argc, const char *const *ar
     return status_of("OK");
 }
 
-static redisReply *m_getkeys(model_t *w, int me, int slot)
+/* GETKEYSINSLOT slot count: the first count keys of slot, in the node's order. */
+static redisReply *m_getkeys(model_t *w, int me, int slot, int count)
 {
-    char b[4096];
+    static char b[32768];
     size_t off = 0;
     int c = keys_in(&w->n[me], slot);
+    c = c < count ? c : count;
+    if (w->nasked < 16)
+        w->asked[w->nasked++] = count;
+    w->getkeys++;
     off += (size_t)snprintf(b + off, sizeof(b) - off, "*%d\r\n", c);
-    for (int i = 0; i < w->n[me].nkv; i++)
-        if (w->n[me].kv[i].slot == slot)
+    for (int i = 0, n = 0; i < w->n[me].nkv && n < c; i++)
+        if (w->n[me].kv[i].slot == slot && ++n)
             off += (size_t)snprintf(b + off, sizeof(b) - off, "$%zu\r\n%s\r\n", strlen(w->n[me].kv[i].key),
                                     w->n[me].kv[i].key);
     return reply_of(b, off);
+}
+
+/* MEMORY USAGE key on node me: w->key_bytes (40), nil when the node lacks it. */
+static redisReply *m_memory(model_t *w, int me, const char *key)
+{
+    int at = find_key(&w->n[me], key);
+    char b[32];
+    w->sizes++;
+    if (at < 0)
+        return reply_of("$-1\r\n", 5);
+    w->n[me].kv[at].sized++;
+    int len = snprintf(b, sizeof(b), ":%d\r\n", w->key_bytes ? w->key_bytes : 40);
+    return reply_of(b, (size_t)len);
 }
 
 /* MIGRATE from me to the target (the model's node 1) of keys after "KEYS". */
@@ -396,9 +420,9 @@ static redisReply *m_command(void *user, int to, int argc, const char *const *ar
     if (argc >= 4 && !strcmp(argv[1], "SETSLOT"))
         return m_setslot(w, me, argc, argv);
     if (argc == 4 && !strcmp(argv[1], "GETKEYSINSLOT"))
-        return m_getkeys(w, me, (int)strtol(argv[2], NULL, 10));
+        return m_getkeys(w, me, (int)strtol(argv[2], NULL, 10), (int)strtol(argv[3], NULL, 10));
     if (argc == 3 && !strcmp(argv[0], "MEMORY") && !strcmp(argv[1], "USAGE"))
-        return find_key(&w->n[me], argv[2]) >= 0 ? reply_of(":40\r\n", 5) : reply_of("$-1\r\n", 5);
+        return m_memory(w, me, argv[2]);
     return error_of("ERR unknown command");
 }
 
@@ -409,14 +433,17 @@ static int m_pipeline(void *user, int to, size_t n, const int *argcs, const char
 {
     model_t *w = user;
     w->pipelines++;
-    int migrates = 0, keys = 0;
-    for (size_t i = 0; i < n; i++)
+    int migrates = 0, keys = 0, sizes = 0;
+    for (size_t i = 0; i < n; i++) {
+        sizes += !strcmp(argvs[i][0], "MEMORY");
         if (!strcmp(argvs[i][0], "MIGRATE")) {
             migrates++;
             for (int a = 0; a < argcs[i]; a++)
                 if (!strcmp(argvs[i][a], "KEYS"))
                     keys += argcs[i] - a - 1;
         }
+    }
+    w->most_sizes = sizes > w->most_sizes ? sizes : w->most_sizes;
     w->mig_pipelines += migrates > 0;
     w->most_migrates = migrates > w->most_migrates ? migrates : w->most_migrates;
     w->most_keys = keys > w->most_keys ? keys : w->most_keys;
@@ -499,10 +526,12 @@ static void test_moves_a_slot(void)
     static const struct {
         int group, pipelined, ticks, round_trips;
     } rows[] = {
-        /* CLUSTER NODES, IMPORTING, MIGRATING, 4 GETKEYS, 3 SIZES, 3 MIGRATE, NODE x 4 */
-        {0, 1, 1 + 4, 1 + 2 + 4 + 3 + 3 + 4},
+        /* CLUSTER NODES, IMPORTING, MIGRATING, 3 GETKEYS (LISTING: slot 3's first 16 keys,
+         * its 9 others, none), 2 SIZES (16 keys, then the 9: the 6 of the second batch were
+         * sized in the first), 3 MIGRATE, NODE x 4 */
+        {0, 1, 1 + 4, 1 + 2 + 3 + 2 + 3 + 4},
         {0, 0, 1 + 4, 0},
-        {1, 1, 3 + 6, 1 + 3 * (2 + 1 + 4) + 3 + 3 + 3}, /* (slot 3: 3 more GETKEYS, SIZES, MIGRATE) */
+        {1, 1, 3 + 6, 1 + 3 * (2 + 1 + 4) + 2 + 2 + 3}, /* (slot 3: 2 more GETKEYS, 2 SIZES, 3 MIGRATE) */
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         static model_t w;
@@ -713,6 +742,91 @@ static void test_pipelines(void)
     }
 }
 
+/* LISTING: GETKEYSINSLOT's count from the bytes a key was seen to take (a table). */
+static void test_list_count(void)
+{
+    static const struct {
+        int64_t batch, bytes_seen, keys_seen;
+        size_t count;
+    } rows[] = {
+        {1 << 20, 0, 0, SLOTMOVE_FIRST_KEYS}, /* no size known yet: start small */
+        {400, 0, 0, SLOTMOVE_FIRST_KEYS},
+        {400, 400, 10, 10},                   /* 40 bytes a key: the 10 a batch takes */
+        {410, 400, 10, 10},                   /* (the keys that fit, not one more) */
+        {1 << 20, 1080 * 16, 16, 970},        /* 1 KiB values, 1 MiB */
+        {65536, 1080 * 16, 16, 60},
+        {1 << 20, 1024 * 100, 100, SLOTMOVE_MAX_KEYS}, /* exactly 1024: at most SLOTMOVE_MAX_KEYS */
+        {1 << 20, 800, 100, SLOTMOVE_MAX_KEYS},        /* 8 bytes a key */
+        {1 << 20, 0, 5, SLOTMOVE_MAX_KEYS},            /* keys gone since (nil: 0 bytes) */
+        {100, 1000, 1, 1},                             /* a key larger than the batch: one */
+        {INT64_C(1) << 40, 1, 1, SLOTMOVE_MAX_KEYS},   /* no overflow */
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        size_t got = slotmove_list_count(rows[i].batch, rows[i].bytes_seen, rows[i].keys_seen);
+        if (got != rows[i].count)
+            printf("\n  row %zu: %zu (want %zu)\n", i, got, rows[i].count);
+        CU_ASSERT_EQUAL(got, rows[i].count);
+    }
+}
+
+/* LISTING through the model: slots 2-6 with n keys of key_bytes each, one run: the
+ * GETKEYSINSLOT counts asked (the first 16), how many GETKEYSINSLOTs, the most MEMORY
+ * USAGEs a pipeline carried; and always: every key sized exactly once, all moved and counted. */
+static void test_listing(void)
+{
+    static const struct {
+        const char *what;
+        int keys, key_bytes;
+        int64_t batch;
+        int asked[16], nasked, getkeys, most_sizes;
+    } rows[] = {
+        {"1 KiB keys, 1 MiB: 16 listed a slot, then none left", 16, 1024, 1 << 20,
+         {16, 16, 16, 16, 16, 1000, 1000, 1000, 1000, 1000}, 10, 10, 64},
+        {"40-byte keys, 400 bytes: 16 first, then the 10 a batch takes (9 left, then none)", 25, 40, 400,
+         {16, 16, 16, 16, 16, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10}, 15, 15, 16},
+        {"8-byte keys, 1 MiB: MEMORY USAGE in pipelines of SLOTMOVE_SIZES_ROUND", 100, 8, 1 << 20,
+         {16, 16, 16, 16, 16, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000}, 15, 15,
+         SLOTMOVE_SIZES_ROUND},
+        {"1 KiB keys, 4 KiB: 4 keys a batch, each sized once", 16, 1024, 4096,
+         {16, 16, 16, 16, 16, 4, 4, 4, 4, 4}, 10, 10, 16},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        static model_t w;
+        model_init(&w, 0);
+        w.key_bytes = rows[i].key_bytes;
+        static const char *const prefix[] = {"", "", "s2", "s3", "s4", "s5", "s6"};
+        for (int s = 2; s <= 6; s++)
+            add_keys(&w, s, prefix[s], rows[i].keys);
+        slotmove_job_t job;
+        job_of(&w, &job, 2, 6, rows[i].batch);
+        slotmove_io_t io = {m_command, m_pipeline, m_now, &w, m_tick, &w, NULL};
+        slotmove_progress_t pr;
+        char err[256];
+        CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+        int n = 5 * rows[i].keys, ok = w.nasked == rows[i].nasked;
+        for (int k = 0; k < w.nasked && ok; k++)
+            ok = w.asked[k] == rows[i].asked[k];
+        if (!ok || w.getkeys != rows[i].getkeys || w.most_sizes != rows[i].most_sizes) {
+            printf("\n  %s: %d GETKEYSINSLOT, at most %d MEMORY USAGE a pipeline, counts", rows[i].what, w.getkeys,
+                   w.most_sizes);
+            for (int k = 0; k < w.nasked; k++)
+                printf(" %d", w.asked[k]);
+            printf("\n");
+        }
+        CU_ASSERT_TRUE(ok);
+        CU_ASSERT_EQUAL(w.getkeys, rows[i].getkeys);
+        CU_ASSERT_EQUAL(w.most_sizes, rows[i].most_sizes);
+        CU_ASSERT_EQUAL(w.sizes, n); /* no key sized twice */
+        CU_ASSERT_EQUAL(w.n[1].nkv, n);
+        for (int k = 0; k < w.n[1].nkv; k++)
+            CU_ASSERT_EQUAL(w.n[1].kv[k].sized, 1);
+        CU_ASSERT_EQUAL(w.n[0].nkv, 0);
+        CU_ASSERT_EQUAL(pr.keys, n);
+        CU_ASSERT_EQUAL(pr.bytes, (int64_t)n * rows[i].key_bytes);
+        CU_ASSERT_EQUAL(pr.slots_done, 5);
+    }
+}
+
 /* A MIGRATE cut off after copying a key: BUSYKEY, then REPLACE; nothing doubled. */
 static void test_migrate_cut_off(void)
 {
@@ -757,7 +871,7 @@ static void test_budget_and_refusal(void)
     job.budget_ns = 1500000;
     rc = slotmove_run(&job, &io, NULL, &pr, err, sizeof(err));
     CU_ASSERT_EQUAL(rc, 1);
-    CU_ASSERT_EQUAL(pr.keys, 20);
+    CU_ASSERT_EQUAL(pr.keys, 16); /* 10, then the 6 left of its first listing (LISTING) */
     CU_ASSERT_EQUAL(w.n[0].migrating[3], 1); /* left open, as RESUMING says */
     job.budget_ns = INT64_C(1000000000000);
     CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
@@ -831,9 +945,10 @@ static void test_pace(void)
     CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
     CU_ASSERT_EQUAL(w.waited, 0);
     /* a budget of 1 s at 400 bytes/s: mid-slot a run may take twice the budget, so two
-     * batches go (the second at 1 s), then a third would be due at 3 s: the run stops in
-     * slot 3, left open (resumable), and returns when its 800 bytes are due (2 s); slot 4,
-     * of the same group and without a key, is closed all the same */
+     * batches go (the second at 1 s: 10 keys, then the 6 left of the slot's first listing
+     * of SLOTMOVE_FIRST_KEYS, LISTING), then a third would be due at 2.6 s: the run stops
+     * in slot 3, left open (resumable), and returns when its 640 bytes are due (1.6 s);
+     * slot 4, of the same group and without a key, is closed all the same */
     model_init(&w, 25);
     job.bytes_per_second = 400;
     job.budget_ns = 1000000000;
@@ -841,9 +956,9 @@ static void test_pace(void)
     CU_ASSERT_TRUE(pr.stopped);
     CU_ASSERT_EQUAL(pr.slots_done, 1);
     CU_ASSERT_EQUAL(w.n[0].owner[4], 1);
-    CU_ASSERT_EQUAL(pr.keys, 20);
+    CU_ASSERT_EQUAL(pr.keys, 16);
     CU_ASSERT_EQUAL(w.n[0].migrating[3], 1);
-    CU_ASSERT(w.now >= INT64_C(2000000000));
+    CU_ASSERT(w.now >= INT64_C(1600000000));
     CU_ASSERT(w.now < INT64_C(2100000000)); /* never waited past twice the budget */
     /* with no way to wait (io.wait NULL), the run stops rather than outrun the rate */
     model_init(&w, 25);
@@ -1047,6 +1162,8 @@ static const cu_entry_t tests[] = {
     {"three slots with 25 keys moved whole", test_moves_a_slot},
     {"killed after any command, run again: moved, nothing lost", test_every_crash_point},
     {"a MIGRATE cut off after a copy: BUSYKEY, then REPLACE", test_migrate_cut_off},
+    {"LISTING: GETKEYSINSLOT's count from the bytes a key takes (a table)", test_list_count},
+    {"LISTING: keys listed per round, each sized once, sizes pipelines capped (a table)", test_listing},
     {"a group killed after any command, run again: its open slots finished", test_group_crash_points},
     {"a refusal mid-pipeline is its slot's; the run again finishes all", test_refusal_mid_pipeline},
     {"a batch's MIGRATEs split into pipelines by bytes and count (a table)", test_pipelines},
