@@ -485,7 +485,7 @@ static void test_backup_takes_every_shard(void)
     static const char *const slots[] = {"0-5460", "5461-10922", "10923-16383"};
     for (int k = 0; k < 3; k++) {
         const json_object *c = json_object_array_get_idx(cs, (size_t)k);
-        char name[16], redis[32], key[64], cmd[2048];
+        char name[24], redis[40], key[64], cmd[2048];
         snprintf(name, sizeof(name), "shard-%d", k);
         snprintf(redis, sizeof(redis), " --redis 10.0.0.%d:6379 ", 2 * k + 2); /* the replica */
         snprintf(key, sizeof(key), " --key prod/cache/one/shard-%d.rdb ", k);
