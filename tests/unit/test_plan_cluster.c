@@ -3,6 +3,7 @@
  * item's observation as actions with their Events, the role labels, the rollout's pod
  * deletion, and the status (status.cluster, ClusterHealthy, Running only when healthy). */
 #include "clock.h"
+#include "cluster_fixture.h"
 #include "cu_table.h"
 #include "json_at.h"
 #include "executor.h"
@@ -24,12 +25,6 @@
     "\"namespace\":\"ns\",\"uid\":\"uid-1\",\"generation\":1,\"resourceVersion\":\"5\","                       \
     "\"finalizers\":[\"cache.example.com/finalizer\"]},\"spec\":{\"size\":6,\"image\":\"redis\",\"version\":" \
     "\"7.2\",\"mode\":\"Cluster\",\"cluster\":{\"shards\":3,\"replicasPerShard\":1}}" status "}"
-
-static const char *const IDS[8] = {
-    "0000000000000000000000000000000000000000", "1111111111111111111111111111111111111111",
-    "2222222222222222222222222222222222222222", "3333333333333333333333333333333333333333",
-    "4444444444444444444444444444444444444444", "5555555555555555555555555555555555555555",
-    "6666666666666666666666666666666666666666", "7777777777777777777777777777777777777777"};
 
 /* The plan's actions as "kind name[ argv]" lines. */
 static void actions_text(const plan_t *p, char *out, size_t len)
@@ -88,54 +83,9 @@ static json_object *pod(int i, const char *role)
                   i + 1);
 }
 
-/* A node of observation_of: pod i's Redis, a master (of = -1) with slots, or a replica of
- * node of; alone: it knows only itself (reset, or fresh). */
-typedef struct {
-    int of;
-    const char *slots;
-    int alone;
-} onode_t;
-
-/* Three shards, each a master with its slots followed by its replica (the first six: a
- * healthy cluster), then a fourth shard's two nodes met, without slots. */
-static const onode_t MET[8] = {{-1, "0-5460", 0},     {0, NULL, 0}, {-1, "5461-10922", 0}, {2, NULL, 0},
-                               {-1, "10923-16383", 0}, {4, NULL, 0}, {-1, NULL, 0},        {6, NULL, 0}};
 /* Six fresh nodes: each knows only itself. */
 static const onode_t FRESH[6] = {{-1, NULL, 1}, {-1, NULL, 1}, {-1, NULL, 1},
                                  {-1, NULL, 1}, {-1, NULL, 1}, {-1, NULL, 1}};
-
-/* The observation of n pods' nodes (pod i = c-shard<i/2>-<i%2> at 10.0.0.(i+1), id IDS[i]),
- * each saying cluster_state state. */
-static json_object *observation_of(const onode_t *nodes, int n, const char *state)
-{
-    json_object *obs = json_object_new_object(), *arr = json_object_new_array();
-    for (int i = 0; i < n; i++) {
-        char view[8192] = "", line[512];
-        for (int j = 0; j < n; j++) {
-            if (j != i && (nodes[i].alone || nodes[j].alone))
-                continue;
-            snprintf(line, sizeof(line), "%s 10.0.0.%d:6379@16379 %s%s %s 0 0 1 connected %s\n", IDS[j], j + 1,
-                     j == i ? "myself," : "", nodes[j].of < 0 ? "master" : "slave",
-                     nodes[j].of < 0 ? "-" : IDS[nodes[j].of], nodes[j].slots ? nodes[j].slots : "");
-            strcat(view, line); /* banned-ok: a test's fixed-size text */
-        }
-        json_object *o = json_object_new_object(), *cl = json_object_new_object();
-        char p[32], ip[32];
-        snprintf(p, sizeof(p), "c-shard%d-%d", i / 2, i % 2);
-        snprintf(ip, sizeof(ip), "10.0.0.%d", i + 1);
-        json_object_object_add(o, "pod", json_object_new_string(p));
-        json_object_object_add(o, "ip", json_object_new_string(ip));
-        json_object_object_add(o, "reachable", json_object_new_boolean(1));
-        json_object_object_add(o, "linkUp", json_object_new_boolean(nodes[i].of >= 0));
-        json_object_object_add(o, "offset", json_object_new_int(100));
-        json_object_object_add(cl, "nodes", json_object_new_string(view));
-        json_object_object_add(cl, "state", json_object_new_string(state));
-        json_object_object_add(o, "cluster", cl);
-        json_object_array_add(arr, o);
-    }
-    json_object_object_add(obs, "nodes", arr);
-    return obs;
-}
 
 /* What a plan of a cluster whose children are in place reads: the RedisCluster, its
  * children (children()), its pods and the observation of their nodes. */
@@ -251,7 +201,7 @@ static plan_t *meet_plan(const char *cmd, int probed_ago)
     snprintf(text, sizeof(text), RC_JSON("%s"), status);
     world_t w;
     world_open(&w, text);
-    w.obs = observation_of(FRESH, 6, "fail");
+    w.obs = cluster_observation("c", FRESH, 6, "fail");
     if (probed_ago >= 0)
         json_object_object_add(w.obs, "observedAt", json_object_new_string("2024-05-01T11:59:59.800Z"));
     json_object *nodes = json_object_object_get(w.obs, "nodes");
@@ -327,7 +277,7 @@ static void test_healthy_is_running(void)
 {
     world_t w;
     world_open(&w, RC_JSON(""));
-    w.obs = observation_of(MET, 6, "ok");
+    w.obs = cluster_observation("c", MET, 6, "ok");
     for (int i = 0; i < 6; i++)
         json_object_array_add(w.pods, pod(i, NULL));
     char text[8192];
@@ -373,7 +323,7 @@ static void test_rollout_deletes_a_replica(void)
     for (size_t k = 0; k < json_object_array_length(w.sts); k++) /* every shard has a new revision */
         json_object_object_add(json_object_object_get(json_object_array_get_idx(w.sts, k), "status"),
                                "updateRevision", json_object_new_string("r2"));
-    w.obs = observation_of(MET, 6, "ok");
+    w.obs = cluster_observation("c", MET, 6, "ok");
     for (int i = 0; i < 6; i++)
         json_object_array_add(w.pods, pod(i, i % 2 ? "replica" : "primary"));
     char text[8192];
@@ -402,7 +352,7 @@ static void test_scale_out_moves_slots(void)
     world_t w;
     world_open(&w, RC4_JSON);
     CU_ASSERT_EQUAL(json_object_array_length(w.sts), 4);
-    w.obs = observation_of(MET, 8, "ok");
+    w.obs = cluster_observation("c", MET, 8, "ok");
     for (int i = 0; i < 8; i++)
         json_object_array_add(w.pods, pod(i, i % 2 ? "replica" : i < 6 ? "primary" : NULL));
     plan_t *p = world_plan(&w);
@@ -417,7 +367,7 @@ static void test_scale_out_moves_slots(void)
     CU_ASSERT_STRING_EQUAL(mv->name, "c-shard0-0");
     CU_ASSERT_STRING_EQUAL(str_at(mv->body, "slots"), "4096-5460");
     CU_ASSERT_STRING_EQUAL(str_at(mv->body, "target pod"), "c-shard3-0");
-    CU_ASSERT_STRING_EQUAL(str_at(mv->body, "target id"), IDS[6]);
+    CU_ASSERT_STRING_EQUAL(str_at(mv->body, "target id"), CLUSTER_IDS[6]);
     CU_ASSERT_EQUAL(int_at(mv->body, "batchBytes"), 1 << 20);
     CU_ASSERT_EQUAL(json_object_array_length(at(mv->body, "others")), 2);
     CU_ASSERT_TRUE(has_event(p, "ClusterReshard"));
@@ -458,7 +408,7 @@ static void test_scale_in_drops_the_shard(void)
     add_shard3(w.pdbs, "pdb-uid-3");
     static const onode_t retired[8] = {{-1, "0-5460", 0},     {0, NULL, 0}, {-1, "5461-10922", 0}, {2, NULL, 0},
                                        {-1, "10923-16383", 0}, {4, NULL, 0}, {-1, NULL, 1},        {-1, NULL, 1}};
-    w.obs = observation_of(retired, 8, "ok");
+    w.obs = cluster_observation("c", retired, 8, "ok");
     for (int i = 0; i < 8; i++)
         json_object_array_add(w.pods, pod(i, i < 6 ? (i % 2 ? "replica" : "primary") : NULL));
     char text[8192];
@@ -476,7 +426,7 @@ static void test_scale_in_drops_the_shard(void)
     plan_destroy(&p);
     /* still in the cluster (not retired): the shard stays, its nodes are forgotten and reset */
     json_object_put(w.obs);
-    w.obs = observation_of(MET, 8, "ok");
+    w.obs = cluster_observation("c", MET, 8, "ok");
     p = world_plan(&w);
     actions_text(p, text, sizeof(text));
     CU_ASSERT_PTR_NULL(strstr(text, "delete statefulsets c-shard3\n"));
@@ -504,7 +454,7 @@ static json_object *backups_of(const char *status)
 static void healthy_world(world_t *w)
 {
     world_open(w, RC_JSON(""));
-    w->obs = observation_of(MET, 6, "ok");
+    w->obs = cluster_observation("c", MET, 6, "ok");
     for (int i = 0; i < 6; i++)
         json_object_array_add(w->pods, pod(i, i % 2 ? "replica" : "primary"));
 }
@@ -535,7 +485,7 @@ static void test_backup_takes_every_shard(void)
     static const char *const slots[] = {"0-5460", "5461-10922", "10923-16383"};
     for (int k = 0; k < 3; k++) {
         const json_object *c = json_object_array_get_idx(cs, (size_t)k);
-        char name[16], redis[32], key[64], cmd[2048];
+        char name[24], redis[40], key[64], cmd[2048];
         snprintf(name, sizeof(name), "shard-%d", k);
         snprintf(redis, sizeof(redis), " --redis 10.0.0.%d:6379 ", 2 * k + 2); /* the replica */
         snprintf(key, sizeof(key), " --key prod/cache/one/shard-%d.rdb ", k);
@@ -585,7 +535,7 @@ static void test_backup_and_reshard(void)
 {
     world_t w;
     world_open(&w, RC4_JSON);
-    w.obs = observation_of(MET, 8, "ok");
+    w.obs = cluster_observation("c", MET, 8, "ok");
     for (int i = 0; i < 8; i++)
         json_object_array_add(w.pods, pod(i, i % 2 ? "replica" : i < 6 ? "primary" : NULL));
     w.backups = backups_of("");

@@ -5,7 +5,9 @@
  * every default, status and foreign label; pods with their whole spec and status), in
  * the states a reconcile meets (converged, a pod crash-looping or unschedulable, a
  * rollout, a changed spec replacing children, Replication with a switchover, a failover
- * and a password rotation, a runtime directive, a child in the way, a pod going away).
+ * and a password rotation, a runtime directive, a child in the way, a pod going away;
+ * backups Pending, succeeded and failed with their RedisBackup, Job and the Job's pod, a
+ * schedule due; Cluster mode's shards converged and a sharded backup's start and finish).
  * In each, the plan (plan_compute_children, plan_diagnosis_reads: workerd/plan.h) must
  *   - be the same when every child is cut down to its READ and WRITE rows, and to the
  *     compact form informerd keeps (PROJ_KEPT);
@@ -15,6 +17,7 @@
  */
 #include "buf.h"
 #include "clock.h"
+#include "cluster_fixture.h"
 #include "cu_table.h"
 #include "plan.h"
 #include "projection.h"
@@ -109,10 +112,16 @@ enum { K_CM, K_SVC, K_STS, K_PDB, K_PRIMARY, K_REPLICAS, N_KIDS };
 static const char *const kid_kind[N_KIDS] = {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget",
                                               "Service", "Service"};
 
+/* What the work item carries in lists: the pods, Cluster mode's shard StatefulSets and
+ * their budgets, and the backups with their Jobs and the Jobs' pods (BACKUP). */
+enum { L_PODS, L_SHARD_STS, L_SHARD_PDB, L_BACKUPS, L_JOBS, L_BACKUP_PODS, N_LISTS };
+static const char *const list_kind[N_LISTS] = {"Pod", "StatefulSet", "PodDisruptionBudget",
+                                                "RedisBackup", "Job", "BackupPod"};
+
 typedef struct {
     json_object *rc;
     json_object *kid[N_KIDS];
-    json_object *pods; /* an array */
+    json_object *list[N_LISTS]; /* arrays; NULL: none (the pods: always an array) */
     json_object *redis; /* observerd's observation, or NULL */
     plan_auth_t auth;
 } world_t;
@@ -122,7 +131,8 @@ static void world_free(world_t *w)
     json_object_put(w->rc);
     for (int k = 0; k < N_KIDS; k++)
         json_object_put(w->kid[k]);
-    json_object_put(w->pods);
+    for (int l = 0; l < N_LISTS; l++)
+        json_object_put(w->list[l]);
     json_object_put(w->redis);
     memset(w, 0, sizeof(*w));
 }
@@ -155,6 +165,23 @@ static const struct {
     {"StatefulSet", "spec template spec restartPolicy", "\"Always\""},
     {"StatefulSet", "spec template spec schedulerName", "\"default-scheduler\""},
     {"StatefulSet", "spec template spec terminationGracePeriodSeconds", "30"},
+    {"RedisBackup", "metadata generation", "1"},
+    {"Job", "metadata generation", "1"},
+    {"Job", "spec completions", "1"},
+    {"Job", "spec parallelism", "1"},
+    {"Job", "spec completionMode", "\"NonIndexed\""},
+    {"Job", "spec suspend", "false"},
+    {"Job", "spec podReplacementPolicy", "\"TerminatingOrFailed\""},
+    {"Job", "spec manualSelector", "false"},
+    {"Job", "spec selector", "{\"matchLabels\":{\"batch.kubernetes.io/controller-uid\":\"uid-job\"}}"},
+    {"Job", "spec template metadata creationTimestamp", "null"},
+    {"Job", "spec template metadata labels batch.kubernetes.io/controller-uid", "\"uid-job\""},
+    {"Job", "spec template metadata labels batch.kubernetes.io/job-name", "\"job\""},
+    {"Job", "spec template spec dnsPolicy", "\"ClusterFirst\""},
+    {"Job", "spec template spec schedulerName", "\"default-scheduler\""},
+    {"Job", "spec template spec terminationGracePeriodSeconds", "30"},
+    {"Job", "status", "{\"active\":1,\"ready\":0,\"terminating\":0,\"startTime\":\"2025-12-01T00:10:01Z\","
+                      "\"uncountedTerminatedPods\":{}}"},
     {"PodDisruptionBudget", "metadata generation", "1"},
     {"PodDisruptionBudget", "status",
      "{\"observedGeneration\":1,\"disruptionsAllowed\":1,\"currentHealthy\":3,\"desiredHealthy\":2,"
@@ -189,11 +216,13 @@ static json_object *stored(json_object *body)
     char uid[320];
     snprintf(uid, sizeof(uid), "\"uid-%s-%s\"", kind, sval(o, "metadata name"));
     put(o, "metadata uid", jf("%s", uid));
-    for (size_t i = 0; i < sizeof(server_adds) / sizeof(server_adds[0]); i++)
-        if (!server_adds[i].kind || !strcmp(server_adds[i].kind, kind))
+    for (size_t i = 0; i < sizeof(server_adds) / sizeof(server_adds[0]); i++) /* defaults: what the body lacks */
+        if ((!server_adds[i].kind || !strcmp(server_adds[i].kind, kind)) && !node(o, server_adds[i].path, 0))
             put(o, server_adds[i].path, jf("%s", server_adds[i].json));
     if (!strcmp(kind, "Service") && !strcmp(sval(o, "spec clusterIP") ? sval(o, "spec clusterIP") : "", ""))
         put(o, "spec clusterIP", jf("\"10.96.0.10\""));
+    if (!strcmp(kind, "Job"))
+        container_defaults(node(o, "spec template spec", 0));
     if (!strcmp(kind, "StatefulSet")) {
         container_defaults(node(o, "spec template spec", 0));
         json_object *vct = node(o, "spec volumeClaimTemplates 0", 0);
@@ -208,9 +237,8 @@ static json_object *stored(json_object *body)
 }
 
 /* The StatefulSet controller's status: replicas made, ready of them, at revisions. */
-static void sts_status(world_t *w, int ready, const char *current, const char *update, int updated)
+static void sts_status(json_object *sts, int ready, const char *current, const char *update, int updated)
 {
-    json_object *sts = w->kid[K_STS];
     int64_t n = json_object_get_int64(node(sts, "spec replicas", 0));
     int64_t gen = json_object_get_int64(node(sts, "metadata generation", 0));
     put(sts, "status",
@@ -220,30 +248,33 @@ static void sts_status(world_t *w, int ready, const char *current, const char *u
            (long long)gen, (long long)n, ready, (long long)n, updated, ready, current, update));
 }
 
-/* A pod of the StatefulSet as kwok shows one Ready: the template's spec and metadata with
- * everything the API server, the scheduler and the kubelet add. */
-static json_object *make_pod(const world_t *w, int i, const char *rev)
+/* Pod <sts>-<ordinal> of the StatefulSet sts, the world's i-th (its IP 10.0.0.<i+1>), as
+ * kwok shows one Ready: the template's spec and metadata with everything the API server,
+ * the scheduler and the kubelet add. */
+static json_object *make_pod(json_object *sts, int ordinal, int i, const char *rev)
 {
-    json_object *sts = w->kid[K_STS];
-    char created[40], ready[40];
+    char created[40], ready[40], name[300];
+    const char *owner = sval(sts, "metadata name");
+    snprintf(name, sizeof(name), "%s-%d", owner, ordinal);
     time_str(T0 + (int64_t)(5 + 10 * i) * NS_PER_SEC, created);
     time_str(T0 + (int64_t)(9 + 10 * i) * NS_PER_SEC, ready);
-    json_object *pod = jf("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"cache-%d\","
-                          "\"generateName\":\"cache-\",\"namespace\":\"ns\",\"uid\":\"uid-pod-%d\","
+    json_object *pod = jf("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+                          "\"generateName\":\"%s-\",\"namespace\":\"ns\",\"uid\":\"uid-pod-%d\","
                           "\"resourceVersion\":\"%d\",\"creationTimestamp\":\"%s\",\"ownerReferences\":[{"
-                          "\"apiVersion\":\"apps/v1\",\"kind\":\"StatefulSet\",\"name\":\"cache\",\"uid\":\"%s\","
+                          "\"apiVersion\":\"apps/v1\",\"kind\":\"StatefulSet\",\"name\":\"%s\",\"uid\":\"%s\","
                           "\"controller\":true,\"blockOwnerDeletion\":true}]}}",
-                          i, i, 900 + i, created, sval(sts, "metadata uid"));
-    put(pod, "metadata labels", dup(node(sts, "spec template metadata labels", 0)));
-    if (node(sts, "spec template metadata annotations", 0))
-        put(pod, "metadata annotations", dup(node(sts, "spec template metadata annotations", 0)));
+                          name, owner, i, 900 + i, created, owner, sval(sts, "metadata uid"));
+    json_object *tmpl = node(sts, "spec template", 0);
+    put(pod, "metadata labels", dup(node(tmpl, "metadata labels", 0)));
+    if (node(tmpl, "metadata annotations", 0))
+        put(pod, "metadata annotations", dup(node(tmpl, "metadata annotations", 0)));
     put(pod, "metadata labels controller-revision-hash", jf("\"%s\"", rev));
-    put(pod, "metadata labels statefulset.kubernetes.io/pod-name", jf("\"cache-%d\"", i));
-    put(pod, "metadata labels apps.kubernetes.io/pod-index", jf("\"%d\"", i));
-    put(pod, "spec", dup(node(sts, "spec template spec", 0)));
+    put(pod, "metadata labels statefulset.kubernetes.io/pod-name", jf("\"%s\"", name));
+    put(pod, "metadata labels apps.kubernetes.io/pod-index", jf("\"%d\"", ordinal));
+    put(pod, "spec", dup(node(tmpl, "spec", 0)));
     put(pod, "spec nodeName", jf("\"kwok-node-%d\"", i % 2));
-    put(pod, "spec hostname", jf("\"cache-%d\"", i));
-    put(pod, "spec subdomain", jf("\"cache\""));
+    put(pod, "spec hostname", jf("\"%s\"", name));
+    put(pod, "spec subdomain", jf("\"%s\"", sval(sts, "spec serviceName")));
     put(pod, "spec serviceAccountName", jf("\"default\""));
     put(pod, "spec tolerations",
         jf("[{\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\",\"effect\":\"NoExecute\","
@@ -291,82 +322,134 @@ static json_object *observe(int n, int primary, int down)
 static plan_t *plan_of(const world_t *w, int64_t now)
 {
     plan_children_t kids = {w->kid[K_CM], w->kid[K_SVC], w->kid[K_STS], w->kid[K_PDB]};
-    plan_observed_t more = {.pods = w->pods,
-                            .members = w->pods,
+    plan_observed_t more = {.pods = w->list[L_PODS],
+                            .members = w->list[L_PODS],
                             .redis = w->redis,
                             .primary_service = w->kid[K_PRIMARY],
                             .replicas_service = w->kid[K_REPLICAS],
+                            .shard_statefulsets = w->list[L_SHARD_STS],
+                            .shard_budgets = w->list[L_SHARD_PDB],
+                            .backups = w->list[L_BACKUPS],
+                            .jobs = w->list[L_JOBS],
+                            .backup_pods = w->list[L_BACKUP_PODS],
                             .auth = w->auth};
     plan_t *p = plan_compute_children(w->rc, &kids, &more, now);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     return p;
 }
 
-/* The pod of that name in the world, or NULL. */
-static json_object *pod_named(const world_t *w, const char *name)
+/* The object of that name in arr (NULL: none), or NULL. */
+static json_object *named(json_object *arr, const char *name)
 {
-    for (size_t i = 0; i < json_object_array_length(w->pods); i++) {
-        json_object *pod = json_object_array_get_idx(w->pods, i);
-        if (!strcmp(sval(pod, "metadata name"), name))
-            return pod;
+    for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+        json_object *o = json_object_array_get_idx(arr, i);
+        if (!strcmp(sval(o, "metadata name"), name))
+            return o;
     }
     return NULL;
 }
 
-/* Perform what of the plan lands on the RedisCluster and the pods (status, labels,
- * annotations), as the API server would. */
+/* Append o to the world's list l (made when there is none), taking o. */
+static void add_to(world_t *w, int l, json_object *o)
+{
+    if (!w->list[l])
+        w->list[l] = json_object_new_array();
+    json_object_array_add(w->list[l], o);
+}
+
+/* Put the members of the plan's label or annotation patch a on its pod. */
+static void patch_pod(world_t *w, const plan_action_t *a)
+{
+    const char *field = a->kind == PLAN_LABEL_POD ? "labels" : "annotations";
+    json_object *set = node(a->body, a->kind == PLAN_LABEL_POD ? "metadata labels" : "metadata annotations", 0);
+    json_object *pod = named(w->list[L_PODS], a->name);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pod);
+    json_object_object_foreach(set, k, v)
+    {
+        char path[300];
+        snprintf(path, sizeof(path), "metadata %s %s", field, k);
+        put(pod, path, dup(v));
+    }
+}
+
+/* Perform what of the plan lands on the RedisCluster, the RedisBackups and the pods
+ * (status, labels, annotations) and the Jobs it creates, as the API server would. */
 static void perform(world_t *w, const plan_t *p)
 {
     for (size_t i = 0; i < plan_action_count(p); i++) {
         const plan_action_t *a = plan_action(p, i);
         if (a->kind == PLAN_UPDATE_STATUS) {
-            put(w->rc, "status", dup(node(a->body, "status", 0)));
+            json_object *o = !strcmp(a->resource, "redisbackups") ? named(w->list[L_BACKUPS], a->name) : w->rc;
+            CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+            put(o, "status", dup(node(a->body, "status", 0)));
+        } else if (a->kind == PLAN_CREATE && !strcmp(a->resource, "jobs")) {
+            add_to(w, L_JOBS, stored(a->body));
         } else if (a->kind == PLAN_LABEL_POD || a->kind == PLAN_ANNOTATE_POD) {
-            const char *field = a->kind == PLAN_LABEL_POD ? "labels" : "annotations";
-            json_object *set = node(a->body, a->kind == PLAN_LABEL_POD ? "metadata labels" : "metadata annotations", 0);
-            json_object *pod = pod_named(w, a->name);
-            CU_ASSERT_PTR_NOT_NULL_FATAL(pod);
-            json_object_object_foreach(set, k, v)
-            {
-                char path[300];
-                snprintf(path, sizeof(path), "metadata %s %s", field, k);
-                put(pod, path, dup(v));
-            }
+            patch_pod(w, a);
         }
     }
 }
 
-/* A world of spec (mode, knobs) whose children the plan created at T0, whose pods all
+/* A world's topology: spec.mode. */
+enum { W_STANDALONE, W_REPLICATION, W_CLUSTER };
+#define REV "cache-5d8f" /* the StatefulSets' revision */
+
+/* Keep the child the plan's create a makes, as the API server stores it: Cluster mode's
+ * shard StatefulSets and budgets (<name>-shard<k>) in their lists. */
+static void keep_child(world_t *w, const plan_action_t *a)
+{
+    const char *name = sval(a->body, "metadata name");
+    int sts = !strcmp(a->resource, "statefulsets"), pdb = !strcmp(a->resource, "poddisruptionbudgets");
+    if (strstr(name, "-shard") && (sts || pdb)) {
+        add_to(w, sts ? L_SHARD_STS : L_SHARD_PDB, stored(a->body));
+        return;
+    }
+    int k = !strcmp(a->resource, "configmaps") ? K_CM
+            : sts                              ? K_STS
+            : pdb                              ? K_PDB
+            : strstr(name, "-primary")         ? K_PRIMARY
+            : strstr(name, "-replicas")        ? K_REPLICAS
+                                               : K_SVC;
+    w->kid[k] = stored(a->body);
+}
+
+/* The StatefulSet sts all Ready at REV, and its pods, the world's from the i-th on (their
+ * IPs follow); the index after them. */
+static int sts_pods(world_t *w, json_object *sts, int i)
+{
+    int n = (int)json_object_get_int64(node(sts, "spec replicas", 0));
+    sts_status(sts, n, REV, REV, n);
+    for (int k = 0; k < n; k++)
+        json_object_array_add(w->list[L_PODS], make_pod(sts, k, i + k, REV));
+    return i + n;
+}
+
+/* A world of spec (topo, knobs) whose children the plan created at T0, whose pods all
  * run Ready, with the status the plan wrote since. */
-static void world_new(world_t *w, const char *spec, int replication)
+static void world_new(world_t *w, const char *spec, int topo)
 {
     memset(w, 0, sizeof(*w));
     w->rc = jf("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"cache\","
                "\"namespace\":\"ns\",\"uid\":\"uid-rc\",\"generation\":1,\"resourceVersion\":\"100\","
                "\"creationTimestamp\":\"" T0_STR "\",\"finalizers\":[\"" PLAN_FINALIZER "\"]},\"spec\":%s}",
                spec);
-    w->pods = json_object_new_array();
+    w->list[L_PODS] = json_object_new_array();
     plan_t *p = plan_of(w, T0);
-    for (size_t i = 0; i < plan_action_count(p); i++) {
-        const plan_action_t *a = plan_action(p, i);
-        if (a->kind != PLAN_CREATE)
-            continue;
-        const char *name = sval(a->body, "metadata name");
-        int k = !strcmp(a->resource, "configmaps")             ? K_CM
-                : !strcmp(a->resource, "statefulsets")         ? K_STS
-                : !strcmp(a->resource, "poddisruptionbudgets") ? K_PDB
-                : strstr(name, "-primary")                     ? K_PRIMARY
-                : strstr(name, "-replicas")                    ? K_REPLICAS
-                                                               : K_SVC;
-        w->kid[k] = stored(a->body);
-    }
+    for (size_t i = 0; i < plan_action_count(p); i++)
+        if (plan_action(p, i)->kind == PLAN_CREATE)
+            keep_child(w, plan_action(p, i));
     plan_destroy(&p);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(w->kid[K_STS]);
-    int n = (int)json_object_get_int64(node(w->kid[K_STS], "spec replicas", 0));
-    sts_status(w, n, "cache-5d8f", "cache-5d8f", n);
-    for (int i = 0; i < n; i++)
-        json_object_array_add(w->pods, make_pod(w, i, "cache-5d8f"));
-    w->redis = observe(n, replication ? 0 : -1, -1);
+    int n = 0;
+    if (topo == W_CLUSTER) {
+        for (size_t k = 0; k < json_object_array_length(w->list[L_SHARD_STS]); k++)
+            n = sts_pods(w, json_object_array_get_idx(w->list[L_SHARD_STS], k), n);
+        w->redis = cluster_observation("cache", MET, n, "ok");
+    } else {
+        CU_ASSERT_PTR_NOT_NULL_FATAL(w->kid[K_STS]);
+        n = sts_pods(w, w->kid[K_STS], 0);
+        w->redis = observe(n, topo == W_REPLICATION ? 0 : -1, -1);
+    }
+    CU_ASSERT_FATAL(n > 0);
     for (int round = 0; round < 3; round++) {
         p = plan_of(w, T1);
         perform(w, p);
@@ -383,7 +466,7 @@ static void fingerprint(const world_t *w, int64_t now, buf_t *out)
     plan_t *p = plan_of(w, now);
     json_object *j = plan_to_json(p);
     plan_diag_reads_t dr;
-    plan_diagnosis_reads(w->kid[K_STS], w->pods, now, &dr);
+    plan_diagnosis_reads(w->kid[K_STS], w->list[L_PODS], now, &dr);
     buf_reset(out);
     buf_printf(out, "%s\nwants_diagnosis %d selector %s storage_class %s held %lld\ndiag_reads %d %s\n",
                json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN), plan_wants_diagnosis(p),
@@ -404,10 +487,13 @@ static void world_reduced(const world_t *w, unsigned uses, world_t *out)
     int oom = 0;
     for (int k = 0; k < N_KIDS; k++)
         out->kid[k] = w->kid[k] ? projection_reduce(projection_of(kid_kind[k]), w->kid[k], uses, &oom) : NULL;
-    out->pods = json_object_new_array();
-    const projection_t *pp = projection_of("Pod");
-    for (size_t i = 0; i < json_object_array_length(w->pods); i++)
-        json_object_array_add(out->pods, projection_reduce(pp, json_object_array_get_idx(w->pods, i), uses, &oom));
+    for (int l = 0; l < N_LISTS; l++) {
+        const projection_t *pl = projection_of(list_kind[l]);
+        out->list[l] = w->list[l] ? json_object_new_array() : NULL;
+        for (size_t i = 0; w->list[l] && i < json_object_array_length(w->list[l]); i++)
+            json_object_array_add(out->list[l], projection_reduce(pl, json_object_array_get_idx(w->list[l], i), uses,
+                                                                  &oom));
+    }
     CU_ASSERT_FALSE(oom);
 }
 
@@ -429,13 +515,13 @@ static void world_reduced(const world_t *w, unsigned uses, world_t *out)
 
 static json_object *pod_at(const world_t *w, int i)
 {
-    return json_object_array_get_idx(w->pods, (size_t)i);
+    return json_object_array_get_idx(w->list[L_PODS], (size_t)i);
 }
 
 /* The StatefulSet counts ready pods, and the rest as given. */
 static void sts_ready(world_t *w, int ready)
 {
-    sts_status(w, ready, "cache-5d8f", "cache-5d8f", 3);
+    sts_status(w->kid[K_STS], ready, REV, REV, 3);
 }
 
 static void vary_none(world_t *w)
@@ -490,8 +576,8 @@ static void vary_unschedulable(world_t *w)
 /* cache-2 is gone and not made again (the StatefulSet waits): its Events may say why. */
 static void vary_missing(world_t *w)
 {
-    json_object_array_del_idx(w->pods, 2, 1);
-    sts_status(w, 2, "cache-5d8f", "cache-5d8f", 2);
+    json_object_array_del_idx(w->list[L_PODS], 2, 1);
+    sts_status(w->kid[K_STS], 2, REV, REV, 2);
     put(w->kid[K_STS], "status replicas", jf("2"));
 }
 
@@ -508,7 +594,7 @@ static void vary_next_pod(world_t *w)
 /* The StatefulSet rolls out a new revision: cache-2 has it. */
 static void vary_rolling(world_t *w)
 {
-    sts_status(w, 3, "cache-5d8f", "cache-77aa", 1);
+    sts_status(w->kid[K_STS], 3, REV, "cache-77aa", 1);
     put(pod_at(w, 2), "metadata labels controller-revision-hash", jf("\"cache-77aa\""));
 }
 
@@ -546,7 +632,7 @@ static void vary_owner_conflict(world_t *w)
 /* REPLICATION: a new revision rolls out, one replica at a time (SWITCHOVER). */
 static void vary_switchover(world_t *w)
 {
-    sts_status(w, 3, "cache-5d8f", "cache-77aa", 0);
+    sts_status(w->kid[K_STS], 3, REV, "cache-77aa", 0);
 }
 
 /* REPLICATION: the primary does not answer since long (FAILOVER). */
@@ -562,37 +648,195 @@ static void vary_rotate(world_t *w)
     w->auth = PLAN_AUTH_ROTATE;
 }
 
+/* ---- BACKUP: RedisBackups, their Jobs and the Jobs' pods ------------------------------------ */
+
+#define BACKUP_SPEC                                                                                                 \
+    "{\"source\":{\"cluster\":\"cache\"},\"destination\":{\"endpoint\":\"http://127.0.0.1:7070\",\"bucket\":"       \
+    "\"backups\",\"prefix\":\"prod/cache\"},\"credentialsSecret\":{\"name\":\"s3\"}}"
+#define SPEC_SCHEDULE                                                                                               \
+    "{\"size\":3,\"mode\":\"Standalone\",\"backup\":{\"schedule\":\"*/5 * * * *\",\"keep\":2,\"destination\":{"     \
+    "\"endpoint\":\"http://127.0.0.1:7070\",\"bucket\":\"backups\",\"prefix\":\"sched/cache\"},"                    \
+    "\"credentialsSecret\":\"s3\"}," SPEC_KNOBS "}"
+#define SPEC_CLUSTER                                                                                                \
+    "{\"size\":6,\"mode\":\"Cluster\",\"cluster\":{\"shards\":3,\"replicasPerShard\":1}," SPEC_KNOBS "}"
+#define BAD_LINE                                                                                                   \
+    "rdc-backup take: PutObject backups/prod/cache/nightly.rdb: HTTP 404 NoSuchBucket: The specified bucket does " \
+    "not exist."
+
+/* The RedisBackup name of the cluster as the API server stores it, created at created,
+ * with labels (JSON members, "" none) and status (a JSON object, "" none). */
+static void add_backup(world_t *w, const char *name, const char *created, const char *labels, const char *status)
+{
+    json_object *rb = jf("{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisBackup\",\"metadata\":{\"name\":"
+                         "\"%s\",\"namespace\":\"ns\",\"labels\":{%s}},\"spec\":" BACKUP_SPEC "%s%s}",
+                         name, labels, *status ? ",\"status\":" : "", status);
+    json_object *o = stored(rb);
+    put(o, "metadata creationTimestamp", jf("\"%s\"", created));
+    add_to(w, L_BACKUPS, o);
+    json_object_put(rb);
+}
+
+/* The argument after flag in the command cmd (an array), or "?". */
+static const char *arg_after(json_object *cmd, const char *flag)
+{
+    for (size_t i = 0; i + 1 < json_object_array_length(cmd); i++)
+        if (!strcmp(json_object_get_string(json_object_array_get_idx(cmd, i)), flag))
+            return json_object_get_string(json_object_array_get_idx(cmd, i + 1));
+    return "?";
+}
+
+/* The status of the backup container c, ended with exit code code and message (NULL:
+ * rdc-backup's ok line of the key and source its command names), as the kubelet shows it. */
+static json_object *container_ended(json_object *c, int code, const char *message)
+{
+    char ok[1024];
+    json_object *cmd = node(c, "command", 0);
+    snprintf(ok, sizeof(ok),
+             "{\"result\":\"ok\",\"source\":\"%s\",\"bucket\":\"backups\",\"key\":\"%s\",\"size\":26889072,\"sha256\":"
+             "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\",\"offset\":29188913,\"startTime\":"
+             "\"2025-12-01T00:10:02Z\",\"completionTime\":\"2025-12-01T00:10:40Z\"}\n",
+             arg_after(cmd, "--redis"), arg_after(cmd, "--key"));
+    json_object *st = jf("{\"name\":\"%s\",\"ready\":false,\"started\":false,\"restartCount\":0,\"image\":\"%s\","
+                         "\"imageID\":\"registry.example.com/rdc@sha256:feed\",\"containerID\":\"containerd://b4c\","
+                         "\"lastState\":{},\"state\":{\"terminated\":{\"exitCode\":%d,\"reason\":\"%s\",\"startedAt\":"
+                         "\"2025-12-01T00:10:02Z\",\"finishedAt\":\"2025-12-01T00:10:40Z\",\"containerID\":"
+                         "\"containerd://b4c\"}}}",
+                         sval(c, "name"), sval(c, "image"), code, code ? "Error" : "Completed");
+    put(st, "state terminated message", json_object_new_string(message ? message : ok));
+    return st;
+}
+
+/* The pod of the Job job as the API server, the scheduler and the kubelet show it ended
+ * in phase, each container with exit code code and message (container_ended). */
+static json_object *job_pod(json_object *job, const char *phase, int code, const char *message)
+{
+    const char *name = sval(job, "metadata name");
+    json_object *tmpl = node(job, "spec template", 0);
+    json_object *pod = jf("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-x7k2p\","
+                          "\"generateName\":\"%s-\",\"namespace\":\"ns\",\"uid\":\"uid-bpod\","
+                          "\"resourceVersion\":\"977\","
+                          "\"creationTimestamp\":\"2025-12-01T00:10:01Z\",\"ownerReferences\":[{\"apiVersion\":"
+                          "\"batch/v1\",\"kind\":\"Job\",\"name\":\"%s\",\"uid\":\"%s\",\"controller\":true,"
+                          "\"blockOwnerDeletion\":true}]}}",
+                          name, name, name, sval(job, "metadata uid"));
+    put(pod, "metadata labels", dup(node(tmpl, "metadata labels", 0)));
+    put(pod, "spec", dup(node(tmpl, "spec", 0)));
+    put(pod, "spec nodeName", jf("\"kwok-node-1\""));
+    put(pod, "spec serviceAccountName", jf("\"default\""));
+    put(pod, "status",
+        jf("{\"phase\":\"%s\",\"conditions\":[{\"type\":\"PodReadyToStartContainers\",\"status\":\"False\","
+           "\"lastProbeTime\":null,\"lastTransitionTime\":\"2025-12-01T00:10:41Z\"},{\"type\":\"Initialized\","
+           "\"status\":\"True\",\"lastProbeTime\":null,\"lastTransitionTime\":\"2025-12-01T00:10:01Z\",\"reason\":"
+           "\"PodCompleted\"},{\"type\":\"Ready\",\"status\":\"False\",\"lastProbeTime\":null,\"lastTransitionTime\":"
+           "\"2025-12-01T00:10:41Z\",\"reason\":\"PodCompleted\"},{\"type\":\"PodScheduled\",\"status\":\"True\","
+           "\"lastProbeTime\":null,\"lastTransitionTime\":\"2025-12-01T00:10:01Z\"}],\"hostIP\":\"172.18.0.3\","
+           "\"podIP\":\"10.0.0.40\",\"podIPs\":[{\"ip\":\"10.0.0.40\"}],\"startTime\":\"2025-12-01T00:10:01Z\","
+           "\"qosClass\":\"BestEffort\",\"containerStatuses\":[]}",
+           phase));
+    json_object *cs = node(tmpl, "spec containers", 0), *out = node(pod, "status containerStatuses", 0);
+    for (size_t i = 0; i < json_object_array_length(cs); i++)
+        json_object_array_add(out, container_ended(json_object_array_get_idx(cs, i), code, message));
+    return pod;
+}
+
+/* BACKUP: the RedisBackup nightly, Pending (no Ready pod a moment ago): START makes its Job. */
+static void vary_backup_pending(world_t *w)
+{
+    add_backup(w, "nightly", "2025-12-01T00:10:30Z", "",
+               "{\"phase\":\"Pending\",\"message\":\"waiting for a Ready pod of the cluster to take the backup "
+               "from\"}");
+}
+
+/* BACKUP: nightly started (the plan made its Job and wrote Running), and the Job's pod
+ * ended in phase with each container's exit code and message (NULL: the ok line); the
+ * Job controller's status says how the Job ended. */
+static void backup_ended(world_t *w, const char *phase, int code, const char *message)
+{
+    add_backup(w, "nightly", "2025-12-01T00:09:30Z", "", "");
+    plan_t *p = plan_of(w, T1);
+    perform(w, p);
+    plan_destroy(&p);
+    json_object *job = named(w->list[L_JOBS], "nightly");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(job);
+    add_to(w, L_BACKUP_PODS, job_pod(job, phase, code, message));
+    put(job, "status",
+        jf("{\"%s\":1,\"ready\":0,\"terminating\":0,\"startTime\":\"2025-12-01T00:10:01Z\",\"uncountedTerminatedPods\":"
+           "{},\"conditions\":[{\"type\":\"%s\",\"status\":\"True\",\"lastProbeTime\":\"2025-12-01T00:10:42Z\","
+           "\"lastTransitionTime\":\"2025-12-01T00:10:42Z\",\"reason\":\"%s\",\"message\":\"%s\"},{\"type\":\"%s\","
+           "\"status\":\"True\",\"lastProbeTime\":\"2025-12-01T00:10:42Z\",\"lastTransitionTime\":"
+           "\"2025-12-01T00:10:42Z\",\"reason\":\"%s\",\"message\":\"%s\"}]}",
+           code ? "failed" : "succeeded", code ? "FailureTarget" : "SuccessCriteriaMet",
+           code ? "BackoffLimitExceeded" : "CompletionsReached",
+           code ? "Job has reached the specified backoff limit" : "Reached expected number of succeeded pods",
+           code ? "Failed" : "Complete", code ? "BackoffLimitExceeded" : "CompletionsReached",
+           code ? "Job has reached the specified backoff limit" : "Reached expected number of succeeded pods"));
+}
+
+/* BACKUP: rdc-backup said ok in every container (FINISH: Succeeded). */
+static void vary_backup_succeeded(world_t *w)
+{
+    backup_ended(w, "Succeeded", 0, NULL);
+}
+
+/* BACKUP: rdc-backup's bucket is missing (FINISH: Failed with its message). */
+static void vary_backup_failed(world_t *w)
+{
+    backup_ended(w, "Failed", 1, BAD_LINE "\n");
+}
+
+/* SCHEDULE: the last run was at 00:05 (00:10's is due), and three of the schedule's
+ * backups Succeeded before (keep 2: the oldest goes). */
+static void vary_schedule_due(world_t *w)
+{
+    static const char *const made[][2] = {{"cache-202511302300", "2025-11-30T23:00:00Z"},
+                                          {"cache-202511302330", "2025-11-30T23:30:00Z"},
+                                          {"cache-202512010000", "2025-12-01T00:00:00Z"}};
+    put(w->rc, "status backup lastScheduleTime", jf("\"2025-12-01T00:05:00Z\""));
+    for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++)
+        add_backup(w, made[i][0], made[i][1], "\"" RENDER_LABEL_SCHEDULE "\":\"cache\"",
+                   "{\"phase\":\"Succeeded\",\"key\":\"sched/cache/x.rdb\",\"size\":100}");
+}
+
 typedef struct {
     const char *name;
     const char *spec;
-    int replication;
+    int topo;
     void (*vary)(world_t *w);
     const char *shows; /* the plan says this: the scenario is what it claims */
 } scenario_t;
 
 static const scenario_t scenarios[] = {
-    {"Standalone, converged", SPEC_STANDALONE, 0, vary_none, "\"phase\":\"Running\""},
-    {"Standalone, a pod crash-looping", SPEC_STANDALONE, 0, vary_crashloop, "CrashLoopBackOff"},
-    {"Standalone, a pod unschedulable", SPEC_STANDALONE, 0, vary_unschedulable, "FailedScheduling"},
-    {"Standalone, a pod missing", SPEC_STANDALONE, 0, vary_missing, "diag_reads 1"},
-    {"Standalone, the next pod not made yet", SPEC_STANDALONE, 0, vary_next_pod, "diag_reads 0"},
-    {"Standalone, a rollout", SPEC_STANDALONE, 0, vary_rolling, "RollingUpdate"},
-    {"Standalone, the spec changed", SPEC_STANDALONE, 0, vary_spec_changed, "\"kind\":\"replace\""},
-    {"Standalone, a pod deleted", SPEC_STANDALONE, 0, vary_deleting, "ReplicasNotReady"},
-    {"Standalone, Redis restarted", SPEC_STANDALONE, 0, vary_restarted, "ConfigApplied"},
-    {"Standalone, a child in the way", SPEC_STANDALONE, 0, vary_owner_conflict, "OwnerConflict"},
-    {"Standalone, a restore failed", SPEC_RESTORE, 0, vary_restore_failed, "RestoreFailed"},
-    {"Replication, converged", SPEC_REPLICATION, 1, vary_none, "\"phase\":\"Running\""},
-    {"Replication, a rollout", SPEC_REPLICATION, 1, vary_switchover, "RolledPod"},
-    {"Replication, the primary down", SPEC_REPLICATION, 1, vary_failover, "FailedOver"},
-    {"Replication, a password rotation", SPEC_AUTH, 1, vary_rotate, "PasswordRotated"},
-    {"Replication, a pod deleted", SPEC_REPLICATION, 1, vary_deleting, "ReplicasMissing"},
+    {"Standalone, converged", SPEC_STANDALONE, W_STANDALONE, vary_none, "\"phase\":\"Running\""},
+    {"Standalone, a pod crash-looping", SPEC_STANDALONE, W_STANDALONE, vary_crashloop, "CrashLoopBackOff"},
+    {"Standalone, a pod unschedulable", SPEC_STANDALONE, W_STANDALONE, vary_unschedulable, "FailedScheduling"},
+    {"Standalone, a pod missing", SPEC_STANDALONE, W_STANDALONE, vary_missing, "diag_reads 1"},
+    {"Standalone, the next pod not made yet", SPEC_STANDALONE, W_STANDALONE, vary_next_pod, "diag_reads 0"},
+    {"Standalone, a rollout", SPEC_STANDALONE, W_STANDALONE, vary_rolling, "RollingUpdate"},
+    {"Standalone, the spec changed", SPEC_STANDALONE, W_STANDALONE, vary_spec_changed, "\"kind\":\"replace\""},
+    {"Standalone, a pod deleted", SPEC_STANDALONE, W_STANDALONE, vary_deleting, "ReplicasNotReady"},
+    {"Standalone, Redis restarted", SPEC_STANDALONE, W_STANDALONE, vary_restarted, "ConfigApplied"},
+    {"Standalone, a child in the way", SPEC_STANDALONE, W_STANDALONE, vary_owner_conflict, "OwnerConflict"},
+    {"Standalone, a restore failed", SPEC_RESTORE, W_STANDALONE, vary_restore_failed, "RestoreFailed"},
+    {"Replication, converged", SPEC_REPLICATION, W_REPLICATION, vary_none, "\"phase\":\"Running\""},
+    {"Replication, a rollout", SPEC_REPLICATION, W_REPLICATION, vary_switchover, "RolledPod"},
+    {"Replication, the primary down", SPEC_REPLICATION, W_REPLICATION, vary_failover, "FailedOver"},
+    {"Replication, a password rotation", SPEC_AUTH, W_REPLICATION, vary_rotate, "PasswordRotated"},
+    {"Replication, a pod deleted", SPEC_REPLICATION, W_REPLICATION, vary_deleting, "ReplicasMissing"},
+    {"Standalone, a backup Pending", SPEC_STANDALONE, W_STANDALONE, vary_backup_pending, "BackupStarted"},
+    {"Standalone, a backup succeeded", SPEC_STANDALONE, W_STANDALONE, vary_backup_succeeded, "BackupSucceeded"},
+    {"Standalone, a backup failed", SPEC_STANDALONE, W_STANDALONE, vary_backup_failed, "NoSuchBucket"},
+    {"Standalone, a scheduled backup due", SPEC_SCHEDULE, W_STANDALONE, vary_schedule_due, "BackupScheduled"},
+    {"Cluster, converged", SPEC_CLUSTER, W_CLUSTER, vary_none,
+     "{\"actions\":[],\"events\":[],\"status\":{\"phase\":\"Running\""},
+    {"Cluster, a backup Pending", SPEC_CLUSTER, W_CLUSTER, vary_backup_pending, "BackupStarted"},
+    {"Cluster, a backup succeeded", SPEC_CLUSTER, W_CLUSTER, vary_backup_succeeded, "BackupSucceeded"},
+    {"Cluster, a backup failed", SPEC_CLUSTER, W_CLUSTER, vary_backup_failed, "shard 0: rdc-backup take"},
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
 static void scenario_world(const scenario_t *sc, world_t *w)
 {
-    world_new(w, sc->spec, sc->replication);
+    world_new(w, sc->spec, sc->topo);
     sc->vary(w);
 }
 
@@ -766,8 +1010,9 @@ static void test_unread_fields_change_no_plan(void)
         for (int c = 0; c < N_KIDS; c++)
             if (w.kid[c])
                 walk_object(&k, w.kid[c], kid_kind[c]);
-        for (size_t p = 0; p < json_object_array_length(w.pods); p++)
-            walk_object(&k, json_object_array_get_idx(w.pods, p), "Pod");
+        for (int l = 0; l < N_LISTS; l++)
+            for (size_t o = 0; w.list[l] && o < json_object_array_length(w.list[l]); o++)
+                walk_object(&k, json_object_array_get_idx(w.list[l], o), list_kind[l]);
         CU_ASSERT_EQUAL(k.failures, 0);
         /* the walk left the world as it found it */
         fingerprint(&w, NOW, &k.now);
@@ -781,47 +1026,84 @@ static void test_unread_fields_change_no_plan(void)
     printf(" (%zu mutations) ", total);
 }
 
+/* One change of a digest test: put json at path of obj (a kind's), which moves its
+ * digest or leaves it. */
+typedef struct {
+    json_object *obj;
+    const char *kind, *path, *json;
+    int moves;
+} digest_step_t;
+
+/* Make the n changes in order: each moves the digest of its object from what it was just
+ * before, or leaves it, as it says. */
+static void digest_steps(const digest_step_t *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const projection_t *p = projection_of(s[i].kind);
+        uint64_t before = projection_digest(p, s[i].obj);
+        CU_ASSERT_NOT_EQUAL(before, 0);
+        put(s[i].obj, s[i].path, jf("%s", s[i].json));
+        int moved = projection_digest(p, s[i].obj) != before;
+        if (moved != s[i].moves)
+            fprintf(stderr, "\n  %s: setting %s to %s %s its digest\n", s[i].kind, s[i].path, s[i].json,
+                    moved ? "moves" : "leaves");
+        CU_ASSERT_EQUAL(moved, s[i].moves);
+    }
+}
+
 /* What the kubelet, kwok and the controllers change all the time leaves the digest as
- * it is; what a plan reads moves it. */
+ * it is; what a plan reads moves it: of a Replication cluster's StatefulSet, budget and
+ * pod, and of a Cluster-mode backup's RedisBackup, Job and the Job's pod. */
 static void test_digest_moves_with_read_fields_only(void)
 {
-    world_t w;
-    world_new(&w, SPEC_REPLICATION, 1);
+    world_t w, c;
+    world_new(&w, SPEC_REPLICATION, W_REPLICATION);
+    world_new(&c, SPEC_CLUSTER, W_CLUSTER);
+    vary_backup_succeeded(&c);
     json_object *sts = w.kid[K_STS], *pdb = w.kid[K_PDB], *pod = pod_at(&w, 1);
-    const projection_t *ps = projection_of("StatefulSet"), *pp = projection_of("PodDisruptionBudget"),
-                       *pd = projection_of("Pod");
-    uint64_t d_sts = projection_digest(ps, sts), d_pdb = projection_digest(pp, pdb), d_pod = projection_digest(pd, pod);
-    CU_ASSERT_NOT_EQUAL(d_sts, 0);
-    /* churn: versions, managed fields, counts and stamps no plan reads */
-    put(sts, "metadata resourceVersion", jf("\"5000\""));
-    put(sts, "metadata managedFields", jf("[{\"manager\":\"kube-controller-manager\",\"subresource\":\"status\"}]"));
-    put(sts, "status availableReplicas", jf("1"));
-    put(sts, "status currentReplicas", jf("2"));
-    put(sts, "status collisionCount", jf("1"));
-    put(pdb, "status",
-        jf("{\"observedGeneration\":1,\"disruptionsAllowed\":0,\"currentHealthy\":2,\"expectedPods\":3}"));
-    put(pdb, "metadata resourceVersion", jf("\"5001\""));
-    put(node(pod, "status conditions 0", 0), "lastProbeTime", jf("\"2025-12-01T00:11:00Z\""));
-    put(node(pod, "status containerStatuses 0", 0), "state",
-        jf("{\"running\":{\"startedAt\":\"2025-12-01T00:11:00Z\"}}"));
-    put(node(pod, "status containerStatuses 0", 0), "ready", jf("false"));
-    put(pod, "status hostIP", jf("\"172.18.0.9\""));
-    put(node(pod, "status conditions 3", 0), "status", jf("\"False\"")); /* ContainersReady alone */
-    put(node(pod, "status conditions 0", 0), "lastTransitionTime", jf("\"2025-12-01T00:11:00Z\""));
-    put(pod, "status phase", jf("\"Running\""));
-    CU_ASSERT_EQUAL(projection_digest(ps, sts), d_sts);
-    CU_ASSERT_EQUAL(projection_digest(pp, pdb), d_pdb);
-    CU_ASSERT_EQUAL(projection_digest(pd, pod), d_pod);
-    /* read: a ready count, a budget's spec, a pod's readiness, a label */
-    put(sts, "status readyReplicas", jf("2"));
-    CU_ASSERT_NOT_EQUAL(projection_digest(ps, sts), d_sts);
-    put(pdb, "spec maxUnavailable", jf("0"));
-    CU_ASSERT_NOT_EQUAL(projection_digest(pp, pdb), d_pdb);
-    put(node(pod, "status conditions 2", 0), "status", jf("\"False\""));
-    uint64_t d_notready = projection_digest(pd, pod);
-    CU_ASSERT_NOT_EQUAL(d_notready, d_pod);
-    put(pod, "metadata labels " RENDER_LABEL_ROLE, jf("\"primary\""));
-    CU_ASSERT_NOT_EQUAL(projection_digest(pd, pod), d_notready);
+    json_object *rb = json_object_array_get_idx(c.list[L_BACKUPS], 0);
+    json_object *job = json_object_array_get_idx(c.list[L_JOBS], 0);
+    json_object *bpod = json_object_array_get_idx(c.list[L_BACKUP_PODS], 0);
+    /* churn (0): versions, managed fields, counts and stamps no plan reads; read (1): a
+     * ready count, a budget's spec, a pod's readiness, a label; a backup's phase, its Job's
+     * count, a container's name (which shard it took) and its line */
+    const digest_step_t steps[] = {
+        {sts, "StatefulSet", "metadata resourceVersion", "\"5000\"", 0},
+        {sts, "StatefulSet", "metadata managedFields", "[{\"manager\":\"kube-controller-manager\"}]", 0},
+        {sts, "StatefulSet", "status availableReplicas", "1", 0},
+        {sts, "StatefulSet", "status currentReplicas", "2", 0},
+        {sts, "StatefulSet", "status collisionCount", "1", 0},
+        {pdb, "PodDisruptionBudget", "status", "{\"disruptionsAllowed\":0,\"currentHealthy\":2}", 0},
+        {pdb, "PodDisruptionBudget", "metadata resourceVersion", "\"5001\"", 0},
+        {pod, "Pod", "status conditions 0 lastProbeTime", "\"2025-12-01T00:11:00Z\"", 0},
+        {pod, "Pod", "status containerStatuses 0 state", "{\"running\":{\"startedAt\":\"2025-12-01T00:11:00Z\"}}", 0},
+        {pod, "Pod", "status containerStatuses 0 ready", "false", 0},
+        {pod, "Pod", "status hostIP", "\"172.18.0.9\"", 0},
+        {pod, "Pod", "status conditions 3 status", "\"False\"", 0}, /* ContainersReady alone */
+        {pod, "Pod", "status conditions 0 lastTransitionTime", "\"2025-12-01T00:11:00Z\"", 0},
+        {pod, "Pod", "status phase", "\"Running\"", 0},
+        {rb, "RedisBackup", "metadata resourceVersion", "\"6000\"", 0},
+        {rb, "RedisBackup", "metadata managedFields", "[{\"manager\":\"rediscluster-operator\"}]", 0},
+        {job, "Job", "metadata resourceVersion", "\"6001\"", 0},
+        {job, "Job", "status ready", "1", 0},
+        {job, "Job", "status uncountedTerminatedPods", "{\"succeeded\":[\"uid-bpod\"]}", 0},
+        {job, "Job", "status completionTime", "\"2025-12-01T00:10:43Z\"", 0},
+        {bpod, "BackupPod", "metadata resourceVersion", "\"6002\"", 0},
+        {bpod, "BackupPod", "status conditions 2 lastTransitionTime", "\"2025-12-01T00:10:50Z\"", 0},
+        {bpod, "BackupPod", "status containerStatuses 0 state terminated finishedAt", "\"2025-12-01T00:10:50Z\"", 0},
+        {bpod, "BackupPod", "status containerStatuses 1 imageID", "\"registry.example.com/rdc@sha256:beef\"", 0},
+        {bpod, "BackupPod", "status podIP", "\"10.0.0.41\"", 0},
+        {sts, "StatefulSet", "status readyReplicas", "2", 1},
+        {pdb, "PodDisruptionBudget", "spec maxUnavailable", "0", 1},
+        {pod, "Pod", "status conditions 2 status", "\"False\"", 1},
+        {pod, "Pod", "metadata labels " RENDER_LABEL_ROLE, "\"primary\"", 1},
+        {rb, "RedisBackup", "status phase", "\"Succeeded\"", 1},
+        {job, "Job", "status succeeded", "0", 1},
+        {bpod, "BackupPod", "status containerStatuses 1 name", "\"shard-7\"", 1},
+        {bpod, "BackupPod", "status containerStatuses 2 state terminated message", "\"{}\"", 1},
+    };
+    digest_steps(steps, sizeof(steps) / sizeof(steps[0]));
+    world_free(&c);
     world_free(&w);
 }
 
