@@ -231,7 +231,7 @@ static int shard_source(const ctopo_input_t *in, const ctopo_shard_t *sh)
 /* CLUSTER: the slots shard k's master m serves (its own view), "" when they do not fit. */
 static void master_slots(const ctopo_input_t *in, int m, char *out, size_t len)
 {
-    const cn_node_t *me = in->pod[m].view ? cn_myself(in->pod[m].view) : NULL;
+    const cn_node_t *me = m >= 0 && in->pod[m].view ? cn_myself(in->pod[m].view) : NULL;
     out[0] = '\0';
     if (me && me->nranges && me->nranges * 12 < len)
         cn_ranges_text(me->ranges, me->nranges, out, len);
