@@ -298,7 +298,14 @@ sleep 2
 t_stop=$(now)
 kill -STOP "$el_pid"
 # Sample both instances' write counters every 0.2 s until D has written for a while.
-c_prev=$(writes "$L") c_last_inc='' d_first_inc='' samples=0
+# The count to grow from: a number (a scrape right after the SIGSTOP may wait out the
+# stopped child and fail; a failed first scrape left "no-scrape-..." here and failed the
+# check "nor any since D's first write" in CI).
+c_prev=$(writes "$L")
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+    case "$c_prev" in *no-scrape*) sleep 0.3; c_prev=$(writes "$L") ;; *) break ;; esac
+done
+c_last_inc='' d_first_inc='' samples=0
 end=$((SECONDS + LEASE_S * 3 + 5))
 while [ "$SECONDS" -lt "$end" ]; do
     t=$(now)
