@@ -366,20 +366,27 @@ static void trimmed(const char *msg, char *out, size_t len)
     out[n] = '\0';
 }
 
+/* Copy into dst what rdc-backup take's line o says of its object (key, sha256, size,
+ * offset) and, with times, of when (startTime, completionTime). */
+static void copy_line(json_object *dst, const json_object *o, int times, int *oom)
+{
+    static const char *const strs[] = {"key", "sha256", "startTime", "completionTime"};
+    static const char *const ints[] = {"size", "offset"};
+    for (size_t i = 0; i < (times ? 4u : 2u); i++)
+        if (jsonx_str(o, strs[i]))
+            jsonx_put(dst, strs[i], jsonx_new_str(jsonx_str(o, strs[i]), oom), oom);
+    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+        int64_t v;
+        if (jsonx_int(o, ints[i], &v) == 0)
+            jsonx_put(dst, ints[i], jsonx_new_int(v, oom), oom);
+    }
+}
+
 /* The Succeeded status of the line o (result ok) for rb. */
 static json_object *succeeded_status(const json_object *rb, const json_object *o, int *oom)
 {
     json_object *st = phase_status(rb, "Succeeded", "", oom);
-    static const char *const strs[] = {"key", "sha256", "startTime", "completionTime"};
-    static const char *const ints[] = {"size", "offset"};
-    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
-        if (jsonx_str(o, strs[i]))
-            jsonx_put(st, strs[i], jsonx_new_str(jsonx_str(o, strs[i]), oom), oom);
-    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
-        int64_t v;
-        if (jsonx_int(o, ints[i], &v) == 0)
-            jsonx_put(st, ints[i], jsonx_new_int(v, oom), oom);
-    }
+    copy_line(st, o, 1, oom);
     return st;
 }
 
@@ -441,15 +448,7 @@ static json_object *shard_entry(int k, const json_object *o, const json_object *
         jsonx_put(e, "sourcePod", jsonx_new_str(pod, oom), oom);
     if (slots)
         jsonx_put(e, "slots", jsonx_new_str(slots, oom), oom);
-    static const char *const strs[] = {"key", "sha256"};
-    static const char *const ints[] = {"size", "offset"};
-    for (size_t i = 0; i < 2; i++) {
-        int64_t v;
-        if (jsonx_str(o, strs[i]))
-            jsonx_put(e, strs[i], jsonx_new_str(jsonx_str(o, strs[i]), oom), oom);
-        if (jsonx_int(o, ints[i], &v) == 0)
-            jsonx_put(e, ints[i], jsonx_new_int(v, oom), oom);
-    }
+    copy_line(e, o, 0, oom);
     return e;
 }
 
