@@ -148,10 +148,11 @@ size_t slotmove_list_count(int64_t batch_bytes, int64_t bytes_seen, int64_t keys
 /* ---- the run ---------------------------------------------------------------------------- */
 
 #define MIGRATE_FIXED 12 /* MIGRATE ip port "" 0 timeout REPLACE AUTH pw KEYS */
-/* A round's commands at most: SLOTMOVE_SIZES_ROUND MEMORY USAGEs, or one command per slot
- * of the group; and their arguments (a pipeline of MIGRATEs stops short of ROUND_ARGS,
- * one MIGRATE, SLOTMOVE_MAX_KEYS keys at most, always fits). */
-#define ROUND_CMDS (SLOTMOVE_SIZES_ROUND + SLOTMOVE_MAX_GROUP)
+/* A round's commands at most: SLOTMOVE_SIZES_ROUND MEMORY USAGEs, one command per slot of
+ * the group, or the close round's two per slot and MULTI and EXEC; and their arguments (a
+ * pipeline of MIGRATEs stops short of ROUND_ARGS, one MIGRATE, SLOTMOVE_MAX_KEYS keys at
+ * most, always fits). */
+#define ROUND_CMDS (SLOTMOVE_SIZES_ROUND + 2 * SLOTMOVE_MAX_GROUP + 1)
 #define ROUND_ARGS (3 * SLOTMOVE_SIZES_ROUND + MIGRATE_FIXED * SLOTMOVE_MAX_GROUP + SLOTMOVE_MAX_KEYS)
 
 /* One slot of the group: its machine, its last GETKEYS answer and the sizes known of its
@@ -368,6 +369,83 @@ static int round_of(run_t *r, slotmove_state_t st, char *err, size_t errlen)
     return rc;
 }
 
+/* CLOSING: one SETSLOT of the target's close round into it: "CLUSTER SETSLOT <x> <verb>
+ * [<target id>]". */
+static void close_command(run_t *r, mach_t *x, const char *verb)
+{
+    cmd_begin(r, x);
+    args(r, "CLUSTER");
+    args(r, "SETSLOT");
+    args(r, x->num);
+    args(r, verb);
+    if (!strcmp(verb, "NODE"))
+        args(r, r->job->target.id);
+    cmd_end(r);
+}
+
+/* CLOSING: the answer of queued command i (1..ncmd-2) of the close round, out of EXEC's
+ * (the last reply): its element when EXEC ran them all, else EXEC's own answer (an error:
+ * EXECABORT; NULL: no answer, err says why). */
+static const redisReply *close_answer(const run_t *r, size_t i)
+{
+    const redisReply *ex = r->replies[r->ncmd - 1];
+    if (ex && ex->type == REDIS_REPLY_ARRAY && ex->elements == r->ncmd - 2)
+        return ex->element[i - 1];
+    return ex && ex->type == REDIS_REPLY_ARRAY ? NULL : ex;
+}
+
+/* NODE_TARGET, the group's slots at once (CLOSING in slotmove.h): MULTI, then for every slot
+ * but the last SETSLOT STABLE and SETSLOT NODE <target>, for the last SETSLOT NODE
+ * <target> alone, EXEC. Each slot is fed its NODE answer (or its STABLE's, when that
+ * failed). Returns -1 when a slot failed (err: its words), else 0. */
+static int close_round(run_t *r, char *err, size_t errlen)
+{
+    size_t last = r->ng;
+    for (size_t i = 0; i < r->ng; i++)
+        if (r->g[i].m.state == SLOTMOVE_NODE_TARGET)
+            last = i;
+    if (last == r->ng)
+        return 0;
+    r->ncmd = r->narg = 0;
+    cmd_begin(r, NULL);
+    args(r, "MULTI");
+    cmd_end(r);
+    for (size_t i = 0; i <= last; i++) {
+        if (r->g[i].m.state != SLOTMOVE_NODE_TARGET)
+            continue;
+        if (i != last)
+            close_command(r, &r->g[i], "STABLE");
+        close_command(r, &r->g[i], "NODE");
+    }
+    cmd_begin(r, NULL);
+    args(r, "EXEC");
+    cmd_end(r);
+    char e[256] = "";
+    send_round(r, SLOTMOVE_TO_TARGET, e, sizeof(e));
+    int rc = 0;
+    const redisReply *ex = r->replies[r->ncmd - 1];
+    if (ex && ex->type == REDIS_REPLY_ARRAY && ex->elements != r->ncmd - 2)
+        snprintf(e, sizeof(e), "EXEC answered %zu of %zu commands", ex->elements, r->ncmd - 2);
+    const redisReply *stable = NULL;
+    for (size_t i = 1; i + 1 < r->ncmd; i++) {
+        mach_t *x = r->whose[i];
+        const redisReply *a = close_answer(r, i);
+        if (!strcmp(r->argvs[i][3], "STABLE")) {
+            stable = a && a->type == REDIS_REPLY_ERROR ? a : NULL;
+            continue;
+        }
+        slotmove_feed(&x->m, r->job, stable ? stable : a, NULL, e);
+        stable = NULL;
+        if (x->m.state == SLOTMOVE_FAILED && !rc) {
+            snprintf(err, errlen, "%s", x->m.why);
+            rc = -1;
+        }
+    }
+    for (size_t i = 0; i < r->ncmd; i++)
+        freeReplyObject(r->replies[i]);
+    return rc;
+}
+
 /* The sized keys of x not moved yet that fit in *room and in one pipeline's pipe bytes (at
  * least one when first, or when its first fits in *room: a key larger than pipe goes
  * alone), *room less their sizes: x's MIGRATE, or x left in SIZES when none fits (its turn
@@ -555,7 +633,7 @@ static int run_group(run_t *r, char *err, size_t errlen)
     }
     if (rc < 0)
         return rc;
-    int closed = round_of(r, SLOTMOVE_NODE_TARGET, err, errlen);
+    int closed = close_round(r, err, errlen);
     if (!closed)
         closed = round_of(r, SLOTMOVE_NODE_SOURCE, err, errlen);
     while (!closed && any_in(r, SLOTMOVE_NODE_OTHERS))

@@ -9,7 +9,8 @@
  *               the batch is the keys whose sizes sum to batch_bytes (at least one key)
  *   MIGRATE     on S: MIGRATE <T ip> <T port> "" 0 <timeout> [REPLACE] [AUTH <pw>] KEYS ...;
  *               then SIZES again while keys the last GETKEYS listed are left, else GETKEYS
- *   NODE_TARGET on T: CLUSTER SETSLOT s NODE <T>        (T owns s, bumps its epoch)
+ *   NODE_TARGET on T: CLUSTER SETSLOT s NODE <T>        (T owns s; CLOSING: the group's
+ *               in one MULTI/EXEC, one epoch bump)
  *   NODE_SOURCE on S: CLUSTER SETSLOT s NODE <T>        (S forgets MIGRATING; Redis
  *               refuses while S still holds a key of s)
  *   NODE_OTHERS on each other master: CLUSTER SETSLOT s NODE <T> (gossip would tell them
@@ -46,6 +47,16 @@
  * finishes: the plan resumes every open slot of the same source and target in one move
  * (cluster_topo.c, RESHARD). A run stopped by its budget mid-group still closes the slots
  * already emptied.
+ *
+ * CLOSING: SETSLOT NODE <T> on T while T imports s bumps T's epoch (when not already the
+ * highest) and sends every node a PONG, which each node digests by walking all the slots
+ * of the claim and saving its nodes.conf: 64 of them at once stalled every node's clients
+ * (docs/cluster-mode.md, "CLOSING"). So the NODE_TARGET round is one transaction to T:
+ * MULTI, then SETSLOT s STABLE and SETSLOT s NODE <T> for every slot but the last (the
+ * STABLE clears T's IMPORTING: that NODE bumps and tells nothing), SETSLOT NODE <T> of
+ * the last alone (the one bump, one PONG carrying the whole group), EXEC. No client is
+ * served between a slot's STABLE and NODE; a worker killed before EXEC leaves none done.
+ * Each slot is fed its NODE's element of EXEC's answer (its STABLE's when that failed).
  *
  * LISTING: each key is listed and sized once. A GETKEYS asks for about as many keys as a
  * batch takes (slotmove_list_count: SLOTMOVE_FIRST_KEYS until the run has sized a key,

@@ -1214,11 +1214,17 @@ static int setslot_node(sc_t *w, int xi, int s, int z)
 static int cmd_setslot(sc_t *w, int xi, int argc, const char *const *argv)
 {
     node_t *x = w->n[xi];
-    if (argc < 5)
+    int stable = argc == 4 && !strcasecmp(argv[3], "STABLE");
+    if (argc < 5 && !stable)
         return err_reply("ERR wrong number of arguments");
-    int s = num(argv[2]), z = find_id(w, argv[4]);
     if (x->master >= 0)
         return err_reply("ERR Please use SETSLOT only with masters.");
+    int s = num(argv[2]);
+    if (stable) { /* the slot's IMPORTING/MIGRATING mark cleared, nothing else */
+        close_slot(w, x, s);
+        return ok_reply();
+    }
+    int z = find_id(w, argv[4]);
     if (z < 0 || !x->know[z])
         return err_reply("ERR I don't know about node %s", argv[4]);
     if (!strcasecmp(argv[3], "IMPORTING") || !strcasecmp(argv[3], "MIGRATING"))
@@ -1387,8 +1393,57 @@ static redisReply *reply_of_buf(void)
 
 /* ---- workerd: the operator's decisions applied to the model ------------------------------ */
 
+/* MULTI ... EXEC on the operator's connection to a node (slotmove's CLOSING): the commands
+ * queued as text, run at EXEC one after the other with nothing in between; dropped with
+ * the connection when the operator is killed before EXEC. */
+#define TXN_MAX (2 * SLOTMOVE_MAX_GROUP)
+static struct {
+    int node; /* the node MULTI went to; -1 none */
+    int n;
+    int argc[TXN_MAX];
+    char argv[TXN_MAX][5][48];
+} txn = {.node = -1};
+static resp_t txn_out;
+
+/* MULTI, a command while one is open, or EXEC on node xi: the answer in resp_buf. */
+static void txn_command(sc_t *w, int xi, int argc, const char *const *argv)
+{
+    if (!strcasecmp(argv[0], "MULTI")) {
+        txn.node = xi;
+        txn.n = 0;
+        ok_reply();
+        return;
+    }
+    if (strcasecmp(argv[0], "EXEC")) {
+        if (txn.n == TXN_MAX || argc > 5) {
+            err_reply("ERR simulation: transaction too large");
+            return;
+        }
+        txn.argc[txn.n] = argc;
+        for (int a = 0; a < argc; a++)
+            snprintf(txn.argv[txn.n][a], sizeof(txn.argv[txn.n][a]), "%s", argv[a]);
+        txn.n++;
+        resp_buf.len = 0;
+        resp_fmt(&resp_buf, "+QUEUED\r\n");
+        return;
+    }
+    txn_out.len = 0;
+    resp_fmt(&txn_out, "*%d\r\n", txn.n);
+    for (int q = 0; q < txn.n; q++) {
+        const char *args[5];
+        for (int a = 0; a < txn.argc[q]; a++)
+            args[a] = txn.argv[q][a];
+        exec_cmd(w, xi, txn.argc[q], args, 0);
+        resp_add(&txn_out, resp_buf.b, resp_buf.len);
+    }
+    txn.node = -1;
+    resp_buf.len = 0;
+    resp_add(&resp_buf, txn_out.b, txn_out.len);
+}
+
 static void operator_crash(sc_t *w, const char *where)
 {
+    txn.node = -1; /* its connections closed: Redis drops what they had queued */
     w->crash_armed = 0;
     w->op_down_until = w->tick + sim_rng_range(&w->rng, 10, 50);
     ev(w, 20, 0, 0, "operator killed %s; back at %lld", where, (long long)w->op_down_until);
@@ -1427,7 +1482,10 @@ static redisReply *io_command(void *user, int to, int argc, const char *const *a
         return NULL;
     }
     w->res.commands++;
-    exec_cmd(w, xi, argc, argv, cut);
+    if (txn.node == xi || !strcasecmp(argv[0], "MULTI"))
+        txn_command(w, xi, argc, argv);
+    else
+        exec_cmd(w, xi, argc, argv, cut);
     if (cut) {
         operator_crash(w, "in a MIGRATE (keys copied, not deleted)");
         snprintf(err, errlen, "the operator was killed");

@@ -1,8 +1,9 @@
 /* test_slotmove: moving hash slots (workerd/slotmove.h).
  *   - the machine as a table: a state and an answer, the next state;
  *   - runs against a model of Redis Cluster's answers (each node's own slot table, its
- *     IMPORTING/MIGRATING marks, its keys; CLUSTER SETSLOT, GETKEYSINSLOT and MIGRATE as
- *     Redis 7 answers them, refusals included): one slot with keys moved whole; a run
+ *     IMPORTING/MIGRATING marks, its keys; CLUSTER SETSLOT, GETKEYSINSLOT, MIGRATE and
+ *     MULTI/EXEC as Redis 7 answers them, refusals included): one slot with keys moved
+ *     whole (a group's close one transaction, one epoch bump and PONG); a run
  *     cut off after every single command (a worker or the operator killed there), then a
  *     fresh run: the slot ends on the target, closed everywhere, every key there once
  *     with its value; a MIGRATE cut off after copying a key and before deleting it
@@ -184,12 +185,20 @@ typedef struct {
     int nasked;
     int getkeys, sizes; /* GETKEYSINSLOTs and MEMORY USAGEs answered */
     int most_sizes;   /* the most MEMORY USAGEs one pipeline carried */
+    int broadcasts;   /* SETSLOT NODE <itself> on a node importing the slot: Redis bumps its
+                       * epoch and sends every node a PONG (CLOSING) */
+    int transactions; /* EXECs run */
+    int queued[NODES]; /* MULTI on a node's connection: how many commands it queued; -1 none */
+    char queue[NODES][2 * SLOTMOVE_MAX_GROUP][5][48]; /* their arguments (CLUSTER SETSLOT only) */
+    int queue_argc[NODES][2 * SLOTMOVE_MAX_GROUP];
 } model_t;
 
 static void model_init(model_t *w, int keys_in_slot3)
 {
     memset(w, 0, sizeof(*w));
     w->fail_at = w->cut_migrate = w->refuse_slot = -1;
+    for (int i = 0; i < NODES; i++)
+        w->queued[i] = -1;
     w->state = "online";
     for (int i = 0; i < NODES; i++) {
         memset(w->id[i], '0' + i, CN_ID_LEN);
@@ -241,6 +250,10 @@ static redisReply *m_setslot(model_t *w, int me, int argc, const char *const *ar
     int s = (int)strtol(argv[2], NULL, 10);
     const char *how = argv[3];
     int who = argc > 4 ? node_by_id(w, argv[4]) : -1;
+    if (!strcmp(how, "STABLE")) {
+        n->importing[s] = n->migrating[s] = -1;
+        return status_of("OK");
+    }
     char e[200];
     if (who < 0) {
         snprintf(e, sizeof(e), "ERR I don't know about node %s", argc > 4 ? argv[4] : "");
@@ -268,6 +281,8 @@ static redisReply *m_setslot(model_t *w, int me, int argc, const char *const *ar
         }
         if (who != me && n->migrating[s] >= 0 && keys_in(n, s) == 0)
             n->migrating[s] = -1;
+        if (who == me && n->importing[s] >= 0)
+            w->broadcasts++; /* Redis: the epoch bumped, a PONG to every node */
         if (who == me)
             n->importing[s] = -1;
         n->owner[s] = who;
@@ -396,15 +411,59 @@ static redisReply *m_replica_view(model_t *w)
 }
 
 static redisReply *m_command(void *user, int to, int argc, const char *const *argv, const size_t *lens, char *err,
+                             size_t errlen);
+
+/* MULTI, a command queued, EXEC on node me's connection, as Redis answers them (the queued
+ * commands run at EXEC, their answers its array); NULL when argv is none of those. */
+static redisReply *m_transaction(model_t *w, int me, int argc, const char *const *argv)
+{
+    if (!strcmp(argv[0], "MULTI")) {
+        w->queued[me] = 0;
+        return status_of("OK");
+    }
+    if (w->queued[me] < 0)
+        return NULL;
+    if (strcmp(argv[0], "EXEC")) {
+        int q = w->queued[me]++;
+        CU_ASSERT_FATAL(q < 2 * SLOTMOVE_MAX_GROUP && argc <= 5);
+        w->queue_argc[me][q] = argc;
+        for (int a = 0; a < argc; a++)
+            snprintf(w->queue[me][q][a], sizeof(w->queue[me][q][a]), "%s", argv[a]);
+        return status_of("QUEUED");
+    }
+    int n = w->queued[me];
+    w->queued[me] = -1;
+    w->transactions++;
+    redisReply *ex = calloc(1, sizeof(*ex));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
+    ex->type = REDIS_REPLY_ARRAY;
+    ex->elements = (size_t)n;
+    ex->element = calloc((size_t)n + 1, sizeof(*ex->element));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ex->element);
+    for (int q = 0; q < n; q++) {
+        const char *args[5];
+        for (int a = 0; a < w->queue_argc[me][q]; a++)
+            args[a] = w->queue[me][q][a];
+        ex->element[q] = m_setslot(w, me, w->queue_argc[me][q], args);
+    }
+    return ex;
+}
+
+static redisReply *m_command(void *user, int to, int argc, const char *const *argv, const size_t *lens, char *err,
                              size_t errlen)
 {
     (void)lens;
     model_t *w = user;
     int me = to == SLOTMOVE_TO_SOURCE ? 0 : to == SLOTMOVE_TO_TARGET ? 1 : 2 + to;
     if (w->calls++ == w->fail_at) {
+        for (int i = 0; i < NODES; i++) /* the connections go, and what they had queued */
+            w->queued[i] = -1;
         snprintf(err, errlen, "model: the worker was killed here");
         return NULL;
     }
+    redisReply *t = me < NODES ? m_transaction(w, me, argc, argv) : NULL;
+    if (t)
+        return t;
     if (to >= SLOTMOVE_MAX_OTHERS)
         return m_replica_view(w);
     if (!strcmp(argv[0], "MIGRATE")) {
@@ -524,14 +583,16 @@ static void test_moves_a_slot(void)
     /* GROUPS: the three slots in lockstep, pipelined (then one by one: io without pipeline),
      * and a group of one slot (each slot through its steps before the next) */
     static const struct {
-        int group, pipelined, ticks, round_trips;
+        int group, pipelined, ticks, round_trips, closes;
     } rows[] = {
         /* CLUSTER NODES, IMPORTING, MIGRATING, 3 GETKEYS (LISTING: slot 3's first 16 keys,
          * its 9 others, none), 2 SIZES (16 keys, then the 9: the 6 of the second batch were
-         * sized in the first), 3 MIGRATE, NODE x 4 */
-        {0, 1, 1 + 4, 1 + 2 + 3 + 2 + 3 + 4},
-        {0, 0, 1 + 4, 0},
-        {1, 1, 3 + 6, 1 + 3 * (2 + 1 + 4) + 2 + 2 + 3}, /* (slot 3: 2 more GETKEYS, 2 SIZES, 3 MIGRATE) */
+         * sized in the first), 3 MIGRATE, NODE x 4; CLOSING: the target closes the group in
+         * one MULTI/EXEC and only its last slot has the target bump its epoch and tell
+         * every node (a PONG) */
+        {0, 1, 1 + 4, 1 + 2 + 3 + 2 + 3 + 4, 1},
+        {0, 0, 1 + 4, 0, 1},
+        {1, 1, 3 + 6, 1 + 3 * (2 + 1 + 4) + 2 + 2 + 3, 3}, /* (slot 3: 2 more GETKEYS, 2 SIZES, 3 MIGRATE) */
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         static model_t w;
@@ -551,6 +612,8 @@ static void test_moves_a_slot(void)
         CU_ASSERT_EQUAL(pr.round_trips, rows[i].round_trips ? rows[i].round_trips : pr.commands);
         CU_ASSERT_EQUAL(w.pipelines, rows[i].pipelined ? pr.round_trips - 1 : 0);
         CU_ASSERT_FALSE(pr.stopped);
+        CU_ASSERT_EQUAL(w.transactions, rows[i].closes); /* a group's close: one EXEC, */
+        CU_ASSERT_EQUAL(w.broadcasts, rows[i].closes);   /* one epoch bump and PONG */
         check_moved(&w, 3, 25);
         for (int s = 2; s <= 4; s++)
             CU_ASSERT_EQUAL(w.n[2].owner[s], 1);
