@@ -254,6 +254,33 @@ static int plan_pods_last(const plan_ctx_t *c, const found_t *x)
                : 0;
 }
 
+/* Decision 7 for a cluster neither Running nor Failed nor held by a restore: when to look
+ * again, at the latest. PLAN_REQUEUE_NOT_READY_NS while it waits on what no watch event
+ * reports (an object in the way, a StorageClass still missing, Events to read, a mode
+ * whose waits are not traced here); else when the diagnosis becomes due and may find
+ * something new (status_policy_diagnosis_wait_ns, plan_diagnosis_clock_ns), and
+ * PLAN_REQUEUE_WATCHED_NS when only a watched change can. class_checked: the plan looked
+ * the StorageClass up. A held status write asks for its window's end itself. */
+static int64_t not_running_requeue_ns(const plan_ctx_t *c, const found_t *x, const json_object *sts,
+                                      int class_checked)
+{
+    const plan_observed_t *m = c->more;
+    if (x->kids.owner_conflict || !x->kids.sts_ours || !m || c->spec->mode == RDC_MODE_CLUSTER ||
+        (class_checked && m->storage_class_missing))
+        return PLAN_REQUEUE_NOT_READY_NS;
+    plan_sts_view_t v = plan_view_statefulset(sts);
+    if (v.ready >= c->spec->size)
+        return PLAN_REQUEUE_WATCHED_NS; /* no diagnosis: the StatefulSet's rollout, watched */
+    int64_t wait = status_policy_diagnosis_wait_ns(jsonx_get(c->rc, "status"), v.replicas, v.ready,
+                                                   plan_status_held_ns(c->plan) > 0, c->now);
+    int64_t clock = plan_diagnosis_clock_ns(sts, m->pods ? m->pods : m->members, c->now);
+    if (clock < 0)
+        return wait > 0 ? wait : PLAN_REQUEUE_NOT_READY_NS;
+    if (!clock)
+        return PLAN_REQUEUE_WATCHED_NS;
+    return clock > wait ? clock : wait; /* not due before wait, nothing to find before clock */
+}
+
 /* What the caller is asked to read next, and the requeue of decision 7. */
 static void plan_reads(const plan_ctx_t *c, const found_t *x, const json_object *sts)
 {
@@ -285,7 +312,7 @@ static void plan_reads(const plan_ctx_t *c, const found_t *x, const json_object 
     if (x->restore.hold && !x->kids.owner_conflict)
         plan_requeue_within(p, x->restore.requeue_ns);
     else if (x->kids.owner_conflict || (phase && strcmp(phase, "Running") && strcmp(phase, "Failed")))
-        plan_requeue_within(p, PLAN_REQUEUE_NOT_READY_NS);
+        plan_requeue_within(p, not_running_requeue_ns(c, x, sts, cls != NULL));
 }
 
 /* Decisions 3 to 7 for an object that is not being deleted. Out of memory sets the

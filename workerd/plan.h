@@ -482,7 +482,8 @@
 #define PLAN_SPEC_HASH_ANNOTATION "cache.example.com/spec-hash" /* REMOVED KNOBS */
 #define PLAN_RENDERED_KEYS_ANNOTATION "cache.example.com/rendered-metadata" /* REMOVED KNOBS */
 #define PLAN_REDIS_MAX_ARGS 136 /* CONFIG SET with every run-time directive pair (RUNTIME CONFIG) */
-#define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
+#define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000) /* decision 7: what is not watched */
+#define PLAN_REQUEUE_WATCHED_NS (INT64_C(60) * 1000000000)   /* decision 7: only the watched */
 #define PLAN_FAILOVER_DOWN_AFTER_MS (RDC_SPEC_DEFAULT_DOWN_AFTER_NS / 1000000) /* spec.failover.downAfter's */
 #define PLAN_REQUEUE_SWITCHOVER_NS (INT64_C(2) * 1000000000) /* SWITCHOVER: look again */
 #define PLAN_COMMAND_WINDOW_NS (INT64_C(10) * 1000000000) /* COMMAND RECORD: a plan's commands go within */
@@ -705,6 +706,18 @@ typedef struct {
 } plan_diag_reads_t;
 void plan_diagnosis_reads(const json_object *statefulset, const json_object *pods, int64_t now_wall_ns,
                           plan_diag_reads_t *out);
+
+/* DIAGNOSIS's clock (decision 7): with the StatefulSet and its pods unchanged, when
+ * looking again may find what looking now cannot:
+ *   -1  now and at every look: plan_diagnosis_reads names Events to read (they are not
+ *       watched: only looking again finds a new one), or pods is not an array (not known);
+ *   >0  in that many nanoseconds a grace ends: a missing pod's (the 10 s its controller
+ *       had to make it, then its Events are read) or the pod to explain's (30 s old: its
+ *       own PodScheduled=False, then its Events, count);
+ *    0  never by time alone: every cause left is in the pods' status or the StatefulSet's,
+ *       whose changes are watched (a watch event brings the next look).
+ * Inputs are only read. */
+int64_t plan_diagnosis_clock_ns(const json_object *statefulset, const json_object *pods, int64_t now_wall_ns);
 
 /* The plan that takes a refused child back (TAKING A CHILD BACK): action is the index in
  * failed of a PLAN_APPLY the API refused with http_status, api_reason and api_message;
