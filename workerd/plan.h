@@ -484,6 +484,7 @@
 #define PLAN_REDIS_MAX_ARGS 136 /* CONFIG SET with every run-time directive pair (RUNTIME CONFIG) */
 #define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000) /* decision 7: what is not watched */
 #define PLAN_REQUEUE_WATCHED_NS (INT64_C(60) * 1000000000)   /* decision 7: only the watched */
+#define PLAN_REQUEUE_TOLD_NS (INT64_C(1) * 1000000000)       /* decision 7: after the counts' write */
 #define PLAN_FAILOVER_DOWN_AFTER_MS (RDC_SPEC_DEFAULT_DOWN_AFTER_NS / 1000000) /* spec.failover.downAfter's */
 #define PLAN_REQUEUE_SWITCHOVER_NS (INT64_C(2) * 1000000000) /* SWITCHOVER: look again */
 #define PLAN_COMMAND_WINDOW_NS (INT64_C(10) * 1000000000) /* COMMAND RECORD: a plan's commands go within */
