@@ -509,7 +509,8 @@ static void test_status_without_update_time(void)
 /* ---- plan: when a cluster not Running is looked at again (plan.h decision 7) ---------- */
 
 #define AT(s) "2024-05-01T12:" s "Z" /* a time of T0's hour; T0 is 12:00:00 */
-#define POD(name, created, status) "{\"metadata\":{\"name\":\"" name "\",\"creationTimestamp\":\"" created "\"},\"status\":" status "}"
+#define POD(name, created, status)                                                                                 \
+    "{\"metadata\":{\"name\":\"" name "\",\"creationTimestamp\":\"" created "\"},\"status\":" status "}"
 #define RDY(since) "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"" since "\"}]}"
 #define NOT_RDY "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}"
 #define PULL                                                                                                       \
