@@ -3234,6 +3234,16 @@ static json_object *fo_node(const char *spec)
     return o;
 }
 
+/* An observation of the three nodes n[] (fo_node's format). */
+static json_object *fo_obs(const char *n0, const char *n1, const char *n2)
+{
+    json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
+    const char *n[3] = {n0, n1, n2};
+    for (int k = 0; k < 3; k++)
+        json_object_array_add(at(obs, "nodes"), fo_node(n[k]));
+    return obs;
+}
+
 static void test_failover_table(void)
 {
     static const struct {
@@ -3366,9 +3376,7 @@ static void test_failover_table(void)
         set_at(rc, "status primary", t);
         set_at(rc, "metadata resourceVersion", "\"4711\"");
         json_object *pods = repl_pods(cases[i].labels[0], cases[i].labels[1], cases[i].labels[2]);
-        json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
-        for (int k = 0; k < 3; k++)
-            json_object_array_add(at(obs, "nodes"), fo_node(cases[i].nodes[k]));
+        json_object *obs = fo_obs(cases[i].nodes[0], cases[i].nodes[1], cases[i].nodes[2]);
         plan_observed_t more = {.members = pods, .redis = obs};
         plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -3417,16 +3425,6 @@ static void test_failover_table(void)
         json_object_put(pods);
         json_object_put(obs);
     }
-}
-
-/* An observation of the three nodes n[] (fo_node's format). */
-static json_object *fo_obs(const char *n0, const char *n1, const char *n2)
-{
-    json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
-    const char *n[3] = {n0, n1, n2};
-    for (int k = 0; k < 3; k++)
-        json_object_array_add(at(obs, "nodes"), fo_node(n[k]));
-    return obs;
 }
 
 /* Finding 7, "one observer": a primary that does not answer the operator while a replica
