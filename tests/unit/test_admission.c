@@ -150,6 +150,24 @@ static answer_t validate_update(const char *old_spec, const char *new_spec)
     return a;
 }
 
+/* Assert that answer a allows; frees it. */
+static void expect_allowed(answer_t a)
+{
+    CU_ASSERT_TRUE(allowed(&a));
+    answer_free(&a);
+}
+
+/* Assert that answer a refuses, with HTTP status code (0: any) and a message that
+ * contains has; frees it. */
+static void expect_refused(answer_t a, int code, const char *has)
+{
+    CU_ASSERT_FALSE(allowed(&a));
+    if (code)
+        CU_ASSERT_EQUAL(status_code(&a), code);
+    CU_ASSERT(text_contains(message(&a), has));
+    answer_free(&a);
+}
+
 /* Decode the base64 JSON Patch of a mutating answer; NULL when there is none. */
 static json_object *patch_of(const answer_t *a)
 {
@@ -315,17 +333,12 @@ static void test_invalid_fields_named_in_message(void)
  * with its name, 403 Forbidden (only Forbidden errors); an allowed one passes. */
 static void test_owned_directive_refused_by_name(void)
 {
-    answer_t a = validate_create("cache", "{\"size\":1,\"image\":\"redis\",\"config\":{\"extra\":{\"hz\":\"20\","
-                                          "\"rename-command\":\"CONFIG \\\"\\\"\"}}}");
-    CU_ASSERT_FALSE(allowed(&a));
-    CU_ASSERT_EQUAL(status_code(&a), 403);
-    CU_ASSERT(text_contains(message(&a),
-                            "RedisCluster.cache.example.com \"cache\" is forbidden: spec.config.extra.rename-command: "
-                            "Forbidden: directive \"rename-command\" is owned by the operator"));
-    answer_free(&a);
-    a = validate_create("cache", "{\"size\":1,\"image\":\"redis\",\"config\":{\"extra\":{\"hz\":\"20\"}}}");
-    CU_ASSERT_TRUE(allowed(&a));
-    answer_free(&a);
+    expect_refused(validate_create("cache", "{\"size\":1,\"image\":\"redis\",\"config\":{\"extra\":{\"hz\":\"20\","
+                                            "\"rename-command\":\"CONFIG \\\"\\\"\"}}}"),
+                   403,
+                   "RedisCluster.cache.example.com \"cache\" is forbidden: spec.config.extra.rename-command: "
+                   "Forbidden: directive \"rename-command\" is owned by the operator");
+    expect_allowed(validate_create("cache", "{\"size\":1,\"image\":\"redis\",\"config\":{\"extra\":{\"hz\":\"20\"}}}"));
 }
 
 static void test_every_problem_listed(void)
@@ -401,19 +414,14 @@ static void test_invalid_names(void)
                         "must be a DNS-1035 label of at most 52 characters");
         answer_free(&a);
     }
-    answer_t a = validate_create("a23456789012345678901234567890123456789012345678901x" /* 52 */, VALID_SPEC);
-    CU_ASSERT(allowed(&a));
-    answer_free(&a);
+    expect_allowed(validate_create("a23456789012345678901234567890123456789012345678901x" /* 52 */, VALID_SPEC));
     /* A name that is missing altogether. */
     const char *body =
         "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\","
         "\"kind\":{\"group\":\"cache.example.com\",\"version\":\"v1alpha1\",\"kind\":\"RedisCluster\"},"
         "\"operation\":\"CREATE\",\"object\":{\"metadata\":{\"generateName\":\"c-\"},\"spec\":" VALID_SPEC "}}}";
-    a = ask_str(body, ADMISSION_VALIDATE);
-    CU_ASSERT_FALSE(allowed(&a));
-    CU_ASSERT(text_contains(message(&a),
-                            "RedisCluster.cache.example.com \"\" is invalid: metadata.name: Required value"));
-    answer_free(&a);
+    expect_refused(ask_str(body, ADMISSION_VALIDATE), 0,
+                   "RedisCluster.cache.example.com \"\" is invalid: metadata.name: Required value");
 }
 
 static void test_warning_for_version_with_tagged_image(void)
@@ -447,23 +455,12 @@ static void test_update_size_decrease_refused(void)
                                         "may not decrease from 5 to 3 (spec.scaleDownPolicy is Forbid: scaling this "
                                         "RedisCluster down is not allowed)");
     answer_free(&a);
-    a = validate_update("{\"size\":5,\"image\":\"redis\"}", "{\"size\":3,\"image\":\"redis\"}");
-    CU_ASSERT(allowed(&a));
-    answer_free(&a);
-    a = validate_update("{\"size\":5,\"image\":\"redis\"}",
-                        "{\"size\":3,\"image\":\"redis\",\"scaleDownPolicy\":\"Bad\"}");
-    CU_ASSERT_FALSE(allowed(&a));
-    CU_ASSERT(text_contains(message(&a),
-                            "spec.scaleDownPolicy: Unsupported value: \"Bad\": supported values: \"Allow\", "
-                            "\"Forbid\""));
-    answer_free(&a);
-
-    a = validate_update("{\"size\":3,\"image\":\"redis\"}", "{\"size\":4,\"image\":\"redis\"}");
-    CU_ASSERT(allowed(&a));
-    answer_free(&a);
-    a = validate_update("{\"size\":3,\"image\":\"redis\"}", "{\"size\":3,\"image\":\"redis:7.2\"}");
-    CU_ASSERT(allowed(&a));
-    answer_free(&a);
+    expect_allowed(validate_update("{\"size\":5,\"image\":\"redis\"}", "{\"size\":3,\"image\":\"redis\"}"));
+    expect_refused(validate_update("{\"size\":5,\"image\":\"redis\"}",
+                                   "{\"size\":3,\"image\":\"redis\",\"scaleDownPolicy\":\"Bad\"}"),
+                   0, "spec.scaleDownPolicy: Unsupported value: \"Bad\": supported values: \"Allow\", \"Forbid\"");
+    expect_allowed(validate_update("{\"size\":3,\"image\":\"redis\"}", "{\"size\":4,\"image\":\"redis\"}"));
+    expect_allowed(validate_update("{\"size\":3,\"image\":\"redis\"}", "{\"size\":3,\"image\":\"redis:7.2\"}"));
 
     /* A decrease to an invalid size: both problems, and Invalid wins the code. */
     a = validate_update("{\"size\":5,\"image\":\"redis\"}",
@@ -520,18 +517,13 @@ static void test_update_metadata_only_never_blocked(void)
     /* An object that predates the webhook with a spec it would refuse today: the
      * operator's finalizer update (spec unchanged, or only defaulted) goes through. */
     const char *legacy = "{\"size\":3,\"image\":\"re dis\"}";
-    answer_t a = validate_update(legacy, legacy);
-    CU_ASSERT(allowed(&a));
-    answer_free(&a);
-    a = validate_update(legacy, "{\"size\":3,\"image\":\"re dis\",\"version\":\"7.2\",\"storage\":{\"size\":\"1Gi\"},"
-                                "\"config\":{\"maxmemoryPolicy\":\"allkeys-lru\"}}");
-    CU_ASSERT(allowed(&a));
-    answer_free(&a);
+    expect_allowed(validate_update(legacy, legacy));
+    expect_allowed(validate_update(legacy, "{\"size\":3,\"image\":\"re dis\",\"version\":\"7.2\","
+                                           "\"storage\":{\"size\":\"1Gi\"},"
+                                           "\"config\":{\"maxmemoryPolicy\":\"allkeys-lru\"}}"));
     /* ... but a real change is checked in full. */
-    a = validate_update(legacy, "{\"size\":4,\"image\":\"re dis\"}");
-    CU_ASSERT_FALSE(allowed(&a));
-    CU_ASSERT(text_contains(message(&a), "spec.image: Invalid value: \"re dis\""));
-    answer_free(&a);
+    expect_refused(validate_update(legacy, "{\"size\":4,\"image\":\"re dis\"}"), 0,
+                   "spec.image: Invalid value: \"re dis\"");
 
     /* Being deleted: anything goes (the finalizer must come off). */
     buf_t b;
@@ -543,10 +535,8 @@ static void test_update_metadata_only_never_blocked(void)
     buf_puts(&b, ",\"oldObject\":");
     rc_json(&b, "cache", "{\"size\":5,\"image\":\"redis\"}", NULL);
     buf_puts(&b, "}}");
-    a = ask_str(buf_str(&b), ADMISSION_VALIDATE);
-    CU_ASSERT(allowed(&a));
-    answer_free(&a);
-    a = ask_str(buf_str(&b), ADMISSION_MUTATE);
+    expect_allowed(ask_str(buf_str(&b), ADMISSION_VALIDATE));
+    answer_t a = ask_str(buf_str(&b), ADMISSION_MUTATE);
     CU_ASSERT(allowed(&a));
     CU_ASSERT_PTR_NULL(jsonx_get(a.response, "patch"));
     answer_free(&a);
@@ -556,10 +546,8 @@ static void test_update_metadata_only_never_blocked(void)
 static void test_delete_and_connect_allowed(void)
 {
     char *body = review_text("DELETE", "cache", NULL, "{\"size\":3,\"image\":\"redis\"}", NULL);
-    answer_t a = ask_str(body, ADMISSION_VALIDATE);
-    CU_ASSERT(allowed(&a));
-    answer_free(&a);
-    a = ask_str(body, ADMISSION_MUTATE);
+    expect_allowed(ask_str(body, ADMISSION_VALIDATE));
+    answer_t a = ask_str(body, ADMISSION_MUTATE);
     CU_ASSERT(allowed(&a));
     CU_ASSERT_PTR_NULL(jsonx_get(a.response, "patch"));
     answer_free(&a);

@@ -180,6 +180,14 @@ static void api_close(api_t *a)
     pthread_mutex_destroy(&a->mu);
 }
 
+/* Run p against a: it returns want, and the counts read succeeded and failed after it. */
+static void run_counts(api_t *a, const plan_t *p, exec_result_t want, double succeeded, double failed)
+{
+    CU_ASSERT_EQUAL(run(a, p), want);
+    CU_ASSERT_EQUAL(backups_total("succeeded"), succeeded);
+    CU_ASSERT_EQUAL(backups_total("failed"), failed);
+}
+
 /* Succeeded once: the write carries the observed resourceVersion; the API takes the first
  * run of the plan (counted), refuses the second made from the same observation (a retry
  * dispatched before the watch brought the first, or another worker: 409, not counted);
@@ -195,19 +203,15 @@ static void test_counted_once_per_transition(void)
     ASSERT_STRS_AT(w->body, {"status phase", "Succeeded"}, {"metadata resourceVersion", "7"});
     CU_ASSERT_STRING_EQUAL(plan_backup_result(w), "succeeded");
     double before = backups_total("succeeded"), failed_before = backups_total("failed");
-    CU_ASSERT_EQUAL(run(&a, p), EXEC_OK);
-    CU_ASSERT_EQUAL(backups_total("succeeded"), before + 1);
-    CU_ASSERT_EQUAL(run(&a, p), EXEC_CONFLICT); /* the same transition again: refused */
-    CU_ASSERT_EQUAL(backups_total("succeeded"), before + 1);
+    run_counts(&a, p, EXEC_OK, before + 1, failed_before);
+    run_counts(&a, p, EXEC_CONFLICT, before + 1, failed_before); /* the same transition again: refused */
     CU_ASSERT_EQUAL(a.rb_writes, 1);
     plan_destroy(&p);
     /* the next reconcile, from the RedisBackup as the API now has it */
     json_object *done = rb1(8, "{\"phase\":\"Succeeded\",\"completionTime\":\"2024-05-01T11:59:02Z\"}");
     p = plan_with(done, 1, 0, OK_LINE);
     CU_ASSERT_PTR_NULL(rb_write(p));
-    CU_ASSERT_EQUAL(run(&a, p), EXEC_OK);
-    CU_ASSERT_EQUAL(backups_total("succeeded"), before + 1);
-    CU_ASSERT_EQUAL(backups_total("failed"), failed_before);
+    run_counts(&a, p, EXEC_OK, before + 1, failed_before);
     plan_destroy(&p);
     PUT_EACH(running, done);
     api_close(&a);
@@ -226,12 +230,9 @@ static void test_failed_gone_and_unfinished(void)
     CU_ASSERT_STRING_EQUAL(plan_backup_result(w), "failed");
     double before = backups_total("failed"), ok_before = backups_total("succeeded");
     a.gone = 1;
-    CU_ASSERT_EQUAL(run(&a, p), EXEC_OK);
-    CU_ASSERT_EQUAL(backups_total("failed"), before);
+    run_counts(&a, p, EXEC_OK, ok_before, before);
     a.gone = 0;
-    CU_ASSERT_EQUAL(run(&a, p), EXEC_OK);
-    CU_ASSERT_EQUAL(backups_total("failed"), before + 1);
-    CU_ASSERT_EQUAL(backups_total("succeeded"), ok_before);
+    run_counts(&a, p, EXEC_OK, ok_before, before + 1);
     plan_destroy(&p);
     /* START: no Job yet, a pod to take it from: the Job and phase Running, no count */
     json_object *fresh = rb1(4, "{}");
@@ -241,9 +242,7 @@ static void test_failed_gone_and_unfinished(void)
     CU_ASSERT_STRING_EQUAL(str_at(w->body, "status phase"), "Running");
     CU_ASSERT_PTR_NULL(str_at(w->body, "metadata resourceVersion"));
     CU_ASSERT_PTR_NULL(plan_backup_result(w));
-    CU_ASSERT_EQUAL(run(&a, p), EXEC_OK);
-    CU_ASSERT_EQUAL(backups_total("failed"), before + 1);
-    CU_ASSERT_EQUAL(backups_total("succeeded"), ok_before);
+    run_counts(&a, p, EXEC_OK, ok_before, before + 1);
     plan_destroy(&p);
     PUT_EACH(fresh, running);
     api_close(&a);

@@ -266,12 +266,6 @@ static double counter(const char *name, const char *label)
     return metric_value(f, label ? METRIC_LABELS(label) : NULL);
 }
 
-static double counter2(const char *name, const char *label)
-{
-    metric_family_t *f = metrics_counter(metrics_default(), name, NULL, "result");
-    return metric_value(f, METRIC_LABELS(label));
-}
-
 /* A WORK item for key: its frames checked, the message freed; the children's JSON
  * returned (static buffer). Its lease (frame 6) ends the reconcile timeout (120 s) less
  * PROTO_LEASE_MARGIN_MS after the worker's last word at the latest. */
@@ -304,6 +298,17 @@ static void expect_no_work(int ms)
     rmsg_t *m = worker_wait(PROTO_WORK, ms);
     CU_ASSERT_PTR_NULL(m);
     rmsg_destroy(&m);
+}
+
+/* The RedisCluster ns/name stored at rv (generation 1) and a worker READY: the key is
+ * handed out to it (epoch 0). */
+static void hand_out_first(const char *name, const char *rv)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "ns/%s", name);
+    put_rc(name, rv, 1, "");
+    SAY(PROTO_READY, "1");
+    expect_work(key, "0", rv);
 }
 
 static int idle(void)
@@ -357,9 +362,7 @@ static void test_observation_rides_along(void)
     double stored = counter("informer_observations_total", "stored");
     double unknown = counter("informer_observations_total", "unknown_key");
     double malformed = counter("informer_observations_total", "malformed");
-    put_rc("a", "1", 1, "");
-    SAY(PROTO_READY, "1");
-    expect_work("ns/a", "0", "1");
+    hand_out_first("a", "1");
     SAY(PROTO_DONE, "ns/a", "done", "0");
     /* An observation queues the key and goes with its next item. */
     observe("ns/a", "{\"nodes\":[{\"pod\":\"a-0\",\"role\":\"master\"}]}");
@@ -538,18 +541,16 @@ static void test_own_write_awaited(void)
 static void test_own_echoes_queue_nothing(void)
 {
     fx_start(0);
-    double own = counter2("informer_own_echoes_total", "own");
-    double deferred = counter2("informer_own_echoes_total", "deferred");
-    put_rc("e", "20", 1, "");
-    SAY(PROTO_READY, "1");
-    expect_work("ns/e", "0", "20");
+    double own = counter("informer_own_echoes_total", "own");
+    double deferred = counter("informer_own_echoes_total", "deferred");
+    hand_out_first("e", "20");
     put_rc("e", "21", 1, ",\"status\":{}"); /* its finalizer PATCH's echo, while it runs */
     SAY(PROTO_DONE, "ns/e", "done", "0", "22", "quiet", "21");
     expect_no_work(200);
     put_rc("e", "22", 1, ",\"status\":{\"phase\":\"Creating\"}"); /* its status's echo */
     expect_no_work(200);
-    CU_ASSERT_EQUAL(counter2("informer_own_echoes_total", "own"), own + 1);
-    CU_ASSERT_EQUAL(counter2("informer_own_echoes_total", "deferred"), deferred + 1);
+    CU_ASSERT_EQUAL(counter("informer_own_echoes_total", "own"), own + 1);
+    CU_ASSERT_EQUAL(counter("informer_own_echoes_total", "deferred"), deferred + 1);
     /* Somebody else's change (a label): queued. */
     put_rc("e", "23", 1, ",\"status\":{\"phase\":\"Creating\"},\"x\":1");
     expect_work("ns/e", "0", "23");
@@ -575,9 +576,7 @@ static void test_child_burst_is_one_item(void)
     fx_child_delay_ns = 150 * NS_PER_MS;
     fx_start(0);
     fx_child_delay_ns = 0;
-    put_rc("c", "1", 1, "");
-    SAY(PROTO_READY, "1");
-    expect_work("ns/c", "0", "1");
+    hand_out_first("c", "1");
     SAY(PROTO_DONE, "ns/c", "done", "0");
     CU_ASSERT_TRUE(turn_until(idle, 1000));
     int64_t t0 = clock_mono_ns();
@@ -603,9 +602,7 @@ static void test_child_burst_is_one_item(void)
 static void test_requeue_overtaken_is_dropped(void)
 {
     fx_start(0);
-    put_rc("q", "1", 1, "");
-    SAY(PROTO_READY, "1");
-    expect_work("ns/q", "0", "1");
+    hand_out_first("q", "1");
     SAY(PROTO_DONE, "ns/q", "requeue_after", "400");
     put_rc("q", "2", 2, ""); /* the user's change, 400 ms early */
     expect_work("ns/q", "0", "2");

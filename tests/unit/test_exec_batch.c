@@ -146,6 +146,17 @@ static exec_result_t run_plan(env_t *e)
     return exec_plan(&e->x, e->rc, e->plan, &e->failed, &e->err);
 }
 
+/* Open e with a fake server that refuses (403) the requests whose path contains refuse
+ * and answers the first that contains flaky 503 (NULL: none); run its plan, which comes
+ * to want. The caller closes e. */
+static void run_faulty(env_t *e, const char *refuse, const char *flaky, exec_result_t want)
+{
+    env_open(e);
+    e->api.refuse = refuse;
+    e->api.flaky = flaky;
+    CU_ASSERT_EQUAL(run_plan(e), want);
+}
+
 static const req_t *find(env_t *e, const char *method, const char *part)
 {
     for (int i = 0; i < e->api.n; i++)
@@ -221,9 +232,7 @@ static void test_batch_concurrent_and_ordered(void)
 static void test_refused_write_stops_dependents(void)
 {
     env_t e;
-    env_open(&e);
-    e.api.refuse = "/configmaps";
-    CU_ASSERT_EQUAL(run_plan(&e), EXEC_ERROR);
+    run_faulty(&e, "/configmaps", NULL, EXEC_ERROR);
     CU_ASSERT_EQUAL(e.failed, 1);
     CU_ASSERT(kube_error_is_forbidden(&e.err));
     CU_ASSERT_PTR_NOT_NULL(find(&e, "POST", "/services"));
@@ -231,9 +240,7 @@ static void test_refused_write_stops_dependents(void)
     CU_ASSERT_PTR_NULL(find(&e, "PATCH", "/status"));
     /* the Service refused instead: reported as the Service (index 2) */
     env_close(&e);
-    env_open(&e);
-    e.api.refuse = "/services";
-    CU_ASSERT_EQUAL(run_plan(&e), EXEC_ERROR);
+    run_faulty(&e, "/services", NULL, EXEC_ERROR);
     CU_ASSERT_EQUAL(e.failed, 2);
     CU_ASSERT_PTR_NULL(find(&e, "POST", "/statefulsets"));
     env_close(&e);
@@ -244,9 +251,7 @@ static void test_refused_write_stops_dependents(void)
 static void test_transient_failure_retried(void)
 {
     env_t e;
-    env_open(&e);
-    e.api.flaky = "/status";
-    CU_ASSERT_EQUAL(run_plan(&e), EXEC_OK);
+    run_faulty(&e, NULL, "/status", EXEC_OK);
     CU_ASSERT_EQUAL(e.api.flaked, 1);
     CU_ASSERT_EQUAL(writes(&e), 7); /* 6 + the retried status */
     CU_ASSERT_PTR_NOT_NULL(find(&e, "POST", "/statefulsets"));
@@ -260,9 +265,7 @@ static void test_transient_failure_retried(void)
 static void test_create_503_not_retried(void)
 {
     env_t e;
-    env_open(&e);
-    e.api.flaky = "/services";
-    CU_ASSERT_EQUAL(run_plan(&e), EXEC_ERROR);
+    run_faulty(&e, NULL, "/services", EXEC_ERROR);
     CU_ASSERT_EQUAL(e.api.flaked, 1);
     CU_ASSERT_EQUAL(e.failed, 2);
     CU_ASSERT_EQUAL(e.err.code, KERR_UNAVAILABLE);

@@ -2761,6 +2761,46 @@ static void redis_actions(const plan_t *p, char *cmds, size_t cl, char *labels, 
     }
 }
 
+/* A row of the replication and failover tables: a replicated RedisCluster with
+ * status.primary (NULL: none), its pods labelled labels[], the observation obs (owned),
+ * and after repl_row_plan the plan of them, its Redis commands and label patches as
+ * redis_actions writes them and its ReplicationHealthy condition. */
+typedef struct {
+    json_object *rc, *pods, *obs;
+    plan_t *p;
+    char cmds[1024], labels[512];
+    const json_object *rh;
+} repl_row_t;
+
+static void repl_row_init(repl_row_t *r, const char *primary, const char *const labels[3], json_object *obs)
+{
+    memset(r, 0, sizeof(*r));
+    r->rc = rc_new(SPEC_REPL, 1);
+    if (primary) {
+        char t[128];
+        snprintf(t, sizeof(t), "\"%s\"", primary);
+        set_at(r->rc, "status primary", t);
+    }
+    r->pods = repl_pods(labels[0], labels[1], labels[2]);
+    r->obs = obs;
+}
+
+static void repl_row_plan(repl_row_t *r)
+{
+    plan_observed_t more = {.members = r->pods, .redis = r->obs};
+    r->p = plan_compute_observed(r->rc, NULL, NULL, NULL, &more, T1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r->p);
+    redis_actions(r->p, r->cmds, sizeof(r->cmds), r->labels, sizeof(r->labels));
+    r->rh = cond(r->p, "ReplicationHealthy");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r->rh);
+}
+
+static void repl_row_free(repl_row_t *r)
+{
+    plan_destroy(&r->p);
+    PUT_EACH(r->rc, r->pods, r->obs);
+}
+
 static void test_replication_table(void)
 {
     static const struct {
@@ -2825,26 +2865,18 @@ static void test_replication_table(void)
          0, "", "", "FailingOver", "cache-2"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        json_object *rc = rc_new(SPEC_REPL, 1);
-        if (cases[i].primary) {
-            char t[128];
-            snprintf(t, sizeof(t), "\"%s\"", cases[i].primary);
-            set_at(rc, "status primary", t);
-        }
-        json_object *pods = repl_pods(cases[i].labels[0], cases[i].labels[1], cases[i].labels[2]);
-        json_object *obs = cases[i].no_observation ? NULL
-                                                   : repl_obs(cases[i].nodes[0], cases[i].nodes[1], cases[i].nodes[2]);
-        plan_observed_t more = {.members = pods, .redis = obs};
-        plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        char cmds[1024], labels[512];
-        redis_actions(p, cmds, sizeof(cmds), labels, sizeof(labels));
+        repl_row_t r;
+        repl_row_init(&r, cases[i].primary, cases[i].labels,
+                      cases[i].no_observation ? NULL
+                                              : repl_obs(cases[i].nodes[0], cases[i].nodes[1], cases[i].nodes[2]));
+        repl_row_plan(&r);
+        plan_t *p = r.p;
+        const char *cmds = r.cmds, *labels = r.labels;
+        const json_object *rh = r.rh;
         if (strcmp(cmds, cases[i].want_cmds) || strcmp(labels, cases[i].want_labels))
             fprintf(stderr, "case \"%s\": commands \"%s\" labels \"%s\"\n", cases[i].name, cmds, labels);
         CU_ASSERT_STRING_EQUAL(cmds, cases[i].want_cmds);
         CU_ASSERT_STRING_EQUAL(labels, cases[i].want_labels);
-        const json_object *rh = cond(p, "ReplicationHealthy");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(rh);
         if (strcmp(str_at(rh, "reason"), cases[i].want_reason))
             fprintf(stderr, "case \"%s\": reason %s: %s\n", cases[i].name, str_at(rh, "reason"), str_at(rh, "message"));
         CU_ASSERT_STRING_EQUAL(str_at(rh, "reason"), cases[i].want_reason);
@@ -2866,10 +2898,7 @@ static void test_replication_table(void)
                         (!strcmp(a->name, "cache-primary") || !strcmp(a->name, "cache-replicas"));
         }
         CU_ASSERT_EQUAL(role_svc, 2);
-        plan_destroy(&p);
-        json_object_put(rc);
-        json_object_put(pods);
-        json_object_put(obs);
+        repl_row_free(&r);
     }
 }
 
@@ -3234,6 +3263,16 @@ static json_object *fo_node(const char *spec)
     return o;
 }
 
+/* An observation of the three nodes n[] (fo_node's format). */
+static json_object *fo_obs(const char *n0, const char *n1, const char *n2)
+{
+    json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
+    const char *n[3] = {n0, n1, n2};
+    for (int k = 0; k < 3; k++)
+        json_object_array_add(at(obs, "nodes"), fo_node(n[k]));
+    return obs;
+}
+
 static void test_failover_table(void)
 {
     static const struct {
@@ -3360,22 +3399,14 @@ static void test_failover_table(void)
          "", "", "FailingOver", "cache-1", 1},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        json_object *rc = rc_new(SPEC_REPL, 1);
-        char t[128];
-        snprintf(t, sizeof(t), "\"%s\"", cases[i].primary);
-        set_at(rc, "status primary", t);
-        set_at(rc, "metadata resourceVersion", "\"4711\"");
-        json_object *pods = repl_pods(cases[i].labels[0], cases[i].labels[1], cases[i].labels[2]);
-        json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
-        for (int k = 0; k < 3; k++)
-            json_object_array_add(at(obs, "nodes"), fo_node(cases[i].nodes[k]));
-        plan_observed_t more = {.members = pods, .redis = obs};
-        plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-        char cmds[1024], labels[512];
-        redis_actions(p, cmds, sizeof(cmds), labels, sizeof(labels));
-        const json_object *rh = cond(p, "ReplicationHealthy");
-        CU_ASSERT_PTR_NOT_NULL_FATAL(rh);
+        repl_row_t r;
+        repl_row_init(&r, cases[i].primary, cases[i].labels,
+                      fo_obs(cases[i].nodes[0], cases[i].nodes[1], cases[i].nodes[2]));
+        set_at(r.rc, "metadata resourceVersion", "\"4711\"");
+        repl_row_plan(&r);
+        plan_t *p = r.p;
+        const char *cmds = r.cmds, *labels = r.labels;
+        const json_object *rh = r.rh;
         if (strcmp(cmds, cases[i].want_cmds) || strcmp(labels, cases[i].want_labels) ||
             strcmp(str_at(rh, "reason"), cases[i].want_reason) ||
             strcmp(str_at(plan_status(p), "primary"), cases[i].want_primary))
@@ -3412,21 +3443,8 @@ static void test_failover_table(void)
                 last_take_or_cmd = k;
         }
         CU_ASSERT(give == 0 || give > last_take_or_cmd);
-        plan_destroy(&p);
-        json_object_put(rc);
-        json_object_put(pods);
-        json_object_put(obs);
+        repl_row_free(&r);
     }
-}
-
-/* An observation of the three nodes n[] (fo_node's format). */
-static json_object *fo_obs(const char *n0, const char *n1, const char *n2)
-{
-    json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
-    const char *n[3] = {n0, n1, n2};
-    for (int k = 0; k < 3; k++)
-        json_object_array_add(at(obs, "nodes"), fo_node(n[k]));
-    return obs;
 }
 
 /* Finding 7, "one observer": a primary that does not answer the operator while a replica

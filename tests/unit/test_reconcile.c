@@ -288,6 +288,13 @@ static json_object *store_new_rc(env_t *e)
     return store_rc_finalized(e, 0);
 }
 
+/* Reconcile rc with nothing in the cache (no children, no pods, no observation); its
+ * outcome into out. */
+static void run_uncached(env_t *e, json_object *rc, reconcile_outcome_t *out)
+{
+    reconcile_run(&e->x, rc, NULL, NULL, NULL, NULL, NULL, out);
+}
+
 static const char *degraded(env_t *e, const char *field)
 {
     json_object *rc = e->api.obj[find_obj(&e->api, RC_PATH)], *st = NULL, *list = NULL;
@@ -317,7 +324,7 @@ static void test_absent_in_cache_is_read_and_left_alone(void)
                   "\"default\",\"uid\":\"u\"},\"data\":{\"redis.conf\":\"mine\",\"other\":\"x\"}}"));
     char *before = strdup(json_object_to_json_string(e.api.obj[find_obj(&e.api, NS "/configmaps/cache")]));
     reconcile_outcome_t out;
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(&e, rc, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/configmaps/cache"), 1);
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/services/cache"), 1);
@@ -387,7 +394,7 @@ static json_object *created(env_t *e, int ready)
 {
     json_object *rc = store_rc(e);
     reconcile_outcome_t out;
-    reconcile_run(&e->x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(e, rc, &out);
     settle_sts(e, ready);
     return rc;
 }
@@ -404,7 +411,7 @@ static void test_outcome_names_each_write_of_the_rediscluster(void)
     env_batched(&e);
     json_object *rc = store_new_rc(&e);
     reconcile_outcome_t out;
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(&e, rc, &out);
     int all = count_req(&e, "PATCH", RC_PATH), status = count_req(&e, "PATCH", RC_PATH "/status");
     CU_ASSERT_EQUAL(all - status, 1); /* the finalizer */
     CU_ASSERT_EQUAL(status, 1);
@@ -438,23 +445,12 @@ static void test_nothing_absent_reads_nothing(void)
 {
     env_t e;
     env_open(&e);
-    json_object *rc = store_rc(&e);
-    reconcile_outcome_t out;
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    json_object_put(created(&e, 1));
     CU_ASSERT_EQUAL(count_req(&e, "POST", "/statefulsets"), 1);
     json_object *kids[4];
-    static const char *const paths[4] = {NS "/configmaps/cache", NS "/services/cache",
-                                         "/apis/apps/v1/namespaces/default/statefulsets/cache",
-                                         "/apis/policy/v1/namespaces/default/poddisruptionbudgets/cache"};
-    for (int i = 0; i < 4; i++) {
-        kids[i] = stored(&e, paths[i]);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(kids[i]);
-    }
-    json_object_put(kids[2]);
-    settle_sts(&e, 1);
-    kids[2] = stored(&e, paths[2]);
-    json_object_put(rc);
-    rc = stored(&e, RC_PATH);
+    children(&e, kids);
+    json_object *rc = stored(&e, RC_PATH);
+    reconcile_outcome_t out;
     int writes = count_req(&e, "POST", "/") + count_req(&e, "PATCH", "/");
     reconcile_run_children(&e.x, rc, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_DONE);
@@ -477,7 +473,7 @@ static void test_refused_write_reported_once(void)
     e.api.refuse = "/statefulsets";
     json_object *rc = store_rc(&e);
     reconcile_outcome_t out;
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(&e, rc, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_ERROR);
     CU_ASSERT(strstr(out.message, "403") != NULL);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "status"), "True");
@@ -505,7 +501,7 @@ static void test_refused_write_reported_once(void)
     e.api.refuse = NULL;
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(&e, rc, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
     CU_ASSERT_STRING_EQUAL(degraded(&e, "status"), "False");
     json_object_put(rc);
@@ -814,7 +810,7 @@ static void test_missing_storage_class_holds_the_statefulset(void)
     reconcile_forget_storage_classes();
     json_object *rc = stored(&e, RC_PATH);
     reconcile_outcome_t out;
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(&e, rc, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 1);
     CU_ASSERT_EQUAL(count_req(&e, "POST", "/statefulsets"), 1);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
@@ -843,16 +839,16 @@ static void test_missing_storage_class_holds_the_statefulset(void)
                   "\"name\":\"fast\"},\"provisioner\":\"example.com/p\"}"));
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(&e, rc, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 3);
     const char *reason = degraded(&e, "reason");
     CU_ASSERT(!reason || strcmp(reason, "StorageClassNotFound") != 0);
     json_object_put(rc);
     rc = stored(&e, RC_PATH);
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(&e, rc, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 3);
     reconcile_forget_storage_classes();
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(&e, rc, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", "/apis/storage.k8s.io/v1/storageclasses/fast"), 4);
     reconcile_forget_storage_classes();
     json_object_put(rc);
@@ -957,12 +953,20 @@ static const char *event_reasons(env_t *e, char *out, size_t len)
     return out;
 }
 
-/* A user's ConfigMap of the cluster's name, unlabelled (the cache lacks it). */
-static void store_foreign_configmap(env_t *e)
+/* Open e (workerd's context, with the memos, when batched) with the RedisCluster stored
+ * (with the finalizer or new) and a user's ConfigMap of the cluster's name, unlabelled
+ * (the cache lacks it). Returns the RedisCluster (the caller puts it). */
+static json_object *open_with_foreign_configmap(env_t *e, int batched, int finalized)
 {
+    if (batched)
+        env_batched(e);
+    else
+        env_open(e);
+    json_object *rc = store_rc_finalized(e, finalized);
     put_obj(&e->api, NS "/configmaps/cache",
             parse("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cache\",\"namespace\":"
                   "\"default\",\"uid\":\"u\"},\"data\":{\"redis.conf\":\"mine\",\"other\":\"x\"}}"));
+    return rc;
 }
 
 /* With workerd's context a user's ConfigMap in the way: the create meets it (POST, 409
@@ -974,11 +978,9 @@ static void test_foreign_configmap_met_by_create_then_read(void)
 {
     /* The read-first path (no memo), for the status and Events to match. */
     env_t old;
-    env_open(&old);
-    json_object *rc = store_rc(&old);
-    store_foreign_configmap(&old);
+    json_object *rc = open_with_foreign_configmap(&old, 0, 1);
     reconcile_outcome_t out;
-    reconcile_run(&old.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(&old, rc, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
     CU_ASSERT_PTR_NOT_NULL_FATAL(degraded(&old, "message"));
     char *want_message = strdup(degraded(&old, "message")), want_events[256];
@@ -988,11 +990,9 @@ static void test_foreign_configmap_met_by_create_then_read(void)
     env_close(&old);
 
     env_t e;
-    env_batched(&e);
-    rc = store_rc(&e);
-    store_foreign_configmap(&e);
+    rc = open_with_foreign_configmap(&e, 1, 1);
     char *before = strdup(json_object_to_json_string(e.api.obj[find_obj(&e.api, NS "/configmaps/cache")]));
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(&e, rc, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
     CU_ASSERT_EQUAL(count_req(&e, "POST", NS "/configmaps"), 1);     /* the 409 */
     CU_ASSERT_EQUAL(count_req(&e, "GET", NS "/configmaps/cache"), 1); /* then read */
@@ -1048,11 +1048,9 @@ static void test_foreign_configmap_met_by_create_then_read(void)
 static void test_foreign_configmap_new_cluster_one_reconcile(void)
 {
     env_t e;
-    env_batched(&e);
-    json_object *rc = store_new_rc(&e);
-    store_foreign_configmap(&e);
+    json_object *rc = open_with_foreign_configmap(&e, 1, 0);
     reconcile_outcome_t out;
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(&e, rc, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER); /* not RECONCILE_REQUEUE: no 409 on the finalizer */
     CU_ASSERT_EQUAL(count_req(&e, "PATCH", RC_PATH), 2);  /* the finalizer once, and the status */
     CU_ASSERT_EQUAL(count_req(&e, "PATCH", RC_PATH "/status"), 1);
@@ -1107,7 +1105,7 @@ static void test_restore_from_backup_read_once_then_recorded(void)
                   "\"Succeeded\",\"key\":\"one/one.rdb\"}}"));
     json_object *rc = stored(&e, RC_PATH);
     reconcile_outcome_t out;
-    reconcile_run(&e.x, rc, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(&e, rc, &out);
     CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
     CU_ASSERT_EQUAL(out.requeue_after_ns, INT64_C(1000000000));
     CU_ASSERT_EQUAL(count_req(&e, "GET", RB_PATH), 1);
@@ -1122,7 +1120,7 @@ static void test_restore_from_backup_read_once_then_recorded(void)
     e.api.path[k] = NULL;
     json_object_put(e.api.obj[k]);
     e.api.obj[k] = NULL;
-    reconcile_run(&e.x, after, NULL, NULL, NULL, NULL, NULL, &out);
+    run_uncached(&e, after, &out);
     CU_ASSERT_EQUAL(count_req(&e, "GET", RB_PATH), 1);
     CU_ASSERT_EQUAL(count_req(&e, "POST", "/statefulsets"), 1);
     json_object *sts = stored(&e, STS_PATH);

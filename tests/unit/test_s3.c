@@ -429,6 +429,36 @@ static off_t fd_size(int fd)
     return fstat(fd, &st) == 0 ? st.st_size : -1;
 }
 
+/* A client of the canned server, the error and object its calls fill, and an empty
+ * temporary file to get into (getter_open, getter_close). */
+typedef struct {
+    s3_t *s;
+    s3_error_t e;
+    s3_object_t o;
+    int fd;
+} getter_t;
+
+static void getter_open(getter_t *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->s = client(srv.endpoint, NULL);
+    g->fd = temp_fd();
+    CU_ASSERT_FATAL(g->fd >= 0);
+}
+
+static void getter_close(getter_t *g)
+{
+    close(g->fd);
+    s3_destroy(&g->s);
+}
+
+/* GET bkt/k with g's client into fd, expecting sha256 (NULL: the recorded one); as
+ * s3_get_fd. */
+static int get_into(getter_t *g, int fd, const char *sha256)
+{
+    return s3_get_fd(g->s, "bkt", "k", fd, sha256, &g->o, &g->e);
+}
+
 #define RDB "REDIS0011 some bytes of a dump"
 /* sha256("REDIS0011 some bytes of a dump") */
 static char rdb_sha[65];
@@ -445,45 +475,40 @@ static void compute_rdb_sha(void)
 static void test_checksum_verify(void)
 {
     compute_rdb_sha();
-    s3_t *s = client(srv.endpoint, NULL);
-    s3_error_t e;
-    s3_object_t o;
-    int fd = temp_fd();
+    getter_t g;
+    getter_open(&g);
     /* The recorded hash matches: the file holds the bytes. */
     serve((canned_t[]){{200, RDB, sizeof RDB - 1, rdb_sha, 0}}, 1);
-    CU_ASSERT_EQUAL(s3_get_fd(s, "bkt", "k", fd, NULL, &o, &e), 0);
-    CU_ASSERT_EQUAL(o.size, sizeof RDB - 1);
-    CU_ASSERT_STRING_EQUAL(o.sha256, rdb_sha);
-    CU_ASSERT_EQUAL(fd_size(fd), (off_t)(sizeof RDB - 1));
+    CU_ASSERT_EQUAL(get_into(&g, g.fd, NULL), 0);
+    CU_ASSERT_EQUAL(g.o.size, sizeof RDB - 1);
+    CU_ASSERT_STRING_EQUAL(g.o.sha256, rdb_sha);
+    CU_ASSERT_EQUAL(fd_size(g.fd), (off_t)(sizeof RDB - 1));
     /* Upper-case hex from the caller is the same hash. */
     char upper[65];
     for (int i = 0; i < 65; i++)
         upper[i] = (char)(rdb_sha[i] >= 'a' && rdb_sha[i] <= 'f' ? rdb_sha[i] - 32 : rdb_sha[i]);
-    CU_ASSERT_EQUAL(ftruncate(fd, 0), 0);
-    lseek(fd, 0, SEEK_SET);
-    CU_ASSERT_EQUAL(s3_get_fd(s, "bkt", "k", fd, upper, &o, &e), 0);
+    CU_ASSERT_EQUAL(ftruncate(g.fd, 0), 0);
+    lseek(g.fd, 0, SEEK_SET);
+    CU_ASSERT_EQUAL(get_into(&g, g.fd, upper), 0);
     /* One byte differs from what was recorded: refused, the file back to empty. */
-    CU_ASSERT_EQUAL(ftruncate(fd, 0), 0);
-    lseek(fd, 0, SEEK_SET);
+    CU_ASSERT_EQUAL(ftruncate(g.fd, 0), 0);
+    lseek(g.fd, 0, SEEK_SET);
     serve((canned_t[]){{200, "REDIS0011 some bytes of a dumq", sizeof RDB - 1, rdb_sha, 0}}, 1);
-    CU_ASSERT_EQUAL(s3_get_fd(s, "bkt", "k", fd, NULL, &o, &e), -1);
-    CU_ASSERT_EQUAL(e.code, S3_ERR_CHECKSUM);
-    CU_ASSERT_EQUAL(fd_size(fd), 0);
+    CU_ASSERT_EQUAL(get_into(&g, g.fd, NULL), -1);
+    CU_ASSERT_EQUAL(g.e.code, S3_ERR_CHECKSUM);
+    CU_ASSERT_EQUAL(fd_size(g.fd), 0);
     /* Nothing recorded and nothing expected: refused. */
     serve((canned_t[]){{200, RDB, sizeof RDB - 1, NULL, 0}}, 1);
-    CU_ASSERT_EQUAL(s3_get_fd(s, "bkt", "k", fd, NULL, &o, &e), -1);
-    CU_ASSERT_EQUAL(e.code, S3_ERR_NO_CHECKSUM);
-    CU_ASSERT_EQUAL(fd_size(fd), 0);
-    close(fd);
-    s3_destroy(&s);
+    CU_ASSERT_EQUAL(get_into(&g, g.fd, NULL), -1);
+    CU_ASSERT_EQUAL(g.e.code, S3_ERR_NO_CHECKSUM);
+    CU_ASSERT_EQUAL(fd_size(g.fd), 0);
+    getter_close(&g);
 }
 
 static void test_retry_rule(void)
 {
-    s3_t *s = client(srv.endpoint, NULL);
-    s3_error_t e;
-    s3_object_t o;
-    int fd = temp_fd();
+    getter_t g;
+    getter_open(&g);
     static const char slow[] = "<Error><Code>SlowDown</Code><Message>Reduce your request rate."
                                "</Message></Error>";
     static const char internal[] = "<Error><Code>InternalError</Code><Message>oops</Message></Error>";
@@ -491,21 +516,21 @@ static void test_retry_rule(void)
     serve((canned_t[]){{500, internal, sizeof internal - 1, NULL, 0},
                        {503, slow, sizeof slow - 1, NULL, 0},
                        {200, RDB, sizeof RDB - 1, rdb_sha, 0}}, 3);
-    CU_ASSERT_EQUAL(s3_get_fd(s, "bkt", "k", fd, NULL, &o, &e), 0);
+    CU_ASSERT_EQUAL(get_into(&g, g.fd, NULL), 0);
     CU_ASSERT_EQUAL(srv.requests, 3);
-    CU_ASSERT_EQUAL(fd_size(fd), (off_t)(sizeof RDB - 1));
+    CU_ASSERT_EQUAL(fd_size(g.fd), (off_t)(sizeof RDB - 1));
     /* max_retries 2: the third 503 is the answer, with S3's code. */
     serve((canned_t[]){{503, slow, sizeof slow - 1, NULL, 0}}, 1);
-    CU_ASSERT_EQUAL(s3_delete(s, "bkt", "k", &e), -1);
+    CU_ASSERT_EQUAL(s3_delete(g.s, "bkt", "k", &g.e), -1);
     CU_ASSERT_EQUAL(srv.requests, 3);
-    CU_ASSERT_EQUAL(e.http_status, 503);
-    CU_ASSERT_STRING_EQUAL(e.s3_code, "SlowDown");
+    CU_ASSERT_EQUAL(g.e.http_status, 503);
+    CU_ASSERT_STRING_EQUAL(g.e.s3_code, "SlowDown");
     /* 403 and 404 are answers: one attempt. */
     static const char denied[] = "<Error><Code>AccessDenied</Code><Message>no</Message></Error>";
     serve((canned_t[]){{403, denied, sizeof denied - 1, NULL, 0}}, 1);
-    CU_ASSERT_EQUAL(s3_head(s, "bkt", "k", &o, &e), -1);
+    CU_ASSERT_EQUAL(s3_head(g.s, "bkt", "k", &g.o, &g.e), -1);
     CU_ASSERT_EQUAL(srv.requests, 1);
-    CU_ASSERT_EQUAL(e.code, S3_ERR_HTTP);
+    CU_ASSERT_EQUAL(g.e.code, S3_ERR_HTTP);
     /* POST (CreateMultipartUpload) is not idempotent: a 503 once sent is the answer. The
      * source is over one part, so s3_put goes multipart; nothing to abort (no UploadId). */
     s3_config_t cfg = {.endpoint = srv.endpoint, .access_key = "a", .secret_key = "b",
@@ -518,54 +543,50 @@ static void test_retry_rule(void)
     CU_ASSERT_EQUAL(write(src, zeros, S3_MIN_PART_SIZE + 10), (ssize_t)(S3_MIN_PART_SIZE + 10));
     lseek(src, 0, SEEK_SET);
     serve((canned_t[]){{503, slow, sizeof slow - 1, NULL, 0}}, 1);
-    CU_ASSERT_EQUAL(s3_put_fd(m, "bkt", "k", src, NULL, &e), -1);
+    CU_ASSERT_EQUAL(s3_put_fd(m, "bkt", "k", src, NULL, &g.e), -1);
     CU_ASSERT_EQUAL(srv.requests, 1);
     CU_ASSERT_STRING_EQUAL(srv.methods[0], "POST");
-    CU_ASSERT_STRING_EQUAL(e.op, "CreateMultipartUpload");
+    CU_ASSERT_STRING_EQUAL(g.e.op, "CreateMultipartUpload");
     /* An UploadPart that fails for good: the upload is aborted (DELETE ?uploadId=). */
     static const char init[] = "<InitiateMultipartUploadResult><UploadId>u1</UploadId>"
                                "</InitiateMultipartUploadResult>";
     lseek(src, 0, SEEK_SET);
     serve((canned_t[]){{200, init, sizeof init - 1, NULL, 0}, {400, denied, sizeof denied - 1, NULL, 0}}, 2);
-    CU_ASSERT_EQUAL(s3_put_fd(m, "bkt", "k", src, NULL, &e), -1);
-    CU_ASSERT_STRING_EQUAL(e.op, "UploadPart");
+    CU_ASSERT_EQUAL(s3_put_fd(m, "bkt", "k", src, NULL, &g.e), -1);
+    CU_ASSERT_STRING_EQUAL(g.e.op, "UploadPart");
     CU_ASSERT_EQUAL(srv.requests, 3);
     CU_ASSERT_STRING_EQUAL(srv.methods[1], "PUT");
     CU_ASSERT_STRING_EQUAL(srv.methods[2], "DELETE");
     free(zeros);
     close(src);
     s3_destroy(&m);
-    close(fd);
-    s3_destroy(&s);
+    getter_close(&g);
 }
 
 static void test_get_broken_off(void)
 {
-    s3_t *s = client(srv.endpoint, NULL);
-    s3_error_t e;
-    s3_object_t o;
+    getter_t g;
+    getter_open(&g);
     /* A regular file: the broken transfer's bytes are cut off and the retry writes the
      * object once, from the offset the file had (after "x"). */
-    int fd = temp_fd();
-    CU_ASSERT_EQUAL(write(fd, "x", 1), 1);
+    CU_ASSERT_EQUAL(write(g.fd, "x", 1), 1);
     serve((canned_t[]){{200, RDB, sizeof RDB - 1, rdb_sha, 10}, {200, RDB, sizeof RDB - 1, rdb_sha, 0}}, 2);
-    CU_ASSERT_EQUAL(s3_get_fd(s, "bkt", "k", fd, NULL, &o, &e), 0);
+    CU_ASSERT_EQUAL(get_into(&g, g.fd, NULL), 0);
     CU_ASSERT_EQUAL(srv.requests, 2);
-    CU_ASSERT_EQUAL(fd_size(fd), (off_t)sizeof RDB); /* "x" + the object */
+    CU_ASSERT_EQUAL(fd_size(g.fd), (off_t)sizeof RDB); /* "x" + the object */
     char back[64] = "";
-    CU_ASSERT_EQUAL(pread(fd, back, sizeof RDB, 0), (ssize_t)sizeof RDB);
+    CU_ASSERT_EQUAL(pread(g.fd, back, sizeof RDB, 0), (ssize_t)sizeof RDB);
     CU_ASSERT_STRING_EQUAL(back, "x" RDB);
-    close(fd);
     /* A pipe cannot be rewound: the broken transfer is the answer, no retry. */
     int p[2];
     CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
     serve((canned_t[]){{200, RDB, sizeof RDB - 1, rdb_sha, 10}}, 1);
-    CU_ASSERT_EQUAL(s3_get_fd(s, "bkt", "k", p[1], NULL, &o, &e), -1);
+    CU_ASSERT_EQUAL(get_into(&g, p[1], NULL), -1);
     CU_ASSERT_EQUAL(srv.requests, 1);
-    CU_ASSERT_EQUAL(e.code, S3_ERR_TRANSPORT);
+    CU_ASSERT_EQUAL(g.e.code, S3_ERR_TRANSPORT);
     close(p[0]);
     close(p[1]);
-    s3_destroy(&s);
+    getter_close(&g);
 }
 
 static const cu_entry_t tests[] = {

@@ -178,16 +178,36 @@ static int post(int port, const char *path, const char *body, buf_t *b, const ch
     return status;
 }
 
-/* Start the world (reads end within timeout_ms) and send, on c, a growth of class
- * "slow" whose read the API server holds (uid names it); body gets the request. */
-static void start_growth(world_t *w, int timeout_ms, const char *uid, buf_t *body, tls_client_t *c)
+/* A world with a growth waiting for its read: the request, the connection it was sent
+ * on, and a buffer for answers. */
+typedef struct {
+    world_t w;
+    buf_t req, ans;
+    tls_client_t c;
+} growth_t;
+
+/* Start g's world (reads end within timeout_ms) and send, on g->c, a growth of class
+ * "slow" whose read the API server holds (uid names it). growth_end frees g. */
+static void start_growth(growth_t *g, int timeout_ms, const char *uid)
 {
-    world_start(w, timeout_ms);
-    buf_init(body, 0);
-    admission_body(body, uid, "UPDATE", "{\"size\":\"1Gi\",\"storageClass\":\"slow\"}",
+    world_start(&g->w, timeout_ms);
+    buf_init(&g->req, 0);
+    buf_init(&g->ans, 0);
+    admission_body(&g->req, uid, "UPDATE", "{\"size\":\"1Gi\",\"storageClass\":\"slow\"}",
                    "{\"size\":\"2Gi\",\"storageClass\":\"slow\"}");
-    CU_ASSERT_EQUAL_FATAL(send_post(w->f.port, ADMISSION_VALIDATE_PATH, buf_str(body), c), 0);
-    CU_ASSERT_FATAL(gate_reached(w, 1)); /* its read is held by the API server */
+    CU_ASSERT_EQUAL_FATAL(send_post(g->w.f.port, ADMISSION_VALIDATE_PATH, buf_str(&g->req), &g->c), 0);
+    CU_ASSERT_FATAL(gate_reached(&g->w, 1)); /* its read is held by the API server */
+}
+
+/* Halt g's webhook server, which then has waiting reviews still waiting for a read, stop
+ * the world and free the buffers; the connection is the caller's. */
+static void growth_end(growth_t *g, int waiting)
+{
+    fixture_halt(&g->w.f);
+    CU_ASSERT_EQUAL(webhook_server_waiting(g->w.f.srv), waiting);
+    world_stop(&g->w, 0); /* server, then reader, then base */
+    buf_free(&g->req);
+    buf_free(&g->ans);
 }
 
 /* ---- Tests ----------------------------------------------------------------------------------- */
@@ -195,107 +215,83 @@ static void start_growth(world_t *w, int timeout_ms, const char *uid, buf_t *bod
 /* The point: a review waiting for its class does not hold up anyone else. */
 static void test_others_answered_while_a_read_waits(void)
 {
-    world_t w;
-    buf_t slow, b;
-    tls_client_t waiting;
-    start_growth(&w, 5000, "grow-slow", &slow, &waiting);
-    buf_init(&b, 0);
+    growth_t g;
+    start_growth(&g, 5000, "grow-slow");
     /* meanwhile: a conversion, a create (no read), a mutation, each on its own connection */
     const char *body;
     double t0 = now_s();
-    CU_ASSERT_EQUAL(post(w.f.port, "/convert", conversion, &b, &body), 200);
+    CU_ASSERT_EQUAL(post(g.w.f.port, "/convert", conversion, &g.ans, &body), 200);
     CU_ASSERT(text_contains(body, "\"uid\":\"c-1\""));
-    buf_reset(&b);
+    buf_reset(&g.ans);
     buf_t create;
     buf_init(&create, 0);
     admission_body(&create, "create-1", "CREATE", "{}", "{\"size\":\"2Gi\",\"storageClass\":\"slow\"}");
-    CU_ASSERT_EQUAL(post(w.f.port, ADMISSION_VALIDATE_PATH, buf_str(&create), &b, &body), 200);
+    CU_ASSERT_EQUAL(post(g.w.f.port, ADMISSION_VALIDATE_PATH, buf_str(&create), &g.ans, &body), 200);
     CU_ASSERT(text_contains(body, "\"uid\":\"create-1\"") && text_contains(body, "\"allowed\":true"));
-    buf_reset(&b);
-    CU_ASSERT_EQUAL(post(w.f.port, ADMISSION_MUTATE_PATH, buf_str(&slow), &b, &body), 200);
+    buf_reset(&g.ans);
+    CU_ASSERT_EQUAL(post(g.w.f.port, ADMISSION_MUTATE_PATH, buf_str(&g.req), &g.ans, &body), 200);
     CU_ASSERT(now_s() - t0 < 2.0); /* not behind the held read (5 s) */
     /* another growth waits too, beside the first: the list of every class answers at once */
     buf_t dflt;
     buf_init(&dflt, 0);
     admission_body(&dflt, "grow-default", "UPDATE", "{\"size\":\"1Gi\"}", "{\"size\":\"3Gi\"}");
-    buf_reset(&b);
-    CU_ASSERT_EQUAL(post(w.f.port, ADMISSION_VALIDATE_PATH, buf_str(&dflt), &b, &body), 200);
+    buf_reset(&g.ans);
+    CU_ASSERT_EQUAL(post(g.w.f.port, ADMISSION_VALIDATE_PATH, buf_str(&dflt), &g.ans, &body), 200);
     CU_ASSERT(text_contains(body, "\"uid\":\"grow-default\"") && text_contains(body, "\"allowed\":true"));
-    CU_ASSERT_EQUAL(__atomic_load_n(&w.st.entered, __ATOMIC_SEQ_CST), 1);
+    CU_ASSERT_EQUAL(__atomic_load_n(&g.w.st.entered, __ATOMIC_SEQ_CST), 1);
     /* the read ends: the first review is answered, refused by what was read */
-    gate_open(&w);
-    buf_reset(&b);
-    CU_ASSERT_EQUAL(read_answer(&waiting, &b, &body), 200);
+    gate_open(&g.w);
+    buf_reset(&g.ans);
+    CU_ASSERT_EQUAL(read_answer(&g.c, &g.ans, &body), 200);
     ASSERT_TEXT_HAS(body, "\"uid\":\"grow-slow\"", "\"allowed\":false", "\"code\":403",
                     "spec.storage.size: Forbidden: cannot grow from \\\"1Gi\\\" to \\\"2Gi\\\": "
                     "StorageClass \\\"slow\\\" does not allow volume expansion");
-    tls_client_close(&waiting);
-    fixture_halt(&w.f);
-    CU_ASSERT_EQUAL(webhook_server_waiting(w.f.srv), 0);
-    world_stop(&w, 0);
-    buf_free(&slow);
+    tls_client_close(&g.c);
+    growth_end(&g, 0);
     buf_free(&create);
     buf_free(&dflt);
-    buf_free(&b);
 }
 
 /* A read that never ends: refused at the reader's deadline, with a failed read's message. */
 static void test_read_deadline_refuses(void)
 {
-    world_t w;
-    buf_t req, b;
-    tls_client_t c;
+    growth_t g;
     double t0 = now_s();
-    start_growth(&w, 300, "grow-never", &req, &c);
-    buf_init(&b, 0);
+    start_growth(&g, 300, "grow-never");
     const char *body;
-    CU_ASSERT_EQUAL(read_answer(&c, &b, &body), 200);
+    CU_ASSERT_EQUAL(read_answer(&g.c, &g.ans, &body), 200);
     double took = now_s() - t0;
     CU_ASSERT(took >= 0.25 && took < 2.0);
     ASSERT_TEXT_HAS(body, "\"uid\":\"grow-never\"", "\"allowed\":false", "\"code\":403",
                     "cannot grow from \\\"1Gi\\\" to \\\"2Gi\\\" now: StorageClass \\\"slow\\\" could "
                     "not be read to check allowVolumeExpansion: ", "; the change may be retried");
-    tls_client_close(&c);
-    world_stop(&w, 1);
-    buf_free(&req);
-    buf_free(&b);
+    tls_client_close(&g.c);
+    growth_end(&g, 0);
 }
 
 /* The client goes away while its review waits: the answer, when the read ends, goes
  * nowhere and the server goes on serving. */
 static void test_client_closes_first(void)
 {
-    world_t w;
-    buf_t req, b;
-    tls_client_t gone;
-    start_growth(&w, 5000, "grow-gone", &req, &gone);
-    buf_init(&b, 0);
-    tls_client_close(&gone);
+    growth_t g;
+    start_growth(&g, 5000, "grow-gone");
+    tls_client_close(&g.c);
     poll(NULL, 0, 50);
-    gate_open(&w);
+    gate_open(&g.w);
     poll(NULL, 0, 200); /* the read ends, the answer is written to a closed connection */
     const char *body;
-    CU_ASSERT_EQUAL(post(w.f.port, "/convert", conversion, &b, &body), 200);
-    fixture_halt(&w.f);
-    CU_ASSERT_EQUAL(webhook_server_waiting(w.f.srv), 0);
-    world_stop(&w, 0);
-    buf_free(&req);
-    buf_free(&b);
+    CU_ASSERT_EQUAL(post(g.w.f.port, "/convert", conversion, &g.ans, &body), 200);
+    growth_end(&g, 0);
 }
 
 /* The server is destroyed while a review waits: its read is cancelled, its request left
  * to evhttp (nothing leaks, nothing freed twice). */
 static void test_destroyed_while_waiting(void)
 {
-    world_t w;
-    buf_t req;
-    tls_client_t c;
-    start_growth(&w, 5000, "grow-stop", &req, &c);
-    fixture_halt(&w.f);
-    CU_ASSERT_EQUAL(webhook_server_waiting(w.f.srv), 1);
-    world_stop(&w, 0); /* server, then reader, then base */
-    tls_client_close(&c);
-    buf_free(&req);
+    growth_t g;
+    start_growth(&g, 5000, "grow-stop");
+    growth_end(&g, 1);
+    tls_client_close(&g.c);
 }
 
 static int suite_init(void)
