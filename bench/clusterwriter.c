@@ -14,7 +14,9 @@
  *       integer >= --replicas; it is then appended to --acks as "<key> <value> <addr>"
  *       (flushed per line). Any other outcome is a failure: the map is read again and the
  *       SAME i retried. --events gets ackwriter's JSON lines (start, fail, accept, ack,
- *       target, stop), so tests/e2e/lib_replset.sh's rs_unavailability reads them too.
+ *       target, stop), so tests/e2e/lib_replset.sh's rs_unavailability reads them too,
+ *       and a "slow" line (its wall-clock t, "ms" and the node's "addr") for every SET
+ *       that waited CW_SLOW_MS or longer (bench/reshard.sh places them in the run).
  *       Runs until SIGTERM/SIGINT, --duration seconds or --count acknowledged writes;
  *       --rate writes per second at most (default 200; 0 = as fast as it can). At the end it
  *       prints one line, "acked=<n> failed=<n> longest_gap_ms=<n>" then the distributions:
@@ -268,10 +270,15 @@ typedef struct {
     lh_t set, gap;
 } cw_run_t;
 
-/* Once Redis accepted a SET: its wait and the gap since the previous one counted. */
-static void cw_accepted(cw_run_t *run)
+#define CW_SLOW_MS 20 /* a SET waiting this long gets a "slow" event */
+
+/* Once Redis accepted a SET (at addr): its wait and the gap since the previous one
+ * counted; a slow one told in the events. */
+static void cw_accepted(cw_run_t *run, const char *addr)
 {
     int64_t now = bench_mono_us();
+    if (now - run->first_send_us >= CW_SLOW_MS * 1000)
+        cw_event(run->ev, "slow", "\"ms\":%.1f,\"addr\":\"%s\"", (double)(now - run->first_send_us) / 1000.0, addr);
     lh_add(&run->set, now - run->first_send_us);
     if (run->last_ok_us)
         lh_add(&run->gap, now - run->last_ok_us);
@@ -300,7 +307,7 @@ static void cw_write_one(cw_t *w, const cw_opts_t *o, cw_run_t *run)
     if (r)
         freeReplyObject(r);
     if (set_ok)
-        cw_accepted(run);
+        cw_accepted(run, addr);
     if (set_ok && run->failing && !run->accepted) {
         run->accepted = 1;
         cw_event(run->ev, "accept", "\"addr\":\"%s\",\"i\":%lld", addr, run->i);

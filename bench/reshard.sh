@@ -22,7 +22,11 @@
 #   how many SETs waited over 10 ms and over 50 ms. The JSON has every field of the
 #   writer's summary line (gap_* too: the gaps between accepted SETs, spacing included;
 #   bench/clusterwriter.c's header). Between the runs `redis-cli --cluster check` must be
-#   clean and the keys count the same.
+#   clean and the keys count the same. To tell where a long wait came from, each run also
+#   logs (and keeps in the JSON) the writer's SETs over 20 ms, when they happened after the
+#   run's start and which node answered, the operator's slot move runs' ends on the same
+#   clock, and the largest of each event of Redis's latency monitor on every node
+#   (threshold 5 ms: a fork for a snapshot, a slow command).
 #
 # Knobs: DATA=1073741824 VALUE_BYTES=1024 RATE=200 CB_CLUSTER_DIR=/tmp/rdc-cluster-rbench
 #   RDC_POD_CIDR=127.73.0.0/16 (when this script starts the control plane) RB_KEEP_CLUSTER=1
@@ -75,6 +79,24 @@ writer_start() {
         --events "$work/cw.events" --prefix "w$1-" --rate "$RATE" --replicas 0
 }
 writer_summary() { _fo_stop "$work/cw.pid" 10; grep -m1 'longest_gap_ms=' "$work/cw.out"; }
+# Redis's own latency monitor on every node, from the writer's start (events over 5 ms: a
+# fork, a slow command, the cluster bus's nodes.conf fsync is not one of them).
+latency_start() { local ip; for ip in $(pods | awk '{print $2}'); do
+        redis-cli -h "$ip" config set latency-monitor-threshold 5 >/dev/null; redis-cli -h "$ip" latency reset >/dev/null; done; }
+# "event=max_ms@node ..." of LATENCY LATEST over every node, the largest max per event.
+latency_summary() { local ip; for ip in $(pods | awk '{print $2}'); do
+        redis-cli -h "$ip" --no-raw latency latest 2>/dev/null | paste -sd' ' | sed "s/\$/ @$ip/"; done |
+        python3 -c '
+import re, sys
+best = {}
+for line in sys.stdin:
+    ip = line.rsplit("@", 1)[-1].strip()
+    for ev, _ts, _last, mx in re.findall(r"\"([a-z-]+)\"\s+2\) \(integer\) (\d+)\s+3\) \(integer\) (\d+)\s+4\) \(integer\) (\d+)", line):
+        if int(mx) > best.get(ev, (0, ""))[0]:
+            best[ev] = (int(mx), ip)
+print(" ".join("%s=%d@%s" % (k, v[0], v[1]) for k, v in sorted(best.items())) or "none")'; }
+# The writer's slow SETs (over 20 ms: clusterwriter's "slow" events) as "+<ms since t0>:<ms>@<addr>".
+slow_sets() { jq -r --argjson t0 "$1" 'select(.ev == "slow") | "+\(.t - $t0):\(.ms)@\(.addr)"' "$work/cw.events" | paste -sd' '; }
 empty_shard3() { # redis-cli moves every slot off shard 3's master (the starting point)
     local m
     m=$(shard3_master)
@@ -98,6 +120,7 @@ keys0=$(keys_total)
 log "starting point: 3 masters hold $keys0 keys, shard 3 empty"
 
 # ---- 2. redis-cli --cluster rebalance ---------------------------------------------------------
+latency_start
 writer_start cli
 sleep 2
 t0=$(now_ms)
@@ -109,9 +132,13 @@ sum_cli=$(writer_summary)
 gap_cli=$(sed -n 's/.*longest_gap_ms=\([0-9]*\).*/\1/p' <<<"$sum_cli")
 keys_cli=$(keys_total)
 log "redis-cli: exit $rc, $((t1 - t0)) ms, longest pause $gap_cli ms, keys $keys_cli"
+slow_cli=$(slow_sets "$t0") lat_cli=$(latency_summary)
+log "redis-cli: SETs over 20 ms (ms after its start): $slow_cli"
+log "redis-cli: the nodes' latency monitor (max ms): $lat_cli"
 empty_shard3 again || { log "redis-cli could not empty shard 3 again"; exit 1; }
 
 # ---- 3. the operator ----------------------------------------------------------------------------
+latency_start
 writer_start op
 sleep 2
 t2=$(now_ms)
@@ -126,12 +153,16 @@ keys_op=$(keys_total)
 moves=$(grep -c '"msg":"slots moved"' "$work/operator2.log")
 first=$(grep -m1 '"msg":"slots moved"' "$work/operator2.log" | jq -r .ts)
 log "operator: $((t3 - t2)) ms from its start ($moves slot moves, the first ended at $first), longest pause $gap_op ms, keys $keys_op"
+slow_op=$(slow_sets "$t2") lat_op=$(latency_summary)
+log "operator: SETs over 20 ms (ms after its start): $slow_op"
+log "operator: its slot moves (ms after its start, each run's end): $(jq -r --argjson t0 "$t2" 'select(.msg == "slots moved") | (.ts | sub("\\.[0-9]+Z$"; "Z") | fromdate * 1000) - $t0' "$work/operator2.log" 2>/dev/null | paste -sd' ')"
+log "operator: the nodes' latency monitor (max ms): $lat_op"
 
 out=${RB_OUT:-bench/results/reshard-$(date -u +%F)-$(git rev-parse --short HEAD).json}
 python3 - "$out" "$DATA" "$VALUE_BYTES" "$keys0" "$t0" "$t1" "$gap_cli" "$keys_cli" "$t2" "$t3" "$gap_op" "$keys_op" "$la1" \
-    "$sum_cli" "$sum_op" <<'PY'
+    "$sum_cli" "$sum_op" "$slow_cli" "$lat_cli" "$slow_op" "$lat_op" <<'PY'
 import json, sys
-out, data, vb, keys0, t0, t1, gcli, kcli, t2, t3, gop, kop, la, scli, sop = sys.argv[1:]
+out, data, vb, keys0, t0, t1, gcli, kcli, t2, t3, gop, kop, la, scli, sop, slcli, ltcli, slop, ltop = sys.argv[1:]
 slots = 4096
 rows = []
 def writer(line):  # the writer's summary line, "name=value ..." (numbers)
@@ -143,12 +174,14 @@ def writer(line):  # the writer's summary line, "name=value ..." (numbers)
         except ValueError:
             pass
     return w
-for name, a, b, gap, keys, summary in (("redis-cli --cluster rebalance", t0, t1, gcli, kcli, scli),
-                                       ("operator (from its start)", t2, t3, gop, kop, sop)):
+for name, a, b, gap, keys, summary, slow, lat in (
+        ("redis-cli --cluster rebalance", t0, t1, gcli, kcli, scli, slcli, ltcli),
+        ("operator (from its start)", t2, t3, gop, kop, sop, slop, ltop)):
     s = (int(b) - int(a)) / 1000.0
     moved = int(keys0) // 4  # a quarter of the keys goes to the fourth shard
     rows.append({"system": name, "seconds": s, "slots_per_s": slots / s, "keys_per_s": moved / s,
-                 "longest_pause_ms": int(gap or -1), "keys_after": int(keys), "writer": writer(summary)})
+                 "longest_pause_ms": int(gap or -1), "keys_after": int(keys), "writer": writer(summary),
+                 "slow_sets": slow.split(), "redis_latency_max_ms": lat})
 json.dump({"data_bytes": int(data), "value_bytes": int(vb), "keys": int(keys0), "rows": rows, "load_at_start": la},
           open(out, "w"), indent=1)
 def ms(w, k):
