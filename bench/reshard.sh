@@ -29,6 +29,9 @@
 #   (threshold 5 ms: a fork for a snapshot, a slow command).
 #
 # Knobs: DATA=1073741824 VALUE_BYTES=1024 RATE=200 CB_CLUSTER_DIR=/tmp/rdc-cluster-rbench
+#   PERSISTENCE=none|rdb|aof (spec.persistence; unset: the default, aof with snapshots: a
+#   snapshot's fork stalls its node for tens of ms, at a time neither mover chooses, and
+#   the latency monitor's "fork" says when one did; none leaves the movers alone)
 #   RDC_POD_CIDR=127.73.0.0/16 (when this script starts the control plane) RB_KEEP_CLUSTER=1
 #   RB_OUT=<file> (default bench/results/reshard-<date>-<sha>.json). A short variant:
 #   DATA=67108864 (64 MiB).
@@ -106,7 +109,7 @@ empty_shard3() { # redis-cli moves every slot off shard 3's master (the starting
 }
 
 # ---- 1. the cluster and the data -------------------------------------------------------------
-rc_apply_cluster rs "$ns" 4 5s
+rc_apply_cluster rs "$ns" 4 5s "${PERSISTENCE:+  persistence: $PERSISTENCE}"
 sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
 wait_until 600 bash -c "kubectl -n $ns get rdc rs -o jsonpath='{.status.phase}' | grep -qx Running" ||
     { log "the cluster did not come up"; exit 1; }
@@ -161,7 +164,7 @@ log "operator: the nodes' latency monitor (max ms): $lat_op"
 out=${RB_OUT:-bench/results/reshard-$(date -u +%F)-$(git rev-parse --short HEAD).json}
 python3 - "$out" "$DATA" "$VALUE_BYTES" "$keys0" "$t0" "$t1" "$gap_cli" "$keys_cli" "$t2" "$t3" "$gap_op" "$keys_op" "$la1" \
     "$sum_cli" "$sum_op" "$slow_cli" "$lat_cli" "$slow_op" "$lat_op" <<'PY'
-import json, sys
+import json, os, sys
 out, data, vb, keys0, t0, t1, gcli, kcli, t2, t3, gop, kop, la, scli, sop, slcli, ltcli, slop, ltop = sys.argv[1:]
 slots = 4096
 rows = []
@@ -182,13 +185,15 @@ for name, a, b, gap, keys, summary, slow, lat in (
     rows.append({"system": name, "seconds": s, "slots_per_s": slots / s, "keys_per_s": moved / s,
                  "longest_pause_ms": int(gap or -1), "keys_after": int(keys), "writer": writer(summary),
                  "slow_sets": slow.split(), "redis_latency_max_ms": lat})
-json.dump({"data_bytes": int(data), "value_bytes": int(vb), "keys": int(keys0), "rows": rows, "load_at_start": la},
+json.dump({"data_bytes": int(data), "value_bytes": int(vb), "keys": int(keys0), "rows": rows, "load_at_start": la,
+           "persistence": os.environ.get("PERSISTENCE") or "aof (the default)"},
           open(out, "w"), indent=1)
 def ms(w, k):
     return "%.1f ms" % w[k] if k in w else "n/a"
 def n(w, k):
     return "%d" % w[k] if k in w else "n/a"
-print("### 3 -> 4 shards, %.2f GiB in %d keys of %d bytes (a quarter moves: 4096 slots)\n" % (int(data) / 2**30, int(keys0), int(vb)))
+print("### 3 -> 4 shards, %.2f GiB in %d keys of %d bytes (a quarter moves: 4096 slots), persistence %s\n" % (
+    int(data) / 2**30, int(keys0), int(vb), os.environ.get("PERSISTENCE") or "aof (the default)"))
 print("SET latency: a SET's first send to Redis accepting it (MOVED/ASK, retries included), the writer's whole run.\n")
 print("| system | time | slots/s | keys/s | longest pause of a SET writer | SET p99 | SET p99.9 | longest SET "
       "| SETs > 10 ms | SETs > 50 ms | SETs | keys after |")

@@ -236,9 +236,11 @@ static int once_reconcile(kube_client_t *client, const char *key, const once_t *
         fprintf(stderr, "workerd: %s: %s\n", reconcile_result_name(out.result), out.message);
         return 1;
     }
-    if (!dry_run)
-        printf("%s: %s%s\n", key, reconcile_result_name(out.result),
-               out.result == RECONCILE_REQUEUE_AFTER ? " (not ready yet; look again in 10s)" : "");
+    if (!dry_run && out.result == RECONCILE_REQUEUE_AFTER)
+        printf("%s: %s (look again in %.1fs)\n", key, reconcile_result_name(out.result),
+               (double)out.requeue_after_ns / 1e9);
+    else if (!dry_run)
+        printf("%s: %s\n", key, reconcile_result_name(out.result));
     return 0;
 }
 
