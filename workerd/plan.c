@@ -254,37 +254,6 @@ static int plan_pods_last(const plan_ctx_t *c, const found_t *x)
                : 0;
 }
 
-/* Decision 7 for a cluster neither Running nor Failed nor held by a restore: when to look
- * again, at the latest (plan.h). PLAN_REQUEUE_NOT_READY_NS while it waits on what no
- * watch event reports (an object in the way, a StorageClass still missing, Events to
- * read, Cluster mode's waits, not traced here). A diagnosis not made by this plan (the
- * caller gave no pods for it): when it becomes due (status_policy_diagnosis_wait_ns;
- * right after this plan's status write when that write tells the counts:
- * PLAN_REQUEUE_TOLD_NS), since a cause already in a pod's status brings no watch event;
- * due but put off by the caller, PLAN_REQUEUE_NOT_READY_NS. One made: when a grace ends
- * (plan_diagnosis_clock_ns), else PLAN_REQUEUE_WATCHED_NS: only a watched change can
- * tell more. class_checked: the plan looked the StorageClass up. A held status write asks
- * for its window's end itself (plan_hold_status). */
-static int64_t not_running_requeue_ns(const plan_ctx_t *c, const found_t *x, const json_object *sts,
-                                      int class_checked)
-{
-    const plan_observed_t *m = c->more;
-    if (x->kids.owner_conflict || !x->kids.sts_ours || !m || c->spec->mode == RDC_MODE_CLUSTER ||
-        (class_checked && m->storage_class_missing))
-        return PLAN_REQUEUE_NOT_READY_NS;
-    plan_sts_view_t v = plan_view_statefulset(sts);
-    if (v.ready >= c->spec->size)
-        return PLAN_REQUEUE_WATCHED_NS; /* no diagnosis: the StatefulSet's rollout, watched */
-    if (!m->pods) {
-        int64_t wait = status_policy_diagnosis_wait_ns(jsonx_get(c->rc, "status"), v.replicas, v.ready,
-                                                       plan_status_held_ns(c->plan) > 0, c->now);
-        /* due now but not made: the caller put it off (it asks for its own look then) */
-        return wait > 0 ? wait : plan_wants_diagnosis(c->plan) ? PLAN_REQUEUE_NOT_READY_NS : PLAN_REQUEUE_TOLD_NS;
-    }
-    int64_t clock = plan_diagnosis_clock_ns(sts, m->pods, c->now);
-    return clock < 0 ? PLAN_REQUEUE_NOT_READY_NS : clock > 0 ? clock : PLAN_REQUEUE_WATCHED_NS;
-}
-
 /* What the caller is asked to read next, and the requeue of decision 7. */
 static void plan_reads(const plan_ctx_t *c, const found_t *x, const json_object *sts)
 {
@@ -316,7 +285,7 @@ static void plan_reads(const plan_ctx_t *c, const found_t *x, const json_object 
     if (x->restore.hold && !x->kids.owner_conflict)
         plan_requeue_within(p, x->restore.requeue_ns);
     else if (x->kids.owner_conflict || (phase && strcmp(phase, "Running") && strcmp(phase, "Failed")))
-        plan_requeue_within(p, not_running_requeue_ns(c, x, sts, cls != NULL));
+        plan_requeue_within(p, PLAN_REQUEUE_NOT_READY_NS);
 }
 
 /* Decisions 3 to 7 for an object that is not being deleted. Out of memory sets the

@@ -81,29 +81,9 @@
  *     PLAN_APPLY with the full desired object and a Normal event (Updated, or Scaled when
  *     the StatefulSet's replicas change).
  *  6. The status is computed; PLAN_UPDATE_STATUS only when it differs from the observed one.
- *  7. Unless the phase is Running or Failed, requeue at the time something time-driven
- *     becomes due, not on a fixed poll (informerd enqueues the cluster on every change of
- *     what the plan reads of its children and pods, and observerd on every change of
- *     Redis: most fixed-period looks found nothing new, bench/README.md):
- *     - PLAN_REQUEUE_NOT_READY_NS (10 s) while it waits on what no watch reports: an
- *       OwnerConflict, whatever the phase (the object in the way carries none of our
- *       labels, so no watch event says when it goes); a StorageClass the plan looked up
- *       and did not find (a class created later must be noticed); a DIAGNOSIS that reads
- *       Events (plan_diagnosis_clock_ns -1); no StatefulSet of ours yet; Cluster mode
- *       (its waits are its own, not traced here); a caller without `more`;
- *     - a held status write: the window's end (plan_status_held_ns, STATUS WRITE POLICY);
- *     - a DIAGNOSIS not made by this plan: when it becomes due
- *       (status_policy_diagnosis_wait_ns: a held count 10 s old), or
- *       PLAN_REQUEUE_TOLD_NS after this plan's status write when that write tells the
- *       counts (a cause already in a pod's status brings no watch event);
- *     - a DIAGNOSIS made: when a grace ends (plan_diagnosis_clock_ns: a missing pod's
- *       10 s, the pod to explain's 30 s);
- *     - otherwise, waiting only on watched inputs (the pods, the StatefulSet, Redis),
- *       PLAN_REQUEUE_WATCHED_NS (60 s): a safety net, no more (a watch that breaks is
- *       relisted, invariant 5); the user's `kubectl get` shows the StatefulSet live.
- *     The sooner of these and every other requeue the plan asks for (RESTORE's own pace,
- *     VOLUME EXPANSION's claims, AUTH, TLS and ACL rollouts, RUNTIME CONFIG's rest,
- *     BACKUP's schedule, REPLICATION's handovers and downAfter) is the plan's requeue.
+ *  7. Requeue after 10 s unless the phase is Running or Failed; also, whatever the phase,
+ *     while an OwnerConflict stands: the object in the way carries none of our labels, so
+ *     no watch event says when it goes, and only looking again finds out.
  *
  * MANAGED-FIELD COMPARISON (drift), plan_json_subset(desired, observed):
  *   An observed child matches when desired is a subset of it:
@@ -502,9 +482,7 @@
 #define PLAN_SPEC_HASH_ANNOTATION "cache.example.com/spec-hash" /* REMOVED KNOBS */
 #define PLAN_RENDERED_KEYS_ANNOTATION "cache.example.com/rendered-metadata" /* REMOVED KNOBS */
 #define PLAN_REDIS_MAX_ARGS 136 /* CONFIG SET with every run-time directive pair (RUNTIME CONFIG) */
-#define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000) /* decision 7: what is not watched */
-#define PLAN_REQUEUE_WATCHED_NS (INT64_C(60) * 1000000000)   /* decision 7: only the watched */
-#define PLAN_REQUEUE_TOLD_NS (INT64_C(1) * 1000000000)       /* decision 7: after the counts' write */
+#define PLAN_REQUEUE_NOT_READY_NS (INT64_C(10) * 1000000000)
 #define PLAN_FAILOVER_DOWN_AFTER_MS (RDC_SPEC_DEFAULT_DOWN_AFTER_NS / 1000000) /* spec.failover.downAfter's */
 #define PLAN_REQUEUE_SWITCHOVER_NS (INT64_C(2) * 1000000000) /* SWITCHOVER: look again */
 #define PLAN_COMMAND_WINDOW_NS (INT64_C(10) * 1000000000) /* COMMAND RECORD: a plan's commands go within */
@@ -727,18 +705,6 @@ typedef struct {
 } plan_diag_reads_t;
 void plan_diagnosis_reads(const json_object *statefulset, const json_object *pods, int64_t now_wall_ns,
                           plan_diag_reads_t *out);
-
-/* DIAGNOSIS's clock (decision 7): with the StatefulSet and its pods unchanged, when
- * looking again may find what looking now cannot:
- *   -1  now and at every look: plan_diagnosis_reads names Events to read (they are not
- *       watched: only looking again finds a new one), or pods is not an array (not known);
- *   >0  in that many nanoseconds a grace ends: a missing pod's (the 10 s its controller
- *       had to make it, then its Events are read) or the pod to explain's (30 s old: its
- *       own PodScheduled=False, then its Events, count);
- *    0  never by time alone: every cause left is in the pods' status or the StatefulSet's,
- *       whose changes are watched (a watch event brings the next look).
- * Inputs are only read. */
-int64_t plan_diagnosis_clock_ns(const json_object *statefulset, const json_object *pods, int64_t now_wall_ns);
 
 /* The plan that takes a refused child back (TAKING A CHILD BACK): action is the index in
  * failed of a PLAN_APPLY the API refused with http_status, api_reason and api_message;

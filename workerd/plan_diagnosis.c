@@ -152,12 +152,12 @@ static const char *unschedulable(const json_object *pod)
 
 /* ---- What to read ----------------------------------------------------------------------- */
 
-/* Walking the ordinals of the StatefulSet named sts as its controller does (OrderedReady):
- * how long the controller could have made a pod that is missing before any is found not
- * Ready; INT64_MAX for one being deleted (waited for) or when that time is not known
- * (long ago); -1 when none is missing. */
-static int64_t missing_for_ns(const json_object *statefulset, const char *sts, const json_object *pods,
-                              int64_t now)
+/* plan_diagnosis_reads's sts_events: walking the ordinals of the StatefulSet named sts
+ * as its controller does (OrderedReady), a pod is missing (or being deleted) before any
+ * is found not Ready, and the controller could have made a missing one
+ * DIAG_CREATE_GRACE_NS ago. */
+static int may_have_failed_create(const json_object *statefulset, const char *sts, const json_object *pods,
+                                  int64_t now)
 {
     plan_sts_view_t v = plan_view_statefulset(statefulset);
     /* Since when the controller could have created the next pod: the StatefulSet's
@@ -167,23 +167,16 @@ static int64_t missing_for_ns(const json_object *statefulset, const char *sts, c
         char name[320];
         snprintf(name, sizeof(name), "%s-%lld", sts, (long long)i);
         const json_object *pod = pod_named(pods, name);
-        if (!pod || JSONX_AT(pod, "metadata", "deletionTimestamp"))
-            return pod || since < 0 ? INT64_MAX : since;
+        if (!pod || JSONX_AT(pod, "metadata", "deletionTimestamp")) {
+            /* a pod being deleted is waited for; a missing one the controller had
+             * DIAG_CREATE_GRACE_NS to make and did not may have failed to */
+            return pod || since < 0 || since >= DIAG_CREATE_GRACE_NS;
+        }
         if (!pod_ready(pod))
-            return -1;
+            return 0;
         since = plan_age_ns(ready_since(pod), now);
     }
-    return -1;
-}
-
-/* plan_diagnosis_reads's sts_events: a pod is missing (or being deleted) before any is
- * found not Ready, and the controller could have made a missing one DIAG_CREATE_GRACE_NS
- * ago (a pod being deleted is waited for; a missing one the controller had that long to
- * make and did not may have failed to). */
-static int may_have_failed_create(const json_object *statefulset, const char *sts, const json_object *pods,
-                                  int64_t now)
-{
-    return missing_for_ns(statefulset, sts, pods, now) >= DIAG_CREATE_GRACE_NS;
+    return 0;
 }
 
 void plan_diagnosis_reads(const json_object *statefulset, const json_object *pods, int64_t now_wall_ns,
@@ -198,32 +191,6 @@ void plan_diagnosis_reads(const json_object *statefulset, const json_object *pod
     int64_t age = pod_age_ns(pod, now_wall_ns);
     if (pod && ((age >= 0 && age < DIAG_POD_GRACE_NS) || container_waiting(pod, &w) || unschedulable(pod)))
         out->pod = NULL;
-}
-
-/* The sooner of two waits, 0 being none. */
-static int64_t sooner(int64_t a, int64_t b)
-{
-    return !a || (b && b < a) ? b : a;
-}
-
-int64_t plan_diagnosis_clock_ns(const json_object *statefulset, const json_object *pods, int64_t now_wall_ns)
-{
-    pods = jsonx_typed(pods, json_type_array);
-    if (!pods)
-        return -1;
-    plan_diag_reads_t need;
-    plan_diagnosis_reads(statefulset, pods, now_wall_ns, &need);
-    if (need.sts_events || need.pod)
-        return -1;
-    int64_t next = 0;
-    const char *sts = JSONX_STR_AT(statefulset, "metadata", "name");
-    int64_t missing = sts && *sts ? missing_for_ns(statefulset, sts, pods, now_wall_ns) : -1;
-    if (missing >= 0 && missing < DIAG_CREATE_GRACE_NS)
-        next = DIAG_CREATE_GRACE_NS - missing;
-    int64_t age = pod_age_ns(pod_named(pods, plan_pod_to_explain(pods)), now_wall_ns);
-    if (age >= 0 && age < DIAG_POD_GRACE_NS)
-        next = sooner(next, DIAG_POD_GRACE_NS - age);
-    return next;
 }
 
 /* ---- The causes, in order --------------------------------------------------------------- */

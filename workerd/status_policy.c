@@ -133,12 +133,3 @@ int status_policy_diagnosis_due(const json_object *observed, int64_t sts_replica
         return 1;
     return held && count_age_ns(observed, now_wall_ns) >= STATUS_POLICY_COALESCE_NS;
 }
-
-int64_t status_policy_diagnosis_wait_ns(const json_object *observed, int64_t sts_replicas, int64_t sts_ready,
-                                        int held, int64_t now_wall_ns)
-{
-    if (!held || status_policy_counts_told(observed, sts_replicas, sts_ready))
-        return 0;
-    int64_t age = count_age_ns(observed, now_wall_ns);
-    return age < 0 || age >= STATUS_POLICY_COALESCE_NS ? 0 : STATUS_POLICY_COALESCE_NS - age;
-}

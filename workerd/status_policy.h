@@ -21,21 +21,19 @@
  * message, the count, was last written; plan sets it) is less than
  * STATUS_POLICY_COALESCE_NS ago. Held: nothing is written and the caller looks again
  * when the window ends, so the latest count is written at most one window late, and at
- * most one progress write per window and cluster is made. The window's end is itself a
- * requeue (plan_status_held_ns; plan.h decision 7: a cluster not Running is looked at
- * again when something time-driven becomes due, the held write among them), so a held
- * count is written by that look even when no watch event comes. A new cluster's first
- * rollout (computed and observed both Pending with Progressing=True reason Creating,
- * plan_status.c CREATING) has a longer window, STATUS_POLICY_CREATING_NS: its progress is
- * the StatefulSet's, which `kubectl get sts` shows live, and a cluster that converges
- * within it writes its status twice (Pending, Running: the minimum, bench/README.md). A
- * slower first rollout writes its count once per that window; a stuck one is diagnosed
- * all the same (status_policy_diagnosis_due, and plan looks again when it becomes due:
- * status_policy_diagnosis_wait_ns) and its cause, being what the status says, is written
- * at once. Running, Failed and every change of what the status says are never held, so
- * the final status is written by the reconcile that sees it. A status without
- * lastUpdateTime on Ready (written by an older operator, or unreadable) is written at
- * once.
+ * most one progress write per window and cluster is made. The window is plan's requeue
+ * of a cluster that is not Running (PLAN_REQUEUE_NOT_READY_NS, 10 s): a held count costs
+ * no reconcile that would not have come anyway. A new cluster's first rollout (computed
+ * and observed both Pending with Progressing=True reason Creating, plan_status.c CREATING) has
+ * a longer window, STATUS_POLICY_CREATING_NS: its progress is the StatefulSet's, which
+ * `kubectl get sts` shows live, and a cluster that converges within it writes its
+ * status twice (Pending, Running: the minimum, bench/README.md). A slower first rollout
+ * writes its count once per that window; a stuck one is diagnosed all the same
+ * (status_policy_diagnosis_due) and its cause, being what the status says, is written
+ * at once. Running, Failed and every
+ * change of what the status says are never held, so the final status is written by the
+ * reconcile that sees it. A status without lastUpdateTime on Ready (written by an older
+ * operator, or unreadable) is written at once.
  */
 #ifndef RDC_WORKERD_STATUS_POLICY_H
 #define RDC_WORKERD_STATUS_POLICY_H
@@ -68,14 +66,6 @@ int status_policy_counts_told(const json_object *observed, int64_t sts_replicas,
  * tells it has been made, or at the window's end. Inputs are only read. */
 int status_policy_diagnosis_due(const json_object *observed, int64_t sts_replicas, int64_t sts_ready, int held,
                                 int64_t now_wall_ns);
-
-/* How long until a DIAGNOSIS is due by time alone (plan's requeue of a cluster not
- * Running, plan.h decision 7): 0 when it is due now (status_policy_diagnosis_due) or
- * becomes due with the status write the plan makes now (not held: that write tells the
- * counts); else, held, the rest of STATUS_POLICY_COALESCE_NS since the count the status
- * tells was written (1..STATUS_POLICY_COALESCE_NS). Inputs are only read. */
-int64_t status_policy_diagnosis_wait_ns(const json_object *observed, int64_t sts_replicas, int64_t sts_ready,
-                                        int held, int64_t now_wall_ns);
 
 /* 1 when the only differences between computed and observed are progress (above),
  * whatever the phase; 0 otherwise (also when observed is not an object). */

@@ -506,121 +506,6 @@ static void test_status_without_update_time(void)
     world_free(&w);
 }
 
-/* ---- plan: when a cluster not Running is looked at again (plan.h decision 7) ---------- */
-
-#define AT(s) "2024-05-01T12:" s "Z" /* a time of T0's hour; T0 is 12:00:00 */
-#define POD(name, created, status)                                                                                 \
-    "{\"metadata\":{\"name\":\"" name "\",\"creationTimestamp\":\"" created "\"},\"status\":" status "}"
-#define RDY(since) "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"" since "\"}]}"
-#define NOT_RDY "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}"
-#define PULL                                                                                                       \
-    "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}],\"containerStatuses\":[{\"name\":\"redis\","      \
-    "\"state\":{\"waiting\":{\"reason\":\"ErrImagePull\",\"message\":\"pull access denied\"}}}]}"
-#define OLD "2024-05-01T11:00:00Z"
-
-typedef struct {
-    const char *name;
-    int created, ready;     /* the StatefulSet's counts (spec.size 3) */
-    const char *pods;       /* the work item's pods (informerd's cache), NULL: not known */
-    int64_t told_at;        /* > 0: the counts were written at T0 + this (else the first status at T0 tells 0/0) */
-    int64_t now;            /* since T0 */
-    int class_missing;      /* spec.storage.storageClass "nosuch", and it does not exist */
-    int foreign_configmap;  /* the ConfigMap of the cluster's name is not ours */
-    int64_t want;           /* the requeue asked */
-} requeue_row_t;
-
-#define S NS_PER_SEC
-static const requeue_row_t requeue_rows[] = {
-    {"Running: none", 3, 3, "[" POD("cache-0", OLD, RDY(OLD)) "," POD("cache-1", OLD, RDY(OLD)) ","
-     POD("cache-2", OLD, RDY(OLD)) "]", 0, 20 * S, 0, 0, 0},
-    {"held count, an old pod's status saying nothing: the diagnosis when due (the count 10 s old)", 2, 1,
-     "[" POD("cache-0", OLD, RDY(AT("00:02"))) "," POD("cache-1", OLD, NOT_RDY) "]", 0, 4 * S, 0, 0, W - 4 * S},
-    {"held count, a cause in a pod's status: the diagnosis when due, no watch event will come", 2, 1,
-     "[" POD("cache-0", OLD, RDY(AT("00:02"))) "," POD("cache-1", OLD, PULL) "]", 0, 4 * S, 0, 0, W - 4 * S},
-    {"held count, diagnosed, a cause found (written at once; its changes are watched)", 2, 1,
-     "[" POD("cache-0", OLD, RDY(AT("00:02"))) "," POD("cache-1", OLD, PULL) "]", 0, 15 * S, 0, 0,
-     PLAN_REQUEUE_WATCHED_NS},
-    {"held count, diagnosed, nothing to find (the cache's pods ahead of the StatefulSet): the held write's window "
-     "end", 2, 1, "[" POD("cache-0", OLD, RDY(OLD)) "," POD("cache-1", OLD, RDY(OLD)) "," POD("cache-2", OLD, RDY(OLD))
-     "]", 0, 15 * S, 0, 0, C - 15 * S},
-    {"diagnosed, the pod to explain 10 s old: when it is 30 s old", 2, 1,
-     "[" POD("cache-0", OLD, RDY(AT("00:02"))) "," POD("cache-1", AT("00:05"), NOT_RDY) "]", 0, 15 * S, 0, 0,
-     20 * S},
-    {"diagnosed, the next pod missing 4 s: when its controller had 10 s", 1, 1,
-     "[" POD("cache-0", OLD, RDY(AT("00:11"))) "]", 0, 15 * S, 0, 0, 6 * S},
-    {"diagnosed, Events to read (not watched): every 10 s", 2, 1,
-     "[" POD("cache-0", OLD, RDY(AT("00:02"))) "," POD("cache-1", OLD, NOT_RDY) "]", 0, 15 * S, 0, 0,
-     PLAN_REQUEUE_NOT_READY_NS},
-    {"counts told, the cause in the pod's status: waiting only on watched inputs", 2, 1,
-     "[" POD("cache-0", OLD, RDY(AT("00:02"))) "," POD("cache-1", OLD, PULL) "]", C + S, C + 2 * S, 0, 0,
-     PLAN_REQUEUE_WATCHED_NS},
-    {"the counts written now (no window left): the diagnosis right after", 2, 1,
-     "[" POD("cache-0", OLD, RDY(AT("00:02"))) "," POD("cache-1", OLD, PULL) "]", 0, C + S, 0, 0,
-     PLAN_REQUEUE_TOLD_NS},
-    {"pods not known: every 10 s", 2, 1, NULL, C + S, C + 2 * S, 0, 0, PLAN_REQUEUE_NOT_READY_NS},
-    {"StorageClass missing (not watched): every 10 s", 2, 1,
-     "[" POD("cache-0", OLD, RDY(AT("00:02"))) "," POD("cache-1", OLD, PULL) "]", C + S, C + 2 * S, 1, 0,
-     PLAN_REQUEUE_NOT_READY_NS},
-    {"owner conflict (the object in the way is not watched), even Running: every 10 s", 3, 3,
-     "[" POD("cache-0", OLD, RDY(OLD)) "," POD("cache-1", OLD, RDY(OLD)) "," POD("cache-2", OLD, RDY(OLD)) "]", 0,
-     20 * S, 0, 1, PLAN_REQUEUE_NOT_READY_NS},
-};
-
-/* Plan as a worker does: the pods of its work item, and when the plan asks for a
- * diagnosis the same pods as what it read (plan_diagnosis_reads names no more here, or
- * the row expects the poll). */
-static plan_t *run_seen(world_t *w, int64_t now, json_object *pods, int class_missing)
-{
-    plan_children_t kids = {w->kid[KID_CM], w->kid[KID_SVC], w->kid[KID_STS], w->kid[KID_PDB]};
-    plan_observed_t more = {.members = pods, .storage_class_missing = class_missing};
-    plan_t *p = plan_compute_children(w->rc, &kids, &more, now);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    if (plan_wants_diagnosis(p)) {
-        plan_destroy(&p);
-        more.pods = pods;
-        p = plan_compute_children(w->rc, &kids, &more, now);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    }
-    return p;
-}
-
-static void requeue_row(const requeue_row_t *r)
-{
-    world_t w;
-    world_init(&w);
-    if (r->class_missing)
-        json_object_object_add(json_object_object_get(w.rc, "spec"), "storage",
-                               parse("{\"storageClass\":\"nosuch\",\"size\":\"1Gi\"}"));
-    plan_t *p = run_seen(&w, T0, NULL, r->class_missing);
-    perform(&w, p);
-    plan_destroy(&p);
-    json_object *pods = r->pods ? parse(r->pods) : NULL;
-    sts_pods(&w, r->created, r->ready);
-    if (r->told_at) {
-        p = run_seen(&w, T0 + r->told_at, pods, r->class_missing);
-        CU_ASSERT_PTR_NOT_NULL(status_action(p));
-        perform(&w, p);
-        plan_destroy(&p);
-    }
-    if (r->foreign_configmap)
-        json_object_object_del(json_object_object_get(w.kid[KID_CM], "metadata"), "ownerReferences");
-    p = run_seen(&w, T0 + r->now, pods, r->class_missing);
-    if (plan_requeue_after_ns(p) != r->want)
-        fprintf(stderr, "\n  row \"%s\": requeue %lld ns, want %lld (phase %s, held %lld)\n", r->name,
-                (long long)plan_requeue_after_ns(p), (long long)r->want, plan_phase(p),
-                (long long)plan_status_held_ns(p));
-    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), r->want);
-    plan_destroy(&p);
-    json_object_put(pods);
-    world_free(&w);
-}
-
-static void test_not_running_requeue_table(void)
-{
-    for (size_t i = 0; i < sizeof(requeue_rows) / sizeof(requeue_rows[0]); i++)
-        requeue_row(&requeue_rows[i]);
-}
-
 static CU_TestInfo tests[] = {
     {"hold: table", test_hold_table},
     {"hold: no observed status", test_hold_without_observed_status},
@@ -633,7 +518,6 @@ static CU_TestInfo tests[] = {
     {"plan: a held count is written at the window's end", test_held_count_written_at_window_end},
     {"plan: a spec change is written at once", test_generation_change_written_at_once},
     {"plan: a status without lastUpdateTime", test_status_without_update_time},
-    {"plan: when a cluster not Running is looked at again (table)", test_not_running_requeue_table},
     CU_TEST_INFO_NULL,
 };
 
