@@ -65,7 +65,12 @@ if ! "$cluster" up >&2; then
 fi
 eval "$("$cluster" env)"
 kubectl apply -f crds/ >/dev/null || exit 1
-kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com >/dev/null || exit 1
+# (kubectl wait errors at once while the new CRD has no status.conditions yet: try again)
+for _ in 1 2 3 4 5; do
+    kubectl wait --for=condition=Established --timeout=60s crd/redisclusters.cache.example.com >/dev/null 2>&1 && break
+    sleep 1
+done
+kubectl wait --for=condition=Established --timeout=5s crd/redisclusters.cache.example.com >/dev/null || exit 1
 
 sha=$(git rev-parse --short HEAD 2>/dev/null || echo nogit)
 day=$(date +%F)
