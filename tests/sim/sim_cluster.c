@@ -1509,6 +1509,7 @@ static int run_move(sc_t *w, const ctopo_move_t *mv)
     plan_cluster_move_job(w->in, mv, "sim", SLOTMOVE_DEFAULT_BATCH_BYTES, 0, !w->cfg.no_move_wait, &job);
     void *user[2] = {w, &job};
     slotmove_io_t io = {.command = io_command, .now_ns = io_now, .user = user};
+    txn.node = -1; /* a run's connections are its own: nothing queued from an earlier one */
     slotmove_progress_t pr;
     char err[512];
     w->clock_ns = w->tick * 100000000LL;
