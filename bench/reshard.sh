@@ -25,8 +25,9 @@
 #   clean and the keys count the same. To tell where a long wait came from, each run also
 #   logs (and keeps in the JSON) the writer's SETs over 20 ms, when they happened after the
 #   run's start and which node answered, the operator's slot move runs' ends on the same
-#   clock, and the largest of each event of Redis's latency monitor on every node
-#   (threshold 5 ms: a fork for a snapshot, a slow command).
+#   clock, the largest of each event of Redis's latency monitor on every node (threshold
+#   5 ms: a fork for a snapshot, a slow command) and the commands SLOWLOG saw run 5 ms or
+#   longer (which command held a node).
 #
 # Knobs: DATA=1073741824 VALUE_BYTES=1024 RATE=200 CB_CLUSTER_DIR=/tmp/rdc-cluster-rbench
 #   PERSISTENCE=none|rdb|aof (spec.persistence; unset: the default, aof with snapshots: a
@@ -85,7 +86,14 @@ writer_summary() { _fo_stop "$work/cw.pid" 10; grep -m1 'longest_gap_ms=' "$work
 # Redis's own latency monitor on every node, from the writer's start (events over 5 ms: a
 # fork, a slow command, the cluster bus's nodes.conf fsync is not one of them).
 latency_start() { local ip; for ip in $(pods | awk '{print $2}'); do
-        redis-cli -h "$ip" config set latency-monitor-threshold 5 >/dev/null; redis-cli -h "$ip" latency reset >/dev/null; done; }
+        redis-cli -h "$ip" config set latency-monitor-threshold 5 slowlog-log-slower-than 5000 >/dev/null
+        redis-cli -h "$ip" latency reset >/dev/null; redis-cli -h "$ip" slowlog reset >/dev/null; done; }
+# The commands that ran 5 ms or longer on any node since latency_start (SLOWLOG), the
+# longest first: "<ms>ms:<command>@<node>;..." (which command held a node: a MIGRATE waiting
+# on its target, an EXEC, a CLUSTER NODES...).
+slow_commands() { local ip; for ip in $(pods | awk '{print $2}'); do
+        redis-cli -h "$ip" --json slowlog get 128 2>/dev/null | jq -r --arg ip "$ip" '.[] | "\(.[2] / 1000 | floor)ms:\(.[3][0:2] | join(" "))@\($ip)"'
+    done | sort -t m -k1,1nr | head -12 | paste -sd';'; }
 # "event=max_ms@node ..." of LATENCY LATEST over every node, the largest max per event.
 latency_summary() { local ip; for ip in $(pods | awk '{print $2}'); do
         redis-cli -h "$ip" --no-raw latency latest 2>/dev/null | paste -sd' ' | sed "s/\$/ @$ip/"; done |
@@ -135,9 +143,10 @@ sum_cli=$(writer_summary)
 gap_cli=$(sed -n 's/.*longest_gap_ms=\([0-9]*\).*/\1/p' <<<"$sum_cli")
 keys_cli=$(keys_total)
 log "redis-cli: exit $rc, $((t1 - t0)) ms, longest pause $gap_cli ms, keys $keys_cli"
-slow_cli=$(slow_sets "$t0") lat_cli=$(latency_summary)
+slow_cli=$(slow_sets "$t0") lat_cli=$(latency_summary) cmds_cli=$(slow_commands)
 log "redis-cli: SETs over 20 ms (ms after its start): $slow_cli"
 log "redis-cli: the nodes' latency monitor (max ms): $lat_cli"
+log "redis-cli: the nodes' commands over 5 ms (SLOWLOG): $cmds_cli"
 empty_shard3 again || { log "redis-cli could not empty shard 3 again"; exit 1; }
 
 # ---- 3. the operator ----------------------------------------------------------------------------
@@ -156,16 +165,17 @@ keys_op=$(keys_total)
 moves=$(grep -c '"msg":"slots moved"' "$work/operator2.log")
 first=$(grep -m1 '"msg":"slots moved"' "$work/operator2.log" | jq -r .ts)
 log "operator: $((t3 - t2)) ms from its start ($moves slot moves, the first ended at $first), longest pause $gap_op ms, keys $keys_op"
-slow_op=$(slow_sets "$t2") lat_op=$(latency_summary)
+slow_op=$(slow_sets "$t2") lat_op=$(latency_summary) cmds_op=$(slow_commands)
 log "operator: SETs over 20 ms (ms after its start): $slow_op"
 log "operator: its slot moves (ms after its start, each run's end): $(jq -r --argjson t0 "$t2" 'select(.msg == "slots moved") | (.ts | sub("\\.[0-9]+Z$"; "Z") | fromdate * 1000) - $t0' "$work/operator2.log" 2>/dev/null | paste -sd' ')"
 log "operator: the nodes' latency monitor (max ms): $lat_op"
+log "operator: the nodes' commands over 5 ms (SLOWLOG): $cmds_op"
 
 out=${RB_OUT:-bench/results/reshard-$(date -u +%F)-$(git rev-parse --short HEAD).json}
 python3 - "$out" "$DATA" "$VALUE_BYTES" "$keys0" "$t0" "$t1" "$gap_cli" "$keys_cli" "$t2" "$t3" "$gap_op" "$keys_op" "$la1" \
-    "$sum_cli" "$sum_op" "$slow_cli" "$lat_cli" "$slow_op" "$lat_op" <<'PY'
+    "$sum_cli" "$sum_op" "$slow_cli" "$lat_cli" "$slow_op" "$lat_op" "$cmds_cli" "$cmds_op" <<'PY'
 import json, os, sys
-out, data, vb, keys0, t0, t1, gcli, kcli, t2, t3, gop, kop, la, scli, sop, slcli, ltcli, slop, ltop = sys.argv[1:]
+out, data, vb, keys0, t0, t1, gcli, kcli, t2, t3, gop, kop, la, scli, sop, slcli, ltcli, slop, ltop, ccli, cop = sys.argv[1:]
 slots = 4096
 rows = []
 def writer(line):  # the writer's summary line, "name=value ..." (numbers)
@@ -177,14 +187,14 @@ def writer(line):  # the writer's summary line, "name=value ..." (numbers)
         except ValueError:
             pass
     return w
-for name, a, b, gap, keys, summary, slow, lat in (
-        ("redis-cli --cluster rebalance", t0, t1, gcli, kcli, scli, slcli, ltcli),
-        ("operator (from its start)", t2, t3, gop, kop, sop, slop, ltop)):
+for name, a, b, gap, keys, summary, slow, lat, cmds in (
+        ("redis-cli --cluster rebalance", t0, t1, gcli, kcli, scli, slcli, ltcli, ccli),
+        ("operator (from its start)", t2, t3, gop, kop, sop, slop, ltop, cop)):
     s = (int(b) - int(a)) / 1000.0
     moved = int(keys0) // 4  # a quarter of the keys goes to the fourth shard
     rows.append({"system": name, "seconds": s, "slots_per_s": slots / s, "keys_per_s": moved / s,
                  "longest_pause_ms": int(gap or -1), "keys_after": int(keys), "writer": writer(summary),
-                 "slow_sets": slow.split(), "redis_latency_max_ms": lat})
+                 "slow_sets": slow.split(), "redis_latency_max_ms": lat, "slow_commands": [c for c in cmds.split(";") if c]})
 json.dump({"data_bytes": int(data), "value_bytes": int(vb), "keys": int(keys0), "rows": rows, "load_at_start": la,
            "persistence": os.environ.get("PERSISTENCE") or "aof (the default)"},
           open(out, "w"), indent=1)
