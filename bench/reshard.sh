@@ -12,9 +12,15 @@
 #      the data, a fourth empty one with its replica: what the operator sees right after
 #      spec.cluster.shards went from 3 to 4).
 #   3. redis-cli: `redis-cli --cluster rebalance --cluster-use-empty-masters` (its
-#      defaults: pipeline 10 keys a MIGRATE), timed; back to the starting point (2).
+#      defaults: pipeline 10 keys a MIGRATE), timed until shard 3 holds its quarter and
+#      nothing is open; back to the starting point (2).
 #   4. the operator started again (spec.cluster.shards is 4): timed from its start to
-#      status.cluster.slotsToMove 0 and every node cluster_state:ok.
+#      status.cluster.slotsToMove 0, shard 3 holding its quarter and nothing open; stopped,
+#      back to the starting point (2).
+#   3 and 4 are one trial; TRIALS trials run, redis-cli first in odd ones and the operator
+#   first in even ones, and the report gives each trial and the medians (the longest pause
+#   is one sample of a tail: a single trial says little about which mover holds clients
+#   longer, see bench/README.md "The longest pause").
 #   During 3 and 4 a bench/clusterwriter SET writer (no WAIT) runs at RATE writes/s: its
 #   longest pause between accepted SETs is printed beside slots/s and keys/s, and the
 #   distribution of its SETs' latencies (from a SET's first send to Redis accepting it,
@@ -29,10 +35,12 @@
 #   5 ms: a fork for a snapshot, a slow command) and the commands SLOWLOG saw run 5 ms or
 #   longer (which command held a node).
 #
-# Knobs: DATA=1073741824 VALUE_BYTES=1024 RATE=200 CB_CLUSTER_DIR=/tmp/rdc-cluster-rbench
+# Knobs: DATA=1073741824 VALUE_BYTES=1024 RATE=200 TRIALS=1 CB_CLUSTER_DIR=/tmp/rdc-cluster-rbench
 #   PERSISTENCE=none|rdb|aof (spec.persistence; unset: the default, aof with snapshots: a
 #   snapshot's fork stalls its node for tens of ms, at a time neither mover chooses, and
 #   the latency monitor's "fork" says when one did; none leaves the movers alone)
+#   BATCH_BYTES=<n> (spec.cluster.migration.batchBytes; unset: the default, 1 MiB, whose
+#   pipelines of MIGRATEs carry 64 KiB; a smaller one bounds a pipeline to it)
 #   RDC_POD_CIDR=127.73.0.0/16 (when this script starts the control plane) RB_KEEP_CLUSTER=1
 #   RB_OUT=<file> (default bench/results/reshard-<date>-<sha>.json). A short variant:
 #   DATA=67108864 (64 MiB).
@@ -43,6 +51,7 @@ DATA=${DATA:-1073741824}
 VALUE_BYTES=${VALUE_BYTES:-1024}
 RATE=${RATE:-200}
 WAIT_S=${WAIT_S:-1800}
+TRIALS=${TRIALS:-1}
 # shellcheck source=lib_cluster.sh
 . bench/lib_cluster.sh
 bench_cluster_start reshard /tmp/rdc-cluster-rbench 127.73.0.0/16
@@ -118,6 +127,8 @@ empty_shard3() { # redis-cli moves every slot off shard 3's master (the starting
 
 # ---- 1. the cluster and the data -------------------------------------------------------------
 rc_apply_cluster rs "$ns" 4 5s "${PERSISTENCE:+  persistence: $PERSISTENCE}"
+[ -n "${BATCH_BYTES:-}" ] && kubectl -n "$ns" patch rdc rs --type merge \
+    -p "{\"spec\":{\"cluster\":{\"migration\":{\"batchBytes\":$BATCH_BYTES}}}}" >/dev/null
 sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
 wait_until 600 bash -c "kubectl -n $ns get rdc rs -o jsonpath='{.status.phase}' | grep -qx Running" ||
     { log "the cluster did not come up"; exit 1; }
@@ -130,89 +141,148 @@ empty_shard3 start || { log "redis-cli could not empty shard 3"; exit 1; }
 keys0=$(keys_total)
 log "starting point: 3 masters hold $keys0 keys, shard 3 empty"
 
-# ---- 2. redis-cli --cluster rebalance ---------------------------------------------------------
-latency_start
-writer_start cli
-sleep 2
-t0=$(now_ms)
-redis-cli --cluster rebalance "$(any_ip):6379" --cluster-use-empty-masters --cluster-yes >"$work/cli.out" 2>&1
-rc=$?
-wait_until 120 settled
-t1=$(now_ms)
-sum_cli=$(writer_summary)
-gap_cli=$(sed -n 's/.*longest_gap_ms=\([0-9]*\).*/\1/p' <<<"$sum_cli")
-keys_cli=$(keys_total)
-log "redis-cli: exit $rc, $((t1 - t0)) ms, longest pause $gap_cli ms, keys $keys_cli"
-slow_cli=$(slow_sets "$t0") lat_cli=$(latency_summary) cmds_cli=$(slow_commands)
-log "redis-cli: SETs over 20 ms (ms after its start): $slow_cli"
-log "redis-cli: the nodes' latency monitor (max ms): $lat_cli"
-log "redis-cli: the nodes' commands over 5 ms (SLOWLOG): $cmds_cli"
-empty_shard3 again || { log "redis-cli could not empty shard 3 again"; exit 1; }
+# shard 3's master's slots, from its own CLUSTER NODES line
+shard3_slots() { local m; m=$(shard3_master) && [ -n "$m" ] || { echo 0; return; }
+    redis-cli -h "$m" cluster nodes | awk '/myself/ {n = 0; for (i = 9; i <= NF; i++) {
+        if ($i ~ /^\[/) continue; k = split($i, r, "-"); n += (k == 2 ? r[2] - r[1] + 1 : 1) } print n }'; }
+# the move is done: shard 3 holds its quarter (within a slot or two of 4096), nothing open
+moved_in() { [ "$(shard3_slots)" -ge 4090 ] && settled; }
+# record NAME TRIAL T0 T1 NOTE [OPLOG]: the writer's summary, the keys, what held a node;
+# logged, and kept as $work/trial-<TRIAL>-<cli|op>.json for the report
+record() {
+    local sum gap keys slow lat cmds tag=cli runs=""
+    [ -n "${6:-}" ] && tag=op
+    sum=$(writer_summary)
+    gap=$(sed -n 's/.*longest_gap_ms=\([0-9]*\).*/\1/p' <<<"$sum")
+    keys=$(keys_total)
+    slow=$(slow_sets "$3") lat=$(latency_summary) cmds=$(slow_commands)
+    log "$1, trial $2: $(($4 - $3)) ms ($5), longest pause $gap ms, keys $keys"
+    log "$1, trial $2: SETs over 20 ms (ms after its start): $slow"
+    [ -n "${6:-}" ] && runs=$(jq -r --argjson t0 "$3" 'select(.msg == "slots moved") | (.ts | sub("\\.[0-9]+Z$"; "Z") | fromdate * 1000) - $t0' "$6" 2>/dev/null | paste -sd' ') &&
+        log "$1, trial $2: its slot move runs (ms after its start, each run's end, to the second): $runs"
+    log "$1, trial $2: the nodes' latency monitor (max ms): $lat"
+    log "$1, trial $2: the nodes' commands over 5 ms (SLOWLOG): $cmds"
+    python3 - "$work/trial-$2-$tag.json" "$1" "$2" "$3" "$4" "$gap" "$keys" "$sum" "$slow" "$lat" "$cmds" <<'PY'
+import json, sys
+out, name, trial, a, b, gap, keys, summary, slow, lat, cmds = sys.argv[1:]
+w = {}
+for f in summary.split():  # the writer's summary line, "name=value ..." (numbers)
+    k, _, v = f.partition("=")
+    try:
+        w[k] = float(v) if "." in v else int(v)
+    except ValueError:
+        pass
+s = (int(b) - int(a)) / 1000.0
+json.dump({"system": name, "trial": int(trial), "seconds": s, "longest_pause_ms": int(gap or -1),
+           "keys_after": int(keys), "writer": w, "slow_sets": slow.split(), "redis_latency_max_ms": lat,
+           "slow_commands": [c for c in cmds.split(";") if c]}, open(out, "w"))
+PY
+}
+# One measured move from the starting point, each with its own writer (its keys' prefix
+# names the trial) and Redis's latency monitor and SLOWLOG reset on every node.
+measure_cli() {
+    local t0 t1 rc
+    latency_start
+    writer_start "cli$1"
+    sleep 2
+    t0=$(now_ms)
+    redis-cli --cluster rebalance "$(any_ip):6379" --cluster-use-empty-masters --cluster-yes >"$work/cli-$1.out" 2>&1
+    rc=$?
+    wait_until 120 moved_in || log "redis-cli, trial $1: shard 3 did not get its quarter"
+    t1=$(now_ms)
+    record "redis-cli --cluster rebalance" "$1" "$t0" "$t1" "exit $rc"
+}
+measure_op() { # the operator started (spec.cluster.shards is 4) until it has moved the quarter; stopped
+    local t0 t1 moves
+    latency_start
+    writer_start "op$1"
+    sleep 2
+    t0=$(now_ms)
+    sup_start "$BIN" "$work/rt-$1" "$work/operator-$1.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
+    wait_until "$WAIT_S" bash -c "kubectl -n $ns get rdc rs -o json | jq -e '.status.cluster.slotsToMove == 0 and .status.phase == \"Running\"' >/dev/null" ||
+        log "operator, trial $1: did not finish within $WAIT_S s"
+    wait_until 120 moved_in || log "operator, trial $1: shard 3 did not get its quarter"
+    t1=$(now_ms)
+    sup_stop 10
+    moves=$(grep -c '"msg":"slots moved"' "$work/operator-$1.log")
+    record "operator (from its start)" "$1" "$t0" "$t1" "$moves slot move runs" "$work/operator-$1.log"
+}
 
-# ---- 3. the operator ----------------------------------------------------------------------------
-latency_start
-writer_start op
-sleep 2
-t2=$(now_ms)
-sup_start "$BIN" "$work/rt2" "$work/operator2.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
-wait_until "$WAIT_S" bash -c "kubectl -n $ns get rdc rs -o json | jq -e '.status.cluster.slotsToMove == 0 and .status.phase == \"Running\"' >/dev/null" ||
-    log "the operator did not finish within $WAIT_S s"
-wait_until 120 settled
-t3=$(now_ms)
-sum_op=$(writer_summary)
-gap_op=$(sed -n 's/.*longest_gap_ms=\([0-9]*\).*/\1/p' <<<"$sum_op")
-keys_op=$(keys_total)
-moves=$(grep -c '"msg":"slots moved"' "$work/operator2.log")
-first=$(grep -m1 '"msg":"slots moved"' "$work/operator2.log" | jq -r .ts)
-log "operator: $((t3 - t2)) ms from its start ($moves slot moves, the first ended at $first), longest pause $gap_op ms, keys $keys_op"
-slow_op=$(slow_sets "$t2") lat_op=$(latency_summary) cmds_op=$(slow_commands)
-log "operator: SETs over 20 ms (ms after its start): $slow_op"
-log "operator: its slot moves (ms after its start, each run's end): $(jq -r --argjson t0 "$t2" 'select(.msg == "slots moved") | (.ts | sub("\\.[0-9]+Z$"; "Z") | fromdate * 1000) - $t0' "$work/operator2.log" 2>/dev/null | paste -sd' ')"
-log "operator: the nodes' latency monitor (max ms): $lat_op"
-log "operator: the nodes' commands over 5 ms (SLOWLOG): $cmds_op"
+# ---- 2. the trials: redis-cli --cluster rebalance and the operator, each from the starting point
+# (shard 3 emptied by redis-cli, the operator stopped), the order alternating: cli first in
+# odd trials, the operator first in even ones, so that what drifts on the machine hits both.
+k=1
+while [ "$k" -le "$TRIALS" ]; do
+    order="cli op"
+    [ $((k % 2)) = 0 ] && order="op cli"
+    for sys in $order; do
+        "measure_$sys" "$k"
+        [ "$k" = "$TRIALS" ] && [ "$sys" = "${order##* }" ] && break
+        empty_shard3 "$k-$sys" || { log "redis-cli could not empty shard 3 after trial $k ($sys)"; exit 1; }
+    done
+    k=$((k + 1))
+done
 
 out=${RB_OUT:-bench/results/reshard-$(date -u +%F)-$(git rev-parse --short HEAD).json}
-python3 - "$out" "$DATA" "$VALUE_BYTES" "$keys0" "$t0" "$t1" "$gap_cli" "$keys_cli" "$t2" "$t3" "$gap_op" "$keys_op" "$la1" \
-    "$sum_cli" "$sum_op" "$slow_cli" "$lat_cli" "$slow_op" "$lat_op" "$cmds_cli" "$cmds_op" <<'PY'
-import json, os, sys
-out, data, vb, keys0, t0, t1, gcli, kcli, t2, t3, gop, kop, la, scli, sop, slcli, ltcli, slop, ltop, ccli, cop = sys.argv[1:]
+python3 - "$out" "$DATA" "$VALUE_BYTES" "$keys0" "$la1" "$work" <<'PY'
+import glob, json, os, statistics, sys
+out, data, vb, keys0, la, work = sys.argv[1:]
 slots = 4096
+moved = int(keys0) // 4  # a quarter of the keys goes to the fourth shard
 rows = []
-def writer(line):  # the writer's summary line, "name=value ..." (numbers)
-    w = {}
-    for f in line.split():
-        k, _, v = f.partition("=")
-        try:
-            w[k] = float(v) if "." in v else int(v)
-        except ValueError:
-            pass
-    return w
-for name, a, b, gap, keys, summary, slow, lat, cmds in (
-        ("redis-cli --cluster rebalance", t0, t1, gcli, kcli, scli, slcli, ltcli, ccli),
-        ("operator (from its start)", t2, t3, gop, kop, sop, slop, ltop, cop)):
-    s = (int(b) - int(a)) / 1000.0
-    moved = int(keys0) // 4  # a quarter of the keys goes to the fourth shard
-    rows.append({"system": name, "seconds": s, "slots_per_s": slots / s, "keys_per_s": moved / s,
-                 "longest_pause_ms": int(gap or -1), "keys_after": int(keys), "writer": writer(summary),
-                 "slow_sets": slow.split(), "redis_latency_max_ms": lat, "slow_commands": [c for c in cmds.split(";") if c]})
-json.dump({"data_bytes": int(data), "value_bytes": int(vb), "keys": int(keys0), "rows": rows, "load_at_start": la,
-           "persistence": os.environ.get("PERSISTENCE") or "aof (the default)"},
+for f in sorted(glob.glob(os.path.join(work, "trial-*-*.json")), key=lambda f: (int(f.split("-")[-2]), f)):
+    r = json.load(open(f))
+    r["slots_per_s"], r["keys_per_s"] = slots / r["seconds"], moved / r["seconds"]
+    rows.append(r)
+systems = ("redis-cli --cluster rebalance", "operator (from its start)")
+def col(name, get):
+    v = [get(r) for r in rows if r["system"] == name and get(r) is not None]
+    return statistics.median(v) if v else None
+figures = (("seconds", lambda r: r["seconds"]), ("slots_per_s", lambda r: r["slots_per_s"]),
+           ("keys_per_s", lambda r: r["keys_per_s"]), ("longest_pause_ms", lambda r: r["longest_pause_ms"]),
+           ("set_p99_ms", lambda r: r["writer"].get("set_p99_ms")), ("set_p999_ms", lambda r: r["writer"].get("set_p999_ms")),
+           ("set_max_ms", lambda r: r["writer"].get("set_max_ms")), ("set_over_10ms", lambda r: r["writer"].get("set_over_10ms")))
+medians = {name: {k: col(name, g) for k, g in figures} for name in systems}
+trials = sorted({r["trial"] for r in rows})
+def of(name, t):
+    return next((r for r in rows if r["system"] == name and r["trial"] == t), None)
+pairs = [(of(systems[0], t), of(systems[1], t)) for t in trials]
+pairs = [(c, o) for c, o in pairs if c and o]
+shorter = sum(1 for c, o in pairs if o["longest_pause_ms"] < c["longest_pause_ms"])
+faster = sum(1 for c, o in pairs if o["seconds"] < c["seconds"])
+json.dump({"data_bytes": int(data), "value_bytes": int(vb), "keys": int(keys0), "trials": len(trials), "rows": rows,
+           "medians": medians, "operator_shorter_longest_pause": shorter, "operator_faster": faster,
+           "load_at_start": la, "persistence": os.environ.get("PERSISTENCE") or "aof (the default)",
+           "batch_bytes": int(os.environ.get("BATCH_BYTES") or 0) or "1048576 (the default)"},
           open(out, "w"), indent=1)
-def ms(w, k):
-    return "%.1f ms" % w[k] if k in w else "n/a"
-def n(w, k):
-    return "%d" % w[k] if k in w else "n/a"
-print("### 3 -> 4 shards, %.2f GiB in %d keys of %d bytes (a quarter moves: 4096 slots), persistence %s\n" % (
-    int(data) / 2**30, int(keys0), int(vb), os.environ.get("PERSISTENCE") or "aof (the default)"))
+def ms(v):
+    return "%.1f ms" % v if v is not None else "n/a"
+def n(v):
+    return "%d" % v if v is not None else "n/a"
+print("### 3 -> 4 shards, %.2f GiB in %d keys of %d bytes (a quarter moves: 4096 slots), persistence %s, "
+      "batchBytes %s, %d trial(s)\n" % (int(data) / 2**30, int(keys0), int(vb), os.environ.get("PERSISTENCE") or
+                                        "aof (the default)", os.environ.get("BATCH_BYTES") or "1 MiB (the default)",
+                                        len(trials)))
 print("SET latency: a SET's first send to Redis accepting it (MOVED/ASK, retries included), the writer's whole run.\n")
-print("| system | time | slots/s | keys/s | longest pause of a SET writer | SET p99 | SET p99.9 | longest SET "
+print("| trial | system | time | slots/s | keys/s | longest pause of a SET writer | SET p99 | SET p99.9 | longest SET "
       "| SETs > 10 ms | SETs > 50 ms | SETs | keys after |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     w = r["writer"]
-    print("| %s | %.1f s | %.0f | %.0f | %d ms | %s | %s | %s | %s | %s | %s | %d |" % (
-        r["system"], r["seconds"], r["slots_per_s"], r["keys_per_s"], r["longest_pause_ms"], ms(w, "set_p99_ms"),
-        ms(w, "set_p999_ms"), ms(w, "set_max_ms"), n(w, "set_over_10ms"), n(w, "set_over_50ms"), n(w, "acked"),
-        r["keys_after"]))
-print("\nresults: %s" % out)
+    print("| %d | %s | %.1f s | %.0f | %.0f | %d ms | %s | %s | %s | %s | %s | %s | %d |" % (
+        r["trial"], r["system"], r["seconds"], r["slots_per_s"], r["keys_per_s"], r["longest_pause_ms"],
+        ms(w.get("set_p99_ms")), ms(w.get("set_p999_ms")), ms(w.get("set_max_ms")), n(w.get("set_over_10ms")),
+        n(w.get("set_over_50ms")), n(w.get("acked")), r["keys_after"]))
+if len(trials) > 1:
+    print("\nMedians over the trials:\n")
+    print("| system | time | slots/s | keys/s | longest pause | SET p99 | SET p99.9 | longest SET | SETs > 10 ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in systems:
+        m = medians[name]
+        print("| %s | %s s | %s | %s | %s | %s | %s | %s | %s |" % (
+            name, "%.1f" % m["seconds"] if m["seconds"] else "n/a", n(m["slots_per_s"]), n(m["keys_per_s"]),
+            ms(m["longest_pause_ms"]), ms(m["set_p99_ms"]), ms(m["set_p999_ms"]), ms(m["set_max_ms"]),
+            n(m["set_over_10ms"])))
+print("\nthe operator faster in %d of %d trials, its longest pause shorter in %d of %d" % (faster, len(pairs), shorter, len(pairs)))
+print("results: %s" % out)
 PY
