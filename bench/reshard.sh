@@ -41,6 +41,7 @@
 #   the latency monitor's "fork" says when one did; none leaves the movers alone)
 #   BATCH_BYTES=<n> (spec.cluster.migration.batchBytes; unset: the default, 1 MiB, whose
 #   pipelines of MIGRATEs carry 64 KiB; a smaller one bounds a pipeline to it)
+#   BYTES_PER_SECOND=<n> (spec.cluster.migration.bytesPerSecond; unset: 0, unpaced)
 #   RDC_POD_CIDR=127.73.0.0/16 (when this script starts the control plane) RB_KEEP_CLUSTER=1
 #   RB_OUT=<file> (default bench/results/reshard-<date>-<sha>.json). A short variant:
 #   DATA=67108864 (64 MiB).
@@ -127,8 +128,10 @@ empty_shard3() { # redis-cli moves every slot off shard 3's master (the starting
 
 # ---- 1. the cluster and the data -------------------------------------------------------------
 rc_apply_cluster rs "$ns" 4 5s "${PERSISTENCE:+  persistence: $PERSISTENCE}"
-[ -n "${BATCH_BYTES:-}" ] && kubectl -n "$ns" patch rdc rs --type merge \
-    -p "{\"spec\":{\"cluster\":{\"migration\":{\"batchBytes\":$BATCH_BYTES}}}}" >/dev/null
+migration=${BATCH_BYTES:+\"batchBytes\":$BATCH_BYTES}
+[ -n "${BYTES_PER_SECOND:-}" ] && migration="${migration:+$migration,}\"bytesPerSecond\":$BYTES_PER_SECOND"
+[ -n "$migration" ] && kubectl -n "$ns" patch rdc rs --type merge \
+    -p "{\"spec\":{\"cluster\":{\"migration\":{$migration}}}}" >/dev/null
 sup_start "$BIN" "$work/rt" "$work/operator.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
 wait_until 600 bash -c "kubectl -n $ns get rdc rs -o jsonpath='{.status.phase}' | grep -qx Running" ||
     { log "the cluster did not come up"; exit 1; }
@@ -141,12 +144,39 @@ empty_shard3 start || { log "redis-cli could not empty shard 3"; exit 1; }
 keys0=$(keys_total)
 log "starting point: 3 masters hold $keys0 keys, shard 3 empty"
 
-# shard 3's master's slots, from its own CLUSTER NODES line
-shard3_slots() { local m; m=$(shard3_master) && [ -n "$m" ] || { echo 0; return; }
-    redis-cli -h "$m" cluster nodes | awk '/myself/ {n = 0; for (i = 9; i <= NF; i++) {
+# the slots a master (an IP) owns, from its own CLUSTER NODES line
+slots_of() { redis-cli -h "$1" cluster nodes 2>/dev/null | awk '/myself/ {n = 0; for (i = 9; i <= NF; i++) {
         if ($i ~ /^\[/) continue; k = split($i, r, "-"); n += (k == 2 ? r[2] - r[1] + 1 : 1) } print n }'; }
-# the move is done: shard 3 holds its quarter (within a slot or two of 4096), nothing open
-moved_in() { [ "$(shard3_slots)" -ge 4090 ] && settled; }
+# the move is done: shard 3's master (IP $1) holds its quarter (within a slot or two of
+# 4096). One CLUSTER NODES to one node every half second while a mover works, the same for
+# both: no kubectl (a Go process and an API read each time) on the machine meanwhile.
+quarter_in() { [ "$(slots_of "$1")" -ge 4090 ] 2>/dev/null; }
+# CPU seconds by process name of every process now, the machine's busy CPU seconds and the
+# CPU and IO pressure totals (µs some task waited for a CPU, for IO): what else ran while a
+# mover worked, and how long runnable tasks (a Redis server, the writer) waited for a core.
+cpu_snapshot() { python3 - >"$1" <<'PY'
+import glob, os
+hz = os.sysconf("SC_CLK_TCK")
+by = {}
+for f in glob.glob("/proc/[0-9]*/stat"):
+    try:
+        t = open(f).read()
+    except OSError:
+        continue
+    name, rest = t[t.index("(") + 1:t.rindex(")")], t[t.rindex(")") + 2:].split()
+    by[name] = by.get(name, 0) + (int(rest[11]) + int(rest[12])) / hz
+cpu = open("/proc/stat").readline().split()[1:]
+by["@busy"] = (sum(int(x) for x in cpu[:8]) - int(cpu[3]) - int(cpu[4])) / hz
+for kind in ("cpu", "io"):
+    try:
+        some = open("/proc/pressure/%s" % kind).readline().split()
+        by["@psi_%s_some_s" % kind] = int(some[-1].split("=")[1]) / 1e6
+    except OSError:
+        pass
+for k, v in sorted(by.items()):
+    print("%s\t%.3f" % (k, v))
+PY
+}
 # record NAME TRIAL T0 T1 NOTE [OPLOG]: the writer's summary, the keys, what held a node;
 # logged, and kept as $work/trial-<TRIAL>-<cli|op>.json for the report
 record() {
@@ -162,9 +192,23 @@ record() {
         log "$1, trial $2: its slot move runs (ms after its start, each run's end, to the second): $runs"
     log "$1, trial $2: the nodes' latency monitor (max ms): $lat"
     log "$1, trial $2: the nodes' commands over 5 ms (SLOWLOG): $cmds"
-    python3 - "$work/trial-$2-$tag.json" "$1" "$2" "$3" "$4" "$gap" "$keys" "$sum" "$slow" "$lat" "$cmds" <<'PY'
+    python3 - "$work/trial-$2-$tag.json" "$1" "$2" "$3" "$4" "$gap" "$keys" "$sum" "$slow" "$lat" "$cmds" \
+        "$work/cpu-$2-$tag.0" "$work/cpu-$2-$tag.1" <<'PY'
 import json, sys
-out, name, trial, a, b, gap, keys, summary, slow, lat, cmds = sys.argv[1:]
+out, name, trial, a, b, gap, keys, summary, slow, lat, cmds, c0, c1 = sys.argv[1:]
+def snap(f):
+    d = {}
+    for line in open(f):
+        k, _, v = line.rstrip("\n").rpartition("\t")
+        d[k] = float(v)
+    return d
+s0, s1 = snap(c0), snap(c1)
+groups = {"redis": ("redis-server",), "operator": ("supervisor", "informerd", "workerd", "observerd", "electord",
+                                                 "metricsd", "webhookd"),
+          "control_plane": ("etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kwok", "rdc-pod-runtime"),
+          "writer": ("clusterwriter",), "redis_cli": ("redis-cli",)}
+cpu = {g: round(sum(s1.get(n, 0) - s0.get(n, 0) for n in names), 2) for g, names in groups.items()}
+cpu["machine"] = round(s1.get("@busy", 0) - s0.get("@busy", 0), 2)
 w = {}
 for f in summary.split():  # the writer's summary line, "name=value ..." (numbers)
     k, _, v = f.partition("=")
@@ -175,34 +219,48 @@ for f in summary.split():  # the writer's summary line, "name=value ..." (number
 s = (int(b) - int(a)) / 1000.0
 json.dump({"system": name, "trial": int(trial), "seconds": s, "longest_pause_ms": int(gap or -1),
            "keys_after": int(keys), "writer": w, "slow_sets": slow.split(), "redis_latency_max_ms": lat,
-           "slow_commands": [c for c in cmds.split(";") if c]}, open(out, "w"))
+           "slow_commands": [c for c in cmds.split(";") if c], "cpu_s": cpu,
+           "cpu_pressure_pct": round(100 * (s1.get("@psi_cpu_some_s", 0) - s0.get("@psi_cpu_some_s", 0)) / s, 1),
+           "io_pressure_pct": round(100 * (s1.get("@psi_io_some_s", 0) - s0.get("@psi_io_some_s", 0)) / s, 1)},
+          open(out, "w"))
 PY
 }
 # One measured move from the starting point, each with its own writer (its keys' prefix
 # names the trial) and Redis's latency monitor and SLOWLOG reset on every node.
 measure_cli() {
-    local t0 t1 rc
+    local t0 t1 rc m3
+    m3=$(shard3_master)
     latency_start
     writer_start "cli$1"
     sleep 2
+    cpu_snapshot "$work/cpu-$1-cli.0"
     t0=$(now_ms)
-    redis-cli --cluster rebalance "$(any_ip):6379" --cluster-use-empty-masters --cluster-yes >"$work/cli-$1.out" 2>&1
+    /usr/bin/time -f "%U %S" -o "$work/cli-$1.time" \
+        redis-cli --cluster rebalance "$(any_ip):6379" --cluster-use-empty-masters --cluster-yes >"$work/cli-$1.out" 2>&1
     rc=$?
-    wait_until 120 moved_in || log "redis-cli, trial $1: shard 3 did not get its quarter"
+    wait_until 120 quarter_in "$m3" || log "redis-cli, trial $1: shard 3 did not get its quarter"
     t1=$(now_ms)
+    cpu_snapshot "$work/cpu-$1-cli.1"
+    # redis-cli has exited by the second snapshot: its CPU seconds from time(1)
+    printf 'redis-cli\t%s\n' "$(awk '{print $1 + $2}' "$work/cli-$1.time" 2>/dev/null || echo 0)" >>"$work/cpu-$1-cli.1"
+    wait_until 120 settled || log "redis-cli, trial $1: redis-cli --cluster check is not clean"
     record "redis-cli --cluster rebalance" "$1" "$t0" "$t1" "exit $rc"
 }
 measure_op() { # the operator started (spec.cluster.shards is 4) until it has moved the quarter; stopped
-    local t0 t1 moves
+    local t0 t1 moves m3
+    m3=$(shard3_master)
     latency_start
     writer_start "op$1"
     sleep 2
+    cpu_snapshot "$work/cpu-$1-op.0"
     t0=$(now_ms)
     sup_start "$BIN" "$work/rt-$1" "$work/operator-$1.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
-    wait_until "$WAIT_S" bash -c "kubectl -n $ns get rdc rs -o json | jq -e '.status.cluster.slotsToMove == 0 and .status.phase == \"Running\"' >/dev/null" ||
-        log "operator, trial $1: did not finish within $WAIT_S s"
-    wait_until 120 moved_in || log "operator, trial $1: shard 3 did not get its quarter"
+    wait_until "$WAIT_S" quarter_in "$m3" || log "operator, trial $1: shard 3 did not get its quarter within $WAIT_S s"
     t1=$(now_ms)
+    cpu_snapshot "$work/cpu-$1-op.1"
+    wait_until 60 bash -c "kubectl -n $ns get rdc rs -o json | jq -e '.status.cluster.slotsToMove == 0 and .status.phase == \"Running\"' >/dev/null" ||
+        log "operator, trial $1: its status did not say slotsToMove 0, Running"
+    wait_until 120 settled || log "operator, trial $1: redis-cli --cluster check is not clean"
     sup_stop 10
     moves=$(grep -c '"msg":"slots moved"' "$work/operator-$1.log")
     record "operator (from its start)" "$1" "$t0" "$t1" "$moves slot move runs" "$work/operator-$1.log"
@@ -253,26 +311,36 @@ faster = sum(1 for c, o in pairs if o["seconds"] < c["seconds"])
 json.dump({"data_bytes": int(data), "value_bytes": int(vb), "keys": int(keys0), "trials": len(trials), "rows": rows,
            "medians": medians, "operator_shorter_longest_pause": shorter, "operator_faster": faster,
            "load_at_start": la, "persistence": os.environ.get("PERSISTENCE") or "aof (the default)",
-           "batch_bytes": int(os.environ.get("BATCH_BYTES") or 0) or "1048576 (the default)"},
+           "batch_bytes": int(os.environ.get("BATCH_BYTES") or 0) or "1048576 (the default)",
+           "bytes_per_second": int(os.environ.get("BYTES_PER_SECOND") or 0)},
           open(out, "w"), indent=1)
 def ms(v):
     return "%.1f ms" % v if v is not None else "n/a"
 def n(v):
     return "%d" % v if v is not None else "n/a"
 print("### 3 -> 4 shards, %.2f GiB in %d keys of %d bytes (a quarter moves: 4096 slots), persistence %s, "
-      "batchBytes %s, %d trial(s)\n" % (int(data) / 2**30, int(keys0), int(vb), os.environ.get("PERSISTENCE") or
-                                        "aof (the default)", os.environ.get("BATCH_BYTES") or "1 MiB (the default)",
-                                        len(trials)))
+      "batchBytes %s, bytesPerSecond %s, %d trial(s)\n" % (
+          int(data) / 2**30, int(keys0), int(vb), os.environ.get("PERSISTENCE") or "aof (the default)",
+          os.environ.get("BATCH_BYTES") or "1 MiB (the default)", os.environ.get("BYTES_PER_SECOND") or "0 (unpaced)",
+          len(trials)))
 print("SET latency: a SET's first send to Redis accepting it (MOVED/ASK, retries included), the writer's whole run.\n")
+print("CPU s during the move: Redis servers / the mover (the operator's daemons, or redis-cli) / the control plane "
+      "/ the whole machine (2 cores: at most 2 a second); CPU pressure: the share of the move's time some runnable "
+      "task waited for a core (/proc/pressure/cpu).\n")
 print("| trial | system | time | slots/s | keys/s | longest pause of a SET writer | SET p99 | SET p99.9 | longest SET "
-      "| SETs > 10 ms | SETs > 50 ms | SETs | keys after |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "| SETs > 10 ms | SETs > 50 ms | SETs | keys after | CPU s | CPU pressure |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+def cpu_of(r):
+    c = r.get("cpu_s") or {}
+    mover = c.get("operator" if r["system"].startswith("operator") else "redis_cli")
+    return "%s / %s / %s / %s" % tuple("%.1f" % v if v is not None else "n/a" for v in (
+        c.get("redis"), mover, c.get("control_plane"), c.get("machine")))
 for r in rows:
     w = r["writer"]
-    print("| %d | %s | %.1f s | %.0f | %.0f | %d ms | %s | %s | %s | %s | %s | %s | %d |" % (
+    print("| %d | %s | %.1f s | %.0f | %.0f | %d ms | %s | %s | %s | %s | %s | %s | %d | %s | %s %% |" % (
         r["trial"], r["system"], r["seconds"], r["slots_per_s"], r["keys_per_s"], r["longest_pause_ms"],
         ms(w.get("set_p99_ms")), ms(w.get("set_p999_ms")), ms(w.get("set_max_ms")), n(w.get("set_over_10ms")),
-        n(w.get("set_over_50ms")), n(w.get("acked")), r["keys_after"]))
+        n(w.get("set_over_50ms")), n(w.get("acked")), r["keys_after"], cpu_of(r), r.get("cpu_pressure_pct", "n/a")))
 if len(trials) > 1:
     print("\nMedians over the trials:\n")
     print("| system | time | slots/s | keys/s | longest pause | SET p99 | SET p99.9 | longest SET | SETs > 10 ms |")
