@@ -165,6 +165,11 @@ for f in glob.glob("/proc/[0-9]*/stat"):
         continue
     name, rest = t[t.index("(") + 1:t.rindex(")")], t[t.rindex(")") + 2:].split()
     by[name] = by.get(name, 0) + (int(rest[11]) + int(rest[12])) / hz
+    try:  # the main thread's time runnable but waiting for a CPU (ns), by process name
+        wait = int(open(f[:-4] + "schedstat").read().split()[1]) / 1e9
+        by["~wait:" + name] = by.get("~wait:" + name, 0) + wait
+    except (OSError, IndexError, ValueError):
+        pass
 cpu = open("/proc/stat").readline().split()[1:]
 by["@busy"] = (sum(int(x) for x in cpu[:8]) - int(cpu[3]) - int(cpu[4])) / hz
 for kind in ("cpu", "io"):
@@ -209,6 +214,9 @@ groups = {"redis": ("redis-server",), "operator": ("supervisor", "informerd", "w
           "writer": ("clusterwriter",), "redis_cli": ("redis-cli",)}
 cpu = {g: round(sum(s1.get(n, 0) - s0.get(n, 0) for n in names), 2) for g, names in groups.items()}
 cpu["machine"] = round(s1.get("@busy", 0) - s0.get("@busy", 0), 2)
+# how long the Redis servers' and the writer's main threads were runnable without a CPU
+waited = {g: round(sum(s1.get("~wait:" + n, 0) - s0.get("~wait:" + n, 0) for n in groups[g]), 2)
+          for g in ("redis", "writer")}
 w = {}
 for f in summary.split():  # the writer's summary line, "name=value ..." (numbers)
     k, _, v = f.partition("=")
@@ -220,6 +228,7 @@ s = (int(b) - int(a)) / 1000.0
 json.dump({"system": name, "trial": int(trial), "seconds": s, "longest_pause_ms": int(gap or -1),
            "keys_after": int(keys), "writer": w, "slow_sets": slow.split(), "redis_latency_max_ms": lat,
            "slow_commands": [c for c in cmds.split(";") if c], "cpu_s": cpu,
+           "runqueue_wait_s": waited,
            "cpu_pressure_pct": round(100 * (s1.get("@psi_cpu_some_s", 0) - s0.get("@psi_cpu_some_s", 0)) / s, 1),
            "io_pressure_pct": round(100 * (s1.get("@psi_io_some_s", 0) - s0.get("@psi_io_some_s", 0)) / s, 1)},
           open(out, "w"))
@@ -326,10 +335,11 @@ print("### 3 -> 4 shards, %.2f GiB in %d keys of %d bytes (a quarter moves: 4096
 print("SET latency: a SET's first send to Redis accepting it (MOVED/ASK, retries included), the writer's whole run.\n")
 print("CPU s during the move: Redis servers / the mover (the operator's daemons, or redis-cli) / the control plane "
       "/ the whole machine (2 cores: at most 2 a second); CPU pressure: the share of the move's time some runnable "
-      "task waited for a core (/proc/pressure/cpu).\n")
+      "task waited for a core (/proc/pressure/cpu); run-queue wait: seconds the Redis servers' main threads (summed) "
+      "and the writer's were runnable without a core (/proc/<pid>/schedstat).\n")
 print("| trial | system | time | slots/s | keys/s | longest pause of a SET writer | SET p99 | SET p99.9 | longest SET "
-      "| SETs > 10 ms | SETs > 50 ms | SETs | keys after | CPU s | CPU pressure |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "| SETs > 10 ms | SETs > 50 ms | SETs | keys after | CPU s | CPU pressure | run-queue wait: Redis / writer |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 def cpu_of(r):
     c = r.get("cpu_s") or {}
     mover = c.get("operator" if r["system"].startswith("operator") else "redis_cli")
@@ -337,10 +347,12 @@ def cpu_of(r):
         c.get("redis"), mover, c.get("control_plane"), c.get("machine")))
 for r in rows:
     w = r["writer"]
-    print("| %d | %s | %.1f s | %.0f | %.0f | %d ms | %s | %s | %s | %s | %s | %s | %d | %s | %s %% |" % (
+    rq = r.get("runqueue_wait_s") or {}
+    print("| %d | %s | %.1f s | %.0f | %.0f | %d ms | %s | %s | %s | %s | %s | %s | %d | %s | %s %% | %s / %s s |" % (
         r["trial"], r["system"], r["seconds"], r["slots_per_s"], r["keys_per_s"], r["longest_pause_ms"],
         ms(w.get("set_p99_ms")), ms(w.get("set_p999_ms")), ms(w.get("set_max_ms")), n(w.get("set_over_10ms")),
-        n(w.get("set_over_50ms")), n(w.get("acked")), r["keys_after"], cpu_of(r), r.get("cpu_pressure_pct", "n/a")))
+        n(w.get("set_over_50ms")), n(w.get("acked")), r["keys_after"], cpu_of(r), r.get("cpu_pressure_pct", "n/a"),
+        rq.get("redis", "n/a"), rq.get("writer", "n/a")))
 if len(trials) > 1:
     print("\nMedians over the trials:\n")
     print("| system | time | slots/s | keys/s | longest pause | SET p99 | SET p99.9 | longest SET | SETs > 10 ms |")
