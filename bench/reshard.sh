@@ -104,18 +104,17 @@ latency_start() { local ip; for ip in $(pods | awk '{print $2}'); do
 slow_commands() { local ip; for ip in $(pods | awk '{print $2}'); do
         redis-cli -h "$ip" --json slowlog get 128 2>/dev/null | jq -r --arg ip "$ip" '.[] | "\(.[2] / 1000 | floor)ms:\(.[3][0:2] | join(" "))@\($ip)"'
     done | sort -t m -k1,1nr | head -12 | paste -sd';'; }
-# "event=max_ms@node ..." of LATENCY LATEST over every node, the largest max per event.
+# "event=max_ms@node ..." of LATENCY LATEST: every event of every node, the largest first.
 latency_summary() { local ip; for ip in $(pods | awk '{print $2}'); do
         redis-cli -h "$ip" --no-raw latency latest 2>/dev/null | paste -sd' ' | sed "s/\$/ @$ip/"; done |
         python3 -c '
 import re, sys
-best = {}
+seen = []
 for line in sys.stdin:
     ip = line.rsplit("@", 1)[-1].strip()
     for ev, _ts, _last, mx in re.findall(r"\"([a-z-]+)\"\s+2\) \(integer\) (\d+)\s+3\) \(integer\) (\d+)\s+4\) \(integer\) (\d+)", line):
-        if int(mx) > best.get(ev, (0, ""))[0]:
-            best[ev] = (int(mx), ip)
-print(" ".join("%s=%d@%s" % (k, v[0], v[1]) for k, v in sorted(best.items())) or "none")'; }
+        seen.append((int(mx), ev, ip))
+print(" ".join("%s=%d@%s" % (ev, mx, ip) for mx, ev, ip in sorted(seen, reverse=True)) or "none")'; }
 # The writer's slow SETs (over 20 ms: clusterwriter's "slow" events) as "+<ms since t0>:<ms>@<addr>".
 slow_sets() { jq -r --argjson t0 "$1" 'select(.ev == "slow") | "+\(.t - $t0):\(.ms)@\(.addr)"' "$work/cw.events" | paste -sd' '; }
 empty_shard3() { # redis-cli moves every slot off shard 3's master (the starting point)
