@@ -9,6 +9,9 @@
  *    ends the wait for its own write (ownwrite.h), forgets its observation when it is
  *    deleted, lifts its quarantine when its spec changes, and restores a quarantine that
  *    its ReconcileCrashed condition records (crashcond.h) when an earlier informerd set it.
+ *    Every add names its cause (a watch event by kind, an observation, a requeue...), and
+ *    what it became (queued, merged, dropped: workqueue_on_outcome) is counted in
+ *    informer_queue_adds_total{cause,result} (docs/informerd.md).
  *  - Observations. observerd PUSHes OBSERVED key observation (proto.h) to the observe
  *    socket; the latest per cached RedisCluster is kept (obsstore.h) and handed to the
  *    worker with the key's children ("Redis"), and the key is queued. Counted in

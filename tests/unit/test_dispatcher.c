@@ -685,6 +685,77 @@ static void test_unread_change_queues_nothing(void)
     fx_stop();
 }
 
+/* ---- adds by cause -------------------------------------------------------------------------- */
+
+/* informer_queue_adds_total{cause,result} so far. */
+static double adds(const char *cause, const char *result)
+{
+    metric_family_t *f = metrics_counter(metrics_default(), "informer_queue_adds_total", NULL, "cause,result");
+    return metric_value(f, METRIC_LABELS(cause, result));
+}
+
+/* Upsert Pod ns/<name>-0 of the RedisCluster <name> (by its instance label), its phase. */
+static void put_pod(const char *name, const char *rv, const char *phase)
+{
+    char text[1024], err[256];
+    snprintf(text, sizeof(text),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-0\",\"namespace\":\"ns\","
+             "\"uid\":\"p-%s\",\"resourceVersion\":\"%s\",\"labels\":{\"app.kubernetes.io/instance\":\"%s\"}},"
+             "\"status\":{\"phase\":\"%s\"}}",
+             name, name, rv, name, phase);
+    json_object *o = json_tokener_parse(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    CU_ASSERT_EQUAL(cache_upsert(fx.cache, "Pod", o, NULL, err, sizeof(err)), 0);
+    json_object_put(o);
+}
+
+/* The causes counted, each as what its adds became. */
+static const char *const counted[][2] = {
+    {"rediscluster", "queued"}, {"rediscluster", "merged"}, {"configmap", "queued"}, {"configmap", "merged"},
+    {"pod", "queued"},          {"pod", "merged"},          {"observation", "queued"}, {"observation", "merged"},
+    {"requeue", "queued"},      {"requeue", "dropped"},     {"resync", "queued"},      {"error", "queued"},
+};
+#define NCOUNTED (sizeof(counted) / sizeof(counted[0]))
+
+/* Each add is counted once, under its own cause, as what it became: a reconcile more
+ * (queued), one already due (merged), or a wait a hand-out overtook (dropped). */
+static void test_adds_counted_by_cause(void)
+{
+    fx_start(0);
+    double was[NCOUNTED];
+    for (size_t i = 0; i < NCOUNTED; i++)
+        was[i] = adds(counted[i][0], counted[i][1]);
+#define GREW(i) (adds(counted[i][0], counted[i][1]) - was[i])
+    put_rc("k", "1", 1, "");     /* rediscluster: queued */
+    put_cm("k", "2");            /* configmap: merged, the key due already */
+    observe("ns/k", "{\"nodes\":[]}"); /* observation: merged */
+    SAY(PROTO_READY, "1");
+    expect_work("ns/k", "0", "1");
+    put_pod("k", "3", "Pending"); /* pod: in flight, so once more after it */
+    put_pod("k", "4", "Running"); /* pod: merged into that */
+    SAY(PROTO_DONE, "ns/k", "requeue_after", "60000"); /* requeue: dropped by the next hand-out */
+    expect_work("ns/k", "0", "1");
+    observe("ns/k", "{\"nodes\":[]}"); /* observation: in flight, once more */
+    SAY(PROTO_DONE, "ns/k", "error", "0"); /* error: a backoff of 5 ms, which a hand-out does not drop */
+    expect_work("ns/k", "0", "1");          /* the observation's */
+    SAY(PROTO_DONE, "ns/k", "done", "0");
+    expect_work("ns/k", "0", "1");          /* the backoff's */
+    SAY(PROTO_DONE, "ns/k", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    cache_resync(fx.cache, "RedisCluster"); /* resync: queued */
+    expect_work("ns/k", "0", "1");
+    SAY(PROTO_DONE, "ns/k", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    static const double want[NCOUNTED] = {1, 0, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1};
+    for (size_t i = 0; i < NCOUNTED; i++) {
+        if (GREW(i) != want[i])
+            fprintf(stderr, "\n  %s %s: %g, want %g", counted[i][0], counted[i][1], GREW(i), want[i]);
+        CU_ASSERT_EQUAL(GREW(i), want[i]);
+    }
+#undef GREW
+    fx_stop();
+}
+
 /* Without sockets (informerd --tail) it maps and queues, and hands out nothing. */
 static void test_without_sockets(void)
 {
@@ -720,6 +791,7 @@ static const cu_entry_t tests[] = {
     {"a requeue a change overtook is dropped", test_requeue_overtaken_is_dropped},
     {"without sockets: keys mapped, none handed out", test_without_sockets},
     {"a child's change no plan reads queues nothing", test_unread_change_queues_nothing},
+    {"each queue add is counted under its cause", test_adds_counted_by_cause},
 };
 
 CU_MAIN(tests)
