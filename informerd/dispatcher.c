@@ -722,8 +722,14 @@ void dispatcher_on_delta(dispatcher_t *d, const cache_delta_t *delta)
     int64_t now = clock_mono_ns();
     if (strcmp(it->kind, RDC_KIND) == 0) {
         int cause = owner_delta(d, delta, key, now);
-        if (cause >= 0)
+        if (cause == CAUSE_RESYNC) {
+            /* No change: a reconcile already coming (a not-Running cluster's requeue, a
+             * child's burst) is the resync's, and a resync no longer lines every key's
+             * requeue up into one burst. */
+            queue_for(d, key, WORKQUEUE_UNLESS_COMING, d->cfg.resync_merge_ns, CAUSE_RESYNC, now);
+        } else if (cause >= 0) {
             queue_for(d, key, WORKQUEUE_NOW, 0, (cause_t)cause, now);
+        }
         return;
     }
     /* A child's: its burst (the pod, then its StatefulSet's status) is one reconcile. */

@@ -421,6 +421,14 @@ int workqueue_add(workqueue_t *q, const char *key, int64_t now_ns)
     return workqueue_put(q, key, WORKQUEUE_NOW, 0, 0, now_ns);
 }
 
+/* Whether a hand-out of it comes anyway by deadline: it is due (queued, or marked to be
+ * queued again), being processed, or waits for a deadline no later. */
+static bool hand_out_coming(const wq_item_t *it, int64_t deadline)
+{
+    return it->dirty || it->list == LIST_PROCESSING ||
+           (it->hpos[HEAP_DELAYED] != NOT_IN_HEAP && it->hdeadline[HEAP_DELAYED] <= deadline);
+}
+
 /* A wait for it of a "soon" kind (requeue_after's, add_soon's), quiet; a wait of another
  * kind (add_after's, a backoff) it has already keeps get() from dropping it. */
 static void schedule_soon(workqueue_t *q, wq_item_t *it, int64_t delay_ns, unsigned cause, int64_t now_ns)
@@ -443,7 +451,7 @@ int workqueue_put(workqueue_t *q, const char *key, workqueue_how_t how, int64_t 
         tell(q, cause, WORKQUEUE_DROPPED);
         return 0;
     }
-    int room = how == WORKQUEUE_NOW || heap_reserve_one(&q->delayed) == 0;
+    int room = how == WORKQUEUE_NOW || how == WORKQUEUE_UNLESS_COMING || heap_reserve_one(&q->delayed) == 0;
     wq_item_t *it = room ? item_get_or_create(q, key) : NULL;
     if (!it)
         return -1;
@@ -466,6 +474,12 @@ int workqueue_put(workqueue_t *q, const char *key, workqueue_how_t how, int64_t 
         break;
     case WORKQUEUE_RATE_LIMITED:
         schedule(q, it, rate_limit_delay(q, it, now_ns), cause, now_ns);
+        break;
+    case WORKQUEUE_UNLESS_COMING:
+        if (hand_out_coming(it, add_saturating(now_ns, delay_ns)))
+            tell(q, cause, WORKQUEUE_MERGED);
+        else
+            enqueue(q, it, cause, now_ns);
         break;
     }
     return 0;

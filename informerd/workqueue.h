@@ -121,7 +121,11 @@ typedef enum {
     WORKQUEUE_AFTER,          /* workqueue_add_after */
     WORKQUEUE_REQUEUE,        /* workqueue_requeue_after */
     WORKQUEUE_SOON,           /* workqueue_add_soon */
-    WORKQUEUE_RATE_LIMITED    /* workqueue_add_rate_limited (delay_ns unused) */
+    WORKQUEUE_RATE_LIMITED,   /* workqueue_add_rate_limited (delay_ns unused) */
+    WORKQUEUE_UNLESS_COMING   /* now, unless a hand-out of key is coming anyway: it is due, being
+                                 processed, or waits with a deadline within delay_ns (MERGED);
+                                 for a look that brings no change, a resync: any reconcile of
+                                 the key does what this one would */
 } workqueue_how_t;
 
 typedef void (*workqueue_outcome_fn)(void *arg, unsigned cause, workqueue_outcome_t outcome);

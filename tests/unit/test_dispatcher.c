@@ -127,7 +127,8 @@ static void *connected(int type, const char *name, const char *identity, const c
 }
 
 /* A dispatcher (with leader election when elect) over a cache of informerd's kinds. */
-static int64_t fx_child_delay_ns; /* the next fx_start's dispatcher_config_t child_delay_ns */
+static int64_t fx_child_delay_ns;  /* the next fx_start's dispatcher_config_t child_delay_ns */
+static int64_t fx_resync_merge_ns; /* ... and resync_merge_ns */
 
 static void fx_start(int elect)
 {
@@ -155,7 +156,7 @@ static void fx_start(int elect)
         fx.elector = bound(ZMQ_PUB, "leader.sock");
         socks.leader = connected(ZMQ_SUB, "leader.sock", NULL, PROTO_LEADER);
     }
-    dispatcher_config_t dc = {fx.cache, fx.reporter, elect, 120, fx_child_delay_ns};
+    dispatcher_config_t dc = {fx.cache, fx.reporter, elect, 120, fx_child_delay_ns, fx_resync_merge_ns};
     fx.d = dispatcher_new(&dc, &socks);
     CU_ASSERT_PTR_NOT_NULL_FATAL(fx.d);
     CU_ASSERT_PTR_NULL(socks.work); /* taken */
@@ -756,13 +757,38 @@ static void test_adds_counted_by_cause(void)
     fx_stop();
 }
 
+/* A resync queues no key whose requeue comes within the sync period: that reconcile is
+ * the resync's (one hand-out, at the requeue's time). A key with none comes at once. */
+static void test_resync_merges_into_a_requeue(void)
+{
+    fx_resync_merge_ns = 10 * NS_PER_SEC;
+    fx_start(0);
+    fx_resync_merge_ns = 0;
+    double merged = adds("resync", "merged"), queued = adds("resync", "queued");
+    hand_out_first("s", "1");
+    int64_t t0 = clock_mono_ns();
+    SAY(PROTO_DONE, "ns/s", "requeue_after", "400");
+    cache_resync(fx.cache, "RedisCluster");
+    expect_work("ns/s", "0", "1");
+    CU_ASSERT(clock_mono_ns() - t0 >= 400 * NS_PER_MS);
+    SAY(PROTO_DONE, "ns/s", "done", "0");
+    expect_no_work(300); /* the resync and the requeue were one */
+    CU_ASSERT_EQUAL(adds("resync", "merged"), merged + 1);
+    cache_resync(fx.cache, "RedisCluster"); /* nothing coming: at once */
+    expect_work("ns/s", "0", "1");
+    SAY(PROTO_DONE, "ns/s", "done", "0");
+    CU_ASSERT_EQUAL(adds("resync", "queued"), queued + 1);
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    fx_stop();
+}
+
 /* Without sockets (informerd --tail) it maps and queues, and hands out nothing. */
 static void test_without_sockets(void)
 {
     cache_t *c = cache_new("RedisCluster");
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     dispatcher_sockets_t none = {0};
-    dispatcher_config_t dc = {c, NULL, 0, 120, 0};
+    dispatcher_config_t dc = {c, NULL, 0, 120, 0, 0};
     dispatcher_t *d = dispatcher_new(&dc, &none);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     cache_set_delta_handler(c, on_delta, d);
@@ -792,6 +818,7 @@ static const cu_entry_t tests[] = {
     {"without sockets: keys mapped, none handed out", test_without_sockets},
     {"a child's change no plan reads queues nothing", test_unread_change_queues_nothing},
     {"each queue add is counted under its cause", test_adds_counted_by_cause},
+    {"a resync merges into a requeue that comes within the sync period", test_resync_merges_into_a_requeue},
 };
 
 CU_MAIN(tests)

@@ -425,6 +425,44 @@ static void test_outcomes_by_cause(void)
     workqueue_destroy(&q);
 }
 
+
+/* A look that brings no change (a resync) adds a key only when no hand-out of it is
+ * coming: not when it is due, in flight, or waits for a deadline within the bound. */
+static void test_unless_coming(void)
+{
+    memset(told, 0, sizeof(told));
+    workqueue_t *q = new_queue();
+    workqueue_on_outcome(q, on_outcome, NULL);
+    /* Idle: now. In flight: merged, and no hand-out after it. */
+    workqueue_put(q, "g", WORKQUEUE_UNLESS_COMING, 10 * SEC, 1, T0);
+    ASSERT_GET(q, T0, "g");
+    workqueue_put(q, "g", WORKQUEUE_UNLESS_COMING, 10 * SEC, 1, T0);
+    workqueue_done(q, "g", T0);
+    ASSERT_GET(q, T0, NULL);
+    CU_ASSERT(told_is(1, 1, 1, 0));
+    /* A requeue within the bound: merged, handed out at the requeue's time alone. */
+    workqueue_put(q, "h", WORKQUEUE_REQUEUE, 5 * SEC, 2, T0);
+    workqueue_put(q, "h", WORKQUEUE_UNLESS_COMING, 10 * SEC, 3, T0);
+    ASSERT_GET(q, T0 + 5 * SEC - 1, NULL);
+    ASSERT_GET(q, T0 + 5 * SEC, "h");
+    workqueue_done(q, "h", T0 + 5 * SEC);
+    CU_ASSERT(told_is(2, 1, 0, 0) && told_is(3, 0, 1, 0));
+    /* A requeue past the bound: now, and the requeue dropped by that hand-out. */
+    workqueue_put(q, "i", WORKQUEUE_REQUEUE, 30 * SEC, 4, T0);
+    workqueue_put(q, "i", WORKQUEUE_UNLESS_COMING, 10 * SEC, 5, T0);
+    ASSERT_GET(q, T0, "i");
+    CU_ASSERT(told_is(4, 0, 0, 1) && told_is(5, 1, 0, 0));
+    workqueue_done(q, "i", T0);
+    /* Due already: merged. */
+    workqueue_add(q, "j", T0);
+    workqueue_put(q, "j", WORKQUEUE_UNLESS_COMING, 0, 6, T0);
+    CU_ASSERT(told_is(6, 0, 1, 0));
+    ASSERT_GET(q, T0, "j");
+    workqueue_done(q, "j", T0);
+    ASSERT_GET(q, T0 + 60 * SEC, NULL);
+    workqueue_destroy(&q);
+}
+
 /* ---- crashes and quarantine ---- */
 
 static void test_abandon_counts_crashes(void)
@@ -860,6 +898,7 @@ static const cu_entry_t tests[] = {
     {"add_soon merges a burst into one add", test_add_soon_merges_a_burst},
     {"requeue_after is dropped when a get overtakes it", test_requeue_after_dropped_when_overtaken},
     {"each add is told once, under its cause", test_outcomes_by_cause},
+    {"unless_coming adds only when no hand-out is coming", test_unless_coming},
     CU_SUITE("workqueue crashes and shutdown"),
     {"abandon counts crashes and backs off", test_abandon_counts_crashes},
     {"quarantine holds one key, others go on", test_quarantine_and_unquarantine},
