@@ -231,34 +231,38 @@ static int turn_until(int (*cond)(void), int ms)
     return cond();
 }
 
+/* Parse text (an object of kind) and upsert it into the cache. */
+static void upsert_text(const char *kind, const char *text)
+{
+    char err[256];
+    json_object *o = json_tokener_parse(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    CU_ASSERT_EQUAL(cache_upsert(fx.cache, kind, o, NULL, err, sizeof(err)), 0);
+    json_object_put(o);
+}
+
 /* Upsert a RedisCluster ns/<name>; extra is JSON members after spec (or ""). */
 static void put_rc(const char *name, const char *rv, int gen, const char *extra)
 {
-    char text[2048], err[256];
+    char text[2048];
     snprintf(text, sizeof(text),
              "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"%s\","
              "\"namespace\":\"ns\",\"uid\":\"u-%s\",\"resourceVersion\":\"%s\",\"generation\":%d},"
              "\"spec\":{\"size\":3,\"image\":\"redis\"}%s}",
              name, name, rv, gen, extra);
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    CU_ASSERT_EQUAL(cache_upsert(fx.cache, "RedisCluster", o, NULL, err, sizeof(err)), 0);
-    json_object_put(o);
+    upsert_text("RedisCluster", text);
 }
 
 /* Upsert a ConfigMap ns/<name> controlled by the RedisCluster of the same name. */
 static void put_cm(const char *name, const char *rv)
 {
-    char text[1024], err[256];
+    char text[1024];
     snprintf(text, sizeof(text),
              "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
              "\"uid\":\"c-%s\",\"resourceVersion\":\"%s\",\"ownerReferences\":[{\"kind\":\"RedisCluster\","
              "\"name\":\"%s\",\"uid\":\"u-%s\",\"controller\":true}]},\"data\":{\"redis.conf\":\"rv %s\"}}",
              name, name, rv, name, name, rv);
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    CU_ASSERT_EQUAL(cache_upsert(fx.cache, "ConfigMap", o, NULL, err, sizeof(err)), 0);
-    json_object_put(o);
+    upsert_text("ConfigMap", text);
 }
 
 static double counter(const char *name, const char *label)
@@ -643,17 +647,14 @@ static void test_drain(void)
  * a managedFields entry stamped at when (what the API server moves on every write). */
 static void put_cm_data(const char *name, const char *rv, const char *data, const char *when)
 {
-    char text[1024], err[256];
+    char text[1024];
     snprintf(text, sizeof(text),
              "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
              "\"uid\":\"c-%s\",\"resourceVersion\":\"%s\",\"managedFields\":[{\"manager\":\"x\",\"time\":\"%s\"}],"
              "\"ownerReferences\":[{\"kind\":\"RedisCluster\",\"name\":\"%s\",\"uid\":\"u-%s\",\"controller\":true}]},"
              "\"data\":{\"redis.conf\":\"%s\"},\"example.com/unread\":\"%s\"}",
              name, name, rv, when, name, name, data, when);
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    CU_ASSERT_EQUAL(cache_upsert(fx.cache, "ConfigMap", o, NULL, err, sizeof(err)), 0);
-    json_object_put(o);
+    upsert_text("ConfigMap", text);
 }
 
 static double skipped(const char *kind)
@@ -698,16 +699,28 @@ static double adds(const char *cause, const char *result)
 /* Upsert Pod ns/<name>-0 of the RedisCluster <name> (by its instance label), its phase. */
 static void put_pod(const char *name, const char *rv, const char *phase)
 {
-    char text[1024], err[256];
+    char text[1024];
     snprintf(text, sizeof(text),
              "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-0\",\"namespace\":\"ns\","
              "\"uid\":\"p-%s\",\"resourceVersion\":\"%s\",\"labels\":{\"app.kubernetes.io/instance\":\"%s\"}},"
              "\"status\":{\"phase\":\"%s\"}}",
              name, name, rv, name, phase);
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    CU_ASSERT_EQUAL(cache_upsert(fx.cache, "Pod", o, NULL, err, sizeof(err)), 0);
-    json_object_put(o);
+    upsert_text("Pod", text);
+}
+
+static double stored_before; /* informer_observations_total{stored} before observe_stored() */
+
+static int observation_stored(void)
+{
+    return counter("informer_observations_total", "stored") > stored_before;
+}
+
+/* observerd's observation of key, read and stored before the test goes on. */
+static void observe_stored(const char *key, const char *json)
+{
+    stored_before = counter("informer_observations_total", "stored");
+    observe(key, json);
+    CU_ASSERT_TRUE(turn_until(observation_stored, 1000));
 }
 
 /* The causes counted, each as what its adds became. */
@@ -729,14 +742,14 @@ static void test_adds_counted_by_cause(void)
 #define GREW(i) (adds(counted[i][0], counted[i][1]) - was[i])
     put_rc("k", "1", 1, "");     /* rediscluster: queued */
     put_cm("k", "2");            /* configmap: merged, the key due already */
-    observe("ns/k", "{\"nodes\":[]}"); /* observation: merged */
+    observe_stored("ns/k", "{\"nodes\":[]}"); /* observation: merged */
     SAY(PROTO_READY, "1");
     expect_work("ns/k", "0", "1");
     put_pod("k", "3", "Pending"); /* pod: in flight, so once more after it */
     put_pod("k", "4", "Running"); /* pod: merged into that */
     SAY(PROTO_DONE, "ns/k", "requeue_after", "60000"); /* requeue: dropped by the next hand-out */
     expect_work("ns/k", "0", "1");
-    observe("ns/k", "{\"nodes\":[]}"); /* observation: in flight, once more */
+    observe_stored("ns/k", "{\"nodes\":[]}"); /* observation: in flight, once more */
     SAY(PROTO_DONE, "ns/k", "error", "0"); /* error: a backoff of 5 ms, which a hand-out does not drop */
     expect_work("ns/k", "0", "1");          /* the observation's */
     SAY(PROTO_DONE, "ns/k", "done", "0");
