@@ -29,6 +29,7 @@
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,10 +232,14 @@ static int turn_until(int (*cond)(void), int ms)
     return cond();
 }
 
-/* Parse text (an object of kind) and upsert it into the cache. */
-static void upsert_text(const char *kind, const char *text)
+/* Upsert the object of kind that fmt and its arguments print (JSON) into the cache. */
+__attribute__((format(printf, 2, 3))) static void upsert_text(const char *kind, const char *fmt, ...)
 {
-    char err[256];
+    char text[2048], err[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
     json_object *o = json_tokener_parse(text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
     CU_ASSERT_EQUAL(cache_upsert(fx.cache, kind, o, NULL, err, sizeof(err)), 0);
@@ -244,25 +249,21 @@ static void upsert_text(const char *kind, const char *text)
 /* Upsert a RedisCluster ns/<name>; extra is JSON members after spec (or ""). */
 static void put_rc(const char *name, const char *rv, int gen, const char *extra)
 {
-    char text[2048];
-    snprintf(text, sizeof(text),
-             "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"%s\","
-             "\"namespace\":\"ns\",\"uid\":\"u-%s\",\"resourceVersion\":\"%s\",\"generation\":%d},"
-             "\"spec\":{\"size\":3,\"image\":\"redis\"}%s}",
-             name, name, rv, gen, extra);
-    upsert_text("RedisCluster", text);
+    upsert_text("RedisCluster",
+                "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"%s\","
+                "\"namespace\":\"ns\",\"uid\":\"u-%s\",\"resourceVersion\":\"%s\",\"generation\":%d},"
+                "\"spec\":{\"size\":3,\"image\":\"redis\"}%s}",
+                name, name, rv, gen, extra);
 }
 
 /* Upsert a ConfigMap ns/<name> controlled by the RedisCluster of the same name. */
 static void put_cm(const char *name, const char *rv)
 {
-    char text[1024];
-    snprintf(text, sizeof(text),
-             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
-             "\"uid\":\"c-%s\",\"resourceVersion\":\"%s\",\"ownerReferences\":[{\"kind\":\"RedisCluster\","
-             "\"name\":\"%s\",\"uid\":\"u-%s\",\"controller\":true}]},\"data\":{\"redis.conf\":\"rv %s\"}}",
-             name, name, rv, name, name, rv);
-    upsert_text("ConfigMap", text);
+    upsert_text("ConfigMap",
+                "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
+                "\"uid\":\"c-%s\",\"resourceVersion\":\"%s\",\"ownerReferences\":[{\"kind\":\"RedisCluster\","
+                "\"name\":\"%s\",\"uid\":\"u-%s\",\"controller\":true}]},\"data\":{\"redis.conf\":\"rv %s\"}}",
+                name, name, rv, name, name, rv);
 }
 
 static double counter(const char *name, const char *label)
@@ -647,14 +648,13 @@ static void test_drain(void)
  * a managedFields entry stamped at when (what the API server moves on every write). */
 static void put_cm_data(const char *name, const char *rv, const char *data, const char *when)
 {
-    char text[1024];
-    snprintf(text, sizeof(text),
-             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
-             "\"uid\":\"c-%s\",\"resourceVersion\":\"%s\",\"managedFields\":[{\"manager\":\"x\",\"time\":\"%s\"}],"
-             "\"ownerReferences\":[{\"kind\":\"RedisCluster\",\"name\":\"%s\",\"uid\":\"u-%s\",\"controller\":true}]},"
-             "\"data\":{\"redis.conf\":\"%s\"},\"example.com/unread\":\"%s\"}",
-             name, name, rv, when, name, name, data, when);
-    upsert_text("ConfigMap", text);
+    upsert_text("ConfigMap",
+                "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
+                "\"uid\":\"c-%s\",\"resourceVersion\":\"%s\",\"managedFields\":[{\"manager\":\"x\",\"time\":\"%s\"}],"
+                "\"ownerReferences\":[{\"kind\":\"RedisCluster\",\"name\":\"%s\",\"uid\":\"u-%s\","
+                "\"controller\":true}]},"
+                "\"data\":{\"redis.conf\":\"%s\"},\"example.com/unread\":\"%s\"}",
+                name, name, rv, when, name, name, data, when);
 }
 
 static double skipped(const char *kind)
@@ -699,13 +699,11 @@ static double adds(const char *cause, const char *result)
 /* Upsert Pod ns/<name>-0 of the RedisCluster <name> (by its instance label), its phase. */
 static void put_pod(const char *name, const char *rv, const char *phase)
 {
-    char text[1024];
-    snprintf(text, sizeof(text),
-             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-0\",\"namespace\":\"ns\","
-             "\"uid\":\"p-%s\",\"resourceVersion\":\"%s\",\"labels\":{\"app.kubernetes.io/instance\":\"%s\"}},"
-             "\"status\":{\"phase\":\"%s\"}}",
-             name, name, rv, name, phase);
-    upsert_text("Pod", text);
+    upsert_text("Pod",
+                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-0\",\"namespace\":\"ns\","
+                "\"uid\":\"p-%s\",\"resourceVersion\":\"%s\",\"labels\":{\"app.kubernetes.io/instance\":\"%s\"}},"
+                "\"status\":{\"phase\":\"%s\"}}",
+                name, name, rv, name, phase);
 }
 
 static double stored_before; /* informer_observations_total{stored} before observe_stored() */
