@@ -602,6 +602,29 @@ def delta_dict(a, b):
     return {k: b.get(k, 0) - a.get(k, 0) for k in keys}
 
 
+QUEUE_ADD_RESULTS = ("queued", "merged", "dropped")
+
+
+def queue_adds(m0, m1, n):
+    """informerd's work queue adds by cause between two scrapes, per cluster, each as what
+    it became (informer_queue_adds_total{cause,result}, docs/informerd.md): queued (a
+    reconcile), merged (into a key already due), dropped (a wait a hand-out overtook).
+    {} for an operator without the counter (the peer, an older build)."""
+    def by(ms):
+        out = {}
+        for name, lab, v in ms:
+            if name == "informer_queue_adds_total":
+                k = (lab.get("cause"), lab.get("result"))
+                out[k] = out.get(k, 0) + v
+        return out
+    d = delta_dict(by(m0), by(m1))
+    out = {}
+    for (cause, result), v in d.items():
+        if v and n:
+            out.setdefault(cause, {r: 0.0 for r in QUEUE_ADD_RESULTS})[result] = r3(v / n)
+    return dict(sorted(out.items(), key=lambda kv: -sum(kv[1].values())))
+
+
 # ------------------------------------------------------------------ operator
 
 class Operator:
@@ -1181,7 +1204,10 @@ def cost(m0, m1, n):
     sign = {"own": 1, "deferred": 1, "deferred_queued": -1}
     echoes = (sum(sign.get(lab.get("result"), 0) * v for name, lab, v in m1 if name == "informer_own_echoes_total") -
               sum(sign.get(lab.get("result"), 0) * v for name, lab, v in m0 if name == "informer_own_echoes_total"))
+    adds = queue_adds(m0, m1, n)
     return {
+        "queue_adds_per_cluster": adds,
+        "queue_adds_queued_per_cluster": r3(sum(c["queued"] for c in adds.values())) if adds else None,
         "own_echoes_skipped_per_cluster": r3(echoes / n) if n else None,
         "enqueues_skipped": {k: int(v) for k, v in sorted(skipped.items()) if v},
         "enqueues_skipped_per_cluster": r3(skipped_total / n) if n else None,
@@ -1352,6 +1378,7 @@ VS_FIGURES = [
     ("reconciles_per_cluster", "reconciles per cluster", ("cost", "reconciles_per_cluster")),
     ("skipped_per_cluster", "child changes that queued nothing, per cluster", ("cost", "enqueues_skipped_per_cluster")),
     ("echoes_per_cluster", "own-write echoes that queued nothing, per cluster", ("cost", "own_echoes_skipped_per_cluster")),
+    ("queued_per_cluster", "queue adds that made a reconcile, per cluster", ("cost", "queue_adds_queued_per_cluster")),
     ("pss_idle_mib", "PSS idle, whole operator (MiB)", ("memory_idle", "pss_kb_total")),
     ("pss_loaded_mib", "PSS with N cached (MiB)", ("memory_loaded", "pss_kb_total")),
     ("uss_idle_mib", "USS idle, whole operator (MiB)", ("memory_idle", "uss_kb_total")),
@@ -1424,6 +1451,29 @@ def vs_markdown(L, V):
         rows.append([label, fmt(m.get("ours")), fmt(m.get("peer")), fmt(m.get("peer_over_ours")),
                      per("ours"), per("peer")])
     table(L, ["figure", "ours", "controller-runtime", "peer / ours", "ours, each trial", "peer, each trial"], rows)
+    queue_adds_markdown(L, V["ours"])
+
+
+def fmt_adds(c):
+    return " / ".join(fmt(c.get(r)) for r in QUEUE_ADD_RESULTS)
+
+
+def queue_adds_markdown(L, runs):
+    """Ours' queue adds per cluster by cause (informer_queue_adds_total), one column per
+    trial: queued / merged / dropped."""
+    per = [g(r, "cost", "queue_adds_per_cluster") or {} for r in runs]
+    causes = []
+    for p in per:
+        causes += [c for c in p if c not in causes]
+    if not causes:
+        return
+    L.append("Ours: work queue adds per cluster by cause, each trial's queued (a reconcile) / merged (into a "
+             "key already due) / dropped (a delayed add a hand-out overtook):")
+    L.append("")
+    rows = [[c] + [fmt_adds(p[c]) if c in p else "—" for p in per] for c in causes]
+    rows.append(["**all**"] + [fmt_adds({r: r3(sum(x[r] for x in p.values())) for r in QUEUE_ADD_RESULTS})
+                               for p in per])
+    table(L, ["cause"] + ["trial %d" % (i + 1) for i in range(len(per))], rows)
 
 
 # ------------------------------------------------------------------ failover
@@ -1706,6 +1756,8 @@ def markdown(R):
             fmt(g(c, "cost", "enqueues_skipped_per_cluster")),
             ", ".join("%s %s" % kv for kv in sorted((g(c, "cost", "enqueues_skipped") or {}).items()))))
         row("own-write echoes that queued nothing, per cluster", lambda c: fmt(g(c, "cost", "own_echoes_skipped_per_cluster")))
+        row("queue adds per cluster by cause: queued / merged / dropped", lambda c: "; ".join(
+            "%s %s" % (k, fmt_adds(v)) for k, v in (g(c, "cost", "queue_adds_per_cluster") or {}).items()) or "—")
         row("workerd request latency, mean", lambda c: fmt(g(c, "cost", "worker_request_mean_ms"), " ms"))
         row("workerd time waiting for the QPS limiter", lambda c: fmt(g(c, "cost", "worker_rate_limiter_wait_seconds_total"), " s"))
         row("workerd Events waiting for their QPS budget", lambda c: fmt(g(c, "cost", "worker_event_limiter_wait_seconds_total"), " s"))

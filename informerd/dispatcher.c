@@ -27,6 +27,54 @@
 #include <zmq.h>
 
 #define MAX_WORKERS 128
+
+/* Why a key was added to the queue: informer_queue_adds_total{cause,result}, with what
+ * each add became (workqueue_on_outcome). 0 is abandon()'s backoff. */
+typedef enum {
+    CAUSE_CRASH = 0,         /* its worker died or went silent with it */
+    CAUSE_GIVEN_BACK,        /* given back unreconciled (worker gone or exited, runs alone later) */
+    CAUSE_RC,                /* the RedisCluster's ADDED or MODIFIED, not an own echo */
+    CAUSE_RC_IN_FLIGHT,      /* its MODIFIED that came in flight, judged no echo at DONE */
+    CAUSE_OWN_ECHO,          /* the echo of its own write that ended a wait holding it back */
+    CAUSE_OWN_WRITE_EXPIRED, /* that wait ended without the echo */
+    CAUSE_RESYNC,            /* the periodic resync */
+    CAUSE_OBSERVATION,       /* observerd's OBSERVED */
+    CAUSE_SECRET,            /* a Secret its spec names */
+    CAUSE_REQUEUE,           /* its reconcile's requeue_after */
+    CAUSE_FENCED,            /* its reconcile was fenced (the lease) */
+    CAUSE_ERROR,             /* its reconcile failed, or its item could not be built: backoff */
+    CAUSE_CHILD              /* a child's delta: one cause per kind of child_kinds from here */
+} cause_t;
+
+/* The children whose deltas are told apart, in order from CAUSE_CHILD; any other kind is
+ * the cause after them, "child_other". */
+static const char *const child_kinds[] = {
+    "Pod", "StatefulSet", "ConfigMap", "Service", "PodDisruptionBudget", "NetworkPolicy", "RedisBackup", "Job",
+    "BackupPod",
+};
+#define NCHILD_KINDS (sizeof(child_kinds) / sizeof(child_kinds[0]))
+#define NCAUSES (CAUSE_CHILD + NCHILD_KINDS + 1)
+
+static const char *const cause_names[NCAUSES] = {
+    "crash", "given_back", "rediscluster", "rediscluster_in_flight", "own_write_echo", "own_write_expired", "resync",
+    "observation", "secret", "requeue", "fenced", "error",
+    /* the children's, as child_kinds */
+    "pod", "statefulset", "configmap", "service", "poddisruptionbudget", "networkpolicy", "redisbackup", "job",
+    "backuppod", "child_other",
+};
+_Static_assert(NCAUSES <= WORKQUEUE_CAUSES_MAX, "the queue keeps every cause");
+
+/* What an add became, as the result label says it (workqueue_outcome_t's order). */
+static const char *const outcome_names[] = {"queued", "merged", "dropped"};
+
+/* The cause of a delta of a child of kind. */
+static unsigned child_cause(const char *kind)
+{
+    size_t i = 0;
+    while (i < NCHILD_KINDS && strcmp(child_kinds[i], kind) != 0)
+        i++;
+    return CAUSE_CHILD + (unsigned)i;
+}
 #define OWNWRITE_MAX_KEYS 65536 /* keys awaiting their own write at once (ownwrite.h) */
 
 /* One worker, by its routing id on the work socket. */
@@ -63,8 +111,22 @@ struct dispatcher {
     int64_t epoch;
     int64_t valid_until_ms;
     int draining;
-    metric_family_t *m_quarantined, *m_observations, *m_ownwrites, *m_skipped, *m_echoes;
+    metric_family_t *m_quarantined, *m_observations, *m_ownwrites, *m_skipped, *m_echoes, *m_adds;
 };
+
+/* The queue says what an add of cause became: counted. */
+static void on_outcome(void *arg, unsigned cause, workqueue_outcome_t outcome)
+{
+    dispatcher_t *d = arg;
+    metric_counter_add(d->m_adds, METRIC_LABELS(cause_names[cause], outcome_names[outcome]), 1);
+}
+
+/* Queue key for cause, as how says (workqueue_put). */
+static void queue_for(dispatcher_t *d, const char *key, workqueue_how_t how, int64_t delay_ns, cause_t cause,
+                      int64_t now)
+{
+    workqueue_put(d->queue, key, how, delay_ns, cause, now);
+}
 
 /* ---- leadership ----------------------------------------------------------------------- */
 
@@ -132,7 +194,7 @@ static void give_back(dispatcher_t *d, worker_slot_t *w, const char *key, const 
     echo_forget(d->echoes, key); /* what came in flight is read by the reconcile queued here */
     if (!crash) {
         workqueue_done(d->queue, key, now);
-        workqueue_add(d->queue, key, now);
+        queue_for(d, key, WORKQUEUE_NOW, 0, CAUSE_GIVEN_BACK, now);
         return;
     }
     workqueue_abandon(d->queue, key, now);
@@ -201,7 +263,7 @@ static int send_work(dispatcher_t *d, worker_slot_t *w, const char *key, int64_t
         buf_free(&children);
         rlog_error("cannot build the work item; retrying later", "key", key);
         workqueue_done(d->queue, key, now);
-        workqueue_add_rate_limited(d->queue, key, now);
+        queue_for(d, key, WORKQUEUE_RATE_LIMITED, 0, CAUSE_ERROR, now);
         return -1;
     }
     rmsg_t *m = rmsg_new();
@@ -285,7 +347,7 @@ void dispatcher_dispatch(dispatcher_t *d, int64_t now)
                      * turn, so the workers drain until one is empty (under a constant
                      * flow of keys it may wait several turns) */
                     workqueue_done(d->queue, k, now);
-                    workqueue_add(d->queue, k, now);
+                    queue_for(d, k, WORKQUEUE_NOW, 0, CAUSE_GIVEN_BACK, now);
                     return;
                 }
                 if (send_work(d, idle, k, now) == 1)
@@ -352,16 +414,16 @@ static void handle_done(dispatcher_t *d, worker_slot_t *w, rmsg_t *m, int64_t no
         workqueue_forget(d->queue, key);
     } else if (strcmp(result, "requeue_after") == 0) {
         workqueue_forget(d->queue, key);
-        workqueue_requeue_after(d->queue, key, after_ms * NS_PER_MS, now);
+        queue_for(d, key, WORKQUEUE_REQUEUE, after_ms * NS_PER_MS, CAUSE_REQUEUE, now);
     } else if (strcmp(result, "fenced") == 0) {
-        workqueue_add(d->queue, key, now);
+        queue_for(d, key, WORKQUEUE_NOW, 0, CAUSE_FENCED, now);
     } else {
         /* error or conflict: back off per key (client-go's AddRateLimited). */
-        workqueue_add_rate_limited(d->queue, key, now);
+        queue_for(d, key, WORKQUEUE_RATE_LIMITED, 0, CAUSE_ERROR, now);
     }
     if (changed) {
         metric_counter_add(d->m_echoes, METRIC_LABELS("deferred_queued"), 1);
-        workqueue_add(d->queue, key, now);
+        queue_for(d, key, WORKQUEUE_NOW, 0, CAUSE_RC_IN_FLIGHT, now);
     }
 out:
     free(key);
@@ -523,7 +585,7 @@ static void observe_message(dispatcher_t *d, rmsg_t *m, int64_t now)
         goto out;
     }
     result = "stored";
-    workqueue_add(d->queue, key, now);
+    queue_for(d, key, WORKQUEUE_NOW, 0, CAUSE_OBSERVATION, now); /* failover: never delayed */
 out:
     if (result)
         metric_counter_add(d->m_observations, METRIC_LABELS(result), 1);
@@ -551,7 +613,7 @@ static int on_reader(loop_t *loop, void *socket, int fd, int revents, void *arg)
 static void enqueue_now(void *ud, const char *key)
 {
     dispatcher_t *d = ud;
-    workqueue_add(d->queue, key, clock_mono_ns());
+    queue_for(d, key, WORKQUEUE_NOW, 0, CAUSE_SECRET, clock_mono_ns());
 }
 
 /* A Secret changed (added, modified, deleted, or resynced): enqueue the RedisClusters
@@ -603,8 +665,9 @@ static void quarantine_restore(dispatcher_t *d, const cache_item_t *rc, const ch
     }
 }
 
-/* A delta of the RedisCluster at key itself. Returns 1 when key is to be queued, 0 when
- * the RedisCluster is gone or the change is the echo of the key's own writes (echo.h). */
+/* A delta of the RedisCluster at key itself. Returns the cause to queue key for, or -1
+ * when the RedisCluster is gone or the change is the echo of the key's own writes
+ * (echo.h). */
 static int owner_delta(dispatcher_t *d, const cache_delta_t *delta, const char *key, int64_t now)
 {
     const cache_item_t *it = delta->item;
@@ -618,7 +681,7 @@ static int owner_delta(dispatcher_t *d, const cache_delta_t *delta, const char *
         echo_forget(d->echoes, key);
     if (delta->type == CACHE_DELETED) {
         obsstore_forget(d->observations, key);
-        return 0; /* gone for good: the finalizer already ran; children go with the GC */
+        return -1; /* gone for good: the finalizer already ran; children go with the GC */
     }
     /* A new spec lifts a quarantine: the change may well be the fix. */
     if (delta->type == CACHE_MODIFIED && delta->old_generation != it->generation)
@@ -631,10 +694,12 @@ static int owner_delta(dispatcher_t *d, const cache_delta_t *delta, const char *
          * same: the key was taken off the queue for this very version. */
         if (a == ECHO_DEFER || (a == ECHO_OWN && !held)) {
             metric_counter_add(d->m_echoes, METRIC_LABELS(a == ECHO_OWN ? "own" : "deferred"), 1);
-            return 0;
+            return -1;
         }
+        if (a == ECHO_OWN)
+            return CAUSE_OWN_ECHO;
     }
-    return 1;
+    return delta->type == CACHE_SYNC ? CAUSE_RESYNC : CAUSE_RC;
 }
 
 void dispatcher_on_delta(dispatcher_t *d, const cache_delta_t *delta)
@@ -656,12 +721,19 @@ void dispatcher_on_delta(dispatcher_t *d, const cache_delta_t *delta)
         return;
     int64_t now = clock_mono_ns();
     if (strcmp(it->kind, RDC_KIND) == 0) {
-        if (owner_delta(d, delta, key, now))
-            workqueue_add(d->queue, key, now);
+        int cause = owner_delta(d, delta, key, now);
+        if (cause == CAUSE_RESYNC) {
+            /* No change: a reconcile already coming (a not-Running cluster's requeue, a
+             * child's burst) is the resync's, and a resync no longer lines every key's
+             * requeue up into one burst. */
+            queue_for(d, key, WORKQUEUE_UNLESS_COMING, d->cfg.resync_merge_ns, CAUSE_RESYNC, now);
+        } else if (cause >= 0) {
+            queue_for(d, key, WORKQUEUE_NOW, 0, (cause_t)cause, now);
+        }
         return;
     }
     /* A child's: its burst (the pod, then its StatefulSet's status) is one reconcile. */
-    workqueue_add_soon(d->queue, key, d->cfg.child_delay_ns, now);
+    queue_for(d, key, WORKQUEUE_SOON, d->cfg.child_delay_ns, child_cause(it->kind), now);
 }
 
 /* ---- the dispatcher ----------------------------------------------------------------------- */
@@ -713,6 +785,14 @@ dispatcher_t *dispatcher_new(const dispatcher_config_t *cfg, dispatcher_sockets_
         "(informerd/echo.h): own (came after the reconcile answered: dropped), deferred (came while it ran: "
         "judged when it answers), deferred_queued (of those, a reconcile's worth that was not its own echo).",
         "result");
+    d->m_adds = metrics_counter(
+        reg, "informer_queue_adds_total",
+        "Adds to the work queue by cause (a watch event by kind, an observation, a requeue...) and by what each "
+        "became: queued (the key made due: a reconcile), merged (into a key already due or waiting sooner), dropped "
+        "(a reconcile handed out before its delay ended read it).",
+        "cause,result");
+    if (d->queue)
+        workqueue_on_outcome(d->queue, on_outcome, d);
     if (!d->queue || !d->observations || !d->secretrefs || !d->ownwrites || !d->echoes)
         dispatcher_destroy(&d);
     return d;
@@ -746,7 +826,7 @@ static void ownwrite_due(const char *key, void *arg)
 {
     dispatcher_t *d = arg;
     metric_counter_add(d->m_ownwrites, METRIC_LABELS("expired"), 1);
-    workqueue_add(d->queue, key, clock_mono_ns());
+    queue_for(d, key, WORKQUEUE_NOW, 0, CAUSE_OWN_WRITE_EXPIRED, clock_mono_ns());
 }
 
 void dispatcher_advance(dispatcher_t *d, int64_t now_ns)

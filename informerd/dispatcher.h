@@ -9,6 +9,11 @@
  *    ends the wait for its own write (ownwrite.h), forgets its observation when it is
  *    deleted, lifts its quarantine when its spec changes, and restores a quarantine that
  *    its ReconcileCrashed condition records (crashcond.h) when an earlier informerd set it.
+ *    A resync (CACHE_SYNC, no change) queues a key only when no hand-out of it is coming
+ *    within resync_merge_ns anyway (WORKQUEUE_UNLESS_COMING).
+ *    Every add names its cause (a watch event by kind, an observation, a requeue...), and
+ *    what it became (queued, merged, dropped: workqueue_on_outcome) is counted in
+ *    informer_queue_adds_total{cause,result} (docs/informerd.md).
  *  - Observations. observerd PUSHes OBSERVED key observation (proto.h) to the observe
  *    socket; the latest per cached RedisCluster is kept (obsstore.h) and handed to the
  *    worker with the key's children ("Redis"), and the key is queued. Counted in
@@ -57,6 +62,9 @@ typedef struct {
     double reconcile_timeout_s; /* a key held longer is taken back from its worker */
     int64_t child_delay_ns;     /* a child's delta queues its owner this much later
                                    (workqueue_add_soon); 0: at once */
+    int64_t resync_merge_ns;    /* a resync queues nothing for a key due, in flight, or waiting
+                                   (a requeue) to be handed out within this (the sync period):
+                                   that reconcile is the resync's; 0: only due or in flight */
 } dispatcher_config_t;
 
 /* Its sockets, bound or connected by the caller; any may be NULL (none: informerd --tail;

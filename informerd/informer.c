@@ -207,7 +207,7 @@ static int serving_rooms_new(informer_t *inf)
     }
     inf->deltas = deltapub_new(inf->cache, &pub, &snapshot, c->tail);
     dispatcher_config_t dc = {inf->cache, inf->reporter, c->opts->leader_elect, c->reconcile_timeout_s,
-                              (int64_t)(c->child_enqueue_delay_s * 1e9)};
+                              (int64_t)(c->child_enqueue_delay_s * 1e9), (int64_t)(c->opts->sync_period * 1e9)};
     inf->dispatcher = dispatcher_new(&dc, &ds);
     return bound && inf->deltas && inf->dispatcher ? 0 : -1;
 }

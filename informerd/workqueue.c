@@ -13,6 +13,8 @@
 
 #define NOT_IN_HEAP SIZE_MAX
 
+_Static_assert(WORKQUEUE_CAUSES_MAX <= 256, "a wait's cause is kept in an unsigned char");
+
 /* The two deadline heaps an item can sit in, one slot each. */
 enum { HEAP_DELAYED = 0, HEAP_QUARANTINE = 1 };
 
@@ -28,6 +30,7 @@ typedef struct wq_item {
     bool quarantined;
     bool has_add_time; /* add_ns is set (for workqueue_queue_duration_seconds) */
     bool soon;         /* its delayed deadline is add_soon's or requeue_after's alone: get() drops it */
+    unsigned char wait_cause; /* the cause of the add its delayed deadline is (workqueue_on_outcome) */
     unsigned failures; /* rate limiter's count, reset by forget() */
     unsigned crashes;  /* abandon()s, reset by forget() and unquarantine() */
     int64_t add_ns;    /* when it became dirty */
@@ -57,6 +60,8 @@ struct workqueue {
     wq_list_t processing;  /* in get() order: the head is the longest running */
     wq_heap_t delayed;     /* add_after deadlines */
     wq_heap_t quarantine;  /* quarantine ends */
+    workqueue_outcome_fn outcome; /* what each add became, by cause (or NULL) */
+    void *outcome_arg;
     uint64_t heap_seq;
     size_t ndirty;
     bool shutting_down;
@@ -238,9 +243,17 @@ static void make_ready(workqueue_t *q, wq_item_t *it)
     list_push(&q->ready, LIST_READY, it);
 }
 
-/* client-go's Add: dedup on dirty; a processing key waits for done(). */
-static void enqueue(workqueue_t *q, wq_item_t *it, int64_t now_ns)
+/* Tell the outcome callback what an add of cause became. */
+static void tell(const workqueue_t *q, unsigned cause, workqueue_outcome_t outcome)
 {
+    if (q->outcome)
+        q->outcome(q->outcome_arg, cause, outcome);
+}
+
+/* client-go's Add, for cause: dedup on dirty; a processing key waits for done(). */
+static void enqueue(workqueue_t *q, wq_item_t *it, unsigned cause, int64_t now_ns)
+{
+    tell(q, cause, it->dirty ? WORKQUEUE_MERGED : WORKQUEUE_QUEUED);
     if (it->dirty)
         return;
     it->dirty = true;
@@ -265,25 +278,31 @@ static int64_t add_saturating(int64_t a, int64_t b)
 
 /* client-go's AddAfter for an item whose delayed-heap room is reserved (not counted as a
  * retry: schedule() counts). */
-static void schedule_quiet(workqueue_t *q, wq_item_t *it, int64_t delay_ns, int64_t now_ns)
+static void schedule_quiet(workqueue_t *q, wq_item_t *it, int64_t delay_ns, unsigned cause, int64_t now_ns)
 {
     if (delay_ns <= 0) {
-        enqueue(q, it, now_ns);
+        enqueue(q, it, cause, now_ns);
         return;
     }
     int64_t deadline = add_saturating(now_ns, delay_ns);
-    if (it->hpos[HEAP_DELAYED] == NOT_IN_HEAP)
+    if (it->hpos[HEAP_DELAYED] == NOT_IN_HEAP) {
         heap_push(&q->delayed, it, deadline, q->heap_seq++);
-    else if (deadline < it->hdeadline[HEAP_DELAYED])
+    } else if (deadline < it->hdeadline[HEAP_DELAYED]) {
         heap_update(&q->delayed, it, deadline);
+        tell(q, it->wait_cause, WORKQUEUE_MERGED); /* this add's wait replaces it */
+    } else {
+        tell(q, cause, WORKQUEUE_MERGED); /* the wait there comes first */
+        return;
+    }
+    it->wait_cause = (unsigned char)cause;
 }
 
 /* schedule_quiet, counted as a retry. */
-static void schedule(workqueue_t *q, wq_item_t *it, int64_t delay_ns, int64_t now_ns)
+static void schedule(workqueue_t *q, wq_item_t *it, int64_t delay_ns, unsigned cause, int64_t now_ns)
 {
     metric_counter_add(q->m_retries, q->labels, 1);
     it->soon = false;
-    schedule_quiet(q, it, delay_ns, now_ns);
+    schedule_quiet(q, it, delay_ns, cause, now_ns);
 }
 
 /* The rate limiter's delay for it (MAX of per-key backoff and the bucket); counts the
@@ -391,58 +410,76 @@ void workqueue_set_rate_limits(workqueue_t *q, int64_t base_ns, int64_t max_ns, 
     ratelimit_init(&q->bucket, qps, burst);
 }
 
-int workqueue_add(workqueue_t *q, const char *key, int64_t now_ns)
+void workqueue_on_outcome(workqueue_t *q, workqueue_outcome_fn fn, void *arg)
 {
-    if (!valid_key(key))
-        return -1;
-    if (q->shutting_down)
-        return 0;
-    wq_item_t *it = item_get_or_create(q, key);
-    if (!it)
-        return -1;
-    enqueue(q, it, now_ns);
-    return 0;
+    q->outcome = fn;
+    q->outcome_arg = arg;
 }
 
-/* The four delayed adds: how each schedules its item. */
-typedef enum { ADD_AFTER, REQUEUE_AFTER, ADD_SOON, ADD_RATE_LIMITED } delayed_add_t;
+int workqueue_add(workqueue_t *q, const char *key, int64_t now_ns)
+{
+    return workqueue_put(q, key, WORKQUEUE_NOW, 0, 0, now_ns);
+}
+
+/* Whether a hand-out of it comes anyway by deadline: it is due (queued, or marked to be
+ * queued again), being processed, or waits for a deadline no later. */
+static bool hand_out_coming(const wq_item_t *it, int64_t deadline)
+{
+    return it->dirty || it->list == LIST_PROCESSING ||
+           (it->hpos[HEAP_DELAYED] != NOT_IN_HEAP && it->hdeadline[HEAP_DELAYED] <= deadline);
+}
 
 /* A wait for it of a "soon" kind (requeue_after's, add_soon's), quiet; a wait of another
  * kind (add_after's, a backoff) it has already keeps get() from dropping it. */
-static void schedule_soon(workqueue_t *q, wq_item_t *it, int64_t delay_ns, int64_t now_ns)
+static void schedule_soon(workqueue_t *q, wq_item_t *it, int64_t delay_ns, unsigned cause, int64_t now_ns)
 {
     if (it->hpos[HEAP_DELAYED] == NOT_IN_HEAP)
         it->soon = true;
-    schedule_quiet(q, it, delay_ns, now_ns);
+    schedule_quiet(q, it, delay_ns, cause, now_ns);
 }
 
-/* What the delayed adds share: the key checked, room in the delayed heap reserved (so
- * that scheduling cannot fail), the item found or made, then scheduled as kind says.
- * Returns 0 (also while shutting down: the add is dropped), or -1 for a bad key or out of
- * memory (the queue unchanged). */
-static int delayed_add(workqueue_t *q, const char *key, delayed_add_t kind, int64_t delay_ns, int64_t now_ns)
+/* What the adds share: the key and cause checked, room in the delayed heap reserved for a
+ * delayed one (so that scheduling cannot fail), the item found or made, then scheduled as how says.
+ * Returns 0 (also while shutting down: the add is dropped), or -1 for a bad key or cause
+ * or out of memory (the queue unchanged). */
+int workqueue_put(workqueue_t *q, const char *key, workqueue_how_t how, int64_t delay_ns, unsigned cause,
+                  int64_t now_ns)
 {
-    if (!valid_key(key))
+    if (!valid_key(key) || cause >= WORKQUEUE_CAUSES_MAX)
         return -1;
-    if (q->shutting_down)
+    if (q->shutting_down) {
+        tell(q, cause, WORKQUEUE_DROPPED);
         return 0;
-    wq_item_t *it = heap_reserve_one(&q->delayed) ? NULL : item_get_or_create(q, key);
+    }
+    int room = how == WORKQUEUE_NOW || how == WORKQUEUE_UNLESS_COMING || heap_reserve_one(&q->delayed) == 0;
+    wq_item_t *it = room ? item_get_or_create(q, key) : NULL;
     if (!it)
         return -1;
-    switch (kind) {
-    case ADD_AFTER:
-        schedule(q, it, delay_ns, now_ns);
+    switch (how) {
+    case WORKQUEUE_NOW:
+        enqueue(q, it, cause, now_ns);
         break;
-    case REQUEUE_AFTER:
+    case WORKQUEUE_AFTER:
+        schedule(q, it, delay_ns, cause, now_ns);
+        break;
+    case WORKQUEUE_REQUEUE:
         metric_counter_add(q->m_retries, q->labels, 1);
-        schedule_soon(q, it, delay_ns, now_ns);
+        schedule_soon(q, it, delay_ns, cause, now_ns);
         break;
-    case ADD_SOON:
-        if (!it->dirty) /* else queued, or queued again when its reconcile is done */
-            schedule_soon(q, it, delay_ns, now_ns);
+    case WORKQUEUE_SOON:
+        if (it->dirty) /* queued, or queued again when its reconcile is done */
+            tell(q, cause, WORKQUEUE_MERGED);
+        else
+            schedule_soon(q, it, delay_ns, cause, now_ns);
         break;
-    case ADD_RATE_LIMITED:
-        schedule(q, it, rate_limit_delay(q, it, now_ns), now_ns);
+    case WORKQUEUE_RATE_LIMITED:
+        schedule(q, it, rate_limit_delay(q, it, now_ns), cause, now_ns);
+        break;
+    case WORKQUEUE_UNLESS_COMING:
+        if (hand_out_coming(it, add_saturating(now_ns, delay_ns)))
+            tell(q, cause, WORKQUEUE_MERGED);
+        else
+            enqueue(q, it, cause, now_ns);
         break;
     }
     return 0;
@@ -450,22 +487,22 @@ static int delayed_add(workqueue_t *q, const char *key, delayed_add_t kind, int6
 
 int workqueue_add_after(workqueue_t *q, const char *key, int64_t delay_ns, int64_t now_ns)
 {
-    return delayed_add(q, key, ADD_AFTER, delay_ns, now_ns);
+    return workqueue_put(q, key, WORKQUEUE_AFTER, delay_ns, 0, now_ns);
 }
 
 int workqueue_requeue_after(workqueue_t *q, const char *key, int64_t delay_ns, int64_t now_ns)
 {
-    return delayed_add(q, key, REQUEUE_AFTER, delay_ns, now_ns);
+    return workqueue_put(q, key, WORKQUEUE_REQUEUE, delay_ns, 0, now_ns);
 }
 
 int workqueue_add_soon(workqueue_t *q, const char *key, int64_t delay_ns, int64_t now_ns)
 {
-    return delayed_add(q, key, ADD_SOON, delay_ns, now_ns);
+    return workqueue_put(q, key, WORKQUEUE_SOON, delay_ns, 0, now_ns);
 }
 
 int workqueue_add_rate_limited(workqueue_t *q, const char *key, int64_t now_ns)
 {
-    return delayed_add(q, key, ADD_RATE_LIMITED, 0, now_ns);
+    return workqueue_put(q, key, WORKQUEUE_RATE_LIMITED, 0, 0, now_ns);
 }
 
 void workqueue_advance(workqueue_t *q, int64_t now_ns)
@@ -474,7 +511,7 @@ void workqueue_advance(workqueue_t *q, int64_t now_ns)
     while ((top = heap_top(&q->delayed)) && top->hdeadline[HEAP_DELAYED] <= now_ns) {
         wq_item_t *it = q->delayed.a[0];
         heap_remove(&q->delayed, it);
-        enqueue(q, it, now_ns);
+        enqueue(q, it, it->wait_cause, now_ns);
     }
     while ((top = heap_top(&q->quarantine)) && top->hdeadline[HEAP_QUARANTINE] <= now_ns) {
         wq_item_t *it = q->quarantine.a[0];
@@ -492,8 +529,10 @@ const char *workqueue_get(workqueue_t *q, int64_t now_ns)
     list_unlink(&q->ready, it);
     it->dirty = false;
     q->ndirty--;
-    if (it->soon && it->hpos[HEAP_DELAYED] != NOT_IN_HEAP)
+    if (it->soon && it->hpos[HEAP_DELAYED] != NOT_IN_HEAP) {
         heap_remove(&q->delayed, it); /* the reconcile handed out now reads that change */
+        tell(q, it->wait_cause, WORKQUEUE_DROPPED);
+    }
     it->soon = false;
     update_depth(q);
     if (it->has_add_time) {
@@ -544,7 +583,7 @@ int workqueue_abandon(workqueue_t *q, const char *key, int64_t now_ns)
         it->crashes++;
     finish(q, it, now_ns);
     if (!q->shutting_down)
-        schedule(q, it, rate_limit_delay(q, it, now_ns), now_ns);
+        schedule(q, it, rate_limit_delay(q, it, now_ns), 0, now_ns);
     return 0;
 }
 
@@ -612,8 +651,10 @@ void workqueue_shut_down(workqueue_t *q)
     /* client-go's delaying queue stops its waiting loop: delayed keys are dropped. */
     size_t n = q->delayed.n;
     q->delayed.n = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         q->delayed.a[i]->hpos[HEAP_DELAYED] = NOT_IN_HEAP;
+        tell(q, q->delayed.a[i]->wait_cause, WORKQUEUE_DROPPED);
+    }
     for (size_t i = 0; i < n; i++)
         item_release_if_idle(q, q->delayed.a[i]);
 }

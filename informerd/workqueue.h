@@ -100,6 +100,45 @@ int workqueue_add_soon(workqueue_t *q, const char *key, int64_t delay_ns, int64_
  * bucket unchanged). */
 int workqueue_add_rate_limited(workqueue_t *q, const char *key, int64_t now_ns);
 
+/* ---- adds by cause ----
+ *
+ * Every add may name its cause (a small number of the caller's: a watch event, a
+ * requeue...), and the queue says what each add became, once, through the outcome
+ * callback: QUEUED when it made the key due (one hand-out more, now or after the
+ * reconcile in flight), MERGED when the key was already due or already waited as soon
+ * (client-go's dedup: no hand-out of its own), DROPPED when its wait ended without one
+ * (a get() overtook an add_soon/requeue_after wait, the queue shut down). A delayed add
+ * is told when its wait ends; an add that brings a wait forward takes it over, and the
+ * wait it replaced is MERGED. abandon()'s backoff carries cause 0. Adds that fail (-1)
+ * are not told. */
+typedef enum { WORKQUEUE_QUEUED = 0, WORKQUEUE_MERGED, WORKQUEUE_DROPPED } workqueue_outcome_t;
+
+#define WORKQUEUE_CAUSES_MAX 64 /* causes are 0 .. WORKQUEUE_CAUSES_MAX - 1 */
+
+/* How an add schedules its key: the five add functions below, by name. */
+typedef enum {
+    WORKQUEUE_NOW = 0,        /* workqueue_add */
+    WORKQUEUE_AFTER,          /* workqueue_add_after */
+    WORKQUEUE_REQUEUE,        /* workqueue_requeue_after */
+    WORKQUEUE_SOON,           /* workqueue_add_soon */
+    WORKQUEUE_RATE_LIMITED,   /* workqueue_add_rate_limited (delay_ns unused) */
+    WORKQUEUE_UNLESS_COMING   /* now, unless a hand-out of key is coming anyway: it is due, being
+                                 processed, or waits with a deadline within delay_ns (MERGED);
+                                 for a look that brings no change, a resync: any reconcile of
+                                 the key does what this one would */
+} workqueue_how_t;
+
+typedef void (*workqueue_outcome_fn)(void *arg, unsigned cause, workqueue_outcome_t outcome);
+
+/* Tell fn(arg, cause, outcome) what each add becomes from now on (NULL: nobody). */
+void workqueue_on_outcome(workqueue_t *q, workqueue_outcome_fn fn, void *arg);
+
+/* The add of kind how for cause (< WORKQUEUE_CAUSES_MAX, else -1), with delay_ns for the
+ * delayed kinds; exactly as the add function of that kind, which is this with cause 0.
+ * Returns as that function. */
+int workqueue_put(workqueue_t *q, const char *key, workqueue_how_t how, int64_t delay_ns, unsigned cause,
+                  int64_t now_ns);
+
 /* The next ready key, which is now processing; NULL when none is ready (or the queue is
  * shut down and empty). First moves keys whose delay or quarantine has passed at now_ns
  * into the queue. The string is owned by the queue and valid until done() or abandon()

@@ -29,6 +29,7 @@
 #include <CUnit/CUnit.h>
 #include <json-c/json.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +128,8 @@ static void *connected(int type, const char *name, const char *identity, const c
 }
 
 /* A dispatcher (with leader election when elect) over a cache of informerd's kinds. */
-static int64_t fx_child_delay_ns; /* the next fx_start's dispatcher_config_t child_delay_ns */
+static int64_t fx_child_delay_ns;  /* the next fx_start's dispatcher_config_t child_delay_ns */
+static int64_t fx_resync_merge_ns; /* ... and resync_merge_ns */
 
 static void fx_start(int elect)
 {
@@ -155,7 +157,7 @@ static void fx_start(int elect)
         fx.elector = bound(ZMQ_PUB, "leader.sock");
         socks.leader = connected(ZMQ_SUB, "leader.sock", NULL, PROTO_LEADER);
     }
-    dispatcher_config_t dc = {fx.cache, fx.reporter, elect, 120, fx_child_delay_ns};
+    dispatcher_config_t dc = {fx.cache, fx.reporter, elect, 120, fx_child_delay_ns, fx_resync_merge_ns};
     fx.d = dispatcher_new(&dc, &socks);
     CU_ASSERT_PTR_NOT_NULL_FATAL(fx.d);
     CU_ASSERT_PTR_NULL(socks.work); /* taken */
@@ -230,34 +232,38 @@ static int turn_until(int (*cond)(void), int ms)
     return cond();
 }
 
+/* Upsert the object of kind that fmt and its arguments print (JSON) into the cache. */
+__attribute__((format(printf, 2, 3))) static void upsert_text(const char *kind, const char *fmt, ...)
+{
+    char text[2048], err[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    json_object *o = json_tokener_parse(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    CU_ASSERT_EQUAL(cache_upsert(fx.cache, kind, o, NULL, err, sizeof(err)), 0);
+    json_object_put(o);
+}
+
 /* Upsert a RedisCluster ns/<name>; extra is JSON members after spec (or ""). */
 static void put_rc(const char *name, const char *rv, int gen, const char *extra)
 {
-    char text[2048], err[256];
-    snprintf(text, sizeof(text),
-             "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"%s\","
-             "\"namespace\":\"ns\",\"uid\":\"u-%s\",\"resourceVersion\":\"%s\",\"generation\":%d},"
-             "\"spec\":{\"size\":3,\"image\":\"redis\"}%s}",
-             name, name, rv, gen, extra);
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    CU_ASSERT_EQUAL(cache_upsert(fx.cache, "RedisCluster", o, NULL, err, sizeof(err)), 0);
-    json_object_put(o);
+    upsert_text("RedisCluster",
+                "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"%s\","
+                "\"namespace\":\"ns\",\"uid\":\"u-%s\",\"resourceVersion\":\"%s\",\"generation\":%d},"
+                "\"spec\":{\"size\":3,\"image\":\"redis\"}%s}",
+                name, name, rv, gen, extra);
 }
 
 /* Upsert a ConfigMap ns/<name> controlled by the RedisCluster of the same name. */
 static void put_cm(const char *name, const char *rv)
 {
-    char text[1024], err[256];
-    snprintf(text, sizeof(text),
-             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
-             "\"uid\":\"c-%s\",\"resourceVersion\":\"%s\",\"ownerReferences\":[{\"kind\":\"RedisCluster\","
-             "\"name\":\"%s\",\"uid\":\"u-%s\",\"controller\":true}]},\"data\":{\"redis.conf\":\"rv %s\"}}",
-             name, name, rv, name, name, rv);
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    CU_ASSERT_EQUAL(cache_upsert(fx.cache, "ConfigMap", o, NULL, err, sizeof(err)), 0);
-    json_object_put(o);
+    upsert_text("ConfigMap",
+                "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
+                "\"uid\":\"c-%s\",\"resourceVersion\":\"%s\",\"ownerReferences\":[{\"kind\":\"RedisCluster\","
+                "\"name\":\"%s\",\"uid\":\"u-%s\",\"controller\":true}]},\"data\":{\"redis.conf\":\"rv %s\"}}",
+                name, name, rv, name, name, rv);
 }
 
 static double counter(const char *name, const char *label)
@@ -642,17 +648,13 @@ static void test_drain(void)
  * a managedFields entry stamped at when (what the API server moves on every write). */
 static void put_cm_data(const char *name, const char *rv, const char *data, const char *when)
 {
-    char text[1024], err[256];
-    snprintf(text, sizeof(text),
-             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
-             "\"uid\":\"c-%s\",\"resourceVersion\":\"%s\",\"managedFields\":[{\"manager\":\"x\",\"time\":\"%s\"}],"
-             "\"ownerReferences\":[{\"kind\":\"RedisCluster\",\"name\":\"%s\",\"uid\":\"u-%s\",\"controller\":true}]},"
-             "\"data\":{\"redis.conf\":\"%s\"},\"example.com/unread\":\"%s\"}",
-             name, name, rv, when, name, name, data, when);
-    json_object *o = json_tokener_parse(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-    CU_ASSERT_EQUAL(cache_upsert(fx.cache, "ConfigMap", o, NULL, err, sizeof(err)), 0);
-    json_object_put(o);
+    upsert_text("ConfigMap",
+                "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\","
+                "\"uid\":\"c-%s\",\"resourceVersion\":\"%s\",\"managedFields\":[{\"manager\":\"x\",\"time\":\"%s\"}],"
+                "\"ownerReferences\":[{\"kind\":\"RedisCluster\",\"name\":\"%s\",\"uid\":\"u-%s\","
+                "\"controller\":true}]},"
+                "\"data\":{\"redis.conf\":\"%s\"},\"example.com/unread\":\"%s\"}",
+                name, name, rv, when, name, name, data, when);
 }
 
 static double skipped(const char *kind)
@@ -685,13 +687,119 @@ static void test_unread_change_queues_nothing(void)
     fx_stop();
 }
 
+/* ---- adds by cause -------------------------------------------------------------------------- */
+
+/* informer_queue_adds_total{cause,result} so far. */
+static double adds(const char *cause, const char *result)
+{
+    metric_family_t *f = metrics_counter(metrics_default(), "informer_queue_adds_total", NULL, "cause,result");
+    return metric_value(f, METRIC_LABELS(cause, result));
+}
+
+/* Upsert Pod ns/<name>-0 of the RedisCluster <name> (by its instance label), its phase. */
+static void put_pod(const char *name, const char *rv, const char *phase)
+{
+    upsert_text("Pod",
+                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-0\",\"namespace\":\"ns\","
+                "\"uid\":\"p-%s\",\"resourceVersion\":\"%s\",\"labels\":{\"app.kubernetes.io/instance\":\"%s\"}},"
+                "\"status\":{\"phase\":\"%s\"}}",
+                name, name, rv, name, phase);
+}
+
+static double stored_before; /* informer_observations_total{stored} before observe_stored() */
+
+static int observation_stored(void)
+{
+    return counter("informer_observations_total", "stored") > stored_before;
+}
+
+/* observerd's observation of key, read and stored before the test goes on. */
+static void observe_stored(const char *key, const char *json)
+{
+    stored_before = counter("informer_observations_total", "stored");
+    observe(key, json);
+    CU_ASSERT_TRUE(turn_until(observation_stored, 1000));
+}
+
+/* The causes counted, each as what its adds became. */
+static const char *const counted[][2] = {
+    {"rediscluster", "queued"}, {"rediscluster", "merged"}, {"configmap", "queued"}, {"configmap", "merged"},
+    {"pod", "queued"},          {"pod", "merged"},          {"observation", "queued"}, {"observation", "merged"},
+    {"requeue", "queued"},      {"requeue", "dropped"},     {"resync", "queued"},      {"error", "queued"},
+};
+#define NCOUNTED (sizeof(counted) / sizeof(counted[0]))
+
+/* Each add is counted once, under its own cause, as what it became: a reconcile more
+ * (queued), one already due (merged), or a wait a hand-out overtook (dropped). */
+static void test_adds_counted_by_cause(void)
+{
+    fx_start(0);
+    double was[NCOUNTED];
+    for (size_t i = 0; i < NCOUNTED; i++)
+        was[i] = adds(counted[i][0], counted[i][1]);
+#define GREW(i) (adds(counted[i][0], counted[i][1]) - was[i])
+    put_rc("k", "1", 1, "");     /* rediscluster: queued */
+    put_cm("k", "2");            /* configmap: merged, the key due already */
+    observe_stored("ns/k", "{\"nodes\":[]}"); /* observation: merged */
+    SAY(PROTO_READY, "1");
+    expect_work("ns/k", "0", "1");
+    put_pod("k", "3", "Pending"); /* pod: in flight, so once more after it */
+    put_pod("k", "4", "Running"); /* pod: merged into that */
+    SAY(PROTO_DONE, "ns/k", "requeue_after", "60000"); /* requeue: dropped by the next hand-out */
+    expect_work("ns/k", "0", "1");
+    observe_stored("ns/k", "{\"nodes\":[]}"); /* observation: in flight, once more */
+    SAY(PROTO_DONE, "ns/k", "error", "0"); /* error: a backoff of 5 ms, which a hand-out does not drop */
+    expect_work("ns/k", "0", "1");          /* the observation's */
+    SAY(PROTO_DONE, "ns/k", "done", "0");
+    expect_work("ns/k", "0", "1");          /* the backoff's */
+    SAY(PROTO_DONE, "ns/k", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    cache_resync(fx.cache, "RedisCluster"); /* resync: queued */
+    expect_work("ns/k", "0", "1");
+    SAY(PROTO_DONE, "ns/k", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    static const double want[NCOUNTED] = {1, 0, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1};
+    for (size_t i = 0; i < NCOUNTED; i++) {
+        if (GREW(i) != want[i])
+            fprintf(stderr, "\n  %s %s: %g, want %g", counted[i][0], counted[i][1], GREW(i), want[i]);
+        CU_ASSERT_EQUAL(GREW(i), want[i]);
+    }
+#undef GREW
+    fx_stop();
+}
+
+/* A resync queues no key whose requeue comes within the sync period: that reconcile is
+ * the resync's (one hand-out, at the requeue's time). A key with none comes at once. */
+static void test_resync_merges_into_a_requeue(void)
+{
+    fx_resync_merge_ns = 10 * NS_PER_SEC;
+    fx_start(0);
+    fx_resync_merge_ns = 0;
+    double merged = adds("resync", "merged"), queued = adds("resync", "queued");
+    hand_out_first("s", "1");
+    int64_t t0 = clock_mono_ns();
+    SAY(PROTO_DONE, "ns/s", "requeue_after", "400");
+    cache_resync(fx.cache, "RedisCluster");
+    expect_work("ns/s", "0", "1");
+    CU_ASSERT(clock_mono_ns() - t0 >= 400 * NS_PER_MS);
+    SAY(PROTO_DONE, "ns/s", "done", "0");
+    expect_no_work(300); /* the resync and the requeue were one */
+    CU_ASSERT_EQUAL(adds("resync", "merged"), merged + 1);
+    cache_resync(fx.cache, "RedisCluster"); /* nothing coming: at once */
+    expect_work("ns/s", "0", "1");
+    SAY(PROTO_DONE, "ns/s", "done", "0");
+    CU_ASSERT_EQUAL(adds("resync", "queued"), queued + 1);
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    fx_stop();
+}
+
 /* Without sockets (informerd --tail) it maps and queues, and hands out nothing. */
 static void test_without_sockets(void)
 {
     cache_t *c = cache_new("RedisCluster");
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     dispatcher_sockets_t none = {0};
-    dispatcher_config_t dc = {c, NULL, 0, 120, 0};
+    dispatcher_config_t dc = {c, NULL, 0, 120, 0, 0};
     dispatcher_t *d = dispatcher_new(&dc, &none);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     cache_set_delta_handler(c, on_delta, d);
@@ -720,6 +828,8 @@ static const cu_entry_t tests[] = {
     {"a requeue a change overtook is dropped", test_requeue_overtaken_is_dropped},
     {"without sockets: keys mapped, none handed out", test_without_sockets},
     {"a child's change no plan reads queues nothing", test_unread_change_queues_nothing},
+    {"each queue add is counted under its cause", test_adds_counted_by_cause},
+    {"a resync merges into a requeue that comes within the sync period", test_resync_merges_into_a_requeue},
 };
 
 CU_MAIN(tests)

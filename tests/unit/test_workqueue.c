@@ -342,6 +342,127 @@ static void test_add_after_while_processing_and_ordering(void)
     workqueue_destroy(&q);
 }
 
+
+/* ---- adds by cause ---- */
+
+/* What the outcome callback was told, per cause and outcome. */
+static unsigned told[WORKQUEUE_CAUSES_MAX][3];
+
+static void on_outcome(void *arg, unsigned cause, workqueue_outcome_t outcome)
+{
+    (void)arg;
+    told[cause][outcome]++;
+}
+
+/* 1 when cause was told exactly q queued, m merged and d dropped so far. */
+static int told_is(unsigned cause, unsigned q, unsigned m, unsigned d)
+{
+    const unsigned *t = told[cause];
+    return t[WORKQUEUE_QUEUED] == q && t[WORKQUEUE_MERGED] == m && t[WORKQUEUE_DROPPED] == d;
+}
+
+/* Each add is told once, under its own cause: queued when it made the key due, merged
+ * into a key already due or a wait that comes first, dropped when a get overtook its
+ * wait or the queue shut down; a delayed add when its wait ends. */
+static void test_outcomes_by_cause(void)
+{
+    memset(told, 0, sizeof(told));
+    workqueue_t *q = new_queue();
+    workqueue_on_outcome(q, on_outcome, NULL);
+    /* Now: the first makes it due, the second finds it due. */
+    workqueue_put(q, "a", WORKQUEUE_NOW, 0, 1, T0);
+    workqueue_put(q, "a", WORKQUEUE_NOW, 0, 2, T0);
+    CU_ASSERT(told_is(1, 1, 0, 0) && told_is(2, 0, 1, 0));
+    /* In flight: the first marks it for once more, the next merges. */
+    ASSERT_GET(q, T0, "a");
+    workqueue_put(q, "a", WORKQUEUE_NOW, 0, 3, T0);
+    workqueue_put(q, "a", WORKQUEUE_SOON, 100 * MS, 4, T0);
+    CU_ASSERT(told_is(3, 1, 0, 0) && told_is(4, 0, 1, 0));
+    workqueue_done(q, "a", T0);
+    ASSERT_GET(q, T0, "a");
+    workqueue_done(q, "a", T0);
+    /* Soon: told when the wait ends; a second soon merges into the first's wait. */
+    workqueue_put(q, "b", WORKQUEUE_SOON, 100 * MS, 5, T0);
+    workqueue_put(q, "b", WORKQUEUE_SOON, 100 * MS, 6, T0 + MS);
+    CU_ASSERT(told_is(5, 0, 0, 0) && told_is(6, 0, 1, 0));
+    workqueue_advance(q, T0 + 100 * MS);
+    CU_ASSERT(told_is(5, 1, 0, 0));
+    ASSERT_GET(q, T0 + 100 * MS, "b");
+    workqueue_done(q, "b", T0 + 100 * MS);
+    /* A sooner add takes the wait over: the requeue it replaced merged. */
+    workqueue_put(q, "c", WORKQUEUE_REQUEUE, 10 * SEC, 7, T0);
+    workqueue_put(q, "c", WORKQUEUE_SOON, 100 * MS, 8, T0);
+    CU_ASSERT(told_is(7, 0, 1, 0) && told_is(8, 0, 0, 0));
+    ASSERT_GET(q, T0 + 100 * MS, "c");
+    CU_ASSERT(told_is(8, 1, 0, 0));
+    workqueue_done(q, "c", T0 + 100 * MS);
+    /* A requeue a change overtook: dropped at the get. */
+    workqueue_put(q, "d", WORKQUEUE_REQUEUE, 10 * SEC, 9, T0);
+    workqueue_put(q, "d", WORKQUEUE_NOW, 0, 10, T0 + MS);
+    CU_ASSERT(told_is(9, 0, 0, 0) && told_is(10, 1, 0, 0));
+    ASSERT_GET(q, T0 + MS, "d");
+    CU_ASSERT(told_is(9, 0, 0, 1));
+    workqueue_done(q, "d", T0 + MS);
+    /* A wait of add_after's that ends with the key due already: merged. */
+    workqueue_put(q, "e", WORKQUEUE_AFTER, 100 * MS, 13, T0);
+    workqueue_put(q, "e", WORKQUEUE_NOW, 0, 14, T0);
+    workqueue_advance(q, T0 + 100 * MS);
+    CU_ASSERT(told_is(13, 0, 1, 0) && told_is(14, 1, 0, 0));
+    ASSERT_GET(q, T0 + 100 * MS, "e");
+    /* abandon()'s backoff is cause 0; a cause out of range is refused, and told nothing. */
+    workqueue_abandon(q, "e", T0 + 100 * MS);
+    workqueue_advance(q, T0 + SEC);
+    CU_ASSERT(told_is(0, 1, 0, 0));
+    CU_ASSERT_EQUAL(workqueue_put(q, "e", WORKQUEUE_NOW, 0, WORKQUEUE_CAUSES_MAX, T0 + SEC), -1);
+    /* The add functions are cause 0. */
+    workqueue_add(q, "e", T0 + SEC);
+    CU_ASSERT(told_is(0, 1, 1, 0));
+    /* Shut down: the waits are dropped, and so is every add after. */
+    workqueue_put(q, "f", WORKQUEUE_RATE_LIMITED, 0, 11, T0 + SEC);
+    workqueue_shut_down(q);
+    workqueue_put(q, "f", WORKQUEUE_NOW, 0, 12, T0 + SEC);
+    CU_ASSERT(told_is(11, 0, 0, 1) && told_is(12, 0, 0, 1));
+    workqueue_destroy(&q);
+}
+
+
+/* A look that brings no change (a resync) adds a key only when no hand-out of it is
+ * coming: not when it is due, in flight, or waits for a deadline within the bound. */
+static void test_unless_coming(void)
+{
+    memset(told, 0, sizeof(told));
+    workqueue_t *q = new_queue();
+    workqueue_on_outcome(q, on_outcome, NULL);
+    /* Idle: now. In flight: merged, and no hand-out after it. */
+    workqueue_put(q, "g", WORKQUEUE_UNLESS_COMING, 10 * SEC, 1, T0);
+    ASSERT_GET(q, T0, "g");
+    workqueue_put(q, "g", WORKQUEUE_UNLESS_COMING, 10 * SEC, 1, T0);
+    workqueue_done(q, "g", T0);
+    ASSERT_GET(q, T0, NULL);
+    CU_ASSERT(told_is(1, 1, 1, 0));
+    /* A requeue within the bound: merged, handed out at the requeue's time alone. */
+    workqueue_put(q, "h", WORKQUEUE_REQUEUE, 5 * SEC, 2, T0);
+    workqueue_put(q, "h", WORKQUEUE_UNLESS_COMING, 10 * SEC, 3, T0);
+    ASSERT_GET(q, T0 + 5 * SEC - 1, NULL);
+    ASSERT_GET(q, T0 + 5 * SEC, "h");
+    workqueue_done(q, "h", T0 + 5 * SEC);
+    CU_ASSERT(told_is(2, 1, 0, 0) && told_is(3, 0, 1, 0));
+    /* A requeue past the bound: now, and the requeue dropped by that hand-out. */
+    workqueue_put(q, "i", WORKQUEUE_REQUEUE, 30 * SEC, 4, T0);
+    workqueue_put(q, "i", WORKQUEUE_UNLESS_COMING, 10 * SEC, 5, T0);
+    ASSERT_GET(q, T0, "i");
+    CU_ASSERT(told_is(4, 0, 0, 1) && told_is(5, 1, 0, 0));
+    workqueue_done(q, "i", T0);
+    /* Due already: merged. */
+    workqueue_add(q, "j", T0);
+    workqueue_put(q, "j", WORKQUEUE_UNLESS_COMING, 0, 6, T0);
+    CU_ASSERT(told_is(6, 0, 1, 0));
+    ASSERT_GET(q, T0, "j");
+    workqueue_done(q, "j", T0);
+    ASSERT_GET(q, T0 + 60 * SEC, NULL);
+    workqueue_destroy(&q);
+}
+
 /* ---- crashes and quarantine ---- */
 
 static void test_abandon_counts_crashes(void)
@@ -776,6 +897,8 @@ static const cu_entry_t tests[] = {
     {"add_after while processing, order", test_add_after_while_processing_and_ordering},
     {"add_soon merges a burst into one add", test_add_soon_merges_a_burst},
     {"requeue_after is dropped when a get overtakes it", test_requeue_after_dropped_when_overtaken},
+    {"each add is told once, under its cause", test_outcomes_by_cause},
+    {"unless_coming adds only when no hand-out is coming", test_unless_coming},
     CU_SUITE("workqueue crashes and shutdown"),
     {"abandon counts crashes and backs off", test_abandon_counts_crashes},
     {"quarantine holds one key, others go on", test_quarantine_and_unquarantine},
