@@ -249,8 +249,9 @@ measure_cli() {
     wait_until 120 quarter_in "$m3" || log "redis-cli, trial $1: shard 3 did not get its quarter"
     t1=$(now_ms)
     cpu_snapshot "$work/cpu-$1-cli.1"
-    # redis-cli has exited by the second snapshot: its CPU seconds from time(1)
-    printf 'redis-cli\t%s\n' "$(awk '{print $1 + $2}' "$work/cli-$1.time" 2>/dev/null || echo 0)" >>"$work/cpu-$1-cli.1"
+    # redis-cli has exited by the second snapshot: its CPU seconds from time(1) (the last line:
+    # a failed run's first says how it exited)
+    printf 'redis-cli\t%s\n' "$(awk 'END {print $1 + $2}' "$work/cli-$1.time" 2>/dev/null || echo 0)" >>"$work/cpu-$1-cli.1"
     wait_until 120 settled || log "redis-cli, trial $1: redis-cli --cluster check is not clean"
     record "redis-cli --cluster rebalance" "$1" "$t0" "$t1" "exit $rc"
 }
