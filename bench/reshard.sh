@@ -197,9 +197,9 @@ record() {
     log "$1, trial $2: the nodes' latency monitor (max ms): $lat"
     log "$1, trial $2: the nodes' commands over 5 ms (SLOWLOG): $cmds"
     python3 - "$work/trial-$2-$tag.json" "$1" "$2" "$3" "$4" "$gap" "$keys" "$sum" "$slow" "$lat" "$cmds" \
-        "$work/cpu-$2-$tag.0" "$work/cpu-$2-$tag.1" <<'PY'
+        "$work/cpu-$2-$tag.0" "$work/cpu-$2-$tag.1" "${move_ok:-0}" <<'PY'
 import json, sys
-out, name, trial, a, b, gap, keys, summary, slow, lat, cmds, c0, c1 = sys.argv[1:]
+out, name, trial, a, b, gap, keys, summary, slow, lat, cmds, c0, c1, ok = sys.argv[1:]
 def snap(f):
     d = {}
     for line in open(f):
@@ -224,7 +224,7 @@ for f in summary.split():  # the writer's summary line, "name=value ..." (number
     except ValueError:
         pass
 s = (int(b) - int(a)) / 1000.0
-json.dump({"system": name, "trial": int(trial), "seconds": s, "longest_pause_ms": int(gap or -1),
+json.dump({"system": name, "trial": int(trial), "complete": ok == "1", "seconds": s, "longest_pause_ms": int(gap or -1),
            "keys_after": int(keys), "writer": w, "slow_sets": slow.split(), "redis_latency_max_ms": lat,
            "slow_commands": [c for c in cmds.split(";") if c], "cpu_s": cpu,
            "runqueue_wait_s": waited,
@@ -235,20 +235,30 @@ PY
 }
 # One measured move from the starting point, each with its own writer (its keys' prefix
 # names the trial) and Redis's latency monitor and SLOWLOG reset on every node.
-measure_cli() {
-    local t0 t1 rc m3
-    m3=$(shard3_master)
+# move_begin TAG TRIAL: shard 3's master (m3), Redis's latency monitor and SLOWLOG reset, a
+# writer of the trial's own keys, the CPU counters; t0 is the move's start.
+move_begin() {
+    m3=$(shard3_master) move_ok=1
     latency_start
-    writer_start "cli$1"
+    writer_start "$1$2"
     sleep 2
-    cpu_snapshot "$work/cpu-$1-cli.0"
+    cpu_snapshot "$work/cpu-$2-$1.0"
     t0=$(now_ms)
+}
+# move_end TAG TRIAL WHO WAIT_S: until shard 3 holds its quarter (a move that does not get
+# there within WAIT_S is logged and its row marked incomplete: it is in no median); t1.
+move_end() {
+    wait_until "$4" quarter_in "$m3" || { move_ok=0; log "$3, trial $2: shard 3 did not get its quarter within $4 s"; }
+    t1=$(now_ms)
+    cpu_snapshot "$work/cpu-$2-$1.1"
+}
+measure_cli() {
+    local rc
+    move_begin cli "$1"
     /usr/bin/time -f "%U %S" -o "$work/cli-$1.time" \
         redis-cli --cluster rebalance "$(any_ip):6379" --cluster-use-empty-masters --cluster-yes >"$work/cli-$1.out" 2>&1
     rc=$?
-    wait_until 120 quarter_in "$m3" || log "redis-cli, trial $1: shard 3 did not get its quarter"
-    t1=$(now_ms)
-    cpu_snapshot "$work/cpu-$1-cli.1"
+    move_end cli "$1" redis-cli 120
     # redis-cli has exited by the second snapshot: its CPU seconds from time(1) (the last line:
     # a failed run's first says how it exited)
     printf 'redis-cli\t%s\n' "$(awk 'END {print $1 + $2}' "$work/cli-$1.time" 2>/dev/null || echo 0)" >>"$work/cpu-$1-cli.1"
@@ -256,17 +266,10 @@ measure_cli() {
     record "redis-cli --cluster rebalance" "$1" "$t0" "$t1" "exit $rc"
 }
 measure_op() { # the operator started (spec.cluster.shards is 4) until it has moved the quarter; stopped
-    local t0 t1 moves m3
-    m3=$(shard3_master)
-    latency_start
-    writer_start "op$1"
-    sleep 2
-    cpu_snapshot "$work/cpu-$1-op.0"
-    t0=$(now_ms)
+    local moves
+    move_begin op "$1"
     sup_start "$BIN" "$work/rt-$1" "$work/operator-$1.log" --kubeconfig "$KUBECONFIG" --workers 2 --namespace "$ns"
-    wait_until "$WAIT_S" quarter_in "$m3" || log "operator, trial $1: shard 3 did not get its quarter within $WAIT_S s"
-    t1=$(now_ms)
-    cpu_snapshot "$work/cpu-$1-op.1"
+    move_end op "$1" operator "$WAIT_S"
     wait_until 60 bash -c "kubectl -n $ns get rdc rs -o json | jq -e '.status.cluster.slotsToMove == 0 and .status.phase == \"Running\"' >/dev/null" ||
         log "operator, trial $1: its status did not say slotsToMove 0, Running"
     wait_until 120 settled || log "operator, trial $1: redis-cli --cluster check is not clean"
@@ -302,8 +305,8 @@ for f in sorted(glob.glob(os.path.join(work, "trial-*-*.json")), key=lambda f: (
     r["slots_per_s"], r["keys_per_s"] = slots / r["seconds"], moved / r["seconds"]
     rows.append(r)
 systems = ("redis-cli --cluster rebalance", "operator (from its start)")
-def col(name, get):
-    v = [get(r) for r in rows if r["system"] == name and get(r) is not None]
+def col(name, get):  # a move that did not finish is in no median
+    v = [get(r) for r in rows if r["system"] == name and r.get("complete", True) and get(r) is not None]
     return statistics.median(v) if v else None
 figures = (("seconds", lambda r: r["seconds"]), ("slots_per_s", lambda r: r["slots_per_s"]),
            ("keys_per_s", lambda r: r["keys_per_s"]), ("longest_pause_ms", lambda r: r["longest_pause_ms"]),
@@ -314,7 +317,7 @@ trials = sorted({r["trial"] for r in rows})
 def of(name, t):
     return next((r for r in rows if r["system"] == name and r["trial"] == t), None)
 pairs = [(of(systems[0], t), of(systems[1], t)) for t in trials]
-pairs = [(c, o) for c, o in pairs if c and o]
+pairs = [(c, o) for c, o in pairs if c and o and c.get("complete", True) and o.get("complete", True)]
 shorter = sum(1 for c, o in pairs if o["longest_pause_ms"] < c["longest_pause_ms"])
 faster = sum(1 for c, o in pairs if o["seconds"] < c["seconds"])
 json.dump({"data_bytes": int(data), "value_bytes": int(vb), "keys": int(keys0), "trials": len(trials), "rows": rows,
@@ -349,7 +352,7 @@ for r in rows:
     w = r["writer"]
     rq = r.get("runqueue_wait_s") or {}
     print("| %d | %s | %.1f s | %.0f | %.0f | %d ms | %s | %s | %s | %s | %s | %s | %d | %s | %s %% | %s / %s s |" % (
-        r["trial"], r["system"], r["seconds"], r["slots_per_s"], r["keys_per_s"], r["longest_pause_ms"],
+        r["trial"], r["system"] + ("" if r.get("complete", True) else " (did not finish)"), r["seconds"], r["slots_per_s"], r["keys_per_s"], r["longest_pause_ms"],
         ms(w.get("set_p99_ms")), ms(w.get("set_p999_ms")), ms(w.get("set_max_ms")), n(w.get("set_over_10ms")),
         n(w.get("set_over_50ms")), n(w.get("acked")), r["keys_after"], cpu_of(r), r.get("cpu_pressure_pct", "n/a"),
         rq.get("redis", "n/a"), rq.get("writer", "n/a")))
