@@ -48,8 +48,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 bench_cluster_up
-kubectl apply -f crds/ >/dev/null && kubectl wait --for=condition=Established --timeout=60s \
-    crd/redisclusters.cache.example.com crd/redisbackups.cache.example.com >/dev/null || exit 1
+bench_crds redisclusters redisbackups || exit 1
 kubectl create namespace "$ns" >/dev/null || exit 1
 bucket=backups
 backup_setup "$ns" "$bucket" >&2

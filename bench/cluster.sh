@@ -53,8 +53,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 bench_cluster_up
-kubectl apply -f crds/ >/dev/null && kubectl wait --for=condition=Established --timeout=60s \
-    crd/redisclusters.cache.example.com >/dev/null || { log "CRD not established"; exit 1; }
+bench_crds || { log "CRD not established"; exit 1; }
 
 # record KEY=VALUE...: one JSON line into results.jsonl (integers stay numbers).
 record() { json_line "$@" >>"$results"; }

@@ -174,8 +174,7 @@ sys_operator_setup() {
     local d=$work/operator ips
     mkdir -p "$d"
     if [ ! -x "$BIN/supervisor" ]; then echo "no operator in $BIN (make)" >"$d/skip"; return 1; fi
-    kubectl apply -f crds/ >/dev/null && kubectl wait --for=condition=Established --timeout=60s \
-        crd/redisclusters.cache.example.com >/dev/null || return 1
+    bench_crds || return 1
     kubectl create namespace "$O_NS" >/dev/null && "$cluster" pin-namespace "$O_NS" >/dev/null || return 1
     wait_until 20 kubectl -n "$O_NS" get serviceaccount default || return 1
     rc_apply_replication fo "$O_NS" "${DOWN_AFTER_MS}ms" || { echo "the RedisCluster was refused" >"$d/skip"; return 1; }

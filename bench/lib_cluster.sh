@@ -1,5 +1,5 @@
 # bench/lib_cluster.sh: the start bench/cluster.sh and bench/reshard.sh share (bench/failover.sh
-# uses bench_cluster_up and json_line). Sourced from the top of the checkout with `top` set;
+# uses bench_cluster_up, bench_crds and json_line). Sourced from the top of the checkout with `top` set;
 # bench_cluster_start NAME DIR CIDR exports the
 # control plane's settings (the caller's CB_CLUSTER_DIR, else RDC_CLUSTER_DIR, else DIR;
 # RDC_POD_CIDR, else CIDR; three process nodes), sets cluster, BIN and CW, sources the e2e
@@ -36,6 +36,17 @@ bench_cluster_up() {
     eval "$("$cluster" env)"
     [ "$(kubectl get nodes -l rdc.local/process-node=true -o name | wc -l)" -ge 3 ] ||
         { log "no process nodes in $RDC_CLUSTER_DIR (it was up without RDC_CLUSTER_PROCESS_NODES=3: take it down)"; exit 1; }
+}
+
+# bench_crds [PLURAL...]: this checkout's CRDs applied and those named (default
+# redisclusters) Established; 1 when not within 60 s. (kubectl wait fails at once, "<nil>
+# is of the type <nil>", while a CRD just created has no status.conditions yet: wait_until
+# asks again.)
+bench_crds() {
+    local crds=() c
+    for c in "${@:-redisclusters}"; do crds+=("crd/$c.cache.example.com"); done
+    kubectl apply -f crds/ >/dev/null &&
+        wait_until 60 kubectl wait --for=condition=Established --timeout=10s "${crds[@]}"
 }
 
 # json_line KEY=VALUE...: one JSON object on stdout, a member a pair (a value that is an

@@ -70,8 +70,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 bench_cluster_up
-kubectl apply -f crds/ >/dev/null && kubectl wait --for=condition=Established --timeout=60s \
-    crd/redisclusters.cache.example.com >/dev/null || exit 1
+bench_crds || exit 1
 kubectl create namespace "$ns" >/dev/null && "$cluster" pin-namespace "$ns" >/dev/null || exit 1
 wait_until 20 kubectl -n "$ns" get serviceaccount default || exit 1
 
