@@ -585,6 +585,17 @@ static int pace(const run_t *r, int at_start, int64_t budget)
     return 0;
 }
 
+/* bytes_per_second, before each pipeline of a batch's MIGRATEs: wait until what moved so
+ * far is due, so that a batch is spread over its bytes / rate rather than sent at full
+ * speed and followed by a pause (a burst holds the source, the target and their replicas
+ * at once: bench/README.md, "Paced by the pipeline"). Never stops the run: whether a batch
+ * goes at all was pace()'s call. */
+static void pace_pipeline(const run_t *r)
+{
+    if (r->job->bytes_per_second > 0 && r->io->wait)
+        wait_until(r, due_ns(r, r->pr->bytes));
+}
+
 /* bytes_per_second, at a run's end: it returns no earlier than its bytes are due (twice
  * the budget at most: a batch larger than that at the rate is the one excess). */
 static void pace_end(const run_t *r)
@@ -628,8 +639,10 @@ static int run_group(run_t *r, char *err, size_t errlen)
         rc = round_of(r, SLOTMOVE_GETKEYS, err, errlen);
         if (!rc)
             rc = sizes_round(r, err, errlen);
-        while (!rc && any_in(r, SLOTMOVE_MIGRATE)) /* PIPELINES; again with REPLACE after a BUSYKEY */
+        while (!rc && any_in(r, SLOTMOVE_MIGRATE)) { /* PIPELINES; again with REPLACE after a BUSYKEY */
+            pace_pipeline(r);
             rc = round_of(r, SLOTMOVE_MIGRATE, err, errlen);
+        }
     }
     if (rc < 0)
         return rc;

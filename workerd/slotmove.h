@@ -176,8 +176,9 @@ typedef struct {
                                              * PIPELINE_MIGRATES (not in the JSON body) */
     int64_t max_bytes;                      /* stop once this much moved; 0: no bound */
     int64_t budget_ns;                      /* stop (resumable) after this long; > 0 */
-    int64_t bytes_per_second;               /* pace: the run waits between batches so that
-                                             * what it moved is due at this rate; 0: none */
+    int64_t bytes_per_second;               /* pace: the run waits before each batch and each
+                                             * pipeline of MIGRATEs so that what it moved
+                                             * is due at this rate; 0: none */
     int wait_replicas;                      /* REPLICATED: replicas of the target that must
                                              * hold the moved keys; 0: not confirmed */
     int group_slots;                        /* GROUPS: slots moved in lockstep; 0 (and above

@@ -173,6 +173,7 @@ typedef struct {
     int infos, waits; /* INFO replication and WAIT on the target */
     int pipelines;    /* pipelines sent */
     int mig_pipelines; /* PIPELINES: pipelines of MIGRATEs */
+    int64_t mig_at[64]; /* the clock at each of the first 64 of them */
     int most_migrates; /* the most MIGRATEs, and keys, one pipeline carried */
     int most_keys;
     int refuse_slot;  /* the target refuses IMPORTING of this slot (-1 none) */
@@ -503,6 +504,8 @@ static int m_pipeline(void *user, int to, size_t n, const int *argcs, const char
         }
     }
     w->most_sizes = sizes > w->most_sizes ? sizes : w->most_sizes;
+    if (migrates > 0 && w->mig_pipelines < 64)
+        w->mig_at[w->mig_pipelines] = w->now;
     w->mig_pipelines += migrates > 0;
     w->most_migrates = migrates > w->most_migrates ? migrates : w->most_migrates;
     w->most_keys = keys > w->most_keys ? keys : w->most_keys;
@@ -1031,6 +1034,35 @@ static void test_pace(void)
     CU_ASSERT_EQUAL(pr.bytes, 400);
 }
 
+/* bytesPerSecond spreads a batch too: each pipeline of its MIGRATEs waits until the
+ * bytes before it are due, so a batch is not sent at full speed and then paused for
+ * (the burst holds the source and the target at once). */
+static void test_pace_pipelines(void)
+{
+    static model_t w;
+    model_init(&w, 0);
+    static const char *const prefix[] = {"", "", "s2", "s3", "s4", "s5", "s6"};
+    for (int s = 2; s <= 6; s++)
+        add_keys(&w, s, prefix[s], 4); /* 4 keys of 40 bytes in each of slots 2 to 6 */
+    slotmove_job_t job;
+    job_of(&w, &job, 2, 6, 10000); /* one batch takes them all */
+    job.pipeline_bytes = 200;      /* one slot's MIGRATE a pipeline: 5 pipelines */
+    job.bytes_per_second = 800;    /* 160 bytes due every 200 ms */
+    slotmove_io_t io = {m_command, m_pipeline, m_now, &w, m_tick, &w, m_wait};
+    slotmove_progress_t pr;
+    char err[256];
+    CU_ASSERT_EQUAL(slotmove_run(&job, &io, NULL, &pr, err, sizeof(err)), 0);
+    CU_ASSERT_EQUAL(pr.keys, 20);
+    CU_ASSERT_EQUAL(w.n[1].nkv, 20);
+    CU_ASSERT_EQUAL(w.mig_pipelines, 5);
+    /* the k-th pipeline (k x 160 bytes before it) went no earlier than k x 200 ms after
+     * the run's start (the model's clock was at 0 then), not all at once */
+    for (int k = 1; k < w.mig_pipelines; k++)
+        CU_ASSERT(w.mig_at[k] >= (int64_t)k * 200000000);
+    CU_ASSERT(w.mig_at[4] < 900000000); /* and not much later than due (the looks: 1 ms each) */
+    CU_ASSERT(w.ticks >= 4);           /* the keepalive went on while it waited */
+}
+
 static void test_json(void)
 {
     static model_t w;
@@ -1232,6 +1264,7 @@ static const cu_entry_t tests[] = {
     {"a batch's MIGRATEs split into pipelines by bytes and count (a table)", test_pipelines},
     {"budget and max_bytes stop a run; a refusal stops it with Redis's words", test_budget_and_refusal},
     {"bytesPerSecond paces a run between batches", test_pace},
+    {"bytesPerSecond spreads a batch over its pipelines", test_pace_pipelines},
     {"the job as a plan action's body", test_json},
     {"a run that moved keys confirms the target's replicas hold them (a table)", test_replicated},
     {"and that the target's replica credits it with the slots (a table)", test_replica_view},
