@@ -665,6 +665,18 @@ DEFINE_FIND(find_cluster, kcfg_cluster_t, clusters, n_clusters)
 DEFINE_FIND(find_user, kcfg_user_t, users, n_users)
 #undef DEFINE_FIND
 
+/* The end of a load (resolve, load_in_cluster): when rc is 0, c's REST view published
+ * and c handed to *out; otherwise c destroyed and *out NULL. Returns rc. */
+static int hand_over(kube_config_t *c, int rc, kube_config_t **out)
+{
+    if (rc == 0)
+        publish_rest(c);
+    else
+        kube_config_destroy(&c);
+    *out = c;
+    return rc;
+}
+
 /* Resolve one context of the merged docs into a new configuration. */
 static int resolve(kcfg_doc_t **docs, size_t n, const char *source, const char *ctx_override,
                    kube_config_t **out, char *err, size_t errlen)
@@ -728,13 +740,9 @@ static int resolve(kcfg_doc_t **docs, size_t n, const char *source, const char *
     }
     if (resolve_user(c, u, u_doc, err, errlen))
         goto out;
-    publish_rest(c);
     rc = 0;
 out:
-    if (rc)
-        kube_config_destroy(&c);
-    *out = c;
-    return rc;
+    return hand_over(c, rc, out);
 }
 
 /* Load the kubeconfig files in paths (in precedence order) and resolve a context.
@@ -944,14 +952,10 @@ static int load_in_cluster(const char *root, const char *host, const char *port,
         in_cluster_token(c, rootdir, err, errlen) || in_cluster_namespace(c, rootdir, err, errlen) ||
         resolve_proxy(c, "in-cluster", err, errlen))
         goto out;
-    publish_rest(c);
     rc = 0;
 out:
-    if (rc)
-        kube_config_destroy(&c);
     free(rootdir);
-    *out = c;
-    return rc;
+    return hand_over(c, rc, out);
 }
 
 /* $HOME, else the password database. NULL when there is none. */

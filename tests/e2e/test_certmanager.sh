@@ -89,17 +89,13 @@ patches:
 - target: {kind: Deployment, name: rediscluster-operator}
   patch: |
     - {op: replace, path: /spec/replicas, value: 1}
-- target: {kind: ValidatingWebhookConfiguration}
+# Both webhook configurations deleted: a target's kind is a regular expression, and a
+# patch with a target is applied to each object it selects, whatever kind and name it says.
+- target: {kind: (Validating|Mutating)WebhookConfiguration}
   patch: |
     \$patch: delete
     apiVersion: admissionregistration.k8s.io/v1
-    kind: ValidatingWebhookConfiguration
-    metadata: {name: any}
-- target: {kind: MutatingWebhookConfiguration}
-  patch: |
-    \$patch: delete
-    apiVersion: admissionregistration.k8s.io/v1
-    kind: MutatingWebhookConfiguration
+    kind: WebhookConfiguration
     metadata: {name: any}
 EOF
 check "the overlay builds" sh -c "kubectl kustomize '$work/op' >'$work/all.yaml' && kubectl kustomize '$TOP/deploy/overlays/cert-manager' >'$work/overlay.yaml'"

@@ -1939,6 +1939,18 @@ static void test_hostile_names_stay_in_their_path_segment(void)
 
 /* ---- Comparison and quantities ---------------------------------------------------------- */
 
+/* With o's path set to value, d is no longer a subset of o, and where (reset after)
+ * says want (NULL: not looked at). */
+static void assert_not_subset(const json_object *d, json_object *o, const char *path, const char *value,
+                              buf_t *where, const char *want)
+{
+    set_at(o, path, value);
+    CU_ASSERT_EQUAL(plan_json_subset(d, o, where), 0);
+    if (want)
+        CU_ASSERT_STRING_EQUAL(buf_str(where), want);
+    buf_reset(where);
+}
+
 static void test_subset_rules(void)
 {
     json_object *d = parse("{\"a\":1,\"l\":[\"x\",\"y\"],\"items\":[{\"name\":\"n1\",\"v\":true},"
@@ -1951,37 +1963,22 @@ static void test_subset_rules(void)
     CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 1);
     CU_ASSERT_EQUAL(where.len, 0);
     /* Positional lists must match in length and order. */
-    set_at(o, "l", "[\"y\",\"x\"]");
-    CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 0);
-    CU_ASSERT_STRING_EQUAL(buf_str(&where), "l[0]: want \"x\", have \"y\"");
-    buf_reset(&where);
-    set_at(o, "l", "[\"x\",\"y\",\"z\"]");
-    CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 0);
-    CU_ASSERT_STRING_EQUAL(buf_str(&where), "l: want 2 elements, have 3");
-    buf_reset(&where);
+    assert_not_subset(d, o, "l", "[\"y\",\"x\"]", &where, "l[0]: want \"x\", have \"y\"");
+    assert_not_subset(d, o, "l", "[\"x\",\"y\",\"z\"]", &where, "l: want 2 elements, have 3");
     set_at(o, "l", "[\"x\",\"y\"]");
     /* Keyed lists: a missing key is a difference. */
-    set_at(o, "items", "[{\"name\":\"n1\",\"v\":true}]");
-    CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 0);
-    CU_ASSERT_STRING_EQUAL(buf_str(&where), "items[n2]: missing");
-    buf_reset(&where);
-    set_at(o, "items", "[{\"name\":\"n1\",\"v\":false},{\"name\":\"n2\",\"v\":2}]");
-    CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 0);
-    CU_ASSERT_STRING_EQUAL(buf_str(&where), "items[n1].v: want true");
-    buf_reset(&where);
+    assert_not_subset(d, o, "items", "[{\"name\":\"n1\",\"v\":true}]", &where, "items[n2]: missing");
+    assert_not_subset(d, o, "items", "[{\"name\":\"n1\",\"v\":false},{\"name\":\"n2\",\"v\":2}]", &where,
+                      "items[n1].v: want true");
     set_at(o, "items", "[{\"name\":\"n1\",\"v\":true},{\"name\":\"n2\",\"v\":2}]");
     /* Quantities only under requests/limits. */
-    set_at(o, "resources requests memory", "\"1Mi\"");
-    CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 0);
-    buf_reset(&where);
+    assert_not_subset(d, o, "resources requests memory", "\"1Mi\"", &where, NULL);
     set_at(o, "resources requests memory", "\"1024Mi\"");
     CU_ASSERT_EQUAL(plan_json_subset(d, o, NULL), 1);
     json_object *d2 = parse("{\"label\":\"1Gi\"}"), *o2 = parse("{\"label\":\"1024Mi\"}");
     CU_ASSERT_EQUAL(plan_json_subset(d2, o2, NULL), 0);
     /* Types. */
-    set_at(o, "a", "\"1\"");
-    CU_ASSERT_EQUAL(plan_json_subset(d, o, &where), 0);
-    CU_ASSERT_STRING_EQUAL(buf_str(&where), "a: want a number, have string");
+    assert_not_subset(d, o, "a", "\"1\"", &where, "a: want a number, have string");
     CU_ASSERT_EQUAL(plan_json_subset(d, NULL, NULL), 0);
     CU_ASSERT_EQUAL(plan_json_subset(NULL, NULL, NULL), 1);
     buf_free(&where);
@@ -2772,10 +2769,11 @@ typedef struct {
     const json_object *rh;
 } repl_row_t;
 
-static void repl_row_init(repl_row_t *r, const char *primary, const char *const labels[3], json_object *obs)
+static void repl_row_init(repl_row_t *r, const char *spec, const char *primary, const char *const labels[3],
+                          json_object *obs)
 {
     memset(r, 0, sizeof(*r));
-    r->rc = rc_new(SPEC_REPL, 1);
+    r->rc = rc_new(spec, 1);
     if (primary) {
         char t[128];
         snprintf(t, sizeof(t), "\"%s\"", primary);
@@ -2800,6 +2798,32 @@ static void repl_row_free(repl_row_t *r)
     plan_destroy(&r->p);
     PUT_EACH(r->rc, r->pods, r->obs);
 }
+
+/* r planned again at now from its RedisCluster, pods and observation as they are now:
+ * r->p, the plan before destroyed. Nothing else of r is updated (repl_row_plan's). */
+static plan_t *repl_row_replan(repl_row_t *r, int64_t now)
+{
+    plan_destroy(&r->p);
+    plan_observed_t more = {.members = r->pods, .redis = r->obs};
+    r->p = plan_compute_observed(r->rc, NULL, NULL, NULL, &more, now);
+    return r->p;
+}
+
+/* r's observation replaced by obs (owned; NULL: none). */
+static void repl_row_observe(repl_row_t *r, json_object *obs)
+{
+    json_object_put(r->obs);
+    r->obs = obs;
+}
+
+/* r planned again at now (repl_row_replan) has want as status.primary. */
+static void assert_elects(repl_row_t *r, int64_t now, const char *want)
+{
+    CU_ASSERT_STRING_EQUAL(str_at(plan_status(repl_row_replan(r, now)), "primary"), want);
+}
+
+/* The labels of a settled replicated cluster whose primary is cache-0. */
+static const char *const PRIMARY_FIRST[3] = {"primary", "replica", "replica"};
 
 static void test_replication_table(void)
 {
@@ -2866,7 +2890,7 @@ static void test_replication_table(void)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         repl_row_t r;
-        repl_row_init(&r, cases[i].primary, cases[i].labels,
+        repl_row_init(&r, SPEC_REPL, cases[i].primary, cases[i].labels,
                       cases[i].no_observation ? NULL
                                               : repl_obs(cases[i].nodes[0], cases[i].nodes[1], cases[i].nodes[2]));
         repl_row_plan(&r);
@@ -2905,13 +2929,12 @@ static void test_replication_table(void)
 /* status.nodes of a healthy cluster, and no status write when only offsets move. */
 static void test_replication_status_ignores_offsets(void)
 {
-    json_object *rc = rc_new(SPEC_REPL, 1);
-    json_object *pods = repl_pods("primary", "replica", "replica");
-    json_object *obs = repl_obs("cache-0 10.0.0.1 true master - 0 false 500",
-                                "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500",
-                                "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 450");
-    plan_observed_t more = {.members = pods, .redis = obs};
-    plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    repl_row_t r;
+    repl_row_init(&r, SPEC_REPL, NULL, PRIMARY_FIRST,
+                  repl_obs("cache-0 10.0.0.1 true master - 0 false 500",
+                           "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500",
+                           "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 450"));
+    plan_t *p = repl_row_replan(&r, T1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     json_object *st = plan_status(p);
     CU_ASSERT_EQUAL_FATAL(json_object_array_length(at(st, "nodes")), 3);
@@ -2924,37 +2947,28 @@ static void test_replication_status_ignores_offsets(void)
     CU_ASSERT_EQUAL(int_at(st, "nodes 2 lagBytes"), 50);
     CU_ASSERT_TRUE(json_object_get_boolean(at(st, "nodes 2 linkUp")));
     /* The status as written; offsets move on, nothing else: no write at all. */
-    json_object_object_add(rc, "status", json_copy(st));
-    plan_destroy(&p);
-    json_object_put(obs);
-    obs = repl_obs("cache-0 10.0.0.1 true master - 0 false 9000", "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 8000",
-                   "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 7000");
-    more.redis = obs;
-    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T2);
+    json_object_object_add(r.rc, "status", json_copy(st));
+    repl_row_observe(&r, repl_obs("cache-0 10.0.0.1 true master - 0 false 9000",
+                                  "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 8000",
+                                  "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 7000"));
+    p = repl_row_replan(&r, T2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(count_kind(p, PLAN_UPDATE_STATUS), 0);
     CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
     CU_ASSERT_EQUAL(count_kind(p, PLAN_LABEL_POD), 0);
-    plan_destroy(&p);
     /* Without an observation (informerd restarted): what the status says of Redis stays. */
-    more.redis = NULL;
-    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T2);
+    repl_row_observe(&r, NULL);
+    p = repl_row_replan(&r, T2);
     CU_ASSERT_EQUAL(count_kind(p, PLAN_UPDATE_STATUS), 0);
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "ReplicationHealthy"), "reason"), "AllReplicasLinked");
-    plan_destroy(&p);
     /* A link goes down: that is news, the status is written. */
-    json_object_put(obs);
-    obs = repl_obs("cache-0 10.0.0.1 true master - 0 false 9000",
-                   "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 8000",
-                   "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 7000");
-    more.redis = obs;
-    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T2);
+    repl_row_observe(&r, repl_obs("cache-0 10.0.0.1 true master - 0 false 9000",
+                                  "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 8000",
+                                  "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 7000"));
+    p = repl_row_replan(&r, T2);
     CU_ASSERT_EQUAL(count_kind(p, PLAN_UPDATE_STATUS), 1);
     CU_ASSERT_STRING_EQUAL(str_at(cond(p, "ReplicationHealthy"), "reason"), "ReplicaLinkDown");
-    plan_destroy(&p);
-    json_object_put(rc);
-    json_object_put(pods);
-    json_object_put(obs);
+    repl_row_free(&r);
 }
 
 /* The index of the first action of kind (resource NULL: any), or -1. */
@@ -3400,7 +3414,7 @@ static void test_failover_table(void)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         repl_row_t r;
-        repl_row_init(&r, cases[i].primary, cases[i].labels,
+        repl_row_init(&r, SPEC_REPL, cases[i].primary, cases[i].labels,
                       fo_obs(cases[i].nodes[0], cases[i].nodes[1], cases[i].nodes[2]));
         set_at(r.rc, "metadata resourceVersion", "\"4711\"");
         repl_row_plan(&r);
@@ -3453,12 +3467,12 @@ static void test_failover_table(void)
  * isolated, dead), the election goes on. */
 static void test_failover_witness(void)
 {
-    json_object *rc = rc_new(SPEC_REPL, 1);
-    set_at(rc, "status primary", "\"cache-0\"");
-    json_object *pods = repl_pods("primary", "replica", "replica");
-    json_object *obs = fo_obs("cache-0 10.0.0.1 false master - 0 false 500 3000 -1",
-                              "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500 0 -1",
-                              "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 480 0 -1");
+    repl_row_t r;
+    repl_row_init(&r, SPEC_REPL, "cache-0", PRIMARY_FIRST,
+                  fo_obs("cache-0 10.0.0.1 false master - 0 false 500 3000 -1",
+                         "cache-1 10.0.0.2 true slave 10.0.0.1 6379 true 500 0 -1",
+                         "cache-2 10.0.0.3 true slave 10.0.0.1 6379 true 480 0 -1"));
+    json_object *obs = r.obs;
     /* cache-0 failed every probe for the last 3 s (downSinceMs 3000); cache-1 was probed
      * 100 ms ago and heard from it at most 1.1 s ago: after that began. */
     json_object_object_add(at(obs, "nodes 0"), "downSinceMs", json_object_new_int64(3000));
@@ -3467,37 +3481,27 @@ static void test_failover_witness(void)
         json_object_object_add(at(obs, k == 1 ? "nodes 1" : "nodes 2"), "masterIoAgoMs", json_object_new_int64(5100));
     }
     json_object_object_add(at(obs, "nodes 1"), "masterIoAgoMs", json_object_new_int64(1100));
-    plan_observed_t more = {.members = pods, .redis = obs};
-    plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
-    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
-    CU_ASSERT_STRING_EQUAL(str_at(cond(p, "ReplicationHealthy"), "reason"), "PrimaryUnreachable");
-    CU_ASSERT_TRUE(text_contains(str_at(cond(p, "ReplicationHealthy"), "message"), "cache-1 heard from it"));
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
-    plan_destroy(&p);
+    assert_elects(&r, T1, "cache-0");
+    CU_ASSERT_STRING_EQUAL(str_at(cond(r.p, "ReplicationHealthy"), "reason"), "PrimaryUnreachable");
+    CU_ASSERT_TRUE(text_contains(str_at(cond(r.p, "ReplicationHealthy"), "message"), "cache-1 heard from it"));
+    CU_ASSERT_EQUAL(count_kind(r.p, PLAN_REDIS), 0);
     /* Probed 2.5 s ago, half a second after the failures began: it cannot tell yet (Redis
      * counts whole seconds); the plan waits for its next probe. */
     json_object_object_add(at(obs, "nodes 1"), "probedAgoMs", json_object_new_int64(2500));
     json_object_object_add(at(obs, "nodes 1"), "masterIoAgoMs", json_object_new_int64(3500));
-    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
-    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
-    CU_ASSERT_TRUE(text_contains(str_at(cond(p, "ReplicationHealthy"), "message"), "waiting for cache-1's next probe"));
-    CU_ASSERT(plan_requeue_after_ns(p) > 0 && plan_requeue_after_ns(p) <= NS_PER_SEC);
-    plan_destroy(&p);
+    assert_elects(&r, T1, "cache-0");
+    CU_ASSERT_TRUE(text_contains(str_at(cond(r.p, "ReplicationHealthy"), "message"),
+                                 "waiting for cache-1's next probe"));
+    CU_ASSERT(plan_requeue_after_ns(r.p) > 0 && plan_requeue_after_ns(r.p) <= NS_PER_SEC);
     /* It stopped hearing it before the failures began (frozen, dead): elected as ever. */
     json_object_object_add(at(obs, "nodes 1"), "probedAgoMs", json_object_new_int64(100));
     json_object_object_add(at(obs, "nodes 1"), "masterIoAgoMs", json_object_new_int64(3100));
-    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
-    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-1");
-    plan_destroy(&p);
+    assert_elects(&r, T1, "cache-1");
     /* What a replica of another address hears says nothing of it. */
     json_object_object_add(at(obs, "nodes 1"), "masterIoAgoMs", json_object_new_int64(100));
     json_object_object_add(at(obs, "nodes 1"), "masterHost", json_object_new_string("10.9.9.9"));
-    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
-    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-1");
-    plan_destroy(&p);
-    json_object_put(rc);
-    json_object_put(pods);
-    json_object_put(obs);
+    assert_elects(&r, T1, "cache-1");
+    repl_row_free(&r);
 }
 
 /* A primary lost with its volume, back empty, while no write came since it last
@@ -3507,79 +3511,49 @@ static void test_failover_witness(void)
  * replicas follow it. (seed 0x537 of the ten-million-step hunt) */
 static void test_failover_empty_primary(void)
 {
-    json_object *rc = rc_new(SPEC_REPL, 1);
-    set_at(rc, "status primary", "\"cache-0\"");
-    json_object *pods = repl_pods("primary", "replica", "replica");
-    json_object *obs = fo_obs("cache-0 10.0.0.1 true master - 0 false 0 0 -1",
-                              "cache-1 10.0.0.2 true slave 10.9.9.9 6379 false 0 0 2000",
-                              "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 0 0 2000");
-    json_object_object_add(at(obs, "nodes 0"), "keys", json_object_new_int64(0));
-    json_object_object_add(at(obs, "nodes 1"), "keys", json_object_new_int64(0));
-    json_object_object_add(at(obs, "nodes 2"), "keys", json_object_new_int64(500));
-    plan_observed_t more = {.members = pods, .redis = obs};
-    plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
-    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-2");
-    CU_ASSERT_TRUE(text_contains(str_at(cond(p, "ReplicationHealthy"), "message"), "holding no key"));
-    CU_ASSERT_EQUAL(count_kind(p, PLAN_REDIS), 0);
-    plan_destroy(&p);
-    json_object_object_add(at(obs, "nodes 0"), "keys", json_object_new_int64(500));
-    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
+    repl_row_t r;
+    repl_row_init(&r, SPEC_REPL, "cache-0", PRIMARY_FIRST,
+                  fo_obs("cache-0 10.0.0.1 true master - 0 false 0 0 -1 keys=0",
+                         "cache-1 10.0.0.2 true slave 10.9.9.9 6379 false 0 0 2000 keys=0",
+                         "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 0 0 2000 keys=500"));
+    assert_elects(&r, T1, "cache-2");
+    CU_ASSERT_TRUE(text_contains(str_at(cond(r.p, "ReplicationHealthy"), "message"), "holding no key"));
+    CU_ASSERT_EQUAL(count_kind(r.p, PLAN_REDIS), 0);
+    json_object_object_add(at(r.obs, "nodes 0"), "keys", json_object_new_int64(500));
+    assert_elects(&r, T1, "cache-0");
     char cmds[512], labels[256];
-    redis_actions(p, cmds, sizeof(cmds), labels, sizeof(labels));
-    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
+    redis_actions(r.p, cmds, sizeof(cmds), labels, sizeof(labels));
     CU_ASSERT_STRING_EQUAL(cmds, "cache-1@10.0.0.2 REPLICAOF 10.0.0.1 6379;cache-2@10.0.0.3 REPLICAOF 10.0.0.1 6379;");
-    plan_destroy(&p);
     /* Every candidate started empty and took nothing (two volumes lost), the keys only on
      * a replica never linked since (its link-down time unknown: not "linked recently"):
      * it is elected rather than emptied. (overlapping faults, seeds 0x477 and 0x483) */
-    json_object_put(obs);
-    obs = fo_obs("cache-0 10.0.0.1 true master - 0 false 0 0 -1", "cache-1 10.0.0.2 true master - 0 false 0 0 -1",
-                 "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 0 0 -1");
-    json_object_object_add(at(obs, "nodes 0"), "keys", json_object_new_int64(0));
-    json_object_object_add(at(obs, "nodes 1"), "keys", json_object_new_int64(0));
-    json_object_object_add(at(obs, "nodes 2"), "keys", json_object_new_int64(2096));
-    more.redis = obs;
-    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
-    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-2");
-    plan_destroy(&p);
-    json_object_put(rc);
-    json_object_put(pods);
-    json_object_put(obs);
+    repl_row_observe(&r, fo_obs("cache-0 10.0.0.1 true master - 0 false 0 0 -1 keys=0",
+                                "cache-1 10.0.0.2 true master - 0 false 0 0 -1 keys=0",
+                                "cache-2 10.0.0.3 true slave 10.9.9.9 6379 false 0 0 -1 keys=2096"));
+    assert_elects(&r, T1, "cache-2");
+    repl_row_free(&r);
 }
 
 /* spec.failover.downAfter is read: 10s holds a failover that 3s would start. */
 static void test_failover_down_after(void)
 {
-    json_object *rc = rc_new("{\"size\":3,\"image\":\"redis\",\"mode\":\"Replication\","
-                             "\"failover\":{\"downAfter\":\"10s\"}}", 1);
-    set_at(rc, "status primary", "\"cache-0\"");
-    json_object *pods = repl_pods("primary", "replica", "replica");
-    json_object *obs = parse("{\"observedAt\":\"2024-05-01T12:00:00.000Z\",\"nodes\":[]}");
-    json_object_array_add(at(obs, "nodes"), fo_node("cache-0 10.0.0.1 false master - 0 false 500 9999 -1"));
-    json_object_array_add(at(obs, "nodes"), fo_node("cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 500 0 9999"));
-    json_object_array_add(at(obs, "nodes"), fo_node("cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 0 9999"));
-    plan_observed_t more = {.members = pods, .redis = obs};
-    plan_t *p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
-    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
+    repl_row_t r;
+    repl_row_init(&r, "{\"size\":3,\"image\":\"redis\",\"mode\":\"Replication\",\"failover\":{\"downAfter\":\"10s\"}}",
+                  "cache-0", PRIMARY_FIRST,
+                  fo_obs("cache-0 10.0.0.1 false master - 0 false 500 9999 -1",
+                         "cache-1 10.0.0.2 true slave 10.0.0.1 6379 false 500 0 9999",
+                         "cache-2 10.0.0.3 true slave 10.0.0.1 6379 false 500 0 9999"));
+    assert_elects(&r, T1, "cache-0");
     /* Looked at again when downAfter is reached, not 10 s later. */
-    CU_ASSERT_EQUAL(plan_requeue_after_ns(p), INT64_C(1) * 1000000);
-    plan_destroy(&p);
+    CU_ASSERT_EQUAL(plan_requeue_after_ns(r.p), INT64_C(1) * 1000000);
     /* The same observation 1 ms later: it is 1 ms older, so the primary was down 10 s. */
-    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1 + 1000000);
-    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-1");
-    plan_destroy(&p);
+    assert_elects(&r, T1 + 1000000, "cache-1");
     /* An old observation (observerd not running) counts for 1 s at most: 8 s + 1 s. */
-    json_object_object_add(at(obs, "nodes 0"), "downSinceMs", json_object_new_int64(8000));
-    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1 + 5 * NS_PER_SEC);
-    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-0");
-    plan_destroy(&p);
-    json_object_object_add(at(obs, "nodes 0"), "downSinceMs", json_object_new_int64(10000));
-    p = plan_compute_observed(rc, NULL, NULL, NULL, &more, T1);
-    CU_ASSERT_STRING_EQUAL(str_at(plan_status(p), "primary"), "cache-1");
-    plan_destroy(&p);
-    json_object_put(rc);
-    json_object_put(pods);
-    json_object_put(obs);
+    json_object_object_add(at(r.obs, "nodes 0"), "downSinceMs", json_object_new_int64(8000));
+    assert_elects(&r, T1 + 5 * NS_PER_SEC, "cache-0");
+    json_object_object_add(at(r.obs, "nodes 0"), "downSinceMs", json_object_new_int64(10000));
+    assert_elects(&r, T1, "cache-1");
+    repl_row_free(&r);
 }
 
 /* FAILOVER: min-replicas-to-write / -max-lag in redis.conf (Replication only). */
