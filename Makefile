@@ -38,7 +38,7 @@ MODULE_OBJ := $(MODULE_SRC:%.c=$(BUILD)/%.o)
 .SECONDARY:
 
 
-.PHONY: s3-check backup-check bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard bench-backup bench-slotmove soak all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned cluster-up cluster-down
+.PHONY: s3-check backup-check bench bench-informer bench-redis-probe bench-webhook bench-ackwriter bench-failover bench-cluster bench-reshard bench-backup bench-slotmove soak all fault asan test unit asan-unit e2e deps fuzz fuzz-short fuzz-cov fuzz-targets clean banned complexity cluster-up cluster-down
 all: $(BUILD)/.banned-ok $(DAEMONS:%=$(BUILD)/bin/%) $(TOOLS:%=$(BUILD)/bin/rdc-%)
 
 # The source checks (scripts/check-banned.sh: banned functions, line width) over every C file.
@@ -48,6 +48,10 @@ $(BUILD)/.banned-ok: scripts/check-banned.sh $(shell find common $(DAEMONS) $(TO
 
 banned:
 	@scripts/check-banned.sh
+
+# No product function over 80 lines or CCN 30 (lizard, pinned and cached: scripts/complexity.sh).
+complexity:
+	@scripts/complexity.sh
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -256,7 +260,7 @@ help: ## Display this help.
 ##@ Development
 
 all: ## Build every daemon into build/bin/ (BUILD=dir for another).
-unit: monitoring-check bundle-validate catalog-validate helm-check ## Run the CUnit suites, the monitoring rules' tests, the bundle's and catalog's validation and the chart's checks.
+unit: monitoring-check bundle-validate catalog-validate helm-check complexity ## Run the CUnit suites, the monitoring rules' tests, the bundle's and catalog's validation, the chart's checks and the complexity bound.
 asan-unit: ## Run the CUnit suites under ASan and UBSan.
 test: ## Unit suites, a short fuzz run, then the end-to-end suite on the local control plane.
 e2e: ## Run the end-to-end suite (brings the local control plane up and down).

@@ -20,6 +20,7 @@ pkgs=(
     openssl curl jq        # certificates, probes and JSON for the local control plane
     prometheus             # promtool: check and unit-test the alerts of deploy/overlays/monitoring
     python3-yaml           # tests/monitoring and scripts/bundle.py read deploy/'s YAML
+    python3-venv           # make complexity: lizard (PyPI, pinned) in a cached virtualenv
     buildah mmdebstrap     # make docker-build here: mmdebstrap makes the Debian base image,
                            # buildah builds the Dockerfile and runs the image (test_image.sh)
     redis-server redis-tools   # real Redis behind the pods of the process nodes (tests/cluster);
