@@ -41,7 +41,8 @@
 #   the latency monitor's "fork" says when one did; none leaves the movers alone)
 #   BATCH_BYTES=<n> (spec.cluster.migration.batchBytes; unset: the default, 1 MiB, whose
 #   pipelines of MIGRATEs carry 64 KiB; a smaller one bounds a pipeline to it)
-#   BYTES_PER_SECOND=<n> (spec.cluster.migration.bytesPerSecond; unset: 0, unpaced)
+#   BYTES_PER_SECOND=<n> (spec.cluster.migration.bytesPerSecond; unset: the operator's default,
+#   RDC_SPEC_DEFAULT_MIGRATION_RATE of common/rdc_spec.h; 0: unpaced)
 #   RDC_POD_CIDR=127.73.0.0/16 (when this script starts the control plane) RB_KEEP_CLUSTER=1
 #   RB_OUT=<file> (default bench/results/reshard-<date>-<sha>.json). A short variant:
 #   DATA=67108864 (64 MiB).
@@ -125,6 +126,15 @@ empty_shard3() { # redis-cli moves every slot off shard 3's master (the starting
 }
 
 # ---- 1. the cluster and the data -------------------------------------------------------------
+# The rate the operator's moves keep, for the report: BYTES_PER_SECOND, else its default.
+rate_default=$(sed -n 's/^#define RDC_SPEC_DEFAULT_MIGRATION_RATE INT64_C(\([0-9]*\))$/\1/p' common/rdc_spec.h)
+[ -n "$rate_default" ] || { log "no RDC_SPEC_DEFAULT_MIGRATION_RATE in common/rdc_spec.h"; exit 1; }
+export RB_RATE=${BYTES_PER_SECOND:-$rate_default}
+case ${BYTES_PER_SECOND-unset} in
+unset) export RB_RATE_LABEL="$rate_default (the default)" ;;
+0) export RB_RATE_LABEL="0 (unpaced)" ;;
+*) export RB_RATE_LABEL=$BYTES_PER_SECOND ;;
+esac
 rc_apply_cluster rs "$ns" 4 5s "${PERSISTENCE:+  persistence: $PERSISTENCE}"
 migration=${BATCH_BYTES:+\"batchBytes\":$BATCH_BYTES}
 [ -n "${BYTES_PER_SECOND:-}" ] && migration="${migration:+$migration,}\"bytesPerSecond\":$BYTES_PER_SECOND"
@@ -323,7 +333,7 @@ json.dump({"data_bytes": int(data), "value_bytes": int(vb), "keys": int(keys0), 
            "medians": medians, "operator_shorter_longest_pause": shorter, "operator_faster": faster,
            "load_at_start": la, "persistence": os.environ.get("PERSISTENCE") or "aof (the default)",
            "batch_bytes": int(os.environ.get("BATCH_BYTES") or 0) or "1048576 (the default)",
-           "bytes_per_second": int(os.environ.get("BYTES_PER_SECOND") or 0)},
+           "bytes_per_second": int(os.environ["RB_RATE"])},
           open(out, "w"), indent=1)
 def ms(v):
     return "%.1f ms" % v if v is not None else "n/a"
@@ -332,7 +342,7 @@ def n(v):
 print("### 3 -> 4 shards, %.2f GiB in %d keys of %d bytes (a quarter moves: 4096 slots), persistence %s, "
       "batchBytes %s, bytesPerSecond %s, %d trial(s)\n" % (
           int(data) / 2**30, int(keys0), int(vb), os.environ.get("PERSISTENCE") or "aof (the default)",
-          os.environ.get("BATCH_BYTES") or "1 MiB (the default)", os.environ.get("BYTES_PER_SECOND") or "0 (unpaced)",
+          os.environ.get("BATCH_BYTES") or "1 MiB (the default)", os.environ["RB_RATE_LABEL"],
           len(trials)))
 print("SET latency: a SET's first send to Redis accepting it (MOVED/ASK, retries included), the writer's whole run.\n")
 print("CPU s during the move: Redis servers / the mover (the operator's daemons, or redis-cli) / the control plane "

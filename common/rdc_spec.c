@@ -1824,6 +1824,7 @@ void rdc_spec_defaults(rdc_spec_t *out)
     out->cluster.shards = RDC_SPEC_DEFAULT_SHARDS;
     out->cluster.replicas_per_shard = RDC_SPEC_DEFAULT_REPLICAS_PER_SHARD;
     out->cluster.migration_batch_bytes = RDC_SPEC_DEFAULT_MIGRATION_BATCH;
+    out->cluster.migration_bytes_per_second = RDC_SPEC_DEFAULT_MIGRATION_RATE;
     out->pod.termination_grace_period_seconds = -1;
     out->tag = RDC_SPEC_DEFAULT_VERSION;
     out->restore.region = RDC_SPEC_DEFAULT_RESTORE_REGION;

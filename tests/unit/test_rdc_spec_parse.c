@@ -214,6 +214,15 @@ static void test_cluster_mode(void)
     CU_ASSERT_EQUAL_FATAL(parse_spec("{\"size\":6,\"image\":\"redis\",\"mode\":\"Cluster\"}", &s, &rc), 0);
     CU_ASSERT_EQUAL(s.cluster.shards, 3);
     CU_ASSERT_EQUAL(s.cluster.replicas_per_shard, 1);
+    /* the move's rate: 24 MB/s when not said, and 0 (no bound) only when said */
+    CU_ASSERT_EQUAL(s.cluster.migration_bytes_per_second, 24000000);
+    CU_ASSERT_EQUAL(s.cluster.migration_batch_bytes, 1 << 20);
+    json_object_put(rc);
+    CU_ASSERT_EQUAL_FATAL(parse_spec("{\"size\":6,\"image\":\"redis\",\"mode\":\"Cluster\","
+                                     "\"cluster\":{\"migration\":{\"bytesPerSecond\":0}}}",
+                                     &s, &rc),
+                          0);
+    CU_ASSERT_EQUAL(s.cluster.migration_bytes_per_second, 0);
     json_object_put(rc);
 }
 
