@@ -66,9 +66,19 @@ sys.exit(0 if len(bundles) == 3 and all(b == ca for b in bundles) else 1)
 PY
 }
 check "the generated certificate's CA is the caBundle of the two webhook configurations and the CRD" same_ca
-check "the certificate names the webhook Service (rediscluster-operator-webhook.rediscluster-operator-system.svc)" eval \
-    'python3 -c "import sys,yaml,base64; print(base64.b64decode([d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d[\"kind\"]==\"Secret\"][0][\"data\"][\"tls.crt\"]).decode())" "$tmp/default.yaml" |
-     openssl x509 -noout -ext subjectAltName | grep -q "DNS:rediscluster-operator-webhook.rediscluster-operator-system.svc,"'
+# The Secret's certificate through files, not pipes: openssl x509 reads one PEM block and
+# exits, and under pipefail the writer's broken pipe failed the check now and then.
+cert_names_service() {
+    python3 - "$tmp/default.yaml" "$tmp/tls.crt" <<'PY' &&
+import base64, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+open(sys.argv[2], "wb").write(base64.b64decode([d for d in docs if d["kind"] == "Secret"][0]["data"]["tls.crt"]))
+PY
+        openssl x509 -in "$tmp/tls.crt" -noout -ext subjectAltName >"$tmp/san.txt" &&
+        grep -q "DNS:rediscluster-operator-webhook.rediscluster-operator-system.svc," "$tmp/san.txt"
+}
+check "the certificate names the webhook Service (rediscluster-operator-webhook.rediscluster-operator-system.svc)" \
+    cert_names_service
 # Control 2: a chart whose Deployment differs from deploy/'s fails the comparison.
 cp -r "$chart" "$tmp/chart"
 sed -i 's/^        - --health-probe-bind-address=:8081$/        - --health-probe-bind-address=:8082/' "$tmp/chart/templates/deployment.yaml"
