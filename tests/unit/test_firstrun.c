@@ -422,10 +422,17 @@ static void test_bound_address(void)
     snprintf(want, sizeof(want), "127.0.0.1:%d", httpd_port(h));
     CU_ASSERT_STRING_EQUAL(httpd_bound_addr(h, addr, sizeof(addr)), want);
     httpd_destroy(&h);
-    CU_ASSERT_EQUAL_FATAL(httpd_new(":0", ok_handler, NULL, &h, err, sizeof(err)), 0);
-    CU_ASSERT_EQUAL(strncmp(httpd_bound_addr(h, addr, sizeof(addr)), "0.0.0.0:", 8), 0);
-    CU_ASSERT_STRING_NOT_EQUAL(addr, "0.0.0.0:0");
-    httpd_destroy(&h);
+    /* ":port" means every interface (an empty host): parsed, not bound, since the tests
+     * bind 127.0.0.1 only */
+    char host[64] = "x";
+    int port = -1;
+    CU_ASSERT_EQUAL(httpd_parse_addr(":8081", host, sizeof(host), &port), 0);
+    CU_ASSERT_STRING_EQUAL(host, "");
+    CU_ASSERT_EQUAL(port, 8081);
+    CU_ASSERT_EQUAL(httpd_parse_addr("127.0.0.1:0", host, sizeof(host), &port), 0);
+    CU_ASSERT_STRING_EQUAL(host, "127.0.0.1");
+    CU_ASSERT_EQUAL(port, 0);
+    CU_ASSERT_EQUAL(httpd_parse_addr("8081", host, sizeof(host), &port), -1);
 }
 
 static const cu_entry_t tests[] = {
