@@ -677,7 +677,9 @@ static int owner_delta(dispatcher_t *d, const cache_delta_t *delta, const char *
         metric_counter_add(d->m_ownwrites, METRIC_LABELS("seen"), 1);
     else
         held = 0;
-    if (delta->type != CACHE_MODIFIED)
+    /* (A resync is no change: what a flight remembered stays to be judged at DONE, since
+     * a resync does not queue a key in flight.) */
+    if (delta->type == CACHE_ADDED || delta->type == CACHE_DELETED)
         echo_forget(d->echoes, key);
     if (delta->type == CACHE_DELETED) {
         obsstore_forget(d->observations, key);

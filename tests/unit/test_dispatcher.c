@@ -575,6 +575,21 @@ static void test_own_echoes_queue_nothing(void)
     fx_stop();
 }
 
+/* A resync that comes while a key is in flight keeps what the flight remembered: a
+ * user's change then is reconciled after DONE (a resync queues no key in flight). */
+static void test_resync_in_flight_keeps_a_change(void)
+{
+    fx_start(0);
+    hand_out_first("y", "1");
+    put_rc("y", "2", 2, "");                 /* the user's new spec, while it runs */
+    cache_resync(fx.cache, "RedisCluster");
+    SAY(PROTO_DONE, "ns/y", "done", "0", "3", "quiet");
+    expect_work("ns/y", "0", "2");
+    SAY(PROTO_DONE, "ns/y", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    fx_stop();
+}
+
 /* With a child delay, a burst of child changes is one item, handed out after the delay;
  * the RedisCluster's own change goes at once. */
 static void test_child_burst_is_one_item(void)
@@ -826,6 +841,7 @@ static const cu_entry_t tests[] = {
     {"the echoes of its own writes queue nothing", test_own_echoes_queue_nothing},
     {"a burst of child changes is one item after the delay", test_child_burst_is_one_item},
     {"a requeue a change overtook is dropped", test_requeue_overtaken_is_dropped},
+    {"a resync in flight keeps a change remembered there", test_resync_in_flight_keeps_a_change},
     {"without sockets: keys mapped, none handed out", test_without_sockets},
     {"a child's change no plan reads queues nothing", test_unread_change_queues_nothing},
     {"each queue add is counted under its cause", test_adds_counted_by_cause},
