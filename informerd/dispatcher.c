@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "obsstore.h"
 #include "ownwrite.h"
+#include "projection.h"
 #include "proto.h"
 #include "rdc_api.h"
 #include "rmsg.h"
@@ -43,6 +44,7 @@ typedef enum {
     CAUSE_REQUEUE,           /* its reconcile's requeue_after */
     CAUSE_FENCED,            /* its reconcile was fenced (the lease) */
     CAUSE_ERROR,             /* its reconcile failed, or its item could not be built: backoff */
+    CAUSE_POD_SCHEDULING,    /* a young pod's PodScheduled alone changed: for when it is read */
     CAUSE_CHILD              /* a child's delta: one cause per kind of child_kinds from here */
 } cause_t;
 
@@ -57,7 +59,7 @@ static const char *const child_kinds[] = {
 
 static const char *const cause_names[NCAUSES] = {
     "crash", "given_back", "rediscluster", "rediscluster_in_flight", "own_write_echo", "own_write_expired", "resync",
-    "observation", "secret", "requeue", "fenced", "error",
+    "observation", "secret", "requeue", "fenced", "error", "pod_scheduling",
     /* the children's, as child_kinds */
     "pod", "statefulset", "configmap", "service", "poddisruptionbudget", "networkpolicy", "redisbackup", "job",
     "backuppod", "child_other",
@@ -772,6 +774,20 @@ static int owner_delta(dispatcher_t *d, const cache_delta_t *delta, const char *
     return delta->type == CACHE_SYNC ? CAUSE_RESYNC : CAUSE_RC;
 }
 
+/* How long until a change of its LATE rows alone is read (projection.h PROJ_LATE: it is
+ * PROJ_LATE_AFTER_NS old), when that is longer than the child delay; else 0 (queued as
+ * any child change: its age unknown, or old enough). */
+static int64_t late_wait_ns(const dispatcher_t *d, const cache_item_t *it)
+{
+    json_object *o = strstr(it->json, "\"creationTimestamp\"") ? json_tokener_parse(it->json) : NULL;
+    const char *created = JSONX_STR_AT(o, "metadata", "creationTimestamp");
+    int64_t at = 0, wait = 0;
+    if (created && !clock_parse_rfc3339(created, &at))
+        wait = at + PROJ_LATE_AFTER_NS - clock_wall_ns();
+    json_object_put(o);
+    return wait > d->cfg.child_delay_ns ? wait : 0;
+}
+
 /* The children a worker may name as its writes (DONE, echo.h CHILDREN). */
 static const char *const echoed_kinds[] = {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget"};
 
@@ -825,6 +841,15 @@ void dispatcher_on_delta(dispatcher_t *d, const cache_delta_t *delta)
     }
     if (child_echo(d, delta, key, now))
         return;
+    int64_t late = delta->late_only ? late_wait_ns(d, it) : 0;
+    if (late > 0) {
+        /* Only what is read once the pod is older changed (a young pod's PodScheduled,
+         * projection.h PROJ_LATE): it waits until then, and is dropped when the key is
+         * handed out first (that reconcile reads it; a cluster with a pod not scheduled
+         * is not Running, and each of its reconciles asks to look again). */
+        queue_for(d, key, WORKQUEUE_SOON, late, CAUSE_POD_SCHEDULING, now);
+        return;
+    }
     /* A child's: its burst (the pod, then its StatefulSet's status) is one reconcile. */
     queue_for(d, key, WORKQUEUE_SOON, d->cfg.child_delay_ns, child_cause(it->kind), now);
 }

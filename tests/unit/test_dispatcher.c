@@ -623,6 +623,62 @@ static void test_child_echoes_queue_nothing(void)
     fx_stop();
 }
 
+static double adds(const char *cause, const char *result);
+
+/* Upsert Pod ns/<name>-0 of the RedisCluster <name>, made ago_s seconds ago, with
+ * conditions (JSON array members, or ""). */
+static void put_pod_made(const char *name, const char *rv, int ago_s, const char *conditions)
+{
+    char made[40];
+    clock_format_rfc3339(clock_wall_ns() - (int64_t)ago_s * NS_PER_SEC, 0, made, sizeof(made));
+    upsert_text("Pod",
+                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-0\",\"namespace\":\"ns\","
+                "\"uid\":\"p-%s\",\"resourceVersion\":\"%s\",\"creationTimestamp\":\"%s\","
+                "\"labels\":{\"app.kubernetes.io/instance\":\"%s\"}},\"status\":{\"phase\":\"Pending\","
+                "\"conditions\":[%s]}}",
+                name, name, rv, made, name, conditions);
+}
+
+#define UNSCHEDULED                                                                                                \
+    "{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\",\"message\":\"pod has " \
+    "unbound immediate PersistentVolumeClaims\"}"
+
+/* A young pod's PodScheduled alone changed (the scheduler waits for its claim): read only
+ * once the pod is past its grace (projection.h PROJ_LATE), it queues nothing now and
+ * waits until then, dropped when the key is handed out first (cause pod_scheduling). An
+ * older pod's same change, or a young pod's change of anything else read, queues as a
+ * pod's change. */
+static void test_young_pod_scheduling_waits(void)
+{
+    fx_start(0);
+    CU_ASSERT_EQUAL_FATAL(cache_set_projection(fx.cache, "Pod", projection_of("Pod")), 0);
+    double dropped = adds("pod_scheduling", "dropped"), pods = adds("pod", "queued");
+    hand_out_first("u", "1");
+    SAY(PROTO_DONE, "ns/u", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    put_pod_made("u", "2", 1, "");
+    expect_work("ns/u", "0", "1");
+    SAY(PROTO_DONE, "ns/u", "done", "0");
+    put_pod_made("u", "3", 1, UNSCHEDULED);
+    expect_no_work(300);
+    CU_ASSERT_TRUE(dispatcher_next_deadline(fx.d, clock_mono_ns()) > clock_mono_ns() + 20 * NS_PER_SEC);
+    put_rc("u", "4", 2, ""); /* handed out for this: the wait is dropped */
+    expect_work("ns/u", "0", "4");
+    SAY(PROTO_DONE, "ns/u", "done", "0");
+    CU_ASSERT_EQUAL(adds("pod_scheduling", "dropped"), dropped + 1);
+    CU_ASSERT_EQUAL(adds("pod", "queued"), pods + 1);
+    /* A pod past its grace: the same change is read at once. */
+    const char *const older[][2] = {{"5", ""}, {"6", UNSCHEDULED}};
+    for (size_t i = 0; i < 2; i++) {
+        put_pod_made("u", older[i][0], 60, older[i][1]);
+        expect_work("ns/u", "0", "4");
+        SAY(PROTO_DONE, "ns/u", "done", "0");
+    }
+    CU_ASSERT_EQUAL(adds("pod", "queued"), pods + 3);
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    fx_stop();
+}
+
 /* A resync that comes while a key is in flight keeps what the flight remembered: a
  * user's change then is reconciled after DONE (a resync queues no key in flight). */
 static void test_resync_in_flight_keeps_a_change(void)
@@ -891,6 +947,7 @@ static const cu_entry_t tests[] = {
     {"a requeue a change overtook is dropped", test_requeue_overtaken_is_dropped},
     {"the echoes of the children a quiet reconcile wrote queue nothing", test_child_echoes_queue_nothing},
     {"a resync in flight keeps a change remembered there", test_resync_in_flight_keeps_a_change},
+    {"a young pod's PodScheduled alone waits until it is read", test_young_pod_scheduling_waits},
     {"without sockets: keys mapped, none handed out", test_without_sockets},
     {"a child's change no plan reads queues nothing", test_unread_change_queues_nothing},
     {"each queue add is counted under its cause", test_adds_counted_by_cause},
