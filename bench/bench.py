@@ -1200,8 +1200,10 @@ def cost(m0, m1, n):
         if name == "informer_enqueue_skipped_total":
             skipped[lab.get("kind")] = skipped.get(lab.get("kind"), 0) - v
     skipped_total = sum(skipped.values())
-    # The RedisCluster's echoes of its own writes that queued nothing (informerd/echo.h).
-    sign = {"own": 1, "deferred": 1, "deferred_queued": -1}
+    # The echoes of its own writes that queued nothing (informerd/echo.h): the
+    # RedisCluster's and, since the children's echoes are told, its children's.
+    sign = {"own": 1, "deferred": 1, "deferred_queued": -1,
+            "child_own": 1, "child_deferred": 1, "child_deferred_queued": -1}
     echoes = (sum(sign.get(lab.get("result"), 0) * v for name, lab, v in m1 if name == "informer_own_echoes_total") -
               sum(sign.get(lab.get("result"), 0) * v for name, lab, v in m0 if name == "informer_own_echoes_total"))
     adds = queue_adds(m0, m1, n)

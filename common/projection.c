@@ -83,7 +83,7 @@ static const proj_row_t netpol_rows[] = {
     {PROJ_READ, {"status", "initContainerStatuses", "[]", "state", "terminated", "message"}, RESTORE},              \
     {PROJ_READ, {"status", "initContainerStatuses", "[]", "lastState", "terminated", "message"}, RESTORE}
 #define READY "plan_diagnosis.c, topology.c, runtimecfg.c: whether the pod is Ready"
-#define UNSCHEDULABLE "plan_diagnosis.c: unschedulable"
+#define UNSCHEDULABLE "plan_diagnosis.c: unschedulable (a pod past its grace, PROJ_LATE_AFTER_NS)"
 
 /* A pod is never replaced, so of its metadata only what is read is kept: not the other
  * labels and annotations, its owner references (its owner is the instance label's) or
@@ -114,10 +114,10 @@ static const proj_row_t pod_rows[] = {
     {PROJ_READ, {"status", "conditions", "[type=Ready]", "status"}, READY},
     {PROJ_READ, {"status", "conditions", "[type=Ready]", "lastTransitionTime"},
      "plan_diagnosis.c: plan_diagnosis_reads (ready_since)"},
-    {PROJ_READ, {"status", "conditions", "[type=PodScheduled]", "type"}, UNSCHEDULABLE},
-    {PROJ_READ, {"status", "conditions", "[type=PodScheduled]", "status"}, UNSCHEDULABLE},
-    {PROJ_READ, {"status", "conditions", "[type=PodScheduled]", "reason"}, UNSCHEDULABLE},
-    {PROJ_READ, {"status", "conditions", "[type=PodScheduled]", "message"}, UNSCHEDULABLE},
+    {PROJ_LATE, {"status", "conditions", "[type=PodScheduled]", "type"}, UNSCHEDULABLE},
+    {PROJ_LATE, {"status", "conditions", "[type=PodScheduled]", "status"}, UNSCHEDULABLE},
+    {PROJ_LATE, {"status", "conditions", "[type=PodScheduled]", "reason"}, UNSCHEDULABLE},
+    {PROJ_LATE, {"status", "conditions", "[type=PodScheduled]", "message"}, UNSCHEDULABLE},
     CONTAINER_ROWS("initContainerStatuses"),
     RESTORE_ROWS,
     CONTAINER_ROWS("containerStatuses"),
@@ -208,6 +208,7 @@ const char *projection_use_name(proj_use_t use)
     case PROJ_READ: return "read";
     case PROJ_KEEP: return "keep";
     case PROJ_WRITE: return "write";
+    case PROJ_LATE: return "late";
     case PROJ_DROP: break;
     }
     return "drop";
@@ -317,16 +318,31 @@ json_object *projection_reduce(const projection_t *p, json_object *obj, unsigned
     return out;
 }
 
-uint64_t projection_digest(const projection_t *p, json_object *obj)
+/* The digest of the parts of obj whose use is in uses (0: out of memory). */
+static uint64_t digest_of(const projection_t *p, json_object *obj, unsigned uses)
 {
     int oom = 0;
-    json_object *read = projection_reduce(p, obj, PROJ_BIT(PROJ_READ), &oom);
+    json_object *read = projection_reduce(p, obj, uses, &oom);
     if (oom)
         return 0;
     const char *text = read ? json_object_to_json_string_ext(read, JSON_C_TO_STRING_PLAIN) : "";
     uint64_t h = text ? hash_fnv(HASH_FNV_START, text) : 0;
     json_object_put(read);
     return h;
+}
+
+uint64_t projection_digest(const projection_t *p, json_object *obj)
+{
+    return digest_of(p, obj, PROJ_BIT(PROJ_READ));
+}
+
+uint64_t projection_late_digest(const projection_t *p, json_object *obj)
+{
+    int late = 0;
+    for (size_t i = 0; p && i < p->nrows && !late; i++)
+        late = p->rows[i].use == PROJ_LATE;
+    /* (a kind without late rows: that of nothing, without a walk of obj) */
+    return late ? digest_of(p, obj, PROJ_BIT(PROJ_LATE)) : hash_fnv(HASH_FNV_START, "");
 }
 
 proj_use_t projection_use_at(const projection_t *p, const char *const *steps, size_t n)

@@ -29,6 +29,12 @@
  *   PROJ_WRITE  kept because a write carries it (metadata.resourceVersion, the
  *               precondition of a replace or delete); it changes with every change, so
  *               it alone never enqueues.
+ *   PROJ_LATE   read, but only once the object is PROJ_LATE_AFTER_NS old (its
+ *               creationTimestamp): a pod's PodScheduled condition, which only the
+ *               diagnosis reads and only for a pod past its grace (plan_diagnosis.c:
+ *               the scheduler waits for a claim being bound meanwhile). Its own digest
+ *               (projection_late_digest): a change of it alone, in a younger object, is
+ *               queued for when it is read (informerd/dispatcher.c, cause pod_scheduling).
  *
  * The RedisCluster and Secrets have no table (projection_of returns NULL): the
  * RedisCluster is kept whole and every change of it is reconciled; informerd keeps only
@@ -42,10 +48,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { PROJ_DROP = 0, PROJ_READ, PROJ_KEEP, PROJ_WRITE } proj_use_t;
+typedef enum { PROJ_DROP = 0, PROJ_READ, PROJ_KEEP, PROJ_WRITE, PROJ_LATE } proj_use_t;
 
 #define PROJ_BIT(use) (1u << (use))
-#define PROJ_KEPT (PROJ_BIT(PROJ_READ) | PROJ_BIT(PROJ_KEEP) | PROJ_BIT(PROJ_WRITE))
+#define PROJ_KEPT (PROJ_BIT(PROJ_READ) | PROJ_BIT(PROJ_KEEP) | PROJ_BIT(PROJ_WRITE) | PROJ_BIT(PROJ_LATE))
+#define PROJ_LATE_AFTER_NS (INT64_C(30) * 1000000000) /* PROJ_LATE rows are read from this age */
 #define PROJ_MAX_STEPS 7
 
 /* One row: the steps of a path (NULL-terminated), its use, and who reads it. */
@@ -81,6 +88,9 @@ json_object *projection_reduce(const projection_t *p, json_object *obj, unsigned
  * when memory ran out (the caller then counts the object as changed). */
 uint64_t projection_digest(const projection_t *p, json_object *obj);
 
+/* The same of the LATE parts of obj (equal for two objects without any). */
+uint64_t projection_late_digest(const projection_t *p, json_object *obj);
+
 /* The step that names the array element elem in a path: "[type=X]" when it is an object
  * whose "type" is the string X (not too long for outlen), else "[]". Returns 0. */
 int projection_element_step(json_object *elem, char *out, size_t outlen);
@@ -95,7 +105,7 @@ proj_use_t projection_use_at(const projection_t *p, const char *const *steps, si
  * Returns 0, or -1 when outlen is too small (out is then truncated). */
 int projection_row_path(const proj_row_t *row, char *out, size_t outlen);
 
-/* "read", "keep", "write" or "drop". */
+/* "read", "keep", "write", "late" or "drop". */
 const char *projection_use_name(proj_use_t use);
 
 #endif

@@ -23,7 +23,7 @@
  * work (informerd ROUTER; each workerd is a DEALER whose identity is "w-<pid>")
  *   worker -> informerd:
  *     READY [capacity]                   give me keys, up to capacity at once (default 1)
- *     DONE key result after_ms [rv [quiet|act [earlier_rv...]]]
+ *     DONE key result after_ms [rv [quiet|act [earlier_rv...] [children]]]
  *                                        result: done | requeue_after | requeue | error |
  *                                        fenced; also frees the key's place. rv: the
  *                                        RedisCluster's resourceVersion after the
@@ -35,7 +35,14 @@
  *                                        nothing to do, so the watch's echoes of rv and
  *                                        of earlier_rv (its writes' before the last, up
  *                                        to 3) queue nothing (informerd/echo.h); act:
- *                                        they queue as any change
+ *                                        they queue as any change. rv "" with quiet:
+ *                                        the RedisCluster was not written, its
+ *                                        children were. Quiet, a last frame may name
+ *                                        the children written: PROTO_DONE_CHILDREN
+ *                                        then a line "kind name rv" each (ConfigMap,
+ *                                        Service, StatefulSet, PodDisruptionBudget, at
+ *                                        the version the API answered): their echoes
+ *                                        queue nothing either (echo.h CHILDREN)
  *     HEARTBEAT [capacity]               (capacity again: a worker forgotten meanwhile
  *                                        is known again with it)
  *   informerd -> worker:
@@ -119,6 +126,7 @@
 #define PROTO_KTHXBAI "KTHXBAI"
 #define PROTO_READY "READY"
 #define PROTO_DONE "DONE"
+#define PROTO_DONE_CHILDREN "children" /* a DONE frame: "children\n" then "kind name rv\n" each */
 #define PROTO_WORK "WORK"
 #define PROTO_HEARTBEAT "HEARTBEAT"
 #define PROTO_LEADER "LEADER"

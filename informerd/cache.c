@@ -26,6 +26,7 @@ typedef struct entry {
     struct entry *gprev, *gnext;
     uint64_t gen; /* store generation of the last relist that saw it */
     uint64_t digest; /* projection_digest of its READ parts; 0: none (no projection, minimal form) */
+    uint64_t late;   /* projection_late_digest of its LATE parts (with digest) */
 } entry_t;
 
 /* Every cached child (of any kind) whose controller owner has this UID; or, in
@@ -399,14 +400,16 @@ static void group_unlink(cache_t *c, entry_t *e)
     }
 }
 
+/* Tell the delta handler; unread: 1 nothing read changed, 2 only what is read late. */
 static void emit(cache_t *c, cache_change_t type, const cache_item_t *item, int64_t old_generation,
-                 int unread_only, const char *old_rv)
+                 int unread, const char *old_rv)
 {
     cache_delta_t d = {.seq = ++c->seq,
                        .type = type,
                        .item = item,
                        .old_generation = old_generation,
-                       .unread_only = unread_only,
+                       .unread_only = unread == 1,
+                       .late_only = unread == 2,
                        .old_resource_version = old_rv};
     if (c->on_delta)
         c->on_delta(c->on_delta_ud, &d);
@@ -460,8 +463,10 @@ static int upsert_prepare(const cache_t *c, const projection_t *proj, const pars
     if (!(next->json = stored_json(c, proj, obj, partial_why, &next->pub.truncated)))
         oom = 1;
     /* What a plan reads of it; a minimal form has no digest (its every change counts). */
-    if (proj && !next->pub.truncated)
+    if (proj && !next->pub.truncated) {
         next->digest = projection_digest(proj, obj);
+        next->late = projection_late_digest(proj, obj);
+    }
     return oom ? -1 : 0;
 }
 
@@ -498,6 +503,7 @@ static void entry_take(cache_t *c, store_t *s, entry_t *e, const parsed_t *p, en
     }
     take_str(&e->owner_uid, &next->owner_uid);
     e->digest = next->digest;
+    e->late = next->late;
     e->gen = s->gen;
     entry_sync_view(e);
 }
@@ -534,7 +540,7 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
 
     /* Commit; nothing below can fail. */
     int64_t old_generation = 0;
-    int unread_only = 0;
+    int unread = 0;
     char old_rv[CACHE_OLD_RV_MAX] = "";
     cache_change_t type = CACHE_MODIFIED;
     if (fresh) {
@@ -547,13 +553,15 @@ static int store_upsert(cache_t *c, store_t *s, parsed_t *p, json_object *obj,
         type = CACHE_ADDED;
     } else {
         old_generation = e->pub.generation;
-        unread_only = e->digest && e->digest == next.digest;
+        /* 1: nothing read changed; 2: only what is read late (projection.h PROJ_LATE) */
+        if (e->digest && e->digest == next.digest)
+            unread = !e->late || !next.late ? 0 : e->late == next.late ? 1 : 2;
         if (e->rv && strlen(e->rv) < sizeof(old_rv))
             memcpy(old_rv, e->rv, strlen(e->rv) + 1);
     }
     entry_take(c, s, e, p, &next, group);
     e->pub.seq = c->seq + 1;
-    emit(c, type, &e->pub, old_generation, unread_only, old_rv[0] ? old_rv : NULL);
+    emit(c, type, &e->pub, old_generation, unread, old_rv[0] ? old_rv : NULL);
     *change = type;
     rc = 0;
 out:

@@ -75,14 +75,17 @@ typedef struct {
  * change from a status or metadata change. unread_only is 1 for a MODIFIED of a kind with
  * a projection (cache_set_projection) when nothing its READ rows name changed (the
  * digests of the old and new object are equal, and neither is in minimal form): a change
- * no plan reads. 0 for every other delta. old_resource_version lets a handler tell a
- * watch's next version from a relist that skipped some (informerd/echo.h). */
+ * no plan reads (nor its LATE rows). late_only is 1 for a MODIFIED whose READ rows are
+ * the same and LATE rows (projection.h PROJ_LATE) are not: a change read only once the
+ * object is PROJ_LATE_AFTER_NS old. 0 for every other delta. old_resource_version lets a
+ * handler tell a watch's next version from a relist that skipped some (informerd/echo.h). */
 typedef struct {
     uint64_t seq;
     cache_change_t type;
     const cache_item_t *item;
     int64_t old_generation;
     int unread_only;
+    int late_only;
     const char *old_resource_version; /* a MODIFIED's previous resourceVersion (NULL when
                                          it had none, or longer than CACHE_OLD_RV_MAX),
                                          valid during the handler; NULL otherwise */

@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "obsstore.h"
 #include "ownwrite.h"
+#include "projection.h"
 #include "proto.h"
 #include "rdc_api.h"
 #include "rmsg.h"
@@ -43,6 +44,7 @@ typedef enum {
     CAUSE_REQUEUE,           /* its reconcile's requeue_after */
     CAUSE_FENCED,            /* its reconcile was fenced (the lease) */
     CAUSE_ERROR,             /* its reconcile failed, or its item could not be built: backoff */
+    CAUSE_POD_SCHEDULING,    /* a young pod's PodScheduled alone changed: for when it is read */
     CAUSE_CHILD              /* a child's delta: one cause per kind of child_kinds from here */
 } cause_t;
 
@@ -57,7 +59,7 @@ static const char *const child_kinds[] = {
 
 static const char *const cause_names[NCAUSES] = {
     "crash", "given_back", "rediscluster", "rediscluster_in_flight", "own_write_echo", "own_write_expired", "resync",
-    "observation", "secret", "requeue", "fenced", "error",
+    "observation", "secret", "requeue", "fenced", "error", "pod_scheduling",
     /* the children's, as child_kinds */
     "pod", "statefulset", "configmap", "service", "poddisruptionbudget", "networkpolicy", "redisbackup", "job",
     "backuppod", "child_other",
@@ -366,17 +368,79 @@ void dispatcher_dispatch(dispatcher_t *d, int64_t now)
 
 /* ---- the work socket (Paranoid Pirate) -------------------------------------------------- */
 
-/* The versions a DONE names (frame 4 the last write's, frame 5 "quiet" or "act", then the
- * earlier writes') into rvs (at most max, each freed by the caller); how many. *quiet: the
- * worker says the object its last write left needs no reconcile (echo.h). */
+/* The versions a DONE names (frame 4 the last write's, "" when it wrote none, frame 5
+ * "quiet" or "act", then the earlier writes') into rvs (at most max, each freed by the
+ * caller); how many. *quiet: the worker says the object its last write left needs no
+ * reconcile (echo.h). A PROTO_DONE_CHILDREN frame is no version. */
 static size_t done_writes(rmsg_t *m, char **rvs, size_t max, int *quiet)
 {
     size_t n = 0;
     *quiet = rmsg_size(m) > 5 && rmsg_frame_is(m, 5, "quiet");
-    for (size_t f = 4; f < rmsg_size(m) && n < max; f++)
-        if (f != 5 && (rvs[n] = rmsg_strdup(m, f)))
+    for (size_t f = 4; f < rmsg_size(m) && n < max; f++) {
+        const char *text = rmsg_frame(m, f, NULL);
+        if (f != 5 && strncmp(text, PROTO_DONE_CHILDREN "\n", sizeof(PROTO_DONE_CHILDREN)) &&
+            (rvs[n] = rmsg_strdup(m, f)))
             n++;
+    }
     return n;
+}
+
+/* A DONE's child writes (its PROTO_DONE_CHILDREN frame: "children\n" then a line "kind
+ * name rv" each) into out (at most max), pointing into *text, a copy the caller frees
+ * (NULL when there is none); how many. A line that is not three words is skipped. */
+static size_t done_children(const rmsg_t *m, char **text, echo_child_t *out, size_t max)
+{
+    size_t n = 0;
+    *text = NULL;
+    for (size_t f = 6; f < rmsg_size(m) && !*text; f++)
+        if (!strncmp(rmsg_frame(m, f, NULL), PROTO_DONE_CHILDREN "\n", sizeof(PROTO_DONE_CHILDREN)))
+            *text = rmsg_strdup(m, f);
+    for (char *line = *text ? strchr(*text, '\n') : NULL; line && n < max;) {
+        char *word[3], *end = strchr(++line, '\n');
+        if (end)
+            *end = '\0';
+        size_t w = 0;
+        for (char *p = line; *p && w < 3; w++) {
+            word[w] = p;
+            p += strcspn(p, " ");
+            if (*p)
+                *p++ = '\0';
+        }
+        if (w == 3 && *word[2] && !strchr(word[2], ' '))
+            out[n++] = (echo_child_t){word[0], word[1], word[2]};
+        line = end;
+    }
+    return n;
+}
+
+/* The children's changes that came while a key was in flight and were no echo (echo.h
+ * echo_flight_end): queued once the key is done, each when its child delay ends. */
+typedef struct {
+    unsigned cause;
+    int64_t at;
+} later_one_t;
+
+typedef struct {
+    later_one_t v[ECHO_DEFER_MAX];
+    size_t n;
+} later_t;
+
+static void keep_later(void *arg, const char *kind, int64_t at_ns)
+{
+    later_t *l = arg;
+    if (l->n < ECHO_DEFER_MAX)
+        l->v[l->n++] = (later_one_t){child_cause(kind), at_ns};
+}
+
+/* Queue key for each of l, as its delta would have been: after what is left of the
+ * child delay. */
+static void queue_later(dispatcher_t *d, const char *key, const later_t *l, int64_t now)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        metric_counter_add(d->m_echoes, METRIC_LABELS("child_deferred_queued"), 1);
+        int64_t left = l->v[i].at + d->cfg.child_delay_ns - now;
+        queue_for(d, key, WORKQUEUE_SOON, left > 0 ? left : 0, (cause_t)l->v[i].cause, now);
+    }
 }
 
 /* DONE key result [after] [written [earlier...]]: the key comes back from w. */
@@ -386,11 +450,14 @@ static void handle_done(dispatcher_t *d, worker_slot_t *w, rmsg_t *m, int64_t no
     char *result = rmsg_strdup(m, 2);
     int64_t after_ms = 0;
     rmsg_frame_int64(m, 3, &after_ms);
-    char *writes[1 + ECHO_WRITES_MAX] = {NULL};
+    char *writes[1 + ECHO_WRITES_MAX] = {NULL}, *kids_text = NULL;
     int quiet = 0;
     size_t nwrites = done_writes(m, writes, sizeof(writes) / sizeof(writes[0]), &quiet);
-    char *written = writes[0];
+    echo_child_t kids[ECHO_CHILD_WRITES_MAX];
+    size_t nkids = quiet ? done_children(m, &kids_text, kids, ECHO_CHILD_WRITES_MAX) : 0;
+    char *written = writes[0] && *writes[0] ? writes[0] : NULL;
     int changed = 0; /* a change came in flight that was not its own write's echo */
+    later_t later = {.n = 0};
     if (!key || !result || workslot_release(&w->held, key) != 0) {
         /* A confused peer (or one we gave up on): the keys it holds stay its own until it
          * answers for them or is lost; nothing is released twice. */
@@ -405,7 +472,8 @@ static void handle_done(dispatcher_t *d, worker_slot_t *w, rmsg_t *m, int64_t no
         metric_counter_add(d->m_ownwrites, METRIC_LABELS(awaited ? "awaited" : "cached"), 1);
     }
     /* Echoes of writes whose result the worker did not find quiet queue the key. */
-    changed = echo_flight_end(d->echoes, key, (const char *const *)writes, quiet ? nwrites : 0);
+    changed = echo_flight_end(d->echoes, key, (const char *const *)writes, quiet ? nwrites : 0, kids, nkids,
+                              keep_later, &later);
     workqueue_done(d->queue, key, now);
     /* The reconcile ran to its end without crashing the worker: a quarantine recorded on
      * the object is over. */
@@ -425,9 +493,11 @@ static void handle_done(dispatcher_t *d, worker_slot_t *w, rmsg_t *m, int64_t no
         metric_counter_add(d->m_echoes, METRIC_LABELS("deferred_queued"), 1);
         queue_for(d, key, WORKQUEUE_NOW, 0, CAUSE_RC_IN_FLIGHT, now);
     }
+    queue_later(d, key, &later, now);
 out:
     free(key);
     free(result);
+    free(kids_text);
     for (size_t i = 0; i < nwrites; i++)
         free(writes[i]);
 }
@@ -677,7 +747,9 @@ static int owner_delta(dispatcher_t *d, const cache_delta_t *delta, const char *
         metric_counter_add(d->m_ownwrites, METRIC_LABELS("seen"), 1);
     else
         held = 0;
-    if (delta->type != CACHE_MODIFIED)
+    /* (A resync is no change: what a flight remembered stays to be judged at DONE, since
+     * a resync does not queue a key in flight.) */
+    if (delta->type == CACHE_ADDED || delta->type == CACHE_DELETED)
         echo_forget(d->echoes, key);
     if (delta->type == CACHE_DELETED) {
         obsstore_forget(d->observations, key);
@@ -700,6 +772,41 @@ static int owner_delta(dispatcher_t *d, const cache_delta_t *delta, const char *
             return CAUSE_OWN_ECHO;
     }
     return delta->type == CACHE_SYNC ? CAUSE_RESYNC : CAUSE_RC;
+}
+
+/* How long until a change of its LATE rows alone is read (projection.h PROJ_LATE: it is
+ * PROJ_LATE_AFTER_NS old), when that is longer than the child delay; else 0 (queued as
+ * any child change: its age unknown, or old enough). */
+static int64_t late_wait_ns(const dispatcher_t *d, const cache_item_t *it)
+{
+    json_object *o = strstr(it->json, "\"creationTimestamp\"") ? json_tokener_parse(it->json) : NULL;
+    const char *created = JSONX_STR_AT(o, "metadata", "creationTimestamp");
+    int64_t at = 0, wait = 0;
+    if (created && !clock_parse_rfc3339(created, &at))
+        wait = at + PROJ_LATE_AFTER_NS - clock_wall_ns();
+    json_object_put(o);
+    return wait > d->cfg.child_delay_ns ? wait : 0;
+}
+
+/* The children a worker may name as its writes (DONE, echo.h CHILDREN). */
+static const char *const echoed_kinds[] = {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget"};
+
+/* A child's ADDED or MODIFIED that is the echo of a quiet reconcile's write of it, or that
+ * came while key is in flight (judged at DONE): 1, the caller queues nothing now; else 0. */
+static int child_echo(dispatcher_t *d, const cache_delta_t *delta, const char *key, int64_t now)
+{
+    const cache_item_t *it = delta->item;
+    const char *name = strchr(it->key, '/');
+    size_t i = 0;
+    while (i < sizeof(echoed_kinds) / sizeof(echoed_kinds[0]) && strcmp(echoed_kinds[i], it->kind))
+        i++;
+    if (i == sizeof(echoed_kinds) / sizeof(echoed_kinds[0]) || !name ||
+        (delta->type != CACHE_ADDED && delta->type != CACHE_MODIFIED))
+        return 0;
+    echo_answer_t a = echo_child_delta(d->echoes, key, it->kind, name + 1, it->resource_version, now);
+    if (a != ECHO_QUEUE)
+        metric_counter_add(d->m_echoes, METRIC_LABELS(a == ECHO_OWN ? "child_own" : "child_deferred"), 1);
+    return a != ECHO_QUEUE;
 }
 
 void dispatcher_on_delta(dispatcher_t *d, const cache_delta_t *delta)
@@ -730,6 +837,17 @@ void dispatcher_on_delta(dispatcher_t *d, const cache_delta_t *delta)
         } else if (cause >= 0) {
             queue_for(d, key, WORKQUEUE_NOW, 0, (cause_t)cause, now);
         }
+        return;
+    }
+    if (child_echo(d, delta, key, now))
+        return;
+    int64_t late = delta->late_only ? late_wait_ns(d, it) : 0;
+    if (late > 0) {
+        /* Only what is read once the pod is older changed (a young pod's PodScheduled,
+         * projection.h PROJ_LATE): it waits until then, and is dropped when the key is
+         * handed out first (that reconcile reads it; a cluster with a pod not scheduled
+         * is not Running, and each of its reconciles asks to look again). */
+        queue_for(d, key, WORKQUEUE_SOON, late, CAUSE_POD_SCHEDULING, now);
         return;
     }
     /* A child's: its burst (the pod, then its StatefulSet's status) is one reconcile. */
@@ -783,7 +901,9 @@ dispatcher_t *dispatcher_new(const dispatcher_config_t *cfg, dispatcher_sockets_
         reg, "informer_own_echoes_total",
         "Changes of a RedisCluster that queued nothing, being the watch's echo of its own reconcile's writes "
         "(informerd/echo.h): own (came after the reconcile answered: dropped), deferred (came while it ran: "
-        "judged when it answers), deferred_queued (of those, a reconcile's worth that was not its own echo).",
+        "judged when it answers), deferred_queued (of those, a reconcile's worth that was not its own echo); and "
+        "of its children (a ConfigMap, Service, StatefulSet or budget a quiet reconcile wrote): child_own, "
+        "child_deferred, child_deferred_queued (each change that came while it ran and was no echo).",
         "result");
     d->m_adds = metrics_counter(
         reg, "informer_queue_adds_total",

@@ -8,6 +8,20 @@
 
 typedef char rv_t[ECHO_RV_MAX];
 
+/* A child's version: a write DONE named, or a change that came in flight. */
+typedef struct {
+    char *kind;                         /* one allocation: the kind, then the name */
+    const char *name;
+    rv_t rv;
+    int seen;                           /* a write's echo came */
+    int64_t at;                         /* a change's arrival */
+} child_t;
+
+typedef struct {
+    child_t *v;                         /* up to max */
+    size_t n;
+} children_t;
+
 typedef struct {
     char *key;                          /* the map's key: stored here */
     int flying;                         /* 1: between flight_begin and flight_end */
@@ -18,6 +32,8 @@ typedef struct {
         rv_t from, to;
     } deferred[ECHO_DEFER_MAX];         /* the MODIFIEDs of the flight */
     size_t ndeferred;
+    children_t written;                 /* the child writes DONE named */
+    children_t came;                    /* the children's changes of the flight */
 } track_t;
 
 struct echo {
@@ -37,11 +53,55 @@ echo_t *echo_new(size_t max)
     return e;
 }
 
+static void children_clear(children_t *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->v[i].kind);
+    free(c->v);
+    c->v = NULL;
+    c->n = 0;
+}
+
+/* Add kind/name at rv (at) to c, which holds at most max: 0, or -1 when full, too long
+ * or out of memory (c unchanged). */
+static int children_add(children_t *c, size_t max, const char *kind, const char *name, const char *rv, int64_t at)
+{
+    size_t kl = kind ? strlen(kind) : 0, nl = name ? strlen(name) : 0;
+    if (c->n == max || !kl || !nl || !rv || !*rv || strlen(rv) >= ECHO_RV_MAX)
+        return -1;
+    if (!c->v && !(c->v = calloc(max, sizeof(*c->v))))
+        return -1;
+    char *both = malloc(kl + nl + 2);
+    if (!both)
+        return -1;
+    memcpy(both, kind, kl + 1);
+    memcpy(both + kl + 1, name, nl + 1);
+    child_t *ch = &c->v[c->n++];
+    memset(ch, 0, sizeof(*ch));
+    ch->kind = both;
+    ch->name = both + kl + 1;
+    memcpy(ch->rv, rv, strlen(rv) + 1);
+    ch->at = at;
+    return 0;
+}
+
+/* The write of c that kind/name at rv echoes, or NULL. */
+static child_t *children_find(children_t *c, const char *kind, const char *name, const char *rv)
+{
+    for (size_t i = 0; kind && name && rv && i < c->n; i++)
+        if (!strcmp(c->v[i].kind, kind) && !strcmp(c->v[i].name, name) && !strcmp(c->v[i].rv, rv))
+            return &c->v[i];
+    return NULL;
+}
+
 static void track_free(void *v)
 {
     track_t *t = v;
-    if (t)
+    if (t) {
         free(t->key);
+        children_clear(&t->written);
+        children_clear(&t->came);
+    }
     free(t);
 }
 
@@ -91,6 +151,8 @@ int echo_flight_begin(echo_t *e, const char *key, const char *read_rv)
         t->key = k;
     }
     char *k = t->key;
+    children_clear(&t->written);
+    children_clear(&t->came);
     memset(t, 0, sizeof(*t));
     t->key = k;
     t->flying = 1;
@@ -125,6 +187,9 @@ static int all_seen(const track_t *t)
     for (size_t i = 0; i < t->nknown; i++)
         if (!t->seen[i])
             return 0;
+    for (size_t i = 0; i < t->written.n; i++)
+        if (!t->written.v[i].seen)
+            return 0;
     return 1;
 }
 
@@ -152,7 +217,52 @@ echo_answer_t echo_delta(echo_t *e, const char *key, const char *old_rv, const c
     return ECHO_OWN;
 }
 
-int echo_flight_end(echo_t *e, const char *key, const char *const *written, size_t n)
+echo_answer_t echo_child_delta(echo_t *e, const char *key, const char *kind, const char *name, const char *rv,
+                               int64_t at_ns)
+{
+    track_t *t = e && key ? hm_get(e->map, key) : NULL;
+    if (!t)
+        return ECHO_QUEUE;
+    if (t->flying)
+        return children_add(&t->came, ECHO_DEFER_MAX, kind, name, rv, at_ns) ? ECHO_QUEUE : ECHO_DEFER;
+    child_t *w = children_find(&t->written, kind, name, rv);
+    if (!w)
+        return ECHO_QUEUE; /* a change: the writes named may still echo, each by its version */
+    w->seen = 1;
+    if (all_seen(t))
+        echo_forget(e, key);
+    return ECHO_OWN;
+}
+
+/* DONE named children[0..n): kept (past ECHO_CHILD_WRITES_MAX, or one that does not fit,
+ * not: its echo queues). */
+static void keep_child_writes(track_t *t, const echo_child_t *children, size_t n)
+{
+    for (size_t i = 0; children && i < n; i++)
+        (void)children_add(&t->written, ECHO_CHILD_WRITES_MAX, children[i].kind, children[i].name, children[i].rv, 0);
+}
+
+/* The children's changes of the flight: each that echoes no write named goes to fn.
+ * Returns 1 when one was no echo and there is no fn, else 0. */
+static int judge_children(track_t *t, echo_queue_fn *fn, void *arg)
+{
+    int queue = 0;
+    for (size_t i = 0; i < t->came.n; i++) {
+        const child_t *c = &t->came.v[i];
+        child_t *w = children_find(&t->written, c->kind, c->name, c->rv);
+        if (w)
+            w->seen = 1;
+        else if (fn)
+            fn(arg, c->kind, c->at);
+        else
+            queue = 1;
+    }
+    children_clear(&t->came);
+    return queue;
+}
+
+int echo_flight_end(echo_t *e, const char *key, const char *const *written, size_t n, const echo_child_t *children,
+                    size_t nchildren, echo_queue_fn *fn, void *arg)
 {
     track_t *t = e && key ? hm_get(e->map, key) : NULL;
     if (!t || !t->flying)
@@ -163,8 +273,9 @@ int echo_flight_end(echo_t *e, const char *key, const char *const *written, size
         memcpy(t->known[t->nknown], written[i], strlen(written[i]) + 1);
         t->seen[t->nknown++] = 0;
     }
+    keep_child_writes(t, children, nchildren);
     t->flying = 0;
-    int queue = 0;
+    int queue = judge_children(t, fn, arg);
     for (size_t i = 0; i < t->ndeferred && !queue; i++)
         queue = !own(t, t->deferred[i].from, t->deferred[i].to);
     t->ndeferred = 0;

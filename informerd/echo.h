@@ -26,15 +26,31 @@
  * the key's MODIFIEDs are remembered (echo_delta answers ECHO_DEFER) and judged at
  * echo_flight_end: one that was not an echo queues the key then. After DONE, the echoes
  * still to come are recognised as they arrive (ECHO_OWN), until the next flight.
+ *
+ * CHILDREN. A quiet reconcile may also have written children (a new cluster's first
+ * reconcile creates its ConfigMap, Service, StatefulSet and budget): the worker planned
+ * once more with each written child as the API answered its write, and DONE names each
+ * (kind, name, the resourceVersion answered) only when that plan had nothing to do
+ * (workerd/reconcile.c). A child's ADDED or MODIFIED that brings exactly that version
+ * brings into the cache exactly the object that plan was made from: its echo, queued, is
+ * a reconcile that finds nothing to do. Any other version of it (another writer's, the
+ * controller's status) is a change and queues; so does every change of a child nobody
+ * named. The version alone proves it, whatever came before it: the object at that
+ * version is the one the plan saw, and each other version the watch delivers is judged
+ * by itself. A child's change that comes while the key is in flight is remembered with
+ * the time it came (echo_child_delta answers ECHO_DEFER) and judged at echo_flight_end,
+ * which hands each one that was no echo back to the caller to queue.
  */
 #ifndef RDC_INFORMERD_ECHO_H
 #define RDC_INFORMERD_ECHO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define ECHO_RV_MAX 64    /* longest resourceVersion tracked (longer: never an echo) */
 #define ECHO_WRITES_MAX 4 /* writes of one reconcile tracked (more: the rest are not echoes) */
 #define ECHO_DEFER_MAX 8  /* changes remembered during one flight (more: queued at once) */
+#define ECHO_CHILD_WRITES_MAX 8 /* child writes of one reconcile tracked (more: not echoes) */
 
 typedef enum {
     ECHO_QUEUE = 0, /* queue the key as for any change */
@@ -59,13 +75,34 @@ int echo_flight_begin(echo_t *e, const char *key, const char *read_rv);
 /* A MODIFIED of key's RedisCluster from old_rv to new_rv: what the caller does with it. */
 echo_answer_t echo_delta(echo_t *e, const char *key, const char *old_rv, const char *new_rv);
 
+/* An ADDED or MODIFIED of key's child kind/name (in key's namespace), now at rv, that came
+ * at at_ns (the caller's clock): what the caller does with it. ECHO_DEFER: key is in
+ * flight (judged by echo_flight_end, which gives it back with at_ns when it was no
+ * echo); more than ECHO_DEFER_MAX in one flight are ECHO_QUEUE. */
+echo_answer_t echo_child_delta(echo_t *e, const char *key, const char *kind, const char *name, const char *rv,
+                               int64_t at_ns);
+
+/* A child write DONE names (CHILDREN above): kind, name, and the version answered. */
+typedef struct {
+    const char *kind, *name, *rv;
+} echo_child_t;
+
+/* Called by echo_flight_end with each child change that came in flight and was no echo:
+ * its kind and when it came (the caller queues key for it). */
+typedef void echo_queue_fn(void *arg, const char *kind, int64_t at_ns);
+
 /* key's flight ended, its reconcile's writes of the RedisCluster answered with written[0..n)
- * (in the order made; n may be 0). Returns 1 when a change remembered during the flight
- * was not an echo (the caller queues key), else 0. */
-int echo_flight_end(echo_t *e, const char *key, const char *const *written, size_t n);
+ * (in the order made; n may be 0) and its child writes children[0..nchildren) (the
+ * worker names them only when quiet). Each child change remembered during the flight
+ * that was no echo goes to fn(arg, ...) (fn NULL: the answer is 1 instead). Returns 1
+ * when a change of the RedisCluster remembered during the flight was not an echo (the
+ * caller queues key), else 0. */
+int echo_flight_end(echo_t *e, const char *key, const char *const *written, size_t n, const echo_child_t *children,
+                    size_t nchildren, echo_queue_fn *fn, void *arg);
 
 /* Forget key (its flight ended with no answer, the object went, any doubt): its next
- * changes are queued. */
+ * changes are queued. What it remembered from a flight is dropped: the caller queues
+ * key (a worker lost, the RedisCluster added again), or it is gone. */
 void echo_forget(echo_t *e, const char *key);
 
 /* Keys tracked now. */

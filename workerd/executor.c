@@ -577,14 +577,39 @@ static void run_req_start(exec_run_t *run, size_t k)
 /* A write of the RedisCluster itself that the API took (its finalizer added, its status):
  * the resourceVersion it answered with (text, len bytes) into x->rc_written_rv, the one
  * there before into x->rc_earlier_rv (exec_ctx_t). */
+/* The object a write's answer (text, len bytes) holds, or NULL (none, too large, not
+ * JSON). */
+static json_object *answer_of(const char *text, size_t len)
+{
+    json_object *o = NULL;
+    char why[128];
+    if (!text || len > KUBE_ASYNC_MAX_RESPONSE || jsonx_parse_strict(text, len, 64, &o, why, sizeof(why)))
+        return NULL;
+    return o;
+}
+
+/* A write of a child the API took: its answer to x->child_written (exec_ctx_t). */
+static void keep_child_answer(const exec_ctx_t *x, const plan_action_t *a, const char *text, size_t len)
+{
+    static const char *const kinds[] = {"configmaps", "services", "statefulsets", "poddisruptionbudgets"};
+    int child = 0;
+    for (size_t i = 0; a->resource && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        child |= !strcmp(a->resource, kinds[i]);
+    if (!x->child_written || !child || (a->kind != PLAN_CREATE && a->kind != PLAN_APPLY && a->kind != PLAN_REPLACE))
+        return;
+    json_object *o = answer_of(text, len);
+    if (o)
+        x->child_written(x->child_written_user, a, o);
+    json_object_put(o);
+}
+
 static void keep_written_rv(const exec_ctx_t *x, const plan_action_t *a, const char *text, size_t len)
 {
     if (!x->rc_written_rv || !text || !of_cluster(a) ||
         (a->kind != PLAN_ADD_FINALIZER && a->kind != PLAN_UPDATE_STATUS))
         return;
-    json_object *o = NULL;
-    char why[128];
-    if (len > KUBE_ASYNC_MAX_RESPONSE || jsonx_parse_strict(text, len, 64, &o, why, sizeof(why)))
+    json_object *o = answer_of(text, len);
+    if (!o)
         return; /* no version known: informerd does not wait */
     const char *rv = JSONX_STR_AT(o, "metadata", "resourceVersion");
     for (size_t i = 0; x->rc_earlier_rv && x->rc_written_rv[0] && i < EXEC_RC_EARLIER_MAX; i++)
@@ -631,6 +656,7 @@ static void on_req_done(const kube_call_result_t *res, void *arg)
     if (res->err.code == KERR_OK) {
         const plan_action_t *a = plan_action(run->plan, run->i + (size_t)(q - run->req));
         keep_written_rv(run->x, a, res->body, res->len);
+        keep_child_answer(run->x, a, res->body, res->len);
         count_backup(run->rc, a);
     }
     run_req_end(q, &res->err, res->fenced);

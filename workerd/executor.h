@@ -114,6 +114,13 @@ typedef struct {
     json_object **rc_written_obj; /* the RedisCluster as the API answered the last write
                                  * of it (the caller's reference, replaced by each; the
                                  * caller puts it); NULL = not kept */
+    /* Told each write of a child the API took (PLAN_CREATE, PLAN_APPLY or PLAN_REPLACE of
+     * a configmap, service, statefulset or poddisruptionbudget) with the object it
+     * answered (borrowed: a reference is the callee's to take), so the caller can plan
+     * from what it wrote (workerd/reconcile.c, informerd/echo.h CHILDREN); NULL = not
+     * told (and no answer parsed). */
+    void (*child_written)(void *user, const plan_action_t *a, json_object *answer);
+    void *child_written_user;
 } exec_ctx_t;
 
 /* STAGES: the plan's actions in stages, in plan order. A create or apply of a ConfigMap,

@@ -5,6 +5,7 @@
 #include "jsonx.h"
 #include "plan_build.h"
 #include "plan_observe.h"
+#include "projection.h"
 #include "render.h"
 
 #include <stdarg.h>
@@ -12,7 +13,9 @@
 #include <string.h>
 
 #define PLAN_MAX_ORDINALS 1024 /* plan_diagnosis_reads walks no further (spec.size is far less) */
-#define DIAG_POD_GRACE_NS (INT64_C(30) * 1000000000)    /* a pod's own causes count after this */
+/* A pod's own causes count after this; its PodScheduled condition is read for nothing
+ * else, which informerd's queue relies on (projection.h PROJ_LATE). */
+#define DIAG_POD_GRACE_NS PROJ_LATE_AFTER_NS
 #define DIAG_CREATE_GRACE_NS (INT64_C(10) * 1000000000) /* a pod not made this long after it could be */
 
 void plan_diag_init(plan_diag_t *d)

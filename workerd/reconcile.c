@@ -176,6 +176,18 @@ static const char *const child_group[N_CHILDREN] = {"", "", "apps", "policy", ""
 static const char *const child_resource[N_CHILDREN] = {"configmaps", "services", "statefulsets",
                                                        "poddisruptionbudgets", "services", "services"};
 #define ROLE_CHILD 4 /* the first role Service's index */
+static const char *const child_kind[N_CHILDREN] = {"ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget",
+                                                   "Service", "Service"};
+
+/* The name of child i of the RedisCluster named name into out (the role Services'
+ * <name>-primary and <name>-replicas, the others' the cluster's). */
+static void child_name(const char *name, int i, char *out, size_t len)
+{
+    if (i >= ROLE_CHILD)
+        render_role_service_name(name, i == ROLE_CHILD ? RENDER_ROLE_PRIMARY : RENDER_ROLE_REPLICA, out, len);
+    else
+        snprintf(out, len, "%s", name);
+}
 
 /* The memo's say (x->exists): 1 when the absent children must be read by name (no
  * memo, or it names one of them), 0 when the cache can be trusted. Children the cache
@@ -425,6 +437,7 @@ struct reconcile_job {
     json_object *rc_own;        /* REPLAN: the RedisCluster as the first run left it */
     json_object *rc_after;      /* the RedisCluster as the API answered its last write */
     const json_object *child[N_CHILDREN];
+    json_object *after[N_CHILDREN]; /* each child as the API answered this job's write of it */
     json_object *fetched[N_CHILDREN], *diag[3];
     json_object *claims;        /* VOLUME EXPANSION: the claims read (plan_wants_claims) */
     json_object *restore_backup; /* the RedisBackup read (plan_restore_backup_to_read) */
@@ -861,11 +874,7 @@ static void act_read_first(reconcile_job_t *j)
     for (int i = 0; children && i < N_CHILDREN; i++) {
         if (j->child[i] || (i >= ROLE_CHILD && !replication))
             continue;
-        if (i >= ROLE_CHILD)
-            render_role_service_name(name, i == ROLE_CHILD ? RENDER_ROLE_PRIMARY : RENDER_ROLE_REPLICA, names[i],
-                                     sizeof(names[i]));
-        else
-            snprintf(names[i], sizeof(names[i]), "%s", name);
+        child_name(name, i, names[i], sizeof(names[i]));
         absent[n++] = i;
     }
     /* (asked even when none is absent: the children the cache holds leave the memo) */
@@ -1203,44 +1212,146 @@ static void act_report(reconcile_job_t *j)
     job_event(j, REV_REPORTED);
 }
 
-/* Whether the RedisCluster as this job's last write of it left it needs no reconcile: the
- * plan of that object, from the same children and observations, has nothing to do. Then
- * the watch's echoes of its writes may queue nothing (DONE says so: informerd/echo.h).
- * A status that records a step for the next plan to take (a handover's new primary, a
- * switchover begun) makes that plan act: not quiet, and the echo queues the key as any
- * change does. Children this job wrote are stale here (the plan would write them again:
- * not quiet), and their own deltas queue the key anyway. */
-static int job_quiet_after_write(reconcile_job_t *j)
+/* The child slot action a of j's plan wrote (a create, apply or replace of one of the
+ * children by its kind's resource and name), or -1. */
+static int written_slot(const reconcile_job_t *j, const plan_action_t *a)
 {
-    if (!j->rc_after || !j->out.rc_written_rv[0])
-        return 0;
-    /* A run that wrote anything but the RedisCluster (a child, a Redis command) is not
-     * quiet without planning again: its inputs are stale for that write, which the plan
-     * would ask for again. Only a run of finalizer and status writes is planned again. */
+    char name[300];
+    for (int i = 0; a->name && a->resource && i < N_CHILDREN; i++) {
+        child_name(meta_str(j->rc, "name"), i, name, sizeof(name));
+        if ((a->kind == PLAN_CREATE || a->kind == PLAN_APPLY || a->kind == PLAN_REPLACE) &&
+            !strcmp(a->resource, child_resource[i]) && !strcmp(a->name, name))
+            return i;
+    }
+    return -1;
+}
+
+/* The executor's word (exec_ctx_t child_written): the child action a wrote, as answered. */
+static void job_child_written(void *user, const plan_action_t *a, json_object *answer)
+{
+    reconcile_job_t *j = user;
+    int i = written_slot(j, a);
+    if (i < 0)
+        return;
+    json_object_put(j->after[i]);
+    j->after[i] = json_object_get(answer);
+}
+
+/* The children as j's writes left them into kid[] (each written one as the API answered
+ * it, the others as observed), *written the mask of the slots written. Returns 1 when
+ * every write of j's plan is one whose result is known so (the finalizer, the status, a
+ * child's create, apply or replace answered), 0 otherwise: a run that wrote anything else
+ * (a Redis command, a Secret, a pod deleted) is not quiet without its result, nor one
+ * that planned again after a 409. */
+static int job_left(const reconcile_job_t *j, const json_object *kid[N_CHILDREN], unsigned *written)
+{
+    memcpy(kid, j->child, sizeof(j->child));
+    *written = 0;
     for (size_t i = 0; j->plan && i < plan_action_count(j->plan); i++) {
         const plan_action_t *a = plan_action(j->plan, i);
-        if ((a->kind != PLAN_ADD_FINALIZER && a->kind != PLAN_UPDATE_STATUS) || strcmp(a->resource, "redisclusters"))
+        int slot = written_slot(j, a);
+        if ((a->kind == PLAN_ADD_FINALIZER || a->kind == PLAN_UPDATE_STATUS) && !strcmp(a->resource, "redisclusters")) {
+            if (!j->rc_after || !j->out.rc_written_rv[0])
+                return 0;
+        } else if (slot < 0 || !j->after[slot] || j->replans) {
             return 0;
+        } else {
+            kid[slot] = j->after[slot];
+            *written |= 1u << slot;
+        }
     }
-    plan_children_t observed = {j->child[0], j->child[1], j->child[2], j->child[3]};
-    plan_t *again = plan_compute_children(j->rc_after, &observed, &j->more, clock_wall_ns());
-    int quiet = again && !plan_error(again) && plan_action_count(again) == 0;
+    return 1;
+}
+
+/* The requeue the reconcile of what j left would ask, planned as again (0: none): its
+ * plan's, or sooner when that plan wants a diagnosis j's did not and the StatefulSet is
+ * too young to read it (reconcile.h). -1 when that reconcile would read what j did not
+ * (the diagnosis now, a StorageClass, the claims, a RedisBackup): it might find more to
+ * do, so its echo must queue. */
+static int64_t again_requeue_ns(const reconcile_job_t *j, const plan_t *again, const json_object *sts)
+{
+    int64_t req = plan_requeue_after_ns(again);
+    const char *cls = plan_storage_class_to_check(again), *had = plan_storage_class_to_check(j->plan);
+    if ((cls && (!had || strcmp(cls, had))) || (plan_wants_claims(again) && !j->claims) ||
+        (plan_restore_backup_to_read(again) && !j->more.restore_backup_read))
+        return -1;
+    if (plan_wants_diagnosis(again) && !plan_wants_diagnosis(j->plan)) {
+        int64_t wait = diagnosis_wait_ns(sts);
+        if (!wait)
+            return -1;
+        if (!req || wait < req)
+            req = wait;
+    }
+    return req;
+}
+
+/* Quiet: the outcome names the children j wrote (the slots of written), at the versions
+ * answered. */
+static void name_children_written(reconcile_job_t *j, unsigned written)
+{
+    reconcile_outcome_t *out = &j->out;
+    out->n_child_written = 0;
+    for (int i = 0; i < N_CHILDREN && out->n_child_written < RECONCILE_CHILD_WRITES_MAX; i++) {
+        if (!(written & (1u << i)))
+            continue;
+        const char *name = JSONX_STR_AT(j->after[i], "metadata", "name");
+        const char *rv = JSONX_STR_AT(j->after[i], "metadata", "resourceVersion");
+        if (!name || !rv || strlen(rv) >= EXEC_RV_MAX)
+            continue; /* not named: its echo queues */
+        out->child_written[out->n_child_written].kind = child_kind[i];
+        snprintf(out->child_written[out->n_child_written].name, sizeof(out->child_written[0].name), "%s", name);
+        memcpy(out->child_written[out->n_child_written++].rv, rv, strlen(rv) + 1);
+    }
+}
+
+/* Whether the RedisCluster and its children as this job's writes left them need no
+ * reconcile: the plan of those objects (each written one as the API answered the write,
+ * the RedisCluster as its last write left it), from the same observations, has nothing
+ * to do and reads nothing this job did not. Then the watch's echoes of its writes may
+ * queue nothing (DONE says so and names them: informerd/echo.h): each brings exactly the
+ * object that plan was made from. So that no reconcile it would have asked for is lost,
+ * the outcome then asks to look again no later than that plan would, and tells observerd
+ * the hotter of the two hints. A status that records a step for the next plan to take (a
+ * handover's new primary, a switchover begun) makes that plan act: not quiet, and the
+ * echo queues the key as any change does. */
+static int job_quiet_after_write(reconcile_job_t *j, rdc_mode_t mode)
+{
+    const json_object *kid[N_CHILDREN];
+    unsigned written = 0;
+    if (!job_left(j, kid, &written) || (!j->out.rc_written_rv[0] && !written))
+        return 0;
+    plan_observed_t more = j->more;
+    more.primary_service = kid[ROLE_CHILD];
+    more.replicas_service = kid[ROLE_CHILD + 1];
+    plan_children_t observed = {kid[0], kid[1], kid[2], kid[3]};
+    plan_t *again = plan_compute_children(j->rc_after ? j->rc_after : j->rc, &observed, &more, clock_wall_ns());
+    int64_t req = again && !plan_error(again) && plan_action_count(again) == 0 ? again_requeue_ns(j, again, kid[2])
+                                                                               : -1;
+    reconcile_outcome_t *out = &j->out;
+    if (req > 0 && (!out->requeue_after_ns || req < out->requeue_after_ns))
+        out->requeue_after_ns = req;
+    hothint_t hint = req >= 0 ? hothint_of(mode, again) : HOTHINT_NONE;
+    if (hint > out->hint)
+        out->hint = hint;
     plan_destroy(&again);
-    return quiet;
+    if (req >= 0)
+        name_children_written(j, written);
+    return req >= 0;
 }
 
 /* RA_FINISH_OK: the outcome of a plan that ran to its end. */
 static void act_finish_ok(reconcile_job_t *j)
 {
     reconcile_outcome_t *out = &j->out;
-    const char *mode = JSONX_STR_AT(j->rc, "spec", "mode");
-    out->hint = hothint_of(mode && !strcmp(mode, "Replication") ? RDC_MODE_REPLICATION : RDC_MODE_STANDALONE, j->plan);
+    const char *m = JSONX_STR_AT(j->rc, "spec", "mode");
+    rdc_mode_t mode = m && !strcmp(m, "Replication") ? RDC_MODE_REPLICATION : RDC_MODE_STANDALONE;
+    out->hint = hothint_of(mode, j->plan);
     out->requeue_after_ns = plan_requeue_after_ns(j->plan);
     /* a diagnosis put off: look again when it is due, whatever else happens */
     if (j->diag_wait_ns > 0 && (!out->requeue_after_ns || j->diag_wait_ns < out->requeue_after_ns))
         out->requeue_after_ns = j->diag_wait_ns;
+    out->rc_write_quiet = job_quiet_after_write(j, mode);
     out->result = out->requeue_after_ns > 0 ? RECONCILE_REQUEUE_AFTER : RECONCILE_DONE;
-    out->rc_write_quiet = job_quiet_after_write(j);
 }
 
 /* RA_READ_FAILED: a read of the children failed: RECONCILE_ERROR (or, planning again after
@@ -1303,8 +1414,10 @@ static void job_free(reconcile_job_t *j, const reconcile_outcome_t *out)
     plan_destroy(&j->plan);
     plan_destroy(&j->first);
     plan_destroy(&j->tail);
-    for (int i = 0; i < N_CHILDREN; i++)
+    for (int i = 0; i < N_CHILDREN; i++) {
         json_object_put(j->fetched[i]);
+        json_object_put(j->after[i]);
+    }
     for (int i = 0; i < 3; i++)
         json_object_put(j->diag[i]);
     json_object_put(j->claims);
@@ -1439,6 +1552,8 @@ reconcile_job_t *reconcile_start(exec_async_t *a, const exec_ctx_t *x, const jso
     j->xr.rc_written_rv = j->out.rc_written_rv; /* the outcome says it (reconcile_outcome_t) */
     j->xr.rc_earlier_rv = j->out.rc_earlier_rv;
     j->xr.rc_written_obj = &j->rc_after;
+    j->xr.child_written = job_child_written;
+    j->xr.child_written_user = j;
     j->dry_run = dry_run;
     j->done = done;
     j->arg = arg;

@@ -19,6 +19,7 @@
 #define RECONCILE_TAKE_BACK_REQUEUE_NS (INT64_C(1000000000)) /* after a child was taken back */
 #define RECONCILE_DIAGNOSIS_AFTER_NS (INT64_C(10000000000))  /* see reconcile_start */
 #define RECONCILE_DEADLINE_NS (INT64_C(300) * 1000000000)     /* a job's default deadline */
+#define RECONCILE_CHILD_WRITES_MAX 6 /* reconcile_outcome_t child_written's entries */
 
 typedef enum {
     RECONCILE_DONE = 0,     /* converged or nothing to do: forget the key */
@@ -37,9 +38,16 @@ typedef struct {
                                       * none (DONE tells informerd: informerd/ownwrite.h) */
     char rc_earlier_rv[EXEC_RC_EARLIER_MAX][EXEC_RV_MAX]; /* its writes before the last
                                       * ("" = none; DONE tells them too: informerd/echo.h) */
-    int rc_write_quiet;     /* 1: the plan of the RedisCluster as its last write left it
-                             * has nothing to do, so the watch's echoes of its writes need
-                             * no reconcile (DONE says so: informerd/echo.h) */
+    int rc_write_quiet;     /* 1: the plan of the RedisCluster and its children as its
+                             * writes left them has nothing to do, so the watch's echoes of
+                             * its writes need no reconcile (DONE says so: informerd/echo.h) */
+    struct {
+        const char *kind;   /* "ConfigMap", "Service", "StatefulSet", "PodDisruptionBudget" */
+        char name[254];
+        char rv[EXEC_RV_MAX]; /* the version the API answered the write with */
+    } child_written[RECONCILE_CHILD_WRITES_MAX]; /* when quiet: the children it wrote, whose
+                             * echoes need no reconcile either (informerd/echo.h CHILDREN) */
+    size_t n_child_written;
     int plans;              /* plan computations (one per input change: see PLAN below) */
     hothint_t hint;         /* what to tell observerd of the cluster's probe cadence
                              * (hothint.h; HOTHINT_NONE unless a plan ran to its end) */

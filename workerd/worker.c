@@ -202,6 +202,19 @@ static void worker_hint(worker_t *w, const char *key, hothint_t hint)
     rmsg_destroy(&m);
 }
 
+/* DONE's frame of the children a quiet reconcile wrote (proto.h PROTO_DONE_CHILDREN). */
+static void done_add_children(rmsg_t *done, const reconcile_outcome_t *out)
+{
+    buf_t b;
+    buf_init(&b, 0);
+    buf_puts(&b, PROTO_DONE_CHILDREN "\n");
+    for (size_t i = 0; i < out->n_child_written; i++)
+        buf_printf(&b, "%s %s %s\n", out->child_written[i].kind, out->child_written[i].name,
+                   out->child_written[i].rv);
+    rmsg_addmem(done, buf_str(&b), b.len);
+    buf_free(&b);
+}
+
 /* Answer DONE for key (which also frees its place at informerd). */
 static void worker_done(worker_t *w, const char *key, const reconcile_outcome_t *out)
 {
@@ -211,12 +224,15 @@ static void worker_done(worker_t *w, const char *key, const reconcile_outcome_t 
     rmsg_addstr(done, key ? key : "");
     rmsg_addstr(done, reconcile_result_name(out->result));
     rmsg_addf(done, "%lld", (long long)(out->requeue_after_ns / NS_PER_MS));
-    if (out->rc_written_rv[0]) {
-        rmsg_addstr(done, out->rc_written_rv);
+    int kids = out->rc_write_quiet && out->n_child_written;
+    if (out->rc_written_rv[0] || kids) {
+        rmsg_addstr(done, out->rc_written_rv); /* "": only children written */
         rmsg_addstr(done, out->rc_write_quiet ? "quiet" : "act");
         for (size_t i = 0; out->rc_write_quiet && i < EXEC_RC_EARLIER_MAX && out->rc_earlier_rv[i][0]; i++)
             rmsg_addstr(done, out->rc_earlier_rv[i]);
     }
+    if (kids)
+        done_add_children(done, out);
     if (w->dealer)
         rmsg_send(&done, w->dealer, ZMQ_DONTWAIT);
     rmsg_destroy(&done);

@@ -61,6 +61,7 @@ typedef struct {
     int64_t gen[64], old_gen[64];
     uint64_t seq[64];
     int unread[64];
+    int late[64];
 } rec_t;
 
 static void record(void *ud, const cache_delta_t *d)
@@ -78,6 +79,7 @@ static void record(void *ud, const cache_delta_t *d)
     r->gen[i] = d->item->generation;
     r->old_gen[i] = d->old_generation;
     r->unread[i] = d->unread_only;
+    r->late[i] = d->late_only;
 }
 
 /* Index of the delta for key, or -1. */
@@ -889,6 +891,45 @@ static void test_projection_marks_unread_changes(void)
     cache_destroy(&c);
 }
 
+/* A pod's change of its PodScheduled condition alone (projection.h PROJ_LATE) is
+ * late_only, not unread_only; one of that and of another read field is neither; the
+ * kubelet's noise is unread_only as before. */
+static void test_projection_marks_late_changes(void)
+{
+    rec_t r;
+    cache_t *c = new_cache(&r);
+    CU_ASSERT_EQUAL(cache_add_kind(c, "Pod"), 0);
+    CU_ASSERT_EQUAL(cache_set_projection(c, "Pod", projection_of("Pod")), 0);
+    const struct {
+        const char *rv, *scheduled, *ready, *probed;
+        int unread, late;
+    } steps[] = {
+        {"1", "", "False", "t1", 0, 0},      /* ADDED */
+        {"2", "False", "False", "t1", 0, 1}, /* the scheduler waits for the claim */
+        {"3", "False", "False", "t2", 1, 0}, /* a probe's time: unread */
+        {"4", "True", "False", "t2", 0, 1},  /* scheduled */
+        {"5", "True", "True", "t2", 0, 0},   /* Ready: read at once */
+        {"6", "False", "False", "t3", 0, 0}, /* both */
+    };
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        char sched[128] = "";
+        if (*steps[i].scheduled)
+            snprintf(sched, sizeof(sched), ",{'type':'PodScheduled','status':'%s','reason':'x'}", steps[i].scheduled);
+        CU_ASSERT_EQUAL(put(c, "Pod",
+                            obj("{'kind':'Pod','metadata':{'name':'p','namespace':'default','resourceVersion':'%s',"
+                                "'labels':{'app.kubernetes.io/instance':'o'}},'status':{'conditions':[{'type':"
+                                "'Ready','status':'%s','lastProbeTime':'%s'}%s]}}",
+                                steps[i].rv, steps[i].ready, steps[i].probed, sched)),
+                        i ? CACHE_MODIFIED : CACHE_ADDED);
+        if (r.unread[r.n - 1] != steps[i].unread || r.late[r.n - 1] != steps[i].late)
+            fprintf(stderr, "\n  step %zu: unread_only %d late_only %d, want %d %d\n", i, r.unread[r.n - 1],
+                    r.late[r.n - 1], steps[i].unread, steps[i].late);
+        CU_ASSERT_EQUAL(r.unread[r.n - 1], steps[i].unread);
+        CU_ASSERT_EQUAL(r.late[r.n - 1], steps[i].late);
+    }
+    cache_destroy(&c);
+}
+
 /* Metadata-only items of a relist (PartialObjectMetadata) are kept as minimal forms
  * with the reason given, and count as seen: the relist's end does not delete them. */
 static void test_relist_partial(void)
@@ -929,6 +970,7 @@ static const cu_entry_t tests[] = {
     {"objects over max_object_bytes kept in minimal form", test_max_object_bytes},
     {"relist: metadata-only items", test_relist_partial},
     {"a projection marks changes no plan reads", test_projection_marks_unread_changes},
+    {"a projection marks changes read late", test_projection_marks_late_changes},
     CU_SUITE("cache owners"),
     {"owner index and child -> owner key", test_owner_index_and_key_mapping},
     {"deltas map to owner keys", test_deltas_map_to_owner_keys},

@@ -575,6 +575,125 @@ static void test_own_echoes_queue_nothing(void)
     fx_stop();
 }
 
+/* Upsert a child of kind (a ConfigMap, Service, StatefulSet, budget) ns/<name> of the
+ * RedisCluster of that name, at rv; extra is JSON members after metadata (or ""). */
+static void put_child(const char *kind, const char *name, const char *rv, const char *extra)
+{
+    upsert_text(kind,
+                "{\"kind\":\"%s\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\",\"uid\":\"%s-%s\","
+                "\"resourceVersion\":\"%s\",\"ownerReferences\":[{\"kind\":\"RedisCluster\",\"name\":\"%s\","
+                "\"uid\":\"u-%s\",\"controller\":true}]}%s}",
+                kind, name, kind, name, rv, name, name, extra);
+}
+
+/* A new cluster's first reconcile creates its children and says it quiet, naming them at
+ * the versions its writes were answered with: their ADDEDs, come while it ran or after,
+ * queue nothing; the StatefulSet controller's status (another version) does. Without the
+ * names (a reconcile not quiet), each ADDED queues the key as before. */
+static void test_child_echoes_queue_nothing(void)
+{
+    fx_start(0);
+    double own = counter("informer_own_echoes_total", "child_own");
+    double deferred = counter("informer_own_echoes_total", "child_deferred");
+    hand_out_first("n", "1");
+    put_rc("n", "2", 1, ",\"status\":{}");          /* its finalizer's echo */
+    put_child("ConfigMap", "n", "3", ",\"data\":{\"redis.conf\":\"x\"}");
+    put_child("Service", "n", "4", ",\"spec\":{\"clusterIP\":\"None\"}");
+    SAY(PROTO_DONE, "ns/n", "requeue_after", "60000", "6", "quiet", "2",
+        PROTO_DONE_CHILDREN "\nConfigMap n 3\nService n 4\nStatefulSet n 5\nPodDisruptionBudget n 7\n");
+    put_child("StatefulSet", "n", "5", ",\"spec\":{\"replicas\":3}");
+    put_rc("n", "6", 1, ",\"status\":{\"phase\":\"Pending\"}"); /* its status's echo */
+    put_child("PodDisruptionBudget", "n", "7", ",\"spec\":{\"maxUnavailable\":1}");
+    expect_no_work(300);
+    CU_ASSERT_EQUAL(counter("informer_own_echoes_total", "child_deferred"), deferred + 2);
+    CU_ASSERT_EQUAL(counter("informer_own_echoes_total", "child_own"), own + 2);
+    /* The controller's status of the StatefulSet: a change. */
+    put_child("StatefulSet", "n", "8", ",\"spec\":{\"replicas\":3},\"status\":{\"replicas\":1}");
+    expect_work("ns/n", "0", "6");
+    /* Not quiet: its children's ADDEDs queue as any change (names or not). */
+    SAY(PROTO_DONE, "ns/n", "done", "0", "", "act", PROTO_DONE_CHILDREN "\nConfigMap n 10\n");
+    put_child("ConfigMap", "n", "10", ",\"data\":{\"redis.conf\":\"y\"}");
+    expect_work("ns/n", "0", "6");
+    /* In flight, a change of a child it did not write: queued after DONE. */
+    put_child("Service", "n", "11", ",\"spec\":{\"clusterIP\":\"None\",\"x\":1}");
+    SAY(PROTO_DONE, "ns/n", "done", "0", "", "quiet", PROTO_DONE_CHILDREN "\nConfigMap n 12\n");
+    expect_work("ns/n", "0", "6");
+    SAY(PROTO_DONE, "ns/n", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    fx_stop();
+}
+
+static double adds(const char *cause, const char *result);
+
+/* Upsert Pod ns/<name>-0 of the RedisCluster <name>, made ago_s seconds ago, with
+ * conditions (JSON array members, or ""). */
+static void put_pod_made(const char *name, const char *rv, int ago_s, const char *conditions)
+{
+    char made[40];
+    clock_format_rfc3339(clock_wall_ns() - (int64_t)ago_s * NS_PER_SEC, 0, made, sizeof(made));
+    upsert_text("Pod",
+                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-0\",\"namespace\":\"ns\","
+                "\"uid\":\"p-%s\",\"resourceVersion\":\"%s\",\"creationTimestamp\":\"%s\","
+                "\"labels\":{\"app.kubernetes.io/instance\":\"%s\"}},\"status\":{\"phase\":\"Pending\","
+                "\"conditions\":[%s]}}",
+                name, name, rv, made, name, conditions);
+}
+
+#define UNSCHEDULED                                                                                                \
+    "{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":\"Unschedulable\",\"message\":\"pod has " \
+    "unbound immediate PersistentVolumeClaims\"}"
+
+/* A young pod's PodScheduled alone changed (the scheduler waits for its claim): read only
+ * once the pod is past its grace (projection.h PROJ_LATE), it queues nothing now and
+ * waits until then, dropped when the key is handed out first (cause pod_scheduling). An
+ * older pod's same change, or a young pod's change of anything else read, queues as a
+ * pod's change. */
+static void test_young_pod_scheduling_waits(void)
+{
+    fx_start(0);
+    CU_ASSERT_EQUAL_FATAL(cache_set_projection(fx.cache, "Pod", projection_of("Pod")), 0);
+    double dropped = adds("pod_scheduling", "dropped"), pods = adds("pod", "queued");
+    hand_out_first("u", "1");
+    SAY(PROTO_DONE, "ns/u", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    put_pod_made("u", "2", 1, "");
+    expect_work("ns/u", "0", "1");
+    SAY(PROTO_DONE, "ns/u", "done", "0");
+    put_pod_made("u", "3", 1, UNSCHEDULED);
+    expect_no_work(300);
+    CU_ASSERT_TRUE(dispatcher_next_deadline(fx.d, clock_mono_ns()) > clock_mono_ns() + 20 * NS_PER_SEC);
+    put_rc("u", "4", 2, ""); /* handed out for this: the wait is dropped */
+    expect_work("ns/u", "0", "4");
+    SAY(PROTO_DONE, "ns/u", "done", "0");
+    CU_ASSERT_EQUAL(adds("pod_scheduling", "dropped"), dropped + 1);
+    CU_ASSERT_EQUAL(adds("pod", "queued"), pods + 1);
+    /* A pod past its grace: the same change is read at once. */
+    const char *const older[][2] = {{"5", ""}, {"6", UNSCHEDULED}};
+    for (size_t i = 0; i < 2; i++) {
+        put_pod_made("u", older[i][0], 60, older[i][1]);
+        expect_work("ns/u", "0", "4");
+        SAY(PROTO_DONE, "ns/u", "done", "0");
+    }
+    CU_ASSERT_EQUAL(adds("pod", "queued"), pods + 3);
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    fx_stop();
+}
+
+/* A resync that comes while a key is in flight keeps what the flight remembered: a
+ * user's change then is reconciled after DONE (a resync queues no key in flight). */
+static void test_resync_in_flight_keeps_a_change(void)
+{
+    fx_start(0);
+    hand_out_first("y", "1");
+    put_rc("y", "2", 2, "");                 /* the user's new spec, while it runs */
+    cache_resync(fx.cache, "RedisCluster");
+    SAY(PROTO_DONE, "ns/y", "done", "0", "3", "quiet");
+    expect_work("ns/y", "0", "2");
+    SAY(PROTO_DONE, "ns/y", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
+    fx_stop();
+}
+
 /* With a child delay, a burst of child changes is one item, handed out after the delay;
  * the RedisCluster's own change goes at once. */
 static void test_child_burst_is_one_item(void)
@@ -826,6 +945,9 @@ static const cu_entry_t tests[] = {
     {"the echoes of its own writes queue nothing", test_own_echoes_queue_nothing},
     {"a burst of child changes is one item after the delay", test_child_burst_is_one_item},
     {"a requeue a change overtook is dropped", test_requeue_overtaken_is_dropped},
+    {"the echoes of the children a quiet reconcile wrote queue nothing", test_child_echoes_queue_nothing},
+    {"a resync in flight keeps a change remembered there", test_resync_in_flight_keeps_a_change},
+    {"a young pod's PodScheduled alone waits until it is read", test_young_pod_scheduling_waits},
     {"without sockets: keys mapped, none handed out", test_without_sockets},
     {"a child's change no plan reads queues nothing", test_unread_change_queues_nothing},
     {"each queue add is counted under its cause", test_adds_counted_by_cause},

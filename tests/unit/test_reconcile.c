@@ -40,6 +40,8 @@ typedef struct {
     int events_expire;       /* PATCH of an Event answers 404 */
     const char *refuse_patch; /* an object whose PATCHes get 422 */
     const char *refuse_put;   /* an object whose PUTs get 422 */
+    const char *mutate_create; /* a collection whose creates get other data stored (a webhook) */
+    int stamp_creates;        /* creates get a creationTimestamp (now) */
 } api_t;
 
 static int find_obj(api_t *a, const char *path)
@@ -140,6 +142,15 @@ static int serve(api_t *a, const char *method, const char *url, const char *body
             code = 409;
             buf_puts(out, status_json(409, "AlreadyExists", "already exists", buf, sizeof(buf)));
         } else {
+            /* As the API server: the creation time, and what a mutating admission changes. */
+            char now[40];
+            json_object *md = json_object_object_get(in, "metadata");
+            if (a->stamp_creates && md && !json_object_object_get_ex(md, "creationTimestamp", NULL))
+                json_object_object_add(md, "creationTimestamp",
+                                       json_object_new_string(clock_format_rfc3339(clock_wall_ns(), 0, now,
+                                                                                   sizeof(now))));
+            if (a->mutate_create && strstr(url, a->mutate_create))
+                json_object_object_add(in, "data", parse("{\"redis.conf\":\"changed by a webhook\"}"));
             put_obj(a, path, json_object_get(in));
             code = 201;
             buf_puts(out, json_object_to_json_string(in));
@@ -176,6 +187,9 @@ static int serve(api_t *a, const char *method, const char *url, const char *body
                     continue;
                 json_object_object_add(o, k, json_object_get(v));
             }
+            json_object *fin = NULL; /* the finalizer patch's list */
+            if (json_object_object_get_ex(json_object_object_get(in, "metadata"), "finalizers", &fin))
+                json_object_object_add(json_object_object_get(o, "metadata"), "finalizers", json_object_get(fin));
             put_obj(a, base, o);
             buf_puts(out, json_object_to_json_string(o));
         }
@@ -422,9 +436,6 @@ static void test_outcome_names_each_write_of_the_rediscluster(void)
     long earlier = strtol(out.rc_earlier_rv[0], NULL, 10), last = strtol(out.rc_written_rv, NULL, 10);
     CU_ASSERT(earlier > 0 && earlier < last);
     CU_ASSERT_EQUAL(out.rc_earlier_rv[1][0], '\0');
-    /* Its children written, the plan of what it left would write them again (it reads
-     * the children it was given): not quiet; their deltas and the echo queue it. */
-    CU_ASSERT_EQUAL(out.rc_write_quiet, 0);
     json_object_put(now);
     json_object_put(rc);
     /* With its children, a status change alone: the plan of what it wrote does nothing. */
@@ -436,6 +447,79 @@ static void test_outcome_names_each_write_of_the_rediscluster(void)
     CU_ASSERT(out.rc_written_rv[0] != '\0');
     CU_ASSERT_EQUAL(out.rc_write_quiet, 1);
     put_kids(kids);
+    json_object_put(rc);
+    env_close(&e);
+}
+
+/* The stored version of the object at path, as a number (0: none). */
+static long stored_rv(env_t *e, const char *path)
+{
+    int i = find_obj(&e->api, path);
+    const char *rv = i >= 0 ? JSONX_STR_AT(e->api.obj[i], "metadata", "resourceVersion") : NULL;
+    return rv ? strtol(rv, NULL, 10) : 0;
+}
+
+/* The version out names for the child kind/name written, as a number (0: not named). */
+static long named_rv(const reconcile_outcome_t *out, const char *kind, const char *name)
+{
+    for (size_t i = 0; i < out->n_child_written; i++)
+        if (!strcmp(out->child_written[i].kind, kind) && !strcmp(out->child_written[i].name, name))
+            return strtol(out->child_written[i].rv, NULL, 10);
+    return 0;
+}
+
+/* A new cluster's first reconcile creates its children; planned again with them as the
+ * API answered the creates (and the RedisCluster as its status write left it), there is
+ * nothing to do: quiet, naming each child at the version its create was answered with,
+ * so that their echoes queue nothing (informerd/echo.h CHILDREN). It asks to look again
+ * no later than that plan would: by the time the young StatefulSet's diagnosis is due. */
+static void test_first_reconcile_quiet_with_its_children(void)
+{
+    env_t e;
+    env_batched(&e);
+    e.api.stamp_creates = 1;
+    json_object *rc = store_new_rc(&e);
+    reconcile_outcome_t out;
+    run_uncached(&e, rc, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", "/statefulsets"), 1);
+    CU_ASSERT_EQUAL(out.result, RECONCILE_REQUEUE_AFTER);
+    CU_ASSERT(out.requeue_after_ns > 0 && out.requeue_after_ns <= RECONCILE_DIAGNOSIS_AFTER_NS);
+    CU_ASSERT_EQUAL(out.rc_write_quiet, 1);
+    CU_ASSERT_EQUAL(out.n_child_written, 4);
+    CU_ASSERT_EQUAL(named_rv(&out, "ConfigMap", "cache"), stored_rv(&e, NS "/configmaps/cache"));
+    CU_ASSERT_EQUAL(named_rv(&out, "Service", "cache"), stored_rv(&e, NS "/services/cache"));
+    CU_ASSERT_EQUAL(named_rv(&out, "StatefulSet", "cache"),
+                    stored_rv(&e, "/apis/apps/v1/namespaces/default/statefulsets/cache"));
+    CU_ASSERT_EQUAL(named_rv(&out, "PodDisruptionBudget", "cache"),
+                    stored_rv(&e, "/apis/policy/v1/namespaces/default/poddisruptionbudgets/cache"));
+    CU_ASSERT(named_rv(&out, "ConfigMap", "cache") > 0);
+    /* What it wrote, handed to the next reconcile as the cache would: nothing to write. */
+    json_object *kids[4];
+    children(&e, kids);
+    json_object *now = stored(&e, RC_PATH);
+    int writes = count_req(&e, "POST", "/") + count_req(&e, "PATCH", "/");
+    reconcile_run_children(&e.x, now, &(plan_children_t){kids[0], kids[1], kids[2], kids[3]}, NULL, NULL, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", "/") + count_req(&e, "PATCH", "/"), writes);
+    put_kids(kids);
+    PUT_EACH(now, rc);
+    env_close(&e);
+}
+
+/* A child the API stored otherwise than it was sent (a mutating webhook changed its
+ * data): the plan of what the writes left would apply it again, so the reconcile is not
+ * quiet and names no child: their echoes queue the key, whose next reconcile acts. */
+static void test_child_stored_otherwise_is_not_quiet(void)
+{
+    env_t e;
+    env_batched(&e);
+    e.api.mutate_create = "/configmaps";
+    e.api.stamp_creates = 1;
+    json_object *rc = store_new_rc(&e);
+    reconcile_outcome_t out;
+    run_uncached(&e, rc, &out);
+    CU_ASSERT_EQUAL(count_req(&e, "POST", "/configmaps"), 1);
+    CU_ASSERT_EQUAL(out.rc_write_quiet, 0);
+    CU_ASSERT_EQUAL(out.n_child_written, 0);
     json_object_put(rc);
     env_close(&e);
 }
@@ -1133,6 +1217,8 @@ static void test_restore_from_backup_read_once_then_recorded(void)
 static const cu_entry_t tests[] = {
     CU_SUITE("workerd shell"),
     {"the outcome names each write of the RedisCluster", test_outcome_names_each_write_of_the_rediscluster},
+    {"a new cluster's first reconcile is quiet, naming its children", test_first_reconcile_quiet_with_its_children},
+    {"a child stored otherwise than sent: not quiet", test_child_stored_otherwise_is_not_quiet},
     {"not Running: pods and Events read, the cause reported", test_not_running_reads_and_reports_the_cause},
     {"a worker keeps a stuck cluster's diagnosis reads while nothing changes",
      test_diagnosis_reads_kept_while_nothing_changes},
