@@ -3,6 +3,7 @@
 #include "projection.h"
 
 #include "hash.h"
+#include "jsonx.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -377,4 +378,32 @@ int projection_row_path(const proj_row_t *row, char *out, size_t outlen)
         len += over ? 0 : (size_t)n;
     }
     return over ? -1 : 0;
+}
+
+/* ---- OBSERVATIONS (projection.h) ---------------------------------------------------------- */
+
+int projection_observed_unreachable(const json_object *obs, const char *pod)
+{
+    const json_object *r = jsonx_get(jsonx_find(jsonx_get(obs, "nodes"), "pod", pod), "reachable");
+    return r && json_object_is_type(r, json_type_boolean) && !json_object_get_boolean(r);
+}
+
+/* 1 when some pod named in a's nodes is unreachable in one of a and b and not the other. */
+static int unreachable_differs(const json_object *a, const json_object *b)
+{
+    const json_object *nodes = jsonx_get(a, "nodes");
+    size_t n = json_object_is_type(nodes, json_type_array) ? json_object_array_length(nodes) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *pod = jsonx_str_set(json_object_array_get_idx(nodes, i), "pod");
+        if (pod && projection_observed_unreachable(a, pod) != projection_observed_unreachable(b, pod))
+            return 1;
+    }
+    return 0;
+}
+
+int projection_observation_news(const rdc_spec_t *spec, const json_object *was, const json_object *now)
+{
+    if (!spec || spec->mode != RDC_MODE_STANDALONE || spec->tls.secret)
+        return 1;
+    return unreachable_differs(now, was) || unreachable_differs(was, now);
 }

@@ -44,6 +44,8 @@
 #ifndef RDC_PROJECTION_H
 #define RDC_PROJECTION_H
 
+#include "rdc_spec.h"
+
 #include <json-c/json.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -107,5 +109,24 @@ int projection_row_path(const proj_row_t *row, char *out, size_t outlen);
 
 /* "read", "keep", "write", "late" or "drop". */
 const char *projection_use_name(proj_use_t use);
+
+/* OBSERVATIONS. What a plan reads of observerd's observation ({"nodes": [{pod, ip,
+ * reachable, role, master..., tlsCert, cluster...}]}, plan_observed_t.redis) depends on
+ * the mode. Replication and Cluster mode read it all (topology, failover, slots), and so
+ * does TLS (plan_tls.c: each node's pod, ip, tlsCert and reachable, and whether there is
+ * an observation at all). A Standalone cluster without TLS reads of it only which pods
+ * are observed unreachable ("reachable": false): runtimecfg_pods skips them (run-time
+ * config, workerd/runtimecfg.c; ACL users, plan_acl.c); a node's appearing reachable,
+ * its IP, role or replication fields change no such plan (tests/unit/test_plan.c ties
+ * this to the plan: "an observation news to no Standalone plan").
+ *
+ * 1 when the plan of spec (NULL: an invalid spec, or not known: any news counts) may read
+ * a difference between the observation was (NULL: none yet) and now; 0 when it reads
+ * none, so informerd keeps now for the next reconcile and queues nothing for it. */
+int projection_observation_news(const rdc_spec_t *spec, const json_object *was, const json_object *now);
+
+/* 1 when the first node of pod in the observation obs says "reachable": false: the read
+ * of a Standalone plan without TLS (runtimecfg.c), and so what the projection compares. */
+int projection_observed_unreachable(const json_object *obs, const char *pod);
 
 #endif

@@ -618,31 +618,58 @@ static void leader_message(dispatcher_t *d, rmsg_t *m, int64_t now)
 
 /* ---- observations from observerd ------------------------------------------------------ */
 
-/* Whether the len bytes at text are a JSON object with a "nodes" array. */
-static int observation_valid(const char *text, size_t len)
+/* The len bytes at text parsed, when they are a JSON object with a "nodes" array; else
+ * NULL. The caller puts it. */
+static json_object *observation_parse(const char *text, size_t len)
 {
     json_tokener *tok = json_tokener_new();
     json_object *o = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
-    int ok = o && json_tokener_get_error(tok) == json_tokener_success &&
-             json_object_is_type(jsonx_get(o, "nodes"), json_type_array);
-    json_object_put(o);
+    if (o && (json_tokener_get_error(tok) != json_tokener_success ||
+              !json_object_is_type(jsonx_get(o, "nodes"), json_type_array))) {
+        json_object_put(o);
+        o = NULL;
+    }
     json_tokener_free(tok);
-    return ok;
+    return o;
 }
 
-/* OBSERVED key observation: keep it as the key's latest and queue the key. Only for a
- * cached RedisCluster (observerd follows our cache, so anything else is stale). */
+/* Whether now, key's new observation, is news to the plan of key's cached RedisCluster
+ * against the observation kept (common/projection.h OBSERVATIONS); 1 whenever in doubt
+ * (an invalid spec, out of memory). */
+static int observation_news(dispatcher_t *d, const char *key, const json_object *now)
+{
+    size_t oldlen = 0;
+    const char *old = obsstore_get(d->observations, key, &oldlen);
+    json_object *was = old ? observation_parse(old, oldlen) : NULL;
+    json_object *rc = cache_get_parsed(d->cfg.cache, RDC_KIND, key);
+    rdc_field_errors_t *errs = rdc_field_errors_new();
+    rdc_spec_t *spec = malloc(sizeof(*spec));
+    int news = 1;
+    if (rc && errs && spec && (!old || was) && !rdc_spec_parse(rc, spec, errs))
+        news = projection_observation_news(spec, was, now);
+    free(spec);
+    rdc_field_errors_destroy(&errs);
+    json_object_put(rc);
+    json_object_put(was);
+    return news;
+}
+
+/* OBSERVED key observation: keep it as the key's latest and queue the key, unless its
+ * plan reads nothing in it that the kept one did not say (observation_news: a Standalone
+ * cluster's nodes appearing reachable). Only for a cached RedisCluster (observerd follows
+ * our cache, so anything else is stale). */
 static void observe_message(dispatcher_t *d, rmsg_t *m, int64_t now)
 {
     size_t len = 0;
     char *key = rmsg_strdup(m, 1);
     const char *text = rmsg_frame(m, 2, &len);
     const char *result = "malformed";
+    json_object *parsed = NULL;
     if (!rmsg_frame_is(m, 0, PROTO_OBSERVED) || !key || !text || rmsg_size(m) != 3) {
         proto_error("observe", "malformed OBSERVED");
         goto out;
     }
-    if (!observation_valid(text, len)) {
+    if (!(parsed = observation_parse(text, len))) {
         proto_error("observe", "OBSERVED observation is not {\"nodes\":[...]}");
         goto out;
     }
@@ -650,15 +677,18 @@ static void observe_message(dispatcher_t *d, rmsg_t *m, int64_t now)
     if (!cache_lookup(d->cfg.cache, RDC_KIND, key))
         goto out;
     result = NULL;
+    int news = observation_news(d, key, parsed);
     if (obsstore_put(d->observations, key, text, len)) {
         rlog_warn("out of memory keeping an observation", "key", key);
         goto out;
     }
-    result = "stored";
-    queue_for(d, key, WORKQUEUE_NOW, 0, CAUSE_OBSERVATION, now); /* failover: never delayed */
+    result = news ? "stored" : "stored_not_read";
+    if (news)
+        queue_for(d, key, WORKQUEUE_NOW, 0, CAUSE_OBSERVATION, now); /* failover: never delayed */
 out:
     if (result)
         metric_counter_add(d->m_observations, METRIC_LABELS(result), 1);
+    json_object_put(parsed);
     free(key);
 }
 
@@ -884,7 +914,9 @@ dispatcher_t *dispatcher_new(const dispatcher_config_t *cfg, dispatcher_sockets_
     d->m_quarantined = metrics_counter(reg, "informer_quarantined_keys_total",
                                        "Keys quarantined after crashing workers repeatedly.", "");
     d->m_observations = metrics_counter(reg, "informer_observations_total",
-                                        "OBSERVED messages from observerd by result (stored, unknown_key, malformed).",
+                                        "OBSERVED messages from observerd by result (stored; stored_not_read: "
+                                        "kept, nothing its plan reads changed, not queued; unknown_key; "
+                                        "malformed).",
                                         "result");
     d->m_ownwrites = metrics_counter(
         reg, "informer_own_write_waits_total",

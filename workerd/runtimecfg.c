@@ -3,6 +3,7 @@
 
 #include "buf.h"
 #include "jsonx.h"
+#include "projection.h"
 #include "redisexec.h"
 #include "render.h"
 
@@ -31,12 +32,6 @@ static long long restarts(const json_object *pod)
     return (long long)jsonx_int_or(c, "restartCount", 0);
 }
 
-/* 1 when observation has node pod with "reachable": false. */
-static int observed_unreachable(const json_object *observation, const char *pod)
-{
-    const json_object *r = jsonx_get(jsonx_find(jsonx_get(observation, "nodes"), "pod", pod), "reachable");
-    return r && json_object_is_type(r, json_type_boolean) && !json_object_get_boolean(r);
-}
 
 typedef struct {
     const char *name, *value;
@@ -117,7 +112,7 @@ size_t runtimecfg_pods(const rdc_spec_t *spec, const char *name, int size, const
             if (!pn || strcmp(pn, want))
                 continue;
             if (!ip || !*ip || !ready(pod) || jsonx_get(meta, "deletionTimestamp") ||
-                observed_unreachable(observation, pn))
+                projection_observed_unreachable(observation, pn) /* OBSERVATIONS */)
                 break;
             runtimecfg_pod_t *p = &out[n];
             snprintf(p->record, sizeof(p->record), "%s/%lld", hash, restarts(pod));

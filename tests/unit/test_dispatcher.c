@@ -252,7 +252,7 @@ static void put_rc(const char *name, const char *rv, int gen, const char *extra)
     upsert_text("RedisCluster",
                 "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"%s\","
                 "\"namespace\":\"ns\",\"uid\":\"u-%s\",\"resourceVersion\":\"%s\",\"generation\":%d},"
-                "\"spec\":{\"size\":3,\"image\":\"redis\"}%s}",
+                "\"spec\":{\"size\":3,\"image\":\"redis\",\"mode\":\"Replication\"}%s}",
                 name, name, rv, gen, extra);
 }
 
@@ -393,6 +393,79 @@ static void test_observation_rides_along(void)
     children = expect_work("ns/a", "0", "9");
     CU_ASSERT_PTR_NOT_NULL(strstr(children, "\"Redis\":null"));
     SAY(PROTO_DONE, "ns/a", "done", "0");
+    fx_stop();
+}
+
+/* The RedisCluster ns/name at rv with spec (a JSON object's text). */
+static void put_rc_spec(const char *name, const char *rv, const char *spec)
+{
+    upsert_text("RedisCluster",
+                "{\"apiVersion\":\"cache.example.com/v1\",\"kind\":\"RedisCluster\",\"metadata\":{\"name\":\"%s\","
+                "\"namespace\":\"ns\",\"uid\":\"u-%s\",\"resourceVersion\":\"%s\",\"generation\":1},\"spec\":%s}",
+                name, name, rv, spec);
+}
+
+#define OBS_UP(ip) "{\"nodes\":[{\"pod\":\"s-0\",\"ip\":\"" ip "\",\"reachable\":true,\"role\":\"master\"}]}"
+#define OBS_DOWN "{\"nodes\":[{\"pod\":\"s-0\",\"ip\":\"10.0.0.1\",\"reachable\":false}]}"
+
+static double not_read_before;
+static void observe_stored(const char *key, const char *json);
+
+static int observation_not_read(void)
+{
+    return counter("informer_observations_total", "stored_not_read") > not_read_before;
+}
+
+/* A Standalone cluster without TLS reads of an observation only which pods are
+ * unreachable (projection.h OBSERVATIONS): one that says nothing else new is kept, for
+ * the next item, and queues nothing; an unreachable pod queues. With TLS, or in
+ * Replication mode, every observation queues. */
+static void test_observation_a_standalone_plan_does_not_read(void)
+{
+    fx_start(0);
+    put_rc_spec("s", "1", "{\"size\":1,\"image\":\"redis\",\"mode\":\"Standalone\"}");
+    SAY(PROTO_READY, "1");
+    expect_work("ns/s", "0", "1");
+    SAY(PROTO_DONE, "ns/s", "done", "0");
+    double stored = counter("informer_observations_total", "stored");
+    /* The first observation, all reachable, then a new IP and role: kept, not queued. */
+    not_read_before = counter("informer_observations_total", "stored_not_read");
+    observe("ns/s", OBS_UP("10.0.0.1"));
+    CU_ASSERT_TRUE(turn_until(observation_not_read, 1000));
+    expect_no_work(150);
+    not_read_before = counter("informer_observations_total", "stored_not_read");
+    observe("ns/s", OBS_UP("10.0.0.2"));
+    CU_ASSERT_TRUE(turn_until(observation_not_read, 1000));
+    expect_no_work(150);
+    CU_ASSERT_EQUAL(counter("informer_observations_total", "stored"), stored);
+    /* It rides with the next item all the same. */
+    put_rc_spec("s", "2", "{\"size\":1,\"image\":\"redis\",\"mode\":\"Standalone\",\"version\":\"7.2\"}");
+    const char *children = expect_work("ns/s", "0", "2");
+    CU_ASSERT_PTR_NOT_NULL(strstr(children, "\"ip\":\"10.0.0.2\""));
+    SAY(PROTO_DONE, "ns/s", "done", "0");
+    /* Unreachable: news (the run-time config skips the pod), and back up again. */
+    observe_stored("ns/s", OBS_DOWN);
+    expect_work("ns/s", "0", "2");
+    SAY(PROTO_DONE, "ns/s", "done", "0");
+    observe_stored("ns/s", OBS_UP("10.0.0.2"));
+    expect_work("ns/s", "0", "2");
+    SAY(PROTO_DONE, "ns/s", "done", "0");
+    /* With TLS the served certificates are read: a new IP queues. */
+    put_rc_spec("s", "3",
+                "{\"size\":1,\"image\":\"redis\",\"mode\":\"Standalone\",\"tls\":{\"secretRef\":{\"name\":\"t\"}}}");
+    expect_work("ns/s", "0", "3");
+    SAY(PROTO_DONE, "ns/s", "done", "0");
+    observe_stored("ns/s", OBS_UP("10.0.0.3"));
+    expect_work("ns/s", "0", "3");
+    SAY(PROTO_DONE, "ns/s", "done", "0");
+    /* An invalid spec: in doubt, queued. */
+    put_rc_spec("s", "4", "{\"size\":-1,\"image\":\"redis\",\"mode\":\"Standalone\"}");
+    expect_work("ns/s", "0", "4");
+    SAY(PROTO_DONE, "ns/s", "done", "0");
+    observe_stored("ns/s", OBS_UP("10.0.0.4"));
+    expect_work("ns/s", "0", "4");
+    SAY(PROTO_DONE, "ns/s", "done", "0");
+    CU_ASSERT_TRUE(turn_until(idle, 1000));
     fx_stop();
 }
 
@@ -937,6 +1010,7 @@ static const cu_entry_t tests[] = {
     CU_SUITE("informerd dispatcher"),
     {"a RedisCluster's change walks from the cache to a worker", test_change_reaches_a_worker},
     {"observerd's observation rides with the next item", test_observation_rides_along},
+    {"an observation a Standalone plan does not read queues nothing", test_observation_a_standalone_plan_does_not_read},
     {"three crashes quarantine a key, reported and lifted by a new spec", test_crashes_quarantine},
     {"a quarantine is restored from the ReconcileCrashed condition", test_quarantine_restored_from_condition},
     {"no work and no writes without a valid lease", test_leadership},

@@ -11,6 +11,7 @@
 #include "json_at.h"
 #include "plan.h"
 #include "plan_fixture.h"
+#include "projection.h"
 #include "rdc_spec.h"
 #include "render.h"
 #include "text_case.h"
@@ -3740,6 +3741,84 @@ static void test_runtime_config_applied_without_roll(void)
 }
 
 
+/* An observation that projection_observation_news calls no news to a Standalone plan
+ * without TLS changes no such plan: the run-time config of three pods (every pod needs
+ * CONFIG SET) planned with each observation below, and any two the projection calls the
+ * same give the same plan. Fails when the plan starts reading a field of the observation
+ * the projection leaves out (common/projection.h OBSERVATIONS). */
+static void test_observation_news_to_no_standalone_plan(void)
+{
+    world_t w;
+    world_init(&w, SPEC_RT("", "\"hz\":\"20\""), 1);
+    converge(&w, T1);
+    rdc_spec_t spec;
+    rdc_field_errors_t *errs = rdc_field_errors_new();
+    CU_ASSERT_EQUAL_FATAL(rdc_spec_parse(w.rc, &spec, errs), 0);
+    CU_ASSERT_EQUAL_FATAL(spec.mode, RDC_MODE_STANDALONE);
+    const char *obs_text[] = {
+        NULL, /* none yet */
+        "{\"nodes\":[]}",
+        "{\"nodes\":[{\"pod\":\"cache-0\",\"ip\":\"10.0.0.1\",\"reachable\":true,\"role\":\"master\"}]}",
+        "{\"nodes\":[{\"pod\":\"cache-0\",\"ip\":\"10.0.0.9\",\"reachable\":true,\"role\":\"slave\","
+        "\"masterHost\":\"10.0.0.2\",\"linkUp\":true,\"tlsCert\":\"ab\"},{\"pod\":\"cache-1\",\"reachable\":true},"
+        "{\"pod\":\"cache-2\",\"ip\":\"10.0.0.3\",\"reachable\":true,\"role\":\"master\"}],"
+        "\"observedAt\":\"2026-12-07T00:00:00Z\"}",
+        "{\"nodes\":[{\"pod\":\"cache-1\",\"ip\":\"10.0.0.2\",\"reachable\":false}]}",
+        "{\"nodes\":[{\"pod\":\"cache-1\",\"ip\":\"10.0.0.7\",\"reachable\":false,\"role\":\"master\"},"
+        "{\"pod\":\"cache-2\",\"reachable\":true}]}",
+        "{\"nodes\":[{\"pod\":\"cache-2\",\"reachable\":false}]}",
+    };
+    enum { NOBS = sizeof(obs_text) / sizeof(obs_text[0]) };
+    json_object *obs[NOBS];
+    char *plans[NOBS];
+    json_object *pods = rt_pods(NULL, NULL, NULL);
+    for (size_t i = 0; i < NOBS; i++) {
+        obs[i] = obs_text[i] ? parsef("%s", obs_text[i]) : NULL;
+        plan_t *p = rt_run(&w, pods, obs[i]);
+        json_object *j = plan_to_json(p);
+        plans[i] = strdup(json_object_to_json_string(j));
+        json_object_put(j);
+        plan_destroy(&p);
+    }
+    int same = 0, differ = 0;
+    for (size_t a = 0; a < NOBS; a++) {
+        for (size_t b = 0; b < NOBS; b++) {
+            int news = projection_observation_news(&spec, obs[a], obs[b]);
+            CU_ASSERT_EQUAL(news, projection_observation_news(&spec, obs[b], obs[a]));
+            if (!news) {
+                same++;
+                if (strcmp(plans[a], plans[b]))
+                    fprintf(stderr, "observations %zu and %zu: no news, different plans\n", a, b);
+                CU_ASSERT_STRING_EQUAL(plans[a], plans[b]);
+            } else if (strcmp(plans[a], plans[b])) {
+                differ++;
+            }
+        }
+    }
+    /* Both kinds were there: 0-3 are one class (no pod unreachable), 4-5 another. */
+    CU_ASSERT_EQUAL(projection_observation_news(&spec, obs[0], obs[3]), 0);
+    CU_ASSERT_EQUAL(projection_observation_news(&spec, obs[4], obs[5]), 0);
+    CU_ASSERT_EQUAL(projection_observation_news(&spec, obs[3], obs[4]), 1);
+    CU_ASSERT_EQUAL(projection_observation_news(&spec, obs[5], obs[6]), 1);
+    CU_ASSERT(same >= 16 + 4 + 1);
+    CU_ASSERT(differ > 0);
+    /* Replication mode, and TLS: every difference is news. */
+    spec.mode = RDC_MODE_REPLICATION;
+    CU_ASSERT_EQUAL(projection_observation_news(&spec, obs[0], obs[3]), 1);
+    CU_ASSERT_EQUAL(projection_observation_news(&spec, obs[2], obs[2]), 1);
+    spec.mode = RDC_MODE_STANDALONE;
+    spec.tls.secret = "t";
+    CU_ASSERT_EQUAL(projection_observation_news(&spec, obs[0], obs[3]), 1);
+    CU_ASSERT_EQUAL(projection_observation_news(NULL, obs[2], obs[2]), 1);
+    for (size_t i = 0; i < NOBS; i++) {
+        json_object_put(obs[i]);
+        free(plans[i]);
+    }
+    json_object_put(pods);
+    rdc_field_errors_destroy(&errs);
+    world_free(&w);
+}
+
 /* spec.persistence changed on a running cluster: the ConfigMap is applied, no pod rolls,
  * and every pod is given the mode's directives with CONFIG SET and recorded; a default
  * cluster whose pods carry no record is given nothing (they started with its redis.conf). */
@@ -3893,6 +3972,8 @@ static const cu_entry_t tests[] = {
     CU_SUITE("plan: runtime config"),
     {"a run-time directive: CONFIG SET and a record, no roll, then nothing",
      test_runtime_config_applied_without_roll},
+    {"an observation news to no Standalone plan changes none (projection_observation_news)",
+     test_observation_news_to_no_standalone_plan},
     {"spec.persistence changed: CONFIG SET on every pod, recorded, no roll",
      test_persistence_change_applied_without_roll},
     {"which pods get it (table)", test_runtime_config_pods_table},
