@@ -638,15 +638,18 @@ static json_object *observation_parse(const char *text, size_t len)
  * (an invalid spec, out of memory). */
 static int observation_news(dispatcher_t *d, const char *key, const json_object *now)
 {
-    size_t oldlen = 0;
-    const char *old = obsstore_get(d->observations, key, &oldlen);
-    json_object *was = old ? observation_parse(old, oldlen) : NULL;
-    json_object *rc = cache_get_parsed(d->cfg.cache, RDC_KIND, key);
+    json_object *rc = cache_get_parsed(d->cfg.cache, RDC_KIND, key), *was = NULL;
     rdc_field_errors_t *errs = rdc_field_errors_new();
     rdc_spec_t *spec = malloc(sizeof(*spec));
     int news = 1;
-    if (rc && errs && spec && (!old || was) && !rdc_spec_parse(rc, spec, errs))
-        news = projection_observation_news(spec, was, now);
+    /* The kept observation is parsed only for a plan that reads less than all of it
+     * (Replication and Cluster mode, failover's inputs, go straight on). */
+    if (rc && errs && spec && !rdc_spec_parse(rc, spec, errs) && !projection_observation_news(spec, NULL, NULL)) {
+        size_t oldlen = 0;
+        const char *old = obsstore_get(d->observations, key, &oldlen);
+        if (!old || (was = observation_parse(old, oldlen)))
+            news = projection_observation_news(spec, was, now);
+    }
     free(spec);
     rdc_field_errors_destroy(&errs);
     json_object_put(rc);
